@@ -1,0 +1,428 @@
+//! Aggregation: Luby-style maximal independent sets with deterministic priorities, root
+//! neighbourhoods, leftover assignment and small-aggregate merging.
+//!
+//! Calling order inside [`aggregate`]: [`mis`] -> roots take their neighbours -> leftovers join the
+//! neighbouring aggregate they are most strongly connected to -> aggregates with fewer than
+//! `min_dofs` unknowns merge into their strongest neighbour (or dissolve when they have none) ->
+//! compact numbering in ascending order of the aggregates' first vertex.
+//!
+//! Every step is a sequence of Jacobi-style rounds (each round reads the previous round's state
+//! only), so the result does not depend on the number of threads.
+
+use crate::strength::StrengthGraph;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Marker of a vertex in no aggregate (isolated or Dirichlet rows; they get a zero row in P).
+pub const UNAGGREGATED: u32 = u32::MAX;
+
+/// Distance of the independent set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MisDistance {
+    /// MIS-1: roots are not neighbours (aggregates of a root and its neighbours).
+    One,
+    /// MIS-2: roots are at distance >= 3 (aggressive coarsening, MIS of the squared graph).
+    Two,
+}
+
+/// Vertex -> aggregate map with member lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aggregates {
+    /// Aggregate of each vertex, or [`UNAGGREGATED`].
+    agg_of: Vec<u32>,
+    /// CSR of members: aggregate `a` holds `members[ptr[a]..ptr[a + 1]]`, ascending.
+    ptr: Vec<usize>,
+    members: Vec<u32>,
+}
+
+impl Aggregates {
+    /// Builds the member lists of a vertex -> aggregate map (aggregates numbered `0..n_aggregates`).
+    pub fn from_assignment(agg_of: Vec<u32>, n_aggregates: usize) -> Self {
+        let mut ptr = vec![0usize; n_aggregates + 1];
+        for &a in &agg_of {
+            if a != UNAGGREGATED {
+                ptr[a as usize + 1] += 1;
+            }
+        }
+        for a in 0..n_aggregates {
+            ptr[a + 1] += ptr[a];
+        }
+        let mut fill = ptr.clone();
+        let mut members = vec![0u32; ptr[n_aggregates]];
+        for (v, &a) in agg_of.iter().enumerate() {
+            if a != UNAGGREGATED {
+                members[fill[a as usize]] = v as u32;
+                fill[a as usize] += 1;
+            }
+        }
+        Self { agg_of, ptr, members }
+    }
+
+    /// Number of aggregates (coarse block rows).
+    pub fn n_aggregates(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// Number of fine vertices.
+    pub fn n_vertices(&self) -> usize {
+        self.agg_of.len()
+    }
+
+    /// Aggregate of each vertex ([`UNAGGREGATED`] for none).
+    pub fn assignment(&self) -> &[u32] {
+        &self.agg_of
+    }
+
+    /// Vertices of aggregate `a`, ascending.
+    pub fn members(&self, a: usize) -> &[u32] {
+        &self.members[self.ptr[a]..self.ptr[a + 1]]
+    }
+
+    /// Offsets of the member lists (`n_aggregates + 1` entries).
+    pub fn member_offsets(&self) -> &[usize] {
+        &self.ptr
+    }
+}
+
+/// Deterministic priority of vertex `v` (smaller wins): ascending degree first (boundary vertices
+/// become roots first, as in PETSc), then a hash of the vertex id, then the id (unique).
+/// Never 0 (reserved for "in the set") nor `u64::MAX` ("out").
+fn priority(v: usize, degree: usize) -> u64 {
+    let mut z = (v as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let deg = (degree as u64).min((1 << 14) - 1);
+    1 + ((deg << 48) | ((z & 0xFFFF) << 32) | v as u64)
+}
+
+const IN: u64 = 0;
+const OUT: u64 = u64::MAX;
+
+/// Luby-style maximal independent set of distance 1 or 2 over the non-isolated vertices.
+/// Returns `true` for the roots. Isolated vertices are never roots.
+pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
+    let n = graph.n_vertices();
+    let mut status: Vec<u64> = (0..n)
+        .into_par_iter()
+        .map(|v| if graph.is_isolated(v) { OUT } else { priority(v, graph.degree(v)) })
+        .collect();
+    // Min over the closed neighbourhood of `v` of `s`.
+    let closed_min = |s: &[u64], v: usize| graph.neighbours(v).iter().fold(s[v], |m, &u| m.min(s[u as usize]));
+    let mut m1 = vec![OUT; n];
+    let mut m2 = vec![OUT; n];
+    loop {
+        m1.par_iter_mut().enumerate().for_each(|(v, m)| *m = closed_min(&status, v));
+        let reach: &[u64] = match distance {
+            MisDistance::One => &m1,
+            MisDistance::Two => {
+                m2.par_iter_mut().enumerate().for_each(|(v, m)| *m = closed_min(&m1, v));
+                &m2
+            }
+        };
+        let changed: usize = status
+            .par_iter_mut()
+            .zip(reach.par_iter())
+            .map(|(s, &r)| {
+                if *s == IN || *s == OUT {
+                    0
+                } else if r == IN {
+                    *s = OUT;
+                    1
+                } else if r == *s {
+                    *s = IN;
+                    1
+                } else {
+                    0
+                }
+            })
+            .sum();
+        if changed == 0 {
+            break;
+        }
+    }
+    status.into_par_iter().map(|s| s == IN).collect()
+}
+
+/// The aggregate `v` joins this round: the neighbouring aggregate of largest summed edge weight
+/// (ties: smallest aggregate id), `None` when no neighbour is aggregated.
+fn strongest_neighbour_aggregate(graph: &StrengthGraph, agg_of: &[u32], v: usize) -> Option<u32> {
+    let mut acc: Vec<(u32, f64)> = Vec::new();
+    for (&u, &w) in graph.neighbours(v).iter().zip(graph.weights(v)) {
+        let a = agg_of[u as usize];
+        if a == UNAGGREGATED {
+            continue;
+        }
+        match acc.iter_mut().find(|(b, _)| *b == a) {
+            Some(e) => e.1 += w,
+            None => acc.push((a, w)),
+        }
+    }
+    // Sum order follows the neighbour order (fixed), so the comparison is deterministic.
+    acc.into_iter().fold(None, |best: Option<(u32, f64)>, (a, w)| match best {
+        Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
+        _ => Some((a, w)),
+    })
+    .map(|(a, _)| a)
+}
+
+/// Aggregates the vertices of `graph`.
+///
+/// `bs` unknowns per vertex; an aggregate needs at least `min_dofs` unknowns (the number of
+/// near-null vectors), so that its tentative-prolongator block has full column rank.
+pub fn aggregate(graph: &StrengthGraph, distance: MisDistance, bs: usize, min_dofs: usize) -> Aggregates {
+    let n = graph.n_vertices();
+    let roots = mis(graph, distance);
+    // Roots numbered in ascending vertex order.
+    let mut root_id = vec![UNAGGREGATED; n];
+    let mut n_agg = 0u32;
+    for v in 0..n {
+        if roots[v] {
+            root_id[v] = n_agg;
+            n_agg += 1;
+        }
+    }
+    // Roots take their neighbours (a vertex next to several roots, possible with MIS-1, joins the one
+    // of strongest connection).
+    let mut agg_of: Vec<u32> = (0..n)
+        .into_par_iter()
+        .map(|v| {
+            if roots[v] {
+                root_id[v]
+            } else if graph.is_isolated(v) {
+                UNAGGREGATED
+            } else {
+                strongest_neighbour_aggregate(graph, &root_id, v).unwrap_or(UNAGGREGATED)
+            }
+        })
+        .collect();
+    // Leftovers, in rounds until nothing changes.
+    loop {
+        let next: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|v| {
+                if agg_of[v] != UNAGGREGATED || graph.is_isolated(v) {
+                    agg_of[v]
+                } else {
+                    strongest_neighbour_aggregate(graph, &agg_of, v).unwrap_or(UNAGGREGATED)
+                }
+            })
+            .collect();
+        if next == agg_of {
+            break;
+        }
+        agg_of = next;
+    }
+    let aggs = Aggregates::from_assignment(agg_of, n_agg as usize);
+    merge_small(graph, aggs, bs, min_dofs)
+}
+
+/// Merges every aggregate with fewer than `min_dofs` unknowns into the neighbouring aggregate it is
+/// most strongly connected to; an aggregate with no neighbouring aggregate is dissolved (its vertices
+/// become unaggregated: a decoupled component smaller than the near-null space, which the smoother
+/// handles). Sequential in aggregate order (small aggregates are rare), then renumbered compactly.
+fn merge_small(graph: &StrengthGraph, aggs: Aggregates, bs: usize, min_dofs: usize) -> Aggregates {
+    let n_agg = aggs.n_aggregates();
+    let mut size: Vec<usize> = (0..n_agg).map(|a| aggs.members(a).len()).collect();
+    if size.iter().all(|&s| s * bs >= min_dofs) {
+        return aggs;
+    }
+    let mut agg_of = aggs.agg_of.clone();
+    let mut members: Vec<Vec<u32>> = (0..n_agg).map(|a| aggs.members(a).to_vec()).collect();
+    loop {
+        let mut changed = false;
+        for a in 0..n_agg {
+            if size[a] == 0 || size[a] * bs >= min_dofs {
+                continue;
+            }
+            // Connection of aggregate a to each other aggregate.
+            let mut acc: Vec<(u32, f64)> = Vec::new();
+            for &v in &members[a] {
+                let v = v as usize;
+                for (&u, &w) in graph.neighbours(v).iter().zip(graph.weights(v)) {
+                    let b = agg_of[u as usize];
+                    if b == UNAGGREGATED || b as usize == a {
+                        continue;
+                    }
+                    match acc.iter_mut().find(|(c, _)| *c == b) {
+                        Some(e) => e.1 += w,
+                        None => acc.push((b, w)),
+                    }
+                }
+            }
+            let target = acc
+                .into_iter()
+                .fold(None, |best: Option<(u32, f64)>, (b, w)| match best {
+                    Some((bb, bw)) if bw > w || (bw == w && bb < b) => Some((bb, bw)),
+                    _ => Some((b, w)),
+                })
+                .map(|(b, _)| b as usize);
+            let moved = std::mem::take(&mut members[a]);
+            match target {
+                Some(t) => {
+                    for &v in &moved {
+                        agg_of[v as usize] = t as u32;
+                    }
+                    size[t] += moved.len();
+                    members[t].extend_from_slice(&moved);
+                }
+                None => {
+                    for &v in &moved {
+                        agg_of[v as usize] = UNAGGREGATED;
+                    }
+                }
+            }
+            size[a] = 0;
+            changed = true;
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Compact numbering: surviving aggregates keep their relative order.
+    let mut new_id = vec![UNAGGREGATED; n_agg];
+    let mut next = 0u32;
+    for a in 0..n_agg {
+        if size[a] > 0 {
+            new_id[a] = next;
+            next += 1;
+        }
+    }
+    for g in agg_of.iter_mut() {
+        if *g != UNAGGREGATED {
+            *g = new_id[*g as usize];
+        }
+    }
+    Aggregates::from_assignment(agg_of, next as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Graph of a structured `nx x ny x nz` grid with 27-point (full box) connectivity, unit weights.
+    pub(crate) fn grid_graph(nx: usize, ny: usize, nz: usize) -> StrengthGraph {
+        let id = |i: usize, j: usize, k: usize| i + nx * (j + ny * k);
+        let mut row_ptr = vec![0];
+        let mut col = Vec::new();
+        for k in 0..nz {
+            for j in 0..ny {
+                for i in 0..nx {
+                    for kk in k.saturating_sub(1)..(k + 2).min(nz) {
+                        for jj in j.saturating_sub(1)..(j + 2).min(ny) {
+                            for ii in i.saturating_sub(1)..(i + 2).min(nx) {
+                                if (ii, jj, kk) != (i, j, k) {
+                                    col.push(id(ii, jj, kk) as u32);
+                                }
+                            }
+                        }
+                    }
+                    row_ptr.push(col.len());
+                }
+            }
+        }
+        let w = vec![1.0; col.len()];
+        StrengthGraph::from_parts(row_ptr, col, w)
+    }
+
+    /// Breadth-first distances from `v`, up to `max`.
+    fn within(graph: &StrengthGraph, v: usize, max: usize) -> Vec<usize> {
+        let mut seen = vec![v];
+        let mut frontier = vec![v];
+        for _ in 0..max {
+            let mut next = Vec::new();
+            for &x in &frontier {
+                for &u in graph.neighbours(x) {
+                    if !seen.contains(&(u as usize)) {
+                        seen.push(u as usize);
+                        next.push(u as usize);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        seen
+    }
+
+    #[test]
+    fn mis_is_independent_and_maximal_at_both_distances() {
+        let g = grid_graph(7, 6, 5);
+        for (distance, d) in [(MisDistance::One, 1), (MisDistance::Two, 2)] {
+            let roots = mis(&g, distance);
+            for v in 0..g.n_vertices() {
+                let near = within(&g, v, d);
+                let near_roots = near.iter().filter(|&&u| u != v && roots[u]).count();
+                if roots[v] {
+                    assert_eq!(near_roots, 0, "independence broken at {v} (distance {d})");
+                } else {
+                    assert!(near_roots > 0, "maximality broken at {v} (distance {d})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_vertex_aggregated_and_aggregates_connected() {
+        let g = grid_graph(9, 9, 9);
+        let aggs = aggregate(&g, MisDistance::Two, 3, 6);
+        assert!(aggs.assignment().iter().all(|&a| a != UNAGGREGATED));
+        // MIS-2 on a 27-point grid: aggregates of roughly 3^3 nodes.
+        let mean = 729.0 / aggs.n_aggregates() as f64;
+        assert!((8.0..60.0).contains(&mean), "mean aggregate size {mean}");
+        for a in 0..aggs.n_aggregates() {
+            let m = aggs.members(a);
+            assert!(m.len() * 3 >= 6);
+            // Connected: BFS inside the aggregate reaches every member.
+            let mut seen = vec![m[0] as usize];
+            let mut i = 0;
+            while i < seen.len() {
+                for &u in g.neighbours(seen[i]) {
+                    if aggs.assignment()[u as usize] as usize == a && !seen.contains(&(u as usize)) {
+                        seen.push(u as usize);
+                    }
+                }
+                i += 1;
+            }
+            assert_eq!(seen.len(), m.len(), "aggregate {a} not connected");
+        }
+    }
+
+    #[test]
+    fn aggregation_identical_with_one_and_many_threads() {
+        let g = grid_graph(12, 11, 10);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| (aggregate(&g, MisDistance::Two, 3, 6), aggregate(&g, MisDistance::One, 6, 6)))
+        };
+        assert_eq!(run(1), run(4));
+    }
+
+    #[test]
+    fn isolated_vertices_and_tiny_components_are_left_out_small_aggregates_merged() {
+        // Path 0-1-2-3-4-5, isolated vertex 6, pair 7-8 (a component of 2 vertices).
+        let edges: Vec<Vec<u32>> =
+            vec![vec![1], vec![0, 2], vec![1, 3], vec![2, 4], vec![3, 5], vec![4], vec![], vec![8], vec![7]];
+        let mut row_ptr = vec![0];
+        let mut col = Vec::new();
+        for e in &edges {
+            col.extend_from_slice(e);
+            row_ptr.push(col.len());
+        }
+        let w = vec![1.0; col.len()];
+        let g = StrengthGraph::from_parts(row_ptr, col, w);
+        // bs 1, 3 near-null vectors: every aggregate needs 3 vertices.
+        let aggs = aggregate(&g, MisDistance::One, 1, 3);
+        let asg = aggs.assignment();
+        assert_eq!(asg[6], UNAGGREGATED);
+        assert_eq!(asg[7], UNAGGREGATED);
+        assert_eq!(asg[8], UNAGGREGATED);
+        for a in 0..aggs.n_aggregates() {
+            assert!(aggs.members(a).len() >= 3, "aggregate {a}: {:?}", aggs.members(a));
+        }
+        assert!((0..6).all(|v| asg[v] != UNAGGREGATED));
+    }
+}

@@ -1,0 +1,35 @@
+//! The crate's error type.
+
+use linalg::LinalgError;
+
+/// Errors of the `amg` crate. Every variant names the offending level, row or sizes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AmgError {
+    /// An error reported by `linalg` (pattern, block size or plan mismatch).
+    #[error("linalg: {0}")]
+    Linalg(#[from] LinalgError),
+    /// Operand dimensions do not fit together.
+    #[error("{what}: found {found}, expected {expected}")]
+    DimensionMismatch { what: &'static str, expected: usize, found: usize },
+    /// An operation needs square blocks (bs x bs) and got rectangular ones.
+    #[error("{what}: blocks are {block_rows}x{block_cols}, square blocks required")]
+    NonSquareBlocks { what: &'static str, block_rows: usize, block_cols: usize },
+    /// A diagonal block could not be inverted (zero or relatively tiny pivot).
+    #[error("level {level}: diagonal block of block row {row} is singular (pivot {pivot:e} in column {column})")]
+    SingularDiagonalBlock { level: usize, row: usize, column: usize, pivot: f64 },
+    /// The dense coarsest-level matrix is singular (neither Cholesky nor LU succeeded).
+    #[error("coarsest level ({n} unknowns) is singular: pivot {pivot:e} at row {row}")]
+    SingularCoarseMatrix { n: usize, row: usize, pivot: f64 },
+    /// A value is NaN or infinite where a finite number is required.
+    #[error("{what} is not finite")]
+    NonFinite { what: &'static str },
+    /// A parameter is outside its valid range.
+    #[error("parameter {name} = {value}: {reason}")]
+    InvalidParameter { name: &'static str, value: String, reason: &'static str },
+    /// The near-null space does not fit the operator.
+    #[error("near-null space: {reason}")]
+    InvalidNearNullSpace { reason: String },
+    /// `update` was given an operator of other dimensions than the one the hierarchy was built for.
+    #[error("update: operator has {found} block rows of size {found_bs}, hierarchy expects {expected} of size {expected_bs}")]
+    OperatorChanged { expected: usize, expected_bs: usize, found: usize, found_bs: usize },
+}

@@ -1,0 +1,174 @@
+//! Strength graph: one vertex per block row, an edge where a block couples two rows strongly.
+//!
+//! Weight `w_ij = ||A_ij||_F / sqrt(||A_ii||_F ||A_jj||_F)` (symmetric scaling); an edge is kept when
+//! `A_ij` is not zero and `w_ij >= threshold` (threshold 0 keeps every nonzero block). A row with no
+//! kept off-diagonal edge (a Dirichlet row: identity block, zero couplings) is *isolated*, and edges
+//! pointing to isolated rows are dropped too, so isolated vertices have no edges in either direction.
+//! The operator is assumed (structurally and numerically) symmetric, as for any SPD operator.
+
+use crate::AmgError;
+use linalg::Bsr;
+use rayon::prelude::*;
+
+/// CSR adjacency without self loops, with edge weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrengthGraph {
+    row_ptr: Vec<usize>,
+    col: Vec<u32>,
+    weight: Vec<f64>,
+}
+
+impl StrengthGraph {
+    /// Builds a graph from CSR parts (test and custom-graph use). Columns must be `< n`.
+    pub fn from_parts(row_ptr: Vec<usize>, col: Vec<u32>, weight: Vec<f64>) -> Self {
+        debug_assert_eq!(col.len(), weight.len());
+        Self { row_ptr, col, weight }
+    }
+
+    /// Number of vertices.
+    pub fn n_vertices(&self) -> usize {
+        self.row_ptr.len() - 1
+    }
+
+    /// Number of directed edges.
+    pub fn n_edges(&self) -> usize {
+        self.col.len()
+    }
+
+    /// Neighbours of `v`.
+    pub fn neighbours(&self, v: usize) -> &[u32] {
+        &self.col[self.row_ptr[v]..self.row_ptr[v + 1]]
+    }
+
+    /// Weights of the edges of `v`, aligned with [`Self::neighbours`].
+    pub fn weights(&self, v: usize) -> &[f64] {
+        &self.weight[self.row_ptr[v]..self.row_ptr[v + 1]]
+    }
+
+    /// Number of neighbours of `v`.
+    pub fn degree(&self, v: usize) -> usize {
+        self.row_ptr[v + 1] - self.row_ptr[v]
+    }
+
+    /// True if `v` has no edge (Dirichlet row or decoupled node).
+    pub fn is_isolated(&self, v: usize) -> bool {
+        self.degree(v) == 0
+    }
+}
+
+/// Builds the strength graph of the square-block operator `a` (parallel over rows, deterministic).
+pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError> {
+    if a.block_rows() != a.block_cols() {
+        return Err(AmgError::NonSquareBlocks {
+            what: "strength graph",
+            block_rows: a.block_rows(),
+            block_cols: a.block_cols(),
+        });
+    }
+    if !(threshold >= 0.0) || !threshold.is_finite() {
+        return Err(AmgError::InvalidParameter {
+            name: "strength_threshold",
+            value: threshold.to_string(),
+            reason: "must be a finite number >= 0",
+        });
+    }
+    let pattern = a.pattern();
+    let n = pattern.n_block_rows();
+    let bl = a.block_len();
+    let diag_pos = pattern.diagonal_positions()?;
+    let norms: Vec<f64> = a.values().par_chunks(bl).map(|b| b.iter().map(|v| v * v).sum::<f64>().sqrt()).collect();
+    let dnorm: Vec<f64> = diag_pos.iter().map(|&k| norms[k]).collect();
+    let (row_ptr, cols) = (pattern.row_ptr(), pattern.col_idx());
+    let weight_of = |i: usize, k: usize| -> Option<f64> {
+        let j = cols[k] as usize;
+        let denom = (dnorm[i] * dnorm[j]).sqrt();
+        if j == i || norms[k] == 0.0 || denom == 0.0 {
+            return None;
+        }
+        let w = norms[k] / denom;
+        (w >= threshold).then_some(w)
+    };
+    // Pass 1: rows with at least one kept off-diagonal edge.
+    let coupled: Vec<bool> =
+        (0..n).into_par_iter().map(|i| (row_ptr[i]..row_ptr[i + 1]).any(|k| weight_of(i, k).is_some())).collect();
+    let keep = |i: usize, k: usize| coupled[i] && coupled[cols[k] as usize] && weight_of(i, k).is_some();
+    // Pass 2: counts, then fill disjoint row slices in parallel.
+    let counts: Vec<usize> =
+        (0..n).into_par_iter().map(|i| (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)).count()).collect();
+    let mut g_ptr = Vec::with_capacity(n + 1);
+    g_ptr.push(0);
+    for c in &counts {
+        g_ptr.push(g_ptr.last().unwrap() + c);
+    }
+    let nnz = g_ptr[n];
+    let mut g_col = vec![0u32; nnz];
+    let mut g_w = vec![0.0; nnz];
+    split_rows(&mut g_col, &counts).into_par_iter().zip(split_rows(&mut g_w, &counts)).enumerate().for_each(
+        |(i, (c_out, w_out))| {
+            let mut t = 0;
+            for k in row_ptr[i]..row_ptr[i + 1] {
+                if keep(i, k) {
+                    c_out[t] = cols[k];
+                    w_out[t] = weight_of(i, k).unwrap_or(0.0);
+                    t += 1;
+                }
+            }
+        },
+    );
+    Ok(StrengthGraph { row_ptr: g_ptr, col: g_col, weight: g_w })
+}
+
+/// Splits `data` into consecutive mutable slices of the given lengths (for parallel row fills).
+pub(crate) fn split_rows<'a, T>(mut data: &'a mut [T], lengths: &[usize]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(lengths.len());
+    for &len in lengths {
+        let (head, tail) = std::mem::take(&mut data).split_at_mut(len);
+        out.push(head);
+        data = tail;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::laplace_1d_blocks;
+
+    #[test]
+    fn weights_are_scaled_block_norms() {
+        let a = laplace_1d_blocks(5, 3);
+        let g = strength_graph(&a, 0.0).unwrap();
+        // ||-I_3|| / sqrt(||2 I_3||^2) = sqrt(3) / (2 sqrt(3)) = 0.5
+        assert_eq!(g.neighbours(0), &[1]);
+        assert_eq!(g.neighbours(2), &[1, 3]);
+        for v in 0..5 {
+            for w in g.weights(v) {
+                assert!((w - 0.5).abs() < 1e-15);
+            }
+        }
+        // A threshold above every weight isolates everything.
+        let g = strength_graph(&a, 0.6).unwrap();
+        assert_eq!(g.n_edges(), 0);
+        assert!(strength_graph(&a, -1.0).is_err());
+    }
+
+    #[test]
+    fn dirichlet_row_is_isolated_in_both_directions() {
+        let mut a = laplace_1d_blocks(5, 2);
+        // Row 2 becomes a Dirichlet row (identity, zero off-diagonal blocks); its column stays.
+        let p = a.pattern().clone();
+        for k in p.row_ptr()[2]..p.row_ptr()[3] {
+            let j = p.col_idx()[k] as usize;
+            let b = a.block_mut(k);
+            b.fill(0.0);
+            if j == 2 {
+                b[0] = 1.0;
+                b[3] = 1.0;
+            }
+        }
+        let g = strength_graph(&a, 0.0).unwrap();
+        assert!(g.is_isolated(2));
+        assert_eq!(g.neighbours(1), &[0]);
+        assert_eq!(g.neighbours(3), &[4]);
+    }
+}

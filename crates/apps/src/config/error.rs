@@ -1,0 +1,218 @@
+//! The configuration error: what went wrong, in which file, where, and at which key path.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::MessageFormatter;
+
+use super::tree::{display_path, Origin};
+
+/// The class of a [`ConfigError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The file could not be read.
+    Io,
+    /// The text is not valid YAML (or uses a rejected feature such as a duplicate key or `.inf`).
+    Syntax,
+    /// Valid YAML that does not fit the schema: unknown key or choice, wrong type, missing key.
+    Schema,
+    /// A `--set` argument is malformed or cannot be applied to the tree.
+    Override,
+    /// A value that fits the schema but is out of range or inconsistent.
+    Invalid,
+}
+
+/// An error in a configuration file or in a `--set` override.
+///
+/// `Display` renders `file:line:column: key.path: message` followed by the offending source line
+/// with a caret, or `file: --set `arg`: key.path: message` when the value came from an override.
+#[derive(Debug)]
+pub struct ConfigError {
+    kind: ErrorKind,
+    file: PathBuf,
+    origin: Option<Origin>,
+    path: Option<String>,
+    message: String,
+    snippet: Option<String>,
+    source: Option<io::Error>,
+}
+
+impl ConfigError {
+    pub(crate) fn io(file: &Path, source: io::Error) -> Self {
+        ConfigError {
+            kind: ErrorKind::Io,
+            file: file.to_owned(),
+            origin: None,
+            path: None,
+            message: format!("cannot read the configuration: {source}"),
+            snippet: None,
+            source: Some(source),
+        }
+    }
+
+    /// An error at `origin` (if known) and key `path` (if known); `text` is the file's content,
+    /// used to quote the offending line.
+    pub(crate) fn new(
+        kind: ErrorKind,
+        file: &Path,
+        text: Option<&str>,
+        origin: Option<Origin>,
+        path: Option<String>,
+        message: String,
+    ) -> Self {
+        let snippet = match (&origin, text) {
+            (Some(Origin::File { line, column }), Some(text)) => snippet(text, *line, *column),
+            _ => None,
+        };
+        ConfigError {
+            kind,
+            file: file.to_owned(),
+            origin,
+            path,
+            message,
+            snippet,
+            source: None,
+        }
+    }
+
+    /// A YAML syntax error reported by the parser.
+    pub(crate) fn syntax(file: &Path, text: &str, error: &serde_saphyr::Error) -> Self {
+        let origin = error.location().map(|l| Origin::File {
+            line: l.line() as u32,
+            column: l.column() as u32,
+        });
+        Self::new(
+            ErrorKind::Syntax,
+            file,
+            Some(text),
+            origin,
+            None,
+            bare_message(error),
+        )
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The configuration file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Where the offending value came from, when known.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
+    }
+
+    /// 1-based line and column in the file, when the offending value was written there.
+    pub fn line_column(&self) -> Option<(u32, u32)> {
+        match self.origin {
+            Some(Origin::File { line, column }) => Some((line, column)),
+            _ => None,
+        }
+    }
+
+    /// Key path of the offending value (`materials[1].poisson_ratio`; `""` is the top level).
+    pub fn key_path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// The message without file, place and snippet.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        match &self.origin {
+            Some(Origin::File { line, column }) => write!(f, ":{line}:{column}")?,
+            Some(Origin::Override(arg)) => write!(f, ": --set `{arg}`")?,
+            None => {}
+        }
+        if let Some(path) = &self.path {
+            write!(f, ": {}", display_path(path))?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(snippet) = &self.snippet {
+            write!(f, "\n{snippet}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// serde-saphyr's message without its location suffix and snippet.
+pub(crate) fn bare_message(error: &serde_saphyr::Error) -> String {
+    serde_saphyr::DefaultMessageFormatter
+        .format_message(error.without_snippet())
+        .escape_debug()
+        .to_string()
+}
+
+/// The source line `line` with a caret under character `column` (both 1-based), in the layout
+/// of compiler diagnostics; `None` when the line does not exist.
+fn snippet(text: &str, line: u32, column: u32) -> Option<String> {
+    let source = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let number = line.to_string();
+    let pad = " ".repeat(number.len());
+    // Keep tabs so that the caret lines up with the quoted text.
+    let indent: String = source
+        .chars()
+        .take(column.saturating_sub(1) as usize)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    Some(format!(
+        "{pad} |\n{number} | {source}\n{pad} | {indent}^"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_marks_the_column() {
+        let text = "a: 1\nb:\n\tc: x\n";
+        assert_eq!(snippet(text, 1, 4).unwrap(), "  |\n1 | a: 1\n  |    ^");
+        assert_eq!(snippet(text, 3, 5).unwrap(), "  |\n3 | \tc: x\n  | \t   ^");
+        assert!(snippet(text, 9, 1).is_none());
+        assert!(snippet(text, 0, 1).is_none());
+    }
+
+    #[test]
+    fn display_names_file_place_and_path() {
+        let err = ConfigError::new(
+            ErrorKind::Invalid,
+            Path::new("in/run.yaml"),
+            Some("a: 1\nb: 2\n"),
+            Some(Origin::File { line: 2, column: 4 }),
+            Some("b".into()),
+            "must be odd".into(),
+        );
+        assert_eq!(
+            err.to_string(),
+            "in/run.yaml:2:4: b: must be odd\n  |\n2 | b: 2\n  |    ^"
+        );
+        let err = ConfigError::new(
+            ErrorKind::Schema,
+            Path::new("run.yaml"),
+            None,
+            Some(Origin::Override("b=3".into())),
+            Some("b".into()),
+            "bad".into(),
+        );
+        assert_eq!(err.to_string(), "run.yaml: --set `b=3`: b: bad");
+        assert_eq!(err.line_column(), None);
+    }
+}

@@ -1,0 +1,106 @@
+//! Run configuration: typed, validated parameters read from a YAML file.
+//!
+//! Reading goes text -> YAML tree with origins (`tree`) -> `--set` overrides applied to the tree
+//! -> typed [`Config`] (`de`, every struct rejects unknown keys) -> [`Config::validate`]. Every
+//! error names the file and, where the offending value was written in it, `line:column`, or the
+//! `--set` argument that wrote it; unknown keys and choices list the valid ones.
+//!
+//! ```yaml
+//! mesh: { box: { cells: [8, 2, 2], lower: [0, 0, 0], upper: [10, 2, 2], order: 1 } }
+//! materials:
+//!   - { model: neo_hookean, young_modulus: 1.0e3, poisson_ratio: 0.3 }
+//! boundary:
+//!   dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
+//!   traction: [{ set: xmax, value: [0, 0, -1.0e-3] }]
+//! ```
+
+mod de;
+mod error;
+mod material;
+mod params;
+mod tree;
+mod validate;
+
+use std::fs;
+use std::path::Path;
+
+use serde::Deserialize;
+
+pub use error::{ConfigError, ErrorKind};
+pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams, Moduli};
+pub use params::{
+    BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverMethod,
+    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,
+    QuadratureParams, Source, TractionParams, TwistParams,
+};
+pub use tree::Origin;
+
+/// Reads and validates the configuration at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with_overrides(path, &[])
+}
+
+/// Reads the configuration at `path`, applies `overrides` (`key.path=value` arguments of
+/// `--set`, in order; see [`load_str`]) and validates the result.
+pub fn load_with_overrides(path: &Path, overrides: &[String]) -> Result<Config, ConfigError> {
+    let text = fs::read_to_string(path).map_err(|e| ConfigError::io(path, e))?;
+    load_str(&text, path, overrides)
+}
+
+/// Parses configuration `text` as if read from `file` (named in errors; its directory anchors
+/// relative mesh paths, its stem is the default output name), applies `overrides` and validates.
+///
+/// An override is `key.path=value`: segments separated by `.`, sequence entries as `name[i]`
+/// (or `name.i`), the value parsed as YAML (`4`, `1e-6`, `true`, `neo_hookean`, `[0, 0, -1]`,
+/// `{ x: 0 }`). Keys missing from the file are created; a key or value the schema rejects is
+/// reported with the `--set` argument in place of a line and column.
+pub fn load_str(text: &str, file: &Path, overrides: &[String]) -> Result<Config, ConfigError> {
+    let mut tree = tree::Node::parse(text).map_err(|e| ConfigError::syntax(file, text, &e))?;
+    for arg in overrides {
+        tree.apply_override(arg).map_err(|e| {
+            ConfigError::new(
+                ErrorKind::Override,
+                file,
+                None,
+                Some(Origin::Override(arg.clone())),
+                (!e.path.is_empty()).then_some(e.path),
+                e.message,
+            )
+        })?;
+    }
+    let mut config = Config::deserialize(de::NodeDe::root(&tree)).map_err(|e| {
+        let (origin, path) = e.place.unzip();
+        ConfigError::new(ErrorKind::Schema, file, Some(text), origin, path, e.message)
+    })?;
+    config.source = Source {
+        file: file.to_owned(),
+        text: text.to_owned(),
+        origins: tree.origins(),
+    };
+    config.resolve_paths(file);
+    config.validate()?;
+    Ok(config)
+}
+
+impl Config {
+    /// Anchors a relative Gmsh path at the configuration file's directory and fills in the
+    /// default output name (the file's stem).
+    fn resolve_paths(&mut self, file: &Path) {
+        if let MeshSource::Gmsh(gmsh) = &mut self.mesh {
+            if gmsh.file.is_relative() {
+                if let Some(dir) = file.parent() {
+                    gmsh.file = dir.join(&gmsh.file);
+                }
+            }
+        }
+        if self.output.name.is_none() {
+            self.output.name = file
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned());
+        }
+    }
+
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,373 @@
+//! The typed parameters of a run, one struct per YAML section.
+//!
+//! Every struct rejects unknown keys; defaults are stated on each field. Values are checked for
+//! range and consistency by [`Config::validate`](super::Config::validate), not here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::material::MaterialParams;
+use super::tree::Origin;
+
+/// All parameters of a run.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where the mesh comes from (required).
+    pub mesh: MeshSource,
+    /// Material assignments (required, at least one); a later entry overrides earlier ones on
+    /// the cells they share.
+    pub materials: Vec<MaterialParams>,
+    /// Body force per unit reference volume at load factor 1 (scaled by the load factor).
+    /// Default `[0, 0, 0]`.
+    #[serde(default)]
+    pub body_force: [f64; 3],
+    /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
+    #[serde(default)]
+    pub boundary: BoundaryParams,
+    /// Load stepping. Defaults: see [`LoadingParams`].
+    #[serde(default)]
+    pub loading: LoadingParams,
+    /// Newton iteration. Defaults: see [`NewtonParams`].
+    #[serde(default)]
+    pub newton: NewtonParams,
+    /// Linear solver of each Newton step. Defaults: see [`LinearSolverParams`].
+    #[serde(default)]
+    pub linear_solver: LinearSolverParams,
+    /// Quadrature. Default: `order + 1` Gauss points per direction.
+    #[serde(default)]
+    pub quadrature: QuadratureParams,
+    /// Output files. Defaults: see [`OutputParams`].
+    #[serde(default)]
+    pub output: OutputParams,
+    /// Where the configuration was read from; not part of the YAML schema.
+    #[serde(skip)]
+    pub source: Source,
+}
+
+/// The file a [`Config`] was read from and the origin of each of its values, used to point
+/// semantic errors at the line that holds the offending value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Source {
+    /// The configuration file as given to `load` (`<memory>` for a config built in code).
+    pub file: PathBuf,
+    /// The file's text, quoted in error messages (empty for a config built in code).
+    pub(crate) text: String,
+    /// Origin of every value by key path (`materials[1].mu`).
+    pub(crate) origins: BTreeMap<String, Origin>,
+}
+
+impl Source {
+    /// The origin of the value at `path`, or of its nearest ancestor present in the file (a key
+    /// left at its default has no origin of its own).
+    pub fn origin(&self, path: &str) -> Option<&Origin> {
+        let mut path = path;
+        loop {
+            if let Some(origin) = self.origins.get(path) {
+                return Some(origin);
+            }
+            path = &path[..path.rfind(['.', '['])?];
+        }
+    }
+}
+
+/// Exactly one mesh source, written as a one-key mapping: `mesh: { box: {...} }` or
+/// `mesh: { gmsh: {...} }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum MeshSource {
+    /// A structured box, optionally mapped trilinearly onto eight corners.
+    Box(BoxMesh),
+    /// A Gmsh 4.1 file.
+    Gmsh(GmshMesh),
+}
+
+/// A structured hexahedral box mesh.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxMesh {
+    /// Number of cells in x, y, z (required, each > 0).
+    pub cells: [usize; 3],
+    /// Lower corner of the axis-aligned box. Default `[0, 0, 0]`; not allowed with `corners`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<[f64; 3]>,
+    /// Upper corner of the axis-aligned box. Default `[1, 1, 1]`; not allowed with `corners`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper: Option<[f64; 3]>,
+    /// Element order: 1 (8-node Q1) or 2 (27-node Q2). Default 1.
+    #[serde(default = "default_order")]
+    pub order: usize,
+    /// The eight corners of a trilinearly mapped box in lexicographic order (corner
+    /// `i + 2j + 4k` is the image of reference corner `(i, j, k)`). Default: the axis-aligned
+    /// box `lower`..`upper`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corners: Option<[[f64; 3]; 8]>,
+}
+
+impl BoxMesh {
+    /// The eight corners, resolved from `corners` or from `lower`/`upper` and their defaults.
+    pub fn corner_points(&self) -> [[f64; 3]; 8] {
+        if let Some(corners) = self.corners {
+            return corners;
+        }
+        let lower = self.lower.unwrap_or([0.0; 3]);
+        let upper = self.upper.unwrap_or([1.0; 3]);
+        std::array::from_fn(|c| {
+            std::array::from_fn(|d| if c >> d & 1 == 0 { lower[d] } else { upper[d] })
+        })
+    }
+}
+
+fn default_order() -> usize {
+    1
+}
+
+/// A mesh read from a Gmsh 4.1 file.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GmshMesh {
+    /// The `.msh` file (required). Written relative to the YAML file's directory; `load`
+    /// resolves it, so after loading it is usable as is.
+    pub file: PathBuf,
+}
+
+/// Boundary conditions; every list defaults to empty.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BoundaryParams {
+    /// Prescribed displacement components on node sets.
+    pub dirichlet: Vec<DirichletParams>,
+    /// Rigid rotations of node sets about an axis.
+    pub twist: Vec<TwistParams>,
+    /// Dead tractions on face sets.
+    pub traction: Vec<TractionParams>,
+}
+
+/// Prescribed displacement components on a node set, reached at load factor 1 (scaled by the
+/// load factor). Omitted components are free; at least one must be given.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirichletParams {
+    /// Node set name (required).
+    pub set: String,
+    /// x displacement. Default: free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
+    /// y displacement. Default: free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<f64>,
+    /// z displacement. Default: free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<f64>,
+}
+
+impl DirichletParams {
+    /// The prescribed components, `None` for free ones.
+    pub fn components(&self) -> [Option<f64>; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+/// Rotation of a node set about the axis through `center` along `axis` by
+/// `angle_deg * load_factor` degrees (right-hand rule), plus a translation `axial * load_factor`
+/// along the unit axis. All three displacement components of the set are prescribed.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TwistParams {
+    /// Node set name (required).
+    pub set: String,
+    /// Axis direction (required, nonzero; normalised by the user of these parameters).
+    pub axis: [f64; 3],
+    /// A point on the axis (required).
+    pub center: [f64; 3],
+    /// Rotation angle at load factor 1, in degrees (required).
+    pub angle_deg: f64,
+    /// Displacement along the axis at load factor 1. Default 0.
+    #[serde(default)]
+    pub axial: f64,
+}
+
+/// Dead load: traction per unit reference area on a face set, at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TractionParams {
+    /// Face set name (required).
+    pub set: String,
+    /// Traction vector (required).
+    pub value: [f64; 3],
+}
+
+/// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each cut back
+/// (halved) on Newton failure and regrown by `growth` after a success.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoadingParams {
+    /// Number of nominal load increments (>= 1). Default 1.
+    pub steps: usize,
+    /// Smallest load increment before the run gives up (0 < value <= 1). Default 1e-3.
+    pub min_increment: f64,
+    /// Most consecutive cutbacks of one increment. Default 10.
+    pub max_cutbacks: usize,
+    /// Factor by which an increment grows after a converged step, capped at the nominal
+    /// increment (>= 1). Default 1.5.
+    pub growth: f64,
+}
+
+impl Default for LoadingParams {
+    fn default() -> Self {
+        LoadingParams {
+            steps: 1,
+            min_increment: 1.0e-3,
+            max_cutbacks: 10,
+            growth: 1.5,
+        }
+    }
+}
+
+/// Newton iteration of one load step. Converged when `|r| <= max(atol, rtol |r_0|)` or the
+/// update norm `|du| <= stol`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NewtonParams {
+    /// Relative residual tolerance (0 < rtol < 1). Default 1e-8.
+    pub rtol: f64,
+    /// Absolute residual tolerance (>= 0). Default 1e-10.
+    pub atol: f64,
+    /// Update-norm tolerance (>= 0). Default 1e-12.
+    pub stol: f64,
+    /// Most Newton iterations per load step (>= 1). Default 25.
+    pub max_iterations: usize,
+    /// Backtracking line search on the residual norm. Default true.
+    pub line_search: bool,
+    /// Most backtracking halvings per Newton iteration (>= 1 when `line_search`). Default 8.
+    pub max_line_search: usize,
+}
+
+impl Default for NewtonParams {
+    fn default() -> Self {
+        NewtonParams {
+            rtol: 1.0e-8,
+            atol: 1.0e-10,
+            stol: 1.0e-12,
+            max_iterations: 25,
+            line_search: true,
+            max_line_search: 8,
+        }
+    }
+}
+
+/// Linear solver method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearSolverMethod {
+    /// Conjugate gradients preconditioned by point-block (3x3) Jacobi.
+    CgJacobi,
+    /// Sparse direct factorisation.
+    Direct,
+}
+
+/// Linear solver of each Newton step. Iterative methods stop when
+/// `|b - A x| <= max(atol, rtol |b|)`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinearSolverParams {
+    /// Method. Default `cg_jacobi`.
+    pub method: LinearSolverMethod,
+    /// Relative tolerance (0 < rtol < 1). Default 1e-8.
+    pub rtol: f64,
+    /// Absolute tolerance (>= 0). Default 0.
+    pub atol: f64,
+    /// Most iterations (>= 1). Default 2000.
+    pub max_iterations: usize,
+}
+
+impl Default for LinearSolverParams {
+    fn default() -> Self {
+        LinearSolverParams {
+            method: LinearSolverMethod::CgJacobi,
+            rtol: 1.0e-8,
+            atol: 0.0,
+            max_iterations: 2000,
+        }
+    }
+}
+
+/// Quadrature rule of the cells.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuadratureParams {
+    /// Gauss points per direction (1..=10). Default (`null`): element order + 1.
+    pub points: Option<usize>,
+}
+
+impl QuadratureParams {
+    /// Largest number of points per direction accepted.
+    pub const MAX_POINTS: usize = 10;
+
+    /// Points per direction for cells of the given order.
+    pub fn points_for(&self, order: usize) -> usize {
+        self.points.unwrap_or(order + 1)
+    }
+}
+
+/// A result field written at each converged step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputField {
+    /// Nodal displacement (vector).
+    Displacement,
+    /// Nodal reaction force, nonzero on constrained nodes (vector).
+    Reaction,
+    /// Cell-averaged Cauchy stress (tensor).
+    CauchyStress,
+    /// Cell-averaged von Mises stress (scalar).
+    VonMises,
+    /// Cell-averaged deformation Jacobian `det F` (scalar).
+    Jacobian,
+    /// Cell-averaged strain energy density per reference volume (scalar).
+    EnergyDensity,
+}
+
+impl OutputField {
+    /// Every field, in the order they are listed by default.
+    pub const ALL: [OutputField; 6] = [
+        OutputField::Displacement,
+        OutputField::Reaction,
+        OutputField::CauchyStress,
+        OutputField::VonMises,
+        OutputField::Jacobian,
+        OutputField::EnergyDensity,
+    ];
+}
+
+/// Output files: `<directory>/<name>.h5`, `.xdmf` and `.summary.json`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputParams {
+    /// Output directory, relative to the working directory. Default `results`.
+    pub directory: PathBuf,
+    /// Base name of the files (no path separators). Default (`null`): the configuration file's
+    /// stem; `load` fills it in, so after loading it is `Some`.
+    pub name: Option<String>,
+    /// Fields to write (no repeats). Default: all of [`OutputField::ALL`].
+    pub fields: Vec<OutputField>,
+}
+
+impl Default for OutputParams {
+    fn default() -> Self {
+        OutputParams {
+            directory: PathBuf::from("results"),
+            name: None,
+            fields: OutputField::ALL.to_vec(),
+        }
+    }
+}
+
+impl OutputParams {
+    /// Whether `field` is to be written.
+    pub fn wants(&self, field: OutputField) -> bool {
+        self.fields.contains(&field)
+    }
+}

@@ -1,0 +1,433 @@
+//! Loading, overrides, error messages and validation of whole configuration files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+const FILE: &str = "cases/beam.yaml";
+
+/// A configuration that sets every field to a value other than its default.
+const FULL: &str = "\
+mesh:
+  box:
+    cells: [8, 2, 3]
+    order: 2
+    corners: [[0, 0, 0], [10, 0, 0], [0, 2, 0], [10, 2.5, 0],
+              [0, 0, 2], [10, 0, 2], [0, 2, 2], [10, 2.5, 2]]
+materials:
+  - model: neo_hookean
+    young_modulus: 1.0e3
+    poisson_ratio: 0.3
+  - cells: core
+    model: mooney_rivlin
+    lambda: 400.0
+    mu1: 100.0
+    mu2: 20.0
+  - { cells: skin, model: decoupled_neo_hookean, kappa: 50, mu: 3 }
+body_force: [0, -9.81, 0.5]
+boundary:
+  dirichlet:
+    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }
+    - { set: ymin, y: -0.25 }
+  twist:
+    - { set: zmax, axis: [0, 0, 1], center: [0.5, 0.5, 4], angle_deg: 90, axial: 0.1 }
+  traction:
+    - { set: xmax, value: [0, 0, -1.0e-3] }
+loading: { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
+newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: false, max_line_search: 3 }
+linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50 }
+quadrature: { points: 4 }
+output: { directory: out/runs, name: beam_q2, fields: [von_mises, displacement] }
+";
+
+/// The smallest valid configuration.
+const MINIMAL: &str = "\
+mesh: { box: { cells: [2, 1, 1] } }
+materials:
+  - { model: linear, lambda: 1.0, mu: 1.0 }
+";
+
+fn load_text(text: &str) -> Result<Config, ConfigError> {
+    load_str(text, Path::new(FILE), &[])
+}
+
+fn load_set(text: &str, overrides: &[&str]) -> Result<Config, ConfigError> {
+    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    load_str(text, Path::new(FILE), &overrides)
+}
+
+/// The rendered error of loading `text`, asserting it names the file at `line:column`.
+fn error_at(text: &str, line: u32, column: u32) -> String {
+    let err = load_text(text).expect_err("the configuration should be rejected");
+    let rendered = err.to_string();
+    assert!(
+        rendered.starts_with(&format!("{FILE}:{line}:{column}: ")),
+        "expected {FILE}:{line}:{column}, got:\n{rendered}"
+    );
+    assert_eq!(err.line_column(), Some((line, column)));
+    rendered
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hexfem-config-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("cannot create a scratch directory");
+    dir
+}
+
+#[test]
+fn every_field_is_read() {
+    let c = load_text(FULL).unwrap();
+    let MeshSource::Box(mesh) = &c.mesh else {
+        panic!("expected a box mesh")
+    };
+    assert_eq!(mesh.cells, [8, 2, 3]);
+    assert_eq!(mesh.order, 2);
+    assert_eq!(mesh.corner_points()[3], [10.0, 2.5, 0.0]);
+    assert_eq!(mesh.corner_points()[6], [0.0, 2.0, 2.0]);
+
+    assert_eq!(c.materials.len(), 3);
+    assert_eq!(c.materials[0].cells, CellSelection::All);
+    assert_eq!(c.materials[0].model, MaterialModel::NeoHookean);
+    assert_eq!(c.materials[0].young_modulus, Some(1.0e3));
+    assert_eq!(c.materials[0].poisson_ratio, Some(0.3));
+    assert_eq!(c.materials[1].cells, CellSelection::Set("core".into()));
+    assert_eq!(
+        c.materials[1].moduli().unwrap(),
+        Moduli::MooneyRivlin { lambda: 400.0, mu1: 100.0, mu2: 20.0 }
+    );
+    assert_eq!(
+        c.materials[2].moduli().unwrap(),
+        Moduli::DecoupledNeoHookean { kappa: 50.0, mu: 3.0 }
+    );
+    assert_eq!(c.body_force, [0.0, -9.81, 0.5]);
+
+    let b = &c.boundary;
+    assert_eq!(b.dirichlet[0].components(), [Some(0.0); 3]);
+    assert_eq!(b.dirichlet[1].set, "ymin");
+    assert_eq!(b.dirichlet[1].components(), [None, Some(-0.25), None]);
+    let t = &b.twist[0];
+    assert_eq!((t.set.as_str(), t.axis, t.center), ("zmax", [0.0, 0.0, 1.0], [0.5, 0.5, 4.0]));
+    assert_eq!((t.angle_deg, t.axial), (90.0, 0.1));
+    assert_eq!(b.traction[0].set, "xmax");
+    assert_eq!(b.traction[0].value, [0.0, 0.0, -1.0e-3]);
+
+    assert_eq!(
+        c.loading,
+        LoadingParams { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
+    );
+    assert_eq!(
+        c.newton,
+        NewtonParams {
+            rtol: 1.0e-6,
+            atol: 1.0e-9,
+            stol: 0.0,
+            max_iterations: 40,
+            line_search: false,
+            max_line_search: 3
+        }
+    );
+    assert_eq!(
+        c.linear_solver,
+        LinearSolverParams {
+            method: LinearSolverMethod::Direct,
+            rtol: 1.0e-10,
+            atol: 1.0e-14,
+            max_iterations: 50
+        }
+    );
+    assert_eq!(c.quadrature.points_for(2), 4);
+    assert_eq!(c.output.directory, PathBuf::from("out/runs"));
+    assert_eq!(c.output.name.as_deref(), Some("beam_q2"));
+    assert_eq!(c.output.fields, [OutputField::VonMises, OutputField::Displacement]);
+    assert!(!c.output.wants(OutputField::Reaction));
+}
+
+#[test]
+fn serialized_config_loads_back_unchanged() {
+    // JSON is YAML: serialise every field, read the text back, compare.
+    for text in [FULL, MINIMAL] {
+        let first = load_text(text).unwrap();
+        let json = serde_json::to_string_pretty(&first).unwrap();
+        let second = load_text(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+        assert_eq!(
+            serde_json::to_value(&first).unwrap(),
+            serde_json::to_value(&second).unwrap()
+        );
+        assert_eq!(first.mesh, second.mesh);
+        assert_eq!(first.materials, second.materials);
+        assert_eq!(first.boundary, second.boundary);
+        assert_eq!(first.output, second.output);
+    }
+}
+
+#[test]
+fn omitted_sections_take_documented_defaults() {
+    let c = load_text(MINIMAL).unwrap();
+    let MeshSource::Box(mesh) = &c.mesh else {
+        panic!("expected a box mesh")
+    };
+    assert_eq!(mesh.order, 1);
+    assert_eq!(mesh.corner_points()[0], [0.0; 3]);
+    assert_eq!(mesh.corner_points()[7], [1.0; 3]);
+    assert_eq!(mesh.corner_points()[5], [1.0, 0.0, 1.0]);
+    assert_eq!(c.body_force, [0.0; 3]);
+    assert_eq!(c.boundary, BoundaryParams::default());
+    assert_eq!(c.loading.steps, 1);
+    assert_eq!(c.loading.min_increment, 1.0e-3);
+    assert_eq!(c.loading.max_cutbacks, 10);
+    assert_eq!(c.loading.growth, 1.5);
+    assert_eq!(c.newton.rtol, 1.0e-8);
+    assert_eq!(c.newton.atol, 1.0e-10);
+    assert_eq!(c.newton.stol, 1.0e-12);
+    assert_eq!(c.newton.max_iterations, 25);
+    assert!(c.newton.line_search);
+    assert_eq!(c.newton.max_line_search, 8);
+    assert_eq!(c.linear_solver.method, LinearSolverMethod::CgJacobi);
+    assert_eq!(c.linear_solver.rtol, 1.0e-8);
+    assert_eq!(c.linear_solver.atol, 0.0);
+    assert_eq!(c.linear_solver.max_iterations, 2000);
+    assert_eq!(c.quadrature.points, None);
+    assert_eq!(c.quadrature.points_for(1), 2);
+    assert_eq!(c.output.directory, PathBuf::from("results"));
+    // The default output name is the configuration file's stem.
+    assert_eq!(c.output.name.as_deref(), Some("beam"));
+    assert_eq!(c.output.fields, OutputField::ALL);
+    assert_eq!(c.source.file, PathBuf::from(FILE));
+}
+
+#[test]
+fn misspelled_key_suggests_the_right_one_and_lists_all() {
+    let text = "mesh: { box: { cells: [2, 1, 1] } }\nmaterials:\n  - modle: linear\n";
+    let msg = error_at(text, 3, 5);
+    assert!(msg.contains("materials[0].modle: unknown key `modle`; did you mean `model`?"), "{msg}");
+    assert!(
+        msg.contains(
+            "valid keys: cells, model, young_modulus, poisson_ratio, lambda, mu, kappa, mu1, mu2"
+        ),
+        "{msg}"
+    );
+    // The offending line is quoted with a caret under the key.
+    assert!(msg.ends_with("3 |   - modle: linear\n  |     ^"), "{msg}");
+
+    let msg = error_at(&format!("{MINIMAL}newtn: {{ rtol: 1e-6 }}\n"), 4, 1);
+    assert!(msg.contains("did you mean `newton`?"), "{msg}");
+    assert!(msg.contains("valid keys: mesh, materials, body_force, boundary"), "{msg}");
+}
+
+#[test]
+fn wrong_types_point_at_the_value() {
+    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: many }}\n"), 4, 20);
+    assert!(msg.contains("loading.steps: invalid type: string \"many\""), "{msg}");
+    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: 1.5 }}\n"), 4, 20);
+    assert!(msg.contains("loading.steps"), "{msg}");
+    let msg = error_at(&format!("{MINIMAL}body_force: [0, 1]\n"), 4, 13);
+    assert!(msg.contains("body_force"), "{msg}");
+    let msg = error_at(&format!("{MINIMAL}body_force: [0, 1, 2, 3]\n"), 4, 13);
+    assert!(msg.contains("expected 3 entries, found 4"), "{msg}");
+    let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: 3 }}\n"), 4, 24);
+    assert!(msg.contains("newton.line_search"), "{msg}");
+}
+
+#[test]
+fn unknown_material_model_lists_the_five_models() {
+    let text = "mesh: { box: { cells: [2, 1, 1] } }\nmaterials:\n  - { model: neo_hooke, mu: 1 }\n";
+    let msg = error_at(text, 3, 14);
+    assert!(msg.contains("materials[0].model: unknown choice `neo_hooke`"), "{msg}");
+    assert!(msg.contains("did you mean `neo_hookean`?"), "{msg}");
+    assert!(
+        msg.contains(
+            "valid choices: linear, saint_venant_kirchhoff, neo_hookean, decoupled_neo_hookean, \
+             mooney_rivlin"
+        ),
+        "{msg}"
+    );
+    let msg = error_at(&format!("{MINIMAL}linear_solver: {{ method: amg }}\n"), 4, 26);
+    assert!(msg.contains("valid choices: cg_jacobi, direct"), "{msg}");
+}
+
+#[test]
+fn mesh_must_be_given_exactly_once() {
+    let msg = error_at("materials:\n  - { model: linear, lambda: 1, mu: 1 }\n", 1, 1);
+    assert!(msg.contains("missing key `mesh`"), "{msg}");
+
+    let both = "mesh:\n  box: { cells: [1, 1, 1] }\n  gmsh: { file: a.msh }\nmaterials: []\n";
+    let msg = error_at(both, 2, 3);
+    assert!(msg.contains("expected exactly one of the keys box | gmsh, found box, gmsh"), "{msg}");
+
+    let msg = error_at("mesh:\n  bx: { cells: [1, 1, 1] }\nmaterials: []\n", 2, 3);
+    assert!(msg.contains("did you mean `box`?"), "{msg}");
+
+    let msg = error_at("mesh: {}\nmaterials: []\n", 1, 7);
+    assert!(msg.contains("found none"), "{msg}");
+
+    let msg = error_at("", 1, 1);
+    assert!(msg.contains("invalid type: unit value, expected struct Config"), "{msg}");
+}
+
+#[test]
+fn yaml_syntax_errors_carry_the_parser_position() {
+    let msg = error_at("mesh: { box: { cells: [2, 1, 1] }\nmaterials: []\n", 2, 10);
+    assert_eq!(load_text("mesh: [1\n").unwrap_err().kind(), ErrorKind::Syntax);
+    assert!(msg.contains("materials: []"), "{msg}");
+    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: 1 }}\nloading: {{}}\n"), 5, 1);
+    assert!(msg.contains("duplicate"), "{msg}");
+}
+
+#[test]
+fn overrides_change_values_and_create_keys() {
+    let c = load_set(
+        FULL,
+        &[
+            "newton.rtol=1e-4",
+            "materials[1].mu2=0",
+            "materials.0.model=saint_venant_kirchhoff",
+            "boundary.dirichlet[1].z=0.5",
+            "body_force=[1, 2, 3]",
+            "output.name=other",
+            "quadrature.points=null",
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.newton.rtol, 1e-4);
+    assert_eq!(c.materials[1].mu2, Some(0.0));
+    assert_eq!(c.materials[0].model, MaterialModel::SaintVenantKirchhoff);
+    assert_eq!(c.boundary.dirichlet[1].components(), [None, Some(-0.25), Some(0.5)]);
+    assert_eq!(c.body_force, [1.0, 2.0, 3.0]);
+    assert_eq!(c.output.name.as_deref(), Some("other"));
+    assert_eq!(c.quadrature.points, None);
+
+    // Sections absent from the file are created.
+    let c = load_set(MINIMAL, &["loading.steps=5", "boundary.traction=[{set: top, value: [0, 0, 1]}]"])
+        .unwrap();
+    assert_eq!(c.loading.steps, 5);
+    assert_eq!(c.boundary.traction[0].set, "top");
+}
+
+#[test]
+fn bad_overrides_name_the_argument() {
+    let cases: [(&str, &[&str]); 6] = [
+        ("newton.rtoll=1e-6", &["newton.rtoll", "did you mean `rtol`?"]),
+        ("loading.steps=many", &["loading.steps", "invalid type: string \"many\""]),
+        ("materials[0].model=rubber", &["valid choices: linear, saint_venant_kirchhoff"]),
+        ("materials[4].mu=1", &["index [4] is out of range: `materials` has 1 entries"]),
+        ("newton.rtol", &["expected `key.path=value`"]),
+        ("body_force=[1, 2", &["is not valid YAML"]),
+    ];
+    for (arg, expected) in cases {
+        let err = load_set(MINIMAL, &[arg]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with(&format!("{FILE}: --set `{arg}`: ")), "{msg}");
+        for part in expected {
+            assert!(msg.contains(part), "{arg}: missing `{part}` in\n{msg}");
+        }
+        assert_eq!(err.origin(), Some(&Origin::Override(arg.to_owned())));
+    }
+    // A value set to something the validation rejects also names the argument.
+    let msg = load_set(MINIMAL, &["loading.steps=0"]).unwrap_err().to_string();
+    assert!(msg.starts_with(&format!("{FILE}: --set `loading.steps=0`: loading.steps: must be")), "{msg}");
+}
+
+#[test]
+fn semantic_errors_name_the_key_and_its_line() {
+    let head = "mesh: { box: { cells: [2, 1, 1] } }\n";
+    let msg = error_at(
+        &format!("{head}materials:\n  - {{ model: linear, lambda: 1, mu: 1 }}\n  - model: neo_hookean\n    young_modulus: 10\n"),
+        4,
+        5,
+    );
+    assert!(msg.contains("materials[1]: material entry 1: model `neo_hookean` takes exactly one of the parameter sets (young_modulus, poisson_ratio) or (lambda, mu); given: young_modulus"), "{msg}");
+
+    let msg = error_at(
+        &format!("{head}materials:\n  - model: linear\n    young_modulus: 10\n    poisson_ratio: 0.5\n"),
+        5,
+        20,
+    );
+    assert!(msg.contains("materials[0].poisson_ratio: material entry 0: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
+
+    let cases: [(&str, u32, u32, &str); 12] = [
+        ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
+        ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 42, "mesh.box.order: must be 1 or 2"),
+        ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 14, "must be below `upper`"),
+        ("mesh: { box: { cells: [1, 1, 1], upper: [1, 1, 1], corners: [[0,0,0],[1,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 62, "not both"),
+        ("mesh: { box: { cells: [1, 1, 1], corners: [[1,0,0],[0,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 43, "inverted or degenerate at corner 0"),
+        ("boundary: { dirichlet: [ { set: xmin } ] }", 1, 26, "boundary.dirichlet[0]: give at least one of `x`, `y`, `z`"),
+        ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
+        ("loading: { min_increment: 2.0 }", 1, 27, "loading.min_increment: must satisfy 0 < value <= 1"),
+        ("newton: { rtol: 0 }", 1, 17, "newton.rtol: must satisfy 0 < rtol < 1"),
+        ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=10"),
+        ("output: { name: a/b }", 1, 17, "output.name: `a/b` is not a plain file name"),
+        ("output: { fields: [jacobian, von_mises, jacobian] }", 1, 41, "output.fields[2]: field listed twice"),
+    ];
+    for (extra, line, column, expected) in cases {
+        let text = if extra.starts_with("mesh:") {
+            format!("{extra}\nmaterials: [ {{ model: linear, lambda: 1, mu: 1 }} ]\n")
+        } else {
+            format!("{extra}\n{MINIMAL}")
+        };
+        let msg = error_at(&text, line, column);
+        assert!(msg.contains(expected), "expected `{expected}` in\n{msg}");
+    }
+
+    // A key left at its default is reported at its section.
+    let msg = error_at(&format!("{MINIMAL}newton:\n  line_search: true\n  max_line_search: 0\n"), 6, 20);
+    assert!(msg.contains("newton.max_line_search: must be >= 1"), "{msg}");
+    let msg = load_text(&format!("{MINIMAL}materials: []\n")).unwrap_err().to_string();
+    assert!(msg.contains("duplicate"), "{msg}");
+    let msg = error_at("mesh: { box: { cells: [2, 1, 1] } }\nmaterials: []\n", 2, 12);
+    assert!(msg.contains("materials: at least one material entry is required"), "{msg}");
+}
+
+#[test]
+fn validate_reports_configs_built_in_code() {
+    let mut c = load_text(MINIMAL).unwrap();
+    c.source = Source::default();
+    c.loading.growth = 0.5;
+    let err = c.validate().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert_eq!(err.key_path(), Some("loading.growth"));
+    assert_eq!(err.line_column(), None);
+    assert_eq!(err.to_string(), ": loading.growth: must be >= 1");
+}
+
+#[test]
+fn gmsh_paths_are_relative_to_the_configuration_file() {
+    let dir = scratch_dir("gmsh");
+    fs::create_dir_all(dir.join("meshes")).unwrap();
+    fs::write(dir.join("meshes/cook.msh"), "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n").unwrap();
+    let yaml = dir.join("cook.yaml");
+    let text = "mesh: { gmsh: { file: meshes/cook.msh } }\nmaterials: [ { model: linear, lambda: 1, mu: 1 } ]\n";
+    fs::write(&yaml, text).unwrap();
+    let c = load(&yaml).unwrap();
+    assert_eq!(c.mesh, MeshSource::Gmsh(GmshMesh { file: dir.join("meshes/cook.msh") }));
+    assert_eq!(c.output.name.as_deref(), Some("cook"));
+
+    let err = load_with_overrides(&yaml, &["mesh.gmsh.file=missing.msh".to_owned()]).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("--set `mesh.gmsh.file=missing.msh`: mesh.gmsh.file: no such file"), "{msg}");
+
+    let err = load(&dir.join("absent.yaml")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert!(err.to_string().contains("absent.yaml: cannot read the configuration"), "{err}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_input_file_loads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs");
+    let Ok(entries) = fs::read_dir(&dir) else {
+        panic!("no inputs directory at {}", dir.display());
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    for file in &files {
+        if let Err(e) = load(file) {
+            panic!("{e}");
+        }
+    }
+    eprintln!("{} input files load", files.len());
+}

@@ -1,0 +1,272 @@
+//! Semantic checks of a parsed [`Config`]: ranges and consistency that the schema cannot express.
+
+use std::collections::BTreeSet;
+
+use super::error::{ConfigError, ErrorKind};
+use super::material::CellSelection;
+use super::params::{BoxMesh, Config, MeshSource, QuadratureParams};
+use super::tree::{index_path, key_path};
+
+/// Builds errors that point at the value at a key path (or its nearest ancestor in the file).
+struct Check<'a> {
+    config: &'a Config,
+}
+
+impl Check<'_> {
+    fn error(&self, path: &str, message: impl Into<String>) -> ConfigError {
+        let source = &self.config.source;
+        ConfigError::new(
+            ErrorKind::Invalid,
+            &source.file,
+            Some(&source.text),
+            source.origin(path).cloned(),
+            Some(path.to_owned()),
+            message.into(),
+        )
+    }
+
+    fn ensure(&self, ok: bool, path: &str, message: impl Into<String>) -> Result<(), ConfigError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.error(path, message))
+        }
+    }
+
+    fn finite(&self, values: &[f64], path: &str) -> Result<(), ConfigError> {
+        self.ensure(values.iter().all(|v| v.is_finite()), path, "must be finite")
+    }
+
+    fn set_name(&self, name: &str, path: &str) -> Result<(), ConfigError> {
+        self.ensure(!name.trim().is_empty(), path, "the set name is empty")
+    }
+}
+
+impl Config {
+    /// Checks ranges and consistency; the error names the file, the key path and, when the value
+    /// was written in the file, its line and column. `load` calls this; call it again after
+    /// changing a `Config` in code.
+    ///
+    /// Checks: box `cells` > 0, `order` 1 or 2, `lower` < `upper`, `corners` not mixed with
+    /// `lower`/`upper` and not inverted; the Gmsh file exists; at least one material, each
+    /// resolving to moduli (see [`MaterialParams::moduli`](super::MaterialParams::moduli));
+    /// boundary entries name a set, Dirichlet entries give a component, twist axes are nonzero;
+    /// `loading.steps` >= 1, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
+    /// `atol`, `stol` >= 0 for Newton and the linear solver; iteration limits >= 1; quadrature
+    /// points in 1..=10; output name a plain file name, no repeated fields; every number finite.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let check = Check { config: self };
+        match &self.mesh {
+            MeshSource::Box(mesh) => check_box(&check, mesh)?,
+            MeshSource::Gmsh(gmsh) => check.ensure(
+                gmsh.file.is_file(),
+                "mesh.gmsh.file",
+                format!("no such file: {}", gmsh.file.display()),
+            )?,
+        }
+
+        check.ensure(
+            !self.materials.is_empty(),
+            "materials",
+            "at least one material entry is required",
+        )?;
+        for (i, material) in self.materials.iter().enumerate() {
+            let path = index_path("materials", i);
+            if let CellSelection::Set(name) = &material.cells {
+                check.set_name(name, &key_path(&path, "cells"))?;
+            }
+            if let Err(e) = material.moduli() {
+                let at = e.key().map_or(path.clone(), |key| key_path(&path, key));
+                return Err(check.error(&at, format!("material entry {i}: {e}")));
+            }
+        }
+        check.finite(&self.body_force, "body_force")?;
+        self.check_boundary(&check)?;
+        self.check_solvers(&check)?;
+        self.check_output(&check)
+    }
+
+    fn check_boundary(&self, check: &Check) -> Result<(), ConfigError> {
+        for (i, d) in self.boundary.dirichlet.iter().enumerate() {
+            let path = index_path("boundary.dirichlet", i);
+            check.set_name(&d.set, &key_path(&path, "set"))?;
+            let given: Vec<f64> = d.components().into_iter().flatten().collect();
+            check.ensure(!given.is_empty(), &path, "give at least one of `x`, `y`, `z`")?;
+            check.finite(&given, &path)?;
+        }
+        for (i, t) in self.boundary.twist.iter().enumerate() {
+            let path = index_path("boundary.twist", i);
+            check.set_name(&t.set, &key_path(&path, "set"))?;
+            let axis = key_path(&path, "axis");
+            check.finite(&t.axis, &axis)?;
+            check.ensure(t.axis.iter().any(|&a| a != 0.0), &axis, "must be nonzero")?;
+            check.finite(&t.center, &key_path(&path, "center"))?;
+            check.finite(&[t.angle_deg], &key_path(&path, "angle_deg"))?;
+            check.finite(&[t.axial], &key_path(&path, "axial"))?;
+        }
+        for (i, t) in self.boundary.traction.iter().enumerate() {
+            let path = index_path("boundary.traction", i);
+            check.set_name(&t.set, &key_path(&path, "set"))?;
+            check.finite(&t.value, &key_path(&path, "value"))?;
+        }
+        Ok(())
+    }
+
+    fn check_solvers(&self, check: &Check) -> Result<(), ConfigError> {
+        let l = &self.loading;
+        check.ensure(l.steps >= 1, "loading.steps", "must be >= 1")?;
+        let m = l.min_increment;
+        check.ensure(m > 0.0 && m <= 1.0, "loading.min_increment", "must satisfy 0 < value <= 1")?;
+        check.ensure(l.growth >= 1.0 && l.growth.is_finite(), "loading.growth", "must be >= 1")?;
+
+        let n = &self.newton;
+        tolerances(check, "newton", n.rtol, n.atol)?;
+        check.ensure(n.stol >= 0.0 && n.stol.is_finite(), "newton.stol", "must be >= 0")?;
+        check.ensure(n.max_iterations >= 1, "newton.max_iterations", "must be >= 1")?;
+        check.ensure(
+            !n.line_search || n.max_line_search >= 1,
+            "newton.max_line_search",
+            "must be >= 1 when `line_search` is on",
+        )?;
+
+        let s = &self.linear_solver;
+        tolerances(check, "linear_solver", s.rtol, s.atol)?;
+        check.ensure(s.max_iterations >= 1, "linear_solver.max_iterations", "must be >= 1")?;
+
+        if let Some(points) = self.quadrature.points {
+            check.ensure(
+                (1..=QuadratureParams::MAX_POINTS).contains(&points),
+                "quadrature.points",
+                format!("must be in 1..={}", QuadratureParams::MAX_POINTS),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn check_output(&self, check: &Check) -> Result<(), ConfigError> {
+        let o = &self.output;
+        check.ensure(
+            !o.directory.as_os_str().is_empty(),
+            "output.directory",
+            "must not be empty",
+        )?;
+        if let Some(name) = &o.name {
+            let plain = !name.is_empty()
+                && name != "."
+                && name != ".."
+                && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+            check.ensure(
+                plain,
+                "output.name",
+                format!("`{name}` is not a plain file name (non-empty, no path separators)"),
+            )?;
+        }
+        let mut seen = BTreeSet::new();
+        for (i, field) in o.fields.iter().enumerate() {
+            check.ensure(
+                seen.insert(field),
+                &index_path("output.fields", i),
+                "field listed twice",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn tolerances(check: &Check, section: &str, rtol: f64, atol: f64) -> Result<(), ConfigError> {
+    check.ensure(
+        rtol > 0.0 && rtol < 1.0,
+        &key_path(section, "rtol"),
+        "must satisfy 0 < rtol < 1",
+    )?;
+    check.ensure(
+        atol >= 0.0 && atol.is_finite(),
+        &key_path(section, "atol"),
+        "must be >= 0",
+    )
+}
+
+fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
+    check.ensure(
+        mesh.cells.iter().all(|&n| n > 0),
+        "mesh.box.cells",
+        "every count must be > 0",
+    )?;
+    check.ensure(
+        mesh.order == 1 || mesh.order == 2,
+        "mesh.box.order",
+        "must be 1 or 2",
+    )?;
+    if mesh.corners.is_some() {
+        check.ensure(
+            mesh.lower.is_none() && mesh.upper.is_none(),
+            "mesh.box.corners",
+            "give either `corners` or `lower`/`upper`, not both",
+        )?;
+    }
+    for (key, value) in [("lower", mesh.lower), ("upper", mesh.upper)] {
+        if let Some(v) = value {
+            check.finite(&v, &key_path("mesh.box", key))?;
+        }
+    }
+    let corners = mesh.corner_points();
+    if mesh.corners.is_some() {
+        check.finite(corners.as_flattened(), "mesh.box.corners")?;
+        if let Some(c) = (0..8).find(|&c| corner_jacobian(&corners, c) <= 0.0) {
+            return Err(check.error(
+                "mesh.box.corners",
+                format!(
+                    "the mapped box is inverted or degenerate at corner {c}: corners must be in \
+                     lexicographic order i + 2j + 4k of a right-handed box"
+                ),
+            ));
+        }
+    } else {
+        let (lower, upper) = (corners[0], corners[7]);
+        check.ensure(
+            (0..3).all(|d| lower[d] < upper[d]),
+            "mesh.box",
+            format!("`lower` {lower:?} must be below `upper` {upper:?} in every component"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Determinant of the three edges leaving corner `c` of the trilinear map, each oriented in
+/// the +xi direction: the map's Jacobian at that corner, up to a positive factor.
+fn corner_jacobian(corners: &[[f64; 3]; 8], c: usize) -> f64 {
+    let edge = |d: usize| -> [f64; 3] {
+        let (a, b) = (c & !(1 << d), c | (1 << d));
+        std::array::from_fn(|k| corners[b][k] - corners[a][k])
+    };
+    let (e0, e1, e2) = (edge(0), edge(1), edge(2));
+    e0[0] * (e1[1] * e2[2] - e1[2] * e2[1]) - e0[1] * (e1[0] * e2[2] - e1[2] * e2[0])
+        + e0[2] * (e1[0] * e2[1] - e1[1] * e2[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corner_jacobian_detects_inversion() {
+        let unit = BoxMesh {
+            cells: [1, 1, 1],
+            lower: None,
+            upper: None,
+            order: 1,
+            corners: None,
+        }
+        .corner_points();
+        for c in 0..8 {
+            assert_eq!(corner_jacobian(&unit, c), 1.0);
+        }
+        let mut swapped = unit;
+        swapped.swap(0, 1);
+        assert!(corner_jacobian(&swapped, 0) < 0.0);
+        let mut sheared = unit;
+        sheared[7] = [0.0, 0.0, 0.0];
+        assert!(corner_jacobian(&sheared, 7) < 0.0);
+        assert!((0..7).all(|c| corner_jacobian(&sheared, c) >= 0.0));
+    }
+}

@@ -1,0 +1,185 @@
+//! The plain data the results writer takes: a mesh in VTK node order and the fields of a step.
+
+use super::OutputError;
+
+/// A hexahedral mesh ready for output. Connectivity is in VTK/XDMF node order (the caller
+/// converts from the lexicographic order of `mesh`), cell-major.
+#[derive(Clone, Copy, Debug)]
+pub struct MeshData<'a> {
+    /// 8 (`Hexahedron`) or 27 (`Hexahedron_27`).
+    pub nodes_per_cell: usize,
+    /// Node coordinates.
+    pub coordinates: &'a [[f64; 3]],
+    /// `n_cells * nodes_per_cell` node indices.
+    pub connectivity: &'a [usize],
+    /// Named node sets: (name, node indices).
+    pub node_sets: &'a [(&'a str, &'a [usize])],
+    /// Named cell sets: (name, cell indices).
+    pub cell_sets: &'a [(&'a str, &'a [usize])],
+}
+
+impl MeshData<'_> {
+    /// Number of cells; call after [`MeshData::check`].
+    pub fn n_cells(&self) -> usize {
+        self.connectivity.len() / self.nodes_per_cell.max(1)
+    }
+
+    /// Checks the cell type, connectivity length, index ranges and set names.
+    pub(crate) fn check(&self) -> Result<(), OutputError> {
+        let invalid = |m: String| Err(OutputError::InvalidData(m));
+        if self.nodes_per_cell != 8 && self.nodes_per_cell != 27 {
+            return invalid(format!(
+                "{} nodes per cell; only 8 and 27 are supported",
+                self.nodes_per_cell
+            ));
+        }
+        if self.connectivity.len() % self.nodes_per_cell != 0 {
+            return invalid(format!(
+                "connectivity length {} is not a multiple of {} nodes per cell",
+                self.connectivity.len(),
+                self.nodes_per_cell
+            ));
+        }
+        let n_nodes = self.coordinates.len();
+        check_indices("connectivity", self.connectivity, n_nodes, "nodes")?;
+        for (kind, sets, bound) in [
+            ("node set", self.node_sets, n_nodes),
+            ("cell set", self.cell_sets, self.n_cells()),
+        ] {
+            for (name, indices) in sets {
+                check_name(name)?;
+                check_indices(&format!("{kind} `{name}`"), indices, bound, "entries")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_indices(what: &str, indices: &[usize], bound: usize, of: &str) -> Result<(), OutputError> {
+    match indices.iter().find(|&&i| i >= bound) {
+        Some(i) => Err(OutputError::InvalidData(format!(
+            "{what} refers to index {i}, but there are {bound} {of}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A set name must be a valid HDF5 link name.
+fn check_name(name: &str) -> Result<(), OutputError> {
+    if name.is_empty() || name == "." || name.contains('/') {
+        return Err(OutputError::InvalidData(format!(
+            "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/`)"
+        )));
+    }
+    Ok(())
+}
+
+/// Cell tensors: full 3x3 row-major, or symmetric in XDMF `Tensor6` order
+/// (xx, xy, xz, yy, yz, zz).
+#[derive(Clone, Copy, Debug)]
+pub enum CellTensor<'a> {
+    Full(&'a [[f64; 9]]),
+    Symmetric(&'a [[f64; 6]]),
+}
+
+/// The results of one converged load step; fields left `None` are not written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepData<'a> {
+    /// Step index; strictly increasing over the calls of one writer.
+    pub step: usize,
+    /// Load factor reached (the XDMF time value).
+    pub load_factor: f64,
+    /// Nodal displacement.
+    pub displacement: Option<&'a [[f64; 3]]>,
+    /// Nodal reaction force.
+    pub reaction: Option<&'a [[f64; 3]]>,
+    /// Cell-averaged Cauchy stress.
+    pub cauchy_stress: Option<CellTensor<'a>>,
+    /// Cell-averaged von Mises stress.
+    pub von_mises: Option<&'a [f64]>,
+    /// Cell-averaged `det F`.
+    pub jacobian: Option<&'a [f64]>,
+    /// Cell-averaged strain energy density.
+    pub energy_density: Option<&'a [f64]>,
+}
+
+/// Where a field lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Center {
+    Node,
+    Cell,
+}
+
+/// XDMF attribute type, which fixes the number of components.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttributeType {
+    Scalar,
+    Vector,
+    Tensor,
+    Tensor6,
+}
+
+impl AttributeType {
+    pub fn components(self) -> usize {
+        match self {
+            AttributeType::Scalar => 1,
+            AttributeType::Vector => 3,
+            AttributeType::Tensor => 9,
+            AttributeType::Tensor6 => 6,
+        }
+    }
+}
+
+/// One field of a step, flattened: `values.len() == entities * components`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Field<'a> {
+    pub name: &'static str,
+    pub center: Center,
+    pub kind: AttributeType,
+    pub values: &'a [f64],
+}
+
+impl<'a> StepData<'a> {
+    /// The fields present, in a fixed order.
+    pub(crate) fn fields(&self) -> Vec<Field<'a>> {
+        let node = |name, v: Option<&'a [[f64; 3]]>| {
+            v.map(|v| Field {
+                name,
+                center: Center::Node,
+                kind: AttributeType::Vector,
+                values: v.as_flattened(),
+            })
+        };
+        let scalar = |name, v: Option<&'a [f64]>| {
+            v.map(|values| Field {
+                name,
+                center: Center::Cell,
+                kind: AttributeType::Scalar,
+                values,
+            })
+        };
+        let stress = self.cauchy_stress.map(|t| {
+            let (kind, values) = match t {
+                CellTensor::Full(v) => (AttributeType::Tensor, v.as_flattened()),
+                CellTensor::Symmetric(v) => (AttributeType::Tensor6, v.as_flattened()),
+            };
+            Field {
+                name: "cauchy_stress",
+                center: Center::Cell,
+                kind,
+                values,
+            }
+        });
+        [
+            node("displacement", self.displacement),
+            node("reaction", self.reaction),
+            stress,
+            scalar("von_mises", self.von_mises),
+            scalar("jacobian", self.jacobian),
+            scalar("energy_density", self.energy_density),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}

@@ -1,0 +1,275 @@
+//! Dirichlet constraints: which components of which nodes are prescribed, their values as a function
+//! of the load factor, and their symmetric elimination from a blocked tangent.
+//!
+//! Elimination keeps the block pattern: a constrained component's row and column are zeroed inside
+//! their blocks and its diagonal entry set to one. Calling order per Newton iteration: assemble
+//! residual and tangent, read reactions from the residual, then `eliminate_in_matrix` and
+//! `zero_constrained` before the linear solve.
+
+use linalg::{Bsr, Vector};
+use rayon::prelude::*;
+
+use crate::AssemblyError;
+
+/// A prescribed displacement on a set of nodes; values are scaled by the load factor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Prescribed {
+    /// `u_c = load_factor * value_c` for each given component `c`; `None` leaves a component free.
+    Components { set: String, nodes: Vec<usize>, values: [Option<f64>; 3] },
+    /// All three components follow a rotation about `axis` (through `center`) by `load_factor * angle`
+    /// radians, plus a displacement `load_factor * axial` along the axis.
+    Twist { set: String, nodes: Vec<usize>, axis: [f64; 3], center: [f64; 3], angle: f64, axial: f64 },
+}
+
+impl Prescribed {
+    fn nodes(&self) -> &[usize] {
+        match self {
+            Prescribed::Components { nodes, .. } | Prescribed::Twist { nodes, .. } => nodes,
+        }
+    }
+    fn set(&self) -> &str {
+        match self {
+            Prescribed::Components { set, .. } | Prescribed::Twist { set, .. } => set,
+        }
+    }
+}
+
+/// The constrained components of every node and how to compute their values.
+///
+/// Invariant: `mask[node]` has bit `c` set iff component `c` of `node` is prescribed by at least one
+/// entry of `prescribed` (or the node belongs to no cell, see [`Constraints::new`]).
+#[derive(Clone, Debug)]
+pub struct Constraints {
+    mask: Vec<u8>,
+    prescribed: Vec<Prescribed>,
+}
+
+impl Constraints {
+    /// Builds the constraints of a mesh with `n_nodes` nodes. Nodes in `orphans` (belonging to no
+    /// cell) are fixed at zero in all components so that every block row of the tangent is regular.
+    /// Later entries of `prescribed` override earlier ones on shared components.
+    pub fn new(n_nodes: usize, prescribed: Vec<Prescribed>, orphans: &[usize]) -> Result<Self, AssemblyError> {
+        let mut mask = vec![0u8; n_nodes];
+        for p in &prescribed {
+            let bits = match p {
+                Prescribed::Components { values, .. } => {
+                    (0..3).filter(|&c| values[c].is_some()).fold(0u8, |m, c| m | 1 << c)
+                }
+                Prescribed::Twist { axis, .. } => {
+                    if norm(axis) == 0.0 {
+                        return Err(AssemblyError::InvalidBoundaryCondition {
+                            set: p.set().to_owned(),
+                            reason: "the rotation axis is the zero vector".into(),
+                        });
+                    }
+                    0b111
+                }
+            };
+            if bits == 0 {
+                return Err(AssemblyError::InvalidBoundaryCondition {
+                    set: p.set().to_owned(),
+                    reason: "no component is prescribed".into(),
+                });
+            }
+            for &node in p.nodes() {
+                if node >= n_nodes {
+                    return Err(AssemblyError::SizeMismatch { what: "constrained node index", expected: n_nodes, got: node });
+                }
+                mask[node] |= bits;
+            }
+        }
+        for &node in orphans {
+            mask[node] = 0b111;
+        }
+        Ok(Self { mask, prescribed })
+    }
+
+    /// Bit `c` set iff component `c` of `node` is constrained.
+    pub fn mask(&self, node: usize) -> u8 {
+        self.mask[node]
+    }
+
+    /// Number of constrained scalar unknowns.
+    pub fn n_constrained(&self) -> usize {
+        self.mask.iter().map(|m| m.count_ones() as usize).sum()
+    }
+
+    /// Writes the prescribed displacement at `load_factor` into the constrained entries of `u`
+    /// (node-major, 3 per node), leaving free entries untouched.
+    pub fn write_prescribed(&self, load_factor: f64, coords: &[[f64; 3]], u: &mut Vector) {
+        let u = u.as_mut_slice();
+        for p in &self.prescribed {
+            match p {
+                Prescribed::Components { nodes, values, .. } => {
+                    for &node in nodes {
+                        for (c, v) in values.iter().enumerate() {
+                            if let Some(v) = v {
+                                u[3 * node + c] = load_factor * v;
+                            }
+                        }
+                    }
+                }
+                Prescribed::Twist { nodes, axis, center, angle, axial, .. } => {
+                    let rotation = rotation_matrix(axis, load_factor * angle);
+                    let n = unit(axis);
+                    for &node in nodes {
+                        let x = coords[node];
+                        let r = [x[0] - center[0], x[1] - center[1], x[2] - center[2]];
+                        for i in 0..3 {
+                            let rotated: f64 = (0..3).map(|j| rotation[i][j] * r[j]).sum();
+                            u[3 * node + i] = rotated - r[i] + load_factor * axial * n[i];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets the constrained entries of `v` to zero (residuals and Newton corrections).
+    pub fn zero_constrained(&self, v: &mut Vector) {
+        v.as_mut_slice().par_chunks_mut(3).zip(self.mask.par_iter()).for_each(|(v, &m)| {
+            for (c, vc) in v.iter_mut().enumerate() {
+                if m & (1 << c) != 0 {
+                    *vc = 0.0;
+                }
+            }
+        });
+    }
+
+    /// Copies the constrained entries of `from` into `to` (free entries of `to` untouched).
+    pub fn copy_constrained(&self, from: &Vector, to: &mut Vector) {
+        let from = from.as_slice();
+        for (node, &m) in self.mask.iter().enumerate() {
+            for c in 0..3 {
+                if m & (1 << c) != 0 {
+                    to.as_mut_slice()[3 * node + c] = from[3 * node + c];
+                }
+            }
+        }
+    }
+
+    /// Symmetric elimination in a 3x3-blocked square matrix over the mesh nodes: constrained rows and
+    /// columns become zero, their diagonal entries one. The block pattern is unchanged.
+    pub fn eliminate_in_matrix(&self, k: &mut Bsr) -> Result<(), AssemblyError> {
+        let n = self.mask.len();
+        if k.block_rows() != 3 || k.block_cols() != 3 || k.pattern().n_block_rows() != n {
+            return Err(AssemblyError::SizeMismatch { what: "tangent block rows", expected: n, got: k.pattern().n_block_rows() });
+        }
+        let pattern = k.pattern().clone();
+        let mask = &self.mask;
+        let rows = split_rows(k.values_mut(), pattern.row_ptr(), 9);
+        rows.into_par_iter().enumerate().for_each(|(i, row)| {
+            let cols = pattern.row(i);
+            let mi = mask[i];
+            for (block, &j) in row.chunks_exact_mut(9).zip(cols) {
+                let mj = mask[j as usize];
+                if mi == 0 && mj == 0 {
+                    continue;
+                }
+                for r in 0..3 {
+                    for c in 0..3 {
+                        if mi & (1 << r) != 0 || mj & (1 << c) != 0 {
+                            block[3 * r + c] = if j as usize == i && r == c { 1.0 } else { 0.0 };
+                        }
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Splits block values into one mutable slice per block row.
+fn split_rows<'a>(mut values: &'a mut [f64], row_ptr: &[usize], block_len: usize) -> Vec<&'a mut [f64]> {
+    let mut rows = Vec::with_capacity(row_ptr.len().saturating_sub(1));
+    for w in row_ptr.windows(2) {
+        let (head, tail) = values.split_at_mut((w[1] - w[0]) * block_len);
+        rows.push(head);
+        values = tail;
+    }
+    rows
+}
+
+fn norm(a: &[f64; 3]) -> f64 {
+    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+}
+
+fn unit(a: &[f64; 3]) -> [f64; 3] {
+    let n = norm(a);
+    [a[0] / n, a[1] / n, a[2] / n]
+}
+
+/// Rotation by `angle` radians about the (not necessarily unit) `axis` (Rodrigues' formula).
+pub fn rotation_matrix(axis: &[f64; 3], angle: f64) -> [[f64; 3]; 3] {
+    let [x, y, z] = unit(axis);
+    let (s, c) = angle.sin_cos();
+    let t = 1.0 - c;
+    [
+        [c + x * x * t, x * y * t - z * s, x * z * t + y * s],
+        [y * x * t + z * s, c + y * y * t, y * z * t - x * s],
+        [z * x * t - y * s, z * y * t + x * s, c + z * z * t],
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn twist_rotates_about_the_axis_through_the_center() {
+        let coords = [[1.0, 0.0, 2.0], [0.0, 0.0, 2.0]];
+        let twist = Prescribed::Twist {
+            set: "top".into(),
+            nodes: vec![0, 1],
+            axis: [0.0, 0.0, 2.0],
+            center: [0.0, 0.0, 0.0],
+            angle: std::f64::consts::FRAC_PI_2,
+            axial: 0.5,
+        };
+        let cons = Constraints::new(2, vec![twist], &[]).unwrap();
+        let mut u = Vector::zeros(6);
+        cons.write_prescribed(1.0, &coords, &mut u);
+        let u = u.as_slice();
+        // (1,0,2) rotated by 90 degrees about z is (0,1,2), lifted by 0.5: u = (-1, 1, 0.5)
+        for (got, want) in u[0..3].iter().zip([-1.0, 1.0, 0.5]) {
+            assert!((got - want).abs() < 1e-14);
+        }
+        // a node on the axis only moves along it
+        for (got, want) in u[3..6].iter().zip([0.0, 0.0, 0.5]) {
+            assert!((got - want).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn elimination_is_symmetric_and_keeps_the_pattern() {
+        // two nodes, full 6x6 coupling
+        let pattern = Arc::new(linalg::BlockPattern::new(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1]).unwrap());
+        let dense: Vec<f64> = (0..36).map(|e| 1.0 + (e / 6 + e % 6) as f64).collect(); // symmetric
+        let mut k = Bsr::from_dense(&dense, 6, 6, 3, 3).unwrap();
+        assert_eq!(k.pattern().nnz(), pattern.nnz());
+        let fix_y_of_node1 = Prescribed::Components { set: "s".into(), nodes: vec![1], values: [None, Some(0.0), None] };
+        let cons = Constraints::new(2, vec![fix_y_of_node1], &[]).unwrap();
+        cons.eliminate_in_matrix(&mut k).unwrap();
+        let out = k.to_dense();
+        let fixed = 4; // node 1, component y
+        for i in 0..6 {
+            for j in 0..6 {
+                let want = if i == fixed || j == fixed {
+                    if i == j { 1.0 } else { 0.0 }
+                } else {
+                    dense[6 * i + j]
+                };
+                assert_eq!(out[6 * i + j], want, "entry ({i},{j})");
+            }
+        }
+        assert_eq!(cons.n_constrained(), 1);
+    }
+
+    #[test]
+    fn a_prescription_without_components_is_rejected() {
+        let p = Prescribed::Components { set: "left".into(), nodes: vec![0], values: [None; 3] };
+        let err = Constraints::new(1, vec![p], &[]).unwrap_err();
+        assert!(err.to_string().contains("left"), "{err}");
+    }
+}

@@ -1,0 +1,16 @@
+//! From a hex mesh, materials and boundary conditions to blocked sparse operators: the element loop
+//! that emits 3x3 tangent blocks in COO form and sums them through a [`linalg::CooPlan`] built once,
+//! Dirichlet constraints eliminated symmetrically (keeping the block pattern), dead loads, and the
+//! rigid-body modes that smoothed aggregation uses as near-null space.
+
+pub mod assembler;
+pub mod constraints;
+pub mod error;
+pub mod loads;
+pub mod rigid_body;
+
+pub use assembler::{CellMaterials, ElasticityAssembler};
+pub use constraints::{rotation_matrix, Constraints, Prescribed};
+pub use error::AssemblyError;
+pub use loads::{add_traction_load, body_force_load};
+pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};

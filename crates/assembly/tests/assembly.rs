@@ -1,0 +1,203 @@
+//! The assembled operator against finite differences, exact fields and itself on other thread counts.
+
+use assembly::{rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed};
+use fem::{Load, Material, Moduli};
+use linalg::{ops, Bsr, Vector};
+use mesh::{generate_box, BoxSpec, CellKind, HexMesh};
+
+/// A skewed, non-affine hexahedron so that no test passes by symmetry.
+const CORNERS: [[f64; 3]; 8] = [
+    [0.0, 0.0, 0.0],
+    [1.2, 0.1, 0.0],
+    [-0.1, 0.9, 0.1],
+    [1.0, 1.1, -0.1],
+    [0.1, 0.0, 1.0],
+    [1.1, -0.1, 1.2],
+    [0.0, 1.0, 0.9],
+    [1.3, 1.2, 1.1],
+];
+
+fn skewed_mesh(kind: CellKind, cells: [usize; 3]) -> HexMesh {
+    generate_box(&BoxSpec { cells, lower: [0.0; 3], upper: [1.0; 3], kind, corners: Some(CORNERS) }).unwrap()
+}
+
+fn neo_hookean() -> Material {
+    Material::neo_hookean(Moduli::from_young_poisson(10.0, 0.3).unwrap())
+}
+
+/// Deterministic pseudo-random numbers in [-1, 1).
+fn noise(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+fn assembler(mesh: &HexMesh, material: Material) -> ElasticityAssembler {
+    ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), mesh.order() + 1).unwrap()
+}
+
+/// The assembled tangent is the derivative of the assembled residual (central differences).
+fn tangent_matches_finite_differences(kind: CellKind) {
+    let mesh = skewed_mesh(kind, [2, 1, 2]);
+    let mut asm = assembler(&mesh, neo_hookean());
+    let n = 3 * mesh.n_nodes();
+    let u = Vector::from_vec(noise(7, n).iter().map(|v| 0.05 * v).collect());
+    let mut r = Vector::zeros(n);
+    let mut k = asm.new_matrix();
+    asm.residual_tangent(&u, Load::Constant([0.3, -0.2, 0.1]), &mut r, &mut k).unwrap();
+    let dense = k.to_dense();
+    let h = 1e-6;
+    let (mut rp, mut rm) = (Vector::zeros(n), Vector::zeros(n));
+    let mut worst = 0.0f64;
+    let scale = dense.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for j in 0..n {
+        let mut up = u.clone();
+        up.as_mut_slice()[j] += h;
+        let mut um = u.clone();
+        um.as_mut_slice()[j] -= h;
+        asm.residual(&up, Load::Constant([0.3, -0.2, 0.1]), &mut rp).unwrap();
+        asm.residual(&um, Load::Constant([0.3, -0.2, 0.1]), &mut rm).unwrap();
+        for i in 0..n {
+            let fd = (rp.as_slice()[i] - rm.as_slice()[i]) / (2.0 * h);
+            worst = worst.max((fd - dense[i * n + j]).abs());
+        }
+    }
+    assert!(worst < 1e-6 * scale, "worst |K - FD| = {worst:e}, scale {scale:e}");
+}
+
+#[test]
+fn q1_tangent_matches_finite_differences() {
+    tangent_matches_finite_differences(CellKind::Hex8);
+}
+
+#[test]
+fn q2_tangent_matches_finite_differences() {
+    tangent_matches_finite_differences(CellKind::Hex27);
+}
+
+/// The element loop and the COO sums are bit-identical on 1 and 3 threads.
+#[test]
+fn assembly_is_deterministic_across_thread_counts() {
+    let mesh = skewed_mesh(CellKind::Hex8, [5, 4, 3]);
+    let n = 3 * mesh.n_nodes();
+    let u = Vector::from_vec(noise(3, n).iter().map(|v| 0.02 * v).collect());
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+            let mut asm = assembler(&mesh, neo_hookean());
+            let mut r = Vector::zeros(n);
+            let mut k = asm.new_matrix();
+            asm.residual_tangent(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r, &mut k).unwrap();
+            (r.into_vec(), k.values().to_vec())
+        })
+    };
+    let (r1, k1) = run(1);
+    let (r3, k3) = run(3);
+    assert!(r1.iter().zip(&r3).all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert!(k1.iter().zip(&k3).all(|(a, b)| a.to_bits() == b.to_bits()));
+}
+
+/// Rigid-body modes lie in the kernel of the unconstrained linear-elastic stiffness.
+#[test]
+fn rigid_body_modes_are_in_the_kernel_of_the_stiffness() {
+    for kind in [CellKind::Hex8, CellKind::Hex27] {
+        let mesh = skewed_mesh(kind, [2, 2, 2]);
+        let mut asm = assembler(&mesh, Material::linear(Moduli::from_young_poisson(1.0, 0.25).unwrap()));
+        let n = 3 * mesh.n_nodes();
+        let mut r = Vector::zeros(n);
+        let mut k = asm.new_matrix();
+        asm.residual_tangent(&Vector::zeros(n), Load::None, &mut r, &mut k).unwrap();
+        let modes = rigid_body_modes(&mesh.coords);
+        for m in 0..6 {
+            let v = Vector::from_vec((0..n).map(|i| modes[i * 6 + m]).collect());
+            let mut kv = Vector::zeros(n);
+            k.spmv(&v, &mut kv);
+            assert!(ops::norm2(&kv) < 1e-12 * ops::norm2(&v), "{kind:?} mode {m}: |K v| = {:e}", ops::norm2(&kv));
+        }
+    }
+}
+
+/// Dense Gaussian elimination with partial pivoting (small test systems only).
+fn dense_solve(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let n = b.len();
+    let mut m: Vec<f64> = a.to_vec();
+    let mut x = b.to_vec();
+    for col in 0..n {
+        let p = (col..n).max_by(|&i, &j| m[i * n + col].abs().total_cmp(&m[j * n + col].abs())).unwrap();
+        for c in 0..n {
+            m.swap(col * n + c, p * n + c);
+        }
+        x.swap(col, p);
+        for row in col + 1..n {
+            let f = m[row * n + col] / m[col * n + col];
+            for c in col..n {
+                m[row * n + c] -= f * m[col * n + c];
+            }
+            x[row] -= f * x[col];
+        }
+    }
+    for row in (0..n).rev() {
+        let s: f64 = (row + 1..n).map(|c| m[row * n + c] * x[c]).sum();
+        x[row] = (x[row] - s) / m[row * n + row];
+    }
+    x
+}
+
+/// Patch test: a linear displacement imposed on the boundary of a distorted mesh is reproduced at
+/// the interior nodes to round-off (linear elasticity, Q1 and Q2), through the constraint path.
+#[test]
+fn patch_test_reproduces_linear_fields() {
+    for kind in [CellKind::Hex8, CellKind::Hex27] {
+        let mesh = skewed_mesh(kind, [3, 3, 3]);
+        let mut asm = assembler(&mesh, Material::linear(Moduli::from_young_poisson(2.0, 0.3).unwrap()));
+        let exact = |x: [f64; 3]| [1e-3 * (x[0] + 2.0 * x[1] - x[2]), 1e-3 * (0.5 * x[0] - x[2]), 1e-3 * (x[1] + 3.0 * x[2])];
+        let boundary: Vec<usize> = ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"]
+            .iter()
+            .flat_map(|s| mesh.set_nodes(s).unwrap())
+            .collect();
+        // One `Components` entry per boundary node with its exact value.
+        let prescribed = boundary
+            .iter()
+            .map(|&i| {
+                let v = exact(mesh.coords[i]);
+                Prescribed::Components { set: "boundary".into(), nodes: vec![i], values: [Some(v[0]), Some(v[1]), Some(v[2])] }
+            })
+            .collect();
+        let cons = Constraints::new(mesh.n_nodes(), prescribed, &asm.orphan_nodes()).unwrap();
+        let n = 3 * mesh.n_nodes();
+        let mut u = Vector::zeros(n);
+        cons.write_prescribed(1.0, &mesh.coords, &mut u);
+        let mut r = Vector::zeros(n);
+        let mut k: Bsr = asm.new_matrix();
+        asm.residual_tangent(&u, Load::None, &mut r, &mut k).unwrap();
+        cons.eliminate_in_matrix(&mut k).unwrap();
+        ops::scale(-1.0, &mut r);
+        cons.zero_constrained(&mut r);
+        let du = dense_solve(&k.to_dense(), r.as_slice());
+        for (node, x) in mesh.coords.iter().enumerate() {
+            let want = exact(*x);
+            for d in 0..3 {
+                let got = u.as_slice()[3 * node + d] + du[3 * node + d];
+                assert!((got - want[d]).abs() < 1e-13, "{kind:?} node {node} comp {d}: {got} vs {}", want[d]);
+            }
+        }
+    }
+}
+
+/// An inverted element is reported with its index at construction.
+#[test]
+fn an_inverted_element_is_named() {
+    let mut mesh = skewed_mesh(CellKind::Hex8, [2, 1, 1]);
+    // swap two corner nodes of cell 1 to invert it
+    let nodes = mesh.cell_nodes(1).to_vec();
+    mesh.cells[8] = nodes[1];
+    mesh.cells[9] = nodes[0];
+    let err = ElasticityAssembler::new(&mesh, CellMaterials::uniform(neo_hookean(), 2), 2).err().expect("inverted");
+    assert!(err.to_string().starts_with("element 1"), "{err}");
+}

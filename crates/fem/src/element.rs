@@ -1,0 +1,536 @@
+//! Volume kernels of a hexahedral element in the total Lagrangian setting: residual and tangent
+//! blocks, geometry checks, post-processed cell fields, energies and discretisation errors.
+//!
+//! An [`ElementKernel`] tabulates the basis at the quadrature points once; every method then takes
+//! the element's reference nodal coordinates `x` and displacements `u` (node order of
+//! ARCHITECTURE.md), works on stack arrays only (monomorphised for 8 and 27 nodes) and writes into
+//! caller buffers, so one kernel can serve many threads at once.
+
+use nalgebra::Matrix3;
+
+#[cfg(test)]
+mod tests;
+
+use crate::basis::LagrangeHex;
+use crate::error::{FemError, Result};
+use crate::load::Load;
+use crate::material::{cauchy_from_piola, von_mises, Material};
+use crate::quadrature::{Quadrature, MAX_POINTS};
+
+/// Basis values and reference gradients tabulated at the points of a tensor Gauss rule.
+#[derive(Debug, Clone)]
+struct Tabulation {
+    weights: Vec<f64>,
+    /// `values[q * n + a] = N_a(xi_q)`.
+    values: Vec<f64>,
+    /// `grads[q * n + a] = dN_a/dxi (xi_q)`.
+    grads: Vec<[f64; 3]>,
+}
+
+impl Tabulation {
+    fn new(basis: &LagrangeHex, points_per_direction: usize) -> Result<Self> {
+        let rule = Quadrature::hex(points_per_direction)?;
+        let n = basis.n_nodes();
+        let mut values = vec![0.0; rule.len() * n];
+        let mut grads = vec![[0.0; 3]; rule.len() * n];
+        for (q, xi) in rule.points().iter().enumerate() {
+            basis.eval(*xi, &mut values[q * n..(q + 1) * n], &mut grads[q * n..(q + 1) * n])?;
+        }
+        Ok(Self { weights: rule.weights().to_vec(), values, grads })
+    }
+}
+
+/// Volume-averaged fields of a deformed cell (averages over the reference volume).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellFields {
+    /// Average Cauchy stress, components `[xx, yy, zz, xy, yz, xz]`.
+    pub cauchy: [f64; 6],
+    /// Von Mises stress of the average Cauchy stress.
+    pub von_mises: f64,
+    /// Average volume ratio `J` (= deformed volume / reference volume).
+    pub j: f64,
+    /// Strain energy per unit reference volume.
+    pub energy_density: f64,
+}
+
+/// Precomputed element integration for one Lagrange order and one Gauss rule.
+#[derive(Debug, Clone)]
+pub struct ElementKernel {
+    basis: LagrangeHex,
+    points_per_direction: usize,
+    main: Tabulation,
+    /// Rule with two more points per direction (at most `MAX_POINTS`) for error norms.
+    error: Tabulation,
+}
+
+fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(FemError::LengthMismatch { what, expected, got })
+    }
+}
+
+/// Fixed-size view of a slice whose length the caller already checked.
+#[inline(always)]
+fn fixed<'s, T, const N: usize>(what: &'static str, s: &'s [T]) -> Result<&'s [T; N]> {
+    s.try_into().map_err(|_| FemError::LengthMismatch { what, expected: N, got: s.len() })
+}
+
+#[inline(always)]
+fn fixed_mut<'s, T, const N: usize>(what: &'static str, s: &'s mut [T]) -> Result<&'s mut [T; N]> {
+    let got = s.len();
+    s.try_into().map_err(|_| FemError::LengthMismatch { what, expected: N, got })
+}
+
+/// `F = I + sum_a u_a (x) grad_X N_a`.
+#[inline(always)]
+fn deformation_gradient<const N: usize>(u: &[[f64; 3]; N], g: &[[f64; 3]; N]) -> Matrix3<f64> {
+    let mut f = [[0.0; 3]; 3];
+    for a in 0..N {
+        for i in 0..3 {
+            for j in 0..3 {
+                f[i][j] += u[a][i] * g[a][j];
+            }
+        }
+    }
+    Matrix3::new(
+        1.0 + f[0][0],
+        f[0][1],
+        f[0][2],
+        f[1][0],
+        1.0 + f[1][1],
+        f[1][2],
+        f[2][0],
+        f[2][1],
+        1.0 + f[2][2],
+    )
+}
+
+impl ElementKernel {
+    /// Kernel for Lagrange `order` (1 or 2) with a `points_per_direction`^3 Gauss rule
+    /// (`1..=6`; full integration is `order + 1`).
+    pub fn new(order: usize, points_per_direction: usize) -> Result<Self> {
+        let basis = LagrangeHex::new(order)?;
+        let main = Tabulation::new(&basis, points_per_direction)?;
+        let error = Tabulation::new(&basis, (points_per_direction + 2).min(MAX_POINTS))?;
+        Ok(Self { basis, points_per_direction, main, error })
+    }
+
+    /// Lagrange order.
+    pub fn order(&self) -> usize {
+        self.basis.order()
+    }
+
+    /// Nodes per element (8 or 27).
+    pub fn n_nodes(&self) -> usize {
+        self.basis.n_nodes()
+    }
+
+    /// Gauss points per direction of the main rule.
+    pub fn points_per_direction(&self) -> usize {
+        self.points_per_direction
+    }
+
+    /// Quadrature points of the main rule.
+    pub fn n_qp(&self) -> usize {
+        self.main.weights.len()
+    }
+
+    fn check_x(&self, x: &[[f64; 3]]) -> Result<()> {
+        check_len("element coordinates", self.n_nodes(), x.len())
+    }
+
+    fn check_xu(&self, x: &[[f64; 3]], u: &[[f64; 3]]) -> Result<()> {
+        self.check_x(x)?;
+        check_len("element displacements", self.n_nodes(), u.len())
+    }
+
+    /// Runs `body(q, w det, N(xi_q), grad_X N(xi_q))` at every point of `tab`; stops with
+    /// `NonPositiveJacobian` at the first point with `det dX/dxi <= 0`.
+    #[inline(always)]
+    fn for_each_qp<const N: usize>(
+        tab: &Tabulation,
+        x: &[[f64; 3]; N],
+        mut body: impl FnMut(usize, f64, &[f64; N], &[[f64; 3]; N]) -> Result<()>,
+    ) -> Result<()> {
+        let shape = tab.values.chunks_exact(N).zip(tab.grads.chunks_exact(N));
+        for (q, (&w, (nv, dn))) in tab.weights.iter().zip(shape).enumerate() {
+            let nv: &[f64; N] = fixed("tabulated values", nv)?;
+            let dn: &[[f64; 3]; N] = fixed("tabulated gradients", dn)?;
+            // jm[d][e] = dX_d / dxi_e
+            let mut jm = [[0.0; 3]; 3];
+            for a in 0..N {
+                for d in 0..3 {
+                    for e in 0..3 {
+                        jm[d][e] += x[a][d] * dn[a][e];
+                    }
+                }
+            }
+            let c00 = jm[1][1] * jm[2][2] - jm[1][2] * jm[2][1];
+            let c01 = jm[1][2] * jm[2][0] - jm[1][0] * jm[2][2];
+            let c02 = jm[1][0] * jm[2][1] - jm[1][1] * jm[2][0];
+            let det = jm[0][0] * c00 + jm[0][1] * c01 + jm[0][2] * c02;
+            if !(det > 0.0) {
+                return Err(FemError::NonPositiveJacobian { qp: q, det });
+            }
+            let s = 1.0 / det;
+            // inv[d][e] = dxi_d / dX_e = cof(jm)[e][d] / det
+            let inv = [
+                [c00 * s, (jm[0][2] * jm[2][1] - jm[0][1] * jm[2][2]) * s, (jm[0][1] * jm[1][2] - jm[0][2] * jm[1][1]) * s],
+                [c01 * s, (jm[0][0] * jm[2][2] - jm[0][2] * jm[2][0]) * s, (jm[0][2] * jm[1][0] - jm[0][0] * jm[1][2]) * s],
+                [c02 * s, (jm[0][1] * jm[2][0] - jm[0][0] * jm[2][1]) * s, (jm[0][0] * jm[1][1] - jm[0][1] * jm[1][0]) * s],
+            ];
+            let mut g = [[0.0; 3]; N];
+            for a in 0..N {
+                for e in 0..3 {
+                    g[a][e] = dn[a][0] * inv[0][e] + dn[a][1] * inv[1][e] + dn[a][2] * inv[2][e];
+                }
+            }
+            body(q, w * det, nv, &g)?;
+        }
+        Ok(())
+    }
+
+    /// Fails with `NonPositiveJacobian { qp, det }` at the first quadrature point where the
+    /// isoparametric map is inverted or degenerate.
+    pub fn check_geometry(&self, x: &[[f64; 3]]) -> Result<()> {
+        self.volume(x).map(|_| ())
+    }
+
+    /// Reference volume `int dV` (fails like [`Self::check_geometry`]).
+    pub fn volume(&self, x: &[[f64; 3]]) -> Result<f64> {
+        self.check_x(x)?;
+        match self.n_nodes() {
+            8 => self.volume_n::<8>(x),
+            _ => self.volume_n::<27>(x),
+        }
+    }
+
+    fn volume_n<const N: usize>(&self, x: &[[f64; 3]]) -> Result<f64> {
+        let mut v = 0.0;
+        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, _| {
+            v += wd;
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    /// Element residual `r_a = int P : grad_X N_a dV - int f N_a dV` and, when `k` is given, its
+    /// tangent blocks `k[a n + b][3 i + j] = d r_{a,i} / d u_{b,j}` (`n` = nodes). `r` (length `n`)
+    /// and `k` (length `n^2`) are overwritten. Only blocks `b >= a` are integrated; the others are
+    /// mirrored, which relies on the major symmetry of the (hyperelastic) material tangent.
+    pub fn residual_tangent(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        body_force: Load<'_>,
+        r: &mut [[f64; 3]],
+        k: Option<&mut [[f64; 9]]>,
+    ) -> Result<()> {
+        self.check_xu(x, u)?;
+        let n = self.n_nodes();
+        check_len("element residual", n, r.len())?;
+        match k {
+            Some(k) => {
+                check_len("element tangent", n * n, k.len())?;
+                match n {
+                    8 => self.residual_tangent_n::<8>(x, u, material, body_force, r, k),
+                    _ => self.residual_tangent_n::<27>(x, u, material, body_force, r, k),
+                }
+            }
+            None => self.residual(x, u, material, body_force, r),
+        }
+    }
+
+    /// Residual only (no tangent work; for line searches and energy checks). Same contract as
+    /// [`Self::residual_tangent`].
+    pub fn residual(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        body_force: Load<'_>,
+        r: &mut [[f64; 3]],
+    ) -> Result<()> {
+        self.check_xu(x, u)?;
+        check_len("element residual", self.n_nodes(), r.len())?;
+        match self.n_nodes() {
+            8 => self.residual_n::<8>(x, u, material, body_force, r),
+            _ => self.residual_n::<27>(x, u, material, body_force, r),
+        }
+    }
+
+    fn residual_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        body_force: Load<'_>,
+        r: &mut [[f64; 3]],
+    ) -> Result<()> {
+        let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        let r: &mut [[f64; 3]; N] = fixed_mut("element residual", r)?;
+        *r = [[0.0; 3]; N];
+        Self::for_each_qp::<N>(&self.main, x, |_, wd, nv, g| {
+            let p = material.stress(&deformation_gradient(u, g))?;
+            add_internal_force(r, &p, wd, g);
+            add_body_force(r, body_force, wd, nv, x);
+            Ok(())
+        })
+    }
+
+    fn residual_tangent_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        body_force: Load<'_>,
+        r: &mut [[f64; 3]],
+        k: &mut [[f64; 9]],
+    ) -> Result<()> {
+        let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        let r: &mut [[f64; 3]; N] = fixed_mut("element residual", r)?;
+        *r = [[0.0; 3]; N];
+        k.fill([0.0; 9]);
+        Self::for_each_qp::<N>(&self.main, x, |_, wd, nv, g| {
+            let f = deformation_gradient(u, g);
+            if let Material::Linear { lambda, mu } = *material {
+                let p = material.stress(&f)?;
+                add_internal_force(r, &p, wd, g);
+                add_isotropic_tangent(k, lambda * wd, mu * wd, g);
+            } else {
+                let (p, a) = material.stress_tangent(&f)?;
+                add_internal_force(r, &p, wd, g);
+                // Row-major copy so that the contraction below runs over contiguous rows.
+                let mut arm = [[0.0; 9]; 9];
+                for (c, col) in a.column_iter().enumerate() {
+                    for (rr, v) in col.iter().enumerate() {
+                        arm[rr][c] = *v * wd;
+                    }
+                }
+                add_material_tangent(k, &arm, g);
+            }
+            add_body_force(r, body_force, wd, nv, x);
+            Ok(())
+        })?;
+        // Mirror the upper block triangle: K_ba = K_ab^T.
+        for a in 0..N {
+            for b in 0..a {
+                let kt = k[b * N + a];
+                k[a * N + b] = [kt[0], kt[3], kt[6], kt[1], kt[4], kt[7], kt[2], kt[5], kt[8]];
+            }
+        }
+        Ok(())
+    }
+
+    /// Strain energy `int psi(F) dV`.
+    pub fn strain_energy(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<f64> {
+        self.check_xu(x, u)?;
+        match self.n_nodes() {
+            8 => self.strain_energy_n::<8>(x, u, material),
+            _ => self.strain_energy_n::<27>(x, u, material),
+        }
+    }
+
+    fn strain_energy_n<const N: usize>(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<f64> {
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        let mut e = 0.0;
+        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, g| {
+            e += wd * material.energy(&deformation_gradient(u, g))?;
+            Ok(())
+        })?;
+        Ok(e)
+    }
+
+    /// Cauchy stress at every quadrature point of the main rule (`out.len() == n_qp`).
+    pub fn cauchy_at_points(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        out: &mut [Matrix3<f64>],
+    ) -> Result<()> {
+        self.check_xu(x, u)?;
+        check_len("quadrature-point stresses", self.n_qp(), out.len())?;
+        match self.n_nodes() {
+            8 => self.cauchy_at_points_n::<8>(x, u, material, out),
+            _ => self.cauchy_at_points_n::<27>(x, u, material, out),
+        }
+    }
+
+    fn cauchy_at_points_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        out: &mut [Matrix3<f64>],
+    ) -> Result<()> {
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |q, _, _, g| {
+            let f = deformation_gradient(u, g);
+            out[q] = cauchy_from_piola(material, &material.stress(&f)?, &f);
+            Ok(())
+        })
+    }
+
+    /// Reference-volume averages of Cauchy stress, `J` and energy density over the cell.
+    pub fn cell_fields(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<CellFields> {
+        self.check_xu(x, u)?;
+        match self.n_nodes() {
+            8 => self.cell_fields_n::<8>(x, u, material),
+            _ => self.cell_fields_n::<27>(x, u, material),
+        }
+    }
+
+    fn cell_fields_n<const N: usize>(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<CellFields> {
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        let (mut vol, mut sig, mut j, mut e) = (0.0, Matrix3::zeros(), 0.0, 0.0);
+        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, g| {
+            let f = deformation_gradient(u, g);
+            let p = material.stress(&f)?;
+            sig += cauchy_from_piola(material, &p, &f) * wd;
+            j += wd * f.determinant();
+            e += wd * material.energy(&f)?;
+            vol += wd;
+            Ok(())
+        })?;
+        let s = sig / vol;
+        Ok(CellFields {
+            cauchy: [s[(0, 0)], s[(1, 1)], s[(2, 2)], s[(0, 1)], s[(1, 2)], s[(0, 2)]],
+            von_mises: von_mises(&s),
+            j: j / vol,
+            energy_density: e / vol,
+        })
+    }
+
+    /// Squared errors `(||u_h - u||_L2^2, |u_h - u|_H1^2)` over the cell against an exact solution
+    /// `exact(X) = (u, grad u)` with `grad u[i][j] = du_i/dX_j`, integrated with two more Gauss
+    /// points per direction than the main rule (at most 6).
+    pub fn errors(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        exact: &dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]),
+    ) -> Result<(f64, f64)> {
+        self.check_xu(x, u)?;
+        match self.n_nodes() {
+            8 => self.errors_n::<8>(x, u, exact),
+            _ => self.errors_n::<27>(x, u, exact),
+        }
+    }
+
+    fn errors_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        exact: &dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]),
+    ) -> Result<(f64, f64)> {
+        let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        let (mut l2, mut h1) = (0.0, 0.0);
+        Self::for_each_qp::<N>(&self.error, x, |_, wd, nv, g| {
+            let (mut xq, mut uq, mut gq) = ([0.0; 3], [0.0; 3], [[0.0; 3]; 3]);
+            for a in 0..N {
+                for i in 0..3 {
+                    xq[i] += nv[a] * x[a][i];
+                    uq[i] += nv[a] * u[a][i];
+                    for j in 0..3 {
+                        gq[i][j] += u[a][i] * g[a][j];
+                    }
+                }
+            }
+            let (ue, ge) = exact(xq);
+            for i in 0..3 {
+                l2 += wd * (uq[i] - ue[i]).powi(2);
+                for j in 0..3 {
+                    h1 += wd * (gq[i][j] - ge[i][j]).powi(2);
+                }
+            }
+            Ok(())
+        })?;
+        Ok((l2, h1))
+    }
+}
+
+/// `r_a += wd P grad_X N_a`.
+#[inline(always)]
+fn add_internal_force<const N: usize>(r: &mut [[f64; 3]; N], p: &Matrix3<f64>, wd: f64, g: &[[f64; 3]; N]) {
+    let pw = p * wd;
+    for a in 0..N {
+        for i in 0..3 {
+            r[a][i] += pw[(i, 0)] * g[a][0] + pw[(i, 1)] * g[a][1] + pw[(i, 2)] * g[a][2];
+        }
+    }
+}
+
+/// `r_a -= wd f(X_q) N_a`.
+#[inline(always)]
+fn add_body_force<const N: usize>(r: &mut [[f64; 3]; N], load: Load<'_>, wd: f64, nv: &[f64; N], x: &[[f64; 3]; N]) {
+    let f = match load {
+        Load::None => return,
+        Load::Constant(f) => f,
+        Load::Field(field) => {
+            let mut xq = [0.0; 3];
+            for a in 0..N {
+                for i in 0..3 {
+                    xq[i] += nv[a] * x[a][i];
+                }
+            }
+            field(xq)
+        }
+    };
+    for a in 0..N {
+        for i in 0..3 {
+            r[a][i] -= wd * nv[a] * f[i];
+        }
+    }
+}
+
+/// `K_ab += g_a . A . g_b` for `b >= a`, with `A` (weight folded in) row-major 9x9:
+/// first `G_a[i][3k+L] = sum_J g_aJ A[3i+J][3k+L]`, then `K_ab[3i+k] += sum_L G_a[i][3k+L] g_bL`.
+#[inline(always)]
+fn add_material_tangent<const N: usize>(k: &mut [[f64; 9]], a_rm: &[[f64; 9]; 9], g: &[[f64; 3]; N]) {
+    for a in 0..N {
+        let ga = g[a];
+        let mut ga_a = [[0.0; 9]; 3];
+        for i in 0..3 {
+            for c in 0..9 {
+                ga_a[i][c] = ga[0] * a_rm[3 * i][c] + ga[1] * a_rm[3 * i + 1][c] + ga[2] * a_rm[3 * i + 2][c];
+            }
+        }
+        for b in a..N {
+            let gb = g[b];
+            let kab = &mut k[a * N + b];
+            for i in 0..3 {
+                for kk in 0..3 {
+                    let row = &ga_a[i][3 * kk..3 * kk + 3];
+                    kab[3 * i + kk] += row[0] * gb[0] + row[1] * gb[1] + row[2] * gb[2];
+                }
+            }
+        }
+    }
+}
+
+/// Isotropic linear tangent, `K_ab += lambda g_a g_b^T + mu (g_a . g_b I + g_b g_a^T)` for `b >= a`
+/// (weight folded into `lambda`, `mu`).
+#[inline(always)]
+fn add_isotropic_tangent<const N: usize>(k: &mut [[f64; 9]], lambda: f64, mu: f64, g: &[[f64; 3]; N]) {
+    for a in 0..N {
+        let ga = g[a];
+        for b in a..N {
+            let gb = g[b];
+            let dot = mu * (ga[0] * gb[0] + ga[1] * gb[1] + ga[2] * gb[2]);
+            let kab = &mut k[a * N + b];
+            for i in 0..3 {
+                for kk in 0..3 {
+                    kab[3 * i + kk] += lambda * ga[i] * gb[kk] + mu * gb[i] * ga[kk];
+                }
+                kab[4 * i] += dot;
+            }
+        }
+    }
+}

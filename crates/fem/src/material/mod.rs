@@ -1,0 +1,243 @@
+//! Hyperelastic (and linear) isotropic materials: energy density, first Piola stress `P` and the
+//! material tangent `A = dP/dF` (`A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL`), all per unit reference
+//! volume and in closed form.
+//!
+//! Every model linearises at `F = I` to isotropic linear elasticity with the moduli given by
+//! [`Material::small_strain_moduli`]; all finite-strain models reject `J = det F <= 0` with
+//! [`FemError::NonPositiveJ`]. Constructors validate their parameters; a `Material` built directly
+//! from the enum can be checked with [`Material::validate`] (the kernels do not re-check).
+
+mod decoupled_neo_hookean;
+mod linear;
+mod mooney_rivlin;
+mod neo_hookean;
+mod saint_venant_kirchhoff;
+mod tensor;
+
+#[cfg(test)]
+mod tests;
+
+use nalgebra::Matrix3;
+
+pub use tensor::{von_mises, Tangent};
+
+use crate::error::{FemError, Result};
+
+/// Isotropic small-strain moduli (Lame parameters), validated: `mu > 0` and bulk modulus
+/// `kappa = lambda + 2 mu / 3 > 0` (equivalently `E > 0`, `-1 < nu < 1/2`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moduli {
+    lambda: f64,
+    mu: f64,
+}
+
+impl Moduli {
+    /// From Young's modulus `e > 0` and Poisson's ratio `-1 < nu < 1/2`.
+    pub fn from_young_poisson(e: f64, nu: f64) -> Result<Self> {
+        if !(e > 0.0 && e.is_finite()) {
+            return Err(invalid("E", e, "Young's modulus must be positive and finite"));
+        }
+        if !(nu > -1.0 && nu < 0.5) {
+            return Err(invalid("nu", nu, "Poisson's ratio must lie in (-1, 0.5)"));
+        }
+        let lambda = e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+        let mu = e / (2.0 * (1.0 + nu));
+        Self::from_lame(lambda, mu)
+    }
+
+    /// From the Lame parameters.
+    pub fn from_lame(lambda: f64, mu: f64) -> Result<Self> {
+        check_shear_bulk("mu", mu, "lambda + 2 mu / 3", lambda + 2.0 * mu / 3.0)?;
+        Ok(Self { lambda, mu })
+    }
+
+    /// First Lame parameter.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+
+    /// Shear modulus.
+    pub fn mu(&self) -> f64 {
+        self.mu
+    }
+
+    /// Bulk modulus `lambda + 2 mu / 3`.
+    pub fn kappa(&self) -> f64 {
+        self.lambda + 2.0 * self.mu / 3.0
+    }
+
+    /// Young's modulus.
+    pub fn young(&self) -> f64 {
+        self.mu * (3.0 * self.lambda + 2.0 * self.mu) / (self.lambda + self.mu)
+    }
+
+    /// Poisson's ratio.
+    pub fn poisson(&self) -> f64 {
+        0.5 * self.lambda / (self.lambda + self.mu)
+    }
+}
+
+fn invalid(name: &'static str, value: f64, requirement: &'static str) -> FemError {
+    FemError::InvalidMaterial { name, value, requirement }
+}
+
+fn check_shear_bulk(mu_name: &'static str, mu: f64, kappa_name: &'static str, kappa: f64) -> Result<()> {
+    if !(mu > 0.0 && mu.is_finite()) {
+        return Err(invalid(mu_name, mu, "shear modulus must be positive and finite"));
+    }
+    if !(kappa > 0.0 && kappa.is_finite()) {
+        return Err(invalid(kappa_name, kappa, "bulk modulus must be positive and finite"));
+    }
+    Ok(())
+}
+
+/// An isotropic elastic material (see the module of each model for its formulas).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Material {
+    /// Small-strain linear elasticity, `eps = sym(F - I)`, `P = sigma(eps)`.
+    Linear { lambda: f64, mu: f64 },
+    /// `psi = lambda/2 (tr E)^2 + mu E:E`.
+    SaintVenantKirchhoff { lambda: f64, mu: f64 },
+    /// `psi = lambda/2 (ln J)^2 - mu ln J + mu/2 (I1 - 3)`.
+    NeoHookean { lambda: f64, mu: f64 },
+    /// `psi = kappa/4 (J^2 - 1 - 2 ln J) + mu/2 (J^{-2/3} I1 - 3)`.
+    DecoupledNeoHookean { kappa: f64, mu: f64 },
+    /// `psi = lambda/2 (ln J)^2 - (mu1 + 2 mu2) ln J + mu1/2 (I1 - 3) + mu2/2 (I2 - 3)`;
+    /// small-strain moduli: shear `mu1 + mu2`, first Lame `lambda + 2 mu2`.
+    MooneyRivlin { lambda: f64, mu1: f64, mu2: f64 },
+}
+
+impl Material {
+    /// Linear elasticity with the given moduli.
+    pub fn linear(m: Moduli) -> Self {
+        Material::Linear { lambda: m.lambda, mu: m.mu }
+    }
+
+    /// Saint Venant-Kirchhoff with the given moduli.
+    pub fn saint_venant_kirchhoff(m: Moduli) -> Self {
+        Material::SaintVenantKirchhoff { lambda: m.lambda, mu: m.mu }
+    }
+
+    /// Compressible neo-Hookean with the given moduli.
+    pub fn neo_hookean(m: Moduli) -> Self {
+        Material::NeoHookean { lambda: m.lambda, mu: m.mu }
+    }
+
+    /// Decoupled neo-Hookean with `kappa = lambda + 2 mu / 3`.
+    pub fn decoupled_neo_hookean(m: Moduli) -> Self {
+        Material::DecoupledNeoHookean { kappa: m.kappa(), mu: m.mu }
+    }
+
+    /// Mooney-Rivlin whose linearisation at `F = I` is `m`: the shear modulus is split as
+    /// `mu2 = mu2_fraction * mu`, `mu1 = mu - mu2`, and the energy's `lambda` is `m.lambda - 2 mu2`.
+    /// `mu2_fraction` must lie in `[0, 1]`.
+    pub fn mooney_rivlin(m: Moduli, mu2_fraction: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&mu2_fraction) {
+            return Err(invalid("mu2_fraction", mu2_fraction, "must lie in [0, 1]"));
+        }
+        let mu2 = mu2_fraction * m.mu;
+        let mat = Material::MooneyRivlin { lambda: m.lambda - 2.0 * mu2, mu1: m.mu - mu2, mu2 };
+        mat.validate()?;
+        Ok(mat)
+    }
+
+    /// Checks the parameters: positive finite shear and bulk moduli of the linearisation at `F = I`
+    /// (and `mu1, mu2 >= 0` for Mooney-Rivlin).
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Material::Linear { lambda, mu }
+            | Material::SaintVenantKirchhoff { lambda, mu }
+            | Material::NeoHookean { lambda, mu } => {
+                check_shear_bulk("mu", mu, "lambda + 2 mu / 3", lambda + 2.0 * mu / 3.0)
+            }
+            Material::DecoupledNeoHookean { kappa, mu } => check_shear_bulk("mu", mu, "kappa", kappa),
+            Material::MooneyRivlin { lambda, mu1, mu2 } => {
+                if !(mu1 >= 0.0) {
+                    return Err(invalid("mu1", mu1, "must be non-negative"));
+                }
+                if !(mu2 >= 0.0) {
+                    return Err(invalid("mu2", mu2, "must be non-negative"));
+                }
+                let mu = mu1 + mu2;
+                check_shear_bulk("mu1 + mu2", mu, "lambda + 2 mu2 + 2 (mu1 + mu2) / 3", lambda + 2.0 * mu2 + 2.0 * mu / 3.0)
+            }
+        }
+    }
+
+    /// Moduli of the linearisation at `F = I` (the tangent there is
+    /// `lambda I (x) I + mu (d_ik d_JL + d_iL d_kJ)`). Not validated.
+    pub fn small_strain_moduli(&self) -> (f64, f64) {
+        match *self {
+            Material::Linear { lambda, mu }
+            | Material::SaintVenantKirchhoff { lambda, mu }
+            | Material::NeoHookean { lambda, mu } => (lambda, mu),
+            Material::DecoupledNeoHookean { kappa, mu } => (kappa - 2.0 * mu / 3.0, mu),
+            Material::MooneyRivlin { lambda, mu1, mu2 } => (lambda + 2.0 * mu2, mu1 + mu2),
+        }
+    }
+
+    /// Short name of the model.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Material::Linear { .. } => "linear",
+            Material::SaintVenantKirchhoff { .. } => "saint_venant_kirchhoff",
+            Material::NeoHookean { .. } => "neo_hookean",
+            Material::DecoupledNeoHookean { .. } => "decoupled_neo_hookean",
+            Material::MooneyRivlin { .. } => "mooney_rivlin",
+        }
+    }
+
+    /// Strain energy per unit reference volume.
+    pub fn energy(&self, f: &Matrix3<f64>) -> Result<f64> {
+        match *self {
+            Material::Linear { lambda, mu } => Ok(linear::energy(lambda, mu, f)),
+            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::energy(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::energy(lambda, mu, f),
+            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::energy(kappa, mu, f),
+            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::energy(lambda, mu1, mu2, f),
+        }
+    }
+
+    /// First Piola stress `P = d psi / dF`.
+    pub fn stress(&self, f: &Matrix3<f64>) -> Result<Matrix3<f64>> {
+        match *self {
+            Material::Linear { lambda, mu } => Ok(linear::stress(lambda, mu, f)),
+            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::stress(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::stress(lambda, mu, f),
+            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::stress(kappa, mu, f),
+            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::stress(lambda, mu1, mu2, f),
+        }
+    }
+
+    /// `(P, A)` with `A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL` (symmetric for every model here).
+    #[inline]
+    pub fn stress_tangent(&self, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+        match *self {
+            Material::Linear { lambda, mu } => Ok((linear::stress(lambda, mu, f), linear::tangent(lambda, mu))),
+            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::stress_tangent(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::stress_tangent(lambda, mu, f),
+            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::stress_tangent(kappa, mu, f),
+            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::stress_tangent(lambda, mu1, mu2, f),
+        }
+    }
+
+    /// Cauchy stress `sigma = P F^T / J`; for [`Material::Linear`] the small-strain stress `P`
+    /// itself (no distinction between configurations).
+    pub fn cauchy(&self, f: &Matrix3<f64>) -> Result<Matrix3<f64>> {
+        let p = self.stress(f)?;
+        Ok(cauchy_from_piola(self, &p, f))
+    }
+}
+
+/// `P F^T / det F` for finite-strain models (whose `stress` already checked `det F > 0`); `P` for
+/// the linear model.
+#[inline]
+pub(crate) fn cauchy_from_piola(material: &Material, p: &Matrix3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
+    match material {
+        Material::Linear { .. } => *p,
+        _ => {
+            let s = p * f.transpose() / f.determinant();
+            (s + s.transpose()) * 0.5
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Material checks: stress against finite differences of the energy, tangent against finite
+//! differences of the stress, consistency at `F = I`, validation.
+
+use nalgebra::Matrix3;
+
+use super::*;
+
+/// Deterministic splitmix64 generator mapped to `[-1, 1)`.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+
+    /// `I + scale * random`, redrawn until `det > 0.2`.
+    fn deformation(&mut self, scale: f64) -> Matrix3<f64> {
+        loop {
+            let f = Matrix3::identity() + Matrix3::from_fn(|_, _| scale * self.next());
+            if f.determinant() > 0.2 {
+                return f;
+            }
+        }
+    }
+}
+
+fn all_materials() -> Vec<Material> {
+    let m = Moduli::from_young_poisson(210.0, 0.3).unwrap();
+    vec![
+        Material::linear(m),
+        Material::saint_venant_kirchhoff(m),
+        Material::neo_hookean(m),
+        Material::decoupled_neo_hookean(m),
+        Material::mooney_rivlin(m, 0.4).unwrap(),
+    ]
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt();
+    let n: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    d / n.max(1e-300)
+}
+
+#[test]
+fn stress_is_derivative_of_energy() {
+    let mut rng = Rng(7);
+    for mat in all_materials() {
+        for scale in [0.05, 0.5] {
+            for _ in 0..5 {
+                let f = rng.deformation(scale);
+                let p = mat.stress(&f).unwrap();
+                let h = 1e-6;
+                let mut fd = [0.0; 9];
+                for (r, out) in fd.iter_mut().enumerate() {
+                    let (i, j) = (r / 3, r % 3);
+                    let (mut fp, mut fm) = (f, f);
+                    fp[(i, j)] += h;
+                    fm[(i, j)] -= h;
+                    *out = (mat.energy(&fp).unwrap() - mat.energy(&fm).unwrap()) / (2.0 * h);
+                }
+                let an: Vec<f64> = (0..9).map(|r| p[(r / 3, r % 3)]).collect();
+                let e = rel_err(&fd, &an);
+                assert!(e < 1e-6, "{} scale {scale}: rel err {e:e}", mat.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn tangent_is_derivative_of_stress_and_symmetric() {
+    let mut rng = Rng(11);
+    for mat in all_materials() {
+        for scale in [0.05, 0.5] {
+            for _ in 0..5 {
+                let f = rng.deformation(scale);
+                let (p, a) = mat.stress_tangent(&f).unwrap();
+                assert!((p - mat.stress(&f).unwrap()).norm() <= 1e-12 * p.norm().max(1.0));
+                let h = 1e-6;
+                let mut fd = vec![0.0; 81];
+                for c in 0..9 {
+                    let (k, l) = (c / 3, c % 3);
+                    let (mut fp, mut fm) = (f, f);
+                    fp[(k, l)] += h;
+                    fm[(k, l)] -= h;
+                    let dp = (mat.stress(&fp).unwrap() - mat.stress(&fm).unwrap()) / (2.0 * h);
+                    for r in 0..9 {
+                        fd[r * 9 + c] = dp[(r / 3, r % 3)];
+                    }
+                }
+                let an: Vec<f64> = (0..81).map(|q| a[(q / 9, q % 9)]).collect();
+                let e = rel_err(&fd, &an);
+                assert!(e < 1e-6, "{} scale {scale}: rel err {e:e}", mat.name());
+                assert!((a - a.transpose()).norm() <= 1e-12 * a.norm(), "{} not symmetric", mat.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn reference_state_is_stress_free_with_linear_tangent() {
+    let id = Matrix3::identity();
+    for mat in all_materials() {
+        assert!(mat.energy(&id).unwrap().abs() < 1e-12, "{}", mat.name());
+        assert!(mat.stress(&id).unwrap().norm() < 1e-12, "{}", mat.name());
+        assert!(mat.cauchy(&id).unwrap().norm() < 1e-12, "{}", mat.name());
+        let (lambda, mu) = mat.small_strain_moduli();
+        assert!((lambda - 121.153_846_153_846_15).abs() < 1e-9 && (mu - 80.769_230_769_230_77).abs() < 1e-9);
+        let (_, a) = mat.stress_tangent(&id).unwrap();
+        let lin = linear::tangent(lambda, mu);
+        assert!((a - lin).norm() < 1e-12 * lin.norm(), "{}", mat.name());
+    }
+}
+
+#[test]
+fn linear_stress_is_hooke_and_cauchy_matches_definition() {
+    let mut rng = Rng(3);
+    let m = Moduli::from_lame(2.0, 3.0).unwrap();
+    let f = rng.deformation(0.3);
+    let eps = ((f - Matrix3::identity()) + (f - Matrix3::identity()).transpose()) * 0.5;
+    let sigma = eps * 6.0 + Matrix3::identity() * (2.0 * eps.trace());
+    let lin = Material::linear(m);
+    assert!((lin.stress(&f).unwrap() - sigma).norm() < 1e-14);
+    assert_eq!(lin.cauchy(&f).unwrap(), lin.stress(&f).unwrap());
+    let nh = Material::neo_hookean(m);
+    let p = nh.stress(&f).unwrap();
+    let expected = p * f.transpose() / f.determinant();
+    assert!((nh.cauchy(&f).unwrap() - expected).norm() < 1e-13 * expected.norm());
+}
+
+#[test]
+fn inverted_deformation_is_rejected_by_finite_strain_models() {
+    let f = Matrix3::from_diagonal(&nalgebra::Vector3::new(1.0, 1.0, -0.5));
+    for mat in all_materials() {
+        match mat {
+            Material::Linear { .. } => assert!(mat.stress_tangent(&f).is_ok()),
+            _ => {
+                assert_eq!(mat.energy(&f), Err(FemError::NonPositiveJ { j: -0.5 }), "{}", mat.name());
+                assert!(mat.stress(&f).is_err());
+                assert!(mat.stress_tangent(&f).is_err());
+                assert!(mat.stress(&Matrix3::zeros()).is_err());
+            }
+        }
+    }
+}
+
+#[test]
+fn moduli_conversions_and_validation() {
+    let m = Moduli::from_young_poisson(100.0, 0.25).unwrap();
+    assert!((m.lambda() - 40.0).abs() < 1e-12 && (m.mu() - 40.0).abs() < 1e-12);
+    assert!((m.young() - 100.0).abs() < 1e-12 && (m.poisson() - 0.25).abs() < 1e-14);
+    assert!((m.kappa() - (40.0 + 80.0 / 3.0)).abs() < 1e-12);
+    assert!(Moduli::from_young_poisson(-1.0, 0.3).is_err());
+    assert!(Moduli::from_young_poisson(1.0, 0.5).is_err());
+    assert!(Moduli::from_young_poisson(1.0, -1.0).is_err());
+    assert!(Moduli::from_young_poisson(f64::NAN, 0.3).is_err());
+    assert!(Moduli::from_young_poisson(1.0, -0.5).is_ok());
+    assert!(Moduli::from_lame(1.0, 0.0).is_err());
+    assert!(Moduli::from_lame(-1.0, 1.0).is_err());
+    assert!(Material::mooney_rivlin(m, 1.5).is_err());
+    let mr = Material::mooney_rivlin(m, 0.25).unwrap();
+    assert_eq!(mr, Material::MooneyRivlin { lambda: 20.0, mu1: 30.0, mu2: 10.0 });
+    assert!(Material::DecoupledNeoHookean { kappa: 0.0, mu: 1.0 }.validate().is_err());
+    assert!(Material::MooneyRivlin { lambda: 1.0, mu1: -1.0, mu2: 2.0 }.validate().is_err());
+    assert!(Material::NeoHookean { lambda: 1.0, mu: f64::INFINITY }.validate().is_err());
+    for mat in all_materials() {
+        mat.validate().unwrap();
+    }
+}
+
+#[test]
+fn von_mises_of_uniaxial_and_hydrostatic_stress() {
+    let uni = Matrix3::from_diagonal(&nalgebra::Vector3::new(5.0, 0.0, 0.0));
+    assert!((von_mises(&uni) - 5.0).abs() < 1e-14);
+    assert!(von_mises(&Matrix3::from_diagonal_element(7.0)).abs() < 1e-14);
+    let mut shear = Matrix3::zeros();
+    shear[(0, 1)] = 2.0;
+    shear[(1, 0)] = 2.0;
+    assert!((von_mises(&shear) - 2.0 * 3f64.sqrt()).abs() < 1e-14);
+}

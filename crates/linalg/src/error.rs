@@ -1,0 +1,104 @@
+//! The crate's error type: one variant per way an input can be invalid.
+
+/// Errors of the `linalg` crate. Every variant names the offending index or sizes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinalgError {
+    /// A block dimension does not fit the `u32` column index type.
+    #[error("block dimension {what} = {value} exceeds the u32 index range")]
+    DimensionTooLarge { what: &'static str, value: usize },
+    /// `row_ptr` must have `n_block_rows + 1` entries.
+    #[error("row_ptr has {found} entries, expected n_block_rows + 1 = {expected}")]
+    RowPtrLength { expected: usize, found: usize },
+    /// `row_ptr[0]` must be zero.
+    #[error("row_ptr[0] = {found}, expected 0")]
+    RowPtrStart { found: usize },
+    /// `row_ptr` must be non-decreasing.
+    #[error("row_ptr decreases at block row {row}: {start} > {end}")]
+    RowPtrDecreasing {
+        row: usize,
+        start: usize,
+        end: usize,
+    },
+    /// The last `row_ptr` entry must equal the number of column indices.
+    #[error("row_ptr ends at {last}, but col_idx has {nnz} entries")]
+    RowPtrEnd { last: usize, nnz: usize },
+    /// A column index is not below `n_block_cols`.
+    #[error("block row {row}: column {col} out of range (n_block_cols = {n_block_cols})")]
+    ColumnOutOfRange {
+        row: usize,
+        col: usize,
+        n_block_cols: usize,
+    },
+    /// Column indices of a row must be ascending.
+    #[error("block row {row}: column {col} follows column {previous} (columns must ascend)")]
+    ColumnsUnsorted {
+        row: usize,
+        previous: usize,
+        col: usize,
+    },
+    /// A column index appears twice in a row.
+    #[error("block row {row}: column {col} appears twice")]
+    DuplicateColumn { row: usize, col: usize },
+    /// An operation needs as many block rows as block columns.
+    #[error("pattern is not square: {n_block_rows} block rows, {n_block_cols} block columns")]
+    PatternNotSquare {
+        n_block_rows: usize,
+        n_block_cols: usize,
+    },
+    /// A diagonal block is not in the pattern.
+    #[error("diagonal block of block row {row} is structurally missing")]
+    MissingDiagonal { row: usize },
+    /// Block sizes must be at least one.
+    #[error("invalid block size {block_rows}x{block_cols} (each must be >= 1)")]
+    InvalidBlockSize {
+        block_rows: usize,
+        block_cols: usize,
+    },
+    /// An operation needs square blocks.
+    #[error("blocks are {block_rows}x{block_cols}, square blocks required")]
+    NonSquareBlocks {
+        block_rows: usize,
+        block_cols: usize,
+    },
+    /// Dense dimensions are not multiples of the block sizes.
+    #[error(
+        "dense {n_rows}x{n_cols} matrix is not divisible into {block_rows}x{block_cols} blocks"
+    )]
+    NotDivisible {
+        n_rows: usize,
+        n_cols: usize,
+        block_rows: usize,
+        block_cols: usize,
+    },
+    /// A slice has the wrong length.
+    #[error("{what}: length {found}, expected {expected}")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    /// Operand dimensions (in blocks or block sizes) do not fit together.
+    #[error("{what}: {found}, expected {expected}")]
+    DimensionMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    /// A matrix does not carry the pattern a plan was built for.
+    #[error("{what}: matrix pattern differs from the plan's pattern")]
+    PatternMismatch { what: &'static str },
+    /// A COO contribution addresses a block outside the matrix.
+    #[error(
+        "contribution {index}: block ({row}, {col}) outside {n_block_rows}x{n_block_cols} blocks"
+    )]
+    ContributionOutOfRange {
+        index: usize,
+        row: usize,
+        col: usize,
+        n_block_rows: usize,
+        n_block_cols: usize,
+    },
+    /// More contributions than the `u32` contribution index holds.
+    #[error("{found} contributions exceed the u32 index range")]
+    TooManyContributions { found: usize },
+}

@@ -1,0 +1,233 @@
+//! Sparse block product `C = A B` (Gustavson, row by row): [`spgemm_symbolic`] builds the pattern of
+//! `C` once, [`spgemm_numeric`] recomputes its values. `A` has `br x bk` blocks, `B` has `bk x bc`
+//! blocks, `C` has `br x bc` blocks.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::kernels::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
+use crate::rows::split_rows;
+use crate::transpose::same_pattern;
+use crate::{BlockPattern, Bsr, LinalgError};
+
+/// Rows per task of the symbolic and numeric phases (fixed: the split never depends on thread count).
+const ROWS_PER_TASK: usize = 128;
+
+/// Plan of `C = A B` for one pair of patterns: the patterns of `A` and `B` (to check the operands of
+/// numeric calls) and the pattern of `C` (sorted unique columns per row).
+#[derive(Debug, Clone)]
+pub struct SpgemmPlan {
+    a: Arc<BlockPattern>,
+    b: Arc<BlockPattern>,
+    pattern: Arc<BlockPattern>,
+}
+
+impl SpgemmPlan {
+    /// Pattern of `C`.
+    pub fn pattern(&self) -> &Arc<BlockPattern> {
+        &self.pattern
+    }
+
+    /// Pattern of `A`.
+    pub fn a(&self) -> &Arc<BlockPattern> {
+        &self.a
+    }
+
+    /// Pattern of `B`.
+    pub fn b(&self) -> &Arc<BlockPattern> {
+        &self.b
+    }
+}
+
+/// The rows of a left operand: its pattern and, if its values live in another matrix's storage
+/// (`P^T` read from `P`), the storage slot of each of its slots.
+#[derive(Clone, Copy)]
+pub(crate) struct LeftRows<'a> {
+    pub pattern: &'a BlockPattern,
+    pub slots: Option<&'a [usize]>,
+}
+
+/// Symbolic `C = A B`; errors if `A`'s block columns are not `B`'s block rows. Copies both patterns
+/// into the plan (to check numeric operands).
+pub fn spgemm_symbolic(a: &BlockPattern, b: &BlockPattern) -> Result<SpgemmPlan, LinalgError> {
+    spgemm_symbolic_shared(Arc::new(a.clone()), Arc::new(b.clone()))
+}
+
+/// [`spgemm_symbolic`] sharing the caller's patterns.
+pub(crate) fn spgemm_symbolic_shared(
+    a: Arc<BlockPattern>,
+    b: Arc<BlockPattern>,
+) -> Result<SpgemmPlan, LinalgError> {
+    if a.n_block_cols() != b.n_block_rows() {
+        return Err(LinalgError::DimensionMismatch {
+            what: "spgemm: block rows of B",
+            expected: a.n_block_cols(),
+            found: b.n_block_rows(),
+        });
+    }
+    let pattern = Arc::new(product_pattern(&a, &b));
+    Ok(SpgemmPlan { a, b, pattern })
+}
+
+/// Pattern of `left * right` (dimensions already checked), row groups in parallel with a dense
+/// marker per task.
+pub(crate) fn product_pattern(left: &BlockPattern, right: &BlockPattern) -> BlockPattern {
+    let (n_rows, n_cols) = (left.n_block_rows(), right.n_block_cols());
+    let groups: Vec<(Vec<usize>, Vec<u32>)> = (0..n_rows.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map_init(
+            || vec![usize::MAX; n_cols],
+            |marker, g| {
+                let rows = g * ROWS_PER_TASK..((g + 1) * ROWS_PER_TASK).min(n_rows);
+                let (mut row_nnz, mut cols) = (Vec::with_capacity(rows.len()), Vec::new());
+                for i in rows {
+                    let start = cols.len();
+                    for &k in left.row(i) {
+                        for &j in right.row(k as usize) {
+                            if marker[j as usize] != i {
+                                marker[j as usize] = i;
+                                cols.push(j);
+                            }
+                        }
+                    }
+                    cols[start..].sort_unstable();
+                    row_nnz.push(cols.len() - start);
+                }
+                (row_nnz, cols)
+            },
+        )
+        .collect();
+    let mut row_ptr = Vec::with_capacity(n_rows + 1);
+    row_ptr.push(0);
+    let mut col_idx = Vec::with_capacity(groups.iter().map(|g| g.1.len()).sum());
+    for (row_nnz, cols) in groups {
+        for k in row_nnz {
+            row_ptr.push(row_ptr[row_ptr.len() - 1] + k);
+        }
+        col_idx.extend_from_slice(&cols);
+    }
+    BlockPattern::new_trusted(n_rows, n_cols, row_ptr, col_idx)
+}
+
+/// Recomputes `c = a b` on the plan's patterns; `c` must carry `plan.pattern()` and `br x bc` blocks.
+/// Parallel over fixed groups of rows; each block of `C` sums its products in the order of `A`'s row
+/// then `B`'s row, so the result does not depend on the thread count.
+pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Result<(), LinalgError> {
+    for (ok, what) in [
+        (same_pattern(a.pattern(), &plan.a), "spgemm_numeric: A"),
+        (same_pattern(b.pattern(), &plan.b), "spgemm_numeric: B"),
+        (
+            same_pattern(c.pattern(), &plan.pattern),
+            "spgemm_numeric: C",
+        ),
+    ] {
+        if !ok {
+            return Err(LinalgError::PatternMismatch { what });
+        }
+    }
+    check_dim(
+        "spgemm_numeric: block rows of B",
+        a.block_cols(),
+        b.block_rows(),
+    )?;
+    check_dim(
+        "spgemm_numeric: block rows of C",
+        a.block_rows(),
+        c.block_rows(),
+    )?;
+    check_dim(
+        "spgemm_numeric: block cols of C",
+        b.block_cols(),
+        c.block_cols(),
+    )?;
+    let left = LeftRows {
+        pattern: a.pattern(),
+        slots: None,
+    };
+    let plan_pattern = plan.pattern.clone();
+    dispatch_product!(Nn, DynNn, (a.block_rows(), a.block_cols(), b.block_cols()), m => {
+        product_numeric(m, left, a.values(), b.pattern(), b.values(), &plan_pattern, c.values_mut())
+    });
+    Ok(())
+}
+
+/// `A B` as a new matrix.
+pub fn spgemm(a: &Bsr, b: &Bsr) -> Result<Bsr, LinalgError> {
+    check_dim("spgemm: block rows of B", a.block_cols(), b.block_rows())?;
+    let plan = spgemm_symbolic_shared(a.pattern().clone(), b.pattern().clone())?;
+    let mut c = Bsr::zeros(plan.pattern.clone(), a.block_rows(), b.block_cols());
+    spgemm_numeric(&plan, a, b, &mut c)?;
+    Ok(c)
+}
+
+/// Numeric Gustavson product `out = op(left) right` on the pattern `out_pattern` (which must contain
+/// every product block). `left_values` holds the left blocks in storage order (`left.slots` maps
+/// the left pattern's slots to it); `m` fixes the block shapes and `op`.
+pub(crate) fn product_numeric<M: BlockProduct>(
+    m: M,
+    left: LeftRows<'_>,
+    left_values: &[f64],
+    right_pattern: &BlockPattern,
+    right_values: &[f64],
+    out_pattern: &BlockPattern,
+    out: &mut [f64],
+) {
+    let (lbl, rbl, obl) = (
+        m.rows() * m.inner(),
+        m.inner() * m.cols(),
+        m.rows() * m.cols(),
+    );
+    let (rp, rc, rv) = (
+        right_pattern.row_ptr(),
+        right_pattern.col_idx(),
+        right_values,
+    );
+    let (op, oc) = (out_pattern.row_ptr(), out_pattern.col_idx());
+    let n_cols = out_pattern.n_block_cols();
+    split_rows(op, obl, ROWS_PER_TASK, out)
+        .into_par_iter()
+        .for_each_init(
+            || vec![0u32; n_cols],
+            |marker, (rows, out)| {
+                let base = op[rows.start];
+                for i in rows {
+                    let (start, end) = (op[i], op[i + 1]);
+                    for (l, &j) in oc[start..end].iter().enumerate() {
+                        marker[j as usize] = l as u32;
+                    }
+                    let orow = &mut out[(start - base) * obl..(end - base) * obl];
+                    orow.fill(0.0);
+                    let lp = left.pattern.row_ptr();
+                    for ls in lp[i]..lp[i + 1] {
+                        let k = left.pattern.col_idx()[ls] as usize;
+                        let slot = left.slots.map_or(ls, |s| s[ls]);
+                        let lblk = &left_values[slot * lbl..(slot + 1) * lbl];
+                        for rs in rp[k]..rp[k + 1] {
+                            let l = marker[rc[rs] as usize] as usize;
+                            m.mul_add(
+                                lblk,
+                                &rv[rs * rbl..(rs + 1) * rbl],
+                                &mut orow[l * obl..(l + 1) * obl],
+                            );
+                        }
+                    }
+                }
+            },
+        );
+}
+
+pub(crate) fn check_dim(
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<(), LinalgError> {
+    if expected != found {
+        return Err(LinalgError::DimensionMismatch {
+            what,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}

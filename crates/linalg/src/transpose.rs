@@ -1,0 +1,137 @@
+//! Block transpose `A^T`: a symbolic plan (pattern of `A^T` and the slot permutation) and a numeric
+//! step that copies every block transposed. `A^T` has blocks of `A.block_cols() x A.block_rows()`.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::{BlockPattern, Bsr, LinalgError};
+
+/// Slots per numeric task.
+const SLOTS_PER_TASK: usize = 4096;
+
+/// Plan of `A^T` for one pattern of `A`.
+///
+/// Invariant: `source_slot[t]` is the slot of `A` whose block `A^T` stores (transposed) in slot `t`;
+/// within each row of `A^T` the source rows ascend.
+#[derive(Debug, Clone)]
+pub struct TransposePlan {
+    source: Arc<BlockPattern>,
+    pattern: Arc<BlockPattern>,
+    source_slot: Vec<usize>,
+}
+
+impl TransposePlan {
+    /// Pattern of `A` the plan was built for.
+    pub fn source(&self) -> &Arc<BlockPattern> {
+        &self.source
+    }
+
+    /// Pattern of `A^T`.
+    pub fn pattern(&self) -> &Arc<BlockPattern> {
+        &self.pattern
+    }
+
+    /// For each slot of `A^T`, the slot of `A` it comes from.
+    pub fn source_slots(&self) -> &[usize] {
+        &self.source_slot
+    }
+}
+
+/// Symbolic transpose of `a` (a counting sort by column, `O(nnz + n_block_cols)`). The plan keeps a
+/// copy of `a` to check the matrices given to [`transpose_numeric`].
+pub fn transpose_symbolic(a: &BlockPattern) -> TransposePlan {
+    transpose_symbolic_shared(Arc::new(a.clone()))
+}
+
+/// [`transpose_symbolic`] sharing the caller's pattern instead of copying it.
+pub(crate) fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
+    let (nr, nc) = (a.n_block_rows(), a.n_block_cols());
+    let mut row_ptr = vec![0usize; nc + 1];
+    for &j in a.col_idx() {
+        row_ptr[j as usize + 1] += 1;
+    }
+    for j in 0..nc {
+        row_ptr[j + 1] += row_ptr[j];
+    }
+    let mut next = row_ptr[..nc].to_vec();
+    let mut col_idx = vec![0u32; a.nnz()];
+    let mut source_slot = vec![0usize; a.nnz()];
+    for i in 0..nr {
+        for k in a.row_ptr()[i]..a.row_ptr()[i + 1] {
+            let pos = &mut next[a.col_idx()[k] as usize];
+            col_idx[*pos] = i as u32;
+            source_slot[*pos] = k;
+            *pos += 1;
+        }
+    }
+    let pattern = BlockPattern::new_trusted(nc, nr, row_ptr, col_idx);
+    TransposePlan {
+        source: a,
+        pattern: Arc::new(pattern),
+        source_slot,
+    }
+}
+
+/// Fills `at` (on `plan.pattern()`, blocks `a.block_cols() x a.block_rows()`) with `A^T`; parallel
+/// over fixed groups of slots.
+pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<(), LinalgError> {
+    if !same_pattern(a.pattern(), &plan.source) {
+        return Err(LinalgError::PatternMismatch {
+            what: "transpose_numeric: A",
+        });
+    }
+    if !same_pattern(at.pattern(), &plan.pattern) {
+        return Err(LinalgError::PatternMismatch {
+            what: "transpose_numeric: A^T",
+        });
+    }
+    let (br, bc) = (a.block_rows(), a.block_cols());
+    if at.block_rows() != bc {
+        return Err(LinalgError::DimensionMismatch {
+            what: "transpose_numeric: A^T block rows",
+            expected: bc,
+            found: at.block_rows(),
+        });
+    }
+    if at.block_cols() != br {
+        return Err(LinalgError::DimensionMismatch {
+            what: "transpose_numeric: A^T block cols",
+            expected: br,
+            found: at.block_cols(),
+        });
+    }
+    let bl = br * bc;
+    let src = a.values();
+    at.values_mut()
+        .par_chunks_mut(SLOTS_PER_TASK * bl)
+        .enumerate()
+        .for_each(|(task, out)| {
+            let slots = &plan.source_slot[task * SLOTS_PER_TASK..];
+            for (o, &s) in out.chunks_exact_mut(bl).zip(slots) {
+                let blk = &src[s * bl..(s + 1) * bl];
+                for r in 0..bc {
+                    for c in 0..br {
+                        o[r * br + c] = blk[c * bc + r];
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// `A^T` as a new matrix.
+pub fn transpose(a: &Bsr) -> Bsr {
+    let plan = transpose_symbolic_shared(a.pattern().clone());
+    let mut at = Bsr::zeros(plan.pattern.clone(), a.block_cols(), a.block_rows());
+    // Infallible: `at` is built on the plan's pattern with matching block sizes.
+    if let Err(e) = transpose_numeric(&plan, a, &mut at) {
+        unreachable!("transpose of a consistent plan failed: {e}");
+    }
+    at
+}
+
+/// True if both patterns are the same object or equal.
+pub(crate) fn same_pattern(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}

@@ -1,0 +1,227 @@
+//! Transpose, SpGEMM and PtAP against dense references, plan reuse, determinism and errors.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{
+    assert_close, dense_mul, dense_transpose, random_bsr, random_pattern, with_threads, Rng,
+};
+use linalg::{
+    ptap, ptap_numeric, ptap_symbolic, spgemm, spgemm_numeric, spgemm_symbolic, transpose,
+    transpose_numeric, transpose_symbolic, Bsr, LinalgError, PtapPlan,
+};
+
+fn bits(a: &Bsr) -> Vec<u64> {
+    a.values().iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn transpose_matches_dense() {
+    let mut rng = Rng::new(30);
+    for br in 1..=6 {
+        for bc in [1, 2, 3, 6] {
+            let (m, n) = (1 + rng.below(20), 1 + rng.below(20));
+            let mut a = random_bsr(&mut rng, m, n, br, bc, 0.3);
+            let at = transpose(&a);
+            assert_eq!((at.block_rows(), at.block_cols()), (bc, br));
+            assert_eq!(
+                at.to_dense(),
+                dense_transpose(&a.to_dense(), a.n_rows(), a.n_cols())
+            );
+            // Numeric re-run with new values on the same plan.
+            let plan = transpose_symbolic(a.pattern());
+            let v = rng.vec(a.values().len());
+            a.values_mut().copy_from_slice(&v);
+            let mut at2 = Bsr::zeros(plan.pattern().clone(), bc, br);
+            transpose_numeric(&plan, &a, &mut at2).unwrap();
+            assert_eq!(
+                at2.to_dense(),
+                dense_transpose(&a.to_dense(), a.n_rows(), a.n_cols())
+            );
+        }
+    }
+}
+
+#[test]
+fn spgemm_matches_dense_for_galerkin_and_random_shapes() {
+    let mut rng = Rng::new(31);
+    let mut shapes = vec![(3, 3, 6), (6, 6, 6), (6, 3, 6), (3, 3, 3), (1, 1, 1)];
+    for _ in 0..8 {
+        shapes.push((1 + rng.below(6), 1 + rng.below(6), 1 + rng.below(6)));
+    }
+    for (br, bk, bc) in shapes {
+        let (m, k, n) = (1 + rng.below(25), 1 + rng.below(25), 1 + rng.below(25));
+        let a = random_bsr(&mut rng, m, k, br, bk, 0.2);
+        let mut b = random_bsr(&mut rng, k, n, bk, bc, 0.2);
+        let c = spgemm(&a, &b).unwrap();
+        assert_eq!((c.block_rows(), c.block_cols()), (br, bc));
+        let expected = dense_mul(
+            &a.to_dense(),
+            &b.to_dense(),
+            a.n_rows(),
+            a.n_cols(),
+            b.n_cols(),
+        );
+        assert_close(&c.to_dense(), &expected, 1e-13);
+
+        // Same plan, new values of B.
+        let plan = spgemm_symbolic(a.pattern(), b.pattern()).unwrap();
+        assert_eq!(plan.pattern(), c.pattern());
+        let v = rng.vec(b.values().len());
+        b.values_mut().copy_from_slice(&v);
+        let mut c2 = Bsr::zeros(plan.pattern().clone(), br, bc);
+        spgemm_numeric(&plan, &a, &b, &mut c2).unwrap();
+        let expected = dense_mul(
+            &a.to_dense(),
+            &b.to_dense(),
+            a.n_rows(),
+            a.n_cols(),
+            b.n_cols(),
+        );
+        assert_close(&c2.to_dense(), &expected, 1e-13);
+    }
+}
+
+fn dense_ptap(a: &Bsr, p: &Bsr) -> Vec<f64> {
+    let (n, m) = (p.n_rows(), p.n_cols());
+    let pd = p.to_dense();
+    let ap = dense_mul(&a.to_dense(), &pd, n, n, m);
+    dense_mul(&dense_transpose(&pd, n, m), &ap, m, n, m)
+}
+
+#[test]
+fn ptap_matches_dense_and_reuses_its_plan() {
+    let mut rng = Rng::new(32);
+    let mut shapes = vec![(3, 6), (6, 6), (3, 3), (1, 1)];
+    for _ in 0..6 {
+        shapes.push((1 + rng.below(6), 1 + rng.below(6)));
+    }
+    for (b, c) in shapes {
+        let (n, m) = (10 + rng.below(30), 1 + rng.below(10));
+        let pa = random_pattern(&mut rng, n, n, 0.15, true);
+        let mut a = Bsr::from_parts(pa.clone(), b, b, rng.vec(pa.nnz() * b * b)).unwrap();
+        let p = random_bsr(&mut rng, n, m, b, c, 0.25);
+        let ac = ptap(&a, &p).unwrap();
+        assert_eq!(
+            (ac.block_rows(), ac.block_cols(), ac.n_rows()),
+            (c, c, m * c)
+        );
+        assert_close(&ac.to_dense(), &dense_ptap(&a, &p), 1e-12);
+
+        // Newton hot path: same plan, new A values, twice (workspace reuse).
+        let plan = ptap_symbolic(a.pattern(), p.pattern()).unwrap();
+        let mut ac2 = Bsr::zeros(plan.pattern().clone(), c, c);
+        for _ in 0..2 {
+            let v = rng.vec(a.values().len());
+            a.values_mut().copy_from_slice(&v);
+            ptap_numeric(&plan, &a, &p, &mut ac2).unwrap();
+            let fresh = ptap(&a, &p).unwrap();
+            assert_eq!(bits(&ac2), bits(&fresh));
+            assert_close(&ac2.to_dense(), &dense_ptap(&a, &p), 1e-12);
+        }
+    }
+}
+
+#[test]
+fn products_are_bit_identical_across_thread_counts() {
+    let mut rng = Rng::new(33);
+    let n = 3000;
+    let pa = random_pattern(&mut rng, n, n, 0.004, true);
+    let a = Bsr::from_parts(pa.clone(), 3, 3, rng.vec(pa.nnz() * 9)).unwrap();
+    let p = random_bsr(&mut rng, n, 300, 3, 6, 0.01);
+    let run = |t| {
+        with_threads(t, || {
+            let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+            let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
+            ptap_numeric(&plan, &a, &p, &mut ac).unwrap();
+            (spgemm(&a, &p).unwrap(), transpose(&p), ac)
+        })
+    };
+    let (ap1, pt1, ac1) = run(1);
+    let (ap4, pt4, ac4) = run(4);
+    assert_eq!(ap1.pattern(), ap4.pattern());
+    assert_eq!(bits(&ap1), bits(&ap4));
+    assert_eq!(bits(&pt1), bits(&pt4));
+    assert_eq!(ac1.pattern(), ac4.pattern());
+    assert_eq!(bits(&ac1), bits(&ac4));
+}
+
+#[test]
+fn product_errors() {
+    let mut rng = Rng::new(34);
+    let a = random_bsr(&mut rng, 4, 5, 3, 3, 0.5);
+    let b = random_bsr(&mut rng, 6, 2, 3, 6, 0.5);
+    assert_eq!(
+        spgemm(&a, &b).unwrap_err(),
+        LinalgError::DimensionMismatch {
+            what: "spgemm: block rows of B",
+            expected: 5,
+            found: 6
+        }
+    );
+    let b = random_bsr(&mut rng, 5, 2, 2, 6, 0.5);
+    assert_eq!(
+        spgemm(&a, &b).unwrap_err(),
+        LinalgError::DimensionMismatch {
+            what: "spgemm: block rows of B",
+            expected: 3,
+            found: 2
+        }
+    );
+    let b = random_bsr(&mut rng, 5, 2, 3, 6, 0.5);
+    let plan = spgemm_symbolic(a.pattern(), b.pattern()).unwrap();
+    let mut wrong = Bsr::zeros(
+        Arc::new(linalg::BlockPattern::new(4, 2, vec![0; 5], vec![]).unwrap()),
+        3,
+        6,
+    );
+    if plan.pattern().nnz() > 0 {
+        assert_eq!(
+            spgemm_numeric(&plan, &a, &b, &mut wrong),
+            Err(LinalgError::PatternMismatch {
+                what: "spgemm_numeric: C"
+            })
+        );
+    }
+    let mut c = Bsr::zeros(plan.pattern().clone(), 3, 3);
+    assert_eq!(
+        spgemm_numeric(&plan, &a, &b, &mut c),
+        Err(LinalgError::DimensionMismatch {
+            what: "spgemm_numeric: block cols of C",
+            expected: 6,
+            found: 3
+        })
+    );
+
+    // PtAP: A must be n x n blocks of P's block size.
+    let p = random_bsr(&mut rng, 4, 2, 3, 6, 0.5);
+    assert_eq!(
+        ptap(&a, &p).unwrap_err(),
+        LinalgError::DimensionMismatch {
+            what: "ptap: block cols of A",
+            expected: 4,
+            found: 5
+        }
+    );
+    let sq = random_bsr(&mut rng, 4, 4, 6, 6, 0.5);
+    assert_eq!(
+        ptap(&sq, &p).unwrap_err(),
+        LinalgError::DimensionMismatch {
+            what: "ptap_numeric: block rows of A",
+            expected: 3,
+            found: 6
+        }
+    );
+    let plan = ptap_symbolic(sq.pattern(), p.pattern()).unwrap();
+    let other = random_bsr(&mut rng, 4, 2, 3, 6, 0.9);
+    let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
+    if other.pattern() != p.pattern() {
+        assert_eq!(
+            ptap_numeric(&plan, &sq, &other, &mut ac),
+            Err(LinalgError::PatternMismatch {
+                what: "ptap_numeric: P"
+            })
+        );
+    }
+}

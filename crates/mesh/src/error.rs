@@ -1,0 +1,42 @@
+//! The crate's single error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while building, reading or querying a mesh.
+#[derive(Debug, thiserror::Error)]
+pub enum MeshError {
+    /// A generator was given an unusable specification.
+    #[error("invalid box specification: {0}")]
+    InvalidSpec(String),
+
+    /// A set name that is neither a node set nor a face set (or not a cell set).
+    #[error("unknown {kind} set '{name}'; available: {available}")]
+    UnknownSet {
+        /// "node/face" or "cell".
+        kind: &'static str,
+        name: String,
+        /// Comma-separated list of the names that do exist ("(none)" if empty).
+        available: String,
+    },
+
+    /// The mesh violates an invariant checked by [`crate::HexMesh::validate`].
+    #[error("invalid mesh: {0}")]
+    Invalid(String),
+
+    /// A mesh file could not be read from disk.
+    #[error("cannot read '{path}': {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A Gmsh file is malformed or uses something this reader does not support.
+    /// `source_name` is the file path, or `<text>` for [`crate::gmsh::parse_gmsh`].
+    #[error("{source_name}:{line}: {message}")]
+    Gmsh {
+        source_name: String,
+        line: usize,
+        message: String,
+    },
+}

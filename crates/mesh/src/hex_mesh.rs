@@ -1,0 +1,272 @@
+//! The mesh container: coordinates, cell connectivity and named sets.
+
+use std::collections::BTreeMap;
+
+use crate::cell::{face_local_nodes, CellFace, CellKind};
+use crate::error::MeshError;
+
+/// A conforming mesh of hexahedra of one kind.
+///
+/// Invariants (checked by [`HexMesh::validate`], established by every constructor of this
+/// crate): `cells.len() == n_cells * nodes_per_cell`, every node index is `< coords.len()`,
+/// no cell repeats a node, cell-local order is lexicographic (ARCHITECTURE.md), node sets and
+/// cell sets are sorted and unique, face sets are sorted and unique by `(cell, face)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HexMesh {
+    pub kind: CellKind,
+    pub coords: Vec<[f64; 3]>,
+    /// Flat connectivity, `kind.nodes_per_cell()` entries per cell.
+    pub cells: Vec<usize>,
+    pub node_sets: BTreeMap<String, Vec<usize>>,
+    pub face_sets: BTreeMap<String, Vec<CellFace>>,
+    pub cell_sets: BTreeMap<String, Vec<usize>>,
+}
+
+impl HexMesh {
+    /// A mesh without named sets; call [`HexMesh::validate`] on untrusted input.
+    pub fn new(kind: CellKind, coords: Vec<[f64; 3]>, cells: Vec<usize>) -> Self {
+        HexMesh {
+            kind,
+            coords,
+            cells,
+            node_sets: BTreeMap::new(),
+            face_sets: BTreeMap::new(),
+            cell_sets: BTreeMap::new(),
+        }
+    }
+
+    pub fn n_nodes(&self) -> usize {
+        self.coords.len()
+    }
+
+    pub fn n_cells(&self) -> usize {
+        self.cells.len() / self.kind.nodes_per_cell()
+    }
+
+    /// Polynomial order of the cells (1 or 2).
+    pub fn order(&self) -> usize {
+        self.kind.order()
+    }
+
+    pub fn nodes_per_cell(&self) -> usize {
+        self.kind.nodes_per_cell()
+    }
+
+    /// Global nodes of cell `c` in lexicographic local order. Panics if `c >= n_cells()`.
+    pub fn cell_nodes(&self, c: usize) -> &[usize] {
+        let npc = self.kind.nodes_per_cell();
+        &self.cells[c * npc..(c + 1) * npc]
+    }
+
+    /// Global nodes of a cell face, in the face's tensor order.
+    pub fn face_nodes(&self, cf: CellFace) -> Vec<usize> {
+        let nodes = self.cell_nodes(cf.cell);
+        face_local_nodes(self.kind, cf.face)
+            .into_iter()
+            .map(|l| nodes[l])
+            .collect()
+    }
+
+    /// Sorted unique nodes of the node set `name`, or else of the face set `name`.
+    pub fn set_nodes(&self, name: &str) -> Result<Vec<usize>, MeshError> {
+        if let Some(nodes) = self.node_sets.get(name) {
+            return Ok(nodes.clone());
+        }
+        if let Some(faces) = self.face_sets.get(name) {
+            let mut nodes: Vec<usize> = faces.iter().flat_map(|&cf| self.face_nodes(cf)).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            return Ok(nodes);
+        }
+        let mut names: Vec<&str> = self
+            .node_sets
+            .keys()
+            .chain(self.face_sets.keys())
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        Err(unknown_set("node/face", name, &names))
+    }
+
+    /// Sorted cells of the cell set `name`; `"all"` is every cell unless a set of that name exists.
+    pub fn cell_set(&self, name: &str) -> Result<Vec<usize>, MeshError> {
+        if let Some(cells) = self.cell_sets.get(name) {
+            return Ok(cells.clone());
+        }
+        if name == "all" {
+            return Ok((0..self.n_cells()).collect());
+        }
+        let mut names: Vec<&str> = self.cell_sets.keys().map(String::as_str).collect();
+        names.push("all");
+        Err(unknown_set("cell", name, &names))
+    }
+
+    /// Checks the invariants listed on [`HexMesh`].
+    pub fn validate(&self) -> Result<(), MeshError> {
+        let npc = self.kind.nodes_per_cell();
+        let n_nodes = self.n_nodes();
+        if self.n_cells() * npc != self.cells.len() {
+            return Err(MeshError::Invalid(format!(
+                "connectivity length {} is not a multiple of {npc} ({:?})",
+                self.cells.len(),
+                self.kind
+            )));
+        }
+        if let Some(p) = self
+            .coords
+            .iter()
+            .position(|x| x.iter().any(|v| !v.is_finite()))
+        {
+            return Err(MeshError::Invalid(format!(
+                "node {p} has a non-finite coordinate"
+            )));
+        }
+        let mut sorted = Vec::with_capacity(npc);
+        for c in 0..self.n_cells() {
+            let nodes = self.cell_nodes(c);
+            if let Some(&bad) = nodes.iter().find(|&&n| n >= n_nodes) {
+                return Err(MeshError::Invalid(format!(
+                    "cell {c} references node {bad}, but the mesh has {n_nodes} nodes"
+                )));
+            }
+            sorted.clear();
+            sorted.extend_from_slice(nodes);
+            sorted.sort_unstable();
+            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                return Err(MeshError::Invalid(format!(
+                    "cell {c} repeats node {}",
+                    w[0]
+                )));
+            }
+        }
+        for (name, nodes) in &self.node_sets {
+            check_sorted_in_range(nodes, n_nodes, &format!("node set '{name}'"))?;
+        }
+        for (name, cells) in &self.cell_sets {
+            check_sorted_in_range(cells, self.n_cells(), &format!("cell set '{name}'"))?;
+        }
+        for (name, faces) in &self.face_sets {
+            if faces.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(MeshError::Invalid(format!(
+                    "face set '{name}' is not sorted and unique"
+                )));
+            }
+            if let Some(cf) = faces.iter().find(|cf| cf.cell >= self.n_cells()) {
+                return Err(MeshError::Invalid(format!(
+                    "face set '{name}' references cell {}, but the mesh has {} cells",
+                    cf.cell,
+                    self.n_cells()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_sorted_in_range(items: &[usize], bound: usize, what: &str) -> Result<(), MeshError> {
+    if items.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(MeshError::Invalid(format!(
+            "{what} is not sorted and unique"
+        )));
+    }
+    match items.last() {
+        Some(&last) if last >= bound => Err(MeshError::Invalid(format!(
+            "{what} references index {last}, but only {bound} exist"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn unknown_set(kind: &'static str, name: &str, names: &[&str]) -> MeshError {
+    MeshError::UnknownSet {
+        kind,
+        name: name.to_string(),
+        available: if names.is_empty() {
+            "(none)".to_string()
+        } else {
+            names.join(", ")
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::Face;
+
+    /// Two Q1 cells sharing the face x = 1.
+    fn two_cells() -> HexMesh {
+        let mut coords = Vec::new();
+        for k in 0..2 {
+            for j in 0..2 {
+                for i in 0..3 {
+                    coords.push([i as f64, j as f64, k as f64]);
+                }
+            }
+        }
+        let cell = |o: usize| vec![o, o + 1, o + 3, o + 4, o + 6, o + 7, o + 9, o + 10];
+        let cells = [cell(0), cell(1)].concat();
+        let mut mesh = HexMesh::new(CellKind::Hex8, coords, cells);
+        mesh.face_sets.insert(
+            "right".into(),
+            vec![CellFace {
+                cell: 1,
+                face: Face::XMax,
+            }],
+        );
+        mesh.node_sets.insert("origin".into(), vec![0]);
+        mesh
+    }
+
+    #[test]
+    fn accessors_and_sets() {
+        let mesh = two_cells();
+        mesh.validate().unwrap();
+        assert_eq!((mesh.n_nodes(), mesh.n_cells(), mesh.order()), (12, 2, 1));
+        assert_eq!(mesh.cell_nodes(1), [1, 2, 4, 5, 7, 8, 10, 11]);
+        assert_eq!(mesh.set_nodes("right").unwrap(), [2, 5, 8, 11]);
+        assert_eq!(mesh.set_nodes("origin").unwrap(), [0]);
+        assert_eq!(mesh.cell_set("all").unwrap(), [0, 1]);
+        let err = mesh.set_nodes("left").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown node/face set 'left'; available: origin, right"
+        );
+        let err = mesh.cell_set("body").unwrap_err().to_string();
+        assert_eq!(err, "unknown cell set 'body'; available: all");
+    }
+
+    #[test]
+    fn validate_rejects_broken_meshes() {
+        let mut mesh = two_cells();
+        mesh.cells[3] = 99;
+        let err = mesh.validate().unwrap_err().to_string();
+        assert!(err.contains("cell 0 references node 99"), "{err}");
+
+        let mut mesh = two_cells();
+        mesh.cells[9] = mesh.cells[8];
+        let err = mesh.validate().unwrap_err().to_string();
+        assert!(err.contains("cell 1 repeats node 1"), "{err}");
+
+        let mut mesh = two_cells();
+        mesh.cells.pop();
+        assert!(mesh.validate().is_err());
+
+        let mut mesh = two_cells();
+        mesh.node_sets.insert("bad".into(), vec![3, 2]);
+        assert!(mesh
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("node set 'bad'"));
+
+        let mut mesh = two_cells();
+        mesh.face_sets.get_mut("right").unwrap()[0].cell = 5;
+        assert!(mesh
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("references cell 5"));
+    }
+}

@@ -1,0 +1,17 @@
+//! Hexahedral meshes for hexfem: Q1 (8-node) and Q2 (27-node) cells in lexicographic local
+//! order, structured and mapped-box generators, a Gmsh MSH 4.1 reader, named node/face/cell
+//! sets, and the node orderings of Gmsh and VTK/XDMF.
+
+pub mod cell;
+pub mod error;
+pub mod generate;
+pub mod gmsh;
+pub mod hex_mesh;
+pub mod ordering;
+
+pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};
+pub use error::MeshError;
+pub use generate::{generate_box, BoxSpec};
+pub use gmsh::{parse_gmsh, read_gmsh};
+pub use hex_mesh::HexMesh;
+pub use ordering::NodeOrdering;
