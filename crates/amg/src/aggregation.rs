@@ -56,7 +56,11 @@ impl Aggregates {
                 fill[a as usize] += 1;
             }
         }
-        Self { agg_of, ptr, members }
+        Self {
+            agg_of,
+            ptr,
+            members,
+        }
     }
 
     /// Number of aggregates (coarse block rows).
@@ -106,18 +110,33 @@ pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
     let n = graph.n_vertices();
     let mut status: Vec<u64> = (0..n)
         .into_par_iter()
-        .map(|v| if graph.is_isolated(v) { OUT } else { priority(v, graph.degree(v)) })
+        .map(|v| {
+            if graph.is_isolated(v) {
+                OUT
+            } else {
+                priority(v, graph.degree(v))
+            }
+        })
         .collect();
     // Min over the closed neighbourhood of `v` of `s`.
-    let closed_min = |s: &[u64], v: usize| graph.neighbours(v).iter().fold(s[v], |m, &u| m.min(s[u as usize]));
+    let closed_min = |s: &[u64], v: usize| {
+        graph
+            .neighbours(v)
+            .iter()
+            .fold(s[v], |m, &u| m.min(s[u as usize]))
+    };
     let mut m1 = vec![OUT; n];
     let mut m2 = vec![OUT; n];
     loop {
-        m1.par_iter_mut().enumerate().for_each(|(v, m)| *m = closed_min(&status, v));
+        m1.par_iter_mut()
+            .enumerate()
+            .for_each(|(v, m)| *m = closed_min(&status, v));
         let reach: &[u64] = match distance {
             MisDistance::One => &m1,
             MisDistance::Two => {
-                m2.par_iter_mut().enumerate().for_each(|(v, m)| *m = closed_min(&m1, v));
+                m2.par_iter_mut()
+                    .enumerate()
+                    .for_each(|(v, m)| *m = closed_min(&m1, v));
                 &m2
             }
         };
@@ -160,18 +179,24 @@ fn strongest_neighbour_aggregate(graph: &StrengthGraph, agg_of: &[u32], v: usize
         }
     }
     // Sum order follows the neighbour order (fixed), so the comparison is deterministic.
-    acc.into_iter().fold(None, |best: Option<(u32, f64)>, (a, w)| match best {
-        Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
-        _ => Some((a, w)),
-    })
-    .map(|(a, _)| a)
+    acc.into_iter()
+        .fold(None, |best: Option<(u32, f64)>, (a, w)| match best {
+            Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
+            _ => Some((a, w)),
+        })
+        .map(|(a, _)| a)
 }
 
 /// Aggregates the vertices of `graph`.
 ///
 /// `bs` unknowns per vertex; an aggregate needs at least `min_dofs` unknowns (the number of
 /// near-null vectors), so that its tentative-prolongator block has full column rank.
-pub fn aggregate(graph: &StrengthGraph, distance: MisDistance, bs: usize, min_dofs: usize) -> Aggregates {
+pub fn aggregate(
+    graph: &StrengthGraph,
+    distance: MisDistance,
+    bs: usize,
+    min_dofs: usize,
+) -> Aggregates {
     let n = graph.n_vertices();
     let roots = mis(graph, distance);
     // Roots numbered in ascending vertex order.
@@ -378,7 +403,8 @@ mod tests {
             let mut i = 0;
             while i < seen.len() {
                 for &u in g.neighbours(seen[i]) {
-                    if aggs.assignment()[u as usize] as usize == a && !seen.contains(&(u as usize)) {
+                    if aggs.assignment()[u as usize] as usize == a && !seen.contains(&(u as usize))
+                    {
                         seen.push(u as usize);
                     }
                 }
@@ -396,7 +422,12 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| (aggregate(&g, MisDistance::Two, 3, 6), aggregate(&g, MisDistance::One, 6, 6)))
+                .install(|| {
+                    (
+                        aggregate(&g, MisDistance::Two, 3, 6),
+                        aggregate(&g, MisDistance::One, 6, 6),
+                    )
+                })
         };
         assert_eq!(run(1), run(4));
     }
@@ -404,8 +435,17 @@ mod tests {
     #[test]
     fn isolated_vertices_and_tiny_components_are_left_out_small_aggregates_merged() {
         // Path 0-1-2-3-4-5, isolated vertex 6, pair 7-8 (a component of 2 vertices).
-        let edges: Vec<Vec<u32>> =
-            vec![vec![1], vec![0, 2], vec![1, 3], vec![2, 4], vec![3, 5], vec![4], vec![], vec![8], vec![7]];
+        let edges: Vec<Vec<u32>> = vec![
+            vec![1],
+            vec![0, 2],
+            vec![1, 3],
+            vec![2, 4],
+            vec![3, 5],
+            vec![4],
+            vec![],
+            vec![8],
+            vec![7],
+        ];
         let mut row_ptr = vec![0];
         let mut col = Vec::new();
         for e in &edges {
@@ -421,7 +461,11 @@ mod tests {
         assert_eq!(asg[7], UNAGGREGATED);
         assert_eq!(asg[8], UNAGGREGATED);
         for a in 0..aggs.n_aggregates() {
-            assert!(aggs.members(a).len() >= 3, "aggregate {a}: {:?}", aggs.members(a));
+            assert!(
+                aggs.members(a).len() >= 3,
+                "aggregate {a}: {:?}",
+                aggs.members(a)
+            );
         }
         assert!((0..6).all(|v| asg[v] != UNAGGREGATED));
     }

@@ -34,7 +34,10 @@ pub fn invert_in_place(a: &mut [f64], n: usize, work: &mut [usize]) -> Result<()
             }
         }
         if !(piv_val > tol) {
-            return Err(ZeroPivot { column: k, pivot: a[piv_row * n + k] });
+            return Err(ZeroPivot {
+                column: k,
+                pivot: a[piv_row * n + k],
+            });
         }
         perm[k] = piv_row;
         if piv_row != k {
@@ -160,7 +163,11 @@ pub enum DenseFactor {
     /// Lower-triangular `L` (row-major `n x n`) with `A = L L^T`.
     Cholesky { n: usize, l: Vec<f64> },
     /// Packed `L\U` (row-major) with the row permutation `perm`: `P A = L U`.
-    Lu { n: usize, lu: Vec<f64>, perm: Vec<usize> },
+    Lu {
+        n: usize,
+        lu: Vec<f64>,
+        perm: Vec<usize>,
+    },
 }
 
 impl DenseFactor {
@@ -202,12 +209,19 @@ impl DenseFactor {
                     x.swap(k, p);
                 }
                 for i in 0..n {
-                    let s: f64 = lu[i * n..i * n + i].iter().zip(&x[..i]).map(|(a, b)| a * b).sum();
+                    let s: f64 = lu[i * n..i * n + i]
+                        .iter()
+                        .zip(&x[..i])
+                        .map(|(a, b)| a * b)
+                        .sum();
                     x[i] -= s;
                 }
                 for i in (0..n).rev() {
-                    let s: f64 =
-                        lu[i * n + i + 1..(i + 1) * n].iter().zip(&x[i + 1..n]).map(|(a, b)| a * b).sum();
+                    let s: f64 = lu[i * n + i + 1..(i + 1) * n]
+                        .iter()
+                        .zip(&x[i + 1..n])
+                        .map(|(a, b)| a * b)
+                        .sum();
                     x[i] = (x[i] - s) / lu[i * n + i];
                 }
             }
@@ -228,7 +242,11 @@ fn cholesky(a: &[f64], n: usize) -> Option<DenseFactor> {
         let d = d.sqrt();
         l[j * n + j] = d;
         for i in j + 1..n {
-            let s: f64 = l[i * n..i * n + j].iter().zip(&l[j * n..j * n + j]).map(|(x, y)| x * y).sum();
+            let s: f64 = l[i * n..i * n + j]
+                .iter()
+                .zip(&l[j * n..j * n + j])
+                .map(|(x, y)| x * y)
+                .sum();
             l[i * n + j] = (a[i * n + j] - s) / d;
         }
     }
@@ -249,7 +267,10 @@ fn lu(a: &[f64], n: usize) -> Result<DenseFactor, ZeroPivot> {
             }
         }
         if !(pv > PIVOT_RTOL * scale) {
-            return Err(ZeroPivot { column: k, pivot: lu[p * n + k] });
+            return Err(ZeroPivot {
+                column: k,
+                pivot: lu[p * n + k],
+            });
         }
         perm[k] = p;
         if p != k {
@@ -302,7 +323,11 @@ mod tests {
             for i in 0..n {
                 for j in 0..n {
                     let e = if i == j { 1.0 } else { 0.0 };
-                    assert!((prod[i * n + j] - e).abs() < 1e-10, "n={n} ({i},{j}) {}", prod[i * n + j]);
+                    assert!(
+                        (prod[i * n + j] - e).abs() < 1e-10,
+                        "n={n} ({i},{j}) {}",
+                        prod[i * n + j]
+                    );
                 }
             }
         }

@@ -10,13 +10,26 @@ pub enum AmgError {
     Linalg(#[from] LinalgError),
     /// Operand dimensions do not fit together.
     #[error("{what}: found {found}, expected {expected}")]
-    DimensionMismatch { what: &'static str, expected: usize, found: usize },
+    DimensionMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
     /// An operation needs square blocks (bs x bs) and got rectangular ones.
     #[error("{what}: blocks are {block_rows}x{block_cols}, square blocks required")]
-    NonSquareBlocks { what: &'static str, block_rows: usize, block_cols: usize },
+    NonSquareBlocks {
+        what: &'static str,
+        block_rows: usize,
+        block_cols: usize,
+    },
     /// A diagonal block could not be inverted (zero or relatively tiny pivot).
     #[error("level {level}: diagonal block of block row {row} is singular (pivot {pivot:e} in column {column})")]
-    SingularDiagonalBlock { level: usize, row: usize, column: usize, pivot: f64 },
+    SingularDiagonalBlock {
+        level: usize,
+        row: usize,
+        column: usize,
+        pivot: f64,
+    },
     /// The dense coarsest-level matrix is singular (neither Cholesky nor LU succeeded).
     #[error("coarsest level ({n} unknowns) is singular: pivot {pivot:e} at row {row}")]
     SingularCoarseMatrix { n: usize, row: usize, pivot: f64 },
@@ -25,11 +38,26 @@ pub enum AmgError {
     NonFinite { what: &'static str },
     /// A parameter is outside its valid range.
     #[error("parameter {name} = {value}: {reason}")]
-    InvalidParameter { name: &'static str, value: String, reason: &'static str },
+    InvalidParameter {
+        name: &'static str,
+        value: String,
+        reason: &'static str,
+    },
     /// The near-null space does not fit the operator.
     #[error("near-null space: {reason}")]
     InvalidNearNullSpace { reason: String },
     /// `update` was given an operator of other dimensions than the one the hierarchy was built for.
     #[error("update: operator has {found} block rows of size {found_bs}, hierarchy expects {expected} of size {expected_bs}")]
-    OperatorChanged { expected: usize, expected_bs: usize, found: usize, found_bs: usize },
+    OperatorChanged {
+        expected: usize,
+        expected_bs: usize,
+        found: usize,
+        found_bs: usize,
+    },
+    /// The Lanczos estimate of the largest eigenvalue of `D^{-1} A` broke down (zero or indefinite operator).
+    #[error("level {level}: eigenvalue estimate of D^-1 A failed (operator zero or not SPD)")]
+    EigenEstimateFailed { level: usize },
+    /// The coarsest level is too large to factor densely.
+    #[error("coarsest level has {n} unknowns, more than the dense limit {limit}: raise max_levels or lower coarse_eq_limit")]
+    CoarseTooLarge { n: usize, limit: usize },
 }

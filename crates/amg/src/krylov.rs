@@ -52,7 +52,12 @@ pub struct CgParams {
 
 impl Default for CgParams {
     fn default() -> Self {
-        Self { rtol: 1e-8, atol: 1e-50, max_iterations: 10_000, norm: ResidualNorm::Unpreconditioned }
+        Self {
+            rtol: 1e-8,
+            atol: 1e-50,
+            max_iterations: 10_000,
+            norm: ResidualNorm::Unpreconditioned,
+        }
     }
 }
 
@@ -114,13 +119,25 @@ pub fn cg(
 ) -> Result<CgOutcome, AmgError> {
     let n = a.n_rows();
     if a.n_cols() != n {
-        return Err(AmgError::DimensionMismatch { what: "cg: operator columns", expected: n, found: a.n_cols() });
+        return Err(AmgError::DimensionMismatch {
+            what: "cg: operator columns",
+            expected: n,
+            found: a.n_cols(),
+        });
     }
     if b.len() != n {
-        return Err(AmgError::DimensionMismatch { what: "cg: right-hand side length", expected: n, found: b.len() });
+        return Err(AmgError::DimensionMismatch {
+            what: "cg: right-hand side length",
+            expected: n,
+            found: b.len(),
+        });
     }
     if x.len() != n {
-        return Err(AmgError::DimensionMismatch { what: "cg: solution length", expected: n, found: x.len() });
+        return Err(AmgError::DimensionMismatch {
+            what: "cg: solution length",
+            expected: n,
+            found: x.len(),
+        });
     }
     if !(params.rtol >= 0.0) || !(params.atol >= 0.0) {
         return Err(AmgError::InvalidParameter {
@@ -187,7 +204,11 @@ pub fn cg(
             return Ok(finish(it, CgStopReason::NonFinite, history));
         }
         if rn <= target {
-            let reason = if rn <= params.atol { CgStopReason::AbsoluteTolerance } else { CgStopReason::RelativeTolerance };
+            let reason = if rn <= params.atol {
+                CgStopReason::AbsoluteTolerance
+            } else {
+                CgStopReason::RelativeTolerance
+            };
             return Ok(finish(it, reason, history));
         }
         if rz_new <= 0.0 {
@@ -197,7 +218,11 @@ pub fn cg(
         rz = rz_new;
         ops::axpby(1.0, &z, beta, &mut p); // p = z + beta p
     }
-    Ok(finish(params.max_iterations, CgStopReason::MaxIterations, history))
+    Ok(finish(
+        params.max_iterations,
+        CgStopReason::MaxIterations,
+        history,
+    ))
 }
 
 #[cfg(test)]
@@ -216,13 +241,19 @@ mod tests {
         let a = laplace_1d_blocks(40, 3);
         let b = Vector::from_vec(rand_vec(1, a.n_rows()));
         let mut x = Vector::zeros(a.n_rows());
-        let params = CgParams { rtol: 1e-10, ..Default::default() };
+        let params = CgParams {
+            rtol: 1e-10,
+            ..Default::default()
+        };
         let out = cg(&a, &b, &mut x, &IdentityPreconditioner, &params).unwrap();
         assert!(out.converged, "{out:?}");
         assert_eq!(out.reason, CgStopReason::RelativeTolerance);
         assert_eq!(out.residual_history.len(), out.iterations + 1);
         let true_res = dense_residual(&a, &x, &b);
-        assert!(true_res <= 1e-9 * out.initial_residual_norm, "true residual {true_res}");
+        assert!(
+            true_res <= 1e-9 * out.initial_residual_norm,
+            "true residual {true_res}"
+        );
         // Exact arithmetic: at most n distinct eigenvalues -> n iterations; 1D Laplacian block-diag copies
         // have 40 distinct eigenvalues.
         assert!(out.iterations <= 45, "iterations {}", out.iterations);
@@ -233,7 +264,11 @@ mod tests {
         let a = laplace_1d_blocks(100, 1);
         let b = Vector::from_vec(rand_vec(2, 100));
         let mut x = Vector::zeros(100);
-        let params = CgParams { rtol: 1e-12, max_iterations: 5, ..Default::default() };
+        let params = CgParams {
+            rtol: 1e-12,
+            max_iterations: 5,
+            ..Default::default()
+        };
         let out = cg(&a, &b, &mut x, &IdentityPreconditioner, &params).unwrap();
         assert!(!out.converged);
         assert_eq!(out.reason, CgStopReason::MaxIterations);
@@ -247,7 +282,14 @@ mod tests {
         a.scale(-1.0);
         let b = Vector::from_vec(vec![1.0; 10]);
         let mut x = Vector::zeros(10);
-        let out = cg(&a, &b, &mut x, &IdentityPreconditioner, &CgParams::default()).unwrap();
+        let out = cg(
+            &a,
+            &b,
+            &mut x,
+            &IdentityPreconditioner,
+            &CgParams::default(),
+        )
+        .unwrap();
         assert_eq!(out.reason, CgStopReason::IndefiniteOperator);
         assert!(!out.converged);
         assert_eq!(out.iterations, 0);
@@ -258,11 +300,24 @@ mod tests {
         let a = laplace_1d_blocks(5, 2);
         let b = Vector::zeros(10);
         let mut x = Vector::zeros(10);
-        let out = cg(&a, &b, &mut x, &IdentityPreconditioner, &CgParams::default()).unwrap();
+        let out = cg(
+            &a,
+            &b,
+            &mut x,
+            &IdentityPreconditioner,
+            &CgParams::default(),
+        )
+        .unwrap();
         assert!(out.converged && out.iterations == 0);
         let mut short = Vector::zeros(9);
         assert!(matches!(
-            cg(&a, &b, &mut short, &IdentityPreconditioner, &CgParams::default()),
+            cg(
+                &a,
+                &b,
+                &mut short,
+                &IdentityPreconditioner,
+                &CgParams::default()
+            ),
             Err(AmgError::DimensionMismatch { .. })
         ));
     }
@@ -280,7 +335,10 @@ mod tests {
                 ops::scale(0.5, z);
             }
         }
-        let params = CgParams { norm: ResidualNorm::Preconditioned, ..Default::default() };
+        let params = CgParams {
+            norm: ResidualNorm::Preconditioned,
+            ..Default::default()
+        };
         let out = cg(&a, &b, &mut x, &Half, &params).unwrap();
         assert!((out.initial_residual_norm - 0.5 * ops::norm2(&b)).abs() < 1e-14);
         assert!(out.converged);

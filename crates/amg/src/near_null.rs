@@ -20,7 +20,9 @@ impl NearNullSpace {
     /// `n_rows * k`, or a value is not finite.
     pub fn from_row_major(n_rows: usize, k: usize, values: Vec<f64>) -> Result<Self, AmgError> {
         if k == 0 {
-            return Err(AmgError::InvalidNearNullSpace { reason: "no vectors (k = 0)".into() });
+            return Err(AmgError::InvalidNearNullSpace {
+                reason: "no vectors (k = 0)".into(),
+            });
         }
         if values.len() != n_rows * k {
             return Err(AmgError::InvalidNearNullSpace {
@@ -78,7 +80,11 @@ impl NearNullSpace {
         let mut values = vec![0.0; n * 18];
         for (node, p) in coords.iter().enumerate() {
             let (x, y, z) = (p[0] - c[0], p[1] - c[1], p[2] - c[2]);
-            let rows = [[1.0, 0.0, 0.0, -y, 0.0, z], [0.0, 1.0, 0.0, x, -z, 0.0], [0.0, 0.0, 1.0, 0.0, y, -x]];
+            let rows = [
+                [1.0, 0.0, 0.0, -y, 0.0, z],
+                [0.0, 1.0, 0.0, x, -z, 0.0],
+                [0.0, 0.0, 1.0, 0.0, y, -x],
+            ];
             for (d, row) in rows.iter().enumerate() {
                 values[(node * 3 + d) * 6..(node * 3 + d + 1) * 6].copy_from_slice(row);
             }
@@ -103,7 +109,12 @@ impl NearNullSpace {
 
     /// Vector `j` as a new `Vec`.
     pub fn column(&self, j: usize) -> Vec<f64> {
-        self.values.iter().skip(j).step_by(self.k).copied().collect()
+        self.values
+            .iter()
+            .skip(j)
+            .step_by(self.k)
+            .copied()
+            .collect()
     }
 }
 
@@ -125,7 +136,12 @@ mod tests {
     #[test]
     fn rigid_body_modes_are_rigid_motions() {
         // Displacement of a rotation about z by a small angle: u = theta (-y, x, 0) (about the centroid).
-        let coords = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]];
+        let coords = [
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 2.0, 0.0],
+            [0.0, 0.0, 3.0],
+        ];
         let b = NearNullSpace::rigid_body_3d(&coords).unwrap();
         let rz = b.column(3);
         let c = [0.25, 0.5, 0.75];
@@ -140,7 +156,9 @@ mod tests {
             let u = b.column(j);
             for a in 0..4 {
                 for bb in 0..4 {
-                    let s: f64 = (0..3).map(|d| (u[3 * a + d] - u[3 * bb + d]) * (coords[a][d] - coords[bb][d])).sum();
+                    let s: f64 = (0..3)
+                        .map(|d| (u[3 * a + d] - u[3 * bb + d]) * (coords[a][d] - coords[bb][d]))
+                        .sum();
                     assert!(s.abs() < 1e-14);
                 }
             }

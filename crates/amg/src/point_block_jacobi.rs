@@ -24,7 +24,10 @@ impl PointBlockJacobi {
     /// singular diagonal block is an error naming the block row (reported as level 0; the hierarchy
     /// substitutes its own level).
     pub fn new(a: &Bsr) -> Result<Self, AmgError> {
-        let mut pbj = Self { bs: 0, inv: Vec::new() };
+        let mut pbj = Self {
+            bs: 0,
+            inv: Vec::new(),
+        };
         pbj.update(a)?;
         Ok(pbj)
     }
@@ -54,11 +57,18 @@ impl PointBlockJacobi {
                     perm_vec = vec![0usize; bs];
                     &mut perm_vec
                 };
-                dense::invert_in_place(block, bs, perm).err().map(|z| (row, z))
+                dense::invert_in_place(block, bs, perm)
+                    .err()
+                    .map(|z| (row, z))
             })
             .min_by_key(|(row, _)| *row);
         if let Some((row, z)) = failure {
-            return Err(AmgError::SingularDiagonalBlock { level: 0, row, column: z.column, pivot: z.pivot });
+            return Err(AmgError::SingularDiagonalBlock {
+                level: 0,
+                row,
+                column: z.column,
+                pivot: z.pivot,
+            });
         }
         self.bs = bs;
         self.inv = inv;
@@ -88,7 +98,10 @@ impl PointBlockJacobi {
     /// Panics if the lengths differ from `n_blocks * bs` (a programming error).
     pub fn apply_axpby(&self, omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
         let n = self.inv.len() / self.bs.max(1);
-        assert!(r.len() == n && x.len() == n, "point-block Jacobi: vector length differs from the operator's");
+        assert!(
+            r.len() == n && x.len() == n,
+            "point-block Jacobi: vector length differs from the operator's"
+        );
         match self.bs {
             1 => apply_kernel::<1>(&self.inv, omega, r, beta, x),
             2 => apply_kernel::<2>(&self.inv, omega, r, beta, x),
@@ -111,13 +124,21 @@ fn apply_kernel<const B: usize>(inv: &[f64], omega: f64, r: &[f64], beta: f64, x
         .zip(r.par_chunks(ROWS_PER_TASK * B))
         .zip(inv.par_chunks(ROWS_PER_TASK * B * B))
         .for_each(|((xc, rc), ic)| {
-            for ((xb, rb), ib) in xc.chunks_exact_mut(B).zip(rc.chunks_exact(B)).zip(ic.chunks_exact(B * B)) {
+            for ((xb, rb), ib) in xc
+                .chunks_exact_mut(B)
+                .zip(rc.chunks_exact(B))
+                .zip(ic.chunks_exact(B * B))
+            {
                 for i in 0..B {
                     let mut s = 0.0;
                     for j in 0..B {
                         s += ib[i * B + j] * rb[j];
                     }
-                    xb[i] = if beta == 0.0 { omega * s } else { omega * s + beta * xb[i] };
+                    xb[i] = if beta == 0.0 {
+                        omega * s
+                    } else {
+                        omega * s + beta * xb[i]
+                    };
                 }
             }
         });
@@ -129,10 +150,22 @@ fn apply_kernel_dyn(bs: usize, inv: &[f64], omega: f64, r: &[f64], beta: f64, x:
         .zip(r.par_chunks(ROWS_PER_TASK * bs))
         .zip(inv.par_chunks(ROWS_PER_TASK * bs * bs))
         .for_each(|((xc, rc), ic)| {
-            for ((xb, rb), ib) in xc.chunks_exact_mut(bs).zip(rc.chunks_exact(bs)).zip(ic.chunks_exact(bs * bs)) {
+            for ((xb, rb), ib) in xc
+                .chunks_exact_mut(bs)
+                .zip(rc.chunks_exact(bs))
+                .zip(ic.chunks_exact(bs * bs))
+            {
                 for i in 0..bs {
-                    let s: f64 = ib[i * bs..(i + 1) * bs].iter().zip(rb).map(|(a, b)| a * b).sum();
-                    xb[i] = if beta == 0.0 { omega * s } else { omega * s + beta * xb[i] };
+                    let s: f64 = ib[i * bs..(i + 1) * bs]
+                        .iter()
+                        .zip(rb)
+                        .map(|(a, b)| a * b)
+                        .sum();
+                    xb[i] = if beta == 0.0 {
+                        omega * s
+                    } else {
+                        omega * s + beta * xb[i]
+                    };
                 }
             }
         });
@@ -157,8 +190,13 @@ mod tests {
             let d = a.diagonal_blocks().unwrap();
             for blk in 0..30 {
                 for i in 0..bs {
-                    let dz: f64 = (0..bs).map(|j| d[blk * bs * bs + i * bs + j] * z.as_slice()[blk * bs + j]).sum();
-                    assert!((dz - r.as_slice()[blk * bs + i]).abs() < 1e-12, "bs {bs} block {blk}");
+                    let dz: f64 = (0..bs)
+                        .map(|j| d[blk * bs * bs + i * bs + j] * z.as_slice()[blk * bs + j])
+                        .sum();
+                    assert!(
+                        (dz - r.as_slice()[blk * bs + i]).abs() < 1e-12,
+                        "bs {bs} block {blk}"
+                    );
                 }
             }
         }
@@ -188,7 +226,17 @@ mod tests {
         PointBlockJacobi::new(&a).unwrap().apply(&r, &mut z_fresh);
         assert_eq!(z.as_slice(), z_fresh.as_slice());
         let mut x = Vector::zeros(a.n_rows());
-        let out = cg(&a, &r, &mut x, &pbj, &CgParams { rtol: 1e-10, ..Default::default() }).unwrap();
+        let out = cg(
+            &a,
+            &r,
+            &mut x,
+            &pbj,
+            &CgParams {
+                rtol: 1e-10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(out.converged);
         let mut res = r.clone();
         a.spmv_add(-1.0, &x, 1.0, &mut res);
@@ -199,6 +247,9 @@ mod tests {
     fn rectangular_blocks_are_rejected() {
         let p = std::sync::Arc::new(linalg::BlockPattern::new(1, 1, vec![0, 1], vec![0]).unwrap());
         let a = Bsr::zeros(p, 3, 6);
-        assert!(matches!(PointBlockJacobi::new(&a), Err(AmgError::NonSquareBlocks { .. })));
+        assert!(matches!(
+            PointBlockJacobi::new(&a),
+            Err(AmgError::NonSquareBlocks { .. })
+        ));
     }
 }

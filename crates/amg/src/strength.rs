@@ -22,7 +22,11 @@ impl StrengthGraph {
     /// Builds a graph from CSR parts (test and custom-graph use). Columns must be `< n`.
     pub fn from_parts(row_ptr: Vec<usize>, col: Vec<u32>, weight: Vec<f64>) -> Self {
         debug_assert_eq!(col.len(), weight.len());
-        Self { row_ptr, col, weight }
+        Self {
+            row_ptr,
+            col,
+            weight,
+        }
     }
 
     /// Number of vertices.
@@ -76,7 +80,11 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     let n = pattern.n_block_rows();
     let bl = a.block_len();
     let diag_pos = pattern.diagonal_positions()?;
-    let norms: Vec<f64> = a.values().par_chunks(bl).map(|b| b.iter().map(|v| v * v).sum::<f64>().sqrt()).collect();
+    let norms: Vec<f64> = a
+        .values()
+        .par_chunks(bl)
+        .map(|b| b.iter().map(|v| v * v).sum::<f64>().sqrt())
+        .collect();
     let dnorm: Vec<f64> = diag_pos.iter().map(|&k| norms[k]).collect();
     let (row_ptr, cols) = (pattern.row_ptr(), pattern.col_idx());
     let weight_of = |i: usize, k: usize| -> Option<f64> {
@@ -89,12 +97,17 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
         (w >= threshold).then_some(w)
     };
     // Pass 1: rows with at least one kept off-diagonal edge.
-    let coupled: Vec<bool> =
-        (0..n).into_par_iter().map(|i| (row_ptr[i]..row_ptr[i + 1]).any(|k| weight_of(i, k).is_some())).collect();
-    let keep = |i: usize, k: usize| coupled[i] && coupled[cols[k] as usize] && weight_of(i, k).is_some();
+    let coupled: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|i| (row_ptr[i]..row_ptr[i + 1]).any(|k| weight_of(i, k).is_some()))
+        .collect();
+    let keep =
+        |i: usize, k: usize| coupled[i] && coupled[cols[k] as usize] && weight_of(i, k).is_some();
     // Pass 2: counts, then fill disjoint row slices in parallel.
-    let counts: Vec<usize> =
-        (0..n).into_par_iter().map(|i| (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)).count()).collect();
+    let counts: Vec<usize> = (0..n)
+        .into_par_iter()
+        .map(|i| (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)).count())
+        .collect();
     let mut g_ptr = Vec::with_capacity(n + 1);
     g_ptr.push(0);
     for c in &counts {
@@ -103,19 +116,22 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     let nnz = g_ptr[n];
     let mut g_col = vec![0u32; nnz];
     let mut g_w = vec![0.0; nnz];
-    split_rows(&mut g_col, &counts).into_par_iter().zip(split_rows(&mut g_w, &counts)).enumerate().for_each(
-        |(i, (c_out, w_out))| {
-            let mut t = 0;
-            for k in row_ptr[i]..row_ptr[i + 1] {
-                if keep(i, k) {
-                    c_out[t] = cols[k];
-                    w_out[t] = weight_of(i, k).unwrap_or(0.0);
-                    t += 1;
-                }
+    split_rows(&mut g_col, &counts)
+        .into_par_iter()
+        .zip(split_rows(&mut g_w, &counts))
+        .enumerate()
+        .for_each(|(i, (c_out, w_out))| {
+            let kept = (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k));
+            for ((c, w), k) in c_out.iter_mut().zip(w_out.iter_mut()).zip(kept) {
+                *c = cols[k];
+                *w = weight_of(i, k).unwrap_or(0.0);
             }
-        },
-    );
-    Ok(StrengthGraph { row_ptr: g_ptr, col: g_col, weight: g_w })
+        });
+    Ok(StrengthGraph {
+        row_ptr: g_ptr,
+        col: g_col,
+        weight: g_w,
+    })
 }
 
 /// Splits `data` into consecutive mutable slices of the given lengths (for parallel row fills).

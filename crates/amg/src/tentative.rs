@@ -45,36 +45,44 @@ pub fn tentative_prolongator(
     let pattern = Arc::new(BlockPattern::new(n, n_agg, row_ptr, cols)?);
     // Per-aggregate QR into a member-ordered buffer, in parallel over aggregates.
     let offsets = aggs.member_offsets();
-    let q_len: Vec<usize> = (0..n_agg).map(|a| (offsets[a + 1] - offsets[a]) * bs * k).collect();
+    let q_len: Vec<usize> = (0..n_agg)
+        .map(|a| (offsets[a + 1] - offsets[a]) * bs * k)
+        .collect();
     let mut q_buf = vec![0.0; offsets[n_agg] * bs * k];
     let mut r_buf = vec![0.0; n_agg * k * k];
     let b = nns.values();
     let slab = bs * k;
-    split_rows(&mut q_buf, &q_len).into_par_iter().zip(r_buf.par_chunks_mut(k * k)).enumerate().for_each(
-        |(a, (q, r))| {
+    split_rows(&mut q_buf, &q_len)
+        .into_par_iter()
+        .zip(r_buf.par_chunks_mut(k * k))
+        .enumerate()
+        .for_each(|(a, (q, r))| {
             for (i, &v) in aggs.members(a).iter().enumerate() {
-                q[i * slab..(i + 1) * slab].copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
+                q[i * slab..(i + 1) * slab]
+                    .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
             }
             let m = q.len() / k;
             let mut work = vec![0.0; m * k];
             dense::thin_qr(q, m, k, r, &mut work);
-        },
-    );
+        });
     // Scatter member-ordered Q slabs into P0's row-ordered blocks.
     let mut pos_in_buf = vec![0usize; n];
-    for a in 0..n_agg {
+    for (a, &start) in offsets[..n_agg].iter().enumerate() {
         for (i, &v) in aggs.members(a).iter().enumerate() {
-            pos_in_buf[v as usize] = offsets[a] + i;
+            pos_in_buf[v as usize] = start + i;
         }
     }
     let mut p0 = Bsr::zeros(pattern.clone(), bs, k);
     let prow = pattern.row_ptr();
     // Aggregated rows own exactly one block, in row order.
     let block_row: Vec<usize> = (0..n).filter(|&v| prow[v + 1] > prow[v]).collect();
-    p0.values_mut().par_chunks_mut(slab).zip(block_row.par_iter()).for_each(|(dst, &v)| {
-        let s = pos_in_buf[v] * slab;
-        dst.copy_from_slice(&q_buf[s..s + slab]);
-    });
+    p0.values_mut()
+        .par_chunks_mut(slab)
+        .zip(block_row.par_iter())
+        .for_each(|(dst, &v)| {
+            let s = pos_in_buf[v] * slab;
+            dst.copy_from_slice(&q_buf[s..s + slab]);
+        });
     let coarse = NearNullSpace::from_row_major(n_agg * k, k, r_buf)?;
     Ok((p0, coarse))
 }
@@ -107,7 +115,9 @@ mod tests {
         let (n, bs, k) = (40, 3, 6);
         let g = line_graph(n);
         let aggs = aggregate(&g, MisDistance::One, bs, k);
-        let coords: Vec<[f64; 3]> = (0..n).map(|i| [i as f64 * 0.1, (i as f64).sin(), 0.3 * i as f64]).collect();
+        let coords: Vec<[f64; 3]> = (0..n)
+            .map(|i| [i as f64 * 0.1, (i as f64).sin(), 0.3 * i as f64])
+            .collect();
         let nns = NearNullSpace::rigid_body_3d(&coords).unwrap();
         let (p0, bc) = tentative_prolongator(&aggs, &nns, bs).unwrap();
         assert_eq!((p0.block_rows(), p0.block_cols()), (bs, k));
@@ -119,7 +129,11 @@ mod tests {
             let bj = nns.column(j);
             for i in 0..rows {
                 let s: f64 = (0..cols).map(|c| d[i * cols + c] * bcj[c]).sum();
-                assert!((s - bj[i]).abs() < 1e-12, "row {i} vector {j}: {s} vs {}", bj[i]);
+                assert!(
+                    (s - bj[i]).abs() < 1e-12,
+                    "row {i} vector {j}: {s} vs {}",
+                    bj[i]
+                );
             }
         }
         // P0^T P0 = I.
@@ -134,7 +148,8 @@ mod tests {
     #[test]
     fn unaggregated_rows_are_empty_and_user_vectors_accepted() {
         // Vertex 5 isolated (no edges) in a graph of two paths.
-        let mut g_edges: Vec<Vec<u32>> = vec![vec![1], vec![0, 2], vec![1, 3], vec![2, 4], vec![3], vec![]];
+        let mut g_edges: Vec<Vec<u32>> =
+            vec![vec![1], vec![0, 2], vec![1, 3], vec![2, 4], vec![3], vec![]];
         g_edges.extend([vec![7], vec![6, 8], vec![7]]);
         let mut row_ptr = vec![0];
         let mut col = Vec::new();

@@ -15,7 +15,9 @@ pub fn splitmix(state: &mut u64) -> u64 {
 /// `n` deterministic pseudo-random numbers in `[-1, 1)`.
 pub fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
     let mut s = seed;
-    (0..n).map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 52) as f64 - 1.0).collect()
+    (0..n)
+        .map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+        .collect()
 }
 
 /// Block tridiagonal pattern with `n` block rows.
@@ -37,7 +39,11 @@ pub fn laplace_1d_blocks(n: usize, bs: usize) -> Bsr {
     let mut a = Bsr::zeros(pattern.clone(), bs, bs);
     for i in 0..n {
         for k in pattern.row_ptr()[i]..pattern.row_ptr()[i + 1] {
-            let d = if pattern.col_idx()[k] as usize == i { 2.0 } else { -1.0 };
+            let d = if pattern.col_idx()[k] as usize == i {
+                2.0
+            } else {
+                -1.0
+            };
             let b = a.block_mut(k);
             for c in 0..bs {
                 b[c * bs + c] = d;
@@ -63,7 +69,10 @@ pub fn random_spd_block_tridiagonal(n: usize, bs: usize, seed: u64) -> Bsr {
                     } else if j + 1 == i {
                         off[j * bs * bs + c * bs + r]
                     } else {
-                        let s = rand_vec(seed ^ ((i * bs * bs + r.min(c) * bs + r.max(c)) as u64 + 1), 1)[0];
+                        let s = rand_vec(
+                            seed ^ ((i * bs * bs + r.min(c) * bs + r.max(c)) as u64 + 1),
+                            1,
+                        )[0];
                         if r == c {
                             2.0 * bs as f64 + 1.0 + s
                         } else {

@@ -19,7 +19,11 @@ fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected == got {
         Ok(())
     } else {
-        Err(FemError::LengthMismatch { what, expected, got })
+        Err(FemError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
     }
 }
 
@@ -90,7 +94,11 @@ impl LagrangeHex {
             for j in 0..=p {
                 for i in 0..=p {
                     values[a] = nx[i] * ny[j] * nz[k];
-                    grads[a] = [dx[i] * ny[j] * nz[k], nx[i] * dy[j] * nz[k], nx[i] * ny[j] * dz[k]];
+                    grads[a] = [
+                        dx[i] * ny[j] * nz[k],
+                        nx[i] * dy[j] * nz[k],
+                        nx[i] * ny[j] * dz[k],
+                    ];
                     a += 1;
                 }
             }
@@ -127,7 +135,9 @@ impl LagrangeQuad {
     pub fn node_coords(&self) -> Vec<[f64; 2]> {
         let p = self.order;
         let c = |i: usize| -1.0 + 2.0 * i as f64 / p as f64;
-        (0..=p).flat_map(|j| (0..=p).map(move |i| [c(i), c(j)])).collect()
+        (0..=p)
+            .flat_map(|j| (0..=p).map(move |i| [c(i), c(j)]))
+            .collect()
     }
 
     /// Values and reference gradients at `eta`; both buffers hold `n_nodes` entries.
@@ -163,7 +173,14 @@ pub enum Face {
 
 impl Face {
     /// All faces, in declaration order.
-    pub const ALL: [Face; 6] = [Face::XMin, Face::XMax, Face::YMin, Face::YMax, Face::ZMin, Face::ZMax];
+    pub const ALL: [Face; 6] = [
+        Face::XMin,
+        Face::XMax,
+        Face::YMin,
+        Face::YMax,
+        Face::ZMin,
+        Face::ZMax,
+    ];
 
     /// Reference direction normal to the face (0, 1 or 2).
     pub fn axis(self) -> usize {
@@ -240,7 +257,11 @@ mod tests {
             for (a, x) in b.node_coords().iter().enumerate() {
                 b.eval(*x, &mut v, &mut g).unwrap();
                 for (c, vc) in v.iter().enumerate() {
-                    assert_eq!(*vc, if a == c { 1.0 } else { 0.0 }, "order {order} node {a} basis {c}");
+                    assert_eq!(
+                        *vc,
+                        if a == c { 1.0 } else { 0.0 },
+                        "order {order} node {a} basis {c}"
+                    );
                 }
             }
             for xi in [[0.3, -0.7, 0.1], [-1.0, 0.25, 0.9], [0.0, 0.0, 0.0]] {
@@ -312,7 +333,11 @@ mod tests {
                 let nodes = face.local_nodes(order).unwrap();
                 assert_eq!(nodes.len(), quad.len());
                 for (a, &c) in nodes.iter().enumerate() {
-                    assert_eq!(cell[c], face.reference_point(quad[a]), "{face:?} order {order} node {a}");
+                    assert_eq!(
+                        cell[c],
+                        face.reference_point(quad[a]),
+                        "{face:?} order {order} node {a}"
+                    );
                 }
             }
         }
@@ -333,13 +358,20 @@ mod tests {
                 e1[2] * e2[0] - e1[0] * e2[2],
                 e1[0] * e2[1] - e1[1] * e2[0],
             ];
-            assert_eq!(c[face.axis()] * face.normal_sign(), face.orientation(), "{face:?}");
+            assert_eq!(
+                c[face.axis()] * face.normal_sign(),
+                face.orientation(),
+                "{face:?}"
+            );
         }
     }
 
     #[test]
     fn rejects_unsupported_orders() {
-        assert_eq!(LagrangeHex::new(3), Err(FemError::UnsupportedOrder { order: 3 }));
+        assert_eq!(
+            LagrangeHex::new(3),
+            Err(FemError::UnsupportedOrder { order: 3 })
+        );
         assert!(LagrangeQuad::new(0).is_err());
         assert!(Face::XMin.local_nodes(4).is_err());
         let b = LagrangeHex::new(1).unwrap();

@@ -14,7 +14,7 @@ mod tests;
 use crate::basis::LagrangeHex;
 use crate::error::{FemError, Result};
 use crate::load::Load;
-use crate::material::{cauchy_from_piola, von_mises, Material};
+use crate::material::{cauchy_from_piola, split_tangent, von_mises, Material, SplitTangent};
 use crate::quadrature::{Quadrature, MAX_POINTS};
 
 /// Basis values and reference gradients tabulated at the points of a tensor Gauss rule.
@@ -34,9 +34,17 @@ impl Tabulation {
         let mut values = vec![0.0; rule.len() * n];
         let mut grads = vec![[0.0; 3]; rule.len() * n];
         for (q, xi) in rule.points().iter().enumerate() {
-            basis.eval(*xi, &mut values[q * n..(q + 1) * n], &mut grads[q * n..(q + 1) * n])?;
+            basis.eval(
+                *xi,
+                &mut values[q * n..(q + 1) * n],
+                &mut grads[q * n..(q + 1) * n],
+            )?;
         }
-        Ok(Self { weights: rule.weights().to_vec(), values, grads })
+        Ok(Self {
+            weights: rule.weights().to_vec(),
+            values,
+            grads,
+        })
     }
 }
 
@@ -67,20 +75,32 @@ fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected == got {
         Ok(())
     } else {
-        Err(FemError::LengthMismatch { what, expected, got })
+        Err(FemError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
     }
 }
 
 /// Fixed-size view of a slice whose length the caller already checked.
 #[inline(always)]
 fn fixed<'s, T, const N: usize>(what: &'static str, s: &'s [T]) -> Result<&'s [T; N]> {
-    s.try_into().map_err(|_| FemError::LengthMismatch { what, expected: N, got: s.len() })
+    s.try_into().map_err(|_| FemError::LengthMismatch {
+        what,
+        expected: N,
+        got: s.len(),
+    })
 }
 
 #[inline(always)]
 fn fixed_mut<'s, T, const N: usize>(what: &'static str, s: &'s mut [T]) -> Result<&'s mut [T; N]> {
     let got = s.len();
-    s.try_into().map_err(|_| FemError::LengthMismatch { what, expected: N, got })
+    s.try_into().map_err(|_| FemError::LengthMismatch {
+        what,
+        expected: N,
+        got,
+    })
 }
 
 /// `F = I + sum_a u_a (x) grad_X N_a`.
@@ -114,7 +134,12 @@ impl ElementKernel {
         let basis = LagrangeHex::new(order)?;
         let main = Tabulation::new(&basis, points_per_direction)?;
         let error = Tabulation::new(&basis, (points_per_direction + 2).min(MAX_POINTS))?;
-        Ok(Self { basis, points_per_direction, main, error })
+        Ok(Self {
+            basis,
+            points_per_direction,
+            main,
+            error,
+        })
     }
 
     /// Lagrange order.
@@ -171,15 +196,27 @@ impl ElementKernel {
             let c01 = jm[1][2] * jm[2][0] - jm[1][0] * jm[2][2];
             let c02 = jm[1][0] * jm[2][1] - jm[1][1] * jm[2][0];
             let det = jm[0][0] * c00 + jm[0][1] * c01 + jm[0][2] * c02;
-            if !(det > 0.0) {
+            if det <= 0.0 || det.is_nan() {
                 return Err(FemError::NonPositiveJacobian { qp: q, det });
             }
             let s = 1.0 / det;
             // inv[d][e] = dxi_d / dX_e = cof(jm)[e][d] / det
             let inv = [
-                [c00 * s, (jm[0][2] * jm[2][1] - jm[0][1] * jm[2][2]) * s, (jm[0][1] * jm[1][2] - jm[0][2] * jm[1][1]) * s],
-                [c01 * s, (jm[0][0] * jm[2][2] - jm[0][2] * jm[2][0]) * s, (jm[0][2] * jm[1][0] - jm[0][0] * jm[1][2]) * s],
-                [c02 * s, (jm[0][1] * jm[2][0] - jm[0][0] * jm[2][1]) * s, (jm[0][0] * jm[1][1] - jm[0][1] * jm[1][0]) * s],
+                [
+                    c00 * s,
+                    (jm[0][2] * jm[2][1] - jm[0][1] * jm[2][2]) * s,
+                    (jm[0][1] * jm[1][2] - jm[0][2] * jm[1][1]) * s,
+                ],
+                [
+                    c01 * s,
+                    (jm[0][0] * jm[2][2] - jm[0][2] * jm[2][0]) * s,
+                    (jm[0][2] * jm[1][0] - jm[0][0] * jm[1][2]) * s,
+                ],
+                [
+                    c02 * s,
+                    (jm[0][1] * jm[2][0] - jm[0][0] * jm[2][1]) * s,
+                    (jm[0][0] * jm[1][1] - jm[0][1] * jm[1][0]) * s,
+                ],
             ];
             let mut g = [[0.0; 3]; N];
             for a in 0..N {
@@ -209,10 +246,14 @@ impl ElementKernel {
 
     fn volume_n<const N: usize>(&self, x: &[[f64; 3]]) -> Result<f64> {
         let mut v = 0.0;
-        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, _| {
-            v += wd;
-            Ok(())
-        })?;
+        Self::for_each_qp::<N>(
+            &self.main,
+            fixed("element coordinates", x)?,
+            |_, wd, _, _| {
+                v += wd;
+                Ok(())
+            },
+        )?;
         Ok(v)
     }
 
@@ -298,21 +339,27 @@ impl ElementKernel {
         k.fill([0.0; 9]);
         Self::for_each_qp::<N>(&self.main, x, |_, wd, nv, g| {
             let f = deformation_gradient(u, g);
-            if let Material::Linear { lambda, mu } = *material {
-                let p = material.stress(&f)?;
+            if let Some(split) = split_tangent(material, &f) {
+                // A = c_id I + c_dyad H (x) H + c_cross H_iL H_kJ: contract through h_a = H g_a.
+                let SplitTangent {
+                    p,
+                    h,
+                    c: [c_id, c_dyad, c_cross],
+                } = split?;
                 add_internal_force(r, &p, wd, g);
-                add_isotropic_tangent(k, lambda * wd, mu * wd, g);
+                let mut hg = [[0.0; 3]; N];
+                for (hga, ga) in hg.iter_mut().zip(g) {
+                    for i in 0..3 {
+                        hga[i] = h[(i, 0)] * ga[0] + h[(i, 1)] * ga[1] + h[(i, 2)] * ga[2];
+                    }
+                }
+                add_split_tangent(k, [wd * c_id, wd * c_dyad, wd * c_cross], g, &hg);
             } else {
                 let (p, a) = material.stress_tangent(&f)?;
                 add_internal_force(r, &p, wd, g);
-                // Row-major copy so that the contraction below runs over contiguous rows.
-                let mut arm = [[0.0; 9]; 9];
-                for (c, col) in a.column_iter().enumerate() {
-                    for (rr, v) in col.iter().enumerate() {
-                        arm[rr][c] = *v * wd;
-                    }
-                }
-                add_material_tangent(k, &arm, g);
+                // A is symmetric (hyperelastic), so its column-major storage read row-major is A.
+                let a_rows: &[f64; 81] = fixed("material tangent", a.as_slice())?;
+                add_material_tangent(k, a_rows, wd, g);
             }
             add_body_force(r, body_force, wd, nv, x);
             Ok(())
@@ -321,14 +368,21 @@ impl ElementKernel {
         for a in 0..N {
             for b in 0..a {
                 let kt = k[b * N + a];
-                k[a * N + b] = [kt[0], kt[3], kt[6], kt[1], kt[4], kt[7], kt[2], kt[5], kt[8]];
+                k[a * N + b] = [
+                    kt[0], kt[3], kt[6], kt[1], kt[4], kt[7], kt[2], kt[5], kt[8],
+                ];
             }
         }
         Ok(())
     }
 
     /// Strain energy `int psi(F) dV`.
-    pub fn strain_energy(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<f64> {
+    pub fn strain_energy(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+    ) -> Result<f64> {
         self.check_xu(x, u)?;
         match self.n_nodes() {
             8 => self.strain_energy_n::<8>(x, u, material),
@@ -336,13 +390,22 @@ impl ElementKernel {
         }
     }
 
-    fn strain_energy_n<const N: usize>(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<f64> {
+    fn strain_energy_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+    ) -> Result<f64> {
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let mut e = 0.0;
-        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, g| {
-            e += wd * material.energy(&deformation_gradient(u, g))?;
-            Ok(())
-        })?;
+        Self::for_each_qp::<N>(
+            &self.main,
+            fixed("element coordinates", x)?,
+            |_, wd, _, g| {
+                e += wd * material.energy(&deformation_gradient(u, g))?;
+                Ok(())
+            },
+        )?;
         Ok(e)
     }
 
@@ -370,15 +433,24 @@ impl ElementKernel {
         out: &mut [Matrix3<f64>],
     ) -> Result<()> {
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
-        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |q, _, _, g| {
-            let f = deformation_gradient(u, g);
-            out[q] = cauchy_from_piola(material, &material.stress(&f)?, &f);
-            Ok(())
-        })
+        Self::for_each_qp::<N>(
+            &self.main,
+            fixed("element coordinates", x)?,
+            |q, _, _, g| {
+                let f = deformation_gradient(u, g);
+                out[q] = cauchy_from_piola(material, &material.stress(&f)?, &f);
+                Ok(())
+            },
+        )
     }
 
     /// Reference-volume averages of Cauchy stress, `J` and energy density over the cell.
-    pub fn cell_fields(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<CellFields> {
+    pub fn cell_fields(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+    ) -> Result<CellFields> {
         self.check_xu(x, u)?;
         match self.n_nodes() {
             8 => self.cell_fields_n::<8>(x, u, material),
@@ -386,21 +458,37 @@ impl ElementKernel {
         }
     }
 
-    fn cell_fields_n<const N: usize>(&self, x: &[[f64; 3]], u: &[[f64; 3]], material: &Material) -> Result<CellFields> {
+    fn cell_fields_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+    ) -> Result<CellFields> {
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let (mut vol, mut sig, mut j, mut e) = (0.0, Matrix3::zeros(), 0.0, 0.0);
-        Self::for_each_qp::<N>(&self.main, fixed("element coordinates", x)?, |_, wd, _, g| {
-            let f = deformation_gradient(u, g);
-            let p = material.stress(&f)?;
-            sig += cauchy_from_piola(material, &p, &f) * wd;
-            j += wd * f.determinant();
-            e += wd * material.energy(&f)?;
-            vol += wd;
-            Ok(())
-        })?;
+        Self::for_each_qp::<N>(
+            &self.main,
+            fixed("element coordinates", x)?,
+            |_, wd, _, g| {
+                let f = deformation_gradient(u, g);
+                let p = material.stress(&f)?;
+                sig += cauchy_from_piola(material, &p, &f) * wd;
+                j += wd * f.determinant();
+                e += wd * material.energy(&f)?;
+                vol += wd;
+                Ok(())
+            },
+        )?;
         let s = sig / vol;
         Ok(CellFields {
-            cauchy: [s[(0, 0)], s[(1, 1)], s[(2, 2)], s[(0, 1)], s[(1, 2)], s[(0, 2)]],
+            cauchy: [
+                s[(0, 0)],
+                s[(1, 1)],
+                s[(2, 2)],
+                s[(0, 1)],
+                s[(1, 2)],
+                s[(0, 2)],
+            ],
             von_mises: von_mises(&s),
             j: j / vol,
             energy_density: e / vol,
@@ -458,7 +546,12 @@ impl ElementKernel {
 
 /// `r_a += wd P grad_X N_a`.
 #[inline(always)]
-fn add_internal_force<const N: usize>(r: &mut [[f64; 3]; N], p: &Matrix3<f64>, wd: f64, g: &[[f64; 3]; N]) {
+fn add_internal_force<const N: usize>(
+    r: &mut [[f64; 3]; N],
+    p: &Matrix3<f64>,
+    wd: f64,
+    g: &[[f64; 3]; N],
+) {
     let pw = p * wd;
     for a in 0..N {
         for i in 0..3 {
@@ -469,7 +562,13 @@ fn add_internal_force<const N: usize>(r: &mut [[f64; 3]; N], p: &Matrix3<f64>, w
 
 /// `r_a -= wd f(X_q) N_a`.
 #[inline(always)]
-fn add_body_force<const N: usize>(r: &mut [[f64; 3]; N], load: Load<'_>, wd: f64, nv: &[f64; N], x: &[[f64; 3]; N]) {
+fn add_body_force<const N: usize>(
+    r: &mut [[f64; 3]; N],
+    load: Load<'_>,
+    wd: f64,
+    nv: &[f64; N],
+    x: &[[f64; 3]; N],
+) {
     let f = match load {
         Load::None => return,
         Load::Constant(f) => f,
@@ -490,24 +589,30 @@ fn add_body_force<const N: usize>(r: &mut [[f64; 3]; N], load: Load<'_>, wd: f64
     }
 }
 
-/// `K_ab += g_a . A . g_b` for `b >= a`, with `A` (weight folded in) row-major 9x9:
-/// first `G_a[i][3k+L] = sum_J g_aJ A[3i+J][3k+L]`, then `K_ab[3i+k] += sum_L G_a[i][3k+L] g_bL`.
+/// `K_ab += wd g_a . A . g_b` for `b >= a`, with `A` row-major 9x9 (`a[9 r + c] = A[(r, c)]`):
+/// first `G_a[i][3k+L] = wd sum_J g_aJ A[3i+J][3k+L]`, then `K_ab[3i+k] += sum_L G_a[i][3k+L] g_bL`.
 #[inline(always)]
-fn add_material_tangent<const N: usize>(k: &mut [[f64; 9]], a_rm: &[[f64; 9]; 9], g: &[[f64; 3]; N]) {
-    for a in 0..N {
-        let ga = g[a];
-        let mut ga_a = [[0.0; 9]; 3];
+fn add_material_tangent<const N: usize>(
+    k: &mut [[f64; 9]],
+    a: &[f64; 81],
+    wd: f64,
+    g: &[[f64; 3]; N],
+) {
+    for ia in 0..N {
+        let ga = [wd * g[ia][0], wd * g[ia][1], wd * g[ia][2]];
+        let mut gaa = [[0.0; 9]; 3];
         for i in 0..3 {
+            let rows = &a[27 * i..27 * i + 27];
             for c in 0..9 {
-                ga_a[i][c] = ga[0] * a_rm[3 * i][c] + ga[1] * a_rm[3 * i + 1][c] + ga[2] * a_rm[3 * i + 2][c];
+                gaa[i][c] = ga[0] * rows[c] + ga[1] * rows[9 + c] + ga[2] * rows[18 + c];
             }
         }
-        for b in a..N {
-            let gb = g[b];
-            let kab = &mut k[a * N + b];
+        for ib in ia..N {
+            let gb = g[ib];
+            let kab = &mut k[ia * N + ib];
             for i in 0..3 {
                 for kk in 0..3 {
-                    let row = &ga_a[i][3 * kk..3 * kk + 3];
+                    let row = &gaa[i][3 * kk..3 * kk + 3];
                     kab[3 * i + kk] += row[0] * gb[0] + row[1] * gb[1] + row[2] * gb[2];
                 }
             }
@@ -515,19 +620,28 @@ fn add_material_tangent<const N: usize>(k: &mut [[f64; 9]], a_rm: &[[f64; 9]; 9]
     }
 }
 
-/// Isotropic linear tangent, `K_ab += lambda g_a g_b^T + mu (g_a . g_b I + g_b g_a^T)` for `b >= a`
-/// (weight folded into `lambda`, `mu`).
+/// `K_ab += c_id (g_a . g_b) I + c_dyad h_a h_b^T + c_cross h_b h_a^T` for `b >= a` (weight folded
+/// into `c`): the contraction of `A = c_id I + c_dyad H (x) H + c_cross H_iL H_kJ` with `h_a = H g_a`.
+/// Linear elasticity is the case `H = I`, `c = [mu, lambda, mu]`.
 #[inline(always)]
-fn add_isotropic_tangent<const N: usize>(k: &mut [[f64; 9]], lambda: f64, mu: f64, g: &[[f64; 3]; N]) {
+fn add_split_tangent<const N: usize>(
+    k: &mut [[f64; 9]],
+    c: [f64; 3],
+    g: &[[f64; 3]; N],
+    h: &[[f64; 3]; N],
+) {
+    let [c_id, c_dyad, c_cross] = c;
     for a in 0..N {
-        let ga = g[a];
+        let (ga, ha) = (g[a], h[a]);
+        let hd = [c_dyad * ha[0], c_dyad * ha[1], c_dyad * ha[2]];
+        let hc = [c_cross * ha[0], c_cross * ha[1], c_cross * ha[2]];
         for b in a..N {
-            let gb = g[b];
-            let dot = mu * (ga[0] * gb[0] + ga[1] * gb[1] + ga[2] * gb[2]);
+            let (gb, hb) = (g[b], h[b]);
+            let dot = c_id * (ga[0] * gb[0] + ga[1] * gb[1] + ga[2] * gb[2]);
             let kab = &mut k[a * N + b];
             for i in 0..3 {
                 for kk in 0..3 {
-                    kab[3 * i + kk] += lambda * ga[i] * gb[kk] + mu * gb[i] * ga[kk];
+                    kab[3 * i + kk] += hd[i] * hb[kk] + hb[i] * hc[kk];
                 }
                 kab[4 * i] += dot;
             }

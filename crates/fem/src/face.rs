@@ -30,9 +30,18 @@ impl FaceKernel {
         let mut values = vec![0.0; rule.len() * n];
         let mut grads = vec![[0.0; 2]; rule.len() * n];
         for (q, eta) in rule.points().iter().enumerate() {
-            basis.eval(*eta, &mut values[q * n..(q + 1) * n], &mut grads[q * n..(q + 1) * n])?;
+            basis.eval(
+                *eta,
+                &mut values[q * n..(q + 1) * n],
+                &mut grads[q * n..(q + 1) * n],
+            )?;
         }
-        Ok(Self { basis, weights: rule.weights().to_vec(), values, grads })
+        Ok(Self {
+            basis,
+            weights: rule.weights().to_vec(),
+            values,
+            grads,
+        })
     }
 
     /// Nodes per face (4 or 9).
@@ -41,10 +50,18 @@ impl FaceKernel {
     }
 
     /// Calls `body(w dA, N, X)` at every quadrature point.
-    fn for_each_qp(&self, face_x: &[[f64; 3]], mut body: impl FnMut(f64, &[f64], [f64; 3])) -> Result<()> {
+    fn for_each_qp(
+        &self,
+        face_x: &[[f64; 3]],
+        mut body: impl FnMut(f64, &[f64], [f64; 3]),
+    ) -> Result<()> {
         let n = self.n_nodes();
         if face_x.len() != n {
-            return Err(FemError::LengthMismatch { what: "face coordinates", expected: n, got: face_x.len() });
+            return Err(FemError::LengthMismatch {
+                what: "face coordinates",
+                expected: n,
+                got: face_x.len(),
+            });
         }
         let shape = self.values.chunks_exact(n).zip(self.grads.chunks_exact(n));
         for (&w, (nv, dn)) in self.weights.iter().zip(shape) {
@@ -56,7 +73,11 @@ impl FaceKernel {
                     xq[d] += nv[a] * face_x[a][d];
                 }
             }
-            let c = [t1[1] * t2[2] - t1[2] * t2[1], t1[2] * t2[0] - t1[0] * t2[2], t1[0] * t2[1] - t1[1] * t2[0]];
+            let c = [
+                t1[1] * t2[2] - t1[2] * t2[1],
+                t1[2] * t2[0] - t1[0] * t2[2],
+                t1[0] * t2[1] - t1[1] * t2[0],
+            ];
             let da = (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]).sqrt();
             body(w * da, nv, xq);
         }
@@ -73,10 +94,19 @@ impl FaceKernel {
     /// Nodal forces `f_a = int t(X) N_a dA` of a dead-load traction `t` per unit reference area
     /// (overwrites `f`, length `n_nodes`). These enter the right-hand side: Newton solves
     /// `K du = -(r - f)`.
-    pub fn nodal_forces(&self, face_x: &[[f64; 3]], traction: Load<'_>, f: &mut [[f64; 3]]) -> Result<()> {
+    pub fn nodal_forces(
+        &self,
+        face_x: &[[f64; 3]],
+        traction: Load<'_>,
+        f: &mut [[f64; 3]],
+    ) -> Result<()> {
         let n = self.n_nodes();
         if f.len() != n {
-            return Err(FemError::LengthMismatch { what: "face nodal forces", expected: n, got: f.len() });
+            return Err(FemError::LengthMismatch {
+                what: "face nodal forces",
+                expected: n,
+                got: f.len(),
+            });
         }
         f.fill([0.0; 3]);
         if let Load::None = traction {
@@ -129,12 +159,19 @@ mod tests {
             fk.nodal_forces(&x, Load::Constant(t), &mut f).unwrap();
             for d in 0..3 {
                 let total: f64 = f.iter().map(|fa| fa[d]).sum();
-                assert!((total - t[d] * exact_area).abs() < 1e-12, "order {order} dir {d}");
+                assert!(
+                    (total - t[d] * exact_area).abs() < 1e-12,
+                    "order {order} dir {d}"
+                );
             }
             // Moment balance: sum_a X_a f_a = t int X dA = t * area * centroid.
-            let centroid: [f64; 3] = std::array::from_fn(|d| 1.0 * [1.0, -1.0, 4.0][d] + 0.5 * (e1[d] + e2[d]));
+            let centroid: [f64; 3] =
+                std::array::from_fn(|d| 1.0 * [1.0, -1.0, 4.0][d] + 0.5 * (e1[d] + e2[d]));
             let m: f64 = f.iter().zip(&x).map(|(fa, xa)| fa[0] * xa[1]).sum();
-            assert!((m - t[0] * exact_area * centroid[1]).abs() < 1e-12, "order {order}");
+            assert!(
+                (m - t[0] * exact_area * centroid[1]).abs() < 1e-12,
+                "order {order}"
+            );
         }
     }
 
@@ -155,7 +192,12 @@ mod tests {
         let cell = LagrangeHex::new(2).unwrap().node_coords();
         let fk = FaceKernel::new(2, 3).unwrap();
         for face in Face::ALL {
-            let x: Vec<[f64; 3]> = face.local_nodes(2).unwrap().iter().map(|&c| cell[c]).collect();
+            let x: Vec<[f64; 3]> = face
+                .local_nodes(2)
+                .unwrap()
+                .iter()
+                .map(|&c| cell[c])
+                .collect();
             assert!((fk.area(&x).unwrap() - 4.0).abs() < 1e-14, "{face:?}");
         }
     }

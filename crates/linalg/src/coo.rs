@@ -4,17 +4,18 @@
 //! ([`CooPlan::new`]), make a matrix on its pattern (`Bsr::zeros(plan.pattern().clone(), br, bc)`),
 //! then call [`CooPlan::assemble`] with new contribution values as often as needed.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::kernels::sum::sum_slots_any;
+use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Contributions per counting task of the row sort.
 const SORT_CHUNK: usize = 1 << 16;
-/// Block rows per task when grouping a row's contributions by slot.
+/// Block rows per task when grouping a row's contributions by column.
 const ROWS_PER_TASK: usize = 512;
 /// Slots per task of the numeric sums (fixed: the split never depends on the thread count).
 const SLOTS_PER_TASK: usize = 2048;
@@ -33,7 +34,7 @@ pub struct CooPlan {
 
 impl CooPlan {
     /// Builds the plan for contributions `c` at blocks `(rows[c], cols[c])`; duplicates and any order
-    /// are allowed. Linear-time (two counting sorts), parallel.
+    /// are allowed. A parallel stable counting sort by row, then a small sort within each row.
     pub fn new(
         n_block_rows: usize,
         n_block_cols: usize,
@@ -59,9 +60,20 @@ impl CooPlan {
                 return Err(LinalgError::DimensionTooLarge { what, value });
             }
         }
-        let bad = (0..n)
-            .into_par_iter()
-            .find_first(|&c| rows[c] as usize >= n_block_rows || cols[c] as usize >= n_block_cols);
+        let bad = rows
+            .par_chunks(SORT_CHUNK)
+            .zip(cols.par_chunks(SORT_CHUNK))
+            .enumerate()
+            .filter_map(|(t, (r, c))| {
+                let ok = |(&i, &j): (&u32, &u32)| {
+                    (i as usize) < n_block_rows && (j as usize) < n_block_cols
+                };
+                r.iter()
+                    .zip(c)
+                    .position(|e| !ok(e))
+                    .map(|k| t * SORT_CHUNK + k)
+            })
+            .min();
         if let Some(index) = bad {
             return Err(LinalgError::ContributionOutOfRange {
                 index,
@@ -72,9 +84,9 @@ impl CooPlan {
             });
         }
 
-        let (row_start, by_row) = sort_by_row(n_block_rows, rows);
+        let (row_start, keys) = sort_by_row(n_block_rows, rows, cols);
         let (pattern, slot_ptr, contributions) =
-            group_by_slot(n_block_rows, n_block_cols, cols, &row_start, &by_row);
+            group_by_slot(n_block_rows, n_block_cols, &row_start, &keys);
         Ok(Self {
             pattern: Arc::new(pattern),
             slot_ptr,
@@ -156,17 +168,18 @@ impl CooPlan {
     }
 }
 
-/// Stable parallel counting sort of contribution indices by row. Returns `row_start`
-/// (`n_block_rows + 1` offsets) and the indices ordered by row, ascending within a row.
-/// Every chunk of contributions counts its rows, offsets are laid out chunk after chunk within each
-/// row, and every chunk scatters its indices: the output does not depend on the number of chunks.
-fn sort_by_row(n_block_rows: usize, rows: &[u32]) -> (Vec<usize>, Vec<AtomicU32>) {
+/// Stable parallel counting sort of the contributions by row. Returns `row_start`
+/// (`n_block_rows + 1` offsets) and, ordered by row and ascending contribution index within a row,
+/// the key `col << 32 | index` of every contribution. Every chunk of contributions counts its rows,
+/// offsets are laid out chunk after chunk within each row, and every chunk scatters its keys: the
+/// output does not depend on the number of chunks.
+fn sort_by_row(n_block_rows: usize, rows: &[u32], cols: &[u32]) -> (Vec<usize>, Vec<AtomicU64>) {
     let n = rows.len();
     let n_chunks = n
         .div_ceil(SORT_CHUNK)
         .clamp(1, rayon::current_num_threads().max(1));
     let chunk = n.div_ceil(n_chunks).max(1);
-    let mut counts: Vec<Vec<u32>> = rows
+    let mut next: Vec<Vec<u32>> = rows
         .par_chunks(chunk)
         .map(|rc| {
             let mut c = vec![0u32; n_block_rows];
@@ -174,55 +187,49 @@ fn sort_by_row(n_block_rows: usize, rows: &[u32]) -> (Vec<usize>, Vec<AtomicU32>
             c
         })
         .collect();
-    // counts[t][r] becomes the first output position of chunk t's contributions in row r.
+    // next[t][r] becomes the first output position of chunk t's contributions in row r.
     let mut row_start = Vec::with_capacity(n_block_rows + 1);
     let mut running = 0usize;
     for r in 0..n_block_rows {
         row_start.push(running);
-        for c in counts.iter_mut() {
+        for c in next.iter_mut() {
             let k = c[r] as usize;
             c[r] = running as u32;
             running += k;
         }
     }
     row_start.push(running);
-    let by_row: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+    let keys: Vec<AtomicU64> = (0..n).into_par_iter().map(|_| AtomicU64::new(0)).collect();
     rows.par_chunks(chunk)
-        .zip(counts.par_iter_mut())
+        .zip(cols.par_chunks(chunk))
+        .zip(next.par_iter_mut())
         .enumerate()
-        .for_each(|(t, (rc, next))| {
-            for (k, &r) in rc.iter().enumerate() {
+        .for_each(|(t, ((rc, cc), next))| {
+            for (k, (&r, &c)) in rc.iter().zip(cc).enumerate() {
                 let pos = &mut next[r as usize];
                 // Positions are disjoint across chunks by construction; relaxed stores suffice because
                 // rayon's join synchronises before anyone reads.
-                by_row[*pos as usize].store((t * chunk + k) as u32, Ordering::Relaxed);
+                keys[*pos as usize]
+                    .store((c as u64) << 32 | (t * chunk + k) as u64, Ordering::Relaxed);
                 *pos += 1;
             }
         });
-    (row_start, by_row)
+    (row_start, keys)
 }
 
-/// Per block row: the sorted unique columns (the pattern row) and the row's contributions regrouped
-/// by slot with a stable counting sort. A row's contributions keep the output range they had in
-/// `by_row`, so row groups write disjoint parts of the result in parallel.
+/// Per block row: sorts the row's keys `col << 32 | index`, which groups its contributions by column
+/// (the pattern row is the distinct columns) in ascending contribution order within a column. A row
+/// keeps the output range it had in `keys`, so row groups write disjoint parts of the result in
+/// parallel.
 fn group_by_slot(
     n_block_rows: usize,
     n_block_cols: usize,
-    cols: &[u32],
     row_start: &[usize],
-    by_row: &[AtomicU32],
+    keys: &[AtomicU64],
 ) -> (BlockPattern, Vec<usize>, Vec<u32>) {
-    let n = cols.len();
+    let n = keys.len();
     let mut contributions = vec![0u32; n];
-    // Split the output at row-group boundaries.
-    let mut tasks = Vec::with_capacity(n_block_rows.div_ceil(ROWS_PER_TASK));
-    let mut rest = contributions.as_mut_slice();
-    for first in (0..n_block_rows).step_by(ROWS_PER_TASK) {
-        let last = (first + ROWS_PER_TASK).min(n_block_rows);
-        let (head, tail) = rest.split_at_mut(row_start[last] - row_start[first]);
-        tasks.push((first..last, head));
-        rest = tail;
-    }
+    let tasks = split_rows(row_start, 1, ROWS_PER_TASK, &mut contributions);
     struct Group {
         row_nnz: Vec<usize>,
         col_idx: Vec<u32>,
@@ -236,42 +243,23 @@ fn group_by_slot(
                 col_idx: Vec::new(),
                 slot_ptr: Vec::new(),
             };
-            let (mut local, mut slot_of, mut next) = (Vec::new(), Vec::new(), Vec::new());
+            let mut local = Vec::new();
             let base = row_start[range.start];
             for r in range {
                 let (s, e) = (row_start[r], row_start[r + 1]);
                 local.clear();
-                local.extend(
-                    by_row[s..e]
-                        .iter()
-                        .map(|c| cols[c.load(Ordering::Relaxed) as usize]),
-                );
+                local.extend(keys[s..e].iter().map(|k| k.load(Ordering::Relaxed)));
                 local.sort_unstable();
-                local.dedup();
-                // next[k]: next output position of local slot k (counting sort by slot).
-                next.clear();
-                next.resize(local.len(), 0usize);
-                slot_of.clear();
-                for c in &by_row[s..e] {
-                    let col = cols[c.load(Ordering::Relaxed) as usize];
-                    let k = local.partition_point(|&x| x < col);
-                    slot_of.push(k as u32);
-                    next[k] += 1;
+                let nnz_before = g.col_idx.len();
+                for (pos, &key) in (s..e).zip(&local) {
+                    let col = (key >> 32) as u32;
+                    if g.col_idx.len() == nnz_before || g.col_idx[g.col_idx.len() - 1] != col {
+                        g.col_idx.push(col);
+                        g.slot_ptr.push(pos);
+                    }
+                    out[pos - base] = key as u32;
                 }
-                let mut running = s;
-                for x in next.iter_mut() {
-                    g.slot_ptr.push(running);
-                    let count = *x;
-                    *x = running;
-                    running += count;
-                }
-                for (c, &k) in by_row[s..e].iter().zip(&slot_of) {
-                    let pos = &mut next[k as usize];
-                    out[*pos - base] = c.load(Ordering::Relaxed);
-                    *pos += 1;
-                }
-                g.row_nnz.push(local.len());
-                g.col_idx.extend_from_slice(&local);
+                g.row_nnz.push(g.col_idx.len() - nnz_before);
             }
             g
         })

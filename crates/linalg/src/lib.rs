@@ -7,6 +7,7 @@
 
 mod bsr;
 mod coo;
+pub mod direct;
 mod error;
 mod kernels;
 mod pattern;
@@ -15,7 +16,6 @@ mod rows;
 mod spgemm;
 mod transpose;
 mod vector;
-// pub mod direct; // sparse direct solver, enabled once crates/linalg/src/direct/mod.rs exists
 
 pub use bsr::Bsr;
 pub use coo::CooPlan;

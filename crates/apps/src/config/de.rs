@@ -7,10 +7,7 @@
 
 use std::fmt;
 
-use serde::de::{
-    self, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, VariantAccess,
-    Visitor,
-};
+use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
 
 use super::tree::{display_path, index_path, key_path, Entry, Node, Origin, Value};
 
@@ -72,7 +69,7 @@ impl de::Error for DeError {
     }
 }
 
-/// `"; did you mean `x`?"` for the closest candidate within a small edit distance, else `""`.
+/// `" (did you mean `x`?)"` for the closest candidate within a small edit distance, else `""`.
 fn suggestion(given: &str, candidates: &[&str]) -> String {
     let limit = (given.chars().count() / 3).max(2);
     candidates
@@ -80,7 +77,7 @@ fn suggestion(given: &str, candidates: &[&str]) -> String {
         .map(|c| (edit_distance(given, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min()
-        .map(|(_, c)| format!("; did you mean `{c}`?"))
+        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default()
 }
 
@@ -149,14 +146,16 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
                     items: items.iter().enumerate(),
                     path: &self.path,
                 };
-                visitor.visit_seq(&mut seq).and_then(|v| match seq.items.len() {
-                    0 => Ok(v),
-                    extra => Err(de::Error::custom(format!(
-                        "expected {} entries, found {}",
-                        items.len() - extra,
-                        items.len()
-                    ))),
-                })
+                visitor
+                    .visit_seq(&mut seq)
+                    .and_then(|v| match seq.items.len() {
+                        0 => Ok(v),
+                        extra => Err(de::Error::custom(format!(
+                            "expected {} entries, found {}",
+                            items.len() - extra,
+                            items.len()
+                        ))),
+                    })
             }
             Value::Map(entries) => visitor.visit_map(MapDe {
                 entries: entries.iter(),
@@ -265,8 +264,7 @@ impl<'de> MapAccess<'de> for MapDe<'_, 'de> {
             return Ok(None);
         };
         self.pending = Some(entry);
-        let key: de::value::BorrowedStrDeserializer<'de, DeError> =
-            entry.key.as_str().into_deserializer();
+        let key = de::value::BorrowedStrDeserializer::<DeError>::new(&entry.key);
         seed.deserialize(key)
             .map(Some)
             .map_err(|e| e.located(&entry.key_origin, &key_path(self.path, &entry.key)))
@@ -298,7 +296,7 @@ impl<'de> EnumAccess<'de> for UnitVariantDe<'de> {
     type Variant = Self;
 
     fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), DeError> {
-        let name: de::value::BorrowedStrDeserializer<'de, DeError> = self.name.into_deserializer();
+        let name = de::value::BorrowedStrDeserializer::<DeError>::new(self.name);
         Ok((seed.deserialize(name)?, self))
     }
 }
@@ -353,10 +351,12 @@ impl<'de> EnumAccess<'de> for MapVariantDe<'_, 'de> {
     type Variant = Self;
 
     fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), DeError> {
-        let key: de::value::BorrowedStrDeserializer<'de, DeError> =
-            self.entry.key.as_str().into_deserializer();
+        let key = de::value::BorrowedStrDeserializer::<DeError>::new(&self.entry.key);
         let variant = seed.deserialize(key).map_err(|e| {
-            e.located(&self.entry.key_origin, &key_path(self.path, &self.entry.key))
+            e.located(
+                &self.entry.key_origin,
+                &key_path(self.path, &self.entry.key),
+            )
         })?;
         Ok((variant, self))
     }
@@ -456,14 +456,24 @@ mod tests {
     #[test]
     fn errors_point_at_the_innermost_node() {
         let head = "choice: second\npoint: [0, 0, 0]\n";
-        let err = parse(&format!("{head}inner:\n  - {{ young_modulus: 1, stpes: 2 }}\n"))
-            .unwrap_err();
-        assert_eq!(place(&err), (4, 24, "inner[0].stpes"));
-        assert!(err.message.contains("did you mean `steps`?"), "{}", err.message);
-        assert!(err.message.contains("young_modulus, steps"), "{}", err.message);
+        let err = parse(&format!(
+            "{head}inner:\n  - {{ young_modulus: 1, stpes: 2 }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(place(&err), (4, 25, "inner[0].stpes"));
+        assert!(
+            err.message.contains("did you mean `steps`?"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains("young_modulus, steps"),
+            "{}",
+            err.message
+        );
 
         let err = parse(&format!("{head}inner:\n  - {{ young_modulus: abc }}\n")).unwrap_err();
-        assert_eq!(place(&err), (4, 20, "inner[0].young_modulus"));
+        assert_eq!(place(&err), (4, 22, "inner[0].young_modulus"));
 
         let err = parse(&format!("{head}inner:\n  - {{ steps: -1 }}\n")).unwrap_err();
         assert_eq!(place(&err), (4, 14, "inner[0].steps"));
@@ -474,10 +484,15 @@ mod tests {
 
         let err = parse("inner: []\nchoice: third\npoint: [0, 0, 0]\n").unwrap_err();
         assert_eq!(place(&err), (2, 9, "choice"));
-        assert!(err.message.contains("valid choices: first, second"), "{}", err.message);
+        assert!(
+            err.message.contains("valid choices: first, second"),
+            "{}",
+            err.message
+        );
 
-        let err = parse("inner: []\nchoice: { first: {young_modulus: 1}, second: }\npoint: [0, 0, 0]\n")
-            .unwrap_err();
+        let err =
+            parse("inner: []\nchoice: { first: {young_modulus: 1}, second: }\npoint: [0, 0, 0]\n")
+                .unwrap_err();
         assert_eq!(place(&err), (2, 9, "choice"));
 
         let err = parse("inner: []\nchoice: second\npoint: [0, 0, 0, 0]\n").unwrap_err();
@@ -491,7 +506,10 @@ mod tests {
         assert_eq!(edit_distance("modle", "model"), 2);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(suggestion("modle", &["cells", "model"]), "; did you mean `model`?");
+        assert_eq!(
+            suggestion("modle", &["cells", "model"]),
+            " (did you mean `model`?)"
+        );
         assert_eq!(suggestion("zzzzzz", &["cells", "model"]), "");
     }
 }

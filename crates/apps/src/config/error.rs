@@ -28,7 +28,10 @@ pub enum ErrorKind {
 /// `Display` renders `file:line:column: key.path: message` followed by the offending source line
 /// with a caret, or `file: --set `arg`: key.path: message` when the value came from an override.
 #[derive(Debug)]
-pub struct ConfigError {
+pub struct ConfigError(Box<Details>);
+
+#[derive(Debug)]
+struct Details {
     kind: ErrorKind,
     file: PathBuf,
     origin: Option<Origin>,
@@ -40,7 +43,7 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub(crate) fn io(file: &Path, source: io::Error) -> Self {
-        ConfigError {
+        ConfigError(Box::new(Details {
             kind: ErrorKind::Io,
             file: file.to_owned(),
             origin: None,
@@ -48,7 +51,7 @@ impl ConfigError {
             message: format!("cannot read the configuration: {source}"),
             snippet: None,
             source: Some(source),
-        }
+        }))
     }
 
     /// An error at `origin` (if known) and key `path` (if known); `text` is the file's content,
@@ -65,7 +68,7 @@ impl ConfigError {
             (Some(Origin::File { line, column }), Some(text)) => snippet(text, *line, *column),
             _ => None,
         };
-        ConfigError {
+        ConfigError(Box::new(Details {
             kind,
             file: file.to_owned(),
             origin,
@@ -73,7 +76,7 @@ impl ConfigError {
             message,
             snippet,
             source: None,
-        }
+        }))
     }
 
     /// A YAML syntax error reported by the parser.
@@ -93,22 +96,22 @@ impl ConfigError {
     }
 
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The configuration file.
     pub fn file(&self) -> &Path {
-        &self.file
+        &self.0.file
     }
 
     /// Where the offending value came from, when known.
     pub fn origin(&self) -> Option<&Origin> {
-        self.origin.as_ref()
+        self.0.origin.as_ref()
     }
 
     /// 1-based line and column in the file, when the offending value was written there.
     pub fn line_column(&self) -> Option<(u32, u32)> {
-        match self.origin {
+        match self.0.origin {
             Some(Origin::File { line, column }) => Some((line, column)),
             _ => None,
         }
@@ -116,28 +119,28 @@ impl ConfigError {
 
     /// Key path of the offending value (`materials[1].poisson_ratio`; `""` is the top level).
     pub fn key_path(&self) -> Option<&str> {
-        self.path.as_deref()
+        self.0.path.as_deref()
     }
 
     /// The message without file, place and snippet.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        match &self.origin {
+        write!(f, "{}", self.0.file.display())?;
+        match &self.0.origin {
             Some(Origin::File { line, column }) => write!(f, ":{line}:{column}")?,
             Some(Origin::Override(arg)) => write!(f, ": --set `{arg}`")?,
             None => {}
         }
-        if let Some(path) = &self.path {
+        if let Some(path) = &self.0.path {
             write!(f, ": {}", display_path(path))?;
         }
-        write!(f, ": {}", self.message)?;
-        if let Some(snippet) = &self.snippet {
+        write!(f, ": {}", self.0.message)?;
+        if let Some(snippet) = &self.0.snippet {
             write!(f, "\n{snippet}")?;
         }
         Ok(())
@@ -146,7 +149,8 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.0
+            .source
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
@@ -156,14 +160,17 @@ impl std::error::Error for ConfigError {
 pub(crate) fn bare_message(error: &serde_saphyr::Error) -> String {
     serde_saphyr::DefaultMessageFormatter
         .format_message(error.without_snippet())
-        .escape_debug()
-        .to_string()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// The source line `line` with a caret under character `column` (both 1-based), in the layout
 /// of compiler diagnostics; `None` when the line does not exist.
 fn snippet(text: &str, line: u32, column: u32) -> Option<String> {
-    let source = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let source = text
+        .lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
     let number = line.to_string();
     let pad = " ".repeat(number.len());
     // Keep tabs so that the caret lines up with the quoted text.
@@ -172,9 +179,7 @@ fn snippet(text: &str, line: u32, column: u32) -> Option<String> {
         .take(column.saturating_sub(1) as usize)
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
-    Some(format!(
-        "{pad} |\n{number} | {source}\n{pad} | {indent}^"
-    ))
+    Some(format!("{pad} |\n{number} | {source}\n{pad} | {indent}^"))
 }
 
 #[cfg(test)]

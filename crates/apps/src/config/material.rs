@@ -259,7 +259,12 @@ impl MaterialParams {
                 require("mu2", mu2, mu2 >= 0.0, "must be >= 0")?;
                 require("mu2", mu2, mu1 + mu2 > 0.0, "mu1 + mu2 must be > 0")?;
                 let positive_bulk = 3.0 * lambda + 2.0 * (mu1 + mu2) > 0.0;
-                require("lambda", lambda, positive_bulk, "3 lambda + 2 (mu1 + mu2) must be > 0")?;
+                require(
+                    "lambda",
+                    lambda,
+                    positive_bulk,
+                    "3 lambda + 2 (mu1 + mu2) must be > 0",
+                )?;
                 Moduli::MooneyRivlin { lambda, mu1, mu2 }
             }
         })
@@ -345,7 +350,10 @@ mod tests {
         };
         assert_eq!(
             m.moduli().unwrap(),
-            Moduli::DecoupledNeoHookean { kappa: 5.0, mu: 2.0 }
+            Moduli::DecoupledNeoHookean {
+                kappa: 5.0,
+                mu: 2.0
+            }
         );
         let m = MaterialParams {
             lambda: Some(3.0),
@@ -355,14 +363,24 @@ mod tests {
         };
         assert_eq!(
             m.moduli().unwrap(),
-            Moduli::MooneyRivlin { lambda: 3.0, mu1: 1.0, mu2: 0.5 }
+            Moduli::MooneyRivlin {
+                lambda: 3.0,
+                mu1: 1.0,
+                mu2: 0.5
+            }
         );
         let m = MaterialParams {
             lambda: Some(-0.5),
             mu: Some(1.0),
             ..entry(MaterialModel::Linear)
         };
-        assert_eq!(m.moduli().unwrap(), Moduli::Linear { lambda: -0.5, mu: 1.0 });
+        assert_eq!(
+            m.moduli().unwrap(),
+            Moduli::Linear {
+                lambda: -0.5,
+                mu: 1.0
+            }
+        );
     }
 
     #[test]
@@ -373,7 +391,10 @@ mod tests {
         };
         let err = only_e.moduli().unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("(young_modulus, poisson_ratio) or (lambda, mu)"), "{text}");
+        assert!(
+            text.contains("(young_modulus, poisson_ratio) or (lambda, mu)"),
+            "{text}"
+        );
         assert!(text.contains("given: young_modulus"), "{text}");
 
         let mixed = MaterialParams {
@@ -381,14 +402,20 @@ mod tests {
             mu: Some(1.0),
             ..only_e.clone()
         };
-        assert!(matches!(mixed.moduli(), Err(MaterialError::Parameters { .. })));
+        assert!(matches!(
+            mixed.moduli(),
+            Err(MaterialError::Parameters { .. })
+        ));
 
         let kappa_for_svk = MaterialParams {
             kappa: Some(1.0),
             mu: Some(1.0),
             ..entry(MaterialModel::SaintVenantKirchhoff)
         };
-        assert!(matches!(kappa_for_svk.moduli(), Err(MaterialError::Parameters { .. })));
+        assert!(matches!(
+            kappa_for_svk.moduli(),
+            Err(MaterialError::Parameters { .. })
+        ));
 
         for (nu, ok) in [(0.5, false), (-1.0, false), (0.4999, true), (-0.99, true)] {
             let m = MaterialParams {

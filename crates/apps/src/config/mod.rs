@@ -99,7 +99,6 @@ impl Config {
                 .map(|stem| stem.to_string_lossy().into_owned());
         }
     }
-
 }
 
 #[cfg(test)]

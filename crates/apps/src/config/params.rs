@@ -77,6 +77,7 @@ impl Source {
 /// `mesh: { gmsh: {...} }`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // one per run; boxing would only complicate matching
 pub enum MeshSource {
     /// A structured box, optionally mapped trilinearly onto eight corners.
     Box(BoxMesh),

@@ -95,11 +95,18 @@ fn every_field_is_read() {
     assert_eq!(c.materials[1].cells, CellSelection::Set("core".into()));
     assert_eq!(
         c.materials[1].moduli().unwrap(),
-        Moduli::MooneyRivlin { lambda: 400.0, mu1: 100.0, mu2: 20.0 }
+        Moduli::MooneyRivlin {
+            lambda: 400.0,
+            mu1: 100.0,
+            mu2: 20.0
+        }
     );
     assert_eq!(
         c.materials[2].moduli().unwrap(),
-        Moduli::DecoupledNeoHookean { kappa: 50.0, mu: 3.0 }
+        Moduli::DecoupledNeoHookean {
+            kappa: 50.0,
+            mu: 3.0
+        }
     );
     assert_eq!(c.body_force, [0.0, -9.81, 0.5]);
 
@@ -108,14 +115,22 @@ fn every_field_is_read() {
     assert_eq!(b.dirichlet[1].set, "ymin");
     assert_eq!(b.dirichlet[1].components(), [None, Some(-0.25), None]);
     let t = &b.twist[0];
-    assert_eq!((t.set.as_str(), t.axis, t.center), ("zmax", [0.0, 0.0, 1.0], [0.5, 0.5, 4.0]));
+    assert_eq!(
+        (t.set.as_str(), t.axis, t.center),
+        ("zmax", [0.0, 0.0, 1.0], [0.5, 0.5, 4.0])
+    );
     assert_eq!((t.angle_deg, t.axial), (90.0, 0.1));
     assert_eq!(b.traction[0].set, "xmax");
     assert_eq!(b.traction[0].value, [0.0, 0.0, -1.0e-3]);
 
     assert_eq!(
         c.loading,
-        LoadingParams { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
+        LoadingParams {
+            steps: 4,
+            min_increment: 1.0e-4,
+            max_cutbacks: 6,
+            growth: 2.0
+        }
     );
     assert_eq!(
         c.newton,
@@ -140,7 +155,10 @@ fn every_field_is_read() {
     assert_eq!(c.quadrature.points_for(2), 4);
     assert_eq!(c.output.directory, PathBuf::from("out/runs"));
     assert_eq!(c.output.name.as_deref(), Some("beam_q2"));
-    assert_eq!(c.output.fields, [OutputField::VonMises, OutputField::Displacement]);
+    assert_eq!(
+        c.output.fields,
+        [OutputField::VonMises, OutputField::Displacement]
+    );
     assert!(!c.output.wants(OutputField::Reaction));
 }
 
@@ -201,7 +219,10 @@ fn omitted_sections_take_documented_defaults() {
 fn misspelled_key_suggests_the_right_one_and_lists_all() {
     let text = "mesh: { box: { cells: [2, 1, 1] } }\nmaterials:\n  - modle: linear\n";
     let msg = error_at(text, 3, 5);
-    assert!(msg.contains("materials[0].modle: unknown key `modle`; did you mean `model`?"), "{msg}");
+    assert!(
+        msg.contains("materials[0].modle: unknown key `modle` (did you mean `model`?)"),
+        "{msg}"
+    );
     assert!(
         msg.contains(
             "valid keys: cells, model, young_modulus, poisson_ratio, lambda, mu, kappa, mu1, mu2"
@@ -213,14 +234,20 @@ fn misspelled_key_suggests_the_right_one_and_lists_all() {
 
     let msg = error_at(&format!("{MINIMAL}newtn: {{ rtol: 1e-6 }}\n"), 4, 1);
     assert!(msg.contains("did you mean `newton`?"), "{msg}");
-    assert!(msg.contains("valid keys: mesh, materials, body_force, boundary"), "{msg}");
+    assert!(
+        msg.contains("valid keys: mesh, materials, body_force, boundary"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn wrong_types_point_at_the_value() {
-    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: many }}\n"), 4, 20);
-    assert!(msg.contains("loading.steps: invalid type: string \"many\""), "{msg}");
-    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: 1.5 }}\n"), 4, 20);
+    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: many }}\n"), 4, 19);
+    assert!(
+        msg.contains("loading.steps: invalid type: string \"many\""),
+        "{msg}"
+    );
+    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: 1.5 }}\n"), 4, 19);
     assert!(msg.contains("loading.steps"), "{msg}");
     let msg = error_at(&format!("{MINIMAL}body_force: [0, 1]\n"), 4, 13);
     assert!(msg.contains("body_force"), "{msg}");
@@ -234,7 +261,10 @@ fn wrong_types_point_at_the_value() {
 fn unknown_material_model_lists_the_five_models() {
     let text = "mesh: { box: { cells: [2, 1, 1] } }\nmaterials:\n  - { model: neo_hooke, mu: 1 }\n";
     let msg = error_at(text, 3, 14);
-    assert!(msg.contains("materials[0].model: unknown choice `neo_hooke`"), "{msg}");
+    assert!(
+        msg.contains("materials[0].model: unknown choice `neo_hooke`"),
+        "{msg}"
+    );
     assert!(msg.contains("did you mean `neo_hookean`?"), "{msg}");
     assert!(
         msg.contains(
@@ -243,18 +273,29 @@ fn unknown_material_model_lists_the_five_models() {
         ),
         "{msg}"
     );
-    let msg = error_at(&format!("{MINIMAL}linear_solver: {{ method: amg }}\n"), 4, 26);
+    let msg = error_at(
+        &format!("{MINIMAL}linear_solver: {{ method: amg }}\n"),
+        4,
+        26,
+    );
     assert!(msg.contains("valid choices: cg_jacobi, direct"), "{msg}");
 }
 
 #[test]
 fn mesh_must_be_given_exactly_once() {
-    let msg = error_at("materials:\n  - { model: linear, lambda: 1, mu: 1 }\n", 1, 1);
+    let msg = error_at(
+        "materials:\n  - { model: linear, lambda: 1, mu: 1 }\n",
+        1,
+        1,
+    );
     assert!(msg.contains("missing key `mesh`"), "{msg}");
 
     let both = "mesh:\n  box: { cells: [1, 1, 1] }\n  gmsh: { file: a.msh }\nmaterials: []\n";
     let msg = error_at(both, 2, 3);
-    assert!(msg.contains("expected exactly one of the keys box | gmsh, found box, gmsh"), "{msg}");
+    assert!(
+        msg.contains("expected exactly one of the keys box | gmsh, found box, gmsh"),
+        "{msg}"
+    );
 
     let msg = error_at("mesh:\n  bx: { cells: [1, 1, 1] }\nmaterials: []\n", 2, 3);
     assert!(msg.contains("did you mean `box`?"), "{msg}");
@@ -263,15 +304,25 @@ fn mesh_must_be_given_exactly_once() {
     assert!(msg.contains("found none"), "{msg}");
 
     let msg = error_at("", 1, 1);
-    assert!(msg.contains("invalid type: unit value, expected struct Config"), "{msg}");
+    assert!(
+        msg.contains("invalid type: unit value, expected struct Config"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn yaml_syntax_errors_carry_the_parser_position() {
-    let msg = error_at("mesh: { box: { cells: [2, 1, 1] }\nmaterials: []\n", 2, 10);
-    assert_eq!(load_text("mesh: [1\n").unwrap_err().kind(), ErrorKind::Syntax);
+    let msg = error_at("mesh: { box: { cells: [2, 1, 1] }\nmaterials: []\n", 2, 1);
+    assert_eq!(
+        load_text("mesh: [1\n").unwrap_err().kind(),
+        ErrorKind::Syntax
+    );
     assert!(msg.contains("materials: []"), "{msg}");
-    let msg = error_at(&format!("{MINIMAL}loading: {{ steps: 1 }}\nloading: {{}}\n"), 5, 1);
+    let msg = error_at(
+        &format!("{MINIMAL}loading: {{ steps: 1 }}\nloading: {{}}\n"),
+        5,
+        1,
+    );
     assert!(msg.contains("duplicate"), "{msg}");
 }
 
@@ -293,14 +344,23 @@ fn overrides_change_values_and_create_keys() {
     assert_eq!(c.newton.rtol, 1e-4);
     assert_eq!(c.materials[1].mu2, Some(0.0));
     assert_eq!(c.materials[0].model, MaterialModel::SaintVenantKirchhoff);
-    assert_eq!(c.boundary.dirichlet[1].components(), [None, Some(-0.25), Some(0.5)]);
+    assert_eq!(
+        c.boundary.dirichlet[1].components(),
+        [None, Some(-0.25), Some(0.5)]
+    );
     assert_eq!(c.body_force, [1.0, 2.0, 3.0]);
     assert_eq!(c.output.name.as_deref(), Some("other"));
     assert_eq!(c.quadrature.points, None);
 
     // Sections absent from the file are created.
-    let c = load_set(MINIMAL, &["loading.steps=5", "boundary.traction=[{set: top, value: [0, 0, 1]}]"])
-        .unwrap();
+    let c = load_set(
+        MINIMAL,
+        &[
+            "loading.steps=5",
+            "boundary.traction=[{set: top, value: [0, 0, 1]}]",
+        ],
+    )
+    .unwrap();
     assert_eq!(c.loading.steps, 5);
     assert_eq!(c.boundary.traction[0].set, "top");
 }
@@ -308,25 +368,47 @@ fn overrides_change_values_and_create_keys() {
 #[test]
 fn bad_overrides_name_the_argument() {
     let cases: [(&str, &[&str]); 6] = [
-        ("newton.rtoll=1e-6", &["newton.rtoll", "did you mean `rtol`?"]),
-        ("loading.steps=many", &["loading.steps", "invalid type: string \"many\""]),
-        ("materials[0].model=rubber", &["valid choices: linear, saint_venant_kirchhoff"]),
-        ("materials[4].mu=1", &["index [4] is out of range: `materials` has 1 entries"]),
+        (
+            "newton.rtoll=1e-6",
+            &["newton.rtoll", "did you mean `rtol`?"],
+        ),
+        (
+            "loading.steps=many",
+            &["loading.steps", "invalid type: string \"many\""],
+        ),
+        (
+            "materials[0].model=rubber",
+            &["valid choices: linear, saint_venant_kirchhoff"],
+        ),
+        (
+            "materials[4].mu=1",
+            &["index [4] is out of range: `materials` has 1 entries"],
+        ),
         ("newton.rtol", &["expected `key.path=value`"]),
         ("body_force=[1, 2", &["is not valid YAML"]),
     ];
     for (arg, expected) in cases {
         let err = load_set(MINIMAL, &[arg]).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with(&format!("{FILE}: --set `{arg}`: ")), "{msg}");
+        assert!(
+            msg.starts_with(&format!("{FILE}: --set `{arg}`: ")),
+            "{msg}"
+        );
         for part in expected {
             assert!(msg.contains(part), "{arg}: missing `{part}` in\n{msg}");
         }
         assert_eq!(err.origin(), Some(&Origin::Override(arg.to_owned())));
     }
     // A value set to something the validation rejects also names the argument.
-    let msg = load_set(MINIMAL, &["loading.steps=0"]).unwrap_err().to_string();
-    assert!(msg.starts_with(&format!("{FILE}: --set `loading.steps=0`: loading.steps: must be")), "{msg}");
+    let msg = load_set(MINIMAL, &["loading.steps=0"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "{FILE}: --set `loading.steps=0`: loading.steps: must be"
+        )),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -337,20 +419,22 @@ fn semantic_errors_name_the_key_and_its_line() {
         4,
         5,
     );
-    assert!(msg.contains("materials[1]: material entry 1: model `neo_hookean` takes exactly one of the parameter sets (young_modulus, poisson_ratio) or (lambda, mu); given: young_modulus"), "{msg}");
+    assert!(msg.contains("materials[1]: model `neo_hookean` takes exactly one of the parameter sets (young_modulus, poisson_ratio) or (lambda, mu); given: young_modulus"), "{msg}");
 
     let msg = error_at(
-        &format!("{head}materials:\n  - model: linear\n    young_modulus: 10\n    poisson_ratio: 0.5\n"),
+        &format!(
+            "{head}materials:\n  - model: linear\n    young_modulus: 10\n    poisson_ratio: 0.5\n"
+        ),
         5,
         20,
     );
-    assert!(msg.contains("materials[0].poisson_ratio: material entry 0: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
+    assert!(msg.contains("materials[0].poisson_ratio: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
 
     let cases: [(&str, u32, u32, &str); 12] = [
         ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
-        ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 42, "mesh.box.order: must be 1 or 2"),
-        ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 14, "must be below `upper`"),
-        ("mesh: { box: { cells: [1, 1, 1], upper: [1, 1, 1], corners: [[0,0,0],[1,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 62, "not both"),
+        ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 41, "mesh.box.order: must be 1 or 2"),
+        ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 59, "must be below `upper`"),
+        ("mesh: { box: { cells: [1, 1, 1], upper: [1, 1, 1], corners: [[0,0,0],[1,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 61, "not both"),
         ("mesh: { box: { cells: [1, 1, 1], corners: [[1,0,0],[0,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 43, "inverted or degenerate at corner 0"),
         ("boundary: { dirichlet: [ { set: xmin } ] }", 1, 26, "boundary.dirichlet[0]: give at least one of `x`, `y`, `z`"),
         ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
@@ -371,12 +455,28 @@ fn semantic_errors_name_the_key_and_its_line() {
     }
 
     // A key left at its default is reported at its section.
-    let msg = error_at(&format!("{MINIMAL}newton:\n  line_search: true\n  max_line_search: 0\n"), 6, 20);
-    assert!(msg.contains("newton.max_line_search: must be >= 1"), "{msg}");
-    let msg = load_text(&format!("{MINIMAL}materials: []\n")).unwrap_err().to_string();
+    let msg = error_at(
+        &format!("{MINIMAL}newton:\n  line_search: true\n  max_line_search: 0\n"),
+        6,
+        20,
+    );
+    assert!(
+        msg.contains("newton.max_line_search: must be >= 1"),
+        "{msg}"
+    );
+    let msg = load_text(&format!("{MINIMAL}materials: []\n"))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("duplicate"), "{msg}");
-    let msg = error_at("mesh: { box: { cells: [2, 1, 1] } }\nmaterials: []\n", 2, 12);
-    assert!(msg.contains("materials: at least one material entry is required"), "{msg}");
+    let msg = error_at(
+        "mesh: { box: { cells: [2, 1, 1] } }\nmaterials: []\n",
+        2,
+        12,
+    );
+    assert!(
+        msg.contains("materials: at least one material entry is required"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -395,21 +495,37 @@ fn validate_reports_configs_built_in_code() {
 fn gmsh_paths_are_relative_to_the_configuration_file() {
     let dir = scratch_dir("gmsh");
     fs::create_dir_all(dir.join("meshes")).unwrap();
-    fs::write(dir.join("meshes/cook.msh"), "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n").unwrap();
+    fs::write(
+        dir.join("meshes/cook.msh"),
+        "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n",
+    )
+    .unwrap();
     let yaml = dir.join("cook.yaml");
     let text = "mesh: { gmsh: { file: meshes/cook.msh } }\nmaterials: [ { model: linear, lambda: 1, mu: 1 } ]\n";
     fs::write(&yaml, text).unwrap();
     let c = load(&yaml).unwrap();
-    assert_eq!(c.mesh, MeshSource::Gmsh(GmshMesh { file: dir.join("meshes/cook.msh") }));
+    assert_eq!(
+        c.mesh,
+        MeshSource::Gmsh(GmshMesh {
+            file: dir.join("meshes/cook.msh")
+        })
+    );
     assert_eq!(c.output.name.as_deref(), Some("cook"));
 
     let err = load_with_overrides(&yaml, &["mesh.gmsh.file=missing.msh".to_owned()]).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("--set `mesh.gmsh.file=missing.msh`: mesh.gmsh.file: no such file"), "{msg}");
+    assert!(
+        msg.contains("--set `mesh.gmsh.file=missing.msh`: mesh.gmsh.file: no such file"),
+        "{msg}"
+    );
 
     let err = load(&dir.join("absent.yaml")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
-    assert!(err.to_string().contains("absent.yaml: cannot read the configuration"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("absent.yaml: cannot read the configuration"),
+        "{err}"
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -125,6 +125,7 @@ impl Node {
         origin: &Origin,
     ) -> Result<&mut Node, OverrideError> {
         let parent = path.clone();
+        let kind = self.value.kind();
         push_segment(path, segment);
         match segment {
             Segment::Key(key) => {
@@ -136,7 +137,7 @@ impl Node {
                         message: format!(
                             "cannot set key `{key}`: `{}` is {}, not a mapping",
                             display_path(&parent),
-                            self.value.kind()
+                            kind
                         ),
                         path: parent,
                     });
@@ -163,7 +164,7 @@ impl Node {
                         message: format!(
                             "cannot index [{index}]: `{}` is {}, not a sequence",
                             display_path(&parent),
-                            self.value.kind()
+                            kind
                         ),
                         path: parent,
                     });
@@ -391,7 +392,7 @@ mod tests {
         let origins = tree.origins();
         assert_eq!(origins["a"], at(1, 4));
         assert_eq!(origins["b[0]"], at(3, 5));
-        assert_eq!(origins["b[1][1]"], at(4, 12));
+        assert_eq!(origins["b[1][1]"], at(4, 11));
         let Value::Map(entries) = &tree.value else {
             panic!("root is not a map")
         };
@@ -409,7 +410,13 @@ mod tests {
         );
         assert_eq!(
             parse_key_path("a.0.b[2][3]").unwrap(),
-            vec![Key("a".into()), Index(0), Key("b".into()), Index(2), Index(3)]
+            vec![
+                Key("a".into()),
+                Index(0),
+                Key("b".into()),
+                Index(2),
+                Index(3)
+            ]
         );
         assert!(parse_key_path("a..b").is_err());
         assert!(parse_key_path("a[x]").is_err());
@@ -419,7 +426,8 @@ mod tests {
 
     #[test]
     fn overrides_replace_create_and_report_bad_paths() {
-        let mut tree = Node::parse("newton: { rtol: 1.0e-8 }\nmaterials:\n  - { mu: 1 }\n").unwrap();
+        let mut tree =
+            Node::parse("newton: { rtol: 1.0e-8 }\nmaterials:\n  - { mu: 1 }\n").unwrap();
         tree.apply_override("newton.rtol=1e-6").unwrap();
         tree.apply_override("loading.steps=4").unwrap();
         tree.apply_override("materials[0].lambda=[1, 2]").unwrap();
@@ -427,8 +435,11 @@ mod tests {
         let set = |arg: &str| Origin::Override(arg.to_owned());
         assert_eq!(origins["newton.rtol"], set("newton.rtol=1e-6"));
         assert_eq!(origins["loading.steps"], set("loading.steps=4"));
-        assert_eq!(origins["materials[0].lambda[1]"], set("materials[0].lambda=[1, 2]"));
-        assert_eq!(origins["materials[0].mu"], at(3, 9));
+        assert_eq!(
+            origins["materials[0].lambda[1]"],
+            set("materials[0].lambda=[1, 2]")
+        );
+        assert_eq!(origins["materials[0].mu"], at(3, 11));
 
         let err = tree.apply_override("materials[3].mu=1").unwrap_err();
         assert!(err.message.contains("out of range"), "{}", err.message);

@@ -77,7 +77,7 @@ impl Config {
             }
             if let Err(e) = material.moduli() {
                 let at = e.key().map_or(path.clone(), |key| key_path(&path, key));
-                return Err(check.error(&at, format!("material entry {i}: {e}")));
+                return Err(check.error(&at, e.to_string()));
             }
         }
         check.finite(&self.body_force, "body_force")?;
@@ -91,7 +91,11 @@ impl Config {
             let path = index_path("boundary.dirichlet", i);
             check.set_name(&d.set, &key_path(&path, "set"))?;
             let given: Vec<f64> = d.components().into_iter().flatten().collect();
-            check.ensure(!given.is_empty(), &path, "give at least one of `x`, `y`, `z`")?;
+            check.ensure(
+                !given.is_empty(),
+                &path,
+                "give at least one of `x`, `y`, `z`",
+            )?;
             check.finite(&given, &path)?;
         }
         for (i, t) in self.boundary.twist.iter().enumerate() {
@@ -116,13 +120,29 @@ impl Config {
         let l = &self.loading;
         check.ensure(l.steps >= 1, "loading.steps", "must be >= 1")?;
         let m = l.min_increment;
-        check.ensure(m > 0.0 && m <= 1.0, "loading.min_increment", "must satisfy 0 < value <= 1")?;
-        check.ensure(l.growth >= 1.0 && l.growth.is_finite(), "loading.growth", "must be >= 1")?;
+        check.ensure(
+            m > 0.0 && m <= 1.0,
+            "loading.min_increment",
+            "must satisfy 0 < value <= 1",
+        )?;
+        check.ensure(
+            l.growth >= 1.0 && l.growth.is_finite(),
+            "loading.growth",
+            "must be >= 1",
+        )?;
 
         let n = &self.newton;
         tolerances(check, "newton", n.rtol, n.atol)?;
-        check.ensure(n.stol >= 0.0 && n.stol.is_finite(), "newton.stol", "must be >= 0")?;
-        check.ensure(n.max_iterations >= 1, "newton.max_iterations", "must be >= 1")?;
+        check.ensure(
+            n.stol >= 0.0 && n.stol.is_finite(),
+            "newton.stol",
+            "must be >= 0",
+        )?;
+        check.ensure(
+            n.max_iterations >= 1,
+            "newton.max_iterations",
+            "must be >= 1",
+        )?;
         check.ensure(
             !n.line_search || n.max_line_search >= 1,
             "newton.max_line_search",
@@ -131,7 +151,11 @@ impl Config {
 
         let s = &self.linear_solver;
         tolerances(check, "linear_solver", s.rtol, s.atol)?;
-        check.ensure(s.max_iterations >= 1, "linear_solver.max_iterations", "must be >= 1")?;
+        check.ensure(
+            s.max_iterations >= 1,
+            "linear_solver.max_iterations",
+            "must be >= 1",
+        )?;
 
         if let Some(points) = self.quadrature.points {
             check.ensure(
@@ -154,7 +178,9 @@ impl Config {
             let plain = !name.is_empty()
                 && name != "."
                 && name != ".."
-                && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+                && !name
+                    .chars()
+                    .any(|c| c == '/' || c == '\\' || c.is_control());
             check.ensure(
                 plain,
                 "output.name",
@@ -225,7 +251,7 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
         let (lower, upper) = (corners[0], corners[7]);
         check.ensure(
             (0..3).all(|d| lower[d] < upper[d]),
-            "mesh.box",
+            "mesh.box.upper",
             format!("`lower` {lower:?} must be below `upper` {upper:?} in every component"),
         )?;
     }

@@ -29,10 +29,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError>
 
 /// `.<file name>.tmp` in the same directory (a rename within one directory is atomic).
 fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map_or_else(
-        || "output".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.tmp"))
 }
 
@@ -50,7 +49,10 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"second");
         assert!(!temp_path(&path).exists());
         let missing = dir.join("no/such/dir/a.json");
-        assert!(matches!(write_atomic(&missing, b"x"), Err(OutputError::Io { .. })));
+        assert!(matches!(
+            write_atomic(&missing, b"x"),
+            Err(OutputError::Io { .. })
+        ));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

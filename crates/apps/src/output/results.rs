@@ -57,7 +57,8 @@ impl ResultsWriter {
         let h5 = |context: &str| writer.h5_error(context);
         let file = File::create(&writer.h5_path).map_err(h5("cannot create the file"))?;
         writer.write_mesh(&file, mesh)?;
-        file.create_group("steps").map_err(h5("cannot create /steps"))?;
+        file.create_group("steps")
+            .map_err(h5("cannot create /steps"))?;
         file.flush().map_err(h5("cannot flush"))?;
         file.close().map_err(h5("cannot close"))?;
         writer.write_xdmf()?;
@@ -152,15 +153,24 @@ impl ResultsWriter {
 
     fn write_mesh(&self, file: &File, mesh: &MeshData) -> Result<(), OutputError> {
         let h5 = |context: &str| self.h5_error(context);
-        let group = file.create_group("mesh").map_err(h5("cannot create /mesh"))?;
+        let group = file
+            .create_group("mesh")
+            .map_err(h5("cannot create /mesh"))?;
         let n_nodes = mesh.coordinates.len();
-        write_dataset(&group, "coordinates", &[n_nodes, 3], mesh.coordinates.as_flattened())
-            .map_err(h5("cannot write /mesh/coordinates"))?;
+        write_dataset(
+            &group,
+            "coordinates",
+            &[n_nodes, 3],
+            mesh.coordinates.as_flattened(),
+        )
+        .map_err(h5("cannot write /mesh/coordinates"))?;
         let connectivity = to_i64(mesh.connectivity)?;
         let shape = [self.mesh.n_cells, mesh.nodes_per_cell];
         write_dataset(&group, "connectivity", &shape, &connectivity)
             .map_err(h5("cannot write /mesh/connectivity"))?;
-        let sets = group.create_group("sets").map_err(h5("cannot create /mesh/sets"))?;
+        let sets = group
+            .create_group("sets")
+            .map_err(h5("cannot create /mesh/sets"))?;
         for (kind, list) in [("nodes", mesh.node_sets), ("cells", mesh.cell_sets)] {
             let parent = sets
                 .create_group(kind)

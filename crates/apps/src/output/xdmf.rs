@@ -66,7 +66,14 @@ pub(crate) fn render(mesh: &MeshLayout, steps: &[StepEntry]) -> String {
             "        <Topology TopologyType=\"{topology}\" NumberOfElements=\"{}\">",
             mesh.n_cells
         );
-        data_item(&mut x, &h5, "/mesh/connectivity", mesh.n_cells, mesh.nodes_per_cell, "Int");
+        data_item(
+            &mut x,
+            &h5,
+            "/mesh/connectivity",
+            mesh.n_cells,
+            mesh.nodes_per_cell,
+            "Int",
+        );
         let _ = writeln!(x, "        </Topology>");
         let _ = writeln!(x, "        <Geometry GeometryType=\"XYZ\">");
         data_item(&mut x, &h5, "/mesh/coordinates", mesh.n_nodes, 3, "Float");

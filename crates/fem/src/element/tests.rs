@@ -7,7 +7,7 @@ use nalgebra::{Matrix3, Rotation3, Vector3};
 use super::*;
 use crate::basis::Face;
 use crate::face::FaceKernel;
-use crate::material::Moduli;
+use crate::material::{split_tangent, Moduli, SplitTangent};
 
 struct Rng(u64);
 
@@ -41,7 +41,9 @@ fn distorted_cell(order: usize, rng: &mut Rng) -> Vec<[f64; 3]> {
 }
 
 fn random_displacement(n: usize, scale: f64, rng: &mut Rng) -> Vec<[f64; 3]> {
-    (0..n).map(|_| [scale * rng.next(), scale * rng.next(), scale * rng.next()]).collect()
+    (0..n)
+        .map(|_| [scale * rng.next(), scale * rng.next(), scale * rng.next()])
+        .collect()
 }
 
 fn all_materials() -> Vec<Material> {
@@ -55,7 +57,13 @@ fn all_materials() -> Vec<Material> {
     ]
 }
 
-fn residual(kernel: &ElementKernel, x: &[[f64; 3]], u: &[[f64; 3]], mat: &Material, load: Load) -> Vec<[f64; 3]> {
+fn residual(
+    kernel: &ElementKernel,
+    x: &[[f64; 3]],
+    u: &[[f64; 3]],
+    mat: &Material,
+    load: Load,
+) -> Vec<[f64; 3]> {
     let mut r = vec![[0.0; 3]; kernel.n_nodes()];
     kernel.residual(x, u, mat, load, &mut r).unwrap();
     r
@@ -69,14 +77,26 @@ fn tangent_matches_finite_differences_of_residual() {
         let n = kernel.n_nodes();
         let x = distorted_cell(order, &mut rng);
         for mat in all_materials() {
-            if order == 2 && !matches!(mat, Material::NeoHookean { .. } | Material::Linear { .. }) {
+            if order == 2
+                && !matches!(
+                    mat,
+                    Material::NeoHookean { .. } | Material::MooneyRivlin { .. }
+                )
+            {
                 continue;
             }
             let u = random_displacement(n, 0.08, &mut rng);
             let mut r = vec![[0.0; 3]; n];
             let mut k = vec![[0.0; 9]; n * n];
-            kernel.residual_tangent(&x, &u, &mat, Load::None, &mut r, Some(&mut k)).unwrap();
-            assert_eq!(r, residual(&kernel, &x, &u, &mat, Load::None), "{}", mat.name());
+            kernel
+                .residual_tangent(&x, &u, &mat, Load::None, &mut r, Some(&mut k))
+                .unwrap();
+            assert_eq!(
+                r,
+                residual(&kernel, &x, &u, &mat, Load::None),
+                "{}",
+                mat.name()
+            );
             let h = 1e-6;
             let (mut num, mut den) = (0.0f64, 0.0f64);
             for b in 0..n {
@@ -96,7 +116,34 @@ fn tangent_matches_finite_differences_of_residual() {
                     }
                 }
             }
-            assert!(num / den < 1e-6, "order {order} {}: rel err {:e}", mat.name(), num / den);
+            assert!(
+                num / den < 1e-6,
+                "order {order} {}: rel err {:e}",
+                mat.name(),
+                num / den
+            );
+        }
+    }
+}
+
+#[test]
+fn split_contraction_equals_general_contraction() {
+    // The fast path for neo-Hookean / linear must agree with contracting the full 9x9 tangent.
+    let mut rng = Rng(21);
+    let m = Moduli::from_young_poisson(10.0, 0.3).unwrap();
+    let f = Matrix3::identity() + Matrix3::from_fn(|_, _| 0.2 * rng.next());
+    let g: [[f64; 3]; 27] = std::array::from_fn(|_| [rng.next(), rng.next(), rng.next()]);
+    for mat in [Material::neo_hookean(m), Material::linear(m)] {
+        let SplitTangent { p, h, c } = split_tangent(&mat, &f).unwrap().unwrap();
+        let (p_full, a) = mat.stress_tangent(&f).unwrap();
+        assert!((p - p_full).norm() < 1e-13 * p.norm());
+        let hg: [[f64; 3]; 27] = std::array::from_fn(|q| (h * Vector3::from(g[q])).into());
+        let (mut k_split, mut k_full) = (vec![[0.0; 9]; 27 * 27], vec![[0.0; 9]; 27 * 27]);
+        add_split_tangent(&mut k_split, [0.7 * c[0], 0.7 * c[1], 0.7 * c[2]], &g, &hg);
+        add_material_tangent(&mut k_full, a.as_slice().try_into().unwrap(), 0.7, &g);
+        let scale = k_full.iter().flatten().fold(0.0f64, |s, v| s.max(v.abs()));
+        for (ks, kf) in k_split.iter().flatten().zip(k_full.iter().flatten()) {
+            assert!((ks - kf).abs() < 1e-13 * scale, "{}", mat.name());
         }
     }
 }
@@ -119,7 +166,8 @@ fn residual_is_gradient_of_strain_energy() {
                 let (mut up, mut um) = (u.clone(), u.clone());
                 up[a][i] += h;
                 um[a][i] -= h;
-                let fd = (kernel.strain_energy(&x, &up, &mat).unwrap() - kernel.strain_energy(&x, &um, &mat).unwrap())
+                let fd = (kernel.strain_energy(&x, &up, &mat).unwrap()
+                    - kernel.strain_energy(&x, &um, &mat).unwrap())
                     / (2.0 * h);
                 worst = worst.max((fd - r[a][i]).abs());
             }
@@ -131,7 +179,10 @@ fn residual_is_gradient_of_strain_energy() {
 #[test]
 fn rigid_motions_give_zero_residual() {
     let mut rng = Rng(9);
-    let rot = Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(Vector3::new(0.3, -0.5, 0.8)), 1.1);
+    let rot = Rotation3::from_axis_angle(
+        &nalgebra::Unit::new_normalize(Vector3::new(0.3, -0.5, 0.8)),
+        1.1,
+    );
     for order in [1, 2] {
         let kernel = ElementKernel::new(order, order + 1).unwrap();
         let x = distorted_cell(order, &mut rng);
@@ -147,11 +198,19 @@ fn rigid_motions_give_zero_residual() {
             .collect();
         for mat in all_materials() {
             let r = residual(&kernel, &x, &translation, &mat, Load::None);
-            assert!(r.iter().flatten().all(|v| v.abs() < 1e-12), "{} translation", mat.name());
+            assert!(
+                r.iter().flatten().all(|v| v.abs() < 1e-12),
+                "{} translation",
+                mat.name()
+            );
             if !matches!(mat, Material::Linear { .. }) {
                 // Objectivity: a finite rotation is stress free for every finite-strain model.
                 let r = residual(&kernel, &x, &rotation, &mat, Load::None);
-                assert!(r.iter().flatten().all(|v| v.abs() < 1e-11), "{} rotation: {r:?}", mat.name());
+                assert!(
+                    r.iter().flatten().all(|v| v.abs() < 1e-11),
+                    "{} rotation: {r:?}",
+                    mat.name()
+                );
                 assert!(kernel.strain_energy(&x, &rotation, &mat).unwrap().abs() < 1e-12);
             }
         }
@@ -185,18 +244,38 @@ fn patch_test_linear_field_gives_constant_stress() {
                 assert!((expected - hooke).norm() < 1e-14);
             }
             let mut at_points = vec![Matrix3::zeros(); kernel.n_qp()];
-            kernel.cauchy_at_points(&x, &u, &mat, &mut at_points).unwrap();
+            kernel
+                .cauchy_at_points(&x, &u, &mat, &mut at_points)
+                .unwrap();
             for (q, s) in at_points.iter().enumerate() {
-                assert!((s - expected).norm() < 1e-12 * expected.norm(), "{} order {order} qp {q}", mat.name());
+                assert!(
+                    (s - expected).norm() < 1e-12 * expected.norm(),
+                    "{} order {order} qp {q}",
+                    mat.name()
+                );
             }
             let cf = kernel.cell_fields(&x, &u, &mat).unwrap();
-            let e6 = [expected[(0, 0)], expected[(1, 1)], expected[(2, 2)], expected[(0, 1)], expected[(1, 2)], expected[(0, 2)]];
-            for c in 0..6 {
-                assert!((cf.cauchy[c] - e6[c]).abs() < 1e-12 * expected.norm(), "{} comp {c}", mat.name());
+            let e6 = [
+                expected[(0, 0)],
+                expected[(1, 1)],
+                expected[(2, 2)],
+                expected[(0, 1)],
+                expected[(1, 2)],
+                expected[(0, 2)],
+            ];
+            for (c, (got, want)) in cf.cauchy.iter().zip(&e6).enumerate() {
+                assert!(
+                    (got - want).abs() < 1e-12 * expected.norm(),
+                    "{} comp {c}",
+                    mat.name()
+                );
             }
             assert!((cf.von_mises - von_mises(&expected)).abs() < 1e-12 * expected.norm());
             assert!((cf.j - f.determinant()).abs() < 1e-13);
-            assert!((cf.energy_density - mat.energy(&f).unwrap()).abs() < 1e-12 * mat.energy(&f).unwrap());
+            assert!(
+                (cf.energy_density - mat.energy(&f).unwrap()).abs()
+                    < 1e-12 * mat.energy(&f).unwrap()
+            );
         }
     }
 }
@@ -228,11 +307,13 @@ fn constant_stress_residual_equals_face_tractions() {
             let nodes = face.local_nodes(order).unwrap();
             let fx: Vec<[f64; 3]> = nodes.iter().map(|&c| x[c]).collect();
             // Outward unit normal of the planar face in the reference configuration.
-            let n_ref = a.try_inverse().unwrap().transpose() * Vector3::from(face.reference_point([0.0, 0.0]));
+            let n_ref = a.try_inverse().unwrap().transpose()
+                * Vector3::from(face.reference_point([0.0, 0.0]));
             let n_out = n_ref.normalize();
             let t = p * n_out;
             let mut f = vec![[0.0; 3]; nodes.len()];
-            fk.nodal_forces(&fx, Load::Constant([t[0], t[1], t[2]]), &mut f).unwrap();
+            fk.nodal_forces(&fx, Load::Constant([t[0], t[1], t[2]]), &mut f)
+                .unwrap();
             for (c, fa) in nodes.iter().zip(&f) {
                 for d in 0..3 {
                     total[*c][d] += fa[d];
@@ -241,7 +322,10 @@ fn constant_stress_residual_equals_face_tractions() {
         }
         for (ra, ta) in r.iter().zip(&total) {
             for d in 0..3 {
-                assert!((ra[d] - ta[d]).abs() < 1e-12, "order {order}: {r:?} vs {total:?}");
+                assert!(
+                    (ra[d] - ta[d]).abs() < 1e-12,
+                    "order {order}: {r:?} vs {total:?}"
+                );
             }
         }
         assert!((kernel.volume(&x).unwrap() - 8.0 * a.determinant()).abs() < 1e-13);
@@ -271,7 +355,9 @@ fn constant_body_force_integrates_to_force_times_volume() {
         let r = residual(&kernel, &x, &zero, &mat, Load::Field(&fx));
         let s: f64 = r.iter().map(|ra| ra[0]).sum();
         // int X_0 dV, obtained as the squared L2 distance between 0 and sqrt(X_0) (X_0 > 0 here).
-        let (moment, _) = kernel.errors(&x, &zero, &|p| ([p[0].sqrt(), 0.0, 0.0], [[0.0; 3]; 3])).unwrap();
+        let (moment, _) = kernel
+            .errors(&x, &zero, &|p| ([p[0].sqrt(), 0.0, 0.0], [[0.0; 3]; 3]))
+            .unwrap();
         assert!((s + moment).abs() < 1e-12, "order {order}: {s} vs {moment}");
     }
 }
@@ -294,9 +380,18 @@ fn inverted_element_names_first_bad_quadrature_point() {
         })
         .collect();
     let first_bad = dets.iter().position(|d| *d <= 0.0).unwrap();
-    assert!(first_bad > 0, "test geometry should start with valid points: {dets:?}");
+    assert!(
+        first_bad > 0,
+        "test geometry should start with valid points: {dets:?}"
+    );
     let err = kernel.check_geometry(&x).unwrap_err();
-    assert_eq!(err, FemError::NonPositiveJacobian { qp: first_bad, det: dets[first_bad] });
+    assert_eq!(
+        err,
+        FemError::NonPositiveJacobian {
+            qp: first_bad,
+            det: dets[first_bad]
+        }
+    );
     let mut r = vec![[0.0; 3]; 8];
     let mat = all_materials()[0];
     assert!(matches!(
@@ -318,7 +413,12 @@ fn error_norms_of_quadratic_field_on_q1() {
         .map(|p| [0.5 * (p[0] + 1.0), 0.5 * (p[1] + 1.0), 0.5 * (p[2] + 1.0)])
         .collect();
     let uh: Vec<[f64; 3]> = x.iter().map(|p| [p[0] * p[0], 0.0, 0.0]).collect();
-    let exact = |p: [f64; 3]| ([p[0] * p[0], 0.0, 0.0], [[2.0 * p[0], 0.0, 0.0], [0.0; 3], [0.0; 3]]);
+    let exact = |p: [f64; 3]| {
+        (
+            [p[0] * p[0], 0.0, 0.0],
+            [[2.0 * p[0], 0.0, 0.0], [0.0; 3], [0.0; 3]],
+        )
+    };
     let (l2, h1) = kernel.errors(&x, &uh, &exact).unwrap();
     assert!((l2 - 1.0 / 30.0).abs() < 1e-15, "{l2}");
     assert!((h1 - 1.0 / 3.0).abs() < 1e-15, "{h1}");
@@ -341,11 +441,24 @@ fn rejects_mismatched_buffers() {
     let x = LagrangeHex::new(1).unwrap().node_coords();
     let mat = all_materials()[0];
     let mut r = vec![[0.0; 3]; 8];
-    let err = kernel.residual(&x[..7], &[[0.0; 3]; 7], &mat, Load::None, &mut r).unwrap_err();
-    assert_eq!(err, FemError::LengthMismatch { what: "element coordinates", expected: 8, got: 7 });
+    let err = kernel
+        .residual(&x[..7], &[[0.0; 3]; 7], &mat, Load::None, &mut r)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        FemError::LengthMismatch {
+            what: "element coordinates",
+            expected: 8,
+            got: 7
+        }
+    );
     let mut k = vec![[0.0; 9]; 63];
-    assert!(kernel.residual_tangent(&x, &[[0.0; 3]; 8], &mat, Load::None, &mut r, Some(&mut k)).is_err());
-    assert!(kernel.residual(&x, &[[0.0; 3]; 8], &mat, Load::None, &mut r[..5]).is_err());
+    assert!(kernel
+        .residual_tangent(&x, &[[0.0; 3]; 8], &mat, Load::None, &mut r, Some(&mut k))
+        .is_err());
+    assert!(kernel
+        .residual(&x, &[[0.0; 3]; 8], &mat, Load::None, &mut r[..5])
+        .is_err());
     assert!(ElementKernel::new(3, 2).is_err());
     assert!(ElementKernel::new(1, 0).is_err());
 }

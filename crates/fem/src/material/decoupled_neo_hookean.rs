@@ -8,7 +8,9 @@
 
 use nalgebra::Matrix3;
 
-use super::tensor::{add_cross, add_dyad, add_identity, volume_ratio_and_inverse_transpose, Tangent};
+use super::tensor::{
+    add_cross, add_dyad, add_identity, volume_ratio_and_inverse_transpose, Tangent,
+};
 use crate::error::Result;
 
 pub(crate) fn energy(kappa: f64, mu: f64, f: &Matrix3<f64>) -> Result<f64> {
@@ -25,7 +27,11 @@ pub(crate) fn stress(kappa: f64, mu: f64, f: &Matrix3<f64>) -> Result<Matrix3<f6
     Ok(f * mua + h * (p - mua * i1 / 3.0))
 }
 
-pub(crate) fn stress_tangent(kappa: f64, mu: f64, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+pub(crate) fn stress_tangent(
+    kappa: f64,
+    mu: f64,
+    f: &Matrix3<f64>,
+) -> Result<(Matrix3<f64>, Tangent)> {
     let (j, h) = volume_ratio_and_inverse_transpose(f)?;
     let i1 = f.component_mul(f).sum();
     let mua = mu * j.powf(-2.0 / 3.0);

@@ -35,7 +35,11 @@ impl Moduli {
     /// From Young's modulus `e > 0` and Poisson's ratio `-1 < nu < 1/2`.
     pub fn from_young_poisson(e: f64, nu: f64) -> Result<Self> {
         if !(e > 0.0 && e.is_finite()) {
-            return Err(invalid("E", e, "Young's modulus must be positive and finite"));
+            return Err(invalid(
+                "E",
+                e,
+                "Young's modulus must be positive and finite",
+            ));
         }
         if !(nu > -1.0 && nu < 0.5) {
             return Err(invalid("nu", nu, "Poisson's ratio must lie in (-1, 0.5)"));
@@ -78,15 +82,32 @@ impl Moduli {
 }
 
 fn invalid(name: &'static str, value: f64, requirement: &'static str) -> FemError {
-    FemError::InvalidMaterial { name, value, requirement }
+    FemError::InvalidMaterial {
+        name,
+        value,
+        requirement,
+    }
 }
 
-fn check_shear_bulk(mu_name: &'static str, mu: f64, kappa_name: &'static str, kappa: f64) -> Result<()> {
+fn check_shear_bulk(
+    mu_name: &'static str,
+    mu: f64,
+    kappa_name: &'static str,
+    kappa: f64,
+) -> Result<()> {
     if !(mu > 0.0 && mu.is_finite()) {
-        return Err(invalid(mu_name, mu, "shear modulus must be positive and finite"));
+        return Err(invalid(
+            mu_name,
+            mu,
+            "shear modulus must be positive and finite",
+        ));
     }
     if !(kappa > 0.0 && kappa.is_finite()) {
-        return Err(invalid(kappa_name, kappa, "bulk modulus must be positive and finite"));
+        return Err(invalid(
+            kappa_name,
+            kappa,
+            "bulk modulus must be positive and finite",
+        ));
     }
     Ok(())
 }
@@ -110,22 +131,34 @@ pub enum Material {
 impl Material {
     /// Linear elasticity with the given moduli.
     pub fn linear(m: Moduli) -> Self {
-        Material::Linear { lambda: m.lambda, mu: m.mu }
+        Material::Linear {
+            lambda: m.lambda,
+            mu: m.mu,
+        }
     }
 
     /// Saint Venant-Kirchhoff with the given moduli.
     pub fn saint_venant_kirchhoff(m: Moduli) -> Self {
-        Material::SaintVenantKirchhoff { lambda: m.lambda, mu: m.mu }
+        Material::SaintVenantKirchhoff {
+            lambda: m.lambda,
+            mu: m.mu,
+        }
     }
 
     /// Compressible neo-Hookean with the given moduli.
     pub fn neo_hookean(m: Moduli) -> Self {
-        Material::NeoHookean { lambda: m.lambda, mu: m.mu }
+        Material::NeoHookean {
+            lambda: m.lambda,
+            mu: m.mu,
+        }
     }
 
     /// Decoupled neo-Hookean with `kappa = lambda + 2 mu / 3`.
     pub fn decoupled_neo_hookean(m: Moduli) -> Self {
-        Material::DecoupledNeoHookean { kappa: m.kappa(), mu: m.mu }
+        Material::DecoupledNeoHookean {
+            kappa: m.kappa(),
+            mu: m.mu,
+        }
     }
 
     /// Mooney-Rivlin whose linearisation at `F = I` is `m`: the shear modulus is split as
@@ -136,7 +169,11 @@ impl Material {
             return Err(invalid("mu2_fraction", mu2_fraction, "must lie in [0, 1]"));
         }
         let mu2 = mu2_fraction * m.mu;
-        let mat = Material::MooneyRivlin { lambda: m.lambda - 2.0 * mu2, mu1: m.mu - mu2, mu2 };
+        let mat = Material::MooneyRivlin {
+            lambda: m.lambda - 2.0 * mu2,
+            mu1: m.mu - mu2,
+            mu2,
+        };
         mat.validate()?;
         Ok(mat)
     }
@@ -150,16 +187,23 @@ impl Material {
             | Material::NeoHookean { lambda, mu } => {
                 check_shear_bulk("mu", mu, "lambda + 2 mu / 3", lambda + 2.0 * mu / 3.0)
             }
-            Material::DecoupledNeoHookean { kappa, mu } => check_shear_bulk("mu", mu, "kappa", kappa),
+            Material::DecoupledNeoHookean { kappa, mu } => {
+                check_shear_bulk("mu", mu, "kappa", kappa)
+            }
             Material::MooneyRivlin { lambda, mu1, mu2 } => {
-                if !(mu1 >= 0.0) {
+                if mu1 < 0.0 || mu1.is_nan() {
                     return Err(invalid("mu1", mu1, "must be non-negative"));
                 }
-                if !(mu2 >= 0.0) {
+                if mu2 < 0.0 || mu2.is_nan() {
                     return Err(invalid("mu2", mu2, "must be non-negative"));
                 }
                 let mu = mu1 + mu2;
-                check_shear_bulk("mu1 + mu2", mu, "lambda + 2 mu2 + 2 (mu1 + mu2) / 3", lambda + 2.0 * mu2 + 2.0 * mu / 3.0)
+                check_shear_bulk(
+                    "mu1 + mu2",
+                    mu,
+                    "lambda + 2 mu2 + 2 (mu1 + mu2) / 3",
+                    lambda + 2.0 * mu2 + 2.0 * mu / 3.0,
+                )
             }
         }
     }
@@ -191,10 +235,16 @@ impl Material {
     pub fn energy(&self, f: &Matrix3<f64>) -> Result<f64> {
         match *self {
             Material::Linear { lambda, mu } => Ok(linear::energy(lambda, mu, f)),
-            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::energy(lambda, mu, f),
+            Material::SaintVenantKirchhoff { lambda, mu } => {
+                saint_venant_kirchhoff::energy(lambda, mu, f)
+            }
             Material::NeoHookean { lambda, mu } => neo_hookean::energy(lambda, mu, f),
-            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::energy(kappa, mu, f),
-            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::energy(lambda, mu1, mu2, f),
+            Material::DecoupledNeoHookean { kappa, mu } => {
+                decoupled_neo_hookean::energy(kappa, mu, f)
+            }
+            Material::MooneyRivlin { lambda, mu1, mu2 } => {
+                mooney_rivlin::energy(lambda, mu1, mu2, f)
+            }
         }
     }
 
@@ -202,10 +252,16 @@ impl Material {
     pub fn stress(&self, f: &Matrix3<f64>) -> Result<Matrix3<f64>> {
         match *self {
             Material::Linear { lambda, mu } => Ok(linear::stress(lambda, mu, f)),
-            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::stress(lambda, mu, f),
+            Material::SaintVenantKirchhoff { lambda, mu } => {
+                saint_venant_kirchhoff::stress(lambda, mu, f)
+            }
             Material::NeoHookean { lambda, mu } => neo_hookean::stress(lambda, mu, f),
-            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::stress(kappa, mu, f),
-            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::stress(lambda, mu1, mu2, f),
+            Material::DecoupledNeoHookean { kappa, mu } => {
+                decoupled_neo_hookean::stress(kappa, mu, f)
+            }
+            Material::MooneyRivlin { lambda, mu1, mu2 } => {
+                mooney_rivlin::stress(lambda, mu1, mu2, f)
+            }
         }
     }
 
@@ -213,11 +269,19 @@ impl Material {
     #[inline]
     pub fn stress_tangent(&self, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
         match *self {
-            Material::Linear { lambda, mu } => Ok((linear::stress(lambda, mu, f), linear::tangent(lambda, mu))),
-            Material::SaintVenantKirchhoff { lambda, mu } => saint_venant_kirchhoff::stress_tangent(lambda, mu, f),
+            Material::Linear { lambda, mu } => {
+                Ok((linear::stress(lambda, mu, f), linear::tangent(lambda, mu)))
+            }
+            Material::SaintVenantKirchhoff { lambda, mu } => {
+                saint_venant_kirchhoff::stress_tangent(lambda, mu, f)
+            }
             Material::NeoHookean { lambda, mu } => neo_hookean::stress_tangent(lambda, mu, f),
-            Material::DecoupledNeoHookean { kappa, mu } => decoupled_neo_hookean::stress_tangent(kappa, mu, f),
-            Material::MooneyRivlin { lambda, mu1, mu2 } => mooney_rivlin::stress_tangent(lambda, mu1, mu2, f),
+            Material::DecoupledNeoHookean { kappa, mu } => {
+                decoupled_neo_hookean::stress_tangent(kappa, mu, f)
+            }
+            Material::MooneyRivlin { lambda, mu1, mu2 } => {
+                mooney_rivlin::stress_tangent(lambda, mu1, mu2, f)
+            }
         }
     }
 
@@ -229,10 +293,46 @@ impl Material {
     }
 }
 
+/// Stress and tangent of a model whose tangent has the form
+/// `A = c[0] I + c[1] H (x) H + c[2] H_iL H_kJ` (`I` the 9x9 identity), which element kernels contract
+/// with gradients through `h_a = H g_a` in `O(1)` per node pair instead of forming `A`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SplitTangent {
+    pub p: Matrix3<f64>,
+    pub h: Matrix3<f64>,
+    pub c: [f64; 3],
+}
+
+/// The [`SplitTangent`] of neo-Hookean and linear (`H = I`) materials; `None` for other models.
+#[inline]
+pub(crate) fn split_tangent(material: &Material, f: &Matrix3<f64>) -> Option<Result<SplitTangent>> {
+    match *material {
+        Material::Linear { lambda, mu } => Some(Ok(SplitTangent {
+            p: linear::stress(lambda, mu, f),
+            h: Matrix3::identity(),
+            c: [mu, lambda, mu],
+        })),
+        Material::NeoHookean { lambda, mu } => Some(
+            neo_hookean::stress_and_split_tangent(lambda, mu, f).map(|(p, h, c_cross)| {
+                SplitTangent {
+                    p,
+                    h,
+                    c: [mu, lambda, c_cross],
+                }
+            }),
+        ),
+        _ => None,
+    }
+}
+
 /// `P F^T / det F` for finite-strain models (whose `stress` already checked `det F > 0`); `P` for
 /// the linear model.
 #[inline]
-pub(crate) fn cauchy_from_piola(material: &Material, p: &Matrix3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
+pub(crate) fn cauchy_from_piola(
+    material: &Material,
+    p: &Matrix3<f64>,
+    f: &Matrix3<f64>,
+) -> Matrix3<f64> {
     match material {
         Material::Linear { .. } => *p,
         _ => {

@@ -21,12 +21,20 @@ pub(crate) fn energy(lambda: f64, mu1: f64, mu2: f64, f: &Matrix3<f64>) -> Resul
     let c = f.transpose() * f;
     let i1 = c.trace();
     let i2 = 0.5 * (i1 * i1 - c.component_mul(&c).sum());
-    Ok(0.5 * lambda * lnj * lnj - (mu1 + 2.0 * mu2) * lnj + 0.5 * mu1 * (i1 - 3.0) + 0.5 * mu2 * (i2 - 3.0))
+    Ok(0.5 * lambda * lnj * lnj - (mu1 + 2.0 * mu2) * lnj
+        + 0.5 * mu1 * (i1 - 3.0)
+        + 0.5 * mu2 * (i2 - 3.0))
 }
 
 /// `P` from the precomputed `ln J`, `H`, `b` (and `I1 = tr b`).
 #[inline]
-fn first_piola(m: [f64; 3], f: &Matrix3<f64>, lnj: f64, h: &Matrix3<f64>, b: &Matrix3<f64>) -> Matrix3<f64> {
+fn first_piola(
+    m: [f64; 3],
+    f: &Matrix3<f64>,
+    lnj: f64,
+    h: &Matrix3<f64>,
+    b: &Matrix3<f64>,
+) -> Matrix3<f64> {
     let [lambda, mu1, mu2] = m;
     h * (lambda * lnj - (mu1 + 2.0 * mu2)) + f * (mu1 + mu2 * b.trace()) - (b * f) * mu2
 }
@@ -37,7 +45,12 @@ pub(crate) fn stress(lambda: f64, mu1: f64, mu2: f64, f: &Matrix3<f64>) -> Resul
     Ok(first_piola([lambda, mu1, mu2], f, j.ln(), &h, &b))
 }
 
-pub(crate) fn stress_tangent(lambda: f64, mu1: f64, mu2: f64, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+pub(crate) fn stress_tangent(
+    lambda: f64,
+    mu1: f64,
+    mu2: f64,
+    f: &Matrix3<f64>,
+) -> Result<(Matrix3<f64>, Tangent)> {
     let (j, h) = volume_ratio_and_inverse_transpose(f)?;
     let lnj = j.ln();
     let b = f * f.transpose();

@@ -4,7 +4,9 @@
 
 use nalgebra::Matrix3;
 
-use super::tensor::{add_cross, add_dyad, add_identity, volume_ratio_and_inverse_transpose, Tangent};
+use super::tensor::{
+    add_cross, add_dyad, add_identity, volume_ratio_and_inverse_transpose, Tangent,
+};
 use crate::error::Result;
 
 pub(crate) fn energy(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Result<f64> {
@@ -19,7 +21,24 @@ pub(crate) fn stress(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Result<Matrix3<f
     Ok(f * mu + h * (lambda * j.ln() - mu))
 }
 
-pub(crate) fn stress_tangent(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+/// `(P, H, mu - lambda ln J)`: the stress with what the element kernel needs to contract the tangent
+/// `mu I + lambda H (x) H + (mu - lambda ln J) H_iL H_kJ` without forming it.
+#[inline]
+pub(crate) fn stress_and_split_tangent(
+    lambda: f64,
+    mu: f64,
+    f: &Matrix3<f64>,
+) -> Result<(Matrix3<f64>, Matrix3<f64>, f64)> {
+    let (j, h) = volume_ratio_and_inverse_transpose(f)?;
+    let lnj = j.ln();
+    Ok((f * mu + h * (lambda * lnj - mu), h, mu - lambda * lnj))
+}
+
+pub(crate) fn stress_tangent(
+    lambda: f64,
+    mu: f64,
+    f: &Matrix3<f64>,
+) -> Result<(Matrix3<f64>, Tangent)> {
     let (j, h) = volume_ratio_and_inverse_transpose(f)?;
     let lnj = j.ln();
     let mut a = Tangent::zeros();

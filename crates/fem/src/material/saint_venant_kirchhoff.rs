@@ -6,7 +6,9 @@
 
 use nalgebra::Matrix3;
 
-use super::tensor::{add_cross, add_dyad, add_kronecker, volume_ratio_and_inverse_transpose, Tangent};
+use super::tensor::{
+    add_cross, add_dyad, add_kronecker, volume_ratio_and_inverse_transpose, Tangent,
+};
 use crate::error::Result;
 
 #[inline]
@@ -31,7 +33,11 @@ pub(crate) fn stress(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Result<Matrix3<f
     Ok(f * second_piola(lambda, mu, &green_lagrange(f)))
 }
 
-pub(crate) fn stress_tangent(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+pub(crate) fn stress_tangent(
+    lambda: f64,
+    mu: f64,
+    f: &Matrix3<f64>,
+) -> Result<(Matrix3<f64>, Tangent)> {
     volume_ratio_and_inverse_transpose(f)?;
     let s = second_piola(lambda, mu, &green_lagrange(f));
     let b = f * f.transpose();

@@ -77,7 +77,12 @@ pub(crate) fn add_cross(a: &mut Tangent, c: f64, x: &Matrix3<f64>) {
 /// `A[(3i+J, 3k+L)] += c (delta_ik M_JL + N_ik delta_JL)` for symmetric `M` (material side) and
 /// symmetric `N` (spatial side); either may be absent.
 #[inline(always)]
-pub(crate) fn add_kronecker(a: &mut Tangent, c: f64, m: Option<&Matrix3<f64>>, n: Option<&Matrix3<f64>>) {
+pub(crate) fn add_kronecker(
+    a: &mut Tangent,
+    c: f64,
+    m: Option<&Matrix3<f64>>,
+    n: Option<&Matrix3<f64>>,
+) {
     for i in 0..3 {
         for k in 0..3 {
             for j in 0..3 {

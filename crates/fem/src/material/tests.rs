@@ -41,7 +41,12 @@ fn all_materials() -> Vec<Material> {
 }
 
 fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt();
+    let d: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f64>()
+        .sqrt();
     let n: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
     d / n.max(1e-300)
 }
@@ -95,7 +100,11 @@ fn tangent_is_derivative_of_stress_and_symmetric() {
                 let an: Vec<f64> = (0..81).map(|q| a[(q / 9, q % 9)]).collect();
                 let e = rel_err(&fd, &an);
                 assert!(e < 1e-6, "{} scale {scale}: rel err {e:e}", mat.name());
-                assert!((a - a.transpose()).norm() <= 1e-12 * a.norm(), "{} not symmetric", mat.name());
+                assert!(
+                    (a - a.transpose()).norm() <= 1e-12 * a.norm(),
+                    "{} not symmetric",
+                    mat.name()
+                );
             }
         }
     }
@@ -109,7 +118,10 @@ fn reference_state_is_stress_free_with_linear_tangent() {
         assert!(mat.stress(&id).unwrap().norm() < 1e-12, "{}", mat.name());
         assert!(mat.cauchy(&id).unwrap().norm() < 1e-12, "{}", mat.name());
         let (lambda, mu) = mat.small_strain_moduli();
-        assert!((lambda - 121.153_846_153_846_15).abs() < 1e-9 && (mu - 80.769_230_769_230_77).abs() < 1e-9);
+        assert!(
+            (lambda - 121.153_846_153_846_15).abs() < 1e-9
+                && (mu - 80.769_230_769_230_77).abs() < 1e-9
+        );
         let (_, a) = mat.stress_tangent(&id).unwrap();
         let lin = linear::tangent(lambda, mu);
         assert!((a - lin).norm() < 1e-12 * lin.norm(), "{}", mat.name());
@@ -139,7 +151,12 @@ fn inverted_deformation_is_rejected_by_finite_strain_models() {
         match mat {
             Material::Linear { .. } => assert!(mat.stress_tangent(&f).is_ok()),
             _ => {
-                assert_eq!(mat.energy(&f), Err(FemError::NonPositiveJ { j: -0.5 }), "{}", mat.name());
+                assert_eq!(
+                    mat.energy(&f),
+                    Err(FemError::NonPositiveJ { j: -0.5 }),
+                    "{}",
+                    mat.name()
+                );
                 assert!(mat.stress(&f).is_err());
                 assert!(mat.stress_tangent(&f).is_err());
                 assert!(mat.stress(&Matrix3::zeros()).is_err());
@@ -163,10 +180,33 @@ fn moduli_conversions_and_validation() {
     assert!(Moduli::from_lame(-1.0, 1.0).is_err());
     assert!(Material::mooney_rivlin(m, 1.5).is_err());
     let mr = Material::mooney_rivlin(m, 0.25).unwrap();
-    assert_eq!(mr, Material::MooneyRivlin { lambda: 20.0, mu1: 30.0, mu2: 10.0 });
-    assert!(Material::DecoupledNeoHookean { kappa: 0.0, mu: 1.0 }.validate().is_err());
-    assert!(Material::MooneyRivlin { lambda: 1.0, mu1: -1.0, mu2: 2.0 }.validate().is_err());
-    assert!(Material::NeoHookean { lambda: 1.0, mu: f64::INFINITY }.validate().is_err());
+    assert_eq!(
+        mr,
+        Material::MooneyRivlin {
+            lambda: 20.0,
+            mu1: 30.0,
+            mu2: 10.0
+        }
+    );
+    assert!(Material::DecoupledNeoHookean {
+        kappa: 0.0,
+        mu: 1.0
+    }
+    .validate()
+    .is_err());
+    assert!(Material::MooneyRivlin {
+        lambda: 1.0,
+        mu1: -1.0,
+        mu2: 2.0
+    }
+    .validate()
+    .is_err());
+    assert!(Material::NeoHookean {
+        lambda: 1.0,
+        mu: f64::INFINITY
+    }
+    .validate()
+    .is_err());
     for mat in all_materials() {
         mat.validate().unwrap();
     }

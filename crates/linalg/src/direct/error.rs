@@ -13,7 +13,11 @@ pub enum DirectError {
     /// The pivot of scalar row `row` (original numbering) vanished: the matrix is singular or
     /// not factorizable without pivoting.
     #[error("zero pivot {pivot:e} at scalar row {row} (diagonal entry {diagonal:e})")]
-    ZeroPivot { row: usize, pivot: f64, diagonal: f64 },
+    ZeroPivot {
+        row: usize,
+        pivot: f64,
+        diagonal: f64,
+    },
     /// A user ordering is not a permutation of the block rows.
     #[error("ordering is not a permutation of 0..{n}: entry {position} = {value}")]
     InvalidPermutation {

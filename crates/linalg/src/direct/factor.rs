@@ -2,11 +2,17 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::{DirectError, DirectSymbolic};
 use crate::{Bsr, LinalgError, Vector};
 
 /// A pivot is zero when cancellation leaves less than this fraction of its diagonal entry.
 const PIVOT_TOLERANCE: f64 = 1e-13;
+/// Rows factored together (see [`DirectSolver::eliminate`]).
+const PANEL: usize = 96;
+/// Panel rows updated by one task.
+const GROUP: usize = 12;
 
 /// `P A P^T = L D L^T` with unit lower triangular `L` stored by rows over its envelope.
 ///
@@ -92,36 +98,78 @@ impl DirectSolver {
     }
 
     /// Row-by-row (bordering) `L D L^T`: for row `r`, first `t[c] = L[r][c] D[c]` by
-    /// `t[c] = A[r][c] - sum_k t[k] L[c][k]`, then `L[r][c] = t[c] / D[c]` and
+    /// `t[c] = A[r][c] - sum_k t[k] L[c][k]` for ascending `c`, then `L[r][c] = t[c] / D[c]` and
     /// `D[r] = A[r][r] - sum_c t[c] L[r][c]`.
+    ///
+    /// Rows are processed in panels of [`PANEL`] rows: the updates from finished rows `c` before
+    /// the panel run in parallel over groups of [`GROUP`] panel rows (each finished row is read
+    /// once per group instead of once per row), then the panel finishes row by row. Every entry
+    /// sees the same operations in the same order as in the plain row loop, so the result does
+    /// not depend on the thread count.
     fn eliminate(&mut self) -> Result<(), DirectError> {
-        let bs = self.bs;
-        for r in 0..self.diag.len() {
-            let fr = self.symbolic.scalar_first(r, bs);
-            let (done, rest) = self.lower.split_at_mut(self.row_ptr[r]);
-            let row = &mut rest[..r - fr];
-            for c in fr..r {
-                let fc = self.symbolic.scalar_first(c, bs);
-                let k0 = fr.max(fc);
-                let row_c = &done[self.row_ptr[c]..self.row_ptr[c + 1]];
-                let s = dot(&row[k0 - fr..c - fr], &row_c[k0 - fc..]);
-                row[c - fr] -= s;
+        let n = self.diag.len();
+        let first: Vec<usize> = (0..n)
+            .map(|r| self.symbolic.scalar_first(r, self.bs))
+            .collect();
+        for r0 in (0..n).step_by(PANEL) {
+            let r1 = (r0 + PANEL).min(n);
+            let (done, rest) = self.lower.split_at_mut(self.row_ptr[r0]);
+            let panel = &mut rest[..self.row_ptr[r1] - self.row_ptr[r0]];
+            let done: &[f64] = done;
+            let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(r1 - r0);
+            let mut tail = panel;
+            for (r, &fr) in first.iter().enumerate().take(r1).skip(r0) {
+                let (row, next) = tail.split_at_mut(r - fr);
+                rows.push((r, row));
+                tail = next;
             }
-            let mut d = self.diag[r];
-            for (t, &dc) in row.iter_mut().zip(&self.diag[fr..r]) {
-                let l = *t / dc;
-                d -= *t * l;
-                *t = l;
+            let row_ptr = &self.row_ptr;
+            let first = &first;
+            rows.par_chunks_mut(GROUP).for_each(|group| {
+                let c_min = group.iter().map(|(r, _)| first[*r]).min().unwrap_or(r0);
+                for c in c_min..r0 {
+                    let fc = first[c];
+                    let row_c = &done[row_ptr[c]..row_ptr[c + 1]];
+                    for (r, row) in group.iter_mut() {
+                        let fr = first[*r];
+                        if fr <= c {
+                            let k0 = fr.max(fc);
+                            let s = dot(&row[k0 - fr..c - fr], &row_c[k0 - fc..]);
+                            row[c - fr] -= s;
+                        }
+                    }
+                }
+            });
+            // Within the panel, row r needs the finished rows r0..r.
+            for i in 0..rows.len() {
+                let (finished, current) = rows.split_at_mut(i);
+                let (r, row) = &mut current[0];
+                let (r, fr) = (*r, first[*r]);
+                for (c, row_c) in finished.iter().map(|(c, row_c)| (*c, &**row_c)) {
+                    if fr <= c {
+                        let fc = first[c];
+                        let k0 = fr.max(fc);
+                        let s = dot(&row[k0 - fr..c - fr], &row_c[k0 - fc..]);
+                        row[c - fr] -= s;
+                    }
+                }
+                let a_rr = self.diag[r];
+                let mut d = a_rr;
+                for (t, &dc) in row.iter_mut().zip(&self.diag[fr..r]) {
+                    let l = *t / dc;
+                    d -= *t * l;
+                    *t = l;
+                }
+                let nonzero = d.is_finite() && d.abs() > PIVOT_TOLERANCE * a_rr.abs();
+                if !nonzero {
+                    return Err(DirectError::ZeroPivot {
+                        row: self.symbolic.permutation()[r / self.bs] * self.bs + r % self.bs,
+                        pivot: d,
+                        diagonal: a_rr,
+                    });
+                }
+                self.diag[r] = d;
             }
-            let a_rr = self.diag[r];
-            if !(d.abs() > PIVOT_TOLERANCE * a_rr.abs()) || !d.is_finite() {
-                return Err(DirectError::ZeroPivot {
-                    row: self.original_row(r),
-                    pivot: d,
-                    diagonal: a_rr,
-                });
-            }
-            self.diag[r] = d;
         }
         Ok(())
     }
@@ -134,7 +182,10 @@ impl DirectSolver {
     /// Solves `A x = b`. Errors if a length differs from the matrix dimension.
     pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), DirectError> {
         let n = self.diag.len();
-        for (what, len) in [("DirectSolver::solve b", b.len()), ("DirectSolver::solve x", x.len())] {
+        for (what, len) in [
+            ("DirectSolver::solve b", b.len()),
+            ("DirectSolver::solve x", x.len()),
+        ] {
             if len != n {
                 return Err(LinalgError::LengthMismatch {
                     what,
@@ -199,20 +250,22 @@ impl DirectSolver {
     }
 }
 
-/// Dot product with four independent accumulators (vectorizes; fixed summation order).
+/// Dot product over the common length with eight independent accumulators (vectorizes; the
+/// summation order is fixed).
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0; 4];
-    let chunks = n / 4;
-    for k in 0..chunks {
-        for l in 0..4 {
-            acc[l] += a[4 * k + l] * b[4 * k + l];
+    let mut acc = [0.0; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
         }
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for k in 4 * chunks..n {
-        s += a[k] * b[k];
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
     }
     s
 }

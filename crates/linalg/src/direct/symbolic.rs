@@ -32,13 +32,26 @@ pub struct DirectSymbolic {
 }
 
 impl DirectSymbolic {
-    /// Reverse Cuthill-McKee ordering of the block graph of `A + A^T`.
+    /// Reverse Cuthill-McKee ordering of the block graph of `A + A^T`, or the natural order
+    /// where that has the smaller envelope (RCM's level sets can be wider than the natural
+    /// order's planes, e.g. for the 27-point stencil of a lexicographically numbered cube).
     ///
     /// Errors: non-square pattern, or a structurally missing diagonal block.
     pub fn new(pattern: &BlockPattern) -> Result<Self, DirectError> {
         let graph = block_graph(pattern)?;
-        let perm = reverse_cuthill_mckee(&graph);
-        Self::with_ordering(pattern, perm)
+        let rcm = Self::with_ordering(pattern, reverse_cuthill_mckee(&graph))?;
+        let natural = Self::with_ordering(pattern, (0..graph.n()).collect())?;
+        Ok(if natural.envelope_size(1) < rcm.envelope_size(1) {
+            natural
+        } else {
+            rcm
+        })
+    }
+
+    /// Pure reverse Cuthill-McKee ordering (see [`DirectSymbolic::new`]).
+    pub fn reverse_cuthill_mckee(pattern: &BlockPattern) -> Result<Self, DirectError> {
+        let graph = block_graph(pattern)?;
+        Self::with_ordering(pattern, reverse_cuthill_mckee(&graph))
     }
 
     /// Uses the given ordering, `perm[new] = old` (the identity keeps the natural order).

@@ -1,0 +1,149 @@
+//! Largest-eigenvalue estimate of `D^{-1} A` (`D` the point-block diagonal) by the Lanczos process
+//! hidden in preconditioned CG: a few CG steps on `A x = b`, preconditioned by point-block Jacobi, from
+//! a deterministic pseudo-random `b`; the CG coefficients form the Lanczos tridiagonal matrix whose
+//! largest eigenvalue (by bisection) approximates `lambda_max(D^{-1} A)` from below.
+
+use crate::PointBlockJacobi;
+use crate::Preconditioner;
+use linalg::{ops, Bsr, Vector};
+use rayon::prelude::*;
+
+/// Deterministic pseudo-random vector in `[-1, 1)` (hash of the index; independent of threads).
+pub(crate) fn hash_vector(n: usize, seed: u64) -> Vector {
+    Vector::from_vec(
+        (0..n)
+            .into_par_iter()
+            .map(|i| {
+                let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect(),
+    )
+}
+
+/// Estimate of `lambda_max(D^{-1} A)` from `steps` CG/Lanczos steps (fewer if CG breaks down or
+/// converges). Returns `None` when not even one step is possible (zero operator, non-SPD breakdown).
+pub fn estimate_emax(a: &Bsr, pbj: &PointBlockJacobi, steps: usize) -> Option<f64> {
+    let n = a.n_rows();
+    let mut r = hash_vector(n, 0x5EED);
+    let mut z = Vector::zeros(n);
+    pbj.apply(&r, &mut z);
+    let mut rz = ops::dot(&r, &z);
+    let mut p = z.clone();
+    let mut q = Vector::zeros(n);
+    let (mut alphas, mut betas) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
+    for _ in 0..steps {
+        if !(rz > 0.0) {
+            break;
+        }
+        a.spmv(&p, &mut q);
+        let pq = ops::dot(&p, &q);
+        if !(pq > 0.0) || !pq.is_finite() {
+            break;
+        }
+        let alpha = rz / pq;
+        alphas.push(alpha);
+        ops::axpy(-alpha, &q, &mut r);
+        pbj.apply(&r, &mut z);
+        let rz_new = ops::dot(&r, &z);
+        let beta = rz_new / rz;
+        if !(beta > 0.0) || !beta.is_finite() || rz_new <= 1e-28 * rz {
+            break;
+        }
+        betas.push(beta);
+        rz = rz_new;
+        ops::axpby(1.0, &z, beta, &mut p);
+    }
+    let m = alphas.len();
+    if m == 0 {
+        return None;
+    }
+    // Lanczos tridiagonal: T_jj = 1/alpha_j + beta_{j-1}/alpha_{j-1}, T_{j,j+1} = sqrt(beta_j)/alpha_j.
+    let diag: Vec<f64> = (0..m)
+        .map(|j| {
+            1.0 / alphas[j]
+                + if j > 0 {
+                    betas[j - 1] / alphas[j - 1]
+                } else {
+                    0.0
+                }
+        })
+        .collect();
+    let off: Vec<f64> = (0..m - 1).map(|j| betas[j].sqrt() / alphas[j]).collect();
+    Some(tridiagonal_max_eigenvalue(&diag, &off))
+}
+
+/// Largest eigenvalue of the symmetric tridiagonal matrix (`diag`, `off`) by Sturm-count bisection.
+pub fn tridiagonal_max_eigenvalue(diag: &[f64], off: &[f64]) -> f64 {
+    let m = diag.len();
+    let radius = |j: usize| {
+        (if j > 0 { off[j - 1].abs() } else { 0.0 }) + if j + 1 < m { off[j].abs() } else { 0.0 }
+    };
+    let mut lo = (0..m)
+        .map(|j| diag[j] - radius(j))
+        .fold(f64::INFINITY, f64::min);
+    let mut hi = (0..m)
+        .map(|j| diag[j] + radius(j))
+        .fold(f64::NEG_INFINITY, f64::max);
+    // Number of eigenvalues below x (Sturm sequence of the LDL^T pivots).
+    let count_below = |x: f64| {
+        let mut count = 0;
+        let mut d = 1.0;
+        for j in 0..m {
+            let o2 = if j > 0 { off[j - 1] * off[j - 1] } else { 0.0 };
+            d = diag[j] - x - if j > 0 { o2 / d } else { 0.0 };
+            if d == 0.0 {
+                d = -f64::EPSILON * (x.abs() + 1.0);
+            }
+            if d < 0.0 {
+                count += 1;
+            }
+        }
+        count
+    };
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if count_below(mid) == m {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::laplace_1d_blocks;
+
+    #[test]
+    fn tridiagonal_eigenvalue_matches_closed_form() {
+        // tridiag(-1, 2, -1) of size m: lambda_max = 2 - 2 cos(m pi / (m + 1)).
+        let m = 12;
+        let lmax = tridiagonal_max_eigenvalue(&vec![2.0; m], &vec![-1.0; m - 1]);
+        let exact = 2.0 - 2.0 * (m as f64 * std::f64::consts::PI / (m as f64 + 1.0)).cos();
+        assert!((lmax - exact).abs() < 1e-12, "{lmax} vs {exact}");
+    }
+
+    #[test]
+    fn estimate_is_close_below_the_true_value() {
+        // D^{-1} A of the 1D Laplacian = A / 2, lambda_max = 1 - cos(n pi / (n + 1)) -> ~2.
+        let n = 200;
+        let a = laplace_1d_blocks(n, 3);
+        let pbj = PointBlockJacobi::new(&a).unwrap();
+        let exact = 1.0 - (n as f64 * std::f64::consts::PI / (n as f64 + 1.0)).cos();
+        let est = estimate_emax(&a, &pbj, 10).unwrap();
+        assert!(
+            est <= exact * (1.0 + 1e-12) && est > 0.9 * exact,
+            "estimate {est}, exact {exact}"
+        );
+        assert!(estimate_emax(&a, &pbj, 0).is_none());
+    }
+}

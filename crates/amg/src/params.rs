@@ -1,0 +1,153 @@
+//! [`AmgParams`]: every option of the hierarchy, with documented defaults (serde: unknown fields are
+//! rejected, missing fields take their default).
+
+use crate::AmgError;
+use serde::{Deserialize, Serialize};
+
+/// What [`crate::Hierarchy::update`] keeps when given a new operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reuse {
+    /// Rebuild everything (a cold setup on the new operator).
+    None,
+    /// Keep aggregates and prolongators (and their transposes and Galerkin plans); recompute the
+    /// numeric Galerkin products, smoother diagonals, coarse factorisation and, if `recompute_eigs`,
+    /// the eigenvalue estimates. The default in Newton runs.
+    #[default]
+    Interpolation,
+    /// Keep the whole preconditioner built for the old operator (modified Newton).
+    Full,
+}
+
+/// Level smoother.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmootherKind {
+    /// Chebyshev polynomial preconditioned by point-block Jacobi (default).
+    #[default]
+    Chebyshev,
+    /// Damped point-block Jacobi.
+    Jacobi,
+}
+
+/// Options of the smoothed-aggregation hierarchy and its V-cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AmgParams {
+    /// Strength threshold on `||A_ij|| / sqrt(||A_ii|| ||A_jj||)`; `0` keeps every nonzero block.
+    /// Default `0.0`.
+    pub strength_threshold: f64,
+    /// Number of levels, from the finest, aggregated by MIS-2 (aggressive); MIS-1 below. Default `1`.
+    pub mis2_levels: usize,
+    /// Stop coarsening once a level has at most this many unknowns (solved densely). Default `50`.
+    pub coarse_eq_limit: usize,
+    /// Maximum number of levels, the finest included. Default `10`.
+    pub max_levels: usize,
+    /// Coarsening stalls (and stops) when rows shrink by less than this factor. Default `1.2`.
+    pub min_coarsening_ratio: f64,
+    /// Smooth the tentative prolongator (`false` gives unsmoothed aggregation). Default `true`.
+    pub smooth_prolongator: bool,
+    /// Prolongator damping `omega = prolongator_omega_scale / emax(D^{-1} A)` (PyAMG's 4/3; PETSc uses
+    /// 1.4). Default `4/3`.
+    pub prolongator_omega_scale: f64,
+    /// CG/Lanczos steps of the eigenvalue estimate. Default `10`.
+    pub eig_steps: usize,
+    /// Level smoother. Default `chebyshev`.
+    pub smoother: SmootherKind,
+    /// Chebyshev polynomial degree, pre and post. Default `2`.
+    pub chebyshev_degree: usize,
+    /// Chebyshev interval `[lower * emax, upper * emax]`: lower factor. Default `0.1`.
+    pub chebyshev_lower: f64,
+    /// Chebyshev interval upper factor. Default `1.1`.
+    pub chebyshev_upper: f64,
+    /// Damped Jacobi sweeps, pre and post. Default `2`.
+    pub jacobi_sweeps: usize,
+    /// Damped Jacobi weight; `None` uses `(4/3) / emax(D^{-1} A)`. Default `None`.
+    pub jacobi_omega: Option<f64>,
+    /// What `update` keeps. Default `interpolation`.
+    pub reuse: Reuse,
+    /// Re-estimate eigenvalues in a hot update (`reuse: interpolation`). Default `true`.
+    pub recompute_eigs: bool,
+}
+
+impl Default for AmgParams {
+    fn default() -> Self {
+        Self {
+            strength_threshold: 0.0,
+            mis2_levels: 1,
+            coarse_eq_limit: 50,
+            max_levels: 10,
+            min_coarsening_ratio: 1.2,
+            smooth_prolongator: true,
+            prolongator_omega_scale: 4.0 / 3.0,
+            eig_steps: 10,
+            smoother: SmootherKind::Chebyshev,
+            chebyshev_degree: 2,
+            chebyshev_lower: 0.1,
+            chebyshev_upper: 1.1,
+            jacobi_sweeps: 2,
+            jacobi_omega: None,
+            reuse: Reuse::Interpolation,
+            recompute_eigs: true,
+        }
+    }
+}
+
+impl AmgParams {
+    /// Checks ranges; the error names the parameter.
+    pub fn validate(&self) -> Result<(), AmgError> {
+        let bad = |name: &'static str, value: String, reason: &'static str| {
+            Err(AmgError::InvalidParameter {
+                name,
+                value,
+                reason,
+            })
+        };
+        if !(self.strength_threshold >= 0.0 && self.strength_threshold.is_finite()) {
+            return bad(
+                "strength_threshold",
+                self.strength_threshold.to_string(),
+                "must be finite and >= 0",
+            );
+        }
+        if self.max_levels == 0 {
+            return bad("max_levels", "0".into(), "must be >= 1");
+        }
+        if !(self.min_coarsening_ratio > 1.0) {
+            return bad(
+                "min_coarsening_ratio",
+                self.min_coarsening_ratio.to_string(),
+                "must be > 1",
+            );
+        }
+        if !(self.prolongator_omega_scale > 0.0 && self.prolongator_omega_scale < 2.0) {
+            return bad(
+                "prolongator_omega_scale",
+                self.prolongator_omega_scale.to_string(),
+                "must lie in (0, 2)",
+            );
+        }
+        if self.eig_steps == 0 {
+            return bad("eig_steps", "0".into(), "must be >= 1");
+        }
+        if self.chebyshev_degree == 0 {
+            return bad("chebyshev_degree", "0".into(), "must be >= 1");
+        }
+        if !(self.chebyshev_lower > 0.0 && self.chebyshev_lower < self.chebyshev_upper) {
+            return bad(
+                "chebyshev_lower",
+                format!("{} (upper {})", self.chebyshev_lower, self.chebyshev_upper),
+                "must satisfy 0 < lower < upper",
+            );
+        }
+        if self.jacobi_sweeps == 0 {
+            return bad("jacobi_sweeps", "0".into(), "must be >= 1");
+        }
+        if let Some(w) = self.jacobi_omega {
+            if !(w > 0.0 && w.is_finite()) {
+                return bad("jacobi_omega", w.to_string(), "must be a positive number");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,109 @@
+//! What a setup or update did: per-level sizes, complexities and stage timings (serialisable, like
+//! PETSc's `-ksp_view` / `-log_view`).
+
+use crate::Reuse;
+use linalg::Bsr;
+use serde::Serialize;
+
+/// Wall-clock seconds of each setup stage, summed over levels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SetupTimings {
+    /// Strength graphs.
+    pub graph_s: f64,
+    /// MIS, leftover assignment, small-aggregate merging.
+    pub aggregation_s: f64,
+    /// Tentative prolongators (per-aggregate QR).
+    pub tentative_s: f64,
+    /// Prolongator smoothing (`A P0` and the update), eigenvalue estimates for it included.
+    pub smoothing_s: f64,
+    /// Galerkin symbolic phases (`PtapPlan`) and transposes of `P`.
+    pub galerkin_symbolic_s: f64,
+    /// Galerkin numeric phases (`P^T A P` values).
+    pub galerkin_numeric_s: f64,
+    /// Smoother setup: point-block Jacobi inverses (and eigenvalue estimates in a hot update).
+    pub smoother_setup_s: f64,
+    /// Dense factorisation of the coarsest level.
+    pub coarse_factor_s: f64,
+    /// Copy of the fine operator into the hierarchy.
+    pub copy_operator_s: f64,
+    /// The whole call.
+    pub total_s: f64,
+}
+
+/// One level of the hierarchy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelReport {
+    /// Scalar rows (unknowns).
+    pub rows: usize,
+    /// Block rows (nodes or aggregates).
+    pub block_rows: usize,
+    /// Block size.
+    pub block_size: usize,
+    /// Stored blocks.
+    pub block_nnz: usize,
+    /// Stored scalar entries (`block_nnz * block_size^2`).
+    pub nnz: usize,
+    /// Scalar entries per scalar row.
+    pub nnz_per_row: f64,
+    /// Estimate of `lambda_max(D^{-1} A)` (absent on the coarsest level, which is solved directly).
+    pub emax: Option<f64>,
+}
+
+impl LevelReport {
+    /// Sizes of `a` with its eigenvalue estimate.
+    pub fn of(a: &Bsr, emax: Option<f64>) -> Self {
+        let nnz = a.pattern().nnz() * a.block_len();
+        Self {
+            rows: a.n_rows(),
+            block_rows: a.pattern().n_block_rows(),
+            block_size: a.block_rows(),
+            block_nnz: a.pattern().nnz(),
+            nnz,
+            nnz_per_row: nnz as f64 / a.n_rows().max(1) as f64,
+            emax,
+        }
+    }
+}
+
+/// Summary of a built hierarchy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HierarchyReport {
+    /// Finest first.
+    pub levels: Vec<LevelReport>,
+    /// `sum nnz(A_l) / nnz(A_0)`.
+    pub operator_complexity: f64,
+    /// `sum rows(A_l) / rows(A_0)`.
+    pub grid_complexity: f64,
+    /// Timings of the cold setup that built the hierarchy.
+    pub setup: SetupTimings,
+}
+
+impl HierarchyReport {
+    /// Builds the level rows and complexities from the level reports.
+    pub fn new(levels: Vec<LevelReport>, setup: SetupTimings) -> Self {
+        let nnz0 = levels.first().map_or(1, |l| l.nnz.max(1)) as f64;
+        let rows0 = levels.first().map_or(1, |l| l.rows.max(1)) as f64;
+        Self {
+            operator_complexity: levels.iter().map(|l| l.nnz as f64).sum::<f64>() / nnz0,
+            grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
+            levels,
+            setup,
+        }
+    }
+}
+
+/// What [`crate::Hierarchy::update`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpdateReport {
+    /// The reuse mode applied.
+    pub reuse: Reuse,
+    /// Version of each prolongator after the update (finest transfer first); unchanged versions
+    /// mean the P-side data (transposes, Galerkin plans) was reused.
+    pub p_versions: Vec<u64>,
+    /// Number of transposes of `P` rebuilt.
+    pub transposes_rebuilt: usize,
+    /// Number of Galerkin symbolic plans rebuilt (P changed or the operator's pattern changed).
+    pub galerkin_plans_rebuilt: usize,
+    /// Stage timings of this update.
+    pub timings: SetupTimings,
+}

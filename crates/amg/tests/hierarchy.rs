@@ -1,0 +1,322 @@
+//! Hierarchy-level tests on a Q1 elasticity operator (see `common`).
+
+mod common;
+
+use amg::aggregation::UNAGGREGATED;
+use amg::{
+    cg, tentative_prolongator, AmgParams, CgParams, Hierarchy, NearNullSpace, Preconditioner,
+    Reuse, SmootherKind,
+};
+use linalg::{ops, Bsr, Vector};
+
+fn solve(a: &Bsr, b: &Vector, h: &Hierarchy) -> amg::CgOutcome {
+    let mut x = Vector::zeros(a.n_rows());
+    let out = cg(a, b, &mut x, h, &CgParams::default()).unwrap();
+    // Check the true residual independently of CG's recursion.
+    let mut r = b.clone();
+    a.spmv_add(-1.0, &x, 1.0, &mut r);
+    if out.converged {
+        assert!(
+            ops::norm2(&r) <= 1e-7 * ops::norm2(b),
+            "true residual {}",
+            ops::norm2(&r)
+        );
+    }
+    out
+}
+
+fn vcycle(h: &Hierarchy, r: &Vector) -> Vec<f64> {
+    let mut z = Vector::zeros(r.len());
+    h.apply(r, &mut z);
+    z.into_vec()
+}
+
+fn max_rel_diff(x: &[f64], y: &[f64]) -> f64 {
+    let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    x.iter()
+        .zip(y)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+        / scale
+}
+
+fn rhs(n: usize, seed: u64) -> Vector {
+    let mut s = seed;
+    Vector::from_vec(
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn near_null_space_is_preserved_on_every_level() {
+    let p = common::elasticity(9, 1e-3);
+    let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    assert!(h.n_levels() >= 3, "levels {}", h.n_levels());
+    for l in 0..h.n_levels() - 1 {
+        let a_l = h.operator(l).unwrap();
+        let (b, bc) = (h.near_null(l).unwrap(), h.near_null(l + 1).unwrap());
+        let aggs = h.aggregates(l).unwrap();
+        let (p0, bc_again) = tentative_prolongator(aggs, b, a_l.block_rows()).unwrap();
+        assert_eq!(&bc_again, bc);
+        let bs = a_l.block_rows();
+        for j in 0..b.n_vectors() {
+            let mut y = Vector::zeros(a_l.n_rows());
+            p0.spmv(&Vector::from_vec(bc.column(j)), &mut y);
+            let bj = b.column(j);
+            let scale = bj.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (row, (u, v)) in y.as_slice().iter().zip(&bj).enumerate() {
+                let expected = if aggs.assignment()[row / bs] == UNAGGREGATED {
+                    0.0
+                } else {
+                    *v
+                };
+                assert!(
+                    (u - expected).abs() <= 1e-12 * scale,
+                    "level {l} vector {j} row {row}: {u} vs {expected}"
+                );
+            }
+        }
+        // Clamped nodes (Dirichlet rows) are never aggregated on the finest level.
+        if l == 0 {
+            assert!((0..81).all(|node| aggs.assignment()[node] == UNAGGREGATED));
+            assert!((81..729).all(|node| aggs.assignment()[node] != UNAGGREGATED));
+        }
+    }
+}
+
+#[test]
+fn amg_cg_converges_on_elasticity_with_both_smoothers() {
+    let p = common::elasticity(13, 1e-3);
+    for smoother in [SmootherKind::Chebyshev, SmootherKind::Jacobi] {
+        let params = AmgParams {
+            smoother,
+            ..Default::default()
+        };
+        let h = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+        let out = solve(&p.a, &p.b, &h);
+        assert!(out.converged, "{smoother:?}: {:?}", out.reason);
+        let limit = if smoother == SmootherKind::Chebyshev {
+            20
+        } else {
+            40
+        };
+        assert!(
+            out.iterations <= limit,
+            "{smoother:?}: {} iterations",
+            out.iterations
+        );
+    }
+}
+
+#[test]
+fn iteration_counts_are_mesh_independent() {
+    let mut its = Vec::new();
+    for m in [9, 17, 33] {
+        let p = common::elasticity(m, 1e-3);
+        let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+        let out = solve(&p.a, &p.b, &h);
+        assert!(out.converged);
+        its.push(out.iterations);
+    }
+    let (lo, hi) = (*its.iter().min().unwrap(), *its.iter().max().unwrap());
+    assert!(
+        hi <= 20 && hi - lo <= 5,
+        "iterations for 9^3, 17^3, 33^3: {its:?}"
+    );
+}
+
+#[test]
+fn hot_update_reproduces_setup_when_nothing_changed_and_after_scaling() {
+    let mut p = common::elasticity(11, 1e-3);
+    let r = rhs(p.a.n_rows(), 3);
+    let mut h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    let z0 = vcycle(&h, &r);
+    let versions = h.p_versions();
+    let rep = h.update(&p.a).unwrap();
+    assert_eq!(rep.p_versions, versions);
+    assert_eq!((rep.transposes_rebuilt, rep.galerkin_plans_rebuilt), (0, 0));
+    assert!(max_rel_diff(&vcycle(&h, &r), &z0) < 1e-13);
+    // Scaling by 2: aggregates, emax and P are scale invariant, so a fresh setup equals the update.
+    p.a.scale(2.0);
+    h.update(&p.a).unwrap();
+    let fresh = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    assert_eq!(h.n_levels(), fresh.n_levels());
+    for l in 0..h.n_levels() {
+        let (u, v) = (h.operator(l).unwrap(), fresh.operator(l).unwrap());
+        assert!(max_rel_diff(u.values(), v.values()) < 1e-12, "level {l}");
+    }
+    let (zu, zf) = (vcycle(&h, &r), vcycle(&fresh, &r));
+    assert!(max_rel_diff(&zu, &zf) < 1e-10);
+    // And the V-cycle of 2A is half the V-cycle of A.
+    let half: Vec<f64> = z0.iter().map(|v| 0.5 * v).collect();
+    assert!(max_rel_diff(&zu, &half) < 1e-10);
+}
+
+#[test]
+fn hot_update_after_a_random_spd_change_matches_galerkin_of_the_new_operator() {
+    let mut p = common::elasticity(9, 1e-3);
+    let mut h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    // SPD-preserving change on the same pattern: A' = A + diag(s_i I_3), s_i > 0 pseudo-random.
+    let pattern = p.a.pattern().clone();
+    let diag = pattern.diagonal_positions().unwrap();
+    let s = rhs(diag.len(), 11);
+    for (node, &k) in diag.iter().enumerate() {
+        let blk = p.a.block_mut(k);
+        for c in 0..3 {
+            blk[4 * c] += 0.05 * (1.5 + s.as_slice()[node]);
+        }
+    }
+    let rep = h.update(&p.a).unwrap();
+    assert_eq!(rep.galerkin_plans_rebuilt, 0);
+    // Every coarse operator equals P^T A_l P computed from scratch with the kept prolongators.
+    for l in 0..h.n_levels() - 1 {
+        let expected = linalg::ptap(h.operator(l).unwrap(), h.prolongator(l).unwrap()).unwrap();
+        let got = h.operator(l + 1).unwrap();
+        assert!(
+            max_rel_diff(&got.to_dense(), &expected.to_dense()) < 1e-12,
+            "level {}",
+            l + 1
+        );
+    }
+    assert!(max_rel_diff(h.operator(0).unwrap().values(), p.a.values()) == 0.0);
+    assert!(solve(&p.a, &p.b, &h).converged);
+    // reuse: none rebuilds everything: it equals a fresh setup of the new operator.
+    let none = AmgParams {
+        reuse: Reuse::None,
+        ..Default::default()
+    };
+    let mut h_none = Hierarchy::setup(&common::elasticity(9, 1e-3).a, &p.near_null, &none).unwrap();
+    let old_versions = h_none.p_versions();
+    let rep = h_none.update(&p.a).unwrap();
+    assert!(
+        rep.p_versions.iter().all(|v| !old_versions.contains(v)),
+        "P versions must change"
+    );
+    let fresh = Hierarchy::setup(&p.a, &p.near_null, &none).unwrap();
+    let r = rhs(p.a.n_rows(), 5);
+    assert!(max_rel_diff(&vcycle(&h_none, &r), &vcycle(&fresh, &r)) < 1e-13);
+}
+
+#[test]
+fn reuse_full_keeps_the_old_preconditioner() {
+    let mut p = common::elasticity(7, 1.0);
+    let params = AmgParams {
+        reuse: Reuse::Full,
+        ..Default::default()
+    };
+    let mut h = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+    let r = rhs(p.a.n_rows(), 9);
+    let z0 = vcycle(&h, &r);
+    p.a.scale(3.0);
+    h.update(&p.a).unwrap();
+    assert_eq!(vcycle(&h, &r), z0);
+}
+
+#[test]
+fn setup_is_identical_with_one_and_several_threads() {
+    let p = common::elasticity(11, 1e-3);
+    let r = rhs(p.a.n_rows(), 1);
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+                let aggs: Vec<Vec<u32>> = (0..h.n_levels() - 1)
+                    .map(|l| h.aggregates(l).unwrap().assignment().to_vec())
+                    .collect();
+                let coarse: Vec<Vec<f64>> = (0..h.n_levels())
+                    .map(|l| h.operator(l).unwrap().values().to_vec())
+                    .collect();
+                (aggs, coarse, vcycle(&h, &r))
+            })
+    };
+    let (one, many) = (run(1), run(3));
+    assert_eq!(one.0, many.0, "aggregates differ");
+    assert_eq!(one.1, many.1, "coarse operators differ");
+    assert_eq!(one.2, many.2, "V-cycle differs");
+}
+
+#[test]
+fn dirichlet_rows_isolated_node_and_tiny_aggregate_do_not_break_setup() {
+    let m = 7;
+    let mut p = common::elasticity(m, 1.0);
+    let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
+    let (x, y, z) = (id(5, 5, 5), id(2, 2, 3), id(3, 2, 3));
+    let pattern = p.a.pattern().clone();
+    // Decouple x, y, z from everything; then couple y and z only to each other.
+    for &node in &[x, y, z] {
+        for k in pattern.row_ptr()[node]..pattern.row_ptr()[node + 1] {
+            let col = pattern.col_idx()[k] as usize;
+            let back = pattern.find(col, node).unwrap();
+            p.a.block_mut(k).fill(0.0);
+            p.a.block_mut(back).fill(0.0);
+        }
+        let d = pattern.find(node, node).unwrap();
+        let blk = p.a.block_mut(d);
+        blk[0] = 1.0;
+        blk[4] = 2.0;
+        blk[8] = 3.0;
+    }
+    for (u, v) in [(y, z), (z, y)] {
+        let blk = p.a.block_mut(pattern.find(u, v).unwrap());
+        blk[0] = -0.5;
+        blk[4] = -0.5;
+        blk[8] = -0.5;
+    }
+    let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    let aggs = h.aggregates(0).unwrap();
+    assert_eq!(
+        aggs.assignment()[x],
+        UNAGGREGATED,
+        "an isolated node joins no aggregate"
+    );
+    // y and z form a 2-node aggregate: 6 unknowns, rigid modes of rank 5 on it; its coarse diagonal
+    // block must still be invertible (point-block Jacobi on level 1 succeeded in setup).
+    let ay = aggs.assignment()[y];
+    assert_ne!(ay, UNAGGREGATED);
+    assert_eq!(
+        aggs.members(ay as usize),
+        &[y.min(z) as u32, y.max(z) as u32]
+    );
+    let out = solve(&p.a, &p.b, &h);
+    assert!(out.converged, "{:?}", out.reason);
+}
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let p = common::elasticity(5, 1.0);
+    let wrong = NearNullSpace::translations(10, 3).unwrap();
+    assert!(Hierarchy::setup(&p.a, &wrong, &AmgParams::default()).is_err());
+    let bad = AmgParams {
+        chebyshev_lower: 2.0,
+        ..Default::default()
+    };
+    assert!(matches!(
+        Hierarchy::setup(&p.a, &p.near_null, &bad),
+        Err(amg::AmgError::InvalidParameter { .. })
+    ));
+    let mut h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    let other = common::elasticity(6, 1.0);
+    assert!(matches!(
+        h.update(&other.a),
+        Err(amg::AmgError::OperatorChanged { .. })
+    ));
+}
+
+#[test]
+fn params_deserialize_with_defaults_and_reject_unknown_fields() {
+    let p: AmgParams = serde_json::from_str(r#"{"reuse": "full", "smoother": "jacobi"}"#).unwrap();
+    assert_eq!(p.reuse, Reuse::Full);
+    assert_eq!(p.smoother, SmootherKind::Jacobi);
+    assert_eq!(p.coarse_eq_limit, AmgParams::default().coarse_eq_limit);
+    assert!(serde_json::from_str::<AmgParams>(r#"{"reuse": "none", "bogus": 1}"#).is_err());
+    assert!(serde_json::from_str::<AmgParams>(r#"{"reuse": "sometimes"}"#).is_err());
+}

@@ -1,0 +1,504 @@
+//! Files written by the output module, read back through independent handles.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::*;
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hexfem-output-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Two unit hexahedra side by side along x: 12 nodes, VTK corner order.
+struct TwoCells {
+    coordinates: Vec<[f64; 3]>,
+    connectivity: Vec<usize>,
+}
+
+fn two_cells() -> TwoCells {
+    let node = |i: usize, j: usize, k: usize| i + 3 * j + 6 * k;
+    let mut coordinates = Vec::new();
+    for k in 0..2 {
+        for j in 0..2 {
+            for i in 0..3 {
+                coordinates.push([i as f64, j as f64 + 0.25, k as f64 * 2.0]);
+            }
+        }
+    }
+    let mut connectivity = Vec::new();
+    for c in 0..2 {
+        for (i, j, k) in [
+            (0, 0, 0),
+            (1, 0, 0),
+            (1, 1, 0),
+            (0, 1, 0),
+            (0, 0, 1),
+            (1, 0, 1),
+            (1, 1, 1),
+            (0, 1, 1),
+        ] {
+            connectivity.push(node(c + i, j, k));
+        }
+    }
+    TwoCells {
+        coordinates,
+        connectivity,
+    }
+}
+
+const XMIN: [usize; 4] = [0, 3, 6, 9];
+const RIGHT: [usize; 1] = [1];
+
+fn mesh_data(m: &TwoCells) -> MeshData<'_> {
+    MeshData {
+        nodes_per_cell: 8,
+        coordinates: &m.coordinates,
+        connectivity: &m.connectivity,
+        node_sets: &[("xmin", &XMIN), ("empty", &[])],
+        cell_sets: &[("right", &RIGHT)],
+    }
+}
+
+/// Deterministic, distinct values for the fields of a step.
+struct Fields {
+    displacement: Vec<[f64; 3]>,
+    reaction: Vec<[f64; 3]>,
+    stress6: Vec<[f64; 6]>,
+    stress9: Vec<[f64; 9]>,
+    scalar: Vec<f64>,
+}
+
+fn fields(step: usize) -> Fields {
+    let s = step as f64;
+    Fields {
+        displacement: (0..12).map(|n| [n as f64 * 0.1 + s, -s, 0.5 * s]).collect(),
+        reaction: (0..12).map(|n| [s, n as f64, -(n as f64) / 3.0]).collect(),
+        stress6: (0..2)
+            .map(|c| std::array::from_fn(|k| s + c as f64 + k as f64 / 7.0))
+            .collect(),
+        stress9: (0..2)
+            .map(|c| std::array::from_fn(|k| s * 10.0 + c as f64 - k as f64))
+            .collect(),
+        scalar: vec![1.0 + s / 3.0, 2.0 - s],
+    }
+}
+
+fn read_f64(file: &hdf5::File, path: &str) -> (Vec<usize>, Vec<f64>) {
+    let ds = file.dataset(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (ds.shape(), ds.read_raw::<f64>().unwrap())
+}
+
+fn read_i64(file: &hdf5::File, path: &str) -> (Vec<usize>, Vec<i64>) {
+    let ds = file.dataset(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (ds.shape(), ds.read_raw::<i64>().unwrap())
+}
+
+/// Paths of every dataset under `group`, recursively (`/mesh/coordinates`, ...).
+fn dataset_paths(group: &hdf5::Group, prefix: &str, out: &mut Vec<String>) {
+    for name in group.member_names().unwrap() {
+        let path = format!("{prefix}/{name}");
+        if let Ok(child) = group.group(&name) {
+            dataset_paths(&child, &path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// Checks that tags nest properly (a minimal well-formedness check) and returns the text of
+/// every `DataItem`.
+fn xml_data_items(xml: &str) -> Vec<String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut items = Vec::new();
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        let close = rest[open..].find('>').expect("unterminated tag") + open;
+        let tag = &rest[open + 1..close];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "mismatched </{name}>");
+        } else if !tag.starts_with('?') && !tag.ends_with('/') {
+            let name = tag.split_whitespace().next().unwrap().to_owned();
+            if name == "DataItem" {
+                let end = rest[close..].find('<').unwrap() + close;
+                items.push(rest[close + 1..end].to_owned());
+            }
+            stack.push(name);
+        }
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed tags {stack:?}");
+    items
+}
+
+#[test]
+fn hdf5_and_xdmf_hold_every_completed_step() {
+    let dir = scratch_dir("steps");
+    let m = two_cells();
+    let mut writer = ResultsWriter::create(&dir, "beam", &mesh_data(&m)).unwrap();
+    assert!(xml_data_items(&fs::read_to_string(writer.xdmf_path()).unwrap()).is_empty());
+
+    let f1 = fields(1);
+    writer
+        .write_step(&StepData {
+            step: 1,
+            load_factor: 0.5,
+            displacement: Some(&f1.displacement),
+            reaction: Some(&f1.reaction),
+            cauchy_stress: Some(CellTensor::Symmetric(&f1.stress6)),
+            von_mises: Some(&f1.scalar),
+            jacobian: None,
+            energy_density: Some(&f1.scalar),
+        })
+        .unwrap();
+    let f2 = fields(2);
+    writer
+        .write_step(&StepData {
+            step: 2,
+            load_factor: 1.0,
+            displacement: Some(&f2.displacement),
+            cauchy_stress: Some(CellTensor::Full(&f2.stress9)),
+            jacobian: Some(&f2.scalar),
+            ..StepData::default()
+        })
+        .unwrap();
+    assert_eq!(writer.steps_written(), 2);
+
+    // The writer is still alive (as in a run killed before it ends): read through a new handle.
+    let file = hdf5::File::open(writer.h5_path()).unwrap();
+    assert_eq!(
+        read_f64(&file, "/mesh/coordinates"),
+        (vec![12, 3], m.coordinates.as_flattened().to_vec())
+    );
+    let connectivity: Vec<i64> = m.connectivity.iter().map(|&i| i as i64).collect();
+    assert_eq!(
+        read_i64(&file, "/mesh/connectivity"),
+        (vec![2, 8], connectivity)
+    );
+    assert_eq!(
+        read_i64(&file, "/mesh/sets/nodes/xmin"),
+        (vec![4], vec![0, 3, 6, 9])
+    );
+    assert_eq!(read_i64(&file, "/mesh/sets/nodes/empty"), (vec![0], vec![]));
+    assert_eq!(
+        read_i64(&file, "/mesh/sets/cells/right"),
+        (vec![1], vec![1])
+    );
+
+    let step1 = file.group("/steps/000001").unwrap();
+    assert_eq!(
+        step1
+            .attr("load_factor")
+            .unwrap()
+            .read_scalar::<f64>()
+            .unwrap(),
+        0.5
+    );
+    let step2 = file.group("/steps/000002").unwrap();
+    assert_eq!(
+        step2
+            .attr("load_factor")
+            .unwrap()
+            .read_scalar::<f64>()
+            .unwrap(),
+        1.0
+    );
+    let expected: Vec<(&str, Vec<usize>, Vec<f64>)> = vec![
+        (
+            "/steps/000001/displacement",
+            vec![12, 3],
+            f1.displacement.as_flattened().to_vec(),
+        ),
+        (
+            "/steps/000001/reaction",
+            vec![12, 3],
+            f1.reaction.as_flattened().to_vec(),
+        ),
+        (
+            "/steps/000001/cauchy_stress",
+            vec![2, 6],
+            f1.stress6.as_flattened().to_vec(),
+        ),
+        ("/steps/000001/von_mises", vec![2], f1.scalar.clone()),
+        ("/steps/000001/energy_density", vec![2], f1.scalar.clone()),
+        (
+            "/steps/000002/displacement",
+            vec![12, 3],
+            f2.displacement.as_flattened().to_vec(),
+        ),
+        (
+            "/steps/000002/cauchy_stress",
+            vec![2, 9],
+            f2.stress9.as_flattened().to_vec(),
+        ),
+        ("/steps/000002/jacobian", vec![2], f2.scalar.clone()),
+    ];
+    for (path, shape, values) in &expected {
+        assert_eq!(
+            read_f64(&file, path),
+            (shape.clone(), values.clone()),
+            "{path}"
+        );
+    }
+
+    // The XDMF file is well formed and references exactly the datasets of the HDF5 file.
+    let mut in_h5 = Vec::new();
+    dataset_paths(&file, "", &mut in_h5);
+    let xml = fs::read_to_string(writer.xdmf_path()).unwrap();
+    let mut referenced: Vec<String> = xml_data_items(&xml)
+        .iter()
+        .map(|item| {
+            item.strip_prefix("beam.h5:")
+                .expect("relative HDF5 reference")
+                .to_owned()
+        })
+        .collect();
+    for path in &referenced {
+        assert!(
+            in_h5.contains(path),
+            "{path} is referenced but not in the file"
+        );
+    }
+    referenced.sort();
+    referenced.dedup();
+    let mut data: Vec<&String> = in_h5
+        .iter()
+        .filter(|p| !p.starts_with("/mesh/sets/"))
+        .collect();
+    data.sort();
+    assert_eq!(data, referenced.iter().collect::<Vec<_>>());
+    assert_eq!(referenced.len(), 2 + expected.len());
+    assert!(xml.contains("<Time Value=\"0.5\"/>") && xml.contains("<Time Value=\"1.0\"/>"));
+    assert!(xml.contains("AttributeType=\"Tensor6\" Center=\"Cell\""));
+    assert!(xml.contains("<Attribute Name=\"reaction\" AttributeType=\"Vector\" Center=\"Node\">"));
+    assert!(xml.contains("TopologyType=\"Hexahedron\" NumberOfElements=\"2\""));
+    drop(file);
+
+    // External tools read the file while the writer is alive.
+    match Command::new("h5dump")
+        .arg("-H")
+        .arg(writer.h5_path())
+        .output()
+    {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "h5dump failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for path in &expected {
+                let name = path.0.rsplit('/').next().unwrap();
+                assert!(
+                    text.contains(&format!("DATASET \"{name}\"")),
+                    "{name} missing:\n{text}"
+                );
+            }
+            assert!(text.contains("ATTRIBUTE \"load_factor\""));
+        }
+        Err(e) => eprintln!("h5dump not available ({e}); external read check skipped"),
+    }
+    assert!(fs::read_dir(&dir).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tmp")));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn quadratic_cells_use_hexahedron_27() {
+    let dir = scratch_dir("q2");
+    let coordinates: Vec<[f64; 3]> = (0..27)
+        .map(|n| [(n % 3) as f64, (n / 3 % 3) as f64, (n / 9) as f64])
+        .collect();
+    let connectivity: Vec<usize> = (0..27).collect();
+    let mesh = MeshData {
+        nodes_per_cell: 27,
+        coordinates: &coordinates,
+        connectivity: &connectivity,
+        node_sets: &[],
+        cell_sets: &[],
+    };
+    let mut writer = ResultsWriter::create(&dir, "cube", &mesh).unwrap();
+    let jacobian = [1.0];
+    writer
+        .write_step(&StepData {
+            step: 0,
+            load_factor: 0.25,
+            jacobian: Some(&jacobian),
+            ..StepData::default()
+        })
+        .unwrap();
+    let xml = fs::read_to_string(writer.xdmf_path()).unwrap();
+    assert!(
+        xml.contains("TopologyType=\"Hexahedron_27\" NumberOfElements=\"1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("Dimensions=\"1 27\""), "{xml}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn inconsistent_data_is_rejected_before_writing() {
+    let dir = scratch_dir("invalid");
+    let m = two_cells();
+    let good = mesh_data(&m);
+    let bad_meshes = [
+        MeshData {
+            nodes_per_cell: 20,
+            ..good
+        },
+        MeshData {
+            connectivity: &m.connectivity[..15],
+            ..good
+        },
+        MeshData {
+            node_sets: &[("far", &[12])],
+            ..good
+        },
+        MeshData {
+            cell_sets: &[("far", &[2])],
+            ..good
+        },
+        MeshData {
+            node_sets: &[("a/b", &[0])],
+            ..good
+        },
+    ];
+    for mesh in &bad_meshes {
+        let err = ResultsWriter::create(&dir, "bad", mesh).unwrap_err();
+        assert!(matches!(err, OutputError::InvalidData(_)), "{err}");
+    }
+    let bad_index = [99; 16];
+    let err = ResultsWriter::create(
+        &dir,
+        "bad",
+        &MeshData {
+            connectivity: &bad_index,
+            ..good
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid output data: connectivity refers to index 99, but there are 12 nodes"
+    );
+    assert!(!dir.join("bad.h5").exists());
+
+    let mut writer = ResultsWriter::create(&dir, "run", &good).unwrap();
+    let short = [[0.0; 3]; 11];
+    let err = writer
+        .write_step(&StepData {
+            step: 1,
+            load_factor: 0.1,
+            displacement: Some(&short),
+            ..StepData::default()
+        })
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid output data: field `displacement` of step 1 has 33 values, expected 12 x 3"
+    );
+    writer
+        .write_step(&StepData {
+            step: 1,
+            load_factor: 0.1,
+            ..StepData::default()
+        })
+        .unwrap();
+    let err = writer
+        .write_step(&StepData {
+            step: 1,
+            load_factor: 0.2,
+            ..StepData::default()
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("steps must increase"), "{err}");
+    assert_eq!(writer.steps_written(), 1);
+    let file = hdf5::File::open(writer.h5_path()).unwrap();
+    assert_eq!(
+        file.group("/steps").unwrap().member_names().unwrap(),
+        ["000001"]
+    );
+    drop(file);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn step_record(step: usize) -> StepRecord {
+    StepRecord {
+        step,
+        load_factor: step as f64 * 0.5,
+        cutbacks: step - 1,
+        newton_iterations: 2,
+        linear_iterations: vec![13, 17],
+        residual_norms: vec![1.0, 1.0e-3, 2.5e-11],
+        strain_energy: 0.125 * step as f64,
+        max_displacement: 0.01 * step as f64,
+        wall_s: 0.75,
+        linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
+    }
+}
+
+#[test]
+fn summary_is_rewritten_after_every_step_and_parses_back() {
+    let dir = scratch_dir("summary");
+    fs::create_dir_all(&dir).unwrap();
+    let run = RunInfo {
+        program: "hexfem 0.1.0".into(),
+        input: PathBuf::from("inputs/beam.yaml"),
+        started_unix_s: 1_700_000_000,
+        threads: 4,
+        config: serde_json::json!({ "loading": { "steps": 2 } }),
+    };
+    let mesh = MeshInfo {
+        nodes: 12,
+        cells: 2,
+        nodes_per_cell: 8,
+        dofs: 36,
+        constrained_dofs: 12,
+    };
+    let mut writer = SummaryWriter::create(&dir, "beam", run, mesh).unwrap();
+    let read = |path: &Path| -> Summary {
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+    };
+    assert_eq!(writer.path(), dir.join("beam.summary.json"));
+    assert_eq!(read(writer.path()).status, RunStatus::Running);
+
+    writer.record_step(step_record(1), 1.0).unwrap();
+    let after_one = read(writer.path());
+    assert_eq!(after_one.steps, [step_record(1)]);
+    assert_eq!(after_one.wall_s, 1.0);
+
+    writer.record_step(step_record(2), 2.5).unwrap();
+    writer
+        .finish(
+            RunStatus::Failed {
+                message: "Newton diverged at load factor 1".into(),
+            },
+            3.0,
+        )
+        .unwrap();
+    let last = read(writer.path());
+    assert_eq!(&last, writer.summary());
+    assert_eq!(last.steps.len(), 2);
+    assert_eq!(last.wall_s, 3.0);
+
+    // The status is tagged for readers that do not know the Rust types.
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
+    assert_eq!(json["status"]["state"], "failed");
+    assert_eq!(
+        json["status"]["message"],
+        "Newton diverged at load factor 1"
+    );
+    assert_eq!(json["steps"][1]["linear_solver"]["levels"][1]["rows"], 12);
+    assert_eq!(json["steps"][0]["residual_norms"][2], 2.5e-11);
+    writer.finish(RunStatus::Completed, 3.5).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
+    assert_eq!(json["status"], serde_json::json!({ "state": "completed" }));
+    fs::remove_dir_all(&dir).unwrap();
+}
