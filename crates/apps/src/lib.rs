@@ -2,8 +2,10 @@
 //! HDF5/XDMF output, the verification suite and benchmarks. The binary (`main.rs`) only parses
 //! the command line and calls into these modules.
 
+pub mod bench;
 pub mod check;
 pub mod config;
+pub mod ex56;
 pub mod linear_solver;
 pub mod newton;
 pub mod output;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::{cg, CgParams, CgStopReason, PointBlockJacobi};
+use amg::{cg, AmgParams, CgOutcome, CgParams, CgStopReason, Hierarchy, HierarchyReport, NearNullSpace, PointBlockJacobi};
 use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
 use linalg::{Bsr, Vector};
@@ -22,6 +22,25 @@ pub struct LinearSolveReport {
     pub solve_s: f64,
     /// False when an iterative method stopped at its iteration limit; the iterate is still used.
     pub converged: bool,
+    /// What the set-up was.
+    pub setup: SetupKind,
+    /// The AMG hierarchy (levels, sizes, complexities, stage times) after a cold set-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<HierarchyReport>,
+}
+
+/// The kind of preconditioner or factorisation set-up a solve needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetupKind {
+    /// Point-block Jacobi inverted its diagonal blocks.
+    Jacobi,
+    /// The direct solver factored the matrix.
+    Factorization,
+    /// The AMG hierarchy was built from scratch.
+    AmgCold,
+    /// The AMG hierarchy was updated for new values (what `reuse` keeps was kept).
+    AmgHot,
 }
 
 /// A configured linear solver with the state it reuses across calls.
@@ -30,14 +49,18 @@ pub enum LinearSolver {
     CgJacobi { params: CgParams },
     /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
     Direct { symbolic: Option<Arc<DirectSymbolic>> },
+    /// CG preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is built at the
+    /// first solve and updated (per `amg.reuse`) for every later tangent.
+    CgAmg { params: CgParams, amg: AmgParams, near_null: NearNullSpace, hierarchy: Option<Hierarchy> },
 }
 
 impl LinearSolver {
-    pub fn new(params: &LinearSolverParams) -> Self {
+    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only.
+    pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Self {
+        let cg_params = CgParams { rtol: params.rtol, atol: params.atol, max_iterations: params.max_iterations, ..CgParams::default() };
         match params.method {
-            LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi {
-                params: CgParams { rtol: params.rtol, atol: params.atol, max_iterations: params.max_iterations, ..CgParams::default() },
-            },
+            LinearSolverMethod::CgAmg => LinearSolver::CgAmg { params: cg_params, amg: params.amg.clone(), near_null, hierarchy: None },
+            LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi { params: cg_params },
             LinearSolverMethod::Direct => LinearSolver::Direct { symbolic: None },
         }
     }
@@ -53,14 +76,24 @@ impl LinearSolver {
                 let setup_s = start.elapsed().as_secs_f64();
                 let start = Instant::now();
                 let outcome = cg(k, b, x, &jacobi, params).context("CG")?;
-                let solve_s = start.elapsed().as_secs_f64();
-                match outcome.reason {
-                    CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner | CgStopReason::NonFinite => {
-                        bail!("CG broke down after {} iterations: {:?}", outcome.iterations, outcome.reason)
+                cg_report(outcome, setup_s, start.elapsed().as_secs_f64(), SetupKind::Jacobi, None)
+            }
+            LinearSolver::CgAmg { params, amg, near_null, hierarchy } => {
+                let start = Instant::now();
+                // A failed update leaves no hierarchy behind, so the next solve sets up afresh.
+                let (setup, h) = match hierarchy.take() {
+                    Some(mut h) => {
+                        h.update(k).context("AMG update")?;
+                        (SetupKind::AmgHot, h)
                     }
-                    _ => {}
-                }
-                Ok(LinearSolveReport { iterations: outcome.iterations, setup_s, solve_s, converged: outcome.converged })
+                    None => (SetupKind::AmgCold, Hierarchy::setup(k, near_null, amg).context("AMG set-up")?),
+                };
+                let h = hierarchy.insert(h);
+                let setup_s = start.elapsed().as_secs_f64();
+                let report = (setup == SetupKind::AmgCold).then(|| h.report().clone());
+                let start = Instant::now();
+                let outcome = cg(k, b, x, &*h, params).context("CG")?;
+                cg_report(outcome, setup_s, start.elapsed().as_secs_f64(), setup, report)
             }
             LinearSolver::Direct { symbolic } => {
                 let start = Instant::now();
@@ -72,8 +105,25 @@ impl LinearSolver {
                 let setup_s = start.elapsed().as_secs_f64();
                 let start = Instant::now();
                 factor.solve(b, x)?;
-                Ok(LinearSolveReport { iterations: 1, setup_s, solve_s: start.elapsed().as_secs_f64(), converged: true })
+                Ok(LinearSolveReport {
+                    iterations: 1,
+                    setup_s,
+                    solve_s: start.elapsed().as_secs_f64(),
+                    converged: true,
+                    setup: SetupKind::Factorization,
+                    hierarchy: None,
+                })
             }
         }
+    }
+}
+
+/// A CG outcome as a report; breakdowns are errors, an exhausted iteration limit is not.
+fn cg_report(outcome: CgOutcome, setup_s: f64, solve_s: f64, setup: SetupKind, hierarchy: Option<HierarchyReport>) -> Result<LinearSolveReport> {
+    match outcome.reason {
+        CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner | CgStopReason::NonFinite => {
+            bail!("CG broke down after {} iterations: {:?}", outcome.iterations, outcome.reason)
+        }
+        _ => Ok(LinearSolveReport { iterations: outcome.iterations, setup_s, solve_s, converged: outcome.converged, setup, hierarchy }),
     }
 }

@@ -29,12 +29,55 @@ enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
+    /// Benchmarks (table, or one JSON object with --json).
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
     /// Validate a YAML file and summarise the problem without solving it.
     Check {
         input: PathBuf,
         #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
         overrides: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Residual + tangent assembly through the COO plan (neo-Hookean box of N^3 cells).
+    Assembly {
+        #[arg(long, default_value_t = 1)]
+        order: usize,
+        #[arg(long, default_value_t = 32)]
+        cells: usize,
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
+    /// (reused interpolation) and solves on the scaled operator.
+    Gamg {
+        /// Model problem (only ex56: PETSc's ksp ex56).
+        #[arg(long, value_enum, default_value_t = Problem::Ex56)]
+        problem: Problem,
+        /// Nodes per side.
+        #[arg(long, default_value_t = 33)]
+        m: usize,
+        #[arg(long, default_value_t = 1)]
+        order: usize,
+        /// Total solves (the first cold, the others after a hot set-up).
+        #[arg(long, default_value_t = 2)]
+        solves: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Model problems of `bench gamg`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Problem {
+    Ex56,
 }
 
 fn main() -> ExitCode {
@@ -52,6 +95,13 @@ fn main() -> ExitCode {
                 );
             })
         }
+        Command::Bench { which: Bench::Assembly { order, cells, repeats, json } } => {
+            apps::bench::assembly::run(&apps::bench::assembly::AssemblyBench { order, cells, repeats }).and_then(|r| print_result(&r, json))
+        }
+        Command::Bench { which: Bench::Gamg { problem: Problem::Ex56, m, order, solves, json } } => {
+            let bench = apps::bench::gamg::GamgBench { m, order, solves, amg: amg::AmgParams::default() };
+            apps::bench::gamg::run(&bench).and_then(|r| print_result(&r, json))
+        }
         Command::Check { input, overrides } => apps::check::check(&input, &overrides).map(|s| print!("{s}")),
     };
     match result {
@@ -61,4 +111,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints a benchmark result as a table or as one JSON object.
+fn print_result<T: serde::Serialize + std::fmt::Display>(result: &T, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(result)?);
+    } else {
+        print!("{result}");
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use assembly::{rigid_body_modes, RIGID_BODY_MODES_3D};
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
@@ -73,7 +74,8 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         },
     )?;
     let mut summary = SummaryWriter::create(&dir, &name, run_info(&config, &options.input)?, mesh_info(&problem))?;
-    let mut solver = LinearSolver::new(&config.linear_solver);
+    let near_null = amg::NearNullSpace::from_row_major(problem.n_dofs(), RIGID_BODY_MODES_3D, rigid_body_modes(&problem.mesh.coords))?;
+    let mut solver = LinearSolver::new(&config.linear_solver, near_null);
     let mut u = Vector::zeros(problem.n_dofs());
     let path = LoadPath { loading: &config.loading, newton: &config.newton };
     let progress = options.progress;

@@ -6,6 +6,7 @@
 //! `(node(c, a), node(c, b))`. Residual contributions are `c n + a` at block row `node(c, a)`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use fem::{ElementKernel, Load, Material};
 use linalg::{BlockPattern, Bsr, CooPlan, Vector};
@@ -60,6 +61,16 @@ pub struct ElasticityAssembler {
     tangent_values: Vec<[f64; 9]>,
     residual_values: Vec<[f64; 3]>,
     vector_slots: Vec<f64>,
+    last_timings: AssemblyTimings,
+}
+
+/// Wall times of the last residual (and tangent) evaluation, by phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AssemblyTimings {
+    /// Element kernels writing COO contributions.
+    pub elements_s: f64,
+    /// Summing contributions through the COO plans (matrix and vector).
+    pub sums_s: f64,
 }
 
 impl ElasticityAssembler {
@@ -100,6 +111,7 @@ impl ElasticityAssembler {
             matrix_plan,
             vector_plan,
             slot_of_node,
+            last_timings: AssemblyTimings::default(),
         })
     }
 
@@ -157,6 +169,7 @@ impl ElasticityAssembler {
             }
         }
         let npc = self.nodes_per_cell;
+        let start = Instant::now();
         let (coords, cells, materials, kernel) = (&self.coords, &self.cells, &self.materials, &self.kernel);
         let u_nodes = as_node_vectors(u.as_slice());
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
@@ -192,12 +205,25 @@ impl ElasticityAssembler {
         if let Some(err) = failure {
             return Err(err);
         }
+        let elements_s = start.elapsed().as_secs_f64();
+        let start = Instant::now();
         if let Some(k) = k {
             self.matrix_plan.assemble(self.tangent_values.as_flattened(), k)?;
         }
         self.vector_plan.assemble_slots(self.residual_values.as_flattened(), 3, &mut self.vector_slots)?;
         scatter_node_slots(&self.slot_of_node, &self.vector_slots, r);
+        self.last_timings = AssemblyTimings { elements_s, sums_s: start.elapsed().as_secs_f64() };
         Ok(())
+    }
+
+    /// Phase times of the last successful evaluation.
+    pub fn last_timings(&self) -> AssemblyTimings {
+        self.last_timings
+    }
+
+    /// The plan that sums tangent contributions (one per cell and pair of local nodes).
+    pub fn matrix_plan(&self) -> &CooPlan {
+        &self.matrix_plan
     }
 
     /// Applies `f` to each cell's reference coordinates and displacements, in parallel, collecting

@@ -9,7 +9,7 @@ pub mod error;
 pub mod loads;
 pub mod rigid_body;
 
-pub use assembler::{CellMaterials, ElasticityAssembler};
+pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
 pub use constraints::{rotation_matrix, Constraints, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};

@@ -1,7 +1,9 @@
-//! The crate's error type: one variant per way an input can be invalid.
+//! The crate's error type: one variant per way an input can be invalid or a factorization can fail.
 
 /// Errors of the `linalg` crate. Every variant names the offending index or sizes.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// `PartialEq` only (no `Eq`): [`LinalgError::ZeroPivot`] carries the failing pivot as an `f64`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LinalgError {
     /// A block dimension does not fit the `u32` column index type.
     #[error("block dimension {what} = {value} exceeds the u32 index range")]
@@ -101,4 +103,20 @@ pub enum LinalgError {
     /// More contributions than the `u32` contribution index holds.
     #[error("{found} contributions exceed the u32 index range")]
     TooManyContributions { found: usize },
+    /// The direct solver met a vanishing pivot at scalar row `row` (original numbering): the
+    /// matrix is singular or not factorizable without pivoting.
+    #[error("zero pivot {pivot:e} at scalar row {row} (diagonal entry {diagonal:e})")]
+    ZeroPivot {
+        row: usize,
+        pivot: f64,
+        diagonal: f64,
+    },
+    /// A user ordering is not a permutation of `0..n`: entry `position` holds `value`, which is out
+    /// of range or repeats an earlier entry.
+    #[error("ordering is not a permutation of 0..{n}: entry {position} = {value}")]
+    InvalidPermutation {
+        n: usize,
+        position: usize,
+        value: usize,
+    },
 }

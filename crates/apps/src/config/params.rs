@@ -263,6 +263,9 @@ impl Default for NewtonParams {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinearSolverMethod {
+    /// Conjugate gradients preconditioned by one V-cycle of blocked smoothed-aggregation AMG
+    /// (options under `amg`); the hierarchy is reused across Newton iterations.
+    CgAmg,
     /// Conjugate gradients preconditioned by point-block (3x3) Jacobi.
     CgJacobi,
     /// Sparse direct factorisation.
@@ -274,7 +277,7 @@ pub enum LinearSolverMethod {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinearSolverParams {
-    /// Method. Default `cg_jacobi`.
+    /// Method. Default `cg_amg`.
     pub method: LinearSolverMethod,
     /// Relative tolerance (0 < rtol < 1). Default 1e-8.
     pub rtol: f64,
@@ -282,15 +285,19 @@ pub struct LinearSolverParams {
     pub atol: f64,
     /// Most iterations (>= 1). Default 2000.
     pub max_iterations: usize,
+    /// Options of the AMG preconditioner (`method: cg_amg`); every key has a documented default,
+    /// see `amg::AmgParams`.
+    pub amg: amg::AmgParams,
 }
 
 impl Default for LinearSolverParams {
     fn default() -> Self {
         LinearSolverParams {
-            method: LinearSolverMethod::CgJacobi,
+            method: LinearSolverMethod::CgAmg,
             rtol: 1.0e-8,
             atol: 0.0,
             max_iterations: 2000,
+            amg: amg::AmgParams::default(),
         }
     }
 }

@@ -73,7 +73,8 @@ pub(crate) struct OverrideError {
 }
 
 impl Node {
-    /// Parses one YAML document into a tree. An empty document is a null node at 1:1.
+    /// Parses one YAML document into a tree. An empty document is a null node at 1:1. Only
+    /// `true` and `false` are booleans (YAML 1.2), so set names such as `on` or `no` stay strings.
     pub fn parse(text: &str) -> Result<Node, serde_saphyr::Error> {
         if text.trim().is_empty() {
             return Ok(Node {
@@ -81,7 +82,7 @@ impl Node {
                 origin: Origin::File { line: 1, column: 1 },
             });
         }
-        serde_saphyr::from_str(text)
+        serde_saphyr::from_str_with_options(text, serde_saphyr::options! { strict_booleans: true })
     }
 
     /// Applies one `key.path=value` override. Path segments are separated by `.`; a sequence
@@ -388,7 +389,7 @@ mod tests {
 
     #[test]
     fn parse_records_origins_of_keys_and_values() {
-        let tree = Node::parse("a: 1\nb:\n  - x\n  - [2.5, -3]\n").unwrap();
+        let tree = Node::parse("a: 1\nb:\n  - x\n  - [2.5, -3]\nc: [on, true, ~]\n").unwrap();
         let origins = tree.origins();
         assert_eq!(origins["a"], at(1, 4));
         assert_eq!(origins["b[0]"], at(3, 5));
@@ -399,6 +400,14 @@ mod tests {
         assert_eq!(entries[1].key, "b");
         assert_eq!(entries[1].key_origin, at(2, 1));
         assert_eq!(entries[0].value.value, Value::UInt(1));
+        let Value::Seq(c) = &entries[2].value.value else {
+            panic!("c is not a sequence")
+        };
+        let scalars: Vec<&Value> = c.iter().map(|n| &n.value).collect();
+        assert_eq!(
+            scalars,
+            [&Value::Str("on".into()), &Value::Bool(true), &Value::Null]
+        );
     }
 
     #[test]

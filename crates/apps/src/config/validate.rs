@@ -156,6 +156,17 @@ impl Config {
             "linear_solver.max_iterations",
             "must be >= 1",
         )?;
+        if let Err(amg::AmgError::InvalidParameter {
+            name,
+            value,
+            reason,
+        }) = s.amg.validate()
+        {
+            return Err(check.error(
+                &format!("linear_solver.amg.{name}"),
+                format!("{value} {reason}"),
+            ));
+        }
 
         if let Some(points) = self.quadrature.points {
             check.ensure(

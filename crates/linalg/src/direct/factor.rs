@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{DirectError, DirectSymbolic};
+use super::DirectSymbolic;
 use crate::{Bsr, LinalgError, Vector};
 
 /// A pivot is zero when cancellation leaves less than this fraction of its diagonal entry.
@@ -34,19 +34,17 @@ impl DirectSolver {
     /// missing mirror).
     ///
     /// Errors: non-square blocks, a different pattern, a zero pivot (naming its original row).
-    pub fn factor(symbolic: &Arc<DirectSymbolic>, a: &Bsr) -> Result<Self, DirectError> {
+    pub fn factor(symbolic: &Arc<DirectSymbolic>, a: &Bsr) -> Result<Self, LinalgError> {
         if a.block_rows() != a.block_cols() {
             return Err(LinalgError::NonSquareBlocks {
                 block_rows: a.block_rows(),
                 block_cols: a.block_cols(),
-            }
-            .into());
+            });
         }
         if **a.pattern() != *symbolic.pattern() {
             return Err(LinalgError::PatternMismatch {
                 what: "DirectSolver::factor",
-            }
-            .into());
+            });
         }
         let bs = a.block_rows();
         let n = symbolic.n_blocks() * bs;
@@ -106,7 +104,7 @@ impl DirectSolver {
     /// once per group instead of once per row), then the panel finishes row by row. Every entry
     /// sees the same operations in the same order as in the plain row loop, so the result does
     /// not depend on the thread count.
-    fn eliminate(&mut self) -> Result<(), DirectError> {
+    fn eliminate(&mut self) -> Result<(), LinalgError> {
         let n = self.diag.len();
         let first: Vec<usize> = (0..n)
             .map(|r| self.symbolic.scalar_first(r, self.bs))
@@ -162,7 +160,7 @@ impl DirectSolver {
                 }
                 let nonzero = d.is_finite() && d.abs() > PIVOT_TOLERANCE * a_rr.abs();
                 if !nonzero {
-                    return Err(DirectError::ZeroPivot {
+                    return Err(LinalgError::ZeroPivot {
                         row: self.symbolic.permutation()[r / self.bs] * self.bs + r % self.bs,
                         pivot: d,
                         diagonal: a_rr,
@@ -180,7 +178,7 @@ impl DirectSolver {
     }
 
     /// Solves `A x = b`. Errors if a length differs from the matrix dimension.
-    pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), DirectError> {
+    pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), LinalgError> {
         let n = self.diag.len();
         for (what, len) in [
             ("DirectSolver::solve b", b.len()),
@@ -191,8 +189,7 @@ impl DirectSolver {
                     what,
                     expected: n,
                     found: len,
-                }
-                .into());
+                });
             }
         }
         let b = b.as_slice();

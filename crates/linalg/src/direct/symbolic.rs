@@ -1,7 +1,6 @@
 //! Symbolic phase: fill-reducing ordering and the block envelope of the permuted matrix.
 
 use super::rcm::{reverse_cuthill_mckee, Graph};
-use super::DirectError;
 use crate::{BlockPattern, LinalgError};
 
 /// A stored block read into the lower triangle of the permuted matrix.
@@ -37,7 +36,7 @@ impl DirectSymbolic {
     /// order's planes, e.g. for the 27-point stencil of a lexicographically numbered cube).
     ///
     /// Errors: non-square pattern, or a structurally missing diagonal block.
-    pub fn new(pattern: &BlockPattern) -> Result<Self, DirectError> {
+    pub fn new(pattern: &BlockPattern) -> Result<Self, LinalgError> {
         let graph = block_graph(pattern)?;
         let rcm = Self::with_ordering(pattern, reverse_cuthill_mckee(&graph))?;
         let natural = Self::with_ordering(pattern, (0..graph.n()).collect())?;
@@ -49,13 +48,13 @@ impl DirectSymbolic {
     }
 
     /// Pure reverse Cuthill-McKee ordering (see [`DirectSymbolic::new`]).
-    pub fn reverse_cuthill_mckee(pattern: &BlockPattern) -> Result<Self, DirectError> {
+    pub fn reverse_cuthill_mckee(pattern: &BlockPattern) -> Result<Self, LinalgError> {
         let graph = block_graph(pattern)?;
         Self::with_ordering(pattern, reverse_cuthill_mckee(&graph))
     }
 
     /// Uses the given ordering, `perm[new] = old` (the identity keeps the natural order).
-    pub fn with_ordering(pattern: &BlockPattern, perm: Vec<usize>) -> Result<Self, DirectError> {
+    pub fn with_ordering(pattern: &BlockPattern, perm: Vec<usize>) -> Result<Self, LinalgError> {
         check_square(pattern)?;
         pattern.diagonal_positions()?;
         let n = pattern.n_block_rows();
@@ -64,13 +63,12 @@ impl DirectSymbolic {
                 what: "DirectSymbolic ordering",
                 expected: n,
                 found: perm.len(),
-            }
-            .into());
+            });
         }
         let mut iperm = vec![usize::MAX; n];
         for (new, &old) in perm.iter().enumerate() {
             if old >= n || iperm[old] != usize::MAX {
-                return Err(DirectError::InvalidPermutation {
+                return Err(LinalgError::InvalidPermutation {
                     n,
                     position: new,
                     value: old,

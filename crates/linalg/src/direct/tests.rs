@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::{DirectError, DirectSolver, DirectSymbolic};
-use crate::{BlockPattern, Bsr, Vector};
+use super::{DirectSolver, DirectSymbolic};
+use crate::{BlockPattern, Bsr, LinalgError, Vector};
 
 /// splitmix64, for reproducible pseudo-random numbers.
 struct Rng(u64);
@@ -270,7 +270,7 @@ fn zero_pivots_and_bad_inputs_are_errors() {
     let err = DirectSolver::factor(&sym, &a).unwrap_err();
     assert_eq!(
         err,
-        DirectError::ZeroPivot {
+        LinalgError::ZeroPivot {
             row: 1,
             pivot: 0.0,
             diagonal: 0.0
@@ -294,7 +294,7 @@ fn zero_pivots_and_bad_inputs_are_errors() {
     let err = DirectSymbolic::with_ordering(spd.pattern(), vec![1, 1]).unwrap_err();
     assert!(matches!(
         err,
-        DirectError::InvalidPermutation {
+        LinalgError::InvalidPermutation {
             position: 1,
             value: 1,
             ..

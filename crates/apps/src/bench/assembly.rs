@@ -1,0 +1,128 @@
+//! `hexfem bench assembly`: residual + tangent assembly of a neo-Hookean N^3-cell box through the
+//! COO plan, the Newton hot path of the element layer.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use assembly::{CellMaterials, ElasticityAssembler};
+use fem::{Load, Material, Moduli};
+use linalg::Vector;
+use mesh::{generate_box, BoxSpec, CellKind};
+use serde::Serialize;
+
+use super::{best_of, peak_rss_mb};
+
+/// Benchmark parameters.
+#[derive(Clone, Debug)]
+pub struct AssemblyBench {
+    /// 1 (Q1) or 2 (Q2).
+    pub order: usize,
+    /// Cells per side.
+    pub cells: usize,
+    /// Timed repetitions (after one warm-up); the best is reported.
+    pub repeats: usize,
+}
+
+/// What `hexfem bench assembly --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct AssemblyBenchResult {
+    pub order: usize,
+    pub cells: usize,
+    pub elements: usize,
+    pub nodes: usize,
+    /// 3x3 block contributions per tangent assembly (elements x nodes_per_cell^2).
+    pub contributions: usize,
+    /// Stored 3x3 blocks of the assembled tangent.
+    pub block_nnz: usize,
+    /// Best wall time of one residual + tangent assembly.
+    pub seconds: f64,
+    pub elements_per_s: f64,
+    /// Of `seconds`: element kernels writing contributions, and the COO sums.
+    pub elements_s: f64,
+    pub sums_s: f64,
+    /// Bytes the COO sum must move at least (read every contribution, write every block), and the
+    /// rate it achieved.
+    pub sum_bytes: f64,
+    pub sum_gb_per_s: f64,
+    /// Residual only (the line search's evaluation).
+    pub residual_seconds: f64,
+    /// Symbolic phase: COO plans and geometry checks, once per mesh.
+    pub setup_s: f64,
+    pub threads: usize,
+    pub peak_rss_mb: Option<f64>,
+}
+
+/// Runs the benchmark.
+pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
+    let kind = match bench.order {
+        1 => CellKind::Hex8,
+        2 => CellKind::Hex27,
+        other => anyhow::bail!("--order {other}: valid orders are 1 and 2"),
+    };
+    anyhow::ensure!(bench.cells > 0, "--cells must be positive");
+    let n = bench.cells;
+    let mesh = generate_box(&BoxSpec { cells: [n; 3], lower: [0.0; 3], upper: [1.0; 3], kind, corners: None })?;
+    let material = Material::neo_hookean(Moduli::from_young_poisson(1.0, 0.3)?);
+    let start = Instant::now();
+    let mut asm = ElasticityAssembler::new(&mesh, CellMaterials::uniform(material, mesh.n_cells()), bench.order + 1)?;
+    let setup_s = start.elapsed().as_secs_f64();
+    // a smooth, moderate deformation: every element in the finite-strain regime
+    let u = Vector::from_vec(
+        mesh.coords.iter().flat_map(|x| [0.1 * x[0] * x[1], -0.05 * x[2] * x[0], 0.08 * x[1] * x[2]]).collect(),
+    );
+    let mut r = Vector::zeros(u.len());
+    let mut k = asm.new_matrix();
+    let mut phases = (f64::INFINITY, f64::INFINITY);
+    let seconds = best_of(bench.repeats, || {
+        let start = Instant::now();
+        asm.residual_tangent(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r, &mut k)?;
+        let t = start.elapsed().as_secs_f64();
+        let timings = asm.last_timings();
+        if t < phases.0 + phases.1 {
+            phases = (timings.elements_s, timings.sums_s);
+        }
+        Ok(t)
+    })?;
+    let residual_seconds = best_of(bench.repeats, || {
+        let start = Instant::now();
+        asm.residual(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r)?;
+        Ok(start.elapsed().as_secs_f64())
+    })?;
+    let contributions = asm.matrix_plan().n_contributions();
+    let block_nnz = k.pattern().nnz();
+    // contributions: 72 B of values + 4 B of plan index each; output: 72 B per block + row/slot pointers
+    let sum_bytes = contributions as f64 * 76.0 + block_nnz as f64 * 80.0;
+    Ok(AssemblyBenchResult {
+        order: bench.order,
+        cells: n,
+        elements: mesh.n_cells(),
+        nodes: mesh.n_nodes(),
+        contributions,
+        block_nnz,
+        seconds,
+        elements_per_s: mesh.n_cells() as f64 / seconds,
+        elements_s: phases.0,
+        sums_s: phases.1,
+        sum_bytes,
+        sum_gb_per_s: sum_bytes / phases.1 / 1e9,
+        residual_seconds,
+        setup_s,
+        threads: rayon::current_num_threads(),
+        peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+impl std::fmt::Display for AssemblyBenchResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "assembly benchmark: neo-Hookean Q{} box, {}^3 cells ({} elements, {} nodes), {} threads", self.order, self.cells, self.elements, self.nodes, self.threads)?;
+        writeln!(f, "  symbolic (plans + geometry checks)  {:8.3} s", self.setup_s)?;
+        writeln!(f, "  residual + tangent                  {:8.3} s  ({:.2e} elements/s)", self.seconds, self.elements_per_s)?;
+        writeln!(f, "    element kernels                   {:8.3} s", self.elements_s)?;
+        writeln!(f, "    COO sums ({} contributions -> {} blocks)  {:8.3} s  ({:.1} GB/s of {:.2} GB)", self.contributions, self.block_nnz, self.sums_s, self.sum_gb_per_s, self.sum_bytes / 1e9)?;
+        writeln!(f, "  residual only                       {:8.3} s", self.residual_seconds)?;
+        if let Some(mb) = self.peak_rss_mb {
+            writeln!(f, "  peak resident memory                {:8.0} MiB", mb)?;
+        }
+        Ok(())
+    }
+}
