@@ -1,0 +1,167 @@
+//! Every input in inputs/ runs through `hexfem run`'s code path; results are checked against
+//! physics where an exact or classical answer exists, and read back from the HDF5 file.
+
+use std::path::{Path, PathBuf};
+
+use apps::run::{run, Progress, RunOptions, RunOutcome};
+use serde_json::Value;
+
+fn inputs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs")
+}
+
+/// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart).
+fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
+    let out = std::env::temp_dir().join(format!("hexfem-inputs-{}-{tag}-{name}", std::process::id()));
+    let outcome = run(&RunOptions {
+        input: inputs_dir().join(format!("{name}.yaml")),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        output_dir: Some(out),
+        progress: Progress::Quiet,
+    })
+    .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
+    assert_eq!(summary["status"]["state"], "completed", "{name}");
+    (outcome, summary)
+}
+
+/// Node coordinates and the displacement of the last step, read back from the HDF5 file.
+fn last_displacement(outcome: &RunOutcome) -> (Vec<[f64; 3]>, Vec<[f64; 3]>) {
+    let file = hdf5::File::open(&outcome.h5).unwrap();
+    let rows = |path: &str| -> Vec<[f64; 3]> {
+        let ds = file.dataset(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(ds.shape()[1], 3, "{path}");
+        ds.read_raw::<f64>().unwrap().chunks_exact(3).map(|r| [r[0], r[1], r[2]]).collect()
+    };
+    (rows("mesh/coordinates"), rows(&format!("steps/{:06}/displacement", outcome.steps)))
+}
+
+/// Displacement of the node at `x` (which must be a mesh node).
+fn displacement_at(coords: &[[f64; 3]], u: &[[f64; 3]], x: [f64; 3]) -> [f64; 3] {
+    let node = coords
+        .iter()
+        .position(|c| (0..3).all(|d| (c[d] - x[d]).abs() < 1e-12))
+        .unwrap_or_else(|| panic!("no node at {x:?}"));
+    u[node]
+}
+
+/// Euler-Bernoulli bending plus Timoshenko shear deflection of the 10 x 1 x 1 cantilever
+/// (E = 1e4, nu = 0.3, end load 1): F L^3 / (3 E I) + F L / (kappa G A), kappa = 5/6.
+fn beam_tip_deflection() -> f64 {
+    let (e, nu, l, f): (f64, f64, f64, f64) = (1.0e4, 0.3, 10.0, 1.0);
+    let i = 1.0 / 12.0;
+    let g = e / (2.0 * (1.0 + nu));
+    f * l.powi(3) / (3.0 * e * i) + f * l / (5.0 / 6.0 * g)
+}
+
+#[test]
+fn cantilever_q2_matches_beam_theory() {
+    let (outcome, summary) = run_input("beam", "cantilever_q2", &[]);
+    let (coords, u) = last_displacement(&outcome);
+    let tip = displacement_at(&coords, &u, [10.0, 0.5, 0.5]);
+    let exact = beam_tip_deflection();
+    // 3D clamping (no warping freedom) and Poisson effects make the solid a little stiffer
+    assert!((-tip[2] - exact).abs() < 0.02 * exact, "tip {} vs beam {exact}", -tip[2]);
+    // linear material: one Newton iteration
+    assert_eq!(summary["steps"][0]["newton_iterations"], 1);
+}
+
+#[test]
+fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
+    let (outcome, _) = run_input("beam", "cantilever_q1", &[]);
+    let (coords, u) = last_displacement(&outcome);
+    let tip = -displacement_at(&coords, &u, [10.0, 0.5, 0.5])[2];
+    let exact = beam_tip_deflection();
+    // fully integrated trilinear hexahedra lock mildly in bending: stiffer, within 6 %
+    assert!(tip < exact && tip > 0.94 * exact, "tip {tip} vs beam {exact}");
+}
+
+/// Uniaxial dead load on a compressible neo-Hookean block on rollers: the deformation
+/// F = diag(a, a, c) is homogeneous, which trilinear elements represent exactly; solve
+/// P_xx = mu (a - 1/a) + lambda ln(a^2 c) / a = 0, P_zz = mu (c - 1/c) + lambda ln(a^2 c) / c = t.
+#[test]
+fn neo_hookean_block_matches_the_homogeneous_solution() {
+    let (outcome, summary) = run_input("block", "neo_hookean_block", &[]);
+    let (e, nu, t) = (10.0, 0.3, 3.0);
+    let (lambda, mu) = (e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), e / (2.0 * (1.0 + nu)));
+    let (mut a, mut c) = (1.0f64, 1.0f64);
+    for _ in 0..50 {
+        let lnj = (a * a * c).ln();
+        let r = [mu * (a - 1.0 / a) + lambda * lnj / a, mu * (c - 1.0 / c) + lambda * lnj / c - t];
+        let j11 = mu * (1.0 + 1.0 / (a * a)) + lambda * (2.0 / (a * a) - lnj / (a * a));
+        let j12 = lambda / (a * c);
+        let j21 = 2.0 * lambda / (a * c);
+        let j22 = mu * (1.0 + 1.0 / (c * c)) + lambda * (1.0 / (c * c) - lnj / (c * c));
+        let det = j11 * j22 - j12 * j21;
+        a -= (j22 * r[0] - j12 * r[1]) / det;
+        c -= (j11 * r[1] - j21 * r[0]) / det;
+    }
+    let (coords, u) = last_displacement(&outcome);
+    let corner = displacement_at(&coords, &u, [1.0, 1.0, 1.0]);
+    for (got, want) in corner.iter().zip([a - 1.0, a - 1.0, c - 1.0]) {
+        assert!((got - want).abs() < 1e-7, "corner {corner:?} vs ({}, {}, {})", a - 1.0, a - 1.0, c - 1.0);
+    }
+    // Newton converges quadratically: no step needs more than 6 iterations
+    for step in summary["steps"].as_array().unwrap() {
+        assert!(step["newton_iterations"].as_u64().unwrap() <= 6, "{step}");
+    }
+}
+
+/// The twisted top rotates rigidly: its corners travel the chord 2 r sin(angle / 2).
+#[test]
+fn twisting_column_rotates_the_top_exactly() {
+    let (outcome, summary) = run_input("twist", "twisting_column", &[]);
+    assert_eq!(outcome.steps, 6);
+    let (coords, u) = last_displacement(&outcome);
+    let top = displacement_at(&coords, &u, [0.5, 0.5, 4.0]);
+    let chord = (top[0] * top[0] + top[1] * top[1]).sqrt();
+    let exact = 2.0 * 0.5f64.sqrt() * 60f64.to_radians().sin();
+    assert!((chord - exact).abs() < 1e-12 && top[2].abs() < 1e-12, "{top:?}");
+    // load factors 1/6, 2/6, ..., 1
+    let last = summary["steps"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["load_factor"].as_f64().unwrap(), 1.0);
+    // strain energy grows with the twist
+    let energies: Vec<f64> = summary["steps"].as_array().unwrap().iter().map(|s| s["strain_energy"].as_f64().unwrap()).collect();
+    assert!(energies.windows(2).all(|w| w[1] > w[0]), "{energies:?}");
+}
+
+/// The Gmsh-meshed Cook membrane: the AMG and the direct solver give the same Newton path.
+#[test]
+fn cook_membrane_from_gmsh_agrees_across_linear_solvers() {
+    let (amg, _) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
+    let (direct, _) = run_input("cook", "cook_membrane", &["linear_solver.method=direct", "output.name=cook_direct"]);
+    let (coords, ua) = last_displacement(&amg);
+    let (_, ud) = last_displacement(&direct);
+    let tip = displacement_at(&coords, &ua, [48.0, 60.0, 0.0]);
+    assert!(tip[1] > 0.5, "the tip moves up under the upward shear: {tip:?}");
+    let scale = tip[1].abs();
+    for (a, d) in ua.iter().zip(&ud) {
+        for k in 0..3 {
+            assert!((a[k] - d[k]).abs() < 1e-8 * scale, "{a:?} vs {d:?}");
+        }
+    }
+}
+
+/// Every input in the folder loads, checks and runs (the ones above verify numbers).
+#[test]
+fn every_input_runs() {
+    let mut names: Vec<String> = std::fs::read_dir(inputs_dir())
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension()? == "yaml").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in &names {
+        let text = apps::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
+        assert!(text.contains("valid"), "{text}");
+        let (outcome, summary) = run_input("all", name, &[]);
+        assert!(outcome.steps >= 1);
+        assert_eq!(summary["steps"].as_array().unwrap().len(), outcome.steps, "{name}");
+        // the XDMF names one grid per converged step
+        let xdmf = std::fs::read_to_string(&outcome.xdmf).unwrap();
+        assert_eq!(xdmf.matches("<Grid Name=\"step_").count(), outcome.steps, "{name}");
+    }
+}
