@@ -32,7 +32,7 @@ pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
-pub use params::{AmgParams, Reuse, SmootherKind};
+pub use params::{AmgParams, Reuse, SmootherKind, Storage};
 pub use point_block_jacobi::PointBlockJacobi;
 pub use report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
 pub use strength::{strength_graph, StrengthGraph};

@@ -30,6 +30,24 @@ pub enum SmootherKind {
     Jacobi,
 }
 
+/// How the hierarchy stores what the solve and the hot update use: the level operators `A_l` and the
+/// prolongators `P_l` (restriction applies `P_l^T` on the fly).
+///
+/// The coarsening path (strength graph, aggregation, tentative and smoothed `P`, the cold Galerkin
+/// product) always works on blocks; `scalar` expands its results afterwards, like PETSc's AIJ with a
+/// block size next to BAIJ, to measure what the blocks buy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Storage {
+    /// `bs x bs` operator blocks, `bs x k` prolongator blocks (default).
+    #[default]
+    Blocked,
+    /// Everything expanded to 1x1 blocks: SpMV, restriction, prolongation and the hot Galerkin
+    /// product run on scalar patterns; point-block Jacobi still inverts the node blocks, extracted
+    /// from the scalar operator. Same iterates as `blocked` up to round-off (benchmark mode).
+    Scalar,
+}
+
 /// Options of the smoothed-aggregation hierarchy and its V-cycle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -68,6 +86,8 @@ pub struct AmgParams {
     pub reuse: Reuse,
     /// Re-estimate eigenvalues in a hot update (`reuse: interpolation`). Default `true`.
     pub recompute_eigs: bool,
+    /// Storage of the operators and prolongators the solve uses. Default `blocked`.
+    pub storage: Storage,
 }
 
 impl Default for AmgParams {
@@ -89,6 +109,7 @@ impl Default for AmgParams {
             jacobi_omega: None,
             reuse: Reuse::Interpolation,
             recompute_eigs: true,
+            storage: Storage::Blocked,
         }
     }
 }

@@ -11,3 +11,4 @@ pub mod newton;
 pub mod output;
 pub mod problem;
 pub mod run;
+pub mod verify;

@@ -36,7 +36,7 @@ boundary:
     - { set: xmax, value: [0, 0, -1.0e-3] }
 loading: { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
 newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: false, max_line_search: 3 }
-linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50 }
+linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50, amg: { max_levels: 4 } }
 quadrature: { points: 4 }
 output: { directory: out/runs, name: beam_q2, fields: [von_mises, displacement] }
 ";
@@ -149,7 +149,11 @@ fn every_field_is_read() {
             method: LinearSolverMethod::Direct,
             rtol: 1.0e-10,
             atol: 1.0e-14,
-            max_iterations: 50
+            max_iterations: 50,
+            amg: amg::AmgParams {
+                max_levels: 4,
+                ..amg::AmgParams::default()
+            }
         }
     );
     assert_eq!(c.quadrature.points_for(2), 4);
@@ -202,7 +206,8 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.newton.max_iterations, 25);
     assert!(c.newton.line_search);
     assert_eq!(c.newton.max_line_search, 8);
-    assert_eq!(c.linear_solver.method, LinearSolverMethod::CgJacobi);
+    assert_eq!(c.linear_solver.method, LinearSolverMethod::CgAmg);
+    assert_eq!(c.linear_solver.amg, amg::AmgParams::default());
     assert_eq!(c.linear_solver.rtol, 1.0e-8);
     assert_eq!(c.linear_solver.atol, 0.0);
     assert_eq!(c.linear_solver.max_iterations, 2000);
@@ -278,7 +283,10 @@ fn unknown_material_model_lists_the_five_models() {
         4,
         26,
     );
-    assert!(msg.contains("valid choices: cg_jacobi, direct"), "{msg}");
+    assert!(
+        msg.contains("valid choices: cg_amg, cg_jacobi, direct"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -430,7 +438,7 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
     assert!(msg.contains("materials[0].poisson_ratio: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
 
-    let cases: [(&str, u32, u32, &str); 12] = [
+    let cases: [(&str, u32, u32, &str); 13] = [
         ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
         ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 41, "mesh.box.order: must be 1 or 2"),
         ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 59, "must be below `upper`"),
@@ -441,6 +449,7 @@ fn semantic_errors_name_the_key_and_its_line() {
         ("loading: { min_increment: 2.0 }", 1, 27, "loading.min_increment: must satisfy 0 < value <= 1"),
         ("newton: { rtol: 0 }", 1, 17, "newton.rtol: must satisfy 0 < rtol < 1"),
         ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=10"),
+        ("linear_solver: { amg: { max_levels: 0 } }", 1, 37, "linear_solver.amg.max_levels: 0 must be >= 1"),
         ("output: { name: a/b }", 1, 17, "output.name: `a/b` is not a plain file name"),
         ("output: { fields: [jacobian, von_mises, jacobian] }", 1, 41, "output.fields[2]: field listed twice"),
     ];

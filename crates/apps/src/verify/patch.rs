@@ -1,0 +1,109 @@
+//! Patch test: a linear displacement field imposed on the whole boundary of a distorted mesh must
+//! be reproduced at every node, and its gradient everywhere, to round-off.
+//!
+//! The mesh is a box trilinearly mapped onto a skewed, non-affine hexahedron, with its interior
+//! nodes moved by a deterministic pseudo-random offset of a tenth of the node spacing (for Q2 this
+//! curves the cells). Isoparametric Q1 (2^3 Gauss points) and Q2 (3^3) elements pass on such
+//! meshes: the integrands of the internal forces of a constant stress are integrated exactly.
+
+use anyhow::{ensure, Result};
+use fem::{Load, Material, Moduli};
+use linalg::Vector;
+use mesh::{generate_box, BoxSpec, CellKind, HexMesh};
+
+use super::solve::{boundary_nodes, direct, prescribe, relative_errors, solve_linear_elastic};
+use super::{CaseResult, Check, Criterion};
+
+pub const NAME_Q1: &str = "patch Q1";
+pub const NAME_Q2: &str = "patch Q2";
+
+/// Cells per direction.
+pub const CELLS: usize = 3;
+/// Bound on the relative errors (max nodal error over max |u|, relative H1 seminorm error).
+pub const TOLERANCE: f64 = 1e-10;
+
+/// Corners of the skewed, non-affine hexahedron (corner `i + 2 j + 4 k`).
+const CORNERS: [[f64; 3]; 8] = [
+    [0.0, 0.0, 0.0],
+    [1.2, 0.1, 0.0],
+    [-0.1, 0.9, 0.1],
+    [1.0, 1.1, -0.1],
+    [0.1, 0.0, 1.0],
+    [1.1, -0.1, 1.2],
+    [0.0, 1.0, 0.9],
+    [1.3, 1.2, 1.1],
+];
+
+/// The imposed field `u = c + B X` (`B` neither symmetric nor skew) and its gradient.
+pub fn linear_field(x: [f64; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
+    const C: [f64; 3] = [0.01, -0.02, 0.015];
+    const B: [[f64; 3]; 3] = [[1.0e-3, 2.0e-3, -1.0e-3], [0.5e-3, -1.5e-3, -1.0e-3], [0.2e-3, 1.0e-3, 3.0e-3]];
+    let u = std::array::from_fn(|i| C[i] + (0..3).map(|j| B[i][j] * x[j]).sum::<f64>());
+    (u, B)
+}
+
+/// The distorted mesh of the test.
+pub fn distorted_mesh(kind: CellKind) -> Result<HexMesh> {
+    let mut mesh = generate_box(&BoxSpec::mapped([CELLS; 3], CORNERS, kind))?;
+    let boundary = boundary_nodes(&mesh)?;
+    let amplitude = 0.1 / (CELLS * kind.order()) as f64;
+    let mut rng = SplitMix64(0x5EED);
+    let mut on_boundary = vec![false; mesh.n_nodes()];
+    boundary.iter().for_each(|&n| on_boundary[n] = true);
+    for (x, _) in mesh.coords.iter_mut().zip(&on_boundary).filter(|(_, &b)| !b) {
+        for xd in x.iter_mut() {
+            *xd += amplitude * rng.uniform();
+        }
+    }
+    Ok(mesh)
+}
+
+/// Runs the patch test with cells of `kind`.
+pub fn run(kind: CellKind) -> Result<CaseResult> {
+    let name = match kind {
+        CellKind::Hex8 => NAME_Q1,
+        CellKind::Hex27 => NAME_Q2,
+    };
+    let mesh = distorted_mesh(kind)?;
+    let material = Material::linear(Moduli::from_young_poisson(1.0, 0.3)?);
+    let boundary = boundary_nodes(&mesh)?;
+    ensure!(boundary.len() < mesh.n_nodes(), "the patch mesh has no interior node");
+    let prescribed = prescribe("boundary", &mesh, &boundary, |x| linear_field(x).0.map(Some));
+    let solution = solve_linear_elastic(&mesh, material, prescribed, Load::None, None, &direct())?;
+    let nodal = max_nodal_error(&mesh, &solution.u);
+    let (_, h1) = relative_errors(&solution, &linear_field)?;
+    let criterion = Criterion::AtMost { tolerance: TOLERANCE };
+    Ok(CaseResult {
+        case: name.to_owned(),
+        checks: vec![Check::new("max nodal error (rel)", nodal, criterion), Check::new("H1 error (rel)", h1, criterion)],
+        error: None,
+        seconds: 0.0,
+    })
+}
+
+/// `max_n |u_h(X_n) - u(X_n)| / max_n |u(X_n)|` over all nodes (max norm of components).
+fn max_nodal_error(mesh: &HexMesh, u: &Vector) -> f64 {
+    let (mut err, mut scale) = (0.0f64, 0.0f64);
+    for (x, uh) in mesh.coords.iter().zip(u.as_slice().chunks_exact(3)) {
+        let exact = linear_field(*x).0;
+        for d in 0..3 {
+            err = err.max((uh[d] - exact[d]).abs());
+            scale = scale.max(exact[d].abs());
+        }
+    }
+    err / scale
+}
+
+/// SplitMix64: a tiny deterministic generator for mesh perturbations.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// Uniform in `[-1, 1)`.
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+}

@@ -1,0 +1,66 @@
+//! The AMG on the ex56 model problem as the app builds it, and its reuse inside Newton runs.
+
+use amg::{cg, AmgParams, CgParams, Hierarchy};
+use apps::ex56::Ex56;
+use linalg::{ops, Vector};
+
+/// CG iterations for ex56 with `m^3` nodes (rtol 1e-8, unpreconditioned residual), after checking
+/// the true residual.
+fn ex56_iterations(m: usize, order: usize) -> usize {
+    let problem = Ex56::new(m, order).unwrap();
+    let hierarchy = Hierarchy::setup(&problem.a, &problem.near_null_space().unwrap(), &AmgParams::default()).unwrap();
+    let mut x = Vector::zeros(problem.b.len());
+    let outcome = cg(&problem.a, &problem.b, &mut x, &hierarchy, &CgParams { rtol: 1e-8, ..CgParams::default() }).unwrap();
+    assert!(outcome.converged, "m = {m}, Q{order}: {:?}", outcome.reason);
+    let mut r = Vector::zeros(x.len());
+    problem.a.spmv(&x, &mut r);
+    ops::axpby(1.0, &problem.b, -1.0, &mut r);
+    assert!(ops::norm2(&r) <= 1.01e-8 * ops::norm2(&problem.b), "true residual of m = {m}");
+    outcome.iterations
+}
+
+/// Mesh independence: iterations stay nearly constant from 9^3 to 33^3 nodes, and within PETSc
+/// GAMG's 20 at 32^3.
+#[test]
+fn ex56_iterations_are_mesh_independent() {
+    let its: Vec<usize> = [9, 17, 33].iter().map(|&m| ex56_iterations(m, 1)).collect();
+    let (lo, hi) = (*its.iter().min().unwrap(), *its.iter().max().unwrap());
+    assert!(hi <= 20, "{its:?}");
+    assert!(hi - lo <= 5, "iterations should not grow with the mesh: {its:?}");
+}
+
+/// Quadratic elements: the same AMG (rigid-body modes of all 27 nodes) converges, and stays
+/// mesh independent.
+#[test]
+fn ex56_with_q2_elements_converges() {
+    let its: Vec<usize> = [9, 17].iter().map(|&m| ex56_iterations(m, 2)).collect();
+    assert!(its.iter().all(|&i| i <= 40), "{its:?}");
+    assert!(its[1] <= its[0] + 8, "{its:?}");
+}
+
+/// Newton with `cg_amg`: the first linear solve sets the hierarchy up cold and reports it, every
+/// later one is a hot update; the summary records both.
+#[test]
+fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
+    let out = std::env::temp_dir().join(format!("hexfem-gamg-{}", std::process::id()));
+    let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs/twisting_column.yaml");
+    let outcome = apps::run::run(&apps::run::RunOptions {
+        input,
+        overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
+        output_dir: Some(out),
+        progress: apps::run::Progress::Quiet,
+    })
+    .unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
+    let solves: Vec<&serde_json::Value> = summary["steps"].as_array().unwrap().iter().flat_map(|s| s["linear_solver"].as_array().unwrap()).collect();
+    assert!(solves.len() >= 4);
+    assert_eq!(solves[0]["linear"]["setup"], "amg_cold");
+    let levels = solves[0]["linear"]["hierarchy"]["levels"].as_array().unwrap();
+    assert!(levels.len() >= 2);
+    assert_eq!(levels[0]["block_size"], 3);
+    assert_eq!(levels[1]["block_size"], 6);
+    for s in &solves[1..] {
+        assert_eq!(s["linear"]["setup"], "amg_hot", "{s}");
+        assert!(s["linear"].get("hierarchy").is_none());
+    }
+}
