@@ -1,29 +1,41 @@
 //! The ex56-like two-solve benchmark on this crate's own Q1 elasticity operator:
-//! `cargo run --release -p amg --example ex56_two_solves -- 33`.
+//! `cargo run --release -p amg --example ex56_two_solves -- 33 [--scalar]`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use amg::{two_solves, AmgParams, CgParams};
+use amg::{peak_rss_mb, two_solves, AmgParams, CgParams, Storage};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let m: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let scalar = args.iter().any(|a| a == "--scalar");
+    let m: usize = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(33);
+    let params = AmgParams {
+        storage: if scalar {
+            Storage::Scalar
+        } else {
+            Storage::Blocked
+        },
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
     let mut p = common::elasticity(m, 1e-3);
     eprintln!(
-        "assembled {m}^3 nodes ({} unknowns) in {:.3} s",
+        "assembled {m}^3 nodes ({} unknowns) in {:.3} s, storage {:?}",
         p.a.n_rows(),
-        t.elapsed().as_secs_f64()
+        t.elapsed().as_secs_f64(),
+        params.storage
     );
     let report = two_solves(
         &mut p.a,
         &p.b,
         &p.near_null,
-        &AmgParams::default(),
+        &params,
         &CgParams::default(),
         2.0,
     )?;
@@ -48,12 +60,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.setup_hot_s, report.update.timings
     );
     eprintln!(
-        "hot solve {:.3} s, {} iterations ({:?}); spmv {:.4} s; threads {}",
+        "hot solve {:.3} s, {} iterations ({:?}); spmv {:.4} s; hot galerkin numeric {:.3} s; threads {}",
         report.solve_hot_s,
         report.solve_hot.iterations,
         report.solve_hot.reason,
         report.spmv_s,
+        report.galerkin_numeric_s,
         report.threads
     );
+    eprintln!("peak rss {:.0} MB", peak_rss_mb().unwrap_or(f64::NAN));
     Ok(())
 }

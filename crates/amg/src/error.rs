@@ -54,6 +54,10 @@ pub enum AmgError {
         found: usize,
         found_bs: usize,
     },
+    /// The fine operator given to `with_operator` has another pattern than the one of the last setup
+    /// or update.
+    #[error("fine operator pattern differs from the one the hierarchy was set up or updated with: call update first")]
+    OperatorPatternChanged,
     /// The Lanczos estimate of the largest eigenvalue of `D^{-1} A` broke down (zero or indefinite operator).
     #[error("level {level}: eigenvalue estimate of D^-1 A failed (operator zero or not SPD)")]
     EigenEstimateFailed { level: usize },

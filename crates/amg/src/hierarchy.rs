@@ -1,24 +1,36 @@
 //! The smoothed-aggregation hierarchy: cold setup, hot update with explicit reuse state, and the
 //! symmetric V-cycle that preconditions CG.
 //!
-//! Calling order: [`Hierarchy::setup`] once; [`Hierarchy::update`] for every new operator of the same
-//! size (Newton steps); use the hierarchy as a [`Preconditioner`] in between.
+//! Calling order: one setup, then [`Hierarchy::update`] for every new operator of the same size
+//! (Newton steps); use the hierarchy as a preconditioner in between. Three setups, by who keeps the
+//! fine operator `A_0`:
+//! - [`Hierarchy::setup_external`]: the caller keeps `A_0` (no copy); the preconditioner is
+//!   [`Hierarchy::with_operator`]`(&a)`, and `update(&a)` copies nothing. The memory-lean choice.
+//! - [`Hierarchy::setup`] copies `A_0`, [`Hierarchy::setup_owned`] takes it: the hierarchy is then
+//!   itself a [`Preconditioner`].
 //!
 //! Reuse state is explicit: each transfer records the version of its prolongator `P`, and the
-//! version its transpose `R = P^T` and Galerkin plan were built from. P-side data is rebuilt only
-//! when these differ (or the operator's pattern changed under a plan).
+//! version its transpose plan (restriction) and Galerkin plan were built from. P-side data is rebuilt
+//! only when these differ (or the operator's pattern changed under a plan).
+//!
+//! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
+//! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
 
 use crate::aggregation::{aggregate, Aggregates, MisDistance};
 use crate::dense::DenseFactor;
 use crate::eig::estimate_emax;
-use crate::params::{AmgParams, Reuse, SmootherKind};
+use crate::params::{AmgParams, Reuse, SmootherKind, Storage};
 use crate::prolongator::smooth_prolongator;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
+use crate::restriction::restrict;
 use crate::smoother::{Smoother, SmootherWork};
+use crate::storage::expand_values;
 use crate::strength::strength_graph;
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi, Preconditioner};
-use linalg::{ptap_numeric, transpose, BlockPattern, Bsr, PtapPlan, Vector};
+use linalg::{
+    ptap_numeric, transpose_symbolic, BlockPattern, Bsr, PtapPlan, TransposePlan, Vector,
+};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Instant;
@@ -30,7 +42,11 @@ pub const MAX_DENSE_COARSE: usize = 12_000;
 /// One level: its operator and (except on the coarsest) its smoother.
 #[derive(Debug)]
 struct Level {
-    a: Bsr,
+    /// The operator in the hierarchy's storage. `None` only on level 0 of an external, blocked
+    /// hierarchy (the caller's operator is used).
+    a: Option<Bsr>,
+    /// Unknowns per node (aggregate): the logical block size, whatever the storage.
+    bs: usize,
     smoother: Option<Smoother>,
     near_null: NearNullSpace,
 }
@@ -39,10 +55,12 @@ struct Level {
 #[derive(Debug)]
 struct Transfer {
     aggregates: Aggregates,
+    /// Prolongator in the hierarchy's storage.
     p: Bsr,
     p_version: u64,
-    r: Bsr,
-    r_from: u64,
+    /// Transpose plan of `p`'s pattern: restriction `P^T x` reads `p` through it.
+    pt: TransposePlan,
+    pt_from: u64,
     galerkin: PtapPlan,
     galerkin_from: u64,
     /// Pattern of the fine operator the Galerkin plan was built for.
@@ -57,7 +75,8 @@ struct LevelWork {
     sw: SmootherWork,
 }
 
-/// Smoothed-aggregation AMG hierarchy; a [`Preconditioner`] (one symmetric V-cycle per apply).
+/// Smoothed-aggregation AMG hierarchy. A [`Preconditioner`] (one symmetric V-cycle per apply) when
+/// it holds the fine operator; see [`Hierarchy::with_operator`] otherwise.
 #[derive(Debug)]
 pub struct Hierarchy {
     params: AmgParams,
@@ -66,7 +85,20 @@ pub struct Hierarchy {
     coarse: DenseFactor,
     report: HierarchyReport,
     next_version: u64,
+    /// True if the hierarchy keeps its own blocked `A_0` (`setup`, `setup_owned`).
+    owns_fine: bool,
+    /// Pattern of the (blocked) fine operator of the last setup or update.
+    fine_pattern: Arc<BlockPattern>,
+    /// Block size of the fine operator.
+    fine_bs: usize,
     work: Mutex<Vec<LevelWork>>,
+}
+
+/// The V-cycle of a hierarchy on the caller's fine operator (see [`Hierarchy::with_operator`]).
+#[derive(Debug, Clone, Copy)]
+pub struct VCycle<'a> {
+    hierarchy: &'a Hierarchy,
+    fine: &'a Bsr,
 }
 
 fn secs(t: Instant) -> f64 {
@@ -111,21 +143,22 @@ fn emax_of(a: &Bsr, pbj: &PointBlockJacobi, steps: usize, level: usize) -> Resul
         .ok_or(AmgError::EigenEstimateFailed { level })
 }
 
+fn same_pattern(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
+
 /// Copies `src`'s values into `dst` when both carry the same pattern; otherwise clones `src`.
-/// Returns true if the pattern changed.
-fn copy_operator(dst: &mut Bsr, src: &Bsr) -> bool {
-    let same = Arc::ptr_eq(dst.pattern(), src.pattern()) || **dst.pattern() == **src.pattern();
-    if same && dst.block_rows() == src.block_rows() && dst.block_cols() == src.block_cols() {
+fn copy_operator(dst: &mut Bsr, src: &Bsr) {
+    if same_pattern(dst.pattern(), src.pattern())
+        && dst.block_rows() == src.block_rows()
+        && dst.block_cols() == src.block_cols()
+    {
         dst.values_mut()
             .par_chunks_mut(1 << 16)
             .zip(src.values().par_chunks(1 << 16))
-            .for_each(|(d, s)| {
-                d.copy_from_slice(s);
-            });
-        false
+            .for_each(|(d, s)| d.copy_from_slice(s));
     } else {
         *dst = src.clone();
-        true
     }
 }
 
@@ -147,20 +180,47 @@ fn factor_coarse(a: &Bsr) -> Result<DenseFactor, AmgError> {
 
 impl Hierarchy {
     /// Builds the hierarchy of the SPD operator `a` (square `bs x bs` blocks) with near-null space
-    /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size).
+    /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size). Keeps a copy of
+    /// `a`, so the hierarchy is a self-contained [`Preconditioner`].
     pub fn setup(a: &Bsr, near_null: &NearNullSpace, params: &AmgParams) -> Result<Self, AmgError> {
-        Self::setup_from(a.clone(), near_null, params, 1, 0.0)
+        let mut h = Self::setup_impl(a, near_null, params, 1)?;
+        h.own_fine(a.clone());
+        Ok(h)
     }
 
-    fn setup_from(
+    /// [`Hierarchy::setup`] taking ownership of `a` (no copy); [`Hierarchy::operator`]`(0)` lends
+    /// it back (in blocked storage).
+    pub fn setup_owned(
         a: Bsr,
         near_null: &NearNullSpace,
         params: &AmgParams,
-        first_version: u64,
-        copy_s: f64,
     ) -> Result<Self, AmgError> {
-        let t_total = Instant::now();
-        params.validate()?;
+        let mut h = Self::setup_impl(&a, near_null, params, 1)?;
+        h.own_fine(a);
+        Ok(h)
+    }
+
+    /// [`Hierarchy::setup`] without keeping `a`: the caller keeps the fine operator and passes it to
+    /// [`Hierarchy::with_operator`] for every solve and to [`Hierarchy::update`] when its values
+    /// change. With [`Storage::Scalar`] the hierarchy still holds the scalar expansion of `a`.
+    pub fn setup_external(
+        a: &Bsr,
+        near_null: &NearNullSpace,
+        params: &AmgParams,
+    ) -> Result<Self, AmgError> {
+        Self::setup_impl(a, near_null, params, 1)
+    }
+
+    /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).
+    fn own_fine(&mut self, a: Bsr) {
+        self.owns_fine = true;
+        if self.params.storage == Storage::Blocked {
+            self.levels[0].a = Some(a);
+        }
+    }
+
+    /// Validates the fine operator and the near-null space against each other.
+    fn check_input(a: &Bsr, near_null: &NearNullSpace) -> Result<(), AmgError> {
         if a.block_rows() != a.block_cols() {
             return Err(AmgError::NonSquareBlocks {
                 what: "AMG operator",
@@ -182,13 +242,24 @@ impl Hierarchy {
                 found: near_null.n_rows(),
             });
         }
+        Ok(())
+    }
+
+    /// Cold setup on `a` without keeping it; prolongator versions start at `first_version`.
+    fn setup_impl(
+        a: &Bsr,
+        near_null: &NearNullSpace,
+        params: &AmgParams,
+        first_version: u64,
+    ) -> Result<Self, AmgError> {
+        let t_total = Instant::now();
+        params.validate()?;
+        Self::check_input(a, near_null)?;
         let k = near_null.n_vectors();
-        let mut tm = SetupTimings {
-            copy_operator_s: copy_s,
-            ..Default::default()
-        };
+        let mut tm = SetupTimings::default();
         let mut levels = vec![Level {
-            a,
+            a: None,
+            bs: a.block_rows(),
             smoother: None,
             near_null: near_null.clone(),
         }];
@@ -196,7 +267,7 @@ impl Hierarchy {
         let mut version = first_version;
         loop {
             let l = levels.len() - 1;
-            let a_l = &levels[l].a;
+            let a_l = levels[l].a.as_ref().unwrap_or(a);
             let bs = a_l.block_rows();
             if a_l.n_rows() <= params.coarse_eq_limit || levels.len() >= params.max_levels {
                 break;
@@ -211,6 +282,7 @@ impl Hierarchy {
                 MisDistance::One
             };
             let aggregates = aggregate(&graph, distance, bs, k);
+            drop(graph);
             tm.aggregation_s += secs(t);
             let coarse_rows = aggregates.n_aggregates() * k;
             if coarse_rows == 0
@@ -233,7 +305,7 @@ impl Hierarchy {
             };
             tm.smoothing_s += secs(t);
             let t = Instant::now();
-            let r = transpose(&p);
+            let pt = transpose_symbolic(p.pattern());
             let galerkin = PtapPlan::new(a_l.pattern(), p.pattern())?;
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
@@ -246,25 +318,29 @@ impl Hierarchy {
                 aggregates,
                 p,
                 p_version: version,
-                r,
-                r_from: version,
+                pt,
+                pt_from: version,
                 galerkin,
                 galerkin_from: version,
                 galerkin_a_pattern,
             });
             version += 1;
             levels.push(Level {
-                a: ac,
+                a: Some(ac),
+                bs: k,
                 smoother: None,
                 near_null: coarse_nns,
             });
         }
         let t = Instant::now();
-        let coarse = factor_coarse(&levels[levels.len() - 1].a)?;
+        let coarse = factor_coarse(levels[levels.len() - 1].a.as_ref().unwrap_or(a))?;
         tm.coarse_factor_s = secs(t);
-        tm.total_s = secs(t_total) + copy_s;
-        let report = HierarchyReport::new(Self::level_reports(&levels), tm);
-        let work = Mutex::new(Self::new_work(&levels));
+        if params.storage == Storage::Scalar {
+            Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
+        }
+        tm.total_s = secs(t_total);
+        let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
+        let work = Mutex::new(Self::new_work(&levels, a.n_rows()));
         Ok(Self {
             params: params.clone(),
             levels,
@@ -272,23 +348,56 @@ impl Hierarchy {
             coarse,
             report,
             next_version: version,
+            owns_fine: false,
+            fine_pattern: a.pattern().clone(),
+            fine_bs: a.block_rows(),
             work,
         })
     }
 
-    fn level_reports(levels: &[Level]) -> Vec<LevelReport> {
+    /// [`Storage::Scalar`]: replaces every operator and prolongator by its 1x1-block expansion and
+    /// rebuilds the restriction and Galerkin plans on the scalar patterns.
+    fn expand_to_scalar(
+        a: &Bsr,
+        levels: &mut [Level],
+        transfers: &mut [Transfer],
+        tm: &mut SetupTimings,
+    ) -> Result<(), AmgError> {
+        let t = Instant::now();
+        for (l, lev) in levels.iter_mut().enumerate() {
+            lev.a = Some(lev.a.as_ref().unwrap_or(a).to_scalar_blocks());
+            if let Some(tr) = transfers.get_mut(l) {
+                tr.p = tr.p.to_scalar_blocks();
+            }
+        }
+        tm.expansion_s += secs(t);
+        let t = Instant::now();
+        for (tr, lev) in transfers.iter_mut().zip(levels.iter()) {
+            let a_l = lev.a.as_ref().unwrap_or(a);
+            tr.pt = transpose_symbolic(tr.p.pattern());
+            tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
+            tr.galerkin_a_pattern = a_l.pattern().clone();
+        }
+        tm.galerkin_symbolic_s += secs(t);
+        Ok(())
+    }
+
+    fn level_reports(levels: &[Level], fine: &Bsr) -> Vec<LevelReport> {
         levels
             .iter()
-            .map(|l| LevelReport::of(&l.a, l.smoother.as_ref().map(|s| s.emax)))
+            .map(|l| {
+                let emax = l.smoother.as_ref().map(|s| s.emax);
+                LevelReport::with_block_size(l.a.as_ref().unwrap_or(fine), l.bs, emax)
+            })
             .collect()
     }
 
-    fn new_work(levels: &[Level]) -> Vec<LevelWork> {
+    fn new_work(levels: &[Level], n_fine: usize) -> Vec<LevelWork> {
         levels
             .iter()
             .enumerate()
             .map(|(l, lev)| {
-                let n = lev.a.n_rows();
+                let n = lev.a.as_ref().map_or(n_fine, Bsr::n_rows);
                 let m = if l == 0 { 0 } else { n };
                 LevelWork {
                     b: Vector::zeros(m),
@@ -299,88 +408,55 @@ impl Hierarchy {
             .collect()
     }
 
-    /// Takes a new operator of the same block structure and updates the hierarchy as `params.reuse`
-    /// says (see [`Reuse`]). On error the hierarchy must be rebuilt with [`Hierarchy::setup`].
-    pub fn update(&mut self, a: &Bsr) -> Result<UpdateReport, AmgError> {
-        let t_total = Instant::now();
-        let fine = &self.levels[0].a;
-        if a.pattern().n_block_rows() != fine.pattern().n_block_rows()
-            || a.pattern().n_block_cols() != fine.pattern().n_block_cols()
-            || a.block_rows() != fine.block_rows()
-            || a.block_cols() != fine.block_cols()
+    /// Errors unless `a` has the block rows and block size of the hierarchy's fine operator.
+    fn check_shape(&self, a: &Bsr) -> Result<(), AmgError> {
+        if a.pattern().n_block_rows() != self.fine_pattern.n_block_rows()
+            || a.pattern().n_block_cols() != self.fine_pattern.n_block_cols()
+            || a.block_rows() != self.fine_bs
+            || a.block_cols() != self.fine_bs
         {
             return Err(AmgError::OperatorChanged {
-                expected: fine.pattern().n_block_rows(),
-                expected_bs: fine.block_rows(),
+                expected: self.fine_pattern.n_block_rows(),
+                expected_bs: self.fine_bs,
                 found: a.pattern().n_block_rows(),
                 found_bs: a.block_rows(),
             });
         }
+        Ok(())
+    }
+
+    /// Takes a new operator of the same block structure and updates the hierarchy as `params.reuse`
+    /// says (see [`Reuse`]). An owning hierarchy copies `a`'s values; an external one copies
+    /// nothing (with `reuse: full` its V-cycle then smooths with the new `a` and the old diagonals).
+    /// On error the hierarchy must be rebuilt by a setup.
+    pub fn update(&mut self, a: &Bsr) -> Result<UpdateReport, AmgError> {
+        let t_total = Instant::now();
+        self.check_shape(a)?;
         let mut tm = SetupTimings::default();
         let (mut transposes_rebuilt, mut galerkin_plans_rebuilt) = (0, 0);
         match self.params.reuse {
             Reuse::Full => {}
             Reuse::None => {
-                let t = Instant::now();
-                let a = a.clone();
-                let copy_s = secs(t);
                 let nns = self.levels[0].near_null.clone();
-                *self = Self::setup_from(a, &nns, &self.params, self.next_version, copy_s)?;
+                let owns = self.owns_fine;
+                *self = Self::setup_impl(a, &nns, &self.params, self.next_version)?;
+                if owns {
+                    let t = Instant::now();
+                    self.own_fine(a.clone());
+                    self.report.setup.copy_operator_s = secs(t);
+                }
                 tm = self.report.setup.clone();
                 transposes_rebuilt = self.transfers.len();
                 galerkin_plans_rebuilt = self.transfers.len();
             }
             Reuse::Interpolation => {
+                self.refresh_fine(a, &mut tm)?;
+                (transposes_rebuilt, galerkin_plans_rebuilt) = self.hot_levels(a, &mut tm)?;
                 let t = Instant::now();
-                copy_operator(&mut self.levels[0].a, a);
-                tm.copy_operator_s = secs(t);
-                for l in 0..self.transfers.len() {
-                    let (fine, coarse) = self.levels.split_at_mut(l + 1);
-                    let (lev, next) = (&mut fine[l], &mut coarse[0]);
-                    let tr = &mut self.transfers[l];
-                    let t = Instant::now();
-                    if tr.r_from != tr.p_version {
-                        tr.r = transpose(&tr.p);
-                        tr.r_from = tr.p_version;
-                        transposes_rebuilt += 1;
-                    }
-                    let a_pattern_same = Arc::ptr_eq(&tr.galerkin_a_pattern, lev.a.pattern())
-                        || *tr.galerkin_a_pattern == **lev.a.pattern();
-                    if tr.galerkin_from != tr.p_version || !a_pattern_same {
-                        tr.galerkin = PtapPlan::new(lev.a.pattern(), tr.p.pattern())?;
-                        tr.galerkin_from = tr.p_version;
-                        tr.galerkin_a_pattern = lev.a.pattern().clone();
-                        next.a = Bsr::zeros(
-                            tr.galerkin.pattern().clone(),
-                            next.a.block_rows(),
-                            next.a.block_cols(),
-                        );
-                        galerkin_plans_rebuilt += 1;
-                    }
-                    tm.galerkin_symbolic_s += secs(t);
-                    let t = Instant::now();
-                    let smoother = lev
-                        .smoother
-                        .take()
-                        .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-                    let old_emax = smoother.emax;
-                    let mut pbj = smoother.pbj;
-                    pbj.update(&lev.a).map_err(|e| with_level(e, l))?;
-                    let emax = if self.params.recompute_eigs {
-                        emax_of(&lev.a, &pbj, self.params.eig_steps, l)?
-                    } else {
-                        old_emax
-                    };
-                    lev.smoother = Some(build_smoother(pbj, emax, &self.params));
-                    tm.smoother_setup_s += secs(t);
-                    let t = Instant::now();
-                    ptap_numeric(&tr.galerkin, &lev.a, &tr.p, &mut next.a)?;
-                    tm.galerkin_numeric_s += secs(t);
-                }
-                let t = Instant::now();
-                self.coarse = factor_coarse(&self.levels[self.levels.len() - 1].a)?;
+                let last = self.levels.len() - 1;
+                self.coarse = factor_coarse(self.levels[last].a.as_ref().unwrap_or(a))?;
                 tm.coarse_factor_s = secs(t);
-                let levels = Self::level_reports(&self.levels);
+                let levels = Self::level_reports(&self.levels, a);
                 self.report = HierarchyReport::new(levels, self.report.setup.clone());
             }
         }
@@ -392,6 +468,111 @@ impl Hierarchy {
             galerkin_plans_rebuilt,
             timings: tm,
         })
+    }
+
+    /// Brings the stored fine operator (own copy or scalar expansion) to `a`'s values.
+    fn refresh_fine(&mut self, a: &Bsr, tm: &mut SetupTimings) -> Result<(), AmgError> {
+        let same = same_pattern(&self.fine_pattern, a.pattern());
+        match (self.params.storage, self.levels[0].a.as_mut()) {
+            (Storage::Blocked, Some(own)) => {
+                let t = Instant::now();
+                copy_operator(own, a);
+                tm.copy_operator_s = secs(t);
+            }
+            (Storage::Scalar, Some(scalar)) => {
+                let t = Instant::now();
+                if same {
+                    expand_values(a, scalar)?;
+                } else {
+                    *scalar = a.to_scalar_blocks();
+                }
+                tm.expansion_s = secs(t);
+            }
+            (_, None) => {}
+        }
+        self.fine_pattern = a.pattern().clone();
+        Ok(())
+    }
+
+    /// The hot levels of `reuse: interpolation`: per level, P-side plans if stale, smoother
+    /// diagonals (and eigenvalue estimates), numeric Galerkin product. `fine` is the caller's
+    /// operator, used on level 0 when the hierarchy holds none.
+    fn hot_levels(
+        &mut self,
+        fine: &Bsr,
+        tm: &mut SetupTimings,
+    ) -> Result<(usize, usize), AmgError> {
+        let (mut transposes_rebuilt, mut galerkin_plans_rebuilt) = (0, 0);
+        for l in 0..self.transfers.len() {
+            let (upper, lower) = self.levels.split_at_mut(l + 1);
+            let (lev, next) = (&mut upper[l], &mut lower[0]);
+            let a_l = lev.a.as_ref().unwrap_or(fine);
+            let tr = &mut self.transfers[l];
+            let t = Instant::now();
+            if tr.pt_from != tr.p_version {
+                tr.pt = transpose_symbolic(tr.p.pattern());
+                tr.pt_from = tr.p_version;
+                transposes_rebuilt += 1;
+            }
+            if tr.galerkin_from != tr.p_version
+                || !same_pattern(&tr.galerkin_a_pattern, a_l.pattern())
+            {
+                tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
+                tr.galerkin_from = tr.p_version;
+                tr.galerkin_a_pattern = a_l.pattern().clone();
+                if let Some(next_a) = next.a.as_mut() {
+                    *next_a = Bsr::zeros(
+                        tr.galerkin.pattern().clone(),
+                        next_a.block_rows(),
+                        next_a.block_cols(),
+                    );
+                }
+                galerkin_plans_rebuilt += 1;
+            }
+            tm.galerkin_symbolic_s += secs(t);
+            let t = Instant::now();
+            let smoother = lev
+                .smoother
+                .take()
+                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+            let old_emax = smoother.emax;
+            let mut pbj = smoother.pbj;
+            pbj.update_with_block_size(a_l, lev.bs)
+                .map_err(|e| with_level(e, l))?;
+            let emax = if self.params.recompute_eigs {
+                emax_of(a_l, &pbj, self.params.eig_steps, l)?
+            } else {
+                old_emax
+            };
+            lev.smoother = Some(build_smoother(pbj, emax, &self.params));
+            tm.smoother_setup_s += secs(t);
+            let t = Instant::now();
+            if let Some(next_a) = next.a.as_mut() {
+                ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a)?;
+            }
+            tm.galerkin_numeric_s += secs(t);
+        }
+        Ok((transposes_rebuilt, galerkin_plans_rebuilt))
+    }
+
+    /// The V-cycle on the caller's fine operator `a`, which must carry the pattern and block size
+    /// of the last setup or update (its values are those `update` last saw, or `reuse: full`
+    /// semantics apply). Required for [`Hierarchy::setup_external`]; with scalar storage the
+    /// hierarchy's own expansion is used and `a` is only checked.
+    pub fn with_operator<'a>(&'a self, a: &'a Bsr) -> Result<VCycle<'a>, AmgError> {
+        self.check_shape(a)?;
+        if !same_pattern(&self.fine_pattern, a.pattern()) {
+            return Err(AmgError::OperatorPatternChanged);
+        }
+        Ok(VCycle {
+            hierarchy: self,
+            fine: a,
+        })
+    }
+
+    /// Storage of the operators and prolongators.
+    pub fn storage(&self) -> Storage {
+        self.params.storage
     }
 
     /// Sizes, complexities and the cold-setup timings.
@@ -409,9 +590,10 @@ impl Hierarchy {
         self.levels.len()
     }
 
-    /// Operator of level `l` (0 = finest).
+    /// Operator of level `l` (0 = finest) in the hierarchy's storage; `None` for level 0 of an
+    /// external blocked hierarchy (the caller holds it).
     pub fn operator(&self, l: usize) -> Option<&Bsr> {
-        self.levels.get(l).map(|lev| &lev.a)
+        self.levels.get(l).and_then(|lev| lev.a.as_ref())
     }
 
     /// Near-null space of level `l` (the coarse ones are the `R` factors of the tentative QR).
@@ -424,7 +606,7 @@ impl Hierarchy {
         self.transfers.get(l).map(|t| &t.aggregates)
     }
 
-    /// Prolongator from level `l + 1` to level `l`.
+    /// Prolongator from level `l + 1` to level `l`, in the hierarchy's storage.
     pub fn prolongator(&self, l: usize) -> Option<&Bsr> {
         self.transfers.get(l).map(|t| &t.p)
     }
@@ -434,9 +616,32 @@ impl Hierarchy {
         self.transfers.iter().map(|t| t.p_version).collect()
     }
 
+    /// One V-cycle from a zero initial guess on the fine operator `fine` (used on level 0 when the
+    /// hierarchy holds none), with the hierarchy's work vectors (a temporary set if they are busy).
+    fn v_cycle(&self, fine: &Bsr, r: &Vector, z: &mut Vector) {
+        let mut guard = match self.work.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let mut temporary;
+        let work: &mut Vec<LevelWork> = match guard.as_deref_mut() {
+            Some(w) => w,
+            None => {
+                temporary = Self::new_work(&self.levels, fine.n_rows());
+                &mut temporary
+            }
+        };
+        let (first, rest) = work
+            .split_first_mut()
+            .expect("a hierarchy has at least one level");
+        self.cycle(fine, 0, r, z, &mut first.sw, rest);
+    }
+
     /// One V-cycle on level `l`: `x` (overwritten) approximates `A_l^{-1} b`.
     fn cycle(
         &self,
+        fine: &Bsr,
         l: usize,
         b: &Vector,
         x: &mut Vector,
@@ -449,38 +654,38 @@ impl Hierarchy {
             self.coarse.solve_in_place(x.as_mut_slice());
             return;
         };
-        smoother.smooth(&lev.a, b, x, true, sw);
+        let a = lev.a.as_ref().unwrap_or(fine);
+        smoother.smooth(a, b, x, true, sw);
         sw.r.copy_from(b);
-        lev.a.spmv_add(-1.0, x, 1.0, &mut sw.r);
+        a.spmv_add(-1.0, x, 1.0, &mut sw.r);
         let Some((c, deeper)) = rest.split_first_mut() else {
             return; // unreachable: every non-coarsest level has a work entry below it
         };
-        tr.r.spmv(&sw.r, &mut c.b);
-        self.cycle(l + 1, &c.b, &mut c.x, &mut c.sw, deeper);
+        restrict(&tr.p, &tr.pt, &sw.r, &mut c.b);
+        self.cycle(fine, l + 1, &c.b, &mut c.x, &mut c.sw, deeper);
         tr.p.spmv_add(1.0, &c.x, 1.0, x);
-        smoother.smooth(&lev.a, b, x, false, sw);
+        smoother.smooth(a, b, x, false, sw);
     }
 }
 
 impl Preconditioner for Hierarchy {
     /// One V(d, d) cycle from a zero initial guess (symmetric: the same smoother before and after).
+    ///
+    /// # Panics
+    /// If the hierarchy holds no fine operator (blocked [`Hierarchy::setup_external`]): use
+    /// [`Hierarchy::with_operator`].
     fn apply(&self, r: &Vector, z: &mut Vector) {
-        let mut guard = match self.work.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let mut temporary;
-        let work: &mut Vec<LevelWork> = match guard.as_deref_mut() {
-            Some(w) => w,
-            None => {
-                temporary = Self::new_work(&self.levels);
-                &mut temporary
-            }
-        };
-        let (first, rest) = work
-            .split_first_mut()
-            .expect("a hierarchy has at least one level");
-        self.cycle(0, r, z, &mut first.sw, rest);
+        let fine = self.levels[0]
+            .a
+            .as_ref()
+            .expect("Hierarchy::apply: built by setup_external, use with_operator(&a)");
+        self.v_cycle(fine, r, z);
+    }
+}
+
+impl Preconditioner for VCycle<'_> {
+    /// One V(d, d) cycle from a zero initial guess on the bound fine operator.
+    fn apply(&self, r: &Vector, z: &mut Vector) {
+        self.hierarchy.v_cycle(self.fine, r, z);
     }
 }

@@ -18,16 +18,18 @@ pub mod params;
 pub mod point_block_jacobi;
 pub mod prolongator;
 pub mod report;
+pub mod restriction;
 pub mod smoother;
+mod storage;
 pub mod strength;
 pub mod tentative;
 #[cfg(test)]
 pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, Aggregates, MisDistance};
-pub use bench::{two_solves, TwoSolvesReport};
+pub use bench::{peak_rss_mb, two_solves, TwoSolvesReport};
 pub use error::AmgError;
-pub use hierarchy::Hierarchy;
+pub use hierarchy::{Hierarchy, VCycle};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };

@@ -1,5 +1,6 @@
 //! [`NearNullSpace`]: the vectors the coarse spaces must reproduce exactly (rigid-body modes in
-//! elasticity, constants for a Laplacian).
+//! elasticity, built from node coordinates by `assembly::rigid_body_modes`; constants for a
+//! Laplacian).
 //!
 //! Layout: **node-major** (row-major `n_rows x k`): entry `(row, j)` at `values[row * k + j]`, so the
 //! `bs x k` slab of node `i` is contiguous and row-major, exactly the layout of a `bs x k` block of
@@ -66,32 +67,6 @@ impl NearNullSpace {
         Self::from_row_major(n_nodes * bs, bs, values)
     }
 
-    /// The 6 rigid-body modes of 3D elasticity for nodes at `coords` (3 unknowns per node):
-    /// translations `e_x, e_y, e_z` and rotations `(-y, x, 0)`, `(0, -z, y)`, `(z, 0, -x)`, with
-    /// coordinates taken relative to the centroid for conditioning.
-    pub fn rigid_body_3d(coords: &[[f64; 3]]) -> Result<Self, AmgError> {
-        let n = coords.len();
-        let mut c = [0.0; 3];
-        for p in coords {
-            for d in 0..3 {
-                c[d] += p[d] / n.max(1) as f64;
-            }
-        }
-        let mut values = vec![0.0; n * 18];
-        for (node, p) in coords.iter().enumerate() {
-            let (x, y, z) = (p[0] - c[0], p[1] - c[1], p[2] - c[2]);
-            let rows = [
-                [1.0, 0.0, 0.0, -y, 0.0, z],
-                [0.0, 1.0, 0.0, x, -z, 0.0],
-                [0.0, 0.0, 1.0, 0.0, y, -x],
-            ];
-            for (d, row) in rows.iter().enumerate() {
-                values[(node * 3 + d) * 6..(node * 3 + d + 1) * 6].copy_from_slice(row);
-            }
-        }
-        Self::from_row_major(n * 3, 6, values)
-    }
-
     /// Vector length.
     pub fn n_rows(&self) -> usize {
         self.n_rows
@@ -131,37 +106,5 @@ mod tests {
         assert!(NearNullSpace::from_columns(&[vec![1.0], vec![1.0, 2.0]]).is_err());
         assert!(NearNullSpace::from_row_major(2, 1, vec![1.0, f64::NAN]).is_err());
         assert!(NearNullSpace::from_row_major(2, 0, vec![]).is_err());
-    }
-
-    #[test]
-    fn rigid_body_modes_are_rigid_motions() {
-        // Displacement of a rotation about z by a small angle: u = theta (-y, x, 0) (about the centroid).
-        let coords = [
-            [0.0, 0.0, 0.0],
-            [1.0, 0.0, 0.0],
-            [0.0, 2.0, 0.0],
-            [0.0, 0.0, 3.0],
-        ];
-        let b = NearNullSpace::rigid_body_3d(&coords).unwrap();
-        let rz = b.column(3);
-        let c = [0.25, 0.5, 0.75];
-        for (i, p) in coords.iter().enumerate() {
-            assert_eq!(rz[3 * i], -(p[1] - c[1]));
-            assert_eq!(rz[3 * i + 1], p[0] - c[0]);
-            assert_eq!(rz[3 * i + 2], 0.0);
-        }
-        // Every mode has zero strain: distances between nodes are preserved to first order,
-        // (u_i - u_j) . (x_i - x_j) = 0.
-        for j in 0..6 {
-            let u = b.column(j);
-            for a in 0..4 {
-                for bb in 0..4 {
-                    let s: f64 = (0..3)
-                        .map(|d| (u[3 * a + d] - u[3 * bb + d]) * (coords[a][d] - coords[bb][d]))
-                        .sum();
-                    assert!(s.abs() < 1e-14);
-                }
-            }
-        }
     }
 }

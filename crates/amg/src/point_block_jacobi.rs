@@ -32,18 +32,38 @@ impl PointBlockJacobi {
         Ok(pbj)
     }
 
+    /// Inverts the `bs x bs` node blocks on the diagonal of `a`, whose stored blocks are either
+    /// `bs x bs` or `1 x 1` (scalar storage of an operator with `bs` unknowns per node).
+    pub fn with_block_size(a: &Bsr, bs: usize) -> Result<Self, AmgError> {
+        let mut pbj = Self {
+            bs: 0,
+            inv: Vec::new(),
+        };
+        pbj.update_with_block_size(a, bs)?;
+        Ok(pbj)
+    }
+
     /// Recomputes the inverses from the values of `a` (any square-block operator; the block count may
     /// change). On error `self` is left unchanged.
     pub fn update(&mut self, a: &Bsr) -> Result<(), AmgError> {
-        let bs = a.block_rows();
-        if a.block_cols() != bs {
+        self.update_with_block_size(a, a.block_rows())
+    }
+
+    /// [`Self::update`] for node blocks of size `bs`, stored as `bs x bs` or as `1 x 1` blocks.
+    pub fn update_with_block_size(&mut self, a: &Bsr, bs: usize) -> Result<(), AmgError> {
+        let stored = a.block_rows();
+        if a.block_cols() != stored || (stored != bs && stored != 1) || bs == 0 {
             return Err(AmgError::NonSquareBlocks {
-                what: "point-block Jacobi",
-                block_rows: bs,
+                what: "point-block Jacobi (stored blocks must be bs x bs or 1 x 1)",
+                block_rows: stored,
                 block_cols: a.block_cols(),
             });
         }
-        let mut inv = a.diagonal_blocks()?;
+        let mut inv = if stored == bs {
+            a.diagonal_blocks()?
+        } else {
+            scalar_node_diagonal(a, bs)?
+        };
         let bl = bs * bs;
         let failure = inv
             .par_chunks_mut(bl)
@@ -116,6 +136,38 @@ impl Preconditioner for PointBlockJacobi {
     fn apply(&self, r: &Vector, z: &mut Vector) {
         self.apply_axpby(1.0, r.as_slice(), 0.0, z.as_mut_slice());
     }
+}
+
+/// The `bs x bs` diagonal node blocks of a scalar (1x1-block) operator, concatenated; entries absent
+/// from the pattern are zero.
+fn scalar_node_diagonal(a: &Bsr, bs: usize) -> Result<Vec<f64>, AmgError> {
+    let pattern = a.pattern();
+    if (a.n_rows() / bs) * bs != a.n_rows() || pattern.n_block_cols() != pattern.n_block_rows() {
+        return Err(AmgError::DimensionMismatch {
+            what: "point-block Jacobi: scalar operator rows (a multiple of the node block size)",
+            expected: a.n_rows().next_multiple_of(bs),
+            found: a.n_rows(),
+        });
+    }
+    let (row_ptr, values) = (pattern.row_ptr(), a.values());
+    let mut d = vec![0.0; a.n_rows() * bs];
+    d.par_chunks_mut(bs * bs)
+        .enumerate()
+        .for_each(|(node, blk)| {
+            let first = node * bs;
+            for r in 0..bs {
+                let cols = pattern.row(first + r);
+                let lo = cols.partition_point(|&c| (c as usize) < first);
+                for (t, &c) in cols[lo..].iter().enumerate() {
+                    let c = c as usize - first;
+                    if c >= bs {
+                        break;
+                    }
+                    blk[r * bs + c] = values[row_ptr[first + r] + lo + t];
+                }
+            }
+        });
+    Ok(d)
 }
 
 /// `x_i = omega D_i^{-1} r_i + beta x_i` for `B x B` blocks, monomorphised.
@@ -241,6 +293,20 @@ mod tests {
         let mut res = r.clone();
         a.spmv_add(-1.0, &x, 1.0, &mut res);
         assert!(ops::norm2(&res) <= 1e-9 * ops::norm2(&r));
+    }
+
+    #[test]
+    fn node_blocks_of_the_scalar_expansion_give_the_same_inverses() {
+        for bs in [2, 3, 6] {
+            let a = random_spd_block_tridiagonal(20, bs, 3);
+            let blocked = PointBlockJacobi::new(&a).unwrap();
+            let scalar = PointBlockJacobi::with_block_size(&a.to_scalar_blocks(), bs).unwrap();
+            assert_eq!(scalar.block_size(), bs);
+            assert_eq!(scalar.inverse_blocks(), blocked.inverse_blocks());
+        }
+        let a = random_spd_block_tridiagonal(5, 3, 1);
+        assert!(PointBlockJacobi::with_block_size(&a, 2).is_err());
+        assert!(PointBlockJacobi::with_block_size(&a.to_scalar_blocks(), 4).is_err());
     }
 
     #[test]

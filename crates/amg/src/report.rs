@@ -24,8 +24,11 @@ pub struct SetupTimings {
     pub smoother_setup_s: f64,
     /// Dense factorisation of the coarsest level.
     pub coarse_factor_s: f64,
-    /// Copy of the fine operator into the hierarchy.
+    /// Copy of the fine operator into a hierarchy that owns it.
     pub copy_operator_s: f64,
+    /// Scalar storage: expansion to 1x1 blocks (cold setup: every operator and prolongator; hot
+    /// update: the fine operator's values).
+    pub expansion_s: f64,
     /// The whole call.
     pub total_s: f64,
 }
@@ -37,9 +40,11 @@ pub struct LevelReport {
     pub rows: usize,
     /// Block rows (nodes or aggregates).
     pub block_rows: usize,
-    /// Block size.
+    /// Block size (unknowns per node or aggregate).
     pub block_size: usize,
-    /// Stored blocks.
+    /// Block size of the storage: `block_size`, or 1 with scalar storage.
+    pub storage_block_size: usize,
+    /// Nonzero `block_size x block_size` blocks.
     pub block_nnz: usize,
     /// Stored scalar entries (`block_nnz * block_size^2`).
     pub nnz: usize,
@@ -52,12 +57,19 @@ pub struct LevelReport {
 impl LevelReport {
     /// Sizes of `a` with its eigenvalue estimate.
     pub fn of(a: &Bsr, emax: Option<f64>) -> Self {
+        Self::with_block_size(a, a.block_rows(), emax)
+    }
+
+    /// Sizes of `a`, an operator of `bs x bs` node blocks stored as `bs x bs` or 1x1 blocks.
+    pub fn with_block_size(a: &Bsr, bs: usize, emax: Option<f64>) -> Self {
         let nnz = a.pattern().nnz() * a.block_len();
+        let bs = bs.max(1);
         Self {
             rows: a.n_rows(),
-            block_rows: a.pattern().n_block_rows(),
-            block_size: a.block_rows(),
-            block_nnz: a.pattern().nnz(),
+            block_rows: a.n_rows() / bs,
+            block_size: bs,
+            storage_block_size: a.block_rows(),
+            block_nnz: nnz / (bs * bs),
             nnz,
             nnz_per_row: nnz as f64 / a.n_rows().max(1) as f64,
             emax,

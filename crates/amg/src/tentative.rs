@@ -115,10 +115,8 @@ mod tests {
         let (n, bs, k) = (40, 3, 6);
         let g = line_graph(n);
         let aggs = aggregate(&g, MisDistance::One, bs, k);
-        let coords: Vec<[f64; 3]> = (0..n)
-            .map(|i| [i as f64 * 0.1, (i as f64).sin(), 0.3 * i as f64])
-            .collect();
-        let nns = NearNullSpace::rigid_body_3d(&coords).unwrap();
+        // Generic vectors (full column rank on every aggregate of >= 2 nodes).
+        let nns = NearNullSpace::from_row_major(n * bs, k, rand_vec(11, n * bs * k)).unwrap();
         let (p0, bc) = tentative_prolongator(&aggs, &nns, bs).unwrap();
         assert_eq!((p0.block_rows(), p0.block_cols()), (bs, k));
         // P0 Bc == B, column by column (every vertex aggregated here).

@@ -5,7 +5,7 @@ mod common;
 use amg::aggregation::UNAGGREGATED;
 use amg::{
     cg, tentative_prolongator, AmgParams, CgParams, Hierarchy, NearNullSpace, Preconditioner,
-    Reuse, SmootherKind,
+    Reuse, SmootherKind, Storage,
 };
 use linalg::{ops, Bsr, Vector};
 
@@ -319,4 +319,159 @@ fn params_deserialize_with_defaults_and_reject_unknown_fields() {
     assert_eq!(p.coarse_eq_limit, AmgParams::default().coarse_eq_limit);
     assert!(serde_json::from_str::<AmgParams>(r#"{"reuse": "none", "bogus": 1}"#).is_err());
     assert!(serde_json::from_str::<AmgParams>(r#"{"reuse": "sometimes"}"#).is_err());
+}
+
+/// Shifts every diagonal block by a pseudo-random positive multiple of `I` (SPD, same pattern).
+fn shift_diagonal(a: &mut Bsr, seed: u64) {
+    let pattern = a.pattern().clone();
+    let diag = pattern.diagonal_positions().unwrap();
+    let s = rhs(diag.len(), seed);
+    let bs = a.block_rows();
+    for (node, &k) in diag.iter().enumerate() {
+        let blk = a.block_mut(k);
+        for c in 0..bs {
+            blk[(bs + 1) * c] += 0.05 * (1.5 + s.as_slice()[node]);
+        }
+    }
+}
+
+#[test]
+fn scalar_storage_runs_the_same_method_as_blocked() {
+    let mut p = common::elasticity(13, 1e-3);
+    let scalar = AmgParams {
+        storage: Storage::Scalar,
+        ..Default::default()
+    };
+    let mut hb = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    let mut hs = Hierarchy::setup(&p.a, &p.near_null, &scalar).unwrap();
+    let r = rhs(p.a.n_rows(), 21);
+    for round in 0..2 {
+        assert_eq!(hb.n_levels(), hs.n_levels());
+        for l in 0..hb.n_levels() {
+            let (ob, os) = (hb.operator(l).unwrap(), hs.operator(l).unwrap());
+            assert_eq!((os.block_rows(), os.block_cols()), (1, 1), "level {l}");
+            assert!(
+                max_rel_diff(&os.to_dense(), &ob.to_dense()) < 1e-12,
+                "round {round} level {l}"
+            );
+            let (lb, ls) = (&hb.report().levels[l], &hs.report().levels[l]);
+            assert_eq!(
+                (lb.block_size, lb.block_nnz, lb.nnz),
+                (ls.block_size, ls.block_nnz, ls.nnz)
+            );
+            assert_eq!(ls.storage_block_size, 1);
+        }
+        for l in 0..hb.n_levels() - 1 {
+            let (pb, ps) = (hb.prolongator(l).unwrap(), hs.prolongator(l).unwrap());
+            assert_eq!(ps.block_rows(), 1);
+            assert_eq!(ps.to_dense(), pb.to_dense(), "level {l}");
+        }
+        assert!(max_rel_diff(&vcycle(&hs, &r), &vcycle(&hb, &r)) < 1e-10);
+        let (ob, os) = (solve(&p.a, &p.b, &hb), solve(&p.a, &p.b, &hs));
+        assert!(ob.converged && os.converged);
+        assert_eq!(ob.iterations, os.iterations, "round {round}");
+        for (u, v) in ob.residual_history.iter().zip(&os.residual_history) {
+            assert!((u - v).abs() <= 1e-6 * u.abs(), "round {round}: {u} vs {v}");
+        }
+        // Second round: the hot update recomputes diagonals and Galerkin products from the scalar
+        // operators.
+        shift_diagonal(&mut p.a, 13);
+        let (ub, us) = (hb.update(&p.a).unwrap(), hs.update(&p.a).unwrap());
+        assert_eq!(
+            (us.galerkin_plans_rebuilt, us.transposes_rebuilt),
+            (0, 0),
+            "{ub:?}"
+        );
+    }
+}
+
+#[test]
+fn external_hierarchy_keeps_no_copy_and_equals_the_owning_one() {
+    let mut p = common::elasticity(9, 1e-3);
+    let params = AmgParams::default();
+    let mut own = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+    let mut ext = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    assert!(ext.operator(0).is_none());
+    assert_eq!(ext.report().levels, own.report().levels);
+    let r = rhs(p.a.n_rows(), 2);
+    let ext_cycle = |h: &Hierarchy, a: &Bsr| {
+        let mut z = Vector::zeros(r.len());
+        h.with_operator(a).unwrap().apply(&r, &mut z);
+        z.into_vec()
+    };
+    assert_eq!(ext_cycle(&ext, &p.a), vcycle(&own, &r));
+    shift_diagonal(&mut p.a, 4);
+    own.update(&p.a).unwrap();
+    ext.update(&p.a).unwrap();
+    assert_eq!(ext_cycle(&ext, &p.a), vcycle(&own, &r));
+    for l in 1..own.n_levels() {
+        assert_eq!(
+            ext.operator(l).unwrap().values(),
+            own.operator(l).unwrap().values()
+        );
+    }
+    // setup_owned moves the operator in; it is lent back unchanged.
+    let owned = Hierarchy::setup_owned(p.a.clone(), &p.near_null, &params).unwrap();
+    assert_eq!(owned.operator(0).unwrap().values(), p.a.values());
+    // The bound operator must match the hierarchy's.
+    let other = common::elasticity(8, 1e-3);
+    assert!(matches!(
+        ext.with_operator(&other.a),
+        Err(amg::AmgError::OperatorChanged { .. })
+    ));
+    let pattern = p.a.pattern();
+    let dropped: Vec<u32> = (0..pattern.n_block_rows())
+        .flat_map(|i| {
+            pattern
+                .row(i)
+                .iter()
+                .copied()
+                .filter(move |&j| j as usize == i)
+        })
+        .collect();
+    let diag_only = linalg::BlockPattern::new(
+        pattern.n_block_rows(),
+        pattern.n_block_cols(),
+        (0..=pattern.n_block_rows()).collect(),
+        dropped,
+    )
+    .unwrap();
+    let diag_a = Bsr::zeros(std::sync::Arc::new(diag_only), 3, 3);
+    assert!(matches!(
+        ext.with_operator(&diag_a),
+        Err(amg::AmgError::OperatorPatternChanged)
+    ));
+}
+
+#[test]
+fn two_solves_reports_the_same_iterations_in_both_storages() {
+    let p = common::elasticity(9, 1e-3);
+    let run = |storage| {
+        let mut a = p.a.clone();
+        let params = AmgParams {
+            storage,
+            ..Default::default()
+        };
+        amg::two_solves(
+            &mut a,
+            &p.b,
+            &p.near_null,
+            &params,
+            &CgParams::default(),
+            2.0,
+        )
+        .unwrap()
+    };
+    let (b, s) = (run(Storage::Blocked), run(Storage::Scalar));
+    assert_eq!(b.storage, Storage::Blocked);
+    assert!(b.solve.converged && b.solve_hot.converged);
+    assert_eq!(b.solve.iterations, s.solve.iterations);
+    assert_eq!(b.solve_hot.iterations, s.solve_hot.iterations);
+    // Scaling A by 2 scales nothing the method depends on: the same iterations again.
+    assert_eq!(b.solve.iterations, b.solve_hot.iterations);
+    assert_eq!(b.update.galerkin_plans_rebuilt, 0);
+    assert_eq!(b.galerkin_numeric_s, b.update.timings.galerkin_numeric_s);
+    for r in [&b, &s] {
+        assert!(r.spmv_s > 0.0 && r.galerkin_numeric_s > 0.0 && r.setup_hot_s > 0.0);
+    }
 }

@@ -4,10 +4,12 @@
 //! `(1, 2, 0)` per unit volume. Built through the same assembly path as `hexfem run`.
 
 use anyhow::{ensure, Result};
-use assembly::{rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D};
+use assembly::{CellMaterials, Constraints, ElasticityAssembler, Prescribed};
 use fem::{Load, Material, Moduli};
 use linalg::{ops, Bsr, Vector};
 use mesh::{generate_box, BoxSpec, CellKind};
+
+use crate::problem::near_null_space;
 
 /// Young's modulus scale of the soft inclusion.
 pub const SOFT_SCALE: f64 = 1e-3;
@@ -19,8 +21,8 @@ pub struct Ex56 {
     /// Stiffness with the clamped rows and columns eliminated (3x3 blocks).
     pub a: Bsr,
     pub b: Vector,
-    /// Rigid-body modes, node-major (`[(3 node + c) * 6 + mode]`).
-    pub near_null: Vec<f64>,
+    /// Rigid-body modes of the nodes (the AMG's near-null space).
+    pub near_null: amg::NearNullSpace,
     pub nodes_per_side: usize,
     pub order: usize,
     pub cells: usize,
@@ -64,13 +66,7 @@ impl Ex56 {
         let mut b = Vector::zeros(dofs);
         ops::axpy(-1.0, &r, &mut b);
         constraints.zero_constrained(&mut b);
-        let near_null = rigid_body_modes(&mesh.coords);
-        debug_assert_eq!(near_null.len(), dofs * RIGID_BODY_MODES_3D);
+        let near_null = near_null_space(&mesh.coords)?;
         Ok(Self { a, b, near_null, nodes_per_side: m, order, cells: n })
-    }
-
-    /// The near-null space in the AMG's layout.
-    pub fn near_null_space(&self) -> Result<amg::NearNullSpace> {
-        Ok(amg::NearNullSpace::from_row_major(self.b.len(), RIGID_BODY_MODES_3D, self.near_null.clone())?)
     }
 }

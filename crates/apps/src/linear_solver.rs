@@ -65,6 +65,14 @@ impl LinearSolver {
         }
     }
 
+    /// The AMG hierarchy's report, once one is set up.
+    pub fn hierarchy_report(&self) -> Option<&HierarchyReport> {
+        match self {
+            LinearSolver::CgAmg { hierarchy: Some(h), .. } => Some(h.report()),
+            _ => None,
+        }
+    }
+
     /// Solves `k x = b` from `x = 0`. Numerical breakdown (an indefinite tangent under CG, a zero
     /// pivot) is an error; hitting the iteration limit is reported, not an error.
     pub fn solve(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {

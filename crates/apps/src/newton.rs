@@ -86,6 +86,8 @@ pub struct PathFailure {
 pub struct LoadPath<'a> {
     pub loading: &'a LoadingParams,
     pub newton: &'a NewtonParams,
+    /// Print each Newton iteration (residual, linear iterations, step length) on standard error.
+    pub verbose: bool,
 }
 
 /// Buffers of one Newton solve, allocated once per run.
@@ -108,7 +110,7 @@ impl LoadPath<'_> {
         problem: &mut Problem,
         solver: &mut LinearSolver,
         u: &mut Vector,
-        mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem) -> Result<()>,
+        mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
         let n = problem.n_dofs();
         let mut ws = Workspace {
@@ -128,6 +130,9 @@ impl LoadPath<'_> {
         while load_factor < 1.0 {
             let target = if 1.0 - (load_factor + increment) < 1e-12 { 1.0 } else { load_factor + increment };
             let start = Instant::now();
+            if self.verbose {
+                eprintln!("load factor {load_factor:.4} -> {target:.4}");
+            }
             let mut trial_u = u.clone();
             match self.solve_step(problem, solver, &mut trial_u, target, &mut ws) {
                 Ok(iterations) => {
@@ -146,7 +151,7 @@ impl LoadPath<'_> {
                         cutbacks,
                     };
                     let easy = step.iterations.len() <= EASY_ITERATIONS;
-                    on_step(&step, u, problem)?;
+                    on_step(&step, u, problem, solver)?;
                     cutbacks = 0;
                     if easy {
                         increment = (increment * self.loading.growth).min(nominal);
@@ -155,6 +160,9 @@ impl LoadPath<'_> {
                 }
                 Err(failure) => {
                     let next = increment / 2.0;
+                    if self.verbose {
+                        eprintln!("  step failed ({failure}); cutting the increment back to {next:.3e}");
+                    }
                     if cutbacks >= self.loading.max_cutbacks || next < self.loading.min_increment {
                         return Err(PathFailure { load_factor: target, increment, cutbacks, last: failure }.into());
                     }
@@ -218,6 +226,12 @@ impl LoadPath<'_> {
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
                 problem.constraints.write_prescribed(load_factor, problem.assembler.coords(), u);
+            }
+            if self.verbose {
+                eprintln!(
+                    "  newton {iteration:>2}  |r| {r_free:.3e}  linear {:>4} its ({:?}, set-up {:.3} s, solve {:.3} s)  step {step_length}",
+                    linear.iterations, linear.setup, linear.setup_s, linear.solve_s
+                );
             }
             records.push(IterationRecord { residual_norm: r_free, linear, step_length });
         }

@@ -2,7 +2,7 @@
 //! validated [`Config`]. Knows nothing of the nonlinear solution strategy.
 
 use anyhow::{bail, Context, Result};
-use assembly::{add_traction_load, body_force_load, CellMaterials, Constraints, ElasticityAssembler, Prescribed};
+use assembly::{add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D};
 use fem::{Load, Material};
 use linalg::{Bsr, Vector};
 use mesh::{generate_box, read_gmsh, BoxSpec, CellKind, HexMesh};
@@ -54,6 +54,11 @@ impl Problem {
         linalg::ops::axpy(-load_factor, &self.external, r);
         Ok(())
     }
+}
+
+/// The rigid-body modes at `coords` as the AMG's near-null space (six vectors, node-major).
+pub fn near_null_space(coords: &[[f64; 3]]) -> Result<amg::NearNullSpace> {
+    Ok(amg::NearNullSpace::from_row_major(3 * coords.len(), RIGID_BODY_MODES_3D, rigid_body_modes(coords))?)
 }
 
 /// The mesh of a configuration (the loader has made Gmsh paths relative to the YAML file's folder).

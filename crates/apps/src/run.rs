@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use assembly::{rigid_body_modes, RIGID_BODY_MODES_3D};
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
@@ -14,7 +13,7 @@ use crate::config::{self, Config, OutputField};
 use crate::linear_solver::LinearSolver;
 use crate::newton::{ConvergedStep, LoadPath};
 use crate::output::{CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord, SummaryWriter};
-use crate::problem::Problem;
+use crate::problem::{near_null_space, Problem};
 
 /// Options of one run.
 pub struct RunOptions {
@@ -74,13 +73,15 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         },
     )?;
     let mut summary = SummaryWriter::create(&dir, &name, run_info(&config, &options.input)?, mesh_info(&problem))?;
-    let near_null = amg::NearNullSpace::from_row_major(problem.n_dofs(), RIGID_BODY_MODES_3D, rigid_body_modes(&problem.mesh.coords))?;
-    let mut solver = LinearSolver::new(&config.linear_solver, near_null);
+    let mut solver = LinearSolver::new(&config.linear_solver, near_null_space(&problem.mesh.coords)?);
     let mut u = Vector::zeros(problem.n_dofs());
-    let path = LoadPath { loading: &config.loading, newton: &config.newton };
+    let path = LoadPath { loading: &config.loading, newton: &config.newton, verbose: options.progress == Progress::Verbose };
     let progress = options.progress;
-    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem| {
+    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
         let record = write_step(&config, problem, step, u, &mut results)?;
+        if let Some(report) = solver.hierarchy_report() {
+            summary.set_preconditioner(serde_json::to_value(report)?);
+        }
         if progress == Progress::Verbose {
             eprintln!(
                 "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",

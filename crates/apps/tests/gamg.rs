@@ -8,7 +8,7 @@ use linalg::{ops, Vector};
 /// the true residual.
 fn ex56_iterations(m: usize, order: usize) -> usize {
     let problem = Ex56::new(m, order).unwrap();
-    let hierarchy = Hierarchy::setup(&problem.a, &problem.near_null_space().unwrap(), &AmgParams::default()).unwrap();
+    let hierarchy = Hierarchy::setup(&problem.a, &problem.near_null, &AmgParams::default()).unwrap();
     let mut x = Vector::zeros(problem.b.len());
     let outcome = cg(&problem.a, &problem.b, &mut x, &hierarchy, &CgParams { rtol: 1e-8, ..CgParams::default() }).unwrap();
     assert!(outcome.converged, "m = {m}, Q{order}: {:?}", outcome.reason);
@@ -54,13 +54,16 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
     let solves: Vec<&serde_json::Value> = summary["steps"].as_array().unwrap().iter().flat_map(|s| s["linear_solver"].as_array().unwrap()).collect();
     assert!(solves.len() >= 4);
-    assert_eq!(solves[0]["linear"]["setup"], "amg_cold");
-    let levels = solves[0]["linear"]["hierarchy"]["levels"].as_array().unwrap();
+    // exactly one cold set-up in the whole run (it may belong to an attempt that was cut back)
+    let cold = solves.iter().filter(|s| s["linear"]["setup"] == "amg_cold").count();
+    let cutbacks: u64 = summary["steps"].as_array().unwrap().iter().map(|s| s["cutbacks"].as_u64().unwrap()).sum();
+    assert!(cold <= 1 && (cold == 1 || cutbacks > 0), "{cold} cold set-ups, {cutbacks} cutbacks");
+    assert!(solves.iter().all(|s| s["linear"]["setup"] == "amg_cold" || s["linear"]["setup"] == "amg_hot"));
+    assert!(solves.iter().filter(|s| s["linear"]["setup"] == "amg_hot").all(|s| s["linear"].get("hierarchy").is_none()));
+    // the hierarchy is recorded for the run: 3x3 blocks on the fine level, 6x6 below
+    let levels = summary["preconditioner"]["levels"].as_array().unwrap();
     assert!(levels.len() >= 2);
     assert_eq!(levels[0]["block_size"], 3);
-    assert_eq!(levels[1]["block_size"], 6);
-    for s in &solves[1..] {
-        assert_eq!(s["linear"]["setup"], "amg_hot", "{s}");
-        assert!(s["linear"].get("hierarchy").is_none());
-    }
+    assert!(levels[1..].iter().all(|l| l["block_size"] == 6));
+    assert!(summary["preconditioner"]["operator_complexity"].as_f64().unwrap() > 1.0);
 }

@@ -71,6 +71,27 @@ pub fn q1_element_stiffness(h: f64, e: f64, nu: f64) -> Vec<f64> {
     ke
 }
 
+/// The 6 rigid-body modes at `coords` about their centroid, node-major: the layout and modes of
+/// `assembly::rigid_body_modes` (translations, then rotations `(-y, x, 0)`, `(0, -z, y)`,
+/// `(z, 0, -x)`), rebuilt here so that the tests do not depend on the assembly crate.
+pub fn rigid_body_modes(coords: &[[f64; 3]]) -> NearNullSpace {
+    let n = coords.len().max(1) as f64;
+    let mut c = [0.0; 3];
+    for p in coords {
+        for d in 0..3 {
+            c[d] += p[d] / n;
+        }
+    }
+    let mut values = Vec::with_capacity(coords.len() * 18);
+    for p in coords {
+        let (x, y, z) = (p[0] - c[0], p[1] - c[1], p[2] - c[2]);
+        values.extend_from_slice(&[1.0, 0.0, 0.0, -y, 0.0, z]);
+        values.extend_from_slice(&[0.0, 1.0, 0.0, x, -z, 0.0]);
+        values.extend_from_slice(&[0.0, 0.0, 1.0, 0.0, y, -x]);
+    }
+    NearNullSpace::from_row_major(coords.len() * 3, 6, values).unwrap()
+}
+
 /// The assembled problem.
 pub struct Problem {
     pub a: Bsr,
@@ -156,7 +177,7 @@ pub fn elasticity(m: usize, soft: f64) -> Problem {
         }
         b[3 * node..3 * node + 3].fill(0.0);
     }
-    let near_null = NearNullSpace::rigid_body_3d(&coords).unwrap();
+    let near_null = rigid_body_modes(&coords);
     Problem {
         a,
         b: Vector::from_vec(b),

@@ -227,8 +227,9 @@ impl Default for LoadingParams {
     }
 }
 
-/// Newton iteration of one load step. Converged when `|r| <= max(atol, rtol |r_0|)` or the
-/// update norm `|du| <= stol`.
+/// Newton iteration of one load step. Converged once the Dirichlet values hold and the free
+/// residual satisfies `|r| <= atol` or `|r| <= rtol r_ref` (`r_ref`: the largest right-hand side
+/// of the step), or the update satisfies `|du| <= stol |u|`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NewtonParams {
@@ -306,13 +307,13 @@ impl Default for LinearSolverParams {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuadratureParams {
-    /// Gauss points per direction (1..=10). Default (`null`): element order + 1.
+    /// Gauss points per direction (1..=6). Default (`null`): element order + 1.
     pub points: Option<usize>,
 }
 
 impl QuadratureParams {
     /// Largest number of points per direction accepted.
-    pub const MAX_POINTS: usize = 10;
+    pub const MAX_POINTS: usize = fem::quadrature::MAX_POINTS;
 
     /// Points per direction for cells of the given order.
     pub fn points_for(&self, order: usize) -> usize {

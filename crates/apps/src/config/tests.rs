@@ -448,7 +448,7 @@ fn semantic_errors_name_the_key_and_its_line() {
         ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
         ("loading: { min_increment: 2.0 }", 1, 27, "loading.min_increment: must satisfy 0 < value <= 1"),
         ("newton: { rtol: 0 }", 1, 17, "newton.rtol: must satisfy 0 < rtol < 1"),
-        ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=10"),
+        ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=6"),
         ("linear_solver: { amg: { max_levels: 0 } }", 1, 37, "linear_solver.amg.max_levels: 0 must be >= 1"),
         ("output: { name: a/b }", 1, 17, "output.name: `a/b` is not a plain file name"),
         ("output: { fields: [jacobian, von_mises, jacobian] }", 1, 41, "output.fields[2]: field listed twice"),

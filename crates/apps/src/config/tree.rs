@@ -102,7 +102,7 @@ impl Node {
         let mut value = Node::parse(text).map_err(|e| {
             malformed(format!(
                 "the value `{text}` is not valid YAML: {}",
-                crate::config::error::bare_message(&e)
+                super::error::bare_message(&e)
             ))
         })?;
         let origin = Origin::Override(arg.to_owned());

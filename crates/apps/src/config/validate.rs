@@ -156,16 +156,12 @@ impl Config {
             "linear_solver.max_iterations",
             "must be >= 1",
         )?;
-        if let Err(amg::AmgError::InvalidParameter {
-            name,
-            value,
-            reason,
-        }) = s.amg.validate()
-        {
-            return Err(check.error(
-                &format!("linear_solver.amg.{name}"),
-                format!("{value} {reason}"),
-            ));
+        match s.amg.validate() {
+            Ok(()) => {}
+            Err(amg::AmgError::InvalidParameter { name, value, reason }) => {
+                return Err(check.error(&format!("linear_solver.amg.{name}"), format!("{value} {reason}")));
+            }
+            Err(other) => return Err(check.error("linear_solver.amg", other.to_string())),
         }
 
         if let Some(points) = self.quadrature.points {

@@ -18,6 +18,10 @@ pub struct Summary {
     /// Wall time of the whole run so far, in seconds.
     pub wall_s: f64,
     pub status: RunStatus,
+    /// The preconditioner as last set up (for AMG: levels, rows, block sizes, nonzeros,
+    /// complexities and set-up stage times); absent for methods without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preconditioner: Option<serde_json::Value>,
 }
 
 /// What was run.
@@ -107,6 +111,7 @@ impl SummaryWriter {
                 steps: Vec::new(),
                 wall_s: 0.0,
                 status: RunStatus::Running,
+                preconditioner: None,
             },
         };
         writer.write()?;
@@ -127,6 +132,11 @@ impl SummaryWriter {
         self.summary.steps.push(record);
         self.summary.wall_s = wall_s;
         self.write()
+    }
+
+    /// Records the preconditioner's description; written with the next step or at the finish.
+    pub fn set_preconditioner(&mut self, preconditioner: serde_json::Value) {
+        self.summary.preconditioner = Some(preconditioner);
     }
 
     /// Sets the final status and wall time and rewrites the file.

@@ -42,7 +42,10 @@ impl Criterion {
     pub fn accepts(&self, measured: f64) -> bool {
         match *self {
             Criterion::AtMost { tolerance } => measured <= tolerance,
-            Criterion::Near { expected, tolerance } => (measured - expected).abs() <= tolerance,
+            Criterion::Near {
+                expected,
+                tolerance,
+            } => (measured - expected).abs() <= tolerance,
             Criterion::Info => true,
         }
     }
@@ -59,7 +62,12 @@ pub struct Check {
 
 impl Check {
     pub fn new(quantity: impl Into<String>, measured: f64, criterion: Criterion) -> Self {
-        Check { quantity: quantity.into(), measured, passed: criterion.accepts(measured), criterion }
+        Check {
+            quantity: quantity.into(),
+            measured,
+            passed: criterion.accepts(measured),
+            criterion,
+        }
     }
 }
 
@@ -99,7 +107,10 @@ impl VerifyReport {
 
     /// Number of failed checks plus cases that did not run to the end.
     pub fn n_failures(&self) -> usize {
-        self.cases.iter().map(|c| c.checks.iter().filter(|k| !k.passed).count() + usize::from(c.error.is_some())).sum()
+        self.cases
+            .iter()
+            .map(|c| c.checks.iter().filter(|k| !k.passed).count() + usize::from(c.error.is_some()))
+            .sum()
     }
 }
 
@@ -127,11 +138,26 @@ impl Case {
 /// The cases of `hexfem verify`, in the order they run.
 pub fn cases() -> Vec<Case> {
     vec![
-        Case { name: patch::NAME_Q1, run: || patch::run(CellKind::Hex8) },
-        Case { name: patch::NAME_Q2, run: || patch::run(CellKind::Hex27) },
-        Case { name: manufactured::NAME_Q1, run: || manufactured::run(CellKind::Hex8, &manufactured::CELLS_Q1) },
-        Case { name: manufactured::NAME_Q2, run: || manufactured::run(CellKind::Hex27, &manufactured::CELLS_Q2) },
-        Case { name: timoshenko::NAME, run: timoshenko::run },
+        Case {
+            name: patch::NAME_Q1,
+            run: || patch::run(CellKind::Hex8),
+        },
+        Case {
+            name: patch::NAME_Q2,
+            run: || patch::run(CellKind::Hex27),
+        },
+        Case {
+            name: manufactured::NAME_Q1,
+            run: || manufactured::run(CellKind::Hex8, &manufactured::CELLS_Q1),
+        },
+        Case {
+            name: manufactured::NAME_Q2,
+            run: || manufactured::run(CellKind::Hex27, &manufactured::CELLS_Q2),
+        },
+        Case {
+            name: timoshenko::NAME,
+            run: timoshenko::run,
+        },
     ]
 }
 
@@ -151,13 +177,28 @@ pub fn run_suite(mut on_case: impl FnMut(&CaseResult)) -> VerifyReport {
 /// The table of `hexfem verify`: one row per check, a summary line last.
 impl fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header = ["case", "quantity", "measured", "expected", "tolerance", "status"];
+        let header = [
+            "case",
+            "quantity",
+            "measured",
+            "expected",
+            "tolerance",
+            "status",
+        ];
         let mut rows: Vec<[String; 6]> = Vec::new();
         for case in &self.cases {
             for check in &case.checks {
                 let (expected, tolerance) = match check.criterion {
-                    Criterion::AtMost { tolerance } => ("0".to_owned(), format!("<= {tolerance:.1e}")),
-                    Criterion::Near { expected, tolerance } => (format_number(expected), format!("+- {}", format_number(tolerance))),
+                    Criterion::AtMost { tolerance } => {
+                        ("0".to_owned(), format!("<= {tolerance:.1e}"))
+                    }
+                    Criterion::Near {
+                        expected,
+                        tolerance,
+                    } => (
+                        format_number(expected),
+                        format!("+- {}", format_number(tolerance)),
+                    ),
                     Criterion::Info => ("-".to_owned(), "-".to_owned()),
                 };
                 let status = match (check.criterion, check.passed) {
@@ -165,10 +206,24 @@ impl fmt::Display for VerifyReport {
                     (_, true) => "PASS",
                     (_, false) => "FAIL",
                 };
-                rows.push([case.case.clone(), check.quantity.clone(), format_number(check.measured), expected, tolerance, status.to_owned()]);
+                rows.push([
+                    case.case.clone(),
+                    check.quantity.clone(),
+                    format_number(check.measured),
+                    expected,
+                    tolerance,
+                    status.to_owned(),
+                ]);
             }
             if let Some(error) = &case.error {
-                rows.push([case.case.clone(), format!("error: {error}"), String::new(), String::new(), String::new(), "FAIL".to_owned()]);
+                rows.push([
+                    case.case.clone(),
+                    format!("error: {error}"),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    "FAIL".to_owned(),
+                ]);
             }
         }
         let mut widths = header.map(str::len);
@@ -188,8 +243,17 @@ impl fmt::Display for VerifyReport {
         }
         let seconds: f64 = self.cases.iter().map(|c| c.seconds).sum();
         let failures = self.n_failures();
-        let verdict = if failures == 0 { "all passed".to_owned() } else { format!("{failures} FAILED") };
-        writeln!(f, "{} cases, {} checks, {verdict} ({seconds:.1} s)", self.cases.len(), rows.len())
+        let verdict = if failures == 0 {
+            "all passed".to_owned()
+        } else {
+            format!("{failures} FAILED")
+        };
+        writeln!(
+            f,
+            "{} cases, {} checks, {verdict} ({seconds:.1} s)",
+            self.cases.len(),
+            rows.len()
+        )
     }
 }
 
@@ -210,13 +274,28 @@ mod tests {
     fn criteria_judge_and_the_table_flags_failures() {
         assert!(Criterion::AtMost { tolerance: 1e-10 }.accepts(1e-12));
         assert!(!Criterion::AtMost { tolerance: 1e-10 }.accepts(f64::NAN));
-        assert!(Criterion::Near { expected: 2.0, tolerance: 0.25 }.accepts(1.8));
-        assert!(!Criterion::Near { expected: 2.0, tolerance: 0.25 }.accepts(1.7));
+        assert!(Criterion::Near {
+            expected: 2.0,
+            tolerance: 0.25
+        }
+        .accepts(1.8));
+        assert!(!Criterion::Near {
+            expected: 2.0,
+            tolerance: 0.25
+        }
+        .accepts(1.7));
         let report = VerifyReport {
             cases: vec![CaseResult {
                 case: "demo".into(),
                 checks: vec![
-                    Check::new("rate", 1.7, Criterion::Near { expected: 2.0, tolerance: 0.25 }),
+                    Check::new(
+                        "rate",
+                        1.7,
+                        Criterion::Near {
+                            expected: 2.0,
+                            tolerance: 0.25,
+                        },
+                    ),
                     Check::new("error", 1e-12, Criterion::AtMost { tolerance: 1e-10 }),
                 ],
                 error: None,

@@ -23,7 +23,7 @@ pub const CELLS: usize = 3;
 pub const TOLERANCE: f64 = 1e-10;
 
 /// Corners of the skewed, non-affine hexahedron (corner `i + 2 j + 4 k`).
-const CORNERS: [[f64; 3]; 8] = [
+pub const CORNERS: [[f64; 3]; 8] = [
     [0.0, 0.0, 0.0],
     [1.2, 0.1, 0.0],
     [-0.1, 0.9, 0.1],
@@ -37,7 +37,11 @@ const CORNERS: [[f64; 3]; 8] = [
 /// The imposed field `u = c + B X` (`B` neither symmetric nor skew) and its gradient.
 pub fn linear_field(x: [f64; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     const C: [f64; 3] = [0.01, -0.02, 0.015];
-    const B: [[f64; 3]; 3] = [[1.0e-3, 2.0e-3, -1.0e-3], [0.5e-3, -1.5e-3, -1.0e-3], [0.2e-3, 1.0e-3, 3.0e-3]];
+    const B: [[f64; 3]; 3] = [
+        [1.0e-3, 2.0e-3, -1.0e-3],
+        [0.5e-3, -1.5e-3, -1.0e-3],
+        [0.2e-3, 1.0e-3, 3.0e-3],
+    ];
     let u = std::array::from_fn(|i| C[i] + (0..3).map(|j| B[i][j] * x[j]).sum::<f64>());
     (u, B)
 }
@@ -50,7 +54,12 @@ pub fn distorted_mesh(kind: CellKind) -> Result<HexMesh> {
     let mut rng = SplitMix64(0x5EED);
     let mut on_boundary = vec![false; mesh.n_nodes()];
     boundary.iter().for_each(|&n| on_boundary[n] = true);
-    for (x, _) in mesh.coords.iter_mut().zip(&on_boundary).filter(|(_, &b)| !b) {
+    for (x, _) in mesh
+        .coords
+        .iter_mut()
+        .zip(&on_boundary)
+        .filter(|(_, &b)| !b)
+    {
         for xd in x.iter_mut() {
             *xd += amplitude * rng.uniform();
         }
@@ -67,15 +76,25 @@ pub fn run(kind: CellKind) -> Result<CaseResult> {
     let mesh = distorted_mesh(kind)?;
     let material = Material::linear(Moduli::from_young_poisson(1.0, 0.3)?);
     let boundary = boundary_nodes(&mesh)?;
-    ensure!(boundary.len() < mesh.n_nodes(), "the patch mesh has no interior node");
-    let prescribed = prescribe("boundary", &mesh, &boundary, |x| linear_field(x).0.map(Some));
+    ensure!(
+        boundary.len() < mesh.n_nodes(),
+        "the patch mesh has no interior node"
+    );
+    let prescribed = prescribe("boundary", &mesh, &boundary, |x| {
+        linear_field(x).0.map(Some)
+    });
     let solution = solve_linear_elastic(&mesh, material, prescribed, Load::None, None, &direct())?;
     let nodal = max_nodal_error(&mesh, &solution.u);
     let (_, h1) = relative_errors(&solution, &linear_field)?;
-    let criterion = Criterion::AtMost { tolerance: TOLERANCE };
+    let criterion = Criterion::AtMost {
+        tolerance: TOLERANCE,
+    };
     Ok(CaseResult {
         case: name.to_owned(),
-        checks: vec![Check::new("max nodal error (rel)", nodal, criterion), Check::new("H1 error (rel)", h1, criterion)],
+        checks: vec![
+            Check::new("max nodal error (rel)", nodal, criterion),
+            Check::new("H1 error (rel)", h1, criterion),
+        ],
         error: None,
         seconds: 0.0,
     })

@@ -2,7 +2,10 @@
 //! production path (assembler, symmetric elimination, linear solver), and relative error norms.
 
 use anyhow::{ensure, Context, Result};
-use assembly::{CellMaterials, Constraints, ElasticityAssembler, Prescribed};
+use assembly::{
+    rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed,
+    RIGID_BODY_MODES_3D,
+};
 use fem::{Load, Material};
 use linalg::{ops, Vector};
 use mesh::HexMesh;
@@ -22,12 +25,22 @@ pub(crate) struct Solution {
 
 /// The sparse direct solver (small meshes, round-off accuracy).
 pub(crate) fn direct() -> LinearSolverParams {
-    LinearSolverParams { method: LinearSolverMethod::Direct, ..LinearSolverParams::default() }
+    LinearSolverParams {
+        method: LinearSolverMethod::Direct,
+        ..LinearSolverParams::default()
+    }
 }
 
-/// Jacobi-preconditioned CG to a relative residual of `rtol`.
-pub(crate) fn cg(rtol: f64, max_iterations: usize) -> LinearSolverParams {
-    LinearSolverParams { method: LinearSolverMethod::CgJacobi, rtol, atol: 0.0, max_iterations }
+/// CG preconditioned by the smoothed-aggregation AMG (default options) to a relative residual of
+/// `rtol`.
+pub(crate) fn cg_amg(rtol: f64, max_iterations: usize) -> LinearSolverParams {
+    LinearSolverParams {
+        method: LinearSolverMethod::CgAmg,
+        rtol,
+        atol: 0.0,
+        max_iterations,
+        ..LinearSolverParams::default()
+    }
 }
 
 /// The sorted, unique nodes of the six face sets `xmin..zmax` of a generated box.
@@ -50,7 +63,11 @@ pub(crate) fn prescribe(
 ) -> Vec<Prescribed> {
     nodes
         .iter()
-        .map(|&n| Prescribed::Components { set: set.to_owned(), nodes: vec![n], values: value(mesh.coords[n]) })
+        .map(|&n| Prescribed::Components {
+            set: set.to_owned(),
+            nodes: vec![n],
+            values: value(mesh.coords[n]),
+        })
         .collect()
 }
 
@@ -66,7 +83,11 @@ pub(crate) fn solve_linear_elastic(
     external: Option<&Vector>,
     solver: &LinearSolverParams,
 ) -> Result<Solution> {
-    let mut assembler = ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), mesh.order() + 1)?;
+    let mut assembler = ElasticityAssembler::new(
+        mesh,
+        CellMaterials::uniform(material, mesh.n_cells()),
+        mesh.order() + 1,
+    )?;
     let constraints = Constraints::new(mesh.n_nodes(), prescribed, &assembler.orphan_nodes())?;
     let n = 3 * mesh.n_nodes();
     let mut u = Vector::zeros(n);
@@ -75,17 +96,33 @@ pub(crate) fn solve_linear_elastic(
     let mut k = assembler.new_matrix();
     assembler.residual_tangent(&u, body, &mut r, &mut k)?;
     if let Some(f) = external {
-        ensure!(f.len() == n, "external load has {} entries, expected {n}", f.len());
+        ensure!(
+            f.len() == n,
+            "external load has {} entries, expected {n}",
+            f.len()
+        );
         ops::axpy(-1.0, f, &mut r);
     }
     ops::scale(-1.0, &mut r);
     constraints.zero_constrained(&mut r);
     constraints.eliminate_in_matrix(&mut k)?;
     let mut du = Vector::zeros(n);
-    let report = LinearSolver::new(solver).solve(&k, &r, &mut du).context("linear solve")?;
-    ensure!(report.converged, "the linear solver stopped after {} iterations without converging", report.iterations);
+    let near_null =
+        amg::NearNullSpace::from_row_major(n, RIGID_BODY_MODES_3D, rigid_body_modes(&mesh.coords))?;
+    let report = LinearSolver::new(solver, near_null)
+        .solve(&k, &r, &mut du)
+        .context("linear solve")?;
+    ensure!(
+        report.converged,
+        "the linear solver stopped after {} iterations without converging",
+        report.iterations
+    );
     ops::axpy(1.0, &du, &mut u);
-    Ok(Solution { assembler, u, report })
+    Ok(Solution {
+        assembler,
+        u,
+        report,
+    })
 }
 
 /// Relative errors `(||u_h - u||_L2 / ||u||_L2, |u_h - u|_H1 / |u|_H1)` over the mesh, integrated
@@ -93,12 +130,19 @@ pub(crate) fn solve_linear_elastic(
 pub(crate) fn relative_errors(solution: &Solution, exact: ExactField<'_>) -> Result<(f64, f64)> {
     let sum = |u: &Vector| -> Result<(f64, f64)> {
         let kernel = solution.assembler.kernel();
-        let cells = solution.assembler.map_cells(u, |_, x, u, _| kernel.errors(x, u, exact))?;
+        let cells = solution
+            .assembler
+            .map_cells(u, |_, x, u, _| kernel.errors(x, u, exact))?;
         // cell order, whatever the thread count: the sums are deterministic
-        Ok(cells.iter().fold((0.0, 0.0), |(l2, h1), (a, b)| (l2 + a, h1 + b)))
+        Ok(cells
+            .iter()
+            .fold((0.0, 0.0), |(l2, h1), (a, b)| (l2 + a, h1 + b)))
     };
     let (l2, h1) = sum(&solution.u)?;
     let (l2_exact, h1_exact) = sum(&Vector::zeros(solution.u.len()))?;
-    ensure!(l2_exact > 0.0 && h1_exact > 0.0, "the exact solution has zero norm");
+    ensure!(
+        l2_exact > 0.0 && h1_exact > 0.0,
+        "the exact solution has zero norm"
+    );
     Ok(((l2 / l2_exact).sqrt(), (h1 / h1_exact).sqrt()))
 }

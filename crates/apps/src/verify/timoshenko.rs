@@ -20,12 +20,15 @@
 //! The 3D model is a thin slab `0 <= z <= t` with free faces `z = 0, t`. Plane stress adds the
 //! transverse displacement `u_z = eps_zz (z - t/2)`, `eps_zz = -nu sigma_xx / E`, imposed at the
 //! clamped end as well. This field is not an exact 3D solution: `eps_zz` is bilinear in `(x, y)`,
-//! which violates 3D compatibility, and the 3D slab differs from plane stress by terms of relative
-//! size `nu (t/D)^2` (generalized plane stress is exact only for the thickness averages). With
-//! `t/D = 1/12` and `nu = 0.3` this is about 0.2 %; the Q2 discretisation error of the 16 x 4 x 1
-//! mesh is of the same order. Hence the tolerances: 1 % on the tip deflection and on the relative
-//! L2 error of the displacement field, a few times the combined model and discretisation errors,
-//! and far below what a wrong load, boundary condition or element would give.
+//! which violates 3D compatibility, so the slab departs from plane stress by a relative amount of
+//! order `nu (t/D)^2` (generalized plane stress holds exactly only for thickness averages).
+//! Measured with this code: at `t = D` (16 x 4 x 4 cells) the departure is 8e-4 on the tip
+//! deflection and 2.4e-3 on the L2 error; at `t/D = 1/12` it scales down to about 2e-5, and the
+//! Q2 discretisation error of the 16 x 4 x 1 mesh is of the same size (the exact `u_y` is cubic
+//! in `x`): measured tip error 8e-6, L2 error 2.6e-5. The tolerances, 0.1 % on both, leave a
+//! margin of thirty and more for those two errors while failing on what a wrong model would give:
+//! dropping the shear term `(4 + 5 nu) D^2 x / 4` changes the tip deflection by 4 %, a 4 x 1 x 1
+//! mesh misses the L2 bound (1.6e-3) and a 2 x 1 x 1 mesh both (1.1e-2, 1.5e-2).
 
 use anyhow::{ensure, Context, Result};
 use fem::{FaceKernel, Load, Material, Moduli};
@@ -39,10 +42,10 @@ pub const NAME: &str = "Timoshenko beam Q2";
 
 /// Q2 cells along the length, depth and thickness.
 pub const CELLS: [usize; 3] = [16, 4, 1];
-/// Bound on the relative error of the tip deflection.
-pub const TIP_TOLERANCE: f64 = 0.01;
-/// Bound on the relative L2 error of the displacement field.
-pub const L2_TOLERANCE: f64 = 0.01;
+/// Bound on the relative error of the tip deflection (see the module documentation).
+pub const TIP_TOLERANCE: f64 = 1e-3;
+/// Bound on the relative L2 error of the displacement field (see the module documentation).
+pub const L2_TOLERANCE: f64 = 1e-3;
 
 /// The beam of Augarde & Deeks (2008): `L = 48`, `D = 12`, `E = 3e7`, `nu = 0.3`, `P = 1000`,
 /// here with thickness `t = 1`.
@@ -59,7 +62,14 @@ pub struct Cantilever {
 
 impl Default for Cantilever {
     fn default() -> Self {
-        Cantilever { length: 48.0, depth: 12.0, thickness: 1.0, young: 3e7, poisson: 0.3, load: 1000.0 }
+        Cantilever {
+            length: 48.0,
+            depth: 12.0,
+            thickness: 1.0,
+            young: 3e7,
+            poisson: 0.3,
+            load: 1000.0,
+        }
     }
 }
 
@@ -83,13 +93,28 @@ impl Cantilever {
         let zc = z - 0.5 * self.thickness;
         let u = [
             -c * y * ((6.0 * l - 3.0 * x) * x + (2.0 + nu) * (y * y - d * d / 4.0)),
-            c * (3.0 * nu * y * y * (l - x) + (4.0 + 5.0 * nu) * d * d * x / 4.0 + (3.0 * l - x) * x * x),
+            c * (3.0 * nu * y * y * (l - x)
+                + (4.0 + 5.0 * nu) * d * d * x / 4.0
+                + (3.0 * l - x) * x * x),
             6.0 * c * nu * (l - x) * y * zc,
         ];
         let g = [
-            [-6.0 * c * y * (l - x), -c * ((6.0 * l - 3.0 * x) * x + (2.0 + nu) * (3.0 * y * y - d * d / 4.0)), 0.0],
-            [c * (-3.0 * nu * y * y + (4.0 + 5.0 * nu) * d * d / 4.0 + 6.0 * l * x - 3.0 * x * x), 6.0 * c * nu * y * (l - x), 0.0],
-            [-6.0 * c * nu * y * zc, 6.0 * c * nu * (l - x) * zc, 6.0 * c * nu * (l - x) * y],
+            [
+                -6.0 * c * y * (l - x),
+                -c * ((6.0 * l - 3.0 * x) * x + (2.0 + nu) * (3.0 * y * y - d * d / 4.0)),
+                0.0,
+            ],
+            [
+                c * (-3.0 * nu * y * y + (4.0 + 5.0 * nu) * d * d / 4.0 + 6.0 * l * x
+                    - 3.0 * x * x),
+                6.0 * c * nu * y * (l - x),
+                0.0,
+            ],
+            [
+                -6.0 * c * nu * y * zc,
+                6.0 * c * nu * (l - x) * zc,
+                6.0 * c * nu * (l - x) * y,
+            ],
         ];
         (u, g)
     }
@@ -102,15 +127,27 @@ impl Cantilever {
     /// The slab `[0, L] x [-D/2, D/2] x [0, t]` with `cells` Q2 cells per direction.
     pub fn mesh(&self, cells: [usize; 3]) -> Result<HexMesh> {
         let upper = [self.length, 0.5 * self.depth, self.thickness];
-        Ok(generate_box(&BoxSpec::new(cells, [0.0, -0.5 * self.depth, 0.0], upper, CellKind::Hex27))?)
+        Ok(generate_box(&BoxSpec::new(
+            cells,
+            [0.0, -0.5 * self.depth, 0.0],
+            upper,
+            CellKind::Hex27,
+        ))?)
     }
 }
 
 /// Nodal forces of the traction field `t(X)` (per unit reference area) on the face set `set`,
 /// integrated with `order + 1` Gauss points per direction.
-pub fn traction_load(mesh: &HexMesh, set: &str, traction: &(dyn Fn([f64; 3]) -> [f64; 3] + Sync)) -> Result<Vector> {
+pub fn traction_load(
+    mesh: &HexMesh,
+    set: &str,
+    traction: &(dyn Fn([f64; 3]) -> [f64; 3] + Sync),
+) -> Result<Vector> {
     let kernel = FaceKernel::new(mesh.order(), mesh.order() + 1)?;
-    let faces = mesh.face_sets.get(set).with_context(|| format!("no face set '{set}'"))?;
+    let faces = mesh
+        .face_sets
+        .get(set)
+        .with_context(|| format!("no face set '{set}'"))?;
     let mut f = Vector::zeros(3 * mesh.n_nodes());
     let out = f.as_mut_slice();
     let mut fa = vec![[0.0; 3]; kernel.n_nodes()];
@@ -118,7 +155,9 @@ pub fn traction_load(mesh: &HexMesh, set: &str, traction: &(dyn Fn([f64; 3]) -> 
         let local = face_local_nodes(mesh.kind, cf.face);
         let nodes = mesh.cell_nodes(cf.cell);
         let x: Vec<[f64; 3]> = local.iter().map(|&a| mesh.coords[nodes[a]]).collect();
-        kernel.nodal_forces(&x, Load::Field(traction), &mut fa).with_context(|| format!("face {:?} of cell {}", cf.face, cf.cell))?;
+        kernel
+            .nodal_forces(&x, Load::Field(traction), &mut fa)
+            .with_context(|| format!("face {:?} of cell {}", cf.face, cf.cell))?;
         for (&a, fa) in local.iter().zip(&fa) {
             for d in 0..3 {
                 out[3 * nodes[a] + d] += fa[d];
@@ -142,21 +181,46 @@ pub fn run_with(beam: &Cantilever, cells: [usize; 3]) -> Result<CaseResult> {
     let prescribed = prescribe("xmin", &mesh, &clamped, |x| field(x).0.map(Some));
     let end_shear = |x: [f64; 3]| [0.0, beam.stress(beam.length, x[1]).1, 0.0];
     let load = traction_load(&mesh, "xmax", &end_shear)?;
-    let solution = solve_linear_elastic(&mesh, material, prescribed, Load::None, Some(&load), &direct())?;
+    let solution = solve_linear_elastic(
+        &mesh,
+        material,
+        prescribed,
+        Load::None,
+        Some(&load),
+        &direct(),
+    )?;
     // the node on the beam axis at the loaded end, mid-thickness (present in any Q2 mesh)
     let target = [beam.length, 0.0, 0.5 * beam.thickness];
     let tip = (0..mesh.n_nodes())
-        .min_by(|&a, &b| distance(mesh.coords[a], target).total_cmp(&distance(mesh.coords[b], target)))
+        .min_by(|&a, &b| {
+            distance(mesh.coords[a], target).total_cmp(&distance(mesh.coords[b], target))
+        })
         .context("empty mesh")?;
-    ensure!(distance(mesh.coords[tip], target) < 1e-9 * beam.length, "no node at the tip {target:?}");
+    ensure!(
+        distance(mesh.coords[tip], target) < 1e-9 * beam.length,
+        "no node at the tip {target:?}"
+    );
     let deflection = solution.u.as_slice()[3 * tip + 1];
     let exact = beam.tip_deflection();
     let (l2, _) = relative_errors(&solution, &field)?;
     Ok(CaseResult {
         case: NAME.to_owned(),
         checks: vec![
-            Check::new("tip deflection u_y(L,0)", deflection, Criterion::Near { expected: exact, tolerance: TIP_TOLERANCE * exact.abs() }),
-            Check::new("displacement L2 error (rel)", l2, Criterion::AtMost { tolerance: L2_TOLERANCE }),
+            Check::new(
+                "tip deflection u_y(L,0)",
+                deflection,
+                Criterion::Near {
+                    expected: exact,
+                    tolerance: TIP_TOLERANCE * exact.abs(),
+                },
+            ),
+            Check::new(
+                "displacement L2 error (rel)",
+                l2,
+                Criterion::AtMost {
+                    tolerance: L2_TOLERANCE,
+                },
+            ),
         ],
         error: None,
         seconds: 0.0,

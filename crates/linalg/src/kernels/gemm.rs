@@ -67,6 +67,51 @@ fn mul_add_tn(r_: usize, k_: usize, c_: usize, a: &[f64], b: &[f64], c: &mut [f6
     }
 }
 
+/// Fixed-size `c += a b`: row `r` of the product is built as a row vector over `j` (so it
+/// vectorizes), with the same operations per entry as [`mul_add_nn`].
+#[inline(always)]
+fn mul_add_nn_fixed<const R: usize, const K: usize, const C: usize>(
+    a: &[f64],
+    b: &[f64],
+    c: &mut [f64],
+) {
+    let (a, b, c) = (&a[..R * K], &b[..K * C], &mut c[..R * C]);
+    for r in 0..R {
+        let mut t = [0.0f64; C];
+        for k in 0..K {
+            let ark = a[r * K + k];
+            for j in 0..C {
+                t[j] += ark * b[k * C + j];
+            }
+        }
+        for j in 0..C {
+            c[r * C + j] += t[j];
+        }
+    }
+}
+
+/// Fixed-size `c += a^T b`, as [`mul_add_nn_fixed`] with `a` read by columns.
+#[inline(always)]
+fn mul_add_tn_fixed<const R: usize, const K: usize, const C: usize>(
+    a: &[f64],
+    b: &[f64],
+    c: &mut [f64],
+) {
+    let (a, b, c) = (&a[..K * R], &b[..K * C], &mut c[..R * C]);
+    for r in 0..R {
+        let mut t = [0.0f64; C];
+        for k in 0..K {
+            let akr = a[k * R + r];
+            for j in 0..C {
+                t[j] += akr * b[k * C + j];
+            }
+        }
+        for j in 0..C {
+            c[r * C + j] += t[j];
+        }
+    }
+}
+
 impl<const R: usize, const K: usize, const C: usize> BlockProduct for Nn<R, K, C> {
     fn rows(self) -> usize {
         R
@@ -79,7 +124,7 @@ impl<const R: usize, const K: usize, const C: usize> BlockProduct for Nn<R, K, C
     }
     #[inline(always)]
     fn mul_add(self, a: &[f64], b: &[f64], c: &mut [f64]) {
-        mul_add_nn(R, K, C, a, b, c);
+        mul_add_nn_fixed::<R, K, C>(a, b, c);
     }
 }
 
@@ -95,7 +140,7 @@ impl<const R: usize, const K: usize, const C: usize> BlockProduct for Tn<R, K, C
     }
     #[inline(always)]
     fn mul_add(self, a: &[f64], b: &[f64], c: &mut [f64]) {
-        mul_add_tn(R, K, C, a, b, c);
+        mul_add_tn_fixed::<R, K, C>(a, b, c);
     }
 }
 

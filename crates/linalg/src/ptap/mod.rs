@@ -1,12 +1,26 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
 //! [`ptap_symbolic`] (once per pair of patterns) builds the transpose plan of `P`, the pattern of
-//! `A P` and the pattern of `A_c`; [`ptap_numeric`] (every Newton step, new `A` values, same `P`)
-//! recomputes only values, in two parallel row-wise passes: `W = A P` into a workspace held by the
-//! plan, then `A_c = P^T W`, reading `P^T`'s blocks straight from `P` (transposed on the fly) through
-//! the transpose plan's slot map. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is `c x c`.
+//! `A P`, the pattern of `A_c` and picks a numeric strategy; [`ptap_numeric`] (every Newton step,
+//! new `A` values, same `P`) recomputes only values. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c`
+//! is `c x c`.
+//!
+//! Strategies:
+//! - fused (module `fused`), when `P`'s rows have locality: one pass over the fine rows, each
+//!   computing `W_i = A_i P` in a small buffer and adding `P_i^T W_i` into `A_c`, in coloured
+//!   chunks that own their coarse rows. `A P` is never stored.
+//! - two-pass otherwise: `W = A P` into a workspace held by the plan, then `A_c = P^T W`, reading
+//!   `P^T`'s blocks straight from `P` (transposed on the fly) through the transpose plan's slot
+//!   map.
+//!
+//! Both compute every block of `W` in the same order; they differ only in how the terms of a block
+//! of `A_c` are grouped, and each is deterministic.
+
+mod fused;
 
 use std::sync::{Arc, Mutex, TryLockError};
+
+use fused::{fused_numeric, FusedArgs, FusedPlan};
 
 use crate::kernels::gemm::{dispatch_product, DynNn, DynTn, Nn, Tn};
 use crate::spgemm::{
@@ -15,18 +29,55 @@ use crate::spgemm::{
 use crate::transpose::{same_pattern, transpose_symbolic_shared, TransposePlan};
 use crate::{BlockPattern, Bsr, LinalgError};
 
+/// `dispatch_galerkin!((b, c), (m_ap, m_ptw) => body)` binds the block products of `A P` (`Nn`,
+/// `b x b` times `b x c`) and of `P^T W` (`Tn`, `(b x c)^T` times `b x c`), fixed-size for the shapes
+/// (b, c) = (3, 6), (6, 6), (3, 3), (1, 1), runtime-size otherwise, and evaluates `body`.
+macro_rules! dispatch_galerkin {
+    (($b:expr, $c:expr), ($m1:ident, $m2:ident) => $body:expr) => {
+        match ($b, $c) {
+            (3, 6) => {
+                let ($m1, $m2) = (Nn::<3, 3, 6>, Tn::<6, 3, 6>);
+                $body
+            }
+            (6, 6) => {
+                let ($m1, $m2) = (Nn::<6, 6, 6>, Tn::<6, 6, 6>);
+                $body
+            }
+            (3, 3) => {
+                let ($m1, $m2) = (Nn::<3, 3, 3>, Tn::<3, 3, 3>);
+                $body
+            }
+            (1, 1) => {
+                let ($m1, $m2) = (Nn::<1, 1, 1>, Tn::<1, 1, 1>);
+                $body
+            }
+            (b, c) => {
+                let ($m1, $m2) = (DynNn { r: b, k: b, c }, DynTn { r: c, k: b, c });
+                $body
+            }
+        }
+    };
+}
+
 /// Plan of `P^T A P` for one pair of patterns.
 ///
-/// Workspace: the plan owns the values of `A P` (`nnz(AP) * b * c` doubles), allocated by the first
-/// [`ptap_numeric`] call and reused by later ones, so the hot path allocates nothing large. Numeric
-/// calls on one plan from several threads at once stay correct: a call that finds the workspace busy
-/// uses a temporary one.
+/// Workspace (two-pass strategy only): the plan owns the values of `A P` (`nnz(AP) * b * c`
+/// doubles), allocated by the first [`ptap_numeric`] call and reused by later ones, so the hot path
+/// allocates nothing large. Numeric calls on one plan from several threads at once stay correct: a
+/// call that finds the workspace busy uses a temporary one. The fused strategy needs no workspace.
 #[derive(Debug)]
 pub struct PtapPlan {
     pt: TransposePlan,
     ap: SpgemmPlan,
     pattern: Arc<BlockPattern>,
-    ap_values: Mutex<Vec<f64>>,
+    strategy: Strategy,
+}
+
+/// How [`ptap_numeric`] computes the values.
+#[derive(Debug)]
+enum Strategy {
+    Fused(FusedPlan),
+    TwoPass { ap_values: Mutex<Vec<f64>> },
 }
 
 impl PtapPlan {
@@ -38,12 +89,27 @@ impl PtapPlan {
         let ap = spgemm_symbolic_shared(a.clone(), p.clone())?;
         let pt = transpose_symbolic_shared(p.clone());
         let pattern = Arc::new(product_pattern(pt.pattern(), ap.pattern()));
+        let strategy = match FusedPlan::new(p) {
+            Some(f) => Strategy::Fused(f),
+            None => Strategy::TwoPass {
+                ap_values: Mutex::new(Vec::new()),
+            },
+        };
         Ok(Self {
             pt,
             ap,
             pattern,
-            ap_values: Mutex::new(Vec::new()),
+            strategy,
         })
+    }
+
+    /// `Some(number of colours)` if numeric calls use the fused strategy (one sequential phase per
+    /// colour), `None` if they use the two-pass one.
+    pub fn fused_colors(&self) -> Option<usize> {
+        match &self.strategy {
+            Strategy::Fused(f) => Some(f.n_colors()),
+            Strategy::TwoPass { .. } => None,
+        }
     }
 
     /// Pattern of `A_c = P^T A P`.
@@ -90,7 +156,29 @@ pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(
     check_dim("ptap_numeric: block rows of A_c", c, ac.block_rows())?;
     check_dim("ptap_numeric: block cols of A_c", c, ac.block_cols())?;
 
-    let mut guard = match plan.ap_values.try_lock() {
+    match &plan.strategy {
+        Strategy::Fused(fused) => {
+            let args = FusedArgs {
+                plan: fused,
+                a: a.pattern(),
+                a_values: a.values(),
+                p: p.pattern(),
+                p_values: p.values(),
+                ap: plan.ap.pattern(),
+                ac: &plan.pattern,
+            };
+            let out = ac.values_mut();
+            dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, out));
+        }
+        Strategy::TwoPass { ap_values } => two_pass(plan, ap_values, a, p, ac),
+    }
+    Ok(())
+}
+
+/// `W = A P` into the plan's workspace (or a temporary one if it is busy), then `A_c = P^T W`.
+fn two_pass(plan: &PtapPlan, workspace: &Mutex<Vec<f64>>, a: &Bsr, p: &Bsr, ac: &mut Bsr) {
+    let (b, c) = (p.block_rows(), p.block_cols());
+    let mut guard = match workspace.try_lock() {
         Ok(g) => Some(g),
         // The workspace is overwritten before it is read: a panic elsewhere cannot leave bad state.
         Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -117,7 +205,6 @@ pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(
     dispatch_product!(Tn, DynTn, (c, b, c), m => {
         product_numeric(m, pt_rows, p.values(), plan.ap.pattern(), ap_values, &plan.pattern, ac.values_mut())
     });
-    Ok(())
 }
 
 /// `P^T A P` as a new matrix.
