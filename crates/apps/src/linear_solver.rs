@@ -50,7 +50,7 @@ pub enum LinearSolver {
     /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
     Direct { symbolic: Option<Arc<DirectSymbolic>> },
     /// CG preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is built at the
-    /// first solve and updated (per `amg.reuse`) for every later tangent.
+    /// first solve (without copying the tangent) and updated (per `amg.reuse`) for every later one.
     CgAmg { params: CgParams, amg: AmgParams, near_null: NearNullSpace, hierarchy: Option<Hierarchy> },
 }
 
@@ -94,13 +94,15 @@ impl LinearSolver {
                         h.update(k).context("AMG update")?;
                         (SetupKind::AmgHot, h)
                     }
-                    None => (SetupKind::AmgCold, Hierarchy::setup(k, near_null, amg).context("AMG set-up")?),
+                    None => (SetupKind::AmgCold, Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?),
                 };
                 let h = hierarchy.insert(h);
                 let setup_s = start.elapsed().as_secs_f64();
                 let report = (setup == SetupKind::AmgCold).then(|| h.report().clone());
                 let start = Instant::now();
-                let outcome = cg(k, b, x, &*h, params).context("CG")?;
+                // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)
+                let vcycle = h.with_operator(k)?;
+                let outcome = cg(h.operator(0).unwrap_or(k), b, x, &vcycle, params).context("CG")?;
                 cg_report(outcome, setup_s, start.elapsed().as_secs_f64(), setup, report)
             }
             LinearSolver::Direct { symbolic } => {

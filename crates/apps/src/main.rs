@@ -34,6 +34,13 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Run the verification suite (patch tests, convergence rates, Timoshenko-Goodier cantilever);
+    /// exits non-zero if any check fails.
+    Verify {
+        /// Print the results as one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a YAML file and summarise the problem without solving it.
     Check {
         input: PathBuf,
@@ -69,6 +76,9 @@ enum Bench {
         /// Total solves (the first cold, the others after a hot set-up).
         #[arg(long, default_value_t = 2)]
         solves: usize,
+        /// Store every operator and prolongator as 1x1 blocks (same algorithm).
+        #[arg(long)]
+        scalar: bool,
         #[arg(long)]
         json: bool,
     },
@@ -98,11 +108,28 @@ fn main() -> ExitCode {
         Command::Bench { which: Bench::Assembly { order, cells, repeats, json } } => {
             apps::bench::assembly::run(&apps::bench::assembly::AssemblyBench { order, cells, repeats }).and_then(|r| print_result(&r, json))
         }
-        Command::Bench { which: Bench::Gamg { problem: Problem::Ex56, m, order, solves, json } } => {
-            let bench = apps::bench::gamg::GamgBench { m, order, solves, amg: amg::AmgParams::default() };
+        Command::Bench { which: Bench::Gamg { problem: Problem::Ex56, m, order, solves, scalar, json } } => {
+            let bench = apps::bench::gamg::GamgBench { m, order, solves, scalar, amg: amg::AmgParams::default() };
             apps::bench::gamg::run(&bench).and_then(|r| print_result(&r, json))
         }
         Command::Check { input, overrides } => apps::check::check(&input, &overrides).map(|s| print!("{s}")),
+        Command::Verify { json } => {
+            let report = apps::verify::run_suite(|case| {
+                if !json {
+                    eprintln!("  {} ({:.2} s)", case.case, case.seconds);
+                }
+            });
+            let printed = if json {
+                serde_json::to_string(&report).map(|s| println!("{s}")).map_err(anyhow::Error::from)
+            } else {
+                print!("{report}");
+                Ok(())
+            };
+            printed.and_then(|()| {
+                anyhow::ensure!(report.passed(), "{} verification checks failed", report.n_failures());
+                Ok(())
+            })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use common::{
 };
 use linalg::{
     ptap, ptap_numeric, ptap_symbolic, spgemm, spgemm_numeric, spgemm_symbolic, transpose,
-    transpose_numeric, transpose_symbolic, Bsr, LinalgError, PtapPlan,
+    transpose_numeric, transpose_symbolic, BlockPattern, Bsr, LinalgError, PtapPlan,
 };
 
 fn bits(a: &Bsr) -> Vec<u64> {
@@ -224,4 +224,63 @@ fn product_errors() {
             })
         );
     }
+}
+
+/// A 2D grid problem (9-point `A` on `n x n` nodes, smoothed-aggregation-like `P` on 3x3
+/// aggregates): local enough for the default plan to take the fused path.
+fn grid_problem(rng: &mut Rng, n: usize) -> (Bsr, Bsr) {
+    let na = n.div_ceil(3);
+    let near = |i: usize| i.saturating_sub(1)..(i + 2).min(n);
+    let mut a_rows = Vec::new();
+    let mut p_rows = Vec::new();
+    for y in 0..n {
+        for x in 0..n {
+            let mut a_row = Vec::new();
+            let mut p_row = Vec::new();
+            for yy in near(y) {
+                for xx in near(x) {
+                    a_row.push((xx + n * yy) as u32);
+                    p_row.push((xx / 3 + na * (yy / 3)) as u32);
+                }
+            }
+            p_row.sort_unstable();
+            p_row.dedup();
+            a_rows.push(a_row);
+            p_rows.push(p_row);
+        }
+    }
+    let build = |rows: Vec<Vec<u32>>, n_cols: usize| {
+        let mut row_ptr = vec![0];
+        let mut col_idx = Vec::new();
+        for r in &rows {
+            col_idx.extend_from_slice(r);
+            row_ptr.push(col_idx.len());
+        }
+        Arc::new(BlockPattern::new(rows.len(), n_cols, row_ptr, col_idx).unwrap())
+    };
+    let (pa, pp) = (build(a_rows, n * n), build(p_rows, na * na));
+    let a = Bsr::from_parts(pa.clone(), 3, 3, rng.vec(pa.nnz() * 9)).unwrap();
+    let p = Bsr::from_parts(pp.clone(), 3, 6, rng.vec(pp.nnz() * 18)).unwrap();
+    (a, p)
+}
+
+#[test]
+fn fused_ptap_on_a_grid_matches_spgemm_and_is_deterministic() {
+    let mut rng = Rng::new(34);
+    let (a, p) = grid_problem(&mut rng, 64);
+    let reference = spgemm(&transpose(&p), &spgemm(&a, &p).unwrap()).unwrap();
+    let run = |t| {
+        with_threads(t, || {
+            let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+            assert!(plan.fused_colors().is_some(), "grid problem not fused");
+            let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
+            ptap_numeric(&plan, &a, &p, &mut ac).unwrap();
+            ac
+        })
+    };
+    let ac1 = run(1);
+    assert_eq!(ac1.pattern(), reference.pattern());
+    assert_close(ac1.values(), reference.values(), 1e-12);
+    assert_eq!(bits(&ac1), bits(&run(2)));
+    assert_eq!(bits(&ac1), bits(&run(5)));
 }

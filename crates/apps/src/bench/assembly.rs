@@ -10,7 +10,9 @@ use linalg::Vector;
 use mesh::{generate_box, BoxSpec, CellKind};
 use serde::Serialize;
 
-use super::{best_of, peak_rss_mb};
+use amg::peak_rss_mb;
+
+use super::best_of;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]

@@ -13,11 +13,3 @@ pub(crate) fn best_of(repeats: usize, mut f: impl FnMut() -> anyhow::Result<f64>
     }
     Ok(best)
 }
-
-/// Resident-set high-water mark of this process in MiB (Linux `VmHWM`), if readable.
-pub(crate) fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}

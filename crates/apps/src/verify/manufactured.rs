@@ -84,7 +84,7 @@ pub fn body_force(x: [f64; 3], lambda: f64, mu: f64) -> [f64; 3] {
         t.e4z * t.s2x * t.c3y,
     ];
     // lap u_1 = (4 - 9 - 16) u_1, lap u_2 = (-4 + 9 - 16) u_2, lap u_3 = (-4 - 9 + 16) u_3
-    let lap = [-21.0 * u[0], -11.0 * u[1], 2.9 * u[2]];
+    let lap = [-21.0 * u[0], -11.0 * u[1], 3.0 * u[2]];
     // div u = 2 e^{2x} s3y c4z + 3 e^{3y} s4z c2x + 4 e^{4z} s2x c3y
     let grad_div = [
         4.0 * t.e2x * t.s3y * t.c4z - 6.0 * t.e3y * t.s4z * t.s2x + 8.0 * t.e4z * t.c2x * t.c3y,

@@ -262,7 +262,7 @@ fn format_number(v: f64) -> String {
     if v == 0.0 || (1e-2..1e4).contains(&v.abs()) {
         format!("{v:.4}")
     } else {
-        format!("{v:.3e}")
+        format!("{v:.4e}")
     }
 }
 

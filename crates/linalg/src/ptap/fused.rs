@@ -12,6 +12,8 @@
 //! chunks also meet, as any mesh-ordered problem has); [`FusedPlan::new`] declines otherwise and
 //! the caller falls back to the two-pass product.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use crate::kernels::gemm::BlockProduct;
@@ -49,8 +51,16 @@ impl FusedPlan {
     /// pay (more than [`MAX_COLORS`] colours, or fewer than [`MIN_CHUNKS_PER_COLOR`] chunks per
     /// colour).
     pub(crate) fn new(p: &BlockPattern) -> Option<Self> {
+        let rows_per_chunk = p
+            .n_block_rows()
+            .div_ceil(TARGET_CHUNKS)
+            .max(MIN_ROWS_PER_CHUNK);
+        Self::with_rows_per_chunk(p, rows_per_chunk)
+    }
+
+    /// [`Self::new`] with chunks of `rows_per_chunk` (>= 1) fine rows.
+    pub(crate) fn with_rows_per_chunk(p: &BlockPattern, rows_per_chunk: usize) -> Option<Self> {
         let n_rows = p.n_block_rows();
-        let rows_per_chunk = n_rows.div_ceil(TARGET_CHUNKS).max(MIN_ROWS_PER_CHUNK);
         let n_chunks = n_rows.div_ceil(rows_per_chunk);
         let (pp, pc) = (p.row_ptr(), p.col_idx());
         let per_chunk: Vec<(Vec<u32>, Vec<u32>)> = (0..n_chunks)
@@ -120,6 +130,18 @@ impl FusedPlan {
     pub(crate) fn n_colors(&self) -> usize {
         self.color_ptr.len() - 1
     }
+
+    /// Chunks of colour `k`, ascending.
+    pub(crate) fn chunks_of_color(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        self.by_color[self.color_ptr[k]..self.color_ptr[k + 1]]
+            .iter()
+            .map(|&t| t as usize)
+    }
+
+    /// Coarse rows chunk `t` writes, ascending.
+    pub(crate) fn coarse_rows(&self, t: usize) -> &[u32] {
+        &self.coarse[self.coarse_ptr[t]..self.coarse_ptr[t + 1]]
+    }
 }
 
 /// The operands of one fused product; `m_ap` computes blocks of `A P` (`b x b` times `b x c`),
@@ -157,12 +179,11 @@ pub(crate) fn fused_numeric<M1: BlockProduct, M2: BlockProduct>(
             rows.push(Some(row));
             rest = tail;
         }
-        let tasks: Vec<(usize, Vec<&mut [f64]>)> = plan.by_color
-            [plan.color_ptr[k]..plan.color_ptr[k + 1]]
-            .iter()
-            .map(|&t| {
-                let t = t as usize;
-                let owned = plan.coarse[plan.coarse_ptr[t]..plan.coarse_ptr[t + 1]]
+        let tasks: Vec<(usize, Vec<&mut [f64]>)> = plan
+            .chunks_of_color(k)
+            .map(|t| {
+                let owned = plan
+                    .coarse_rows(t)
                     .iter()
                     .map(|&c| {
                         rows[c as usize]
@@ -176,15 +197,53 @@ pub(crate) fn fused_numeric<M1: BlockProduct, M2: BlockProduct>(
         tasks.into_par_iter().for_each_init(
             || (vec![0u32; args.ap.n_block_cols()], Vec::new()),
             |(marker, w), (t, mut owned)| {
-                let n_fine = args.p.n_block_rows();
                 let first = t * plan.rows_per_chunk;
-                let fine = first..(first + plan.rows_per_chunk).min(n_fine);
-                for i in fine {
-                    fine_row(m_ap, m_ptw, args, i, marker, w, &mut owned);
+                let fine = first..(first + plan.rows_per_chunk).min(args.p.n_block_rows());
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU supports AVX2, checked just above.
+                    unsafe { fine_rows_avx2(m_ap, m_ptw, args, fine, marker, w, &mut owned) };
+                    return;
                 }
+                fine_rows(m_ap, m_ptw, args, fine, marker, w, &mut owned);
             },
         );
     }
+}
+
+/// Runs [`fine_row`] for the fine rows `fine` of one chunk.
+#[inline(always)]
+fn fine_rows<M1: BlockProduct, M2: BlockProduct>(
+    m_ap: M1,
+    m_ptw: M2,
+    args: &FusedArgs<'_>,
+    fine: Range<usize>,
+    marker: &mut [u32],
+    w: &mut Vec<f64>,
+    owned: &mut [&mut [f64]],
+) {
+    for i in fine {
+        fine_row(m_ap, m_ptw, args, i, marker, w, owned);
+    }
+}
+
+/// [`fine_rows`] compiled for AVX2: twice the vector width for the block products. No FMA, so
+/// every operation and its rounding are those of the baseline build: results are bit-identical.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fine_rows_avx2<M1: BlockProduct, M2: BlockProduct>(
+    m_ap: M1,
+    m_ptw: M2,
+    args: &FusedArgs<'_>,
+    fine: Range<usize>,
+    marker: &mut [u32],
+    w: &mut Vec<f64>,
+    owned: &mut [&mut [f64]],
+) {
+    fine_rows(m_ap, m_ptw, args, fine, marker, w, owned);
 }
 
 /// Adds `P_i^T (A_i P)` into the chunk's coarse rows `owned`: first `W_i = A_i P` into `w` (blocks

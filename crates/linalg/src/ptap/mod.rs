@@ -17,6 +17,8 @@
 //! of `A_c` are grouped, and each is deterministic.
 
 mod fused;
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, Mutex, TryLockError};
 
@@ -84,12 +86,21 @@ impl PtapPlan {
     /// Symbolic phase sharing the caller's patterns (numeric calls then recognise matrices on these
     /// very patterns by pointer, without comparing them).
     pub fn new(a: &Arc<BlockPattern>, p: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
+        Self::with_fused(a, p, FusedPlan::new)
+    }
+
+    /// [`PtapPlan::new`] with the fused strategy planned by `fused` (two-pass if it declines).
+    fn with_fused(
+        a: &Arc<BlockPattern>,
+        p: &Arc<BlockPattern>,
+        fused: impl FnOnce(&BlockPattern) -> Option<FusedPlan>,
+    ) -> Result<Self, LinalgError> {
         check_dim("ptap: block cols of A", p.n_block_rows(), a.n_block_cols())?;
         check_dim("ptap: block rows of A", p.n_block_rows(), a.n_block_rows())?;
         let ap = spgemm_symbolic_shared(a.clone(), p.clone())?;
         let pt = transpose_symbolic_shared(p.clone());
         let pattern = Arc::new(product_pattern(pt.pattern(), ap.pattern()));
-        let strategy = match FusedPlan::new(p) {
+        let strategy = match fused(p) {
             Some(f) => Strategy::Fused(f),
             None => Strategy::TwoPass {
                 ap_values: Mutex::new(Vec::new()),

@@ -1,0 +1,161 @@
+//! The fused strategy with small chunks (so that small problems colour), against dense references
+//! and the two-pass strategy.
+
+use std::sync::Arc;
+
+use super::fused::FusedPlan;
+use super::{ptap_numeric, PtapPlan};
+use crate::{BlockPattern, Bsr};
+
+/// splitmix64, for reproducible pseudo-random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+    fn vec(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.unit()).collect()
+    }
+}
+
+fn pattern(n_rows: usize, n_cols: usize, rows: impl Fn(usize) -> Vec<u32>) -> Arc<BlockPattern> {
+    let (mut row_ptr, mut col_idx) = (vec![0], Vec::new());
+    for i in 0..n_rows {
+        let mut r = rows(i);
+        r.sort_unstable();
+        r.dedup();
+        col_idx.extend(r);
+        row_ptr.push(col_idx.len());
+    }
+    Arc::new(BlockPattern::new(n_rows, n_cols, row_ptr, col_idx).unwrap())
+}
+
+/// A 1D chain problem with locality: `A` couples rows within distance 2, `P` (smoothed-aggregation
+/// like) maps row `i` to the aggregates `(i - 1) / 3 ..= (i + 1) / 3`.
+fn chain(rng: &mut Rng, n: usize, b: usize, c: usize) -> (Bsr, Bsr) {
+    let m = n.div_ceil(3);
+    let pa = pattern(n, n, |i| {
+        (i.saturating_sub(2)..(i + 3).min(n))
+            .map(|j| j as u32)
+            .collect()
+    });
+    let pp = pattern(n, m, |i| {
+        (i.saturating_sub(1) / 3..=((i + 1) / 3).min(m - 1))
+            .map(|j| j as u32)
+            .collect()
+    });
+    let a = Bsr::from_parts(pa.clone(), b, b, rng.vec(pa.nnz() * b * b)).unwrap();
+    let p = Bsr::from_parts(pp.clone(), b, c, rng.vec(pp.nnz() * b * c)).unwrap();
+    (a, p)
+}
+
+fn dense_ptap(a: &Bsr, p: &Bsr) -> Vec<f64> {
+    let (n, m) = (p.n_rows(), p.n_cols());
+    let (ad, pd) = (a.to_dense(), p.to_dense());
+    let mut ap = vec![0.0; n * m];
+    for i in 0..n {
+        for k in 0..n {
+            for j in 0..m {
+                ap[i * m + j] += ad[i * n + k] * pd[k * m + j];
+            }
+        }
+    }
+    let mut ac = vec![0.0; m * m];
+    for k in 0..n {
+        for i in 0..m {
+            for j in 0..m {
+                ac[i * m + j] += pd[k * m + i] * ap[k * m + j];
+            }
+        }
+    }
+    ac
+}
+
+fn assert_close(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (k, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "entry {k}: {x} vs {y}");
+    }
+}
+
+fn numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr) -> Bsr {
+    let c = p.block_cols();
+    let mut ac = Bsr::zeros(plan.pattern().clone(), c, c);
+    ac.values_mut().fill(f64::NAN); // every value must be overwritten
+    ptap_numeric(plan, a, p, &mut ac).unwrap();
+    ac
+}
+
+fn fused_plan(a: &Bsr, p: &Bsr, rows_per_chunk: usize) -> PtapPlan {
+    PtapPlan::with_fused(a.pattern(), p.pattern(), |p| {
+        FusedPlan::with_rows_per_chunk(p, rows_per_chunk)
+    })
+    .unwrap()
+}
+
+#[test]
+fn fused_matches_dense_and_two_pass() {
+    let mut rng = Rng(40);
+    for (b, c) in [(3, 6), (6, 6), (3, 3), (1, 1), (2, 5)] {
+        let (a, p) = chain(&mut rng, 61, b, c);
+        let fused = fused_plan(&a, &p, 3);
+        let colors = fused.fused_colors().expect("a chain colours");
+        assert!((2..=4).contains(&colors), "{colors} colours");
+        let two_pass = PtapPlan::with_fused(a.pattern(), p.pattern(), |_| None).unwrap();
+        assert_eq!(two_pass.fused_colors(), None);
+        let (f, t) = (numeric(&fused, &a, &p), numeric(&two_pass, &a, &p));
+        assert_close(&f.to_dense(), &dense_ptap(&a, &p), 1e-12);
+        assert_close(&f.to_dense(), &t.to_dense(), 1e-13);
+    }
+}
+
+#[test]
+fn fused_is_bit_identical_across_thread_counts_and_calls() {
+    let mut rng = Rng(41);
+    let (a, p) = chain(&mut rng, 400, 3, 6);
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let plan = fused_plan(&a, &p, 8);
+                assert!(plan.fused_colors().is_some());
+                let first = numeric(&plan, &a, &p);
+                let again = numeric(&plan, &a, &p);
+                assert_eq!(first.values(), again.values());
+                first
+            })
+    };
+    let bits = |m: &Bsr| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let one = bits(&run(1));
+    assert_eq!(one, bits(&run(3)));
+    assert_eq!(one, bits(&run(8)));
+}
+
+#[test]
+fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
+    let mut rng = Rng(42);
+    let (_, p) = chain(&mut rng, 200, 1, 1);
+    let plan = FusedPlan::with_rows_per_chunk(p.pattern(), 5).unwrap();
+    for k in 0..plan.n_colors() {
+        let mut seen = std::collections::HashSet::new();
+        for t in plan.chunks_of_color(k) {
+            for &c in plan.coarse_rows(t) {
+                assert!(seen.insert(c), "colour {k}: coarse row {c} in two chunks");
+            }
+        }
+    }
+    // Every chunk touches every coarse row: all chunks conflict, too few chunks per colour.
+    let dense = pattern(40, 4, |_| (0..4).collect());
+    assert!(FusedPlan::with_rows_per_chunk(&dense, 2).is_none());
+}
