@@ -13,6 +13,10 @@ use serde::Serialize;
 
 use crate::config::{LinearSolverMethod, LinearSolverParams};
 
+/// Largest envelope factor the direct solver may allocate: it is meant for small problems, and a
+/// larger request is an error naming the alternative rather than an allocation failure.
+const DIRECT_MAX_FACTOR_BYTES: f64 = 4e9;
+
 /// What one linear solve did.
 #[derive(Clone, Debug, Serialize)]
 pub struct LinearSolveReport {
@@ -109,7 +113,19 @@ impl LinearSolver {
                 let start = Instant::now();
                 let symbolic = match symbolic {
                     Some(s) if s.pattern() == k.pattern().as_ref() => s.clone(),
-                    slot => slot.insert(Arc::new(DirectSymbolic::new(k.pattern())?)).clone(),
+                    slot => {
+                        let s = DirectSymbolic::new(k.pattern())?;
+                        let bytes = s.envelope_size(k.block_rows()) as f64 * 8.0;
+                        if bytes > DIRECT_MAX_FACTOR_BYTES {
+                            bail!(
+                                "linear_solver.method = direct: the factor would take {:.1} GB (limit {:.0} GB); use cg_amg for a problem of {} unknowns",
+                                bytes / 1e9,
+                                DIRECT_MAX_FACTOR_BYTES / 1e9,
+                                k.n_rows()
+                            );
+                        }
+                        slot.insert(Arc::new(s)).clone()
+                    }
                 };
                 let factor = DirectSolver::factor(&symbolic, k)?;
                 let setup_s = start.elapsed().as_secs_f64();

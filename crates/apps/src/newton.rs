@@ -7,8 +7,9 @@
 //! of being pushed onto the boundary nodes alone, which would distort the boundary cells.
 //!
 //! Convergence of a step needs the constraints met and one of: `||r_free|| <= atol`,
-//! `||r_free|| <= rtol * r_ref` (`r_ref`: the largest right-hand side norm of the step, i.e. the
-//! out-of-balance force the step had to remove), or `||du|| <= stol ||u||` (PETSc's `snes_stol`).
+//! `||r_free|| <= rtol * r_ref` (`r_ref`: the norm of the step's first right-hand side, the
+//! out-of-balance force the step has to remove, Dirichlet lifting included), or a full (undamped)
+//! update with `||du|| <= stol ||u||` (PETSc's `snes_stol`).
 
 use std::time::Instant;
 
@@ -185,7 +186,7 @@ impl LoadPath<'_> {
     ) -> Result<Vec<IterationRecord>, StepFailure> {
         let p = self.newton;
         let mut records = Vec::new();
-        let mut r_ref = 0.0f64;
+        let mut r_ref = None;
         let mut last_update = f64::INFINITY;
         for iteration in 0..=p.max_iterations {
             problem.residual_tangent(u, load_factor, &mut ws.r, &mut ws.k).map_err(StepFailure::Element)?;
@@ -197,12 +198,11 @@ impl LoadPath<'_> {
             problem.constraints.copy_constrained(&ws.trial, &mut ws.lift);
             let constraints_met = ws.lift.as_slice().iter().all(|&v| v == 0.0);
             let r_free = free_norm(problem, &ws.r, &mut ws.trial);
-            if !r_free.is_finite() || (r_ref > 0.0 && r_free > DIVERGENCE_FACTOR * r_ref) {
+            if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref) {
                 return Err(StepFailure::Diverged(r_free));
             }
-            if constraints_met && iteration > 0 {
-                let u_norm = ops::norm2(u);
-                if r_free <= p.atol || r_free <= p.rtol * r_ref || last_update <= p.stol * u_norm {
+            if let (true, Some(r_ref)) = (constraints_met, r_ref) {
+                if r_free <= p.atol || r_free <= p.rtol * r_ref || last_update <= p.stol * ops::norm2(u) {
                     return Ok(records);
                 }
             } else if constraints_met && r_free <= p.atol {
@@ -215,13 +215,18 @@ impl LoadPath<'_> {
             ws.k.spmv(&ws.lift, &mut ws.rhs);
             ops::axpby(-1.0, &ws.r, -1.0, &mut ws.rhs);
             problem.constraints.zero_constrained(&mut ws.rhs);
-            r_ref = r_ref.max(ops::norm2(&ws.rhs));
+            let r_ref = *r_ref.get_or_insert_with(|| ops::norm2(&ws.rhs));
+            if r_ref == 0.0 && constraints_met {
+                // nothing to remove: the state is in equilibrium and the constraints hold
+                return Ok(records);
+            }
             ops::axpy(1.0, &ws.lift, &mut ws.rhs);
             problem.constraints.eliminate_in_matrix(&mut ws.k).map_err(StepFailure::Element)?;
             let linear = solver.solve(&ws.k, &ws.rhs, &mut ws.du).map_err(StepFailure::Linear)?;
             problem.constraints.copy_constrained(&ws.lift, &mut ws.du);
             let step_length = self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
-            last_update = step_length * ops::norm2(&ws.du);
+            // only a full step measures Newton's own update; a damped one says little about convergence
+            last_update = if step_length == 1.0 { ops::norm2(&ws.du) } else { f64::INFINITY };
             ops::axpy(step_length, &ws.du, u);
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)

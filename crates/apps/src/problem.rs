@@ -24,8 +24,18 @@ impl Problem {
         let mesh = build_mesh(&config.mesh)?;
         let materials = cell_materials(config, &mesh)?;
         let points = config.quadrature.points_for(mesh.order());
+        if points < mesh.order() + 1 {
+            bail!(
+                "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
+                mesh.order(),
+                mesh.order() + 1
+            );
+        }
         let mut assembler = ElasticityAssembler::new(&mesh, materials, points).context("setting up the element loop")?;
         let constraints = build_constraints(config, &mesh, &assembler)?;
+        if config.boundary.dirichlet.is_empty() && config.boundary.twist.is_empty() {
+            bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
+        }
         let mut external = body_force_load(&mut assembler, Load::Constant(config.body_force))?;
         for t in &config.boundary.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
@@ -95,8 +105,9 @@ fn cell_materials(config: &Config, mesh: &HexMesh) -> Result<CellMaterials> {
             CellSelection::All => (0..mesh.n_cells()).collect(),
             CellSelection::Set(name) => mesh.cell_set(name).with_context(|| format!("materials[{index}].cells"))?,
         };
+        let index = u16::try_from(index).map_err(|_| anyhow::anyhow!("materials: at most {} entries are supported", u16::MAX))?;
         for c in cells {
-            of_cell[c] = Some(index as u16);
+            of_cell[c] = Some(index);
         }
     }
     if let Some(c) = of_cell.iter().position(Option::is_none) {

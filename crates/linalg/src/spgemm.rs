@@ -2,6 +2,7 @@
 //! `C` once, [`spgemm_numeric`] recomputes its values. `A` has `br x bk` blocks, `B` has `bk x bc`
 //! blocks, `C` has `br x bc` blocks.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -173,48 +174,100 @@ pub(crate) fn product_numeric<M: BlockProduct>(
     out_pattern: &BlockPattern,
     out: &mut [f64],
 ) {
-    let (lbl, rbl, obl) = (
-        m.rows() * m.inner(),
-        m.inner() * m.cols(),
-        m.rows() * m.cols(),
-    );
-    let (rp, rc, rv) = (
-        right_pattern.row_ptr(),
-        right_pattern.col_idx(),
+    let obl = m.rows() * m.cols();
+    let (op, n_cols) = (out_pattern.row_ptr(), out_pattern.n_block_cols());
+    let args = ProductArgs {
+        left,
+        left_values,
+        right_pattern,
         right_values,
-    );
-    let (op, oc) = (out_pattern.row_ptr(), out_pattern.col_idx());
-    let n_cols = out_pattern.n_block_cols();
+        out_pattern,
+    };
     split_rows(op, obl, ROWS_PER_TASK, out)
         .into_par_iter()
         .for_each_init(
             || vec![0u32; n_cols],
             |marker, (rows, out)| {
-                let base = op[rows.start];
-                for i in rows {
-                    let (start, end) = (op[i], op[i + 1]);
-                    for (l, &j) in oc[start..end].iter().enumerate() {
-                        marker[j as usize] = l as u32;
-                    }
-                    let orow = &mut out[(start - base) * obl..(end - base) * obl];
-                    orow.fill(0.0);
-                    let lp = left.pattern.row_ptr();
-                    for ls in lp[i]..lp[i + 1] {
-                        let k = left.pattern.col_idx()[ls] as usize;
-                        let slot = left.slots.map_or(ls, |s| s[ls]);
-                        let lblk = &left_values[slot * lbl..(slot + 1) * lbl];
-                        for rs in rp[k]..rp[k + 1] {
-                            let l = marker[rc[rs] as usize] as usize;
-                            m.mul_add(
-                                lblk,
-                                &rv[rs * rbl..(rs + 1) * rbl],
-                                &mut orow[l * obl..(l + 1) * obl],
-                            );
-                        }
-                    }
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU supports AVX2, checked just above.
+                    unsafe { product_rows_avx2(m, &args, rows, marker, out) };
+                    return;
                 }
+                product_rows(m, &args, rows, marker, out);
             },
         );
+}
+
+/// The operands of [`product_numeric`].
+struct ProductArgs<'a> {
+    left: LeftRows<'a>,
+    left_values: &'a [f64],
+    right_pattern: &'a BlockPattern,
+    right_values: &'a [f64],
+    out_pattern: &'a BlockPattern,
+}
+
+/// Rows `rows` of the product into `out` (their blocks), columns located through `marker`.
+#[inline(always)]
+fn product_rows<M: BlockProduct>(
+    m: M,
+    args: &ProductArgs<'_>,
+    rows: Range<usize>,
+    marker: &mut [u32],
+    out: &mut [f64],
+) {
+    let (lbl, rbl, obl) = (
+        m.rows() * m.inner(),
+        m.inner() * m.cols(),
+        m.rows() * m.cols(),
+    );
+    let left = args.left;
+    let (rp, rc, rv) = (
+        args.right_pattern.row_ptr(),
+        args.right_pattern.col_idx(),
+        args.right_values,
+    );
+    let (op, oc) = (args.out_pattern.row_ptr(), args.out_pattern.col_idx());
+    let base = op[rows.start];
+    for i in rows {
+        let (start, end) = (op[i], op[i + 1]);
+        for (l, &j) in oc[start..end].iter().enumerate() {
+            marker[j as usize] = l as u32;
+        }
+        let orow = &mut out[(start - base) * obl..(end - base) * obl];
+        orow.fill(0.0);
+        let lp = left.pattern.row_ptr();
+        for ls in lp[i]..lp[i + 1] {
+            let k = left.pattern.col_idx()[ls] as usize;
+            let slot = left.slots.map_or(ls, |s| s[ls]);
+            let lblk = &args.left_values[slot * lbl..(slot + 1) * lbl];
+            for rs in rp[k]..rp[k + 1] {
+                let l = marker[rc[rs] as usize] as usize;
+                m.mul_add(
+                    lblk,
+                    &rv[rs * rbl..(rs + 1) * rbl],
+                    &mut orow[l * obl..(l + 1) * obl],
+                );
+            }
+        }
+    }
+}
+
+/// [`product_rows`] compiled for AVX2 (no FMA: bit-identical to the baseline build).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn product_rows_avx2<M: BlockProduct>(
+    m: M,
+    args: &ProductArgs<'_>,
+    rows: Range<usize>,
+    marker: &mut [u32],
+    out: &mut [f64],
+) {
+    product_rows(m, args, rows, marker, out);
 }
 
 pub(crate) fn check_dim(

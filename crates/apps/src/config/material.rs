@@ -40,7 +40,10 @@ impl MaterialModel {
             | MaterialModel::SaintVenantKirchhoff
             | MaterialModel::NeoHookean => &[ENGINEERING, &["lambda", "mu"]],
             MaterialModel::DecoupledNeoHookean => &[ENGINEERING, &["kappa", "mu"]],
-            MaterialModel::MooneyRivlin => &[&["lambda", "mu1", "mu2"]],
+            MaterialModel::MooneyRivlin => &[
+                &["lambda", "mu1", "mu2"],
+                &["young_modulus", "poisson_ratio", "mu2_fraction"],
+            ],
         }
     }
 }
@@ -107,6 +110,11 @@ pub struct MaterialParams {
     /// Mooney-Rivlin coefficient of I2, mu2 >= 0 (mu1 + mu2 > 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu2: Option<f64>,
+    /// Mooney-Rivlin from (E, nu): the share of the shear modulus carried by I2, in [0, 1]
+    /// (`mu2 = mu2_fraction * mu`, `mu1 = mu - mu2`, lambda chosen so that the linearisation at
+    /// F = I is the (E, nu) material).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu2_fraction: Option<f64>,
 }
 
 /// Resolved moduli of a material, one variant per model.
@@ -188,6 +196,7 @@ impl MaterialParams {
             ("kappa", self.kappa),
             ("mu1", self.mu1),
             ("mu2", self.mu2),
+            ("mu2_fraction", self.mu2_fraction),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, v)))
@@ -254,20 +263,39 @@ impl MaterialParams {
                 Moduli::DecoupledNeoHookean { kappa, mu }
             }
             MaterialModel::MooneyRivlin => {
-                let (lambda, mu1, mu2) = (value("lambda"), value("mu1"), value("mu2"));
-                require("mu1", mu1, mu1 >= 0.0, "must be >= 0")?;
-                require("mu2", mu2, mu2 >= 0.0, "must be >= 0")?;
-                require("mu2", mu2, mu1 + mu2 > 0.0, "mu1 + mu2 must be > 0")?;
-                let positive_bulk = 3.0 * lambda + 2.0 * (mu1 + mu2) > 0.0;
-                require(
-                    "lambda",
-                    lambda,
-                    positive_bulk,
-                    "3 lambda + 2 (mu1 + mu2) must be > 0",
-                )?;
-                Moduli::MooneyRivlin { lambda, mu1, mu2 }
+                // the element layer owns the model's admissible range; report it on the YAML key
+                let material = if set.contains(&"mu2_fraction") {
+                    let (e, nu) = (value("young_modulus"), value("poisson_ratio"));
+                    fem::Moduli::from_young_poisson(e, nu)
+                        .and_then(|m| fem::Material::mooney_rivlin(m, value("mu2_fraction")))
+                } else {
+                    let m = fem::Material::MooneyRivlin { lambda: value("lambda"), mu1: value("mu1"), mu2: value("mu2") };
+                    m.validate().map(|()| m)
+                };
+                match material.map_err(out_of_range)? {
+                    fem::Material::MooneyRivlin { lambda, mu1, mu2 } => Moduli::MooneyRivlin { lambda, mu1, mu2 },
+                    _ => return Err(MaterialError::Parameters { model: self.model, given: keys }),
+                }
             }
         })
+    }
+}
+
+/// A range error of the element layer, reported on the YAML key it concerns.
+fn out_of_range(e: fem::FemError) -> MaterialError {
+    match e {
+        fem::FemError::InvalidMaterial { name, value, requirement } => {
+            let key = match name {
+                "E" => "young_modulus",
+                "nu" => "poisson_ratio",
+                "mu1" => "mu1",
+                "mu2" | "mu1 + mu2" => "mu2",
+                "mu2_fraction" => "mu2_fraction",
+                _ => "lambda",
+            };
+            MaterialError::OutOfRange { key, value, requirement }
+        }
+        _ => MaterialError::OutOfRange { key: "lambda", value: f64::NAN, requirement: "is not an admissible material" },
     }
 }
 
@@ -303,6 +331,7 @@ mod tests {
             kappa: None,
             mu1: None,
             mu2: None,
+            mu2_fraction: None,
         }
     }
 
@@ -446,5 +475,33 @@ mod tests {
             ..entry(MaterialModel::MooneyRivlin)
         };
         assert_eq!(mr.moduli().unwrap_err().key(), Some("mu2"));
+    }
+
+    /// Mooney-Rivlin from (E, nu, mu2_fraction) linearises to the (E, nu) material.
+    #[test]
+    fn mooney_rivlin_from_young_poisson_and_fraction() {
+        let mut m = entry(MaterialModel::MooneyRivlin);
+        m.young_modulus = Some(10.0);
+        m.poisson_ratio = Some(0.3);
+        m.mu2_fraction = Some(0.25);
+        let Moduli::MooneyRivlin { lambda, mu1, mu2 } = m.moduli().unwrap() else {
+            panic!("mooney_rivlin resolves to MooneyRivlin moduli");
+        };
+        let (lam, mu) = (10.0 * 0.3 / (1.3 * 0.4), 10.0 / 2.6);
+        assert!((mu1 + mu2 - mu).abs() < 1e-12 && (mu2 - 0.25 * mu).abs() < 1e-12);
+        assert!((lambda + 2.0 * mu2 - lam).abs() < 1e-12, "small-strain lambda is lambda + 2 mu2");
+        m.mu2_fraction = Some(1.5);
+        assert_eq!(m.moduli().unwrap_err().key(), Some("mu2_fraction"));
+    }
+
+    /// The admissible range is the element layer's: a negative lambda is fine while the
+    /// linearised bulk modulus stays positive.
+    #[test]
+    fn mooney_rivlin_range_is_the_element_layers() {
+        let mut m = entry(MaterialModel::MooneyRivlin);
+        (m.lambda, m.mu1, m.mu2) = (Some(-20.0), Some(10.0), Some(10.0));
+        assert!(m.moduli().is_ok(), "{:?}", m.moduli());
+        m.lambda = Some(-40.0);
+        assert_eq!(m.moduli().unwrap_err().key(), Some("lambda"));
     }
 }

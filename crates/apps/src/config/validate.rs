@@ -53,7 +53,7 @@ impl Config {
     /// boundary entries name a set, Dirichlet entries give a component, twist axes are nonzero;
     /// `loading.steps` >= 1, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
     /// `atol`, `stol` >= 0 for Newton and the linear solver; iteration limits >= 1; quadrature
-    /// points in 1..=10; output name a plain file name, no repeated fields; every number finite.
+    /// points in 1..=6 (at least order + 1 is checked once the mesh is known); output name a plain file name, no repeated fields; every number finite.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let check = Check { config: self };
         match &self.mesh {

@@ -5,7 +5,7 @@
 //! [`PREFETCH_AHEAD`] places further down the slot lists.
 
 /// Contributions (in slot-list order) between a prefetch and its use.
-const PREFETCH_AHEAD: usize = 64;
+const PREFETCH_AHEAD: usize = 24;
 
 /// Hints the CPU to bring the cache line holding `p` into cache; a no-op off x86-64. Never
 /// dereferences `p`, which may be any address.

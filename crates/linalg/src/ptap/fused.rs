@@ -277,7 +277,11 @@ fn fine_row<M1: BlockProduct, M2: BlockProduct>(
         let ablk = &args.a_values[s * abl..(s + 1) * abl];
         for t in pp[k]..pp[k + 1] {
             let l = marker[pc[t] as usize] as usize;
-            m_ap.mul_add(ablk, &pv[t * pbl..(t + 1) * pbl], &mut w[l * pbl..(l + 1) * pbl]);
+            m_ap.mul_add(
+                ablk,
+                &pv[t * pbl..(t + 1) * pbl],
+                &mut w[l * pbl..(l + 1) * pbl],
+            );
         }
     }
     for t in pp[i]..pp[i + 1] {

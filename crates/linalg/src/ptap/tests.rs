@@ -83,7 +83,10 @@ fn dense_ptap(a: &Bsr, p: &Bsr) -> Vec<f64> {
 fn assert_close(a: &[f64], b: &[f64], tol: f64) {
     assert_eq!(a.len(), b.len());
     for (k, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "entry {k}: {x} vs {y}");
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "entry {k}: {x} vs {y}"
+        );
     }
 }
 
