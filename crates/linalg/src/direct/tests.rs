@@ -377,47 +377,6 @@ fn elasticity_like_solve_small() {
     }
 }
 
-/// Timing of the 20^3-node (24,000 unknowns) case: `cargo test --release -- --ignored`.
-#[test]
-#[ignore = "timing run, about ten seconds"]
-fn elasticity_like_20_cubed_timing() {
-    use std::time::Instant;
-    let a = elasticity_like(20);
-    let t = Instant::now();
-    let sym = Arc::new(DirectSymbolic::new(a.pattern()).unwrap());
-    let t_sym = t.elapsed();
-    let t = Instant::now();
-    let solver = DirectSolver::factor(&sym, &a).unwrap();
-    let t_fac = t.elapsed();
-    let x_star = Vector::from_vec((0..a.n_rows()).map(|i| (0.1 * i as f64).cos()).collect());
-    let mut b = Vector::zeros(a.n_rows());
-    a.spmv(&x_star, &mut b);
-    let mut x = Vector::zeros(a.n_rows());
-    let t = Instant::now();
-    solver.solve(&b, &mut x).unwrap();
-    let t_sol = t.elapsed();
-    let err = x
-        .as_slice()
-        .iter()
-        .zip(x_star.as_slice())
-        .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()));
-    eprintln!(
-        "20^3 elasticity-like: n = {}, envelope {} ({:.0} MB, RCM alone {}), block bandwidth {}, \
-         symbolic {:?}, factor {:?}, solve {:?}, max error {err:.1e}",
-        a.n_rows(),
-        solver.factor_len(),
-        solver.factor_len() as f64 * 8e-6,
-        DirectSymbolic::reverse_cuthill_mckee(a.pattern())
-            .unwrap()
-            .envelope_size(3),
-        sym.block_bandwidth(),
-        t_sym,
-        t_fac,
-        t_sol
-    );
-    assert!(err < 1e-9);
-}
-
 #[test]
 fn factor_is_independent_of_the_thread_count() {
     let a = elasticity_like(6);
