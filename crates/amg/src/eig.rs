@@ -8,54 +8,68 @@ use crate::Preconditioner;
 use linalg::{ops, Bsr, Vector};
 use rayon::prelude::*;
 
-/// Deterministic pseudo-random vector in `[-1, 1)` (hash of the index; independent of threads).
-pub(crate) fn hash_vector(n: usize, seed: u64) -> Vector {
-    Vector::from_vec(
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect(),
-    )
+/// Fills `v` with deterministic pseudo-random values in `[-1, 1)` (hash of the index; independent
+/// of threads).
+fn fill_hash(v: &mut Vector, seed: u64) {
+    v.as_mut_slice()
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(i, vi)| {
+            let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            *vi = (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0;
+        });
 }
 
 /// Estimate of `lambda_max(D^{-1} A)` from `steps` CG/Lanczos steps (fewer if CG breaks down or
 /// converges). Returns `None` when not even one step is possible (zero operator, non-SPD breakdown).
+/// Allocates three vectors of `a.n_rows()`; [`estimate_emax_in`] takes them from the caller.
 pub fn estimate_emax(a: &Bsr, pbj: &PointBlockJacobi, steps: usize) -> Option<f64> {
     let n = a.n_rows();
-    let mut r = hash_vector(n, 0x5EED);
-    let mut z = Vector::zeros(n);
-    pbj.apply(&r, &mut z);
-    let mut rz = ops::dot(&r, &z);
-    let mut p = z.clone();
-    let mut q = Vector::zeros(n);
+    let (mut r, mut p, mut w) = (Vector::zeros(n), Vector::zeros(n), Vector::zeros(n));
+    estimate_emax_in(a, pbj, steps, [&mut r, &mut p, &mut w])
+}
+
+/// [`estimate_emax`] in the caller's scratch vectors (any content; overwritten).
+///
+/// # Panics
+/// If a scratch vector's length is not `a.n_rows()`.
+pub fn estimate_emax_in(
+    a: &Bsr,
+    pbj: &PointBlockJacobi,
+    steps: usize,
+    work: [&mut Vector; 3],
+) -> Option<f64> {
+    let [r, p, w] = work;
+    // `w` holds `z = D^{-1} r` and `q = A p` in turn: each is dead when the other is written.
+    fill_hash(r, 0x5EED);
+    pbj.apply(r, w);
+    let mut rz = ops::dot(r, w);
+    p.copy_from(w);
     let (mut alphas, mut betas) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
     for _ in 0..steps {
         if !(rz > 0.0) {
             break;
         }
-        a.spmv(&p, &mut q);
-        let pq = ops::dot(&p, &q);
+        a.spmv(p, w); // q = A p
+        let pq = ops::dot(p, w);
         if !(pq > 0.0) || !pq.is_finite() {
             break;
         }
         let alpha = rz / pq;
         alphas.push(alpha);
-        ops::axpy(-alpha, &q, &mut r);
-        pbj.apply(&r, &mut z);
-        let rz_new = ops::dot(&r, &z);
+        ops::axpy(-alpha, w, r);
+        pbj.apply(r, w); // z = D^{-1} r
+        let rz_new = ops::dot(r, w);
         let beta = rz_new / rz;
         if !(beta > 0.0) || !beta.is_finite() || rz_new <= 1e-28 * rz {
             break;
         }
         betas.push(beta);
         rz = rz_new;
-        ops::axpby(1.0, &z, beta, &mut p);
+        ops::axpby(1.0, w, beta, p);
     }
     let m = alphas.len();
     if m == 0 {
@@ -145,5 +159,10 @@ mod tests {
             "estimate {est}, exact {exact}"
         );
         assert!(estimate_emax(&a, &pbj, 0).is_none());
+        // The caller's scratch, whatever its content, gives the same estimate bit for bit.
+        let n = a.n_rows();
+        let mut work = [vec![f64::NAN; n], vec![7.0; n], vec![-1.0; n]].map(Vector::from_vec);
+        let [r, p, w] = &mut work;
+        assert_eq!(estimate_emax_in(&a, &pbj, 10, [r, p, w]), Some(est));
     }
 }

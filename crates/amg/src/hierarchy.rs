@@ -9,30 +9,36 @@
 //! - [`Hierarchy::setup`] copies `A_0`, [`Hierarchy::setup_owned`] takes it: the hierarchy is then
 //!   itself a [`Preconditioner`].
 //!
-//! Reuse state is explicit: each transfer records the version of its prolongator `P`, and the
-//! version its transpose plan (restriction) and Galerkin plan were built from. P-side data is rebuilt
-//! only when these differ (or the operator's pattern changed under a plan).
+//! Reuse state is explicit: each transfer records the version of its prolongator `P` and the
+//! version its Galerkin plan (which also holds the `P^T` pattern the restriction reads) was built
+//! from. P-side data is rebuilt only when these differ (or the operator's pattern changed under a
+//! plan).
+//!
+//! Memory: the hierarchy keeps per level the operator (none on level 0 of an external one), the
+//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, its Galerkin plan and
+//! a 4-byte slot per block of `P` for the restriction; no transpose of `P`, no `P0`, no strength
+//! graph, and no copy of the fine near-null space except with `reuse: none`. Setup temporaries are
+//! freed as soon as their stage ends.
 //!
 //! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
 //! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
 
 use crate::aggregation::{aggregate, Aggregates, MisDistance};
 use crate::dense::DenseFactor;
-use crate::eig::estimate_emax;
+use crate::eig::{estimate_emax, estimate_emax_in};
 use crate::params::{AmgParams, Reuse, SmootherKind, Storage};
 use crate::prolongator::smooth_prolongator;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
-use crate::restriction::restrict;
+use crate::restriction::{restrict, RestrictionMap};
 use crate::smoother::{Smoother, SmootherWork};
 use crate::storage::expand_values;
 use crate::strength::strength_graph;
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi, Preconditioner};
-use linalg::{
-    ptap_numeric, transpose_symbolic, BlockPattern, Bsr, PtapPlan, TransposePlan, Vector,
-};
+use linalg::{ptap_numeric, BlockPattern, Bsr, PtapPlan, Vector};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Instant;
 
 /// Largest coarsest level factored densely (`n^2` doubles): beyond it setup fails instead of
@@ -48,7 +54,9 @@ struct Level {
     /// Unknowns per node (aggregate): the logical block size, whatever the storage.
     bs: usize,
     smoother: Option<Smoother>,
-    near_null: NearNullSpace,
+    /// Near-null space of the level. On level 0 only with `reuse: none` (whose update rebuilds
+    /// from it); otherwise the caller holds it and the hierarchy keeps no copy.
+    near_null: Option<NearNullSpace>,
 }
 
 /// Interpolation between level `l` and `l + 1`, with its P-side cache.
@@ -58,10 +66,11 @@ struct Transfer {
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
     p_version: u64,
-    /// Transpose plan of `p`'s pattern: restriction `P^T x` reads `p` through it.
-    pt: TransposePlan,
-    pt_from: u64,
+    /// Galerkin plan of `p` on the level's operator; its `P^T` pattern also drives the restriction
+    /// (no separate transpose of `p` is kept).
     galerkin: PtapPlan,
+    /// Slots of `p` for the blocks of the plan's `P^T` pattern (restriction), rebuilt with the plan.
+    restriction: RestrictionMap,
     galerkin_from: u64,
     /// Pattern of the fine operator the Galerkin plan was built for.
     galerkin_a_pattern: Arc<BlockPattern>,
@@ -136,11 +145,22 @@ fn build_smoother(pbj: PointBlockJacobi, emax: f64, params: &AmgParams) -> Smoot
     }
 }
 
-/// `lambda_max(D^{-1} A)` of level `level`, or an error if the estimate is impossible.
-fn emax_of(a: &Bsr, pbj: &PointBlockJacobi, steps: usize, level: usize) -> Result<f64, AmgError> {
-    estimate_emax(a, pbj, steps)
+/// The estimate of `lambda_max(D^{-1} A)` of level `level`, or an error if it was impossible.
+fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, AmgError> {
+    estimate
         .filter(|e| e.is_finite() && *e > 0.0)
         .ok_or(AmgError::EigenEstimateFailed { level })
+}
+
+/// `lambda_max(D^{-1} A_l)` in the V-cycle's scratch of the level (free between cycles), plus one
+/// temporary vector on level 0, which keeps no `b`, `x` of its own.
+fn hot_emax(a: &Bsr, pbj: &PointBlockJacobi, steps: usize, w: &mut LevelWork) -> Option<f64> {
+    if w.b.len() == a.n_rows() {
+        estimate_emax_in(a, pbj, steps, [&mut w.b, &mut w.x, &mut w.sw.r])
+    } else {
+        let mut spare = Vector::zeros(a.n_rows());
+        estimate_emax_in(a, pbj, steps, [&mut w.sw.r, &mut w.sw.d, &mut spare])
+    }
 }
 
 fn same_pattern(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> bool {
@@ -183,7 +203,7 @@ impl Hierarchy {
     /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size). Keeps a copy of
     /// `a`, so the hierarchy is a self-contained [`Preconditioner`].
     pub fn setup(a: &Bsr, near_null: &NearNullSpace, params: &AmgParams) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(a, near_null, params, 1)?;
+        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)?;
         h.own_fine(a.clone());
         Ok(h)
     }
@@ -195,7 +215,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(&a, near_null, params, 1)?;
+        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1)?;
         h.own_fine(a);
         Ok(h)
     }
@@ -208,7 +228,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Self::setup_impl(a, near_null, params, 1)
+        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)
     }
 
     /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).
@@ -245,23 +265,27 @@ impl Hierarchy {
         Ok(())
     }
 
-    /// Cold setup on `a` without keeping it; prolongator versions start at `first_version`.
+    /// Cold setup on `a` without keeping it; prolongator versions start at `first_version`. Keeps
+    /// `near_null` (moved if owned, else copied) only for `reuse: none`.
+    ///
+    /// Memory: each level's temporaries (strength graph, `P0`) are freed as soon as their stage is
+    /// done, so the peak is the finished levels plus the current stage's working set.
     fn setup_impl(
         a: &Bsr,
-        near_null: &NearNullSpace,
+        near_null: Cow<'_, NearNullSpace>,
         params: &AmgParams,
         first_version: u64,
     ) -> Result<Self, AmgError> {
         let t_total = Instant::now();
         params.validate()?;
-        Self::check_input(a, near_null)?;
+        Self::check_input(a, &near_null)?;
         let k = near_null.n_vectors();
         let mut tm = SetupTimings::default();
         let mut levels = vec![Level {
             a: None,
             bs: a.block_rows(),
             smoother: None,
-            near_null: near_null.clone(),
+            near_null: None,
         }];
         let mut transfers = Vec::new();
         let mut version = first_version;
@@ -292,21 +316,24 @@ impl Hierarchy {
             }
             let t = Instant::now();
             let pbj = PointBlockJacobi::new(a_l).map_err(|e| with_level(e, l))?;
-            let emax = emax_of(a_l, &pbj, params.eig_steps, l)?;
+            let emax = checked_emax(estimate_emax(a_l, &pbj, params.eig_steps), l)?;
             tm.smoother_setup_s += secs(t);
             let t = Instant::now();
-            let (p0, coarse_nns) = tentative_prolongator(&aggregates, &levels[l].near_null, bs)?;
+            let b_l = levels[l].near_null.as_ref().unwrap_or(&near_null);
+            let (p0, coarse_nns) = tentative_prolongator(&aggregates, b_l, bs)?;
             tm.tentative_s += secs(t);
             let t = Instant::now();
             let p = if params.smooth_prolongator {
-                smooth_prolongator(a_l, &pbj, &p0, params.prolongator_omega_scale / emax)?
+                let p = smooth_prolongator(a_l, &pbj, &p0, params.prolongator_omega_scale / emax)?;
+                drop(p0); // before the Galerkin stages, not at the end of the level
+                p
             } else {
                 p0
             };
             tm.smoothing_s += secs(t);
             let t = Instant::now();
-            let pt = transpose_symbolic(p.pattern());
             let galerkin = PtapPlan::new(a_l.pattern(), p.pattern())?;
+            let restriction = RestrictionMap::new(p.pattern(), galerkin.pt_pattern())?;
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
             let mut ac = Bsr::zeros(galerkin.pattern().clone(), k, k);
@@ -318,9 +345,8 @@ impl Hierarchy {
                 aggregates,
                 p,
                 p_version: version,
-                pt,
-                pt_from: version,
                 galerkin,
+                restriction,
                 galerkin_from: version,
                 galerkin_a_pattern,
             });
@@ -329,7 +355,7 @@ impl Hierarchy {
                 a: Some(ac),
                 bs: k,
                 smoother: None,
-                near_null: coarse_nns,
+                near_null: Some(coarse_nns),
             });
         }
         let t = Instant::now();
@@ -339,6 +365,9 @@ impl Hierarchy {
             Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
         }
         tm.total_s = secs(t_total);
+        if params.reuse == Reuse::None {
+            levels[0].near_null = Some(near_null.into_owned());
+        }
         let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
         let work = Mutex::new(Self::new_work(&levels, a.n_rows()));
         Ok(Self {
@@ -374,8 +403,8 @@ impl Hierarchy {
         let t = Instant::now();
         for (tr, lev) in transfers.iter_mut().zip(levels.iter()) {
             let a_l = lev.a.as_ref().unwrap_or(a);
-            tr.pt = transpose_symbolic(tr.p.pattern());
             tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
+            tr.restriction = RestrictionMap::new(tr.p.pattern(), tr.galerkin.pt_pattern())?;
             tr.galerkin_a_pattern = a_l.pattern().clone();
         }
         tm.galerkin_symbolic_s += secs(t);
@@ -437,9 +466,14 @@ impl Hierarchy {
         match self.params.reuse {
             Reuse::Full => {}
             Reuse::None => {
-                let nns = self.levels[0].near_null.clone();
+                let nns = self.levels[0].near_null.take().ok_or_else(|| {
+                    AmgError::InvalidNearNullSpace {
+                        reason: "reuse: none, but the hierarchy holds no fine near-null space"
+                            .into(),
+                    }
+                })?;
                 let owns = self.owns_fine;
-                *self = Self::setup_impl(a, &nns, &self.params, self.next_version)?;
+                *self = Self::setup_impl(a, Cow::Owned(nns), &self.params, self.next_version)?;
                 if owns {
                     let t = Instant::now();
                     self.own_fine(a.clone());
@@ -503,21 +537,18 @@ impl Hierarchy {
         tm: &mut SetupTimings,
     ) -> Result<(usize, usize), AmgError> {
         let (mut transposes_rebuilt, mut galerkin_plans_rebuilt) = (0, 0);
+        let work = self.work.get_mut().unwrap_or_else(PoisonError::into_inner);
         for l in 0..self.transfers.len() {
             let (upper, lower) = self.levels.split_at_mut(l + 1);
             let (lev, next) = (&mut upper[l], &mut lower[0]);
             let a_l = lev.a.as_ref().unwrap_or(fine);
             let tr = &mut self.transfers[l];
             let t = Instant::now();
-            if tr.pt_from != tr.p_version {
-                tr.pt = transpose_symbolic(tr.p.pattern());
-                tr.pt_from = tr.p_version;
-                transposes_rebuilt += 1;
-            }
             if tr.galerkin_from != tr.p_version
                 || !same_pattern(&tr.galerkin_a_pattern, a_l.pattern())
             {
                 tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
+                tr.restriction = RestrictionMap::new(tr.p.pattern(), tr.galerkin.pt_pattern())?;
                 tr.galerkin_from = tr.p_version;
                 tr.galerkin_a_pattern = a_l.pattern().clone();
                 if let Some(next_a) = next.a.as_mut() {
@@ -528,6 +559,7 @@ impl Hierarchy {
                     );
                 }
                 galerkin_plans_rebuilt += 1;
+                transposes_rebuilt += 1; // the plan's P^T pattern and the restriction map
             }
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
@@ -540,7 +572,8 @@ impl Hierarchy {
             pbj.update_with_block_size(a_l, lev.bs)
                 .map_err(|e| with_level(e, l))?;
             let emax = if self.params.recompute_eigs {
-                emax_of(a_l, &pbj, self.params.eig_steps, l)?
+                let estimate = hot_emax(a_l, &pbj, self.params.eig_steps, &mut work[l]);
+                checked_emax(estimate, l)?
             } else {
                 old_emax
             };
@@ -597,8 +630,10 @@ impl Hierarchy {
     }
 
     /// Near-null space of level `l` (the coarse ones are the `R` factors of the tentative QR).
+    /// Level 0's is kept only with `reuse: none` (its update rebuilds from it): otherwise
+    /// `near_null(0)` is `None` and the caller's space is the fine one.
     pub fn near_null(&self, l: usize) -> Option<&NearNullSpace> {
-        self.levels.get(l).map(|lev| &lev.near_null)
+        self.levels.get(l).and_then(|lev| lev.near_null.as_ref())
     }
 
     /// Aggregates of level `l` (absent on the coarsest).
@@ -661,7 +696,13 @@ impl Hierarchy {
         let Some((c, deeper)) = rest.split_first_mut() else {
             return; // unreachable: every non-coarsest level has a work entry below it
         };
-        restrict(&tr.p, &tr.pt, &sw.r, &mut c.b);
+        restrict(
+            &tr.p,
+            tr.galerkin.pt_pattern(),
+            &tr.restriction,
+            &sw.r,
+            &mut c.b,
+        );
         self.cycle(fine, l + 1, &c.b, &mut c.x, &mut c.sw, deeper);
         tr.p.spmv_add(1.0, &c.x, 1.0, x);
         smoother.smooth(a, b, x, false, sw);

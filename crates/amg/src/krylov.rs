@@ -183,7 +183,9 @@ pub fn cg(
     }
 
     let mut p = z.clone();
-    let mut q = Vector::zeros(n);
+    // One buffer holds `q = A p` and `z = M^{-1} r` in turn (each is dead when the other is
+    // written): three vectors besides `x` and `b`.
+    let mut q = z;
     for it in 1..=params.max_iterations {
         a.spmv(&p, &mut q);
         let pq = ops::dot(&p, &q);
@@ -196,9 +198,10 @@ pub fn cg(
         let alpha = rz / pq;
         ops::axpy(alpha, &p, x);
         ops::axpy(-alpha, &q, &mut r);
-        pc.apply(&r, &mut z);
-        let rz_new = ops::dot(&r, &z);
-        let rn = monitored(&r, &z);
+        pc.apply(&r, &mut q);
+        let z = &q;
+        let rz_new = ops::dot(&r, z);
+        let rn = monitored(&r, z);
         history.push(rn);
         if !rn.is_finite() || !rz_new.is_finite() {
             return Ok(finish(it, CgStopReason::NonFinite, history));
@@ -216,7 +219,7 @@ pub fn cg(
         }
         let beta = rz_new / rz;
         rz = rz_new;
-        ops::axpby(1.0, &z, beta, &mut p); // p = z + beta p
+        ops::axpby(1.0, z, beta, &mut p); // p = z + beta p
     }
     Ok(finish(
         params.max_iterations,

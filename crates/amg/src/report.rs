@@ -112,7 +112,8 @@ pub struct UpdateReport {
     /// Version of each prolongator after the update (finest transfer first); unchanged versions
     /// mean the P-side data (transposes, Galerkin plans) was reused.
     pub p_versions: Vec<u64>,
-    /// Number of transposes of `P` rebuilt.
+    /// Number of transposes of `P` rebuilt (the restriction reads the Galerkin plan's `P^T`
+    /// pattern, so this equals `galerkin_plans_rebuilt`).
     pub transposes_rebuilt: usize,
     /// Number of Galerkin symbolic plans rebuilt (P changed or the operator's pattern changed).
     pub galerkin_plans_rebuilt: usize,

@@ -58,9 +58,12 @@ fn near_null_space_is_preserved_on_every_level() {
     let p = common::elasticity(9, 1e-3);
     let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
     assert!(h.n_levels() >= 3, "levels {}", h.n_levels());
+    // The hierarchy keeps no copy of the fine near-null space (only `reuse: none` needs one).
+    assert!(h.near_null(0).is_none());
     for l in 0..h.n_levels() - 1 {
         let a_l = h.operator(l).unwrap();
-        let (b, bc) = (h.near_null(l).unwrap(), h.near_null(l + 1).unwrap());
+        let b = h.near_null(l).unwrap_or(&p.near_null);
+        let bc = h.near_null(l + 1).unwrap();
         let aggs = h.aggregates(l).unwrap();
         let (p0, bc_again) = tentative_prolongator(aggs, b, a_l.block_rows()).unwrap();
         assert_eq!(&bc_again, bc);
@@ -193,11 +196,14 @@ fn hot_update_after_a_random_spd_change_matches_galerkin_of_the_new_operator() {
     };
     let mut h_none = Hierarchy::setup(&common::elasticity(9, 1e-3).a, &p.near_null, &none).unwrap();
     let old_versions = h_none.p_versions();
+    assert_eq!(h_none.near_null(0), Some(&p.near_null));
     let rep = h_none.update(&p.a).unwrap();
     assert!(
         rep.p_versions.iter().all(|v| !old_versions.contains(v)),
         "P versions must change"
     );
+    // It keeps the fine near-null space for the next update.
+    assert_eq!(h_none.near_null(0), Some(&p.near_null));
     let fresh = Hierarchy::setup(&p.a, &p.near_null, &none).unwrap();
     let r = rhs(p.a.n_rows(), 5);
     assert!(max_rel_diff(&vcycle(&h_none, &r), &vcycle(&fresh, &r)) < 1e-13);
