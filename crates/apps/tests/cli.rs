@@ -63,20 +63,45 @@ fn check_summarises_a_valid_input_and_set_overrides_apply() {
     assert!(err.contains("--set") && err.contains("newton.rtol=fast") && err.contains("expected f64"), "{err}");
 }
 
+/// A Gmsh mesh with an inside-out hexahedron: `check` fails before any solve, naming the element by
+/// its Gmsh tag (and cell index) with the det J failure, and names no other element. The same input
+/// with element 42 the right way out is valid, so nothing else can be the cause.
 #[test]
 fn a_mesh_error_names_the_element() {
     let dir = scratch("inverted");
-    let file = dir.join("inverted.yaml");
-    // corners listed with x mirrored: every cell is inside out
-    std::fs::write(
-        &file,
-        "mesh:\n  box: { cells: [2, 1, 1], corners: [[1,0,0],[0,0,0],[1,1,0],[0,1,0],[1,0,1],[0,0,1],[1,1,1],[0,1,1]] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\n",
-    )
-    .unwrap();
-    let out = hexfem(&["check", file.to_str().unwrap()]);
+    // Nodes on a 3 x 2 x 2 grid, tag 1 + i + 3 j + 6 k; the quadrangle 43 on x = 0 is the face set
+    // "left". Element 41 is the cell x in [0, 1] in Gmsh order (bottom face counter-clockwise, then
+    // top), element 42 the cell x in [1, 2]; listing its top face first mirrors it in z (det J < 0).
+    let msh = |element_42: &str| {
+        let mut s = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$PhysicalNames\n1\n2 1 \"left\"\n$EndPhysicalNames\n");
+        s += "$Entities\n0 0 1 1\n1 0 0 0 0 1 1 1 1 0\n1 0 0 0 2 1 1 0 0\n$EndEntities\n$Nodes\n1 12 1 12\n3 1 0 12\n";
+        for tag in 1..=12 {
+            s += &format!("{tag}\n");
+        }
+        for tag in 0..12 {
+            s += &format!("{} {} {}\n", tag % 3, (tag / 3) % 2, tag / 6);
+        }
+        s += "$EndNodes\n$Elements\n2 3 41 43\n2 1 3 1\n43 1 4 10 7\n3 1 5 2\n41 1 2 5 4 7 8 11 10\n";
+        s + element_42 + "\n$EndElements\n"
+    };
+    let yaml = |mesh: &str| {
+        let file = dir.join(format!("{mesh}.yaml"));
+        let text = format!(
+            "mesh:\n  gmsh: {{ file: {mesh}.msh }}\nmaterials:\n  - {{ model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }}\nboundary:\n  dirichlet:\n    - {{ set: left, x: 0.0, y: 0.0, z: 0.0 }}\n"
+        );
+        std::fs::write(&file, text).unwrap();
+        file.to_string_lossy().into_owned()
+    };
+    std::fs::write(dir.join("upright.msh"), msh("42 2 3 6 5 8 9 12 11")).unwrap();
+    std::fs::write(dir.join("inverted.msh"), msh("42 8 9 12 11 2 3 6 5")).unwrap();
+    let ok = hexfem(&["check", &yaml("upright")]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let out = hexfem(&["check", &yaml("inverted")]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("corners") || err.contains("element 0"), "{err}");
+    assert!(err.contains("Gmsh element 42 (cell 1): non-positive Jacobian determinant"), "{err}");
+    assert_eq!(err.matches("Jacobian").count(), 1, "the cause is printed once: {err}");
+    assert!(!err.contains("element 41"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
 

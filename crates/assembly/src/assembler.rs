@@ -4,7 +4,13 @@
 //! Contribution layout (fixed at construction, reused every Newton iteration): cell-major, then local
 //! test node `a`, then local trial node `b`: contribution `(c n + a) n + b` is block
 //! `(node(c, a), node(c, b))`. Residual contributions are `c n + a` at block row `node(c, a)`.
+//!
+//! Cells are processed in batches of consecutive cells: the element kernels fill a batch buffer in
+//! parallel, then the plans add the batch (one plan segment) onto the matrix and the residual while
+//! it is still in cache. Memory beyond the plans is the batch buffers, whatever the mesh size, and
+//! the sums are bit-identical to summing every contribution at once ([`linalg::CooSum`]).
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,21 +51,33 @@ impl CellMaterials {
 /// Largest number of nodes of a supported cell (Q2).
 const MAX_NODES: usize = 27;
 
+/// Target size of a batch's tangent contributions: small enough to stay in cache between the
+/// element kernels that write it and the sums that read it (whole cells, at least one).
+const BATCH_BYTES: usize = 8 << 20;
+
+/// Tangent blocks per task of the element loop (cells per task: this over `n^2`, at least one).
+const BLOCKS_PER_TASK: usize = 4096;
+
 /// The discrete hyperelastic operator of one mesh: geometry, materials, element kernel, and the COO
 /// plans of the tangent (3x3 blocks over nodes) and of the residual.
 pub struct ElasticityAssembler {
     coords: Vec<[f64; 3]>,
     cells: Vec<usize>,
     nodes_per_cell: usize,
+    /// The mesh's element tags, to name failing cells ([`HexMesh::cell_tags`]).
+    cell_tags: Option<Vec<usize>>,
     materials: CellMaterials,
     kernel: ElementKernel,
+    /// Plans of the tangent and the residual, one segment per batch of cells.
     matrix_plan: CooPlan,
     vector_plan: CooPlan,
     /// Slot of each node in the residual plan's pattern (`None` for nodes in no cell).
     slot_of_node: Vec<Option<usize>>,
-    /// Reused buffers of element contributions.
-    tangent_values: Vec<[f64; 9]>,
-    residual_values: Vec<[f64; 3]>,
+    /// Cells per batch (the last batch may hold fewer).
+    cells_per_batch: usize,
+    /// Reused buffers of one batch's element contributions.
+    tangent_batch: Vec<[f64; 9]>,
+    residual_batch: Vec<[f64; 3]>,
     vector_slots: Vec<f64>,
     last_timings: AssemblyTimings,
 }
@@ -67,9 +85,9 @@ pub struct ElasticityAssembler {
 /// Wall times of the last residual (and tangent) evaluation, by phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AssemblyTimings {
-    /// Element kernels writing COO contributions.
+    /// Element kernels writing COO contributions (all batches).
     pub elements_s: f64,
-    /// Summing contributions through the COO plans (matrix and vector).
+    /// Summing contributions through the COO plans (matrix and vector, all batches).
     pub sums_s: f64,
 }
 
@@ -83,18 +101,18 @@ impl ElasticityAssembler {
             return Err(AssemblyError::SizeMismatch { what: "cell materials", expected: n_cells, got: materials.of_cell.len() });
         }
         let npc = mesh.nodes_per_cell();
-        let kernel = ElementKernel::new(mesh.order(), points_per_direction)
-            .map_err(|source| AssemblyError::InvalidElement { cell: 0, source })?;
+        let kernel = ElementKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
         check_geometry(mesh, &kernel)?;
         let n_nodes = mesh.n_nodes();
-        let matrix_plan = {
-            let (rows, cols) = tangent_coordinates(&mesh.cells, npc);
-            CooPlan::new(n_nodes, n_nodes, &rows, &cols)?
-        };
-        let vector_plan = {
-            let rows: Vec<u32> = mesh.cells.iter().map(|&n| n as u32).collect();
-            CooPlan::new(n_nodes, 1, &rows, &vec![0; rows.len()])?
-        };
+        let cells_per_batch = (BATCH_BYTES / (npc * npc * size_of::<[f64; 9]>())).max(1);
+        let segment = |per_cell: usize| NonZeroUsize::new(cells_per_batch * per_cell).unwrap_or(NonZeroUsize::MIN);
+        let cells = &mesh.cells;
+        let per_cell = npc * npc;
+        let matrix_plan = CooPlan::from_fn(n_nodes, n_nodes, n_cells * per_cell, segment(per_cell), |c| {
+            let (nodes, ab) = (&cells[c / per_cell * npc..][..npc], c % per_cell);
+            (nodes[ab / npc], nodes[ab % npc])
+        })?;
+        let vector_plan = CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
         let pattern = vector_plan.pattern().clone();
         let slot_of_node = (0..n_nodes)
             .map(|i| (pattern.row_ptr()[i + 1] > pattern.row_ptr()[i]).then(|| pattern.row_ptr()[i]))
@@ -103,14 +121,16 @@ impl ElasticityAssembler {
             coords: mesh.coords.clone(),
             cells: mesh.cells.clone(),
             nodes_per_cell: npc,
+            cell_tags: mesh.cell_tags.clone(),
             materials,
             kernel,
-            tangent_values: vec![[0.0; 9]; matrix_plan.n_contributions()],
-            residual_values: vec![[0.0; 3]; n_cells * npc],
+            tangent_batch: vec![[0.0; 9]; cells_per_batch.min(n_cells) * per_cell],
+            residual_batch: vec![[0.0; 3]; cells_per_batch.min(n_cells) * npc],
             vector_slots: vec![0.0; 3 * pattern.nnz()],
             matrix_plan,
             vector_plan,
             slot_of_node,
+            cells_per_batch,
             last_timings: AssemblyTimings::default(),
         })
     }
@@ -156,7 +176,7 @@ impl ElasticityAssembler {
     }
 
     /// Residual and tangent at `u`; the tangent's values are overwritten (its pattern must be
-    /// [`Self::pattern`]).
+    /// [`Self::pattern`]). On an element failure, `r` and `k` hold unspecified values.
     pub fn residual_tangent(&mut self, u: &Vector, body: Load<'_>, r: &mut Vector, k: &mut Bsr) -> Result<(), AssemblyError> {
         self.evaluate(u, body, r, Some(k))
     }
@@ -168,9 +188,9 @@ impl ElasticityAssembler {
                 return Err(AssemblyError::SizeMismatch { what, expected: n_dofs, got: len });
             }
         }
-        let npc = self.nodes_per_cell;
-        let start = Instant::now();
+        let (npc, n_cells, cells_per_batch) = (self.nodes_per_cell, self.n_cells(), self.cells_per_batch);
         let (coords, cells, materials, kernel) = (&self.coords, &self.cells, &self.materials, &self.kernel);
+        let cell_tags = self.cell_tags.as_deref();
         let u_nodes = as_node_vectors(u.as_slice());
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
             let nodes = &cells[c * npc..(c + 1) * npc];
@@ -182,37 +202,56 @@ impl ElasticityAssembler {
             }
             kernel
                 .residual_tangent(&xe[..npc], &ue[..npc], materials.of(c), body, re, ke)
-                .map_err(|source| AssemblyError::ElementFailure { cell: c, source })
+                .map_err(|source| AssemblyError::element_failure(cell_tags, c, source))
         };
-        // The first failing cell in cell order is reported, whatever the thread schedule.
-        let failure = match k {
-            Some(_) => self
-                .residual_values
-                .par_chunks_mut(npc)
-                .zip(self.tangent_values.par_chunks_mut(npc * npc))
-                .enumerate()
-                .with_min_len(64)
-                .filter_map(|(c, (re, ke))| element(c, re, Some(ke)).err())
-                .min_by_key(cell_of),
-            None => self
-                .residual_values
-                .par_chunks_mut(npc)
-                .enumerate()
-                .with_min_len(64)
-                .filter_map(|(c, re)| element(c, re, None).err())
-                .min_by_key(cell_of),
-        };
-        if let Some(err) = failure {
-            return Err(err);
+        let cells_per_task = (BLOCKS_PER_TASK / (npc * npc)).max(1);
+        let mut matrix_sum = k.map(|k| self.matrix_plan.begin(k)).transpose()?;
+        let mut vector_sum = self.vector_plan.begin_slots(3, &mut self.vector_slots)?;
+        let mut timings = AssemblyTimings::default();
+        for first in (0..n_cells).step_by(cells_per_batch) {
+            let batch = first..(first + cells_per_batch).min(n_cells);
+            let start = Instant::now();
+            let residuals = &mut self.residual_batch[..batch.len() * npc];
+            let tangents = &mut self.tangent_batch[..batch.len() * npc * npc];
+            // The first failing cell in cell order is reported, whatever the thread schedule: batches
+            // run in cell order, and the first failing one reports its smallest failing cell.
+            let failure = if matrix_sum.is_some() {
+                residuals
+                    .par_chunks_mut(npc)
+                    .zip(tangents.par_chunks_mut(npc * npc))
+                    .enumerate()
+                    .with_min_len(cells_per_task)
+                    .filter_map(|(i, (re, ke))| element(first + i, re, Some(ke)).err())
+                    .min_by_key(cell_of)
+            } else {
+                residuals
+                    .par_chunks_mut(npc)
+                    .enumerate()
+                    .with_min_len(cells_per_task)
+                    .filter_map(|(i, re)| element(first + i, re, None).err())
+                    .min_by_key(cell_of)
+            };
+            if let Some(err) = failure {
+                return Err(err);
+            }
+            let sums_start = Instant::now();
+            timings.elements_s += (sums_start - start).as_secs_f64();
+            let (matrix_added, vector_added) = rayon::join(
+                || matrix_sum.as_mut().map_or(Ok(()), |sum| sum.add_segment(tangents.as_flattened())),
+                || vector_sum.add_segment(residuals.as_flattened()),
+            );
+            matrix_added?;
+            vector_added?;
+            timings.sums_s += sums_start.elapsed().as_secs_f64();
         }
-        let elements_s = start.elapsed().as_secs_f64();
         let start = Instant::now();
-        if let Some(k) = k {
-            self.matrix_plan.assemble(self.tangent_values.as_flattened(), k)?;
+        if let Some(sum) = matrix_sum {
+            sum.finish()?;
         }
-        self.vector_plan.assemble_slots(self.residual_values.as_flattened(), 3, &mut self.vector_slots)?;
+        vector_sum.finish()?;
         scatter_node_slots(&self.slot_of_node, &self.vector_slots, r);
-        self.last_timings = AssemblyTimings { elements_s, sums_s: start.elapsed().as_secs_f64() };
+        timings.sums_s += start.elapsed().as_secs_f64();
+        self.last_timings = timings;
         Ok(())
     }
 
@@ -221,7 +260,8 @@ impl ElasticityAssembler {
         self.last_timings
     }
 
-    /// The plan that sums tangent contributions (one per cell and pair of local nodes).
+    /// The plan that sums tangent contributions (one per cell and pair of local nodes; one segment
+    /// per batch of cells).
     pub fn matrix_plan(&self) -> &CooPlan {
         &self.matrix_plan
     }
@@ -245,17 +285,15 @@ impl ElasticityAssembler {
                     xe[a] = self.coords[node];
                     ue[a] = u_nodes[node];
                 }
-                f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| AssemblyError::ElementFailure { cell: c, source })
+                f(c, &xe[..npc], &ue[..npc], self.materials.of(c))
+                    .map_err(|source| AssemblyError::element_failure(self.cell_tags.as_deref(), c, source))
             })
             .collect()
     }
 }
 
 fn cell_of(err: &AssemblyError) -> usize {
-    match err {
-        AssemblyError::ElementFailure { cell, .. } | AssemblyError::InvalidElement { cell, .. } => *cell,
-        _ => usize::MAX,
-    }
+    err.cell().unwrap_or(usize::MAX)
 }
 
 /// Views a node-major vector (3 entries per node) as node vectors.
@@ -273,27 +311,8 @@ fn scatter_node_slots(slot_of_node: &[Option<usize>], slots: &[f64], r: &mut Vec
     });
 }
 
-/// Block coordinates of every tangent contribution, in the layout documented at the top.
-fn tangent_coordinates(cells: &[usize], npc: usize) -> (Vec<u32>, Vec<u32>) {
-    let per_cell = npc * npc;
-    let n = cells.len() / npc * per_cell;
-    let mut rows = vec![0u32; n];
-    let mut cols = vec![0u32; n];
-    rows.par_chunks_mut(per_cell)
-        .zip(cols.par_chunks_mut(per_cell))
-        .zip(cells.par_chunks(npc))
-        .for_each(|((rows, cols), nodes)| {
-            for (a, &na) in nodes.iter().enumerate() {
-                for (b, &nb) in nodes.iter().enumerate() {
-                    rows[a * npc + b] = na as u32;
-                    cols[a * npc + b] = nb as u32;
-                }
-            }
-        });
-    (rows, cols)
-}
-
-/// Checks det J > 0 at every quadrature point of every cell; the error names the first bad cell.
+/// Checks det J > 0 at every quadrature point of every cell; the error names the first bad cell
+/// as the mesh does ([`HexMesh::describe_cell`]).
 fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), AssemblyError> {
     let npc = mesh.nodes_per_cell();
     (0..mesh.n_cells())
@@ -303,7 +322,8 @@ fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), Assembly
             for (a, &node) in mesh.cell_nodes(c).iter().enumerate() {
                 xe[a] = mesh.coords[node];
             }
-            kernel.check_geometry(&xe[..npc]).err().map(|source| AssemblyError::InvalidElement { cell: c, source })
+            let invalid = |source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), c, source);
+            kernel.check_geometry(&xe[..npc]).err().map(invalid)
         })
         .min_by_key(cell_of)
         .map_or(Ok(()), Err)

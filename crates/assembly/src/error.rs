@@ -1,17 +1,27 @@
 //! The error type of the assembly crate.
 
 /// Everything that can go wrong while building or evaluating the discrete problem.
+///
+/// Element errors carry the cell index and the cell's name as its mesh gives it
+/// ([`mesh::HexMesh::describe_cell`]: `"Gmsh element 42 (cell 1)"` for a cell read from a file,
+/// `"cell 1"` for a generated one); build them with [`AssemblyError::invalid_element`] and
+/// [`AssemblyError::element_failure`]. The messages include those of the wrapped `fem` errors, which
+/// are therefore not also exposed as [`std::error::Error::source`] (a printed error chain would
+/// repeat them).
 #[derive(Debug, thiserror::Error)]
 pub enum AssemblyError {
     /// A named set used by a boundary condition or material does not exist.
     #[error(transparent)]
     Mesh(#[from] mesh::MeshError),
+    /// An element kernel could not be built (unsupported order or quadrature rule).
+    #[error("element kernel: {0}")]
+    Kernel(fem::FemError),
     /// An element's geometry is invalid (det J <= 0 at a quadrature point) in the reference configuration.
-    #[error("element {cell}: {source}")]
-    InvalidElement { cell: usize, source: fem::FemError },
+    #[error("element geometry invalid in {name}: {error}")]
+    InvalidElement { cell: usize, name: String, error: fem::FemError },
     /// An element inverted or left the material's domain during the solve (J <= 0 at a quadrature point).
-    #[error("element {cell} inverted: {source}")]
-    ElementFailure { cell: usize, source: fem::FemError },
+    #[error("element failure in {name}: {error}")]
+    ElementFailure { cell: usize, name: String, error: fem::FemError },
     /// A sparse-layer failure (pattern or plan mismatch).
     #[error(transparent)]
     Linalg(#[from] linalg::LinalgError),
@@ -21,4 +31,25 @@ pub enum AssemblyError {
     /// A degenerate boundary condition (for instance a zero rotation axis).
     #[error("boundary condition on set '{set}': {reason}")]
     InvalidBoundaryCondition { set: String, reason: String },
+}
+
+impl AssemblyError {
+    /// Invalid reference geometry of cell `cell`; `tags` are the mesh's element tags
+    /// ([`mesh::HexMesh::cell_tags`]).
+    pub fn invalid_element(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
+        Self::InvalidElement { cell, name: mesh::cell_name(tags, cell), error }
+    }
+
+    /// Failure of cell `cell` during a solve; `tags` as for [`Self::invalid_element`].
+    pub fn element_failure(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
+        Self::ElementFailure { cell, name: mesh::cell_name(tags, cell), error }
+    }
+
+    /// The cell an element error names (`None` for other errors).
+    pub fn cell(&self) -> Option<usize> {
+        match self {
+            Self::InvalidElement { cell, .. } | Self::ElementFailure { cell, .. } => Some(*cell),
+            _ => None,
+        }
+    }
 }

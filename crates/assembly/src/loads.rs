@@ -4,7 +4,7 @@
 
 use fem::{FaceKernel, Load};
 use linalg::Vector;
-use mesh::{face_local_nodes, CellFace, HexMesh};
+use mesh::{face_local_nodes, CellFace, HexMesh, MeshError};
 
 use crate::{AssemblyError, ElasticityAssembler};
 
@@ -22,18 +22,28 @@ pub fn body_force_load(assembler: &mut ElasticityAssembler, body: Load<'_>) -> R
     Ok(f)
 }
 
-/// Adds the nodal forces of a dead-load traction `t` (per unit reference area) on `faces` to `f`.
+/// Adds the nodal forces of a dead-load traction `t` (per unit reference area) on `faces` to `f`
+/// (node-major, `3 * mesh.n_nodes()` entries). The face nodes are taken in `mesh::face_local_nodes`
+/// order, which is the order of `fem::Face::local_nodes` that the face kernel expects (tested in
+/// `tests/faces.rs`).
 pub fn add_traction_load(mesh: &HexMesh, faces: &[CellFace], t: [f64; 3], points_per_direction: usize, f: &mut Vector) -> Result<(), AssemblyError> {
-    let kernel = FaceKernel::new(mesh.order(), points_per_direction).map_err(|source| AssemblyError::InvalidElement { cell: 0, source })?;
+    let kernel = FaceKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
+    if f.len() != 3 * mesh.n_nodes() {
+        return Err(AssemblyError::SizeMismatch { what: "traction load vector", expected: 3 * mesh.n_nodes(), got: f.len() });
+    }
     let f = f.as_mut_slice();
     for cf in faces {
+        if cf.cell >= mesh.n_cells() {
+            let message = format!("traction face {:?} of cell {} is outside the mesh ({} cells)", cf.face, cf.cell, mesh.n_cells());
+            return Err(MeshError::Invalid(message).into());
+        }
         let local = face_local_nodes(mesh.kind, cf.face);
         let nodes = mesh.cell_nodes(cf.cell);
         let x: Vec<[f64; 3]> = local.iter().map(|&a| mesh.coords[nodes[a]]).collect();
         let mut fa = vec![[0.0; 3]; local.len()];
         kernel
             .nodal_forces(&x, Load::Constant(t), &mut fa)
-            .map_err(|source| AssemblyError::InvalidElement { cell: cf.cell, source })?;
+            .map_err(|source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source))?;
         for (&a, fa) in local.iter().zip(&fa) {
             for d in 0..3 {
                 f[3 * nodes[a] + d] += fa[d];

@@ -2,7 +2,7 @@
 
 use assembly::{rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed};
 use fem::{Load, Material, Moduli};
-use linalg::{ops, Bsr, Vector};
+use linalg::{ops, Bsr, CooPlan, Vector};
 use mesh::{generate_box, BoxSpec, CellKind, HexMesh};
 
 /// A skewed, non-affine hexahedron so that no test passes by symmetry.
@@ -103,6 +103,109 @@ fn assembly_is_deterministic_across_thread_counts() {
     assert!(k1.iter().zip(&k3).all(|(a, b)| a.to_bits() == b.to_bits()));
 }
 
+/// Runs `f` on a rayon pool of `threads` threads.
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+}
+
+/// Cells are assembled batch after batch (one plan segment each); residual and tangent are
+/// bit-identical to summing every element's contributions at once, in contribution order (a
+/// one-segment plan for the tangent, ordered accumulation for the residual), on 1 and 3 threads.
+fn batched_assembly_matches_one_pass(kind: CellKind, cells: [usize; 3]) {
+    let mesh = skewed_mesh(kind, cells);
+    let (npc, n_nodes) = (mesh.nodes_per_cell(), mesh.n_nodes());
+    let u = Vector::from_vec(noise(5, 3 * n_nodes).iter().map(|v| 0.02 * v).collect());
+    let body = Load::Constant([0.3, -0.2, 0.1]);
+    let asm = assembler(&mesh, neo_hookean());
+    assert!(asm.matrix_plan().n_segments() >= 2, "the mesh must span several batches");
+    let elements = asm
+        .map_cells(&u, |_, x, ue, material| {
+            let (mut re, mut ke) = (vec![[0.0; 3]; npc], vec![[0.0; 9]; npc * npc]);
+            asm.kernel().residual_tangent(x, ue, material, body, &mut re, Some(&mut ke))?;
+            Ok((re, ke))
+        })
+        .unwrap();
+    let (mut rows, mut cols, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    let mut r_ref = vec![0.0; 3 * n_nodes];
+    for (c, (re, ke)) in elements.iter().enumerate() {
+        let nodes = mesh.cell_nodes(c);
+        for (a, &na) in nodes.iter().enumerate() {
+            for i in 0..3 {
+                r_ref[3 * na + i] += re[a][i];
+            }
+            for (b, &nb) in nodes.iter().enumerate() {
+                rows.push(na as u32);
+                cols.push(nb as u32);
+                values.extend_from_slice(&ke[a * npc + b]);
+            }
+        }
+    }
+    let plan = CooPlan::new(n_nodes, n_nodes, &rows, &cols).unwrap();
+    let mut k_ref = Bsr::zeros(plan.pattern().clone(), 3, 3);
+    plan.assemble(&values, &mut k_ref).unwrap();
+    for threads in [1, 3] {
+        let (r, k) = on_threads(threads, || {
+            let mut asm = assembler(&mesh, neo_hookean());
+            let mut r = Vector::from_vec(vec![f64::NAN; 3 * n_nodes]);
+            let mut k = asm.new_matrix();
+            k.values_mut().fill(f64::NAN);
+            asm.residual_tangent(&u, body, &mut r, &mut k).unwrap();
+            (r, k)
+        });
+        assert_eq!(k.pattern(), k_ref.pattern());
+        let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same(k.values(), k_ref.values()), "{kind:?} tangent on {threads} threads");
+        assert!(same(r.as_slice(), &r_ref), "{kind:?} residual on {threads} threads");
+    }
+}
+
+#[test]
+fn q1_batched_assembly_matches_one_pass() {
+    batched_assembly_matches_one_pass(CellKind::Hex8, [16, 12, 12]);
+}
+
+#[test]
+fn q2_batched_assembly_matches_one_pass() {
+    batched_assembly_matches_one_pass(CellKind::Hex27, [6, 6, 6]);
+}
+
+/// When elements fail in several batches, the first failing cell in cell order is reported,
+/// whatever the thread count, by the residual and by the residual with tangent.
+#[test]
+fn the_first_failing_cell_is_reported_across_batches() {
+    let mesh = skewed_mesh(CellKind::Hex8, [16, 12, 12]);
+    let n = 3 * mesh.n_nodes();
+    let asm = assembler(&mesh, neo_hookean());
+    assert!(asm.matrix_plan().n_segments() >= 2, "the mesh must span several batches");
+    // Throw the far corner node of a few cells through their neighbours.
+    let mut u = Vector::zeros(n);
+    for cell in [1000, 1905, 2201] {
+        let node = mesh.cell_nodes(cell)[7];
+        u.as_mut_slice()[3 * node..3 * node + 3].copy_from_slice(&[-0.5, -0.4, -0.6]);
+    }
+    let fails = asm
+        .map_cells(&u, |_, x, ue, material| {
+            let mut re = vec![[0.0; 3]; x.len()];
+            Ok(asm.kernel().residual_tangent(x, ue, material, Load::None, &mut re, None).is_err())
+        })
+        .unwrap();
+    let first = fails.iter().position(|&f| f).expect("some cells fail");
+    let last = fails.iter().rposition(|&f| f).expect("some cells fail");
+    let cells_per_batch = asm.matrix_plan().segment_len() / 64;
+    assert!(last / cells_per_batch > first / cells_per_batch, "failures in several batches");
+    for threads in [1, 3] {
+        on_threads(threads, || {
+            let mut asm = assembler(&mesh, neo_hookean());
+            let mut r = Vector::zeros(n);
+            let err = asm.residual(&u, Load::None, &mut r).expect_err("inverted cells");
+            assert_eq!(err.cell(), Some(first), "residual on {threads} threads: {err}");
+            let mut k = asm.new_matrix();
+            let err = asm.residual_tangent(&u, Load::None, &mut r, &mut k).expect_err("inverted cells");
+            assert_eq!(err.cell(), Some(first), "tangent on {threads} threads: {err}");
+        });
+    }
+}
+
 /// Rigid-body modes lie in the kernel of the unconstrained linear-elastic stiffness.
 #[test]
 fn rigid_body_modes_are_in_the_kernel_of_the_stiffness() {
@@ -190,14 +293,36 @@ fn patch_test_reproduces_linear_fields() {
     }
 }
 
-/// An inverted element is reported with its index at construction.
+/// An inverted element is named as its mesh names it (cell index, and the Gmsh element tag when
+/// the mesh has one), at construction and when a displacement inverts it during a solve.
 #[test]
 fn an_inverted_element_is_named() {
-    let mut mesh = skewed_mesh(CellKind::Hex8, [2, 1, 1]);
+    let good = skewed_mesh(CellKind::Hex8, [2, 1, 1]);
+    let mut mesh = good.clone();
     // swap two corner nodes of cell 1 to invert it
     let nodes = mesh.cell_nodes(1).to_vec();
     mesh.cells[8] = nodes[1];
     mesh.cells[9] = nodes[0];
-    let err = ElasticityAssembler::new(&mesh, CellMaterials::uniform(neo_hookean(), 2), 2).err().expect("inverted");
-    assert!(err.to_string().starts_with("element 1"), "{err}");
+    let materials = || CellMaterials::uniform(neo_hookean(), 2);
+    let err = ElasticityAssembler::new(&mesh, materials(), 2).err().expect("inverted");
+    assert!(matches!(err, assembly::AssemblyError::InvalidElement { cell: 1, .. }), "{err:?}");
+    assert!(err.to_string().starts_with("element geometry invalid in cell 1: non-positive Jacobian"), "{err}");
+    mesh.cell_tags = Some(vec![41, 42]);
+    let err = ElasticityAssembler::new(&mesh, materials(), 2).err().expect("inverted");
+    assert!(err.to_string().starts_with("element geometry invalid in Gmsh element 42 (cell 1): "), "{err}");
+
+    // Pushing the x-max face back through the middle plane inverts cell 1 only.
+    let mut u = Vector::zeros(3 * good.n_nodes());
+    for &n in &good.node_sets["xmax"] {
+        u.as_mut_slice()[3 * n] = -3.0;
+    }
+    for (tags, name) in [(None, "cell 1"), (Some(vec![41, 42]), "Gmsh element 42 (cell 1)")] {
+        let mut mesh = good.clone();
+        mesh.cell_tags = tags;
+        let mut assembler = ElasticityAssembler::new(&mesh, materials(), 2).unwrap();
+        let mut r = Vector::zeros(3 * mesh.n_nodes());
+        let err = assembler.residual(&u, Load::None, &mut r).expect_err("inverted during the solve");
+        assert!(matches!(err, assembly::AssemblyError::ElementFailure { cell: 1, .. }), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("element failure in {name}: non-positive volume ratio")), "{err}");
+    }
 }

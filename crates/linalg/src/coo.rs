@@ -1,45 +1,101 @@
-//! [`CooPlan`]: the symbolic step of blocked COO assembly, and its numeric `assemble` step.
+//! [`CooPlan`]: the symbolic step of blocked COO assembly, and its numeric steps.
 //!
-//! Calling order: build the plan once from the block coordinates of all contributions
-//! ([`CooPlan::new`]), make a matrix on its pattern (`Bsr::zeros(plan.pattern().clone(), br, bc)`),
-//! then call [`CooPlan::assemble`] with new contribution values as often as needed.
+//! Contributions are numbered `0..n`; contribution `c` is one block that lands on the slot of its
+//! block coordinates. A plan may cut the contributions into *segments* of `segment_len` consecutive
+//! ones (`[s * len, (s + 1) * len)`), so that a producer (an element loop) can fill and sum one
+//! segment at a time in a small buffer instead of holding every value at once.
+//!
+//! Calling order: build the plan once ([`CooPlan::new`]: one segment; [`CooPlan::with_segments`],
+//! [`CooPlan::from_fn`]), make a matrix on its pattern
+//! (`Bsr::zeros(plan.pattern().clone(), br, bc)`), then, as often as needed, either
+//! [`CooPlan::assemble`] all values at once, or [`CooPlan::begin`] a [`CooSum`],
+//! [`CooSum::add_segment`] the values of segments `0, 1, 2, ...` in this order and
+//! [`CooSum::finish`]. Both paths compute every block as `0.0 + c1 + c2 + ...` over its
+//! contributions in ascending order: results are bit-identical whatever the segmentation and the
+//! thread count.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::kernels::sum::sum_slots_any;
+use crate::kernels::sum::{add_runs_any, RunList};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
-/// Contributions per counting task of the row sort.
+/// Contributions per task when validating and counting in the row sort.
 const SORT_CHUNK: usize = 1 << 16;
 /// Block rows per task when grouping a row's contributions by column.
 const ROWS_PER_TASK: usize = 512;
-/// Slots per task of the numeric sums (fixed: the split never depends on the thread count).
-const SLOTS_PER_TASK: usize = 2048;
+/// Slots per task when cutting the slot lists into segments.
+const SLOT_CHUNK: usize = 1 << 15;
+/// Runs per task of the numeric sums (fixed: the split never depends on the thread count).
+const RUNS_PER_TASK: usize = 2048;
 
-/// Assembly plan: the pattern of the summed matrix and, for each of its slots, the indices of the
-/// contributions that land there, in ascending contribution order (CSR `slot -> contributions`).
+/// Assembly plan: the pattern of the summed matrix and, for each segment, its *runs*: a run is the
+/// contributions of one segment to one slot, in ascending order.
 ///
-/// Invariants: `slot_ptr.len() == nnz + 1`, `slot_ptr[nnz] == n_contributions`, and `contributions`
-/// is a permutation of `0..n_contributions`.
-#[derive(Debug, Clone)]
+/// Layout: runs are stored segment after segment, slots ascending within a segment. A run *opens*
+/// its slot if it holds the slot's first contribution (the sum starts from zero), else it
+/// *continues* it (the sum starts from the value earlier segments left).
+///
+/// Invariants: `segment_ptr.len() == n_segments + 1`; `run_ptr.len() == n_runs + 1` and
+/// `run_ptr[n_runs] == n_contributions`; every slot has exactly one opening run, in the segment of
+/// its first contribution, and its continuing runs in later segments; `contributions` holds every
+/// contribution once, as an offset from its segment's first contribution.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CooPlan {
     pattern: Arc<BlockPattern>,
-    slot_ptr: Vec<usize>,
+    n_contributions: usize,
+    segment_len: usize,
+    /// Runs of segment `s` are `segment_ptr[s]..segment_ptr[s + 1]`.
+    segment_ptr: Vec<usize>,
+    /// The slot (position in the pattern's `col_idx`) of each run.
+    run_slot: Vec<u32>,
+    /// Bit `k % 64` of word `k / 64` is set if run `k` opens its slot.
+    run_opens: Vec<u64>,
+    /// Run `k`'s contributions are `contributions[run_ptr[k]..run_ptr[k + 1]]`.
+    run_ptr: Vec<u32>,
+    /// Contribution indices relative to their segment's first.
     contributions: Vec<u32>,
 }
 
+/// The contributions one segment adds to one slot ([`CooPlan::runs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotRun<'a> {
+    /// The segment the contributions belong to.
+    pub segment: usize,
+    /// The slot: position of the block in the pattern's `col_idx`.
+    pub slot: usize,
+    /// Whether the run holds the slot's first contribution (its sum starts from zero).
+    pub opens: bool,
+    /// Contribution indices relative to the segment's first contribution, ascending.
+    pub contributions: &'a [u32],
+}
+
 impl CooPlan {
-    /// Builds the plan for contributions `c` at blocks `(rows[c], cols[c])`; duplicates and any order
-    /// are allowed. A parallel stable counting sort by row, then a small sort within each row.
+    /// Builds a one-segment plan for contributions `c` at blocks `(rows[c], cols[c])`; duplicates
+    /// and any order are allowed.
     pub fn new(
         n_block_rows: usize,
         n_block_cols: usize,
         rows: &[u32],
         cols: &[u32],
+    ) -> Result<Self, LinalgError> {
+        let one_segment = NonZeroUsize::new(rows.len()).unwrap_or(NonZeroUsize::MIN);
+        Self::with_segments(n_block_rows, n_block_cols, rows, cols, one_segment)
+    }
+
+    /// Like [`Self::new`], with the contributions cut into segments of `segment_len` (the last
+    /// may be shorter) for [`CooSum::add_segment`].
+    pub fn with_segments(
+        n_block_rows: usize,
+        n_block_cols: usize,
+        rows: &[u32],
+        cols: &[u32],
+        segment_len: NonZeroUsize,
     ) -> Result<Self, LinalgError> {
         if rows.len() != cols.len() {
             return Err(LinalgError::LengthMismatch {
@@ -48,7 +104,30 @@ impl CooPlan {
                 found: cols.len(),
             });
         }
-        let n = rows.len();
+        Self::from_fn(n_block_rows, n_block_cols, rows.len(), segment_len, |c| {
+            (rows[c] as usize, cols[c] as usize)
+        })
+    }
+
+    /// Builds the plan for `n_contributions` contributions, contribution `c` at block
+    /// `block_of(c) = (row, col)`, cut into segments of `segment_len`. `block_of` is called a few
+    /// times per contribution, in parallel: the caller need not materialise coordinate arrays.
+    ///
+    /// A parallel stable counting sort by row, a small sort within each row (which yields the
+    /// pattern and every slot's contributions in ascending order), then a stable distribution of
+    /// each slot's contributions over the segments. Besides the plan, the construction holds one
+    /// `u32` per contribution and a few per slot.
+    pub fn from_fn<F>(
+        n_block_rows: usize,
+        n_block_cols: usize,
+        n_contributions: usize,
+        segment_len: NonZeroUsize,
+        block_of: F,
+    ) -> Result<Self, LinalgError>
+    where
+        F: Fn(usize) -> (usize, usize) + Sync,
+    {
+        let n = n_contributions;
         if n > u32::MAX as usize {
             return Err(LinalgError::TooManyContributions { found: n });
         }
@@ -60,37 +139,46 @@ impl CooPlan {
                 return Err(LinalgError::DimensionTooLarge { what, value });
             }
         }
-        let bad = rows
-            .par_chunks(SORT_CHUNK)
-            .zip(cols.par_chunks(SORT_CHUNK))
-            .enumerate()
-            .filter_map(|(t, (r, c))| {
-                let ok = |(&i, &j): (&u32, &u32)| {
-                    (i as usize) < n_block_rows && (j as usize) < n_block_cols
-                };
-                r.iter()
-                    .zip(c)
-                    .position(|e| !ok(e))
-                    .map(|k| t * SORT_CHUNK + k)
-            })
-            .min();
+        let bad = chunk_ranges(n, SORT_CHUNK)
+            .into_par_iter()
+            .find_map_first(|mut chunk| {
+                chunk.find(|&c| {
+                    let (i, j) = block_of(c);
+                    i >= n_block_rows || j >= n_block_cols
+                })
+            });
         if let Some(index) = bad {
+            let (row, col) = block_of(index);
             return Err(LinalgError::ContributionOutOfRange {
                 index,
-                row: rows[index] as usize,
-                col: cols[index] as usize,
+                row,
+                col,
                 n_block_rows,
                 n_block_cols,
             });
         }
+        // At most one segment per contribution (and one for none): offsets then fit in u32.
+        let segment_len = segment_len.get().min(n.max(1));
 
-        let (row_start, keys) = sort_by_row(n_block_rows, rows, cols);
-        let (pattern, slot_ptr, contributions) =
-            group_by_slot(n_block_rows, n_block_cols, &row_start, &keys);
+        let (row_start, mut by_slot) = sort_by_row(n_block_rows, n, &block_of);
+        let (pattern, slot_ptr) = group_by_slot(
+            n_block_rows,
+            n_block_cols,
+            &row_start,
+            &mut by_slot,
+            &block_of,
+        );
+        drop(row_start);
+        let runs = split_into_runs(&slot_ptr, &by_slot, segment_len);
         Ok(Self {
             pattern: Arc::new(pattern),
-            slot_ptr,
-            contributions,
+            n_contributions: n,
+            segment_len,
+            segment_ptr: runs.segment_ptr,
+            run_slot: runs.run_slot,
+            run_opens: runs.run_opens,
+            run_ptr: runs.run_ptr,
+            contributions: runs.contributions,
         })
     }
 
@@ -101,52 +189,101 @@ impl CooPlan {
 
     /// Number of contributions the plan was built for.
     pub fn n_contributions(&self) -> usize {
-        self.contributions.len()
+        self.n_contributions
     }
 
-    /// Offsets into [`Self::slot_contributions`] per slot (`nnz + 1` entries).
-    pub fn slot_ptr(&self) -> &[usize] {
-        &self.slot_ptr
+    /// Contributions per segment (the last segment may hold fewer).
+    pub fn segment_len(&self) -> usize {
+        self.segment_len
     }
 
-    /// Contribution indices grouped by slot, ascending within a slot.
-    pub fn slot_contributions(&self) -> &[u32] {
-        &self.contributions
+    /// Number of segments (zero without contributions).
+    pub fn n_segments(&self) -> usize {
+        self.n_contributions.div_ceil(self.segment_len)
+    }
+
+    /// The contributions of segment `s` (empty past the last segment).
+    pub fn segment_range(&self, s: usize) -> Range<usize> {
+        let (n, len) = (self.n_contributions, self.segment_len);
+        s.saturating_mul(len).min(n)..s.saturating_add(1).saturating_mul(len).min(n)
+    }
+
+    /// Every run in plan order: segment after segment, slots ascending within a segment.
+    pub fn runs(&self) -> impl Iterator<Item = SlotRun<'_>> + '_ {
+        self.segment_ptr
+            .windows(2)
+            .enumerate()
+            .flat_map(move |(segment, w)| {
+                (w[0]..w[1]).map(move |k| SlotRun {
+                    segment,
+                    slot: self.run_slot[k] as usize,
+                    opens: self.run_opens[k / 64] >> (k % 64) & 1 == 1,
+                    contributions: &self.contributions
+                        [self.run_ptr[k] as usize..self.run_ptr[k + 1] as usize],
+                })
+            })
+    }
+
+    /// Bytes held by the plan's own arrays; the pattern, which assembled matrices share, is not
+    /// counted.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(self.segment_ptr.as_slice())
+            + std::mem::size_of_val(self.run_slot.as_slice())
+            + std::mem::size_of_val(self.run_opens.as_slice())
+            + std::mem::size_of_val(self.run_ptr.as_slice())
+            + std::mem::size_of_val(self.contributions.as_slice())
     }
 
     /// Overwrites `matrix`'s values with the sums of `values` (contribution-major, `block_len` values
     /// per contribution, blocks row-major). `matrix` must carry the plan's pattern.
     pub fn assemble(&self, values: &[f64], matrix: &mut Bsr) -> Result<(), LinalgError> {
-        if !Arc::ptr_eq(matrix.pattern(), &self.pattern) && **matrix.pattern() != *self.pattern {
-            return Err(LinalgError::PatternMismatch {
-                what: "CooPlan::assemble",
-            });
-        }
+        self.check_pattern(matrix, "CooPlan::assemble")?;
         let block_len = matrix.block_len();
         self.assemble_slots(values, block_len, matrix.values_mut())
     }
 
     /// Like [`Self::assemble`] into a plain slice of `nnz * block_len` values (e.g. vector assembly
-    /// with a pattern of one block column). Each slot sums its contributions in ascending order, so the
-    /// result is deterministic; parallel over fixed groups of slots.
+    /// with a pattern of one block column). Runs the segments in order, each parallel over fixed
+    /// tasks of runs.
     pub fn assemble_slots(
         &self,
         values: &[f64],
         block_len: usize,
         out: &mut [f64],
     ) -> Result<(), LinalgError> {
-        if block_len == 0 {
-            return Err(LinalgError::InvalidBlockSize {
-                block_rows: 0,
-                block_cols: 0,
-            });
-        }
-        let expected = self.n_contributions() * block_len;
+        let expected = self.n_contributions * block_len;
         if values.len() != expected {
             return Err(LinalgError::LengthMismatch {
                 what: "CooPlan values",
                 expected,
                 found: values.len(),
+            });
+        }
+        let mut sum = self.begin_slots(block_len, out)?;
+        for segment in values.chunks(self.segment_len * block_len) {
+            sum.add_segment(segment)?;
+        }
+        sum.finish()
+    }
+
+    /// Starts a segment-by-segment sum into `matrix`, which must carry the plan's pattern. Its
+    /// values are overwritten once every segment has been added.
+    pub fn begin<'a>(&'a self, matrix: &'a mut Bsr) -> Result<CooSum<'a>, LinalgError> {
+        self.check_pattern(matrix, "CooPlan::begin")?;
+        let block_len = matrix.block_len();
+        self.begin_slots(block_len, matrix.values_mut())
+    }
+
+    /// Like [`Self::begin`] into a plain slice of `nnz * block_len` values.
+    pub fn begin_slots<'a>(
+        &'a self,
+        block_len: usize,
+        out: &'a mut [f64],
+    ) -> Result<CooSum<'a>, LinalgError> {
+        if block_len == 0 {
+            return Err(LinalgError::InvalidBlockSize {
+                block_rows: 0,
+                block_cols: 0,
             });
         }
         let expected = self.pattern.nnz() * block_len;
@@ -157,34 +294,150 @@ impl CooPlan {
                 found: out.len(),
             });
         }
-        out.par_chunks_mut(SLOTS_PER_TASK * block_len)
-            .enumerate()
-            .for_each(|(task, o)| {
-                let first = task * SLOTS_PER_TASK;
-                let slot_ptr = &self.slot_ptr[first..=first + o.len() / block_len];
-                sum_slots_any(block_len, slot_ptr, &self.contributions, values, o);
+        Ok(CooSum {
+            plan: self,
+            block_len,
+            out,
+            next: 0,
+        })
+    }
+
+    fn check_pattern(&self, matrix: &Bsr, what: &'static str) -> Result<(), LinalgError> {
+        if !Arc::ptr_eq(matrix.pattern(), &self.pattern) && **matrix.pattern() != *self.pattern {
+            return Err(LinalgError::PatternMismatch { what });
+        }
+        Ok(())
+    }
+
+    /// Adds the runs of segment `s` onto `out`, in parallel over fixed tasks of runs. A segment's
+    /// slots ascend, so each task owns the output blocks from its first slot up to the next task's.
+    fn add_segment_runs(&self, s: usize, block_len: usize, values: &[f64], out: &mut [f64]) {
+        let runs = self.segment_ptr[s]..self.segment_ptr[s + 1];
+        if runs.is_empty() {
+            return;
+        }
+        let slots = &self.run_slot;
+        let mut tasks = Vec::with_capacity(runs.len().div_ceil(RUNS_PER_TASK));
+        let mut first_slot = slots[runs.start] as usize;
+        let mut rest = &mut out[first_slot * block_len..];
+        for first in runs.clone().step_by(RUNS_PER_TASK) {
+            let last = (first + RUNS_PER_TASK).min(runs.end);
+            let end_slot = if last < runs.end {
+                slots[last] as usize
+            } else {
+                slots[last - 1] as usize + 1
+            };
+            let (head, tail) = rest.split_at_mut((end_slot - first_slot) * block_len);
+            tasks.push((first..last, first_slot, head));
+            rest = tail;
+            first_slot = end_slot;
+        }
+        tasks.into_par_iter().for_each(|(runs, first_slot, out)| {
+            let runs = RunList {
+                first_run: runs.start,
+                slots: &slots[runs.clone()],
+                opens: &self.run_opens,
+                run_ptr: &self.run_ptr[runs.start..=runs.end],
+                contributions: &self.contributions,
+            };
+            add_runs_any(block_len, runs, values, first_slot, out)
+        });
+    }
+}
+
+/// A segment-by-segment sum in progress ([`CooPlan::begin`]): add the values of segments
+/// `0, 1, 2, ...` in this order, then [`Self::finish`]. Each call is parallel over the segment's
+/// runs; a slot's first run overwrites it, later runs add onto it, so the output holds the sums
+/// only once every segment is added.
+#[must_use = "the output holds the sums only once every segment is added and `finish` returns Ok"]
+#[derive(Debug)]
+pub struct CooSum<'a> {
+    plan: &'a CooPlan,
+    block_len: usize,
+    out: &'a mut [f64],
+    /// The segment [`Self::add_segment`] adds next.
+    next: usize,
+}
+
+impl CooSum<'_> {
+    /// The contributions of the segment [`Self::add_segment`] expects next; `None` once every
+    /// segment is added.
+    pub fn next_segment(&self) -> Option<Range<usize>> {
+        (self.next < self.plan.n_segments()).then(|| self.plan.segment_range(self.next))
+    }
+
+    /// Adds the values of the next segment (contribution-major, `block_len` values per
+    /// contribution, in contribution order).
+    pub fn add_segment(&mut self, values: &[f64]) -> Result<(), LinalgError> {
+        let n_segments = self.plan.n_segments();
+        let Some(range) = self.next_segment() else {
+            return Err(LinalgError::DimensionMismatch {
+                what: "CooSum segments added",
+                expected: n_segments,
+                found: n_segments + 1,
             });
+        };
+        let expected = range.len() * self.block_len;
+        if values.len() != expected {
+            return Err(LinalgError::LengthMismatch {
+                what: "CooSum segment values",
+                expected,
+                found: values.len(),
+            });
+        }
+        self.plan
+            .add_segment_runs(self.next, self.block_len, values, self.out);
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Checks that every segment was added: only then does the output hold the sums.
+    pub fn finish(self) -> Result<(), LinalgError> {
+        let n_segments = self.plan.n_segments();
+        if self.next != n_segments {
+            return Err(LinalgError::DimensionMismatch {
+                what: "CooSum segments added",
+                expected: n_segments,
+                found: self.next,
+            });
+        }
         Ok(())
     }
 }
 
+/// Unwraps atomics used for disjoint parallel writes (in place: same layout).
+fn into_plain(v: Vec<AtomicU32>) -> Vec<u32> {
+    v.into_iter().map(AtomicU32::into_inner).collect()
+}
+
+/// `n` zeroed atomics, allocated in parallel.
+fn atomic_zeros(n: usize) -> Vec<AtomicU32> {
+    (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect()
+}
+
+/// Consecutive ranges of `len` (the last shorter) covering `0..n`.
+fn chunk_ranges(n: usize, len: usize) -> Vec<Range<usize>> {
+    (0..n).step_by(len).map(|s| s..(s + len).min(n)).collect()
+}
+
 /// Stable parallel counting sort of the contributions by row. Returns `row_start`
-/// (`n_block_rows + 1` offsets) and, ordered by row and ascending contribution index within a row,
-/// the key `col << 32 | index` of every contribution. Every chunk of contributions counts its rows,
-/// offsets are laid out chunk after chunk within each row, and every chunk scatters its keys: the
-/// output does not depend on the number of chunks.
-fn sort_by_row(n_block_rows: usize, rows: &[u32], cols: &[u32]) -> (Vec<usize>, Vec<AtomicU64>) {
-    let n = rows.len();
+/// (`n_block_rows + 1` offsets) and the contribution indices ordered by row, ascending within a row.
+/// Every chunk of contributions counts its rows, offsets are laid out chunk after chunk within each
+/// row, and every chunk scatters its indices: the output does not depend on the number of chunks.
+fn sort_by_row<F>(n_block_rows: usize, n: usize, block_of: &F) -> (Vec<usize>, Vec<u32>)
+where
+    F: Fn(usize) -> (usize, usize) + Sync,
+{
     let n_chunks = n
         .div_ceil(SORT_CHUNK)
         .clamp(1, rayon::current_num_threads().max(1));
-    let chunk = n.div_ceil(n_chunks).max(1);
-    let mut next: Vec<Vec<u32>> = rows
-        .par_chunks(chunk)
-        .map(|rc| {
-            let mut c = vec![0u32; n_block_rows];
-            rc.iter().for_each(|&r| c[r as usize] += 1);
-            c
+    let chunks = chunk_ranges(n, n.div_ceil(n_chunks).max(1));
+    let mut next: Vec<Vec<u32>> = chunks
+        .par_iter()
+        .map(|chunk| {
+            let mut count = vec![0u32; n_block_rows];
+            chunk.clone().for_each(|c| count[block_of(c).0] += 1);
+            count
         })
         .collect();
     // next[t][r] becomes the first output position of chunk t's contributions in row r.
@@ -192,72 +445,75 @@ fn sort_by_row(n_block_rows: usize, rows: &[u32], cols: &[u32]) -> (Vec<usize>, 
     let mut running = 0usize;
     for r in 0..n_block_rows {
         row_start.push(running);
-        for c in next.iter_mut() {
-            let k = c[r] as usize;
-            c[r] = running as u32;
+        for count in next.iter_mut() {
+            let k = count[r] as usize;
+            count[r] = running as u32;
             running += k;
         }
     }
     row_start.push(running);
-    let keys: Vec<AtomicU64> = (0..n).into_par_iter().map(|_| AtomicU64::new(0)).collect();
-    rows.par_chunks(chunk)
-        .zip(cols.par_chunks(chunk))
+    let sorted = atomic_zeros(n);
+    chunks
+        .par_iter()
         .zip(next.par_iter_mut())
-        .enumerate()
-        .for_each(|(t, ((rc, cc), next))| {
-            for (k, (&r, &c)) in rc.iter().zip(cc).enumerate() {
-                let pos = &mut next[r as usize];
-                // Positions are disjoint across chunks by construction; relaxed stores suffice because
-                // rayon's join synchronises before anyone reads.
-                keys[*pos as usize]
-                    .store((c as u64) << 32 | (t * chunk + k) as u64, Ordering::Relaxed);
+        .for_each(|(chunk, next)| {
+            for c in chunk.clone() {
+                let pos = &mut next[block_of(c).0];
+                // Positions are disjoint across chunks by construction; relaxed stores suffice
+                // because rayon's join synchronises before anyone reads.
+                sorted[*pos as usize].store(c as u32, Ordering::Relaxed);
                 *pos += 1;
             }
         });
-    (row_start, keys)
+    (row_start, into_plain(sorted))
 }
 
-/// Per block row: sorts the row's keys `col << 32 | index`, which groups its contributions by column
-/// (the pattern row is the distinct columns) in ascending contribution order within a column. A row
-/// keeps the output range it had in `keys`, so row groups write disjoint parts of the result in
-/// parallel.
-fn group_by_slot(
+/// Per block row: sorts the row's contributions by `(col, index)`, which groups them by column (the
+/// pattern row is the distinct columns) in ascending order within a column, and writes them back in
+/// place. Returns the pattern and `slot_ptr` (`nnz + 1` offsets into `by_row`, now slot-major).
+fn group_by_slot<F>(
     n_block_rows: usize,
     n_block_cols: usize,
     row_start: &[usize],
-    keys: &[AtomicU64],
-) -> (BlockPattern, Vec<usize>, Vec<u32>) {
-    let n = keys.len();
-    let mut contributions = vec![0u32; n];
-    let tasks = split_rows(row_start, 1, ROWS_PER_TASK, &mut contributions);
+    by_row: &mut [u32],
+    block_of: &F,
+) -> (BlockPattern, Vec<u32>)
+where
+    F: Fn(usize) -> (usize, usize) + Sync,
+{
+    let n = by_row.len();
+    let tasks = split_rows(row_start, 1, ROWS_PER_TASK, by_row);
     struct Group {
         row_nnz: Vec<usize>,
         col_idx: Vec<u32>,
-        slot_ptr: Vec<usize>,
+        slot_ptr: Vec<u32>,
     }
     let groups: Vec<Group> = tasks
         .into_par_iter()
-        .map(|(range, out)| {
+        .map(|(range, entries)| {
             let mut g = Group {
                 row_nnz: Vec::with_capacity(range.len()),
                 col_idx: Vec::new(),
                 slot_ptr: Vec::new(),
             };
-            let mut local = Vec::new();
+            let mut keys = Vec::new();
             let base = row_start[range.start];
             for r in range {
-                let (s, e) = (row_start[r], row_start[r + 1]);
-                local.clear();
-                local.extend(keys[s..e].iter().map(|k| k.load(Ordering::Relaxed)));
-                local.sort_unstable();
+                let row = &mut entries[row_start[r] - base..row_start[r + 1] - base];
+                keys.clear();
+                keys.extend(
+                    row.iter()
+                        .map(|&c| (block_of(c as usize).1 as u64) << 32 | c as u64),
+                );
+                keys.sort_unstable();
                 let nnz_before = g.col_idx.len();
-                for (pos, &key) in (s..e).zip(&local) {
+                for (pos, (entry, &key)) in (row_start[r]..).zip(row.iter_mut().zip(&keys)) {
                     let col = (key >> 32) as u32;
                     if g.col_idx.len() == nnz_before || g.col_idx[g.col_idx.len() - 1] != col {
                         g.col_idx.push(col);
-                        g.slot_ptr.push(pos);
+                        g.slot_ptr.push(pos as u32);
                     }
-                    out[pos - base] = key as u32;
+                    *entry = key as u32;
                 }
                 g.row_nnz.push(g.col_idx.len() - nnz_before);
             }
@@ -276,7 +532,108 @@ fn group_by_slot(
         col_idx.extend_from_slice(&g.col_idx);
         slot_ptr.extend_from_slice(&g.slot_ptr);
     }
-    slot_ptr.push(n);
+    slot_ptr.push(n as u32);
     let pattern = BlockPattern::new_trusted(n_block_rows, n_block_cols, row_ptr, col_idx);
-    (pattern, slot_ptr, contributions)
+    (pattern, slot_ptr)
+}
+
+/// The run arrays of a [`CooPlan`].
+struct Runs {
+    segment_ptr: Vec<usize>,
+    run_slot: Vec<u32>,
+    run_opens: Vec<u64>,
+    run_ptr: Vec<u32>,
+    contributions: Vec<u32>,
+}
+
+/// Cuts every slot's contribution list (`by_slot[slot_ptr[s]..slot_ptr[s + 1]]`, ascending) at
+/// segment boundaries into runs and distributes them, stably, over the segments: a counting sort
+/// over fixed chunks of slots whose output, like [`sort_by_row`]'s, does not depend on the number
+/// of chunks.
+fn split_into_runs(slot_ptr: &[u32], by_slot: &[u32], segment_len: usize) -> Runs {
+    let n = by_slot.len();
+    let nnz = slot_ptr.len() - 1;
+    let n_segments = n.div_ceil(segment_len);
+    // The runs of a slot in segment order, each with its segment; the first opens the slot.
+    let runs_of = |slot: usize| {
+        let mut list = &by_slot[slot_ptr[slot] as usize..slot_ptr[slot + 1] as usize];
+        std::iter::from_fn(move || {
+            let segment = *list.first()? as usize / segment_len;
+            let end = ((segment + 1) * segment_len).min(n) as u32;
+            let (run, rest) = list.split_at(list.partition_point(|&c| c < end));
+            list = rest;
+            Some((segment, run))
+        })
+    };
+    // At most one chunk per thread, and few enough that the counters (two per segment and chunk)
+    // stay below the contributions in number.
+    let n_chunks = nnz
+        .div_ceil(SLOT_CHUNK)
+        .min(n / n_segments.max(1))
+        .clamp(1, rayon::current_num_threads().max(1));
+    let chunks = chunk_ranges(nnz, nnz.div_ceil(n_chunks).max(1));
+    // Per chunk and segment: runs and contributions, then their first output positions.
+    let mut next: Vec<(Vec<u32>, Vec<u32>)> = chunks
+        .par_iter()
+        .map(|chunk| {
+            let (mut runs, mut entries) = (vec![0u32; n_segments], vec![0u32; n_segments]);
+            for (segment, run) in chunk.clone().flat_map(runs_of) {
+                runs[segment] += 1;
+                entries[segment] += run.len() as u32;
+            }
+            (runs, entries)
+        })
+        .collect();
+    let mut segment_ptr = Vec::with_capacity(n_segments + 1);
+    let (mut run_pos, mut entry_pos) = (0usize, 0usize);
+    for s in 0..n_segments {
+        segment_ptr.push(run_pos);
+        for (runs, entries) in next.iter_mut() {
+            let (r, e) = (runs[s] as usize, entries[s] as usize);
+            runs[s] = run_pos as u32;
+            entries[s] = entry_pos as u32;
+            run_pos += r;
+            entry_pos += e;
+        }
+    }
+    segment_ptr.push(run_pos);
+    let n_runs = run_pos;
+    let run_slot = atomic_zeros(n_runs);
+    let run_ptr = atomic_zeros(n_runs + 1);
+    let contributions = atomic_zeros(n);
+    let run_opens: Vec<AtomicU64> = (0..n_runs.div_ceil(64))
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    run_ptr[n_runs].store(n as u32, Ordering::Relaxed);
+    chunks
+        .par_iter()
+        .zip(next.par_iter_mut())
+        .for_each(|(chunk, (runs, entries))| {
+            for slot in chunk.clone() {
+                for (i, (segment, run)) in runs_of(slot).enumerate() {
+                    // Disjoint positions, as in `sort_by_row`; bits of a shared word are set
+                    // atomically.
+                    let k = runs[segment] as usize;
+                    let first = entries[segment] as usize;
+                    runs[segment] += 1;
+                    entries[segment] += run.len() as u32;
+                    run_slot[k].store(slot as u32, Ordering::Relaxed);
+                    run_ptr[k].store(first as u32, Ordering::Relaxed);
+                    if i == 0 {
+                        run_opens[k / 64].fetch_or(1 << (k % 64), Ordering::Relaxed);
+                    }
+                    let segment_start = (segment * segment_len) as u32;
+                    for (dst, &c) in contributions[first..].iter().zip(run) {
+                        dst.store(c - segment_start, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+    Runs {
+        segment_ptr,
+        run_slot: into_plain(run_slot),
+        run_opens: run_opens.into_iter().map(AtomicU64::into_inner).collect(),
+        run_ptr: into_plain(run_ptr),
+        contributions: into_plain(contributions),
+    }
 }

@@ -18,7 +18,7 @@ mod transpose;
 mod vector;
 
 pub use bsr::Bsr;
-pub use coo::CooPlan;
+pub use coo::{CooPlan, CooSum, SlotRun};
 pub use error::LinalgError;
 pub use pattern::BlockPattern;
 pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan};

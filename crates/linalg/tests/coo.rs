@@ -3,6 +3,8 @@
 mod common;
 
 use common::{assert_close, with_threads, Rng};
+use std::num::NonZeroUsize;
+
 use linalg::{Bsr, CooPlan, LinalgError};
 
 /// Random contributions with duplicates, in random order, leaving some rows empty.
@@ -72,28 +74,107 @@ fn assemble_matches_dense_accumulation() {
     }
 }
 
+/// The segment lengths the plan tests try: single contributions, a few, many, one segment, more.
+fn segment_lengths(n: usize) -> Vec<NonZeroUsize> {
+    [1, 7, 64, n, n + 5]
+        .into_iter()
+        .filter_map(NonZeroUsize::new)
+        .collect()
+}
+
+/// Every contribution lies in exactly one run, in its own segment, at the slot of its block;
+/// a slot's first contribution opens it and later segments continue it; runs ascend in segment,
+/// then slot, and contributions within a run.
 #[test]
-fn slots_list_contributions_in_ascending_order() {
+fn runs_cover_each_contribution_once_in_order() {
     let mut rng = Rng::new(21);
     let (rows, cols) = contributions(&mut rng, 50, 50, 5000);
-    let plan = CooPlan::new(50, 50, &rows, &cols).unwrap();
-    let (ptr, list) = (plan.slot_ptr(), plan.slot_contributions());
-    let mut seen = vec![false; rows.len()];
-    for i in 0..50 {
-        for k in plan.pattern().row_ptr()[i]..plan.pattern().row_ptr()[i + 1] {
-            let slot = &list[ptr[k]..ptr[k + 1]];
-            assert!(!slot.is_empty());
-            assert!(slot.windows(2).all(|w| w[0] < w[1]));
-            for &c in slot {
-                assert_eq!(
-                    (rows[c as usize] as usize, cols[c as usize]),
-                    (i, plan.pattern().col_idx()[k])
-                );
-                seen[c as usize] = true;
+    for len in segment_lengths(rows.len()) {
+        let plan = CooPlan::with_segments(50, 50, &rows, &cols, len).unwrap();
+        let pattern = plan.pattern();
+        let slot_of = |c: usize| {
+            let (i, j) = (rows[c] as usize, cols[c]);
+            let row = &pattern.col_idx()[pattern.row_ptr()[i]..pattern.row_ptr()[i + 1]];
+            pattern.row_ptr()[i] + row.binary_search(&j).unwrap()
+        };
+        let first_of_slot: Vec<usize> = (0..pattern.nnz())
+            .map(|k| (0..rows.len()).find(|&c| slot_of(c) == k).unwrap())
+            .collect();
+        let mut seen = vec![false; rows.len()];
+        let mut previous: Option<(usize, usize)> = None;
+        for run in plan.runs() {
+            assert!(!run.contributions.is_empty());
+            assert!(run.contributions.windows(2).all(|w| w[0] < w[1]));
+            let start = plan.segment_range(run.segment).start;
+            for &local in run.contributions {
+                let c = start + local as usize;
+                assert!(plan.segment_range(run.segment).contains(&c));
+                assert_eq!(slot_of(c), run.slot, "contribution {c}");
+                assert!(!seen[c], "contribution {c} twice");
+                seen[c] = true;
             }
+            let opener = first_of_slot[run.slot];
+            assert_eq!(run.opens, plan.segment_range(run.segment).contains(&opener));
+            assert!(
+                run.opens || opener < start,
+                "a continuing run follows its opening one"
+            );
+            let key = (run.segment, run.slot);
+            if let Some(p) = previous {
+                assert!(p < key, "runs out of order: {p:?} then {key:?}");
+            }
+            previous = Some(key);
+        }
+        assert!(seen.iter().all(|&s| s));
+        let openers = plan.runs().filter(|r| r.opens).count();
+        assert_eq!(openers, pattern.nnz());
+        assert_eq!(
+            plan.n_segments(),
+            rows.len().div_ceil(len.get().min(rows.len()))
+        );
+    }
+}
+
+/// Segment-by-segment sums are bit-identical to the dense reference accumulated in contribution
+/// order (the same additions, `0.0 + c1 + c2 + ...`), whatever the segment length.
+#[test]
+fn segment_sums_are_bit_identical_to_ordered_accumulation() {
+    let mut rng = Rng::new(23);
+    let (nbr, nbc, n) = (31, 17, 2000);
+    for (br, bc) in [(3, 3), (1, 3), (2, 5)] {
+        let (rows, cols) = contributions(&mut rng, nbr, nbc, n);
+        // Values of mixed magnitudes, so that a different order of additions shows in the bits.
+        let values: Vec<f64> = rng
+            .vec(n * br * bc)
+            .iter()
+            .enumerate()
+            .map(|(k, v)| v * 10f64.powi((k % 7) as i32 - 3))
+            .collect();
+        let expect = dense_accumulate(&rows, &cols, &values, nbr, nbc, br, bc);
+        let block_len = br * bc;
+        for len in segment_lengths(n) {
+            let plan = CooPlan::with_segments(nbr, nbc, &rows, &cols, len).unwrap();
+            let mut a = Bsr::zeros(plan.pattern().clone(), br, bc);
+            a.values_mut().fill(f64::NAN); // the first run of every slot overwrites it
+            let mut sum = plan.begin(&mut a).unwrap();
+            while let Some(range) = sum.next_segment() {
+                sum.add_segment(&values[range.start * block_len..range.end * block_len])
+                    .unwrap();
+            }
+            sum.finish().unwrap();
+            let got = a.to_dense();
+            assert!(
+                got.iter()
+                    .zip(&expect)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{br}x{bc} blocks, segments of {len}"
+            );
+            // The whole-buffer call runs the same segments.
+            let mut b = Bsr::zeros(plan.pattern().clone(), br, bc);
+            plan.assemble(&values, &mut b).unwrap();
+            assert_eq!(a.values(), b.values());
         }
     }
-    assert!(seen.iter().all(|&s| s));
 }
 
 #[test]
@@ -103,27 +184,125 @@ fn plan_and_assembly_are_identical_across_thread_counts() {
     let rows: Vec<u32> = (0..n).map(|_| rng.below(5000) as u32).collect();
     let cols: Vec<u32> = (0..n).map(|_| rng.below(4000) as u32).collect();
     let values = rng.vec(n * 9);
-    let run = |t| {
-        with_threads(t, || {
-            let plan = CooPlan::new(5000, 4000, &rows, &cols).unwrap();
-            let mut a = Bsr::zeros(plan.pattern().clone(), 3, 3);
-            plan.assemble(&values, &mut a).unwrap();
-            (
-                plan.slot_ptr().to_vec(),
-                plan.slot_contributions().to_vec(),
-                a,
-            )
+    for len in [n, 10_007] {
+        let len = NonZeroUsize::new(len).unwrap();
+        let run = |t| {
+            with_threads(t, || {
+                let plan = CooPlan::with_segments(5000, 4000, &rows, &cols, len).unwrap();
+                let mut a = Bsr::zeros(plan.pattern().clone(), 3, 3);
+                plan.assemble(&values, &mut a).unwrap();
+                (plan, a)
+            })
+        };
+        let (plan1, a1) = run(1);
+        let (plan4, a4) = run(4);
+        assert_eq!(plan1, plan4);
+        assert_eq!(a1.pattern(), a4.pattern());
+        assert!(a1
+            .values()
+            .iter()
+            .zip(a4.values())
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}
+
+/// A coordinate function gives the same plan as coordinate arrays, and its bad contributions are
+/// reported at their index.
+#[test]
+fn from_fn_matches_coordinate_arrays() {
+    let mut rng = Rng::new(24);
+    let (rows, cols) = contributions(&mut rng, 40, 30, 3000);
+    let len = NonZeroUsize::new(100).unwrap();
+    let from_arrays = CooPlan::with_segments(40, 30, &rows, &cols, len).unwrap();
+    let from_fn = CooPlan::from_fn(40, 30, rows.len(), len, |c| {
+        (rows[c] as usize, cols[c] as usize)
+    })
+    .unwrap();
+    assert_eq!(from_arrays, from_fn);
+    let bad = CooPlan::from_fn(40, 30, 3000, len, |c| {
+        (c % 40, if c >= 1234 { 30 } else { 0 })
+    });
+    assert_eq!(
+        bad.unwrap_err(),
+        LinalgError::ContributionOutOfRange {
+            index: 1234,
+            row: 1234 % 40,
+            col: 30,
+            n_block_rows: 40,
+            n_block_cols: 30
+        }
+    );
+}
+
+/// The plan's arrays: one `u32` per contribution, two per run and a bit, one `usize` per segment
+/// boundary.
+#[test]
+fn heap_bytes_counts_the_plan_arrays() {
+    let mut rng = Rng::new(25);
+    let (rows, cols) = contributions(&mut rng, 30, 30, 1000);
+    let plan =
+        CooPlan::with_segments(30, 30, &rows, &cols, NonZeroUsize::new(64).unwrap()).unwrap();
+    let n_runs = plan.runs().count();
+    assert_eq!(
+        plan.heap_bytes(),
+        4 * 1000
+            + 4 * n_runs
+            + 4 * (n_runs + 1)
+            + 8 * n_runs.div_ceil(64)
+            + 8 * (plan.n_segments() + 1)
+    );
+}
+
+/// Segment sums must be added in order, with the right lengths, and all of them.
+#[test]
+fn segment_sum_errors_are_reported() {
+    let rows = [0u32, 1, 1, 0, 1];
+    let cols = [0u32, 1, 0, 0, 1];
+    let plan = CooPlan::with_segments(2, 2, &rows, &cols, NonZeroUsize::new(2).unwrap()).unwrap();
+    assert_eq!(plan.n_segments(), 3);
+    assert_eq!(plan.segment_range(2), 4..5);
+    let mut a = Bsr::zeros(plan.pattern().clone(), 1, 1);
+    let mut sum = plan.begin(&mut a).unwrap();
+    assert_eq!(sum.next_segment(), Some(0..2));
+    assert_eq!(
+        sum.add_segment(&[1.0]),
+        Err(LinalgError::LengthMismatch {
+            what: "CooSum segment values",
+            expected: 2,
+            found: 1
         })
-    };
-    let (p1, c1, a1) = run(1);
-    let (p4, c4, a4) = run(4);
-    assert_eq!((p1, c1), (p4, c4));
-    assert_eq!(a1.pattern(), a4.pattern());
-    assert!(a1
-        .values()
-        .iter()
-        .zip(a4.values())
-        .all(|(x, y)| x.to_bits() == y.to_bits()));
+    );
+    sum.add_segment(&[1.0, 2.0]).unwrap();
+    sum.add_segment(&[4.0, 8.0]).unwrap();
+    let mut slots = [0.0; 3];
+    let early = plan.begin_slots(1, &mut slots).unwrap();
+    assert_eq!(
+        early.finish(),
+        Err(LinalgError::DimensionMismatch {
+            what: "CooSum segments added",
+            expected: 3,
+            found: 0
+        })
+    );
+    sum.add_segment(&[16.0]).unwrap();
+    assert_eq!(sum.next_segment(), None);
+    assert_eq!(
+        sum.add_segment(&[]),
+        Err(LinalgError::DimensionMismatch {
+            what: "CooSum segments added",
+            expected: 3,
+            found: 4
+        })
+    );
+    sum.finish().unwrap();
+    assert_eq!(a.to_dense(), vec![1.0 + 8.0, 0.0, 4.0, 2.0 + 16.0]);
+    let mut other = Bsr::from_dense(&[1.0, 1.0, 1.0, 1.0], 2, 2, 1, 1).unwrap();
+    assert_eq!(
+        plan.begin(&mut other).err(),
+        Some(LinalgError::PatternMismatch {
+            what: "CooPlan::begin"
+        })
+    );
 }
 
 #[test]

@@ -23,12 +23,12 @@ pub enum MeshError {
     #[error("invalid mesh: {0}")]
     Invalid(String),
 
-    /// A mesh file could not be read from disk.
-    #[error("cannot read '{path}': {source}")]
+    /// A mesh file could not be read from disk. The message includes the I/O error's, which is
+    /// therefore not also the [`std::error::Error::source`] (a printed chain would repeat it).
+    #[error("cannot read '{path}': {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     /// A Gmsh file is malformed or uses something this reader does not support.

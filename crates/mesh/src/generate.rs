@@ -11,6 +11,16 @@ use crate::cell::{CellFace, CellKind, Face};
 use crate::error::MeshError;
 use crate::hex_mesh::HexMesh;
 
+/// Most nodes a generated box may have: `2^31 - 1`, so that node indices fit the 32-bit
+/// indices of the sparse layer (`u32` block columns) and of XDMF/HDF5 connectivity (`i32`).
+pub const MAX_BOX_NODES: usize = i32::MAX as usize;
+
+/// Most bytes a generated box may take (64 GiB), estimated as 24 bytes per node (coordinates)
+/// plus 8 bytes per cell and cell node (connectivity and the cell set "all"). A guard against
+/// mistyped sizes (`cells: [1000, 1000, 1000]` of Q1 needs about 96 GB): such a box is an
+/// [`MeshError::InvalidSpec`] naming its size instead of an allocation failure.
+pub const MAX_BOX_BYTES: usize = 64 << 30;
+
 /// What [`generate_box`] builds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoxSpec {
@@ -58,25 +68,52 @@ impl BoxSpec {
         }
     }
 
+    /// Checks the box against [`MAX_BOX_NODES`] and [`MAX_BOX_BYTES`] (in exact, checked
+    /// integer arithmetic); needs every `cells[d] >= 1`.
+    fn check_size(&self) -> Result<(), MeshError> {
+        let product = |dims: [Option<usize>; 3]| {
+            dims.iter()
+                .try_fold(1usize, |acc, &n| n.and_then(|n| acc.checked_mul(n)))
+        };
+        let p = self.kind.order();
+        let n_nodes = product(self.cells.map(|n| n.checked_mul(p)?.checked_add(1)));
+        let n_cells = product(self.cells.map(Some));
+        let bytes = n_nodes.zip(n_cells).and_then(|(nodes, cells)| {
+            let per_cell = 8 * (self.kind.nodes_per_cell() + 1);
+            nodes
+                .checked_mul(24)?
+                .checked_add(cells.checked_mul(per_cell)?)
+        });
+        let too_big = |what: String| {
+            MeshError::InvalidSpec(format!(
+                "cells {:?} of kind {:?} {what}; reduce the cell counts",
+                self.cells, self.kind
+            ))
+        };
+        match (n_nodes, bytes) {
+            (Some(nodes), _) if nodes > MAX_BOX_NODES => Err(too_big(format!(
+                "give {nodes} nodes, over the limit of {MAX_BOX_NODES} (2^31 - 1)"
+            ))),
+            (Some(_), Some(bytes)) if bytes <= MAX_BOX_BYTES => Ok(()),
+            (Some(_), Some(bytes)) => Err(too_big(format!(
+                "need about {:.1} GB, over the limit of {} GiB for a generated box",
+                bytes as f64 / 1e9,
+                MAX_BOX_BYTES >> 30
+            ))),
+            _ => Err(too_big(format!(
+                "give more than {} nodes, over the limit of {MAX_BOX_NODES} (2^31 - 1)",
+                usize::MAX
+            ))),
+        }
+    }
+
     fn check(&self) -> Result<(), MeshError> {
         if let Some(d) = self.cells.iter().position(|&n| n == 0) {
             return Err(MeshError::InvalidSpec(format!(
                 "cells[{d}] is 0; every direction needs at least one cell"
             )));
         }
-        let nodes_per_dir = self.cells.map(|n| {
-            n.checked_mul(self.kind.order())
-                .and_then(|m| m.checked_add(1))
-        });
-        let n_nodes = nodes_per_dir
-            .iter()
-            .try_fold(1usize, |acc, n| n.and_then(|n| acc.checked_mul(n)));
-        if n_nodes.is_none_or(|n| n > u32::MAX as usize) {
-            return Err(MeshError::InvalidSpec(format!(
-                "{:?} cells of kind {:?} give too many nodes",
-                self.cells, self.kind
-            )));
-        }
+        self.check_size()?;
         match &self.corners {
             None => {
                 for d in 0..3 {

@@ -10,25 +10,30 @@ use crate::error::MeshError;
 /// Invariants (checked by [`HexMesh::validate`], established by every constructor of this
 /// crate): `cells.len() == n_cells * nodes_per_cell`, every node index is `< coords.len()`,
 /// no cell repeats a node, cell-local order is lexicographic (ARCHITECTURE.md), node sets and
-/// cell sets are sorted and unique, face sets are sorted and unique by `(cell, face)`.
+/// cell sets are sorted and unique, face sets are sorted and unique by `(cell, face)`,
+/// `cell_tags` (when present) has one entry per cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HexMesh {
     pub kind: CellKind,
     pub coords: Vec<[f64; 3]>,
     /// Flat connectivity, `kind.nodes_per_cell()` entries per cell.
     pub cells: Vec<usize>,
+    /// Element tag of each cell in the file it was read from (set by the Gmsh reader), so that
+    /// messages name elements as the user's mesh does; `None` for generated meshes.
+    pub cell_tags: Option<Vec<usize>>,
     pub node_sets: BTreeMap<String, Vec<usize>>,
     pub face_sets: BTreeMap<String, Vec<CellFace>>,
     pub cell_sets: BTreeMap<String, Vec<usize>>,
 }
 
 impl HexMesh {
-    /// A mesh without named sets; call [`HexMesh::validate`] on untrusted input.
+    /// A mesh without named sets or element tags; call [`HexMesh::validate`] on untrusted input.
     pub fn new(kind: CellKind, coords: Vec<[f64; 3]>, cells: Vec<usize>) -> Self {
         HexMesh {
             kind,
             coords,
             cells,
+            cell_tags: None,
             node_sets: BTreeMap::new(),
             face_sets: BTreeMap::new(),
             cell_sets: BTreeMap::new(),
@@ -56,6 +61,12 @@ impl HexMesh {
     pub fn cell_nodes(&self, c: usize) -> &[usize] {
         let npc = self.kind.nodes_per_cell();
         &self.cells[c * npc..(c + 1) * npc]
+    }
+
+    /// Cell `c` as messages name it: `"Gmsh element <tag> (cell c)"` for a cell read from a file,
+    /// `"cell c"` otherwise (see [`cell_name`]).
+    pub fn describe_cell(&self, c: usize) -> String {
+        cell_name(self.cell_tags.as_deref(), c)
     }
 
     /// Global nodes of a cell face, in the face's tensor order.
@@ -122,12 +133,22 @@ impl HexMesh {
                 "node {p} has a non-finite coordinate"
             )));
         }
+        if let Some(tags) = &self.cell_tags {
+            if tags.len() != self.n_cells() {
+                return Err(MeshError::Invalid(format!(
+                    "{} element tags for {} cells",
+                    tags.len(),
+                    self.n_cells()
+                )));
+            }
+        }
         let mut sorted = Vec::with_capacity(npc);
         for c in 0..self.n_cells() {
             let nodes = self.cell_nodes(c);
             if let Some(&bad) = nodes.iter().find(|&&n| n >= n_nodes) {
                 return Err(MeshError::Invalid(format!(
-                    "cell {c} references node {bad}, but the mesh has {n_nodes} nodes"
+                    "{} references node {bad}, but the mesh has {n_nodes} nodes",
+                    self.describe_cell(c)
                 )));
             }
             sorted.clear();
@@ -135,7 +156,8 @@ impl HexMesh {
             sorted.sort_unstable();
             if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
                 return Err(MeshError::Invalid(format!(
-                    "cell {c} repeats node {}",
+                    "{} repeats node {}",
+                    self.describe_cell(c),
                     w[0]
                 )));
             }
@@ -161,6 +183,16 @@ impl HexMesh {
             }
         }
         Ok(())
+    }
+}
+
+/// Cell `c` as messages name it, given the source file's element tags (one per cell):
+/// `"Gmsh element <tag> (cell c)"`, or `"cell c"` without tags (or for a `c` they do not cover).
+/// For code that keeps the tags but not the mesh, such as an assembler reporting a failure.
+pub fn cell_name(tags: Option<&[usize]>, c: usize) -> String {
+    match tags.and_then(|t| t.get(c)) {
+        Some(tag) => format!("Gmsh element {tag} (cell {c})"),
+        None => format!("cell {c}"),
     }
 }
 
@@ -238,6 +270,18 @@ mod tests {
     }
 
     #[test]
+    fn cells_are_named_by_their_element_tags() {
+        let mut mesh = two_cells();
+        assert_eq!(mesh.cell_tags, None);
+        assert_eq!(mesh.describe_cell(1), "cell 1");
+        mesh.cell_tags = Some(vec![41, 42]);
+        mesh.validate().unwrap();
+        assert_eq!(mesh.describe_cell(1), "Gmsh element 42 (cell 1)");
+        assert_eq!(mesh.describe_cell(0), "Gmsh element 41 (cell 0)");
+        assert_eq!(cell_name(Some(&[41, 42]), 7), "cell 7");
+    }
+
+    #[test]
     fn validate_rejects_broken_meshes() {
         let mut mesh = two_cells();
         mesh.cells[3] = 99;
@@ -252,6 +296,20 @@ mod tests {
         let mut mesh = two_cells();
         mesh.cells.pop();
         assert!(mesh.validate().is_err());
+
+        let mut mesh = two_cells();
+        mesh.cell_tags = Some(vec![41, 42]);
+        mesh.cells[9] = mesh.cells[8];
+        let err = mesh.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("Gmsh element 42 (cell 1) repeats node 1"),
+            "{err}"
+        );
+
+        let mut mesh = two_cells();
+        mesh.cell_tags = Some(vec![41]);
+        let err = mesh.validate().unwrap_err().to_string();
+        assert_eq!(err, "invalid mesh: 1 element tags for 2 cells");
 
         let mut mesh = two_cells();
         mesh.node_sets.insert("bad".into(), vec![3, 2]);

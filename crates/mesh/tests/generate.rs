@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mesh::{generate_box, BoxSpec, CellKind, Face, MeshError};
+use mesh::{generate_box, BoxSpec, CellKind, Face, MeshError, MAX_BOX_BYTES, MAX_BOX_NODES};
 
 fn close(a: [f64; 3], b: [f64; 3], tol: f64) -> bool {
     (0..3).all(|d| (a[d] - b[d]).abs() <= tol)
@@ -157,6 +157,44 @@ fn invalid_specs_are_rejected() {
     corners.swap(0, 1);
     let err = generate_box(&BoxSpec::mapped([1, 1, 1], corners, CellKind::Hex8)).unwrap_err();
     assert!(err.to_string().contains("right-handed"), "{err}");
+}
+
+/// Sizes over the documented limits are specification errors, found before any allocation.
+#[test]
+fn oversized_boxes_are_rejected() {
+    let spec = |cells, kind| BoxSpec::new(cells, [0.0; 3], [1.0; 3], kind);
+    // Q1 1000^3: 1003003001 nodes (under 2^31 - 1) but about 96 GB, over MAX_BOX_BYTES.
+    let err = generate_box(&spec([1000; 3], CellKind::Hex8)).unwrap_err();
+    assert!(matches!(err, MeshError::InvalidSpec(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "invalid box specification: cells [1000, 1000, 1000] of kind Hex8 need about 96.1 GB, \
+         over the limit of 64 GiB for a generated box; reduce the cell counts"
+    );
+    // Q2 1000^3: 2001^3 nodes, over MAX_BOX_NODES.
+    let err = generate_box(&spec([1000; 3], CellKind::Hex27)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("give 8012006001 nodes, over the limit of 2147483647 (2^31 - 1)"),
+        "{err}"
+    );
+    // Counts whose node product overflows usize.
+    let err = generate_box(&spec([usize::MAX, 2, 2], CellKind::Hex8)).unwrap_err();
+    assert!(err.to_string().contains("give more than"), "{err}");
+    let err = generate_box(&spec([1 << 22, 1 << 22, 1 << 22], CellKind::Hex8)).unwrap_err();
+    assert!(err.to_string().contains("give more than"), "{err}");
+    // At the node limit: a 1 x 1 x n line of Q1 cells has 4 (n + 1) nodes, 2^31 - 4 for
+    // n = 2^29 - 2 (passes the node check, fails the memory one) and 2^31 for n = 2^29 - 1.
+    let line = |n: usize| spec([1, 1, n], CellKind::Hex8);
+    let err = generate_box(&line((1 << 29) - 2)).unwrap_err();
+    assert!(
+        err.to_string().contains("GB, over the limit of 64 GiB"),
+        "{err}"
+    );
+    let err = generate_box(&line((1 << 29) - 1)).unwrap_err();
+    assert!(err.to_string().contains("give 2147483648 nodes"), "{err}");
+    assert_eq!(MAX_BOX_NODES, (1 << 31) - 1);
+    assert_eq!(MAX_BOX_BYTES, 64 << 30);
 }
 
 #[test]

@@ -236,3 +236,118 @@ fn missing_file_is_an_io_error() {
     assert!(matches!(err, MeshError::Io { .. }));
     assert!(err.to_string().contains("does_not_exist.msh"));
 }
+
+/// The reader keeps each hexahedron's element tag, and messages name cells by it.
+#[test]
+fn cells_keep_their_element_tags() {
+    let mesh = parse_gmsh(&one_hex("4.1 0 8", TAGS, &[])).unwrap();
+    assert_eq!(mesh.cell_tags.as_deref(), Some(&[1][..]));
+    assert_eq!(mesh.describe_cell(0), "Gmsh element 1 (cell 0)");
+    let cook = read_gmsh(data("../../inputs/meshes/cook_q1.msh")).unwrap();
+    let tags = cook.cell_tags.as_ref().unwrap();
+    assert_eq!(tags.len(), cook.n_cells());
+    let mut unique = tags.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), tags.len(), "element tags are unique");
+}
+
+/// Counts, dimensions and flags from hostile headers: each is an error naming the problem,
+/// never a panic, an overflow or an allocation sized by the header.
+#[test]
+fn hostile_headers_are_errors_without_huge_allocations() {
+    const HUGE: &str = "1000000000000000000"; // 1e18: a reservation of it would abort
+    const LARGE: &str = "1000000000000000"; // 1e15: a reservation of it would fail to allocate
+    const MAX: &str = "18446744073709551615"; // usize::MAX
+    let full = one_hex("4.1 0 8", TAGS, &[]);
+    let with = |from: &str, to: &str| {
+        assert!(full.contains(from), "{from}");
+        full.replacen(from, to, 1)
+    };
+    for count in [HUGE, LARGE, MAX] {
+        // $Nodes header count.
+        let err = parse_err(&with("$Nodes\n1 8 ", &format!("$Nodes\n1 {count} ")));
+        assert_eq!(
+            err,
+            format!("<text>:15: $Nodes header announces {count} nodes, but its blocks hold 8")
+        );
+        // Number of node blocks: the next block header is $EndNodes.
+        let err = parse_err(&with("$Nodes\n1 8 ", &format!("$Nodes\n{count} 8 ")));
+        assert_eq!(
+            err,
+            "<text>:33: invalid entity dimension '$EndNodes' (expected 0, 1, 2 or 3)"
+        );
+        // Nodes in a block: coordinates are read as tags until $EndNodes is no tag.
+        let err = parse_err(&with("3 1 0 8\n", &format!("3 1 0 {count}\n")));
+        assert_eq!(
+            err,
+            "<text>:33: expected node tag (an unsigned integer), found '$EndNodes'"
+        );
+        // Physical tags of an entity.
+        let err = parse_err(&with("1 1 1 1 9 0\n", &format!("1 1 1 {count} 9 0\n")));
+        assert_eq!(
+            err,
+            "<text>:13: expected physical tag (an integer), found '$EndEntities'"
+        );
+        // Entities, physical names, element blocks, elements in a block.
+        let err = parse_err(&with(
+            "$Entities\n0 0 1 1",
+            &format!("$Entities\n0 0 1 {count}"),
+        ));
+        assert!(err.contains("expected entity tag (an integer)"), "{err}");
+        let err = parse_err(&with(
+            "$PhysicalNames\n2",
+            &format!("$PhysicalNames\n{count}"),
+        ));
+        assert_eq!(
+            err,
+            "<text>:8: expected physical group dimension (an unsigned integer), found \
+             '$EndPhysicalNames'"
+        );
+        let err = parse_err(&with("$Elements\n1 ", &format!("$Elements\n{count} ")));
+        assert_eq!(
+            err,
+            "<text>:38: expected entity dimension (an unsigned integer), found '$EndElements'"
+        );
+        let err = parse_err(&with("3 1 5 1\n", &format!("3 1 5 {count}\n")));
+        assert!(err.contains("expected element tag"), "{err}");
+    }
+    // Entity dimensions above 3 (3 + usize::MAX parametric coordinates would overflow).
+    for dim in ["4", MAX] {
+        let err = parse_err(&with("3 1 0 8\n", &format!("{dim} 1 1 8\n")));
+        assert_eq!(
+            err,
+            format!("<text>:16: invalid entity dimension '{dim}' (expected 0, 1, 2 or 3)")
+        );
+        let err = parse_err(&with("3 1 5 1\n", &format!("{dim} 1 5 1\n")));
+        assert_eq!(
+            err,
+            format!("<text>:36: invalid entity dimension '{dim}' (expected 0, 1, 2 or 3)")
+        );
+    }
+    let err = parse_err(&with("3 1 0 8\n", "3 1 2 8\n"));
+    assert_eq!(
+        err,
+        "<text>:16: invalid parametric flag 2 (expected 0 or 1)"
+    );
+    // A count beyond 64 bits is no integer.
+    let err = parse_err(&with("$Nodes\n1 8 ", "$Nodes\n1 99999999999999999999999 "));
+    assert_eq!(
+        err,
+        "<text>:15: expected number of nodes (an unsigned integer), found \
+         '99999999999999999999999'"
+    );
+}
+
+/// Parametric node blocks carry `entity_dim` extra values per node, which are skipped.
+#[test]
+fn parametric_node_coordinates_are_skipped() {
+    let full = one_hex("4.1 0 8", TAGS, &[]);
+    let mut text = full.replacen("3 1 0 8\n", "3 1 1 8\n", 1);
+    for c in [
+        "0 0 0", "1 0 0", "1 1 0", "0 1 0", "0 0 1", "1 0 1", "1 1 1", "0 1 1",
+    ] {
+        text = text.replacen(&format!("\n{c}\n"), &format!("\n{c} 0.5 0.5 0.5\n"), 1);
+    }
+    assert_eq!(parse_gmsh(&text).unwrap(), parse_gmsh(&full).unwrap());
+}

@@ -1,11 +1,16 @@
-//! Slot sums of COO assembly: every output block is the ordered sum of its contributions.
+//! Slot sums of COO assembly: a *run* is the contributions one segment adds to one output block
+//! ([`crate::CooPlan`]); the kernels add each run, in list order, onto its block.
 //!
-//! The contributions of a slot lie scattered over the input (one per element sharing the slot's
-//! two nodes), so the sums are latency-bound; the fixed-size kernel prefetches the contributions
-//! [`PREFETCH_AHEAD`] places further down the slot lists.
+//! The contributions of a run lie scattered over the segment's values (one per element sharing the
+//! block's two nodes), and a segment's output blocks skip through the matrix, so the sums are
+//! latency-bound; the fixed-size kernel prefetches the contributions [`PREFETCH_AHEAD`] places and
+//! the output blocks [`OUTPUT_AHEAD`] runs further down the lists. A run that opens its block only
+//! writes it: reading it would stall on a cache miss for nothing.
 
-/// Contributions (in slot-list order) between a prefetch and its use.
+/// Contributions (in list order) between a prefetch and its use.
 const PREFETCH_AHEAD: usize = 24;
+/// Runs between the prefetch of a run's output block and its use.
+const OUTPUT_AHEAD: usize = 8;
 
 /// Hints the CPU to bring the cache line holding `p` into cache; a no-op off x86-64. Never
 /// dereferences `p`, which may be any address.
@@ -22,19 +27,54 @@ fn prefetch(p: *const f64) {
     let _ = p;
 }
 
-/// Overwrites `out` (the blocks of consecutive slots `s0..s1`) with the sum of each slot's
-/// contributions. `slot_ptr` holds `s1 - s0 + 1` absolute offsets into `contributions`; `values` is
-/// contribution-major with `BL` values per contribution. Sums run in ascending contribution order.
+/// Runs to add onto output blocks: the `k`-th run targets slot `slots[k]` and holds the
+/// contributions `contributions[run_ptr[k]..run_ptr[k + 1]]` (`run_ptr` has `slots.len() + 1`
+/// absolute offsets). Its block starts from zero if it *opens* the slot (bit `first_run + k` of
+/// the bitset `opens`), else from its current value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunList<'a> {
+    pub first_run: usize,
+    pub slots: &'a [u32],
+    pub opens: &'a [u64],
+    pub run_ptr: &'a [u32],
+    pub contributions: &'a [u32],
+}
+
+impl RunList<'_> {
+    /// Whether the `k`-th run opens its slot.
+    #[inline(always)]
+    fn opens(&self, k: usize) -> bool {
+        let bit = self.first_run + k;
+        self.opens[bit / 64] >> (bit % 64) & 1 == 1
+    }
+}
+
+/// Adds every run of `runs` onto block `slot - first_slot` of `out`: the block becomes its start
+/// value plus the run's contributions, added one after the other in list order. `values` is
+/// contribution-major with `BL` values per contribution.
 #[inline(never)]
-pub(crate) fn sum_slots<const BL: usize>(
-    slot_ptr: &[usize],
-    contributions: &[u32],
+pub(crate) fn add_runs<const BL: usize>(
+    runs: RunList<'_>,
     values: &[f64],
+    first_slot: usize,
     out: &mut [f64],
 ) {
-    for (o, w) in out.chunks_exact_mut(BL).zip(slot_ptr.windows(2)) {
+    let contributions = runs.contributions;
+    for (k, (&slot, w)) in runs.slots.iter().zip(runs.run_ptr.windows(2)).enumerate() {
+        if let Some(&ahead) = runs.slots.get(k + OUTPUT_AHEAD) {
+            let block = out
+                .as_ptr()
+                .wrapping_add((ahead as usize - first_slot) * BL);
+            prefetch(block);
+            prefetch(block.wrapping_add(BL - 1));
+        }
+        let o = &mut out[(slot as usize - first_slot) * BL..][..BL];
         let mut acc = [0.0f64; BL];
-        for (pos, &c) in (w[0]..w[1]).zip(&contributions[w[0]..w[1]]) {
+        if !runs.opens(k) {
+            acc.copy_from_slice(o);
+        }
+        let (start, end) = (w[0] as usize, w[1] as usize);
+        for (pos, &c) in (start..end).zip(&contributions[start..end]) {
             if let Some(&next) = contributions.get(pos + PREFETCH_AHEAD) {
                 let first = values.as_ptr().wrapping_add(next as usize * BL);
                 prefetch(first);
@@ -50,17 +90,20 @@ pub(crate) fn sum_slots<const BL: usize>(
     }
 }
 
-/// Runtime-size fallback of [`sum_slots`].
-pub(crate) fn sum_slots_dyn(
+/// Runtime-size fallback of [`add_runs`].
+pub(crate) fn add_runs_dyn(
     bl: usize,
-    slot_ptr: &[usize],
-    contributions: &[u32],
+    runs: RunList<'_>,
     values: &[f64],
+    first_slot: usize,
     out: &mut [f64],
 ) {
-    for (o, w) in out.chunks_exact_mut(bl).zip(slot_ptr.windows(2)) {
-        o.fill(0.0);
-        for &c in &contributions[w[0]..w[1]] {
+    for (k, (&slot, w)) in runs.slots.iter().zip(runs.run_ptr.windows(2)).enumerate() {
+        let o = &mut out[(slot as usize - first_slot) * bl..][..bl];
+        if runs.opens(k) {
+            o.fill(0.0);
+        }
+        for &c in &runs.contributions[w[0] as usize..w[1] as usize] {
             let c = c as usize * bl;
             o.iter_mut()
                 .zip(&values[c..c + bl])
@@ -70,20 +113,20 @@ pub(crate) fn sum_slots_dyn(
 }
 
 /// Calls the const-size kernel for the common block lengths, else the fallback.
-pub(crate) fn sum_slots_any(
+pub(crate) fn add_runs_any(
     bl: usize,
-    slot_ptr: &[usize],
-    contributions: &[u32],
+    runs: RunList<'_>,
     values: &[f64],
+    first_slot: usize,
     out: &mut [f64],
 ) {
     match bl {
-        1 => sum_slots::<1>(slot_ptr, contributions, values, out),
-        3 => sum_slots::<3>(slot_ptr, contributions, values, out),
-        6 => sum_slots::<6>(slot_ptr, contributions, values, out),
-        9 => sum_slots::<9>(slot_ptr, contributions, values, out),
-        18 => sum_slots::<18>(slot_ptr, contributions, values, out),
-        36 => sum_slots::<36>(slot_ptr, contributions, values, out),
-        _ => sum_slots_dyn(bl, slot_ptr, contributions, values, out),
+        1 => add_runs::<1>(runs, values, first_slot, out),
+        3 => add_runs::<3>(runs, values, first_slot, out),
+        6 => add_runs::<6>(runs, values, first_slot, out),
+        9 => add_runs::<9>(runs, values, first_slot, out),
+        18 => add_runs::<18>(runs, values, first_slot, out),
+        36 => add_runs::<36>(runs, values, first_slot, out),
+        _ => add_runs_dyn(bl, runs, values, first_slot, out),
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Result:
 //! - cells: the hexahedra (type 5 or 12, one kind per file) in file order, converted to the
-//!   lexicographic local order; any other volume element is an error;
+//!   lexicographic local order, their element tags kept in [`HexMesh::cell_tags`] for messages;
+//!   any other volume element is an error;
 //! - nodes: those used by the hexahedra, in `$Nodes` order (tags may be non-contiguous);
 //! - physical groups, named by `$PhysicalNames` or else by their tag as a string:
 //!   dimension 3 -> cell sets; dimension 2 -> face sets (each quadrangle matched to a cell face
@@ -14,7 +15,9 @@
 //!   dimensions 0 and 1 -> node sets (the nodes of their elements, of any type).
 //!   Elements of entities below dimension 3 without a physical group are skipped.
 //!
-//! Every error names the line (and the element tag where one is involved).
+//! Every error names the line (and the element tag where one is involved). Counts in the file
+//! are untrusted: no buffer is reserved beyond what the remaining text could hold, so a hostile
+//! header is an error at the end of the text, never an allocation failure.
 
 mod scanner;
 mod sections;
@@ -32,9 +35,9 @@ use sections::RawMesh;
 /// Reads and parses the MSH 4.1 ASCII file at `path`; errors are prefixed with the path.
 pub fn read_gmsh(path: impl AsRef<Path>) -> Result<HexMesh, MeshError> {
     let path = path.as_ref();
-    let text = std::fs::read(path).map_err(|source| MeshError::Io {
+    let text = std::fs::read(path).map_err(|error| MeshError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     // Invalid UTF-8 (binary data) becomes U+FFFD and fails as a bad token on its line; a
     // binary file is reported as such by its ASCII `$MeshFormat` line first.
@@ -173,6 +176,7 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
         cells.extend(gather(gmsh_cell, &to_lex).into_iter().map(|p| new_index[p]));
     }
     let mut mesh = HexMesh::new(kind, coords, cells);
+    mesh.cell_tags = Some(raw.cells.iter().map(|e| e.tag).collect());
 
     let name = |dim: usize, group: i64| -> String {
         raw.physical_names

@@ -34,6 +34,12 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Capacity worth reserving for `count` items announced by the file when each item takes at
+    /// least `min_bytes` bytes of text: never more than the unread text could hold.
+    pub fn capacity_for(&self, count: usize, min_bytes: usize) -> usize {
+        count.min((self.text.len() - self.pos) / min_bytes.max(1))
+    }
+
     /// Current line (of the last token read, or of the cursor).
     pub fn line(&self) -> usize {
         self.line
@@ -165,5 +171,20 @@ impl<'a> Scanner<'a> {
         self.line += rest[..at].matches('\n').count();
         self.pos += at + marker.len();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacities_are_bounded_by_the_unread_text() {
+        let mut sc = Scanner::new("12 34 56 78\n", "<text>");
+        assert_eq!(sc.capacity_for(usize::MAX, 2), 6);
+        assert_eq!(sc.capacity_for(3, 2), 3);
+        sc.next_token().unwrap();
+        assert_eq!(sc.capacity_for(usize::MAX, 4), 2);
+        assert_eq!(sc.capacity_for(usize::MAX, 0), 10);
     }
 }

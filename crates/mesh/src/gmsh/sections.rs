@@ -46,6 +46,10 @@ pub(super) struct RawMesh {
     pub elements_line: usize,
 }
 
+/// Fewest bytes of text a number takes: one character and a separator. Capacities reserved from
+/// counts in the file are bounded by the unread text divided by this (times numbers per item).
+const MIN_TOKEN_BYTES: usize = 2;
+
 /// Checks `$MeshFormat`: version 4.1, ASCII.
 pub(super) fn mesh_format(sc: &mut Scanner) -> Result<(), MeshError> {
     let (version, line) = sc.expect("format version")?;
@@ -96,7 +100,7 @@ pub(super) fn entities(sc: &mut Scanner, raw: &mut RawMesh) -> Result<(), MeshEr
                 sc.f64("entity coordinate")?;
             }
             let n_phys = sc.usize("number of physical tags")?;
-            let mut groups = Vec::with_capacity(n_phys);
+            let mut groups = Vec::with_capacity(sc.capacity_for(n_phys, MIN_TOKEN_BYTES));
             for _ in 0..n_phys {
                 groups.push(sc.i64("physical tag")?);
             }
@@ -112,27 +116,49 @@ pub(super) fn entities(sc: &mut Scanner, raw: &mut RawMesh) -> Result<(), MeshEr
     Ok(())
 }
 
+/// Reads `$Nodes`. Each block header (`entity_dim entity_tag parametric count`) is checked
+/// before its nodes are read: `entity_dim <= 3`, `parametric` 0 or 1.
 pub(super) fn nodes(sc: &mut Scanner, raw: &mut RawMesh) -> Result<(), MeshError> {
-    let header_line = sc.line();
     let n_blocks = sc.usize("number of node blocks")?;
+    let header_line = sc.line();
     let n_nodes = sc.usize("number of nodes")?;
     sc.usize("minimum node tag")?;
     sc.usize("maximum node tag")?;
-    raw.node_tags.reserve(n_nodes);
-    raw.node_coords.reserve(n_nodes);
+    // A node is at least a tag and three coordinates.
+    let capacity = sc.capacity_for(n_nodes, 4 * MIN_TOKEN_BYTES);
+    raw.node_tags.reserve(capacity);
+    raw.node_lines.reserve(capacity);
+    raw.node_coords.reserve(capacity);
     for _ in 0..n_blocks {
-        let entity_dim = sc.usize("entity dimension")?;
+        let (dim_tok, block_line) = sc.expect("entity dimension")?;
+        let entity_dim = match dim_tok.parse::<usize>() {
+            Ok(d) if d <= 3 => d,
+            _ => {
+                return Err(sc.error(
+                    block_line,
+                    format!("invalid entity dimension '{dim_tok}' (expected 0, 1, 2 or 3)"),
+                ))
+            }
+        };
         sc.i64("entity tag")?;
-        let parametric = sc.usize("parametric flag")?;
+        let n_parametric = match sc.usize("parametric flag")? {
+            0 => 0,
+            1 => entity_dim,
+            other => {
+                return Err(sc.error(
+                    sc.line(),
+                    format!("invalid parametric flag {other} (expected 0 or 1)"),
+                ))
+            }
+        };
         let count = sc.usize("number of nodes in block")?;
         for _ in 0..count {
             raw.node_tags.push(sc.usize("node tag")?);
             raw.node_lines.push(sc.line());
         }
-        let n_values = 3 + if parametric == 1 { entity_dim } else { 0 };
         for _ in 0..count {
             let x = [sc.f64("x")?, sc.f64("y")?, sc.f64("z")?];
-            for _ in 3..n_values {
+            for _ in 0..n_parametric {
                 sc.f64("parametric coordinate")?;
             }
             raw.node_coords.push(x);
@@ -241,7 +267,10 @@ pub(super) fn elements(sc: &mut Scanner, raw: &mut RawMesh) -> Result<(), MeshEr
                 ))
             }
             (d, _) if d > 3 => {
-                return Err(sc.error(type_line, format!("invalid entity dimension {d}")))
+                return Err(sc.error(
+                    type_line,
+                    format!("invalid entity dimension '{d}' (expected 0, 1, 2 or 3)"),
+                ))
             }
             _ => None,
         };
