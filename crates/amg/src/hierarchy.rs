@@ -15,10 +15,10 @@
 //! plan).
 //!
 //! Memory: the hierarchy keeps per level the operator (none on level 0 of an external one), the
-//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, its Galerkin plan and
-//! a 4-byte slot per block of `P` for the restriction; no transpose of `P`, no `P0`, no strength
-//! graph, and no copy of the fine near-null space except with `reuse: none`. Setup temporaries are
-//! freed as soon as their stage ends.
+//! smoother's block-diagonal inverses, and per transfer the aggregates, `P` and its Galerkin plan
+//! (whose `P^T` pattern and slot map also serve the restriction); no transpose of `P`, no `P0`,
+//! no strength graph, and no copy of the fine near-null space except with `reuse: none`. Setup
+//! temporaries are freed as soon as their stage ends.
 //!
 //! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
 //! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
@@ -29,7 +29,7 @@ use crate::eig::{estimate_emax, estimate_emax_in};
 use crate::params::{AmgParams, Reuse, SmootherKind, Storage};
 use crate::prolongator::smooth_prolongator;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
-use crate::restriction::{restrict, RestrictionMap};
+use crate::restriction::restrict;
 use crate::smoother::{Smoother, SmootherWork};
 use crate::storage::expand_values;
 use crate::strength::strength_graph;
@@ -66,11 +66,9 @@ struct Transfer {
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
     p_version: u64,
-    /// Galerkin plan of `p` on the level's operator; its `P^T` pattern also drives the restriction
-    /// (no separate transpose of `p` is kept).
+    /// Galerkin plan of `p` on the level's operator; its `P^T` pattern and slot map also drive the
+    /// restriction (no separate transpose of `p` is kept).
     galerkin: PtapPlan,
-    /// Slots of `p` for the blocks of the plan's `P^T` pattern (restriction), rebuilt with the plan.
-    restriction: RestrictionMap,
     galerkin_from: u64,
     /// Pattern of the fine operator the Galerkin plan was built for.
     galerkin_a_pattern: Arc<BlockPattern>,
@@ -333,7 +331,6 @@ impl Hierarchy {
             tm.smoothing_s += secs(t);
             let t = Instant::now();
             let galerkin = PtapPlan::new(a_l.pattern(), p.pattern())?;
-            let restriction = RestrictionMap::new(p.pattern(), galerkin.pt_pattern())?;
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
             let mut ac = Bsr::zeros(galerkin.pattern().clone(), k, k);
@@ -346,7 +343,6 @@ impl Hierarchy {
                 p,
                 p_version: version,
                 galerkin,
-                restriction,
                 galerkin_from: version,
                 galerkin_a_pattern,
             });
@@ -385,7 +381,7 @@ impl Hierarchy {
     }
 
     /// [`Storage::Scalar`]: replaces every operator and prolongator by its 1x1-block expansion and
-    /// rebuilds the restriction and Galerkin plans on the scalar patterns.
+    /// rebuilds the Galerkin plans (which also serve the restriction) on the scalar patterns.
     fn expand_to_scalar(
         a: &Bsr,
         levels: &mut [Level],
@@ -404,7 +400,6 @@ impl Hierarchy {
         for (tr, lev) in transfers.iter_mut().zip(levels.iter()) {
             let a_l = lev.a.as_ref().unwrap_or(a);
             tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
-            tr.restriction = RestrictionMap::new(tr.p.pattern(), tr.galerkin.pt_pattern())?;
             tr.galerkin_a_pattern = a_l.pattern().clone();
         }
         tm.galerkin_symbolic_s += secs(t);
@@ -548,7 +543,6 @@ impl Hierarchy {
                 || !same_pattern(&tr.galerkin_a_pattern, a_l.pattern())
             {
                 tr.galerkin = PtapPlan::new(a_l.pattern(), tr.p.pattern())?;
-                tr.restriction = RestrictionMap::new(tr.p.pattern(), tr.galerkin.pt_pattern())?;
                 tr.galerkin_from = tr.p_version;
                 tr.galerkin_a_pattern = a_l.pattern().clone();
                 if let Some(next_a) = next.a.as_mut() {
@@ -559,7 +553,7 @@ impl Hierarchy {
                     );
                 }
                 galerkin_plans_rebuilt += 1;
-                transposes_rebuilt += 1; // the plan's P^T pattern and the restriction map
+                transposes_rebuilt += 1; // the plan's P^T pattern and slot map (restriction)
             }
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
@@ -696,13 +690,7 @@ impl Hierarchy {
         let Some((c, deeper)) = rest.split_first_mut() else {
             return; // unreachable: every non-coarsest level has a work entry below it
         };
-        restrict(
-            &tr.p,
-            tr.galerkin.pt_pattern(),
-            &tr.restriction,
-            &sw.r,
-            &mut c.b,
-        );
+        restrict(&tr.p, &tr.galerkin, &sw.r, &mut c.b);
         self.cycle(fine, l + 1, &c.b, &mut c.x, &mut c.sw, deeper);
         tr.p.spmv_add(1.0, &c.x, 1.0, x);
         smoother.smooth(a, b, x, false, sw);

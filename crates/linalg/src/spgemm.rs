@@ -41,14 +41,6 @@ impl SpgemmPlan {
     }
 }
 
-/// The rows of a left operand: its pattern and, if its values live in another matrix's storage
-/// (`P^T` read from `P`), the storage slot of each of its slots.
-#[derive(Clone, Copy)]
-pub(crate) struct LeftRows<'a> {
-    pub pattern: &'a BlockPattern,
-    pub slots: Option<&'a [usize]>,
-}
-
 /// Symbolic `C = A B`; errors if `A`'s block columns are not `B`'s block rows. Copies both patterns
 /// into the plan (to check numeric operands).
 pub fn spgemm_symbolic(a: &BlockPattern, b: &BlockPattern) -> Result<SpgemmPlan, LinalgError> {
@@ -56,7 +48,7 @@ pub fn spgemm_symbolic(a: &BlockPattern, b: &BlockPattern) -> Result<SpgemmPlan,
 }
 
 /// [`spgemm_symbolic`] sharing the caller's patterns.
-pub(crate) fn spgemm_symbolic_shared(
+fn spgemm_symbolic_shared(
     a: Arc<BlockPattern>,
     b: Arc<BlockPattern>,
 ) -> Result<SpgemmPlan, LinalgError> {
@@ -142,13 +134,9 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
         b.block_cols(),
         c.block_cols(),
     )?;
-    let left = LeftRows {
-        pattern: a.pattern(),
-        slots: None,
-    };
     let plan_pattern = plan.pattern.clone();
     dispatch_product!(Nn, DynNn, (a.block_rows(), a.block_cols(), b.block_cols()), m => {
-        product_numeric(m, left, a.values(), b.pattern(), b.values(), &plan_pattern, c.values_mut())
+        product_numeric(m, a.pattern(), a.values(), b.pattern(), b.values(), &plan_pattern, c.values_mut())
     });
     Ok(())
 }
@@ -162,12 +150,11 @@ pub fn spgemm(a: &Bsr, b: &Bsr) -> Result<Bsr, LinalgError> {
     Ok(c)
 }
 
-/// Numeric Gustavson product `out = op(left) right` on the pattern `out_pattern` (which must contain
-/// every product block). `left_values` holds the left blocks in storage order (`left.slots` maps
-/// the left pattern's slots to it); `m` fixes the block shapes and `op`.
-pub(crate) fn product_numeric<M: BlockProduct>(
+/// Numeric Gustavson product `out = left right` on the pattern `out_pattern` (which must contain
+/// every product block); `m` fixes the block shapes.
+fn product_numeric<M: BlockProduct>(
     m: M,
-    left: LeftRows<'_>,
+    left: &BlockPattern,
     left_values: &[f64],
     right_pattern: &BlockPattern,
     right_values: &[f64],
@@ -201,7 +188,7 @@ pub(crate) fn product_numeric<M: BlockProduct>(
 
 /// The operands of [`product_numeric`].
 struct ProductArgs<'a> {
-    left: LeftRows<'a>,
+    left: &'a BlockPattern,
     left_values: &'a [f64],
     right_pattern: &'a BlockPattern,
     right_values: &'a [f64],
@@ -237,11 +224,10 @@ fn product_rows<M: BlockProduct>(
         }
         let orow = &mut out[(start - base) * obl..(end - base) * obl];
         orow.fill(0.0);
-        let lp = left.pattern.row_ptr();
+        let lp = left.row_ptr();
         for ls in lp[i]..lp[i + 1] {
-            let k = left.pattern.col_idx()[ls] as usize;
-            let slot = left.slots.map_or(ls, |s| s[ls]);
-            let lblk = &args.left_values[slot * lbl..(slot + 1) * lbl];
+            let k = left.col_idx()[ls] as usize;
+            let lblk = &args.left_values[ls * lbl..(ls + 1) * lbl];
             for rs in rp[k]..rp[k + 1] {
                 let l = marker[rc[rs] as usize] as usize;
                 m.mul_add(

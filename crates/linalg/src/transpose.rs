@@ -45,7 +45,21 @@ pub fn transpose_symbolic(a: &BlockPattern) -> TransposePlan {
 }
 
 /// [`transpose_symbolic`] sharing the caller's pattern instead of copying it.
-pub(crate) fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
+fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
+    let (pattern, source_slot) = transpose_pattern(&a, |k| k);
+    TransposePlan {
+        source: a,
+        pattern: Arc::new(pattern),
+        source_slot,
+    }
+}
+
+/// Pattern of `A^T` and, for each of its slots, `slot(k)` of the slot `k` of `A` it comes from: a
+/// counting sort by column, `O(nnz + n_block_cols)`; source rows ascend within each row of `A^T`.
+pub(crate) fn transpose_pattern<S: Copy + Default>(
+    a: &BlockPattern,
+    slot: impl Fn(usize) -> S,
+) -> (BlockPattern, Vec<S>) {
     let (nr, nc) = (a.n_block_rows(), a.n_block_cols());
     let mut row_ptr = vec![0usize; nc + 1];
     for &j in a.col_idx() {
@@ -56,21 +70,19 @@ pub(crate) fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
     }
     let mut next = row_ptr[..nc].to_vec();
     let mut col_idx = vec![0u32; a.nnz()];
-    let mut source_slot = vec![0usize; a.nnz()];
+    let mut source_slot = vec![S::default(); a.nnz()];
     for i in 0..nr {
         for k in a.row_ptr()[i]..a.row_ptr()[i + 1] {
             let pos = &mut next[a.col_idx()[k] as usize];
             col_idx[*pos] = i as u32;
-            source_slot[*pos] = k;
+            source_slot[*pos] = slot(k);
             *pos += 1;
         }
     }
-    let pattern = BlockPattern::new_trusted(nc, nr, row_ptr, col_idx);
-    TransposePlan {
-        source: a,
-        pattern: Arc::new(pattern),
+    (
+        BlockPattern::new_trusted(nc, nr, row_ptr, col_idx),
         source_slot,
-    }
+    )
 }
 
 /// Fills `at` (on `plan.pattern()`, blocks `a.block_cols() x a.block_rows()`) with `A^T`; parallel

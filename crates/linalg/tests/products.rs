@@ -109,7 +109,7 @@ fn ptap_matches_dense_and_reuses_its_plan() {
         );
         assert_close(&ac.to_dense(), &dense_ptap(&a, &p), 1e-12);
 
-        // Newton hot path: same plan, new A values, twice (workspace reuse).
+        // Newton hot path: same plan, new A values, twice.
         let plan = ptap_symbolic(a.pattern(), p.pattern()).unwrap();
         let mut ac2 = Bsr::zeros(plan.pattern().clone(), c, c);
         for _ in 0..2 {
@@ -145,6 +145,29 @@ fn products_are_bit_identical_across_thread_counts() {
     assert_eq!(bits(&pt1), bits(&pt4));
     assert_eq!(ac1.pattern(), ac4.pattern());
     assert_eq!(bits(&ac1), bits(&ac4));
+    // A random P has no locality: the plan streams (several batches of fine rows) and sums every
+    // block of A_c in fine-row order, as the two explicit products do.
+    let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+    assert_eq!(plan.fused_colors(), None);
+    assert_eq!(bits(&ac1), bits(&spgemm(&pt1, &ap1).unwrap()));
+}
+
+/// The plan's `P^T` (pattern and slot map, what a restriction `y = P^T x` needs) is the transpose
+/// plan's, and the plan holds nothing per block of `A P`.
+#[test]
+fn ptap_plan_exposes_the_transpose_of_p() {
+    let mut rng = Rng::new(35);
+    let pa = random_pattern(&mut rng, 200, 200, 0.05, true);
+    let p = random_bsr(&mut rng, 200, 40, 3, 6, 0.05);
+    let plan = PtapPlan::new(&pa, p.pattern()).unwrap();
+    let t = transpose_symbolic(p.pattern());
+    assert_eq!(plan.pt_pattern(), t.pattern());
+    let slots: Vec<usize> = plan.pt_slots().iter().map(|&s| s as usize).collect();
+    assert_eq!(slots, t.source_slots());
+    assert!(Arc::ptr_eq(plan.p_pattern(), p.pattern()));
+    // Streamed (random P): exactly P^T's pattern (row pointers and fine rows) and slot map.
+    assert_eq!(plan.fused_colors(), None);
+    assert_eq!(plan.memory_bytes(), 41 * 8 + p.pattern().nnz() * 8);
 }
 
 #[test]

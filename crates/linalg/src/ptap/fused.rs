@@ -10,19 +10,25 @@
 //!
 //! Colouring needs locality (fine rows numbered so that a chunk meets few coarse rows that later
 //! chunks also meet, as any mesh-ordered problem has); [`FusedPlan::new`] declines otherwise and
-//! the caller falls back to the two-pass product.
+//! the caller falls back to the streamed product.
+//!
+//! Plan memory: per chunk its coarse rows and colour, nothing per block of `P` or of `A P` (each
+//! row of `W` finds its columns on the fly, see module `wrow`).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::wrow::{unmark, w_row, Operands, UNMARKED};
 use crate::kernels::gemm::BlockProduct;
 use crate::BlockPattern;
 
-/// Fewest fine rows per chunk.
+/// Fine rows per chunk on large levels (fewer chunks than [`TARGET_CHUNKS`] would need more).
 const MIN_ROWS_PER_CHUNK: usize = 256;
 /// Chunks aimed at (fewer when chunks reach [`MIN_ROWS_PER_CHUNK`]).
 const TARGET_CHUNKS: usize = 256;
+/// Smallest chunks tried when larger ones do not colour (small levels).
+const FEWEST_ROWS_PER_CHUNK: usize = 16;
 /// Colours tracked per coarse row (one bit each): more means too little locality.
 const MAX_COLORS: usize = 64;
 /// Fewest chunks per colour on average for the fused path to keep both threads of a small
@@ -33,15 +39,13 @@ const MIN_CHUNKS_PER_COLOR: usize = 4;
 ///
 /// Invariants: chunk `t` is fine rows `t * rows_per_chunk ..` (the last one shorter);
 /// `coarse[coarse_ptr[t]..coarse_ptr[t + 1]]` lists, ascending, the coarse rows chunk `t` writes;
-/// `local[s]` is the index of slot `s` of `P`'s column in its chunk's list; chunks of one colour
-/// have disjoint lists; `by_color[color_ptr[k]..color_ptr[k + 1]]` are the chunks of colour `k`,
-/// ascending.
+/// chunks of one colour have disjoint lists; `by_color[color_ptr[k]..color_ptr[k + 1]]` are the
+/// chunks of colour `k`, ascending.
 #[derive(Debug, Clone)]
 pub(crate) struct FusedPlan {
     rows_per_chunk: usize,
     coarse_ptr: Vec<usize>,
     coarse: Vec<u32>,
-    local: Vec<u32>,
     color_ptr: Vec<usize>,
     by_color: Vec<u32>,
 }
@@ -50,12 +54,25 @@ impl FusedPlan {
     /// Chunks and colours `P`'s rows; `None` if the rows lack the locality that makes colouring
     /// pay (more than [`MAX_COLORS`] colours, or fewer than [`MIN_CHUNKS_PER_COLOR`] chunks per
     /// colour).
+    ///
+    /// Chunk size: `n / TARGET_CHUNKS` rows, at least [`MIN_ROWS_PER_CHUNK`]; if that does not
+    /// colour, halved until it does or would drop below [`FEWEST_ROWS_PER_CHUNK`] (small levels,
+    /// where a few large chunks span too many coarse rows). The first size that colours is kept,
+    /// so the chunks depend on `P`'s pattern only.
     pub(crate) fn new(p: &BlockPattern) -> Option<Self> {
-        let rows_per_chunk = p
+        let mut rows_per_chunk = p
             .n_block_rows()
             .div_ceil(TARGET_CHUNKS)
             .max(MIN_ROWS_PER_CHUNK);
-        Self::with_rows_per_chunk(p, rows_per_chunk)
+        loop {
+            if let Some(plan) = Self::with_rows_per_chunk(p, rows_per_chunk) {
+                return Some(plan);
+            }
+            rows_per_chunk /= 2;
+            if rows_per_chunk < FEWEST_ROWS_PER_CHUNK {
+                return None;
+            }
+        }
     }
 
     /// [`Self::new`] with chunks of `rows_per_chunk` (>= 1) fine rows.
@@ -63,18 +80,14 @@ impl FusedPlan {
         let n_rows = p.n_block_rows();
         let n_chunks = n_rows.div_ceil(rows_per_chunk);
         let (pp, pc) = (p.row_ptr(), p.col_idx());
-        let per_chunk: Vec<(Vec<u32>, Vec<u32>)> = (0..n_chunks)
+        let per_chunk: Vec<Vec<u32>> = (0..n_chunks)
             .into_par_iter()
             .map(|t| {
                 let slots = pp[t * rows_per_chunk]..pp[((t + 1) * rows_per_chunk).min(n_rows)];
-                let mut coarse = pc[slots.clone()].to_vec();
+                let mut coarse = pc[slots].to_vec();
                 coarse.sort_unstable();
                 coarse.dedup();
-                let local = pc[slots]
-                    .iter()
-                    .map(|c| coarse.partition_point(|x| x < c) as u32)
-                    .collect();
-                (coarse, local)
+                coarse
             })
             .collect();
 
@@ -83,7 +96,7 @@ impl FusedPlan {
         let mut used = vec![0u64; p.n_block_cols()];
         let mut color = Vec::with_capacity(n_chunks);
         let mut n_colors = 0;
-        for (coarse, _) in &per_chunk {
+        for coarse in &per_chunk {
             let taken = coarse.iter().fold(0u64, |m, &c| m | used[c as usize]);
             let k = taken.trailing_ones() as usize;
             if k >= MAX_COLORS {
@@ -110,20 +123,33 @@ impl FusedPlan {
         }
         let mut coarse_ptr = Vec::with_capacity(n_chunks + 1);
         coarse_ptr.push(0);
-        let (mut coarse, mut local) = (Vec::new(), Vec::with_capacity(pc.len()));
-        for (c, l) in per_chunk {
+        let mut coarse = Vec::with_capacity(per_chunk.iter().map(Vec::len).sum());
+        for c in per_chunk {
             coarse.extend_from_slice(&c);
-            local.extend_from_slice(&l);
             coarse_ptr.push(coarse.len());
         }
         Some(Self {
             rows_per_chunk,
             coarse_ptr,
             coarse,
-            local,
             color_ptr,
             by_color,
         })
+    }
+
+    /// Fine rows per chunk.
+    #[cfg(test)]
+    pub(crate) fn rows_per_chunk(&self) -> usize {
+        self.rows_per_chunk
+    }
+
+    /// Bytes of the plan's arrays.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        size_of_val(self.coarse_ptr.as_slice())
+            + size_of_val(self.coarse.as_slice())
+            + size_of_val(self.color_ptr.as_slice())
+            + size_of_val(self.by_color.as_slice())
     }
 
     /// Number of colours, i.e. of sequential phases of the numeric product.
@@ -148,14 +174,18 @@ impl FusedPlan {
 /// `m_ptw` blocks of `P^T W` (`(b x c)^T` times `b x c`).
 pub(crate) struct FusedArgs<'a> {
     pub plan: &'a FusedPlan,
-    pub a: &'a BlockPattern,
-    pub a_values: &'a [f64],
-    pub p: &'a BlockPattern,
-    pub p_values: &'a [f64],
-    /// Pattern of `A P` (the block structure of each `W_i`).
-    pub ap: &'a BlockPattern,
+    pub ops: Operands<'a>,
     /// Pattern of `A_c`.
     pub ac: &'a BlockPattern,
+}
+
+/// Per-thread scratch of the fused loop: the row `W_i`, its column marker, and for the chunk at
+/// hand the index of each coarse row in the chunk's list.
+struct Scratch {
+    w_cols: Vec<u32>,
+    w: Vec<f64>,
+    w_marker: Vec<u32>,
+    owned_index: Vec<u32>,
 }
 
 /// Overwrites `ac_values` with `P^T A P` (see the module documentation for the order of sums).
@@ -195,17 +225,25 @@ pub(crate) fn fused_numeric<M1: BlockProduct, M2: BlockProduct>(
             })
             .collect();
         tasks.into_par_iter().for_each_init(
-            || (vec![0u32; args.ap.n_block_cols()], Vec::new()),
-            |(marker, w), (t, mut owned)| {
+            || Scratch {
+                w_cols: Vec::new(),
+                w: Vec::new(),
+                w_marker: vec![UNMARKED; n_coarse],
+                owned_index: vec![0; n_coarse],
+            },
+            |scratch, (t, mut owned)| {
+                for (l, &c) in plan.coarse_rows(t).iter().enumerate() {
+                    scratch.owned_index[c as usize] = l as u32;
+                }
                 let first = t * plan.rows_per_chunk;
-                let fine = first..(first + plan.rows_per_chunk).min(args.p.n_block_rows());
+                let fine = first..(first + plan.rows_per_chunk).min(args.ops.p.n_block_rows());
                 #[cfg(target_arch = "x86_64")]
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU supports AVX2, checked just above.
-                    unsafe { fine_rows_avx2(m_ap, m_ptw, args, fine, marker, w, &mut owned) };
+                    unsafe { fine_rows_avx2(m_ap, m_ptw, args, fine, scratch, &mut owned) };
                     return;
                 }
-                fine_rows(m_ap, m_ptw, args, fine, marker, w, &mut owned);
+                fine_rows(m_ap, m_ptw, args, fine, scratch, &mut owned);
             },
         );
     }
@@ -218,12 +256,11 @@ fn fine_rows<M1: BlockProduct, M2: BlockProduct>(
     m_ptw: M2,
     args: &FusedArgs<'_>,
     fine: Range<usize>,
-    marker: &mut [u32],
-    w: &mut Vec<f64>,
+    scratch: &mut Scratch,
     owned: &mut [&mut [f64]],
 ) {
     for i in fine {
-        fine_row(m_ap, m_ptw, args, i, marker, w, owned);
+        fine_row(m_ap, m_ptw, args, i, scratch, owned);
     }
 }
 
@@ -239,62 +276,54 @@ unsafe fn fine_rows_avx2<M1: BlockProduct, M2: BlockProduct>(
     m_ptw: M2,
     args: &FusedArgs<'_>,
     fine: Range<usize>,
-    marker: &mut [u32],
-    w: &mut Vec<f64>,
+    scratch: &mut Scratch,
     owned: &mut [&mut [f64]],
 ) {
-    fine_rows(m_ap, m_ptw, args, fine, marker, w, owned);
+    fine_rows(m_ap, m_ptw, args, fine, scratch, owned);
 }
 
-/// Adds `P_i^T (A_i P)` into the chunk's coarse rows `owned`: first `W_i = A_i P` into `w` (blocks
-/// in the order of `A P`'s row `i`, located through `marker`), then each `P_iI^T W_iJ` into block
-/// `J` of coarse row `I`, found by walking row `I`'s ascending columns alongside `W_i`'s.
+/// Adds `P_i^T (A_i P)` into the chunk's coarse rows `owned`: first `W_i = A_i P` (module `wrow`),
+/// then each `P_iI^T W_iJ` into block `J` of coarse row `I`, found by walking row `I`'s ascending
+/// columns alongside `W_i`'s columns, sorted (`W_i`'s columns are a subset of row `I`'s: `A_c`'s
+/// pattern is that of `P^T (A P)`); `W_iJ` is located through the row's marker. Each block of
+/// `A_c` receives at most one term per fine row.
 #[inline(always)]
 fn fine_row<M1: BlockProduct, M2: BlockProduct>(
     m_ap: M1,
     m_ptw: M2,
     args: &FusedArgs<'_>,
     i: usize,
-    marker: &mut [u32],
-    w: &mut Vec<f64>,
+    scratch: &mut Scratch,
     owned: &mut [&mut [f64]],
 ) {
-    let (abl, pbl, obl) = (
-        m_ap.rows() * m_ap.inner(),
-        m_ap.inner() * m_ap.cols(),
-        m_ptw.rows() * m_ptw.cols(),
-    );
-    let (pp, pc, pv) = (args.p.row_ptr(), args.p.col_idx(), args.p_values);
-    let w_cols = args.ap.row(i);
-    for (l, &j) in w_cols.iter().enumerate() {
-        marker[j as usize] = l as u32;
-    }
+    let (pbl, obl) = (m_ap.inner() * m_ap.cols(), m_ptw.rows() * m_ptw.cols());
+    let Scratch {
+        w_cols,
+        w,
+        w_marker,
+        owned_index,
+    } = scratch;
+    w_cols.clear();
     w.clear();
-    w.resize(w_cols.len() * pbl, 0.0);
-    let ap = args.a.row_ptr();
-    for s in ap[i]..ap[i + 1] {
-        let k = args.a.col_idx()[s] as usize;
-        let ablk = &args.a_values[s * abl..(s + 1) * abl];
-        for t in pp[k]..pp[k + 1] {
-            let l = marker[pc[t] as usize] as usize;
-            m_ap.mul_add(
-                ablk,
-                &pv[t * pbl..(t + 1) * pbl],
-                &mut w[l * pbl..(l + 1) * pbl],
-            );
-        }
-    }
+    w_row(m_ap, &args.ops, i, w_marker, w_cols, w);
+    // Sorting the columns leaves the blocks where they are: the marker still locates them.
+    w_cols.sort_unstable();
+    let (pp, pc, pv) = (
+        args.ops.p.row_ptr(),
+        args.ops.p.col_idx(),
+        args.ops.p_values,
+    );
     for t in pp[i]..pp[i + 1] {
         let coarse_row = pc[t] as usize;
-        let out = &mut *owned[args.plan.local[t] as usize];
-        let ac_cols = args.ac.row(coarse_row);
+        let out = &mut *owned[owned_index[coarse_row] as usize];
         let pblk = &pv[t * pbl..(t + 1) * pbl];
+        let ac_cols = args.ac.row(coarse_row);
         let mut q = 0;
-        for (l, &j) in w_cols.iter().enumerate() {
-            // W_i's columns are a subset of row I's (A_c's pattern is that of P^T (A P)).
+        for &j in w_cols.iter() {
             while ac_cols[q] != j {
                 q += 1;
             }
+            let l = w_marker[j as usize] as usize;
             m_ptw.mul_add(
                 pblk,
                 &w[l * pbl..(l + 1) * pbl],
@@ -302,4 +331,5 @@ fn fine_row<M1: BlockProduct, M2: BlockProduct>(
             );
         }
     }
+    unmark(w_marker, w_cols);
 }

@@ -1,34 +1,37 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
-//! [`ptap_symbolic`] (once per pair of patterns) builds the transpose plan of `P`, the pattern of
-//! `A P`, the pattern of `A_c` and picks a numeric strategy; [`ptap_numeric`] (every Newton step,
-//! new `A` values, same `P`) recomputes only values. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c`
-//! is `c x c`.
+//! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map, the
+//! pattern of `A_c` and picks a numeric strategy; [`ptap_numeric`] (every Newton step, new `A`
+//! values, same `P`) recomputes only values. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
+//! `c x c`. Neither strategy stores `A P` or its pattern: each row `W_i = A_i P` is computed on the
+//! fly (module `wrow`).
 //!
 //! Strategies:
-//! - fused (module `fused`), when `P`'s rows have locality: one pass over the fine rows, each
-//!   computing `W_i = A_i P` in a small buffer and adding `P_i^T W_i` into `A_c`, in coloured
-//!   chunks that own their coarse rows. `A P` is never stored.
-//! - two-pass otherwise: `W = A P` into a workspace held by the plan, then `A_c = P^T W`, reading
-//!   `P^T`'s blocks straight from `P` (transposed on the fly) through the transpose plan's slot
-//!   map.
+//! - fused (module `fused`), when `P`'s rows colour: one pass over the fine rows, each adding
+//!   `P_i^T W_i` into `A_c` right away, in coloured chunks that own their coarse rows.
+//! - streamed (module `streamed`) otherwise: fine rows in batches, the batch's `W` rows first, then
+//!   `P^T W` parallel over coarse rows, reading `P^T`'s blocks straight from `P` (transposed on the
+//!   fly) through the plan's slot map; only one batch of `W` is held, during the call.
 //!
 //! Both compute every block of `W` in the same order; they differ only in how the terms of a block
 //! of `A_c` are grouped, and each is deterministic.
 
 mod fused;
+mod streamed;
 #[cfg(test)]
 mod tests;
+mod wrow;
 
-use std::sync::{Arc, Mutex, TryLockError};
+use std::mem::size_of_val;
+use std::sync::Arc;
 
 use fused::{fused_numeric, FusedArgs, FusedPlan};
+use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH};
+use wrow::Operands;
 
-use crate::kernels::gemm::{dispatch_product, DynNn, DynTn, Nn, Tn};
-use crate::spgemm::{
-    check_dim, product_numeric, product_pattern, spgemm_symbolic_shared, LeftRows, SpgemmPlan,
-};
-use crate::transpose::{same_pattern, transpose_symbolic_shared, TransposePlan};
+use crate::kernels::gemm::{DynNn, DynTn, Nn, Tn};
+use crate::spgemm::{check_dim, product_pattern};
+use crate::transpose::{same_pattern, transpose_pattern};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// `dispatch_galerkin!((b, c), (m_ap, m_ptw) => body)` binds the block products of `A P` (`Nn`,
@@ -63,14 +66,17 @@ macro_rules! dispatch_galerkin {
 
 /// Plan of `P^T A P` for one pair of patterns.
 ///
-/// Workspace (two-pass strategy only): the plan owns the values of `A P` (`nnz(AP) * b * c`
-/// doubles), allocated by the first [`ptap_numeric`] call and reused by later ones, so the hot path
-/// allocates nothing large. Numeric calls on one plan from several threads at once stay correct: a
-/// call that finds the workspace busy uses a temporary one. The fused strategy needs no workspace.
+/// Holds the patterns of `A` and `P` (shared with the caller, to check numeric operands), the
+/// pattern of `P^T` with, per block, the slot of `P` storing it (also what a restriction
+/// `y = P^T x` needs: [`PtapPlan::pt_pattern`], [`PtapPlan::pt_slots`]), the pattern of `A_c` and
+/// the strategy's chunking. No values: numeric calls allocate only small per-thread scratch (and,
+/// on the streamed strategy, one batch of `A P` rows), so several threads may share a plan.
 #[derive(Debug)]
 pub struct PtapPlan {
-    pt: TransposePlan,
-    ap: SpgemmPlan,
+    a: Arc<BlockPattern>,
+    p: Arc<BlockPattern>,
+    pt: Arc<BlockPattern>,
+    pt_slots: Vec<u32>,
     pattern: Arc<BlockPattern>,
     strategy: Strategy,
 }
@@ -79,47 +85,57 @@ pub struct PtapPlan {
 #[derive(Debug)]
 enum Strategy {
     Fused(FusedPlan),
-    TwoPass { ap_values: Mutex<Vec<f64>> },
+    Streamed { rows_per_batch: usize },
 }
 
 impl PtapPlan {
     /// Symbolic phase sharing the caller's patterns (numeric calls then recognise matrices on these
-    /// very patterns by pointer, without comparing them).
+    /// very patterns by pointer, without comparing them). Errors if `A` is not `n x n` blocks with
+    /// `n` the block rows of `P`, or `P` has `2^32` blocks or more.
     pub fn new(a: &Arc<BlockPattern>, p: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
-        Self::with_fused(a, p, FusedPlan::new)
+        Self::with_strategy(a, p, |p| match FusedPlan::new(p) {
+            Some(f) => Strategy::Fused(f),
+            None => Strategy::Streamed {
+                rows_per_batch: ROWS_PER_BATCH,
+            },
+        })
     }
 
-    /// [`PtapPlan::new`] with the fused strategy planned by `fused` (two-pass if it declines).
-    fn with_fused(
+    /// [`PtapPlan::new`] with the strategy `choose` picks for `P`'s pattern.
+    fn with_strategy(
         a: &Arc<BlockPattern>,
         p: &Arc<BlockPattern>,
-        fused: impl FnOnce(&BlockPattern) -> Option<FusedPlan>,
+        choose: impl FnOnce(&BlockPattern) -> Strategy,
     ) -> Result<Self, LinalgError> {
         check_dim("ptap: block cols of A", p.n_block_rows(), a.n_block_cols())?;
         check_dim("ptap: block rows of A", p.n_block_rows(), a.n_block_rows())?;
-        let ap = spgemm_symbolic_shared(a.clone(), p.clone())?;
-        let pt = transpose_symbolic_shared(p.clone());
-        let pattern = Arc::new(product_pattern(pt.pattern(), ap.pattern()));
-        let strategy = match fused(p) {
-            Some(f) => Strategy::Fused(f),
-            None => Strategy::TwoPass {
-                ap_values: Mutex::new(Vec::new()),
-            },
-        };
+        if u32::try_from(p.nnz()).is_err() {
+            return Err(LinalgError::DimensionTooLarge {
+                what: "ptap: number of blocks of P",
+                value: p.nnz(),
+            });
+        }
+        let (pt, pt_slots) = transpose_pattern(p, |k| k as u32);
+        let pt = Arc::new(pt);
+        // `A P`'s pattern lives only as long as this line.
+        let pattern = Arc::new(product_pattern(&pt, &product_pattern(a, p)));
+        let strategy = choose(p);
         Ok(Self {
+            a: a.clone(),
+            p: p.clone(),
             pt,
-            ap,
+            pt_slots,
             pattern,
             strategy,
         })
     }
 
     /// `Some(number of colours)` if numeric calls use the fused strategy (one sequential phase per
-    /// colour), `None` if they use the two-pass one.
+    /// colour), `None` if they use the streamed one.
     pub fn fused_colors(&self) -> Option<usize> {
         match &self.strategy {
             Strategy::Fused(f) => Some(f.n_colors()),
-            Strategy::TwoPass { .. } => None,
+            Strategy::Streamed { .. } => None,
         }
     }
 
@@ -128,14 +144,33 @@ impl PtapPlan {
         &self.pattern
     }
 
-    /// Pattern of the intermediate `A P`.
-    pub fn ap_pattern(&self) -> &Arc<BlockPattern> {
-        self.ap.pattern()
+    /// Pattern of `P` the plan was built for.
+    pub fn p_pattern(&self) -> &Arc<BlockPattern> {
+        &self.p
     }
 
-    /// Pattern of `P^T`.
+    /// Pattern of `P^T`: for each coarse row, the fine rows with a block in that column of `P`,
+    /// ascending.
     pub fn pt_pattern(&self) -> &Arc<BlockPattern> {
-        self.pt.pattern()
+        &self.pt
+    }
+
+    /// For each block `k` of [`PtapPlan::pt_pattern`], the slot of `P` that stores it (untransposed).
+    pub fn pt_slots(&self) -> &[u32] {
+        &self.pt_slots
+    }
+
+    /// Bytes the plan holds besides the patterns of `A`, `P` and `A_c` (the first two are the
+    /// caller's, the last is shared with the matrices built on it): `P^T`'s pattern and slot map and
+    /// the strategy's chunking.
+    pub fn memory_bytes(&self) -> usize {
+        let pt = size_of_val(self.pt.row_ptr())
+            + size_of_val(self.pt.col_idx())
+            + size_of_val(self.pt_slots.as_slice());
+        pt + match &self.strategy {
+            Strategy::Fused(f) => f.memory_bytes(),
+            Strategy::Streamed { .. } => 0,
+        }
     }
 }
 
@@ -150,8 +185,8 @@ pub fn ptap_symbolic(a: &BlockPattern, p: &BlockPattern) -> Result<PtapPlan, Lin
 /// Deterministic: every block sums in a fixed order whatever the thread count.
 pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(), LinalgError> {
     for (ok, what) in [
-        (same_pattern(a.pattern(), plan.ap.a()), "ptap_numeric: A"),
-        (same_pattern(p.pattern(), plan.ap.b()), "ptap_numeric: P"),
+        (same_pattern(a.pattern(), &plan.a), "ptap_numeric: A"),
+        (same_pattern(p.pattern(), &plan.p), "ptap_numeric: P"),
         (
             same_pattern(ac.pattern(), &plan.pattern),
             "ptap_numeric: A_c",
@@ -167,55 +202,34 @@ pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(
     check_dim("ptap_numeric: block rows of A_c", c, ac.block_rows())?;
     check_dim("ptap_numeric: block cols of A_c", c, ac.block_cols())?;
 
+    let ops = Operands {
+        a: a.pattern(),
+        a_values: a.values(),
+        p: p.pattern(),
+        p_values: p.values(),
+    };
+    let out = ac.values_mut();
     match &plan.strategy {
         Strategy::Fused(fused) => {
             let args = FusedArgs {
                 plan: fused,
-                a: a.pattern(),
-                a_values: a.values(),
-                p: p.pattern(),
-                p_values: p.values(),
-                ap: plan.ap.pattern(),
+                ops,
                 ac: &plan.pattern,
             };
-            let out = ac.values_mut();
             dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, out));
         }
-        Strategy::TwoPass { ap_values } => two_pass(plan, ap_values, a, p, ac),
+        Strategy::Streamed { rows_per_batch } => {
+            let args = StreamedArgs {
+                ops,
+                pt: &plan.pt,
+                pt_slots: &plan.pt_slots,
+                ac: &plan.pattern,
+                rows_per_batch: *rows_per_batch,
+            };
+            dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, out));
+        }
     }
     Ok(())
-}
-
-/// `W = A P` into the plan's workspace (or a temporary one if it is busy), then `A_c = P^T W`.
-fn two_pass(plan: &PtapPlan, workspace: &Mutex<Vec<f64>>, a: &Bsr, p: &Bsr, ac: &mut Bsr) {
-    let (b, c) = (p.block_rows(), p.block_cols());
-    let mut guard = match workspace.try_lock() {
-        Ok(g) => Some(g),
-        // The workspace is overwritten before it is read: a panic elsewhere cannot leave bad state.
-        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
-    };
-    let mut temporary = Vec::new();
-    let ap_values = match guard.as_deref_mut() {
-        Some(v) => v,
-        None => &mut temporary,
-    };
-    ap_values.resize(plan.ap.pattern().nnz() * b * c, 0.0);
-
-    let a_rows = LeftRows {
-        pattern: a.pattern(),
-        slots: None,
-    };
-    dispatch_product!(Nn, DynNn, (b, b, c), m => {
-        product_numeric(m, a_rows, a.values(), p.pattern(), p.values(), plan.ap.pattern(), ap_values)
-    });
-    let pt_rows = LeftRows {
-        pattern: plan.pt.pattern(),
-        slots: Some(plan.pt.source_slots()),
-    };
-    dispatch_product!(Tn, DynTn, (c, b, c), m => {
-        product_numeric(m, pt_rows, p.values(), plan.ap.pattern(), ap_values, &plan.pattern, ac.values_mut())
-    });
 }
 
 /// `P^T A P` as a new matrix.

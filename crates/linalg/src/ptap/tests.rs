@@ -1,11 +1,11 @@
-//! The fused strategy with small chunks (so that small problems colour), against dense references
-//! and the two-pass strategy.
+//! Both strategies on small problems (small chunks so that they colour, small batches so that
+//! batch boundaries are crossed), against dense references and each other.
 
 use std::sync::Arc;
 
 use super::fused::FusedPlan;
-use super::{ptap_numeric, PtapPlan};
-use crate::{BlockPattern, Bsr};
+use super::{ptap_numeric, PtapPlan, Strategy};
+use crate::{spgemm, transpose, BlockPattern, Bsr};
 
 /// splitmix64, for reproducible pseudo-random numbers.
 struct Rng(u64);
@@ -99,25 +99,67 @@ fn numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr) -> Bsr {
 }
 
 fn fused_plan(a: &Bsr, p: &Bsr, rows_per_chunk: usize) -> PtapPlan {
-    PtapPlan::with_fused(a.pattern(), p.pattern(), |p| {
-        FusedPlan::with_rows_per_chunk(p, rows_per_chunk)
+    PtapPlan::with_strategy(a.pattern(), p.pattern(), |p| {
+        Strategy::Fused(FusedPlan::with_rows_per_chunk(p, rows_per_chunk).expect("colours"))
     })
     .unwrap()
 }
 
+fn streamed_plan(a: &Bsr, p: &Bsr, rows_per_batch: usize) -> PtapPlan {
+    PtapPlan::with_strategy(a.pattern(), p.pattern(), |_| Strategy::Streamed {
+        rows_per_batch,
+    })
+    .unwrap()
+}
+
+fn bits(m: &Bsr) -> Vec<u64> {
+    m.values().iter().map(|v| v.to_bits()).collect()
+}
+
+fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
 #[test]
-fn fused_matches_dense_and_two_pass() {
+fn fused_and_streamed_match_dense() {
     let mut rng = Rng(40);
     for (b, c) in [(3, 6), (6, 6), (3, 3), (1, 1), (2, 5)] {
         let (a, p) = chain(&mut rng, 61, b, c);
         let fused = fused_plan(&a, &p, 3);
         let colors = fused.fused_colors().expect("a chain colours");
         assert!((2..=4).contains(&colors), "{colors} colours");
-        let two_pass = PtapPlan::with_fused(a.pattern(), p.pattern(), |_| None).unwrap();
-        assert_eq!(two_pass.fused_colors(), None);
-        let (f, t) = (numeric(&fused, &a, &p), numeric(&two_pass, &a, &p));
+        let streamed = streamed_plan(&a, &p, 5);
+        assert_eq!(streamed.fused_colors(), None);
+        let (f, s) = (numeric(&fused, &a, &p), numeric(&streamed, &a, &p));
         assert_close(&f.to_dense(), &dense_ptap(&a, &p), 1e-12);
-        assert_close(&f.to_dense(), &t.to_dense(), 1e-13);
+        assert_close(&s.to_dense(), &dense_ptap(&a, &p), 1e-12);
+    }
+}
+
+/// The streamed product sums every block in ascending fine-row order, as `P^T (A P)` by two
+/// explicit products does: the same bits, whatever the batch size (1, uneven, one batch for all)
+/// and the thread count.
+#[test]
+fn streamed_equals_two_explicit_products_bit_for_bit() {
+    let mut rng = Rng(43);
+    for (b, c) in [(3, 6), (6, 6), (2, 5)] {
+        let (a, p) = chain(&mut rng, 97, b, c);
+        let reference = spgemm(&transpose(&p), &spgemm(&a, &p).unwrap()).unwrap();
+        for (rows_per_batch, threads) in [(1, 1), (7, 3), (16, 2), (97, 4), (1000, 1)] {
+            let ac = with_threads(threads, || {
+                numeric(&streamed_plan(&a, &p, rows_per_batch), &a, &p)
+            });
+            assert_eq!(ac.pattern(), reference.pattern());
+            assert_eq!(
+                bits(&ac),
+                bits(&reference),
+                "blocks {b}x{c}, batch {rows_per_batch}, {threads} threads"
+            );
+        }
     }
 }
 
@@ -126,20 +168,14 @@ fn fused_is_bit_identical_across_thread_counts_and_calls() {
     let mut rng = Rng(41);
     let (a, p) = chain(&mut rng, 400, 3, 6);
     let run = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| {
-                let plan = fused_plan(&a, &p, 8);
-                assert!(plan.fused_colors().is_some());
-                let first = numeric(&plan, &a, &p);
-                let again = numeric(&plan, &a, &p);
-                assert_eq!(first.values(), again.values());
-                first
-            })
+        with_threads(threads, || {
+            let plan = fused_plan(&a, &p, 8);
+            let first = numeric(&plan, &a, &p);
+            let again = numeric(&plan, &a, &p);
+            assert_eq!(first.values(), again.values());
+            first
+        })
     };
-    let bits = |m: &Bsr| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     let one = bits(&run(1));
     assert_eq!(one, bits(&run(3)));
     assert_eq!(one, bits(&run(8)));
@@ -158,7 +194,54 @@ fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
             }
         }
     }
-    // Every chunk touches every coarse row: all chunks conflict, too few chunks per colour.
+    // Every chunk touches every coarse row: all chunks conflict, too few chunks per colour; the
+    // default plan then streams, and still computes P^T A P.
     let dense = pattern(40, 4, |_| (0..4).collect());
     assert!(FusedPlan::with_rows_per_chunk(&dense, 2).is_none());
+    assert!(FusedPlan::new(&dense).is_none());
+    let a = Bsr::from_parts(pattern(40, 40, |i| vec![i as u32]), 2, 2, rng.vec(40 * 4)).unwrap();
+    let p = Bsr::from_parts(dense.clone(), 2, 3, rng.vec(dense.nnz() * 6)).unwrap();
+    let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+    assert_eq!(plan.fused_colors(), None);
+    assert_close(
+        &numeric(&plan, &a, &p).to_dense(),
+        &dense_ptap(&a, &p),
+        1e-12,
+    );
+}
+
+/// Small levels: 256-row chunks give too few chunks to colour a chain of 1500 rows (6 chunks, 2 colours), so
+/// the default plan halves the chunks until they colour; the chunking depends on the pattern only.
+#[test]
+fn small_levels_take_smaller_chunks() {
+    let mut rng = Rng(44);
+    let (a, p) = chain(&mut rng, 1500, 1, 1);
+    assert!(FusedPlan::with_rows_per_chunk(p.pattern(), 256).is_none());
+    let plan = FusedPlan::new(p.pattern()).expect("a chain colours with smaller chunks");
+    assert!(plan.rows_per_chunk() < 256 && plan.rows_per_chunk() >= 16);
+    let ptap = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+    assert!(ptap.fused_colors().is_some());
+    assert_close(
+        &numeric(&ptap, &a, &p).to_dense(),
+        &dense_ptap(&a, &p),
+        1e-12,
+    );
+}
+
+/// The plan's `P^T` pattern and slot map agree with the transpose plan, and its memory is what
+/// they and the chunking hold (no `A P` pattern, nothing per block of `A P`).
+#[test]
+fn transpose_slots_and_memory() {
+    let mut rng = Rng(45);
+    let (a, p) = chain(&mut rng, 400, 3, 6);
+    let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+    let t = crate::transpose_symbolic(p.pattern());
+    assert_eq!(plan.pt_pattern(), t.pattern());
+    let slots: Vec<usize> = plan.pt_slots().iter().map(|&s| s as usize).collect();
+    assert_eq!(slots, t.source_slots());
+    assert!(Arc::ptr_eq(plan.p_pattern(), p.pattern()));
+    let pt_bytes = (p.pattern().n_block_cols() + 1) * 8 + p.pattern().nnz() * 8;
+    let streamed = streamed_plan(&a, &p, 16);
+    assert_eq!(streamed.memory_bytes(), pt_bytes);
+    assert!(plan.memory_bytes() > pt_bytes && plan.memory_bytes() < pt_bytes + 4096);
 }
