@@ -43,7 +43,7 @@ fn ex56_with_q2_elements_converges() {
 #[test]
 fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = std::env::temp_dir().join(format!("hexfem-gamg-{}", std::process::id()));
-    let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs/twisting_column.yaml");
+    let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
     let outcome = apps::run::run(&apps::run::RunOptions {
         input,
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],

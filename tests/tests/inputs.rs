@@ -7,7 +7,7 @@ use apps::run::{run, Progress, RunOptions, RunOutcome};
 use serde_json::Value;
 
 fn inputs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
 }
 
 /// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart).
