@@ -8,14 +8,28 @@ use linalg::{ops, Vector};
 /// the true residual.
 fn ex56_iterations(m: usize, order: usize) -> usize {
     let problem = Ex56::new(m, order).unwrap();
-    let hierarchy = Hierarchy::setup(&problem.a, &problem.near_null, &AmgParams::default()).unwrap();
+    let hierarchy =
+        Hierarchy::setup(&problem.a, &problem.near_null, &AmgParams::default()).unwrap();
     let mut x = Vector::zeros(problem.b.len());
-    let outcome = cg(&problem.a, &problem.b, &mut x, &hierarchy, &CgParams { rtol: 1e-8, ..CgParams::default() }).unwrap();
+    let outcome = cg(
+        &problem.a,
+        &problem.b,
+        &mut x,
+        &hierarchy,
+        &CgParams {
+            rtol: 1e-8,
+            ..CgParams::default()
+        },
+    )
+    .unwrap();
     assert!(outcome.converged, "m = {m}, Q{order}: {:?}", outcome.reason);
     let mut r = Vector::zeros(x.len());
     problem.a.spmv(&x, &mut r);
     ops::axpby(1.0, &problem.b, -1.0, &mut r);
-    assert!(ops::norm2(&r) <= 1.01e-8 * ops::norm2(&problem.b), "true residual of m = {m}");
+    assert!(
+        ops::norm2(&r) <= 1.01e-8 * ops::norm2(&problem.b),
+        "true residual of m = {m}"
+    );
     outcome.iterations
 }
 
@@ -26,7 +40,10 @@ fn ex56_iterations_are_mesh_independent() {
     let its: Vec<usize> = [9, 17, 33].iter().map(|&m| ex56_iterations(m, 1)).collect();
     let (lo, hi) = (*its.iter().min().unwrap(), *its.iter().max().unwrap());
     assert!(hi <= 20, "{its:?}");
-    assert!(hi - lo <= 5, "iterations should not grow with the mesh: {its:?}");
+    assert!(
+        hi - lo <= 5,
+        "iterations should not grow with the mesh: {its:?}"
+    );
 }
 
 /// Quadratic elements: the same AMG (rigid-body modes of all 27 nodes) converges, and stays
@@ -43,7 +60,8 @@ fn ex56_with_q2_elements_converges() {
 #[test]
 fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = std::env::temp_dir().join(format!("hexfem-gamg-{}", std::process::id()));
-    let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
+    let input =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
     let outcome = apps::run::run(&apps::run::RunOptions {
         input,
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
@@ -51,19 +69,46 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
         progress: apps::run::Progress::Quiet,
     })
     .unwrap();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
-    let solves: Vec<&serde_json::Value> = summary["steps"].as_array().unwrap().iter().flat_map(|s| s["linear_solver"].as_array().unwrap()).collect();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
+    let solves: Vec<&serde_json::Value> = summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["linear_solver"].as_array().unwrap())
+        .collect();
     assert!(solves.len() >= 4);
     // exactly one cold set-up in the whole run (it may belong to an attempt that was cut back)
-    let cold = solves.iter().filter(|s| s["linear"]["setup"] == "amg_cold").count();
-    let cutbacks: u64 = summary["steps"].as_array().unwrap().iter().map(|s| s["cutbacks"].as_u64().unwrap()).sum();
-    assert!(cold <= 1 && (cold == 1 || cutbacks > 0), "{cold} cold set-ups, {cutbacks} cutbacks");
-    assert!(solves.iter().all(|s| s["linear"]["setup"] == "amg_cold" || s["linear"]["setup"] == "amg_hot"));
-    assert!(solves.iter().filter(|s| s["linear"]["setup"] == "amg_hot").all(|s| s["linear"].get("hierarchy").is_none()));
+    let cold = solves
+        .iter()
+        .filter(|s| s["linear"]["setup"] == "amg_cold")
+        .count();
+    let cutbacks: u64 = summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cutbacks"].as_u64().unwrap())
+        .sum();
+    assert!(
+        cold <= 1 && (cold == 1 || cutbacks > 0),
+        "{cold} cold set-ups, {cutbacks} cutbacks"
+    );
+    assert!(solves
+        .iter()
+        .all(|s| s["linear"]["setup"] == "amg_cold" || s["linear"]["setup"] == "amg_hot"));
+    assert!(solves
+        .iter()
+        .filter(|s| s["linear"]["setup"] == "amg_hot")
+        .all(|s| s["linear"].get("hierarchy").is_none()));
     // the hierarchy is recorded for the run: 3x3 blocks on the fine level, 6x6 below
     let levels = summary["preconditioner"]["levels"].as_array().unwrap();
     assert!(levels.len() >= 2);
     assert_eq!(levels[0]["block_size"], 3);
     assert!(levels[1..].iter().all(|l| l["block_size"] == 6));
-    assert!(summary["preconditioner"]["operator_complexity"].as_f64().unwrap() > 1.0);
+    assert!(
+        summary["preconditioner"]["operator_complexity"]
+            .as_f64()
+            .unwrap()
+            > 1.0
+    );
 }

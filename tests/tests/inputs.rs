@@ -12,7 +12,8 @@ fn inputs_dir() -> PathBuf {
 
 /// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart).
 fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
-    let out = std::env::temp_dir().join(format!("hexfem-inputs-{}-{tag}-{name}", std::process::id()));
+    let out =
+        std::env::temp_dir().join(format!("hexfem-inputs-{}-{tag}-{name}", std::process::id()));
     let outcome = run(&RunOptions {
         input: inputs_dir().join(format!("{name}.yaml")),
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
@@ -20,7 +21,8 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
         progress: Progress::Quiet,
     })
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
-    let summary: Value = serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
     assert_eq!(summary["status"]["state"], "completed", "{name}");
     (outcome, summary)
 }
@@ -31,9 +33,16 @@ fn last_displacement(outcome: &RunOutcome) -> (Vec<[f64; 3]>, Vec<[f64; 3]>) {
     let rows = |path: &str| -> Vec<[f64; 3]> {
         let ds = file.dataset(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(ds.shape()[1], 3, "{path}");
-        ds.read_raw::<f64>().unwrap().chunks_exact(3).map(|r| [r[0], r[1], r[2]]).collect()
+        ds.read_raw::<f64>()
+            .unwrap()
+            .chunks_exact(3)
+            .map(|r| [r[0], r[1], r[2]])
+            .collect()
     };
-    (rows("mesh/coordinates"), rows(&format!("steps/{:06}/displacement", outcome.steps)))
+    (
+        rows("mesh/coordinates"),
+        rows(&format!("steps/{:06}/displacement", outcome.steps)),
+    )
 }
 
 /// Displacement of the node at `x` (which must be a mesh node).
@@ -61,7 +70,11 @@ fn cantilever_q2_matches_beam_theory() {
     let tip = displacement_at(&coords, &u, [10.0, 0.5, 0.5]);
     let exact = beam_tip_deflection();
     // 3D clamping (no warping freedom) and Poisson effects make the solid a little stiffer
-    assert!((-tip[2] - exact).abs() < 0.02 * exact, "tip {} vs beam {exact}", -tip[2]);
+    assert!(
+        (-tip[2] - exact).abs() < 0.02 * exact,
+        "tip {} vs beam {exact}",
+        -tip[2]
+    );
     // linear material: one Newton iteration
     assert_eq!(summary["steps"][0]["newton_iterations"], 1);
 }
@@ -73,7 +86,10 @@ fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
     let tip = -displacement_at(&coords, &u, [10.0, 0.5, 0.5])[2];
     let exact = beam_tip_deflection();
     // fully integrated trilinear hexahedra lock mildly in bending: stiffer, within 6 %
-    assert!(tip < exact && tip > 0.94 * exact, "tip {tip} vs beam {exact}");
+    assert!(
+        tip < exact && tip > 0.94 * exact,
+        "tip {tip} vs beam {exact}"
+    );
 }
 
 /// Uniaxial dead load on a compressible neo-Hookean block on rollers: the deformation
@@ -83,11 +99,17 @@ fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
 fn neo_hookean_block_matches_the_homogeneous_solution() {
     let (outcome, summary) = run_input("block", "neo_hookean_block", &[]);
     let (e, nu, t) = (10.0, 0.3, 3.0);
-    let (lambda, mu) = (e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), e / (2.0 * (1.0 + nu)));
+    let (lambda, mu) = (
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+        e / (2.0 * (1.0 + nu)),
+    );
     let (mut a, mut c) = (1.0f64, 1.0f64);
     for _ in 0..50 {
         let lnj = (a * a * c).ln();
-        let r = [mu * (a - 1.0 / a) + lambda * lnj / a, mu * (c - 1.0 / c) + lambda * lnj / c - t];
+        let r = [
+            mu * (a - 1.0 / a) + lambda * lnj / a,
+            mu * (c - 1.0 / c) + lambda * lnj / c - t,
+        ];
         let j11 = mu * (1.0 + 1.0 / (a * a)) + lambda * (2.0 / (a * a) - lnj / (a * a));
         let j12 = lambda / (a * c);
         let j21 = 2.0 * lambda / (a * c);
@@ -99,7 +121,13 @@ fn neo_hookean_block_matches_the_homogeneous_solution() {
     let (coords, u) = last_displacement(&outcome);
     let corner = displacement_at(&coords, &u, [1.0, 1.0, 1.0]);
     for (got, want) in corner.iter().zip([a - 1.0, a - 1.0, c - 1.0]) {
-        assert!((got - want).abs() < 1e-7, "corner {corner:?} vs ({}, {}, {})", a - 1.0, a - 1.0, c - 1.0);
+        assert!(
+            (got - want).abs() < 1e-7,
+            "corner {corner:?} vs ({}, {}, {})",
+            a - 1.0,
+            a - 1.0,
+            c - 1.0
+        );
     }
     // Newton converges quadratically: no step needs more than 6 iterations
     for step in summary["steps"].as_array().unwrap() {
@@ -124,10 +152,15 @@ fn twisting_column_reactions_are_in_equilibrium() {
         .chunks_exact(3)
         .map(|r| [r[0], r[1], r[2]])
         .collect();
-    let (mut force, mut moment, mut top_torque, mut scale) = ([0.0f64; 3], [0.0f64; 3], 0.0, 0.0f64);
+    let (mut force, mut moment, mut top_torque, mut scale) =
+        ([0.0f64; 3], [0.0f64; 3], 0.0, 0.0f64);
     for ((x, u), r) in coords.iter().zip(&u).zip(&reactions) {
         let p = [x[0] + u[0], x[1] + u[1], x[2] + u[2]];
-        let m = [p[1] * r[2] - p[2] * r[1], p[2] * r[0] - p[0] * r[2], p[0] * r[1] - p[1] * r[0]];
+        let m = [
+            p[1] * r[2] - p[2] * r[1],
+            p[2] * r[0] - p[0] * r[2],
+            p[0] * r[1] - p[1] * r[0],
+        ];
         for d in 0..3 {
             force[d] += r[d];
             moment[d] += m[d];
@@ -140,15 +173,27 @@ fn twisting_column_reactions_are_in_equilibrium() {
     // Saint-Venant torsion of the unit square section, T = G J theta / L with J = 0.1406 a^4,
     // G = mu = 10, theta = 120 degrees, L = 4; finite strain changes it by a few per cent
     let saint_venant = 10.0 * 0.1406 * 120f64.to_radians() / 4.0;
-    assert!((top_torque.abs() - saint_venant).abs() < 0.15 * saint_venant, "torque {top_torque} vs {saint_venant}");
+    assert!(
+        (top_torque.abs() - saint_venant).abs() < 0.15 * saint_venant,
+        "torque {top_torque} vs {saint_venant}"
+    );
     for d in 0..3 {
-        assert!(force[d].abs() < 1e-6 * scale, "net force {force:?} (scale {scale})");
-        assert!(moment[d].abs() < 1e-6 * top_torque.abs(), "net moment {moment:?} vs torque {top_torque}");
+        assert!(
+            force[d].abs() < 1e-6 * scale,
+            "net force {force:?} (scale {scale})"
+        );
+        assert!(
+            moment[d].abs() < 1e-6 * top_torque.abs(),
+            "net moment {moment:?} vs torque {top_torque}"
+        );
     }
     // load factors 1/6, 2/6, ..., 1 and a strain energy that grows with the twist
     let steps = summary["steps"].as_array().unwrap();
     assert_eq!(steps.last().unwrap()["load_factor"].as_f64().unwrap(), 1.0);
-    let energies: Vec<f64> = steps.iter().map(|s| s["strain_energy"].as_f64().unwrap()).collect();
+    let energies: Vec<f64> = steps
+        .iter()
+        .map(|s| s["strain_energy"].as_f64().unwrap())
+        .collect();
     assert!(energies.windows(2).all(|w| w[1] > w[0]), "{energies:?}");
 }
 
@@ -156,11 +201,18 @@ fn twisting_column_reactions_are_in_equilibrium() {
 #[test]
 fn cook_membrane_from_gmsh_agrees_across_linear_solvers() {
     let (amg, _) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
-    let (direct, _) = run_input("cook", "cook_membrane", &["linear_solver.method=direct", "output.name=cook_direct"]);
+    let (direct, _) = run_input(
+        "cook",
+        "cook_membrane",
+        &["linear_solver.method=direct", "output.name=cook_direct"],
+    );
     let (coords, ua) = last_displacement(&amg);
     let (_, ud) = last_displacement(&direct);
     let tip = displacement_at(&coords, &ua, [48.0, 60.0, 0.0]);
-    assert!(tip[1] > 0.5, "the tip moves up under the upward shear: {tip:?}");
+    assert!(
+        tip[1] > 0.5,
+        "the tip moves up under the upward shear: {tip:?}"
+    );
     let scale = tip[1].abs();
     for (a, d) in ua.iter().zip(&ud) {
         for k in 0..3 {
@@ -176,7 +228,8 @@ fn every_input_runs() {
         .unwrap()
         .filter_map(|e| {
             let p = e.unwrap().path();
-            (p.extension()? == "yaml").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+            (p.extension()? == "yaml")
+                .then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
         })
         .collect();
     names.sort();
@@ -186,9 +239,17 @@ fn every_input_runs() {
         assert!(text.contains("valid"), "{text}");
         let (outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
-        assert_eq!(summary["steps"].as_array().unwrap().len(), outcome.steps, "{name}");
+        assert_eq!(
+            summary["steps"].as_array().unwrap().len(),
+            outcome.steps,
+            "{name}"
+        );
         // the XDMF names one grid per converged step
         let xdmf = std::fs::read_to_string(&outcome.xdmf).unwrap();
-        assert_eq!(xdmf.matches("<Grid Name=\"step_").count(), outcome.steps, "{name}");
+        assert_eq!(
+            xdmf.matches("<Grid Name=\"step_").count(),
+            outcome.steps,
+            "{name}"
+        );
     }
 }

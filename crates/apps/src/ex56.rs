@@ -37,15 +37,26 @@ impl Ex56 {
             2 => CellKind::Hex27,
             _ => anyhow::bail!("--order {order}: valid orders are 1 and 2"),
         };
-        ensure!((m - 1) % order == 0, "Q{order} needs (m - 1) divisible by {order} (got m = {m})");
+        ensure!(
+            (m - 1) % order == 0,
+            "Q{order} needs (m - 1) divisible by {order} (got m = {m})"
+        );
         let n = (m - 1) / order;
-        let mesh = generate_box(&BoxSpec { cells: [n; 3], lower: [0.0; 3], upper: [1.0; 3], kind, corners: None })?;
+        let mesh = generate_box(&BoxSpec {
+            cells: [n; 3],
+            lower: [0.0; 3],
+            upper: [1.0; 3],
+            kind,
+            corners: None,
+        })?;
         let hard = Material::linear(Moduli::from_young_poisson(1.0, 0.25)?);
         let soft = Material::linear(Moduli::from_young_poisson(SOFT_SCALE, 0.25)?);
         let of_cell = (0..mesh.n_cells())
             .map(|c| {
                 let nodes = mesh.cell_nodes(c);
-                let centroid: [f64; 3] = std::array::from_fn(|d| nodes.iter().map(|&i| mesh.coords[i][d]).sum::<f64>() / nodes.len() as f64);
+                let centroid: [f64; 3] = std::array::from_fn(|d| {
+                    nodes.iter().map(|&i| mesh.coords[i][d]).sum::<f64>() / nodes.len() as f64
+                });
                 let r2: f64 = centroid.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
                 u16::from(r2 <= SOFT_RADIUS * SOFT_RADIUS)
             })
@@ -55,18 +66,34 @@ impl Ex56 {
         let clamped = mesh.set_nodes("zmin")?;
         let constraints = Constraints::new(
             mesh.n_nodes(),
-            vec![Prescribed::Components { set: "zmin".into(), nodes: clamped, values: [Some(0.0); 3] }],
+            vec![Prescribed::Components {
+                set: "zmin".into(),
+                nodes: clamped,
+                values: [Some(0.0); 3],
+            }],
             &assembler.orphan_nodes(),
         )?;
         let dofs = 3 * mesh.n_nodes();
         let mut r = Vector::zeros(dofs);
         let mut a = assembler.new_matrix();
-        assembler.residual_tangent(&Vector::zeros(dofs), Load::Constant([1.0, 2.0, 0.0]), &mut r, &mut a)?;
+        assembler.residual_tangent(
+            &Vector::zeros(dofs),
+            Load::Constant([1.0, 2.0, 0.0]),
+            &mut r,
+            &mut a,
+        )?;
         constraints.eliminate_in_matrix(&mut a)?;
         let mut b = Vector::zeros(dofs);
         ops::axpy(-1.0, &r, &mut b);
         constraints.zero_constrained(&mut b);
         let near_null = near_null_space(&mesh.coords)?;
-        Ok(Self { a, b, near_null, nodes_per_side: m, order, cells: n })
+        Ok(Self {
+            a,
+            b,
+            near_null,
+            nodes_per_side: m,
+            order,
+            cells: n,
+        })
     }
 }

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::{cg, AmgParams, CgOutcome, CgParams, CgStopReason, Hierarchy, HierarchyReport, NearNullSpace, PointBlockJacobi};
+use amg::{
+    cg, AmgParams, CgOutcome, CgParams, CgStopReason, Hierarchy, HierarchyReport, NearNullSpace,
+    PointBlockJacobi,
+};
 use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
 use linalg::{Bsr, Vector};
@@ -52,18 +55,35 @@ pub enum LinearSolver {
     /// CG preconditioned by point-block (3x3) Jacobi.
     CgJacobi { params: CgParams },
     /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
-    Direct { symbolic: Option<Arc<DirectSymbolic>> },
+    Direct {
+        symbolic: Option<Arc<DirectSymbolic>>,
+    },
     /// CG preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is built at the
     /// first solve (without copying the tangent) and updated (per `amg.reuse`) for every later one.
-    CgAmg { params: CgParams, amg: AmgParams, near_null: NearNullSpace, hierarchy: Option<Hierarchy> },
+    CgAmg {
+        params: CgParams,
+        amg: AmgParams,
+        near_null: NearNullSpace,
+        hierarchy: Option<Hierarchy>,
+    },
 }
 
 impl LinearSolver {
     /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only.
     pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Self {
-        let cg_params = CgParams { rtol: params.rtol, atol: params.atol, max_iterations: params.max_iterations, ..CgParams::default() };
+        let cg_params = CgParams {
+            rtol: params.rtol,
+            atol: params.atol,
+            max_iterations: params.max_iterations,
+            ..CgParams::default()
+        };
         match params.method {
-            LinearSolverMethod::CgAmg => LinearSolver::CgAmg { params: cg_params, amg: params.amg.clone(), near_null, hierarchy: None },
+            LinearSolverMethod::CgAmg => LinearSolver::CgAmg {
+                params: cg_params,
+                amg: params.amg.clone(),
+                near_null,
+                hierarchy: None,
+            },
             LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi { params: cg_params },
             LinearSolverMethod::Direct => LinearSolver::Direct { symbolic: None },
         }
@@ -72,7 +92,9 @@ impl LinearSolver {
     /// The AMG hierarchy's report, once one is set up.
     pub fn hierarchy_report(&self) -> Option<&HierarchyReport> {
         match self {
-            LinearSolver::CgAmg { hierarchy: Some(h), .. } => Some(h.report()),
+            LinearSolver::CgAmg {
+                hierarchy: Some(h), ..
+            } => Some(h.report()),
             _ => None,
         }
     }
@@ -88,9 +110,20 @@ impl LinearSolver {
                 let setup_s = start.elapsed().as_secs_f64();
                 let start = Instant::now();
                 let outcome = cg(k, b, x, &jacobi, params).context("CG")?;
-                cg_report(outcome, setup_s, start.elapsed().as_secs_f64(), SetupKind::Jacobi, None)
+                cg_report(
+                    outcome,
+                    setup_s,
+                    start.elapsed().as_secs_f64(),
+                    SetupKind::Jacobi,
+                    None,
+                )
             }
-            LinearSolver::CgAmg { params, amg, near_null, hierarchy } => {
+            LinearSolver::CgAmg {
+                params,
+                amg,
+                near_null,
+                hierarchy,
+            } => {
                 let start = Instant::now();
                 // A failed update leaves no hierarchy behind, so the next solve sets up afresh.
                 let (setup, h) = match hierarchy.take() {
@@ -98,7 +131,10 @@ impl LinearSolver {
                         h.update(k).context("AMG update")?;
                         (SetupKind::AmgHot, h)
                     }
-                    None => (SetupKind::AmgCold, Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?),
+                    None => (
+                        SetupKind::AmgCold,
+                        Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?,
+                    ),
                 };
                 let h = hierarchy.insert(h);
                 let setup_s = start.elapsed().as_secs_f64();
@@ -106,8 +142,15 @@ impl LinearSolver {
                 let start = Instant::now();
                 // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)
                 let vcycle = h.with_operator(k)?;
-                let outcome = cg(h.operator(0).unwrap_or(k), b, x, &vcycle, params).context("CG")?;
-                cg_report(outcome, setup_s, start.elapsed().as_secs_f64(), setup, report)
+                let outcome =
+                    cg(h.operator(0).unwrap_or(k), b, x, &vcycle, params).context("CG")?;
+                cg_report(
+                    outcome,
+                    setup_s,
+                    start.elapsed().as_secs_f64(),
+                    setup,
+                    report,
+                )
             }
             LinearSolver::Direct { symbolic } => {
                 let start = Instant::now();
@@ -145,11 +188,30 @@ impl LinearSolver {
 }
 
 /// A CG outcome as a report; breakdowns are errors, an exhausted iteration limit is not.
-fn cg_report(outcome: CgOutcome, setup_s: f64, solve_s: f64, setup: SetupKind, hierarchy: Option<HierarchyReport>) -> Result<LinearSolveReport> {
+fn cg_report(
+    outcome: CgOutcome,
+    setup_s: f64,
+    solve_s: f64,
+    setup: SetupKind,
+    hierarchy: Option<HierarchyReport>,
+) -> Result<LinearSolveReport> {
     match outcome.reason {
-        CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner | CgStopReason::NonFinite => {
-            bail!("CG broke down after {} iterations: {:?}", outcome.iterations, outcome.reason)
+        CgStopReason::IndefiniteOperator
+        | CgStopReason::IndefinitePreconditioner
+        | CgStopReason::NonFinite => {
+            bail!(
+                "CG broke down after {} iterations: {:?}",
+                outcome.iterations,
+                outcome.reason
+            )
         }
-        _ => Ok(LinearSolveReport { iterations: outcome.iterations, setup_s, solve_s, converged: outcome.converged, setup, hierarchy }),
+        _ => Ok(LinearSolveReport {
+            iterations: outcome.iterations,
+            setup_s,
+            solve_s,
+            converged: outcome.converged,
+            setup,
+            hierarchy,
+        }),
     }
 }

@@ -93,9 +93,24 @@ enum Problem {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { input, overrides, output, quiet } => {
-            let progress = if quiet { Progress::Quiet } else { Progress::auto() };
-            run(&RunOptions { input, overrides, output_dir: output, progress }).map(|outcome| {
+        Command::Run {
+            input,
+            overrides,
+            output,
+            quiet,
+        } => {
+            let progress = if quiet {
+                Progress::Quiet
+            } else {
+                Progress::auto()
+            };
+            run(&RunOptions {
+                input,
+                overrides,
+                output_dir: output,
+                progress,
+            })
+            .map(|outcome| {
                 println!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}",
                     outcome.steps,
@@ -105,14 +120,43 @@ fn main() -> ExitCode {
                 );
             })
         }
-        Command::Bench { which: Bench::Assembly { order, cells, repeats, json } } => {
-            apps::bench::assembly::run(&apps::bench::assembly::AssemblyBench { order, cells, repeats }).and_then(|r| print_result(&r, json))
-        }
-        Command::Bench { which: Bench::Gamg { problem: Problem::Ex56, m, order, solves, scalar, json } } => {
-            let bench = apps::bench::gamg::GamgBench { m, order, solves, scalar, amg: amg::AmgParams::default() };
+        Command::Bench {
+            which:
+                Bench::Assembly {
+                    order,
+                    cells,
+                    repeats,
+                    json,
+                },
+        } => apps::bench::assembly::run(&apps::bench::assembly::AssemblyBench {
+            order,
+            cells,
+            repeats,
+        })
+        .and_then(|r| print_result(&r, json)),
+        Command::Bench {
+            which:
+                Bench::Gamg {
+                    problem: Problem::Ex56,
+                    m,
+                    order,
+                    solves,
+                    scalar,
+                    json,
+                },
+        } => {
+            let bench = apps::bench::gamg::GamgBench {
+                m,
+                order,
+                solves,
+                scalar,
+                amg: amg::AmgParams::default(),
+            };
             apps::bench::gamg::run(&bench).and_then(|r| print_result(&r, json))
         }
-        Command::Check { input, overrides } => apps::check::check(&input, &overrides).map(|s| print!("{s}")),
+        Command::Check { input, overrides } => {
+            apps::check::check(&input, &overrides).map(|s| print!("{s}"))
+        }
         Command::Verify { json } => {
             let report = apps::verify::run_suite(|case| {
                 if !json {
@@ -120,13 +164,19 @@ fn main() -> ExitCode {
                 }
             });
             let printed = if json {
-                serde_json::to_string(&report).map(|s| println!("{s}")).map_err(anyhow::Error::from)
+                serde_json::to_string(&report)
+                    .map(|s| println!("{s}"))
+                    .map_err(anyhow::Error::from)
             } else {
                 print!("{report}");
                 Ok(())
             };
             printed.and_then(|()| {
-                anyhow::ensure!(report.passed(), "{} verification checks failed", report.n_failures());
+                anyhow::ensure!(
+                    report.passed(),
+                    "{} verification checks failed",
+                    report.n_failures()
+                );
                 Ok(())
             })
         }
@@ -141,7 +191,10 @@ fn main() -> ExitCode {
 }
 
 /// Prints a benchmark result as a table or as one JSON object.
-fn print_result<T: serde::Serialize + std::fmt::Display>(result: &T, json: bool) -> anyhow::Result<()> {
+fn print_result<T: serde::Serialize + std::fmt::Display>(
+    result: &T,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(result)?);
     } else {

@@ -129,7 +129,11 @@ impl LoadPath<'_> {
         let mut index = 0;
         let mut cutbacks = 0;
         while load_factor < 1.0 {
-            let target = if 1.0 - (load_factor + increment) < 1e-12 { 1.0 } else { load_factor + increment };
+            let target = if 1.0 - (load_factor + increment) < 1e-12 {
+                1.0
+            } else {
+                load_factor + increment
+            };
             let start = Instant::now();
             if self.verbose {
                 eprintln!("load factor {load_factor:.4} -> {target:.4}");
@@ -162,10 +166,18 @@ impl LoadPath<'_> {
                 Err(failure) => {
                     let next = increment / 2.0;
                     if self.verbose {
-                        eprintln!("  step failed ({failure}); cutting the increment back to {next:.3e}");
+                        eprintln!(
+                            "  step failed ({failure}); cutting the increment back to {next:.3e}"
+                        );
                     }
                     if cutbacks >= self.loading.max_cutbacks || next < self.loading.min_increment {
-                        return Err(PathFailure { load_factor: target, increment, cutbacks, last: failure }.into());
+                        return Err(PathFailure {
+                            load_factor: target,
+                            increment,
+                            cutbacks,
+                            last: failure,
+                        }
+                        .into());
                     }
                     cutbacks += 1;
                     increment = next;
@@ -189,20 +201,32 @@ impl LoadPath<'_> {
         let mut r_ref = None;
         let mut last_update = f64::INFINITY;
         for iteration in 0..=p.max_iterations {
-            problem.residual_tangent(u, load_factor, &mut ws.r, &mut ws.k).map_err(StepFailure::Element)?;
+            problem
+                .residual_tangent(u, load_factor, &mut ws.r, &mut ws.k)
+                .map_err(StepFailure::Element)?;
             // lift = u_D - u on constrained entries, zero elsewhere
             ws.lift.fill(0.0);
             ws.trial.copy_from(u);
-            problem.constraints.write_prescribed(load_factor, problem.assembler.coords(), &mut ws.trial);
+            problem.constraints.write_prescribed(
+                load_factor,
+                problem.assembler.coords(),
+                &mut ws.trial,
+            );
             ops::axpy(-1.0, u, &mut ws.trial);
-            problem.constraints.copy_constrained(&ws.trial, &mut ws.lift);
+            problem
+                .constraints
+                .copy_constrained(&ws.trial, &mut ws.lift);
             let constraints_met = ws.lift.as_slice().iter().all(|&v| v == 0.0);
             let r_free = free_norm(problem, &ws.r, &mut ws.trial);
-            if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref) {
+            if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref)
+            {
                 return Err(StepFailure::Diverged(r_free));
             }
             if let (true, Some(r_ref)) = (constraints_met, r_ref) {
-                if r_free <= p.atol || r_free <= p.rtol * r_ref || last_update <= p.stol * ops::norm2(u) {
+                if r_free <= p.atol
+                    || r_free <= p.rtol * r_ref
+                    || last_update <= p.stol * ops::norm2(u)
+                {
                     return Ok(records);
                 }
             } else if constraints_met && r_free <= p.atol {
@@ -221,16 +245,28 @@ impl LoadPath<'_> {
                 return Ok(records);
             }
             ops::axpy(1.0, &ws.lift, &mut ws.rhs);
-            problem.constraints.eliminate_in_matrix(&mut ws.k).map_err(StepFailure::Element)?;
-            let linear = solver.solve(&ws.k, &ws.rhs, &mut ws.du).map_err(StepFailure::Linear)?;
+            problem
+                .constraints
+                .eliminate_in_matrix(&mut ws.k)
+                .map_err(StepFailure::Element)?;
+            let linear = solver
+                .solve(&ws.k, &ws.rhs, &mut ws.du)
+                .map_err(StepFailure::Linear)?;
             problem.constraints.copy_constrained(&ws.lift, &mut ws.du);
-            let step_length = self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
+            let step_length =
+                self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
             // only a full step measures Newton's own update; a damped one says little about convergence
-            last_update = if step_length == 1.0 { ops::norm2(&ws.du) } else { f64::INFINITY };
+            last_update = if step_length == 1.0 {
+                ops::norm2(&ws.du)
+            } else {
+                f64::INFINITY
+            };
             ops::axpy(step_length, &ws.du, u);
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
-                problem.constraints.write_prescribed(load_factor, problem.assembler.coords(), u);
+                problem
+                    .constraints
+                    .write_prescribed(load_factor, problem.assembler.coords(), u);
             }
             if self.verbose {
                 eprintln!(
@@ -238,7 +274,11 @@ impl LoadPath<'_> {
                     linear.iterations, linear.setup, linear.setup_s, linear.solve_s
                 );
             }
-            records.push(IterationRecord { residual_norm: r_free, linear, step_length });
+            records.push(IterationRecord {
+                residual_norm: r_free,
+                linear,
+                step_length,
+            });
         }
         Err(StepFailure::MaxIterations(p.max_iterations))
     }
@@ -254,7 +294,11 @@ impl LoadPath<'_> {
         constraints_met: bool,
         ws: &mut Workspace,
     ) -> Result<f64, StepFailure> {
-        let tries = if self.newton.line_search { self.newton.max_line_search.max(1) } else { 1 };
+        let tries = if self.newton.line_search {
+            self.newton.max_line_search.max(1)
+        } else {
+            1
+        };
         let mut alpha = 1.0;
         let mut last_error = None;
         for _ in 0..tries {

@@ -12,7 +12,10 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 use crate::config::{self, Config, OutputField};
 use crate::linear_solver::LinearSolver;
 use crate::newton::{ConvergedStep, LoadPath};
-use crate::output::{CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord, SummaryWriter};
+use crate::output::{
+    CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord,
+    SummaryWriter,
+};
 use crate::problem::{near_null_space, Problem};
 
 /// Options of one run.
@@ -36,7 +39,11 @@ pub enum Progress {
 impl Progress {
     /// Verbose on an interactive terminal, quiet in CI (`CI` set) or when piped.
     pub fn auto() -> Self {
-        if std::env::var_os("CI").is_none() && std::io::stderr().is_terminal() { Progress::Verbose } else { Progress::Quiet }
+        if std::env::var_os("CI").is_none() && std::io::stderr().is_terminal() {
+            Progress::Verbose
+        } else {
+            Progress::Quiet
+        }
     }
 }
 
@@ -55,12 +62,26 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     let config = config::load_with_overrides(&options.input, &options.overrides)?;
     let mut problem = Problem::from_config(&config)?;
-    let dir = options.output_dir.clone().unwrap_or_else(|| config.output.directory.clone());
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating output directory {}", dir.display()))?;
+    let dir = options
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| config.output.directory.clone());
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
     let name = output_name(&config, &options.input);
     let connectivity = vtk_connectivity(&problem.mesh);
-    let node_sets: Vec<(&str, &[usize])> = problem.mesh.node_sets.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-    let cell_sets: Vec<(&str, &[usize])> = problem.mesh.cell_sets.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+    let node_sets: Vec<(&str, &[usize])> = problem
+        .mesh
+        .node_sets
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
+    let cell_sets: Vec<(&str, &[usize])> = problem
+        .mesh
+        .cell_sets
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
     let mut results = ResultsWriter::create(
         &dir,
         &name,
@@ -72,10 +93,22 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
             cell_sets: &cell_sets,
         },
     )?;
-    let mut summary = SummaryWriter::create(&dir, &name, run_info(&config, &options.input)?, mesh_info(&problem))?;
-    let mut solver = LinearSolver::new(&config.linear_solver, near_null_space(&problem.mesh.coords)?);
+    let mut summary = SummaryWriter::create(
+        &dir,
+        &name,
+        run_info(&config, &options.input)?,
+        mesh_info(&problem),
+    )?;
+    let mut solver = LinearSolver::new(
+        &config.linear_solver,
+        near_null_space(&problem.mesh.coords)?,
+    );
     let mut u = Vector::zeros(problem.n_dofs());
-    let path = LoadPath { loading: &config.loading, newton: &config.newton, verbose: options.progress == Progress::Verbose };
+    let path = LoadPath {
+        loading: &config.loading,
+        newton: &config.newton,
+        verbose: options.progress == Progress::Verbose,
+    };
     let progress = options.progress;
     let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
         let record = write_step(&config, problem, step, u, &mut results)?;
@@ -101,8 +134,16 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     match outcome {
         Ok(()) => summary.finish(RunStatus::Completed, started.elapsed().as_secs_f64())?,
         Err(e) => {
-            summary.finish(RunStatus::Failed { message: format!("{e:#}") }, started.elapsed().as_secs_f64())?;
-            return Err(e.context(format!("{steps} converged steps are in {}", results.h5_path().display())));
+            summary.finish(
+                RunStatus::Failed {
+                    message: format!("{e:#}"),
+                },
+                started.elapsed().as_secs_f64(),
+            )?;
+            return Err(e.context(format!(
+                "{steps} converged steps are in {}",
+                results.h5_path().display()
+            )));
         }
     }
     Ok(RunOutcome {
@@ -114,7 +155,11 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
 }
 
 fn output_name(config: &Config, input: &Path) -> String {
-    config.output.name.clone().unwrap_or_else(|| input.file_stem().map_or("hexfem".into(), |s| s.to_string_lossy().into_owned()))
+    config.output.name.clone().unwrap_or_else(|| {
+        input
+            .file_stem()
+            .map_or("hexfem".into(), |s| s.to_string_lossy().into_owned())
+    })
 }
 
 /// Cell connectivity in VTK/XDMF node order.
@@ -124,14 +169,18 @@ pub fn vtk_connectivity(mesh: &HexMesh) -> Vec<usize> {
         CellKind::Hex27 => NodeOrdering::VtkHex27,
     };
     let perm = ordering.from_lexicographic();
-    (0..mesh.n_cells()).flat_map(|c| perm.iter().map(move |&p| mesh.cell_nodes(c)[p])).collect()
+    (0..mesh.n_cells())
+        .flat_map(|c| perm.iter().map(move |&p| mesh.cell_nodes(c)[p]))
+        .collect()
 }
 
 fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
     Ok(RunInfo {
         program: format!("hexfem {}", env!("CARGO_PKG_VERSION")),
         input: input.to_owned(),
-        started_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
         threads: rayon::current_num_threads(),
         config: serde_json::to_value(config)?,
     })
@@ -148,10 +197,19 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
 }
 
 /// Post-processes a converged step and writes it; returns its summary record.
-fn write_step(config: &Config, problem: &mut Problem, step: &ConvergedStep, u: &Vector, results: &mut ResultsWriter) -> Result<StepRecord> {
+fn write_step(
+    config: &Config,
+    problem: &mut Problem,
+    step: &ConvergedStep,
+    u: &Vector,
+    results: &mut ResultsWriter,
+) -> Result<StepRecord> {
     let kernel = problem.assembler.kernel().clone();
     let cells = problem.assembler.map_cells(u, |_, x, ue, material| {
-        Ok((kernel.cell_fields(x, ue, material)?, kernel.strain_energy(x, ue, material)?))
+        Ok((
+            kernel.cell_fields(x, ue, material)?,
+            kernel.strain_energy(x, ue, material)?,
+        ))
     })?;
     let cauchy: Vec<[f64; 9]> = cells
         .iter()
@@ -177,7 +235,10 @@ fn write_step(config: &Config, problem: &mut Problem, step: &ConvergedStep, u: &
         jacobian: wants(OutputField::Jacobian).then_some(&jacobian),
         energy_density: wants(OutputField::EnergyDensity).then_some(&energy_density),
     })?;
-    let max_displacement = displacement.iter().map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()).fold(0.0, f64::max);
+    let max_displacement = displacement
+        .iter()
+        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
+        .fold(0.0, f64::max);
     let mut residual_norms: Vec<f64> = step.iterations.iter().map(|it| it.residual_norm).collect();
     residual_norms.push(step.residual_norm);
     Ok(StepRecord {
@@ -185,7 +246,11 @@ fn write_step(config: &Config, problem: &mut Problem, step: &ConvergedStep, u: &
         load_factor: step.load_factor,
         cutbacks: step.cutbacks,
         newton_iterations: step.iterations.len(),
-        linear_iterations: step.iterations.iter().map(|it| it.linear.iterations).collect(),
+        linear_iterations: step
+            .iterations
+            .iter()
+            .map(|it| it.linear.iterations)
+            .collect(),
         residual_norms,
         strain_energy,
         max_displacement,

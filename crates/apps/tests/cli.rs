@@ -6,7 +6,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn hexfem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hexfem")).args(args).env("CI", "1").output().expect("hexfem runs")
+    Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .env("CI", "1")
+        .output()
+        .expect("hexfem runs")
 }
 
 fn scratch(tag: &str) -> PathBuf {
@@ -16,7 +20,11 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 fn input(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inputs").join(name).to_string_lossy().into_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../inputs")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn stderr(o: &Output) -> String {
@@ -45,22 +53,41 @@ fn an_unknown_material_lists_the_models() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("model.yaml:4:14"), "{err}");
-    for model in ["linear", "saint_venant_kirchhoff", "neo_hookean", "decoupled_neo_hookean", "mooney_rivlin"] {
+    for model in [
+        "linear",
+        "saint_venant_kirchhoff",
+        "neo_hookean",
+        "decoupled_neo_hookean",
+        "mooney_rivlin",
+    ] {
         assert!(err.contains(model), "{model} missing from: {err}");
     }
 }
 
 #[test]
 fn check_summarises_a_valid_input_and_set_overrides_apply() {
-    let out = hexfem(&["check", &input("cantilever_q1.yaml"), "--set", "mesh.box.cells=[8, 2, 2]"]);
+    let out = hexfem(&[
+        "check",
+        &input("cantilever_q1.yaml"),
+        "--set",
+        "mesh.box.cells=[8, 2, 2]",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("box 8x2x2 cells"), "{text}");
     assert!(text.contains("81 nodes"), "{text}");
-    let bad = hexfem(&["check", &input("cantilever_q1.yaml"), "--set", "newton.rtol=fast"]);
+    let bad = hexfem(&[
+        "check",
+        &input("cantilever_q1.yaml"),
+        "--set",
+        "newton.rtol=fast",
+    ]);
     assert!(!bad.status.success());
     let err = stderr(&bad);
-    assert!(err.contains("--set") && err.contains("newton.rtol=fast") && err.contains("expected f64"), "{err}");
+    assert!(
+        err.contains("--set") && err.contains("newton.rtol=fast") && err.contains("expected f64"),
+        "{err}"
+    );
 }
 
 /// A Gmsh mesh with an inside-out hexahedron: `check` fails before any solve, naming the element by
@@ -99,8 +126,15 @@ fn a_mesh_error_names_the_element() {
     let out = hexfem(&["check", &yaml("inverted")]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("Gmsh element 42 (cell 1): non-positive Jacobian determinant"), "{err}");
-    assert_eq!(err.matches("Jacobian").count(), 1, "the cause is printed once: {err}");
+    assert!(
+        err.contains("Gmsh element 42 (cell 1): non-positive Jacobian determinant"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("Jacobian").count(),
+        1,
+        "the cause is printed once: {err}"
+    );
     assert!(!err.contains("element 41"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -123,7 +157,10 @@ fn exhausted_cutbacks_fail_clearly() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("failed after 3 cutbacks"), "{err}");
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("twisting_column.summary.json")).unwrap()).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("twisting_column.summary.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(summary["status"]["state"], "failed");
 }
 
@@ -133,7 +170,16 @@ fn exhausted_cutbacks_fail_clearly() {
 fn a_killed_run_leaves_every_completed_step_readable() {
     let dir = scratch("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
-        .args(["run", &input("twisting_column.yaml"), "-o", dir.to_str().unwrap(), "--set", "loading.steps=400", "--set", "mesh.box.cells=[6, 6, 24]"])
+        .args([
+            "run",
+            &input("twisting_column.yaml"),
+            "-o",
+            dir.to_str().unwrap(),
+            "--set",
+            "loading.steps=400",
+            "--set",
+            "mesh.box.cells=[6, 6, 24]",
+        ])
         .env("CI", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -142,7 +188,10 @@ fn a_killed_run_leaves_every_completed_step_readable() {
     let summary_path = dir.join("twisting_column.summary.json");
     let started = Instant::now();
     let steps_seen = loop {
-        assert!(started.elapsed() < Duration::from_secs(120), "no steps written in time");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no steps written in time"
+        );
         let steps = std::fs::read_to_string(&summary_path)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -155,18 +204,31 @@ fn a_killed_run_leaves_every_completed_step_readable() {
     };
     child.kill().unwrap();
     child.wait().unwrap();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
     let listed = summary["steps"].as_array().unwrap().len();
     assert!(listed >= steps_seen);
-    let file = hdf5::File::open(dir.join("twisting_column.h5")).expect("the HDF5 file opens after a kill");
+    let file =
+        hdf5::File::open(dir.join("twisting_column.h5")).expect("the HDF5 file opens after a kill");
     for step in 1..=listed {
-        let u = file.dataset(&format!("steps/{step:06}/displacement")).unwrap().read_raw::<f64>().unwrap();
+        let u = file
+            .dataset(&format!("steps/{step:06}/displacement"))
+            .unwrap()
+            .read_raw::<f64>()
+            .unwrap();
         assert!(u.iter().all(|v| v.is_finite()), "step {step}");
     }
     let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
     let grids = xdmf.matches("<Grid Name=\"step_").count();
-    assert!(grids >= listed && grids <= listed + 1, "{grids} grids for {listed} summarised steps");
+    assert!(
+        grids >= listed && grids <= listed + 1,
+        "{grids} grids for {listed} summarised steps"
+    );
     for step in 1..=grids {
-        assert!(file.dataset(&format!("steps/{step:06}/displacement")).is_ok(), "XDMF names step {step} which is not readable");
+        assert!(
+            file.dataset(&format!("steps/{step:06}/displacement"))
+                .is_ok(),
+            "XDMF names step {step} which is not readable"
+        );
     }
 }

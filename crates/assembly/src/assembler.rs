@@ -31,13 +31,20 @@ pub struct CellMaterials {
 impl CellMaterials {
     /// One material everywhere.
     pub fn uniform(material: Material, n_cells: usize) -> Self {
-        Self { table: vec![material], of_cell: vec![0; n_cells] }
+        Self {
+            table: vec![material],
+            of_cell: vec![0; n_cells],
+        }
     }
 
     /// `of_cell[c]` indexes `table`.
     pub fn new(table: Vec<Material>, of_cell: Vec<u16>) -> Result<Self, AssemblyError> {
         if let Some(&bad) = of_cell.iter().find(|&&m| m as usize >= table.len()) {
-            return Err(AssemblyError::SizeMismatch { what: "material index", expected: table.len(), got: bad as usize });
+            return Err(AssemblyError::SizeMismatch {
+                what: "material index",
+                expected: table.len(),
+                got: bad as usize,
+            });
         }
         Ok(Self { table, of_cell })
     }
@@ -94,28 +101,48 @@ pub struct AssemblyTimings {
 impl ElasticityAssembler {
     /// Builds the plans and checks every element's geometry (det J > 0 at every quadrature point of
     /// a Gauss rule with `points_per_direction` points).
-    pub fn new(mesh: &HexMesh, materials: CellMaterials, points_per_direction: usize) -> Result<Self, AssemblyError> {
+    pub fn new(
+        mesh: &HexMesh,
+        materials: CellMaterials,
+        points_per_direction: usize,
+    ) -> Result<Self, AssemblyError> {
         mesh.validate()?;
         let n_cells = mesh.n_cells();
         if materials.of_cell.len() != n_cells {
-            return Err(AssemblyError::SizeMismatch { what: "cell materials", expected: n_cells, got: materials.of_cell.len() });
+            return Err(AssemblyError::SizeMismatch {
+                what: "cell materials",
+                expected: n_cells,
+                got: materials.of_cell.len(),
+            });
         }
         let npc = mesh.nodes_per_cell();
-        let kernel = ElementKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
+        let kernel = ElementKernel::new(mesh.order(), points_per_direction)
+            .map_err(AssemblyError::Kernel)?;
         check_geometry(mesh, &kernel)?;
         let n_nodes = mesh.n_nodes();
         let cells_per_batch = (BATCH_BYTES / (npc * npc * size_of::<[f64; 9]>())).max(1);
-        let segment = |per_cell: usize| NonZeroUsize::new(cells_per_batch * per_cell).unwrap_or(NonZeroUsize::MIN);
+        let segment = |per_cell: usize| {
+            NonZeroUsize::new(cells_per_batch * per_cell).unwrap_or(NonZeroUsize::MIN)
+        };
         let cells = &mesh.cells;
         let per_cell = npc * npc;
-        let matrix_plan = CooPlan::from_fn(n_nodes, n_nodes, n_cells * per_cell, segment(per_cell), |c| {
-            let (nodes, ab) = (&cells[c / per_cell * npc..][..npc], c % per_cell);
-            (nodes[ab / npc], nodes[ab % npc])
-        })?;
-        let vector_plan = CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
+        let matrix_plan = CooPlan::from_fn(
+            n_nodes,
+            n_nodes,
+            n_cells * per_cell,
+            segment(per_cell),
+            |c| {
+                let (nodes, ab) = (&cells[c / per_cell * npc..][..npc], c % per_cell);
+                (nodes[ab / npc], nodes[ab % npc])
+            },
+        )?;
+        let vector_plan =
+            CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
         let pattern = vector_plan.pattern().clone();
         let slot_of_node = (0..n_nodes)
-            .map(|i| (pattern.row_ptr()[i + 1] > pattern.row_ptr()[i]).then(|| pattern.row_ptr()[i]))
+            .map(|i| {
+                (pattern.row_ptr()[i + 1] > pattern.row_ptr()[i]).then(|| pattern.row_ptr()[i])
+            })
             .collect();
         Ok(Self {
             coords: mesh.coords.clone(),
@@ -157,7 +184,9 @@ impl ElasticityAssembler {
 
     /// Nodes that belong to no cell: they carry no stiffness and must be constrained.
     pub fn orphan_nodes(&self) -> Vec<usize> {
-        (0..self.n_nodes()).filter(|&i| self.slot_of_node[i].is_none()).collect()
+        (0..self.n_nodes())
+            .filter(|&i| self.slot_of_node[i].is_none())
+            .collect()
     }
 
     /// The block pattern of the tangent (3x3 blocks, one block row per node).
@@ -171,25 +200,48 @@ impl ElasticityAssembler {
     }
 
     /// Internal-force residual `r(u) = int P(u) : grad N - int f N` with the body force `body`.
-    pub fn residual(&mut self, u: &Vector, body: Load<'_>, r: &mut Vector) -> Result<(), AssemblyError> {
+    pub fn residual(
+        &mut self,
+        u: &Vector,
+        body: Load<'_>,
+        r: &mut Vector,
+    ) -> Result<(), AssemblyError> {
         self.evaluate(u, body, r, None)
     }
 
     /// Residual and tangent at `u`; the tangent's values are overwritten (its pattern must be
     /// [`Self::pattern`]). On an element failure, `r` and `k` hold unspecified values.
-    pub fn residual_tangent(&mut self, u: &Vector, body: Load<'_>, r: &mut Vector, k: &mut Bsr) -> Result<(), AssemblyError> {
+    pub fn residual_tangent(
+        &mut self,
+        u: &Vector,
+        body: Load<'_>,
+        r: &mut Vector,
+        k: &mut Bsr,
+    ) -> Result<(), AssemblyError> {
         self.evaluate(u, body, r, Some(k))
     }
 
-    fn evaluate(&mut self, u: &Vector, body: Load<'_>, r: &mut Vector, k: Option<&mut Bsr>) -> Result<(), AssemblyError> {
+    fn evaluate(
+        &mut self,
+        u: &Vector,
+        body: Load<'_>,
+        r: &mut Vector,
+        k: Option<&mut Bsr>,
+    ) -> Result<(), AssemblyError> {
         let n_dofs = 3 * self.n_nodes();
         for (what, len) in [("displacement", u.len()), ("residual", r.len())] {
             if len != n_dofs {
-                return Err(AssemblyError::SizeMismatch { what, expected: n_dofs, got: len });
+                return Err(AssemblyError::SizeMismatch {
+                    what,
+                    expected: n_dofs,
+                    got: len,
+                });
             }
         }
-        let (npc, n_cells, cells_per_batch) = (self.nodes_per_cell, self.n_cells(), self.cells_per_batch);
-        let (coords, cells, materials, kernel) = (&self.coords, &self.cells, &self.materials, &self.kernel);
+        let (npc, n_cells, cells_per_batch) =
+            (self.nodes_per_cell, self.n_cells(), self.cells_per_batch);
+        let (coords, cells, materials, kernel) =
+            (&self.coords, &self.cells, &self.materials, &self.kernel);
         let cell_tags = self.cell_tags.as_deref();
         let u_nodes = as_node_vectors(u.as_slice());
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
@@ -237,7 +289,11 @@ impl ElasticityAssembler {
             let sums_start = Instant::now();
             timings.elements_s += (sums_start - start).as_secs_f64();
             let (matrix_added, vector_added) = rayon::join(
-                || matrix_sum.as_mut().map_or(Ok(()), |sum| sum.add_segment(tangents.as_flattened())),
+                || {
+                    matrix_sum
+                        .as_mut()
+                        .map_or(Ok(()), |sum| sum.add_segment(tangents.as_flattened()))
+                },
                 || vector_sum.add_segment(residuals.as_flattened()),
             );
             matrix_added?;
@@ -285,8 +341,9 @@ impl ElasticityAssembler {
                     xe[a] = self.coords[node];
                     ue[a] = u_nodes[node];
                 }
-                f(c, &xe[..npc], &ue[..npc], self.materials.of(c))
-                    .map_err(|source| AssemblyError::element_failure(self.cell_tags.as_deref(), c, source))
+                f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
+                    AssemblyError::element_failure(self.cell_tags.as_deref(), c, source)
+                })
             })
             .collect()
     }
@@ -305,10 +362,13 @@ fn as_node_vectors(u: &[f64]) -> &[[f64; 3]] {
 
 /// Copies per-node slot values into a node-major vector; nodes in no cell get zero.
 fn scatter_node_slots(slot_of_node: &[Option<usize>], slots: &[f64], r: &mut Vector) {
-    r.as_mut_slice().par_chunks_mut(3).zip(slot_of_node.par_iter()).for_each(|(ri, slot)| match slot {
-        Some(s) => ri.copy_from_slice(&slots[3 * s..3 * s + 3]),
-        None => ri.fill(0.0),
-    });
+    r.as_mut_slice()
+        .par_chunks_mut(3)
+        .zip(slot_of_node.par_iter())
+        .for_each(|(ri, slot)| match slot {
+            Some(s) => ri.copy_from_slice(&slots[3 * s..3 * s + 3]),
+            None => ri.fill(0.0),
+        });
 }
 
 /// Checks det J > 0 at every quadrature point of every cell; the error names the first bad cell
@@ -322,7 +382,8 @@ fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), Assembly
             for (a, &node) in mesh.cell_nodes(c).iter().enumerate() {
                 xe[a] = mesh.coords[node];
             }
-            let invalid = |source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), c, source);
+            let invalid =
+                |source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), c, source);
             kernel.check_geometry(&xe[..npc]).err().map(invalid)
         })
         .min_by_key(cell_of)

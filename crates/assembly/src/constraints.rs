@@ -15,10 +15,21 @@ use crate::AssemblyError;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prescribed {
     /// `u_c = load_factor * value_c` for each given component `c`; `None` leaves a component free.
-    Components { set: String, nodes: Vec<usize>, values: [Option<f64>; 3] },
+    Components {
+        set: String,
+        nodes: Vec<usize>,
+        values: [Option<f64>; 3],
+    },
     /// All three components follow a rotation about `axis` (through `center`) by `load_factor * angle`
     /// radians, plus a displacement `load_factor * axial` along the axis.
-    Twist { set: String, nodes: Vec<usize>, axis: [f64; 3], center: [f64; 3], angle: f64, axial: f64 },
+    Twist {
+        set: String,
+        nodes: Vec<usize>,
+        axis: [f64; 3],
+        center: [f64; 3],
+        angle: f64,
+        axial: f64,
+    },
 }
 
 impl Prescribed {
@@ -48,13 +59,17 @@ impl Constraints {
     /// Builds the constraints of a mesh with `n_nodes` nodes. Nodes in `orphans` (belonging to no
     /// cell) are fixed at zero in all components so that every block row of the tangent is regular.
     /// Later entries of `prescribed` override earlier ones on shared components.
-    pub fn new(n_nodes: usize, prescribed: Vec<Prescribed>, orphans: &[usize]) -> Result<Self, AssemblyError> {
+    pub fn new(
+        n_nodes: usize,
+        prescribed: Vec<Prescribed>,
+        orphans: &[usize],
+    ) -> Result<Self, AssemblyError> {
         let mut mask = vec![0u8; n_nodes];
         for p in &prescribed {
             let bits = match p {
-                Prescribed::Components { values, .. } => {
-                    (0..3).filter(|&c| values[c].is_some()).fold(0u8, |m, c| m | 1 << c)
-                }
+                Prescribed::Components { values, .. } => (0..3)
+                    .filter(|&c| values[c].is_some())
+                    .fold(0u8, |m, c| m | 1 << c),
                 Prescribed::Twist { axis, .. } => {
                     if norm(axis) == 0.0 {
                         return Err(AssemblyError::InvalidBoundaryCondition {
@@ -73,7 +88,11 @@ impl Constraints {
             }
             for &node in p.nodes() {
                 if node >= n_nodes {
-                    return Err(AssemblyError::SizeMismatch { what: "constrained node index", expected: n_nodes, got: node });
+                    return Err(AssemblyError::SizeMismatch {
+                        what: "constrained node index",
+                        expected: n_nodes,
+                        got: node,
+                    });
                 }
                 mask[node] |= bits;
             }
@@ -109,7 +128,14 @@ impl Constraints {
                         }
                     }
                 }
-                Prescribed::Twist { nodes, axis, center, angle, axial, .. } => {
+                Prescribed::Twist {
+                    nodes,
+                    axis,
+                    center,
+                    angle,
+                    axial,
+                    ..
+                } => {
                     let rotation = rotation_matrix(axis, load_factor * angle);
                     let n = unit(axis);
                     for &node in nodes {
@@ -127,13 +153,16 @@ impl Constraints {
 
     /// Sets the constrained entries of `v` to zero (residuals and Newton corrections).
     pub fn zero_constrained(&self, v: &mut Vector) {
-        v.as_mut_slice().par_chunks_mut(3).zip(self.mask.par_iter()).for_each(|(v, &m)| {
-            for (c, vc) in v.iter_mut().enumerate() {
-                if m & (1 << c) != 0 {
-                    *vc = 0.0;
+        v.as_mut_slice()
+            .par_chunks_mut(3)
+            .zip(self.mask.par_iter())
+            .for_each(|(v, &m)| {
+                for (c, vc) in v.iter_mut().enumerate() {
+                    if m & (1 << c) != 0 {
+                        *vc = 0.0;
+                    }
                 }
-            }
-        });
+            });
     }
 
     /// Copies the constrained entries of `from` into `to` (free entries of `to` untouched).
@@ -153,7 +182,11 @@ impl Constraints {
     pub fn eliminate_in_matrix(&self, k: &mut Bsr) -> Result<(), AssemblyError> {
         let n = self.mask.len();
         if k.block_rows() != 3 || k.block_cols() != 3 || k.pattern().n_block_rows() != n {
-            return Err(AssemblyError::SizeMismatch { what: "tangent block rows", expected: n, got: k.pattern().n_block_rows() });
+            return Err(AssemblyError::SizeMismatch {
+                what: "tangent block rows",
+                expected: n,
+                got: k.pattern().n_block_rows(),
+            });
         }
         let pattern = k.pattern().clone();
         let mask = &self.mask;
@@ -180,7 +213,11 @@ impl Constraints {
 }
 
 /// Splits block values into one mutable slice per block row.
-fn split_rows<'a>(mut values: &'a mut [f64], row_ptr: &[usize], block_len: usize) -> Vec<&'a mut [f64]> {
+fn split_rows<'a>(
+    mut values: &'a mut [f64],
+    row_ptr: &[usize],
+    block_len: usize,
+) -> Vec<&'a mut [f64]> {
     let mut rows = Vec::with_capacity(row_ptr.len().saturating_sub(1));
     for w in row_ptr.windows(2) {
         let (head, tail) = values.split_at_mut((w[1] - w[0]) * block_len);
@@ -244,11 +281,16 @@ mod tests {
     #[test]
     fn elimination_is_symmetric_and_keeps_the_pattern() {
         // two nodes, full 6x6 coupling
-        let pattern = Arc::new(linalg::BlockPattern::new(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1]).unwrap());
+        let pattern =
+            Arc::new(linalg::BlockPattern::new(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1]).unwrap());
         let dense: Vec<f64> = (0..36).map(|e| 1.0 + (e / 6 + e % 6) as f64).collect(); // symmetric
         let mut k = Bsr::from_dense(&dense, 6, 6, 3, 3).unwrap();
         assert_eq!(k.pattern().nnz(), pattern.nnz());
-        let fix_y_of_node1 = Prescribed::Components { set: "s".into(), nodes: vec![1], values: [None, Some(0.0), None] };
+        let fix_y_of_node1 = Prescribed::Components {
+            set: "s".into(),
+            nodes: vec![1],
+            values: [None, Some(0.0), None],
+        };
         let cons = Constraints::new(2, vec![fix_y_of_node1], &[]).unwrap();
         cons.eliminate_in_matrix(&mut k).unwrap();
         let out = k.to_dense();
@@ -256,7 +298,11 @@ mod tests {
         for i in 0..6 {
             for j in 0..6 {
                 let want = if i == fixed || j == fixed {
-                    if i == j { 1.0 } else { 0.0 }
+                    if i == j {
+                        1.0
+                    } else {
+                        0.0
+                    }
                 } else {
                     dense[6 * i + j]
                 };
@@ -268,7 +314,11 @@ mod tests {
 
     #[test]
     fn a_prescription_without_components_is_rejected() {
-        let p = Prescribed::Components { set: "left".into(), nodes: vec![0], values: [None; 3] };
+        let p = Prescribed::Components {
+            set: "left".into(),
+            nodes: vec![0],
+            values: [None; 3],
+        };
         let err = Constraints::new(1, vec![p], &[]).unwrap_err();
         assert!(err.to_string().contains("left"), "{err}");
     }

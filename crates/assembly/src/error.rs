@@ -18,16 +18,28 @@ pub enum AssemblyError {
     Kernel(fem::FemError),
     /// An element's geometry is invalid (det J <= 0 at a quadrature point) in the reference configuration.
     #[error("element geometry invalid in {name}: {error}")]
-    InvalidElement { cell: usize, name: String, error: fem::FemError },
+    InvalidElement {
+        cell: usize,
+        name: String,
+        error: fem::FemError,
+    },
     /// An element inverted or left the material's domain during the solve (J <= 0 at a quadrature point).
     #[error("element failure in {name}: {error}")]
-    ElementFailure { cell: usize, name: String, error: fem::FemError },
+    ElementFailure {
+        cell: usize,
+        name: String,
+        error: fem::FemError,
+    },
     /// A sparse-layer failure (pattern or plan mismatch).
     #[error(transparent)]
     Linalg(#[from] linalg::LinalgError),
     /// The mesh and the per-cell data disagree in size.
     #[error("{what}: expected {expected} entries, got {got}")]
-    SizeMismatch { what: &'static str, expected: usize, got: usize },
+    SizeMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     /// A degenerate boundary condition (for instance a zero rotation axis).
     #[error("boundary condition on set '{set}': {reason}")]
     InvalidBoundaryCondition { set: String, reason: String },
@@ -37,12 +49,20 @@ impl AssemblyError {
     /// Invalid reference geometry of cell `cell`; `tags` are the mesh's element tags
     /// ([`mesh::HexMesh::cell_tags`]).
     pub fn invalid_element(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
-        Self::InvalidElement { cell, name: mesh::cell_name(tags, cell), error }
+        Self::InvalidElement {
+            cell,
+            name: mesh::cell_name(tags, cell),
+            error,
+        }
     }
 
     /// Failure of cell `cell` during a solve; `tags` as for [`Self::invalid_element`].
     pub fn element_failure(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
-        Self::ElementFailure { cell, name: mesh::cell_name(tags, cell), error }
+        Self::ElementFailure {
+            cell,
+            name: mesh::cell_name(tags, cell),
+            error,
+        }
     }
 
     /// The cell an element error names (`None` for other errors).

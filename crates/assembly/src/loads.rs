@@ -13,7 +13,10 @@ use crate::{AssemblyError, ElasticityAssembler};
 /// With the displacement zero the deformation gradient is the identity, where every material's
 /// stress vanishes; the element residual is then exactly `-int f N_a`, so the volume kernel that the
 /// Newton loop uses also integrates the load (same quadrature, no second code path).
-pub fn body_force_load(assembler: &mut ElasticityAssembler, body: Load<'_>) -> Result<Vector, AssemblyError> {
+pub fn body_force_load(
+    assembler: &mut ElasticityAssembler,
+    body: Load<'_>,
+) -> Result<Vector, AssemblyError> {
     let n = 3 * assembler.n_nodes();
     let mut r = Vector::zeros(n);
     assembler.residual(&Vector::zeros(n), body, &mut r)?;
@@ -26,15 +29,31 @@ pub fn body_force_load(assembler: &mut ElasticityAssembler, body: Load<'_>) -> R
 /// (node-major, `3 * mesh.n_nodes()` entries). The face nodes are taken in `mesh::face_local_nodes`
 /// order, which is the order of `fem::Face::local_nodes` that the face kernel expects (tested in
 /// `tests/faces.rs`).
-pub fn add_traction_load(mesh: &HexMesh, faces: &[CellFace], t: [f64; 3], points_per_direction: usize, f: &mut Vector) -> Result<(), AssemblyError> {
-    let kernel = FaceKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
+pub fn add_traction_load(
+    mesh: &HexMesh,
+    faces: &[CellFace],
+    t: [f64; 3],
+    points_per_direction: usize,
+    f: &mut Vector,
+) -> Result<(), AssemblyError> {
+    let kernel =
+        FaceKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
     if f.len() != 3 * mesh.n_nodes() {
-        return Err(AssemblyError::SizeMismatch { what: "traction load vector", expected: 3 * mesh.n_nodes(), got: f.len() });
+        return Err(AssemblyError::SizeMismatch {
+            what: "traction load vector",
+            expected: 3 * mesh.n_nodes(),
+            got: f.len(),
+        });
     }
     let f = f.as_mut_slice();
     for cf in faces {
         if cf.cell >= mesh.n_cells() {
-            let message = format!("traction face {:?} of cell {} is outside the mesh ({} cells)", cf.face, cf.cell, mesh.n_cells());
+            let message = format!(
+                "traction face {:?} of cell {} is outside the mesh ({} cells)",
+                cf.face,
+                cf.cell,
+                mesh.n_cells()
+            );
             return Err(MeshError::Invalid(message).into());
         }
         let local = face_local_nodes(mesh.kind, cf.face);
@@ -43,7 +62,9 @@ pub fn add_traction_load(mesh: &HexMesh, faces: &[CellFace], t: [f64; 3], points
         let mut fa = vec![[0.0; 3]; local.len()];
         kernel
             .nodal_forces(&x, Load::Constant(t), &mut fa)
-            .map_err(|source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source))?;
+            .map_err(|source| {
+                AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source)
+            })?;
         for (&a, fa) in local.iter().zip(&fa) {
             for d in 0..3 {
                 f[3 * nodes[a] + d] += fa[d];

@@ -39,7 +39,12 @@ mod tests {
     /// A rigid motion u = t + w x (X - c) is reproduced exactly by a combination of the modes.
     #[test]
     fn modes_span_infinitesimal_rigid_motions() {
-        let coords = [[0.0, 0.0, 0.0], [1.0, 0.2, 0.0], [0.3, 1.0, 0.5], [0.1, 0.4, 2.0]];
+        let coords = [
+            [0.0, 0.0, 0.0],
+            [1.0, 0.2, 0.0],
+            [0.3, 1.0, 0.5],
+            [0.1, 0.4, 2.0],
+        ];
         let modes = rigid_body_modes(&coords);
         let c = [0.35, 0.4, 0.625];
         // rotation vector w: u = w x r, r = X - c
@@ -48,10 +53,19 @@ mod tests {
         let coef = [t[0], t[1], t[2], w[2], w[0], w[1]];
         for (node, x) in coords.iter().enumerate() {
             let r = [x[0] - c[0], x[1] - c[1], x[2] - c[2]];
-            let u = [w[1] * r[2] - w[2] * r[1], w[2] * r[0] - w[0] * r[2], w[0] * r[1] - w[1] * r[0]];
+            let u = [
+                w[1] * r[2] - w[2] * r[1],
+                w[2] * r[0] - w[0] * r[2],
+                w[0] * r[1] - w[1] * r[0],
+            ];
             for d in 0..3 {
-                let combo: f64 = (0..6).map(|m| modes[(3 * node + d) * 6 + m] * coef[m]).sum();
-                assert!((combo - (t[d] + u[d])).abs() < 1e-14, "node {node} comp {d}");
+                let combo: f64 = (0..6)
+                    .map(|m| modes[(3 * node + d) * 6 + m] * coef[m])
+                    .sum();
+                assert!(
+                    (combo - (t[d] + u[d])).abs() < 1e-14,
+                    "node {node} comp {d}"
+                );
             }
         }
     }

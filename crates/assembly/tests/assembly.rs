@@ -18,7 +18,14 @@ const CORNERS: [[f64; 3]; 8] = [
 ];
 
 fn skewed_mesh(kind: CellKind, cells: [usize; 3]) -> HexMesh {
-    generate_box(&BoxSpec { cells, lower: [0.0; 3], upper: [1.0; 3], kind, corners: Some(CORNERS) }).unwrap()
+    generate_box(&BoxSpec {
+        cells,
+        lower: [0.0; 3],
+        upper: [1.0; 3],
+        kind,
+        corners: Some(CORNERS),
+    })
+    .unwrap()
 }
 
 fn neo_hookean() -> Material {
@@ -40,7 +47,12 @@ fn noise(seed: u64, n: usize) -> Vec<f64> {
 }
 
 fn assembler(mesh: &HexMesh, material: Material) -> ElasticityAssembler {
-    ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), mesh.order() + 1).unwrap()
+    ElasticityAssembler::new(
+        mesh,
+        CellMaterials::uniform(material, mesh.n_cells()),
+        mesh.order() + 1,
+    )
+    .unwrap()
 }
 
 /// The assembled tangent is the derivative of the assembled residual (central differences).
@@ -51,7 +63,8 @@ fn tangent_matches_finite_differences(kind: CellKind) {
     let u = Vector::from_vec(noise(7, n).iter().map(|v| 0.05 * v).collect());
     let mut r = Vector::zeros(n);
     let mut k = asm.new_matrix();
-    asm.residual_tangent(&u, Load::Constant([0.3, -0.2, 0.1]), &mut r, &mut k).unwrap();
+    asm.residual_tangent(&u, Load::Constant([0.3, -0.2, 0.1]), &mut r, &mut k)
+        .unwrap();
     let dense = k.to_dense();
     let h = 1e-6;
     let (mut rp, mut rm) = (Vector::zeros(n), Vector::zeros(n));
@@ -62,14 +75,19 @@ fn tangent_matches_finite_differences(kind: CellKind) {
         up.as_mut_slice()[j] += h;
         let mut um = u.clone();
         um.as_mut_slice()[j] -= h;
-        asm.residual(&up, Load::Constant([0.3, -0.2, 0.1]), &mut rp).unwrap();
-        asm.residual(&um, Load::Constant([0.3, -0.2, 0.1]), &mut rm).unwrap();
+        asm.residual(&up, Load::Constant([0.3, -0.2, 0.1]), &mut rp)
+            .unwrap();
+        asm.residual(&um, Load::Constant([0.3, -0.2, 0.1]), &mut rm)
+            .unwrap();
         for i in 0..n {
             let fd = (rp.as_slice()[i] - rm.as_slice()[i]) / (2.0 * h);
             worst = worst.max((fd - dense[i * n + j]).abs());
         }
     }
-    assert!(worst < 1e-6 * scale, "worst |K - FD| = {worst:e}, scale {scale:e}");
+    assert!(
+        worst < 1e-6 * scale,
+        "worst |K - FD| = {worst:e}, scale {scale:e}"
+    );
 }
 
 #[test]
@@ -89,13 +107,18 @@ fn assembly_is_deterministic_across_thread_counts() {
     let n = 3 * mesh.n_nodes();
     let u = Vector::from_vec(noise(3, n).iter().map(|v| 0.02 * v).collect());
     let run = |threads: usize| {
-        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
-            let mut asm = assembler(&mesh, neo_hookean());
-            let mut r = Vector::zeros(n);
-            let mut k = asm.new_matrix();
-            asm.residual_tangent(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r, &mut k).unwrap();
-            (r.into_vec(), k.values().to_vec())
-        })
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let mut asm = assembler(&mesh, neo_hookean());
+                let mut r = Vector::zeros(n);
+                let mut k = asm.new_matrix();
+                asm.residual_tangent(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r, &mut k)
+                    .unwrap();
+                (r.into_vec(), k.values().to_vec())
+            })
     };
     let (r1, k1) = run(1);
     let (r3, k3) = run(3);
@@ -105,7 +128,11 @@ fn assembly_is_deterministic_across_thread_counts() {
 
 /// Runs `f` on a rayon pool of `threads` threads.
 fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
 }
 
 /// Cells are assembled batch after batch (one plan segment each); residual and tangent are
@@ -117,11 +144,15 @@ fn batched_assembly_matches_one_pass(kind: CellKind, cells: [usize; 3]) {
     let u = Vector::from_vec(noise(5, 3 * n_nodes).iter().map(|v| 0.02 * v).collect());
     let body = Load::Constant([0.3, -0.2, 0.1]);
     let asm = assembler(&mesh, neo_hookean());
-    assert!(asm.matrix_plan().n_segments() >= 2, "the mesh must span several batches");
+    assert!(
+        asm.matrix_plan().n_segments() >= 2,
+        "the mesh must span several batches"
+    );
     let elements = asm
         .map_cells(&u, |_, x, ue, material| {
             let (mut re, mut ke) = (vec![[0.0; 3]; npc], vec![[0.0; 9]; npc * npc]);
-            asm.kernel().residual_tangent(x, ue, material, body, &mut re, Some(&mut ke))?;
+            asm.kernel()
+                .residual_tangent(x, ue, material, body, &mut re, Some(&mut ke))?;
             Ok((re, ke))
         })
         .unwrap();
@@ -154,8 +185,14 @@ fn batched_assembly_matches_one_pass(kind: CellKind, cells: [usize; 3]) {
         });
         assert_eq!(k.pattern(), k_ref.pattern());
         let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-        assert!(same(k.values(), k_ref.values()), "{kind:?} tangent on {threads} threads");
-        assert!(same(r.as_slice(), &r_ref), "{kind:?} residual on {threads} threads");
+        assert!(
+            same(k.values(), k_ref.values()),
+            "{kind:?} tangent on {threads} threads"
+        );
+        assert!(
+            same(r.as_slice(), &r_ref),
+            "{kind:?} residual on {threads} threads"
+        );
     }
 }
 
@@ -176,7 +213,10 @@ fn the_first_failing_cell_is_reported_across_batches() {
     let mesh = skewed_mesh(CellKind::Hex8, [16, 12, 12]);
     let n = 3 * mesh.n_nodes();
     let asm = assembler(&mesh, neo_hookean());
-    assert!(asm.matrix_plan().n_segments() >= 2, "the mesh must span several batches");
+    assert!(
+        asm.matrix_plan().n_segments() >= 2,
+        "the mesh must span several batches"
+    );
     // Throw the far corner node of a few cells through their neighbours.
     let mut u = Vector::zeros(n);
     for cell in [1000, 1905, 2201] {
@@ -186,22 +226,40 @@ fn the_first_failing_cell_is_reported_across_batches() {
     let fails = asm
         .map_cells(&u, |_, x, ue, material| {
             let mut re = vec![[0.0; 3]; x.len()];
-            Ok(asm.kernel().residual_tangent(x, ue, material, Load::None, &mut re, None).is_err())
+            Ok(asm
+                .kernel()
+                .residual_tangent(x, ue, material, Load::None, &mut re, None)
+                .is_err())
         })
         .unwrap();
     let first = fails.iter().position(|&f| f).expect("some cells fail");
     let last = fails.iter().rposition(|&f| f).expect("some cells fail");
     let cells_per_batch = asm.matrix_plan().segment_len() / 64;
-    assert!(last / cells_per_batch > first / cells_per_batch, "failures in several batches");
+    assert!(
+        last / cells_per_batch > first / cells_per_batch,
+        "failures in several batches"
+    );
     for threads in [1, 3] {
         on_threads(threads, || {
             let mut asm = assembler(&mesh, neo_hookean());
             let mut r = Vector::zeros(n);
-            let err = asm.residual(&u, Load::None, &mut r).expect_err("inverted cells");
-            assert_eq!(err.cell(), Some(first), "residual on {threads} threads: {err}");
+            let err = asm
+                .residual(&u, Load::None, &mut r)
+                .expect_err("inverted cells");
+            assert_eq!(
+                err.cell(),
+                Some(first),
+                "residual on {threads} threads: {err}"
+            );
             let mut k = asm.new_matrix();
-            let err = asm.residual_tangent(&u, Load::None, &mut r, &mut k).expect_err("inverted cells");
-            assert_eq!(err.cell(), Some(first), "tangent on {threads} threads: {err}");
+            let err = asm
+                .residual_tangent(&u, Load::None, &mut r, &mut k)
+                .expect_err("inverted cells");
+            assert_eq!(
+                err.cell(),
+                Some(first),
+                "tangent on {threads} threads: {err}"
+            );
         });
     }
 }
@@ -211,17 +269,25 @@ fn the_first_failing_cell_is_reported_across_batches() {
 fn rigid_body_modes_are_in_the_kernel_of_the_stiffness() {
     for kind in [CellKind::Hex8, CellKind::Hex27] {
         let mesh = skewed_mesh(kind, [2, 2, 2]);
-        let mut asm = assembler(&mesh, Material::linear(Moduli::from_young_poisson(1.0, 0.25).unwrap()));
+        let mut asm = assembler(
+            &mesh,
+            Material::linear(Moduli::from_young_poisson(1.0, 0.25).unwrap()),
+        );
         let n = 3 * mesh.n_nodes();
         let mut r = Vector::zeros(n);
         let mut k = asm.new_matrix();
-        asm.residual_tangent(&Vector::zeros(n), Load::None, &mut r, &mut k).unwrap();
+        asm.residual_tangent(&Vector::zeros(n), Load::None, &mut r, &mut k)
+            .unwrap();
         let modes = rigid_body_modes(&mesh.coords);
         for m in 0..6 {
             let v = Vector::from_vec((0..n).map(|i| modes[i * 6 + m]).collect());
             let mut kv = Vector::zeros(n);
             k.spmv(&v, &mut kv);
-            assert!(ops::norm2(&kv) < 1e-12 * ops::norm2(&v), "{kind:?} mode {m}: |K v| = {:e}", ops::norm2(&kv));
+            assert!(
+                ops::norm2(&kv) < 1e-12 * ops::norm2(&v),
+                "{kind:?} mode {m}: |K v| = {:e}",
+                ops::norm2(&kv)
+            );
         }
     }
 }
@@ -232,7 +298,9 @@ fn dense_solve(a: &[f64], b: &[f64]) -> Vec<f64> {
     let mut m: Vec<f64> = a.to_vec();
     let mut x = b.to_vec();
     for col in 0..n {
-        let p = (col..n).max_by(|&i, &j| m[i * n + col].abs().total_cmp(&m[j * n + col].abs())).unwrap();
+        let p = (col..n)
+            .max_by(|&i, &j| m[i * n + col].abs().total_cmp(&m[j * n + col].abs()))
+            .unwrap();
         for c in 0..n {
             m.swap(col * n + c, p * n + c);
         }
@@ -258,8 +326,17 @@ fn dense_solve(a: &[f64], b: &[f64]) -> Vec<f64> {
 fn patch_test_reproduces_linear_fields() {
     for kind in [CellKind::Hex8, CellKind::Hex27] {
         let mesh = skewed_mesh(kind, [3, 3, 3]);
-        let mut asm = assembler(&mesh, Material::linear(Moduli::from_young_poisson(2.0, 0.3).unwrap()));
-        let exact = |x: [f64; 3]| [1e-3 * (x[0] + 2.0 * x[1] - x[2]), 1e-3 * (0.5 * x[0] - x[2]), 1e-3 * (x[1] + 3.0 * x[2])];
+        let mut asm = assembler(
+            &mesh,
+            Material::linear(Moduli::from_young_poisson(2.0, 0.3).unwrap()),
+        );
+        let exact = |x: [f64; 3]| {
+            [
+                1e-3 * (x[0] + 2.0 * x[1] - x[2]),
+                1e-3 * (0.5 * x[0] - x[2]),
+                1e-3 * (x[1] + 3.0 * x[2]),
+            ]
+        };
         let boundary: Vec<usize> = ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"]
             .iter()
             .flat_map(|s| mesh.set_nodes(s).unwrap())
@@ -269,7 +346,11 @@ fn patch_test_reproduces_linear_fields() {
             .iter()
             .map(|&i| {
                 let v = exact(mesh.coords[i]);
-                Prescribed::Components { set: "boundary".into(), nodes: vec![i], values: [Some(v[0]), Some(v[1]), Some(v[2])] }
+                Prescribed::Components {
+                    set: "boundary".into(),
+                    nodes: vec![i],
+                    values: [Some(v[0]), Some(v[1]), Some(v[2])],
+                }
             })
             .collect();
         let cons = Constraints::new(mesh.n_nodes(), prescribed, &asm.orphan_nodes()).unwrap();
@@ -278,7 +359,8 @@ fn patch_test_reproduces_linear_fields() {
         cons.write_prescribed(1.0, &mesh.coords, &mut u);
         let mut r = Vector::zeros(n);
         let mut k: Bsr = asm.new_matrix();
-        asm.residual_tangent(&u, Load::None, &mut r, &mut k).unwrap();
+        asm.residual_tangent(&u, Load::None, &mut r, &mut k)
+            .unwrap();
         cons.eliminate_in_matrix(&mut k).unwrap();
         ops::scale(-1.0, &mut r);
         cons.zero_constrained(&mut r);
@@ -287,7 +369,11 @@ fn patch_test_reproduces_linear_fields() {
             let want = exact(*x);
             for d in 0..3 {
                 let got = u.as_slice()[3 * node + d] + du[3 * node + d];
-                assert!((got - want[d]).abs() < 1e-13, "{kind:?} node {node} comp {d}: {got} vs {}", want[d]);
+                assert!(
+                    (got - want[d]).abs() < 1e-13,
+                    "{kind:?} node {node} comp {d}: {got} vs {}",
+                    want[d]
+                );
             }
         }
     }
@@ -304,25 +390,53 @@ fn an_inverted_element_is_named() {
     mesh.cells[8] = nodes[1];
     mesh.cells[9] = nodes[0];
     let materials = || CellMaterials::uniform(neo_hookean(), 2);
-    let err = ElasticityAssembler::new(&mesh, materials(), 2).err().expect("inverted");
-    assert!(matches!(err, assembly::AssemblyError::InvalidElement { cell: 1, .. }), "{err:?}");
-    assert!(err.to_string().starts_with("element geometry invalid in cell 1: non-positive Jacobian"), "{err}");
+    let err = ElasticityAssembler::new(&mesh, materials(), 2)
+        .err()
+        .expect("inverted");
+    assert!(
+        matches!(err, assembly::AssemblyError::InvalidElement { cell: 1, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("element geometry invalid in cell 1: non-positive Jacobian"),
+        "{err}"
+    );
     mesh.cell_tags = Some(vec![41, 42]);
-    let err = ElasticityAssembler::new(&mesh, materials(), 2).err().expect("inverted");
-    assert!(err.to_string().starts_with("element geometry invalid in Gmsh element 42 (cell 1): "), "{err}");
+    let err = ElasticityAssembler::new(&mesh, materials(), 2)
+        .err()
+        .expect("inverted");
+    assert!(
+        err.to_string()
+            .starts_with("element geometry invalid in Gmsh element 42 (cell 1): "),
+        "{err}"
+    );
 
     // Pushing the x-max face back through the middle plane inverts cell 1 only.
     let mut u = Vector::zeros(3 * good.n_nodes());
     for &n in &good.node_sets["xmax"] {
         u.as_mut_slice()[3 * n] = -3.0;
     }
-    for (tags, name) in [(None, "cell 1"), (Some(vec![41, 42]), "Gmsh element 42 (cell 1)")] {
+    for (tags, name) in [
+        (None, "cell 1"),
+        (Some(vec![41, 42]), "Gmsh element 42 (cell 1)"),
+    ] {
         let mut mesh = good.clone();
         mesh.cell_tags = tags;
         let mut assembler = ElasticityAssembler::new(&mesh, materials(), 2).unwrap();
         let mut r = Vector::zeros(3 * mesh.n_nodes());
-        let err = assembler.residual(&u, Load::None, &mut r).expect_err("inverted during the solve");
-        assert!(matches!(err, assembly::AssemblyError::ElementFailure { cell: 1, .. }), "{err:?}");
-        assert!(err.to_string().starts_with(&format!("element failure in {name}: non-positive volume ratio")), "{err}");
+        let err = assembler
+            .residual(&u, Load::None, &mut r)
+            .expect_err("inverted during the solve");
+        assert!(
+            matches!(err, assembly::AssemblyError::ElementFailure { cell: 1, .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().starts_with(&format!(
+                "element failure in {name}: non-positive volume ratio"
+            )),
+            "{err}"
+        );
     }
 }

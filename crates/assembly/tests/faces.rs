@@ -21,7 +21,10 @@ fn faces_have_the_same_names_order_and_sides() {
         assert_eq!(m.name(), names[index].to_lowercase());
         assert_eq!(m.axis(), f.axis(), "{m:?}");
         assert_eq!(m.is_max(), f.normal_sign() > 0.0, "{m:?}");
-        assert_eq!(mesh::Face::from_axis(f.axis(), f.normal_sign() > 0.0), Some(m));
+        assert_eq!(
+            mesh::Face::from_axis(f.axis(), f.normal_sign() > 0.0),
+            Some(m)
+        );
     }
 }
 
@@ -36,8 +39,17 @@ fn face_local_nodes_agree_for_both_orders() {
             assert_eq!(from_mesh.len(), kind.nodes_per_face());
             // The corners that match Gmsh quadrangles to cell faces are the same nodes too.
             let n = order + 1;
-            let corners = [from_fem[0], from_fem[n - 1], from_fem[n * (n - 1)], from_fem[n * n - 1]];
-            assert_eq!(mesh::face_corner_local_nodes(kind, m), corners, "{m:?} of order {order}");
+            let corners = [
+                from_fem[0],
+                from_fem[n - 1],
+                from_fem[n * (n - 1)],
+                from_fem[n * n - 1],
+            ];
+            assert_eq!(
+                mesh::face_corner_local_nodes(kind, m),
+                corners,
+                "{m:?} of order {order}"
+            );
         }
     }
 }
@@ -54,7 +66,11 @@ fn face_nodes_are_the_quadrilateral_nodes_in_order() {
             let local = f.local_nodes(order).unwrap();
             assert_eq!(local.len(), face_eta.len());
             for (&a, &eta) in local.iter().zip(&face_eta) {
-                assert_eq!(cell_xi[a], f.reference_point(eta), "{f:?} of order {order}, node {a}");
+                assert_eq!(
+                    cell_xi[a],
+                    f.reference_point(eta),
+                    "{f:?} of order {order}, node {a}"
+                );
             }
         }
     }

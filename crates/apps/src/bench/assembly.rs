@@ -63,14 +63,27 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
     };
     anyhow::ensure!(bench.cells > 0, "--cells must be positive");
     let n = bench.cells;
-    let mesh = generate_box(&BoxSpec { cells: [n; 3], lower: [0.0; 3], upper: [1.0; 3], kind, corners: None })?;
+    let mesh = generate_box(&BoxSpec {
+        cells: [n; 3],
+        lower: [0.0; 3],
+        upper: [1.0; 3],
+        kind,
+        corners: None,
+    })?;
     let material = Material::neo_hookean(Moduli::from_young_poisson(1.0, 0.3)?);
     let start = Instant::now();
-    let mut asm = ElasticityAssembler::new(&mesh, CellMaterials::uniform(material, mesh.n_cells()), bench.order + 1)?;
+    let mut asm = ElasticityAssembler::new(
+        &mesh,
+        CellMaterials::uniform(material, mesh.n_cells()),
+        bench.order + 1,
+    )?;
     let setup_s = start.elapsed().as_secs_f64();
     // a smooth, moderate deformation: every element in the finite-strain regime
     let u = Vector::from_vec(
-        mesh.coords.iter().flat_map(|x| [0.1 * x[0] * x[1], -0.05 * x[2] * x[0], 0.08 * x[1] * x[2]]).collect(),
+        mesh.coords
+            .iter()
+            .flat_map(|x| [0.1 * x[0] * x[1], -0.05 * x[2] * x[0], 0.08 * x[1] * x[2]])
+            .collect(),
     );
     let mut r = Vector::zeros(u.len());
     let mut k = asm.new_matrix();
@@ -117,11 +130,35 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
 impl std::fmt::Display for AssemblyBenchResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "assembly benchmark: neo-Hookean Q{} box, {}^3 cells ({} elements, {} nodes), {} threads", self.order, self.cells, self.elements, self.nodes, self.threads)?;
-        writeln!(f, "  symbolic (plans + geometry checks)  {:8.3} s", self.setup_s)?;
-        writeln!(f, "  residual + tangent                  {:8.3} s  ({:.2e} elements/s)", self.seconds, self.elements_per_s)?;
-        writeln!(f, "    element kernels                   {:8.3} s", self.elements_s)?;
-        writeln!(f, "    COO sums ({} contributions -> {} blocks)  {:8.3} s  ({:.1} GB/s of {:.2} GB)", self.contributions, self.block_nnz, self.sums_s, self.sum_gb_per_s, self.sum_bytes / 1e9)?;
-        writeln!(f, "  residual only                       {:8.3} s", self.residual_seconds)?;
+        writeln!(
+            f,
+            "  symbolic (plans + geometry checks)  {:8.3} s",
+            self.setup_s
+        )?;
+        writeln!(
+            f,
+            "  residual + tangent                  {:8.3} s  ({:.2e} elements/s)",
+            self.seconds, self.elements_per_s
+        )?;
+        writeln!(
+            f,
+            "    element kernels                   {:8.3} s",
+            self.elements_s
+        )?;
+        writeln!(
+            f,
+            "    COO sums ({} contributions -> {} blocks)  {:8.3} s  ({:.1} GB/s of {:.2} GB)",
+            self.contributions,
+            self.block_nnz,
+            self.sums_s,
+            self.sum_gb_per_s,
+            self.sum_bytes / 1e9
+        )?;
+        writeln!(
+            f,
+            "  residual only                       {:8.3} s",
+            self.residual_seconds
+        )?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory                {:8.0} MiB", mb)?;
         }

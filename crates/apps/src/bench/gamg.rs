@@ -5,13 +5,13 @@
 use std::time::Instant;
 
 use amg::{cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Storage, UpdateReport};
-use linalg::Bsr;
 use anyhow::{ensure, Result};
+use linalg::Bsr;
 use linalg::Vector;
 use serde::Serialize;
 
-use amg::peak_rss_mb;
 use crate::ex56::Ex56;
+use amg::peak_rss_mb;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -65,14 +65,32 @@ pub struct GamgBenchResult {
 
 /// Runs the benchmark.
 pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
-    ensure!(bench.solves >= 2, "--solves must be at least 2 (one cold, one hot)");
+    ensure!(
+        bench.solves >= 2,
+        "--solves must be at least 2 (one cold, one hot)"
+    );
     let start = Instant::now();
     let problem = Ex56::new(bench.m, bench.order)?;
-    let Ex56 { mut a, b, near_null, .. } = problem;
+    let Ex56 {
+        mut a,
+        b,
+        near_null,
+        ..
+    } = problem;
     let assembly_s = start.elapsed().as_secs_f64();
-    let cg_params = CgParams { rtol: 1e-8, ..CgParams::default() };
+    let cg_params = CgParams {
+        rtol: 1e-8,
+        ..CgParams::default()
+    };
     let mut x = Vector::zeros(b.len());
-    let amg_params = AmgParams { storage: if bench.scalar { Storage::Scalar } else { Storage::Blocked }, ..bench.amg.clone() };
+    let amg_params = AmgParams {
+        storage: if bench.scalar {
+            Storage::Scalar
+        } else {
+            Storage::Blocked
+        },
+        ..bench.amg.clone()
+    };
 
     let start = Instant::now();
     let mut hierarchy = Hierarchy::setup_external(&a, &near_null, &amg_params)?;
@@ -138,15 +156,44 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
 
 impl std::fmt::Display for GamgBenchResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let storage = if self.scalar { "scalar storage (1x1 blocks)" } else { "blocked" };
-        writeln!(f, "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} threads", self.nodes_per_side, self.order, self.unknowns, self.threads)?;
-        writeln!(f, "  levels {}: rows {:?}, block sizes {:?}", self.levels, self.rows_per_level, self.block_size_per_level)?;
-        writeln!(f, "  operator complexity {:.3}, grid complexity {:.3}", self.operator_complexity, self.grid_complexity)?;
-        writeln!(f, "  CG iterations per solve {:?}{}", self.iterations, if self.converged { "" } else { "  (NOT CONVERGED)" })?;
+        let storage = if self.scalar {
+            "scalar storage (1x1 blocks)"
+        } else {
+            "blocked"
+        };
+        writeln!(
+            f,
+            "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} threads",
+            self.nodes_per_side, self.order, self.unknowns, self.threads
+        )?;
+        writeln!(
+            f,
+            "  levels {}: rows {:?}, block sizes {:?}",
+            self.levels, self.rows_per_level, self.block_size_per_level
+        )?;
+        writeln!(
+            f,
+            "  operator complexity {:.3}, grid complexity {:.3}",
+            self.operator_complexity, self.grid_complexity
+        )?;
+        writeln!(
+            f,
+            "  CG iterations per solve {:?}{}",
+            self.iterations,
+            if self.converged {
+                ""
+            } else {
+                "  (NOT CONVERGED)"
+            }
+        )?;
         writeln!(f, "  problem assembly   {:8.3} s", self.assembly_s)?;
         writeln!(f, "  cold set-up        {:8.3} s", self.setup_cold_s)?;
         writeln!(f, "  solve              {:8.3} s", self.solve_s)?;
-        writeln!(f, "  hot set-up         {:8.3} s  (Galerkin numeric {:.3} s)", self.setup_hot_s, self.galerkin_numeric_s)?;
+        writeln!(
+            f,
+            "  hot set-up         {:8.3} s  (Galerkin numeric {:.3} s)",
+            self.setup_hot_s, self.galerkin_numeric_s
+        )?;
         writeln!(f, "  solve after hot    {:8.3} s", self.solve_hot_s)?;
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {
@@ -158,7 +205,13 @@ impl std::fmt::Display for GamgBenchResult {
 
 /// One timed CG solve preconditioned by the hierarchy's V-cycle on the operator in the hierarchy's
 /// storage (its own scalar expansion, or the caller's blocked `a`).
-fn solve(hierarchy: &Hierarchy, a: &Bsr, b: &Vector, x: &mut Vector, cg_params: &CgParams) -> Result<(CgOutcome, f64)> {
+fn solve(
+    hierarchy: &Hierarchy,
+    a: &Bsr,
+    b: &Vector,
+    x: &mut Vector,
+    cg_params: &CgParams,
+) -> Result<(CgOutcome, f64)> {
     let vcycle = hierarchy.with_operator(a)?;
     let operator = hierarchy.operator(0).unwrap_or(a);
     let start = Instant::now();

@@ -5,7 +5,10 @@ pub mod assembly;
 pub mod gamg;
 
 /// The better of `repeats` timed runs of `f` after one warm-up run, in seconds.
-pub(crate) fn best_of(repeats: usize, mut f: impl FnMut() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
+pub(crate) fn best_of(
+    repeats: usize,
+    mut f: impl FnMut() -> anyhow::Result<f64>,
+) -> anyhow::Result<f64> {
     f()?;
     let mut best = f64::INFINITY;
     for _ in 0..repeats.max(1) {

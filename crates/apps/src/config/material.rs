@@ -269,12 +269,23 @@ impl MaterialParams {
                     fem::Moduli::from_young_poisson(e, nu)
                         .and_then(|m| fem::Material::mooney_rivlin(m, value("mu2_fraction")))
                 } else {
-                    let m = fem::Material::MooneyRivlin { lambda: value("lambda"), mu1: value("mu1"), mu2: value("mu2") };
+                    let m = fem::Material::MooneyRivlin {
+                        lambda: value("lambda"),
+                        mu1: value("mu1"),
+                        mu2: value("mu2"),
+                    };
                     m.validate().map(|()| m)
                 };
                 match material.map_err(out_of_range)? {
-                    fem::Material::MooneyRivlin { lambda, mu1, mu2 } => Moduli::MooneyRivlin { lambda, mu1, mu2 },
-                    _ => return Err(MaterialError::Parameters { model: self.model, given: keys }),
+                    fem::Material::MooneyRivlin { lambda, mu1, mu2 } => {
+                        Moduli::MooneyRivlin { lambda, mu1, mu2 }
+                    }
+                    _ => {
+                        return Err(MaterialError::Parameters {
+                            model: self.model,
+                            given: keys,
+                        })
+                    }
                 }
             }
         })
@@ -284,7 +295,11 @@ impl MaterialParams {
 /// A range error of the element layer, reported on the YAML key it concerns.
 fn out_of_range(e: fem::FemError) -> MaterialError {
     match e {
-        fem::FemError::InvalidMaterial { name, value, requirement } => {
+        fem::FemError::InvalidMaterial {
+            name,
+            value,
+            requirement,
+        } => {
             let key = match name {
                 "E" => "young_modulus",
                 "nu" => "poisson_ratio",
@@ -293,9 +308,17 @@ fn out_of_range(e: fem::FemError) -> MaterialError {
                 "mu2_fraction" => "mu2_fraction",
                 _ => "lambda",
             };
-            MaterialError::OutOfRange { key, value, requirement }
+            MaterialError::OutOfRange {
+                key,
+                value,
+                requirement,
+            }
         }
-        _ => MaterialError::OutOfRange { key: "lambda", value: f64::NAN, requirement: "is not an admissible material" },
+        _ => MaterialError::OutOfRange {
+            key: "lambda",
+            value: f64::NAN,
+            requirement: "is not an admissible material",
+        },
     }
 }
 
@@ -489,7 +512,10 @@ mod tests {
         };
         let (lam, mu) = (10.0 * 0.3 / (1.3 * 0.4), 10.0 / 2.6);
         assert!((mu1 + mu2 - mu).abs() < 1e-12 && (mu2 - 0.25 * mu).abs() < 1e-12);
-        assert!((lambda + 2.0 * mu2 - lam).abs() < 1e-12, "small-strain lambda is lambda + 2 mu2");
+        assert!(
+            (lambda + 2.0 * mu2 - lam).abs() < 1e-12,
+            "small-strain lambda is lambda + 2 mu2"
+        );
         m.mu2_fraction = Some(1.5);
         assert_eq!(m.moduli().unwrap_err().key(), Some("mu2_fraction"));
     }

@@ -158,8 +158,15 @@ impl Config {
         )?;
         match s.amg.validate() {
             Ok(()) => {}
-            Err(amg::AmgError::InvalidParameter { name, value, reason }) => {
-                return Err(check.error(&format!("linear_solver.amg.{name}"), format!("{value} {reason}")));
+            Err(amg::AmgError::InvalidParameter {
+                name,
+                value,
+                reason,
+            }) => {
+                return Err(check.error(
+                    &format!("linear_solver.amg.{name}"),
+                    format!("{value} {reason}"),
+                ));
             }
             Err(other) => return Err(check.error("linear_solver.amg", other.to_string())),
         }
