@@ -38,7 +38,7 @@ impl Ex56 {
             _ => anyhow::bail!("--order {order}: valid orders are 1 and 2"),
         };
         ensure!(
-            (m - 1) % order == 0,
+            (m - 1).is_multiple_of(order),
             "Q{order} needs (m - 1) divisible by {order} (got m = {m})"
         );
         let n = (m - 1) / order;

@@ -64,7 +64,7 @@ pub enum LinearSolver {
         params: CgParams,
         amg: AmgParams,
         near_null: NearNullSpace,
-        hierarchy: Option<Hierarchy>,
+        hierarchy: Option<Box<Hierarchy>>,
     },
 }
 
@@ -133,7 +133,9 @@ impl LinearSolver {
                     }
                     None => (
                         SetupKind::AmgCold,
-                        Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?,
+                        Box::new(
+                            Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?,
+                        ),
                     ),
                 };
                 let h = hierarchy.insert(h);

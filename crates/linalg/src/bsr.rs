@@ -84,7 +84,7 @@ impl Bsr {
                 found: a.len(),
             });
         }
-        if n_rows % block_rows != 0 || n_cols % block_cols != 0 {
+        if !n_rows.is_multiple_of(block_rows) || !n_cols.is_multiple_of(block_cols) {
             return Err(LinalgError::NotDivisible {
                 n_rows,
                 n_cols,

@@ -33,7 +33,7 @@ impl MeshData<'_> {
                 self.nodes_per_cell
             ));
         }
-        if self.connectivity.len() % self.nodes_per_cell != 0 {
+        if !self.connectivity.len().is_multiple_of(self.nodes_per_cell) {
             return invalid(format!(
                 "connectivity length {} is not a multiple of {} nodes per cell",
                 self.connectivity.len(),
