@@ -76,6 +76,19 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
+    let face_pairs: Vec<(&str, Vec<[usize; 2]>)> = problem
+        .mesh
+        .face_sets
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str(),
+                v.iter().map(|f| [f.cell, f.face as usize]).collect(),
+            )
+        })
+        .collect();
+    let face_sets: Vec<(&str, &[[usize; 2]])> =
+        face_pairs.iter().map(|(k, v)| (*k, v.as_slice())).collect();
     let cell_sets: Vec<(&str, &[usize])> = problem
         .mesh
         .cell_sets
@@ -91,6 +104,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
             connectivity: &connectivity,
             node_sets: &node_sets,
             cell_sets: &cell_sets,
+            face_sets: &face_sets,
         },
     )?;
     let mut summary = SummaryWriter::create(

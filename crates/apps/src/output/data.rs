@@ -16,6 +16,9 @@ pub struct MeshData<'a> {
     pub node_sets: &'a [(&'a str, &'a [usize])],
     /// Named cell sets: (name, cell indices).
     pub cell_sets: &'a [(&'a str, &'a [usize])],
+    /// Named face sets: (name, `[cell, local face]` pairs), local faces numbered
+    /// `XMin, XMax, YMin, YMax, ZMin, ZMax` = 0..5 (reference-cell directions).
+    pub face_sets: &'a [(&'a str, &'a [[usize; 2]])],
 }
 
 impl MeshData<'_> {
@@ -51,9 +54,20 @@ impl MeshData<'_> {
                 check_indices(&format!("{kind} `{name}`"), indices, bound, "entries")?;
             }
         }
+        for (name, faces) in self.face_sets {
+            check_name(name)?;
+            let what = format!("face set `{name}`");
+            let cells: Vec<usize> = faces.iter().map(|f| f[0]).collect();
+            check_indices(&what, &cells, self.n_cells(), "cells")?;
+            let local: Vec<usize> = faces.iter().map(|f| f[1]).collect();
+            check_indices(&what, &local, FACES_PER_CELL, "faces per cell")?;
+        }
         Ok(())
     }
 }
+
+/// Faces of a hexahedron.
+const FACES_PER_CELL: usize = 6;
 
 fn check_indices(what: &str, indices: &[usize], bound: usize, of: &str) -> Result<(), OutputError> {
     match indices.iter().find(|&&i| i >= bound) {

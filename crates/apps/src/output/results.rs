@@ -180,6 +180,18 @@ impl ResultsWriter {
                     .map_err(h5(&format!("cannot write /mesh/sets/{kind}/{name}")))?;
             }
         }
+        let faces = sets
+            .create_group("faces")
+            .map_err(h5("cannot create /mesh/sets/faces"))?;
+        for (name, pairs) in mesh.face_sets {
+            write_dataset(
+                &faces,
+                name,
+                &[pairs.len(), 2],
+                &to_i64(pairs.as_flattened())?,
+            )
+            .map_err(h5(&format!("cannot write /mesh/sets/faces/{name}")))?;
+        }
         Ok(())
     }
 

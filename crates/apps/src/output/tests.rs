@@ -6,6 +6,17 @@ use std::process::Command;
 
 use super::*;
 
+/// Serialises the tests that touch HDF5 files. HDF5 opens files without close-on-exec and locks
+/// them (`flock`); a child process spawned by one test (h5dump) inherits the descriptor of a file
+/// another test has open, keeps its lock until it exits, and the other test's next open fails.
+static HDF5_FILES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn hdf5_files() -> std::sync::MutexGuard<'static, ()> {
+    HDF5_FILES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hexfem-output-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
@@ -59,6 +70,7 @@ fn mesh_data(m: &TwoCells) -> MeshData<'_> {
         connectivity: &m.connectivity,
         node_sets: &[("xmin", &XMIN), ("empty", &[])],
         cell_sets: &[("right", &RIGHT)],
+        face_sets: &[("left", &[[0, 0]])],
     }
 }
 
@@ -135,6 +147,7 @@ fn xml_data_items(xml: &str) -> Vec<String> {
 
 #[test]
 fn hdf5_and_xdmf_hold_every_completed_step() {
+    let _files = hdf5_files();
     let dir = scratch_dir("steps");
     let m = two_cells();
     let mut writer = ResultsWriter::create(&dir, "beam", &mesh_data(&m)).unwrap();
@@ -185,6 +198,10 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
     assert_eq!(
         read_i64(&file, "/mesh/sets/cells/right"),
         (vec![1], vec![1])
+    );
+    assert_eq!(
+        read_i64(&file, "/mesh/sets/faces/left"),
+        (vec![1, 2], vec![0, 0])
     );
 
     let step1 = file.group("/steps/000001").unwrap();
@@ -310,6 +327,7 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
 
 #[test]
 fn quadratic_cells_use_hexahedron_27() {
+    let _files = hdf5_files();
     let dir = scratch_dir("q2");
     let coordinates: Vec<[f64; 3]> = (0..27)
         .map(|n| [(n % 3) as f64, (n / 3 % 3) as f64, (n / 9) as f64])
@@ -321,6 +339,7 @@ fn quadratic_cells_use_hexahedron_27() {
         connectivity: &connectivity,
         node_sets: &[],
         cell_sets: &[],
+        face_sets: &[],
     };
     let mut writer = ResultsWriter::create(&dir, "cube", &mesh).unwrap();
     let jacobian = [1.0];
@@ -343,6 +362,7 @@ fn quadratic_cells_use_hexahedron_27() {
 
 #[test]
 fn inconsistent_data_is_rejected_before_writing() {
+    let _files = hdf5_files();
     let dir = scratch_dir("invalid");
     let m = two_cells();
     let good = mesh_data(&m);
@@ -365,6 +385,14 @@ fn inconsistent_data_is_rejected_before_writing() {
         },
         MeshData {
             node_sets: &[("a/b", &[0])],
+            ..good
+        },
+        MeshData {
+            face_sets: &[("far", &[[2, 0]])],
+            ..good
+        },
+        MeshData {
+            face_sets: &[("sideways", &[[0, 6]])],
             ..good
         },
     ];
