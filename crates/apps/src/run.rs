@@ -218,24 +218,21 @@ fn write_step(
     u: &Vector,
     results: &mut ResultsWriter,
 ) -> Result<StepRecord> {
-    let kernel = problem.assembler.kernel().clone();
-    let cells = problem.assembler.map_cells(u, |_, x, ue, material| {
-        Ok((
-            kernel.cell_fields(x, ue, material)?,
-            kernel.strain_energy(x, ue, material)?,
-        ))
-    })?;
+    let kernel = problem.assembler.kernel();
+    let cells = problem
+        .assembler
+        .map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
     let cauchy: Vec<[f64; 9]> = cells
         .iter()
-        .map(|(f, _)| {
+        .map(|f| {
             let [xx, yy, zz, xy, yz, xz] = f.cauchy;
             [xx, xy, xz, xy, yy, yz, xz, yz, zz]
         })
         .collect();
-    let von_mises: Vec<f64> = cells.iter().map(|(f, _)| f.von_mises).collect();
-    let jacobian: Vec<f64> = cells.iter().map(|(f, _)| f.j).collect();
-    let energy_density: Vec<f64> = cells.iter().map(|(f, _)| f.energy_density).collect();
-    let strain_energy: f64 = cells.iter().map(|(_, e)| e).sum();
+    let von_mises: Vec<f64> = cells.iter().map(|f| f.von_mises).collect();
+    let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
+    let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
+    let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
     let (displacement, _) = u.as_slice().as_chunks::<3>();
     let (reaction, _) = step.reactions.as_slice().as_chunks::<3>();
     let wants = |f| config.output.wants(f);

@@ -59,6 +59,8 @@ pub struct CellFields {
     pub j: f64,
     /// Strain energy per unit reference volume.
     pub energy_density: f64,
+    /// Strain energy of the cell, `int psi dV` (= `energy_density` times the reference volume).
+    pub strain_energy: f64,
 }
 
 /// Precomputed element integration for one Lagrange order and one Gauss rule.
@@ -492,6 +494,7 @@ impl ElementKernel {
             von_mises: von_mises(&s),
             j: j / vol,
             energy_density: e / vol,
+            strain_energy: e,
         })
     }
 

@@ -276,6 +276,10 @@ fn patch_test_linear_field_gives_constant_stress() {
                 (cf.energy_density - mat.energy(&f).unwrap()).abs()
                     < 1e-12 * mat.energy(&f).unwrap()
             );
+            let energy = kernel.strain_energy(&x, &u, &mat).unwrap();
+            let volume = kernel.volume(&x).unwrap();
+            assert!((cf.strain_energy - energy).abs() < 1e-13 * energy.abs());
+            assert!((cf.strain_energy - cf.energy_density * volume).abs() < 1e-12 * energy.abs());
         }
     }
 }
