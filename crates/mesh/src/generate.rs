@@ -158,8 +158,9 @@ fn trilinear(corners: &[[f64; 3]; 8], u: [f64; 3]) -> [f64; 3] {
     x
 }
 
-/// Determinant of the trilinear map's Jacobian at corner `c` (edge vectors along +u, +v, +w).
-fn corner_jacobian_det(corners: &[[f64; 3]; 8], c: usize) -> f64 {
+/// Determinant of the trilinear map's Jacobian at corner `c` (edge vectors along +u, +v, +w), up
+/// to a positive factor; the map is right-handed at that corner iff it is positive.
+pub fn corner_jacobian_det(corners: &[[f64; 3]; 8], c: usize) -> f64 {
     let col = |d: usize| -> [f64; 3] {
         let (lo, hi) = (c & !(1 << d), c | (1 << d));
         std::array::from_fn(|e| corners[hi][e] - corners[lo][e])

@@ -11,7 +11,7 @@ pub mod ordering;
 
 pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};
 pub use error::MeshError;
-pub use generate::{generate_box, BoxSpec, MAX_BOX_BYTES, MAX_BOX_NODES};
+pub use generate::{corner_jacobian_det, generate_box, BoxSpec, MAX_BOX_BYTES, MAX_BOX_NODES};
 pub use gmsh::{parse_gmsh, read_gmsh};
 pub use hex_mesh::{cell_name, HexMesh};
 pub use ordering::NodeOrdering;

@@ -252,7 +252,7 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
     let corners = mesh.corner_points();
     if mesh.corners.is_some() {
         check.finite(corners.as_flattened(), "mesh.box.corners")?;
-        if let Some(c) = (0..8).find(|&c| corner_jacobian(&corners, c) <= 0.0) {
+        if let Some(c) = (0..8).find(|&c| mesh::corner_jacobian_det(&corners, c) <= 0.0) {
             return Err(check.error(
                 "mesh.box.corners",
                 format!(
@@ -272,18 +272,6 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Determinant of the three edges leaving corner `c` of the trilinear map, each oriented in
-/// the +xi direction: the map's Jacobian at that corner, up to a positive factor.
-fn corner_jacobian(corners: &[[f64; 3]; 8], c: usize) -> f64 {
-    let edge = |d: usize| -> [f64; 3] {
-        let (a, b) = (c & !(1 << d), c | (1 << d));
-        std::array::from_fn(|k| corners[b][k] - corners[a][k])
-    };
-    let (e0, e1, e2) = (edge(0), edge(1), edge(2));
-    e0[0] * (e1[1] * e2[2] - e1[2] * e2[1]) - e0[1] * (e1[0] * e2[2] - e1[2] * e2[0])
-        + e0[2] * (e1[0] * e2[1] - e1[1] * e2[0])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,14 +287,14 @@ mod tests {
         }
         .corner_points();
         for c in 0..8 {
-            assert_eq!(corner_jacobian(&unit, c), 1.0);
+            assert_eq!(mesh::corner_jacobian_det(&unit, c), 1.0);
         }
         let mut swapped = unit;
         swapped.swap(0, 1);
-        assert!(corner_jacobian(&swapped, 0) < 0.0);
+        assert!(mesh::corner_jacobian_det(&swapped, 0) < 0.0);
         let mut sheared = unit;
         sheared[7] = [0.0, 0.0, 0.0];
-        assert!(corner_jacobian(&sheared, 7) < 0.0);
-        assert!((0..7).all(|c| corner_jacobian(&sheared, c) >= 0.0));
+        assert!(mesh::corner_jacobian_det(&sheared, 7) < 0.0);
+        assert!((0..7).all(|c| mesh::corner_jacobian_det(&sheared, c) >= 0.0));
     }
 }
