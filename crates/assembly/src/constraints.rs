@@ -188,43 +188,29 @@ impl Constraints {
                 got: k.pattern().n_block_rows(),
             });
         }
-        let pattern = k.pattern().clone();
         let mask = &self.mask;
-        let rows = split_rows(k.values_mut(), pattern.row_ptr(), 9);
-        rows.into_par_iter().enumerate().for_each(|(i, row)| {
-            let cols = pattern.row(i);
-            let mi = mask[i];
-            for (block, &j) in row.chunks_exact_mut(9).zip(cols) {
-                let mj = mask[j as usize];
-                if mi == 0 && mj == 0 {
-                    continue;
-                }
-                for r in 0..3 {
-                    for c in 0..3 {
-                        if mi & (1 << r) != 0 || mj & (1 << c) != 0 {
-                            block[3 * r + c] = if j as usize == i && r == c { 1.0 } else { 0.0 };
+        k.rows_mut()
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, (cols, row))| {
+                let mi = mask[i];
+                for (block, &j) in row.chunks_exact_mut(9).zip(cols) {
+                    let mj = mask[j as usize];
+                    if mi == 0 && mj == 0 {
+                        continue;
+                    }
+                    for r in 0..3 {
+                        for c in 0..3 {
+                            if mi & (1 << r) != 0 || mj & (1 << c) != 0 {
+                                block[3 * r + c] =
+                                    if j as usize == i && r == c { 1.0 } else { 0.0 };
+                            }
                         }
                     }
                 }
-            }
-        });
+            });
         Ok(())
     }
-}
-
-/// Splits block values into one mutable slice per block row.
-fn split_rows<'a>(
-    mut values: &'a mut [f64],
-    row_ptr: &[usize],
-    block_len: usize,
-) -> Vec<&'a mut [f64]> {
-    let mut rows = Vec::with_capacity(row_ptr.len().saturating_sub(1));
-    for w in row_ptr.windows(2) {
-        let (head, tail) = values.split_at_mut((w[1] - w[0]) * block_len);
-        rows.push(head);
-        values = tail;
-    }
-    rows
 }
 
 fn norm(a: &[f64; 3]) -> f64 {

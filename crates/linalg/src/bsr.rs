@@ -175,6 +175,17 @@ impl Bsr {
         &mut self.values
     }
 
+    /// Every block row for an update in place (in parallel, say): its block column indices and its
+    /// values (`block_len()` per block, in pattern order). Item `i` is block row `i`.
+    pub fn rows_mut(&mut self) -> Vec<(&[u32], &mut [f64])> {
+        let pattern = &self.pattern;
+        let block_len = self.block_rows * self.block_cols;
+        crate::rows::split_rows(pattern.row_ptr(), block_len, 1, &mut self.values)
+            .into_iter()
+            .map(|(rows, values)| (pattern.row(rows.start), values))
+            .collect()
+    }
+
     /// The block in slot `k` (row-major). Panics if `k >= nnz`.
     pub fn block(&self, k: usize) -> &[f64] {
         let bl = self.block_len();

@@ -157,3 +157,26 @@ fn diagonal_blocks_and_scale() {
         Err(LinalgError::MissingDiagonal { row: 1 })
     );
 }
+
+/// `rows_mut` hands out every block row once, with its pattern columns and exactly its values.
+#[test]
+fn rows_mut_covers_each_block_row_with_its_columns_and_values() {
+    let mut rng = Rng::new(41);
+    for (br, bc) in [(3, 3), (3, 6), (1, 1), (2, 5)] {
+        let mut a = random_bsr(&mut rng, 17, 11, br, bc, 0.3);
+        let pattern = a.pattern().clone();
+        let before = a.values().to_vec();
+        let rows = a.rows_mut();
+        assert_eq!(rows.len(), pattern.n_block_rows());
+        for (i, (cols, values)) in rows.into_iter().enumerate() {
+            assert_eq!(cols, pattern.row(i));
+            let range = pattern.row_ptr()[i] * br * bc..pattern.row_ptr()[i + 1] * br * bc;
+            assert_eq!(&*values, &before[range]);
+            values.iter_mut().for_each(|v| *v = i as f64);
+        }
+        for i in 0..pattern.n_block_rows() {
+            let range = pattern.row_ptr()[i] * br * bc..pattern.row_ptr()[i + 1] * br * bc;
+            assert!(a.values()[range].iter().all(|&v| v == i as f64));
+        }
+    }
+}
