@@ -1,7 +1,7 @@
 //! The AMG on the ex56 model problem as the app builds it, and its reuse inside Newton runs.
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
-use apps::ex56::Ex56;
+use solve::ex56::Ex56;
 use linalg::{ops, Vector};
 
 /// CG iterations for ex56 with `m^3` nodes (rtol 1e-8, unpreconditioned residual), after checking
@@ -62,11 +62,11 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = std::env::temp_dir().join(format!("hexfem-gamg-{}", std::process::id()));
     let input =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
-    let outcome = apps::run::run(&apps::run::RunOptions {
+    let outcome = hexfem::run::run(&hexfem::run::RunOptions {
         input,
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
         output_dir: Some(out),
-        progress: apps::run::Progress::Quiet,
+        progress: hexfem::run::Progress::Quiet,
     })
     .unwrap();
     let summary: serde_json::Value =

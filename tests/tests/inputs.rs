@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use apps::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use serde_json::Value;
 
 fn inputs_dir() -> PathBuf {
@@ -235,7 +235,7 @@ fn every_input_runs() {
     names.sort();
     assert!(names.len() >= 5, "{names:?}");
     for name in &names {
-        let text = apps::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
+        let text = hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
         assert!(text.contains("valid"), "{text}");
         let (outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);

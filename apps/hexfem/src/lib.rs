@@ -1,0 +1,8 @@
+//! The `hexfem` application: the `run`, `check`, `verify` and `bench` commands over the library
+//! crates (`config` reads inputs, `solve` solves, `io` writes results). The binary (`main.rs`)
+//! only parses the command line and calls into these modules.
+
+pub mod bench;
+pub mod check;
+pub mod run;
+pub mod verify;

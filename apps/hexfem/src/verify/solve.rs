@@ -1,0 +1,148 @@
+//! What the cases share: Dirichlet data from a field, one linear-elastic solve through the
+//! production path (assembler, symmetric elimination, linear solver), and relative error norms.
+
+use anyhow::{ensure, Context, Result};
+use assembly::{
+    rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed,
+    RIGID_BODY_MODES_3D,
+};
+use fem::{Load, Material};
+use linalg::{ops, Vector};
+use mesh::HexMesh;
+
+use config::{LinearSolverMethod, LinearSolverParams};
+use solve::linear_solver::{LinearSolveReport, LinearSolver};
+
+/// An exact solution: displacement and its gradient `g[i][j] = du_i/dX_j` at a point.
+pub(crate) type ExactField<'a> = &'a (dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]) + Sync);
+
+/// A linear-elastic solution and the operator it was computed with.
+pub(crate) struct Solution {
+    pub assembler: ElasticityAssembler,
+    pub u: Vector,
+    pub report: LinearSolveReport,
+}
+
+/// The sparse direct solver (small meshes, round-off accuracy).
+pub(crate) fn direct() -> LinearSolverParams {
+    LinearSolverParams {
+        method: LinearSolverMethod::Direct,
+        ..LinearSolverParams::default()
+    }
+}
+
+/// CG preconditioned by the smoothed-aggregation AMG (default options) to a relative residual of
+/// `rtol`.
+pub(crate) fn cg_amg(rtol: f64, max_iterations: usize) -> LinearSolverParams {
+    LinearSolverParams {
+        method: LinearSolverMethod::CgAmg,
+        rtol,
+        atol: 0.0,
+        max_iterations,
+        ..LinearSolverParams::default()
+    }
+}
+
+/// The sorted, unique nodes of the six face sets `xmin..zmax` of a generated box.
+pub(crate) fn boundary_nodes(mesh: &HexMesh) -> Result<Vec<usize>> {
+    let mut nodes = Vec::new();
+    for set in ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"] {
+        nodes.extend(mesh.set_nodes(set)?);
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok(nodes)
+}
+
+/// One prescription per node: component `c` of node `n` is `value(X_n)[c]` where given.
+pub(crate) fn prescribe(
+    set: &str,
+    mesh: &HexMesh,
+    nodes: &[usize],
+    value: impl Fn([f64; 3]) -> [Option<f64>; 3],
+) -> Vec<Prescribed> {
+    nodes
+        .iter()
+        .map(|&n| Prescribed::Components {
+            set: set.to_owned(),
+            nodes: vec![n],
+            values: value(mesh.coords[n]),
+        })
+        .collect()
+}
+
+/// Solves the linear-elastic problem `K u = f_body + external` with `prescribed` displacements,
+/// as one Newton step from the prescribed values (exact for a linear material): assemble the
+/// residual and tangent at `u0`, eliminate the constraints, solve `K du = -(r(u0) - external)`.
+/// The quadrature has `order + 1` Gauss points per direction, as in `hexfem run`.
+pub(crate) fn solve_linear_elastic(
+    mesh: &HexMesh,
+    material: Material,
+    prescribed: Vec<Prescribed>,
+    body: Load<'_>,
+    external: Option<&Vector>,
+    solver: &LinearSolverParams,
+) -> Result<Solution> {
+    let mut assembler = ElasticityAssembler::new(
+        mesh,
+        CellMaterials::uniform(material, mesh.n_cells()),
+        mesh.order() + 1,
+    )?;
+    let constraints = Constraints::new(mesh.n_nodes(), prescribed, &assembler.orphan_nodes())?;
+    let n = 3 * mesh.n_nodes();
+    let mut u = Vector::zeros(n);
+    constraints.write_prescribed(1.0, &mesh.coords, &mut u);
+    let mut r = Vector::zeros(n);
+    let mut k = assembler.new_matrix();
+    assembler.residual_tangent(&u, body, &mut r, &mut k)?;
+    if let Some(f) = external {
+        ensure!(
+            f.len() == n,
+            "external load has {} entries, expected {n}",
+            f.len()
+        );
+        ops::axpy(-1.0, f, &mut r);
+    }
+    ops::scale(-1.0, &mut r);
+    constraints.zero_constrained(&mut r);
+    constraints.eliminate_in_matrix(&mut k)?;
+    let mut du = Vector::zeros(n);
+    let near_null =
+        amg::NearNullSpace::from_row_major(n, RIGID_BODY_MODES_3D, rigid_body_modes(&mesh.coords))?;
+    let report = LinearSolver::new(solver, near_null)
+        .solve(&k, &r, &mut du)
+        .context("linear solve")?;
+    ensure!(
+        report.converged,
+        "the linear solver stopped after {} iterations without converging",
+        report.iterations
+    );
+    ops::axpy(1.0, &du, &mut u);
+    Ok(Solution {
+        assembler,
+        u,
+        report,
+    })
+}
+
+/// Relative errors `(||u_h - u||_L2 / ||u||_L2, |u_h - u|_H1 / |u|_H1)` over the mesh, integrated
+/// with the element kernel's error rule (two Gauss points per direction more than assembly).
+pub(crate) fn relative_errors(solution: &Solution, exact: ExactField<'_>) -> Result<(f64, f64)> {
+    let sum = |u: &Vector| -> Result<(f64, f64)> {
+        let kernel = solution.assembler.kernel();
+        let cells = solution
+            .assembler
+            .map_cells(u, |_, x, u, _| kernel.errors(x, u, exact))?;
+        // cell order, whatever the thread count: the sums are deterministic
+        Ok(cells
+            .iter()
+            .fold((0.0, 0.0), |(l2, h1), (a, b)| (l2 + a, h1 + b)))
+    };
+    let (l2, h1) = sum(&solution.u)?;
+    let (l2_exact, h1_exact) = sum(&Vector::zeros(solution.u.len()))?;
+    ensure!(
+        l2_exact > 0.0 && h1_exact > 0.0,
+        "the exact solution has zero norm"
+    );
+    Ok(((l2 / l2_exact).sqrt(), (h1 / h1_exact).sqrt()))
+}
