@@ -26,9 +26,9 @@ pub fn body_force_load(
 }
 
 /// Adds the nodal forces of a dead-load traction `t` (per unit reference area) on `faces` to `f`
-/// (node-major, `3 * mesh.n_nodes()` entries). The face nodes are taken in `mesh::face_local_nodes`
-/// order, which is the order of `fem::Face::local_nodes` that the face kernel expects (tested in
-/// `tests/faces.rs`).
+/// (node-major, `3 * mesh.n_nodes()` entries). The face nodes are taken in `face_local_nodes`
+/// order, the node order of the face basis that the face kernel expects (one reference-cell
+/// topology, `fem::reference`, serves mesh and kernel).
 pub fn add_traction_load(
     mesh: &HexMesh,
     faces: &[CellFace],

@@ -1,18 +1,13 @@
-//! Tensor-product Lagrange bases on the reference cube and square, and the faces of the cube.
+//! Tensor-product Lagrange bases on the reference cube and square.
 //!
 //! Node `(i, j, k)`, `i, j, k in 0..=order`, has index `i + (p+1) j + (p+1)^2 k` and reference
 //! coordinates `(-1 + 2 i / p, -1 + 2 j / p, -1 + 2 k / p)` (see ARCHITECTURE.md).
 
 use crate::error::{FemError, Result};
-
-/// Largest number of nodes of a supported cell (Q2).
-pub const MAX_NODES: usize = 27;
+use crate::reference::CellKind;
 
 fn check_order(order: usize) -> Result<()> {
-    match order {
-        1 | 2 => Ok(()),
-        _ => Err(FemError::UnsupportedOrder { order }),
-    }
+    CellKind::from_order(order).map(|_| ())
 }
 
 fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
@@ -160,90 +155,6 @@ impl LagrangeQuad {
     }
 }
 
-/// A face of the reference cube: `XMin` is `xi_0 = -1`, `XMax` is `xi_0 = +1`, and so on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Face {
-    XMin,
-    XMax,
-    YMin,
-    YMax,
-    ZMin,
-    ZMax,
-}
-
-impl Face {
-    /// All faces, in declaration order.
-    pub const ALL: [Face; 6] = [
-        Face::XMin,
-        Face::XMax,
-        Face::YMin,
-        Face::YMax,
-        Face::ZMin,
-        Face::ZMax,
-    ];
-
-    /// Reference direction normal to the face (0, 1 or 2).
-    pub fn axis(self) -> usize {
-        match self {
-            Face::XMin | Face::XMax => 0,
-            Face::YMin | Face::YMax => 1,
-            Face::ZMin | Face::ZMax => 2,
-        }
-    }
-
-    /// Sign of the outward reference normal along [`Face::axis`]: -1 for `*Min`, +1 for `*Max`.
-    pub fn normal_sign(self) -> f64 {
-        match self {
-            Face::XMin | Face::YMin | Face::ZMin => -1.0,
-            Face::XMax | Face::YMax | Face::ZMax => 1.0,
-        }
-    }
-
-    /// The two in-face reference directions `(eta_1, eta_2)`, ascending.
-    pub fn tangent_axes(self) -> [usize; 2] {
-        match self.axis() {
-            0 => [1, 2],
-            1 => [0, 2],
-            _ => [0, 1],
-        }
-    }
-
-    /// `+1` if `dX/deta_1 x dX/deta_2` points out of the cell (for a positively oriented map),
-    /// `-1` if it points in. Needed for follower loads such as pressure.
-    pub fn orientation(self) -> f64 {
-        // e_y x e_z = e_x, e_x x e_z = -e_y, e_x x e_y = e_z.
-        let cross_sign = if self.axis() == 1 { -1.0 } else { 1.0 };
-        cross_sign * self.normal_sign()
-    }
-
-    /// Cell reference coordinates of the face point with face coordinates `eta`.
-    pub fn reference_point(self, eta: [f64; 2]) -> [f64; 3] {
-        let mut xi = [0.0; 3];
-        let [t1, t2] = self.tangent_axes();
-        xi[self.axis()] = self.normal_sign();
-        xi[t1] = eta[0];
-        xi[t2] = eta[1];
-        xi
-    }
-
-    /// Cell-local indices of the face nodes, in the tensor order of the two in-face directions
-    /// (lower direction fastest), i.e. matching [`LagrangeQuad`] node order.
-    pub fn local_nodes(self, order: usize) -> Result<Vec<usize>> {
-        check_order(order)?;
-        let p = order;
-        let fixed = if self.normal_sign() < 0.0 { 0 } else { p };
-        let [t1, t2] = self.tangent_axes();
-        let stride = [1, p + 1, (p + 1) * (p + 1)];
-        let mut out = Vec::with_capacity((p + 1) * (p + 1));
-        for b in 0..=p {
-            for a in 0..=p {
-                out.push(fixed * stride[self.axis()] + a * stride[t1] + b * stride[t2]);
-            }
-        }
-        Ok(out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,55 +236,12 @@ mod tests {
     }
 
     #[test]
-    fn face_nodes_lie_on_face_in_tensor_order() {
-        for order in [1, 2] {
-            let cell = LagrangeHex::new(order).unwrap().node_coords();
-            let quad = LagrangeQuad::new(order).unwrap().node_coords();
-            for face in Face::ALL {
-                let nodes = face.local_nodes(order).unwrap();
-                assert_eq!(nodes.len(), quad.len());
-                for (a, &c) in nodes.iter().enumerate() {
-                    assert_eq!(
-                        cell[c],
-                        face.reference_point(quad[a]),
-                        "{face:?} order {order} node {a}"
-                    );
-                }
-            }
-        }
-        assert_eq!(Face::XMin.local_nodes(1).unwrap(), vec![0, 2, 4, 6]);
-        assert_eq!(Face::YMax.local_nodes(1).unwrap(), vec![2, 3, 6, 7]);
-        assert_eq!(Face::ZMax.local_nodes(1).unwrap(), vec![4, 5, 6, 7]);
-    }
-
-    #[test]
-    fn face_orientation_matches_cross_product() {
-        for face in Face::ALL {
-            let [t1, t2] = face.tangent_axes();
-            let (mut e1, mut e2) = ([0.0; 3], [0.0; 3]);
-            e1[t1] = 1.0;
-            e2[t2] = 1.0;
-            let c = [
-                e1[1] * e2[2] - e1[2] * e2[1],
-                e1[2] * e2[0] - e1[0] * e2[2],
-                e1[0] * e2[1] - e1[1] * e2[0],
-            ];
-            assert_eq!(
-                c[face.axis()] * face.normal_sign(),
-                face.orientation(),
-                "{face:?}"
-            );
-        }
-    }
-
-    #[test]
     fn rejects_unsupported_orders() {
         assert_eq!(
             LagrangeHex::new(3),
             Err(FemError::UnsupportedOrder { order: 3 })
         );
         assert!(LagrangeQuad::new(0).is_err());
-        assert!(Face::XMin.local_nodes(4).is_err());
         let b = LagrangeHex::new(1).unwrap();
         assert!(b.eval([0.0; 3], &mut [0.0; 7], &mut [[0.0; 3]; 8]).is_err());
     }

@@ -3,8 +3,8 @@
 //!
 //! An [`ElementKernel`] tabulates the basis at the quadrature points once; every method then takes
 //! the element's reference nodal coordinates `x` and displacements `u` (node order of
-//! ARCHITECTURE.md), works on stack arrays only (monomorphised for 8 and 27 nodes) and writes into
-//! caller buffers, so one kernel can serve many threads at once.
+//! ARCHITECTURE.md), works on stack arrays only (monomorphised for 8 and 27 nodes, picked by
+//! `with_node_count!`) and writes into caller buffers, so one kernel can serve many threads at once.
 
 use nalgebra::Matrix3;
 
@@ -16,6 +16,24 @@ use crate::error::{FemError, Result};
 use crate::load::Load;
 use crate::material::{cauchy_from_piola, split_tangent, von_mises, Material, SplitTangent};
 use crate::quadrature::{Quadrature, MAX_POINTS};
+use crate::reference::CellKind;
+
+/// Evaluates `$body` with the constant `$n` bound to the number of nodes of the cell kind `$kind`:
+/// the one place where a kernel method picks its instance monomorphised for 8 or 27 nodes.
+macro_rules! with_node_count {
+    ($kind:expr, $n:ident => $body:expr) => {
+        match $kind {
+            CellKind::Hex8 => {
+                const $n: usize = CellKind::Hex8.nodes_per_cell();
+                $body
+            }
+            CellKind::Hex27 => {
+                const $n: usize = CellKind::Hex27.nodes_per_cell();
+                $body
+            }
+        }
+    };
+}
 
 /// Basis values and reference gradients tabulated at the points of a tensor Gauss rule.
 #[derive(Debug, Clone)]
@@ -66,6 +84,7 @@ pub struct CellFields {
 /// Precomputed element integration for one Lagrange order and one Gauss rule.
 #[derive(Debug, Clone)]
 pub struct ElementKernel {
+    kind: CellKind,
     basis: LagrangeHex,
     points_per_direction: usize,
     main: Tabulation,
@@ -133,15 +152,22 @@ impl ElementKernel {
     /// Kernel for Lagrange `order` (1 or 2) with a `points_per_direction`^3 Gauss rule
     /// (`1..=6`; full integration is `order + 1`).
     pub fn new(order: usize, points_per_direction: usize) -> Result<Self> {
+        let kind = CellKind::from_order(order)?;
         let basis = LagrangeHex::new(order)?;
         let main = Tabulation::new(&basis, points_per_direction)?;
         let error = Tabulation::new(&basis, (points_per_direction + 2).min(MAX_POINTS))?;
         Ok(Self {
+            kind,
             basis,
             points_per_direction,
             main,
             error,
         })
+    }
+
+    /// The reference cell.
+    pub fn kind(&self) -> CellKind {
+        self.kind
     }
 
     /// Lagrange order.
@@ -240,10 +266,7 @@ impl ElementKernel {
     /// Reference volume `int dV` (fails like [`Self::check_geometry`]).
     pub fn volume(&self, x: &[[f64; 3]]) -> Result<f64> {
         self.check_x(x)?;
-        match self.n_nodes() {
-            8 => self.volume_n::<8>(x),
-            _ => self.volume_n::<27>(x),
-        }
+        with_node_count!(self.kind, N => self.volume_n::<N>(x))
     }
 
     fn volume_n<const N: usize>(&self, x: &[[f64; 3]]) -> Result<f64> {
@@ -278,10 +301,7 @@ impl ElementKernel {
         match k {
             Some(k) => {
                 check_len("element tangent", n * n, k.len())?;
-                match n {
-                    8 => self.residual_tangent_n::<8>(x, u, material, body_force, r, k),
-                    _ => self.residual_tangent_n::<27>(x, u, material, body_force, r, k),
-                }
+                with_node_count!(self.kind, N => self.residual_tangent_n::<N>(x, u, material, body_force, r, k))
             }
             None => self.residual(x, u, material, body_force, r),
         }
@@ -299,10 +319,7 @@ impl ElementKernel {
     ) -> Result<()> {
         self.check_xu(x, u)?;
         check_len("element residual", self.n_nodes(), r.len())?;
-        match self.n_nodes() {
-            8 => self.residual_n::<8>(x, u, material, body_force, r),
-            _ => self.residual_n::<27>(x, u, material, body_force, r),
-        }
+        with_node_count!(self.kind, N => self.residual_n::<N>(x, u, material, body_force, r))
     }
 
     fn residual_n<const N: usize>(
@@ -386,10 +403,7 @@ impl ElementKernel {
         material: &Material,
     ) -> Result<f64> {
         self.check_xu(x, u)?;
-        match self.n_nodes() {
-            8 => self.strain_energy_n::<8>(x, u, material),
-            _ => self.strain_energy_n::<27>(x, u, material),
-        }
+        with_node_count!(self.kind, N => self.strain_energy_n::<N>(x, u, material))
     }
 
     fn strain_energy_n<const N: usize>(
@@ -421,10 +435,7 @@ impl ElementKernel {
     ) -> Result<()> {
         self.check_xu(x, u)?;
         check_len("quadrature-point stresses", self.n_qp(), out.len())?;
-        match self.n_nodes() {
-            8 => self.cauchy_at_points_n::<8>(x, u, material, out),
-            _ => self.cauchy_at_points_n::<27>(x, u, material, out),
-        }
+        with_node_count!(self.kind, N => self.cauchy_at_points_n::<N>(x, u, material, out))
     }
 
     fn cauchy_at_points_n<const N: usize>(
@@ -454,10 +465,7 @@ impl ElementKernel {
         material: &Material,
     ) -> Result<CellFields> {
         self.check_xu(x, u)?;
-        match self.n_nodes() {
-            8 => self.cell_fields_n::<8>(x, u, material),
-            _ => self.cell_fields_n::<27>(x, u, material),
-        }
+        with_node_count!(self.kind, N => self.cell_fields_n::<N>(x, u, material))
     }
 
     fn cell_fields_n<const N: usize>(
@@ -508,10 +516,7 @@ impl ElementKernel {
         exact: &dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]),
     ) -> Result<(f64, f64)> {
         self.check_xu(x, u)?;
-        match self.n_nodes() {
-            8 => self.errors_n::<8>(x, u, exact),
-            _ => self.errors_n::<27>(x, u, exact),
-        }
+        with_node_count!(self.kind, N => self.errors_n::<N>(x, u, exact))
     }
 
     fn errors_n<const N: usize>(

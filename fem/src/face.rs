@@ -1,7 +1,7 @@
 //! Surface kernels on cell faces: nodal forces of dead-load tractions and face areas.
 //!
 //! A face is given by the reference coordinates of its `(order + 1)^2` nodes in the face node order
-//! of ARCHITECTURE.md (see [`crate::Face::local_nodes`]); the surface element is
+//! of ARCHITECTURE.md (see [`crate::face_local_nodes`]); the surface element is
 //! `dA = |dX/deta_1 x dX/deta_2| deta_1 deta_2`, so the orientation of the parametrisation does not
 //! matter for the quantities computed here.
 
@@ -130,7 +130,8 @@ impl FaceKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basis::{Face, LagrangeHex};
+    use crate::basis::LagrangeHex;
+    use crate::reference::{face_local_nodes, CellKind, Face};
 
     /// Face nodes of the parallelogram spanned by `e1`, `e2` from corner `o`.
     fn parallelogram(order: usize, o: [f64; 3], e1: [f64; 3], e2: [f64; 3]) -> Vec<[f64; 3]> {
@@ -192,9 +193,7 @@ mod tests {
         let cell = LagrangeHex::new(2).unwrap().node_coords();
         let fk = FaceKernel::new(2, 3).unwrap();
         for face in Face::ALL {
-            let x: Vec<[f64; 3]> = face
-                .local_nodes(2)
-                .unwrap()
+            let x: Vec<[f64; 3]> = face_local_nodes(CellKind::Hex27, face)
                 .iter()
                 .map(|&c| cell[c])
                 .collect();

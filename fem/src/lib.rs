@@ -1,6 +1,8 @@
-//! Finite-element building blocks for 3D elasticity on hexahedra: Gauss quadrature, Lagrange bases
-//! (Q1, Q2), isotropic hyperelastic materials with closed-form tangents, and element / face kernels
-//! that produce residuals and 3x3 tangent blocks. Knows nothing of meshes or sparse matrices.
+//! Finite-element building blocks for 3D elasticity on hexahedra: the reference cell (cell kinds,
+//! faces, local node numbering), Gauss quadrature, Lagrange bases (Q1, Q2), isotropic hyperelastic
+//! materials with closed-form tangents, and element / face kernels that produce residuals and 3x3
+//! tangent blocks. Knows nothing of meshes or sparse matrices; meshes are built on its reference
+//! cell.
 //!
 //! Conventions (ARCHITECTURE.md): lexicographic node order (`i` fastest), tangent blocks row-major
 //! with `K_ab[3 i + k] = d r_{a,i} / d u_{b,k}`, material tangent `A[(3 i + J, 3 k + L)] = dP_iJ/dF_kL`,
@@ -13,11 +15,13 @@ pub mod face;
 pub mod load;
 pub mod material;
 pub mod quadrature;
+pub mod reference;
 
-pub use basis::{Face, LagrangeHex, LagrangeQuad};
+pub use basis::{LagrangeHex, LagrangeQuad};
 pub use element::{CellFields, ElementKernel};
 pub use error::{FemError, Result};
 pub use face::FaceKernel;
 pub use load::Load;
 pub use material::{von_mises, Material, Moduli, Tangent};
 pub use quadrature::{GaussLegendre, Quadrature, QuadratureFace};
+pub use reference::{face_corner_local_nodes, face_local_nodes, CellKind, Face, MAX_NODES};

@@ -1,6 +1,7 @@
 //! Hexahedral meshes for hexfem: Q1 (8-node) and Q2 (27-node) cells in lexicographic local
 //! order, structured and mapped-box generators, a Gmsh MSH 4.1 reader, named node/face/cell
-//! sets, and the node orderings of Gmsh and VTK/XDMF.
+//! sets, and the node orderings of Gmsh and VTK/XDMF. Cells and faces are instances of `fem`'s
+//! reference cell ([`CellKind`], [`Face`], re-exported here).
 
 pub mod cell;
 pub mod error;

@@ -5,9 +5,9 @@
 use nalgebra::{Matrix3, Rotation3, Vector3};
 
 use super::*;
-use crate::basis::Face;
 use crate::face::FaceKernel;
 use crate::material::{split_tangent, Moduli, SplitTangent};
+use crate::reference::{face_local_nodes, CellKind, Face};
 
 struct Rng(u64);
 
@@ -308,7 +308,7 @@ fn constant_stress_residual_equals_face_tractions() {
         let fk = FaceKernel::new(order, order + 1).unwrap();
         let mut total = vec![[0.0; 3]; x.len()];
         for face in Face::ALL {
-            let nodes = face.local_nodes(order).unwrap();
+            let nodes = face_local_nodes(CellKind::from_order(order).unwrap(), face);
             let fx: Vec<[f64; 3]> = nodes.iter().map(|&c| x[c]).collect();
             // Outward unit normal of the planar face in the reference configuration.
             let n_ref = a.try_inverse().unwrap().transpose()
