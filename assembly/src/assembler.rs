@@ -14,7 +14,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fem::{ElementKernel, Load, Material};
+use fem::{ElementKernel, Load, Material, MAX_NODES};
 use linalg::{BlockPattern, Bsr, CooPlan, Vector};
 use mesh::HexMesh;
 use rayon::prelude::*;
@@ -54,9 +54,6 @@ impl CellMaterials {
         &self.table[self.of_cell[c] as usize]
     }
 }
-
-/// Largest number of nodes of a supported cell (Q2).
-const MAX_NODES: usize = 27;
 
 /// Target size of a batch's tangent contributions: small enough to stay in cache between the
 /// element kernels that write it and the sums that read it (whole cells, at least one).
@@ -246,12 +243,7 @@ impl ElasticityAssembler {
         let u_nodes = as_node_vectors(u.as_slice());
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
             let nodes = &cells[c * npc..(c + 1) * npc];
-            let mut xe = [[0.0; 3]; MAX_NODES];
-            let mut ue = [[0.0; 3]; MAX_NODES];
-            for (a, &node) in nodes.iter().enumerate() {
-                xe[a] = coords[node];
-                ue[a] = u_nodes[node];
-            }
+            let (xe, ue) = (gather(nodes, coords), gather(nodes, u_nodes));
             kernel
                 .residual_tangent(&xe[..npc], &ue[..npc], materials.of(c), body, re, ke)
                 .map_err(|source| AssemblyError::element_failure(cell_tags, c, source))
@@ -335,12 +327,7 @@ impl ElasticityAssembler {
             .into_par_iter()
             .map(|c| {
                 let nodes = &self.cells[c * npc..(c + 1) * npc];
-                let mut xe = [[0.0; 3]; MAX_NODES];
-                let mut ue = [[0.0; 3]; MAX_NODES];
-                for (a, &node) in nodes.iter().enumerate() {
-                    xe[a] = self.coords[node];
-                    ue[a] = u_nodes[node];
-                }
+                let (xe, ue) = (gather(nodes, &self.coords), gather(nodes, u_nodes));
                 f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
                     AssemblyError::element_failure(self.cell_tags.as_deref(), c, source)
                 })
@@ -351,6 +338,17 @@ impl ElasticityAssembler {
 
 fn cell_of(err: &AssemblyError) -> usize {
     err.cell().unwrap_or(usize::MAX)
+}
+
+/// The entries of the nodal field `field` at a cell's `nodes`, in local order, in a stack buffer
+/// (the first `nodes.len()` entries): what the element kernels take as `x` and `u`.
+#[inline(always)]
+fn gather(nodes: &[usize], field: &[[f64; 3]]) -> [[f64; 3]; MAX_NODES] {
+    let mut out = [[0.0; 3]; MAX_NODES];
+    for (o, &node) in out.iter_mut().zip(nodes) {
+        *o = field[node];
+    }
+    out
 }
 
 /// Views a node-major vector (3 entries per node) as node vectors.
@@ -378,10 +376,7 @@ fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), Assembly
     (0..mesh.n_cells())
         .into_par_iter()
         .filter_map(|c| {
-            let mut xe = [[0.0; 3]; MAX_NODES];
-            for (a, &node) in mesh.cell_nodes(c).iter().enumerate() {
-                xe[a] = mesh.coords[node];
-            }
+            let xe = gather(mesh.cell_nodes(c), &mesh.coords);
             let invalid =
                 |source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), c, source);
             kernel.check_geometry(&xe[..npc]).err().map(invalid)
