@@ -1,16 +1,20 @@
 //! From a hex mesh, materials and boundary conditions to blocked sparse operators: the element loop
 //! that emits 3x3 tangent blocks in COO form and sums them through a [`linalg::CooPlan`] built once,
-//! Dirichlet constraints eliminated symmetrically (keeping the block pattern), dead loads, and the
-//! rigid-body modes that smoothed aggregation uses as near-null space.
+//! Dirichlet constraints eliminated symmetrically (keeping the block pattern), dead loads, the
+//! rigid-body modes that smoothed aggregation uses as near-null space, the linear system of one
+//! Newton iteration ([`DiscreteProblem`], [`NewtonSystem`]) and the ex56 model problem built on it.
 
 pub mod assembler;
 pub mod constraints;
 pub mod error;
+pub mod ex56;
 pub mod loads;
 pub mod rigid_body;
+pub mod system;
 
 pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
 pub use constraints::{rotation_matrix, Constraints, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
 pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
+pub use system::{DiscreteProblem, NewtonSystem};

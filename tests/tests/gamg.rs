@@ -1,15 +1,16 @@
 //! The AMG on the ex56 model problem as the app builds it, and its reuse inside Newton runs.
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
+use assembly::ex56::Ex56;
 use linalg::{ops, Vector};
-use solve::ex56::Ex56;
+use solve::problem::near_null_space;
 
 /// CG iterations for ex56 with `m^3` nodes (rtol 1e-8, unpreconditioned residual), after checking
 /// the true residual.
 fn ex56_iterations(m: usize, order: usize) -> usize {
     let problem = Ex56::new(m, order).unwrap();
-    let hierarchy =
-        Hierarchy::setup(&problem.a, &problem.near_null, &AmgParams::default()).unwrap();
+    let near_null = near_null_space(&problem.coords).unwrap();
+    let hierarchy = Hierarchy::setup(&problem.a, &near_null, &AmgParams::default()).unwrap();
     let mut x = Vector::zeros(problem.b.len());
     let outcome = cg(
         &problem.a,

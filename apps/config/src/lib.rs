@@ -1,9 +1,11 @@
 //! Run configuration: typed, validated parameters read from a YAML file.
 //!
 //! Reading goes text -> YAML tree with origins (`tree`) -> `--set` overrides applied to the tree
-//! -> typed [`Config`] (`de`, every struct rejects unknown keys) -> [`Config::validate`]. Every
-//! error names the file and, where the offending value was written in it, `line:column`, or the
-//! `--set` argument that wrote it; unknown keys and choices list the valid ones.
+//! -> typed [`Config`] (`de`, every struct rejects unknown keys) -> [`Config::validate`]; then
+//! `convert` hands the solution layer its plain parameters ([`Config::problem_params`], `From`
+//! for the solver sections). Every error names the file and, where the offending value was
+//! written in it, `line:column`, or the `--set` argument that wrote it; unknown keys and choices
+//! list the valid ones.
 //!
 //! ```yaml
 //! mesh: { box: { cells: [8, 2, 2], lower: [0, 0, 0], upper: [10, 2, 2], order: 1 } }
@@ -14,6 +16,7 @@
 //!   traction: [{ set: xmax, value: [0, 0, -1.0e-3] }]
 //! ```
 
+mod convert;
 mod de;
 mod error;
 mod material;
@@ -27,7 +30,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub use error::{ConfigError, ErrorKind};
-pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams, Moduli};
+pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
     BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverMethod,
     LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,

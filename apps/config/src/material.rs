@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use fem::Material;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Constitutive model.
@@ -80,7 +81,7 @@ impl Serialize for CellSelection {
 }
 
 /// One `materials` entry. Exactly one of the model's accepted parameter sets must be given
-/// (see [`MaterialModel::accepted_parameters`]); [`MaterialParams::moduli`] resolves it.
+/// (see [`MaterialModel::accepted_parameters`]); [`MaterialParams::material`] resolves it.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MaterialParams {
@@ -115,16 +116,6 @@ pub struct MaterialParams {
     /// F = I is the (E, nu) material).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu2_fraction: Option<f64>,
-}
-
-/// Resolved moduli of a material, one variant per model.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Moduli {
-    Linear { lambda: f64, mu: f64 },
-    SaintVenantKirchhoff { lambda: f64, mu: f64 },
-    NeoHookean { lambda: f64, mu: f64 },
-    DecoupledNeoHookean { kappa: f64, mu: f64 },
-    MooneyRivlin { lambda: f64, mu1: f64, mu2: f64 },
 }
 
 /// Why a material entry's parameters do not define the model.
@@ -203,11 +194,11 @@ impl MaterialParams {
         .collect()
     }
 
-    /// Resolves the model's moduli from whichever accepted parameter set is given, checking
-    /// ranges: E > 0, -1 < nu < 0.5, mu > 0, kappa > 0, 3 lambda + 2 mu > 0, mu1, mu2 >= 0 with
-    /// mu1 + mu2 > 0. From (E, nu): lambda = E nu / ((1 + nu)(1 - 2 nu)), mu = E / (2 (1 + nu)),
+    /// Resolves the element layer's material from whichever accepted parameter set is given,
+    /// checking ranges: E > 0, -1 < nu < 0.5, mu > 0, kappa > 0, 3 lambda + 2 mu > 0, mu1,
+    /// mu2 >= 0 with mu1 + mu2 > 0. From (E, nu): lambda = E nu / ((1 + nu)(1 - 2 nu)), mu = E / (2 (1 + nu)),
     /// kappa = E / (3 (1 - 2 nu)).
-    pub fn moduli(&self) -> Result<Moduli, MaterialError> {
+    pub fn material(&self) -> Result<Material, MaterialError> {
         let given = self.given();
         let keys: Vec<&'static str> = given.iter().map(|(k, _)| *k).collect();
         let set = self
@@ -248,45 +239,35 @@ impl MaterialParams {
         Ok(match self.model {
             MaterialModel::Linear => {
                 let (lambda, mu, _) = isotropic()?;
-                Moduli::Linear { lambda, mu }
+                Material::Linear { lambda, mu }
             }
             MaterialModel::SaintVenantKirchhoff => {
                 let (lambda, mu, _) = isotropic()?;
-                Moduli::SaintVenantKirchhoff { lambda, mu }
+                Material::SaintVenantKirchhoff { lambda, mu }
             }
             MaterialModel::NeoHookean => {
                 let (lambda, mu, _) = isotropic()?;
-                Moduli::NeoHookean { lambda, mu }
+                Material::NeoHookean { lambda, mu }
             }
             MaterialModel::DecoupledNeoHookean => {
                 let (_, mu, kappa) = isotropic()?;
-                Moduli::DecoupledNeoHookean { kappa, mu }
+                Material::DecoupledNeoHookean { kappa, mu }
             }
             MaterialModel::MooneyRivlin => {
                 // the element layer owns the model's admissible range; report it on the YAML key
                 let material = if set.contains(&"mu2_fraction") {
                     let (e, nu) = (value("young_modulus"), value("poisson_ratio"));
                     fem::Moduli::from_young_poisson(e, nu)
-                        .and_then(|m| fem::Material::mooney_rivlin(m, value("mu2_fraction")))
+                        .and_then(|m| Material::mooney_rivlin(m, value("mu2_fraction")))
                 } else {
-                    let m = fem::Material::MooneyRivlin {
+                    let m = Material::MooneyRivlin {
                         lambda: value("lambda"),
                         mu1: value("mu1"),
                         mu2: value("mu2"),
                     };
                     m.validate().map(|()| m)
                 };
-                match material.map_err(out_of_range)? {
-                    fem::Material::MooneyRivlin { lambda, mu1, mu2 } => {
-                        Moduli::MooneyRivlin { lambda, mu1, mu2 }
-                    }
-                    _ => {
-                        return Err(MaterialError::Parameters {
-                            model: self.model,
-                            given: keys,
-                        })
-                    }
-                }
+                material.map_err(out_of_range)?
             }
         })
     }
@@ -371,7 +352,7 @@ mod tests {
             poisson_ratio: Some(nu),
             ..entry(MaterialModel::NeoHookean)
         };
-        let Moduli::NeoHookean { lambda, mu } = m.moduli().unwrap() else {
+        let Material::NeoHookean { lambda, mu } = m.material().unwrap() else {
             panic!("wrong variant")
         };
         // Textbook values for steel-like constants: lambda = 121153.846..., mu = 80769.230...
@@ -385,7 +366,7 @@ mod tests {
             model: MaterialModel::DecoupledNeoHookean,
             ..m
         };
-        let Moduli::DecoupledNeoHookean { kappa, mu } = m.moduli().unwrap() else {
+        let Material::DecoupledNeoHookean { kappa, mu } = m.material().unwrap() else {
             panic!("wrong variant")
         };
         assert!(close(kappa, e / (3.0 * (1.0 - 2.0 * nu))));
@@ -401,8 +382,8 @@ mod tests {
             ..entry(MaterialModel::DecoupledNeoHookean)
         };
         assert_eq!(
-            m.moduli().unwrap(),
-            Moduli::DecoupledNeoHookean {
+            m.material().unwrap(),
+            Material::DecoupledNeoHookean {
                 kappa: 5.0,
                 mu: 2.0
             }
@@ -414,8 +395,8 @@ mod tests {
             ..entry(MaterialModel::MooneyRivlin)
         };
         assert_eq!(
-            m.moduli().unwrap(),
-            Moduli::MooneyRivlin {
+            m.material().unwrap(),
+            Material::MooneyRivlin {
                 lambda: 3.0,
                 mu1: 1.0,
                 mu2: 0.5
@@ -427,8 +408,8 @@ mod tests {
             ..entry(MaterialModel::Linear)
         };
         assert_eq!(
-            m.moduli().unwrap(),
-            Moduli::Linear {
+            m.material().unwrap(),
+            Material::Linear {
                 lambda: -0.5,
                 mu: 1.0
             }
@@ -441,7 +422,7 @@ mod tests {
             young_modulus: Some(1.0),
             ..entry(MaterialModel::Linear)
         };
-        let err = only_e.moduli().unwrap_err();
+        let err = only_e.material().unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("(young_modulus, poisson_ratio) or (lambda, mu)"),
@@ -455,7 +436,7 @@ mod tests {
             ..only_e.clone()
         };
         assert!(matches!(
-            mixed.moduli(),
+            mixed.material(),
             Err(MaterialError::Parameters { .. })
         ));
 
@@ -465,7 +446,7 @@ mod tests {
             ..entry(MaterialModel::SaintVenantKirchhoff)
         };
         assert!(matches!(
-            kappa_for_svk.moduli(),
+            kappa_for_svk.material(),
             Err(MaterialError::Parameters { .. })
         ));
 
@@ -474,9 +455,9 @@ mod tests {
                 poisson_ratio: Some(nu),
                 ..only_e.clone()
             };
-            assert_eq!(m.moduli().is_ok(), ok, "nu = {nu}");
+            assert_eq!(m.material().is_ok(), ok, "nu = {nu}");
             if !ok {
-                assert_eq!(m.moduli().unwrap_err().key(), Some("poisson_ratio"));
+                assert_eq!(m.material().unwrap_err().key(), Some("poisson_ratio"));
             }
         }
         let soft = MaterialParams {
@@ -484,20 +465,20 @@ mod tests {
             mu: Some(1.0),
             ..entry(MaterialModel::NeoHookean)
         };
-        assert_eq!(soft.moduli().unwrap_err().key(), Some("lambda"));
+        assert_eq!(soft.material().unwrap_err().key(), Some("lambda"));
         let nan = MaterialParams {
             lambda: Some(f64::NAN),
             mu: Some(1.0),
             ..entry(MaterialModel::NeoHookean)
         };
-        assert_eq!(nan.moduli().unwrap_err().key(), Some("lambda"));
+        assert_eq!(nan.material().unwrap_err().key(), Some("lambda"));
         let mr = MaterialParams {
             lambda: Some(1.0),
             mu1: Some(0.0),
             mu2: Some(0.0),
             ..entry(MaterialModel::MooneyRivlin)
         };
-        assert_eq!(mr.moduli().unwrap_err().key(), Some("mu2"));
+        assert_eq!(mr.material().unwrap_err().key(), Some("mu2"));
     }
 
     /// Mooney-Rivlin from (E, nu, mu2_fraction) linearises to the (E, nu) material.
@@ -507,7 +488,7 @@ mod tests {
         m.young_modulus = Some(10.0);
         m.poisson_ratio = Some(0.3);
         m.mu2_fraction = Some(0.25);
-        let Moduli::MooneyRivlin { lambda, mu1, mu2 } = m.moduli().unwrap() else {
+        let Material::MooneyRivlin { lambda, mu1, mu2 } = m.material().unwrap() else {
             panic!("mooney_rivlin resolves to MooneyRivlin moduli");
         };
         let (lam, mu) = (10.0 * 0.3 / (1.3 * 0.4), 10.0 / 2.6);
@@ -517,7 +498,7 @@ mod tests {
             "small-strain lambda is lambda + 2 mu2"
         );
         m.mu2_fraction = Some(1.5);
-        assert_eq!(m.moduli().unwrap_err().key(), Some("mu2_fraction"));
+        assert_eq!(m.material().unwrap_err().key(), Some("mu2_fraction"));
     }
 
     /// The admissible range is the element layer's: a negative lambda is fine while the
@@ -526,8 +507,8 @@ mod tests {
     fn mooney_rivlin_range_is_the_element_layers() {
         let mut m = entry(MaterialModel::MooneyRivlin);
         (m.lambda, m.mu1, m.mu2) = (Some(-20.0), Some(10.0), Some(10.0));
-        assert!(m.moduli().is_ok(), "{:?}", m.moduli());
+        assert!(m.material().is_ok(), "{:?}", m.material());
         m.lambda = Some(-40.0);
-        assert_eq!(m.moduli().unwrap_err().key(), Some("lambda"));
+        assert_eq!(m.material().unwrap_err().key(), Some("lambda"));
     }
 }

@@ -217,13 +217,9 @@ pub struct LoadingParams {
 }
 
 impl Default for LoadingParams {
+    /// `solve`'s defaults (one source for the schema and the solver).
     fn default() -> Self {
-        LoadingParams {
-            steps: 1,
-            min_increment: 1.0e-3,
-            max_cutbacks: 10,
-            growth: 1.5,
-        }
+        solve::params::LoadingParams::default().into()
     }
 }
 
@@ -248,15 +244,9 @@ pub struct NewtonParams {
 }
 
 impl Default for NewtonParams {
+    /// `solve`'s defaults (one source for the schema and the solver).
     fn default() -> Self {
-        NewtonParams {
-            rtol: 1.0e-8,
-            atol: 1.0e-10,
-            stol: 1.0e-12,
-            max_iterations: 25,
-            line_search: true,
-            max_line_search: 8,
-        }
+        solve::params::NewtonParams::default().into()
     }
 }
 
@@ -292,14 +282,9 @@ pub struct LinearSolverParams {
 }
 
 impl Default for LinearSolverParams {
+    /// `solve`'s defaults (one source for the schema and the solver).
     fn default() -> Self {
-        LinearSolverParams {
-            method: LinearSolverMethod::CgAmg,
-            rtol: 1.0e-8,
-            atol: 0.0,
-            max_iterations: 2000,
-            amg: amg::AmgParams::default(),
-        }
+        solve::params::LinearSolverParams::default().into()
     }
 }
 

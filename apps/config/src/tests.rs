@@ -94,16 +94,16 @@ fn every_field_is_read() {
     assert_eq!(c.materials[0].poisson_ratio, Some(0.3));
     assert_eq!(c.materials[1].cells, CellSelection::Set("core".into()));
     assert_eq!(
-        c.materials[1].moduli().unwrap(),
-        Moduli::MooneyRivlin {
+        c.materials[1].material().unwrap(),
+        fem::Material::MooneyRivlin {
             lambda: 400.0,
             mu1: 100.0,
             mu2: 20.0
         }
     );
     assert_eq!(
-        c.materials[2].moduli().unwrap(),
-        Moduli::DecoupledNeoHookean {
+        c.materials[2].material().unwrap(),
+        fem::Material::DecoupledNeoHookean {
             kappa: 50.0,
             mu: 3.0
         }

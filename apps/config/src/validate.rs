@@ -43,13 +43,18 @@ impl Check<'_> {
 }
 
 impl Config {
+    /// An [`ErrorKind::Invalid`] error about the value at key path `path`.
+    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ConfigError {
+        Check { config: self }.error(path, message)
+    }
+
     /// Checks ranges and consistency; the error names the file, the key path and, when the value
     /// was written in the file, its line and column. `load` calls this; call it again after
     /// changing a `Config` in code.
     ///
     /// Checks: box `cells` > 0, `order` 1 or 2, `lower` < `upper`, `corners` not mixed with
     /// `lower`/`upper` and not inverted; the Gmsh file exists; at least one material, each
-    /// resolving to moduli (see [`MaterialParams::moduli`](super::MaterialParams::moduli));
+    /// resolving to a material (see [`MaterialParams::material`](super::MaterialParams::material));
     /// boundary entries name a set, Dirichlet entries give a component, twist axes are nonzero;
     /// `loading.steps` >= 1, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
     /// `atol`, `stol` >= 0 for Newton and the linear solver; iteration limits >= 1; quadrature
@@ -75,7 +80,7 @@ impl Config {
             if let CellSelection::Set(name) = &material.cells {
                 check.set_name(name, &key_path(&path, "cells"))?;
             }
-            if let Err(e) = material.moduli() {
+            if let Err(e) = material.material() {
                 let at = e.key().map_or(path.clone(), |key| key_path(&path, key));
                 return Err(check.error(&at, e.to_string()));
             }

@@ -13,7 +13,7 @@ use solve::problem::Problem;
 /// Validates `input` (with `overrides`) and returns a human-readable summary.
 pub fn check(input: &Path, overrides: &[String]) -> Result<String> {
     let config = config::load_with_overrides(input, overrides)?;
-    let problem = Problem::from_config(&config)?;
+    let problem = Problem::new(&config.problem_params()?)?;
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -42,17 +42,25 @@ pub fn check(input: &Path, overrides: &[String]) -> Result<String> {
     writeln!(
         s,
         "  dirichlet  {} constrained unknowns",
-        problem.constraints.n_constrained()
+        problem.discrete.constraints.n_constrained()
     )?;
-    let total: [f64; 3] =
-        std::array::from_fn(|d| problem.external.as_slice().iter().skip(d).step_by(3).sum());
+    let total: [f64; 3] = std::array::from_fn(|d| {
+        problem
+            .discrete
+            .external
+            .as_slice()
+            .iter()
+            .skip(d)
+            .step_by(3)
+            .sum()
+    });
     writeln!(
         s,
         "  loads      total dead load at factor 1: [{:.6e}, {:.6e}, {:.6e}] (|f| = {:.3e})",
         total[0],
         total[1],
         total[2],
-        ops::norm2(&problem.external)
+        ops::norm2(&problem.discrete.external)
     )?;
     writeln!(
         s,

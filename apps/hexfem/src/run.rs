@@ -61,7 +61,7 @@ pub struct RunOutcome {
 pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     let config = config::load_with_overrides(&options.input, &options.overrides)?;
-    let mut problem = Problem::from_config(&config)?;
+    let mut problem = Problem::new(&config.problem_params()?)?;
     let dir = options
         .output_dir
         .clone()
@@ -114,13 +114,13 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         mesh_info(&problem),
     )?;
     let mut solver = LinearSolver::new(
-        &config.linear_solver,
+        &(&config.linear_solver).into(),
         near_null_space(&problem.mesh.coords)?,
     );
     let mut u = Vector::zeros(problem.n_dofs());
     let path = LoadPath {
-        loading: &config.loading,
-        newton: &config.newton,
+        loading: &(&config.loading).into(),
+        newton: &(&config.newton).into(),
         verbose: options.progress == Progress::Verbose,
     };
     let progress = options.progress;
@@ -206,7 +206,7 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
         cells: problem.mesh.n_cells(),
         nodes_per_cell: problem.mesh.nodes_per_cell(),
         dofs: problem.n_dofs(),
-        constrained_dofs: problem.constraints.n_constrained(),
+        constrained_dofs: problem.discrete.constraints.n_constrained(),
     }
 }
 
@@ -218,10 +218,9 @@ fn write_step(
     u: &Vector,
     results: &mut ResultsWriter,
 ) -> Result<StepRecord> {
-    let kernel = problem.assembler.kernel();
-    let cells = problem
-        .assembler
-        .map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
+    let assembler = &problem.discrete.assembler;
+    let kernel = assembler.kernel();
+    let cells = assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
     let cauchy: Vec<[f64; 9]> = cells
         .iter()
         .map(|f| {

@@ -1,7 +1,8 @@
 //! hexfem's solution layer: the discrete problem of a run (mesh, materials, constraints, loads),
-//! Newton with lifting, line search and load stepping, and the choice of linear solver.
+//! Newton with lifting, line search and load stepping, and the choice of linear solver. It takes
+//! plain parameters ([`params`]); reading input files is `config`'s job.
 
-pub mod ex56;
 pub mod linear_solver;
 pub mod newton;
+pub mod params;
 pub mod problem;

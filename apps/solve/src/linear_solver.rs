@@ -1,4 +1,4 @@
-//! The linear solver of each Newton iteration, chosen by `linear_solver.method`. Each call to
+//! The linear solver of each Newton iteration, chosen by [`LinearSolverParams::method`]. Each call to
 //! [`LinearSolver::solve`] takes a tangent with new values on the pattern of the previous call and
 //! reuses what depends on the pattern only (the direct solver's ordering and profile).
 
@@ -14,7 +14,7 @@ use linalg::direct::{DirectSolver, DirectSymbolic};
 use linalg::{Bsr, Vector};
 use serde::Serialize;
 
-use config::{LinearSolverMethod, LinearSolverParams};
+use crate::params::{LinearSolverMethod, LinearSolverParams};
 
 /// Largest envelope factor the direct solver may allocate: it is meant for small problems, and a
 /// larger request is an error naming the alternative rather than an allocation failure.

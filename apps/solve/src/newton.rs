@@ -1,10 +1,10 @@
 //! Newton's method with backtracking line search, inside a load-stepping loop with automatic
 //! cutback.
 //!
-//! Dirichlet values enter by lifting: each iteration solves for the correction whose constrained
-//! entries are `u_D(load factor) - u`, so a step's prescribed motion is applied through the
-//! linearised problem (the tangent's constrained columns carry it into the right-hand side) instead
-//! of being pushed onto the boundary nodes alone, which would distort the boundary cells.
+//! Each iteration assembles and eliminates through [`assembly::DiscreteProblem`] (residual,
+//! tangent, Dirichlet lifting: the correction's constrained entries are `u_D(load factor) - u`, so a
+//! step's prescribed motion acts through the linearised problem instead of distorting the boundary
+//! cells) and solves with the [`LinearSolver`].
 //!
 //! Convergence of a step needs the constraints met and one of: `||r_free|| <= atol`,
 //! `||r_free|| <= rtol * r_ref` (`r_ref`: the norm of the step's first right-hand side, the
@@ -14,12 +14,12 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use assembly::AssemblyError;
-use linalg::{ops, Bsr, Vector};
+use assembly::{AssemblyError, NewtonSystem};
+use linalg::{ops, Vector};
 
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
+use crate::params::{LoadingParams, NewtonParams};
 use crate::problem::Problem;
-use config::{LoadingParams, NewtonParams};
 
 /// Sufficient decrease of the line search: accept `alpha` when
 /// `||r(u + alpha du)|| <= (1 - ARMIJO * alpha) ||r(u)||`.
@@ -93,13 +93,12 @@ pub struct LoadPath<'a> {
 
 /// Buffers of one Newton solve, allocated once per run.
 struct Workspace {
-    r: Vector,
-    rhs: Vector,
+    system: NewtonSystem,
     du: Vector,
-    lift: Vector,
     trial: Vector,
+    /// The line search's trial residual.
+    trial_r: Vector,
     scratch: Vector,
-    k: Bsr,
 }
 
 impl LoadPath<'_> {
@@ -115,13 +114,11 @@ impl LoadPath<'_> {
     ) -> Result<()> {
         let n = problem.n_dofs();
         let mut ws = Workspace {
-            r: Vector::zeros(n),
-            rhs: Vector::zeros(n),
+            system: problem.discrete.new_system(),
             du: Vector::zeros(n),
-            lift: Vector::zeros(n),
             trial: Vector::zeros(n),
+            trial_r: Vector::zeros(n),
             scratch: Vector::zeros(n),
-            k: problem.assembler.new_matrix(),
         };
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = nominal;
@@ -145,11 +142,14 @@ impl LoadPath<'_> {
                     index += 1;
                     load_factor = target;
                     let mut reactions = Vector::zeros(n);
-                    problem.constraints.copy_constrained(&ws.r, &mut reactions);
+                    let discrete = &problem.discrete;
+                    discrete
+                        .constraints
+                        .copy_constrained(&ws.system.residual, &mut reactions);
                     let step = ConvergedStep {
                         index,
                         load_factor,
-                        residual_norm: free_norm(problem, &ws.r, &mut ws.trial),
+                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial),
                         iterations,
                         reactions,
                         wall_s: start.elapsed().as_secs_f64(),
@@ -187,7 +187,8 @@ impl LoadPath<'_> {
         Ok(())
     }
 
-    /// Newton iterations at a fixed load factor; on success `ws.r` holds the final residual.
+    /// Newton iterations at a fixed load factor; on success `ws.system.residual` holds the final
+    /// residual.
     fn solve_step(
         &self,
         problem: &mut Problem,
@@ -201,23 +202,12 @@ impl LoadPath<'_> {
         let mut r_ref = None;
         let mut last_update = f64::INFINITY;
         for iteration in 0..=p.max_iterations {
-            problem
-                .residual_tangent(u, load_factor, &mut ws.r, &mut ws.k)
+            let discrete = &mut problem.discrete;
+            discrete
+                .linearize(u, load_factor, &mut ws.system)
                 .map_err(StepFailure::Element)?;
-            // lift = u_D - u on constrained entries, zero elsewhere
-            ws.lift.fill(0.0);
-            ws.trial.copy_from(u);
-            problem.constraints.write_prescribed(
-                load_factor,
-                problem.assembler.coords(),
-                &mut ws.trial,
-            );
-            ops::axpy(-1.0, u, &mut ws.trial);
-            problem
-                .constraints
-                .copy_constrained(&ws.trial, &mut ws.lift);
-            let constraints_met = ws.lift.as_slice().iter().all(|&v| v == 0.0);
-            let r_free = free_norm(problem, &ws.r, &mut ws.trial);
+            let constraints_met = ws.system.constraints_met();
+            let r_free = discrete.free_norm(&ws.system.residual, &mut ws.trial);
             if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref)
             {
                 return Err(StepFailure::Diverged(r_free));
@@ -235,26 +225,23 @@ impl LoadPath<'_> {
             if iteration == p.max_iterations {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
-            // rhs = -r - K lift on free entries, lift on constrained ones
-            ws.k.spmv(&ws.lift, &mut ws.rhs);
-            ops::axpby(-1.0, &ws.r, -1.0, &mut ws.rhs);
-            problem.constraints.zero_constrained(&mut ws.rhs);
-            let r_ref = *r_ref.get_or_insert_with(|| ops::norm2(&ws.rhs));
+            let rhs_free = discrete
+                .eliminate(&mut ws.system)
+                .map_err(StepFailure::Element)?;
+            let r_ref = *r_ref.get_or_insert(rhs_free);
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
                 return Ok(records);
             }
-            ops::axpy(1.0, &ws.lift, &mut ws.rhs);
-            problem
-                .constraints
-                .eliminate_in_matrix(&mut ws.k)
-                .map_err(StepFailure::Element)?;
             let linear = solver
-                .solve(&ws.k, &ws.rhs, &mut ws.du)
+                .solve(&ws.system.tangent, &ws.system.rhs, &mut ws.du)
                 .map_err(StepFailure::Linear)?;
-            problem.constraints.copy_constrained(&ws.lift, &mut ws.du);
+            discrete
+                .constraints
+                .copy_constrained(&ws.system.lift, &mut ws.du);
             let step_length =
                 self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
+            let discrete = &mut problem.discrete;
             // only a full step measures Newton's own update; a damped one says little about convergence
             last_update = if step_length == 1.0 {
                 ops::norm2(&ws.du)
@@ -264,9 +251,9 @@ impl LoadPath<'_> {
             ops::axpy(step_length, &ws.du, u);
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
-                problem
+                discrete
                     .constraints
-                    .write_prescribed(load_factor, problem.assembler.coords(), u);
+                    .write_prescribed(load_factor, discrete.assembler.coords(), u);
             }
             if self.verbose {
                 eprintln!(
@@ -304,12 +291,15 @@ impl LoadPath<'_> {
         for _ in 0..tries {
             ws.trial.copy_from(u);
             ops::axpy(alpha, &ws.du, &mut ws.trial);
-            match problem.residual(&ws.trial, load_factor, &mut ws.rhs) {
+            match problem
+                .discrete
+                .residual(&ws.trial, load_factor, &mut ws.trial_r)
+            {
                 Ok(()) => {
                     if !constraints_met || !self.newton.line_search {
                         return Ok(alpha);
                     }
-                    let trial_norm = free_norm(problem, &ws.rhs, &mut ws.scratch);
+                    let trial_norm = problem.discrete.free_norm(&ws.trial_r, &mut ws.scratch);
                     if trial_norm <= (1.0 - ARMIJO * alpha) * r_free {
                         return Ok(alpha);
                     }
@@ -320,11 +310,4 @@ impl LoadPath<'_> {
         }
         Err(last_error.map_or(StepFailure::LineSearch, StepFailure::Element))
     }
-}
-
-/// Norm of `r` restricted to the free entries (`scratch` is overwritten).
-fn free_norm(problem: &Problem, r: &Vector, scratch: &mut Vector) -> f64 {
-    scratch.copy_from(r);
-    problem.constraints.zero_constrained(scratch);
-    ops::norm2(scratch)
 }

@@ -1,32 +1,29 @@
-//! A configured problem: mesh, materials per cell, constraints and dead loads, built from a
-//! validated [`Config`]. Knows nothing of the nonlinear solution strategy.
+//! The discrete problem of a run: mesh, materials per cell, constraints and dead loads, built from
+//! plain [`ProblemParams`]. Knows nothing of the nonlinear solution strategy.
 
 use anyhow::{bail, Context, Result};
 use assembly::{
     add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints,
-    ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D,
+    DiscreteProblem, ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D,
 };
-use fem::{Load, Material};
-use linalg::{Bsr, Vector};
-use mesh::{generate_box, read_gmsh, BoxSpec, CellKind, HexMesh};
+use fem::Load;
+use mesh::{generate_box, read_gmsh, HexMesh};
 
-use config::{CellSelection, Config, MeshSource, Moduli};
+use crate::params::{CellSelection, MeshSource, ProblemParams};
 
-/// The discrete problem of one run.
+/// The discrete problem of one run: the mesh and what is assembled on it.
 pub struct Problem {
     pub mesh: HexMesh,
-    pub assembler: ElasticityAssembler,
-    pub constraints: Constraints,
-    /// Dead loads (body force and tractions) at load factor one.
-    pub external: Vector,
+    /// Element loop, constraints and dead loads; Newton's one assemble-and-eliminate path.
+    pub discrete: DiscreteProblem,
 }
 
 impl Problem {
-    /// Builds mesh, materials, constraints and loads of `config`.
-    pub fn from_config(config: &Config) -> Result<Self> {
-        let mesh = build_mesh(&config.mesh)?;
-        let materials = cell_materials(config, &mesh)?;
-        let points = config.quadrature.points_for(mesh.order());
+    /// Builds mesh, materials, constraints and loads of `params`.
+    pub fn new(params: &ProblemParams) -> Result<Self> {
+        let mesh = build_mesh(&params.mesh)?;
+        let materials = cell_materials(params, &mesh)?;
+        let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
         if points < mesh.order() + 1 {
             bail!(
                 "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
@@ -36,12 +33,12 @@ impl Problem {
         }
         let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
-        let constraints = build_constraints(config, &mesh, &assembler)?;
-        if config.boundary.dirichlet.is_empty() && config.boundary.twist.is_empty() {
+        let constraints = build_constraints(params, &mesh, &assembler)?;
+        if params.dirichlet.is_empty() && params.twist.is_empty() {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
-        let mut external = body_force_load(&mut assembler, Load::Constant(config.body_force))?;
-        for t in &config.boundary.traction {
+        let mut external = body_force_load(&mut assembler, Load::Constant(params.body_force))?;
+        for t in &params.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
                     "traction on set '{}': no face set of that name (face sets: {})",
@@ -53,40 +50,17 @@ impl Problem {
         }
         Ok(Self {
             mesh,
-            assembler,
-            constraints,
-            external,
+            discrete: DiscreteProblem {
+                assembler,
+                constraints,
+                external,
+            },
         })
     }
 
     /// Unknowns (three per node, constrained ones included).
     pub fn n_dofs(&self) -> usize {
-        3 * self.mesh.n_nodes()
-    }
-
-    /// `r = r_int(u) - load_factor * f_ext`.
-    pub fn residual(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        r: &mut Vector,
-    ) -> Result<(), assembly::AssemblyError> {
-        self.assembler.residual(u, Load::None, r)?;
-        linalg::ops::axpy(-load_factor, &self.external, r);
-        Ok(())
-    }
-
-    /// Residual as [`Self::residual`] and the (unconstrained) tangent.
-    pub fn residual_tangent(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        r: &mut Vector,
-        k: &mut Bsr,
-    ) -> Result<(), assembly::AssemblyError> {
-        self.assembler.residual_tangent(u, Load::None, r, k)?;
-        linalg::ops::axpy(-load_factor, &self.external, r);
-        Ok(())
+        self.discrete.n_dofs()
     }
 }
 
@@ -99,38 +73,26 @@ pub fn near_null_space(coords: &[[f64; 3]]) -> Result<amg::NearNullSpace> {
     )?)
 }
 
-/// The mesh of a configuration (the loader has made Gmsh paths relative to the YAML file's folder).
+/// The mesh of a run.
 pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
     match source {
-        MeshSource::Box(b) => {
-            let kind = match b.order {
-                1 => CellKind::Hex8,
-                2 => CellKind::Hex27,
-                other => bail!("mesh.box.order: {other} is not supported (valid: 1, 2)"),
-            };
-            Ok(generate_box(&BoxSpec {
-                cells: b.cells,
-                lower: b.lower.unwrap_or([0.0; 3]),
-                upper: b.upper.unwrap_or([1.0; 3]),
-                kind,
-                corners: b.corners,
-            })?)
-        }
-        MeshSource::Gmsh(g) => {
-            read_gmsh(&g.file).with_context(|| format!("reading Gmsh mesh {}", g.file.display()))
+        MeshSource::Box(spec) => Ok(generate_box(spec)?),
+        MeshSource::Gmsh(file) => {
+            read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))
         }
     }
 }
 
 /// Material of every cell: entries apply in order, later ones override earlier ones.
-fn cell_materials(config: &Config, mesh: &HexMesh) -> Result<CellMaterials> {
-    let mut table = Vec::with_capacity(config.materials.len());
+fn cell_materials(params: &ProblemParams, mesh: &HexMesh) -> Result<CellMaterials> {
+    let mut table = Vec::with_capacity(params.materials.len());
     let mut of_cell: Vec<Option<u16>> = vec![None; mesh.n_cells()];
-    for (index, entry) in config.materials.iter().enumerate() {
-        let moduli = entry
-            .moduli()
-            .map_err(|e| anyhow::anyhow!("materials[{index}]: {e:?}"))?;
-        table.push(to_fem_material(moduli).with_context(|| format!("materials[{index}]"))?);
+    for (index, entry) in params.materials.iter().enumerate() {
+        entry
+            .material
+            .validate()
+            .with_context(|| format!("materials[{index}]"))?;
+        table.push(entry.material);
         let cells = match &entry.cells {
             CellSelection::All => (0..mesh.n_cells()).collect(),
             CellSelection::Set(name) => mesh
@@ -153,38 +115,23 @@ fn cell_materials(config: &Config, mesh: &HexMesh) -> Result<CellMaterials> {
     )?)
 }
 
-/// Maps validated moduli to the element layer's material (each model takes its own moduli).
-pub fn to_fem_material(moduli: Moduli) -> Result<Material> {
-    let material = match moduli {
-        Moduli::Linear { lambda, mu } => Material::Linear { lambda, mu },
-        Moduli::SaintVenantKirchhoff { lambda, mu } => {
-            Material::SaintVenantKirchhoff { lambda, mu }
-        }
-        Moduli::NeoHookean { lambda, mu } => Material::NeoHookean { lambda, mu },
-        Moduli::DecoupledNeoHookean { kappa, mu } => Material::DecoupledNeoHookean { kappa, mu },
-        Moduli::MooneyRivlin { lambda, mu1, mu2 } => Material::MooneyRivlin { lambda, mu1, mu2 },
-    };
-    material.validate()?;
-    Ok(material)
-}
-
 fn build_constraints(
-    config: &Config,
+    params: &ProblemParams,
     mesh: &HexMesh,
     assembler: &ElasticityAssembler,
 ) -> Result<Constraints> {
     let mut prescribed = Vec::new();
-    for d in &config.boundary.dirichlet {
+    for d in &params.dirichlet {
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
         prescribed.push(Prescribed::Components {
             set: d.set.clone(),
             nodes,
-            values: d.components(),
+            values: d.values,
         });
     }
-    for t in &config.boundary.twist {
+    for t in &params.twist {
         let nodes = mesh
             .set_nodes(&t.set)
             .with_context(|| format!("boundary.twist set '{}'", t.set))?;
@@ -193,7 +140,7 @@ fn build_constraints(
             nodes,
             axis: t.axis,
             center: t.center,
-            angle: t.angle_deg.to_radians(),
+            angle: t.angle,
             axial: t.axial,
         });
     }

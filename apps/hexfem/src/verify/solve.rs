@@ -1,17 +1,18 @@
 //! What the cases share: Dirichlet data from a field, one linear-elastic solve through the
-//! production path (assembler, symmetric elimination, linear solver), and relative error norms.
+//! production path (the assembler, [`DiscreteProblem`]'s linearisation and elimination that every
+//! Newton iteration uses, the linear solver), and relative error norms.
 
 use anyhow::{ensure, Context, Result};
 use assembly::{
-    rigid_body_modes, CellMaterials, Constraints, ElasticityAssembler, Prescribed,
-    RIGID_BODY_MODES_3D,
+    body_force_load, CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed,
 };
 use fem::{Load, Material};
 use linalg::{ops, Vector};
 use mesh::HexMesh;
 
-use config::{LinearSolverMethod, LinearSolverParams};
 use solve::linear_solver::{LinearSolveReport, LinearSolver};
+use solve::params::{LinearSolverMethod, LinearSolverParams};
+use solve::problem::near_null_space;
 
 /// An exact solution: displacement and its gradient `g[i][j] = du_i/dX_j` at a point.
 pub(crate) type ExactField<'a> = &'a (dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]) + Sync);
@@ -72,8 +73,8 @@ pub(crate) fn prescribe(
 }
 
 /// Solves the linear-elastic problem `K u = f_body + external` with `prescribed` displacements,
-/// as one Newton step from the prescribed values (exact for a linear material): assemble the
-/// residual and tangent at `u0`, eliminate the constraints, solve `K du = -(r(u0) - external)`.
+/// as one Newton iteration from the prescribed values (exact for a linear material):
+/// [`DiscreteProblem::linearize`] at `u0 = u_D`, [`DiscreteProblem::eliminate`], one linear solve.
 /// The quadrature has `order + 1` Gauss points per direction, as in `hexfem run`.
 pub(crate) fn solve_linear_elastic(
     mesh: &HexMesh,
@@ -89,37 +90,41 @@ pub(crate) fn solve_linear_elastic(
         mesh.order() + 1,
     )?;
     let constraints = Constraints::new(mesh.n_nodes(), prescribed, &assembler.orphan_nodes())?;
-    let n = 3 * mesh.n_nodes();
-    let mut u = Vector::zeros(n);
-    constraints.write_prescribed(1.0, &mesh.coords, &mut u);
-    let mut r = Vector::zeros(n);
-    let mut k = assembler.new_matrix();
-    assembler.residual_tangent(&u, body, &mut r, &mut k)?;
+    let mut loads = body_force_load(&mut assembler, body)?;
+    let n = loads.len();
     if let Some(f) = external {
         ensure!(
             f.len() == n,
             "external load has {} entries, expected {n}",
             f.len()
         );
-        ops::axpy(-1.0, f, &mut r);
+        ops::axpy(1.0, f, &mut loads);
     }
-    ops::scale(-1.0, &mut r);
-    constraints.zero_constrained(&mut r);
-    constraints.eliminate_in_matrix(&mut k)?;
+    let mut problem = DiscreteProblem {
+        assembler,
+        constraints,
+        external: loads,
+    };
+    let mut u = Vector::zeros(n);
+    problem
+        .constraints
+        .write_prescribed(1.0, &mesh.coords, &mut u);
+    let mut system = problem.new_system();
+    problem.linearize(&u, 1.0, &mut system)?;
+    problem.eliminate(&mut system)?;
     let mut du = Vector::zeros(n);
-    let near_null =
-        amg::NearNullSpace::from_row_major(n, RIGID_BODY_MODES_3D, rigid_body_modes(&mesh.coords))?;
-    let report = LinearSolver::new(solver, near_null)
-        .solve(&k, &r, &mut du)
+    let report = LinearSolver::new(solver, near_null_space(&mesh.coords)?)
+        .solve(&system.tangent, &system.rhs, &mut du)
         .context("linear solve")?;
     ensure!(
         report.converged,
         "the linear solver stopped after {} iterations without converging",
         report.iterations
     );
+    problem.constraints.copy_constrained(&system.lift, &mut du);
     ops::axpy(1.0, &du, &mut u);
     Ok(Solution {
-        assembler,
+        assembler: problem.assembler,
         u,
         report,
     })

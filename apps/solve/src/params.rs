@@ -1,0 +1,177 @@
+//! The plain parameters of a solve: what the problem is (mesh, materials, boundary conditions,
+//! loads, quadrature) and how to solve it (load stepping, Newton, linear solver). Plain values with
+//! documented defaults; reading and validating an input file is `config`'s job, which converts its
+//! schema into these.
+
+use std::path::PathBuf;
+
+use amg::AmgParams;
+use fem::Material;
+use mesh::BoxSpec;
+
+/// Everything that defines the discrete problem of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProblemParams {
+    pub mesh: MeshSource,
+    /// Material assignments in order; a later one overrides earlier ones on the cells they share.
+    /// Every cell must be covered.
+    pub materials: Vec<MaterialAssignment>,
+    /// Body force per unit reference volume at load factor one.
+    pub body_force: [f64; 3],
+    /// Prescribed displacement components on node (or face) sets.
+    pub dirichlet: Vec<DirichletCondition>,
+    /// Rigid rotations of node (or face) sets.
+    pub twist: Vec<TwistCondition>,
+    /// Dead tractions on face sets.
+    pub traction: Vec<TractionLoad>,
+    /// Gauss points per direction; `None`: cell order + 1 (fewer than that is an error).
+    pub quadrature_points: Option<usize>,
+}
+
+/// Where the mesh comes from.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per run; boxing would only complicate matching
+pub enum MeshSource {
+    /// A generated (possibly trilinearly mapped) box.
+    Box(BoxSpec),
+    /// A Gmsh 4.1 file.
+    Gmsh(PathBuf),
+}
+
+/// The cells a material applies to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CellSelection {
+    /// Every cell.
+    #[default]
+    All,
+    /// The cells of a named cell set.
+    Set(String),
+}
+
+/// A material and the cells it applies to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MaterialAssignment {
+    pub cells: CellSelection,
+    pub material: Material,
+}
+
+/// `u_c = load_factor * value_c` on the nodes of `set` for each given component.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirichletCondition {
+    pub set: String,
+    /// Prescribed value of each component at load factor one; `None` leaves it free.
+    pub values: [Option<f64>; 3],
+}
+
+/// Rotation of the nodes of `set` about the axis through `center` along `axis` by
+/// `load_factor * angle` radians (right-hand rule), plus `load_factor * axial` along the unit axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TwistCondition {
+    pub set: String,
+    pub axis: [f64; 3],
+    pub center: [f64; 3],
+    /// Radians at load factor one.
+    pub angle: f64,
+    pub axial: f64,
+}
+
+/// A dead traction per unit reference area on the faces of `set`, at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TractionLoad {
+    pub set: String,
+    pub value: [f64; 3],
+}
+
+/// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each halved on
+/// Newton failure and regrown by `growth` after a success.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadingParams {
+    /// Nominal increments (>= 1). Default 1.
+    pub steps: usize,
+    /// Smallest increment before the run gives up. Default 1e-3.
+    pub min_increment: f64,
+    /// Most consecutive cutbacks of one increment. Default 10.
+    pub max_cutbacks: usize,
+    /// Growth of an increment after an easy step, capped at the nominal increment. Default 1.5.
+    pub growth: f64,
+}
+
+impl Default for LoadingParams {
+    fn default() -> Self {
+        LoadingParams {
+            steps: 1,
+            min_increment: 1.0e-3,
+            max_cutbacks: 10,
+            growth: 1.5,
+        }
+    }
+}
+
+/// Newton iteration of one load step (convergence tests: see [`crate::newton`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewtonParams {
+    /// Relative residual tolerance. Default 1e-8.
+    pub rtol: f64,
+    /// Absolute residual tolerance. Default 1e-10.
+    pub atol: f64,
+    /// Update-norm tolerance. Default 1e-12.
+    pub stol: f64,
+    /// Most iterations per load step. Default 25.
+    pub max_iterations: usize,
+    /// Backtracking line search on the residual norm. Default true.
+    pub line_search: bool,
+    /// Most halvings per iteration. Default 8.
+    pub max_line_search: usize,
+}
+
+impl Default for NewtonParams {
+    fn default() -> Self {
+        NewtonParams {
+            rtol: 1.0e-8,
+            atol: 1.0e-10,
+            stol: 1.0e-12,
+            max_iterations: 25,
+            line_search: true,
+            max_line_search: 8,
+        }
+    }
+}
+
+/// The linear solver of each Newton iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinearSolverMethod {
+    /// CG preconditioned by one V-cycle of blocked smoothed-aggregation AMG.
+    CgAmg,
+    /// CG preconditioned by point-block (3x3) Jacobi.
+    CgJacobi,
+    /// Sparse direct factorisation.
+    Direct,
+}
+
+/// Linear solver of each Newton iteration. Iterative methods stop when
+/// `|b - A x| <= max(atol, rtol |b|)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearSolverParams {
+    /// Default `CgAmg`.
+    pub method: LinearSolverMethod,
+    /// Default 1e-8.
+    pub rtol: f64,
+    /// Default 0.
+    pub atol: f64,
+    /// Default 2000.
+    pub max_iterations: usize,
+    /// The AMG preconditioner's options (`CgAmg`).
+    pub amg: AmgParams,
+}
+
+impl Default for LinearSolverParams {
+    fn default() -> Self {
+        LinearSolverParams {
+            method: LinearSolverMethod::CgAmg,
+            rtol: 1.0e-8,
+            atol: 0.0,
+            max_iterations: 2000,
+            amg: AmgParams::default(),
+        }
+    }
+}

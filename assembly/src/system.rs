@@ -1,0 +1,128 @@
+//! The discrete problem (element loop, Dirichlet constraints, dead loads) and the linear system of
+//! one Newton iteration: the one "assemble, eliminate" path that Newton, the verification suite and
+//! the ex56 model problem share.
+//!
+//! Calling order per iteration: [`DiscreteProblem::linearize`] (residual, unconstrained tangent,
+//! lifting of the Dirichlet values), read what the residual says (norms, reactions), then
+//! [`DiscreteProblem::eliminate`] (right-hand side with the lifting, constraints eliminated from
+//! the tangent), solve `tangent du = rhs`; the correction's constrained entries are `lift`.
+//!
+//! Dirichlet values enter by lifting: the correction's constrained entries are `u_D(load factor) - u`,
+//! so a step's prescribed motion acts through the linearised problem (the tangent's constrained
+//! columns carry it into the right-hand side) instead of being pushed onto the boundary nodes alone.
+
+use fem::Load;
+use linalg::{ops, Bsr, Vector};
+
+use crate::{AssemblyError, Constraints, ElasticityAssembler};
+
+/// A discretised elasticity problem: the element loop over the mesh with its materials, the
+/// Dirichlet constraints and the dead loads. Knows nothing of load stepping or linear solvers.
+pub struct DiscreteProblem {
+    pub assembler: ElasticityAssembler,
+    pub constraints: Constraints,
+    /// Dead loads (body force and tractions) at load factor one, node-major.
+    pub external: Vector,
+}
+
+/// The linear system of one Newton iteration at a state `u` and a load factor, and the buffers it
+/// is built in (allocated once, reused every iteration).
+pub struct NewtonSystem {
+    /// `r(u) - load_factor f_ext`, every entry (the constrained ones are the support reactions).
+    pub residual: Vector,
+    /// The tangent at `u`; its constraints are eliminated by [`DiscreteProblem::eliminate`].
+    pub tangent: Bsr,
+    /// `u_D(load factor) - u` on the constrained entries, zero on the free ones.
+    pub lift: Vector,
+    /// After [`DiscreteProblem::eliminate`]: `-r - K lift` on the free entries, `lift` on the
+    /// constrained ones.
+    pub rhs: Vector,
+    scratch: Vector,
+}
+
+impl NewtonSystem {
+    /// Whether the state meets the Dirichlet values exactly (`lift` is zero).
+    pub fn constraints_met(&self) -> bool {
+        self.lift.as_slice().iter().all(|&v| v == 0.0)
+    }
+}
+
+impl DiscreteProblem {
+    /// Unknowns: three per node, constrained ones included.
+    pub fn n_dofs(&self) -> usize {
+        3 * self.assembler.n_nodes()
+    }
+
+    /// Zeroed buffers of a Newton system on this problem's tangent pattern.
+    pub fn new_system(&self) -> NewtonSystem {
+        let n = self.n_dofs();
+        NewtonSystem {
+            residual: Vector::zeros(n),
+            tangent: self.assembler.new_matrix(),
+            lift: Vector::zeros(n),
+            rhs: Vector::zeros(n),
+            scratch: Vector::zeros(n),
+        }
+    }
+
+    /// `r = r_int(u) - load_factor * f_ext`.
+    pub fn residual(
+        &mut self,
+        u: &Vector,
+        load_factor: f64,
+        r: &mut Vector,
+    ) -> Result<(), AssemblyError> {
+        self.assembler.residual(u, Load::None, r)?;
+        ops::axpy(-load_factor, &self.external, r);
+        Ok(())
+    }
+
+    /// Assembles the residual and the (unconstrained) tangent at `u` and the lifting
+    /// `u_D(load_factor) - u` of the constrained entries into `system`.
+    pub fn linearize(
+        &mut self,
+        u: &Vector,
+        load_factor: f64,
+        system: &mut NewtonSystem,
+    ) -> Result<(), AssemblyError> {
+        self.assembler.residual_tangent(
+            u,
+            Load::None,
+            &mut system.residual,
+            &mut system.tangent,
+        )?;
+        ops::axpy(-load_factor, &self.external, &mut system.residual);
+        system.lift.fill(0.0);
+        system.scratch.copy_from(u);
+        self.constraints.write_prescribed(
+            load_factor,
+            self.assembler.coords(),
+            &mut system.scratch,
+        );
+        ops::axpy(-1.0, u, &mut system.scratch);
+        self.constraints
+            .copy_constrained(&system.scratch, &mut system.lift);
+        Ok(())
+    }
+
+    /// Forms the right-hand side `-r - K lift` (free entries) and `lift` (constrained entries), then
+    /// eliminates the constraints from the tangent symmetrically. Returns the norm of the free part
+    /// of the right-hand side (the out-of-balance force, lifting included), which Newton uses as
+    /// its reference norm.
+    pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
+        system.tangent.spmv(&system.lift, &mut system.rhs);
+        ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs);
+        self.constraints.zero_constrained(&mut system.rhs);
+        let free_norm = ops::norm2(&system.rhs);
+        ops::axpy(1.0, &system.lift, &mut system.rhs);
+        self.constraints.eliminate_in_matrix(&mut system.tangent)?;
+        Ok(free_norm)
+    }
+
+    /// Norm of `r` restricted to the free entries (`scratch` is overwritten).
+    pub fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> f64 {
+        scratch.copy_from(r);
+        self.constraints.zero_constrained(scratch);
+        ops::norm2(scratch)
+    }
+}
