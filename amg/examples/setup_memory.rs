@@ -1,5 +1,5 @@
-//! Resident memory of the AMG setup on the ex56-like Q1 elasticity operator, net of the problem:
-//! `cargo run --release -p amg --example setup_memory -- 66 [--reuse none|interpolation|full]`.
+//! Resident memory of the AMG setup on ex56 (Q1; the tests' operator, `tests/common`), net of the
+//! problem: `cargo run --release -p hexfem-amg --example setup_memory -- 66 [--reuse none|interpolation|full]`.
 //!
 //! Builds the problem, then resets the process's peak resident set (`VmHWM`, through
 //! `/proc/self/clear_refs`) so that each phase's peak is measured from the memory held before it:
@@ -8,18 +8,32 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use amg::{cg, peak_rss_mb, AmgParams, CgParams, Hierarchy, Reuse};
+use amg::{cg, AmgParams, CgParams, Hierarchy, Reuse};
 use linalg::Vector;
 
-/// Current resident set in MB (`VmRSS`).
-fn rss_mb() -> f64 {
+/// A memory figure of `/proc/self/status` in MB (`VmRSS`: resident now, `VmHWM`: peak); NaN where
+/// unavailable.
+fn status_mb(key: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Current resident set in MB.
+fn rss_mb() -> f64 {
+    status_mb("VmRSS")
+}
+
+/// Peak resident set in MB (since the last [`reset_peak`]).
+fn peak_rss_mb() -> f64 {
+    status_mb("VmHWM")
 }
 
 /// Resets `VmHWM` to the current resident set (Linux >= 4.0); false where that is unavailable.
@@ -29,7 +43,7 @@ fn reset_peak() -> bool {
 
 /// Prints the phase's peak over the memory held at its start, and what it leaves resident.
 fn phase(name: &str, start: f64) {
-    let (peak, now) = (peak_rss_mb().unwrap_or(f64::NAN), rss_mb());
+    let (peak, now) = (peak_rss_mb(), rss_mb());
     println!(
         "{name:<12} start {start:7.1} MB  peak {peak:7.1} MB (+{:6.1})  after {now:7.1} MB (+{:6.1})",
         peak - start,
@@ -65,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         p.a.n_rows(),
         (p.near_null.values().len() * 8) as f64 / 1048576.0,
         rss_mb(),
-        peak_rss_mb().unwrap_or(f64::NAN)
+        peak_rss_mb()
     );
     if !reset_peak() {
         return Err("cannot reset VmHWM (/proc/self/clear_refs)".into());

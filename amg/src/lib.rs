@@ -7,7 +7,6 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod aggregation;
-pub mod bench;
 pub mod dense;
 pub mod eig;
 mod error;
@@ -27,7 +26,6 @@ pub mod tentative;
 pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, Aggregates, MisDistance};
-pub use bench::{peak_rss_mb, two_solves, TwoSolvesReport};
 pub use error::AmgError;
 pub use hierarchy::{Hierarchy, VCycle};
 pub use krylov::{

@@ -10,9 +10,14 @@ use linalg::Vector;
 use mesh::{generate_box, BoxSpec, CellKind};
 use serde::Serialize;
 
-use amg::peak_rss_mb;
+use super::{best_of, peak_rss_mb};
 
-use super::best_of;
+/// Bytes the COO sum reads per tangent contribution: a 3x3 block of f64 (72 B) and its 4-byte
+/// index in the plan.
+const BYTES_PER_CONTRIBUTION: f64 = 76.0;
+/// Bytes it writes per stored block: the 3x3 block (72 B) and its share of the row and slot
+/// pointers (8 B).
+const BYTES_PER_BLOCK: f64 = 80.0;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -56,20 +61,11 @@ pub struct AssemblyBenchResult {
 
 /// Runs the benchmark.
 pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
-    let kind = match bench.order {
-        1 => CellKind::Hex8,
-        2 => CellKind::Hex27,
-        other => anyhow::bail!("--order {other}: valid orders are 1 and 2"),
-    };
+    let kind = CellKind::from_order(bench.order)
+        .map_err(|_| anyhow::anyhow!("--order {}: valid orders are 1 and 2", bench.order))?;
     anyhow::ensure!(bench.cells > 0, "--cells must be positive");
     let n = bench.cells;
-    let mesh = generate_box(&BoxSpec {
-        cells: [n; 3],
-        lower: [0.0; 3],
-        upper: [1.0; 3],
-        kind,
-        corners: None,
-    })?;
+    let mesh = generate_box(&BoxSpec::new([n; 3], [0.0; 3], [1.0; 3], kind))?;
     let material = Material::neo_hookean(Moduli::from_young_poisson(1.0, 0.3)?);
     let start = Instant::now();
     let mut asm = ElasticityAssembler::new(
@@ -105,8 +101,8 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
     })?;
     let contributions = asm.matrix_plan().n_contributions();
     let block_nnz = k.pattern().nnz();
-    // contributions: 72 B of values + 4 B of plan index each; output: 72 B per block + row/slot pointers
-    let sum_bytes = contributions as f64 * 76.0 + block_nnz as f64 * 80.0;
+    let sum_bytes =
+        contributions as f64 * BYTES_PER_CONTRIBUTION + block_nnz as f64 * BYTES_PER_BLOCK;
     Ok(AssemblyBenchResult {
         order: bench.order,
         cells: n,

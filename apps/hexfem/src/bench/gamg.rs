@@ -5,14 +5,21 @@
 use std::time::Instant;
 
 use amg::{cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Storage, UpdateReport};
-use anyhow::{ensure, Result};
-use linalg::Bsr;
-use linalg::Vector;
-use serde::Serialize;
-
-use amg::peak_rss_mb;
+use anyhow::{ensure, Context, Result};
 use assembly::ex56::Ex56;
+use linalg::{Bsr, Vector};
+use serde::Serialize;
 use solve::problem::near_null_space;
+
+use super::{best_of, peak_rss_mb};
+
+/// Relative tolerance of every CG solve, on the unpreconditioned residual (PETSc ex56's).
+pub const CG_RTOL: f64 = 1e-8;
+/// Factor the operator is scaled by before each hot set-up (a new operator on the same pattern
+/// whose hierarchy needs exactly what the first one needed: iterations must not change).
+pub const OPERATOR_SCALE: f64 = 2.0;
+/// Timed fine-level SpMVs (after a warm-up); the best is reported.
+pub const SPMV_REPEATS: usize = 10;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -20,8 +27,8 @@ pub struct GamgBench {
     /// Nodes per side.
     pub m: usize,
     pub order: usize,
-    /// Total solves: the first after a cold set-up, each further one after scaling the operator by 2
-    /// and a hot set-up. At least 2.
+    /// Total solves: the first after a cold set-up, each further one after scaling the operator by
+    /// [`OPERATOR_SCALE`] and a hot set-up. At least 2.
     pub solves: usize,
     /// Run the same algorithm with every operator and prolongator stored as 1x1 blocks (the
     /// coarsening itself stays blocked), to measure what the blocks buy.
@@ -43,7 +50,7 @@ pub struct GamgBenchResult {
     pub block_size_per_level: Vec<usize>,
     pub operator_complexity: f64,
     pub grid_complexity: f64,
-    /// CG iterations of each solve (rtol 1e-8 on the unpreconditioned residual).
+    /// CG iterations of each solve ([`CG_RTOL`] on the unpreconditioned residual).
     pub iterations: Vec<usize>,
     pub converged: bool,
     pub assembly_s: f64,
@@ -54,7 +61,8 @@ pub struct GamgBenchResult {
     pub solve_s: f64,
     /// Solve after the first hot set-up.
     pub solve_hot_s: f64,
-    /// One SpMV with the fine operator (best of 10).
+    /// One SpMV with the fine operator in the storage the solve used (best of [`SPMV_REPEATS`]
+    /// after a warm-up).
     pub spmv_s: f64,
     /// Numeric Galerkin products of the first hot set-up, all levels.
     pub galerkin_numeric_s: f64,
@@ -73,11 +81,12 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let start = Instant::now();
     let Ex56 {
         mut a, b, coords, ..
-    } = Ex56::new(bench.m, bench.order)?;
+    } = Ex56::new(bench.m, bench.order)
+        .with_context(|| format!("ex56 with --m {} --order {}", bench.m, bench.order))?;
     let near_null = near_null_space(&coords)?;
     let assembly_s = start.elapsed().as_secs_f64();
     let cg_params = CgParams {
-        rtol: 1e-8,
+        rtol: CG_RTOL,
         ..CgParams::default()
     };
     let mut x = Vector::zeros(b.len());
@@ -101,7 +110,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut solve_hot_s = 0.0;
     let mut hot_update = None;
     for solve_index in 1..bench.solves {
-        a.scale(2.0);
+        a.scale(OPERATOR_SCALE);
         let start = Instant::now();
         let update = hierarchy.update(&a)?;
         setup_hot_all_s.push(start.elapsed().as_secs_f64());
@@ -117,7 +126,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     // the fine operator in the storage the solve used
     let fine = hierarchy.operator(0).unwrap_or(&a);
     let mut y = Vector::zeros(b.len());
-    let spmv_s = super::best_of(10, || {
+    let spmv_s = best_of(SPMV_REPEATS, || {
         let start = Instant::now();
         fine.spmv(&x, &mut y);
         Ok(start.elapsed().as_secs_f64())
@@ -215,4 +224,57 @@ fn solve(
     let start = Instant::now();
     let outcome = cg(operator, b, x, &vcycle, cg_params)?;
     Ok((outcome, start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(scalar: bool) -> GamgBenchResult {
+        run(&GamgBench {
+            m: 9,
+            order: 1,
+            solves: 2,
+            scalar,
+            amg: AmgParams::default(),
+        })
+        .unwrap()
+    }
+
+    /// Blocked and scalar storage run the same method (the same iterations); scaling the operator
+    /// changes nothing the method depends on (the same iterations again, no Galerkin plan
+    /// rebuilt); every reported time is measured.
+    #[test]
+    fn both_storages_report_the_same_iterations() {
+        let (b, s) = (bench(false), bench(true));
+        assert!(b.converged && s.converged);
+        assert_eq!(b.iterations, s.iterations);
+        assert_eq!(b.iterations[0], b.iterations[1]);
+        assert_eq!(b.hot_update.galerkin_plans_rebuilt, 0);
+        assert_eq!(
+            b.galerkin_numeric_s,
+            b.hot_update.timings.galerkin_numeric_s
+        );
+        assert_eq!(
+            (b.block_size_per_level[0], s.block_size_per_level[0]),
+            (3, 3)
+        );
+        assert!(!b.scalar && s.scalar);
+        for r in [&b, &s] {
+            assert!(r.spmv_s > 0.0 && r.galerkin_numeric_s > 0.0 && r.setup_hot_s > 0.0);
+            assert_eq!(r.setup_hot_all_s.len(), 1);
+        }
+    }
+
+    #[test]
+    fn fewer_than_two_solves_is_an_error() {
+        let one = GamgBench {
+            m: 5,
+            order: 1,
+            solves: 1,
+            scalar: false,
+            amg: AmgParams::default(),
+        };
+        assert!(run(&one).is_err());
+    }
 }
