@@ -1,3 +1,41 @@
 //! End-to-end tests of hexfem live in `tests/`: every input of `inputs/` run and checked against
-//! physics, the AMG on the ex56 problem as the app builds it, and the verification suite. The
-//! command-line tests stay with the binary (`crates/apps/tests/cli.rs`).
+//! physics, the AMG on the ex56 problem, and the verification suite. The command-line tests stay
+//! with the binary (`apps/hexfem/tests/cli.rs`). This library holds what the tests share.
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory under the system's temporary directory, unique to this process and `tag`,
+/// removed with everything in it when dropped (a failing test unwinds through the drop too), so
+/// that no test leaves files behind.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// Creates `<tmp>/hexfem-<pid>-<tag>` (emptied first if a crashed run left it).
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("hexfem-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        ScratchDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Deref for ScratchDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

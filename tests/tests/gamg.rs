@@ -2,6 +2,7 @@
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
 use assembly::ex56::Ex56;
+use hexfem_end_to_end::ScratchDir;
 use linalg::{ops, Vector};
 use solve::problem::near_null_space;
 
@@ -60,13 +61,13 @@ fn ex56_with_q2_elements_converges() {
 /// later one is a hot update; the summary records both.
 #[test]
 fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
-    let out = std::env::temp_dir().join(format!("hexfem-gamg-{}", std::process::id()));
+    let out = ScratchDir::new("gamg-newton");
     let input =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
     let outcome = hexfem::run::run(&hexfem::run::RunOptions {
         input,
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
-        output_dir: Some(out),
+        output_dir: Some(out.to_path_buf()),
         progress: hexfem::run::Progress::Quiet,
     })
     .unwrap();

@@ -4,27 +4,28 @@
 use std::path::{Path, PathBuf};
 
 use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
 }
 
-/// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart).
-fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
-    let out =
-        std::env::temp_dir().join(format!("hexfem-inputs-{}-{tag}-{name}", std::process::id()));
+/// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart), removed
+/// when the returned [`ScratchDir`] is dropped.
+fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutcome, Value) {
+    let out = ScratchDir::new(&format!("inputs-{tag}-{name}"));
     let outcome = run(&RunOptions {
         input: inputs_dir().join(format!("{name}.yaml")),
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out),
+        output_dir: Some(out.to_path_buf()),
         progress: Progress::Quiet,
     })
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
     assert_eq!(summary["status"]["state"], "completed", "{name}");
-    (outcome, summary)
+    (out, outcome, summary)
 }
 
 /// Node coordinates and the displacement of the last step, read back from the HDF5 file.
@@ -65,7 +66,7 @@ fn beam_tip_deflection() -> f64 {
 
 #[test]
 fn cantilever_q2_matches_beam_theory() {
-    let (outcome, summary) = run_input("beam", "cantilever_q2", &[]);
+    let (_dir, outcome, summary) = run_input("beam", "cantilever_q2", &[]);
     let (coords, u) = last_displacement(&outcome);
     let tip = displacement_at(&coords, &u, [10.0, 0.5, 0.5]);
     let exact = beam_tip_deflection();
@@ -81,7 +82,7 @@ fn cantilever_q2_matches_beam_theory() {
 
 #[test]
 fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
-    let (outcome, _) = run_input("beam", "cantilever_q1", &[]);
+    let (_dir, outcome, _) = run_input("beam", "cantilever_q1", &[]);
     let (coords, u) = last_displacement(&outcome);
     let tip = -displacement_at(&coords, &u, [10.0, 0.5, 0.5])[2];
     let exact = beam_tip_deflection();
@@ -97,7 +98,7 @@ fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
 /// P_xx = mu (a - 1/a) + lambda ln(a^2 c) / a = 0, P_zz = mu (c - 1/c) + lambda ln(a^2 c) / c = t.
 #[test]
 fn neo_hookean_block_matches_the_homogeneous_solution() {
-    let (outcome, summary) = run_input("block", "neo_hookean_block", &[]);
+    let (_dir, outcome, summary) = run_input("block", "neo_hookean_block", &[]);
     let (e, nu, t) = (10.0, 0.3, 3.0);
     let (lambda, mu) = (
         e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
@@ -140,7 +141,7 @@ fn neo_hookean_block_matches_the_homogeneous_solution() {
 /// a torque that is not zero. This checks the solution, not the prescribed values.
 #[test]
 fn twisting_column_reactions_are_in_equilibrium() {
-    let (outcome, summary) = run_input("twist", "twisting_column", &[]);
+    let (_dir, outcome, summary) = run_input("twist", "twisting_column", &[]);
     assert_eq!(outcome.steps, 6);
     let (coords, u) = last_displacement(&outcome);
     let file = hdf5::File::open(&outcome.h5).unwrap();
@@ -200,9 +201,9 @@ fn twisting_column_reactions_are_in_equilibrium() {
 /// The Gmsh-meshed Cook membrane: the AMG and the direct solver give the same Newton path.
 #[test]
 fn cook_membrane_from_gmsh_agrees_across_linear_solvers() {
-    let (amg, _) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
-    let (direct, _) = run_input(
-        "cook",
+    let (_dir_amg, amg, _) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
+    let (_dir_direct, direct, _) = run_input(
+        "cook-direct",
         "cook_membrane",
         &["linear_solver.method=direct", "output.name=cook_direct"],
     );
@@ -237,7 +238,7 @@ fn every_input_runs() {
     for name in &names {
         let text = hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
         assert!(text.contains("valid"), "{text}");
-        let (outcome, summary) = run_input("all", name, &[]);
+        let (_dir, outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
         assert_eq!(
             summary["steps"].as_array().unwrap().len(),

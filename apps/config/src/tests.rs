@@ -69,11 +69,31 @@ fn error_at(text: &str, line: u32, column: u32) -> String {
     rendered
 }
 
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hexfem-config-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).expect("cannot create a scratch directory");
-    dir
+/// A fresh directory under the system's temporary directory, removed with its files when dropped
+/// (also when a test panics), so that no test leaves files behind.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("hexfem-config-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("cannot create a scratch directory");
+        ScratchDir(dir)
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
@@ -502,7 +522,7 @@ fn validate_reports_configs_built_in_code() {
 
 #[test]
 fn gmsh_paths_are_relative_to_the_configuration_file() {
-    let dir = scratch_dir("gmsh");
+    let dir = ScratchDir::new("gmsh");
     fs::create_dir_all(dir.join("meshes")).unwrap();
     fs::write(
         dir.join("meshes/cook.msh"),
@@ -535,7 +555,6 @@ fn gmsh_paths_are_relative_to_the_configuration_file() {
             .contains("absent.yaml: cannot read the configuration"),
         "{err}"
     );
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
