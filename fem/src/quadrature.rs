@@ -8,6 +8,12 @@ use crate::error::{FemError, Result};
 /// Largest supported number of points per direction.
 pub const MAX_POINTS: usize = 6;
 
+/// Newton's iteration for a root of `P_n` stops at a step of at most this size (round-off, as the
+/// roots lie in `[-1, 1]`).
+const NEWTON_STEP_TOL: f64 = 1e-16;
+/// Most Newton steps per root: a guard, as a handful suffice from the classical initial guess.
+const NEWTON_MAX_STEPS: usize = 100;
+
 /// A 1D Gauss-Legendre rule with `n` points, exact for polynomials of degree `2 n - 1`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GaussLegendre {
@@ -29,12 +35,12 @@ impl GaussLegendre {
             // Classical initial guess for the i-th largest root, then Newton on P_n.
             let mut x = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
             let mut dp = 0.0;
-            for _ in 0..100 {
+            for _ in 0..NEWTON_MAX_STEPS {
                 let (p, d) = legendre(n, x);
                 dp = d;
                 let dx = p / d;
                 x -= dx;
-                if dx.abs() <= 1e-16 {
+                if dx.abs() <= NEWTON_STEP_TOL {
                     break;
                 }
             }

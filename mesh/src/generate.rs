@@ -79,9 +79,9 @@ impl BoxSpec {
         let n_nodes = product(self.cells.map(|n| n.checked_mul(p)?.checked_add(1)));
         let n_cells = product(self.cells.map(Some));
         let bytes = n_nodes.zip(n_cells).and_then(|(nodes, cells)| {
-            let per_cell = 8 * (self.kind.nodes_per_cell() + 1);
+            let per_cell = size_of::<usize>() * (self.kind.nodes_per_cell() + 1);
             nodes
-                .checked_mul(24)?
+                .checked_mul(size_of::<[f64; 3]>())?
                 .checked_add(cells.checked_mul(per_cell)?)
         });
         let too_big = |what: String| {

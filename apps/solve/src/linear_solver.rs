@@ -160,7 +160,7 @@ impl LinearSolver {
                     Some(s) if s.pattern() == k.pattern().as_ref() => s.clone(),
                     slot => {
                         let s = DirectSymbolic::new(k.pattern())?;
-                        let bytes = s.envelope_size(k.block_rows()) as f64 * 8.0;
+                        let bytes = (s.envelope_size(k.block_rows()) * size_of::<f64>()) as f64;
                         if bytes > DIRECT_MAX_FACTOR_BYTES {
                             bail!(
                                 "linear_solver.method = direct: the factor would take {:.1} GB (limit {:.0} GB); use cg_amg for a problem of {} unknowns",

@@ -32,6 +32,10 @@ const EASY_ITERATIONS: usize = 5;
 /// A residual this many times the step's reference norm means divergence.
 const DIVERGENCE_FACTOR: f64 = 1e10;
 
+/// An increment that would leave less than this of the load path goes to load factor one
+/// exactly (no sliver of a last step from accumulated round-off).
+const LOAD_FACTOR_SNAP: f64 = 1e-12;
+
 /// One Newton iteration's record.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct IterationRecord {
@@ -126,7 +130,7 @@ impl LoadPath<'_> {
         let mut index = 0;
         let mut cutbacks = 0;
         while load_factor < 1.0 {
-            let target = if 1.0 - (load_factor + increment) < 1e-12 {
+            let target = if 1.0 - (load_factor + increment) < LOAD_FACTOR_SNAP {
                 1.0
             } else {
                 load_factor + increment
