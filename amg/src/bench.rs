@@ -61,13 +61,13 @@ pub fn two_solves(
     let hierarchy = h.report().clone();
     let mut x = Vector::zeros(a.n_rows());
     let (solve, solve_s) = timed_solve(&h, a, b, &mut x, cg_params)?;
-    a.scale(scale);
+    a.scale(scale)?;
     let t = Instant::now();
     let update = h.update(a)?;
     let setup_hot_s = t.elapsed().as_secs_f64();
-    x.fill(0.0);
+    x.fill(0.0)?;
     let (solve_hot, solve_hot_s) = timed_solve(&h, a, b, &mut x, cg_params)?;
-    let spmv_s = median_spmv_s(h.operator(0).unwrap_or(a), &x);
+    let spmv_s = median_spmv_s(h.operator(0).unwrap_or(a), &x)?;
     Ok(TwoSolvesReport {
         storage: params.storage,
         hierarchy,
@@ -100,17 +100,17 @@ fn timed_solve(
 }
 
 /// Median seconds of `y = A x` over [`SPMV_REPEATS`] runs.
-fn median_spmv_s(a: &Bsr, x: &Vector) -> f64 {
+fn median_spmv_s(a: &Bsr, x: &Vector) -> Result<f64, AmgError> {
     let mut y = Vector::zeros(a.n_rows());
     let mut times: Vec<f64> = (0..SPMV_REPEATS)
         .map(|_| {
             let t = Instant::now();
-            a.spmv(x, &mut y);
-            t.elapsed().as_secs_f64()
+            a.spmv(x, &mut y)?;
+            Ok(t.elapsed().as_secs_f64())
         })
-        .collect();
+        .collect::<Result<_, AmgError>>()?;
     times.sort_by(f64::total_cmp);
-    times[SPMV_REPEATS / 2]
+    Ok(times[SPMV_REPEATS / 2])
 }
 
 /// Peak resident memory of this process in MB (`VmHWM` of `/proc/self/status`); `None` where that

@@ -149,7 +149,7 @@ pub fn elasticity(m: usize, soft: f64) -> Problem {
                     b[3 * na + 1] += 2.0 * h * h * h / 8.0;
                     for (lb, &nb) in nodes.iter().enumerate() {
                         let slot = pattern.find(na, nb).unwrap();
-                        let blk = a.block_mut(slot);
+                        let blk = a.host_block_mut(slot).unwrap();
                         for r in 0..3 {
                             for cc in 0..3 {
                                 blk[r * 3 + cc] += scale * ke_hard[(3 * la + r) * 24 + 3 * lb + cc];
@@ -164,7 +164,7 @@ pub fn elasticity(m: usize, soft: f64) -> Problem {
     for node in 0..m * m {
         for slot in pattern.row_ptr()[node]..pattern.row_ptr()[node + 1] {
             let col = pattern.col_idx()[slot] as usize;
-            let blk = a.block_mut(slot);
+            let blk = a.host_block_mut(slot).unwrap();
             blk.fill(0.0);
             if col == node {
                 blk[0] = 1.0;
@@ -172,7 +172,7 @@ pub fn elasticity(m: usize, soft: f64) -> Problem {
                 blk[8] = 1.0;
             } else {
                 let back = pattern.find(col, node).unwrap();
-                a.block_mut(back).fill(0.0);
+                a.host_block_mut(back).unwrap().fill(0.0);
             }
         }
         b[3 * node..3 * node + 3].fill(0.0);

@@ -10,12 +10,12 @@ use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use config::{self, Config, OutputField};
-use solve::linear_solver::LinearSolver;
-use solve::newton::{ConvergedStep, LoadPath};
 use io::{
     CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord,
     SummaryWriter,
 };
+use solve::linear_solver::LinearSolver;
+use solve::newton::{ConvergedStep, LoadPath};
 use solve::problem::{near_null_space, Problem};
 
 /// Options of one run.
@@ -233,8 +233,8 @@ fn write_step(
     let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
     let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
     let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
-    let (displacement, _) = u.as_slice().as_chunks::<3>();
-    let (reaction, _) = step.reactions.as_slice().as_chunks::<3>();
+    let (displacement, _) = u.host()?.as_chunks::<3>();
+    let (reaction, _) = step.reactions.host()?.as_chunks::<3>();
     let wants = |f| config.output.wants(f);
     results.write_step(&StepData {
         step: step.index,

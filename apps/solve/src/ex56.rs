@@ -84,8 +84,8 @@ impl Ex56 {
         )?;
         constraints.eliminate_in_matrix(&mut a)?;
         let mut b = Vector::zeros(dofs);
-        ops::axpy(-1.0, &r, &mut b);
-        constraints.zero_constrained(&mut b);
+        ops::axpy(-1.0, &r, &mut b)?;
+        constraints.zero_constrained(&mut b)?;
         let near_null = near_null_space(&mesh.coords)?;
         Ok(Self {
             a,

@@ -17,9 +17,9 @@ use anyhow::Result;
 use assembly::AssemblyError;
 use linalg::{ops, Bsr, Vector};
 
-use config::{LoadingParams, NewtonParams};
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
 use crate::problem::Problem;
+use config::{LoadingParams, NewtonParams};
 
 /// Sufficient decrease of the line search: accept `alpha` when
 /// `||r(u + alpha du)|| <= (1 - ARMIJO * alpha) ||r(u)||`.
@@ -71,6 +71,10 @@ pub enum StepFailure {
     LineSearch,
     #[error("linear solver: {0:#}")]
     Linear(anyhow::Error),
+    /// A vector or matrix operation failed (a kernel or a message, not the iteration): not a
+    /// reason to cut the step back.
+    #[error("linear algebra: {0}")]
+    Numeric(#[from] linalg::LinalgError),
 }
 
 /// Why the load path stopped early.
@@ -145,11 +149,13 @@ impl LoadPath<'_> {
                     index += 1;
                     load_factor = target;
                     let mut reactions = Vector::zeros(n);
-                    problem.constraints.copy_constrained(&ws.r, &mut reactions);
+                    problem
+                        .constraints
+                        .copy_constrained(&ws.r, &mut reactions)?;
                     let step = ConvergedStep {
                         index,
                         load_factor,
-                        residual_norm: free_norm(problem, &ws.r, &mut ws.trial),
+                        residual_norm: free_norm(problem, &ws.r, &mut ws.trial)?,
                         iterations,
                         reactions,
                         wall_s: start.elapsed().as_secs_f64(),
@@ -163,6 +169,7 @@ impl LoadPath<'_> {
                     }
                     increment = increment.min(1.0 - load_factor);
                 }
+                Err(StepFailure::Numeric(e)) => return Err(e.into()),
                 Err(failure) => {
                     let next = increment / 2.0;
                     if self.verbose {
@@ -205,19 +212,19 @@ impl LoadPath<'_> {
                 .residual_tangent(u, load_factor, &mut ws.r, &mut ws.k)
                 .map_err(StepFailure::Element)?;
             // lift = u_D - u on constrained entries, zero elsewhere
-            ws.lift.fill(0.0);
-            ws.trial.copy_from(u);
-            problem.constraints.write_prescribed(
-                load_factor,
-                problem.assembler.coords(),
-                &mut ws.trial,
-            );
-            ops::axpy(-1.0, u, &mut ws.trial);
+            ws.lift.fill(0.0)?;
+            ws.trial.copy_from(u)?;
             problem
                 .constraints
-                .copy_constrained(&ws.trial, &mut ws.lift);
-            let constraints_met = ws.lift.as_slice().iter().all(|&v| v == 0.0);
-            let r_free = free_norm(problem, &ws.r, &mut ws.trial);
+                .write_prescribed(load_factor, problem.assembler.coords(), &mut ws.trial)
+                .map_err(StepFailure::Element)?;
+            ops::axpy(-1.0, u, &mut ws.trial)?;
+            problem
+                .constraints
+                .copy_constrained(&ws.trial, &mut ws.lift)
+                .map_err(StepFailure::Element)?;
+            let constraints_met = ops::norm_inf(&ws.lift)? == 0.0;
+            let r_free = free_norm(problem, &ws.r, &mut ws.trial)?;
             if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref)
             {
                 return Err(StepFailure::Diverged(r_free));
@@ -225,7 +232,7 @@ impl LoadPath<'_> {
             if let (true, Some(r_ref)) = (constraints_met, r_ref) {
                 if r_free <= p.atol
                     || r_free <= p.rtol * r_ref
-                    || last_update <= p.stol * ops::norm2(u)
+                    || last_update <= p.stol * ops::norm2(u)?
                 {
                     return Ok(records);
                 }
@@ -236,15 +243,21 @@ impl LoadPath<'_> {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
             // rhs = -r - K lift on free entries, lift on constrained ones
-            ws.k.spmv(&ws.lift, &mut ws.rhs);
-            ops::axpby(-1.0, &ws.r, -1.0, &mut ws.rhs);
-            problem.constraints.zero_constrained(&mut ws.rhs);
-            let r_ref = *r_ref.get_or_insert_with(|| ops::norm2(&ws.rhs));
+            ws.k.spmv(&ws.lift, &mut ws.rhs)?;
+            ops::axpby(-1.0, &ws.r, -1.0, &mut ws.rhs)?;
+            problem
+                .constraints
+                .zero_constrained(&mut ws.rhs)
+                .map_err(StepFailure::Element)?;
+            let r_ref = match r_ref {
+                Some(r_ref) => r_ref,
+                None => *r_ref.insert(ops::norm2(&ws.rhs)?),
+            };
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
                 return Ok(records);
             }
-            ops::axpy(1.0, &ws.lift, &mut ws.rhs);
+            ops::axpy(1.0, &ws.lift, &mut ws.rhs)?;
             problem
                 .constraints
                 .eliminate_in_matrix(&mut ws.k)
@@ -252,21 +265,25 @@ impl LoadPath<'_> {
             let linear = solver
                 .solve(&ws.k, &ws.rhs, &mut ws.du)
                 .map_err(StepFailure::Linear)?;
-            problem.constraints.copy_constrained(&ws.lift, &mut ws.du);
+            problem
+                .constraints
+                .copy_constrained(&ws.lift, &mut ws.du)
+                .map_err(StepFailure::Element)?;
             let step_length =
                 self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
             // only a full step measures Newton's own update; a damped one says little about convergence
             last_update = if step_length == 1.0 {
-                ops::norm2(&ws.du)
+                ops::norm2(&ws.du)?
             } else {
                 f64::INFINITY
             };
-            ops::axpy(step_length, &ws.du, u);
+            ops::axpy(step_length, &ws.du, u)?;
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
                 problem
                     .constraints
-                    .write_prescribed(load_factor, problem.assembler.coords(), u);
+                    .write_prescribed(load_factor, problem.assembler.coords(), u)
+                    .map_err(StepFailure::Element)?;
             }
             if self.verbose {
                 eprintln!(
@@ -302,14 +319,14 @@ impl LoadPath<'_> {
         let mut alpha = 1.0;
         let mut last_error = None;
         for _ in 0..tries {
-            ws.trial.copy_from(u);
-            ops::axpy(alpha, &ws.du, &mut ws.trial);
+            ws.trial.copy_from(u)?;
+            ops::axpy(alpha, &ws.du, &mut ws.trial)?;
             match problem.residual(&ws.trial, load_factor, &mut ws.rhs) {
                 Ok(()) => {
                     if !constraints_met || !self.newton.line_search {
                         return Ok(alpha);
                     }
-                    let trial_norm = free_norm(problem, &ws.rhs, &mut ws.scratch);
+                    let trial_norm = free_norm(problem, &ws.rhs, &mut ws.scratch)?;
                     if trial_norm <= (1.0 - ARMIJO * alpha) * r_free {
                         return Ok(alpha);
                     }
@@ -323,8 +340,12 @@ impl LoadPath<'_> {
 }
 
 /// Norm of `r` restricted to the free entries (`scratch` is overwritten).
-fn free_norm(problem: &Problem, r: &Vector, scratch: &mut Vector) -> f64 {
-    scratch.copy_from(r);
-    problem.constraints.zero_constrained(scratch);
+fn free_norm(
+    problem: &Problem,
+    r: &Vector,
+    scratch: &mut Vector,
+) -> Result<f64, linalg::LinalgError> {
+    scratch.copy_from(r)?;
+    problem.constraints.dof_mask().zero(scratch)?;
     ops::norm2(scratch)
 }

@@ -72,7 +72,7 @@ impl Problem {
         r: &mut Vector,
     ) -> Result<(), assembly::AssemblyError> {
         self.assembler.residual(u, Load::None, r)?;
-        linalg::ops::axpy(-load_factor, &self.external, r);
+        linalg::ops::axpy(-load_factor, &self.external, r)?;
         Ok(())
     }
 
@@ -85,7 +85,7 @@ impl Problem {
         k: &mut Bsr,
     ) -> Result<(), assembly::AssemblyError> {
         self.assembler.residual_tangent(u, Load::None, r, k)?;
-        linalg::ops::axpy(-load_factor, &self.external, r);
+        linalg::ops::axpy(-load_factor, &self.external, r)?;
         Ok(())
     }
 }

@@ -10,8 +10,8 @@ use linalg::Bsr;
 use linalg::Vector;
 use serde::Serialize;
 
-use solve::ex56::Ex56;
 use amg::peak_rss_mb;
+use solve::ex56::Ex56;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -103,11 +103,11 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut solve_hot_s = 0.0;
     let mut hot_update = None;
     for solve_index in 1..bench.solves {
-        a.scale(2.0);
+        a.scale(2.0)?;
         let start = Instant::now();
         let update = hierarchy.update(&a)?;
         setup_hot_all_s.push(start.elapsed().as_secs_f64());
-        x.fill(0.0);
+        x.fill(0.0)?;
         let (outcome, seconds) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
         if solve_index == 1 {
             solve_hot_s = seconds;
@@ -121,7 +121,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut y = Vector::zeros(b.len());
     let spmv_s = super::best_of(10, || {
         let start = Instant::now();
-        fine.spmv(&x, &mut y);
+        fine.spmv(&x, &mut y)?;
         Ok(start.elapsed().as_secs_f64())
     })?;
     let hot_update = hot_update.ok_or_else(|| anyhow::anyhow!("no hot update ran"))?;

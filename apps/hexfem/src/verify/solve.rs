@@ -91,7 +91,7 @@ pub(crate) fn solve_linear_elastic(
     let constraints = Constraints::new(mesh.n_nodes(), prescribed, &assembler.orphan_nodes())?;
     let n = 3 * mesh.n_nodes();
     let mut u = Vector::zeros(n);
-    constraints.write_prescribed(1.0, &mesh.coords, &mut u);
+    constraints.write_prescribed(1.0, &mesh.coords, &mut u)?;
     let mut r = Vector::zeros(n);
     let mut k = assembler.new_matrix();
     assembler.residual_tangent(&u, body, &mut r, &mut k)?;
@@ -101,10 +101,10 @@ pub(crate) fn solve_linear_elastic(
             "external load has {} entries, expected {n}",
             f.len()
         );
-        ops::axpy(-1.0, f, &mut r);
+        ops::axpy(-1.0, f, &mut r)?;
     }
-    ops::scale(-1.0, &mut r);
-    constraints.zero_constrained(&mut r);
+    ops::scale(-1.0, &mut r)?;
+    constraints.zero_constrained(&mut r)?;
     constraints.eliminate_in_matrix(&mut k)?;
     let mut du = Vector::zeros(n);
     let near_null =
@@ -117,7 +117,7 @@ pub(crate) fn solve_linear_elastic(
         "the linear solver stopped after {} iterations without converging",
         report.iterations
     );
-    ops::axpy(1.0, &du, &mut u);
+    ops::axpy(1.0, &du, &mut u)?;
     Ok(Solution {
         assembler,
         u,
