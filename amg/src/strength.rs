@@ -7,7 +7,7 @@
 //! The operator is assumed (structurally and numerically) symmetric, as for any SPD operator.
 
 use crate::AmgError;
-use linalg::Bsr;
+use linalg::{split_rows, Bsr};
 use rayon::prelude::*;
 
 /// Rows per parallel task of the graph construction.
@@ -103,34 +103,33 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
         .collect();
     let keep =
         |i: usize, k: usize| coupled[i] && coupled[cols[k] as usize] && weight_of(i, k).is_some();
-    // Pass 2: the kept edges of fixed groups of rows, in parallel, concatenated in row order.
-    let groups: Vec<(Vec<usize>, Vec<u32>, Vec<f64>)> = (0..n.div_ceil(ROWS_PER_TASK))
+    // Pass 2: counts, then fill disjoint groups of rows in parallel.
+    let counts: Vec<usize> = (0..n)
         .into_par_iter()
-        .map(|g| {
-            let rows = g * ROWS_PER_TASK..((g + 1) * ROWS_PER_TASK).min(n);
-            let (mut counts, mut g_col, mut g_w) = (Vec::new(), Vec::new(), Vec::new());
-            for i in rows {
-                let before = g_col.len();
-                for k in (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)) {
-                    g_col.push(cols[k]);
-                    g_w.push(weight_of(i, k).unwrap_or(0.0));
-                }
-                counts.push(g_col.len() - before);
-            }
-            (counts, g_col, g_w)
-        })
+        .map(|i| (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)).count())
         .collect();
-    let nnz = groups.iter().map(|g| g.1.len()).sum();
     let mut g_ptr = Vec::with_capacity(n + 1);
     g_ptr.push(0);
-    let (mut g_col, mut g_w) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
-    for (counts, c, w) in groups {
-        for count in counts {
-            g_ptr.push(g_ptr[g_ptr.len() - 1] + count);
-        }
-        g_col.extend_from_slice(&c);
-        g_w.extend_from_slice(&w);
+    for c in &counts {
+        g_ptr.push(g_ptr[g_ptr.len() - 1] + c);
     }
+    let nnz = g_ptr[n];
+    let mut g_col = vec![0u32; nnz];
+    let mut g_w = vec![0.0; nnz];
+    split_rows(&g_ptr, 1, ROWS_PER_TASK, &mut g_col)
+        .into_par_iter()
+        .zip(split_rows(&g_ptr, 1, ROWS_PER_TASK, &mut g_w))
+        .for_each(|((rows, c_out), (_, w_out))| {
+            let kept = rows.flat_map(|i| {
+                (row_ptr[i]..row_ptr[i + 1])
+                    .filter(move |&k| keep(i, k))
+                    .map(move |k| (i, k))
+            });
+            for ((c, w), (i, k)) in c_out.iter_mut().zip(w_out.iter_mut()).zip(kept) {
+                *c = cols[k];
+                *w = weight_of(i, k).unwrap_or(0.0);
+            }
+        });
     Ok(StrengthGraph {
         row_ptr: g_ptr,
         col: g_col,

@@ -10,7 +10,7 @@
 use crate::aggregation::{Aggregates, UNAGGREGATED};
 use crate::qr::thin_qr;
 use crate::{AmgError, NearNullSpace};
-use linalg::{BlockPattern, Bsr};
+use linalg::{split_rows, BlockPattern, Bsr};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -43,48 +43,43 @@ pub fn tentative_prolongator(
         row_ptr.push(cols.len());
     }
     let pattern = Arc::new(BlockPattern::new(n, n_agg, row_ptr, cols)?);
-    // Per-aggregate QR of the stacked near-null rows, in parallel over aggregates: Q's slab
-    // (member-ordered) and R.
-    let b = nns.row_major();
+    // Per-aggregate QR into a member-ordered buffer, in parallel over aggregates.
+    let offsets = aggs.member_offsets();
     let slab = bs * k;
-    let factors: Vec<(Vec<f64>, Vec<f64>)> = (0..n_agg)
+    let mut q_buf = vec![0.0; offsets[n_agg] * slab];
+    let mut r_buf = vec![0.0; n_agg * k * k];
+    let b = nns.row_major();
+    split_rows(offsets, slab, 1, &mut q_buf)
         .into_par_iter()
-        .map(|a| {
-            let members = aggs.members(a);
-            let mut q = Vec::with_capacity(members.len() * slab);
-            for &v in members {
-                q.extend_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
+        .zip(r_buf.par_chunks_mut(k * k))
+        .for_each(|((aggregate, q), r)| {
+            for (i, &v) in aggs.members(aggregate.start).iter().enumerate() {
+                q[i * slab..(i + 1) * slab]
+                    .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
             }
             let m = q.len() / k;
-            let mut r = vec![0.0; k * k];
             let mut work = vec![0.0; m * k];
-            thin_qr(&mut q, m, k, &mut r, &mut work);
-            (q, r)
-        })
-        .collect();
-    // Position of each vertex among its aggregate's members.
-    let mut position = vec![0usize; n];
-    for a in 0..n_agg {
+            thin_qr(q, m, k, r, &mut work);
+        });
+    // Scatter member-ordered Q slabs into P0's row-ordered blocks.
+    let mut pos_in_buf = vec![0usize; n];
+    for (a, &start) in offsets[..n_agg].iter().enumerate() {
         for (i, &v) in aggs.members(a).iter().enumerate() {
-            position[v as usize] = i;
+            pos_in_buf[v as usize] = start + i;
         }
     }
-    // Aggregated rows own exactly one block, in row order: scatter the member-ordered slabs.
+    // Aggregated rows own exactly one block, in row order.
     let block_row: Vec<usize> = (0..n).filter(|&v| asg[v] != UNAGGREGATED).collect();
     let mut values = vec![0.0; block_row.len() * slab];
     values
         .par_chunks_mut(slab)
         .zip(block_row.par_iter())
         .for_each(|(dst, &v)| {
-            let (q, _) = &factors[asg[v] as usize];
-            let s = position[v] * slab;
-            dst.copy_from_slice(&q[s..s + slab]);
+            let s = pos_in_buf[v] * slab;
+            dst.copy_from_slice(&q_buf[s..s + slab]);
         });
+    drop(q_buf);
     let p0 = Bsr::from_parts(pattern, bs, k, values)?;
-    let mut r_buf = Vec::with_capacity(n_agg * k * k);
-    for (_, r) in &factors {
-        r_buf.extend_from_slice(r);
-    }
     let coarse = NearNullSpace::from_row_major(n_agg * k, k, r_buf)?;
     Ok((p0, coarse))
 }

@@ -455,6 +455,54 @@ fn external_hierarchy_keeps_no_copy_and_equals_the_owning_one() {
     ));
 }
 
+/// A cycle in a caller's workspace equals the hierarchy's own cycle bit for bit, several cycles
+/// may run at once each in its own workspace, and a workspace of another hierarchy or an apply
+/// without a fine operator are errors, not panics.
+#[test]
+fn cycles_in_caller_workspaces() {
+    let p = common::elasticity(9, 1e-3);
+    let params = AmgParams::default();
+    let own = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+    let ext = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let cycle = ext.with_operator(&p.a).unwrap();
+    let reference = vcycle(&own, &rhs(p.a.n_rows(), 3));
+    let results: Vec<Vec<f64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut ws = ext.workspace();
+                    let r = rhs(p.a.n_rows(), 3);
+                    let mut z = Vector::zeros(r.len());
+                    for _ in 0..2 {
+                        cycle.apply_in(&r, &mut z, &mut ws).unwrap();
+                    }
+                    z.to_host_vec().unwrap()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for z in results {
+        assert_eq!(z, reference);
+    }
+    let small = common::elasticity(5, 1e-3);
+    let small_h = Hierarchy::setup(&small.a, &small.near_null, &params).unwrap();
+    if small_h.n_levels() != ext.n_levels() {
+        let r = rhs(p.a.n_rows(), 3);
+        let mut z = Vector::zeros(r.len());
+        assert!(matches!(
+            cycle.apply_in(&r, &mut z, &mut small_h.workspace()),
+            Err(amg::AmgError::DimensionMismatch { .. })
+        ));
+    }
+    let r = rhs(p.a.n_rows(), 3);
+    let mut z = Vector::zeros(r.len());
+    assert!(matches!(
+        ext.apply(&r, &mut z),
+        Err(amg::AmgError::MissingFineOperator)
+    ));
+}
+
 #[test]
 fn two_solves_reports_the_same_iterations_in_both_storages() {
     let p = common::elasticity(9, 1e-3);

@@ -5,6 +5,9 @@
 //! Every routine reports failure through a value (never panics on singular input). Factorisation
 //! and solves are sequential, hence deterministic.
 
+// `!(x > tol)` is deliberate: it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use crate::device::Storage;
 use crate::vector::check_len;
 use crate::{Bsr, LinalgError, Vector};

@@ -203,3 +203,50 @@ fn value_copies_and_block_norms() {
     }
     assert!(a.host_block(a.pattern().nnz()).is_err());
 }
+
+/// The block diagonal of a blocked matrix and of its scalar expansion agree; the inverse applied
+/// to `D r` gives back `r`; a singular block is an error naming it.
+#[test]
+fn block_diagonal_inverse_and_application() {
+    let mut rng = Rng::new(44);
+    for bs in [1, 2, 3, 6, 4] {
+        let p = common::random_pattern(&mut rng, 7, 7, 0.3, true);
+        let mut values = rng.vec(p.nnz() * bs * bs);
+        for i in 0..7 {
+            let d = p.find(i, i).unwrap();
+            for c in 0..bs {
+                values[d * bs * bs + c * bs + c] += 2.0 * bs as f64;
+            }
+        }
+        let a = Bsr::from_parts(p, bs, bs, values).unwrap();
+        let d = BlockDiagonal::from_diagonal(&a, bs).unwrap();
+        let scalar = BlockDiagonal::from_diagonal(&a.to_scalar_blocks().unwrap(), bs).unwrap();
+        assert_eq!(d, scalar);
+        let mut inv = d.clone();
+        inv.invert().unwrap();
+        let r = Vector::from_vec(rng.vec(7 * bs));
+        let (mut dr, mut back) = (
+            Vector::zeros(7 * bs),
+            Vector::from_vec(vec![f64::NAN; 7 * bs]),
+        );
+        d.apply(1.0, &r, 0.0, &mut dr).unwrap();
+        inv.apply(1.0, &dr, 0.0, &mut back).unwrap();
+        assert_close(back.host().unwrap(), r.host().unwrap(), 1e-12);
+        // x = 2 D^-1 r + 3 x
+        let mut x = r.clone();
+        inv.apply(2.0, &dr, 3.0, &mut x).unwrap();
+        let expected: Vec<f64> = r.host().unwrap().iter().map(|v| 5.0 * v).collect();
+        assert_close(x.host().unwrap(), &expected, 1e-12);
+        assert!(inv.apply(1.0, &Vector::zeros(3), 0.0, &mut x).is_err());
+    }
+    let mut singular = BlockDiagonal::from_vec(
+        3,
+        2,
+        vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 1.0, 4.0, 2.0],
+    )
+    .unwrap();
+    assert!(matches!(
+        singular.invert(),
+        Err(LinalgError::SingularBlock { block: 1, .. })
+    ));
+}
