@@ -273,4 +273,10 @@ fn workspaces_are_checked_against_their_plan() {
         ptap_numeric(&streamed, &a, &p, &mut ac, &mut ws).unwrap();
         assert_eq!(bits(&ac), bits(&numeric(&streamed, &a, &p)));
     }
+    // Sized in a one-thread pool, used in a larger one: threads share its scratch, in turn.
+    for plan in [&plan, &streamed] {
+        let mut ws = with_threads(1, || plan.workspace());
+        with_threads(4, || ptap_numeric(plan, &a, &p, &mut ac, &mut ws)).unwrap();
+        assert_eq!(bits(&ac), bits(&numeric(plan, &a, &p)));
+    }
 }
