@@ -105,7 +105,7 @@ impl Vector {
     pub fn copy_from(&mut self, x: &Vector) -> Result<(), LinalgError> {
         ops::check_pair("Vector::copy_from", x, self)?;
         match (&x.storage, &mut self.storage) {
-            (Storage::Host(x), Storage::Host(y)) => host::blas1::copy(x, y),
+            (Storage::Host(x), Storage::Host(y)) => y.copy_from_slice(x),
         }
         Ok(())
     }

@@ -90,13 +90,6 @@ pub(crate) fn scale(a: f64, x: &mut [f64]) {
         .for_each(|c| c.iter_mut().for_each(|v| *v *= a));
 }
 
-/// `y = x`.
-pub(crate) fn copy(x: &[f64], y: &mut [f64]) {
-    y.par_chunks_mut(MAP_CHUNK)
-        .zip(x.par_chunks(MAP_CHUNK))
-        .for_each(|(yc, xc)| yc.copy_from_slice(xc));
-}
-
 /// Entry `i` of `x` becomes `crate::hash::signed_unit(splitmix64(first + i ^ seed'))`.
 pub(crate) fn fill_hashed(first: u64, seed: u64, x: &mut [f64]) {
     x.par_iter_mut().enumerate().for_each(|(i, xi)| {
