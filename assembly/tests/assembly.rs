@@ -32,18 +32,10 @@ fn neo_hookean() -> Material {
     Material::neo_hookean(Moduli::from_young_poisson(10.0, 0.3).unwrap())
 }
 
-/// Deterministic pseudo-random numbers in [-1, 1).
+/// Deterministic pseudo-random numbers in [-1, 1) (`linalg`'s SplitMix64).
 fn noise(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
+    let mut g = linalg::hash::SplitMix64(seed);
+    (0..n).map(|_| g.next_signed_unit()).collect()
 }
 
 fn assembler(mesh: &HexMesh, material: Material) -> ElasticityAssembler {

@@ -8,6 +8,7 @@
 
 use anyhow::{ensure, Result};
 use fem::{Load, Material, Moduli};
+use linalg::hash::SplitMix64;
 use linalg::Vector;
 use mesh::{generate_box, BoxSpec, CellKind, HexMesh};
 
@@ -61,7 +62,7 @@ pub fn distorted_mesh(kind: CellKind) -> Result<HexMesh> {
         .filter(|(_, &b)| !b)
     {
         for xd in x.iter_mut() {
-            *xd += amplitude * rng.uniform();
+            *xd += amplitude * rng.next_signed_unit();
         }
     }
     Ok(mesh)
@@ -111,18 +112,4 @@ fn max_nodal_error(mesh: &HexMesh, u: &Vector) -> Result<f64> {
         }
     }
     Ok(err / scale)
-}
-
-/// SplitMix64: a tiny deterministic generator for mesh perturbations.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// Uniform in `[-1, 1)`.
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
 }
