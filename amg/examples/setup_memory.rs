@@ -73,11 +73,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     };
     let mut p = common::elasticity(m, 1e-3);
-    let a_mb = (p.a.values().len() * 8 + p.a.pattern().nnz() * 4) as f64 / 1048576.0;
+    let a_mb = (p.a.n_values() * 8 + p.a.pattern().nnz() * 4) as f64 / 1048576.0;
     println!(
         "{m}^3 nodes, {} unknowns, A_0 {a_mb:.1} MB, near-null space {:.1} MB; problem built: rss {:.1} MB, peak {:.1} MB",
         p.a.n_rows(),
-        (p.near_null.values().len() * 8) as f64 / 1048576.0,
+        (p.near_null.row_major().len() * 8) as f64 / 1048576.0,
         rss_mb(),
         peak_rss_mb()
     );
@@ -102,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     phase("solve", start);
     println!("  {} iterations ({:?})", outcome.iterations, outcome.reason);
 
-    p.a.scale(2.0);
+    p.a.scale(2.0).unwrap();
     reset_peak();
     let start = rss_mb();
     let update = h.update(&p.a)?;

@@ -89,16 +89,22 @@ impl Aggregates {
     }
 }
 
+/// Bits of a priority below the degree field: 16 hash bits above 32 bits of vertex id.
+const DEGREE_SHIFT: u32 = 48;
+/// Bits of a priority below the hash field: the vertex id.
+const HASH_SHIFT: u32 = 32;
+/// Hash bits in a priority.
+const HASH_MASK: u64 = (1 << (DEGREE_SHIFT - HASH_SHIFT)) - 1;
+/// Largest degree a priority distinguishes (14 bits, so `1 + priority` never reaches `u64::MAX`).
+const MAX_PRIORITY_DEGREE: u64 = (1 << 14) - 1;
+
 /// Deterministic priority of vertex `v` (smaller wins): ascending degree first (boundary vertices
-/// become roots first, as in PETSc), then a hash of the vertex id, then the id (unique).
-/// Never 0 (reserved for "in the set") nor `u64::MAX` ("out").
+/// become roots first, as in PETSc), then a hash of the vertex id ([`linalg::hash::splitmix64`]),
+/// then the id (unique). Never 0 (reserved for "in the set") nor `u64::MAX` ("out").
 fn priority(v: usize, degree: usize) -> u64 {
-    let mut z = (v as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    let deg = (degree as u64).min((1 << 14) - 1);
-    1 + ((deg << 48) | ((z & 0xFFFF) << 32) | v as u64)
+    let z = linalg::hash::splitmix64(v as u64);
+    let deg = (degree as u64).min(MAX_PRIORITY_DEGREE);
+    1 + ((deg << DEGREE_SHIFT) | ((z & HASH_MASK) << HASH_SHIFT) | v as u64)
 }
 
 const IN: u64 = 0;
@@ -164,27 +170,34 @@ pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
     status.into_par_iter().map(|s| s == IN).collect()
 }
 
-/// The aggregate `v` joins this round: the neighbouring aggregate of largest summed edge weight
-/// (ties: smallest aggregate id), `None` when no neighbour is aggregated.
-fn strongest_neighbour_aggregate(graph: &StrengthGraph, agg_of: &[u32], v: usize) -> Option<u32> {
+/// The aggregate most strongly connected through `edges` (pairs of aggregate and edge weight):
+/// the largest summed weight, ties to the smallest aggregate id; `None` without edges. Sums run
+/// in edge order (fixed by the caller), so the choice is deterministic.
+fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
     let mut acc: Vec<(u32, f64)> = Vec::new();
-    for (&u, &w) in graph.neighbours(v).iter().zip(graph.weights(v)) {
-        let a = agg_of[u as usize];
-        if a == UNAGGREGATED {
-            continue;
-        }
+    for (a, w) in edges {
         match acc.iter_mut().find(|(b, _)| *b == a) {
             Some(e) => e.1 += w,
             None => acc.push((a, w)),
         }
     }
-    // Sum order follows the neighbour order (fixed), so the comparison is deterministic.
     acc.into_iter()
         .fold(None, |best: Option<(u32, f64)>, (a, w)| match best {
             Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
             _ => Some((a, w)),
         })
         .map(|(a, _)| a)
+}
+
+/// The aggregate `v` joins this round: the neighbouring aggregate of largest summed edge weight
+/// (ties: smallest aggregate id), `None` when no neighbour is aggregated.
+fn strongest_neighbour_aggregate(graph: &StrengthGraph, agg_of: &[u32], v: usize) -> Option<u32> {
+    let edges = graph.neighbours(v).iter().zip(graph.weights(v));
+    strongest_aggregate(
+        edges
+            .map(|(&u, &w)| (agg_of[u as usize], w))
+            .filter(|&(a, _)| a != UNAGGREGATED),
+    )
 }
 
 /// Aggregates the vertices of `graph`.
@@ -261,28 +274,17 @@ fn merge_small(graph: &StrengthGraph, aggs: Aggregates, bs: usize, min_dofs: usi
             if size[a] == 0 || size[a] * bs >= min_dofs {
                 continue;
             }
-            // Connection of aggregate a to each other aggregate.
-            let mut acc: Vec<(u32, f64)> = Vec::new();
-            for &v in &members[a] {
+            // The other aggregate that aggregate a is most strongly connected to.
+            let edges = members[a].iter().flat_map(|&v| {
                 let v = v as usize;
-                for (&u, &w) in graph.neighbours(v).iter().zip(graph.weights(v)) {
-                    let b = agg_of[u as usize];
-                    if b == UNAGGREGATED || b as usize == a {
-                        continue;
-                    }
-                    match acc.iter_mut().find(|(c, _)| *c == b) {
-                        Some(e) => e.1 += w,
-                        None => acc.push((b, w)),
-                    }
-                }
-            }
-            let target = acc
-                .into_iter()
-                .fold(None, |best: Option<(u32, f64)>, (b, w)| match best {
-                    Some((bb, bw)) if bw > w || (bw == w && bb < b) => Some((bb, bw)),
-                    _ => Some((b, w)),
-                })
-                .map(|(b, _)| b as usize);
+                graph.neighbours(v).iter().zip(graph.weights(v))
+            });
+            let target = strongest_aggregate(
+                edges
+                    .map(|(&u, &w)| (agg_of[u as usize], w))
+                    .filter(|&(b, _)| b != UNAGGREGATED && b as usize != a),
+            )
+            .map(|b| b as usize);
             let moved = std::mem::take(&mut members[a]);
             match target {
                 Some(t) => {

@@ -3,77 +3,70 @@
 //! a deterministic pseudo-random `b`; the CG coefficients form the Lanczos tridiagonal matrix whose
 //! largest eigenvalue (by bisection) approximates `lambda_max(D^{-1} A)` from below.
 
-use crate::PointBlockJacobi;
-use crate::Preconditioner;
+use crate::{AmgError, PointBlockJacobi, Preconditioner};
 use linalg::{ops, Bsr, Vector};
-use rayon::prelude::*;
 
-/// Fills `v` with deterministic pseudo-random values in `[-1, 1)` (hash of the index; independent
-/// of threads).
-fn fill_hash(v: &mut Vector, seed: u64) {
-    v.as_mut_slice()
-        .par_iter_mut()
-        .enumerate()
-        .for_each(|(i, vi)| {
-            let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            *vi = (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0;
-        });
-}
+/// Seed of the start vector's hash (any fixed value: the estimate must not depend on threads).
+const START_SEED: u64 = 0x5EED;
+/// The iteration stops when `r^T z` drops below this fraction of its previous value: the Krylov
+/// space is exhausted (or the operator is numerically singular there).
+const BREAKDOWN_RATIO: f64 = 1e-28;
+/// Bisection steps of the tridiagonal eigenvalue (enough to reach adjacent doubles).
+const BISECTION_STEPS: usize = 200;
 
 /// Estimate of `lambda_max(D^{-1} A)` from `steps` CG/Lanczos steps (fewer if CG breaks down or
-/// converges). Returns `None` when not even one step is possible (zero operator, non-SPD breakdown).
+/// converges). `Ok(None)` when not even one step is possible (zero operator, non-SPD breakdown).
 /// Allocates three vectors of `a.n_rows()`; [`estimate_emax_in`] takes them from the caller.
-pub fn estimate_emax(a: &Bsr, pbj: &PointBlockJacobi, steps: usize) -> Option<f64> {
+pub fn estimate_emax(
+    a: &Bsr,
+    pbj: &PointBlockJacobi,
+    steps: usize,
+) -> Result<Option<f64>, AmgError> {
     let n = a.n_rows();
     let (mut r, mut p, mut w) = (Vector::zeros(n), Vector::zeros(n), Vector::zeros(n));
     estimate_emax_in(a, pbj, steps, [&mut r, &mut p, &mut w])
 }
 
-/// [`estimate_emax`] in the caller's scratch vectors (any content; overwritten).
-///
-/// # Panics
-/// If a scratch vector's length is not `a.n_rows()`.
+/// [`estimate_emax`] in the caller's scratch vectors (any content; overwritten). Errors if a
+/// scratch vector's length is not `a.n_rows()`.
 pub fn estimate_emax_in(
     a: &Bsr,
     pbj: &PointBlockJacobi,
     steps: usize,
     work: [&mut Vector; 3],
-) -> Option<f64> {
+) -> Result<Option<f64>, AmgError> {
     let [r, p, w] = work;
     // `w` holds `z = D^{-1} r` and `q = A p` in turn: each is dead when the other is written.
-    fill_hash(r, 0x5EED);
-    pbj.apply(r, w);
-    let mut rz = ops::dot(r, w);
-    p.copy_from(w);
+    ops::fill_hashed(r, START_SEED)?;
+    pbj.apply(r, w)?;
+    let mut rz = ops::dot(r, w)?;
+    p.copy_from(w)?;
     let (mut alphas, mut betas) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
     for _ in 0..steps {
         if !(rz > 0.0) {
             break;
         }
-        a.spmv(p, w); // q = A p
-        let pq = ops::dot(p, w);
+        a.spmv(p, w)?; // q = A p
+        let pq = ops::dot(p, w)?;
         if !(pq > 0.0) || !pq.is_finite() {
             break;
         }
         let alpha = rz / pq;
         alphas.push(alpha);
-        ops::axpy(-alpha, w, r);
-        pbj.apply(r, w); // z = D^{-1} r
-        let rz_new = ops::dot(r, w);
+        ops::axpy(-alpha, w, r)?;
+        pbj.apply(r, w)?; // z = D^{-1} r
+        let rz_new = ops::dot(r, w)?;
         let beta = rz_new / rz;
-        if !(beta > 0.0) || !beta.is_finite() || rz_new <= 1e-28 * rz {
+        if !(beta > 0.0) || !beta.is_finite() || rz_new <= BREAKDOWN_RATIO * rz {
             break;
         }
         betas.push(beta);
         rz = rz_new;
-        ops::axpby(1.0, w, beta, p);
+        ops::axpby(1.0, w, beta, p)?;
     }
     let m = alphas.len();
     if m == 0 {
-        return None;
+        return Ok(None);
     }
     // Lanczos tridiagonal: T_jj = 1/alpha_j + beta_{j-1}/alpha_{j-1}, T_{j,j+1} = sqrt(beta_j)/alpha_j.
     let diag: Vec<f64> = (0..m)
@@ -87,11 +80,11 @@ pub fn estimate_emax_in(
         })
         .collect();
     let off: Vec<f64> = (0..m - 1).map(|j| betas[j].sqrt() / alphas[j]).collect();
-    Some(tridiagonal_max_eigenvalue(&diag, &off))
+    Ok(Some(tridiagonal_max_eigenvalue(&diag, &off)))
 }
 
 /// Largest eigenvalue of the symmetric tridiagonal matrix (`diag`, `off`) by Sturm-count bisection.
-pub fn tridiagonal_max_eigenvalue(diag: &[f64], off: &[f64]) -> f64 {
+fn tridiagonal_max_eigenvalue(diag: &[f64], off: &[f64]) -> f64 {
     let m = diag.len();
     let radius = |j: usize| {
         (if j > 0 { off[j - 1].abs() } else { 0.0 }) + if j + 1 < m { off[j].abs() } else { 0.0 }
@@ -118,7 +111,7 @@ pub fn tridiagonal_max_eigenvalue(diag: &[f64], off: &[f64]) -> f64 {
         }
         count
     };
-    for _ in 0..200 {
+    for _ in 0..BISECTION_STEPS {
         let mid = 0.5 * (lo + hi);
         if mid <= lo || mid >= hi {
             break;
@@ -153,16 +146,22 @@ mod tests {
         let a = laplace_1d_blocks(n, 3);
         let pbj = PointBlockJacobi::new(&a).unwrap();
         let exact = 1.0 - (n as f64 * std::f64::consts::PI / (n as f64 + 1.0)).cos();
-        let est = estimate_emax(&a, &pbj, 10).unwrap();
+        let est = estimate_emax(&a, &pbj, 10).unwrap().unwrap();
         assert!(
             est <= exact * (1.0 + 1e-12) && est > 0.9 * exact,
             "estimate {est}, exact {exact}"
         );
-        assert!(estimate_emax(&a, &pbj, 0).is_none());
+        assert!(estimate_emax(&a, &pbj, 0).unwrap().is_none());
         // The caller's scratch, whatever its content, gives the same estimate bit for bit.
         let n = a.n_rows();
         let mut work = [vec![f64::NAN; n], vec![7.0; n], vec![-1.0; n]].map(Vector::from_vec);
         let [r, p, w] = &mut work;
-        assert_eq!(estimate_emax_in(&a, &pbj, 10, [r, p, w]), Some(est));
+        assert_eq!(
+            estimate_emax_in(&a, &pbj, 10, [r, p, w]).unwrap(),
+            Some(est)
+        );
+        let mut short = Vector::zeros(n - 1);
+        let [r, p, _] = &mut work;
+        assert!(estimate_emax_in(&a, &pbj, 10, [r, p, &mut short]).is_err());
     }
 }

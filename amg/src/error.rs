@@ -61,6 +61,13 @@ pub enum AmgError {
     /// The Lanczos estimate of the largest eigenvalue of `D^{-1} A` broke down (zero or indefinite operator).
     #[error("level {level}: eigenvalue estimate of D^-1 A failed (operator zero or not SPD)")]
     EigenEstimateFailed { level: usize },
+    /// A preconditioner was applied while another thread used its own workspace: give each
+    /// concurrent caller a workspace ([`crate::Hierarchy::workspace`], [`crate::VCycle::apply_in`]).
+    #[error("the hierarchy's cycle workspace is in use by another thread: use Hierarchy::workspace() and VCycle::apply_in for concurrent cycles")]
+    WorkspaceBusy,
+    /// A hierarchy built by `setup_external` holds no fine operator and cannot be applied alone.
+    #[error("the hierarchy holds no fine operator (built by setup_external): apply with_operator(&a) instead")]
+    MissingFineOperator,
     /// The coarsest level is too large to factor densely.
     #[error("coarsest level has {n} unknowns, more than the dense limit {limit}: raise max_levels or lower coarse_eq_limit")]
     CoarseTooLarge { n: usize, limit: usize },

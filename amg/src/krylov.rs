@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 /// `z = M^{-1} r` for a symmetric positive definite preconditioner `M` (CG needs symmetry).
 pub trait Preconditioner: Sync {
-    /// Writes `z = M^{-1} r`; `z` has the length of `r`, its previous content is ignored.
-    fn apply(&self, r: &Vector, z: &mut Vector);
+    /// Writes `z = M^{-1} r`; `z` has the length of `r`, its previous content is ignored. Fails
+    /// where a kernel or a message does (lengths, devices, a busy workspace).
+    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError>;
 }
 
 /// `M = I`: plain CG.
@@ -20,8 +21,8 @@ pub trait Preconditioner: Sync {
 pub struct IdentityPreconditioner;
 
 impl Preconditioner for IdentityPreconditioner {
-    fn apply(&self, r: &Vector, z: &mut Vector) {
-        z.copy_from(r);
+    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
+        Ok(z.copy_from(r)?)
     }
 }
 
@@ -149,15 +150,15 @@ pub fn cg(
 
     // r = b - A x
     let mut r = b.clone();
-    a.spmv_add(-1.0, x, 1.0, &mut r);
+    a.spmv_add(-1.0, x, 1.0, &mut r)?;
     let mut z = Vector::zeros(n);
-    pc.apply(&r, &mut z);
-    let mut rz = ops::dot(&r, &z);
+    pc.apply(&r, &mut z)?;
+    let mut rz = ops::dot(&r, &z)?;
     let monitored = |r: &Vector, z: &Vector| match params.norm {
         ResidualNorm::Unpreconditioned => ops::norm2(r),
         ResidualNorm::Preconditioned => ops::norm2(z),
     };
-    let r0 = monitored(&r, &z);
+    let r0 = monitored(&r, &z)?;
     let mut history = vec![r0];
     let target = (params.rtol * r0).max(params.atol);
     let finish = |iterations: usize, reason: CgStopReason, history: Vec<f64>| CgOutcome {
@@ -187,8 +188,8 @@ pub fn cg(
     // written): three vectors besides `x` and `b`.
     let mut q = z;
     for it in 1..=params.max_iterations {
-        a.spmv(&p, &mut q);
-        let pq = ops::dot(&p, &q);
+        a.spmv(&p, &mut q)?;
+        let pq = ops::dot(&p, &q)?;
         if !pq.is_finite() {
             return Ok(finish(it - 1, CgStopReason::NonFinite, history));
         }
@@ -196,12 +197,12 @@ pub fn cg(
             return Ok(finish(it - 1, CgStopReason::IndefiniteOperator, history));
         }
         let alpha = rz / pq;
-        ops::axpy(alpha, &p, x);
-        ops::axpy(-alpha, &q, &mut r);
-        pc.apply(&r, &mut q);
+        ops::axpy(alpha, &p, x)?;
+        ops::axpy(-alpha, &q, &mut r)?;
+        pc.apply(&r, &mut q)?;
         let z = &q;
-        let rz_new = ops::dot(&r, z);
-        let rn = monitored(&r, z);
+        let rz_new = ops::dot(&r, z)?;
+        let rn = monitored(&r, z)?;
         history.push(rn);
         if !rn.is_finite() || !rz_new.is_finite() {
             return Ok(finish(it, CgStopReason::NonFinite, history));
@@ -219,7 +220,7 @@ pub fn cg(
         }
         let beta = rz_new / rz;
         rz = rz_new;
-        ops::axpby(1.0, z, beta, &mut p); // p = z + beta p
+        ops::axpby(1.0, z, beta, &mut p)?; // p = z + beta p
     }
     Ok(finish(
         params.max_iterations,
@@ -235,8 +236,8 @@ mod tests {
 
     fn dense_residual(a: &Bsr, x: &Vector, b: &Vector) -> f64 {
         let mut r = b.clone();
-        a.spmv_add(-1.0, x, 1.0, &mut r);
-        ops::norm2(&r)
+        a.spmv_add(-1.0, x, 1.0, &mut r).unwrap();
+        ops::norm2(&r).unwrap()
     }
 
     #[test]
@@ -282,7 +283,7 @@ mod tests {
     #[test]
     fn cg_detects_indefinite_operator() {
         let mut a = laplace_1d_blocks(10, 1);
-        a.scale(-1.0);
+        a.scale(-1.0).unwrap();
         let b = Vector::from_vec(vec![1.0; 10]);
         let mut x = Vector::zeros(10);
         let out = cg(
@@ -333,9 +334,9 @@ mod tests {
         /// M^{-1} = 0.5 I: the preconditioned norm is half the plain one.
         struct Half;
         impl Preconditioner for Half {
-            fn apply(&self, r: &Vector, z: &mut Vector) {
-                z.copy_from(r);
-                ops::scale(0.5, z);
+            fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
+                z.copy_from(r)?;
+                Ok(ops::scale(0.5, z)?)
             }
         }
         let params = CgParams {
@@ -343,7 +344,7 @@ mod tests {
             ..Default::default()
         };
         let out = cg(&a, &b, &mut x, &Half, &params).unwrap();
-        assert!((out.initial_residual_norm - 0.5 * ops::norm2(&b)).abs() < 1e-14);
+        assert!((out.initial_residual_norm - 0.5 * ops::norm2(&b).unwrap()).abs() < 1e-14);
         assert!(out.converged);
     }
 }

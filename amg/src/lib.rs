@@ -1,13 +1,16 @@
 //! Blocked smoothed-aggregation algebraic multigrid, its smoothers and Krylov methods.
 //!
-//! Everything works on [`linalg::Bsr`] block matrices; nothing on the coarsening path expands a block
-//! matrix to scalar entries. See `/work/shared/design/GAMG.md` for the algorithm.
+//! Everything works on [`linalg::Bsr`] block matrices and [`linalg::Vector`]s; the arithmetic on
+//! them (SpMV, restriction, prolongator smoothing, block-diagonal inverses, Galerkin products,
+//! the coarse solve) is `linalg`'s, so it runs wherever the operator lives. The set-up graph
+//! stages (strength graph, aggregation, tentative prolongator) are host set-up data. Nothing on
+//! the coarsening path expands a block matrix to scalar entries. The algorithm, our choices
+//! against PETSc's GAMG and the reuse rules are described in the repository's `docs/amg.md`.
 
 // `!(x > tol)` is deliberate throughout: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod aggregation;
-pub mod dense;
 pub mod eig;
 mod error;
 pub mod hierarchy;
@@ -16,10 +19,9 @@ pub mod near_null;
 pub mod params;
 pub mod point_block_jacobi;
 pub mod prolongator;
+mod qr;
 pub mod report;
-pub mod restriction;
 pub mod smoother;
-mod storage;
 pub mod strength;
 pub mod tentative;
 #[cfg(test)]
@@ -27,13 +29,14 @@ pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, Aggregates, MisDistance};
 pub use error::AmgError;
-pub use hierarchy::{Hierarchy, VCycle};
+pub use hierarchy::{CycleWorkspace, Hierarchy, VCycle};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
-pub use params::{AmgParams, Reuse, SmootherKind, Storage};
+pub use params::{AmgParams, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 pub use point_block_jacobi::PointBlockJacobi;
 pub use report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
+pub use smoother::SmoothingPolynomial;
 pub use strength::{strength_graph, StrengthGraph};
 pub use tentative::tentative_prolongator;

@@ -7,8 +7,10 @@
 //! the tentative prolongator.
 
 use crate::AmgError;
+use linalg::Vector;
 
-/// `k` vectors of length `n_rows`, stored node-major (see the module documentation).
+/// `k` vectors of length `n_rows`, stored node-major (see the module documentation). Host set-up
+/// data: the tentative prolongator's QR reads it on the host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearNullSpace {
     n_rows: usize,
@@ -77,19 +79,21 @@ impl NearNullSpace {
         self.k
     }
 
-    /// Node-major values.
-    pub fn values(&self) -> &[f64] {
+    /// The node-major values (a host view).
+    pub fn row_major(&self) -> &[f64] {
         &self.values
     }
 
-    /// Vector `j` as a new `Vec`.
-    pub fn column(&self, j: usize) -> Vec<f64> {
-        self.values
-            .iter()
-            .skip(j)
-            .step_by(self.k)
-            .copied()
-            .collect()
+    /// Vector `j` as a new host [`Vector`].
+    pub fn column(&self, j: usize) -> Vector {
+        Vector::from_vec(
+            self.values
+                .iter()
+                .skip(j)
+                .step_by(self.k)
+                .copied()
+                .collect(),
+        )
     }
 }
 
@@ -101,8 +105,8 @@ mod tests {
     fn layouts_agree_and_bad_input_is_rejected() {
         let cols = vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]];
         let b = NearNullSpace::from_columns(&cols).unwrap();
-        assert_eq!(b.values(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-        assert_eq!(b.column(1), cols[1]);
+        assert_eq!(b.row_major(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(b.column(1).host().unwrap(), cols[1]);
         assert!(NearNullSpace::from_columns(&[vec![1.0], vec![1.0, 2.0]]).is_err());
         assert!(NearNullSpace::from_row_major(2, 1, vec![1.0, f64::NAN]).is_err());
         assert!(NearNullSpace::from_row_major(2, 0, vec![]).is_err());

@@ -4,6 +4,10 @@
 use crate::AmgError;
 use serde::{Deserialize, Serialize};
 
+/// Numerator of the default damped-Jacobi weight `omega = JACOBI_OMEGA_SCALE / emax(D^{-1} A)`
+/// (and of PyAMG's prolongator damping, the default of `prolongator_omega_scale`).
+pub const JACOBI_OMEGA_SCALE: f64 = 4.0 / 3.0;
+
 /// What [`crate::Hierarchy::update`] keeps when given a new operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -99,7 +103,7 @@ impl Default for AmgParams {
             max_levels: 10,
             min_coarsening_ratio: 1.2,
             smooth_prolongator: true,
-            prolongator_omega_scale: 4.0 / 3.0,
+            prolongator_omega_scale: JACOBI_OMEGA_SCALE,
             eig_steps: 10,
             smoother: SmootherKind::Chebyshev,
             chebyshev_degree: 2,

@@ -1,12 +1,11 @@
 //! Prolongator smoothing `P = (I - omega D^{-1} A) P0`, with `D` the point-block diagonal of `A`.
 //!
 //! `A P0` comes from `linalg::spgemm`; its pattern contains `P0`'s (every diagonal block of `A` is
-//! stored), so `P` lives on the pattern of `A P0` and is computed in place, parallel over block rows.
+//! stored), so `P` lives on the pattern of `A P0` and `linalg::smooth_prolongator_in_place` turns
+//! `A P0` into `P` where it lies.
 
-use crate::strength::split_rows;
 use crate::{AmgError, PointBlockJacobi};
 use linalg::Bsr;
-use rayon::prelude::*;
 
 /// Returns `P = P0 - omega D^{-1} (A P0)`; `pbj` holds `D^{-1}` of `a`.
 pub fn smooth_prolongator(
@@ -24,46 +23,7 @@ pub fn smooth_prolongator(
         });
     }
     let mut p = linalg::spgemm(a, p0)?;
-    let k = p.block_cols();
-    let bl = bs * k;
-    let pattern = p.pattern().clone();
-    let (rp, cols) = (pattern.row_ptr(), pattern.col_idx());
-    let lengths: Vec<usize> = (0..pattern.n_block_rows())
-        .map(|i| (rp[i + 1] - rp[i]) * bl)
-        .collect();
-    let p0_pattern = p0.pattern();
-    let inv = pbj.inverse_blocks();
-    split_rows(p.values_mut(), &lengths)
-        .into_par_iter()
-        .enumerate()
-        .for_each(|(i, row_vals)| {
-            let dinv = &inv[i * bs * bs..(i + 1) * bs * bs];
-            // Column of P0's block in row i (at most one; empty for unaggregated rows).
-            let p0_block = p0_pattern
-                .row(i)
-                .first()
-                .map(|&c| (c, p0_pattern.row_ptr()[i]));
-            let mut tmp = vec![0.0; bl];
-            for (t, blk) in row_vals.chunks_exact_mut(bl).enumerate() {
-                for r in 0..bs {
-                    for c in 0..k {
-                        let mut s = 0.0;
-                        for m in 0..bs {
-                            s += dinv[r * bs + m] * blk[m * k + c];
-                        }
-                        tmp[r * k + c] = -omega * s;
-                    }
-                }
-                if let Some((c0, pos)) = p0_block {
-                    if cols[rp[i] + t] == c0 {
-                        for (x, y) in tmp.iter_mut().zip(p0.block(pos)) {
-                            *x += y;
-                        }
-                    }
-                }
-                blk.copy_from_slice(&tmp);
-            }
-        });
+    linalg::smooth_prolongator_in_place(&mut p, omega, pbj.inverse(), p0)?;
     Ok(p)
 }
 
@@ -94,10 +54,10 @@ mod tests {
         let p = smooth_prolongator(&a, &pbj, &p0, omega).unwrap();
         // Dense reference.
         let (nr, nc) = (n * bs, n / 2 * k);
-        let ad = a.to_dense();
-        let p0d = p0.to_dense();
+        let ad = a.to_dense().unwrap();
+        let p0d = p0.to_dense().unwrap();
         let mut dinv = vec![0.0; nr * nr];
-        let inv = pbj.inverse_blocks();
+        let inv = pbj.inverse().host().unwrap();
         for b in 0..n {
             for r in 0..bs {
                 for c in 0..bs {
@@ -117,7 +77,7 @@ mod tests {
             o
         };
         let dap = mul(&dinv, &mul(&ad, &p0d, nr, nr, nc), nr, nr, nc);
-        let pd = p.to_dense();
+        let pd = p.to_dense().unwrap();
         for i in 0..nr * nc {
             assert!((pd[i] - (p0d[i] - omega * dap[i])).abs() < 1e-12);
         }

@@ -7,8 +7,11 @@
 //! The operator is assumed (structurally and numerically) symmetric, as for any SPD operator.
 
 use crate::AmgError;
-use linalg::Bsr;
+use linalg::{split_rows, Bsr};
 use rayon::prelude::*;
+
+/// Rows per parallel task of the graph construction.
+const ROWS_PER_TASK: usize = 1024;
 
 /// CSR adjacency without self loops, with edge weights.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,13 +81,10 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     }
     let pattern = a.pattern();
     let n = pattern.n_block_rows();
-    let bl = a.block_len();
     let diag_pos = pattern.diagonal_positions()?;
-    let norms: Vec<f64> = a
-        .values()
-        .par_chunks(bl)
-        .map(|b| b.iter().map(|v| v * v).sum::<f64>().sqrt())
-        .collect();
+    // The block norms come from `linalg` (where the operator lives); the graph is host set-up data.
+    let block_norms = a.block_norms()?;
+    let norms = block_norms.host()?;
     let dnorm: Vec<f64> = diag_pos.iter().map(|&k| norms[k]).collect();
     let (row_ptr, cols) = (pattern.row_ptr(), pattern.col_idx());
     let weight_of = |i: usize, k: usize| -> Option<f64> {
@@ -103,7 +103,7 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
         .collect();
     let keep =
         |i: usize, k: usize| coupled[i] && coupled[cols[k] as usize] && weight_of(i, k).is_some();
-    // Pass 2: counts, then fill disjoint row slices in parallel.
+    // Pass 2: counts, then fill disjoint groups of rows in parallel.
     let counts: Vec<usize> = (0..n)
         .into_par_iter()
         .map(|i| (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k)).count())
@@ -111,18 +111,21 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     let mut g_ptr = Vec::with_capacity(n + 1);
     g_ptr.push(0);
     for c in &counts {
-        g_ptr.push(g_ptr.last().unwrap() + c);
+        g_ptr.push(g_ptr[g_ptr.len() - 1] + c);
     }
     let nnz = g_ptr[n];
     let mut g_col = vec![0u32; nnz];
     let mut g_w = vec![0.0; nnz];
-    split_rows(&mut g_col, &counts)
+    split_rows(&g_ptr, 1, ROWS_PER_TASK, &mut g_col)
         .into_par_iter()
-        .zip(split_rows(&mut g_w, &counts))
-        .enumerate()
-        .for_each(|(i, (c_out, w_out))| {
-            let kept = (row_ptr[i]..row_ptr[i + 1]).filter(|&k| keep(i, k));
-            for ((c, w), k) in c_out.iter_mut().zip(w_out.iter_mut()).zip(kept) {
+        .zip(split_rows(&g_ptr, 1, ROWS_PER_TASK, &mut g_w))
+        .for_each(|((rows, c_out), (_, w_out))| {
+            let kept = rows.flat_map(|i| {
+                (row_ptr[i]..row_ptr[i + 1])
+                    .filter(move |&k| keep(i, k))
+                    .map(move |k| (i, k))
+            });
+            for ((c, w), (i, k)) in c_out.iter_mut().zip(w_out.iter_mut()).zip(kept) {
                 *c = cols[k];
                 *w = weight_of(i, k).unwrap_or(0.0);
             }
@@ -132,17 +135,6 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
         col: g_col,
         weight: g_w,
     })
-}
-
-/// Splits `data` into consecutive mutable slices of the given lengths (for parallel row fills).
-pub(crate) fn split_rows<'a, T>(mut data: &'a mut [T], lengths: &[usize]) -> Vec<&'a mut [T]> {
-    let mut out = Vec::with_capacity(lengths.len());
-    for &len in lengths {
-        let (head, tail) = std::mem::take(&mut data).split_at_mut(len);
-        out.push(head);
-        data = tail;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -175,7 +167,7 @@ mod tests {
         let p = a.pattern().clone();
         for k in p.row_ptr()[2]..p.row_ptr()[3] {
             let j = p.col_idx()[k] as usize;
-            let b = a.block_mut(k);
+            let b = a.host_block_mut(k).unwrap();
             b.fill(0.0);
             if j == 2 {
                 b[0] = 1.0;

@@ -8,9 +8,9 @@
 //! diagonal block `Q^T A_aa Q` is non-singular for SPD `A`, rank-deficient `B` rows included.
 
 use crate::aggregation::{Aggregates, UNAGGREGATED};
-use crate::strength::split_rows;
-use crate::{dense, AmgError, NearNullSpace};
-use linalg::{BlockPattern, Bsr};
+use crate::qr::thin_qr;
+use crate::{AmgError, NearNullSpace};
+use linalg::{split_rows, BlockPattern, Bsr};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -45,25 +45,21 @@ pub fn tentative_prolongator(
     let pattern = Arc::new(BlockPattern::new(n, n_agg, row_ptr, cols)?);
     // Per-aggregate QR into a member-ordered buffer, in parallel over aggregates.
     let offsets = aggs.member_offsets();
-    let q_len: Vec<usize> = (0..n_agg)
-        .map(|a| (offsets[a + 1] - offsets[a]) * bs * k)
-        .collect();
-    let mut q_buf = vec![0.0; offsets[n_agg] * bs * k];
-    let mut r_buf = vec![0.0; n_agg * k * k];
-    let b = nns.values();
     let slab = bs * k;
-    split_rows(&mut q_buf, &q_len)
+    let mut q_buf = vec![0.0; offsets[n_agg] * slab];
+    let mut r_buf = vec![0.0; n_agg * k * k];
+    let b = nns.row_major();
+    split_rows(offsets, slab, 1, &mut q_buf)
         .into_par_iter()
         .zip(r_buf.par_chunks_mut(k * k))
-        .enumerate()
-        .for_each(|(a, (q, r))| {
-            for (i, &v) in aggs.members(a).iter().enumerate() {
+        .for_each(|((aggregate, q), r)| {
+            for (i, &v) in aggs.members(aggregate.start).iter().enumerate() {
                 q[i * slab..(i + 1) * slab]
                     .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
             }
             let m = q.len() / k;
             let mut work = vec![0.0; m * k];
-            dense::thin_qr(q, m, k, r, &mut work);
+            thin_qr(q, m, k, r, &mut work);
         });
     // Scatter member-ordered Q slabs into P0's row-ordered blocks.
     let mut pos_in_buf = vec![0usize; n];
@@ -72,17 +68,18 @@ pub fn tentative_prolongator(
             pos_in_buf[v as usize] = start + i;
         }
     }
-    let mut p0 = Bsr::zeros(pattern.clone(), bs, k);
-    let prow = pattern.row_ptr();
     // Aggregated rows own exactly one block, in row order.
-    let block_row: Vec<usize> = (0..n).filter(|&v| prow[v + 1] > prow[v]).collect();
-    p0.values_mut()
+    let block_row: Vec<usize> = (0..n).filter(|&v| asg[v] != UNAGGREGATED).collect();
+    let mut values = vec![0.0; block_row.len() * slab];
+    values
         .par_chunks_mut(slab)
         .zip(block_row.par_iter())
         .for_each(|(dst, &v)| {
             let s = pos_in_buf[v] * slab;
             dst.copy_from_slice(&q_buf[s..s + slab]);
         });
+    drop(q_buf);
+    let p0 = Bsr::from_parts(pattern, bs, k, values)?;
     let coarse = NearNullSpace::from_row_major(n_agg * k, k, r_buf)?;
     Ok((p0, coarse))
 }
@@ -120,11 +117,13 @@ mod tests {
         let (p0, bc) = tentative_prolongator(&aggs, &nns, bs).unwrap();
         assert_eq!((p0.block_rows(), p0.block_cols()), (bs, k));
         // P0 Bc == B, column by column (every vertex aggregated here).
-        let d = p0.to_dense();
+        let d = p0.to_dense().unwrap();
         let (rows, cols) = (n * bs, aggs.n_aggregates() * k);
         for j in 0..k {
             let bcj = bc.column(j);
+            let bcj = bcj.host().unwrap();
             let bj = nns.column(j);
+            let bj = bj.host().unwrap();
             for i in 0..rows {
                 let s: f64 = (0..cols).map(|c| d[i * cols + c] * bcj[c]).sum();
                 assert!(

@@ -1,23 +1,13 @@
 //! Test helpers: deterministic random numbers and small block operators.
 
+use linalg::hash::SplitMix64;
 use linalg::{BlockPattern, Bsr};
 use std::sync::Arc;
 
-/// splitmix64 step.
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// `n` deterministic pseudo-random numbers in `[-1, 1)`.
+/// `n` deterministic pseudo-random numbers in `[-1, 1)` (the shared SplitMix64 of `linalg`).
 pub fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
-        .collect()
+    let mut g = SplitMix64(seed);
+    (0..n).map(|_| g.next_signed_unit()).collect()
 }
 
 /// Block tridiagonal pattern with `n` block rows.
@@ -44,7 +34,7 @@ pub fn laplace_1d_blocks(n: usize, bs: usize) -> Bsr {
             } else {
                 -1.0
             };
-            let b = a.block_mut(k);
+            let b = a.host_block_mut(k).unwrap();
             for c in 0..bs {
                 b[c * bs + c] = d;
             }
@@ -61,7 +51,7 @@ pub fn random_spd_block_tridiagonal(n: usize, bs: usize, seed: u64) -> Bsr {
     for i in 0..n {
         for k in pattern.row_ptr()[i]..pattern.row_ptr()[i + 1] {
             let j = pattern.col_idx()[k] as usize;
-            let b = a.block_mut(k);
+            let b = a.host_block_mut(k).unwrap();
             for r in 0..bs {
                 for c in 0..bs {
                     b[r * bs + c] = if j == i + 1 {

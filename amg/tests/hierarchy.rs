@@ -15,12 +15,12 @@ fn solve(a: &Bsr, b: &Vector, h: &Hierarchy) -> amg::CgOutcome {
     let out = cg(a, b, &mut x, h, &CgParams::default()).unwrap();
     // Check the true residual independently of CG's recursion.
     let mut r = b.clone();
-    a.spmv_add(-1.0, &x, 1.0, &mut r);
+    a.spmv_add(-1.0, &x, 1.0, &mut r).unwrap();
     if out.converged {
         assert!(
-            ops::norm2(&r) <= 1e-7 * ops::norm2(b),
+            ops::norm2(&r).unwrap() <= 1e-7 * ops::norm2(b).unwrap(),
             "true residual {}",
-            ops::norm2(&r)
+            ops::norm2(&r).unwrap()
         );
     }
     out
@@ -28,8 +28,8 @@ fn solve(a: &Bsr, b: &Vector, h: &Hierarchy) -> amg::CgOutcome {
 
 fn vcycle(h: &Hierarchy, r: &Vector) -> Vec<f64> {
     let mut z = Vector::zeros(r.len());
-    h.apply(r, &mut z);
-    z.into_vec()
+    h.apply(r, &mut z).unwrap();
+    z.to_host_vec().unwrap()
 }
 
 fn max_rel_diff(x: &[f64], y: &[f64]) -> f64 {
@@ -71,10 +71,10 @@ fn near_null_space_is_preserved_on_every_level() {
         let bs = a_l.block_rows();
         for j in 0..b.n_vectors() {
             let mut y = Vector::zeros(a_l.n_rows());
-            p0.spmv(&Vector::from_vec(bc.column(j)), &mut y);
-            let bj = b.column(j);
+            p0.spmv(&bc.column(j), &mut y).unwrap();
+            let bj = b.column(j).to_host_vec().unwrap();
             let scale = bj.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (row, (u, v)) in y.as_slice().iter().zip(&bj).enumerate() {
+            for (row, (u, v)) in y.host().unwrap().iter().zip(&bj).enumerate() {
                 let expected = if aggs.assignment()[row / bs] == UNAGGREGATED {
                     0.0
                 } else {
@@ -147,13 +147,16 @@ fn hot_update_reproduces_setup_when_nothing_changed_and_after_scaling() {
     assert_eq!((rep.transposes_rebuilt, rep.galerkin_plans_rebuilt), (0, 0));
     assert!(max_rel_diff(&vcycle(&h, &r), &z0) < 1e-13);
     // Scaling by 2: aggregates, emax and P are scale invariant, so a fresh setup equals the update.
-    p.a.scale(2.0);
+    p.a.scale(2.0).unwrap();
     h.update(&p.a).unwrap();
     let fresh = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
     assert_eq!(h.n_levels(), fresh.n_levels());
     for l in 0..h.n_levels() {
         let (u, v) = (h.operator(l).unwrap(), fresh.operator(l).unwrap());
-        assert!(max_rel_diff(u.values(), v.values()) < 1e-12, "level {l}");
+        assert!(
+            max_rel_diff(u.host().unwrap(), v.host().unwrap()) < 1e-12,
+            "level {l}"
+        );
     }
     let (zu, zf) = (vcycle(&h, &r), vcycle(&fresh, &r));
     assert!(max_rel_diff(&zu, &zf) < 1e-10);
@@ -171,9 +174,9 @@ fn hot_update_after_a_random_spd_change_matches_galerkin_of_the_new_operator() {
     let diag = pattern.diagonal_positions().unwrap();
     let s = rhs(diag.len(), 11);
     for (node, &k) in diag.iter().enumerate() {
-        let blk = p.a.block_mut(k);
+        let blk = p.a.host_block_mut(k).unwrap();
         for c in 0..3 {
-            blk[4 * c] += 0.05 * (1.5 + s.as_slice()[node]);
+            blk[4 * c] += 0.05 * (1.5 + s.host().unwrap()[node]);
         }
     }
     let rep = h.update(&p.a).unwrap();
@@ -183,12 +186,12 @@ fn hot_update_after_a_random_spd_change_matches_galerkin_of_the_new_operator() {
         let expected = linalg::ptap(h.operator(l).unwrap(), h.prolongator(l).unwrap()).unwrap();
         let got = h.operator(l + 1).unwrap();
         assert!(
-            max_rel_diff(&got.to_dense(), &expected.to_dense()) < 1e-12,
+            max_rel_diff(&got.to_dense().unwrap(), &expected.to_dense().unwrap()) < 1e-12,
             "level {}",
             l + 1
         );
     }
-    assert!(max_rel_diff(h.operator(0).unwrap().values(), p.a.values()) == 0.0);
+    assert!(max_rel_diff(h.operator(0).unwrap().host().unwrap(), p.a.host().unwrap()) == 0.0);
     assert!(solve(&p.a, &p.b, &h).converged);
     // reuse: none rebuilds everything: it equals a fresh setup of the new operator.
     let none = AmgParams {
@@ -220,7 +223,7 @@ fn reuse_full_keeps_the_old_preconditioner() {
     let mut h = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
     let r = rhs(p.a.n_rows(), 9);
     let z0 = vcycle(&h, &r);
-    p.a.scale(3.0);
+    p.a.scale(3.0).unwrap();
     h.update(&p.a).unwrap();
     assert_eq!(vcycle(&h, &r), z0);
 }
@@ -240,7 +243,7 @@ fn setup_is_identical_with_one_and_several_threads() {
                     .map(|l| h.aggregates(l).unwrap().assignment().to_vec())
                     .collect();
                 let coarse: Vec<Vec<f64>> = (0..h.n_levels())
-                    .map(|l| h.operator(l).unwrap().values().to_vec())
+                    .map(|l| h.operator(l).unwrap().host().unwrap().to_vec())
                     .collect();
                 (aggs, coarse, vcycle(&h, &r))
             })
@@ -263,17 +266,17 @@ fn dirichlet_rows_isolated_node_and_tiny_aggregate_do_not_break_setup() {
         for k in pattern.row_ptr()[node]..pattern.row_ptr()[node + 1] {
             let col = pattern.col_idx()[k] as usize;
             let back = pattern.find(col, node).unwrap();
-            p.a.block_mut(k).fill(0.0);
-            p.a.block_mut(back).fill(0.0);
+            p.a.host_block_mut(k).unwrap().fill(0.0);
+            p.a.host_block_mut(back).unwrap().fill(0.0);
         }
         let d = pattern.find(node, node).unwrap();
-        let blk = p.a.block_mut(d);
+        let blk = p.a.host_block_mut(d).unwrap();
         blk[0] = 1.0;
         blk[4] = 2.0;
         blk[8] = 3.0;
     }
     for (u, v) in [(y, z), (z, y)] {
-        let blk = p.a.block_mut(pattern.find(u, v).unwrap());
+        let blk = p.a.host_block_mut(pattern.find(u, v).unwrap()).unwrap();
         blk[0] = -0.5;
         blk[4] = -0.5;
         blk[8] = -0.5;
@@ -335,9 +338,9 @@ fn shift_diagonal(a: &mut Bsr, seed: u64) {
     let s = rhs(diag.len(), seed);
     let bs = a.block_rows();
     for (node, &k) in diag.iter().enumerate() {
-        let blk = a.block_mut(k);
+        let blk = a.host_block_mut(k).unwrap();
         for c in 0..bs {
-            blk[(bs + 1) * c] += 0.05 * (1.5 + s.as_slice()[node]);
+            blk[(bs + 1) * c] += 0.05 * (1.5 + s.host().unwrap()[node]);
         }
     }
 }
@@ -358,7 +361,7 @@ fn scalar_storage_runs_the_same_method_as_blocked() {
             let (ob, os) = (hb.operator(l).unwrap(), hs.operator(l).unwrap());
             assert_eq!((os.block_rows(), os.block_cols()), (1, 1), "level {l}");
             assert!(
-                max_rel_diff(&os.to_dense(), &ob.to_dense()) < 1e-12,
+                max_rel_diff(&os.to_dense().unwrap(), &ob.to_dense().unwrap()) < 1e-12,
                 "round {round} level {l}"
             );
             let (lb, ls) = (&hb.report().levels[l], &hs.report().levels[l]);
@@ -371,7 +374,7 @@ fn scalar_storage_runs_the_same_method_as_blocked() {
         for l in 0..hb.n_levels() - 1 {
             let (pb, ps) = (hb.prolongator(l).unwrap(), hs.prolongator(l).unwrap());
             assert_eq!(ps.block_rows(), 1);
-            assert_eq!(ps.to_dense(), pb.to_dense(), "level {l}");
+            assert_eq!(ps.to_dense().unwrap(), pb.to_dense().unwrap(), "level {l}");
         }
         assert!(max_rel_diff(&vcycle(&hs, &r), &vcycle(&hb, &r)) < 1e-10);
         let (ob, os) = (solve(&p.a, &p.b, &hb), solve(&p.a, &p.b, &hs));
@@ -403,8 +406,8 @@ fn external_hierarchy_keeps_no_copy_and_equals_the_owning_one() {
     let r = rhs(p.a.n_rows(), 2);
     let ext_cycle = |h: &Hierarchy, a: &Bsr| {
         let mut z = Vector::zeros(r.len());
-        h.with_operator(a).unwrap().apply(&r, &mut z);
-        z.into_vec()
+        h.with_operator(a).unwrap().apply(&r, &mut z).unwrap();
+        z.to_host_vec().unwrap()
     };
     assert_eq!(ext_cycle(&ext, &p.a), vcycle(&own, &r));
     shift_diagonal(&mut p.a, 4);
@@ -413,13 +416,16 @@ fn external_hierarchy_keeps_no_copy_and_equals_the_owning_one() {
     assert_eq!(ext_cycle(&ext, &p.a), vcycle(&own, &r));
     for l in 1..own.n_levels() {
         assert_eq!(
-            ext.operator(l).unwrap().values(),
-            own.operator(l).unwrap().values()
+            ext.operator(l).unwrap().host().unwrap(),
+            own.operator(l).unwrap().host().unwrap()
         );
     }
     // setup_owned moves the operator in; it is lent back unchanged.
     let owned = Hierarchy::setup_owned(p.a.clone(), &p.near_null, &params).unwrap();
-    assert_eq!(owned.operator(0).unwrap().values(), p.a.values());
+    assert_eq!(
+        owned.operator(0).unwrap().host().unwrap(),
+        p.a.host().unwrap()
+    );
     // The bound operator must match the hierarchy's.
     let other = common::elasticity(8, 1e-3);
     assert!(matches!(
@@ -447,5 +453,53 @@ fn external_hierarchy_keeps_no_copy_and_equals_the_owning_one() {
     assert!(matches!(
         ext.with_operator(&diag_a),
         Err(amg::AmgError::OperatorPatternChanged)
+    ));
+}
+
+/// A cycle in a caller's workspace equals the hierarchy's own cycle bit for bit, several cycles
+/// may run at once each in its own workspace, and a workspace of another hierarchy or an apply
+/// without a fine operator are errors, not panics.
+#[test]
+fn cycles_in_caller_workspaces() {
+    let p = common::elasticity(9, 1e-3);
+    let params = AmgParams::default();
+    let own = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+    let ext = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let cycle = ext.with_operator(&p.a).unwrap();
+    let reference = vcycle(&own, &rhs(p.a.n_rows(), 3));
+    let results: Vec<Vec<f64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut ws = ext.workspace();
+                    let r = rhs(p.a.n_rows(), 3);
+                    let mut z = Vector::zeros(r.len());
+                    for _ in 0..2 {
+                        cycle.apply_in(&r, &mut z, &mut ws).unwrap();
+                    }
+                    z.to_host_vec().unwrap()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for z in results {
+        assert_eq!(z, reference);
+    }
+    let small = common::elasticity(5, 1e-3);
+    let small_h = Hierarchy::setup(&small.a, &small.near_null, &params).unwrap();
+    if small_h.n_levels() != ext.n_levels() {
+        let r = rhs(p.a.n_rows(), 3);
+        let mut z = Vector::zeros(r.len());
+        assert!(matches!(
+            cycle.apply_in(&r, &mut z, &mut small_h.workspace()),
+            Err(amg::AmgError::DimensionMismatch { .. })
+        ));
+    }
+    let r = rhs(p.a.n_rows(), 3);
+    let mut z = Vector::zeros(r.len());
+    assert!(matches!(
+        ext.apply(&r, &mut z),
+        Err(amg::AmgError::MissingFineOperator)
     ));
 }

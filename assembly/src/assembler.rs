@@ -240,7 +240,7 @@ impl ElasticityAssembler {
         let (coords, cells, materials, kernel) =
             (&self.coords, &self.cells, &self.materials, &self.kernel);
         let cell_tags = self.cell_tags.as_deref();
-        let u_nodes = as_node_vectors(u.as_slice());
+        let u_nodes = as_node_vectors(u.host()?);
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
             let nodes = &cells[c * npc..(c + 1) * npc];
             let (xe, ue) = (gather(nodes, coords), gather(nodes, u_nodes));
@@ -250,7 +250,7 @@ impl ElasticityAssembler {
         };
         let cells_per_task = (BLOCKS_PER_TASK / (npc * npc)).max(1);
         let mut matrix_sum = k.map(|k| self.matrix_plan.begin(k)).transpose()?;
-        let mut vector_sum = self.vector_plan.begin_slots(3, &mut self.vector_slots)?;
+        let mut vector_sum = self.vector_plan.begin_host(3, &mut self.vector_slots)?;
         let mut timings = AssemblyTimings::default();
         for first in (0..n_cells).step_by(cells_per_batch) {
             let batch = first..(first + cells_per_batch).min(n_cells);
@@ -297,7 +297,7 @@ impl ElasticityAssembler {
             sum.finish()?;
         }
         vector_sum.finish()?;
-        scatter_node_slots(&self.slot_of_node, &self.vector_slots, r);
+        scatter_node_slots(&self.slot_of_node, &self.vector_slots, r.host_mut()?);
         timings.sums_s += start.elapsed().as_secs_f64();
         self.last_timings = timings;
         Ok(())
@@ -322,7 +322,7 @@ impl ElasticityAssembler {
         f: impl Fn(usize, &[[f64; 3]], &[[f64; 3]], &Material) -> Result<T, fem::FemError> + Sync,
     ) -> Result<Vec<T>, AssemblyError> {
         let npc = self.nodes_per_cell;
-        let u_nodes = as_node_vectors(u.as_slice());
+        let u_nodes = as_node_vectors(u.host()?);
         (0..self.n_cells())
             .into_par_iter()
             .map(|c| {
@@ -359,9 +359,8 @@ fn as_node_vectors(u: &[f64]) -> &[[f64; 3]] {
 }
 
 /// Copies per-node slot values into a node-major vector; nodes in no cell get zero.
-fn scatter_node_slots(slot_of_node: &[Option<usize>], slots: &[f64], r: &mut Vector) {
-    r.as_mut_slice()
-        .par_chunks_mut(3)
+fn scatter_node_slots(slot_of_node: &[Option<usize>], slots: &[f64], r: &mut [f64]) {
+    r.par_chunks_mut(3)
         .zip(slot_of_node.par_iter())
         .for_each(|(ri, slot)| match slot {
             Some(s) => ri.copy_from_slice(&slots[3 * s..3 * s + 3]),

@@ -1,13 +1,20 @@
 //! Dirichlet constraints: which components of which nodes are prescribed, their values as a function
 //! of the load factor, and their symmetric elimination from a blocked tangent.
 //!
+//! The constrained components are a [`linalg::DofMask`] (one bit per component of each node):
+//! zeroing, copying (lifting) and elimination are `linalg` mask kernels, which run where the
+//! vectors and the matrix live; the elimination's block slots are an [`EliminationPlan`] built on
+//! the first call for the tangent's pattern and reused. Only the prescribed values themselves
+//! (rotations of node coordinates) are computed here, on the host.
+//!
 //! Elimination keeps the block pattern: a constrained component's row and column are zeroed inside
 //! their blocks and its diagonal entry set to one. Calling order per Newton iteration: assemble
 //! residual and tangent, read reactions from the residual, then `eliminate_in_matrix` and
 //! `zero_constrained` before the linear solve.
 
-use linalg::{Bsr, Vector};
-use rayon::prelude::*;
+use std::sync::OnceLock;
+
+use linalg::{BlockPattern, Bsr, DofMask, EliminationPlan, Vector};
 
 use crate::AssemblyError;
 
@@ -47,12 +54,14 @@ impl Prescribed {
 
 /// The constrained components of every node and how to compute their values.
 ///
-/// Invariant: `mask[node]` has bit `c` set iff component `c` of `node` is prescribed by at least one
-/// entry of `prescribed` (or the node belongs to no cell, see [`Constraints::new`]).
+/// Invariant: `mask.bits(node)` has bit `c` set iff component `c` of `node` is prescribed by at
+/// least one entry of `prescribed` (or the node belongs to no cell, see [`Constraints::new`]).
 #[derive(Clone, Debug)]
 pub struct Constraints {
-    mask: Vec<u8>,
+    mask: DofMask,
     prescribed: Vec<Prescribed>,
+    /// The blocks of the tangent's pattern the elimination writes (built on first use).
+    elimination: OnceLock<EliminationPlan>,
 }
 
 impl Constraints {
@@ -100,23 +109,45 @@ impl Constraints {
         for &node in orphans {
             mask[node] = 0b111;
         }
-        Ok(Self { mask, prescribed })
+        Ok(Self {
+            mask: DofMask::new(3, mask)?,
+            prescribed,
+            elimination: OnceLock::new(),
+        })
     }
 
     /// Bit `c` set iff component `c` of `node` is constrained.
     pub fn mask(&self, node: usize) -> u8 {
-        self.mask[node]
+        self.mask.bits(node)
+    }
+
+    /// The constrained components as a `linalg` mask (3 unknowns per node).
+    pub fn dof_mask(&self) -> &DofMask {
+        &self.mask
     }
 
     /// Number of constrained scalar unknowns.
     pub fn n_constrained(&self) -> usize {
-        self.mask.iter().map(|m| m.count_ones() as usize).sum()
+        self.mask.n_constrained()
     }
 
     /// Writes the prescribed displacement at `load_factor` into the constrained entries of `u`
-    /// (node-major, 3 per node), leaving free entries untouched.
-    pub fn write_prescribed(&self, load_factor: f64, coords: &[[f64; 3]], u: &mut Vector) {
-        let u = u.as_mut_slice();
+    /// (node-major, 3 per node, in host memory), leaving free entries untouched.
+    pub fn write_prescribed(
+        &self,
+        load_factor: f64,
+        coords: &[[f64; 3]],
+        u: &mut Vector,
+    ) -> Result<(), AssemblyError> {
+        let n = 3 * self.mask.n_blocks();
+        if u.len() != n {
+            return Err(AssemblyError::SizeMismatch {
+                what: "prescribed displacement vector",
+                expected: n,
+                got: u.len(),
+            });
+        }
+        let u = u.host_mut()?;
         for p in &self.prescribed {
             match p {
                 Prescribed::Components { nodes, values, .. } => {
@@ -149,38 +180,25 @@ impl Constraints {
                 }
             }
         }
+        Ok(())
     }
 
     /// Sets the constrained entries of `v` to zero (residuals and Newton corrections).
-    pub fn zero_constrained(&self, v: &mut Vector) {
-        v.as_mut_slice()
-            .par_chunks_mut(3)
-            .zip(self.mask.par_iter())
-            .for_each(|(v, &m)| {
-                for (c, vc) in v.iter_mut().enumerate() {
-                    if m & (1 << c) != 0 {
-                        *vc = 0.0;
-                    }
-                }
-            });
+    pub fn zero_constrained(&self, v: &mut Vector) -> Result<(), AssemblyError> {
+        Ok(self.mask.zero(v)?)
     }
 
     /// Copies the constrained entries of `from` into `to` (free entries of `to` untouched).
-    pub fn copy_constrained(&self, from: &Vector, to: &mut Vector) {
-        let from = from.as_slice();
-        for (node, &m) in self.mask.iter().enumerate() {
-            for c in 0..3 {
-                if m & (1 << c) != 0 {
-                    to.as_mut_slice()[3 * node + c] = from[3 * node + c];
-                }
-            }
-        }
+    pub fn copy_constrained(&self, from: &Vector, to: &mut Vector) -> Result<(), AssemblyError> {
+        Ok(self.mask.copy(from, to)?)
     }
 
     /// Symmetric elimination in a 3x3-blocked square matrix over the mesh nodes: constrained rows and
-    /// columns become zero, their diagonal entries one. The block pattern is unchanged.
+    /// columns become zero, their diagonal entries one. The block pattern is unchanged. The blocks
+    /// to write are found once per pattern (the plan of the first call is kept and reused for every
+    /// matrix on the same pattern).
     pub fn eliminate_in_matrix(&self, k: &mut Bsr) -> Result<(), AssemblyError> {
-        let n = self.mask.len();
+        let n = self.mask.n_blocks();
         if k.block_rows() != 3 || k.block_cols() != 3 || k.pattern().n_block_rows() != n {
             return Err(AssemblyError::SizeMismatch {
                 what: "tangent block rows",
@@ -188,27 +206,19 @@ impl Constraints {
                 got: k.pattern().n_block_rows(),
             });
         }
-        let mask = &self.mask;
-        k.rows_mut()
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(i, (cols, row))| {
-                let mi = mask[i];
-                for (block, &j) in row.chunks_exact_mut(9).zip(cols) {
-                    let mj = mask[j as usize];
-                    if mi == 0 && mj == 0 {
-                        continue;
-                    }
-                    for r in 0..3 {
-                        for c in 0..3 {
-                            if mi & (1 << r) != 0 || mj & (1 << c) != 0 {
-                                block[3 * r + c] =
-                                    if j as usize == i && r == c { 1.0 } else { 0.0 };
-                            }
-                        }
-                    }
-                }
-            });
+        let cached = match self.elimination.get() {
+            Some(plan) => plan,
+            None => {
+                let plan = self.mask.elimination_plan(k.pattern())?;
+                self.elimination.get_or_init(|| plan)
+            }
+        };
+        if BlockPattern::same(cached.pattern(), k.pattern()) {
+            self.mask.eliminate(cached, k)?;
+        } else {
+            let plan = self.mask.elimination_plan(k.pattern())?;
+            self.mask.eliminate(&plan, k)?;
+        }
         Ok(())
     }
 }
@@ -252,8 +262,8 @@ mod tests {
         };
         let cons = Constraints::new(2, vec![twist], &[]).unwrap();
         let mut u = Vector::zeros(6);
-        cons.write_prescribed(1.0, &coords, &mut u);
-        let u = u.as_slice();
+        cons.write_prescribed(1.0, &coords, &mut u).unwrap();
+        let u = u.host().unwrap();
         // (1,0,2) rotated by 90 degrees about z is (0,1,2), lifted by 0.5: u = (-1, 1, 0.5)
         for (got, want) in u[0..3].iter().zip([-1.0, 1.0, 0.5]) {
             assert!((got - want).abs() < 1e-14);
@@ -271,6 +281,7 @@ mod tests {
             Arc::new(linalg::BlockPattern::new(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1]).unwrap());
         let dense: Vec<f64> = (0..36).map(|e| 1.0 + (e / 6 + e % 6) as f64).collect(); // symmetric
         let mut k = Bsr::from_dense(&dense, 6, 6, 3, 3).unwrap();
+        let mut k_again = k.clone();
         assert_eq!(k.pattern().nnz(), pattern.nnz());
         let fix_y_of_node1 = Prescribed::Components {
             set: "s".into(),
@@ -279,7 +290,10 @@ mod tests {
         };
         let cons = Constraints::new(2, vec![fix_y_of_node1], &[]).unwrap();
         cons.eliminate_in_matrix(&mut k).unwrap();
-        let out = k.to_dense();
+        // A second matrix on the same pattern reuses the plan and gets the same result.
+        cons.eliminate_in_matrix(&mut k_again).unwrap();
+        assert_eq!(k, k_again);
+        let out = k.to_dense().unwrap();
         let fixed = 4; // node 1, component y
         for i in 0..6 {
             for j in 0..6 {

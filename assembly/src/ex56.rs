@@ -129,7 +129,7 @@ mod tests {
         let m = 5;
         let p = Ex56::new(m, 1).unwrap();
         assert_eq!(p.a.n_rows(), 3 * m * m * m);
-        let dense = p.a.to_dense();
+        let dense = p.a.to_dense().unwrap();
         let n = p.a.n_rows();
         for i in 0..n {
             for j in 0..n {
@@ -141,7 +141,7 @@ mod tests {
                 let expected = if j == dof { 1.0 } else { 0.0 };
                 assert_eq!(dense[dof * n + j], expected);
             }
-            assert_eq!(p.b.as_slice()[dof], 0.0);
+            assert_eq!(p.b.host().unwrap()[dof], 0.0);
         }
         // The body force on a cell of side h is split equally among its 8 nodes; the clamped
         // layer's nodes take their share from the first cell layer only.
@@ -149,7 +149,7 @@ mod tests {
         let clamped_share = (m - 1) * (m - 1) * 4;
         let free_share = (m - 1).pow(3) * 8 - clamped_share;
         for (d, force) in BODY_FORCE.into_iter().enumerate() {
-            let total: f64 = p.b.as_slice().iter().skip(d).step_by(3).sum();
+            let total: f64 = p.b.host().unwrap().iter().skip(d).step_by(3).sum();
             let expected = force * h.powi(3) / 8.0 * free_share as f64;
             assert!((total - expected).abs() < 1e-12, "component {d}: {total}");
         }

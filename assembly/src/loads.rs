@@ -21,7 +21,7 @@ pub fn body_force_load(
     let mut r = Vector::zeros(n);
     assembler.residual(&Vector::zeros(n), body, &mut r)?;
     let mut f = Vector::zeros(n);
-    linalg::ops::axpy(-1.0, &r, &mut f);
+    linalg::ops::axpy(-1.0, &r, &mut f)?;
     Ok(f)
 }
 
@@ -45,7 +45,7 @@ pub fn add_traction_load(
             got: f.len(),
         });
     }
-    let f = f.as_mut_slice();
+    let f = f.host_mut()?;
     for cf in faces {
         if cf.cell >= mesh.n_cells() {
             let message = format!(

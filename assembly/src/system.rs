@@ -42,8 +42,8 @@ pub struct NewtonSystem {
 
 impl NewtonSystem {
     /// Whether the state meets the Dirichlet values exactly (`lift` is zero).
-    pub fn constraints_met(&self) -> bool {
-        self.lift.as_slice().iter().all(|&v| v == 0.0)
+    pub fn constraints_met(&self) -> Result<bool, AssemblyError> {
+        Ok(ops::norm_inf(&self.lift)? == 0.0)
     }
 }
 
@@ -73,7 +73,7 @@ impl DiscreteProblem {
         r: &mut Vector,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, Load::None, r)?;
-        ops::axpy(-load_factor, &self.external, r);
+        ops::axpy(-load_factor, &self.external, r)?;
         Ok(())
     }
 
@@ -91,17 +91,17 @@ impl DiscreteProblem {
             &mut system.residual,
             &mut system.tangent,
         )?;
-        ops::axpy(-load_factor, &self.external, &mut system.residual);
-        system.lift.fill(0.0);
-        system.scratch.copy_from(u);
+        ops::axpy(-load_factor, &self.external, &mut system.residual)?;
+        system.lift.fill(0.0)?;
+        system.scratch.copy_from(u)?;
         self.constraints.write_prescribed(
             load_factor,
             self.assembler.coords(),
             &mut system.scratch,
-        );
-        ops::axpy(-1.0, u, &mut system.scratch);
+        )?;
+        ops::axpy(-1.0, u, &mut system.scratch)?;
         self.constraints
-            .copy_constrained(&system.scratch, &mut system.lift);
+            .copy_constrained(&system.scratch, &mut system.lift)?;
         Ok(())
     }
 
@@ -110,19 +110,19 @@ impl DiscreteProblem {
     /// of the right-hand side (the out-of-balance force, lifting included), which Newton uses as
     /// its reference norm.
     pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
-        system.tangent.spmv(&system.lift, &mut system.rhs);
-        ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs);
-        self.constraints.zero_constrained(&mut system.rhs);
-        let free_norm = ops::norm2(&system.rhs);
-        ops::axpy(1.0, &system.lift, &mut system.rhs);
+        system.tangent.spmv(&system.lift, &mut system.rhs)?;
+        ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs)?;
+        self.constraints.zero_constrained(&mut system.rhs)?;
+        let free_norm = ops::norm2(&system.rhs)?;
+        ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints.eliminate_in_matrix(&mut system.tangent)?;
         Ok(free_norm)
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).
-    pub fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> f64 {
-        scratch.copy_from(r);
-        self.constraints.zero_constrained(scratch);
-        ops::norm2(scratch)
+    pub fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> Result<f64, AssemblyError> {
+        scratch.copy_from(r)?;
+        self.constraints.zero_constrained(scratch)?;
+        Ok(ops::norm2(scratch)?)
     }
 }

@@ -2,30 +2,27 @@
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
-use crate::kernels::dispatch_rc;
-use crate::kernels::spmv::{spmv_rows, spmv_rows_dyn, SpmvArgs};
-use crate::{BlockPattern, LinalgError, Vector};
-
-/// Block rows per SpMV task (fixed, so the work split never depends on the thread count).
-const SPMV_ROWS_PER_TASK: usize = 256;
+use crate::backend::host;
+use crate::device::{check_same_device, Storage};
+use crate::vector::check_len;
+use crate::{BlockPattern, Device, LinalgError, Vector};
 
 /// Block sparse row matrix: a shared [`BlockPattern`] and `block_rows x block_cols` blocks.
 ///
 /// Values are block-major in pattern (slot) order; each block is row-major, so entry `(r, c)` of the
 /// block in slot `k` is `values[k * block_len + r * block_cols + c]`. The scalar matrix has
-/// `n_block_rows * block_rows` rows and `n_block_cols * block_cols` columns.
+/// `n_block_rows * block_rows` rows and `n_block_cols * block_cols` columns. The pattern is a
+/// host-side value shared with plans; the values live on [`Bsr::device`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bsr {
     pattern: Arc<BlockPattern>,
     block_rows: usize,
     block_cols: usize,
-    values: Vec<f64>,
+    storage: Storage,
 }
 
 impl Bsr {
-    /// A matrix of the given pattern with all stored blocks zero.
+    /// A host matrix of the given pattern with all stored blocks zero.
     ///
     /// # Panics
     /// If a block size is zero (use [`Bsr::from_parts`] for a checked constructor).
@@ -39,11 +36,24 @@ impl Bsr {
             pattern,
             block_rows,
             block_cols,
-            values,
+            storage: Storage::Host(values),
         }
     }
 
-    /// Wraps values (block-major, row-major blocks); checks block sizes and the values length.
+    /// A matrix of zeros on the pattern, block sizes and device of `self`.
+    pub fn zeros_like(&self) -> Self {
+        Self {
+            pattern: self.pattern.clone(),
+            block_rows: self.block_rows,
+            block_cols: self.block_cols,
+            storage: match &self.storage {
+                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
+            },
+        }
+    }
+
+    /// A host matrix wrapping `values` (block-major, row-major blocks); checks block sizes and the
+    /// values length.
     pub fn from_parts(
         pattern: Arc<BlockPattern>,
         block_rows: usize,
@@ -63,12 +73,12 @@ impl Bsr {
             pattern,
             block_rows,
             block_cols,
-            values,
+            storage: Storage::Host(values),
         })
     }
 
-    /// Blocks a row-major dense `n_rows x n_cols` matrix, keeping every block with a nonzero (or NaN)
-    /// entry. The block sizes must divide the dimensions.
+    /// Blocks a row-major dense `n_rows x n_cols` host matrix, keeping every block with a nonzero
+    /// (or NaN) entry. The block sizes must divide the dimensions.
     pub fn from_dense(
         a: &[f64],
         n_rows: usize,
@@ -115,24 +125,28 @@ impl Bsr {
             pattern: Arc::new(pattern),
             block_rows,
             block_cols,
-            values,
+            storage: Storage::Host(values),
         })
     }
 
-    /// The row-major dense matrix (`n_rows * n_cols` entries; for tests and small problems).
-    pub fn to_dense(&self) -> Vec<f64> {
+    /// The row-major dense matrix in host memory (`n_rows * n_cols` entries; for tests and small
+    /// problems such as the coarsest AMG level).
+    pub fn to_dense(&self) -> Result<Vec<f64>, LinalgError> {
+        let values = self.storage.host()?;
         let (n_cols, br, bc) = (self.n_cols(), self.block_rows, self.block_cols);
+        let bl = self.block_len();
         let mut d = vec![0.0; self.n_rows() * n_cols];
         for bi in 0..self.pattern.n_block_rows() {
             for k in self.pattern.row_ptr()[bi]..self.pattern.row_ptr()[bi + 1] {
                 let bj = self.pattern.col_idx()[k] as usize;
-                for (r, brow) in self.block(k).chunks_exact(bc).enumerate() {
+                let block = &values[k * bl..(k + 1) * bl];
+                for (r, brow) in block.chunks_exact(bc).enumerate() {
                     let start = (bi * br + r) * n_cols + bj * bc;
                     d[start..start + bc].copy_from_slice(brow);
                 }
             }
         }
-        d
+        Ok(d)
     }
 
     /// The shared pattern.
@@ -155,6 +169,11 @@ impl Bsr {
         self.block_rows * self.block_cols
     }
 
+    /// Stored values (`nnz * block_len`).
+    pub fn n_values(&self) -> usize {
+        self.storage.len()
+    }
+
     /// Scalar rows.
     pub fn n_rows(&self) -> usize {
         self.pattern.n_block_rows() * self.block_rows
@@ -165,130 +184,194 @@ impl Bsr {
         self.pattern.n_block_cols() * self.block_cols
     }
 
-    /// All values, block-major.
-    pub fn values(&self) -> &[f64] {
-        &self.values
+    /// Where the values live.
+    pub fn device(&self) -> Device {
+        self.storage.device()
     }
 
-    /// All values, mutably (the pattern stays fixed).
-    pub fn values_mut(&mut self) -> &mut [f64] {
-        &mut self.values
+    /// All values in host memory, block-major; [`LinalgError::NotOnHost`] for a device matrix.
+    pub fn host(&self) -> Result<&[f64], LinalgError> {
+        self.storage.host()
     }
 
-    /// Every block row for an update in place (in parallel, say): its block column indices and its
-    /// values (`block_len()` per block, in pattern order). Item `i` is block row `i`.
-    pub fn rows_mut(&mut self) -> Vec<(&[u32], &mut [f64])> {
-        let pattern = &self.pattern;
-        let block_len = self.block_rows * self.block_cols;
-        crate::rows::split_rows(pattern.row_ptr(), block_len, 1, &mut self.values)
-            .into_iter()
-            .map(|(rows, values)| (pattern.row(rows.start), values))
-            .collect()
+    /// All values in host memory, mutably (the pattern stays fixed).
+    pub fn host_mut(&mut self) -> Result<&mut [f64], LinalgError> {
+        self.storage.host_mut()
     }
 
-    /// The block in slot `k` (row-major). Panics if `k >= nnz`.
-    pub fn block(&self, k: usize) -> &[f64] {
-        let bl = self.block_len();
-        &self.values[k * bl..(k + 1) * bl]
+    /// A host copy of the values (a download for a device matrix).
+    pub fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
+        self.storage.to_host_vec()
     }
 
-    /// The block in slot `k`, mutably. Panics if `k >= nnz`.
-    pub fn block_mut(&mut self, k: usize) -> &mut [f64] {
-        let bl = self.block_len();
-        &mut self.values[k * bl..(k + 1) * bl]
+    /// The block in slot `k` (row-major) in host memory.
+    pub fn host_block(&self, k: usize) -> Result<&[f64], LinalgError> {
+        let (bl, nnz) = (self.block_len(), self.pattern.nnz());
+        if k >= nnz {
+            return Err(LinalgError::IndexOutOfRange {
+                what: "Bsr block slot",
+                index: k,
+                len: nnz,
+            });
+        }
+        Ok(&self.storage.host()?[k * bl..(k + 1) * bl])
     }
 
-    /// `y = A x`.
-    ///
-    /// # Panics
-    /// If `x.len() != n_cols()` or `y.len() != n_rows()`.
-    pub fn spmv(&self, x: &Vector, y: &mut Vector) {
-        self.spmv_impl(1.0, x, None, y);
+    /// The block in slot `k` in host memory, mutably.
+    pub fn host_block_mut(&mut self, k: usize) -> Result<&mut [f64], LinalgError> {
+        let (bl, nnz) = (self.block_len(), self.pattern.nnz());
+        if k >= nnz {
+            return Err(LinalgError::IndexOutOfRange {
+                what: "Bsr block slot",
+                index: k,
+                len: nnz,
+            });
+        }
+        Ok(&mut self.storage.host_mut()?[k * bl..(k + 1) * bl])
+    }
+
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    pub(crate) fn storage_mut(&mut self) -> &mut Storage {
+        &mut self.storage
+    }
+
+    /// `y = A x`. Errors if `x` has not `n_cols()` entries, `y` not `n_rows()`, or the operands
+    /// live on different devices.
+    pub fn spmv(&self, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
+        self.spmv_impl(1.0, x, None, y)
     }
 
     /// `y = alpha A x + beta y`; with `beta == 0` the old `y` is not read.
-    ///
-    /// # Panics
-    /// If `x.len() != n_cols()` or `y.len() != n_rows()`.
-    pub fn spmv_add(&self, alpha: f64, x: &Vector, beta: f64, y: &mut Vector) {
-        self.spmv_impl(alpha, x, (beta != 0.0).then_some(beta), y);
+    pub fn spmv_add(
+        &self,
+        alpha: f64,
+        x: &Vector,
+        beta: f64,
+        y: &mut Vector,
+    ) -> Result<(), LinalgError> {
+        self.spmv_impl(alpha, x, (beta != 0.0).then_some(beta), y)
     }
 
     /// Parallel over fixed chunks of block rows; each row sums its blocks in slot order, so the result
     /// does not depend on the thread count.
-    fn spmv_impl(&self, alpha: f64, x: &Vector, beta: Option<f64>, y: &mut Vector) {
-        assert_eq!(x.len(), self.n_cols(), "Bsr::spmv: x has the wrong length");
-        assert_eq!(y.len(), self.n_rows(), "Bsr::spmv: y has the wrong length");
+    fn spmv_impl(
+        &self,
+        alpha: f64,
+        x: &Vector,
+        beta: Option<f64>,
+        y: &mut Vector,
+    ) -> Result<(), LinalgError> {
+        check_len("Bsr::spmv: x", x, self.n_cols())?;
+        check_len("Bsr::spmv: y", y, self.n_rows())?;
+        let device = self.device();
+        check_same_device("Bsr::spmv: x", &device, &x.device())?;
+        check_same_device("Bsr::spmv: y", &device, &y.device())?;
         let (br, bc) = (self.block_rows, self.block_cols);
-        let (row_ptr, col_idx) = (self.pattern.row_ptr(), self.pattern.col_idx());
-        y.as_mut_slice()
-            .par_chunks_mut(SPMV_ROWS_PER_TASK * br)
-            .enumerate()
-            .for_each(|(task, yc)| {
-                let first = task * SPMV_ROWS_PER_TASK;
-                let args = SpmvArgs {
-                    row_ptr: &row_ptr[first..=first + yc.len() / br],
-                    col_idx,
-                    values: &self.values,
-                    x: x.as_slice(),
-                    alpha,
-                    beta,
-                };
-                dispatch_rc!((br, bc), spmv_rows, spmv_rows_dyn, (&args, yc));
-            });
+        match (&self.storage, x.storage(), y.storage_mut()) {
+            (Storage::Host(a), Storage::Host(x), Storage::Host(y)) => {
+                host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
+            }
+        }
+        Ok(())
     }
 
     /// Multiplies every value by `s`.
-    pub fn scale(&mut self, s: f64) {
-        self.values
-            .par_chunks_mut(1 << 14)
-            .for_each(|c| c.iter_mut().for_each(|v| *v *= s));
+    pub fn scale(&mut self, s: f64) -> Result<(), LinalgError> {
+        match &mut self.storage {
+            Storage::Host(v) => host::bsr::scale(s, v),
+        }
+        Ok(())
     }
 
-    /// The diagonal blocks, one per block row, concatenated (`n_block_rows * block_len` values).
-    /// Errors if blocks are not square, the pattern is not square or a diagonal block is missing.
-    pub fn diagonal_blocks(&self) -> Result<Vec<f64>, LinalgError> {
-        if self.block_rows != self.block_cols {
-            return Err(LinalgError::NonSquareBlocks {
-                block_rows: self.block_rows,
-                block_cols: self.block_cols,
+    /// Copies the values of `src`, which must carry the same pattern (the same object or an equal
+    /// one), block sizes and device.
+    pub fn copy_values_from(&mut self, src: &Bsr) -> Result<(), LinalgError> {
+        if !BlockPattern::same(&self.pattern, &src.pattern) {
+            return Err(LinalgError::PatternMismatch {
+                what: "Bsr::copy_values_from",
             });
         }
-        let positions = self.pattern.diagonal_positions()?;
-        let mut d = Vec::with_capacity(positions.len() * self.block_len());
-        for k in positions {
-            d.extend_from_slice(self.block(k));
+        check_same_block_size("Bsr::copy_values_from", self, src)?;
+        check_same_device("Bsr::copy_values_from", &self.device(), &src.device())?;
+        match (&src.storage, &mut self.storage) {
+            (Storage::Host(s), Storage::Host(d)) => host::bsr::copy(s, d),
         }
-        Ok(d)
+        Ok(())
+    }
+
+    /// The Frobenius norm of every stored block, in slot order (a vector of `nnz` entries on the
+    /// matrix's device).
+    pub fn block_norms(&self) -> Result<Vector, LinalgError> {
+        let bl = self.block_len();
+        match &self.storage {
+            Storage::Host(v) => {
+                let mut norms = vec![0.0; self.pattern.nnz()];
+                host::bsr::block_norms(bl, v, &mut norms);
+                Ok(Vector::from_vec(norms))
+            }
+        }
     }
 
     /// The same matrix with 1x1 blocks: every stored block becomes `block_len` stored scalars
-    /// (explicit zeros inside blocks are kept).
-    pub fn to_scalar_blocks(&self) -> Bsr {
-        let (br, bc, bl) = (self.block_rows, self.block_cols, self.block_len());
+    /// (explicit zeros inside blocks are kept). Scalar row `block_rows * i + r` holds row `r` of
+    /// block row `i`'s blocks, in slot order; [`Bsr::copy_scalar_blocks_from`] refreshes the
+    /// values later without rebuilding the pattern.
+    pub fn to_scalar_blocks(&self) -> Result<Bsr, LinalgError> {
+        let (br, bc) = (self.block_rows, self.block_cols);
         let p = &*self.pattern;
         let mut row_ptr = Vec::with_capacity(self.n_rows() + 1);
         row_ptr.push(0);
-        let mut col_idx = Vec::with_capacity(self.values.len());
-        let mut values = Vec::with_capacity(self.values.len());
+        let mut col_idx = Vec::with_capacity(self.n_values());
         for bi in 0..p.n_block_rows() {
-            let slots = p.row_ptr()[bi]..p.row_ptr()[bi + 1];
-            for r in 0..br {
-                for k in slots.clone() {
-                    let bj = p.col_idx()[k] as usize;
-                    col_idx.extend((0..bc).map(|c| (bj * bc + c) as u32));
-                    values.extend_from_slice(&self.values[k * bl + r * bc..k * bl + (r + 1) * bc]);
+            let cols = p.row(bi);
+            for _ in 0..br {
+                for &bj in cols {
+                    col_idx.extend((0..bc).map(|c| (bj as usize * bc + c) as u32));
                 }
                 row_ptr.push(col_idx.len());
             }
         }
         let pattern = BlockPattern::new_trusted(self.n_rows(), self.n_cols(), row_ptr, col_idx);
-        Bsr {
+        let mut scalar = Bsr {
             pattern: Arc::new(pattern),
             block_rows: 1,
             block_cols: 1,
-            values,
+            storage: match &self.storage {
+                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
+            },
+        };
+        scalar.copy_scalar_blocks_from(self)?;
+        Ok(scalar)
+    }
+
+    /// Writes the values of `blocked` into `self`, its 1x1-block expansion (the pattern of
+    /// `blocked.to_scalar_blocks()`, checked by size), without rebuilding the pattern.
+    pub fn copy_scalar_blocks_from(&mut self, blocked: &Bsr) -> Result<(), LinalgError> {
+        if self.block_len() != 1
+            || self.n_rows() != blocked.n_rows()
+            || self.n_values() != blocked.n_values()
+        {
+            return Err(LinalgError::DimensionMismatch {
+                what: "Bsr::copy_scalar_blocks_from: stored entries",
+                expected: blocked.n_values(),
+                found: self.n_values(),
+            });
         }
+        check_same_device(
+            "Bsr::copy_scalar_blocks_from",
+            &self.device(),
+            &blocked.device(),
+        )?;
+        let (br, bc) = (blocked.block_rows, blocked.block_cols);
+        match (&blocked.storage, &mut self.storage) {
+            (Storage::Host(src), Storage::Host(dst)) => {
+                host::bsr::expand_to_scalar(&blocked.pattern, br, bc, src, dst)
+            }
+        }
+        Ok(())
     }
 }
 
@@ -297,6 +380,25 @@ pub(crate) fn check_block_size(block_rows: usize, block_cols: usize) -> Result<(
         return Err(LinalgError::InvalidBlockSize {
             block_rows,
             block_cols,
+        });
+    }
+    Ok(())
+}
+
+/// Errors unless `a` and `b` have the same block sizes.
+fn check_same_block_size(what: &'static str, a: &Bsr, b: &Bsr) -> Result<(), LinalgError> {
+    if a.block_rows != b.block_rows {
+        return Err(LinalgError::DimensionMismatch {
+            what,
+            expected: a.block_rows,
+            found: b.block_rows,
+        });
+    }
+    if a.block_cols != b.block_cols {
+        return Err(LinalgError::DimensionMismatch {
+            what,
+            expected: a.block_cols,
+            found: b.block_cols,
         });
     }
     Ok(())

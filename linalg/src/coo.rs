@@ -13,6 +13,9 @@
 //! [`CooSum::finish`]. Both paths compute every block as `0.0 + c1 + c2 + ...` over its
 //! contributions in ascending order: results are bit-identical whatever the segmentation and the
 //! thread count.
+//!
+//! The contribution values are host slices (the element loop's batch buffer): COO sums are the
+//! host-side entry of assembly, and the matrix they fill must hold its values on the host.
 
 use std::num::NonZeroUsize;
 use std::ops::Range;
@@ -21,7 +24,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::kernels::sum::{add_runs_any, RunList};
+use crate::backend::host::sum::{add_runs_any, RunList};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
@@ -239,13 +242,13 @@ impl CooPlan {
     pub fn assemble(&self, values: &[f64], matrix: &mut Bsr) -> Result<(), LinalgError> {
         self.check_pattern(matrix, "CooPlan::assemble")?;
         let block_len = matrix.block_len();
-        self.assemble_slots(values, block_len, matrix.values_mut())
+        self.assemble_host(values, block_len, matrix.host_mut()?)
     }
 
-    /// Like [`Self::assemble`] into a plain slice of `nnz * block_len` values (e.g. vector assembly
-    /// with a pattern of one block column). Runs the segments in order, each parallel over fixed
-    /// tasks of runs.
-    pub fn assemble_slots(
+    /// Like [`Self::assemble`] into a plain host slice of `nnz * block_len` values (e.g. vector
+    /// assembly with a pattern of one block column). Runs the segments in order, each parallel
+    /// over fixed tasks of runs.
+    pub fn assemble_host(
         &self,
         values: &[f64],
         block_len: usize,
@@ -259,7 +262,7 @@ impl CooPlan {
                 found: values.len(),
             });
         }
-        let mut sum = self.begin_slots(block_len, out)?;
+        let mut sum = self.begin_host(block_len, out)?;
         for segment in values.chunks(self.segment_len * block_len) {
             sum.add_segment(segment)?;
         }
@@ -271,11 +274,11 @@ impl CooPlan {
     pub fn begin<'a>(&'a self, matrix: &'a mut Bsr) -> Result<CooSum<'a>, LinalgError> {
         self.check_pattern(matrix, "CooPlan::begin")?;
         let block_len = matrix.block_len();
-        self.begin_slots(block_len, matrix.values_mut())
+        self.begin_host(block_len, matrix.host_mut()?)
     }
 
-    /// Like [`Self::begin`] into a plain slice of `nnz * block_len` values.
-    pub fn begin_slots<'a>(
+    /// Like [`Self::begin`] into a plain host slice of `nnz * block_len` values.
+    pub fn begin_host<'a>(
         &'a self,
         block_len: usize,
         out: &'a mut [f64],
@@ -303,7 +306,7 @@ impl CooPlan {
     }
 
     fn check_pattern(&self, matrix: &Bsr, what: &'static str) -> Result<(), LinalgError> {
-        if !Arc::ptr_eq(matrix.pattern(), &self.pattern) && **matrix.pattern() != *self.pattern {
+        if !BlockPattern::same(matrix.pattern(), &self.pattern) {
             return Err(LinalgError::PatternMismatch { what });
         }
         Ok(())

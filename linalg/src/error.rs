@@ -111,6 +111,54 @@ pub enum LinalgError {
         pivot: f64,
         diagonal: f64,
     },
+    /// A dense matrix (the coarsest AMG level, say) is singular: neither Cholesky nor LU with
+    /// partial pivoting found a usable pivot at elimination step `column`.
+    #[error("dense {n}x{n} matrix is singular: pivot {pivot:e} at column {column}")]
+    SingularMatrix { n: usize, column: usize, pivot: f64 },
+    /// A block of a block diagonal could not be inverted (zero or relatively tiny pivot).
+    #[error("diagonal block {block} is singular (pivot {pivot:e} in column {column})")]
+    SingularBlock {
+        block: usize,
+        column: usize,
+        pivot: f64,
+    },
+    /// Operands of one call live on different devices.
+    #[error("{what}: operand on {found}, expected {expected}")]
+    DeviceMismatch {
+        what: &'static str,
+        expected: String,
+        found: String,
+    },
+    /// Host access to values that live on a device (download them with `to_host_vec`).
+    #[error("{what}: values live on {device}, not on the host")]
+    NotOnHost { what: &'static str, device: String },
+    /// An owned range that does not fit in the global vector.
+    #[error("layout: {owned} owned entries from global index {global_offset} exceed the global length {global_len}")]
+    InvalidLayout {
+        owned: usize,
+        global_offset: u64,
+        global_len: u64,
+    },
+    /// Vectors of equal length whose layouts (owned range, ghosts, ranks) differ.
+    #[error("{what}: vector layouts differ")]
+    LayoutMismatch { what: &'static str },
+    /// An index beyond the end of a sequence.
+    #[error("{what}: index {index} out of range (length {len})")]
+    IndexOutOfRange {
+        what: &'static str,
+        index: usize,
+        len: usize,
+    },
+    /// A constraint mask names unknowns a block does not have.
+    #[error("constraint mask of block {block}: bits {bits:#b} beyond block size {block_size}")]
+    InvalidMask {
+        block: usize,
+        bits: u8,
+        block_size: usize,
+    },
+    /// A reduction over the ranks failed.
+    #[error(transparent)]
+    Comm(#[from] comm::CommError),
     /// A user ordering is not a permutation of `0..n`: entry `position` holds `value`, which is out
     /// of range or repeats an earlier entry.
     #[error("ordering is not a permutation of 0..{n}: entry {position} = {value}")]

@@ -1,27 +1,47 @@
 //! Block sparse linear algebra for hexfem: validated block patterns, BSR matrices with independent
-//! row and column block sizes, vectors, COO assembly plans, and products (SpMV, transpose, SpGEMM,
-//! PtAP) split into a symbolic step that returns a reusable plan and a numeric step that uses it.
+//! row and column block sizes, vectors with a [`Layout`] over ranks, block diagonals, COO assembly
+//! plans, constraint masks, and products (SpMV, transpose, SpGEMM, PtAP) split into a symbolic
+//! step that returns a reusable plan and a numeric step that uses it.
+//!
+//! Values live on a [`Device`] (host today); every numeric call runs where its operands live and
+//! returns a `Result` (a launch, an allocation or a message can fail). Host access is explicit
+//! (`host`, `host_mut`, `to_host_vec`, host constructors). Symbolic results (patterns, plans) are
+//! immutable host-side values shared in `Arc`s.
 //!
 //! Every numeric phase is parallel (rayon) and deterministic: work is split into fixed chunks and
 //! every sum runs in a fixed order, so results are bit-identical for any thread count.
 
+mod backend;
+mod block_diagonal;
 mod bsr;
 mod coo;
+pub mod dense;
+mod device;
 pub mod direct;
 mod error;
-mod kernels;
+pub mod hash;
+mod layout;
+mod mask;
 mod pattern;
 mod ptap;
 mod rows;
 mod spgemm;
+mod transfer;
 mod transpose;
 mod vector;
 
+pub use block_diagonal::BlockDiagonal;
 pub use bsr::Bsr;
+pub use comm;
 pub use coo::{CooPlan, CooSum, SlotRun};
+pub use device::Device;
 pub use error::LinalgError;
+pub use layout::Layout;
+pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};
 pub use pattern::BlockPattern;
-pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan};
+pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};
+pub use rows::split_rows;
 pub use spgemm::{spgemm, spgemm_numeric, spgemm_symbolic, SpgemmPlan};
+pub use transfer::{prolong_add, restrict, smooth_prolongator_in_place};
 pub use transpose::{transpose, transpose_numeric, transpose_symbolic, TransposePlan};
 pub use vector::{ops, Vector};

@@ -1,5 +1,7 @@
 //! [`BlockPattern`]: the validated CSR sparsity structure of a block matrix.
 
+use std::sync::Arc;
+
 use crate::LinalgError;
 
 /// CSR structure of a block matrix: for every block row, the ascending, unique column indices of its
@@ -167,6 +169,12 @@ impl BlockPattern {
                     .ok_or(LinalgError::MissingDiagonal { row: i })
             })
             .collect()
+    }
+
+    /// True if `a` and `b` are the same shared pattern or equal ones (a pointer comparison first,
+    /// so matrices built on one plan's pattern are recognised without comparing the arrays).
+    pub fn same(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> bool {
+        Arc::ptr_eq(a, b) || **a == **b
     }
 
     /// Largest number of blocks in one row.

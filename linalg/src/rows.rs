@@ -1,11 +1,15 @@
-//! Splitting per-slot storage into fixed groups of rows, for parallel row-wise numeric phases.
+//! Splitting per-slot storage into fixed groups of rows, for parallel row-wise phases (the host
+//! kernels of this crate, and the host set-up stages of its users that fill CSR-like arrays).
 
 use std::ops::Range;
 
 /// Splits `values` (`block_len` entries per slot, slots ordered by `row_ptr`) into consecutive groups
-/// of `rows_per_task` rows. Each item is the group's row range and its values. The split depends only
-/// on the sizes, never on the thread count.
-pub(crate) fn split_rows<'a, T>(
+/// of `rows_per_task` rows (>= 1). Each item is the group's row range and its values. The split
+/// depends only on the sizes, never on the thread count.
+///
+/// # Panics
+/// If `values` holds fewer than `row_ptr[n_rows] * block_len` entries.
+pub fn split_rows<'a, T>(
     row_ptr: &[usize],
     block_len: usize,
     rows_per_task: usize,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::kernels::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
+use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
+use crate::device::{check_same_device, Storage};
 use crate::rows::split_rows;
-use crate::transpose::same_pattern;
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Rows per task of the symbolic and numeric phases (fixed: the split never depends on thread count).
@@ -108,10 +108,16 @@ pub(crate) fn product_pattern(left: &BlockPattern, right: &BlockPattern) -> Bloc
 /// then `B`'s row, so the result does not depend on the thread count.
 pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Result<(), LinalgError> {
     for (ok, what) in [
-        (same_pattern(a.pattern(), &plan.a), "spgemm_numeric: A"),
-        (same_pattern(b.pattern(), &plan.b), "spgemm_numeric: B"),
         (
-            same_pattern(c.pattern(), &plan.pattern),
+            BlockPattern::same(a.pattern(), &plan.a),
+            "spgemm_numeric: A",
+        ),
+        (
+            BlockPattern::same(b.pattern(), &plan.b),
+            "spgemm_numeric: B",
+        ),
+        (
+            BlockPattern::same(c.pattern(), &plan.pattern),
             "spgemm_numeric: C",
         ),
     ] {
@@ -134,10 +140,18 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
         b.block_cols(),
         c.block_cols(),
     )?;
+    let device = c.device();
+    check_same_device("spgemm_numeric: A", &device, &a.device())?;
+    check_same_device("spgemm_numeric: B", &device, &b.device())?;
     let plan_pattern = plan.pattern.clone();
-    dispatch_product!(Nn, DynNn, (a.block_rows(), a.block_cols(), b.block_cols()), m => {
-        product_numeric(m, a.pattern(), a.values(), b.pattern(), b.values(), &plan_pattern, c.values_mut())
-    });
+    let (r, k, cols) = (a.block_rows(), a.block_cols(), b.block_cols());
+    match (a.storage(), b.storage(), c.storage_mut()) {
+        (Storage::Host(av), Storage::Host(bv), Storage::Host(cv)) => {
+            dispatch_product!(Nn, DynNn, (r, k, cols), m => {
+                product_numeric(m, a.pattern(), av, b.pattern(), bv, &plan_pattern, cv)
+            })
+        }
+    }
     Ok(())
 }
 

@@ -3,12 +3,9 @@
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
+use crate::backend::host;
+use crate::device::{check_same_device, Storage};
 use crate::{BlockPattern, Bsr, LinalgError};
-
-/// Slots per numeric task.
-const SLOTS_PER_TASK: usize = 4096;
 
 /// Plan of `A^T` for one pattern of `A`.
 ///
@@ -88,12 +85,12 @@ pub(crate) fn transpose_pattern<S: Copy + Default>(
 /// Fills `at` (on `plan.pattern()`, blocks `a.block_cols() x a.block_rows()`) with `A^T`; parallel
 /// over fixed groups of slots.
 pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<(), LinalgError> {
-    if !same_pattern(a.pattern(), &plan.source) {
+    if !BlockPattern::same(a.pattern(), &plan.source) {
         return Err(LinalgError::PatternMismatch {
             what: "transpose_numeric: A",
         });
     }
-    if !same_pattern(at.pattern(), &plan.pattern) {
+    if !BlockPattern::same(at.pattern(), &plan.pattern) {
         return Err(LinalgError::PatternMismatch {
             what: "transpose_numeric: A^T",
         });
@@ -113,37 +110,19 @@ pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<
             found: at.block_cols(),
         });
     }
-    let bl = br * bc;
-    let src = a.values();
-    at.values_mut()
-        .par_chunks_mut(SLOTS_PER_TASK * bl)
-        .enumerate()
-        .for_each(|(task, out)| {
-            let slots = &plan.source_slot[task * SLOTS_PER_TASK..];
-            for (o, &s) in out.chunks_exact_mut(bl).zip(slots) {
-                let blk = &src[s * bl..(s + 1) * bl];
-                for r in 0..bc {
-                    for c in 0..br {
-                        o[r * br + c] = blk[c * bc + r];
-                    }
-                }
-            }
-        });
+    check_same_device("transpose_numeric: A^T", &a.device(), &at.device())?;
+    match (a.storage(), at.storage_mut()) {
+        (Storage::Host(src), Storage::Host(out)) => {
+            host::products::transpose_blocks(&plan.source_slot, br, bc, src, out)
+        }
+    }
     Ok(())
 }
 
 /// `A^T` as a new matrix.
-pub fn transpose(a: &Bsr) -> Bsr {
+pub fn transpose(a: &Bsr) -> Result<Bsr, LinalgError> {
     let plan = transpose_symbolic_shared(a.pattern().clone());
     let mut at = Bsr::zeros(plan.pattern.clone(), a.block_cols(), a.block_rows());
-    // Infallible: `at` is built on the plan's pattern with matching block sizes.
-    if let Err(e) = transpose_numeric(&plan, a, &mut at) {
-        unreachable!("transpose of a consistent plan failed: {e}");
-    }
-    at
-}
-
-/// True if both patterns are the same object or equal.
-pub(crate) fn same_pattern(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> bool {
-    Arc::ptr_eq(a, b) || **a == **b
+    transpose_numeric(&plan, a, &mut at)?;
+    Ok(at)
 }

@@ -1,55 +1,121 @@
 //! [`Vector`] and the BLAS-1 operations of [`ops`].
 
-/// A dense vector of `f64` (host memory today; a device variant can sit behind the same API).
-#[derive(Debug, Clone, PartialEq, Default)]
+use std::sync::Arc;
+
+use crate::backend::host;
+use crate::device::{check_same_device, Storage};
+use crate::{Device, Layout, LinalgError};
+
+/// A dense vector of `f64`: its values on a [`Device`] and its [`Layout`] (the owned entries of
+/// this rank, then a tail of ghost entries).
+///
+/// Host access is explicit: [`Vector::host`] and [`Vector::host_mut`] (an error where the values
+/// live elsewhere), [`Vector::to_host_vec`]. Numeric work goes through [`ops`] and the matrix
+/// operations, which run where the values live.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Vector {
-    data: Vec<f64>,
+    storage: Storage,
+    layout: Arc<Layout>,
 }
 
 impl Vector {
-    /// A vector of `n` zeros.
+    /// A host vector of `n` zeros, serial layout.
     pub fn zeros(n: usize) -> Self {
-        Self { data: vec![0.0; n] }
+        Self::from_vec(vec![0.0; n])
     }
 
-    /// Takes ownership of `v`.
+    /// A host vector owning `v`, serial layout.
     pub fn from_vec(v: Vec<f64>) -> Self {
-        Self { data: v }
+        let layout = Arc::new(Layout::serial(v.len()));
+        Self {
+            storage: Storage::Host(v),
+            layout,
+        }
     }
 
-    /// Number of entries.
+    /// A host vector with the given layout; `v` holds the owned entries, then the ghosts.
+    pub fn from_vec_with_layout(layout: Arc<Layout>, v: Vec<f64>) -> Result<Self, LinalgError> {
+        if v.len() != layout.len() {
+            return Err(LinalgError::LengthMismatch {
+                what: "Vector::from_vec_with_layout",
+                expected: layout.len(),
+                found: v.len(),
+            });
+        }
+        Ok(Self {
+            storage: Storage::Host(v),
+            layout,
+        })
+    }
+
+    /// A vector of zeros with the layout and device of `self`.
+    pub fn zeros_like(&self) -> Self {
+        Self {
+            storage: match &self.storage {
+                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
+            },
+            layout: self.layout.clone(),
+        }
+    }
+
+    /// Number of local entries (owned and ghosts).
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.storage.len()
     }
 
-    /// True if the vector has no entries.
+    /// True if the vector has no local entries.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.len() == 0
     }
 
-    /// The entries.
-    pub fn as_slice(&self) -> &[f64] {
-        &self.data
+    /// The layout (owned range, ghosts, communicator).
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
     }
 
-    /// The entries, mutably.
-    pub fn as_mut_slice(&mut self) -> &mut [f64] {
-        &mut self.data
+    /// Where the values live.
+    pub fn device(&self) -> Device {
+        self.storage.device()
     }
 
-    /// Gives back the storage.
-    pub fn into_vec(self) -> Vec<f64> {
-        self.data
+    /// The local entries in host memory; [`LinalgError::NotOnHost`] for a device vector.
+    pub fn host(&self) -> Result<&[f64], LinalgError> {
+        self.storage.host()
     }
 
-    /// Sets every entry to `a`.
-    pub fn fill(&mut self, a: f64) {
-        self.data.fill(a);
+    /// The local entries in host memory, mutably; [`LinalgError::NotOnHost`] for a device vector.
+    pub fn host_mut(&mut self) -> Result<&mut [f64], LinalgError> {
+        self.storage.host_mut()
     }
 
-    /// Copies `x` into `self`. Panics if the lengths differ.
-    pub fn copy_from(&mut self, x: &Vector) {
-        self.data.copy_from_slice(&x.data);
+    /// A host copy of the local entries (a download for a device vector).
+    pub fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
+        self.storage.to_host_vec()
+    }
+
+    /// Sets every local entry to `a`.
+    pub fn fill(&mut self, a: f64) -> Result<(), LinalgError> {
+        match &mut self.storage {
+            Storage::Host(v) => v.fill(a),
+        }
+        Ok(())
+    }
+
+    /// Copies `x` into `self` (same length, layout and device).
+    pub fn copy_from(&mut self, x: &Vector) -> Result<(), LinalgError> {
+        ops::check_pair("Vector::copy_from", x, self)?;
+        match (&x.storage, &mut self.storage) {
+            (Storage::Host(x), Storage::Host(y)) => y.copy_from_slice(x),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    pub(crate) fn storage_mut(&mut self) -> &mut Storage {
+        &mut self.storage
     }
 }
 
@@ -59,93 +125,118 @@ impl From<Vec<f64>> for Vector {
     }
 }
 
-/// BLAS-1 operations, parallel with rayon.
+/// Errors unless `x` has `expected` local entries.
+pub(crate) fn check_len(
+    what: &'static str,
+    x: &Vector,
+    expected: usize,
+) -> Result<(), LinalgError> {
+    if x.len() != expected {
+        return Err(LinalgError::LengthMismatch {
+            what,
+            expected,
+            found: x.len(),
+        });
+    }
+    Ok(())
+}
+
+/// BLAS-1 operations, parallel, on the device of their operands.
 ///
-/// Reductions ([`dot`], [`norm2`]) sum fixed-size chunks (of [`REDUCTION_CHUNK`] entries) and then add
-/// the partial sums in order, so their result is bit-identical for any thread count.
-/// All operations panic if the vector lengths differ (a programming error, not an input error).
+/// Element-wise operations act on every local entry (owned and ghosts). Reductions ([`dot`],
+/// [`norm2`], [`norm_inf`]) reduce the owned entries in fixed chunks of [`REDUCTION_CHUNK`] entries, add the
+/// partial sums in order and then reduce over the layout's communicator, so their result is
+/// bit-identical for any thread count (and, under MPI, for a fixed rank count). Operands of
+/// other lengths, layouts or devices are errors.
 pub mod ops {
-    use super::Vector;
-    use rayon::prelude::*;
+    use super::{check_same_device, host, Storage, Vector};
+    use crate::LinalgError;
 
-    /// Entries per partial sum of a reduction; fixed so results do not depend on the thread count.
-    pub const REDUCTION_CHUNK: usize = 4096;
-    /// Entries per task of the element-wise operations.
-    const MAP_CHUNK: usize = 8192;
+    pub use crate::backend::host::blas1::REDUCTION_CHUNK;
 
-    fn check_len(x: &Vector, y: &Vector, op: &str) {
-        assert_eq!(x.len(), y.len(), "ops::{op}: vector lengths differ");
+    /// Errors unless `x` and `y` have the same length, layout and device.
+    pub(crate) fn check_pair(
+        what: &'static str,
+        x: &Vector,
+        y: &Vector,
+    ) -> Result<(), LinalgError> {
+        check_same_device(what, &y.device(), &x.device())?;
+        if x.len() != y.len() {
+            return Err(LinalgError::LengthMismatch {
+                what,
+                expected: y.len(),
+                found: x.len(),
+            });
+        }
+        if !x.layout.matches(&y.layout) {
+            return Err(LinalgError::LayoutMismatch { what });
+        }
+        Ok(())
     }
 
-    /// Sums `x_i y_i` over one chunk with four interleaved accumulators (fixed order).
-    fn dot_chunk(x: &[f64], y: &[f64]) -> f64 {
-        let mut acc = [0.0f64; 4];
-        let xc = x.chunks_exact(4);
-        let yc = y.chunks_exact(4);
-        let (xr, yr) = (xc.remainder(), yc.remainder());
-        for (a, b) in xc.zip(yc) {
-            for k in 0..4 {
-                acc[k] += a[k] * b[k];
-            }
-        }
-        let mut tail = 0.0;
-        for (a, b) in xr.iter().zip(yr) {
-            tail += a * b;
-        }
-        (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+    /// `x . y` over the owned entries, reduced over the ranks; deterministic.
+    pub fn dot(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
+        check_pair("ops::dot", x, y)?;
+        let owned = x.layout.owned();
+        let local = match (&x.storage, &y.storage) {
+            (Storage::Host(x), Storage::Host(y)) => host::blas1::dot(&x[..owned], &y[..owned]),
+        };
+        let mut sum = [local];
+        x.layout.comm().allreduce_sum(&mut sum)?;
+        Ok(sum[0])
     }
 
-    /// `x . y`, deterministic for any thread count.
-    pub fn dot(x: &Vector, y: &Vector) -> f64 {
-        check_len(x, y, "dot");
-        let (x, y) = (x.as_slice(), y.as_slice());
-        if x.len() <= REDUCTION_CHUNK {
-            return dot_chunk(x, y);
-        }
-        let partials: Vec<f64> = x
-            .par_chunks(REDUCTION_CHUNK)
-            .zip(y.par_chunks(REDUCTION_CHUNK))
-            .map(|(a, b)| dot_chunk(a, b))
-            .collect();
-        partials.iter().sum()
+    /// Euclidean norm `sqrt(x . x)`; deterministic.
+    pub fn norm2(x: &Vector) -> Result<f64, LinalgError> {
+        Ok(dot(x, x)?.sqrt())
     }
 
-    /// Euclidean norm `sqrt(x . x)`, deterministic for any thread count.
-    pub fn norm2(x: &Vector) -> f64 {
-        dot(x, x).sqrt()
+    /// `max |x_i|` over the owned entries, reduced over the ranks; NaN if any entry is NaN.
+    pub fn norm_inf(x: &Vector) -> Result<f64, LinalgError> {
+        let owned = x.layout.owned();
+        let local = match &x.storage {
+            Storage::Host(x) => host::blas1::norm_inf(&x[..owned]),
+        };
+        let mut max = [local];
+        x.layout.comm().allreduce_max(&mut max)?;
+        Ok(max[0])
     }
 
     /// `y += a x`.
-    pub fn axpy(a: f64, x: &Vector, y: &mut Vector) {
-        check_len(x, y, "axpy");
-        y.as_mut_slice()
-            .par_chunks_mut(MAP_CHUNK)
-            .zip(x.as_slice().par_chunks(MAP_CHUNK))
-            .for_each(|(yc, xc)| yc.iter_mut().zip(xc).for_each(|(yi, xi)| *yi += a * xi));
+    pub fn axpy(a: f64, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
+        check_pair("ops::axpy", x, y)?;
+        match (&x.storage, &mut y.storage) {
+            (Storage::Host(x), Storage::Host(y)) => host::blas1::axpy(a, x, y),
+        }
+        Ok(())
     }
 
     /// `y = a x + b y`. With `b == 0` the old `y` is not read (NaNs in it do not propagate).
-    pub fn axpby(a: f64, x: &Vector, b: f64, y: &mut Vector) {
-        check_len(x, y, "axpby");
-        let chunks = y
-            .as_mut_slice()
-            .par_chunks_mut(MAP_CHUNK)
-            .zip(x.as_slice().par_chunks(MAP_CHUNK));
-        if b == 0.0 {
-            chunks.for_each(|(yc, xc)| yc.iter_mut().zip(xc).for_each(|(yi, xi)| *yi = a * xi));
-        } else {
-            chunks.for_each(|(yc, xc)| {
-                yc.iter_mut()
-                    .zip(xc)
-                    .for_each(|(yi, xi)| *yi = a * xi + b * *yi)
-            });
+    pub fn axpby(a: f64, x: &Vector, b: f64, y: &mut Vector) -> Result<(), LinalgError> {
+        check_pair("ops::axpby", x, y)?;
+        match (&x.storage, &mut y.storage) {
+            (Storage::Host(x), Storage::Host(y)) => host::blas1::axpby(a, x, b, y),
         }
+        Ok(())
     }
 
     /// `x = a x`.
-    pub fn scale(a: f64, x: &mut Vector) {
-        x.as_mut_slice()
-            .par_chunks_mut(MAP_CHUNK)
-            .for_each(|c| c.iter_mut().for_each(|v| *v *= a));
+    pub fn scale(a: f64, x: &mut Vector) -> Result<(), LinalgError> {
+        match &mut x.storage {
+            Storage::Host(x) => host::blas1::scale(a, x),
+        }
+        Ok(())
+    }
+
+    /// Fills `x` with deterministic pseudo-random values in `[-1, 1)`: the entry of global index
+    /// `g` is a hash of `g` and `seed` ([`crate::hash`]), so the values do not depend on threads,
+    /// ranks or devices. Owned entries only; ghosts are left as they are.
+    pub fn fill_hashed(x: &mut Vector, seed: u64) -> Result<(), LinalgError> {
+        let first = x.layout.global_offset();
+        let owned = x.layout.owned();
+        match &mut x.storage {
+            Storage::Host(x) => host::blas1::fill_hashed(first, seed, &mut x[..owned]),
+        }
+        Ok(())
     }
 }

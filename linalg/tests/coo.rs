@@ -64,10 +64,10 @@ fn assemble_matches_dense_accumulation() {
         }
         let values = rng.vec(600 * br * bc);
         let mut a = Bsr::zeros(plan.pattern().clone(), br, bc);
-        a.values_mut().fill(f64::NAN); // assemble overwrites
+        a.host_mut().unwrap().fill(f64::NAN); // assemble overwrites
         plan.assemble(&values, &mut a).unwrap();
         assert_close(
-            &a.to_dense(),
+            &a.to_dense().unwrap(),
             &dense_accumulate(&rows, &cols, &values, nbr, nbc, br, bc),
             1e-14,
         );
@@ -155,14 +155,14 @@ fn segment_sums_are_bit_identical_to_ordered_accumulation() {
         for len in segment_lengths(n) {
             let plan = CooPlan::with_segments(nbr, nbc, &rows, &cols, len).unwrap();
             let mut a = Bsr::zeros(plan.pattern().clone(), br, bc);
-            a.values_mut().fill(f64::NAN); // the first run of every slot overwrites it
+            a.host_mut().unwrap().fill(f64::NAN); // the first run of every slot overwrites it
             let mut sum = plan.begin(&mut a).unwrap();
             while let Some(range) = sum.next_segment() {
                 sum.add_segment(&values[range.start * block_len..range.end * block_len])
                     .unwrap();
             }
             sum.finish().unwrap();
-            let got = a.to_dense();
+            let got = a.to_dense().unwrap();
             assert!(
                 got.iter()
                     .zip(&expect)
@@ -172,7 +172,7 @@ fn segment_sums_are_bit_identical_to_ordered_accumulation() {
             // The whole-buffer call runs the same segments.
             let mut b = Bsr::zeros(plan.pattern().clone(), br, bc);
             plan.assemble(&values, &mut b).unwrap();
-            assert_eq!(a.values(), b.values());
+            assert_eq!(a.host().unwrap(), b.host().unwrap());
         }
     }
 }
@@ -199,9 +199,10 @@ fn plan_and_assembly_are_identical_across_thread_counts() {
         assert_eq!(plan1, plan4);
         assert_eq!(a1.pattern(), a4.pattern());
         assert!(a1
-            .values()
+            .host()
+            .unwrap()
             .iter()
-            .zip(a4.values())
+            .zip(a4.host().unwrap())
             .all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 }
@@ -275,7 +276,7 @@ fn segment_sum_errors_are_reported() {
     sum.add_segment(&[1.0, 2.0]).unwrap();
     sum.add_segment(&[4.0, 8.0]).unwrap();
     let mut slots = [0.0; 3];
-    let early = plan.begin_slots(1, &mut slots).unwrap();
+    let early = plan.begin_host(1, &mut slots).unwrap();
     assert_eq!(
         early.finish(),
         Err(LinalgError::DimensionMismatch {
@@ -295,7 +296,7 @@ fn segment_sum_errors_are_reported() {
         })
     );
     sum.finish().unwrap();
-    assert_eq!(a.to_dense(), vec![1.0 + 8.0, 0.0, 4.0, 2.0 + 16.0]);
+    assert_eq!(a.to_dense().unwrap(), vec![1.0 + 8.0, 0.0, 4.0, 2.0 + 16.0]);
     let mut other = Bsr::from_dense(&[1.0, 1.0, 1.0, 1.0], 2, 2, 1, 1).unwrap();
     assert_eq!(
         plan.begin(&mut other).err(),
@@ -306,14 +307,14 @@ fn segment_sum_errors_are_reported() {
 }
 
 #[test]
-fn assemble_slots_builds_vectors() {
+fn assemble_host_builds_vectors() {
     // Vector assembly: one block column, 3 values per contribution.
     let rows = [2u32, 0, 2, 2];
     let cols = [0u32; 4];
     let plan = CooPlan::new(4, 1, &rows, &cols).unwrap();
     let values: Vec<f64> = (0..12).map(f64::from).collect();
     let mut out = vec![0.0; plan.pattern().nnz() * 3];
-    plan.assemble_slots(&values, 3, &mut out).unwrap();
+    plan.assemble_host(&values, 3, &mut out).unwrap();
     assert_eq!(
         out,
         vec![
@@ -366,7 +367,7 @@ fn errors_are_reported() {
     );
     let mut out = [0.0; 3];
     assert_eq!(
-        plan.assemble_slots(&[1.0, 2.0], 1, &mut out),
+        plan.assemble_host(&[1.0, 2.0], 1, &mut out),
         Err(LinalgError::LengthMismatch {
             what: "CooPlan output",
             expected: 2,
@@ -376,7 +377,7 @@ fn errors_are_reported() {
     // An equal (not shared) pattern is accepted.
     let mut b = Bsr::from_dense(&[1.0, 0.0, 0.0, 1.0], 2, 2, 1, 1).unwrap();
     plan.assemble(&[5.0, 6.0], &mut b).unwrap();
-    assert_eq!(b.to_dense(), vec![5.0, 0.0, 0.0, 6.0]);
+    assert_eq!(b.to_dense().unwrap(), vec![5.0, 0.0, 0.0, 6.0]);
     // No contributions: empty pattern.
     let empty = CooPlan::new(3, 3, &[], &[]).unwrap();
     assert_eq!(empty.pattern().nnz(), 0);

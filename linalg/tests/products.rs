@@ -13,7 +13,7 @@ use linalg::{
 };
 
 fn bits(a: &Bsr) -> Vec<u64> {
-    a.values().iter().map(|v| v.to_bits()).collect()
+    a.host().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
 #[test]
@@ -23,21 +23,21 @@ fn transpose_matches_dense() {
         for bc in [1, 2, 3, 6] {
             let (m, n) = (1 + rng.below(20), 1 + rng.below(20));
             let mut a = random_bsr(&mut rng, m, n, br, bc, 0.3);
-            let at = transpose(&a);
+            let at = transpose(&a).unwrap();
             assert_eq!((at.block_rows(), at.block_cols()), (bc, br));
             assert_eq!(
-                at.to_dense(),
-                dense_transpose(&a.to_dense(), a.n_rows(), a.n_cols())
+                at.to_dense().unwrap(),
+                dense_transpose(&a.to_dense().unwrap(), a.n_rows(), a.n_cols())
             );
             // Numeric re-run with new values on the same plan.
             let plan = transpose_symbolic(a.pattern());
-            let v = rng.vec(a.values().len());
-            a.values_mut().copy_from_slice(&v);
+            let v = rng.vec(a.host().unwrap().len());
+            a.host_mut().unwrap().copy_from_slice(&v);
             let mut at2 = Bsr::zeros(plan.pattern().clone(), bc, br);
             transpose_numeric(&plan, &a, &mut at2).unwrap();
             assert_eq!(
-                at2.to_dense(),
-                dense_transpose(&a.to_dense(), a.n_rows(), a.n_cols())
+                at2.to_dense().unwrap(),
+                dense_transpose(&a.to_dense().unwrap(), a.n_rows(), a.n_cols())
             );
         }
     }
@@ -57,36 +57,36 @@ fn spgemm_matches_dense_for_galerkin_and_random_shapes() {
         let c = spgemm(&a, &b).unwrap();
         assert_eq!((c.block_rows(), c.block_cols()), (br, bc));
         let expected = dense_mul(
-            &a.to_dense(),
-            &b.to_dense(),
+            &a.to_dense().unwrap(),
+            &b.to_dense().unwrap(),
             a.n_rows(),
             a.n_cols(),
             b.n_cols(),
         );
-        assert_close(&c.to_dense(), &expected, 1e-13);
+        assert_close(&c.to_dense().unwrap(), &expected, 1e-13);
 
         // Same plan, new values of B.
         let plan = spgemm_symbolic(a.pattern(), b.pattern()).unwrap();
         assert_eq!(plan.pattern(), c.pattern());
-        let v = rng.vec(b.values().len());
-        b.values_mut().copy_from_slice(&v);
+        let v = rng.vec(b.host().unwrap().len());
+        b.host_mut().unwrap().copy_from_slice(&v);
         let mut c2 = Bsr::zeros(plan.pattern().clone(), br, bc);
         spgemm_numeric(&plan, &a, &b, &mut c2).unwrap();
         let expected = dense_mul(
-            &a.to_dense(),
-            &b.to_dense(),
+            &a.to_dense().unwrap(),
+            &b.to_dense().unwrap(),
             a.n_rows(),
             a.n_cols(),
             b.n_cols(),
         );
-        assert_close(&c2.to_dense(), &expected, 1e-13);
+        assert_close(&c2.to_dense().unwrap(), &expected, 1e-13);
     }
 }
 
 fn dense_ptap(a: &Bsr, p: &Bsr) -> Vec<f64> {
     let (n, m) = (p.n_rows(), p.n_cols());
-    let pd = p.to_dense();
-    let ap = dense_mul(&a.to_dense(), &pd, n, n, m);
+    let pd = p.to_dense().unwrap();
+    let ap = dense_mul(&a.to_dense().unwrap(), &pd, n, n, m);
     dense_mul(&dense_transpose(&pd, n, m), &ap, m, n, m)
 }
 
@@ -107,18 +107,19 @@ fn ptap_matches_dense_and_reuses_its_plan() {
             (ac.block_rows(), ac.block_cols(), ac.n_rows()),
             (c, c, m * c)
         );
-        assert_close(&ac.to_dense(), &dense_ptap(&a, &p), 1e-12);
+        assert_close(&ac.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
 
         // Newton hot path: same plan, new A values, twice.
         let plan = ptap_symbolic(a.pattern(), p.pattern()).unwrap();
         let mut ac2 = Bsr::zeros(plan.pattern().clone(), c, c);
+        let mut ws = plan.workspace();
         for _ in 0..2 {
-            let v = rng.vec(a.values().len());
-            a.values_mut().copy_from_slice(&v);
-            ptap_numeric(&plan, &a, &p, &mut ac2).unwrap();
+            let v = rng.vec(a.host().unwrap().len());
+            a.host_mut().unwrap().copy_from_slice(&v);
+            ptap_numeric(&plan, &a, &p, &mut ac2, &mut ws).unwrap();
             let fresh = ptap(&a, &p).unwrap();
             assert_eq!(bits(&ac2), bits(&fresh));
-            assert_close(&ac2.to_dense(), &dense_ptap(&a, &p), 1e-12);
+            assert_close(&ac2.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
         }
     }
 }
@@ -134,8 +135,8 @@ fn products_are_bit_identical_across_thread_counts() {
         with_threads(t, || {
             let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
             let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
-            ptap_numeric(&plan, &a, &p, &mut ac).unwrap();
-            (spgemm(&a, &p).unwrap(), transpose(&p), ac)
+            ptap_numeric(&plan, &a, &p, &mut ac, &mut plan.workspace()).unwrap();
+            (spgemm(&a, &p).unwrap(), transpose(&p).unwrap(), ac)
         })
     };
     let (ap1, pt1, ac1) = run(1);
@@ -241,7 +242,7 @@ fn product_errors() {
     let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
     if other.pattern() != p.pattern() {
         assert_eq!(
-            ptap_numeric(&plan, &sq, &other, &mut ac),
+            ptap_numeric(&plan, &sq, &other, &mut ac, &mut plan.workspace()),
             Err(LinalgError::PatternMismatch {
                 what: "ptap_numeric: P"
             })
@@ -291,19 +292,19 @@ fn grid_problem(rng: &mut Rng, n: usize) -> (Bsr, Bsr) {
 fn fused_ptap_on_a_grid_matches_spgemm_and_is_deterministic() {
     let mut rng = Rng::new(34);
     let (a, p) = grid_problem(&mut rng, 64);
-    let reference = spgemm(&transpose(&p), &spgemm(&a, &p).unwrap()).unwrap();
+    let reference = spgemm(&transpose(&p).unwrap(), &spgemm(&a, &p).unwrap()).unwrap();
     let run = |t| {
         with_threads(t, || {
             let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
             assert!(plan.fused_colors().is_some(), "grid problem not fused");
             let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
-            ptap_numeric(&plan, &a, &p, &mut ac).unwrap();
+            ptap_numeric(&plan, &a, &p, &mut ac, &mut plan.workspace()).unwrap();
             ac
         })
     };
     let ac1 = run(1);
     assert_eq!(ac1.pattern(), reference.pattern());
-    assert_close(ac1.values(), reference.values(), 1e-12);
+    assert_close(ac1.host().unwrap(), reference.host().unwrap(), 1e-12);
     assert_eq!(bits(&ac1), bits(&run(2)));
     assert_eq!(bits(&ac1), bits(&run(5)));
 }

@@ -1,9 +1,11 @@
-//! Vector operations: values and thread-count independence of reductions.
+//! Vector operations: values, layouts, errors and thread-count independence of reductions.
 
 mod common;
 
+use std::sync::Arc;
+
 use common::{with_threads, Rng};
-use linalg::{ops, Vector};
+use linalg::{ops, Device, Layout, LinalgError, Vector};
 
 #[test]
 fn blas1_values() {
@@ -11,34 +13,38 @@ fn blas1_values() {
     let n = 10_007;
     let (x, y) = (Vector::from_vec(rng.vec(n)), Vector::from_vec(rng.vec(n)));
     let exact: f64 = x
-        .as_slice()
+        .host()
+        .unwrap()
         .iter()
-        .zip(y.as_slice())
+        .zip(y.host().unwrap())
         .map(|(a, b)| a * b)
         .sum();
-    assert!((ops::dot(&x, &y) - exact).abs() < 1e-10);
-    let nx: f64 = x.as_slice().iter().map(|a| a * a).sum::<f64>().sqrt();
-    assert!((ops::norm2(&x) - nx).abs() < 1e-10);
+    assert!((ops::dot(&x, &y).unwrap() - exact).abs() < 1e-10);
+    let nx: f64 = x.host().unwrap().iter().map(|a| a * a).sum::<f64>().sqrt();
+    assert!((ops::norm2(&x).unwrap() - nx).abs() < 1e-10);
 
     let mut z = y.clone();
-    ops::axpy(2.0, &x, &mut z);
-    assert!((0..n).all(|i| z.as_slice()[i] == y.as_slice()[i] + 2.0 * x.as_slice()[i]));
-    let mut z = Vector::from_vec(vec![f64::NAN; n]);
-    ops::axpby(3.0, &x, 0.0, &mut z);
-    assert!((0..n).all(|i| z.as_slice()[i] == 3.0 * x.as_slice()[i]));
-    let mut z = y.clone();
-    ops::axpby(3.0, &x, -1.5, &mut z);
-    assert!((0..n).all(|i| z.as_slice()[i] == 3.0 * x.as_slice()[i] - 1.5 * y.as_slice()[i]));
-    ops::scale(0.5, &mut z);
+    ops::axpy(2.0, &x, &mut z).unwrap();
     assert!(
-        (0..n).all(|i| z.as_slice()[i] == 0.5 * (3.0 * x.as_slice()[i] - 1.5 * y.as_slice()[i]))
+        (0..n).all(|i| z.host().unwrap()[i] == y.host().unwrap()[i] + 2.0 * x.host().unwrap()[i])
     );
+    let mut z = Vector::from_vec(vec![f64::NAN; n]);
+    ops::axpby(3.0, &x, 0.0, &mut z).unwrap();
+    assert!((0..n).all(|i| z.host().unwrap()[i] == 3.0 * x.host().unwrap()[i]));
+    let mut z = y.clone();
+    ops::axpby(3.0, &x, -1.5, &mut z).unwrap();
+    assert!((0..n)
+        .all(|i| z.host().unwrap()[i] == 3.0 * x.host().unwrap()[i] - 1.5 * y.host().unwrap()[i]));
+    ops::scale(0.5, &mut z).unwrap();
+    assert!((0..n)
+        .all(|i| z.host().unwrap()[i]
+            == 0.5 * (3.0 * x.host().unwrap()[i] - 1.5 * y.host().unwrap()[i])));
 
     let mut w = Vector::zeros(n);
-    w.copy_from(&x);
+    w.copy_from(&x).unwrap();
     assert_eq!(w, x);
-    w.fill(1.0);
-    assert_eq!(ops::dot(&w, &w), n as f64);
+    w.fill(1.0).unwrap();
+    assert_eq!(ops::dot(&w, &w).unwrap(), n as f64);
 }
 
 #[test]
@@ -48,7 +54,72 @@ fn dot_is_bit_identical_across_thread_counts() {
     let (x, y) = (Vector::from_vec(rng.vec(n)), Vector::from_vec(rng.vec(n)));
     let d: Vec<u64> = [1, 2, 3, 4]
         .into_iter()
-        .map(|t| with_threads(t, || ops::dot(&x, &y)).to_bits())
+        .map(|t| with_threads(t, || ops::dot(&x, &y).unwrap()).to_bits())
         .collect();
     assert!(d.iter().all(|&b| b == d[0]), "{d:?}");
+}
+
+/// Reductions sum the owned entries only (the ghost tail is another rank's), element-wise
+/// operations act on every local entry, and operands of other lengths or layouts are errors,
+/// not panics.
+#[test]
+fn layouts_reductions_and_mismatches() {
+    let comm = linalg::comm::SelfComm::shared();
+    let layout = Arc::new(Layout::new(3, 2, 0, 3, comm).unwrap());
+    let x =
+        Vector::from_vec_with_layout(layout.clone(), vec![1.0, 2.0, 3.0, 100.0, 100.0]).unwrap();
+    assert_eq!(x.layout().owned(), 3);
+    assert_eq!(ops::dot(&x, &x).unwrap(), 14.0);
+    assert_eq!(ops::norm2(&x).unwrap(), 14f64.sqrt());
+    assert_eq!(ops::norm_inf(&x).unwrap(), 3.0);
+    let with_nan = Vector::from_vec(vec![1.0, f64::NAN, -7.0]);
+    assert!(ops::norm_inf(&with_nan).unwrap().is_nan());
+    assert_eq!(
+        ops::norm_inf(&Vector::from_vec(vec![-0.0, 1e-300])).unwrap(),
+        1e-300
+    );
+    let mut y = x.zeros_like();
+    ops::axpy(2.0, &x, &mut y).unwrap();
+    assert_eq!(y.host().unwrap(), &[2.0, 4.0, 6.0, 200.0, 200.0]);
+    assert!(Vector::from_vec_with_layout(layout, vec![0.0; 4]).is_err());
+
+    let serial = Vector::zeros(5);
+    assert_eq!(
+        ops::dot(&x, &serial),
+        Err(LinalgError::LayoutMismatch { what: "ops::dot" })
+    );
+    let mut short = Vector::zeros(4);
+    assert_eq!(
+        ops::axpy(1.0, &serial, &mut short),
+        Err(LinalgError::LengthMismatch {
+            what: "ops::axpy",
+            expected: 4,
+            found: 5
+        })
+    );
+    assert!(short.copy_from(&serial).is_err());
+    assert!(x.device().is_host() && x.device().same_as(&Device::Host));
+    assert_eq!(x.to_host_vec().unwrap().len(), 5);
+}
+
+/// The hashed fill depends on the global index only: a rank holding entries 4.. of a vector sees
+/// the values a serial run has there.
+#[test]
+fn hashed_fill_follows_global_indices() {
+    let mut whole = Vector::zeros(10);
+    ops::fill_hashed(&mut whole, 7).unwrap();
+    let comm = linalg::comm::SelfComm::shared();
+    let part = Arc::new(Layout::new(6, 1, 4, 10, comm).unwrap());
+    let mut tail = Vector::from_vec_with_layout(part, vec![f64::NAN; 7]).unwrap();
+    ops::fill_hashed(&mut tail, 7).unwrap();
+    assert_eq!(&tail.host().unwrap()[..6], &whole.host().unwrap()[4..]);
+    assert!(
+        tail.host().unwrap()[6].is_nan(),
+        "ghosts are left as they are"
+    );
+    assert!(whole
+        .host()
+        .unwrap()
+        .iter()
+        .all(|v| (-1.0..1.0).contains(v)));
 }

@@ -176,7 +176,7 @@ fn timoshenko_end_traction_resultant() {
     let shear = |x: [f64; 3]| [0.0, beam.stress(beam.length, x[1]).1, 0.0];
     let f = timoshenko::traction_load(&mesh, "xmax", &shear).unwrap();
     let (mut fy, mut fx, mut moment) = (0.0, 0.0, 0.0);
-    for (x, fa) in mesh.coords.iter().zip(f.as_slice().chunks_exact(3)) {
+    for (x, fa) in mesh.coords.iter().zip(f.host().unwrap().chunks_exact(3)) {
         fx += fa[0];
         fy += fa[1];
         moment += fa[1] * (x[2] - 0.5 * beam.thickness);

@@ -44,23 +44,15 @@ pub fn check(input: &Path, overrides: &[String]) -> Result<String> {
         "  dirichlet  {} constrained unknowns",
         problem.discrete.constraints.n_constrained()
     )?;
-    let total: [f64; 3] = std::array::from_fn(|d| {
-        problem
-            .discrete
-            .external
-            .as_slice()
-            .iter()
-            .skip(d)
-            .step_by(3)
-            .sum()
-    });
+    let external = problem.discrete.external.host()?;
+    let total: [f64; 3] = std::array::from_fn(|d| external.iter().skip(d).step_by(3).sum());
     writeln!(
         s,
         "  loads      total dead load at factor 1: [{:.6e}, {:.6e}, {:.6e}] (|f| = {:.3e})",
         total[0],
         total[1],
         total[2],
-        ops::norm2(&problem.discrete.external)
+        ops::norm2(&problem.discrete.external)?
     )?;
     writeln!(
         s,

@@ -232,8 +232,8 @@ fn write_step(
     let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
     let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
     let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
-    let (displacement, _) = u.as_slice().as_chunks::<3>();
-    let (reaction, _) = step.reactions.as_slice().as_chunks::<3>();
+    let (displacement, _) = u.host()?.as_chunks::<3>();
+    let (reaction, _) = step.reactions.host()?.as_chunks::<3>();
     let wants = |f| config.output.wants(f);
     results.write_step(&StepData {
         step: step.index,

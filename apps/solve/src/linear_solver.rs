@@ -102,7 +102,7 @@ impl LinearSolver {
     /// Solves `k x = b` from `x = 0`. Numerical breakdown (an indefinite tangent under CG, a zero
     /// pivot) is an error; hitting the iteration limit is reported, not an error.
     pub fn solve(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {
-        x.fill(0.0);
+        x.fill(0.0)?;
         match self {
             LinearSolver::CgJacobi { params } => {
                 let start = Instant::now();

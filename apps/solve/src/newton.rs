@@ -75,6 +75,21 @@ pub enum StepFailure {
     LineSearch,
     #[error("linear solver: {0:#}")]
     Linear(anyhow::Error),
+    /// A vector or matrix operation failed (a kernel or a message, not the iteration): not a
+    /// reason to cut the step back.
+    #[error("linear algebra: {0}")]
+    Numeric(#[from] linalg::LinalgError),
+}
+
+impl From<AssemblyError> for StepFailure {
+    /// A failed kernel inside an assembly call is a numeric failure; anything else (an inverted
+    /// element, a bad material state) is the element's and may be cured by a smaller step.
+    fn from(e: AssemblyError) -> Self {
+        match e {
+            AssemblyError::Linalg(e) => Self::Numeric(e),
+            e => Self::Element(e),
+        }
+    }
 }
 
 /// Why the load path stopped early.
@@ -149,11 +164,11 @@ impl LoadPath<'_> {
                     let discrete = &problem.discrete;
                     discrete
                         .constraints
-                        .copy_constrained(&ws.system.residual, &mut reactions);
+                        .copy_constrained(&ws.system.residual, &mut reactions)?;
                     let step = ConvergedStep {
                         index,
                         load_factor,
-                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial),
+                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
                         iterations,
                         reactions,
                         wall_s: start.elapsed().as_secs_f64(),
@@ -167,6 +182,7 @@ impl LoadPath<'_> {
                     }
                     increment = increment.min(1.0 - load_factor);
                 }
+                Err(StepFailure::Numeric(e)) => return Err(e.into()),
                 Err(failure) => {
                     let next = increment / 2.0;
                     if self.verbose {
@@ -207,11 +223,9 @@ impl LoadPath<'_> {
         let mut last_update = f64::INFINITY;
         for iteration in 0..=p.max_iterations {
             let discrete = &mut problem.discrete;
-            discrete
-                .linearize(u, load_factor, &mut ws.system)
-                .map_err(StepFailure::Element)?;
-            let constraints_met = ws.system.constraints_met();
-            let r_free = discrete.free_norm(&ws.system.residual, &mut ws.trial);
+            discrete.linearize(u, load_factor, &mut ws.system)?;
+            let constraints_met = ws.system.constraints_met()?;
+            let r_free = discrete.free_norm(&ws.system.residual, &mut ws.trial)?;
             if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref)
             {
                 return Err(StepFailure::Diverged(r_free));
@@ -219,7 +233,7 @@ impl LoadPath<'_> {
             if let (true, Some(r_ref)) = (constraints_met, r_ref) {
                 if r_free <= p.atol
                     || r_free <= p.rtol * r_ref
-                    || last_update <= p.stol * ops::norm2(u)
+                    || last_update <= p.stol * ops::norm2(u)?
                 {
                     return Ok(records);
                 }
@@ -229,9 +243,7 @@ impl LoadPath<'_> {
             if iteration == p.max_iterations {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
-            let rhs_free = discrete
-                .eliminate(&mut ws.system)
-                .map_err(StepFailure::Element)?;
+            let rhs_free = discrete.eliminate(&mut ws.system)?;
             let r_ref = *r_ref.get_or_insert(rhs_free);
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
@@ -242,22 +254,24 @@ impl LoadPath<'_> {
                 .map_err(StepFailure::Linear)?;
             discrete
                 .constraints
-                .copy_constrained(&ws.system.lift, &mut ws.du);
+                .copy_constrained(&ws.system.lift, &mut ws.du)?;
             let step_length =
                 self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
             let discrete = &mut problem.discrete;
             // only a full step measures Newton's own update; a damped one says little about convergence
             last_update = if step_length == 1.0 {
-                ops::norm2(&ws.du)
+                ops::norm2(&ws.du)?
             } else {
                 f64::INFINITY
             };
-            ops::axpy(step_length, &ws.du, u);
+            ops::axpy(step_length, &ws.du, u)?;
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
-                discrete
-                    .constraints
-                    .write_prescribed(load_factor, discrete.assembler.coords(), u);
+                discrete.constraints.write_prescribed(
+                    load_factor,
+                    discrete.assembler.coords(),
+                    u,
+                )?;
             }
             if self.verbose {
                 eprintln!(
@@ -293,8 +307,8 @@ impl LoadPath<'_> {
         let mut alpha = 1.0;
         let mut last_error = None;
         for _ in 0..tries {
-            ws.trial.copy_from(u);
-            ops::axpy(alpha, &ws.du, &mut ws.trial);
+            ws.trial.copy_from(u)?;
+            ops::axpy(alpha, &ws.du, &mut ws.trial)?;
             match problem
                 .discrete
                 .residual(&ws.trial, load_factor, &mut ws.trial_r)
@@ -303,11 +317,12 @@ impl LoadPath<'_> {
                     if !constraints_met || !self.newton.line_search {
                         return Ok(alpha);
                     }
-                    let trial_norm = problem.discrete.free_norm(&ws.trial_r, &mut ws.scratch);
+                    let trial_norm = problem.discrete.free_norm(&ws.trial_r, &mut ws.scratch)?;
                     if trial_norm <= (1.0 - ARMIJO * alpha) * r_free {
                         return Ok(alpha);
                     }
                 }
+                Err(AssemblyError::Linalg(e)) => return Err(StepFailure::Numeric(e)),
                 Err(e) => last_error = Some(e),
             }
             alpha /= 2.0;

@@ -29,7 +29,7 @@ pub struct DirectSolver {
 }
 
 impl DirectSolver {
-    /// Factors `a`, a symmetric matrix with square blocks on `symbolic`'s pattern. Only the
+    /// Factors `a`, a symmetric host matrix with square blocks on `symbolic`'s pattern. Only the
     /// lower triangle in the permuted order is read (a stored upper block stands in for a
     /// missing mirror).
     ///
@@ -60,17 +60,18 @@ impl DirectSolver {
             diag: vec![0.0; n],
             row_ptr,
         };
-        solver.scatter(a);
+        solver.scatter(a.host()?);
         solver.eliminate()?;
         Ok(solver)
     }
 
-    /// Copies the lower triangle of the permuted `a` into the envelope and the diagonal.
-    fn scatter(&mut self, a: &Bsr) {
+    /// Copies the lower triangle of the permuted matrix (its block values `a`) into the envelope
+    /// and the diagonal.
+    fn scatter(&mut self, a: &[f64]) {
         let bs = self.bs;
         for p in 0..self.symbolic.n_blocks() {
             for blk in self.symbolic.lower_blocks(p) {
-                let values = a.block(blk.slot);
+                let values = &a[blk.slot * bs * bs..(blk.slot + 1) * bs * bs];
                 for i in 0..bs {
                     let r = p * bs + i;
                     let first = self.symbolic.scalar_first(r, bs);
@@ -177,7 +178,7 @@ impl DirectSolver {
         self.symbolic.permutation()[r / self.bs] * self.bs + r % self.bs
     }
 
-    /// Solves `A x = b`. Errors if a length differs from the matrix dimension.
+    /// Solves `A x = b` (host vectors). Errors if a length differs from the matrix dimension.
     pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), LinalgError> {
         let n = self.diag.len();
         for (what, len) in [
@@ -192,7 +193,7 @@ impl DirectSolver {
                 });
             }
         }
-        let b = b.as_slice();
+        let b = b.host()?;
         let mut y: Vec<f64> = (0..n).map(|r| b[self.original_row(r)]).collect();
         // L z = y, then z /= D.
         for r in 0..n {
@@ -214,7 +215,7 @@ impl DirectSolver {
                 *v -= l * yr;
             }
         }
-        let x = x.as_mut_slice();
+        let x = x.host_mut()?;
         for (r, v) in y.into_iter().enumerate() {
             x[self.original_row(r)] = v;
         }

@@ -15,12 +15,14 @@
 //! Plan memory: per chunk its coarse rows and colour, nothing per block of `P` or of `A P` (each
 //! row of `W` finds its columns on the fly, see module `wrow`).
 
+use std::marker::PhantomData;
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::wrow::{unmark, w_row, Operands, UNMARKED};
-use crate::kernels::gemm::BlockProduct;
+use super::workspace::{PtapWorkspace, RowScratch};
+use super::wrow::{unmark, w_row, Operands};
+use crate::backend::host::gemm::BlockProduct;
 use crate::BlockPattern;
 
 /// Fine rows per chunk on large levels (fewer chunks than [`TARGET_CHUNKS`] would need more).
@@ -29,6 +31,8 @@ const MIN_ROWS_PER_CHUNK: usize = 256;
 const TARGET_CHUNKS: usize = 256;
 /// Smallest chunks tried when larger ones do not colour (small levels).
 const FEWEST_ROWS_PER_CHUNK: usize = 16;
+/// Values per task when zeroing `A_c`.
+const ZERO_VALUES_PER_TASK: usize = 1 << 14;
 /// Colours tracked per coarse row (one bit each): more means too little locality.
 const MAX_COLORS: usize = 64;
 /// Fewest chunks per colour on average for the fused path to keep both threads of a small
@@ -158,6 +162,7 @@ impl FusedPlan {
     }
 
     /// Chunks of colour `k`, ascending.
+    #[cfg(test)]
     pub(crate) fn chunks_of_color(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
         self.by_color[self.color_ptr[k]..self.color_ptr[k + 1]]
             .iter()
@@ -165,6 +170,7 @@ impl FusedPlan {
     }
 
     /// Coarse rows chunk `t` writes, ascending.
+    #[cfg(test)]
     pub(crate) fn coarse_rows(&self, t: usize) -> &[u32] {
         &self.coarse[self.coarse_ptr[t]..self.coarse_ptr[t + 1]]
     }
@@ -179,88 +185,107 @@ pub(crate) struct FusedArgs<'a> {
     pub ac: &'a BlockPattern,
 }
 
-/// Per-thread scratch of the fused loop: the row `W_i`, its column marker, and for the chunk at
-/// hand the index of each coarse row in the chunk's list.
-struct Scratch {
-    w_cols: Vec<u32>,
-    w: Vec<f64>,
-    w_marker: Vec<u32>,
-    owned_index: Vec<u32>,
+/// `A_c`'s values, shared by the chunks of one colour, each writing only the coarse rows it
+/// owns.
+///
+/// Invariant (the plan's): chunks of one colour own disjoint sets of coarse rows
+/// ([`FusedPlan::coarse_rows`]), so while one colour runs every row has at most one writer.
+struct ColourRows<'a> {
+    values: *mut f64,
+    len: usize,
+    row_ptr: &'a [usize],
+    /// Values per block of `A_c`.
+    obl: usize,
+    _values: PhantomData<&'a mut [f64]>,
 }
 
-/// Overwrites `ac_values` with `P^T A P` (see the module documentation for the order of sums).
+// SAFETY: `ColourRows` hands out a row only to the one chunk that owns it during a colour (see
+// `row`), so sharing it between the threads of one colour creates no aliasing.
+unsafe impl Sync for ColourRows<'_> {}
+
+impl<'a> ColourRows<'a> {
+    fn new(values: &'a mut [f64], row_ptr: &'a [usize], obl: usize) -> Self {
+        Self {
+            values: values.as_mut_ptr(),
+            len: values.len(),
+            row_ptr,
+            obl,
+            _values: PhantomData,
+        }
+    }
+
+    /// The values of coarse row `r`.
+    ///
+    /// # Safety
+    /// The caller must be the chunk that owns row `r` in the running colour, and must drop the
+    /// slice before asking for row `r` again.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn row(&self, r: usize) -> &mut [f64] {
+        let (start, end) = (self.row_ptr[r] * self.obl, self.row_ptr[r + 1] * self.obl);
+        assert!(
+            start <= end && end <= self.len,
+            "coarse row {r} outside A_c"
+        );
+        // SAFETY: in bounds (checked above); exclusive by the colouring invariant and the
+        // caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.values.add(start), end - start) }
+    }
+}
+
+/// Overwrites `ac_values` with `P^T A P` (see the module documentation for the order of sums),
+/// with the per-thread scratch of `ws`.
 pub(crate) fn fused_numeric<M1: BlockProduct, M2: BlockProduct>(
     m_ap: M1,
     m_ptw: M2,
     args: &FusedArgs<'_>,
+    ws: &PtapWorkspace,
     ac_values: &mut [f64],
 ) {
     let obl = m_ptw.rows() * m_ptw.cols();
-    let ac_ptr = args.ac.row_ptr();
-    ac_values.par_chunks_mut(1 << 14).for_each(|v| v.fill(0.0));
+    ac_values
+        .par_chunks_mut(ZERO_VALUES_PER_TASK)
+        .for_each(|v| v.fill(0.0));
     let plan = args.plan;
-    let n_coarse = args.ac.n_block_rows();
+    let rows = ColourRows::new(ac_values, args.ac.row_ptr(), obl);
     for k in 0..plan.n_colors() {
-        // Hand every chunk of this colour the coarse rows it owns.
-        let mut rows: Vec<Option<&mut [f64]>> = Vec::with_capacity(n_coarse);
-        let mut rest = &mut *ac_values;
-        for w in ac_ptr.windows(2) {
-            let (row, tail) = rest.split_at_mut((w[1] - w[0]) * obl);
-            rows.push(Some(row));
-            rest = tail;
-        }
-        let tasks: Vec<(usize, Vec<&mut [f64]>)> = plan
-            .chunks_of_color(k)
-            .map(|t| {
-                let owned = plan
-                    .coarse_rows(t)
-                    .iter()
-                    .map(|&c| {
-                        rows[c as usize]
-                            .take()
-                            .expect("linalg internal error: chunks of one colour share a row")
-                    })
-                    .collect();
-                (t, owned)
-            })
-            .collect();
-        tasks.into_par_iter().for_each_init(
-            || Scratch {
-                w_cols: Vec::new(),
-                w: Vec::new(),
-                w_marker: vec![UNMARKED; n_coarse],
-                owned_index: vec![0; n_coarse],
-            },
-            |scratch, (t, mut owned)| {
-                for (l, &c) in plan.coarse_rows(t).iter().enumerate() {
-                    scratch.owned_index[c as usize] = l as u32;
-                }
+        plan.by_color[plan.color_ptr[k]..plan.color_ptr[k + 1]]
+            .par_iter()
+            .for_each(|&t| {
+                let t = t as usize;
                 let first = t * plan.rows_per_chunk;
                 let fine = first..(first + plan.rows_per_chunk).min(args.ops.p.n_block_rows());
-                #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2, checked just above.
-                    unsafe { fine_rows_avx2(m_ap, m_ptw, args, fine, scratch, &mut owned) };
-                    return;
-                }
-                fine_rows(m_ap, m_ptw, args, fine, scratch, &mut owned);
-            },
-        );
+                ws.rows.with(|scratch| {
+                    #[cfg(target_arch = "x86_64")]
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: the CPU supports AVX2, checked just above; chunk `t` owns the
+                        // rows it writes in colour `k`.
+                        unsafe { fine_rows_avx2(m_ap, m_ptw, args, fine, scratch, &rows) };
+                        return;
+                    }
+                    // SAFETY: chunk `t` owns the rows it writes in colour `k`.
+                    unsafe { fine_rows(m_ap, m_ptw, args, fine, scratch, &rows) };
+                });
+            });
     }
 }
 
 /// Runs [`fine_row`] for the fine rows `fine` of one chunk.
+///
+/// # Safety
+/// `fine` must be the rows of one chunk of the running colour (which owns the coarse rows they
+/// write in `rows`).
 #[inline(always)]
-fn fine_rows<M1: BlockProduct, M2: BlockProduct>(
+unsafe fn fine_rows<M1: BlockProduct, M2: BlockProduct>(
     m_ap: M1,
     m_ptw: M2,
     args: &FusedArgs<'_>,
     fine: Range<usize>,
-    scratch: &mut Scratch,
-    owned: &mut [&mut [f64]],
+    scratch: &mut RowScratch,
+    rows: &ColourRows<'_>,
 ) {
     for i in fine {
-        fine_row(m_ap, m_ptw, args, i, scratch, owned);
+        // SAFETY: forwarded from the caller.
+        unsafe { fine_row(m_ap, m_ptw, args, i, scratch, rows) };
     }
 }
 
@@ -268,7 +293,7 @@ fn fine_rows<M1: BlockProduct, M2: BlockProduct>(
 /// every operation and its rounding are those of the baseline build: results are bit-identical.
 ///
 /// # Safety
-/// The CPU must support AVX2.
+/// The CPU must support AVX2, and the contract of [`fine_rows`] holds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn fine_rows_avx2<M1: BlockProduct, M2: BlockProduct>(
@@ -276,32 +301,35 @@ unsafe fn fine_rows_avx2<M1: BlockProduct, M2: BlockProduct>(
     m_ptw: M2,
     args: &FusedArgs<'_>,
     fine: Range<usize>,
-    scratch: &mut Scratch,
-    owned: &mut [&mut [f64]],
+    scratch: &mut RowScratch,
+    rows: &ColourRows<'_>,
 ) {
-    fine_rows(m_ap, m_ptw, args, fine, scratch, owned);
+    // SAFETY: forwarded from the caller.
+    unsafe { fine_rows(m_ap, m_ptw, args, fine, scratch, rows) };
 }
 
-/// Adds `P_i^T (A_i P)` into the chunk's coarse rows `owned`: first `W_i = A_i P` (module `wrow`),
+/// Adds `P_i^T (A_i P)` into the chunk's coarse rows of `rows`: first `W_i = A_i P` (module `wrow`),
 /// then each `P_iI^T W_iJ` into block `J` of coarse row `I`, found by walking row `I`'s ascending
 /// columns alongside `W_i`'s columns, sorted (`W_i`'s columns are a subset of row `I`'s: `A_c`'s
 /// pattern is that of `P^T (A P)`); `W_iJ` is located through the row's marker. Each block of
 /// `A_c` receives at most one term per fine row.
+///
+/// # Safety
+/// Fine row `i` must belong to a chunk of the running colour, which owns its coarse rows.
 #[inline(always)]
-fn fine_row<M1: BlockProduct, M2: BlockProduct>(
+unsafe fn fine_row<M1: BlockProduct, M2: BlockProduct>(
     m_ap: M1,
     m_ptw: M2,
     args: &FusedArgs<'_>,
     i: usize,
-    scratch: &mut Scratch,
-    owned: &mut [&mut [f64]],
+    scratch: &mut RowScratch,
+    rows: &ColourRows<'_>,
 ) {
     let (pbl, obl) = (m_ap.inner() * m_ap.cols(), m_ptw.rows() * m_ptw.cols());
-    let Scratch {
+    let RowScratch {
         w_cols,
         w,
         w_marker,
-        owned_index,
     } = scratch;
     w_cols.clear();
     w.clear();
@@ -315,7 +343,9 @@ fn fine_row<M1: BlockProduct, M2: BlockProduct>(
     );
     for t in pp[i]..pp[i + 1] {
         let coarse_row = pc[t] as usize;
-        let out = &mut *owned[owned_index[coarse_row] as usize];
+        // SAFETY: the chunk of row `i` owns `coarse_row` in this colour (caller's contract); the
+        // slice is dropped before the next block of the row asks again.
+        let out = unsafe { rows.row(coarse_row) };
         let pblk = &pv[t * pbl..(t + 1) * pbl];
         let ac_cols = args.ac.row(coarse_row);
         let mut q = 0;

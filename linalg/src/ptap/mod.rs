@@ -1,8 +1,9 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
 //! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map, the
-//! pattern of `A_c` and picks a numeric strategy; [`ptap_numeric`] (every Newton step, new `A`
-//! values, same `P`) recomputes only values. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
+//! pattern of `A_c` and picks a numeric strategy; [`PtapPlan::workspace`] sizes the scratch a
+//! numeric call needs, which the caller keeps; [`ptap_numeric`] (every Newton step, new `A`
+//! values, same `P`) recomputes only values and allocates nothing. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
 //! `c x c`. Neither strategy stores `A P` or its pattern: each row `W_i = A_i P` is computed on the
 //! fly (module `wrow`).
 //!
@@ -20,18 +21,21 @@ mod fused;
 mod streamed;
 #[cfg(test)]
 mod tests;
+mod workspace;
 mod wrow;
 
 use std::mem::size_of_val;
 use std::sync::Arc;
 
 use fused::{fused_numeric, FusedArgs, FusedPlan};
-use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH};
+use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH, W_ROWS_PER_TASK};
+pub use workspace::PtapWorkspace;
 use wrow::Operands;
 
-use crate::kernels::gemm::{DynNn, DynTn, Nn, Tn};
+use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
+use crate::device::{check_same_device, Storage};
 use crate::spgemm::{check_dim, product_pattern};
-use crate::transpose::{same_pattern, transpose_pattern};
+use crate::transpose::transpose_pattern;
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// `dispatch_galerkin!((b, c), (m_ap, m_ptw) => body)` binds the block products of `A P` (`Nn`,
@@ -69,8 +73,8 @@ macro_rules! dispatch_galerkin {
 /// Holds the patterns of `A` and `P` (shared with the caller, to check numeric operands), the
 /// pattern of `P^T` with, per block, the slot of `P` storing it (also what a restriction
 /// `y = P^T x` needs: [`PtapPlan::pt_pattern`], [`PtapPlan::pt_slots`]), the pattern of `A_c` and
-/// the strategy's chunking. No values: numeric calls allocate only small per-thread scratch (and,
-/// on the streamed strategy, one batch of `A P` rows), so several threads may share a plan.
+/// the strategy's chunking. No values and no scratch: numeric calls work in the caller's
+/// [`PtapWorkspace`] ([`PtapPlan::workspace`]), so several threads may share a plan.
 #[derive(Debug)]
 pub struct PtapPlan {
     a: Arc<BlockPattern>,
@@ -139,6 +143,17 @@ impl PtapPlan {
         }
     }
 
+    /// The scratch [`ptap_numeric`] needs on this plan: per-thread markers over the coarse rows
+    /// and, on the streamed strategy, one batch of `A P` rows and a cursor per coarse row. Keep
+    /// it with the plan and pass it to every numeric call.
+    pub fn workspace(&self) -> PtapWorkspace {
+        let w_tasks = match &self.strategy {
+            Strategy::Fused(_) => 0,
+            Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
+        };
+        PtapWorkspace::new(self.pattern.n_block_rows(), w_tasks)
+    }
+
     /// Pattern of `A_c = P^T A P`.
     pub fn pattern(&self) -> &Arc<BlockPattern> {
         &self.pattern
@@ -180,15 +195,22 @@ pub fn ptap_symbolic(a: &BlockPattern, p: &BlockPattern) -> Result<PtapPlan, Lin
     PtapPlan::new(&Arc::new(a.clone()), &Arc::new(p.clone()))
 }
 
-/// Recomputes `ac = P^T A P` on the plan's patterns. `A` must have `b x b` blocks with `b` the block
-/// rows of `P`; `ac` must carry `plan.pattern()` and `c x c` blocks (`c` the block cols of `P`).
+/// Recomputes `ac = P^T A P` on the plan's patterns, in the scratch `ws` made by
+/// [`PtapPlan::workspace`] on this plan. `A` must have `b x b` blocks with `b` the block rows of
+/// `P`; `ac` must carry `plan.pattern()` and `c x c` blocks (`c` the block cols of `P`).
 /// Deterministic: every block sums in a fixed order whatever the thread count.
-pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(), LinalgError> {
+pub fn ptap_numeric(
+    plan: &PtapPlan,
+    a: &Bsr,
+    p: &Bsr,
+    ac: &mut Bsr,
+    ws: &mut PtapWorkspace,
+) -> Result<(), LinalgError> {
     for (ok, what) in [
-        (same_pattern(a.pattern(), &plan.a), "ptap_numeric: A"),
-        (same_pattern(p.pattern(), &plan.p), "ptap_numeric: P"),
+        (BlockPattern::same(a.pattern(), &plan.a), "ptap_numeric: A"),
+        (BlockPattern::same(p.pattern(), &plan.p), "ptap_numeric: P"),
         (
-            same_pattern(ac.pattern(), &plan.pattern),
+            BlockPattern::same(ac.pattern(), &plan.pattern),
             "ptap_numeric: A_c",
         ),
     ] {
@@ -201,32 +223,47 @@ pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(
     check_dim("ptap_numeric: block cols of A", b, a.block_cols())?;
     check_dim("ptap_numeric: block rows of A_c", c, ac.block_rows())?;
     check_dim("ptap_numeric: block cols of A_c", c, ac.block_cols())?;
-
-    let ops = Operands {
-        a: a.pattern(),
-        a_values: a.values(),
-        p: p.pattern(),
-        p_values: p.values(),
+    let expected_tasks = match &plan.strategy {
+        Strategy::Fused(_) => 0,
+        Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
     };
-    let out = ac.values_mut();
-    match &plan.strategy {
-        Strategy::Fused(fused) => {
-            let args = FusedArgs {
-                plan: fused,
-                ops,
-                ac: &plan.pattern,
+    if ws.n_coarse != plan.pattern.n_block_rows() || ws.w_tasks.len() != expected_tasks {
+        return Err(LinalgError::PatternMismatch {
+            what: "ptap_numeric: workspace made for another plan",
+        });
+    }
+    let device = ac.device();
+    check_same_device("ptap_numeric: A", &device, &a.device())?;
+    check_same_device("ptap_numeric: P", &device, &p.device())?;
+
+    match (a.storage(), p.storage(), ac.storage_mut()) {
+        (Storage::Host(a_values), Storage::Host(p_values), Storage::Host(out)) => {
+            let ops = Operands {
+                a: a.pattern(),
+                a_values,
+                p: p.pattern(),
+                p_values,
             };
-            dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, out));
-        }
-        Strategy::Streamed { rows_per_batch } => {
-            let args = StreamedArgs {
-                ops,
-                pt: &plan.pt,
-                pt_slots: &plan.pt_slots,
-                ac: &plan.pattern,
-                rows_per_batch: *rows_per_batch,
-            };
-            dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, out));
+            match &plan.strategy {
+                Strategy::Fused(fused) => {
+                    let args = FusedArgs {
+                        plan: fused,
+                        ops,
+                        ac: &plan.pattern,
+                    };
+                    dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, ws, out));
+                }
+                Strategy::Streamed { rows_per_batch } => {
+                    let args = StreamedArgs {
+                        ops,
+                        pt: &plan.pt,
+                        pt_slots: &plan.pt_slots,
+                        ac: &plan.pattern,
+                        rows_per_batch: *rows_per_batch,
+                    };
+                    dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, ws, out));
+                }
+            }
         }
     }
     Ok(())
@@ -236,6 +273,6 @@ pub fn ptap_numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr, ac: &mut Bsr) -> Result<(
 pub fn ptap(a: &Bsr, p: &Bsr) -> Result<Bsr, LinalgError> {
     let plan = PtapPlan::new(a.pattern(), p.pattern())?;
     let mut ac = Bsr::zeros(plan.pattern.clone(), p.block_cols(), p.block_cols());
-    ptap_numeric(&plan, a, p, &mut ac)?;
+    ptap_numeric(&plan, a, p, &mut ac, &mut plan.workspace())?;
     Ok(ac)
 }

@@ -6,22 +6,26 @@
 //!    parallel over fixed groups of coarse rows, each group owning its rows of `A_c`.
 //!
 //! Every block of `A_c` therefore sums its terms in ascending fine-row order, whatever the batch
-//! size and the thread count. Memory: the `W` rows of one batch and a cursor per coarse row,
-//! allocated per call; the plan stores nothing beyond `P^T`'s pattern and slot map.
+//! size and the thread count. Memory: the `W` rows of one batch, a cursor per coarse row and
+//! per-thread markers, all in the caller's [`PtapWorkspace`]; the plan stores nothing beyond
+//! `P^T`'s pattern and slot map.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::wrow::{unmark, w_row, Operands, UNMARKED};
-use crate::kernels::gemm::BlockProduct;
+use super::workspace::PtapWorkspace;
+use super::wrow::{unmark, w_row, Operands};
+use crate::backend::host::gemm::BlockProduct;
 use crate::rows::split_rows;
 use crate::BlockPattern;
 
 /// Fine rows per batch of the default plan.
 pub(crate) const ROWS_PER_BATCH: usize = 256;
 /// Fine rows per task of step 1.
-const W_ROWS_PER_TASK: usize = 16;
+pub(crate) const W_ROWS_PER_TASK: usize = 16;
+/// Values per task when zeroing `A_c`.
+const ZERO_VALUES_PER_TASK: usize = 1 << 14;
 /// Coarse rows per task of step 2.
 const COARSE_ROWS_PER_TASK: usize = 16;
 
@@ -40,8 +44,8 @@ pub(crate) struct StreamedArgs<'a> {
 
 /// Rows of `W` computed by one task of step 1: row `r` of the task has the blocks
 /// `ptr[r]..ptr[r + 1]` (columns in `cols`, values at the same block positions in `vals`).
-#[derive(Default)]
-struct WRows {
+#[derive(Debug, Default)]
+pub(crate) struct WRows {
     ptr: Vec<usize>,
     cols: Vec<u32>,
     vals: Vec<f64>,
@@ -51,51 +55,58 @@ struct WRows {
 /// first block of each row whose fine row is not yet done).
 type ScatterTask<'a> = (Range<usize>, &'a mut [f64], &'a mut [usize]);
 
-/// Overwrites `ac_values` with `P^T A P` (see the module documentation for the order of sums).
+/// Overwrites `ac_values` with `P^T A P` (see the module documentation for the order of sums),
+/// with the scratch of `ws` (sized for this plan's batches and coarse rows).
 pub(crate) fn streamed_numeric<M1: BlockProduct, M2: BlockProduct>(
     m_ap: M1,
     m_ptw: M2,
     args: &StreamedArgs<'_>,
+    ws: &mut PtapWorkspace,
     ac_values: &mut [f64],
 ) {
     let obl = m_ptw.rows() * m_ptw.cols();
     let (n_fine, n_coarse) = (args.ops.p.n_block_rows(), args.ac.n_block_rows());
-    let mut cursors = args.pt.row_ptr()[..n_coarse].to_vec();
+    ac_values
+        .par_chunks_mut(ZERO_VALUES_PER_TASK)
+        .for_each(|v| v.fill(0.0));
+    let PtapWorkspace {
+        rows,
+        scatter_markers,
+        w_tasks,
+        cursors,
+        ..
+    } = ws;
+    cursors.copy_from_slice(&args.pt.row_ptr()[..n_coarse]);
     let mut scatter: Vec<ScatterTask<'_>> =
         split_rows(args.ac.row_ptr(), obl, COARSE_ROWS_PER_TASK, ac_values)
             .into_iter()
             .zip(cursors.chunks_mut(COARSE_ROWS_PER_TASK))
             .map(|((rows, values), cursors)| (rows, values, cursors))
             .collect();
-    scatter.par_iter_mut().for_each(|(_, v, _)| v.fill(0.0));
-    let mut w_tasks: Vec<WRows> = (0..args.rows_per_batch.div_ceil(W_ROWS_PER_TASK))
-        .map(|_| WRows::default())
-        .collect();
     for start in (0..n_fine).step_by(args.rows_per_batch) {
         let batch = start..(start + args.rows_per_batch).min(n_fine);
-        w_tasks.par_iter_mut().enumerate().for_each_init(
-            || vec![UNMARKED; n_coarse],
-            |marker, (g, w)| {
-                let first = (batch.start + g * W_ROWS_PER_TASK).min(batch.end);
-                let rows = first..(first + W_ROWS_PER_TASK).min(batch.end);
+        w_tasks.par_iter_mut().enumerate().for_each(|(g, w)| {
+            let first = (batch.start + g * W_ROWS_PER_TASK).min(batch.end);
+            let fine = first..(first + W_ROWS_PER_TASK).min(batch.end);
+            rows.with(|scratch| {
+                let marker = &mut scratch.w_marker;
                 #[cfg(target_arch = "x86_64")]
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU supports AVX2, checked just above.
-                    unsafe { w_rows_avx2(m_ap, &args.ops, rows, marker, w) };
+                    unsafe { w_rows_avx2(m_ap, &args.ops, fine, marker, w) };
                     return;
                 }
-                w_rows(m_ap, &args.ops, rows, marker, w);
-            },
-        );
-        let w_tasks = &w_tasks;
-        scatter.par_iter_mut().for_each_init(
-            || vec![0u32; n_coarse],
-            |marker, task| {
-                let step = Step {
-                    args,
-                    w_tasks,
-                    batch: batch.clone(),
-                };
+                w_rows(m_ap, &args.ops, fine, marker, w);
+            });
+        });
+        let w_tasks = &*w_tasks;
+        scatter.par_iter_mut().for_each(|task| {
+            let step = Step {
+                args,
+                w_tasks,
+                batch: batch.clone(),
+            };
+            scatter_markers.with(|marker| {
                 #[cfg(target_arch = "x86_64")]
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU supports AVX2, checked just above.
@@ -103,8 +114,8 @@ pub(crate) fn streamed_numeric<M1: BlockProduct, M2: BlockProduct>(
                     return;
                 }
                 scatter_rows(m_ap, m_ptw, &step, task, marker);
-            },
-        );
+            });
+        });
     }
 }
 

@@ -5,25 +5,20 @@ use std::sync::Arc;
 
 use super::fused::FusedPlan;
 use super::{ptap_numeric, PtapPlan, Strategy};
-use crate::{spgemm, transpose, BlockPattern, Bsr};
+use crate::hash::SplitMix64;
+use crate::{spgemm, transpose, BlockPattern, Bsr, LinalgError};
 
-/// splitmix64, for reproducible pseudo-random numbers.
-struct Rng(u64);
+/// Reproducible pseudo-random numbers (SplitMix64).
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn new(seed: u64) -> Self {
+        Self(SplitMix64(seed))
     }
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
+
+    /// `n` numbers, uniform in [-1, 1).
     fn vec(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.unit()).collect()
+        (0..n).map(|_| self.0.next_signed_unit()).collect()
     }
 }
 
@@ -60,7 +55,7 @@ fn chain(rng: &mut Rng, n: usize, b: usize, c: usize) -> (Bsr, Bsr) {
 
 fn dense_ptap(a: &Bsr, p: &Bsr) -> Vec<f64> {
     let (n, m) = (p.n_rows(), p.n_cols());
-    let (ad, pd) = (a.to_dense(), p.to_dense());
+    let (ad, pd) = (a.to_dense().unwrap(), p.to_dense().unwrap());
     let mut ap = vec![0.0; n * m];
     for i in 0..n {
         for k in 0..n {
@@ -93,8 +88,8 @@ fn assert_close(a: &[f64], b: &[f64], tol: f64) {
 fn numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr) -> Bsr {
     let c = p.block_cols();
     let mut ac = Bsr::zeros(plan.pattern().clone(), c, c);
-    ac.values_mut().fill(f64::NAN); // every value must be overwritten
-    ptap_numeric(plan, a, p, &mut ac).unwrap();
+    ac.host_mut().unwrap().fill(f64::NAN); // every value must be overwritten
+    ptap_numeric(plan, a, p, &mut ac, &mut plan.workspace()).unwrap();
     ac
 }
 
@@ -113,7 +108,7 @@ fn streamed_plan(a: &Bsr, p: &Bsr, rows_per_batch: usize) -> PtapPlan {
 }
 
 fn bits(m: &Bsr) -> Vec<u64> {
-    m.values().iter().map(|v| v.to_bits()).collect()
+    m.host().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
 fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
@@ -126,7 +121,7 @@ fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
 
 #[test]
 fn fused_and_streamed_match_dense() {
-    let mut rng = Rng(40);
+    let mut rng = Rng::new(40);
     for (b, c) in [(3, 6), (6, 6), (3, 3), (1, 1), (2, 5)] {
         let (a, p) = chain(&mut rng, 61, b, c);
         let fused = fused_plan(&a, &p, 3);
@@ -135,8 +130,8 @@ fn fused_and_streamed_match_dense() {
         let streamed = streamed_plan(&a, &p, 5);
         assert_eq!(streamed.fused_colors(), None);
         let (f, s) = (numeric(&fused, &a, &p), numeric(&streamed, &a, &p));
-        assert_close(&f.to_dense(), &dense_ptap(&a, &p), 1e-12);
-        assert_close(&s.to_dense(), &dense_ptap(&a, &p), 1e-12);
+        assert_close(&f.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
+        assert_close(&s.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
     }
 }
 
@@ -145,10 +140,10 @@ fn fused_and_streamed_match_dense() {
 /// and the thread count.
 #[test]
 fn streamed_equals_two_explicit_products_bit_for_bit() {
-    let mut rng = Rng(43);
+    let mut rng = Rng::new(43);
     for (b, c) in [(3, 6), (6, 6), (2, 5)] {
         let (a, p) = chain(&mut rng, 97, b, c);
-        let reference = spgemm(&transpose(&p), &spgemm(&a, &p).unwrap()).unwrap();
+        let reference = spgemm(&transpose(&p).unwrap(), &spgemm(&a, &p).unwrap()).unwrap();
         for (rows_per_batch, threads) in [(1, 1), (7, 3), (16, 2), (97, 4), (1000, 1)] {
             let ac = with_threads(threads, || {
                 numeric(&streamed_plan(&a, &p, rows_per_batch), &a, &p)
@@ -165,14 +160,19 @@ fn streamed_equals_two_explicit_products_bit_for_bit() {
 
 #[test]
 fn fused_is_bit_identical_across_thread_counts_and_calls() {
-    let mut rng = Rng(41);
+    let mut rng = Rng::new(41);
     let (a, p) = chain(&mut rng, 400, 3, 6);
     let run = |threads: usize| {
         with_threads(threads, || {
             let plan = fused_plan(&a, &p, 8);
             let first = numeric(&plan, &a, &p);
-            let again = numeric(&plan, &a, &p);
-            assert_eq!(first.values(), again.values());
+            // Again, twice in one reused workspace.
+            let mut again = first.zeros_like();
+            let mut ws = plan.workspace();
+            for _ in 0..2 {
+                ptap_numeric(&plan, &a, &p, &mut again, &mut ws).unwrap();
+                assert_eq!(bits(&first), bits(&again));
+            }
             first
         })
     };
@@ -183,7 +183,7 @@ fn fused_is_bit_identical_across_thread_counts_and_calls() {
 
 #[test]
 fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let (_, p) = chain(&mut rng, 200, 1, 1);
     let plan = FusedPlan::with_rows_per_chunk(p.pattern(), 5).unwrap();
     for k in 0..plan.n_colors() {
@@ -204,7 +204,7 @@ fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
     let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
     assert_eq!(plan.fused_colors(), None);
     assert_close(
-        &numeric(&plan, &a, &p).to_dense(),
+        &numeric(&plan, &a, &p).to_dense().unwrap(),
         &dense_ptap(&a, &p),
         1e-12,
     );
@@ -214,7 +214,7 @@ fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
 /// the default plan halves the chunks until they colour; the chunking depends on the pattern only.
 #[test]
 fn small_levels_take_smaller_chunks() {
-    let mut rng = Rng(44);
+    let mut rng = Rng::new(44);
     let (a, p) = chain(&mut rng, 1500, 1, 1);
     assert!(FusedPlan::with_rows_per_chunk(p.pattern(), 256).is_none());
     let plan = FusedPlan::new(p.pattern()).expect("a chain colours with smaller chunks");
@@ -222,7 +222,7 @@ fn small_levels_take_smaller_chunks() {
     let ptap = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
     assert!(ptap.fused_colors().is_some());
     assert_close(
-        &numeric(&ptap, &a, &p).to_dense(),
+        &numeric(&ptap, &a, &p).to_dense().unwrap(),
         &dense_ptap(&a, &p),
         1e-12,
     );
@@ -232,7 +232,7 @@ fn small_levels_take_smaller_chunks() {
 /// they and the chunking hold (no `A P` pattern, nothing per block of `A P`).
 #[test]
 fn transpose_slots_and_memory() {
-    let mut rng = Rng(45);
+    let mut rng = Rng::new(45);
     let (a, p) = chain(&mut rng, 400, 3, 6);
     let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
     let t = crate::transpose_symbolic(p.pattern());
@@ -244,4 +244,39 @@ fn transpose_slots_and_memory() {
     let streamed = streamed_plan(&a, &p, 16);
     assert_eq!(streamed.memory_bytes(), pt_bytes);
     assert!(plan.memory_bytes() > pt_bytes && plan.memory_bytes() < pt_bytes + 4096);
+}
+
+/// A workspace belongs to the plan that sized it: one of a plan with other coarse rows, or of the
+/// other strategy, is refused; the plan's own works again and again.
+#[test]
+fn workspaces_are_checked_against_their_plan() {
+    let mut rng = Rng::new(46);
+    let (a, p) = chain(&mut rng, 61, 3, 6);
+    let (a2, p2) = chain(&mut rng, 91, 3, 6);
+    let plan = fused_plan(&a, &p, 3);
+    let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
+    let mismatch = Err(LinalgError::PatternMismatch {
+        what: "ptap_numeric: workspace made for another plan",
+    });
+    let other = fused_plan(&a2, &p2, 3);
+    assert_eq!(
+        ptap_numeric(&plan, &a, &p, &mut ac, &mut other.workspace()),
+        mismatch
+    );
+    let streamed = streamed_plan(&a, &p, 5);
+    assert_eq!(
+        ptap_numeric(&plan, &a, &p, &mut ac, &mut streamed.workspace()),
+        mismatch
+    );
+    let mut ws = streamed.workspace();
+    for _ in 0..2 {
+        ptap_numeric(&streamed, &a, &p, &mut ac, &mut ws).unwrap();
+        assert_eq!(bits(&ac), bits(&numeric(&streamed, &a, &p)));
+    }
+    // Sized in a one-thread pool, used in a larger one: threads share its scratch, in turn.
+    for plan in [&plan, &streamed] {
+        let mut ws = with_threads(1, || plan.workspace());
+        with_threads(4, || ptap_numeric(plan, &a, &p, &mut ac, &mut ws)).unwrap();
+        assert_eq!(bits(&ac), bits(&numeric(plan, &a, &p)));
+    }
 }

@@ -1,7 +1,7 @@
 //! One row `W_i = A_i P` of the intermediate product, computed on the fly: the pattern of `A P` is
 //! never stored, each row finds its columns through a marker over the columns of `P`.
 
-use crate::kernels::gemm::BlockProduct;
+use crate::backend::host::gemm::BlockProduct;
 use crate::BlockPattern;
 
 /// Marker value of a column absent from the current row.

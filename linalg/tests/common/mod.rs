@@ -3,22 +3,19 @@
 
 use std::sync::Arc;
 
+use linalg::hash::SplitMix64;
 use linalg::{BlockPattern, Bsr};
 
-/// SplitMix64: tiny deterministic generator.
-pub struct Rng(u64);
+/// A deterministic generator: [`SplitMix64`], the crate's shared hash.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(SplitMix64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n`.
@@ -28,7 +25,7 @@ impl Rng {
 
     /// Uniform in `[-1, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        self.0.next_signed_unit()
     }
 
     pub fn vec(&mut self, n: usize) -> Vec<f64> {

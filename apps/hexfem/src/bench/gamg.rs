@@ -110,11 +110,11 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut solve_hot_s = 0.0;
     let mut hot_update = None;
     for solve_index in 1..bench.solves {
-        a.scale(OPERATOR_SCALE);
+        a.scale(OPERATOR_SCALE)?;
         let start = Instant::now();
         let update = hierarchy.update(&a)?;
         setup_hot_all_s.push(start.elapsed().as_secs_f64());
-        x.fill(0.0);
+        x.fill(0.0)?;
         let (outcome, seconds) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
         if solve_index == 1 {
             solve_hot_s = seconds;
@@ -128,7 +128,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut y = Vector::zeros(b.len());
     let spmv_s = best_of(SPMV_REPEATS, || {
         let start = Instant::now();
-        fine.spmv(&x, &mut y);
+        fine.spmv(&x, &mut y)?;
         Ok(start.elapsed().as_secs_f64())
     })?;
     let hot_update = hot_update.ok_or_else(|| anyhow::anyhow!("no hot update ran"))?;

@@ -98,7 +98,7 @@ pub(crate) fn solve_linear_elastic(
             "external load has {} entries, expected {n}",
             f.len()
         );
-        ops::axpy(1.0, f, &mut loads);
+        ops::axpy(1.0, f, &mut loads)?;
     }
     let mut problem = DiscreteProblem {
         assembler,
@@ -108,7 +108,7 @@ pub(crate) fn solve_linear_elastic(
     let mut u = Vector::zeros(n);
     problem
         .constraints
-        .write_prescribed(1.0, &mesh.coords, &mut u);
+        .write_prescribed(1.0, &mesh.coords, &mut u)?;
     let mut system = problem.new_system();
     problem.linearize(&u, 1.0, &mut system)?;
     problem.eliminate(&mut system)?;
@@ -121,8 +121,10 @@ pub(crate) fn solve_linear_elastic(
         "the linear solver stopped after {} iterations without converging",
         report.iterations
     );
-    problem.constraints.copy_constrained(&system.lift, &mut du);
-    ops::axpy(1.0, &du, &mut u);
+    problem
+        .constraints
+        .copy_constrained(&system.lift, &mut du)?;
+    ops::axpy(1.0, &du, &mut u)?;
     Ok(Solution {
         assembler: problem.assembler,
         u,

@@ -149,7 +149,7 @@ pub fn traction_load(
         .get(set)
         .with_context(|| format!("no face set '{set}'"))?;
     let mut f = Vector::zeros(3 * mesh.n_nodes());
-    let out = f.as_mut_slice();
+    let out = f.host_mut()?;
     let mut fa = vec![[0.0; 3]; kernel.n_nodes()];
     for cf in faces {
         let local = face_local_nodes(mesh.kind, cf.face);
@@ -200,7 +200,7 @@ pub fn run_with(beam: &Cantilever, cells: [usize; 3]) -> Result<CaseResult> {
         distance(mesh.coords[tip], target) < 1e-9 * beam.length,
         "no node at the tip {target:?}"
     );
-    let deflection = solution.u.as_slice()[3 * tip + 1];
+    let deflection = solution.u.host()?[3 * tip + 1];
     let exact = beam.tip_deflection();
     let (l2, _) = relative_errors(&solution, &field)?;
     Ok(CaseResult {

@@ -1,14 +1,23 @@
-//! Small dense kernels on row-major slices: block inversion (Gauss-Jordan with partial pivoting),
-//! Householder thin QR, Cholesky and LU for the coarsest level.
+//! Small dense kernels: block inversion (Gauss-Jordan with partial pivoting, for
+//! [`crate::BlockDiagonal`]) and [`DenseFactor`], the Cholesky / LU factorisation of a small
+//! matrix (the coarsest AMG level) whose solves take [`Vector`]s.
 //!
-//! Every routine reports failure through a value (never panics on singular input).
+//! Every routine reports failure through a value (never panics on singular input). Factorisation
+//! and solves are sequential, hence deterministic.
+
+// `!(x > tol)` is deliberate: it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use crate::device::Storage;
+use crate::vector::check_len;
+use crate::{Bsr, LinalgError, Vector};
 
 /// Relative pivot tolerance: a pivot below `PIVOT_RTOL * max|a|` counts as zero.
 pub const PIVOT_RTOL: f64 = 1e-13;
 
 /// A zero pivot met by a factorisation: the elimination step and the pivot's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ZeroPivot {
+pub(crate) struct ZeroPivot {
     /// Column (elimination step) at which the pivot vanished.
     pub column: usize,
     /// The pivot found (after pivoting, the largest candidate).
@@ -18,7 +27,11 @@ pub struct ZeroPivot {
 /// Inverts the `n x n` row-major matrix `a` in place by Gauss-Jordan elimination with partial
 /// pivoting. `work` must hold at least `n` entries (row permutation record).
 /// Fails when a pivot is below [`PIVOT_RTOL`] times the largest entry of `a` (or `a` is zero).
-pub fn invert_in_place(a: &mut [f64], n: usize, work: &mut [usize]) -> Result<(), ZeroPivot> {
+pub(crate) fn invert_in_place(
+    a: &mut [f64],
+    n: usize,
+    work: &mut [usize],
+) -> Result<(), ZeroPivot> {
     debug_assert!(a.len() >= n * n && work.len() >= n);
     let scale = a[..n * n].iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let tol = PIVOT_RTOL * scale;
@@ -75,121 +88,98 @@ pub fn invert_in_place(a: &mut [f64], n: usize, work: &mut [usize]) -> Result<()
     Ok(())
 }
 
-/// Householder thin QR of the `m x k` row-major matrix `a` (`m >= k`), overwriting `a` with the
-/// orthonormal factor `Q` (`m x k`, row-major) and writing `R` (`k x k`, row-major, upper triangular)
-/// into `r`. `Q` has orthonormal columns even when `a` is rank deficient (a dependent column then
-/// yields a zero diagonal entry of `R`, and its `Q` column completes the basis), so `Q R = a` holds in
-/// every case. `work` must hold at least `m * k` entries.
-pub fn thin_qr(a: &mut [f64], m: usize, k: usize, r: &mut [f64], work: &mut [f64]) {
-    debug_assert!(m >= k && a.len() >= m * k && r.len() >= k * k && work.len() >= m * k);
-    // Householder vectors are stored column-wise in `work` (column j uses rows j..m).
-    let v = &mut work[..m * k];
-    v.fill(0.0);
-    let mut betas = [0.0f64; 64];
-    let mut betas_vec;
-    let betas: &mut [f64] = if k <= 64 {
-        &mut betas[..k]
-    } else {
-        betas_vec = vec![0.0; k];
-        &mut betas_vec
-    };
-    for j in 0..k {
-        let mut norm2 = 0.0;
-        for i in j..m {
-            norm2 += a[i * k + j] * a[i * k + j];
-        }
-        let norm = norm2.sqrt();
-        let x0 = a[j * k + j];
-        if norm == 0.0 {
-            betas[j] = 0.0; // identity reflection: the column is already zero below and at j
-            continue;
-        }
-        let alpha = if x0 >= 0.0 { -norm } else { norm };
-        // v = x - alpha e_j, beta = 2 / (v^T v)
-        let mut vtv = 0.0;
-        for i in j..m {
-            let vi = if i == j { x0 - alpha } else { a[i * k + j] };
-            v[i * k + j] = vi;
-            vtv += vi * vi;
-        }
-        let beta = if vtv > 0.0 { 2.0 / vtv } else { 0.0 };
-        betas[j] = beta;
-        // Apply H_j = I - beta v v^T to columns j..k of a.
-        for c in j..k {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i * k + j] * a[i * k + c];
-            }
-            s *= beta;
-            for i in j..m {
-                a[i * k + c] -= s * v[i * k + j];
-            }
-        }
-    }
-    // R = upper triangle of the reduced a.
-    for i in 0..k {
-        for c in 0..k {
-            r[i * k + c] = if c >= i { a[i * k + c] } else { 0.0 };
-        }
-    }
-    // Q = H_0 H_1 ... H_{k-1} [I_k; 0], accumulated backwards into a.
-    for i in 0..m {
-        for c in 0..k {
-            a[i * k + c] = if i == c { 1.0 } else { 0.0 };
-        }
-    }
-    for j in (0..k).rev() {
-        let beta = betas[j];
-        if beta == 0.0 {
-            continue;
-        }
-        for c in j..k {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i * k + j] * a[i * k + c];
-            }
-            s *= beta;
-            for i in j..m {
-                a[i * k + c] -= s * v[i * k + j];
-            }
-        }
-    }
+/// Which factorisation [`DenseFactor`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenseMethod {
+    /// `A = L L^T`.
+    Cholesky,
+    /// `P A = L U` with partial pivoting.
+    Lu,
 }
 
-/// Dense factorisation of the coarsest-level matrix: Cholesky when the matrix is symmetric positive
-/// definite, LU with partial pivoting otherwise. Factored once per numeric setup, solved per cycle.
+/// Dense factorisation of a small square matrix: Cholesky when the matrix is symmetric positive
+/// definite, LU with partial pivoting otherwise. Factored once, solved many times (host memory).
 #[derive(Debug, Clone)]
-pub enum DenseFactor {
+pub struct DenseFactor {
+    n: usize,
+    factor: Factor,
+}
+
+#[derive(Debug, Clone)]
+enum Factor {
     /// Lower-triangular `L` (row-major `n x n`) with `A = L L^T`.
-    Cholesky { n: usize, l: Vec<f64> },
+    Cholesky { l: Vec<f64> },
     /// Packed `L\U` (row-major) with the row permutation `perm`: `P A = L U`.
-    Lu {
-        n: usize,
-        lu: Vec<f64>,
-        perm: Vec<usize>,
-    },
+    Lu { lu: Vec<f64>, perm: Vec<usize> },
 }
 
 impl DenseFactor {
-    /// Factors the row-major `n x n` matrix `a`: Cholesky first, LU with partial pivoting if Cholesky
-    /// meets a non-positive pivot. Fails with the LU pivot that vanished.
-    pub fn factor(a: &[f64], n: usize) -> Result<Self, ZeroPivot> {
-        debug_assert_eq!(a.len(), n * n);
-        cholesky(a, n).map_or_else(|| lu(a, n), Ok)
+    /// Factors the square matrix `a` (any block size), densified in host memory: Cholesky first,
+    /// LU with partial pivoting if Cholesky meets a non-positive pivot. A matrix singular for
+    /// both is [`LinalgError::SingularMatrix`].
+    pub fn factor(a: &Bsr) -> Result<Self, LinalgError> {
+        if a.n_rows() != a.n_cols() {
+            return Err(LinalgError::DimensionMismatch {
+                what: "DenseFactor::factor: columns",
+                expected: a.n_rows(),
+                found: a.n_cols(),
+            });
+        }
+        Self::factor_dense(&a.to_dense()?, a.n_rows())
+    }
+
+    /// [`DenseFactor::factor`] of the row-major `n x n` host matrix `a`.
+    pub fn factor_dense(a: &[f64], n: usize) -> Result<Self, LinalgError> {
+        if a.len() != n * n {
+            return Err(LinalgError::LengthMismatch {
+                what: "DenseFactor: dense matrix",
+                expected: n * n,
+                found: a.len(),
+            });
+        }
+        let factor = match cholesky(a, n) {
+            Some(l) => Factor::Cholesky { l },
+            None => lu(a, n).map_err(|z| LinalgError::SingularMatrix {
+                n,
+                column: z.column,
+                pivot: z.pivot,
+            })?,
+        };
+        Ok(Self { n, factor })
     }
 
     /// Number of unknowns.
     pub fn n(&self) -> usize {
-        match self {
-            Self::Cholesky { n, .. } | Self::Lu { n, .. } => *n,
+        self.n
+    }
+
+    /// The factorisation used.
+    pub fn method(&self) -> DenseMethod {
+        match self.factor {
+            Factor::Cholesky { .. } => DenseMethod::Cholesky,
+            Factor::Lu { .. } => DenseMethod::Lu,
         }
     }
 
+    /// Solves `A x = b`.
+    pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), LinalgError> {
+        x.copy_from(b)?;
+        self.solve_in_place(x)
+    }
+
     /// Solves `A x = b` in place (`x` holds `b` on entry).
-    pub fn solve_in_place(&self, x: &mut [f64]) {
-        match self {
-            Self::Cholesky { n, l } => {
-                let n = *n;
+    pub fn solve_in_place(&self, x: &mut Vector) -> Result<(), LinalgError> {
+        check_len("DenseFactor::solve", x, self.n)?;
+        match x.storage_mut() {
+            Storage::Host(x) => self.solve_host(x),
+        }
+        Ok(())
+    }
+
+    fn solve_host(&self, x: &mut [f64]) {
+        let n = self.n;
+        match &self.factor {
+            Factor::Cholesky { l } => {
                 for i in 0..n {
                     let row = &l[i * n..i * n + i];
                     let s: f64 = row.iter().zip(&x[..i]).map(|(a, b)| a * b).sum();
@@ -203,8 +193,7 @@ impl DenseFactor {
                     x[i] = s / l[i * n + i];
                 }
             }
-            Self::Lu { n, lu, perm } => {
-                let n = *n;
+            Factor::Lu { lu, perm } => {
                 for (k, &p) in perm.iter().enumerate() {
                     x.swap(k, p);
                 }
@@ -230,7 +219,7 @@ impl DenseFactor {
 }
 
 /// Cholesky `A = L L^T`; `None` when a pivot is not positive relative to the diagonal's scale.
-fn cholesky(a: &[f64], n: usize) -> Option<DenseFactor> {
+fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let scale = (0..n).fold(0.0f64, |m, i| m.max(a[i * n + i].abs()));
     let mut l = vec![0.0; n * n];
     for j in 0..n {
@@ -250,11 +239,11 @@ fn cholesky(a: &[f64], n: usize) -> Option<DenseFactor> {
             l[i * n + j] = (a[i * n + j] - s) / d;
         }
     }
-    Some(DenseFactor::Cholesky { n, l })
+    Some(l)
 }
 
 /// LU with partial pivoting, `P A = L U` (unit lower `L`).
-fn lu(a: &[f64], n: usize) -> Result<DenseFactor, ZeroPivot> {
+fn lu(a: &[f64], n: usize) -> Result<Factor, ZeroPivot> {
     let mut lu = a.to_vec();
     let mut perm = vec![0usize; n];
     let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -289,13 +278,18 @@ fn lu(a: &[f64], n: usize) -> Result<DenseFactor, ZeroPivot> {
             }
         }
     }
-    Ok(DenseFactor::Lu { n, lu, perm })
+    Ok(Factor::Lu { lu, perm })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::rand_vec;
+    use crate::hash::SplitMix64;
+
+    fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
+        let mut g = SplitMix64(seed);
+        (0..n).map(|_| g.next_signed_unit()).collect()
+    }
 
     fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
         let mut c = vec![0.0; m * n];
@@ -342,34 +336,10 @@ mod tests {
     }
 
     #[test]
-    fn thin_qr_reconstructs_and_is_orthonormal_even_if_rank_deficient() {
-        let (m, k) = (9, 4);
-        let mut a = rand_vec(7, m * k);
-        for i in 0..m {
-            a[i * k + 3] = a[i * k] - 2.0 * a[i * k + 1]; // dependent column
-        }
-        let mut q = a.clone();
-        let mut r = vec![0.0; k * k];
-        thin_qr(&mut q, m, k, &mut r, &mut vec![0.0; m * k]);
-        let qr = matmul(&q, &r, m, k, k);
-        for (x, y) in qr.iter().zip(&a) {
-            assert!((x - y).abs() < 1e-12);
-        }
-        for c1 in 0..k {
-            for c2 in 0..k {
-                let d: f64 = (0..m).map(|i| q[i * k + c1] * q[i * k + c2]).sum();
-                let e = if c1 == c2 { 1.0 } else { 0.0 };
-                assert!((d - e).abs() < 1e-12, "Q^T Q ({c1},{c2}) = {d}");
-            }
-        }
-        assert!(r[3 * k + 3].abs() < 1e-12);
-    }
-
-    #[test]
     fn dense_factor_solves_spd_and_indefinite() {
         let n = 7;
         let b = rand_vec(3, n * n);
-        // SPD: B B^T + n I
+        // SPD: B B^T + I
         let mut spd = vec![0.0; n * n];
         for i in 0..n {
             for j in 0..n {
@@ -377,24 +347,31 @@ mod tests {
             }
             spd[i * n + i] += 1.0;
         }
-        let f = DenseFactor::factor(&spd, n).unwrap();
-        assert!(matches!(f, DenseFactor::Cholesky { .. }));
+        let f = DenseFactor::factor_dense(&spd, n).unwrap();
+        assert_eq!(f.method(), DenseMethod::Cholesky);
         let x_true = rand_vec(11, n);
-        let rhs = matmul(&spd, &x_true, n, n, 1);
-        let mut x = rhs.clone();
-        f.solve_in_place(&mut x);
-        for (u, v) in x.iter().zip(&x_true) {
+        let rhs = Vector::from_vec(matmul(&spd, &x_true, n, n, 1));
+        let mut x = Vector::zeros(n);
+        f.solve(&rhs, &mut x).unwrap();
+        for (u, v) in x.host().unwrap().iter().zip(&x_true) {
             assert!((u - v).abs() < 1e-10);
         }
-        // Indefinite: falls back to LU.
-        let f = DenseFactor::factor(&b, n).unwrap();
-        assert!(matches!(f, DenseFactor::Lu { .. }));
-        let rhs = matmul(&b, &x_true, n, n, 1);
-        let mut x = rhs.clone();
-        f.solve_in_place(&mut x);
-        for (u, v) in x.iter().zip(&x_true) {
+        // Indefinite: falls back to LU; the Bsr entry point gives the same factor.
+        let f = DenseFactor::factor(&Bsr::from_dense(&b, n, n, 1, 1).unwrap()).unwrap();
+        assert_eq!(f.method(), DenseMethod::Lu);
+        let mut x = Vector::from_vec(matmul(&b, &x_true, n, n, 1));
+        f.solve_in_place(&mut x).unwrap();
+        for (u, v) in x.host().unwrap().iter().zip(&x_true) {
             assert!((u - v).abs() < 1e-9);
         }
-        assert!(DenseFactor::factor(&[1.0, 2.0, 2.0, 4.0], 2).is_err());
+        assert!(matches!(
+            DenseFactor::factor_dense(&[1.0, 2.0, 2.0, 4.0], 2),
+            Err(LinalgError::SingularMatrix {
+                n: 2,
+                column: 1,
+                ..
+            })
+        ));
+        assert!(f.solve_in_place(&mut Vector::zeros(n + 1)).is_err());
     }
 }

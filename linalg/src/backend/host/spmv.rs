@@ -1,20 +1,59 @@
-//! Block-row SpMV kernels: `y = alpha A x + beta y` over a contiguous range of block rows.
+//! Block-row SpMV: `y = alpha A x + beta y`, parallel over fixed groups of block rows.
+
+use rayon::prelude::*;
+
+use super::dispatch_rc;
+use crate::BlockPattern;
+
+/// Block rows per SpMV task (fixed, so the work split never depends on the thread count).
+const SPMV_ROWS_PER_TASK: usize = 256;
+
+/// `y = alpha A x + beta y` for `A` on `pattern` with `br x bc` blocks `values`; `beta: None`
+/// overwrites `y` without reading it. Each row sums its blocks in slot order, so the result does
+/// not depend on the thread count.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spmv(
+    pattern: &BlockPattern,
+    br: usize,
+    bc: usize,
+    values: &[f64],
+    alpha: f64,
+    x: &[f64],
+    beta: Option<f64>,
+    y: &mut [f64],
+) {
+    let (row_ptr, col_idx) = (pattern.row_ptr(), pattern.col_idx());
+    y.par_chunks_mut(SPMV_ROWS_PER_TASK * br)
+        .enumerate()
+        .for_each(|(task, yc)| {
+            let first = task * SPMV_ROWS_PER_TASK;
+            let args = SpmvArgs {
+                row_ptr: &row_ptr[first..=first + yc.len() / br],
+                col_idx,
+                values,
+                x,
+                alpha,
+                beta,
+            };
+            dispatch_rc!((br, bc), spmv_rows, spmv_rows_dyn, (&args, yc));
+        });
+}
 
 /// The matrix and scalars one SpMV task reads. `row_ptr` covers the task's rows only
 /// (`rows + 1` entries, absolute offsets); `col_idx`, `values` and `x` are whole.
-pub(crate) struct SpmvArgs<'a> {
-    pub row_ptr: &'a [usize],
-    pub col_idx: &'a [u32],
-    pub values: &'a [f64],
-    pub x: &'a [f64],
-    pub alpha: f64,
+struct SpmvArgs<'a> {
+    row_ptr: &'a [usize],
+    col_idx: &'a [u32],
+    values: &'a [f64],
+    x: &'a [f64],
+    alpha: f64,
     /// `None` overwrites `y` without reading it.
-    pub beta: Option<f64>,
+    beta: Option<f64>,
 }
 
 /// Const-size kernel: `y` holds the task's `R * rows` entries.
 #[inline(never)]
-pub(crate) fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mut [f64]) {
+fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mut [f64]) {
     for (yi, w) in y.chunks_exact_mut(R).zip(a.row_ptr.windows(2)) {
         let (start, end) = (w[0], w[1]);
         let cols = &a.col_idx[start..end];
@@ -49,7 +88,7 @@ pub(crate) fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mu
 }
 
 /// Runtime-size fallback with the same summation order as [`spmv_rows`].
-pub(crate) fn spmv_rows_dyn(br: usize, bc: usize, a: &SpmvArgs<'_>, y: &mut [f64]) {
+fn spmv_rows_dyn(br: usize, bc: usize, a: &SpmvArgs<'_>, y: &mut [f64]) {
     let bl = br * bc;
     let mut acc = vec![0.0f64; br];
     for (yi, w) in y.chunks_exact_mut(br).zip(a.row_ptr.windows(2)) {

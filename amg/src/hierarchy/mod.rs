@@ -1,0 +1,300 @@
+//! The smoothed-aggregation hierarchy: cold setup in named per-level stages, hot update with
+//! explicit reuse state, and the symmetric V-cycle that preconditions CG.
+//!
+//! Calling order: one setup, then [`Hierarchy::update`] for every new operator of the same size
+//! (Newton steps); use the hierarchy as a preconditioner in between. Three setups, by who keeps the
+//! fine operator `A_0`:
+//! - [`Hierarchy::setup_external`]: the caller keeps `A_0` (no copy); the preconditioner is
+//!   [`Hierarchy::with_operator`]`(&a)`, and `update(&a)` copies nothing. The memory-lean choice.
+//! - [`Hierarchy::setup`] copies `A_0`, [`Hierarchy::setup_owned`] takes it: the hierarchy is then
+//!   itself a [`crate::Preconditioner`].
+//!
+//! Setup, level by level (module `setup`, the stages of PETSc's GAMG): graph (strength graph),
+//! coarsen (MIS aggregation), prolongator (tentative `P0` by QR), smooth (`P = (I - omega D^{-1} A)
+//! P0`), Galerkin (`A_c = P^T A P`: symbolic plan, then numeric product); then the coarsest level's
+//! dense factorisation.
+//!
+//! Reuse state is explicit: `P` changes only in a cold setup, which numbers each prolongator with a
+//! fresh version ([`Hierarchy::p_versions`]). A hot update (`reuse: interpolation`) keeps every
+//! `P`, and rebuilds a level's Galerkin plan (which also holds the `P^T` pattern the restriction
+//! reads) only when the level operator's pattern is no longer the one the plan was built for.
+//!
+//! Memory: the hierarchy keeps per level the operator (none on level 0 of an external one), the
+//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, its Galerkin plan
+//! (whose `P^T` pattern and slot map also serve the restriction) and the plan's workspace; no
+//! transpose of `P`, no `P0`, no strength graph, and no copy of the fine near-null space except
+//! with `reuse: none`. Setup temporaries are freed as soon as their stage ends.
+//!
+//! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
+//! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
+
+mod cycle;
+mod setup;
+mod update;
+
+pub use cycle::{CycleWorkspace, VCycle};
+
+use crate::aggregation::Aggregates;
+use crate::params::{AmgParams, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
+use crate::report::HierarchyReport;
+use crate::smoother::Smoother;
+use crate::{AmgError, NearNullSpace, PointBlockJacobi};
+use linalg::dense::DenseFactor;
+use linalg::{BlockPattern, Bsr, LinalgError, PtapPlan, PtapWorkspace};
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Largest coarsest level factored densely (`n^2` doubles): beyond it setup fails instead of
+/// allocating gigabytes. Raise `max_levels` or `coarse_eq_limit` consistency if hit.
+pub const MAX_DENSE_COARSE: usize = 12_000;
+
+/// One level: its operator and (except on the coarsest) its smoother.
+#[derive(Debug)]
+struct Level {
+    /// The operator in the hierarchy's storage. `None` only on level 0 of an external, blocked
+    /// hierarchy (the caller's operator is used).
+    a: Option<Bsr>,
+    /// Unknowns per node (aggregate): the logical block size, whatever the storage.
+    bs: usize,
+    smoother: Option<Smoother>,
+    /// Near-null space of the level. On level 0 only with `reuse: none` (whose update rebuilds
+    /// from it); otherwise the caller holds it and the hierarchy keeps no copy.
+    near_null: Option<NearNullSpace>,
+}
+
+/// Interpolation between level `l` and `l + 1`, with its P-side plans.
+#[derive(Debug)]
+struct Transfer {
+    aggregates: Aggregates,
+    /// Prolongator in the hierarchy's storage.
+    p: Bsr,
+    /// Version of `p` (set by the cold setup that built it; reported by updates).
+    p_version: u64,
+    /// Galerkin plan of `p` on the level's operator; its `P^T` pattern and slot map also drive the
+    /// restriction (no separate transpose of `p` is kept).
+    galerkin: PtapPlan,
+    /// Scratch of the plan's numeric product, reused by every hot update.
+    galerkin_ws: PtapWorkspace,
+    /// Pattern of the fine operator the Galerkin plan was built for.
+    galerkin_a_pattern: Arc<BlockPattern>,
+}
+
+impl Transfer {
+    /// (Re)builds the Galerkin plan of `p` on `a`'s pattern, with its workspace.
+    fn plan_galerkin(&mut self, a: &Bsr) -> Result<(), AmgError> {
+        self.galerkin = PtapPlan::new(a.pattern(), self.p.pattern())?;
+        self.galerkin_ws = self.galerkin.workspace();
+        self.galerkin_a_pattern = a.pattern().clone();
+        Ok(())
+    }
+}
+
+/// Smoothed-aggregation AMG hierarchy. A [`crate::Preconditioner`] (one symmetric V-cycle per apply) when
+/// it holds the fine operator; see [`Hierarchy::with_operator`] otherwise.
+#[derive(Debug)]
+pub struct Hierarchy {
+    params: AmgParams,
+    levels: Vec<Level>,
+    transfers: Vec<Transfer>,
+    coarse: DenseFactor,
+    report: HierarchyReport,
+    next_version: u64,
+    /// True if the hierarchy keeps its own blocked `A_0` (`setup`, `setup_owned`).
+    owns_fine: bool,
+    /// Pattern of the (blocked) fine operator of the last setup or update.
+    fine_pattern: Arc<BlockPattern>,
+    /// Block size of the fine operator.
+    fine_bs: usize,
+    /// The workspace of [`crate::Preconditioner::apply`] (callers running concurrent cycles bring
+    /// their own, see [`Hierarchy::workspace`]).
+    work: Mutex<CycleWorkspace>,
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// Runs `f` and adds its wall-clock seconds to `acc`.
+fn timed<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    *acc += secs(t);
+    out
+}
+
+fn with_level(e: AmgError, level: usize) -> AmgError {
+    match e {
+        AmgError::SingularDiagonalBlock {
+            row, column, pivot, ..
+        } => AmgError::SingularDiagonalBlock {
+            level,
+            row,
+            column,
+            pivot,
+        },
+        e => e,
+    }
+}
+
+/// Smoother of a level from its inverses and eigenvalue estimate.
+fn build_smoother(pbj: PointBlockJacobi, emax: f64, params: &AmgParams) -> Smoother {
+    match params.smoother {
+        SmootherKind::Chebyshev => Smoother::chebyshev(
+            pbj,
+            emax,
+            params.chebyshev_degree,
+            params.chebyshev_lower,
+            params.chebyshev_upper,
+        ),
+        SmootherKind::Jacobi => {
+            let omega = params.jacobi_omega.unwrap_or(JACOBI_OMEGA_SCALE / emax);
+            Smoother::jacobi(pbj, emax, params.jacobi_sweeps, omega)
+        }
+    }
+}
+
+/// The estimate of `lambda_max(D^{-1} A)` of level `level`, or an error if it was impossible.
+fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, AmgError> {
+    estimate
+        .filter(|e| e.is_finite() && *e > 0.0)
+        .ok_or(AmgError::EigenEstimateFailed { level })
+}
+
+/// Dense factorisation of the coarsest operator.
+fn factor_coarse(a: &Bsr) -> Result<DenseFactor, AmgError> {
+    let n = a.n_rows();
+    if n > MAX_DENSE_COARSE {
+        return Err(AmgError::CoarseTooLarge {
+            n,
+            limit: MAX_DENSE_COARSE,
+        });
+    }
+    DenseFactor::factor(a).map_err(|e| match e {
+        LinalgError::SingularMatrix { n, column, pivot } => AmgError::SingularCoarseMatrix {
+            n,
+            row: column,
+            pivot,
+        },
+        e => e.into(),
+    })
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of the SPD operator `a` (square `bs x bs` blocks) with near-null space
+    /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size). Keeps a copy of
+    /// `a`, so the hierarchy is a self-contained [`crate::Preconditioner`].
+    pub fn setup(a: &Bsr, near_null: &NearNullSpace, params: &AmgParams) -> Result<Self, AmgError> {
+        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)?;
+        h.own_fine(a.clone());
+        Ok(h)
+    }
+
+    /// [`Hierarchy::setup`] taking ownership of `a` (no copy); [`Hierarchy::operator`]`(0)` lends
+    /// it back (in blocked storage).
+    pub fn setup_owned(
+        a: Bsr,
+        near_null: &NearNullSpace,
+        params: &AmgParams,
+    ) -> Result<Self, AmgError> {
+        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1)?;
+        h.own_fine(a);
+        Ok(h)
+    }
+
+    /// [`Hierarchy::setup`] without keeping `a`: the caller keeps the fine operator and passes it to
+    /// [`Hierarchy::with_operator`] for every solve and to [`Hierarchy::update`] when its values
+    /// change. With [`Storage::Scalar`] the hierarchy still holds the scalar expansion of `a`.
+    pub fn setup_external(
+        a: &Bsr,
+        near_null: &NearNullSpace,
+        params: &AmgParams,
+    ) -> Result<Self, AmgError> {
+        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)
+    }
+
+    /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).
+    fn own_fine(&mut self, a: Bsr) {
+        self.owns_fine = true;
+        if self.params.storage == Storage::Blocked {
+            self.levels[0].a = Some(a);
+        }
+    }
+
+    /// Errors unless `a` has the block rows and block size of the hierarchy's fine operator.
+    fn check_shape(&self, a: &Bsr) -> Result<(), AmgError> {
+        if a.pattern().n_block_rows() != self.fine_pattern.n_block_rows()
+            || a.pattern().n_block_cols() != self.fine_pattern.n_block_cols()
+            || a.block_rows() != self.fine_bs
+            || a.block_cols() != self.fine_bs
+        {
+            return Err(AmgError::OperatorChanged {
+                expected: self.fine_pattern.n_block_rows(),
+                expected_bs: self.fine_bs,
+                found: a.pattern().n_block_rows(),
+                found_bs: a.block_rows(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The V-cycle on the caller's fine operator `a`, which must carry the pattern and block size
+    /// of the last setup or update (its values are those `update` last saw, or `reuse: full`
+    /// semantics apply). Required for [`Hierarchy::setup_external`]; with scalar storage the
+    /// hierarchy's own expansion is used and `a` is only checked.
+    pub fn with_operator<'a>(&'a self, a: &'a Bsr) -> Result<VCycle<'a>, AmgError> {
+        self.check_shape(a)?;
+        if !BlockPattern::same(&self.fine_pattern, a.pattern()) {
+            return Err(AmgError::OperatorPatternChanged);
+        }
+        Ok(VCycle::new(self, a))
+    }
+
+    /// Storage of the operators and prolongators.
+    pub fn storage(&self) -> Storage {
+        self.params.storage
+    }
+
+    /// Sizes, complexities and the cold-setup timings.
+    pub fn report(&self) -> &HierarchyReport {
+        &self.report
+    }
+
+    /// The parameters the hierarchy was built with.
+    pub fn params(&self) -> &AmgParams {
+        &self.params
+    }
+
+    /// Number of levels, the finest included.
+    pub fn n_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Operator of level `l` (0 = finest) in the hierarchy's storage; `None` for level 0 of an
+    /// external blocked hierarchy (the caller holds it).
+    pub fn operator(&self, l: usize) -> Option<&Bsr> {
+        self.levels.get(l).and_then(|lev| lev.a.as_ref())
+    }
+
+    /// Near-null space of level `l` (the coarse ones are the `R` factors of the tentative QR).
+    /// Level 0's is kept only with `reuse: none` (its update rebuilds from it): otherwise
+    /// `near_null(0)` is `None` and the caller's space is the fine one.
+    pub fn near_null(&self, l: usize) -> Option<&NearNullSpace> {
+        self.levels.get(l).and_then(|lev| lev.near_null.as_ref())
+    }
+
+    /// Aggregates of level `l` (absent on the coarsest).
+    pub fn aggregates(&self, l: usize) -> Option<&Aggregates> {
+        self.transfers.get(l).map(|t| &t.aggregates)
+    }
+
+    /// Prolongator from level `l + 1` to level `l`, in the hierarchy's storage.
+    pub fn prolongator(&self, l: usize) -> Option<&Bsr> {
+        self.transfers.get(l).map(|t| &t.p)
+    }
+
+    /// Versions of the prolongators, finest first.
+    pub fn p_versions(&self) -> Vec<u64> {
+        self.transfers.iter().map(|t| t.p_version).collect()
+    }
+}

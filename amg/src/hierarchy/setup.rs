@@ -1,0 +1,263 @@
+//! The cold setup, level by level, in the stages of PETSc's GAMG: graph, coarsen, prolongator,
+//! smooth, Galerkin. Each stage is one call into its own module and is timed on its own; its
+//! temporaries are dropped as soon as the next stage no longer needs them.
+
+use super::{
+    build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
+    Transfer,
+};
+use crate::aggregation::{aggregate, Aggregates, MisDistance};
+use crate::eig::estimate_emax;
+use crate::params::{AmgParams, Reuse, Storage};
+use crate::prolongator::smooth_prolongator;
+use crate::report::{HierarchyReport, LevelReport, SetupTimings};
+use crate::smoother::Smoother;
+use crate::strength::{strength_graph, StrengthGraph};
+use crate::tentative::tentative_prolongator;
+use crate::{AmgError, NearNullSpace, PointBlockJacobi};
+use linalg::{ptap_numeric, Bsr, PtapPlan};
+use std::borrow::Cow;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What coarsening one level produced: its smoother, the transfer to the next level, and the
+/// next level's operator and near-null space.
+struct Coarsened {
+    smoother: Smoother,
+    transfer: Transfer,
+    a: Bsr,
+    near_null: NearNullSpace,
+}
+
+/// Stage "graph": the strength graph of the level operator.
+fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
+    strength_graph(a, params.strength_threshold)
+}
+
+/// Stage "coarsen": MIS-2 aggregation on the first `mis2_levels` levels, MIS-1 below.
+fn stage_coarsen(
+    graph: &StrengthGraph,
+    level: usize,
+    bs: usize,
+    k: usize,
+    params: &AmgParams,
+) -> Aggregates {
+    let distance = if level < params.mis2_levels {
+        MisDistance::Two
+    } else {
+        MisDistance::One
+    };
+    aggregate(graph, distance, bs, k)
+}
+
+/// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
+/// smoothing uses both, the level's smoother keeps them).
+fn stage_diagonal(
+    a: &Bsr,
+    level: usize,
+    params: &AmgParams,
+) -> Result<(PointBlockJacobi, f64), AmgError> {
+    let pbj = PointBlockJacobi::new(a).map_err(|e| with_level(e, level))?;
+    let emax = checked_emax(estimate_emax(a, &pbj, params.eig_steps)?, level)?;
+    Ok((pbj, emax))
+}
+
+/// Stage "smooth": `P = (I - omega D^{-1} A) P0` with `omega = prolongator_omega_scale / emax`,
+/// or `P0` itself for unsmoothed aggregation. `P0` is dropped before the Galerkin stages.
+fn stage_smooth(
+    a: &Bsr,
+    pbj: &PointBlockJacobi,
+    p0: Bsr,
+    emax: f64,
+    params: &AmgParams,
+) -> Result<Bsr, AmgError> {
+    if params.smooth_prolongator {
+        smooth_prolongator(a, pbj, &p0, params.prolongator_omega_scale / emax)
+    } else {
+        Ok(p0)
+    }
+}
+
+/// Coarsens level `level` (operator `a`, near-null space `near_null`, `k` vectors) through the
+/// stages graph, coarsen, prolongator, smooth and Galerkin; `None` when there is nothing to
+/// aggregate or the rows shrink by less than `min_coarsening_ratio`.
+fn coarsen_level(
+    a: &Bsr,
+    near_null: &NearNullSpace,
+    level: usize,
+    version: u64,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+) -> Result<Option<Coarsened>, AmgError> {
+    let (bs, k) = (a.block_rows(), near_null.n_vectors());
+    let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
+    let aggregates = timed(&mut tm.aggregation_s, || {
+        stage_coarsen(&graph, level, bs, k, params)
+    });
+    drop(graph);
+    let coarse_rows = aggregates.n_aggregates() * k;
+    if coarse_rows == 0 || (a.n_rows() as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
+        return Ok(None); // nothing to aggregate, or coarsening stalled
+    }
+    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
+        stage_diagonal(a, level, params)
+    })?;
+    let (p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
+        tentative_prolongator(&aggregates, near_null, bs)
+    })?;
+    let p = timed(&mut tm.smoothing_s, || {
+        stage_smooth(a, &pbj, p0, emax, params)
+    })?;
+    let galerkin = timed(&mut tm.galerkin_symbolic_s, || {
+        PtapPlan::new(a.pattern(), p.pattern())
+    })?;
+    let mut galerkin_ws = galerkin.workspace();
+    let ac = timed(&mut tm.galerkin_numeric_s, || {
+        let mut ac = Bsr::zeros(galerkin.pattern().clone(), k, k);
+        ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
+    })?;
+    Ok(Some(Coarsened {
+        smoother: build_smoother(pbj, emax, params),
+        transfer: Transfer {
+            aggregates,
+            p,
+            p_version: version,
+            galerkin,
+            galerkin_ws,
+            galerkin_a_pattern: a.pattern().clone(),
+        },
+        a: ac,
+        near_null: coarse_near_null,
+    }))
+}
+
+impl Hierarchy {
+    /// Validates the fine operator and the near-null space against each other.
+    fn check_input(a: &Bsr, near_null: &NearNullSpace) -> Result<(), AmgError> {
+        if a.block_rows() != a.block_cols() {
+            return Err(AmgError::NonSquareBlocks {
+                what: "AMG operator",
+                block_rows: a.block_rows(),
+                block_cols: a.block_cols(),
+            });
+        }
+        if a.pattern().n_block_rows() != a.pattern().n_block_cols() {
+            return Err(AmgError::DimensionMismatch {
+                what: "AMG operator block columns",
+                expected: a.pattern().n_block_rows(),
+                found: a.pattern().n_block_cols(),
+            });
+        }
+        if near_null.n_rows() != a.n_rows() {
+            return Err(AmgError::DimensionMismatch {
+                what: "near-null space rows",
+                expected: a.n_rows(),
+                found: near_null.n_rows(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Cold setup on `a` without keeping it; prolongator versions start at `first_version`. Keeps
+    /// `near_null` (moved if owned, else copied) only for `reuse: none`.
+    ///
+    /// Memory: each level's temporaries (strength graph, `P0`) are freed as soon as their stage is
+    /// done, so the peak is the finished levels plus the current stage's working set.
+    pub(super) fn setup_impl(
+        a: &Bsr,
+        near_null: Cow<'_, NearNullSpace>,
+        params: &AmgParams,
+        first_version: u64,
+    ) -> Result<Self, AmgError> {
+        let t_total = Instant::now();
+        params.validate()?;
+        Self::check_input(a, &near_null)?;
+        let mut tm = SetupTimings::default();
+        let mut levels = vec![Level {
+            a: None,
+            bs: a.block_rows(),
+            smoother: None,
+            near_null: None,
+        }];
+        let mut transfers = Vec::new();
+        let mut version = first_version;
+        loop {
+            let l = levels.len() - 1;
+            let a_l = levels[l].a.as_ref().unwrap_or(a);
+            if a_l.n_rows() <= params.coarse_eq_limit || levels.len() >= params.max_levels {
+                break;
+            }
+            let b_l = levels[l].near_null.as_ref().unwrap_or(&near_null);
+            let Some(next) = coarsen_level(a_l, b_l, l, version, params, &mut tm)? else {
+                break;
+            };
+            levels[l].smoother = Some(next.smoother);
+            transfers.push(next.transfer);
+            version += 1;
+            levels.push(Level {
+                bs: next.near_null.n_vectors(),
+                a: Some(next.a),
+                smoother: None,
+                near_null: Some(next.near_null),
+            });
+        }
+        let t = Instant::now();
+        let coarse = factor_coarse(levels[levels.len() - 1].a.as_ref().unwrap_or(a))?;
+        tm.coarse_factor_s = secs(t);
+        if params.storage == Storage::Scalar {
+            Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
+        }
+        tm.total_s = secs(t_total);
+        if params.reuse == Reuse::None {
+            levels[0].near_null = Some(near_null.into_owned());
+        }
+        let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
+        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows()));
+        Ok(Self {
+            params: params.clone(),
+            levels,
+            transfers,
+            coarse,
+            report,
+            next_version: version,
+            owns_fine: false,
+            fine_pattern: a.pattern().clone(),
+            fine_bs: a.block_rows(),
+            work,
+        })
+    }
+
+    /// [`Storage::Scalar`]: replaces every operator and prolongator by its 1x1-block expansion and
+    /// rebuilds the Galerkin plans (which also serve the restriction) on the scalar patterns.
+    fn expand_to_scalar(
+        a: &Bsr,
+        levels: &mut [Level],
+        transfers: &mut [Transfer],
+        tm: &mut SetupTimings,
+    ) -> Result<(), AmgError> {
+        let t = Instant::now();
+        for (l, lev) in levels.iter_mut().enumerate() {
+            lev.a = Some(lev.a.as_ref().unwrap_or(a).to_scalar_blocks()?);
+            if let Some(tr) = transfers.get_mut(l) {
+                tr.p = tr.p.to_scalar_blocks()?;
+            }
+        }
+        tm.expansion_s += secs(t);
+        let t = Instant::now();
+        for (tr, lev) in transfers.iter_mut().zip(levels.iter()) {
+            tr.plan_galerkin(lev.a.as_ref().unwrap_or(a))?;
+        }
+        tm.galerkin_symbolic_s += secs(t);
+        Ok(())
+    }
+
+    pub(super) fn level_reports(levels: &[Level], fine: &Bsr) -> Vec<LevelReport> {
+        levels
+            .iter()
+            .map(|l| {
+                let emax = l.smoother.as_ref().map(|s| s.emax);
+                LevelReport::with_block_size(l.a.as_ref().unwrap_or(fine), l.bs, emax)
+            })
+            .collect()
+    }
+}

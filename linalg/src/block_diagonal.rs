@@ -1,0 +1,151 @@
+//! [`BlockDiagonal`]: `n` square blocks on the diagonal of a block matrix (point-block Jacobi's
+//! `D` and `D^{-1}`).
+
+use crate::backend::host;
+use crate::device::{check_same_device, Storage};
+use crate::vector::check_len;
+use crate::{Bsr, Device, LinalgError, Vector};
+
+/// `n_blocks` blocks of `bs x bs`, row-major, block after block, on a [`Device`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockDiagonal {
+    n_blocks: usize,
+    bs: usize,
+    storage: Storage,
+}
+
+impl BlockDiagonal {
+    /// A host block diagonal wrapping `values` (`n_blocks * bs * bs`, row-major blocks).
+    pub fn from_vec(n_blocks: usize, bs: usize, values: Vec<f64>) -> Result<Self, LinalgError> {
+        crate::bsr::check_block_size(bs, bs)?;
+        if values.len() != n_blocks * bs * bs {
+            return Err(LinalgError::LengthMismatch {
+                what: "BlockDiagonal values",
+                expected: n_blocks * bs * bs,
+                found: values.len(),
+            });
+        }
+        Ok(Self {
+            n_blocks,
+            bs,
+            storage: Storage::Host(values),
+        })
+    }
+
+    /// The `bs x bs` node blocks on the diagonal of the square matrix `a`, whose stored blocks are
+    /// either `bs x bs` (the diagonal blocks; each must be in the pattern) or `1 x 1` (scalar
+    /// storage of a matrix with `bs` unknowns per node; entries absent from the pattern are zero).
+    /// The result lives on `a`'s device.
+    pub fn from_diagonal(a: &Bsr, bs: usize) -> Result<Self, LinalgError> {
+        let stored = a.block_rows();
+        if a.block_cols() != stored {
+            return Err(LinalgError::NonSquareBlocks {
+                block_rows: stored,
+                block_cols: a.block_cols(),
+            });
+        }
+        if bs == 0 || (stored != bs && stored != 1) {
+            return Err(LinalgError::DimensionMismatch {
+                what: "BlockDiagonal::from_diagonal: stored block size (bs or 1)",
+                expected: bs,
+                found: stored,
+            });
+        }
+        let pattern = a.pattern();
+        if stored == bs {
+            let positions = pattern.diagonal_positions()?;
+            match a.storage() {
+                Storage::Host(v) => {
+                    let mut d = vec![0.0; positions.len() * bs * bs];
+                    host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
+                    Self::from_vec(positions.len(), bs, d)
+                }
+            }
+        } else {
+            if !a.n_rows().is_multiple_of(bs) || pattern.n_block_cols() != pattern.n_block_rows() {
+                return Err(LinalgError::DimensionMismatch {
+                    what: "BlockDiagonal::from_diagonal: scalar rows (a multiple of the node block size)",
+                    expected: a.n_rows().next_multiple_of(bs),
+                    found: a.n_rows(),
+                });
+            }
+            let n_blocks = a.n_rows() / bs;
+            match a.storage() {
+                Storage::Host(v) => {
+                    let mut d = vec![0.0; n_blocks * bs * bs];
+                    host::block_diagonal::gather_node_blocks(pattern, bs, v, &mut d);
+                    Self::from_vec(n_blocks, bs, d)
+                }
+            }
+        }
+    }
+
+    /// Number of blocks.
+    pub fn n_blocks(&self) -> usize {
+        self.n_blocks
+    }
+
+    /// Rows (and columns) per block.
+    pub fn block_size(&self) -> usize {
+        self.bs
+    }
+
+    /// Scalar rows: `n_blocks * block_size`.
+    pub fn n_rows(&self) -> usize {
+        self.n_blocks * self.bs
+    }
+
+    /// Where the values live.
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    /// The blocks in host memory; [`LinalgError::NotOnHost`] on a device.
+    pub fn host(&self) -> Result<&[f64], LinalgError> {
+        self.storage.host()
+    }
+
+    /// A host copy of the blocks.
+    pub fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
+        self.storage.to_host_vec()
+    }
+
+    /// Inverts every block in place (Gauss-Jordan with partial pivoting). A singular block (a
+    /// pivot below [`crate::dense::PIVOT_RTOL`] times the block's largest entry) is an error
+    /// naming the first such block; the values are then unspecified.
+    pub fn invert(&mut self) -> Result<(), LinalgError> {
+        let bs = self.bs;
+        let failure = match &mut self.storage {
+            Storage::Host(v) => host::block_diagonal::invert_blocks(bs, v),
+        };
+        match failure {
+            Some((block, z)) => Err(LinalgError::SingularBlock {
+                block,
+                column: z.column,
+                pivot: z.pivot,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// `x = omega D r + beta x`, block by block (with `beta == 0` the old `x` is not read).
+    pub fn apply(
+        &self,
+        omega: f64,
+        r: &Vector,
+        beta: f64,
+        x: &mut Vector,
+    ) -> Result<(), LinalgError> {
+        check_len("BlockDiagonal::apply: r", r, self.n_rows())?;
+        check_len("BlockDiagonal::apply: x", x, self.n_rows())?;
+        let device = self.device();
+        check_same_device("BlockDiagonal::apply: r", &device, &r.device())?;
+        check_same_device("BlockDiagonal::apply: x", &device, &x.device())?;
+        match (&self.storage, r.storage(), x.storage_mut()) {
+            (Storage::Host(d), Storage::Host(r), Storage::Host(x)) => {
+                host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
+            }
+        }
+        Ok(())
+    }
+}

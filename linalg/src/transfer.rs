@@ -1,0 +1,254 @@
+//! The level transfers of smoothed-aggregation AMG as typed operations: restriction `y = P^T x`
+//! without storing `P^T`, prolongation `x += P y`, and the Jacobi smoothing of a tentative
+//! prolongator `P = P0 - omega D^{-1} (A P0)`.
+
+use crate::backend::host;
+use crate::device::{check_same_device, Storage};
+use crate::vector::check_len;
+use crate::{BlockDiagonal, BlockPattern, Bsr, LinalgError, PtapPlan, Vector};
+
+/// `y = P^T x` with `plan` a Galerkin plan built for `p`'s pattern (the same object, or an equal
+/// pattern). Reads `P`'s blocks through the plan's `P^T` pattern and slot map
+/// ([`PtapPlan::pt_pattern`], [`PtapPlan::pt_slots`]) and transposes them on the fly: one copy
+/// of the prolongator values, no transpose kept. Parallel over fixed chunks of coarse rows; every
+/// entry sums in fine-row order, so the result does not depend on the thread count and equals
+/// `transpose(P).spmv(x)` bit for bit.
+pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
+    if !BlockPattern::same(plan.p_pattern(), p.pattern()) {
+        return Err(LinalgError::PatternMismatch {
+            what: "restrict: Galerkin plan not built for P",
+        });
+    }
+    check_len("restrict: x", x, p.n_rows())?;
+    check_len("restrict: y", y, p.n_cols())?;
+    let device = p.device();
+    check_same_device("restrict: x", &device, &x.device())?;
+    check_same_device("restrict: y", &device, &y.device())?;
+    let (br, bc) = (p.block_rows(), p.block_cols());
+    match (p.storage(), x.storage(), y.storage_mut()) {
+        (Storage::Host(pv), Storage::Host(x), Storage::Host(y)) => {
+            host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
+        }
+    }
+    Ok(())
+}
+
+/// `x += P y`: the coarse correction brought to the fine level (an SpMV that adds).
+pub fn prolong_add(p: &Bsr, y: &Vector, x: &mut Vector) -> Result<(), LinalgError> {
+    p.spmv_add(1.0, y, 1.0, x)
+}
+
+/// Turns `w = A P0` into the smoothed prolongator `P = P0 - omega D^{-1} (A P0)` in place, with
+/// `dinv` the inverses of `A`'s diagonal blocks. `w` has `bs x k` blocks; `p0` the same block
+/// sizes and a pattern contained in `w`'s (as it is when every diagonal block of `A` is stored).
+/// Parallel over fixed groups of block rows; entry by entry the same operations in the same order
+/// whatever the thread count.
+pub fn smooth_prolongator_in_place(
+    w: &mut Bsr,
+    omega: f64,
+    dinv: &BlockDiagonal,
+    p0: &Bsr,
+) -> Result<(), LinalgError> {
+    let (bs, k) = (w.block_rows(), w.block_cols());
+    let n = w.pattern().n_block_rows();
+    if dinv.block_size() != bs || dinv.n_blocks() != n {
+        return Err(LinalgError::DimensionMismatch {
+            what: "smooth_prolongator_in_place: blocks of D^-1",
+            expected: n,
+            found: dinv.n_blocks(),
+        });
+    }
+    if (p0.block_rows(), p0.block_cols()) != (bs, k) {
+        return Err(LinalgError::DimensionMismatch {
+            what: "smooth_prolongator_in_place: block columns of P0",
+            expected: k,
+            found: p0.block_cols(),
+        });
+    }
+    if !contains(w.pattern(), p0.pattern()) {
+        return Err(LinalgError::PatternMismatch {
+            what: "smooth_prolongator_in_place: P0's pattern is not inside A P0's",
+        });
+    }
+    let device = w.device();
+    check_same_device("smooth_prolongator_in_place: D^-1", &device, &dinv.device())?;
+    check_same_device("smooth_prolongator_in_place: P0", &device, &p0.device())?;
+    let pattern = w.pattern().clone();
+    let dinv_values = dinv.host()?;
+    match (p0.storage(), w.storage_mut()) {
+        (Storage::Host(p0_values), Storage::Host(values)) => {
+            let args = host::transfer::SmoothArgs {
+                omega,
+                bs,
+                k,
+                dinv: dinv_values,
+                p0: p0.pattern(),
+                p0_values,
+            };
+            host::transfer::smooth_prolongator(&pattern, &args, values);
+        }
+    }
+    Ok(())
+}
+
+/// True if both have the same dimensions and every block of `inner` is in `outer`.
+fn contains(outer: &BlockPattern, inner: &BlockPattern) -> bool {
+    outer.n_block_rows() == inner.n_block_rows()
+        && outer.n_block_cols() == inner.n_block_cols()
+        && (0..inner.n_block_rows()).all(|i| {
+            let row = outer.row(i);
+            let mut q = 0;
+            inner.row(i).iter().all(|&j| {
+                while q < row.len() && row[q] < j {
+                    q += 1;
+                }
+                q < row.len() && row[q] == j
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::SplitMix64;
+    use crate::{spgemm, transpose};
+    use std::sync::Arc;
+
+    fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
+        let mut g = SplitMix64(seed);
+        (0..n).map(|_| g.next_signed_unit()).collect()
+    }
+
+    /// A `n x m`-block prolongator-like matrix with 1 to 3 blocks per row and an empty row.
+    fn sample(n: usize, m: usize, br: usize, bc: usize) -> Bsr {
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i != 3 {
+                let mut row: Vec<u32> = (0..1 + i % 3)
+                    .map(|t| ((i * 7 + t * 5) % m) as u32)
+                    .collect();
+                row.sort_unstable();
+                row.dedup();
+                cols.extend(row);
+            }
+            row_ptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let pattern = Arc::new(BlockPattern::new(n, m, row_ptr, cols).unwrap());
+        Bsr::from_parts(pattern, br, bc, rand_vec(7, nnz * br * bc)).unwrap()
+    }
+
+    /// The Galerkin plan of `p` on a diagonal operator.
+    fn plan(p: &Bsr) -> PtapPlan {
+        let n = p.pattern().n_block_rows();
+        let diagonal = BlockPattern::new(n, n, (0..=n).collect(), (0..n as u32).collect()).unwrap();
+        PtapPlan::new(&Arc::new(diagonal), p.pattern()).unwrap()
+    }
+
+    #[test]
+    fn restriction_equals_the_explicit_transpose_bit_for_bit() {
+        for (br, bc) in [(1, 1), (3, 6), (6, 6), (2, 5)] {
+            // More coarse rows than one task holds, to cross task boundaries.
+            let p = sample(700, 300, br, bc);
+            let x = Vector::from_vec(rand_vec(3, p.n_rows()));
+            let mut y = Vector::from_vec(vec![f64::NAN; p.n_cols()]);
+            restrict(&plan(&p), &p, &x, &mut y).unwrap();
+            let mut expected = Vector::zeros(p.n_cols());
+            transpose(&p).unwrap().spmv(&x, &mut expected).unwrap();
+            assert_eq!(y, expected, "blocks {br}x{bc}");
+        }
+    }
+
+    #[test]
+    fn restriction_accepts_a_plan_of_an_equal_pattern_and_refuses_another() {
+        let p = sample(20, 9, 3, 6);
+        let copy = Arc::new(p.pattern().as_ref().clone());
+        let q = Bsr::from_parts(copy, 3, 6, p.to_host_vec().unwrap()).unwrap();
+        let x = Vector::from_vec(rand_vec(5, p.n_rows()));
+        let (mut y, mut z) = (Vector::zeros(p.n_cols()), Vector::zeros(p.n_cols()));
+        restrict(&plan(&p), &p, &x, &mut y).unwrap();
+        restrict(&plan(&p), &q, &x, &mut z).unwrap();
+        assert_eq!(y, z);
+        let other = sample(20, 10, 3, 6);
+        assert!(matches!(
+            restrict(&plan(&other), &p, &x, &mut y),
+            Err(LinalgError::PatternMismatch { .. })
+        ));
+        assert!(matches!(
+            restrict(&plan(&p), &p, &Vector::zeros(3), &mut y),
+            Err(LinalgError::LengthMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn smoothing_matches_the_dense_formula() {
+        let (n, bs, k): (usize, usize, usize) = (12, 3, 2);
+        // A: block tridiagonal with a dominant diagonal.
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            cols.extend((i.saturating_sub(1_usize)..(i + 2).min(n)).map(|j| j as u32));
+            row_ptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let pattern = Arc::new(BlockPattern::new(n, n, row_ptr, cols).unwrap());
+        let mut values = rand_vec(5, nnz * bs * bs);
+        for i in 0..n {
+            let d = pattern.find(i, i).unwrap();
+            for c in 0..bs {
+                values[d * bs * bs + c * bs + c] += 4.0;
+            }
+        }
+        let a = Bsr::from_parts(pattern, bs, bs, values).unwrap();
+        // P0: rows grouped in pairs (aggregate i / 2), row 7 unaggregated.
+        let mut row_ptr = vec![0];
+        let mut cols = vec![];
+        for i in 0..n {
+            if i != 7 {
+                cols.push((i / 2) as u32);
+            }
+            row_ptr.push(cols.len());
+        }
+        let pat = Arc::new(BlockPattern::new(n, n / 2, row_ptr, cols).unwrap());
+        let p0 = Bsr::from_parts(pat, bs, k, rand_vec(2, (n - 1) * bs * k)).unwrap();
+        let mut dinv = BlockDiagonal::from_diagonal(&a, bs).unwrap();
+        dinv.invert().unwrap();
+        let omega = 0.7;
+        let mut p = spgemm(&a, &p0).unwrap();
+        smooth_prolongator_in_place(&mut p, omega, &dinv, &p0).unwrap();
+        // Dense reference.
+        let (nr, nc) = (n * bs, n / 2 * k);
+        let ad = a.to_dense().unwrap();
+        let p0d = p0.to_dense().unwrap();
+        let mut dd = vec![0.0; nr * nr];
+        let inv = dinv.host().unwrap();
+        for b in 0..n {
+            for r in 0..bs {
+                for c in 0..bs {
+                    dd[(b * bs + r) * nr + b * bs + c] = inv[b * bs * bs + r * bs + c];
+                }
+            }
+        }
+        let mul = |x: &[f64], y: &[f64], m: usize, q: usize, w: usize| {
+            let mut o = vec![0.0; m * w];
+            for i in 0..m {
+                for t in 0..q {
+                    for j in 0..w {
+                        o[i * w + j] += x[i * q + t] * y[t * w + j];
+                    }
+                }
+            }
+            o
+        };
+        let dap = mul(&dd, &mul(&ad, &p0d, nr, nr, nc), nr, nr, nc);
+        let pd = p.to_dense().unwrap();
+        for i in 0..nr * nc {
+            assert!((pd[i] - (p0d[i] - omega * dap[i])).abs() < 1e-12);
+        }
+        // P0 outside the pattern of A P0 is refused.
+        let mut narrow = Bsr::zeros(p0.pattern().clone(), bs, k);
+        let wide = sample(n, n / 2, bs, k);
+        assert!(smooth_prolongator_in_place(&mut narrow, omega, &dinv, &wide).is_err());
+    }
+}
