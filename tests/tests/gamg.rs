@@ -1,8 +1,8 @@
 //! The AMG on the ex56 model problem as the app builds it, and its reuse inside Newton runs.
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
-use solve::ex56::Ex56;
 use linalg::{ops, Vector};
+use solve::ex56::Ex56;
 
 /// CG iterations for ex56 with `m^3` nodes (rtol 1e-8, unpreconditioned residual), after checking
 /// the true residual.
@@ -67,6 +67,8 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
         output_dir: Some(out),
         progress: hexfem::run::Progress::Quiet,
+        faults: Default::default(),
+        abort_after_step: None,
     })
     .unwrap();
     let summary: serde_json::Value =

@@ -19,6 +19,8 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         output_dir: Some(out),
         progress: Progress::Quiet,
+        faults: Default::default(),
+        abort_after_step: None,
     })
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let summary: Value =

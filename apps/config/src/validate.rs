@@ -43,6 +43,13 @@ impl Check<'_> {
 }
 
 impl Config {
+    /// An error about the value at key `path` (`output.name`, `materials[1].cells`), located
+    /// where that value, or its nearest ancestor, was written: `file:line:column` or the
+    /// `--set` argument. For checks made after loading (against the mesh, the output paths).
+    pub fn error_at(&self, path: &str, message: impl Into<String>) -> ConfigError {
+        Check { config: self }.error(path, message)
+    }
+
     /// Checks ranges and consistency; the error names the file, the key path and, when the value
     /// was written in the file, its line and column. `load` calls this; call it again after
     /// changing a `Config` in code.

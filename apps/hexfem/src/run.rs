@@ -1,7 +1,7 @@
 //! `hexfem run`: configuration -> problem -> load path, writing HDF5 + XDMF and the JSON summary
 //! after every converged step.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -10,12 +10,12 @@ use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use config::{self, Config, OutputField};
+use io::{
+    CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
+    StepRecord, SummaryWriter,
+};
 use solve::linear_solver::LinearSolver;
 use solve::newton::{ConvergedStep, LoadPath};
-use io::{
-    CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord,
-    SummaryWriter,
-};
 use solve::problem::{near_null_space, Problem};
 
 /// Options of one run.
@@ -27,6 +27,10 @@ pub struct RunOptions {
     pub output_dir: Option<PathBuf>,
     /// Progress lines on standard error.
     pub progress: Progress,
+    /// Fault injection for crash tests (test-only; [`Faults::none`] otherwise).
+    pub faults: Faults,
+    /// Test-only: abort the process right after step N is completely written.
+    pub abort_after_step: Option<usize>,
 }
 
 /// Whether to print per-iteration progress.
@@ -61,14 +65,125 @@ pub struct RunOutcome {
 pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     let config = config::load_with_overrides(&options.input, &options.overrides)?;
+    let dir = output_dir(&config, options.output_dir.as_deref());
+    let name = output_name(&config, &options.input);
+    check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
     let mut problem = Problem::from_config(&config)?;
-    let dir = options
-        .output_dir
-        .clone()
-        .unwrap_or_else(|| config.output.directory.clone());
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;
-    let name = output_name(&config, &options.input);
+    let mut summary = SummaryWriter::create(
+        &dir,
+        &name,
+        run_info(&config, &options.input)?,
+        mesh_info(&problem),
+        &options.faults,
+    )?;
+    let mut results = match create_results(&config, &problem, &dir, &name, &options.faults) {
+        Ok(results) => results,
+        Err(e) => {
+            let first = format!("{e:#}");
+            let _ = summary.finish(
+                RunStatus::Failed { message: first },
+                started.elapsed().as_secs_f64(),
+            );
+            return Err(e);
+        }
+    };
+    let mut solver = LinearSolver::new(
+        &config.linear_solver,
+        near_null_space(&problem.mesh.coords)?,
+    );
+    let mut u = Vector::zeros(problem.n_dofs());
+    let path = LoadPath {
+        loading: &config.loading,
+        newton: &config.newton,
+        verbose: options.progress == Progress::Verbose,
+    };
+    let progress = options.progress;
+    let abort_after = options.abort_after_step;
+    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
+        let record = write_step(&config, problem, step, u, &mut results)?;
+        if let Some(report) = solver.hierarchy_report() {
+            summary.set_preconditioner(serde_json::to_value(report)?);
+        }
+        if progress == Progress::Verbose {
+            // Progress is best effort: a closed standard error must not end the run.
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",
+                step.index,
+                step.load_factor,
+                record.newton_iterations,
+                record.linear_iterations.iter().sum::<usize>(),
+                step.residual_norm,
+                record.strain_energy,
+                step.wall_s
+            );
+        }
+        summary.record_step(record, started.elapsed().as_secs_f64())?;
+        if abort_after == Some(step.index) {
+            std::process::abort();
+        }
+        Ok(())
+    });
+    let steps = results.steps_written();
+    let wall = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(()) => summary
+            .finish(RunStatus::Completed, wall)
+            .context("writing the final summary")?,
+        Err(e) => {
+            // The first error is the one reported; the summary records it if it can.
+            let first = format!("{e:#}");
+            let mut e = e.context(format!(
+                "{steps} converged steps are in {}",
+                results.h5_path().display()
+            ));
+            if let Err(summary_error) = summary.finish(RunStatus::Failed { message: first }, wall) {
+                e = e.context(format!(
+                    "(the summary could not record the failure in full: {summary_error})"
+                ));
+            }
+            return Err(e);
+        }
+    }
+    Ok(RunOutcome {
+        h5: results.h5_path().to_owned(),
+        xdmf: results.xdmf_path().to_owned(),
+        summary: summary.path().to_owned(),
+        steps,
+    })
+}
+
+/// The output directory: `-o` if given, else `output.directory`.
+pub fn output_dir(config: &Config, option: Option<&Path>) -> PathBuf {
+    option.map_or_else(|| config.output.directory.clone(), Path::to_owned)
+}
+
+/// Checks that the run's output files can be written (name length, directory writable or
+/// creatable); the error names where the output name or directory was set.
+pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &str) -> Result<()> {
+    io::preflight(dir, name).map_err(|e| {
+        let key = match e {
+            io::OutputError::InvalidData(_) => "output.name",
+            _ => "output.directory",
+        };
+        if key == "output.directory" && option.is_some() {
+            anyhow::anyhow!("-o {}: {e}", dir.display())
+        } else {
+            anyhow::Error::new(config.error_at(key, e.to_string()))
+        }
+    })
+}
+
+/// The results writer with the problem's mesh.
+fn create_results(
+    config: &Config,
+    problem: &Problem,
+    dir: &Path,
+    name: &str,
+    faults: &Faults,
+) -> Result<ResultsWriter> {
     let connectivity = vtk_connectivity(&problem.mesh);
     let node_sets: Vec<(&str, &[usize])> = problem
         .mesh
@@ -95,77 +210,38 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
-    let mut results = ResultsWriter::create(
-        &dir,
-        &name,
+    let material = material_of_cells(config, &problem.mesh)?;
+    Ok(ResultsWriter::create(
+        dir,
+        name,
         &MeshData {
             nodes_per_cell: problem.mesh.nodes_per_cell(),
             coordinates: &problem.mesh.coords,
             connectivity: &connectivity,
+            material: Some(&material),
             node_sets: &node_sets,
             cell_sets: &cell_sets,
             face_sets: &face_sets,
         },
-    )?;
-    let mut summary = SummaryWriter::create(
-        &dir,
-        &name,
-        run_info(&config, &options.input)?,
-        mesh_info(&problem),
-    )?;
-    let mut solver = LinearSolver::new(
-        &config.linear_solver,
-        near_null_space(&problem.mesh.coords)?,
-    );
-    let mut u = Vector::zeros(problem.n_dofs());
-    let path = LoadPath {
-        loading: &config.loading,
-        newton: &config.newton,
-        verbose: options.progress == Progress::Verbose,
-    };
-    let progress = options.progress;
-    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
-        let record = write_step(&config, problem, step, u, &mut results)?;
-        if let Some(report) = solver.hierarchy_report() {
-            summary.set_preconditioner(serde_json::to_value(report)?);
-        }
-        if progress == Progress::Verbose {
-            eprintln!(
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",
-                step.index,
-                step.load_factor,
-                record.newton_iterations,
-                record.linear_iterations.iter().sum::<usize>(),
-                step.residual_norm,
-                record.strain_energy,
-                step.wall_s
-            );
-        }
-        summary.record_step(record, started.elapsed().as_secs_f64())?;
-        Ok(())
-    });
-    let steps = results.steps_written();
-    match outcome {
-        Ok(()) => summary.finish(RunStatus::Completed, started.elapsed().as_secs_f64())?,
-        Err(e) => {
-            summary.finish(
-                RunStatus::Failed {
-                    message: format!("{e:#}"),
-                },
-                started.elapsed().as_secs_f64(),
-            )?;
-            return Err(e.context(format!(
-                "{steps} converged steps are in {}",
-                results.h5_path().display()
-            )));
+        faults,
+    )?)
+}
+
+/// Index of the `materials` entry that applies to each cell (later entries override earlier
+/// ones, as in the problem's set-up).
+pub fn material_of_cells(config: &Config, mesh: &HexMesh) -> Result<Vec<usize>> {
+    let mut of_cell = vec![0; mesh.n_cells()];
+    for (index, entry) in config.materials.iter().enumerate() {
+        match &entry.cells {
+            config::CellSelection::All => of_cell.fill(index),
+            config::CellSelection::Set(name) => {
+                for c in mesh.cell_set(name)? {
+                    of_cell[c] = index;
+                }
+            }
         }
     }
-    Ok(RunOutcome {
-        h5: results.h5_path().to_owned(),
-        xdmf: results.xdmf_path().to_owned(),
-        summary: summary.path().to_owned(),
-        steps,
-    })
+    Ok(of_cell)
 }
 
 fn output_name(config: &Config, input: &Path) -> String {

@@ -12,6 +12,9 @@ pub struct MeshData<'a> {
     pub coordinates: &'a [[f64; 3]],
     /// `n_cells * nodes_per_cell` node indices.
     pub connectivity: &'a [usize],
+    /// Material (region) index of every cell, written as `/mesh/material` and shown as the
+    /// cell attribute `material` of every step; `None` to leave it out.
+    pub material: Option<&'a [usize]>,
     /// Named node sets: (name, node indices).
     pub node_sets: &'a [(&'a str, &'a [usize])],
     /// Named cell sets: (name, cell indices).
@@ -45,6 +48,15 @@ impl MeshData<'_> {
         }
         let n_nodes = self.coordinates.len();
         check_indices("connectivity", self.connectivity, n_nodes, "nodes")?;
+        if let Some(material) = self.material {
+            if material.len() != self.n_cells() {
+                return invalid(format!(
+                    "{} material indices for {} cells",
+                    material.len(),
+                    self.n_cells()
+                ));
+            }
+        }
         for (kind, sets, bound) in [
             ("node set", self.node_sets, n_nodes),
             ("cell set", self.cell_sets, self.n_cells()),
@@ -80,9 +92,9 @@ fn check_indices(what: &str, indices: &[usize], bound: usize, of: &str) -> Resul
 
 /// A set name must be a valid HDF5 link name.
 fn check_name(name: &str) -> Result<(), OutputError> {
-    if name.is_empty() || name == "." || name.contains('/') {
+    if name.is_empty() || name == "." || name.contains(['/', '\0']) {
         return Err(OutputError::InvalidData(format!(
-            "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/`)"
+            "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/` or NUL)"
         )));
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! Files written by the output module, read back through independent handles.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use super::*;
@@ -20,6 +20,7 @@ fn hdf5_files() -> std::sync::MutexGuard<'static, ()> {
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hexfem-output-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
     dir
 }
 
@@ -62,12 +63,14 @@ fn two_cells() -> TwoCells {
 
 const XMIN: [usize; 4] = [0, 3, 6, 9];
 const RIGHT: [usize; 1] = [1];
+const MATERIAL: [usize; 2] = [0, 3];
 
 fn mesh_data(m: &TwoCells) -> MeshData<'_> {
     MeshData {
         nodes_per_cell: 8,
         coordinates: &m.coordinates,
         connectivity: &m.connectivity,
+        material: Some(&MATERIAL),
         node_sets: &[("xmin", &XMIN), ("empty", &[])],
         cell_sets: &[("right", &RIGHT)],
         face_sets: &[("left", &[[0, 0]])],
@@ -150,7 +153,7 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
     let _files = hdf5_files();
     let dir = scratch_dir("steps");
     let m = two_cells();
-    let mut writer = ResultsWriter::create(&dir, "beam", &mesh_data(&m)).unwrap();
+    let mut writer = ResultsWriter::create(&dir, "beam", &mesh_data(&m), &Faults::none()).unwrap();
     assert!(xml_data_items(&fs::read_to_string(writer.xdmf_path()).unwrap()).is_empty());
 
     let f1 = fields(1);
@@ -286,7 +289,9 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
         .collect();
     data.sort();
     assert_eq!(data, referenced.iter().collect::<Vec<_>>());
-    assert_eq!(referenced.len(), 2 + expected.len());
+    // Coordinates, connectivity and material, then the step data.
+    assert_eq!(referenced.len(), 3 + expected.len());
+    assert_eq!(read_i64(&file, "/mesh/material"), (vec![2], vec![0, 3]));
     assert!(xml.contains("<Time Value=\"0.5\"/>") && xml.contains("<Time Value=\"1.0\"/>"));
     assert!(xml.contains("AttributeType=\"Tensor6\" Center=\"Cell\""));
     assert!(xml.contains("<Attribute Name=\"reaction\" AttributeType=\"Vector\" Center=\"Node\">"));
@@ -317,6 +322,11 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
         }
         Err(e) => eprintln!("h5dump not available ({e}); external read check skipped"),
     }
+    if let Some(keep) = std::env::var_os("HEXFEM_KEEP_TEST_OUTPUT") {
+        for f in ["beam.h5", "beam.xdmf"] {
+            fs::copy(dir.join(f), std::path::Path::new(&keep).join(f)).unwrap();
+        }
+    }
     assert!(fs::read_dir(&dir).unwrap().all(|e| !e
         .unwrap()
         .file_name()
@@ -337,11 +347,12 @@ fn quadratic_cells_use_hexahedron_27() {
         nodes_per_cell: 27,
         coordinates: &coordinates,
         connectivity: &connectivity,
+        material: None,
         node_sets: &[],
         cell_sets: &[],
         face_sets: &[],
     };
-    let mut writer = ResultsWriter::create(&dir, "cube", &mesh).unwrap();
+    let mut writer = ResultsWriter::create(&dir, "cube", &mesh, &Faults::none()).unwrap();
     let jacobian = [1.0];
     writer
         .write_step(&StepData {
@@ -397,7 +408,7 @@ fn inconsistent_data_is_rejected_before_writing() {
         },
     ];
     for mesh in &bad_meshes {
-        let err = ResultsWriter::create(&dir, "bad", mesh).unwrap_err();
+        let err = ResultsWriter::create(&dir, "bad", mesh, &Faults::none()).unwrap_err();
         assert!(matches!(err, OutputError::InvalidData(_)), "{err}");
     }
     let bad_index = [99; 16];
@@ -408,6 +419,7 @@ fn inconsistent_data_is_rejected_before_writing() {
             connectivity: &bad_index,
             ..good
         },
+        &Faults::none(),
     )
     .unwrap_err();
     assert_eq!(
@@ -416,7 +428,7 @@ fn inconsistent_data_is_rejected_before_writing() {
     );
     assert!(!dir.join("bad.h5").exists());
 
-    let mut writer = ResultsWriter::create(&dir, "run", &good).unwrap();
+    let mut writer = ResultsWriter::create(&dir, "run", &good, &Faults::none()).unwrap();
     let short = [[0.0; 3]; 11];
     let err = writer
         .write_step(&StepData {
@@ -488,16 +500,20 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         dofs: 36,
         constrained_dofs: 12,
     };
-    let mut writer = SummaryWriter::create(&dir, "beam", run, mesh).unwrap();
-    let read = |path: &Path| -> Summary {
-        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
-    };
+    let mut writer = SummaryWriter::create(&dir, "beam", run, mesh, &Faults::none()).unwrap();
     assert_eq!(writer.path(), dir.join("beam.summary.json"));
-    assert_eq!(read(writer.path()).status, RunStatus::Running);
+    let running = Summary::read(writer.path()).unwrap();
+    assert_eq!(running.status, RunStatus::Running);
+    assert_eq!(running.steps, Some(vec![]));
 
     writer.record_step(step_record(1), 1.0).unwrap();
-    let after_one = read(writer.path());
-    assert_eq!(after_one.steps, [step_record(1)]);
+    // While running, the file holds no step list; the records are read from the log.
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
+    assert!(json.get("steps").is_none(), "{json}");
+    assert_eq!(json["steps_completed"], 1);
+    let after_one = Summary::read(writer.path()).unwrap();
+    assert_eq!(after_one.steps, Some(vec![step_record(1)]));
     assert_eq!(after_one.wall_s, 1.0);
 
     writer.record_step(step_record(2), 2.5).unwrap();
@@ -509,12 +525,13 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
             3.0,
         )
         .unwrap();
-    let last = read(writer.path());
-    assert_eq!(&last, writer.summary());
-    assert_eq!(last.steps.len(), 2);
+    let last = Summary::read(writer.path()).unwrap();
+    assert_eq!(last.steps.as_ref().unwrap().len(), 2);
+    assert_eq!(last.steps_completed, 2);
     assert_eq!(last.wall_s, 3.0);
 
-    // The status is tagged for readers that do not know the Rust types.
+    // The status is tagged for readers that do not know the Rust types, and the final file
+    // holds every step.
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
     assert_eq!(json["status"]["state"], "failed");
