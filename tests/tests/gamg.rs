@@ -65,7 +65,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let outcome = hexfem::run::run(&hexfem::run::RunOptions {
         input,
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
-        output_dir: Some(out),
+        output_dir: Some(out.clone()),
         progress: hexfem::run::Progress::Quiet,
         faults: Default::default(),
         abort_after_step: None,
@@ -73,6 +73,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     .unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
     let solves: Vec<&serde_json::Value> = summary["steps"]
         .as_array()
         .unwrap()

@@ -10,14 +10,24 @@ fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
 }
 
-/// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart).
-fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
+/// An output folder, removed when dropped.
+struct OutDir(std::path::PathBuf);
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `inputs/<name>.yaml` into a folder of its own (`tag` keeps parallel tests apart), which
+/// is removed when the returned [`OutDir`] is dropped.
+fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value, OutDir) {
     let out =
         std::env::temp_dir().join(format!("hexfem-inputs-{}-{tag}-{name}", std::process::id()));
     let outcome = run(&RunOptions {
         input: inputs_dir().join(format!("{name}.yaml")),
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out),
+        output_dir: Some(out.clone()),
         progress: Progress::Quiet,
         faults: Default::default(),
         abort_after_step: None,
@@ -26,20 +36,18 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (RunOutcome, Value) {
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
     assert_eq!(summary["status"]["state"], "completed", "{name}");
-    (outcome, summary)
+    (outcome, summary, OutDir(out))
 }
 
 /// Node coordinates and the displacement of the last step, read back from the HDF5 file.
 fn last_displacement(outcome: &RunOutcome) -> (Vec<[f64; 3]>, Vec<[f64; 3]>) {
-    let file = hdf5::File::open(&outcome.h5).unwrap();
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
     let rows = |path: &str| -> Vec<[f64; 3]> {
-        let ds = file.dataset(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(ds.shape()[1], 3, "{path}");
-        ds.read_raw::<f64>()
-            .unwrap()
-            .chunks_exact(3)
-            .map(|r| [r[0], r[1], r[2]])
-            .collect()
+        let (shape, values) = file
+            .read_f64(path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(shape[1], 3, "{path}");
+        values.chunks_exact(3).map(|r| [r[0], r[1], r[2]]).collect()
     };
     (
         rows("mesh/coordinates"),
@@ -67,7 +75,7 @@ fn beam_tip_deflection() -> f64 {
 
 #[test]
 fn cantilever_q2_matches_beam_theory() {
-    let (outcome, summary) = run_input("beam", "cantilever_q2", &[]);
+    let (outcome, summary, _dir) = run_input("beam", "cantilever_q2", &[]);
     let (coords, u) = last_displacement(&outcome);
     let tip = displacement_at(&coords, &u, [10.0, 0.5, 0.5]);
     let exact = beam_tip_deflection();
@@ -83,7 +91,7 @@ fn cantilever_q2_matches_beam_theory() {
 
 #[test]
 fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
-    let (outcome, _) = run_input("beam", "cantilever_q1", &[]);
+    let (outcome, _, _dir) = run_input("beam", "cantilever_q1", &[]);
     let (coords, u) = last_displacement(&outcome);
     let tip = -displacement_at(&coords, &u, [10.0, 0.5, 0.5])[2];
     let exact = beam_tip_deflection();
@@ -99,7 +107,7 @@ fn cantilever_q1_is_close_to_beam_theory_but_stiffer() {
 /// P_xx = mu (a - 1/a) + lambda ln(a^2 c) / a = 0, P_zz = mu (c - 1/c) + lambda ln(a^2 c) / c = t.
 #[test]
 fn neo_hookean_block_matches_the_homogeneous_solution() {
-    let (outcome, summary) = run_input("block", "neo_hookean_block", &[]);
+    let (outcome, summary, _dir) = run_input("block", "neo_hookean_block", &[]);
     let (e, nu, t) = (10.0, 0.3, 3.0);
     let (lambda, mu) = (
         e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
@@ -142,15 +150,14 @@ fn neo_hookean_block_matches_the_homogeneous_solution() {
 /// a torque that is not zero. This checks the solution, not the prescribed values.
 #[test]
 fn twisting_column_reactions_are_in_equilibrium() {
-    let (outcome, summary) = run_input("twist", "twisting_column", &[]);
+    let (outcome, summary, _dir) = run_input("twist", "twisting_column", &[]);
     assert_eq!(outcome.steps, 6);
     let (coords, u) = last_displacement(&outcome);
-    let file = hdf5::File::open(&outcome.h5).unwrap();
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
     let reactions: Vec<[f64; 3]> = file
-        .dataset(&format!("steps/{:06}/reaction", outcome.steps))
+        .read_f64(&format!("steps/{:06}/reaction", outcome.steps))
         .unwrap()
-        .read_raw::<f64>()
-        .unwrap()
+        .1
         .chunks_exact(3)
         .map(|r| [r[0], r[1], r[2]])
         .collect();
@@ -202,8 +209,8 @@ fn twisting_column_reactions_are_in_equilibrium() {
 /// The Gmsh-meshed Cook membrane: the AMG and the direct solver give the same Newton path.
 #[test]
 fn cook_membrane_from_gmsh_agrees_across_linear_solvers() {
-    let (amg, _) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
-    let (direct, _) = run_input(
+    let (amg, _, _amg_dir) = run_input("cook", "cook_membrane", &["linear_solver.rtol=1e-12"]);
+    let (direct, _, _direct_dir) = run_input(
         "cook",
         "cook_membrane",
         &["linear_solver.method=direct", "output.name=cook_direct"],
@@ -239,7 +246,7 @@ fn every_input_runs() {
     for name in &names {
         let text = hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
         assert!(text.contains("valid"), "{text}");
-        let (outcome, summary) = run_input("all", name, &[]);
+        let (outcome, summary, _dir) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
         assert_eq!(
             summary["steps"].as_array().unwrap().len(),

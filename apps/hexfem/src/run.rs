@@ -140,9 +140,9 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
                 results.h5_path().display()
             ));
             if let Err(summary_error) = summary.finish(RunStatus::Failed { message: first }, wall) {
-                e = e.context(format!(
-                    "(the summary could not record the failure in full: {summary_error})"
-                ));
+                e = anyhow::anyhow!(
+                    "{e:#}\n(the summary could not record the failure: {summary_error})"
+                );
             }
             return Err(e);
         }

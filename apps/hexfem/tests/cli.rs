@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+
+use io::{ResultsReader, RunStatus, Summary};
 
 fn hexfem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hexfem"))
@@ -13,10 +14,27 @@ fn hexfem(args: &[&str]) -> Output {
         .expect("hexfem runs")
 }
 
-fn scratch(tag: &str) -> PathBuf {
+/// A scratch directory, removed (with everything in it) when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("hexfem-cli-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn input(name: &str) -> String {
@@ -157,78 +175,261 @@ fn exhausted_cutbacks_fail_clearly() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("failed after 3 cutbacks"), "{err}");
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("twisting_column.summary.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(summary["status"]["state"], "failed");
+    let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
+    let RunStatus::Failed { message } = summary.status else {
+        panic!("{:?}", summary.status)
+    };
+    assert!(message.contains("failed after 3 cutbacks"), "{message}");
 }
 
-/// A run killed (SIGKILL) after some steps leaves an HDF5 file that opens with every step the
-/// summary lists, and an XDMF file that names only those.
-#[test]
-fn a_killed_run_leaves_every_completed_step_readable() {
-    let dir = scratch("killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+/// A small twisting column: `steps` load steps on 2 x 2 x 6 cells (a fraction of a second).
+fn small_twist(dir: &Path, steps: usize, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hexfem"));
+    command
         .args([
             "run",
             &input("twisting_column.yaml"),
             "-o",
             dir.to_str().unwrap(),
             "--set",
-            "loading.steps=400",
+            &format!("loading.steps={steps}"),
             "--set",
-            "mesh.box.cells=[6, 6, 24]",
+            "mesh.box.cells=[2, 2, 6]",
         ])
+        .args(extra)
         .env("CI", "1")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Checks well-formedness (tags nest, processing instructions skipped) and returns the step
+/// numbers of the XDMF grids (`<Grid Name="step_000003"`).
+fn xdmf_steps(xml: &str) -> Vec<usize> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut steps = Vec::new();
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        if rest[open..].starts_with("<?") {
+            let end = rest[open..].find("?>").expect("unterminated instruction") + open;
+            rest = &rest[end + 2..];
+            continue;
+        }
+        let close = rest[open..].find('>').expect("unterminated tag") + open;
+        let tag = &rest[open + 1..close];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name), "mismatched </{name}>");
+        } else if !tag.ends_with('/') {
+            let name = tag.split_whitespace().next().unwrap();
+            if let Some(step) = tag.strip_prefix("Grid Name=\"step_") {
+                steps.push(step[..6].parse().unwrap());
+            }
+            stack.push(name);
+        }
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed tags {stack:?}");
+    steps
+}
+
+/// What a (possibly interrupted) run left in `dir`: the HDF5 file, if present, opens and holds
+/// steps `1..=n` with finite displacements; the XDMF file, if present, is well formed and names
+/// only those steps; the summary, if present, parses and lists no other step. Returns `n`.
+fn check_leftovers(dir: &Path, context: &str) -> usize {
+    let h5 = dir.join("twisting_column.h5");
+    let committed = if h5.exists() {
+        let file = ResultsReader::open(&h5).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let steps = file.steps().unwrap_or_else(|e| panic!("{context}: {e}"));
+        for (i, &(step, load)) in steps.iter().enumerate() {
+            assert_eq!(step, i + 1, "{context}");
+            assert!(load > 0.0 && load <= 1.0, "{context}");
+            let (shape, u) = file
+                .read_f64(&format!("/steps/{step:06}/displacement"))
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_eq!(shape[1], 3, "{context}");
+            assert!(u.iter().all(|v| v.is_finite()), "{context}: step {step}");
+        }
+        steps.len()
+    } else {
+        0
+    };
+    let xdmf = dir.join("twisting_column.xdmf");
+    if xdmf.exists() {
+        let grids = xdmf_steps(&std::fs::read_to_string(&xdmf).unwrap());
+        assert_eq!(grids, (1..=grids.len()).collect::<Vec<_>>(), "{context}");
+        assert!(grids.len() <= committed, "{context}: XDMF names {grids:?}");
+    }
+    let summary = dir.join("twisting_column.summary.json");
+    if summary.exists() {
+        let summary = Summary::read(&summary).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let listed = summary.steps.unwrap();
+        assert!(
+            listed.len() <= committed,
+            "{context}: summary lists {}",
+            listed.len()
+        );
+    }
+    committed
+}
+
+/// Aborted right after step 3 is written (test-only switch), the run leaves an HDF5 file that
+/// opens with exactly steps 1 to 3, an XDMF file naming them, and a summary (still `running`)
+/// whose step log lists them.
+#[test]
+fn a_run_killed_after_a_step_leaves_every_completed_step_readable() {
+    let dir = scratch("killed");
+    let out = small_twist(&dir, 6, &["--test-abort-after-step", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_none(),
+        "killed by a signal: {:?}",
+        out.status
+    );
+    assert_eq!(check_leftovers(&dir, "abort after step 3"), 3);
+    let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
+    assert_eq!(xdmf_steps(&xdmf), [1, 2, 3]);
+    let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
+    assert_eq!(summary.status, RunStatus::Running);
+    assert_eq!(summary.steps.unwrap().len(), 3);
+}
+
+/// The process aborted at every write position of a run (before the write, and halfway through
+/// it) leaves files that open with every step completed before the abort.
+#[test]
+fn an_abort_at_any_write_position_leaves_readable_files() {
+    let dir = scratch("abort-every-write");
+    let mut outcomes = std::collections::BTreeSet::new();
+    let mut at = 0;
+    loop {
+        let mut finished = false;
+        for torn in [false, true] {
+            let _ = std::fs::remove_dir_all(&*dir);
+            std::fs::create_dir_all(&*dir).unwrap();
+            let position = at.to_string();
+            let mut args = vec!["--test-abort-at-write", position.as_str()];
+            if torn {
+                args.push("--test-torn-write");
+            }
+            let out = small_twist(&dir, 3, &args).output().unwrap();
+            let context = format!("abort at write {at} (torn: {torn})");
+            let committed = check_leftovers(&dir, &context);
+            if out.status.success() {
+                // Past the last write position: the run completed.
+                assert_eq!(committed, 3, "{context}");
+                finished = true;
+            } else {
+                assert!(out.status.code().is_none(), "{context}: {}", stderr(&out));
+                outcomes.insert(committed);
+            }
+        }
+        if finished {
+            break;
+        }
+        at += 1;
+        assert!(at < 1000, "the run never completed");
+    }
+    assert!(at > 15, "only {at} write positions");
+    assert_eq!(outcomes, [0, 1, 2, 3].into_iter().collect(), "{outcomes:?}");
+}
+
+/// A small file system mounted for one test (root only); unmounted and removed when dropped.
+struct TinyFs(Scratch);
+
+impl TinyFs {
+    /// Mounts a tmpfs of `kib` KiB, or `None` with a message when that is not possible.
+    fn mount(tag: &str, kib: usize) -> Option<TinyFs> {
+        let dir = scratch(tag);
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&*dir)
+            .stderr(Stdio::null())
+            .status();
+        match status {
+            Ok(s) if s.success() => Some(TinyFs(dir)),
+            _ => {
+                eprintln!("cannot mount a tmpfs (not root?): the full-disk test is skipped");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&*self.0).status();
+    }
+}
+
+/// On file systems too small for the whole run, the run fails with the error that stopped it
+/// (no space left), names the steps kept, and leaves files that open with those steps; the
+/// summary records the failure with that error.
+#[test]
+fn a_full_disk_keeps_every_completed_step_and_reports_the_first_error() {
+    let mut kept = std::collections::BTreeSet::new();
+    // The whole run writes about 220 KiB.
+    for kib in [8, 16, 32, 64, 96, 128, 160, 192] {
+        let Some(fs) = TinyFs::mount(&format!("full-{kib}"), kib) else {
+            return;
+        };
+        let dir = &fs.0;
+        let out = small_twist(dir, 12, &[]).output().unwrap();
+        let context = format!("tmpfs of {kib} KiB");
+        assert!(
+            !out.status.success(),
+            "{context}: the run fits; use a smaller file system"
+        );
+        let err = stderr(&out);
+        assert!(err.contains("No space left on device"), "{context}: {err}");
+        assert!(!err.contains("panicked"), "{context}: {err}");
+        let committed = check_leftovers(dir, &context);
+        kept.insert(committed);
+        let summary_path = dir.join("twisting_column.summary.json");
+        if committed > 0 {
+            assert!(
+                err.contains(&format!("{committed} converged steps are in")),
+                "{context}: {err}"
+            );
+        }
+        if summary_path.exists() {
+            let summary = Summary::read(&summary_path).unwrap();
+            match summary.status {
+                RunStatus::Failed { message } => {
+                    assert!(message.contains("No space left"), "{context}: {message}")
+                }
+                other => panic!("{context}: summary status {other:?}"),
+            }
+        }
+    }
+    assert!(
+        kept.len() >= 3,
+        "the disk filled up at too few places: {kept:?}"
+    );
+}
+
+/// Standard output closed early (`| head -1`) or full (`> /dev/full`): the command ends with a
+/// non-zero status and no panic.
+#[test]
+fn broken_pipes_and_full_stdout_end_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["check", &input("cantilever_q1.yaml")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let summary_path = dir.join("twisting_column.summary.json");
-    let started = Instant::now();
-    let steps_seen = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no steps written in time"
-        );
-        let steps = std::fs::read_to_string(&summary_path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|s| s["steps"].as_array().map(Vec::len))
-            .unwrap_or(0);
-        if steps >= 3 {
-            break steps;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
-    let listed = summary["steps"].as_array().unwrap().len();
-    assert!(listed >= steps_seen);
-    let file =
-        hdf5::File::open(dir.join("twisting_column.h5")).expect("the HDF5 file opens after a kill");
-    for step in 1..=listed {
-        let u = file
-            .dataset(&format!("steps/{step:06}/displacement"))
-            .unwrap()
-            .read_raw::<f64>()
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+            .args(["check", &input("cantilever_q1.yaml")])
+            .stdout(full)
+            .output()
             .unwrap();
-        assert!(u.iter().all(|v| v.is_finite()), "step {step}");
-    }
-    let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
-    let grids = xdmf.matches("<Grid Name=\"step_").count();
-    assert!(
-        grids >= listed && grids <= listed + 1,
-        "{grids} grids for {listed} summarised steps"
-    );
-    for step in 1..=grids {
-        assert!(
-            file.dataset(&format!("steps/{step:06}/displacement"))
-                .is_ok(),
-            "XDMF names step {step} which is not readable"
-        );
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
     }
 }

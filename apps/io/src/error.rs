@@ -40,13 +40,6 @@ impl fmt::Display for OutputError {
     }
 }
 
-impl std::error::Error for OutputError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OutputError::Io { source, .. } => Some(source),
-            OutputError::Hdf5 { source, .. } => Some(source),
-            OutputError::Json { source, .. } => Some(source),
-            OutputError::InvalidData(_) => None,
-        }
-    }
-}
+/// The message of every variant already includes its cause's, so no cause is chained (a printed
+/// chain would repeat it).
+impl std::error::Error for OutputError {}

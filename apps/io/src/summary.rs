@@ -254,8 +254,8 @@ impl SummaryWriter {
     }
 
     /// Sets the final status and wall time and writes the full summary (with every step
-    /// record). If that fails (a full disk), the status is written in place over the last
-    /// summary instead, and the error of the full write is returned.
+    /// record). If that fails (a full disk), the summary without the step list (which stays in
+    /// the log) is written in place over the last one instead; an error means that failed too.
     pub fn finish(&mut self, status: RunStatus, wall_s: f64) -> Result<(), OutputError> {
         self.summary.status = status;
         self.summary.wall_s = wall_s;
@@ -267,8 +267,7 @@ impl SummaryWriter {
             write_atomic(&self.path, &self.render(&full, 0)?, &self.faults)
         });
         if let Err(error) = full {
-            self.write_in_place()?;
-            return Err(error);
+            return self.write_in_place().map_err(|_| error);
         }
         Ok(())
     }
