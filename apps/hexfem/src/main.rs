@@ -74,6 +74,23 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// Output cost per step over a long run of tiny steps (HDF5, XDMF, step log, summary), in
+    /// windows: flat when appending costs O(1).
+    Output {
+        #[arg(long, default_value_t = 10_000)]
+        steps: usize,
+        /// Cells per side of the Q1 box.
+        #[arg(long, default_value_t = 2)]
+        cells: usize,
+        /// Steps per timing window.
+        #[arg(long, default_value_t = 1000)]
+        window: usize,
+        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -209,6 +226,24 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
+        Command::Bench {
+            which:
+                Bench::Output {
+                    steps,
+                    cells,
+                    window,
+                    dir,
+                    json,
+                },
+        } => split(
+            hexfem::bench::output::run(&hexfem::bench::output::OutputBench {
+                steps,
+                cells,
+                window,
+                dir,
+            })
+            .and_then(|r| render(&r, json)),
+        ),
         Command::Check { input, overrides } => split(hexfem::check::check(&input, &overrides)),
         Command::Verify { json } => {
             let report_case = |case: &hexfem::verify::CaseResult| {

@@ -3,6 +3,7 @@
 
 pub mod assembly;
 pub mod gamg;
+pub mod output;
 
 /// The better of `repeats` timed runs of `f` after one warm-up run, in seconds.
 pub(crate) fn best_of(
