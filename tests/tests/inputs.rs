@@ -244,7 +244,8 @@ fn every_input_runs() {
     names.sort();
     assert!(names.len() >= 5, "{names:?}");
     for name in &names {
-        let text = hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[]).unwrap();
+        let text =
+            hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
         assert!(text.contains("valid"), "{text}");
         let (outcome, summary, _dir) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);

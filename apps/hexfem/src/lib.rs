@@ -4,5 +4,6 @@
 
 pub mod bench;
 pub mod check;
+pub mod locate;
 pub mod run;
 pub mod verify;

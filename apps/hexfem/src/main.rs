@@ -58,6 +58,9 @@ enum Command {
         input: PathBuf,
         #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
         overrides: Vec<String>,
+        /// Output directory to check (as `run -o`).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -244,7 +247,11 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             })
             .and_then(|r| render(&r, json)),
         ),
-        Command::Check { input, overrides } => split(hexfem::check::check(&input, &overrides)),
+        Command::Check {
+            input,
+            overrides,
+            output,
+        } => split(hexfem::check::check(&input, &overrides, output.as_deref())),
         Command::Verify { json } => {
             let report_case = |case: &hexfem::verify::CaseResult| {
                 if !json {

@@ -68,7 +68,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
-    let mut problem = Problem::from_config(&config)?;
+    let mut problem = crate::locate::build_problem(&config)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;
     let mut summary = SummaryWriter::create(
@@ -165,7 +165,7 @@ pub fn output_dir(config: &Config, option: Option<&Path>) -> PathBuf {
 pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &str) -> Result<()> {
     io::preflight(dir, name).map_err(|e| {
         let key = match e {
-            io::OutputError::InvalidData(_) => "output.name",
+            io::OutputError::Name(_) => "output.name",
             _ => "output.directory",
         };
         if key == "output.directory" && option.is_some() {
@@ -244,7 +244,8 @@ pub fn material_of_cells(config: &Config, mesh: &HexMesh) -> Result<Vec<usize>> 
     Ok(of_cell)
 }
 
-fn output_name(config: &Config, input: &Path) -> String {
+/// The run's name: `output.name`, or the input file's stem.
+pub fn output_name(config: &Config, input: &Path) -> String {
     config.output.name.clone().unwrap_or_else(|| {
         input
             .file_stem()

@@ -433,3 +433,99 @@ fn broken_pipes_and_full_stdout_end_quietly() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// `check` rejects what `run` would reject, before solving, and every error names the file with
+/// line and column (or the `--set` argument) of the value behind it, once.
+#[test]
+fn check_rejects_what_run_rejects_and_every_error_is_located() {
+    let dir = scratch("located");
+    let base = "mesh:\n  box: { cells: [2, 2, 2] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\n";
+    let write = |name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let ok = write(
+        "ok.yaml",
+        format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n").as_bytes(),
+    );
+    let blocker = write("blocker", b"a file where a directory would go");
+    let mut utf8 =
+        format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n# caf").into_bytes();
+    utf8.extend_from_slice(b"\xe9\n");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![write("utf8.yaml", &utf8)], "utf8.yaml:7:6: the file is not valid UTF-8"),
+        (
+            vec![write("set.yaml", format!("{base}boundary:\n  dirichlet: [{{ set: nosuch, x: 0 }}]\n").as_bytes())],
+            "set.yaml:6:22: boundary.dirichlet[0].set: unknown node/face set 'nosuch'",
+        ),
+        (
+            vec![write("traction.yaml", format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n  traction: [{{ set: top, value: [0, 0, 1] }}]\n").as_bytes())],
+            "traction.yaml:7:21: boundary.traction[0].set:",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "materials[0].cells=steel".into()],
+            "--set `materials[0].cells=steel`: materials[0].cells: unknown cell set 'steel'; available: all",
+        ),
+        (
+            vec![write("free.yaml", base.as_bytes())],
+            "free.yaml:1:1: boundary: no dirichlet or twist condition",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "mesh.box.cells=[4000, 4000, 4000]".into()],
+            "--set `mesh.box.cells=[4000, 4000, 4000]`: mesh.box.cells:",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "mesh.box.upper=[1, 1, 1e-320]".into()],
+            "mesh.box.upper: the box is flat",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), format!("output.name={}", "n".repeat(300))],
+            "output.name: the name is 300 bytes long",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), format!("output.directory={blocker}/x")],
+            "output.directory: ",
+        ),
+    ];
+    for (args, expected) in &cases {
+        let mut argv = vec!["check"];
+        argv.extend(args.iter().map(String::as_str));
+        let out = hexfem(&argv);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected `{expected}` in:\n{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        // The message proper (first line, less the echoed `--set` argument) says nothing twice.
+        let line = err.lines().next().unwrap();
+        let first = match (line.find("--set `"), line.rfind("`: ")) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &line[..a], &line[b + 3..]),
+            _ => line.to_owned(),
+        };
+        for part in first.split(": ").filter(|p| p.len() > 12) {
+            assert_eq!(
+                first.matches(part).count(),
+                1,
+                "repeated `{part}` in {first}"
+            );
+        }
+    }
+    // `run` rejects the unwritable output directory before building the problem, with the same
+    // error, and writes nothing.
+    let out = hexfem(&["run", &ok, "-o", &format!("{blocker}/results")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hexfem(&["check", &ok, "-o", &format!("{blocker}/results")]);
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+}

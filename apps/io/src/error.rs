@@ -20,6 +20,8 @@ pub enum OutputError {
         path: PathBuf,
         source: serde_json::Error,
     },
+    /// The run's name cannot name its output files.
+    Name(String),
     /// The data handed to the writer is inconsistent (sizes, indices, names, step order);
     /// nothing was written.
     InvalidData(String),
@@ -35,6 +37,7 @@ impl fmt::Display for OutputError {
                 source,
             } => write!(f, "{}: {context}: {source}", path.display()),
             OutputError::Json { path, source } => write!(f, "{}: {source}", path.display()),
+            OutputError::Name(message) => write!(f, "{message}"),
             OutputError::InvalidData(message) => write!(f, "invalid output data: {message}"),
         }
     }

@@ -20,53 +20,43 @@ pub fn output_files(dir: &Path, name: &str) -> [PathBuf; 4] {
 /// can be created (its nearest existing ancestor is a writable directory), by creating and
 /// removing a probe file there. Nothing else is left behind.
 pub fn preflight(dir: &Path, name: &str) -> Result<(), OutputError> {
-    let bad = |why: &str| {
-        Err(OutputError::InvalidData(format!(
-            "output name `{name}` {why}"
-        )))
-    };
+    let bad = |why: String| Err(OutputError::Name(why));
     if name.is_empty() || name == "." || name == ".." {
-        return bad("is not a file name");
+        return bad(format!("`{name}` is not a file name"));
     }
     if name.contains(['/', '\0']) {
-        return bad("contains `/` or NUL");
+        return bad("the name contains `/` or NUL".into());
     }
     if name.len() > MAX_NAME_BYTES {
-        return bad(&format!(
-            "is {} bytes long; file names allow at most {MAX_NAME_BYTES} (255 with the \
-             longest suffix, `.summary.json.tmp`)",
+        return bad(format!(
+            "the name is {} bytes long; at most {MAX_NAME_BYTES} are possible (file names have \
+             at most 255 bytes, and the longest one written adds `.` and `.summary.json.tmp`)",
             name.len()
         ));
     }
+    // The nearest existing ancestor (the directory itself when it exists).
     let mut existing = dir;
-    loop {
+    let meta = loop {
         match fs::metadata(existing) {
-            Ok(meta) if meta.is_dir() => break,
-            Ok(_) => {
-                return Err(OutputError::Io {
-                    path: existing.to_owned(),
-                    source: io::Error::new(
-                        io::ErrorKind::NotADirectory,
-                        format!(
-                            "is not a directory, so the output directory {} cannot be created",
-                            dir.display()
-                        ),
-                    ),
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match existing.parent() {
+            Ok(meta) => break meta,
+            Err(_) => match existing.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => existing = parent,
                 _ => {
                     existing = Path::new(".");
                 }
             },
-            Err(source) => {
-                return Err(OutputError::Io {
-                    path: existing.to_owned(),
-                    source,
-                })
-            }
         }
+    };
+    if !meta.is_dir() {
+        let why = if existing == dir {
+            "is not a directory".to_owned()
+        } else {
+            "is not a directory, so the output directory cannot be created in it".to_owned()
+        };
+        return Err(OutputError::Io {
+            path: existing.to_owned(),
+            source: io::Error::new(io::ErrorKind::NotADirectory, why),
+        });
     }
     let probe = existing.join(format!(".hexfem-probe-{}", std::process::id()));
     match fs::OpenOptions::new()
