@@ -58,7 +58,13 @@ pub fn preflight(dir: &Path, name: &str) -> Result<(), OutputError> {
             source: io::Error::new(io::ErrorKind::NotADirectory, why),
         });
     }
-    let probe = existing.join(format!(".hexfem-probe-{}", std::process::id()));
+    // Unique per call: concurrent checks of one directory must not collide.
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let probe = existing.join(format!(
+        ".hexfem-probe-{}-{}",
+        std::process::id(),
+        PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)
