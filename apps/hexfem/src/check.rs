@@ -17,6 +17,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     let dir = crate::run::output_dir(&config, output_dir);
     let name = crate::run::output_name(&config, input);
     crate::run::check_output(&config, output_dir, &dir, &name)?;
+    let memory = crate::memory::guard(&config)?;
     let problem = crate::locate::build_problem(&config)?;
     let mesh = &problem.mesh;
     let mut s = String::new();
@@ -67,6 +68,14 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         s,
         "  output     {}",
         dir.join(format!("{name}.h5")).display()
+    )?;
+    let available = crate::memory::available().map_or(String::new(), |a| {
+        format!(" ({} available)", crate::memory::human(a))
+    });
+    writeln!(
+        s,
+        "  memory     about {} needed{available}",
+        crate::memory::human(memory.total)
     )?;
     Ok(s)
 }

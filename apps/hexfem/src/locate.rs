@@ -13,6 +13,11 @@ pub fn build_problem(config: &Config) -> Result<Problem> {
     Problem::from_config(config).map_err(|e| locate(config, e))
 }
 
+/// `result` with its error located (see [`locate`]).
+pub fn located<T>(config: &Config, result: Result<T>) -> Result<T> {
+    result.map_err(|e| locate(config, e))
+}
+
 /// Attaches `error` to the key of `config` it comes from (unchanged if it already names a place
 /// in the configuration).
 pub fn locate(config: &Config, error: anyhow::Error) -> anyhow::Error {

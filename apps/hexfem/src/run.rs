@@ -68,6 +68,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
+    crate::memory::guard(&config)?;
     let mut problem = crate::locate::build_problem(&config)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;

@@ -529,3 +529,31 @@ fn check_rejects_what_run_rejects_and_every_error_is_located() {
         stderr(&out)
     );
 }
+
+/// A box far beyond the machine's memory (400^3 Q1 cells, about 300 GiB) is refused before
+/// anything is allocated, by `check` and `run`, with the estimate and the memory available.
+#[test]
+fn runs_larger_than_memory_are_refused_with_the_estimate() {
+    let dir = scratch("memory");
+    for command in ["check", "run"] {
+        let out = hexfem(&[
+            command,
+            &input("cantilever_q1.yaml"),
+            "-o",
+            dir.to_str().unwrap(),
+            "--set",
+            "mesh.box.cells=[400, 400, 400]",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.contains(
+                "--set `mesh.box.cells=[400, 400, 400]`: mesh.box.cells: the run needs about"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("GiB of memory is available"), "{err}");
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 0);
+}
