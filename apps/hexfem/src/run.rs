@@ -90,11 +90,20 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
             return Err(e);
         }
     };
+    let mut u = Vector::zeros(problem.n_dofs());
+    // Step 0: the undeformed state (load factor 0, no reactions).
+    if let Err(e) = write_fields(&config, &mut problem, 0, 0.0, &u, &u, &mut results) {
+        let first = format!("{e:#}");
+        let _ = summary.finish(
+            RunStatus::Failed { message: first },
+            started.elapsed().as_secs_f64(),
+        );
+        return Err(e);
+    }
     let mut solver = LinearSolver::new(
         &config.linear_solver,
         near_null_space(&problem.mesh.coords)?,
     );
-    let mut u = Vector::zeros(problem.n_dofs());
     let path = LoadPath {
         loading: &config.loading,
         newton: &config.newton,
@@ -127,7 +136,8 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         }
         Ok(())
     });
-    let steps = results.steps_written();
+    // Converged steps: 1, 2, ... after the undeformed step 0.
+    let steps = results.last_step().unwrap_or(0);
     let wall = started.elapsed().as_secs_f64();
     match outcome {
         Ok(()) => summary
@@ -288,14 +298,17 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
     }
 }
 
-/// Post-processes a converged step and writes it; returns its summary record.
-fn write_step(
+/// Post-processes the state `u` (with `reactions`) and writes it as step `index`; returns the
+/// total strain energy.
+fn write_fields(
     config: &Config,
     problem: &mut Problem,
-    step: &ConvergedStep,
+    index: usize,
+    load_factor: f64,
     u: &Vector,
+    reactions: &Vector,
     results: &mut ResultsWriter,
-) -> Result<StepRecord> {
+) -> Result<f64> {
     let kernel = problem.assembler.kernel();
     let cells = problem
         .assembler
@@ -311,19 +324,77 @@ fn write_step(
     let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
     let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
     let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
+    let nodal = nodal_average(&problem.mesh, &cauchy);
+    let nodal_vm: Vec<f64> = nodal.iter().map(von_mises_of).collect();
     let (displacement, _) = u.as_slice().as_chunks::<3>();
-    let (reaction, _) = step.reactions.as_slice().as_chunks::<3>();
+    let (reaction, _) = reactions.as_slice().as_chunks::<3>();
     let wants = |f| config.output.wants(f);
     results.write_step(&StepData {
-        step: step.index,
-        load_factor: step.load_factor,
+        step: index,
+        load_factor,
         displacement: wants(OutputField::Displacement).then_some(displacement),
         reaction: wants(OutputField::Reaction).then_some(reaction),
         cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cauchy)),
         von_mises: wants(OutputField::VonMises).then_some(&von_mises),
         jacobian: wants(OutputField::Jacobian).then_some(&jacobian),
         energy_density: wants(OutputField::EnergyDensity).then_some(&energy_density),
+        nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
+        nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
     })?;
+    Ok(strain_energy)
+}
+
+/// Each node's mean of the values of the cells around it.
+pub fn nodal_average(mesh: &HexMesh, per_cell: &[[f64; 9]]) -> Vec<[f64; 9]> {
+    let mut sum = vec![[0.0; 9]; mesh.n_nodes()];
+    let mut count = vec![0u32; mesh.n_nodes()];
+    for (c, value) in per_cell.iter().enumerate() {
+        for &n in mesh.cell_nodes(c) {
+            for (s, v) in sum[n].iter_mut().zip(value) {
+                *s += v;
+            }
+            count[n] += 1;
+        }
+    }
+    for (s, &k) in sum.iter_mut().zip(&count) {
+        if k > 0 {
+            s.iter_mut().for_each(|v| *v /= f64::from(k));
+        }
+    }
+    sum
+}
+
+/// Von Mises stress of a full 3x3 stress (row-major): `sqrt(3/2 s:s)`, `s` the deviator.
+pub fn von_mises_of(t: &[f64; 9]) -> f64 {
+    let mean = (t[0] + t[4] + t[8]) / 3.0;
+    let mut ss = 0.0;
+    for i in 0..3 {
+        for j in 0..3 {
+            let s = t[3 * i + j] - if i == j { mean } else { 0.0 };
+            ss += s * s;
+        }
+    }
+    (1.5 * ss).sqrt()
+}
+
+/// Post-processes a converged step and writes it; returns its summary record.
+fn write_step(
+    config: &Config,
+    problem: &mut Problem,
+    step: &ConvergedStep,
+    u: &Vector,
+    results: &mut ResultsWriter,
+) -> Result<StepRecord> {
+    let strain_energy = write_fields(
+        config,
+        problem,
+        step.index,
+        step.load_factor,
+        u,
+        &step.reactions,
+        results,
+    )?;
+    let (displacement, _) = u.as_slice().as_chunks::<3>();
     let max_displacement = displacement
         .iter()
         .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
@@ -346,4 +417,43 @@ fn write_step(
         wall_s: step.wall_s,
         linear_solver: serde_json::to_value(&step.iterations)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn von_mises_of_uniaxial_tension_and_pure_shear() {
+        let uniaxial = [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert!((von_mises_of(&uniaxial) - 2.0).abs() < 1e-15);
+        let shear = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert!((von_mises_of(&shear) - 3f64.sqrt()).abs() < 1e-15);
+        let pressure = [5.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0];
+        assert_eq!(von_mises_of(&pressure), 0.0);
+    }
+
+    /// Two cells along x: the four shared nodes get the mean of both cells, the others their
+    /// own cell's value.
+    #[test]
+    fn nodal_average_is_the_mean_of_the_cells_around_each_node() {
+        let mesh = mesh::generate_box(&mesh::BoxSpec {
+            cells: [2, 1, 1],
+            lower: [0.0; 3],
+            upper: [2.0, 1.0, 1.0],
+            kind: CellKind::Hex8,
+            corners: None,
+        })
+        .unwrap();
+        let per_cell = [[1.0; 9], [3.0; 9]];
+        let nodal = nodal_average(&mesh, &per_cell);
+        for (n, x) in mesh.coords.iter().enumerate() {
+            let expected = match x[0] {
+                0.0 => 1.0,
+                1.0 => 2.0,
+                _ => 3.0,
+            };
+            assert_eq!(nodal[n], [expected; 9], "node {n} at {x:?}");
+        }
+    }
 }

@@ -233,31 +233,45 @@ fn xdmf_steps(xml: &str) -> Vec<usize> {
 }
 
 /// What a (possibly interrupted) run left in `dir`: the HDF5 file, if present, opens and holds
-/// steps `1..=n` with finite displacements; the XDMF file, if present, is well formed and names
-/// only those steps; the summary, if present, parses and lists no other step. Returns `n`.
+/// steps `0..=n` (0: undeformed) with finite displacements; the XDMF files, if present, are well
+/// formed and name only those steps; the summary, if present, parses and lists no other step.
+/// Returns `n`, the converged steps kept.
 fn check_leftovers(dir: &Path, context: &str) -> usize {
     let h5 = dir.join("twisting_column.h5");
     let committed = if h5.exists() {
         let file = ResultsReader::open(&h5).unwrap_or_else(|e| panic!("{context}: {e}"));
         let steps = file.steps().unwrap_or_else(|e| panic!("{context}: {e}"));
+        // Step 0 is the undeformed state, then the converged steps.
         for (i, &(step, load)) in steps.iter().enumerate() {
-            assert_eq!(step, i + 1, "{context}");
-            assert!(load > 0.0 && load <= 1.0, "{context}");
+            assert_eq!(step, i, "{context}");
+            assert!((0.0..=1.0).contains(&load), "{context}");
+            assert_eq!(load == 0.0, step == 0, "{context}");
             let (shape, u) = file
                 .read_f64(&format!("/steps/{step:06}/displacement"))
                 .unwrap_or_else(|e| panic!("{context}: {e}"));
             assert_eq!(shape[1], 3, "{context}");
             assert!(u.iter().all(|v| v.is_finite()), "{context}: step {step}");
         }
-        steps.len()
+        steps.len().saturating_sub(1)
     } else {
         0
     };
     let xdmf = dir.join("twisting_column.xdmf");
     if xdmf.exists() {
         let grids = xdmf_steps(&std::fs::read_to_string(&xdmf).unwrap());
-        assert_eq!(grids, (1..=grids.len()).collect::<Vec<_>>(), "{context}");
-        assert!(grids.len() <= committed, "{context}: XDMF names {grids:?}");
+        assert_eq!(grids, (0..grids.len()).collect::<Vec<_>>(), "{context}");
+        assert!(
+            grids.len() <= committed + 1,
+            "{context}: XDMF names {grids:?}"
+        );
+    }
+    let last = dir.join("twisting_column.last.xdmf");
+    if last.exists() {
+        let grids = xdmf_steps(&std::fs::read_to_string(&last).unwrap());
+        assert!(
+            grids.len() == 1 && grids[0] <= committed,
+            "{context}: {grids:?}"
+        );
     }
     let summary = dir.join("twisting_column.summary.json");
     if summary.exists() {
@@ -288,7 +302,7 @@ fn a_run_killed_after_a_step_leaves_every_completed_step_readable() {
     );
     assert_eq!(check_leftovers(&dir, "abort after step 3"), 3);
     let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
-    assert_eq!(xdmf_steps(&xdmf), [1, 2, 3]);
+    assert_eq!(xdmf_steps(&xdmf), [0, 1, 2, 3]);
     let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
     assert_eq!(summary.status, RunStatus::Running);
     assert_eq!(summary.steps.unwrap().len(), 3);
@@ -556,4 +570,62 @@ fn runs_larger_than_memory_are_refused_with_the_estimate() {
     }
     // Nothing was written.
     assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 0);
+}
+
+/// What viewers read: meshio reads the last step (`meshio.read`, `meshio convert` to VTU) and
+/// the whole series (its time-series reader), step 0 undeformed, with the material and nodal
+/// stress fields. Skipped, saying so, where python3 with meshio and h5py is not installed
+/// (`./hexfem.sh test` installs them).
+#[test]
+fn meshio_reads_the_last_step_and_the_series() {
+    let has_meshio = Command::new("python3")
+        .args(["-c", "import meshio, h5py"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_meshio {
+        eprintln!("python3 with meshio and h5py not found: the meshio test is skipped");
+        return;
+    }
+    let dir = scratch("meshio");
+    let out = small_twist(&dir, 3, &[]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = r#"
+import sys, meshio, numpy as np
+d = sys.argv[1]
+m = meshio.read(d + "/twisting_column.last.xdmf")
+assert len(m.points) == 63 and m.cells[0].type == "hexahedron" and len(m.cells[0].data) == 24
+u = m.point_data["displacement"]
+assert u.shape == (63, 3) and np.abs(u).max() > 0.1, np.abs(u).max()
+assert m.point_data["nodal_cauchy_stress"].shape == (63, 9)
+assert m.cell_data["material"][0].shape == (24,)
+meshio.write(d + "/converted.vtu", m)
+assert len(meshio.read(d + "/converted.vtu").points) == 63
+with meshio.xdmf.TimeSeriesReader(d + "/twisting_column.xdmf") as r:
+    points, cells = r.read_points_cells()
+    times = [r.read_data(k)[0] for k in range(r.num_steps)]
+    t0, u0, c0 = r.read_data(0)
+assert times == [0.0, 1 / 3, 2 / 3, 1.0], times
+assert np.abs(u0["displacement"]).max() == 0.0
+assert np.allclose(c0["jacobian"][0], 1.0)
+print("ok")
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    let converted = Command::new("meshio")
+        .args(["convert"])
+        .arg(dir.join("twisting_column.last.xdmf"))
+        .arg(dir.join("cli.vtu"))
+        .output();
+    if let Ok(converted) = converted {
+        assert!(converted.status.success(), "{}", stderr(&converted));
+        assert!(dir.join("cli.vtu").exists());
+    }
 }

@@ -127,6 +127,10 @@ pub struct StepData<'a> {
     pub jacobian: Option<&'a [f64]>,
     /// Cell-averaged strain energy density.
     pub energy_density: Option<&'a [f64]>,
+    /// Nodal Cauchy stress (full 3x3, row-major).
+    pub nodal_cauchy_stress: Option<&'a [[f64; 9]]>,
+    /// Nodal von Mises stress.
+    pub nodal_von_mises: Option<&'a [f64]>,
 }
 
 /// Where a field lives.
@@ -184,6 +188,18 @@ impl<'a> StepData<'a> {
                 values,
             })
         };
+        let nodal_stress = self.nodal_cauchy_stress.map(|v| Field {
+            name: "nodal_cauchy_stress",
+            center: Center::Node,
+            kind: AttributeType::Tensor,
+            values: v.as_flattened(),
+        });
+        let nodal_von_mises = self.nodal_von_mises.map(|values| Field {
+            name: "nodal_von_mises",
+            center: Center::Node,
+            kind: AttributeType::Scalar,
+            values,
+        });
         let stress = self.cauchy_stress.map(|t| {
             let (kind, values) = match t {
                 CellTensor::Full(v) => (AttributeType::Tensor, v.as_flattened()),
@@ -203,6 +219,8 @@ impl<'a> StepData<'a> {
             scalar("von_mises", self.von_mises),
             scalar("jacobian", self.jacobian),
             scalar("energy_density", self.energy_density),
+            nodal_stress,
+            nodal_von_mises,
         ]
         .into_iter()
         .flatten()

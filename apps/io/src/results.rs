@@ -9,6 +9,9 @@
 //! - `/steps/<6-digit step>/` with attribute `load_factor` (f64) and the step's datasets (see
 //!   [`StepData`]).
 //!
+//! `<name>.last.xdmf` describes the last committed step alone (replaced by rename after each step)
+//! for readers of single meshes such as `meshio.read`.
+//!
 //! Crash safety: the file is written append-only and each step is committed by one rewrite of
 //! the superblock (see the `h5` module for why and how); only then is the step appended to the
 //! XDMF file, so the XDMF never names a step that is not committed. The file is created under a
@@ -17,7 +20,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::atomic::temp_path;
+use super::atomic::{temp_path, write_atomic};
 use super::data::{Center, MeshData, StepData};
 use super::faults::Faults;
 use super::h5::encode::{self, Element};
@@ -32,6 +35,9 @@ pub struct ResultsWriter {
     file: AppendFile,
     h5_path: PathBuf,
     xdmf: XdmfLog,
+    /// `<name>.last.xdmf`: the last committed step alone.
+    last_xdmf: PathBuf,
+    faults: Faults,
     mesh: MeshLayout,
     /// Object header of `/mesh`.
     mesh_header: u64,
@@ -105,6 +111,8 @@ impl ResultsWriter {
             file,
             h5_path,
             xdmf,
+            last_xdmf: dir.join(format!("{name}.last.xdmf")),
+            faults: faults.clone(),
             mesh: layout,
             mesh_header,
             steps,
@@ -127,6 +135,11 @@ impl ResultsWriter {
     /// Number of steps committed.
     pub fn steps_written(&self) -> usize {
         self.steps_written
+    }
+
+    /// Index of the last step committed.
+    pub fn last_step(&self) -> Option<usize> {
+        self.last_step
     }
 
     /// Appends a converged step to the HDF5 file and commits it, then to the XDMF file. Sizes
@@ -223,11 +236,22 @@ impl ResultsWriter {
                 })
                 .collect(),
         };
-        if let Err(error) = self.xdmf.append(&self.mesh, &entry) {
+        let last = xdmf::render_single(&self.mesh, &entry);
+        let written = self
+            .xdmf
+            .append(&self.mesh, &entry)
+            .and_then(|()| write_atomic(&self.last_xdmf, last.as_bytes(), &self.faults));
+        if let Err(error) = written {
             self.failed = Some(error.to_string());
             return Err(error);
         }
         Ok(())
+    }
+
+    /// `<name>.last.xdmf`: the last committed step alone, as one grid (for `meshio.read` and
+    /// `meshio convert`, which do not read time series); written with the first step.
+    pub fn last_xdmf_path(&self) -> &Path {
+        &self.last_xdmf
     }
 }
 

@@ -173,6 +173,8 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
             von_mises: Some(&f1.scalar),
             jacobian: None,
             energy_density: Some(&f1.scalar),
+            nodal_cauchy_stress: None,
+            nodal_von_mises: None,
         })
         .unwrap();
     let f2 = fields(2);

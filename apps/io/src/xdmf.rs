@@ -254,6 +254,30 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
     x
 }
 
+/// The XDMF document of one step alone, as one uniform grid with no time (what `meshio.read` and
+/// `meshio convert` expect: a domain holding one grid of topology, geometry and attributes).
+pub(crate) fn render_single(mesh: &MeshLayout, step: &StepEntry) -> String {
+    let grid = render_grid(mesh, step);
+    // No `<Time>`: meshio's single-grid reader rejects it; the grid's name carries it.
+    let grid: String = grid
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("<Time "))
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    let grid = grid.replacen(
+        &format!("Name=\"step_{:06}\"", step.step),
+        &format!(
+            "Name=\"step_{:06} (load factor {:?})\"",
+            step.step, step.load_factor
+        ),
+        1,
+    );
+    format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Xdmf Version=\"3.0\">\n  <Domain>\n{grid}  \
+         </Domain>\n</Xdmf>\n"
+    )
+}
+
 /// The whole document for `steps` at once (what the log holds after appending them, less the
 /// reserved space); used by tests.
 #[cfg(test)]

@@ -120,6 +120,8 @@ fn write(
     let mut displacement = vec![[0.0; 3]; mesh.n_nodes()];
     let stress = vec![[0.0; 9]; mesh.n_cells()];
     let scalar = vec![1.0; mesh.n_cells()];
+    let nodal = vec![[0.0; 9]; mesh.n_nodes()];
+    let nodal_scalar = vec![0.0; mesh.n_nodes()];
     let started = Instant::now();
     let mut windows = Vec::new();
     let mut window_start = Instant::now();
@@ -137,6 +139,8 @@ fn write(
             von_mises: Some(&scalar),
             jacobian: Some(&scalar),
             energy_density: Some(&scalar),
+            nodal_cauchy_stress: Some(&nodal),
+            nodal_von_mises: Some(&nodal_scalar),
         })?;
         summary.record_step(
             StepRecord {
