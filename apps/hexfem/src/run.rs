@@ -222,20 +222,20 @@ fn create_results(
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
     let material = material_of_cells(config, &problem.mesh)?;
-    Ok(ResultsWriter::create(
-        dir,
-        name,
-        &MeshData {
-            nodes_per_cell: problem.mesh.nodes_per_cell(),
-            coordinates: &problem.mesh.coords,
-            connectivity: &connectivity,
-            material: Some(&material),
-            node_sets: &node_sets,
-            cell_sets: &cell_sets,
-            face_sets: &face_sets,
-        },
-        faults,
-    )?)
+    let mesh = MeshData {
+        nodes_per_cell: problem.mesh.nodes_per_cell(),
+        coordinates: &problem.mesh.coords,
+        connectivity: &connectivity,
+        material: Some(&material),
+        node_sets: &node_sets,
+        cell_sets: &cell_sets,
+        face_sets: &face_sets,
+    };
+    let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
+    if config.output.vtu {
+        results.enable_vtu(dir, name, &mesh)?;
+    }
+    Ok(results)
 }
 
 /// Index of the `materials` entry that applies to each cell (later entries override earlier

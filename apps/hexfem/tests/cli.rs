@@ -572,9 +572,9 @@ fn runs_larger_than_memory_are_refused_with_the_estimate() {
     assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 0);
 }
 
-/// What viewers read: meshio reads the last step (`meshio.read`, `meshio convert` to VTU) and
-/// the whole series (its time-series reader), step 0 undeformed, with the material and nodal
-/// stress fields. Skipped, saying so, where python3 with meshio and h5py is not installed
+/// What viewers read: meshio reads the last step (`meshio.read`, `meshio convert` to VTU), the
+/// whole series (its time-series reader; step 0 undeformed) with the material and nodal stress
+/// fields, and the optional VTU files listed in the `.pvd` collection. Skipped, saying so, where python3 with meshio and h5py is not installed
 /// (`./hexfem.sh test` installs them).
 #[test]
 fn meshio_reads_the_last_step_and_the_series() {
@@ -587,7 +587,9 @@ fn meshio_reads_the_last_step_and_the_series() {
         return;
     }
     let dir = scratch("meshio");
-    let out = small_twist(&dir, 3, &[]).output().unwrap();
+    let out = small_twist(&dir, 3, &["--set", "output.vtu=true"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let script = r#"
 import sys, meshio, numpy as np
@@ -607,6 +609,12 @@ with meshio.xdmf.TimeSeriesReader(d + "/twisting_column.xdmf") as r:
 assert times == [0.0, 1 / 3, 2 / 3, 1.0], times
 assert np.abs(u0["displacement"]).max() == 0.0
 assert np.allclose(c0["jacobian"][0], 1.0)
+# The optional VTU output of the last step holds the same displacement.
+v = meshio.read(d + "/twisting_column_vtu/step_000003.vtu")
+assert np.array_equal(v.points, m.points) and np.array_equal(v.point_data["displacement"], u)
+assert np.array_equal(v.cell_data["material"][0], m.cell_data["material"][0])
+pvd = open(d + "/twisting_column.pvd").read()
+assert pvd.count("<DataSet ") == 4 and 'file="twisting_column_vtu/step_000003.vtu"' in pvd
 print("ok")
 "#;
     let out = Command::new("python3")

@@ -20,6 +20,7 @@ mod preflight;
 mod reader;
 mod results;
 mod summary;
+mod vtu;
 mod xdmf;
 
 pub use data::{CellTensor, MeshData, StepData};

@@ -25,6 +25,7 @@ use super::data::{Center, MeshData, StepData};
 use super::faults::Faults;
 use super::h5::encode::{self, Element};
 use super::h5::{AppendFile, Group};
+use super::vtu::VtuWriter;
 use super::xdmf::{self, FieldEntry, MeshLayout, StepEntry, XdmfLog};
 use super::OutputError;
 
@@ -37,6 +38,8 @@ pub struct ResultsWriter {
     xdmf: XdmfLog,
     /// `<name>.last.xdmf`: the last committed step alone.
     last_xdmf: PathBuf,
+    /// Optional `.vtu` files and `.pvd` collection.
+    vtu: Option<VtuWriter>,
     faults: Faults,
     mesh: MeshLayout,
     /// Object header of `/mesh`.
@@ -112,6 +115,7 @@ impl ResultsWriter {
             h5_path,
             xdmf,
             last_xdmf: dir.join(format!("{name}.last.xdmf")),
+            vtu: None,
             faults: faults.clone(),
             mesh: layout,
             mesh_header,
@@ -240,12 +244,33 @@ impl ResultsWriter {
         let written = self
             .xdmf
             .append(&self.mesh, &entry)
-            .and_then(|()| write_atomic(&self.last_xdmf, last.as_bytes(), &self.faults));
+            .and_then(|()| write_atomic(&self.last_xdmf, last.as_bytes(), &self.faults))
+            .and_then(|()| match &mut self.vtu {
+                Some(vtu) => vtu.write_step(data),
+                None => Ok(()),
+            });
         if let Err(error) = written {
             self.failed = Some(error.to_string());
             return Err(error);
         }
         Ok(())
+    }
+
+    /// Also writes every step as `<dir>/<name>_vtu/step_NNNNNN.vtu`, listed in `<dir>/<name>.pvd`
+    /// (call before the first step, with the mesh given to [`ResultsWriter::create`]).
+    pub fn enable_vtu(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        mesh: &MeshData,
+    ) -> Result<(), OutputError> {
+        self.vtu = Some(VtuWriter::create(dir, name, mesh, &self.faults)?);
+        Ok(())
+    }
+
+    /// The ParaView collection of the `.vtu` files, when enabled.
+    pub fn pvd_path(&self) -> Option<&Path> {
+        self.vtu.as_ref().map(VtuWriter::pvd_path)
     }
 
     /// `<name>.last.xdmf`: the last committed step alone, as one grid (for `meshio.read` and

@@ -81,8 +81,10 @@ fn page_padding(at: u64, len: usize) -> usize {
 /// opening is overwritten with spaces (one write of 19 bytes within a page), which makes the grid
 /// part of the collection. When the space runs out the file is rewritten with twice the room
 /// (write to a temporary file, rename), so appending costs amortised O(1).
-pub(crate) struct XdmfLog {
+pub(crate) struct XmlLog {
     path: PathBuf,
+    /// The closing tags after the reserved space.
+    tail: &'static str,
     file: fs::File,
     /// Position of the live [`RESERVE_OPEN`].
     open_at: u64,
@@ -91,12 +93,27 @@ pub(crate) struct XdmfLog {
     faults: Faults,
 }
 
-impl XdmfLog {
-    /// Writes the document with an empty collection (replacing `path` atomically).
+/// The XDMF file of a run.
+pub(crate) type XdmfLog = XmlLog;
+
+impl XmlLog {
+    /// Writes the XDMF document with an empty collection (replacing `path` atomically).
     pub fn create(path: &Path, faults: &Faults) -> Result<Self, OutputError> {
-        let (open_at, close_at) = replace(path, head().as_bytes(), "", faults)?;
-        Ok(XdmfLog {
+        Self::create_with(path, &head(), TAIL, faults)
+    }
+
+    /// Writes the document `head` + reserved space + `tail` (replacing `path` atomically); the
+    /// entries appended go between `head` and the reserved space.
+    pub fn create_with(
+        path: &Path,
+        head: &str,
+        tail: &'static str,
+        faults: &Faults,
+    ) -> Result<Self, OutputError> {
+        let (open_at, close_at) = replace(path, head.as_bytes(), "", tail, faults)?;
+        Ok(XmlLog {
             path: path.to_owned(),
+            tail,
             file: open_rw(path)?,
             open_at,
             close_at,
@@ -110,7 +127,11 @@ impl XdmfLog {
 
     /// Appends the grid of `step`.
     pub fn append(&mut self, mesh: &MeshLayout, step: &StepEntry) -> Result<(), OutputError> {
-        let grid = render_grid(mesh, step);
+        self.append_text(render_grid(mesh, step))
+    }
+
+    /// Appends `grid` (complete elements, ending with a newline) to the collection.
+    pub fn append_text(&mut self, grid: String) -> Result<(), OutputError> {
         let write_at = self.open_at + RESERVE_OPEN.len() as u64 + 1;
         let grid_end = write_at + grid.len() as u64;
         let pad = page_padding(grid_end, RESERVE_OPEN.len());
@@ -137,7 +158,7 @@ impl XdmfLog {
 
     /// Rewrites the file with `prefix`, `grid` and fresh reserved space.
     fn rewrite(&mut self, prefix: &[u8], grid: &str) -> Result<(), OutputError> {
-        let (open_at, close_at) = replace(&self.path, prefix, grid, &self.faults)?;
+        let (open_at, close_at) = replace(&self.path, prefix, grid, self.tail, &self.faults)?;
         self.file = open_rw(&self.path)?;
         self.open_at = open_at;
         self.close_at = close_at;
@@ -159,6 +180,7 @@ fn replace(
     path: &Path,
     prefix: &[u8],
     grid: &str,
+    tail: &str,
     faults: &Faults,
 ) -> Result<(u64, u64), OutputError> {
     let mut text = Vec::with_capacity(2 * (prefix.len() + grid.len()) + PAGE as usize);
@@ -172,7 +194,7 @@ fn replace(
     text.resize(text.len() + room, b' ');
     let close_at = text.len() as u64;
     text.extend_from_slice(RESERVE_CLOSE.as_bytes());
-    text.extend_from_slice(TAIL.as_bytes());
+    text.extend_from_slice(tail.as_bytes());
     write_atomic(path, &text, faults)?;
     Ok((open_at, close_at))
 }
