@@ -33,9 +33,21 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 need_packages
 
+# The viewer test reads results with meshio (and h5py); install them for the user's python3 if
+# missing. Without python3 or pip the test says so and is skipped.
+need_meshio() {
+    command -v python3 >/dev/null 2>&1 || return 0
+    python3 -c 'import meshio, h5py' >/dev/null 2>&1 && return 0
+    echo "hexfem: installing meshio and h5py for the viewer test (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check meshio h5py >/dev/null 2>&1 \
+        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages meshio h5py >/dev/null 2>&1 \
+        || echo "hexfem: could not install meshio; the viewer test will be skipped" >&2
+}
+
 case "${1:-run}" in
     test)
         shift
+        need_meshio
         exec cargo test --release --workspace "$@"
         ;;
     run)

@@ -109,7 +109,9 @@ impl HexMesh {
             return Ok((0..self.n_cells()).collect());
         }
         let mut names: Vec<&str> = self.cell_sets.keys().map(String::as_str).collect();
-        names.push("all");
+        if !self.cell_sets.contains_key("all") {
+            names.push("all");
+        }
         Err(unknown_set("cell", name, &names))
     }
 

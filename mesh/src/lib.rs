@@ -1,7 +1,7 @@
 //! Hexahedral meshes for hexfem: Q1 (8-node) and Q2 (27-node) cells in lexicographic local
-//! order, structured and mapped-box generators, a Gmsh MSH 4.1 reader, named node/face/cell
-//! sets, and the node orderings of Gmsh and VTK/XDMF. Cells and faces are instances of `fem`'s
-//! reference cell ([`CellKind`], [`Face`], re-exported here).
+//! order, structured and mapped-box generators, a Gmsh MSH reader (4.1 and 2.2, ASCII, binary,
+//! gzip), named node/face/cell sets, and the node orderings of Gmsh and VTK/XDMF. Cells and faces
+//! are instances of `fem`'s reference cell ([`CellKind`], [`Face`], re-exported here).
 
 pub mod cell;
 pub mod error;
@@ -13,6 +13,6 @@ pub mod ordering;
 pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};
 pub use error::MeshError;
 pub use generate::{corner_jacobian_det, generate_box, BoxSpec, MAX_BOX_BYTES, MAX_BOX_NODES};
-pub use gmsh::{parse_gmsh, read_gmsh};
+pub use gmsh::{parse_gmsh, parse_gmsh_bytes, read_gmsh, MAX_MSH_BYTES};
 pub use hex_mesh::{cell_name, HexMesh};
 pub use ordering::NodeOrdering;

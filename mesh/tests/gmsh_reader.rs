@@ -126,7 +126,9 @@ fn one_hex(version: &str, tags: [usize; 8], extra_blocks: &[&str]) -> String {
         s += &format!("{} {} {}\n", c[0], c[1], c[2]);
     }
     s += "$EndNodes\n";
-    s += &format!("$Elements\n{} 9 1 9\n3 1 5 1\n", 1 + extra_blocks.len());
+    // Each extra block holds one element, tagged 2, 3, ...
+    let n = 1 + extra_blocks.len();
+    s += &format!("$Elements\n{n} {n} 1 {n}\n3 1 5 1\n");
     s += &format!("1 {}\n", tags.map(|t| t.to_string()).join(" "));
     for b in extra_blocks {
         s += b;
@@ -156,17 +158,18 @@ fn parse_err(text: &str) -> String {
 }
 
 #[test]
-fn rejects_other_versions_and_binary_files() {
-    let err = parse_err(&one_hex("2.2 0 8", TAGS, &[]));
+fn rejects_other_versions_and_broken_binary_headers() {
+    let err = parse_err(&one_hex("3.0 0 8", TAGS, &[]));
     assert_eq!(
         err,
-        "<text>:2: MSH format version 2.2 is not supported; only 4.1 ASCII is \
-         (export with Mesh.MshFileVersion = 4.1)"
+        "<text>:2: MSH format version 3.0 is not supported; 4.1 and 2.2 are (ASCII or binary; \
+         export with Mesh.MshFileVersion = 4.1)"
     );
+    // A binary header followed by text: the byte-order check integer is not 1.
     let err = parse_err(&one_hex("4.1 1 8", TAGS, &[]));
-    assert_eq!(
-        err,
-        "<text>:2: binary MSH files are not supported; export as ASCII (Mesh.Binary = 0)"
+    assert!(
+        err.contains("the byte-order check integer is not 1"),
+        "{err}"
     );
     let err = parse_err("$Nodes\n0 0 0 0\n$EndNodes\n");
     assert_eq!(err, "<text>:1: expected $MeshFormat first, found '$Nodes'");
@@ -192,7 +195,7 @@ fn rejects_unknown_nodes_and_truncation() {
     // A block count that is too small leaves a node where $EndNodes should be.
     let err = parse_err(
         &full
-            .replace("$Nodes\n1 8", "$Nodes\n1 7")
+            .replace("$Nodes\n1 8 10 88", "$Nodes\n1 7 10 77")
             .replace("3 1 0 8", "3 1 0 7"),
     );
     assert!(err.contains("expected $EndNodes, found"), "{err}");
@@ -218,8 +221,8 @@ fn rejects_unsupported_element_mixes() {
     let err = parse_err(&one_hex("4.1 0 8", TAGS, &[diagonal]));
     assert_eq!(
         err,
-        "<text>:39: element 2: quadrangle of physical group 'bottom face' is not a face of any \
-         hexahedron"
+        "<text>:39: element 2: quadrangle of physical group 'bottom face' (5) is not a face of \
+         any hexahedron"
     );
     // Too few nodes on a hexahedron line.
     let err =
@@ -307,7 +310,7 @@ fn hostile_headers_are_errors_without_huge_allocations() {
         let err = parse_err(&with("$Elements\n1 ", &format!("$Elements\n{count} ")));
         assert_eq!(
             err,
-            "<text>:38: expected entity dimension (an unsigned integer), found '$EndElements'"
+            "<text>:38: invalid entity dimension '$EndElements' (expected 0, 1, 2 or 3)"
         );
         let err = parse_err(&with("3 1 5 1\n", &format!("3 1 5 {count}\n")));
         assert!(err.contains("expected element tag"), "{err}");
@@ -350,4 +353,140 @@ fn parametric_node_coordinates_are_skipped() {
         text = text.replacen(&format!("\n{c}\n"), &format!("\n{c} 0.5 0.5 0.5\n"), 1);
     }
     assert_eq!(parse_gmsh(&text).unwrap(), parse_gmsh(&full).unwrap());
+}
+
+/// The same mesh written by Gmsh (`tests/data/formats/make_formats.sh`) as MSH 4.1 ASCII, 4.1
+/// binary, 2.2 ASCII, 2.2 binary and gzip-compressed reads to the same nodes, cells and sets.
+#[test]
+fn every_msh_encoding_gives_the_same_mesh() {
+    let reference = read_gmsh(data("tests/data/formats/box41.msh")).unwrap();
+    assert_eq!((reference.n_cells(), reference.n_nodes()), (12, 36));
+    assert_eq!(reference.cell_set("body").unwrap().len(), 12);
+    assert_eq!(reference.face_sets["bottom"].len(), 6);
+    assert_eq!(reference.face_sets["left"].len(), 4);
+    assert_eq!(reference.set_nodes("origin").unwrap().len(), 1);
+    for file in [
+        "box41_binary.msh",
+        "box22.msh",
+        "box22_binary.msh",
+        "box41.msh.gz",
+        "box22_binary.msh.gz",
+    ] {
+        let mut mesh = read_gmsh(data(&format!("tests/data/formats/{file}")))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        // ASCII files round coordinates to 16 digits; binary files hold them exactly.
+        for (a, b) in mesh.coords.iter().zip(&reference.coords) {
+            assert!(
+                (0..3).all(|d| (a[d] - b[d]).abs() < 1e-14),
+                "{file}: {a:?} {b:?}"
+            );
+        }
+        mesh.coords.clone_from(&reference.coords);
+        assert_eq!(mesh, reference, "{file}");
+    }
+}
+
+/// A tetrahedral mesh with a triangle face group: the error names the element kind (not the
+/// faces) and the physical group by name.
+#[test]
+fn unsupported_cells_are_named_before_faces() {
+    let err = read_gmsh(data("tests/data/formats/tets41.msh"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("is a 4-node tetrahedron; only hexahedra"),
+        "{err}"
+    );
+    // The same file without its tetrahedra: now the triangles of the face group are the
+    // problem, and there are no hexahedra at all.
+    let text = std::fs::read_to_string(data("tests/data/formats/tets41.msh")).unwrap();
+    let with_hex = one_hex("4.1 0 8", TAGS, &["2 1 2 1\n2 10 20 30\n"]);
+    let err = parse_err(&with_hex);
+    assert!(
+        err.contains(
+            "element 2 of surface entity 1 in physical group 'bottom face' (5) is a \
+                      3-node triangle; only quadrangles"
+        ),
+        "{err}"
+    );
+    assert!(text.contains("\"clamped\""));
+}
+
+/// Honest meshes: an element tag used twice, a hexahedron listed twice under another tag, header
+/// counts that do not match, quadrangles of face sets inside the mesh, set nodes of no cell.
+#[test]
+fn dishonest_meshes_are_refused_naming_the_elements() {
+    let full = one_hex("4.1 0 8", TAGS, &[]);
+    // The same hexahedron again as element 2.
+    let twice = full
+        .replace(
+            "$Elements\n1 1 1 1\n3 1 5 1\n",
+            "$Elements\n1 2 1 2\n3 1 5 2\n",
+        )
+        .replace(
+            "\n$EndElements",
+            "\n2 20 30 40 10 66 77 88 55\n$EndElements",
+        );
+    assert_eq!(
+        parse_err(&twice),
+        "<text>:38: elements 1 (line 37) and 2 have the same corner nodes: the hexahedron is \
+         listed twice"
+    );
+    // Element tag 1 twice.
+    let reused = twice.replace("\n2 20 30 40 10", "\n1 20 30 40 10");
+    assert!(
+        parse_err(&reused).contains("element tag 1 is used twice (lines 37 and 38)"),
+        "{}",
+        parse_err(&reused)
+    );
+    // Header counts.
+    let err = parse_err(&full.replace("$Elements\n1 1 1 1", "$Elements\n1 2 1 2"));
+    assert_eq!(
+        err,
+        "<text>:35: $Elements header announces 2 elements, but the file holds 1"
+    );
+    let err = parse_err(&full.replace("$Elements\n1 1 1 1", "$Elements\n1 1 1 7"));
+    assert!(err.contains("announces element tags 1 to 7"), "{err}");
+    let err = parse_err(&full.replace("$Nodes\n1 8 10 88", "$Nodes\n1 8 10 99"));
+    assert!(err.contains("announces node tags 10 to 99"), "{err}");
+    // Two cells side by side: their shared face is no boundary.
+    let two = parse_gmsh(&two_cells(&[])).unwrap();
+    assert_eq!(two.n_cells(), 2);
+    let err = parse_err(&two_cells(&["2 1 3 1\n3 2 5 8 11\n"]));
+    assert!(
+        err.contains(
+            "element 3: quadrangle of physical group 'mid' (4) is an interior face (between \
+             elements 1 and 2)"
+        ),
+        "{err}"
+    );
+    // A point group on a node no hexahedron uses.
+    let err = parse_err(&two_cells(&["0 1 15 1\n3 13\n"]));
+    assert!(
+        err.contains("element 3: node 13 is not a node of any hexahedron"),
+        "{err}"
+    );
+}
+
+/// Two unit cells along x (nodes 1..12 on a 3 x 2 x 2 grid, tag `1 + i + 3 j + 6 k`, and an
+/// unused node 13), elements 1 and 2, and extra element blocks (elements 3, ...) of surface 1
+/// (physical group 4, "mid") or point 1 (physical group 6, "spot").
+fn two_cells(extra_blocks: &[&str]) -> String {
+    let mut s = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n");
+    s += "$PhysicalNames\n2\n2 4 \"mid\"\n0 6 \"spot\"\n$EndPhysicalNames\n";
+    s += "$Entities\n1 0 1 1\n1 0 0 0 1 6\n1 1 0 0 1 1 1 1 4 0\n1 0 0 0 2 1 1 0 0\n$EndEntities\n";
+    s += "$Nodes\n1 13 1 13\n3 1 0 13\n";
+    for tag in 1..=13 {
+        s += &format!("{tag}\n");
+    }
+    for tag in 0..13 {
+        s += &format!("{} {} {}\n", tag % 3, (tag / 3) % 2, tag / 6);
+    }
+    let (blocks, n) = (1 + extra_blocks.len(), 2 + extra_blocks.len());
+    s += &format!("$EndNodes\n$Elements\n{blocks} {n} 1 {n}\n3 1 5 2\n");
+    s += "1 1 2 5 4 7 8 11 10\n2 2 3 6 5 8 9 12 11\n";
+    for b in extra_blocks {
+        s += b;
+    }
+    s + "$EndElements\n"
 }

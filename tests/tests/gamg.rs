@@ -69,6 +69,8 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
         overrides: vec!["loading.steps=2".into(), "loading.growth=1.0".into()],
         output_dir: Some(out.to_path_buf()),
         progress: hexfem::run::Progress::Quiet,
+        faults: Default::default(),
+        abort_after_step: None,
     })
     .unwrap();
     let summary: serde_json::Value =

@@ -29,7 +29,7 @@ impl Config {
             .map(|(i, m)| {
                 let material = m
                     .material()
-                    .map_err(|e| self.invalid(&index_path("materials", i), e.to_string()))?;
+                    .map_err(|e| self.error_at(&index_path("materials", i), e.to_string()))?;
                 let cells = match &m.cells {
                     CellSelection::All => plain::CellSelection::All,
                     CellSelection::Set(name) => plain::CellSelection::Set(name.clone()),
@@ -75,7 +75,7 @@ impl Config {
 
     fn box_spec(&self, b: &BoxMesh) -> Result<BoxSpec, ConfigError> {
         let kind = CellKind::from_order(b.order)
-            .map_err(|e| self.invalid(&key_path("mesh.box", "order"), e.to_string()))?;
+            .map_err(|e| self.error_at(&key_path("mesh.box", "order"), e.to_string()))?;
         Ok(BoxSpec {
             cells: b.cells,
             lower: b.lower.unwrap_or([0.0; 3]),

@@ -147,12 +147,14 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0
-            .source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+/// The message already includes the I/O error's, so it is not chained as a source (a printed
+/// chain would repeat it); [`ConfigError::io_error`] gives it.
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// The I/O error of an [`ErrorKind::Io`] error.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        self.0.source.as_ref()
     }
 }
 

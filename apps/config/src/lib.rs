@@ -46,8 +46,32 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// Reads the configuration at `path`, applies `overrides` (`key.path=value` arguments of
 /// `--set`, in order; see [`load_str`]) and validates the result.
 pub fn load_with_overrides(path: &Path, overrides: &[String]) -> Result<Config, ConfigError> {
-    let text = fs::read_to_string(path).map_err(|e| ConfigError::io(path, e))?;
+    let bytes = fs::read(path).map_err(|e| ConfigError::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| invalid_utf8(path, e.as_bytes(), &e))?;
     load_str(&text, path, overrides)
+}
+
+/// The error for a file that is not UTF-8: line and column (in characters) of the first bad
+/// byte, and the byte.
+fn invalid_utf8(path: &Path, bytes: &[u8], error: &std::string::FromUtf8Error) -> ConfigError {
+    let good = error.utf8_error().valid_up_to();
+    let before = String::from_utf8_lossy(&bytes[..good]);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    ConfigError::new(
+        ErrorKind::Syntax,
+        path,
+        None,
+        Some(Origin::File {
+            line: line as u32,
+            column: column as u32,
+        }),
+        None,
+        format!(
+            "the file is not valid UTF-8 (byte 0x{:02x}); save it as UTF-8 text",
+            bytes[good]
+        ),
+    )
 }
 
 /// Parses configuration `text` as if read from `file` (named in errors; its directory anchors

@@ -322,21 +322,29 @@ pub enum OutputField {
     Jacobian,
     /// Cell-averaged strain energy density per reference volume (scalar).
     EnergyDensity,
+    /// Cauchy stress at the nodes: the mean of the cell-averaged stresses of the cells around
+    /// each node (tensor; smooth pictures where the cell field is blocky).
+    NodalCauchyStress,
+    /// Von Mises stress of the nodal Cauchy stress (scalar).
+    NodalVonMises,
 }
 
 impl OutputField {
     /// Every field, in the order they are listed by default.
-    pub const ALL: [OutputField; 6] = [
+    pub const ALL: [OutputField; 8] = [
         OutputField::Displacement,
         OutputField::Reaction,
         OutputField::CauchyStress,
         OutputField::VonMises,
         OutputField::Jacobian,
         OutputField::EnergyDensity,
+        OutputField::NodalCauchyStress,
+        OutputField::NodalVonMises,
     ];
 }
 
-/// Output files: `<directory>/<name>.h5`, `.xdmf` and `.summary.json`.
+/// Output files: `<directory>/<name>.h5`, `.xdmf`, `.last.xdmf`, `.summary.json` and
+/// `.steps.jsonl`; with `vtu`, also `<name>.pvd` and `<name>_vtu/step_NNNNNN.vtu`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputParams {
@@ -347,6 +355,9 @@ pub struct OutputParams {
     pub name: Option<String>,
     /// Fields to write (no repeats). Default: all of [`OutputField::ALL`].
     pub fields: Vec<OutputField>,
+    /// Also write each step as a VTK XML file (`.vtu`) listed in a ParaView collection (`.pvd`).
+    /// Default `false`.
+    pub vtu: bool,
 }
 
 impl Default for OutputParams {
@@ -355,6 +366,7 @@ impl Default for OutputParams {
             directory: PathBuf::from("results"),
             name: None,
             fields: OutputField::ALL.to_vec(),
+            vtu: false,
         }
     }
 }

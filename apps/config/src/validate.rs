@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{BoxMesh, Config, MeshSource, QuadratureParams};
-use super::tree::{index_path, key_path};
+use super::tree::{index_path, key_path, Origin};
 
 /// Builds errors that point at the value at a key path (or its nearest ancestor in the file).
 struct Check<'a> {
@@ -15,11 +15,16 @@ struct Check<'a> {
 impl Check<'_> {
     fn error(&self, path: &str, message: impl Into<String>) -> ConfigError {
         let source = &self.config.source;
+        // A key absent from the file (left at its default) is reported at the file's start.
+        let origin = source
+            .origin(path)
+            .cloned()
+            .or_else(|| (!source.text.is_empty()).then_some(Origin::File { line: 1, column: 1 }));
         ConfigError::new(
             ErrorKind::Invalid,
             &source.file,
             Some(&source.text),
-            source.origin(path).cloned(),
+            origin,
             Some(path.to_owned()),
             message.into(),
         )
@@ -43,8 +48,10 @@ impl Check<'_> {
 }
 
 impl Config {
-    /// An [`ErrorKind::Invalid`] error about the value at key path `path`.
-    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ConfigError {
+    /// An error about the value at key `path` (`output.name`, `materials[1].cells`), located
+    /// where that value, or its nearest ancestor, was written: `file:line:column` or the
+    /// `--set` argument. For checks made after loading (against the mesh, the output paths).
+    pub fn error_at(&self, path: &str, message: impl Into<String>) -> ConfigError {
         Check { config: self }.error(path, message)
     }
 
@@ -231,6 +238,9 @@ fn tolerances(check: &Check, section: &str, rtol: f64, atol: f64) -> Result<(), 
     )
 }
 
+/// Smallest ratio of a box's extents.
+const MIN_ASPECT: f64 = 1e-9;
+
 fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
     check.ensure(
         mesh.cells.iter().all(|&n| n > 0),
@@ -273,6 +283,21 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
             "mesh.box.upper",
             format!("`lower` {lower:?} must be below `upper` {upper:?} in every component"),
         )?;
+        // A box far thinner than it is long has cells whose Jacobians underflow.
+        let extent: [f64; 3] = std::array::from_fn(|d| upper[d] - lower[d]);
+        let longest = extent.iter().fold(0.0f64, |a, &e| a.max(e));
+        if let Some(d) = (0..3)
+            .find(|&d| !(extent[d] >= MIN_ASPECT * longest && extent[d] > f64::MIN_POSITIVE.sqrt()))
+        {
+            return Err(check.error(
+                "mesh.box.upper",
+                format!(
+                    "the box is flat: its extent in {} is {:e}, against {longest:e} in its longest direction (the ratio must be at least {MIN_ASPECT:e})",
+                    ["x", "y", "z"][d],
+                    extent[d]
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -8,12 +8,17 @@ use anyhow::Result;
 use linalg::ops;
 
 use config::{self, MeshSource};
-use solve::problem::Problem;
 
-/// Validates `input` (with `overrides`) and returns a human-readable summary.
-pub fn check(input: &Path, overrides: &[String]) -> Result<String> {
+/// Validates `input` (with `overrides`): everything `run` checks before solving (the
+/// configuration, the output files in `output_dir` or the configured directory, the mesh,
+/// materials, constraints and loads); returns a human-readable summary.
+pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> Result<String> {
     let config = config::load_with_overrides(input, overrides)?;
-    let problem = Problem::new(&config.problem_params()?)?;
+    let dir = crate::run::output_dir(&config, output_dir);
+    let name = crate::run::output_name(&config, input);
+    crate::run::check_output(&config, output_dir, &dir, &name)?;
+    let memory = crate::memory::guard(&config)?;
+    let problem = crate::locate::build_problem(&config)?;
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -58,6 +63,19 @@ pub fn check(input: &Path, overrides: &[String]) -> Result<String> {
         s,
         "  loading    {} steps, linear solver {:?}",
         config.loading.steps, config.linear_solver.method
+    )?;
+    writeln!(
+        s,
+        "  output     {}",
+        dir.join(format!("{name}.h5")).display()
+    )?;
+    let available = crate::memory::available().map_or(String::new(), |a| {
+        format!(" ({} available)", crate::memory::human(a))
+    });
+    writeln!(
+        s,
+        "  memory     about {} needed{available}",
+        crate::memory::human(memory.total)
     )?;
     Ok(s)
 }

@@ -4,5 +4,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod locate;
+pub mod memory;
 pub mod run;
 pub mod verify;

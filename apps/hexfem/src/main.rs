@@ -1,5 +1,6 @@
 //! The `hexfem` command line.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,6 +29,17 @@ enum Command {
         /// No progress lines (the default in CI and when standard error is not a terminal).
         #[arg(short, long)]
         quiet: bool,
+        /// Test-only (crash tests): abort the process at output write position N (0-based,
+        /// counting every write, rename and truncation of the output files).
+        #[arg(long, hide = true, value_name = "N")]
+        test_abort_at_write: Option<usize>,
+        /// Test-only: with --test-abort-at-write, write the first half of that write's bytes
+        /// before aborting (a kill inside the write call).
+        #[arg(long, hide = true, requires = "test_abort_at_write")]
+        test_torn_write: bool,
+        /// Test-only: abort the process right after step N is completely written.
+        #[arg(long, hide = true, value_name = "N")]
+        test_abort_after_step: Option<usize>,
     },
     /// Benchmarks (table, or one JSON object with --json).
     Bench {
@@ -46,6 +58,9 @@ enum Command {
         input: PathBuf,
         #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
         overrides: Vec<String>,
+        /// Output directory to check (as `run -o`).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -59,6 +74,23 @@ enum Bench {
         cells: usize,
         #[arg(long, default_value_t = 3)]
         repeats: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Output cost per step over a long run of tiny steps (HDF5, XDMF, step log, summary), in
+    /// windows: flat when appending costs O(1).
+    Output {
+        #[arg(long, default_value_t = 10_000)]
+        steps: usize,
+        /// Cells per side of the Q1 box.
+        #[arg(long, default_value_t = 2)]
+        cells: usize,
+        /// Steps per timing window.
+        #[arg(long, default_value_t = 1000)]
+        window: usize,
+        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
+        #[arg(long)]
+        dir: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -92,33 +124,74 @@ enum Problem {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let (stdout, result) = execute(cli.command);
+    if let Err(e) = result {
+        report(&format!("error: {e:#}"));
+        return ExitCode::FAILURE;
+    }
+    match write_stdout(&stdout) {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`| head -1`): end quietly, with the status a shell gives a
+        // command killed by SIGPIPE.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => {
+            report(&format!("error: writing to standard output: {e}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes `text` to standard output and flushes it (errors are returned, never a panic).
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Writes a line to standard error, ignoring failures (there is nowhere left to report them).
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Runs a command: what it prints on standard output, and whether it succeeded. A failed
+/// command may still print (the table of a failed verification).
+fn execute(command: Command) -> (String, anyhow::Result<()>) {
+    match command {
         Command::Run {
             input,
             overrides,
             output,
             quiet,
+            test_abort_at_write,
+            test_torn_write,
+            test_abort_after_step,
         } => {
             let progress = if quiet {
                 Progress::Quiet
             } else {
                 Progress::auto()
             };
-            run(&RunOptions {
+            let faults = match test_abort_at_write {
+                Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
+                None => io::Faults::none(),
+            };
+            let outcome = run(&RunOptions {
                 input,
                 overrides,
                 output_dir: output,
                 progress,
-            })
-            .map(|outcome| {
-                println!(
-                    "{} converged steps written to {} (open {} in ParaView); summary {}",
+                faults,
+                abort_after_step: test_abort_after_step,
+            });
+            split(outcome.map(|outcome| {
+                format!(
+                    "{} converged steps written to {} (open {} in ParaView); summary {}\n",
                     outcome.steps,
                     outcome.h5.display(),
                     outcome.xdmf.display(),
                     outcome.summary.display()
-                );
-            })
+                )
+            }))
         }
         Command::Bench {
             which:
@@ -128,12 +201,14 @@ fn main() -> ExitCode {
                     repeats,
                     json,
                 },
-        } => hexfem::bench::assembly::run(&hexfem::bench::assembly::AssemblyBench {
-            order,
-            cells,
-            repeats,
-        })
-        .and_then(|r| print_result(&r, json)),
+        } => split(
+            hexfem::bench::assembly::run(&hexfem::bench::assembly::AssemblyBench {
+                order,
+                cells,
+                repeats,
+            })
+            .and_then(|r| render(&r, json)),
+        ),
         Command::Bench {
             which:
                 Bench::Gamg {
@@ -152,53 +227,75 @@ fn main() -> ExitCode {
                 scalar,
                 amg: amg::AmgParams::default(),
             };
-            hexfem::bench::gamg::run(&bench).and_then(|r| print_result(&r, json))
+            split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
-        Command::Check { input, overrides } => {
-            hexfem::check::check(&input, &overrides).map(|s| print!("{s}"))
-        }
-        Command::Verify { json } => {
-            let report = hexfem::verify::run_suite(|case| {
-                if !json {
-                    eprintln!("  {} ({:.2} s)", case.case, case.seconds);
-                }
-            });
-            let printed = if json {
-                serde_json::to_string(&report)
-                    .map(|s| println!("{s}"))
-                    .map_err(anyhow::Error::from)
-            } else {
-                print!("{report}");
-                Ok(())
-            };
-            printed.and_then(|()| {
-                anyhow::ensure!(
-                    report.passed(),
-                    "{} verification checks failed",
-                    report.n_failures()
-                );
-                Ok(())
+        Command::Bench {
+            which:
+                Bench::Output {
+                    steps,
+                    cells,
+                    window,
+                    dir,
+                    json,
+                },
+        } => split(
+            hexfem::bench::output::run(&hexfem::bench::output::OutputBench {
+                steps,
+                cells,
+                window,
+                dir,
             })
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            .and_then(|r| render(&r, json)),
+        ),
+        Command::Check {
+            input,
+            overrides,
+            output,
+        } => split(hexfem::check::check(&input, &overrides, output.as_deref())),
+        Command::Verify { json } => {
+            let report_case = |case: &hexfem::verify::CaseResult| {
+                if !json {
+                    report(&format!("  {} ({:.2} s)", case.case, case.seconds));
+                }
+            };
+            let suite = hexfem::verify::run_suite(report_case);
+            let text = if json {
+                match serde_json::to_string(&suite) {
+                    Ok(s) => s + "\n",
+                    Err(e) => return (String::new(), Err(e.into())),
+                }
+            } else {
+                suite.to_string()
+            };
+            let passed = if suite.passed() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!(
+                    "{} verification checks failed",
+                    suite.n_failures()
+                ))
+            };
+            (text, passed)
         }
     }
 }
 
-/// Prints a benchmark result as a table or as one JSON object.
-fn print_result<T: serde::Serialize + std::fmt::Display>(
+/// A command's text and status from its result.
+fn split(result: anyhow::Result<String>) -> (String, anyhow::Result<()>) {
+    match result {
+        Ok(text) => (text, Ok(())),
+        Err(e) => (String::new(), Err(e)),
+    }
+}
+
+/// A benchmark result as a table or as one JSON line.
+fn render<T: serde::Serialize + std::fmt::Display>(
     result: &T,
     json: bool,
-) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(result)?);
+) -> anyhow::Result<String> {
+    Ok(if json {
+        serde_json::to_string(result)? + "\n"
     } else {
-        print!("{result}");
-    }
-    Ok(())
+        result.to_string()
+    })
 }

@@ -1,7 +1,7 @@
 //! `hexfem run`: configuration -> problem -> load path, writing HDF5 + XDMF and the JSON summary
 //! after every converged step.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -11,8 +11,8 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use config::{self, Config, OutputField};
 use io::{
-    CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord,
-    SummaryWriter,
+    CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
+    StepRecord, SummaryWriter,
 };
 use solve::linear_solver::LinearSolver;
 use solve::newton::{ConvergedStep, LoadPath};
@@ -27,6 +27,10 @@ pub struct RunOptions {
     pub output_dir: Option<PathBuf>,
     /// Progress lines on standard error.
     pub progress: Progress,
+    /// Fault injection for crash tests (test-only; [`Faults::none`] otherwise).
+    pub faults: Faults,
+    /// Test-only: abort the process right after step N is completely written.
+    pub abort_after_step: Option<usize>,
 }
 
 /// Whether to print per-iteration progress.
@@ -61,14 +65,136 @@ pub struct RunOutcome {
 pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     let config = config::load_with_overrides(&options.input, &options.overrides)?;
-    let mut problem = Problem::new(&config.problem_params()?)?;
-    let dir = options
-        .output_dir
-        .clone()
-        .unwrap_or_else(|| config.output.directory.clone());
+    let dir = output_dir(&config, options.output_dir.as_deref());
+    let name = output_name(&config, &options.input);
+    check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
+    crate::memory::guard(&config)?;
+    let mut problem = crate::locate::build_problem(&config)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;
-    let name = output_name(&config, &options.input);
+    let mut summary = SummaryWriter::create(
+        &dir,
+        &name,
+        run_info(&config, &options.input)?,
+        mesh_info(&problem),
+        &options.faults,
+    )?;
+    let mut results = match create_results(&config, &problem, &dir, &name, &options.faults) {
+        Ok(results) => results,
+        Err(e) => {
+            let first = format!("{e:#}");
+            let _ = summary.finish(
+                RunStatus::Failed { message: first },
+                started.elapsed().as_secs_f64(),
+            );
+            return Err(e);
+        }
+    };
+    let mut u = Vector::zeros(problem.n_dofs());
+    // Step 0: the undeformed state (load factor 0, no reactions).
+    if let Err(e) = write_fields(&config, &mut problem, 0, 0.0, &u, &u, &mut results) {
+        let first = format!("{e:#}");
+        let _ = summary.finish(
+            RunStatus::Failed { message: first },
+            started.elapsed().as_secs_f64(),
+        );
+        return Err(e);
+    }
+    let mut solver = LinearSolver::new(
+        &(&config.linear_solver).into(),
+        near_null_space(&problem.mesh.coords)?,
+    );
+    let path = LoadPath {
+        loading: &(&config.loading).into(),
+        newton: &(&config.newton).into(),
+        verbose: options.progress == Progress::Verbose,
+    };
+    let progress = options.progress;
+    let abort_after = options.abort_after_step;
+    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
+        let record = write_step(&config, problem, step, u, &mut results)?;
+        if let Some(report) = solver.hierarchy_report() {
+            summary.set_preconditioner(serde_json::to_value(report)?);
+        }
+        if progress == Progress::Verbose {
+            // Progress is best effort: a closed standard error must not end the run.
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",
+                step.index,
+                step.load_factor,
+                record.newton_iterations,
+                record.linear_iterations.iter().sum::<usize>(),
+                step.residual_norm,
+                record.strain_energy,
+                step.wall_s
+            );
+        }
+        summary.record_step(record, started.elapsed().as_secs_f64())?;
+        if abort_after == Some(step.index) {
+            std::process::abort();
+        }
+        Ok(())
+    });
+    // Converged steps: 1, 2, ... after the undeformed step 0.
+    let steps = results.last_step().unwrap_or(0);
+    let wall = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(()) => summary
+            .finish(RunStatus::Completed, wall)
+            .context("writing the final summary")?,
+        Err(e) => {
+            // The first error is the one reported; the summary records it if it can.
+            let first = format!("{e:#}");
+            let mut e = e.context(format!(
+                "{steps} converged steps are in {}",
+                results.h5_path().display()
+            ));
+            if let Err(summary_error) = summary.finish(RunStatus::Failed { message: first }, wall) {
+                e = anyhow::anyhow!(
+                    "{e:#}\n(the summary could not record the failure: {summary_error})"
+                );
+            }
+            return Err(e);
+        }
+    }
+    Ok(RunOutcome {
+        h5: results.h5_path().to_owned(),
+        xdmf: results.xdmf_path().to_owned(),
+        summary: summary.path().to_owned(),
+        steps,
+    })
+}
+
+/// The output directory: `-o` if given, else `output.directory`.
+pub fn output_dir(config: &Config, option: Option<&Path>) -> PathBuf {
+    option.map_or_else(|| config.output.directory.clone(), Path::to_owned)
+}
+
+/// Checks that the run's output files can be written (name length, directory writable or
+/// creatable); the error names where the output name or directory was set.
+pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &str) -> Result<()> {
+    io::preflight(dir, name).map_err(|e| {
+        let key = match e {
+            io::OutputError::Name(_) => "output.name",
+            _ => "output.directory",
+        };
+        if key == "output.directory" && option.is_some() {
+            anyhow::anyhow!("-o {}: {e}", dir.display())
+        } else {
+            anyhow::Error::new(config.error_at(key, e.to_string()))
+        }
+    })
+}
+
+/// The results writer with the problem's mesh.
+fn create_results(
+    config: &Config,
+    problem: &Problem,
+    dir: &Path,
+    name: &str,
+    faults: &Faults,
+) -> Result<ResultsWriter> {
     let connectivity = vtk_connectivity(&problem.mesh);
     let node_sets: Vec<(&str, &[usize])> = problem
         .mesh
@@ -95,80 +221,42 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
-    let mut results = ResultsWriter::create(
-        &dir,
-        &name,
-        &MeshData {
-            nodes_per_cell: problem.mesh.nodes_per_cell(),
-            coordinates: &problem.mesh.coords,
-            connectivity: &connectivity,
-            node_sets: &node_sets,
-            cell_sets: &cell_sets,
-            face_sets: &face_sets,
-        },
-    )?;
-    let mut summary = SummaryWriter::create(
-        &dir,
-        &name,
-        run_info(&config, &options.input)?,
-        mesh_info(&problem),
-    )?;
-    let mut solver = LinearSolver::new(
-        &(&config.linear_solver).into(),
-        near_null_space(&problem.mesh.coords)?,
-    );
-    let mut u = Vector::zeros(problem.n_dofs());
-    let path = LoadPath {
-        loading: &(&config.loading).into(),
-        newton: &(&config.newton).into(),
-        verbose: options.progress == Progress::Verbose,
+    let material = material_of_cells(config, &problem.mesh)?;
+    let mesh = MeshData {
+        nodes_per_cell: problem.mesh.nodes_per_cell(),
+        coordinates: &problem.mesh.coords,
+        connectivity: &connectivity,
+        material: Some(&material),
+        node_sets: &node_sets,
+        cell_sets: &cell_sets,
+        face_sets: &face_sets,
     };
-    let progress = options.progress;
-    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
-        let record = write_step(&config, problem, step, u, &mut results)?;
-        if let Some(report) = solver.hierarchy_report() {
-            summary.set_preconditioner(serde_json::to_value(report)?);
-        }
-        if progress == Progress::Verbose {
-            eprintln!(
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",
-                step.index,
-                step.load_factor,
-                record.newton_iterations,
-                record.linear_iterations.iter().sum::<usize>(),
-                step.residual_norm,
-                record.strain_energy,
-                step.wall_s
-            );
-        }
-        summary.record_step(record, started.elapsed().as_secs_f64())?;
-        Ok(())
-    });
-    let steps = results.steps_written();
-    match outcome {
-        Ok(()) => summary.finish(RunStatus::Completed, started.elapsed().as_secs_f64())?,
-        Err(e) => {
-            summary.finish(
-                RunStatus::Failed {
-                    message: format!("{e:#}"),
-                },
-                started.elapsed().as_secs_f64(),
-            )?;
-            return Err(e.context(format!(
-                "{steps} converged steps are in {}",
-                results.h5_path().display()
-            )));
-        }
+    let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
+    if config.output.vtu {
+        results.enable_vtu(dir, name, &mesh)?;
     }
-    Ok(RunOutcome {
-        h5: results.h5_path().to_owned(),
-        xdmf: results.xdmf_path().to_owned(),
-        summary: summary.path().to_owned(),
-        steps,
-    })
+    Ok(results)
 }
 
-fn output_name(config: &Config, input: &Path) -> String {
+/// Index of the `materials` entry that applies to each cell (later entries override earlier
+/// ones, as in the problem's set-up).
+pub fn material_of_cells(config: &Config, mesh: &HexMesh) -> Result<Vec<usize>> {
+    let mut of_cell = vec![0; mesh.n_cells()];
+    for (index, entry) in config.materials.iter().enumerate() {
+        match &entry.cells {
+            config::CellSelection::All => of_cell.fill(index),
+            config::CellSelection::Set(name) => {
+                for c in mesh.cell_set(name)? {
+                    of_cell[c] = index;
+                }
+            }
+        }
+    }
+    Ok(of_cell)
+}
+
+/// The run's name: `output.name`, or the input file's stem.
+pub fn output_name(config: &Config, input: &Path) -> String {
     config.output.name.clone().unwrap_or_else(|| {
         input
             .file_stem()
@@ -210,14 +298,17 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
     }
 }
 
-/// Post-processes a converged step and writes it; returns its summary record.
-fn write_step(
+/// Post-processes the state `u` (with `reactions`) and writes it as step `index`; returns the
+/// total strain energy.
+fn write_fields(
     config: &Config,
     problem: &mut Problem,
-    step: &ConvergedStep,
+    index: usize,
+    load_factor: f64,
     u: &Vector,
+    reactions: &Vector,
     results: &mut ResultsWriter,
-) -> Result<StepRecord> {
+) -> Result<f64> {
     let assembler = &problem.discrete.assembler;
     let kernel = assembler.kernel();
     let cells = assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
@@ -232,19 +323,77 @@ fn write_step(
     let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
     let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
     let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
+    let nodal = nodal_average(&problem.mesh, &cauchy);
+    let nodal_vm: Vec<f64> = nodal.iter().map(von_mises_of).collect();
     let (displacement, _) = u.host()?.as_chunks::<3>();
-    let (reaction, _) = step.reactions.host()?.as_chunks::<3>();
+    let (reaction, _) = reactions.host()?.as_chunks::<3>();
     let wants = |f| config.output.wants(f);
     results.write_step(&StepData {
-        step: step.index,
-        load_factor: step.load_factor,
+        step: index,
+        load_factor,
         displacement: wants(OutputField::Displacement).then_some(displacement),
         reaction: wants(OutputField::Reaction).then_some(reaction),
         cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cauchy)),
         von_mises: wants(OutputField::VonMises).then_some(&von_mises),
         jacobian: wants(OutputField::Jacobian).then_some(&jacobian),
         energy_density: wants(OutputField::EnergyDensity).then_some(&energy_density),
+        nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
+        nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
     })?;
+    Ok(strain_energy)
+}
+
+/// Each node's mean of the values of the cells around it.
+pub fn nodal_average(mesh: &HexMesh, per_cell: &[[f64; 9]]) -> Vec<[f64; 9]> {
+    let mut sum = vec![[0.0; 9]; mesh.n_nodes()];
+    let mut count = vec![0u32; mesh.n_nodes()];
+    for (c, value) in per_cell.iter().enumerate() {
+        for &n in mesh.cell_nodes(c) {
+            for (s, v) in sum[n].iter_mut().zip(value) {
+                *s += v;
+            }
+            count[n] += 1;
+        }
+    }
+    for (s, &k) in sum.iter_mut().zip(&count) {
+        if k > 0 {
+            s.iter_mut().for_each(|v| *v /= f64::from(k));
+        }
+    }
+    sum
+}
+
+/// Von Mises stress of a full 3x3 stress (row-major): `sqrt(3/2 s:s)`, `s` the deviator.
+pub fn von_mises_of(t: &[f64; 9]) -> f64 {
+    let mean = (t[0] + t[4] + t[8]) / 3.0;
+    let mut ss = 0.0;
+    for i in 0..3 {
+        for j in 0..3 {
+            let s = t[3 * i + j] - if i == j { mean } else { 0.0 };
+            ss += s * s;
+        }
+    }
+    (1.5 * ss).sqrt()
+}
+
+/// Post-processes a converged step and writes it; returns its summary record.
+fn write_step(
+    config: &Config,
+    problem: &mut Problem,
+    step: &ConvergedStep,
+    u: &Vector,
+    results: &mut ResultsWriter,
+) -> Result<StepRecord> {
+    let strain_energy = write_fields(
+        config,
+        problem,
+        step.index,
+        step.load_factor,
+        u,
+        &step.reactions,
+        results,
+    )?;
+    let (displacement, _) = u.host()?.as_chunks::<3>();
     let max_displacement = displacement
         .iter()
         .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
@@ -267,4 +416,43 @@ fn write_step(
         wall_s: step.wall_s,
         linear_solver: serde_json::to_value(&step.iterations)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn von_mises_of_uniaxial_tension_and_pure_shear() {
+        let uniaxial = [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert!((von_mises_of(&uniaxial) - 2.0).abs() < 1e-15);
+        let shear = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert!((von_mises_of(&shear) - 3f64.sqrt()).abs() < 1e-15);
+        let pressure = [5.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0];
+        assert_eq!(von_mises_of(&pressure), 0.0);
+    }
+
+    /// Two cells along x: the four shared nodes get the mean of both cells, the others their
+    /// own cell's value.
+    #[test]
+    fn nodal_average_is_the_mean_of_the_cells_around_each_node() {
+        let mesh = mesh::generate_box(&mesh::BoxSpec {
+            cells: [2, 1, 1],
+            lower: [0.0; 3],
+            upper: [2.0, 1.0, 1.0],
+            kind: CellKind::Hex8,
+            corners: None,
+        })
+        .unwrap();
+        let per_cell = [[1.0; 9], [3.0; 9]];
+        let nodal = nodal_average(&mesh, &per_cell);
+        for (n, x) in mesh.coords.iter().enumerate() {
+            let expected = match x[0] {
+                0.0 => 1.0,
+                1.0 => 2.0,
+                _ => 3.0,
+            };
+            assert_eq!(nodal[n], [expected; 9], "node {n} at {x:?}");
+        }
+    }
 }

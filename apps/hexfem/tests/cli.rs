@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+
+use io::{ResultsReader, RunStatus, Summary};
 
 fn hexfem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hexfem"))
@@ -13,10 +14,27 @@ fn hexfem(args: &[&str]) -> Output {
         .expect("hexfem runs")
 }
 
-fn scratch(tag: &str) -> PathBuf {
+/// A scratch directory, removed (with everything in it) when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("hexfem-cli-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn input(name: &str) -> String {
@@ -157,78 +175,473 @@ fn exhausted_cutbacks_fail_clearly() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("failed after 3 cutbacks"), "{err}");
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("twisting_column.summary.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(summary["status"]["state"], "failed");
+    let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
+    let RunStatus::Failed { message } = summary.status else {
+        panic!("{:?}", summary.status)
+    };
+    assert!(message.contains("failed after 3 cutbacks"), "{message}");
 }
 
-/// A run killed (SIGKILL) after some steps leaves an HDF5 file that opens with every step the
-/// summary lists, and an XDMF file that names only those.
-#[test]
-fn a_killed_run_leaves_every_completed_step_readable() {
-    let dir = scratch("killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+/// A small twisting column: `steps` load steps on 2 x 2 x 6 cells (a fraction of a second).
+fn small_twist(dir: &Path, steps: usize, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hexfem"));
+    command
         .args([
             "run",
             &input("twisting_column.yaml"),
             "-o",
             dir.to_str().unwrap(),
             "--set",
-            "loading.steps=400",
+            &format!("loading.steps={steps}"),
             "--set",
-            "mesh.box.cells=[6, 6, 24]",
+            "mesh.box.cells=[2, 2, 6]",
         ])
+        .args(extra)
         .env("CI", "1")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Checks well-formedness (tags nest, processing instructions skipped) and returns the step
+/// numbers of the XDMF grids (`<Grid Name="step_000003"`).
+fn xdmf_steps(xml: &str) -> Vec<usize> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut steps = Vec::new();
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        if rest[open..].starts_with("<?") {
+            let end = rest[open..].find("?>").expect("unterminated instruction") + open;
+            rest = &rest[end + 2..];
+            continue;
+        }
+        let close = rest[open..].find('>').expect("unterminated tag") + open;
+        let tag = &rest[open + 1..close];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name), "mismatched </{name}>");
+        } else if !tag.ends_with('/') {
+            let name = tag.split_whitespace().next().unwrap();
+            if let Some(step) = tag.strip_prefix("Grid Name=\"step_") {
+                steps.push(step[..6].parse().unwrap());
+            }
+            stack.push(name);
+        }
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed tags {stack:?}");
+    steps
+}
+
+/// What a (possibly interrupted) run left in `dir`: the HDF5 file, if present, opens and holds
+/// steps `0..=n` (0: undeformed) with finite displacements; the XDMF files, if present, are well
+/// formed and name only those steps; the summary, if present, parses and lists no other step.
+/// Returns `n`, the converged steps kept.
+fn check_leftovers(dir: &Path, context: &str) -> usize {
+    let h5 = dir.join("twisting_column.h5");
+    let committed = if h5.exists() {
+        let file = ResultsReader::open(&h5).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let steps = file.steps().unwrap_or_else(|e| panic!("{context}: {e}"));
+        // Step 0 is the undeformed state, then the converged steps.
+        for (i, &(step, load)) in steps.iter().enumerate() {
+            assert_eq!(step, i, "{context}");
+            assert!((0.0..=1.0).contains(&load), "{context}");
+            assert_eq!(load == 0.0, step == 0, "{context}");
+            let (shape, u) = file
+                .read_f64(&format!("/steps/{step:06}/displacement"))
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_eq!(shape[1], 3, "{context}");
+            assert!(u.iter().all(|v| v.is_finite()), "{context}: step {step}");
+        }
+        steps.len().saturating_sub(1)
+    } else {
+        0
+    };
+    let xdmf = dir.join("twisting_column.xdmf");
+    if xdmf.exists() {
+        let grids = xdmf_steps(&std::fs::read_to_string(&xdmf).unwrap());
+        assert_eq!(grids, (0..grids.len()).collect::<Vec<_>>(), "{context}");
+        assert!(
+            grids.len() <= committed + 1,
+            "{context}: XDMF names {grids:?}"
+        );
+    }
+    let last = dir.join("twisting_column.last.xdmf");
+    if last.exists() {
+        let grids = xdmf_steps(&std::fs::read_to_string(&last).unwrap());
+        assert!(
+            grids.len() == 1 && grids[0] <= committed,
+            "{context}: {grids:?}"
+        );
+    }
+    let summary = dir.join("twisting_column.summary.json");
+    if summary.exists() {
+        let summary = Summary::read(&summary).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let listed = summary.steps.unwrap();
+        assert!(
+            listed.len() <= committed,
+            "{context}: summary lists {}",
+            listed.len()
+        );
+    }
+    committed
+}
+
+/// Aborted right after step 3 is written (test-only switch), the run leaves an HDF5 file that
+/// opens with exactly steps 1 to 3, an XDMF file naming them, and a summary (still `running`)
+/// whose step log lists them.
+#[test]
+fn a_run_killed_after_a_step_leaves_every_completed_step_readable() {
+    let dir = scratch("killed");
+    let out = small_twist(&dir, 6, &["--test-abort-after-step", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_none(),
+        "killed by a signal: {:?}",
+        out.status
+    );
+    assert_eq!(check_leftovers(&dir, "abort after step 3"), 3);
+    let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
+    assert_eq!(xdmf_steps(&xdmf), [0, 1, 2, 3]);
+    let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
+    assert_eq!(summary.status, RunStatus::Running);
+    assert_eq!(summary.steps.unwrap().len(), 3);
+}
+
+/// The process aborted at every write position of a run (before the write, and halfway through
+/// it) leaves files that open with every step completed before the abort.
+#[test]
+fn an_abort_at_any_write_position_leaves_readable_files() {
+    let dir = scratch("abort-every-write");
+    let mut outcomes = std::collections::BTreeSet::new();
+    let mut at = 0;
+    loop {
+        let mut finished = false;
+        for torn in [false, true] {
+            let _ = std::fs::remove_dir_all(&*dir);
+            std::fs::create_dir_all(&*dir).unwrap();
+            let position = at.to_string();
+            let mut args = vec!["--test-abort-at-write", position.as_str()];
+            if torn {
+                args.push("--test-torn-write");
+            }
+            let out = small_twist(&dir, 3, &args).output().unwrap();
+            let context = format!("abort at write {at} (torn: {torn})");
+            let committed = check_leftovers(&dir, &context);
+            if out.status.success() {
+                // Past the last write position: the run completed.
+                assert_eq!(committed, 3, "{context}");
+                finished = true;
+            } else {
+                assert!(out.status.code().is_none(), "{context}: {}", stderr(&out));
+                outcomes.insert(committed);
+            }
+        }
+        if finished {
+            break;
+        }
+        at += 1;
+        assert!(at < 1000, "the run never completed");
+    }
+    assert!(at > 15, "only {at} write positions");
+    assert_eq!(outcomes, [0, 1, 2, 3].into_iter().collect(), "{outcomes:?}");
+}
+
+/// A small file system mounted for one test (root only); unmounted and removed when dropped.
+struct TinyFs(Scratch);
+
+impl TinyFs {
+    /// Mounts a tmpfs of `kib` KiB, or `None` with a message when that is not possible.
+    fn mount(tag: &str, kib: usize) -> Option<TinyFs> {
+        let dir = scratch(tag);
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&*dir)
+            .stderr(Stdio::null())
+            .status();
+        match status {
+            Ok(s) if s.success() => Some(TinyFs(dir)),
+            _ => {
+                eprintln!("cannot mount a tmpfs (not root?): the full-disk test is skipped");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&*self.0)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            // Busy (a process of a parallel test still inside?): detach it now, freed when idle.
+            let _ = Command::new("umount").arg("-l").arg(&*self.0).status();
+        }
+    }
+}
+
+/// On file systems too small for the whole run, the run fails with the error that stopped it
+/// (no space left), names the steps kept, and leaves files that open with those steps; the
+/// summary records the failure with that error.
+#[test]
+fn a_full_disk_keeps_every_completed_step_and_reports_the_first_error() {
+    let mut kept = std::collections::BTreeSet::new();
+    // The whole run writes about 220 KiB.
+    for kib in [8, 16, 32, 64, 96, 128, 160, 192] {
+        let Some(fs) = TinyFs::mount(&format!("full-{kib}"), kib) else {
+            return;
+        };
+        let dir = &fs.0;
+        let out = small_twist(dir, 12, &[]).output().unwrap();
+        let context = format!("tmpfs of {kib} KiB");
+        assert!(
+            !out.status.success(),
+            "{context}: the run fits; use a smaller file system"
+        );
+        let err = stderr(&out);
+        assert!(err.contains("No space left on device"), "{context}: {err}");
+        assert!(!err.contains("panicked"), "{context}: {err}");
+        let committed = check_leftovers(dir, &context);
+        kept.insert(committed);
+        let summary_path = dir.join("twisting_column.summary.json");
+        if committed > 0 {
+            assert!(
+                err.contains(&format!("{committed} converged steps are in")),
+                "{context}: {err}"
+            );
+        }
+        if summary_path.exists() {
+            let summary = Summary::read(&summary_path).unwrap();
+            match summary.status {
+                RunStatus::Failed { message } => {
+                    assert!(message.contains("No space left"), "{context}: {message}")
+                }
+                other => panic!("{context}: summary status {other:?}"),
+            }
+        }
+    }
+    assert!(
+        kept.len() >= 3,
+        "the disk filled up at too few places: {kept:?}"
+    );
+}
+
+/// Standard output closed early (`| head -1`) or full (`> /dev/full`): the command ends with a
+/// non-zero status and no panic.
+#[test]
+fn broken_pipes_and_full_stdout_end_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["check", &input("cantilever_q1.yaml")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let summary_path = dir.join("twisting_column.summary.json");
-    let started = Instant::now();
-    let steps_seen = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no steps written in time"
-        );
-        let steps = std::fs::read_to_string(&summary_path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|s| s["steps"].as_array().map(Vec::len))
-            .unwrap_or(0);
-        if steps >= 3 {
-            break steps;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
-    let listed = summary["steps"].as_array().unwrap().len();
-    assert!(listed >= steps_seen);
-    let file =
-        hdf5::File::open(dir.join("twisting_column.h5")).expect("the HDF5 file opens after a kill");
-    for step in 1..=listed {
-        let u = file
-            .dataset(&format!("steps/{step:06}/displacement"))
-            .unwrap()
-            .read_raw::<f64>()
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+            .args(["check", &input("cantilever_q1.yaml")])
+            .stdout(full)
+            .output()
             .unwrap();
-        assert!(u.iter().all(|v| v.is_finite()), "step {step}");
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
     }
-    let xdmf = std::fs::read_to_string(dir.join("twisting_column.xdmf")).unwrap();
-    let grids = xdmf.matches("<Grid Name=\"step_").count();
-    assert!(
-        grids >= listed && grids <= listed + 1,
-        "{grids} grids for {listed} summarised steps"
+}
+
+/// `check` rejects what `run` would reject, before solving, and every error names the file with
+/// line and column (or the `--set` argument) of the value behind it, once.
+#[test]
+fn check_rejects_what_run_rejects_and_every_error_is_located() {
+    let dir = scratch("located");
+    let base = "mesh:\n  box: { cells: [2, 2, 2] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\n";
+    let write = |name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let ok = write(
+        "ok.yaml",
+        format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n").as_bytes(),
     );
-    for step in 1..=grids {
+    let blocker = write("blocker", b"a file where a directory would go");
+    let mut utf8 =
+        format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n# caf").into_bytes();
+    utf8.extend_from_slice(b"\xe9\n");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![write("utf8.yaml", &utf8)], "utf8.yaml:7:6: the file is not valid UTF-8"),
+        (
+            vec![write("set.yaml", format!("{base}boundary:\n  dirichlet: [{{ set: nosuch, x: 0 }}]\n").as_bytes())],
+            "set.yaml:6:22: boundary.dirichlet[0].set: unknown node/face set 'nosuch'",
+        ),
+        (
+            vec![write("traction.yaml", format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0 }}]\n  traction: [{{ set: top, value: [0, 0, 1] }}]\n").as_bytes())],
+            "traction.yaml:7:21: boundary.traction[0].set:",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "materials[0].cells=steel".into()],
+            "--set `materials[0].cells=steel`: materials[0].cells: unknown cell set 'steel'; available: all",
+        ),
+        (
+            vec![write("free.yaml", base.as_bytes())],
+            "free.yaml:1:1: boundary: no dirichlet or twist condition",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "mesh.box.cells=[4000, 4000, 4000]".into()],
+            "--set `mesh.box.cells=[4000, 4000, 4000]`: mesh.box.cells:",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "mesh.box.upper=[1, 1, 1e-320]".into()],
+            "mesh.box.upper: the box is flat",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), format!("output.name={}", "n".repeat(300))],
+            "output.name: the name is 300 bytes long",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), format!("output.directory={blocker}/x")],
+            "output.directory: ",
+        ),
+    ];
+    for (args, expected) in &cases {
+        let mut argv = vec!["check"];
+        argv.extend(args.iter().map(String::as_str));
+        let out = hexfem(&argv);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
-            file.dataset(&format!("steps/{step:06}/displacement"))
-                .is_ok(),
-            "XDMF names step {step} which is not readable"
+            err.contains(expected),
+            "{args:?}: expected `{expected}` in:\n{err}"
         );
+        assert!(!err.contains("panicked"), "{err}");
+        // The message proper (first line, less the echoed `--set` argument) says nothing twice.
+        let line = err.lines().next().unwrap();
+        let first = match (line.find("--set `"), line.rfind("`: ")) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &line[..a], &line[b + 3..]),
+            _ => line.to_owned(),
+        };
+        for part in first.split(": ").filter(|p| p.len() > 12) {
+            assert_eq!(
+                first.matches(part).count(),
+                1,
+                "repeated `{part}` in {first}"
+            );
+        }
+    }
+    // `run` rejects the unwritable output directory before building the problem, with the same
+    // error, and writes nothing.
+    let out = hexfem(&["run", &ok, "-o", &format!("{blocker}/results")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hexfem(&["check", &ok, "-o", &format!("{blocker}/results")]);
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A box far beyond the machine's memory (400^3 Q1 cells, about 300 GiB) is refused before
+/// anything is allocated, by `check` and `run`, with the estimate and the memory available.
+#[test]
+fn runs_larger_than_memory_are_refused_with_the_estimate() {
+    let dir = scratch("memory");
+    for command in ["check", "run"] {
+        let out = hexfem(&[
+            command,
+            &input("cantilever_q1.yaml"),
+            "-o",
+            dir.to_str().unwrap(),
+            "--set",
+            "mesh.box.cells=[400, 400, 400]",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.contains(
+                "--set `mesh.box.cells=[400, 400, 400]`: mesh.box.cells: the run needs about"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("GiB of memory is available"), "{err}");
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 0);
+}
+
+/// What viewers read: meshio reads the last step (`meshio.read`, `meshio convert` to VTU), the
+/// whole series (its time-series reader; step 0 undeformed) with the material and nodal stress
+/// fields, and the optional VTU files listed in the `.pvd` collection. Skipped, saying so, where python3 with meshio and h5py is not installed
+/// (`./hexfem.sh test` installs them).
+#[test]
+fn meshio_reads_the_last_step_and_the_series() {
+    let has_meshio = Command::new("python3")
+        .args(["-c", "import meshio, h5py"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_meshio {
+        eprintln!("python3 with meshio and h5py not found: the meshio test is skipped");
+        return;
+    }
+    let dir = scratch("meshio");
+    let out = small_twist(&dir, 3, &["--set", "output.vtu=true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = r#"
+import sys, meshio, numpy as np
+d = sys.argv[1]
+m = meshio.read(d + "/twisting_column.last.xdmf")
+assert len(m.points) == 63 and m.cells[0].type == "hexahedron" and len(m.cells[0].data) == 24
+u = m.point_data["displacement"]
+assert u.shape == (63, 3) and np.abs(u).max() > 0.1, np.abs(u).max()
+assert m.point_data["nodal_cauchy_stress"].shape == (63, 9)
+assert m.cell_data["material"][0].shape == (24,)
+meshio.write(d + "/converted.vtu", m)
+assert len(meshio.read(d + "/converted.vtu").points) == 63
+with meshio.xdmf.TimeSeriesReader(d + "/twisting_column.xdmf") as r:
+    points, cells = r.read_points_cells()
+    times = [r.read_data(k)[0] for k in range(r.num_steps)]
+    t0, u0, c0 = r.read_data(0)
+assert times == [0.0, 1 / 3, 2 / 3, 1.0], times
+assert np.abs(u0["displacement"]).max() == 0.0
+assert np.allclose(c0["jacobian"][0], 1.0)
+# The optional VTU output of the last step holds the same displacement.
+v = meshio.read(d + "/twisting_column_vtu/step_000003.vtu")
+assert np.array_equal(v.points, m.points) and np.array_equal(v.point_data["displacement"], u)
+assert np.array_equal(v.cell_data["material"][0].ravel(), m.cell_data["material"][0])
+pvd = open(d + "/twisting_column.pvd").read()
+assert pvd.count("<DataSet ") == 4 and 'file="twisting_column_vtu/step_000003.vtu"' in pvd
+print("ok")
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    let converted = Command::new("meshio")
+        .args(["convert"])
+        .arg(dir.join("twisting_column.last.xdmf"))
+        .arg(dir.join("cli.vtu"))
+        .output();
+    if let Ok(converted) = converted {
+        assert!(converted.status.success(), "{}", stderr(&converted));
+        assert!(dir.join("cli.vtu").exists());
     }
 }

@@ -12,6 +12,9 @@ pub struct MeshData<'a> {
     pub coordinates: &'a [[f64; 3]],
     /// `n_cells * nodes_per_cell` node indices.
     pub connectivity: &'a [usize],
+    /// Material (region) index of every cell, written as `/mesh/material` and shown as the
+    /// cell attribute `material` of every step; `None` to leave it out.
+    pub material: Option<&'a [usize]>,
     /// Named node sets: (name, node indices).
     pub node_sets: &'a [(&'a str, &'a [usize])],
     /// Named cell sets: (name, cell indices).
@@ -45,6 +48,15 @@ impl MeshData<'_> {
         }
         let n_nodes = self.coordinates.len();
         check_indices("connectivity", self.connectivity, n_nodes, "nodes")?;
+        if let Some(material) = self.material {
+            if material.len() != self.n_cells() {
+                return invalid(format!(
+                    "{} material indices for {} cells",
+                    material.len(),
+                    self.n_cells()
+                ));
+            }
+        }
         for (kind, sets, bound) in [
             ("node set", self.node_sets, n_nodes),
             ("cell set", self.cell_sets, self.n_cells()),
@@ -80,9 +92,9 @@ fn check_indices(what: &str, indices: &[usize], bound: usize, of: &str) -> Resul
 
 /// A set name must be a valid HDF5 link name.
 fn check_name(name: &str) -> Result<(), OutputError> {
-    if name.is_empty() || name == "." || name.contains('/') {
+    if name.is_empty() || name == "." || name.contains(['/', '\0']) {
         return Err(OutputError::InvalidData(format!(
-            "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/`)"
+            "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/` or NUL)"
         )));
     }
     Ok(())
@@ -115,6 +127,10 @@ pub struct StepData<'a> {
     pub jacobian: Option<&'a [f64]>,
     /// Cell-averaged strain energy density.
     pub energy_density: Option<&'a [f64]>,
+    /// Nodal Cauchy stress (full 3x3, row-major).
+    pub nodal_cauchy_stress: Option<&'a [[f64; 9]]>,
+    /// Nodal von Mises stress.
+    pub nodal_von_mises: Option<&'a [f64]>,
 }
 
 /// Where a field lives.
@@ -172,6 +188,18 @@ impl<'a> StepData<'a> {
                 values,
             })
         };
+        let nodal_stress = self.nodal_cauchy_stress.map(|v| Field {
+            name: "nodal_cauchy_stress",
+            center: Center::Node,
+            kind: AttributeType::Tensor,
+            values: v.as_flattened(),
+        });
+        let nodal_von_mises = self.nodal_von_mises.map(|values| Field {
+            name: "nodal_von_mises",
+            center: Center::Node,
+            kind: AttributeType::Scalar,
+            values,
+        });
         let stress = self.cauchy_stress.map(|t| {
             let (kind, values) = match t {
                 CellTensor::Full(v) => (AttributeType::Tensor, v.as_flattened()),
@@ -191,6 +219,8 @@ impl<'a> StepData<'a> {
             scalar("von_mises", self.von_mises),
             scalar("jacobian", self.jacobian),
             scalar("energy_density", self.energy_density),
+            nodal_stress,
+            nodal_von_mises,
         ]
         .into_iter()
         .flatten()

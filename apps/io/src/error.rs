@@ -20,6 +20,8 @@ pub enum OutputError {
         path: PathBuf,
         source: serde_json::Error,
     },
+    /// The run's name cannot name its output files.
+    Name(String),
     /// The data handed to the writer is inconsistent (sizes, indices, names, step order);
     /// nothing was written.
     InvalidData(String),
@@ -35,18 +37,12 @@ impl fmt::Display for OutputError {
                 source,
             } => write!(f, "{}: {context}: {source}", path.display()),
             OutputError::Json { path, source } => write!(f, "{}: {source}", path.display()),
+            OutputError::Name(message) => write!(f, "{message}"),
             OutputError::InvalidData(message) => write!(f, "invalid output data: {message}"),
         }
     }
 }
 
-impl std::error::Error for OutputError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OutputError::Io { source, .. } => Some(source),
-            OutputError::Hdf5 { source, .. } => Some(source),
-            OutputError::Json { source, .. } => Some(source),
-            OutputError::InvalidData(_) => None,
-        }
-    }
-}
+/// The message of every variant already includes its cause's, so no cause is chained (a printed
+/// chain would repeat it).
+impl std::error::Error for OutputError {}

@@ -1,19 +1,33 @@
-//! Result files of a run: HDF5 data with an XDMF 3 description for ParaView/VisIt, and a JSON
-//! summary, all rewritten after each converged step so that an interrupted run leaves readable
-//! files holding every completed step.
+//! Result files of a run: HDF5 data with an XDMF 3 description for ParaView/VisIt/meshio, and a
+//! JSON summary with its step log, all appended after each converged step at a cost that does
+//! not grow with the number of steps, so that an interrupted run (killed, or stopped by a full
+//! disk) leaves readable files holding every completed step.
 //!
 //! Files in the output directory, for run name `<name>`: `<name>.h5` (mesh and step data,
-//! layout in [`ResultsWriter`]), `<name>.xdmf`, `<name>.summary.json` ([`Summary`]).
+//! layout in [`ResultsWriter`]), `<name>.xdmf`, `<name>.summary.json` ([`Summary`]) and
+//! `<name>.steps.jsonl`. [`preflight`] checks before a run that they can be written.
+//!
+//! The HDF5 file is written by this crate's own append-only writer (module `h5`), which commits
+//! each step with one atomic write; the HDF5 library is used only to read files back
+//! ([`ResultsReader`]).
 
 mod atomic;
 mod data;
 mod error;
+pub mod faults;
+mod h5;
+mod preflight;
+mod reader;
 mod results;
 mod summary;
+mod vtu;
 mod xdmf;
 
 pub use data::{CellTensor, MeshData, StepData};
 pub use error::OutputError;
+pub use faults::{FaultAction, Faults};
+pub use preflight::{output_files, preflight, MAX_NAME_BYTES};
+pub use reader::ResultsReader;
 pub use results::ResultsWriter;
 pub use summary::{MeshInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};
 

@@ -1,20 +1,42 @@
-//! The JSON run summary `<dir>/<name>.summary.json`, rewritten atomically after every step so
-//! that it always parses and describes every completed step.
+//! The JSON run summary `<dir>/<name>.summary.json` and its step log `<name>.steps.jsonl`.
+//!
+//! The step log gets one line (a [`StepRecord`] as JSON) per converged step, appended: O(1) per
+//! step. The summary, bounded in size while the run goes on (run, mesh, status, number of steps
+//! logged, preconditioner), is replaced atomically after every step so that it always parses;
+//! when the run ends it is replaced by the full summary, with every step record in `steps`. A
+//! killed run leaves a summary with status `running` and `steps_completed` complete lines in the
+//! log (a last, partial line without its newline is not a step). [`Summary::read`] reads either.
+//!
+//! Full disk: every summary written while the run goes on is padded with a page or more of
+//! trailing whitespace, so that if the final replacement cannot be written the final status is
+//! still written in place over it (without the step list, which stays in the log).
 
+use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::atomic::write_atomic;
+use super::atomic::{write_at_position, write_atomic};
+use super::faults::Faults;
 use super::OutputError;
+
+/// Trailing whitespace reserved after a summary written during the run.
+const RESERVE: usize = 4096;
 
 /// Everything known about a run; serialised as the summary file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub run: RunInfo,
     pub mesh: MeshInfo,
-    /// One record per converged load step, in order.
-    pub steps: Vec<StepRecord>,
+    /// Converged steps recorded in the step log.
+    pub steps_completed: usize,
+    /// File name of the step log (JSON Lines, one [`StepRecord`] per line), beside the summary.
+    pub steps_log: String,
+    /// One record per converged load step, in order: written when the run ends (completed or
+    /// failed); absent while it runs (and after a kill), when the records are in the step log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepRecord>>,
     /// Wall time of the whole run so far, in seconds.
     pub wall_s: f64,
     pub status: RunStatus,
@@ -85,36 +107,109 @@ pub enum RunStatus {
     Failed { message: String },
 }
 
-/// Keeps the [`Summary`] of a run and its file in step. Calling order: [`SummaryWriter::create`],
-/// [`SummaryWriter::record_step`] per converged step, [`SummaryWriter::finish`] once; each call
-/// rewrites the file. Non-finite numbers are written as `null`.
+impl Summary {
+    /// Reads a summary file; while the run goes on (or after a kill) the step records are read
+    /// from the step log: its first `steps_completed` lines.
+    pub fn read(path: &Path) -> Result<Summary, OutputError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| OutputError::Io { path, source }
+        };
+        let text = fs::read_to_string(path).map_err(io(path))?;
+        let mut summary: Summary =
+            serde_json::from_str(&text).map_err(|source| OutputError::Json {
+                path: path.to_owned(),
+                source,
+            })?;
+        if summary.steps.is_none() {
+            let log = path.with_file_name(&summary.steps_log);
+            summary.steps = Some(read_log(&log, summary.steps_completed)?);
+        }
+        Ok(summary)
+    }
+}
+
+/// The first `count` records of the step log at `path`.
+fn read_log(path: &Path, count: usize) -> Result<Vec<StepRecord>, OutputError> {
+    let file = fs::File::open(path).map_err(|source| OutputError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut steps = Vec::with_capacity(count.min(1 << 20));
+    for line in BufReader::new(file).lines().take(count) {
+        let line = line.map_err(|source| OutputError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        steps.push(
+            serde_json::from_str(&line).map_err(|source| OutputError::Json {
+                path: path.to_owned(),
+                source,
+            })?,
+        );
+    }
+    if steps.len() < count {
+        return Err(OutputError::InvalidData(format!(
+            "{}: {} step records, the summary counts {count}",
+            path.display(),
+            steps.len()
+        )));
+    }
+    Ok(steps)
+}
+
+/// Keeps the [`Summary`] of a run and its files in step. Calling order:
+/// [`SummaryWriter::create`], [`SummaryWriter::record_step`] per converged step,
+/// [`SummaryWriter::finish`] once. Non-finite numbers are written as `null`.
 #[derive(Debug)]
 pub struct SummaryWriter {
     path: PathBuf,
+    log_path: PathBuf,
+    log: fs::File,
+    /// Bytes of complete lines in the log.
+    log_len: u64,
+    /// The summary without its steps.
     summary: Summary,
+    /// Length of the summary file as last written.
+    file_len: usize,
+    faults: Faults,
 }
 
 impl SummaryWriter {
-    /// Writes `<dir>/<name>.summary.json` with no steps and status `running`. `dir` must exist
-    /// (the results writer creates it).
+    /// Writes `<dir>/<name>.summary.json` with status `running` and an empty step log
+    /// `<name>.steps.jsonl`, replacing files of those names. `dir` must exist.
     pub fn create(
         dir: &Path,
         name: &str,
         run: RunInfo,
         mesh: MeshInfo,
+        faults: &Faults,
     ) -> Result<Self, OutputError> {
-        let writer = SummaryWriter {
+        let steps_log = format!("{name}.steps.jsonl");
+        let log_path = dir.join(&steps_log);
+        let log = fs::File::create(&log_path).map_err(|source| OutputError::Io {
+            path: log_path.clone(),
+            source,
+        })?;
+        let mut writer = SummaryWriter {
             path: dir.join(format!("{name}.summary.json")),
+            log_path,
+            log,
+            log_len: 0,
             summary: Summary {
                 run,
                 mesh,
-                steps: Vec::new(),
+                steps_completed: 0,
+                steps_log,
+                steps: None,
                 wall_s: 0.0,
                 status: RunStatus::Running,
                 preconditioner: None,
             },
+            file_len: 0,
+            faults: faults.clone(),
         };
-        writer.write()?;
+        writer.write_running()?;
         Ok(writer)
     }
 
@@ -123,15 +218,34 @@ impl SummaryWriter {
         &self.path
     }
 
+    /// The step log.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The summary as written so far (without the step records).
     pub fn summary(&self) -> &Summary {
         &self.summary
     }
 
-    /// Appends a step record, updates the run's wall time and rewrites the file.
+    /// Appends a step record to the log, then updates the run's wall time and step count in
+    /// the summary.
     pub fn record_step(&mut self, record: StepRecord, wall_s: f64) -> Result<(), OutputError> {
-        self.summary.steps.push(record);
+        let mut line = serde_json::to_string(&record).map_err(|source| OutputError::Json {
+            path: self.log_path.clone(),
+            source,
+        })?;
+        line.push('\n');
+        write_at_position(&self.log, &self.faults, self.log_len, line.as_bytes()).map_err(
+            |source| OutputError::Io {
+                path: self.log_path.clone(),
+                source,
+            },
+        )?;
+        self.log_len += line.len() as u64;
+        self.summary.steps_completed += 1;
         self.summary.wall_s = wall_s;
-        self.write()
+        self.write_running()
     }
 
     /// Records the preconditioner's description; written with the next step or at the finish.
@@ -139,20 +253,64 @@ impl SummaryWriter {
         self.summary.preconditioner = Some(preconditioner);
     }
 
-    /// Sets the final status and wall time and rewrites the file.
+    /// Sets the final status and wall time and writes the full summary (with every step
+    /// record). If that fails (a full disk), the summary without the step list (which stays in
+    /// the log) is written in place over the last one instead; an error means that failed too.
     pub fn finish(&mut self, status: RunStatus, wall_s: f64) -> Result<(), OutputError> {
         self.summary.status = status;
         self.summary.wall_s = wall_s;
-        self.write()
+        let full = read_log(&self.log_path, self.summary.steps_completed).and_then(|steps| {
+            let full = Summary {
+                steps: Some(steps),
+                ..self.summary.clone()
+            };
+            write_atomic(&self.path, &self.render(&full, 0)?, &self.faults)
+        });
+        if let Err(error) = full {
+            return self.write_in_place().map_err(|_| error);
+        }
+        Ok(())
     }
 
-    fn write(&self) -> Result<(), OutputError> {
-        let mut text =
-            serde_json::to_string_pretty(&self.summary).map_err(|source| OutputError::Json {
-                path: self.path.clone(),
-                source,
-            })?;
-        text.push('\n');
-        write_atomic(&self.path, text.as_bytes())
+    fn render(&self, summary: &Summary, reserve: usize) -> Result<Vec<u8>, OutputError> {
+        let mut text = serde_json::to_vec_pretty(summary).map_err(|source| OutputError::Json {
+            path: self.path.clone(),
+            source,
+        })?;
+        text.push(b'\n');
+        text.resize(text.len() + reserve, b' ');
+        Ok(text)
+    }
+
+    /// Replaces the summary (without steps) atomically, with trailing space in reserve.
+    fn write_running(&mut self) -> Result<(), OutputError> {
+        let text = self.render(&self.summary, RESERVE)?;
+        write_atomic(&self.path, &text, &self.faults)?;
+        self.file_len = text.len();
+        Ok(())
+    }
+
+    /// Overwrites the summary in place (no new space needed) with the summary without steps,
+    /// padded with spaces to the file's length.
+    fn write_in_place(&mut self) -> Result<(), OutputError> {
+        let io = |source| OutputError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut text = self.render(&self.summary, 0)?;
+        if text.len() > self.file_len {
+            return Err(OutputError::InvalidData(format!(
+                "{}: the final summary ({} bytes) does not fit in the {} bytes reserved",
+                self.path.display(),
+                text.len(),
+                self.file_len
+            )));
+        }
+        text.resize(self.file_len, b' ');
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(io)?;
+        write_at_position(&file, &self.faults, 0, &text).map_err(io)
     }
 }

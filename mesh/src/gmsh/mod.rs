@@ -1,28 +1,36 @@
-//! Gmsh MSH 4.1 ASCII reader.
+//! Gmsh MSH reader: versions 4.1 and 2.2, ASCII or binary, optionally gzip-compressed.
 //!
-//! Sections read: `$MeshFormat` (must come first; version 4.1, ASCII), `$PhysicalNames`,
-//! `$Entities` (entity -> physical groups), `$Nodes`, `$Elements`. `$PartitionedEntities` is
-//! rejected; any other section (`$Comments`, `$Periodic`, `$NodeData`, ...) is skipped.
+//! Sections read: `$MeshFormat` (must come first), `$PhysicalNames`, `$Entities` (4.1: entity ->
+//! physical groups), `$Nodes`, `$Elements` (2.2: each element's first tag is its physical group).
+//! `$PartitionedEntities` is rejected; any other section (`$Comments`, `$Periodic`, `$NodeData`,
+//! ...) is skipped.
 //!
 //! Result:
 //! - cells: the hexahedra (type 5 or 12, one kind per file) in file order, converted to the
 //!   lexicographic local order, their element tags kept in [`HexMesh::cell_tags`] for messages;
-//!   any other volume element is an error;
+//!   any other volume element is an error, reported before any error about surface elements;
 //! - nodes: those used by the hexahedra, in `$Nodes` order (tags may be non-contiguous);
 //! - physical groups, named by `$PhysicalNames` or else by their tag as a string:
-//!   dimension 3 -> cell sets; dimension 2 -> face sets (each quadrangle matched to a cell face
-//!   by its sorted corner nodes; an interior face goes to the lowest-numbered cell);
-//!   dimensions 0 and 1 -> node sets (the nodes of their elements, of any type).
-//!   Elements of entities below dimension 3 without a physical group are skipped.
+//!   dimension 3 -> cell sets; dimension 2 -> face sets (each quadrangle matched to a boundary
+//!   face of a hexahedron by its sorted corner nodes); dimensions 0 and 1 -> node sets (the nodes
+//!   of their elements, of any type). Elements of entities below dimension 3 without a physical
+//!   group are skipped.
 //!
-//! Every error names the line (and the element tag where one is involved). Counts in the file
-//! are untrusted: no buffer is reserved beyond what the remaining text could hold, so a hostile
-//! header is an error at the end of the text, never an allocation failure.
+//! Refused, naming the elements: an element tag used twice, two hexahedra with the same corner
+//! nodes (a mesh listed twice would double the stiffness), header counts or tag ranges that do
+//! not match the content, set nodes that belong to no hexahedron, quadrangles of face sets that
+//! are no face of a hexahedron or an interior face (shared by two), faces shared by more than two
+//! hexahedra. Every error names the line (binary data: the section's line and the byte offset)
+//! and the element tag where one is involved, and physical groups by name. Counts in the file are
+//! untrusted: no buffer is reserved beyond what the remaining bytes could hold, so a hostile
+//! header is an error at the end of the data, never an allocation failure; a compressed file may
+//! expand to at most [`MAX_MSH_BYTES`].
 
 mod scanner;
 mod sections;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::Path;
 
 use crate::cell::{face_corner_local_nodes, CellFace, CellKind, Face};
@@ -32,25 +40,53 @@ use crate::ordering::{gather, NodeOrdering};
 use scanner::Scanner;
 use sections::RawMesh;
 
-/// Reads and parses the MSH 4.1 ASCII file at `path`; errors are prefixed with the path.
+/// Largest MSH content read (after decompression): 16 GiB.
+pub const MAX_MSH_BYTES: u64 = 16 << 30;
+
+/// Reads and parses the MSH file at `path` (gzip-compressed if it starts with the gzip magic
+/// bytes); errors are prefixed with the path.
 pub fn read_gmsh(path: impl AsRef<Path>) -> Result<HexMesh, MeshError> {
     let path = path.as_ref();
-    let text = std::fs::read(path).map_err(|error| MeshError::Io {
+    let io = |error| MeshError::Io {
         path: path.to_path_buf(),
         error,
-    })?;
-    // Invalid UTF-8 (binary data) becomes U+FFFD and fails as a bad token on its line; a
-    // binary file is reported as such by its ASCII `$MeshFormat` line first.
-    parse(&String::from_utf8_lossy(&text), &path.display().to_string())
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    let name = path.display().to_string();
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .take(MAX_MSH_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| MeshError::Gmsh {
+                source_name: name.clone(),
+                line: 0,
+                message: format!("cannot decompress the gzip file: {e}"),
+            })?;
+        if text.len() as u64 > MAX_MSH_BYTES {
+            return Err(MeshError::Gmsh {
+                source_name: name,
+                line: 0,
+                message: format!("decompresses to more than {MAX_MSH_BYTES} bytes"),
+            });
+        }
+        return parse(&text, &format!("{name} (decompressed)"));
+    }
+    parse(&bytes, &name)
 }
 
-/// Parses MSH 4.1 ASCII text; errors name the source as `<text>`.
+/// Parses MSH text (or bytes of a binary file); errors name the source as `<text>`.
 pub fn parse_gmsh(text: &str) -> Result<HexMesh, MeshError> {
-    parse(text, "<text>")
+    parse(text.as_bytes(), "<text>")
 }
 
-fn parse(text: &str, source_name: &str) -> Result<HexMesh, MeshError> {
-    let mut sc = Scanner::new(text, source_name);
+/// Parses MSH bytes (any version and encoding this reader supports).
+pub fn parse_gmsh_bytes(bytes: &[u8]) -> Result<HexMesh, MeshError> {
+    parse(bytes, "<bytes>")
+}
+
+fn parse(bytes: &[u8], source_name: &str) -> Result<HexMesh, MeshError> {
+    let mut sc = Scanner::new(bytes, source_name);
     let mut raw = RawMesh::default();
     let mut seen: Vec<&str> = Vec::new();
     while let Some((tok, line)) = sc.next_token()? {
@@ -70,7 +106,7 @@ fn parse(text: &str, source_name: &str) -> Result<HexMesh, MeshError> {
         sc.section = section;
         let end = format!("$End{section}");
         match section {
-            "MeshFormat" => sections::mesh_format(&mut sc)?,
+            "MeshFormat" => sections::mesh_format(&mut sc, &mut raw)?,
             "PhysicalNames" => sections::physical_names(&mut sc, &mut raw)?,
             "Entities" => sections::entities(&mut sc, &mut raw)?,
             "Nodes" => sections::nodes(&mut sc, &mut raw)?,
@@ -96,6 +132,15 @@ fn parse(text: &str, source_name: &str) -> Result<HexMesh, MeshError> {
             return Err(sc.error(sc.line(), format!("missing section ${required}")));
         }
     }
+    if raw.kind.is_none() {
+        return Err(sc.error(
+            raw.elements_line,
+            "no hexahedra (element types 5 or 12) in $Elements",
+        ));
+    }
+    if let Some(deferred) = raw.deferred.take() {
+        return Err(deferred);
+    }
     build(&sc, raw)
 }
 
@@ -107,6 +152,7 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
             "no hexahedra (element types 5 or 12) in $Elements",
         ));
     };
+    check_duplicate_cells(sc, &raw, kind)?;
 
     // Node tag -> position in $Nodes.
     let mut tag_to_pos: HashMap<usize, usize> = HashMap::with_capacity(raw.node_tags.len());
@@ -178,6 +224,7 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
     let mut mesh = HexMesh::new(kind, coords, cells);
     mesh.cell_tags = Some(raw.cells.iter().map(|e| e.tag).collect());
 
+    let group_name = |dim: usize, group: i64| raw.group_names(dim, &[group]);
     let name = |dim: usize, group: i64| -> String {
         raw.physical_names
             .get(&(dim, group))
@@ -191,7 +238,21 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
     }
 
     if !raw.faces.is_empty() {
-        let face_of = face_lookup(&mesh);
+        let faces = face_lookup(&mesh);
+        let element_of = |cell: usize| raw.cells[cell].tag;
+        if let Some(shared) = faces.values().find(|f| f.len() > 2) {
+            let tags: Vec<String> = shared
+                .iter()
+                .map(|f| element_of(f.cell).to_string())
+                .collect();
+            return Err(sc.error(
+                raw.cells[shared[0].cell].line,
+                format!(
+                    "the mesh is not manifold: elements {} share one face",
+                    tags.join(", ")
+                ),
+            ));
+        }
         let mut face_sets: BTreeMap<String, Vec<CellFace>> = BTreeMap::new();
         for f in &raw.faces {
             let mut key = [0; 4];
@@ -199,18 +260,34 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
                 *k = node_of_tag(tag, f.element)?;
             }
             key.sort_unstable();
-            let Some(&cf) = face_of.get(&key) else {
-                return Err(sc.error(
-                    f.element.line,
-                    format!(
-                        "element {}: quadrangle of physical group '{}' is not a face of any \
-                         hexahedron",
-                        f.element.tag,
-                        name(2, f.group)
-                    ),
-                ));
-            };
-            face_sets.entry(name(2, f.group)).or_default().push(cf);
+            let cells = faces.get(&key).map_or(&[][..], Vec::as_slice);
+            match cells {
+                [cf] => face_sets.entry(name(2, f.group)).or_default().push(*cf),
+                [] => {
+                    return Err(sc.error(
+                        f.element.line,
+                        format!(
+                            "element {}: quadrangle of physical group {} is not a face of any \
+                             hexahedron",
+                            f.element.tag,
+                            group_name(2, f.group)
+                        ),
+                    ))
+                }
+                [a, b, ..] => {
+                    return Err(sc.error(
+                        f.element.line,
+                        format!(
+                            "element {}: quadrangle of physical group {} is an interior face \
+                             (between elements {} and {}); face sets must lie on the boundary",
+                            f.element.tag,
+                            group_name(2, f.group),
+                            element_of(a.cell),
+                            element_of(b.cell)
+                        ),
+                    ))
+                }
+            }
         }
         mesh.face_sets = face_sets;
     }
@@ -237,20 +314,46 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
     Ok(mesh)
 }
 
-/// Sorted corner nodes of every cell face -> that face (the lowest cell wins for interior faces).
-fn face_lookup(mesh: &HexMesh) -> HashMap<[usize; 4], CellFace> {
+/// Sorted corner nodes of every cell face -> the cell faces with those corners (one on the
+/// boundary, two inside).
+fn face_lookup(mesh: &HexMesh) -> HashMap<[usize; 4], Vec<CellFace>> {
     let corners: Vec<[usize; 4]> = Face::ALL
         .iter()
         .map(|&f| face_corner_local_nodes(mesh.kind, f))
         .collect();
-    let mut map = HashMap::with_capacity(6 * mesh.n_cells());
+    let mut map: HashMap<[usize; 4], Vec<CellFace>> = HashMap::with_capacity(6 * mesh.n_cells());
     for cell in 0..mesh.n_cells() {
         let nodes = mesh.cell_nodes(cell);
         for (&face, local) in Face::ALL.iter().zip(&corners) {
             let mut key = local.map(|l| nodes[l]);
             key.sort_unstable();
-            map.entry(key).or_insert(CellFace { cell, face });
+            map.entry(key).or_default().push(CellFace { cell, face });
         }
     }
     map
+}
+
+/// Two hexahedra with the same corner nodes (an element listed twice under two tags) would add
+/// their stiffness twice: an error naming both.
+fn check_duplicate_cells(sc: &Scanner, raw: &RawMesh, kind: CellKind) -> Result<(), MeshError> {
+    let npc = kind.nodes_per_cell();
+    let mut seen: HashMap<[usize; 8], usize> = HashMap::with_capacity(raw.cells.len());
+    for (c, nodes) in raw.cell_nodes.chunks_exact(npc).enumerate() {
+        // Gmsh lists the 8 corners first for both hexahedron types.
+        let mut key: [usize; 8] = nodes[..8].try_into().expect("8 corners");
+        key.sort_unstable();
+        if let Some(&first) = seen.get(&key) {
+            let (a, b) = (raw.cells[first], raw.cells[c]);
+            return Err(sc.error(
+                b.line,
+                format!(
+                    "elements {} (line {}) and {} have the same corner nodes: the hexahedron is \
+                     listed twice",
+                    a.tag, a.line, b.tag
+                ),
+            ));
+        }
+        seen.insert(key, c);
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@
 
 pub mod assembly;
 pub mod gamg;
+pub mod output;
 
 /// The best of `repeats` timed runs of `f` (seconds, as `f` returns them) after one warm-up run.
 pub(crate) fn best_of(

@@ -1,0 +1,109 @@
+//! Reading a results file back through the HDF5 library (an implementation independent of the
+//! writer): what tests and tools use to check a run's output.
+
+use std::path::{Path, PathBuf};
+
+use super::OutputError;
+
+/// An open results file (read-only).
+pub struct ResultsReader {
+    file: hdf5::File,
+    path: PathBuf,
+}
+
+impl ResultsReader {
+    /// Opens `path` with the HDF5 library.
+    pub fn open(path: &Path) -> Result<Self, OutputError> {
+        let file = hdf5::File::open(path).map_err(|source| OutputError::Hdf5 {
+            path: path.to_owned(),
+            context: "cannot open the file".into(),
+            source,
+        })?;
+        Ok(ResultsReader {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    fn error(&self, context: String) -> impl Fn(hdf5::Error) -> OutputError + '_ {
+        move |source| OutputError::Hdf5 {
+            path: self.path.clone(),
+            context: context.clone(),
+            source,
+        }
+    }
+
+    /// Index and load factor of every step in the file, in order.
+    pub fn steps(&self) -> Result<Vec<(usize, f64)>, OutputError> {
+        let steps = self
+            .file
+            .group("steps")
+            .map_err(self.error("cannot open /steps".into()))?;
+        let mut out = Vec::new();
+        for name in steps
+            .member_names()
+            .map_err(self.error("cannot list /steps".into()))?
+        {
+            let index = name.parse().map_err(|_| {
+                OutputError::InvalidData(format!("/steps/{name} is not a step number"))
+            })?;
+            let load_factor = steps
+                .group(&name)
+                .and_then(|g| g.attr("load_factor"))
+                .and_then(|a| a.read_scalar::<f64>())
+                .map_err(self.error(format!("cannot read /steps/{name}@load_factor")))?;
+            out.push((index, load_factor));
+        }
+        Ok(out)
+    }
+
+    /// Shape and values (row-major) of the f64 dataset at `path` (`/steps/000001/displacement`).
+    pub fn read_f64(&self, path: &str) -> Result<(Vec<usize>, Vec<f64>), OutputError> {
+        let dataset = self
+            .file
+            .dataset(path)
+            .map_err(self.error(format!("cannot open {path}")))?;
+        let values = dataset
+            .read_raw::<f64>()
+            .map_err(self.error(format!("cannot read {path}")))?;
+        Ok((dataset.shape(), values))
+    }
+
+    /// Shape and values of the integer dataset at `path` (`/mesh/connectivity`).
+    pub fn read_i64(&self, path: &str) -> Result<(Vec<usize>, Vec<i64>), OutputError> {
+        let dataset = self
+            .file
+            .dataset(path)
+            .map_err(self.error(format!("cannot open {path}")))?;
+        let values = dataset
+            .read_raw::<i64>()
+            .map_err(self.error(format!("cannot read {path}")))?;
+        Ok((dataset.shape(), values))
+    }
+
+    /// Paths of every dataset in the file, depth first (`/mesh/connectivity`, ...).
+    pub fn dataset_paths(&self) -> Result<Vec<String>, OutputError> {
+        let mut out = Vec::new();
+        self.collect(&self.file, "", &mut out)?;
+        Ok(out)
+    }
+
+    fn collect(
+        &self,
+        group: &hdf5::Group,
+        prefix: &str,
+        out: &mut Vec<String>,
+    ) -> Result<(), OutputError> {
+        for name in group
+            .member_names()
+            .map_err(self.error(format!("cannot list {prefix}/")))?
+        {
+            let path = format!("{prefix}/{name}");
+            match group.group(&name) {
+                Ok(child) => self.collect(&child, &path, out)?,
+                Err(_) => out.push(path),
+            }
+        }
+        Ok(())
+    }
+}
