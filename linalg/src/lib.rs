@@ -5,6 +5,7 @@
 //! Every numeric phase is parallel (rayon) and deterministic: work is split into fixed chunks and
 //! every sum runs in a fixed order, so results are bit-identical for any thread count.
 
+pub mod backend;
 mod bsr;
 mod coo;
 pub mod direct;

@@ -144,6 +144,11 @@ impl PtapPlan {
         &self.pattern
     }
 
+    /// Pattern of `A` the plan was built for.
+    pub fn a_pattern(&self) -> &Arc<BlockPattern> {
+        &self.a
+    }
+
     /// Pattern of `P` the plan was built for.
     pub fn p_pattern(&self) -> &Arc<BlockPattern> {
         &self.p
