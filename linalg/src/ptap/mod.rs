@@ -101,6 +101,17 @@ impl PtapPlan {
         })
     }
 
+    /// [`PtapPlan::new`] forcing the streamed strategy (tests compare other kernels with its order).
+    #[cfg(test)]
+    pub(crate) fn new_streamed(
+        a: &Arc<BlockPattern>,
+        p: &Arc<BlockPattern>,
+    ) -> Result<Self, LinalgError> {
+        Self::with_strategy(a, p, |_| Strategy::Streamed {
+            rows_per_batch: ROWS_PER_BATCH,
+        })
+    }
+
     /// [`PtapPlan::new`] with the strategy `choose` picks for `P`'s pattern.
     fn with_strategy(
         a: &Arc<BlockPattern>,
