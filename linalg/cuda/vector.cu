@@ -48,27 +48,46 @@ extern "C" __global__ void cg_update(const u64 n, const double alpha, const doub
     }
 }
 
-// One thread per chunk of DOT_CHUNK entries: sums[chunk] = the host's dot_chunk.
-extern "C" __global__ void dot_chunks(const u64 n, const double* __restrict__ x,
-                                      const double* __restrict__ y, double* __restrict__ sums) {
-    const u64 chunk = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+// One warp per chunk of DOT_CHUNK entries: sums[chunk] = the host's dot_chunk. The warp forms
+// the products of a tile of DOT_TILE entries (coalesced loads) in shared memory; lane k < 4 then
+// adds the products of entries 4i + k in order, as the host's accumulator k does. Products and
+// sums round exactly as on the host (--fmad=false), so only the schedule differs.
+#define DOT_TILE 1024
+#define DOT_WARPS 4
+extern "C" __global__ void __launch_bounds__(DOT_WARPS * 32)
+dot_chunks(const u64 n, const double* __restrict__ x, const double* __restrict__ y,
+           double* __restrict__ sums) {
+    __shared__ double prod[DOT_WARPS][DOT_TILE];
+    const u32 warp = threadIdx.x >> 5;
+    const u32 lane = threadIdx.x & 31;
+    const u64 chunk = blockIdx.x * (u64)DOT_WARPS + warp;
     const u64 start = chunk * DOT_CHUNK;
-    if (start >= n) return;
-    const u64 len = min((u64)DOT_CHUNK, n - start);
-    const u64 quads = len / 4;
+    if (start >= n) return;  // the whole warp leaves together
+    const u32 len = (u32)min((u64)DOT_CHUNK, n - start);
+    const u32 quads = len / 4;
     const double* __restrict__ a = x + start;
     const double* __restrict__ b = y + start;
-    double acc0 = 0.0, acc1 = 0.0, acc2 = 0.0, acc3 = 0.0;
-#pragma unroll 4
-    for (u64 k = 0; k < quads; ++k) {
-        acc0 += __ldg(a + 4 * k) * __ldg(b + 4 * k);
-        acc1 += __ldg(a + 4 * k + 1) * __ldg(b + 4 * k + 1);
-        acc2 += __ldg(a + 4 * k + 2) * __ldg(b + 4 * k + 2);
-        acc3 += __ldg(a + 4 * k + 3) * __ldg(b + 4 * k + 3);
+    double* __restrict__ p = prod[warp];
+    double acc = 0.0;  // lane k < 4: the host's acc[k]
+    for (u32 base = 0; base < quads * 4; base += DOT_TILE) {
+        const u32 tile = min((u32)DOT_TILE, quads * 4 - base);
+        for (u32 e = lane; e < tile; e += 32) p[e] = __ldg(a + base + e) * __ldg(b + base + e);
+        __syncwarp();
+        if (lane < 4) {
+#pragma unroll 8
+            for (u32 e = lane; e < tile; e += 4) acc += p[e];
+        }
+        __syncwarp();
     }
-    double tail = 0.0;
-    for (u64 k = quads * 4; k < len; ++k) tail += a[k] * b[k];
-    sums[chunk] = (acc0 + acc1) + (acc2 + acc3) + tail;
+    // (acc0 + acc1) + (acc2 + acc3) + tail, with the host's grouping.
+    const double a1 = __shfl_sync(FULL_MASK, acc, 1);
+    const double a2 = __shfl_sync(FULL_MASK, acc, 2);
+    const double a3 = __shfl_sync(FULL_MASK, acc, 3);
+    if (lane == 0) {
+        double tail = 0.0;
+        for (u32 k = quads * 4; k < len; ++k) tail += a[k] * b[k];
+        sums[chunk] = (acc + a1) + (a2 + a3) + tail;
+    }
 }
 
 // out[0] = sums[0] + sums[1] + ... in order (the host's iterator sum).

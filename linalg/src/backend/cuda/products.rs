@@ -85,8 +85,10 @@ fn launch_nn(
         .arg(&bp.col_idx)
         .arg(b.values())
         .arg(&mut *c_vals);
+    // One thread per (slot, row of the block).
+    let threads = nnz as u64 * a.block_rows() as u64;
     // SAFETY: arguments match `spgemm_nn`; shapes and patterns checked by the callers.
-    unsafe { l.launch(grid_1d(nnz as u64, THREADS)) }.map_err(driver_err("spgemm_nn"))?;
+    unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("spgemm_nn"))?;
     Ok(())
 }
 
@@ -255,8 +257,9 @@ impl DevicePtapPlan {
             .arg(&wp.col_idx)
             .arg(&*w_vals)
             .arg(ac.values_mut());
+        let threads = nnz as u64 * c as u64;
         // SAFETY: arguments match `ptw_tn`; shapes and patterns checked above.
-        unsafe { l.launch(grid_1d(nnz as u64, THREADS)) }.map_err(driver_err("ptw_tn"))?;
+        unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
         Ok(())
     }
 }

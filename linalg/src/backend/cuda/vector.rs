@@ -124,8 +124,9 @@ pub fn dot_into(
     let chunks = ctx.function(&VECTOR, DEFINES, "dot_chunks")?;
     let mut l = ctx.stream().launch_builder(&chunks);
     l.arg(&n).arg(x).arg(y).arg(&mut sums);
-    // SAFETY: arguments match `dot_chunks`; `sums` holds one value per chunk.
-    unsafe { l.launch(grid_1d(n_chunks, 128)) }.map_err(driver_err("dot_chunks"))?;
+    // SAFETY: arguments match `dot_chunks` (one warp per chunk, DOT_WARPS = 4 warps per block);
+    // `sums` holds one value per chunk.
+    unsafe { l.launch(grid_1d(n_chunks * 32, 128)) }.map_err(driver_err("dot_chunks"))?;
     let sum = ctx.function(&VECTOR, DEFINES, "dot_sum")?;
     let mut l = ctx.stream().launch_builder(&sum);
     l.arg(&n_chunks).arg(&sums).arg(&mut *out);
