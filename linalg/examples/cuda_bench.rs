@@ -149,7 +149,10 @@ fn kernels_report() -> Result<(), LinalgError> {
     let mut cases: Vec<(&str, Vec<(&str, i64)>)> = Vec::new();
     for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3)] {
         cases.push(("spmv.cu", vec![("BR", br), ("BC", bc)]));
-        cases.push(("spmv.cu", vec![("BR", br), ("BC", bc), ("TRANSPOSE", 1), ("SLOTS", 1)]));
+        cases.push((
+            "spmv.cu",
+            vec![("BR", br), ("BC", bc), ("TRANSPOSE", 1), ("SLOTS", 1)],
+        ));
     }
     cases.push(("jacobi.cu", vec![("BS", 3)]));
     cases.push(("jacobi.cu", vec![("BS", 6)]));
@@ -159,7 +162,10 @@ fn kernels_report() -> Result<(), LinalgError> {
     for (name, defines) in cases {
         let (size, log) = cuda::compile_with_log(name, &defines, "sm_90", &["--ptxas-options=-v"])?;
         println!("== {name} {defines:?}: cubin {size} bytes");
-        for line in log.lines().filter(|l| l.contains("Used") || l.contains("spill") || l.contains("Compiling")) {
+        for line in log
+            .lines()
+            .filter(|l| l.contains("Used") || l.contains("spill") || l.contains("Compiling"))
+        {
             println!("   {}", line.trim());
         }
     }
@@ -273,14 +279,23 @@ fn run(args: &Args) -> Result<(), LinalgError> {
         vector::dot_into(&ctx, &dx, &dx2, &mut out)
     })?;
     let d_dot = vector::dot(&ctx, &dx, &dx2)?;
-    let h_dot = ops::dot(&Vector::from_vec(x.clone()), &Vector::from_vec(random(3, nvec)));
+    let h_dot = ops::dot(
+        &Vector::from_vec(x.clone()),
+        &Vector::from_vec(random(3, nvec)),
+    );
     println!(
         "dot ({nvec}): {t_dot:.4} ms  {:.0} GB/s  ({})",
         2.0 * nvec as f64 * 8.0 / (t_dot * 1e-3) / 1e9,
-        if d_dot.to_bits() == h_dot.to_bits() { "bit-identical" } else { "DIFFERS" }
+        if d_dot.to_bits() == h_dot.to_bits() {
+            "bit-identical"
+        } else {
+            "DIFFERS"
+        }
     );
     json.num("dot_ms", t_dot);
-    let t_axpby = time_ms(&ctx, 5, args.reps, || vector::axpby(&ctx, 0.5, &dx, 1.5, &mut dy))?;
+    let t_axpby = time_ms(&ctx, 5, args.reps, || {
+        vector::axpby(&ctx, 0.5, &dx, 1.5, &mut dy)
+    })?;
     println!(
         "axpby: {t_axpby:.4} ms  {:.0} GB/s",
         3.0 * nvec as f64 * 8.0 / (t_axpby * 1e-3) / 1e9
@@ -299,7 +314,9 @@ fn run(args: &Args) -> Result<(), LinalgError> {
     let t_inv = time_ms(&ctx, 2, 10, || diag.invert(&ctx, &dad))?;
     println!("block_invert 3x3: {t_inv:.4} ms (includes one 8-byte status download)");
     json.num("block_invert_ms", t_inv);
-    let t_apply = time_ms(&ctx, 5, args.reps, || diag.apply(&ctx, 1.0, &dx, 0.0, &mut dy))?;
+    let t_apply = time_ms(&ctx, 5, args.reps, || {
+        diag.apply(&ctx, 1.0, &dx, 0.0, &mut dy)
+    })?;
     println!("block_apply 3x3: {t_apply:.4} ms");
     json.num("block_apply_ms", t_apply);
     let cheb = cuda::Chebyshev {
@@ -311,7 +328,9 @@ fn run(args: &Args) -> Result<(), LinalgError> {
     let (mut dr, mut dd) = (ctx.zeros::<f64>(nvec)?, ctx.zeros::<f64>(nvec)?);
     let mut dxs = ctx.zeros::<f64>(nvec)?;
     let t_cheb = time_ms(&ctx, 3, args.reps, || {
-        cuda::chebyshev_smooth(&ctx, &dad, &diag, cheb, &dx, &mut dxs, false, &mut dr, &mut dd)
+        cuda::chebyshev_smooth(
+            &ctx, &dad, &diag, cheb, &dx, &mut dxs, false, &mut dr, &mut dd,
+        )
     })?;
     println!("chebyshev(2) smooth (2 SpMV + 2 updates + copy): {t_cheb:.4} ms");
     json.num("chebyshev2_ms", t_cheb);
@@ -369,7 +388,10 @@ fn ptap_bench(
     let mut host_ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
     linalg::ptap_numeric(&plan, a, &p, &mut host_ac)?;
     let host_ms = t1.elapsed().as_secs_f64() * 1e3;
-    println!("host ptap numeric: {host_ms:.1} ms ({} threads)", rayon::current_num_threads());
+    println!(
+        "host ptap numeric: {host_ms:.1} ms ({} threads)",
+        rayon::current_num_threads()
+    );
     json.num("host_ptap_ms", host_ms);
 
     let dplan = DevicePtapPlan::upload(ctx, &plan)?;
@@ -414,7 +436,9 @@ fn ptap_bench(
     let dsp = DeviceSpgemmPlan::upload(ctx, &sp)?;
     let dp0 = DeviceBsr::upload(ctx, &p0)?;
     let mut dap0 = DeviceBsr::zeros(ctx, dsp.pattern(), 3, 6)?;
-    let t = time_ms(ctx, 2, 10.min(args.reps), || dsp.numeric(ctx, da, &dp0, &mut dap0))?;
+    let t = time_ms(ctx, 2, 10.min(args.reps), || {
+        dsp.numeric(ctx, da, &dp0, &mut dap0)
+    })?;
     let mut host_ap0 = Bsr::zeros(sp.pattern().clone(), 3, 6);
     linalg::spgemm_numeric(&sp, a, &p0, &mut host_ap0)?;
     let same = bits_equal(&ctx.download(dap0.values())?, host_ap0.values());
@@ -450,7 +474,9 @@ fn galerkin_level(ctx: &CudaContext, m: usize, reps: usize) -> Result<f64, Linal
     let dplan = DevicePtapPlan::upload(ctx, &plan)?;
     let (da, dp) = (DeviceBsr::upload(ctx, &a)?, DeviceBsr::upload(ctx, &p)?);
     let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), 6, 6)?;
-    let t = time_ms(ctx, 2, 10.min(reps), || dplan.numeric(ctx, &da, &dp, &mut dac))?;
+    let t = time_ms(ctx, 2, 10.min(reps), || {
+        dplan.numeric(ctx, &da, &dp, &mut dac)
+    })?;
     let diff = max_rel_diff(&ctx.download(dac.values())?, host.values());
     if diff > 1e-12 {
         return Err(LinalgError::Cuda {

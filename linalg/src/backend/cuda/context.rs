@@ -210,8 +210,10 @@ impl CudaContext {
                 .map_err(driver_err("cuMemcpyDtoH"))?
         };
         self.synchronize()?;
-        self.d2h
-            .fetch_add(std::mem::size_of_val(v.as_slice()) as u64, Ordering::Relaxed);
+        self.d2h.fetch_add(
+            std::mem::size_of_val(v.as_slice()) as u64,
+            Ordering::Relaxed,
+        );
         Ok(v)
     }
 
@@ -237,7 +239,11 @@ impl CudaContext {
     }
 
     /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).
-    pub fn copy(&self, src: &DeviceBuffer<f64>, dst: &mut DeviceBuffer<f64>) -> Result<(), LinalgError> {
+    pub fn copy(
+        &self,
+        src: &DeviceBuffer<f64>,
+        dst: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
         check_len("copy", dst.len(), src.len())?;
         if !src.is_empty() {
             self.stream
@@ -316,7 +322,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub(crate) fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), LinalgError> {
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<(), LinalgError> {
     if expected != found {
         return Err(LinalgError::LengthMismatch {
             what,

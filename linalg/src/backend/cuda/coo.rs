@@ -88,7 +88,11 @@ impl DeviceCooPlan {
         out: &mut DeviceBuffer<f64>,
     ) -> Result<(), LinalgError> {
         crate::bsr::check_block_size(block_len, 1)?;
-        check_len("DeviceCooPlan values", self.n_contributions * block_len, values.len())?;
+        check_len(
+            "DeviceCooPlan values",
+            self.n_contributions * block_len,
+            values.len(),
+        )?;
         check_len("DeviceCooPlan output", self.nnz * block_len, out.len())?;
         let f = ctx.function(&COO, &[("BL", block_len as i64)], "coo_sum")?;
         let nnz = self.nnz as u32;

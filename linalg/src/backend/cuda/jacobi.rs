@@ -195,7 +195,16 @@ pub fn chebyshev_smooth(
     for _ in 1..cheb.degree {
         spmv(ctx, a, -1.0, d, 1.0, r)?;
         let rho_new = 1.0 / (2.0 * sigma - rho);
-        chebyshev_step(ctx, diag, 2.0 * rho_new / delta, r, rho_new * rho, d, x, false)?;
+        chebyshev_step(
+            ctx,
+            diag,
+            2.0 * rho_new / delta,
+            r,
+            rho_new * rho,
+            d,
+            x,
+            false,
+        )?;
         rho = rho_new;
     }
     Ok(())

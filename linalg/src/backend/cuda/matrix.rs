@@ -112,12 +112,21 @@ impl DeviceBsr {
     /// Overwrites the values from the host matrix `a`, which must have this pattern and shape.
     pub fn update_values(&mut self, ctx: &CudaContext, a: &Bsr) -> Result<(), LinalgError> {
         check_pattern("DeviceBsr::update_values", &self.pattern, a.pattern())?;
-        check_shape("DeviceBsr::update_values", self, a.block_rows(), a.block_cols())?;
+        check_shape(
+            "DeviceBsr::update_values",
+            self,
+            a.block_rows(),
+            a.block_cols(),
+        )?;
         ctx.upload_into(a.values(), &mut self.values)
     }
 
     /// Downloads into a host matrix on `pattern` (the host twin of this matrix's pattern).
-    pub fn download(&self, ctx: &CudaContext, pattern: &Arc<BlockPattern>) -> Result<Bsr, LinalgError> {
+    pub fn download(
+        &self,
+        ctx: &CudaContext,
+        pattern: &Arc<BlockPattern>,
+    ) -> Result<Bsr, LinalgError> {
         check_pattern("DeviceBsr::download", &self.pattern, pattern)?;
         Bsr::from_parts(
             pattern.clone(),

@@ -129,10 +129,7 @@ fn nvrtc_err(op: &str, r: sys::nvrtcResult) -> LinalgError {
 
 impl Program {
     fn new(source: &KernelSource) -> Result<Self, LinalgError> {
-        let text = format!(
-            "{PRELUDE}\n#line 1 \"{}\"\n{}",
-            source.name, source.text
-        );
+        let text = format!("{PRELUDE}\n#line 1 \"{}\"\n{}", source.name, source.text);
         let text = CString::new(text).map_err(|_| LinalgError::CudaCompile {
             kernel: source.name.to_string(),
             options: String::new(),

@@ -130,15 +130,26 @@ impl DeviceSpgemmPlan {
         c: &mut DeviceBsr,
     ) -> Result<(), LinalgError> {
         if dims(a.pattern()) != self.a {
-            return Err(LinalgError::PatternMismatch { what: "device spgemm: A" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: A",
+            });
         }
         if dims(b.pattern()) != self.b {
-            return Err(LinalgError::PatternMismatch { what: "device spgemm: B" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: B",
+            });
         }
         if !Arc::ptr_eq(c.pattern(), &self.c.pattern) {
-            return Err(LinalgError::PatternMismatch { what: "device spgemm: C" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: C",
+            });
         }
-        check_shape("device spgemm: B (block rows)", b, a.block_cols(), b.block_cols())?;
+        check_shape(
+            "device spgemm: B (block rows)",
+            b,
+            a.block_cols(),
+            b.block_cols(),
+        )?;
         check_shape("device spgemm: C", c, a.block_rows(), b.block_cols())?;
         launch_nn(ctx, false, &self.c, a, b, c.values_mut())
     }
@@ -194,9 +205,7 @@ impl DevicePtapPlan {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map_or(0, |b| b.bytes());
-        self.pt.bytes() + self.w.bytes()
-            + self.ac.bytes()
-            + w
+        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w
     }
 
     /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
@@ -221,13 +230,19 @@ impl DevicePtapPlan {
         ac: &mut DeviceBsr,
     ) -> Result<(), LinalgError> {
         if dims(a.pattern()) != self.a {
-            return Err(LinalgError::PatternMismatch { what: "device ptap: A" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: A",
+            });
         }
         if dims(p.pattern()) != self.p {
-            return Err(LinalgError::PatternMismatch { what: "device ptap: P" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: P",
+            });
         }
         if !Arc::ptr_eq(ac.pattern(), &self.ac.pattern) {
-            return Err(LinalgError::PatternMismatch { what: "device ptap: A_c" });
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: A_c",
+            });
         }
         let (b, c) = (p.block_rows(), p.block_cols());
         check_shape("device ptap: A", a, b, b)?;

@@ -141,7 +141,10 @@ impl DeviceTransposeMap {
     }
 
     /// The pattern and slot map of a transpose plan.
-    pub fn from_transpose_plan(ctx: &CudaContext, plan: &TransposePlan) -> Result<Self, LinalgError> {
+    pub fn from_transpose_plan(
+        ctx: &CudaContext,
+        plan: &TransposePlan,
+    ) -> Result<Self, LinalgError> {
         let s = plan.source();
         let slots: Vec<u32> = plan.source_slots().iter().map(|&k| k as u32).collect();
         if s.nnz() > u32::MAX as usize {

@@ -45,7 +45,13 @@ impl Rng {
     }
 }
 
-fn random_pattern(rng: &mut Rng, nbr: usize, nbc: usize, density: f64, diag: bool) -> Arc<BlockPattern> {
+fn random_pattern(
+    rng: &mut Rng,
+    nbr: usize,
+    nbc: usize,
+    density: f64,
+    diag: bool,
+) -> Arc<BlockPattern> {
     let mut row_ptr = vec![0];
     let mut col_idx = Vec::new();
     for i in 0..nbr {
@@ -80,7 +86,10 @@ fn assert_bits(what: &str, device: &[f64], host: &[f64]) {
 
 fn assert_close(what: &str, device: &[f64], reference: &[f64], rtol: f64) {
     assert_eq!(device.len(), reference.len(), "{what}: lengths");
-    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    let scale = reference
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(1e-300);
     for (k, (d, r)) in device.iter().zip(reference).enumerate() {
         assert!(
             (d - r).abs() <= rtol * scale,
@@ -108,13 +117,22 @@ fn every_kernel_compiles_without_spills() {
         return;
     }
     let arch = gpu("(compile check uses sm_90 without one)")
-        .map(|c| format!("sm_{}{}", c.compute_capability().0, c.compute_capability().1))
+        .map(|c| {
+            format!(
+                "sm_{}{}",
+                c.compute_capability().0,
+                c.compute_capability().1
+            )
+        })
         .unwrap_or_else(|| "sm_90".into());
     let mut cases: Vec<(&str, Vec<(&str, i64)>)> = Vec::new();
     for br in 1..=6 {
         for bc in 1..=6 {
             cases.push(("spmv.cu", vec![("BR", br), ("BC", bc)]));
-            cases.push(("spmv.cu", vec![("BR", br), ("BC", bc), ("TRANSPOSE", 1), ("SLOTS", 1)]));
+            cases.push((
+                "spmv.cu",
+                vec![("BR", br), ("BC", bc), ("TRANSPOSE", 1), ("SLOTS", 1)],
+            ));
         }
     }
     for g in [4, 8, 16, 32] {
@@ -126,8 +144,18 @@ fn every_kernel_compiles_without_spills() {
     for bl in [1, 9, 18, 36] {
         cases.push(("coo.cu", vec![("BL", bl)]));
     }
-    cases.push(("vector.cu", vec![("DOT_CHUNK", ops::REDUCTION_CHUNK as i64)]));
-    for (ar, ak, bc) in [(3, 3, 6), (6, 6, 6), (6, 3, 6), (3, 3, 3), (1, 1, 1), (2, 5, 4)] {
+    cases.push((
+        "vector.cu",
+        vec![("DOT_CHUNK", ops::REDUCTION_CHUNK as i64)],
+    ));
+    for (ar, ak, bc) in [
+        (3, 3, 6),
+        (6, 6, 6),
+        (6, 3, 6),
+        (3, 3, 3),
+        (1, 1, 1),
+        (2, 5, 4),
+    ] {
         cases.push(("spgemm.cu", vec![("AR", ar), ("AK", ak), ("BC", bc)]));
     }
     for (name, defines) in &cases {
@@ -163,7 +191,9 @@ fn compile_error_shows_the_nvrtc_log() {
 
 #[test]
 fn transfers_are_counted() {
-    let Some(ctx) = gpu("transfers_are_counted") else { return };
+    let Some(ctx) = gpu("transfers_are_counted") else {
+        return;
+    };
     // Other tests share the context: count the difference around our own copies only.
     let local = CudaContext::new(0).unwrap();
     let before = local.transfers();
@@ -178,7 +208,9 @@ fn transfers_are_counted() {
 
 #[test]
 fn spmv_is_bit_identical_to_the_host_for_random_shapes() {
-    let Some(ctx) = gpu("spmv_is_bit_identical_to_the_host_for_random_shapes") else { return };
+    let Some(ctx) = gpu("spmv_is_bit_identical_to_the_host_for_random_shapes") else {
+        return;
+    };
     let mut rng = Rng(11);
     let mut shapes: Vec<(usize, usize)> = vec![(3, 3), (6, 6), (3, 6), (6, 3)];
     shapes.extend((0..12).map(|_| (1 + rng.below(6), 1 + rng.below(6))));
@@ -208,8 +240,16 @@ fn spmv_is_bit_identical_to_the_host_for_random_shapes() {
                 } else {
                     ctx.upload(&y0).unwrap()
                 };
-                spmv_with(ctx, SpmvKernel::Flat { group }, &da, alpha, &dx, beta, &mut dy)
-                    .unwrap();
+                spmv_with(
+                    ctx,
+                    SpmvKernel::Flat { group },
+                    &da,
+                    alpha,
+                    &dx,
+                    beta,
+                    &mut dy,
+                )
+                .unwrap();
                 assert_close(&what, &ctx.download(&dy).unwrap(), host.as_slice(), 1e-13);
             }
         }
@@ -222,9 +262,10 @@ fn host_transpose_spmv(pt: &BlockPattern, slots: &[u32], a: &Bsr, x: &[f64]) -> 
     let (br, bc) = (a.block_rows(), a.block_cols());
     let mut y = vec![0.0; pt.n_block_rows() * bc];
     for i in 0..pt.n_block_rows() {
-        for k in pt.row_ptr()[i]..pt.row_ptr()[i + 1] {
-            let f = pt.col_idx()[k] as usize * br;
-            let blk = a.block(slots[k] as usize);
+        let range = pt.row_ptr()[i]..pt.row_ptr()[i + 1];
+        for (&fine, &slot) in pt.col_idx()[range.clone()].iter().zip(&slots[range]) {
+            let f = fine as usize * br;
+            let blk = a.block(slot as usize);
             for c in 0..bc {
                 let mut t = blk[c] * x[f];
                 for r in 1..br {
@@ -293,7 +334,9 @@ fn transpose_spmv_and_restriction_are_bit_identical_to_the_host() {
 
 #[test]
 fn vector_kernels_are_bit_identical_to_the_host() {
-    let Some(ctx) = gpu("vector_kernels_are_bit_identical_to_the_host") else { return };
+    let Some(ctx) = gpu("vector_kernels_are_bit_identical_to_the_host") else {
+        return;
+    };
     let mut rng = Rng(13);
     for n in [0usize, 1, 3, 4095, 4096, 4097, 12_289, 100_003] {
         let (x, y, z) = (rng.vec(n), rng.vec(n), rng.vec(n));
@@ -322,7 +365,9 @@ fn vector_kernels_are_bit_identical_to_the_host() {
         vector::axpy(ctx, 0.3, &dx, &mut dz).unwrap();
         assert_bits("axpy", &ctx.download(&dz).unwrap(), h.as_slice());
 
-        let expected: Vec<f64> = (0..n).map(|i| 0.5 * x[i] + -1.5 * y[i] + 2.0 * z[i]).collect();
+        let expected: Vec<f64> = (0..n)
+            .map(|i| 0.5 * x[i] + -1.5 * y[i] + 2.0 * z[i])
+            .collect();
         let mut dz = ctx.upload(&z).unwrap();
         vector::axpbypcz(ctx, 0.5, &dx, -1.5, &dy, 2.0, &mut dz).unwrap();
         assert_bits("axpbypcz", &ctx.download(&dz).unwrap(), &expected);
@@ -343,11 +388,15 @@ fn vector_kernels_are_bit_identical_to_the_host() {
     let dx = ctx.upload(&x).unwrap();
     let first = vector::dot(ctx, &dx, &dx).unwrap();
     for _ in 0..5 {
-        assert_eq!(vector::dot(ctx, &dx, &dx).unwrap().to_bits(), first.to_bits());
+        assert_eq!(
+            vector::dot(ctx, &dx, &dx).unwrap().to_bits(),
+            first.to_bits()
+        );
     }
 }
 
 /// The host's block inversion (amg::dense::invert_in_place), copied: linalg cannot depend on amg.
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN pivots must fail, as on the host
 fn host_invert(a: &mut [f64], n: usize) -> Result<(), usize> {
     let scale = a[..n * n].iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let tol = PIVOT_RTOL * scale;
@@ -408,7 +457,11 @@ fn host_apply(inv: &[f64], bs: usize, omega: f64, r: &[f64], beta: f64, x: &mut 
                 s += inv[b * bs * bs + i * bs + j] * r[b * bs + j];
             }
             let xi = &mut x[b * bs + i];
-            *xi = if beta == 0.0 { omega * s } else { omega * s + beta * *xi };
+            *xi = if beta == 0.0 {
+                omega * s
+            } else {
+                omega * s + beta * *xi
+            };
         }
     }
 }
@@ -417,7 +470,12 @@ fn host_apply(inv: &[f64], bs: usize, omega: f64, r: &[f64], beta: f64, x: &mut 
 fn diag_dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
     let pattern = random_pattern(rng, n, n, 0.1, true);
     let mut a = random_bsr(rng, &pattern, bs, bs);
-    for (row, k) in pattern.diagonal_positions().unwrap().into_iter().enumerate() {
+    for (row, k) in pattern
+        .diagonal_positions()
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
         let _ = row;
         let blk = a.block_mut(k);
         for i in 0..bs {
@@ -485,7 +543,9 @@ fn block_jacobi_is_bit_identical_to_the_host_and_names_a_singular_block() {
 
 #[test]
 fn chebyshev_is_bit_identical_to_the_host_smoother() {
-    let Some(ctx) = gpu("chebyshev_is_bit_identical_to_the_host_smoother") else { return };
+    let Some(ctx) = gpu("chebyshev_is_bit_identical_to_the_host_smoother") else {
+        return;
+    };
     let mut rng = Rng(15);
     for (bs, degree, x_is_zero) in [(3, 2, true), (3, 3, false), (6, 2, false), (1, 4, true)] {
         let n = 20 + rng.below(150);
@@ -521,7 +581,14 @@ fn chebyshev_is_bit_identical_to_the_host_smoother() {
         for _ in 1..degree {
             a.spmv_add(-1.0, &Vector::from_vec(d.clone()), 1.0, &mut r);
             let rho_new = 1.0 / (2.0 * sigma - rho);
-            host_apply(&inv, bs, 2.0 * rho_new / delta, r.as_slice(), rho_new * rho, &mut d);
+            host_apply(
+                &inv,
+                bs,
+                2.0 * rho_new / delta,
+                r.as_slice(),
+                rho_new * rho,
+                &mut d,
+            );
             ops::axpy(1.0, &Vector::from_vec(d.clone()), &mut x);
             rho = rho_new;
         }
@@ -536,8 +603,10 @@ fn chebyshev_is_bit_identical_to_the_host_smoother() {
             ctx.upload(&x0).unwrap()
         };
         let (mut dr, mut dd) = (poisoned(ctx, n * bs), poisoned(ctx, n * bs));
-        chebyshev_smooth(ctx, &da, &diag, cheb, &db, &mut dx, x_is_zero, &mut dr, &mut dd)
-            .unwrap();
+        chebyshev_smooth(
+            ctx, &da, &diag, cheb, &db, &mut dx, x_is_zero, &mut dr, &mut dd,
+        )
+        .unwrap();
         let what = format!("chebyshev bs {bs} degree {degree}");
         assert_bits(&what, &ctx.download(&dx).unwrap(), x.as_slice());
         assert_bits(&what, &ctx.download(&dr).unwrap(), r.as_slice());
@@ -546,9 +615,17 @@ fn chebyshev_is_bit_identical_to_the_host_smoother() {
 
 #[test]
 fn coo_sum_is_bit_identical_to_the_host_plan() {
-    let Some(ctx) = gpu("coo_sum_is_bit_identical_to_the_host_plan") else { return };
+    let Some(ctx) = gpu("coo_sum_is_bit_identical_to_the_host_plan") else {
+        return;
+    };
     let mut rng = Rng(16);
-    for (br, bc, segment) in [(3, 3, 7usize), (6, 6, 1000), (1, 1, 3), (3, 6, 50), (2, 5, 1)] {
+    for (br, bc, segment) in [
+        (3, 3, 7usize),
+        (6, 6, 1000),
+        (1, 1, 3),
+        (3, 6, 50),
+        (2, 5, 1),
+    ] {
         let (nbr, nbc) = (1 + rng.below(40), 1 + rng.below(40));
         let n = rng.below(600);
         let rows: Vec<u32> = (0..n).map(|_| rng.below(nbr) as u32).collect();
@@ -575,7 +652,9 @@ fn coo_sum_is_bit_identical_to_the_host_plan() {
 
 #[test]
 fn spgemm_is_bit_identical_to_the_host() {
-    let Some(ctx) = gpu("spgemm_is_bit_identical_to_the_host") else { return };
+    let Some(ctx) = gpu("spgemm_is_bit_identical_to_the_host") else {
+        return;
+    };
     let mut rng = Rng(17);
     let mut shapes = vec![(3, 3, 6), (6, 6, 6), (3, 3, 3)];
     shapes.extend((0..6).map(|_| (1 + rng.below(6), 1 + rng.below(6), 1 + rng.below(6))));
@@ -590,7 +669,10 @@ fn spgemm_is_bit_identical_to_the_host() {
         spgemm_numeric(&plan, &a, &b, &mut host).unwrap();
 
         let dplan = DeviceSpgemmPlan::upload(ctx, &plan).unwrap();
-        let (da, db) = (DeviceBsr::upload(ctx, &a).unwrap(), DeviceBsr::upload(ctx, &b).unwrap());
+        let (da, db) = (
+            DeviceBsr::upload(ctx, &a).unwrap(),
+            DeviceBsr::upload(ctx, &b).unwrap(),
+        );
         let mut dc = DeviceBsr::zeros(ctx, dplan.pattern(), ar, bc).unwrap();
         vector::fill(ctx, f64::NAN, dc.values_mut()).unwrap();
         dplan.numeric(ctx, &da, &db, &mut dc).unwrap();
@@ -653,7 +735,10 @@ fn galerkin_product_matches_the_host_and_a_dense_reference() {
         crate::ptap_numeric(&plan, &a, &p, &mut fused).unwrap();
 
         let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
-        let (da, dp) = (DeviceBsr::upload(ctx, &a).unwrap(), DeviceBsr::upload(ctx, &p).unwrap());
+        let (da, dp) = (
+            DeviceBsr::upload(ctx, &a).unwrap(),
+            DeviceBsr::upload(ctx, &p).unwrap(),
+        );
         let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), c, c).unwrap();
         for fmad in [false, true] {
             vector::fill(ctx, f64::NAN, dac.values_mut()).unwrap();
@@ -697,6 +782,11 @@ fn galerkin_product_matches_the_host_and_a_dense_reference() {
             ctx.download(dac.values()).unwrap(),
         )
         .unwrap();
-        assert_close(&format!("ptap dense {b}x{c}"), &got.to_dense(), &dense, 1e-12);
+        assert_close(
+            &format!("ptap dense {b}x{c}"),
+            &got.to_dense(),
+            &dense,
+            1e-12,
+        );
     }
 }

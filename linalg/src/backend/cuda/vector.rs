@@ -103,7 +103,12 @@ pub fn cg_update(
     let f = ctx.function(&VECTOR, DEFINES, "cg_update")?;
     let n = n as u64;
     let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&n).arg(&alpha).arg(p).arg(q).arg(&mut *x).arg(&mut *r);
+    l.arg(&n)
+        .arg(&alpha)
+        .arg(p)
+        .arg(q)
+        .arg(&mut *x)
+        .arg(&mut *r);
     // SAFETY: arguments match `cg_update`; lengths checked.
     unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("cg_update"))?;
     Ok(())
