@@ -1,8 +1,8 @@
 //! The AMG on the ex56 model problem as the app builds it, and its reuse inside Newton runs.
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
-use linalg::{ops, Vector};
 use solve::ex56::Ex56;
+use linalg::{ops, Vector};
 
 /// CG iterations for ex56 with `m^3` nodes (rtol 1e-8, unpreconditioned residual), after checking
 /// the true residual.

@@ -1,8 +1,8 @@
 //! The verification suite of `hexfem verify`: each case passes with the measured numbers expected
 //! of it, and the hand-written fields behind the cases agree with finite differences.
 
-use fem::{Material, Moduli};
 use hexfem::verify::{self, manufactured, patch, timoshenko, CaseResult, Criterion};
+use fem::{Material, Moduli};
 use mesh::{generate_box, BoxSpec, CellKind};
 use nalgebra::Matrix3;
 

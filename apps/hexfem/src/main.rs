@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
 use hexfem::run::{run, Progress, RunOptions};
+use clap::{Parser, Subcommand};
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
 #[derive(Parser)]

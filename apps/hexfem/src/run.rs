@@ -10,12 +10,12 @@ use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use config::{self, Config, OutputField};
+use solve::linear_solver::LinearSolver;
+use solve::newton::{ConvergedStep, LoadPath};
 use io::{
     CellTensor, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData, StepRecord,
     SummaryWriter,
 };
-use solve::linear_solver::LinearSolver;
-use solve::newton::{ConvergedStep, LoadPath};
 use solve::problem::{near_null_space, Problem};
 
 /// Options of one run.

@@ -17,9 +17,9 @@ use anyhow::Result;
 use assembly::AssemblyError;
 use linalg::{ops, Bsr, Vector};
 
+use config::{LoadingParams, NewtonParams};
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
 use crate::problem::Problem;
-use config::{LoadingParams, NewtonParams};
 
 /// Sufficient decrease of the line search: accept `alpha` when
 /// `||r(u + alpha du)|| <= (1 - ARMIJO * alpha) ||r(u)||`.

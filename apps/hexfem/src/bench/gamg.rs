@@ -10,8 +10,8 @@ use linalg::Bsr;
 use linalg::Vector;
 use serde::Serialize;
 
-use amg::peak_rss_mb;
 use solve::ex56::Ex56;
+use amg::peak_rss_mb;
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
