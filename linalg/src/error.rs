@@ -167,4 +167,18 @@ pub enum LinalgError {
         position: usize,
         value: usize,
     },
+    /// No usable CUDA device: the driver library, NVRTC or a GPU is missing, or the driver
+    /// refused to start. Detected at run time; the host path is unaffected.
+    #[error("CUDA unavailable: {reason}")]
+    CudaUnavailable { reason: String },
+    /// A CUDA driver call failed (`op` names the call or kernel, `message` the driver's error).
+    #[error("CUDA {op} failed: {message}")]
+    Cuda { op: String, message: String },
+    /// NVRTC rejected a kernel source; `log` is the compiler's log.
+    #[error("NVRTC could not compile {kernel} ({options}):\n{log}")]
+    CudaCompile {
+        kernel: String,
+        options: String,
+        log: String,
+    },
 }

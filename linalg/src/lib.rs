@@ -11,7 +11,7 @@
 //! Every numeric phase is parallel (rayon) and deterministic: work is split into fixed chunks and
 //! every sum runs in a fixed order, so results are bit-identical for any thread count.
 
-mod backend;
+pub mod backend;
 mod block_diagonal;
 mod bsr;
 mod coo;

@@ -105,6 +105,17 @@ impl PtapPlan {
         })
     }
 
+    /// [`PtapPlan::new`] forcing the streamed strategy (tests compare other kernels with its order).
+    #[cfg(test)]
+    pub(crate) fn new_streamed(
+        a: &Arc<BlockPattern>,
+        p: &Arc<BlockPattern>,
+    ) -> Result<Self, LinalgError> {
+        Self::with_strategy(a, p, |_| Strategy::Streamed {
+            rows_per_batch: ROWS_PER_BATCH,
+        })
+    }
+
     /// [`PtapPlan::new`] with the strategy `choose` picks for `P`'s pattern.
     fn with_strategy(
         a: &Arc<BlockPattern>,
@@ -157,6 +168,11 @@ impl PtapPlan {
     /// Pattern of `A_c = P^T A P`.
     pub fn pattern(&self) -> &Arc<BlockPattern> {
         &self.pattern
+    }
+
+    /// Pattern of `A` the plan was built for.
+    pub fn a_pattern(&self) -> &Arc<BlockPattern> {
+        &self.a
     }
 
     /// Pattern of `P` the plan was built for.

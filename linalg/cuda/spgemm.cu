@@ -1,0 +1,99 @@
+// Numeric sparse block products on host-built patterns, owner computes: one thread per output
+// block, which it sums in a fixed order and writes once (no atomics).
+//
+// spgemm_nn: C = A B, A: AR x AK blocks, B: AK x BC blocks. Block (i, J) of C sums
+//   A_ik B_kJ over the columns k of A's row i, ascending, B_kJ found by binary search in B's
+//   row k. Each product is formed as the host's block product: t = sum over m ascending of
+//   a[r][m] b[m][j], then acc[r][j] += t. With --fmad=false this is bit-identical to the host's
+//   SpGEMM and to the rows W = A P of its Galerkin product.
+//
+// ptw_tn: A_c = P^T W, P: AK x BC blocks (fine x coarse), W: AK x BC blocks. Block (I, J) of
+//   A_c sums P_iI^T W_iJ over the fine rows i of row I of P^T, ascending (P's block found
+//   through the P^T slot map), W_iJ found by binary search in W's row i. The host's streamed
+//   Galerkin product sums in the same order.
+//
+// Both take the row of every output slot (c_row) so that threads map to slots directly.
+
+#define CL (AR * BC)
+
+// One thread per (output slot, row r of its block): AR threads share a slot (adjacent lanes, so
+// their index and operand loads coalesce or broadcast), each with BC accumulators: few registers,
+// many threads in flight for these latency-bound searches. Each entry is summed exactly as in a
+// whole-block loop, so the split changes no bit.
+extern "C" __global__ void __launch_bounds__(128)
+spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
+          const u32* __restrict__ a_ptr, const u32* __restrict__ a_col,
+          const double* __restrict__ a_vals, const u32* __restrict__ b_ptr,
+          const u32* __restrict__ b_col, const double* __restrict__ b_vals,
+          double* __restrict__ c_vals) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t >= (u64)c_nnz * AR) return;
+    const u32 s = (u32)(t / AR);
+    const u32 r = (u32)(t - (u64)s * AR);
+    const u32 i = __ldg(c_row + s);
+    const u32 J = __ldg(c_col + s);
+    double acc[BC];
+#pragma unroll
+    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
+    const u32 a_end = __ldg(a_ptr + i + 1);
+    for (u32 sa = __ldg(a_ptr + i); sa < a_end; ++sa) {
+        const u32 k = __ldg(a_col + sa);
+        const u32 sb = find_sorted(b_col, __ldg(b_ptr + k), __ldg(b_ptr + k + 1), J);
+        if (sb == NOT_FOUND) continue;
+        const double* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
+        const double* __restrict__ b = b_vals + (size_t)sb * (AK * BC);
+        double ar[AK];
+#pragma unroll
+        for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+#pragma unroll
+        for (int j = 0; j < BC; ++j) {
+            double tt = 0.0;
+#pragma unroll
+            for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
+            acc[j] += tt;
+        }
+    }
+    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+#pragma unroll
+    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+}
+
+// Here AR = BC = coarse block size, AK = fine block size; one thread per (slot, row r).
+extern "C" __global__ void __launch_bounds__(128)
+ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
+       const u32* __restrict__ pt_ptr, const u32* __restrict__ pt_col,
+       const u32* __restrict__ pt_slot, const double* __restrict__ p_vals,
+       const u32* __restrict__ w_ptr, const u32* __restrict__ w_col,
+       const double* __restrict__ w_vals, double* __restrict__ c_vals) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t >= (u64)c_nnz * AR) return;
+    const u32 s = (u32)(t / AR);
+    const u32 r = (u32)(t - (u64)s * AR);
+    const u32 I = __ldg(c_row + s);
+    const u32 J = __ldg(c_col + s);
+    double acc[BC];
+#pragma unroll
+    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
+    const u32 q_end = __ldg(pt_ptr + I + 1);
+    for (u32 q = __ldg(pt_ptr + I); q < q_end; ++q) {
+        const u32 i = __ldg(pt_col + q);
+        const u32 sw = find_sorted(w_col, __ldg(w_ptr + i), __ldg(w_ptr + i + 1), J);
+        if (sw == NOT_FOUND) continue;
+        // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
+        const double* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
+        const double* __restrict__ w = w_vals + (size_t)sw * (AK * BC);
+        double pr[AK];
+#pragma unroll
+        for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+#pragma unroll
+        for (int j = 0; j < BC; ++j) {
+            double tt = 0.0;
+#pragma unroll
+            for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
+            acc[j] += tt;
+        }
+    }
+    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+#pragma unroll
+    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+}

@@ -1,0 +1,338 @@
+//! [`CudaContext`]: one GPU, one stream, the loaded kernels and the transfer counters.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{self as cu, CudaFunction, CudaModule, CudaStream, DeviceRepr};
+
+use super::buffer::DeviceBuffer;
+use super::nvrtc::{compile, KernelSource};
+use crate::LinalgError;
+
+/// Bytes moved between host and device since the context was made (or last reset).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transfers {
+    /// Host to device.
+    pub host_to_device: u64,
+    /// Device to host.
+    pub device_to_host: u64,
+}
+
+/// A handle on one CUDA device: its primary context, one non-blocking stream on which every
+/// kernel and copy of this backend runs in order, the kernels loaded so far, and counters of the
+/// bytes copied each way (every upload and download goes through this type and is counted).
+///
+/// Kernels are compiled by NVRTC at first use (per process, see module `nvrtc`) and loaded into
+/// this context once per (source, block shape, options).
+pub struct CudaContext {
+    ordinal: usize,
+    name: String,
+    compute_capability: (i32, i32),
+    multiprocessors: u32,
+    ctx: Arc<cu::CudaContext>,
+    stream: Arc<CudaStream>,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<(String, &'static str), CudaFunction>>,
+    h2d: AtomicU64,
+    d2h: AtomicU64,
+}
+
+impl std::fmt::Debug for CudaContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaContext")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("compute_capability", &self.compute_capability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Maps a driver error to [`LinalgError::Cuda`] naming the operation.
+pub(crate) fn driver_err(op: &str) -> impl FnOnce(cu::DriverError) -> LinalgError + '_ {
+    move |e| LinalgError::Cuda {
+        op: op.to_string(),
+        message: format!("{e:?}"),
+    }
+}
+
+/// Why CUDA cannot be used here, or `None` if the driver library and NVRTC load and the driver
+/// reports at least one device. Never panics: library presence is checked before any call.
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: these only try to open the shared libraries; nothing is called through them.
+    if !unsafe { cu::sys::is_culib_present() } {
+        return Some("the CUDA driver library (libcuda.so) was not found".into());
+    }
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Some("the NVRTC library (libnvrtc.so) was not found".into());
+    }
+    let probe = std::panic::catch_unwind(|| -> Result<i32, cu::DriverError> {
+        cu::result::init()?;
+        cu::result::device::get_count()
+    });
+    match probe {
+        Err(_) => Some("the CUDA driver library lacks a required entry point".into()),
+        Ok(Err(e)) => Some(format!("the CUDA driver failed to start: {e:?}")),
+        Ok(Ok(0)) => Some("the CUDA driver reports no device".into()),
+        Ok(Ok(_)) => None,
+    }
+}
+
+impl CudaContext {
+    /// Opens device `ordinal`: checks that the driver, NVRTC and the device exist (a
+    /// [`LinalgError::CudaUnavailable`] otherwise, never a panic), retains the primary context
+    /// and creates the stream.
+    pub fn new(ordinal: usize) -> Result<Arc<Self>, LinalgError> {
+        if let Some(reason) = unavailable_reason() {
+            return Err(LinalgError::CudaUnavailable { reason });
+        }
+        let count = cu::result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
+        if ordinal >= count as usize {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!("device {ordinal} requested, the driver reports {count}"),
+            });
+        }
+        let ctx = cu::CudaContext::new(ordinal).map_err(driver_err("cuCtx (primary context)"))?;
+        // One stream carries everything: ordering is the stream's, so the per-buffer events
+        // cudarc records for multi-stream use would only cost time.
+        // SAFETY: no buffer of this context exists yet, and this backend uses one stream only.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        let compute_capability = ctx
+            .compute_capability()
+            .map_err(driver_err("compute capability"))?;
+        let name = ctx.name().map_err(driver_err("cuDeviceGetName"))?;
+        let multiprocessors = ctx
+            .attribute(cu::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver_err("multiprocessor count"))? as u32;
+        Ok(Arc::new(Self {
+            ordinal,
+            name,
+            compute_capability,
+            multiprocessors,
+            ctx,
+            stream,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            h2d: AtomicU64::new(0),
+            d2h: AtomicU64::new(0),
+        }))
+    }
+
+    /// Device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The device's name as the driver reports it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Compute capability `(major, minor)`; kernels are compiled for `sm_{major}{minor}`.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.compute_capability
+    }
+
+    /// Streaming multiprocessors.
+    pub fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    /// `(free, total)` device memory in bytes.
+    pub fn memory_info(&self) -> Result<(usize, usize), LinalgError> {
+        self.ctx.mem_get_info().map_err(driver_err("cuMemGetInfo"))
+    }
+
+    /// Bytes copied each way so far.
+    pub fn transfers(&self) -> Transfers {
+        Transfers {
+            host_to_device: self.h2d.load(Ordering::Relaxed),
+            device_to_host: self.d2h.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sets both transfer counters to zero.
+    pub fn reset_transfers(&self) {
+        self.h2d.store(0, Ordering::Relaxed);
+        self.d2h.store(0, Ordering::Relaxed);
+    }
+
+    /// Waits until every queued kernel and copy has finished; reports a failed kernel.
+    pub fn synchronize(&self) -> Result<(), LinalgError> {
+        self.stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Copies `host` into a new device buffer (counted).
+    pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<DeviceBuffer<T>, LinalgError> {
+        let slice = if host.is_empty() {
+            self.stream.null().map_err(driver_err("cuMemAlloc"))?
+        } else {
+            self.stream
+                .clone_htod(host)
+                .map_err(driver_err("cuMemcpyHtoD"))?
+        };
+        self.h2d
+            .fetch_add(std::mem::size_of_val(host) as u64, Ordering::Relaxed);
+        Ok(DeviceBuffer::new(slice))
+    }
+
+    /// Copies `host` over `dst` (counted); the lengths must agree.
+    pub fn upload_into<T: DeviceRepr>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), LinalgError> {
+        check_len("upload_into", dst.len(), host.len())?;
+        if !host.is_empty() {
+            self.stream
+                .memcpy_htod(host, dst.slice_mut())
+                .map_err(driver_err("cuMemcpyHtoD"))?;
+        }
+        self.h2d
+            .fetch_add(std::mem::size_of_val(host) as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Copies a device buffer back into a new `Vec` (counted; waits for the stream).
+    pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
+        let v = if src.is_empty() {
+            Vec::new()
+        } else {
+            self.stream
+                .clone_dtoh(src.slice())
+                .map_err(driver_err("cuMemcpyDtoH"))?
+        };
+        self.synchronize()?;
+        self.d2h.fetch_add(
+            std::mem::size_of_val(v.as_slice()) as u64,
+            Ordering::Relaxed,
+        );
+        Ok(v)
+    }
+
+    /// A buffer of `len` zeros.
+    pub fn zeros<T: DeviceRepr + cu::ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>, LinalgError> {
+        let slice = self
+            .stream
+            .alloc_zeros(len)
+            .map_err(driver_err("cuMemAlloc"))?;
+        Ok(DeviceBuffer::new(slice))
+    }
+
+    /// A buffer of `len` values, every one `value` (set on the device, nothing copied).
+    pub fn filled(&self, len: usize, value: f64) -> Result<DeviceBuffer<f64>, LinalgError> {
+        let mut b = self.zeros::<f64>(len)?;
+        if value != 0.0 || value.is_sign_negative() {
+            super::vector::fill(self, value, &mut b)?;
+        }
+        Ok(b)
+    }
+
+    /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).
+    pub fn copy(
+        &self,
+        src: &DeviceBuffer<f64>,
+        dst: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        check_len("copy", dst.len(), src.len())?;
+        if !src.is_empty() {
+            self.stream
+                .memcpy_dtod(src.slice(), dst.slice_mut())
+                .map_err(driver_err("cuMemcpyDtoD"))?;
+        }
+        Ok(())
+    }
+
+    /// The function `name` of `source` compiled with `defines` (compiled and loaded at first
+    /// use, then cached).
+    pub(crate) fn function(
+        &self,
+        source: &KernelSource,
+        defines: &[(&str, i64)],
+        name: &'static str,
+    ) -> Result<CudaFunction, LinalgError> {
+        let arch = format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        );
+        let key = source.key(defines, &arch);
+        if let Some(f) = lock(&self.functions).get(&(key.clone(), name)) {
+            return Ok(f.clone());
+        }
+        let module = {
+            let mut modules = lock(&self.modules);
+            match modules.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let cubin = compile(source, defines, &arch)?;
+                    let module = self
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec()))
+                        .map_err(driver_err("cuModuleLoadData"))?;
+                    modules.insert(key.clone(), module.clone());
+                    module
+                }
+            }
+        };
+        let f = module
+            .load_function(name)
+            .map_err(driver_err("cuModuleGetFunction"))?;
+        lock(&self.functions).insert((key, name), f.clone());
+        Ok(f)
+    }
+
+    /// A timing event recorded now on the stream.
+    pub fn record_event(&self) -> Result<Event, LinalgError> {
+        let e = self
+            .ctx
+            .new_event(Some(cu::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(driver_err("cuEventCreate"))?;
+        e.record(&self.stream)
+            .map_err(driver_err("cuEventRecord"))?;
+        Ok(Event(e))
+    }
+}
+
+/// A point in the stream's work, for timing ([`CudaContext::record_event`]).
+pub struct Event(cu::CudaEvent);
+
+impl Event {
+    /// Milliseconds of device time from `self` to `end` (waits for `end`).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32, LinalgError> {
+        end.0
+            .synchronize()
+            .map_err(driver_err("cuEventSynchronize"))?;
+        self.0
+            .elapsed_ms(&end.0)
+            .map_err(driver_err("cuEventElapsedTime"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<(), LinalgError> {
+    if expected != found {
+        return Err(LinalgError::LengthMismatch {
+            what,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! COO scatter-sum on the device through an uploaded [`CooPlan`] (`linalg/cuda/coo.cu`).
+
+use cudarc::driver::PushKernelArg;
+
+use super::context::{check_len, driver_err};
+use super::kernels::{grid_1d, COO};
+use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use crate::{CooPlan, LinalgError};
+
+/// A [`CooPlan`] regrouped by slot for owner-computes sums: slot `s` owns the (absolute)
+/// contributions `contrib[slot_ptr[s]..slot_ptr[s + 1]]`, ascending, which is the order in
+/// which the host adds them whatever its segmentation. Uploaded once per plan.
+#[derive(Debug)]
+pub struct DeviceCooPlan {
+    n_block_rows: usize,
+    n_block_cols: usize,
+    nnz: usize,
+    n_contributions: usize,
+    slot_ptr: DeviceBuffer<u32>,
+    contrib: DeviceBuffer<u32>,
+}
+
+impl DeviceCooPlan {
+    /// Regroups the plan's runs by slot on the host and uploads them.
+    pub fn upload(ctx: &CudaContext, plan: &CooPlan) -> Result<Self, LinalgError> {
+        let nnz = plan.pattern().nnz();
+        let n = plan.n_contributions();
+        let mut count = vec![0u32; nnz + 1];
+        for run in plan.runs() {
+            count[run.slot + 1] += run.contributions.len() as u32;
+        }
+        for s in 0..nnz {
+            count[s + 1] += count[s];
+        }
+        let mut next = count[..nnz].to_vec();
+        let mut contrib = vec![0u32; n];
+        // Runs come segment after segment: a slot's runs, and so its contributions, in order.
+        for run in plan.runs() {
+            let base = (run.segment * plan.segment_len()) as u32;
+            let at = &mut next[run.slot];
+            for &c in run.contributions {
+                contrib[*at as usize] = base + c;
+                *at += 1;
+            }
+        }
+        Ok(Self {
+            n_block_rows: plan.pattern().n_block_rows(),
+            n_block_cols: plan.pattern().n_block_cols(),
+            nnz,
+            n_contributions: n,
+            slot_ptr: ctx.upload(&count)?,
+            contrib: ctx.upload(&contrib)?,
+        })
+    }
+
+    /// Device bytes of the plan.
+    pub fn bytes(&self) -> usize {
+        self.slot_ptr.bytes() + self.contrib.bytes()
+    }
+
+    /// Overwrites `out`'s values with the sums of `values` (contribution-major, `block_len`
+    /// values per contribution): bit-identical to [`CooPlan::assemble`]. `out` must carry the
+    /// plan's pattern.
+    pub fn assemble(
+        &self,
+        ctx: &CudaContext,
+        values: &DeviceBuffer<f64>,
+        out: &mut DeviceBsr,
+    ) -> Result<(), LinalgError> {
+        let p = out.pattern();
+        if (p.n_block_rows(), p.n_block_cols(), p.nnz())
+            != (self.n_block_rows, self.n_block_cols, self.nnz)
+        {
+            return Err(LinalgError::PatternMismatch {
+                what: "DeviceCooPlan::assemble: output",
+            });
+        }
+        let bl = out.block_rows() * out.block_cols();
+        self.assemble_slots(ctx, values, bl, out.values_mut())
+    }
+
+    /// [`Self::assemble`] into a plain buffer of `nnz * block_len` values.
+    pub fn assemble_slots(
+        &self,
+        ctx: &CudaContext,
+        values: &DeviceBuffer<f64>,
+        block_len: usize,
+        out: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        crate::bsr::check_block_size(block_len, 1)?;
+        check_len(
+            "DeviceCooPlan values",
+            self.n_contributions * block_len,
+            values.len(),
+        )?;
+        check_len("DeviceCooPlan output", self.nnz * block_len, out.len())?;
+        let f = ctx.function(&COO, &[("BL", block_len as i64)], "coo_sum")?;
+        let nnz = self.nnz as u32;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nnz)
+            .arg(&self.slot_ptr)
+            .arg(&self.contrib)
+            .arg(values)
+            .arg(&mut *out);
+        // SAFETY: arguments match `coo_sum`; lengths checked.
+        unsafe { l.launch(grid_1d((self.nnz * block_len) as u64, 256)) }
+            .map_err(driver_err("coo_sum"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,237 @@
+//! Point-block Jacobi and the Chebyshev smoother on the device (`linalg/cuda/jacobi.cu`),
+//! bit-identical to the host's (amg's `PointBlockJacobi` and `Smoother`).
+
+use cudarc::driver::PushKernelArg;
+
+use super::context::{check_len, driver_err};
+use super::kernels::{grid_1d, JACOBI};
+use super::spmv::spmv;
+use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use crate::{BlockPattern, LinalgError};
+
+/// Relative pivot tolerance of the inversion (the host's `amg::dense::PIVOT_RTOL`).
+pub const PIVOT_RTOL: f64 = 1e-13;
+
+/// The inverses of the `bs x bs` diagonal blocks of a square-block operator, on the device.
+///
+/// Calling order: [`DeviceBlockDiagonal::new`] once per pattern (uploads where each diagonal
+/// block sits), [`DeviceBlockDiagonal::invert`] for every new set of values, then
+/// [`DeviceBlockDiagonal::apply`] / [`chebyshev_step`] as often as needed.
+#[derive(Debug)]
+pub struct DeviceBlockDiagonal {
+    bs: usize,
+    n_blocks: usize,
+    diag_slots: DeviceBuffer<u32>,
+    inv: DeviceBuffer<f64>,
+}
+
+impl DeviceBlockDiagonal {
+    /// Prepares the inverses of the diagonal blocks of operators on `pattern` with `bs x bs`
+    /// blocks (errors if a diagonal block is structurally missing or the pattern not square).
+    pub fn new(ctx: &CudaContext, pattern: &BlockPattern, bs: usize) -> Result<Self, LinalgError> {
+        crate::bsr::check_block_size(bs, bs)?;
+        let slots: Vec<u32> = pattern
+            .diagonal_positions()?
+            .into_iter()
+            .map(|k| k as u32)
+            .collect();
+        Ok(Self {
+            bs,
+            n_blocks: slots.len(),
+            inv: ctx.zeros(slots.len() * bs * bs)?,
+            diag_slots: ctx.upload(&slots)?,
+        })
+    }
+
+    /// Block size.
+    pub fn block_size(&self) -> usize {
+        self.bs
+    }
+
+    /// Number of blocks.
+    pub fn n_blocks(&self) -> usize {
+        self.n_blocks
+    }
+
+    /// The inverses, `bs x bs` row-major, one per block row.
+    pub fn inverse(&self) -> &DeviceBuffer<f64> {
+        &self.inv
+    }
+
+    /// Inverts the diagonal blocks of `a` (Gauss-Jordan, partial pivoting, the host's algorithm
+    /// and rounding). A singular block is [`LinalgError::SingularBlock`] naming the first one (by
+    /// block, then column); one `u64` comes back to the host per call.
+    pub fn invert(&mut self, ctx: &CudaContext, a: &DeviceBsr) -> Result<(), LinalgError> {
+        if a.block_rows() != self.bs || a.block_cols() != self.bs {
+            return Err(LinalgError::NonSquareBlocks {
+                block_rows: a.block_rows(),
+                block_cols: a.block_cols(),
+            });
+        }
+        check_len(
+            "device block diagonal: block rows of A",
+            self.n_blocks,
+            a.pattern().n_block_rows(),
+        )?;
+        let mut fail = ctx.upload(&[u64::MAX])?;
+        let f = ctx.function(&JACOBI, &[("BS", self.bs as i64)], "block_invert")?;
+        let (n, rtol) = (self.n_blocks as u32, PIVOT_RTOL);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n)
+            .arg(&self.diag_slots)
+            .arg(a.values())
+            .arg(&mut self.inv)
+            .arg(&rtol)
+            .arg(&mut fail);
+        // SAFETY: arguments match `block_invert`; sizes set at construction and checked above.
+        unsafe { l.launch(grid_1d(n as u64, 128)) }.map_err(driver_err("block_invert"))?;
+        let code = ctx.download(&fail)?[0];
+        if code != u64::MAX {
+            return Err(self.singular_block_error(ctx, a, (code / 64) as usize));
+        }
+        Ok(())
+    }
+
+    /// The error of a singular block `block` as the host reports it (column and pivot of the
+    /// host's Gauss-Jordan on that block): an error path, so it downloads the operator's values.
+    fn singular_block_error(&self, ctx: &CudaContext, a: &DeviceBsr, block: usize) -> LinalgError {
+        let bs = self.bs;
+        let located = (|| {
+            let slot = ctx.download(&self.diag_slots)?[block] as usize;
+            let values = ctx.download(a.values())?;
+            Ok::<_, LinalgError>(values[slot * bs * bs..(slot + 1) * bs * bs].to_vec())
+        })();
+        match located {
+            Ok(mut values) => {
+                match crate::backend::host::block_diagonal::invert_blocks(bs, &mut values) {
+                    Some((_, z)) => LinalgError::SingularBlock {
+                        block,
+                        column: z.column,
+                        pivot: z.pivot,
+                    },
+                    // the device's pivot test failed where the host's passes: report the block
+                    None => LinalgError::SingularBlock {
+                        block,
+                        column: 0,
+                        pivot: f64::NAN,
+                    },
+                }
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// `x = omega D^{-1} r + beta x` (with `beta == 0` the old `x` is not read).
+    pub fn apply(
+        &self,
+        ctx: &CudaContext,
+        omega: f64,
+        r: &DeviceBuffer<f64>,
+        beta: f64,
+        x: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        let n = self.n_blocks * self.bs;
+        check_len("device block diagonal apply: r", n, r.len())?;
+        check_len("device block diagonal apply: x", n, x.len())?;
+        let f = ctx.function(&JACOBI, &[("BS", self.bs as i64)], "block_apply")?;
+        let (nb, read_x) = (self.n_blocks as u32, (beta != 0.0) as i32);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nb)
+            .arg(&omega)
+            .arg(&self.inv)
+            .arg(r)
+            .arg(&beta)
+            .arg(&mut *x)
+            .arg(&read_x);
+        // SAFETY: arguments match `block_apply`; lengths checked.
+        unsafe { l.launch(grid_1d(n as u64, 256)) }.map_err(driver_err("block_apply"))?;
+        Ok(())
+    }
+}
+
+/// One fused Chebyshev update: `d = a D^{-1} r + b d` (with `b == 0` the old `d` is not read),
+/// then `x += d`, or `x = d` when `x_is_zero`.
+#[allow(clippy::too_many_arguments)]
+pub fn chebyshev_step(
+    ctx: &CudaContext,
+    diag: &DeviceBlockDiagonal,
+    a: f64,
+    r: &DeviceBuffer<f64>,
+    b: f64,
+    d: &mut DeviceBuffer<f64>,
+    x: &mut DeviceBuffer<f64>,
+    x_is_zero: bool,
+) -> Result<(), LinalgError> {
+    let n = diag.n_blocks * diag.bs;
+    check_len("device chebyshev step: r", n, r.len())?;
+    check_len("device chebyshev step: d", n, d.len())?;
+    check_len("device chebyshev step: x", n, x.len())?;
+    let f = ctx.function(&JACOBI, &[("BS", diag.bs as i64)], "cheb_update")?;
+    let (nb, read_d, x_mode) = (diag.n_blocks as u32, (b != 0.0) as i32, (!x_is_zero) as i32);
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nb)
+        .arg(&a)
+        .arg(&diag.inv)
+        .arg(r)
+        .arg(&b)
+        .arg(&mut *d)
+        .arg(&mut *x)
+        .arg(&read_d)
+        .arg(&x_mode);
+    // SAFETY: arguments match `cheb_update`; lengths checked.
+    unsafe { l.launch(grid_1d(n as u64, 256)) }.map_err(driver_err("cheb_update"))?;
+    Ok(())
+}
+
+/// Chebyshev parameters: polynomial degree and the interval `[lower emax, upper emax]` of
+/// `D^{-1} A`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Chebyshev {
+    pub emax: f64,
+    pub degree: usize,
+    pub lower: f64,
+    pub upper: f64,
+}
+
+/// Smooths `A x = b` with the Chebyshev iteration on `D^{-1} A` (Saad, Alg. 12.1), the host
+/// smoother's algorithm step for step: the same bits. `r` and `d` are scratch of `x`'s length;
+/// with `x_is_zero` the incoming `x` is not read.
+#[allow(clippy::too_many_arguments)]
+pub fn chebyshev_smooth(
+    ctx: &CudaContext,
+    a: &DeviceBsr,
+    diag: &DeviceBlockDiagonal,
+    cheb: Chebyshev,
+    b: &DeviceBuffer<f64>,
+    x: &mut DeviceBuffer<f64>,
+    x_is_zero: bool,
+    r: &mut DeviceBuffer<f64>,
+    d: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    let (lo, hi) = (cheb.lower * cheb.emax, cheb.upper * cheb.emax);
+    let theta = 0.5 * (hi + lo);
+    let delta = 0.5 * (hi - lo);
+    let sigma = theta / delta;
+    let mut rho = 1.0 / sigma;
+    ctx.copy(b, r)?;
+    if !x_is_zero {
+        spmv(ctx, a, -1.0, x, 1.0, r)?;
+    }
+    chebyshev_step(ctx, diag, 1.0 / theta, r, 0.0, d, x, x_is_zero)?;
+    for _ in 1..cheb.degree {
+        spmv(ctx, a, -1.0, d, 1.0, r)?;
+        let rho_new = 1.0 / (2.0 * sigma - rho);
+        chebyshev_step(
+            ctx,
+            diag,
+            2.0 * rho_new / delta,
+            r,
+            rho_new * rho,
+            d,
+            x,
+            false,
+        )?;
+        rho = rho_new;
+    }
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! The CUDA backend: device buffers, the kernels of the solver, and the host plans uploaded once.
+//!
+//! - [`CudaContext`]: one GPU (driver and NVRTC loaded at run time: a machine without them gets
+//!   [`crate::LinalgError::CudaUnavailable`], never a panic), one stream, the kernels compiled
+//!   so far and the host<->device transfer counters.
+//! - Kernels are the `.cu` files under `linalg/cuda/`, compiled by NVRTC at first use for the
+//!   device's `sm_XY`, specialised per block shape by injected `#define`s and cached per process.
+//! - Data: [`DeviceBuffer`] (any array), [`DevicePattern`] / [`DeviceBsr`] (mirrors of the host
+//!   types, same layout), and device mirrors of the host's symbolic plans: [`DeviceCooPlan`],
+//!   [`DeviceSpgemmPlan`], [`DevicePtapPlan`], [`DeviceTransposeMap`].
+//! - Operations (all asynchronous on the context's stream; errors of a kernel surface at the
+//!   next synchronising call): [`spmv`], [`spmv_transpose`] (restriction), the vector kernels
+//!   of [`vector`], [`DeviceBlockDiagonal`] (point-block Jacobi), [`chebyshev_smooth`], COO
+//!   assembly, SpGEMM and the Galerkin product.
+//!
+//! Determinism: every kernel is owner-computes (one thread or warp writes each output value,
+//! no atomics on values), so results are the same bits on every run. SpMV, restriction, vector
+//! operations and dot, block inversion and apply, Chebyshev, COO sums and SpGEMM are moreover
+//! bit-identical to the host (kernels compiled with `--fmad=false` that mirror the host's
+//! operation order); the Galerkin product matches the host's streamed order, the fused one to
+//! rounding.
+
+mod buffer;
+mod context;
+mod coo;
+mod jacobi;
+mod kernels;
+mod matrix;
+mod nvrtc;
+mod products;
+mod spmv;
+#[cfg(test)]
+mod tests;
+pub mod vector;
+
+pub use buffer::DeviceBuffer;
+pub use context::{unavailable_reason, CudaContext, Event, Transfers};
+pub use coo::DeviceCooPlan;
+pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
+pub use kernels::SOURCE_NAMES;
+pub use matrix::{DeviceBsr, DevicePattern};
+pub use nvrtc::compile_with_log;
+pub use products::{DevicePtapPlan, DeviceSpgemmPlan};
+pub use spmv::{spmv, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};

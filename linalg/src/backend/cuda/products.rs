@@ -1,0 +1,280 @@
+//! Numeric sparse block products on the device from the host's symbolic plans
+//! (`linalg/cuda/spgemm.cu`): the SpGEMM `C = A B` (prolongator smoothing's `A P0`) and the
+//! Galerkin product `A_c = P^T A P` as `W = A P` followed by `P^T W`.
+//!
+//! Owner computes: one thread per output block, which sums its terms in a fixed order and
+//! writes the block once (no atomics). `W` and every SpGEMM block are bit-identical to the host;
+//! `A_c` sums over fine rows ascending, as the host's streamed strategy does (the fused one
+//! groups the terms by chunk colour: equal to rounding).
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::PushKernelArg;
+
+use super::context::driver_err;
+use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD};
+use super::matrix::{check_shape, offsets_u32, DevicePattern};
+use super::spmv::DeviceTransposeMap;
+use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use crate::spgemm::product_pattern;
+use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
+
+/// Threads per block of the product kernels (`__launch_bounds__(128)` in spgemm.cu).
+const THREADS: u32 = 128;
+
+/// An output pattern with the block row of every slot (threads map to slots directly).
+#[derive(Debug)]
+struct OutputPattern {
+    pattern: Arc<DevicePattern>,
+    slot_row: DeviceBuffer<u32>,
+}
+
+impl OutputPattern {
+    fn upload(ctx: &CudaContext, p: &BlockPattern) -> Result<Self, LinalgError> {
+        offsets_u32("device product: blocks of the output", p.row_ptr())?;
+        let mut rows = Vec::with_capacity(p.nnz());
+        for (i, w) in p.row_ptr().windows(2).enumerate() {
+            rows.extend(std::iter::repeat_n(i as u32, w[1] - w[0]));
+        }
+        Ok(Self {
+            pattern: DevicePattern::upload(ctx, p)?,
+            slot_row: ctx.upload(&rows)?,
+        })
+    }
+
+    fn bytes(&self) -> usize {
+        self.pattern.bytes() + self.slot_row.bytes()
+    }
+}
+
+fn dims(p: &DevicePattern) -> (usize, usize, usize) {
+    (p.n_block_rows(), p.n_block_cols(), p.nnz())
+}
+
+fn host_dims(p: &BlockPattern) -> (usize, usize, usize) {
+    (p.n_block_rows(), p.n_block_cols(), p.nnz())
+}
+
+/// `c = a b` on uploaded patterns: `spgemm_nn` with `AR x AK` times `AK x BC` blocks.
+#[allow(clippy::too_many_arguments)]
+fn launch_nn(
+    ctx: &CudaContext,
+    fmad: bool,
+    out: &OutputPattern,
+    a: &DeviceBsr,
+    b: &DeviceBsr,
+    c_vals: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    let defines = [
+        ("AR", a.block_rows() as i64),
+        ("AK", a.block_cols() as i64),
+        ("BC", b.block_cols() as i64),
+    ];
+    let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
+    let f = ctx.function(src, &defines, "spgemm_nn")?;
+    let nnz = out.pattern.nnz() as u32;
+    let (ap, bp) = (a.pattern(), b.pattern());
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nnz)
+        .arg(&out.slot_row)
+        .arg(&out.pattern.col_idx)
+        .arg(&ap.row_ptr)
+        .arg(&ap.col_idx)
+        .arg(a.values())
+        .arg(&bp.row_ptr)
+        .arg(&bp.col_idx)
+        .arg(b.values())
+        .arg(&mut *c_vals);
+    // One thread per (slot, row of the block).
+    let threads = nnz as u64 * a.block_rows() as u64;
+    // SAFETY: arguments match `spgemm_nn`; shapes and patterns checked by the callers.
+    unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("spgemm_nn"))?;
+    Ok(())
+}
+
+/// The symbolic SpGEMM plan on the device: the pattern of `C` with each slot's row.
+#[derive(Debug)]
+pub struct DeviceSpgemmPlan {
+    a: (usize, usize, usize),
+    b: (usize, usize, usize),
+    c: OutputPattern,
+}
+
+impl DeviceSpgemmPlan {
+    /// Uploads the output pattern of a host plan.
+    pub fn upload(ctx: &CudaContext, plan: &SpgemmPlan) -> Result<Self, LinalgError> {
+        Ok(Self {
+            a: host_dims(plan.a()),
+            b: host_dims(plan.b()),
+            c: OutputPattern::upload(ctx, plan.pattern())?,
+        })
+    }
+
+    /// Pattern of `C` on the device (make `C` with [`DeviceBsr::zeros`] on it).
+    pub fn pattern(&self) -> &Arc<DevicePattern> {
+        &self.c.pattern
+    }
+
+    /// Device bytes of the plan.
+    pub fn bytes(&self) -> usize {
+        self.c.bytes()
+    }
+
+    /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
+    /// plan's patterns, `c` on [`Self::pattern`] with `a.block_rows() x b.block_cols()` blocks.
+    pub fn numeric(
+        &self,
+        ctx: &CudaContext,
+        a: &DeviceBsr,
+        b: &DeviceBsr,
+        c: &mut DeviceBsr,
+    ) -> Result<(), LinalgError> {
+        if dims(a.pattern()) != self.a {
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: A",
+            });
+        }
+        if dims(b.pattern()) != self.b {
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: B",
+            });
+        }
+        if !Arc::ptr_eq(c.pattern(), &self.c.pattern) {
+            return Err(LinalgError::PatternMismatch {
+                what: "device spgemm: C",
+            });
+        }
+        check_shape(
+            "device spgemm: B (block rows)",
+            b,
+            a.block_cols(),
+            b.block_cols(),
+        )?;
+        check_shape("device spgemm: C", c, a.block_rows(), b.block_cols())?;
+        launch_nn(ctx, false, &self.c, a, b, c.values_mut())
+    }
+}
+
+/// The Galerkin plan on the device: `P^T`'s pattern and slot map, the pattern of `W = A P`
+/// (rebuilt on the host at upload: the host plan keeps none), the pattern of `A_c`, and the `W`
+/// workspace (allocated at the first numeric call, kept for the next ones).
+#[derive(Debug)]
+pub struct DevicePtapPlan {
+    a: (usize, usize, usize),
+    p: (usize, usize, usize),
+    pt: DeviceTransposeMap,
+    w: OutputPattern,
+    ac: OutputPattern,
+    w_values: Mutex<Option<DeviceBuffer<f64>>>,
+}
+
+impl DevicePtapPlan {
+    /// Uploads what the numeric product needs from a host plan.
+    pub fn upload(ctx: &CudaContext, plan: &PtapPlan) -> Result<Self, LinalgError> {
+        let w = product_pattern(plan.a_pattern(), plan.p_pattern());
+        Ok(Self {
+            a: host_dims(plan.a_pattern()),
+            p: host_dims(plan.p_pattern()),
+            pt: DeviceTransposeMap::from_ptap_plan(ctx, plan)?,
+            w: OutputPattern::upload(ctx, &w)?,
+            ac: OutputPattern::upload(ctx, plan.pattern())?,
+            w_values: Mutex::new(None),
+        })
+    }
+
+    /// Pattern of `A_c` on the device (make `A_c` with [`DeviceBsr::zeros`] on it).
+    pub fn pattern(&self) -> &Arc<DevicePattern> {
+        &self.ac.pattern
+    }
+
+    /// The `P^T` map, for the restriction `y = P^T x` ([`super::spmv_transpose`]).
+    pub fn restriction_map(&self) -> &DeviceTransposeMap {
+        &self.pt
+    }
+
+    /// Blocks of `W = A P`.
+    pub fn w_nnz(&self) -> usize {
+        self.w.pattern.nnz()
+    }
+
+    /// Device bytes of the plan, the `W` workspace included once allocated.
+    pub fn bytes(&self) -> usize {
+        let w = self
+            .w_values
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |b| b.bytes());
+        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w
+    }
+
+    /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
+    /// must be on the plan's patterns, `ac` on [`Self::pattern`].
+    pub fn numeric(
+        &self,
+        ctx: &CudaContext,
+        a: &DeviceBsr,
+        p: &DeviceBsr,
+        ac: &mut DeviceBsr,
+    ) -> Result<(), LinalgError> {
+        self.numeric_with(ctx, false, a, p, ac)
+    }
+
+    /// [`Self::numeric`], with FMA contraction if `fmad` (benchmarks measure both).
+    pub fn numeric_with(
+        &self,
+        ctx: &CudaContext,
+        fmad: bool,
+        a: &DeviceBsr,
+        p: &DeviceBsr,
+        ac: &mut DeviceBsr,
+    ) -> Result<(), LinalgError> {
+        if dims(a.pattern()) != self.a {
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: A",
+            });
+        }
+        if dims(p.pattern()) != self.p {
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: P",
+            });
+        }
+        if !Arc::ptr_eq(ac.pattern(), &self.ac.pattern) {
+            return Err(LinalgError::PatternMismatch {
+                what: "device ptap: A_c",
+            });
+        }
+        let (b, c) = (p.block_rows(), p.block_cols());
+        check_shape("device ptap: A", a, b, b)?;
+        check_shape("device ptap: A_c", ac, c, c)?;
+        let w_len = self.w.pattern.nnz() * b * c;
+        let mut guard = self.w_values.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().map(|w| w.len()) != Some(w_len) {
+            *guard = Some(ctx.zeros(w_len)?);
+        }
+        let w_vals = guard.as_mut().expect("W workspace allocated just above");
+        launch_nn(ctx, fmad, &self.w, a, p, w_vals)?;
+
+        let defines = [("AR", c as i64), ("AK", b as i64), ("BC", c as i64)];
+        let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
+        let f = ctx.function(src, &defines, "ptw_tn")?;
+        let nnz = self.ac.pattern.nnz() as u32;
+        let wp = &self.w.pattern;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nnz)
+            .arg(&self.ac.slot_row)
+            .arg(&self.ac.pattern.col_idx)
+            .arg(&self.pt.pattern.row_ptr)
+            .arg(&self.pt.pattern.col_idx)
+            .arg(&self.pt.slots)
+            .arg(p.values())
+            .arg(&wp.row_ptr)
+            .arg(&wp.col_idx)
+            .arg(&*w_vals)
+            .arg(ac.values_mut());
+        let threads = nnz as u64 * c as u64;
+        // SAFETY: arguments match `ptw_tn`; shapes and patterns checked above.
+        unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
+        Ok(())
+    }
+}

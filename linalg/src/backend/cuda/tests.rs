@@ -1,0 +1,813 @@
+//! Parity tests of the CUDA backend against the host kernels and dense references, on random
+//! data and random block shapes, with poisoned (NaN) outputs so that an unwritten value shows.
+//! Without a GPU each test prints one `SKIP` line and passes; the kernels are still compiled by
+//! NVRTC where the library is present (`every_kernel_compiles_without_spills`).
+
+use std::sync::{Arc, OnceLock};
+
+use super::*;
+use crate::{
+    ops, spgemm_numeric, spgemm_symbolic, transpose_symbolic, BlockPattern, Bsr, CooPlan,
+    LinalgError, PtapPlan, Vector,
+};
+
+/// The shared context, or `None` (after one printed line) where there is no usable GPU.
+fn gpu(test: &str) -> Option<&'static CudaContext> {
+    static CTX: OnceLock<Result<Arc<CudaContext>, LinalgError>> = OnceLock::new();
+    match CTX.get_or_init(|| CudaContext::new(0)) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("SKIP {test}: no GPU ({e})");
+            None
+        }
+    }
+}
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+    fn vec(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.unit()).collect()
+    }
+}
+
+fn random_pattern(
+    rng: &mut Rng,
+    nbr: usize,
+    nbc: usize,
+    density: f64,
+    diag: bool,
+) -> Arc<BlockPattern> {
+    let mut row_ptr = vec![0];
+    let mut col_idx = Vec::new();
+    for i in 0..nbr {
+        for j in 0..nbc {
+            if (diag && i == j) || (rng.unit() + 1.0) * 0.5 < density {
+                col_idx.push(j as u32);
+            }
+        }
+        row_ptr.push(col_idx.len());
+    }
+    Arc::new(BlockPattern::new(nbr, nbc, row_ptr, col_idx).unwrap())
+}
+
+fn random_bsr(rng: &mut Rng, pattern: &Arc<BlockPattern>, br: usize, bc: usize) -> Bsr {
+    let v = rng.vec(pattern.nnz() * br * bc);
+    Bsr::from_parts(pattern.clone(), br, bc, v).unwrap()
+}
+
+fn poisoned(ctx: &CudaContext, n: usize) -> DeviceBuffer<f64> {
+    ctx.filled(n, f64::NAN).unwrap()
+}
+
+fn assert_bits(what: &str, device: &[f64], host: &[f64]) {
+    assert_eq!(device.len(), host.len(), "{what}: lengths");
+    for (k, (d, h)) in device.iter().zip(host).enumerate() {
+        assert!(
+            d.to_bits() == h.to_bits(),
+            "{what}: entry {k}: device {d:e} vs host {h:e}"
+        );
+    }
+}
+
+fn assert_close(what: &str, device: &[f64], reference: &[f64], rtol: f64) {
+    assert_eq!(device.len(), reference.len(), "{what}: lengths");
+    let scale = reference
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(1e-300);
+    for (k, (d, r)) in device.iter().zip(reference).enumerate() {
+        assert!(
+            (d - r).abs() <= rtol * scale,
+            "{what}: entry {k}: device {d:e} vs reference {r:e}"
+        );
+    }
+}
+
+#[test]
+fn context_without_gpu_is_an_error_not_a_panic() {
+    match CudaContext::new(0) {
+        Ok(ctx) => assert!(ctx.compute_capability().0 >= 3),
+        Err(LinalgError::CudaUnavailable { reason }) => assert!(!reason.is_empty()),
+        Err(e) => panic!("expected CudaUnavailable, got {e}"),
+    }
+    // A device beyond the count is refused the same way.
+    assert!(CudaContext::new(1 << 20).is_err());
+}
+
+#[test]
+fn every_kernel_compiles_without_spills() {
+    // SAFETY: only checks whether the library can be opened.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        eprintln!("SKIP every_kernel_compiles_without_spills: NVRTC not found");
+        return;
+    }
+    let arch = gpu("(compile check uses sm_90 without one)")
+        .map(|c| {
+            format!(
+                "sm_{}{}",
+                c.compute_capability().0,
+                c.compute_capability().1
+            )
+        })
+        .unwrap_or_else(|| "sm_90".into());
+    let mut cases: Vec<(&str, Vec<(&str, i64)>)> = Vec::new();
+    for br in 1..=6 {
+        for bc in 1..=6 {
+            cases.push(("spmv.cu", vec![("BR", br), ("BC", bc)]));
+            cases.push((
+                "spmv.cu",
+                vec![("BR", br), ("BC", bc), ("TRANSPOSE", 1), ("SLOTS", 1)],
+            ));
+        }
+    }
+    for g in [4, 8, 16, 32] {
+        cases.push(("spmv.cu", vec![("BR", 3), ("BC", 3), ("GROUP", g)]));
+    }
+    for bs in 1..=6 {
+        cases.push(("jacobi.cu", vec![("BS", bs)]));
+    }
+    for bl in [1, 9, 18, 36] {
+        cases.push(("coo.cu", vec![("BL", bl)]));
+    }
+    cases.push((
+        "vector.cu",
+        vec![("DOT_CHUNK", ops::REDUCTION_CHUNK as i64)],
+    ));
+    for (ar, ak, bc) in [
+        (3, 3, 6),
+        (6, 6, 6),
+        (6, 3, 6),
+        (3, 3, 3),
+        (1, 1, 1),
+        (2, 5, 4),
+    ] {
+        cases.push(("spgemm.cu", vec![("AR", ar), ("AK", ak), ("BC", bc)]));
+    }
+    for (name, defines) in &cases {
+        let (size, log) = compile_with_log(name, defines, &arch, &["--ptxas-options=-v"])
+            .unwrap_or_else(|e| panic!("{name} {defines:?}: {e}"));
+        assert!(size > 0);
+        for line in log.lines().filter(|l| l.contains("spill")) {
+            assert!(
+                line.contains(" 0 bytes spill stores, 0 bytes spill loads"),
+                "{name} {defines:?} spills: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn compile_error_shows_the_nvrtc_log() {
+    // SAFETY: only checks whether the library can be opened.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        eprintln!("SKIP compile_error_shows_the_nvrtc_log: NVRTC not found");
+        return;
+    }
+    // spmv.cu needs BR and BC: without them NVRTC fails and its log names the identifier.
+    let e = compile_with_log("spmv.cu", &[], "sm_90", &[]).unwrap_err();
+    match e {
+        LinalgError::CudaCompile { kernel, log, .. } => {
+            assert_eq!(kernel, "spmv.cu");
+            assert!(log.contains("BR"), "log: {log}");
+        }
+        e => panic!("expected CudaCompile, got {e}"),
+    }
+}
+
+#[test]
+fn transfers_are_counted() {
+    let Some(ctx) = gpu("transfers_are_counted") else {
+        return;
+    };
+    // Other tests share the context: count the difference around our own copies only.
+    let local = CudaContext::new(0).unwrap();
+    let before = local.transfers();
+    let b = local.upload(&[1.0f64; 100]).unwrap();
+    let back = local.download(&b).unwrap();
+    assert_eq!(back, vec![1.0; 100]);
+    let after = local.transfers();
+    assert_eq!(after.host_to_device - before.host_to_device, 800);
+    assert_eq!(after.device_to_host - before.device_to_host, 800);
+    let _ = ctx;
+}
+
+#[test]
+fn spmv_is_bit_identical_to_the_host_for_random_shapes() {
+    let Some(ctx) = gpu("spmv_is_bit_identical_to_the_host_for_random_shapes") else {
+        return;
+    };
+    let mut rng = Rng(11);
+    let mut shapes: Vec<(usize, usize)> = vec![(3, 3), (6, 6), (3, 6), (6, 3)];
+    shapes.extend((0..12).map(|_| (1 + rng.below(6), 1 + rng.below(6))));
+    for (br, bc) in shapes {
+        let (nbr, nbc) = (1 + rng.below(90), 1 + rng.below(90));
+        let density = [0.02, 0.2, 0.6][rng.below(3)];
+        let pattern = random_pattern(&mut rng, nbr, nbc, density, false);
+        let a = random_bsr(&mut rng, &pattern, br, bc);
+        let x = rng.vec(a.n_cols());
+        let y0 = rng.vec(a.n_rows());
+        let da = DeviceBsr::upload(ctx, &a).unwrap();
+        let dx = ctx.upload(&x).unwrap();
+        for (alpha, beta) in [(1.0, 0.0), (-0.7, 1.3)] {
+            let mut host = Vector::from_vec(y0.clone());
+            a.spmv_add(alpha, &Vector::from_vec(x.clone()), beta, &mut host)
+                .unwrap();
+            let mut dy = if beta == 0.0 {
+                poisoned(ctx, a.n_rows())
+            } else {
+                ctx.upload(&y0).unwrap()
+            };
+            spmv(ctx, &da, alpha, &dx, beta, &mut dy).unwrap();
+            let what = format!("spmv {br}x{bc} beta {beta}");
+            assert_bits(&what, &ctx.download(&dy).unwrap(), host.host().unwrap());
+            for group in [4, 32] {
+                let mut dy = if beta == 0.0 {
+                    poisoned(ctx, a.n_rows())
+                } else {
+                    ctx.upload(&y0).unwrap()
+                };
+                spmv_with(
+                    ctx,
+                    SpmvKernel::Flat { group },
+                    &da,
+                    alpha,
+                    &dx,
+                    beta,
+                    &mut dy,
+                )
+                .unwrap();
+                assert_close(
+                    &what,
+                    &ctx.download(&dy).unwrap(),
+                    host.host().unwrap(),
+                    1e-13,
+                );
+            }
+        }
+    }
+}
+
+/// The host restriction's order (amg's `restrict`): per coarse component `c`,
+/// `t = P[0][c] x_0 + P[1][c] x_1 + ...`, added over the `P^T` row in order.
+fn host_transpose_spmv(pt: &BlockPattern, slots: &[u32], a: &Bsr, x: &[f64]) -> Vec<f64> {
+    let (br, bc) = (a.block_rows(), a.block_cols());
+    let mut y = vec![0.0; pt.n_block_rows() * bc];
+    for i in 0..pt.n_block_rows() {
+        let range = pt.row_ptr()[i]..pt.row_ptr()[i + 1];
+        for (&fine, &slot) in pt.col_idx()[range.clone()].iter().zip(&slots[range]) {
+            let f = fine as usize * br;
+            let blk = a.host_block(slot as usize).unwrap();
+            for c in 0..bc {
+                let mut t = blk[c] * x[f];
+                for r in 1..br {
+                    t += blk[r * bc + c] * x[f + r];
+                }
+                y[i * bc + c] += t;
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn transpose_spmv_and_restriction_are_bit_identical_to_the_host() {
+    let Some(ctx) = gpu("transpose_spmv_and_restriction_are_bit_identical_to_the_host") else {
+        return;
+    };
+    let mut rng = Rng(12);
+    let mut shapes: Vec<(usize, usize)> = vec![(3, 6), (6, 6), (3, 3), (6, 3)];
+    shapes.extend((0..8).map(|_| (1 + rng.below(6), 1 + rng.below(6))));
+    for (br, bc) in shapes {
+        let (n_fine, n_coarse) = (5 + rng.below(80), 1 + rng.below(30));
+        let a_pat = random_pattern(&mut rng, n_fine, n_fine, 0.1, true);
+        let p_pat = random_pattern(&mut rng, n_fine, n_coarse, 0.2, false);
+        let p = random_bsr(&mut rng, &p_pat, br, bc);
+        let plan = PtapPlan::new(&a_pat, &p_pat).unwrap();
+        let x = rng.vec(p.n_rows());
+        let reference = host_transpose_spmv(plan.pt_pattern(), plan.pt_slots(), &p, &x);
+        // Dense check of the reference itself.
+        let d = p.to_dense().unwrap();
+        let mut dense = vec![0.0; p.n_cols()];
+        for (r, xr) in x.iter().enumerate() {
+            for (c, yc) in dense.iter_mut().enumerate() {
+                *yc += d[r * p.n_cols() + c] * xr;
+            }
+        }
+        assert_close("restriction reference", &reference, &dense, 1e-13);
+
+        let dp = DeviceBsr::upload(ctx, &p).unwrap();
+        let dx = ctx.upload(&x).unwrap();
+        let map = DeviceTransposeMap::from_ptap_plan(ctx, &plan).unwrap();
+        let mut dy = poisoned(ctx, p.n_cols());
+        spmv_transpose(ctx, &map, &dp, 1.0, &dx, 0.0, &mut dy).unwrap();
+        assert_bits(
+            &format!("restriction {br}x{bc}"),
+            &ctx.download(&dy).unwrap(),
+            &reference,
+        );
+
+        // The same through a TransposePlan, with alpha and beta.
+        let tplan = transpose_symbolic(&p_pat);
+        let tmap = DeviceTransposeMap::from_transpose_plan(ctx, &tplan).unwrap();
+        let y0 = rng.vec(p.n_cols());
+        let mut dy = ctx.upload(&y0).unwrap();
+        spmv_transpose(ctx, &tmap, &dp, 0.5, &dx, -2.0, &mut dy).unwrap();
+        let slots: Vec<u32> = tplan.source_slots().iter().map(|&s| s as u32).collect();
+        let t = host_transpose_spmv(tplan.pattern(), &slots, &p, &x);
+        let expected: Vec<f64> = t.iter().zip(&y0).map(|(t, y)| 0.5 * t + -2.0 * y).collect();
+        assert_bits(
+            &format!("transpose spmv {br}x{bc}"),
+            &ctx.download(&dy).unwrap(),
+            &expected,
+        );
+    }
+}
+
+#[test]
+fn vector_kernels_are_bit_identical_to_the_host() {
+    let Some(ctx) = gpu("vector_kernels_are_bit_identical_to_the_host") else {
+        return;
+    };
+    let mut rng = Rng(13);
+    for n in [0usize, 1, 3, 4095, 4096, 4097, 12_289, 100_003] {
+        let (x, y, z) = (rng.vec(n), rng.vec(n), rng.vec(n));
+        let (dx, dy) = (ctx.upload(&x).unwrap(), ctx.upload(&y).unwrap());
+        let hx = Vector::from_vec(x.clone());
+        let hy = Vector::from_vec(y.clone());
+        let d = vector::dot(ctx, &dx, &dy).unwrap();
+        assert_eq!(
+            d.to_bits(),
+            ops::dot(&hx, &hy).unwrap().to_bits(),
+            "dot n={n}"
+        );
+        let nrm = vector::norm2(ctx, &dx).unwrap();
+        assert_eq!(
+            nrm.to_bits(),
+            ops::norm2(&hx).unwrap().to_bits(),
+            "norm2 n={n}"
+        );
+
+        for (a, b) in [(1.5, 0.0), (-0.25, 2.0)] {
+            let mut h = hy.clone();
+            ops::axpby(a, &hx, b, &mut h).unwrap();
+            let mut dz = if b == 0.0 {
+                poisoned(ctx, n)
+            } else {
+                ctx.upload(&y).unwrap()
+            };
+            vector::axpby(ctx, a, &dx, b, &mut dz).unwrap();
+            assert_bits("axpby", &ctx.download(&dz).unwrap(), h.host().unwrap());
+        }
+        let mut h = hy.clone();
+        ops::axpy(0.3, &hx, &mut h).unwrap();
+        let mut dz = ctx.upload(&y).unwrap();
+        vector::axpy(ctx, 0.3, &dx, &mut dz).unwrap();
+        assert_bits("axpy", &ctx.download(&dz).unwrap(), h.host().unwrap());
+
+        let expected: Vec<f64> = (0..n)
+            .map(|i| 0.5 * x[i] + -1.5 * y[i] + 2.0 * z[i])
+            .collect();
+        let mut dz = ctx.upload(&z).unwrap();
+        vector::axpbypcz(ctx, 0.5, &dx, -1.5, &dy, 2.0, &mut dz).unwrap();
+        assert_bits("axpbypcz", &ctx.download(&dz).unwrap(), &expected);
+
+        // CG update against the host's two axpy calls.
+        let (p, q) = (rng.vec(n), rng.vec(n));
+        let (mut hx2, mut hr) = (hx.clone(), hy.clone());
+        ops::axpy(0.7, &Vector::from_vec(p.clone()), &mut hx2).unwrap();
+        ops::axpy(-0.7, &Vector::from_vec(q.clone()), &mut hr).unwrap();
+        let (dp, dq) = (ctx.upload(&p).unwrap(), ctx.upload(&q).unwrap());
+        let (mut dx2, mut dr) = (ctx.upload(&x).unwrap(), ctx.upload(&y).unwrap());
+        vector::cg_update(ctx, 0.7, &dp, &dq, &mut dx2, &mut dr).unwrap();
+        assert_bits("cg x", &ctx.download(&dx2).unwrap(), hx2.host().unwrap());
+        assert_bits("cg r", &ctx.download(&dr).unwrap(), hr.host().unwrap());
+    }
+    // Run to run: the same bits.
+    let x = rng.vec(1 << 20);
+    let dx = ctx.upload(&x).unwrap();
+    let first = vector::dot(ctx, &dx, &dx).unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            vector::dot(ctx, &dx, &dx).unwrap().to_bits(),
+            first.to_bits()
+        );
+    }
+}
+
+/// The host's block inversion (amg::dense::invert_in_place), copied: linalg cannot depend on amg.
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN pivots must fail, as on the host
+fn host_invert(a: &mut [f64], n: usize) -> Result<(), usize> {
+    let scale = a[..n * n].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let tol = PIVOT_RTOL * scale;
+    let mut perm = vec![0; n];
+    for k in 0..n {
+        let (mut piv_row, mut piv_val) = (k, a[k * n + k].abs());
+        for i in k + 1..n {
+            let v = a[i * n + k].abs();
+            if v > piv_val {
+                piv_row = i;
+                piv_val = v;
+            }
+        }
+        if !(piv_val > tol) {
+            return Err(k);
+        }
+        perm[k] = piv_row;
+        if piv_row != k {
+            for j in 0..n {
+                a.swap(k * n + j, piv_row * n + j);
+            }
+        }
+        let inv_p = 1.0 / a[k * n + k];
+        a[k * n + k] = 1.0;
+        for j in 0..n {
+            a[k * n + j] *= inv_p;
+        }
+        for i in 0..n {
+            if i == k {
+                continue;
+            }
+            let f = a[i * n + k];
+            if f != 0.0 {
+                a[i * n + k] = 0.0;
+                for j in 0..n {
+                    a[i * n + j] -= f * a[k * n + j];
+                }
+            }
+        }
+    }
+    for k in (0..n).rev() {
+        let p = perm[k];
+        if p != k {
+            for i in 0..n {
+                a.swap(i * n + k, i * n + p);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Host `x = omega D^-1 r + beta x` in the host apply kernel's order.
+fn host_apply(inv: &[f64], bs: usize, omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
+    for b in 0..r.len() / bs {
+        for i in 0..bs {
+            let mut s = 0.0;
+            for j in 0..bs {
+                s += inv[b * bs * bs + i * bs + j] * r[b * bs + j];
+            }
+            let xi = &mut x[b * bs + i];
+            *xi = if beta == 0.0 {
+                omega * s
+            } else {
+                omega * s + beta * *xi
+            };
+        }
+    }
+}
+
+/// A random matrix with strong diagonal blocks (an SPD-like, invertible block diagonal).
+fn diag_dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
+    let pattern = random_pattern(rng, n, n, 0.1, true);
+    let mut a = random_bsr(rng, &pattern, bs, bs);
+    for (row, k) in pattern
+        .diagonal_positions()
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        let _ = row;
+        let blk = a.host_block_mut(k).unwrap();
+        for i in 0..bs {
+            blk[i * bs + i] += 4.0 + bs as f64;
+        }
+    }
+    a
+}
+
+#[test]
+fn block_jacobi_is_bit_identical_to_the_host_and_names_a_singular_block() {
+    let Some(ctx) = gpu("block_jacobi_is_bit_identical_to_the_host_and_names_a_singular_block")
+    else {
+        return;
+    };
+    let mut rng = Rng(14);
+    for bs in 1..=6 {
+        let n = 1 + rng.below(200);
+        let a = diag_dominant(&mut rng, n, bs);
+        let mut host_inv = crate::BlockDiagonal::from_diagonal(&a, bs)
+            .unwrap()
+            .to_host_vec()
+            .unwrap();
+        for blk in host_inv.chunks_exact_mut(bs * bs) {
+            host_invert(blk, bs).unwrap();
+        }
+        let da = DeviceBsr::upload(ctx, &a).unwrap();
+        let mut diag = DeviceBlockDiagonal::new(ctx, a.pattern(), bs).unwrap();
+        diag.invert(ctx, &da).unwrap();
+        assert_bits(
+            &format!("inverse bs {bs}"),
+            &ctx.download(diag.inverse()).unwrap(),
+            &host_inv,
+        );
+        let (r, x0) = (rng.vec(n * bs), rng.vec(n * bs));
+        let dr = ctx.upload(&r).unwrap();
+        for (omega, beta) in [(0.8, 0.0), (1.1, -0.5)] {
+            let mut hx = x0.clone();
+            host_apply(&host_inv, bs, omega, &r, beta, &mut hx);
+            let mut dx = if beta == 0.0 {
+                poisoned(ctx, n * bs)
+            } else {
+                ctx.upload(&x0).unwrap()
+            };
+            diag.apply(ctx, omega, &dr, beta, &mut dx).unwrap();
+            assert_bits("block apply", &ctx.download(&dx).unwrap(), &hx);
+        }
+        // Make blocks 2 and 5 (when present) singular: the first one is reported.
+        if n > 2 && bs > 1 {
+            let mut s = a.clone();
+            let positions = a.pattern().diagonal_positions().unwrap();
+            for &b in [2usize, 5].iter().filter(|&&b| b < n) {
+                let blk = s.host_block_mut(positions[b]).unwrap();
+                for j in 0..bs {
+                    blk[bs + j] = 2.0 * blk[j]; // row 1 = 2 row 0
+                }
+            }
+            let mut blk = s.host_block(positions[2]).unwrap().to_vec();
+            let column = host_invert(&mut blk, bs).unwrap_err();
+            let ds = DeviceBsr::upload(ctx, &s).unwrap();
+            assert!(matches!(
+                diag.invert(ctx, &ds),
+                Err(LinalgError::SingularBlock { block: 2, column: c, .. }) if c == column
+            ));
+        }
+    }
+}
+
+#[test]
+fn chebyshev_is_bit_identical_to_the_host_smoother() {
+    let Some(ctx) = gpu("chebyshev_is_bit_identical_to_the_host_smoother") else {
+        return;
+    };
+    let mut rng = Rng(15);
+    for (bs, degree, x_is_zero) in [(3, 2, true), (3, 3, false), (6, 2, false), (1, 4, true)] {
+        let n = 20 + rng.below(150);
+        let a = diag_dominant(&mut rng, n, bs);
+        let mut inv = crate::BlockDiagonal::from_diagonal(&a, bs)
+            .unwrap()
+            .to_host_vec()
+            .unwrap();
+        for blk in inv.chunks_exact_mut(bs * bs) {
+            host_invert(blk, bs).unwrap();
+        }
+        let cheb = Chebyshev {
+            emax: 1.7,
+            degree,
+            lower: 0.1,
+            upper: 1.1,
+        };
+        let (b, x0) = (rng.vec(n * bs), rng.vec(n * bs));
+        // Host: the amg smoother's algorithm.
+        let (lo, hi) = (cheb.lower * cheb.emax, cheb.upper * cheb.emax);
+        let (theta, delta) = (0.5 * (hi + lo), 0.5 * (hi - lo));
+        let sigma = theta / delta;
+        let mut rho = 1.0 / sigma;
+        let mut x = Vector::from_vec(x0.clone());
+        let mut r = Vector::from_vec(b.clone());
+        let mut d = vec![0.0; n * bs];
+        if !x_is_zero {
+            a.spmv_add(-1.0, &x, 1.0, &mut r).unwrap();
+        }
+        host_apply(&inv, bs, 1.0 / theta, r.host().unwrap(), 0.0, &mut d);
+        if x_is_zero {
+            x = Vector::from_vec(d.clone());
+        } else {
+            ops::axpy(1.0, &Vector::from_vec(d.clone()), &mut x).unwrap();
+        }
+        for _ in 1..degree {
+            a.spmv_add(-1.0, &Vector::from_vec(d.clone()), 1.0, &mut r)
+                .unwrap();
+            let rho_new = 1.0 / (2.0 * sigma - rho);
+            host_apply(
+                &inv,
+                bs,
+                2.0 * rho_new / delta,
+                r.host().unwrap(),
+                rho_new * rho,
+                &mut d,
+            );
+            ops::axpy(1.0, &Vector::from_vec(d.clone()), &mut x).unwrap();
+            rho = rho_new;
+        }
+
+        let da = DeviceBsr::upload(ctx, &a).unwrap();
+        let mut diag = DeviceBlockDiagonal::new(ctx, a.pattern(), bs).unwrap();
+        diag.invert(ctx, &da).unwrap();
+        let db = ctx.upload(&b).unwrap();
+        let mut dx = if x_is_zero {
+            poisoned(ctx, n * bs)
+        } else {
+            ctx.upload(&x0).unwrap()
+        };
+        let (mut dr, mut dd) = (poisoned(ctx, n * bs), poisoned(ctx, n * bs));
+        chebyshev_smooth(
+            ctx, &da, &diag, cheb, &db, &mut dx, x_is_zero, &mut dr, &mut dd,
+        )
+        .unwrap();
+        let what = format!("chebyshev bs {bs} degree {degree}");
+        assert_bits(&what, &ctx.download(&dx).unwrap(), x.host().unwrap());
+        assert_bits(&what, &ctx.download(&dr).unwrap(), r.host().unwrap());
+    }
+}
+
+#[test]
+fn coo_sum_is_bit_identical_to_the_host_plan() {
+    let Some(ctx) = gpu("coo_sum_is_bit_identical_to_the_host_plan") else {
+        return;
+    };
+    let mut rng = Rng(16);
+    for (br, bc, segment) in [
+        (3, 3, 7usize),
+        (6, 6, 1000),
+        (1, 1, 3),
+        (3, 6, 50),
+        (2, 5, 1),
+    ] {
+        let (nbr, nbc) = (1 + rng.below(40), 1 + rng.below(40));
+        let n = rng.below(600);
+        let rows: Vec<u32> = (0..n).map(|_| rng.below(nbr) as u32).collect();
+        let cols: Vec<u32> = (0..n).map(|_| rng.below(nbc) as u32).collect();
+        let seg = std::num::NonZeroUsize::new(segment).unwrap();
+        let plan = CooPlan::with_segments(nbr, nbc, &rows, &cols, seg).unwrap();
+        let values = rng.vec(n * br * bc);
+        let mut host = Bsr::zeros(plan.pattern().clone(), br, bc);
+        plan.assemble(&values, &mut host).unwrap();
+
+        let dplan = DeviceCooPlan::upload(ctx, &plan).unwrap();
+        let dpat = DevicePattern::upload(ctx, plan.pattern()).unwrap();
+        let mut out = DeviceBsr::zeros(ctx, &dpat, br, bc).unwrap();
+        vector::fill(ctx, f64::NAN, out.values_mut()).unwrap();
+        let dv = ctx.upload(&values).unwrap();
+        dplan.assemble(ctx, &dv, &mut out).unwrap();
+        assert_bits(
+            &format!("coo {br}x{bc} segment {segment}"),
+            &ctx.download(out.values()).unwrap(),
+            host.host().unwrap(),
+        );
+    }
+}
+
+#[test]
+fn spgemm_is_bit_identical_to_the_host() {
+    let Some(ctx) = gpu("spgemm_is_bit_identical_to_the_host") else {
+        return;
+    };
+    let mut rng = Rng(17);
+    let mut shapes = vec![(3, 3, 6), (6, 6, 6), (3, 3, 3)];
+    shapes.extend((0..6).map(|_| (1 + rng.below(6), 1 + rng.below(6), 1 + rng.below(6))));
+    for (ar, ak, bc) in shapes {
+        let (m, k, n) = (1 + rng.below(60), 1 + rng.below(60), 1 + rng.below(30));
+        let ap = random_pattern(&mut rng, m, k, 0.1, false);
+        let bp = random_pattern(&mut rng, k, n, 0.15, false);
+        let a = random_bsr(&mut rng, &ap, ar, ak);
+        let b = random_bsr(&mut rng, &bp, ak, bc);
+        let plan = spgemm_symbolic(&ap, &bp).unwrap();
+        let mut host = Bsr::zeros(plan.pattern().clone(), ar, bc);
+        spgemm_numeric(&plan, &a, &b, &mut host).unwrap();
+
+        let dplan = DeviceSpgemmPlan::upload(ctx, &plan).unwrap();
+        let (da, db) = (
+            DeviceBsr::upload(ctx, &a).unwrap(),
+            DeviceBsr::upload(ctx, &b).unwrap(),
+        );
+        let mut dc = DeviceBsr::zeros(ctx, dplan.pattern(), ar, bc).unwrap();
+        vector::fill(ctx, f64::NAN, dc.values_mut()).unwrap();
+        dplan.numeric(ctx, &da, &db, &mut dc).unwrap();
+        assert_bits(
+            &format!("spgemm {ar}x{ak}x{bc}"),
+            &ctx.download(dc.values()).unwrap(),
+            host.host().unwrap(),
+        );
+    }
+}
+
+/// A 1D-chain-like fine operator and an aggregation-like prolongator: each fine row has a few
+/// neighbours, `P` couples each fine row to one to three nearby coarse rows.
+fn galerkin_operands(rng: &mut Rng, n: usize, b: usize, c: usize) -> (Bsr, Bsr) {
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..n {
+        for j in i.saturating_sub(2)..(i + 3).min(n) {
+            if j == i || rng.below(3) > 0 {
+                cols.push(j as u32);
+            }
+        }
+        row_ptr.push(cols.len());
+    }
+    let a_pat = Arc::new(BlockPattern::new(n, n, row_ptr, cols).unwrap());
+    let nc = n.div_ceil(3);
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..n {
+        let home = i / 3;
+        for j in home.saturating_sub(1)..(home + 2).min(nc) {
+            if j == home || rng.below(2) == 0 {
+                cols.push(j as u32);
+            }
+        }
+        row_ptr.push(cols.len());
+    }
+    let p_pat = Arc::new(BlockPattern::new(n, nc, row_ptr, cols).unwrap());
+    (random_bsr(rng, &a_pat, b, b), random_bsr(rng, &p_pat, b, c))
+}
+
+#[test]
+fn galerkin_product_matches_the_host_and_a_dense_reference() {
+    let Some(ctx) = gpu("galerkin_product_matches_the_host_and_a_dense_reference") else {
+        return;
+    };
+    let mut rng = Rng(18);
+    let mut shapes = vec![(3, 6), (6, 6), (3, 3)];
+    shapes.extend((0..4).map(|_| (1 + rng.below(6), 1 + rng.below(6))));
+    for (b, c) in shapes {
+        let n = 30 + rng.below(300);
+        let (a, p) = galerkin_operands(&mut rng, n, b, c);
+        // Streamed order: the device's, bit for bit.
+        let streamed = PtapPlan::new_streamed(a.pattern(), p.pattern()).unwrap();
+        let mut host = Bsr::zeros(streamed.pattern().clone(), c, c);
+        crate::ptap_numeric(&streamed, &a, &p, &mut host, &mut streamed.workspace()).unwrap();
+        // Default plan (fused where P colours): to rounding.
+        let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+        let mut fused = Bsr::zeros(plan.pattern().clone(), c, c);
+        crate::ptap_numeric(&plan, &a, &p, &mut fused, &mut plan.workspace()).unwrap();
+
+        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
+        let (da, dp) = (
+            DeviceBsr::upload(ctx, &a).unwrap(),
+            DeviceBsr::upload(ctx, &p).unwrap(),
+        );
+        let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), c, c).unwrap();
+        for fmad in [false, true] {
+            vector::fill(ctx, f64::NAN, dac.values_mut()).unwrap();
+            dplan.numeric_with(ctx, fmad, &da, &dp, &mut dac).unwrap();
+            let got = ctx.download(dac.values()).unwrap();
+            let what = format!("ptap <{b},{b},{c}> fmad {fmad}");
+            if !fmad {
+                assert_bits(&what, &got, host.host().unwrap());
+            }
+            assert_close(&what, &got, fused.host().unwrap(), 1e-12);
+        }
+        // Dense reference P^T A P.
+        let (ad, pd) = (a.to_dense().unwrap(), p.to_dense().unwrap());
+        let (nf, ncs) = (a.n_rows(), p.n_cols());
+        let mut ap = vec![0.0; nf * ncs];
+        for i in 0..nf {
+            for k in 0..nf {
+                let aik = ad[i * nf + k];
+                if aik != 0.0 {
+                    for j in 0..ncs {
+                        ap[i * ncs + j] += aik * pd[k * ncs + j];
+                    }
+                }
+            }
+        }
+        let mut dense = vec![0.0; ncs * ncs];
+        for i in 0..nf {
+            for r in 0..ncs {
+                let pir = pd[i * ncs + r];
+                if pir != 0.0 {
+                    for j in 0..ncs {
+                        dense[r * ncs + j] += pir * ap[i * ncs + j];
+                    }
+                }
+            }
+        }
+        let got = Bsr::from_parts(
+            plan.pattern().clone(),
+            c,
+            c,
+            ctx.download(dac.values()).unwrap(),
+        )
+        .unwrap();
+        assert_close(
+            &format!("ptap dense {b}x{c}"),
+            &got.to_dense().unwrap(),
+            &dense,
+            1e-12,
+        );
+    }
+}

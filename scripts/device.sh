@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Stages the GPU tests and benchmarks for the device machine (which has the CUDA driver and
+# NVRTC but no Rust): builds the release `hexfem` binary, the test binary of hexfem-linalg (its
+# CUDA tests skip without a GPU) and the `cuda_bench` example, strips them into
+# CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
+# and prints the command to run on the device machine from CHECKOUT's root.
+#
+# Usage: scripts/device.sh CHECKOUT    (the checkout the device tool sends; carry ".device")
+set -euo pipefail
+dest=${1:?usage: scripts/device.sh CHECKOUT (the checkout the device tool sends)}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+nice cargo build --release -p hexfem --bin hexfem
+nice cargo build --release -p hexfem-linalg --example cuda_bench
+lib_test=$(nice cargo test --release -p hexfem-linalg --lib --no-run --message-format=json \
+    | grep -o '"executable":"[^"]*"' | sed 's/"executable":"\(.*\)"/\1/' | tail -n 1)
+
+stage="$dest/.device"
+rm -rf "$stage"
+mkdir -p "$stage/bin"
+cp target/release/hexfem "$stage/bin/hexfem"
+cp target/release/examples/cuda_bench "$stage/bin/cuda_bench"
+cp "$lib_test" "$stage/bin/test_linalg"
+strip "$stage"/bin/*
+cp scripts/device_run.sh "$stage/run.sh"
+chmod +x "$stage/run.sh"
+git rev-parse HEAD > "$stage/commit"
+du -sh "$stage"
+size=$(du -sm "$stage" | cut -f1)
+if [ "$size" -gt 60 ]; then
+    echo "staged files take ${size} MiB: over the device tool's 64 MiB" >&2
+    exit 1
+fi
+echo "run on the device machine (carry .device):"
+echo "  bash .device/run.sh"
