@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmarks of docs/benchmarks.md in one go and prints one JSON object per line, the
 # peer (PyAMG smoothed aggregation + CG on the same elasticity problem) side by side when it is
-# installed (`pip install pyamg scipy`). Usage: docs/run_benchmarks.sh [--quick]
+# installed (`pip install pyamg scipy`) and the peer script is given (it is not part of this
+# repository: PEER=/path/to/elasticity_peer.py). Usage: [PEER=...] docs/run_benchmarks.sh [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hexfem.sh --version >/dev/null   # builds the release binary (and installs what is missing)
@@ -19,9 +20,9 @@ for m in "${sizes[@]}"; do
     "$bin" bench gamg --problem ex56 --m "$m" --scalar --json
 done
 "$bin" bench gamg --problem ex56 --m 33 --order 2 --json
-peer=../shared/peers/elasticity_peer.py
-if python3 -c 'import pyamg, scipy' 2>/dev/null && [ -f "$peer" ]; then
+peer=${PEER:-}
+if [ -n "$peer" ] && [ -f "$peer" ] && python3 -c 'import pyamg, scipy' 2>/dev/null; then
     for m in "${sizes[@]}"; do echo "# peer: $(python3 "$peer" pyamg "$m" | head -1)"; done
 else
-    echo "# peer skipped: PyAMG or $peer not available"
+    echo "# peer skipped: PEER (the peer script) not given or PyAMG not installed"
 fi
