@@ -482,9 +482,10 @@ fn step_record(step: usize) -> StepRecord {
         cutbacks: step - 1,
         newton_iterations: 2,
         linear_iterations: vec![13, 17],
-        residual_norms: vec![1.0, 1.0e-3, 2.5e-11],
+        // values whose shortest decimal form needs 17 digits: the final summary must keep them
+        residual_norms: vec![1.0, 1.0e-3, 1.4481422599928433e-09],
         strain_energy: 0.125 * step as f64,
-        max_displacement: 0.01 * step as f64,
+        max_displacement: 0.38703742144087516 * step as f64,
         wall_s: 0.75,
         linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
     }
@@ -534,7 +535,8 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         )
         .unwrap();
     let last = Summary::read(writer.path()).unwrap();
-    assert_eq!(last.steps.as_ref().unwrap().len(), 2);
+    // every number of every step exactly as recorded (the final file re-reads the step log)
+    assert_eq!(last.steps, Some(vec![step_record(1), step_record(2)]));
     assert_eq!(last.steps_completed, 2);
     assert_eq!(last.wall_s, 3.0);
 
@@ -548,7 +550,7 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         "Newton diverged at load factor 1"
     );
     assert_eq!(json["steps"][1]["linear_solver"]["levels"][1]["rows"], 12);
-    assert_eq!(json["steps"][0]["residual_norms"][2], 2.5e-11);
+    assert_eq!(json["steps"][0]["residual_norms"][2], 1.4481422599928433e-09);
     writer.finish(RunStatus::Completed, 3.5).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
