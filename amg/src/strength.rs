@@ -84,7 +84,15 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     let diag_pos = pattern.diagonal_positions()?;
     // The block norms come from `linalg` (where the operator lives); the graph is host set-up data.
     let block_norms = a.block_norms()?;
-    let norms = block_norms.host()?;
+    let downloaded;
+    let norms = match block_norms.host() {
+        Ok(norms) => norms,
+        Err(_) => {
+            // a device operator: the norms (one per block) come to the host, the graph is built here
+            downloaded = block_norms.to_host_vec()?;
+            &downloaded[..]
+        }
+    };
     let dnorm: Vec<f64> = diag_pos.iter().map(|&k| norms[k]).collect();
     let (row_ptr, cols) = (pattern.row_ptr(), pattern.col_idx());
     let weight_of = |i: usize, k: usize| -> Option<f64> {

@@ -40,7 +40,7 @@ use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
-use linalg::{BlockPattern, Bsr, LinalgError, PtapPlan, PtapWorkspace};
+use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -106,6 +106,9 @@ pub struct Hierarchy {
     fine_pattern: Arc<BlockPattern>,
     /// Block size of the fine operator.
     fine_bs: usize,
+    /// Where every operator, prolongator, smoother and cycle vector lives (the fine operator's
+    /// device at setup).
+    device: Device,
     /// The workspace of [`crate::Preconditioner::apply`] (callers running concurrent cycles bring
     /// their own, see [`Hierarchy::workspace`]).
     work: Mutex<CycleWorkspace>,
@@ -223,6 +226,14 @@ impl Hierarchy {
 
     /// Errors unless `a` has the block rows and block size of the hierarchy's fine operator.
     fn check_shape(&self, a: &Bsr) -> Result<(), AmgError> {
+        if !a.device().same_as(&self.device) {
+            return Err(LinalgError::DeviceMismatch {
+                what: "AMG operator (the hierarchy's device)",
+                expected: self.device.name(),
+                found: a.device().name(),
+            }
+            .into());
+        }
         if a.pattern().n_block_rows() != self.fine_pattern.n_block_rows()
             || a.pattern().n_block_cols() != self.fine_pattern.n_block_cols()
             || a.block_rows() != self.fine_bs
@@ -248,6 +259,11 @@ impl Hierarchy {
             return Err(AmgError::OperatorPatternChanged);
         }
         Ok(VCycle::new(self, a))
+    }
+
+    /// The device the hierarchy lives on (its setup operator's).
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// Storage of the operators and prolongators.

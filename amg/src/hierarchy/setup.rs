@@ -105,6 +105,12 @@ fn coarsen_level(
     let (p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
         tentative_prolongator(&aggregates, near_null, bs)
     })?;
+    // Built on the host; uploaded once where the operator lives (the one transfer of P).
+    let p0 = if a.device().is_host() {
+        p0
+    } else {
+        timed(&mut tm.tentative_s, || p0.to_device(&a.device()))?
+    };
     let p = timed(&mut tm.smoothing_s, || {
         stage_smooth(a, &pbj, p0, emax, params)
     })?;
@@ -113,7 +119,7 @@ fn coarsen_level(
     })?;
     let mut galerkin_ws = galerkin.workspace();
     let ac = timed(&mut tm.galerkin_numeric_s, || {
-        let mut ac = Bsr::zeros(galerkin.pattern().clone(), k, k);
+        let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
         ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
     })?;
     Ok(Some(Coarsened {
@@ -212,7 +218,7 @@ impl Hierarchy {
             levels[0].near_null = Some(near_null.into_owned());
         }
         let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
-        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows()));
+        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows(), &a.device())?);
         Ok(Self {
             params: params.clone(),
             levels,
@@ -223,6 +229,7 @@ impl Hierarchy {
             owns_fine: false,
             fine_pattern: a.pattern().clone(),
             fine_bs: a.block_rows(),
+            device: a.device(),
             work,
         })
     }

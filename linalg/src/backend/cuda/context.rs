@@ -238,6 +238,13 @@ impl CudaContext {
         Ok(b)
     }
 
+    /// A new buffer holding a copy of `src` (device to device, not a host transfer).
+    pub fn duplicate(&self, src: &DeviceBuffer<f64>) -> Result<DeviceBuffer<f64>, LinalgError> {
+        let mut dst = self.zeros::<f64>(src.len())?;
+        self.copy(src, &mut dst)?;
+        Ok(dst)
+    }
+
     /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).
     pub fn copy(
         &self,

@@ -139,7 +139,7 @@ impl DeviceSpgemmPlan {
                 what: "device spgemm: B",
             });
         }
-        if !Arc::ptr_eq(c.pattern(), &self.c.pattern) {
+        if dims(c.pattern()) != dims(&self.c.pattern) {
             return Err(LinalgError::PatternMismatch {
                 what: "device spgemm: C",
             });
@@ -239,7 +239,7 @@ impl DevicePtapPlan {
                 what: "device ptap: P",
             });
         }
-        if !Arc::ptr_eq(ac.pattern(), &self.ac.pattern) {
+        if dims(ac.pattern()) != dims(&self.ac.pattern) {
             return Err(LinalgError::PatternMismatch {
                 what: "device ptap: A_c",
             });
