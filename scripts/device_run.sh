@@ -24,6 +24,9 @@ status=0
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
     || status=1
+for t in test_linalg_device test_amg_device; do
+    "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
+done
 grep -E "^test |SKIP|test result|panicked" "$out/tests.log" | tail -n 30
 "$here/bin/cuda_bench" --json "$out/bench.json" "$@" > "$out/bench.log" 2>&1 || status=1
 cat "$out/bench.log"

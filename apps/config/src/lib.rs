@@ -32,7 +32,7 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverMethod,
+    BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverDevice, LinearSolverMethod,
     LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,
     QuadratureParams, Source, TractionParams, TwistParams,
 };

@@ -103,7 +103,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let mut solver = LinearSolver::new(
         &(&config.linear_solver).into(),
         near_null_space(&problem.mesh.coords)?,
-    );
+    )?;
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &(&config.newton).into(),
