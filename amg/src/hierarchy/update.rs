@@ -97,6 +97,25 @@ impl Hierarchy {
         })
     }
 
+    /// Recomputes the numeric Galerkin product of transfer `l`, `A_{l+1} = P_l^T A_l P_l`, from
+    /// the current operators, as a hot update does level by level (benchmarks time each level
+    /// with device events). `fine` is the caller's operator where the hierarchy holds none.
+    pub fn galerkin_level(&mut self, fine: &Bsr, l: usize) -> Result<(), AmgError> {
+        self.check_shape(fine)?;
+        let n = self.transfers.len();
+        let tr = self.transfers.get_mut(l).ok_or(AmgError::DimensionMismatch {
+            what: "Galerkin level (transfers)",
+            expected: n,
+            found: l,
+        })?;
+        let (upper, lower) = self.levels.split_at_mut(l + 1);
+        let a_l = upper[l].a.as_ref().unwrap_or(fine);
+        if let Some(next_a) = lower[0].a.as_mut() {
+            ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a, &mut tr.galerkin_ws)?;
+        }
+        Ok(())
+    }
+
     /// Brings the stored fine operator (own copy or scalar expansion) to `a`'s values.
     fn refresh_fine(&mut self, a: &Bsr, tm: &mut SetupTimings) -> Result<(), AmgError> {
         let same = BlockPattern::same(&self.fine_pattern, a.pattern());

@@ -111,9 +111,19 @@ enum Bench {
         /// Store every operator and prolongator as 1x1 blocks (same algorithm).
         #[arg(long)]
         scalar: bool,
+        /// Where the set-up and solves run: the CPU or the first CUDA GPU.
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--device` of `bench gamg`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BenchDeviceArg {
+    Cpu,
+    Cuda,
 }
 
 /// Model problems of `bench gamg`.
@@ -217,6 +227,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     order,
                     solves,
                     scalar,
+                    device,
                     json,
                 },
         } => {
@@ -226,6 +237,10 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 solves,
                 scalar,
                 amg: amg::AmgParams::default(),
+                device: match device {
+                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                },
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
