@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the staged GPU tests and benchmarks on the device machine (staged by scripts/device.sh;
-# run from the checkout root as `bash .device/run.sh`). Logs and JSON go to $OUT (or
-# /tmp/device-out); the last lines summarise. What runs is chosen by variables:
+# run from the checkout root as `bash .device/run.sh`). Logs and JSON go to /tmp/device-out,
+# packed into $OUT/device-out.tgz when $OUT is set; the last lines summarise. What runs is chosen by variables:
 #   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy)
 #   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
 #   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
@@ -9,7 +9,8 @@
 #                      GAMG sizes, when it was staged
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 set -uo pipefail
-out=${OUT:-/tmp/device-out}
+out=/tmp/device-out
+rm -rf "$out"
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc.so* \
@@ -62,6 +63,10 @@ fi
 if [ "$KERNELS" = 1 ]; then
     "$here/bin/cuda_bench" --json "$out/bench.json" "$@" > "$out/bench.log" 2>&1 || status=1
     tail -n 30 "$out/bench.log"
+fi
+# everything in one file (the device tool brings back at most 8)
+if [ -n "${OUT:-}" ]; then
+    tar czf "$OUT/device-out.tgz" -C "$out" . 2>/dev/null || true
 fi
 echo "device run status $status"
 exit $status

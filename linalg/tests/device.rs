@@ -45,6 +45,21 @@ fn dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
     a
 }
 
+/// A dense symmetric positive definite `n x n` matrix (random symmetric part, dominant
+/// diagonal) stored in `bs x bs` blocks.
+fn symmetric_dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
+    let mut d = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..i {
+            let v = if rng.unit() > 0.8 { rng.unit() } else { 0.0 };
+            d[i * n + j] = v;
+            d[j * n + i] = v;
+        }
+        d[i * n + i] = 0.5 * n as f64 + rng.unit();
+    }
+    Bsr::from_dense(&d, n, n, bs, bs).unwrap()
+}
+
 #[test]
 fn missing_gpu_is_an_error_not_a_panic() {
     match Device::cuda(0) {
@@ -190,8 +205,9 @@ fn amg_kernels_match_the_host() {
         prolong_add(&w, &c, &mut z).unwrap();
         assert_eq!(z.to_host_vec().unwrap(), zh.host().unwrap(), "bs {bs}: prolongation");
 
-        // the coarse solve: device inverse against host Cholesky/LU
-        let coarse = dominant(&mut rng, 40, k);
+        // the coarse solve (a symmetric matrix, as every Galerkin operator is): device inverse
+        // against host Cholesky
+        let coarse = symmetric_dominant(&mut rng, 40 * k, k);
         let fh = DenseFactor::factor(&coarse).unwrap();
         let f = DenseFactor::factor(&coarse.to_device(&dev).unwrap()).unwrap();
         let bh = Vector::from_vec(rng.vec(coarse.n_rows()));
