@@ -29,7 +29,10 @@ pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, Aggregates, MisDistance};
 pub use error::AmgError;
-pub use hierarchy::{CycleWorkspace, Hierarchy, VCycle};
+pub use hierarchy::{
+    check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,
+    DEVICE_BYTES_PER_OPERATOR_BYTE,
+};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };

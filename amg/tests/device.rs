@@ -46,14 +46,28 @@ fn device_hierarchy_gives_the_host_iterations_and_solution() {
         let p = elasticity(m, 1e-3);
         let h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
         let mut x = Vector::zeros(p.a.n_rows());
-        let host = cg(&p.a, &p.b, &mut x, &h.with_operator(&p.a).unwrap(), &cg_params()).unwrap();
+        let host = cg(
+            &p.a,
+            &p.b,
+            &mut x,
+            &h.with_operator(&p.a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
 
         let a = p.a.to_device(&dev).unwrap();
         let b = p.b.to_device(&dev).unwrap();
         let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
         assert_eq!(hd.n_levels(), h.n_levels(), "m = {m}: levels");
         let mut xd = Vector::zeros_on(&dev, a.n_rows()).unwrap();
-        let device = cg(&a, &b, &mut xd, &hd.with_operator(&a).unwrap(), &cg_params()).unwrap();
+        let device = cg(
+            &a,
+            &b,
+            &mut xd,
+            &hd.with_operator(&a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
         assert!(host.converged && device.converged, "m = {m}");
         assert_eq!(device.iterations, host.iterations, "m = {m}: CG iterations");
         let diff = rel_diff(&xd.to_host_vec().unwrap(), x.host().unwrap());
@@ -62,7 +76,10 @@ fn device_hierarchy_gives_the_host_iterations_and_solution() {
         for l in 1..h.n_levels() {
             let (ah, ad) = (h.operator(l).unwrap(), hd.operator(l).unwrap());
             let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
-            assert!(diff <= 1e-12, "m = {m}, level {l}: operators differ by {diff:e}");
+            assert!(
+                diff <= 1e-12,
+                "m = {m}, level {l}: operators differ by {diff:e}"
+            );
         }
         eprintln!(
             "m = {m}: {} levels, {} CG iterations on host and device, solutions differ by {diff:.2e}",
@@ -93,7 +110,10 @@ fn hot_device_update_equals_a_fresh_device_setup() {
     for l in 1..h.n_levels() {
         let (hot, cold) = (h.operator(l).unwrap(), fresh.operator(l).unwrap());
         let diff = rel_diff(&hot.to_host_vec().unwrap(), &cold.to_host_vec().unwrap());
-        assert!(diff <= 1e-14, "level {l}: hot and fresh operators differ by {diff:e}");
+        assert!(
+            diff <= 1e-14,
+            "level {l}: hot and fresh operators differ by {diff:e}"
+        );
     }
     let b = p.b.to_device(&dev).unwrap();
     let solve = |h: &Hierarchy| {
@@ -111,13 +131,16 @@ fn hot_device_update_equals_a_fresh_device_setup() {
     let mut hh = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
     hh.update(&q.a).unwrap();
     a.upload_values_from(&q.a).unwrap();
-    let mut hd = Hierarchy::setup_external(&p.a.to_device(&dev).unwrap(), &p.near_null, &params)
-        .unwrap();
+    let mut hd =
+        Hierarchy::setup_external(&p.a.to_device(&dev).unwrap(), &p.near_null, &params).unwrap();
     hd.update(&a).unwrap();
     for l in 1..hh.n_levels() {
         let (ah, ad) = (hh.operator(l).unwrap(), hd.operator(l).unwrap());
         let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
-        assert!(diff <= 1e-12, "level {l}: host and device hot updates differ by {diff:e}");
+        assert!(
+            diff <= 1e-12,
+            "level {l}: host and device hot updates differ by {diff:e}"
+        );
     }
 }
 

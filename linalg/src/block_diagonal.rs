@@ -215,9 +215,11 @@ impl BlockDiagonal {
             (Storage::Host(d), Storage::Host(r), Storage::Host(x)) => {
                 host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
             }
-            (Storage::CudaDiag { ctx, d, .. }, Storage::Cuda { buf: r, .. }, Storage::Cuda { buf: x, .. }) => {
-                d.apply(ctx, omega, r, beta, x)?
-            }
+            (
+                Storage::CudaDiag { ctx, d, .. },
+                Storage::Cuda { buf: r, .. },
+                Storage::Cuda { buf: x, .. },
+            ) => d.apply(ctx, omega, r, beta, x)?,
             _ => return Err(unsupported("BlockDiagonal::apply", &device)),
         }
         Ok(())

@@ -87,7 +87,12 @@ impl Bsr {
                 storage: self.storage.try_clone()?,
             });
         }
-        let mut out = Self::zeros_on(device, self.pattern.clone(), self.block_rows, self.block_cols)?;
+        let mut out = Self::zeros_on(
+            device,
+            self.pattern.clone(),
+            self.block_rows,
+            self.block_cols,
+        )?;
         match &self.storage {
             Storage::Host(v) => out.upload_values_from_slice(v)?,
             _ => {
@@ -130,7 +135,12 @@ impl Bsr {
                 d.copy_from_slice(v)
             }
             Storage::CudaBsr { ctx, m } => ctx.upload_into(v, m.values_mut())?,
-            _ => return Err(unsupported("Bsr::upload_values_from", &self.storage.device())),
+            _ => {
+                return Err(unsupported(
+                    "Bsr::upload_values_from",
+                    &self.storage.device(),
+                ))
+            }
         }
         Ok(())
     }
@@ -373,9 +383,11 @@ impl Bsr {
             (Storage::Host(a), Storage::Host(x), Storage::Host(y)) => {
                 host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
             }
-            (Storage::CudaBsr { ctx, m }, Storage::Cuda { buf: x, .. }, Storage::Cuda { buf: y, .. }) => {
-                cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?
-            }
+            (
+                Storage::CudaBsr { ctx, m },
+                Storage::Cuda { buf: x, .. },
+                Storage::Cuda { buf: y, .. },
+            ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
             _ => return Err(unsupported("Bsr::spmv", &device)),
         }
         Ok(())
@@ -490,7 +502,12 @@ impl Bsr {
             (Storage::Host(src), Storage::Host(dst)) => {
                 host::bsr::expand_to_scalar(&blocked.pattern, br, bc, src, dst)
             }
-            _ => return Err(unsupported("Bsr::copy_scalar_blocks_from", &blocked.device())),
+            _ => {
+                return Err(unsupported(
+                    "Bsr::copy_scalar_blocks_from",
+                    &blocked.device(),
+                ))
+            }
         }
         Ok(())
     }

@@ -186,9 +186,9 @@ impl Storage {
     pub(crate) fn device(&self) -> Device {
         match self {
             Storage::Host(_) => Device::Host,
-            Storage::Cuda { ctx, .. } | Storage::CudaBsr { ctx, .. } | Storage::CudaDiag { ctx, .. } => {
-                Device::Cuda(ctx.clone())
-            }
+            Storage::Cuda { ctx, .. }
+            | Storage::CudaBsr { ctx, .. }
+            | Storage::CudaDiag { ctx, .. } => Device::Cuda(ctx.clone()),
         }
     }
 

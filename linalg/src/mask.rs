@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, Storage, unsupported};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::vector::check_len;
 use crate::{BlockPattern, Bsr, LinalgError, Vector};
 

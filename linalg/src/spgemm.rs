@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
 use crate::backend::cuda::DeviceSpgemmPlan;
+use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
 use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
@@ -159,7 +159,11 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
                 product_numeric(m, a.pattern(), av, b.pattern(), bv, &plan_pattern, cv)
             })
         }
-        (Storage::CudaBsr { m: am, .. }, Storage::CudaBsr { m: bm, .. }, Storage::CudaBsr { ctx, m: cm }) => {
+        (
+            Storage::CudaBsr { m: am, .. },
+            Storage::CudaBsr { m: bm, .. },
+            Storage::CudaBsr { ctx, m: cm },
+        ) => {
             let dplan = plan
                 .device
                 .get_or_upload(ctx, || DeviceSpgemmPlan::upload(ctx, plan))?;

@@ -29,7 +29,11 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
         (Storage::Host(pv), Storage::Host(x), Storage::Host(y)) => {
             host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
         }
-        (Storage::CudaBsr { ctx, m }, Storage::Cuda { buf: x, .. }, Storage::Cuda { buf: y, .. }) => {
+        (
+            Storage::CudaBsr { ctx, m },
+            Storage::Cuda { buf: x, .. },
+            Storage::Cuda { buf: y, .. },
+        ) => {
             let dplan = plan.device_plan(ctx)?;
             cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
         }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, Storage, unsupported};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Plan of `A^T` for one pattern of `A`.

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use common::{random_bsr, random_pattern, Rng};
 use linalg::dense::DenseFactor;
 use linalg::{
-    ops, prolong_add, ptap_numeric, restrict, smooth_prolongator_in_place, spgemm,
-    BlockDiagonal, BlockPattern, Bsr, Device, LinalgError, PtapPlan, Vector,
+    ops, prolong_add, ptap_numeric, restrict, smooth_prolongator_in_place, spgemm, BlockDiagonal,
+    BlockPattern, Bsr, Device, LinalgError, PtapPlan, Vector,
 };
 
 fn gpu(test: &str) -> Option<Device> {
@@ -106,7 +106,9 @@ fn vector_operations_are_bit_identical_on_the_device() {
             Err(LinalgError::DeviceMismatch { .. })
         ));
     }
-    let mut nan = Vector::from_vec(vec![1.0, f64::NAN, -3.0]).to_device(&dev).unwrap();
+    let mut nan = Vector::from_vec(vec![1.0, f64::NAN, -3.0])
+        .to_device(&dev)
+        .unwrap();
     assert!(ops::norm_inf(&nan).unwrap().is_nan());
     nan.fill(-2.0).unwrap();
     assert_eq!(ops::norm_inf(&nan).unwrap(), 2.0);
@@ -127,7 +129,11 @@ fn matrix_operations_match_the_host() {
         let mut yh = yh0.clone();
         ah.spmv_add(0.7, &xh, -1.1, &mut yh).unwrap();
         a.spmv_add(0.7, &x, -1.1, &mut y).unwrap();
-        assert_eq!(y.to_host_vec().unwrap(), yh.host().unwrap(), "{br}x{bc} spmv");
+        assert_eq!(
+            y.to_host_vec().unwrap(),
+            yh.host().unwrap(),
+            "{br}x{bc} spmv"
+        );
         let norms = a.block_norms().unwrap();
         assert_eq!(norms.to_host(), ah.block_norms(), "{br}x{bc} block norms");
         let mut b = a.zeros_like().unwrap();
@@ -138,7 +144,10 @@ fn matrix_operations_match_the_host() {
         assert_eq!(b.to_host().unwrap(), bh);
         b.upload_values_from(&ah).unwrap();
         assert_eq!(b.to_host().unwrap(), ah);
-        assert!(b.to_scalar_blocks().is_err(), "scalar expansion is host-only");
+        assert!(
+            b.to_scalar_blocks().is_err(),
+            "scalar expansion is host-only"
+        );
     }
 }
 
@@ -168,23 +177,43 @@ fn amg_kernels_match_the_host() {
         // point-block Jacobi: inverses and apply, bit for bit
         let dh = BlockDiagonal::inverse_of_diagonal(&ah, bs).unwrap();
         let mut d = BlockDiagonal::inverse_of_diagonal(&a, bs).unwrap();
-        assert_eq!(d.to_host_vec().unwrap(), dh.host().unwrap(), "bs {bs}: inverses");
+        assert_eq!(
+            d.to_host_vec().unwrap(),
+            dh.host().unwrap(),
+            "bs {bs}: inverses"
+        );
         d.refresh_inverse(&a).unwrap();
-        assert_eq!(d.to_host_vec().unwrap(), dh.host().unwrap(), "bs {bs}: refreshed");
+        assert_eq!(
+            d.to_host_vec().unwrap(),
+            dh.host().unwrap(),
+            "bs {bs}: refreshed"
+        );
         let rh = Vector::from_vec(rng.vec(ah.n_rows()));
         let r = rh.to_device(&dev).unwrap();
         let (mut zh, mut z) = (rh.clone(), r.try_clone().unwrap());
         dh.apply(0.8, &rh, 0.5, &mut zh).unwrap();
         d.apply(0.8, &r, 0.5, &mut z).unwrap();
-        assert_eq!(z.to_host_vec().unwrap(), zh.host().unwrap(), "bs {bs}: apply");
+        assert_eq!(
+            z.to_host_vec().unwrap(),
+            zh.host().unwrap(),
+            "bs {bs}: apply"
+        );
 
         // prolongator smoothing: A P0 and the update, bit for bit
         let mut wh = spgemm(&ah, &p0h).unwrap();
         let mut w = spgemm(&a, &p0).unwrap();
-        assert_eq!(w.to_host_vec().unwrap(), wh.host().unwrap(), "bs {bs}: A P0");
+        assert_eq!(
+            w.to_host_vec().unwrap(),
+            wh.host().unwrap(),
+            "bs {bs}: A P0"
+        );
         smooth_prolongator_in_place(&mut wh, 0.6, &dh, &p0h).unwrap();
         smooth_prolongator_in_place(&mut w, 0.6, &d, &p0).unwrap();
-        assert_eq!(w.to_host_vec().unwrap(), wh.host().unwrap(), "bs {bs}: smoothed P");
+        assert_eq!(
+            w.to_host_vec().unwrap(),
+            wh.host().unwrap(),
+            "bs {bs}: smoothed P"
+        );
 
         // Galerkin product (to rounding: fused host order), restriction and prolongation
         let plan = PtapPlan::new(ah.pattern(), wh.pattern()).unwrap();
@@ -193,17 +222,28 @@ fn amg_kernels_match_the_host() {
         let mut ac = Bsr::zeros_on(&dev, plan.pattern().clone(), k, k).unwrap();
         ptap_numeric(&plan, &a, &w, &mut ac, &mut plan.workspace()).unwrap();
         let diff = rel_diff(&ac.to_host_vec().unwrap(), ach.host().unwrap());
-        assert!(diff <= 1e-14, "bs {bs}: Galerkin product differs by {diff:e}");
+        assert!(
+            diff <= 1e-14,
+            "bs {bs}: Galerkin product differs by {diff:e}"
+        );
         let (mut ch, mut c) = (
             Vector::zeros(wh.n_cols()),
             Vector::zeros_on(&dev, wh.n_cols()).unwrap(),
         );
         restrict(&plan, &wh, &rh, &mut ch).unwrap();
         restrict(&plan, &w, &r, &mut c).unwrap();
-        assert_eq!(c.to_host_vec().unwrap(), ch.host().unwrap(), "bs {bs}: restriction");
+        assert_eq!(
+            c.to_host_vec().unwrap(),
+            ch.host().unwrap(),
+            "bs {bs}: restriction"
+        );
         prolong_add(&wh, &ch, &mut zh).unwrap();
         prolong_add(&w, &c, &mut z).unwrap();
-        assert_eq!(z.to_host_vec().unwrap(), zh.host().unwrap(), "bs {bs}: prolongation");
+        assert_eq!(
+            z.to_host_vec().unwrap(),
+            zh.host().unwrap(),
+            "bs {bs}: prolongation"
+        );
 
         // the coarse solve (a symmetric matrix, as every Galerkin operator is): device inverse
         // against host Cholesky

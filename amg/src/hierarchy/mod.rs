@@ -49,6 +49,38 @@ use std::time::Instant;
 /// allocating gigabytes. Raise `max_levels` or `coarse_eq_limit` consistency if hit.
 pub const MAX_DENSE_COARSE: usize = 12_000;
 
+/// Device memory of a device hierarchy, per byte of its fine operator (values and pattern),
+/// besides the operator itself: measured with `hexfem bench gamg --device cuda` on ex56 Q1
+/// (1.64 at 66^3 and 99^3: the prolongators, the coarse operators, the Galerkin plans' `W = A P`
+/// workspaces and the cycle vectors), rounded up for margin.
+pub const DEVICE_BYTES_PER_OPERATOR_BYTE: f64 = 1.75;
+
+/// The device memory a hierarchy of the fine operator `a` needs besides `a` itself (an estimate,
+/// [`DEVICE_BYTES_PER_OPERATOR_BYTE`]), and the bytes of `a` on the device.
+pub fn device_memory_estimate(a: &Bsr) -> (u64, u64) {
+    let p = a.pattern();
+    let operator = (p.nnz() * a.block_len() * 8 + p.nnz() * 4 + (p.n_block_rows() + 1) * 4) as u64;
+    let hierarchy = (DEVICE_BYTES_PER_OPERATOR_BYTE * operator as f64) as u64;
+    (hierarchy, operator)
+}
+
+/// Errors with [`AmgError::DeviceOutOfMemory`] unless `device` has `need` bytes free (always
+/// fine on the host).
+pub fn check_device_memory(device: &Device, need: u64) -> Result<(), AmgError> {
+    let Some(ctx) = device.cuda_context() else {
+        return Ok(());
+    };
+    let (free, _) = ctx.memory_info()?;
+    if need > free as u64 {
+        return Err(AmgError::DeviceOutOfMemory {
+            device: device.name(),
+            need_mib: need >> 20,
+            free_mib: (free as u64) >> 20,
+        });
+    }
+    Ok(())
+}
+
 /// One level: its operator and (except on the coarsest) its smoother.
 #[derive(Debug)]
 struct Level {

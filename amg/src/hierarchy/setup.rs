@@ -178,6 +178,8 @@ impl Hierarchy {
         let t_total = Instant::now();
         params.validate()?;
         Self::check_input(a, &near_null)?;
+        // on a GPU: fail before the first allocation if the hierarchy cannot fit
+        super::check_device_memory(&a.device(), super::device_memory_estimate(a).0)?;
         let mut tm = SetupTimings::default();
         let mut levels = vec![Level {
             a: None,

@@ -103,11 +103,14 @@ impl Hierarchy {
     pub fn galerkin_level(&mut self, fine: &Bsr, l: usize) -> Result<(), AmgError> {
         self.check_shape(fine)?;
         let n = self.transfers.len();
-        let tr = self.transfers.get_mut(l).ok_or(AmgError::DimensionMismatch {
-            what: "Galerkin level (transfers)",
-            expected: n,
-            found: l,
-        })?;
+        let tr = self
+            .transfers
+            .get_mut(l)
+            .ok_or(AmgError::DimensionMismatch {
+                what: "Galerkin level (transfers)",
+                expected: n,
+                found: l,
+            })?;
         let (upper, lower) = self.levels.split_at_mut(l + 1);
         let a_l = upper[l].a.as_ref().unwrap_or(fine);
         if let Some(next_a) = lower[0].a.as_mut() {
@@ -187,6 +190,8 @@ impl Hierarchy {
             if let Some(next_a) = next.a.as_mut() {
                 ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a, &mut tr.galerkin_ws)?;
             }
+            // device kernels are asynchronous: wait, so that the stage's time is its own
+            self.device.synchronize()?;
             tm.galerkin_numeric_s += secs(t);
         }
         Ok(plans_rebuilt)

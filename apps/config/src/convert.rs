@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
-    NewtonParams,
+    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams,
+    MeshSource, NewtonParams,
 };
 use super::tree::{index_path, key_path};
 

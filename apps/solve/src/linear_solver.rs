@@ -91,7 +91,12 @@ impl DeviceSide {
             Some(dk) if linalg::BlockPattern::same(dk.pattern(), k.pattern()) => {
                 dk.upload_values_from(k)?
             }
-            slot => *slot = Some(k.to_device(&self.device)?),
+            slot => {
+                // the tangent and its hierarchy must fit before anything is uploaded
+                let (hierarchy, operator) = amg::device_memory_estimate(k);
+                amg::check_device_memory(&self.device, hierarchy + operator)?;
+                *slot = Some(k.to_device(&self.device)?)
+            }
         }
         match &mut self.b {
             Some(db) if db.len() == b.len() => db.copy_from_host(b.host()?)?,
@@ -217,8 +222,12 @@ impl LinearSolver {
                 }
                 Ok(device.transfers().device_to_host - before.device_to_host)
             })();
-            if let LinearSolver::CgAmg { gpu: Some(side), .. }
-            | LinearSolver::CgJacobi { gpu: Some(side), .. } = self
+            if let LinearSolver::CgAmg {
+                gpu: Some(side), ..
+            }
+            | LinearSolver::CgJacobi {
+                gpu: Some(side), ..
+            } = self
             {
                 (side.k, side.b, side.x) = (dk.take(), db, dx);
             }

@@ -32,8 +32,8 @@ use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH, W_ROWS_PER_TASK};
 pub use workspace::PtapWorkspace;
 use wrow::Operands;
 
-use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
 use crate::backend::cuda::DevicePtapPlan;
+use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
 use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
 use crate::spgemm::{check_dim, product_pattern};
 use crate::transpose::transpose_pattern;
@@ -295,9 +295,11 @@ pub fn ptap_numeric(
                 }
             }
         }
-        (Storage::CudaBsr { m: am, .. }, Storage::CudaBsr { m: pm, .. }, Storage::CudaBsr { ctx, m: out }) => {
-            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
-        }
+        (
+            Storage::CudaBsr { m: am, .. },
+            Storage::CudaBsr { m: pm, .. },
+            Storage::CudaBsr { ctx, m: out },
+        ) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
         _ => return Err(unsupported("ptap_numeric", &device)),
     }
     Ok(())

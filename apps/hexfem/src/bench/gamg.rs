@@ -168,9 +168,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         "--solves must be at least 2 (one cold, one hot)"
     );
     let start = Instant::now();
-    let Ex56 {
-        a, b, coords, ..
-    } = Ex56::new(bench.m, bench.order)
+    let Ex56 { a, b, coords, .. } = Ex56::new(bench.m, bench.order)
         .with_context(|| format!("ex56 with --m {} --order {}", bench.m, bench.order))?;
     let near_null = near_null_space(&coords)?;
     let assembly_s = start.elapsed().as_secs_f64();
@@ -187,6 +185,12 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         }
         Ok(())
     };
+    // the operator and its hierarchy must fit before anything is uploaded
+    let (hierarchy_bytes, operator_bytes) = amg::device_memory_estimate(&a);
+    amg::check_device_memory(
+        &device,
+        hierarchy_bytes + operator_bytes + 4 * 8 * a.n_rows() as u64,
+    )?;
     // one upload after assembly; everything below runs where `device` says
     let (mut a, b) = (a.to_device(&device)?, b.to_device(&device)?);
     let cg_params = CgParams {

@@ -41,7 +41,14 @@ pub(crate) const OPS: KernelSource = KernelSource {
 };
 
 /// Names of the sources, for [`super::compile_with_log`].
-pub const SOURCE_NAMES: &[&str] = &["spmv.cu", "vector.cu", "jacobi.cu", "coo.cu", "spgemm.cu", "ops.cu"];
+pub const SOURCE_NAMES: &[&str] = &[
+    "spmv.cu",
+    "vector.cu",
+    "jacobi.cu",
+    "coo.cu",
+    "spgemm.cu",
+    "ops.cu",
+];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {

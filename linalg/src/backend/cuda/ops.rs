@@ -77,7 +77,10 @@ pub fn block_norms(
 }
 
 /// Per block of a pattern, its block row (uploaded).
-pub(crate) fn slot_rows(ctx: &CudaContext, p: &BlockPattern) -> Result<DeviceBuffer<u32>, LinalgError> {
+pub(crate) fn slot_rows(
+    ctx: &CudaContext,
+    p: &BlockPattern,
+) -> Result<DeviceBuffer<u32>, LinalgError> {
     offsets_u32("device: blocks of a pattern", p.row_ptr())?;
     let mut rows = Vec::with_capacity(p.nnz());
     for (i, w) in p.row_ptr().windows(2).enumerate() {
@@ -99,7 +102,11 @@ pub fn smooth_prolongator(
     p0: &DeviceBsr,
 ) -> Result<(), LinalgError> {
     let (bs, k) = (w.block_rows(), w.block_cols());
-    check_len("device smooth_prolongator: D^-1", w_pattern.n_block_rows() * bs * bs, dinv.len())?;
+    check_len(
+        "device smooth_prolongator: D^-1",
+        w_pattern.n_block_rows() * bs * bs,
+        dinv.len(),
+    )?;
     let mut p0_slot = vec![u32::MAX; w_pattern.nnz()];
     for i in 0..w_pattern.n_block_rows() {
         let (w0, p00) = (w_pattern.row_ptr()[i], p0_pattern.row_ptr()[i]);
@@ -116,7 +123,11 @@ pub fn smooth_prolongator(
     }
     let rows = slot_rows(ctx, w_pattern)?;
     let p0_slot = ctx.upload(&p0_slot)?;
-    let f = ctx.function(&OPS, &[("BS", bs as i64), ("K", k as i64)], "smooth_prolongator")?;
+    let f = ctx.function(
+        &OPS,
+        &[("BS", bs as i64), ("K", k as i64)],
+        "smooth_prolongator",
+    )?;
     let nnz = w_pattern.nnz() as u32;
     let mut l = ctx.stream().launch_builder(&f);
     l.arg(&nnz)
