@@ -157,7 +157,8 @@ impl DeviceSpgemmPlan {
 
 /// The Galerkin plan on the device: `P^T`'s pattern and slot map, the pattern of `W = A P`
 /// (rebuilt on the host at upload: the host plan keeps none), the pattern of `A_c`, and the `W`
-/// workspace (allocated at the first numeric call, kept for the next ones).
+/// workspace (taken from the device pool for each numeric call and returned after it, so that one
+/// level's `W` at most is alive; [`DevicePtapPlan::keep_workspace`] keeps it).
 #[derive(Debug)]
 pub struct DevicePtapPlan {
     a: (usize, usize, usize),
@@ -166,6 +167,9 @@ pub struct DevicePtapPlan {
     w: OutputPattern,
     ac: OutputPattern,
     w_values: Mutex<Option<DeviceBuffer<f64>>>,
+    /// Keep `W` between products (benchmarks of the kernel alone) instead of returning it to
+    /// the pool after each one (the default: only one level's `W` is alive at a time).
+    keep_w: bool,
 }
 
 impl DevicePtapPlan {
@@ -179,7 +183,14 @@ impl DevicePtapPlan {
             w: OutputPattern::upload(ctx, &w)?,
             ac: OutputPattern::upload(ctx, plan.pattern())?,
             w_values: Mutex::new(None),
+            keep_w: false,
         })
+    }
+
+    /// Keeps the `W` workspace between products (see the field's note).
+    pub fn keep_workspace(mut self) -> Self {
+        self.keep_w = true;
+        self
     }
 
     /// Pattern of `A_c` on the device (make `A_c` with [`DeviceBsr::zeros`] on it).
@@ -250,7 +261,7 @@ impl DevicePtapPlan {
         let w_len = self.w.pattern.nnz() * b * c;
         let mut guard = self.w_values.lock().unwrap_or_else(|p| p.into_inner());
         if guard.as_ref().map(|w| w.len()) != Some(w_len) {
-            *guard = Some(ctx.zeros(w_len)?);
+            *guard = Some(ctx.uninit(w_len)?);
         }
         let w_vals = guard.as_mut().expect("W workspace allocated just above");
         launch_nn(ctx, fmad, &self.w, a, p, w_vals)?;
@@ -275,6 +286,10 @@ impl DevicePtapPlan {
         let threads = nnz as u64 * c as u64;
         // SAFETY: arguments match `ptw_tn`; shapes and patterns checked above.
         unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
+        if !self.keep_w {
+            // stream-ordered free: back to the pool once the product has run
+            *guard = None;
+        }
         Ok(())
     }
 }
