@@ -197,3 +197,56 @@ fn operands_on_different_devices_are_an_error() {
         Err(linalg::LinalgError::DeviceMismatch { .. })
     ));
 }
+
+#[test]
+fn other_options_run_on_the_device_or_say_why_not() {
+    let Some(dev) = gpu("other_options_run_on_the_device_or_say_why_not") else {
+        return;
+    };
+    let p = elasticity(9, 1e-3);
+    let a = p.a.to_device(&dev).unwrap();
+    let b = p.b.to_device(&dev).unwrap();
+    // damped Jacobi smoothing and `reuse: none`: the host's iterations
+    for params in [
+        AmgParams {
+            smoother: amg::SmootherKind::Jacobi,
+            ..AmgParams::default()
+        },
+        AmgParams {
+            reuse: amg::Reuse::None,
+            ..AmgParams::default()
+        },
+    ] {
+        let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        h.update(&p.a).unwrap();
+        let mut x = Vector::zeros(p.a.n_rows());
+        let host = cg(
+            &p.a,
+            &p.b,
+            &mut x,
+            &h.with_operator(&p.a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+        let mut hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        hd.update(&a).unwrap();
+        let mut xd = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+        let device = cg(
+            &a,
+            &b,
+            &mut xd,
+            &hd.with_operator(&a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+        assert_eq!(device.iterations, host.iterations, "{params:?}");
+        assert!(rel_diff(&xd.to_host_vec().unwrap(), x.host().unwrap()) <= 1e-10);
+    }
+    // scalar storage has no device kernels yet: an error that says so, not a panic
+    let scalar = AmgParams {
+        storage: amg::Storage::Scalar,
+        ..AmgParams::default()
+    };
+    let err = Hierarchy::setup_external(&a, &p.near_null, &scalar).unwrap_err();
+    assert!(err.to_string().contains("not available on cuda"), "{err}");
+}
