@@ -73,7 +73,9 @@ impl DeviceSide {
         let device = match choice {
             DeviceChoice::Cpu => return Ok(None),
             DeviceChoice::Auto => Device::auto(),
-            DeviceChoice::Cuda => Device::cuda(0).context("linear_solver.device = cuda")?,
+            DeviceChoice::Cuda => Device::cuda(0).context(
+                "linear_solver.device: `cuda` needs a usable GPU (`auto` falls back to the CPU)",
+            )?,
         };
         Ok((!device.is_host()).then_some(Self {
             device,
