@@ -7,6 +7,7 @@
 #   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
 #   PEER=1             the peer script (cuSPARSE CSR/BSR SpMV, cuSPARSE SpGEMM Galerkin) on the
 #                      GAMG sizes, when it was staged
+#   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with linear_solver.device cpu and cuda, compared
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
@@ -36,6 +37,7 @@ CPU=${CPU-66}
 PEER=${PEER:-1}
 KERNELS=${KERNELS:-0}
 CAPACITY=${CAPACITY:-}
+SPMV=${SPMV:-}
 RUNS=${RUNS:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
@@ -71,6 +73,11 @@ for m in $CPU; do
     RAYON_NUM_THREADS=2 taskset -c 0,1 "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --json \
         > "$out/gamg_cpu2_$m.json" 2> "$out/gamg_cpu2_$m.err" || status=1
     summary "cpu2 $m" "$out/gamg_cpu2_$m.json" || true
+done
+for shape in $SPMV; do
+    "$here/bin/hexfem" bench spmv --m 66 --block "$shape" --device cuda --json \
+        > "$out/spmv_cuda_$shape.json" 2>&1 || status=1
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"[spmv {r['block_rows']}x{r['block_cols']}] {r['rows']} x {r['cols']}, {r['blocks']} blocks: {r['time_ms']:.4f} ms, {r['bytes']/1e6:.1f} MB, {r['gbs']:.0f} GB/s ({100*r['of_copy']:.1f} % of copy)\")" "$out/spmv_cuda_$shape.json" || status=1
 done
 # capacity: the largest ex56 that sets up and solves, and the guard's error beyond it
 for m in $CAPACITY; do

@@ -94,6 +94,20 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// One block SpMV for one block shape (27-point stencil for square blocks, prolongator- or
+    /// restriction-shaped otherwise): time, bytes, GB/s.
+    Spmv {
+        /// Nodes per side.
+        #[arg(long, default_value_t = 66)]
+        m: usize,
+        /// Block shape RxC (3x3: the fine operator, 6x6: coarse, 3x6: P, 6x3: P^T).
+        #[arg(long, default_value = "3x3")]
+        block: String,
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -119,7 +133,7 @@ enum Bench {
     },
 }
 
-/// `--device` of `bench gamg`.
+/// `--device` of `bench gamg` and `bench spmv`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum BenchDeviceArg {
     Cpu,
@@ -243,6 +257,37 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 },
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
+        }
+        Command::Bench {
+            which:
+                Bench::Spmv {
+                    m,
+                    block,
+                    device,
+                    json,
+                },
+        } => {
+            let shape = block
+                .split_once(['x', 'X'])
+                .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
+            let result = match shape {
+                None => Err(anyhow::anyhow!(
+                    "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
+                )),
+                Some((block_rows, block_cols)) => {
+                    hexfem::bench::spmv::run(&hexfem::bench::spmv::SpmvBench {
+                        m,
+                        block_rows,
+                        block_cols,
+                        device: match device {
+                            BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                            BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                        },
+                    })
+                    .and_then(|r| render(&r, json))
+                }
+            };
+            split(result)
         }
         Command::Bench {
             which:

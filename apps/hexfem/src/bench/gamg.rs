@@ -135,7 +135,7 @@ fn used_mib(ctx: &CudaContext) -> Result<f64> {
 }
 
 /// Median of device-event timings of `f` (ms) after one warm-up call.
-fn event_median(
+pub(crate) fn event_median(
     ctx: &CudaContext,
     repeats: usize,
     mut f: impl FnMut() -> Result<()>,
@@ -153,7 +153,7 @@ fn event_median(
 }
 
 /// Copy bandwidth of the device: 1 GiB copied device to device (read + written), best of 5.
-fn copy_gbs(ctx: &CudaContext) -> Result<f64> {
+pub(crate) fn copy_gbs(ctx: &CudaContext) -> Result<f64> {
     let n = (1usize << 30) / 8;
     let src = ctx.filled(n, 1.0)?;
     let mut dst = ctx.zeros::<f64>(n)?;
