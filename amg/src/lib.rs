@@ -27,7 +27,7 @@ pub mod tentative;
 #[cfg(test)]
 pub(crate) mod test_util;
 
-pub use aggregation::{aggregate, Aggregates, MisDistance};
+pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
 pub use error::AmgError;
 pub use hierarchy::{
     check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,

@@ -42,6 +42,16 @@ impl StrengthGraph {
         self.col.len()
     }
 
+    /// CSR row offsets (`n_vertices + 1`).
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+
+    /// Every vertex's neighbours, row after row.
+    pub fn cols(&self) -> &[u32] {
+        &self.col
+    }
+
     /// Neighbours of `v`.
     pub fn neighbours(&self, v: usize) -> &[u32] {
         &self.col[self.row_ptr[v]..self.row_ptr[v + 1]]

@@ -250,3 +250,30 @@ fn other_options_run_on_the_device_or_say_why_not() {
     let err = Hierarchy::setup_external(&a, &p.near_null, &scalar).unwrap_err();
     assert!(err.to_string().contains("not available on cuda"), "{err}");
 }
+
+#[test]
+fn device_mis_and_aggregates_equal_the_host_ones() {
+    let Some(dev) = gpu("device_mis_and_aggregates_equal_the_host_ones") else {
+        return;
+    };
+    let params = AmgParams::default();
+    for m in [17, 33] {
+        let p = elasticity(m, 1e-3);
+        let h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let a = p.a.to_device(&dev).unwrap();
+        let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        // the MIS of every level's graph, both distances
+        for l in 0..h.n_levels() - 1 {
+            let op = if l == 0 { &p.a } else { h.operator(l).unwrap() };
+            let graph = amg::strength_graph(op, params.strength_threshold).unwrap();
+            for distance in [amg::MisDistance::One, amg::MisDistance::Two] {
+                let host = amg::mis(&graph, distance);
+                let device = amg::mis_on(&graph, distance, &dev).unwrap();
+                assert_eq!(device, host, "m = {m}, level {l}, {distance:?}");
+                assert!(host.iter().any(|&r| r));
+            }
+            // and the hierarchy built on the device aggregated the same way
+            assert_eq!(hd.aggregates(l), h.aggregates(l), "m = {m}, level {l}");
+        }
+    }
+}

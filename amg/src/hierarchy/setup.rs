@@ -6,7 +6,7 @@ use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
     Transfer,
 };
-use crate::aggregation::{aggregate, Aggregates, MisDistance};
+use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::estimate_emax;
 use crate::params::{AmgParams, Reuse, Storage};
 use crate::prolongator::smooth_prolongator;
@@ -15,7 +15,7 @@ use crate::smoother::Smoother;
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
-use linalg::{ptap_numeric, Bsr, PtapPlan};
+use linalg::{ptap_numeric, Bsr, Device, PtapPlan};
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -35,19 +35,21 @@ fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
 }
 
 /// Stage "coarsen": MIS-2 aggregation on the first `mis2_levels` levels, MIS-1 below.
+/// On a GPU the MIS rounds run there (the same roots), the rest on the host.
 fn stage_coarsen(
     graph: &StrengthGraph,
     level: usize,
     bs: usize,
     k: usize,
     params: &AmgParams,
-) -> Aggregates {
+    device: &Device,
+) -> Result<Aggregates, AmgError> {
     let distance = if level < params.mis2_levels {
         MisDistance::Two
     } else {
         MisDistance::One
     };
-    aggregate(graph, distance, bs, k)
+    aggregate_on(graph, distance, bs, k, device)
 }
 
 /// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
@@ -92,8 +94,8 @@ fn coarsen_level(
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
     let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
     let aggregates = timed(&mut tm.aggregation_s, || {
-        stage_coarsen(&graph, level, bs, k, params)
-    });
+        stage_coarsen(&graph, level, bs, k, params, &a.device())
+    })?;
     drop(graph);
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarse_rows == 0 || (a.n_rows() as f64) < params.min_coarsening_ratio * coarse_rows as f64 {

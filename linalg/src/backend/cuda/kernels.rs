@@ -40,6 +40,12 @@ pub(crate) const OPS: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const MIS: KernelSource = KernelSource {
+    name: "mis.cu",
+    text: include_str!("../../../cuda/mis.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
 pub const SOURCE_NAMES: &[&str] = &[
     "spmv.cu",
@@ -48,11 +54,12 @@ pub const SOURCE_NAMES: &[&str] = &[
     "coo.cu",
     "spgemm.cu",
     "ops.cu",
+    "mis.cu",
 ];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
-    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS]
+    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS]
         .into_iter()
         .find(|s| s.name == name)
 }

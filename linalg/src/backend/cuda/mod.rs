@@ -26,6 +26,7 @@ mod coo;
 mod jacobi;
 mod kernels;
 mod matrix;
+pub mod mis;
 mod nvrtc;
 pub mod ops;
 mod products;
