@@ -158,6 +158,11 @@ fn every_kernel_compiles_without_spills() {
     ] {
         cases.push(("spgemm.cu", vec![("AR", ar), ("AK", ak), ("BC", bc)]));
     }
+    cases.push(("ops.cu", vec![]));
+    for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 5)] {
+        cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
+    }
+    cases.push(("mis.cu", vec![]));
     for (name, defines) in &cases {
         let (size, log) = compile_with_log(name, defines, &arch, &["--ptxas-options=-v"])
             .unwrap_or_else(|e| panic!("{name} {defines:?}: {e}"));
