@@ -3,9 +3,10 @@
 //
 // spgemm_nn: C = A B, A: AR x AK blocks, B: AK x BC blocks. Block (i, J) of C sums
 //   A_ik B_kJ over the columns k of A's row i, ascending, B_kJ found by binary search in B's
-//   row k (ILP searches at a time, see find_sorted_ilp). Each product is formed as the host's block product: t = sum over m ascending of
-//   a[r][m] b[m][j], then acc[r][j] += t. With --fmad=false this is bit-identical to the host's
-//   SpGEMM and to the rows W = A P of its Galerkin product.
+//   row k (ILP searches at a time, see find_sorted_ilp). Each product is formed as the host's
+//   block product: t = sum over m ascending of a[r][m] b[m][j], then acc[r][j] += t. With
+//   --fmad=false this is bit-identical to the host's SpGEMM and to the rows W = A P of its
+//   Galerkin product.
 //
 // ptw_tn: A_c = P^T W, P: AK x BC blocks (fine x coarse), W: AK x BC blocks. Block (I, J) of
 //   A_c sums P_iI^T W_iJ over the fine rows i of row I of P^T, ascending (P's block found
@@ -16,9 +17,12 @@
 
 #define CL (AR * BC)
 
-// Terms whose operand searches run together: the searches are chains of dependent loads, so
-// several in flight per thread hide their latency. Sums keep the ascending order.
+// Terms whose operand searches run together (set per block shape by the host, 4 by default):
+// the searches are chains of dependent loads, so several in flight per thread hide their
+// latency. Sums keep the ascending order.
+#ifndef ILP
 #define ILP 4
+#endif
 
 // The slots of `key` in ILP sorted ranges a[lo[u]..hi[u]) (NOT_FOUND where absent), the ILP
 // binary searches advanced in lockstep so that their loads are independent.

@@ -157,6 +157,10 @@ fn every_kernel_compiles_without_spills() {
         (2, 5, 4),
     ] {
         cases.push(("spgemm.cu", vec![("AR", ar), ("AK", ak), ("BC", bc)]));
+        cases.push((
+            "spgemm.cu",
+            vec![("AR", ar), ("AK", ak), ("BC", bc), ("ILP", 1)],
+        ));
     }
     cases.push(("ops.cu", vec![]));
     for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 5)] {
