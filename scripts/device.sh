@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages the GPU tests and benchmarks for the device machine (which has the CUDA driver and
-# NVRTC but no Rust): builds the release `hexfem` binary, the test binary of hexfem-linalg (its
-# CUDA tests skip without a GPU) and the `cuda_bench` example, strips them into
+# NVRTC but no Rust): builds the release `hexfem` binary, the GPU test binaries (hexfem-linalg's
+# library tests and `device` test, hexfem-amg's `device` test; all skip without a GPU) and the
+# `cuda_bench` example, strips them into
 # CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
 # and prints the command to run on the device machine from CHECKOUT's root.
 #
@@ -13,8 +14,16 @@ cd "$root"
 
 nice cargo build --release -p hexfem --bin hexfem
 nice cargo build --release -p hexfem-linalg --example cuda_bench
-lib_test=$(nice cargo test --release -p hexfem-linalg --lib --no-run --message-format=json \
-    | grep -o '"executable":"[^"]*"' | sed 's/"executable":"\(.*\)"/\1/' | tail -n 1)
+# The executable of one test target: test_exe PACKAGE CARGO-TARGET-ARGS...
+test_exe() {
+    local pkg=$1
+    shift
+    nice cargo test --release -p "$pkg" "$@" --no-run --message-format=json \
+        | grep -o '"executable":"[^"]*"' | sed 's/"executable":"\(.*\)"/\1/' | tail -n 1
+}
+lib_test=$(test_exe hexfem-linalg --lib)
+linalg_device=$(test_exe hexfem-linalg --test device)
+amg_device=$(test_exe hexfem-amg --test device)
 
 stage="$dest/.device"
 rm -rf "$stage"
@@ -22,6 +31,13 @@ mkdir -p "$stage/bin"
 cp target/release/hexfem "$stage/bin/hexfem"
 cp target/release/examples/cuda_bench "$stage/bin/cuda_bench"
 cp "$lib_test" "$stage/bin/test_linalg"
+cp "$linalg_device" "$stage/bin/test_linalg_device"
+cp "$amg_device" "$stage/bin/test_amg_device"
+# The peer benchmark (cuSPARSE, CuPy) the run script runs beside ours, when the caller has it:
+# PEER=path/to/elasticity_peer.py scripts/device.sh CHECKOUT
+if [ -n "${PEER:-}" ]; then
+    cp "$PEER" "$stage/elasticity_peer.py"
+fi
 strip "$stage"/bin/*
 cp scripts/device_run.sh "$stage/run.sh"
 chmod +x "$stage/run.sh"

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Runs the staged GPU tests and benchmarks on the device machine (staged by scripts/device.sh;
-# run from the checkout root as `bash .device/run.sh [bench args]`). Logs go to $OUT (or
-# /tmp/device-out); the last lines summarise.
+# run from the checkout root as `bash .device/run.sh`). Logs and JSON go to /tmp/device-out,
+# packed into $OUT/device-out.tgz when $OUT is set; the last lines summarise. What runs is chosen by variables:
+#   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy)
+#   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
+#   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
+#   PEER=1             the peer script (cuSPARSE CSR/BSR SpMV, cuSPARSE SpGEMM Galerkin) on the
+#                      GAMG sizes, when it was staged
+#   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
+#   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
+#   RUNS=""            inputs/NAME.yaml run with linear_solver.device cpu and cuda, compared
+#   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 set -uo pipefail
-out=${OUT:-/tmp/device-out}
+out=/tmp/device-out
+rm -rf "$out"
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc.so* \
@@ -18,14 +28,105 @@ export LD_LIBRARY_PATH="/usr/local/nvidia/lib64:${nvrtc:+$(dirname "$nvrtc"):}${
     echo "nvrtc: ${nvrtc:-not found}"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 } > "$out/env.txt" 2>&1
-head -n 20 "$out/env.txt"
+head -n 12 "$out/env.txt"
 
 status=0
+TESTS=${TESTS:-1}
+GAMG=${GAMG-33 66 99}
+CPU=${CPU-66}
+PEER=${PEER:-1}
+KERNELS=${KERNELS:-0}
+CAPACITY=${CAPACITY:-}
+SPMV=${SPMV:-}
+RUNS=${RUNS:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
-"$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
-    || status=1
-grep -E "^test |SKIP|test result|panicked" "$out/tests.log" | tail -n 30
-"$here/bin/cuda_bench" --json "$out/bench.json" "$@" > "$out/bench.log" 2>&1 || status=1
-cat "$out/bench.log"
-echo "device run: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, status $status"
+if [ "$TESTS" = 1 ]; then
+    "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
+        || status=1
+    for t in test_linalg_device test_amg_device; do
+        "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
+    done
+    grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
+    echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
+fi
+# one line per benchmark from its JSON
+summary() {
+    python3 - "$@" <<'PY'
+import json, sys
+tag, path = sys.argv[1], sys.argv[2]
+r = json.load(open(path))
+g = r.get("gpu") or {}
+print(f"[{tag}] {r['unknowns']} unknowns, levels {r['levels']}, iterations {r['iterations']}, "
+      f"cold {r['setup_cold_s']:.3f} s, hot update {r['setup_hot_s']*1e3:.1f} ms, hot solve {r['solve_hot_s']*1e3:.1f} ms")
+if g:
+    print(f"[{tag}] SpMV {g['spmv_ms']:.3f} ms {g['spmv_gbs']:.0f} GB/s ({100*g['spmv_of_copy']:.1f} % of {g['copy_gbs']:.0f}), "
+          f"Galerkin {[round(t, 3) for t in g['galerkin_ms_per_level']]} = {g['galerkin_ms_total']:.2f} ms, "
+          f"{g['bytes_per_hot_step']} B per hot step, memory peak {g['memory_peak_mib']:.0f} MiB")
+PY
+}
+for m in $GAMG; do
+    "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --device cuda --json \
+        > "$out/gamg_cuda_$m.json" 2> "$out/gamg_cuda_$m.err" \
+        && summary "cuda $m" "$out/gamg_cuda_$m.json" || { status=1; tail -n 3 "$out/gamg_cuda_$m.err"; }
+done
+for m in $CPU; do
+    RAYON_NUM_THREADS=2 taskset -c 0,1 "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --json \
+        > "$out/gamg_cpu2_$m.json" 2> "$out/gamg_cpu2_$m.err" || status=1
+    summary "cpu2 $m" "$out/gamg_cpu2_$m.json" || true
+done
+for shape in $SPMV; do
+    "$here/bin/hexfem" bench spmv --m 66 --block "$shape" --device cuda --json \
+        > "$out/spmv_cuda_$shape.json" 2>&1 || status=1
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"[spmv {r['block_rows']}x{r['block_cols']}] {r['rows']} x {r['cols']}, {r['blocks']} blocks: {r['time_ms']:.4f} ms, {r['bytes']/1e6:.1f} MB, {r['gbs']:.0f} GB/s ({100*r['of_copy']:.1f} % of copy)\")" "$out/spmv_cuda_$shape.json" || status=1
+done
+# capacity: the largest ex56 that sets up and solves, and the guard's error beyond it
+for m in $CAPACITY; do
+    /usr/bin/time -v "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --device cuda --json \
+        > "$out/capacity_$m.json" 2> "$out/capacity_$m.err" \
+        && summary "capacity $m" "$out/capacity_$m.json" \
+        || { echo "[capacity $m] failed:"; grep -v "^\s" "$out/capacity_$m.err" | tail -n 2; }
+    grep -E "Maximum resident|Elapsed" "$out/capacity_$m.err" | sed "s/^/[capacity $m] /"
+done
+# end to end: each input with the linear solver on the CPU and on the GPU, summaries compared
+for input in $RUNS; do
+    for dev in cpu cuda; do
+        rm -rf "/tmp/run_$dev"
+        "$here/bin/hexfem" run "inputs/$input.yaml" --set "linear_solver.device=$dev" -o "/tmp/run_$dev" \
+            > "$out/run_${input}_$dev.log" 2>&1 || status=1
+    done
+    python3 - "$input" <<'PY' || status=1
+import glob, json, sys
+name = sys.argv[1]
+def load(dev):
+    return json.load(open(glob.glob(f"/tmp/run_{dev}/*.summary.json")[0]))
+c, g = load("cpu"), load("cuda")
+cs, gs = c["steps"], g["steps"]
+same = [a["newton_iterations"] for a in cs] == [b["newton_iterations"] for b in gs]
+lin = [a["linear_iterations"] for a in cs] == [b["linear_iterations"] for b in gs]
+du = max(abs(a["max_displacement"] - b["max_displacement"]) / max(abs(a["max_displacement"]), 1e-300) for a, b in zip(cs, gs))
+dev = [it["linear"].get("device") for st in gs for it in st["linear_solver"]]
+up = [d["upload_bytes"] for d in dev if d]
+hot = [d["setup"]["host_to_device_bytes"] + d["setup"]["device_to_host_bytes"] + d["solve"]["host_to_device_bytes"] + d["solve"]["device_to_host_bytes"] for d in dev if d]
+print(f"[run {name}] steps {len(cs)}/{len(gs)}, same Newton iterations {same}, same linear iterations {lin}, "
+      f"max displacement rel diff {du:.1e}; per Newton iteration: tangent+rhs upload {up[-1] if up else None} B, "
+      f"set-up+solve {hot[1:] and max(hot[1:])} B (first {hot[0] if hot else None} B)")
+ok = len(cs) == len(gs) and same and du < 1e-8
+sys.exit(0 if ok else 1)
+PY
+done
+
+if [ "$PEER" = 1 ] && [ -f "$here/elasticity_peer.py" ] && [ -n "$GAMG" ]; then
+    # shellcheck disable=SC2086
+    PYTHONUNBUFFERED=1 timeout 300 python3 "$here/elasticity_peer.py" gpu $GAMG > "$out/peer_gpu.txt" 2>&1 || status=1
+    tail -n 25 "$out/peer_gpu.txt"
+fi
+if [ "$KERNELS" = 1 ]; then
+    "$here/bin/cuda_bench" --json "$out/bench.json" "$@" > "$out/bench.log" 2>&1 || status=1
+    tail -n 30 "$out/bench.log"
+fi
+# everything in one file (the device tool brings back at most 8)
+if [ -n "${OUT:-}" ]; then
+    tar czf "$OUT/device-out.tgz" -C "$out" . 2>/dev/null || true
+fi
+echo "device run status $status"
 exit $status

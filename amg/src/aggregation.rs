@@ -10,6 +10,7 @@
 //! only), so the result does not depend on the number of threads.
 
 use crate::strength::StrengthGraph;
+use crate::AmgError;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -113,8 +114,37 @@ const OUT: u64 = u64::MAX;
 /// Luby-style maximal independent set of distance 1 or 2 over the non-isolated vertices.
 /// Returns `true` for the roots. Isolated vertices are never roots.
 pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
-    let n = graph.n_vertices();
-    let mut status: Vec<u64> = (0..n)
+    let status = initial_status(graph);
+    mis_rounds(graph, distance, status)
+}
+
+/// [`mis`] with its rounds on `device` (on a GPU: the graph and the priorities uploaded, one
+/// counter downloaded per round, the set at the end): the same set as on the host, since the
+/// rounds are integer-only and Jacobi-style.
+pub fn mis_on(
+    graph: &StrengthGraph,
+    distance: MisDistance,
+    device: &linalg::Device,
+) -> Result<Vec<bool>, AmgError> {
+    let status = initial_status(graph);
+    match device.cuda_context() {
+        None => Ok(mis_rounds(graph, distance, status)),
+        Some(ctx) => {
+            let status = linalg::backend::cuda::mis::luby_mis(
+                ctx,
+                graph.row_ptr(),
+                graph.cols(),
+                &status,
+                distance == MisDistance::Two,
+            )?;
+            Ok(status.into_iter().map(|s| s == IN).collect())
+        }
+    }
+}
+
+/// Every vertex's priority, or `OUT` for isolated vertices.
+fn initial_status(graph: &StrengthGraph) -> Vec<u64> {
+    (0..graph.n_vertices())
         .into_par_iter()
         .map(|v| {
             if graph.is_isolated(v) {
@@ -123,7 +153,12 @@ pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
                 priority(v, graph.degree(v))
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The rounds of [`mis`] on the host from `status`.
+fn mis_rounds(graph: &StrengthGraph, distance: MisDistance, mut status: Vec<u64>) -> Vec<bool> {
+    let n = graph.n_vertices();
     // Min over the closed neighbourhood of `v` of `s`.
     let closed_min = |s: &[u64], v: usize| {
         graph
@@ -210,8 +245,30 @@ pub fn aggregate(
     bs: usize,
     min_dofs: usize,
 ) -> Aggregates {
+    aggregate_with_roots(graph, bs, min_dofs, mis(graph, distance))
+}
+
+/// [`aggregate`] with the MIS rounds on `device` ([`mis_on`]; the rest on the host): the same
+/// aggregates on every device.
+pub fn aggregate_on(
+    graph: &StrengthGraph,
+    distance: MisDistance,
+    bs: usize,
+    min_dofs: usize,
+    device: &linalg::Device,
+) -> Result<Aggregates, AmgError> {
+    let roots = mis_on(graph, distance, device)?;
+    Ok(aggregate_with_roots(graph, bs, min_dofs, roots))
+}
+
+/// Aggregation around the given roots (see [`aggregate`]).
+fn aggregate_with_roots(
+    graph: &StrengthGraph,
+    bs: usize,
+    min_dofs: usize,
+    roots: Vec<bool>,
+) -> Aggregates {
     let n = graph.n_vertices();
-    let roots = mis(graph, distance);
     // Roots numbered in ascending vertex order.
     let mut root_id = vec![UNAGGREGATED; n];
     let mut n_agg = 0u32;

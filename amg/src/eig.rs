@@ -23,7 +23,12 @@ pub fn estimate_emax(
     steps: usize,
 ) -> Result<Option<f64>, AmgError> {
     let n = a.n_rows();
-    let (mut r, mut p, mut w) = (Vector::zeros(n), Vector::zeros(n), Vector::zeros(n));
+    let d = a.device();
+    let (mut r, mut p, mut w) = (
+        Vector::zeros_on(&d, n)?,
+        Vector::zeros_on(&d, n)?,
+        Vector::zeros_on(&d, n)?,
+    );
     estimate_emax_in(a, pbj, steps, [&mut r, &mut p, &mut w])
 }
 

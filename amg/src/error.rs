@@ -71,4 +71,12 @@ pub enum AmgError {
     /// The coarsest level is too large to factor densely.
     #[error("coarsest level has {n} unknowns, more than the dense limit {limit}: raise max_levels or lower coarse_eq_limit")]
     CoarseTooLarge { n: usize, limit: usize },
+    /// The device hierarchy would not fit: the estimate of its device memory exceeds what the
+    /// device has free (checked before anything is allocated for it).
+    #[error("{device}: the AMG set-up needs about {need_mib} MiB of device memory (estimate), {free_mib} MiB are free: use a smaller problem, a larger GPU or device: cpu")]
+    DeviceOutOfMemory {
+        device: String,
+        need_mib: u64,
+        free_mib: u64,
+    },
 }

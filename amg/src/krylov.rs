@@ -149,9 +149,9 @@ pub fn cg(
     }
 
     // r = b - A x
-    let mut r = b.clone();
+    let mut r = b.try_clone()?;
     a.spmv_add(-1.0, x, 1.0, &mut r)?;
-    let mut z = Vector::zeros(n);
+    let mut z = b.zeros_like()?;
     pc.apply(&r, &mut z)?;
     let mut rz = ops::dot(&r, &z)?;
     let monitored = |r: &Vector, z: &Vector| match params.norm {
@@ -183,7 +183,7 @@ pub fn cg(
         return Ok(finish(0, CgStopReason::IndefinitePreconditioner, history));
     }
 
-    let mut p = z.clone();
+    let mut p = z.try_clone()?;
     // One buffer holds `q = A p` and `z = M^{-1} r` in turn (each is dead when the other is
     // written): three vectors besides `x` and `b`.
     let mut q = z;

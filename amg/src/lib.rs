@@ -27,16 +27,19 @@ pub mod tentative;
 #[cfg(test)]
 pub(crate) mod test_util;
 
-pub use aggregation::{aggregate, Aggregates, MisDistance};
+pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
 pub use error::AmgError;
-pub use hierarchy::{CycleWorkspace, Hierarchy, VCycle};
+pub use hierarchy::{
+    check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,
+    DEVICE_BYTES_PER_OPERATOR_BYTE,
+};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
 pub use params::{AmgParams, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 pub use point_block_jacobi::PointBlockJacobi;
-pub use report::{HierarchyReport, LevelReport, SetupTimings, UpdateReport};
+pub use report::{HierarchyReport, LevelReport, SetupTimings, TransferReport, UpdateReport};
 pub use smoother::SmoothingPolynomial;
 pub use strength::{strength_graph, StrengthGraph};
 pub use tentative::tentative_prolongator;

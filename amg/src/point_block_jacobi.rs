@@ -39,8 +39,12 @@ impl PointBlockJacobi {
 
     /// [`Self::update`] for node blocks of size `bs`, stored as `bs x bs` or as `1 x 1` blocks.
     pub fn update_with_block_size(&mut self, a: &Bsr, bs: usize) -> Result<(), AmgError> {
-        self.inv = inverted_diagonal(a, bs)?;
-        Ok(())
+        if bs != self.inv.block_size() {
+            self.inv = inverted_diagonal(a, bs)?;
+            return Ok(());
+        }
+        check_node_blocks(a, bs)?;
+        self.inv.refresh_inverse(a).map_err(singular_block)
     }
 
     /// Block size `bs`.
@@ -78,7 +82,14 @@ impl Preconditioner for PointBlockJacobi {
 }
 
 /// The inverses of `a`'s `bs x bs` node blocks (stored as `bs x bs` or `1 x 1` blocks).
+/// The inverses of `a`'s `bs x bs` node blocks (stored as `bs x bs` or `1 x 1` blocks), on
+/// `a`'s device.
 fn inverted_diagonal(a: &Bsr, bs: usize) -> Result<BlockDiagonal, AmgError> {
+    check_node_blocks(a, bs)?;
+    BlockDiagonal::inverse_of_diagonal(a, bs).map_err(singular_block)
+}
+
+fn check_node_blocks(a: &Bsr, bs: usize) -> Result<(), AmgError> {
     let stored = a.block_rows();
     if a.block_cols() != stored || (stored != bs && stored != 1) || bs == 0 {
         return Err(AmgError::NonSquareBlocks {
@@ -87,8 +98,12 @@ fn inverted_diagonal(a: &Bsr, bs: usize) -> Result<BlockDiagonal, AmgError> {
             block_cols: a.block_cols(),
         });
     }
-    let mut d = BlockDiagonal::from_diagonal(a, bs)?;
-    d.invert().map_err(|e| match e {
+    Ok(())
+}
+
+/// A singular block as the AMG error (reported as level 0; the hierarchy substitutes its own).
+fn singular_block(e: LinalgError) -> AmgError {
+    match e {
         LinalgError::SingularBlock {
             block,
             column,
@@ -100,8 +115,7 @@ fn inverted_diagonal(a: &Bsr, bs: usize) -> Result<BlockDiagonal, AmgError> {
             pivot,
         },
         e => e.into(),
-    })?;
-    Ok(d)
+    }
 }
 
 #[cfg(test)]

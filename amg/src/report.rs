@@ -119,4 +119,31 @@ pub struct UpdateReport {
     pub galerkin_plans_rebuilt: usize,
     /// Stage timings of this update.
     pub timings: SetupTimings,
+    /// Bytes moved between host and device during this update (zero on the host).
+    pub transfers: TransferReport,
+}
+
+/// Bytes copied between host and device during one call (a hot update, a solve): on a GPU
+/// only scalars (dot products, flags) should move once the hierarchy is set up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TransferReport {
+    /// Host to device.
+    pub host_to_device_bytes: u64,
+    /// Device to host.
+    pub device_to_host_bytes: u64,
+}
+
+impl TransferReport {
+    /// The bytes moved between two readings of a device's counters.
+    pub fn between(before: linalg::Transfers, after: linalg::Transfers) -> Self {
+        Self {
+            host_to_device_bytes: after.host_to_device - before.host_to_device,
+            device_to_host_bytes: after.device_to_host - before.device_to_host,
+        }
+    }
+
+    /// Both directions together.
+    pub fn total_bytes(&self) -> u64 {
+        self.host_to_device_bytes + self.device_to_host_bytes
+    }
 }

@@ -3,7 +3,7 @@
 //! `D^{-1} A` for pre- and post-smoothing, so the V-cycle built from them is symmetric.
 
 use crate::{AmgError, PointBlockJacobi};
-use linalg::{ops, Bsr, Vector};
+use linalg::{ops, Bsr, Device, Vector};
 
 /// The polynomial in `D^{-1} A` a smoother applies, with its coefficients.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,12 +39,20 @@ pub struct SmootherWork {
 }
 
 impl SmootherWork {
-    /// Scratch for `n` unknowns.
+    /// Scratch for `n` unknowns (host).
     pub fn new(n: usize) -> Self {
         Self {
             r: Vector::zeros(n),
             d: Vector::zeros(n),
         }
+    }
+
+    /// Scratch for `n` unknowns on `device`.
+    pub fn new_on(device: &Device, n: usize) -> Result<Self, AmgError> {
+        Ok(Self {
+            r: Vector::zeros_on(device, n)?,
+            d: Vector::zeros_on(device, n)?,
+        })
     }
 }
 

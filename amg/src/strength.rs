@@ -42,6 +42,16 @@ impl StrengthGraph {
         self.col.len()
     }
 
+    /// CSR row offsets (`n_vertices + 1`).
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+
+    /// Every vertex's neighbours, row after row.
+    pub fn cols(&self) -> &[u32] {
+        &self.col
+    }
+
     /// Neighbours of `v`.
     pub fn neighbours(&self, v: usize) -> &[u32] {
         &self.col[self.row_ptr[v]..self.row_ptr[v + 1]]
@@ -84,7 +94,15 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
     let diag_pos = pattern.diagonal_positions()?;
     // The block norms come from `linalg` (where the operator lives); the graph is host set-up data.
     let block_norms = a.block_norms()?;
-    let norms = block_norms.host()?;
+    let downloaded;
+    let norms = match block_norms.host() {
+        Ok(norms) => norms,
+        Err(_) => {
+            // a device operator: the norms (one per block) come to the host, the graph is built here
+            downloaded = block_norms.to_host_vec()?;
+            &downloaded[..]
+        }
+    };
     let dnorm: Vec<f64> = diag_pos.iter().map(|&k| norms[k]).collect();
     let (row_ptr, cols) = (pattern.row_ptr(), pattern.col_idx());
     let weight_of = |i: usize, k: usize| -> Option<f64> {

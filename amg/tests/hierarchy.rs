@@ -471,7 +471,7 @@ fn cycles_in_caller_workspaces() {
         let workers: Vec<_> = (0..3)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut ws = ext.workspace();
+                    let mut ws = ext.workspace().unwrap();
                     let r = rhs(p.a.n_rows(), 3);
                     let mut z = Vector::zeros(r.len());
                     for _ in 0..2 {
@@ -492,7 +492,7 @@ fn cycles_in_caller_workspaces() {
         let r = rhs(p.a.n_rows(), 3);
         let mut z = Vector::zeros(r.len());
         assert!(matches!(
-            cycle.apply_in(&r, &mut z, &mut small_h.workspace()),
+            cycle.apply_in(&r, &mut z, &mut small_h.workspace().unwrap()),
             Err(amg::AmgError::DimensionMismatch { .. })
         ));
     }

@@ -3,9 +3,10 @@
 //
 // spgemm_nn: C = A B, A: AR x AK blocks, B: AK x BC blocks. Block (i, J) of C sums
 //   A_ik B_kJ over the columns k of A's row i, ascending, B_kJ found by binary search in B's
-//   row k. Each product is formed as the host's block product: t = sum over m ascending of
-//   a[r][m] b[m][j], then acc[r][j] += t. With --fmad=false this is bit-identical to the host's
-//   SpGEMM and to the rows W = A P of its Galerkin product.
+//   row k (ILP searches at a time, see find_sorted_ilp). Each product is formed as the host's
+//   block product: t = sum over m ascending of a[r][m] b[m][j], then acc[r][j] += t. With
+//   --fmad=false this is bit-identical to the host's SpGEMM and to the rows W = A P of its
+//   Galerkin product.
 //
 // ptw_tn: A_c = P^T W, P: AK x BC blocks (fine x coarse), W: AK x BC blocks. Block (I, J) of
 //   A_c sums P_iI^T W_iJ over the fine rows i of row I of P^T, ascending (P's block found
@@ -15,6 +16,41 @@
 // Both take the row of every output slot (c_row) so that threads map to slots directly.
 
 #define CL (AR * BC)
+
+// Terms whose operand searches run together (set per block shape by the host, 4 by default):
+// the searches are chains of dependent loads, so several in flight per thread hide their
+// latency. Sums keep the ascending order.
+#ifndef ILP
+#define ILP 4
+#endif
+
+// The slots of `key` in ILP sorted ranges a[lo[u]..hi[u]) (NOT_FOUND where absent), the ILP
+// binary searches advanced in lockstep so that their loads are independent.
+__device__ __forceinline__ void find_sorted_ilp(const u32* __restrict__ a, u32 (&lo)[ILP],
+                                                u32 (&hi)[ILP], const u32 key, u32 (&out)[ILP]) {
+#pragma unroll
+    for (int u = 0; u < ILP; ++u) out[u] = NOT_FOUND;
+    bool active = true;
+    while (active) {
+        active = false;
+#pragma unroll
+        for (int u = 0; u < ILP; ++u) {
+            if (lo[u] < hi[u]) {
+                const u32 mid = lo[u] + ((hi[u] - lo[u]) >> 1);
+                const u32 v = __ldg(a + mid);
+                if (v < key) {
+                    lo[u] = mid + 1;
+                } else if (v > key) {
+                    hi[u] = mid;
+                } else {
+                    out[u] = mid;
+                    hi[u] = lo[u];
+                }
+                active |= lo[u] < hi[u];
+            }
+        }
+    }
+}
 
 // One thread per (output slot, row r of its block): AR threads share a slot (adjacent lanes, so
 // their index and operand loads coalesce or broadcast), each with BC accumulators: few registers,
@@ -36,21 +72,37 @@ spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict_
 #pragma unroll
     for (int j = 0; j < BC; ++j) acc[j] = 0.0;
     const u32 a_end = __ldg(a_ptr + i + 1);
-    for (u32 sa = __ldg(a_ptr + i); sa < a_end; ++sa) {
-        const u32 k = __ldg(a_col + sa);
-        const u32 sb = find_sorted(b_col, __ldg(b_ptr + k), __ldg(b_ptr + k + 1), J);
-        if (sb == NOT_FOUND) continue;
-        const double* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
-        const double* __restrict__ b = b_vals + (size_t)sb * (AK * BC);
-        double ar[AK];
+    for (u32 base = __ldg(a_ptr + i); base < a_end; base += ILP) {
+        // the searches of ILP terms run together (independent loads in flight); the terms are
+        // then added in ascending order, as one at a time
+        u32 lo[ILP], hi[ILP], sb[ILP];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+        for (int u = 0; u < ILP; ++u) {
+            lo[u] = 0;
+            hi[u] = 0;
+            if (base + u < a_end) {
+                const u32 k = __ldg(a_col + base + u);
+                lo[u] = __ldg(b_ptr + k);
+                hi[u] = __ldg(b_ptr + k + 1);
+            }
+        }
+        find_sorted_ilp(b_col, lo, hi, J, sb);
 #pragma unroll
-        for (int j = 0; j < BC; ++j) {
-            double tt = 0.0;
+        for (int u = 0; u < ILP; ++u) {
+            if (sb[u] == NOT_FOUND) continue;
+            const u32 sa = base + u;
+            const double* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
+            const double* __restrict__ b = b_vals + (size_t)sb[u] * (AK * BC);
+            double ar[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
-            acc[j] += tt;
+            for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+#pragma unroll
+            for (int j = 0; j < BC; ++j) {
+                double tt = 0.0;
+#pragma unroll
+                for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
+                acc[j] += tt;
+            }
         }
     }
     double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
@@ -75,22 +127,36 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
 #pragma unroll
     for (int j = 0; j < BC; ++j) acc[j] = 0.0;
     const u32 q_end = __ldg(pt_ptr + I + 1);
-    for (u32 q = __ldg(pt_ptr + I); q < q_end; ++q) {
-        const u32 i = __ldg(pt_col + q);
-        const u32 sw = find_sorted(w_col, __ldg(w_ptr + i), __ldg(w_ptr + i + 1), J);
-        if (sw == NOT_FOUND) continue;
-        // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
-        const double* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
-        const double* __restrict__ w = w_vals + (size_t)sw * (AK * BC);
-        double pr[AK];
+    for (u32 base = __ldg(pt_ptr + I); base < q_end; base += ILP) {
+        u32 lo[ILP], hi[ILP], sw[ILP];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+        for (int u = 0; u < ILP; ++u) {
+            lo[u] = 0;
+            hi[u] = 0;
+            if (base + u < q_end) {
+                const u32 i = __ldg(pt_col + base + u);
+                lo[u] = __ldg(w_ptr + i);
+                hi[u] = __ldg(w_ptr + i + 1);
+            }
+        }
+        find_sorted_ilp(w_col, lo, hi, J, sw);
 #pragma unroll
-        for (int j = 0; j < BC; ++j) {
-            double tt = 0.0;
+        for (int u = 0; u < ILP; ++u) {
+            if (sw[u] == NOT_FOUND) continue;
+            const u32 q = base + u;
+            // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
+            const double* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
+            const double* __restrict__ w = w_vals + (size_t)sw[u] * (AK * BC);
+            double pr[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
-            acc[j] += tt;
+            for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+#pragma unroll
+            for (int j = 0; j < BC; ++j) {
+                double tt = 0.0;
+#pragma unroll
+                for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
+                acc[j] += tt;
+            }
         }
     }
     double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;

@@ -394,7 +394,7 @@ fn ptap_bench(
     );
     json.num("host_ptap_ms", host_ms);
 
-    let dplan = DevicePtapPlan::upload(ctx, &plan)?;
+    let dplan = DevicePtapPlan::upload(ctx, &plan)?.keep_workspace();
     let dp = DeviceBsr::upload(ctx, &p)?;
     let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), 6, 6)?;
     println!(
@@ -471,7 +471,7 @@ fn galerkin_level(ctx: &CudaContext, m: usize, reps: usize) -> Result<f64, Linal
     let plan = PtapPlan::new(&a_pat, &p_pat)?;
     let mut host = Bsr::zeros(plan.pattern().clone(), 6, 6);
     linalg::ptap_numeric(&plan, &a, &p, &mut host, &mut plan.workspace())?;
-    let dplan = DevicePtapPlan::upload(ctx, &plan)?;
+    let dplan = DevicePtapPlan::upload(ctx, &plan)?.keep_workspace();
     let (da, dp) = (DeviceBsr::upload(ctx, &a)?, DeviceBsr::upload(ctx, &p)?);
     let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), 6, 6)?;
     let t = time_ms(ctx, 2, 10.min(reps), || {

@@ -1,8 +1,10 @@
 //! [`BlockDiagonal`]: `n` square blocks on the diagonal of a block matrix (point-block Jacobi's
 //! `D` and `D^{-1}`).
 
-use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use std::sync::Arc;
+
+use crate::backend::{cuda, host};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::vector::check_len;
 use crate::{Bsr, Device, LinalgError, Vector};
 
@@ -60,6 +62,10 @@ impl BlockDiagonal {
                     host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
                     Self::from_vec(positions.len(), bs, d)
                 }
+                _ => Err(unsupported(
+                    "BlockDiagonal::from_diagonal (use inverse_of_diagonal)",
+                    &a.device(),
+                )),
             }
         } else {
             if !a.n_rows().is_multiple_of(bs) || pattern.n_block_cols() != pattern.n_block_rows() {
@@ -76,8 +82,58 @@ impl BlockDiagonal {
                     host::block_diagonal::gather_node_blocks(pattern, bs, v, &mut d);
                     Self::from_vec(n_blocks, bs, d)
                 }
+                _ => Err(unsupported("BlockDiagonal::from_diagonal", &a.device())),
             }
         }
+    }
+
+    /// The inverses of the `bs x bs` node blocks on the diagonal of `a` (point-block Jacobi's
+    /// `D^{-1}`), on `a`'s device: [`BlockDiagonal::from_diagonal`] then
+    /// [`BlockDiagonal::invert`] on the host; on a GPU one fused gather-and-invert kernel reading
+    /// the diagonal slots it uploads once (then kept for [`BlockDiagonal::refresh_inverse`]).
+    /// Scalar (1x1) storage of node blocks is host-only.
+    pub fn inverse_of_diagonal(a: &Bsr, bs: usize) -> Result<Self, LinalgError> {
+        match a.cuda() {
+            None => {
+                let mut d = Self::from_diagonal(a, bs)?;
+                d.invert()?;
+                Ok(d)
+            }
+            Some((ctx, m)) => {
+                if a.block_rows() != bs || a.block_cols() != bs {
+                    return Err(unsupported(
+                        "point-block inverse of scalar (1x1) storage",
+                        &a.device(),
+                    ));
+                }
+                let mut d = cuda::DeviceBlockDiagonal::new(ctx, a.pattern(), bs)?;
+                d.invert(ctx, m)?;
+                Ok(Self {
+                    n_blocks: d.n_blocks(),
+                    bs,
+                    storage: Storage::CudaDiag {
+                        ctx: ctx.clone(),
+                        d,
+                        source: a.pattern().clone(),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Recomputes [`BlockDiagonal::inverse_of_diagonal`] from new values of `a`; on a GPU with
+    /// the pattern of the last call nothing is uploaded (one `u64`, the singular-block flag,
+    /// comes back). On error `self` is unspecified.
+    pub fn refresh_inverse(&mut self, a: &Bsr) -> Result<(), LinalgError> {
+        let bs = self.bs;
+        if let (Storage::CudaDiag { d, source, .. }, Some((ctx, m))) = (&mut self.storage, a.cuda())
+        {
+            if Arc::ptr_eq(source, a.pattern()) && a.block_rows() == bs && a.block_cols() == bs {
+                return d.invert(ctx, m);
+            }
+        }
+        *self = Self::inverse_of_diagonal(a, bs)?;
+        Ok(())
     }
 
     /// Number of blocks.
@@ -105,6 +161,14 @@ impl BlockDiagonal {
         self.storage.host()
     }
 
+    /// The inverses on the device, if this is a GPU block diagonal (crate kernels).
+    pub(crate) fn cuda_values(&self) -> Option<&cuda::DeviceBuffer<f64>> {
+        match &self.storage {
+            Storage::CudaDiag { d, .. } => Some(d.inverse()),
+            _ => None,
+        }
+    }
+
     /// A host copy of the blocks.
     pub fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
         self.storage.to_host_vec()
@@ -117,6 +181,12 @@ impl BlockDiagonal {
         let bs = self.bs;
         let failure = match &mut self.storage {
             Storage::Host(v) => host::block_diagonal::invert_blocks(bs, v),
+            _ => {
+                return Err(unsupported(
+                    "BlockDiagonal::invert (use inverse_of_diagonal)",
+                    &self.storage.device(),
+                ))
+            }
         };
         match failure {
             Some((block, z)) => Err(LinalgError::SingularBlock {
@@ -145,6 +215,12 @@ impl BlockDiagonal {
             (Storage::Host(d), Storage::Host(r), Storage::Host(x)) => {
                 host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
             }
+            (
+                Storage::CudaDiag { ctx, d, .. },
+                Storage::Cuda { buf: r, .. },
+                Storage::Cuda { buf: x, .. },
+            ) => d.apply(ctx, omega, r, beta, x)?,
+            _ => return Err(unsupported("BlockDiagonal::apply", &device)),
         }
         Ok(())
     }

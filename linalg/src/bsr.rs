@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use crate::backend::{cuda, host};
+use crate::device::{check_same_device, device_pattern, unsupported, Storage};
 use crate::vector::check_len;
 use crate::{BlockPattern, Device, LinalgError, Vector};
 
@@ -41,14 +41,123 @@ impl Bsr {
     }
 
     /// A matrix of zeros on the pattern, block sizes and device of `self`.
-    pub fn zeros_like(&self) -> Self {
-        Self {
-            pattern: self.pattern.clone(),
-            block_rows: self.block_rows,
-            block_cols: self.block_cols,
-            storage: match &self.storage {
-                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
-            },
+    pub fn zeros_like(&self) -> Result<Self, LinalgError> {
+        Self::zeros_on(
+            &self.device(),
+            self.pattern.clone(),
+            self.block_rows,
+            self.block_cols,
+        )
+    }
+
+    /// A matrix of zeros on `device` (the pattern is uploaded once per GPU and cached in it).
+    pub fn zeros_on(
+        device: &Device,
+        pattern: Arc<BlockPattern>,
+        block_rows: usize,
+        block_cols: usize,
+    ) -> Result<Self, LinalgError> {
+        check_block_size(block_rows, block_cols)?;
+        let storage = match device {
+            Device::Host => Storage::Host(vec![0.0; pattern.nnz() * block_rows * block_cols]),
+            Device::Cuda(ctx) => {
+                let dp = device_pattern(ctx, &pattern)?;
+                Storage::CudaBsr {
+                    ctx: ctx.clone(),
+                    m: cuda::DeviceBsr::zeros(ctx, &dp, block_rows, block_cols)?,
+                }
+            }
+        };
+        Ok(Self {
+            pattern,
+            block_rows,
+            block_cols,
+            storage,
+        })
+    }
+
+    /// A copy on `device` (an upload, a download, or a copy on the same device). The pattern
+    /// is shared; on a GPU its device copy is made once and cached in the pattern.
+    pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
+        if device.same_as(&self.device()) {
+            return Ok(Self {
+                pattern: self.pattern.clone(),
+                block_rows: self.block_rows,
+                block_cols: self.block_cols,
+                storage: self.storage.try_clone()?,
+            });
+        }
+        let mut out = Self::zeros_on(
+            device,
+            self.pattern.clone(),
+            self.block_rows,
+            self.block_cols,
+        )?;
+        match &self.storage {
+            Storage::Host(v) => out.upload_values_from_slice(v)?,
+            _ => {
+                let v = self.storage.to_host_vec()?;
+                out.upload_values_from_slice(&v)?
+            }
+        }
+        Ok(out)
+    }
+
+    /// A host copy (a download for a device matrix).
+    pub fn to_host(&self) -> Result<Self, LinalgError> {
+        self.to_device(&Device::Host)
+    }
+
+    /// Overwrites the values with those of the host matrix `src` (same pattern and block sizes):
+    /// an upload of the values alone for a device matrix (the hot path of a Newton step whose
+    /// tangent is assembled on the host), a copy on the host.
+    pub fn upload_values_from(&mut self, src: &Bsr) -> Result<(), LinalgError> {
+        if !BlockPattern::same(&self.pattern, &src.pattern) {
+            return Err(LinalgError::PatternMismatch {
+                what: "Bsr::upload_values_from",
+            });
+        }
+        check_same_block_size("Bsr::upload_values_from", self, src)?;
+        let v = src.storage.host()?;
+        self.upload_values_from_slice(v)
+    }
+
+    fn upload_values_from_slice(&mut self, v: &[f64]) -> Result<(), LinalgError> {
+        match &mut self.storage {
+            Storage::Host(d) => {
+                if d.len() != v.len() {
+                    return Err(LinalgError::LengthMismatch {
+                        what: "Bsr values",
+                        expected: d.len(),
+                        found: v.len(),
+                    });
+                }
+                d.copy_from_slice(v)
+            }
+            Storage::CudaBsr { ctx, m } => ctx.upload_into(v, m.values_mut())?,
+            _ => {
+                return Err(unsupported(
+                    "Bsr::upload_values_from",
+                    &self.storage.device(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The device matrix and its context (crate kernels), or `None` on the host.
+    pub(crate) fn cuda(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr)> {
+        match &self.storage {
+            Storage::CudaBsr { ctx, m } => Some((ctx, m)),
+            _ => None,
+        }
+    }
+
+    /// Mutable [`Bsr::cuda`].
+    pub(crate) fn cuda_mut(&mut self) -> Option<(&Arc<cuda::CudaContext>, &mut cuda::DeviceBsr)> {
+        match &mut self.storage {
+            Storage::CudaBsr { ctx, m } => Some((ctx, m)),
+            _ => None,
         }
     }
 
@@ -274,6 +383,12 @@ impl Bsr {
             (Storage::Host(a), Storage::Host(x), Storage::Host(y)) => {
                 host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
             }
+            (
+                Storage::CudaBsr { ctx, m },
+                Storage::Cuda { buf: x, .. },
+                Storage::Cuda { buf: y, .. },
+            ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
+            _ => return Err(unsupported("Bsr::spmv", &device)),
         }
         Ok(())
     }
@@ -282,6 +397,8 @@ impl Bsr {
     pub fn scale(&mut self, s: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
             Storage::Host(v) => host::bsr::scale(s, v),
+            Storage::CudaBsr { ctx, m } => cuda::ops::scale(ctx, s, m.values_mut())?,
+            _ => return Err(unsupported("Bsr::scale", &self.storage.device())),
         }
         Ok(())
     }
@@ -298,6 +415,10 @@ impl Bsr {
         check_same_device("Bsr::copy_values_from", &self.device(), &src.device())?;
         match (&src.storage, &mut self.storage) {
             (Storage::Host(s), Storage::Host(d)) => host::bsr::copy(s, d),
+            (Storage::CudaBsr { m: s, .. }, Storage::CudaBsr { ctx, m: d }) => {
+                ctx.copy(s.values(), d.values_mut())?
+            }
+            _ => return Err(unsupported("Bsr::copy_values_from", &src.device())),
         }
         Ok(())
     }
@@ -312,6 +433,16 @@ impl Bsr {
                 host::bsr::block_norms(bl, v, &mut norms);
                 Ok(Vector::from_vec(norms))
             }
+            Storage::CudaBsr { ctx, m } => {
+                let device = Device::Cuda(ctx.clone());
+                let mut norms = Vector::zeros_on(&device, self.pattern.nnz())?;
+                match norms.storage_mut() {
+                    Storage::Cuda { buf, .. } => cuda::ops::block_norms(ctx, m, buf)?,
+                    _ => return Err(unsupported("Bsr::block_norms", &device)),
+                }
+                Ok(norms)
+            }
+            _ => Err(unsupported("Bsr::block_norms", &self.storage.device())),
         }
     }
 
@@ -341,6 +472,7 @@ impl Bsr {
             block_cols: 1,
             storage: match &self.storage {
                 Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
+                _ => return Err(unsupported("Bsr::to_scalar_blocks", &self.device())),
             },
         };
         scalar.copy_scalar_blocks_from(self)?;
@@ -369,6 +501,12 @@ impl Bsr {
         match (&blocked.storage, &mut self.storage) {
             (Storage::Host(src), Storage::Host(dst)) => {
                 host::bsr::expand_to_scalar(&blocked.pattern, br, bc, src, dst)
+            }
+            _ => {
+                return Err(unsupported(
+                    "Bsr::copy_scalar_blocks_from",
+                    &blocked.device(),
+                ))
             }
         }
         Ok(())

@@ -8,9 +8,12 @@
 // `!(x > tol)` is deliberate: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+use std::sync::Arc;
+
+use crate::backend::cuda::{CudaContext, DeviceDenseInverse};
 use crate::device::Storage;
 use crate::vector::check_len;
-use crate::{Bsr, LinalgError, Vector};
+use crate::{Bsr, Device, LinalgError, Vector};
 
 /// Relative pivot tolerance: a pivot below `PIVOT_RTOL * max|a|` counts as zero.
 pub const PIVOT_RTOL: f64 = 1e-13;
@@ -95,6 +98,9 @@ pub enum DenseMethod {
     Cholesky,
     /// `P A = L U` with partial pivoting.
     Lu,
+    /// The explicit inverse, on a GPU (Gauss-Jordan with partial pivoting; a solve is one dense
+    /// matrix-vector product).
+    DeviceInverse,
 }
 
 /// Dense factorisation of a small square matrix: Cholesky when the matrix is symmetric positive
@@ -111,6 +117,11 @@ enum Factor {
     Cholesky { l: Vec<f64> },
     /// Packed `L\U` (row-major) with the row permutation `perm`: `P A = L U`.
     Lu { lu: Vec<f64>, perm: Vec<usize> },
+    /// The inverse on a GPU.
+    Device {
+        ctx: Arc<CudaContext>,
+        inv: Arc<DeviceDenseInverse>,
+    },
 }
 
 impl DenseFactor {
@@ -123,6 +134,16 @@ impl DenseFactor {
                 what: "DenseFactor::factor: columns",
                 expected: a.n_rows(),
                 found: a.n_cols(),
+            });
+        }
+        if let Some((ctx, m)) = a.cuda() {
+            let inv = DeviceDenseInverse::factor(ctx, a.pattern(), m, PIVOT_RTOL)?;
+            return Ok(Self {
+                n: a.n_rows(),
+                factor: Factor::Device {
+                    ctx: ctx.clone(),
+                    inv: Arc::new(inv),
+                },
             });
         }
         Self::factor_dense(&a.to_dense()?, a.n_rows())
@@ -158,11 +179,26 @@ impl DenseFactor {
         match self.factor {
             Factor::Cholesky { .. } => DenseMethod::Cholesky,
             Factor::Lu { .. } => DenseMethod::Lu,
+            Factor::Device { .. } => DenseMethod::DeviceInverse,
         }
     }
 
     /// Solves `A x = b`.
     pub fn solve(&self, b: &Vector, x: &mut Vector) -> Result<(), LinalgError> {
+        if let Factor::Device { ctx, inv } = &self.factor {
+            check_len("DenseFactor::solve: b", b, self.n)?;
+            check_len("DenseFactor::solve: x", x, self.n)?;
+            return match (b.storage(), x.storage_mut()) {
+                (Storage::Cuda { buf: b, .. }, Storage::Cuda { buf: x, .. }) => {
+                    inv.solve(ctx, b, x)
+                }
+                _ => Err(LinalgError::DeviceMismatch {
+                    what: "DenseFactor::solve",
+                    expected: Device::Cuda(ctx.clone()).name(),
+                    found: b.device().name(),
+                }),
+            };
+        }
         x.copy_from(b)?;
         self.solve_in_place(x)
     }
@@ -170,8 +206,19 @@ impl DenseFactor {
     /// Solves `A x = b` in place (`x` holds `b` on entry).
     pub fn solve_in_place(&self, x: &mut Vector) -> Result<(), LinalgError> {
         check_len("DenseFactor::solve", x, self.n)?;
+        if let Factor::Device { .. } = &self.factor {
+            let b = x.try_clone()?;
+            return self.solve(&b, x);
+        }
         match x.storage_mut() {
             Storage::Host(x) => self.solve_host(x),
+            _ => {
+                return Err(LinalgError::DeviceMismatch {
+                    what: "DenseFactor::solve (a host factorisation)",
+                    expected: Device::Host.name(),
+                    found: x.device().name(),
+                })
+            }
         }
         Ok(())
     }
@@ -214,6 +261,8 @@ impl DenseFactor {
                     x[i] = (x[i] - s) / lu[i * n + i];
                 }
             }
+            // solve_in_place sends device factors to `solve` before reaching here
+            Factor::Device { .. } => {}
         }
     }
 }

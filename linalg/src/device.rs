@@ -4,32 +4,52 @@
 //! [`Storage`] and reports its [`Device`]; numeric operations match on the storage of their
 //! operands (candle's pattern) and run the kernel of that backend ([`crate::backend`]). Operands
 //! of one call must live on one device ([`crate::LinalgError::DeviceMismatch`]); nothing moves
-//! between devices except through the explicit calls named `host`, `host_mut`, `to_host_vec` and
-//! the host constructors. Symbolic data (patterns, plans) is host-side and immutable.
+//! between devices except through the explicit calls (`to_device`, `to_host`, `host`,
+//! `host_mut`, `to_host_vec`, the host constructors, `Bsr::upload_values_from`). Symbolic data
+//! (patterns, plans) is host-side and immutable; a device mirror of it is uploaded on first use
+//! and cached in a [`DeviceMirror`].
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
-use crate::LinalgError;
+use crate::backend::cuda::{self, CudaContext, DeviceBlockDiagonal, DeviceBsr, DeviceBuffer};
+use crate::{BlockPattern, LinalgError};
 
-/// The memory a vector's or matrix's values live in. Only `Host` exists today; the CUDA variant
-/// (a context on one GPU) arrives with the GPU backend.
+/// The memory a vector's or matrix's values live in.
 #[derive(Clone, Debug, Default)]
 pub enum Device {
     /// Main memory; kernels run on the CPU (rayon).
     #[default]
     Host,
+    /// One CUDA GPU: its context (stream, loaded kernels, transfer counters).
+    Cuda(Arc<CudaContext>),
 }
 
+/// Bytes moved between host and device.
+pub use crate::backend::cuda::Transfers;
+
 impl Device {
+    /// Opens CUDA device `ordinal`. A missing driver, NVRTC or GPU is
+    /// [`LinalgError::CudaUnavailable`] (never a panic).
+    pub fn cuda(ordinal: usize) -> Result<Device, LinalgError> {
+        Ok(Device::Cuda(CudaContext::new(ordinal)?))
+    }
+
+    /// The first GPU where one is usable, else the host (`device: auto`).
+    pub fn auto() -> Device {
+        Device::cuda(0).unwrap_or(Device::Host)
+    }
+
     /// True for [`Device::Host`].
     pub fn is_host(&self) -> bool {
         matches!(self, Device::Host)
     }
 
-    /// A short name for messages (`host`).
+    /// A short name for messages (`host`, `cuda:0 (NVIDIA H100 ...)`).
     pub fn name(&self) -> String {
         match self {
             Device::Host => "host".to_owned(),
+            Device::Cuda(c) => format!("cuda:{} ({})", c.ordinal(), c.name()),
         }
     }
 
@@ -37,6 +57,32 @@ impl Device {
     pub fn same_as(&self, other: &Device) -> bool {
         match (self, other) {
             (Device::Host, Device::Host) => true,
+            (Device::Cuda(a), Device::Cuda(b)) => a.ordinal() == b.ordinal(),
+            _ => false,
+        }
+    }
+
+    /// The CUDA context, if this is a GPU.
+    pub fn cuda_context(&self) -> Option<&Arc<CudaContext>> {
+        match self {
+            Device::Cuda(c) => Some(c),
+            Device::Host => None,
+        }
+    }
+
+    /// Bytes copied between host and this device so far (zero for the host).
+    pub fn transfers(&self) -> Transfers {
+        match self {
+            Device::Cuda(c) => c.transfers(),
+            Device::Host => Transfers::default(),
+        }
+    }
+
+    /// Waits for the device's queued work (a no-op on the host); reports a failed kernel.
+    pub fn synchronize(&self) -> Result<(), LinalgError> {
+        match self {
+            Device::Cuda(c) => c.synchronize(),
+            Device::Host => Ok(()),
         }
     }
 }
@@ -64,17 +110,85 @@ pub(crate) fn check_same_device(
     }
 }
 
+/// The error of an operation that has no kernel on `device` yet.
+pub(crate) fn unsupported(what: &'static str, device: &Device) -> LinalgError {
+    LinalgError::Unsupported {
+        what,
+        device: device.name(),
+    }
+}
+
 /// The values of a vector, matrix or block diagonal, on their device.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// `Cuda` holds a plain array (vectors), `CudaBsr` a matrix with its uploaded pattern, and
+/// `CudaDiag` the inverted diagonal blocks of point-block Jacobi with the slots they come from.
+#[derive(Debug)]
 pub(crate) enum Storage {
     Host(Vec<f64>),
+    Cuda {
+        ctx: Arc<CudaContext>,
+        buf: DeviceBuffer<f64>,
+    },
+    CudaBsr {
+        ctx: Arc<CudaContext>,
+        m: DeviceBsr,
+    },
+    CudaDiag {
+        ctx: Arc<CudaContext>,
+        d: DeviceBlockDiagonal,
+        /// Pattern of the operator whose diagonal slots `d` reads.
+        source: Arc<BlockPattern>,
+    },
+}
+
+impl Clone for Storage {
+    /// A copy on the same device (a device-to-device copy for GPU storage). Like a host `Vec`'s
+    /// clone, which aborts when memory runs out, a device clone panics if the device allocation
+    /// fails; fallible code uses [`Storage::try_clone`].
+    fn clone(&self) -> Self {
+        self.try_clone()
+            .unwrap_or_else(|e| panic!("device copy failed: {e}"))
+    }
+}
+
+impl PartialEq for Storage {
+    /// Equal values (downloaded where they live on a device: for tests).
+    fn eq(&self, other: &Self) -> bool {
+        match (self.to_host_vec(), other.to_host_vec()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Storage {
+    /// A copy on the same device.
+    pub(crate) fn try_clone(&self) -> Result<Self, LinalgError> {
+        Ok(match self {
+            Storage::Host(v) => Storage::Host(v.clone()),
+            Storage::Cuda { ctx, buf } => Storage::Cuda {
+                ctx: ctx.clone(),
+                buf: ctx.duplicate(buf)?,
+            },
+            Storage::CudaBsr { ctx, m } => Storage::CudaBsr {
+                ctx: ctx.clone(),
+                m: m.duplicate(ctx)?,
+            },
+            Storage::CudaDiag { ctx, d, source } => Storage::CudaDiag {
+                ctx: ctx.clone(),
+                d: d.duplicate(ctx)?,
+                source: source.clone(),
+            },
+        })
+    }
+
     /// The device the values live on.
     pub(crate) fn device(&self) -> Device {
         match self {
             Storage::Host(_) => Device::Host,
+            Storage::Cuda { ctx, .. }
+            | Storage::CudaBsr { ctx, .. }
+            | Storage::CudaDiag { ctx, .. } => Device::Cuda(ctx.clone()),
         }
     }
 
@@ -82,6 +196,16 @@ impl Storage {
     pub(crate) fn len(&self) -> usize {
         match self {
             Storage::Host(v) => v.len(),
+            Storage::Cuda { buf, .. } => buf.len(),
+            Storage::CudaBsr { m, .. } => m.values().len(),
+            Storage::CudaDiag { d, .. } => d.inverse().len(),
+        }
+    }
+
+    fn not_on_host(&self, what: &'static str) -> LinalgError {
+        LinalgError::NotOnHost {
+            what,
+            device: self.device().name(),
         }
     }
 
@@ -89,6 +213,7 @@ impl Storage {
     pub(crate) fn host(&self) -> Result<&[f64], LinalgError> {
         match self {
             Storage::Host(v) => Ok(v),
+            _ => Err(self.not_on_host("host()")),
         }
     }
 
@@ -96,6 +221,7 @@ impl Storage {
     pub(crate) fn host_mut(&mut self) -> Result<&mut [f64], LinalgError> {
         match self {
             Storage::Host(v) => Ok(v),
+            _ => Err(self.not_on_host("host_mut()")),
         }
     }
 
@@ -103,6 +229,100 @@ impl Storage {
     pub(crate) fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
         match self {
             Storage::Host(v) => Ok(v.clone()),
+            Storage::Cuda { ctx, buf } => ctx.download(buf),
+            Storage::CudaBsr { ctx, m } => ctx.download(m.values()),
+            Storage::CudaDiag { ctx, d, .. } => ctx.download(d.inverse()),
         }
     }
+
+    /// `len` zeros on `device` as plain array storage.
+    pub(crate) fn zeros_on(device: &Device, len: usize) -> Result<Self, LinalgError> {
+        Ok(match device {
+            Device::Host => Storage::Host(vec![0.0; len]),
+            Device::Cuda(ctx) => Storage::Cuda {
+                ctx: ctx.clone(),
+                buf: ctx.zeros(len)?,
+            },
+        })
+    }
+
+    /// `host` copied to `device` as plain array storage (an upload for a GPU).
+    pub(crate) fn from_host_on(device: &Device, host: &[f64]) -> Result<Self, LinalgError> {
+        Ok(match device {
+            Device::Host => Storage::Host(host.to_vec()),
+            Device::Cuda(ctx) => Storage::Cuda {
+                ctx: ctx.clone(),
+                buf: ctx.upload(host)?,
+            },
+        })
+    }
+}
+
+/// A device copy of immutable host data (a pattern, a plan), made on first use for one GPU and
+/// kept: later calls on the same GPU reuse it without a transfer. Cloning the host value does
+/// not clone the mirror; equality ignores it.
+pub(crate) struct DeviceMirror<T>(OnceLock<(usize, Arc<T>)>);
+
+impl<T> DeviceMirror<T> {
+    pub(crate) fn new() -> Self {
+        Self(OnceLock::new())
+    }
+
+    /// The mirror on `ctx`'s GPU, made by `make` at the first call. A second GPU gets a fresh,
+    /// uncached copy.
+    pub(crate) fn get_or_upload(
+        &self,
+        ctx: &CudaContext,
+        make: impl FnOnce() -> Result<T, LinalgError>,
+    ) -> Result<Arc<T>, LinalgError> {
+        if let Some((ordinal, m)) = self.0.get() {
+            if *ordinal == ctx.ordinal() {
+                return Ok(m.clone());
+            }
+            return Ok(Arc::new(make()?));
+        }
+        let m = Arc::new(make()?);
+        let _ = self.0.set((ctx.ordinal(), m.clone()));
+        Ok(m)
+    }
+}
+
+impl<T> Default for DeviceMirror<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for DeviceMirror<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> PartialEq for DeviceMirror<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for DeviceMirror<T> {}
+
+impl<T> fmt::Debug for DeviceMirror<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "DeviceMirror(uploaded)"
+        } else {
+            "DeviceMirror(-)"
+        })
+    }
+}
+
+/// The uploaded mirror of `pattern` on `ctx` (cached in the pattern).
+pub(crate) fn device_pattern(
+    ctx: &CudaContext,
+    pattern: &BlockPattern,
+) -> Result<Arc<cuda::DevicePattern>, LinalgError> {
+    pattern
+        .device_mirror()
+        .get_or_upload(ctx, || cuda::DevicePattern::upload_plain(ctx, pattern))
 }

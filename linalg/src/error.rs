@@ -171,6 +171,9 @@ pub enum LinalgError {
     /// refused to start. Detected at run time; the host path is unaffected.
     #[error("CUDA unavailable: {reason}")]
     CudaUnavailable { reason: String },
+    /// The operation has no kernel on the operands' device yet (the host has every one).
+    #[error("{what} is not available on {device} (run it on the host)")]
+    Unsupported { what: &'static str, device: String },
     /// A CUDA driver call failed (`op` names the call or kernel, `message` the driver's error).
     #[error("CUDA {op} failed: {message}")]
     Cuda { op: String, message: String },

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::vector::check_len;
 use crate::{BlockPattern, Bsr, LinalgError, Vector};
 
@@ -101,6 +101,7 @@ impl DofMask {
         check_len("DofMask::zero", v, self.bs * self.bits.len())?;
         match v.storage_mut() {
             Storage::Host(v) => host::mask::zero(self.bs, &self.bits, v),
+            _ => return Err(unsupported("DofMask::zero", &v.device())),
         }
         Ok(())
     }
@@ -113,6 +114,7 @@ impl DofMask {
         check_same_device("DofMask::copy", &to.device(), &from.device())?;
         match (from.storage(), to.storage_mut()) {
             (Storage::Host(f), Storage::Host(t)) => host::mask::copy(self.bs, &self.bits, f, t),
+            _ => return Err(unsupported("DofMask::copy", &from.device())),
         }
         Ok(())
     }
@@ -189,6 +191,7 @@ impl DofMask {
             Storage::Host(values) => {
                 host::mask::eliminate(&pattern, self.bs, &plan.touched, values)
             }
+            _ => return Err(unsupported("DofMask::eliminate", &k.device())),
         }
         Ok(())
     }

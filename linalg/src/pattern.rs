@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::backend::cuda::DevicePattern;
+use crate::device::DeviceMirror;
 use crate::LinalgError;
 
 /// CSR structure of a block matrix: for every block row, the ascending, unique column indices of its
@@ -17,6 +19,8 @@ pub struct BlockPattern {
     n_block_cols: usize,
     row_ptr: Vec<usize>,
     col_idx: Vec<u32>,
+    /// The pattern on a GPU, uploaded at first use by a device matrix.
+    device: DeviceMirror<DevicePattern>,
 }
 
 impl BlockPattern {
@@ -88,6 +92,7 @@ impl BlockPattern {
             n_block_cols,
             row_ptr,
             col_idx,
+            device: DeviceMirror::new(),
         })
     }
 
@@ -109,7 +114,13 @@ impl BlockPattern {
             n_block_cols,
             row_ptr,
             col_idx,
+            device: DeviceMirror::new(),
         }
+    }
+
+    /// The cache of this pattern's copy on a GPU.
+    pub(crate) fn device_mirror(&self) -> &DeviceMirror<DevicePattern> {
+        &self.device
     }
 
     /// Number of block rows.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::backend::cuda::DeviceSpgemmPlan;
 use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
-use crate::device::{check_same_device, Storage};
+use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
@@ -22,6 +23,8 @@ pub struct SpgemmPlan {
     a: Arc<BlockPattern>,
     b: Arc<BlockPattern>,
     pattern: Arc<BlockPattern>,
+    /// The plan on a GPU, uploaded by the first device numeric call.
+    device: DeviceMirror<DeviceSpgemmPlan>,
 }
 
 impl SpgemmPlan {
@@ -60,7 +63,12 @@ fn spgemm_symbolic_shared(
         });
     }
     let pattern = Arc::new(product_pattern(&a, &b));
-    Ok(SpgemmPlan { a, b, pattern })
+    Ok(SpgemmPlan {
+        a,
+        b,
+        pattern,
+        device: DeviceMirror::new(),
+    })
 }
 
 /// Pattern of `left * right` (dimensions already checked), row groups in parallel with a dense
@@ -151,6 +159,17 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
                 product_numeric(m, a.pattern(), av, b.pattern(), bv, &plan_pattern, cv)
             })
         }
+        (
+            Storage::CudaBsr { m: am, .. },
+            Storage::CudaBsr { m: bm, .. },
+            Storage::CudaBsr { ctx, m: cm },
+        ) => {
+            let dplan = plan
+                .device
+                .get_or_upload(ctx, || DeviceSpgemmPlan::upload(ctx, plan))?;
+            dplan.numeric(ctx, am, bm, cm)?
+        }
+        _ => return Err(unsupported("spgemm_numeric", &device)),
     }
     Ok(())
 }
@@ -159,7 +178,12 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
 pub fn spgemm(a: &Bsr, b: &Bsr) -> Result<Bsr, LinalgError> {
     check_dim("spgemm: block rows of B", a.block_cols(), b.block_rows())?;
     let plan = spgemm_symbolic_shared(a.pattern().clone(), b.pattern().clone())?;
-    let mut c = Bsr::zeros(plan.pattern.clone(), a.block_rows(), b.block_cols());
+    let mut c = Bsr::zeros_on(
+        &a.device(),
+        plan.pattern.clone(),
+        a.block_rows(),
+        b.block_cols(),
+    )?;
     spgemm_numeric(&plan, a, b, &mut c)?;
     Ok(c)
 }

@@ -2,8 +2,8 @@
 //! without storing `P^T`, prolongation `x += P y`, and the Jacobi smoothing of a tentative
 //! prolongator `P = P0 - omega D^{-1} (A P0)`.
 
-use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use crate::backend::{cuda, host};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::vector::check_len;
 use crate::{BlockDiagonal, BlockPattern, Bsr, LinalgError, PtapPlan, Vector};
 
@@ -29,6 +29,15 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
         (Storage::Host(pv), Storage::Host(x), Storage::Host(y)) => {
             host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
         }
+        (
+            Storage::CudaBsr { ctx, m },
+            Storage::Cuda { buf: x, .. },
+            Storage::Cuda { buf: y, .. },
+        ) => {
+            let dplan = plan.device_plan(ctx)?;
+            cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
+        }
+        _ => return Err(unsupported("restrict", &device)),
     }
     Ok(())
 }
@@ -74,6 +83,14 @@ pub fn smooth_prolongator_in_place(
     check_same_device("smooth_prolongator_in_place: D^-1", &device, &dinv.device())?;
     check_same_device("smooth_prolongator_in_place: P0", &device, &p0.device())?;
     let pattern = w.pattern().clone();
+    if let (Some(dv), Some((_, p0m))) = (dinv.cuda_values(), p0.cuda()) {
+        let p0_pattern = p0.pattern().clone();
+        let Some((ctx, wm)) = w.cuda_mut() else {
+            return Err(unsupported("smooth_prolongator_in_place", &device));
+        };
+        let ctx = ctx.clone();
+        return cuda::ops::smooth_prolongator(&ctx, &pattern, wm, omega, dv, &p0_pattern, p0m);
+    }
     let dinv_values = dinv.host()?;
     match (p0.storage(), w.storage_mut()) {
         (Storage::Host(p0_values), Storage::Host(values)) => {
@@ -87,6 +104,7 @@ pub fn smooth_prolongator_in_place(
             };
             host::transfer::smooth_prolongator(&pattern, &args, values);
         }
+        _ => return Err(unsupported("smooth_prolongator_in_place", &device)),
     }
     Ok(())
 }

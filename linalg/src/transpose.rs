@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Plan of `A^T` for one pattern of `A`.
@@ -115,6 +115,7 @@ pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<
         (Storage::Host(src), Storage::Host(out)) => {
             host::products::transpose_blocks(&plan.source_slot, br, bc, src, out)
         }
+        _ => return Err(unsupported("transpose_numeric", &a.device())),
     }
     Ok(())
 }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::host;
-use crate::device::{check_same_device, Storage};
+use crate::backend::{cuda, host};
+use crate::device::{check_same_device, unsupported, Storage};
 use crate::{Device, Layout, LinalgError};
 
 /// A dense vector of `f64`: its values on a [`Device`] and its [`Layout`] (the owned entries of
@@ -49,13 +49,66 @@ impl Vector {
     }
 
     /// A vector of zeros with the layout and device of `self`.
-    pub fn zeros_like(&self) -> Self {
-        Self {
-            storage: match &self.storage {
-                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
-            },
+    pub fn zeros_like(&self) -> Result<Self, LinalgError> {
+        Ok(Self {
+            storage: Storage::zeros_on(&self.device(), self.len())?,
             layout: self.layout.clone(),
+        })
+    }
+
+    /// `n` zeros on `device`, serial layout.
+    pub fn zeros_on(device: &Device, n: usize) -> Result<Self, LinalgError> {
+        Ok(Self {
+            storage: Storage::zeros_on(device, n)?,
+            layout: Arc::new(Layout::serial(n)),
+        })
+    }
+
+    /// A copy on `device` (an upload, a download, or a copy on the same device); the layout is
+    /// kept.
+    pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
+        let storage = if device.same_as(&self.device()) {
+            self.storage.try_clone()?
+        } else {
+            match &self.storage {
+                Storage::Host(v) => Storage::from_host_on(device, v)?,
+                _ => Storage::from_host_on(device, &self.storage.to_host_vec()?)?,
+            }
+        };
+        Ok(Self {
+            storage,
+            layout: self.layout.clone(),
+        })
+    }
+
+    /// A host copy (a download for a device vector).
+    pub fn to_host(&self) -> Result<Self, LinalgError> {
+        self.to_device(&Device::Host)
+    }
+
+    /// A copy on the same device; unlike `clone`, a failed device allocation is an error.
+    pub fn try_clone(&self) -> Result<Self, LinalgError> {
+        Ok(Self {
+            storage: self.storage.try_clone()?,
+            layout: self.layout.clone(),
+        })
+    }
+
+    /// Overwrites the values with those of the host slice `v` (an upload for a device vector).
+    pub fn copy_from_host(&mut self, v: &[f64]) -> Result<(), LinalgError> {
+        if v.len() != self.len() {
+            return Err(LinalgError::LengthMismatch {
+                what: "Vector::copy_from_host",
+                expected: self.len(),
+                found: v.len(),
+            });
         }
+        match &mut self.storage {
+            Storage::Host(x) => x.copy_from_slice(v),
+            Storage::Cuda { ctx, buf } => ctx.upload_into(v, buf)?,
+            _ => return Err(unsupported("Vector::copy_from_host", &self.device())),
+        }
+        Ok(())
     }
 
     /// Number of local entries (owned and ghosts).
@@ -97,6 +150,8 @@ impl Vector {
     pub fn fill(&mut self, a: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
             Storage::Host(v) => v.fill(a),
+            Storage::Cuda { ctx, buf } => cuda::vector::fill(ctx, a, buf)?,
+            _ => return Err(unsupported("Vector::fill", &self.device())),
         }
         Ok(())
     }
@@ -106,6 +161,8 @@ impl Vector {
         ops::check_pair("Vector::copy_from", x, self)?;
         match (&x.storage, &mut self.storage) {
             (Storage::Host(x), Storage::Host(y)) => y.copy_from_slice(x),
+            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => ctx.copy(x, y)?,
+            _ => return Err(unsupported("Vector::copy_from", &x.device())),
         }
         Ok(())
     }
@@ -149,7 +206,7 @@ pub(crate) fn check_len(
 /// bit-identical for any thread count (and, under MPI, for a fixed rank count). Operands of
 /// other lengths, layouts or devices are errors.
 pub mod ops {
-    use super::{check_same_device, host, Storage, Vector};
+    use super::{check_same_device, cuda, host, unsupported, Storage, Vector};
     use crate::LinalgError;
 
     pub use crate::backend::host::blas1::REDUCTION_CHUNK;
@@ -180,6 +237,12 @@ pub mod ops {
         let owned = x.layout.owned();
         let local = match (&x.storage, &y.storage) {
             (Storage::Host(x), Storage::Host(y)) => host::blas1::dot(&x[..owned], &y[..owned]),
+            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
+                if owned == xb.len() =>
+            {
+                cuda::vector::dot(ctx, xb, yb)?
+            }
+            _ => return Err(unsupported("ops::dot (ghost entries)", &x.device())),
         };
         let mut sum = [local];
         x.layout.comm().allreduce_sum(&mut sum)?;
@@ -196,6 +259,8 @@ pub mod ops {
         let owned = x.layout.owned();
         let local = match &x.storage {
             Storage::Host(x) => host::blas1::norm_inf(&x[..owned]),
+            Storage::Cuda { ctx, buf } => cuda::ops::norm_inf(ctx, buf, owned)?,
+            _ => return Err(unsupported("ops::norm_inf", &x.device())),
         };
         let mut max = [local];
         x.layout.comm().allreduce_max(&mut max)?;
@@ -207,6 +272,10 @@ pub mod ops {
         check_pair("ops::axpy", x, y)?;
         match (&x.storage, &mut y.storage) {
             (Storage::Host(x), Storage::Host(y)) => host::blas1::axpy(a, x, y),
+            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => {
+                cuda::vector::axpy(ctx, a, x, y)?
+            }
+            _ => return Err(unsupported("ops::axpy", &x.device())),
         }
         Ok(())
     }
@@ -216,6 +285,10 @@ pub mod ops {
         check_pair("ops::axpby", x, y)?;
         match (&x.storage, &mut y.storage) {
             (Storage::Host(x), Storage::Host(y)) => host::blas1::axpby(a, x, b, y),
+            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => {
+                cuda::vector::axpby(ctx, a, x, b, y)?
+            }
+            _ => return Err(unsupported("ops::axpby", &x.device())),
         }
         Ok(())
     }
@@ -224,6 +297,8 @@ pub mod ops {
     pub fn scale(a: f64, x: &mut Vector) -> Result<(), LinalgError> {
         match &mut x.storage {
             Storage::Host(x) => host::blas1::scale(a, x),
+            Storage::Cuda { ctx, buf } => cuda::ops::scale(ctx, a, buf)?,
+            _ => return Err(unsupported("ops::scale", &x.device())),
         }
         Ok(())
     }
@@ -236,6 +311,8 @@ pub mod ops {
         let owned = x.layout.owned();
         match &mut x.storage {
             Storage::Host(x) => host::blas1::fill_hashed(first, seed, &mut x[..owned]),
+            Storage::Cuda { ctx, buf } => cuda::ops::fill_hashed(ctx, first, seed, buf, owned)?,
+            _ => return Err(unsupported("ops::fill_hashed", &x.device())),
         }
         Ok(())
     }

@@ -189,7 +189,7 @@ fn value_copies_and_block_norms() {
     b.copy_values_from(&a).unwrap();
     assert_eq!(b.host().unwrap(), a.host().unwrap());
     let other = random_bsr(&mut rng, 6, 6, 3, 3, 0.9);
-    let mut c = other.zeros_like();
+    let mut c = other.zeros_like().unwrap();
     if other.pattern() != a.pattern() {
         assert!(c.copy_values_from(&a).is_err());
     }

@@ -78,7 +78,7 @@ fn layouts_reductions_and_mismatches() {
         ops::norm_inf(&Vector::from_vec(vec![-0.0, 1e-300])).unwrap(),
         1e-300
     );
-    let mut y = x.zeros_like();
+    let mut y = x.zeros_like().unwrap();
     ops::axpy(2.0, &x, &mut y).unwrap();
     assert_eq!(y.host().unwrap(), &[2.0, 4.0, 6.0, 200.0, 200.0]);
     assert!(Vector::from_vec_with_layout(layout, vec![0.0; 4]).is_err());

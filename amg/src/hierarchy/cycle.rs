@@ -8,7 +8,7 @@
 use super::{Hierarchy, Level};
 use crate::smoother::SmootherWork;
 use crate::{AmgError, Preconditioner};
-use linalg::{prolong_add, restrict, Bsr, Vector};
+use linalg::{prolong_add, restrict, Bsr, Device, Vector};
 use std::sync::TryLockError;
 
 /// Vectors of one level of a V-cycle.
@@ -55,26 +55,31 @@ impl Hierarchy {
     /// The workspace of one V-cycle on this hierarchy (the query that sizes it): for each level
     /// below the finest a right-hand side and an iterate, for every level the smoother's two
     /// scratch vectors.
-    pub fn workspace(&self) -> CycleWorkspace {
+    pub fn workspace(&self) -> Result<CycleWorkspace, AmgError> {
         let n_fine = self.fine_pattern.n_block_rows() * self.fine_bs;
-        Self::new_workspace(&self.levels, n_fine)
+        Self::new_workspace(&self.levels, n_fine, &self.device)
     }
 
-    pub(super) fn new_workspace(levels: &[Level], n_fine: usize) -> CycleWorkspace {
+    /// The workspace's vectors on `device` (where the hierarchy's operators live).
+    pub(super) fn new_workspace(
+        levels: &[Level],
+        n_fine: usize,
+        device: &Device,
+    ) -> Result<CycleWorkspace, AmgError> {
         let levels = levels
             .iter()
             .enumerate()
             .map(|(l, lev)| {
                 let n = lev.a.as_ref().map_or(n_fine, Bsr::n_rows);
                 let m = if l == 0 { 0 } else { n };
-                LevelWork {
-                    b: Vector::zeros(m),
-                    x: Vector::zeros(m),
-                    sw: SmootherWork::new(n),
-                }
+                Ok(LevelWork {
+                    b: Vector::zeros_on(device, m)?,
+                    x: Vector::zeros_on(device, m)?,
+                    sw: SmootherWork::new_on(device, n)?,
+                })
             })
-            .collect();
-        CycleWorkspace { levels }
+            .collect::<Result<_, AmgError>>()?;
+        Ok(CycleWorkspace { levels })
     }
 
     /// One V-cycle from a zero initial guess on the fine operator `fine` (used on level 0 when the

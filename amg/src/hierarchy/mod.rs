@@ -40,7 +40,7 @@ use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
-use linalg::{BlockPattern, Bsr, LinalgError, PtapPlan, PtapWorkspace};
+use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -48,6 +48,39 @@ use std::time::Instant;
 /// Largest coarsest level factored densely (`n^2` doubles): beyond it setup fails instead of
 /// allocating gigabytes. Raise `max_levels` or `coarse_eq_limit` consistency if hit.
 pub const MAX_DENSE_COARSE: usize = 12_000;
+
+/// Device memory of a device hierarchy, per byte of its fine operator (values and pattern),
+/// besides the operator itself: the high-water mark measured with `hexfem bench gamg --device
+/// cuda` on ex56 Q1 on an H100 was 1.52 (66^3), 1.49 (99^3) and 1.47 (230^3) operator bytes (the
+/// prolongators, the coarse operators, the finest Galerkin product's `W = A P` while it runs,
+/// the uploaded plans, the cycle and CG vectors); 1.6 leaves a margin.
+pub const DEVICE_BYTES_PER_OPERATOR_BYTE: f64 = 1.6;
+
+/// The device memory a hierarchy of the fine operator `a` needs besides `a` itself (an estimate,
+/// [`DEVICE_BYTES_PER_OPERATOR_BYTE`]), and the bytes of `a` on the device.
+pub fn device_memory_estimate(a: &Bsr) -> (u64, u64) {
+    let p = a.pattern();
+    let operator = (p.nnz() * a.block_len() * 8 + p.nnz() * 4 + (p.n_block_rows() + 1) * 4) as u64;
+    let hierarchy = (DEVICE_BYTES_PER_OPERATOR_BYTE * operator as f64) as u64;
+    (hierarchy, operator)
+}
+
+/// Errors with [`AmgError::DeviceOutOfMemory`] unless `device` has `need` bytes free (always
+/// fine on the host).
+pub fn check_device_memory(device: &Device, need: u64) -> Result<(), AmgError> {
+    let Some(ctx) = device.cuda_context() else {
+        return Ok(());
+    };
+    let (free, _) = ctx.memory_info()?;
+    if need > free as u64 {
+        return Err(AmgError::DeviceOutOfMemory {
+            device: device.name(),
+            need_mib: need >> 20,
+            free_mib: (free as u64) >> 20,
+        });
+    }
+    Ok(())
+}
 
 /// One level: its operator and (except on the coarsest) its smoother.
 #[derive(Debug)]
@@ -106,6 +139,9 @@ pub struct Hierarchy {
     fine_pattern: Arc<BlockPattern>,
     /// Block size of the fine operator.
     fine_bs: usize,
+    /// Where every operator, prolongator, smoother and cycle vector lives (the fine operator's
+    /// device at setup).
+    device: Device,
     /// The workspace of [`crate::Preconditioner::apply`] (callers running concurrent cycles bring
     /// their own, see [`Hierarchy::workspace`]).
     work: Mutex<CycleWorkspace>,
@@ -223,6 +259,14 @@ impl Hierarchy {
 
     /// Errors unless `a` has the block rows and block size of the hierarchy's fine operator.
     fn check_shape(&self, a: &Bsr) -> Result<(), AmgError> {
+        if !a.device().same_as(&self.device) {
+            return Err(LinalgError::DeviceMismatch {
+                what: "AMG operator (the hierarchy's device)",
+                expected: self.device.name(),
+                found: a.device().name(),
+            }
+            .into());
+        }
         if a.pattern().n_block_rows() != self.fine_pattern.n_block_rows()
             || a.pattern().n_block_cols() != self.fine_pattern.n_block_cols()
             || a.block_rows() != self.fine_bs
@@ -248,6 +292,11 @@ impl Hierarchy {
             return Err(AmgError::OperatorPatternChanged);
         }
         Ok(VCycle::new(self, a))
+    }
+
+    /// The device the hierarchy lives on (its setup operator's).
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// Storage of the operators and prolongators.

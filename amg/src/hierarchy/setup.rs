@@ -6,7 +6,7 @@ use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
     Transfer,
 };
-use crate::aggregation::{aggregate, Aggregates, MisDistance};
+use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::estimate_emax;
 use crate::params::{AmgParams, Reuse, Storage};
 use crate::prolongator::smooth_prolongator;
@@ -15,7 +15,7 @@ use crate::smoother::Smoother;
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
-use linalg::{ptap_numeric, Bsr, PtapPlan};
+use linalg::{ptap_numeric, Bsr, Device, PtapPlan};
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -35,19 +35,21 @@ fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
 }
 
 /// Stage "coarsen": MIS-2 aggregation on the first `mis2_levels` levels, MIS-1 below.
+/// On a GPU the MIS rounds run there (the same roots), the rest on the host.
 fn stage_coarsen(
     graph: &StrengthGraph,
     level: usize,
     bs: usize,
     k: usize,
     params: &AmgParams,
-) -> Aggregates {
+    device: &Device,
+) -> Result<Aggregates, AmgError> {
     let distance = if level < params.mis2_levels {
         MisDistance::Two
     } else {
         MisDistance::One
     };
-    aggregate(graph, distance, bs, k)
+    aggregate_on(graph, distance, bs, k, device)
 }
 
 /// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
@@ -92,8 +94,8 @@ fn coarsen_level(
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
     let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
     let aggregates = timed(&mut tm.aggregation_s, || {
-        stage_coarsen(&graph, level, bs, k, params)
-    });
+        stage_coarsen(&graph, level, bs, k, params, &a.device())
+    })?;
     drop(graph);
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarse_rows == 0 || (a.n_rows() as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
@@ -105,6 +107,12 @@ fn coarsen_level(
     let (p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
         tentative_prolongator(&aggregates, near_null, bs)
     })?;
+    // Built on the host; uploaded once where the operator lives (the one transfer of P).
+    let p0 = if a.device().is_host() {
+        p0
+    } else {
+        timed(&mut tm.tentative_s, || p0.to_device(&a.device()))?
+    };
     let p = timed(&mut tm.smoothing_s, || {
         stage_smooth(a, &pbj, p0, emax, params)
     })?;
@@ -113,7 +121,7 @@ fn coarsen_level(
     })?;
     let mut galerkin_ws = galerkin.workspace();
     let ac = timed(&mut tm.galerkin_numeric_s, || {
-        let mut ac = Bsr::zeros(galerkin.pattern().clone(), k, k);
+        let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
         ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
     })?;
     Ok(Some(Coarsened {
@@ -172,6 +180,8 @@ impl Hierarchy {
         let t_total = Instant::now();
         params.validate()?;
         Self::check_input(a, &near_null)?;
+        // on a GPU: fail before the first allocation if the hierarchy cannot fit
+        super::check_device_memory(&a.device(), super::device_memory_estimate(a).0)?;
         let mut tm = SetupTimings::default();
         let mut levels = vec![Level {
             a: None,
@@ -212,7 +222,7 @@ impl Hierarchy {
             levels[0].near_null = Some(near_null.into_owned());
         }
         let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
-        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows()));
+        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows(), &a.device())?);
         Ok(Self {
             params: params.clone(),
             levels,
@@ -223,6 +233,7 @@ impl Hierarchy {
             owns_fine: false,
             fine_pattern: a.pattern().clone(),
             fine_bs: a.block_rows(),
+            device: a.device(),
             work,
         })
     }

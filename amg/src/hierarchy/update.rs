@@ -4,7 +4,7 @@ use super::cycle::LevelWork;
 use super::{build_smoother, checked_emax, factor_coarse, secs, with_level, Hierarchy};
 use crate::eig::estimate_emax_in;
 use crate::params::{Reuse, Storage};
-use crate::report::{HierarchyReport, SetupTimings, UpdateReport};
+use crate::report::{HierarchyReport, SetupTimings, TransferReport, UpdateReport};
 use crate::{AmgError, PointBlockJacobi};
 use linalg::{ptap_numeric, BlockPattern, Bsr, Vector};
 use std::borrow::Cow;
@@ -22,7 +22,7 @@ fn hot_emax(
     if w.b.len() == a.n_rows() {
         estimate_emax_in(a, pbj, steps, [&mut w.b, &mut w.x, &mut w.sw.r])
     } else {
-        let mut spare = Vector::zeros(a.n_rows());
+        let mut spare = Vector::zeros_on(&a.device(), a.n_rows())?;
         estimate_emax_in(a, pbj, steps, [&mut w.sw.r, &mut w.sw.d, &mut spare])
     }
 }
@@ -49,6 +49,8 @@ impl Hierarchy {
     pub fn update(&mut self, a: &Bsr) -> Result<UpdateReport, AmgError> {
         let t_total = Instant::now();
         self.check_shape(a)?;
+        let device = self.device.clone();
+        let before = device.transfers();
         let mut tm = SetupTimings::default();
         let (mut transposes_rebuilt, mut galerkin_plans_rebuilt) = (0, 0);
         match self.params.reuse {
@@ -91,7 +93,30 @@ impl Hierarchy {
             transposes_rebuilt,
             galerkin_plans_rebuilt,
             timings: tm,
+            transfers: TransferReport::between(before, device.transfers()),
         })
+    }
+
+    /// Recomputes the numeric Galerkin product of transfer `l`, `A_{l+1} = P_l^T A_l P_l`, from
+    /// the current operators, as a hot update does level by level (benchmarks time each level
+    /// with device events). `fine` is the caller's operator where the hierarchy holds none.
+    pub fn galerkin_level(&mut self, fine: &Bsr, l: usize) -> Result<(), AmgError> {
+        self.check_shape(fine)?;
+        let n = self.transfers.len();
+        let tr = self
+            .transfers
+            .get_mut(l)
+            .ok_or(AmgError::DimensionMismatch {
+                what: "Galerkin level (transfers)",
+                expected: n,
+                found: l,
+            })?;
+        let (upper, lower) = self.levels.split_at_mut(l + 1);
+        let a_l = upper[l].a.as_ref().unwrap_or(fine);
+        if let Some(next_a) = lower[0].a.as_mut() {
+            ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a, &mut tr.galerkin_ws)?;
+        }
+        Ok(())
     }
 
     /// Brings the stored fine operator (own copy or scalar expansion) to `a`'s values.
@@ -134,11 +159,12 @@ impl Hierarchy {
             if !BlockPattern::same(&tr.galerkin_a_pattern, a_l.pattern()) {
                 tr.plan_galerkin(a_l)?;
                 if let Some(next_a) = next.a.as_mut() {
-                    *next_a = Bsr::zeros(
+                    *next_a = Bsr::zeros_on(
+                        &a_l.device(),
                         tr.galerkin.pattern().clone(),
                         next_a.block_rows(),
                         next_a.block_cols(),
-                    );
+                    )?;
                 }
                 plans_rebuilt += 1;
             }
@@ -164,6 +190,8 @@ impl Hierarchy {
             if let Some(next_a) = next.a.as_mut() {
                 ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a, &mut tr.galerkin_ws)?;
             }
+            // device kernels are asynchronous: wait, so that the stage's time is its own
+            self.device.synchronize()?;
             tm.galerkin_numeric_s += secs(t);
         }
         Ok(plans_rebuilt)

@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
-    NewtonParams,
+    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams,
+    MeshSource, NewtonParams,
 };
 use super::tree::{index_path, key_path};
 
@@ -158,6 +158,11 @@ impl From<&LinearSolverParams> for plain::LinearSolverParams {
     fn from(p: &LinearSolverParams) -> Self {
         plain::LinearSolverParams {
             method: p.method.into(),
+            device: match p.device {
+                LinearSolverDevice::Auto => plain::DeviceChoice::Auto,
+                LinearSolverDevice::Cpu => plain::DeviceChoice::Cpu,
+                LinearSolverDevice::Cuda => plain::DeviceChoice::Cuda,
+            },
             rtol: p.rtol,
             atol: p.atol,
             max_iterations: p.max_iterations,
@@ -170,6 +175,11 @@ impl From<plain::LinearSolverParams> for LinearSolverParams {
     fn from(p: plain::LinearSolverParams) -> Self {
         LinearSolverParams {
             method: p.method.into(),
+            device: match p.device {
+                plain::DeviceChoice::Auto => LinearSolverDevice::Auto,
+                plain::DeviceChoice::Cpu => LinearSolverDevice::Cpu,
+                plain::DeviceChoice::Cuda => LinearSolverDevice::Cuda,
+            },
             rtol: p.rtol,
             atol: p.atol,
             max_iterations: p.max_iterations,

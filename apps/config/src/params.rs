@@ -263,6 +263,19 @@ pub enum LinearSolverMethod {
     Direct,
 }
 
+/// Where the linear solver runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearSolverDevice {
+    /// The first CUDA GPU when one is usable, else the CPU.
+    Auto,
+    /// The CPU.
+    #[default]
+    Cpu,
+    /// The first CUDA GPU.
+    Cuda,
+}
+
 /// Linear solver of each Newton step. Iterative methods stop when
 /// `|b - A x| <= max(atol, rtol |b|)`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -270,6 +283,10 @@ pub enum LinearSolverMethod {
 pub struct LinearSolverParams {
     /// Method. Default `cg_amg`.
     pub method: LinearSolverMethod,
+    /// Where `cg_amg` and `cg_jacobi` run: `cpu` (default), `cuda` (the first GPU; an error
+    /// where none is usable) or `auto` (the GPU when one is present). The tangent is assembled on
+    /// the host and its values uploaded at every Newton iteration.
+    pub device: LinearSolverDevice,
     /// Relative tolerance (0 < rtol < 1). Default 1e-8.
     pub rtol: f64,
     /// Absolute tolerance (>= 0). Default 0.

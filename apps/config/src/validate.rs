@@ -4,7 +4,9 @@ use std::collections::BTreeSet;
 
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
-use super::params::{BoxMesh, Config, MeshSource, QuadratureParams};
+use super::params::{
+    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, MeshSource, QuadratureParams,
+};
 use super::tree::{index_path, key_path, Origin};
 
 /// Builds errors that point at the value at a key path (or its nearest ancestor in the file).
@@ -163,6 +165,11 @@ impl Config {
 
         let s = &self.linear_solver;
         tolerances(check, "linear_solver", s.rtol, s.atol)?;
+        check.ensure(
+            s.method != LinearSolverMethod::Direct || s.device != LinearSolverDevice::Cuda,
+            "linear_solver.device",
+            "`cuda` runs cg_amg or cg_jacobi; the direct solver is host-only (use `cpu` or `auto`)",
+        )?;
         check.ensure(
             s.max_iterations >= 1,
             "linear_solver.max_iterations",

@@ -19,6 +19,17 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     crate::run::check_output(&config, output_dir, &dir, &name)?;
     let memory = crate::memory::guard(&config)?;
     let problem = crate::locate::build_problem(&config)?;
+    // the linear solver's device must be there (`cuda`) or is chosen now (`auto`)
+    let solver = crate::locate::located(
+        &config,
+        solve::linear_solver::LinearSolver::new(
+            &(&config.linear_solver).into(),
+            solve::problem::near_null_space(&problem.mesh.coords)?,
+        ),
+    )?;
+    let device = solver
+        .device()
+        .map_or_else(|| "cpu".to_owned(), |d| d.name());
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -61,7 +72,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     )?;
     writeln!(
         s,
-        "  loading    {} steps, linear solver {:?}",
+        "  loading    {} steps, linear solver {:?} on {device}",
         config.loading.steps, config.linear_solver.method
     )?;
     writeln!(

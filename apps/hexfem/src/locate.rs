@@ -58,7 +58,12 @@ fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
         }
     }
     // Messages that start with the key they concern (`quadrature.points: ...`, `boundary: ...`).
-    for prefix in ["quadrature.points", "boundary", "materials"] {
+    for prefix in [
+        "quadrature.points",
+        "boundary",
+        "materials",
+        "linear_solver.device",
+    ] {
         if message.starts_with(prefix) {
             return prefix.into();
         }

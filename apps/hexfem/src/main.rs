@@ -94,6 +94,20 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// One block SpMV for one block shape (27-point stencil for square blocks, prolongator- or
+    /// restriction-shaped otherwise): time, bytes, GB/s.
+    Spmv {
+        /// Nodes per side.
+        #[arg(long, default_value_t = 66)]
+        m: usize,
+        /// Block shape RxC (3x3: the fine operator, 6x6: coarse, 3x6: P, 6x3: P^T).
+        #[arg(long, default_value = "3x3")]
+        block: String,
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -111,9 +125,19 @@ enum Bench {
         /// Store every operator and prolongator as 1x1 blocks (same algorithm).
         #[arg(long)]
         scalar: bool,
+        /// Where the set-up and solves run: the CPU or the first CUDA GPU.
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--device` of `bench gamg` and `bench spmv`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BenchDeviceArg {
+    Cpu,
+    Cuda,
 }
 
 /// Model problems of `bench gamg`.
@@ -217,6 +241,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     order,
                     solves,
                     scalar,
+                    device,
                     json,
                 },
         } => {
@@ -226,8 +251,43 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 solves,
                 scalar,
                 amg: amg::AmgParams::default(),
+                device: match device {
+                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                },
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
+        }
+        Command::Bench {
+            which:
+                Bench::Spmv {
+                    m,
+                    block,
+                    device,
+                    json,
+                },
+        } => {
+            let shape = block
+                .split_once(['x', 'X'])
+                .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
+            let result = match shape {
+                None => Err(anyhow::anyhow!(
+                    "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
+                )),
+                Some((block_rows, block_cols)) => {
+                    hexfem::bench::spmv::run(&hexfem::bench::spmv::SpmvBench {
+                        m,
+                        block_rows,
+                        block_cols,
+                        device: match device {
+                            BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                            BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                        },
+                    })
+                    .and_then(|r| render(&r, json))
+                }
+            };
+            split(result)
         }
         Command::Bench {
             which:

@@ -70,6 +70,14 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
     crate::memory::guard(&config)?;
     let mut problem = crate::locate::build_problem(&config)?;
+    // before any file is written: `linear_solver.device: cuda` needs its GPU
+    let mut solver = crate::locate::located(
+        &config,
+        LinearSolver::new(
+            &(&config.linear_solver).into(),
+            near_null_space(&problem.mesh.coords)?,
+        ),
+    )?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;
     let mut summary = SummaryWriter::create(
@@ -100,10 +108,6 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         );
         return Err(e);
     }
-    let mut solver = LinearSolver::new(
-        &(&config.linear_solver).into(),
-        near_null_space(&problem.mesh.coords)?,
-    );
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &(&config.newton).into(),

@@ -645,3 +645,48 @@ print("ok")
         assert!(dir.join("cli.vtu").exists());
     }
 }
+
+/// `linear_solver.device`: `auto` takes the CPU where there is no GPU; `cuda` there is an error
+/// placed at the key, from `check` as from `run`. On a machine with a GPU this prints one `SKIP`
+/// line (the device tests cover it there).
+#[test]
+fn cuda_device_without_a_gpu_is_a_located_error() {
+    let dir = scratch("device");
+    let path = dir.join("device.yaml");
+    std::fs::write(
+        &path,
+        "mesh:\n  box: { cells: [2, 1, 1] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet: [{ set: xmin, x: 0, y: 0, z: 0 }]\nlinear_solver:\n  device: cuda\n",
+    )
+    .unwrap();
+    let input = path.to_string_lossy().into_owned();
+    if linalg::Device::cuda(0).is_ok() {
+        eprintln!("SKIP cuda_device_without_a_gpu_is_a_located_error: this machine has a GPU");
+        return;
+    }
+    let out_dir = dir.join("out").to_string_lossy().into_owned();
+    for command in ["check", "run"] {
+        let out = hexfem(&[command, &input, "-o", &out_dir]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.contains("device.yaml:8:11: linear_solver.device: `cuda` needs a usable GPU"),
+            "{command}: {err}"
+        );
+        assert!(err.contains("CUDA unavailable"), "{command}: {err}");
+        assert!(!dir.join("out").exists(), "{command} wrote before failing");
+    }
+    let auto = hexfem(&[
+        "check",
+        &input,
+        "-o",
+        &out_dir,
+        "--set",
+        "linear_solver.device=auto",
+    ]);
+    assert!(auto.status.success(), "{}", stderr(&auto));
+    assert!(
+        String::from_utf8_lossy(&auto.stdout).contains("CgAmg on cpu"),
+        "{}",
+        String::from_utf8_lossy(&auto.stdout)
+    );
+}

@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use amg::{
     cg, AmgParams, CgOutcome, CgParams, CgStopReason, Hierarchy, HierarchyReport, NearNullSpace,
-    PointBlockJacobi,
+    PointBlockJacobi, TransferReport,
 };
 use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
-use linalg::{Bsr, Vector};
+use linalg::{Bsr, Device, Vector};
 use serde::Serialize;
 
-use crate::params::{LinearSolverMethod, LinearSolverParams};
+use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
 
 /// Largest envelope factor the direct solver may allocate: it is meant for small problems, and a
 /// larger request is an error naming the alternative rather than an allocation failure.
@@ -34,6 +34,82 @@ pub struct LinearSolveReport {
     /// The AMG hierarchy (levels, sizes, complexities, stage times) after a cold set-up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hierarchy: Option<HierarchyReport>,
+    /// Bytes moved between host and GPU (a solve on a GPU only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceSolveReport>,
+}
+
+/// What a solve on a GPU moved between host and device. The tangent is assembled on the host,
+/// so its values (and the right-hand side) go up and the solution comes back at every call
+/// (issue 8 moves assembly to the device); the preconditioner update and the solve move only
+/// scalars once the hierarchy is set up.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceSolveReport {
+    /// The device's name.
+    pub name: String,
+    /// Tangent values and right-hand side, host to device (the whole matrix and pattern at the
+    /// first call).
+    pub upload_bytes: u64,
+    /// The preconditioner set-up or update, both directions.
+    pub setup: TransferReport,
+    /// CG with the preconditioner, both directions.
+    pub solve: TransferReport,
+    /// The solution, device to host.
+    pub download_bytes: u64,
+}
+
+/// The GPU copies of the tangent, right-hand side and solution a device solver keeps between
+/// calls (so later calls upload values only).
+pub struct DeviceSide {
+    device: Device,
+    k: Option<Bsr>,
+    b: Option<Vector>,
+    x: Option<Vector>,
+}
+
+impl DeviceSide {
+    /// The device a [`DeviceChoice`] names: `None` for the CPU; an error if `cuda` finds no GPU.
+    fn open(choice: DeviceChoice) -> Result<Option<Self>> {
+        let device = match choice {
+            DeviceChoice::Cpu => return Ok(None),
+            DeviceChoice::Auto => Device::auto(),
+            DeviceChoice::Cuda => Device::cuda(0).context(
+                "linear_solver.device: `cuda` needs a usable GPU (`auto` falls back to the CPU)",
+            )?,
+        };
+        Ok((!device.is_host()).then_some(Self {
+            device,
+            k: None,
+            b: None,
+            x: None,
+        }))
+    }
+
+    /// Brings `k` and `b` to the device (values only when the pattern is the last call's);
+    /// returns the bytes uploaded.
+    fn upload(&mut self, k: &Bsr, b: &Vector) -> Result<u64> {
+        let before = self.device.transfers();
+        match &mut self.k {
+            Some(dk) if linalg::BlockPattern::same(dk.pattern(), k.pattern()) => {
+                dk.upload_values_from(k)?
+            }
+            slot => {
+                // the tangent and its hierarchy must fit before anything is uploaded
+                let (hierarchy, operator) = amg::device_memory_estimate(k);
+                amg::check_device_memory(&self.device, hierarchy + operator)?;
+                *slot = Some(k.to_device(&self.device)?)
+            }
+        }
+        match &mut self.b {
+            Some(db) if db.len() == b.len() => db.copy_from_host(b.host()?)?,
+            slot => *slot = Some(b.to_device(&self.device)?),
+        }
+        match &mut self.x {
+            Some(dx) if dx.len() == b.len() => dx.fill(0.0)?,
+            slot => *slot = Some(Vector::zeros_on(&self.device, b.len())?),
+        }
+        Ok(self.device.transfers().host_to_device - before.host_to_device)
+    }
 }
 
 /// The kind of preconditioner or factorisation set-up a solve needed.
@@ -53,7 +129,10 @@ pub enum SetupKind {
 /// A configured linear solver with the state it reuses across calls.
 pub enum LinearSolver {
     /// CG preconditioned by point-block (3x3) Jacobi.
-    CgJacobi { params: CgParams },
+    CgJacobi {
+        params: CgParams,
+        gpu: Option<DeviceSide>,
+    },
     /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
     Direct {
         symbolic: Option<Arc<DirectSymbolic>>,
@@ -65,27 +144,49 @@ pub enum LinearSolver {
         amg: AmgParams,
         near_null: NearNullSpace,
         hierarchy: Option<Box<Hierarchy>>,
+        /// The GPU the hierarchy and CG run on (`None`: the CPU).
+        gpu: Option<DeviceSide>,
     },
 }
 
 impl LinearSolver {
-    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only.
-    pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Self {
+    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only. Errors
+    /// where `device: cuda` finds no usable GPU.
+    pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Result<Self> {
         let cg_params = CgParams {
             rtol: params.rtol,
             atol: params.atol,
             max_iterations: params.max_iterations,
             ..CgParams::default()
         };
-        match params.method {
+        Ok(match params.method {
             LinearSolverMethod::CgAmg => LinearSolver::CgAmg {
                 params: cg_params,
                 amg: params.amg.clone(),
                 near_null,
                 hierarchy: None,
+                gpu: DeviceSide::open(params.device)?,
             },
-            LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi { params: cg_params },
-            LinearSolverMethod::Direct => LinearSolver::Direct { symbolic: None },
+            LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi {
+                params: cg_params,
+                gpu: DeviceSide::open(params.device)?,
+            },
+            LinearSolverMethod::Direct => {
+                if params.device == DeviceChoice::Cuda {
+                    bail!("linear_solver.device = cuda: the direct solver is host-only");
+                }
+                LinearSolver::Direct { symbolic: None }
+            }
+        })
+    }
+
+    /// The device the iterative solver runs on (`None`: the CPU).
+    pub fn device(&self) -> Option<&Device> {
+        match self {
+            LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => {
+                gpu.as_ref().map(|g| &g.device)
+            }
+            LinearSolver::Direct { .. } => None,
         }
     }
 
@@ -103,27 +204,86 @@ impl LinearSolver {
     /// pivot) is an error; hitting the iteration limit is reported, not an error.
     pub fn solve(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {
         x.fill(0.0)?;
+        let gpu = match self {
+            LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => gpu.as_mut(),
+            LinearSolver::Direct { .. } => None,
+        };
+        if let Some(side) = gpu {
+            // the same solve on the device copies; the solution comes back to `x`
+            let upload_bytes = side.upload(k, b)?;
+            let device = side.device.clone();
+            let (mut dk, db, mut dx) = (side.k.take(), side.b.take(), side.x.take());
+            let result = match (&dk, &db, &mut dx) {
+                (Some(dk), Some(db), Some(dx)) => self.solve_here(dk, db, dx),
+                _ => Err(anyhow::anyhow!("device copies missing")),
+            };
+            let download = (|| -> Result<u64> {
+                let before = device.transfers();
+                if let (Ok(_), Some(dx)) = (&result, &dx) {
+                    x.host_mut()?.copy_from_slice(&dx.to_host_vec()?);
+                }
+                Ok(device.transfers().device_to_host - before.device_to_host)
+            })();
+            if let LinearSolver::CgAmg {
+                gpu: Some(side), ..
+            }
+            | LinearSolver::CgJacobi {
+                gpu: Some(side), ..
+            } = self
+            {
+                (side.k, side.b, side.x) = (dk.take(), db, dx);
+            }
+            let mut report = result?;
+            if let Some(d) = report.device.as_mut() {
+                d.upload_bytes = upload_bytes;
+                d.download_bytes = download?;
+            }
+            return Ok(report);
+        }
+        self.solve_here(k, b, x)
+    }
+
+    /// [`Self::solve`] with every operand where the solver runs.
+    fn solve_here(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {
+        let device = k.device();
+        let count = |t0: linalg::Transfers| TransferReport::between(t0, device.transfers());
+        let device_report = |setup: TransferReport, solve: TransferReport| {
+            (!device.is_host()).then(|| DeviceSolveReport {
+                name: device.name(),
+                upload_bytes: 0,
+                setup,
+                solve,
+                download_bytes: 0,
+            })
+        };
         match self {
-            LinearSolver::CgJacobi { params } => {
+            LinearSolver::CgJacobi { params, .. } => {
                 let start = Instant::now();
+                let t0 = device.transfers();
                 let jacobi = PointBlockJacobi::new(k).context("point-block Jacobi set-up")?;
                 let setup_s = start.elapsed().as_secs_f64();
+                let setup_moved = count(t0);
                 let start = Instant::now();
+                let t0 = device.transfers();
                 let outcome = cg(k, b, x, &jacobi, params).context("CG")?;
-                cg_report(
+                let mut report = cg_report(
                     outcome,
                     setup_s,
                     start.elapsed().as_secs_f64(),
                     SetupKind::Jacobi,
                     None,
-                )
+                )?;
+                report.device = device_report(setup_moved, count(t0));
+                Ok(report)
             }
             LinearSolver::CgAmg {
                 params,
                 amg,
                 near_null,
                 hierarchy,
+                ..
             } => {
+                let t0 = device.transfers();
                 let start = Instant::now();
                 // A failed update leaves no hierarchy behind, so the next solve sets up afresh.
                 let (setup, h) = match hierarchy.take() {
@@ -140,19 +300,23 @@ impl LinearSolver {
                 };
                 let h = hierarchy.insert(h);
                 let setup_s = start.elapsed().as_secs_f64();
+                let setup_moved = count(t0);
                 let report = (setup == SetupKind::AmgCold).then(|| h.report().clone());
                 let start = Instant::now();
+                let t0 = device.transfers();
                 // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)
                 let vcycle = h.with_operator(k)?;
                 let outcome =
                     cg(h.operator(0).unwrap_or(k), b, x, &vcycle, params).context("CG")?;
-                cg_report(
+                let mut report = cg_report(
                     outcome,
                     setup_s,
                     start.elapsed().as_secs_f64(),
                     setup,
                     report,
-                )
+                )?;
+                report.device = device_report(setup_moved, count(t0));
+                Ok(report)
             }
             LinearSolver::Direct { symbolic } => {
                 let start = Instant::now();
@@ -183,6 +347,7 @@ impl LinearSolver {
                     converged: true,
                     setup: SetupKind::Factorization,
                     hierarchy: None,
+                    device: None,
                 })
             }
         }
@@ -214,6 +379,7 @@ fn cg_report(
             converged: outcome.converged,
             setup,
             hierarchy,
+            device: None,
         }),
     }
 }

@@ -148,12 +148,26 @@ pub enum LinearSolverMethod {
     Direct,
 }
 
+/// Where the linear solver runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// The CPU (the default).
+    #[default]
+    Cpu,
+    /// The first CUDA GPU if one is usable, else the CPU.
+    Auto,
+    /// The first CUDA GPU; an error where there is none.
+    Cuda,
+}
+
 /// Linear solver of each Newton iteration. Iterative methods stop when
 /// `|b - A x| <= max(atol, rtol |b|)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinearSolverParams {
     /// Default `CgAmg`.
     pub method: LinearSolverMethod,
+    /// Where the iterative solvers run. Default `Cpu`.
+    pub device: DeviceChoice,
     /// Default 1e-8.
     pub rtol: f64,
     /// Default 0.
@@ -168,6 +182,7 @@ impl Default for LinearSolverParams {
     fn default() -> Self {
         LinearSolverParams {
             method: LinearSolverMethod::CgAmg,
+            device: DeviceChoice::Cpu,
             rtol: 1.0e-8,
             atol: 0.0,
             max_iterations: 2000,

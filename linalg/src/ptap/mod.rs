@@ -32,8 +32,9 @@ use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH, W_ROWS_PER_TASK};
 pub use workspace::PtapWorkspace;
 use wrow::Operands;
 
+use crate::backend::cuda::DevicePtapPlan;
 use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
-use crate::device::{check_same_device, Storage};
+use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
 use crate::spgemm::{check_dim, product_pattern};
 use crate::transpose::transpose_pattern;
 use crate::{BlockPattern, Bsr, LinalgError};
@@ -83,6 +84,9 @@ pub struct PtapPlan {
     pt_slots: Vec<u32>,
     pattern: Arc<BlockPattern>,
     strategy: Strategy,
+    /// The plan on a GPU (patterns of `P^T`, `A P`, `A_c`, the `P^T` slot map), uploaded by the
+    /// first device numeric call or restriction and reused by every later one.
+    device: DeviceMirror<DevicePtapPlan>,
 }
 
 /// How [`ptap_numeric`] computes the values.
@@ -142,7 +146,17 @@ impl PtapPlan {
             pt_slots,
             pattern,
             strategy,
+            device: DeviceMirror::new(),
         })
+    }
+
+    /// The plan's mirror on `ctx`'s GPU (uploaded at the first call).
+    pub(crate) fn device_plan(
+        &self,
+        ctx: &crate::backend::cuda::CudaContext,
+    ) -> Result<Arc<DevicePtapPlan>, LinalgError> {
+        self.device
+            .get_or_upload(ctx, || DevicePtapPlan::upload(ctx, self))
     }
 
     /// `Some(number of colours)` if numeric calls use the fused strategy (one sequential phase per
@@ -281,6 +295,12 @@ pub fn ptap_numeric(
                 }
             }
         }
+        (
+            Storage::CudaBsr { m: am, .. },
+            Storage::CudaBsr { m: pm, .. },
+            Storage::CudaBsr { ctx, m: out },
+        ) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
+        _ => return Err(unsupported("ptap_numeric", &device)),
     }
     Ok(())
 }
@@ -288,7 +308,12 @@ pub fn ptap_numeric(
 /// `P^T A P` as a new matrix.
 pub fn ptap(a: &Bsr, p: &Bsr) -> Result<Bsr, LinalgError> {
     let plan = PtapPlan::new(a.pattern(), p.pattern())?;
-    let mut ac = Bsr::zeros(plan.pattern.clone(), p.block_cols(), p.block_cols());
+    let mut ac = Bsr::zeros_on(
+        &a.device(),
+        plan.pattern.clone(),
+        p.block_cols(),
+        p.block_cols(),
+    )?;
     ptap_numeric(&plan, a, p, &mut ac, &mut plan.workspace())?;
     Ok(ac)
 }

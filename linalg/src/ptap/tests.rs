@@ -167,7 +167,7 @@ fn fused_is_bit_identical_across_thread_counts_and_calls() {
             let plan = fused_plan(&a, &p, 8);
             let first = numeric(&plan, &a, &p);
             // Again, twice in one reused workspace.
-            let mut again = first.zeros_like();
+            let mut again = first.zeros_like().unwrap();
             let mut ws = plan.workspace();
             for _ in 0..2 {
                 ptap_numeric(&plan, &a, &p, &mut again, &mut ws).unwrap();

@@ -1,13 +1,20 @@
 //! `hexfem bench gamg --problem ex56`: PETSc's `-two_solves` sequence on ex56 - cold AMG set-up and
 //! CG solve, then (per further solve) the operator scaled, a hot set-up that reuses the
-//! interpolation, and a CG solve again.
+//! interpolation, and a CG solve again. With `--device cuda` the operator, right-hand side and
+//! solution are uploaded once after assembly and everything after runs on the GPU (the host
+//! builds graph, aggregates and tentative prolongators in the cold set-up); the GPU's own
+//! metrics (device events) are reported in [`GpuMetrics`].
 
 use std::time::Instant;
 
-use amg::{cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Storage, UpdateReport};
+use amg::{
+    cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Storage, TransferReport,
+    UpdateReport,
+};
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::Ex56;
-use linalg::{Bsr, Vector};
+use linalg::backend::cuda::CudaContext;
+use linalg::{Bsr, Device, Vector};
 use serde::Serialize;
 use solve::problem::near_null_space;
 
@@ -20,6 +27,18 @@ pub const CG_RTOL: f64 = 1e-8;
 pub const OPERATOR_SCALE: f64 = 2.0;
 /// Timed fine-level SpMVs (after a warm-up); the best is reported.
 pub const SPMV_REPEATS: usize = 10;
+/// Device-event repeats of the GPU's SpMV and per-level Galerkin products; the median is reported.
+pub const GPU_REPEATS: usize = 20;
+
+/// Where `bench gamg` runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BenchDevice {
+    /// The CPU (rayon threads).
+    #[default]
+    Cpu,
+    /// The first CUDA GPU.
+    Cuda,
+}
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -34,6 +53,38 @@ pub struct GamgBench {
     /// coarsening itself stays blocked), to measure what the blocks buy.
     pub scalar: bool,
     pub amg: AmgParams,
+    /// Where the set-up and solves run.
+    pub device: BenchDevice,
+}
+
+/// What a GPU run measures besides the CPU fields (device events, device counters).
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuMetrics {
+    /// Device-to-device copy of 1 GiB, bytes read + written per second: the bandwidth ceiling.
+    pub copy_gbs: f64,
+    /// Hot fine SpMV, median of [`GPU_REPEATS`] device-event timings.
+    pub spmv_ms: f64,
+    /// Bytes a fine SpMV must move: values, `u32` column indices and row offsets, `x`, `y`.
+    pub spmv_bytes: f64,
+    pub spmv_gbs: f64,
+    /// `spmv_gbs / copy_gbs`.
+    pub spmv_of_copy: f64,
+    /// Numeric Galerkin product per transfer (finest first), median of device-event timings.
+    pub galerkin_ms_per_level: Vec<f64>,
+    pub galerkin_ms_total: f64,
+    /// Wall time of the first hot update (ends with a device synchronisation).
+    pub update_hot_ms: f64,
+    /// Wall time of the CG solve after it (CG synchronises at every dot product).
+    pub ksp_hot_ms: f64,
+    /// Bytes between host and device in the first hot update and the solve after it.
+    pub hot_update_bytes: TransferReport,
+    pub hot_solve_bytes: TransferReport,
+    pub bytes_per_hot_step: u64,
+    /// Largest device memory in use (total minus free) seen at the phase boundaries, and the
+    /// same before anything was allocated (the context's own).
+    pub memory_peak_mib: f64,
+    pub memory_baseline_mib: f64,
+    pub memory_total_mib: f64,
 }
 
 /// What `hexfem bench gamg --json` prints.
@@ -68,8 +119,46 @@ pub struct GamgBenchResult {
     pub galerkin_numeric_s: f64,
     pub peak_rss_mb: Option<f64>,
     pub threads: usize,
+    /// `host` or the GPU's name.
+    pub device: String,
     pub hierarchy: HierarchyReport,
     pub hot_update: UpdateReport,
+    /// The GPU's metrics (`--device cuda`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuMetrics>,
+}
+
+/// Device memory in use, MiB.
+fn used_mib(ctx: &CudaContext) -> Result<f64> {
+    let (free, total) = ctx.memory_info()?;
+    Ok((total - free) as f64 / (1 << 20) as f64)
+}
+
+/// Median of device-event timings of `f` (ms) after one warm-up call.
+pub(crate) fn event_median(
+    ctx: &CudaContext,
+    repeats: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    f()?;
+    let mut t = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        let start = ctx.record_event()?;
+        f()?;
+        let end = ctx.record_event()?;
+        t.push(start.elapsed_ms(&end)? as f64);
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+/// Copy bandwidth of the device: 1 GiB copied device to device (read + written), best of 5.
+pub(crate) fn copy_gbs(ctx: &CudaContext) -> Result<f64> {
+    let n = (1usize << 30) / 8;
+    let src = ctx.filled(n, 1.0)?;
+    let mut dst = ctx.zeros::<f64>(n)?;
+    let ms = event_median(ctx, 5, || Ok(ctx.copy(&src, &mut dst)?))?;
+    Ok(2.0 * (n * 8) as f64 / (ms * 1e-3) / 1e9)
 }
 
 /// Runs the benchmark.
@@ -79,17 +168,33 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         "--solves must be at least 2 (one cold, one hot)"
     );
     let start = Instant::now();
-    let Ex56 {
-        mut a, b, coords, ..
-    } = Ex56::new(bench.m, bench.order)
+    let Ex56 { a, b, coords, .. } = Ex56::new(bench.m, bench.order)
         .with_context(|| format!("ex56 with --m {} --order {}", bench.m, bench.order))?;
     let near_null = near_null_space(&coords)?;
     let assembly_s = start.elapsed().as_secs_f64();
+    let device = match bench.device {
+        BenchDevice::Cpu => Device::Host,
+        BenchDevice::Cuda => Device::cuda(0).context("--device cuda")?,
+    };
+    let ctx = device.cuda_context().cloned();
+    let memory_baseline_mib = ctx.as_ref().map(|c| used_mib(c)).transpose()?;
+    let mut memory_peak_mib = memory_baseline_mib.unwrap_or(0.0);
+    let sample = |peak: &mut f64| -> Result<()> {
+        if let Some(c) = &ctx {
+            *peak = peak.max(used_mib(c)?);
+        }
+        Ok(())
+    };
+    // the operator and its hierarchy must fit before anything is uploaded
+    let (hierarchy_bytes, operator_bytes) = amg::device_memory_estimate(&a);
+    amg::check_device_memory(&device, hierarchy_bytes + operator_bytes)?;
+    // one upload after assembly; everything below runs where `device` says
+    let (mut a, b) = (a.to_device(&device)?, b.to_device(&device)?);
     let cg_params = CgParams {
         rtol: CG_RTOL,
         ..CgParams::default()
     };
-    let mut x = Vector::zeros(b.len());
+    let mut x = Vector::zeros_on(&device, b.len())?;
     let amg_params = AmgParams {
         storage: if bench.scalar {
             Storage::Scalar
@@ -102,7 +207,10 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let start = Instant::now();
     let mut hierarchy = Hierarchy::setup_external(&a, &near_null, &amg_params)?;
     let setup_cold_s = start.elapsed().as_secs_f64();
+    sample(&mut memory_peak_mib)?;
     let (first, solve_s) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
+    sample(&mut memory_peak_mib)?;
+    let mut hot_solve_bytes = TransferReport::default();
 
     let mut iterations = vec![first.iterations];
     let mut converged = first.converged;
@@ -115,23 +223,64 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         let update = hierarchy.update(&a)?;
         setup_hot_all_s.push(start.elapsed().as_secs_f64());
         x.fill(0.0)?;
+        let before = device.transfers();
         let (outcome, seconds) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
         if solve_index == 1 {
             solve_hot_s = seconds;
             hot_update = Some(update);
+            hot_solve_bytes = TransferReport::between(before, device.transfers());
         }
+        sample(&mut memory_peak_mib)?;
         iterations.push(outcome.iterations);
         converged &= outcome.converged;
     }
     // the fine operator in the storage the solve used
     let fine = hierarchy.operator(0).unwrap_or(&a);
-    let mut y = Vector::zeros(b.len());
+    let mut y = Vector::zeros_on(&device, b.len())?;
     let spmv_s = best_of(SPMV_REPEATS, || {
         let start = Instant::now();
         fine.spmv(&x, &mut y)?;
+        device.synchronize()?;
         Ok(start.elapsed().as_secs_f64())
     })?;
     let hot_update = hot_update.ok_or_else(|| anyhow::anyhow!("no hot update ran"))?;
+    let gpu = match &ctx {
+        None => None,
+        Some(ctx) => {
+            let spmv_ms = event_median(ctx, GPU_REPEATS, || Ok(fine.spmv(&x, &mut y)?))?;
+            let p = fine.pattern();
+            let spmv_bytes = (p.nnz() * fine.block_len() * 8
+                + p.nnz() * 4
+                + (p.n_block_rows() + 1) * 4
+                + fine.n_cols() * 8
+                + fine.n_rows() * 8) as f64;
+            let galerkin_ms_per_level = (0..hierarchy.n_levels() - 1)
+                .map(|l| event_median(ctx, GPU_REPEATS, || Ok(hierarchy.galerkin_level(&a, l)?)))
+                .collect::<Result<Vec<f64>>>()?;
+            sample(&mut memory_peak_mib)?;
+            let copy = copy_gbs(ctx)?;
+            let spmv_gbs = spmv_bytes / (spmv_ms * 1e-3) / 1e9;
+            let (_, total) = ctx.memory_info()?;
+            Some(GpuMetrics {
+                copy_gbs: copy,
+                spmv_ms,
+                spmv_bytes,
+                spmv_gbs,
+                spmv_of_copy: spmv_gbs / copy,
+                galerkin_ms_total: galerkin_ms_per_level.iter().sum(),
+                galerkin_ms_per_level,
+                update_hot_ms: setup_hot_all_s[0] * 1e3,
+                ksp_hot_ms: solve_hot_s * 1e3,
+                hot_update_bytes: hot_update.transfers,
+                hot_solve_bytes,
+                bytes_per_hot_step: hot_update.transfers.total_bytes()
+                    + hot_solve_bytes.total_bytes(),
+                memory_peak_mib,
+                memory_baseline_mib: memory_baseline_mib.unwrap_or(0.0),
+                memory_total_mib: total as f64 / (1 << 20) as f64,
+            })
+        }
+    };
     let report = hierarchy.report().clone();
     Ok(GamgBenchResult {
         problem: "ex56",
@@ -156,8 +305,10 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         galerkin_numeric_s: hot_update.timings.galerkin_numeric_s,
         peak_rss_mb: peak_rss_mb(),
         threads: rayon::current_num_threads(),
+        device: device.name(),
         hierarchy: report,
         hot_update,
+        gpu,
     })
 }
 
@@ -170,8 +321,8 @@ impl std::fmt::Display for GamgBenchResult {
         };
         writeln!(
             f,
-            "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} threads",
-            self.nodes_per_side, self.order, self.unknowns, self.threads
+            "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} threads, on {}",
+            self.nodes_per_side, self.order, self.unknowns, self.threads, self.device
         )?;
         writeln!(
             f,
@@ -206,6 +357,35 @@ impl std::fmt::Display for GamgBenchResult {
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory {:6.0} MiB", mb)?;
         }
+        if let Some(g) = &self.gpu {
+            writeln!(
+                f,
+                "  GPU: copy {:.0} GB/s; hot SpMV {:.3} ms, {:.0} GB/s ({:.1} % of copy)",
+                g.copy_gbs,
+                g.spmv_ms,
+                g.spmv_gbs,
+                100.0 * g.spmv_of_copy
+            )?;
+            writeln!(
+                f,
+                "  GPU: hot Galerkin per level {:?} ms, total {:.3} ms",
+                g.galerkin_ms_per_level
+                    .iter()
+                    .map(|t| (t * 1e3).round() / 1e3)
+                    .collect::<Vec<_>>(),
+                g.galerkin_ms_total
+            )?;
+            writeln!(
+                f,
+                "  GPU: hot update {:.2} ms, hot KSP {:.2} ms, {} bytes moved per hot step",
+                g.update_hot_ms, g.ksp_hot_ms, g.bytes_per_hot_step
+            )?;
+            writeln!(
+                f,
+                "  GPU: memory peak {:.0} MiB of {:.0} (context {:.0} MiB)",
+                g.memory_peak_mib, g.memory_total_mib, g.memory_baseline_mib
+            )?;
+        }
         Ok(())
     }
 }
@@ -237,6 +417,7 @@ mod tests {
             solves: 2,
             scalar,
             amg: AmgParams::default(),
+            device: BenchDevice::Cpu,
         })
         .unwrap()
     }
@@ -274,6 +455,7 @@ mod tests {
             solves: 1,
             scalar: false,
             amg: AmgParams::default(),
+            device: BenchDevice::Cpu,
         };
         assert!(run(&one).is_err());
     }

@@ -11,6 +11,7 @@
 pub mod assembly;
 pub mod gamg;
 pub mod output;
+pub mod spmv;
 
 /// The best of `repeats` timed runs of `f` (seconds, as `f` returns them) after one warm-up run.
 pub(crate) fn best_of(

@@ -105,6 +105,26 @@ impl CudaContext {
         let multiprocessors = ctx
             .attribute(cu::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver_err("multiprocessor count"))? as u32;
+        if ctx.has_async_alloc() {
+            // Buffers are stream-ordered allocations from the device's default pool; keep what
+            // is freed in the pool (no release threshold), so that scratch freed and taken again
+            // on the hot path (the Galerkin products' W) costs no new mapping.
+            let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+            let mut threshold = u64::MAX;
+            // SAFETY: plain driver calls on this context's device with valid out-pointers.
+            unsafe {
+                cu::sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                    .result()
+                    .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
+                cu::sys::cuMemPoolSetAttribute(
+                    pool,
+                    cu::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&mut threshold as *mut u64).cast(),
+                )
+                .result()
+                .map_err(driver_err("cuMemPoolSetAttribute"))?;
+            }
+        }
         Ok(Arc::new(Self {
             ordinal,
             name,
@@ -229,6 +249,14 @@ impl CudaContext {
         Ok(DeviceBuffer::new(slice))
     }
 
+    /// A buffer of `len` values left unset: for scratch that a kernel writes whole before
+    /// anything reads it.
+    pub(crate) fn uninit(&self, len: usize) -> Result<DeviceBuffer<f64>, LinalgError> {
+        // SAFETY: f64 has no invalid bit patterns; callers write every value before reading.
+        let slice = unsafe { self.stream.alloc::<f64>(len) }.map_err(driver_err("cuMemAlloc"))?;
+        Ok(DeviceBuffer::new(slice))
+    }
+
     /// A buffer of `len` values, every one `value` (set on the device, nothing copied).
     pub fn filled(&self, len: usize, value: f64) -> Result<DeviceBuffer<f64>, LinalgError> {
         let mut b = self.zeros::<f64>(len)?;
@@ -236,6 +264,13 @@ impl CudaContext {
             super::vector::fill(self, value, &mut b)?;
         }
         Ok(b)
+    }
+
+    /// A new buffer holding a copy of `src` (device to device, not a host transfer).
+    pub fn duplicate(&self, src: &DeviceBuffer<f64>) -> Result<DeviceBuffer<f64>, LinalgError> {
+        let mut dst = self.zeros::<f64>(src.len())?;
+        self.copy(src, &mut dst)?;
+        Ok(dst)
     }
 
     /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).

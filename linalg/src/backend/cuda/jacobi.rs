@@ -43,6 +43,22 @@ impl DeviceBlockDiagonal {
         })
     }
 
+    /// A copy (slots and inverses copied device to device).
+    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        let mut diag_slots = ctx.zeros::<u32>(self.diag_slots.len())?;
+        if !self.diag_slots.is_empty() {
+            ctx.stream()
+                .memcpy_dtod(self.diag_slots.slice(), diag_slots.slice_mut())
+                .map_err(driver_err("cuMemcpyDtoD"))?;
+        }
+        Ok(Self {
+            bs: self.bs,
+            n_blocks: self.n_blocks,
+            diag_slots,
+            inv: ctx.duplicate(&self.inv)?,
+        })
+    }
+
     /// Block size.
     pub fn block_size(&self) -> usize {
         self.bs

@@ -34,12 +34,32 @@ pub(crate) const SPGEMM: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const OPS: KernelSource = KernelSource {
+    name: "ops.cu",
+    text: include_str!("../../../cuda/ops.cu"),
+    fmad: false,
+};
+
+pub(crate) const MIS: KernelSource = KernelSource {
+    name: "mis.cu",
+    text: include_str!("../../../cuda/mis.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
-pub const SOURCE_NAMES: &[&str] = &["spmv.cu", "vector.cu", "jacobi.cu", "coo.cu", "spgemm.cu"];
+pub const SOURCE_NAMES: &[&str] = &[
+    "spmv.cu",
+    "vector.cu",
+    "jacobi.cu",
+    "coo.cu",
+    "spgemm.cu",
+    "ops.cu",
+    "mis.cu",
+];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
-    [SPMV, VECTOR, JACOBI, COO, SPGEMM]
+    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS]
         .into_iter()
         .find(|s| s.name == name)
 }

@@ -30,14 +30,19 @@ pub(crate) fn offsets_u32(what: &'static str, v: &[usize]) -> Result<Vec<u32>, L
 impl DevicePattern {
     /// Uploads `p` (row offsets converted to `u32`; errors if `nnz` exceeds the `u32` range).
     pub fn upload(ctx: &CudaContext, p: &BlockPattern) -> Result<Arc<Self>, LinalgError> {
+        Ok(Arc::new(Self::upload_plain(ctx, p)?))
+    }
+
+    /// [`Self::upload`] without the `Arc`.
+    pub(crate) fn upload_plain(ctx: &CudaContext, p: &BlockPattern) -> Result<Self, LinalgError> {
         let row_ptr = offsets_u32("device pattern: number of blocks", p.row_ptr())?;
-        Ok(Arc::new(Self {
+        Ok(Self {
             n_block_rows: p.n_block_rows(),
             n_block_cols: p.n_block_cols(),
             nnz: p.nnz(),
             row_ptr: ctx.upload(&row_ptr)?,
             col_idx: ctx.upload(p.col_idx())?,
-        }))
+        })
     }
 
     /// Number of block rows.
@@ -106,6 +111,16 @@ impl DeviceBsr {
             block_rows,
             block_cols,
             values: ctx.zeros(pattern.nnz * block_rows * block_cols)?,
+        })
+    }
+
+    /// A copy on the same pattern (values copied device to device).
+    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        Ok(Self {
+            pattern: self.pattern.clone(),
+            block_rows: self.block_rows,
+            block_cols: self.block_cols,
+            values: ctx.duplicate(&self.values)?,
         })
     }
 

@@ -26,7 +26,9 @@ mod coo;
 mod jacobi;
 mod kernels;
 mod matrix;
+pub mod mis;
 mod nvrtc;
+pub mod ops;
 mod products;
 mod spmv;
 #[cfg(test)]
@@ -40,5 +42,6 @@ pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagona
 pub use kernels::SOURCE_NAMES;
 pub use matrix::{DeviceBsr, DevicePattern};
 pub use nvrtc::compile_with_log;
+pub use ops::DeviceDenseInverse;
 pub use products::{DevicePtapPlan, DeviceSpgemmPlan};
 pub use spmv::{spmv, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};

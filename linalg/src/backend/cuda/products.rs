@@ -19,6 +19,17 @@ use super::{CudaContext, DeviceBsr, DeviceBuffer};
 use crate::spgemm::product_pattern;
 use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
 
+/// Operand searches in flight per thread of the product kernels (`ILP` in spgemm.cu): 4 where
+/// the inner block dimension is 6 (coarse levels: 10-28 % faster on ex56), 1 for the fine
+/// level's 3 (there 4 was 3 % slower, measured on an H100).
+fn ilp(inner: usize) -> i64 {
+    if inner >= 6 {
+        4
+    } else {
+        1
+    }
+}
+
 /// Threads per block of the product kernels (`__launch_bounds__(128)` in spgemm.cu).
 const THREADS: u32 = 128;
 
@@ -69,6 +80,7 @@ fn launch_nn(
         ("AR", a.block_rows() as i64),
         ("AK", a.block_cols() as i64),
         ("BC", b.block_cols() as i64),
+        ("ILP", ilp(a.block_cols())),
     ];
     let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
     let f = ctx.function(src, &defines, "spgemm_nn")?;
@@ -139,7 +151,7 @@ impl DeviceSpgemmPlan {
                 what: "device spgemm: B",
             });
         }
-        if !Arc::ptr_eq(c.pattern(), &self.c.pattern) {
+        if dims(c.pattern()) != dims(&self.c.pattern) {
             return Err(LinalgError::PatternMismatch {
                 what: "device spgemm: C",
             });
@@ -157,7 +169,8 @@ impl DeviceSpgemmPlan {
 
 /// The Galerkin plan on the device: `P^T`'s pattern and slot map, the pattern of `W = A P`
 /// (rebuilt on the host at upload: the host plan keeps none), the pattern of `A_c`, and the `W`
-/// workspace (allocated at the first numeric call, kept for the next ones).
+/// workspace (taken from the device pool for each numeric call and returned after it, so that one
+/// level's `W` at most is alive; [`DevicePtapPlan::keep_workspace`] keeps it).
 #[derive(Debug)]
 pub struct DevicePtapPlan {
     a: (usize, usize, usize),
@@ -166,6 +179,9 @@ pub struct DevicePtapPlan {
     w: OutputPattern,
     ac: OutputPattern,
     w_values: Mutex<Option<DeviceBuffer<f64>>>,
+    /// Keep `W` between products (benchmarks of the kernel alone) instead of returning it to
+    /// the pool after each one (the default: only one level's `W` is alive at a time).
+    keep_w: bool,
 }
 
 impl DevicePtapPlan {
@@ -179,7 +195,14 @@ impl DevicePtapPlan {
             w: OutputPattern::upload(ctx, &w)?,
             ac: OutputPattern::upload(ctx, plan.pattern())?,
             w_values: Mutex::new(None),
+            keep_w: false,
         })
+    }
+
+    /// Keeps the `W` workspace between products (see the field's note).
+    pub fn keep_workspace(mut self) -> Self {
+        self.keep_w = true;
+        self
     }
 
     /// Pattern of `A_c` on the device (make `A_c` with [`DeviceBsr::zeros`] on it).
@@ -239,7 +262,7 @@ impl DevicePtapPlan {
                 what: "device ptap: P",
             });
         }
-        if !Arc::ptr_eq(ac.pattern(), &self.ac.pattern) {
+        if dims(ac.pattern()) != dims(&self.ac.pattern) {
             return Err(LinalgError::PatternMismatch {
                 what: "device ptap: A_c",
             });
@@ -250,12 +273,17 @@ impl DevicePtapPlan {
         let w_len = self.w.pattern.nnz() * b * c;
         let mut guard = self.w_values.lock().unwrap_or_else(|p| p.into_inner());
         if guard.as_ref().map(|w| w.len()) != Some(w_len) {
-            *guard = Some(ctx.zeros(w_len)?);
+            *guard = Some(ctx.uninit(w_len)?);
         }
         let w_vals = guard.as_mut().expect("W workspace allocated just above");
         launch_nn(ctx, fmad, &self.w, a, p, w_vals)?;
 
-        let defines = [("AR", c as i64), ("AK", b as i64), ("BC", c as i64)];
+        let defines = [
+            ("AR", c as i64),
+            ("AK", b as i64),
+            ("BC", c as i64),
+            ("ILP", ilp(b)),
+        ];
         let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
         let f = ctx.function(src, &defines, "ptw_tn")?;
         let nnz = self.ac.pattern.nnz() as u32;
@@ -275,6 +303,10 @@ impl DevicePtapPlan {
         let threads = nnz as u64 * c as u64;
         // SAFETY: arguments match `ptw_tn`; shapes and patterns checked above.
         unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
+        if !self.keep_w {
+            // stream-ordered free: back to the pool once the product has run
+            *guard = None;
+        }
         Ok(())
     }
 }

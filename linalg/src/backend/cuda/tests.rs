@@ -157,7 +157,16 @@ fn every_kernel_compiles_without_spills() {
         (2, 5, 4),
     ] {
         cases.push(("spgemm.cu", vec![("AR", ar), ("AK", ak), ("BC", bc)]));
+        cases.push((
+            "spgemm.cu",
+            vec![("AR", ar), ("AK", ak), ("BC", bc), ("ILP", 1)],
+        ));
     }
+    cases.push(("ops.cu", vec![]));
+    for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 5)] {
+        cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
+    }
+    cases.push(("mis.cu", vec![]));
     for (name, defines) in &cases {
         let (size, log) = compile_with_log(name, defines, &arch, &["--ptxas-options=-v"])
             .unwrap_or_else(|e| panic!("{name} {defines:?}: {e}"));

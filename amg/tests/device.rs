@@ -1,0 +1,279 @@
+//! The device-resident hierarchy against the host one on ex56 (see `common`): the same CG
+//! iteration counts and solutions, a hot update equal to a fresh setup, and the bytes a hot
+//! update plus a solve move between host and device. Without a GPU every test prints one `SKIP`
+//! line and passes (CI has none); `scripts/device.sh` stages them for the device machine.
+
+mod common;
+
+use amg::{cg, AmgParams, CgParams, Hierarchy};
+use common::elasticity;
+use linalg::{ops, Device, Vector};
+use std::sync::OnceLock;
+
+/// The GPU, or `None` after one printed line where there is none.
+fn gpu(test: &str) -> Option<Device> {
+    static DEV: OnceLock<Result<Device, String>> = OnceLock::new();
+    match DEV.get_or_init(|| Device::cuda(0).map_err(|e| e.to_string())) {
+        Ok(d) => Some(d.clone()),
+        Err(e) => {
+            eprintln!("SKIP {test}: no GPU ({e})");
+            None
+        }
+    }
+}
+
+fn cg_params() -> CgParams {
+    CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    }
+}
+
+/// `||x - y|| / ||y||` of two host vectors.
+fn rel_diff(x: &[f64], y: &[f64]) -> f64 {
+    let d: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+    let n: f64 = y.iter().map(|b| b * b).sum();
+    (d / n).sqrt()
+}
+
+#[test]
+fn device_hierarchy_gives_the_host_iterations_and_solution() {
+    let Some(dev) = gpu("device_hierarchy_gives_the_host_iterations_and_solution") else {
+        return;
+    };
+    let params = AmgParams::default();
+    for m in [9, 17, 25, 33] {
+        let p = elasticity(m, 1e-3);
+        let h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let mut x = Vector::zeros(p.a.n_rows());
+        let host = cg(
+            &p.a,
+            &p.b,
+            &mut x,
+            &h.with_operator(&p.a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+
+        let a = p.a.to_device(&dev).unwrap();
+        let b = p.b.to_device(&dev).unwrap();
+        let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        assert_eq!(hd.n_levels(), h.n_levels(), "m = {m}: levels");
+        let mut xd = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+        let device = cg(
+            &a,
+            &b,
+            &mut xd,
+            &hd.with_operator(&a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+        assert!(host.converged && device.converged, "m = {m}");
+        assert_eq!(device.iterations, host.iterations, "m = {m}: CG iterations");
+        let diff = rel_diff(&xd.to_host_vec().unwrap(), x.host().unwrap());
+        assert!(diff <= 1e-10, "m = {m}: solutions differ by {diff:e}");
+        // every coarse operator equals the host's to rounding
+        for l in 1..h.n_levels() {
+            let (ah, ad) = (h.operator(l).unwrap(), hd.operator(l).unwrap());
+            let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
+            assert!(
+                diff <= 1e-12,
+                "m = {m}, level {l}: operators differ by {diff:e}"
+            );
+        }
+        eprintln!(
+            "m = {m}: {} levels, {} CG iterations on host and device, solutions differ by {diff:.2e}",
+            h.n_levels(),
+            host.iterations
+        );
+    }
+}
+
+#[test]
+fn hot_device_update_equals_a_fresh_device_setup() {
+    let Some(dev) = gpu("hot_device_update_equals_a_fresh_device_setup") else {
+        return;
+    };
+    let params = AmgParams::default();
+    let p = elasticity(17, 1e-3);
+    let mut a = p.a.to_device(&dev).unwrap();
+    let mut h = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+    // Twice the operator: D^{-1} A, the strength graph and so P are unchanged (powers of two
+    // scale exactly), so the hot update (P kept) must equal a fresh setup (P rebuilt).
+    let mut doubled = p.a.clone();
+    doubled.scale(2.0).unwrap();
+    a.upload_values_from(&doubled).unwrap();
+    let report = h.update(&a).unwrap();
+    assert_eq!(report.galerkin_plans_rebuilt, 0);
+    let fresh = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+    assert_eq!(h.n_levels(), fresh.n_levels());
+    for l in 1..h.n_levels() {
+        let (hot, cold) = (h.operator(l).unwrap(), fresh.operator(l).unwrap());
+        let diff = rel_diff(&hot.to_host_vec().unwrap(), &cold.to_host_vec().unwrap());
+        assert!(
+            diff <= 1e-14,
+            "level {l}: hot and fresh operators differ by {diff:e}"
+        );
+    }
+    let b = p.b.to_device(&dev).unwrap();
+    let solve = |h: &Hierarchy| {
+        let mut x = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+        let out = cg(&a, &b, &mut x, &h.with_operator(&a).unwrap(), &cg_params()).unwrap();
+        (out.iterations, x.to_host_vec().unwrap())
+    };
+    let ((it_hot, x_hot), (it_cold, x_cold)) = (solve(&h), solve(&fresh));
+    assert_eq!(it_hot, it_cold);
+    assert!(rel_diff(&x_hot, &x_cold) <= 1e-12);
+
+    // A real change of values (a stiffer inclusion, same pattern): the device's hot update
+    // equals the host's hot update level by level.
+    let q = elasticity(17, 0.1);
+    let mut hh = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    hh.update(&q.a).unwrap();
+    a.upload_values_from(&q.a).unwrap();
+    let mut hd =
+        Hierarchy::setup_external(&p.a.to_device(&dev).unwrap(), &p.near_null, &params).unwrap();
+    hd.update(&a).unwrap();
+    for l in 1..hh.n_levels() {
+        let (ah, ad) = (hh.operator(l).unwrap(), hd.operator(l).unwrap());
+        let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
+        assert!(
+            diff <= 1e-12,
+            "level {l}: host and device hot updates differ by {diff:e}"
+        );
+    }
+}
+
+#[test]
+fn hot_update_and_solve_move_under_4_kib() {
+    let Some(dev) = gpu("hot_update_and_solve_move_under_4_kib") else {
+        return;
+    };
+    let params = AmgParams::default();
+    let p = elasticity(17, 1e-3);
+    let q = elasticity(17, 0.1);
+    let mut a = p.a.to_device(&dev).unwrap();
+    let b = p.b.to_device(&dev).unwrap();
+    let mut x = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+    let mut h = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+    let first = cg(&a, &b, &mut x, &h.with_operator(&a).unwrap(), &cg_params()).unwrap();
+    assert!(first.converged);
+    // the new tangent's values come from the host (issue 8 assembles on the device)
+    a.upload_values_from(&q.a).unwrap();
+    let before = dev.transfers();
+    let report = h.update(&a).unwrap();
+    x.fill(0.0).unwrap();
+    let out = cg(&a, &b, &mut x, &h.with_operator(&a).unwrap(), &cg_params()).unwrap();
+    dev.synchronize().unwrap();
+    let after = dev.transfers();
+    assert!(out.converged);
+    let moved = (after.host_to_device - before.host_to_device)
+        + (after.device_to_host - before.device_to_host);
+    eprintln!(
+        "hot update: {} B up, {} B down; update + solve ({} iterations): {moved} B",
+        report.transfers.host_to_device_bytes,
+        report.transfers.device_to_host_bytes,
+        out.iterations
+    );
+    assert!(moved < 4096, "a hot update and a solve moved {moved} bytes");
+    // and the residual is right
+    let mut r = b.try_clone().unwrap();
+    a.spmv_add(-1.0, &x, 1.0, &mut r).unwrap();
+    assert!(ops::norm2(&r).unwrap() <= 1.1e-8 * ops::norm2(&b).unwrap());
+}
+
+#[test]
+fn operands_on_different_devices_are_an_error() {
+    let Some(dev) = gpu("operands_on_different_devices_are_an_error") else {
+        return;
+    };
+    let p = elasticity(5, 1.0);
+    let a = p.a.to_device(&dev).unwrap();
+    let h = Hierarchy::setup_external(&a, &p.near_null, &AmgParams::default()).unwrap();
+    assert!(h.with_operator(&p.a).is_err());
+    let mut y = Vector::zeros(a.n_rows());
+    assert!(matches!(
+        a.spmv(&p.b, &mut y),
+        Err(linalg::LinalgError::DeviceMismatch { .. })
+    ));
+}
+
+#[test]
+fn other_options_run_on_the_device_or_say_why_not() {
+    let Some(dev) = gpu("other_options_run_on_the_device_or_say_why_not") else {
+        return;
+    };
+    let p = elasticity(9, 1e-3);
+    let a = p.a.to_device(&dev).unwrap();
+    let b = p.b.to_device(&dev).unwrap();
+    // damped Jacobi smoothing and `reuse: none`: the host's iterations
+    for params in [
+        AmgParams {
+            smoother: amg::SmootherKind::Jacobi,
+            ..AmgParams::default()
+        },
+        AmgParams {
+            reuse: amg::Reuse::None,
+            ..AmgParams::default()
+        },
+    ] {
+        let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        h.update(&p.a).unwrap();
+        let mut x = Vector::zeros(p.a.n_rows());
+        let host = cg(
+            &p.a,
+            &p.b,
+            &mut x,
+            &h.with_operator(&p.a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+        let mut hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        hd.update(&a).unwrap();
+        let mut xd = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+        let device = cg(
+            &a,
+            &b,
+            &mut xd,
+            &hd.with_operator(&a).unwrap(),
+            &cg_params(),
+        )
+        .unwrap();
+        assert_eq!(device.iterations, host.iterations, "{params:?}");
+        assert!(rel_diff(&xd.to_host_vec().unwrap(), x.host().unwrap()) <= 1e-10);
+    }
+    // scalar storage has no device kernels yet: an error that says so, not a panic
+    let scalar = AmgParams {
+        storage: amg::Storage::Scalar,
+        ..AmgParams::default()
+    };
+    let err = Hierarchy::setup_external(&a, &p.near_null, &scalar).unwrap_err();
+    assert!(err.to_string().contains("not available on cuda"), "{err}");
+}
+
+#[test]
+fn device_mis_and_aggregates_equal_the_host_ones() {
+    let Some(dev) = gpu("device_mis_and_aggregates_equal_the_host_ones") else {
+        return;
+    };
+    let params = AmgParams::default();
+    for m in [17, 33] {
+        let p = elasticity(m, 1e-3);
+        let h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let a = p.a.to_device(&dev).unwrap();
+        let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        // the MIS of every level's graph, both distances
+        for l in 0..h.n_levels() - 1 {
+            let op = if l == 0 { &p.a } else { h.operator(l).unwrap() };
+            let graph = amg::strength_graph(op, params.strength_threshold).unwrap();
+            for distance in [amg::MisDistance::One, amg::MisDistance::Two] {
+                let host = amg::mis(&graph, distance);
+                let device = amg::mis_on(&graph, distance, &dev).unwrap();
+                assert_eq!(device, host, "m = {m}, level {l}, {distance:?}");
+                assert!(host.iter().any(|&r| r));
+            }
+            // and the hierarchy built on the device aggregated the same way
+            assert_eq!(hd.aggregates(l), h.aggregates(l), "m = {m}, level {l}");
+        }
+    }
+}

@@ -1,0 +1,35 @@
+// Luby-style maximal independent set rounds (amg::aggregation::mis, Jacobi-style: each round
+// reads the previous round's state only), so the device's set is the host's exactly. status[v]:
+// 0 = in the set, ~0 = out, else the vertex's priority (smaller wins). Integer only.
+
+#define MIS_IN 0ull
+#define MIS_OUT 0xffffffffffffffffull
+
+// m[v] = min of s over v and its neighbours.
+extern "C" __global__ void closed_min(const u32 n, const u32* __restrict__ row_ptr,
+                                      const u32* __restrict__ col, const u64* __restrict__ s,
+                                      u64* __restrict__ m) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    u64 r = s[v];
+    for (u32 k = row_ptr[v]; k < row_ptr[v + 1]; ++k) r = min(r, s[col[k]]);
+    m[v] = r;
+}
+
+// A vertex whose reach holds an IN leaves; one whose reach is its own priority joins. *changed
+// counts the vertices that moved (an integer counter, not a value).
+extern "C" __global__ void mis_update(const u32 n, u64* __restrict__ status,
+                                      const u64* __restrict__ reach, u32* __restrict__ changed) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    const u64 s = status[v];
+    if (s == MIS_IN || s == MIS_OUT) return;
+    const u64 r = reach[v];
+    if (r == MIS_IN) {
+        status[v] = MIS_OUT;
+        atomicAdd(changed, 1u);
+    } else if (r == s) {
+        status[v] = MIS_IN;
+        atomicAdd(changed, 1u);
+    }
+}

@@ -1,0 +1,224 @@
+// The remaining kernels behind linalg's Device::Cuda: scaling, hashed fill, max norm, block
+// norms, prolongator smoothing and the coarsest level's dense inverse. Compiled with
+// --fmad=false: each mirrors its host kernel's operations (bit-identical where the host's order
+// is sequential; the dense inverse equals the host's Cholesky/LU solve to rounding).
+
+// x = a x
+extern "C" __global__ void scale(const u64 n, const double a, double* __restrict__ x) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        x[i] *= a;
+}
+
+// x[i] = signed_unit(splitmix64((first + i) ^ seed_rot)) (linalg::hash, blas1::fill_hashed).
+extern "C" __global__ void fill_hashed(const u64 n, const u64 first, const u64 seed_rot,
+                                       double* __restrict__ x) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 z = ((first + i) ^ seed_rot) + 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z = z ^ (z >> 31);
+        x[i] = (double)(z >> 11) / 4503599627370496.0 - 1.0;
+    }
+}
+
+__device__ __forceinline__ double max_nan(double a, double b) {
+    return (isnan(a) || isnan(b)) ? (a + b) : fmax(a, b);
+}
+
+// partial[block] = max |x_i| over the block's grid-stride share (NaN if any entry is NaN).
+#define MAX_THREADS 256
+extern "C" __global__ void __launch_bounds__(MAX_THREADS)
+max_abs_blocks(const u64 n, const double* __restrict__ x, double* __restrict__ partial) {
+    __shared__ double s[MAX_THREADS];
+    double m = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        m = max_nan(m, fabs(x[i]));
+    s[threadIdx.x] = m;
+    __syncthreads();
+    for (u32 w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) s[threadIdx.x] = max_nan(s[threadIdx.x], s[threadIdx.x + w]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
+extern "C" __global__ void max_abs_final(const u32 m, const double* __restrict__ partial,
+                                         double* __restrict__ out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double r = 0.0;
+    for (u32 k = 0; k < m; ++k) r = max_nan(r, partial[k]);
+    out[0] = r;
+}
+
+// norms[k] = Frobenius norm of block k (entries summed in order, as the host).
+extern "C" __global__ void block_norms(const u64 nnz, const u32 bl, const double* __restrict__ v,
+                                       double* __restrict__ norms) {
+    for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; k < nnz; k += (u64)gridDim.x * blockDim.x) {
+        const double* b = v + k * bl;
+        double s = 0.0;
+        for (u32 t = 0; t < bl; ++t) s += b[t] * b[t];
+        norms[k] = sqrt(s);
+    }
+}
+
+#if defined(BS) && defined(K)
+// W_iJ <- P0_iJ - omega (D_i^{-1} W_iJ), one thread per block of W (owner computes): the host's
+// smooth_prolongator entry by entry ((-omega) * s, then + P0 where P0 has the block).
+#define SBL (BS * K)
+extern "C" __global__ void smooth_prolongator(const u32 nnz, const u32* __restrict__ slot_row,
+                                              const u32* __restrict__ p0_slot,
+                                              const double* __restrict__ dinv,
+                                              const double* __restrict__ p0,
+                                              double* __restrict__ w, const double omega) {
+    const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= nnz) return;
+    const u32 i = slot_row[s];
+    double blk[SBL];
+#pragma unroll
+    for (int t = 0; t < SBL; ++t) blk[t] = w[(size_t)s * SBL + t];
+    const double* __restrict__ d = dinv + (size_t)i * BS * BS;
+    const u32 q = p0_slot[s];
+#pragma unroll
+    for (int r = 0; r < BS; ++r) {
+#pragma unroll
+        for (int c = 0; c < K; ++c) {
+            double sum = 0.0;
+#pragma unroll
+            for (int m = 0; m < BS; ++m) sum += d[r * BS + m] * blk[m * K + c];
+            double t = -omega * sum;
+            if (q != NOT_FOUND) t += p0[(size_t)q * SBL + r * K + c];
+            w[(size_t)s * SBL + r * K + c] = t;
+        }
+    }
+}
+#endif
+
+// dense[(br * row + r) * n_cols + bc * col + c] = block values (one thread per value; dense zeroed).
+extern "C" __global__ void bsr_to_dense(const u64 n_values, const u32 br, const u32 bc,
+                                        const u32* __restrict__ slot_row,
+                                        const u32* __restrict__ col_idx,
+                                        const double* __restrict__ v, const u32 n_cols,
+                                        double* __restrict__ dense) {
+    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < n_values; e += (u64)gridDim.x * blockDim.x) {
+        const u64 slot = e / (br * bc);
+        const u32 rc = (u32)(e % (br * bc));
+        const u32 r = rc / bc, c = rc % bc;
+        const u64 row = (u64)slot_row[slot] * br + r;
+        const u64 col = (u64)col_idx[slot] * bc + c;
+        dense[row * n_cols + col] = v[e];
+    }
+}
+
+// In-place inverse of the row-major n x n matrix a by Gauss-Jordan with partial pivoting, the
+// host's dense::invert_in_place step for step, in one thread block. A pivot not above
+// rtol * max|a| stores its column in *fail and stops. perm (n) and f (n) are scratch.
+#define INV_THREADS 1024
+extern "C" __global__ void __launch_bounds__(INV_THREADS)
+dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double* __restrict__ f,
+             const double rtol, u64* __restrict__ fail) {
+    __shared__ double s_val[INV_THREADS];
+    __shared__ u32 s_idx[INV_THREADS];
+    __shared__ double s_tol, s_inv;
+    __shared__ u32 s_piv;
+    __shared__ int s_bad;
+    const u32 tid = threadIdx.x, T = blockDim.x;
+    const u64 nn = (u64)n * n;
+    double m = 0.0;
+    for (u64 e = tid; e < nn; e += T) m = fmax(m, fabs(a[e]));
+    s_val[tid] = m;
+    __syncthreads();
+    for (u32 w = T / 2; w > 0; w >>= 1) {
+        if (tid < w) s_val[tid] = fmax(s_val[tid], s_val[tid + w]);
+        __syncthreads();
+    }
+    if (tid == 0) {
+        s_tol = rtol * s_val[0];
+        s_bad = 0;
+    }
+    __syncthreads();
+    for (u32 k = 0; k < n; ++k) {
+        double v = -1.0;
+        u32 idx = k;
+        for (u32 i = k + tid; i < n; i += T) {
+            const double x = fabs(a[(u64)i * n + k]);
+            if (x > v) {
+                v = x;
+                idx = i;
+            }
+        }
+        s_val[tid] = v;
+        s_idx[tid] = idx;
+        __syncthreads();
+        for (u32 w = T / 2; w > 0; w >>= 1) {
+            if (tid < w) {
+                const double o = s_val[tid + w];
+                const u32 oi = s_idx[tid + w];
+                if (o > s_val[tid] || (o == s_val[tid] && oi < s_idx[tid])) {
+                    s_val[tid] = o;
+                    s_idx[tid] = oi;
+                }
+            }
+            __syncthreads();
+        }
+        if (tid == 0) {
+            if (!(s_val[0] > s_tol)) {
+                s_bad = 1;
+                fail[0] = k;
+            }
+            s_piv = s_idx[0];
+            perm[k] = s_idx[0];
+        }
+        __syncthreads();
+        if (s_bad) return;
+        const u32 p = s_piv;
+        if (p != k) {
+            for (u32 j = tid; j < n; j += T) {
+                const double t = a[(u64)k * n + j];
+                a[(u64)k * n + j] = a[(u64)p * n + j];
+                a[(u64)p * n + j] = t;
+            }
+        }
+        __syncthreads();
+        if (tid == 0) {
+            s_inv = 1.0 / a[(u64)k * n + k];
+            a[(u64)k * n + k] = 1.0;
+        }
+        __syncthreads();
+        for (u32 j = tid; j < n; j += T) a[(u64)k * n + j] *= s_inv;
+        for (u32 i = tid; i < n; i += T) f[i] = (i == k) ? 0.0 : a[(u64)i * n + k];
+        __syncthreads();
+        for (u64 e = tid; e < nn; e += T) {
+            const u32 i = (u32)(e / n), j = (u32)(e % n);
+            const double fi = f[i];
+            if (i == k || fi == 0.0) continue;
+            if (j == k) {
+                a[e] = 0.0 - fi * a[(u64)k * n + k];
+            } else {
+                a[e] -= fi * a[(u64)k * n + j];
+            }
+        }
+        __syncthreads();
+    }
+    for (int k = (int)n - 1; k >= 0; --k) {
+        const u32 p = perm[k];
+        if (p != (u32)k) {
+            for (u32 i = tid; i < n; i += T) {
+                const double t = a[(u64)i * n + k];
+                a[(u64)i * n + k] = a[(u64)i * n + p];
+                a[(u64)i * n + p] = t;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// y = M x for the dense row-major n x n M, one thread per row (entries in order).
+extern "C" __global__ void dense_matvec(const u32 n, const double* __restrict__ m,
+                                        const double* __restrict__ x, double* __restrict__ y) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double* row = m + (u64)i * n;
+    double s = 0.0;
+    for (u32 j = 0; j < n; ++j) s += row[j] * x[j];
+    y[i] = s;
+}

@@ -1,0 +1,254 @@
+//! The kernels of `linalg/cuda/ops.cu`: scaling, hashed fill, max norm, block norms, the
+//! prolongator smoothing and the coarsest level's dense inverse ([`DeviceDenseInverse`]).
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use super::context::{check_len, driver_err};
+use super::kernels::{grid_1d, grid_stride, OPS};
+use super::matrix::offsets_u32;
+use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use crate::{BlockPattern, LinalgError};
+
+/// `x = a x`.
+pub fn scale(ctx: &CudaContext, a: f64, x: &mut DeviceBuffer<f64>) -> Result<(), LinalgError> {
+    let f = ctx.function(&OPS, &[], "scale")?;
+    let n = x.len() as u64;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(&a).arg(&mut *x);
+    // SAFETY: arguments match `scale`.
+    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("scale"))?;
+    Ok(())
+}
+
+/// The host's `fill_hashed`: entry `i` is the hash of global index `first + i` and `seed`.
+pub fn fill_hashed(
+    ctx: &CudaContext,
+    first: u64,
+    seed: u64,
+    x: &mut DeviceBuffer<f64>,
+    len: usize,
+) -> Result<(), LinalgError> {
+    check_prefix("device fill_hashed", len, x.len())?;
+    let f = ctx.function(&OPS, &[], "fill_hashed")?;
+    let (n, rot) = (len as u64, seed.rotate_left(32));
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(&first).arg(&rot).arg(&mut *x);
+    // SAFETY: arguments match `fill_hashed`; `len <= x.len()`.
+    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("fill_hashed"))?;
+    Ok(())
+}
+
+/// `max |x_i|` over the first `len` entries (NaN if any is NaN); one scalar downloaded.
+pub fn norm_inf(ctx: &CudaContext, x: &DeviceBuffer<f64>, len: usize) -> Result<f64, LinalgError> {
+    check_prefix("device norm_inf", len, x.len())?;
+    let n = len as u64;
+    let cfg = grid_stride(n);
+    let blocks = cfg.grid_dim.0;
+    let mut partial = ctx.zeros::<f64>(blocks as usize)?;
+    let f = ctx.function(&OPS, &[], "max_abs_blocks")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(x).arg(&mut partial);
+    // SAFETY: arguments match `max_abs_blocks` (256 threads, one partial per block).
+    unsafe { l.launch(cfg) }.map_err(driver_err("max_abs_blocks"))?;
+    let mut out = ctx.zeros::<f64>(1)?;
+    let f = ctx.function(&OPS, &[], "max_abs_final")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&blocks).arg(&partial).arg(&mut out);
+    // SAFETY: arguments match `max_abs_final`.
+    unsafe { l.launch(grid_1d(1, 32)) }.map_err(driver_err("max_abs_final"))?;
+    Ok(ctx.download(&out)?[0])
+}
+
+/// The Frobenius norm of every block of `a` into `norms` (`nnz` entries).
+pub fn block_norms(
+    ctx: &CudaContext,
+    a: &DeviceBsr,
+    norms: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    let nnz = a.pattern().nnz() as u64;
+    check_len("device block_norms", nnz as usize, norms.len())?;
+    let bl = (a.block_rows() * a.block_cols()) as u32;
+    let f = ctx.function(&OPS, &[], "block_norms")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nnz).arg(&bl).arg(a.values()).arg(&mut *norms);
+    // SAFETY: arguments match `block_norms`.
+    unsafe { l.launch(grid_stride(nnz)) }.map_err(driver_err("block_norms"))?;
+    Ok(())
+}
+
+/// Per block of a pattern, its block row (uploaded).
+pub(crate) fn slot_rows(
+    ctx: &CudaContext,
+    p: &BlockPattern,
+) -> Result<DeviceBuffer<u32>, LinalgError> {
+    offsets_u32("device: blocks of a pattern", p.row_ptr())?;
+    let mut rows = Vec::with_capacity(p.nnz());
+    for (i, w) in p.row_ptr().windows(2).enumerate() {
+        rows.extend(std::iter::repeat_n(i as u32, w[1] - w[0]));
+    }
+    ctx.upload(&rows)
+}
+
+/// `W = P0 - omega D^{-1} W` in place (`W` on `w_pattern`, `bs x k` blocks; `dinv` one `bs x bs`
+/// inverse per block row; `P0` on `p0_pattern`, contained in `w_pattern`), bit-identical to the
+/// host's smoothing. Uploads the slot maps (a cold-setup call).
+pub fn smooth_prolongator(
+    ctx: &CudaContext,
+    w_pattern: &BlockPattern,
+    w: &mut DeviceBsr,
+    omega: f64,
+    dinv: &DeviceBuffer<f64>,
+    p0_pattern: &BlockPattern,
+    p0: &DeviceBsr,
+) -> Result<(), LinalgError> {
+    let (bs, k) = (w.block_rows(), w.block_cols());
+    check_len(
+        "device smooth_prolongator: D^-1",
+        w_pattern.n_block_rows() * bs * bs,
+        dinv.len(),
+    )?;
+    let mut p0_slot = vec![u32::MAX; w_pattern.nnz()];
+    for i in 0..w_pattern.n_block_rows() {
+        let (w0, p00) = (w_pattern.row_ptr()[i], p0_pattern.row_ptr()[i]);
+        let wrow = w_pattern.row(i);
+        let mut t = 0;
+        for (q, &j) in p0_pattern.row(i).iter().enumerate() {
+            while t < wrow.len() && wrow[t] < j {
+                t += 1;
+            }
+            if t < wrow.len() && wrow[t] == j {
+                p0_slot[w0 + t] = (p00 + q) as u32;
+            }
+        }
+    }
+    let rows = slot_rows(ctx, w_pattern)?;
+    let p0_slot = ctx.upload(&p0_slot)?;
+    let f = ctx.function(
+        &OPS,
+        &[("BS", bs as i64), ("K", k as i64)],
+        "smooth_prolongator",
+    )?;
+    let nnz = w_pattern.nnz() as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nnz)
+        .arg(&rows)
+        .arg(&p0_slot)
+        .arg(dinv)
+        .arg(p0.values())
+        .arg(w.values_mut())
+        .arg(&omega);
+    // SAFETY: arguments match `smooth_prolongator`; sizes checked by the caller and above.
+    unsafe { l.launch(grid_1d(nnz as u64, 128)) }.map_err(driver_err("smooth_prolongator"))?;
+    Ok(())
+}
+
+/// The explicit inverse of a small square matrix on the device (the coarsest AMG level): the
+/// matrix is densified and inverted by Gauss-Jordan with partial pivoting in one thread block;
+/// a solve is one dense matrix-vector product. Equal to the host's Cholesky/LU solve to rounding.
+#[derive(Debug)]
+pub struct DeviceDenseInverse {
+    n: usize,
+    inv: DeviceBuffer<f64>,
+}
+
+impl DeviceDenseInverse {
+    /// Densifies and inverts `a` (on `pattern`). A pivot below `rtol` times the largest entry is
+    /// `Err(column)` through [`LinalgError::SingularMatrix`] (pivot reported as NaN: the device
+    /// keeps only its column). One `u64` comes back to the host.
+    pub fn factor(
+        ctx: &CudaContext,
+        pattern: &BlockPattern,
+        a: &DeviceBsr,
+        rtol: f64,
+    ) -> Result<Self, LinalgError> {
+        let n = a.n_rows();
+        check_len("device dense inverse: square", n, a.n_cols())?;
+        let mut dense = ctx.zeros::<f64>(n * n)?;
+        let rows = slot_rows(ctx, pattern)?;
+        let n_values = a.values().len() as u64;
+        let (br, bc, ncols) = (a.block_rows() as u32, a.block_cols() as u32, n as u32);
+        let f = ctx.function(&OPS, &[], "bsr_to_dense")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n_values)
+            .arg(&br)
+            .arg(&bc)
+            .arg(&rows)
+            .arg(&a.pattern().col_idx)
+            .arg(a.values())
+            .arg(&ncols)
+            .arg(&mut dense);
+        // SAFETY: arguments match `bsr_to_dense`; `dense` holds n * n values.
+        unsafe { l.launch(grid_stride(n_values)) }.map_err(driver_err("bsr_to_dense"))?;
+        let mut perm = ctx.zeros::<u32>(n.max(1))?;
+        let mut fvec = ctx.zeros::<f64>(n.max(1))?;
+        let mut fail = ctx.upload(&[u64::MAX])?;
+        let f = ctx.function(&OPS, &[], "dense_invert")?;
+        let nn = n as u32;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&mut dense)
+            .arg(&mut perm)
+            .arg(&mut fvec)
+            .arg(&rtol)
+            .arg(&mut fail);
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match `dense_invert` (one block of 1024 threads).
+        unsafe { l.launch(cfg) }.map_err(driver_err("dense_invert"))?;
+        let code = ctx.download(&fail)?[0];
+        if code != u64::MAX {
+            return Err(LinalgError::SingularMatrix {
+                n,
+                column: code as usize,
+                pivot: f64::NAN,
+            });
+        }
+        Ok(Self { n, inv: dense })
+    }
+
+    /// Rows (and columns).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `x = A^{-1} b`.
+    pub fn solve(
+        &self,
+        ctx: &CudaContext,
+        b: &DeviceBuffer<f64>,
+        x: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        check_len("device dense solve: b", self.n, b.len())?;
+        check_len("device dense solve: x", self.n, x.len())?;
+        let f = ctx.function(&OPS, &[], "dense_matvec")?;
+        let n = self.n as u32;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n).arg(&self.inv).arg(b).arg(&mut *x);
+        // SAFETY: arguments match `dense_matvec`.
+        unsafe { l.launch(grid_1d(n as u64, 128)) }.map_err(driver_err("dense_matvec"))?;
+        Ok(())
+    }
+
+    /// A copy (device to device).
+    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        Ok(Self {
+            n: self.n,
+            inv: ctx.duplicate(&self.inv)?,
+        })
+    }
+}
+
+/// Errors unless the first `len` entries exist in a buffer of `available`.
+fn check_prefix(what: &'static str, len: usize, available: usize) -> Result<(), LinalgError> {
+    if len > available {
+        return Err(LinalgError::IndexOutOfRange {
+            what,
+            index: len,
+            len: available,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! `Device::Cuda` behind the public types: every operation on device operands equals the host's
+//! (bit for bit where the backend promises it, to rounding for the Galerkin product and the
+//! dense coarse solve), and operands on different devices are an error. Without a GPU every test
+//! prints one `SKIP` line and passes; without one `Device::cuda` is an error, never a panic.
+
+mod common;
+
+use std::sync::{Arc, OnceLock};
+
+use common::{random_bsr, random_pattern, Rng};
+use linalg::dense::DenseFactor;
+use linalg::{
+    ops, prolong_add, ptap_numeric, restrict, smooth_prolongator_in_place, spgemm, BlockDiagonal,
+    BlockPattern, Bsr, Device, LinalgError, PtapPlan, Vector,
+};
+
+fn gpu(test: &str) -> Option<Device> {
+    static DEV: OnceLock<Result<Device, String>> = OnceLock::new();
+    match DEV.get_or_init(|| Device::cuda(0).map_err(|e| e.to_string())) {
+        Ok(d) => Some(d.clone()),
+        Err(e) => {
+            eprintln!("SKIP {test}: no GPU ({e})");
+            None
+        }
+    }
+}
+
+fn rel_diff(x: &[f64], y: &[f64]) -> f64 {
+    let d: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+    let n: f64 = y.iter().map(|b| b * b).sum();
+    (d / n).sqrt()
+}
+
+/// A random SPD-ish square block matrix with every diagonal block dominant.
+fn dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
+    let p = random_pattern(rng, n, n, 0.05, true);
+    let mut a = Bsr::from_parts(p.clone(), bs, bs, rng.vec(p.nnz() * bs * bs)).unwrap();
+    for i in 0..n {
+        let k = p.find(i, i).unwrap();
+        let blk = a.host_block_mut(k).unwrap();
+        for c in 0..bs {
+            blk[c * bs + c] += 4.0 * bs as f64 * (1.0 + 0.05 * n as f64);
+        }
+    }
+    a
+}
+
+/// A dense symmetric positive definite `n x n` matrix (random symmetric part, dominant
+/// diagonal) stored in `bs x bs` blocks.
+fn symmetric_dominant(rng: &mut Rng, n: usize, bs: usize) -> Bsr {
+    let mut d = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..i {
+            let v = if rng.unit() > 0.8 { rng.unit() } else { 0.0 };
+            d[i * n + j] = v;
+            d[j * n + i] = v;
+        }
+        d[i * n + i] = 0.5 * n as f64 + rng.unit();
+    }
+    Bsr::from_dense(&d, n, n, bs, bs).unwrap()
+}
+
+#[test]
+fn missing_gpu_is_an_error_not_a_panic() {
+    match Device::cuda(0) {
+        Ok(d) => assert!(!d.is_host()),
+        Err(e) => assert!(matches!(e, LinalgError::CudaUnavailable { .. }), "{e}"),
+    }
+    assert!(Device::cuda(4096).is_err());
+}
+
+#[test]
+fn vector_operations_are_bit_identical_on_the_device() {
+    let Some(dev) = gpu("vector_operations_are_bit_identical_on_the_device") else {
+        return;
+    };
+    let mut rng = Rng::new(7);
+    for n in [1, 1000, 70_001] {
+        let (xh, yh) = (Vector::from_vec(rng.vec(n)), Vector::from_vec(rng.vec(n)));
+        let (x, mut y) = (xh.to_device(&dev).unwrap(), yh.to_device(&dev).unwrap());
+        assert!(!x.device().is_host());
+        assert_eq!(ops::dot(&x, &y).unwrap(), ops::dot(&xh, &yh).unwrap());
+        assert_eq!(ops::norm_inf(&x).unwrap(), ops::norm_inf(&xh).unwrap());
+        let mut yh2 = yh.clone();
+        ops::axpy(0.3, &xh, &mut yh2).unwrap();
+        ops::axpy(0.3, &x, &mut y).unwrap();
+        assert_eq!(y.to_host_vec().unwrap(), yh2.host().unwrap());
+        ops::axpby(-1.7, &xh, 0.6, &mut yh2).unwrap();
+        ops::axpby(-1.7, &x, 0.6, &mut y).unwrap();
+        assert_eq!(y.to_host_vec().unwrap(), yh2.host().unwrap());
+        ops::scale(1.3, &mut yh2).unwrap();
+        ops::scale(1.3, &mut y).unwrap();
+        assert_eq!(y.to_host(), Ok(yh2.clone()));
+        ops::fill_hashed(&mut yh2, 99).unwrap();
+        ops::fill_hashed(&mut y, 99).unwrap();
+        assert_eq!(y.to_host_vec().unwrap(), yh2.host().unwrap());
+        let mut z = x.zeros_like().unwrap();
+        z.copy_from(&x).unwrap();
+        assert_eq!(z.to_host_vec().unwrap(), xh.host().unwrap());
+        z.copy_from_host(yh.host().unwrap()).unwrap();
+        assert_eq!(z.to_host_vec().unwrap(), yh.host().unwrap());
+        assert!(x.host().is_err(), "device values are not host values");
+        // a host operand with a device one is an error naming both
+        assert!(matches!(
+            ops::axpy(1.0, &xh, &mut y),
+            Err(LinalgError::DeviceMismatch { .. })
+        ));
+    }
+    let mut nan = Vector::from_vec(vec![1.0, f64::NAN, -3.0])
+        .to_device(&dev)
+        .unwrap();
+    assert!(ops::norm_inf(&nan).unwrap().is_nan());
+    nan.fill(-2.0).unwrap();
+    assert_eq!(ops::norm_inf(&nan).unwrap(), 2.0);
+}
+
+#[test]
+fn matrix_operations_match_the_host() {
+    let Some(dev) = gpu("matrix_operations_match_the_host") else {
+        return;
+    };
+    let mut rng = Rng::new(3);
+    for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3), (1, 1), (2, 5)] {
+        let ah = random_bsr(&mut rng, 300, 200, br, bc, 0.03);
+        let a = ah.to_device(&dev).unwrap();
+        let xh = Vector::from_vec(rng.vec(ah.n_cols()));
+        let yh0 = Vector::from_vec(rng.vec(ah.n_rows()));
+        let (x, mut y) = (xh.to_device(&dev).unwrap(), yh0.to_device(&dev).unwrap());
+        let mut yh = yh0.clone();
+        ah.spmv_add(0.7, &xh, -1.1, &mut yh).unwrap();
+        a.spmv_add(0.7, &x, -1.1, &mut y).unwrap();
+        assert_eq!(
+            y.to_host_vec().unwrap(),
+            yh.host().unwrap(),
+            "{br}x{bc} spmv"
+        );
+        let norms = a.block_norms().unwrap();
+        assert_eq!(norms.to_host(), ah.block_norms(), "{br}x{bc} block norms");
+        let mut b = a.zeros_like().unwrap();
+        b.copy_values_from(&a).unwrap();
+        b.scale(-0.5).unwrap();
+        let mut bh = ah.clone();
+        bh.scale(-0.5).unwrap();
+        assert_eq!(b.to_host().unwrap(), bh);
+        b.upload_values_from(&ah).unwrap();
+        assert_eq!(b.to_host().unwrap(), ah);
+        assert!(
+            b.to_scalar_blocks().is_err(),
+            "scalar expansion is host-only"
+        );
+    }
+}
+
+#[test]
+fn amg_kernels_match_the_host() {
+    let Some(dev) = gpu("amg_kernels_match_the_host") else {
+        return;
+    };
+    let mut rng = Rng::new(11);
+    for (bs, k) in [(3, 6), (6, 6), (2, 3)] {
+        let n = 240;
+        let ah = dominant(&mut rng, n, bs);
+        // P0: one aggregate per 4 rows, one row left out
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i != 17 {
+                cols.push((i / 4) as u32);
+            }
+            row_ptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let pp = Arc::new(BlockPattern::new(n, n / 4, row_ptr, cols).unwrap());
+        let p0h = Bsr::from_parts(pp, bs, k, rng.vec(nnz * bs * k)).unwrap();
+        let (a, p0) = (ah.to_device(&dev).unwrap(), p0h.to_device(&dev).unwrap());
+
+        // point-block Jacobi: inverses and apply, bit for bit
+        let dh = BlockDiagonal::inverse_of_diagonal(&ah, bs).unwrap();
+        let mut d = BlockDiagonal::inverse_of_diagonal(&a, bs).unwrap();
+        assert_eq!(
+            d.to_host_vec().unwrap(),
+            dh.host().unwrap(),
+            "bs {bs}: inverses"
+        );
+        d.refresh_inverse(&a).unwrap();
+        assert_eq!(
+            d.to_host_vec().unwrap(),
+            dh.host().unwrap(),
+            "bs {bs}: refreshed"
+        );
+        let rh = Vector::from_vec(rng.vec(ah.n_rows()));
+        let r = rh.to_device(&dev).unwrap();
+        let (mut zh, mut z) = (rh.clone(), r.try_clone().unwrap());
+        dh.apply(0.8, &rh, 0.5, &mut zh).unwrap();
+        d.apply(0.8, &r, 0.5, &mut z).unwrap();
+        assert_eq!(
+            z.to_host_vec().unwrap(),
+            zh.host().unwrap(),
+            "bs {bs}: apply"
+        );
+
+        // prolongator smoothing: A P0 and the update, bit for bit
+        let mut wh = spgemm(&ah, &p0h).unwrap();
+        let mut w = spgemm(&a, &p0).unwrap();
+        assert_eq!(
+            w.to_host_vec().unwrap(),
+            wh.host().unwrap(),
+            "bs {bs}: A P0"
+        );
+        smooth_prolongator_in_place(&mut wh, 0.6, &dh, &p0h).unwrap();
+        smooth_prolongator_in_place(&mut w, 0.6, &d, &p0).unwrap();
+        assert_eq!(
+            w.to_host_vec().unwrap(),
+            wh.host().unwrap(),
+            "bs {bs}: smoothed P"
+        );
+
+        // Galerkin product (to rounding: fused host order), restriction and prolongation
+        let plan = PtapPlan::new(ah.pattern(), wh.pattern()).unwrap();
+        let mut ach = Bsr::zeros(plan.pattern().clone(), k, k);
+        ptap_numeric(&plan, &ah, &wh, &mut ach, &mut plan.workspace()).unwrap();
+        let mut ac = Bsr::zeros_on(&dev, plan.pattern().clone(), k, k).unwrap();
+        ptap_numeric(&plan, &a, &w, &mut ac, &mut plan.workspace()).unwrap();
+        let diff = rel_diff(&ac.to_host_vec().unwrap(), ach.host().unwrap());
+        assert!(
+            diff <= 1e-14,
+            "bs {bs}: Galerkin product differs by {diff:e}"
+        );
+        let (mut ch, mut c) = (
+            Vector::zeros(wh.n_cols()),
+            Vector::zeros_on(&dev, wh.n_cols()).unwrap(),
+        );
+        restrict(&plan, &wh, &rh, &mut ch).unwrap();
+        restrict(&plan, &w, &r, &mut c).unwrap();
+        assert_eq!(
+            c.to_host_vec().unwrap(),
+            ch.host().unwrap(),
+            "bs {bs}: restriction"
+        );
+        prolong_add(&wh, &ch, &mut zh).unwrap();
+        prolong_add(&w, &c, &mut z).unwrap();
+        assert_eq!(
+            z.to_host_vec().unwrap(),
+            zh.host().unwrap(),
+            "bs {bs}: prolongation"
+        );
+
+        // the coarse solve (a symmetric matrix, as every Galerkin operator is): device inverse
+        // against host Cholesky
+        let coarse = symmetric_dominant(&mut rng, 40 * k, k);
+        let fh = DenseFactor::factor(&coarse).unwrap();
+        let f = DenseFactor::factor(&coarse.to_device(&dev).unwrap()).unwrap();
+        let bh = Vector::from_vec(rng.vec(coarse.n_rows()));
+        let (mut xh, mut x) = (
+            Vector::zeros(coarse.n_rows()),
+            Vector::zeros_on(&dev, coarse.n_rows()).unwrap(),
+        );
+        fh.solve(&bh, &mut xh).unwrap();
+        f.solve(&bh.to_device(&dev).unwrap(), &mut x).unwrap();
+        let diff = rel_diff(&x.to_host_vec().unwrap(), xh.host().unwrap());
+        assert!(diff <= 1e-12, "k {k}: coarse solves differ by {diff:e}");
+    }
+    // a singular coarse matrix is an error on the device too
+    let p = Arc::new(BlockPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap());
+    let singular = Bsr::from_parts(p, 2, 2, vec![1.0, 2.0, 2.0, 4.0, 1.0, 0.0, 0.0, 1.0]).unwrap();
+    assert!(matches!(
+        DenseFactor::factor(&singular.to_device(&dev).unwrap()),
+        Err(LinalgError::SingularMatrix { column: 1, .. })
+    ));
+}
