@@ -7,8 +7,11 @@
 
 use std::sync::Arc;
 
-use assembly::device::{compile_element_source, DeviceAssembler, DeviceElements};
-use assembly::{CellMaterials, ElasticityAssembler};
+use assembly::device::{
+    compile_constraints_source, compile_element_source, DeviceAssembler, DeviceConstraints,
+    DeviceElements, DeviceProblem,
+};
+use assembly::{CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed};
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
@@ -147,6 +150,7 @@ fn element_source_compiles_for_every_order_and_material() {
             }
         }
     }
+    assert!(compile_constraints_source("sm_90").unwrap() > 0);
 }
 
 #[test]
@@ -308,4 +312,136 @@ fn device_reports_the_first_inverted_cell_like_the_host() {
     let device = dev.residual(&ud, &mut rd).unwrap_err();
     assert_eq!(device.cell(), host.cell());
     assert_eq!(device.to_string(), host.to_string());
+}
+
+#[test]
+fn device_constraints_are_bit_identical_to_the_host() {
+    let Some(ctx) = context() else { return };
+    let material = materials()[2];
+    let (mut assembler, u) = problem(1, 4, material);
+    let coords = assembler.coords().to_vec();
+    let constraints = twisted_box_constraints(&coords);
+    let dc = DeviceConstraints::new(&ctx, &constraints, assembler.pattern(), &coords).unwrap();
+    // prescribed values at a load factor, over a state
+    let mut uh = Vector::from_vec(u.clone());
+    constraints.write_prescribed(0.7, &coords, &mut uh).unwrap();
+    let mut ud = ctx.upload(&u).unwrap();
+    dc.write_prescribed(0.7, &mut ud).unwrap();
+    assert_eq!(ctx.download(&ud).unwrap(), uh.host().unwrap());
+    // zero and copy
+    let mut zh = Vector::from_vec(u.clone());
+    constraints.zero_constrained(&mut zh).unwrap();
+    let mut zd = ctx.upload(&u).unwrap();
+    dc.zero(&mut zd).unwrap();
+    assert_eq!(ctx.download(&zd).unwrap(), zh.host().unwrap());
+    constraints.copy_constrained(&uh, &mut zh).unwrap();
+    dc.copy(&ud, &mut zd).unwrap();
+    assert_eq!(ctx.download(&zd).unwrap(), zh.host().unwrap());
+    // elimination in the assembled tangent (neo-Hookean: the assembled values are bit-identical)
+    let mut dev = DeviceAssembler::new(&ctx, &assembler).unwrap();
+    let mut rh = Vector::zeros(u.len());
+    let mut kh: Bsr = assembler.new_matrix();
+    assembler
+        .residual_tangent(&uh, Load::None, &mut rh, &mut kh)
+        .unwrap();
+    constraints.eliminate_in_matrix(&mut kh).unwrap();
+    let mut rd = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut kd = dev.new_matrix().unwrap();
+    dev.residual_tangent(&ud, &mut rd, &mut kd).unwrap();
+    dc.eliminate(&mut kd).unwrap();
+    let kdv = ctx.download(kd.values()).unwrap();
+    println!(
+        "constraints: {} constrained unknowns, {} blocks eliminated",
+        constraints.n_constrained(),
+        dc.n_touched()
+    );
+    assert!(constraints.n_constrained() > 0 && dc.n_touched() > 0);
+    assert_eq!(kdv, kh.host().unwrap());
+}
+
+/// Clamped bottom, twisted and lifted top, one node with one prescribed component.
+fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
+    let (zmin, zmax) = coords
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x[2]), b.max(x[2]))
+        });
+    let on = |z: f64| -> Vec<usize> {
+        (0..coords.len())
+            .filter(|&i| (coords[i][2] - z).abs() < 0.3)
+            .collect()
+    };
+    Constraints::new(
+        coords.len(),
+        vec![
+            Prescribed::Components {
+                set: "bottom".into(),
+                nodes: on(zmin),
+                values: [Some(0.0), Some(0.0), Some(0.0)],
+            },
+            Prescribed::Twist {
+                set: "top".into(),
+                nodes: on(zmax),
+                axis: [0.1, 0.0, 1.0],
+                center: [0.5, 0.5, 0.0],
+                angle: 0.4,
+                axial: 0.05,
+            },
+            Prescribed::Components {
+                set: "one".into(),
+                nodes: vec![40],
+                values: [None, Some(0.1), None],
+            },
+        ],
+        &[],
+    )
+    .unwrap()
+}
+
+#[test]
+fn device_newton_system_matches_the_host() {
+    let Some(ctx) = context() else { return };
+    let material = materials()[2];
+    let (assembler, u) = problem(1, 4, material);
+    let coords = assembler.coords().to_vec();
+    let constraints = twisted_box_constraints(&coords);
+    let external: Vec<f64> = (0..u.len())
+        .map(|i| 1e-3 * ((i % 7) as f64 - 3.0))
+        .collect();
+    let mut host = DiscreteProblem {
+        assembler,
+        constraints,
+        external: Vector::from_vec(external),
+    };
+    let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+    let uh = Vector::from_vec(u.clone());
+    let ud = ctx.upload(&u).unwrap();
+    let mut hs = host.new_system();
+    let mut ds = device.new_system().unwrap();
+    host.linearize(&uh, 0.6, &mut hs).unwrap();
+    device.linearize(&ud, 0.6, &mut ds).unwrap();
+    assert_eq!(
+        ctx.download(&ds.residual).unwrap(),
+        hs.residual.host().unwrap()
+    );
+    assert_eq!(ctx.download(&ds.lift).unwrap(), hs.lift.host().unwrap());
+    assert_eq!(
+        ds.constraints_met(&ctx).unwrap(),
+        hs.constraints_met().unwrap()
+    );
+    let hn = host.eliminate(&mut hs).unwrap();
+    let dn = device.eliminate(&mut ds).unwrap();
+    println!("Newton system: free norm host {hn:e} device {dn:e}");
+    assert_eq!(dn, hn);
+    assert_eq!(ctx.download(&ds.rhs).unwrap(), hs.rhs.host().unwrap());
+    assert_eq!(
+        ctx.download(ds.tangent.values()).unwrap(),
+        hs.tangent.host().unwrap()
+    );
+    let mut scratch = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut hscratch = Vector::zeros(u.len());
+    assert_eq!(
+        device.free_norm(&ds.residual, &mut scratch).unwrap(),
+        host.free_norm(&hs.residual, &mut hscratch).unwrap()
+    );
 }

@@ -8,6 +8,10 @@
 //!   tangent blocks and energies per cell.
 //! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
 //!   whole mesh into device buffers.
+//! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
+//!   values with twists, symmetric elimination), bit-identical to the host's.
+//! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
+//!   on the device, in the host's calling order; only norms come back.
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
 //! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.
@@ -16,7 +20,11 @@
 //! as on the host's Newton path).
 
 mod assembler;
+mod constraints;
 mod elements;
+mod system;
 
 pub use assembler::{DeviceAssembler, DeviceAssemblyTimes};
+pub use constraints::{compile_constraints_source, DeviceConstraints};
 pub use elements::{compile_element_source, DeviceElements};
+pub use system::{DeviceNewtonSystem, DeviceProblem};
