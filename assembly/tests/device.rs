@@ -337,17 +337,18 @@ fn device_constraints_are_bit_identical_to_the_host() {
     constraints.copy_constrained(&uh, &mut zh).unwrap();
     dc.copy(&ud, &mut zd).unwrap();
     assert_eq!(ctx.download(&zd).unwrap(), zh.host().unwrap());
-    // elimination in the assembled tangent (neo-Hookean: the assembled values are bit-identical)
-    let mut dev = DeviceAssembler::new(&ctx, &assembler).unwrap();
+    // elimination: the host's assembled tangent uploaded, eliminated on both sides (the element
+    // values at this twisted state differ from the host's in the last bit here and there, through
+    // log; the elimination itself must not differ at all)
+    let dev = DeviceAssembler::new(&ctx, &assembler).unwrap();
     let mut rh = Vector::zeros(u.len());
     let mut kh: Bsr = assembler.new_matrix();
     assembler
         .residual_tangent(&uh, Load::None, &mut rh, &mut kh)
         .unwrap();
-    constraints.eliminate_in_matrix(&mut kh).unwrap();
-    let mut rd = ctx.zeros::<f64>(u.len()).unwrap();
     let mut kd = dev.new_matrix().unwrap();
-    dev.residual_tangent(&ud, &mut rd, &mut kd).unwrap();
+    kd.update_values(&ctx, &kh).unwrap();
+    constraints.eliminate_in_matrix(&mut kh).unwrap();
     dc.eliminate(&mut kd).unwrap();
     let kdv = ctx.download(kd.values()).unwrap();
     println!(
