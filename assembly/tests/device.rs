@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use assembly::device::{
     compile_constraints_source, compile_element_source, DeviceAssembler, DeviceConstraints,
-    DeviceElements, DeviceProblem,
+    DeviceElements, DeviceProblem, CELL_FIELDS,
 };
 use assembly::{CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed};
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
@@ -198,6 +198,31 @@ fn device_element_kernels_match_the_host_per_material() {
                 "energy Q{order} {}",
                 material.name()
             );
+            // Output fields.
+            let mut fd = ctx.zeros::<f64>(CELL_FIELDS * elements.n_cells()).unwrap();
+            elements.cell_fields(&ud, &mut fd).unwrap();
+            elements.check_failure(&ud).unwrap();
+            let fd = ctx.download(&fd).unwrap();
+            let fh: Vec<f64> = assembler
+                .map_cells(&uh, |_, x, ue, m| assembler.kernel().cell_fields(x, ue, m))
+                .unwrap()
+                .iter()
+                .flat_map(|c| {
+                    let mut v = c.cauchy.to_vec();
+                    v.extend([c.von_mises, c.j, c.energy_density, c.strain_energy]);
+                    v
+                })
+                .collect();
+            for f in 0..CELL_FIELDS {
+                let d: Vec<f64> = fd.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
+                let h: Vec<f64> = fh.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
+                let e = rel_diff(&d, &h);
+                assert!(
+                    e <= 1e-12,
+                    "cell field {f} Q{order} {}: {e:e}",
+                    material.name()
+                );
+            }
         }
     }
 }

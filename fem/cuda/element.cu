@@ -368,21 +368,27 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
                    s.pw[q][3 * i + 2] * s.g[q][3 * a + 2];
         r_out[(size_t)cell * NODES * 3 + l] = acc;
     }
-    // Tangent blocks (cell, a, b): block (lo, hi) = (min, max) integrated as the host does for b >= a,
-    // and written transposed when a > b (the host's mirror).
-    for (int t = threadIdx.x; t < EPB * NODES * NODES; t += blockDim.x) {
-        const int e = t / (NODES * NODES), ab = t % (NODES * NODES), a = ab / NODES, b = ab % NODES;
+    // Tangent blocks: one thread per pair a <= b of a cell (the upper block triangle the host
+    // integrates), written as K_ab and, mirrored, K_ba = K_ab^T (the host's mirror).
+    const int NP = NODES * (NODES + 1) / 2;
+    for (int t = threadIdx.x; t < EPB * NP; t += blockDim.x) {
+        const int e = t / NP;
+        int a = 0, rem = t % NP;
+        while (rem >= NODES - a) {
+            rem -= NODES - a;
+            ++a;
+        }
+        const int b = a + rem;
         const u32 cell = first + e;
         if (cell >= n_cells) continue;
         const CellShared& s = sh[e];
-        const int lo = a < b ? a : b, hi = a < b ? b : a;
         double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         for (int q = 0; q < NQP; ++q) {
-            const double* ga = s.g[q] + 3 * lo;
-            const double* gb = s.g[q] + 3 * hi;
+            const double* ga = s.g[q] + 3 * a;
+            const double* gb = s.g[q] + 3 * b;
 #if SPLIT
-            const double* ha = s.hg[q] + 3 * lo;
-            const double* hb = s.hg[q] + 3 * hi;
+            const double* ha = s.hg[q] + 3 * a;
+            const double* hb = s.hg[q] + 3 * b;
             const double c_id = s.c[q][0], c_dyad = s.c[q][1], c_cross = s.c[q][2];
             const double hd[3] = {c_dyad * ha[0], c_dyad * ha[1], c_dyad * ha[2]};
             const double hc[3] = {c_cross * ha[0], c_cross * ha[1], c_cross * ha[2]};
@@ -405,12 +411,13 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
             }
 #endif
         }
-        double* out = k_out + ((size_t)cell * NODES * NODES + ab) * 9;
-        if (a <= b) {
-            for (int r = 0; r < 9; ++r) out[r] = k[r];
-        } else {
+        double* kc = k_out + (size_t)cell * NODES * NODES * 9;
+        double* up = kc + (size_t)(a * NODES + b) * 9;
+        for (int r = 0; r < 9; ++r) up[r] = k[r];
+        if (a != b) {
+            double* lo = kc + (size_t)(b * NODES + a) * 9;
             for (int i = 0; i < 3; ++i)
-                for (int kk = 0; kk < 3; ++kk) out[3 * i + kk] = k[3 * kk + i];
+                for (int kk = 0; kk < 3; ++kk) lo[3 * i + kk] = k[3 * kk + i];
         }
     }
 }
@@ -502,6 +509,85 @@ extern "C" __global__ void element_energy(const u32 n_cells, const u32* __restri
         energy += wd * psi;
     }
     energy_out[cell] = energy;
+}
+
+// First Piola stress of any model (the tangent formed and dropped where the model has no split).
+__device__ bool material_stress(const double* f, double p0, double p1, double p2, double* p) {
+#if SPLIT
+    double h[9], c[3];
+    return material_split(f, p0, p1, p2, p, h, c);
+#else
+    double a[81];
+    return material_full(f, p0, p1, p2, p, a);
+#endif
+}
+
+// nalgebra's 3x3 determinant, operation for operation.
+__device__ __forceinline__ double det3(const double* m) {
+    const double a = m[4] * m[8] - m[7] * m[5];
+    const double b = m[3] * m[8] - m[6] * m[5];
+    const double c = m[3] * m[7] - m[6] * m[4];
+    return m[0] * a - m[1] * b + m[2] * c;
+}
+
+// Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
+// Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy. One thread per cell.
+extern "C" __global__ void element_cell_fields(const u32 n_cells, const u32* __restrict__ cells,
+                                               const double* __restrict__ coords, const double* __restrict__ u,
+                                               const double* __restrict__ weights, const double* __restrict__ dn,
+                                               const double p0, const double p1, const double p2,
+                                               double* __restrict__ out, u32* __restrict__ fail) {
+    const u32 cell = blockIdx.x * blockDim.x + threadIdx.x;
+    if (cell >= n_cells) return;
+    double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
+    for (int l = 0; l < NODES * 3; ++l) {
+        const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
+        x[l] = __ldg(coords + (size_t)node * 3 + l % 3);
+        uu[l] = __ldg(u + (size_t)node * 3 + l % 3);
+    }
+    double vol = 0.0, jsum = 0.0, e = 0.0, sig[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    bool ok = true;
+    for (int q = 0; q < NQP && ok; ++q) {
+        double wd, f[9], p[9], psi;
+        ok = point_gradients(x, dn + (size_t)q * NODES * 3, __ldg(weights + q), g, &wd);
+        if (!ok) break;
+        deformation_gradient(uu, g, f);
+        ok = material_stress(f, p0, p1, p2, p) && material_energy(f, p0, p1, p2, &psi);
+        if (!ok) break;
+        double cs[9];
+#if MATERIAL == 0
+        for (int r = 0; r < 9; ++r) cs[r] = p[r];
+#else
+        // s = P F^T / det F, then (s + s^T) / 2
+        const double d = det3(f);
+        double pft[9];
+        mul3_nt(p, f, pft);
+        for (int r = 0; r < 9; ++r) pft[r] = pft[r] / d;
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) cs[3 * i + j] = (pft[3 * i + j] + pft[3 * j + i]) * 0.5;
+#endif
+        for (int r = 0; r < 9; ++r) sig[r] += cs[r] * wd;
+        jsum += wd * det3(f);
+        e += wd * psi;
+        vol += wd;
+    }
+    double* o = out + (size_t)cell * 10;
+    if (!ok) {
+        atomicMin(fail, cell);
+        for (int r = 0; r < 10; ++r) o[r] = 0.0;
+        return;
+    }
+    double s[9];
+    for (int r = 0; r < 9; ++r) s[r] = sig[r] / vol;
+    // von Mises of the average: sqrt(3/2 dev:dev), summed column-major as nalgebra does
+    const double pm = tr3(s) / 3.0;
+    double dev[9];
+    for (int r = 0; r < 9; ++r) dev[r] = s[r] - ((r % 4 == 0) ? pm : 0.0);
+    o[0] = s[0]; o[1] = s[4]; o[2] = s[8]; o[3] = s[1]; o[4] = s[5]; o[5] = s[2];
+    o[6] = sqrt(1.5 * sum_sq(dev));
+    o[7] = jsum / vol;
+    o[8] = e / vol;
+    o[9] = e;
 }
 
 // Residual slots of the vector plan (3 per slot) to node-major entries; nodes in no cell get 0.

@@ -16,6 +16,9 @@ const ELEMENT_SOURCE: ExternalSource = ExternalSource {
     fmad: false,
 };
 
+/// Values per cell of [`DeviceElements::cell_fields`].
+pub const CELL_FIELDS: usize = 10;
+
 /// Threads per block of the element kernels.
 const THREADS: u32 = 256;
 
@@ -262,6 +265,45 @@ impl DeviceElements {
                 KernelArg::F64(p1),
                 KernelArg::F64(p2),
                 KernelArg::F64sMut(energies),
+                KernelArg::U32sMut(&mut self.fail),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Queues the output fields of every cell at `u` into `fields` (10 per cell, the fields of
+    /// [`fem::CellFields`] in order: Cauchy stress `[xx, yy, zz, xy, yz, xz]`, von Mises, `J`,
+    /// energy density, strain energy).
+    pub fn cell_fields(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        fields: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.check_u(u)?;
+        check("cell fields", CELL_FIELDS * self.n_cells, fields.len())?;
+        let [p0, p1, p2] = self.params();
+        let shape = LaunchShape {
+            blocks: self.n_cells.div_ceil(128) as u32,
+            threads: 128,
+            shared_bytes: 0,
+        };
+        launch(
+            &self.ctx,
+            &ELEMENT_SOURCE,
+            &self.defines,
+            "element_cell_fields",
+            shape,
+            &mut [
+                KernelArg::U32(self.n_cells as u32),
+                KernelArg::U32s(&self.cells),
+                KernelArg::F64s(&self.coords),
+                KernelArg::F64s(u),
+                KernelArg::F64s(&self.weights),
+                KernelArg::F64s(&self.gradients),
+                KernelArg::F64(p0),
+                KernelArg::F64(p1),
+                KernelArg::F64(p2),
+                KernelArg::F64sMut(fields),
                 KernelArg::U32sMut(&mut self.fail),
             ],
         )?;

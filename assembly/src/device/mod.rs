@@ -5,7 +5,8 @@
 //! host: bit-identical wherever the element values are).
 //!
 //! - [`DeviceElements`]: mesh, quadrature tables and material on the device; element residuals,
-//!   tangent blocks and energies per cell.
+//!   tangent blocks, energies and output fields (Cauchy stress, von Mises, `J`, energy density)
+//!   per cell.
 //! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
 //!   whole mesh into device buffers.
 //! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
@@ -26,5 +27,5 @@ mod system;
 
 pub use assembler::{DeviceAssembler, DeviceAssemblyTimes};
 pub use constraints::{compile_constraints_source, DeviceConstraints};
-pub use elements::{compile_element_source, DeviceElements};
+pub use elements::{compile_element_source, DeviceElements, CELL_FIELDS};
 pub use system::{DeviceNewtonSystem, DeviceProblem};
