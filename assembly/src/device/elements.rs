@@ -19,24 +19,20 @@ const ELEMENT_SOURCE: ExternalSource = ExternalSource {
 /// Values per cell of [`DeviceElements::cell_fields`].
 pub const CELL_FIELDS: usize = 10;
 
+/// Threads per block of the element kernels.
+const THREADS: u32 = 256;
+
 /// "No cell failed" in the failure flag.
 const NO_FAILURE: u32 = u32::MAX;
 
 /// Cells per thread block: as many as the 48 KiB of static shared memory hold (see the kernel's
-/// `CellShared`) while one round of threads covers their upper-triangle block pairs: 7 x 36 = 252
-/// pairs (Q1, split tangent), 4 x 36 (Q1, full tangent), 1 x 378 (Q2).
+/// `CellShared`), at most 8.
 fn cells_per_block(nodes: usize, split_tangent: bool) -> usize {
     match (nodes, split_tangent) {
-        (8, true) => 7,
+        (8, true) => 8,
         (8, false) => 4,
         _ => 1,
     }
-}
-
-/// Threads per block: one per upper-triangle block pair of the block's cells, in whole warps.
-fn threads_per_block(nodes: usize, cells_per_block: usize) -> u32 {
-    let pairs = cells_per_block * nodes * (nodes + 1) / 2;
-    pairs.div_ceil(32).clamp(1, 32) as u32 * 32
 }
 
 /// Mesh (reference coordinates, connectivity), quadrature tables and material of an
@@ -156,10 +152,6 @@ impl DeviceElements {
         self.material.device_params()
     }
 
-    fn threads(&self) -> u32 {
-        threads_per_block(self.nodes_per_cell, self.defines[3].1 as usize)
-    }
-
     fn blocks(&self) -> u32 {
         self.n_cells.div_ceil(self.defines[3].1 as usize) as u32
     }
@@ -178,7 +170,7 @@ impl DeviceElements {
         let [p0, p1, p2] = self.params();
         let shape = LaunchShape {
             blocks: self.blocks(),
-            threads: self.threads(),
+            threads: THREADS,
             shared_bytes: 0,
         };
         launch(
@@ -216,7 +208,7 @@ impl DeviceElements {
         let [p0, p1, p2] = self.params();
         let shape = LaunchShape {
             blocks: self.blocks(),
-            threads: self.threads(),
+            threads: THREADS,
             shared_bytes: 0,
         };
         launch(
