@@ -368,27 +368,21 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
                    s.pw[q][3 * i + 2] * s.g[q][3 * a + 2];
         r_out[(size_t)cell * NODES * 3 + l] = acc;
     }
-    // Tangent blocks: one thread per pair a <= b of a cell (the upper block triangle the host
-    // integrates), written as K_ab and, mirrored, K_ba = K_ab^T (the host's mirror).
-    const int NP = NODES * (NODES + 1) / 2;
-    for (int t = threadIdx.x; t < EPB * NP; t += blockDim.x) {
-        const int e = t / NP;
-        int a = 0, rem = t % NP;
-        while (rem >= NODES - a) {
-            rem -= NODES - a;
-            ++a;
-        }
-        const int b = a + rem;
+    // Tangent blocks (cell, a, b): block (lo, hi) = (min, max) integrated as the host does for b >= a,
+    // and written transposed when a > b (the host's mirror).
+    for (int t = threadIdx.x; t < EPB * NODES * NODES; t += blockDim.x) {
+        const int e = t / (NODES * NODES), ab = t % (NODES * NODES), a = ab / NODES, b = ab % NODES;
         const u32 cell = first + e;
         if (cell >= n_cells) continue;
         const CellShared& s = sh[e];
+        const int lo = a < b ? a : b, hi = a < b ? b : a;
         double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         for (int q = 0; q < NQP; ++q) {
-            const double* ga = s.g[q] + 3 * a;
-            const double* gb = s.g[q] + 3 * b;
+            const double* ga = s.g[q] + 3 * lo;
+            const double* gb = s.g[q] + 3 * hi;
 #if SPLIT
-            const double* ha = s.hg[q] + 3 * a;
-            const double* hb = s.hg[q] + 3 * b;
+            const double* ha = s.hg[q] + 3 * lo;
+            const double* hb = s.hg[q] + 3 * hi;
             const double c_id = s.c[q][0], c_dyad = s.c[q][1], c_cross = s.c[q][2];
             const double hd[3] = {c_dyad * ha[0], c_dyad * ha[1], c_dyad * ha[2]};
             const double hc[3] = {c_cross * ha[0], c_cross * ha[1], c_cross * ha[2]};
@@ -411,13 +405,12 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
             }
 #endif
         }
-        double* kc = k_out + (size_t)cell * NODES * NODES * 9;
-        double* up = kc + (size_t)(a * NODES + b) * 9;
-        for (int r = 0; r < 9; ++r) up[r] = k[r];
-        if (a != b) {
-            double* lo = kc + (size_t)(b * NODES + a) * 9;
+        double* out = k_out + ((size_t)cell * NODES * NODES + ab) * 9;
+        if (a <= b) {
+            for (int r = 0; r < 9; ++r) out[r] = k[r];
+        } else {
             for (int i = 0; i < 3; ++i)
-                for (int kk = 0; kk < 3; ++kk) lo[3 * i + kk] = k[3 * kk + i];
+                for (int kk = 0; kk < 3; ++kk) out[3 * i + kk] = k[3 * kk + i];
         }
     }
 }

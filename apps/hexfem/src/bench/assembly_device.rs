@@ -52,11 +52,11 @@ pub struct DeviceAssemblyMetrics {
 /// Floating-point operations of the element kernel per cell for a split-tangent material
 /// (neo-Hookean, linear), counted from `fem/cuda/element.cu`: per point the Jacobian (`18 n`),
 /// gradients (`15 n`), `F` (`18 n`), `H g` (`15 n`), the material (about 60, one log), the residual
-/// (`18 n`) and every tangent block of the upper triangle (`51` each, `n (n + 1) / 2` blocks; the
-/// lower ones are mirrored).
+/// (`18 n`) and every tangent block (`51` each, `n^2` blocks: each thread integrates its own block;
+/// the lower triangle as the transpose of the upper one, as the host mirrors it).
 pub fn element_flops(nodes: usize, points: usize) -> f64 {
     let n = nodes as f64;
-    points as f64 * (84.0 * n + 60.0 + 51.0 * n * (n + 1.0) / 2.0)
+    points as f64 * (84.0 * n + 60.0 + 51.0 * n * n)
 }
 
 /// Median of device-event timings of `f` (ms) after one warm-up call.
