@@ -53,6 +53,21 @@ impl DeviceProblem {
         })
     }
 
+    /// From parts already on `ctx` (an assembler, its constraints, dead loads of `3 n_nodes`).
+    pub fn from_parts(
+        ctx: &Arc<CudaContext>,
+        assembler: DeviceAssembler,
+        constraints: DeviceConstraints,
+        external: DeviceBuffer<f64>,
+    ) -> Self {
+        Self {
+            ctx: ctx.clone(),
+            assembler,
+            constraints,
+            external,
+        }
+    }
+
     /// The device.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
