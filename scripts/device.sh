@@ -6,9 +6,12 @@
 # CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
 # and prints the command to run on the device machine from CHECKOUT's root.
 #
-# Usage: scripts/device.sh CHECKOUT    (the checkout the device tool sends; carry ".device")
+# Usage: scripts/device.sh CHECKOUT [STAGE]    (the checkout the device tool sends; STAGE is the
+# staging folder's name under it, default .device: carry it, and keep it git-ignored there, so that
+# several engineers sharing one checkout can stage side by side)
 set -euo pipefail
-dest=${1:?usage: scripts/device.sh CHECKOUT (the checkout the device tool sends)}
+dest=${1:?usage: scripts/device.sh CHECKOUT [STAGE] (the checkout the device tool sends)}
+stage_name=${2:-.device}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
@@ -24,8 +27,9 @@ test_exe() {
 lib_test=$(test_exe hexfem-linalg --lib)
 linalg_device=$(test_exe hexfem-linalg --test device)
 amg_device=$(test_exe hexfem-amg --test device)
+assembly_device=$(test_exe hexfem-assembly --test device)
 
-stage="$dest/.device"
+stage="$dest/$stage_name"
 rm -rf "$stage"
 mkdir -p "$stage/bin"
 cp target/release/hexfem "$stage/bin/hexfem"
@@ -33,6 +37,7 @@ cp target/release/examples/cuda_bench "$stage/bin/cuda_bench"
 cp "$lib_test" "$stage/bin/test_linalg"
 cp "$linalg_device" "$stage/bin/test_linalg_device"
 cp "$amg_device" "$stage/bin/test_amg_device"
+cp "$assembly_device" "$stage/bin/test_assembly_device"
 # The peer benchmark (cuSPARSE, CuPy) the run script runs beside ours, when the caller has it:
 # PEER=path/to/elasticity_peer.py scripts/device.sh CHECKOUT
 if [ -n "${PEER:-}" ]; then
@@ -48,5 +53,5 @@ if [ "$size" -gt 60 ]; then
     echo "staged files take ${size} MiB: over the device tool's 64 MiB" >&2
     exit 1
 fi
-echo "run on the device machine (carry .device):"
-echo "  bash .device/run.sh"
+echo "run on the device machine (carry $stage_name):"
+echo "  bash $stage_name/run.sh"

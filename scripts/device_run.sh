@@ -2,7 +2,10 @@
 # Runs the staged GPU tests and benchmarks on the device machine (staged by scripts/device.sh;
 # run from the checkout root as `bash .device/run.sh`). Logs and JSON go to /tmp/device-out,
 # packed into $OUT/device-out.tgz when $OUT is set; the last lines summarise. What runs is chosen by variables:
-#   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy)
+#   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy,
+#                      assembly's device element loop)
+#   ASM_TESTS=0        only assembly's device tests (element kernels, device assembly)
+#   ASSEMBLY=""        hexfem bench assembly --device cuda --json for each ORDER:CELLS (1:64 2:32)
 #   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
 #   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
 #   PEER=1             the peer script (cuSPARSE CSR/BSR SpMV, cuSPARSE SpGEMM Galerkin) on the
@@ -39,16 +42,30 @@ KERNELS=${KERNELS:-0}
 CAPACITY=${CAPACITY:-}
 SPMV=${SPMV:-}
 RUNS=${RUNS:-}
+ASM_TESTS=${ASM_TESTS:-0}
+ASSEMBLY=${ASSEMBLY:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
         || status=1
-    for t in test_linalg_device test_amg_device; do
+    for t in test_linalg_device test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
+if [ "$ASM_TESTS" = 1 ]; then
+    "$here/bin/test_assembly_device" --test-threads=1 --nocapture > "$out/asm_tests.log" 2>&1 || status=1
+    grep -E "^test |SKIP|test result|panicked|^Q[12] " "$out/asm_tests.log" | tail -n 60
+fi
+for oc in $ASSEMBLY; do
+    o=${oc%%:*}
+    c=${oc##*:}
+    "$here/bin/hexfem" bench assembly --order "$o" --cells "$c" --repeats 1 --device cuda --json \
+        > "$out/assembly_q${o}_$c.json" 2> "$out/assembly_q${o}_$c.err" || { status=1; tail -n 5 "$out/assembly_q${o}_$c.err"; }
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); g=r.pop('gpu'); print(json.dumps(r)); print(json.dumps(g))" \
+        "$out/assembly_q${o}_$c.json" || true
+done
 # one line per benchmark from its JSON
 summary() {
     python3 - "$@" <<'PY'

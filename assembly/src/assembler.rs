@@ -49,6 +49,15 @@ impl CellMaterials {
         Ok(Self { table, of_cell })
     }
 
+    /// The one material of every cell, if they all share one (the device kernels take one).
+    pub fn single(&self) -> Option<&Material> {
+        let first = self.table.get(*self.of_cell.first()? as usize)?;
+        self.of_cell
+            .iter()
+            .all(|&m| self.table[m as usize] == *first)
+            .then_some(first)
+    }
+
     /// The material of cell `c`.
     pub fn of(&self, c: usize) -> &Material {
         &self.table[self.of_cell[c] as usize]
@@ -301,6 +310,31 @@ impl ElasticityAssembler {
         timings.sums_s += start.elapsed().as_secs_f64();
         self.last_timings = timings;
         Ok(())
+    }
+
+    /// Cell-to-node connectivity, `nodes_per_cell` entries per cell.
+    pub(crate) fn cells(&self) -> &[usize] {
+        &self.cells
+    }
+
+    /// Materials per cell.
+    pub(crate) fn materials(&self) -> &CellMaterials {
+        &self.materials
+    }
+
+    /// The mesh's element tags (to name failing cells).
+    pub(crate) fn cell_tags(&self) -> Option<&[usize]> {
+        self.cell_tags.as_deref()
+    }
+
+    /// The plan that sums residual contributions (3 values per node contribution).
+    pub(crate) fn vector_plan(&self) -> &CooPlan {
+        &self.vector_plan
+    }
+
+    /// Slot of each node in the residual plan's pattern (`None` for nodes in no cell).
+    pub(crate) fn slot_of_node(&self) -> &[Option<usize>] {
+        &self.slot_of_node
     }
 
     /// Phase times of the last successful evaluation.

@@ -40,7 +40,7 @@ pub enum Prescribed {
 }
 
 impl Prescribed {
-    fn nodes(&self) -> &[usize] {
+    pub(crate) fn nodes(&self) -> &[usize] {
         match self {
             Prescribed::Components { nodes, .. } | Prescribed::Twist { nodes, .. } => nodes,
         }
@@ -124,6 +124,11 @@ impl Constraints {
     /// The constrained components as a `linalg` mask (3 unknowns per node).
     pub fn dof_mask(&self) -> &DofMask {
         &self.mask
+    }
+
+    /// The prescribed values, in the order they are applied.
+    pub(crate) fn prescribed(&self) -> &[Prescribed] {
+        &self.prescribed
     }
 
     /// Number of constrained scalar unknowns.
@@ -227,7 +232,7 @@ fn norm(a: &[f64; 3]) -> f64 {
     (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
 }
 
-fn unit(a: &[f64; 3]) -> [f64; 3] {
+pub(crate) fn unit(a: &[f64; 3]) -> [f64; 3] {
     let n = norm(a);
     [a[0] / n, a[1] / n, a[2] / n]
 }

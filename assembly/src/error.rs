@@ -43,6 +43,9 @@ pub enum AssemblyError {
     /// A degenerate boundary condition (for instance a zero rotation axis).
     #[error("boundary condition on set '{set}': {reason}")]
     InvalidBoundaryCondition { set: String, reason: String },
+    /// An operation the device path does not offer (it names what and what to use instead).
+    #[error("device assembly: {what}")]
+    DeviceUnsupported { what: String },
     /// A model problem ([`crate::ex56`]) asked for with sizes it cannot have.
     #[error("{reason}")]
     InvalidModelProblem { reason: String },

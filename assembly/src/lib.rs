@@ -6,6 +6,7 @@
 
 pub mod assembler;
 pub mod constraints;
+pub mod device;
 pub mod error;
 pub mod ex56;
 pub mod loads;

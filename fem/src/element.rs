@@ -190,6 +190,16 @@ impl ElementKernel {
         self.main.weights.len()
     }
 
+    /// Weights of the main rule's points (reference cell), in point order.
+    pub fn qp_weights(&self) -> &[f64] {
+        &self.main.weights
+    }
+
+    /// `dN_a/dxi` at the main rule's points, `[q * n_nodes + a]` (what the device kernels take).
+    pub fn qp_reference_gradients(&self) -> &[[f64; 3]] {
+        &self.main.grads
+    }
+
     fn check_x(&self, x: &[[f64; 3]]) -> Result<()> {
         check_len("element coordinates", self.n_nodes(), x.len())
     }

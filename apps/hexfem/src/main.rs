@@ -74,6 +74,9 @@ enum Bench {
         cells: usize,
         #[arg(long, default_value_t = 3)]
         repeats: usize,
+        /// `cuda`: also assemble on the first CUDA GPU (device events, bytes, flops, parity).
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
         #[arg(long)]
         json: bool,
     },
@@ -223,6 +226,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     order,
                     cells,
                     repeats,
+                    device,
                     json,
                 },
         } => split(
@@ -230,6 +234,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 order,
                 cells,
                 repeats,
+                cuda: matches!(device, BenchDeviceArg::Cuda),
             })
             .and_then(|r| render(&r, json)),
         ),

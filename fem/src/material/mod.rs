@@ -231,6 +231,31 @@ impl Material {
         }
     }
 
+    /// The model's number in the device kernels (`MATERIAL` of `fem/cuda/element.cu`): 0 linear,
+    /// 1 Saint Venant-Kirchhoff, 2 neo-Hookean, 3 decoupled neo-Hookean, 4 Mooney-Rivlin.
+    pub fn device_code(&self) -> i64 {
+        match self {
+            Material::Linear { .. } => 0,
+            Material::SaintVenantKirchhoff { .. } => 1,
+            Material::NeoHookean { .. } => 2,
+            Material::DecoupledNeoHookean { .. } => 3,
+            Material::MooneyRivlin { .. } => 4,
+        }
+    }
+
+    /// The parameters `(p0, p1, p2)` the device kernels take: `(lambda, mu, 0)` for linear, SVK and
+    /// neo-Hookean, `(kappa, mu, 0)` for decoupled neo-Hookean, `(lambda, mu1, mu2)` for
+    /// Mooney-Rivlin.
+    pub fn device_params(&self) -> [f64; 3] {
+        match *self {
+            Material::Linear { lambda, mu }
+            | Material::SaintVenantKirchhoff { lambda, mu }
+            | Material::NeoHookean { lambda, mu } => [lambda, mu, 0.0],
+            Material::DecoupledNeoHookean { kappa, mu } => [kappa, mu, 0.0],
+            Material::MooneyRivlin { lambda, mu1, mu2 } => [lambda, mu1, mu2],
+        }
+    }
+
     /// Strain energy per unit reference volume.
     pub fn energy(&self, f: &Matrix3<f64>) -> Result<f64> {
         match *self {

@@ -28,6 +28,8 @@ pub struct AssemblyBench {
     pub cells: usize,
     /// Timed repetitions (after one warm-up); the best is reported.
     pub repeats: usize,
+    /// Also run it on the first CUDA GPU ([`super::assembly_device`]).
+    pub cuda: bool,
 }
 
 /// What `hexfem bench assembly --json` prints.
@@ -57,6 +59,8 @@ pub struct AssemblyBenchResult {
     pub setup_s: f64,
     pub threads: usize,
     pub peak_rss_mb: Option<f64>,
+    /// The GPU's measurements (`--device cuda`).
+    pub gpu: Option<super::assembly_device::DeviceAssemblyMetrics>,
 }
 
 /// Runs the benchmark.
@@ -94,15 +98,19 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
         }
         Ok(t)
     })?;
+    let contributions = asm.matrix_plan().n_contributions();
+    let block_nnz = k.pattern().nnz();
+    let sum_bytes =
+        contributions as f64 * BYTES_PER_CONTRIBUTION + block_nnz as f64 * BYTES_PER_BLOCK;
+    let gpu = bench
+        .cuda
+        .then(|| super::assembly_device::measure(&mut asm, &u, sum_bytes))
+        .transpose()?;
     let residual_seconds = best_of(bench.repeats, || {
         let start = Instant::now();
         asm.residual(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r)?;
         Ok(start.elapsed().as_secs_f64())
     })?;
-    let contributions = asm.matrix_plan().n_contributions();
-    let block_nnz = k.pattern().nnz();
-    let sum_bytes =
-        contributions as f64 * BYTES_PER_CONTRIBUTION + block_nnz as f64 * BYTES_PER_BLOCK;
     Ok(AssemblyBenchResult {
         order: bench.order,
         cells: n,
@@ -120,6 +128,7 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
         setup_s,
         threads: rayon::current_num_threads(),
         peak_rss_mb: peak_rss_mb(),
+        gpu,
     })
 }
 
@@ -157,6 +166,9 @@ impl std::fmt::Display for AssemblyBenchResult {
         )?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory                {:8.0} MiB", mb)?;
+        }
+        if let Some(g) = &self.gpu {
+            write!(f, "{g}")?;
         }
         Ok(())
     }

@@ -23,6 +23,7 @@
 mod buffer;
 mod context;
 mod coo;
+pub mod external;
 mod jacobi;
 mod kernels;
 mod matrix;

@@ -1,0 +1,285 @@
+//! [`DeviceConstraints`]: the Dirichlet constraints of [`Constraints`] on the device (kernels in
+//! `assembly/cuda/constraints.cu`): zeroing and copying the constrained entries, writing the
+//! prescribed values (components and twists) at a load factor, and the symmetric elimination in
+//! the device tangent. Each is the same operation as on the host, so results are bit-identical.
+
+use std::sync::Arc;
+
+use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
+use linalg::backend::cuda::{CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::BlockPattern;
+
+use super::elements::check;
+use crate::constraints::unit;
+use crate::{rotation_matrix, AssemblyError, Constraints, Prescribed};
+
+const CONSTRAINTS_SOURCE: ExternalSource = ExternalSource {
+    name: "assembly/constraints.cu",
+    text: include_str!("../../cuda/constraints.cu"),
+    fmad: false,
+};
+
+const THREADS: u32 = 256;
+
+fn shape(n: usize) -> LaunchShape {
+    LaunchShape {
+        blocks: n.div_ceil(THREADS as usize) as u32,
+        threads: THREADS,
+        shared_bytes: 0,
+    }
+}
+
+/// One prescribed set on the device.
+enum DevicePrescribed {
+    Components {
+        nodes: DeviceBuffer<u32>,
+        bits: u32,
+        values: [f64; 3],
+    },
+    Twist {
+        nodes: DeviceBuffer<u32>,
+        axis: [f64; 3],
+        center: [f64; 3],
+        angle: f64,
+        axial: f64,
+    },
+}
+
+/// [`Constraints`] uploaded once for one tangent pattern: the mask, the blocks the elimination
+/// writes, the prescribed node sets and the reference coordinates (for twists).
+pub struct DeviceConstraints {
+    ctx: Arc<CudaContext>,
+    n_nodes: usize,
+    bits: DeviceBuffer<u32>,
+    touched_slots: DeviceBuffer<u32>,
+    touched_flags: DeviceBuffer<u32>,
+    prescribed: Vec<DevicePrescribed>,
+    coords: DeviceBuffer<f64>,
+}
+
+impl DeviceConstraints {
+    /// Uploads `constraints` for matrices on `pattern` (square, one block row per node) over nodes
+    /// at `coords`.
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        constraints: &Constraints,
+        pattern: &BlockPattern,
+        coords: &[[f64; 3]],
+    ) -> Result<Self, AssemblyError> {
+        let mask = constraints.dof_mask();
+        let n = mask.n_blocks();
+        check("constraint mask nodes", n, coords.len())?;
+        check("tangent block rows", n, pattern.n_block_rows())?;
+        let bits: Vec<u32> = (0..n).map(|i| mask.bits(i) as u32).collect();
+        // The blocks in a constrained row or column, as DofMask::elimination_plan finds them.
+        let (mut slots, mut flags) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let first = pattern.row_ptr()[i];
+            for (t, &j) in pattern.row(i).iter().enumerate() {
+                let (rb, cb) = (bits[i], bits[j as usize]);
+                if rb != 0 || cb != 0 {
+                    slots.push((first + t) as u32);
+                    flags.push(rb | cb << 8 | u32::from(j as usize == i) << 16);
+                }
+            }
+        }
+        let node_list = |nodes: &[usize]| -> Result<DeviceBuffer<u32>, AssemblyError> {
+            let v: Vec<u32> = nodes.iter().map(|&x| x as u32).collect();
+            Ok(ctx.upload(&v)?)
+        };
+        let prescribed = constraints
+            .prescribed()
+            .iter()
+            .map(|p| {
+                Ok(match p {
+                    Prescribed::Components { nodes, values, .. } => DevicePrescribed::Components {
+                        nodes: node_list(nodes)?,
+                        bits: (0..3)
+                            .filter(|&c| values[c].is_some())
+                            .fold(0, |m, c| m | 1 << c),
+                        values: values.map(|v| v.unwrap_or(0.0)),
+                    },
+                    Prescribed::Twist {
+                        nodes,
+                        axis,
+                        center,
+                        angle,
+                        axial,
+                        ..
+                    } => DevicePrescribed::Twist {
+                        nodes: node_list(nodes)?,
+                        axis: *axis,
+                        center: *center,
+                        angle: *angle,
+                        axial: *axial,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, AssemblyError>>()?;
+        Ok(Self {
+            ctx: ctx.clone(),
+            n_nodes: n,
+            bits: ctx.upload(&bits)?,
+            touched_slots: ctx.upload(&slots)?,
+            touched_flags: ctx.upload(&flags)?,
+            prescribed,
+            coords: ctx.upload(coords.as_flattened())?,
+        })
+    }
+
+    /// Blocks the elimination writes.
+    pub fn n_touched(&self) -> usize {
+        self.touched_slots.len()
+    }
+
+    fn check_vector(&self, what: &'static str, v: &DeviceBuffer<f64>) -> Result<(), AssemblyError> {
+        check(what, 3 * self.n_nodes, v.len())
+    }
+
+    /// Sets the constrained entries of `v` to zero.
+    pub fn zero(&self, v: &mut DeviceBuffer<f64>) -> Result<(), AssemblyError> {
+        self.check_vector("device constraints: vector", v)?;
+        launch(
+            &self.ctx,
+            &CONSTRAINTS_SOURCE,
+            &[],
+            "mask_zero",
+            shape(3 * self.n_nodes),
+            &mut [
+                KernelArg::U32(self.n_nodes as u32),
+                KernelArg::U32s(&self.bits),
+                KernelArg::F64sMut(v),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Copies the constrained entries of `from` into `to`.
+    pub fn copy(
+        &self,
+        from: &DeviceBuffer<f64>,
+        to: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.check_vector("device constraints: from", from)?;
+        self.check_vector("device constraints: to", to)?;
+        launch(
+            &self.ctx,
+            &CONSTRAINTS_SOURCE,
+            &[],
+            "mask_copy",
+            shape(3 * self.n_nodes),
+            &mut [
+                KernelArg::U32(self.n_nodes as u32),
+                KernelArg::U32s(&self.bits),
+                KernelArg::F64s(from),
+                KernelArg::F64sMut(to),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Symmetric elimination in `k` (3x3 blocks on the pattern given at construction):
+    /// constrained rows and columns become zero, their diagonal entries one.
+    pub fn eliminate(&self, k: &mut DeviceBsr) -> Result<(), AssemblyError> {
+        check(
+            "device elimination: block size",
+            9,
+            k.block_rows() * k.block_cols(),
+        )?;
+        check(
+            "device elimination: block rows",
+            self.n_nodes,
+            k.pattern().n_block_rows(),
+        )?;
+        let n = self.touched_slots.len();
+        launch(
+            &self.ctx,
+            &CONSTRAINTS_SOURCE,
+            &[],
+            "mask_eliminate",
+            shape(9 * n),
+            &mut [
+                KernelArg::U32(n as u32),
+                KernelArg::U32s(&self.touched_slots),
+                KernelArg::U32s(&self.touched_flags),
+                KernelArg::F64sMut(k.values_mut()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Writes the prescribed displacement at `load_factor` into the constrained entries of `u`
+    /// ([`Constraints::write_prescribed`] on the device; later sets override earlier ones). Only
+    /// scalars go up: the rotation of each twist at this load factor.
+    pub fn write_prescribed(
+        &self,
+        load_factor: f64,
+        u: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.check_vector("prescribed displacement vector", u)?;
+        for p in &self.prescribed {
+            match p {
+                DevicePrescribed::Components {
+                    nodes,
+                    bits,
+                    values,
+                } => launch(
+                    &self.ctx,
+                    &CONSTRAINTS_SOURCE,
+                    &[],
+                    "prescribe_components",
+                    shape(3 * nodes.len()),
+                    &mut [
+                        KernelArg::U32(nodes.len() as u32),
+                        KernelArg::U32s(nodes),
+                        KernelArg::U32(*bits),
+                        KernelArg::F64(load_factor),
+                        KernelArg::F64(values[0]),
+                        KernelArg::F64(values[1]),
+                        KernelArg::F64(values[2]),
+                        KernelArg::F64sMut(u),
+                    ],
+                )?,
+                DevicePrescribed::Twist {
+                    nodes,
+                    axis,
+                    center,
+                    angle,
+                    axial,
+                } => {
+                    let r = rotation_matrix(axis, load_factor * angle);
+                    let n = unit(axis);
+                    let s = n.map(|ni| load_factor * axial * ni);
+                    let mut args = vec![
+                        KernelArg::U32(nodes.len() as u32),
+                        KernelArg::U32s(nodes),
+                        KernelArg::F64s(&self.coords),
+                    ];
+                    args.extend(r.as_flattened().iter().map(|&v| KernelArg::F64(v)));
+                    args.extend(center.iter().map(|&v| KernelArg::F64(v)));
+                    args.extend(s.iter().map(|&v| KernelArg::F64(v)));
+                    args.push(KernelArg::F64sMut(u));
+                    launch(
+                        &self.ctx,
+                        &CONSTRAINTS_SOURCE,
+                        &[],
+                        "prescribe_twist",
+                        shape(nodes.len()),
+                        &mut args,
+                    )?
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Compiles the constraint kernels for `arch` (`"sm_90"`) with NVRTC alone (no device needed) and
+/// returns the cubin's size; a rejected source returns NVRTC's log.
+pub fn compile_constraints_source(arch: &str) -> Result<usize, AssemblyError> {
+    Ok(linalg::backend::cuda::external::compile_only(
+        &CONSTRAINTS_SOURCE,
+        &[],
+        arch,
+    )?)
+}

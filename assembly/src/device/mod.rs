@@ -1,0 +1,31 @@
+//! The element loop on a CUDA device: element kernels (`fem/cuda/element.cu`, launched through
+//! `linalg::backend::cuda::external`) write residual and tangent contributions straight into a
+//! device value stream in the host assembler's contribution order, and the host's COO plans,
+//! uploaded once, sum them owner-computes on the device (the same sums in the same order as the
+//! host: bit-identical wherever the element values are).
+//!
+//! - [`DeviceElements`]: mesh, quadrature tables and material on the device; element residuals,
+//!   tangent blocks, energies and output fields (Cauchy stress, von Mises, `J`, energy density)
+//!   per cell.
+//! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
+//!   whole mesh into device buffers.
+//! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
+//!   values with twists, symmetric elimination), bit-identical to the host's.
+//! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
+//!   on the device, in the host's calling order; only norms come back.
+//!
+//! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
+//! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.
+//! Limits (reported as [`crate::AssemblyError::DeviceUnsupported`]): one material for the whole
+//! mesh, no body force in the element loop (dead loads enter through the external force vector,
+//! as on the host's Newton path).
+
+mod assembler;
+mod constraints;
+mod elements;
+mod system;
+
+pub use assembler::{DeviceAssembler, DeviceAssemblyTimes};
+pub use constraints::{compile_constraints_source, DeviceConstraints};
+pub use elements::{compile_element_source, DeviceElements, CELL_FIELDS};
+pub use system::{DeviceNewtonSystem, DeviceProblem};
