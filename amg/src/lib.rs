@@ -13,6 +13,7 @@
 pub mod aggregation;
 pub mod eig;
 mod error;
+pub mod gmres;
 pub mod hierarchy;
 pub mod krylov;
 pub mod near_null;
@@ -29,6 +30,7 @@ pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, Aggregates, MisDistance};
 pub use error::AmgError;
+pub use gmres::{gmres, GmresOutcome, GmresParams, GmresStopReason};
 pub use hierarchy::{CycleWorkspace, Hierarchy, VCycle};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,

@@ -17,4 +17,4 @@ pub use constraints::{rotation_matrix, Constraints, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
 pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
-pub use system::{DiscreteProblem, NewtonSystem};
+pub use system::{DiscreteProblem, NewtonSystem, Potential};

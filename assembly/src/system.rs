@@ -25,6 +25,14 @@ pub struct DiscreteProblem {
     pub external: Vector,
 }
 
+/// The potential energy of a state (see [`DiscreteProblem::potential`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Potential {
+    pub value: f64,
+    /// Sum of the magnitudes of the cell energies and the external work.
+    pub magnitude: f64,
+}
+
 /// The linear system of one Newton iteration at a state `u` and a load factor, and the buffers it
 /// is built in (allocated once, reused every iteration).
 pub struct NewtonSystem {
@@ -117,6 +125,27 @@ impl DiscreteProblem {
         ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints.eliminate_in_matrix(&mut system.tangent)?;
         Ok(free_norm)
+    }
+
+    /// The potential energy `Pi(u) = W_int(u) - load_factor f_ext . u` of the dead loads (whose
+    /// gradient is the residual of [`DiscreteProblem::residual`]), and the sum of the magnitudes
+    /// of its terms (what round-off in `Pi` is relative to). Cell energies are summed in cell
+    /// order: the same bits for any thread count.
+    pub fn potential(&self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
+        let kernel = self.assembler.kernel();
+        let energies = self.assembler.map_cells(u, |_, x, ue, material| {
+            kernel.strain_energy(x, ue, material)
+        })?;
+        let (mut internal, mut magnitude) = (0.0, 0.0);
+        for e in energies {
+            internal += e;
+            magnitude += e.abs();
+        }
+        let external = load_factor * ops::dot(&self.external, u)?;
+        Ok(Potential {
+            value: internal - external,
+            magnitude: magnitude + external.abs(),
+        })
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).

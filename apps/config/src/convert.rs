@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
-    NewtonParams,
+    BoxMesh, Config, Forcing, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams,
+    MeshSource, NewtonParams,
 };
 use super::tree::{index_path, key_path};
 
@@ -115,8 +115,16 @@ impl From<&NewtonParams> for plain::NewtonParams {
             atol: p.atol,
             stol: p.stol,
             max_iterations: p.max_iterations,
-            line_search: p.line_search,
+            line_search: match p.line_search {
+                LineSearch::Energy => plain::LineSearch::Energy,
+                LineSearch::Residual => plain::LineSearch::Residual,
+                LineSearch::None => plain::LineSearch::None,
+            },
             max_line_search: p.max_line_search,
+            forcing: match p.forcing {
+                Forcing::EisenstatWalker => plain::Forcing::EisenstatWalker,
+                Forcing::Fixed => plain::Forcing::Fixed,
+            },
         }
     }
 }
@@ -128,8 +136,16 @@ impl From<plain::NewtonParams> for NewtonParams {
             atol: p.atol,
             stol: p.stol,
             max_iterations: p.max_iterations,
-            line_search: p.line_search,
+            line_search: match p.line_search {
+                plain::LineSearch::Energy => LineSearch::Energy,
+                plain::LineSearch::Residual => LineSearch::Residual,
+                plain::LineSearch::None => LineSearch::None,
+            },
             max_line_search: p.max_line_search,
+            forcing: match p.forcing {
+                plain::Forcing::EisenstatWalker => Forcing::EisenstatWalker,
+                plain::Forcing::Fixed => Forcing::Fixed,
+            },
         }
     }
 }
@@ -137,6 +153,7 @@ impl From<plain::NewtonParams> for NewtonParams {
 impl From<LinearSolverMethod> for plain::LinearSolverMethod {
     fn from(m: LinearSolverMethod) -> Self {
         match m {
+            LinearSolverMethod::Auto => plain::LinearSolverMethod::Auto,
             LinearSolverMethod::CgAmg => plain::LinearSolverMethod::CgAmg,
             LinearSolverMethod::CgJacobi => plain::LinearSolverMethod::CgJacobi,
             LinearSolverMethod::Direct => plain::LinearSolverMethod::Direct,
@@ -147,6 +164,7 @@ impl From<LinearSolverMethod> for plain::LinearSolverMethod {
 impl From<plain::LinearSolverMethod> for LinearSolverMethod {
     fn from(m: plain::LinearSolverMethod) -> Self {
         match m {
+            plain::LinearSolverMethod::Auto => LinearSolverMethod::Auto,
             plain::LinearSolverMethod::CgAmg => LinearSolverMethod::CgAmg,
             plain::LinearSolverMethod::CgJacobi => LinearSolverMethod::CgJacobi,
             plain::LinearSolverMethod::Direct => LinearSolverMethod::Direct,

@@ -237,10 +237,34 @@ pub struct NewtonParams {
     pub stol: f64,
     /// Most Newton iterations per load step (>= 1). Default 25.
     pub max_iterations: usize,
-    /// Backtracking line search on the residual norm. Default true.
-    pub line_search: bool,
-    /// Most backtracking halvings per Newton iteration (>= 1 when `line_search`). Default 8.
+    /// Damping of the Newton update: `energy` (backtracking on the potential energy; full steps
+    /// where the loads have none), `residual` (backtracking on the residual norm) or `none`.
+    /// Default `energy`.
+    pub line_search: LineSearch,
+    /// Most step-length reductions per Newton iteration (>= 1), also used to back off from an
+    /// inverted element. Default 8.
     pub max_line_search: usize,
+    /// Tolerance of each linear solve: `eisenstat_walker` (inexact Newton, as PETSc's
+    /// `-snes_ksp_ew`, never below `linear_solver.rtol`) or `fixed` (`linear_solver.rtol`).
+    /// Default `eisenstat_walker`.
+    pub forcing: Forcing,
+}
+
+/// Newton's line search (see `solve::params::LineSearch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineSearch {
+    Energy,
+    Residual,
+    None,
+}
+
+/// Linear tolerance per Newton iteration (see `solve::params::Forcing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forcing {
+    EisenstatWalker,
+    Fixed,
 }
 
 impl Default for NewtonParams {
@@ -254,6 +278,9 @@ impl Default for NewtonParams {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinearSolverMethod {
+    /// `direct` where the factor is small and fast to compute (estimated from the tangent's
+    /// pattern; the estimate is in the run header), `cg_amg` above.
+    Auto,
     /// Conjugate gradients preconditioned by one V-cycle of blocked smoothed-aggregation AMG
     /// (options under `amg`); the hierarchy is reused across Newton iterations.
     CgAmg,
@@ -268,7 +295,7 @@ pub enum LinearSolverMethod {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinearSolverParams {
-    /// Method. Default `cg_amg`.
+    /// Method. Default `auto`.
     pub method: LinearSolverMethod,
     /// Relative tolerance (0 < rtol < 1). Default 1e-8.
     pub rtol: f64,

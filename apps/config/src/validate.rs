@@ -156,9 +156,9 @@ impl Config {
             "must be >= 1",
         )?;
         check.ensure(
-            !n.line_search || n.max_line_search >= 1,
+            n.max_line_search >= 1,
             "newton.max_line_search",
-            "must be >= 1 when `line_search` is on",
+            "must be >= 1",
         )?;
 
         let s = &self.linear_solver;

@@ -487,6 +487,8 @@ fn step_record(step: usize) -> StepRecord {
         max_displacement: 0.01 * step as f64,
         wall_s: 0.75,
         linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
+        converged_by: String::new(),
+        failed_attempts: serde_json::Value::Null,
     }
 }
 

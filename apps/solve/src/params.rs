@@ -118,10 +118,62 @@ pub struct NewtonParams {
     pub stol: f64,
     /// Most iterations per load step. Default 25.
     pub max_iterations: usize,
-    /// Backtracking line search on the residual norm. Default true.
-    pub line_search: bool,
-    /// Most halvings per iteration. Default 8.
+    /// How a Newton update is damped. Default [`LineSearch::Energy`].
+    pub line_search: LineSearch,
+    /// Most step-length reductions per iteration (also for an inverted element). Default 8.
     pub max_line_search: usize,
+    /// Tolerance of each linear solve. Default [`Forcing::EisenstatWalker`].
+    pub forcing: Forcing,
+}
+
+/// Damping of the Newton update `du`: the accepted state is `u + alpha du`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineSearch {
+    /// Backtracking with sufficient decrease of the potential energy
+    /// `Pi(u) = W_int(u) - lambda f_ext . u` (Armijo, safeguarded quadratic interpolation): in
+    /// bending and large rotation the full Newton step lowers the energy while it may raise the
+    /// residual norm. Where the loads have no potential (follower pressure) the full step is
+    /// taken, as with [`LineSearch::None`].
+    #[default]
+    Energy,
+    /// Backtracking on the norm of the free residual (halving).
+    Residual,
+    /// The full step; shortened only where it would invert an element.
+    None,
+}
+
+impl LineSearch {
+    /// The name used in input files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineSearch::Energy => "energy",
+            LineSearch::Residual => "residual",
+            LineSearch::None => "none",
+        }
+    }
+}
+
+/// The relative tolerance of the linear solve of each Newton iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Forcing {
+    /// Inexact Newton: Eisenstat-Walker's choice 2 (PETSc's `-snes_ksp_ew` defaults:
+    /// `eta_0 = 0.3`, `eta_max = 0.9`, `gamma = 1`, `alpha = (1 + sqrt 5) / 2`, safeguard above
+    /// 0.1), never below `linear_solver.rtol` and never tighter than the step's convergence test
+    /// needs. Iterative solvers only; a direct solve is exact anyway.
+    #[default]
+    EisenstatWalker,
+    /// Every solve to `linear_solver.rtol`.
+    Fixed,
+}
+
+impl Forcing {
+    /// The name used in input files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Forcing::EisenstatWalker => "eisenstat_walker",
+            Forcing::Fixed => "fixed",
+        }
+    }
 }
 
 impl Default for NewtonParams {
@@ -131,8 +183,9 @@ impl Default for NewtonParams {
             atol: 1.0e-10,
             stol: 1.0e-12,
             max_iterations: 25,
-            line_search: true,
+            line_search: LineSearch::Energy,
             max_line_search: 8,
+            forcing: Forcing::EisenstatWalker,
         }
     }
 }
@@ -140,6 +193,9 @@ impl Default for NewtonParams {
 /// The linear solver of each Newton iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinearSolverMethod {
+    /// The direct solver where its factor is small and fast to compute (estimated from the
+    /// tangent's pattern), CG with AMG otherwise (see `LinearSolver::choose`).
+    Auto,
     /// CG preconditioned by one V-cycle of blocked smoothed-aggregation AMG.
     CgAmg,
     /// CG preconditioned by point-block (3x3) Jacobi.
@@ -152,7 +208,7 @@ pub enum LinearSolverMethod {
 /// `|b - A x| <= max(atol, rtol |b|)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinearSolverParams {
-    /// Default `CgAmg`.
+    /// Default `Auto`.
     pub method: LinearSolverMethod,
     /// Default 1e-8.
     pub rtol: f64,
@@ -167,7 +223,7 @@ pub struct LinearSolverParams {
 impl Default for LinearSolverParams {
     fn default() -> Self {
         LinearSolverParams {
-            method: LinearSolverMethod::CgAmg,
+            method: LinearSolverMethod::Auto,
             rtol: 1.0e-8,
             atol: 0.0,
             max_iterations: 2000,

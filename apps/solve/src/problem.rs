@@ -58,6 +58,12 @@ impl Problem {
         })
     }
 
+    /// Whether the loads derive from a potential (dead loads do), so that the energy line search
+    /// applies.
+    pub fn has_potential(&self) -> bool {
+        true
+    }
+
     /// Unknowns (three per node, constrained ones included).
     pub fn n_dofs(&self) -> usize {
         self.discrete.n_dofs()
