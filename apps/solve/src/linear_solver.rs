@@ -159,6 +159,27 @@ impl LinearSolver {
         }
     }
 
+    /// Replaces the AMG's near-null space (no effect on other methods); the next solve sets the
+    /// hierarchy up afresh. Newton passes the rigid-body modes of the deformed configuration at
+    /// the start of each load step: under large rotations those of the reference configuration
+    /// are far from the tangent's near-null space and CG iterations grow with the rotation.
+    pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
+        if let LinearSolver::CgAmg {
+            near_null,
+            hierarchy,
+            ..
+        } = self
+        {
+            *near_null = modes;
+            *hierarchy = None;
+        }
+    }
+
+    /// Whether the solver uses AMG (and so a near-null space).
+    pub fn uses_amg(&self) -> bool {
+        matches!(self, LinearSolver::CgAmg { .. })
+    }
+
     /// Whether the solver is iterative (its tolerance matters).
     pub fn is_iterative(&self) -> bool {
         !matches!(self, LinearSolver::Direct { .. })

@@ -156,10 +156,10 @@ impl LineSearch {
 /// The relative tolerance of the linear solve of each Newton iteration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Forcing {
-    /// Inexact Newton: Eisenstat-Walker's choice 2 (PETSc's `-snes_ksp_ew` defaults:
-    /// `eta_0 = 0.3`, `eta_max = 0.9`, `gamma = 1`, `alpha = (1 + sqrt 5) / 2`, safeguard above
-    /// 0.1), never below `linear_solver.rtol` and never tighter than the step's convergence test
-    /// needs. Iterative solvers only; a direct solve is exact anyway.
+    /// Inexact Newton: Eisenstat-Walker's choice 2 (as PETSc's `-snes_ksp_ew`: `gamma = 1`,
+    /// `alpha = (1 + sqrt 5) / 2`, safeguard above 0.1; but `eta_0 = eta_max = 0.1` where PETSc
+    /// has 0.3 and 0.9, see `newton`), never below `linear_solver.rtol` and never tighter than
+    /// the step's convergence test needs. Iterative solvers only; a direct solve is exact anyway.
     #[default]
     EisenstatWalker,
     /// Every solve to `linear_solver.rtol`.
