@@ -124,7 +124,7 @@ impl fmt::Display for FailedAttempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:.4} -> {:.4}: {} (after {} Newton iterations)",
+            "{:.4} -> {:.4}: {} (after {} Newton updates)",
             self.from, self.to, self.reason, self.newton_iterations
         )
     }
@@ -489,7 +489,7 @@ impl LoadPath<'_> {
                 // nothing to remove: the state is in equilibrium and the constraints hold
                 return Ok(Convergence::AbsoluteResidual);
             }
-            let rtol = match (p.forcing, solver.is_iterative()) {
+            let rtol = match (p.forcing, solver.is_iterative() && !problem.is_linear()) {
                 (Forcing::EisenstatWalker, true) => {
                     let eta = self.forcing_term(iteration, r_free, previous_r, eta_previous, r_ref);
                     eta_previous = eta;

@@ -16,6 +16,8 @@ pub struct Problem {
     pub mesh: HexMesh,
     /// Element loop, constraints and dead loads; Newton's one assemble-and-eliminate path.
     pub discrete: DiscreteProblem,
+    /// Every material is small-strain linear (and every load dead): one exact solve is the answer.
+    linear: bool,
 }
 
 impl Problem {
@@ -48,8 +50,13 @@ impl Problem {
             })?;
             add_traction_load(&mesh, faces, t.value, points, &mut external)?;
         }
+        let linear = params
+            .materials
+            .iter()
+            .all(|m| matches!(m.material, fem::Material::Linear { .. }));
         Ok(Self {
             mesh,
+            linear,
             discrete: DiscreteProblem {
                 assembler,
                 constraints,
@@ -62,6 +69,13 @@ impl Problem {
     /// applies.
     pub fn has_potential(&self) -> bool {
         true
+    }
+
+    /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then
+    /// solves each linear system to `linear_solver.rtol` (inexact solves would only add
+    /// iterations).
+    pub fn is_linear(&self) -> bool {
+        self.linear
     }
 
     /// Unknowns (three per node, constrained ones included).
