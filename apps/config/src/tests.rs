@@ -35,7 +35,7 @@ boundary:
   traction:
     - { set: xmax, value: [0, 0, -1.0e-3] }
 loading: { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
-newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: false, max_line_search: 3 }
+newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: residual, max_line_search: 3, forcing: fixed }
 linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50, amg: { max_levels: 4 } }
 quadrature: { points: 4 }
 output: { directory: out/runs, name: beam_q2, fields: [von_mises, displacement] }
@@ -159,8 +159,9 @@ fn every_field_is_read() {
             atol: 1.0e-9,
             stol: 0.0,
             max_iterations: 40,
-            line_search: false,
-            max_line_search: 3
+            line_search: LineSearch::Residual,
+            max_line_search: 3,
+            forcing: Forcing::Fixed,
         }
     );
     assert_eq!(
@@ -224,9 +225,10 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.newton.atol, 1.0e-10);
     assert_eq!(c.newton.stol, 1.0e-12);
     assert_eq!(c.newton.max_iterations, 25);
-    assert!(c.newton.line_search);
+    assert_eq!(c.newton.line_search, LineSearch::Energy);
     assert_eq!(c.newton.max_line_search, 8);
-    assert_eq!(c.linear_solver.method, LinearSolverMethod::CgAmg);
+    assert_eq!(c.newton.forcing, Forcing::EisenstatWalker);
+    assert_eq!(c.linear_solver.method, LinearSolverMethod::Auto);
     assert_eq!(c.linear_solver.amg, amg::AmgParams::default());
     assert_eq!(c.linear_solver.rtol, 1.0e-8);
     assert_eq!(c.linear_solver.atol, 0.0);
@@ -280,6 +282,12 @@ fn wrong_types_point_at_the_value() {
     assert!(msg.contains("expected 3 entries, found 4"), "{msg}");
     let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: 3 }}\n"), 4, 24);
     assert!(msg.contains("newton.line_search"), "{msg}");
+    // the former boolean names its replacement's choices
+    let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: false }}\n"), 4, 24);
+    assert!(
+        msg.contains("newton.line_search") && msg.contains("energy") && msg.contains("none"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -304,7 +312,7 @@ fn unknown_material_model_lists_the_five_models() {
         26,
     );
     assert!(
-        msg.contains("valid choices: cg_amg, cg_jacobi, direct"),
+        msg.contains("valid choices: auto, cg_amg, cg_jacobi, direct"),
         "{msg}"
     );
 }
@@ -485,7 +493,7 @@ fn semantic_errors_name_the_key_and_its_line() {
 
     // A key left at its default is reported at its section.
     let msg = error_at(
-        &format!("{MINIMAL}newton:\n  line_search: true\n  max_line_search: 0\n"),
+        &format!("{MINIMAL}newton:\n  line_search: energy\n  max_line_search: 0\n"),
         6,
         20,
     );
