@@ -67,14 +67,18 @@ pub struct Constraints {
 impl Constraints {
     /// Builds the constraints of a mesh with `n_nodes` nodes. Nodes in `orphans` (belonging to no
     /// cell) are fixed at zero in all components so that every block row of the tangent is regular.
-    /// Later entries of `prescribed` override earlier ones on shared components.
+    /// Two entries that prescribe one component of one node differently (a twist and a Dirichlet
+    /// value, or two different values) are an error naming both; equal ones are fine (`x: 0` on
+    /// two faces sharing an edge).
     pub fn new(
         n_nodes: usize,
         prescribed: Vec<Prescribed>,
         orphans: &[usize],
     ) -> Result<Self, AssemblyError> {
         let mut mask = vec![0u8; n_nodes];
-        for p in &prescribed {
+        // the entry (index into `prescribed`) that first prescribed each component
+        let mut owner: Vec<[Option<usize>; 3]> = vec![[None; 3]; n_nodes];
+        for (index, p) in prescribed.iter().enumerate() {
             let bits = match p {
                 Prescribed::Components { values, .. } => (0..3)
                     .filter(|&c| values[c].is_some())
@@ -102,6 +106,20 @@ impl Constraints {
                         expected: n_nodes,
                         got: node,
                     });
+                }
+                for c in (0..3).filter(|c| bits & (1 << c) != 0) {
+                    match owner[node][c] {
+                        Some(first) if !agree(&prescribed[first], p, c) => {
+                            return Err(AssemblyError::ConflictingConstraints {
+                                node,
+                                component: ["x", "y", "z"][c],
+                                first: describe(&prescribed[first], c),
+                                second: describe(p, c),
+                            });
+                        }
+                        Some(_) => {}
+                        None => owner[node][c] = Some(index),
+                    }
                 }
                 mask[node] |= bits;
             }
@@ -223,8 +241,55 @@ impl Constraints {
     }
 }
 
+/// Whether two entries prescribe component `c` identically at every load factor: the same
+/// component value, or the same twist.
+fn agree(a: &Prescribed, b: &Prescribed, c: usize) -> bool {
+    match (a, b) {
+        (Prescribed::Components { values: va, .. }, Prescribed::Components { values: vb, .. }) => {
+            va[c] == vb[c]
+        }
+        (
+            Prescribed::Twist {
+                axis: a1,
+                center: c1,
+                angle: g1,
+                axial: x1,
+                ..
+            },
+            Prescribed::Twist {
+                axis: a2,
+                center: c2,
+                angle: g2,
+                axial: x2,
+                ..
+            },
+        ) => unit(a1) == unit(a2) && c1 == c2 && g1 == g2 && x1 == x2,
+        _ => false,
+    }
+}
+
+/// An entry as people name it in an input file, for component `c`.
+fn describe(p: &Prescribed, c: usize) -> String {
+    match p {
+        Prescribed::Components { set, values, .. } => format!(
+            "dirichlet on set '{set}' ({} = {})",
+            ["x", "y", "z"][c],
+            values[c].unwrap_or(f64::NAN)
+        ),
+        Prescribed::Twist { set, .. } => format!("twist on set '{set}'"),
+    }
+}
+
+/// Euclidean norm without overflow or underflow: the components are scaled by the largest
+/// magnitude first, so `[0, 0, 1e155]` and `[0, 0, 1e-170]` have the norms they should (squaring
+/// would give infinity and zero).
 fn norm(a: &[f64; 3]) -> f64 {
-    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+    let m = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if m == 0.0 || !m.is_finite() {
+        return m;
+    }
+    let [x, y, z] = a.map(|v| v / m);
+    m * (x * x + y * y + z * z).sqrt()
 }
 
 fn unit(a: &[f64; 3]) -> [f64; 3] {
@@ -321,5 +386,84 @@ mod tests {
         };
         let err = Constraints::new(1, vec![p], &[]).unwrap_err();
         assert!(err.to_string().contains("left"), "{err}");
+    }
+
+    /// A huge or tiny axis describes the same rotation as the unit axis: the norm is scaled, so
+    /// `[0, 0, 1e155]` does not overflow (squaring it gives infinity, which turned the rotation
+    /// into a radial squeeze) and `[0, 0, 1e-170]` does not underflow to zero.
+    #[test]
+    fn scaled_twist_axes_give_the_unit_axis_result() {
+        let coords = [[1.0, 0.5, 2.0], [-0.3, 0.7, 1.0]];
+        let prescribed = |axis: [f64; 3]| {
+            let twist = Prescribed::Twist {
+                set: "top".into(),
+                nodes: vec![0, 1],
+                axis,
+                center: [0.1, 0.0, 0.0],
+                angle: 1.1,
+                axial: 0.25,
+            };
+            let cons = Constraints::new(2, vec![twist], &[]).unwrap();
+            let mut u = Vector::zeros(6);
+            cons.write_prescribed(0.7, &coords, &mut u).unwrap();
+            u.to_host_vec().unwrap()
+        };
+        let unit_axis = prescribed([0.0, 0.6, 0.8]);
+        for scale in [1e155, 1e300, 1e-170, 1e-300] {
+            let scaled = prescribed([0.0, 0.6 * scale, 0.8 * scale]);
+            for (a, b) in scaled.iter().zip(&unit_axis) {
+                assert!(
+                    (a - b).abs() < 1e-14,
+                    "scale {scale}: {scaled:?} vs {unit_axis:?}"
+                );
+            }
+        }
+        assert!((norm(&[3e200, 4e200, 0.0]) / 5e200 - 1.0).abs() < 1e-15);
+        assert_eq!(norm(&[0.0; 3]), 0.0);
+    }
+
+    /// Two conditions on one component of one node: equal values are fine, different ones (or a
+    /// twist and a value) are an error naming both.
+    #[test]
+    fn conflicting_constraints_name_both_conditions() {
+        let fix = |set: &str, nodes: Vec<usize>, x: f64| Prescribed::Components {
+            set: set.into(),
+            nodes,
+            values: [Some(x), None, None],
+        };
+        assert!(Constraints::new(
+            3,
+            vec![fix("a", vec![0, 1], 0.0), fix("b", vec![1, 2], 0.0)],
+            &[]
+        )
+        .is_ok());
+        let err = Constraints::new(
+            3,
+            vec![fix("a", vec![0, 1], 0.0), fix("b", vec![1, 2], 0.5)],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("node 1")
+                && err.contains("dirichlet on set 'a' (x = 0)")
+                && err.contains("dirichlet on set 'b' (x = 0.5)"),
+            "{err}"
+        );
+        let twist = Prescribed::Twist {
+            set: "top".into(),
+            nodes: vec![2],
+            axis: [0.0, 0.0, 1.0],
+            center: [0.0; 3],
+            angle: 1.0,
+            axial: 0.0,
+        };
+        let err = Constraints::new(3, vec![fix("side", vec![2], 0.0), twist], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("dirichlet on set 'side'") && err.contains("twist on set 'top'"),
+            "{err}"
+        );
     }
 }

@@ -43,6 +43,14 @@ pub enum AssemblyError {
     /// A degenerate boundary condition (for instance a zero rotation axis).
     #[error("boundary condition on set '{set}': {reason}")]
     InvalidBoundaryCondition { set: String, reason: String },
+    /// Two boundary conditions prescribe one component of one node differently.
+    #[error("conflicting constraints on component {component} of node {node}: {first} and {second} prescribe it differently; remove one of them or make them agree")]
+    ConflictingConstraints {
+        node: usize,
+        component: &'static str,
+        first: String,
+        second: String,
+    },
     /// A model problem ([`crate::ex56`]) asked for with sizes it cannot have.
     #[error("{reason}")]
     InvalidModelProblem { reason: String },

@@ -283,7 +283,11 @@ fn wrong_types_point_at_the_value() {
     let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: 3 }}\n"), 4, 24);
     assert!(msg.contains("newton.line_search"), "{msg}");
     // the former boolean names its replacement's choices
-    let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: false }}\n"), 4, 24);
+    let msg = error_at(
+        &format!("{MINIMAL}newton: {{ line_search: false }}\n"),
+        4,
+        24,
+    );
     assert!(
         msg.contains("newton.line_search") && msg.contains("energy") && msg.contains("none"),
         "{msg}"
@@ -466,7 +470,7 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
     assert!(msg.contains("materials[0].poisson_ratio: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
 
-    let cases: [(&str, u32, u32, &str); 13] = [
+    let cases: [(&str, u32, u32, &str); 14] = [
         ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
         ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 41, "mesh.box.order: must be 1 or 2"),
         ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 59, "must be below `upper`"),
@@ -474,6 +478,7 @@ fn semantic_errors_name_the_key_and_its_line() {
         ("mesh: { box: { cells: [1, 1, 1], corners: [[1,0,0],[0,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 43, "inverted or degenerate at corner 0"),
         ("boundary: { dirichlet: [ { set: xmin } ] }", 1, 26, "boundary.dirichlet[0]: give at least one of `x`, `y`, `z`"),
         ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
+        ("boundary: { twist: [ { set: a, axis: [0, 1.0e-310, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: is too small to give a direction"),
         ("loading: { min_increment: 2.0 }", 1, 27, "loading.min_increment: must satisfy 0 < value <= 1"),
         ("newton: { rtol: 0 }", 1, 17, "newton.rtol: must satisfy 0 < rtol < 1"),
         ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=6"),

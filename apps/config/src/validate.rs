@@ -116,6 +116,13 @@ impl Config {
             let axis = key_path(&path, "axis");
             check.finite(&t.axis, &axis)?;
             check.ensure(t.axis.iter().any(|&a| a != 0.0), &axis, "must be nonzero")?;
+            // any finite nonzero axis is normalised exactly (scaled before squaring), except
+            // one whose components are all subnormal: they have lost digits of the direction
+            check.ensure(
+                t.axis.iter().any(|a| a.abs() >= f64::MIN_POSITIVE),
+                &axis,
+                "is too small to give a direction (every component below 2.2e-308); scale it up",
+            )?;
             check.finite(&t.center, &key_path(&path, "center"))?;
             check.finite(&[t.angle_deg], &key_path(&path, "angle_deg"))?;
             check.finite(&[t.axial], &key_path(&path, "axial"))?;

@@ -207,7 +207,7 @@ impl fmt::Display for PathFailure {
         }
         write!(
             f,
-            "\n  (more loading.steps, a smaller loading.min_increment or linear_solver.method: direct may help)"
+            "\n  (more loading.steps or a smaller loading.min_increment may help; `hexfem run -v` shows every Newton iteration)"
         )
     }
 }
