@@ -69,6 +69,22 @@ impl Config {
                     value: t.value,
                 })
                 .collect(),
+            nodal_forces: boundary
+                .nodal_force
+                .iter()
+                .map(|t| plain::NodalForce {
+                    set: t.set.clone(),
+                    value: t.value,
+                })
+                .collect(),
+            point_loads: boundary
+                .point_load
+                .iter()
+                .map(|p| plain::PointLoad {
+                    at: p.at,
+                    value: p.value,
+                })
+                .collect(),
             quadrature_points: self.quadrature.points,
         })
     }
@@ -93,6 +109,7 @@ impl From<&LoadingParams> for plain::LoadingParams {
             min_increment: p.min_increment,
             max_cutbacks: p.max_cutbacks,
             growth: p.growth,
+            curve: p.curve.clone(),
         }
     }
 }
@@ -104,6 +121,7 @@ impl From<plain::LoadingParams> for LoadingParams {
             min_increment: p.min_increment,
             max_cutbacks: p.max_cutbacks,
             growth: p.growth,
+            curve: p.curve,
         }
     }
 }

@@ -144,6 +144,21 @@ pub struct BoundaryParams {
     pub twist: Vec<TwistParams>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionParams>,
+    /// Dead forces on every node of a node (or face) set.
+    pub nodal_force: Vec<TractionParams>,
+    /// Dead forces at points: `{ at: [x, y, z], value: [fx, fy, fz] }`, applied at the mesh node
+    /// there (an error names the nearest node where there is none).
+    pub point_load: Vec<PointLoadParams>,
+}
+
+/// A dead force at a point (a mesh node), at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointLoadParams {
+    /// The point (required): must be a mesh node.
+    pub at: [f64; 3],
+    /// The force (required).
+    pub value: [f64; 3],
 }
 
 /// Prescribed displacement components on a node set, reached at load factor 1 (scaled by the
@@ -214,6 +229,12 @@ pub struct LoadingParams {
     /// Factor by which an increment grows after a converged step, capped at the nominal
     /// increment (>= 1). Default 1.5.
     pub growth: f64,
+    /// The load factor as a piecewise-linear function of pseudo-time, `[[time, factor], ...]`
+    /// with times strictly increasing from 0 (at least two points); the steps divide
+    /// `0..=last time` and every load and Dirichlet value is scaled by the factor (a curve back
+    /// to 0 unloads). Default (empty): the factor goes from 0 to 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 impl Default for LoadingParams {

@@ -132,6 +132,16 @@ impl Config {
             check.set_name(&t.set, &key_path(&path, "set"))?;
             check.finite(&t.value, &key_path(&path, "value"))?;
         }
+        for (i, t) in self.boundary.nodal_force.iter().enumerate() {
+            let path = index_path("boundary.nodal_force", i);
+            check.set_name(&t.set, &key_path(&path, "set"))?;
+            check.finite(&t.value, &key_path(&path, "value"))?;
+        }
+        for (i, p) in self.boundary.point_load.iter().enumerate() {
+            let path = index_path("boundary.point_load", i);
+            check.finite(&p.at, &key_path(&path, "at"))?;
+            check.finite(&p.value, &key_path(&path, "value"))?;
+        }
         Ok(())
     }
 
@@ -149,6 +159,21 @@ impl Config {
             "loading.growth",
             "must be >= 1",
         )?;
+
+        if !l.curve.is_empty() {
+            let points: Vec<f64> = l.curve.iter().flatten().copied().collect();
+            check.finite(&points, "loading.curve")?;
+            check.ensure(
+                l.curve.len() >= 2 && l.curve[0][0] == 0.0,
+                "loading.curve",
+                "needs at least two [time, factor] points, the first at time 0",
+            )?;
+            check.ensure(
+                l.curve.windows(2).all(|w| w[1][0] > w[0][0]),
+                "loading.curve",
+                "times must increase strictly",
+            )?;
+        }
 
         let n = &self.newton;
         tolerances(check, "newton", n.rtol, n.atol)?;

@@ -96,8 +96,9 @@ fn set_reference(config: &Config, name: &str, cell_set: bool) -> Option<String> 
     let dirichlet = b.dirichlet.iter().map(|d| (&d.set, "dirichlet"));
     let twist = b.twist.iter().map(|t| (&t.set, "twist"));
     let traction = b.traction.iter().map(|t| (&t.set, "traction"));
+    let nodal = b.nodal_force.iter().map(|t| (&t.set, "nodal_force"));
     let mut counts = std::collections::BTreeMap::new();
-    for (set, kind) in dirichlet.chain(twist).chain(traction) {
+    for (set, kind) in dirichlet.chain(twist).chain(traction).chain(nodal) {
         let i = counts.entry(kind).or_insert(0usize);
         if set == name {
             return Some(format!("boundary.{kind}[{i}].set"));

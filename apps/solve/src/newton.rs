@@ -109,7 +109,8 @@ impl fmt::Display for Convergence {
 /// An attempt at a load step that failed and was cut back.
 #[derive(Clone, Debug, Serialize)]
 pub struct FailedAttempt {
-    /// The load factor the attempt started from and the one it aimed at.
+    /// The pseudo-time the attempt started from and the one it aimed at (the load factors where
+    /// there is no `loading.curve`).
     pub from: f64,
     pub to: f64,
     /// Newton iterations it took before failing.
@@ -135,7 +136,10 @@ impl fmt::Display for FailedAttempt {
 pub struct ConvergedStep {
     /// 1-based index among converged steps.
     pub index: usize,
+    /// The load factor reached (`loading.curve` at `time`).
     pub load_factor: f64,
+    /// The pseudo-time reached (the load factor where there is no curve).
+    pub time: f64,
     pub iterations: Vec<IterationRecord>,
     /// Final free residual norm.
     pub residual_norm: f64,
@@ -284,6 +288,8 @@ impl LoadPath<'_> {
         };
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = nominal;
+        // the path runs in s = pseudo-time / end time, from 0 to 1
+        let end_time = self.loading.end_time();
         let mut load_factor = 0.0;
         let mut index = 0;
         let mut attempts: Vec<FailedAttempt> = Vec::new();
@@ -294,14 +300,19 @@ impl LoadPath<'_> {
                 load_factor + increment
             };
             let start = Instant::now();
+            let time = target * end_time;
+            let factor = self.loading.factor_at(time);
             if self.verbose {
-                eprintln!("load factor {load_factor:.4} -> {target:.4}");
+                eprintln!(
+                    "time {:.4} -> {time:.4} (load factor {factor:.4})",
+                    load_factor * end_time
+                );
             }
             if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
                 solver.set_near_null_space(deformed_modes(problem, u)?);
             }
             let mut trial_u = u.clone();
-            match self.solve_step(problem, solver, &mut trial_u, target, &mut ws) {
+            match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {
                 Ok((iterations, converged_by)) => {
                     *u = trial_u;
                     index += 1;
@@ -314,7 +325,8 @@ impl LoadPath<'_> {
                     let failed_attempts = std::mem::take(&mut attempts);
                     let step = ConvergedStep {
                         index,
-                        load_factor,
+                        load_factor: factor,
+                        time,
                         residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
                         iterations,
                         reactions,
@@ -336,8 +348,8 @@ impl LoadPath<'_> {
                 }) => return Err(e.into()),
                 Err(error) => {
                     let attempt = FailedAttempt {
-                        from: load_factor,
-                        to: target,
+                        from: load_factor * end_time,
+                        to: time,
                         newton_iterations: error.newton_iterations,
                         linear_iterations: error.linear_iterations,
                         reason: error.failure.to_string(),
@@ -367,7 +379,7 @@ impl LoadPath<'_> {
                     attempts.push(attempt);
                     if let Some(stop) = stop {
                         return Err(PathFailure {
-                            load_factor,
+                            load_factor: self.loading.factor_at(load_factor * end_time),
                             attempts,
                             last: error.failure,
                             stop,

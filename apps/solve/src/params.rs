@@ -24,6 +24,10 @@ pub struct ProblemParams {
     pub twist: Vec<TwistCondition>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionLoad>,
+    /// Dead forces on every node of node (or face) sets.
+    pub nodal_forces: Vec<NodalForce>,
+    /// Dead forces at points (each on the mesh node there).
+    pub point_loads: Vec<PointLoad>,
     /// Gauss points per direction; `None`: cell order + 1 (fewer than that is an error).
     pub quadrature_points: Option<usize>,
 }
@@ -82,6 +86,21 @@ pub struct TractionLoad {
     pub value: [f64; 3],
 }
 
+/// A dead force `value` on every node of `set`, at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodalForce {
+    pub set: String,
+    pub value: [f64; 3],
+}
+
+/// A dead force `value` on the mesh node at `at` (which must be a node, to a relative tolerance
+/// of 1e-9 of the mesh's size), at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointLoad {
+    pub at: [f64; 3],
+    pub value: [f64; 3],
+}
+
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each halved on
 /// Newton failure and regrown by `growth` after a success.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +113,33 @@ pub struct LoadingParams {
     pub max_cutbacks: usize,
     /// Growth of an increment after an easy step, capped at the nominal increment. Default 1.5.
     pub growth: f64,
+    /// The load factor as a piecewise-linear function of pseudo-time: `(time, factor)` points,
+    /// times strictly increasing from 0. The steps divide `0..=last time`; every load and
+    /// Dirichlet value is scaled by the factor, so a curve that returns to zero unloads. Empty
+    /// (the default): the factor is the pseudo-time, from 0 to 1.
+    pub curve: Vec<[f64; 2]>,
+}
+
+impl LoadingParams {
+    /// The pseudo-time at the end of the load path: the curve's last time, or 1.
+    pub fn end_time(&self) -> f64 {
+        self.curve.last().map_or(1.0, |p| p[0])
+    }
+
+    /// The load factor at pseudo-time `t` (linear between the curve's points, constant beyond
+    /// its ends).
+    pub fn factor_at(&self, t: f64) -> f64 {
+        let c = &self.curve;
+        match c.iter().position(|p| p[0] >= t) {
+            None if c.is_empty() => t,
+            None => c[c.len() - 1][1],
+            Some(0) => c[0][1],
+            Some(i) => {
+                let ([t0, f0], [t1, f1]) = (c[i - 1], c[i]);
+                f0 + (f1 - f0) * (t - t0) / (t1 - t0)
+            }
+        }
+    }
 }
 
 impl Default for LoadingParams {
@@ -103,6 +149,7 @@ impl Default for LoadingParams {
             min_increment: 1.0e-3,
             max_cutbacks: 10,
             growth: 1.5,
+            curve: Vec::new(),
         }
     }
 }
@@ -229,5 +276,33 @@ impl Default for LinearSolverParams {
             max_iterations: 2000,
             amg: AmgParams::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_curves_interpolate_linearly_and_unload() {
+        let ramp = LoadingParams::default();
+        assert_eq!(ramp.end_time(), 1.0);
+        assert_eq!(ramp.factor_at(0.25), 0.25);
+        let up_down = LoadingParams {
+            curve: vec![[0.0, 0.0], [1.0, 2.0], [3.0, 0.0]],
+            ..LoadingParams::default()
+        };
+        assert_eq!(up_down.end_time(), 3.0);
+        for (t, f) in [
+            (0.0, 0.0),
+            (0.5, 1.0),
+            (1.0, 2.0),
+            (2.0, 1.0),
+            (2.5, 0.5),
+            (3.0, 0.0),
+        ] {
+            assert!((up_down.factor_at(t) - f).abs() < 1e-15, "t {t}");
+        }
+        assert_eq!(up_down.factor_at(4.0), 0.0);
     }
 }

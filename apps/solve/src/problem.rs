@@ -50,6 +50,7 @@ impl Problem {
             })?;
             add_traction_load(&mesh, faces, t.value, points, &mut external)?;
         }
+        add_point_forces(params, &mesh, &mut external)?;
         let linear = params
             .materials
             .iter()
@@ -169,6 +170,65 @@ fn build_constraints(
         prescribed,
         &assembler.orphan_nodes(),
     )?)
+}
+
+/// Adds the nodal and point forces of `params` to `external` (node-major).
+fn add_point_forces(
+    params: &ProblemParams,
+    mesh: &HexMesh,
+    external: &mut linalg::Vector,
+) -> Result<()> {
+    let f = external.host_mut()?;
+    for (i, n) in params.nodal_forces.iter().enumerate() {
+        let nodes = mesh
+            .set_nodes(&n.set)
+            .with_context(|| format!("boundary.nodal_force[{i}] set '{}'", n.set))?;
+        for node in nodes {
+            for d in 0..3 {
+                f[3 * node + d] += n.value[d];
+            }
+        }
+    }
+    if params.point_loads.is_empty() {
+        return Ok(());
+    }
+    let (lower, upper) = bounding_box(&mesh.coords);
+    let size = (0..3).map(|d| upper[d] - lower[d]).fold(0.0, f64::max);
+    for (i, p) in params.point_loads.iter().enumerate() {
+        let distance = |x: &[f64; 3]| {
+            ((x[0] - p.at[0]).powi(2) + (x[1] - p.at[1]).powi(2) + (x[2] - p.at[2]).powi(2)).sqrt()
+        };
+        let (node, d) = mesh
+            .coords
+            .iter()
+            .enumerate()
+            .map(|(n, x)| (n, distance(x)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .context("the mesh has no nodes")?;
+        if d > 1e-9 * size {
+            let x = mesh.coords[node];
+            bail!(
+                "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]; the nearest is node {node} at [{}, {}, {}], {d:.3e} away",
+                p.at[0], p.at[1], p.at[2], x[0], x[1], x[2]
+            );
+        }
+        for d in 0..3 {
+            f[3 * node + d] += p.value[d];
+        }
+    }
+    Ok(())
+}
+
+fn bounding_box(coords: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
+    let mut lower = [f64::INFINITY; 3];
+    let mut upper = [f64::NEG_INFINITY; 3];
+    for x in coords {
+        for d in 0..3 {
+            lower[d] = lower[d].min(x[d]);
+            upper[d] = upper[d].max(x[d]);
+        }
+    }
+    (lower, upper)
 }
 
 fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {

@@ -1,0 +1,130 @@
+//! Loads users reach for (issue 12): point loads against beam theory, load curves that unload,
+//! and what the problem's set-up rejects.
+
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
+use serde_json::Value;
+
+fn run_yaml(
+    tag: &str,
+    yaml: &str,
+) -> Result<(ScratchDir, RunOutcome, Value), (ScratchDir, String)> {
+    let out = ScratchDir::new(&format!("loads-{tag}"));
+    let input = out.join(format!("{tag}.yaml"));
+    std::fs::write(&input, yaml).unwrap();
+    match run(&RunOptions {
+        input,
+        overrides: Vec::new(),
+        output_dir: Some(out.join("results")),
+        progress: Progress::Quiet,
+        faults: Default::default(),
+        abort_after_step: None,
+    }) {
+        Ok(outcome) => {
+            let summary: Value =
+                serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
+            Ok((out, outcome, summary))
+        }
+        Err(e) => Err((out, format!("{e:#}"))),
+    }
+}
+
+/// `(coordinates, displacement)` of step `step`.
+fn fields(outcome: &RunOutcome, step: usize) -> (Vec<[f64; 3]>, Vec<[f64; 3]>) {
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
+    let rows = |path: &str| -> Vec<[f64; 3]> {
+        let (_, values) = file.read_f64(path).unwrap();
+        values.chunks_exact(3).map(|r| [r[0], r[1], r[2]]).collect()
+    };
+    (
+        rows("mesh/coordinates"),
+        rows(&format!("steps/{step:06}/displacement")),
+    )
+}
+
+fn at(f: &(Vec<[f64; 3]>, Vec<[f64; 3]>), x: [f64; 3]) -> [f64; 3] {
+    let node =
+        f.0.iter()
+            .position(|c| (0..3).all(|d| (c[d] - x[d]).abs() < 1e-12))
+            .unwrap_or_else(|| panic!("no node at {x:?}"));
+    f.1[node]
+}
+
+const CANTILEVER: &str =
+    "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 2 }\n\
+    materials:\n  - { model: linear, young_modulus: 1.0e4, poisson_ratio: 0.3 }\n\
+    boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n";
+
+/// A point load F at the tip's centre of a linear cantilever 10 x 1 x 1 (E = 1e4, nu = 0.3):
+/// the deflection of the centre line at mid-span and of the tip's corner agree with Timoshenko
+/// beam theory `F x^2 (3 L - x) / (6 E I) + F x / (kappa G A)` (the 3D clamp makes the solid a
+/// little stiffer; the point load's local indentation stays at the loaded node).
+#[test]
+fn point_load_on_a_cantilever_matches_beam_theory() {
+    let yaml =
+        format!("{CANTILEVER}  point_load: [{{ at: [10, 0.5, 0.5], value: [0, 0, -1.0] }}]\n");
+    let (_dir, outcome, _) = run_yaml("point", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let f = fields(&outcome, 1);
+    let (e, nu, l, force): (f64, f64, f64, f64) = (1.0e4, 0.3, 10.0, 1.0);
+    let (i, g) = (1.0 / 12.0, e / (2.0 * (1.0 + nu)));
+    let beam = |x: f64| force * x * x * (3.0 * l - x) / (6.0 * e * i) + force * x / (5.0 / 6.0 * g);
+    for (point, x) in [([5.0, 0.5, 0.5], 5.0), ([10.0, 0.0, 0.0], 10.0)] {
+        let w = -at(&f, point)[2];
+        assert!(
+            (w - beam(x)).abs() < 0.03 * beam(x),
+            "deflection at {point:?}: {w} vs beam theory {}",
+            beam(x)
+        );
+    }
+    // the same total force spread over the tip face's nodes as nodal forces: the same bending
+    let tip_nodes = 5 * 5; // Q2, 2 x 2 cells on the face
+    let yaml = format!(
+        "{CANTILEVER}  nodal_force: [{{ set: xmax, value: [0, 0, {}] }}]\n",
+        -1.0 / tip_nodes as f64
+    );
+    let (_dir2, spread, _) = run_yaml("nodal", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let w = -at(&fields(&spread, 1), [5.0, 0.5, 0.5])[2];
+    assert!((w - beam(5.0)).abs() < 0.03 * beam(5.0), "{w}");
+}
+
+/// A point that is no mesh node is an error naming the nearest node.
+#[test]
+fn point_load_off_the_mesh_nodes_is_rejected() {
+    let yaml =
+        format!("{CANTILEVER}  point_load: [{{ at: [10, 0.4, 0.5], value: [0, 0, -1.0] }}]\n");
+    let Err((_dir, e)) = run_yaml("off-node", &yaml) else {
+        panic!("a point between nodes was accepted")
+    };
+    assert!(
+        e.contains("point_load[0].at")
+            && e.contains("nearest is node")
+            && e.contains("1.000e-1 away"),
+        "{e}"
+    );
+}
+
+/// A neo-Hookean cantilever loaded by an end traction along the curve 0 -> 1 -> 0: at the peak
+/// it bends, at the end (hyperelastic, dead load) it is back at zero displacement.
+#[test]
+fn an_unloading_curve_returns_to_zero_displacement() {
+    let yaml = "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n  traction: [{ set: xmax, value: [0.0, 0.0, -0.5] }]\n\
+        loading: { steps: 6, curve: [[0, 0], [1, 1], [2, 0]] }\n";
+    let (_dir, outcome, summary) = run_yaml("unload", yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let steps = summary["steps"].as_array().unwrap();
+    let factors: Vec<f64> = steps
+        .iter()
+        .map(|s| s["load_factor"].as_f64().unwrap())
+        .collect();
+    let peak = factors
+        .iter()
+        .position(|&f| f == 1.0)
+        .expect("the peak is a step");
+    assert_eq!(*factors.last().unwrap(), 0.0, "{factors:?}");
+    let tip_peak = at(&fields(&outcome, peak + 1), [10.0, 0.5, 0.5]);
+    assert!(tip_peak[2] < -1.0, "{tip_peak:?}");
+    let last = fields(&outcome, outcome.steps);
+    let largest = last.1.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(largest < 1e-8, "left over displacement {largest:e}");
+}
