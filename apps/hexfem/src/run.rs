@@ -145,6 +145,24 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
                 }
             );
         }
+        if progress != Progress::Quiet {
+            if let Some(sets) = record.reactions.as_object() {
+                for (set, total) in sets {
+                    let v = |key: &str| -> Vec<String> {
+                        total[key]
+                            .as_array()
+                            .map(|a| a.iter().map(|x| format!("{:.4e}", x.as_f64().unwrap_or(f64::NAN))).collect())
+                            .unwrap_or_default()
+                    };
+                    let _ = writeln!(
+                        std::io::stderr().lock(),
+                        "           reaction on {set}: force [{}]  moment [{}]",
+                        v("force").join(", "),
+                        v("moment").join(", ")
+                    );
+                }
+            }
+        }
         summary.record_step(record, started.elapsed().as_secs_f64())?;
         if abort_after == Some(step.index) {
             std::process::abort();
@@ -435,7 +453,57 @@ fn write_step(
             .unwrap_or_default()
             .to_owned(),
         failed_attempts: serde_json::to_value(&step.failed_attempts)?,
+        reactions: serde_json::to_value(reaction_totals(config, problem, u, &step.reactions)?)?,
     })
+}
+
+/// Total reaction force and moment of one constrained set.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReactionTotal {
+    pub force: [f64; 3],
+    /// About the origin, with the forces at the nodes' deformed positions.
+    pub moment: [f64; 3],
+}
+
+/// The reaction totals of every set named by a Dirichlet or twist condition, in input order
+/// (each set once). A node shared by two sets counts in both.
+pub fn reaction_totals(
+    config: &Config,
+    problem: &Problem,
+    u: &Vector,
+    reactions: &Vector,
+) -> Result<std::collections::BTreeMap<String, ReactionTotal>> {
+    let b = &config.boundary;
+    let sets = b
+        .dirichlet
+        .iter()
+        .map(|d| &d.set)
+        .chain(b.twist.iter().map(|t| &t.set));
+    let (r, _) = reactions.host()?.as_chunks::<3>();
+    let (u, _) = u.host()?.as_chunks::<3>();
+    let mut totals = std::collections::BTreeMap::new();
+    for set in sets {
+        if totals.contains_key(set) {
+            continue;
+        }
+        let mut total = ReactionTotal {
+            force: [0.0; 3],
+            moment: [0.0; 3],
+        };
+        for node in problem.mesh.set_nodes(set)? {
+            let x = problem.mesh.coords[node];
+            let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
+            let f = r[node];
+            for d in 0..3 {
+                total.force[d] += f[d];
+            }
+            total.moment[0] += x[1] * f[2] - x[2] * f[1];
+            total.moment[1] += x[2] * f[0] - x[0] * f[2];
+            total.moment[2] += x[0] * f[1] - x[1] * f[0];
+        }
+        totals.insert(set.clone(), total);
+    }
+    Ok(totals)
 }
 
 /// The problem in one line: unknowns, cells, nodes.

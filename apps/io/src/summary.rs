@@ -103,6 +103,11 @@ pub struct StepRecord {
     /// `null` where not recorded).
     #[serde(default)]
     pub failed_attempts: serde_json::Value,
+    /// Total reaction force and moment (about the origin, in the deformed configuration) of each
+    /// constrained set: `{ "<set>": { "force": [..], "moment": [..] } }`; `null` where not
+    /// recorded.
+    #[serde(default)]
+    pub reactions: serde_json::Value,
 }
 
 /// State of the run: `{"state": "running"}`, `{"state": "completed"}` or

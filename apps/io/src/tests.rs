@@ -489,6 +489,7 @@ fn step_record(step: usize) -> StepRecord {
         linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
         converged_by: String::new(),
         failed_attempts: serde_json::Value::Null,
+        reactions: serde_json::Value::Null,
     }
 }
 

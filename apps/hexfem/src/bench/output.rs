@@ -156,6 +156,7 @@ fn write(
                 linear_solver: serde_json::Value::Null,
                 converged_by: String::new(),
                 failed_attempts: serde_json::Value::Null,
+                reactions: serde_json::Value::Null,
             },
             started.elapsed().as_secs_f64(),
         )?;
