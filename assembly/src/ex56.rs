@@ -101,6 +101,7 @@ impl Ex56 {
             assembler,
             constraints,
             external,
+            follower: Vec::new(),
         };
         let mut system = problem.new_system();
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;

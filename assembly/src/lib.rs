@@ -9,6 +9,7 @@ pub mod constraints;
 pub mod error;
 pub mod ex56;
 pub mod loads;
+pub mod pressure;
 pub mod rigid_body;
 pub mod system;
 
@@ -16,5 +17,6 @@ pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
 pub use constraints::{rotation_matrix, Constraints, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
+pub use pressure::FollowerPressure;
 pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
 pub use system::{DiscreteProblem, NewtonSystem, Potential};

@@ -23,6 +23,9 @@ pub struct DiscreteProblem {
     pub constraints: Constraints,
     /// Dead loads (body force and tractions) at load factor one, node-major.
     pub external: Vector,
+    /// Follower pressures: their forces depend on the displacement and are added to the residual
+    /// and the tangent of every evaluation.
+    pub follower: Vec<crate::FollowerPressure>,
 }
 
 /// The potential energy of a state (see [`DiscreteProblem::potential`]).
@@ -82,6 +85,9 @@ impl DiscreteProblem {
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, Load::None, r)?;
         ops::axpy(-load_factor, &self.external, r)?;
+        for f in &self.follower {
+            f.add(self.assembler.coords(), u, load_factor, r, None)?;
+        }
         Ok(())
     }
 
@@ -100,6 +106,15 @@ impl DiscreteProblem {
             &mut system.tangent,
         )?;
         ops::axpy(-load_factor, &self.external, &mut system.residual)?;
+        for f in &self.follower {
+            f.add(
+                self.assembler.coords(),
+                u,
+                load_factor,
+                &mut system.residual,
+                Some(&mut system.tangent),
+            )?;
+        }
         system.lift.fill(0.0)?;
         system.scratch.copy_from(u)?;
         self.constraints.write_prescribed(
@@ -125,6 +140,12 @@ impl DiscreteProblem {
         ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints.eliminate_in_matrix(&mut system.tangent)?;
         Ok(free_norm)
+    }
+
+    /// Whether the loads derive from a potential that [`DiscreteProblem::potential`] evaluates
+    /// (dead loads do; follower pressures are not included there).
+    pub fn has_potential(&self) -> bool {
+        self.follower.is_empty()
     }
 
     /// The potential energy `Pi(u) = W_int(u) - load_factor f_ext . u` of the dead loads (whose

@@ -128,3 +128,57 @@ fn an_unloading_curve_returns_to_zero_displacement() {
     let largest = last.1.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!(largest < 1e-8, "left over displacement {largest:e}");
 }
+
+/// A follower pressure p on the top of a neo-Hookean cube on rollers: the homogeneous exact
+/// solution has Cauchy stress -p along z and none across, i.e. stretches `l1 = l2`, `l3` with
+/// `mu (l1^2 - 1) + lambda ln J = 0` and `mu (l3^2 - 1) + lambda ln J = -p J`, `J = l1^2 l3`
+/// (a dead traction would give `-p / l1^2` instead). Q1 cells reproduce it to the solver's
+/// tolerance, and the support's reaction is p times the deformed top area.
+#[test]
+fn follower_pressure_on_a_block_matches_the_homogeneous_solution() {
+    let yaml = "mesh:\n  box: { cells: [3, 3, 3], lower: [0, 0, 0], upper: [1, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n\
+        \x20 pressure: [{ set: zmax, value: 2.0 }]\nloading: { steps: 4 }\n";
+    let (_dir, outcome, summary) =
+        run_yaml("pressure", yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (e, nu, p): (f64, f64, f64) = (10.0, 0.3, 2.0);
+    let (mu, lambda) = (
+        e / (2.0 * (1.0 + nu)),
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+    );
+    let g = |l: [f64; 2]| {
+        let j = l[0] * l[0] * l[1];
+        [
+            mu * (l[0] * l[0] - 1.0) + lambda * j.ln(),
+            mu * (l[1] * l[1] - 1.0) + lambda * j.ln() + p * j,
+        ]
+    };
+    let mut l = [1.0, 1.0];
+    for _ in 0..50 {
+        let r = g(l);
+        let h = 1e-7;
+        let d = |i: usize| {
+            let mut lp = l;
+            lp[i] += h;
+            let gp = g(lp);
+            [(gp[0] - r[0]) / h, (gp[1] - r[1]) / h]
+        };
+        let (c0, c1) = (d(0), d(1));
+        let det = c0[0] * c1[1] - c1[0] * c0[1];
+        l[0] -= (r[0] * c1[1] - c1[0] * r[1]) / det;
+        l[1] -= (c0[0] * r[1] - r[0] * c0[1]) / det;
+    }
+    assert!(g(l).iter().all(|v| v.abs() < 1e-12), "{l:?}");
+    let corner = at(&fields(&outcome, outcome.steps), [1.0, 1.0, 1.0]);
+    let exact = [l[0] - 1.0, l[0] - 1.0, l[1] - 1.0];
+    for d in 0..3 {
+        assert!(
+            (corner[d] - exact[d]).abs() < 1e-7,
+            "{corner:?} vs {exact:?}"
+        );
+    }
+    let last = summary["steps"].as_array().unwrap().last().unwrap();
+    let support = last["reactions"]["zmin"]["force"][2].as_f64().unwrap();
+    assert!((support - p * l[0] * l[0]).abs() < 1e-6, "{support}");
+}

@@ -69,6 +69,14 @@ impl Config {
                     value: t.value,
                 })
                 .collect(),
+            pressure: boundary
+                .pressure
+                .iter()
+                .map(|p| plain::PressureLoad {
+                    set: p.set.clone(),
+                    value: p.value,
+                })
+                .collect(),
             nodal_forces: boundary
                 .nodal_force
                 .iter()

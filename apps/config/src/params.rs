@@ -144,11 +144,24 @@ pub struct BoundaryParams {
     pub twist: Vec<TwistParams>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionParams>,
+    /// Follower pressures on face sets: `{ set: inner, value: 1.0 }`, per unit deformed area,
+    /// positive pushing into the body (against the outward normal), turning with the surface.
+    pub pressure: Vec<PressureParams>,
     /// Dead forces on every node of a node (or face) set.
     pub nodal_force: Vec<TractionParams>,
     /// Dead forces at points: `{ at: [x, y, z], value: [fx, fy, fz] }`, applied at the mesh node
     /// there (an error names the nearest node where there is none).
     pub point_load: Vec<PointLoadParams>,
+}
+
+/// A follower pressure on a face set, at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PressureParams {
+    /// Face set name (required).
+    pub set: String,
+    /// Pressure (required), positive into the body.
+    pub value: f64,
 }
 
 /// A dead force at a point (a mesh node), at load factor 1.

@@ -132,6 +132,11 @@ impl Config {
             check.set_name(&t.set, &key_path(&path, "set"))?;
             check.finite(&t.value, &key_path(&path, "value"))?;
         }
+        for (i, p) in self.boundary.pressure.iter().enumerate() {
+            let path = index_path("boundary.pressure", i);
+            check.set_name(&p.set, &key_path(&path, "set"))?;
+            check.finite(&[p.value], &key_path(&path, "value"))?;
+        }
         for (i, t) in self.boundary.nodal_force.iter().enumerate() {
             let path = index_path("boundary.nodal_force", i);
             check.set_name(&t.set, &key_path(&path, "set"))?;

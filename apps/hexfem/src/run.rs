@@ -465,8 +465,9 @@ pub struct ReactionTotal {
     pub moment: [f64; 3],
 }
 
-/// The reaction totals of every set named by a Dirichlet or twist condition, in input order
-/// (each set once). A node shared by two sets counts in both.
+/// The reaction totals of every set named by a Dirichlet or twist condition: the reactions of
+/// the components that the set's conditions prescribe (a set fixed in `x` only reports the `x`
+/// reaction). A node shared by two sets counts in both.
 pub fn reaction_totals(
     config: &Config,
     problem: &Problem,
@@ -474,18 +475,20 @@ pub fn reaction_totals(
     reactions: &Vector,
 ) -> Result<std::collections::BTreeMap<String, ReactionTotal>> {
     let b = &config.boundary;
-    let sets = b
-        .dirichlet
-        .iter()
-        .map(|d| &d.set)
-        .chain(b.twist.iter().map(|t| &t.set));
+    let mut components = std::collections::BTreeMap::<&String, [bool; 3]>::new();
+    for d in &b.dirichlet {
+        let c = components.entry(&d.set).or_default();
+        for (i, v) in d.components().iter().enumerate() {
+            c[i] |= v.is_some();
+        }
+    }
+    for t in &b.twist {
+        components.insert(&t.set, [true; 3]);
+    }
     let (r, _) = reactions.host()?.as_chunks::<3>();
     let (u, _) = u.host()?.as_chunks::<3>();
     let mut totals = std::collections::BTreeMap::new();
-    for set in sets {
-        if totals.contains_key(set) {
-            continue;
-        }
+    for (set, mask) in components {
         let mut total = ReactionTotal {
             force: [0.0; 3],
             moment: [0.0; 3],
@@ -493,7 +496,7 @@ pub fn reaction_totals(
         for node in problem.mesh.set_nodes(set)? {
             let x = problem.mesh.coords[node];
             let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
-            let f = r[node];
+            let f: [f64; 3] = std::array::from_fn(|d| if mask[d] { r[node][d] } else { 0.0 });
             for d in 0..3 {
                 total.force[d] += f[d];
             }

@@ -24,6 +24,8 @@ pub struct ProblemParams {
     pub twist: Vec<TwistCondition>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionLoad>,
+    /// Follower pressures on face sets.
+    pub pressure: Vec<PressureLoad>,
     /// Dead forces on every node of node (or face) sets.
     pub nodal_forces: Vec<NodalForce>,
     /// Dead forces at points (each on the mesh node there).
@@ -84,6 +86,14 @@ pub struct TwistCondition {
 pub struct TractionLoad {
     pub set: String,
     pub value: [f64; 3],
+}
+
+/// A follower pressure `value` (per unit current area, positive into the body: it acts against
+/// the outward normal of the deformed surface) on the faces of `set`, at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PressureLoad {
+    pub set: String,
+    pub value: f64,
 }
 
 /// A dead force `value` on every node of `set`, at load factor one.

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use assembly::{
     add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints,
-    DiscreteProblem, ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D,
+    DiscreteProblem, ElasticityAssembler, FollowerPressure, Prescribed, RIGID_BODY_MODES_3D,
 };
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
@@ -51,10 +51,22 @@ impl Problem {
             add_traction_load(&mesh, faces, t.value, points, &mut external)?;
         }
         add_point_forces(params, &mesh, &mut external)?;
+        let mut follower = Vec::new();
+        for p in &params.pressure {
+            let faces = mesh.face_sets.get(&p.set).with_context(|| {
+                format!(
+                    "pressure on set '{}': no face set of that name (face sets: {})",
+                    p.set,
+                    names(mesh.face_sets.keys())
+                )
+            })?;
+            follower.push(FollowerPressure::new(&mesh, faces, p.value, points)?);
+        }
         let linear = params
             .materials
             .iter()
-            .all(|m| matches!(m.material, fem::Material::Linear { .. }));
+            .all(|m| matches!(m.material, fem::Material::Linear { .. }))
+            && params.pressure.is_empty();
         Ok(Self {
             mesh,
             linear,
@@ -62,6 +74,7 @@ impl Problem {
                 assembler,
                 constraints,
                 external,
+                follower,
             },
         })
     }
@@ -69,7 +82,7 @@ impl Problem {
     /// Whether the loads derive from a potential (dead loads do), so that the energy line search
     /// applies.
     pub fn has_potential(&self) -> bool {
-        true
+        self.discrete.has_potential()
     }
 
     /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then

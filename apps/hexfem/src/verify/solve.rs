@@ -104,6 +104,7 @@ pub(crate) fn solve_linear_elastic(
         assembler,
         constraints,
         external: loads,
+        follower: Vec::new(),
     };
     let mut u = Vector::zeros(n);
     problem
