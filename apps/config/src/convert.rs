@@ -9,7 +9,7 @@ use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
     BoxMesh, Config, Forcing, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams,
-    MeshSource, NewtonParams,
+    MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 
@@ -41,7 +41,7 @@ impl Config {
         Ok(plain::ProblemParams {
             mesh,
             materials,
-            body_force: self.body_force,
+            body_force: components(&self.body_force, "body_force", self)?,
             dirichlet: boundary
                 .dirichlet
                 .iter()
@@ -64,11 +64,15 @@ impl Config {
             traction: boundary
                 .traction
                 .iter()
-                .map(|t| plain::TractionLoad {
-                    set: t.set.clone(),
-                    value: t.value,
+                .enumerate()
+                .map(|(i, t)| {
+                    let path = key_path(&index_path("boundary.traction", i), "value");
+                    Ok(plain::TractionLoad {
+                        set: t.set.clone(),
+                        value: components(&t.value, &path, self)?,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, ConfigError>>()?,
             pressure: boundary
                 .pressure
                 .iter()
@@ -108,6 +112,26 @@ impl Config {
             corners: b.corners,
         })
     }
+}
+
+/// Numbers and parsed expressions of a vector given at `path`; an expression that does not
+/// parse is an error located at its component.
+fn components(
+    values: &[Scalar; 3],
+    path: &str,
+    config: &Config,
+) -> Result<[plain::Component; 3], ConfigError> {
+    let mut out = [const { plain::Component::Value(0.0) }; 3];
+    for (i, (v, o)) in values.iter().zip(&mut out).enumerate() {
+        *o = match v {
+            Scalar::Number(x) => plain::Component::Value(*x),
+            Scalar::Expression(text) => plain::Component::Expression(
+                plain::Expression::parse(text)
+                    .map_err(|e| config.error_at(&index_path(path, i), e))?,
+            ),
+        };
+    }
+    Ok(out)
 }
 
 impl From<&LoadingParams> for plain::LoadingParams {

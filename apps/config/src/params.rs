@@ -20,10 +20,10 @@ pub struct Config {
     /// Material assignments (required, at least one); a later entry overrides earlier ones on
     /// the cells they share.
     pub materials: Vec<MaterialParams>,
-    /// Body force per unit reference volume at load factor 1 (scaled by the load factor).
-    /// Default `[0, 0, 0]`.
+    /// Body force per unit reference volume at load factor 1 (scaled by the load factor); each
+    /// component a number or an expression of `x, y, z`. Default `[0, 0, 0]`.
     #[serde(default)]
-    pub body_force: [f64; 3],
+    pub body_force: [Scalar; 3],
     /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
     #[serde(default)]
     pub boundary: BoundaryParams,
@@ -148,10 +148,74 @@ pub struct BoundaryParams {
     /// positive pushing into the body (against the outward normal), turning with the surface.
     pub pressure: Vec<PressureParams>,
     /// Dead forces on every node of a node (or face) set.
-    pub nodal_force: Vec<TractionParams>,
+    pub nodal_force: Vec<NodalForceParams>,
     /// Dead forces at points: `{ at: [x, y, z], value: [fx, fy, fz] }`, applied at the mesh node
     /// there (an error names the nearest node where there is none).
     pub point_load: Vec<PointLoadParams>,
+}
+
+/// A dead force on every node of a node (or face) set, at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodalForceParams {
+    /// Node (or face) set name (required).
+    pub set: String,
+    /// The force on each node (required).
+    pub value: [f64; 3],
+}
+
+/// A number, or a math expression of the reference position `x, y, z` written as a string
+/// (`"2 * sin(PI * x)"`); see `solve::expression`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    Number(f64),
+    Expression(String),
+}
+
+impl PartialEq<f64> for Scalar {
+    fn eq(&self, other: &f64) -> bool {
+        matches!(self, Scalar::Number(v) if v == other)
+    }
+}
+
+impl Default for Scalar {
+    fn default() -> Self {
+        Scalar::Number(0.0)
+    }
+}
+
+impl Serialize for Scalar {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Scalar::Number(v) => s.serialize_f64(*v),
+            Scalar::Expression(e) => s.serialize_str(e),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or an expression of x, y, z in quotes")
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Expression(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A follower pressure on a face set, at load factor 1.
@@ -224,8 +288,8 @@ pub struct TwistParams {
 pub struct TractionParams {
     /// Face set name (required).
     pub set: String,
-    /// Traction vector (required).
-    pub value: [f64; 3],
+    /// Traction vector (required); each component a number or an expression of `x, y, z`.
+    pub value: [Scalar; 3],
 }
 
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each cut back

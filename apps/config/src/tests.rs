@@ -149,7 +149,8 @@ fn every_field_is_read() {
             steps: 4,
             min_increment: 1.0e-4,
             max_cutbacks: 6,
-            growth: 2.0
+            growth: 2.0,
+            curve: Vec::new(),
         }
     );
     assert_eq!(
@@ -280,6 +281,22 @@ fn wrong_types_point_at_the_value() {
     assert!(msg.contains("body_force"), "{msg}");
     let msg = error_at(&format!("{MINIMAL}body_force: [0, 1, 2, 3]\n"), 4, 13);
     assert!(msg.contains("expected 3 entries, found 4"), "{msg}");
+    // expressions of x, y, z: parsed when loaded, a bad one located at its component
+    let c = load_text(&format!(
+        "{MINIMAL}body_force: [\"2 * sin(PI * x)\", 0, -1]\n"
+    ))
+    .unwrap();
+    let p = c.problem_params().unwrap();
+    assert!(
+        (p.body_force[0].at([0.25, 0.0, 0.0]) - 2.0 * (std::f64::consts::PI / 4.0).sin()).abs()
+            < 1e-15
+    );
+    assert_eq!(p.body_force[2], -1.0);
+    let msg = error_at(&format!("{MINIMAL}body_force: [0, \"x + w\", 0]\n"), 4, 17);
+    assert!(
+        msg.contains("body_force[1]") && msg.contains("unknown variable `w`"),
+        "{msg}"
+    );
     let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: 3 }}\n"), 4, 24);
     assert!(msg.contains("newton.line_search"), "{msg}");
     // the former boolean names its replacement's choices

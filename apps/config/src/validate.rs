@@ -42,6 +42,23 @@ impl Check<'_> {
         self.ensure(values.iter().all(|v| v.is_finite()), path, "must be finite")
     }
 
+    /// Numbers must be finite, expressions must parse (with `x, y, z` only); located at the
+    /// component.
+    fn scalars(&self, values: &[super::params::Scalar], path: &str) -> Result<(), ConfigError> {
+        for (i, v) in values.iter().enumerate() {
+            let at = index_path(path, i);
+            match v {
+                super::params::Scalar::Number(x) => self.finite(&[*x], &at)?,
+                super::params::Scalar::Expression(text) => {
+                    if let Err(e) = solve::expression::Expression::parse(text) {
+                        return Err(self.error(&at, e));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn set_name(&self, name: &str, path: &str) -> Result<(), ConfigError> {
         self.ensure(!name.trim().is_empty(), path, "the set name is empty")
     }
@@ -92,7 +109,7 @@ impl Config {
                 return Err(check.error(&at, e.to_string()));
             }
         }
-        check.finite(&self.body_force, "body_force")?;
+        check.scalars(&self.body_force, "body_force")?;
         self.check_boundary(&check)?;
         self.check_solvers(&check)?;
         self.check_output(&check)
@@ -130,7 +147,7 @@ impl Config {
         for (i, t) in self.boundary.traction.iter().enumerate() {
             let path = index_path("boundary.traction", i);
             check.set_name(&t.set, &key_path(&path, "set"))?;
-            check.finite(&t.value, &key_path(&path, "value"))?;
+            check.scalars(&t.value, &key_path(&path, "value"))?;
         }
         for (i, p) in self.boundary.pressure.iter().enumerate() {
             let path = index_path("boundary.pressure", i);

@@ -9,6 +9,8 @@ use amg::AmgParams;
 use fem::Material;
 use mesh::BoxSpec;
 
+pub use crate::expression::{Component, Expression};
+
 /// Everything that defines the discrete problem of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProblemParams {
@@ -16,8 +18,9 @@ pub struct ProblemParams {
     /// Material assignments in order; a later one overrides earlier ones on the cells they share.
     /// Every cell must be covered.
     pub materials: Vec<MaterialAssignment>,
-    /// Body force per unit reference volume at load factor one.
-    pub body_force: [f64; 3],
+    /// Body force per unit reference volume at load factor one (numbers or expressions of the
+    /// reference position).
+    pub body_force: [Component; 3],
     /// Prescribed displacement components on node (or face) sets.
     pub dirichlet: Vec<DirichletCondition>,
     /// Rigid rotations of node (or face) sets.
@@ -85,7 +88,7 @@ pub struct TwistCondition {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TractionLoad {
     pub set: String,
-    pub value: [f64; 3],
+    pub value: [Component; 3],
 }
 
 /// A follower pressure `value` (per unit current area, positive into the body: it acts against

@@ -39,7 +39,11 @@ impl Problem {
         if params.dirichlet.is_empty() && params.twist.is_empty() {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
-        let mut external = body_force_load(&mut assembler, Load::Constant(params.body_force))?;
+        let body = vector_field(&params.body_force);
+        let mut external = match constant(&params.body_force) {
+            Some(f) => body_force_load(&mut assembler, Load::Constant(f))?,
+            None => body_force_load(&mut assembler, Load::Field(&body))?,
+        };
         for t in &params.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
@@ -48,7 +52,18 @@ impl Problem {
                     names(mesh.face_sets.keys())
                 )
             })?;
-            add_traction_load(&mesh, faces, t.value, points, &mut external)?;
+            let field = vector_field(&t.value);
+            let load = match constant(&t.value) {
+                Some(v) => Load::Constant(v),
+                None => Load::Field(&field),
+            };
+            add_traction_load(&mesh, faces, load, points, &mut external)?;
+        }
+        if let Some(i) = external.host()?.iter().position(|v| !v.is_finite()) {
+            bail!(
+                "body_force or boundary.traction: an expression is not finite somewhere on the mesh (at node {}); check its domain (ln, sqrt, division)",
+                i / 3
+            );
         }
         add_point_forces(params, &mesh, &mut external)?;
         let mut follower = Vec::new();
@@ -183,6 +198,16 @@ fn build_constraints(
         prescribed,
         &assembler.orphan_nodes(),
     )?)
+}
+
+/// The numbers of `v`, where every component is one.
+fn constant(v: &[crate::params::Component; 3]) -> Option<[f64; 3]> {
+    Some([v[0].constant()?, v[1].constant()?, v[2].constant()?])
+}
+
+/// `v` as a vector field of the reference position.
+fn vector_field(v: &[crate::params::Component; 3]) -> impl Fn([f64; 3]) -> [f64; 3] + Sync + '_ {
+    move |x| [v[0].at(x), v[1].at(x), v[2].at(x)]
 }
 
 /// Adds the nodal and point forces of `params` to `external` (node-major).
