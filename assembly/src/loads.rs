@@ -50,8 +50,8 @@ pub fn add_traction_load(
     for cf in faces {
         if cf.cell >= mesh.n_cells() {
             let message = format!(
-                "traction face {:?} of cell {} is outside the mesh ({} cells)",
-                cf.face,
+                "traction face {} of cell {} is outside the mesh ({} cells)",
+                cf.face.name(),
                 cf.cell,
                 mesh.n_cells()
             );

@@ -42,7 +42,11 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         keys(mesh.cell_sets.keys())
     )?;
     for (i, m) in config.materials.iter().enumerate() {
-        writeln!(s, "  material   [{i}] {} on {:?}", m.model.name(), m.cells)?;
+        let cells = match &m.cells {
+            config::CellSelection::All => "all cells".to_string(),
+            config::CellSelection::Set(name) => format!("cell set '{name}'"),
+        };
+        writeln!(s, "  material   [{i}] {} on {cells}", m.model.name())?;
     }
     writeln!(
         s,
@@ -59,11 +63,20 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         total[2],
         ops::norm2(&problem.discrete.external)?
     )?;
+    let method = serde_json::to_value(config.linear_solver.method)?;
     writeln!(
         s,
-        "  loading    {} steps, linear solver {:?}",
-        config.loading.steps, config.linear_solver.method
+        "  loading    {} steps, linear solver {}",
+        config.loading.steps,
+        method.as_str().unwrap_or_default()
     )?;
+    if !problem.discrete.follower.is_empty() {
+        writeln!(
+            s,
+            "  pressure   {} follower pressure loads (no potential: the energy line search takes full steps)",
+            problem.discrete.follower.len()
+        )?;
+    }
     writeln!(
         s,
         "  output     {}",
