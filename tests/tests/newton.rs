@@ -146,18 +146,49 @@ fn cantilever_in_one_step_matches_four_steps() {
     }
 }
 
+const COLUMN: &str = "mesh:\n  box: { cells: [3, 3, 30], lower: [0, 0, 0], upper: [1, 1, 10], order: 1 }\n\
+    materials:\n  - { model: neo_hookean, young_modulus: 100.0, poisson_ratio: 0.3 }\n\
+    boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n    - { set: zmax, z: -0.5 }\n";
+
+/// Runs the column (with `extra` boundary lines) under `cg_amg`: every step converges and both
+/// ends carry equal and opposite forces. Returns the summary, the largest sideways displacement
+/// and the final strain energy.
+fn compressed_column(tag: &str, extra: &str) -> (Value, f64, f64) {
+    let yaml =
+        format!("{COLUMN}{extra}loading: {{ steps: 4 }}\nlinear_solver: {{ method: cg_amg }}\n");
+    let (_dir, outcome, summary) = run_yaml(tag, &yaml, &[]);
+    assert_eq!(outcome.steps, 4, "{tag}");
+    let fields = last_fields(&outcome);
+    let top = displacement_at(&fields, [1.0, 1.0, 10.0]);
+    assert!((top[2] + 0.5).abs() < 1e-12, "{tag}: {top:?}");
+    let totals = &summary["steps"][3]["reactions"];
+    let (bottom, top_force) = (&totals["zmin"]["force"][2], &totals["zmax"]["force"][2]);
+    let (bottom, top_force) = (bottom.as_f64().unwrap(), top_force.as_f64().unwrap());
+    // reactions are the residual's constrained entries (the internal force): negative at the
+    // top of a compressed column
+    assert!(top_force < 0.0, "{tag}: {top_force}");
+    assert!(
+        (bottom + top_force).abs() < 1e-6 * top_force.abs(),
+        "{tag}: {bottom} vs {top_force}"
+    );
+    let sideways = fields
+        .1
+        .iter()
+        .map(|u| u[0].hypot(u[1]))
+        .fold(0.0, f64::max);
+    let energy = summary["steps"][3]["strain_energy"].as_f64().unwrap();
+    (summary, sideways, energy)
+}
+
 /// A neo-Hookean column compressed to 95 % of its length (20 times its Euler buckling strain)
-/// with `cg_amg`: the tangent turns indefinite, CG breaks down, GMRES with the same AMG takes
-/// over (recorded in the iteration's report) and every step converges (main before issue 12:
-/// "CG broke down ... IndefiniteOperator"). The column buckles sideways.
+/// with `cg_amg`. Perfectly straight, Newton follows the straight (unstable) branch, whose tangent
+/// is indefinite: CG breaks down, GMRES with the same AMG takes over (recorded in the
+/// iteration's report) and every step converges (main before issue 12: "CG broke down ...
+/// IndefiniteOperator"). With a small sideways imperfection at the top the column buckles, into
+/// a state of much lower energy than the straight one.
 #[test]
 fn column_compressed_past_buckling_converges_with_cg_amg() {
-    let yaml = "mesh:\n  box: { cells: [3, 3, 30], lower: [0, 0, 0], upper: [1, 1, 10], order: 1 }\n\
-                materials:\n  - { model: neo_hookean, young_modulus: 100.0, poisson_ratio: 0.3 }\n\
-                boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n    - { set: zmax, z: -0.5 }\n\
-                loading: { steps: 4 }\nlinear_solver: { method: cg_amg }\n";
-    let (_dir, outcome, summary) = run_yaml("column", yaml, &[]);
-    assert_eq!(outcome.steps, 4);
+    let (summary, _, straight_energy) = compressed_column("column-straight", "");
     let fallbacks: Vec<&str> = summary["steps"]
         .as_array()
         .unwrap()
@@ -169,18 +200,13 @@ fn column_compressed_past_buckling_converges_with_cg_amg() {
     assert!(fallbacks
         .iter()
         .all(|f| f.contains("not positive definite") && f.contains("GMRES")));
-    let fields = last_fields(&outcome);
-    let top = displacement_at(&fields, [1.0, 1.0, 10.0]);
-    assert!((top[2] + 0.5).abs() < 1e-12, "{top:?}");
-    let sideways = fields
-        .1
-        .iter()
-        .map(|u| u[0].hypot(u[1]))
-        .fold(0.0, f64::max);
-    assert!(sideways > 0.5, "the column did not buckle: {sideways}");
-    // no net force on the column: the two supports' reactions balance
-    let reaction = total_reaction(&fields);
-    assert!(reaction.iter().all(|r| r.abs() < 1e-6), "{reaction:?}");
+    let imperfection = "  nodal_force: [{ set: zmax, value: [1.0e-2, 0.0, 0.0] }]\n";
+    let (_, sideways, buckled_energy) = compressed_column("column-imperfect", imperfection);
+    assert!(sideways > 1.0, "the column did not buckle: {sideways}");
+    assert!(
+        buckled_energy < 0.5 * straight_energy,
+        "{buckled_energy} vs {straight_energy}"
+    );
 }
 
 /// A residual tolerance below the residual's round-off floor: each step stops at round-off
