@@ -497,8 +497,8 @@ pub fn reaction_totals(
             let x = problem.mesh.coords[node];
             let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
             let f: [f64; 3] = std::array::from_fn(|d| if mask[d] { r[node][d] } else { 0.0 });
-            for d in 0..3 {
-                total.force[d] += f[d];
+            for (t, fd) in total.force.iter_mut().zip(f) {
+                *t += fd;
             }
             total.moment[0] += x[1] * f[2] - x[2] * f[1];
             total.moment[1] += x[2] * f[0] - x[0] * f[2];

@@ -12,7 +12,8 @@ pub const VARIABLES: [&str; 3] = ["x", "y", "z"];
 #[derive(Clone, Debug)]
 pub struct Expression {
     text: String,
-    flat: FlatEx<f64>,
+    /// Boxed: exmex's expression keeps its small vectors inline (about 20 kB).
+    flat: Box<FlatEx<f64>>,
     /// For each of the expression's variables (exmex's alphabetical order), its index in `x, y, z`.
     slots: Vec<usize>,
 }
@@ -53,7 +54,7 @@ impl Expression {
             .collect::<Result<Vec<_>, _>>()?;
         let expression = Self {
             text: text.to_owned(),
-            flat,
+            flat: Box::new(flat),
             slots,
         };
         let probe = expression.eval([0.5, 0.25, 0.125]);

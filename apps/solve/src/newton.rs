@@ -683,7 +683,8 @@ impl LoadPath<'_> {
     ) -> Result<Damping, StepFailure> {
         // the slope of Pi along du: the residual is Pi's gradient (du is zero where constrained)
         let slope = ops::dot(&ws.system.residual, &ws.du)?;
-        if !(slope < 0.0) {
+        // not a descent direction (NaN included)
+        if slope.partial_cmp(&0.0) != Some(std::cmp::Ordering::Less) {
             return self.admissible_step(
                 problem,
                 u,
