@@ -18,9 +18,37 @@ use linalg::{BlockPattern, Bsr, DofMask, EliminationPlan, Vector};
 
 use crate::AssemblyError;
 
+/// A displacement component as a function of the reference position (an input's expression of
+/// `x, y, z`), with the text that identifies it: two are equal when their texts are (so the same
+/// expression on two faces sharing an edge is no conflict).
+#[derive(Clone)]
+pub struct PositionFn {
+    pub text: String,
+    pub f: std::sync::Arc<dyn Fn([f64; 3]) -> f64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for PositionFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PositionFn({})", self.text)
+    }
+}
+
+impl PartialEq for PositionFn {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
 /// A prescribed displacement on a set of nodes; values are scaled by the load factor.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prescribed {
+    /// `u_c = load_factor * value_c(X)` at each node's reference position `X` for each given
+    /// component `c`; `None` leaves a component free.
+    Field {
+        set: String,
+        nodes: Vec<usize>,
+        values: [Option<PositionFn>; 3],
+    },
     /// `u_c = load_factor * value_c` for each given component `c`; `None` leaves a component free.
     Components {
         set: String,
@@ -42,12 +70,16 @@ pub enum Prescribed {
 impl Prescribed {
     fn nodes(&self) -> &[usize] {
         match self {
-            Prescribed::Components { nodes, .. } | Prescribed::Twist { nodes, .. } => nodes,
+            Prescribed::Components { nodes, .. }
+            | Prescribed::Twist { nodes, .. }
+            | Prescribed::Field { nodes, .. } => nodes,
         }
     }
     fn set(&self) -> &str {
         match self {
-            Prescribed::Components { set, .. } | Prescribed::Twist { set, .. } => set,
+            Prescribed::Components { set, .. }
+            | Prescribed::Twist { set, .. }
+            | Prescribed::Field { set, .. } => set,
         }
     }
 }
@@ -81,6 +113,9 @@ impl Constraints {
         for (index, p) in prescribed.iter().enumerate() {
             let bits = match p {
                 Prescribed::Components { values, .. } => (0..3)
+                    .filter(|&c| values[c].is_some())
+                    .fold(0u8, |m, c| m | 1 << c),
+                Prescribed::Field { values, .. } => (0..3)
                     .filter(|&c| values[c].is_some())
                     .fold(0u8, |m, c| m | 1 << c),
                 Prescribed::Twist { axis, .. } => {
@@ -177,6 +212,15 @@ impl Constraints {
                         }
                     }
                 }
+                Prescribed::Field { nodes, values, .. } => {
+                    for &node in nodes {
+                        for (c, v) in values.iter().enumerate() {
+                            if let Some(v) = v {
+                                u[3 * node + c] = load_factor * (v.f)(coords[node]);
+                            }
+                        }
+                    }
+                }
                 Prescribed::Twist {
                     nodes,
                     axis,
@@ -264,6 +308,9 @@ fn agree(a: &Prescribed, b: &Prescribed, c: usize) -> bool {
                 ..
             },
         ) => unit(a1) == unit(a2) && c1 == c2 && g1 == g2 && x1 == x2,
+        (Prescribed::Field { values: va, .. }, Prescribed::Field { values: vb, .. }) => {
+            va[c] == vb[c]
+        }
         _ => false,
     }
 }
@@ -277,6 +324,11 @@ fn describe(p: &Prescribed, c: usize) -> String {
             values[c].unwrap_or(f64::NAN)
         ),
         Prescribed::Twist { set, .. } => format!("twist on set '{set}'"),
+        Prescribed::Field { set, values, .. } => format!(
+            "dirichlet on set '{set}' ({} = {})",
+            ["x", "y", "z"][c],
+            values[c].as_ref().map_or("free", |v| v.text.as_str())
+        ),
     }
 }
 

@@ -14,7 +14,7 @@ pub mod rigid_body;
 pub mod system;
 
 pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
-pub use constraints::{rotation_matrix, Constraints, Prescribed};
+pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
 pub use pressure::FollowerPressure;

@@ -217,3 +217,33 @@ fn expression_body_force_matches_a_manufactured_solution() {
     let q2 = error(8, 2);
     assert!(q2 < 1e-5, "Q2 error {q2:e}");
 }
+
+/// Dirichlet values given as expressions of the reference position: a linear displacement field
+/// `u = (0.01 x + 0.02 y, -0.01 z, 0.03 x)` prescribed on the whole boundary of a linear-elastic
+/// cube is reproduced exactly inside (a linear field is in the Q1 space and in equilibrium without
+/// body force), at every node.
+#[test]
+fn expression_dirichlet_values_reproduce_a_linear_field() {
+    let mut yaml = String::from(
+        "mesh:\n  box: { cells: [3, 3, 3], lower: [0, 0, 0], upper: [1, 2, 1], order: 1 }\n\
+         materials:\n  - { model: linear, young_modulus: 5.0, poisson_ratio: 0.25 }\n\
+         boundary:\n  dirichlet:\n",
+    );
+    for set in ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"] {
+        yaml += &format!(
+            "    - {{ set: {set}, x: \"0.01 * x + 0.02 * y\", y: \"-0.01 * z\", z: \"0.03 * x\" }}\n"
+        );
+    }
+    let (_dir, outcome, _) =
+        run_yaml("dirichlet-expr", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (coords, u) = fields(&outcome, 1);
+    for (x, u) in coords.iter().zip(&u) {
+        let exact = [0.01 * x[0] + 0.02 * x[1], -0.01 * x[2], 0.03 * x[0]];
+        for d in 0..3 {
+            assert!(
+                (u[d] - exact[d]).abs() < 1e-12,
+                "at {x:?}: {u:?} vs {exact:?}"
+            );
+        }
+    }
+}

@@ -45,11 +45,28 @@ impl Config {
             dirichlet: boundary
                 .dirichlet
                 .iter()
-                .map(|d| plain::DirichletCondition {
-                    set: d.set.clone(),
-                    values: d.components(),
+                .enumerate()
+                .map(|(i, d)| {
+                    let path = index_path("boundary.dirichlet", i);
+                    let mut values = [const { None }; 3];
+                    for ((v, given), c) in
+                        values.iter_mut().zip(d.components()).zip(["x", "y", "z"])
+                    {
+                        if let Some(given) = given {
+                            let [parsed, ..] = components(
+                                &[given, Scalar::Number(0.0), Scalar::Number(0.0)],
+                                &key_path(&path, c),
+                                self,
+                            )?;
+                            *v = Some(parsed);
+                        }
+                    }
+                    Ok(plain::DirichletCondition {
+                        set: d.set.clone(),
+                        values,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, ConfigError>>()?,
             twist: boundary
                 .twist
                 .iter()
@@ -294,7 +311,11 @@ quadrature: { points: 4 }
             }
         );
         assert_eq!(p.body_force, [0.0, 0.0, -1.0]);
-        assert_eq!(p.dirichlet[0].values, [Some(0.0), None, Some(0.5)]);
+        let values = p.dirichlet[0]
+            .values
+            .clone()
+            .map(|v| v.map(|c| c.constant()));
+        assert_eq!(values, [Some(Some(0.0)), None, Some(Some(0.5))]);
         assert_eq!(p.twist[0].angle, std::f64::consts::FRAC_PI_2);
         assert_eq!(p.traction[0].value, [0.0, 1.0, 0.0]);
         assert_eq!(p.quadrature_points, Some(4));

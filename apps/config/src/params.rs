@@ -245,21 +245,21 @@ pub struct PointLoadParams {
 pub struct DirichletParams {
     /// Node set name (required).
     pub set: String,
-    /// x displacement. Default: free.
+    /// x displacement: a number or an expression of `x, y, z` (reference position). Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x: Option<f64>,
+    pub x: Option<Scalar>,
     /// y displacement. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub y: Option<f64>,
+    pub y: Option<Scalar>,
     /// z displacement. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub z: Option<f64>,
+    pub z: Option<Scalar>,
 }
 
 impl DirichletParams {
     /// The prescribed components, `None` for free ones.
-    pub fn components(&self) -> [Option<f64>; 3] {
-        [self.x, self.y, self.z]
+    pub fn components(&self) -> [Option<Scalar>; 3] {
+        [self.x.clone(), self.y.clone(), self.z.clone()]
     }
 }
 

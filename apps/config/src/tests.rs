@@ -131,9 +131,15 @@ fn every_field_is_read() {
     assert_eq!(c.body_force, [0.0, -9.81, 0.5]);
 
     let b = &c.boundary;
-    assert_eq!(b.dirichlet[0].components(), [Some(0.0); 3]);
+    assert_eq!(
+        b.dirichlet[0].components(),
+        [const { Some(params::Scalar::Number(0.0)) }; 3]
+    );
     assert_eq!(b.dirichlet[1].set, "ymin");
-    assert_eq!(b.dirichlet[1].components(), [None, Some(-0.25), None]);
+    assert_eq!(
+        b.dirichlet[1].components(),
+        [None, Some(params::Scalar::Number(-0.25)), None]
+    );
     let t = &b.twist[0];
     assert_eq!(
         (t.set.as_str(), t.axis, t.center),
@@ -403,7 +409,11 @@ fn overrides_change_values_and_create_keys() {
     assert_eq!(c.materials[0].model, MaterialModel::SaintVenantKirchhoff);
     assert_eq!(
         c.boundary.dirichlet[1].components(),
-        [None, Some(-0.25), Some(0.5)]
+        [
+            None,
+            Some(params::Scalar::Number(-0.25)),
+            Some(params::Scalar::Number(0.5))
+        ]
     );
     assert_eq!(c.body_force, [1.0, 2.0, 3.0]);
     assert_eq!(c.output.name.as_deref(), Some("other"));

@@ -119,13 +119,17 @@ impl Config {
         for (i, d) in self.boundary.dirichlet.iter().enumerate() {
             let path = index_path("boundary.dirichlet", i);
             check.set_name(&d.set, &key_path(&path, "set"))?;
-            let given: Vec<f64> = d.components().into_iter().flatten().collect();
+            let components = d.components();
             check.ensure(
-                !given.is_empty(),
+                components.iter().any(Option::is_some),
                 &path,
                 "give at least one of `x`, `y`, `z`",
             )?;
-            check.finite(&given, &path)?;
+            for (c, v) in ["x", "y", "z"].iter().zip(components) {
+                if let Some(v) = v {
+                    check.scalars(&[v], &key_path(&path, c))?;
+                }
+            }
         }
         for (i, t) in self.boundary.twist.iter().enumerate() {
             let path = index_path("boundary.twist", i);

@@ -1,5 +1,5 @@
-//! Math expressions of the reference position `x, y, z` in inputs (body force and traction
-//! components), parsed once and evaluated on the host at each quadrature point. Operators and
+//! Math expressions of the reference position `x, y, z` in inputs (body force, traction and
+//! Dirichlet components), parsed once and evaluated on the host at each quadrature point or node. Operators and
 //! functions are exmex's (`+ - * / ^`, `sin cos tan exp ln log10 sqrt abs ...`, constants `PI`,
 //! `E`); any variable other than `x`, `y`, `z` is an error naming the valid ones.
 

@@ -64,12 +64,14 @@ pub struct MaterialAssignment {
     pub material: Material,
 }
 
-/// `u_c = load_factor * value_c` on the nodes of `set` for each given component.
+/// `u_c = load_factor * value_c(X)` on the nodes of `set` for each given component (`X` the
+/// node's reference position).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirichletCondition {
     pub set: String,
-    /// Prescribed value of each component at load factor one; `None` leaves it free.
-    pub values: [Option<f64>; 3],
+    /// Prescribed value (a number or an expression of the position) of each component at load
+    /// factor one; `None` leaves it free.
+    pub values: [Option<Component>; 3],
 }
 
 /// Rotation of the nodes of `set` about the axis through `center` along `axis` by

@@ -4,7 +4,8 @@
 use anyhow::{bail, Context, Result};
 use assembly::{
     add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints,
-    DiscreteProblem, ElasticityAssembler, FollowerPressure, Prescribed, RIGID_BODY_MODES_3D,
+    DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn, Prescribed,
+    RIGID_BODY_MODES_3D,
 };
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
@@ -174,11 +175,29 @@ fn build_constraints(
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
-        prescribed.push(Prescribed::Components {
-            set: d.set.clone(),
-            nodes,
-            values: d.values,
-        });
+        let numbers = d.values.clone().map(|v| v.map(|c| c.constant()));
+        if numbers.iter().all(|n| !matches!(n, Some(None))) {
+            prescribed.push(Prescribed::Components {
+                set: d.set.clone(),
+                nodes,
+                values: numbers.map(Option::flatten),
+            });
+        } else {
+            let values = d.values.clone().map(|v| {
+                v.map(|c| PositionFn {
+                    text: match &c {
+                        crate::params::Component::Value(v) => v.to_string(),
+                        crate::params::Component::Expression(e) => e.text().to_owned(),
+                    },
+                    f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x)),
+                })
+            });
+            prescribed.push(Prescribed::Field {
+                set: d.set.clone(),
+                nodes,
+                values,
+            });
+        }
     }
     for t in &params.twist {
         let nodes = mesh
