@@ -200,9 +200,10 @@ impl fmt::Display for PathFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "no load step from load factor {:.4} converged ({} attempts, {}): {}",
+            "no load step from load factor {:.4} converged ({} attempt{}, {}): {}",
             self.load_factor,
             self.attempts.len(),
+            if self.attempts.len() == 1 { "" } else { "s" },
             self.stop,
             self.last
         )?;
