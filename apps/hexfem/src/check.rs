@@ -63,12 +63,15 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         total[2],
         ops::norm2(&problem.discrete.external)?
     )?;
-    let method = serde_json::to_value(config.linear_solver.method)?;
+    let (_, solver) = solve::linear_solver::LinearSolver::choose(
+        &(&config.linear_solver).into(),
+        solve::problem::near_null_space(&problem.mesh.coords)?,
+        problem.discrete.assembler.pattern(),
+    )?;
     writeln!(
         s,
-        "  loading    {} steps, linear solver {}",
+        "  loading    {} steps, linear solver {solver}",
         config.loading.steps,
-        method.as_str().unwrap_or_default()
     )?;
     if !problem.discrete.follower.is_empty() {
         writeln!(
