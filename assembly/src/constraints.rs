@@ -94,6 +94,9 @@ pub struct Constraints {
     prescribed: Vec<Prescribed>,
     /// The blocks of the tangent's pattern the elimination writes (built on first use).
     elimination: OnceLock<EliminationPlan>,
+    /// Per entry of `prescribed`: the factor of its own load curve at the current pseudo-time,
+    /// replacing the load factor (`None`: it follows the load factor).
+    own_factors: Vec<Option<f64>>,
 }
 
 impl Constraints {
@@ -164,9 +167,18 @@ impl Constraints {
         }
         Ok(Self {
             mask: DofMask::new(3, mask)?,
+            own_factors: vec![None; prescribed.len()],
             prescribed,
             elimination: OnceLock::new(),
         })
+    }
+
+    /// Makes entry `entry` of the prescriptions (in the order given to [`Constraints::new`])
+    /// follow `factor` instead of the load factor (`None`: the load factor again).
+    pub fn set_own_factor(&mut self, entry: usize, factor: Option<f64>) {
+        if let Some(f) = self.own_factors.get_mut(entry) {
+            *f = factor;
+        }
     }
 
     /// Bit `c` set iff component `c` of `node` is constrained.
@@ -201,7 +213,9 @@ impl Constraints {
             });
         }
         let u = u.host_mut()?;
-        for p in &self.prescribed {
+        let common = load_factor;
+        for (p, own) in self.prescribed.iter().zip(&self.own_factors) {
+            let load_factor = own.unwrap_or(common);
             match p {
                 Prescribed::Components { nodes, values, .. } => {
                     for &node in nodes {

@@ -102,6 +102,7 @@ impl Ex56 {
             constraints,
             external,
             follower: Vec::new(),
+            curved: Vec::new(),
         };
         let mut system = problem.new_system();
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;

@@ -16,6 +16,9 @@ pub struct FollowerPressure {
     faces: Vec<(Vec<usize>, f64)>,
     pressure: f64,
     kernel: FaceKernel,
+    /// The factor of the pressure's own load curve at the current pseudo-time, replacing the
+    /// load factor (`None`: it follows the load factor).
+    pub own_factor: Option<f64>,
 }
 
 impl FollowerPressure {
@@ -51,6 +54,7 @@ impl FollowerPressure {
             faces,
             pressure,
             kernel,
+            own_factor: None,
         })
     }
 
@@ -67,7 +71,7 @@ impl FollowerPressure {
         r: &mut Vector,
         mut k: Option<&mut Bsr>,
     ) -> Result<(), AssemblyError> {
-        let p = load_factor * self.pressure;
+        let p = self.own_factor.unwrap_or(load_factor) * self.pressure;
         let n = self.kernel.n_nodes();
         let (u, _) = u.host()?.as_chunks::<3>();
         let mut re = vec![[0.0; 3]; n];

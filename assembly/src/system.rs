@@ -26,6 +26,16 @@ pub struct DiscreteProblem {
     /// Follower pressures: their forces depend on the displacement and are added to the residual
     /// and the tangent of every evaluation.
     pub follower: Vec<crate::FollowerPressure>,
+    /// Dead loads on load curves of their own: scaled by their `factor` (set by the caller for
+    /// the current pseudo-time) instead of the load factor.
+    pub curved: Vec<CurvedLoad>,
+}
+
+/// A dead load (node-major, at factor one) with the factor of its own load curve.
+#[derive(Clone, Debug)]
+pub struct CurvedLoad {
+    pub vector: Vector,
+    pub factor: f64,
 }
 
 /// The potential energy of a state (see [`DiscreteProblem::potential`]).
@@ -85,6 +95,9 @@ impl DiscreteProblem {
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, Load::None, r)?;
         ops::axpy(-load_factor, &self.external, r)?;
+        for c in &self.curved {
+            ops::axpy(-c.factor, &c.vector, r)?;
+        }
         for f in &self.follower {
             f.add(self.assembler.coords(), u, load_factor, r, None)?;
         }
@@ -106,6 +119,9 @@ impl DiscreteProblem {
             &mut system.tangent,
         )?;
         ops::axpy(-load_factor, &self.external, &mut system.residual)?;
+        for c in &self.curved {
+            ops::axpy(-c.factor, &c.vector, &mut system.residual)?;
+        }
         for f in &self.follower {
             f.add(
                 self.assembler.coords(),
@@ -162,7 +178,10 @@ impl DiscreteProblem {
             internal += e;
             magnitude += e.abs();
         }
-        let external = load_factor * ops::dot(&self.external, u)?;
+        let mut external = load_factor * ops::dot(&self.external, u)?;
+        for c in &self.curved {
+            external += c.factor * ops::dot(&c.vector, u)?;
+        }
         Ok(Potential {
             value: internal - external,
             magnitude: magnitude + external.abs(),

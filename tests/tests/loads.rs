@@ -247,3 +247,40 @@ fn expression_dirichlet_values_reproduce_a_linear_field() {
         }
     }
 }
+
+/// A load on a curve of its own: traction A goes up and back to zero on its own curve while
+/// traction B ramps with the run's curve. At the end only B acts, and the state is the one of B
+/// alone (hyperelastic, dead loads: path independent); half way, A bends the beam down.
+#[test]
+fn a_load_on_its_own_curve_unloads_while_another_loads() {
+    let beam =
+        "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n";
+    let both = format!(
+        "{beam}  traction:\n    - {{ set: xmax, value: [0, 0, -0.5], curve: [[0, 0], [1, 1], [2, 0]] }}\n    - {{ set: xmax, value: [0, 0.3, 0] }}\n\
+         loading: {{ steps: 4, curve: [[0, 0], [2, 1]] }}\n"
+    );
+    let (_a, outcome, summary) =
+        run_yaml("own-curve", &both).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let alone = format!(
+        "{beam}  traction: [{{ set: xmax, value: [0, 0.3, 0] }}]\nloading: {{ steps: 2 }}\n"
+    );
+    let (_b, reference, _) =
+        run_yaml("own-curve-ref", &alone).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let steps = summary["steps"].as_array().unwrap();
+    let half = steps
+        .iter()
+        .position(|s| s["load_factor"].as_f64().unwrap() == 0.5)
+        .expect("a step at time 1");
+    let mid = at(&fields(&outcome, half + 1), [10.0, 0.5, 0.5]);
+    assert!(mid[2] < -1.0 && mid[1] > 0.0, "{mid:?}");
+    let end = at(&fields(&outcome, outcome.steps), [10.0, 0.5, 0.5]);
+    let expected = at(&fields(&reference, reference.steps), [10.0, 0.5, 0.5]);
+    for d in 0..3 {
+        assert!(
+            (end[d] - expected[d]).abs() < 1e-6,
+            "{end:?} vs {expected:?}"
+        );
+    }
+}

@@ -64,6 +64,7 @@ impl Config {
                     Ok(plain::DirichletCondition {
                         set: d.set.clone(),
                         values,
+                        curve: d.curve.clone(),
                     })
                 })
                 .collect::<Result<_, ConfigError>>()?,
@@ -76,6 +77,7 @@ impl Config {
                     center: t.center,
                     angle: t.angle_deg.to_radians(),
                     axial: t.axial,
+                    curve: t.curve.clone(),
                 })
                 .collect(),
             traction: boundary
@@ -87,6 +89,7 @@ impl Config {
                     Ok(plain::TractionLoad {
                         set: t.set.clone(),
                         value: components(&t.value, &path, self)?,
+                        curve: t.curve.clone(),
                     })
                 })
                 .collect::<Result<_, ConfigError>>()?,
@@ -96,6 +99,7 @@ impl Config {
                 .map(|p| plain::PressureLoad {
                     set: p.set.clone(),
                     value: p.value,
+                    curve: p.curve.clone(),
                 })
                 .collect(),
             nodal_forces: boundary
@@ -104,6 +108,7 @@ impl Config {
                 .map(|t| plain::NodalForce {
                     set: t.set.clone(),
                     value: t.value,
+                    curve: t.curve.clone(),
                 })
                 .collect(),
             point_loads: boundary
@@ -112,6 +117,7 @@ impl Config {
                 .map(|p| plain::PointLoad {
                     at: p.at,
                     value: p.value,
+                    curve: p.curve.clone(),
                 })
                 .collect(),
             quadrature_points: self.quadrature.points,

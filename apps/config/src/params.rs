@@ -162,6 +162,10 @@ pub struct NodalForceParams {
     pub set: String,
     /// The force on each node (required).
     pub value: [f64; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A number, or a math expression of the reference position `x, y, z` written as a string
@@ -226,6 +230,10 @@ pub struct PressureParams {
     pub set: String,
     /// Pressure (required), positive into the body.
     pub value: f64,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A dead force at a point (a mesh node), at load factor 1.
@@ -236,6 +244,10 @@ pub struct PointLoadParams {
     pub at: [f64; 3],
     /// The force (required).
     pub value: [f64; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Prescribed displacement components on a node set, reached at load factor 1 (scaled by the
@@ -254,6 +266,10 @@ pub struct DirichletParams {
     /// z displacement. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z: Option<Scalar>,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 impl DirichletParams {
@@ -280,6 +296,10 @@ pub struct TwistParams {
     /// Displacement along the axis at load factor 1. Default 0.
     #[serde(default)]
     pub axial: f64,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Dead load: traction per unit reference area on a face set, at load factor 1.
@@ -290,6 +310,10 @@ pub struct TractionParams {
     pub set: String,
     /// Traction vector (required); each component a number or an expression of `x, y, z`.
     pub value: [Scalar; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each cut back

@@ -59,6 +59,25 @@ impl Check<'_> {
         Ok(())
     }
 
+    /// A load curve: finite, at least two points from time 0, times increasing strictly.
+    fn curve(&self, curve: &[[f64; 2]], path: &str) -> Result<(), ConfigError> {
+        if curve.is_empty() {
+            return Ok(());
+        }
+        let points: Vec<f64> = curve.iter().flatten().copied().collect();
+        self.finite(&points, path)?;
+        self.ensure(
+            curve.len() >= 2 && curve[0][0] == 0.0,
+            path,
+            "needs at least two [time, factor] points, the first at time 0",
+        )?;
+        self.ensure(
+            curve.windows(2).all(|w| w[1][0] > w[0][0]),
+            path,
+            "times must increase strictly",
+        )
+    }
+
     fn set_name(&self, name: &str, path: &str) -> Result<(), ConfigError> {
         self.ensure(!name.trim().is_empty(), path, "the set name is empty")
     }
@@ -118,6 +137,7 @@ impl Config {
     fn check_boundary(&self, check: &Check) -> Result<(), ConfigError> {
         for (i, d) in self.boundary.dirichlet.iter().enumerate() {
             let path = index_path("boundary.dirichlet", i);
+            check.curve(&d.curve, &key_path(&path, "curve"))?;
             check.set_name(&d.set, &key_path(&path, "set"))?;
             let components = d.components();
             check.ensure(
@@ -133,6 +153,7 @@ impl Config {
         }
         for (i, t) in self.boundary.twist.iter().enumerate() {
             let path = index_path("boundary.twist", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
             check.set_name(&t.set, &key_path(&path, "set"))?;
             let axis = key_path(&path, "axis");
             check.finite(&t.axis, &axis)?;
@@ -150,21 +171,25 @@ impl Config {
         }
         for (i, t) in self.boundary.traction.iter().enumerate() {
             let path = index_path("boundary.traction", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
             check.set_name(&t.set, &key_path(&path, "set"))?;
             check.scalars(&t.value, &key_path(&path, "value"))?;
         }
         for (i, p) in self.boundary.pressure.iter().enumerate() {
             let path = index_path("boundary.pressure", i);
+            check.curve(&p.curve, &key_path(&path, "curve"))?;
             check.set_name(&p.set, &key_path(&path, "set"))?;
             check.finite(&[p.value], &key_path(&path, "value"))?;
         }
         for (i, t) in self.boundary.nodal_force.iter().enumerate() {
             let path = index_path("boundary.nodal_force", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
             check.set_name(&t.set, &key_path(&path, "set"))?;
             check.finite(&t.value, &key_path(&path, "value"))?;
         }
         for (i, p) in self.boundary.point_load.iter().enumerate() {
             let path = index_path("boundary.point_load", i);
+            check.curve(&p.curve, &key_path(&path, "curve"))?;
             check.finite(&p.at, &key_path(&path, "at"))?;
             check.finite(&p.value, &key_path(&path, "value"))?;
         }
@@ -186,20 +211,7 @@ impl Config {
             "must be >= 1",
         )?;
 
-        if !l.curve.is_empty() {
-            let points: Vec<f64> = l.curve.iter().flatten().copied().collect();
-            check.finite(&points, "loading.curve")?;
-            check.ensure(
-                l.curve.len() >= 2 && l.curve[0][0] == 0.0,
-                "loading.curve",
-                "needs at least two [time, factor] points, the first at time 0",
-            )?;
-            check.ensure(
-                l.curve.windows(2).all(|w| w[1][0] > w[0][0]),
-                "loading.curve",
-                "times must increase strictly",
-            )?;
-        }
+        check.curve(&l.curve, "loading.curve")?;
 
         let n = &self.newton;
         tolerances(check, "newton", n.rtol, n.atol)?;

@@ -72,6 +72,9 @@ pub struct DirichletCondition {
     /// Prescribed value (a number or an expression of the position) of each component at load
     /// factor one; `None` leaves it free.
     pub values: [Option<Component>; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Rotation of the nodes of `set` about the axis through `center` along `axis` by
@@ -84,6 +87,9 @@ pub struct TwistCondition {
     /// Radians at load factor one.
     pub angle: f64,
     pub axial: f64,
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A dead traction per unit reference area on the faces of `set`, at load factor one.
@@ -91,6 +97,9 @@ pub struct TwistCondition {
 pub struct TractionLoad {
     pub set: String,
     pub value: [Component; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A follower pressure `value` (per unit current area, positive into the body: it acts against
@@ -99,6 +108,9 @@ pub struct TractionLoad {
 pub struct PressureLoad {
     pub set: String,
     pub value: f64,
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A dead force `value` on every node of `set`, at load factor one.
@@ -106,6 +118,9 @@ pub struct PressureLoad {
 pub struct NodalForce {
     pub set: String,
     pub value: [f64; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A dead force `value` on the mesh node at `at` (which must be a node, to a relative tolerance
@@ -114,6 +129,9 @@ pub struct NodalForce {
 pub struct PointLoad {
     pub at: [f64; 3],
     pub value: [f64; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each halved on
@@ -144,15 +162,20 @@ impl LoadingParams {
     /// The load factor at pseudo-time `t` (linear between the curve's points, constant beyond
     /// its ends).
     pub fn factor_at(&self, t: f64) -> f64 {
-        let c = &self.curve;
-        match c.iter().position(|p| p[0] >= t) {
-            None if c.is_empty() => t,
-            None => c[c.len() - 1][1],
-            Some(0) => c[0][1],
-            Some(i) => {
-                let ([t0, f0], [t1, f1]) = (c[i - 1], c[i]);
-                f0 + (f1 - f0) * (t - t0) / (t1 - t0)
-            }
+        curve_factor(&self.curve, t)
+    }
+}
+
+/// The value at `t` of the piecewise-linear curve through `(time, factor)` points (constant
+/// beyond its ends; `t` itself where the curve is empty).
+pub fn curve_factor(c: &[[f64; 2]], t: f64) -> f64 {
+    match c.iter().position(|p| p[0] >= t) {
+        None if c.is_empty() => t,
+        None => c[c.len() - 1][1],
+        Some(0) => c[0][1],
+        Some(i) => {
+            let ([t0, f0], [t1, f1]) = (c[i - 1], c[i]);
+            f0 + (f1 - f0) * (t - t0) / (t1 - t0)
         }
     }
 }

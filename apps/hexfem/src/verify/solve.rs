@@ -105,6 +105,7 @@ pub(crate) fn solve_linear_elastic(
         constraints,
         external: loads,
         follower: Vec::new(),
+        curved: Vec::new(),
     };
     let mut u = Vector::zeros(n);
     problem
