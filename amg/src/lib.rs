@@ -13,6 +13,7 @@
 pub mod aggregation;
 pub mod eig;
 mod error;
+pub mod gmres;
 pub mod hierarchy;
 pub mod krylov;
 pub mod near_null;
@@ -33,6 +34,7 @@ pub use hierarchy::{
     check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,
     DEVICE_BYTES_PER_OPERATOR_BYTE,
 };
+pub use gmres::{gmres, GmresOutcome, GmresParams, GmresStopReason};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };

@@ -57,7 +57,12 @@ fn rhs(n: usize, seed: u64) -> Vector {
 #[test]
 fn near_null_space_is_preserved_on_every_level() {
     let p = common::elasticity(9, 1e-3);
-    let h = Hierarchy::setup(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    // a small coarse limit, so that the hierarchy has several levels on this small problem
+    let params = AmgParams {
+        coarse_eq_limit: 50,
+        ..AmgParams::default()
+    };
+    let h = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
     assert!(h.n_levels() >= 3, "levels {}", h.n_levels());
     // The hierarchy keeps no copy of the fine near-null space (only `reuse: none` needs one).
     assert!(h.near_null(0).is_none());

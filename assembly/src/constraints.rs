@@ -18,9 +18,37 @@ use linalg::{BlockPattern, Bsr, DofMask, EliminationPlan, Vector};
 
 use crate::AssemblyError;
 
+/// A displacement component as a function of the reference position (an input's expression of
+/// `x, y, z`), with the text that identifies it: two are equal when their texts are (so the same
+/// expression on two faces sharing an edge is no conflict).
+#[derive(Clone)]
+pub struct PositionFn {
+    pub text: String,
+    pub f: std::sync::Arc<dyn Fn([f64; 3]) -> f64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for PositionFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PositionFn({})", self.text)
+    }
+}
+
+impl PartialEq for PositionFn {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
 /// A prescribed displacement on a set of nodes; values are scaled by the load factor.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prescribed {
+    /// `u_c = load_factor * value_c(X)` at each node's reference position `X` for each given
+    /// component `c`; `None` leaves a component free.
+    Field {
+        set: String,
+        nodes: Vec<usize>,
+        values: [Option<PositionFn>; 3],
+    },
     /// `u_c = load_factor * value_c` for each given component `c`; `None` leaves a component free.
     Components {
         set: String,
@@ -42,12 +70,16 @@ pub enum Prescribed {
 impl Prescribed {
     pub(crate) fn nodes(&self) -> &[usize] {
         match self {
-            Prescribed::Components { nodes, .. } | Prescribed::Twist { nodes, .. } => nodes,
+            Prescribed::Components { nodes, .. }
+            | Prescribed::Twist { nodes, .. }
+            | Prescribed::Field { nodes, .. } => nodes,
         }
     }
     fn set(&self) -> &str {
         match self {
-            Prescribed::Components { set, .. } | Prescribed::Twist { set, .. } => set,
+            Prescribed::Components { set, .. }
+            | Prescribed::Twist { set, .. }
+            | Prescribed::Field { set, .. } => set,
         }
     }
 }
@@ -62,21 +94,31 @@ pub struct Constraints {
     prescribed: Vec<Prescribed>,
     /// The blocks of the tangent's pattern the elimination writes (built on first use).
     elimination: OnceLock<EliminationPlan>,
+    /// Per entry of `prescribed`: the factor of its own load curve at the current pseudo-time,
+    /// replacing the load factor (`None`: it follows the load factor).
+    own_factors: Vec<Option<f64>>,
 }
 
 impl Constraints {
     /// Builds the constraints of a mesh with `n_nodes` nodes. Nodes in `orphans` (belonging to no
     /// cell) are fixed at zero in all components so that every block row of the tangent is regular.
-    /// Later entries of `prescribed` override earlier ones on shared components.
+    /// Two entries that prescribe one component of one node differently (a twist and a Dirichlet
+    /// value, or two different values) are an error naming both; equal ones are fine (`x: 0` on
+    /// two faces sharing an edge).
     pub fn new(
         n_nodes: usize,
         prescribed: Vec<Prescribed>,
         orphans: &[usize],
     ) -> Result<Self, AssemblyError> {
         let mut mask = vec![0u8; n_nodes];
-        for p in &prescribed {
+        // the entry (index into `prescribed`) that first prescribed each component
+        let mut owner: Vec<[Option<usize>; 3]> = vec![[None; 3]; n_nodes];
+        for (index, p) in prescribed.iter().enumerate() {
             let bits = match p {
                 Prescribed::Components { values, .. } => (0..3)
+                    .filter(|&c| values[c].is_some())
+                    .fold(0u8, |m, c| m | 1 << c),
+                Prescribed::Field { values, .. } => (0..3)
                     .filter(|&c| values[c].is_some())
                     .fold(0u8, |m, c| m | 1 << c),
                 Prescribed::Twist { axis, .. } => {
@@ -103,6 +145,20 @@ impl Constraints {
                         got: node,
                     });
                 }
+                for c in (0..3).filter(|c| bits & (1 << c) != 0) {
+                    match owner[node][c] {
+                        Some(first) if !agree(&prescribed[first], p, c) => {
+                            return Err(AssemblyError::ConflictingConstraints {
+                                node,
+                                component: ["x", "y", "z"][c],
+                                first: describe(&prescribed[first], c),
+                                second: describe(p, c),
+                            });
+                        }
+                        Some(_) => {}
+                        None => owner[node][c] = Some(index),
+                    }
+                }
                 mask[node] |= bits;
             }
         }
@@ -111,9 +167,18 @@ impl Constraints {
         }
         Ok(Self {
             mask: DofMask::new(3, mask)?,
+            own_factors: vec![None; prescribed.len()],
             prescribed,
             elimination: OnceLock::new(),
         })
+    }
+
+    /// Makes entry `entry` of the prescriptions (in the order given to [`Constraints::new`])
+    /// follow `factor` instead of the load factor (`None`: the load factor again).
+    pub fn set_own_factor(&mut self, entry: usize, factor: Option<f64>) {
+        if let Some(f) = self.own_factors.get_mut(entry) {
+            *f = factor;
+        }
     }
 
     /// Bit `c` set iff component `c` of `node` is constrained.
@@ -153,13 +218,24 @@ impl Constraints {
             });
         }
         let u = u.host_mut()?;
-        for p in &self.prescribed {
+        let common = load_factor;
+        for (p, own) in self.prescribed.iter().zip(&self.own_factors) {
+            let load_factor = own.unwrap_or(common);
             match p {
                 Prescribed::Components { nodes, values, .. } => {
                     for &node in nodes {
                         for (c, v) in values.iter().enumerate() {
                             if let Some(v) = v {
                                 u[3 * node + c] = load_factor * v;
+                            }
+                        }
+                    }
+                }
+                Prescribed::Field { nodes, values, .. } => {
+                    for &node in nodes {
+                        for (c, v) in values.iter().enumerate() {
+                            if let Some(v) = v {
+                                u[3 * node + c] = load_factor * (v.f)(coords[node]);
                             }
                         }
                     }
@@ -228,8 +304,63 @@ impl Constraints {
     }
 }
 
+/// Whether two entries prescribe component `c` identically at every load factor: the same
+/// component value, or the same twist.
+fn agree(a: &Prescribed, b: &Prescribed, c: usize) -> bool {
+    match (a, b) {
+        (Prescribed::Components { values: va, .. }, Prescribed::Components { values: vb, .. }) => {
+            va[c] == vb[c]
+        }
+        (
+            Prescribed::Twist {
+                axis: a1,
+                center: c1,
+                angle: g1,
+                axial: x1,
+                ..
+            },
+            Prescribed::Twist {
+                axis: a2,
+                center: c2,
+                angle: g2,
+                axial: x2,
+                ..
+            },
+        ) => unit(a1) == unit(a2) && c1 == c2 && g1 == g2 && x1 == x2,
+        (Prescribed::Field { values: va, .. }, Prescribed::Field { values: vb, .. }) => {
+            va[c] == vb[c]
+        }
+        _ => false,
+    }
+}
+
+/// An entry as people name it in an input file, for component `c`.
+fn describe(p: &Prescribed, c: usize) -> String {
+    match p {
+        Prescribed::Components { set, values, .. } => format!(
+            "dirichlet on set '{set}' ({} = {})",
+            ["x", "y", "z"][c],
+            values[c].unwrap_or(f64::NAN)
+        ),
+        Prescribed::Twist { set, .. } => format!("twist on set '{set}'"),
+        Prescribed::Field { set, values, .. } => format!(
+            "dirichlet on set '{set}' ({} = {})",
+            ["x", "y", "z"][c],
+            values[c].as_ref().map_or("free", |v| v.text.as_str())
+        ),
+    }
+}
+
+/// Euclidean norm without overflow or underflow: the components are scaled by the largest
+/// magnitude first, so `[0, 0, 1e155]` and `[0, 0, 1e-170]` have the norms they should (squaring
+/// would give infinity and zero).
 fn norm(a: &[f64; 3]) -> f64 {
-    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+    let m = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if m == 0.0 || !m.is_finite() {
+        return m;
+    }
+    let [x, y, z] = a.map(|v| v / m);
+    m * (x * x + y * y + z * z).sqrt()
 }
 
 pub(crate) fn unit(a: &[f64; 3]) -> [f64; 3] {
@@ -326,5 +457,84 @@ mod tests {
         };
         let err = Constraints::new(1, vec![p], &[]).unwrap_err();
         assert!(err.to_string().contains("left"), "{err}");
+    }
+
+    /// A huge or tiny axis describes the same rotation as the unit axis: the norm is scaled, so
+    /// `[0, 0, 1e155]` does not overflow (squaring it gives infinity, which turned the rotation
+    /// into a radial squeeze) and `[0, 0, 1e-170]` does not underflow to zero.
+    #[test]
+    fn scaled_twist_axes_give_the_unit_axis_result() {
+        let coords = [[1.0, 0.5, 2.0], [-0.3, 0.7, 1.0]];
+        let prescribed = |axis: [f64; 3]| {
+            let twist = Prescribed::Twist {
+                set: "top".into(),
+                nodes: vec![0, 1],
+                axis,
+                center: [0.1, 0.0, 0.0],
+                angle: 1.1,
+                axial: 0.25,
+            };
+            let cons = Constraints::new(2, vec![twist], &[]).unwrap();
+            let mut u = Vector::zeros(6);
+            cons.write_prescribed(0.7, &coords, &mut u).unwrap();
+            u.to_host_vec().unwrap()
+        };
+        let unit_axis = prescribed([0.0, 0.6, 0.8]);
+        for scale in [1e155, 1e300, 1e-170, 1e-300] {
+            let scaled = prescribed([0.0, 0.6 * scale, 0.8 * scale]);
+            for (a, b) in scaled.iter().zip(&unit_axis) {
+                assert!(
+                    (a - b).abs() < 1e-14,
+                    "scale {scale}: {scaled:?} vs {unit_axis:?}"
+                );
+            }
+        }
+        assert!((norm(&[3e200, 4e200, 0.0]) / 5e200 - 1.0).abs() < 1e-15);
+        assert_eq!(norm(&[0.0; 3]), 0.0);
+    }
+
+    /// Two conditions on one component of one node: equal values are fine, different ones (or a
+    /// twist and a value) are an error naming both.
+    #[test]
+    fn conflicting_constraints_name_both_conditions() {
+        let fix = |set: &str, nodes: Vec<usize>, x: f64| Prescribed::Components {
+            set: set.into(),
+            nodes,
+            values: [Some(x), None, None],
+        };
+        assert!(Constraints::new(
+            3,
+            vec![fix("a", vec![0, 1], 0.0), fix("b", vec![1, 2], 0.0)],
+            &[]
+        )
+        .is_ok());
+        let err = Constraints::new(
+            3,
+            vec![fix("a", vec![0, 1], 0.0), fix("b", vec![1, 2], 0.5)],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("node 1")
+                && err.contains("dirichlet on set 'a' (x = 0)")
+                && err.contains("dirichlet on set 'b' (x = 0.5)"),
+            "{err}"
+        );
+        let twist = Prescribed::Twist {
+            set: "top".into(),
+            nodes: vec![2],
+            axis: [0.0, 0.0, 1.0],
+            center: [0.0; 3],
+            angle: 1.0,
+            axial: 0.0,
+        };
+        let err = Constraints::new(3, vec![fix("side", vec![2], 0.0), twist], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("dirichlet on set 'side'") && err.contains("twist on set 'top'"),
+            "{err}"
+        );
     }
 }

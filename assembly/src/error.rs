@@ -46,6 +46,14 @@ pub enum AssemblyError {
     /// An operation the device path does not offer (it names what and what to use instead).
     #[error("device assembly: {what}")]
     DeviceUnsupported { what: String },
+    /// Two boundary conditions prescribe one component of one node differently.
+    #[error("conflicting constraints on component {component} of node {node}: {first} and {second} prescribe it differently; remove one of them or make them agree")]
+    ConflictingConstraints {
+        node: usize,
+        component: &'static str,
+        first: String,
+        second: String,
+    },
     /// A model problem ([`crate::ex56`]) asked for with sizes it cannot have.
     #[error("{reason}")]
     InvalidModelProblem { reason: String },

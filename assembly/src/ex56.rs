@@ -101,6 +101,8 @@ impl Ex56 {
             assembler,
             constraints,
             external,
+            follower: Vec::new(),
+            curved: Vec::new(),
         };
         let mut system = problem.new_system();
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;

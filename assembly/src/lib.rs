@@ -10,12 +10,14 @@ pub mod device;
 pub mod error;
 pub mod ex56;
 pub mod loads;
+pub mod pressure;
 pub mod rigid_body;
 pub mod system;
 
 pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
-pub use constraints::{rotation_matrix, Constraints, Prescribed};
+pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
+pub use pressure::FollowerPressure;
 pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
-pub use system::{DiscreteProblem, NewtonSystem};
+pub use system::{CurvedLoad, DiscreteProblem, NewtonSystem, Potential};

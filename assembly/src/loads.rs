@@ -25,14 +25,15 @@ pub fn body_force_load(
     Ok(f)
 }
 
-/// Adds the nodal forces of a dead-load traction `t` (per unit reference area) on `faces` to `f`
+/// Adds the nodal forces of a dead-load traction `t` (per unit reference area, a constant or a
+/// field of the reference position) on `faces` to `f`
 /// (node-major, `3 * mesh.n_nodes()` entries). The face nodes are taken in `face_local_nodes`
 /// order, the node order of the face basis that the face kernel expects (one reference-cell
 /// topology, `fem::reference`, serves mesh and kernel).
 pub fn add_traction_load(
     mesh: &HexMesh,
     faces: &[CellFace],
-    t: [f64; 3],
+    t: Load<'_>,
     points_per_direction: usize,
     f: &mut Vector,
 ) -> Result<(), AssemblyError> {
@@ -49,8 +50,8 @@ pub fn add_traction_load(
     for cf in faces {
         if cf.cell >= mesh.n_cells() {
             let message = format!(
-                "traction face {:?} of cell {} is outside the mesh ({} cells)",
-                cf.face,
+                "traction face {} of cell {} is outside the mesh ({} cells)",
+                cf.face.name(),
                 cf.cell,
                 mesh.n_cells()
             );
@@ -60,11 +61,9 @@ pub fn add_traction_load(
         let nodes = mesh.cell_nodes(cf.cell);
         let x: Vec<[f64; 3]> = local.iter().map(|&a| mesh.coords[nodes[a]]).collect();
         let mut fa = vec![[0.0; 3]; local.len()];
-        kernel
-            .nodal_forces(&x, Load::Constant(t), &mut fa)
-            .map_err(|source| {
-                AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source)
-            })?;
+        kernel.nodal_forces(&x, t, &mut fa).map_err(|source| {
+            AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source)
+        })?;
         for (&a, fa) in local.iter().zip(&fa) {
             for d in 0..3 {
                 f[3 * nodes[a] + d] += fa[d];

@@ -23,6 +23,27 @@ pub struct DiscreteProblem {
     pub constraints: Constraints,
     /// Dead loads (body force and tractions) at load factor one, node-major.
     pub external: Vector,
+    /// Follower pressures: their forces depend on the displacement and are added to the residual
+    /// and the tangent of every evaluation.
+    pub follower: Vec<crate::FollowerPressure>,
+    /// Dead loads on load curves of their own: scaled by their `factor` (set by the caller for
+    /// the current pseudo-time) instead of the load factor.
+    pub curved: Vec<CurvedLoad>,
+}
+
+/// A dead load (node-major, at factor one) with the factor of its own load curve.
+#[derive(Clone, Debug)]
+pub struct CurvedLoad {
+    pub vector: Vector,
+    pub factor: f64,
+}
+
+/// The potential energy of a state (see [`DiscreteProblem::potential`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Potential {
+    pub value: f64,
+    /// Sum of the magnitudes of the cell energies and the external work.
+    pub magnitude: f64,
 }
 
 /// The linear system of one Newton iteration at a state `u` and a load factor, and the buffers it
@@ -74,6 +95,12 @@ impl DiscreteProblem {
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, Load::None, r)?;
         ops::axpy(-load_factor, &self.external, r)?;
+        for c in &self.curved {
+            ops::axpy(-c.factor, &c.vector, r)?;
+        }
+        for f in &self.follower {
+            f.add(self.assembler.coords(), u, load_factor, r, None)?;
+        }
         Ok(())
     }
 
@@ -92,6 +119,18 @@ impl DiscreteProblem {
             &mut system.tangent,
         )?;
         ops::axpy(-load_factor, &self.external, &mut system.residual)?;
+        for c in &self.curved {
+            ops::axpy(-c.factor, &c.vector, &mut system.residual)?;
+        }
+        for f in &self.follower {
+            f.add(
+                self.assembler.coords(),
+                u,
+                load_factor,
+                &mut system.residual,
+                Some(&mut system.tangent),
+            )?;
+        }
         system.lift.fill(0.0)?;
         system.scratch.copy_from(u)?;
         self.constraints.write_prescribed(
@@ -117,6 +156,36 @@ impl DiscreteProblem {
         ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints.eliminate_in_matrix(&mut system.tangent)?;
         Ok(free_norm)
+    }
+
+    /// Whether the loads derive from a potential that [`DiscreteProblem::potential`] evaluates
+    /// (dead loads do; follower pressures are not included there).
+    pub fn has_potential(&self) -> bool {
+        self.follower.is_empty()
+    }
+
+    /// The potential energy `Pi(u) = W_int(u) - load_factor f_ext . u` of the dead loads (whose
+    /// gradient is the residual of [`DiscreteProblem::residual`]), and the sum of the magnitudes
+    /// of its terms (what round-off in `Pi` is relative to). Cell energies are summed in cell
+    /// order: the same bits for any thread count.
+    pub fn potential(&self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
+        let kernel = self.assembler.kernel();
+        let energies = self.assembler.map_cells(u, |_, x, ue, material| {
+            kernel.strain_energy(x, ue, material)
+        })?;
+        let (mut internal, mut magnitude) = (0.0, 0.0);
+        for e in energies {
+            internal += e;
+            magnitude += e.abs();
+        }
+        let mut external = load_factor * ops::dot(&self.external, u)?;
+        for c in &self.curved {
+            external += c.factor * ops::dot(&c.vector, u)?;
+        }
+        Ok(Potential {
+            value: internal - external,
+            magnitude: magnitude + external.abs(),
+        })
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).

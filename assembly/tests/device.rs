@@ -438,6 +438,8 @@ fn device_newton_system_matches_the_host() {
         assembler,
         constraints,
         external: Vector::from_vec(external),
+        follower: Vec::new(),
+        curved: Vec::new(),
     };
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
     let uh = Vector::from_vec(u.clone());

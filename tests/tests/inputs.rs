@@ -195,6 +195,17 @@ fn twisting_column_reactions_are_in_equilibrium() {
         .map(|s| s["strain_energy"].as_f64().unwrap())
         .collect();
     assert!(energies.windows(2).all(|w| w[1] > w[0]), "{energies:?}");
+    // the summary's reaction totals per set: the top's torque as computed above, and the
+    // bottom's force and moment balance the top's
+    let totals = &steps.last().unwrap()["reactions"];
+    let get = |set: &str, key: &str, d: usize| totals[set][key][d].as_f64().unwrap();
+    assert!((get("zmax", "moment", 2) - top_torque).abs() < 1e-9 * top_torque.abs());
+    for d in 0..3 {
+        assert!((get("zmax", "force", d) + get("zmin", "force", d)).abs() < 1e-6 * scale);
+        assert!(
+            (get("zmax", "moment", d) + get("zmin", "moment", d)).abs() < 1e-6 * top_torque.abs()
+        );
+    }
 }
 
 /// The Gmsh-meshed Cook membrane: the AMG and the direct solver give the same Newton path.

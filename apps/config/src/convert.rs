@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams,
-    MeshSource, NewtonParams,
+    BoxMesh, Config, Forcing, LineSearch, LinearSolverDevice, LinearSolverMethod, LinearSolverParams,
+    LoadingParams, MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 
@@ -41,15 +41,33 @@ impl Config {
         Ok(plain::ProblemParams {
             mesh,
             materials,
-            body_force: self.body_force,
+            body_force: components(&self.body_force, "body_force", self)?,
             dirichlet: boundary
                 .dirichlet
                 .iter()
-                .map(|d| plain::DirichletCondition {
-                    set: d.set.clone(),
-                    values: d.components(),
+                .enumerate()
+                .map(|(i, d)| {
+                    let path = index_path("boundary.dirichlet", i);
+                    let mut values = [const { None }; 3];
+                    for ((v, given), c) in
+                        values.iter_mut().zip(d.components()).zip(["x", "y", "z"])
+                    {
+                        if let Some(given) = given {
+                            let [parsed, ..] = components(
+                                &[given, Scalar::Number(0.0), Scalar::Number(0.0)],
+                                &key_path(&path, c),
+                                self,
+                            )?;
+                            *v = Some(parsed);
+                        }
+                    }
+                    Ok(plain::DirichletCondition {
+                        set: d.set.clone(),
+                        values,
+                        curve: d.curve.clone(),
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, ConfigError>>()?,
             twist: boundary
                 .twist
                 .iter()
@@ -59,14 +77,47 @@ impl Config {
                     center: t.center,
                     angle: t.angle_deg.to_radians(),
                     axial: t.axial,
+                    curve: t.curve.clone(),
                 })
                 .collect(),
             traction: boundary
                 .traction
                 .iter()
-                .map(|t| plain::TractionLoad {
+                .enumerate()
+                .map(|(i, t)| {
+                    let path = key_path(&index_path("boundary.traction", i), "value");
+                    Ok(plain::TractionLoad {
+                        set: t.set.clone(),
+                        value: components(&t.value, &path, self)?,
+                        curve: t.curve.clone(),
+                    })
+                })
+                .collect::<Result<_, ConfigError>>()?,
+            pressure: boundary
+                .pressure
+                .iter()
+                .map(|p| plain::PressureLoad {
+                    set: p.set.clone(),
+                    value: p.value,
+                    curve: p.curve.clone(),
+                })
+                .collect(),
+            nodal_forces: boundary
+                .nodal_force
+                .iter()
+                .map(|t| plain::NodalForce {
                     set: t.set.clone(),
                     value: t.value,
+                    curve: t.curve.clone(),
+                })
+                .collect(),
+            point_loads: boundary
+                .point_load
+                .iter()
+                .map(|p| plain::PointLoad {
+                    at: p.at,
+                    value: p.value,
+                    curve: p.curve.clone(),
                 })
                 .collect(),
             quadrature_points: self.quadrature.points,
@@ -86,6 +137,26 @@ impl Config {
     }
 }
 
+/// Numbers and parsed expressions of a vector given at `path`; an expression that does not
+/// parse is an error located at its component.
+fn components(
+    values: &[Scalar; 3],
+    path: &str,
+    config: &Config,
+) -> Result<[plain::Component; 3], ConfigError> {
+    let mut out = [const { plain::Component::Value(0.0) }; 3];
+    for (i, (v, o)) in values.iter().zip(&mut out).enumerate() {
+        *o = match v {
+            Scalar::Number(x) => plain::Component::Value(*x),
+            Scalar::Expression(text) => plain::Component::Expression(
+                plain::Expression::parse(text)
+                    .map_err(|e| config.error_at(&index_path(path, i), e))?,
+            ),
+        };
+    }
+    Ok(out)
+}
+
 impl From<&LoadingParams> for plain::LoadingParams {
     fn from(p: &LoadingParams) -> Self {
         plain::LoadingParams {
@@ -93,6 +164,7 @@ impl From<&LoadingParams> for plain::LoadingParams {
             min_increment: p.min_increment,
             max_cutbacks: p.max_cutbacks,
             growth: p.growth,
+            curve: p.curve.clone(),
         }
     }
 }
@@ -104,6 +176,7 @@ impl From<plain::LoadingParams> for LoadingParams {
             min_increment: p.min_increment,
             max_cutbacks: p.max_cutbacks,
             growth: p.growth,
+            curve: p.curve,
         }
     }
 }
@@ -115,8 +188,16 @@ impl From<&NewtonParams> for plain::NewtonParams {
             atol: p.atol,
             stol: p.stol,
             max_iterations: p.max_iterations,
-            line_search: p.line_search,
+            line_search: match p.line_search {
+                LineSearch::Energy => plain::LineSearch::Energy,
+                LineSearch::Residual => plain::LineSearch::Residual,
+                LineSearch::None => plain::LineSearch::None,
+            },
             max_line_search: p.max_line_search,
+            forcing: match p.forcing {
+                Forcing::EisenstatWalker => plain::Forcing::EisenstatWalker,
+                Forcing::Fixed => plain::Forcing::Fixed,
+            },
         }
     }
 }
@@ -128,8 +209,16 @@ impl From<plain::NewtonParams> for NewtonParams {
             atol: p.atol,
             stol: p.stol,
             max_iterations: p.max_iterations,
-            line_search: p.line_search,
+            line_search: match p.line_search {
+                plain::LineSearch::Energy => LineSearch::Energy,
+                plain::LineSearch::Residual => LineSearch::Residual,
+                plain::LineSearch::None => LineSearch::None,
+            },
             max_line_search: p.max_line_search,
+            forcing: match p.forcing {
+                plain::Forcing::EisenstatWalker => Forcing::EisenstatWalker,
+                plain::Forcing::Fixed => Forcing::Fixed,
+            },
         }
     }
 }
@@ -137,6 +226,7 @@ impl From<plain::NewtonParams> for NewtonParams {
 impl From<LinearSolverMethod> for plain::LinearSolverMethod {
     fn from(m: LinearSolverMethod) -> Self {
         match m {
+            LinearSolverMethod::Auto => plain::LinearSolverMethod::Auto,
             LinearSolverMethod::CgAmg => plain::LinearSolverMethod::CgAmg,
             LinearSolverMethod::CgJacobi => plain::LinearSolverMethod::CgJacobi,
             LinearSolverMethod::Direct => plain::LinearSolverMethod::Direct,
@@ -147,6 +237,7 @@ impl From<LinearSolverMethod> for plain::LinearSolverMethod {
 impl From<plain::LinearSolverMethod> for LinearSolverMethod {
     fn from(m: plain::LinearSolverMethod) -> Self {
         match m {
+            plain::LinearSolverMethod::Auto => LinearSolverMethod::Auto,
             plain::LinearSolverMethod::CgAmg => LinearSolverMethod::CgAmg,
             plain::LinearSolverMethod::CgJacobi => LinearSolverMethod::CgJacobi,
             plain::LinearSolverMethod::Direct => LinearSolverMethod::Direct,
@@ -236,7 +327,11 @@ quadrature: { points: 4 }
             }
         );
         assert_eq!(p.body_force, [0.0, 0.0, -1.0]);
-        assert_eq!(p.dirichlet[0].values, [Some(0.0), None, Some(0.5)]);
+        let values = p.dirichlet[0]
+            .values
+            .clone()
+            .map(|v| v.map(|c| c.constant()));
+        assert_eq!(values, [Some(Some(0.0)), None, Some(Some(0.5))]);
         assert_eq!(p.twist[0].angle, std::f64::consts::FRAC_PI_2);
         assert_eq!(p.traction[0].value, [0.0, 1.0, 0.0]);
         assert_eq!(p.quadrature_points, Some(4));

@@ -32,7 +32,8 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverDevice,
+    BoundaryParams, BoxMesh, Config, DirichletParams, Forcing, GmshMesh, LineSearch,
+    LinearSolverDevice,
     LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField,
     OutputParams, QuadratureParams, Source, TractionParams, TwistParams,
 };

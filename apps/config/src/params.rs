@@ -20,10 +20,10 @@ pub struct Config {
     /// Material assignments (required, at least one); a later entry overrides earlier ones on
     /// the cells they share.
     pub materials: Vec<MaterialParams>,
-    /// Body force per unit reference volume at load factor 1 (scaled by the load factor).
-    /// Default `[0, 0, 0]`.
+    /// Body force per unit reference volume at load factor 1 (scaled by the load factor); each
+    /// component a number or an expression of `x, y, z`. Default `[0, 0, 0]`.
     #[serde(default)]
-    pub body_force: [f64; 3],
+    pub body_force: [Scalar; 3],
     /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
     #[serde(default)]
     pub boundary: BoundaryParams,
@@ -144,6 +144,110 @@ pub struct BoundaryParams {
     pub twist: Vec<TwistParams>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionParams>,
+    /// Follower pressures on face sets: `{ set: inner, value: 1.0 }`, per unit deformed area,
+    /// positive pushing into the body (against the outward normal), turning with the surface.
+    pub pressure: Vec<PressureParams>,
+    /// Dead forces on every node of a node (or face) set.
+    pub nodal_force: Vec<NodalForceParams>,
+    /// Dead forces at points: `{ at: [x, y, z], value: [fx, fy, fz] }`, applied at the mesh node
+    /// there (an error names the nearest node where there is none).
+    pub point_load: Vec<PointLoadParams>,
+}
+
+/// A dead force on every node of a node (or face) set, at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodalForceParams {
+    /// Node (or face) set name (required).
+    pub set: String,
+    /// The force on each node (required).
+    pub value: [f64; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
+}
+
+/// A number, or a math expression of the reference position `x, y, z` written as a string
+/// (`"2 * sin(PI * x)"`); see `solve::expression`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    Number(f64),
+    Expression(String),
+}
+
+impl PartialEq<f64> for Scalar {
+    fn eq(&self, other: &f64) -> bool {
+        matches!(self, Scalar::Number(v) if v == other)
+    }
+}
+
+impl Default for Scalar {
+    fn default() -> Self {
+        Scalar::Number(0.0)
+    }
+}
+
+impl Serialize for Scalar {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Scalar::Number(v) => s.serialize_f64(*v),
+            Scalar::Expression(e) => s.serialize_str(e),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or an expression of x, y, z in quotes")
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Expression(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A follower pressure on a face set, at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PressureParams {
+    /// Face set name (required).
+    pub set: String,
+    /// Pressure (required), positive into the body.
+    pub value: f64,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
+}
+
+/// A dead force at a point (a mesh node), at load factor 1.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointLoadParams {
+    /// The point (required): must be a mesh node.
+    pub at: [f64; 3],
+    /// The force (required).
+    pub value: [f64; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Prescribed displacement components on a node set, reached at load factor 1 (scaled by the
@@ -153,21 +257,25 @@ pub struct BoundaryParams {
 pub struct DirichletParams {
     /// Node set name (required).
     pub set: String,
-    /// x displacement. Default: free.
+    /// x displacement: a number or an expression of `x, y, z` (reference position). Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x: Option<f64>,
+    pub x: Option<Scalar>,
     /// y displacement. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub y: Option<f64>,
+    pub y: Option<Scalar>,
     /// z displacement. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub z: Option<f64>,
+    pub z: Option<Scalar>,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 impl DirichletParams {
     /// The prescribed components, `None` for free ones.
-    pub fn components(&self) -> [Option<f64>; 3] {
-        [self.x, self.y, self.z]
+    pub fn components(&self) -> [Option<Scalar>; 3] {
+        [self.x.clone(), self.y.clone(), self.z.clone()]
     }
 }
 
@@ -188,6 +296,10 @@ pub struct TwistParams {
     /// Displacement along the axis at load factor 1. Default 0.
     #[serde(default)]
     pub axial: f64,
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Dead load: traction per unit reference area on a face set, at load factor 1.
@@ -196,8 +308,12 @@ pub struct TwistParams {
 pub struct TractionParams {
     /// Face set name (required).
     pub set: String,
-    /// Traction vector (required).
-    pub value: [f64; 3],
+    /// Traction vector (required); each component a number or an expression of `x, y, z`.
+    pub value: [Scalar; 3],
+    /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
+    /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each cut back
@@ -214,6 +330,12 @@ pub struct LoadingParams {
     /// Factor by which an increment grows after a converged step, capped at the nominal
     /// increment (>= 1). Default 1.5.
     pub growth: f64,
+    /// The load factor as a piecewise-linear function of pseudo-time, `[[time, factor], ...]`
+    /// with times strictly increasing from 0 (at least two points); the steps divide
+    /// `0..=last time` and every load and Dirichlet value is scaled by the factor (a curve back
+    /// to 0 unloads). Default (empty): the factor goes from 0 to 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<[f64; 2]>,
 }
 
 impl Default for LoadingParams {
@@ -237,10 +359,34 @@ pub struct NewtonParams {
     pub stol: f64,
     /// Most Newton iterations per load step (>= 1). Default 25.
     pub max_iterations: usize,
-    /// Backtracking line search on the residual norm. Default true.
-    pub line_search: bool,
-    /// Most backtracking halvings per Newton iteration (>= 1 when `line_search`). Default 8.
+    /// Damping of the Newton update: `energy` (backtracking on the potential energy; full steps
+    /// where the loads have none), `residual` (backtracking on the residual norm) or `none`.
+    /// Default `energy`.
+    pub line_search: LineSearch,
+    /// Most step-length reductions per Newton iteration (>= 1), also used to back off from an
+    /// inverted element. Default 8.
     pub max_line_search: usize,
+    /// Tolerance of each linear solve: `eisenstat_walker` (inexact Newton, as PETSc's
+    /// `-snes_ksp_ew`, never below `linear_solver.rtol`) or `fixed` (`linear_solver.rtol`).
+    /// Default `eisenstat_walker`.
+    pub forcing: Forcing,
+}
+
+/// Newton's line search (see `solve::params::LineSearch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineSearch {
+    Energy,
+    Residual,
+    None,
+}
+
+/// Linear tolerance per Newton iteration (see `solve::params::Forcing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forcing {
+    EisenstatWalker,
+    Fixed,
 }
 
 impl Default for NewtonParams {
@@ -254,6 +400,9 @@ impl Default for NewtonParams {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinearSolverMethod {
+    /// `direct` where the factor is small and fast to compute (estimated from the tangent's
+    /// pattern; the estimate is in the run header), `cg_amg` above.
+    Auto,
     /// Conjugate gradients preconditioned by one V-cycle of blocked smoothed-aggregation AMG
     /// (options under `amg`); the hierarchy is reused across Newton iterations.
     CgAmg,
@@ -281,7 +430,7 @@ pub enum LinearSolverDevice {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinearSolverParams {
-    /// Method. Default `cg_amg`.
+    /// Method. Default `auto`.
     pub method: LinearSolverMethod,
     /// Where `cg_amg` and `cg_jacobi` run: `cpu` (default), `cuda` (the first GPU; an error
     /// where none is usable) or `auto` (the GPU when one is present). The tangent is assembled on

@@ -35,7 +35,7 @@ boundary:
   traction:
     - { set: xmax, value: [0, 0, -1.0e-3] }
 loading: { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
-newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: false, max_line_search: 3 }
+newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: residual, max_line_search: 3, forcing: fixed }
 linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50, amg: { max_levels: 4 } }
 quadrature: { points: 4 }
 output: { directory: out/runs, name: beam_q2, fields: [von_mises, displacement] }
@@ -131,9 +131,15 @@ fn every_field_is_read() {
     assert_eq!(c.body_force, [0.0, -9.81, 0.5]);
 
     let b = &c.boundary;
-    assert_eq!(b.dirichlet[0].components(), [Some(0.0); 3]);
+    assert_eq!(
+        b.dirichlet[0].components(),
+        [const { Some(params::Scalar::Number(0.0)) }; 3]
+    );
     assert_eq!(b.dirichlet[1].set, "ymin");
-    assert_eq!(b.dirichlet[1].components(), [None, Some(-0.25), None]);
+    assert_eq!(
+        b.dirichlet[1].components(),
+        [None, Some(params::Scalar::Number(-0.25)), None]
+    );
     let t = &b.twist[0];
     assert_eq!(
         (t.set.as_str(), t.axis, t.center),
@@ -149,7 +155,8 @@ fn every_field_is_read() {
             steps: 4,
             min_increment: 1.0e-4,
             max_cutbacks: 6,
-            growth: 2.0
+            growth: 2.0,
+            curve: Vec::new(),
         }
     );
     assert_eq!(
@@ -159,8 +166,9 @@ fn every_field_is_read() {
             atol: 1.0e-9,
             stol: 0.0,
             max_iterations: 40,
-            line_search: false,
-            max_line_search: 3
+            line_search: LineSearch::Residual,
+            max_line_search: 3,
+            forcing: Forcing::Fixed,
         }
     );
     assert_eq!(
@@ -225,9 +233,10 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.newton.atol, 1.0e-10);
     assert_eq!(c.newton.stol, 1.0e-12);
     assert_eq!(c.newton.max_iterations, 25);
-    assert!(c.newton.line_search);
+    assert_eq!(c.newton.line_search, LineSearch::Energy);
     assert_eq!(c.newton.max_line_search, 8);
-    assert_eq!(c.linear_solver.method, LinearSolverMethod::CgAmg);
+    assert_eq!(c.newton.forcing, Forcing::EisenstatWalker);
+    assert_eq!(c.linear_solver.method, LinearSolverMethod::Auto);
     assert_eq!(c.linear_solver.amg, amg::AmgParams::default());
     assert_eq!(c.linear_solver.rtol, 1.0e-8);
     assert_eq!(c.linear_solver.atol, 0.0);
@@ -279,8 +288,34 @@ fn wrong_types_point_at_the_value() {
     assert!(msg.contains("body_force"), "{msg}");
     let msg = error_at(&format!("{MINIMAL}body_force: [0, 1, 2, 3]\n"), 4, 13);
     assert!(msg.contains("expected 3 entries, found 4"), "{msg}");
+    // expressions of x, y, z: parsed when loaded, a bad one located at its component
+    let c = load_text(&format!(
+        "{MINIMAL}body_force: [\"2 * sin(PI * x)\", 0, -1]\n"
+    ))
+    .unwrap();
+    let p = c.problem_params().unwrap();
+    assert!(
+        (p.body_force[0].at([0.25, 0.0, 0.0]) - 2.0 * (std::f64::consts::PI / 4.0).sin()).abs()
+            < 1e-15
+    );
+    assert_eq!(p.body_force[2], -1.0);
+    let msg = error_at(&format!("{MINIMAL}body_force: [0, \"x + w\", 0]\n"), 4, 17);
+    assert!(
+        msg.contains("body_force[1]") && msg.contains("unknown variable `w`"),
+        "{msg}"
+    );
     let msg = error_at(&format!("{MINIMAL}newton: {{ line_search: 3 }}\n"), 4, 24);
     assert!(msg.contains("newton.line_search"), "{msg}");
+    // the former boolean names its replacement's choices
+    let msg = error_at(
+        &format!("{MINIMAL}newton: {{ line_search: false }}\n"),
+        4,
+        24,
+    );
+    assert!(
+        msg.contains("newton.line_search") && msg.contains("energy") && msg.contains("none"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -305,7 +340,7 @@ fn unknown_material_model_lists_the_five_models() {
         26,
     );
     assert!(
-        msg.contains("valid choices: cg_amg, cg_jacobi, direct"),
+        msg.contains("valid choices: auto, cg_amg, cg_jacobi, direct"),
         "{msg}"
     );
 }
@@ -404,7 +439,11 @@ fn overrides_change_values_and_create_keys() {
     assert_eq!(c.materials[0].model, MaterialModel::SaintVenantKirchhoff);
     assert_eq!(
         c.boundary.dirichlet[1].components(),
-        [None, Some(-0.25), Some(0.5)]
+        [
+            None,
+            Some(params::Scalar::Number(-0.25)),
+            Some(params::Scalar::Number(0.5))
+        ]
     );
     assert_eq!(c.body_force, [1.0, 2.0, 3.0]);
     assert_eq!(c.output.name.as_deref(), Some("other"));
@@ -488,7 +527,7 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
     assert!(msg.contains("materials[0].poisson_ratio: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
 
-    let cases: [(&str, u32, u32, &str); 13] = [
+    let cases: [(&str, u32, u32, &str); 14] = [
         ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
         ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 41, "mesh.box.order: must be 1 or 2"),
         ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 59, "must be below `upper`"),
@@ -496,6 +535,7 @@ fn semantic_errors_name_the_key_and_its_line() {
         ("mesh: { box: { cells: [1, 1, 1], corners: [[1,0,0],[0,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 43, "inverted or degenerate at corner 0"),
         ("boundary: { dirichlet: [ { set: xmin } ] }", 1, 26, "boundary.dirichlet[0]: give at least one of `x`, `y`, `z`"),
         ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
+        ("boundary: { twist: [ { set: a, axis: [0, 1.0e-310, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: is too small to give a direction"),
         ("loading: { min_increment: 2.0 }", 1, 27, "loading.min_increment: must satisfy 0 < value <= 1"),
         ("newton: { rtol: 0 }", 1, 17, "newton.rtol: must satisfy 0 < rtol < 1"),
         ("quadrature: { points: 0 }", 1, 23, "quadrature.points: must be in 1..=6"),
@@ -515,7 +555,7 @@ fn semantic_errors_name_the_key_and_its_line() {
 
     // A key left at its default is reported at its section.
     let msg = error_at(
-        &format!("{MINIMAL}newton:\n  line_search: true\n  max_line_search: 0\n"),
+        &format!("{MINIMAL}newton:\n  line_search: energy\n  max_line_search: 0\n"),
         6,
         20,
     );

@@ -44,6 +44,42 @@ impl Check<'_> {
         self.ensure(values.iter().all(|v| v.is_finite()), path, "must be finite")
     }
 
+    /// Numbers must be finite, expressions must parse (with `x, y, z` only); located at the
+    /// component.
+    fn scalars(&self, values: &[super::params::Scalar], path: &str) -> Result<(), ConfigError> {
+        for (i, v) in values.iter().enumerate() {
+            let at = index_path(path, i);
+            match v {
+                super::params::Scalar::Number(x) => self.finite(&[*x], &at)?,
+                super::params::Scalar::Expression(text) => {
+                    if let Err(e) = solve::expression::Expression::parse(text) {
+                        return Err(self.error(&at, e));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A load curve: finite, at least two points from time 0, times increasing strictly.
+    fn curve(&self, curve: &[[f64; 2]], path: &str) -> Result<(), ConfigError> {
+        if curve.is_empty() {
+            return Ok(());
+        }
+        let points: Vec<f64> = curve.iter().flatten().copied().collect();
+        self.finite(&points, path)?;
+        self.ensure(
+            curve.len() >= 2 && curve[0][0] == 0.0,
+            path,
+            "needs at least two [time, factor] points, the first at time 0",
+        )?;
+        self.ensure(
+            curve.windows(2).all(|w| w[1][0] > w[0][0]),
+            path,
+            "times must increase strictly",
+        )
+    }
+
     fn set_name(&self, name: &str, path: &str) -> Result<(), ConfigError> {
         self.ensure(!name.trim().is_empty(), path, "the set name is empty")
     }
@@ -94,7 +130,7 @@ impl Config {
                 return Err(check.error(&at, e.to_string()));
             }
         }
-        check.finite(&self.body_force, "body_force")?;
+        check.scalars(&self.body_force, "body_force")?;
         self.check_boundary(&check)?;
         self.check_solvers(&check)?;
         self.check_output(&check)
@@ -103,29 +139,61 @@ impl Config {
     fn check_boundary(&self, check: &Check) -> Result<(), ConfigError> {
         for (i, d) in self.boundary.dirichlet.iter().enumerate() {
             let path = index_path("boundary.dirichlet", i);
+            check.curve(&d.curve, &key_path(&path, "curve"))?;
             check.set_name(&d.set, &key_path(&path, "set"))?;
-            let given: Vec<f64> = d.components().into_iter().flatten().collect();
+            let components = d.components();
             check.ensure(
-                !given.is_empty(),
+                components.iter().any(Option::is_some),
                 &path,
                 "give at least one of `x`, `y`, `z`",
             )?;
-            check.finite(&given, &path)?;
+            for (c, v) in ["x", "y", "z"].iter().zip(components) {
+                if let Some(v) = v {
+                    check.scalars(&[v], &key_path(&path, c))?;
+                }
+            }
         }
         for (i, t) in self.boundary.twist.iter().enumerate() {
             let path = index_path("boundary.twist", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
             check.set_name(&t.set, &key_path(&path, "set"))?;
             let axis = key_path(&path, "axis");
             check.finite(&t.axis, &axis)?;
             check.ensure(t.axis.iter().any(|&a| a != 0.0), &axis, "must be nonzero")?;
+            // any finite nonzero axis is normalised exactly (scaled before squaring), except
+            // one whose components are all subnormal: they have lost digits of the direction
+            check.ensure(
+                t.axis.iter().any(|a| a.abs() >= f64::MIN_POSITIVE),
+                &axis,
+                "is too small to give a direction (every component below 2.2e-308); scale it up",
+            )?;
             check.finite(&t.center, &key_path(&path, "center"))?;
             check.finite(&[t.angle_deg], &key_path(&path, "angle_deg"))?;
             check.finite(&[t.axial], &key_path(&path, "axial"))?;
         }
         for (i, t) in self.boundary.traction.iter().enumerate() {
             let path = index_path("boundary.traction", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
+            check.set_name(&t.set, &key_path(&path, "set"))?;
+            check.scalars(&t.value, &key_path(&path, "value"))?;
+        }
+        for (i, p) in self.boundary.pressure.iter().enumerate() {
+            let path = index_path("boundary.pressure", i);
+            check.curve(&p.curve, &key_path(&path, "curve"))?;
+            check.set_name(&p.set, &key_path(&path, "set"))?;
+            check.finite(&[p.value], &key_path(&path, "value"))?;
+        }
+        for (i, t) in self.boundary.nodal_force.iter().enumerate() {
+            let path = index_path("boundary.nodal_force", i);
+            check.curve(&t.curve, &key_path(&path, "curve"))?;
             check.set_name(&t.set, &key_path(&path, "set"))?;
             check.finite(&t.value, &key_path(&path, "value"))?;
+        }
+        for (i, p) in self.boundary.point_load.iter().enumerate() {
+            let path = index_path("boundary.point_load", i);
+            check.curve(&p.curve, &key_path(&path, "curve"))?;
+            check.finite(&p.at, &key_path(&path, "at"))?;
+            check.finite(&p.value, &key_path(&path, "value"))?;
         }
         Ok(())
     }
@@ -145,6 +213,8 @@ impl Config {
             "must be >= 1",
         )?;
 
+        check.curve(&l.curve, "loading.curve")?;
+
         let n = &self.newton;
         tolerances(check, "newton", n.rtol, n.atol)?;
         check.ensure(
@@ -158,9 +228,9 @@ impl Config {
             "must be >= 1",
         )?;
         check.ensure(
-            !n.line_search || n.max_line_search >= 1,
+            n.max_line_search >= 1,
             "newton.max_line_search",
-            "must be >= 1 when `line_search` is on",
+            "must be >= 1",
         )?;
 
         let s = &self.linear_solver;

@@ -19,17 +19,16 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     crate::run::check_output(&config, output_dir, &dir, &name)?;
     let memory = crate::memory::guard(&config)?;
     let problem = crate::locate::build_problem(&config)?;
-    // the linear solver's device must be there (`cuda`) or is chosen now (`auto`)
-    let solver = crate::locate::located(
+    // the linear solver's device must be there (`cuda`) or is chosen now (`auto`); `method:
+    // auto` is resolved for this problem
+    let (_, solver) = crate::locate::located(
         &config,
-        solve::linear_solver::LinearSolver::new(
+        solve::linear_solver::LinearSolver::choose(
             &(&config.linear_solver).into(),
             solve::problem::near_null_space(&problem.mesh.coords)?,
+            problem.discrete.assembler.pattern(),
         ),
     )?;
-    let device = solver
-        .device()
-        .map_or_else(|| "cpu".to_owned(), |d| d.name());
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -53,7 +52,11 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         keys(mesh.cell_sets.keys())
     )?;
     for (i, m) in config.materials.iter().enumerate() {
-        writeln!(s, "  material   [{i}] {} on {:?}", m.model.name(), m.cells)?;
+        let cells = match &m.cells {
+            config::CellSelection::All => "all cells".to_string(),
+            config::CellSelection::Set(name) => format!("cell set '{name}'"),
+        };
+        writeln!(s, "  material   [{i}] {} on {cells}", m.model.name())?;
     }
     writeln!(
         s,
@@ -72,9 +75,16 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     )?;
     writeln!(
         s,
-        "  loading    {} steps, linear solver {:?} on {device}",
-        config.loading.steps, config.linear_solver.method
+        "  loading    {} steps, linear solver {solver}",
+        config.loading.steps,
     )?;
+    if !problem.discrete.follower.is_empty() {
+        writeln!(
+            s,
+            "  pressure   {} follower pressure loads (no potential: the energy line search takes full steps)",
+            problem.discrete.follower.len()
+        )?;
+    }
     writeln!(
         s,
         "  output     {}",

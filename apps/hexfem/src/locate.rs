@@ -101,8 +101,15 @@ fn set_reference(config: &Config, name: &str, cell_set: bool) -> Option<String> 
     let dirichlet = b.dirichlet.iter().map(|d| (&d.set, "dirichlet"));
     let twist = b.twist.iter().map(|t| (&t.set, "twist"));
     let traction = b.traction.iter().map(|t| (&t.set, "traction"));
+    let nodal = b.nodal_force.iter().map(|t| (&t.set, "nodal_force"));
+    let pressure = b.pressure.iter().map(|p| (&p.set, "pressure"));
     let mut counts = std::collections::BTreeMap::new();
-    for (set, kind) in dirichlet.chain(twist).chain(traction) {
+    for (set, kind) in dirichlet
+        .chain(twist)
+        .chain(traction)
+        .chain(nodal)
+        .chain(pressure)
+    {
         let i = counts.entry(kind).or_insert(0usize);
         if set == name {
             return Some(format!("boundary.{kind}[{i}].set"));

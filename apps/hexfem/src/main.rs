@@ -26,9 +26,12 @@ enum Command {
         /// Output directory (replaces output.directory).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
-        /// No progress lines (the default in CI and when standard error is not a terminal).
-        #[arg(short, long)]
+        /// No progress lines (by default: a header and one line per load step).
+        #[arg(short, long, conflicts_with = "verbose")]
         quiet: bool,
+        /// Also one line per Newton iteration (residual, linear iterations, step length).
+        #[arg(short, long)]
+        verbose: bool,
         /// Test-only (crash tests): abort the process at output write position N (0-based,
         /// counting every write, rename and truncation of the output files).
         #[arg(long, hide = true, value_name = "N")]
@@ -189,14 +192,17 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             overrides,
             output,
             quiet,
+            verbose,
             test_abort_at_write,
             test_torn_write,
             test_abort_after_step,
         } => {
             let progress = if quiet {
                 Progress::Quiet
+            } else if verbose {
+                Progress::Iterations
             } else {
-                Progress::auto()
+                Progress::Steps
             };
             let faults = match test_abort_at_write {
                 Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),

@@ -61,7 +61,10 @@ impl MemoryEstimate {
 
 /// The estimate of a configured run (a Gmsh mesh is read to count its nodes and cells).
 pub fn estimate(config: &Config) -> Result<MemoryEstimate> {
-    let amg = config.linear_solver.method == LinearSolverMethod::CgAmg;
+    let amg = matches!(
+        config.linear_solver.method,
+        LinearSolverMethod::CgAmg | LinearSolverMethod::Auto
+    );
     Ok(match &config.mesh {
         MeshSource::Box(b) => {
             let [a, b2, c] = b.cells.map(|n| n as f64);

@@ -1,7 +1,7 @@
 //! `hexfem run`: configuration -> problem -> load path, writing HDF5 + XDMF and the JSON summary
 //! after every converged step.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,22 +33,16 @@ pub struct RunOptions {
     pub abort_after_step: Option<usize>,
 }
 
-/// Whether to print per-iteration progress.
+/// How much progress to print on standard error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
+    /// Nothing but errors (`-q`).
     Quiet,
-    Verbose,
-}
-
-impl Progress {
-    /// Verbose on an interactive terminal, quiet in CI (`CI` set) or when piped.
-    pub fn auto() -> Self {
-        if std::env::var_os("CI").is_none() && std::io::stderr().is_terminal() {
-            Progress::Verbose
-        } else {
-            Progress::Quiet
-        }
-    }
+    /// A header (problem size, device, solver), one line per load step and per failed attempt
+    /// (the default, on a terminal or piped).
+    Steps,
+    /// Also one line per Newton iteration (`-v`).
+    Iterations,
 }
 
 /// Where the results went.
@@ -71,11 +65,12 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     crate::memory::guard(&config)?;
     let mut problem = crate::locate::build_problem(&config)?;
     // before any file is written: `linear_solver.device: cuda` needs its GPU
-    let mut solver = crate::locate::located(
+    let (mut solver, solver_text) = crate::locate::located(
         &config,
-        LinearSolver::new(
+        LinearSolver::choose(
             &(&config.linear_solver).into(),
             near_null_space(&problem.mesh.coords)?,
+            problem.discrete.assembler.pattern(),
         ),
     )?;
     std::fs::create_dir_all(&dir)
@@ -108,31 +103,69 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         );
         return Err(e);
     }
+    let newton: solve::params::NewtonParams = (&config.newton).into();
+    let progress = options.progress;
+    if progress != Progress::Quiet {
+        let _ = write!(
+            std::io::stderr().lock(),
+            "{}",
+            header(
+                &config,
+                &problem,
+                &solver_text,
+                &newton,
+                &problem_text(&problem)
+            )
+        );
+    }
     let path = LoadPath {
         loading: &(&config.loading).into(),
-        newton: &(&config.newton).into(),
-        verbose: options.progress == Progress::Verbose,
+        newton: &newton,
+        verbose: progress == Progress::Iterations,
+        report_cutbacks: progress != Progress::Quiet,
     };
-    let progress = options.progress;
     let abort_after = options.abort_after_step;
     let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
         let record = write_step(&config, problem, step, u, &mut results)?;
         if let Some(report) = solver.hierarchy_report() {
             summary.set_preconditioner(serde_json::to_value(report)?);
         }
-        if progress == Progress::Verbose {
+        if progress != Progress::Quiet {
             // Progress is best effort: a closed standard error must not end the run.
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  ({:.2} s)",
+                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{})",
                 step.index,
                 step.load_factor,
                 record.newton_iterations,
                 record.linear_iterations.iter().sum::<usize>(),
                 step.residual_norm,
                 record.strain_energy,
-                step.wall_s
+                record.max_displacement,
+                step.wall_s,
+                match step.cutbacks {
+                    0 => String::new(),
+                    n => format!(", after {n} cut back attempts"),
+                }
             );
+        }
+        if progress != Progress::Quiet {
+            if let Some(sets) = record.reactions.as_object() {
+                for (set, total) in sets {
+                    let v = |key: &str| -> Vec<String> {
+                        total[key]
+                            .as_array()
+                            .map(|a| a.iter().map(|x| format!("{:.4e}", x.as_f64().unwrap_or(f64::NAN))).collect())
+                            .unwrap_or_default()
+                    };
+                    let _ = writeln!(
+                        std::io::stderr().lock(),
+                        "           reaction on {set}: force [{}]  moment [{}]",
+                        v("force").join(", "),
+                        v("moment").join(", ")
+                    );
+                }
+            }
         }
         summary.record_step(record, started.elapsed().as_secs_f64())?;
         if abort_after == Some(step.index) {
@@ -419,7 +452,110 @@ fn write_step(
         max_displacement,
         wall_s: step.wall_s,
         linear_solver: serde_json::to_value(&step.iterations)?,
+        converged_by: serde_json::to_value(step.converged_by)?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        failed_attempts: serde_json::to_value(&step.failed_attempts)?,
+        reactions: serde_json::to_value(reaction_totals(config, problem, u, &step.reactions)?)?,
     })
+}
+
+/// Total reaction force and moment of one constrained set.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReactionTotal {
+    pub force: [f64; 3],
+    /// About the origin, with the forces at the nodes' deformed positions.
+    pub moment: [f64; 3],
+}
+
+/// The reaction totals of every set named by a Dirichlet or twist condition: the reactions of
+/// the components that the set's conditions prescribe (a set fixed in `x` only reports the `x`
+/// reaction). A node shared by two sets counts in both.
+pub fn reaction_totals(
+    config: &Config,
+    problem: &Problem,
+    u: &Vector,
+    reactions: &Vector,
+) -> Result<std::collections::BTreeMap<String, ReactionTotal>> {
+    let b = &config.boundary;
+    let mut components = std::collections::BTreeMap::<&String, [bool; 3]>::new();
+    for d in &b.dirichlet {
+        let c = components.entry(&d.set).or_default();
+        for (i, v) in d.components().iter().enumerate() {
+            c[i] |= v.is_some();
+        }
+    }
+    for t in &b.twist {
+        components.insert(&t.set, [true; 3]);
+    }
+    let (r, _) = reactions.host()?.as_chunks::<3>();
+    let (u, _) = u.host()?.as_chunks::<3>();
+    let mut totals = std::collections::BTreeMap::new();
+    for (set, mask) in components {
+        let mut total = ReactionTotal {
+            force: [0.0; 3],
+            moment: [0.0; 3],
+        };
+        for node in problem.mesh.set_nodes(set)? {
+            let x = problem.mesh.coords[node];
+            let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
+            let f: [f64; 3] = std::array::from_fn(|d| if mask[d] { r[node][d] } else { 0.0 });
+            for (t, fd) in total.force.iter_mut().zip(f) {
+                *t += fd;
+            }
+            total.moment[0] += x[1] * f[2] - x[2] * f[1];
+            total.moment[1] += x[2] * f[0] - x[0] * f[2];
+            total.moment[2] += x[0] * f[1] - x[1] * f[0];
+        }
+        totals.insert(set.clone(), total);
+    }
+    Ok(totals)
+}
+
+/// The problem in one line: unknowns, cells, nodes.
+fn problem_text(problem: &Problem) -> String {
+    format!(
+        "{} unknowns ({} constrained), {} {} cells, {} nodes",
+        problem.n_dofs(),
+        problem.discrete.constraints.n_constrained(),
+        problem.mesh.n_cells(),
+        match problem.mesh.kind {
+            CellKind::Hex8 => "Q1",
+            CellKind::Hex27 => "Q2",
+        },
+        problem.mesh.n_nodes()
+    )
+}
+
+/// The lines printed at the start of a run: problem size, device and threads, solvers.
+fn header(
+    config: &Config,
+    problem: &Problem,
+    solver: &str,
+    newton: &solve::params::NewtonParams,
+    size: &str,
+) -> String {
+    let line_search = match newton.line_search {
+        solve::params::LineSearch::Energy if !problem.has_potential() => {
+            "energy (the loads have no potential: full steps)"
+        }
+        other => other.name(),
+    };
+    format!(
+        "hexfem {}: {size}
+  device       host CPU, {} threads
+  linear solver {solver}
+  newton       line search {line_search}, forcing {}, rtol {:.1e}, at most {} iterations
+  loading      {} steps
+",
+        env!("CARGO_PKG_VERSION"),
+        rayon::current_num_threads(),
+        newton.forcing.name(),
+        newton.rtol,
+        newton.max_iterations,
+        config.loading.steps,
+    )
 }
 
 #[cfg(test)]

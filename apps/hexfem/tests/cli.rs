@@ -158,7 +158,8 @@ fn a_mesh_error_names_the_element() {
 }
 
 /// Newton limited to one iteration cannot converge a nonlinear step: cutbacks run out, the
-/// command fails with a message that says so, and the summary records the failure.
+/// command fails with a message that says so and lists every attempt with its reason (also when
+/// piped: one line per attempt as it happens), and the summary records the failure.
 #[test]
 fn exhausted_cutbacks_fail_clearly() {
     let dir = scratch("cutback");
@@ -174,12 +175,27 @@ fn exhausted_cutbacks_fail_clearly() {
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("failed after 3 cutbacks"), "{err}");
+    assert!(
+        err.contains("4 attempts, loading.max_cutbacks = 3 reached"),
+        "{err}"
+    );
+    assert!(
+        err.contains("attempt 0.0000 -> 0.1667: no convergence in 1 Newton iterations")
+            && err.contains("attempt 0.0000 -> 0.0208: no convergence"),
+        "{err}"
+    );
+    assert!(
+        err.contains("cutting the increment back to 8.333e-2"),
+        "{err}"
+    );
     let summary = Summary::read(&dir.join("twisting_column.summary.json")).unwrap();
     let RunStatus::Failed { message } = summary.status else {
         panic!("{:?}", summary.status)
     };
-    assert!(message.contains("failed after 3 cutbacks"), "{message}");
+    assert!(
+        message.contains("4 attempts") && message.contains("0.0000 -> 0.0417"),
+        "{message}"
+    );
 }
 
 /// A small twisting column: `steps` load steps on 2 x 2 x 6 cells (a fraction of a second).

@@ -95,6 +95,19 @@ pub struct StepRecord {
     /// Free-form report of the linear solver (e.g. the AMG hierarchy); `null` when absent.
     #[serde(default)]
     pub linear_solver: serde_json::Value,
+    /// The convergence test the step passed (e.g. `relative_residual`, `round_off`); empty
+    /// where not recorded.
+    #[serde(default)]
+    pub converged_by: String,
+    /// The attempts at this step that failed and were cut back, each with its reason (a list;
+    /// `null` where not recorded).
+    #[serde(default)]
+    pub failed_attempts: serde_json::Value,
+    /// Total reaction force and moment (about the origin, in the deformed configuration) of each
+    /// constrained set: `{ "<set>": { "force": [..], "moment": [..] } }`; `null` where not
+    /// recorded.
+    #[serde(default)]
+    pub reactions: serde_json::Value,
 }
 
 /// State of the run: `{"state": "running"}`, `{"state": "completed"}` or

@@ -488,6 +488,9 @@ fn step_record(step: usize) -> StepRecord {
         max_displacement: 0.38703742144087516 * step as f64,
         wall_s: 0.75,
         linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
+        converged_by: String::new(),
+        failed_attempts: serde_json::Value::Null,
+        reactions: serde_json::Value::Null,
     }
 }
 

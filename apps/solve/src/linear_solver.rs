@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use amg::{
-    cg, AmgParams, CgOutcome, CgParams, CgStopReason, Hierarchy, HierarchyReport, NearNullSpace,
-    PointBlockJacobi, TransferReport,
+    cg, gmres, AmgParams, CgOutcome, CgParams, CgStopReason, GmresParams, Hierarchy,
+    HierarchyReport, NearNullSpace, PointBlockJacobi, Preconditioner, TransferReport,
 };
 use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
-use linalg::{Bsr, Device, Vector};
+use linalg::{BlockPattern, Bsr, Device, Vector};
 use serde::Serialize;
 
 use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
@@ -19,6 +19,15 @@ use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
 /// Largest envelope factor the direct solver may allocate: it is meant for small problems, and a
 /// larger request is an error naming the alternative rather than an allocation failure.
 const DIRECT_MAX_FACTOR_BYTES: f64 = 4e9;
+
+/// `method: auto` factors directly where the envelope factor takes at most this many bytes...
+const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
+/// ... and one factorization at most this many floating-point operations (about 0.3 s here);
+/// above either it uses CG with AMG.
+const AUTO_DIRECT_MAX_FLOPS: f64 = 1e9;
+
+/// Krylov vectors kept by the GMRES fallback before a restart.
+const GMRES_RESTART: usize = 60;
 
 /// What one linear solve did.
 #[derive(Clone, Debug, Serialize)]
@@ -37,6 +46,11 @@ pub struct LinearSolveReport {
     /// Bytes moved between host and GPU (a solve on a GPU only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceSolveReport>,
+    /// The relative tolerance the solve was asked for.
+    pub rtol: f64,
+    /// Where CG broke down and a robust method took over, what happened (for people).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// What a solve on a GPU moved between host and device. The tangent is assembled on the host,
@@ -150,8 +164,68 @@ pub enum LinearSolver {
 }
 
 impl LinearSolver {
-    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only. Errors
-    /// where `device: cuda` finds no usable GPU.
+    /// A solver as configured for a tangent of `pattern`, with a sentence for the run header:
+    /// `method: auto` becomes the direct solver where its factor is small and fast (the estimate
+    /// is in the sentence) and the solver runs on the CPU, CG with AMG otherwise (`device: cuda`
+    /// always takes CG with AMG: the direct solver is host-only). Errors where `device: cuda`
+    /// finds no usable GPU.
+    pub fn choose(
+        params: &LinearSolverParams,
+        near_null: NearNullSpace,
+        pattern: &BlockPattern,
+    ) -> Result<(Self, String)> {
+        let fixed = match params.method {
+            LinearSolverMethod::CgJacobi => Some("CG with point-block Jacobi"),
+            LinearSolverMethod::Direct => Some("direct (envelope LDL^T)"),
+            LinearSolverMethod::CgAmg => Some("CG with smoothed-aggregation AMG"),
+            LinearSolverMethod::Auto if params.device == DeviceChoice::Cuda => {
+                Some("CG with smoothed-aggregation AMG (auto: the direct solver is host-only)")
+            }
+            LinearSolverMethod::Auto => None,
+        };
+        if let Some(what) = fixed {
+            let solver = Self::new(params, near_null)?;
+            let text = match solver.device() {
+                Some(device) => format!("{what} on {}", device.name()),
+                None => what.to_string(),
+            };
+            return Ok((solver, text));
+        }
+        let symbolic = DirectSymbolic::new(pattern)?;
+        let bytes = (symbolic.envelope_size(3) * size_of::<f64>()) as f64;
+        let flops = symbolic.factor_flops(3);
+        let estimate = format!(
+            "direct factor estimate {:.0} MB, {:.1e} flops",
+            bytes / 1e6,
+            flops
+        );
+        if bytes <= AUTO_DIRECT_MAX_BYTES && flops <= AUTO_DIRECT_MAX_FLOPS {
+            let solver = LinearSolver::Direct {
+                symbolic: Some(Arc::new(symbolic)),
+            };
+            Ok((solver, format!("direct (envelope LDL^T; {estimate})")))
+        } else {
+            let amg = LinearSolverParams {
+                method: LinearSolverMethod::CgAmg,
+                ..params.clone()
+            };
+            let solver = Self::new(&amg, near_null)?;
+            let place = match solver.device() {
+                Some(device) => format!(" on {}", device.name()),
+                None => String::new(),
+            };
+            let text = format!(
+                "CG with smoothed-aggregation AMG{place} ({estimate}: above {:.0} MB or {:.0e} flops)",
+                AUTO_DIRECT_MAX_BYTES / 1e6,
+                AUTO_DIRECT_MAX_FLOPS
+            );
+            Ok((solver, text))
+        }
+    }
+
+    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only
+    /// (`method: auto` is CG with AMG here; [`LinearSolver::choose`] resolves it per problem).
+    /// Errors where `device: cuda` finds no usable GPU.
     pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Result<Self> {
         let cg_params = CgParams {
             rtol: params.rtol,
@@ -160,7 +234,7 @@ impl LinearSolver {
             ..CgParams::default()
         };
         Ok(match params.method {
-            LinearSolverMethod::CgAmg => LinearSolver::CgAmg {
+            LinearSolverMethod::CgAmg | LinearSolverMethod::Auto => LinearSolver::CgAmg {
                 params: cg_params,
                 amg: params.amg.clone(),
                 near_null,
@@ -200,9 +274,49 @@ impl LinearSolver {
         }
     }
 
-    /// Solves `k x = b` from `x = 0`. Numerical breakdown (an indefinite tangent under CG, a zero
-    /// pivot) is an error; hitting the iteration limit is reported, not an error.
+    /// Replaces the AMG's near-null space (no effect on other methods); the next solve sets the
+    /// hierarchy up afresh. Newton passes the rigid-body modes of the deformed configuration at
+    /// the start of each load step: under large rotations those of the reference configuration
+    /// are far from the tangent's near-null space and CG iterations grow with the rotation.
+    pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
+        if let LinearSolver::CgAmg {
+            near_null,
+            hierarchy,
+            ..
+        } = self
+        {
+            *near_null = modes;
+            *hierarchy = None;
+        }
+    }
+
+    /// Whether the solver uses AMG (and so a near-null space).
+    pub fn uses_amg(&self) -> bool {
+        matches!(self, LinearSolver::CgAmg { .. })
+    }
+
+    /// Whether the solver is iterative (its tolerance matters).
+    pub fn is_iterative(&self) -> bool {
+        !matches!(self, LinearSolver::Direct { .. })
+    }
+
+    /// Solves `k x = b` from `x = 0` to the configured tolerance (see [`LinearSolver::solve_to`]).
     pub fn solve(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {
+        self.solve_to(k, b, x, None)
+    }
+
+    /// Solves `k x = b` from `x = 0`; iterative methods to the relative tolerance `rtol`
+    /// (`None`: the configured one). Where CG breaks down (an indefinite tangent or
+    /// preconditioner) the solve is repeated by GMRES with the same preconditioner, and the report
+    /// says so. A zero pivot of the direct solver or a failed fallback is an error; hitting the
+    /// iteration limit is reported, not an error.
+    pub fn solve_to(
+        &mut self,
+        k: &Bsr,
+        b: &Vector,
+        x: &mut Vector,
+        rtol: Option<f64>,
+    ) -> Result<LinearSolveReport> {
         x.fill(0.0)?;
         let gpu = match self {
             LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => gpu.as_mut(),
@@ -214,7 +328,7 @@ impl LinearSolver {
             let device = side.device.clone();
             let (mut dk, db, mut dx) = (side.k.take(), side.b.take(), side.x.take());
             let result = match (&dk, &db, &mut dx) {
-                (Some(dk), Some(db), Some(dx)) => self.solve_here(dk, db, dx),
+                (Some(dk), Some(db), Some(dx)) => self.solve_here(dk, db, dx, rtol),
                 _ => Err(anyhow::anyhow!("device copies missing")),
             };
             let download = (|| -> Result<u64> {
@@ -240,11 +354,17 @@ impl LinearSolver {
             }
             return Ok(report);
         }
-        self.solve_here(k, b, x)
+        self.solve_here(k, b, x, rtol)
     }
 
     /// [`Self::solve`] with every operand where the solver runs.
-    fn solve_here(&mut self, k: &Bsr, b: &Vector, x: &mut Vector) -> Result<LinearSolveReport> {
+    fn solve_here(
+        &mut self,
+        k: &Bsr,
+        b: &Vector,
+        x: &mut Vector,
+        rtol: Option<f64>,
+    ) -> Result<LinearSolveReport> {
         let device = k.device();
         let count = |t0: linalg::Transfers| TransferReport::between(t0, device.transfers());
         let device_report = |setup: TransferReport, solve: TransferReport| {
@@ -258,6 +378,10 @@ impl LinearSolver {
         };
         match self {
             LinearSolver::CgJacobi { params, .. } => {
+                let params = CgParams {
+                    rtol: rtol.unwrap_or(params.rtol),
+                    ..*params
+                };
                 let start = Instant::now();
                 let t0 = device.transfers();
                 let jacobi = PointBlockJacobi::new(k).context("point-block Jacobi set-up")?;
@@ -265,13 +389,16 @@ impl LinearSolver {
                 let setup_moved = count(t0);
                 let start = Instant::now();
                 let t0 = device.transfers();
-                let outcome = cg(k, b, x, &jacobi, params).context("CG")?;
+                let outcome = cg(k, b, x, &jacobi, &params).context("CG")?;
+                let fallback = robust_fallback(&outcome, k, b, x, &jacobi, &params)?;
                 let mut report = cg_report(
                     outcome,
+                    fallback,
                     setup_s,
                     start.elapsed().as_secs_f64(),
                     SetupKind::Jacobi,
                     None,
+                    params.rtol,
                 )?;
                 report.device = device_report(setup_moved, count(t0));
                 Ok(report)
@@ -283,6 +410,10 @@ impl LinearSolver {
                 hierarchy,
                 ..
             } => {
+                let params = CgParams {
+                    rtol: rtol.unwrap_or(params.rtol),
+                    ..*params
+                };
                 let t0 = device.transfers();
                 let start = Instant::now();
                 // A failed update leaves no hierarchy behind, so the next solve sets up afresh.
@@ -306,14 +437,17 @@ impl LinearSolver {
                 let t0 = device.transfers();
                 // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)
                 let vcycle = h.with_operator(k)?;
-                let outcome =
-                    cg(h.operator(0).unwrap_or(k), b, x, &vcycle, params).context("CG")?;
+                let operator = h.operator(0).unwrap_or(k);
+                let outcome = cg(operator, b, x, &vcycle, &params).context("CG")?;
+                let fallback = robust_fallback(&outcome, operator, b, x, &vcycle, &params)?;
                 let mut report = cg_report(
                     outcome,
+                    fallback,
                     setup_s,
                     start.elapsed().as_secs_f64(),
                     setup,
                     report,
+                    params.rtol,
                 )?;
                 report.device = device_report(setup_moved, count(t0));
                 Ok(report)
@@ -348,28 +482,106 @@ impl LinearSolver {
                     setup: SetupKind::Factorization,
                     hierarchy: None,
                     device: None,
+                    rtol: 0.0,
+                    fallback: None,
                 })
             }
         }
     }
 }
 
-/// A CG outcome as a report; breakdowns are errors, an exhausted iteration limit is not.
+/// What the GMRES fallback did after a CG breakdown.
+struct Fallback {
+    iterations: usize,
+    converged: bool,
+    note: String,
+}
+
+/// After a CG breakdown (an indefinite operator or preconditioner, or a NaN), solves again from
+/// zero by GMRES with the same preconditioner and tolerance. `None` where CG did not break down.
+/// GMRES ending in a NaN is an error naming both attempts.
+fn robust_fallback(
+    outcome: &CgOutcome,
+    a: &Bsr,
+    b: &Vector,
+    x: &mut Vector,
+    pc: &dyn Preconditioner,
+    params: &CgParams,
+) -> Result<Option<Fallback>> {
+    let why = match outcome.reason {
+        CgStopReason::IndefiniteOperator => "the tangent is not positive definite",
+        CgStopReason::IndefinitePreconditioner => "the preconditioner is not positive definite",
+        CgStopReason::NonFinite => "a NaN or infinity appeared",
+        _ => return Ok(None),
+    };
+    x.fill(0.0)?;
+    let gmres_params = GmresParams {
+        rtol: params.rtol,
+        atol: params.atol,
+        max_iterations: params.max_iterations,
+        restart: GMRES_RESTART,
+    };
+    let g = gmres(a, b, x, pc, &gmres_params).context("GMRES")?;
+    let cg_part = format!("CG stopped after {} iterations ({why})", outcome.iterations);
+    if g.reason == amg::GmresStopReason::NonFinite {
+        bail!("{cg_part}, and GMRES with the same preconditioner met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+    }
+    let result = if g.converged {
+        format!(
+            "GMRES with the same preconditioner converged in {} iterations",
+            g.iterations
+        )
+    } else {
+        format!(
+            "GMRES with the same preconditioner reached a relative residual of {:.1e} in {} iterations",
+            g.final_residual_norm / g.initial_residual_norm.max(f64::MIN_POSITIVE),
+            g.iterations
+        )
+    };
+    Ok(Some(Fallback {
+        iterations: g.iterations,
+        converged: g.converged,
+        note: format!("{cg_part}; {result}"),
+    }))
+}
+
+/// A CG outcome (and its fallback's) as a report; a breakdown without a fallback is an error,
+/// an exhausted iteration limit is not.
 fn cg_report(
     outcome: CgOutcome,
+    fallback: Option<Fallback>,
     setup_s: f64,
     solve_s: f64,
     setup: SetupKind,
     hierarchy: Option<HierarchyReport>,
+    rtol: f64,
 ) -> Result<LinearSolveReport> {
+    if let Some(f) = fallback {
+        return Ok(LinearSolveReport {
+            iterations: outcome.iterations + f.iterations,
+            setup_s,
+            solve_s,
+            converged: f.converged,
+            setup,
+            hierarchy,
+            device: None,
+            rtol,
+            fallback: Some(f.note),
+        });
+    }
     match outcome.reason {
         CgStopReason::IndefiniteOperator
         | CgStopReason::IndefinitePreconditioner
         | CgStopReason::NonFinite => {
             bail!(
-                "CG broke down after {} iterations: {:?}",
+                "CG stopped after {} iterations: {}",
                 outcome.iterations,
-                outcome.reason
+                match outcome.reason {
+                    CgStopReason::IndefiniteOperator => "the tangent is not positive definite",
+                    CgStopReason::IndefinitePreconditioner =>
+                        "the preconditioner is not positive definite",
+                    _ => "a NaN or infinity appeared",
+                }
             )
         }
         _ => Ok(LinearSolveReport {
@@ -380,6 +592,8 @@ fn cg_report(
             setup,
             hierarchy,
             device: None,
+            rtol,
+            fallback: None,
         }),
     }
 }

@@ -1,29 +1,52 @@
-//! Newton's method with backtracking line search, inside a load-stepping loop with automatic
-//! cutback.
+//! Newton's method with a line search, inside a load-stepping loop with automatic cutback.
 //!
 //! Each iteration assembles and eliminates through [`assembly::DiscreteProblem`] (residual,
 //! tangent, Dirichlet lifting: the correction's constrained entries are `u_D(load factor) - u`, so a
 //! step's prescribed motion acts through the linearised problem instead of distorting the boundary
-//! cells) and solves with the [`LinearSolver`].
+//! cells) and solves with the [`LinearSolver`], to a tolerance chosen by the forcing term
+//! ([`Forcing`]: Eisenstat-Walker by default, so early iterations are solved loosely).
+//!
+//! The update is damped by the [`LineSearch`]: by default backtracking on the potential energy
+//! (which the full Newton step lowers in bending and large rotation while it may raise the
+//! residual norm), with the full step where the loads have no potential.
 //!
 //! Convergence of a step needs the constraints met and one of: `||r_free|| <= atol`,
 //! `||r_free|| <= rtol * r_ref` (`r_ref`: the norm of the step's first right-hand side, the
-//! out-of-balance force the step has to remove, Dirichlet lifting included), or a full (undamped)
-//! update with `||du|| <= stol ||u||` (PETSc's `snes_stol`).
+//! out-of-balance force the step has to remove, Dirichlet lifting included), a full (undamped)
+//! update with `||du|| <= stol ||u||` (PETSc's `snes_stol`), or stagnation at round-off: the
+//! residual stopped decreasing (or no step length decreases it) below `ROUNDOFF_RESIDUAL r_ref`
+//! while the update is itself at round-off (`||du|| <= ROUNDOFF_UPDATE ||u||`).
 
+use std::fmt;
 use std::time::Instant;
 
 use anyhow::Result;
 use assembly::{AssemblyError, NewtonSystem};
 use linalg::{ops, Vector};
+use serde::Serialize;
 
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
-use crate::params::{LoadingParams, NewtonParams};
+use crate::params::{Forcing, LineSearch, LoadingParams, NewtonParams};
 use crate::problem::Problem;
 
-/// Sufficient decrease of the line search: accept `alpha` when
-/// `||r(u + alpha du)|| <= (1 - ARMIJO * alpha) ||r(u)||`.
+/// Sufficient decrease of the line searches: accept `alpha` when
+/// `||r(u + alpha du)|| <= (1 - ARMIJO * alpha) ||r(u)||` (residual) or
+/// `Pi(u + alpha du) <= Pi(u) + ARMIJO alpha Pi'(u) du` (energy).
 const ARMIJO: f64 = 1e-4;
+
+/// Energy differences below this fraction of the potential's magnitude are round-off (cell
+/// energies summed over the mesh): the energy line search accepts them as no increase.
+const ENERGY_ROUNDOFF: f64 = 1e-11;
+
+/// A residual that stopped decreasing below this fraction of `r_ref`...
+const ROUNDOFF_RESIDUAL: f64 = 1e-5;
+/// ... with an update below this fraction of `||u||` is converged at round-off.
+const ROUNDOFF_UPDATE: f64 = 1e-8;
+
+/// The energy line search's watchdog (Chamberlain et al. 1982): full Newton steps are taken as
+/// long as the potential energy reaches a new minimum within this many iterations; otherwise the
+/// iteration returns to the state of least energy and backtracks on the energy from there on.
+const WATCHDOG_ITERATIONS: usize = 5;
 
 /// A step that converged in at most this many Newton iterations is easy: the next increment may
 /// grow by `loading.growth` (up to the nominal increment `1 / steps`).
@@ -36,14 +59,76 @@ const DIVERGENCE_FACTOR: f64 = 1e10;
 /// exactly (no sliver of a last step from accumulated round-off).
 const LOAD_FACTOR_SNAP: f64 = 1e-12;
 
+/// Eisenstat-Walker choice 2: first forcing term, cap, `gamma`, and the threshold of the
+/// safeguard. PETSc's defaults except the first term and the cap (PETSc: 0.3 and 0.9): in bending
+/// the residual norm rises after a good full step, the ratio then asks for no accuracy at all,
+/// and solves of one CG iteration make Newton crawl; at least one digit keeps the direction.
+const EW_ETA0: f64 = 0.1;
+const EW_ETA_MAX: f64 = 0.1;
+const EW_GAMMA: f64 = 1.0;
+const EW_THRESHOLD: f64 = 0.1;
+
 /// One Newton iteration's record.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct IterationRecord {
     /// Norm of the free (unconstrained) residual at the start of the iteration.
     pub residual_norm: f64,
     pub linear: LinearSolveReport,
     /// Accepted line-search step length.
     pub step_length: f64,
+    /// What the line search did, where it did more than take the full step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_search: Option<String>,
+}
+
+/// Which test a converged step passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Convergence {
+    /// `||r_free|| <= atol`.
+    AbsoluteResidual,
+    /// `||r_free|| <= rtol r_ref`.
+    RelativeResidual,
+    /// A full update with `||du|| <= stol ||u||`.
+    Update,
+    /// The residual stagnated at round-off while the update was at round-off too.
+    RoundOff,
+}
+
+impl fmt::Display for Convergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Convergence::AbsoluteResidual => "residual below atol",
+            Convergence::RelativeResidual => "residual below rtol",
+            Convergence::Update => "update below stol",
+            Convergence::RoundOff => "stagnated at round-off",
+        })
+    }
+}
+
+/// An attempt at a load step that failed and was cut back.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedAttempt {
+    /// The pseudo-time the attempt started from and the one it aimed at (the load factors where
+    /// there is no `loading.curve`).
+    pub from: f64,
+    pub to: f64,
+    /// Newton iterations it took before failing.
+    pub newton_iterations: usize,
+    /// Linear iterations of those Newton iterations.
+    pub linear_iterations: usize,
+    /// Why it failed, for people.
+    pub reason: String,
+}
+
+impl fmt::Display for FailedAttempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:.4} -> {:.4}: {} (after {} Newton updates)",
+            self.from, self.to, self.reason, self.newton_iterations
+        )
+    }
 }
 
 /// A converged load step.
@@ -51,15 +136,21 @@ pub struct IterationRecord {
 pub struct ConvergedStep {
     /// 1-based index among converged steps.
     pub index: usize,
+    /// The load factor reached (`loading.curve` at `time`).
     pub load_factor: f64,
+    /// The pseudo-time reached (the load factor where there is no curve).
+    pub time: f64,
     pub iterations: Vec<IterationRecord>,
     /// Final free residual norm.
     pub residual_norm: f64,
     /// Residual at the constrained entries (support reactions), zero elsewhere.
     pub reactions: Vector,
     pub wall_s: f64,
-    /// Attempts of this step that failed and were cut back.
+    /// Attempts of this step that failed and were cut back (`failed_attempts.len()`).
     pub cutbacks: usize,
+    /// The failed attempts before this step converged, in order.
+    pub failed_attempts: Vec<FailedAttempt>,
+    pub converged_by: Convergence,
 }
 
 /// Why a Newton solve of one step failed.
@@ -69,10 +160,10 @@ pub enum StepFailure {
     Element(AssemblyError),
     #[error("no convergence in {0} Newton iterations")]
     MaxIterations(usize),
-    #[error("diverged (free residual {0:e})")]
+    #[error("diverged (free residual {0:.3e})")]
     Diverged(f64),
-    #[error("line search found no decrease")]
-    LineSearch,
+    #[error("the line search found no step length that decreases the {0}")]
+    LineSearch(&'static str),
     #[error("linear solver: {0:#}")]
     Linear(anyhow::Error),
     /// A vector or matrix operation failed (a kernel or a message, not the iteration): not a
@@ -92,15 +183,41 @@ impl From<AssemblyError> for StepFailure {
     }
 }
 
-/// Why the load path stopped early.
-#[derive(Debug, thiserror::Error)]
-#[error("load step to factor {load_factor:.6} failed after {cutbacks} cutbacks (increment {increment:.3e}): {last}")]
+/// Why the load path stopped early: every attempt at the last step, and why no further one was
+/// made.
+#[derive(Debug)]
 pub struct PathFailure {
+    /// The converged load factor the attempts started from.
     pub load_factor: f64,
-    pub increment: f64,
-    pub cutbacks: usize,
+    /// The failed attempts, in order (the last one's failure is `last`).
+    pub attempts: Vec<FailedAttempt>,
     pub last: StepFailure,
+    /// Why no smaller increment was tried.
+    pub stop: String,
 }
+
+impl fmt::Display for PathFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "no load step from load factor {:.4} converged ({} attempt{}, {}): {}",
+            self.load_factor,
+            self.attempts.len(),
+            if self.attempts.len() == 1 { "" } else { "s" },
+            self.stop,
+            self.last
+        )?;
+        for a in &self.attempts {
+            write!(f, "\n  attempt {a}")?;
+        }
+        write!(
+            f,
+            "\n  (more loading.steps or a smaller loading.min_increment may help; `hexfem run -v` shows every Newton iteration)"
+        )
+    }
+}
+
+impl std::error::Error for PathFailure {}
 
 /// Load stepping from factor 0 to 1 with cutback and regrowth.
 pub struct LoadPath<'a> {
@@ -108,6 +225,8 @@ pub struct LoadPath<'a> {
     pub newton: &'a NewtonParams,
     /// Print each Newton iteration (residual, linear iterations, step length) on standard error.
     pub verbose: bool,
+    /// Print one line per failed attempt (why it was cut back) on standard error.
+    pub report_cutbacks: bool,
 }
 
 /// Buffers of one Newton solve, allocated once per run.
@@ -118,6 +237,35 @@ struct Workspace {
     /// The line search's trial residual.
     trial_r: Vector,
     scratch: Vector,
+}
+
+/// A failed step with the work it did.
+struct StepError {
+    failure: StepFailure,
+    newton_iterations: usize,
+    linear_iterations: usize,
+}
+
+/// The rigid-body modes about the deformed configuration `X + u` (the near-null space of the
+/// tangent at `u`).
+fn deformed_modes(problem: &Problem, u: &Vector) -> Result<amg::NearNullSpace> {
+    let (displacement, _) = u.host()?.as_chunks::<3>();
+    let x: Vec<[f64; 3]> = problem
+        .mesh
+        .coords
+        .iter()
+        .zip(displacement)
+        .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
+        .collect();
+    crate::problem::near_null_space(&x)
+}
+
+/// What the line search decided.
+enum Damping {
+    /// Take `u + alpha du`; the note says what was done beyond the full step.
+    Step { alpha: f64, note: Option<String> },
+    /// No step length decreases the merit function (the name of which is given).
+    NoDecrease(&'static str),
 }
 
 impl LoadPath<'_> {
@@ -141,9 +289,11 @@ impl LoadPath<'_> {
         };
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = nominal;
+        // the path runs in s = pseudo-time / end time, from 0 to 1
+        let end_time = self.loading.end_time();
         let mut load_factor = 0.0;
         let mut index = 0;
-        let mut cutbacks = 0;
+        let mut attempts: Vec<FailedAttempt> = Vec::new();
         while load_factor < 1.0 {
             let target = if 1.0 - (load_factor + increment) < LOAD_FACTOR_SNAP {
                 1.0
@@ -151,12 +301,21 @@ impl LoadPath<'_> {
                 load_factor + increment
             };
             let start = Instant::now();
+            let time = target * end_time;
+            let factor = self.loading.factor_at(time);
+            problem.set_time(time);
             if self.verbose {
-                eprintln!("load factor {load_factor:.4} -> {target:.4}");
+                eprintln!(
+                    "time {:.4} -> {time:.4} (load factor {factor:.4})",
+                    load_factor * end_time
+                );
+            }
+            if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
+                solver.set_near_null_space(deformed_modes(problem, u)?);
             }
             let mut trial_u = u.clone();
-            match self.solve_step(problem, solver, &mut trial_u, target, &mut ws) {
-                Ok(iterations) => {
+            match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {
+                Ok((iterations, converged_by)) => {
                     *u = trial_u;
                     index += 1;
                     load_factor = target;
@@ -165,41 +324,70 @@ impl LoadPath<'_> {
                     discrete
                         .constraints
                         .copy_constrained(&ws.system.residual, &mut reactions)?;
+                    let failed_attempts = std::mem::take(&mut attempts);
                     let step = ConvergedStep {
                         index,
-                        load_factor,
+                        load_factor: factor,
+                        time,
                         residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
                         iterations,
                         reactions,
                         wall_s: start.elapsed().as_secs_f64(),
-                        cutbacks,
+                        cutbacks: failed_attempts.len(),
+                        failed_attempts,
+                        converged_by,
                     };
                     let easy = step.iterations.len() <= EASY_ITERATIONS;
                     on_step(&step, u, problem, solver)?;
-                    cutbacks = 0;
                     if easy {
                         increment = (increment * self.loading.growth).min(nominal);
                     }
                     increment = increment.min(1.0 - load_factor);
                 }
-                Err(StepFailure::Numeric(e)) => return Err(e.into()),
-                Err(failure) => {
+                Err(StepError {
+                    failure: StepFailure::Numeric(e),
+                    ..
+                }) => return Err(e.into()),
+                Err(error) => {
+                    let attempt = FailedAttempt {
+                        from: load_factor * end_time,
+                        to: time,
+                        newton_iterations: error.newton_iterations,
+                        linear_iterations: error.linear_iterations,
+                        reason: error.failure.to_string(),
+                    };
                     let next = increment / 2.0;
-                    if self.verbose {
-                        eprintln!(
-                            "  step failed ({failure}); cutting the increment back to {next:.3e}"
-                        );
+                    let stop = if attempts.len() >= self.loading.max_cutbacks {
+                        Some(format!(
+                            "loading.max_cutbacks = {} reached",
+                            self.loading.max_cutbacks
+                        ))
+                    } else if next < self.loading.min_increment {
+                        Some(format!(
+                            "half the increment {increment:.3e} is below loading.min_increment = {:.3e}",
+                            self.loading.min_increment
+                        ))
+                    } else {
+                        None
+                    };
+                    if self.report_cutbacks || self.verbose {
+                        match &stop {
+                            None => eprintln!(
+                                "  attempt {attempt}; cutting the increment back to {next:.3e}"
+                            ),
+                            Some(_) => eprintln!("  attempt {attempt}"),
+                        }
                     }
-                    if cutbacks >= self.loading.max_cutbacks || next < self.loading.min_increment {
+                    attempts.push(attempt);
+                    if let Some(stop) = stop {
                         return Err(PathFailure {
-                            load_factor: target,
-                            increment,
-                            cutbacks,
-                            last: failure,
+                            load_factor: self.loading.factor_at(load_factor * end_time),
+                            attempts,
+                            last: error.failure,
+                            stop,
                         }
                         .into());
                     }
-                    cutbacks += 1;
                     increment = next;
                 }
             }
@@ -216,11 +404,38 @@ impl LoadPath<'_> {
         u: &mut Vector,
         load_factor: f64,
         ws: &mut Workspace,
-    ) -> Result<Vec<IterationRecord>, StepFailure> {
-        let p = self.newton;
+    ) -> Result<(Vec<IterationRecord>, Convergence), StepError> {
         let mut records = Vec::new();
+        let result = self.iterate(problem, solver, u, load_factor, ws, &mut records);
+        result
+            .map(|c| (records.clone(), c))
+            .map_err(|failure| StepError {
+                failure,
+                newton_iterations: records.len(),
+                linear_iterations: records.iter().map(|r| r.linear.iterations).sum(),
+            })
+    }
+
+    fn iterate(
+        &self,
+        problem: &mut Problem,
+        solver: &mut LinearSolver,
+        u: &mut Vector,
+        load_factor: f64,
+        ws: &mut Workspace,
+        records: &mut Vec<IterationRecord>,
+    ) -> Result<Convergence, StepFailure> {
+        let p = self.newton;
         let mut r_ref = None;
+        // the last update's norm, where it was a full step (a damped one says little)
         let mut last_update = f64::INFINITY;
+        let mut previous_r = f64::INFINITY;
+        let mut eta_previous = EW_ETA0;
+        let watch_energy = p.line_search == LineSearch::Energy && problem.has_potential();
+        // the state of least energy so far, its energy, and iterations since it was reached
+        let mut best: Option<(Vector, f64, usize)> = None;
+        let mut monotone = false;
+        let mut watchdog_note = None;
         for iteration in 0..=p.max_iterations {
             let discrete = &mut problem.discrete;
             discrete.linearize(u, load_factor, &mut ws.system)?;
@@ -231,39 +446,109 @@ impl LoadPath<'_> {
                 return Err(StepFailure::Diverged(r_free));
             }
             if let (true, Some(r_ref)) = (constraints_met, r_ref) {
-                if r_free <= p.atol
-                    || r_free <= p.rtol * r_ref
-                    || last_update <= p.stol * ops::norm2(u)?
+                let u_norm = ops::norm2(u)?;
+                if r_free <= p.atol {
+                    return Ok(Convergence::AbsoluteResidual);
+                }
+                if r_free <= p.rtol * r_ref {
+                    return Ok(Convergence::RelativeResidual);
+                }
+                if last_update <= p.stol * u_norm {
+                    return Ok(Convergence::Update);
+                }
+                if r_free > 0.5 * previous_r
+                    && r_free <= ROUNDOFF_RESIDUAL * r_ref
+                    && last_update <= ROUNDOFF_UPDATE * u_norm
                 {
-                    return Ok(records);
+                    return Ok(Convergence::RoundOff);
                 }
             } else if constraints_met && r_free <= p.atol {
-                return Ok(records);
+                return Ok(Convergence::AbsoluteResidual);
             }
             if iteration == p.max_iterations {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
+            if watch_energy && constraints_met && !monotone {
+                let pi = problem.discrete.potential(u, load_factor)?;
+                match &mut best {
+                    Some((best_u, best_pi, since)) => {
+                        if pi.value < *best_pi - ENERGY_ROUNDOFF * pi.magnitude {
+                            best_u.copy_from(u)?;
+                            *best_pi = pi.value;
+                            *since = 0;
+                        } else {
+                            *since += 1;
+                            if *since >= WATCHDOG_ITERATIONS {
+                                u.copy_from(best_u)?;
+                                monotone = true;
+                                last_update = f64::INFINITY;
+                                previous_r = f64::INFINITY;
+                                watchdog_note = Some(format!(
+                                    "no lower energy in {WATCHDOG_ITERATIONS} full steps: back to the state of least energy, backtracking from there"
+                                ));
+                                if self.verbose {
+                                    eprintln!("  {}", watchdog_note.as_deref().unwrap_or(""));
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    None => best = Some((u.clone(), pi.value, 0)),
+                }
+            }
+            let discrete = &mut problem.discrete;
             let rhs_free = discrete.eliminate(&mut ws.system)?;
             let r_ref = *r_ref.get_or_insert(rhs_free);
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
-                return Ok(records);
+                return Ok(Convergence::AbsoluteResidual);
             }
+            let rtol = match (p.forcing, solver.is_iterative() && !problem.is_linear()) {
+                (Forcing::EisenstatWalker, true) => {
+                    let eta = self.forcing_term(iteration, r_free, previous_r, eta_previous, r_ref);
+                    eta_previous = eta;
+                    Some(eta)
+                }
+                _ => None,
+            };
             let linear = solver
-                .solve(&ws.system.tangent, &ws.system.rhs, &mut ws.du)
+                .solve_to(&ws.system.tangent, &ws.system.rhs, &mut ws.du, rtol)
                 .map_err(StepFailure::Linear)?;
+            let discrete = &mut problem.discrete;
             discrete
                 .constraints
                 .copy_constrained(&ws.system.lift, &mut ws.du)?;
-            let step_length =
-                self.line_search(problem, u, load_factor, r_free, constraints_met, ws)?;
+            let (step_length, note) = match self.line_search(
+                problem,
+                u,
+                load_factor,
+                r_free,
+                constraints_met,
+                monotone,
+                ws,
+            )? {
+                Damping::Step { alpha, note } => match watchdog_note.take() {
+                    Some(w) => (alpha, Some(note.map_or(w.clone(), |n| format!("{w}; {n}")))),
+                    None => (alpha, note),
+                },
+                Damping::NoDecrease(merit) => {
+                    let update = ops::norm2(&ws.du)?;
+                    if constraints_met
+                        && r_free <= ROUNDOFF_RESIDUAL * r_ref
+                        && update <= ROUNDOFF_UPDATE * ops::norm2(u)?
+                    {
+                        return Ok(Convergence::RoundOff);
+                    }
+                    return Err(StepFailure::LineSearch(merit));
+                }
+            };
             let discrete = &mut problem.discrete;
-            // only a full step measures Newton's own update; a damped one says little about convergence
             last_update = if step_length == 1.0 {
                 ops::norm2(&ws.du)?
             } else {
                 f64::INFINITY
             };
+            previous_r = r_free;
             ops::axpy(step_length, &ws.du, u)?;
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
@@ -274,22 +559,63 @@ impl LoadPath<'_> {
                 )?;
             }
             if self.verbose {
+                let rtol_text = rtol.map_or(String::new(), |r| format!(" to {r:.1e}"));
                 eprintln!(
-                    "  newton {iteration:>2}  |r| {r_free:.3e}  linear {:>4} its ({:?}, set-up {:.3} s, solve {:.3} s)  step {step_length}",
-                    linear.iterations, linear.setup, linear.setup_s, linear.solve_s
+                    "  newton {iteration:>2}  |r| {r_free:.3e}  linear {:>4} iterations{rtol_text} (set-up {:.3} s, solve {:.3} s)  step {step_length:.3}{}",
+                    linear.iterations,
+                    linear.setup_s,
+                    linear.solve_s,
+                    note.as_ref().map_or(String::new(), |n| format!(" ({n})"))
                 );
+                if let Some(fallback) = &linear.fallback {
+                    eprintln!("    {fallback}");
+                }
             }
             records.push(IterationRecord {
                 residual_norm: r_free,
                 linear,
                 step_length,
+                line_search: note,
             });
         }
         Err(StepFailure::MaxIterations(p.max_iterations))
     }
 
-    /// Backtracking on the free residual norm. While constraints are being lifted the residual of
-    /// the old state is no reference, so only admissibility (no inverted element) is required.
+    /// Eisenstat-Walker's forcing term (choice 2, PETSc's defaults) for iteration `iteration`,
+    /// kept at or above `linear_solver`'s own floor by the solver and never tighter than the
+    /// step's convergence test needs (half the residual reduction still missing).
+    fn forcing_term(
+        &self,
+        iteration: usize,
+        r_free: f64,
+        previous_r: f64,
+        eta_previous: f64,
+        r_ref: f64,
+    ) -> f64 {
+        let alpha = (1.0 + 5f64.sqrt()) / 2.0;
+        let mut eta = if iteration == 0 || !previous_r.is_finite() || previous_r == 0.0 {
+            EW_ETA0
+        } else {
+            let eta = EW_GAMMA * (r_free / previous_r).powf(alpha);
+            let safeguard = EW_GAMMA * eta_previous.powf(alpha);
+            if safeguard > EW_THRESHOLD {
+                eta.max(safeguard)
+            } else {
+                eta
+            }
+        };
+        let target = self.newton.atol.max(self.newton.rtol * r_ref);
+        if r_free > 0.0 {
+            eta = eta.max(0.5 * target / r_free);
+        }
+        eta.min(EW_ETA_MAX)
+    }
+
+    /// Chooses the step length along `ws.du`. While constraints are being lifted the old state is
+    /// no reference, so only admissibility (no inverted element) is required; so also where the
+    /// loads have no potential under [`LineSearch::Energy`], under [`LineSearch::None`], and under
+    /// the energy line search until its watchdog turns `monotone` on.
+    #[allow(clippy::too_many_arguments)]
     fn line_search(
         &self,
         problem: &mut Problem,
@@ -297,16 +623,118 @@ impl LoadPath<'_> {
         load_factor: f64,
         r_free: f64,
         constraints_met: bool,
+        monotone: bool,
         ws: &mut Workspace,
-    ) -> Result<f64, StepFailure> {
-        let tries = if self.newton.line_search {
-            self.newton.max_line_search.max(1)
-        } else {
-            1
-        };
+    ) -> Result<Damping, StepFailure> {
+        match self.newton.line_search {
+            LineSearch::Energy if constraints_met && monotone && problem.has_potential() => {
+                self.energy_search(problem, u, load_factor, ws)
+            }
+            LineSearch::Residual if constraints_met => {
+                self.residual_search(problem, u, load_factor, r_free, ws)
+            }
+            _ => self.admissible_step(problem, u, load_factor, ws, None),
+        }
+    }
+
+    /// The full step, halved while it inverts an element.
+    fn admissible_step(
+        &self,
+        problem: &mut Problem,
+        u: &Vector,
+        load_factor: f64,
+        ws: &mut Workspace,
+        why: Option<&str>,
+    ) -> Result<Damping, StepFailure> {
         let mut alpha = 1.0;
         let mut last_error = None;
-        for _ in 0..tries {
+        for _ in 0..self.newton.max_line_search.max(1) {
+            ws.trial.copy_from(u)?;
+            ops::axpy(alpha, &ws.du, &mut ws.trial)?;
+            match problem.discrete.potential(&ws.trial, load_factor) {
+                Ok(_) => {
+                    let note = match (why, alpha < 1.0) {
+                        (None, false) => None,
+                        (None, true) => Some("shortened: an element inverted".to_string()),
+                        (Some(w), false) => Some(w.to_string()),
+                        (Some(w), true) => Some(format!("{w}; shortened: an element inverted")),
+                    };
+                    return Ok(Damping::Step { alpha, note });
+                }
+                Err(AssemblyError::Linalg(e)) => return Err(StepFailure::Numeric(e)),
+                Err(e) => last_error = Some(e),
+            }
+            alpha /= 2.0;
+        }
+        Err(last_error.map_or(
+            StepFailure::LineSearch("number of inverted elements"),
+            StepFailure::Element,
+        ))
+    }
+
+    /// Backtracking on the potential energy with Armijo's condition and a safeguarded quadratic
+    /// model (`0.1 alpha <= next <= 0.5 alpha`). Differences below round-off of the energy count
+    /// as no increase. Where `du` is no descent direction of the energy (an indefinite tangent),
+    /// the full step is taken (as far as it is admissible).
+    fn energy_search(
+        &self,
+        problem: &mut Problem,
+        u: &Vector,
+        load_factor: f64,
+        ws: &mut Workspace,
+    ) -> Result<Damping, StepFailure> {
+        // the slope of Pi along du: the residual is Pi's gradient (du is zero where constrained)
+        let slope = ops::dot(&ws.system.residual, &ws.du)?;
+        // not a descent direction (NaN included)
+        if slope.partial_cmp(&0.0) != Some(std::cmp::Ordering::Less) {
+            return self.admissible_step(
+                problem,
+                u,
+                load_factor,
+                ws,
+                Some("no descent direction of the energy: full step"),
+            );
+        }
+        let pi0 = problem.discrete.potential(u, load_factor)?;
+        let mut alpha = 1.0;
+        for _ in 0..self.newton.max_line_search.max(1) {
+            ws.trial.copy_from(u)?;
+            ops::axpy(alpha, &ws.du, &mut ws.trial)?;
+            let next = match problem.discrete.potential(&ws.trial, load_factor) {
+                Ok(pi) => {
+                    let slack = ENERGY_ROUNDOFF * pi0.magnitude.max(pi.magnitude);
+                    if pi.value <= pi0.value + ARMIJO * alpha * slope + slack {
+                        let note =
+                            (alpha < 1.0).then(|| format!("energy backtracking to {alpha:.3}"));
+                        return Ok(Damping::Step { alpha, note });
+                    }
+                    let curvature = (pi.value - pi0.value - slope * alpha) / (alpha * alpha);
+                    let minimum = if curvature > 0.0 {
+                        -slope / (2.0 * curvature)
+                    } else {
+                        0.5 * alpha
+                    };
+                    minimum.clamp(0.1 * alpha, 0.5 * alpha)
+                }
+                Err(AssemblyError::Linalg(e)) => return Err(StepFailure::Numeric(e)),
+                Err(_) => 0.5 * alpha, // an inverted element: shorter
+            };
+            alpha = next;
+        }
+        Ok(Damping::NoDecrease("energy"))
+    }
+
+    /// Backtracking (halving) on the free residual norm.
+    fn residual_search(
+        &self,
+        problem: &mut Problem,
+        u: &Vector,
+        load_factor: f64,
+        r_free: f64,
+        ws: &mut Workspace,
+    ) -> Result<Damping, StepFailure> {
+        let mut alpha = 1.0;
+        for _ in 0..self.newton.max_line_search.max(1) {
             ws.trial.copy_from(u)?;
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
             match problem
@@ -314,19 +742,18 @@ impl LoadPath<'_> {
                 .residual(&ws.trial, load_factor, &mut ws.trial_r)
             {
                 Ok(()) => {
-                    if !constraints_met || !self.newton.line_search {
-                        return Ok(alpha);
-                    }
                     let trial_norm = problem.discrete.free_norm(&ws.trial_r, &mut ws.scratch)?;
                     if trial_norm <= (1.0 - ARMIJO * alpha) * r_free {
-                        return Ok(alpha);
+                        let note =
+                            (alpha < 1.0).then(|| format!("residual backtracking to {alpha:.3}"));
+                        return Ok(Damping::Step { alpha, note });
                     }
                 }
                 Err(AssemblyError::Linalg(e)) => return Err(StepFailure::Numeric(e)),
-                Err(e) => last_error = Some(e),
+                Err(_) => {}
             }
             alpha /= 2.0;
         }
-        Err(last_error.map_or(StepFailure::LineSearch, StepFailure::Element))
+        Ok(Damping::NoDecrease("residual norm"))
     }
 }

@@ -9,6 +9,8 @@ use amg::AmgParams;
 use fem::Material;
 use mesh::BoxSpec;
 
+pub use crate::expression::{Component, Expression};
+
 /// Everything that defines the discrete problem of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProblemParams {
@@ -16,14 +18,21 @@ pub struct ProblemParams {
     /// Material assignments in order; a later one overrides earlier ones on the cells they share.
     /// Every cell must be covered.
     pub materials: Vec<MaterialAssignment>,
-    /// Body force per unit reference volume at load factor one.
-    pub body_force: [f64; 3],
+    /// Body force per unit reference volume at load factor one (numbers or expressions of the
+    /// reference position).
+    pub body_force: [Component; 3],
     /// Prescribed displacement components on node (or face) sets.
     pub dirichlet: Vec<DirichletCondition>,
     /// Rigid rotations of node (or face) sets.
     pub twist: Vec<TwistCondition>,
     /// Dead tractions on face sets.
     pub traction: Vec<TractionLoad>,
+    /// Follower pressures on face sets.
+    pub pressure: Vec<PressureLoad>,
+    /// Dead forces on every node of node (or face) sets.
+    pub nodal_forces: Vec<NodalForce>,
+    /// Dead forces at points (each on the mesh node there).
+    pub point_loads: Vec<PointLoad>,
     /// Gauss points per direction; `None`: cell order + 1 (fewer than that is an error).
     pub quadrature_points: Option<usize>,
 }
@@ -55,12 +64,17 @@ pub struct MaterialAssignment {
     pub material: Material,
 }
 
-/// `u_c = load_factor * value_c` on the nodes of `set` for each given component.
+/// `u_c = load_factor * value_c(X)` on the nodes of `set` for each given component (`X` the
+/// node's reference position).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirichletCondition {
     pub set: String,
-    /// Prescribed value of each component at load factor one; `None` leaves it free.
-    pub values: [Option<f64>; 3],
+    /// Prescribed value (a number or an expression of the position) of each component at load
+    /// factor one; `None` leaves it free.
+    pub values: [Option<Component>; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Rotation of the nodes of `set` about the axis through `center` along `axis` by
@@ -73,13 +87,51 @@ pub struct TwistCondition {
     /// Radians at load factor one.
     pub angle: f64,
     pub axial: f64,
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// A dead traction per unit reference area on the faces of `set`, at load factor one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TractionLoad {
     pub set: String,
+    pub value: [Component; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
+}
+
+/// A follower pressure `value` (per unit current area, positive into the body: it acts against
+/// the outward normal of the deformed surface) on the faces of `set`, at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PressureLoad {
+    pub set: String,
+    pub value: f64,
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
+}
+
+/// A dead force `value` on every node of `set`, at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodalForce {
+    pub set: String,
     pub value: [f64; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
+}
+
+/// A dead force `value` on the mesh node at `at` (which must be a node, to a relative tolerance
+/// of 1e-9 of the mesh's size), at load factor one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointLoad {
+    pub at: [f64; 3],
+    pub value: [f64; 3],
+    /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
+    /// [`LoadingParams::curve`]); empty: the run's load factor.
+    pub curve: Vec<[f64; 2]>,
 }
 
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each halved on
@@ -94,6 +146,38 @@ pub struct LoadingParams {
     pub max_cutbacks: usize,
     /// Growth of an increment after an easy step, capped at the nominal increment. Default 1.5.
     pub growth: f64,
+    /// The load factor as a piecewise-linear function of pseudo-time: `(time, factor)` points,
+    /// times strictly increasing from 0. The steps divide `0..=last time`; every load and
+    /// Dirichlet value is scaled by the factor, so a curve that returns to zero unloads. Empty
+    /// (the default): the factor is the pseudo-time, from 0 to 1.
+    pub curve: Vec<[f64; 2]>,
+}
+
+impl LoadingParams {
+    /// The pseudo-time at the end of the load path: the curve's last time, or 1.
+    pub fn end_time(&self) -> f64 {
+        self.curve.last().map_or(1.0, |p| p[0])
+    }
+
+    /// The load factor at pseudo-time `t` (linear between the curve's points, constant beyond
+    /// its ends).
+    pub fn factor_at(&self, t: f64) -> f64 {
+        curve_factor(&self.curve, t)
+    }
+}
+
+/// The value at `t` of the piecewise-linear curve through `(time, factor)` points (constant
+/// beyond its ends; `t` itself where the curve is empty).
+pub fn curve_factor(c: &[[f64; 2]], t: f64) -> f64 {
+    match c.iter().position(|p| p[0] >= t) {
+        None if c.is_empty() => t,
+        None => c[c.len() - 1][1],
+        Some(0) => c[0][1],
+        Some(i) => {
+            let ([t0, f0], [t1, f1]) = (c[i - 1], c[i]);
+            f0 + (f1 - f0) * (t - t0) / (t1 - t0)
+        }
+    }
 }
 
 impl Default for LoadingParams {
@@ -103,6 +187,7 @@ impl Default for LoadingParams {
             min_increment: 1.0e-3,
             max_cutbacks: 10,
             growth: 1.5,
+            curve: Vec::new(),
         }
     }
 }
@@ -118,10 +203,62 @@ pub struct NewtonParams {
     pub stol: f64,
     /// Most iterations per load step. Default 25.
     pub max_iterations: usize,
-    /// Backtracking line search on the residual norm. Default true.
-    pub line_search: bool,
-    /// Most halvings per iteration. Default 8.
+    /// How a Newton update is damped. Default [`LineSearch::Energy`].
+    pub line_search: LineSearch,
+    /// Most step-length reductions per iteration (also for an inverted element). Default 8.
     pub max_line_search: usize,
+    /// Tolerance of each linear solve. Default [`Forcing::EisenstatWalker`].
+    pub forcing: Forcing,
+}
+
+/// Damping of the Newton update `du`: the accepted state is `u + alpha du`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineSearch {
+    /// Backtracking with sufficient decrease of the potential energy
+    /// `Pi(u) = W_int(u) - lambda f_ext . u` (Armijo, safeguarded quadratic interpolation): in
+    /// bending and large rotation the full Newton step lowers the energy while it may raise the
+    /// residual norm. Where the loads have no potential (follower pressure) the full step is
+    /// taken, as with [`LineSearch::None`].
+    #[default]
+    Energy,
+    /// Backtracking on the norm of the free residual (halving).
+    Residual,
+    /// The full step; shortened only where it would invert an element.
+    None,
+}
+
+impl LineSearch {
+    /// The name used in input files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineSearch::Energy => "energy",
+            LineSearch::Residual => "residual",
+            LineSearch::None => "none",
+        }
+    }
+}
+
+/// The relative tolerance of the linear solve of each Newton iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Forcing {
+    /// Inexact Newton: Eisenstat-Walker's choice 2 (as PETSc's `-snes_ksp_ew`: `gamma = 1`,
+    /// `alpha = (1 + sqrt 5) / 2`, safeguard above 0.1; but `eta_0 = eta_max = 0.1` where PETSc
+    /// has 0.3 and 0.9, see `newton`), never below `linear_solver.rtol` and never tighter than
+    /// the step's convergence test needs. Iterative solvers only; a direct solve is exact anyway.
+    #[default]
+    EisenstatWalker,
+    /// Every solve to `linear_solver.rtol`.
+    Fixed,
+}
+
+impl Forcing {
+    /// The name used in input files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Forcing::EisenstatWalker => "eisenstat_walker",
+            Forcing::Fixed => "fixed",
+        }
+    }
 }
 
 impl Default for NewtonParams {
@@ -131,8 +268,9 @@ impl Default for NewtonParams {
             atol: 1.0e-10,
             stol: 1.0e-12,
             max_iterations: 25,
-            line_search: true,
+            line_search: LineSearch::Energy,
             max_line_search: 8,
+            forcing: Forcing::EisenstatWalker,
         }
     }
 }
@@ -140,6 +278,9 @@ impl Default for NewtonParams {
 /// The linear solver of each Newton iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinearSolverMethod {
+    /// The direct solver where its factor is small and fast to compute (estimated from the
+    /// tangent's pattern), CG with AMG otherwise (see `LinearSolver::choose`).
+    Auto,
     /// CG preconditioned by one V-cycle of blocked smoothed-aggregation AMG.
     CgAmg,
     /// CG preconditioned by point-block (3x3) Jacobi.
@@ -164,7 +305,7 @@ pub enum DeviceChoice {
 /// `|b - A x| <= max(atol, rtol |b|)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinearSolverParams {
-    /// Default `CgAmg`.
+    /// Default `Auto`.
     pub method: LinearSolverMethod,
     /// Where the iterative solvers run. Default `Cpu`.
     pub device: DeviceChoice,
@@ -181,12 +322,40 @@ pub struct LinearSolverParams {
 impl Default for LinearSolverParams {
     fn default() -> Self {
         LinearSolverParams {
-            method: LinearSolverMethod::CgAmg,
+            method: LinearSolverMethod::Auto,
             device: DeviceChoice::Cpu,
             rtol: 1.0e-8,
             atol: 0.0,
             max_iterations: 2000,
             amg: AmgParams::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_curves_interpolate_linearly_and_unload() {
+        let ramp = LoadingParams::default();
+        assert_eq!(ramp.end_time(), 1.0);
+        assert_eq!(ramp.factor_at(0.25), 0.25);
+        let up_down = LoadingParams {
+            curve: vec![[0.0, 0.0], [1.0, 2.0], [3.0, 0.0]],
+            ..LoadingParams::default()
+        };
+        assert_eq!(up_down.end_time(), 3.0);
+        for (t, f) in [
+            (0.0, 0.0),
+            (0.5, 1.0),
+            (1.0, 2.0),
+            (2.0, 1.0),
+            (2.5, 0.5),
+            (3.0, 0.0),
+        ] {
+            assert!((up_down.factor_at(t) - f).abs() < 1e-15, "t {t}");
+        }
+        assert_eq!(up_down.factor_at(4.0), 0.0);
     }
 }

@@ -3,19 +3,33 @@
 
 use anyhow::{bail, Context, Result};
 use assembly::{
-    add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints,
-    DiscreteProblem, ElasticityAssembler, Prescribed, RIGID_BODY_MODES_3D,
+    add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints, CurvedLoad,
+    DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn, Prescribed,
+    RIGID_BODY_MODES_3D,
 };
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
 
-use crate::params::{CellSelection, MeshSource, ProblemParams};
+use crate::params::{curve_factor, CellSelection, MeshSource, ProblemParams};
 
 /// The discrete problem of one run: the mesh and what is assembled on it.
 pub struct Problem {
     pub mesh: HexMesh,
     /// Element loop, constraints and dead loads; Newton's one assemble-and-eliminate path.
     pub discrete: DiscreteProblem,
+    /// Every material is small-strain linear (and every load dead): one exact solve is the answer.
+    linear: bool,
+    /// The loads and constraints on load curves of their own: what [`Problem::set_time`] updates.
+    own_curves: OwnCurves,
+}
+
+/// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
+/// and the curve of each load or constraint that has its own load curve.
+#[derive(Default)]
+struct OwnCurves {
+    dead: Vec<(usize, Vec<[f64; 2]>)>,
+    pressure: Vec<(usize, Vec<[f64; 2]>)>,
+    constraints: Vec<(usize, Vec<[f64; 2]>)>,
 }
 
 impl Problem {
@@ -34,10 +48,23 @@ impl Problem {
         let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
         let constraints = build_constraints(params, &mesh, &assembler)?;
+        let mut own_curves = OwnCurves::default();
+        let constraint_curves = params.dirichlet.iter().map(|d| &d.curve);
+        let constraint_curves = constraint_curves.chain(params.twist.iter().map(|t| &t.curve));
+        for (i, curve) in constraint_curves.enumerate() {
+            if !curve.is_empty() {
+                own_curves.constraints.push((i, curve.clone()));
+            }
+        }
+        let mut curved: Vec<CurvedLoad> = Vec::new();
         if params.dirichlet.is_empty() && params.twist.is_empty() {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
-        let mut external = body_force_load(&mut assembler, Load::Constant(params.body_force))?;
+        let body = vector_field(&params.body_force);
+        let mut external = match constant(&params.body_force) {
+            Some(f) => body_force_load(&mut assembler, Load::Constant(f))?,
+            None => body_force_load(&mut assembler, Load::Field(&body))?,
+        };
         for t in &params.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
@@ -46,16 +73,97 @@ impl Problem {
                     names(mesh.face_sets.keys())
                 )
             })?;
-            add_traction_load(&mesh, faces, t.value, points, &mut external)?;
+            let field = vector_field(&t.value);
+            let load = match constant(&t.value) {
+                Some(v) => Load::Constant(v),
+                None => Load::Field(&field),
+            };
+            if t.curve.is_empty() {
+                add_traction_load(&mesh, faces, load, points, &mut external)?;
+            } else {
+                let mut vector = linalg::Vector::zeros(external.len());
+                add_traction_load(&mesh, faces, load, points, &mut vector)?;
+                own_curves.dead.push((curved.len(), t.curve.clone()));
+                curved.push(CurvedLoad {
+                    vector,
+                    factor: 0.0,
+                });
+            }
         }
-        Ok(Self {
+        let all = std::iter::once(&external).chain(curved.iter().map(|c| &c.vector));
+        let mut bad = None;
+        for v in all {
+            bad = bad.or(v.host()?.iter().position(|v| !v.is_finite()));
+        }
+        if let Some(i) = bad {
+            bail!(
+                "body_force or boundary.traction: an expression is not finite somewhere on the mesh (at node {}); check its domain (ln, sqrt, division)",
+                i / 3
+            );
+        }
+        add_point_forces(params, &mesh, &mut external, &mut curved, &mut own_curves)?;
+        let mut follower = Vec::new();
+        for p in &params.pressure {
+            let faces = mesh.face_sets.get(&p.set).with_context(|| {
+                format!(
+                    "pressure on set '{}': no face set of that name (face sets: {})",
+                    p.set,
+                    names(mesh.face_sets.keys())
+                )
+            })?;
+            if !p.curve.is_empty() {
+                own_curves.pressure.push((follower.len(), p.curve.clone()));
+            }
+            follower.push(FollowerPressure::new(&mesh, faces, p.value, points)?);
+        }
+        let linear = params
+            .materials
+            .iter()
+            .all(|m| matches!(m.material, fem::Material::Linear { .. }))
+            && params.pressure.is_empty();
+        let mut problem = Self {
             mesh,
+            linear,
+            own_curves,
             discrete: DiscreteProblem {
                 assembler,
                 constraints,
                 external,
+                follower,
+                curved,
             },
-        })
+        };
+        problem.set_time(0.0);
+        Ok(problem)
+    }
+
+    /// Whether the loads derive from a potential (dead loads do), so that the energy line search
+    /// applies.
+    pub fn has_potential(&self) -> bool {
+        self.discrete.has_potential()
+    }
+
+    /// Sets the factors of the loads and constraints that follow curves of their own to their
+    /// values at pseudo-time `t` (the others follow the load factor Newton is given).
+    pub fn set_time(&mut self, t: f64) {
+        for (i, curve) in &self.own_curves.dead {
+            self.discrete.curved[*i].factor = curve_factor(curve, t);
+        }
+        for (i, curve) in &self.own_curves.pressure {
+            self.discrete.follower[*i].own_factor = Some(curve_factor(curve, t));
+        }
+        for (i, curve) in &self.own_curves.constraints {
+            self.discrete
+                .constraints
+                .set_own_factor(*i, Some(curve_factor(curve, t)));
+        }
+    }
+
+    /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then
+    /// solves each linear system to `linear_solver.rtol` (inexact solves would only add
+    /// iterations).
+    pub fn is_linear(&self) -> bool {
+        self.linear
     }
 
     /// Unknowns (three per node, constrained ones included).
@@ -125,11 +233,29 @@ fn build_constraints(
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
-        prescribed.push(Prescribed::Components {
-            set: d.set.clone(),
-            nodes,
-            values: d.values,
-        });
+        let numbers = d.values.clone().map(|v| v.map(|c| c.constant()));
+        if numbers.iter().all(|n| !matches!(n, Some(None))) {
+            prescribed.push(Prescribed::Components {
+                set: d.set.clone(),
+                nodes,
+                values: numbers.map(Option::flatten),
+            });
+        } else {
+            let values = d.values.clone().map(|v| {
+                v.map(|c| PositionFn {
+                    text: match &c {
+                        crate::params::Component::Value(v) => v.to_string(),
+                        crate::params::Component::Expression(e) => e.text().to_owned(),
+                    },
+                    f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x)),
+                })
+            });
+            prescribed.push(Prescribed::Field {
+                set: d.set.clone(),
+                nodes,
+                values,
+            });
+        }
     }
     for t in &params.twist {
         let nodes = mesh
@@ -149,6 +275,96 @@ fn build_constraints(
         prescribed,
         &assembler.orphan_nodes(),
     )?)
+}
+
+/// The numbers of `v`, where every component is one.
+fn constant(v: &[crate::params::Component; 3]) -> Option<[f64; 3]> {
+    Some([v[0].constant()?, v[1].constant()?, v[2].constant()?])
+}
+
+/// `v` as a vector field of the reference position.
+fn vector_field(v: &[crate::params::Component; 3]) -> impl Fn([f64; 3]) -> [f64; 3] + Sync + '_ {
+    move |x| [v[0].at(x), v[1].at(x), v[2].at(x)]
+}
+
+/// Adds the nodal and point forces of `params` to `external` (node-major).
+/// The vector a dead load with `curve` goes to: `external`, or a new curved load of its own.
+fn load_target<'a>(
+    curve: &[[f64; 2]],
+    external: &'a mut linalg::Vector,
+    curved: &'a mut Vec<CurvedLoad>,
+    own_curves: &mut OwnCurves,
+) -> &'a mut linalg::Vector {
+    if curve.is_empty() {
+        return external;
+    }
+    own_curves.dead.push((curved.len(), curve.to_vec()));
+    curved.push(CurvedLoad {
+        vector: linalg::Vector::zeros(external.len()),
+        factor: 0.0,
+    });
+    &mut curved.last_mut().expect("just pushed").vector
+}
+
+fn add_point_forces(
+    params: &ProblemParams,
+    mesh: &HexMesh,
+    external: &mut linalg::Vector,
+    curved: &mut Vec<CurvedLoad>,
+    own_curves: &mut OwnCurves,
+) -> Result<()> {
+    for (i, n) in params.nodal_forces.iter().enumerate() {
+        let nodes = mesh
+            .set_nodes(&n.set)
+            .with_context(|| format!("boundary.nodal_force[{i}] set '{}'", n.set))?;
+        let f = load_target(&n.curve, external, curved, own_curves).host_mut()?;
+        for node in nodes {
+            for d in 0..3 {
+                f[3 * node + d] += n.value[d];
+            }
+        }
+    }
+    if params.point_loads.is_empty() {
+        return Ok(());
+    }
+    let (lower, upper) = bounding_box(&mesh.coords);
+    let size = (0..3).map(|d| upper[d] - lower[d]).fold(0.0, f64::max);
+    for (i, p) in params.point_loads.iter().enumerate() {
+        let distance = |x: &[f64; 3]| {
+            ((x[0] - p.at[0]).powi(2) + (x[1] - p.at[1]).powi(2) + (x[2] - p.at[2]).powi(2)).sqrt()
+        };
+        let (node, d) = mesh
+            .coords
+            .iter()
+            .enumerate()
+            .map(|(n, x)| (n, distance(x)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .context("the mesh has no nodes")?;
+        if d > 1e-9 * size {
+            let x = mesh.coords[node];
+            bail!(
+                "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]; the nearest is node {node} at [{}, {}, {}], {d:.3e} away",
+                p.at[0], p.at[1], p.at[2], x[0], x[1], x[2]
+            );
+        }
+        let f = load_target(&p.curve, external, curved, own_curves).host_mut()?;
+        for d in 0..3 {
+            f[3 * node + d] += p.value[d];
+        }
+    }
+    Ok(())
+}
+
+fn bounding_box(coords: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
+    let mut lower = [f64::INFINITY; 3];
+    let mut upper = [f64::NEG_INFINITY; 3];
+    for x in coords {
+        for d in 0..3 {
+            lower[d] = lower[d].min(x[d]);
+            upper[d] = upper[d].max(x[d]);
+        }
+    }
+    (lower, upper)
 }
 
 fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {

@@ -36,6 +36,13 @@ enum DevicePrescribed {
         bits: u32,
         values: [f64; 3],
     },
+    /// Values of an expression of the reference position, per node and component (3 per node,
+    /// evaluated once at upload; only the load factor goes up per call).
+    Field {
+        nodes: DeviceBuffer<u32>,
+        bits: u32,
+        values: DeviceBuffer<f64>,
+    },
     Twist {
         nodes: DeviceBuffer<u32>,
         axis: [f64; 3],
@@ -99,6 +106,23 @@ impl DeviceConstraints {
                             .fold(0, |m, c| m | 1 << c),
                         values: values.map(|v| v.unwrap_or(0.0)),
                     },
+                    Prescribed::Field { nodes, values, .. } => {
+                        let per_node: Vec<f64> = nodes
+                            .iter()
+                            .flat_map(|&node| {
+                                values
+                                    .each_ref()
+                                    .map(|v| v.as_ref().map_or(0.0, |v| (v.f)(coords[node])))
+                            })
+                            .collect();
+                        DevicePrescribed::Field {
+                            nodes: node_list(nodes)?,
+                            bits: (0..3)
+                                .filter(|&c| values[c].is_some())
+                                .fold(0, |m, c| m | 1 << c),
+                            values: ctx.upload(&per_node)?,
+                        }
+                    }
                     Prescribed::Twist {
                         nodes,
                         axis,
@@ -237,6 +261,25 @@ impl DeviceConstraints {
                         KernelArg::F64(values[0]),
                         KernelArg::F64(values[1]),
                         KernelArg::F64(values[2]),
+                        KernelArg::F64sMut(u),
+                    ],
+                )?,
+                DevicePrescribed::Field {
+                    nodes,
+                    bits,
+                    values,
+                } => launch(
+                    &self.ctx,
+                    &CONSTRAINTS_SOURCE,
+                    &[],
+                    "prescribe_field",
+                    shape(3 * nodes.len()),
+                    &mut [
+                        KernelArg::U32(nodes.len() as u32),
+                        KernelArg::U32s(nodes),
+                        KernelArg::U32(*bits),
+                        KernelArg::F64(load_factor),
+                        KernelArg::F64s(values),
                         KernelArg::F64sMut(u),
                     ],
                 )?,

@@ -37,7 +37,20 @@ impl DeviceNewtonSystem {
 
 impl DeviceProblem {
     /// Uploads `problem` (mesh, plans, constraints, dead loads) to `ctx`.
+    /// Follower pressures and loads on load curves of their own are not on the device yet
+    /// ([`AssemblyError::DeviceUnsupported`]).
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
+        if !problem.follower.is_empty() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "follower pressure loads are assembled on the host only; use device: cpu"
+                    .into(),
+            });
+        }
+        if !problem.curved.is_empty() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "loads with a load curve of their own are host-only; use device: cpu".into(),
+            });
+        }
         let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
         let constraints = DeviceConstraints::new(
             ctx,

@@ -163,6 +163,19 @@ impl DirectSymbolic {
             .sum()
     }
 
+    /// An estimate of the floating-point operations of one factorization for block size `bs`:
+    /// the sum over scalar rows of the squared envelope width (each entry of a row is a dot
+    /// product over the envelope before it). An upper bound up to a factor of about two; what
+    /// the choice between direct and iterative solvers needs.
+    pub fn factor_flops(&self, bs: usize) -> f64 {
+        (0..self.n_blocks() * bs)
+            .map(|r| {
+                let w = (r - self.scalar_first(r, bs)) as f64;
+                w * w
+            })
+            .sum()
+    }
+
     /// Lower blocks of permuted block row `p`, sorted by column.
     pub(super) fn lower_blocks(&self, p: usize) -> &[LowerBlock] {
         &self.lower[self.lower_ptr[p]..self.lower_ptr[p + 1]]

@@ -154,6 +154,9 @@ fn write(
                 max_displacement: load_factor,
                 wall_s: 0.0,
                 linear_solver: serde_json::Value::Null,
+                converged_by: String::new(),
+                failed_attempts: serde_json::Value::Null,
+                reactions: serde_json::Value::Null,
             },
             started.elapsed().as_secs_f64(),
         )?;

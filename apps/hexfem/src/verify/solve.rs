@@ -104,6 +104,8 @@ pub(crate) fn solve_linear_elastic(
         assembler,
         constraints,
         external: loads,
+        follower: Vec::new(),
+        curved: Vec::new(),
     };
     let mut u = Vector::zeros(n);
     problem

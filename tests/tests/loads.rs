@@ -1,0 +1,286 @@
+//! Loads users reach for (issue 12): point loads against beam theory, load curves that unload,
+//! and what the problem's set-up rejects.
+
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
+use serde_json::Value;
+
+fn run_yaml(
+    tag: &str,
+    yaml: &str,
+) -> Result<(ScratchDir, RunOutcome, Value), (ScratchDir, String)> {
+    let out = ScratchDir::new(&format!("loads-{tag}"));
+    let input = out.join(format!("{tag}.yaml"));
+    std::fs::write(&input, yaml).unwrap();
+    match run(&RunOptions {
+        input,
+        overrides: Vec::new(),
+        output_dir: Some(out.join("results")),
+        progress: Progress::Quiet,
+        faults: Default::default(),
+        abort_after_step: None,
+    }) {
+        Ok(outcome) => {
+            let summary: Value =
+                serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
+            Ok((out, outcome, summary))
+        }
+        Err(e) => Err((out, format!("{e:#}"))),
+    }
+}
+
+/// `(coordinates, displacement)` of step `step`.
+fn fields(outcome: &RunOutcome, step: usize) -> (Vec<[f64; 3]>, Vec<[f64; 3]>) {
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
+    let rows = |path: &str| -> Vec<[f64; 3]> {
+        let (_, values) = file.read_f64(path).unwrap();
+        values.chunks_exact(3).map(|r| [r[0], r[1], r[2]]).collect()
+    };
+    (
+        rows("mesh/coordinates"),
+        rows(&format!("steps/{step:06}/displacement")),
+    )
+}
+
+fn at(f: &(Vec<[f64; 3]>, Vec<[f64; 3]>), x: [f64; 3]) -> [f64; 3] {
+    let node =
+        f.0.iter()
+            .position(|c| (0..3).all(|d| (c[d] - x[d]).abs() < 1e-12))
+            .unwrap_or_else(|| panic!("no node at {x:?}"));
+    f.1[node]
+}
+
+const CANTILEVER: &str =
+    "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 2 }\n\
+    materials:\n  - { model: linear, young_modulus: 1.0e4, poisson_ratio: 0.3 }\n\
+    boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n";
+
+/// A point load F at the tip's centre of a linear cantilever 10 x 1 x 1 (E = 1e4, nu = 0.3):
+/// the deflection of the centre line at mid-span and of the tip's corner agree with Timoshenko
+/// beam theory `F x^2 (3 L - x) / (6 E I) + F x / (kappa G A)` (the 3D clamp makes the solid a
+/// little stiffer; the point load's local indentation stays at the loaded node).
+#[test]
+fn point_load_on_a_cantilever_matches_beam_theory() {
+    let yaml =
+        format!("{CANTILEVER}  point_load: [{{ at: [10, 0.5, 0.5], value: [0, 0, -1.0] }}]\n");
+    let (_dir, outcome, _) = run_yaml("point", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let f = fields(&outcome, 1);
+    let (e, nu, l, force): (f64, f64, f64, f64) = (1.0e4, 0.3, 10.0, 1.0);
+    let (i, g) = (1.0 / 12.0, e / (2.0 * (1.0 + nu)));
+    let beam = |x: f64| force * x * x * (3.0 * l - x) / (6.0 * e * i) + force * x / (5.0 / 6.0 * g);
+    for (point, x) in [([5.0, 0.5, 0.5], 5.0), ([10.0, 0.0, 0.0], 10.0)] {
+        let w = -at(&f, point)[2];
+        assert!(
+            (w - beam(x)).abs() < 0.03 * beam(x),
+            "deflection at {point:?}: {w} vs beam theory {}",
+            beam(x)
+        );
+    }
+    // the same total force spread over the tip face's nodes as nodal forces: the same bending
+    let tip_nodes = 5 * 5; // Q2, 2 x 2 cells on the face
+    let yaml = format!(
+        "{CANTILEVER}  nodal_force: [{{ set: xmax, value: [0, 0, {}] }}]\n",
+        -1.0 / tip_nodes as f64
+    );
+    let (_dir2, spread, _) = run_yaml("nodal", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let w = -at(&fields(&spread, 1), [5.0, 0.5, 0.5])[2];
+    assert!((w - beam(5.0)).abs() < 0.03 * beam(5.0), "{w}");
+}
+
+/// A point that is no mesh node is an error naming the nearest node.
+#[test]
+fn point_load_off_the_mesh_nodes_is_rejected() {
+    let yaml =
+        format!("{CANTILEVER}  point_load: [{{ at: [10, 0.4, 0.5], value: [0, 0, -1.0] }}]\n");
+    let Err((_dir, e)) = run_yaml("off-node", &yaml) else {
+        panic!("a point between nodes was accepted")
+    };
+    assert!(
+        e.contains("point_load[0].at")
+            && e.contains("nearest is node")
+            && e.contains("1.000e-1 away"),
+        "{e}"
+    );
+}
+
+/// A neo-Hookean cantilever loaded by an end traction along the curve 0 -> 1 -> 0: at the peak
+/// it bends, at the end (hyperelastic, dead load) it is back at zero displacement.
+#[test]
+fn an_unloading_curve_returns_to_zero_displacement() {
+    let yaml = "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n  traction: [{ set: xmax, value: [0.0, 0.0, -0.5] }]\n\
+        loading: { steps: 6, curve: [[0, 0], [1, 1], [2, 0]] }\n";
+    let (_dir, outcome, summary) = run_yaml("unload", yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let steps = summary["steps"].as_array().unwrap();
+    let factors: Vec<f64> = steps
+        .iter()
+        .map(|s| s["load_factor"].as_f64().unwrap())
+        .collect();
+    let peak = factors
+        .iter()
+        .position(|&f| f == 1.0)
+        .expect("the peak is a step");
+    assert_eq!(*factors.last().unwrap(), 0.0, "{factors:?}");
+    let tip_peak = at(&fields(&outcome, peak + 1), [10.0, 0.5, 0.5]);
+    assert!(tip_peak[2] < -1.0, "{tip_peak:?}");
+    let last = fields(&outcome, outcome.steps);
+    let largest = last.1.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(largest < 1e-8, "left over displacement {largest:e}");
+}
+
+/// A follower pressure p on the top of a neo-Hookean cube on rollers: the homogeneous exact
+/// solution has Cauchy stress -p along z and none across, i.e. stretches `l1 = l2`, `l3` with
+/// `mu (l1^2 - 1) + lambda ln J = 0` and `mu (l3^2 - 1) + lambda ln J = -p J`, `J = l1^2 l3`
+/// (a dead traction would give `-p / l1^2` instead). Q1 cells reproduce it to the solver's
+/// tolerance, and the support's reaction is p times the deformed top area.
+#[test]
+fn follower_pressure_on_a_block_matches_the_homogeneous_solution() {
+    let yaml = "mesh:\n  box: { cells: [3, 3, 3], lower: [0, 0, 0], upper: [1, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n\
+        \x20 pressure: [{ set: zmax, value: 2.0 }]\nloading: { steps: 4 }\n";
+    let (_dir, outcome, summary) =
+        run_yaml("pressure", yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (e, nu, p): (f64, f64, f64) = (10.0, 0.3, 2.0);
+    let (mu, lambda) = (
+        e / (2.0 * (1.0 + nu)),
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+    );
+    let g = |l: [f64; 2]| {
+        let j = l[0] * l[0] * l[1];
+        [
+            mu * (l[0] * l[0] - 1.0) + lambda * j.ln(),
+            mu * (l[1] * l[1] - 1.0) + lambda * j.ln() + p * j,
+        ]
+    };
+    let mut l = [1.0, 1.0];
+    for _ in 0..50 {
+        let r = g(l);
+        let h = 1e-7;
+        let d = |i: usize| {
+            let mut lp = l;
+            lp[i] += h;
+            let gp = g(lp);
+            [(gp[0] - r[0]) / h, (gp[1] - r[1]) / h]
+        };
+        let (c0, c1) = (d(0), d(1));
+        let det = c0[0] * c1[1] - c1[0] * c0[1];
+        l[0] -= (r[0] * c1[1] - c1[0] * r[1]) / det;
+        l[1] -= (c0[0] * r[1] - r[0] * c0[1]) / det;
+    }
+    assert!(g(l).iter().all(|v| v.abs() < 1e-12), "{l:?}");
+    let corner = at(&fields(&outcome, outcome.steps), [1.0, 1.0, 1.0]);
+    let exact = [l[0] - 1.0, l[0] - 1.0, l[1] - 1.0];
+    for d in 0..3 {
+        assert!(
+            (corner[d] - exact[d]).abs() < 1e-7,
+            "{corner:?} vs {exact:?}"
+        );
+    }
+    let last = summary["steps"].as_array().unwrap().last().unwrap();
+    let support = last["reactions"]["zmin"]["force"][2].as_f64().unwrap();
+    assert!((support - p * l[0] * l[0]).abs() < 1e-6, "{support}");
+}
+
+/// A body force given as an expression of x against the manufactured solution
+/// `u = (a sin(pi x / 2), 0, 0)` of linear elasticity on the unit cube (x = 0 fixed, rollers on
+/// the sides, x = 1 free: `sigma_xx = (lambda + 2 mu) u_x'` vanishes there), whose body force is
+/// `f_x = (lambda + 2 mu) a (pi / 2)^2 sin(pi x / 2)`. The error at x = 1 falls as h^2 for Q1
+/// and is tiny for Q2.
+#[test]
+fn expression_body_force_matches_a_manufactured_solution() {
+    let (e, nu, a): (f64, f64, f64) = (1.0, 0.3, 0.01);
+    let (mu, lambda) = (
+        e / (2.0 * (1.0 + nu)),
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+    );
+    let c = (lambda + 2.0 * mu) * a * (std::f64::consts::PI / 2.0).powi(2);
+    let error = |cells: usize, order: usize| {
+        let yaml = format!(
+            "mesh:\n  box: {{ cells: [{cells}, 1, 1], lower: [0, 0, 0], upper: [1, 1, 1], order: {order} }}\n\
+             materials:\n  - {{ model: linear, young_modulus: {e}, poisson_ratio: {nu} }}\n\
+             body_force: [\"{c:.17} * sin(PI * x / 2)\", 0, 0]\n\
+             boundary:\n  dirichlet:\n    - {{ set: xmin, x: 0.0 }}\n    - {{ set: ymin, y: 0.0 }}\n    - {{ set: ymax, y: 0.0 }}\n    - {{ set: zmin, z: 0.0 }}\n    - {{ set: zmax, z: 0.0 }}\n"
+        );
+        let (_dir, outcome, _) = run_yaml(&format!("manufactured-{cells}-{order}"), &yaml)
+            .unwrap_or_else(|(_, e)| panic!("{e}"));
+        let u = at(&fields(&outcome, 1), [1.0, 1.0, 1.0]);
+        assert!(u[1].abs() < 1e-14 && u[2].abs() < 1e-14, "{u:?}");
+        (u[0] - a).abs() / a
+    };
+    let (coarse, fine) = (error(8, 1), error(16, 1));
+    assert!(
+        coarse < 1e-2 && fine < coarse / 3.5,
+        "Q1 errors {coarse:e}, {fine:e}"
+    );
+    let q2 = error(8, 2);
+    assert!(q2 < 1e-5, "Q2 error {q2:e}");
+}
+
+/// Dirichlet values given as expressions of the reference position: a linear displacement field
+/// `u = (0.01 x + 0.02 y, -0.01 z, 0.03 x)` prescribed on the whole boundary of a linear-elastic
+/// cube is reproduced exactly inside (a linear field is in the Q1 space and in equilibrium without
+/// body force), at every node.
+#[test]
+fn expression_dirichlet_values_reproduce_a_linear_field() {
+    let mut yaml = String::from(
+        "mesh:\n  box: { cells: [3, 3, 3], lower: [0, 0, 0], upper: [1, 2, 1], order: 1 }\n\
+         materials:\n  - { model: linear, young_modulus: 5.0, poisson_ratio: 0.25 }\n\
+         boundary:\n  dirichlet:\n",
+    );
+    for set in ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"] {
+        yaml += &format!(
+            "    - {{ set: {set}, x: \"0.01 * x + 0.02 * y\", y: \"-0.01 * z\", z: \"0.03 * x\" }}\n"
+        );
+    }
+    let (_dir, outcome, _) =
+        run_yaml("dirichlet-expr", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (coords, u) = fields(&outcome, 1);
+    for (x, u) in coords.iter().zip(&u) {
+        let exact = [0.01 * x[0] + 0.02 * x[1], -0.01 * x[2], 0.03 * x[0]];
+        for d in 0..3 {
+            assert!(
+                (u[d] - exact[d]).abs() < 1e-12,
+                "at {x:?}: {u:?} vs {exact:?}"
+            );
+        }
+    }
+}
+
+/// A load on a curve of its own: traction A goes up and back to zero on its own curve while
+/// traction B ramps with the run's curve. At the end only B acts, and the state is the one of B
+/// alone (hyperelastic, dead loads: path independent); half way, A bends the beam down.
+#[test]
+fn a_load_on_its_own_curve_unloads_while_another_loads() {
+    let beam =
+        "mesh:\n  box: { cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n";
+    let both = format!(
+        "{beam}  traction:\n    - {{ set: xmax, value: [0, 0, -0.5], curve: [[0, 0], [1, 1], [2, 0]] }}\n    - {{ set: xmax, value: [0, 0.3, 0] }}\n\
+         loading: {{ steps: 4, curve: [[0, 0], [2, 1]] }}\n"
+    );
+    let (_a, outcome, summary) =
+        run_yaml("own-curve", &both).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let alone = format!(
+        "{beam}  traction: [{{ set: xmax, value: [0, 0.3, 0] }}]\nloading: {{ steps: 2 }}\n"
+    );
+    let (_b, reference, _) =
+        run_yaml("own-curve-ref", &alone).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let steps = summary["steps"].as_array().unwrap();
+    let half = steps
+        .iter()
+        .position(|s| s["load_factor"].as_f64().unwrap() == 0.5)
+        .expect("a step at time 1");
+    let mid = at(&fields(&outcome, half + 1), [10.0, 0.5, 0.5]);
+    assert!(mid[2] < -1.0 && mid[1] > 0.0, "{mid:?}");
+    let end = at(&fields(&outcome, outcome.steps), [10.0, 0.5, 0.5]);
+    let expected = at(&fields(&reference, reference.steps), [10.0, 0.5, 0.5]);
+    for d in 0..3 {
+        assert!(
+            (end[d] - expected[d]).abs() < 1e-6,
+            "{end:?} vs {expected:?}"
+        );
+    }
+}
