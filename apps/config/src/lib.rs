@@ -32,9 +32,9 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, Config, DirichletParams, GmshMesh, LinearSolverMethod,
+    BoundaryParams, BoxMesh, Config, DirichletParams, GlobalProbe, GmshMesh, LinearSolverMethod,
     LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,
-    QuadratureParams, Source, TractionParams, TwistParams,
+    PointProbe, ProbesParams, QuadratureParams, SetProbe, Source, TractionParams, TwistParams,
 };
 pub use tree::Origin;
 

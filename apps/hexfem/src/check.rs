@@ -19,6 +19,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     crate::run::check_output(&config, output_dir, &dir, &name)?;
     let memory = crate::memory::guard(&config)?;
     let problem = crate::locate::build_problem(&config)?;
+    let probes = crate::probes::Probes::new(&config, &problem.mesh)?;
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -64,6 +65,9 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         "  loading    {} steps, linear solver {:?}",
         config.loading.steps, config.linear_solver.method
     )?;
+    if !probes.is_empty() {
+        writeln!(s, "  probes     {}", probes.columns().join(", "))?;
+    }
     writeln!(
         s,
         "  output     {}",

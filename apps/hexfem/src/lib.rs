@@ -6,5 +6,7 @@ pub mod bench;
 pub mod check;
 pub mod locate;
 pub mod memory;
+pub mod probes;
+pub mod restart;
 pub mod run;
 pub mod verify;

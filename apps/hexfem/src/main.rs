@@ -29,6 +29,10 @@ enum Command {
         /// No progress lines (the default in CI and when standard error is not a terminal).
         #[arg(short, long)]
         quiet: bool,
+        /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
+        /// FILE.h5:STEP.
+        #[arg(long, value_name = "FILE.h5[:STEP]")]
+        restart: Option<String>,
         /// Test-only (crash tests): abort the process at output write position N (0-based,
         /// counting every write, rename and truncation of the output files).
         #[arg(long, hide = true, value_name = "N")]
@@ -162,6 +166,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             overrides,
             output,
             quiet,
+            restart,
             test_abort_at_write,
             test_torn_write,
             test_abort_after_step,
@@ -180,6 +185,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 overrides,
                 output_dir: output,
                 progress,
+                restart,
                 faults,
                 abort_after_step: test_abort_after_step,
             });

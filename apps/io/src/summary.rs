@@ -95,6 +95,9 @@ pub struct StepRecord {
     /// Free-form report of the linear solver (e.g. the AMG hierarchy); `null` when absent.
     #[serde(default)]
     pub linear_solver: serde_json::Value,
+    /// The run's probes at the end of the step, by column name (`tip.uz`); empty without probes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub probes: std::collections::BTreeMap<String, f64>,
 }
 
 /// State of the run: `{"state": "running"}`, `{"state": "completed"}` or

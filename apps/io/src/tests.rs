@@ -175,6 +175,7 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
             energy_density: Some(&f1.scalar),
             nodal_cauchy_stress: None,
             nodal_von_mises: None,
+            next_increment: None,
         })
         .unwrap();
     let f2 = fields(2);
@@ -487,6 +488,7 @@ fn step_record(step: usize) -> StepRecord {
         max_displacement: 0.01 * step as f64,
         wall_s: 0.75,
         linear_solver: serde_json::json!({ "levels": [ { "rows": 300 }, { "rows": 12 } ] }),
+        probes: Default::default(),
     }
 }
 

@@ -60,6 +60,41 @@ pub struct ConvergedStep {
     pub wall_s: f64,
     /// Attempts of this step that failed and were cut back.
     pub cutbacks: usize,
+    /// The increment the next step will try (after regrowth); with `load_factor` and `index`
+    /// it is the [`PathState`] a restart continues from.
+    pub next_increment: f64,
+}
+
+/// Where a load path stands between two steps: with the converged displacement, all that the
+/// rest of the path depends on (a restart from it repeats the uninterrupted path exactly).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathState {
+    /// Load factor of the last converged step (0 at the start).
+    pub load_factor: f64,
+    /// The increment the next step tries.
+    pub increment: f64,
+    /// Converged steps so far.
+    pub index: usize,
+}
+
+impl PathState {
+    /// The start of a path: load factor 0, the nominal increment `1 / steps`, no steps.
+    pub fn start(loading: &LoadingParams) -> Self {
+        PathState {
+            load_factor: 0.0,
+            increment: 1.0 / loading.steps as f64,
+            index: 0,
+        }
+    }
+
+    /// The state after `step`.
+    pub fn after(step: &ConvergedStep) -> Self {
+        PathState {
+            load_factor: step.load_factor,
+            increment: step.next_increment,
+            index: step.index,
+        }
+    }
 }
 
 /// Why a Newton solve of one step failed.
@@ -121,11 +156,23 @@ struct Workspace {
 }
 
 impl LoadPath<'_> {
-    /// Runs the load path; `on_step` sees each converged step and the converged displacement and is
-    /// where output is written (so every converged step is on disk before the next begins). A
-    /// failure after cutbacks returns [`PathFailure`] with the steps so far already delivered.
+    /// Runs the load path from its start (see [`LoadPath::run_from`]).
     pub fn run(
         &self,
+        problem: &mut Problem,
+        solver: &mut LinearSolver,
+        u: &mut Vector,
+        on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
+    ) -> Result<()> {
+        self.run_from(PathState::start(self.loading), problem, solver, u, on_step)
+    }
+
+    /// Runs the load path from `start` with `u` the converged displacement there; `on_step` sees each converged step and the converged displacement and is
+    /// where output is written (so every converged step is on disk before the next begins). A
+    /// failure after cutbacks returns [`PathFailure`] with the steps so far already delivered.
+    pub fn run_from(
+        &self,
+        start: PathState,
         problem: &mut Problem,
         solver: &mut LinearSolver,
         u: &mut Vector,
@@ -140,9 +187,9 @@ impl LoadPath<'_> {
             scratch: Vector::zeros(n),
         };
         let nominal = 1.0 / self.loading.steps as f64;
-        let mut increment = nominal;
-        let mut load_factor = 0.0;
-        let mut index = 0;
+        let mut increment = start.increment;
+        let mut load_factor = start.load_factor;
+        let mut index = start.index;
         let mut cutbacks = 0;
         while load_factor < 1.0 {
             let target = if 1.0 - (load_factor + increment) < LOAD_FACTOR_SNAP {
@@ -150,7 +197,7 @@ impl LoadPath<'_> {
             } else {
                 load_factor + increment
             };
-            let start = Instant::now();
+            let started = Instant::now();
             if self.verbose {
                 eprintln!("load factor {load_factor:.4} -> {target:.4}");
             }
@@ -165,22 +212,23 @@ impl LoadPath<'_> {
                     discrete
                         .constraints
                         .copy_constrained(&ws.system.residual, &mut reactions)?;
+                    let easy = iterations.len() <= EASY_ITERATIONS;
+                    if easy {
+                        increment = (increment * self.loading.growth).min(nominal);
+                    }
+                    increment = increment.min(1.0 - load_factor);
                     let step = ConvergedStep {
                         index,
                         load_factor,
                         residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
                         iterations,
                         reactions,
-                        wall_s: start.elapsed().as_secs_f64(),
+                        wall_s: started.elapsed().as_secs_f64(),
                         cutbacks,
+                        next_increment: increment,
                     };
-                    let easy = step.iterations.len() <= EASY_ITERATIONS;
                     on_step(&step, u, problem, solver)?;
                     cutbacks = 0;
-                    if easy {
-                        increment = (increment * self.loading.growth).min(nominal);
-                    }
-                    increment = increment.min(1.0 - load_factor);
                 }
                 Err(StepFailure::Numeric(e)) => return Err(e.into()),
                 Err(failure) => {

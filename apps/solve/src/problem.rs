@@ -23,21 +23,43 @@ impl Problem {
     pub fn new(params: &ProblemParams) -> Result<Self> {
         let mesh = build_mesh(&params.mesh)?;
         let materials = cell_materials(params, &mesh)?;
-        let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
-        if points < mesh.order() + 1 {
-            bail!(
-                "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
-                mesh.order(),
-                mesh.order() + 1
-            );
-        }
-        let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
+        let points = quadrature_points(params, &mesh)?;
+        let assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
-        let constraints = build_constraints(params, &mesh, &assembler)?;
+        let mut problem = Self {
+            discrete: DiscreteProblem {
+                constraints: build_constraints(params, &mesh, &assembler)?,
+                external: linalg::Vector::zeros(3 * mesh.n_nodes()),
+                assembler,
+            },
+            mesh,
+        };
+        problem.set_loads(params)?;
+        Ok(problem)
+    }
+
+    /// Rebuilds materials, constraints and loads from `params` on this problem's mesh and
+    /// element loop, whose geometry checks and COO plans are kept. The caller guarantees that
+    /// `params.mesh` and `params.quadrature_points` are those the problem was built with.
+    pub fn reconfigure(&mut self, params: &ProblemParams) -> Result<()> {
+        let materials = cell_materials(params, &self.mesh)?;
+        self.discrete.assembler.set_materials(materials)?;
+        self.discrete.constraints =
+            build_constraints(params, &self.mesh, &self.discrete.assembler)?;
+        self.set_loads(params)
+    }
+
+    /// The dead loads of `params` (checks first that some set is constrained).
+    fn set_loads(&mut self, params: &ProblemParams) -> Result<()> {
         if params.dirichlet.is_empty() && params.twist.is_empty() {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
-        let mut external = body_force_load(&mut assembler, Load::Constant(params.body_force))?;
+        let points = quadrature_points(params, &self.mesh)?;
+        let mesh = &self.mesh;
+        let mut external = body_force_load(
+            &mut self.discrete.assembler,
+            Load::Constant(params.body_force),
+        )?;
         for t in &params.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
@@ -46,22 +68,29 @@ impl Problem {
                     names(mesh.face_sets.keys())
                 )
             })?;
-            add_traction_load(&mesh, faces, t.value, points, &mut external)?;
+            add_traction_load(mesh, faces, t.value, points, &mut external)?;
         }
-        Ok(Self {
-            mesh,
-            discrete: DiscreteProblem {
-                assembler,
-                constraints,
-                external,
-            },
-        })
+        self.discrete.external = external;
+        Ok(())
     }
 
     /// Unknowns (three per node, constrained ones included).
     pub fn n_dofs(&self) -> usize {
         self.discrete.n_dofs()
     }
+}
+
+/// Gauss points per direction: the configured number, at least `order + 1`.
+fn quadrature_points(params: &ProblemParams, mesh: &HexMesh) -> Result<usize> {
+    let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
+    if points < mesh.order() + 1 {
+        bail!(
+            "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
+            mesh.order(),
+            mesh.order() + 1
+        );
+    }
+    Ok(points)
 }
 
 /// The rigid-body modes at `coords` as the AMG's near-null space (six vectors, node-major).

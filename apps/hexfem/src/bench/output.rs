@@ -141,6 +141,7 @@ fn write(
             energy_density: Some(&scalar),
             nodal_cauchy_stress: Some(&nodal),
             nodal_von_mises: Some(&nodal_scalar),
+            next_increment: None,
         })?;
         summary.record_step(
             StepRecord {
@@ -154,6 +155,7 @@ fn write(
                 max_displacement: load_factor,
                 wall_s: 0.0,
                 linear_solver: serde_json::Value::Null,
+                probes: Default::default(),
             },
             started.elapsed().as_secs_f64(),
         )?;
