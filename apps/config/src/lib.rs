@@ -16,6 +16,7 @@
 //!   traction: [{ set: xmax, value: [0, 0, -1.0e-3] }]
 //! ```
 
+pub mod campaign;
 mod convert;
 mod de;
 mod error;

@@ -3,6 +3,7 @@
 //! only parses the command line and calls into these modules.
 
 pub mod bench;
+pub mod campaign;
 pub mod check;
 pub mod locate;
 pub mod memory;

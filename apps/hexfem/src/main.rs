@@ -45,6 +45,26 @@ enum Command {
         #[arg(long, hide = true, value_name = "N")]
         test_abort_after_step: Option<usize>,
     },
+    /// Run a parameter study: every case of a campaign file (a base input and the parameters
+    /// that vary), each in its own directory, and one results table (results.csv, .jsonl).
+    Campaign {
+        file: PathBuf,
+        /// Cases run at once.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Skip cases already completed with the same resolved input.
+        #[arg(long)]
+        resume: bool,
+        /// Campaign directory (replaces the file's `directory`).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// No progress (default: a bar on a terminal, a line per case otherwise).
+        #[arg(short, long)]
+        quiet: bool,
+        /// Test-only: abort the process once N cases have finished.
+        #[arg(long, hide = true, value_name = "N")]
+        test_abort_after_cases: Option<usize>,
+    },
     /// Benchmarks (table, or one JSON object with --json).
     Bench {
         #[command(subcommand)]
@@ -253,6 +273,57 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             })
             .and_then(|r| render(&r, json)),
         ),
+        Command::Campaign {
+            file,
+            jobs,
+            resume,
+            output,
+            quiet,
+            test_abort_after_cases,
+        } => {
+            use hexfem::campaign::{run_campaign, CampaignOptions, Reporter};
+            let summary = run_campaign(&CampaignOptions {
+                file,
+                jobs,
+                resume,
+                output_dir: output,
+                reporter: if quiet {
+                    Reporter::Quiet
+                } else {
+                    Reporter::auto()
+                },
+                abort_after_cases: test_abort_after_cases,
+            });
+            match summary {
+                Ok(s) => {
+                    let text = format!(
+                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} hot)\n",
+                        s.cases,
+                        s.completed,
+                        s.failed,
+                        if s.resumed > 0 { format!(" ({} resumed)", s.resumed) } else { String::new() },
+                        s.table_csv.display(),
+                        s.wall_s,
+                        s.problems_built,
+                        s.problems_reused,
+                        s.amg_cold_setups,
+                        s.amg_hot_setups,
+                    );
+                    let status = if s.failed > 0 {
+                        Err(anyhow::anyhow!(
+                            "{} of {} cases failed (their errors are in {})",
+                            s.failed,
+                            s.cases,
+                            s.table_csv.display()
+                        ))
+                    } else {
+                        Ok(())
+                    };
+                    (text, status)
+                }
+                Err(e) => (String::new(), Err(e)),
+            }
+        }
         Command::Check {
             input,
             overrides,

@@ -126,8 +126,31 @@ impl Warm {
 }
 
 /// The key under which a problem is reused: mesh source and quadrature.
-fn problem_key(config: &Config) -> Result<String> {
+pub fn problem_key(config: &Config) -> Result<String> {
     Ok(serde_json::to_string(&(&config.mesh, &config.quadrature))?)
+}
+
+/// Builds (or reconfigures, on the same mesh) the problem of `config` and resolves its probes,
+/// as a run starts: a campaign's check of its cases before any runs. The problem stays in `warm`.
+pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
+    let (problem, _) = take_problem(config, warm)?;
+    let probes = crate::probes::Probes::new(config, &problem.mesh);
+    warm.problem = Some((problem_key(config)?, problem));
+    probes.map(|_| ())
+}
+
+/// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
+/// one; and whether it was reused.
+fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
+    let key = problem_key(config)?;
+    match warm.problem.take() {
+        Some((k, mut problem)) if k == key => {
+            let params = config.problem_params()?;
+            crate::locate::located(config, problem.reconfigure(&params))?;
+            Ok((problem, true))
+        }
+        _ => Ok((crate::locate::build_problem(config)?, false)),
+    }
 }
 
 /// Runs the simulation of `options.input`. On a failed load path the files written so far are
@@ -162,14 +185,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
 pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutcome> {
     let config = case.config;
     let key = problem_key(config)?;
-    let (mut problem, reused_problem) = match warm.problem.take() {
-        Some((k, mut problem)) if k == key => {
-            let params = config.problem_params()?;
-            crate::locate::located(config, problem.reconfigure(&params))?;
-            (problem, true)
-        }
-        _ => (crate::locate::build_problem(config)?, false),
-    };
+    let (mut problem, reused_problem) = take_problem(config, warm)?;
     let outcome = execute_on(case, warm, &key, &mut problem, started);
     warm.problem = Some((key, problem));
     outcome.map(|mut o| {
