@@ -118,6 +118,25 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// A parameter study of neo-Hookean cases on one Q1 mesh: separate `hexfem run` processes
+    /// against one campaign (problem reused, AMG set-up shared, then with --jobs).
+    Campaign {
+        #[arg(long, default_value_t = 20)]
+        cases: usize,
+        /// Cells of the 4 x 1 x 1 cantilever, as NX,NY,NZ.
+        #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [32, 8, 8])]
+        cells: Vec<usize>,
+        #[arg(long, default_value_t = 1)]
+        steps: usize,
+        /// Workers of the last variant.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -255,6 +274,26 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
+        Command::Bench {
+            which:
+                Bench::Campaign {
+                    cases,
+                    cells,
+                    steps,
+                    jobs,
+                    dir,
+                    json,
+                },
+        } => split(
+            hexfem::bench::campaign::run(&hexfem::bench::campaign::CampaignBench {
+                cases,
+                cells: [cells[0], cells[1], cells[2]],
+                steps,
+                jobs,
+                dir,
+            })
+            .and_then(|r| render(&r, json)),
+        ),
         Command::Bench {
             which:
                 Bench::Output {

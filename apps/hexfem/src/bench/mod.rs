@@ -9,6 +9,7 @@
 //!   is reported as that single wall time.
 
 pub mod assembly;
+pub mod campaign;
 pub mod gamg;
 pub mod output;
 

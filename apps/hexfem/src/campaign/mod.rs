@@ -6,7 +6,7 @@
 //! its problem built (on one mesh per distinct mesh and quadrature, reconfigured per case) and
 //! its probes resolved — all before the first case runs, so a bad value stops the campaign at
 //! once, named at its line in the campaign file. Then the cases run, grouped by mesh, on `jobs`
-//! workers; each worker keeps its last problem (mesh, element loop, COO plans) and, with
+//! workers (each with its share of the threads; results do not depend on the thread count); each worker keeps its last problem (mesh, element loop, COO plans) and, with
 //! `share_solver`, its linear solver (the AMG hierarchy: the next case's first set-up is hot), see
 //! [`crate::run::Warm`]. A failed case is recorded with its error and the others go on.
 //!
@@ -127,22 +127,43 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     table.write(&rows)?;
     let mut reporter = options.reporter.start(prepared.len(), resumed);
     let to_run = queue.len();
-    let queue = Mutex::new(queue);
+    let workers = jobs.min(to_run);
+    let scheduler = Mutex::new(Scheduler {
+        pending: queue.into(),
+        held: vec![None; workers],
+    });
     let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
     let share_solver = campaign.share_solver;
     std::thread::scope(|scope| -> Result<()> {
-        for _ in 0..jobs.min(to_run) {
+        for worker in 0..workers {
             let sender = sender.clone();
-            let (queue, prepared, campaign, reporter_tx) =
-                (&queue, &prepared, &campaign, reporter.events());
+            let (scheduler, prepared, campaign, reporter_tx) =
+                (&scheduler, &prepared, &campaign, reporter.events());
             scope.spawn(move || {
                 let mut warm = Warm::new(share_solver);
+                // With several workers each gets its share of the threads (results do not
+                // depend on the thread count); one worker uses the global pool.
+                let pool = (workers > 1)
+                    .then(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads((rayon::current_num_threads() / workers).max(1))
+                            .build()
+                            .ok()
+                    })
+                    .flatten();
                 loop {
-                    let Some(i) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    let Some(i) = scheduler
+                        .lock()
+                        .ok()
+                        .and_then(|mut s| s.next(worker, prepared))
+                    else {
                         break;
                     };
                     let _ = reporter_tx.send(progress::Event::Started);
-                    let row = run_case(campaign, &prepared[i], &mut warm);
+                    let row = match &pool {
+                        Some(pool) => pool.install(|| run_case(campaign, &prepared[i], &mut warm)),
+                        None => run_case(campaign, &prepared[i], &mut warm),
+                    };
                     if sender.send((i, row)).is_err() {
                         break;
                     }
@@ -200,6 +221,35 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     let path = directory.join("campaign.json");
     table::write_atomic(&path, serde_json::to_string_pretty(&summary)? + "\n")?;
     Ok(summary)
+}
+
+/// Hands cases to workers so that each keeps to one mesh: a worker takes the next case on the
+/// mesh it holds, else the next case on a mesh no other worker holds, else the next case.
+struct Scheduler {
+    /// Cases not yet started, grouped by mesh.
+    pending: Vec<usize>,
+    /// The mesh key each worker last ran.
+    held: Vec<Option<String>>,
+}
+
+impl Scheduler {
+    fn next(&mut self, worker: usize, prepared: &[Prepared]) -> Option<usize> {
+        let key = |i: &usize| &prepared[*i].key;
+        let own = self.held[worker].clone();
+        let position = self
+            .pending
+            .iter()
+            .position(|i| Some(key(i)) == own.as_ref())
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .position(|i| !self.held.iter().any(|h| h.as_ref() == Some(key(i))))
+            })
+            .or_else(|| (!self.pending.is_empty()).then_some(0))?;
+        let case = self.pending.remove(position);
+        self.held[worker] = Some(key(&case).clone());
+        Some(case)
+    }
 }
 
 /// Resolves, validates and checks every case (see the module's documentation).
