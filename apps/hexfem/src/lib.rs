@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod check;
 pub mod locate;
 pub mod memory;
+pub mod plot;
 pub mod probes;
 pub mod restart;
 pub mod run;

@@ -65,6 +65,21 @@ enum Command {
         #[arg(long, hide = true, value_name = "N")]
         test_abort_after_cases: Option<usize>,
     },
+    /// Plot a run (its <name>.summary.json: Newton residuals, probes against the load factor)
+    /// or a campaign (its directory: outputs against a parameter) as PNG and SVG.
+    Plot {
+        /// A run's summary file or a campaign directory.
+        path: PathBuf,
+        /// Campaign: the parameter on the x axis (default: the first numeric one).
+        #[arg(long)]
+        x: Option<String>,
+        /// Campaign: outputs to plot (default: strain_energy, max_displacement, every probe).
+        #[arg(long, value_delimiter = ',')]
+        y: Vec<String>,
+        /// Where the pictures go (default: beside the summary; <campaign>/plots).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Benchmarks (table, or one JSON object with --json).
     Bench {
         #[command(subcommand)]
@@ -362,6 +377,24 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 }
                 Err(e) => (String::new(), Err(e)),
             }
+        }
+        Command::Plot { path, x, y, output } => {
+            split((|| {
+                let files = if path.is_dir() {
+                    let out = output.unwrap_or_else(|| path.join("plots"));
+                    hexfem::plot::plot_campaign(&path, x.as_deref(), &y, &out)?
+                } else {
+                    if x.is_some() || !y.is_empty() {
+                        anyhow::bail!("--x and --y choose what a campaign's plots show; {} is a run's summary", path.display());
+                    }
+                    let out = output.unwrap_or_else(|| {
+                        path.parent().map_or_else(PathBuf::new, |p| p.to_owned())
+                    });
+                    std::fs::create_dir_all(&out)?;
+                    hexfem::plot::plot_run(&path, &out)?
+                };
+                Ok(files.iter().map(|f| format!("{}\n", f.display())).collect())
+            })())
         }
         Command::Check {
             input,
