@@ -220,3 +220,37 @@ fn a_failed_case_is_recorded_and_the_campaign_goes_on() {
     );
     assert!(lines[1].starts_with("0,completed,") && lines[3].starts_with("2,completed,"));
 }
+
+/// The example campaign of `inputs/campaigns/` runs, with two workers, and draws its plots.
+#[test]
+fn the_example_campaign_runs_and_plots() {
+    let dir = ScratchDir::new("campaign-example");
+    let summary = run_campaign(&CampaignOptions {
+        output_dir: Some(dir.join("out")),
+        ..options(&inputs_dir().join("campaigns/cantilever_sweep.yaml"), 2)
+    })
+    .unwrap();
+    assert_eq!((summary.cases, summary.completed), (6, 6));
+    assert_eq!(summary.problems_built + summary.problems_reused, 6);
+    for y in ["strain_energy", "max_displacement", "probe_tip_uz", "probe_clamp_fz"] {
+        for ext in ["png", "svg"] {
+            let file = dir.join(format!("out/plots/campaign_{y}.{ext}"));
+            assert!(file.is_file(), "{}", file.display());
+        }
+    }
+    // a run's default plots
+    let case = dir.join("out/case_0003/cantilever_q1.summary.json");
+    let files = hexfem::plot::plot_run(&case, &dir).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for expected in [
+        "cantilever_q1.residuals.png",
+        "cantilever_q1.probe_tip_u.svg",
+        "cantilever_q1.probe_clamp_f.png",
+        "cantilever_q1.probe_clamp_m.png",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+    }
+}
