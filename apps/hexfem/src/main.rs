@@ -139,13 +139,16 @@ enum Bench {
         #[arg(long, default_value_t = 20)]
         cases: usize,
         /// Cells of the 4 x 1 x 1 cantilever, as NX,NY,NZ.
-        #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [32, 8, 8])]
+        #[arg(long, value_delimiter = ',', default_values_t = [32, 8, 8])]
         cells: Vec<usize>,
         #[arg(long, default_value_t = 1)]
         steps: usize,
         /// Workers of the last variant.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// Rounds of all variants, taking turns (each reports its best).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -296,19 +299,24 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     cells,
                     steps,
                     jobs,
+                    rounds,
                     dir,
                     json,
                 },
-        } => split(
+        } => split((|| {
+            let [nx, ny, nz] = cells[..] else {
+                anyhow::bail!("--cells takes three numbers, NX,NY,NZ (got {cells:?})");
+            };
             hexfem::bench::campaign::run(&hexfem::bench::campaign::CampaignBench {
                 cases,
-                cells: [cells[0], cells[1], cells[2]],
+                cells: [nx, ny, nz],
                 steps,
                 jobs,
+                rounds,
                 dir,
             })
-            .and_then(|r| render(&r, json)),
-        ),
+            .and_then(|r| render(&r, json))
+        })()),
         Command::Bench {
             which:
                 Bench::Output {

@@ -177,7 +177,18 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         faults: options.faults.clone(),
         abort_after_step: options.abort_after_step,
     };
-    execute(&case, &mut Warm::default(), started)
+    in_pool(|| execute(&case, &mut Warm::default(), started))
+}
+
+/// Runs `f` on a thread of a rayon pool (of the default size): the parallel loops of a run
+/// then start from a pool thread, not from outside the pool, where each one would hand its work
+/// over and wait to be woken (a cost per loop that small problems feel). Results do not depend
+/// on it.
+pub fn in_pool<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    rayon::ThreadPoolBuilder::new()
+        .build()
+        .context("starting the thread pool")?
+        .install(f)
 }
 
 /// Runs a validated configuration whose output was checked; `warm` lends what an earlier run in

@@ -142,16 +142,13 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
                 (&scheduler, &prepared, &campaign, reporter.events());
             scope.spawn(move || {
                 let mut warm = Warm::new(share_solver);
-                // With several workers each gets its share of the threads (results do not
-                // depend on the thread count); one worker uses the global pool.
-                let pool = (workers > 1)
-                    .then(|| {
-                        rayon::ThreadPoolBuilder::new()
-                            .num_threads((rayon::current_num_threads() / workers).max(1))
-                            .build()
-                            .ok()
-                    })
-                    .flatten();
+                // Each worker runs its cases inside a thread pool of its own with its share of
+                // the threads (results do not depend on the thread count): the parallel loops
+                // of a case then start from a pool thread, not from outside the pool.
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads((rayon::current_num_threads() / workers).max(1))
+                    .build()
+                    .ok();
                 loop {
                     let Some(i) = scheduler
                         .lock()
