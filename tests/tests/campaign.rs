@@ -232,7 +232,12 @@ fn the_example_campaign_runs_and_plots() {
     .unwrap();
     assert_eq!((summary.cases, summary.completed), (6, 6));
     assert_eq!(summary.problems_built + summary.problems_reused, 6);
-    for y in ["strain_energy", "max_displacement", "probe_tip_uz", "probe_clamp_fz"] {
+    for y in [
+        "strain_energy",
+        "max_displacement",
+        "probe_tip_uz",
+        "probe_clamp_fz",
+    ] {
         for ext in ["png", "svg"] {
             let file = dir.join(format!("out/plots/campaign_{y}.{ext}"));
             assert!(file.is_file(), "{}", file.display());
@@ -251,6 +256,9 @@ fn the_example_campaign_runs_and_plots() {
         "cantilever_q1.probe_clamp_f.png",
         "cantilever_q1.probe_clamp_m.png",
     ] {
-        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
     }
 }

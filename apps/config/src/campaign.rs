@@ -510,7 +510,7 @@ impl Parser<'_> {
                 ));
             }
             let (lo, hi) = (self.number(&ends[0], &path)?, self.number(&ends[1], &path)?);
-            if !(lo < hi) {
+            if lo >= hi {
                 return Err(self.error(
                     &e.value.origin,
                     &path,

@@ -99,8 +99,8 @@ impl Probes {
         for p in &self.points {
             let mut u = [0.0; 3];
             for (&n, &w) in p.nodes.iter().zip(&p.weights) {
-                for d in 0..3 {
-                    u[d] += w * state.displacement[n][d];
+                for (ud, un) in u.iter_mut().zip(state.displacement[n]) {
+                    *ud += w * un;
                 }
             }
             out.extend(u);
@@ -144,8 +144,8 @@ fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
 fn centroid(mesh: &HexMesh, nodes: &[usize]) -> [f64; 3] {
     let mut c = [0.0; 3];
     for &n in nodes {
-        for d in 0..3 {
-            c[d] += mesh.coords[n][d];
+        for (cd, x) in c.iter_mut().zip(mesh.coords[n]) {
+            *cd += x;
         }
     }
     c.map(|v| v / nodes.len().max(1) as f64)

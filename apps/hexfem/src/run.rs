@@ -263,9 +263,11 @@ fn execute_on(
         let energy = write_fields(
             config,
             problem,
-            start.index,
-            start.load_factor,
-            Some(start.increment),
+            StepStamp {
+                index: start.index,
+                load_factor: start.load_factor,
+                next_increment: Some(start.increment),
+            },
             &u,
             &reactions,
             &mut results,
@@ -584,18 +586,29 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
     }
 }
 
-/// Post-processes the state `u` (with `reactions`) and writes it as step `index`; returns the
-/// total strain energy.
-fn write_fields(
-    config: &Config,
-    problem: &mut Problem,
+/// Which step a state is: its index, load factor and the increment the path tries next.
+#[derive(Clone, Copy)]
+struct StepStamp {
     index: usize,
     load_factor: f64,
     next_increment: Option<f64>,
+}
+
+/// Post-processes the state `u` (with `reactions`) and writes it as step `stamp.index`; returns
+/// the total strain energy.
+fn write_fields(
+    config: &Config,
+    problem: &mut Problem,
+    stamp: StepStamp,
     u: &Vector,
     reactions: &Vector,
     results: &mut ResultsWriter,
 ) -> Result<f64> {
+    let StepStamp {
+        index,
+        load_factor,
+        next_increment,
+    } = stamp;
     let assembler = &problem.discrete.assembler;
     let kernel = assembler.kernel();
     let cells = assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
@@ -675,9 +688,11 @@ fn write_step(
     let strain_energy = write_fields(
         config,
         problem,
-        step.index,
-        step.load_factor,
-        Some(step.next_increment),
+        StepStamp {
+            index: step.index,
+            load_factor: step.load_factor,
+            next_increment: Some(step.next_increment),
+        },
         u,
         &step.reactions,
         results,

@@ -285,7 +285,17 @@ impl std::fmt::Display for CampaignBenchResult {
         writeln!(
             f,
             "{:<44} {:>9} {:>8} {:>7} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7}",
-            "variant", "seconds", "speedup", "cpu s", "cpu gain", "cold", "hot", "setup s", "meshes", "newton", "linear"
+            "variant",
+            "seconds",
+            "speedup",
+            "cpu s",
+            "cpu gain",
+            "cold",
+            "hot",
+            "setup s",
+            "meshes",
+            "newton",
+            "linear"
         )?;
         for v in &self.variants {
             writeln!(

@@ -149,14 +149,12 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
                     .num_threads((rayon::current_num_threads() / workers).max(1))
                     .build()
                     .ok();
-                loop {
-                    let Some(i) = scheduler
-                        .lock()
-                        .ok()
-                        .and_then(|mut s| s.next(worker, prepared))
-                    else {
-                        break;
-                    };
+                // the lock is taken and released inside the condition
+                while let Some(i) = scheduler
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.next(worker, prepared))
+                {
                     let _ = reporter_tx.send(progress::Event::Started);
                     let row = match &pool {
                         Some(pool) => pool.install(|| run_case(campaign, &prepared[i], &mut warm)),
