@@ -358,8 +358,10 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             });
             match summary {
                 Ok(s) => {
+                    let saved = s.saving.problems_saved_s.unwrap_or(0.0)
+                        + s.saving.setups_saved_s.unwrap_or(0.0);
                     let text = format!(
-                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} hot)\n",
+                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} hot; reuse saved about {saved:.2} s)\n",
                         s.cases,
                         s.completed,
                         s.failed,

@@ -79,6 +79,11 @@ pub struct RunFigures {
     pub amg_hot_setups: usize,
     /// Seconds in preconditioner set-ups.
     pub setup_s: f64,
+    /// Seconds of the run's first preconditioner set-up (cold, or hot on a shared solver).
+    pub first_setup_s: f64,
+    /// Seconds to build the problem (mesh, element loop, plans, constraints, loads), or to
+    /// reconfigure a reused one.
+    pub problem_s: f64,
     pub strain_energy: f64,
     pub max_displacement: f64,
     /// Total reaction force on each node and face set of the mesh.
@@ -196,11 +201,14 @@ pub fn in_pool<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
 pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutcome> {
     let config = case.config;
     let key = problem_key(config)?;
+    let problem_started = Instant::now();
     let (mut problem, reused_problem) = take_problem(config, warm)?;
+    let problem_s = problem_started.elapsed().as_secs_f64();
     let outcome = execute_on(case, warm, &key, &mut problem, started);
     warm.problem = Some((key, problem));
     outcome.map(|mut o| {
         o.figures.reused_problem = reused_problem;
+        o.figures.problem_s = problem_s;
         o
     })
 }
@@ -338,6 +346,9 @@ fn execute_on(
         figures.newton_iterations += record.newton_iterations;
         figures.linear_iterations += record.linear_iterations.iter().sum::<usize>();
         for it in &step.iterations {
+            if figures.amg_cold_setups + figures.amg_hot_setups == 0 && figures.setup_s == 0.0 {
+                figures.first_setup_s = it.linear.setup_s;
+            }
             figures.setup_s += it.linear.setup_s;
             match it.linear.setup {
                 SetupKind::AmgCold => figures.amg_cold_setups += 1,

@@ -73,11 +73,82 @@ pub struct CampaignSummary {
     pub amg_hot_setups: usize,
     /// Seconds in preconditioner set-ups over all cases run.
     pub setup_s: f64,
+    /// What reuse saved, estimated from this campaign's own timings (see [`Saving`]).
+    pub saving: Saving,
     /// Seconds validating every case before the first ran.
     pub validate_s: f64,
     pub wall_s: f64,
     pub table_csv: PathBuf,
     pub table_jsonl: PathBuf,
+}
+
+/// The time reuse saved, estimated from the campaign's own cases: each reused problem would
+/// have cost the mean build time of the problems built, and each case whose first set-up was
+/// hot would have paid the mean first set-up of the cases that started cold. Process start-up,
+/// which separate runs also pay, is not counted (see `hexfem bench campaign` for a measurement
+/// against separate runs).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Saving {
+    /// Mean seconds to build a problem, and to reconfigure a reused one.
+    pub problem_build_s: Option<f64>,
+    pub problem_reuse_s: Option<f64>,
+    /// Mean seconds of a case's first set-up when cold, and when hot on a shared solver.
+    pub first_setup_cold_s: Option<f64>,
+    pub first_setup_hot_s: Option<f64>,
+    /// Estimated seconds saved by reused problems and by shared set-ups (`null` when the
+    /// campaign has no case of one of the two kinds to compare).
+    pub problems_saved_s: Option<f64>,
+    pub setups_saved_s: Option<f64>,
+}
+
+impl Saving {
+    fn estimate(rows: &[&CaseRow]) -> Saving {
+        let mean = |values: Vec<f64>| {
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        let completed: Vec<&&CaseRow> = rows
+            .iter()
+            .filter(|r| r.status == CaseStatus::Completed)
+            .collect();
+        let build = mean(
+            completed
+                .iter()
+                .filter(|r| !r.reused_problem)
+                .map(|r| r.problem_s)
+                .collect(),
+        );
+        let reuse = mean(
+            completed
+                .iter()
+                .filter(|r| r.reused_problem)
+                .map(|r| r.problem_s)
+                .collect(),
+        );
+        let cold = mean(
+            completed
+                .iter()
+                .filter(|r| !r.reused_solver && r.amg_cold_setups > 0)
+                .map(|r| r.first_setup_s)
+                .collect(),
+        );
+        let hot = mean(
+            completed
+                .iter()
+                .filter(|r| r.reused_solver)
+                .map(|r| r.first_setup_s)
+                .collect(),
+        );
+        let reused_problems = completed.iter().filter(|r| r.reused_problem).count() as f64;
+        let reused_solvers = completed.iter().filter(|r| r.reused_solver).count() as f64;
+        Saving {
+            problem_build_s: build,
+            problem_reuse_s: reuse,
+            first_setup_cold_s: cold,
+            first_setup_hot_s: hot,
+            problems_saved_s: build.zip(reuse).map(|(b, r)| reused_problems * (b - r)),
+            setups_saved_s: cold.zip(hot).map(|(c, h)| reused_solvers * (c - h)),
+        }
+    }
 }
 
 /// A case ready to run.
@@ -209,6 +280,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
         amg_cold_setups: ran().map(|r| r.amg_cold_setups).sum(),
         amg_hot_setups: ran().map(|r| r.amg_hot_setups).sum(),
         setup_s: ran().map(|r| r.setup_s).sum(),
+        saving: Saving::estimate(&ran().collect::<Vec<_>>()),
         validate_s,
         wall_s: started.elapsed().as_secs_f64(),
         table_csv: table.csv.clone(),

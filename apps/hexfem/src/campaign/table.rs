@@ -40,6 +40,12 @@ pub struct CaseRow {
     pub amg_hot_setups: usize,
     /// Seconds in preconditioner set-ups.
     pub setup_s: f64,
+    /// Seconds of the first set-up (cold, or hot on the solver of the case before).
+    #[serde(default)]
+    pub first_setup_s: f64,
+    /// Seconds to build the problem, or to reconfigure the one of the case before.
+    #[serde(default)]
+    pub problem_s: f64,
     /// Wall time of the case.
     pub wall_s: f64,
     /// At the last converged step.
@@ -82,6 +88,8 @@ impl CaseRow {
             amg_cold_setups: 0,
             amg_hot_setups: 0,
             setup_s: 0.0,
+            first_setup_s: 0.0,
+            problem_s: 0.0,
             wall_s: 0.0,
             strain_energy: None,
             max_displacement: None,
@@ -103,6 +111,8 @@ impl CaseRow {
         self.amg_cold_setups = f.amg_cold_setups;
         self.amg_hot_setups = f.amg_hot_setups;
         self.setup_s = f.setup_s;
+        self.first_setup_s = f.first_setup_s;
+        self.problem_s = f.problem_s;
         self.strain_energy = Some(f.strain_energy);
         self.max_displacement = Some(f.max_displacement);
         self.reactions = f.reactions.clone();
