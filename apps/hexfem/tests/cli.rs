@@ -647,7 +647,7 @@ print("ok")
 }
 
 /// The `case.json` rows of a campaign's table without what differs between processes (wall
-/// and set-up times, the directory, whether a case reused the one before).
+/// and set-up times, problem build times, the directory, whether a case reused the one before).
 fn campaign_rows(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("results.jsonl"))
         .unwrap()
@@ -658,6 +658,8 @@ fn campaign_rows(dir: &Path) -> Vec<serde_json::Value> {
             for key in [
                 "wall_s",
                 "setup_s",
+                "first_setup_s",
+                "problem_s",
                 "directory",
                 "reused_problem",
                 "reused_solver",
