@@ -45,6 +45,9 @@ impl Reporter {
                 "resuming: {resumed} of {total} cases already completed"
             ));
         }
+        if self == Reporter::Bar {
+            display.draw();
+        }
         display
     }
 }
