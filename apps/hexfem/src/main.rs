@@ -55,6 +55,9 @@ enum Command {
         /// Skip cases already completed with the same resolved input.
         #[arg(long)]
         resume: bool,
+        /// Only check: resolve and validate every case, build its problem, list the cases.
+        #[arg(long, conflicts_with_all = ["resume", "jobs"])]
+        check: bool,
         /// Campaign directory (replaces the file's `directory`).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -339,6 +342,19 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             file,
             jobs,
             resume,
+            check,
+            output,
+            quiet,
+            test_abort_after_cases,
+        } if check => {
+            let _ = (resume, jobs, quiet, test_abort_after_cases);
+            split(hexfem::campaign::check_campaign(&file, output.as_deref()))
+        }
+        Command::Campaign {
+            file,
+            jobs,
+            resume,
+            check: _,
             output,
             quiet,
             test_abort_after_cases,

@@ -761,3 +761,40 @@ fn a_killed_run_restarts_to_the_same_results() {
         );
     }
 }
+
+/// `campaign --check` lists the cases without running them; a bad value is named at its line
+/// and column in the campaign file, with a non-zero status.
+#[test]
+fn campaign_check_lists_cases_and_places_errors() {
+    let dir = scratch("campaign-check");
+    let file = dir.join("study.yaml");
+    let write = |values: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "base: {}\ndirectory: {}\ngrid:\n  loading.steps: {values}\n",
+                input("neo_hookean_block.yaml"),
+                dir.join("out").display()
+            ),
+        )
+        .unwrap();
+    };
+    write("[1, 2, 3]");
+    let out = hexfem(&["campaign", "--check", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("3 cases valid on 1 mesh"), "{text}");
+    assert!(
+        text.contains("case_0002") && text.contains("loading.steps=3"),
+        "{text}"
+    );
+    assert!(!dir.join("out").exists(), "a check runs nothing");
+    write("[1, 0, 3]");
+    let out = hexfem(&["campaign", "--check", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("study.yaml:4:22") && err.contains("case 1"),
+        "{err}"
+    );
+}

@@ -151,6 +151,33 @@ impl Saving {
     }
 }
 
+/// Checks a campaign without running it: every case resolved, validated, its output and memory
+/// checked and its problem built, as `run_campaign` does before the first case; returns a
+/// summary of the cases (one line each).
+pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
+    let campaign = Campaign::load(file)?;
+    let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
+    let prepared = prepare(&campaign, &directory)?;
+    let meshes: std::collections::BTreeSet<&String> = prepared.iter().map(|p| &p.key).collect();
+    let mut text = format!(
+        "{}: {} cases valid on {} mesh(es), base {}, into {}\n",
+        file.display(),
+        prepared.len(),
+        meshes.len(),
+        campaign.base.display(),
+        directory.display()
+    );
+    for p in &prepared {
+        text.push_str(&format!(
+            "  case_{:04}  {}  [{}]\n",
+            p.spec.index,
+            p.hash,
+            campaign.describe(&p.spec)
+        ));
+    }
+    Ok(text)
+}
+
 /// A case ready to run.
 struct Prepared {
     spec: CaseSpec,
