@@ -130,9 +130,42 @@ impl Warm {
     }
 }
 
-/// The key under which a problem is reused: mesh source and quadrature.
+/// Sections of the input that a reused problem takes from each run (`Problem::reconfigure`),
+/// and the output; every other section (mesh, quadrature, and any later one, such as where the
+/// run is computed) must be equal for a problem to be reused.
+const PER_RUN_SECTIONS: [&str; 7] = [
+    "materials",
+    "body_force",
+    "boundary",
+    "loading",
+    "newton",
+    "linear_solver",
+    "output",
+];
+
+/// The key under which a problem is reused: the input without [`PER_RUN_SECTIONS`].
 pub fn problem_key(config: &Config) -> Result<String> {
-    Ok(serde_json::to_string(&(&config.mesh, &config.quadrature))?)
+    section_key(config, &PER_RUN_SECTIONS)
+}
+
+/// The key under which a linear solver is shared: the problem's key and the solver options.
+fn solver_key(config: &Config) -> Result<String> {
+    let sections: Vec<&str> = PER_RUN_SECTIONS
+        .into_iter()
+        .filter(|s| *s != "linear_solver")
+        .collect();
+    section_key(config, &sections)
+}
+
+/// `config` as JSON without the top-level `sections`.
+fn section_key(config: &Config, sections: &[&str]) -> Result<String> {
+    let mut value = serde_json::to_value(config)?;
+    if let Some(map) = value.as_object_mut() {
+        for s in sections {
+            map.remove(*s);
+        }
+    }
+    Ok(value.to_string())
 }
 
 /// Builds (or reconfigures, on the same mesh) the problem of `config` and resolves its probes,
@@ -204,7 +237,7 @@ pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutc
     let problem_started = Instant::now();
     let (mut problem, reused_problem) = take_problem(config, warm)?;
     let problem_s = problem_started.elapsed().as_secs_f64();
-    let outcome = execute_on(case, warm, &key, &mut problem, started);
+    let outcome = execute_on(case, warm, &mut problem, started);
     warm.problem = Some((key, problem));
     outcome.map(|mut o| {
         o.figures.reused_problem = reused_problem;
@@ -216,7 +249,6 @@ pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutc
 fn execute_on(
     case: &Case,
     warm: &mut Warm,
-    key: &str,
     problem: &mut Problem,
     started: Instant,
 ) -> Result<RunOutcome> {
@@ -301,7 +333,7 @@ fn execute_on(
     if let Err(e) = first {
         return Err(fail(&mut summary, e));
     }
-    let solver_key = format!("{key} {}", serde_json::to_string(&config.linear_solver)?);
+    let solver_key = solver_key(config)?;
     let (mut solver, reused_solver) = match warm.solver.take() {
         Some((k, solver)) if warm.share_solver && k == solver_key => (solver, true),
         _ => (
