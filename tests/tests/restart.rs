@@ -73,6 +73,11 @@ fn restarted_run_equals_the_uninterrupted_one() {
     assert_eq!(again.steps, 6);
     assert!(assert_steps_identical(&full.h5, &again.h5, 3) >= 3 * 8);
     let summary = io::Summary::read(&again.summary).unwrap();
+    assert_eq!(
+        summary.run.restart,
+        Some(format!("{}:3", full.h5.display())),
+        "the summary names the restart"
+    );
     let steps = summary.steps.unwrap();
     assert_eq!(steps.first().unwrap().step, 4);
     let full_summary = io::Summary::read(&full.summary).unwrap();

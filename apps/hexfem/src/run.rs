@@ -263,7 +263,13 @@ fn execute_on(
     let mut summary = SummaryWriter::create(
         dir,
         name,
-        run_info(config, case.input)?,
+        RunInfo {
+            restart: case
+                .restart
+                .as_ref()
+                .map(|r| format!("{}:{}", r.file.display(), r.step)),
+            ..run_info(config, case.input)?
+        },
         mesh_info(problem),
         &case.faults,
     )?;
@@ -616,6 +622,7 @@ fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
             .map_or(0, |d| d.as_secs()),
         threads: rayon::current_num_threads(),
         config: serde_json::to_value(config)?,
+        restart: None,
     })
 }
 

@@ -59,6 +59,9 @@ pub struct RunInfo {
     pub threads: usize,
     /// The resolved configuration (`serde_json::to_value(&config)`).
     pub config: serde_json::Value,
+    /// The results file and step a restarted run continued from (`FILE.h5:STEP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<String>,
 }
 
 /// Size of the discrete problem.

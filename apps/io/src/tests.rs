@@ -502,6 +502,7 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         started_unix_s: 1_700_000_000,
         threads: 4,
         config: serde_json::json!({ "loading": { "steps": 2 } }),
+        restart: None,
     };
     let mesh = MeshInfo {
         nodes: 12,
@@ -569,6 +570,7 @@ fn write_run(dir: &std::path::Path, faults: &Faults, steps: usize) -> usize {
         started_unix_s: 0,
         threads: 1,
         config: serde_json::Value::Null,
+        restart: None,
     };
     let mesh = MeshInfo {
         nodes: 12,

@@ -93,6 +93,7 @@ fn write(
             started_unix_s: 0,
             threads: 1,
             config: serde_json::Value::Null,
+            restart: None,
         },
         MeshInfo {
             nodes: mesh.n_nodes(),
