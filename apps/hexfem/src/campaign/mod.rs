@@ -64,7 +64,8 @@ pub struct CampaignSummary {
     pub resumed: usize,
     pub jobs: usize,
     pub share_solver: bool,
-    /// Problems (mesh, element loop, plans) built from scratch, and reused from the case before.
+    /// Problems (mesh, element loop, plans) built from scratch while running, and reused from
+    /// the case before (the first worker's first case reuses the problem the validation built).
     pub problems_built: usize,
     pub problems_reused: usize,
     /// Cases whose linear solver (AMG hierarchy) came from the case before.
@@ -157,7 +158,7 @@ impl Saving {
 pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
     let campaign = Campaign::load(file)?;
     let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
-    let prepared = prepare(&campaign, &directory)?;
+    let (prepared, _) = prepare(&campaign, &directory)?;
     let meshes: std::collections::BTreeSet<&String> = prepared.iter().map(|p| &p.key).collect();
     let mut text = format!(
         "{}: {} cases valid on {} mesh(es), base {}, into {}\n",
@@ -197,7 +198,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
         .clone()
         .unwrap_or_else(|| campaign.directory.clone());
     let jobs = options.jobs.max(1);
-    let prepared = prepare(&campaign, &directory)?;
+    let (prepared, mut validated) = prepare(&campaign, &directory)?;
     let validate_s = started.elapsed().as_secs_f64();
     std::fs::create_dir_all(&directory)
         .with_context(|| format!("creating the campaign directory {}", directory.display()))?;
@@ -233,13 +234,18 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     });
     let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
     let share_solver = campaign.share_solver;
+    // the first worker starts with the problem the validation built last
+    validated.share_solver = share_solver;
+    let mut warms: Vec<Warm> = (0..workers).map(|_| Warm::new(share_solver)).collect();
+    if let Some(first) = warms.first_mut() {
+        *first = validated;
+    }
     std::thread::scope(|scope| -> Result<()> {
-        for worker in 0..workers {
+        for (worker, mut warm) in warms.into_iter().enumerate() {
             let sender = sender.clone();
             let (scheduler, prepared, campaign, reporter_tx) =
                 (&scheduler, &prepared, &campaign, reporter.events());
             scope.spawn(move || {
-                let mut warm = Warm::new(share_solver);
                 // Each worker runs its cases inside a thread pool of its own with its share of
                 // the threads (results do not depend on the thread count): the parallel loops
                 // of a case then start from a pool thread, not from outside the pool.
@@ -357,7 +363,7 @@ impl Scheduler {
 }
 
 /// Resolves, validates and checks every case (see the module's documentation).
-fn prepare(campaign: &Campaign, directory: &Path) -> Result<Vec<Prepared>> {
+fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm)> {
     let mut prepared = Vec::with_capacity(campaign.cases.len());
     for spec in &campaign.cases {
         let mut config = campaign.case_config(spec)?;
@@ -377,15 +383,16 @@ fn prepare(campaign: &Campaign, directory: &Path) -> Result<Vec<Prepared>> {
             key,
         });
     }
-    // build each case's problem, one mesh at a time
+    // build each case's problem, one mesh at a time; the meshes in reverse order of their
+    // keys, so that the problem left in `warm` is the one the first worker needs first
     let mut order: Vec<&Prepared> = prepared.iter().collect();
-    order.sort_by(|a, b| a.key.cmp(&b.key));
+    order.sort_by(|a, b| b.key.cmp(&a.key).then(a.spec.index.cmp(&b.spec.index)));
     let mut warm = Warm::new(false);
     for p in order {
         crate::run::prepare_problem(&p.config, &mut warm)
             .map_err(|e| relocate(campaign, &p.spec, e))?;
     }
-    Ok(prepared)
+    Ok((prepared, warm))
 }
 
 /// An error of a case moved to the campaign file where a campaign value caused it.
