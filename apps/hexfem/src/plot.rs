@@ -35,6 +35,8 @@ pub struct Chart {
     pub y_label: String,
     /// Logarithmic y axis (non-positive values are left out).
     pub log_y: bool,
+    /// Join the points of a series by lines (else points only).
+    pub lines: bool,
     pub series: Vec<Series>,
 }
 
@@ -158,13 +160,15 @@ where
                     .copied()
                     .filter(|p| p.0.is_finite() && p.1.is_finite() && (!chart.log_y || p.1 > 0.0))
                     .collect();
-                ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                let line = if chart.lines { pts.clone() } else { Vec::new() };
+                ctx.draw_series(LineSeries::new(line, color.stroke_width(2)))
                     .map_err(fail)?
                     .label(s.label.as_str())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                     });
-                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                let radius = if chart.lines { 3 } else { 4 };
+                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))
                     .map_err(fail)?;
             }
             if chart.series.len() > 1 || !chart.series[0].label.is_empty() {
@@ -274,6 +278,7 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
                 x_label: "Newton iteration (all steps)".into(),
                 y_label: "free residual norm".into(),
                 log_y: true,
+                lines: true,
                 series,
             },
             &dir.join(format!("{name}.residuals")),
@@ -341,6 +346,7 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
                         kind.to_owned()
                     },
                     log_y: false,
+                    lines: true,
                     series,
                 },
                 &dir.join(format!("{name}.probe_{probe}{suffix}")),
@@ -381,7 +387,8 @@ fn outputs(row: &CaseRow) -> BTreeMap<String, f64> {
 
 /// Plots of a campaign directory: each of `ys` (default: strain energy, max |u| and every
 /// probe) against the parameter `x` (default: the first numeric parameter), one line per
-/// combination of the other parameters, as `<out>/campaign_<y>.{png,svg}`.
+/// combination of the other parameters where they form a grid (at most 8 lines of 2 or more
+/// points), else one cloud of points, as `<out>/campaign_<y>.{png,svg}`.
 pub fn plot_campaign(
     dir: &Path,
     x: Option<&str>,
@@ -408,7 +415,13 @@ pub fn plot_campaign(
     let Some(first) = rows.first() else {
         bail!("{}: no completed case to plot", dir.display());
     };
-    let parameters: Vec<&String> = first.parameters.keys().collect();
+    // the campaign file's order of the parameters (the rows keep them sorted by name)
+    let parameters: Vec<String> = std::fs::read_to_string(dir.join("campaign.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::campaign::CampaignSummary>(&t).ok())
+        .map(|s| s.parameters)
+        .filter(|p| p.iter().all(|k| first.parameters.contains_key(k)))
+        .unwrap_or_else(|| first.parameters.keys().cloned().collect());
     let x = match x {
         Some(x) => {
             if !first.parameters.contains_key(x) {
@@ -468,13 +481,23 @@ pub fn plot_campaign(
                 .collect();
             lines.entry(others.join(" ")).or_default().push((xv, yv));
         }
-        let series: Vec<Series> = lines
-            .into_iter()
-            .map(|(label, mut points)| {
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Series { label, points }
-            })
-            .collect();
+        // a line per combination of the other parameters where that makes lines (a grid);
+        // otherwise (a Latin hypercube) one cloud of points
+        let as_lines = lines.len() <= 8 && lines.values().all(|p| p.len() >= 2);
+        let series: Vec<Series> = if as_lines {
+            lines
+                .into_iter()
+                .map(|(label, mut points)| {
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series { label, points }
+                })
+                .collect()
+        } else {
+            vec![Series {
+                label: String::new(),
+                points: lines.into_values().flatten().collect(),
+            }]
+        };
         let file_name: String = y
             .chars()
             .map(|c| {
@@ -491,6 +514,7 @@ pub fn plot_campaign(
                 x_label: x.clone(),
                 y_label: y.clone(),
                 log_y: false,
+                lines: as_lines,
                 series,
             },
             &out.join(format!("campaign_{file_name}")),
@@ -512,6 +536,7 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             log_y: true,
+            lines: true,
             series: vec![Series {
                 label: "a".into(),
                 points: vec![(0.0, 1.0), (1.0, 1e-3), (2.0, 0.0)],
