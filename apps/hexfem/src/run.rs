@@ -128,6 +128,11 @@ impl Warm {
             ..Warm::default()
         }
     }
+
+    /// The [`problem_key`] of the problem kept, if any.
+    pub fn problem_key(&self) -> Option<&str> {
+        self.problem.as_ref().map(|(key, _)| key.as_str())
+    }
 }
 
 /// Sections of the input that a reused problem takes from each run (`Problem::reconfigure`),

@@ -228,9 +228,15 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     let mut reporter = options.reporter.start(prepared.len(), resumed);
     let to_run = queue.len();
     let workers = jobs.min(to_run);
+    check_memory(&prepared, &queue, workers)?;
+    let mut held = vec![None; workers];
+    if let Some(first) = held.first_mut() {
+        // the first worker holds the problem the validation built last
+        *first = validated.problem_key().map(str::to_owned);
+    }
     let scheduler = Mutex::new(Scheduler {
         pending: queue.into(),
-        held: vec![None; workers],
+        held,
     });
     let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
     let share_solver = campaign.share_solver;
@@ -393,6 +399,31 @@ fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm
             .map_err(|e| relocate(campaign, &p.spec, e))?;
     }
     Ok((prepared, warm))
+}
+
+/// Refuses `workers` cases at once when the largest of them together would not fit in the
+/// memory available (each case alone was checked by `prepare`).
+fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) -> Result<()> {
+    if workers < 2 {
+        return Ok(());
+    }
+    let Some(available) = crate::memory::available() else {
+        return Ok(());
+    };
+    let mut sizes = queue
+        .iter()
+        .map(|&i| crate::memory::estimate(&prepared[i].config).map(|e| e.total))
+        .collect::<Result<Vec<f64>>>()?;
+    sizes.sort_by(|a, b| b.total_cmp(a));
+    let together: f64 = sizes.iter().take(workers).sum();
+    if together > available {
+        bail!(
+            "--jobs {workers}: the largest {workers} cases together need about {} and {} is available; use fewer jobs",
+            crate::memory::human(together),
+            crate::memory::human(available)
+        );
+    }
+    Ok(())
 }
 
 /// An error of a case moved to the campaign file where a campaign value caused it.
