@@ -33,6 +33,9 @@ enum Command {
         /// FILE.h5:STEP.
         #[arg(long, value_name = "FILE.h5[:STEP]")]
         restart: Option<String>,
+        /// Also draw the run's default plots (as `hexfem plot` on its summary).
+        #[arg(long)]
+        plot: bool,
         /// Test-only (crash tests): abort the process at output write position N (0-based,
         /// counting every write, rename and truncation of the output files).
         #[arg(long, hide = true, value_name = "N")]
@@ -227,6 +230,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             output,
             quiet,
             restart,
+            plot,
             test_abort_at_write,
             test_torn_write,
             test_abort_after_step,
@@ -249,14 +253,24 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 faults,
                 abort_after_step: test_abort_after_step,
             });
-            split(outcome.map(|outcome| {
-                format!(
+            split(outcome.and_then(|outcome| {
+                let mut text = format!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}\n",
                     outcome.steps,
                     outcome.h5.display(),
                     outcome.xdmf.display(),
                     outcome.summary.display()
-                )
+                );
+                if plot {
+                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
+                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+                    text.push_str(&format!(
+                        "plots: {} files in {}\n",
+                        files.len(),
+                        dir.display()
+                    ));
+                }
+                Ok(text)
             }))
         }
         Command::Bench {
