@@ -30,11 +30,11 @@ pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
 pub use error::AmgError;
+pub use gmres::{gmres, GmresOutcome, GmresParams, GmresStopReason};
 pub use hierarchy::{
     check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,
     DEVICE_BYTES_PER_OPERATOR_BYTE,
 };
-pub use gmres::{gmres, GmresOutcome, GmresParams, GmresStopReason};
 pub use krylov::{
     cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
 };

@@ -168,6 +168,20 @@ impl ElasticityAssembler {
         })
     }
 
+    /// Replaces the materials of the cells, keeping the geometry checks and the COO plans (a
+    /// second problem on the same mesh and quadrature, e.g. the next case of a parameter study).
+    pub fn set_materials(&mut self, materials: CellMaterials) -> Result<(), AssemblyError> {
+        if materials.of_cell.len() != self.n_cells() {
+            return Err(AssemblyError::SizeMismatch {
+                what: "cell materials",
+                expected: self.n_cells(),
+                got: materials.of_cell.len(),
+            });
+        }
+        self.materials = materials;
+        Ok(())
+    }
+
     /// Number of mesh nodes (block rows of the tangent).
     pub fn n_nodes(&self) -> usize {
         self.coords.len()

@@ -74,6 +74,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
         ],
         output_dir: Some(out.to_path_buf()),
         progress: hexfem::run::Progress::Quiet,
+        restart: None,
         faults: Default::default(),
         abort_after_step: None,
     })

@@ -20,6 +20,7 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutco
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         output_dir: Some(out.to_path_buf()),
         progress: Progress::Quiet,
+        restart: None,
         faults: Default::default(),
         abort_after_step: None,
     })

@@ -17,6 +17,7 @@ fn run_yaml(
         overrides: Vec::new(),
         output_dir: Some(out.join("results")),
         progress: Progress::Quiet,
+        restart: None,
         faults: Default::default(),
         abort_after_step: None,
     }) {

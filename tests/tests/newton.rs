@@ -17,6 +17,7 @@ fn run_yaml(tag: &str, yaml: &str, overrides: &[&str]) -> (ScratchDir, RunOutcom
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         output_dir: Some(out.join("results")),
         progress: Progress::Quiet,
+        restart: None,
         faults: Default::default(),
         abort_after_step: None,
     })

@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, Forcing, LineSearch, LinearSolverDevice, LinearSolverMethod, LinearSolverParams,
-    LoadingParams, MeshSource, NewtonParams, Scalar,
+    BoxMesh, Config, Forcing, LineSearch, LinearSolverDevice, LinearSolverMethod,
+    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 

@@ -16,6 +16,7 @@
 //!   traction: [{ set: xmax, value: [0, 0, -1.0e-3] }]
 //! ```
 
+pub mod campaign;
 mod convert;
 mod de;
 mod error;
@@ -32,10 +33,10 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, Config, DirichletParams, Forcing, GmshMesh, LineSearch,
-    LinearSolverDevice,
-    LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField,
-    OutputParams, QuadratureParams, Source, TractionParams, TwistParams,
+    BoundaryParams, BoxMesh, Config, DirichletParams, Forcing, GlobalProbe, GmshMesh, LineSearch,
+    LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
+    NewtonParams, OutputField, OutputParams, PointProbe, ProbesParams, QuadratureParams, SetProbe,
+    Source, TractionParams, TwistParams,
 };
 pub use tree::Origin;
 

@@ -524,6 +524,9 @@ pub struct OutputParams {
     /// Also write each step as a VTK XML file (`.vtu`) listed in a ParaView collection (`.pvd`).
     /// Default `false`.
     pub vtu: bool,
+    /// Quantities recorded at step 0 and every converged step in the step log, the summary and
+    /// `<name>.probes.csv`. Default: none.
+    pub probes: ProbesParams,
 }
 
 impl Default for OutputParams {
@@ -533,6 +536,7 @@ impl Default for OutputParams {
             name: None,
             fields: OutputField::ALL.to_vec(),
             vtu: false,
+            probes: ProbesParams::default(),
         }
     }
 }
@@ -541,5 +545,81 @@ impl OutputParams {
     /// Whether `field` is to be written.
     pub fn wants(&self, field: OutputField) -> bool {
         self.fields.contains(&field)
+    }
+}
+
+/// Probes: point displacements, set averages and reactions, global quantities. Each becomes
+/// columns of `<name>.probes.csv` (one row per step, step 0 included) and entries of every step
+/// record's `probes` (`name.component`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProbesParams {
+    /// Displacement interpolated at points of the mesh: columns `<name>.ux`, `.uy`, `.uz`.
+    pub points: Vec<PointProbe>,
+    /// Node sets: mean displacement `<name>.ux..uz`, total reaction force `<name>.fx..fz` and
+    /// its moment `<name>.mx..mz` about `about`.
+    pub sets: Vec<SetProbe>,
+    /// Whole-model quantities: a column each.
+    pub globals: Vec<GlobalProbe>,
+}
+
+impl ProbesParams {
+    /// Whether no probe is defined.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty() && self.sets.is_empty() && self.globals.is_empty()
+    }
+}
+
+/// The displacement at a point of the reference configuration, interpolated in the cell that
+/// contains it.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointProbe {
+    /// Column prefix (required; letters, digits, `_`, `-`; unique among probes).
+    pub name: String,
+    /// Reference coordinates of the point (required; inside or on the boundary of the mesh).
+    pub at: [f64; 3],
+}
+
+/// Averages and resultants over a node set (or the nodes of a face or cell set).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetProbe {
+    /// The set (required).
+    pub set: String,
+    /// Column prefix. Default: the set's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Point about which the moment of the reactions is taken, `sum (x + u - about) x f` over
+    /// the set's nodes (`x` reference position, `f` reaction). Default: the set's reference
+    /// centroid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<[f64; 3]>,
+}
+
+impl SetProbe {
+    /// The column prefix: `name`, or the set's name.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.set)
+    }
+}
+
+/// A whole-model quantity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlobalProbe {
+    /// Total strain energy.
+    StrainEnergy,
+    /// Largest nodal displacement magnitude.
+    MaxDisplacement,
+}
+
+impl GlobalProbe {
+    /// The column name.
+    pub fn label(self) -> &'static str {
+        match self {
+            GlobalProbe::StrainEnergy => "strain_energy",
+            GlobalProbe::MaxDisplacement => "max_displacement",
+        }
     }
 }

@@ -298,6 +298,47 @@ impl Config {
                 "field listed twice",
             )?;
         }
+        self.check_probes(check)
+    }
+
+    /// Probe names: non-empty, letters, digits, `_` and `-` (CSV and JSON safe), unique; sets
+    /// named; numbers finite. Whether points lie in the mesh is checked once it is built.
+    fn check_probes(&self, check: &Check) -> Result<(), ConfigError> {
+        let probes = &self.output.probes;
+        let mut seen = BTreeSet::new();
+        let mut name = |label: &str, path: String| {
+            let plain = !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            check.ensure(
+                plain,
+                &path,
+                format!("probe name `{label}`: use letters, digits, `_` or `-`"),
+            )?;
+            check.ensure(
+                seen.insert(label.to_owned()),
+                &path,
+                format!("probe name `{label}` is used twice"),
+            )
+        };
+        for (i, p) in probes.points.iter().enumerate() {
+            let at = index_path("output.probes.points", i);
+            name(&p.name, key_path(&at, "name"))?;
+            check.finite(&p.at, &key_path(&at, "at"))?;
+        }
+        for (i, s) in probes.sets.iter().enumerate() {
+            let at = index_path("output.probes.sets", i);
+            check.set_name(&s.set, &key_path(&at, "set"))?;
+            let key = if s.name.is_some() { "name" } else { "set" };
+            name(s.label(), key_path(&at, key))?;
+            if let Some(about) = &s.about {
+                check.finite(about, &key_path(&at, "about"))?;
+            }
+        }
+        for (i, g) in probes.globals.iter().enumerate() {
+            name(g.label(), index_path("output.probes.globals", i))?;
+        }
         Ok(())
     }
 }

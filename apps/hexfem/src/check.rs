@@ -29,6 +29,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
             problem.discrete.assembler.pattern(),
         ),
     )?;
+    let probes = crate::probes::Probes::new(&config, &problem.mesh)?;
     let mesh = &problem.mesh;
     let mut s = String::new();
     writeln!(s, "{}: valid", input.display())?;
@@ -84,6 +85,9 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
             "  pressure   {} follower pressure loads (no potential: the energy line search takes full steps)",
             problem.discrete.follower.len()
         )?;
+    }
+    if !probes.is_empty() {
+        writeln!(s, "  probes     {}", probes.columns().join(", "))?;
     }
     writeln!(
         s,

@@ -3,8 +3,12 @@
 //! only parses the command line and calls into these modules.
 
 pub mod bench;
+pub mod campaign;
 pub mod check;
 pub mod locate;
 pub mod memory;
+pub mod plot;
+pub mod probes;
+pub mod restart;
 pub mod run;
 pub mod verify;

@@ -32,6 +32,13 @@ enum Command {
         /// Also one line per Newton iteration (residual, linear iterations, step length).
         #[arg(short, long)]
         verbose: bool,
+        /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
+        /// FILE.h5:STEP.
+        #[arg(long, value_name = "FILE.h5[:STEP]")]
+        restart: Option<String>,
+        /// Also draw the run's default plots (as `hexfem plot` on its summary).
+        #[arg(long)]
+        plot: bool,
         /// Test-only (crash tests): abort the process at output write position N (0-based,
         /// counting every write, rename and truncation of the output files).
         #[arg(long, hide = true, value_name = "N")]
@@ -43,6 +50,44 @@ enum Command {
         /// Test-only: abort the process right after step N is completely written.
         #[arg(long, hide = true, value_name = "N")]
         test_abort_after_step: Option<usize>,
+    },
+    /// Run a parameter study: every case of a campaign file (a base input and the parameters
+    /// that vary), each in its own directory, and one results table (results.csv, .jsonl).
+    Campaign {
+        file: PathBuf,
+        /// Cases run at once.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Skip cases already completed with the same resolved input.
+        #[arg(long)]
+        resume: bool,
+        /// Only check: resolve and validate every case, build its problem, list the cases.
+        #[arg(long, conflicts_with_all = ["resume", "jobs"])]
+        check: bool,
+        /// Campaign directory (replaces the file's `directory`).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// No progress (default: a bar on a terminal, a line per case otherwise).
+        #[arg(short, long)]
+        quiet: bool,
+        /// Test-only: abort the process once N cases have finished.
+        #[arg(long, hide = true, value_name = "N")]
+        test_abort_after_cases: Option<usize>,
+    },
+    /// Plot a run (its <name>.summary.json: Newton residuals, probes against the load factor)
+    /// or a campaign (its directory: outputs against a parameter) as PNG and SVG.
+    Plot {
+        /// A run's summary file or a campaign directory.
+        path: PathBuf,
+        /// Campaign: the parameter on the x axis (default: the first numeric one).
+        #[arg(long)]
+        x: Option<String>,
+        /// Campaign: outputs to plot (default: strain_energy, max_displacement, every probe).
+        #[arg(long, value_delimiter = ',')]
+        y: Vec<String>,
+        /// Where the pictures go (default: beside the summary; <campaign>/plots).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
     /// Benchmarks (table, or one JSON object with --json).
     Bench {
@@ -111,6 +156,28 @@ enum Bench {
         block: String,
         #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
         device: BenchDeviceArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A parameter study of neo-Hookean cases on one Q1 mesh: separate `hexfem run` processes
+    /// against one campaign (problem reused, AMG set-up shared, then with --jobs).
+    Campaign {
+        #[arg(long, default_value_t = 20)]
+        cases: usize,
+        /// Cells of the 4 x 1 x 1 cantilever, as NX,NY,NZ.
+        #[arg(long, value_delimiter = ',', default_values_t = [32, 8, 8])]
+        cells: Vec<usize>,
+        #[arg(long, default_value_t = 1)]
+        steps: usize,
+        /// Workers of the last variant.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Rounds of all variants, taking turns (each reports its best).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
+        #[arg(long)]
+        dir: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -193,6 +260,8 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             output,
             quiet,
             verbose,
+            restart,
+            plot,
             test_abort_at_write,
             test_torn_write,
             test_abort_after_step,
@@ -213,17 +282,28 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 overrides,
                 output_dir: output,
                 progress,
+                restart,
                 faults,
                 abort_after_step: test_abort_after_step,
             });
-            split(outcome.map(|outcome| {
-                format!(
+            split(outcome.and_then(|outcome| {
+                let mut text = format!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}\n",
                     outcome.steps,
                     outcome.h5.display(),
                     outcome.xdmf.display(),
                     outcome.summary.display()
-                )
+                );
+                if plot {
+                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
+                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+                    text.push_str(&format!(
+                        "plots: {} files in {}\n",
+                        files.len(),
+                        dir.display()
+                    ));
+                }
+                Ok(text)
             }))
         }
         Command::Bench {
@@ -302,6 +382,31 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
         }
         Command::Bench {
             which:
+                Bench::Campaign {
+                    cases,
+                    cells,
+                    steps,
+                    jobs,
+                    rounds,
+                    dir,
+                    json,
+                },
+        } => split((|| {
+            let [nx, ny, nz] = cells[..] else {
+                anyhow::bail!("--cells takes three numbers, NX,NY,NZ (got {cells:?})");
+            };
+            hexfem::bench::campaign::run(&hexfem::bench::campaign::CampaignBench {
+                cases,
+                cells: [nx, ny, nz],
+                steps,
+                jobs,
+                rounds,
+                dir,
+            })
+            .and_then(|r| render(&r, json))
+        })()),
+        Command::Bench {
+            which:
                 Bench::Output {
                     steps,
                     cells,
@@ -318,6 +423,90 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             })
             .and_then(|r| render(&r, json)),
         ),
+        Command::Campaign {
+            file,
+            jobs,
+            resume,
+            check,
+            output,
+            quiet,
+            test_abort_after_cases,
+        } if check => {
+            let _ = (resume, jobs, quiet, test_abort_after_cases);
+            split(hexfem::campaign::check_campaign(&file, output.as_deref()))
+        }
+        Command::Campaign {
+            file,
+            jobs,
+            resume,
+            check: _,
+            output,
+            quiet,
+            test_abort_after_cases,
+        } => {
+            use hexfem::campaign::{run_campaign, CampaignOptions, Reporter};
+            let summary = run_campaign(&CampaignOptions {
+                file,
+                jobs,
+                resume,
+                output_dir: output,
+                reporter: if quiet {
+                    Reporter::Quiet
+                } else {
+                    Reporter::auto()
+                },
+                abort_after_cases: test_abort_after_cases,
+            });
+            match summary {
+                Ok(s) => {
+                    let saved = s.saving.problems_saved_s.unwrap_or(0.0)
+                        + s.saving.setups_saved_s.unwrap_or(0.0);
+                    let text = format!(
+                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} hot; reuse saved about {saved:.2} s)\n",
+                        s.cases,
+                        s.completed,
+                        s.failed,
+                        if s.resumed > 0 { format!(" ({} resumed)", s.resumed) } else { String::new() },
+                        s.table_csv.display(),
+                        s.wall_s,
+                        s.problems_built,
+                        s.problems_reused,
+                        s.amg_cold_setups,
+                        s.amg_hot_setups,
+                    );
+                    let status = if s.failed > 0 {
+                        Err(anyhow::anyhow!(
+                            "{} of {} cases failed (their errors are in {})",
+                            s.failed,
+                            s.cases,
+                            s.table_csv.display()
+                        ))
+                    } else {
+                        Ok(())
+                    };
+                    (text, status)
+                }
+                Err(e) => (String::new(), Err(e)),
+            }
+        }
+        Command::Plot { path, x, y, output } => {
+            split((|| {
+                let files = if path.is_dir() {
+                    let out = output.unwrap_or_else(|| path.join("plots"));
+                    hexfem::plot::plot_campaign(&path, x.as_deref(), &y, &out)?
+                } else {
+                    if x.is_some() || !y.is_empty() {
+                        anyhow::bail!("--x and --y choose what a campaign's plots show; {} is a run's summary", path.display());
+                    }
+                    let out = output.unwrap_or_else(|| {
+                        path.parent().map_or_else(PathBuf::new, |p| p.to_owned())
+                    });
+                    std::fs::create_dir_all(&out)?;
+                    hexfem::plot::plot_run(&path, &out)?
+                };
+                Ok(files.iter().map(|f| format!("{}\n", f.display())).collect())
+            })())
+        }
         Command::Check {
             input,
             overrides,

@@ -1,6 +1,7 @@
 //! `hexfem run`: configuration -> problem -> load path, writing HDF5 + XDMF and the JSON summary
 //! after every converged step.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -9,13 +10,14 @@ use anyhow::{Context, Result};
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
+use crate::restart::Restart;
 use config::{self, Config, OutputField};
 use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
     StepRecord, SummaryWriter,
 };
-use solve::linear_solver::LinearSolver;
-use solve::newton::{ConvergedStep, LoadPath};
+use solve::linear_solver::{LinearSolver, SetupKind};
+use solve::newton::{ConvergedStep, LoadPath, PathState};
 use solve::problem::{near_null_space, Problem};
 
 /// Options of one run.
@@ -27,6 +29,8 @@ pub struct RunOptions {
     pub output_dir: Option<PathBuf>,
     /// Progress lines on standard error.
     pub progress: Progress,
+    /// Continue from a converged step of an earlier run's HDF5 file (`--restart FILE[:STEP]`).
+    pub restart: Option<String>,
     /// Fault injection for crash tests (test-only; [`Faults::none`] otherwise).
     pub faults: Faults,
     /// Test-only: abort the process right after step N is completely written.
@@ -45,13 +49,145 @@ pub enum Progress {
     Iterations,
 }
 
-/// Where the results went.
+/// Where the results went, and the run's figures at its last converged step.
 #[derive(Debug)]
 pub struct RunOutcome {
     pub h5: PathBuf,
     pub xdmf: PathBuf,
     pub summary: PathBuf,
+    /// `<name>.probes.csv`, when the run has probes.
+    pub probes_csv: Option<PathBuf>,
+    /// Index of the last converged step.
     pub steps: usize,
+    pub figures: RunFigures,
+}
+
+/// What a run did and reached: totals over its converged steps and the state of the last one.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RunFigures {
+    pub load_factor: f64,
+    pub newton_iterations: usize,
+    pub linear_iterations: usize,
+    /// AMG set-ups from scratch and updates of a kept hierarchy.
+    pub amg_cold_setups: usize,
+    pub amg_hot_setups: usize,
+    /// Seconds in preconditioner set-ups.
+    pub setup_s: f64,
+    /// Seconds of the run's first preconditioner set-up (cold, or hot on a shared solver).
+    pub first_setup_s: f64,
+    /// Seconds to build the problem (mesh, element loop, plans, constraints, loads), or to
+    /// reconfigure a reused one.
+    pub problem_s: f64,
+    pub strain_energy: f64,
+    pub max_displacement: f64,
+    /// Total reaction force on each node and face set of the mesh.
+    pub reactions: BTreeMap<String, [f64; 3]>,
+    /// The probes, by column.
+    pub probes: BTreeMap<String, f64>,
+    /// Whether the mesh and element loop were reused from an earlier run in this process.
+    pub reused_problem: bool,
+    /// Whether the linear solver (its AMG hierarchy) was reused from an earlier run.
+    pub reused_solver: bool,
+}
+
+/// One run of a validated configuration: where its files go and how it reports.
+pub struct Case<'a> {
+    pub config: &'a Config,
+    /// The configuration file (named in the summary).
+    pub input: &'a Path,
+    pub dir: PathBuf,
+    pub name: String,
+    pub progress: Progress,
+    pub restart: Option<Restart>,
+    pub faults: Faults,
+    pub abort_after_step: Option<usize>,
+}
+
+/// What a process keeps from one run for the next (a campaign's cases): the problem (mesh,
+/// element loop with its COO plans) for a run on the same mesh and quadrature, and, when
+/// `share_solver`, the linear solver with its AMG hierarchy for a run on the same mesh with the
+/// same solver options (its first set-up is then a hot one: aggregates and prolongators kept).
+#[derive(Default)]
+pub struct Warm {
+    problem: Option<(String, Problem)>,
+    solver: Option<(String, LinearSolver, String)>,
+    pub share_solver: bool,
+}
+
+impl Warm {
+    /// Keeps the problem, and the linear solver when `share_solver`.
+    pub fn new(share_solver: bool) -> Self {
+        Warm {
+            share_solver,
+            ..Warm::default()
+        }
+    }
+
+    /// The [`problem_key`] of the problem kept, if any.
+    pub fn problem_key(&self) -> Option<&str> {
+        self.problem.as_ref().map(|(key, _)| key.as_str())
+    }
+}
+
+/// Sections of the input that a reused problem takes from each run (`Problem::reconfigure`),
+/// and the output; every other section (mesh, quadrature, and any later one, such as where the
+/// run is computed) must be equal for a problem to be reused.
+const PER_RUN_SECTIONS: [&str; 7] = [
+    "materials",
+    "body_force",
+    "boundary",
+    "loading",
+    "newton",
+    "linear_solver",
+    "output",
+];
+
+/// The key under which a problem is reused: the input without [`PER_RUN_SECTIONS`].
+pub fn problem_key(config: &Config) -> Result<String> {
+    section_key(config, &PER_RUN_SECTIONS)
+}
+
+/// The key under which a linear solver is shared: the problem's key and the solver options.
+fn solver_key(config: &Config) -> Result<String> {
+    let sections: Vec<&str> = PER_RUN_SECTIONS
+        .into_iter()
+        .filter(|s| *s != "linear_solver")
+        .collect();
+    section_key(config, &sections)
+}
+
+/// `config` as JSON without the top-level `sections`.
+fn section_key(config: &Config, sections: &[&str]) -> Result<String> {
+    let mut value = serde_json::to_value(config)?;
+    if let Some(map) = value.as_object_mut() {
+        for s in sections {
+            map.remove(*s);
+        }
+    }
+    Ok(value.to_string())
+}
+
+/// Builds (or reconfigures, on the same mesh) the problem of `config` and resolves its probes,
+/// as a run starts: a campaign's check of its cases before any runs. The problem stays in `warm`.
+pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
+    let (problem, _) = take_problem(config, warm)?;
+    let probes = crate::probes::Probes::new(config, &problem.mesh);
+    warm.problem = Some((problem_key(config)?, problem));
+    probes.map(|_| ())
+}
+
+/// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
+/// one; and whether it was reused.
+fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
+    let key = problem_key(config)?;
+    match warm.problem.take() {
+        Some((k, mut problem)) if k == key => {
+            let params = config.problem_params()?;
+            crate::locate::located(config, problem.reconfigure(&params))?;
+            Ok((problem, true))
+        }
+        _ => Ok((crate::locate::build_problem(config)?, false)),
+    }
 }
 
 /// Runs the simulation of `options.input`. On a failed load path the files written so far are
@@ -63,58 +199,173 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
     let name = output_name(&config, &options.input);
     check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
     crate::memory::guard(&config)?;
-    let mut problem = crate::locate::build_problem(&config)?;
+    let restart = options
+        .restart
+        .as_deref()
+        .map(crate::restart::Restart::read)
+        .transpose()?;
+    let case = Case {
+        config: &config,
+        input: &options.input,
+        dir,
+        name,
+        progress: options.progress,
+        restart,
+        faults: options.faults.clone(),
+        abort_after_step: options.abort_after_step,
+    };
+    in_pool(|| execute(&case, &mut Warm::default(), started))
+}
+
+/// Runs `f` on a thread of a rayon pool (of the default size): the parallel loops of a run
+/// then start from a pool thread, not from outside the pool, where each one would hand its work
+/// over and wait to be woken (a cost per loop that small problems feel). Results do not depend
+/// on it.
+pub fn in_pool<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    rayon::ThreadPoolBuilder::new()
+        .build()
+        .context("starting the thread pool")?
+        .install(f)
+}
+
+/// Runs a validated configuration whose output was checked; `warm` lends what an earlier run in
+/// this process left and keeps what this one leaves.
+pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutcome> {
+    let config = case.config;
+    let key = problem_key(config)?;
+    let problem_started = Instant::now();
+    let (mut problem, reused_problem) = take_problem(config, warm)?;
+    let problem_s = problem_started.elapsed().as_secs_f64();
+    let outcome = execute_on(case, warm, &mut problem, started);
+    warm.problem = Some((key, problem));
+    outcome.map(|mut o| {
+        o.figures.reused_problem = reused_problem;
+        o.figures.problem_s = problem_s;
+        o
+    })
+}
+
+fn execute_on(
+    case: &Case,
+    warm: &mut Warm,
+    problem: &mut Problem,
+    started: Instant,
+) -> Result<RunOutcome> {
+    let (config, dir, name) = (case.config, &case.dir, case.name.as_str());
+    let probes = crate::probes::Probes::new(config, &problem.mesh)?;
+    let restart = match &case.restart {
+        Some(r) => Some(r.state_for(problem, &(&config.loading).into())?),
+        None => None,
+    };
     // before any file is written: `linear_solver.device: cuda` needs its GPU
-    let (mut solver, solver_text) = crate::locate::located(
-        &config,
-        LinearSolver::choose(
-            &(&config.linear_solver).into(),
-            near_null_space(&problem.mesh.coords)?,
-            problem.discrete.assembler.pattern(),
-        ),
-    )?;
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating output directory {}", dir.display()))?;
-    let mut summary = SummaryWriter::create(
-        &dir,
-        &name,
-        run_info(&config, &options.input)?,
-        mesh_info(&problem),
-        &options.faults,
-    )?;
-    let mut results = match create_results(&config, &problem, &dir, &name, &options.faults) {
-        Ok(results) => results,
-        Err(e) => {
-            let first = format!("{e:#}");
-            let _ = summary.finish(
-                RunStatus::Failed { message: first },
-                started.elapsed().as_secs_f64(),
-            );
-            return Err(e);
+    let solver_key = solver_key(config)?;
+    let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
+        Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
+        _ => {
+            let (solver, text) = crate::locate::located(
+                config,
+                LinearSolver::choose(
+                    &(&config.linear_solver).into(),
+                    near_null_space(&problem.mesh.coords)?,
+                    problem.discrete.assembler.pattern(),
+                ),
+            )?;
+            (solver, text, false)
         }
     };
-    let mut u = Vector::zeros(problem.n_dofs());
-    // Step 0: the undeformed state (load factor 0, no reactions).
-    if let Err(e) = write_fields(&config, &mut problem, 0, 0.0, &u, &u, &mut results) {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    let mut summary = SummaryWriter::create(
+        dir,
+        name,
+        RunInfo {
+            restart: case
+                .restart
+                .as_ref()
+                .map(|r| format!("{}:{}", r.file.display(), r.step)),
+            ..run_info(config, case.input)?
+        },
+        mesh_info(problem),
+        &case.faults,
+    )?;
+    let fail = |summary: &mut SummaryWriter, e: anyhow::Error| {
         let first = format!("{e:#}");
         let _ = summary.finish(
             RunStatus::Failed { message: first },
             started.elapsed().as_secs_f64(),
         );
-        return Err(e);
+        e
+    };
+    let mut results = match create_results(config, problem, dir, name, &case.faults) {
+        Ok(results) => results,
+        Err(e) => return Err(fail(&mut summary, e)),
+    };
+    let mut probe_log = if probes.is_empty() {
+        None
+    } else {
+        match io::ProbeLog::create(dir, name, probes.columns()) {
+            Ok(log) => Some(log),
+            Err(e) => return Err(fail(&mut summary, e.into())),
+        }
+    };
+    let n = problem.n_dofs();
+    // The first step written: the undeformed state (step 0, load factor 0, no reactions), or
+    // the state a restart continues from.
+    let (mut u, start, reactions, load_factor, time) = match restart {
+        Some(r) => (r.displacement, r.path, r.reactions, r.load_factor, r.time),
+        None => (
+            Vector::zeros(n),
+            PathState::start(&(&config.loading).into()),
+            Vector::zeros(n),
+            0.0,
+            0.0,
+        ),
+    };
+    let mut figures = RunFigures::default();
+    let first = (|| {
+        let energy = write_fields(
+            config,
+            problem,
+            StepStamp {
+                index: start.index,
+                load_factor,
+                next_increment: Some(start.increment),
+                time: Some(time),
+            },
+            &u,
+            &reactions,
+            &mut results,
+        )?;
+        record_state(
+            &probes,
+            problem,
+            &u,
+            &reactions,
+            energy,
+            &mut figures,
+            load_factor,
+        )?;
+        if let Some(log) = &mut probe_log {
+            log.append(start.index, load_factor, &probe_values(&probes, &figures))?;
+        }
+        anyhow::Ok(())
+    })();
+    if let Err(e) = first {
+        return Err(fail(&mut summary, e));
     }
+    figures.reused_solver = reused_solver;
     let newton: solve::params::NewtonParams = (&config.newton).into();
-    let progress = options.progress;
+    let progress = case.progress;
     if progress != Progress::Quiet {
         let _ = write!(
             std::io::stderr().lock(),
             "{}",
             header(
-                &config,
-                &problem,
+                config,
+                problem,
                 &solver_text,
                 &newton,
-                &problem_text(&problem)
+                &problem_text(problem)
             )
         );
     }
@@ -124,9 +375,36 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         verbose: progress == Progress::Iterations,
         report_cutbacks: progress != Progress::Quiet,
     };
-    let abort_after = options.abort_after_step;
-    let outcome = path.run(&mut problem, &mut solver, &mut u, |step, u, problem, solver| {
-        let record = write_step(&config, problem, step, u, &mut results)?;
+    let abort_after = case.abort_after_step;
+    let outcome = path.run_from(start, problem, &mut solver, &mut u, |step, u, problem, solver| {
+        let mut record = write_step(config, problem, step, u, &mut results)?;
+        record_state(
+            &probes,
+            problem,
+            u,
+            &step.reactions,
+            record.strain_energy,
+            &mut figures,
+            step.load_factor,
+        )?;
+        let values = probe_values(&probes, &figures);
+        record.probes = figures.probes.clone();
+        if let Some(log) = &mut probe_log {
+            log.append(step.index, step.load_factor, &values)?;
+        }
+        figures.newton_iterations += record.newton_iterations;
+        figures.linear_iterations += record.linear_iterations.iter().sum::<usize>();
+        for it in &step.iterations {
+            if figures.amg_cold_setups + figures.amg_hot_setups == 0 && figures.setup_s == 0.0 {
+                figures.first_setup_s = it.linear.setup_s;
+            }
+            figures.setup_s += it.linear.setup_s;
+            match it.linear.setup {
+                SetupKind::AmgCold => figures.amg_cold_setups += 1,
+                SetupKind::AmgHot => figures.amg_hot_setups += 1,
+                _ => {}
+            }
+        }
         if let Some(report) = solver.hierarchy_report() {
             summary.set_preconditioner(serde_json::to_value(report)?);
         }
@@ -173,6 +451,7 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         }
         Ok(())
     });
+    warm.solver = Some((solver_key, solver, solver_text));
     // Converged steps: 1, 2, ... after the undeformed step 0.
     let steps = results.last_step().unwrap_or(0);
     let wall = started.elapsed().as_secs_f64();
@@ -199,8 +478,63 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         h5: results.h5_path().to_owned(),
         xdmf: results.xdmf_path().to_owned(),
         summary: summary.path().to_owned(),
+        probes_csv: probe_log.map(|l| l.path().to_owned()),
         steps,
+        figures,
     })
+}
+
+/// The probe values in column order (from `figures.probes`).
+fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures) -> Vec<f64> {
+    probes.columns().iter().map(|c| figures.probes[c]).collect()
+}
+
+/// Updates `figures` with the state `u` (reactions, energy, probes) at `load_factor`.
+fn record_state(
+    probes: &crate::probes::Probes,
+    problem: &Problem,
+    u: &Vector,
+    reactions: &Vector,
+    strain_energy: f64,
+    figures: &mut RunFigures,
+    load_factor: f64,
+) -> Result<()> {
+    let (displacement, _) = u.host()?.as_chunks::<3>();
+    let (reaction, _) = reactions.host()?.as_chunks::<3>();
+    let max_displacement = displacement
+        .iter()
+        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
+        .fold(0.0, f64::max);
+    let mesh = &problem.mesh;
+    figures.reactions = mesh
+        .node_sets
+        .keys()
+        .chain(mesh.face_sets.keys())
+        .filter_map(|set| {
+            let nodes = mesh.set_nodes(set).ok()?;
+            let mut total = [0.0; 3];
+            for n in nodes {
+                for d in 0..3 {
+                    total[d] += reaction[n][d];
+                }
+            }
+            Some((set.clone(), total))
+        })
+        .collect();
+    figures.load_factor = load_factor;
+    figures.strain_energy = strain_energy;
+    figures.max_displacement = max_displacement;
+    let values = probes.evaluate(
+        &mesh.coords,
+        &crate::probes::ProbeState {
+            displacement,
+            reactions: reaction,
+            strain_energy,
+            max_displacement,
+        },
+    );
+    figures.probes = probes.columns().iter().cloned().zip(values).collect();
+    Ok(())
 }
 
 /// The output directory: `-o` if given, else `output.directory`.
@@ -322,6 +656,7 @@ fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
             .map_or(0, |d| d.as_secs()),
         threads: rayon::current_num_threads(),
         config: serde_json::to_value(config)?,
+        restart: None,
     })
 }
 
@@ -335,17 +670,32 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
     }
 }
 
-/// Post-processes the state `u` (with `reactions`) and writes it as step `index`; returns the
-/// total strain energy.
+/// Which step a state is: its index, load factor and the increment the path tries next.
+#[derive(Clone, Copy)]
+struct StepStamp {
+    index: usize,
+    load_factor: f64,
+    next_increment: Option<f64>,
+    /// Pseudo-time (the load factor where there is no load curve).
+    time: Option<f64>,
+}
+
+/// Post-processes the state `u` (with `reactions`) and writes it as step `stamp.index`; returns
+/// the total strain energy.
 fn write_fields(
     config: &Config,
     problem: &mut Problem,
-    index: usize,
-    load_factor: f64,
+    stamp: StepStamp,
     u: &Vector,
     reactions: &Vector,
     results: &mut ResultsWriter,
 ) -> Result<f64> {
+    let StepStamp {
+        index,
+        load_factor,
+        next_increment,
+        time,
+    } = stamp;
     let assembler = &problem.discrete.assembler;
     let kernel = assembler.kernel();
     let cells = assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
@@ -376,6 +726,8 @@ fn write_fields(
         energy_density: wants(OutputField::EnergyDensity).then_some(&energy_density),
         nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
         nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
+        next_increment,
+        time,
     })?;
     Ok(strain_energy)
 }
@@ -424,8 +776,12 @@ fn write_step(
     let strain_energy = write_fields(
         config,
         problem,
-        step.index,
-        step.load_factor,
+        StepStamp {
+            index: step.index,
+            load_factor: step.load_factor,
+            next_increment: Some(step.next_increment),
+            time: Some(step.time),
+        },
         u,
         &step.reactions,
         results,
@@ -458,6 +814,7 @@ fn write_step(
             .to_owned(),
         failed_attempts: serde_json::to_value(&step.failed_attempts)?,
         reactions: serde_json::to_value(reaction_totals(config, problem, u, &step.reactions)?)?,
+        probes: BTreeMap::new(),
     })
 }
 

@@ -131,6 +131,12 @@ pub struct StepData<'a> {
     pub nodal_cauchy_stress: Option<&'a [[f64; 9]]>,
     /// Nodal von Mises stress.
     pub nodal_von_mises: Option<&'a [f64]>,
+    /// The increment the load path tries next (attribute `next_increment`): with the load
+    /// factor, the step index and the displacement, what a restart continues from.
+    pub next_increment: Option<f64>,
+    /// The pseudo-time of the step (attribute `time`; the load factor is `loading.curve` at it,
+    /// equal to it where there is no curve): where on the load path a restart continues.
+    pub time: Option<f64>,
 }
 
 /// Where a field lives.

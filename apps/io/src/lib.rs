@@ -5,7 +5,7 @@
 //!
 //! Files in the output directory, for run name `<name>`: `<name>.h5` (mesh and step data,
 //! layout in [`ResultsWriter`]), `<name>.xdmf`, `<name>.summary.json` ([`Summary`]) and
-//! `<name>.steps.jsonl`. [`preflight`] checks before a run that they can be written.
+//! `<name>.steps.jsonl`, and with probes `<name>.probes.csv` ([`ProbeLog`]). [`preflight`] checks before a run that they can be written.
 //!
 //! The HDF5 file is written by this crate's own append-only writer (module `h5`), which commits
 //! each step with one atomic write; the HDF5 library is used only to read files back
@@ -17,6 +17,7 @@ mod error;
 pub mod faults;
 mod h5;
 mod preflight;
+mod probes;
 mod reader;
 mod results;
 mod summary;
@@ -27,6 +28,7 @@ pub use data::{CellTensor, MeshData, StepData};
 pub use error::OutputError;
 pub use faults::{FaultAction, Faults};
 pub use preflight::{output_files, preflight, MAX_NAME_BYTES};
+pub use probes::{ProbeLog, ProbeTable};
 pub use reader::ResultsReader;
 pub use results::ResultsWriter;
 pub use summary::{MeshInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};

@@ -57,6 +57,27 @@ impl ResultsReader {
         Ok(out)
     }
 
+    /// The f64 attribute `name` of the step group `/steps/NNNNNN`, `None` where it is absent.
+    pub fn step_attribute(&self, step: usize, name: &str) -> Result<Option<f64>, OutputError> {
+        let group = self
+            .file
+            .group(&format!("steps/{step:06}"))
+            .map_err(self.error(format!("cannot open /steps/{step:06}")))?;
+        if !group
+            .attr_names()
+            .map_err(self.error(format!("cannot list the attributes of /steps/{step:06}")))?
+            .iter()
+            .any(|a| a == name)
+        {
+            return Ok(None);
+        }
+        group
+            .attr(name)
+            .and_then(|a| a.read_scalar::<f64>())
+            .map(Some)
+            .map_err(self.error(format!("cannot read /steps/{step:06}@{name}")))
+    }
+
     /// Shape and values (row-major) of the f64 dataset at `path` (`/steps/000001/displacement`).
     pub fn read_f64(&self, path: &str) -> Result<(Vec<usize>, Vec<f64>), OutputError> {
         let dataset = self

@@ -6,8 +6,8 @@
 //!   order), `/mesh/material` i64 `[n_cells]` (when given), `/mesh/sets/nodes/<set>` and
 //!   `/mesh/sets/cells/<set>` i64 index lists, `/mesh/sets/faces/<set>` i64 `[n, 2]` (cell, local
 //!   face);
-//! - `/steps/<6-digit step>/` with attribute `load_factor` (f64) and the step's datasets (see
-//!   [`StepData`]).
+//! - `/steps/<6-digit step>/` with attributes `load_factor` (f64) and, for restarts,
+//!   `next_increment` (f64), `time` (f64), and the step's datasets (see [`StepData`]).
 //!
 //! `<name>.last.xdmf` describes the last committed step alone (replaced by rename after each step)
 //! for readers of single meshes such as `meshio.read`.
@@ -198,10 +198,16 @@ impl ResultsWriter {
             let step_header = Group::write_all(
                 &mut self.file,
                 links,
-                vec![encode::scalar_f64_attribute(
+                std::iter::once(encode::scalar_f64_attribute(
                     "load_factor",
                     data.load_factor,
-                )],
+                ))
+                .chain(
+                    data.next_increment
+                        .map(|v| encode::scalar_f64_attribute("next_increment", v)),
+                )
+                .chain(data.time.map(|v| encode::scalar_f64_attribute("time", v)))
+                .collect(),
             )?;
             self.steps
                 .push(&mut self.file, &group["/steps/".len()..], step_header)?;

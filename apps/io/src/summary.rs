@@ -59,6 +59,9 @@ pub struct RunInfo {
     pub threads: usize,
     /// The resolved configuration (`serde_json::to_value(&config)`).
     pub config: serde_json::Value,
+    /// The results file and step a restarted run continued from (`FILE.h5:STEP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<String>,
 }
 
 /// Size of the discrete problem.
@@ -108,6 +111,9 @@ pub struct StepRecord {
     /// recorded.
     #[serde(default)]
     pub reactions: serde_json::Value,
+    /// The run's probes at the end of the step, by column name (`tip.uz`); empty without probes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub probes: std::collections::BTreeMap<String, f64>,
 }
 
 /// State of the run: `{"state": "running"}`, `{"state": "completed"}` or

@@ -175,6 +175,8 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
             energy_density: Some(&f1.scalar),
             nodal_cauchy_stress: None,
             nodal_von_mises: None,
+            next_increment: None,
+            time: None,
         })
         .unwrap();
     let f2 = fields(2);
@@ -491,6 +493,7 @@ fn step_record(step: usize) -> StepRecord {
         converged_by: String::new(),
         failed_attempts: serde_json::Value::Null,
         reactions: serde_json::Value::Null,
+        probes: Default::default(),
     }
 }
 
@@ -504,6 +507,7 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         started_unix_s: 1_700_000_000,
         threads: 4,
         config: serde_json::json!({ "loading": { "steps": 2 } }),
+        restart: None,
     };
     let mesh = MeshInfo {
         nodes: 12,
@@ -553,7 +557,10 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         "Newton diverged at load factor 1"
     );
     assert_eq!(json["steps"][1]["linear_solver"]["levels"][1]["rows"], 12);
-    assert_eq!(json["steps"][0]["residual_norms"][2], 1.4481422599928433e-09);
+    assert_eq!(
+        json["steps"][0]["residual_norms"][2],
+        1.4481422599928433e-09
+    );
     writer.finish(RunStatus::Completed, 3.5).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(writer.path()).unwrap()).unwrap();
@@ -572,6 +579,7 @@ fn write_run(dir: &std::path::Path, faults: &Faults, steps: usize) -> usize {
         started_unix_s: 0,
         threads: 1,
         config: serde_json::Value::Null,
+        restart: None,
     };
     let mesh = MeshInfo {
         nodes: 12,

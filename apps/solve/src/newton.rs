@@ -140,6 +140,8 @@ pub struct ConvergedStep {
     pub load_factor: f64,
     /// The pseudo-time reached (the load factor where there is no curve).
     pub time: f64,
+    /// The path position reached: `time / loading.end_time` (see [`PathState::position`]).
+    pub position: f64,
     pub iterations: Vec<IterationRecord>,
     /// Final free residual norm.
     pub residual_norm: f64,
@@ -151,6 +153,42 @@ pub struct ConvergedStep {
     /// The failed attempts before this step converged, in order.
     pub failed_attempts: Vec<FailedAttempt>,
     pub converged_by: Convergence,
+    /// The increment the next step will try (after regrowth); with `load_factor` and `index`
+    /// it is the [`PathState`] a restart continues from.
+    pub next_increment: f64,
+}
+
+/// Where a load path stands between two steps: with the converged displacement, all that the
+/// rest of the path depends on (a restart from it repeats the uninterrupted path exactly).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathState {
+    /// Path position of the last converged step: its pseudo-time over `loading.end_time` (0 at
+    /// the start, 1 at the end; the load factor itself where there is no load curve).
+    pub position: f64,
+    /// The increment the next step tries.
+    pub increment: f64,
+    /// Converged steps so far.
+    pub index: usize,
+}
+
+impl PathState {
+    /// The start of a path: position 0, the nominal increment `1 / steps`, no steps.
+    pub fn start(loading: &LoadingParams) -> Self {
+        PathState {
+            position: 0.0,
+            increment: 1.0 / loading.steps as f64,
+            index: 0,
+        }
+    }
+
+    /// The state after `step`.
+    pub fn after(step: &ConvergedStep) -> Self {
+        PathState {
+            position: step.position,
+            increment: step.next_increment,
+            index: step.index,
+        }
+    }
 }
 
 /// Why a Newton solve of one step failed.
@@ -269,11 +307,23 @@ enum Damping {
 }
 
 impl LoadPath<'_> {
-    /// Runs the load path; `on_step` sees each converged step and the converged displacement and is
-    /// where output is written (so every converged step is on disk before the next begins). A
-    /// failure after cutbacks returns [`PathFailure`] with the steps so far already delivered.
+    /// Runs the load path from its start (see [`LoadPath::run_from`]).
     pub fn run(
         &self,
+        problem: &mut Problem,
+        solver: &mut LinearSolver,
+        u: &mut Vector,
+        on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
+    ) -> Result<()> {
+        self.run_from(PathState::start(self.loading), problem, solver, u, on_step)
+    }
+
+    /// Runs the load path from `start` with `u` the converged displacement there; `on_step` sees each converged step and the converged displacement and is
+    /// where output is written (so every converged step is on disk before the next begins). A
+    /// failure after cutbacks returns [`PathFailure`] with the steps so far already delivered.
+    pub fn run_from(
+        &self,
+        start: PathState,
         problem: &mut Problem,
         solver: &mut LinearSolver,
         u: &mut Vector,
@@ -288,11 +338,11 @@ impl LoadPath<'_> {
             scratch: Vector::zeros(n),
         };
         let nominal = 1.0 / self.loading.steps as f64;
-        let mut increment = nominal;
+        let mut increment = start.increment;
         // the path runs in s = pseudo-time / end time, from 0 to 1
         let end_time = self.loading.end_time();
-        let mut load_factor = 0.0;
-        let mut index = 0;
+        let mut load_factor = start.position;
+        let mut index = start.index;
         let mut attempts: Vec<FailedAttempt> = Vec::new();
         while load_factor < 1.0 {
             let target = if 1.0 - (load_factor + increment) < LOAD_FACTOR_SNAP {
@@ -300,7 +350,7 @@ impl LoadPath<'_> {
             } else {
                 load_factor + increment
             };
-            let start = Instant::now();
+            let started = Instant::now();
             let time = target * end_time;
             let factor = self.loading.factor_at(time);
             problem.set_time(time);
@@ -325,24 +375,26 @@ impl LoadPath<'_> {
                         .constraints
                         .copy_constrained(&ws.system.residual, &mut reactions)?;
                     let failed_attempts = std::mem::take(&mut attempts);
-                    let step = ConvergedStep {
-                        index,
-                        load_factor: factor,
-                        time,
-                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
-                        iterations,
-                        reactions,
-                        wall_s: start.elapsed().as_secs_f64(),
-                        cutbacks: failed_attempts.len(),
-                        failed_attempts,
-                        converged_by,
-                    };
-                    let easy = step.iterations.len() <= EASY_ITERATIONS;
-                    on_step(&step, u, problem, solver)?;
+                    let easy = iterations.len() <= EASY_ITERATIONS;
                     if easy {
                         increment = (increment * self.loading.growth).min(nominal);
                     }
                     increment = increment.min(1.0 - load_factor);
+                    let step = ConvergedStep {
+                        index,
+                        load_factor: factor,
+                        time,
+                        position: target,
+                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
+                        iterations,
+                        reactions,
+                        wall_s: started.elapsed().as_secs_f64(),
+                        cutbacks: failed_attempts.len(),
+                        failed_attempts,
+                        converged_by,
+                        next_increment: increment,
+                    };
+                    on_step(&step, u, problem, solver)?;
                 }
                 Err(StepError {
                     failure: StepFailure::Numeric(e),

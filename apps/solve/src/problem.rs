@@ -37,17 +37,44 @@ impl Problem {
     pub fn new(params: &ProblemParams) -> Result<Self> {
         let mesh = build_mesh(&params.mesh)?;
         let materials = cell_materials(params, &mesh)?;
-        let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
-        if points < mesh.order() + 1 {
-            bail!(
-                "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
-                mesh.order(),
-                mesh.order() + 1
-            );
-        }
-        let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
+        let points = quadrature_points(params, &mesh)?;
+        let assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
-        let constraints = build_constraints(params, &mesh, &assembler)?;
+        let mut problem = Self {
+            discrete: DiscreteProblem {
+                constraints: build_constraints(params, &mesh, &assembler)?,
+                external: linalg::Vector::zeros(3 * mesh.n_nodes()),
+                follower: Vec::new(),
+                curved: Vec::new(),
+                assembler,
+            },
+            mesh,
+            linear: false,
+            own_curves: OwnCurves::default(),
+        };
+        problem.set_loads(params)?;
+        Ok(problem)
+    }
+
+    /// Rebuilds materials, constraints and loads from `params` on this problem's mesh and
+    /// element loop, whose geometry checks and COO plans are kept. The caller guarantees that
+    /// `params.mesh` and `params.quadrature_points` are those the problem was built with.
+    pub fn reconfigure(&mut self, params: &ProblemParams) -> Result<()> {
+        let materials = cell_materials(params, &self.mesh)?;
+        self.discrete.assembler.set_materials(materials)?;
+        self.discrete.constraints =
+            build_constraints(params, &self.mesh, &self.discrete.assembler)?;
+        self.set_loads(params)
+    }
+
+    /// The loads of `params` (dead loads, point forces, follower pressures), the load curves of
+    /// loads and constraints, and whether the problem is linear; checks first that some set is
+    /// constrained. The constraints must be those of `params`.
+    fn set_loads(&mut self, params: &ProblemParams) -> Result<()> {
+        if params.dirichlet.is_empty() && params.twist.is_empty() {
+            bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
+        }
+        let points = quadrature_points(params, &self.mesh)?;
         let mut own_curves = OwnCurves::default();
         let constraint_curves = params.dirichlet.iter().map(|d| &d.curve);
         let constraint_curves = constraint_curves.chain(params.twist.iter().map(|t| &t.curve));
@@ -57,14 +84,12 @@ impl Problem {
             }
         }
         let mut curved: Vec<CurvedLoad> = Vec::new();
-        if params.dirichlet.is_empty() && params.twist.is_empty() {
-            bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
-        }
         let body = vector_field(&params.body_force);
         let mut external = match constant(&params.body_force) {
-            Some(f) => body_force_load(&mut assembler, Load::Constant(f))?,
-            None => body_force_load(&mut assembler, Load::Field(&body))?,
+            Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
+            None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
         };
+        let mesh = &self.mesh;
         for t in &params.traction {
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
@@ -79,10 +104,10 @@ impl Problem {
                 None => Load::Field(&field),
             };
             if t.curve.is_empty() {
-                add_traction_load(&mesh, faces, load, points, &mut external)?;
+                add_traction_load(mesh, faces, load, points, &mut external)?;
             } else {
                 let mut vector = linalg::Vector::zeros(external.len());
-                add_traction_load(&mesh, faces, load, points, &mut vector)?;
+                add_traction_load(mesh, faces, load, points, &mut vector)?;
                 own_curves.dead.push((curved.len(), t.curve.clone()));
                 curved.push(CurvedLoad {
                     vector,
@@ -101,7 +126,7 @@ impl Problem {
                 i / 3
             );
         }
-        add_point_forces(params, &mesh, &mut external, &mut curved, &mut own_curves)?;
+        add_point_forces(params, mesh, &mut external, &mut curved, &mut own_curves)?;
         let mut follower = Vec::new();
         for p in &params.pressure {
             let faces = mesh.face_sets.get(&p.set).with_context(|| {
@@ -114,27 +139,19 @@ impl Problem {
             if !p.curve.is_empty() {
                 own_curves.pressure.push((follower.len(), p.curve.clone()));
             }
-            follower.push(FollowerPressure::new(&mesh, faces, p.value, points)?);
+            follower.push(FollowerPressure::new(mesh, faces, p.value, points)?);
         }
-        let linear = params
+        self.linear = params
             .materials
             .iter()
             .all(|m| matches!(m.material, fem::Material::Linear { .. }))
             && params.pressure.is_empty();
-        let mut problem = Self {
-            mesh,
-            linear,
-            own_curves,
-            discrete: DiscreteProblem {
-                assembler,
-                constraints,
-                external,
-                follower,
-                curved,
-            },
-        };
-        problem.set_time(0.0);
-        Ok(problem)
+        self.own_curves = own_curves;
+        self.discrete.external = external;
+        self.discrete.follower = follower;
+        self.discrete.curved = curved;
+        self.set_time(0.0);
+        Ok(())
     }
 
     /// Whether the loads derive from a potential (dead loads do), so that the energy line search
@@ -170,6 +187,19 @@ impl Problem {
     pub fn n_dofs(&self) -> usize {
         self.discrete.n_dofs()
     }
+}
+
+/// Gauss points per direction: the configured number, at least `order + 1`.
+fn quadrature_points(params: &ProblemParams, mesh: &HexMesh) -> Result<usize> {
+    let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
+    if points < mesh.order() + 1 {
+        bail!(
+            "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
+            mesh.order(),
+            mesh.order() + 1
+        );
+    }
+    Ok(points)
 }
 
 /// The rigid-body modes at `coords` as the AMG's near-null space (six vectors, node-major).

@@ -10,6 +10,7 @@
 
 pub mod assembly;
 pub mod assembly_device;
+pub mod campaign;
 pub mod gamg;
 pub mod output;
 pub mod spmv;

@@ -93,6 +93,7 @@ fn write(
             started_unix_s: 0,
             threads: 1,
             config: serde_json::Value::Null,
+            restart: None,
         },
         MeshInfo {
             nodes: mesh.n_nodes(),
@@ -141,6 +142,8 @@ fn write(
             energy_density: Some(&scalar),
             nodal_cauchy_stress: Some(&nodal),
             nodal_von_mises: Some(&nodal_scalar),
+            next_increment: None,
+            time: None,
         })?;
         summary.record_step(
             StepRecord {
@@ -157,6 +160,7 @@ fn write(
                 converged_by: String::new(),
                 failed_attempts: serde_json::Value::Null,
                 reactions: serde_json::Value::Null,
+                probes: Default::default(),
             },
             started.elapsed().as_secs_f64(),
         )?;

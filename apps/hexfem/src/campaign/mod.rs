@@ -1,0 +1,488 @@
+//! `hexfem campaign CAMPAIGN.yaml [--jobs N] [--resume]`: the cases of a parameter study, each a
+//! full run in its own directory, and one results table.
+//!
+//! Order of work: the campaign file is read ([`config::campaign::Campaign`]); every case's
+//! configuration is resolved and validated, its output checked and its memory estimated, and
+//! its problem built (on one mesh per distinct mesh and quadrature, reconfigured per case) and
+//! its probes resolved — all before the first case runs, so a bad value stops the campaign at
+//! once, named at its line in the campaign file. Then the cases run, grouped by mesh, on `jobs`
+//! workers (each with its share of the threads; results do not depend on the thread count); each worker keeps its last problem (mesh, element loop, COO plans) and, with
+//! `share_solver`, its linear solver (the AMG hierarchy: the next case's first set-up is hot), see
+//! [`crate::run::Warm`]. A failed case is recorded with its error and the others go on.
+//!
+//! Files in the campaign directory: `case_NNNN/` (the run's files, `input.yaml`: the resolved
+//! input, which `hexfem run` reads as is, and `case.json`: the case's table row, written last),
+//! `results.csv` and `results.jsonl` (one row per case, in case order, rewritten after each
+//! case), `campaign.json` (totals: cases, failures, reuse, wall time) and `plots/` (outputs
+//! against the first numeric parameter, PNG and SVG: [`crate::plot::plot_campaign`]). `--resume` skips the
+//! cases whose `case.json` says completed for the same resolved input (a hash of it), so a
+//! campaign killed at any point resumes to the same table.
+
+mod progress;
+mod table;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use config::campaign::{Campaign, CaseSpec};
+use config::{Config, ConfigError};
+
+use crate::run::{execute, Case, Progress, Warm};
+pub use progress::Reporter;
+pub use table::{CaseRow, CaseStatus};
+
+/// Options of `hexfem campaign`.
+pub struct CampaignOptions {
+    pub file: PathBuf,
+    /// Cases run at once (at least 1).
+    pub jobs: usize,
+    /// Skip cases already completed with the same resolved input.
+    pub resume: bool,
+    /// Replaces the campaign's `directory` (`-o`).
+    pub output_dir: Option<PathBuf>,
+    /// A progress bar (terminal) or one line per case.
+    pub reporter: Reporter,
+    /// Test-only (kill and resume tests): abort the process once N cases have finished and
+    /// their rows are written (with one job the next case is then part-way).
+    pub abort_after_cases: Option<usize>,
+}
+
+/// What a campaign did.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct CampaignSummary {
+    pub campaign: PathBuf,
+    pub base: PathBuf,
+    pub directory: PathBuf,
+    pub parameters: Vec<String>,
+    pub cases: usize,
+    pub completed: usize,
+    pub failed: usize,
+    /// Cases skipped by `--resume` (completed earlier).
+    pub resumed: usize,
+    pub jobs: usize,
+    pub share_solver: bool,
+    /// Problems (mesh, element loop, plans) built from scratch while running, and reused from
+    /// the case before (the first worker's first case reuses the problem the validation built).
+    pub problems_built: usize,
+    pub problems_reused: usize,
+    /// Cases whose linear solver (AMG hierarchy) came from the case before.
+    pub solvers_reused: usize,
+    pub amg_cold_setups: usize,
+    pub amg_hot_setups: usize,
+    /// Seconds in preconditioner set-ups over all cases run.
+    pub setup_s: f64,
+    /// What reuse saved, estimated from this campaign's own timings (see [`Saving`]).
+    pub saving: Saving,
+    /// Seconds validating every case before the first ran.
+    pub validate_s: f64,
+    pub wall_s: f64,
+    pub table_csv: PathBuf,
+    pub table_jsonl: PathBuf,
+}
+
+/// The time reuse saved, estimated from the campaign's own cases: each reused problem would
+/// have cost the mean build time of the problems built, and each case whose first set-up was
+/// hot would have paid the mean first set-up of the cases that started cold. Process start-up,
+/// which separate runs also pay, is not counted (see `hexfem bench campaign` for a measurement
+/// against separate runs).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Saving {
+    /// Mean seconds to build a problem, and to reconfigure a reused one.
+    pub problem_build_s: Option<f64>,
+    pub problem_reuse_s: Option<f64>,
+    /// Mean seconds of a case's first set-up when cold, and when hot on a shared solver.
+    pub first_setup_cold_s: Option<f64>,
+    pub first_setup_hot_s: Option<f64>,
+    /// Estimated seconds saved by reused problems and by shared set-ups (`null` when the
+    /// campaign has no case of one of the two kinds to compare).
+    pub problems_saved_s: Option<f64>,
+    pub setups_saved_s: Option<f64>,
+}
+
+impl Saving {
+    fn estimate(rows: &[&CaseRow]) -> Saving {
+        let mean = |values: Vec<f64>| {
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        let completed: Vec<&&CaseRow> = rows
+            .iter()
+            .filter(|r| r.status == CaseStatus::Completed)
+            .collect();
+        let build = mean(
+            completed
+                .iter()
+                .filter(|r| !r.reused_problem)
+                .map(|r| r.problem_s)
+                .collect(),
+        );
+        let reuse = mean(
+            completed
+                .iter()
+                .filter(|r| r.reused_problem)
+                .map(|r| r.problem_s)
+                .collect(),
+        );
+        let cold = mean(
+            completed
+                .iter()
+                .filter(|r| !r.reused_solver && r.amg_cold_setups > 0)
+                .map(|r| r.first_setup_s)
+                .collect(),
+        );
+        let hot = mean(
+            completed
+                .iter()
+                .filter(|r| r.reused_solver)
+                .map(|r| r.first_setup_s)
+                .collect(),
+        );
+        let reused_problems = completed.iter().filter(|r| r.reused_problem).count() as f64;
+        let reused_solvers = completed.iter().filter(|r| r.reused_solver).count() as f64;
+        Saving {
+            problem_build_s: build,
+            problem_reuse_s: reuse,
+            first_setup_cold_s: cold,
+            first_setup_hot_s: hot,
+            problems_saved_s: build.zip(reuse).map(|(b, r)| reused_problems * (b - r)),
+            setups_saved_s: cold.zip(hot).map(|(c, h)| reused_solvers * (c - h)),
+        }
+    }
+}
+
+/// Checks a campaign without running it: every case resolved, validated, its output and memory
+/// checked and its problem built, as `run_campaign` does before the first case; returns a
+/// summary of the cases (one line each).
+pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
+    let campaign = Campaign::load(file)?;
+    let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
+    let (prepared, _) = prepare(&campaign, &directory)?;
+    let meshes: std::collections::BTreeSet<&String> = prepared.iter().map(|p| &p.key).collect();
+    let mut text = format!(
+        "{}: {} cases valid on {} mesh(es), base {}, into {}\n",
+        file.display(),
+        prepared.len(),
+        meshes.len(),
+        campaign.base.display(),
+        directory.display()
+    );
+    for p in &prepared {
+        text.push_str(&format!(
+            "  case_{:04}  {}  [{}]\n",
+            p.spec.index,
+            p.hash,
+            campaign.describe(&p.spec)
+        ));
+    }
+    Ok(text)
+}
+
+/// A case ready to run.
+struct Prepared {
+    spec: CaseSpec,
+    config: Config,
+    hash: String,
+    dir: PathBuf,
+    key: String,
+}
+
+/// Runs the campaign of `options.file`; returns its summary. Failed cases are in the summary
+/// and the table; the error is only for a campaign that could not run (a bad file or case).
+pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
+    let started = Instant::now();
+    let campaign = Campaign::load(&options.file)?;
+    let directory = options
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| campaign.directory.clone());
+    let jobs = options.jobs.max(1);
+    let (prepared, mut validated) = prepare(&campaign, &directory)?;
+    let validate_s = started.elapsed().as_secs_f64();
+    std::fs::create_dir_all(&directory)
+        .with_context(|| format!("creating the campaign directory {}", directory.display()))?;
+
+    let mut rows: Vec<Option<CaseRow>> = vec![None; prepared.len()];
+    let mut resumed = 0;
+    let mut queue = VecDeque::new();
+    // cases on one mesh run one after the other, so that a worker reuses its problem
+    let mut order: Vec<usize> = (0..prepared.len()).collect();
+    order.sort_by(|&a, &b| prepared[a].key.cmp(&prepared[b].key));
+    for i in order {
+        let p = &prepared[i];
+        match options
+            .resume
+            .then(|| CaseRow::read(&p.dir.join("case.json")))
+            .flatten()
+        {
+            Some(row) if row.hash == p.hash && row.status == CaseStatus::Completed => {
+                rows[i] = Some(row);
+                resumed += 1;
+            }
+            _ => queue.push_back(i),
+        }
+    }
+    let table = table::Table::new(&directory, &campaign.parameters);
+    table.write(&rows)?;
+    let mut reporter = options.reporter.start(prepared.len(), resumed);
+    let to_run = queue.len();
+    let workers = jobs.min(to_run);
+    check_memory(&prepared, &queue, workers)?;
+    let mut held = vec![None; workers];
+    if let Some(first) = held.first_mut() {
+        // the first worker holds the problem the validation built last
+        *first = validated.problem_key().map(str::to_owned);
+    }
+    let scheduler = Mutex::new(Scheduler {
+        pending: queue.into(),
+        held,
+    });
+    let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
+    let share_solver = campaign.share_solver;
+    // the first worker starts with the problem the validation built last
+    validated.share_solver = share_solver;
+    let mut warms: Vec<Warm> = (0..workers).map(|_| Warm::new(share_solver)).collect();
+    if let Some(first) = warms.first_mut() {
+        *first = validated;
+    }
+    std::thread::scope(|scope| -> Result<()> {
+        for (worker, mut warm) in warms.into_iter().enumerate() {
+            let sender = sender.clone();
+            let (scheduler, prepared, campaign, reporter_tx) =
+                (&scheduler, &prepared, &campaign, reporter.events());
+            scope.spawn(move || {
+                // Each worker runs its cases inside a thread pool of its own with its share of
+                // the threads (results do not depend on the thread count): the parallel loops
+                // of a case then start from a pool thread, not from outside the pool.
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads((rayon::current_num_threads() / workers).max(1))
+                    .build()
+                    .ok();
+                // the lock is taken and released inside the condition
+                while let Some(i) = scheduler
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.next(worker, prepared))
+                {
+                    let _ = reporter_tx.send(progress::Event::Started);
+                    let row = match &pool {
+                        Some(pool) => pool.install(|| run_case(campaign, &prepared[i], &mut warm)),
+                        None => run_case(campaign, &prepared[i], &mut warm),
+                    };
+                    if sender.send((i, row)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut finished = 0;
+        for (i, row) in receiver {
+            row.write(&prepared[i].dir.join("case.json"))?;
+            reporter.finished(&row, &campaign.describe(&prepared[i].spec));
+            rows[i] = Some(row);
+            table.write(&rows)?;
+            finished += 1;
+            if options.abort_after_cases == Some(finished) {
+                std::process::abort();
+            }
+        }
+        Ok(())
+    })?;
+    reporter.done();
+    let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
+    if rows.len() != prepared.len() {
+        bail!("{} cases did not report", prepared.len() - rows.len());
+    }
+    let ran = || rows.iter().filter(|r| !r.resumed);
+    let summary = CampaignSummary {
+        campaign: options.file.clone(),
+        base: campaign.base.clone(),
+        directory: directory.clone(),
+        parameters: campaign.parameters.clone(),
+        cases: rows.len(),
+        completed: rows
+            .iter()
+            .filter(|r| r.status == CaseStatus::Completed)
+            .count(),
+        failed: rows
+            .iter()
+            .filter(|r| r.status == CaseStatus::Failed)
+            .count(),
+        resumed,
+        jobs,
+        share_solver,
+        problems_built: ran().filter(|r| !r.reused_problem).count(),
+        problems_reused: ran().filter(|r| r.reused_problem).count(),
+        solvers_reused: ran().filter(|r| r.reused_solver).count(),
+        amg_cold_setups: ran().map(|r| r.amg_cold_setups).sum(),
+        amg_hot_setups: ran().map(|r| r.amg_hot_setups).sum(),
+        setup_s: ran().map(|r| r.setup_s).sum(),
+        saving: Saving::estimate(&ran().collect::<Vec<_>>()),
+        validate_s,
+        wall_s: started.elapsed().as_secs_f64(),
+        table_csv: table.csv.clone(),
+        table_jsonl: table.jsonl.clone(),
+    };
+    let path = directory.join("campaign.json");
+    table::write_atomic(&path, serde_json::to_string_pretty(&summary)? + "\n")?;
+    if summary.completed > 0 {
+        // the default pictures; a campaign whose results are written has not failed for them
+        if let Err(e) = crate::plot::plot_campaign(&directory, None, &[], &directory.join("plots"))
+        {
+            if options.reporter != Reporter::Quiet {
+                eprintln!("warning: plotting the campaign: {e:#}");
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// Hands cases to workers so that each keeps to one mesh: a worker takes the next case on the
+/// mesh it holds, else the next case on a mesh no other worker holds, else the next case.
+struct Scheduler {
+    /// Cases not yet started, grouped by mesh.
+    pending: Vec<usize>,
+    /// The mesh key each worker last ran.
+    held: Vec<Option<String>>,
+}
+
+impl Scheduler {
+    fn next(&mut self, worker: usize, prepared: &[Prepared]) -> Option<usize> {
+        let key = |i: &usize| &prepared[*i].key;
+        let own = self.held[worker].clone();
+        let position = self
+            .pending
+            .iter()
+            .position(|i| Some(key(i)) == own.as_ref())
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .position(|i| !self.held.iter().any(|h| h.as_ref() == Some(key(i))))
+            })
+            .or_else(|| (!self.pending.is_empty()).then_some(0))?;
+        let case = self.pending.remove(position);
+        self.held[worker] = Some(key(&case).clone());
+        Some(case)
+    }
+}
+
+/// Resolves, validates and checks every case (see the module's documentation).
+fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm)> {
+    let mut prepared = Vec::with_capacity(campaign.cases.len());
+    for spec in &campaign.cases {
+        let mut config = campaign.case_config(spec)?;
+        let dir = directory.join(format!("case_{:04}", spec.index));
+        config.output.directory = dir.clone();
+        let name = crate::run::output_name(&config, &campaign.base);
+        crate::run::check_output(&config, None, &dir, &name)
+            .and_then(|()| crate::memory::guard(&config).map(|_| ()))
+            .map_err(|e| relocate(campaign, spec, e))?;
+        let hash = input_hash(&config)?;
+        let key = crate::run::problem_key(&config)?;
+        prepared.push(Prepared {
+            spec: spec.clone(),
+            config,
+            hash,
+            dir,
+            key,
+        });
+    }
+    // build each case's problem, one mesh at a time; the meshes in reverse order of their
+    // keys, so that the problem left in `warm` is the one the first worker needs first
+    let mut order: Vec<&Prepared> = prepared.iter().collect();
+    order.sort_by(|a, b| b.key.cmp(&a.key).then(a.spec.index.cmp(&b.spec.index)));
+    let mut warm = Warm::new(false);
+    for p in order {
+        crate::run::prepare_problem(&p.config, &mut warm)
+            .map_err(|e| relocate(campaign, &p.spec, e))?;
+    }
+    Ok((prepared, warm))
+}
+
+/// Refuses `workers` cases at once when the largest of them together would not fit in the
+/// memory available (each case alone was checked by `prepare`).
+fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) -> Result<()> {
+    if workers < 2 {
+        return Ok(());
+    }
+    let Some(available) = crate::memory::available() else {
+        return Ok(());
+    };
+    let mut sizes = queue
+        .iter()
+        .map(|&i| crate::memory::estimate(&prepared[i].config).map(|e| e.total))
+        .collect::<Result<Vec<f64>>>()?;
+    sizes.sort_by(|a, b| b.total_cmp(a));
+    let together: f64 = sizes.iter().take(workers).sum();
+    if together > available {
+        bail!(
+            "--jobs {workers}: the largest {workers} cases together need about {} and {} is available; use fewer jobs",
+            crate::memory::human(together),
+            crate::memory::human(available)
+        );
+    }
+    Ok(())
+}
+
+/// An error of a case moved to the campaign file where a campaign value caused it.
+fn relocate(campaign: &Campaign, spec: &CaseSpec, error: anyhow::Error) -> anyhow::Error {
+    match error.downcast::<ConfigError>() {
+        Ok(e) => anyhow::Error::new(campaign.relocate(spec, e)),
+        Err(e) => e.context(format!("case {}", spec.index)),
+    }
+}
+
+/// A hash of the resolved input (output directory aside): what `--resume` compares.
+fn input_hash(config: &Config) -> Result<String> {
+    let mut config = config.clone();
+    config.output.directory = PathBuf::new();
+    let text = serde_json::to_string(&config)?;
+    // FNV-1a, 64 bits: stable across versions and machines
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Ok(format!("{h:016x}"))
+}
+
+/// Runs one case: its resolved input, the run, its row.
+fn run_case(campaign: &Campaign, p: &Prepared, warm: &mut Warm) -> CaseRow {
+    let started = Instant::now();
+    let mut row = CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec);
+    let input = p.dir.join("input.yaml");
+    let outcome = (|| {
+        std::fs::create_dir_all(&p.dir).with_context(|| format!("creating {}", p.dir.display()))?;
+        let header = format!(
+            "# case {} of {}: {}\n# resolved input (base {}); `hexfem run` reads it as is\n",
+            p.spec.index,
+            campaign.file.display(),
+            campaign.describe(&p.spec),
+            campaign.base.display()
+        );
+        table::write_atomic(
+            &input,
+            header + &serde_json::to_string_pretty(&p.config)? + "\n",
+        )?;
+        let name = crate::run::output_name(&p.config, &campaign.base);
+        let case = Case {
+            config: &p.config,
+            input: &input,
+            dir: p.dir.clone(),
+            name,
+            progress: Progress::Quiet,
+            restart: None,
+            faults: io::Faults::none(),
+            abort_after_step: None,
+        };
+        execute(&case, warm, started)
+    })();
+    row.wall_s = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(outcome) => row.completed(&outcome),
+        Err(e) => row.failed(&format!("{e:#}")),
+    }
+    row
+}

@@ -1,0 +1,573 @@
+//! `hexfem plot`: line charts as PNG and SVG (plotters, pure Rust; text drawn with the DejaVu
+//! Sans Mono font shipped in `assets/`, so no system font library is needed).
+//!
+//! Default sets: for a run (its `.summary.json`), the Newton residual history (one line per
+//! load step, log scale) and each probe group against the load factor; for a campaign (its
+//! directory), chosen outputs against a chosen parameter, one line per combination of the other
+//! parameters. `hexfem campaign` writes its default set into `<directory>/plots/` when it ends.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use anyhow::{bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::campaign::{CaseRow, CaseStatus};
+
+const FONT: &str = "hexfem-sans";
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 600;
+
+/// A line of a chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart: titled axes and lines.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Logarithmic y axis (non-positive values are left out).
+    pub log_y: bool,
+    /// Join the points of a series by lines (else points only).
+    pub lines: bool,
+    pub series: Vec<Series>,
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // the font is part of the binary; a failure here would be a corrupt build
+        let _ = plotters::style::register_font(
+            FONT,
+            FontStyle::Normal,
+            include_bytes!("../assets/DejaVuSansMono.ttf"),
+        );
+    });
+}
+
+/// Writes `chart` as `<base>.png` and `<base>.svg` (the extensions appended to `base`); returns
+/// both paths.
+pub fn draw(chart: &Chart, base: &Path) -> Result<Vec<PathBuf>> {
+    register_font();
+    let with = |extension: &str| {
+        let mut path = base.as_os_str().to_owned();
+        path.push(extension);
+        PathBuf::from(path)
+    };
+    let (png, svg) = (with(".png"), with(".svg"));
+    {
+        let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
+        render(chart, &root).with_context(|| format!("drawing {}", png.display()))?;
+        root.present()
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", png.display()))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, (WIDTH, HEIGHT)).into_drawing_area();
+        render(chart, &root).with_context(|| format!("drawing {}", svg.display()))?;
+        root.present()
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", svg.display()))?;
+    }
+    Ok(vec![png, svg])
+}
+
+/// The data range of the chart's points, widened a little (and away from zero width).
+fn range(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite() && (!log || *v > 0.0))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    if lo > hi {
+        return None;
+    }
+    Some(if log {
+        (lo / 2.0, hi * 2.0)
+    } else if hi > lo {
+        let pad = 0.05 * (hi - lo);
+        (lo - pad, hi + pad)
+    } else {
+        let pad = if lo == 0.0 { 1.0 } else { 0.05 * lo.abs() };
+        (lo - pad, hi + pad)
+    })
+}
+
+fn render<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let fail = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("{e:?}");
+    root.fill(&WHITE).map_err(fail)?;
+    let points = || chart.series.iter().flat_map(|s| s.points.iter());
+    let Some(x) = range(points().map(|p| p.0), false) else {
+        bail!("{}: nothing to plot", chart.title);
+    };
+    let Some(mut y) = range(points().map(|p| p.1), chart.log_y) else {
+        bail!("{}: nothing to plot", chart.title);
+    };
+    // the legend goes into the corner with the fewest points, with room made above or below
+    // the lines for it
+    let legend = legend_corner(chart, x, y);
+    let lines = chart.series.len() as f64;
+    let room = 0.07 * lines + 0.05;
+    let upper = matches!(
+        legend,
+        SeriesLabelPosition::UpperLeft | SeriesLabelPosition::UpperRight
+    );
+    if chart.log_y {
+        let factor = 10f64.powf(room * (y.1 / y.0).log10());
+        if upper {
+            y.1 *= factor;
+        } else {
+            y.0 /= factor;
+        }
+    } else if upper {
+        y.1 += room * (y.1 - y.0);
+    } else {
+        y.0 -= room * (y.1 - y.0);
+    }
+    let (x_span, y_span) = (x.1 - x.0, y.1 - y.0);
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(&chart.title, (FONT, 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(96);
+    macro_rules! body {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_desc(chart.x_label.as_str())
+                .y_desc(chart.y_label.as_str())
+                .label_style((FONT, 17))
+                .axis_desc_style((FONT, 18))
+                .light_line_style(RGBColor(235, 235, 235))
+                .x_label_formatter(&|v| short(*v, x_span))
+                .y_label_formatter(&|v| short(*v, if chart.log_y { 0.0 } else { y_span }))
+                .draw()
+                .map_err(fail)?;
+            for (i, s) in chart.series.iter().enumerate() {
+                let color = Palette99::pick(i).to_rgba();
+                let pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite() && (!chart.log_y || p.1 > 0.0))
+                    .collect();
+                let line = if chart.lines { pts.clone() } else { Vec::new() };
+                ctx.draw_series(LineSeries::new(line, color.stroke_width(2)))
+                    .map_err(fail)?
+                    .label(s.label.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                let radius = if chart.lines { 3 } else { 4 };
+                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))
+                    .map_err(fail)?;
+            }
+            if chart.series.len() > 1 || !chart.series[0].label.is_empty() {
+                ctx.configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .label_font((FONT, 15))
+                    .position(legend.clone())
+                    .draw()
+                    .map_err(fail)?;
+            }
+        }};
+    }
+    if chart.log_y {
+        body!(builder
+            .build_cartesian_2d(x.0..x.1, (y.0..y.1).log_scale())
+            .map_err(fail)?);
+    } else {
+        body!(builder
+            .build_cartesian_2d(x.0..x.1, y.0..y.1)
+            .map_err(fail)?);
+    }
+    Ok(())
+}
+
+/// The corner of the plot area holding the fewest points.
+fn legend_corner(chart: &Chart, x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
+    let mid_x = 0.5 * (x.0 + x.1);
+    let mid_y = if chart.log_y {
+        (y.0 * y.1).sqrt()
+    } else {
+        0.5 * (y.0 + y.1)
+    };
+    let mut count = [0usize; 4];
+    for p in chart.series.iter().flat_map(|s| &s.points) {
+        let corner = usize::from(p.0 < mid_x) + 2 * usize::from(p.1 < mid_y);
+        count[corner] += 1;
+    }
+    // upper right first, then upper left, lower right, lower left
+    let best = (0..4).min_by_key(|&c| count[c]).unwrap_or(0);
+    match best {
+        0 => SeriesLabelPosition::UpperRight,
+        1 => SeriesLabelPosition::UpperLeft,
+        2 => SeriesLabelPosition::LowerRight,
+        _ => SeriesLabelPosition::LowerLeft,
+    }
+}
+
+/// A tick label: plain for moderate magnitudes, else scientific; `0` for values that are
+/// round-off next to the axis's `span` (when known, else 0).
+fn short(v: f64, span: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || a < 1e-9 * span {
+        "0".into()
+    } else if (1e-3..1e5).contains(&a) {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// The default plots of a run: the Newton residual history and the probes against the load
+/// factor, as `<dir>/<name>.residuals.{png,svg}` and `<dir>/<name>.probe_<probe>[_u|_f|_m].{png,svg}`
+/// (displacement, reaction force, reaction moment: one chart each).
+pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
+    let summary = io::Summary::read(summary_path)
+        .with_context(|| format!("reading {}", summary_path.display()))?;
+    let name = summary_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".summary.json"))
+        .with_context(|| format!("{}: not a <name>.summary.json file", summary_path.display()))?
+        .to_owned();
+    let steps = summary.steps.unwrap_or_default();
+    let mut files = Vec::new();
+    let mut iteration = 0.0;
+    let series = steps
+        .iter()
+        .map(|s| {
+            let points = s
+                .residual_norms
+                .iter()
+                .enumerate()
+                .map(|(k, &r)| (iteration + k as f64, r))
+                .collect();
+            iteration += s.residual_norms.len() as f64 - 1.0;
+            Series {
+                label: format!("step {} (load {:.3})", s.step, s.load_factor),
+                points,
+            }
+        })
+        .collect::<Vec<_>>();
+    if !series.is_empty() {
+        let mut series = series;
+        if series.len() > 12 {
+            // a long run: one line, steps not named
+            let points = series.iter().flat_map(|s| s.points.clone()).collect();
+            series = vec![Series {
+                label: String::new(),
+                points,
+            }];
+        }
+        files.extend(draw(
+            &Chart {
+                title: format!("{name}: Newton residual"),
+                x_label: "Newton iteration (all steps)".into(),
+                y_label: "free residual norm".into(),
+                log_y: true,
+                lines: true,
+                series,
+            },
+            &dir.join(format!("{name}.residuals")),
+        )?);
+    }
+    let csv = summary_path.with_file_name(format!("{name}.probes.csv"));
+    if csv.is_file() {
+        let table = io::ProbeTable::read(&csv)?;
+        let load = table.column("load_factor").unwrap_or_default();
+        // one chart per probe and kind of quantity: displacement (u*), force (f*), moment (m*)
+        let mut groups: BTreeMap<(String, &str), Vec<Series>> = BTreeMap::new();
+        for (j, column) in table.columns.iter().enumerate().skip(2) {
+            let (probe, part) = column.split_once('.').unwrap_or((column, ""));
+            let kind = match part.chars().next() {
+                Some('u') => "displacement",
+                Some('f') => "reaction force",
+                Some('m') => "reaction moment",
+                _ => "",
+            };
+            let points = load
+                .iter()
+                .zip(&table.rows)
+                .map(|(&l, row)| (l, row[j]))
+                .collect();
+            groups
+                .entry((probe.to_owned(), kind))
+                .or_default()
+                .push(Series {
+                    label: if part.is_empty() {
+                        column.clone()
+                    } else {
+                        part.to_owned()
+                    },
+                    points,
+                });
+        }
+        for ((probe, kind), series) in groups {
+            // leave out components that stay zero next to the others (a clamp's displacement)
+            let size = |s: &Series| s.points.iter().fold(0.0f64, |m, p| m.max(p.1.abs()));
+            let largest = series.iter().map(size).fold(0.0, f64::max);
+            let series: Vec<Series> = series
+                .into_iter()
+                .filter(|s| size(s) > 1e-9 * largest)
+                .collect();
+            if series.is_empty() {
+                continue;
+            }
+            let suffix = match kind {
+                "displacement" => "_u",
+                "reaction force" => "_f",
+                "reaction moment" => "_m",
+                _ => "",
+            };
+            files.extend(draw(
+                &Chart {
+                    title: if kind.is_empty() {
+                        format!("{name}: {probe}")
+                    } else {
+                        format!("{name}: {kind} at {probe}")
+                    },
+                    x_label: "load factor".into(),
+                    y_label: if kind.is_empty() {
+                        probe.clone()
+                    } else {
+                        kind.to_owned()
+                    },
+                    log_y: false,
+                    lines: true,
+                    series,
+                },
+                &dir.join(format!("{name}.probe_{probe}{suffix}")),
+            )?);
+        }
+    }
+    Ok(files)
+}
+
+/// The numeric value of a table cell.
+fn numeric(v: &serde_json::Value) -> Option<f64> {
+    v.as_f64()
+}
+
+/// The outputs of a campaign row by name: `strain_energy`, `max_displacement`, `steps`,
+/// `newton_iterations`, `linear_iterations`, `wall_s`, `probe.<column>`, `reaction.<set>.f?`.
+fn outputs(row: &CaseRow) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    if let Some(v) = row.strain_energy {
+        out.insert("strain_energy".into(), v);
+    }
+    if let Some(v) = row.max_displacement {
+        out.insert("max_displacement".into(), v);
+    }
+    out.insert("newton_iterations".into(), row.newton_iterations as f64);
+    out.insert("linear_iterations".into(), row.linear_iterations as f64);
+    out.insert("wall_s".into(), row.wall_s);
+    for (k, v) in &row.probes {
+        out.insert(format!("probe.{k}"), *v);
+    }
+    for (set, f) in &row.reactions {
+        for (c, v) in ["fx", "fy", "fz"].iter().zip(f) {
+            out.insert(format!("reaction.{set}.{c}"), *v);
+        }
+    }
+    out
+}
+
+/// Plots of a campaign directory: each of `ys` (default: strain energy, max |u| and every
+/// probe) against the parameter `x` (default: the first numeric parameter), one line per
+/// combination of the other parameters where they form a grid (at most 8 lines of 2 or more
+/// points), else one cloud of points, as `<out>/campaign_<y>.{png,svg}`.
+pub fn plot_campaign(
+    dir: &Path,
+    x: Option<&str>,
+    ys: &[String],
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
+    let jsonl = dir.join("results.jsonl");
+    let rows: Vec<CaseRow> = std::fs::read_to_string(&jsonl)
+        .with_context(|| {
+            format!(
+                "reading {} (is {} a campaign directory?)",
+                jsonl.display(),
+                dir.display()
+            )
+        })?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading {}", jsonl.display()))?;
+    let rows: Vec<&CaseRow> = rows
+        .iter()
+        .filter(|r| r.status == CaseStatus::Completed)
+        .collect();
+    let Some(first) = rows.first() else {
+        bail!("{}: no completed case to plot", dir.display());
+    };
+    // the campaign file's order of the parameters (the rows keep them sorted by name)
+    let parameters: Vec<String> = std::fs::read_to_string(dir.join("campaign.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::campaign::CampaignSummary>(&t).ok())
+        .map(|s| s.parameters)
+        .filter(|p| p.iter().all(|k| first.parameters.contains_key(k)))
+        .unwrap_or_else(|| first.parameters.keys().cloned().collect());
+    let x = match x {
+        Some(x) => {
+            if !first.parameters.contains_key(x) {
+                bail!(
+                    "--x {x}: no such parameter; the campaign's parameters: {}",
+                    parameters
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            x.to_owned()
+        }
+        None => parameters
+            .iter()
+            .find(|p| numeric(&first.parameters[p.as_str()]).is_some())
+            .map(|p| p.to_string())
+            .context("no numeric parameter to plot against (give --x)")?,
+    };
+    let available = outputs(first);
+    let ys: Vec<String> = if ys.is_empty() {
+        available
+            .keys()
+            .filter(|k| {
+                *k == "strain_energy" || *k == "max_displacement" || k.starts_with("probe.")
+            })
+            .cloned()
+            .collect()
+    } else {
+        for y in ys {
+            if !available.contains_key(y) {
+                bail!(
+                    "--y {y}: no such output; outputs: {}",
+                    available.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        ys.to_vec()
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut files = Vec::new();
+    for y in &ys {
+        let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for row in &rows {
+            let (Some(xv), Some(&yv)) = (
+                row.parameters.get(&x).and_then(numeric),
+                outputs(row).get(y),
+            ) else {
+                continue;
+            };
+            let others: Vec<String> = row
+                .parameters
+                .iter()
+                .filter(|(k, _)| **k != x)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            lines.entry(others.join(" ")).or_default().push((xv, yv));
+        }
+        // a line per combination of the other parameters where that makes lines (a grid);
+        // otherwise (a Latin hypercube) one cloud of points
+        let as_lines = lines.len() <= 8 && lines.values().all(|p| p.len() >= 2);
+        let series: Vec<Series> = if as_lines {
+            lines
+                .into_iter()
+                .map(|(label, mut points)| {
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series { label, points }
+                })
+                .collect()
+        } else {
+            vec![Series {
+                label: String::new(),
+                points: lines.into_values().flatten().collect(),
+            }]
+        };
+        let file_name: String = y
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        files.extend(draw(
+            &Chart {
+                title: format!("{y} against {x}"),
+                x_label: x.clone(),
+                y_label: y.clone(),
+                log_y: false,
+                lines: as_lines,
+                series,
+            },
+            &out.join(format!("campaign_{file_name}")),
+        )?);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_written_as_png_and_svg() {
+        let dir = std::env::temp_dir().join(format!("hexfem-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let chart = Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log_y: true,
+            lines: true,
+            series: vec![Series {
+                label: "a".into(),
+                points: vec![(0.0, 1.0), (1.0, 1e-3), (2.0, 0.0)],
+            }],
+        };
+        let files = draw(&chart, &dir.join("chart")).unwrap();
+        let png = std::fs::read(&files[0]).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("<text"),
+            "{}",
+            &svg[..100.min(svg.len())]
+        );
+        let empty = Chart {
+            series: vec![Series {
+                label: String::new(),
+                points: vec![],
+            }],
+            ..chart
+        };
+        assert!(draw(&empty, &dir.join("empty")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(short(0.0, 1.0), "0");
+        assert_eq!(short(0.25, 1.0), "0.25");
+        assert_eq!(short(12.0, 1.0), "12");
+        assert_eq!(short(1.5e-7, 0.0), "1.50e-7");
+        assert_eq!(short(-2.78e-17, 0.7), "0");
+    }
+}

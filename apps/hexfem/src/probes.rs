@@ -1,0 +1,306 @@
+//! Probes of a run (`output.probes`): the displacement at points of the mesh, the mean
+//! displacement, total reaction force and its moment over node sets, and global quantities,
+//! evaluated at step 0 and after every converged step.
+//!
+//! [`Probes::new`] resolves the configuration once per mesh (locates each point in its cell and
+//! keeps the cell's interpolation weights; looks the sets up); [`Probes::evaluate`] is then a
+//! few sums per step. Errors (a point outside the mesh, an unknown set) name the configuration
+//! key.
+
+use anyhow::Result;
+use config::{Config, GlobalProbe};
+use fem::basis::LagrangeHex;
+use mesh::HexMesh;
+
+/// Newton iterations of the inverse cell map.
+const LOCATE_ITERATIONS: usize = 50;
+/// Reference-coordinate slack accepted as "inside" a cell, and the inverse map's tolerance.
+const LOCATE_SLACK: f64 = 1e-9;
+
+/// The resolved probes of a run on one mesh.
+#[derive(Clone, Debug)]
+pub struct Probes {
+    columns: Vec<String>,
+    points: Vec<Interpolation>,
+    sets: Vec<SetNodes>,
+    globals: Vec<GlobalProbe>,
+}
+
+/// A point as a weighted sum of nodal values.
+#[derive(Clone, Debug)]
+struct Interpolation {
+    nodes: Vec<usize>,
+    weights: Vec<f64>,
+}
+
+#[derive(Clone, Debug)]
+struct SetNodes {
+    nodes: Vec<usize>,
+    about: [f64; 3],
+}
+
+/// The state a probe reads.
+pub struct ProbeState<'a> {
+    pub displacement: &'a [[f64; 3]],
+    pub reactions: &'a [[f64; 3]],
+    pub strain_energy: f64,
+    pub max_displacement: f64,
+}
+
+impl Probes {
+    /// Resolves `config.output.probes` on `mesh` (the mesh built from `config`).
+    pub fn new(config: &Config, mesh: &HexMesh) -> Result<Self> {
+        let spec = &config.output.probes;
+        let mut columns = Vec::new();
+        let mut points = Vec::new();
+        for (i, p) in spec.points.iter().enumerate() {
+            let interpolation = locate(mesh, p.at)?.ok_or_else(|| {
+                config.error_at(
+                    &format!("output.probes.points[{i}].at"),
+                    format!("the point {:?} lies in no cell of the mesh", p.at),
+                )
+            })?;
+            points.push(interpolation);
+            columns.extend(["ux", "uy", "uz"].map(|c| format!("{}.{c}", p.name)));
+        }
+        let mut sets = Vec::new();
+        for (i, s) in spec.sets.iter().enumerate() {
+            let nodes = mesh.set_nodes(&s.set).map_err(|e| {
+                config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
+            })?;
+            let about = s.about.unwrap_or_else(|| centroid(mesh, &nodes));
+            sets.push(SetNodes { nodes, about });
+            for c in ["ux", "uy", "uz", "fx", "fy", "fz", "mx", "my", "mz"] {
+                columns.push(format!("{}.{c}", s.label()));
+            }
+        }
+        columns.extend(spec.globals.iter().map(|g| g.label().to_owned()));
+        Ok(Probes {
+            columns,
+            points,
+            sets,
+            globals: spec.globals.clone(),
+        })
+    }
+
+    /// Column names, in the order of [`Probes::evaluate`]'s values.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Whether there are no probes.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// The probe values of a state on the mesh the probes were resolved on.
+    pub fn evaluate(&self, coords: &[[f64; 3]], state: &ProbeState) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.columns.len());
+        for p in &self.points {
+            let mut u = [0.0; 3];
+            for (&n, &w) in p.nodes.iter().zip(&p.weights) {
+                for (ud, un) in u.iter_mut().zip(state.displacement[n]) {
+                    *ud += w * un;
+                }
+            }
+            out.extend(u);
+        }
+        for s in &self.sets {
+            let (mut mean, mut force, mut moment) = ([0.0; 3], [0.0; 3], [0.0; 3]);
+            for &n in &s.nodes {
+                let u = state.displacement[n];
+                let f = state.reactions[n];
+                let arm: [f64; 3] = std::array::from_fn(|d| coords[n][d] + u[d] - s.about[d]);
+                let m = cross(arm, f);
+                for d in 0..3 {
+                    mean[d] += u[d];
+                    force[d] += f[d];
+                    moment[d] += m[d];
+                }
+            }
+            let count = s.nodes.len().max(1) as f64;
+            out.extend(mean.map(|v| v / count));
+            out.extend(force);
+            out.extend(moment);
+        }
+        for g in &self.globals {
+            out.push(match g {
+                GlobalProbe::StrainEnergy => state.strain_energy,
+                GlobalProbe::MaxDisplacement => state.max_displacement,
+            });
+        }
+        out
+    }
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn centroid(mesh: &HexMesh, nodes: &[usize]) -> [f64; 3] {
+    let mut c = [0.0; 3];
+    for &n in nodes {
+        for (cd, x) in c.iter_mut().zip(mesh.coords[n]) {
+            *cd += x;
+        }
+    }
+    c.map(|v| v / nodes.len().max(1) as f64)
+}
+
+/// The interpolation of the point `at` in the first cell that contains it (cells whose bounding
+/// box holds the point are tried in order; the inverse map is solved by Newton's method), or
+/// `None` if no cell does. On a face shared by cells any of them gives the same values of a
+/// continuous field.
+fn locate(mesh: &HexMesh, at: [f64; 3]) -> Result<Option<Interpolation>> {
+    let basis = LagrangeHex::new(mesh.order())?;
+    let n = basis.n_nodes();
+    let (mut values, mut grads) = (vec![0.0; n], vec![[0.0; 3]; n]);
+    for c in 0..mesh.n_cells() {
+        let nodes = mesh.cell_nodes(c);
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        for &a in nodes {
+            for d in 0..3 {
+                lo[d] = lo[d].min(mesh.coords[a][d]);
+                hi[d] = hi[d].max(mesh.coords[a][d]);
+            }
+        }
+        let slack = 1e-9 * (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max);
+        if (0..3).any(|d| at[d] < lo[d] - slack || at[d] > hi[d] + slack) {
+            continue;
+        }
+        let mut xi = [0.0; 3];
+        for _ in 0..LOCATE_ITERATIONS {
+            basis.eval(xi, &mut values, &mut grads)?;
+            let mut x = [0.0; 3];
+            let mut jac = [[0.0; 3]; 3];
+            for (a, &node) in nodes.iter().enumerate() {
+                for i in 0..3 {
+                    x[i] += values[a] * mesh.coords[node][i];
+                    for j in 0..3 {
+                        jac[i][j] += mesh.coords[node][i] * grads[a][j];
+                    }
+                }
+            }
+            let r: [f64; 3] = std::array::from_fn(|d| at[d] - x[d]);
+            let Some(dxi) = solve3(jac, r) else { break };
+            for d in 0..3 {
+                // stay near the cell: a point far outside it is not this cell's
+                xi[d] = (xi[d] + dxi[d]).clamp(-2.0, 2.0);
+            }
+            if dxi.iter().all(|v| v.abs() < 1e-13) {
+                break;
+            }
+        }
+        if xi.iter().all(|v| v.abs() <= 1.0 + LOCATE_SLACK) {
+            basis.eval(xi.map(|v| v.clamp(-1.0, 1.0)), &mut values, &mut grads)?;
+            return Ok(Some(Interpolation {
+                nodes: nodes.to_vec(),
+                weights: values,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// `a x = b` by Cramer's rule; `None` for a singular `a`.
+fn solve3(a: [[f64; 3]; 3], b: [f64; 3]) -> Option<[f64; 3]> {
+    let det = |m: [[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let d = det(a);
+    if d == 0.0 || !d.is_finite() {
+        return None;
+    }
+    Some(std::array::from_fn(|k| {
+        let mut m = a;
+        for i in 0..3 {
+            m[i][k] = b[i];
+        }
+        det(m) / d
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mesh::CellKind;
+
+    fn mapped_box(kind: CellKind) -> HexMesh {
+        // a skewed trilinear box, so the inverse map is not affine
+        let corners = [
+            [0.0, 0.0, 0.0],
+            [2.0, 0.2, 0.0],
+            [0.1, 1.0, 0.0],
+            [2.3, 1.4, 0.1],
+            [0.0, 0.1, 1.0],
+            [2.1, 0.0, 1.2],
+            [0.2, 1.1, 1.1],
+            [2.0, 1.3, 1.4],
+        ];
+        mesh::generate_box(&mesh::BoxSpec {
+            cells: [3, 2, 2],
+            lower: [0.0; 3],
+            upper: [1.0; 3],
+            kind,
+            corners: Some(corners),
+        })
+        .unwrap()
+    }
+
+    /// A field linear in x (in the span of every cell's basis) is interpolated exactly at
+    /// points anywhere in a mapped mesh, Q1 and Q2; points outside are refused.
+    #[test]
+    fn points_interpolate_linear_fields_exactly() {
+        for kind in [CellKind::Hex8, CellKind::Hex27] {
+            let mesh = mapped_box(kind);
+            let field = |x: [f64; 3]| [1.0 + 2.0 * x[0] - x[1], 0.5 * x[2], x[0] + x[1] + x[2]];
+            let u: Vec<[f64; 3]> = mesh.coords.iter().map(|&x| field(x)).collect();
+            for at in [
+                [1.0, 0.6, 0.5],
+                [0.3, 0.3, 0.4],
+                [1.9, 0.9, 0.9],
+                [0.0, 0.0, 0.0],
+            ] {
+                let p = locate(&mesh, at).unwrap().expect("inside");
+                let mut got = [0.0; 3];
+                for (&n, &w) in p.nodes.iter().zip(&p.weights) {
+                    for d in 0..3 {
+                        got[d] += w * u[n][d];
+                    }
+                }
+                let want = field(at);
+                for d in 0..3 {
+                    assert!(
+                        (got[d] - want[d]).abs() < 1e-12,
+                        "{kind:?} {at:?}: {got:?} vs {want:?}"
+                    );
+                }
+            }
+            assert!(locate(&mesh, [5.0, 0.5, 0.5]).unwrap().is_none());
+            assert!(locate(&mesh, [1.0, 0.6, -0.5]).unwrap().is_none());
+        }
+    }
+
+    #[test]
+    fn solve3_solves_and_refuses_singular() {
+        let x = solve3(
+            [[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 4.0]],
+            [3.0, 4.0, 5.0],
+        )
+        .unwrap();
+        assert!(
+            (x[0] - 1.0).abs() < 1e-14 && (x[1] - 1.0).abs() < 1e-14 && (x[2] - 1.0).abs() < 1e-14
+        );
+        assert!(solve3(
+            [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]],
+            [1.0, 1.0, 1.0]
+        )
+        .is_none());
+    }
+}
