@@ -124,10 +124,37 @@ enum Problem {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (stdout, result) = execute(cli.command);
+    // MPI when started by mpirun, else the serial program (MPI untouched).
+    let session = match comm::Session::init() {
+        Ok(session) => session,
+        Err(e) => {
+            report(&format!("error: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let comm = session.comm();
+    let (stdout, result) = if comm.size() > 1 {
+        execute_on_ranks(&*comm, cli.command)
+    } else {
+        execute(cli.command)
+    };
+    // Collective error agreement: every rank ends with the first failing rank's message; rank 0
+    // alone prints (the others' output would repeat it).
+    let result = if comm.size() > 1 {
+        comm::agree(&*comm, result.map_err(|e| format!("{e:#}"))).map_err(anyhow::Error::from)
+    } else {
+        result
+    };
+    let root = comm.rank() == 0;
+    drop(session);
     if let Err(e) = result {
-        report(&format!("error: {e:#}"));
+        if root {
+            report(&format!("error: {e:#}"));
+        }
         return ExitCode::FAILURE;
+    }
+    if !root {
+        return ExitCode::SUCCESS;
     }
     match write_stdout(&stdout) {
         Ok(()) => ExitCode::SUCCESS,
@@ -278,6 +305,28 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             (text, passed)
         }
     }
+}
+
+/// A command on more than one MPI rank. `check` runs on every rank (each validates the input;
+/// errors are agreed on by the caller). The distributed solve, verification and benchmarks are
+/// not built yet: every rank refuses with the same message instead of running the serial
+/// program N times.
+fn execute_on_ranks(comm: &dyn comm::Comm, command: Command) -> (String, anyhow::Result<()>) {
+    let what = match command {
+        Command::Check { .. } => return execute(command),
+        Command::Run { .. } => "run",
+        Command::Bench { .. } => "bench",
+        Command::Verify { .. } => "verify",
+    };
+    (
+        String::new(),
+        Err(anyhow::anyhow!(
+            "hexfem {what} on {} MPI ranks: the distributed solver is not available yet \
+             (MPI, partitioning and distributed matrices are; the distributed AMG is not); \
+             run it without mpirun, or with mpirun -np 1",
+            comm.size()
+        )),
+    )
 }
 
 /// A command's text and status from its result.
