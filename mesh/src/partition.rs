@@ -349,3 +349,42 @@ pub fn partition_mesh(
         n_global_cells: n_cells as u64,
     })
 }
+
+/// A partition of `mesh`'s cells into `n_parts` parts by METIS (k-way, on the element graph:
+/// cells are adjacent when they share a face, i.e. four corner nodes), balanced in cells and
+/// with a small cut. Deterministic (fixed seed): every rank computes the same partition.
+pub fn metis_cell_parts(mesh: &HexMesh, n_parts: usize) -> Result<Vec<u32>, MeshError> {
+    let n_cells = mesh.n_cells();
+    if n_parts <= 1 || n_cells <= 1 {
+        return Ok(vec![0; n_cells]);
+    }
+    let too_big = |what: &str| MeshError::Invalid(format!("{what} exceed METIS's index range"));
+    let idx = |v: usize| metis::Idx::try_from(v).map_err(|_| too_big("mesh sizes"));
+    let p = mesh.order();
+    let corners: Vec<usize> = (0..8)
+        .map(|c| {
+            let (i, j, k) = (c & 1, (c >> 1) & 1, c >> 2);
+            p * i + (p + 1) * (p * j + (p + 1) * p * k)
+        })
+        .collect();
+    let mut eptr = Vec::with_capacity(n_cells + 1);
+    let mut eind = Vec::with_capacity(8 * n_cells);
+    eptr.push(0);
+    for c in 0..n_cells {
+        let nodes = mesh.cell_nodes(c);
+        for &l in &corners {
+            eind.push(idx(nodes[l])?);
+        }
+        eptr.push(idx(eind.len())?);
+    }
+    let metis_error = |e: metis::Error| MeshError::Invalid(format!("METIS failed: {e}"));
+    let dual = metis::mesh_to_dual(&eptr, &eind, 4).map_err(metis_error)?;
+    let mut part = vec![0 as metis::Idx; n_cells];
+    let (xadj, adjncy) = (dual.xadj(), dual.adjncy());
+    metis::Graph::new(1, idx(n_parts)?, xadj, adjncy)
+        .map_err(|e| MeshError::Invalid(format!("METIS rejected the element graph: {e}")))?
+        .set_option(metis::option::Seed(1))
+        .part_kway(&mut part)
+        .map_err(metis_error)?;
+    Ok(part.into_iter().map(|r| r as u32).collect())
+}

@@ -162,3 +162,34 @@ fn partitioned_meshes_number_nodes_by_owner_and_keep_the_serial_ids() {
     assert!(partition_mesh(&serial, &vec![5; serial.n_cells()], 0, 2).is_err());
     assert!(partition_mesh(&serial, &[0], 0, 2).is_err());
 }
+
+#[test]
+fn metis_splits_meshes_into_balanced_parts_deterministically() {
+    let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../inputs/meshes/cook_q1.msh"
+    )))
+    .unwrap();
+    let boxed = generate_box(&specs()[0]).unwrap();
+    for serial in [&gmsh, &boxed] {
+        for n_parts in [1usize, 2, 3, 4] {
+            let parts = mesh::metis_cell_parts(serial, n_parts).unwrap();
+            assert_eq!(parts, mesh::metis_cell_parts(serial, n_parts).unwrap(), "deterministic");
+            let mut sizes = vec![0usize; n_parts];
+            for &p in &parts {
+                sizes[p as usize] += 1;
+            }
+            let ideal = serial.n_cells() as f64 / n_parts as f64;
+            for &s in &sizes {
+                assert!(s > 0 && (s as f64) <= 1.1 * ideal + 1.0, "sizes {sizes:?}");
+            }
+            let split: Vec<MeshPart> = (0..n_parts)
+                .map(|r| partition_mesh(serial, &parts, r, n_parts).unwrap())
+                .collect();
+            for part in &split {
+                check_part(serial, part);
+            }
+            check_cover(serial, &split);
+        }
+    }
+}
