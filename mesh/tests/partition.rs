@@ -174,7 +174,11 @@ fn metis_splits_meshes_into_balanced_parts_deterministically() {
     for serial in [&gmsh, &boxed] {
         for n_parts in [1usize, 2, 3, 4] {
             let parts = mesh::metis_cell_parts(serial, n_parts).unwrap();
-            assert_eq!(parts, mesh::metis_cell_parts(serial, n_parts).unwrap(), "deterministic");
+            assert_eq!(
+                parts,
+                mesh::metis_cell_parts(serial, n_parts).unwrap(),
+                "deterministic"
+            );
             let mut sizes = vec![0usize; n_parts];
             for &p in &parts {
                 sizes[p as usize] += 1;

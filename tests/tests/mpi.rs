@@ -1,0 +1,183 @@
+//! Distributed assembly on 2 and 4 ranks (each test starts itself under `mpirun`): every rank
+//! assembles the rows it owns on its mesh part (one layer of ghost cells, no communication);
+//! the owned rows and residual entries equal the serial ones bit for bit, the distributed SpMV
+//! equals the serial one to rounding. Box meshes are generated distributed; the Gmsh mesh is
+//! partitioned by METIS.
+
+use std::sync::Arc;
+
+use assembly::{CellMaterials, ElasticityAssembler};
+use fem::{Load, Material};
+use linalg::comm::{launch::on_ranks, Comm};
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::hash::{signed_unit, splitmix64};
+use linalg::{Bsr, Vector};
+use mesh::{BoxSpec, CellKind, HexMesh, MeshPart};
+
+/// A smooth, small displacement of every node (serial id `s`), so the neo-Hookean tangent
+/// depends on it.
+fn displacement(s: u64, x: [f64; 3]) -> [f64; 3] {
+    let h = |c: u64| 0.01 * signed_unit(splitmix64(31 * s + c));
+    [0.05 * x[1] + h(0), -0.03 * x[0] + h(1), 0.02 * x[2] + h(2)]
+}
+
+struct Assembled {
+    residual: Vec<f64>,
+    tangent: Bsr,
+}
+
+/// Residual and tangent of `mesh` (nodes with serial ids `serial_ids`).
+fn assemble(mesh: &HexMesh, serial_ids: &[u64]) -> Assembled {
+    let material = Material::NeoHookean {
+        lambda: 2.0,
+        mu: 1.0,
+    };
+    let mut assembler =
+        ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), 2)
+            .unwrap();
+    let u: Vec<f64> = serial_ids
+        .iter()
+        .zip(&mesh.coords)
+        .flat_map(|(&s, &x)| displacement(s, x))
+        .collect();
+    let mut r = Vector::zeros(u.len());
+    let mut k = assembler.new_matrix();
+    assembler
+        .residual_tangent(
+            &Vector::from_vec(u),
+            Load::Constant([0.0, 0.0, -0.1]),
+            &mut r,
+            &mut k,
+        )
+        .unwrap();
+    Assembled {
+        residual: r.to_host_vec().unwrap(),
+        tangent: k,
+    }
+}
+
+/// The block of `a` at `(row, col)`, if stored.
+fn block(a: &Bsr, row: usize, col: usize) -> Option<&[f64]> {
+    let p = a.pattern();
+    let cols = p.row(row);
+    let k = cols.binary_search(&(col as u32)).ok()?;
+    Some(a.host_block(p.row_ptr()[row] + k).unwrap())
+}
+
+/// Assembles on this rank's part, checks it against the serial assembly of `serial`.
+fn check_distributed_assembly(comm: &Arc<dyn Comm>, serial: &HexMesh, part: &MeshPart) {
+    let whole: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+    let reference = assemble(serial, &whole);
+    let local = assemble(&part.mesh, &part.node_serial_ids);
+    let n_owned = part.n_owned_nodes();
+    let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+    assert_eq!(
+        partition.owned_range(),
+        part.node_offsets[part.rank]..part.node_offsets[part.rank + 1]
+    );
+    let pattern =
+        DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern.clone());
+    a.set_from_local(&local.tangent).unwrap();
+
+    // Owned residual entries and owned rows: the serial values, bit for bit.
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        assert_eq!(
+            bits(&local.residual[3 * i..3 * i + 3]),
+            bits(&reference.residual[3 * s..3 * s + 3])
+        );
+    }
+    let serial_of_global = |g: u64| -> usize {
+        let l = part
+            .node_globals
+            .iter()
+            .position(|&x| x == g)
+            .expect("a local node");
+        part.node_serial_ids[l] as usize
+    };
+    let ghosts = pattern.halo().ghosts();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        let mut n_blocks = 0;
+        let first = pattern.partition().owned_range().start;
+        for (m, cols) in [(a.diag(), None), (a.offd(), Some(ghosts))] {
+            let p = m.pattern();
+            for (k, &c) in p.row(i).iter().enumerate() {
+                let g = match cols {
+                    None => first + c as u64,
+                    Some(ghosts) => ghosts[c as usize],
+                };
+                let want =
+                    block(&reference.tangent, s, serial_of_global(g)).expect("a serial block");
+                assert_eq!(bits(m.host_block(p.row_ptr()[i] + k).unwrap()), bits(want));
+                n_blocks += 1;
+            }
+        }
+        // Every block of the serial row, no more.
+        assert_eq!(n_blocks, reference.tangent.pattern().row(s).len());
+    }
+
+    // SpMV: the distributed product's owned entries equal the serial product to rounding.
+    let xs: Vec<f64> = (0..3 * serial.n_nodes() as u64)
+        .map(|e| signed_unit(splitmix64(e + 99)))
+        .collect();
+    let mut ys = Vector::zeros(xs.len());
+    reference
+        .tangent
+        .spmv(&Vector::from_vec(xs.clone()), &mut ys)
+        .unwrap();
+    let ys = ys.to_host_vec().unwrap();
+    let mut x = a.new_vector();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        x.host_mut().unwrap()[3 * i..3 * i + 3].copy_from_slice(&xs[3 * s..3 * s + 3]);
+    }
+    let mut y = a.new_vector();
+    a.spmv(&mut x, &mut y).unwrap();
+    let scale = ys.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        for c in 0..3 {
+            let (got, want) = (y.host().unwrap()[3 * i + c], ys[3 * s + c]);
+            assert!(
+                (got - want).abs() <= 1e-13 * scale,
+                "node {s}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn distributed_box_assembly_and_spmv_equal_the_serial_ones() {
+    on_ranks(
+        "distributed_box_assembly_and_spmv_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            for spec in [
+                BoxSpec::new([6, 3, 4], [0.0; 3], [3.0, 1.0, 2.0], CellKind::Hex8),
+                BoxSpec::new([2, 2, 3], [0.0; 3], [1.0, 1.0, 1.5], CellKind::Hex27),
+            ] {
+                let serial = mesh::generate_box(&spec).unwrap();
+                let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+                check_distributed_assembly(comm, &serial, &part);
+            }
+        },
+    );
+}
+
+#[test]
+fn metis_partitioned_gmsh_assembly_and_spmv_equal_the_serial_ones() {
+    on_ranks(
+        "metis_partitioned_gmsh_assembly_and_spmv_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../inputs/meshes/cook_q1.msh");
+            let serial = mesh::read_gmsh(std::path::Path::new(path)).unwrap();
+            let parts = mesh::metis_cell_parts(&serial, comm.size()).unwrap();
+            let part = mesh::partition_mesh(&serial, &parts, comm.rank(), comm.size()).unwrap();
+            check_distributed_assembly(comm, &serial, &part);
+        },
+    );
+}
