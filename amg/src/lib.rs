@@ -31,7 +31,8 @@ pub use aggregation::{aggregate, Aggregates, MisDistance};
 pub use error::AmgError;
 pub use hierarchy::{CycleWorkspace, Hierarchy, VCycle};
 pub use krylov::{
-    cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
+    cg, cg_operator, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, LinearOperator,
+    Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
 pub use params::{AmgParams, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};

@@ -181,3 +181,113 @@ fn metis_partitioned_gmsh_assembly_and_spmv_equal_the_serial_ones() {
         },
     );
 }
+
+/// Linear elasticity on a box, shifted by `shift * I` so that it is definite without
+/// constraints; returns the matrix of `mesh` (local or whole).
+fn shifted_stiffness(mesh: &HexMesh, shift: f64) -> Bsr {
+    let material = Material::Linear {
+        lambda: 1.5,
+        mu: 1.0,
+    };
+    let mut assembler =
+        ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), 2)
+            .unwrap();
+    let n = 3 * mesh.n_nodes();
+    let mut k = assembler.new_matrix();
+    assembler
+        .residual_tangent(&Vector::zeros(n), Load::None, &mut Vector::zeros(n), &mut k)
+        .unwrap();
+    for i in 0..mesh.n_nodes() {
+        let p = k.pattern().clone();
+        let slot = p.row_ptr()[i] + p.row(i).binary_search(&(i as u32)).unwrap();
+        let b = k.host_block_mut(slot).unwrap();
+        for d in 0..3 {
+            b[4 * d] += shift;
+        }
+    }
+    k
+}
+
+#[test]
+fn distributed_cg_with_point_block_jacobi_matches_the_serial_solve() {
+    on_ranks(
+        "distributed_cg_with_point_block_jacobi_matches_the_serial_solve",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([10, 4, 4], [0.0; 3], [5.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let params = amg::CgParams {
+                rtol: 1e-10,
+                ..Default::default()
+            };
+            let b_of = |s: u64, c: usize| signed_unit(splitmix64(3 * s + c as u64 + 12345));
+
+            let k = shifted_stiffness(&serial, 1e-3);
+            let b = Vector::from_vec(
+                (0..3 * serial.n_nodes())
+                    .map(|e| b_of(e as u64 / 3, e % 3))
+                    .collect(),
+            );
+            let mut x = Vector::zeros(b.len());
+            let pbj = amg::PointBlockJacobi::new(&k).unwrap();
+            let reference = amg::cg(&k, &b, &mut x, &pbj, &params).unwrap();
+            assert!(reference.converged);
+            let x = x.to_host_vec().unwrap();
+
+            let solve = || {
+                let local = shifted_stiffness(&part.mesh, 1e-3);
+                let partition = RowPartition::new(comm.clone(), part.n_owned_nodes()).unwrap();
+                let pattern =
+                    DistPattern::from_local(partition, local.pattern(), &part.node_globals, 3)
+                        .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local).unwrap();
+                let mut bd = a.new_owned_vector();
+                for (e, v) in bd.host_mut().unwrap().iter_mut().enumerate() {
+                    *v = b_of(part.node_serial_ids[e / 3], e % 3);
+                }
+                let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+                let mut xd = a.new_owned_vector();
+                let outcome = amg::cg_operator(&a, &bd, &mut xd, &pbj, &params).unwrap();
+                (outcome, xd.to_host_vec().unwrap())
+            };
+            let (outcome, xd) = solve();
+            assert!(outcome.converged);
+            assert_eq!(
+                outcome.iterations, reference.iterations,
+                "same CG iterations as serial"
+            );
+            let mut err = [0.0, 0.0];
+            for (e, v) in xd.iter().enumerate() {
+                let s = 3 * part.node_serial_ids[e / 3] as usize + e % 3;
+                err[0] += (v - x[s]).powi(2);
+                err[1] += x[s].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative error {}",
+                (err[0] / err[1]).sqrt()
+            );
+            // Bit-identical from run to run for a fixed rank count.
+            let (again, xd2) = solve();
+            assert_eq!(
+                again
+                    .residual_history
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                outcome
+                    .residual_history
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(
+                xd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                xd2.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+        },
+    );
+}

@@ -1,7 +1,7 @@
 //! [`DistPattern`] and [`DistBsr`]: a rank's owned block rows, split into the diagonal part
 //! (owned columns) and the off-diagonal part (ghost columns), and their SpMV.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::host;
 use crate::dist::{HaloPlan, RowPartition};
@@ -23,6 +23,7 @@ pub struct DistPattern {
     entry_slot: Vec<u32>,
     halo: Arc<HaloPlan>,
     layout: Arc<Layout>,
+    owned_layout: Arc<Layout>,
 }
 
 impl DistPattern {
@@ -91,6 +92,13 @@ impl DistPattern {
             n_ghosts * block_size,
             owned.start * block_size as u64,
             global_len * block_size as u64,
+            comm.clone(),
+        )?;
+        let owned_layout = Layout::new(
+            n_owned * block_size,
+            0,
+            owned.start * block_size as u64,
+            global_len * block_size as u64,
             comm,
         )?;
         Ok(Arc::new(Self {
@@ -101,6 +109,7 @@ impl DistPattern {
             entry_slot,
             halo: Arc::new(halo),
             layout: Arc::new(layout),
+            owned_layout: Arc::new(owned_layout),
         }))
     }
 
@@ -160,6 +169,12 @@ impl DistPattern {
         &self.layout
     }
 
+    /// Layout of owned-only vectors (no ghost tail), those of [`DistBsr::apply`] and of the
+    /// Krylov solvers.
+    pub fn owned_layout(&self) -> &Arc<Layout> {
+        &self.owned_layout
+    }
+
     /// Input entries (blocks) the pattern was built from.
     pub fn n_entries(&self) -> usize {
         self.entry_slot.len()
@@ -213,11 +228,13 @@ fn check_rows(
 /// A rank's owned block rows of a distributed square block matrix: the diagonal part (a
 /// [`Bsr`] on the owned columns) and the off-diagonal part (a [`Bsr`] on the ghost columns),
 /// on a shared [`DistPattern`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DistBsr {
     pattern: Arc<DistPattern>,
     diag: Bsr,
     offd: Bsr,
+    /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
+    scratch: Mutex<Vec<f64>>,
 }
 
 impl DistBsr {
@@ -227,6 +244,7 @@ impl DistBsr {
         Self {
             diag: Bsr::zeros(pattern.diag.clone(), bs, bs),
             offd: Bsr::zeros(pattern.offd.clone(), bs, bs),
+            scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
             pattern,
         }
     }
@@ -303,6 +321,29 @@ impl DistBsr {
         Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
     }
 
+    /// A zero owned-only vector (no ghost tail), on the host.
+    pub fn new_owned_vector(&self) -> Vector {
+        let layout = self.pattern.owned_layout.clone();
+        let n = layout.len();
+        Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
+    }
+
+    /// `y = A x` for owned-only vectors (layout [`DistPattern::owned_layout`]), as Krylov
+    /// solvers call it: `x` is copied into a scratch vector whose ghost tail the halo plan
+    /// fills, then as [`DistBsr::spmv`] (the same values).
+    pub fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
+        let layout = &self.pattern.owned_layout;
+        for (what, v) in [("DistBsr::apply: x", x), ("DistBsr::apply: y", &*y)] {
+            if !v.layout().matches(layout) {
+                return Err(LinalgError::LayoutMismatch { what });
+            }
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let owned = layout.owned();
+        scratch[..owned].copy_from_slice(x.host()?);
+        self.multiply(&mut scratch, &mut y.host_mut()?[..owned])
+    }
+
     /// `y = A x` on the owned entries of `y` (its ghosts are left as they are). Fills the ghost
     /// tail of `x` from the owners (the halo plan) while the diagonal part multiplies the owned
     /// entries, then adds the off-diagonal part's product. Both vectors have the matrix's
@@ -314,12 +355,17 @@ impl DistBsr {
                 return Err(LinalgError::LayoutMismatch { what });
             }
         }
-        let bs = self.pattern.block_size;
         let owned = layout.owned();
+        self.multiply(x.host_mut()?, &mut y.host_mut()?[..owned])
+    }
+
+    /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the
+    /// ghosts while the diagonal part multiplies, then the off-diagonal part adds.
+    fn multiply(&self, x: &mut [f64], y_owned: &mut [f64]) -> Result<(), LinalgError> {
+        let bs = self.pattern.block_size;
+        let owned = y_owned.len();
         let diag = self.diag.host()?;
         let offd = self.offd.host()?;
-        let y_owned = &mut y.host_mut()?[..owned];
-        let x = x.host_mut()?;
         self.pattern.halo.update_overlapped(x, &mut |x_owned| {
             host::spmv::spmv(
                 &self.pattern.diag,
