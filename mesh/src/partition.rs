@@ -37,8 +37,8 @@ pub struct MeshPart {
     pub node_offsets: Vec<u64>,
     /// Global (solver) id of each local node.
     pub node_globals: Vec<u64>,
-    /// Id of each local node in the serial mesh (the numbering of output files, the same for
-    /// any rank count); equal to `node_globals` for generated boxes.
+    /// Id of each local node in the serial mesh (the numbering of output files and of the
+    /// AMG's hash priorities: the same for any rank count).
     pub node_serial_ids: Vec<u64>,
     /// Serial id of each local cell, ascending.
     pub cell_serial_ids: Vec<u64>,
@@ -90,11 +90,14 @@ fn check_rank(rank: usize, n_ranks: usize) -> Result<(), MeshError> {
     Ok(())
 }
 
-/// Rank `rank`'s part of the box [`crate::generate_box`] builds, built alone: nodes keep the
-/// serial (lexicographic) numbering, rank `r` owns nodes `N r / n_ranks .. N (r + 1) / n_ranks`
-/// (`N` nodes), a cell is owned by the owner of its first node. Coordinates are computed as the
-/// serial generator computes them (bit-identical). Work and memory are proportional to the
-/// part (plus its layers of ghost cells).
+/// Rank `rank`'s part of the box [`crate::generate_box`] builds, built alone (work and memory
+/// proportional to the part and its ghost layers). The node grid is cut into slabs of
+/// consecutive node layers across the box's longest direction (in cells; ties go to the later
+/// axis), `L r / n_ranks` layers for `L` layers; rank `r` owns slab `r`. Global ids number the
+/// slabs' nodes rank after rank, each slab lexicographically (x fastest), so a box cut in z has
+/// the serial numbering; `node_serial_ids` are always the serial ids. A cell is owned by the
+/// owner of its first node. Coordinates are computed as the serial generator computes them
+/// (bit-identical).
 pub fn generate_box_part(
     spec: &BoxSpec,
     rank: usize,
@@ -104,100 +107,115 @@ pub fn generate_box_part(
     check_rank(rank, n_ranks)?;
     let kind = spec.kind;
     let p = kind.order();
-    let [cx, cy, cz] = spec.cells;
-    let [nx, ny, nz] = spec.cells.map(|c| p * c + 1);
-    let n_nodes = (nx * ny * nz) as u64;
-    let node_offsets: Vec<u64> = (0..=n_ranks as u64)
-        .map(|r| (n_nodes as u128 * r as u128 / n_ranks as u128) as u64)
-        .collect();
-    let owned = node_offsets[rank]..node_offsets[rank + 1];
-    let owner = |g: u64| node_offsets.partition_point(|&o| o <= g) - 1;
+    let cells = spec.cells;
+    let [cx, cy, cz] = cells;
+    let counts = cells.map(|c| p * c + 1);
+    let [nx, ny, _] = counts;
+    let axis = (0..3).max_by_key(|&d| cells[d]).expect("three axes");
+    let layers = counts[axis];
+    let cut: Vec<usize> = (0..=n_ranks).map(|r| layers * r / n_ranks).collect();
+    let layer_owner = |l: usize| cut.partition_point(|&c| c <= l) - 1;
+    let across = counts.iter().product::<usize>() / layers;
+    let node_offsets: Vec<u64> = cut.iter().map(|&c| (c * across) as u64).collect();
+    let grid = |s: usize| [s % nx, (s / nx) % ny, s / (nx * ny)];
+    // Global id of the node at grid index `g`: its slab's offset, then lexicographic in the slab.
+    let global_of = |g: [usize; 3]| -> u64 {
+        let q = layer_owner(g[axis]);
+        let mut dims = counts;
+        dims[axis] = cut[q + 1] - cut[q];
+        let mut h = g;
+        h[axis] -= cut[q];
+        node_offsets[q] + (h[0] + dims[0] * (h[1] + dims[1] * h[2])) as u64
+    };
+    let owned_layers = cut[rank]..cut[rank + 1];
 
     let npe = p + 1;
     let local_offsets: Vec<usize> = (0..npe)
         .flat_map(|c| (0..npe).flat_map(move |b| (0..npe).map(move |a| a + nx * (b + ny * c))))
         .collect();
-    // Cell layers (in z) whose nodes can meet the owned node layers.
+    // Cells whose node layers across the cut meet the owned layers, in serial order.
     let mut cell_serial_ids = Vec::new();
     let mut cell_owned = Vec::new();
-    let mut cell_nodes_global: Vec<u64> = Vec::new();
-    if !owned.is_empty() {
-        let layer = (nx * ny) as u64;
-        let (k_lo, k_hi) = (
-            (owned.start / layer) as usize,
-            ((owned.end - 1) / layer) as usize,
-        );
-        let kc_lo = k_lo.saturating_sub(p).div_ceil(p);
-        let kc_hi = (k_hi / p).min(cz - 1);
-        for k in kc_lo..=kc_hi {
+    let mut cell_nodes_serial: Vec<usize> = Vec::new();
+    if !owned_layers.is_empty() {
+        let first = owned_layers.start.saturating_sub(p).div_ceil(p);
+        let last = ((owned_layers.end - 1) / p).min(cells[axis] - 1);
+        for k in 0..cz {
             for j in 0..cy {
                 for i in 0..cx {
-                    let base = p * i + nx * (p * j + ny * p * k);
-                    let nodes = local_offsets.iter().map(|&o| (base + o) as u64);
-                    if nodes.clone().any(|g| owned.contains(&g)) {
-                        cell_serial_ids.push((i + cx * (j + cy * k)) as u64);
-                        cell_owned.push(owner(base as u64) == rank);
-                        cell_nodes_global.extend(nodes);
+                    let c_axis = [i, j, k][axis];
+                    if c_axis < first || c_axis > last {
+                        continue;
                     }
+                    let base = p * i + nx * (p * j + ny * p * k);
+                    cell_serial_ids.push((i + cx * (j + cy * k)) as u64);
+                    cell_owned.push(layer_owner(p * c_axis) == rank);
+                    cell_nodes_serial.extend(local_offsets.iter().map(|&o| base + o));
                 }
             }
         }
     }
 
-    let mut ghosts: Vec<u64> = cell_nodes_global
+    // Owned nodes: the slab, lexicographic (ascending global id); then the ghosts by global id.
+    let mut serial_of_local: Vec<usize> = Vec::with_capacity(owned_layers.len() * across);
+    {
+        let mut lo = [0; 3];
+        let mut hi = counts;
+        lo[axis] = owned_layers.start;
+        hi[axis] = owned_layers.end;
+        for k in lo[2]..hi[2] {
+            for j in lo[1]..hi[1] {
+                for i in lo[0]..hi[0] {
+                    serial_of_local.push(i + nx * (j + ny * k));
+                }
+            }
+        }
+    }
+    let n_owned = serial_of_local.len();
+    let mut ghosts: Vec<(u64, usize)> = cell_nodes_serial
         .iter()
-        .copied()
-        .filter(|g| !owned.contains(g))
+        .filter(|&&s| !owned_layers.contains(&grid(s)[axis]))
+        .map(|&s| (global_of(grid(s)), s))
         .collect();
     ghosts.sort_unstable();
     ghosts.dedup();
-    let node_globals: Vec<u64> = owned.clone().chain(ghosts.iter().copied()).collect();
-    let local_of = |g: u64| -> usize {
-        if owned.contains(&g) {
-            (g - owned.start) as usize
+    serial_of_local.extend(ghosts.iter().map(|&(_, s)| s));
+    let node_globals: Vec<u64> = serial_of_local
+        .iter()
+        .map(|&s| global_of(grid(s)))
+        .collect();
+    let local_of = |s: usize| -> usize {
+        let g = global_of(grid(s));
+        if owned_layers.contains(&grid(s)[axis]) {
+            (g - node_offsets[rank]) as usize
         } else {
-            (owned.end - owned.start) as usize + ghosts.binary_search(&g).expect("ghost collected")
+            n_owned + ghosts.binary_search(&(g, s)).expect("ghost collected")
         }
     };
     let logical = |i: usize, d: usize| i as f64 / (p * spec.cells[d]) as f64;
-    let grid = |g: u64| {
-        let g = g as usize;
-        [g % nx, (g / nx) % ny, g / (nx * ny)]
-    };
-    let coords = node_globals
+    let coords = serial_of_local
         .iter()
-        .map(|&g| {
-            let [i, j, k] = grid(g);
+        .map(|&s| {
+            let [i, j, k] = grid(s);
             spec.map([logical(i, 0), logical(j, 1), logical(k, 2)])
         })
         .collect();
-    let cells = cell_nodes_global.iter().map(|&g| local_of(g)).collect();
-    let mut mesh = HexMesh::new(kind, coords, cells);
+    let local_cells = cell_nodes_serial.iter().map(|&s| local_of(s)).collect();
+    let mut mesh = HexMesh::new(kind, coords, local_cells);
 
-    let node_counts = [nx, ny, nz];
     let cell_grid = |c: u64| {
         let c = c as usize;
         [c % cx, (c / cx) % cy, c / (cx * cy)]
     };
     for face in Face::ALL {
-        let axis = face.axis();
-        let node_layer = if face.is_max() {
-            node_counts[axis] - 1
-        } else {
-            0
-        };
-        let cell_layer = if face.is_max() {
-            spec.cells[axis] - 1
-        } else {
-            0
-        };
-        // Local node order is ascending within owned and within ghosts: sort the union.
-        let mut nodes: Vec<usize> = (0..node_globals.len())
-            .filter(|&l| grid(node_globals[l])[axis] == node_layer)
+        let a = face.axis();
+        let node_layer = if face.is_max() { counts[a] - 1 } else { 0 };
+        let cell_layer = if face.is_max() { cells[a] - 1 } else { 0 };
+        let nodes: Vec<usize> = (0..serial_of_local.len())
+            .filter(|&l| grid(serial_of_local[l])[a] == node_layer)
             .collect();
-        nodes.sort_unstable();
         let faces = (0..cell_serial_ids.len())
-            .filter(|&l| cell_grid(cell_serial_ids[l])[axis] == cell_layer)
+            .filter(|&l| cell_grid(cell_serial_ids[l])[a] == cell_layer)
             .map(|cell| CellFace { cell, face })
             .collect();
         mesh.node_sets.insert(face.name().to_string(), nodes);
@@ -209,8 +227,8 @@ pub fn generate_box_part(
         rank,
         n_ranks,
         node_offsets,
-        node_serial_ids: node_globals.clone(),
         node_globals,
+        node_serial_ids: serial_of_local.iter().map(|&s| s as u64).collect(),
         cell_serial_ids,
         cell_owned,
         n_global_cells: (cx * cy * cz) as u64,

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod distributed;
 pub mod locate;
 pub mod memory;
 pub mod run;

@@ -140,10 +140,11 @@ fn main() -> ExitCode {
     };
     // Collective error agreement: every rank ends with the first failing rank's message; rank 0
     // alone prints (the others' output would repeat it).
-    let result = if comm.size() > 1 {
-        comm::agree(&*comm, result.map_err(|e| format!("{e:#}"))).map_err(anyhow::Error::from)
-    } else {
-        result
+    // (An error that is already agreed is the same on every rank: all of them skip this.)
+    let result = match result {
+        Err(e) if hexfem::distributed::is_agreed(&e) => Err(e),
+        result if comm.size() > 1 => hexfem::distributed::agreed(&*comm, result),
+        result => result,
     };
     let root = comm.rank() == 0;
     drop(session);
@@ -307,13 +308,23 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
     }
 }
 
-/// A command on more than one MPI rank. `check` runs on every rank (each validates the input;
-/// errors are agreed on by the caller). The distributed solve, verification and benchmarks are
-/// not built yet: every rank refuses with the same message instead of running the serial
-/// program N times.
+/// A command on more than one MPI rank. `check` runs distributed (each rank builds and checks
+/// its part of the mesh). The distributed solve, verification and benchmarks are not built yet:
+/// every rank refuses with the same message instead of running the serial program N times.
 fn execute_on_ranks(comm: &dyn comm::Comm, command: Command) -> (String, anyhow::Result<()>) {
     let what = match command {
-        Command::Check { .. } => return execute(command),
+        Command::Check {
+            input,
+            overrides,
+            output,
+        } => {
+            return split(hexfem::distributed::check_on_ranks(
+                comm,
+                &input,
+                &overrides,
+                output.as_deref(),
+            ))
+        }
         Command::Run { .. } => "run",
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
@@ -321,9 +332,9 @@ fn execute_on_ranks(comm: &dyn comm::Comm, command: Command) -> (String, anyhow:
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks: the distributed solver is not available yet \
-             (MPI, partitioning and distributed matrices are; the distributed AMG is not); \
-             run it without mpirun, or with mpirun -np 1",
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check, \
+             mesh partitioning, matrices, CG with point-block Jacobi; not yet: the distributed \
+             AMG, Newton and output); run it without mpirun, or with mpirun -np 1",
             comm.size()
         )),
     )

@@ -5,4 +5,5 @@
 pub mod linear_solver;
 pub mod newton;
 pub mod params;
+pub mod partition;
 pub mod problem;
