@@ -11,6 +11,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod aggregation;
+pub mod dist_aggregation;
 pub mod eig;
 mod error;
 pub mod hierarchy;

@@ -291,3 +291,108 @@ fn distributed_cg_with_point_block_jacobi_matches_the_serial_solve() {
         },
     );
 }
+
+/// The node graph of `mesh` (nodes sharing a cell), rows `rows` only, neighbours ordered by
+/// serial id, with symmetric hashed weights: (row_ptr, neighbours as local nodes, weights).
+fn node_graph(mesh: &HexMesh, serial_ids: &[u64], rows: usize) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
+    let mut adjacent = vec![std::collections::BTreeSet::new(); rows];
+    for c in 0..mesh.n_cells() {
+        let nodes = mesh.cell_nodes(c);
+        for &a in nodes {
+            if a < rows {
+                for &b in nodes {
+                    if b != a {
+                        adjacent[a].insert((serial_ids[b], b));
+                    }
+                }
+            }
+        }
+    }
+    let (mut row_ptr, mut cols, mut weights) = (vec![0], Vec::new(), Vec::new());
+    for (a, set) in adjacent.iter().enumerate() {
+        for &(sb, b) in set {
+            let (lo, hi) = (serial_ids[a].min(sb), serial_ids[a].max(sb));
+            cols.push(b as u32);
+            // Few distinct weights, so that ties between aggregates occur and must break alike.
+            weights.push(1.0 + (splitmix64(lo * 7919 + hi) % 3) as f64);
+        }
+        row_ptr.push(cols.len());
+    }
+    (row_ptr, cols, weights)
+}
+
+#[test]
+fn distributed_mis_and_aggregates_equal_the_serial_ones() {
+    use amg::aggregation::{aggregate, mis, MisDistance, UNAGGREGATED};
+    use amg::dist_aggregation::{dist_aggregate, dist_mis, DistGraph};
+    use amg::StrengthGraph;
+    use linalg::dist::HaloPlan;
+
+    on_ranks(
+        "distributed_mis_and_aggregates_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let boxes = [
+                BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8),
+                BoxSpec::new([3, 3, 4], [0.0; 3], [1.0; 3], CellKind::Hex27),
+            ];
+            let mut cases: Vec<(HexMesh, MeshPart)> = boxes
+                .iter()
+                .map(|spec| {
+                    let part = mesh::generate_box_part(spec, comm.rank(), comm.size()).unwrap();
+                    (mesh::generate_box(spec).unwrap(), part)
+                })
+                .collect();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let part = mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap();
+            cases.push((gmsh, part));
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let (p, c, w) = node_graph(serial, &ids, serial.n_nodes());
+                let whole = StrengthGraph::from_parts(p, c, w);
+                let n_owned = part.n_owned_nodes();
+                let (p, c, w) = node_graph(&part.mesh, &part.node_serial_ids, n_owned);
+                let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let halo =
+                    HaloPlan::new(&partition, part.node_globals[n_owned..].to_vec(), 1).unwrap();
+                let g = DistGraph {
+                    graph: StrengthGraph::from_parts(p, c, w),
+                    serial_ids: part.node_serial_ids.clone(),
+                    halo: Arc::new(halo),
+                };
+                for distance in [MisDistance::One, MisDistance::Two] {
+                    let roots = mis(&whole, distance);
+                    let mine = dist_mis(&g, distance).unwrap();
+                    for v in 0..n_owned {
+                        assert_eq!(
+                            mine[v], roots[part.node_serial_ids[v] as usize],
+                            "vertex {}",
+                            part.node_serial_ids[v]
+                        );
+                    }
+                    // Serial aggregates (no merging: one unknown per vertex, one near-null vector),
+                    // labelled by their root's serial id.
+                    let aggs = aggregate(&whole, distance, 1, 1);
+                    let root_vertices: Vec<u32> = (0..whole.n_vertices() as u32)
+                        .filter(|&v| roots[v as usize])
+                        .collect();
+                    let labels = dist_aggregate(&g, distance).unwrap();
+                    for v in 0..n_owned {
+                        let a = aggs.assignment()[part.node_serial_ids[v] as usize];
+                        let want = if a == UNAGGREGATED {
+                            UNAGGREGATED
+                        } else {
+                            root_vertices[a as usize]
+                        };
+                        assert_eq!(labels[v], want, "vertex {}", part.node_serial_ids[v]);
+                    }
+                }
+            }
+        },
+    );
+}
