@@ -186,3 +186,96 @@ pub fn dist_aggregate(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, 
     agg_of.truncate(n);
     Ok(agg_of)
 }
+
+/// The strength graph of a rank's owned rows of the distributed operator `a` (collective): the
+/// rows of the serial [`crate::strength_graph`] of the whole operator, with the same weights
+/// and the edges in the same (serial id) order. `owned_serial_ids` names the owned block rows
+/// in the serial numbering; the ghosts' ids, diagonal norms and coupled flags come from their
+/// owners through `a`'s halo plan.
+pub fn dist_strength_graph(
+    a: &linalg::dist::DistBsr,
+    threshold: f64,
+    owned_serial_ids: &[u64],
+) -> Result<DistGraph, AmgError> {
+    if !(threshold >= 0.0) || !threshold.is_finite() {
+        return Err(AmgError::InvalidParameter {
+            name: "strength_threshold",
+            value: threshold.to_string(),
+            reason: "must be a finite number >= 0",
+        });
+    }
+    let pattern = a.pattern();
+    let halo = Arc::new(pattern.halo().with_block_size(1));
+    let (diag, offd) = (a.diag(), a.offd());
+    let n = diag.pattern().n_block_rows();
+    if owned_serial_ids.len() != n {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed strength graph: serial ids of the owned rows",
+            expected: n,
+            found: owned_serial_ids.len(),
+        });
+    }
+    let n_local = n + halo.ghosts().len();
+    let d_norms = diag.block_norms()?.to_host_vec()?;
+    let o_norms = offd.block_norms()?.to_host_vec()?;
+    let diag_pos = diag.pattern().diagonal_positions()?;
+    // Per local vertex (owned, then ghosts from their owners): serial id and diagonal norm.
+    let mut serial = vec![0.0; n_local];
+    let mut dnorm = vec![0.0; n_local];
+    for i in 0..n {
+        serial[i] = owned_serial_ids[i] as f64;
+        dnorm[i] = d_norms[diag_pos[i]];
+    }
+    halo.update(&mut serial)?;
+    halo.update(&mut dnorm)?;
+    let serial_ids: Vec<u64> = serial.iter().map(|&s| s as u64).collect();
+    // Row i's entries as (local column, block norm), by serial id of the column.
+    let row = |i: usize| {
+        let (dp, op) = (diag.pattern(), offd.pattern());
+        let mut entries: Vec<(usize, f64)> = (dp.row_ptr()[i]..dp.row_ptr()[i + 1])
+            .map(|k| (dp.col_idx()[k] as usize, d_norms[k]))
+            .chain(
+                (op.row_ptr()[i]..op.row_ptr()[i + 1])
+                    .map(|k| (n + op.col_idx()[k] as usize, o_norms[k])),
+            )
+            .collect();
+        entries.sort_by_key(|&(j, _)| serial_ids[j]);
+        entries
+    };
+    let weight_of = |i: usize, j: usize, norm: f64| -> Option<f64> {
+        let denom = (dnorm[i] * dnorm[j]).sqrt();
+        if j == i || norm == 0.0 || denom == 0.0 {
+            return None;
+        }
+        let w = norm / denom;
+        (w >= threshold).then_some(w)
+    };
+    let rows: Vec<Vec<(usize, f64)>> = (0..n).map(row).collect();
+    let mut coupled = vec![0.0; n_local];
+    for (i, entries) in rows.iter().enumerate() {
+        if entries
+            .iter()
+            .any(|&(j, norm)| weight_of(i, j, norm).is_some())
+        {
+            coupled[i] = 1.0;
+        }
+    }
+    halo.update(&mut coupled)?;
+    let (mut g_ptr, mut g_col, mut g_w) = (vec![0], Vec::new(), Vec::new());
+    for (i, entries) in rows.iter().enumerate() {
+        for &(j, norm) in entries {
+            if coupled[i] == 1.0 && coupled[j] == 1.0 {
+                if let Some(w) = weight_of(i, j, norm) {
+                    g_col.push(j as u32);
+                    g_w.push(w);
+                }
+            }
+        }
+        g_ptr.push(g_col.len());
+    }
+    Ok(DistGraph {
+        graph: StrengthGraph::from_parts(g_ptr, g_col, g_w),
+        serial_ids,
+        halo,
+    })
+}

@@ -396,3 +396,91 @@ fn distributed_mis_and_aggregates_equal_the_serial_ones() {
         },
     );
 }
+
+#[test]
+fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
+    use amg::aggregation::{aggregate, MisDistance, UNAGGREGATED};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+
+    on_ranks(
+        "distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    serial,
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    partition,
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                for threshold in [0.0, 0.08] {
+                    let g_serial = amg::strength_graph(&whole, threshold).unwrap();
+                    let g = dist_strength_graph(&a, threshold, &part.node_serial_ids[..n_owned])
+                        .unwrap();
+                    let mut n_edges = [0.0, 0.0];
+                    for v in 0..n_owned {
+                        let s = part.node_serial_ids[v] as usize;
+                        let mine: Vec<u64> = g
+                            .graph
+                            .neighbours(v)
+                            .iter()
+                            .map(|&u| g.serial_ids[u as usize])
+                            .collect();
+                        let want: Vec<u64> =
+                            g_serial.neighbours(s).iter().map(|&u| u as u64).collect();
+                        assert_eq!(mine, want, "row {s}");
+                        let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(g.graph.weights(v)), bits(g_serial.weights(s)));
+                        n_edges[0] += g.graph.degree(v) as f64;
+                    }
+                    n_edges[1] = g_serial.n_edges() as f64 / comm.size() as f64;
+                    comm.allreduce_sum(&mut n_edges).unwrap();
+                    assert_eq!(n_edges[0], g_serial.n_edges() as f64);
+                    for distance in [MisDistance::One, MisDistance::Two] {
+                        let aggs = aggregate(&g_serial, distance, 1, 1);
+                        let roots = amg::aggregation::mis(&g_serial, distance);
+                        let root_vertices: Vec<u32> = (0..g_serial.n_vertices() as u32)
+                            .filter(|&v| roots[v as usize])
+                            .collect();
+                        let labels = dist_aggregate(&g, distance).unwrap();
+                        for v in 0..n_owned {
+                            let a = aggs.assignment()[part.node_serial_ids[v] as usize];
+                            let want = if a == UNAGGREGATED {
+                                UNAGGREGATED
+                            } else {
+                                root_vertices[a as usize]
+                            };
+                            assert_eq!(labels[v], want);
+                        }
+                    }
+                }
+            }
+        },
+    );
+}

@@ -101,6 +101,20 @@ impl HaloPlan {
         })
     }
 
+    /// The same messages for blocks of `block_size` entries (no communication): a plan for
+    /// other per-vertex data of the same vectors (one entry per node, say).
+    pub fn with_block_size(&self, block_size: usize) -> Self {
+        Self {
+            block_size,
+            n_owned: self.n_owned,
+            ghosts: self.ghosts.clone(),
+            recv: self.recv.clone(),
+            send: self.send.clone(),
+            send_buffer: Mutex::new(vec![0.0; self.send_volume() / self.block_size * block_size]),
+            comm: self.comm.clone(),
+        }
+    }
+
     /// Entries per block.
     pub fn block_size(&self) -> usize {
         self.block_size
