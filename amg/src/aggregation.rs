@@ -173,7 +173,7 @@ pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
 /// The aggregate most strongly connected through `edges` (pairs of aggregate and edge weight):
 /// the largest summed weight, ties to the smallest aggregate id; `None` without edges. Sums run
 /// in edge order (fixed by the caller), so the choice is deterministic.
-fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
+pub(crate) fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
     let mut acc: Vec<(u32, f64)> = Vec::new();
     for (a, w) in edges {
         match acc.iter_mut().find(|(b, _)| *b == a) {

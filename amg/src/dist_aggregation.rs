@@ -6,15 +6,18 @@
 //! Priorities hash the vertices' serial ids (the same for any rank count) and aggregates are
 //! labelled by their root's serial id, which orders them as the serial run's compact numbering
 //! does, so ties break alike: the roots and aggregates are the serial ones, whatever the rank
-//! count (tested). Not distributed yet: the merging of aggregates smaller than the near-null
-//! space (`merge_small`), which the serial code runs after these rounds.
+//! count (tested). Aggregates smaller than the near-null space (rare) are then merged as the
+//! serial code merges them: their members' edges are gathered on every rank, which replays the
+//! serial merge loop in aggregate order.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use linalg::dist::HaloPlan;
 
 use crate::aggregation::{
-    priority, strongest_neighbour_aggregate, MisDistance, IN, OUT, UNAGGREGATED,
+    priority, strongest_aggregate, strongest_neighbour_aggregate, MisDistance, IN, OUT,
+    UNAGGREGATED,
 };
 use crate::strength::StrengthGraph;
 use crate::AmgError;
@@ -132,9 +135,20 @@ pub fn dist_mis(g: &DistGraph, distance: MisDistance) -> Result<Vec<bool>, AmgEr
 }
 
 /// The aggregates of the owned vertices (collective): each owned vertex's aggregate, labelled by
-/// the serial id of its root, or [`UNAGGREGATED`]. The serial [`crate::aggregate`]'s
-/// aggregates before small ones are merged.
-pub fn dist_aggregate(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, AmgError> {
+/// the serial id of its root, or [`UNAGGREGATED`]: the serial [`crate::aggregate`]'s aggregates
+/// (`bs` unknowns per vertex, at least `min_dofs` unknowns per aggregate).
+pub fn dist_aggregate(
+    g: &DistGraph,
+    distance: MisDistance,
+    bs: usize,
+    min_dofs: usize,
+) -> Result<Vec<u32>, AmgError> {
+    let labels = aggregate_rounds(g, distance)?;
+    merge_small(g, labels, bs, min_dofs)
+}
+
+/// MIS, roots' neighbourhoods, leftover rounds.
+fn aggregate_rounds(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, AmgError> {
     let roots = dist_mis(g, distance)?;
     let (n, graph) = (g.n_owned(), &g.graph);
     let label = |v: usize| -> Result<u32, AmgError> {
@@ -278,4 +292,140 @@ pub fn dist_strength_graph(
         serial_ids,
         halo,
     })
+}
+
+/// One gathered member of a small aggregate: its serial id and its edges (neighbour's serial
+/// id, weight, neighbour's aggregate label), in graph order.
+struct Member {
+    vertex: u64,
+    edges: Vec<(u64, f64, u32)>,
+}
+
+/// The serial `merge_small`, replayed on every rank from the gathered small aggregates.
+fn merge_small(
+    g: &DistGraph,
+    mut labels: Vec<u32>,
+    bs: usize,
+    min_dofs: usize,
+) -> Result<Vec<u32>, AmgError> {
+    let comm = g.halo.comm().clone();
+    let n = g.n_owned();
+    let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
+    // Candidates: labels with few members here (a small aggregate is small on every rank).
+    let mut local: BTreeMap<u32, u64> = BTreeMap::new();
+    for &l in &labels {
+        if l != UNAGGREGATED {
+            *local.entry(l).or_default() += 1;
+        }
+    }
+    let mine: Vec<u64> = local
+        .iter()
+        .filter(|&(_, &c)| small(c))
+        .map(|(&l, _)| u64::from(l))
+        .collect();
+    let linalg_err = linalg::LinalgError::from;
+    let mut candidates: Vec<u64> = comm.allgatherv_u64(&mine).map_err(linalg_err)?.concat();
+    candidates.sort_unstable();
+    candidates.dedup();
+    if candidates.is_empty() {
+        return Ok(labels);
+    }
+    let mut sizes: Vec<f64> = candidates
+        .iter()
+        .map(|&l| local.get(&(l as u32)).copied().unwrap_or(0) as f64)
+        .collect();
+    comm.allreduce_sum(&mut sizes).map_err(linalg_err)?;
+    let mut size: BTreeMap<u32, u64> = BTreeMap::new();
+    for (&l, &s) in candidates.iter().zip(&sizes) {
+        if small(s as u64) {
+            size.insert(l as u32, s as u64);
+        }
+    }
+    if size.is_empty() {
+        return Ok(labels);
+    }
+    // Gather the small aggregates' members with their edges: [label, vertex, n, (u, w, label)*n].
+    let mut ghost_labels: Vec<u64> = labels.iter().map(|&l| u64::from(l)).collect();
+    ghost_labels.resize(g.serial_ids.len(), u64::from(UNAGGREGATED));
+    g.update_ghosts(&mut ghost_labels)?;
+    let mut record = Vec::new();
+    for v in 0..n {
+        if size.contains_key(&labels[v]) {
+            let (nb, w) = (g.graph.neighbours(v), g.graph.weights(v));
+            record.extend([u64::from(labels[v]), g.serial_ids[v], nb.len() as u64]);
+            for (&u, &w) in nb.iter().zip(w) {
+                let u = u as usize;
+                record.extend([g.serial_ids[u], w.to_bits(), ghost_labels[u]]);
+            }
+        }
+    }
+    let gathered = comm.allgatherv_u64(&record).map_err(linalg_err)?;
+    let mut members: BTreeMap<u32, Vec<Member>> = BTreeMap::new();
+    let mut label_of: HashMap<u64, u32> = HashMap::new();
+    for r in &gathered {
+        let mut at = 0;
+        while at < r.len() {
+            let (label, vertex, k) = (r[at] as u32, r[at + 1], r[at + 2] as usize);
+            let edges: Vec<(u64, f64, u32)> = (0..k)
+                .map(|e| {
+                    let q = at + 3 + 3 * e;
+                    (r[q], f64::from_bits(r[q + 1]), r[q + 2] as u32)
+                })
+                .collect();
+            for &(u, _, lu) in &edges {
+                label_of.insert(u, lu);
+            }
+            label_of.insert(vertex, label);
+            members
+                .entry(label)
+                .or_default()
+                .push(Member { vertex, edges });
+            at += 3 + 3 * k;
+        }
+    }
+    // Members in ascending vertex order, as the serial member lists.
+    for list in members.values_mut() {
+        list.sort_by_key(|m| m.vertex);
+    }
+    let order: Vec<u32> = size.keys().copied().collect();
+    loop {
+        let mut changed = false;
+        for &a in &order {
+            if size[&a] == 0 || !small(size[&a]) {
+                continue;
+            }
+            let list = members.remove(&a).unwrap_or_default();
+            let target = strongest_aggregate(list.iter().flat_map(|m| {
+                m.edges
+                    .iter()
+                    .map(|&(u, w, _)| (label_of[&u], w))
+                    .filter(|&(b, _)| b != UNAGGREGATED && b != a)
+                    .collect::<Vec<_>>()
+            }));
+            let moved = list.len() as u64;
+            let new = target.unwrap_or(UNAGGREGATED);
+            for m in &list {
+                label_of.insert(m.vertex, new);
+            }
+            if let Some(t) = target {
+                if let Some(s) = size.get_mut(&t) {
+                    *s += moved;
+                }
+                members.entry(t).or_default().extend(list);
+            }
+            size.insert(a, 0);
+            changed = true;
+        }
+        if !changed {
+            break;
+        }
+    }
+    for v in 0..n {
+        if let Some(&l) = label_of.get(&g.serial_ids[v]) {
+            if size.contains_key(&labels[v]) {
+                labels[v] = l;
+            }
+        }
+    }
+    Ok(labels)
 }

@@ -321,10 +321,79 @@ fn node_graph(mesh: &HexMesh, serial_ids: &[u64], rows: usize) -> (Vec<usize>, V
     (row_ptr, cols, weights)
 }
 
+/// Each vertex's aggregate named by its smallest member (`u64::MAX`: none), from a vertex ->
+/// aggregate label map over all vertices.
+fn by_first_member(labels: &[u64]) -> Vec<u64> {
+    let mut first = std::collections::HashMap::new();
+    for (v, &l) in labels.iter().enumerate() {
+        first.entry(l).or_insert(v as u64);
+    }
+    labels
+        .iter()
+        .map(|l| {
+            if *l == u64::from(u32::MAX) {
+                u64::MAX
+            } else {
+                first[l]
+            }
+        })
+        .collect()
+}
+
+/// The distributed aggregates of `g` equal the serial aggregates of `whole` (as sets of
+/// vertices: the labels differ), with and without merging of small aggregates, and the
+/// distributed labels (roots' serial ids) order the aggregates as the serial ids do.
+fn check_aggregates(
+    comm: &Arc<dyn Comm>,
+    whole: &amg::StrengthGraph,
+    g: &amg::dist_aggregation::DistGraph,
+    part: &MeshPart,
+    distance: amg::aggregation::MisDistance,
+) {
+    let n_owned = part.n_owned_nodes();
+    let none = u64::from(u32::MAX);
+    // (1, 1): no merging; (3, 6): the AMG's (single vertices merge); then more and more merges.
+    let mut merged = 0;
+    for (bs, min_dofs) in [(1, 1), (3, 6), (1, 4), (1, 12), (1, 30)] {
+        let aggs = amg::aggregation::aggregate(whole, distance, bs, min_dofs);
+        let serial: Vec<u64> = aggs.assignment().iter().map(|&a| u64::from(a)).collect();
+        let labels = amg::dist_aggregation::dist_aggregate(g, distance, bs, min_dofs).unwrap();
+        let mine: Vec<u64> = (0..n_owned)
+            .flat_map(|v| [part.node_serial_ids[v], u64::from(labels[v])])
+            .collect();
+        let mut all = vec![none; whole.n_vertices()];
+        for pairs in comm.allgatherv_u64(&mine).unwrap() {
+            for p in pairs.chunks(2) {
+                all[p[0] as usize] = p[1];
+            }
+        }
+        assert_eq!(
+            by_first_member(&all),
+            by_first_member(&serial),
+            "bs {bs}, min_dofs {min_dofs}"
+        );
+        let mut pairs: Vec<(u64, u64)> = serial.iter().copied().zip(all.iter().copied()).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        assert!(
+            pairs.windows(2).all(|w| w[1].0 == none || w[0].1 < w[1].1),
+            "label order"
+        );
+        if bs == 1 && min_dofs > 1 {
+            let unmerged = amg::aggregation::aggregate(whole, distance, 1, 1).n_aggregates();
+            merged += unmerged - aggs.n_aggregates();
+        }
+    }
+    assert!(
+        merged > 0 || distance == amg::aggregation::MisDistance::Two,
+        "merging was exercised"
+    );
+}
+
 #[test]
 fn distributed_mis_and_aggregates_equal_the_serial_ones() {
-    use amg::aggregation::{aggregate, mis, MisDistance, UNAGGREGATED};
-    use amg::dist_aggregation::{dist_aggregate, dist_mis, DistGraph};
+    use amg::aggregation::{mis, MisDistance};
+    use amg::dist_aggregation::{dist_mis, DistGraph};
     use amg::StrengthGraph;
     use linalg::dist::HaloPlan;
 
@@ -375,22 +444,7 @@ fn distributed_mis_and_aggregates_equal_the_serial_ones() {
                             part.node_serial_ids[v]
                         );
                     }
-                    // Serial aggregates (no merging: one unknown per vertex, one near-null vector),
-                    // labelled by their root's serial id.
-                    let aggs = aggregate(&whole, distance, 1, 1);
-                    let root_vertices: Vec<u32> = (0..whole.n_vertices() as u32)
-                        .filter(|&v| roots[v as usize])
-                        .collect();
-                    let labels = dist_aggregate(&g, distance).unwrap();
-                    for v in 0..n_owned {
-                        let a = aggs.assignment()[part.node_serial_ids[v] as usize];
-                        let want = if a == UNAGGREGATED {
-                            UNAGGREGATED
-                        } else {
-                            root_vertices[a as usize]
-                        };
-                        assert_eq!(labels[v], want, "vertex {}", part.node_serial_ids[v]);
-                    }
+                    check_aggregates(comm, &whole, &g, part, distance);
                 }
             }
         },
@@ -399,8 +453,8 @@ fn distributed_mis_and_aggregates_equal_the_serial_ones() {
 
 #[test]
 fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
-    use amg::aggregation::{aggregate, MisDistance, UNAGGREGATED};
-    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::dist_strength_graph;
 
     on_ranks(
         "distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones",
@@ -463,21 +517,7 @@ fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the
                     comm.allreduce_sum(&mut n_edges).unwrap();
                     assert_eq!(n_edges[0], g_serial.n_edges() as f64);
                     for distance in [MisDistance::One, MisDistance::Two] {
-                        let aggs = aggregate(&g_serial, distance, 1, 1);
-                        let roots = amg::aggregation::mis(&g_serial, distance);
-                        let root_vertices: Vec<u32> = (0..g_serial.n_vertices() as u32)
-                            .filter(|&v| roots[v as usize])
-                            .collect();
-                        let labels = dist_aggregate(&g, distance).unwrap();
-                        for v in 0..n_owned {
-                            let a = aggs.assignment()[part.node_serial_ids[v] as usize];
-                            let want = if a == UNAGGREGATED {
-                                UNAGGREGATED
-                            } else {
-                                root_vertices[a as usize]
-                            };
-                            assert_eq!(labels[v], want);
-                        }
+                        check_aggregates(comm, &g_serial, &g, part, distance);
                     }
                 }
             }
