@@ -85,9 +85,9 @@ pub fn dist_mis(g: &DistGraph, distance: MisDistance) -> Result<Vec<bool>, AmgEr
     let (n, graph) = (g.n_owned(), &g.graph);
     let n_local = g.serial_ids.len();
     let mut status = vec![OUT; n_local];
-    for v in 0..n {
+    for (v, s) in status[..n].iter_mut().enumerate() {
         if !graph.is_isolated(v) {
-            status[v] = priority(g.serial_ids[v] as usize, graph.degree(v));
+            *s = priority(g.serial_ids[v] as usize, graph.degree(v));
         }
     }
     g.update_ghosts(&mut status)?;
@@ -100,15 +100,15 @@ pub fn dist_mis(g: &DistGraph, distance: MisDistance) -> Result<Vec<bool>, AmgEr
     let mut m1 = vec![OUT; n_local];
     let mut m2 = vec![OUT; n];
     loop {
-        for v in 0..n {
-            m1[v] = closed_min(&status, v);
+        for (v, m) in m1[..n].iter_mut().enumerate() {
+            *m = closed_min(&status, v);
         }
         let reach: &[u64] = match distance {
             MisDistance::One => &m1[..n],
             MisDistance::Two => {
                 g.update_ghosts(&mut m1)?;
-                for v in 0..n {
-                    m2[v] = closed_min(&m1, v);
+                for (v, m) in m2.iter_mut().enumerate() {
+                    *m = closed_min(&m1, v);
                 }
                 &m2
             }
@@ -309,7 +309,6 @@ fn merge_small(
     min_dofs: usize,
 ) -> Result<Vec<u32>, AmgError> {
     let comm = g.halo.comm().clone();
-    let n = g.n_owned();
     let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
     // Candidates: labels with few members here (a small aggregate is small on every rank).
     let mut local: BTreeMap<u32, u64> = BTreeMap::new();
@@ -349,10 +348,10 @@ fn merge_small(
     ghost_labels.resize(g.serial_ids.len(), u64::from(UNAGGREGATED));
     g.update_ghosts(&mut ghost_labels)?;
     let mut record = Vec::new();
-    for v in 0..n {
-        if size.contains_key(&labels[v]) {
+    for (v, &label) in labels.iter().enumerate() {
+        if size.contains_key(&label) {
             let (nb, w) = (g.graph.neighbours(v), g.graph.weights(v));
-            record.extend([u64::from(labels[v]), g.serial_ids[v], nb.len() as u64]);
+            record.extend([u64::from(label), g.serial_ids[v], nb.len() as u64]);
             for (&u, &w) in nb.iter().zip(w) {
                 let u = u as usize;
                 record.extend([g.serial_ids[u], w.to_bits(), ghost_labels[u]]);
@@ -420,10 +419,10 @@ fn merge_small(
             break;
         }
     }
-    for v in 0..n {
-        if let Some(&l) = label_of.get(&g.serial_ids[v]) {
-            if size.contains_key(&labels[v]) {
-                labels[v] = l;
+    for (label, serial) in labels.iter_mut().zip(&g.serial_ids) {
+        if let Some(&l) = label_of.get(serial) {
+            if size.contains_key(label) {
+                *label = l;
             }
         }
     }

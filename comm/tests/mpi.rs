@@ -13,7 +13,7 @@ fn reductions_combine_ranks_in_rank_order_on_every_rank() {
             // Values whose sum depends on the order of addition.
             let mine = |r: usize| {
                 [
-                    1.0e16 * if r % 2 == 0 { 1.0 } else { -1.0 },
+                    1.0e16 * if r.is_multiple_of(2) { 1.0 } else { -1.0 },
                     0.1 * (r + 1) as f64,
                 ]
             };

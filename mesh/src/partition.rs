@@ -263,9 +263,9 @@ pub fn partition_mesh(
     }
     let n_nodes = mesh.n_nodes();
     let mut node_owner = vec![u32::MAX; n_nodes];
-    for c in 0..n_cells {
+    for (c, &part) in cell_part.iter().enumerate() {
         for &n in mesh.cell_nodes(c) {
-            node_owner[n] = node_owner[n].min(cell_part[c]);
+            node_owner[n] = node_owner[n].min(part);
         }
     }
     for o in &mut node_owner {

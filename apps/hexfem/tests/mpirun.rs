@@ -5,15 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use comm::launch::{mpirun, output_text};
+use comm::launch::{output_text, run_mpirun};
 
 fn hexfem_on(np: usize, args: &[&str]) -> Output {
-    mpirun(np)
-        .arg(env!("CARGO_BIN_EXE_hexfem"))
-        .args(args)
-        .env("CI", "1")
-        .output()
-        .expect("mpirun (Open MPI) runs")
+    run_mpirun(np, |cmd| {
+        cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+            .args(args)
+            .env("CI", "1");
+    })
+    .expect("mpirun (Open MPI) runs")
 }
 
 /// A scratch directory, removed (with everything in it) when dropped.
