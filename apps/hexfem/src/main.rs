@@ -94,6 +94,19 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// The distributed matrix path (run it under mpirun -np N, or alone): each rank's slab of a
+    /// clamped elastic cube, owned-row assembly, halo plan, SpMV and CG with point-block Jacobi.
+    Distributed {
+        /// Cells per side of the unit cube.
+        #[arg(long, default_value_t = 32)]
+        cells: usize,
+        #[arg(long, default_value_t = 1)]
+        order: usize,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -134,7 +147,7 @@ fn main() -> ExitCode {
     };
     let comm = session.comm();
     let (stdout, result) = if comm.size() > 1 {
-        execute_on_ranks(&*comm, cli.command)
+        execute_on_ranks(&comm, cli.command)
     } else {
         execute(cli.command)
     };
@@ -147,13 +160,16 @@ fn main() -> ExitCode {
         result => result,
     };
     let root = comm.rank() == 0;
-    drop(session);
     if let Err(e) = result {
+        // Printed before MPI_Finalize (a fence of all ranks): no rank exits, which makes mpirun
+        // end the job, before rank 0 has written the message.
         if root {
             report(&format!("error: {e:#}"));
         }
+        drop(session);
         return ExitCode::FAILURE;
     }
+    drop(session);
     if !root {
         return ExitCode::SUCCESS;
     }
@@ -259,6 +275,25 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
         }
         Command::Bench {
             which:
+                Bench::Distributed {
+                    cells,
+                    order,
+                    repeats,
+                    json,
+                },
+        } => split(
+            hexfem::bench::distributed::run(
+                &comm::SelfComm::shared(),
+                &hexfem::bench::distributed::DistributedBench {
+                    cells,
+                    order,
+                    repeats,
+                },
+            )
+            .and_then(|r| render(&r, json)),
+        ),
+        Command::Bench {
+            which:
                 Bench::Output {
                     steps,
                     cells,
@@ -311,15 +346,36 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
 /// A command on more than one MPI rank. `check` runs distributed (each rank builds and checks
 /// its part of the mesh). The distributed solve, verification and benchmarks are not built yet:
 /// every rank refuses with the same message instead of running the serial program N times.
-fn execute_on_ranks(comm: &dyn comm::Comm, command: Command) -> (String, anyhow::Result<()>) {
+fn execute_on_ranks(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
     let what = match command {
+        Command::Bench {
+            which:
+                Bench::Distributed {
+                    cells,
+                    order,
+                    repeats,
+                    json,
+                },
+        } => {
+            let bench = hexfem::bench::distributed::DistributedBench {
+                cells,
+                order,
+                repeats,
+            };
+            let result = hexfem::bench::distributed::run(comm, &bench);
+            let result = hexfem::distributed::agreed(&**comm, result);
+            return split(result.and_then(|r| render(&r, json)));
+        }
         Command::Check {
             input,
             overrides,
             output,
         } => {
             return split(hexfem::distributed::check_on_ranks(
-                comm,
+                &**comm,
                 &input,
                 &overrides,
                 output.as_deref(),
@@ -332,7 +388,7 @@ fn execute_on_ranks(comm: &dyn comm::Comm, command: Command) -> (String, anyhow:
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check, \
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check, bench distributed, \
              mesh partitioning, matrices, CG with point-block Jacobi; not yet: the distributed \
              AMG, Newton and output); run it without mpirun, or with mpirun -np 1",
             comm.size()

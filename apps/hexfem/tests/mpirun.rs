@@ -193,3 +193,38 @@ fn run_on_several_ranks_refuses_cleanly_and_one_rank_runs_the_serial_program() {
     assert!(one.status.success(), "{}", output_text(&one));
     assert!(dir.0.join("cantilever_q1.h5").exists());
 }
+
+#[test]
+fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_iterations() {
+    let args = [
+        "bench",
+        "distributed",
+        "--cells",
+        "6",
+        "--repeats",
+        "1",
+        "--json",
+    ];
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let parse = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(out)))
+    };
+    let one = parse(&serial);
+    assert_eq!(one["ranks"], 1);
+    assert_eq!(one["halo_values_per_spmv"], 0);
+    for np in [2, 4] {
+        let out = hexfem_on(np, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
+        let many = parse(&out);
+        assert_eq!(many["ranks"], np);
+        assert_eq!(many["unknowns"], one["unknowns"]);
+        assert_eq!(many["cg_iterations"], one["cg_iterations"], "{many}");
+        assert_eq!(many["cg_converged"], true);
+        assert!(many["halo_values_per_spmv"].as_u64().unwrap() > 0);
+        assert_eq!(many["per_rank"].as_array().unwrap().len(), np);
+    }
+}

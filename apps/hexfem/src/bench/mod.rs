@@ -9,6 +9,7 @@
 //!   is reported as that single wall time.
 
 pub mod assembly;
+pub mod distributed;
 pub mod gamg;
 pub mod output;
 
