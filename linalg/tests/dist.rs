@@ -157,3 +157,77 @@ fn a_bad_column_on_one_rank_is_the_same_error_on_every_rank() {
         },
     );
 }
+
+const M: u64 = 17;
+
+/// Block columns of row `i` of a 41 x 17 matrix of 3 x 6 blocks (a prolongator's shape).
+fn rect_cols(i: u64) -> Vec<u64> {
+    let mut c = vec![i * M / N, (i * 7 + 3) % M, (i * M / N + M - 1) % M];
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+fn rect_block(i: u64, j: u64) -> Vec<f64> {
+    (0..18)
+        .map(|e| signed_unit(splitmix64(i * 7919 + j * 31 + e as u64 + 5)))
+        .collect()
+}
+
+#[test]
+fn rectangular_distributed_spmv_equals_the_serial_spmv() {
+    on_ranks(
+        "rectangular_distributed_spmv_equals_the_serial_spmv",
+        &[1, 2, 4],
+        |comm| {
+            let xg: Vec<f64> = (0..6 * M)
+                .map(|e| signed_unit(splitmix64(e + 77)))
+                .collect();
+            // Serial: the whole matrix.
+            let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+            for i in 0..N {
+                for j in rect_cols(i) {
+                    cols.push(j as u32);
+                    values.extend(rect_block(i, j));
+                }
+                row_ptr.push(cols.len());
+            }
+            let pattern = BlockPattern::new(N as usize, M as usize, row_ptr, cols).unwrap();
+            let a = Bsr::from_parts(Arc::new(pattern), 3, 6, values).unwrap();
+            let mut ys = Vector::zeros(3 * N as usize);
+            a.spmv(&Vector::from_vec(xg.clone()), &mut ys).unwrap();
+            let ys = ys.to_host_vec().unwrap();
+
+            let rows = RowPartition::even(comm.clone(), N);
+            let columns = RowPartition::even(comm.clone(), M);
+            let (owned_rows, owned_cols) = (rows.owned_range(), columns.owned_range());
+            let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+            for i in owned_rows.clone() {
+                for j in rect_cols(i) {
+                    cols.push(j);
+                    values.extend(rect_block(i, j));
+                }
+                row_ptr.push(cols.len());
+            }
+            let pattern = DistPattern::new_rect(rows, columns, 3, 6, &row_ptr, &cols).unwrap();
+            let a = DistBsr::from_values(pattern, &values).unwrap();
+            let mut x = a.new_owned_vector();
+            let first = 6 * owned_cols.start as usize;
+            let n = x.len();
+            x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
+            let mut y = a.new_row_vector();
+            a.apply(&x, &mut y).unwrap();
+            let first = 3 * owned_rows.start as usize;
+            for (k, v) in y.host().unwrap().iter().enumerate() {
+                assert!(
+                    (v - ys[first + k]).abs() <= 1e-14 * 8.0,
+                    "row entry {}",
+                    first + k
+                );
+            }
+            // A result of the operand's layout is refused: y must be a row vector.
+            let mut wrong = a.new_owned_vector();
+            assert!(a.apply(&x, &mut wrong).is_err());
+        },
+    );
+}

@@ -7,23 +7,29 @@ use crate::backend::host;
 use crate::dist::{HaloPlan, RowPartition};
 use crate::{BlockPattern, Bsr, Layout, LinalgError, Vector};
 
-/// The symbolic part of a distributed square block matrix on one rank: the diagonal and
-/// off-diagonal patterns of its owned block rows, where each input entry goes, the halo plan of
-/// the ghost columns and the layout of the vectors it multiplies (owned blocks, then ghosts).
+/// The symbolic part of a distributed block matrix on one rank: the diagonal and off-diagonal
+/// patterns of its owned block rows, where each input entry goes, the halo plan of the ghost
+/// columns and the layouts of the vectors it maps (operands: owned column blocks, then ghosts;
+/// results: owned row blocks). Rows and columns have their own partitions and block sizes (a
+/// prolongator's `3 x 6` blocks, say); a square matrix shares one partition.
 ///
-/// Invariants: `diag` is `n_owned x n_owned` (columns `global - first owned`), `offd` is
-/// `n_owned x ghosts` (columns index `halo.ghosts()`, ascending global ids); `entry_slot[k]`
-/// is input entry `k`'s slot in `diag` (`< diag.nnz()`) or `diag.nnz() +` its slot in `offd`.
+/// Invariants: `diag` is `n_owned_rows x n_owned_cols` (columns `global - first owned column`),
+/// `offd` is `n_owned_rows x ghosts` (columns index `halo.ghosts()`, ascending global ids);
+/// `entry_slot[k]` is input entry `k`'s slot in `diag` (`< diag.nnz()`) or `diag.nnz() +` its
+/// slot in `offd`.
 #[derive(Debug)]
 pub struct DistPattern {
     partition: RowPartition,
-    block_size: usize,
+    col_partition: RowPartition,
+    block_rows: usize,
+    block_cols: usize,
     diag: Arc<BlockPattern>,
     offd: Arc<BlockPattern>,
     entry_slot: Vec<u32>,
     halo: Arc<HaloPlan>,
     layout: Arc<Layout>,
     owned_layout: Arc<Layout>,
+    row_layout: Arc<Layout>,
 }
 
 impl DistPattern {
@@ -36,11 +42,40 @@ impl DistPattern {
         row_ptr: &[usize],
         cols: &[u64],
     ) -> Result<Arc<Self>, LinalgError> {
+        Self::new_rect(
+            partition.clone(),
+            partition,
+            block_size,
+            block_size,
+            row_ptr,
+            cols,
+        )
+    }
+
+    /// Collective. As [`DistPattern::new`] for a rectangular matrix of `block_rows x
+    /// block_cols` blocks: rows owned by `partition`, columns by `col_partition` (the same
+    /// ranks).
+    pub fn new_rect(
+        partition: RowPartition,
+        col_partition: RowPartition,
+        block_rows: usize,
+        block_cols: usize,
+        row_ptr: &[usize],
+        cols: &[u64],
+    ) -> Result<Arc<Self>, LinalgError> {
         let comm = partition.comm().clone();
         let n_owned = partition.n_owned();
-        let owned = partition.owned_range();
-        let global_len = partition.global_len();
-        let check = check_rows(n_owned, row_ptr, cols, global_len, block_size);
+        let owned = col_partition.owned_range();
+        let global_len = col_partition.global_len();
+        let check = if col_partition.comm().size() != comm.size() {
+            Err("distributed pattern: row and column partitions over different ranks".into())
+        } else if block_rows == 0 || block_cols == 0 {
+            Err(format!(
+                "distributed pattern: block size {block_rows}x{block_cols}"
+            ))
+        } else {
+            check_rows(n_owned, row_ptr, cols, global_len)
+        };
         comm::agree(&*comm, check)?;
 
         let mut ghosts: Vec<u64> = cols
@@ -83,33 +118,46 @@ impl DistPattern {
         for (slot, &k) in o_entries.iter().enumerate() {
             entry_slot[k] = (n_diag + slot) as u32;
         }
-        let diag = BlockPattern::new_trusted(n_owned, n_owned, d_ptr, d_col);
+        let n_owned_cols = col_partition.n_owned();
+        let diag = BlockPattern::new_trusted(n_owned, n_owned_cols, d_ptr, d_col);
         let offd = BlockPattern::new_trusted(n_owned, ghosts.len(), o_ptr, o_col);
         let n_ghosts = ghosts.len();
-        let halo = HaloPlan::new(&partition, ghosts, block_size)?;
+        let halo = HaloPlan::new(&col_partition, ghosts, block_cols)?;
+        let bc = block_cols as u64;
         let layout = Layout::new(
-            n_owned * block_size,
-            n_ghosts * block_size,
-            owned.start * block_size as u64,
-            global_len * block_size as u64,
+            n_owned_cols * block_cols,
+            n_ghosts * block_cols,
+            owned.start * bc,
+            global_len * bc,
             comm.clone(),
         )?;
         let owned_layout = Layout::new(
-            n_owned * block_size,
+            n_owned_cols * block_cols,
             0,
-            owned.start * block_size as u64,
-            global_len * block_size as u64,
+            owned.start * bc,
+            global_len * bc,
+            comm.clone(),
+        )?;
+        let br = block_rows as u64;
+        let row_layout = Layout::new(
+            n_owned * block_rows,
+            0,
+            partition.owned_range().start * br,
+            partition.global_len() * br,
             comm,
         )?;
         Ok(Arc::new(Self {
             partition,
-            block_size,
+            col_partition,
+            block_rows,
+            block_cols,
             diag: Arc::new(diag),
             offd: Arc::new(offd),
             entry_slot,
             halo: Arc::new(halo),
             layout: Arc::new(layout),
             owned_layout: Arc::new(owned_layout),
+            row_layout: Arc::new(row_layout),
         }))
     }
 
@@ -144,9 +192,30 @@ impl DistPattern {
         &self.partition
     }
 
-    /// Rows (and columns) per block.
+    /// The column partition (the row partition for square matrices).
+    pub fn col_partition(&self) -> &RowPartition {
+        &self.col_partition
+    }
+
+    /// Rows per block (and columns for square blocks).
     pub fn block_size(&self) -> usize {
-        self.block_size
+        self.block_rows
+    }
+
+    /// Rows per block.
+    pub fn block_rows(&self) -> usize {
+        self.block_rows
+    }
+
+    /// Columns per block.
+    pub fn block_cols(&self) -> usize {
+        self.block_cols
+    }
+
+    /// Layout of results (owned rows, no ghosts); for a square matrix it matches
+    /// [`DistPattern::owned_layout`].
+    pub fn row_layout(&self) -> &Arc<Layout> {
+        &self.row_layout
     }
 
     /// Pattern of the owned rows' owned columns.
@@ -164,12 +233,12 @@ impl DistPattern {
         &self.halo
     }
 
-    /// Layout of the vectors the matrix multiplies: owned entries, then the ghosts.
+    /// Layout of the operands of [`DistBsr::spmv`]: owned column entries, then the ghosts.
     pub fn layout(&self) -> &Arc<Layout> {
         &self.layout
     }
 
-    /// Layout of owned-only vectors (no ghost tail), those of [`DistBsr::apply`] and of the
+    /// Layout of owned-only operands (no ghost tail), those of [`DistBsr::apply`] and of the
     /// Krylov solvers.
     pub fn owned_layout(&self) -> &Arc<Layout> {
         &self.owned_layout
@@ -186,11 +255,7 @@ fn check_rows(
     row_ptr: &[usize],
     cols: &[u64],
     global_len: u64,
-    block_size: usize,
 ) -> Result<(), String> {
-    if block_size == 0 {
-        return Err("distributed pattern: block size 0".into());
-    }
     if row_ptr.len() != n_owned + 1 || row_ptr[0] != 0 || row_ptr[n_owned] != cols.len() {
         return Err(format!(
             "distributed pattern: row_ptr of {} entries (first {:?}, last {:?}) for {n_owned} owned rows and {} entries",
@@ -225,7 +290,7 @@ fn check_rows(
     Ok(())
 }
 
-/// A rank's owned block rows of a distributed square block matrix: the diagonal part (a
+/// A rank's owned block rows of a distributed block matrix: the diagonal part (a
 /// [`Bsr`] on the owned columns) and the off-diagonal part (a [`Bsr`] on the ghost columns),
 /// on a shared [`DistPattern`].
 #[derive(Debug)]
@@ -240,16 +305,17 @@ pub struct DistBsr {
 impl DistBsr {
     /// Zero values on `pattern` (host).
     pub fn zeros(pattern: Arc<DistPattern>) -> Self {
-        let bs = pattern.block_size;
+        let (br, bc) = (pattern.block_rows, pattern.block_cols);
         Self {
-            diag: Bsr::zeros(pattern.diag.clone(), bs, bs),
-            offd: Bsr::zeros(pattern.offd.clone(), bs, bs),
+            diag: Bsr::zeros(pattern.diag.clone(), br, bc),
+            offd: Bsr::zeros(pattern.offd.clone(), br, bc),
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
             pattern,
         }
     }
 
-    /// Values of the input entries, entry-major (`block_size^2` per entry, blocks row-major).
+    /// Values of the input entries, entry-major (`block_rows * block_cols` per entry, blocks
+    /// row-major).
     pub fn from_values(pattern: Arc<DistPattern>, values: &[f64]) -> Result<Self, LinalgError> {
         let mut m = Self::zeros(pattern);
         m.set_values(values)?;
@@ -258,7 +324,7 @@ impl DistBsr {
 
     /// Overwrites the values from the input entries (as [`DistBsr::from_values`]); local.
     pub fn set_values(&mut self, values: &[f64]) -> Result<(), LinalgError> {
-        let bl = self.pattern.block_size * self.pattern.block_size;
+        let bl = self.pattern.block_rows * self.pattern.block_cols;
         let expected = self.pattern.n_entries() * bl;
         if values.len() != expected {
             return Err(LinalgError::LengthMismatch {
@@ -286,7 +352,7 @@ impl DistBsr {
     /// Overwrites the values from the rank-local matrix the pattern was built from
     /// ([`DistPattern::from_local`]): its first rows' values, in slot order.
     pub fn set_from_local(&mut self, local: &Bsr) -> Result<(), LinalgError> {
-        let bl = self.pattern.block_size * self.pattern.block_size;
+        let bl = self.pattern.block_rows * self.pattern.block_cols;
         let n = self.pattern.n_entries() * bl;
         let values = local.host()?;
         if values.len() < n || local.block_len() != bl {
@@ -314,63 +380,80 @@ impl DistBsr {
         &self.offd
     }
 
-    /// A zero vector of the matrix's layout (owned entries, then ghosts), on the host.
+    /// A zero operand of [`DistBsr::spmv`] (owned entries, then ghosts), on the host.
     pub fn new_vector(&self) -> Vector {
         let layout = self.pattern.layout.clone();
         let n = layout.len();
         Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
     }
 
-    /// A zero owned-only vector (no ghost tail), on the host.
+    /// A zero owned-only operand (no ghost tail), on the host.
     pub fn new_owned_vector(&self) -> Vector {
         let layout = self.pattern.owned_layout.clone();
         let n = layout.len();
         Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
     }
 
-    /// `y = A x` for owned-only vectors (layout [`DistPattern::owned_layout`]), as Krylov
-    /// solvers call it: `x` is copied into a scratch vector whose ghost tail the halo plan
-    /// fills, then as [`DistBsr::spmv`] (the same values).
+    /// A zero result vector (owned rows), on the host.
+    pub fn new_row_vector(&self) -> Vector {
+        let layout = self.pattern.row_layout.clone();
+        let n = layout.len();
+        Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
+    }
+
+    /// `y = A x` for owned-only vectors (`x`: [`DistPattern::owned_layout`], `y`:
+    /// [`DistPattern::row_layout`]), as Krylov solvers call it: `x` is copied into a scratch
+    /// vector whose ghost tail the halo plan fills, then as [`DistBsr::spmv`] (the same values).
     pub fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
-        let layout = &self.pattern.owned_layout;
-        for (what, v) in [("DistBsr::apply: x", x), ("DistBsr::apply: y", &*y)] {
-            if !v.layout().matches(layout) {
-                return Err(LinalgError::LayoutMismatch { what });
-            }
+        let p = &self.pattern;
+        if !x.layout().matches(&p.owned_layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::apply: x",
+            });
+        }
+        if !y.layout().matches(&p.row_layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::apply: y",
+            });
         }
         let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let owned = layout.owned();
-        scratch[..owned].copy_from_slice(x.host()?);
-        self.multiply(&mut scratch, &mut y.host_mut()?[..owned])
+        scratch[..p.owned_layout.owned()].copy_from_slice(x.host()?);
+        self.multiply(&mut scratch, &mut y.host_mut()?[..p.row_layout.owned()])
     }
 
     /// `y = A x` on the owned entries of `y` (its ghosts are left as they are). Fills the ghost
     /// tail of `x` from the owners (the halo plan) while the diagonal part multiplies the owned
-    /// entries, then adds the off-diagonal part's product. Both vectors have the matrix's
-    /// layout. Per row: the diagonal blocks in column order, then the ghost blocks.
+    /// entries, then adds the off-diagonal part's product. `x` has [`DistPattern::layout`];
+    /// `y` has [`DistPattern::row_layout`] or, for a square matrix, `x`'s layout. Per row: the
+    /// diagonal blocks in column order, then the ghost blocks.
     pub fn spmv(&self, x: &mut Vector, y: &mut Vector) -> Result<(), LinalgError> {
-        let layout = &self.pattern.layout;
-        for (what, v) in [("DistBsr::spmv: x", &*x), ("DistBsr::spmv: y", &*y)] {
-            if !v.layout().matches(layout) {
-                return Err(LinalgError::LayoutMismatch { what });
-            }
+        let p = &self.pattern;
+        if !x.layout().matches(&p.layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::spmv: x",
+            });
         }
-        let owned = layout.owned();
-        self.multiply(x.host_mut()?, &mut y.host_mut()?[..owned])
+        let square_operand = p.row_layout.matches(&p.owned_layout) && y.layout().matches(&p.layout);
+        if !(y.layout().matches(&p.row_layout) || square_operand) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::spmv: y",
+            });
+        }
+        self.multiply(x.host_mut()?, &mut y.host_mut()?[..p.row_layout.owned()])
     }
 
     /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the
     /// ghosts while the diagonal part multiplies, then the off-diagonal part adds.
     fn multiply(&self, x: &mut [f64], y_owned: &mut [f64]) -> Result<(), LinalgError> {
-        let bs = self.pattern.block_size;
-        let owned = y_owned.len();
+        let (br, bc) = (self.pattern.block_rows, self.pattern.block_cols);
+        let owned = self.pattern.owned_layout.owned();
         let diag = self.diag.host()?;
         let offd = self.offd.host()?;
         self.pattern.halo.update_overlapped(x, &mut |x_owned| {
             host::spmv::spmv(
                 &self.pattern.diag,
-                bs,
-                bs,
+                br,
+                bc,
                 diag,
                 1.0,
                 x_owned,
@@ -381,8 +464,8 @@ impl DistBsr {
         if self.pattern.offd.nnz() > 0 {
             host::spmv::spmv(
                 &self.pattern.offd,
-                bs,
-                bs,
+                br,
+                bc,
                 offd,
                 1.0,
                 &x[owned..],
