@@ -524,3 +524,128 @@ fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the
         },
     );
 }
+
+#[test]
+fn distributed_tentative_prolongator_equals_the_serial_one() {
+    use amg::aggregation::{aggregate, MisDistance};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    on_ranks(
+        "distributed_tentative_prolongator_equals_the_serial_one",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    mesh::generate_box(&spec).unwrap(),
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let nns = assembly::rigid_body_modes(&serial.coords);
+                let (k, bs) = (6, 3);
+                let nns_space =
+                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
+                        .unwrap();
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    fine.clone(),
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                for distance in [MisDistance::One, MisDistance::Two] {
+                    let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+                    let aggs = aggregate(&g_serial, distance, bs, k);
+                    let (p0, coarse) =
+                        amg::tentative::tentative_prolongator(&aggs, &nns_space, bs).unwrap();
+
+                    let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+                    let labels = dist_aggregate(&g, distance, bs, k).unwrap();
+                    let slab = bs * k;
+                    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                        .iter()
+                        .flat_map(|&s| {
+                            nns[s as usize * slab..(s as usize + 1) * slab]
+                                .iter()
+                                .copied()
+                        })
+                        .collect();
+                    let t =
+                        dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+
+                    // Coarse global id -> serial coarse id, from every rank.
+                    let first = t.coarse_partition.owned_range().start;
+                    let mine: Vec<u64> = t
+                        .coarse_serial_ids
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(c, &s)| [first + c as u64, s])
+                        .collect();
+                    let mut serial_of = std::collections::HashMap::new();
+                    for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                        for p in pairs.chunks(2) {
+                            serial_of.insert(p[0], p[1]);
+                        }
+                    }
+                    assert_eq!(serial_of.len(), aggs.n_aggregates());
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    // Fine rows: the same block, bit for bit, at the same (serial) coarse column.
+                    let (diag, offd) = (t.p.diag(), t.p.offd());
+                    let ghosts = t.p.pattern().halo().ghosts();
+                    for v in 0..n_owned {
+                        let s = part.node_serial_ids[v] as usize;
+                        let want = p0.pattern().row(s);
+                        let (dr, or) = (diag.pattern().row(v), offd.pattern().row(v));
+                        assert_eq!(dr.len() + or.len(), want.len(), "row {s}");
+                        if want.is_empty() {
+                            continue;
+                        }
+                        let (c, block) = if dr.len() == 1 {
+                            (
+                                first + u64::from(dr[0]),
+                                diag.host_block(diag.pattern().row_ptr()[v]).unwrap(),
+                            )
+                        } else {
+                            (
+                                ghosts[or[0] as usize],
+                                offd.host_block(offd.pattern().row_ptr()[v]).unwrap(),
+                            )
+                        };
+                        assert_eq!(serial_of[&c], u64::from(want[0]), "row {s}");
+                        assert_eq!(
+                            bits(block),
+                            bits(p0.host_block(p0.pattern().row_ptr()[s]).unwrap())
+                        );
+                    }
+                    // Coarse near-null rows (R of each aggregate's QR), bit for bit.
+                    for (c, &sc) in t.coarse_serial_ids.iter().enumerate() {
+                        let sc = sc as usize;
+                        assert_eq!(
+                            bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
+                            bits(&coarse.row_major()[sc * k * k..(sc + 1) * k * k])
+                        );
+                    }
+                }
+            }
+        },
+    );
+}
