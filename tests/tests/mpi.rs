@@ -649,3 +649,114 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
         },
     );
 }
+
+#[test]
+fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_tentative::dist_tentative_prolongator;
+    use linalg::dist::RowGatherPlan;
+
+    on_ranks(
+        "off_process_prolongator_rows_are_gathered_once_per_change_of_p",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([8, 3, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let nns = assembly::rigid_body_modes(&serial.coords);
+            let (bs, k, slab) = (3, 6, 18);
+            let local = assemble(&part.mesh, &part.node_serial_ids);
+            let n_owned = part.n_owned_nodes();
+            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern = DistPattern::from_local(
+                fine.clone(),
+                local.tangent.pattern(),
+                &part.node_globals,
+                3,
+            )
+            .unwrap();
+            let mut a = DistBsr::zeros(pattern);
+            a.set_from_local(&local.tangent).unwrap();
+            let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+            let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                .iter()
+                .flat_map(|&s| {
+                    nns[s as usize * slab..(s as usize + 1) * slab]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            let mut t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+
+            // P's rows of A's ghost columns: (global coarse column, block) of the owners' rows.
+            let halo = a.pattern().halo();
+            let plan = RowGatherPlan::new(halo, &t.p).unwrap();
+            let mut rows = plan.new_matrix();
+            let total = |v: usize| {
+                let mut s = [v as f64];
+                comm.allreduce_sum(&mut s).unwrap();
+                s[0]
+            };
+            let sent = plan.update(&t.p, &mut rows).unwrap();
+            assert!(total(sent) > 0.0);
+            // Every owned P row as (fine global, coarse global, block), gathered on every rank.
+            let p_first = t.p.pattern().col_partition().owned_range().start;
+            let p_ghosts = t.p.pattern().halo().ghosts().to_vec();
+            let row_blocks = |p: &DistBsr| -> Vec<f64> {
+                let mut out = Vec::new();
+                for v in 0..n_owned {
+                    let (d, o) = (p.diag(), p.offd());
+                    for (m, cols, base) in [(d, None, p_first), (o, Some(&p_ghosts), 0)] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                            let c = pat.col_idx()[kk] as u64;
+                            let col = cols.map_or(base + c, |gh| gh[c as usize]);
+                            out.extend([(fine.owned_range().start + v as u64) as f64, col as f64]);
+                            out.extend_from_slice(m.host_block(kk).unwrap());
+                        }
+                    }
+                }
+                out
+            };
+            let check = |p: &DistBsr, rows: &Bsr| {
+                let mut owners = std::collections::HashMap::new();
+                for msg in comm.allgatherv_f64(&row_blocks(p)).unwrap() {
+                    for rec in msg.chunks(2 + slab) {
+                        owners.insert((rec[0] as u64, rec[1] as u64), rec[2..].to_vec());
+                    }
+                }
+                let mut n_blocks = 0;
+                for (j, &gid) in halo.ghosts().iter().enumerate() {
+                    let pat = rows.pattern();
+                    for kk in pat.row_ptr()[j]..pat.row_ptr()[j + 1] {
+                        let col = plan.col_globals()[pat.col_idx()[kk] as usize];
+                        let want = &owners[&(gid, col)];
+                        assert_eq!(rows.host_block(kk).unwrap(), &want[..]);
+                        n_blocks += 1;
+                    }
+                    let in_p = owners.keys().filter(|(r, _)| *r == gid).count();
+                    assert_eq!(pat.row(j).len(), in_p, "ghost row {gid}: every block");
+                }
+                n_blocks
+            };
+            assert!(total(check(&t.p, &rows)) > 0.0);
+            // A hot update with the same P sends nothing, on any rank.
+            assert_eq!(total(plan.update(&t.p, &mut rows).unwrap()), 0.0);
+            // New values: gathered again.
+            let mut values = Vec::new();
+            for v in 0..n_owned {
+                for m in [t.p.diag(), t.p.offd()] {
+                    let pat = m.pattern();
+                    for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                        values.extend(m.host_block(kk).unwrap().iter().map(|x| 2.0 * x));
+                    }
+                }
+            }
+            t.p.set_values(&values).unwrap();
+            assert_eq!(total(plan.update(&t.p, &mut rows).unwrap()), total(sent));
+            check(&t.p, &rows);
+        },
+    );
+}

@@ -1,6 +1,7 @@
 //! [`DistPattern`] and [`DistBsr`]: a rank's owned block rows, split into the diagonal part
 //! (owned columns) and the off-diagonal part (ghost columns), and their SpMV.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::backend::host;
@@ -300,6 +301,16 @@ pub struct DistBsr {
     offd: Bsr,
     /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
     scratch: Mutex<Vec<f64>>,
+    /// Changes whenever the values do (unique in the process): plans that copy the values
+    /// elsewhere skip the copy when it is the one they copied.
+    version: u64,
+}
+
+/// Source of [`DistBsr::version`]s.
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, Ordering::Relaxed)
 }
 
 impl DistBsr {
@@ -310,6 +321,7 @@ impl DistBsr {
             diag: Bsr::zeros(pattern.diag.clone(), br, bc),
             offd: Bsr::zeros(pattern.offd.clone(), br, bc),
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
+            version: next_version(),
             pattern,
         }
     }
@@ -324,6 +336,7 @@ impl DistBsr {
 
     /// Overwrites the values from the input entries (as [`DistBsr::from_values`]); local.
     pub fn set_values(&mut self, values: &[f64]) -> Result<(), LinalgError> {
+        self.version = next_version();
         let bl = self.pattern.block_rows * self.pattern.block_cols;
         let expected = self.pattern.n_entries() * bl;
         if values.len() != expected {
@@ -363,6 +376,11 @@ impl DistBsr {
             });
         }
         self.set_values(&values[..n])
+    }
+
+    /// The version of the values: a new one, unique in the process, after every change.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The shared symbolic part.

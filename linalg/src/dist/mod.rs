@@ -17,7 +17,9 @@
 mod halo;
 mod matrix;
 mod partition;
+mod rows;
 
 pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};
 pub use partition::RowPartition;
+pub use rows::RowGatherPlan;
