@@ -760,3 +760,117 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
         },
     );
 }
+
+#[test]
+fn distributed_smoothed_prolongator_equals_the_serial_one() {
+    use amg::aggregation::{aggregate, MisDistance};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_prolongator::dist_smooth_prolongator;
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    on_ranks(
+        "distributed_smoothed_prolongator_equals_the_serial_one",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    mesh::generate_box(&spec).unwrap(),
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            let (bs, k, slab, omega) = (3, 6, 18, 0.6);
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let nns = assembly::rigid_body_modes(&serial.coords);
+                let space =
+                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
+                        .unwrap();
+                let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+                let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
+                let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
+                let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
+                let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
+
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    fine.clone(),
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+                let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+                let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                    .iter()
+                    .flat_map(|&s| {
+                        nns[s as usize * slab..(s as usize + 1) * slab]
+                            .iter()
+                            .copied()
+                    })
+                    .collect();
+                let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+                let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+                let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
+
+                let first = t.coarse_partition.owned_range().start;
+                let mine: Vec<u64> = t
+                    .coarse_serial_ids
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(c, &s)| [first + c as u64, s])
+                    .collect();
+                let mut serial_of = std::collections::HashMap::new();
+                for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                    for q in pairs.chunks(2) {
+                        serial_of.insert(q[0], q[1]);
+                    }
+                }
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let ghosts = pd.pattern().halo().ghosts();
+                let mut n_blocks = 0;
+                for v in 0..n_owned {
+                    let s = part.node_serial_ids[v] as usize;
+                    let mut got: Vec<(u64, Vec<u64>)> = Vec::new();
+                    for (m, gh) in [(pd.diag(), None), (pd.offd(), Some(ghosts))] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                            let c = u64::from(pat.col_idx()[kk]);
+                            let gc = gh.map_or(first + c, |gh: &[u64]| gh[c as usize]);
+                            got.push((serial_of[&gc], bits(m.host_block(kk).unwrap())));
+                        }
+                    }
+                    got.sort_unstable();
+                    let pat = p.pattern();
+                    let want: Vec<(u64, Vec<u64>)> = (pat.row_ptr()[s]..pat.row_ptr()[s + 1])
+                        .map(|kk| {
+                            (
+                                u64::from(pat.col_idx()[kk]),
+                                bits(p.host_block(kk).unwrap()),
+                            )
+                        })
+                        .collect();
+                    assert_eq!(got, want, "row {s}");
+                    n_blocks += got.len();
+                }
+                assert!(n_blocks > n_owned, "smoothing widens the rows");
+            }
+        },
+    );
+}

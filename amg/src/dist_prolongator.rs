@@ -1,0 +1,202 @@
+//! Prolongator smoothing on several ranks: `P = P0 - omega D^{-1} A P0` for a rank's owned
+//! rows, through the serial kernels (`linalg::spgemm`, `linalg::smooth_prolongator_in_place`)
+//! on local matrices numbered by serial ids, so the sums run in the serial order and the result
+//! is the serial one, bit for bit, for the same `omega`.
+//!
+//! The rows of `P0` that the owned rows of `A` reach on other ranks (`P_oth`) come through a
+//! [`RowGatherPlan`]; the local `A` has the owned rows with every column (owned and ghost
+//! vertices) ordered by serial id, the local `P0` the rows of those vertices with the coarse
+//! columns ordered by serial coarse id.
+
+use std::collections::BTreeMap;
+
+use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
+use linalg::{BlockPattern, Bsr};
+
+use crate::dist_aggregation::DistGraph;
+use crate::dist_tentative::DistTentative;
+use crate::{AmgError, PointBlockJacobi};
+
+fn comm_err(e: linalg::comm::CommError) -> AmgError {
+    AmgError::from(linalg::LinalgError::from(e))
+}
+
+/// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
+/// partitions). `g` is the distributed strength graph of `a` (for the serial ids of `a`'s owned
+/// and ghost vertices), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
+/// diagonal part (`D^{-1}`).
+pub fn dist_smooth_prolongator(
+    a: &DistBsr,
+    g: &DistGraph,
+    t: &DistTentative,
+    pbj: &PointBlockJacobi,
+    omega: f64,
+) -> Result<DistBsr, AmgError> {
+    let comm = t.coarse_partition.comm().clone();
+    let size = comm.size();
+    let ap = a.pattern();
+    let p0 = &t.p;
+    let pp = p0.pattern();
+    let (bs, k) = (pp.block_rows(), pp.block_cols());
+    let n = ap.partition().n_owned();
+    let ghosts = ap.halo().ghosts();
+    let n_local = n + ghosts.len();
+    if g.serial_ids.len() != n_local {
+        return Err(AmgError::DimensionMismatch {
+            what: "prolongator smoothing: serial ids of A's owned and ghost vertices",
+            expected: n_local,
+            found: g.serial_ids.len(),
+        });
+    }
+    // P_oth: P0's rows of A's ghost vertices.
+    let plan = RowGatherPlan::new(ap.halo(), p0)?;
+    let mut p_oth = plan.new_matrix();
+    plan.update(p0, &mut p_oth)?;
+
+    // Every local P0 row as (coarse global column, block).
+    let first_c = pp.col_partition().owned_range().start;
+    let p_ghosts = pp.halo().ghosts();
+    let mut rows: Vec<Vec<(u64, &[f64])>> = Vec::with_capacity(n_local);
+    for v in 0..n {
+        let mut r = Vec::new();
+        for (m, ghost_cols) in [(p0.diag(), None), (p0.offd(), Some(p_ghosts))] {
+            let pat = m.pattern();
+            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                let c = u64::from(pat.col_idx()[s]);
+                let gc = ghost_cols.map_or(first_c + c, |gh: &[u64]| gh[c as usize]);
+                r.push((gc, m.host_block(s)?));
+            }
+        }
+        rows.push(r);
+    }
+    let op = p_oth.pattern().clone();
+    for j in 0..ghosts.len() {
+        rows.push(
+            (op.row_ptr()[j]..op.row_ptr()[j + 1])
+                .map(|s| {
+                    Ok((
+                        plan.col_globals()[op.col_idx()[s] as usize],
+                        p_oth.host_block(s)?,
+                    ))
+                })
+                .collect::<Result<_, AmgError>>()?,
+        );
+    }
+
+    // Serial coarse ids of the coarse columns used here, from their owners.
+    let mut needed: Vec<u64> = rows.iter().flatten().map(|&(c, _)| c).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let mut ask = vec![Vec::new(); size];
+    for &c in &needed {
+        let owner = t
+            .coarse_partition
+            .owner(c)
+            .ok_or(AmgError::DimensionMismatch {
+                what: "prolongator smoothing: coarse column beyond the coarse vertices",
+                expected: t.coarse_partition.global_len() as usize,
+                found: c as usize,
+            })?;
+        ask[owner].push(c);
+    }
+    let asked = comm.alltoallv_u64(&ask).map_err(comm_err)?;
+    let replies: Vec<Vec<u64>> = asked
+        .iter()
+        .map(|q| {
+            q.iter()
+                .map(|&c| t.coarse_serial_ids[(c - first_c) as usize])
+                .collect()
+        })
+        .collect();
+    let answers = comm.alltoallv_u64(&replies).map_err(comm_err)?;
+    let mut coarse_serial: BTreeMap<u64, u64> = BTreeMap::new();
+    for (r, q) in ask.iter().enumerate() {
+        for (i, &c) in q.iter().enumerate() {
+            coarse_serial.insert(c, answers[r][i]);
+        }
+    }
+    // Local coarse columns by serial id.
+    let mut by_serial: Vec<(u64, u64)> = needed.iter().map(|&c| (coarse_serial[&c], c)).collect();
+    by_serial.sort_unstable();
+    let local_col: BTreeMap<u64, u32> = by_serial
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, c))| (c, i as u32))
+        .collect();
+    let n_cols = by_serial.len();
+
+    // Local vertices by serial id: the column order of the local A and row order of P0_ext.
+    let mut order: Vec<usize> = (0..n_local).collect();
+    order.sort_unstable_by_key(|&v| g.serial_ids[v]);
+    let mut position = vec![0u32; n_local];
+    for (i, &v) in order.iter().enumerate() {
+        position[v] = i as u32;
+    }
+    let p_matrix = |vertices: &[usize]| -> Result<Bsr, AmgError> {
+        let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
+        for &v in vertices {
+            let mut r: Vec<(u32, &[f64])> =
+                rows[v].iter().map(|&(c, b)| (local_col[&c], b)).collect();
+            r.sort_unstable_by_key(|&(c, _)| c);
+            for (c, b) in r {
+                col.push(c);
+                val.extend_from_slice(b);
+            }
+            ptr.push(col.len());
+        }
+        let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;
+        Ok(Bsr::from_parts(pattern.into(), bs, k, val)?)
+    };
+    let p_ext = p_matrix(&order)?;
+    let owned: Vec<usize> = (0..n).collect();
+    let p0_owned = p_matrix(&owned)?;
+
+    // The owned rows of A, columns at their serial position.
+    let (ad, ao) = (a.diag(), a.offd());
+    let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
+    for v in 0..n {
+        let mut r: Vec<(u32, &[f64])> = Vec::new();
+        for (m, shift) in [(ad, 0), (ao, n)] {
+            let pat = m.pattern();
+            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                r.push((
+                    position[shift + pat.col_idx()[s] as usize],
+                    m.host_block(s)?,
+                ));
+            }
+        }
+        r.sort_unstable_by_key(|&(c, _)| c);
+        for (c, b) in r {
+            col.push(c);
+            val.extend_from_slice(b);
+        }
+        ptr.push(col.len());
+    }
+    let bsa = a.diag().block_rows();
+    let a_local = Bsr::from_parts(
+        BlockPattern::new(n, n_local, ptr, col)?.into(),
+        bsa,
+        bsa,
+        val,
+    )?;
+
+    let mut w = linalg::spgemm(&a_local, &p_ext)?;
+    linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &p0_owned)?;
+
+    // Back to global coarse columns.
+    let wp = w.pattern();
+    let cols: Vec<u64> = wp
+        .col_idx()
+        .iter()
+        .map(|&c| by_serial[c as usize].1)
+        .collect();
+    let pattern = DistPattern::new_rect(
+        ap.partition().clone(),
+        t.coarse_partition.clone(),
+        bs,
+        k,
+        wp.row_ptr(),
+        &cols,
+    )?;
+    Ok(DistBsr::from_values(pattern, w.host()?)?)
+}
