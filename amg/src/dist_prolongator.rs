@@ -21,45 +21,53 @@ fn comm_err(e: linalg::comm::CommError) -> AmgError {
     AmgError::from(linalg::LinalgError::from(e))
 }
 
-/// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
-/// partitions). `g` is the distributed strength graph of `a` (for the serial ids of `a`'s owned
-/// and ghost vertices), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
-/// diagonal part (`D^{-1}`).
-pub fn dist_smooth_prolongator(
+/// A rank's local view of `A` and `P` numbered by serial ids: the owned rows of `A` with every
+/// local vertex (owned and ghost) as a column at its serial position, the rows of `P` of those
+/// vertices (`P_oth` gathered) in the same order, `P`'s owned rows, and the coarse columns
+/// (global ids) ordered by serial coarse id.
+struct LocalView {
+    a: Bsr,
+    p_ext: Bsr,
+    p_owned: Bsr,
+    coarse_globals: Vec<u64>,
+}
+
+/// Collective: gathers `P_oth` and builds the [`LocalView`] of `a` and `p` (`coarse_serial_ids`
+/// of `p`'s owned coarse columns; `g` gives the serial ids of `a`'s local vertices).
+fn local_view(
     a: &DistBsr,
     g: &DistGraph,
-    t: &DistTentative,
-    pbj: &PointBlockJacobi,
-    omega: f64,
-) -> Result<DistBsr, AmgError> {
-    let comm = t.coarse_partition.comm().clone();
+    p: &DistBsr,
+    coarse_serial_ids: &[u64],
+) -> Result<LocalView, AmgError> {
+    let pp = p.pattern();
+    let coarse_partition = pp.col_partition();
+    let comm = coarse_partition.comm().clone();
     let size = comm.size();
     let ap = a.pattern();
-    let p0 = &t.p;
-    let pp = p0.pattern();
     let (bs, k) = (pp.block_rows(), pp.block_cols());
     let n = ap.partition().n_owned();
     let ghosts = ap.halo().ghosts();
     let n_local = n + ghosts.len();
     if g.serial_ids.len() != n_local {
         return Err(AmgError::DimensionMismatch {
-            what: "prolongator smoothing: serial ids of A's owned and ghost vertices",
+            what: "distributed AMG: serial ids of A's owned and ghost vertices",
             expected: n_local,
             found: g.serial_ids.len(),
         });
     }
-    // P_oth: P0's rows of A's ghost vertices.
-    let plan = RowGatherPlan::new(ap.halo(), p0)?;
+    // P_oth: P's rows of A's ghost vertices.
+    let plan = RowGatherPlan::new(ap.halo(), p)?;
     let mut p_oth = plan.new_matrix();
-    plan.update(p0, &mut p_oth)?;
+    plan.update(p, &mut p_oth)?;
 
-    // Every local P0 row as (coarse global column, block).
-    let first_c = pp.col_partition().owned_range().start;
+    // Every local P row as (coarse global column, block).
+    let first_c = coarse_partition.owned_range().start;
     let p_ghosts = pp.halo().ghosts();
     let mut rows: Vec<Vec<(u64, &[f64])>> = Vec::with_capacity(n_local);
     for v in 0..n {
         let mut r = Vec::new();
-        for (m, ghost_cols) in [(p0.diag(), None), (p0.offd(), Some(p_ghosts))] {
+        for (m, ghost_cols) in [(p.diag(), None), (p.offd(), Some(p_ghosts))] {
             let pat = m.pattern();
             for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
                 let c = u64::from(pat.col_idx()[s]);
@@ -89,12 +97,11 @@ pub fn dist_smooth_prolongator(
     needed.dedup();
     let mut ask = vec![Vec::new(); size];
     for &c in &needed {
-        let owner = t
-            .coarse_partition
+        let owner = coarse_partition
             .owner(c)
             .ok_or(AmgError::DimensionMismatch {
-                what: "prolongator smoothing: coarse column beyond the coarse vertices",
-                expected: t.coarse_partition.global_len() as usize,
+                what: "distributed AMG: coarse column beyond the coarse vertices",
+                expected: coarse_partition.global_len() as usize,
                 found: c as usize,
             })?;
         ask[owner].push(c);
@@ -104,7 +111,7 @@ pub fn dist_smooth_prolongator(
         .iter()
         .map(|q| {
             q.iter()
-                .map(|&c| t.coarse_serial_ids[(c - first_c) as usize])
+                .map(|&c| coarse_serial_ids[(c - first_c) as usize])
                 .collect()
         })
         .collect();
@@ -115,7 +122,6 @@ pub fn dist_smooth_prolongator(
             coarse_serial.insert(c, answers[r][i]);
         }
     }
-    // Local coarse columns by serial id.
     let mut by_serial: Vec<(u64, u64)> = needed.iter().map(|&c| (coarse_serial[&c], c)).collect();
     by_serial.sort_unstable();
     let local_col: BTreeMap<u64, u32> = by_serial
@@ -125,7 +131,7 @@ pub fn dist_smooth_prolongator(
         .collect();
     let n_cols = by_serial.len();
 
-    // Local vertices by serial id: the column order of the local A and row order of P0_ext.
+    // Local vertices by serial id: the column order of the local A and row order of P_ext.
     let mut order: Vec<usize> = (0..n_local).collect();
     order.sort_unstable_by_key(|&v| g.serial_ids[v]);
     let mut position = vec![0u32; n_local];
@@ -149,7 +155,7 @@ pub fn dist_smooth_prolongator(
     };
     let p_ext = p_matrix(&order)?;
     let owned: Vec<usize> = (0..n).collect();
-    let p0_owned = p_matrix(&owned)?;
+    let p_owned = p_matrix(&owned)?;
 
     // The owned rows of A, columns at their serial position.
     let (ad, ao) = (a.diag(), a.offd());
@@ -172,31 +178,119 @@ pub fn dist_smooth_prolongator(
         }
         ptr.push(col.len());
     }
-    let bsa = a.diag().block_rows();
+    let bsa = ad.block_rows();
     let a_local = Bsr::from_parts(
         BlockPattern::new(n, n_local, ptr, col)?.into(),
         bsa,
         bsa,
         val,
     )?;
+    Ok(LocalView {
+        a: a_local,
+        p_ext,
+        p_owned,
+        coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
+    })
+}
 
-    let mut w = linalg::spgemm(&a_local, &p_ext)?;
-    linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &p0_owned)?;
-
-    // Back to global coarse columns.
+/// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
+/// partitions). `g` is the distributed strength graph of `a` (for the serial ids of `a`'s owned
+/// and ghost vertices), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
+/// diagonal part (`D^{-1}`).
+pub fn dist_smooth_prolongator(
+    a: &DistBsr,
+    g: &DistGraph,
+    t: &DistTentative,
+    pbj: &PointBlockJacobi,
+    omega: f64,
+) -> Result<DistBsr, AmgError> {
+    let view = local_view(a, g, &t.p, &t.coarse_serial_ids)?;
+    let mut w = linalg::spgemm(&view.a, &view.p_ext)?;
+    linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &view.p_owned)?;
     let wp = w.pattern();
     let cols: Vec<u64> = wp
         .col_idx()
         .iter()
-        .map(|&c| by_serial[c as usize].1)
+        .map(|&c| view.coarse_globals[c as usize])
         .collect();
+    let pp = t.p.pattern();
     let pattern = DistPattern::new_rect(
-        ap.partition().clone(),
+        a.pattern().partition().clone(),
         t.coarse_partition.clone(),
-        bs,
-        k,
+        pp.block_rows(),
+        pp.block_cols(),
         wp.row_ptr(),
         &cols,
     )?;
     Ok(DistBsr::from_values(pattern, w.host()?)?)
+}
+
+/// Collective. The Galerkin product `A_c = P^T A P` as a square [`DistBsr`] on the coarse
+/// partition (`p`'s columns; `coarse_serial_ids` of its owned coarse vertices). Each rank
+/// multiplies its owned fine rows (`P_owned^T (A P)_owned`, serial kernels on the
+/// [`LocalView`]) and sends every partial coarse row to its owner in one all-to-all; owners add
+/// the partials in rank order, so the result is bit-identical for a fixed rank count (and equal
+/// to the serial product to rounding).
+pub fn dist_galerkin(
+    a: &DistBsr,
+    g: &DistGraph,
+    p: &DistBsr,
+    coarse_serial_ids: &[u64],
+) -> Result<DistBsr, AmgError> {
+    let view = local_view(a, g, p, coarse_serial_ids)?;
+    let ap = linalg::spgemm(&view.a, &view.p_ext)?;
+    let pt = linalg::transpose(&view.p_owned)?;
+    let partial = linalg::spgemm(&pt, &ap)?;
+    let pp = p.pattern();
+    let coarse = pp.col_partition();
+    let comm = coarse.comm().clone();
+    let k = pp.block_cols();
+    let kk = k * k;
+    // [row, n, (column, block)*n] per partial row, to the row's owner.
+    let mut send = vec![Vec::new(); comm.size()];
+    let cp = partial.pattern();
+    let values = partial.host()?;
+    for r in 0..cp.n_block_rows() {
+        let row = view.coarse_globals[r];
+        let owner = coarse.owner(row).expect("a coarse column of P");
+        let msg = &mut send[owner];
+        msg.extend([row as f64, cp.row(r).len() as f64]);
+        for s in cp.row_ptr()[r]..cp.row_ptr()[r + 1] {
+            msg.push(view.coarse_globals[cp.col_idx()[s] as usize] as f64);
+            msg.extend_from_slice(&values[s * kk..(s + 1) * kk]);
+        }
+    }
+    let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
+    let first = coarse.owned_range().start;
+    let mut sums: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
+    for msg in &received {
+        let mut at = 0;
+        while at < msg.len() {
+            let (row, m) = (msg[at] as u64, msg[at + 1] as usize);
+            at += 2;
+            for _ in 0..m {
+                let col = msg[at] as u64;
+                let block = &msg[at + 1..at + 1 + kk];
+                match sums.get_mut(&(row, col)) {
+                    Some(acc) => acc.iter_mut().zip(block).for_each(|(x, y)| *x += y),
+                    None => {
+                        sums.insert((row, col), block.to_vec());
+                    }
+                }
+                at += 1 + kk;
+            }
+        }
+    }
+    let n_owned = coarse.n_owned();
+    let mut row_ptr = vec![0usize; n_owned + 1];
+    for &(row, _) in sums.keys() {
+        row_ptr[(row - first) as usize + 1] += 1;
+    }
+    for i in 0..n_owned {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let cols: Vec<u64> = sums.keys().map(|&(_, c)| c).collect();
+    let vals: Vec<f64> = sums.into_values().flatten().collect();
+    let pattern = DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?;
+    Ok(DistBsr::from_values(pattern, &vals)?)
 }

@@ -762,14 +762,14 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
 }
 
 #[test]
-fn distributed_smoothed_prolongator_equals_the_serial_one() {
+fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones() {
     use amg::aggregation::{aggregate, MisDistance};
     use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use amg::dist_prolongator::dist_smooth_prolongator;
     use amg::dist_tentative::dist_tentative_prolongator;
 
     on_ranks(
-        "distributed_smoothed_prolongator_equals_the_serial_one",
+        "distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones",
         &[2, 4],
         |comm| {
             let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
@@ -870,6 +870,45 @@ fn distributed_smoothed_prolongator_equals_the_serial_one() {
                     n_blocks += got.len();
                 }
                 assert!(n_blocks > n_owned, "smoothing widens the rows");
+
+                // The Galerkin product: the serial one to rounding, row by row (serial coarse ids).
+                let ac_serial = linalg::ptap(&whole, &p).unwrap();
+                let scale = ac_serial
+                    .host()
+                    .unwrap()
+                    .iter()
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                let ac = amg::dist_prolongator::dist_galerkin(&a, &g, &pd, &t.coarse_serial_ids)
+                    .unwrap();
+                let cg = ac.pattern().halo().ghosts();
+                for c in 0..t.coarse_serial_ids.len() {
+                    let sc = t.coarse_serial_ids[c] as usize;
+                    let mut got: Vec<(u64, Vec<f64>)> = Vec::new();
+                    for (m, gh) in [(ac.diag(), None), (ac.offd(), Some(cg))] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[c]..pat.row_ptr()[c + 1] {
+                            let col = u64::from(pat.col_idx()[kk]);
+                            let gc = gh.map_or(first + col, |gh: &[u64]| gh[col as usize]);
+                            got.push((serial_of[&gc], m.host_block(kk).unwrap().to_vec()));
+                        }
+                    }
+                    got.sort_by_key(|(col, _)| *col);
+                    let pat = ac_serial.pattern();
+                    let cols: Vec<u64> = pat.row(sc).iter().map(|&x| u64::from(x)).collect();
+                    assert_eq!(
+                        got.iter().map(|(col, _)| *col).collect::<Vec<_>>(),
+                        cols,
+                        "coarse row {sc}"
+                    );
+                    for (i, kk) in (pat.row_ptr()[sc]..pat.row_ptr()[sc + 1]).enumerate() {
+                        for (x, y) in got[i].1.iter().zip(ac_serial.host_block(kk).unwrap()) {
+                            assert!(
+                                (x - y).abs() <= 1e-13 * scale,
+                                "coarse row {sc}: {x} vs {y}"
+                            );
+                        }
+                    }
+                }
             }
         },
     );
