@@ -913,3 +913,137 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
         },
     );
 }
+
+/// The local linear-elastic stiffness of `mesh` with the nodes of `x = 0` clamped by symmetric
+/// elimination (their rows and columns zero, identity diagonal blocks), and the clamped flags.
+fn clamped_stiffness(mesh: &HexMesh) -> (Bsr, Vec<bool>) {
+    let mut k = shifted_stiffness(mesh, 0.0);
+    let mut clamped = vec![false; mesh.n_nodes()];
+    for &n in &mesh.node_sets["xmin"] {
+        clamped[n] = true;
+    }
+    let pattern = k.pattern().clone();
+    for i in 0..pattern.n_block_rows() {
+        for (slot, &j) in (pattern.row_ptr()[i]..).zip(pattern.row(i)) {
+            if clamped[i] || clamped[j as usize] {
+                let b = k.host_block_mut(slot).unwrap();
+                b.fill(0.0);
+                if i == j as usize {
+                    b[0] = 1.0;
+                    b[4] = 1.0;
+                    b[8] = 1.0;
+                }
+            }
+        }
+    }
+    (k, clamped)
+}
+
+/// CG with the distributed two-level AMG on the clamped box, on the ranks of `comm` with the
+/// mesh part `part`: iterations, and the owned solution entries as (serial dof, value).
+fn two_level_solve(
+    comm: &Arc<dyn Comm>,
+    serial: &HexMesh,
+    part: &MeshPart,
+    preconditioned: bool,
+) -> (usize, Vec<(usize, f64)>) {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_cycle::DistTwoLevel;
+    use amg::dist_prolongator::{dist_galerkin, dist_smooth_prolongator};
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern =
+        DistPattern::from_local(fine.clone(), k_local.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern);
+    a.set_from_local(&k_local).unwrap();
+    let mut b = a.new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    let mut x = a.new_owned_vector();
+    let params = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let outcome = if preconditioned {
+        let nns = assembly::rigid_body_modes(&serial.coords);
+        let slab = 18;
+        let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+        let labels = dist_aggregate(&g, MisDistance::One, 3, 6).unwrap();
+        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| {
+                nns[s as usize * slab..(s as usize + 1) * slab]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let t = dist_tentative_prolongator(&g, &labels, &owned_nns, 3, 6, &fine).unwrap();
+        let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+        let p = dist_smooth_prolongator(&a, &g, &t, &pbj, 0.6).unwrap();
+        let ac = dist_galerkin(&a, &g, &p, &t.coarse_serial_ids).unwrap();
+        let pre = DistTwoLevel::new(&a, &p, &ac, 0.5, 2).unwrap();
+        amg::cg_operator(&a, &b, &mut x, &pre, &params).unwrap()
+    } else {
+        let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+        amg::cg_operator(&a, &b, &mut x, &pbj, &params).unwrap()
+    };
+    assert!(outcome.converged, "{outcome:?}");
+    let values = x.to_host_vec().unwrap();
+    let owned = values
+        .iter()
+        .enumerate()
+        .map(|(e, &v)| (3 * part.node_serial_ids[e / 3] as usize + e % 3, v))
+        .collect();
+    (outcome.iterations, owned)
+}
+
+#[test]
+fn cg_with_the_distributed_two_level_amg_matches_one_rank() {
+    on_ranks(
+        "cg_with_the_distributed_two_level_amg_matches_one_rank",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([12, 4, 4], [0.0; 3], [6.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+            let (it_one, x_one) =
+                two_level_solve(&linalg::comm::SelfComm::shared(), &serial, &whole, true);
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (it, x) = two_level_solve(comm, &serial, &part, true);
+            assert_eq!(it, it_one, "CG iterations with the two-level AMG");
+            let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - reference[dof]).powi(2);
+                err[1] += reference[dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative difference {}",
+                (err[0] / err[1]).sqrt()
+            );
+            let (it_pbj, _) = two_level_solve(comm, &serial, &part, false);
+            assert!(
+                it * 2 < it_pbj,
+                "AMG {it} iterations, point-block Jacobi {it_pbj}"
+            );
+            if comm.rank() == 0 {
+                eprintln!(
+                    "two-level AMG: {it} CG iterations on {} ranks (point-block Jacobi: {it_pbj})",
+                    comm.size()
+                );
+            }
+        },
+    );
+}
