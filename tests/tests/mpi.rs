@@ -1047,3 +1047,111 @@ fn cg_with_the_distributed_two_level_amg_matches_one_rank() {
         },
     );
 }
+
+/// CG with the distributed multi-level hierarchy on the clamped box: iterations, levels
+/// (unknowns per level) and the owned solution entries as (serial dof, value).
+fn hierarchy_solve(
+    comm: &Arc<dyn Comm>,
+    serial: &HexMesh,
+    part: &MeshPart,
+) -> (usize, Vec<usize>, Vec<(usize, f64)>) {
+    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern);
+    a.set_from_local(&k_local).unwrap();
+    let mut b = a.new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    let mut x = a.new_owned_vector();
+    let nns = assembly::rigid_body_modes(&serial.coords);
+    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+        .collect();
+    let params = DistHierarchyParams {
+        omega_p: 0.6,
+        omega: 0.5,
+        sweeps: 2,
+        coarse_limit: 150,
+        max_levels: 6,
+    };
+    // The hierarchy owns its copy of the fine operator.
+    let mut fine_level = DistBsr::zeros(a.pattern().clone());
+    fine_level.set_from_local(&k_local).unwrap();
+    let h = DistHierarchy::new(
+        fine_level,
+        &part.node_serial_ids[..n_owned],
+        owned_nns,
+        6,
+        &params,
+    )
+    .unwrap();
+    let outcome = amg::cg_operator(
+        &a,
+        &b,
+        &mut x,
+        &h,
+        &amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(outcome.converged, "{outcome:?}");
+    let owned = x
+        .to_host_vec()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(e, &v)| (3 * part.node_serial_ids[e / 3] as usize + e % 3, v))
+        .collect();
+    (outcome.iterations, h.level_unknowns(), owned)
+}
+
+#[test]
+fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
+    on_ranks(
+        "cg_with_the_distributed_amg_hierarchy_matches_one_rank",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+            let (it_one, levels_one, x_one) =
+                hierarchy_solve(&linalg::comm::SelfComm::shared(), &serial, &whole);
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (it, levels, x) = hierarchy_solve(comm, &serial, &part);
+            assert!(levels.len() >= 3, "levels {levels:?}");
+            assert_eq!(levels, levels_one, "the same hierarchy");
+            assert_eq!(it, it_one, "CG iterations");
+            let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - reference[dof]).powi(2);
+                err[1] += reference[dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative difference {}",
+                (err[0] / err[1]).sqrt()
+            );
+            if comm.rank() == 0 {
+                eprintln!(
+                    "AMG hierarchy {levels:?}: {it} CG iterations on {} ranks",
+                    comm.size()
+                );
+            }
+        },
+    );
+}
