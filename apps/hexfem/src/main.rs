@@ -104,6 +104,9 @@ enum Bench {
         order: usize,
         #[arg(long, default_value_t = 5)]
         repeats: usize,
+        /// Also set up the distributed AMG hierarchy and solve with CG + AMG.
+        #[arg(long)]
+        amg: bool,
         #[arg(long)]
         json: bool,
     },
@@ -279,6 +282,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     cells,
                     order,
                     repeats,
+                    amg,
                     json,
                 },
         } => split(
@@ -288,6 +292,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     cells,
                     order,
                     repeats,
+                    amg,
                 },
             )
             .and_then(|r| render(&r, json)),
@@ -357,6 +362,7 @@ fn execute_on_ranks(
                     cells,
                     order,
                     repeats,
+                    amg,
                     json,
                 },
         } => {
@@ -364,6 +370,7 @@ fn execute_on_ranks(
                 cells,
                 order,
                 repeats,
+                amg,
             };
             let result = hexfem::bench::distributed::run(comm, &bench);
             let result = hexfem::distributed::agreed(&**comm, result);

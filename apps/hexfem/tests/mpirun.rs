@@ -195,7 +195,7 @@ fn run_on_several_ranks_refuses_cleanly_and_one_rank_runs_the_serial_program() {
 }
 
 #[test]
-fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_iterations() {
+fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iterations() {
     let args = [
         "bench",
         "distributed",
@@ -203,6 +203,7 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_iterations()
         "6",
         "--repeats",
         "1",
+        "--amg",
         "--json",
     ];
     let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
@@ -226,5 +227,9 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_iterations()
         assert_eq!(many["cg_converged"], true);
         assert!(many["halo_values_per_spmv"].as_u64().unwrap() > 0);
         assert_eq!(many["per_rank"].as_array().unwrap().len(), np);
+        // The distributed AMG: the same hierarchy and iterations on every rank count.
+        assert_eq!(many["amg"]["levels"], one["amg"]["levels"], "{many}");
+        assert_eq!(many["amg"]["cg_iterations"], one["amg"]["cg_iterations"]);
+        assert_eq!(many["amg"]["cg_converged"], true);
     }
 }

@@ -27,6 +27,20 @@ pub struct DistributedBench {
     pub order: usize,
     /// Timed repetitions of assembly and SpMV (after one warm-up); the best is reported.
     pub repeats: usize,
+    /// Also set up the distributed AMG hierarchy and solve with CG + AMG.
+    pub amg: bool,
+}
+
+/// The distributed AMG part of a run (`--amg`).
+#[derive(Clone, Debug, Serialize)]
+pub struct AmgStats {
+    /// Global unknowns per level, finest first (the last solved directly on every rank).
+    pub levels: Vec<usize>,
+    /// Slowest rank: hierarchy set-up and the CG + AMG solve.
+    pub setup_s: f64,
+    pub cg_s: f64,
+    pub cg_iterations: usize,
+    pub cg_converged: bool,
 }
 
 /// One rank's numbers.
@@ -70,6 +84,8 @@ pub struct DistributedBenchResult {
     pub owned_imbalance: f64,
     pub spmv_imbalance: f64,
     pub per_rank: Vec<RankStats>,
+    /// With `--amg`.
+    pub amg: Option<AmgStats>,
 }
 
 /// Runs the benchmark on the ranks of `comm` (collective).
@@ -144,6 +160,12 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &DistributedBench) -> Result<Distributed
     let outcome = amg::cg_operator(&a, &b, &mut x, &pbj, &params)?;
     let cg_s = t.elapsed().as_secs_f64();
 
+    let amg = if bench.amg {
+        Some(run_amg(comm, &part, &k, &a, &b, owned_nns(&part))?)
+    } else {
+        None
+    };
+
     let halo = pattern.halo();
     let mine = [
         n_owned as f64,
@@ -199,7 +221,73 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &DistributedBench) -> Result<Distributed
         owned_imbalance: ratio(|s| s.owned_nodes as f64),
         spmv_imbalance: ratio(|s| s.spmv_s),
         per_rank,
+        amg,
     })
+}
+
+/// The rigid-body modes of the owned nodes (about the origin: every rank computes the same
+/// rows), `3 x 6` per node, row-major.
+fn owned_nns(part: &mesh::MeshPart) -> Vec<f64> {
+    let n = part.n_owned_nodes();
+    let mut v = Vec::with_capacity(n * 18);
+    for x in &part.mesh.coords[..n] {
+        let rows = [
+            [1.0, 0.0, 0.0, -x[1], 0.0, x[2]],
+            [0.0, 1.0, 0.0, x[0], -x[2], 0.0],
+            [0.0, 0.0, 1.0, 0.0, x[1], -x[0]],
+        ];
+        v.extend(rows.iter().flatten());
+    }
+    v
+}
+
+/// Distributed AMG set-up and CG + AMG on the same system.
+fn run_amg(
+    comm: &Arc<dyn Comm>,
+    part: &mesh::MeshPart,
+    k: &Bsr,
+    a: &DistBsr,
+    b: &Vector,
+    nns: Vec<f64>,
+) -> Result<AmgStats> {
+    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+    let params = DistHierarchyParams {
+        omega_p: 0.6,
+        omega: 0.5,
+        sweeps: 2,
+        coarse_limit: 600,
+        max_levels: 10,
+    };
+    sync(comm)?;
+    let t = Instant::now();
+    let mut fine = DistBsr::zeros(a.pattern().clone());
+    fine.set_from_local(k)?;
+    let n_owned = part.n_owned_nodes();
+    let h = DistHierarchy::new(fine, &part.node_serial_ids[..n_owned], nns, 6, &params)?;
+    let setup_s = slowest(comm, t.elapsed().as_secs_f64())?;
+    let mut x = a.new_owned_vector();
+    let cg = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    sync(comm)?;
+    let t = Instant::now();
+    let outcome = amg::cg_operator(a, b, &mut x, &h, &cg)?;
+    let cg_s = slowest(comm, t.elapsed().as_secs_f64())?;
+    Ok(AmgStats {
+        levels: h.level_unknowns(),
+        setup_s,
+        cg_s,
+        cg_iterations: outcome.iterations,
+        cg_converged: outcome.converged,
+    })
+}
+
+/// The largest `t` over the ranks.
+fn slowest(comm: &Arc<dyn Comm>, t: f64) -> Result<f64> {
+    let mut v = [t];
+    comm.allreduce_max(&mut v)?;
+    Ok(v[0])
 }
 
 /// A collective that every rank passes before a timed phase starts.
@@ -254,6 +342,21 @@ impl fmt::Display for DistributedBenchResult {
             self.owned_imbalance,
             self.spmv_imbalance
         )?;
+        if let Some(amg) = &self.amg {
+            writeln!(
+                f,
+                "  AMG: levels {:?} unknowns, set-up {:.3} s, CG+AMG {:.3} s ({} iterations{})",
+                amg.levels,
+                amg.setup_s,
+                amg.cg_s,
+                amg.cg_iterations,
+                if amg.cg_converged {
+                    ""
+                } else {
+                    ", NOT converged"
+                }
+            )?;
+        }
         writeln!(
             f,
             "  rank  owned  ghosts  cells  nbrs  sends  assembly_s     spmv_s      cg_s"
