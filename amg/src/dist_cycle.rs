@@ -7,6 +7,7 @@
 //! The V-cycle: `z = 0`, `nu` Jacobi sweeps `z += omega D^{-1} (r - A z)`, coarse correction
 //! `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again: symmetric, so CG may use it.
 
+use crate::dist_prolongator::GalerkinPlan;
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
@@ -167,7 +168,7 @@ impl Preconditioner for DistTwoLevel<'_> {
 struct DistLevel {
     a: DistBsr,
     pbj: PointBlockJacobi,
-    p: Option<(DistBsr, DistTranspose)>,
+    p: Option<(DistBsr, DistTranspose, GalerkinPlan)>,
 }
 
 /// A distributed smoothed-aggregation hierarchy built from the distributed pieces level after
@@ -207,7 +208,7 @@ impl DistHierarchy {
     ) -> Result<Self, AmgError> {
         use crate::aggregation::MisDistance;
         use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
-        use crate::dist_prolongator::{dist_galerkin, dist_smooth_prolongator};
+        use crate::dist_prolongator::dist_smooth_prolongator;
         use crate::dist_tentative::dist_tentative_prolongator;
 
         let mut levels = Vec::new();
@@ -233,17 +234,40 @@ impl DistHierarchy {
             let fine = a.pattern().partition().clone();
             let t = dist_tentative_prolongator(&g, &labels, &nns, bs, k, &fine)?;
             let p = dist_smooth_prolongator(&a, &g, &t, &pbj, params.omega_p)?;
-            let ac = dist_galerkin(&a, &g, &p, &t.coarse_serial_ids)?;
+            let mut galerkin = GalerkinPlan::new(&a, &g, &p, &t.coarse_serial_ids)?;
+            let (ac, _) = galerkin.product(&a, &p)?;
             let pt = DistTranspose::new(&p)?;
             serial = t.coarse_serial_ids.clone();
             nns = t.coarse_nns.clone();
             levels.push(DistLevel {
                 a,
                 pbj,
-                p: Some((p, pt)),
+                p: Some((p, pt, galerkin)),
             });
             a = ac;
         }
+    }
+
+    /// Collective. A hot update: new values of the fine operator (the same pattern), the
+    /// prolongators kept; recomputes the Galerkin products, smoother diagonals and the coarse
+    /// factor. Returns the prolongator values this rank sent: 0, since no `P` changed (the
+    /// `P_oth` copies are reused).
+    pub fn update(&mut self, a: DistBsr) -> Result<usize, AmgError> {
+        let mut next = Some(a);
+        let mut sent = 0;
+        for level in &mut self.levels {
+            level.a = next.take().expect("an operator for every level");
+            level.pbj = PointBlockJacobi::new(level.a.diag())?;
+            match &mut level.p {
+                Some((p, _, galerkin)) => {
+                    let (ac, s) = galerkin.product(&level.a, p)?;
+                    sent += s;
+                    next = Some(ac);
+                }
+                None => self.coarse = gather_factor(&level.a)?,
+            }
+        }
+        Ok(sent)
     }
 
     /// Number of levels (the coarsest solved directly).
@@ -277,7 +301,7 @@ impl DistHierarchy {
     fn cycle(&self, level: usize, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
         let l = &self.levels[level];
         z.fill(0.0)?;
-        let Some((p, pt)) = &l.p else {
+        let Some((p, pt, _)) = &l.p else {
             let comm = l.a.pattern().partition().comm().clone();
             let whole: Vec<f64> = comm
                 .allgatherv_f64(r.host()?)

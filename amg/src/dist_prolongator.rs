@@ -21,25 +21,28 @@ fn comm_err(e: linalg::comm::CommError) -> AmgError {
     AmgError::from(linalg::LinalgError::from(e))
 }
 
-/// A rank's local view of `A` and `P` numbered by serial ids: the owned rows of `A` with every
-/// local vertex (owned and ghost) as a column at its serial position, the rows of `P` of those
-/// vertices (`P_oth` gathered) in the same order, `P`'s owned rows, and the coarse columns
-/// (global ids) ordered by serial coarse id.
-struct LocalView {
-    a: Bsr,
+/// A rank's local view of `P` numbered by serial ids, for products with `A`: the rows of `P`
+/// of every local vertex of `A` (owned and ghost; `P_oth` gathered by `plan`) in serial order,
+/// `P`'s owned rows, the coarse columns (global ids) ordered by serial coarse id, and each
+/// local vertex's serial position (the column order of the local `A`, [`a_local`]).
+#[derive(Debug)]
+struct PView {
+    plan: RowGatherPlan,
+    p_oth: Bsr,
     p_ext: Bsr,
     p_owned: Bsr,
     coarse_globals: Vec<u64>,
+    position: Vec<u32>,
 }
 
-/// Collective: gathers `P_oth` and builds the [`LocalView`] of `a` and `p` (`coarse_serial_ids`
-/// of `p`'s owned coarse columns; `g` gives the serial ids of `a`'s local vertices).
-fn local_view(
+/// Collective: gathers `P_oth` and builds the [`PView`] of `p` for `a` (`coarse_serial_ids` of
+/// `p`'s owned coarse columns; `g` gives the serial ids of `a`'s local vertices).
+fn p_view(
     a: &DistBsr,
     g: &DistGraph,
     p: &DistBsr,
     coarse_serial_ids: &[u64],
-) -> Result<LocalView, AmgError> {
+) -> Result<PView, AmgError> {
     let pp = p.pattern();
     let coarse_partition = pp.col_partition();
     let comm = coarse_partition.comm().clone();
@@ -156,8 +159,22 @@ fn local_view(
     let p_ext = p_matrix(&order)?;
     let owned: Vec<usize> = (0..n).collect();
     let p_owned = p_matrix(&owned)?;
+    drop(rows);
+    Ok(PView {
+        plan,
+        p_oth,
+        p_ext,
+        p_owned,
+        coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
+        position,
+    })
+}
 
-    // The owned rows of A, columns at their serial position.
+/// The owned rows of `a` as a local matrix whose columns are the local vertices at their serial
+/// `position` (local: no messages).
+fn a_local(a: &DistBsr, position: &[u32]) -> Result<Bsr, AmgError> {
+    let n = a.pattern().partition().n_owned();
+    let n_local = position.len();
     let (ad, ao) = (a.diag(), a.offd());
     let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
     for v in 0..n {
@@ -179,18 +196,12 @@ fn local_view(
         ptr.push(col.len());
     }
     let bsa = ad.block_rows();
-    let a_local = Bsr::from_parts(
+    Ok(Bsr::from_parts(
         BlockPattern::new(n, n_local, ptr, col)?.into(),
         bsa,
         bsa,
         val,
-    )?;
-    Ok(LocalView {
-        a: a_local,
-        p_ext,
-        p_owned,
-        coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
-    })
+    )?)
 }
 
 /// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
@@ -204,8 +215,8 @@ pub fn dist_smooth_prolongator(
     pbj: &PointBlockJacobi,
     omega: f64,
 ) -> Result<DistBsr, AmgError> {
-    let view = local_view(a, g, &t.p, &t.coarse_serial_ids)?;
-    let mut w = linalg::spgemm(&view.a, &view.p_ext)?;
+    let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
+    let mut w = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
     linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &view.p_owned)?;
     let wp = w.pattern();
     let cols: Vec<u64> = wp
@@ -226,21 +237,74 @@ pub fn dist_smooth_prolongator(
 }
 
 /// Collective. The Galerkin product `A_c = P^T A P` as a square [`DistBsr`] on the coarse
-/// partition (`p`'s columns; `coarse_serial_ids` of its owned coarse vertices). Each rank
-/// multiplies its owned fine rows (`P_owned^T (A P)_owned`, serial kernels on the
-/// [`LocalView`]) and sends every partial coarse row to its owner in one all-to-all; owners add
-/// the partials in rank order, so the result is bit-identical for a fixed rank count (and equal
-/// to the serial product to rounding).
+/// partition (`p`'s columns; `coarse_serial_ids` of its owned coarse vertices), through a
+/// one-off [`GalerkinPlan`].
 pub fn dist_galerkin(
     a: &DistBsr,
     g: &DistGraph,
     p: &DistBsr,
     coarse_serial_ids: &[u64],
 ) -> Result<DistBsr, AmgError> {
-    let view = local_view(a, g, p, coarse_serial_ids)?;
-    let ap = linalg::spgemm(&view.a, &view.p_ext)?;
-    let pt = linalg::transpose(&view.p_owned)?;
-    let partial = linalg::spgemm(&pt, &ap)?;
+    let mut plan = GalerkinPlan::new(a, g, p, coarse_serial_ids)?;
+    Ok(plan.product(a, p)?.0)
+}
+
+/// The Galerkin product `P^T A P` for a fixed `P` and changing values of `A` (Newton's hot
+/// updates): `P`'s local view (with `P_oth`, gathered once) is kept, and a product whose `P`
+/// has the version last gathered sends no `P` values at all (counted by
+/// [`GalerkinPlan::product`]).
+#[derive(Debug)]
+pub struct GalerkinPlan {
+    view: PView,
+    coarse_serial_ids: Vec<u64>,
+    /// `A`'s strength graph (the serial ids of its local vertices).
+    graph: DistGraph,
+}
+
+impl GalerkinPlan {
+    /// Collective: `P`'s view for `a`'s local vertices (`g`: `a`'s strength graph, for the serial
+    /// ids; `coarse_serial_ids` of `p`'s owned coarse vertices).
+    pub fn new(
+        a: &DistBsr,
+        g: &DistGraph,
+        p: &DistBsr,
+        coarse_serial_ids: &[u64],
+    ) -> Result<Self, AmgError> {
+        Ok(Self {
+            view: p_view(a, g, p, coarse_serial_ids)?,
+            coarse_serial_ids: coarse_serial_ids.to_vec(),
+            graph: g.clone(),
+        })
+    }
+
+    /// Collective. `P^T A P` for the current values of `a` (the pattern the plan was built
+    /// for) and `p`, and the `P` values this rank sent for it: 0 unless some rank's `p` changed
+    /// since the last product (then `P_oth` and the view are refreshed). Each rank multiplies
+    /// its owned fine rows (`P_owned^T (A P)_owned`, serial kernels) and sends every partial
+    /// coarse row to its owner in one all-to-all; owners add the partials in rank order, so
+    /// the result is bit-identical for a fixed rank count (and equal to the serial product to
+    /// rounding).
+    pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
+        let sent = self.view.plan.update(p, &mut self.view.p_oth)?;
+        let comm = p.pattern().col_partition().comm().clone();
+        let mut moved = [sent as f64];
+        comm.allreduce_max(&mut moved)
+            .map_err(linalg::LinalgError::from)?;
+        if moved[0] > 0.0 {
+            // A new P: its view again (structure and values).
+            self.view = p_view(a, &self.graph, p, &self.coarse_serial_ids)?;
+        }
+        let view = &self.view;
+        let ap = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
+        let pt = linalg::transpose(&view.p_owned)?;
+        let partial = linalg::spgemm(&pt, &ap)?;
+        Ok((reduce_partial(&partial, &view.coarse_globals, p)?, sent))
+    }
+}
+
+/// Sends every partial coarse row to its owner (one all-to-all) and adds the partials in rank
+/// order: the owned coarse rows of `P^T A P` as a square [`DistBsr`].
+fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<DistBsr, AmgError> {
     let pp = p.pattern();
     let coarse = pp.col_partition();
     let comm = coarse.comm().clone();
@@ -251,12 +315,12 @@ pub fn dist_galerkin(
     let cp = partial.pattern();
     let values = partial.host()?;
     for r in 0..cp.n_block_rows() {
-        let row = view.coarse_globals[r];
+        let row = coarse_globals[r];
         let owner = coarse.owner(row).expect("a coarse column of P");
         let msg = &mut send[owner];
         msg.extend([row as f64, cp.row(r).len() as f64]);
         for s in cp.row_ptr()[r]..cp.row_ptr()[r + 1] {
-            msg.push(view.coarse_globals[cp.col_idx()[s] as usize] as f64);
+            msg.push(coarse_globals[cp.col_idx()[s] as usize] as f64);
             msg.extend_from_slice(&values[s * kk..(s + 1) * kk]);
         }
     }

@@ -1155,3 +1155,85 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
         },
     );
 }
+
+#[test]
+fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
+    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+
+    on_ranks(
+        "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (k_local, clamped) = clamped_stiffness(&part.mesh);
+            let n_owned = part.n_owned_nodes();
+            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern =
+                DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+            let operator = |scale: f64| {
+                let mut k = k_local.clone();
+                k.scale(scale).unwrap();
+                let mut a = DistBsr::zeros(pattern.clone());
+                a.set_from_local(&k).unwrap();
+                a
+            };
+            let nns = assembly::rigid_body_modes(&serial.coords);
+            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                .iter()
+                .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+                .collect();
+            let params = DistHierarchyParams {
+                omega_p: 0.6,
+                omega: 0.5,
+                sweeps: 2,
+                coarse_limit: 150,
+                max_levels: 6,
+            };
+            let mut h = DistHierarchy::new(
+                operator(1.0),
+                &part.node_serial_ids[..n_owned],
+                owned_nns,
+                6,
+                &params,
+            )
+            .unwrap();
+            let a = operator(1.0);
+            let mut b = a.new_owned_vector();
+            for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+                let s = part.node_serial_ids[e / 3];
+                *v = if clamped[e / 3] {
+                    0.0
+                } else {
+                    signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+                };
+            }
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let mut x1 = a.new_owned_vector();
+            let first = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
+
+            // The same structure, values doubled: a hot update moves no prolongator values.
+            let sent = h.update(operator(2.0)).unwrap();
+            let mut total = [sent as f64];
+            comm.allreduce_sum(&mut total).unwrap();
+            assert_eq!(total[0], 0.0, "P values sent by a hot update");
+            let a2 = operator(2.0);
+            let mut x2 = a2.new_owned_vector();
+            let second = amg::cg_operator(&a2, &b, &mut x2, &h, &cg).unwrap();
+            assert!(second.converged);
+            // 2 A x2 = b: x2 = x1 / 2 (the hierarchy scaled as a whole, the same iterations).
+            assert_eq!(second.iterations, first.iterations);
+            let mut err = [0.0, 0.0];
+            for (u, v) in x1.host().unwrap().iter().zip(x2.host().unwrap()) {
+                err[0] += (u / 2.0 - v).powi(2);
+                err[1] += (u / 2.0).powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(err[0].sqrt() <= 1e-8 * err[1].sqrt());
+        },
+    );
+}
