@@ -231,5 +231,9 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iter
         assert_eq!(many["amg"]["levels"], one["amg"]["levels"], "{many}");
         assert_eq!(many["amg"]["cg_iterations"], one["amg"]["cg_iterations"]);
         assert_eq!(many["amg"]["cg_converged"], true);
+        assert_eq!(
+            many["amg"]["hot_update_p_values"], 0,
+            "a hot update sends no P"
+        );
     }
 }

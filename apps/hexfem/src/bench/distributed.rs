@@ -41,6 +41,10 @@ pub struct AmgStats {
     pub cg_s: f64,
     pub cg_iterations: usize,
     pub cg_converged: bool,
+    /// A hot update (new operator values, prolongators kept): slowest rank's time, and the
+    /// prolongator values all ranks sent for it (`P_oth` is reused: 0).
+    pub hot_update_s: f64,
+    pub hot_update_p_values: usize,
 }
 
 /// One rank's numbers.
@@ -263,7 +267,7 @@ fn run_amg(
     let mut fine = DistBsr::zeros(a.pattern().clone());
     fine.set_from_local(k)?;
     let n_owned = part.n_owned_nodes();
-    let h = DistHierarchy::new(fine, &part.node_serial_ids[..n_owned], nns, 6, &params)?;
+    let mut h = DistHierarchy::new(fine, &part.node_serial_ids[..n_owned], nns, 6, &params)?;
     let setup_s = slowest(comm, t.elapsed().as_secs_f64())?;
     let mut x = a.new_owned_vector();
     let cg = amg::CgParams {
@@ -274,12 +278,22 @@ fn run_amg(
     let t = Instant::now();
     let outcome = amg::cg_operator(a, b, &mut x, &h, &cg)?;
     let cg_s = slowest(comm, t.elapsed().as_secs_f64())?;
+    let mut hot = DistBsr::zeros(a.pattern().clone());
+    hot.set_from_local(k)?;
+    sync(comm)?;
+    let t = Instant::now();
+    let sent = h.update(hot)?;
+    let hot_update_s = slowest(comm, t.elapsed().as_secs_f64())?;
+    let mut total = [sent as f64];
+    comm.allreduce_sum(&mut total)?;
     Ok(AmgStats {
         levels: h.level_unknowns(),
         setup_s,
         cg_s,
         cg_iterations: outcome.iterations,
         cg_converged: outcome.converged,
+        hot_update_s,
+        hot_update_p_values: total[0] as usize,
     })
 }
 
@@ -345,7 +359,7 @@ impl fmt::Display for DistributedBenchResult {
         if let Some(amg) = &self.amg {
             writeln!(
                 f,
-                "  AMG: levels {:?} unknowns, set-up {:.3} s, CG+AMG {:.3} s ({} iterations{})",
+                "  AMG: levels {:?} unknowns, set-up {:.3} s, CG+AMG {:.3} s ({} iterations{}), hot update {:.3} s sending {} P values",
                 amg.levels,
                 amg.setup_s,
                 amg.cg_s,
@@ -354,7 +368,9 @@ impl fmt::Display for DistributedBenchResult {
                     ""
                 } else {
                     ", NOT converged"
-                }
+                },
+                amg.hot_update_s,
+                amg.hot_update_p_values
             )?;
         }
         writeln!(
