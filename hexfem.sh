@@ -3,7 +3,8 @@
 #   ./hexfem.sh run [INPUT.yaml] [hexfem run options]   build and run a simulation (default: the twisting column)
 #   ./hexfem.sh test                                     build and run the whole test suite
 #   ./hexfem.sh <any other hexfem subcommand> ...        build, then pass the arguments to the hexfem binary
-# What is missing (HDF5 library and tools, pkg-config) is installed with apt-get when run as root;
+# What is missing (HDF5 library and tools, pkg-config, Open MPI and libclang for the MPI bindings)
+# is installed with apt-get when run as root;
 # otherwise the script stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,6 +15,11 @@ need_packages() {
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v h5dump >/dev/null 2>&1 || missing+=(hdf5-tools)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
+    # MPI (rsmpi): the Open MPI headers and compiler wrapper, mpirun, and libclang for bindgen.
+    command -v mpicc >/dev/null 2>&1 || missing+=(libopenmpi-dev)
+    command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+    compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || compgen -G "/usr/lib/*/libclang.so" >/dev/null \
+        || missing+=(libclang-dev)
     if [ ${#missing[@]} -eq 0 ]; then return 0; fi
     local cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -102,14 +102,14 @@ const MAX_PRIORITY_DEGREE: u64 = (1 << 14) - 1;
 /// Deterministic priority of vertex `v` (smaller wins): ascending degree first (boundary vertices
 /// become roots first, as in PETSc), then a hash of the vertex id ([`linalg::hash::splitmix64`]),
 /// then the id (unique). Never 0 (reserved for "in the set") nor `u64::MAX` ("out").
-fn priority(v: usize, degree: usize) -> u64 {
+pub(crate) fn priority(v: usize, degree: usize) -> u64 {
     let z = linalg::hash::splitmix64(v as u64);
     let deg = (degree as u64).min(MAX_PRIORITY_DEGREE);
     1 + ((deg << DEGREE_SHIFT) | ((z & HASH_MASK) << HASH_SHIFT) | v as u64)
 }
 
-const IN: u64 = 0;
-const OUT: u64 = u64::MAX;
+pub(crate) const IN: u64 = 0;
+pub(crate) const OUT: u64 = u64::MAX;
 
 /// Luby-style maximal independent set of distance 1 or 2 over the non-isolated vertices.
 /// Returns `true` for the roots. Isolated vertices are never roots.
@@ -208,7 +208,7 @@ fn mis_rounds(graph: &StrengthGraph, distance: MisDistance, mut status: Vec<u64>
 /// The aggregate most strongly connected through `edges` (pairs of aggregate and edge weight):
 /// the largest summed weight, ties to the smallest aggregate id; `None` without edges. Sums run
 /// in edge order (fixed by the caller), so the choice is deterministic.
-fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
+pub(crate) fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
     let mut acc: Vec<(u32, f64)> = Vec::new();
     for (a, w) in edges {
         match acc.iter_mut().find(|(b, _)| *b == a) {
@@ -226,7 +226,11 @@ fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
 
 /// The aggregate `v` joins this round: the neighbouring aggregate of largest summed edge weight
 /// (ties: smallest aggregate id), `None` when no neighbour is aggregated.
-fn strongest_neighbour_aggregate(graph: &StrengthGraph, agg_of: &[u32], v: usize) -> Option<u32> {
+pub(crate) fn strongest_neighbour_aggregate(
+    graph: &StrengthGraph,
+    agg_of: &[u32],
+    v: usize,
+) -> Option<u32> {
     let edges = graph.neighbours(v).iter().zip(graph.weights(v));
     strongest_aggregate(
         edges

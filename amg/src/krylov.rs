@@ -6,6 +6,7 @@
 //! reports the reason the iteration stopped; it never claims convergence that was not reached.
 
 use crate::AmgError;
+use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,35 @@ pub trait Preconditioner: Sync {
     /// Writes `z = M^{-1} r`; `z` has the length of `r`, its previous content is ignored. Fails
     /// where a kernel or a message does (lengths, devices, a busy workspace).
     fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError>;
+}
+
+/// `y = A x` for a square operator: a [`Bsr`] on one rank, or a rank's owned rows of a
+/// [`DistBsr`] (vectors of its owned layout; reductions go over the layout's ranks).
+pub trait LinearOperator: Sync {
+    /// Local entries of the vectors the operator maps (and returns).
+    fn local_len(&self) -> usize;
+    /// `y = A x`.
+    fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), AmgError>;
+}
+
+impl LinearOperator for Bsr {
+    fn local_len(&self) -> usize {
+        self.n_rows()
+    }
+
+    fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), AmgError> {
+        Ok(self.spmv(x, y)?)
+    }
+}
+
+impl LinearOperator for DistBsr {
+    fn local_len(&self) -> usize {
+        self.pattern().owned_layout().len()
+    }
+
+    fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), AmgError> {
+        Ok(DistBsr::apply(self, x, y)?)
+    }
 }
 
 /// `M = I`: plain CG.
@@ -118,14 +148,27 @@ pub fn cg(
     pc: &dyn Preconditioner,
     params: &CgParams,
 ) -> Result<CgOutcome, AmgError> {
-    let n = a.n_rows();
-    if a.n_cols() != n {
+    if a.n_cols() != a.n_rows() {
         return Err(AmgError::DimensionMismatch {
             what: "cg: operator columns",
-            expected: n,
+            expected: a.n_rows(),
             found: a.n_cols(),
         });
     }
+    cg_operator(a, b, x, pc, params)
+}
+
+/// [`cg`] on any [`LinearOperator`]: under MPI, every rank calls it with its owned rows and
+/// owned entries; the iterates, residual norms and stopping decisions are the same on every
+/// rank (the reductions are).
+pub fn cg_operator(
+    a: &dyn LinearOperator,
+    b: &Vector,
+    x: &mut Vector,
+    pc: &dyn Preconditioner,
+    params: &CgParams,
+) -> Result<CgOutcome, AmgError> {
+    let n = a.local_len();
     if b.len() != n {
         return Err(AmgError::DimensionMismatch {
             what: "cg: right-hand side length",
@@ -148,10 +191,11 @@ pub fn cg(
         });
     }
 
-    // r = b - A x
+    // r = b - A x (b + (-(A x)) rounds as the fused `spmv_add(-1, x, 1, r)` did)
     let mut r = b.try_clone()?;
-    a.spmv_add(-1.0, x, 1.0, &mut r)?;
     let mut z = b.zeros_like()?;
+    a.apply(x, &mut z)?;
+    ops::axpy(-1.0, &z, &mut r)?;
     pc.apply(&r, &mut z)?;
     let mut rz = ops::dot(&r, &z)?;
     let monitored = |r: &Vector, z: &Vector| match params.norm {
@@ -188,7 +232,7 @@ pub fn cg(
     // written): three vectors besides `x` and `b`.
     let mut q = z;
     for it in 1..=params.max_iterations {
-        a.spmv(&p, &mut q)?;
+        a.apply(&p, &mut q)?;
         let pq = ops::dot(&p, &q)?;
         if !pq.is_finite() {
             return Ok(finish(it - 1, CgStopReason::NonFinite, history));

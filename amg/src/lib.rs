@@ -11,6 +11,10 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod aggregation;
+pub mod dist_aggregation;
+pub mod dist_cycle;
+pub mod dist_prolongator;
+pub mod dist_tentative;
 pub mod eig;
 mod error;
 pub mod gmres;
@@ -36,7 +40,8 @@ pub use hierarchy::{
     DEVICE_BYTES_PER_OPERATOR_BYTE,
 };
 pub use krylov::{
-    cg, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, Preconditioner, ResidualNorm,
+    cg, cg_operator, CgOutcome, CgParams, CgStopReason, IdentityPreconditioner, LinearOperator,
+    Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
 pub use params::{AmgParams, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};

@@ -1,15 +1,28 @@
 //! The communicator seam of hexfem: the collective operations the numeric layers need, behind
 //! the [`Comm`] trait, so that a vector's reductions do not care how many ranks share it.
 //!
-//! Today there is one implementation, [`SelfComm`] (one rank, every reduction the identity): the
-//! serial behaviour. The MPI implementation (rsmpi), halo exchange plans and collective error
-//! agreement arrive with the MPI issue; `comm` will then be the only crate that names MPI.
+//! Two implementations: [`SelfComm`] (one rank, every collective the identity: the serial
+//! behaviour) and [`MpiComm`] (the MPI world communicator, through rsmpi). [`Session::init`]
+//! picks one: MPI when the process was started by an MPI launcher (`mpirun`), [`SelfComm`]
+//! otherwise, so a binary run without `mpirun` never initialises MPI. `comm` is the only crate
+//! that names MPI.
 //!
 //! Determinism: a reduction combines the ranks' contributions in a fixed order (rank order), so
 //! for a fixed number of ranks results are bit-identical from run to run.
+//!
+//! Errors: a rank that fails must not leave the others waiting in a collective. Fallible phases
+//! end in [`agree`], a collective that turns the first failing rank's error into the same
+//! [`CommError::Failed`] on every rank, so every rank stops cleanly with that message.
 
 use std::fmt;
 use std::sync::{Arc, LazyLock};
+
+pub mod launch;
+mod mpi_comm;
+mod session;
+
+pub use mpi_comm::MpiComm;
+pub use session::{launched_by_mpi, Session};
 
 /// Errors of the `comm` crate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,6 +35,32 @@ pub enum CommError {
         size: usize,
         message: String,
     },
+    /// The buffers of a collective call do not fit together (lengths differ between ranks or
+    /// do not match the number of ranks).
+    #[error("{operation}: {message}")]
+    Mismatch {
+        operation: &'static str,
+        message: String,
+    },
+    /// A collective call after MPI was finalized (the [`Session`] was dropped).
+    #[error("{operation}: MPI is already finalized")]
+    Finalized { operation: &'static str },
+    /// An error agreed on by every rank through [`agree`]: `rank` (the lowest failing rank)
+    /// failed with `message`.
+    #[error("{}", failed_message(*rank, *size, message))]
+    Failed {
+        rank: usize,
+        size: usize,
+        message: String,
+    },
+}
+
+fn failed_message(rank: usize, size: usize, message: &str) -> String {
+    if size > 1 {
+        format!("rank {rank} of {size}: {message}")
+    } else {
+        message.to_string()
+    }
 }
 
 /// A group of ranks that reduce together. Every rank of the group must make the same collective
@@ -33,8 +72,71 @@ pub trait Comm: Send + Sync + fmt::Debug {
     fn size(&self) -> usize;
     /// Element-wise sum of `v` over the ranks, in place on every rank, combined in rank order.
     fn allreduce_sum(&self, v: &mut [f64]) -> Result<(), CommError>;
-    /// Element-wise maximum of `v` over the ranks, in place on every rank.
+    /// Element-wise maximum of `v` over the ranks, in place on every rank (NaN if any rank
+    /// holds NaN).
     fn allreduce_max(&self, v: &mut [f64]) -> Result<(), CommError>;
+    /// Every rank's `local` (of any length), indexed by rank.
+    fn allgatherv_u64(&self, local: &[u64]) -> Result<Vec<Vec<u64>>, CommError>;
+    /// Every rank's `local` (of any length), indexed by rank.
+    fn allgatherv_f64(&self, local: &[f64]) -> Result<Vec<Vec<f64>>, CommError>;
+    /// Every rank's `local` bytes (of any length), indexed by rank.
+    fn allgatherv_bytes(&self, local: &[u8]) -> Result<Vec<Vec<u8>>, CommError>;
+    /// Personalised all-to-all: `send[r]` goes to rank `r`; returns what each rank sent here,
+    /// indexed by rank. `send` has `size()` entries.
+    fn alltoallv_u64(&self, send: &[Vec<u64>]) -> Result<Vec<Vec<u64>>, CommError>;
+    /// Personalised all-to-all of `f64` values (see [`Comm::alltoallv_u64`]).
+    fn alltoallv_f64(&self, send: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, CommError>;
+    /// Neighbour exchange: posts the receives `recvs` (source rank, buffer of exactly the
+    /// length that rank sends) and the sends `sends` (destination rank, values), runs
+    /// `overlap` while the messages travel, then waits for all of them. Ranks that exchange must
+    /// both list each other with matching lengths.
+    fn exchange(
+        &self,
+        sends: &[(usize, &[f64])],
+        recvs: &mut [(usize, &mut [f64])],
+        overlap: &mut dyn FnMut(),
+    ) -> Result<(), CommError>;
+    /// Ends the process on every rank with exit code `code` (`MPI_Abort` under MPI): the last
+    /// resort for an error that cannot be agreed on because other ranks may be inside a
+    /// collective.
+    fn abort(&self, code: i32) -> !;
+}
+
+/// Collective error agreement: every rank calls it with its own outcome of a phase. If every
+/// rank succeeded, each gets its value back; otherwise every rank gets the same
+/// [`CommError::Failed`] naming the lowest failing rank and its message. One collective call
+/// (an all-gather of the messages), so no rank is left waiting.
+pub fn agree<T, E: fmt::Display>(comm: &dyn Comm, local: Result<T, E>) -> Result<T, CommError> {
+    let message = match &local {
+        Ok(_) => Vec::new(),
+        // An empty message would read as success: never send one.
+        Err(e) => {
+            let m = e.to_string();
+            if m.is_empty() {
+                "error".into()
+            } else {
+                m.into_bytes()
+            }
+        }
+    };
+    let all = comm.allgatherv_bytes(&message)?;
+    match all.iter().position(|m| !m.is_empty()) {
+        None => Ok(local.unwrap_or_else(|_| unreachable!("a failing rank sends a message"))),
+        Some(rank) => Err(CommError::Failed {
+            rank,
+            size: comm.size(),
+            message: String::from_utf8_lossy(&all[rank]).into_owned(),
+        }),
+    }
+}
+
+/// Exclusive prefix sum of `local` over the ranks (rank order) and the total: the offset of
+/// this rank's part in a global numbering and the global count.
+pub fn exclusive_scan(comm: &dyn Comm, local: u64) -> Result<(u64, u64), CommError> {
+    let all = comm.allgatherv_u64(&[local])?;
+    let before: u64 = all[..comm.rank()].iter().map(|v| v[0]).sum();
+    let total: u64 = all.iter().map(|v| v[0]).sum();
+    Ok((before, total))
 }
 
 /// The communicator of a single rank: reductions leave their buffer as it is.
@@ -65,6 +167,63 @@ impl Comm for SelfComm {
     fn allreduce_max(&self, _v: &mut [f64]) -> Result<(), CommError> {
         Ok(())
     }
+
+    fn allgatherv_u64(&self, local: &[u64]) -> Result<Vec<Vec<u64>>, CommError> {
+        Ok(vec![local.to_vec()])
+    }
+
+    fn allgatherv_f64(&self, local: &[f64]) -> Result<Vec<Vec<f64>>, CommError> {
+        Ok(vec![local.to_vec()])
+    }
+
+    fn allgatherv_bytes(&self, local: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
+        Ok(vec![local.to_vec()])
+    }
+
+    fn alltoallv_u64(&self, send: &[Vec<u64>]) -> Result<Vec<Vec<u64>>, CommError> {
+        check_send_count("alltoallv_u64", send.len(), 1)?;
+        Ok(send.to_vec())
+    }
+
+    fn alltoallv_f64(&self, send: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, CommError> {
+        check_send_count("alltoallv_f64", send.len(), 1)?;
+        Ok(send.to_vec())
+    }
+
+    fn exchange(
+        &self,
+        sends: &[(usize, &[f64])],
+        recvs: &mut [(usize, &mut [f64])],
+        overlap: &mut dyn FnMut(),
+    ) -> Result<(), CommError> {
+        if !sends.is_empty() || !recvs.is_empty() {
+            return Err(CommError::Mismatch {
+                operation: "exchange",
+                message: "a single rank has no neighbours".into(),
+            });
+        }
+        overlap();
+        Ok(())
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
+}
+
+/// Errors unless an all-to-all gets one send buffer per rank.
+pub(crate) fn check_send_count(
+    operation: &'static str,
+    found: usize,
+    size: usize,
+) -> Result<(), CommError> {
+    if found != size {
+        return Err(CommError::Mismatch {
+            operation,
+            message: format!("{found} send buffers for {size} ranks"),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -81,5 +240,20 @@ mod tests {
         comm.allreduce_max(&mut v).unwrap();
         assert_eq!(v.map(f64::to_bits), [1.5, -0.0, f64::MAX].map(f64::to_bits));
         assert!(Arc::ptr_eq(&comm, &SelfComm::shared()));
+    }
+
+    #[test]
+    fn self_comm_collectives_return_the_local_data_and_agree_passes_errors_through() {
+        let comm = SelfComm::shared();
+        assert_eq!(comm.allgatherv_u64(&[3, 4]).unwrap(), vec![vec![3, 4]]);
+        assert_eq!(comm.alltoallv_f64(&[vec![1.5]]).unwrap(), vec![vec![1.5]]);
+        assert!(comm.alltoallv_u64(&[vec![], vec![]]).is_err());
+        assert_eq!(exclusive_scan(&*comm, 7).unwrap(), (0, 7));
+        let mut ran = false;
+        comm.exchange(&[], &mut [], &mut || ran = true).unwrap();
+        assert!(ran);
+        assert_eq!(agree(&*comm, Ok::<_, String>(5)).unwrap(), 5);
+        let e = agree(&*comm, Err::<(), _>("bad cell 3")).unwrap_err();
+        assert_eq!(e.to_string(), "bad cell 3");
     }
 }

@@ -18,6 +18,7 @@ mod coo;
 pub mod dense;
 mod device;
 pub mod direct;
+pub mod dist;
 mod error;
 pub mod hash;
 mod layout;

@@ -107,7 +107,7 @@ impl BoxSpec {
         }
     }
 
-    fn check(&self) -> Result<(), MeshError> {
+    pub(crate) fn check(&self) -> Result<(), MeshError> {
         if let Some(d) = self.cells.iter().position(|&n| n == 0) {
             return Err(MeshError::InvalidSpec(format!(
                 "cells[{d}] is 0; every direction needs at least one cell"

@@ -181,6 +181,22 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// The distributed matrix path (run it under mpirun -np N, or alone): each rank's slab of a
+    /// clamped elastic cube, owned-row assembly, halo plan, SpMV and CG with point-block Jacobi.
+    Distributed {
+        /// Cells per side of the unit cube.
+        #[arg(long, default_value_t = 32)]
+        cells: usize,
+        #[arg(long, default_value_t = 1)]
+        order: usize,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Also set up the distributed AMG hierarchy and solve with CG + AMG.
+        #[arg(long)]
+        amg: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
     /// (reused interpolation) and solves on the scaled operator.
     Gamg {
@@ -221,10 +237,41 @@ enum Problem {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (stdout, result) = execute(cli.command);
+    // MPI when started by mpirun, else the serial program (MPI untouched).
+    let session = match comm::Session::init() {
+        Ok(session) => session,
+        Err(e) => {
+            report(&format!("error: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let comm = session.comm();
+    let (stdout, result) = if comm.size() > 1 {
+        execute_on_ranks(&comm, cli.command)
+    } else {
+        execute(cli.command)
+    };
+    // Collective error agreement: every rank ends with the first failing rank's message; rank 0
+    // alone prints (the others' output would repeat it).
+    // (An error that is already agreed is the same on every rank: all of them skip this.)
+    let result = match result {
+        Err(e) if hexfem::distributed::is_agreed(&e) => Err(e),
+        result if comm.size() > 1 => hexfem::distributed::agreed(&*comm, result),
+        result => result,
+    };
+    let root = comm.rank() == 0;
     if let Err(e) = result {
-        report(&format!("error: {e:#}"));
+        // Printed before MPI_Finalize (a fence of all ranks): no rank exits, which makes mpirun
+        // end the job, before rank 0 has written the message.
+        if root {
+            report(&format!("error: {e:#}"));
+        }
+        drop(session);
         return ExitCode::FAILURE;
+    }
+    drop(session);
+    if !root {
+        return ExitCode::SUCCESS;
     }
     match write_stdout(&stdout) {
         Ok(()) => ExitCode::SUCCESS,
@@ -407,6 +454,27 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
         })()),
         Command::Bench {
             which:
+                Bench::Distributed {
+                    cells,
+                    order,
+                    repeats,
+                    amg,
+                    json,
+                },
+        } => split(
+            hexfem::bench::distributed::run(
+                &comm::SelfComm::shared(),
+                &hexfem::bench::distributed::DistributedBench {
+                    cells,
+                    order,
+                    repeats,
+                    amg,
+                },
+            )
+            .and_then(|r| render(&r, json)),
+        ),
+        Command::Bench {
+            which:
                 Bench::Output {
                     steps,
                     cells,
@@ -538,6 +606,62 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             (text, passed)
         }
     }
+}
+
+/// A command on more than one MPI rank. `check` runs distributed (each rank builds and checks
+/// its part of the mesh). The distributed solve, verification and benchmarks are not built yet:
+/// every rank refuses with the same message instead of running the serial program N times.
+fn execute_on_ranks(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
+    let what = match command {
+        Command::Bench {
+            which:
+                Bench::Distributed {
+                    cells,
+                    order,
+                    repeats,
+                    amg,
+                    json,
+                },
+        } => {
+            let bench = hexfem::bench::distributed::DistributedBench {
+                cells,
+                order,
+                repeats,
+                amg,
+            };
+            let result = hexfem::bench::distributed::run(comm, &bench);
+            let result = hexfem::distributed::agreed(&**comm, result);
+            return split(result.and_then(|r| render(&r, json)));
+        }
+        Command::Check {
+            input,
+            overrides,
+            output,
+        } => {
+            return split(hexfem::distributed::check_on_ranks(
+                &**comm,
+                &input,
+                &overrides,
+                output.as_deref(),
+            ))
+        }
+        Command::Run { .. } => "run",
+        Command::Bench { .. } => "bench",
+        Command::Verify { .. } => "verify",
+    };
+    (
+        String::new(),
+        Err(anyhow::anyhow!(
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check and \
+             bench distributed: mesh partitioning, assembly, CG with point-block Jacobi or a \
+             distributed AMG; not yet: Newton, the configured AMG and output); run it without \
+             mpirun, or with mpirun -np 1",
+            comm.size()
+        )),
+    )
 }
 
 /// A command's text and status from its result.

@@ -6,4 +6,5 @@ pub mod expression;
 pub mod linear_solver;
 pub mod newton;
 pub mod params;
+pub mod partition;
 pub mod problem;

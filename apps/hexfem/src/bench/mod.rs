@@ -11,6 +11,7 @@
 pub mod assembly;
 pub mod assembly_device;
 pub mod campaign;
+pub mod distributed;
 pub mod gamg;
 pub mod output;
 pub mod spmv;

@@ -1,0 +1,360 @@
+//! Prolongator smoothing on several ranks: `P = P0 - omega D^{-1} A P0` for a rank's owned
+//! rows, through the serial kernels (`linalg::spgemm`, `linalg::smooth_prolongator_in_place`)
+//! on local matrices numbered by serial ids, so the sums run in the serial order and the result
+//! is the serial one, bit for bit, for the same `omega`.
+//!
+//! The rows of `P0` that the owned rows of `A` reach on other ranks (`P_oth`) come through a
+//! [`RowGatherPlan`]; the local `A` has the owned rows with every column (owned and ghost
+//! vertices) ordered by serial id, the local `P0` the rows of those vertices with the coarse
+//! columns ordered by serial coarse id.
+
+use std::collections::BTreeMap;
+
+use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
+use linalg::{BlockPattern, Bsr};
+
+use crate::dist_aggregation::DistGraph;
+use crate::dist_tentative::DistTentative;
+use crate::{AmgError, PointBlockJacobi};
+
+fn comm_err(e: linalg::comm::CommError) -> AmgError {
+    AmgError::from(linalg::LinalgError::from(e))
+}
+
+/// A rank's local view of `P` numbered by serial ids, for products with `A`: the rows of `P`
+/// of every local vertex of `A` (owned and ghost; `P_oth` gathered by `plan`) in serial order,
+/// `P`'s owned rows, the coarse columns (global ids) ordered by serial coarse id, and each
+/// local vertex's serial position (the column order of the local `A`, [`a_local`]).
+#[derive(Debug)]
+struct PView {
+    plan: RowGatherPlan,
+    p_oth: Bsr,
+    p_ext: Bsr,
+    p_owned: Bsr,
+    coarse_globals: Vec<u64>,
+    position: Vec<u32>,
+}
+
+/// Collective: gathers `P_oth` and builds the [`PView`] of `p` for `a` (`coarse_serial_ids` of
+/// `p`'s owned coarse columns; `g` gives the serial ids of `a`'s local vertices).
+fn p_view(
+    a: &DistBsr,
+    g: &DistGraph,
+    p: &DistBsr,
+    coarse_serial_ids: &[u64],
+) -> Result<PView, AmgError> {
+    let pp = p.pattern();
+    let coarse_partition = pp.col_partition();
+    let comm = coarse_partition.comm().clone();
+    let size = comm.size();
+    let ap = a.pattern();
+    let (bs, k) = (pp.block_rows(), pp.block_cols());
+    let n = ap.partition().n_owned();
+    let ghosts = ap.halo().ghosts();
+    let n_local = n + ghosts.len();
+    if g.serial_ids.len() != n_local {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed AMG: serial ids of A's owned and ghost vertices",
+            expected: n_local,
+            found: g.serial_ids.len(),
+        });
+    }
+    // P_oth: P's rows of A's ghost vertices.
+    let plan = RowGatherPlan::new(ap.halo(), p)?;
+    let mut p_oth = plan.new_matrix();
+    plan.update(p, &mut p_oth)?;
+
+    // Every local P row as (coarse global column, block).
+    let first_c = coarse_partition.owned_range().start;
+    let p_ghosts = pp.halo().ghosts();
+    let mut rows: Vec<Vec<(u64, &[f64])>> = Vec::with_capacity(n_local);
+    for v in 0..n {
+        let mut r = Vec::new();
+        for (m, ghost_cols) in [(p.diag(), None), (p.offd(), Some(p_ghosts))] {
+            let pat = m.pattern();
+            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                let c = u64::from(pat.col_idx()[s]);
+                let gc = ghost_cols.map_or(first_c + c, |gh: &[u64]| gh[c as usize]);
+                r.push((gc, m.host_block(s)?));
+            }
+        }
+        rows.push(r);
+    }
+    let op = p_oth.pattern().clone();
+    for j in 0..ghosts.len() {
+        rows.push(
+            (op.row_ptr()[j]..op.row_ptr()[j + 1])
+                .map(|s| {
+                    Ok((
+                        plan.col_globals()[op.col_idx()[s] as usize],
+                        p_oth.host_block(s)?,
+                    ))
+                })
+                .collect::<Result<_, AmgError>>()?,
+        );
+    }
+
+    // Serial coarse ids of the coarse columns used here, from their owners.
+    let mut needed: Vec<u64> = rows.iter().flatten().map(|&(c, _)| c).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let mut ask = vec![Vec::new(); size];
+    for &c in &needed {
+        let owner = coarse_partition
+            .owner(c)
+            .ok_or(AmgError::DimensionMismatch {
+                what: "distributed AMG: coarse column beyond the coarse vertices",
+                expected: coarse_partition.global_len() as usize,
+                found: c as usize,
+            })?;
+        ask[owner].push(c);
+    }
+    let asked = comm.alltoallv_u64(&ask).map_err(comm_err)?;
+    let replies: Vec<Vec<u64>> = asked
+        .iter()
+        .map(|q| {
+            q.iter()
+                .map(|&c| coarse_serial_ids[(c - first_c) as usize])
+                .collect()
+        })
+        .collect();
+    let answers = comm.alltoallv_u64(&replies).map_err(comm_err)?;
+    let mut coarse_serial: BTreeMap<u64, u64> = BTreeMap::new();
+    for (r, q) in ask.iter().enumerate() {
+        for (i, &c) in q.iter().enumerate() {
+            coarse_serial.insert(c, answers[r][i]);
+        }
+    }
+    let mut by_serial: Vec<(u64, u64)> = needed.iter().map(|&c| (coarse_serial[&c], c)).collect();
+    by_serial.sort_unstable();
+    let local_col: BTreeMap<u64, u32> = by_serial
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, c))| (c, i as u32))
+        .collect();
+    let n_cols = by_serial.len();
+
+    // Local vertices by serial id: the column order of the local A and row order of P_ext.
+    let mut order: Vec<usize> = (0..n_local).collect();
+    order.sort_unstable_by_key(|&v| g.serial_ids[v]);
+    let mut position = vec![0u32; n_local];
+    for (i, &v) in order.iter().enumerate() {
+        position[v] = i as u32;
+    }
+    let p_matrix = |vertices: &[usize]| -> Result<Bsr, AmgError> {
+        let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
+        for &v in vertices {
+            let mut r: Vec<(u32, &[f64])> =
+                rows[v].iter().map(|&(c, b)| (local_col[&c], b)).collect();
+            r.sort_unstable_by_key(|&(c, _)| c);
+            for (c, b) in r {
+                col.push(c);
+                val.extend_from_slice(b);
+            }
+            ptr.push(col.len());
+        }
+        let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;
+        Ok(Bsr::from_parts(pattern.into(), bs, k, val)?)
+    };
+    let p_ext = p_matrix(&order)?;
+    let owned: Vec<usize> = (0..n).collect();
+    let p_owned = p_matrix(&owned)?;
+    drop(rows);
+    Ok(PView {
+        plan,
+        p_oth,
+        p_ext,
+        p_owned,
+        coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
+        position,
+    })
+}
+
+/// The owned rows of `a` as a local matrix whose columns are the local vertices at their serial
+/// `position` (local: no messages).
+fn a_local(a: &DistBsr, position: &[u32]) -> Result<Bsr, AmgError> {
+    let n = a.pattern().partition().n_owned();
+    let n_local = position.len();
+    let (ad, ao) = (a.diag(), a.offd());
+    let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
+    for v in 0..n {
+        let mut r: Vec<(u32, &[f64])> = Vec::new();
+        for (m, shift) in [(ad, 0), (ao, n)] {
+            let pat = m.pattern();
+            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                r.push((
+                    position[shift + pat.col_idx()[s] as usize],
+                    m.host_block(s)?,
+                ));
+            }
+        }
+        r.sort_unstable_by_key(|&(c, _)| c);
+        for (c, b) in r {
+            col.push(c);
+            val.extend_from_slice(b);
+        }
+        ptr.push(col.len());
+    }
+    let bsa = ad.block_rows();
+    Ok(Bsr::from_parts(
+        BlockPattern::new(n, n_local, ptr, col)?.into(),
+        bsa,
+        bsa,
+        val,
+    )?)
+}
+
+/// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
+/// partitions). `g` is the distributed strength graph of `a` (for the serial ids of `a`'s owned
+/// and ghost vertices), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
+/// diagonal part (`D^{-1}`).
+pub fn dist_smooth_prolongator(
+    a: &DistBsr,
+    g: &DistGraph,
+    t: &DistTentative,
+    pbj: &PointBlockJacobi,
+    omega: f64,
+) -> Result<DistBsr, AmgError> {
+    let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
+    let mut w = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
+    linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &view.p_owned)?;
+    let wp = w.pattern();
+    let cols: Vec<u64> = wp
+        .col_idx()
+        .iter()
+        .map(|&c| view.coarse_globals[c as usize])
+        .collect();
+    let pp = t.p.pattern();
+    let pattern = DistPattern::new_rect(
+        a.pattern().partition().clone(),
+        t.coarse_partition.clone(),
+        pp.block_rows(),
+        pp.block_cols(),
+        wp.row_ptr(),
+        &cols,
+    )?;
+    Ok(DistBsr::from_values(pattern, w.host()?)?)
+}
+
+/// Collective. The Galerkin product `A_c = P^T A P` as a square [`DistBsr`] on the coarse
+/// partition (`p`'s columns; `coarse_serial_ids` of its owned coarse vertices), through a
+/// one-off [`GalerkinPlan`].
+pub fn dist_galerkin(
+    a: &DistBsr,
+    g: &DistGraph,
+    p: &DistBsr,
+    coarse_serial_ids: &[u64],
+) -> Result<DistBsr, AmgError> {
+    let mut plan = GalerkinPlan::new(a, g, p, coarse_serial_ids)?;
+    Ok(plan.product(a, p)?.0)
+}
+
+/// The Galerkin product `P^T A P` for a fixed `P` and changing values of `A` (Newton's hot
+/// updates): `P`'s local view (with `P_oth`, gathered once) is kept, and a product whose `P`
+/// has the version last gathered sends no `P` values at all (counted by
+/// [`GalerkinPlan::product`]).
+#[derive(Debug)]
+pub struct GalerkinPlan {
+    view: PView,
+    coarse_serial_ids: Vec<u64>,
+    /// `A`'s strength graph (the serial ids of its local vertices).
+    graph: DistGraph,
+}
+
+impl GalerkinPlan {
+    /// Collective: `P`'s view for `a`'s local vertices (`g`: `a`'s strength graph, for the serial
+    /// ids; `coarse_serial_ids` of `p`'s owned coarse vertices).
+    pub fn new(
+        a: &DistBsr,
+        g: &DistGraph,
+        p: &DistBsr,
+        coarse_serial_ids: &[u64],
+    ) -> Result<Self, AmgError> {
+        Ok(Self {
+            view: p_view(a, g, p, coarse_serial_ids)?,
+            coarse_serial_ids: coarse_serial_ids.to_vec(),
+            graph: g.clone(),
+        })
+    }
+
+    /// Collective. `P^T A P` for the current values of `a` (the pattern the plan was built
+    /// for) and `p`, and the `P` values this rank sent for it: 0 unless some rank's `p` changed
+    /// since the last product (then `P_oth` and the view are refreshed). Each rank multiplies
+    /// its owned fine rows (`P_owned^T (A P)_owned`, serial kernels) and sends every partial
+    /// coarse row to its owner in one all-to-all; owners add the partials in rank order, so
+    /// the result is bit-identical for a fixed rank count (and equal to the serial product to
+    /// rounding).
+    pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
+        let sent = self.view.plan.update(p, &mut self.view.p_oth)?;
+        let comm = p.pattern().col_partition().comm().clone();
+        let mut moved = [sent as f64];
+        comm.allreduce_max(&mut moved)
+            .map_err(linalg::LinalgError::from)?;
+        if moved[0] > 0.0 {
+            // A new P: its view again (structure and values).
+            self.view = p_view(a, &self.graph, p, &self.coarse_serial_ids)?;
+        }
+        let view = &self.view;
+        let ap = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
+        let pt = linalg::transpose(&view.p_owned)?;
+        let partial = linalg::spgemm(&pt, &ap)?;
+        Ok((reduce_partial(&partial, &view.coarse_globals, p)?, sent))
+    }
+}
+
+/// Sends every partial coarse row to its owner (one all-to-all) and adds the partials in rank
+/// order: the owned coarse rows of `P^T A P` as a square [`DistBsr`].
+fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<DistBsr, AmgError> {
+    let pp = p.pattern();
+    let coarse = pp.col_partition();
+    let comm = coarse.comm().clone();
+    let k = pp.block_cols();
+    let kk = k * k;
+    // [row, n, (column, block)*n] per partial row, to the row's owner.
+    let mut send = vec![Vec::new(); comm.size()];
+    let cp = partial.pattern();
+    let values = partial.host()?;
+    for r in 0..cp.n_block_rows() {
+        let row = coarse_globals[r];
+        let owner = coarse.owner(row).expect("a coarse column of P");
+        let msg = &mut send[owner];
+        msg.extend([row as f64, cp.row(r).len() as f64]);
+        for s in cp.row_ptr()[r]..cp.row_ptr()[r + 1] {
+            msg.push(coarse_globals[cp.col_idx()[s] as usize] as f64);
+            msg.extend_from_slice(&values[s * kk..(s + 1) * kk]);
+        }
+    }
+    let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
+    let first = coarse.owned_range().start;
+    let mut sums: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
+    for msg in &received {
+        let mut at = 0;
+        while at < msg.len() {
+            let (row, m) = (msg[at] as u64, msg[at + 1] as usize);
+            at += 2;
+            for _ in 0..m {
+                let col = msg[at] as u64;
+                let block = &msg[at + 1..at + 1 + kk];
+                match sums.get_mut(&(row, col)) {
+                    Some(acc) => acc.iter_mut().zip(block).for_each(|(x, y)| *x += y),
+                    None => {
+                        sums.insert((row, col), block.to_vec());
+                    }
+                }
+                at += 1 + kk;
+            }
+        }
+    }
+    let n_owned = coarse.n_owned();
+    let mut row_ptr = vec![0usize; n_owned + 1];
+    for &(row, _) in sums.keys() {
+        row_ptr[(row - first) as usize + 1] += 1;
+    }
+    for i in 0..n_owned {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let cols: Vec<u64> = sums.keys().map(|&(_, c)| c).collect();
+    let vals: Vec<f64> = sums.into_values().flatten().collect();
+    let pattern = DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?;
+    Ok(DistBsr::from_values(pattern, &vals)?)
+}

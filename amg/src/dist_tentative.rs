@@ -1,0 +1,220 @@
+//! The tentative prolongator on several ranks: the serial per-aggregate thin QR
+//! ([`crate::tentative`]) with aggregates that span ranks.
+//!
+//! Each aggregate is owned by its root's rank. A directory (the serial id range split evenly
+//! over the ranks) tells every member where its aggregate lives and the aggregate's serial
+//! coarse index (its rank among all roots by serial id); members send their near-null rows to
+//! the owner, which stacks them in serial order, factors them as the serial code does (the same
+//! bits) and sends each member its `Q` rows and the aggregate's coarse global id. Coarse
+//! vertices are numbered rank after rank (owned aggregates by root serial id); their serial
+//! ids (the serial coarse numbering, for the next level's priorities) come with them.
+//!
+//! Calling order: [`crate::dist_aggregation::dist_aggregate`] -> [`dist_tentative_prolongator`].
+
+use std::collections::BTreeMap;
+
+use linalg::comm;
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+
+use crate::aggregation::UNAGGREGATED;
+use crate::dist_aggregation::DistGraph;
+use crate::qr::thin_qr;
+use crate::AmgError;
+
+/// A rank's part of the tentative prolongator and of the coarse level it defines.
+#[derive(Debug)]
+pub struct DistTentative {
+    /// Owned fine block rows x coarse block columns, `bs x k` blocks (one per aggregated row).
+    pub p: DistBsr,
+    /// Which rank owns which coarse vertices (aggregates).
+    pub coarse_partition: RowPartition,
+    /// Serial coarse index of each owned coarse vertex (the serial [`crate::Aggregates`] id).
+    pub coarse_serial_ids: Vec<u64>,
+    /// Coarse near-null space rows of the owned coarse vertices: `k x k` per vertex, row-major.
+    pub coarse_nns: Vec<f64>,
+}
+
+/// A member of an owned aggregate: serial id, the rank it came from, its near-null rows.
+type Member<'a> = (u64, usize, &'a [f64]);
+
+fn comm_err(e: comm::CommError) -> AmgError {
+    AmgError::from(linalg::LinalgError::from(e))
+}
+
+/// Collective. `labels`: the aggregate of each owned vertex of `g` (its root's serial id, or
+/// [`UNAGGREGATED`]); `nns`: the owned vertices' near-null rows, `bs x k` per vertex,
+/// row-major; `fine`: the partition of the fine block rows (`g`'s owned vertices). The serial
+/// ids of `g` must be a permutation of `0..fine.global_len()`.
+pub fn dist_tentative_prolongator(
+    g: &DistGraph,
+    labels: &[u32],
+    nns: &[f64],
+    bs: usize,
+    k: usize,
+    fine: &RowPartition,
+) -> Result<DistTentative, AmgError> {
+    let comm = fine.comm().clone();
+    let (rank, size) = (comm.rank(), comm.size());
+    let n = fine.n_owned();
+    let slab = bs * k;
+    let check = if labels.len() != n || nns.len() != n * slab || g.graph.n_vertices() != n {
+        Err(format!(
+            "tentative prolongator: {} labels, {} near-null values, {} graph rows for {n} owned vertices of {slab} values",
+            labels.len(),
+            nns.len(),
+            g.graph.n_vertices()
+        ))
+    } else {
+        Ok(())
+    };
+    comm::agree(&*comm, check).map_err(comm_err)?;
+    let n_serial = fine.global_len();
+    let directory = |label: u64| -> usize {
+        ((label as u128 * size as u128) / n_serial.max(1) as u128) as usize
+    };
+
+    // Round 1: roots register with the directory.
+    let mut send = vec![Vec::new(); size];
+    for (v, &l) in labels.iter().enumerate() {
+        if l != UNAGGREGATED && u64::from(l) == g.serial_ids[v] {
+            send[directory(u64::from(l))].extend([u64::from(l), rank as u64]);
+        }
+    }
+    let registered = comm.alltoallv_u64(&send).map_err(comm_err)?;
+    let mut held: Vec<(u64, u64)> = registered
+        .iter()
+        .flat_map(|r| r.chunks(2).map(|c| (c[0], c[1])))
+        .collect();
+    held.sort_unstable();
+    // The serial coarse index: the rank of a root's serial id among all roots.
+    let (before, _) = comm::exclusive_scan(&*comm, held.len() as u64).map_err(comm_err)?;
+
+    // Round 2: every rank asks for the aggregates of its owned vertices.
+    let mut asked: Vec<u64> = labels
+        .iter()
+        .filter(|&&l| l != UNAGGREGATED)
+        .map(|&l| u64::from(l))
+        .collect();
+    asked.sort_unstable();
+    asked.dedup();
+    let mut send = vec![Vec::new(); size];
+    for &l in &asked {
+        send[directory(l)].push(l);
+    }
+    let queries = comm.alltoallv_u64(&send).map_err(comm_err)?;
+    let mut replies = vec![Vec::new(); size];
+    for (r, q) in queries.iter().enumerate() {
+        for &l in q {
+            let i = held
+                .binary_search_by_key(&l, |&(label, _)| label)
+                .map_err(|_| AmgError::InvalidParameter {
+                    name: "aggregate labels",
+                    value: l.to_string(),
+                    reason: "no root registered this aggregate",
+                })?;
+            replies[r].extend([held[i].1, before + i as u64]);
+        }
+    }
+    let answers = comm.alltoallv_u64(&replies).map_err(comm_err)?;
+    // label -> (owner rank, serial coarse index)
+    let mut where_is: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
+    for (r, q) in send.iter().enumerate() {
+        for (i, &l) in q.iter().enumerate() {
+            where_is.insert(l, (answers[r][2 * i] as usize, answers[r][2 * i + 1]));
+        }
+    }
+
+    // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner.
+    let mut rows = vec![Vec::new(); size];
+    for (v, &l) in labels.iter().enumerate() {
+        if l == UNAGGREGATED {
+            continue;
+        }
+        let (owner, _) = where_is[&u64::from(l)];
+        rows[owner].extend([f64::from(l), g.serial_ids[v] as f64]);
+        rows[owner].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
+    }
+    let received = comm.alltoallv_f64(&rows).map_err(comm_err)?;
+    // Owned aggregates by label: members (serial id, source rank, rows).
+    let mut aggregates: BTreeMap<u64, Vec<Member<'_>>> = BTreeMap::new();
+    for (r, msg) in received.iter().enumerate() {
+        for rec in msg.chunks(2 + slab) {
+            aggregates
+                .entry(rec[0] as u64)
+                .or_default()
+                .push((rec[1] as u64, r, &rec[2..]));
+        }
+    }
+    let coarse_partition =
+        RowPartition::new(comm.clone(), aggregates.len()).map_err(AmgError::from)?;
+    let coarse_first = coarse_partition.owned_range().start;
+    let mut coarse_serial_ids = Vec::with_capacity(aggregates.len());
+    let mut coarse_nns = vec![0.0; aggregates.len() * k * k];
+    let mut back = vec![Vec::new(); size];
+    let mut failure = None;
+    for (c, (label, members)) in aggregates.iter_mut().enumerate() {
+        members.sort_unstable_by_key(|&(serial, _, _)| serial);
+        let m = members.len() * bs;
+        if m < k {
+            failure.get_or_insert(format!(
+                "aggregate of root {label}: {m} unknowns, fewer than the {k} near-null vectors"
+            ));
+            continue;
+        }
+        let mut q: Vec<f64> = members
+            .iter()
+            .flat_map(|&(_, _, r)| r.iter().copied())
+            .collect();
+        let mut work = vec![0.0; m * k];
+        thin_qr(
+            &mut q,
+            m,
+            k,
+            &mut coarse_nns[c * k * k..(c + 1) * k * k],
+            &mut work,
+        );
+        coarse_serial_ids.push(where_is.get(label).map_or(u64::MAX, |&(_, s)| s));
+        for (i, &(serial, r, _)) in members.iter().enumerate() {
+            back[r].extend([serial as f64, (coarse_first + c as u64) as f64]);
+            back[r].extend_from_slice(&q[i * slab..(i + 1) * slab]);
+        }
+    }
+    comm::agree(&*comm, failure.map_or(Ok(()), Err)).map_err(comm_err)?;
+
+    // Round 4: each member gets its Q rows and its aggregate's coarse global id.
+    let returned = comm.alltoallv_f64(&back).map_err(comm_err)?;
+    let mut row_of: BTreeMap<u64, usize> = BTreeMap::new();
+    for v in 0..n {
+        row_of.insert(g.serial_ids[v], v);
+    }
+    let mut entry: Vec<Option<(u64, &[f64])>> = vec![None; n];
+    for msg in &returned {
+        for rec in msg.chunks(2 + slab) {
+            let v = row_of[&(rec[0] as u64)];
+            entry[v] = Some((rec[1] as u64, &rec[2..]));
+        }
+    }
+    let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+    for e in &entry {
+        if let Some((c, q)) = e {
+            cols.push(*c);
+            values.extend_from_slice(q);
+        }
+        row_ptr.push(cols.len());
+    }
+    let pattern = DistPattern::new_rect(
+        fine.clone(),
+        coarse_partition.clone(),
+        bs,
+        k,
+        &row_ptr,
+        &cols,
+    )?;
+    let p = DistBsr::from_values(pattern, &values)?;
+    Ok(DistTentative {
+        p,
+        coarse_partition,
+        coarse_serial_ids,
+        coarse_nns,
+    })
+}

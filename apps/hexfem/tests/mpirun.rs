@@ -1,0 +1,239 @@
+//! `hexfem` under `mpirun` (oversubscribed: 4 ranks on any machine): a distributed `check`,
+//! and an error on one rank (an inside-out element in that rank's part of a Gmsh mesh) that ends
+//! every rank with that message, printed once, never a hang (`mpirun --timeout` bounds it).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use comm::launch::{output_text, run_mpirun};
+
+fn hexfem_on(np: usize, args: &[&str]) -> Output {
+    run_mpirun(np, |cmd| {
+        cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+            .args(args)
+            .env("CI", "1");
+    })
+    .expect("mpirun (Open MPI) runs")
+}
+
+/// A scratch directory, removed (with everything in it) when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("hexfem-mpirun-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+fn input(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../inputs")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A column of 8 Q1 cells along x in MSH 4.1 (element tag 101 + i is the cell x in [i, i + 1]),
+/// the face x = 0 the set "left"; element `inverted` lists its top face first (det J < 0).
+fn column_msh(inverted: Option<usize>) -> String {
+    let n = 8;
+    let nodes = 4 * (n + 1);
+    let tag = |i: usize, j: usize, k: usize| 1 + i + (n + 1) * (j + 2 * k);
+    let mut s = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$PhysicalNames\n1\n2 1 \"left\"\n$EndPhysicalNames\n");
+    s += &format!("$Entities\n0 0 1 1\n1 0 0 0 0 1 1 1 1 0\n1 0 0 0 {n} 1 1 0 0\n$EndEntities\n$Nodes\n1 {nodes} 1 {nodes}\n3 1 0 {nodes}\n");
+    for t in 1..=nodes {
+        s += &format!("{t}\n");
+    }
+    for k in 0..2 {
+        for j in 0..2 {
+            for i in 0..=n {
+                s += &format!("{i} {j} {k}\n");
+            }
+        }
+    }
+    s += &format!(
+        "$EndNodes\n$Elements\n2 {} 100 {}\n2 1 3 1\n",
+        n + 1,
+        100 + n
+    );
+    s += &format!(
+        "100 {} {} {} {}\n",
+        tag(0, 0, 0),
+        tag(0, 0, 1),
+        tag(0, 1, 1),
+        tag(0, 1, 0)
+    );
+    s += &format!("3 1 5 {n}\n");
+    for i in 0..n {
+        let bottom = [
+            tag(i, 0, 0),
+            tag(i + 1, 0, 0),
+            tag(i + 1, 1, 0),
+            tag(i, 1, 0),
+        ];
+        let top = [
+            tag(i, 0, 1),
+            tag(i + 1, 0, 1),
+            tag(i + 1, 1, 1),
+            tag(i, 1, 1),
+        ];
+        let (first, second) = if inverted == Some(i) {
+            (top, bottom)
+        } else {
+            (bottom, top)
+        };
+        let list: Vec<String> = first.iter().chain(&second).map(|t| t.to_string()).collect();
+        s += &format!("{} {}\n", 101 + i, list.join(" "));
+    }
+    s + "$EndElements\n"
+}
+
+fn column_input(dir: &Path, name: &str, inverted: Option<usize>) -> String {
+    std::fs::write(dir.join(format!("{name}.msh")), column_msh(inverted)).unwrap();
+    let yaml = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &yaml,
+        format!("mesh:\n  gmsh: {{ file: {name}.msh }}\nmaterials:\n  - {{ model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }}\nboundary:\n  dirichlet:\n    - {{ set: left, x: 0.0, y: 0.0, z: 0.0 }}\n"),
+    )
+    .unwrap();
+    yaml.to_string_lossy().into_owned()
+}
+
+#[test]
+fn check_runs_distributed_and_reports_the_partition() {
+    let dir = scratch("check");
+    for np in [2, 4] {
+        let out = hexfem_on(
+            np,
+            &[
+                "check",
+                &input("cantilever_q1.yaml"),
+                "-o",
+                dir.0.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", output_text(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("valid on {np} MPI ranks")), "{text}");
+        assert!(text.contains("640 cells, 1025 nodes"), "{text}");
+        assert_eq!(
+            text.matches("valid on").count(),
+            1,
+            "printed by rank 0 only: {text}"
+        );
+    }
+    let out = hexfem_on(4, &["check", &column_input(&dir.0, "upright", None)]);
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
+#[test]
+fn an_inverted_element_on_one_rank_ends_every_rank_with_its_message() {
+    let dir = scratch("inverted");
+    // The last cell of the column lies in the last METIS part, not on rank 0.
+    let yaml = column_input(&dir.0, "inverted", Some(7));
+    let out = hexfem_on(4, &["check", &yaml]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let needle = "Gmsh element 108 (cell 7): non-positive Jacobian determinant";
+    assert_eq!(
+        err.matches(needle).count(),
+        1,
+        "printed once: {}",
+        output_text(&out)
+    );
+    assert!(err.contains("inverted.yaml"), "the input is named: {err}");
+    let rank = err
+        .split("rank ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.parse::<usize>().ok())
+        .expect("the failing rank is named");
+    assert_ne!(rank, 0, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The serial run names the same element.
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["check", &yaml])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&serial.stderr).contains(needle));
+}
+
+#[test]
+fn run_on_several_ranks_refuses_cleanly_and_one_rank_runs_the_serial_program() {
+    let dir = scratch("run");
+    let out = hexfem_on(
+        2,
+        &[
+            "run",
+            &input("cantilever_q1.yaml"),
+            "-o",
+            dir.0.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("is not available yet").count(), 1, "{err}");
+    let one = hexfem_on(
+        1,
+        &[
+            "run",
+            &input("cantilever_q1.yaml"),
+            "-o",
+            dir.0.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert!(one.status.success(), "{}", output_text(&one));
+    assert!(dir.0.join("cantilever_q1.h5").exists());
+}
+
+#[test]
+fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iterations() {
+    let args = [
+        "bench",
+        "distributed",
+        "--cells",
+        "6",
+        "--repeats",
+        "1",
+        "--amg",
+        "--json",
+    ];
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let parse = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(out)))
+    };
+    let one = parse(&serial);
+    assert_eq!(one["ranks"], 1);
+    assert_eq!(one["halo_values_per_spmv"], 0);
+    for np in [2, 4] {
+        let out = hexfem_on(np, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
+        let many = parse(&out);
+        assert_eq!(many["ranks"], np);
+        assert_eq!(many["unknowns"], one["unknowns"]);
+        assert_eq!(many["cg_iterations"], one["cg_iterations"], "{many}");
+        assert_eq!(many["cg_converged"], true);
+        assert!(many["halo_values_per_spmv"].as_u64().unwrap() > 0);
+        assert_eq!(many["per_rank"].as_array().unwrap().len(), np);
+        // The distributed AMG: the same hierarchy and iterations on every rank count.
+        assert_eq!(many["amg"]["levels"], one["amg"]["levels"], "{many}");
+        assert_eq!(many["amg"]["cg_iterations"], one["amg"]["cg_iterations"]);
+        assert_eq!(many["amg"]["cg_converged"], true);
+        assert_eq!(
+            many["amg"]["hot_update_p_values"], 0,
+            "a hot update sends no P"
+        );
+    }
+}

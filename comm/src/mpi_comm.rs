@@ -1,0 +1,278 @@
+//! [`MpiComm`]: the MPI world communicator behind [`Comm`], through rsmpi.
+
+use std::sync::Mutex;
+
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
+use mpi::Count;
+
+use crate::{check_send_count, Comm, CommError};
+
+/// Serialises every MPI call of the process (MPI is initialised with
+/// `MPI_THREAD_SERIALIZED`: any thread may call, one at a time).
+static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+/// Tag of the messages of [`Comm::exchange`].
+const EXCHANGE_TAG: i32 = 7001;
+
+/// The MPI world communicator. Made by [`crate::Session::init`] under an MPI launcher; every
+/// call errors with [`CommError::Finalized`] once the session is dropped.
+///
+/// Reductions gather every rank's buffer and combine them in rank order on every rank, so the
+/// result is bit-identical on all ranks and from run to run for a fixed rank count (MPI's own
+/// reduction order is implementation-defined).
+#[derive(Debug)]
+pub struct MpiComm {
+    rank: usize,
+    size: usize,
+}
+
+impl MpiComm {
+    /// The world communicator of an initialised MPI (crate-private: [`crate::Session`] owns the
+    /// MPI lifetime).
+    pub(crate) fn world() -> Self {
+        let world = SimpleCommunicator::world();
+        Self {
+            rank: world.rank() as usize,
+            size: world.size() as usize,
+        }
+    }
+
+    /// Runs `f` on the world communicator, serialised, unless MPI is finalized.
+    fn with_world<R>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&SimpleCommunicator) -> Result<R, CommError>,
+    ) -> Result<R, CommError> {
+        let _guard = MPI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        if mpi::environment::is_finalized() || !mpi::environment::is_initialized() {
+            return Err(CommError::Finalized { operation });
+        }
+        f(&SimpleCommunicator::world())
+    }
+
+    fn allgatherv<T: Equivalence + Copy + Default>(
+        &self,
+        operation: &'static str,
+        local: &[T],
+    ) -> Result<Vec<Vec<T>>, CommError> {
+        let count = to_count(operation, local.len())?;
+        self.with_world(operation, |world| {
+            let mut counts = vec![0 as Count; self.size];
+            world.all_gather_into(&count, &mut counts[..]);
+            let displs = displacements(operation, &counts)?;
+            let total: usize = counts.iter().map(|&c| c as usize).sum();
+            // Never hand MPI an empty slice: its dangling pointer may equal MPI_IN_PLACE.
+            let mut buf = vec![T::default(); total.max(1)];
+            let dummy = [T::default()];
+            // An empty sub-slice of a real array points into it, not at the dangling address.
+            let send = if local.is_empty() { &dummy[..0] } else { local };
+            {
+                let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+                world.all_gather_varcount_into(send, &mut part);
+            }
+            Ok(split(&buf, &counts))
+        })
+    }
+
+    fn alltoallv<T: Equivalence + Copy + Default>(
+        &self,
+        operation: &'static str,
+        send: &[Vec<T>],
+    ) -> Result<Vec<Vec<T>>, CommError> {
+        check_send_count(operation, send.len(), self.size)?;
+        let send_counts = send
+            .iter()
+            .map(|v| to_count(operation, v.len()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let send_displs = displacements(operation, &send_counts)?;
+        let mut flat: Vec<T> = send.iter().flatten().copied().collect();
+        // Never hand MPI an empty buffer (see `allgatherv`); the counts say what is sent.
+        if flat.is_empty() {
+            flat.push(T::default());
+        }
+        self.with_world(operation, |world| {
+            let mut recv_counts = vec![0 as Count; self.size];
+            world.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+            let recv_displs = displacements(operation, &recv_counts)?;
+            let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+            let mut buf = vec![T::default(); total.max(1)];
+            {
+                let spart = Partition::new(&flat[..], &send_counts[..], &send_displs[..]);
+                let mut rpart = PartitionMut::new(&mut buf[..], &recv_counts[..], &recv_displs[..]);
+                world.all_to_all_varcount_into(&spart, &mut rpart);
+            }
+            Ok(split(&buf, &recv_counts))
+        })
+    }
+
+    fn check_rank(&self, operation: &'static str, r: usize) -> Result<(), CommError> {
+        if r >= self.size || r == self.rank {
+            return Err(CommError::Mismatch {
+                operation,
+                message: format!(
+                    "neighbour rank {r} is not another rank of 0..{} (this is rank {})",
+                    self.size, self.rank
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Comm for MpiComm {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn allreduce_sum(&self, v: &mut [f64]) -> Result<(), CommError> {
+        let all = self.allgatherv("allreduce_sum", v)?;
+        check_equal_lengths("allreduce_sum", &all, v.len())?;
+        for (i, x) in v.iter_mut().enumerate() {
+            let mut s = all[0][i];
+            for part in &all[1..] {
+                s += part[i];
+            }
+            *x = s;
+        }
+        Ok(())
+    }
+
+    fn allreduce_max(&self, v: &mut [f64]) -> Result<(), CommError> {
+        let all = self.allgatherv("allreduce_max", v)?;
+        check_equal_lengths("allreduce_max", &all, v.len())?;
+        for (i, x) in v.iter_mut().enumerate() {
+            let mut m = all[0][i];
+            for part in &all[1..] {
+                let y = part[i];
+                if m.is_nan() || y.is_nan() {
+                    m = f64::NAN;
+                } else if y > m {
+                    m = y;
+                }
+            }
+            *x = m;
+        }
+        Ok(())
+    }
+
+    fn allgatherv_u64(&self, local: &[u64]) -> Result<Vec<Vec<u64>>, CommError> {
+        self.allgatherv("allgatherv_u64", local)
+    }
+
+    fn allgatherv_f64(&self, local: &[f64]) -> Result<Vec<Vec<f64>>, CommError> {
+        self.allgatherv("allgatherv_f64", local)
+    }
+
+    fn allgatherv_bytes(&self, local: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
+        self.allgatherv("allgatherv_bytes", local)
+    }
+
+    fn alltoallv_u64(&self, send: &[Vec<u64>]) -> Result<Vec<Vec<u64>>, CommError> {
+        self.alltoallv("alltoallv_u64", send)
+    }
+
+    fn alltoallv_f64(&self, send: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, CommError> {
+        self.alltoallv("alltoallv_f64", send)
+    }
+
+    fn exchange(
+        &self,
+        sends: &[(usize, &[f64])],
+        recvs: &mut [(usize, &mut [f64])],
+        overlap: &mut dyn FnMut(),
+    ) -> Result<(), CommError> {
+        for &(r, buf) in sends {
+            self.check_rank("exchange", r)?;
+            to_count("exchange", buf.len())?;
+        }
+        for (r, buf) in recvs.iter() {
+            self.check_rank("exchange", *r)?;
+            to_count("exchange", buf.len())?;
+        }
+        self.with_world("exchange", |world| {
+            mpi::request::scope(|scope| {
+                let mut receives = Vec::with_capacity(recvs.len());
+                for (r, buf) in recvs.iter_mut() {
+                    receives.push(
+                        world
+                            .process_at_rank(*r as i32)
+                            .immediate_receive_into_with_tag(scope, &mut buf[..], EXCHANGE_TAG),
+                    );
+                }
+                let mut sent = Vec::with_capacity(sends.len());
+                for &(r, buf) in sends {
+                    sent.push(world.process_at_rank(r as i32).immediate_send_with_tag(
+                        scope,
+                        buf,
+                        EXCHANGE_TAG,
+                    ));
+                }
+                overlap();
+                for request in receives {
+                    request.wait();
+                }
+                for request in sent {
+                    request.wait();
+                }
+            });
+            Ok(())
+        })
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
+            SimpleCommunicator::world().abort(code)
+        }
+        std::process::exit(code)
+    }
+}
+
+fn to_count(operation: &'static str, len: usize) -> Result<Count, CommError> {
+    Count::try_from(len).map_err(|_| CommError::Mismatch {
+        operation,
+        message: format!("{len} entries exceed MPI's count range"),
+    })
+}
+
+fn displacements(operation: &'static str, counts: &[Count]) -> Result<Vec<Count>, CommError> {
+    let mut displs = Vec::with_capacity(counts.len());
+    let mut at: usize = 0;
+    for &c in counts {
+        displs.push(to_count(operation, at)?);
+        at += c as usize;
+    }
+    to_count(operation, at)?;
+    Ok(displs)
+}
+
+fn split<T: Copy>(buf: &[T], counts: &[Count]) -> Vec<Vec<T>> {
+    let mut at = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let part = buf[at..at + c as usize].to_vec();
+            at += c as usize;
+            part
+        })
+        .collect()
+}
+
+fn check_equal_lengths(
+    operation: &'static str,
+    all: &[Vec<f64>],
+    len: usize,
+) -> Result<(), CommError> {
+    if let Some((rank, v)) = all.iter().enumerate().find(|(_, v)| v.len() != len) {
+        return Err(CommError::Mismatch {
+            operation,
+            message: format!("rank {rank} reduces {} entries, this rank {len}", v.len()),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The MPI communicator on 2 and 4 ranks (each test starts itself under `mpirun`).
+
+use comm::launch::on_ranks;
+use comm::{agree, exclusive_scan, CommError};
+
+#[test]
+fn reductions_combine_ranks_in_rank_order_on_every_rank() {
+    on_ranks(
+        "reductions_combine_ranks_in_rank_order_on_every_rank",
+        &[2, 4],
+        |comm| {
+            let (r, n) = (comm.rank(), comm.size());
+            // Values whose sum depends on the order of addition.
+            let mine = |r: usize| {
+                [
+                    1.0e16 * if r.is_multiple_of(2) { 1.0 } else { -1.0 },
+                    0.1 * (r + 1) as f64,
+                ]
+            };
+            let mut v = mine(r);
+            comm.allreduce_sum(&mut v).unwrap();
+            let mut expected = mine(0);
+            for q in 1..n {
+                let m = mine(q);
+                expected[0] += m[0];
+                expected[1] += m[1];
+            }
+            assert_eq!(v.map(f64::to_bits), expected.map(f64::to_bits));
+            // Every rank holds the same bits.
+            let all = comm.allgatherv_f64(&v).unwrap();
+            assert!(all.iter().all(|w| w
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(v.iter().map(|x| x.to_bits()))));
+
+            let mut m = [
+                r as f64,
+                -(r as f64),
+                if r == n - 1 { f64::NAN } else { 0.0 },
+            ];
+            comm.allreduce_max(&mut m).unwrap();
+            assert_eq!(m[0], (n - 1) as f64);
+            assert_eq!(m[1], 0.0);
+            assert!(m[2].is_nan());
+
+            // A length that differs on one rank is the same error everywhere, not a hang.
+            let mut bad = vec![1.0; if r == 1 { 2 } else { 1 }];
+            assert!(matches!(
+                comm.allreduce_sum(&mut bad),
+                Err(CommError::Mismatch { .. })
+            ));
+        },
+    );
+}
+
+#[test]
+fn gathers_scans_and_all_to_all_move_every_ranks_data() {
+    on_ranks(
+        "gathers_scans_and_all_to_all_move_every_ranks_data",
+        &[2, 4],
+        |comm| {
+            let (r, n) = (comm.rank(), comm.size());
+            let local: Vec<u64> = (0..r as u64 + 1).map(|i| 100 * r as u64 + i).collect();
+            let all = comm.allgatherv_u64(&local).unwrap();
+            for (q, v) in all.iter().enumerate() {
+                assert_eq!(
+                    *v,
+                    (0..q as u64 + 1)
+                        .map(|i| 100 * q as u64 + i)
+                        .collect::<Vec<_>>()
+                );
+            }
+            assert_eq!(
+                exclusive_scan(&**comm, r as u64 + 1).unwrap(),
+                ((r * (r + 1) / 2) as u64, (n * (n + 1) / 2) as u64)
+            );
+            // Rank r sends q + 1 copies of 10 r + q to rank q.
+            let send: Vec<Vec<u64>> = (0..n).map(|q| vec![(10 * r + q) as u64; q + 1]).collect();
+            let got = comm.alltoallv_u64(&send).unwrap();
+            for (q, v) in got.iter().enumerate() {
+                assert_eq!(*v, vec![(10 * q + r) as u64; r + 1]);
+            }
+            let sendf: Vec<Vec<f64>> = (0..n).map(|q| vec![r as f64 + 0.5; q]).collect();
+            let gotf = comm.alltoallv_f64(&sendf).unwrap();
+            assert!(gotf
+                .iter()
+                .enumerate()
+                .all(|(q, v)| *v == vec![q as f64 + 0.5; r]));
+        },
+    );
+}
+
+#[test]
+fn exchange_delivers_neighbour_messages_around_the_overlapped_work() {
+    on_ranks(
+        "exchange_delivers_neighbour_messages_around_the_overlapped_work",
+        &[2, 4],
+        |comm| {
+            let (r, n) = (comm.rank(), comm.size());
+            let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+            let to_next = vec![r as f64; 3];
+            let to_prev = vec![-(r as f64); 2];
+            let (mut from_prev, mut from_next) = (vec![0.0; 3], vec![0.0; 2]);
+            let mut overlapped = 0;
+            if n == 2 {
+                // One neighbour on both sides: one message each way, of 3 + 2 entries.
+                let send = [to_next.clone(), to_prev.clone()].concat();
+                let mut recv = vec![0.0; 5];
+                comm.exchange(&[(next, &send)], &mut [(prev, &mut recv)], &mut || {
+                    overlapped += 1
+                })
+                .unwrap();
+                from_prev.copy_from_slice(&recv[..3]);
+                from_next.copy_from_slice(&recv[3..]);
+            } else {
+                comm.exchange(
+                    &[(next, &to_next), (prev, &to_prev)],
+                    &mut [(prev, &mut from_prev), (next, &mut from_next)],
+                    &mut || overlapped += 1,
+                )
+                .unwrap();
+            }
+            assert_eq!(overlapped, 1);
+            assert_eq!(from_prev, vec![prev as f64; 3]);
+            assert_eq!(from_next, vec![-(next as f64); 2]);
+            assert!(comm
+                .exchange(&[(r, &to_next)], &mut [], &mut || ())
+                .is_err());
+        },
+    );
+}
+
+#[test]
+fn an_error_on_one_rank_becomes_the_same_error_on_every_rank() {
+    on_ranks(
+        "an_error_on_one_rank_becomes_the_same_error_on_every_rank",
+        &[2, 4],
+        |comm| {
+            let (r, n) = (comm.rank(), comm.size());
+            assert_eq!(agree(&**comm, Ok::<_, String>(r)).unwrap(), r);
+            // The last rank (rank 1 of 2, rank 3 of 4) and, on 4 ranks, rank 2 fail: the lowest
+            // failing rank's message wins everywhere.
+            let local: Result<(), String> = if r == n - 1 || (n == 4 && r == 2) {
+                Err(format!("bad element {} on this rank", 10 + r))
+            } else {
+                Ok(())
+            };
+            let e = agree(&**comm, local).unwrap_err();
+            let first = if n == 4 { 2 } else { 1 };
+            assert_eq!(
+                e,
+                CommError::Failed {
+                    rank: first,
+                    size: n,
+                    message: format!("bad element {} on this rank", 10 + first)
+                }
+            );
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "rank {first} of {n}: bad element {} on this rank",
+                    10 + first
+                )
+            );
+        },
+    );
+}

@@ -1,0 +1,496 @@
+//! [`DistPattern`] and [`DistBsr`]: a rank's owned block rows, split into the diagonal part
+//! (owned columns) and the off-diagonal part (ghost columns), and their SpMV.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::backend::host;
+use crate::dist::{HaloPlan, RowPartition};
+use crate::{BlockPattern, Bsr, Layout, LinalgError, Vector};
+
+/// The symbolic part of a distributed block matrix on one rank: the diagonal and off-diagonal
+/// patterns of its owned block rows, where each input entry goes, the halo plan of the ghost
+/// columns and the layouts of the vectors it maps (operands: owned column blocks, then ghosts;
+/// results: owned row blocks). Rows and columns have their own partitions and block sizes (a
+/// prolongator's `3 x 6` blocks, say); a square matrix shares one partition.
+///
+/// Invariants: `diag` is `n_owned_rows x n_owned_cols` (columns `global - first owned column`),
+/// `offd` is `n_owned_rows x ghosts` (columns index `halo.ghosts()`, ascending global ids);
+/// `entry_slot[k]` is input entry `k`'s slot in `diag` (`< diag.nnz()`) or `diag.nnz() +` its
+/// slot in `offd`.
+#[derive(Debug)]
+pub struct DistPattern {
+    partition: RowPartition,
+    col_partition: RowPartition,
+    block_rows: usize,
+    block_cols: usize,
+    diag: Arc<BlockPattern>,
+    offd: Arc<BlockPattern>,
+    entry_slot: Vec<u32>,
+    halo: Arc<HaloPlan>,
+    layout: Arc<Layout>,
+    owned_layout: Arc<Layout>,
+    row_layout: Arc<Layout>,
+}
+
+impl DistPattern {
+    /// Collective. This rank's owned block rows (`partition.n_owned()` of them): row `i`'s
+    /// entries are `row_ptr[i]..row_ptr[i + 1]`, with global block columns `cols` (any order,
+    /// no duplicate within a row). Errors are agreed on every rank.
+    pub fn new(
+        partition: RowPartition,
+        block_size: usize,
+        row_ptr: &[usize],
+        cols: &[u64],
+    ) -> Result<Arc<Self>, LinalgError> {
+        Self::new_rect(
+            partition.clone(),
+            partition,
+            block_size,
+            block_size,
+            row_ptr,
+            cols,
+        )
+    }
+
+    /// Collective. As [`DistPattern::new`] for a rectangular matrix of `block_rows x
+    /// block_cols` blocks: rows owned by `partition`, columns by `col_partition` (the same
+    /// ranks).
+    pub fn new_rect(
+        partition: RowPartition,
+        col_partition: RowPartition,
+        block_rows: usize,
+        block_cols: usize,
+        row_ptr: &[usize],
+        cols: &[u64],
+    ) -> Result<Arc<Self>, LinalgError> {
+        let comm = partition.comm().clone();
+        let n_owned = partition.n_owned();
+        let owned = col_partition.owned_range();
+        let global_len = col_partition.global_len();
+        let check = if col_partition.comm().size() != comm.size() {
+            Err("distributed pattern: row and column partitions over different ranks".into())
+        } else if block_rows == 0 || block_cols == 0 {
+            Err(format!(
+                "distributed pattern: block size {block_rows}x{block_cols}"
+            ))
+        } else {
+            check_rows(n_owned, row_ptr, cols, global_len)
+        };
+        comm::agree(&*comm, check)?;
+
+        let mut ghosts: Vec<u64> = cols
+            .iter()
+            .copied()
+            .filter(|g| !owned.contains(g))
+            .collect();
+        ghosts.sort_unstable();
+        ghosts.dedup();
+
+        // Each row sorted by global column: owned columns map to `g - first`, ghosts to their
+        // compact index; both keep ascending order, as patterns require.
+        let mut entry_slot = vec![0u32; cols.len()];
+        let (mut d_ptr, mut o_ptr) = (vec![0usize], vec![0usize]);
+        let (mut d_col, mut o_col) = (Vec::new(), Vec::new());
+        let mut d_entries = Vec::new();
+        let mut o_entries = Vec::new();
+        let mut row: Vec<(u64, usize)> = Vec::new();
+        for i in 0..n_owned {
+            row.clear();
+            row.extend((row_ptr[i]..row_ptr[i + 1]).map(|k| (cols[k], k)));
+            row.sort_unstable();
+            for &(g, k) in &row {
+                if owned.contains(&g) {
+                    d_col.push((g - owned.start) as u32);
+                    d_entries.push(k);
+                } else {
+                    let c = ghosts.binary_search(&g).expect("collected");
+                    o_col.push(c as u32);
+                    o_entries.push(k);
+                }
+            }
+            d_ptr.push(d_col.len());
+            o_ptr.push(o_col.len());
+        }
+        let n_diag = d_col.len();
+        for (slot, &k) in d_entries.iter().enumerate() {
+            entry_slot[k] = slot as u32;
+        }
+        for (slot, &k) in o_entries.iter().enumerate() {
+            entry_slot[k] = (n_diag + slot) as u32;
+        }
+        let n_owned_cols = col_partition.n_owned();
+        let diag = BlockPattern::new_trusted(n_owned, n_owned_cols, d_ptr, d_col);
+        let offd = BlockPattern::new_trusted(n_owned, ghosts.len(), o_ptr, o_col);
+        let n_ghosts = ghosts.len();
+        let halo = HaloPlan::new(&col_partition, ghosts, block_cols)?;
+        let bc = block_cols as u64;
+        let layout = Layout::new(
+            n_owned_cols * block_cols,
+            n_ghosts * block_cols,
+            owned.start * bc,
+            global_len * bc,
+            comm.clone(),
+        )?;
+        let owned_layout = Layout::new(
+            n_owned_cols * block_cols,
+            0,
+            owned.start * bc,
+            global_len * bc,
+            comm.clone(),
+        )?;
+        let br = block_rows as u64;
+        let row_layout = Layout::new(
+            n_owned * block_rows,
+            0,
+            partition.owned_range().start * br,
+            partition.global_len() * br,
+            comm,
+        )?;
+        Ok(Arc::new(Self {
+            partition,
+            col_partition,
+            block_rows,
+            block_cols,
+            diag: Arc::new(diag),
+            offd: Arc::new(offd),
+            entry_slot,
+            halo: Arc::new(halo),
+            layout: Arc::new(layout),
+            owned_layout: Arc::new(owned_layout),
+            row_layout: Arc::new(row_layout),
+        }))
+    }
+
+    /// Collective. The owned rows of a rank-local matrix `local` whose first
+    /// `partition.n_owned()` block rows are the owned rows and whose block column `c` is global
+    /// index `col_globals[c]` (the matrix assembled on a rank's part of a mesh with one layer of
+    /// ghost cells: complete owned rows, no communication). Values follow with
+    /// [`DistBsr::set_from_local`].
+    pub fn from_local(
+        partition: RowPartition,
+        local: &BlockPattern,
+        col_globals: &[u64],
+        block_size: usize,
+    ) -> Result<Arc<Self>, LinalgError> {
+        let n_owned = partition.n_owned();
+        let fits = local.n_block_rows() >= n_owned && col_globals.len() == local.n_block_cols();
+        let rows = if fits { n_owned } else { 0 };
+        let row_ptr = &local.row_ptr()[..=rows];
+        let cols: Vec<u64> = local.col_idx()[..row_ptr[rows]]
+            .iter()
+            .map(|&c| col_globals[c as usize])
+            .collect();
+        if !fits {
+            // Fails the agreed check inside `new` on this rank (wrong row count).
+            return Self::new(partition, block_size, &[usize::MAX], &[]);
+        }
+        Self::new(partition, block_size, row_ptr, &cols)
+    }
+
+    /// The row partition.
+    pub fn partition(&self) -> &RowPartition {
+        &self.partition
+    }
+
+    /// The column partition (the row partition for square matrices).
+    pub fn col_partition(&self) -> &RowPartition {
+        &self.col_partition
+    }
+
+    /// Rows per block (and columns for square blocks).
+    pub fn block_size(&self) -> usize {
+        self.block_rows
+    }
+
+    /// Rows per block.
+    pub fn block_rows(&self) -> usize {
+        self.block_rows
+    }
+
+    /// Columns per block.
+    pub fn block_cols(&self) -> usize {
+        self.block_cols
+    }
+
+    /// Layout of results (owned rows, no ghosts); for a square matrix it matches
+    /// [`DistPattern::owned_layout`].
+    pub fn row_layout(&self) -> &Arc<Layout> {
+        &self.row_layout
+    }
+
+    /// Pattern of the owned rows' owned columns.
+    pub fn diag(&self) -> &Arc<BlockPattern> {
+        &self.diag
+    }
+
+    /// Pattern of the owned rows' ghost columns (compact ghost indices).
+    pub fn offd(&self) -> &Arc<BlockPattern> {
+        &self.offd
+    }
+
+    /// The ghost column map and its messages.
+    pub fn halo(&self) -> &Arc<HaloPlan> {
+        &self.halo
+    }
+
+    /// Layout of the operands of [`DistBsr::spmv`]: owned column entries, then the ghosts.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// Layout of owned-only operands (no ghost tail), those of [`DistBsr::apply`] and of the
+    /// Krylov solvers.
+    pub fn owned_layout(&self) -> &Arc<Layout> {
+        &self.owned_layout
+    }
+
+    /// Input entries (blocks) the pattern was built from.
+    pub fn n_entries(&self) -> usize {
+        self.entry_slot.len()
+    }
+}
+
+fn check_rows(
+    n_owned: usize,
+    row_ptr: &[usize],
+    cols: &[u64],
+    global_len: u64,
+) -> Result<(), String> {
+    if row_ptr.len() != n_owned + 1 || row_ptr[0] != 0 || row_ptr[n_owned] != cols.len() {
+        return Err(format!(
+            "distributed pattern: row_ptr of {} entries (first {:?}, last {:?}) for {n_owned} owned rows and {} entries",
+            row_ptr.len(),
+            row_ptr.first(),
+            row_ptr.last(),
+            cols.len()
+        ));
+    }
+    let mut seen: Vec<u64> = Vec::new();
+    for i in 0..n_owned {
+        if row_ptr[i] > row_ptr[i + 1] {
+            return Err(format!(
+                "distributed pattern: row_ptr decreases at owned row {i}"
+            ));
+        }
+        seen.clear();
+        seen.extend_from_slice(&cols[row_ptr[i]..row_ptr[i + 1]]);
+        seen.sort_unstable();
+        if let Some(&g) = seen.iter().find(|&&g| g >= global_len) {
+            return Err(format!(
+                "distributed pattern: owned row {i}: column {g} beyond the {global_len} global block columns"
+            ));
+        }
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "distributed pattern: owned row {i}: column {} twice",
+                w[0]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A rank's owned block rows of a distributed block matrix: the diagonal part (a
+/// [`Bsr`] on the owned columns) and the off-diagonal part (a [`Bsr`] on the ghost columns),
+/// on a shared [`DistPattern`].
+#[derive(Debug)]
+pub struct DistBsr {
+    pattern: Arc<DistPattern>,
+    diag: Bsr,
+    offd: Bsr,
+    /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
+    scratch: Mutex<Vec<f64>>,
+    /// Changes whenever the values do (unique in the process): plans that copy the values
+    /// elsewhere skip the copy when it is the one they copied.
+    version: u64,
+}
+
+/// Source of [`DistBsr::version`]s.
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, Ordering::Relaxed)
+}
+
+impl DistBsr {
+    /// Zero values on `pattern` (host).
+    pub fn zeros(pattern: Arc<DistPattern>) -> Self {
+        let (br, bc) = (pattern.block_rows, pattern.block_cols);
+        Self {
+            diag: Bsr::zeros(pattern.diag.clone(), br, bc),
+            offd: Bsr::zeros(pattern.offd.clone(), br, bc),
+            scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
+            version: next_version(),
+            pattern,
+        }
+    }
+
+    /// Values of the input entries, entry-major (`block_rows * block_cols` per entry, blocks
+    /// row-major).
+    pub fn from_values(pattern: Arc<DistPattern>, values: &[f64]) -> Result<Self, LinalgError> {
+        let mut m = Self::zeros(pattern);
+        m.set_values(values)?;
+        Ok(m)
+    }
+
+    /// Overwrites the values from the input entries (as [`DistBsr::from_values`]); local.
+    pub fn set_values(&mut self, values: &[f64]) -> Result<(), LinalgError> {
+        self.version = next_version();
+        let bl = self.pattern.block_rows * self.pattern.block_cols;
+        let expected = self.pattern.n_entries() * bl;
+        if values.len() != expected {
+            return Err(LinalgError::LengthMismatch {
+                what: "DistBsr::set_values",
+                expected,
+                found: values.len(),
+            });
+        }
+        let n_diag = self.pattern.diag.nnz();
+        let diag = self.diag.host_mut()?;
+        let offd = self.offd.host_mut()?;
+        for (k, &slot) in self.pattern.entry_slot.iter().enumerate() {
+            let slot = slot as usize;
+            let src = &values[k * bl..(k + 1) * bl];
+            if slot < n_diag {
+                diag[slot * bl..(slot + 1) * bl].copy_from_slice(src);
+            } else {
+                let s = slot - n_diag;
+                offd[s * bl..(s + 1) * bl].copy_from_slice(src);
+            }
+        }
+        Ok(())
+    }
+
+    /// Overwrites the values from the rank-local matrix the pattern was built from
+    /// ([`DistPattern::from_local`]): its first rows' values, in slot order.
+    pub fn set_from_local(&mut self, local: &Bsr) -> Result<(), LinalgError> {
+        let bl = self.pattern.block_rows * self.pattern.block_cols;
+        let n = self.pattern.n_entries() * bl;
+        let values = local.host()?;
+        if values.len() < n || local.block_len() != bl {
+            return Err(LinalgError::LengthMismatch {
+                what: "DistBsr::set_from_local: local values",
+                expected: n,
+                found: values.len(),
+            });
+        }
+        self.set_values(&values[..n])
+    }
+
+    /// The version of the values: a new one, unique in the process, after every change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The shared symbolic part.
+    pub fn pattern(&self) -> &Arc<DistPattern> {
+        &self.pattern
+    }
+
+    /// The owned rows' owned columns.
+    pub fn diag(&self) -> &Bsr {
+        &self.diag
+    }
+
+    /// The owned rows' ghost columns.
+    pub fn offd(&self) -> &Bsr {
+        &self.offd
+    }
+
+    /// A zero operand of [`DistBsr::spmv`] (owned entries, then ghosts), on the host.
+    pub fn new_vector(&self) -> Vector {
+        let layout = self.pattern.layout.clone();
+        let n = layout.len();
+        Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
+    }
+
+    /// A zero owned-only operand (no ghost tail), on the host.
+    pub fn new_owned_vector(&self) -> Vector {
+        let layout = self.pattern.owned_layout.clone();
+        let n = layout.len();
+        Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
+    }
+
+    /// A zero result vector (owned rows), on the host.
+    pub fn new_row_vector(&self) -> Vector {
+        let layout = self.pattern.row_layout.clone();
+        let n = layout.len();
+        Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
+    }
+
+    /// `y = A x` for owned-only vectors (`x`: [`DistPattern::owned_layout`], `y`:
+    /// [`DistPattern::row_layout`]), as Krylov solvers call it: `x` is copied into a scratch
+    /// vector whose ghost tail the halo plan fills, then as [`DistBsr::spmv`] (the same values).
+    pub fn apply(&self, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
+        let p = &self.pattern;
+        if !x.layout().matches(&p.owned_layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::apply: x",
+            });
+        }
+        if !y.layout().matches(&p.row_layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::apply: y",
+            });
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        scratch[..p.owned_layout.owned()].copy_from_slice(x.host()?);
+        self.multiply(&mut scratch, &mut y.host_mut()?[..p.row_layout.owned()])
+    }
+
+    /// `y = A x` on the owned entries of `y` (its ghosts are left as they are). Fills the ghost
+    /// tail of `x` from the owners (the halo plan) while the diagonal part multiplies the owned
+    /// entries, then adds the off-diagonal part's product. `x` has [`DistPattern::layout`];
+    /// `y` has [`DistPattern::row_layout`] or, for a square matrix, `x`'s layout. Per row: the
+    /// diagonal blocks in column order, then the ghost blocks.
+    pub fn spmv(&self, x: &mut Vector, y: &mut Vector) -> Result<(), LinalgError> {
+        let p = &self.pattern;
+        if !x.layout().matches(&p.layout) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::spmv: x",
+            });
+        }
+        let square_operand = p.row_layout.matches(&p.owned_layout) && y.layout().matches(&p.layout);
+        if !(y.layout().matches(&p.row_layout) || square_operand) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::spmv: y",
+            });
+        }
+        self.multiply(x.host_mut()?, &mut y.host_mut()?[..p.row_layout.owned()])
+    }
+
+    /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the
+    /// ghosts while the diagonal part multiplies, then the off-diagonal part adds.
+    fn multiply(&self, x: &mut [f64], y_owned: &mut [f64]) -> Result<(), LinalgError> {
+        let (br, bc) = (self.pattern.block_rows, self.pattern.block_cols);
+        let owned = self.pattern.owned_layout.owned();
+        let diag = self.diag.host()?;
+        let offd = self.offd.host()?;
+        self.pattern.halo.update_overlapped(x, &mut |x_owned| {
+            host::spmv::spmv(
+                &self.pattern.diag,
+                br,
+                bc,
+                diag,
+                1.0,
+                x_owned,
+                None,
+                y_owned,
+            )
+        })?;
+        if self.pattern.offd.nnz() > 0 {
+            host::spmv::spmv(
+                &self.pattern.offd,
+                br,
+                bc,
+                offd,
+                1.0,
+                &x[owned..],
+                Some(1.0),
+                y_owned,
+            );
+        }
+        Ok(())
+    }
+}

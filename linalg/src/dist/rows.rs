@@ -1,0 +1,181 @@
+//! [`RowGatherPlan`]: copies of other ranks' rows of a distributed matrix (the `P_oth` of a
+//! distributed Galerkin product: the prolongator rows of the fine ghost vertices), gathered as
+//! whole blocks.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use comm::Comm;
+
+use crate::dist::{DistBsr, HaloPlan};
+use crate::{BlockPattern, Bsr, LinalgError};
+
+/// Built once (collective, [`RowGatherPlan::new`]) from the halo plan of a matrix `A` whose
+/// ghost columns are rows of `P` owned elsewhere: the structure of those rows (a local
+/// [`Bsr`] pattern whose columns index `col_globals`, P's global column ids) and the messages
+/// that refresh their values ([`RowGatherPlan::update`]), which send nothing when `P` has not
+/// changed since the last update (its [`DistBsr::version`]).
+///
+/// Invariants: rows of the gathered matrix are the halo's ghosts, in its order; `recv[r]` is the
+/// slot range rank `r` fills; `send[r]` lists, per value block sent to rank `r`, its slot in
+/// `P`'s diagonal values (`< diag nnz`) or `diag nnz +` its slot in the off-diagonal values.
+#[derive(Debug)]
+pub struct RowGatherPlan {
+    pattern: Arc<BlockPattern>,
+    col_globals: Vec<u64>,
+    block_rows: usize,
+    block_cols: usize,
+    recv: Vec<(usize, Range<usize>)>,
+    send: Vec<(usize, Vec<u32>)>,
+    /// The version of `P` the gathered values are a copy of.
+    copied: Mutex<Option<u64>>,
+    comm: Arc<dyn Comm>,
+}
+
+impl RowGatherPlan {
+    /// Collective. `halo`: the plan of the ghost rows wanted (`A`'s ghost columns, whose owners
+    /// own those rows of `p`); `p`: the matrix whose rows are gathered (rows partitioned as
+    /// `halo`'s vectors).
+    pub fn new(halo: &HaloPlan, p: &DistBsr) -> Result<Self, LinalgError> {
+        let comm = halo.comm().clone();
+        let size = comm.size();
+        let pp = p.pattern();
+        let first_col = pp.col_partition().owned_range().start;
+        let ghosts_p = pp.halo().ghosts();
+        let (dp, op) = (pp.diag(), pp.offd());
+        let n_diag = dp.nnz();
+        if halo.n_owned() != dp.n_block_rows() {
+            return Err(LinalgError::DimensionMismatch {
+                what: "RowGatherPlan: owned rows of P vs the halo's vectors",
+                expected: halo.n_owned(),
+                found: dp.n_block_rows(),
+            });
+        }
+        // Row `i` of P as (global column, slot), ascending by column.
+        let row = |i: usize| {
+            let mut r: Vec<(u64, u32)> = (dp.row_ptr()[i]..dp.row_ptr()[i + 1])
+                .map(|k| (first_col + u64::from(dp.col_idx()[k]), k as u32))
+                .chain(
+                    (op.row_ptr()[i]..op.row_ptr()[i + 1])
+                        .map(|k| (ghosts_p[op.col_idx()[k] as usize], (n_diag + k) as u32)),
+                )
+                .collect();
+            r.sort_unstable();
+            r
+        };
+        // Structure to the ranks that want these rows: [n blocks, columns...] per row.
+        let mut structure = vec![Vec::new(); size];
+        let mut send = Vec::new();
+        for (r, rows) in halo.sends() {
+            let mut slots = Vec::new();
+            for &i in rows {
+                let entries = row(i as usize);
+                structure[*r].push(entries.len() as u64);
+                structure[*r].extend(entries.iter().map(|&(g, _)| g));
+                slots.extend(entries.iter().map(|&(_, k)| k));
+            }
+            send.push((*r, slots));
+        }
+        let got = comm.alltoallv_u64(&structure)?;
+        let n_rows = halo.ghosts().len();
+        let mut row_cols: Vec<Vec<u64>> = Vec::with_capacity(n_rows);
+        for (r, range) in halo.receives() {
+            let msg = &got[*r];
+            let mut at = 0;
+            for _ in range.clone() {
+                let n = msg[at] as usize;
+                row_cols.push(msg[at + 1..at + 1 + n].to_vec());
+                at += 1 + n;
+            }
+        }
+        let mut col_globals: Vec<u64> = row_cols.iter().flatten().copied().collect();
+        col_globals.sort_unstable();
+        col_globals.dedup();
+        let mut row_ptr = vec![0];
+        let mut col_idx = Vec::new();
+        for cols in &row_cols {
+            col_idx.extend(
+                cols.iter()
+                    .map(|g| col_globals.binary_search(g).expect("collected") as u32),
+            );
+            row_ptr.push(col_idx.len());
+        }
+        let mut recv = Vec::new();
+        for (r, range) in halo.receives() {
+            recv.push((*r, row_ptr[range.start]..row_ptr[range.end]));
+        }
+        let pattern = BlockPattern::new_trusted(n_rows, col_globals.len(), row_ptr, col_idx);
+        Ok(Self {
+            pattern: Arc::new(pattern),
+            col_globals,
+            block_rows: pp.block_rows(),
+            block_cols: pp.block_cols(),
+            recv,
+            send,
+            copied: Mutex::new(None),
+            comm,
+        })
+    }
+
+    /// A host matrix of the gathered rows' structure (values zero until the first update).
+    pub fn new_matrix(&self) -> Bsr {
+        Bsr::zeros(self.pattern.clone(), self.block_rows, self.block_cols)
+    }
+
+    /// Global column (of `P`) of each column of the gathered matrix, ascending.
+    pub fn col_globals(&self) -> &[u64] {
+        &self.col_globals
+    }
+
+    /// Collective. Refreshes `rows` (made by [`RowGatherPlan::new_matrix`]) from `p`, unless
+    /// every rank's `p` is the version last gathered: then no values move. Returns the values
+    /// this rank sent (0 for a skipped update).
+    pub fn update(&self, p: &DistBsr, rows: &mut Bsr) -> Result<usize, LinalgError> {
+        if !BlockPattern::same(rows.pattern(), &self.pattern) {
+            return Err(LinalgError::PatternMismatch {
+                what: "RowGatherPlan::update",
+            });
+        }
+        let mut copied = self.copied.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = [f64::from(u8::from(*copied != Some(p.version())))];
+        self.comm.allreduce_max(&mut changed)?;
+        if changed[0] == 0.0 {
+            return Ok(0);
+        }
+        let bl = self.block_rows * self.block_cols;
+        let (diag, offd) = (p.diag().host()?, p.offd().host()?);
+        let n_diag = diag.len() / bl;
+        let packed: Vec<Vec<f64>> = self
+            .send
+            .iter()
+            .map(|(_, slots)| {
+                let mut v = Vec::with_capacity(slots.len() * bl);
+                for &k in slots {
+                    let k = k as usize;
+                    if k < n_diag {
+                        v.extend_from_slice(&diag[k * bl..(k + 1) * bl]);
+                    } else {
+                        v.extend_from_slice(&offd[(k - n_diag) * bl..(k - n_diag + 1) * bl]);
+                    }
+                }
+                v
+            })
+            .collect();
+        let sends: Vec<(usize, &[f64])> = self
+            .send
+            .iter()
+            .zip(&packed)
+            .map(|((r, _), v)| (*r, v.as_slice()))
+            .collect();
+        let mut rest: &mut [f64] = rows.host_mut()?;
+        let mut recvs = Vec::with_capacity(self.recv.len());
+        for (r, slots) in &self.recv {
+            let (head, tail) = rest.split_at_mut(slots.len() * bl);
+            recvs.push((*r, head));
+            rest = tail;
+        }
+        self.comm.exchange(&sends, &mut recvs, &mut || ())?;
+        *copied = Some(p.version());
+        Ok(packed.iter().map(Vec::len).sum())
+    }
+}

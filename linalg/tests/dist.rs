@@ -1,0 +1,233 @@
+//! Distributed block matrices on 1, 2 and 4 ranks: the SpMV of the owned rows equals the serial
+//! SpMV, and bad input on one rank is an error on every rank.
+
+use std::sync::Arc;
+
+use linalg::comm::{launch::on_ranks, Comm, CommError, SelfComm};
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::hash::{signed_unit, splitmix64};
+use linalg::{BlockPattern, Bsr, LinalgError, Vector};
+
+const N: u64 = 41;
+const BS: usize = 3;
+
+/// Global block columns of block row `i` (a band with far couplings, so that every rank has
+/// ghosts on both sides and some from non-adjacent ranks).
+fn row_cols(i: u64) -> Vec<u64> {
+    let mut c: Vec<u64> = [0i64, -1, 1, -7, 7, 19]
+        .iter()
+        .map(|d| i as i64 + d)
+        .filter(|&j| (0..N as i64).contains(&j))
+        .map(|j| j as u64)
+        .collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+fn block(i: u64, j: u64) -> Vec<f64> {
+    (0..BS * BS)
+        .map(|e| signed_unit(splitmix64(i * 1_000_003 + j * 101 + e as u64)))
+        .collect()
+}
+
+fn x_global() -> Vec<f64> {
+    (0..N as usize * BS)
+        .map(|e| signed_unit(splitmix64(7 + e as u64)))
+        .collect()
+}
+
+/// The whole matrix on one rank, and `A x`.
+fn serial_product() -> Vec<f64> {
+    let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..N {
+        for j in row_cols(i) {
+            cols.push(j as u32);
+            values.extend(block(i, j));
+        }
+        row_ptr.push(cols.len());
+    }
+    let pattern = BlockPattern::new(N as usize, N as usize, row_ptr, cols).unwrap();
+    let a = Bsr::from_parts(Arc::new(pattern), BS, BS, values).unwrap();
+    let mut y = Vector::zeros(N as usize * BS);
+    a.spmv(&Vector::from_vec(x_global()), &mut y).unwrap();
+    y.to_host_vec().unwrap()
+}
+
+/// This rank's owned rows, entries of each row in descending column order (any order is
+/// allowed), and the product with the distributed `x`.
+fn distributed_product(comm: Arc<dyn Comm>) -> (Vec<f64>, std::ops::Range<u64>, DistBsr) {
+    let partition = RowPartition::even(comm, N);
+    let owned = partition.owned_range();
+    let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+    for i in owned.clone() {
+        for j in row_cols(i).into_iter().rev() {
+            cols.push(j);
+            values.extend(block(i, j));
+        }
+        row_ptr.push(cols.len());
+    }
+    let pattern = DistPattern::new(partition, BS, &row_ptr, &cols).unwrap();
+    let a = DistBsr::from_values(pattern, &values).unwrap();
+    let mut x = a.new_vector();
+    let xg = x_global();
+    let first = owned.start as usize * BS;
+    let n_owned = x.layout().owned();
+    x.host_mut().unwrap()[..n_owned].copy_from_slice(&xg[first..first + n_owned]);
+    let mut y = a.new_vector();
+    a.spmv(&mut x, &mut y).unwrap();
+    // The ghosts now hold the owners' entries.
+    let ghosts = a.pattern().halo().ghosts();
+    for (k, &g) in ghosts.iter().enumerate() {
+        let got = &x.host().unwrap()[n_owned + k * BS..n_owned + (k + 1) * BS];
+        assert_eq!(got, &xg[g as usize * BS..(g as usize + 1) * BS]);
+    }
+    (y.host().unwrap()[..n_owned].to_vec(), owned, a)
+}
+
+#[test]
+fn one_rank_distributed_spmv_is_the_serial_spmv_exactly() {
+    let serial = serial_product();
+    let (y, owned, a) = distributed_product(SelfComm::shared());
+    assert_eq!(owned, 0..N);
+    assert_eq!(a.offd().pattern().nnz(), 0);
+    assert_eq!(
+        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        serial.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn distributed_spmv_equals_the_serial_spmv() {
+    on_ranks("distributed_spmv_equals_the_serial_spmv", &[2, 4], |comm| {
+        let serial = serial_product();
+        let (y, owned, a) = distributed_product(comm.clone());
+        let first = owned.start as usize * BS;
+        let scale = serial.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (k, v) in y.iter().enumerate() {
+            // Diagonal and off-diagonal parts are summed separately: equal to rounding.
+            assert!(
+                (v - serial[first + k]).abs() <= 1e-14 * scale,
+                "entry {}: {v} vs {}",
+                first + k,
+                serial[first + k]
+            );
+        }
+        assert!(
+            a.offd().pattern().nnz() > 0,
+            "every rank has ghost couplings"
+        );
+        // Bit-identical from call to call (fixed rank count).
+        let (again, _, _) = distributed_product(comm.clone());
+        assert_eq!(
+            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            again.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        // The halo plan sends exactly what the other ranks' ghosts ask for.
+        let sent = a.pattern().halo().send_volume() as f64;
+        let mut total = [sent, (a.pattern().halo().ghosts().len() * BS) as f64];
+        comm.allreduce_sum(&mut total).unwrap();
+        assert_eq!(total[0], total[1]);
+    });
+}
+
+#[test]
+fn a_bad_column_on_one_rank_is_the_same_error_on_every_rank() {
+    on_ranks(
+        "a_bad_column_on_one_rank_is_the_same_error_on_every_rank",
+        &[2, 4],
+        |comm| {
+            let partition = RowPartition::even(comm.clone(), N);
+            let last = comm.size() - 1;
+            let owned = partition.owned_range();
+            let (mut row_ptr, mut cols) = (vec![0], Vec::new());
+            for i in owned.clone() {
+                cols.extend(row_cols(i));
+                if comm.rank() == last && i == owned.end - 1 {
+                    cols.push(N + 5);
+                }
+                row_ptr.push(cols.len());
+            }
+            let e = DistPattern::new(partition, BS, &row_ptr, &cols).unwrap_err();
+            let LinalgError::Comm(CommError::Failed { rank, message, .. }) = e else {
+                panic!("expected an agreed error, got {e}")
+            };
+            assert_eq!(rank, last);
+            assert!(message.contains(&format!("column {}", N + 5)), "{message}");
+        },
+    );
+}
+
+const M: u64 = 17;
+
+/// Block columns of row `i` of a 41 x 17 matrix of 3 x 6 blocks (a prolongator's shape).
+fn rect_cols(i: u64) -> Vec<u64> {
+    let mut c = vec![i * M / N, (i * 7 + 3) % M, (i * M / N + M - 1) % M];
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+fn rect_block(i: u64, j: u64) -> Vec<f64> {
+    (0..18)
+        .map(|e| signed_unit(splitmix64(i * 7919 + j * 31 + e as u64 + 5)))
+        .collect()
+}
+
+#[test]
+fn rectangular_distributed_spmv_equals_the_serial_spmv() {
+    on_ranks(
+        "rectangular_distributed_spmv_equals_the_serial_spmv",
+        &[1, 2, 4],
+        |comm| {
+            let xg: Vec<f64> = (0..6 * M)
+                .map(|e| signed_unit(splitmix64(e + 77)))
+                .collect();
+            // Serial: the whole matrix.
+            let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+            for i in 0..N {
+                for j in rect_cols(i) {
+                    cols.push(j as u32);
+                    values.extend(rect_block(i, j));
+                }
+                row_ptr.push(cols.len());
+            }
+            let pattern = BlockPattern::new(N as usize, M as usize, row_ptr, cols).unwrap();
+            let a = Bsr::from_parts(Arc::new(pattern), 3, 6, values).unwrap();
+            let mut ys = Vector::zeros(3 * N as usize);
+            a.spmv(&Vector::from_vec(xg.clone()), &mut ys).unwrap();
+            let ys = ys.to_host_vec().unwrap();
+
+            let rows = RowPartition::even(comm.clone(), N);
+            let columns = RowPartition::even(comm.clone(), M);
+            let (owned_rows, owned_cols) = (rows.owned_range(), columns.owned_range());
+            let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+            for i in owned_rows.clone() {
+                for j in rect_cols(i) {
+                    cols.push(j);
+                    values.extend(rect_block(i, j));
+                }
+                row_ptr.push(cols.len());
+            }
+            let pattern = DistPattern::new_rect(rows, columns, 3, 6, &row_ptr, &cols).unwrap();
+            let a = DistBsr::from_values(pattern, &values).unwrap();
+            let mut x = a.new_owned_vector();
+            let first = 6 * owned_cols.start as usize;
+            let n = x.len();
+            x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
+            let mut y = a.new_row_vector();
+            a.apply(&x, &mut y).unwrap();
+            let first = 3 * owned_rows.start as usize;
+            for (k, v) in y.host().unwrap().iter().enumerate() {
+                assert!(
+                    (v - ys[first + k]).abs() <= 1e-14 * 8.0,
+                    "row entry {}",
+                    first + k
+                );
+            }
+            // A result of the operand's layout is refused: y must be a row vector.
+            let mut wrong = a.new_owned_vector();
+            assert!(a.apply(&x, &mut wrong).is_err());
+        },
+    );
+}

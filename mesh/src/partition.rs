@@ -1,0 +1,408 @@
+//! A rank's part of a mesh ([`MeshPart`]): its owned nodes (a contiguous range of the global
+//! numbering), the cells it needs (every cell with an owned node: its owned cells and one layer
+//! of ghost cells) and their remaining nodes (ghosts).
+//!
+//! Box meshes are generated distributed ([`generate_box_part`]): a rank builds only its part,
+//! in memory proportional to it, and the global numbering is the serial one whatever the rank
+//! count. Other meshes are split by a cell partition ([`partition_mesh`]; METIS on the element
+//! graph in [`metis_cell_parts`]).
+//!
+//! Numbering of a part: local nodes are the owned nodes (ascending global id, so local `i` is
+//! global `node_offsets[rank] + i`), then the ghosts (ascending global id); local cells ascend
+//! by their serial id, so an element loop over them meets the contributions to an owned row in
+//! the serial order (the owned rows of an assembled matrix are bit-identical to the serial
+//! ones). Sets hold local indices, restricted to the part.
+
+use std::collections::BTreeMap;
+
+use crate::cell::{CellFace, Face};
+use crate::error::MeshError;
+use crate::generate::BoxSpec;
+use crate::hex_mesh::HexMesh;
+
+/// One rank's part of a mesh distributed over `n_ranks` ranks (see the module doc).
+///
+/// Invariants: `mesh` holds the local nodes and cells; `node_globals` ascends on the owned
+/// nodes (`node_offsets[rank]..node_offsets[rank + 1]`) and on the ghosts, none of which is
+/// owned here; `node_offsets` has `n_ranks + 1` entries, the same on every rank; every cell
+/// with an owned node is local; `cell_owned` marks the local cells this rank owns, and every
+/// cell of the mesh is owned by exactly one rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshPart {
+    /// The local mesh (local numbering, local sets).
+    pub mesh: HexMesh,
+    pub rank: usize,
+    pub n_ranks: usize,
+    /// Rank `r` owns global nodes `node_offsets[r]..node_offsets[r + 1]`.
+    pub node_offsets: Vec<u64>,
+    /// Global (solver) id of each local node.
+    pub node_globals: Vec<u64>,
+    /// Id of each local node in the serial mesh (the numbering of output files and of the
+    /// AMG's hash priorities: the same for any rank count).
+    pub node_serial_ids: Vec<u64>,
+    /// Serial id of each local cell, ascending.
+    pub cell_serial_ids: Vec<u64>,
+    /// Whether this rank owns each local cell (computes its outputs and cell sums).
+    pub cell_owned: Vec<bool>,
+    /// Cells of the whole mesh.
+    pub n_global_cells: u64,
+}
+
+impl MeshPart {
+    /// Nodes this rank owns (the first local nodes).
+    pub fn n_owned_nodes(&self) -> usize {
+        (self.node_offsets[self.rank + 1] - self.node_offsets[self.rank]) as usize
+    }
+
+    /// Ghost nodes (after the owned ones).
+    pub fn n_ghost_nodes(&self) -> usize {
+        self.mesh.n_nodes() - self.n_owned_nodes()
+    }
+
+    /// Nodes of the whole mesh.
+    pub fn n_global_nodes(&self) -> u64 {
+        *self.node_offsets.last().expect("n_ranks + 1 entries")
+    }
+
+    /// The part of a one-rank run: the whole mesh, every node and cell owned.
+    pub fn whole(mesh: HexMesh) -> Self {
+        let (n, c) = (mesh.n_nodes() as u64, mesh.n_cells() as u64);
+        Self {
+            node_offsets: vec![0, n],
+            node_globals: (0..n).collect(),
+            node_serial_ids: (0..n).collect(),
+            cell_serial_ids: (0..c).collect(),
+            cell_owned: vec![true; c as usize],
+            n_global_cells: c,
+            rank: 0,
+            n_ranks: 1,
+            mesh,
+        }
+    }
+}
+
+fn check_rank(rank: usize, n_ranks: usize) -> Result<(), MeshError> {
+    if n_ranks == 0 || rank >= n_ranks {
+        return Err(MeshError::InvalidSpec(format!(
+            "rank {rank} of {n_ranks} ranks does not exist"
+        )));
+    }
+    Ok(())
+}
+
+/// Rank `rank`'s part of the box [`crate::generate_box`] builds, built alone (work and memory
+/// proportional to the part and its ghost layers). The node grid is cut into slabs of
+/// consecutive node layers across the box's longest direction (in cells; ties go to the later
+/// axis), `L r / n_ranks` layers for `L` layers; rank `r` owns slab `r`. Global ids number the
+/// slabs' nodes rank after rank, each slab lexicographically (x fastest), so a box cut in z has
+/// the serial numbering; `node_serial_ids` are always the serial ids. A cell is owned by the
+/// owner of its first node. Coordinates are computed as the serial generator computes them
+/// (bit-identical).
+pub fn generate_box_part(
+    spec: &BoxSpec,
+    rank: usize,
+    n_ranks: usize,
+) -> Result<MeshPart, MeshError> {
+    spec.check()?;
+    check_rank(rank, n_ranks)?;
+    let kind = spec.kind;
+    let p = kind.order();
+    let cells = spec.cells;
+    let [cx, cy, cz] = cells;
+    let counts = cells.map(|c| p * c + 1);
+    let [nx, ny, _] = counts;
+    let axis = (0..3).max_by_key(|&d| cells[d]).expect("three axes");
+    let layers = counts[axis];
+    let cut: Vec<usize> = (0..=n_ranks).map(|r| layers * r / n_ranks).collect();
+    let layer_owner = |l: usize| cut.partition_point(|&c| c <= l) - 1;
+    let across = counts.iter().product::<usize>() / layers;
+    let node_offsets: Vec<u64> = cut.iter().map(|&c| (c * across) as u64).collect();
+    let grid = |s: usize| [s % nx, (s / nx) % ny, s / (nx * ny)];
+    // Global id of the node at grid index `g`: its slab's offset, then lexicographic in the slab.
+    let global_of = |g: [usize; 3]| -> u64 {
+        let q = layer_owner(g[axis]);
+        let mut dims = counts;
+        dims[axis] = cut[q + 1] - cut[q];
+        let mut h = g;
+        h[axis] -= cut[q];
+        node_offsets[q] + (h[0] + dims[0] * (h[1] + dims[1] * h[2])) as u64
+    };
+    let owned_layers = cut[rank]..cut[rank + 1];
+
+    let npe = p + 1;
+    let local_offsets: Vec<usize> = (0..npe)
+        .flat_map(|c| (0..npe).flat_map(move |b| (0..npe).map(move |a| a + nx * (b + ny * c))))
+        .collect();
+    // Cells whose node layers across the cut meet the owned layers, in serial order.
+    let mut cell_serial_ids = Vec::new();
+    let mut cell_owned = Vec::new();
+    let mut cell_nodes_serial: Vec<usize> = Vec::new();
+    if !owned_layers.is_empty() {
+        let first = owned_layers.start.saturating_sub(p).div_ceil(p);
+        let last = ((owned_layers.end - 1) / p).min(cells[axis] - 1);
+        for k in 0..cz {
+            for j in 0..cy {
+                for i in 0..cx {
+                    let c_axis = [i, j, k][axis];
+                    if c_axis < first || c_axis > last {
+                        continue;
+                    }
+                    let base = p * i + nx * (p * j + ny * p * k);
+                    cell_serial_ids.push((i + cx * (j + cy * k)) as u64);
+                    cell_owned.push(layer_owner(p * c_axis) == rank);
+                    cell_nodes_serial.extend(local_offsets.iter().map(|&o| base + o));
+                }
+            }
+        }
+    }
+
+    // Owned nodes: the slab, lexicographic (ascending global id); then the ghosts by global id.
+    let mut serial_of_local: Vec<usize> = Vec::with_capacity(owned_layers.len() * across);
+    {
+        let mut lo = [0; 3];
+        let mut hi = counts;
+        lo[axis] = owned_layers.start;
+        hi[axis] = owned_layers.end;
+        for k in lo[2]..hi[2] {
+            for j in lo[1]..hi[1] {
+                for i in lo[0]..hi[0] {
+                    serial_of_local.push(i + nx * (j + ny * k));
+                }
+            }
+        }
+    }
+    let n_owned = serial_of_local.len();
+    let mut ghosts: Vec<(u64, usize)> = cell_nodes_serial
+        .iter()
+        .filter(|&&s| !owned_layers.contains(&grid(s)[axis]))
+        .map(|&s| (global_of(grid(s)), s))
+        .collect();
+    ghosts.sort_unstable();
+    ghosts.dedup();
+    serial_of_local.extend(ghosts.iter().map(|&(_, s)| s));
+    let node_globals: Vec<u64> = serial_of_local
+        .iter()
+        .map(|&s| global_of(grid(s)))
+        .collect();
+    let local_of = |s: usize| -> usize {
+        let g = global_of(grid(s));
+        if owned_layers.contains(&grid(s)[axis]) {
+            (g - node_offsets[rank]) as usize
+        } else {
+            n_owned + ghosts.binary_search(&(g, s)).expect("ghost collected")
+        }
+    };
+    let logical = |i: usize, d: usize| i as f64 / (p * spec.cells[d]) as f64;
+    let coords = serial_of_local
+        .iter()
+        .map(|&s| {
+            let [i, j, k] = grid(s);
+            spec.map([logical(i, 0), logical(j, 1), logical(k, 2)])
+        })
+        .collect();
+    let local_cells = cell_nodes_serial.iter().map(|&s| local_of(s)).collect();
+    let mut mesh = HexMesh::new(kind, coords, local_cells);
+
+    let cell_grid = |c: u64| {
+        let c = c as usize;
+        [c % cx, (c / cx) % cy, c / (cx * cy)]
+    };
+    for face in Face::ALL {
+        let a = face.axis();
+        let node_layer = if face.is_max() { counts[a] - 1 } else { 0 };
+        let cell_layer = if face.is_max() { cells[a] - 1 } else { 0 };
+        let nodes: Vec<usize> = (0..serial_of_local.len())
+            .filter(|&l| grid(serial_of_local[l])[a] == node_layer)
+            .collect();
+        let faces = (0..cell_serial_ids.len())
+            .filter(|&l| cell_grid(cell_serial_ids[l])[a] == cell_layer)
+            .map(|cell| CellFace { cell, face })
+            .collect();
+        mesh.node_sets.insert(face.name().to_string(), nodes);
+        mesh.face_sets.insert(face.name().to_string(), faces);
+    }
+    mesh.cell_sets = BTreeMap::from([("all".to_string(), (0..cell_serial_ids.len()).collect())]);
+    Ok(MeshPart {
+        mesh,
+        rank,
+        n_ranks,
+        node_offsets,
+        node_globals,
+        node_serial_ids: serial_of_local.iter().map(|&s| s as u64).collect(),
+        cell_serial_ids,
+        cell_owned,
+        n_global_cells: (cx * cy * cz) as u64,
+    })
+}
+
+/// Rank `rank`'s part of `mesh` (held whole by every rank, e.g. read from a file) under the
+/// cell partition `cell_part` (a rank per cell, the same on every rank). A node is owned by
+/// the lowest rank among its cells' (a node of no cell by rank 0); the global numbering orders
+/// nodes by owner, then by serial id. Cells of part `rank` and cells with an owned node are
+/// local.
+pub fn partition_mesh(
+    mesh: &HexMesh,
+    cell_part: &[u32],
+    rank: usize,
+    n_ranks: usize,
+) -> Result<MeshPart, MeshError> {
+    check_rank(rank, n_ranks)?;
+    let n_cells = mesh.n_cells();
+    if cell_part.len() != n_cells {
+        return Err(MeshError::Invalid(format!(
+            "cell partition of {} entries for {n_cells} cells",
+            cell_part.len()
+        )));
+    }
+    if let Some(c) = cell_part.iter().position(|&r| r as usize >= n_ranks) {
+        return Err(MeshError::Invalid(format!(
+            "cell partition puts {} on rank {} of {n_ranks}",
+            mesh.describe_cell(c),
+            cell_part[c]
+        )));
+    }
+    let n_nodes = mesh.n_nodes();
+    let mut node_owner = vec![u32::MAX; n_nodes];
+    for (c, &part) in cell_part.iter().enumerate() {
+        for &n in mesh.cell_nodes(c) {
+            node_owner[n] = node_owner[n].min(part);
+        }
+    }
+    for o in &mut node_owner {
+        if *o == u32::MAX {
+            *o = 0;
+        }
+    }
+    let mut counts = vec![0u64; n_ranks];
+    for &o in &node_owner {
+        counts[o as usize] += 1;
+    }
+    let mut node_offsets = vec![0u64; n_ranks + 1];
+    for r in 0..n_ranks {
+        node_offsets[r + 1] = node_offsets[r] + counts[r];
+    }
+    let mut next = node_offsets[..n_ranks].to_vec();
+    let global_of: Vec<u64> = node_owner
+        .iter()
+        .map(|&o| {
+            let g = next[o as usize];
+            next[o as usize] += 1;
+            g
+        })
+        .collect();
+    let rank32 = rank as u32;
+    let local_cells: Vec<usize> = (0..n_cells)
+        .filter(|&c| {
+            cell_part[c] == rank32 || mesh.cell_nodes(c).iter().any(|&n| node_owner[n] == rank32)
+        })
+        .collect();
+    let owned_serial: Vec<usize> = (0..n_nodes).filter(|&n| node_owner[n] == rank32).collect();
+    let mut ghost_serial: Vec<usize> = local_cells
+        .iter()
+        .flat_map(|&c| mesh.cell_nodes(c).iter().copied())
+        .filter(|&n| node_owner[n] != rank32)
+        .collect();
+    ghost_serial.sort_unstable_by_key(|&n| global_of[n]);
+    ghost_serial.dedup();
+    let serial_of_local: Vec<usize> = owned_serial.iter().chain(&ghost_serial).copied().collect();
+    let mut local_of = vec![usize::MAX; n_nodes];
+    for (l, &n) in serial_of_local.iter().enumerate() {
+        local_of[n] = l;
+    }
+    let mut local_of_cell = vec![usize::MAX; n_cells];
+    for (l, &c) in local_cells.iter().enumerate() {
+        local_of_cell[c] = l;
+    }
+    let coords = serial_of_local.iter().map(|&n| mesh.coords[n]).collect();
+    let cells = local_cells
+        .iter()
+        .flat_map(|&c| mesh.cell_nodes(c).iter().map(|&n| local_of[n]))
+        .collect();
+    let mut part = HexMesh::new(mesh.kind, coords, cells);
+    part.cell_tags = mesh
+        .cell_tags
+        .as_ref()
+        .map(|tags| local_cells.iter().map(|&c| tags[c]).collect());
+    for (name, nodes) in &mesh.node_sets {
+        let mut local: Vec<usize> = nodes
+            .iter()
+            .map(|&n| local_of[n])
+            .filter(|&l| l != usize::MAX)
+            .collect();
+        local.sort_unstable();
+        part.node_sets.insert(name.clone(), local);
+    }
+    for (name, faces) in &mesh.face_sets {
+        let mut local: Vec<CellFace> = faces
+            .iter()
+            .filter(|cf| local_of_cell[cf.cell] != usize::MAX)
+            .map(|cf| CellFace {
+                cell: local_of_cell[cf.cell],
+                face: cf.face,
+            })
+            .collect();
+        local.sort_unstable();
+        part.face_sets.insert(name.clone(), local);
+    }
+    for (name, cells) in &mesh.cell_sets {
+        let local: Vec<usize> = cells
+            .iter()
+            .map(|&c| local_of_cell[c])
+            .filter(|&l| l != usize::MAX)
+            .collect();
+        part.cell_sets.insert(name.clone(), local);
+    }
+    Ok(MeshPart {
+        mesh: part,
+        rank,
+        n_ranks,
+        node_offsets,
+        node_globals: serial_of_local.iter().map(|&n| global_of[n]).collect(),
+        node_serial_ids: serial_of_local.iter().map(|&n| n as u64).collect(),
+        cell_serial_ids: local_cells.iter().map(|&c| c as u64).collect(),
+        cell_owned: local_cells
+            .iter()
+            .map(|&c| cell_part[c] == rank32)
+            .collect(),
+        n_global_cells: n_cells as u64,
+    })
+}
+
+/// A partition of `mesh`'s cells into `n_parts` parts by METIS (k-way, on the element graph:
+/// cells are adjacent when they share a face, i.e. four corner nodes), balanced in cells and
+/// with a small cut. Deterministic (fixed seed): every rank computes the same partition.
+pub fn metis_cell_parts(mesh: &HexMesh, n_parts: usize) -> Result<Vec<u32>, MeshError> {
+    let n_cells = mesh.n_cells();
+    if n_parts <= 1 || n_cells <= 1 {
+        return Ok(vec![0; n_cells]);
+    }
+    let too_big = |what: &str| MeshError::Invalid(format!("{what} exceed METIS's index range"));
+    let idx = |v: usize| metis::Idx::try_from(v).map_err(|_| too_big("mesh sizes"));
+    let p = mesh.order();
+    let corners: Vec<usize> = (0..8)
+        .map(|c| {
+            let (i, j, k) = (c & 1, (c >> 1) & 1, c >> 2);
+            p * i + (p + 1) * (p * j + (p + 1) * p * k)
+        })
+        .collect();
+    let mut eptr = Vec::with_capacity(n_cells + 1);
+    let mut eind = Vec::with_capacity(8 * n_cells);
+    eptr.push(0);
+    for c in 0..n_cells {
+        let nodes = mesh.cell_nodes(c);
+        for &l in &corners {
+            eind.push(idx(nodes[l])?);
+        }
+        eptr.push(idx(eind.len())?);
+    }
+    let metis_error = |e: metis::Error| MeshError::Invalid(format!("METIS failed: {e}"));
+    let dual = metis::mesh_to_dual(&eptr, &eind, 4).map_err(metis_error)?;
+    let mut part = vec![0 as metis::Idx; n_cells];
+    let (xadj, adjncy) = (dual.xadj(), dual.adjncy());
+    metis::Graph::new(1, idx(n_parts)?, xadj, adjncy)
+        .map_err(|e| MeshError::Invalid(format!("METIS rejected the element graph: {e}")))?
+        .set_option(metis::option::Seed(1))
+        .part_kway(&mut part)
+        .map_err(metis_error)?;
+    Ok(part.into_iter().map(|r| r as u32).collect())
+}

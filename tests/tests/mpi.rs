@@ -1,0 +1,1239 @@
+//! Distributed assembly on 2 and 4 ranks (each test starts itself under `mpirun`): every rank
+//! assembles the rows it owns on its mesh part (one layer of ghost cells, no communication);
+//! the owned rows and residual entries equal the serial ones bit for bit, the distributed SpMV
+//! equals the serial one to rounding. Box meshes are generated distributed; the Gmsh mesh is
+//! partitioned by METIS.
+
+use std::sync::Arc;
+
+use assembly::{CellMaterials, ElasticityAssembler};
+use fem::{Load, Material};
+use linalg::comm::{launch::on_ranks, Comm};
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::hash::{signed_unit, splitmix64};
+use linalg::{Bsr, Vector};
+use mesh::{BoxSpec, CellKind, HexMesh, MeshPart};
+
+/// A smooth, small displacement of every node (serial id `s`), so the neo-Hookean tangent
+/// depends on it.
+fn displacement(s: u64, x: [f64; 3]) -> [f64; 3] {
+    let h = |c: u64| 0.01 * signed_unit(splitmix64(31 * s + c));
+    [0.05 * x[1] + h(0), -0.03 * x[0] + h(1), 0.02 * x[2] + h(2)]
+}
+
+struct Assembled {
+    residual: Vec<f64>,
+    tangent: Bsr,
+}
+
+/// Residual and tangent of `mesh` (nodes with serial ids `serial_ids`).
+fn assemble(mesh: &HexMesh, serial_ids: &[u64]) -> Assembled {
+    let material = Material::NeoHookean {
+        lambda: 2.0,
+        mu: 1.0,
+    };
+    let mut assembler =
+        ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), 2)
+            .unwrap();
+    let u: Vec<f64> = serial_ids
+        .iter()
+        .zip(&mesh.coords)
+        .flat_map(|(&s, &x)| displacement(s, x))
+        .collect();
+    let mut r = Vector::zeros(u.len());
+    let mut k = assembler.new_matrix();
+    assembler
+        .residual_tangent(
+            &Vector::from_vec(u),
+            Load::Constant([0.0, 0.0, -0.1]),
+            &mut r,
+            &mut k,
+        )
+        .unwrap();
+    Assembled {
+        residual: r.to_host_vec().unwrap(),
+        tangent: k,
+    }
+}
+
+/// The block of `a` at `(row, col)`, if stored.
+fn block(a: &Bsr, row: usize, col: usize) -> Option<&[f64]> {
+    let p = a.pattern();
+    let cols = p.row(row);
+    let k = cols.binary_search(&(col as u32)).ok()?;
+    Some(a.host_block(p.row_ptr()[row] + k).unwrap())
+}
+
+/// Assembles on this rank's part, checks it against the serial assembly of `serial`.
+fn check_distributed_assembly(comm: &Arc<dyn Comm>, serial: &HexMesh, part: &MeshPart) {
+    let whole: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+    let reference = assemble(serial, &whole);
+    let local = assemble(&part.mesh, &part.node_serial_ids);
+    let n_owned = part.n_owned_nodes();
+    let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+    assert_eq!(
+        partition.owned_range(),
+        part.node_offsets[part.rank]..part.node_offsets[part.rank + 1]
+    );
+    let pattern =
+        DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern.clone());
+    a.set_from_local(&local.tangent).unwrap();
+
+    // Owned residual entries and owned rows: the serial values, bit for bit.
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        assert_eq!(
+            bits(&local.residual[3 * i..3 * i + 3]),
+            bits(&reference.residual[3 * s..3 * s + 3])
+        );
+    }
+    let serial_of_global = |g: u64| -> usize {
+        let l = part
+            .node_globals
+            .iter()
+            .position(|&x| x == g)
+            .expect("a local node");
+        part.node_serial_ids[l] as usize
+    };
+    let ghosts = pattern.halo().ghosts();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        let mut n_blocks = 0;
+        let first = pattern.partition().owned_range().start;
+        for (m, cols) in [(a.diag(), None), (a.offd(), Some(ghosts))] {
+            let p = m.pattern();
+            for (k, &c) in p.row(i).iter().enumerate() {
+                let g = match cols {
+                    None => first + c as u64,
+                    Some(ghosts) => ghosts[c as usize],
+                };
+                let want =
+                    block(&reference.tangent, s, serial_of_global(g)).expect("a serial block");
+                assert_eq!(bits(m.host_block(p.row_ptr()[i] + k).unwrap()), bits(want));
+                n_blocks += 1;
+            }
+        }
+        // Every block of the serial row, no more.
+        assert_eq!(n_blocks, reference.tangent.pattern().row(s).len());
+    }
+
+    // SpMV: the distributed product's owned entries equal the serial product to rounding.
+    let xs: Vec<f64> = (0..3 * serial.n_nodes() as u64)
+        .map(|e| signed_unit(splitmix64(e + 99)))
+        .collect();
+    let mut ys = Vector::zeros(xs.len());
+    reference
+        .tangent
+        .spmv(&Vector::from_vec(xs.clone()), &mut ys)
+        .unwrap();
+    let ys = ys.to_host_vec().unwrap();
+    let mut x = a.new_vector();
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        x.host_mut().unwrap()[3 * i..3 * i + 3].copy_from_slice(&xs[3 * s..3 * s + 3]);
+    }
+    let mut y = a.new_vector();
+    a.spmv(&mut x, &mut y).unwrap();
+    let scale = ys.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for i in 0..n_owned {
+        let s = part.node_serial_ids[i] as usize;
+        for c in 0..3 {
+            let (got, want) = (y.host().unwrap()[3 * i + c], ys[3 * s + c]);
+            assert!(
+                (got - want).abs() <= 1e-13 * scale,
+                "node {s}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn distributed_box_assembly_and_spmv_equal_the_serial_ones() {
+    on_ranks(
+        "distributed_box_assembly_and_spmv_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            for spec in [
+                BoxSpec::new([6, 3, 4], [0.0; 3], [3.0, 1.0, 2.0], CellKind::Hex8),
+                BoxSpec::new([2, 2, 3], [0.0; 3], [1.0, 1.0, 1.5], CellKind::Hex27),
+            ] {
+                let serial = mesh::generate_box(&spec).unwrap();
+                let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+                check_distributed_assembly(comm, &serial, &part);
+            }
+        },
+    );
+}
+
+#[test]
+fn metis_partitioned_gmsh_assembly_and_spmv_equal_the_serial_ones() {
+    on_ranks(
+        "metis_partitioned_gmsh_assembly_and_spmv_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../inputs/meshes/cook_q1.msh");
+            let serial = mesh::read_gmsh(std::path::Path::new(path)).unwrap();
+            let parts = mesh::metis_cell_parts(&serial, comm.size()).unwrap();
+            let part = mesh::partition_mesh(&serial, &parts, comm.rank(), comm.size()).unwrap();
+            check_distributed_assembly(comm, &serial, &part);
+        },
+    );
+}
+
+/// Linear elasticity on a box, shifted by `shift * I` so that it is definite without
+/// constraints; returns the matrix of `mesh` (local or whole).
+fn shifted_stiffness(mesh: &HexMesh, shift: f64) -> Bsr {
+    let material = Material::Linear {
+        lambda: 1.5,
+        mu: 1.0,
+    };
+    let mut assembler =
+        ElasticityAssembler::new(mesh, CellMaterials::uniform(material, mesh.n_cells()), 2)
+            .unwrap();
+    let n = 3 * mesh.n_nodes();
+    let mut k = assembler.new_matrix();
+    assembler
+        .residual_tangent(&Vector::zeros(n), Load::None, &mut Vector::zeros(n), &mut k)
+        .unwrap();
+    for i in 0..mesh.n_nodes() {
+        let p = k.pattern().clone();
+        let slot = p.row_ptr()[i] + p.row(i).binary_search(&(i as u32)).unwrap();
+        let b = k.host_block_mut(slot).unwrap();
+        for d in 0..3 {
+            b[4 * d] += shift;
+        }
+    }
+    k
+}
+
+#[test]
+fn distributed_cg_with_point_block_jacobi_matches_the_serial_solve() {
+    on_ranks(
+        "distributed_cg_with_point_block_jacobi_matches_the_serial_solve",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([10, 4, 4], [0.0; 3], [5.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let params = amg::CgParams {
+                rtol: 1e-10,
+                ..Default::default()
+            };
+            let b_of = |s: u64, c: usize| signed_unit(splitmix64(3 * s + c as u64 + 12345));
+
+            let k = shifted_stiffness(&serial, 1e-3);
+            let b = Vector::from_vec(
+                (0..3 * serial.n_nodes())
+                    .map(|e| b_of(e as u64 / 3, e % 3))
+                    .collect(),
+            );
+            let mut x = Vector::zeros(b.len());
+            let pbj = amg::PointBlockJacobi::new(&k).unwrap();
+            let reference = amg::cg(&k, &b, &mut x, &pbj, &params).unwrap();
+            assert!(reference.converged);
+            let x = x.to_host_vec().unwrap();
+
+            let solve = || {
+                let local = shifted_stiffness(&part.mesh, 1e-3);
+                let partition = RowPartition::new(comm.clone(), part.n_owned_nodes()).unwrap();
+                let pattern =
+                    DistPattern::from_local(partition, local.pattern(), &part.node_globals, 3)
+                        .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local).unwrap();
+                let mut bd = a.new_owned_vector();
+                for (e, v) in bd.host_mut().unwrap().iter_mut().enumerate() {
+                    *v = b_of(part.node_serial_ids[e / 3], e % 3);
+                }
+                let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+                let mut xd = a.new_owned_vector();
+                let outcome = amg::cg_operator(&a, &bd, &mut xd, &pbj, &params).unwrap();
+                (outcome, xd.to_host_vec().unwrap())
+            };
+            let (outcome, xd) = solve();
+            assert!(outcome.converged);
+            assert_eq!(
+                outcome.iterations, reference.iterations,
+                "same CG iterations as serial"
+            );
+            let mut err = [0.0, 0.0];
+            for (e, v) in xd.iter().enumerate() {
+                let s = 3 * part.node_serial_ids[e / 3] as usize + e % 3;
+                err[0] += (v - x[s]).powi(2);
+                err[1] += x[s].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative error {}",
+                (err[0] / err[1]).sqrt()
+            );
+            // Bit-identical from run to run for a fixed rank count.
+            let (again, xd2) = solve();
+            assert_eq!(
+                again
+                    .residual_history
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                outcome
+                    .residual_history
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(
+                xd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                xd2.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+        },
+    );
+}
+
+/// The node graph of `mesh` (nodes sharing a cell), rows `rows` only, neighbours ordered by
+/// serial id, with symmetric hashed weights: (row_ptr, neighbours as local nodes, weights).
+fn node_graph(mesh: &HexMesh, serial_ids: &[u64], rows: usize) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
+    let mut adjacent = vec![std::collections::BTreeSet::new(); rows];
+    for c in 0..mesh.n_cells() {
+        let nodes = mesh.cell_nodes(c);
+        for &a in nodes {
+            if a < rows {
+                for &b in nodes {
+                    if b != a {
+                        adjacent[a].insert((serial_ids[b], b));
+                    }
+                }
+            }
+        }
+    }
+    let (mut row_ptr, mut cols, mut weights) = (vec![0], Vec::new(), Vec::new());
+    for (a, set) in adjacent.iter().enumerate() {
+        for &(sb, b) in set {
+            let (lo, hi) = (serial_ids[a].min(sb), serial_ids[a].max(sb));
+            cols.push(b as u32);
+            // Few distinct weights, so that ties between aggregates occur and must break alike.
+            weights.push(1.0 + (splitmix64(lo * 7919 + hi) % 3) as f64);
+        }
+        row_ptr.push(cols.len());
+    }
+    (row_ptr, cols, weights)
+}
+
+/// Each vertex's aggregate named by its smallest member (`u64::MAX`: none), from a vertex ->
+/// aggregate label map over all vertices.
+fn by_first_member(labels: &[u64]) -> Vec<u64> {
+    let mut first = std::collections::HashMap::new();
+    for (v, &l) in labels.iter().enumerate() {
+        first.entry(l).or_insert(v as u64);
+    }
+    labels
+        .iter()
+        .map(|l| {
+            if *l == u64::from(u32::MAX) {
+                u64::MAX
+            } else {
+                first[l]
+            }
+        })
+        .collect()
+}
+
+/// The distributed aggregates of `g` equal the serial aggregates of `whole` (as sets of
+/// vertices: the labels differ), with and without merging of small aggregates, and the
+/// distributed labels (roots' serial ids) order the aggregates as the serial ids do.
+fn check_aggregates(
+    comm: &Arc<dyn Comm>,
+    whole: &amg::StrengthGraph,
+    g: &amg::dist_aggregation::DistGraph,
+    part: &MeshPart,
+    distance: amg::aggregation::MisDistance,
+) {
+    let n_owned = part.n_owned_nodes();
+    let none = u64::from(u32::MAX);
+    // (1, 1): no merging; (3, 6): the AMG's (single vertices merge); then more and more merges.
+    let mut merged = 0;
+    for (bs, min_dofs) in [(1, 1), (3, 6), (1, 4), (1, 12), (1, 30)] {
+        let aggs = amg::aggregation::aggregate(whole, distance, bs, min_dofs);
+        let serial: Vec<u64> = aggs.assignment().iter().map(|&a| u64::from(a)).collect();
+        let labels = amg::dist_aggregation::dist_aggregate(g, distance, bs, min_dofs).unwrap();
+        let mine: Vec<u64> = (0..n_owned)
+            .flat_map(|v| [part.node_serial_ids[v], u64::from(labels[v])])
+            .collect();
+        let mut all = vec![none; whole.n_vertices()];
+        for pairs in comm.allgatherv_u64(&mine).unwrap() {
+            for p in pairs.chunks(2) {
+                all[p[0] as usize] = p[1];
+            }
+        }
+        assert_eq!(
+            by_first_member(&all),
+            by_first_member(&serial),
+            "bs {bs}, min_dofs {min_dofs}"
+        );
+        let mut pairs: Vec<(u64, u64)> = serial.iter().copied().zip(all.iter().copied()).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        assert!(
+            pairs.windows(2).all(|w| w[1].0 == none || w[0].1 < w[1].1),
+            "label order"
+        );
+        if bs == 1 && min_dofs > 1 {
+            let unmerged = amg::aggregation::aggregate(whole, distance, 1, 1).n_aggregates();
+            merged += unmerged - aggs.n_aggregates();
+        }
+    }
+    assert!(
+        merged > 0 || distance == amg::aggregation::MisDistance::Two,
+        "merging was exercised"
+    );
+}
+
+#[test]
+fn distributed_mis_and_aggregates_equal_the_serial_ones() {
+    use amg::aggregation::{mis, MisDistance};
+    use amg::dist_aggregation::{dist_mis, DistGraph};
+    use amg::StrengthGraph;
+    use linalg::dist::HaloPlan;
+
+    on_ranks(
+        "distributed_mis_and_aggregates_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let boxes = [
+                BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8),
+                BoxSpec::new([3, 3, 4], [0.0; 3], [1.0; 3], CellKind::Hex27),
+            ];
+            let mut cases: Vec<(HexMesh, MeshPart)> = boxes
+                .iter()
+                .map(|spec| {
+                    let part = mesh::generate_box_part(spec, comm.rank(), comm.size()).unwrap();
+                    (mesh::generate_box(spec).unwrap(), part)
+                })
+                .collect();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let part = mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap();
+            cases.push((gmsh, part));
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let (p, c, w) = node_graph(serial, &ids, serial.n_nodes());
+                let whole = StrengthGraph::from_parts(p, c, w);
+                let n_owned = part.n_owned_nodes();
+                let (p, c, w) = node_graph(&part.mesh, &part.node_serial_ids, n_owned);
+                let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let halo =
+                    HaloPlan::new(&partition, part.node_globals[n_owned..].to_vec(), 1).unwrap();
+                let g = DistGraph {
+                    graph: StrengthGraph::from_parts(p, c, w),
+                    serial_ids: part.node_serial_ids.clone(),
+                    halo: Arc::new(halo),
+                };
+                for distance in [MisDistance::One, MisDistance::Two] {
+                    let roots = mis(&whole, distance);
+                    let mine = dist_mis(&g, distance).unwrap();
+                    for v in 0..n_owned {
+                        assert_eq!(
+                            mine[v], roots[part.node_serial_ids[v] as usize],
+                            "vertex {}",
+                            part.node_serial_ids[v]
+                        );
+                    }
+                    check_aggregates(comm, &whole, &g, part, distance);
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::dist_strength_graph;
+
+    on_ranks(
+        "distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    serial,
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    partition,
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                for threshold in [0.0, 0.08] {
+                    let g_serial = amg::strength_graph(&whole, threshold).unwrap();
+                    let g = dist_strength_graph(&a, threshold, &part.node_serial_ids[..n_owned])
+                        .unwrap();
+                    let mut n_edges = [0.0, 0.0];
+                    for v in 0..n_owned {
+                        let s = part.node_serial_ids[v] as usize;
+                        let mine: Vec<u64> = g
+                            .graph
+                            .neighbours(v)
+                            .iter()
+                            .map(|&u| g.serial_ids[u as usize])
+                            .collect();
+                        let want: Vec<u64> =
+                            g_serial.neighbours(s).iter().map(|&u| u as u64).collect();
+                        assert_eq!(mine, want, "row {s}");
+                        let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(g.graph.weights(v)), bits(g_serial.weights(s)));
+                        n_edges[0] += g.graph.degree(v) as f64;
+                    }
+                    n_edges[1] = g_serial.n_edges() as f64 / comm.size() as f64;
+                    comm.allreduce_sum(&mut n_edges).unwrap();
+                    assert_eq!(n_edges[0], g_serial.n_edges() as f64);
+                    for distance in [MisDistance::One, MisDistance::Two] {
+                        check_aggregates(comm, &g_serial, &g, part, distance);
+                    }
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn distributed_tentative_prolongator_equals_the_serial_one() {
+    use amg::aggregation::{aggregate, MisDistance};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    on_ranks(
+        "distributed_tentative_prolongator_equals_the_serial_one",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    mesh::generate_box(&spec).unwrap(),
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let nns = assembly::rigid_body_modes(&serial.coords);
+                let (k, bs) = (6, 3);
+                let nns_space =
+                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
+                        .unwrap();
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    fine.clone(),
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                for distance in [MisDistance::One, MisDistance::Two] {
+                    let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+                    let aggs = aggregate(&g_serial, distance, bs, k);
+                    let (p0, coarse) =
+                        amg::tentative::tentative_prolongator(&aggs, &nns_space, bs).unwrap();
+
+                    let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+                    let labels = dist_aggregate(&g, distance, bs, k).unwrap();
+                    let slab = bs * k;
+                    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                        .iter()
+                        .flat_map(|&s| {
+                            nns[s as usize * slab..(s as usize + 1) * slab]
+                                .iter()
+                                .copied()
+                        })
+                        .collect();
+                    let t =
+                        dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+
+                    // Coarse global id -> serial coarse id, from every rank.
+                    let first = t.coarse_partition.owned_range().start;
+                    let mine: Vec<u64> = t
+                        .coarse_serial_ids
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(c, &s)| [first + c as u64, s])
+                        .collect();
+                    let mut serial_of = std::collections::HashMap::new();
+                    for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                        for p in pairs.chunks(2) {
+                            serial_of.insert(p[0], p[1]);
+                        }
+                    }
+                    assert_eq!(serial_of.len(), aggs.n_aggregates());
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    // Fine rows: the same block, bit for bit, at the same (serial) coarse column.
+                    let (diag, offd) = (t.p.diag(), t.p.offd());
+                    let ghosts = t.p.pattern().halo().ghosts();
+                    for v in 0..n_owned {
+                        let s = part.node_serial_ids[v] as usize;
+                        let want = p0.pattern().row(s);
+                        let (dr, or) = (diag.pattern().row(v), offd.pattern().row(v));
+                        assert_eq!(dr.len() + or.len(), want.len(), "row {s}");
+                        if want.is_empty() {
+                            continue;
+                        }
+                        let (c, block) = if dr.len() == 1 {
+                            (
+                                first + u64::from(dr[0]),
+                                diag.host_block(diag.pattern().row_ptr()[v]).unwrap(),
+                            )
+                        } else {
+                            (
+                                ghosts[or[0] as usize],
+                                offd.host_block(offd.pattern().row_ptr()[v]).unwrap(),
+                            )
+                        };
+                        assert_eq!(serial_of[&c], u64::from(want[0]), "row {s}");
+                        assert_eq!(
+                            bits(block),
+                            bits(p0.host_block(p0.pattern().row_ptr()[s]).unwrap())
+                        );
+                    }
+                    // Coarse near-null rows (R of each aggregate's QR), bit for bit.
+                    for (c, &sc) in t.coarse_serial_ids.iter().enumerate() {
+                        let sc = sc as usize;
+                        assert_eq!(
+                            bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
+                            bits(&coarse.row_major()[sc * k * k..(sc + 1) * k * k])
+                        );
+                    }
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_tentative::dist_tentative_prolongator;
+    use linalg::dist::RowGatherPlan;
+
+    on_ranks(
+        "off_process_prolongator_rows_are_gathered_once_per_change_of_p",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([8, 3, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let nns = assembly::rigid_body_modes(&serial.coords);
+            let (bs, k, slab) = (3, 6, 18);
+            let local = assemble(&part.mesh, &part.node_serial_ids);
+            let n_owned = part.n_owned_nodes();
+            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern = DistPattern::from_local(
+                fine.clone(),
+                local.tangent.pattern(),
+                &part.node_globals,
+                3,
+            )
+            .unwrap();
+            let mut a = DistBsr::zeros(pattern);
+            a.set_from_local(&local.tangent).unwrap();
+            let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+            let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                .iter()
+                .flat_map(|&s| {
+                    nns[s as usize * slab..(s as usize + 1) * slab]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            let mut t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+
+            // P's rows of A's ghost columns: (global coarse column, block) of the owners' rows.
+            let halo = a.pattern().halo();
+            let plan = RowGatherPlan::new(halo, &t.p).unwrap();
+            let mut rows = plan.new_matrix();
+            let total = |v: usize| {
+                let mut s = [v as f64];
+                comm.allreduce_sum(&mut s).unwrap();
+                s[0]
+            };
+            let sent = plan.update(&t.p, &mut rows).unwrap();
+            assert!(total(sent) > 0.0);
+            // Every owned P row as (fine global, coarse global, block), gathered on every rank.
+            let p_first = t.p.pattern().col_partition().owned_range().start;
+            let p_ghosts = t.p.pattern().halo().ghosts().to_vec();
+            let row_blocks = |p: &DistBsr| -> Vec<f64> {
+                let mut out = Vec::new();
+                for v in 0..n_owned {
+                    let (d, o) = (p.diag(), p.offd());
+                    for (m, cols, base) in [(d, None, p_first), (o, Some(&p_ghosts), 0)] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                            let c = pat.col_idx()[kk] as u64;
+                            let col = cols.map_or(base + c, |gh| gh[c as usize]);
+                            out.extend([(fine.owned_range().start + v as u64) as f64, col as f64]);
+                            out.extend_from_slice(m.host_block(kk).unwrap());
+                        }
+                    }
+                }
+                out
+            };
+            let check = |p: &DistBsr, rows: &Bsr| {
+                let mut owners = std::collections::HashMap::new();
+                for msg in comm.allgatherv_f64(&row_blocks(p)).unwrap() {
+                    for rec in msg.chunks(2 + slab) {
+                        owners.insert((rec[0] as u64, rec[1] as u64), rec[2..].to_vec());
+                    }
+                }
+                let mut n_blocks = 0;
+                for (j, &gid) in halo.ghosts().iter().enumerate() {
+                    let pat = rows.pattern();
+                    for kk in pat.row_ptr()[j]..pat.row_ptr()[j + 1] {
+                        let col = plan.col_globals()[pat.col_idx()[kk] as usize];
+                        let want = &owners[&(gid, col)];
+                        assert_eq!(rows.host_block(kk).unwrap(), &want[..]);
+                        n_blocks += 1;
+                    }
+                    let in_p = owners.keys().filter(|(r, _)| *r == gid).count();
+                    assert_eq!(pat.row(j).len(), in_p, "ghost row {gid}: every block");
+                }
+                n_blocks
+            };
+            assert!(total(check(&t.p, &rows)) > 0.0);
+            // A hot update with the same P sends nothing, on any rank.
+            assert_eq!(total(plan.update(&t.p, &mut rows).unwrap()), 0.0);
+            // New values: gathered again.
+            let mut values = Vec::new();
+            for v in 0..n_owned {
+                for m in [t.p.diag(), t.p.offd()] {
+                    let pat = m.pattern();
+                    for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                        values.extend(m.host_block(kk).unwrap().iter().map(|x| 2.0 * x));
+                    }
+                }
+            }
+            t.p.set_values(&values).unwrap();
+            assert_eq!(total(plan.update(&t.p, &mut rows).unwrap()), total(sent));
+            check(&t.p, &rows);
+        },
+    );
+}
+
+#[test]
+fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones() {
+    use amg::aggregation::{aggregate, MisDistance};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_prolongator::dist_smooth_prolongator;
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    on_ranks(
+        "distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    mesh::generate_box(&spec).unwrap(),
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            let (bs, k, slab, omega) = (3, 6, 18, 0.6);
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let nns = assembly::rigid_body_modes(&serial.coords);
+                let space =
+                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
+                        .unwrap();
+                let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+                let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
+                let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
+                let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
+                let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
+
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    fine.clone(),
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let mut a = DistBsr::zeros(pattern);
+                a.set_from_local(&local.tangent).unwrap();
+                let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+                let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+                let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                    .iter()
+                    .flat_map(|&s| {
+                        nns[s as usize * slab..(s as usize + 1) * slab]
+                            .iter()
+                            .copied()
+                    })
+                    .collect();
+                let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+                let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+                let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
+
+                let first = t.coarse_partition.owned_range().start;
+                let mine: Vec<u64> = t
+                    .coarse_serial_ids
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(c, &s)| [first + c as u64, s])
+                    .collect();
+                let mut serial_of = std::collections::HashMap::new();
+                for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                    for q in pairs.chunks(2) {
+                        serial_of.insert(q[0], q[1]);
+                    }
+                }
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let ghosts = pd.pattern().halo().ghosts();
+                let mut n_blocks = 0;
+                for v in 0..n_owned {
+                    let s = part.node_serial_ids[v] as usize;
+                    let mut got: Vec<(u64, Vec<u64>)> = Vec::new();
+                    for (m, gh) in [(pd.diag(), None), (pd.offd(), Some(ghosts))] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                            let c = u64::from(pat.col_idx()[kk]);
+                            let gc = gh.map_or(first + c, |gh: &[u64]| gh[c as usize]);
+                            got.push((serial_of[&gc], bits(m.host_block(kk).unwrap())));
+                        }
+                    }
+                    got.sort_unstable();
+                    let pat = p.pattern();
+                    let want: Vec<(u64, Vec<u64>)> = (pat.row_ptr()[s]..pat.row_ptr()[s + 1])
+                        .map(|kk| {
+                            (
+                                u64::from(pat.col_idx()[kk]),
+                                bits(p.host_block(kk).unwrap()),
+                            )
+                        })
+                        .collect();
+                    assert_eq!(got, want, "row {s}");
+                    n_blocks += got.len();
+                }
+                assert!(n_blocks > n_owned, "smoothing widens the rows");
+
+                // The Galerkin product: the serial one to rounding, row by row (serial coarse ids).
+                let ac_serial = linalg::ptap(&whole, &p).unwrap();
+                let scale = ac_serial
+                    .host()
+                    .unwrap()
+                    .iter()
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                let ac = amg::dist_prolongator::dist_galerkin(&a, &g, &pd, &t.coarse_serial_ids)
+                    .unwrap();
+                let cg = ac.pattern().halo().ghosts();
+                for c in 0..t.coarse_serial_ids.len() {
+                    let sc = t.coarse_serial_ids[c] as usize;
+                    let mut got: Vec<(u64, Vec<f64>)> = Vec::new();
+                    for (m, gh) in [(ac.diag(), None), (ac.offd(), Some(cg))] {
+                        let pat = m.pattern();
+                        for kk in pat.row_ptr()[c]..pat.row_ptr()[c + 1] {
+                            let col = u64::from(pat.col_idx()[kk]);
+                            let gc = gh.map_or(first + col, |gh: &[u64]| gh[col as usize]);
+                            got.push((serial_of[&gc], m.host_block(kk).unwrap().to_vec()));
+                        }
+                    }
+                    got.sort_by_key(|(col, _)| *col);
+                    let pat = ac_serial.pattern();
+                    let cols: Vec<u64> = pat.row(sc).iter().map(|&x| u64::from(x)).collect();
+                    assert_eq!(
+                        got.iter().map(|(col, _)| *col).collect::<Vec<_>>(),
+                        cols,
+                        "coarse row {sc}"
+                    );
+                    for (i, kk) in (pat.row_ptr()[sc]..pat.row_ptr()[sc + 1]).enumerate() {
+                        for (x, y) in got[i].1.iter().zip(ac_serial.host_block(kk).unwrap()) {
+                            assert!(
+                                (x - y).abs() <= 1e-13 * scale,
+                                "coarse row {sc}: {x} vs {y}"
+                            );
+                        }
+                    }
+                }
+            }
+        },
+    );
+}
+
+/// The local linear-elastic stiffness of `mesh` with the nodes of `x = 0` clamped by symmetric
+/// elimination (their rows and columns zero, identity diagonal blocks), and the clamped flags.
+fn clamped_stiffness(mesh: &HexMesh) -> (Bsr, Vec<bool>) {
+    let mut k = shifted_stiffness(mesh, 0.0);
+    let mut clamped = vec![false; mesh.n_nodes()];
+    for &n in &mesh.node_sets["xmin"] {
+        clamped[n] = true;
+    }
+    let pattern = k.pattern().clone();
+    for i in 0..pattern.n_block_rows() {
+        for (slot, &j) in (pattern.row_ptr()[i]..).zip(pattern.row(i)) {
+            if clamped[i] || clamped[j as usize] {
+                let b = k.host_block_mut(slot).unwrap();
+                b.fill(0.0);
+                if i == j as usize {
+                    b[0] = 1.0;
+                    b[4] = 1.0;
+                    b[8] = 1.0;
+                }
+            }
+        }
+    }
+    (k, clamped)
+}
+
+/// CG with the distributed two-level AMG on the clamped box, on the ranks of `comm` with the
+/// mesh part `part`: iterations, and the owned solution entries as (serial dof, value).
+fn two_level_solve(
+    comm: &Arc<dyn Comm>,
+    serial: &HexMesh,
+    part: &MeshPart,
+    preconditioned: bool,
+) -> (usize, Vec<(usize, f64)>) {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_cycle::DistTwoLevel;
+    use amg::dist_prolongator::{dist_galerkin, dist_smooth_prolongator};
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern =
+        DistPattern::from_local(fine.clone(), k_local.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern);
+    a.set_from_local(&k_local).unwrap();
+    let mut b = a.new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    let mut x = a.new_owned_vector();
+    let params = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let outcome = if preconditioned {
+        let nns = assembly::rigid_body_modes(&serial.coords);
+        let slab = 18;
+        let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+        let labels = dist_aggregate(&g, MisDistance::One, 3, 6).unwrap();
+        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| {
+                nns[s as usize * slab..(s as usize + 1) * slab]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let t = dist_tentative_prolongator(&g, &labels, &owned_nns, 3, 6, &fine).unwrap();
+        let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+        let p = dist_smooth_prolongator(&a, &g, &t, &pbj, 0.6).unwrap();
+        let ac = dist_galerkin(&a, &g, &p, &t.coarse_serial_ids).unwrap();
+        let pre = DistTwoLevel::new(&a, &p, &ac, 0.5, 2).unwrap();
+        amg::cg_operator(&a, &b, &mut x, &pre, &params).unwrap()
+    } else {
+        let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+        amg::cg_operator(&a, &b, &mut x, &pbj, &params).unwrap()
+    };
+    assert!(outcome.converged, "{outcome:?}");
+    let values = x.to_host_vec().unwrap();
+    let owned = values
+        .iter()
+        .enumerate()
+        .map(|(e, &v)| (3 * part.node_serial_ids[e / 3] as usize + e % 3, v))
+        .collect();
+    (outcome.iterations, owned)
+}
+
+#[test]
+fn cg_with_the_distributed_two_level_amg_matches_one_rank() {
+    on_ranks(
+        "cg_with_the_distributed_two_level_amg_matches_one_rank",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([12, 4, 4], [0.0; 3], [6.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+            let (it_one, x_one) =
+                two_level_solve(&linalg::comm::SelfComm::shared(), &serial, &whole, true);
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (it, x) = two_level_solve(comm, &serial, &part, true);
+            assert_eq!(it, it_one, "CG iterations with the two-level AMG");
+            let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - reference[dof]).powi(2);
+                err[1] += reference[dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative difference {}",
+                (err[0] / err[1]).sqrt()
+            );
+            let (it_pbj, _) = two_level_solve(comm, &serial, &part, false);
+            assert!(
+                it * 2 < it_pbj,
+                "AMG {it} iterations, point-block Jacobi {it_pbj}"
+            );
+            if comm.rank() == 0 {
+                eprintln!(
+                    "two-level AMG: {it} CG iterations on {} ranks (point-block Jacobi: {it_pbj})",
+                    comm.size()
+                );
+            }
+        },
+    );
+}
+
+/// CG with the distributed multi-level hierarchy on the clamped box: iterations, levels
+/// (unknowns per level) and the owned solution entries as (serial dof, value).
+fn hierarchy_solve(
+    comm: &Arc<dyn Comm>,
+    serial: &HexMesh,
+    part: &MeshPart,
+) -> (usize, Vec<usize>, Vec<(usize, f64)>) {
+    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern);
+    a.set_from_local(&k_local).unwrap();
+    let mut b = a.new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    let mut x = a.new_owned_vector();
+    let nns = assembly::rigid_body_modes(&serial.coords);
+    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+        .collect();
+    let params = DistHierarchyParams {
+        omega_p: 0.6,
+        omega: 0.5,
+        sweeps: 2,
+        coarse_limit: 150,
+        max_levels: 6,
+    };
+    // The hierarchy owns its copy of the fine operator.
+    let mut fine_level = DistBsr::zeros(a.pattern().clone());
+    fine_level.set_from_local(&k_local).unwrap();
+    let h = DistHierarchy::new(
+        fine_level,
+        &part.node_serial_ids[..n_owned],
+        owned_nns,
+        6,
+        &params,
+    )
+    .unwrap();
+    let outcome = amg::cg_operator(
+        &a,
+        &b,
+        &mut x,
+        &h,
+        &amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(outcome.converged, "{outcome:?}");
+    let owned = x
+        .to_host_vec()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(e, &v)| (3 * part.node_serial_ids[e / 3] as usize + e % 3, v))
+        .collect();
+    (outcome.iterations, h.level_unknowns(), owned)
+}
+
+#[test]
+fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
+    on_ranks(
+        "cg_with_the_distributed_amg_hierarchy_matches_one_rank",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+            let (it_one, levels_one, x_one) =
+                hierarchy_solve(&linalg::comm::SelfComm::shared(), &serial, &whole);
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (it, levels, x) = hierarchy_solve(comm, &serial, &part);
+            assert!(levels.len() >= 3, "levels {levels:?}");
+            assert_eq!(levels, levels_one, "the same hierarchy");
+            assert_eq!(it, it_one, "CG iterations");
+            let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - reference[dof]).powi(2);
+                err[1] += reference[dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(
+                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
+                "relative difference {}",
+                (err[0] / err[1]).sqrt()
+            );
+            if comm.rank() == 0 {
+                eprintln!(
+                    "AMG hierarchy {levels:?}: {it} CG iterations on {} ranks",
+                    comm.size()
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
+    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+
+    on_ranks(
+        "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
+        &[2, 4],
+        |comm| {
+            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let (k_local, clamped) = clamped_stiffness(&part.mesh);
+            let n_owned = part.n_owned_nodes();
+            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern =
+                DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+            let operator = |scale: f64| {
+                let mut k = k_local.clone();
+                k.scale(scale).unwrap();
+                let mut a = DistBsr::zeros(pattern.clone());
+                a.set_from_local(&k).unwrap();
+                a
+            };
+            let nns = assembly::rigid_body_modes(&serial.coords);
+            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                .iter()
+                .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+                .collect();
+            let params = DistHierarchyParams {
+                omega_p: 0.6,
+                omega: 0.5,
+                sweeps: 2,
+                coarse_limit: 150,
+                max_levels: 6,
+            };
+            let mut h = DistHierarchy::new(
+                operator(1.0),
+                &part.node_serial_ids[..n_owned],
+                owned_nns,
+                6,
+                &params,
+            )
+            .unwrap();
+            let a = operator(1.0);
+            let mut b = a.new_owned_vector();
+            for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+                let s = part.node_serial_ids[e / 3];
+                *v = if clamped[e / 3] {
+                    0.0
+                } else {
+                    signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+                };
+            }
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let mut x1 = a.new_owned_vector();
+            let first = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
+
+            // The same structure, values doubled: a hot update moves no prolongator values.
+            let sent = h.update(operator(2.0)).unwrap();
+            let mut total = [sent as f64];
+            comm.allreduce_sum(&mut total).unwrap();
+            assert_eq!(total[0], 0.0, "P values sent by a hot update");
+            let a2 = operator(2.0);
+            let mut x2 = a2.new_owned_vector();
+            let second = amg::cg_operator(&a2, &b, &mut x2, &h, &cg).unwrap();
+            assert!(second.converged);
+            // 2 A x2 = b: x2 = x1 / 2 (the hierarchy scaled as a whole, the same iterations).
+            assert_eq!(second.iterations, first.iterations);
+            let mut err = [0.0, 0.0];
+            for (u, v) in x1.host().unwrap().iter().zip(x2.host().unwrap()) {
+                err[0] += (u / 2.0 - v).powi(2);
+                err[1] += (u / 2.0).powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(err[0].sqrt() <= 1e-8 * err[1].sqrt());
+        },
+    );
+}
