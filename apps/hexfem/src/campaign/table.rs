@@ -184,8 +184,9 @@ impl Table {
         write_atomic(&self.csv, self.csv_text(&rows))
     }
 
-    /// The CSV: `case`, `status`, the parameters, the figures, `reaction.<set>.f{x,y,z}`,
-    /// `probe.<column>`, `error`, `directory`. Reaction and probe columns are the union over the
+    /// The CSV, one line per row: `case`, `status`, the parameters, the figures,
+    /// `reaction.<set>.f{x,y,z}`, `probe.<column>`, `error` (its lines joined by ` | `),
+    /// `directory`. Reaction and probe columns are the union over the
     /// rows, sorted; a row without one leaves it empty.
     fn csv_text(&self, rows: &[&CaseRow]) -> String {
         let sets: std::collections::BTreeSet<&String> =
@@ -252,7 +253,11 @@ impl Table {
             for p in &probes {
                 line.push(r.probes.get(*p).map_or(String::new(), |&v| number(v)));
             }
-            line.push(field(r.error.as_deref().unwrap_or("")));
+            // one line per row (spreadsheets, grep): the error's lines joined; results.jsonl
+            // and case.json keep it whole
+            let error = r.error.as_deref().unwrap_or("");
+            let error: Vec<&str> = error.lines().map(str::trim).collect();
+            line.push(field(&error.join(" | ")));
             line.push(field(&r.directory.to_string_lossy()));
             out.push_str(&line.join(","));
             out.push('\n');
