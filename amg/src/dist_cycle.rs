@@ -137,7 +137,7 @@ impl<'a> DistTwoLevel<'a> {
 impl Preconditioner for DistTwoLevel<'_> {
     fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
         z.fill(0.0)?;
-        let mut t = r.zeros_like();
+        let mut t = r.zeros_like()?;
         self.smooth(r, z, &mut t)?;
         // Coarse correction.
         self.a.apply(z, &mut t)?;
@@ -314,13 +314,13 @@ impl DistHierarchy {
             z.host_mut()?.copy_from_slice(&x.host()?[first..first + n]);
             return Ok(());
         };
-        let mut t = r.zeros_like();
+        let mut t = r.zeros_like()?;
         self.smooth(l, r, z, &mut t)?;
         l.a.apply(z, &mut t)?;
         ops::axpby(1.0, r, -1.0, &mut t)?;
         let mut rc = p.new_owned_vector();
         pt.apply(p, &t, &mut rc)?;
-        let mut zc = rc.zeros_like();
+        let mut zc = rc.zeros_like()?;
         self.cycle(level + 1, &rc, &mut zc)?;
         let mut correction = p.new_row_vector();
         p.apply(&zc, &mut correction)?;

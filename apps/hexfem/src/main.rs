@@ -651,6 +651,8 @@ fn execute_on_ranks(
         Command::Run { .. } => "run",
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
+        Command::Campaign { .. } => "campaign",
+        Command::Plot { .. } => "plot",
     };
     (
         String::new(),
