@@ -11,7 +11,9 @@ use assembly::device::{
     compile_constraints_source, compile_element_source, DeviceAssembler, DeviceConstraints,
     DeviceElements, DeviceProblem, CELL_FIELDS,
 };
-use assembly::{CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed};
+use assembly::{
+    CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, PositionFn, Prescribed,
+};
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
@@ -415,8 +417,24 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
             },
             Prescribed::Components {
                 set: "one".into(),
-                nodes: vec![40],
+                nodes: vec![62], // the centre node (on no face)
                 values: [None, Some(0.1), None],
+            },
+            // a value that is a function of the reference position, on two interior nodes
+            Prescribed::Field {
+                set: "field".into(),
+                nodes: vec![31, 93],
+                values: [
+                    Some(PositionFn {
+                        text: "0.1 x + 0.02 z".into(),
+                        f: Arc::new(|x: [f64; 3]| 0.1 * x[0] + 0.02 * x[2]),
+                    }),
+                    None,
+                    Some(PositionFn {
+                        text: "-0.05 y".into(),
+                        f: Arc::new(|x: [f64; 3]| -0.05 * x[1]),
+                    }),
+                ],
             },
         ],
         &[],
