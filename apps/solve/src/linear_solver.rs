@@ -22,9 +22,13 @@ const DIRECT_MAX_FACTOR_BYTES: f64 = 4e9;
 
 /// `method: auto` factors directly where the envelope factor takes at most this many bytes...
 const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
-/// ... and one factorization at most this many floating-point operations (about 0.3 s here);
-/// above either it uses CG with AMG.
-const AUTO_DIRECT_MAX_FLOPS: f64 = 1e9;
+/// ... and one factorization at most this many floating-point operations per stored scalar of the
+/// tangent; above either it uses CG with AMG. The factorization runs at about 16-23 GFlop/s on two
+/// cores and an AMG Newton iteration (hot set-up + CG) costs about 15 ns per stored scalar there,
+/// so 250 flops per scalar is where one factorization costs about one AMG solve
+/// (`docs/solver_choice_runs.sh`: the twisted column and the Q2 cantilever factor, the 10^3 box
+/// and the 32x8x8 cantilever, 4x faster with AMG, do not).
+const AUTO_DIRECT_MAX_FLOPS_PER_SCALAR: f64 = 250.0;
 
 /// Krylov vectors kept by the GMRES fallback before a restart.
 const GMRES_RESTART: usize = 60;
@@ -199,7 +203,8 @@ impl LinearSolver {
             bytes / 1e6,
             flops
         );
-        if bytes <= AUTO_DIRECT_MAX_BYTES && flops <= AUTO_DIRECT_MAX_FLOPS {
+        let max_flops = AUTO_DIRECT_MAX_FLOPS_PER_SCALAR * (pattern.nnz() * 9) as f64;
+        if bytes <= AUTO_DIRECT_MAX_BYTES && flops <= max_flops {
             let solver = LinearSolver::Direct {
                 symbolic: Some(Arc::new(symbolic)),
             };
@@ -215,9 +220,9 @@ impl LinearSolver {
                 None => String::new(),
             };
             let text = format!(
-                "CG with smoothed-aggregation AMG{place} ({estimate}: above {:.0} MB or {:.0e} flops)",
+                "CG with smoothed-aggregation AMG{place} ({estimate}: above {:.0} MB or {:.1e} flops)",
                 AUTO_DIRECT_MAX_BYTES / 1e6,
-                AUTO_DIRECT_MAX_FLOPS
+                max_flops
             );
             Ok((solver, text))
         }
