@@ -40,6 +40,43 @@ impl Bsr {
         }
     }
 
+    /// A matrix on `ctx` whose values are `m`'s, without a copy (for device-built matrices such as
+    /// an assembled tangent). `m` must have `pattern`'s shape (block rows, columns, stored
+    /// blocks); its column indices are taken to be `pattern`'s. [`Bsr::into_device_bsr`] gives
+    /// `m` back.
+    pub fn from_device_bsr(
+        ctx: Arc<cuda::CudaContext>,
+        pattern: Arc<BlockPattern>,
+        m: cuda::DeviceBsr,
+    ) -> Result<Self, LinalgError> {
+        let p = m.pattern();
+        if p.n_block_rows() != pattern.n_block_rows()
+            || p.n_block_cols() != pattern.n_block_cols()
+            || p.nnz() != pattern.nnz()
+        {
+            return Err(LinalgError::DimensionMismatch {
+                what: "Bsr::from_device_bsr: device matrix against pattern (block rows, columns, blocks)",
+                expected: pattern.n_block_rows() * pattern.n_block_cols() * pattern.nnz(),
+                found: p.n_block_rows() * p.n_block_cols() * p.nnz(),
+            });
+        }
+        Ok(Self {
+            pattern,
+            block_rows: m.block_rows(),
+            block_cols: m.block_cols(),
+            storage: Storage::CudaBsr { ctx, m },
+        })
+    }
+
+    /// The device matrix behind a matrix on a GPU, without a copy ([`Bsr::from_device_bsr`]'s
+    /// inverse); `NotOnDevice`-style error ([`LinalgError::Unsupported`]) for a host matrix.
+    pub fn into_device_bsr(self) -> Result<cuda::DeviceBsr, LinalgError> {
+        match self.storage {
+            Storage::CudaBsr { m, .. } => Ok(m),
+            _ => Err(unsupported("Bsr::into_device_bsr", &Device::Host)),
+        }
+    }
+
     /// A matrix of zeros on the pattern, block sizes and device of `self`.
     pub fn zeros_like(&self) -> Result<Self, LinalgError> {
         Self::zeros_on(

@@ -64,6 +64,24 @@ impl Vector {
         })
     }
 
+    /// A vector on `ctx` whose values are `buf`'s, without a copy (serial layout);
+    /// [`Vector::into_device_buffer`] gives `buf` back.
+    pub fn from_device_buffer(ctx: Arc<cuda::CudaContext>, buf: cuda::DeviceBuffer<f64>) -> Self {
+        let n = buf.len();
+        Self {
+            storage: Storage::Cuda { ctx, buf },
+            layout: Arc::new(Layout::serial(n)),
+        }
+    }
+
+    /// The device buffer behind a vector on a GPU, without a copy; an error for a host vector.
+    pub fn into_device_buffer(self) -> Result<cuda::DeviceBuffer<f64>, LinalgError> {
+        match self.storage {
+            Storage::Cuda { buf, .. } => Ok(buf),
+            _ => Err(unsupported("Vector::into_device_buffer", &Device::Host)),
+        }
+    }
+
     /// A copy on `device` (an upload, a download, or a copy on the same device); the layout is
     /// kept.
     pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {

@@ -145,6 +145,17 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// One neo-Hookean Newton iteration on the ex56-sized box (m^3 nodes): the linear system,
+    /// the hot AMG update and CG, with the breakdown; on the GPU everything stays there.
+    Newton {
+        /// Nodes per side.
+        #[arg(long, default_value_t = 66)]
+        m: usize,
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// One block SpMV for one block shape (27-point stencil for square blocks, prolongator- or
     /// restriction-shaped otherwise): time, bytes, GB/s.
     Spmv {
@@ -396,6 +407,18 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             };
             split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
+        Command::Bench {
+            which: Bench::Newton { m, device, json },
+        } => split(
+            hexfem::bench::newton::run(&hexfem::bench::newton::NewtonBench {
+                m,
+                device: match device {
+                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                },
+            })
+            .and_then(|r| render(&r, json)),
+        ),
         Command::Bench {
             which:
                 Bench::Spmv {
