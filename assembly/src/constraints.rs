@@ -181,6 +181,11 @@ impl Constraints {
         }
     }
 
+    /// Whether some entry follows a load curve of its own (see [`Constraints::set_own_factor`]).
+    pub fn has_own_factors(&self) -> bool {
+        self.own_factors.iter().any(Option::is_some)
+    }
+
     /// Bit `c` set iff component `c` of `node` is constrained.
     pub fn mask(&self, node: usize) -> u8 {
         self.mask.bits(node)

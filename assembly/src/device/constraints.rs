@@ -73,6 +73,12 @@ impl DeviceConstraints {
         pattern: &BlockPattern,
         coords: &[[f64; 3]],
     ) -> Result<Self, AssemblyError> {
+        if constraints.has_own_factors() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "constraints on load curves of their own are host-only; use device: cpu"
+                    .into(),
+            });
+        }
         let mask = constraints.dof_mask();
         let n = mask.n_blocks();
         check("constraint mask nodes", n, coords.len())?;
