@@ -76,8 +76,9 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     )?;
     writeln!(
         s,
-        "  loading    {} steps, linear solver {solver}",
+        "  loading    {} step{}, linear solver {solver}",
         config.loading.steps,
+        if config.loading.steps == 1 { "" } else { "s" },
     )?;
     if !problem.discrete.follower.is_empty() {
         writeln!(
