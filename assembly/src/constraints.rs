@@ -181,6 +181,38 @@ impl Constraints {
         }
     }
 
+    /// Replaces the functions of entry `entry`, a [`Prescribed::Field`], by `values` (the same
+    /// components given: the mask does not change). For values that depend on time: the caller
+    /// passes the functions at the current time and makes the entry follow factor 1.
+    pub fn set_field_values(
+        &mut self,
+        entry: usize,
+        values: [Option<PositionFn>; 3],
+    ) -> Result<(), AssemblyError> {
+        match self.prescribed.get_mut(entry) {
+            Some(Prescribed::Field {
+                values: old, set, ..
+            }) => {
+                let same = old
+                    .iter()
+                    .zip(&values)
+                    .all(|(a, b)| a.is_some() == b.is_some());
+                if !same {
+                    return Err(AssemblyError::InvalidBoundaryCondition {
+                        set: set.clone(),
+                        reason: "new values must prescribe the same components".into(),
+                    });
+                }
+                *old = values;
+                Ok(())
+            }
+            _ => Err(AssemblyError::InvalidBoundaryCondition {
+                set: format!("entry {entry}"),
+                reason: "not a field of the position".into(),
+            }),
+        }
+    }
+
     /// Whether some entry follows a load curve of its own (see [`Constraints::set_own_factor`]).
     pub fn has_own_factors(&self) -> bool {
         self.own_factors.iter().any(Option::is_some)

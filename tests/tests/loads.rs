@@ -285,3 +285,79 @@ fn a_load_on_its_own_curve_unloads_while_another_loads() {
         );
     }
 }
+
+/// Loads and Dirichlet values that are expressions of the pseudo-time `t` are the values
+/// themselves at each time (not scaled by the load factor): a traction `-sin(PI t)` peaks at
+/// t = 1/2 with the same state as a constant traction -1 at full load (a linear problem, so
+/// equal to round-off), and returns to zero displacement at t = 1; a Dirichlet value `0.04 t^2`
+/// equals the constant 0.01 at t = 1/2.
+#[test]
+fn expressions_of_time_are_the_values_at_each_time() {
+    let bar = |traction: &str, dirichlet_z: &str, steps: usize| {
+        format!(
+            "mesh:\n  box: {{ cells: [8, 2, 2], lower: [0, 0, 0], upper: [4, 1, 1], order: 1 }}\n\
+             materials:\n  - {{ model: linear, young_modulus: 100.0, poisson_ratio: 0.3 }}\n\
+             boundary:\n  dirichlet: [{{ set: xmin, x: 0.0, y: 0.0, z: {dirichlet_z} }}]\n  traction: [{{ set: xmax, value: [0.0, 0.0, {traction}] }}]\n\
+             loading: {{ steps: {steps} }}\n"
+        )
+    };
+    let (_a, timed, _) = run_yaml("time-expr", &bar("\"-sin(PI * t)\"", "\"0.04 * t^2\"", 4))
+        .unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (_b, constant, _) =
+        run_yaml("time-const", &bar("-1.0", "0.01", 1)).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (_, half) = fields(&timed, 2);
+    let (_, full) = fields(&constant, 1);
+    let scale = full.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(scale > 1e-2, "the constant load moves the bar: {scale}");
+    let diff = half
+        .iter()
+        .flatten()
+        .zip(full.iter().flatten())
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(
+        diff < 1e-9 * scale,
+        "t = 1/2 against the constant load: {diff:e}"
+    );
+    // at t = 1 the traction is sin(PI) ~ 1e-16: unloaded, the bar only rides on its end,
+    // moved to z = 0.04 (a rigid translation)
+    let (_, end) = fields(&timed, 4);
+    for u in &end {
+        assert!(
+            u[0].abs() < 1e-9 && u[1].abs() < 1e-9 && (u[2] - 0.04).abs() < 1e-9,
+            "{u:?}"
+        );
+    }
+    // a body force of t likewise
+    let body = |force: &str, steps: usize| {
+        bar("0.0", "0.0", steps).replace(
+            "boundary:",
+            &format!("body_force: [0, 0, {force}]\nboundary:"),
+        )
+    };
+    let (_c, timed, _) =
+        run_yaml("time-body", &body("\"-2 * t\"", 4)).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (_d, constant, _) =
+        run_yaml("time-body-const", &body("-1.0", 1)).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (_, half) = fields(&timed, 2);
+    let (_, full) = fields(&constant, 1);
+    let scale = full.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = half
+        .iter()
+        .flatten()
+        .zip(full.iter().flatten())
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(
+        scale > 1e-3 && diff < 1e-9 * scale,
+        "body force: {diff:e} of {scale:e}"
+    );
+    // an expression of t together with a curve of its own is refused
+    let both = bar("\"-t\"", "0.0", 2).replace(
+        "value: [0.0, 0.0, \"-t\"] }",
+        "value: [0.0, 0.0, \"-t\"], curve: [[0, 0], [1, 1]] }",
+    );
+    let err = run_yaml("time-curve", &both).err().expect("refused").1;
+    assert!(
+        err.contains("expression of t") && err.contains("curve"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use assembly::{
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
 
-use crate::params::{curve_factor, CellSelection, MeshSource, ProblemParams};
+use crate::params::{curve_factor, CellSelection, Component, MeshSource, ProblemParams};
 
 /// The discrete problem of one run: the mesh and what is assembled on it.
 pub struct Problem {
@@ -24,12 +24,27 @@ pub struct Problem {
 }
 
 /// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
-/// and the curve of each load or constraint that has its own load curve.
+/// and the curve of each load or constraint that has its own load curve; and the loads and
+/// Dirichlet values given as expressions of the pseudo-time `t`, which are the values themselves
+/// (factor 1) and are evaluated again at each time.
 #[derive(Default)]
 struct OwnCurves {
     dead: Vec<(usize, Vec<[f64; 2]>)>,
     pressure: Vec<(usize, Vec<[f64; 2]>)>,
     constraints: Vec<(usize, Vec<[f64; 2]>)>,
+    timed_loads: Vec<TimedLoad>,
+    /// Constraint entry and its components.
+    timed_constraints: Vec<(usize, [Option<Component>; 3])>,
+    /// Gauss points per direction of the load integrals.
+    points: usize,
+}
+
+/// A dead load given by expressions of `t`: its vector is `discrete.curved[curved]` (factor 1).
+struct TimedLoad {
+    curved: usize,
+    /// `None`: the body force; else the face set of a traction.
+    faces: Option<String>,
+    value: [Component; 3],
 }
 
 impl Problem {
@@ -75,7 +90,10 @@ impl Problem {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
         let points = quadrature_points(params, &self.mesh)?;
-        let mut own_curves = OwnCurves::default();
+        let mut own_curves = OwnCurves {
+            points,
+            ..OwnCurves::default()
+        };
         let constraint_curves = params.dirichlet.iter().map(|d| &d.curve);
         let constraint_curves = constraint_curves.chain(params.twist.iter().map(|t| &t.curve));
         for (i, curve) in constraint_curves.enumerate() {
@@ -83,11 +101,33 @@ impl Problem {
                 own_curves.constraints.push((i, curve.clone()));
             }
         }
+        for (i, d) in params.dirichlet.iter().enumerate() {
+            if d.values.iter().flatten().any(Component::uses_time) {
+                if !d.curve.is_empty() {
+                    bail!("boundary.dirichlet on set '{}': a value that is an expression of t and a curve of its own; give one of them", d.set);
+                }
+                own_curves.timed_constraints.push((i, d.values.clone()));
+            }
+        }
         let mut curved: Vec<CurvedLoad> = Vec::new();
-        let body = vector_field(&params.body_force);
-        let mut external = match constant(&params.body_force) {
-            Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
-            None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
+        let n = self.discrete.n_dofs();
+        let mut external = if params.body_force.iter().any(Component::uses_time) {
+            own_curves.timed_loads.push(TimedLoad {
+                curved: curved.len(),
+                faces: None,
+                value: params.body_force.clone(),
+            });
+            curved.push(CurvedLoad {
+                vector: linalg::Vector::zeros(n),
+                factor: 1.0,
+            });
+            linalg::Vector::zeros(n)
+        } else {
+            let body = vector_field(&params.body_force);
+            match constant(&params.body_force) {
+                Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
+                None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
+            }
         };
         let mesh = &self.mesh;
         for t in &params.traction {
@@ -98,6 +138,21 @@ impl Problem {
                     names(mesh.face_sets.keys())
                 )
             })?;
+            if t.value.iter().any(Component::uses_time) {
+                if !t.curve.is_empty() {
+                    bail!("traction on set '{}': a value that is an expression of t and a curve of its own; give one of them", t.set);
+                }
+                own_curves.timed_loads.push(TimedLoad {
+                    curved: curved.len(),
+                    faces: Some(t.set.clone()),
+                    value: t.value.clone(),
+                });
+                curved.push(CurvedLoad {
+                    vector: linalg::Vector::zeros(n),
+                    factor: 1.0,
+                });
+                continue;
+            }
             let field = vector_field(&t.value);
             let load = match constant(&t.value) {
                 Some(v) => Load::Constant(v),
@@ -150,8 +205,7 @@ impl Problem {
         self.discrete.external = external;
         self.discrete.follower = follower;
         self.discrete.curved = curved;
-        self.set_time(0.0);
-        Ok(())
+        self.set_time(0.0)
     }
 
     /// Whether the loads derive from a potential (dead loads do), so that the energy line search
@@ -161,8 +215,9 @@ impl Problem {
     }
 
     /// Sets the factors of the loads and constraints that follow curves of their own to their
-    /// values at pseudo-time `t` (the others follow the load factor Newton is given).
-    pub fn set_time(&mut self, t: f64) {
+    /// values at pseudo-time `t` (the others follow the load factor Newton is given), and
+    /// evaluates the loads and Dirichlet values that are expressions of `t` at `t`.
+    pub fn set_time(&mut self, t: f64) -> Result<()> {
         for (i, curve) in &self.own_curves.dead {
             self.discrete.curved[*i].factor = curve_factor(curve, t);
         }
@@ -174,6 +229,40 @@ impl Problem {
                 .constraints
                 .set_own_factor(*i, Some(curve_factor(curve, t)));
         }
+        let points = self.own_curves.points;
+        for load in &self.own_curves.timed_loads {
+            let value = &load.value;
+            let field =
+                move |x: [f64; 3]| [value[0].at(x, t), value[1].at(x, t), value[2].at(x, t)];
+            let vector = match &load.faces {
+                None => body_force_load(&mut self.discrete.assembler, Load::Field(&field))?,
+                Some(set) => {
+                    let faces = self.mesh.face_sets.get(set).with_context(|| {
+                        format!("traction on set '{set}': no face set of that name")
+                    })?;
+                    let mut v = linalg::Vector::zeros(self.discrete.n_dofs());
+                    add_traction_load(&self.mesh, faces, Load::Field(&field), points, &mut v)?;
+                    v
+                }
+            };
+            if let Some(node) = vector.host()?.iter().position(|v| !v.is_finite()) {
+                bail!(
+                    "{}: an expression of t is not finite at time {t} (at node {}); check its domain",
+                    load.faces.as_ref().map_or("body_force".to_owned(), |s| format!("traction on set '{s}'")),
+                    node / 3
+                );
+            }
+            let slot = &mut self.discrete.curved[load.curved];
+            slot.vector = vector;
+            slot.factor = 1.0;
+        }
+        for (entry, components) in &self.own_curves.timed_constraints {
+            self.discrete
+                .constraints
+                .set_field_values(*entry, position_functions(components, t))?;
+            self.discrete.constraints.set_own_factor(*entry, Some(1.0));
+        }
+        Ok(())
     }
 
     /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then
@@ -271,15 +360,7 @@ fn build_constraints(
                 values: numbers.map(Option::flatten),
             });
         } else {
-            let values = d.values.clone().map(|v| {
-                v.map(|c| PositionFn {
-                    text: match &c {
-                        crate::params::Component::Value(v) => v.to_string(),
-                        crate::params::Component::Expression(e) => e.text().to_owned(),
-                    },
-                    f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x)),
-                })
-            });
+            let values = position_functions(&d.values, 0.0);
             prescribed.push(Prescribed::Field {
                 set: d.set.clone(),
                 nodes,
@@ -307,6 +388,19 @@ fn build_constraints(
     )?)
 }
 
+/// Dirichlet components as functions of the reference position at pseudo-time `t`.
+fn position_functions(values: &[Option<Component>; 3], t: f64) -> [Option<PositionFn>; 3] {
+    values.clone().map(|v| {
+        v.map(|c| PositionFn {
+            text: match &c {
+                Component::Value(v) => v.to_string(),
+                Component::Expression(e) => e.text().to_owned(),
+            },
+            f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x, t)),
+        })
+    })
+}
+
 /// The numbers of `v`, where every component is one.
 fn constant(v: &[crate::params::Component; 3]) -> Option<[f64; 3]> {
     Some([v[0].constant()?, v[1].constant()?, v[2].constant()?])
@@ -314,7 +408,7 @@ fn constant(v: &[crate::params::Component; 3]) -> Option<[f64; 3]> {
 
 /// `v` as a vector field of the reference position.
 fn vector_field(v: &[crate::params::Component; 3]) -> impl Fn([f64; 3]) -> [f64; 3] + Sync + '_ {
-    move |x| [v[0].at(x), v[1].at(x), v[2].at(x)]
+    move |x| [v[0].at(x, 0.0), v[1].at(x, 0.0), v[2].at(x, 0.0)]
 }
 
 /// Adds the nodal and point forces of `params` to `external` (node-major).
