@@ -648,7 +648,42 @@ fn execute_on_ranks(
                 output.as_deref(),
             ))
         }
-        Command::Run { .. } => "run",
+        Command::Run {
+            input,
+            overrides,
+            output,
+            quiet,
+            verbose,
+            restart,
+            ..
+        } => {
+            let progress = if quiet {
+                hexfem::run::Progress::Quiet
+            } else if verbose {
+                hexfem::run::Progress::Iterations
+            } else {
+                hexfem::run::Progress::Steps
+            };
+            let options = hexfem::run::RunOptions {
+                input,
+                overrides,
+                output_dir: output,
+                progress,
+                restart,
+                faults: io::Faults::none(),
+                abort_after_step: None,
+            };
+            let outcome = hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
+            return split(outcome.map(|outcome| {
+                format!(
+                    "{} converged steps written to {} (open {} in ParaView); summary {}\n",
+                    outcome.steps,
+                    outcome.h5.display(),
+                    outcome.xdmf.display(),
+                    outcome.summary.display()
+                )
+            }));
+        }
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Campaign { .. } => "campaign",

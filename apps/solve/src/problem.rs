@@ -46,6 +46,7 @@ impl Problem {
                 external: linalg::Vector::zeros(3 * mesh.n_nodes()),
                 follower: Vec::new(),
                 curved: Vec::new(),
+                partition: None,
                 assembler,
             },
             mesh,
@@ -53,6 +54,56 @@ impl Problem {
             own_curves: OwnCurves::default(),
         };
         problem.set_loads(params)?;
+        Ok(problem)
+    }
+
+    /// One rank's share of a distributed problem: materials, constraints and loads of `params`
+    /// on the rank's mesh part (owned nodes first, then the ghost nodes; owned and ghost cells),
+    /// every vector with the rank's layout over `comm`. The owned rows of residual and tangent
+    /// are complete (one layer of ghost cells), so they equal the serial rows.
+    pub fn on_part(
+        params: &ProblemParams,
+        part: &mesh::MeshPart,
+        comm: std::sync::Arc<dyn comm::Comm>,
+    ) -> Result<Self> {
+        let mesh = part.mesh.clone();
+        let materials = cell_materials(params, &mesh)?;
+        let points = quadrature_points(params, &mesh)?;
+        let assembler = ElasticityAssembler::new(&mesh, materials, points)
+            .context("setting up the element loop")?;
+        let layout = std::sync::Arc::new(linalg::Layout::new(
+            3 * part.n_owned_nodes(),
+            3 * part.n_ghost_nodes(),
+            3 * part.node_offsets[comm.rank()],
+            3 * part.n_global_nodes(),
+            comm,
+        )?);
+        let mut problem = Self {
+            discrete: DiscreteProblem {
+                constraints: build_constraints(params, &mesh, &assembler)?,
+                external: linalg::Vector::zeros(3 * mesh.n_nodes()),
+                follower: Vec::new(),
+                curved: Vec::new(),
+                partition: None,
+                assembler,
+            },
+            mesh,
+            linear: false,
+            own_curves: OwnCurves::default(),
+        };
+        problem.set_loads(params)?;
+        let relaid = |v: &linalg::Vector| {
+            linalg::Vector::from_vec_with_layout(layout.clone(), v.to_host_vec()?)
+        };
+        let discrete = &mut problem.discrete;
+        discrete.external = relaid(&discrete.external)?;
+        for c in &mut discrete.curved {
+            c.vector = relaid(&c.vector)?;
+        }
+        discrete.partition = Some(assembly::RankPart {
+            layout,
+            owned_cells: part.cell_owned.clone(),
+        });
         Ok(problem)
     }
 
