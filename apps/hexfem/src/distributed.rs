@@ -258,13 +258,22 @@ pub fn run_on_ranks(
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("creating output directory {}", dir.display()))?;
             let probes = crate::probes::Probes::new(&config, &serial_problem.mesh)?;
-            let summary = io::SummaryWriter::create(
+            let mut summary = io::SummaryWriter::create(
                 &dir,
                 &name,
                 serial::run_info(&config, &options.input)?,
                 serial::mesh_info(serial_problem),
                 &options.faults,
             )?;
+            let owned_rows: Vec<u64> = loads.iter().map(|l| 3 * l[0]).collect();
+            let mean = owned_rows.iter().sum::<u64>() as f64 / size as f64;
+            let max = owned_rows.iter().copied().max().unwrap_or(0) as f64;
+            summary.set_ranks(io::RanksInfo {
+                ranks: size,
+                owned_rows,
+                owned_cells: loads.iter().map(|l| l[1]).collect(),
+                row_imbalance: if mean > 0.0 { max / mean } else { 1.0 },
+            });
             let mut results =
                 serial::create_results(&config, serial_problem, &dir, &name, &options.faults)?;
             let probe_log = if probes.is_empty() {
@@ -280,7 +289,9 @@ pub fn run_on_ranks(
                 StepStamp {
                     index: 0,
                     load_factor: 0.0,
-                    next_increment: Some(1.0 / config.loading.steps as f64),
+                    next_increment: Some(
+                        PathState::start(&(&config.loading).into()).increment,
+                    ),
                     time: Some(0.0),
                 },
                 &u,

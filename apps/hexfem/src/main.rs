@@ -692,10 +692,8 @@ fn execute_on_ranks(
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check and \
-             bench distributed: mesh partitioning, assembly, CG with point-block Jacobi or a \
-             distributed AMG; not yet: Newton, the configured AMG and output); run it without \
-             mpirun, or with mpirun -np 1",
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check and \
+             bench distributed); run it without mpirun, or with mpirun -np 1",
             comm.size()
         )),
     )

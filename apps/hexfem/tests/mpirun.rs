@@ -265,6 +265,11 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
                 1e-10,
             );
             let many = summary(Path::new(&many_dir), name);
+            assert_eq!(many["ranks"]["ranks"], np);
+            let rows = many["ranks"]["owned_rows"].as_array().unwrap();
+            let total: u64 = rows.iter().map(|r| r.as_u64().unwrap()).sum();
+            assert_eq!(total, 3 * one["mesh"]["nodes"].as_u64().unwrap());
+            assert!(one.get("ranks").is_none());
             let ((n1, l1), (n2, l2)) = (iterations(&one), iterations(&many));
             assert_eq!(n1, n2, "{name} on {np} ranks: Newton iterations per step");
             eprintln!("{name} on {np} ranks: linear iterations per step {l2:?} (serial {l1:?})");
