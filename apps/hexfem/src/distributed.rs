@@ -9,8 +9,8 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use linalg::Vector;
 use comm::{agree, Comm, CommError};
+use linalg::Vector;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes).
@@ -209,10 +209,7 @@ pub fn run_on_ranks(
     };
     let modes = agreed(
         c,
-        distributed_modes(
-            problem.discrete.external.layout(),
-            &problem.mesh.coords,
-        ),
+        distributed_modes(problem.discrete.external.layout(), &problem.mesh.coords),
     )?;
     let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
         cg,
@@ -289,9 +286,7 @@ pub fn run_on_ranks(
                 StepStamp {
                     index: 0,
                     load_factor: 0.0,
-                    next_increment: Some(
-                        PathState::start(&(&config.loading).into()).increment,
-                    ),
+                    next_increment: Some(PathState::start(&(&config.loading).into()).increment),
                     time: Some(0.0),
                 },
                 &u,

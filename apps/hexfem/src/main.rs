@@ -673,7 +673,8 @@ fn execute_on_ranks(
                 faults: io::Faults::none(),
                 abort_after_step: None,
             };
-            let outcome = hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
+            let outcome =
+                hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
             return split(outcome.map(|outcome| {
                 format!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}\n",

@@ -196,7 +196,10 @@ fn assert_same_results(a: &Path, b: &Path, rtol: f64) {
                     .iter()
                     .zip(&vb)
                     .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-                assert!(worst <= rtol * scale, "{path}: differs by {worst:e} (scale {scale:e})");
+                assert!(
+                    worst <= rtol * scale,
+                    "{path}: differs by {worst:e} (scale {scale:e})"
+                );
             }
             _ => assert_eq!(
                 a.read_i64(path).unwrap(),
@@ -216,7 +219,10 @@ fn summary(dir: &Path, name: &str) -> serde_json::Value {
 fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
     let steps = s["steps"].as_array().expect("steps");
     (
-        steps.iter().map(|st| st["newton_iterations"].as_u64().unwrap()).collect(),
+        steps
+            .iter()
+            .map(|st| st["newton_iterations"].as_u64().unwrap())
+            .collect(),
         steps
             .iter()
             .map(|st| {
@@ -258,7 +264,11 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
             let mut a = args.clone();
             a.extend(["-o", many_dir.as_str()]);
             let out = hexfem_on(np, &a);
-            assert!(out.status.success(), "{name} on {np}: {}", output_text(&out));
+            assert!(
+                out.status.success(),
+                "{name} on {np}: {}",
+                output_text(&out)
+            );
             assert_same_results(
                 &Path::new(&serial_dir).join(format!("{name}.h5")),
                 &Path::new(&many_dir).join(format!("{name}.h5")),
@@ -285,7 +295,12 @@ fn an_inverted_element_on_one_rank_ends_a_distributed_run_with_its_message() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let needle = "Gmsh element 108 (cell 7): non-positive Jacobian determinant";
-    assert_eq!(err.matches(needle).count(), 1, "printed once: {}", output_text(&out));
+    assert_eq!(
+        err.matches(needle).count(),
+        1,
+        "printed once: {}",
+        output_text(&out)
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 

@@ -122,8 +122,8 @@ impl DistSolver {
             DistMethod::Jacobi => {
                 let pbj = PointBlockJacobi::new(a.diag())?;
                 let setup_s = started.elapsed().as_secs_f64();
-                let outcome = amg::cg_operator(&a, &rhs, &mut solution, &pbj, &params)
-                    .context("CG")?;
+                let outcome =
+                    amg::cg_operator(&a, &rhs, &mut solution, &pbj, &params).context("CG")?;
                 (SetupKind::Jacobi, outcome, setup_s)
             }
             DistMethod::Amg => {
