@@ -174,6 +174,23 @@ pub fn run_on_ranks(
             solve::problem::Problem::on_part(&params, &part, comm.clone()),
         ),
     )?;
+    // a point load must find its node on some rank
+    let mut found: Vec<f64> = problem
+        .point_loads_found()
+        .iter()
+        .map(|&f| if f { 1.0 } else { 0.0 })
+        .collect();
+    comm.allreduce_max(&mut found)?;
+    if let Some(i) = found.iter().position(|&f| f == 0.0) {
+        let p = &params.point_loads[i];
+        let missing = anyhow::anyhow!(
+            "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
+            p.at[0],
+            p.at[1],
+            p.at[2]
+        );
+        return Err(crate::locate::locate(&config, missing));
+    }
     // rank 0's serial copy of the mesh and problem: what the output is computed on
     let writer = if rank == 0 {
         crate::locate::build_problem(&config).map(Some)

@@ -347,3 +347,45 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iter
         );
     }
 }
+
+/// A point load lies on one rank's part only: the distributed run finds it there and equals the
+/// serial run; a point at no node is the serial run's error on every rank, printed once.
+#[test]
+fn point_loads_on_one_rank_and_missing_points_under_mpirun() {
+    let dir = scratch("point");
+    let write = |name: &str, at: &str| {
+        let yaml = dir.0.join(format!("{name}.yaml"));
+        std::fs::write(
+            &yaml,
+            format!("mesh:\n  box: {{ cells: [12, 2, 2], lower: [0, 0, 0], upper: [6, 1, 1], order: 1 }}\nmaterials:\n  - {{ model: linear, young_modulus: 1.0e3, poisson_ratio: 0.3 }}\nboundary:\n  dirichlet:\n    - {{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }}\n  point_load:\n    - {{ at: {at}, value: [0.0, 0.0, -1.0] }}\n"),
+        )
+        .unwrap();
+        yaml.to_string_lossy().into_owned()
+    };
+    let tip = write("tip", "[6.0, 1.0, 1.0]");
+    let out_dir = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let mut args = vec!["run", tip.as_str(), "-q"];
+    args.extend(TIGHT);
+    let serial_dir = out_dir("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(&args)
+        .args(["-o", &serial_dir])
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let many_dir = out_dir("np4");
+    args.extend(["-o", many_dir.as_str()]);
+    let out = hexfem_on(4, &args);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert_same_results(
+        &Path::new(&serial_dir).join("tip.h5"),
+        &Path::new(&many_dir).join("tip.h5"),
+        1e-10,
+    );
+    let nowhere = write("nowhere", "[6.0, 0.3, 1.0]");
+    let out = hexfem_on(4, &["run", &nowhere, "-q", "-o", &many_dir]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let needle = "boundary.point_load[0].at: no mesh node at [6, 0.3, 1]";
+    assert_eq!(err.matches(needle).count(), 1, "{}", output_text(&out));
+}
