@@ -285,6 +285,16 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
             eprintln!("{name} on {np} ranks: linear iterations per step {l2:?} (serial {l1:?})");
         }
     }
+    // one rank is the serial program (no `ranks` in the summary)
+    let one_dir = d("np1");
+    let one = hexfem_on(
+        1,
+        &["run", &input("cantilever_q1.yaml"), "-q", "-o", &one_dir],
+    );
+    assert!(one.status.success(), "{}", output_text(&one));
+    assert!(summary(Path::new(&one_dir), "cantilever_q1")
+        .get("ranks")
+        .is_none());
 }
 
 #[test]
