@@ -103,6 +103,7 @@ impl Ex56 {
             external,
             follower: Vec::new(),
             curved: Vec::new(),
+            partition: None,
         };
         let mut system = problem.new_system();
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;

@@ -20,4 +20,4 @@ pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
 pub use pressure::FollowerPressure;
 pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
-pub use system::{CurvedLoad, DiscreteProblem, NewtonSystem, Potential};
+pub use system::{CurvedLoad, DiscreteProblem, NewtonSystem, Potential, RankPart};

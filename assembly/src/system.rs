@@ -11,8 +11,10 @@
 //! so a step's prescribed motion acts through the linearised problem (the tangent's constrained
 //! columns carry it into the right-hand side) instead of being pushed onto the boundary nodes alone.
 
+use std::sync::Arc;
+
 use fem::Load;
-use linalg::{ops, Bsr, Vector};
+use linalg::{ops, Bsr, Layout, Vector};
 
 use crate::{AssemblyError, Constraints, ElasticityAssembler};
 
@@ -29,6 +31,18 @@ pub struct DiscreteProblem {
     /// Dead loads on load curves of their own: scaled by their `factor` (set by the caller for
     /// the current pseudo-time) instead of the load factor.
     pub curved: Vec<CurvedLoad>,
+    /// On one rank of a distributed run: the layout of every vector (owned nodes' entries, then
+    /// the ghost nodes') and which local cells the rank owns. `None`: serial.
+    pub partition: Option<RankPart>,
+}
+
+/// A rank's share of a distributed problem: the mesh part's owned nodes come first, so the
+/// reductions of `linalg::ops` (owned entries, then over the ranks) are the global ones; the
+/// potential sums the owned cells' energies, then over the ranks.
+#[derive(Clone, Debug)]
+pub struct RankPart {
+    pub layout: Arc<Layout>,
+    pub owned_cells: Vec<bool>,
 }
 
 /// A dead load (node-major, at factor one) with the factor of its own load curve.
@@ -74,15 +88,25 @@ impl DiscreteProblem {
         3 * self.assembler.n_nodes()
     }
 
+    /// A zero vector of the problem's unknowns, with the problem's layout (serial, or a rank's
+    /// owned and ghost entries).
+    pub fn zeros(&self) -> Vector {
+        let n = self.n_dofs();
+        match &self.partition {
+            None => Vector::zeros(n),
+            Some(part) => Vector::from_vec_with_layout(part.layout.clone(), vec![0.0; n])
+                .expect("a rank's layout has the part's unknowns"),
+        }
+    }
+
     /// Zeroed buffers of a Newton system on this problem's tangent pattern.
     pub fn new_system(&self) -> NewtonSystem {
-        let n = self.n_dofs();
         NewtonSystem {
-            residual: Vector::zeros(n),
+            residual: self.zeros(),
             tangent: self.assembler.new_matrix(),
-            lift: Vector::zeros(n),
-            rhs: Vector::zeros(n),
-            scratch: Vector::zeros(n),
+            lift: self.zeros(),
+            rhs: self.zeros(),
+            scratch: self.zeros(),
         }
     }
 
@@ -174,9 +198,21 @@ impl DiscreteProblem {
             kernel.strain_energy(x, ue, material)
         })?;
         let (mut internal, mut magnitude) = (0.0, 0.0);
-        for e in energies {
+        for (c, e) in energies.into_iter().enumerate() {
+            if self.partition.as_ref().is_some_and(|p| !p.owned_cells[c]) {
+                continue;
+            }
             internal += e;
             magnitude += e.abs();
+        }
+        if let Some(part) = &self.partition {
+            // rank partial sums combined in rank order: the same bits for a fixed rank count
+            let mut sums = [internal, magnitude];
+            part.layout
+                .comm()
+                .allreduce_sum(&mut sums)
+                .map_err(linalg::LinalgError::from)?;
+            [internal, magnitude] = sums;
         }
         let mut external = load_factor * ops::dot(&self.external, u)?;
         for c in &self.curved {

@@ -467,6 +467,7 @@ fn device_newton_system_matches_the_host() {
         external: Vector::from_vec(external),
         follower: Vec::new(),
         curved: Vec::new(),
+        partition: None,
     };
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
     let uh = Vector::from_vec(u.clone());

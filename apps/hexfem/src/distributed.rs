@@ -8,8 +8,9 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use comm::{agree, Comm, CommError};
+use linalg::Vector;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes).
@@ -113,4 +114,355 @@ pub fn check_on_ranks(
         dir.join(format!("{name}.h5")).display()
     )?;
     Ok(s)
+}
+
+/// `hexfem run` on the ranks of `comm`: each rank builds its part of the mesh (box: generated
+/// distributed; Gmsh: partitioned by METIS) and the problem on it, Newton runs with distributed
+/// vectors (reductions over the ranks) and the distributed linear solver; after every converged
+/// step the owned displacements and reactions are gathered to rank 0 in serial numbering and
+/// rank 0 writes them with the serial writer, on its serial copy of the mesh (so the files are
+/// those of a serial run). Every phase is agreed: one rank's error ends every rank with it.
+pub fn run_on_ranks(
+    comm: &std::sync::Arc<dyn Comm>,
+    options: &crate::run::RunOptions,
+) -> Result<crate::run::RunOutcome> {
+    use crate::run::{self as serial, Progress, StepStamp};
+    use solve::dist_solver::{distributed_modes, DistMethod, DistSolver};
+    use solve::linear_solver::{LinearSolver, SetupKind};
+    use solve::newton::{LoadPath, PathState};
+    use std::io::Write as _;
+    use std::time::Instant;
+
+    let started = Instant::now();
+    let (rank, size) = (comm.rank(), comm.size());
+    let c: &dyn Comm = &**comm;
+    if options.restart.is_some() {
+        anyhow::bail!("--restart on {size} MPI ranks is not available yet; restart without mpirun");
+    }
+    let config = agreed(
+        c,
+        config::load_with_overrides(&options.input, &options.overrides)
+            .map_err(anyhow::Error::from),
+    )?;
+    let dir = serial::output_dir(&config, options.output_dir.as_deref());
+    let name = serial::output_name(&config, &options.input);
+    let output = if rank == 0 {
+        serial::check_output(&config, options.output_dir.as_deref(), &dir, &name)
+    } else {
+        Ok(())
+    };
+    agreed(c, output)?;
+    let params = agreed(c, config.problem_params().map_err(anyhow::Error::from))?;
+    let part = agreed(
+        c,
+        crate::locate::located(
+            &config,
+            solve::partition::build_mesh_part(&params.mesh, rank, size),
+        ),
+    )?;
+    agreed(
+        c,
+        crate::locate::located(
+            &config,
+            solve::partition::check_part_geometry(&part, &params),
+        ),
+    )?;
+    let mut problem = agreed(
+        c,
+        crate::locate::located(
+            &config,
+            solve::problem::Problem::on_part(&params, &part, comm.clone()),
+        ),
+    )?;
+    // a point load must find its node on some rank
+    let mut found: Vec<f64> = problem
+        .point_loads_found()
+        .iter()
+        .map(|&f| if f { 1.0 } else { 0.0 })
+        .collect();
+    comm.allreduce_max(&mut found)?;
+    if let Some(i) = found.iter().position(|&f| f == 0.0) {
+        let p = &params.point_loads[i];
+        let missing = anyhow::anyhow!(
+            "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
+            p.at[0],
+            p.at[1],
+            p.at[2]
+        );
+        return Err(crate::locate::locate(&config, missing));
+    }
+    // rank 0's serial copy of the mesh and problem: what the output is computed on
+    let writer = if rank == 0 {
+        crate::locate::build_problem(&config).map(Some)
+    } else {
+        Ok(None)
+    };
+    let mut writer = agreed(c, writer)?;
+
+    let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
+    let (method, text) = match linear.method {
+        solve::params::LinearSolverMethod::CgJacobi => (
+            DistMethod::Jacobi,
+            format!("CG with point-block Jacobi, distributed over {size} MPI ranks"),
+        ),
+        solve::params::LinearSolverMethod::CgAmg => (
+            DistMethod::Amg,
+            format!(
+                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks"
+            ),
+        ),
+        other => (
+            DistMethod::Amg,
+            format!(
+                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks (method {other:?}: not available distributed)"
+            ),
+        ),
+    };
+    let cg = amg::CgParams {
+        rtol: linear.rtol,
+        atol: linear.atol,
+        max_iterations: linear.max_iterations,
+        ..amg::CgParams::default()
+    };
+    let modes = agreed(
+        c,
+        distributed_modes(problem.discrete.external.layout(), &problem.mesh.coords),
+    )?;
+    let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
+        cg,
+        method,
+        comm.clone(),
+        &part,
+        modes,
+    )));
+
+    // serial ids of every rank's owned nodes, gathered once (rank 0 places values with them)
+    let n_owned = part.n_owned_nodes();
+    let serial_ids = comm.allgatherv_u64(&part.node_serial_ids[..n_owned])?;
+    let loads = comm.allgatherv_u64(&[
+        n_owned as u64,
+        part.cell_owned.iter().filter(|&&o| o).count() as u64,
+    ])?;
+    let gather = |v: &Vector| -> Result<Option<Vector>> {
+        let all = comm.allgatherv_f64(&v.host()?[..3 * n_owned])?;
+        if rank != 0 {
+            return Ok(None);
+        }
+        let n: usize = serial_ids.iter().map(Vec::len).sum();
+        let mut out = vec![0.0; 3 * n];
+        for (ids, values) in serial_ids.iter().zip(&all) {
+            for (i, &s) in ids.iter().enumerate() {
+                let s = s as usize;
+                out[3 * s..3 * s + 3].copy_from_slice(&values[3 * i..3 * i + 3]);
+            }
+        }
+        Ok(Some(Vector::from_vec(out)))
+    };
+
+    struct Output {
+        summary: io::SummaryWriter,
+        results: io::ResultsWriter,
+        probes: crate::probes::Probes,
+        probe_log: Option<io::ProbeLog>,
+        figures: crate::run::RunFigures,
+    }
+    let mut out = None;
+    if let Some(serial_problem) = &mut writer {
+        let created = (|| -> Result<Output> {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("creating output directory {}", dir.display()))?;
+            let probes = crate::probes::Probes::new(&config, &serial_problem.mesh)?;
+            let mut summary = io::SummaryWriter::create(
+                &dir,
+                &name,
+                serial::run_info(&config, &options.input)?,
+                serial::mesh_info(serial_problem),
+                &options.faults,
+            )?;
+            let owned_rows: Vec<u64> = loads.iter().map(|l| 3 * l[0]).collect();
+            let mean = owned_rows.iter().sum::<u64>() as f64 / size as f64;
+            let max = owned_rows.iter().copied().max().unwrap_or(0) as f64;
+            summary.set_ranks(io::RanksInfo {
+                ranks: size,
+                owned_rows,
+                owned_cells: loads.iter().map(|l| l[1]).collect(),
+                row_imbalance: if mean > 0.0 { max / mean } else { 1.0 },
+            });
+            let mut results =
+                serial::create_results(&config, serial_problem, &dir, &name, &options.faults)?;
+            let probe_log = if probes.is_empty() {
+                None
+            } else {
+                Some(io::ProbeLog::create(&dir, &name, probes.columns())?)
+            };
+            let n = serial_problem.n_dofs();
+            let (u, reactions) = (Vector::zeros(n), Vector::zeros(n));
+            let energy = serial::write_fields(
+                &config,
+                serial_problem,
+                StepStamp {
+                    index: 0,
+                    load_factor: 0.0,
+                    next_increment: Some(PathState::start(&(&config.loading).into()).increment),
+                    time: Some(0.0),
+                },
+                &u,
+                &reactions,
+                &mut results,
+            )?;
+            let mut figures = crate::run::RunFigures::default();
+            serial::record_state(
+                &probes,
+                serial_problem,
+                &u,
+                &reactions,
+                energy,
+                &mut figures,
+                0.0,
+            )?;
+            let mut probe_log = probe_log;
+            if let Some(log) = &mut probe_log {
+                log.append(0, 0.0, &serial::probe_values(&probes, &figures))?;
+            }
+            Ok(Output {
+                summary,
+                results,
+                probes,
+                probe_log,
+                figures,
+            })
+        })();
+        out = Some(created);
+    }
+    let mut out = agreed(c, out.transpose())?;
+
+    let newton: solve::params::NewtonParams = (&config.newton).into();
+    let progress = options.progress;
+    if let (Some(serial_problem), true) = (&writer, progress != Progress::Quiet) {
+        let mut text = serial::header(
+            &config,
+            serial_problem,
+            &text,
+            &newton,
+            &serial::problem_text(serial_problem),
+        );
+        text.push_str("  ranks        rank: owned nodes, owned cells\n");
+        for (r, l) in loads.iter().enumerate() {
+            text.push_str(&format!("               {r}: {}, {}\n", l[0], l[1]));
+        }
+        let _ = write!(std::io::stderr().lock(), "{text}");
+    }
+    let path = LoadPath {
+        loading: &(&config.loading).into(),
+        newton: &newton,
+        verbose: progress == Progress::Iterations && rank == 0,
+        report_cutbacks: progress != Progress::Quiet && rank == 0,
+    };
+    let mut u = problem.discrete.zeros();
+    let outcome = path.run_from(
+        PathState::start(&(&config.loading).into()),
+        &mut problem,
+        &mut solver,
+        &mut u,
+        |step, u, _, _| {
+            let full_u = gather(u)?;
+            let full_r = gather(&step.reactions)?;
+            let written = match (&mut writer, &mut out, full_u, full_r) {
+                (Some(sp), Some(o), Some(full_u), Some(full_r)) => (|| -> Result<()> {
+                    let mut step = step.clone();
+                    step.reactions = full_r;
+                    let mut record = serial::write_step(&config, sp, &step, &full_u, &mut o.results)?;
+                    serial::record_state(
+                        &o.probes,
+                        sp,
+                        &full_u,
+                        &step.reactions,
+                        record.strain_energy,
+                        &mut o.figures,
+                        step.load_factor,
+                    )?;
+                    let values = serial::probe_values(&o.probes, &o.figures);
+                    record.probes = o.figures.probes.clone();
+                    if let Some(log) = &mut o.probe_log {
+                        log.append(step.index, step.load_factor, &values)?;
+                    }
+                    let f = &mut o.figures;
+                    f.newton_iterations += record.newton_iterations;
+                    f.linear_iterations += record.linear_iterations.iter().sum::<usize>();
+                    for it in &step.iterations {
+                        f.setup_s += it.linear.setup_s;
+                        match it.linear.setup {
+                            SetupKind::AmgCold => f.amg_cold_setups += 1,
+                            SetupKind::AmgHot => f.amg_hot_setups += 1,
+                            _ => {}
+                        }
+                    }
+                    if progress != Progress::Quiet {
+                        let _ = writeln!(
+                            std::io::stderr().lock(),
+                            "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s)",
+                            step.index,
+                            step.load_factor,
+                            record.newton_iterations,
+                            record.linear_iterations.iter().sum::<usize>(),
+                            step.residual_norm,
+                            record.strain_energy,
+                            record.max_displacement,
+                            step.wall_s,
+                        );
+                    }
+                    o.summary.record_step(record, started.elapsed().as_secs_f64())?;
+                    Ok(())
+                })(),
+                _ => Ok(()),
+            };
+            agreed(c, written)
+        },
+    );
+    let outcome = match outcome {
+        Err(e) if is_agreed(&e) => Err(e),
+        other => agreed(c, other),
+    };
+    let wall = started.elapsed().as_secs_f64();
+    let Some(o) = out else {
+        outcome?;
+        // the other ranks' outcome: rank 0 reports the files
+        return Ok(crate::run::RunOutcome {
+            h5: dir.join(format!("{name}.h5")),
+            xdmf: dir.join(format!("{name}.xdmf")),
+            summary: dir.join(format!("{name}.summary.json")),
+            probes_csv: None,
+            steps: 0,
+            figures: crate::run::RunFigures::default(),
+        });
+    };
+    let Output {
+        mut summary,
+        results,
+        probe_log,
+        figures,
+        ..
+    } = o;
+    let steps = results.last_step().unwrap_or(0);
+    match outcome {
+        Ok(()) => summary
+            .finish(io::RunStatus::Completed, wall)
+            .context("writing the final summary")?,
+        Err(e) => {
+            let first = format!("{e:#}");
+            let _ = summary.finish(io::RunStatus::Failed { message: first }, wall);
+            return Err(e.context(format!(
+                "{steps} converged steps are in {}",
+                results.h5_path().display()
+            )));
+        }
+    }
+    Ok(crate::run::RunOutcome {
+        h5: results.h5_path().to_owned(),
+        xdmf: results.xdmf_path().to_owned(),
+        summary: summary.path().to_owned(),
+        probes_csv: probe_log.map(|l| l.path().to_owned()),
+        steps,
+        figures,
+    })
 }

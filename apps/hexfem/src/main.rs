@@ -671,7 +671,43 @@ fn execute_on_ranks(
                 output.as_deref(),
             ))
         }
-        Command::Run { .. } => "run",
+        Command::Run {
+            input,
+            overrides,
+            output,
+            quiet,
+            verbose,
+            restart,
+            ..
+        } => {
+            let progress = if quiet {
+                hexfem::run::Progress::Quiet
+            } else if verbose {
+                hexfem::run::Progress::Iterations
+            } else {
+                hexfem::run::Progress::Steps
+            };
+            let options = hexfem::run::RunOptions {
+                input,
+                overrides,
+                output_dir: output,
+                progress,
+                restart,
+                faults: io::Faults::none(),
+                abort_after_step: None,
+            };
+            let outcome =
+                hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
+            return split(outcome.map(|outcome| {
+                format!(
+                    "{} converged steps written to {} (open {} in ParaView); summary {}\n",
+                    outcome.steps,
+                    outcome.h5.display(),
+                    outcome.xdmf.display(),
+                    outcome.summary.display()
+                )
+            }));
+        }
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Campaign { .. } => "campaign",
@@ -680,10 +716,8 @@ fn execute_on_ranks(
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks is not available yet (distributed today: check and \
-             bench distributed: mesh partitioning, assembly, CG with point-block Jacobi or a \
-             distributed AMG; not yet: Newton, the configured AMG and output); run it without \
-             mpirun, or with mpirun -np 1",
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check and \
+             bench distributed); run it without mpirun, or with mpirun -np 1",
             comm.size()
         )),
     )

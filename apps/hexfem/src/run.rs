@@ -485,12 +485,12 @@ fn execute_on(
 }
 
 /// The probe values in column order (from `figures.probes`).
-fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures) -> Vec<f64> {
+pub(crate) fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures) -> Vec<f64> {
     probes.columns().iter().map(|c| figures.probes[c]).collect()
 }
 
 /// Updates `figures` with the state `u` (reactions, energy, probes) at `load_factor`.
-fn record_state(
+pub(crate) fn record_state(
     probes: &crate::probes::Probes,
     problem: &Problem,
     u: &Vector,
@@ -559,7 +559,7 @@ pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &s
 }
 
 /// The results writer with the problem's mesh.
-fn create_results(
+pub(crate) fn create_results(
     config: &Config,
     problem: &Problem,
     dir: &Path,
@@ -647,7 +647,7 @@ pub fn vtk_connectivity(mesh: &HexMesh) -> Vec<usize> {
         .collect()
 }
 
-fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
+pub(crate) fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
     Ok(RunInfo {
         program: format!("hexfem {}", env!("CARGO_PKG_VERSION")),
         input: input.to_owned(),
@@ -660,7 +660,7 @@ fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
     })
 }
 
-fn mesh_info(problem: &Problem) -> MeshInfo {
+pub(crate) fn mesh_info(problem: &Problem) -> MeshInfo {
     MeshInfo {
         nodes: problem.mesh.n_nodes(),
         cells: problem.mesh.n_cells(),
@@ -672,17 +672,17 @@ fn mesh_info(problem: &Problem) -> MeshInfo {
 
 /// Which step a state is: its index, load factor and the increment the path tries next.
 #[derive(Clone, Copy)]
-struct StepStamp {
-    index: usize,
-    load_factor: f64,
-    next_increment: Option<f64>,
+pub(crate) struct StepStamp {
+    pub(crate) index: usize,
+    pub(crate) load_factor: f64,
+    pub(crate) next_increment: Option<f64>,
     /// Pseudo-time (the load factor where there is no load curve).
-    time: Option<f64>,
+    pub(crate) time: Option<f64>,
 }
 
 /// Post-processes the state `u` (with `reactions`) and writes it as step `stamp.index`; returns
 /// the total strain energy.
-fn write_fields(
+pub(crate) fn write_fields(
     config: &Config,
     problem: &mut Problem,
     stamp: StepStamp,
@@ -766,7 +766,7 @@ pub fn von_mises_of(t: &[f64; 9]) -> f64 {
 }
 
 /// Post-processes a converged step and writes it; returns its summary record.
-fn write_step(
+pub(crate) fn write_step(
     config: &Config,
     problem: &mut Problem,
     step: &ConvergedStep,
@@ -871,7 +871,7 @@ pub fn reaction_totals(
 }
 
 /// The problem in one line: unknowns, cells, nodes.
-fn problem_text(problem: &Problem) -> String {
+pub(crate) fn problem_text(problem: &Problem) -> String {
     format!(
         "{} unknowns ({} constrained), {} {} cells, {} nodes",
         problem.n_dofs(),
@@ -886,7 +886,7 @@ fn problem_text(problem: &Problem) -> String {
 }
 
 /// The lines printed at the start of a run: problem size, device and threads, solvers.
-fn header(
+pub(crate) fn header(
     config: &Config,
     problem: &Problem,
     solver: &str,

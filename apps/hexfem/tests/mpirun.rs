@@ -165,33 +165,153 @@ fn an_inverted_element_on_one_rank_ends_every_rank_with_its_message() {
     assert!(String::from_utf8_lossy(&serial.stderr).contains(needle));
 }
 
-#[test]
-fn run_on_several_ranks_refuses_cleanly_and_one_rank_runs_the_serial_program() {
-    let dir = scratch("run");
-    let out = hexfem_on(
-        2,
-        &[
-            "run",
-            &input("cantilever_q1.yaml"),
-            "-o",
-            dir.0.to_str().unwrap(),
-        ],
+/// Tolerances under which the serial and distributed runs (different linear solvers: the
+/// serial default, CG with the distributed AMG) reach the same solution to 1e-10.
+const TIGHT: [&str; 8] = [
+    "--set",
+    "newton.forcing=fixed",
+    "--set",
+    "linear_solver.rtol=1e-13",
+    "--set",
+    "newton.rtol=1e-12",
+    "--set",
+    "newton.atol=0",
+];
+
+/// Every f64 dataset of `b` equals `a`'s (the same paths in the same order) to `rtol` relative
+/// to the dataset's largest magnitude; integer datasets are equal.
+fn assert_same_results(a: &Path, b: &Path, rtol: f64) {
+    let (a, b) = (
+        io::ResultsReader::open(a).unwrap(),
+        io::ResultsReader::open(b).unwrap(),
     );
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("is not available yet").count(), 1, "{err}");
+    let paths = a.dataset_paths().unwrap();
+    assert_eq!(paths, b.dataset_paths().unwrap());
+    for path in &paths {
+        match (a.read_f64(path), b.read_f64(path)) {
+            (Ok((sa, va)), Ok((sb, vb))) => {
+                assert_eq!(sa, sb, "{path}");
+                let scale = va.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+                let worst = va
+                    .iter()
+                    .zip(&vb)
+                    .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+                assert!(
+                    worst <= rtol * scale,
+                    "{path}: differs by {worst:e} (scale {scale:e})"
+                );
+            }
+            _ => assert_eq!(
+                a.read_i64(path).unwrap(),
+                b.read_i64(path).unwrap(),
+                "{path}"
+            ),
+        }
+    }
+}
+
+fn summary(dir: &Path, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join(format!("{name}.summary.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Newton iterations and linear iterations of each step of a summary.
+fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
+    let steps = s["steps"].as_array().expect("steps");
+    (
+        steps
+            .iter()
+            .map(|st| st["newton_iterations"].as_u64().unwrap())
+            .collect(),
+        steps
+            .iter()
+            .map(|st| {
+                st["linear_iterations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .sum()
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn run_on_two_and_four_ranks_equals_the_serial_run() {
+    let dir = scratch("run");
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    for name in [
+        "cantilever_q1",
+        "cantilever_q2",
+        "neo_hookean_block",
+        "cook_membrane",
+        "twisting_column",
+    ] {
+        let yaml = input(&format!("{name}.yaml"));
+        let mut args = vec!["run", yaml.as_str(), "-q"];
+        args.extend(TIGHT);
+        let serial_dir = d("serial");
+        let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+            .args(&args)
+            .args(["-o", &serial_dir])
+            .output()
+            .unwrap();
+        assert!(serial.status.success(), "{}", output_text(&serial));
+        let one = summary(Path::new(&serial_dir), name);
+        for np in [2, 4] {
+            let many_dir = d(&format!("np{np}"));
+            let mut a = args.clone();
+            a.extend(["-o", many_dir.as_str()]);
+            let out = hexfem_on(np, &a);
+            assert!(
+                out.status.success(),
+                "{name} on {np}: {}",
+                output_text(&out)
+            );
+            assert_same_results(
+                &Path::new(&serial_dir).join(format!("{name}.h5")),
+                &Path::new(&many_dir).join(format!("{name}.h5")),
+                1e-10,
+            );
+            let many = summary(Path::new(&many_dir), name);
+            assert_eq!(many["ranks"]["ranks"], np);
+            let rows = many["ranks"]["owned_rows"].as_array().unwrap();
+            let total: u64 = rows.iter().map(|r| r.as_u64().unwrap()).sum();
+            assert_eq!(total, 3 * one["mesh"]["nodes"].as_u64().unwrap());
+            assert!(one.get("ranks").is_none());
+            let ((n1, l1), (n2, l2)) = (iterations(&one), iterations(&many));
+            assert_eq!(n1, n2, "{name} on {np} ranks: Newton iterations per step");
+            eprintln!("{name} on {np} ranks: linear iterations per step {l2:?} (serial {l1:?})");
+        }
+    }
+    // one rank is the serial program (no `ranks` in the summary)
+    let one_dir = d("np1");
     let one = hexfem_on(
         1,
-        &[
-            "run",
-            &input("cantilever_q1.yaml"),
-            "-o",
-            dir.0.to_str().unwrap(),
-            "-q",
-        ],
+        &["run", &input("cantilever_q1.yaml"), "-q", "-o", &one_dir],
     );
     assert!(one.status.success(), "{}", output_text(&one));
-    assert!(dir.0.join("cantilever_q1.h5").exists());
+    assert!(summary(Path::new(&one_dir), "cantilever_q1")
+        .get("ranks")
+        .is_none());
+}
+
+#[test]
+fn an_inverted_element_on_one_rank_ends_a_distributed_run_with_its_message() {
+    let dir = scratch("run-inverted");
+    let yaml = column_input(&dir.0, "inverted", Some(7));
+    let out = hexfem_on(4, &["run", &yaml, "-q", "-o", dir.0.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let needle = "Gmsh element 108 (cell 7): non-positive Jacobian determinant";
+    assert_eq!(
+        err.matches(needle).count(),
+        1,
+        "printed once: {}",
+        output_text(&out)
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
@@ -236,4 +356,46 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iter
             "a hot update sends no P"
         );
     }
+}
+
+/// A point load lies on one rank's part only: the distributed run finds it there and equals the
+/// serial run; a point at no node is the serial run's error on every rank, printed once.
+#[test]
+fn point_loads_on_one_rank_and_missing_points_under_mpirun() {
+    let dir = scratch("point");
+    let write = |name: &str, at: &str| {
+        let yaml = dir.0.join(format!("{name}.yaml"));
+        std::fs::write(
+            &yaml,
+            format!("mesh:\n  box: {{ cells: [12, 2, 2], lower: [0, 0, 0], upper: [6, 1, 1], order: 1 }}\nmaterials:\n  - {{ model: linear, young_modulus: 1.0e3, poisson_ratio: 0.3 }}\nboundary:\n  dirichlet:\n    - {{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }}\n  point_load:\n    - {{ at: {at}, value: [0.0, 0.0, -1.0] }}\n"),
+        )
+        .unwrap();
+        yaml.to_string_lossy().into_owned()
+    };
+    let tip = write("tip", "[6.0, 1.0, 1.0]");
+    let out_dir = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let mut args = vec!["run", tip.as_str(), "-q"];
+    args.extend(TIGHT);
+    let serial_dir = out_dir("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(&args)
+        .args(["-o", &serial_dir])
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let many_dir = out_dir("np4");
+    args.extend(["-o", many_dir.as_str()]);
+    let out = hexfem_on(4, &args);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert_same_results(
+        &Path::new(&serial_dir).join("tip.h5"),
+        &Path::new(&many_dir).join("tip.h5"),
+        1e-10,
+    );
+    let nowhere = write("nowhere", "[6.0, 0.3, 1.0]");
+    let out = hexfem_on(4, &["run", &nowhere, "-q", "-o", &many_dir]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let needle = "boundary.point_load[0].at: no mesh node at [6, 0.3, 1]";
+    assert_eq!(err.matches(needle).count(), 1, "{}", output_text(&out));
 }

@@ -31,7 +31,7 @@ pub use preflight::{output_files, preflight, MAX_NAME_BYTES};
 pub use probes::{ProbeLog, ProbeTable};
 pub use reader::ResultsReader;
 pub use results::ResultsWriter;
-pub use summary::{MeshInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};
+pub use summary::{MeshInfo, RanksInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};
 
 #[cfg(test)]
 mod tests;

@@ -44,6 +44,22 @@ pub struct Summary {
     /// complexities and set-up stage times); absent for methods without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preconditioner: Option<serde_json::Value>,
+    /// A run on several MPI ranks: the rank count and each rank's load (owned rows and cells);
+    /// absent for a serial run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RanksInfo>,
+}
+
+/// The ranks of a distributed run and their loads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RanksInfo {
+    pub ranks: usize,
+    /// Owned rows (unknowns) of each rank, by rank.
+    pub owned_rows: Vec<u64>,
+    /// Owned cells of each rank, by rank.
+    pub owned_cells: Vec<u64>,
+    /// max/mean of the owned rows (1: balanced).
+    pub row_imbalance: f64,
 }
 
 /// What was run.
@@ -224,6 +240,7 @@ impl SummaryWriter {
                 wall_s: 0.0,
                 status: RunStatus::Running,
                 preconditioner: None,
+                ranks: None,
             },
             file_len: 0,
             faults: faults.clone(),
@@ -270,6 +287,12 @@ impl SummaryWriter {
     /// Records the preconditioner's description; written with the next step or at the finish.
     pub fn set_preconditioner(&mut self, preconditioner: serde_json::Value) {
         self.summary.preconditioner = Some(preconditioner);
+    }
+
+    /// Records the ranks of a distributed run and their loads; written with the next step or at
+    /// the finish.
+    pub fn set_ranks(&mut self, ranks: RanksInfo) {
+        self.summary.ranks = Some(ranks);
     }
 
     /// Sets the final status and wall time and writes the full summary (with every step

@@ -165,6 +165,8 @@ pub enum LinearSolver {
         /// The GPU the hierarchy and CG run on (`None`: the CPU).
         gpu: Option<DeviceSide>,
     },
+    /// One rank's share of the distributed solver of a run on several MPI ranks.
+    Distributed(Box<crate::dist_solver::DistSolver>),
 }
 
 impl LinearSolver {
@@ -265,7 +267,7 @@ impl LinearSolver {
             LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => {
                 gpu.as_ref().map(|g| &g.device)
             }
-            LinearSolver::Direct { .. } => None,
+            LinearSolver::Direct { .. } | LinearSolver::Distributed(_) => None,
         }
     }
 
@@ -292,12 +294,18 @@ impl LinearSolver {
         {
             *near_null = modes;
             *hierarchy = None;
+        } else if let LinearSolver::Distributed(d) = self {
+            d.set_near_null_space(modes);
         }
     }
 
     /// Whether the solver uses AMG (and so a near-null space).
     pub fn uses_amg(&self) -> bool {
-        matches!(self, LinearSolver::CgAmg { .. })
+        match self {
+            LinearSolver::CgAmg { .. } => true,
+            LinearSolver::Distributed(d) => d.method == crate::dist_solver::DistMethod::Amg,
+            _ => false,
+        }
     }
 
     /// Whether the solver is iterative (its tolerance matters).
@@ -326,6 +334,7 @@ impl LinearSolver {
         let gpu = match self {
             LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => gpu.as_mut(),
             LinearSolver::Direct { .. } => None,
+            LinearSolver::Distributed(d) => return d.solve_to(k, b, x, rtol),
         };
         if let Some(side) = gpu {
             // the same solve on the device copies; the solution comes back to `x`
@@ -457,6 +466,7 @@ impl LinearSolver {
                 report.device = device_report(setup_moved, count(t0));
                 Ok(report)
             }
+            LinearSolver::Distributed(d) => d.solve_to(k, b, x, rtol),
             LinearSolver::Direct { symbolic } => {
                 let start = Instant::now();
                 let symbolic = match symbolic {

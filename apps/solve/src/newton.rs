@@ -295,6 +295,9 @@ fn deformed_modes(problem: &Problem, u: &Vector) -> Result<amg::NearNullSpace> {
         .zip(displacement)
         .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
         .collect();
+    if u.layout().comm().size() > 1 {
+        return crate::dist_solver::distributed_modes(u.layout(), &x);
+    }
     crate::problem::near_null_space(&x)
 }
 
@@ -329,13 +332,12 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
-        let n = problem.n_dofs();
         let mut ws = Workspace {
             system: problem.discrete.new_system(),
-            du: Vector::zeros(n),
-            trial: Vector::zeros(n),
-            trial_r: Vector::zeros(n),
-            scratch: Vector::zeros(n),
+            du: problem.discrete.zeros(),
+            trial: problem.discrete.zeros(),
+            trial_r: problem.discrete.zeros(),
+            scratch: problem.discrete.zeros(),
         };
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = start.increment;
@@ -369,7 +371,7 @@ impl LoadPath<'_> {
                     *u = trial_u;
                     index += 1;
                     load_factor = target;
-                    let mut reactions = Vector::zeros(n);
+                    let mut reactions = problem.discrete.zeros();
                     let discrete = &problem.discrete;
                     discrete
                         .constraints

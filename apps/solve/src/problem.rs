@@ -21,6 +21,11 @@ pub struct Problem {
     linear: bool,
     /// The loads and constraints on load curves of their own: what [`Problem::set_time`] updates.
     own_curves: OwnCurves,
+    /// On a rank's part: the size of the whole mesh's bounding box (point loads are located
+    /// relative to it, and a point outside the part is not an error here); `None`: serial.
+    part_size: Option<f64>,
+    /// On a rank's part: whether each point load's node is in the part.
+    point_loads_found: Vec<bool>,
 }
 
 /// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
@@ -61,14 +66,85 @@ impl Problem {
                 external: linalg::Vector::zeros(3 * mesh.n_nodes()),
                 follower: Vec::new(),
                 curved: Vec::new(),
+                partition: None,
                 assembler,
             },
             mesh,
             linear: false,
             own_curves: OwnCurves::default(),
+            part_size: None,
+            point_loads_found: Vec::new(),
         };
         problem.set_loads(params)?;
         Ok(problem)
+    }
+
+    /// One rank's share of a distributed problem: materials, constraints and loads of `params`
+    /// on the rank's mesh part (owned nodes first, then the ghost nodes; owned and ghost cells),
+    /// every vector with the rank's layout over `comm`. The owned rows of residual and tangent
+    /// are complete (one layer of ghost cells), so they equal the serial rows.
+    pub fn on_part(
+        params: &ProblemParams,
+        part: &mesh::MeshPart,
+        comm: std::sync::Arc<dyn comm::Comm>,
+    ) -> Result<Self> {
+        let mesh = part.mesh.clone();
+        // collective first (before anything here can fail): the whole mesh's bounding box
+        let (lower, upper) = bounding_box(&mesh.coords);
+        let mut extent = [
+            upper[0], upper[1], upper[2], -lower[0], -lower[1], -lower[2],
+        ];
+        comm.allreduce_max(&mut extent)?;
+        let size = (0..3)
+            .map(|d| extent[d] + extent[d + 3])
+            .fold(0.0, f64::max);
+        let materials = cell_materials(params, &mesh)?;
+        let points = quadrature_points(params, &mesh)?;
+        let assembler = ElasticityAssembler::new(&mesh, materials, points)
+            .context("setting up the element loop")?;
+        let layout = std::sync::Arc::new(linalg::Layout::new(
+            3 * part.n_owned_nodes(),
+            3 * part.n_ghost_nodes(),
+            3 * part.node_offsets[comm.rank()],
+            3 * part.n_global_nodes(),
+            comm,
+        )?);
+        let mut problem = Self {
+            discrete: DiscreteProblem {
+                constraints: build_constraints(params, &mesh, &assembler)?,
+                external: linalg::Vector::zeros(3 * mesh.n_nodes()),
+                follower: Vec::new(),
+                curved: Vec::new(),
+                partition: None,
+                assembler,
+            },
+            mesh,
+            linear: false,
+            own_curves: OwnCurves::default(),
+            part_size: None,
+            point_loads_found: Vec::new(),
+        };
+        problem.part_size = Some(size);
+        problem.set_loads(params)?;
+        let relaid = |v: &linalg::Vector| {
+            linalg::Vector::from_vec_with_layout(layout.clone(), v.to_host_vec()?)
+        };
+        let discrete = &mut problem.discrete;
+        discrete.external = relaid(&discrete.external)?;
+        for c in &mut discrete.curved {
+            c.vector = relaid(&c.vector)?;
+        }
+        discrete.partition = Some(assembly::RankPart {
+            layout,
+            owned_cells: part.cell_owned.clone(),
+        });
+        Ok(problem)
+    }
+
+    /// On a rank's part: whether each point load (`boundary.point_load`, in order) found its node
+    /// in this part (collect over the ranks: a load found on no rank has no node).
+    pub fn point_loads_found(&self) -> &[bool] {
+        &self.point_loads_found
     }
 
     /// Rebuilds materials, constraints and loads from `params` on this problem's mesh and
@@ -181,7 +257,14 @@ impl Problem {
                 i / 3
             );
         }
-        add_point_forces(params, mesh, &mut external, &mut curved, &mut own_curves)?;
+        self.point_loads_found = add_point_forces(
+            params,
+            mesh,
+            self.part_size,
+            &mut external,
+            &mut curved,
+            &mut own_curves,
+        )?;
         let mut follower = Vec::new();
         for p in &params.pressure {
             let faces = mesh.face_sets.get(&p.set).with_context(|| {
@@ -430,13 +513,17 @@ fn load_target<'a>(
     &mut curved.last_mut().expect("just pushed").vector
 }
 
+/// Adds nodal forces and point loads; returns whether each point load's node was found (always,
+/// serially: a missing node is an error there; on a rank's part, `part_size` given, the node may
+/// be on another rank).
 fn add_point_forces(
     params: &ProblemParams,
     mesh: &HexMesh,
+    part_size: Option<f64>,
     external: &mut linalg::Vector,
     curved: &mut Vec<CurvedLoad>,
     own_curves: &mut OwnCurves,
-) -> Result<()> {
+) -> Result<Vec<bool>> {
     for (i, n) in params.nodal_forces.iter().enumerate() {
         let nodes = mesh
             .set_nodes(&n.set)
@@ -448,11 +535,12 @@ fn add_point_forces(
             }
         }
     }
+    let mut found = Vec::with_capacity(params.point_loads.len());
     if params.point_loads.is_empty() {
-        return Ok(());
+        return Ok(found);
     }
     let (lower, upper) = bounding_box(&mesh.coords);
-    let size = (0..3).map(|d| upper[d] - lower[d]).fold(0.0, f64::max);
+    let size = part_size.unwrap_or_else(|| (0..3).map(|d| upper[d] - lower[d]).fold(0.0, f64::max));
     for (i, p) in params.point_loads.iter().enumerate() {
         let distance = |x: &[f64; 3]| {
             ((x[0] - p.at[0]).powi(2) + (x[1] - p.at[1]).powi(2) + (x[2] - p.at[2]).powi(2)).sqrt()
@@ -464,6 +552,10 @@ fn add_point_forces(
             .map(|(n, x)| (n, distance(x)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .context("the mesh has no nodes")?;
+        found.push(d <= 1e-9 * size);
+        if d > 1e-9 * size && part_size.is_some() {
+            continue;
+        }
         if d > 1e-9 * size {
             let x = mesh.coords[node];
             bail!(
@@ -476,7 +568,7 @@ fn add_point_forces(
             f[3 * node + d] += p.value[d];
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 fn bounding_box(coords: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {

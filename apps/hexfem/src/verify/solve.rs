@@ -106,6 +106,7 @@ pub(crate) fn solve_linear_elastic(
         external: loads,
         follower: Vec::new(),
         curved: Vec::new(),
+        partition: None,
     };
     let mut u = Vector::zeros(n);
     problem
