@@ -99,6 +99,7 @@ fn problem(m: usize) -> Result<DiscreteProblem> {
         external: Vector::zeros(n),
         follower: Vec::new(),
         curved: Vec::new(),
+        partition: None,
     })
 }
 
