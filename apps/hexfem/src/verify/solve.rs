@@ -115,7 +115,11 @@ pub(crate) fn solve_linear_elastic(
     problem.linearize(&u, 1.0, &mut system)?;
     problem.eliminate(&mut system)?;
     let mut du = Vector::zeros(n);
-    let report = LinearSolver::new(solver, near_null_space(&mesh.coords)?)?
+    let report = LinearSolver::new(
+        solver,
+        near_null_space(&mesh.coords)?,
+        problem.tangent_is_symmetric(),
+    )?
         .solve(&system.tangent, &system.rhs, &mut du)
         .context("linear solve")?;
     ensure!(
