@@ -24,7 +24,11 @@ use crate::AssemblyError;
 #[derive(Clone)]
 pub struct PositionFn {
     pub text: String,
-    pub f: std::sync::Arc<dyn Fn([f64; 3]) -> f64 + Send + Sync>,
+    /// The value at a reference position and pseudo-time.
+    pub f: std::sync::Arc<dyn Fn([f64; 3], f64) -> f64 + Send + Sync>,
+    /// Whether `f` depends on the time: then it is the value itself at that time, not scaled by
+    /// the load factor.
+    pub uses_time: bool,
 }
 
 impl std::fmt::Debug for PositionFn {
@@ -43,7 +47,8 @@ impl PartialEq for PositionFn {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prescribed {
     /// `u_c = load_factor * value_c(X)` at each node's reference position `X` for each given
-    /// component `c`; `None` leaves a component free.
+    /// component `c` (`u_c = value_c(X, t)` at the time of [`Constraints::set_time`] where the
+    /// value uses the time); `None` leaves a component free.
     Field {
         set: String,
         nodes: Vec<usize>,
@@ -97,6 +102,8 @@ pub struct Constraints {
     /// Per entry of `prescribed`: the factor of its own load curve at the current pseudo-time,
     /// replacing the load factor (`None`: it follows the load factor).
     own_factors: Vec<Option<f64>>,
+    /// The pseudo-time at which time-dependent field values are evaluated.
+    time: f64,
 }
 
 impl Constraints {
@@ -168,6 +175,7 @@ impl Constraints {
         Ok(Self {
             mask: DofMask::new(3, mask)?,
             own_factors: vec![None; prescribed.len()],
+            time: 0.0,
             prescribed,
             elimination: OnceLock::new(),
         })
@@ -179,6 +187,19 @@ impl Constraints {
         if let Some(f) = self.own_factors.get_mut(entry) {
             *f = factor;
         }
+    }
+
+    /// Sets the pseudo-time at which values that depend on it are evaluated.
+    pub fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+
+    /// Whether some prescribed value depends on the pseudo-time.
+    pub fn uses_time(&self) -> bool {
+        self.prescribed.iter().any(|p| match p {
+            Prescribed::Field { values, .. } => values.iter().flatten().any(|v| v.uses_time),
+            _ => false,
+        })
     }
 
     /// Bit `c` set iff component `c` of `node` is constrained.
@@ -235,7 +256,12 @@ impl Constraints {
                     for &node in nodes {
                         for (c, v) in values.iter().enumerate() {
                             if let Some(v) = v {
-                                u[3 * node + c] = load_factor * (v.f)(coords[node]);
+                                let value = (v.f)(coords[node], self.time);
+                                u[3 * node + c] = if v.uses_time {
+                                    value
+                                } else {
+                                    load_factor * value
+                                };
                             }
                         }
                     }

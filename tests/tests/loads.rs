@@ -316,3 +316,83 @@ fn a_load_on_its_own_curve_unloads_while_another_loads() {
         );
     }
 }
+
+/// A body force with the time `t` in its expression is the value itself at each step's time
+/// (not scaled by the load factor): `t^2` times the manufactured body force above gives
+/// `u = t^2 a sin(pi x / 2)`, so a quarter of the amplitude at t = 1/2 (the load factor there
+/// is 1/2, so scaling would give an eighth) and all of it at t = 1.
+#[test]
+fn a_body_force_expression_of_t_matches_the_manufactured_solution_at_two_times() {
+    let (e, nu, a): (f64, f64, f64) = (1.0, 0.3, 0.01);
+    let (mu, lambda) = (
+        e / (2.0 * (1.0 + nu)),
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+    );
+    let c = (lambda + 2.0 * mu) * a * (std::f64::consts::PI / 2.0).powi(2);
+    let yaml = format!(
+        "mesh:\n  box: {{ cells: [8, 1, 1], lower: [0, 0, 0], upper: [1, 1, 1], order: 2 }}\n\
+         materials:\n  - {{ model: linear, young_modulus: {e}, poisson_ratio: {nu} }}\n\
+         body_force: [\"t^2 * {c:.17} * sin(PI * x / 2)\", 0, 0]\n\
+         boundary:\n  dirichlet:\n    - {{ set: xmin, x: 0.0 }}\n    - {{ set: ymin, y: 0.0 }}\n    - {{ set: ymax, y: 0.0 }}\n    - {{ set: zmin, z: 0.0 }}\n    - {{ set: zmax, z: 0.0 }}\n\
+         loading: {{ steps: 2 }}\n"
+    );
+    let (_dir, outcome, _) =
+        run_yaml("manufactured-t", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    for (step, t) in [(1, 0.5), (2, 1.0)] {
+        let u = at(&fields(&outcome, step), [1.0, 1.0, 1.0]);
+        let exact = t * t * a;
+        assert!(
+            (u[0] - exact).abs() < 1e-5 * a,
+            "step {step}: {} vs {exact}",
+            u[0]
+        );
+    }
+}
+
+/// Expressions of t that go up and back to zero: an end traction `-0.5 sin(pi t)` on a
+/// neo-Hookean cantilever and a Dirichlet value `0.2 sin(pi t)` on a second bar. Half way both
+/// deform (the bar's end is at 0.2, the cantilever bends down), at t = 1 (the load factor is one
+/// there) both are back at zero displacement.
+#[test]
+fn expressions_of_t_unload_to_zero_displacement() {
+    let cases = [
+        (
+            "traction",
+            "traction: [{ set: xmax, value: [0.0, 0.0, \"-0.5 * sin(PI * t)\"] }]",
+            [10.0, 0.5, 0.5],
+        ),
+        (
+            "dirichlet",
+            "dirichlet: [{ set: xmax, x: \"0.2 * sin(PI * t)\" }]",
+            [10.0, 1.0, 1.0],
+        ),
+    ];
+    for (tag, load, probe) in cases {
+        let mut yaml = format!(
+            "mesh:\n  box: {{ cells: [20, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }}\n\
+             materials:\n  - {{ model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }}\n\
+             boundary:\n  {load}\n"
+        );
+        yaml = yaml.replace(
+            "boundary:\n  dirichlet: [",
+            "boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }, ",
+        );
+        if tag == "traction" {
+            yaml = yaml.replace(
+                "boundary:\n",
+                "boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n",
+            );
+        }
+        yaml += "loading: { steps: 4 }\n";
+        let (_dir, outcome, _) =
+            run_yaml(&format!("unload-t-{tag}"), &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+        let half = at(&fields(&outcome, 2), probe);
+        match tag {
+            "traction" => assert!(half[2] < -1.0, "{half:?}"),
+            _ => assert!((half[0] - 0.2).abs() < 1e-12, "{half:?}"),
+        }
+        let last = fields(&outcome, outcome.steps);
+        let largest = last.1.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(largest < 1e-8, "{tag}: left over displacement {largest:e}");
+    }
+}

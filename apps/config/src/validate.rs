@@ -44,7 +44,7 @@ impl Check<'_> {
         self.ensure(values.iter().all(|v| v.is_finite()), path, "must be finite")
     }
 
-    /// Numbers must be finite, expressions must parse (with `x, y, z` only); located at the
+    /// Numbers must be finite, expressions must parse (with `x, y, z, t` only); located at the
     /// component.
     fn scalars(&self, values: &[super::params::Scalar], path: &str) -> Result<(), ConfigError> {
         for (i, v) in values.iter().enumerate() {

@@ -132,7 +132,7 @@ impl Restart {
             );
         }
         // loads and constraints on load curves of their own at the step's time
-        problem.set_time(self.time);
+        problem.set_time(self.time)?;
         let mut residual = Vector::zeros(n);
         problem
             .discrete

@@ -1,20 +1,27 @@
-//! Math expressions of the reference position `x, y, z` in inputs (body force, traction and
-//! Dirichlet components), parsed once and evaluated on the host at each quadrature point or node. Operators and
-//! functions are exmex's (`+ - * / ^`, `sin cos tan exp ln log10 sqrt abs ...`, constants `PI`,
-//! `E`); any variable other than `x`, `y`, `z` is an error naming the valid ones.
+//! Math expressions of the reference position `x, y, z` and the pseudo-time `t` in inputs (body
+//! force, traction and Dirichlet components), parsed once and evaluated on the host at each
+//! quadrature point or node. Operators and functions are exmex's (`+ - * / ^`, `sin cos tan exp ln
+//! log10 sqrt abs ...`, constants `PI`, `E`); any variable other than `x`, `y`, `z`, `t` is an
+//! error naming the valid ones.
+//!
+//! Time semantics: a load or Dirichlet value whose expression does not contain `t` is its value
+//! at load factor one and is scaled by the load factor (or its own curve). One with `t` in any
+//! component is the value itself at pseudo-time `t`: it is re-evaluated at each load step's time
+//! and ignores the load factor.
 
 use exmex::prelude::*;
 
 /// The variables an expression may use.
-pub const VARIABLES: [&str; 3] = ["x", "y", "z"];
+pub const VARIABLES: [&str; 4] = ["x", "y", "z", "t"];
 
-/// A parsed expression of `x, y, z`.
+/// A parsed expression of `x, y, z` and `t`.
 #[derive(Clone, Debug)]
 pub struct Expression {
     text: String,
     /// Boxed: exmex's expression keeps its small vectors inline (about 20 kB).
     flat: Box<FlatEx<f64>>,
-    /// For each of the expression's variables (exmex's alphabetical order), its index in `x, y, z`.
+    /// For each of the expression's variables (exmex's alphabetical order), its index in
+    /// `x, y, z, t`.
     slots: Vec<usize>,
 }
 
@@ -36,7 +43,7 @@ impl Expression {
             let hint = if exponent {
                 " (write numbers without an exponent, `0.0015` or `1.5 * 10^-3`, not `1.5e-3`)"
             } else {
-                " (operators + - * / ^, functions such as sin, cos, exp, ln, sqrt, abs, constants PI and E, variables x, y, z)"
+                " (operators + - * / ^, functions such as sin, cos, exp, ln, sqrt, abs, constants PI and E, variables x, y, z, t)"
             };
             format!("`{text}` is not a valid expression{hint}")
         })?;
@@ -57,7 +64,7 @@ impl Expression {
             flat: Box::new(flat),
             slots,
         };
-        let probe = expression.eval([0.5, 0.25, 0.125]);
+        let probe = expression.eval_at([0.5, 0.25, 0.125], 0.5);
         if probe.is_err() {
             return Err(format!("`{text}` cannot be evaluated"));
         }
@@ -69,11 +76,22 @@ impl Expression {
         &self.text
     }
 
-    /// The value at the reference position `x`.
+    /// Whether the expression uses the pseudo-time `t`.
+    pub fn uses_time(&self) -> bool {
+        self.slots.contains(&3)
+    }
+
+    /// The value at the reference position `x` (and `t = 0`).
     pub fn eval(&self, x: [f64; 3]) -> Result<f64, String> {
-        let mut values = [0.0; 3];
+        self.eval_at(x, 0.0)
+    }
+
+    /// The value at the reference position `x` and pseudo-time `t`.
+    pub fn eval_at(&self, x: [f64; 3], t: f64) -> Result<f64, String> {
+        let all = [x[0], x[1], x[2], t];
+        let mut values = [0.0; 4];
         for (v, &slot) in values.iter_mut().zip(&self.slots) {
-            *v = x[slot];
+            *v = all[slot];
         }
         self.flat
             .eval(&values[..self.slots.len()])
@@ -81,7 +99,7 @@ impl Expression {
     }
 }
 
-/// One component of a vector load: a number or an expression of `x, y, z`.
+/// One component of a vector load: a number or an expression of `x, y, z` and `t`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Component {
     Value(f64),
@@ -98,10 +116,21 @@ impl Component {
     /// The value at the reference position `x` (NaN where an expression fails, which the
     /// caller's finiteness check reports).
     pub fn at(&self, x: [f64; 3]) -> f64 {
+        self.at_time(x, 0.0)
+    }
+
+    /// The value at the reference position `x` and pseudo-time `t` (NaN where an expression
+    /// fails).
+    pub fn at_time(&self, x: [f64; 3], t: f64) -> f64 {
         match self {
             Component::Value(v) => *v,
-            Component::Expression(e) => e.eval(x).unwrap_or(f64::NAN),
+            Component::Expression(e) => e.eval_at(x, t).unwrap_or(f64::NAN),
         }
+    }
+
+    /// Whether the component is an expression of the pseudo-time `t`.
+    pub fn uses_time(&self) -> bool {
+        matches!(self, Component::Expression(e) if e.uses_time())
     }
 
     /// The number, where the component is one.
@@ -126,9 +155,12 @@ mod tests {
         let e = Expression::parse("z - x").unwrap();
         assert_eq!(e.eval([1.0, 7.0, 3.0]).unwrap(), 2.0);
         assert_eq!(Expression::parse("4.5").unwrap().eval(x).unwrap(), 4.5);
+        let e = Expression::parse("t * x").unwrap();
+        assert!(e.uses_time() && !Expression::parse("x").unwrap().uses_time());
+        assert_eq!(e.eval_at([3.0, 0.0, 0.0], 0.5).unwrap(), 1.5);
         let err = Expression::parse("x + q").unwrap_err();
         assert!(
-            err.contains("unknown variable `q`") && err.contains("x, y, z"),
+            err.contains("unknown variable `q`") && err.contains("x, y, z, t"),
             "{err}"
         );
         assert!(Expression::parse("x +* (").is_err());

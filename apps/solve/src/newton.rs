@@ -353,7 +353,7 @@ impl LoadPath<'_> {
             let started = Instant::now();
             let time = target * end_time;
             let factor = self.loading.factor_at(time);
-            problem.set_time(time);
+            problem.set_time(time)?;
             if self.verbose {
                 eprintln!(
                     "time {:.4} -> {time:.4} (load factor {factor:.4})",

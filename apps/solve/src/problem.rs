@@ -10,7 +10,7 @@ use assembly::{
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
 
-use crate::params::{curve_factor, CellSelection, MeshSource, ProblemParams};
+use crate::params::{curve_factor, CellSelection, Component, MeshSource, ProblemParams};
 
 /// The discrete problem of one run: the mesh and what is assembled on it.
 pub struct Problem {
@@ -24,12 +24,22 @@ pub struct Problem {
 }
 
 /// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
-/// and the curve of each load or constraint that has its own load curve.
+/// and the curve of each load or constraint that has its own load curve, and the dead loads given
+/// by expressions of the time `t` (re-evaluated at each time, factor one).
 #[derive(Default)]
 struct OwnCurves {
     dead: Vec<(usize, Vec<[f64; 2]>)>,
     pressure: Vec<(usize, Vec<[f64; 2]>)>,
     constraints: Vec<(usize, Vec<[f64; 2]>)>,
+    timed: Vec<(usize, TimedLoad)>,
+}
+
+/// A dead load with an expression of the time `t` in some component: its nodal forces are
+/// computed afresh at every time (into its `discrete.curved` entry, whose factor stays one).
+struct TimedLoad {
+    value: [Component; 3],
+    /// `None`: a body force; otherwise the faces of a traction and their Gauss points.
+    faces: Option<(Vec<mesh::CellFace>, usize)>,
 }
 
 impl Problem {
@@ -87,6 +97,20 @@ impl Problem {
         let body = vector_field(&params.body_force);
         let mut external = match constant(&params.body_force) {
             Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
+            None if uses_time(&params.body_force) => {
+                own_curves.timed.push((
+                    curved.len(),
+                    TimedLoad {
+                        value: params.body_force.clone(),
+                        faces: None,
+                    },
+                ));
+                curved.push(CurvedLoad {
+                    vector: linalg::Vector::zeros(3 * self.mesh.n_nodes()),
+                    factor: 1.0,
+                });
+                linalg::Vector::zeros(3 * self.mesh.n_nodes())
+            }
             None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
         };
         let mesh = &self.mesh;
@@ -103,7 +127,22 @@ impl Problem {
                 Some(v) => Load::Constant(v),
                 None => Load::Field(&field),
             };
-            if t.curve.is_empty() {
+            if uses_time(&t.value) {
+                if !t.curve.is_empty() {
+                    bail!("traction on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", t.set);
+                }
+                own_curves.timed.push((
+                    curved.len(),
+                    TimedLoad {
+                        value: t.value.clone(),
+                        faces: Some((faces.clone(), points)),
+                    },
+                ));
+                curved.push(CurvedLoad {
+                    vector: linalg::Vector::zeros(external.len()),
+                    factor: 1.0,
+                });
+            } else if t.curve.is_empty() {
                 add_traction_load(mesh, faces, load, points, &mut external)?;
             } else {
                 let mut vector = linalg::Vector::zeros(external.len());
@@ -150,8 +189,7 @@ impl Problem {
         self.discrete.external = external;
         self.discrete.follower = follower;
         self.discrete.curved = curved;
-        self.set_time(0.0);
-        Ok(())
+        self.set_time(0.0)
     }
 
     /// Whether the loads derive from a potential (dead loads do), so that the energy line search
@@ -161,8 +199,39 @@ impl Problem {
     }
 
     /// Sets the factors of the loads and constraints that follow curves of their own to their
-    /// values at pseudo-time `t` (the others follow the load factor Newton is given).
-    pub fn set_time(&mut self, t: f64) {
+    /// values at pseudo-time `t` (the others follow the load factor Newton is given), and
+    /// evaluates the loads and Dirichlet values given by expressions of `t` at `t`. Errors where
+    /// such an expression is not finite somewhere on the mesh at `t`.
+    pub fn set_time(&mut self, t: f64) -> Result<()> {
+        self.discrete.constraints.set_time(t);
+        for (i, timed) in &self.own_curves.timed {
+            let v = &timed.value;
+            let field = |x: [f64; 3]| [v[0].at_time(x, t), v[1].at_time(x, t), v[2].at_time(x, t)];
+            let vector = match &timed.faces {
+                None => body_force_load(&mut self.discrete.assembler, Load::Field(&field))?,
+                Some((faces, points)) => {
+                    let mut vector = linalg::Vector::zeros(self.discrete.n_dofs());
+                    add_traction_load(
+                        &self.mesh,
+                        faces,
+                        Load::Field(&field),
+                        *points,
+                        &mut vector,
+                    )?;
+                    vector
+                }
+            };
+            if let Some(node) = vector.host()?.iter().position(|v| !v.is_finite()) {
+                bail!(
+                    "body_force or boundary.traction: an expression of t is not finite at time {t} (at node {}); check its domain (ln, sqrt, division)",
+                    node / 3
+                );
+            }
+            self.discrete.curved[*i] = CurvedLoad {
+                vector,
+                factor: 1.0,
+            };
+        }
         for (i, curve) in &self.own_curves.dead {
             self.discrete.curved[*i].factor = curve_factor(curve, t);
         }
@@ -174,6 +243,7 @@ impl Problem {
                 .constraints
                 .set_own_factor(*i, Some(curve_factor(curve, t)));
         }
+        Ok(())
     }
 
     /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then
@@ -263,6 +333,9 @@ fn build_constraints(
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
+        if !d.curve.is_empty() && d.values.iter().flatten().any(Component::uses_time) {
+            bail!("boundary.dirichlet on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", d.set);
+        }
         let numbers = d.values.clone().map(|v| v.map(|c| c.constant()));
         if numbers.iter().all(|n| !matches!(n, Some(None))) {
             prescribed.push(Prescribed::Components {
@@ -277,7 +350,8 @@ fn build_constraints(
                         crate::params::Component::Value(v) => v.to_string(),
                         crate::params::Component::Expression(e) => e.text().to_owned(),
                     },
-                    f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x)),
+                    uses_time: c.uses_time(),
+                    f: std::sync::Arc::new(move |x: [f64; 3], t: f64| c.at_time(x, t)),
                 })
             });
             prescribed.push(Prescribed::Field {
@@ -305,6 +379,11 @@ fn build_constraints(
         prescribed,
         &assembler.orphan_nodes(),
     )?)
+}
+
+/// Whether some component of `v` is an expression of the time `t`.
+fn uses_time(v: &[Component; 3]) -> bool {
+    v.iter().any(Component::uses_time)
 }
 
 /// The numbers of `v`, where every component is one.

@@ -120,8 +120,8 @@ pub(crate) fn solve_linear_elastic(
         near_null_space(&mesh.coords)?,
         problem.tangent_is_symmetric(),
     )?
-        .solve(&system.tangent, &system.rhs, &mut du)
-        .context("linear solve")?;
+    .solve(&system.tangent, &system.rhs, &mut du)
+    .context("linear solve")?;
     ensure!(
         report.converged,
         "the linear solver stopped after {} iterations without converging",
