@@ -18,8 +18,8 @@ use linalg::{BlockPattern, Bsr, DofMask, EliminationPlan, Vector};
 
 use crate::AssemblyError;
 
-/// A displacement component as a function of the reference position (an input's expression of
-/// `x, y, z`), with the text that identifies it: two are equal when their texts are (so the same
+/// A displacement component as a function of the reference position and pseudo-time (an input's
+/// expression of `x, y, z, t`), with the text that identifies it: two are equal when their texts are (so the same
 /// expression on two faces sharing an edge is no conflict).
 #[derive(Clone)]
 pub struct PositionFn {

@@ -396,3 +396,125 @@ fn expressions_of_t_unload_to_zero_displacement() {
         assert!(largest < 1e-8, "{tag}: left over displacement {largest:e}");
     }
 }
+
+/// A quarter of a thick cylinder (radii 1 and 2, one layer of thickness 0.25) as MSH 2.2 text:
+/// `nr` x `nt` Q1 cells in radius and angle, physical surfaces `inner`, `xsym` (x = 0), `ysym`
+/// (y = 0), `bottom` and `top`, volume `body`.
+fn quarter_cylinder_msh(nr: usize, nt: usize) -> String {
+    let node = |i: usize, j: usize, k: usize| 1 + i + (nr + 1) * (j + (nt + 1) * k);
+    let mut nodes = String::new();
+    for k in 0..2 {
+        for j in 0..=nt {
+            for i in 0..=nr {
+                let r = 1.0 + i as f64 / nr as f64;
+                let theta = std::f64::consts::FRAC_PI_2 * j as f64 / nt as f64;
+                let (x, y) = match j {
+                    0 => (r, 0.0),
+                    j if j == nt => (0.0, r),
+                    _ => (r * theta.cos(), r * theta.sin()),
+                };
+                nodes += &format!("{} {x:.17} {y:.17} {}\n", node(i, j, k), 0.25 * k as f64);
+            }
+        }
+    }
+    let mut elements = Vec::new();
+    for j in 0..nt {
+        for i in 0..nr {
+            let c = [
+                node(i, j, 0),
+                node(i + 1, j, 0),
+                node(i + 1, j + 1, 0),
+                node(i, j + 1, 0),
+                node(i, j, 1),
+                node(i + 1, j, 1),
+                node(i + 1, j + 1, 1),
+                node(i, j + 1, 1),
+            ];
+            elements.push((5, 6, c.to_vec()));
+            elements.push((3, 4, vec![c[0], c[1], c[2], c[3]]));
+            elements.push((3, 5, vec![c[4], c[5], c[6], c[7]]));
+        }
+    }
+    for k in 0..1 {
+        for j in 0..nt {
+            let q = |i| {
+                vec![
+                    node(i, j, k),
+                    node(i, j + 1, k),
+                    node(i, j + 1, k + 1),
+                    node(i, j, k + 1),
+                ]
+            };
+            elements.push((3, 1, q(0)));
+        }
+        for i in 0..nr {
+            let q = |j| {
+                vec![
+                    node(i, j, k),
+                    node(i + 1, j, k),
+                    node(i + 1, j, k + 1),
+                    node(i, j, k + 1),
+                ]
+            };
+            elements.push((3, 3, q(0)));
+            elements.push((3, 2, q(nt)));
+        }
+    }
+    let mut text = String::from(
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$PhysicalNames\n6\n2 1 \"inner\"\n2 2 \"xsym\"\n\
+         2 3 \"ysym\"\n2 4 \"bottom\"\n2 5 \"top\"\n3 6 \"body\"\n$EndPhysicalNames\n",
+    );
+    text += &format!("$Nodes\n{}\n{nodes}$EndNodes\n", 2 * (nr + 1) * (nt + 1));
+    text += &format!("$Elements\n{}\n", elements.len());
+    for (id, (kind, group, nodes)) in elements.iter().enumerate() {
+        let list: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+        text += &format!("{} {kind} 2 {group} {group} {}\n", id + 1, list.join(" "));
+    }
+    text + "$EndElements\n"
+}
+
+/// A follower pressure inside a thick cylinder (plane strain: rollers on the symmetry planes and
+/// the ends) against Lame's solution `u_r = (1 + nu) p a^2 / (E (b^2 - a^2)) ((1 - 2 nu) r +
+/// b^2 / r)` at the inner and outer radius (small load: the follower and the small-strain
+/// answers agree to about 1e-3), solved by GMRES with AMG in at most 3 Newton iterations.
+#[test]
+fn follower_pressure_in_a_thick_cylinder_matches_lame() {
+    let out = ScratchDir::new("loads-cylinder-mesh");
+    let msh = out.join("quarter.msh");
+    std::fs::write(&msh, quarter_cylinder_msh(8, 16)).unwrap();
+    let (e, nu, p, a, b): (f64, f64, f64, f64, f64) = (1000.0, 0.3, 1.0, 1.0, 2.0);
+    let yaml = format!(
+        "mesh:\n  gmsh: {{ file: {} }}\n\
+         materials:\n  - {{ model: linear, young_modulus: {e}, poisson_ratio: {nu} }}\n\
+         boundary:\n  dirichlet:\n    - {{ set: xsym, x: 0.0 }}\n    - {{ set: ysym, y: 0.0 }}\n    - {{ set: bottom, z: 0.0 }}\n    - {{ set: top, z: 0.0 }}\n\
+         \x20 pressure: [{{ set: inner, value: {p} }}]\nloading: {{ steps: 1 }}\n",
+        msh.display()
+    );
+    let (_dir, outcome, summary) =
+        run_yaml("cylinder", &yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let exact = |r: f64| {
+        (1.0 + nu) * p * a * a / (e * (b * b - a * a)) * ((1.0 - 2.0 * nu) * r + b * b / r)
+    };
+    let last = fields(&outcome, 1);
+    for r in [a, b] {
+        let u = at(&last, [r, 0.0, 0.0]);
+        let error = (u[0] - exact(r)).abs() / exact(r);
+        assert!(
+            error < 1e-2,
+            "r = {r}: {} vs {} ({error:e})",
+            u[0],
+            exact(r)
+        );
+    }
+    let iterations = newton_iterations_of(&summary);
+    assert!(iterations.iter().all(|&n| n <= 3), "{iterations:?}");
+}
+
+fn newton_iterations_of(summary: &Value) -> Vec<u64> {
+    summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["newton_iterations"].as_u64().unwrap())
+        .collect()
+}

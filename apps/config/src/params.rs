@@ -21,7 +21,7 @@ pub struct Config {
     /// the cells they share.
     pub materials: Vec<MaterialParams>,
     /// Body force per unit reference volume at load factor 1 (scaled by the load factor); each
-    /// component a number or an expression of `x, y, z`. Default `[0, 0, 0]`.
+    /// component a number or an expression of `x, y, z, t`. Default `[0, 0, 0]`.
     #[serde(default)]
     pub body_force: [Scalar; 3],
     /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
@@ -168,8 +168,8 @@ pub struct NodalForceParams {
     pub curve: Vec<[f64; 2]>,
 }
 
-/// A number, or a math expression of the reference position `x, y, z` written as a string
-/// (`"2 * sin(PI * x)"`); see `solve::expression`.
+/// A number, or a math expression of the reference position `x, y, z` and pseudo-time `t`
+/// written as a string (`"2 * sin(PI * x)"`); see `solve::expression`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Scalar {
     Number(f64),
@@ -203,7 +203,7 @@ impl<'de> Deserialize<'de> for Scalar {
         impl serde::de::Visitor<'_> for V {
             type Value = Scalar;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a number or an expression of x, y, z in quotes")
+                f.write_str("a number or an expression of x, y, z, t in quotes")
             }
             fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
                 Ok(Scalar::Number(v))
@@ -257,7 +257,7 @@ pub struct PointLoadParams {
 pub struct DirichletParams {
     /// Node set name (required).
     pub set: String,
-    /// x displacement: a number or an expression of `x, y, z` (reference position). Default: free.
+    /// x displacement: a number or an expression of `x, y, z` (reference position) and `t`. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<Scalar>,
     /// y displacement. Default: free.
@@ -308,7 +308,7 @@ pub struct TwistParams {
 pub struct TractionParams {
     /// Face set name (required).
     pub set: String,
-    /// Traction vector (required); each component a number or an expression of `x, y, z`.
+    /// Traction vector (required); each component a number or an expression of `x, y, z, t`.
     pub value: [Scalar; 3],
     /// A load curve of its own, `[[time, factor], ...]` on the run's pseudo-time (as
     /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
