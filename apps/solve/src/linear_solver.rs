@@ -26,6 +26,10 @@ const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
 /// above either it uses CG with AMG.
 const AUTO_DIRECT_MAX_FLOPS: f64 = 1e9;
 
+/// The relative tolerance of GMRES preconditioned by the direct factor (a nonsymmetric tangent):
+/// close to what a factorisation gives.
+const DIRECT_GMRES_RTOL: f64 = 1e-12;
+
 /// Krylov vectors kept by the GMRES fallback before a restart.
 const GMRES_RESTART: usize = 60;
 
@@ -175,9 +179,13 @@ pub enum LinearSolver {
         krylov: Krylov,
         gpu: Option<DeviceSide>,
     },
-    /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
+    /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once. With
+    /// `Krylov::Gmres` (a tangent that is not symmetric) the factor of the matrix's permuted lower
+    /// triangle (read as a symmetric matrix) preconditions GMRES on the tangent, solved to
+    /// [`DIRECT_GMRES_RTOL`].
     Direct {
         symbolic: Option<Arc<DirectSymbolic>>,
+        krylov: Krylov,
     },
     /// CG (or GMRES) preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is
     /// built at the first solve (without copying the tangent) and updated (per `amg.reuse`) for
@@ -211,13 +219,13 @@ impl LinearSolver {
         let krylov = Krylov::for_tangent(symmetric).name();
         let fixed = match params.method {
             LinearSolverMethod::CgJacobi => Some(format!("{krylov} with point-block Jacobi")),
+            LinearSolverMethod::Direct if !symmetric => Some(
+                "GMRES preconditioned by the direct LDL^T factor of the tangent's lower triangle (the follower pressure's tangent is not symmetric)".to_string(),
+            ),
             LinearSolverMethod::Direct => Some("direct (envelope LDL^T)".to_string()),
             LinearSolverMethod::CgAmg => Some(format!("{krylov} with smoothed-aggregation AMG")),
             LinearSolverMethod::Auto if params.device == DeviceChoice::Cuda => Some(format!(
                 "{krylov} with smoothed-aggregation AMG (auto: the direct solver is host-only)"
-            )),
-            LinearSolverMethod::Auto if !symmetric => Some(format!(
-                "{krylov} with smoothed-aggregation AMG (auto: the follower pressure's tangent is not symmetric; the direct solver is LDL^T)"
             )),
             LinearSolverMethod::Auto => None,
         };
@@ -248,8 +256,14 @@ impl LinearSolver {
         if bytes <= AUTO_DIRECT_MAX_BYTES && flops <= AUTO_DIRECT_MAX_FLOPS {
             let solver = LinearSolver::Direct {
                 symbolic: Some(Arc::new(symbolic)),
+                krylov: Krylov::for_tangent(symmetric),
             };
-            Ok((solver, format!("direct (envelope LDL^T; {estimate})")))
+            let text = if symmetric {
+                format!("direct (envelope LDL^T; {estimate})")
+            } else {
+                format!("GMRES preconditioned by the direct LDL^T factor of the tangent's lower triangle (the follower pressure's tangent is not symmetric; {estimate})")
+            };
+            Ok((solver, text))
         } else {
             let amg = LinearSolverParams {
                 method: LinearSolverMethod::CgAmg,
@@ -303,10 +317,10 @@ impl LinearSolver {
                 if params.device == DeviceChoice::Cuda {
                     bail!("linear_solver.device = cuda: the direct solver is host-only");
                 }
-                if !symmetric {
-                    bail!("linear_solver.method = direct: the direct solver factors symmetric matrices (LDL^T), and a follower pressure's load stiffness makes the tangent nonsymmetric; use auto or cg_amg (GMRES with AMG)");
+                LinearSolver::Direct {
+                    symbolic: None,
+                    krylov,
                 }
-                LinearSolver::Direct { symbolic: None }
             }
         })
     }
@@ -524,7 +538,7 @@ impl LinearSolver {
                 report.device = device_report(setup_moved, count(t0));
                 Ok(report)
             }
-            LinearSolver::Direct { symbolic } => {
+            LinearSolver::Direct { symbolic, krylov } => {
                 let start = Instant::now();
                 let symbolic = match symbolic {
                     Some(s) if s.pattern() == k.pattern().as_ref() => s.clone(),
@@ -545,6 +559,19 @@ impl LinearSolver {
                 let factor = DirectSolver::factor(&symbolic, k)?;
                 let setup_s = start.elapsed().as_secs_f64();
                 let start = Instant::now();
+                if *krylov == Krylov::Gmres {
+                    let params = CgParams {
+                        rtol: DIRECT_GMRES_RTOL,
+                        atol: 0.0,
+                        max_iterations: 500,
+                        ..CgParams::default()
+                    };
+                    let mut report =
+                        gmres_report(k, b, x, &FactorPreconditioner(&factor), &params)?;
+                    (report.setup_s, report.setup) = (setup_s, SetupKind::Factorization);
+                    report.solve_s = start.elapsed().as_secs_f64();
+                    return Ok(report);
+                }
                 factor.solve(b, x)?;
                 Ok(LinearSolveReport {
                     iterations: 1,
@@ -559,6 +586,15 @@ impl LinearSolver {
                 })
             }
         }
+    }
+}
+
+/// The direct factor as a preconditioner (`z = (L D L^T)^{-1} r`).
+struct FactorPreconditioner<'a>(&'a DirectSolver);
+
+impl Preconditioner for FactorPreconditioner<'_> {
+    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), amg::AmgError> {
+        Ok(self.0.solve(r, z)?)
     }
 }
 
