@@ -18,13 +18,17 @@ use linalg::{BlockPattern, Bsr, DofMask, EliminationPlan, Vector};
 
 use crate::AssemblyError;
 
-/// A displacement component as a function of the reference position (an input's expression of
-/// `x, y, z`), with the text that identifies it: two are equal when their texts are (so the same
+/// A displacement component as a function of the reference position and pseudo-time (an input's
+/// expression of `x, y, z, t`), with the text that identifies it: two are equal when their texts are (so the same
 /// expression on two faces sharing an edge is no conflict).
 #[derive(Clone)]
 pub struct PositionFn {
     pub text: String,
-    pub f: std::sync::Arc<dyn Fn([f64; 3]) -> f64 + Send + Sync>,
+    /// The value at a reference position and pseudo-time.
+    pub f: std::sync::Arc<dyn Fn([f64; 3], f64) -> f64 + Send + Sync>,
+    /// Whether `f` depends on the time: then it is the value itself at that time, not scaled by
+    /// the load factor.
+    pub uses_time: bool,
 }
 
 impl std::fmt::Debug for PositionFn {
@@ -43,7 +47,8 @@ impl PartialEq for PositionFn {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prescribed {
     /// `u_c = load_factor * value_c(X)` at each node's reference position `X` for each given
-    /// component `c`; `None` leaves a component free.
+    /// component `c` (`u_c = value_c(X, t)` at the time of [`Constraints::set_time`] where the
+    /// value uses the time); `None` leaves a component free.
     Field {
         set: String,
         nodes: Vec<usize>,
@@ -97,6 +102,8 @@ pub struct Constraints {
     /// Per entry of `prescribed`: the factor of its own load curve at the current pseudo-time,
     /// replacing the load factor (`None`: it follows the load factor).
     own_factors: Vec<Option<f64>>,
+    /// The pseudo-time at which time-dependent field values are evaluated.
+    time: f64,
 }
 
 impl Constraints {
@@ -168,6 +175,7 @@ impl Constraints {
         Ok(Self {
             mask: DofMask::new(3, mask)?,
             own_factors: vec![None; prescribed.len()],
+            time: 0.0,
             prescribed,
             elimination: OnceLock::new(),
         })
@@ -181,41 +189,22 @@ impl Constraints {
         }
     }
 
-    /// Replaces the functions of entry `entry`, a [`Prescribed::Field`], by `values` (the same
-    /// components given: the mask does not change). For values that depend on time: the caller
-    /// passes the functions at the current time and makes the entry follow factor 1.
-    pub fn set_field_values(
-        &mut self,
-        entry: usize,
-        values: [Option<PositionFn>; 3],
-    ) -> Result<(), AssemblyError> {
-        match self.prescribed.get_mut(entry) {
-            Some(Prescribed::Field {
-                values: old, set, ..
-            }) => {
-                let same = old
-                    .iter()
-                    .zip(&values)
-                    .all(|(a, b)| a.is_some() == b.is_some());
-                if !same {
-                    return Err(AssemblyError::InvalidBoundaryCondition {
-                        set: set.clone(),
-                        reason: "new values must prescribe the same components".into(),
-                    });
-                }
-                *old = values;
-                Ok(())
-            }
-            _ => Err(AssemblyError::InvalidBoundaryCondition {
-                set: format!("entry {entry}"),
-                reason: "not a field of the position".into(),
-            }),
-        }
-    }
-
     /// Whether some entry follows a load curve of its own (see [`Constraints::set_own_factor`]).
     pub fn has_own_factors(&self) -> bool {
         self.own_factors.iter().any(Option::is_some)
+    }
+
+    /// Sets the pseudo-time at which values that depend on it are evaluated.
+    pub fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+
+    /// Whether some prescribed value depends on the pseudo-time.
+    pub fn uses_time(&self) -> bool {
+        self.prescribed.iter().any(|p| match p {
+            Prescribed::Field { values, .. } => values.iter().flatten().any(|v| v.uses_time),
+            _ => false,
+        })
     }
 
     /// Bit `c` set iff component `c` of `node` is constrained.
@@ -272,7 +261,12 @@ impl Constraints {
                     for &node in nodes {
                         for (c, v) in values.iter().enumerate() {
                             if let Some(v) = v {
-                                u[3 * node + c] = load_factor * (v.f)(coords[node]);
+                                let value = (v.f)(coords[node], self.time);
+                                u[3 * node + c] = if v.uses_time {
+                                    value
+                                } else {
+                                    load_factor * value
+                                };
                             }
                         }
                     }

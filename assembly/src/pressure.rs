@@ -59,10 +59,12 @@ impl FollowerPressure {
     }
 
     /// Adds the pressure's residual at `load_factor` and displacement `u` to `r` and, where `k` is
-    /// given, the symmetric part of its tangent to `k` (the load stiffness is not symmetric on
-    /// an open surface; the solvers need symmetry, and its symmetric part is exact where the
-    /// loaded surface is closed or its boundary is fixed, otherwise Newton converges linearly).
-    /// Faces are added in order on the host: the same bits for any thread count.
+    /// given, its full load stiffness `d r / d u` to `k` (on the pattern the cells already give
+    /// the face nodes). The load stiffness is not symmetric in general (its skew part cancels
+    /// only where the loaded surface is closed or its boundary is fixed), so a tangent with a
+    /// follower pressure needs a solver for nonsymmetric matrices (see
+    /// [`crate::DiscreteProblem::tangent_is_symmetric`]); with it Newton converges
+    /// quadratically. Faces are added in order on the host: the same bits for any thread count.
     pub fn add(
         &self,
         coords: &[[f64; 3]],
@@ -110,12 +112,9 @@ impl FollowerPressure {
                                 expected: ga,
                                 got: gb,
                             })?;
-                        let (kab, kba) = (&ke[a * n + b], &ke[b * n + a]);
                         let block = k.host_block_mut(slot)?;
-                        for i in 0..3 {
-                            for j in 0..3 {
-                                block[3 * i + j] += 0.5 * (kab[3 * i + j] + kba[3 * j + i]);
-                            }
+                        for (kij, e) in block.iter_mut().zip(&ke[a * n + b]) {
+                            *kij += e;
                         }
                     }
                 }

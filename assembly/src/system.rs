@@ -182,6 +182,12 @@ impl DiscreteProblem {
         Ok(free_norm)
     }
 
+    /// Whether the tangent of [`DiscreteProblem::linearize`] is symmetric: it is not where a
+    /// follower pressure adds its load stiffness (solvers then need GMRES, not CG or `LDL^T`).
+    pub fn tangent_is_symmetric(&self) -> bool {
+        self.follower.is_empty()
+    }
+
     /// Whether the loads derive from a potential that [`DiscreteProblem::potential`] evaluates
     /// (dead loads do; follower pressures are not included there).
     pub fn has_potential(&self) -> bool {

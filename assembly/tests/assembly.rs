@@ -432,3 +432,67 @@ fn an_inverted_element_is_named() {
         );
     }
 }
+
+/// A follower pressure's full load stiffness: the tangent of a problem with pressure on two
+/// skewed face sets (an open surface, so the load stiffness is not symmetric) is the derivative
+/// of its residual (central differences, Q1 and Q2), and it is not symmetric.
+fn follower_tangent_matches_finite_differences(kind: CellKind) {
+    let mesh = skewed_mesh(kind, [2, 1, 2]);
+    let n = 3 * mesh.n_nodes();
+    let points = mesh.order() + 1;
+    let follower = ["zmax", "xmin"]
+        .iter()
+        .zip([2.0, -1.3])
+        .map(|(set, p)| {
+            assembly::FollowerPressure::new(&mesh, &mesh.face_sets[*set], p, points).unwrap()
+        })
+        .collect();
+    let asm = assembler(&mesh, neo_hookean());
+    let constraints = Constraints::new(mesh.n_nodes(), Vec::new(), &asm.orphan_nodes()).unwrap();
+    let mut problem = assembly::DiscreteProblem {
+        assembler: asm,
+        constraints,
+        external: Vector::zeros(n),
+        follower,
+        curved: Vec::new(),
+        partition: None,
+    };
+    assert!(!problem.tangent_is_symmetric());
+    let u = Vector::from_vec(noise(11, n).iter().map(|v| 0.05 * v).collect());
+    let load_factor = 0.7;
+    let mut system = problem.new_system();
+    problem.linearize(&u, load_factor, &mut system).unwrap();
+    let dense = system.tangent.to_dense().unwrap();
+    let h = 1e-6;
+    let (mut rp, mut rm) = (Vector::zeros(n), Vector::zeros(n));
+    let (mut worst, mut skew) = (0.0f64, 0.0f64);
+    let scale = dense.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for j in 0..n {
+        let mut up = u.clone();
+        up.host_mut().unwrap()[j] += h;
+        let mut um = u.clone();
+        um.host_mut().unwrap()[j] -= h;
+        problem.residual(&up, load_factor, &mut rp).unwrap();
+        problem.residual(&um, load_factor, &mut rm).unwrap();
+        for i in 0..n {
+            let fd = (rp.host().unwrap()[i] - rm.host().unwrap()[i]) / (2.0 * h);
+            worst = worst.max((fd - dense[i * n + j]).abs());
+            skew = skew.max((dense[i * n + j] - dense[j * n + i]).abs());
+        }
+    }
+    assert!(
+        worst < 1e-6 * scale,
+        "worst |K - FD| = {worst:e}, scale {scale:e}"
+    );
+    assert!(skew > 1e-3 * scale, "the load stiffness came out symmetric");
+}
+
+#[test]
+fn q1_follower_pressure_tangent_matches_finite_differences() {
+    follower_tangent_matches_finite_differences(CellKind::Hex8);
+}
+
+#[test]
+fn q2_follower_pressure_tangent_matches_finite_differences() {
+    follower_tangent_matches_finite_differences(CellKind::Hex27);
+}

@@ -436,12 +436,14 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
                 values: [
                     Some(PositionFn {
                         text: "0.1 x + 0.02 z".into(),
-                        f: Arc::new(|x: [f64; 3]| 0.1 * x[0] + 0.02 * x[2]),
+                        uses_time: false,
+                        f: Arc::new(|x: [f64; 3], _t: f64| 0.1 * x[0] + 0.02 * x[2]),
                     }),
                     None,
                     Some(PositionFn {
                         text: "-0.05 y".into(),
-                        f: Arc::new(|x: [f64; 3]| -0.05 * x[1]),
+                        uses_time: false,
+                        f: Arc::new(|x: [f64; 3], _t: f64| -0.05 * x[1]),
                     }),
                 ],
             },

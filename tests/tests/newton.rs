@@ -260,3 +260,23 @@ fn failed_attempts_are_recorded_with_their_reasons() {
     assert_eq!(last["load_factor"], 1.0);
     assert!(outcome.steps >= 2);
 }
+
+/// A Q2 neo-Hookean box bent far (tip deflection about half its length in the first of three
+/// steps) runs in the three steps asked for, without cutbacks or failed attempts.
+#[test]
+fn q2_box_bent_far_runs_in_the_steps_asked_for() {
+    let yaml = "mesh:\n  box: { cells: [8, 2, 2], lower: [0, 0, 0], upper: [4, 1, 1], order: 2 }\n\
+        materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+        boundary:\n  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]\n  traction: [{ set: xmax, value: [0.0, 0.0, -40.0] }]\n\
+        loading: { steps: 3 }\n";
+    let (_dir, outcome, summary) = run_yaml("q2-box", yaml, &[]);
+    assert_eq!(outcome.steps, 3);
+    for step in summary["steps"].as_array().unwrap() {
+        assert_eq!(step["cutbacks"], 0);
+        assert!(step["failed_attempts"].as_array().unwrap().is_empty());
+    }
+    let its = newton_iterations(&summary);
+    assert!(its.iter().all(|&n| n <= 20), "{its:?}");
+    let tip = displacement_at(&last_fields(&outcome), [4.0, 1.0, 1.0]);
+    assert!(tip[2] < -2.0, "{tip:?}");
+}

@@ -168,8 +168,8 @@ pub struct NodalForceParams {
     pub curve: Vec<[f64; 2]>,
 }
 
-/// A number, or a math expression of the reference position `x, y, z` and pseudo-time `t` written as a string
-/// (`"2 * sin(PI * x)"`); see `solve::expression`.
+/// A number, or a math expression of the reference position `x, y, z` and pseudo-time `t`
+/// written as a string (`"2 * sin(PI * x)"`); see `solve::expression`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Scalar {
     Number(f64),

@@ -295,8 +295,7 @@ fn wrong_types_point_at_the_value() {
     .unwrap();
     let p = c.problem_params().unwrap();
     assert!(
-        (p.body_force[0].at([0.25, 0.0, 0.0], 0.0) - 2.0 * (std::f64::consts::PI / 4.0).sin())
-            .abs()
+        (p.body_force[0].at([0.25, 0.0, 0.0]) - 2.0 * (std::f64::consts::PI / 4.0).sin()).abs()
             < 1e-15
     );
     assert_eq!(p.body_force[2], -1.0);

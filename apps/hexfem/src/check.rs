@@ -27,6 +27,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
             &(&config.linear_solver).into(),
             solve::problem::near_null_space(&problem.mesh.coords)?,
             problem.discrete.assembler.pattern(),
+            problem.discrete.tangent_is_symmetric(),
         ),
     )?;
     let probes = crate::probes::Probes::new(&config, &problem.mesh)?;

@@ -258,7 +258,9 @@ fn execute_on(
         None => None,
     };
     // before any file is written: `linear_solver.device: cuda` needs its GPU
-    let solver_key = solver_key(config)?;
+    // a tangent that is not symmetric (follower pressure) needs GMRES: part of the key
+    let symmetric = problem.discrete.tangent_is_symmetric();
+    let solver_key = format!("{}; symmetric tangent {symmetric}", solver_key(config)?);
     let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
         Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
         _ => {
@@ -268,6 +270,7 @@ fn execute_on(
                     &(&config.linear_solver).into(),
                     near_null_space(&problem.mesh.coords)?,
                     problem.discrete.assembler.pattern(),
+                    symmetric,
                 ),
             )?;
             (solver, text, false)

@@ -1,15 +1,20 @@
 //! Math expressions of the reference position `x, y, z` and the pseudo-time `t` in inputs (body
 //! force, traction and Dirichlet components), parsed once and evaluated on the host at each
-//! quadrature point or node (again at each load step where they use `t`). Operators and
-//! functions are exmex's (`+ - * / ^`, `sin cos tan exp ln log10 sqrt abs ...`, constants `PI`,
-//! `E`); any variable other than `x`, `y`, `z`, `t` is an error naming the valid ones.
+//! quadrature point or node. Operators and functions are exmex's (`+ - * / ^`, `sin cos tan exp ln
+//! log10 sqrt abs ...`, constants `PI`, `E`); any variable other than `x`, `y`, `z`, `t` is an
+//! error naming the valid ones.
+//!
+//! Time semantics: a load or Dirichlet value whose expression does not contain `t` is its value
+//! at load factor one and is scaled by the load factor (or its own curve). One with `t` in any
+//! component is the value itself at pseudo-time `t`: it is re-evaluated at each load step's time
+//! and ignores the load factor.
 
 use exmex::prelude::*;
 
-/// The variables an expression may use: the reference position and the pseudo-time.
+/// The variables an expression may use.
 pub const VARIABLES: [&str; 4] = ["x", "y", "z", "t"];
 
-/// A parsed expression of `x, y, z, t`.
+/// A parsed expression of `x, y, z` and `t`.
 #[derive(Clone, Debug)]
 pub struct Expression {
     text: String,
@@ -59,7 +64,7 @@ impl Expression {
             flat: Box::new(flat),
             slots,
         };
-        let probe = expression.eval([0.5, 0.25, 0.125], 0.5);
+        let probe = expression.eval_at([0.5, 0.25, 0.125], 0.5);
         if probe.is_err() {
             return Err(format!("`{text}` cannot be evaluated"));
         }
@@ -76,12 +81,17 @@ impl Expression {
         self.slots.contains(&3)
     }
 
+    /// The value at the reference position `x` (and `t = 0`).
+    pub fn eval(&self, x: [f64; 3]) -> Result<f64, String> {
+        self.eval_at(x, 0.0)
+    }
+
     /// The value at the reference position `x` and pseudo-time `t`.
-    pub fn eval(&self, x: [f64; 3], t: f64) -> Result<f64, String> {
-        let point = [x[0], x[1], x[2], t];
+    pub fn eval_at(&self, x: [f64; 3], t: f64) -> Result<f64, String> {
+        let all = [x[0], x[1], x[2], t];
         let mut values = [0.0; 4];
         for (v, &slot) in values.iter_mut().zip(&self.slots) {
-            *v = point[slot];
+            *v = all[slot];
         }
         self.flat
             .eval(&values[..self.slots.len()])
@@ -89,7 +99,7 @@ impl Expression {
     }
 }
 
-/// One component of a vector load: a number or an expression of `x, y, z, t`.
+/// One component of a vector load: a number or an expression of `x, y, z` and `t`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Component {
     Value(f64),
@@ -103,12 +113,18 @@ impl PartialEq<f64> for Component {
 }
 
 impl Component {
+    /// The value at the reference position `x` (NaN where an expression fails, which the
+    /// caller's finiteness check reports).
+    pub fn at(&self, x: [f64; 3]) -> f64 {
+        self.at_time(x, 0.0)
+    }
+
     /// The value at the reference position `x` and pseudo-time `t` (NaN where an expression
-    /// fails, which the caller's finiteness check reports).
-    pub fn at(&self, x: [f64; 3], t: f64) -> f64 {
+    /// fails).
+    pub fn at_time(&self, x: [f64; 3], t: f64) -> f64 {
         match self {
             Component::Value(v) => *v,
-            Component::Expression(e) => e.eval(x, t).unwrap_or(f64::NAN),
+            Component::Expression(e) => e.eval_at(x, t).unwrap_or(f64::NAN),
         }
     }
 
@@ -134,12 +150,15 @@ mod tests {
     fn expressions_of_the_position() {
         let e = Expression::parse("2*x + y^2 - sin(PI*z)").unwrap();
         let x = [0.3, -1.5, 0.5];
-        assert!((e.eval(x, 0.0).unwrap() - (0.6 + 2.25 - 1.0)).abs() < 1e-14);
+        assert!((e.eval(x).unwrap() - (0.6 + 2.25 - 1.0)).abs() < 1e-14);
         assert!(!e.uses_time());
         // variables in any subset and order
         let e = Expression::parse("z - x").unwrap();
-        assert_eq!(e.eval([1.0, 7.0, 3.0], 0.0).unwrap(), 2.0);
-        assert_eq!(Expression::parse("4.5").unwrap().eval(x, 0.0).unwrap(), 4.5);
+        assert_eq!(e.eval([1.0, 7.0, 3.0]).unwrap(), 2.0);
+        assert_eq!(Expression::parse("4.5").unwrap().eval(x).unwrap(), 4.5);
+        let e = Expression::parse("t * x").unwrap();
+        assert!(e.uses_time() && !Expression::parse("x").unwrap().uses_time());
+        assert_eq!(e.eval_at([3.0, 0.0, 0.0], 0.5).unwrap(), 1.5);
         let err = Expression::parse("x + q").unwrap_err();
         assert!(
             err.contains("unknown variable `q`") && err.contains("x, y, z, t"),
@@ -149,21 +168,21 @@ mod tests {
         let err = Expression::parse("1.5e-3 * x").unwrap_err();
         assert!(err.contains("without an exponent"), "{err}");
         let e = Expression::parse("1.5 * 10^-3 * x").unwrap();
-        assert!((e.eval([2.0, 0.0, 0.0], 0.0).unwrap() - 3e-3).abs() < 1e-18);
+        assert!((e.eval([2.0, 0.0, 0.0]).unwrap() - 3e-3).abs() < 1e-18);
     }
 
     #[test]
     fn expressions_of_time() {
         let e = Expression::parse("t * x - sin(PI * t)").unwrap();
         assert!(e.uses_time());
-        let v = e.eval([2.0, 0.0, 0.0], 0.5).unwrap();
+        let v = e.eval_at([2.0, 0.0, 0.0], 0.5).unwrap();
         assert!((v - (1.0 - 1.0)).abs() < 1e-15, "{v}");
         assert_eq!(
-            Expression::parse("t").unwrap().eval([9.0; 3], 0.25),
+            Expression::parse("t").unwrap().eval_at([9.0; 3], 0.25),
             Ok(0.25)
         );
         let c = Component::Expression(Expression::parse("y + t").unwrap());
         assert!(c.uses_time() && !Component::Value(1.0).uses_time());
-        assert_eq!(c.at([0.0, 1.0, 0.0], 2.0), 3.0);
+        assert_eq!(c.at_time([0.0, 1.0, 0.0], 2.0), 3.0);
     }
 }

@@ -30,6 +30,10 @@ const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
 /// and the 32x8x8 cantilever, 4x faster with AMG, do not).
 const AUTO_DIRECT_MAX_FLOPS_PER_SCALAR: f64 = 250.0;
 
+/// The relative tolerance of GMRES preconditioned by the direct factor (a nonsymmetric tangent):
+/// close to what a factorisation gives.
+const DIRECT_GMRES_RTOL: f64 = 1e-12;
+
 /// Krylov vectors kept by the GMRES fallback before a restart.
 const GMRES_RESTART: usize = 60;
 
@@ -144,21 +148,55 @@ pub enum SetupKind {
     AmgHot,
 }
 
+/// The Krylov method of an iterative solver: CG for symmetric tangents, GMRES (restarted, right
+/// preconditioned, the same preconditioner) where the tangent is not symmetric (follower
+/// pressure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Krylov {
+    Cg,
+    Gmres,
+}
+
+impl Krylov {
+    /// The method for a tangent that is (or is not) symmetric.
+    pub fn for_tangent(symmetric: bool) -> Self {
+        if symmetric {
+            Krylov::Cg
+        } else {
+            Krylov::Gmres
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Krylov::Cg => "CG",
+            Krylov::Gmres => "GMRES",
+        }
+    }
+}
+
 /// A configured linear solver with the state it reuses across calls.
 pub enum LinearSolver {
-    /// CG preconditioned by point-block (3x3) Jacobi.
+    /// CG (or GMRES) preconditioned by point-block (3x3) Jacobi.
     CgJacobi {
         params: CgParams,
+        krylov: Krylov,
         gpu: Option<DeviceSide>,
     },
-    /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once.
+    /// Envelope LDL^T in reverse Cuthill-McKee order; the ordering is computed once. With
+    /// `Krylov::Gmres` (a tangent that is not symmetric) the factor of the matrix's permuted lower
+    /// triangle (read as a symmetric matrix) preconditions GMRES on the tangent, solved to
+    /// [`DIRECT_GMRES_RTOL`].
     Direct {
         symbolic: Option<Arc<DirectSymbolic>>,
+        krylov: Krylov,
     },
-    /// CG preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is built at the
-    /// first solve (without copying the tangent) and updated (per `amg.reuse`) for every later one.
+    /// CG (or GMRES) preconditioned by one V-cycle of smoothed-aggregation AMG. The hierarchy is
+    /// built at the first solve (without copying the tangent) and updated (per `amg.reuse`) for
+    /// every later one.
     CgAmg {
         params: CgParams,
+        krylov: Krylov,
         amg: AmgParams,
         near_null: NearNullSpace,
         hierarchy: Option<Box<Hierarchy>>,
@@ -173,27 +211,43 @@ impl LinearSolver {
     /// A solver as configured for a tangent of `pattern`, with a sentence for the run header:
     /// `method: auto` becomes the direct solver where its factor is small and fast (the estimate
     /// is in the sentence) and the solver runs on the CPU, CG with AMG otherwise (`device: cuda`
-    /// always takes CG with AMG: the direct solver is host-only). Errors where `device: cuda`
-    /// finds no usable GPU.
+    /// always takes CG with AMG: the direct solver is host-only). Where the tangent is not
+    /// `symmetric` (follower pressure) the iterative methods use GMRES instead of CG with the
+    /// same preconditioner, `auto` takes GMRES with AMG (the direct solver is a symmetric
+    /// `LDL^T`), and `method: direct` is an error saying why. Errors where `device: cuda` finds
+    /// no usable GPU.
     pub fn choose(
         params: &LinearSolverParams,
         near_null: NearNullSpace,
         pattern: &BlockPattern,
+        symmetric: bool,
     ) -> Result<(Self, String)> {
+        let krylov = Krylov::for_tangent(symmetric).name();
         let fixed = match params.method {
-            LinearSolverMethod::CgJacobi => Some("CG with point-block Jacobi"),
-            LinearSolverMethod::Direct => Some("direct (envelope LDL^T)"),
-            LinearSolverMethod::CgAmg => Some("CG with smoothed-aggregation AMG"),
-            LinearSolverMethod::Auto if params.device == DeviceChoice::Cuda => {
-                Some("CG with smoothed-aggregation AMG (auto: the direct solver is host-only)")
-            }
+            LinearSolverMethod::CgJacobi => Some(format!("{krylov} with point-block Jacobi")),
+            LinearSolverMethod::Direct if !symmetric => Some(
+                "GMRES preconditioned by the direct LDL^T factor of the tangent's lower triangle (the follower pressure's tangent is not symmetric)".to_string(),
+            ),
+            LinearSolverMethod::Direct => Some("direct (envelope LDL^T)".to_string()),
+            LinearSolverMethod::CgAmg => Some(format!("{krylov} with smoothed-aggregation AMG")),
+            LinearSolverMethod::Auto if params.device == DeviceChoice::Cuda => Some(format!(
+                "{krylov} with smoothed-aggregation AMG (auto: the direct solver is host-only)"
+            )),
             LinearSolverMethod::Auto => None,
         };
-        if let Some(what) = fixed {
-            let solver = Self::new(params, near_null)?;
+        if let Some(mut what) = fixed {
+            if !symmetric
+                && matches!(
+                    params.method,
+                    LinearSolverMethod::CgJacobi | LinearSolverMethod::CgAmg
+                )
+            {
+                what.push_str(" (GMRES: the follower pressure's tangent is not symmetric)");
+            }
+            let solver = Self::new(params, near_null, symmetric)?;
             let text = match solver.device() {
                 Some(device) => format!("{what} on {}", device.name()),
-                None => what.to_string(),
+                None => what,
             };
             return Ok((solver, text));
         }
@@ -209,14 +263,20 @@ impl LinearSolver {
         if bytes <= AUTO_DIRECT_MAX_BYTES && flops <= max_flops {
             let solver = LinearSolver::Direct {
                 symbolic: Some(Arc::new(symbolic)),
+                krylov: Krylov::for_tangent(symmetric),
             };
-            Ok((solver, format!("direct (envelope LDL^T; {estimate})")))
+            let text = if symmetric {
+                format!("direct (envelope LDL^T; {estimate})")
+            } else {
+                format!("GMRES preconditioned by the direct LDL^T factor of the tangent's lower triangle (the follower pressure's tangent is not symmetric; {estimate})")
+            };
+            Ok((solver, text))
         } else {
             let amg = LinearSolverParams {
                 method: LinearSolverMethod::CgAmg,
                 ..params.clone()
             };
-            let solver = Self::new(&amg, near_null)?;
+            let solver = Self::new(&amg, near_null, symmetric)?;
             let place = match solver.device() {
                 Some(device) => format!(" on {}", device.name()),
                 None => String::new(),
@@ -230,10 +290,16 @@ impl LinearSolver {
         }
     }
 
-    /// A solver as configured; `near_null` (the rigid-body modes) is used by AMG only
-    /// (`method: auto` is CG with AMG here; [`LinearSolver::choose`] resolves it per problem).
-    /// Errors where `device: cuda` finds no usable GPU.
-    pub fn new(params: &LinearSolverParams, near_null: NearNullSpace) -> Result<Self> {
+    /// A solver as configured for a tangent that is (or is not) `symmetric`; `near_null` (the
+    /// rigid-body modes) is used by AMG only (`method: auto` is CG with AMG here;
+    /// [`LinearSolver::choose`] resolves it per problem). Errors where `device: cuda` finds no
+    /// usable GPU, and for `method: direct` with a tangent that is not symmetric.
+    pub fn new(
+        params: &LinearSolverParams,
+        near_null: NearNullSpace,
+        symmetric: bool,
+    ) -> Result<Self> {
+        let krylov = Krylov::for_tangent(symmetric);
         let cg_params = CgParams {
             rtol: params.rtol,
             atol: params.atol,
@@ -243,6 +309,7 @@ impl LinearSolver {
         Ok(match params.method {
             LinearSolverMethod::CgAmg | LinearSolverMethod::Auto => LinearSolver::CgAmg {
                 params: cg_params,
+                krylov,
                 amg: params.amg.clone(),
                 near_null,
                 hierarchy: None,
@@ -250,13 +317,17 @@ impl LinearSolver {
             },
             LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi {
                 params: cg_params,
+                krylov,
                 gpu: DeviceSide::open(params.device)?,
             },
             LinearSolverMethod::Direct => {
                 if params.device == DeviceChoice::Cuda {
                     bail!("linear_solver.device = cuda: the direct solver is host-only");
                 }
-                LinearSolver::Direct { symbolic: None }
+                LinearSolver::Direct {
+                    symbolic: None,
+                    krylov,
+                }
             }
         })
     }
@@ -391,7 +462,7 @@ impl LinearSolver {
             })
         };
         match self {
-            LinearSolver::CgJacobi { params, .. } => {
+            LinearSolver::CgJacobi { params, krylov, .. } => {
                 let params = CgParams {
                     rtol: rtol.unwrap_or(params.rtol),
                     ..*params
@@ -403,6 +474,13 @@ impl LinearSolver {
                 let setup_moved = count(t0);
                 let start = Instant::now();
                 let t0 = device.transfers();
+                if *krylov == Krylov::Gmres {
+                    let mut report = gmres_report(k, b, x, &jacobi, &params)?;
+                    (report.setup_s, report.setup) = (setup_s, SetupKind::Jacobi);
+                    report.solve_s = start.elapsed().as_secs_f64();
+                    report.device = device_report(setup_moved, count(t0));
+                    return Ok(report);
+                }
                 let outcome = cg(k, b, x, &jacobi, &params).context("CG")?;
                 let fallback = robust_fallback(&outcome, k, b, x, &jacobi, &params)?;
                 let mut report = cg_report(
@@ -419,6 +497,7 @@ impl LinearSolver {
             }
             LinearSolver::CgAmg {
                 params,
+                krylov,
                 amg,
                 near_null,
                 hierarchy,
@@ -446,12 +525,19 @@ impl LinearSolver {
                 let h = hierarchy.insert(h);
                 let setup_s = start.elapsed().as_secs_f64();
                 let setup_moved = count(t0);
-                let report = (setup == SetupKind::AmgCold).then(|| h.report().clone());
+                let report_h = (setup == SetupKind::AmgCold).then(|| h.report().clone());
                 let start = Instant::now();
                 let t0 = device.transfers();
                 // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)
                 let vcycle = h.with_operator(k)?;
                 let operator = h.operator(0).unwrap_or(k);
+                if *krylov == Krylov::Gmres {
+                    let mut report = gmres_report(operator, b, x, &vcycle, &params)?;
+                    (report.setup_s, report.setup, report.hierarchy) = (setup_s, setup, report_h);
+                    report.solve_s = start.elapsed().as_secs_f64();
+                    report.device = device_report(setup_moved, count(t0));
+                    return Ok(report);
+                }
                 let outcome = cg(operator, b, x, &vcycle, &params).context("CG")?;
                 let fallback = robust_fallback(&outcome, operator, b, x, &vcycle, &params)?;
                 let mut report = cg_report(
@@ -460,14 +546,14 @@ impl LinearSolver {
                     setup_s,
                     start.elapsed().as_secs_f64(),
                     setup,
-                    report,
+                    report_h,
                     params.rtol,
                 )?;
                 report.device = device_report(setup_moved, count(t0));
                 Ok(report)
             }
             LinearSolver::Distributed(d) => d.solve_to(k, b, x, rtol),
-            LinearSolver::Direct { symbolic } => {
+            LinearSolver::Direct { symbolic, krylov } => {
                 let start = Instant::now();
                 let symbolic = match symbolic {
                     Some(s) if s.pattern() == k.pattern().as_ref() => s.clone(),
@@ -488,6 +574,19 @@ impl LinearSolver {
                 let factor = DirectSolver::factor(&symbolic, k)?;
                 let setup_s = start.elapsed().as_secs_f64();
                 let start = Instant::now();
+                if *krylov == Krylov::Gmres {
+                    let params = CgParams {
+                        rtol: DIRECT_GMRES_RTOL,
+                        atol: 0.0,
+                        max_iterations: 500,
+                        ..CgParams::default()
+                    };
+                    let mut report =
+                        gmres_report(k, b, x, &FactorPreconditioner(&factor), &params)?;
+                    (report.setup_s, report.setup) = (setup_s, SetupKind::Factorization);
+                    report.solve_s = start.elapsed().as_secs_f64();
+                    return Ok(report);
+                }
                 factor.solve(b, x)?;
                 Ok(LinearSolveReport {
                     iterations: 1,
@@ -502,6 +601,53 @@ impl LinearSolver {
                 })
             }
         }
+    }
+}
+
+/// The direct factor as a preconditioner (`z = (L D L^T)^{-1} r`).
+struct FactorPreconditioner<'a>(&'a DirectSolver);
+
+impl Preconditioner for FactorPreconditioner<'_> {
+    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), amg::AmgError> {
+        Ok(self.0.solve(r, z)?)
+    }
+}
+
+/// GMRES from `x = 0` with the preconditioner `pc` to the tolerances of `params`, for a tangent
+/// that is not symmetric; the set-up fields of the report are left for the caller. Exhausting
+/// the iteration limit is reported, a NaN is an error.
+fn gmres_report(
+    a: &Bsr,
+    b: &Vector,
+    x: &mut Vector,
+    pc: &dyn Preconditioner,
+    params: &CgParams,
+) -> Result<LinearSolveReport> {
+    x.fill(0.0)?;
+    let g = gmres(a, b, x, pc, &gmres_params(params)).context("GMRES")?;
+    if g.reason == amg::GmresStopReason::NonFinite {
+        bail!("GMRES met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+    }
+    Ok(LinearSolveReport {
+        iterations: g.iterations,
+        setup_s: 0.0,
+        solve_s: 0.0,
+        converged: g.converged,
+        setup: SetupKind::Jacobi,
+        hierarchy: None,
+        device: None,
+        rtol: params.rtol,
+        fallback: None,
+    })
+}
+
+/// GMRES's parameters for CG's tolerances and iteration limit.
+fn gmres_params(params: &CgParams) -> GmresParams {
+    GmresParams {
+        rtol: params.rtol,
+        atol: params.atol,
+        max_iterations: params.max_iterations,
+        restart: GMRES_RESTART,
     }
 }
 
@@ -530,13 +676,7 @@ fn robust_fallback(
         _ => return Ok(None),
     };
     x.fill(0.0)?;
-    let gmres_params = GmresParams {
-        rtol: params.rtol,
-        atol: params.atol,
-        max_iterations: params.max_iterations,
-        restart: GMRES_RESTART,
-    };
-    let g = gmres(a, b, x, pc, &gmres_params).context("GMRES")?;
+    let g = gmres(a, b, x, pc, &gmres_params(params)).context("GMRES")?;
     let cg_part = format!("CG stopped after {} iterations ({why})", outcome.iterations);
     if g.reason == amg::GmresStopReason::NonFinite {
         bail!("{cg_part}, and GMRES with the same preconditioner met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);

@@ -19,7 +19,7 @@ pub struct ProblemParams {
     /// Every cell must be covered.
     pub materials: Vec<MaterialAssignment>,
     /// Body force per unit reference volume at load factor one (numbers or expressions of the
-    /// reference position).
+    /// reference position; an expression of `t` is the value at each time, not scaled).
     pub body_force: [Component; 3],
     /// Prescribed displacement components on node (or face) sets.
     pub dirichlet: Vec<DirichletCondition>,
@@ -70,7 +70,8 @@ pub struct MaterialAssignment {
 pub struct DirichletCondition {
     pub set: String,
     /// Prescribed value (a number or an expression of the position) of each component at load
-    /// factor one; `None` leaves it free.
+    /// factor one (an expression of `t`: the value at each time, not scaled); `None` leaves it
+    /// free.
     pub values: [Option<Component>; 3],
     /// A load curve of its own (`(time, factor)` points on the run's pseudo-time, see
     /// [`LoadingParams::curve`]); empty: the run's load factor.

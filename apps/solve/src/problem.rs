@@ -29,27 +29,22 @@ pub struct Problem {
 }
 
 /// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
-/// and the curve of each load or constraint that has its own load curve; and the loads and
-/// Dirichlet values given as expressions of the pseudo-time `t`, which are the values themselves
-/// (factor 1) and are evaluated again at each time.
+/// and the curve of each load or constraint that has its own load curve, and the dead loads given
+/// by expressions of the time `t` (re-evaluated at each time, factor one).
 #[derive(Default)]
 struct OwnCurves {
     dead: Vec<(usize, Vec<[f64; 2]>)>,
     pressure: Vec<(usize, Vec<[f64; 2]>)>,
     constraints: Vec<(usize, Vec<[f64; 2]>)>,
-    timed_loads: Vec<TimedLoad>,
-    /// Constraint entry and its components.
-    timed_constraints: Vec<(usize, [Option<Component>; 3])>,
-    /// Gauss points per direction of the load integrals.
-    points: usize,
+    timed: Vec<(usize, TimedLoad)>,
 }
 
-/// A dead load given by expressions of `t`: its vector is `discrete.curved[curved]` (factor 1).
+/// A dead load with an expression of the time `t` in some component: its nodal forces are
+/// computed afresh at every time (into its `discrete.curved` entry, whose factor stays one).
 struct TimedLoad {
-    curved: usize,
-    /// `None`: the body force; else the face set of a traction.
-    faces: Option<String>,
     value: [Component; 3],
+    /// `None`: a body force; otherwise the faces of a traction and their Gauss points.
+    faces: Option<(Vec<mesh::CellFace>, usize)>,
 }
 
 impl Problem {
@@ -166,10 +161,7 @@ impl Problem {
             bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
         }
         let points = quadrature_points(params, &self.mesh)?;
-        let mut own_curves = OwnCurves {
-            points,
-            ..OwnCurves::default()
-        };
+        let mut own_curves = OwnCurves::default();
         let constraint_curves = params.dirichlet.iter().map(|d| &d.curve);
         let constraint_curves = constraint_curves.chain(params.twist.iter().map(|t| &t.curve));
         for (i, curve) in constraint_curves.enumerate() {
@@ -177,33 +169,25 @@ impl Problem {
                 own_curves.constraints.push((i, curve.clone()));
             }
         }
-        for (i, d) in params.dirichlet.iter().enumerate() {
-            if d.values.iter().flatten().any(Component::uses_time) {
-                if !d.curve.is_empty() {
-                    bail!("boundary.dirichlet on set '{}': a value that is an expression of t and a curve of its own; give one of them", d.set);
-                }
-                own_curves.timed_constraints.push((i, d.values.clone()));
-            }
-        }
         let mut curved: Vec<CurvedLoad> = Vec::new();
-        let n = self.discrete.n_dofs();
-        let mut external = if params.body_force.iter().any(Component::uses_time) {
-            own_curves.timed_loads.push(TimedLoad {
-                curved: curved.len(),
-                faces: None,
-                value: params.body_force.clone(),
-            });
-            curved.push(CurvedLoad {
-                vector: linalg::Vector::zeros(n),
-                factor: 1.0,
-            });
-            linalg::Vector::zeros(n)
-        } else {
-            let body = vector_field(&params.body_force);
-            match constant(&params.body_force) {
-                Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
-                None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
+        let body = vector_field(&params.body_force);
+        let mut external = match constant(&params.body_force) {
+            Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
+            None if uses_time(&params.body_force) => {
+                own_curves.timed.push((
+                    curved.len(),
+                    TimedLoad {
+                        value: params.body_force.clone(),
+                        faces: None,
+                    },
+                ));
+                curved.push(CurvedLoad {
+                    vector: linalg::Vector::zeros(3 * self.mesh.n_nodes()),
+                    factor: 1.0,
+                });
+                linalg::Vector::zeros(3 * self.mesh.n_nodes())
             }
+            None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
         };
         let mesh = &self.mesh;
         for t in &params.traction {
@@ -214,27 +198,27 @@ impl Problem {
                     names(mesh.face_sets.keys())
                 )
             })?;
-            if t.value.iter().any(Component::uses_time) {
-                if !t.curve.is_empty() {
-                    bail!("traction on set '{}': a value that is an expression of t and a curve of its own; give one of them", t.set);
-                }
-                own_curves.timed_loads.push(TimedLoad {
-                    curved: curved.len(),
-                    faces: Some(t.set.clone()),
-                    value: t.value.clone(),
-                });
-                curved.push(CurvedLoad {
-                    vector: linalg::Vector::zeros(n),
-                    factor: 1.0,
-                });
-                continue;
-            }
             let field = vector_field(&t.value);
             let load = match constant(&t.value) {
                 Some(v) => Load::Constant(v),
                 None => Load::Field(&field),
             };
-            if t.curve.is_empty() {
+            if uses_time(&t.value) {
+                if !t.curve.is_empty() {
+                    bail!("traction on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", t.set);
+                }
+                own_curves.timed.push((
+                    curved.len(),
+                    TimedLoad {
+                        value: t.value.clone(),
+                        faces: Some((faces.clone(), points)),
+                    },
+                ));
+                curved.push(CurvedLoad {
+                    vector: linalg::Vector::zeros(external.len()),
+                    factor: 1.0,
+                });
+            } else if t.curve.is_empty() {
                 add_traction_load(mesh, faces, load, points, &mut external)?;
             } else {
                 let mut vector = linalg::Vector::zeros(external.len());
@@ -299,8 +283,38 @@ impl Problem {
 
     /// Sets the factors of the loads and constraints that follow curves of their own to their
     /// values at pseudo-time `t` (the others follow the load factor Newton is given), and
-    /// evaluates the loads and Dirichlet values that are expressions of `t` at `t`.
+    /// evaluates the loads and Dirichlet values given by expressions of `t` at `t`. Errors where
+    /// such an expression is not finite somewhere on the mesh at `t`.
     pub fn set_time(&mut self, t: f64) -> Result<()> {
+        self.discrete.constraints.set_time(t);
+        for (i, timed) in &self.own_curves.timed {
+            let v = &timed.value;
+            let field = |x: [f64; 3]| [v[0].at_time(x, t), v[1].at_time(x, t), v[2].at_time(x, t)];
+            let vector = match &timed.faces {
+                None => body_force_load(&mut self.discrete.assembler, Load::Field(&field))?,
+                Some((faces, points)) => {
+                    let mut vector = linalg::Vector::zeros(self.discrete.n_dofs());
+                    add_traction_load(
+                        &self.mesh,
+                        faces,
+                        Load::Field(&field),
+                        *points,
+                        &mut vector,
+                    )?;
+                    vector
+                }
+            };
+            if let Some(node) = vector.host()?.iter().position(|v| !v.is_finite()) {
+                bail!(
+                    "body_force or boundary.traction: an expression of t is not finite at time {t} (at node {}); check its domain (ln, sqrt, division)",
+                    node / 3
+                );
+            }
+            self.discrete.curved[*i] = CurvedLoad {
+                vector,
+                factor: 1.0,
+            };
+        }
         for (i, curve) in &self.own_curves.dead {
             self.discrete.curved[*i].factor = curve_factor(curve, t);
         }
@@ -311,39 +325,6 @@ impl Problem {
             self.discrete
                 .constraints
                 .set_own_factor(*i, Some(curve_factor(curve, t)));
-        }
-        let points = self.own_curves.points;
-        for load in &self.own_curves.timed_loads {
-            let value = &load.value;
-            let field =
-                move |x: [f64; 3]| [value[0].at(x, t), value[1].at(x, t), value[2].at(x, t)];
-            let vector = match &load.faces {
-                None => body_force_load(&mut self.discrete.assembler, Load::Field(&field))?,
-                Some(set) => {
-                    let faces = self.mesh.face_sets.get(set).with_context(|| {
-                        format!("traction on set '{set}': no face set of that name")
-                    })?;
-                    let mut v = linalg::Vector::zeros(self.discrete.n_dofs());
-                    add_traction_load(&self.mesh, faces, Load::Field(&field), points, &mut v)?;
-                    v
-                }
-            };
-            if let Some(node) = vector.host()?.iter().position(|v| !v.is_finite()) {
-                bail!(
-                    "{}: an expression of t is not finite at time {t} (at node {}); check its domain",
-                    load.faces.as_ref().map_or("body_force".to_owned(), |s| format!("traction on set '{s}'")),
-                    node / 3
-                );
-            }
-            let slot = &mut self.discrete.curved[load.curved];
-            slot.vector = vector;
-            slot.factor = 1.0;
-        }
-        for (entry, components) in &self.own_curves.timed_constraints {
-            self.discrete
-                .constraints
-                .set_field_values(*entry, position_functions(components, t))?;
-            self.discrete.constraints.set_own_factor(*entry, Some(1.0));
         }
         Ok(())
     }
@@ -435,6 +416,9 @@ fn build_constraints(
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
+        if !d.curve.is_empty() && d.values.iter().flatten().any(Component::uses_time) {
+            bail!("boundary.dirichlet on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", d.set);
+        }
         let numbers = d.values.clone().map(|v| v.map(|c| c.constant()));
         if numbers.iter().all(|n| !matches!(n, Some(None))) {
             prescribed.push(Prescribed::Components {
@@ -443,7 +427,16 @@ fn build_constraints(
                 values: numbers.map(Option::flatten),
             });
         } else {
-            let values = position_functions(&d.values, 0.0);
+            let values = d.values.clone().map(|v| {
+                v.map(|c| PositionFn {
+                    text: match &c {
+                        crate::params::Component::Value(v) => v.to_string(),
+                        crate::params::Component::Expression(e) => e.text().to_owned(),
+                    },
+                    uses_time: c.uses_time(),
+                    f: std::sync::Arc::new(move |x: [f64; 3], t: f64| c.at_time(x, t)),
+                })
+            });
             prescribed.push(Prescribed::Field {
                 set: d.set.clone(),
                 nodes,
@@ -471,17 +464,9 @@ fn build_constraints(
     )?)
 }
 
-/// Dirichlet components as functions of the reference position at pseudo-time `t`.
-fn position_functions(values: &[Option<Component>; 3], t: f64) -> [Option<PositionFn>; 3] {
-    values.clone().map(|v| {
-        v.map(|c| PositionFn {
-            text: match &c {
-                Component::Value(v) => v.to_string(),
-                Component::Expression(e) => e.text().to_owned(),
-            },
-            f: std::sync::Arc::new(move |x: [f64; 3]| c.at(x, t)),
-        })
-    })
+/// Whether some component of `v` is an expression of the time `t`.
+fn uses_time(v: &[Component; 3]) -> bool {
+    v.iter().any(Component::uses_time)
 }
 
 /// The numbers of `v`, where every component is one.
@@ -491,7 +476,7 @@ fn constant(v: &[crate::params::Component; 3]) -> Option<[f64; 3]> {
 
 /// `v` as a vector field of the reference position.
 fn vector_field(v: &[crate::params::Component; 3]) -> impl Fn([f64; 3]) -> [f64; 3] + Sync + '_ {
-    move |x| [v[0].at(x, 0.0), v[1].at(x, 0.0), v[2].at(x, 0.0)]
+    move |x| [v[0].at(x), v[1].at(x), v[2].at(x)]
 }
 
 /// Adds the nodal and point forces of `params` to `external` (node-major).

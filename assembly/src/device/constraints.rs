@@ -118,7 +118,7 @@ impl DeviceConstraints {
                             .flat_map(|&node| {
                                 values
                                     .each_ref()
-                                    .map(|v| v.as_ref().map_or(0.0, |v| (v.f)(coords[node])))
+                                    .map(|v| v.as_ref().map_or(0.0, |v| (v.f)(coords[node], 0.0)))
                             })
                             .collect();
                         DevicePrescribed::Field {

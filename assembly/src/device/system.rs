@@ -46,6 +46,11 @@ impl DeviceProblem {
                     .into(),
             });
         }
+        if problem.constraints.uses_time() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "Dirichlet values that depend on the time t are evaluated on the host only; use device: cpu".into(),
+            });
+        }
         if !problem.curved.is_empty() {
             return Err(AssemblyError::DeviceUnsupported {
                 what: "loads with a load curve of their own are host-only; use device: cpu".into(),

@@ -116,9 +116,13 @@ pub(crate) fn solve_linear_elastic(
     problem.linearize(&u, 1.0, &mut system)?;
     problem.eliminate(&mut system)?;
     let mut du = Vector::zeros(n);
-    let report = LinearSolver::new(solver, near_null_space(&mesh.coords)?)?
-        .solve(&system.tangent, &system.rhs, &mut du)
-        .context("linear solve")?;
+    let report = LinearSolver::new(
+        solver,
+        near_null_space(&mesh.coords)?,
+        problem.tangent_is_symmetric(),
+    )?
+    .solve(&system.tangent, &system.rhs, &mut du)
+    .context("linear solve")?;
     ensure!(
         report.converged,
         "the linear solver stopped after {} iterations without converging",
