@@ -300,7 +300,10 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
                 spmv_of_copy: spmv_gbs / copy,
                 galerkin_ms_total: galerkin_ms_per_level.iter().sum(),
                 galerkin_ms_per_level,
-                galerkin_of_copy_per_level: galerkin_gbs_per_level.iter().map(|g| g / copy).collect(),
+                galerkin_of_copy_per_level: galerkin_gbs_per_level
+                    .iter()
+                    .map(|g| g / copy)
+                    .collect(),
                 galerkin_gbs_per_level,
                 galerkin_traffic_per_level,
                 update_hot_ms: setup_hot_all_s[0] * 1e3,
