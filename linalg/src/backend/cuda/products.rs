@@ -15,7 +15,7 @@ use super::context::driver_err;
 use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD};
 use super::matrix::{check_shape, offsets_u32, DevicePattern};
 use super::spmv::DeviceTransposeMap;
-use super::term_pairs::{term_pairs, TermPairs};
+use super::term_pairs::{term_count, term_pairs, TermPairs};
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
 use crate::spgemm::product_pattern;
 use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
@@ -31,12 +31,18 @@ fn ilp(inner: usize) -> i64 {
     }
 }
 
-/// Whether the Galerkin product runs on pair lists ([`super::term_pairs`]) for this inner block
-/// size: on the coarse levels (6), where the searches dominate and the lists are small; not on
-/// the fine level (3), whose lists would take 8 bytes per term (about 360 MB at 66^3 nodes,
-/// 21 GB at 250^3: the capacity of one H100).
-fn use_pairs(inner: usize) -> bool {
-    inner >= 6
+/// Largest share of the device's memory the pair lists of one Galerkin plan may take
+/// (`1 / PAIRS_MEMORY_SHARE`): above it the product keeps its operand searches. The lists take 8
+/// bytes per term: at 66^3 nodes about 360 MB on the fine level (2.5 GB allowed on an H100), at
+/// 250^3 about 21 GB, which the capacity run on one H100 cannot spare.
+const PAIRS_MEMORY_SHARE: usize = 32;
+
+/// Whether a plan uses pair lists: decided at its first product from the term counts.
+#[derive(Debug)]
+enum PairState {
+    Undecided,
+    Searching,
+    Pairs(DevicePairs),
 }
 
 /// Pair lists of both passes on the device, built from the host patterns at the first product
@@ -45,6 +51,15 @@ fn use_pairs(inner: usize) -> bool {
 struct DevicePairs {
     w: [DeviceBuffer<u32>; 3],
     ac: [DeviceBuffer<u32>; 3],
+}
+
+impl PairState {
+    fn bytes(&self) -> usize {
+        match self {
+            PairState::Pairs(p) => p.bytes(),
+            _ => 0,
+        }
+    }
 }
 
 impl DevicePairs {
@@ -234,7 +249,7 @@ pub struct DevicePtapPlan {
     /// the pool after each one (the default: only one level's `W` is alive at a time).
     keep_w: bool,
     host: HostPatterns,
-    pairs: Mutex<Option<DevicePairs>>,
+    pairs: Mutex<PairState>,
 }
 
 impl DevicePtapPlan {
@@ -257,7 +272,7 @@ impl DevicePtapPlan {
                 w,
                 ac: plan.pattern().clone(),
             },
-            pairs: Mutex::new(None),
+            pairs: Mutex::new(PairState::Undecided),
         })
     }
 
@@ -290,12 +305,7 @@ impl DevicePtapPlan {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map_or(0, |b| b.bytes());
-        let pairs = self
-            .pairs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(0, |p| p.bytes());
+        let pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner()).bytes();
         self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w + pairs
     }
 
@@ -344,21 +354,21 @@ impl DevicePtapPlan {
             *guard = Some(ctx.uninit(w_len)?);
         }
         let w_vals = guard.as_mut().expect("W workspace allocated just above");
-        if use_pairs(b) {
-            let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
-            if pairs.is_none() {
-                *pairs = Some(DevicePairs::upload(ctx, &self.host)?);
-            }
-            let pairs = pairs.as_ref().expect("pair lists uploaded just above");
+        let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
+        if let PairState::Undecided = *pairs {
+            *pairs = self.decide_pairs(ctx)?;
+        }
+        if let PairState::Pairs(pairs) = &*pairs {
             let nn = [("AR", b as i64), ("AK", b as i64), ("BC", c as i64)];
+            let (av, pv) = (a.values(), p.values());
             launch_pairs(
                 ctx,
                 fmad,
                 "spgemm_nn_pairs",
                 &nn,
                 &pairs.w,
-                a.values(),
-                p.values(),
+                av,
+                pv,
                 w_vals,
                 b,
             )?;
@@ -370,7 +380,7 @@ impl DevicePtapPlan {
                 "ptw_tn_pairs",
                 &tn,
                 &pairs.ac,
-                p.values(),
+                pv,
                 w_vals,
                 out,
                 c,
@@ -385,7 +395,20 @@ impl DevicePtapPlan {
         Ok(())
     }
 
-    /// The two passes with operand searches (the fine level).
+    /// Pair lists if both passes' lists fit in the allowed share of the device's memory.
+    fn decide_pairs(&self, ctx: &CudaContext) -> Result<PairState, LinalgError> {
+        let h = &self.host;
+        let terms = term_count(&h.a, &h.p) + term_count(&h.pt, &h.w);
+        let bytes = 8 * terms + 4 * (h.w.nnz() + h.ac.nnz() + 2);
+        let (_, total) = ctx.memory_info()?;
+        Ok(if bytes <= total / PAIRS_MEMORY_SHARE {
+            PairState::Pairs(DevicePairs::upload(ctx, h)?)
+        } else {
+            PairState::Searching
+        })
+    }
+
+    /// The two passes with operand searches (plans whose pair lists would take too much memory).
     fn launch_searching(
         &self,
         ctx: &CudaContext,

@@ -2,10 +2,10 @@
 //! the `(L slot, R slot)` pairs that contribute to it, in ascending `L` slot order (the order
 //! in which the searching product kernels visit them, so the sums keep their bits).
 //!
-//! Used by the device Galerkin plan on the coarse levels (`W = A P` with `L = A`, and
-//! `A_c = P^T W` with `L = P^T` whose slots map to `P`'s): the kernels then read two indices
-//! per term instead of running a binary search per term. Costs 8 bytes per term of device
-//! memory.
+//! Used by the device Galerkin plan (`W = A P` with `L = A`, and `A_c = P^T W` with `L = P^T`
+//! whose slots map to `P`'s) where the lists fit its memory share: the kernels then read two
+//! indices per term instead of running a binary search per term. Costs 8 bytes per term of
+//! device memory.
 
 use crate::{BlockPattern, LinalgError};
 
@@ -16,6 +16,14 @@ pub(super) struct TermPairs {
     pub ptr: Vec<u32>,
     pub first: Vec<u32>,
     pub second: Vec<u32>,
+}
+
+/// Number of terms of `left * right` (what [`term_pairs`] would list), without building them.
+pub(super) fn term_count(left: &BlockPattern, right: &BlockPattern) -> usize {
+    left.col_idx()
+        .iter()
+        .map(|&k| right.row_ptr()[k as usize + 1] - right.row_ptr()[k as usize])
+        .sum()
 }
 
 /// Pairs of `out = left * right`: row `i` of `left` pairs its entry `(i, k)` (reported as
@@ -102,6 +110,7 @@ mod tests {
         let t = term_pairs(&w, &a, |e| e as u32, &p).unwrap();
         // slot (0,0): a00 p00 (0,0), a01 p10 (1,1); slot (0,1): a01 p11 (1,2)
         assert_eq!(t.ptr, vec![0, 2, 3, 5, 7, 8, 10]);
+        assert_eq!(term_count(&a, &p), 10);
         assert_eq!(&t.first[..3], &[0, 1, 1]);
         assert_eq!(&t.second[..3], &[0, 1, 2]);
         // row 1: slot (1,0): a10 p00, a11 p10; slot (1,1): a11 p11, a12 p21
