@@ -42,7 +42,7 @@ const PAIRS_MEMORY_SHARE: usize = 32;
 enum PairState {
     Undecided,
     Searching,
-    Pairs(DevicePairs),
+    Pairs(Box<DevicePairs>),
 }
 
 /// Pair lists of both passes on the device, built from the host patterns at the first product
@@ -402,7 +402,7 @@ impl DevicePtapPlan {
         let bytes = 8 * terms + 4 * (h.w.nnz() + h.ac.nnz() + 2);
         let (_, total) = ctx.memory_info()?;
         Ok(if bytes <= total / PAIRS_MEMORY_SHARE {
-            PairState::Pairs(DevicePairs::upload(ctx, h)?)
+            PairState::Pairs(Box::new(DevicePairs::upload(ctx, h)?))
         } else {
             PairState::Searching
         })
