@@ -32,10 +32,12 @@ fn ilp(inner: usize) -> i64 {
 }
 
 /// Largest share of the device's memory the pair lists of one Galerkin plan may take
-/// (`1 / PAIRS_MEMORY_SHARE`): above it the product keeps its operand searches. The lists take 8
-/// bytes per term: at 66^3 nodes about 360 MB on the fine level (2.5 GB allowed on an H100), at
-/// 250^3 about 21 GB, which the capacity run on one H100 cannot spare.
+/// (`1 / PAIRS_MEMORY_SHARE` of the total, and `1 / PAIRS_FREE_SHARE` of what is free when the
+/// plan first runs): above it the product keeps its operand searches. The lists take 8 bytes per
+/// term: at 66^3 nodes about 366 MB on the fine level (2.5 GB allowed on an H100: the fine level
+/// up to about 125^3), at 250^3 about 21 GB, which the capacity run on one H100 cannot spare.
 const PAIRS_MEMORY_SHARE: usize = 32;
+const PAIRS_FREE_SHARE: usize = 8;
 
 /// Whether a plan uses pair lists: decided at its first product from the term counts.
 #[derive(Debug)]
@@ -400,12 +402,14 @@ impl DevicePtapPlan {
         let h = &self.host;
         let terms = term_count(&h.a, &h.p) + term_count(&h.pt, &h.w);
         let bytes = 8 * terms + 4 * (h.w.nnz() + h.ac.nnz() + 2);
-        let (_, total) = ctx.memory_info()?;
-        Ok(if bytes <= total / PAIRS_MEMORY_SHARE {
-            PairState::Pairs(Box::new(DevicePairs::upload(ctx, h)?))
-        } else {
-            PairState::Searching
-        })
+        let (free, total) = ctx.memory_info()?;
+        Ok(
+            if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
+                PairState::Pairs(Box::new(DevicePairs::upload(ctx, h)?))
+            } else {
+                PairState::Searching
+            },
+        )
     }
 
     /// The two passes with operand searches (plans whose pair lists would take too much memory).
