@@ -10,6 +10,7 @@
 #   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
 #   PEER=1             the peer script (cuSPARSE CSR/BSR SpMV, cuSPARSE SpGEMM Galerkin) on the
 #                      GAMG sizes, when it was staged
+#   PEER_ARGS="bsr"    extra arguments of the peer script ("bsr": cuSPARSE BSR 3x3 SpMV too)
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with linear_solver.device cpu and cuda, compared
@@ -38,6 +39,7 @@ TESTS=${TESTS:-1}
 GAMG=${GAMG-33 66 99}
 CPU=${CPU-66}
 PEER=${PEER:-1}
+PEER_ARGS=${PEER_ARGS-bsr}
 KERNELS=${KERNELS:-0}
 CAPACITY=${CAPACITY:-}
 SPMV=${SPMV:-}
@@ -136,7 +138,7 @@ done
 
 if [ "$PEER" = 1 ] && [ -f "$here/elasticity_peer.py" ] && [ -n "$GAMG" ]; then
     # shellcheck disable=SC2086
-    PYTHONUNBUFFERED=1 timeout 300 python3 "$here/elasticity_peer.py" gpu $GAMG > "$out/peer_gpu.txt" 2>&1 || status=1
+    PYTHONUNBUFFERED=1 timeout 300 python3 "$here/elasticity_peer.py" gpu $GAMG $PEER_ARGS > "$out/peer_gpu.txt" 2>&1 || status=1
     tail -n 25 "$out/peer_gpu.txt"
 fi
 if [ "$KERNELS" = 1 ]; then

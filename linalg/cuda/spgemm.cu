@@ -163,3 +163,73 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
 #pragma unroll
     for (int j = 0; j < BC; ++j) c[j] = acc[j];
 }
+
+// The same two products with each output slot's terms listed by the host plan (pair lists,
+// ascending in the order the searching kernels visit them, so the sums are bit-identical):
+// term t of slot s is (first[t], second[t]) = (A slot, B slot) for spgemm_nn_pairs and
+// (P slot, W slot) for ptw_tn_pairs. No search: two dependent loads per term instead of a
+// binary search's chain.
+extern "C" __global__ void __launch_bounds__(128)
+spgemm_nn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
+                const u32* __restrict__ first, const u32* __restrict__ second,
+                const double* __restrict__ a_vals, const double* __restrict__ b_vals,
+                double* __restrict__ c_vals) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t >= (u64)c_nnz * AR) return;
+    const u32 s = (u32)(t / AR);
+    const u32 r = (u32)(t - (u64)s * AR);
+    double acc[BC];
+#pragma unroll
+    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
+    const u32 end = __ldg(term_ptr + s + 1);
+    for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
+        const double* __restrict__ a = a_vals + (size_t)__ldg(first + q) * (AR * AK) + r * AK;
+        const double* __restrict__ b = b_vals + (size_t)__ldg(second + q) * (AK * BC);
+        double ar[AK];
+#pragma unroll
+        for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+#pragma unroll
+        for (int j = 0; j < BC; ++j) {
+            double tt = 0.0;
+#pragma unroll
+            for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
+            acc[j] += tt;
+        }
+    }
+    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+#pragma unroll
+    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
+             const u32* __restrict__ first, const u32* __restrict__ second,
+             const double* __restrict__ p_vals, const double* __restrict__ w_vals,
+             double* __restrict__ c_vals) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t >= (u64)c_nnz * AR) return;
+    const u32 s = (u32)(t / AR);
+    const u32 r = (u32)(t - (u64)s * AR);
+    double acc[BC];
+#pragma unroll
+    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
+    const u32 end = __ldg(term_ptr + s + 1);
+    for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
+        // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
+        const double* __restrict__ p = p_vals + (size_t)__ldg(first + q) * (AK * AR) + r;
+        const double* __restrict__ w = w_vals + (size_t)__ldg(second + q) * (AK * BC);
+        double pr[AK];
+#pragma unroll
+        for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+#pragma unroll
+        for (int j = 0; j < BC; ++j) {
+            double tt = 0.0;
+#pragma unroll
+            for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
+            acc[j] += tt;
+        }
+    }
+    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+#pragma unroll
+    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+}

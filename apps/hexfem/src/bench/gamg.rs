@@ -18,6 +18,7 @@ use linalg::{Bsr, Device, Vector};
 use serde::Serialize;
 use solve::problem::near_null_space;
 
+use super::galerkin_traffic::{galerkin_traffic, GalerkinTraffic};
 use super::{best_of, peak_rss_mb};
 
 /// Relative tolerance of every CG solve, on the unpreconditioned residual (PETSc ex56's).
@@ -72,6 +73,12 @@ pub struct GpuMetrics {
     /// Numeric Galerkin product per transfer (finest first), median of device-event timings.
     pub galerkin_ms_per_level: Vec<f64>,
     pub galerkin_ms_total: f64,
+    /// What each level's product must move and compute (see [`GalerkinTraffic`]).
+    pub galerkin_traffic_per_level: Vec<GalerkinTraffic>,
+    /// Each level's `two_pass_bytes` over its measured time, and that over `copy_gbs`: how far
+    /// the product is from the bandwidth limit of the passes it runs.
+    pub galerkin_gbs_per_level: Vec<f64>,
+    pub galerkin_of_copy_per_level: Vec<f64>,
     /// Wall time of the first hot update (ends with a device synchronisation).
     pub update_hot_ms: f64,
     /// Wall time of the CG solve after it (CG synchronises at every dot product).
@@ -259,6 +266,30 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
                 .collect::<Result<Vec<f64>>>()?;
             sample(&mut memory_peak_mib)?;
             let copy = copy_gbs(ctx)?;
+            let galerkin_traffic_per_level = (0..hierarchy.n_levels() - 1)
+                .map(|l| {
+                    let missing = "bench gamg: a level of the hierarchy is missing";
+                    // level 0 of an external hierarchy is the caller's (the fine operator)
+                    let a = match (l, hierarchy.operator(l)) {
+                        (0, None) => &a,
+                        (_, a_l) => a_l.context(missing)?,
+                    };
+                    let p = hierarchy.prolongator(l).context(missing)?;
+                    let ac = hierarchy.operator(l + 1).context(missing)?;
+                    Ok(galerkin_traffic(
+                        a.pattern(),
+                        p.pattern(),
+                        ac.pattern(),
+                        p.block_rows(),
+                        p.block_cols(),
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let galerkin_gbs_per_level: Vec<f64> = galerkin_traffic_per_level
+                .iter()
+                .zip(&galerkin_ms_per_level)
+                .map(|(t, ms)| t.two_pass_bytes / (ms * 1e-3) / 1e9)
+                .collect();
             let spmv_gbs = spmv_bytes / (spmv_ms * 1e-3) / 1e9;
             let (_, total) = ctx.memory_info()?;
             Some(GpuMetrics {
@@ -269,6 +300,12 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
                 spmv_of_copy: spmv_gbs / copy,
                 galerkin_ms_total: galerkin_ms_per_level.iter().sum(),
                 galerkin_ms_per_level,
+                galerkin_of_copy_per_level: galerkin_gbs_per_level
+                    .iter()
+                    .map(|g| g / copy)
+                    .collect(),
+                galerkin_gbs_per_level,
+                galerkin_traffic_per_level,
                 update_hot_ms: setup_hot_all_s[0] * 1e3,
                 ksp_hot_ms: solve_hot_s * 1e3,
                 hot_update_bytes: hot_update.transfers,
@@ -374,6 +411,18 @@ impl std::fmt::Display for GamgBenchResult {
                     .map(|t| (t * 1e3).round() / 1e3)
                     .collect::<Vec<_>>(),
                 g.galerkin_ms_total
+            )?;
+            writeln!(
+                f,
+                "  GPU: Galerkin bytes per level (two passes) {:?} MB, {:?} % of copy bandwidth",
+                g.galerkin_traffic_per_level
+                    .iter()
+                    .map(|t| (t.two_pass_bytes / 1e6).round())
+                    .collect::<Vec<_>>(),
+                g.galerkin_of_copy_per_level
+                    .iter()
+                    .map(|x| (1e3 * x).round() / 10.0)
+                    .collect::<Vec<_>>()
             )?;
             writeln!(
                 f,

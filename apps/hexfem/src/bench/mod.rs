@@ -12,6 +12,7 @@ pub mod assembly;
 pub mod assembly_device;
 pub mod campaign;
 pub mod distributed;
+pub mod galerkin_traffic;
 pub mod gamg;
 pub mod newton;
 pub mod output;

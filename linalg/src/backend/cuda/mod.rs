@@ -32,6 +32,7 @@ mod nvrtc;
 pub mod ops;
 mod products;
 mod spmv;
+mod term_pairs;
 #[cfg(test)]
 mod tests;
 pub mod vector;

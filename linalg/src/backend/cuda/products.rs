@@ -15,6 +15,7 @@ use super::context::driver_err;
 use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD};
 use super::matrix::{check_shape, offsets_u32, DevicePattern};
 use super::spmv::DeviceTransposeMap;
+use super::term_pairs::{term_count, term_pairs, TermPairs};
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
 use crate::spgemm::product_pattern;
 use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
@@ -28,6 +29,73 @@ fn ilp(inner: usize) -> i64 {
     } else {
         1
     }
+}
+
+/// Largest share of the device's memory the pair lists of one Galerkin plan may take
+/// (`1 / PAIRS_MEMORY_SHARE` of the total, and `1 / PAIRS_FREE_SHARE` of what is free when the
+/// plan first runs): above it the product keeps its operand searches. The lists take 8 bytes per
+/// term: at 66^3 nodes about 366 MB on the fine level (2.5 GB allowed on an H100: the fine level
+/// up to about 125^3), at 250^3 about 21 GB, which the capacity run on one H100 cannot spare.
+const PAIRS_MEMORY_SHARE: usize = 32;
+const PAIRS_FREE_SHARE: usize = 8;
+
+/// Whether a plan uses pair lists: decided at its first product from the term counts.
+#[derive(Debug)]
+enum PairState {
+    Undecided,
+    Searching,
+    Pairs(Box<DevicePairs>),
+}
+
+/// Pair lists of both passes on the device, built from the host patterns at the first product
+/// that uses them.
+#[derive(Debug)]
+struct DevicePairs {
+    w: [DeviceBuffer<u32>; 3],
+    ac: [DeviceBuffer<u32>; 3],
+}
+
+impl PairState {
+    fn bytes(&self) -> usize {
+        match self {
+            PairState::Pairs(p) => p.bytes(),
+            _ => 0,
+        }
+    }
+}
+
+impl DevicePairs {
+    fn upload(ctx: &CudaContext, host: &HostPatterns) -> Result<Self, LinalgError> {
+        let w = term_pairs(&host.w, &host.a, |e| e as u32, &host.p)?;
+        let slots = &host.pt_slots;
+        let ac = term_pairs(&host.ac, &host.pt, |q| slots[q], &host.w)?;
+        let up = |t: &TermPairs| -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
+            Ok([
+                ctx.upload(&t.ptr)?,
+                ctx.upload(&t.first)?,
+                ctx.upload(&t.second)?,
+            ])
+        };
+        Ok(Self {
+            w: up(&w)?,
+            ac: up(&ac)?,
+        })
+    }
+
+    fn bytes(&self) -> usize {
+        self.w.iter().chain(&self.ac).map(|b| b.bytes()).sum()
+    }
+}
+
+/// What the pair lists are built from (host patterns shared with the host plan).
+#[derive(Debug)]
+struct HostPatterns {
+    a: Arc<BlockPattern>,
+    p: Arc<BlockPattern>,
+    pt: Arc<BlockPattern>,
+    pt_slots: Vec<u32>,
+    w: BlockPattern,
+    ac: Arc<BlockPattern>,
 }
 
 /// Threads per block of the product kernels (`__launch_bounds__(128)` in spgemm.cu).
@@ -182,6 +250,8 @@ pub struct DevicePtapPlan {
     /// Keep `W` between products (benchmarks of the kernel alone) instead of returning it to
     /// the pool after each one (the default: only one level's `W` is alive at a time).
     keep_w: bool,
+    host: HostPatterns,
+    pairs: Mutex<PairState>,
 }
 
 impl DevicePtapPlan {
@@ -196,6 +266,15 @@ impl DevicePtapPlan {
             ac: OutputPattern::upload(ctx, plan.pattern())?,
             w_values: Mutex::new(None),
             keep_w: false,
+            host: HostPatterns {
+                a: plan.a_pattern().clone(),
+                p: plan.p_pattern().clone(),
+                pt: plan.pt_pattern().clone(),
+                pt_slots: plan.pt_slots().to_vec(),
+                w,
+                ac: plan.pattern().clone(),
+            },
+            pairs: Mutex::new(PairState::Undecided),
         })
     }
 
@@ -228,7 +307,8 @@ impl DevicePtapPlan {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map_or(0, |b| b.bytes());
-        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w
+        let pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner()).bytes();
+        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w + pairs
     }
 
     /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
@@ -276,6 +356,73 @@ impl DevicePtapPlan {
             *guard = Some(ctx.uninit(w_len)?);
         }
         let w_vals = guard.as_mut().expect("W workspace allocated just above");
+        let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
+        if let PairState::Undecided = *pairs {
+            *pairs = self.decide_pairs(ctx)?;
+        }
+        if let PairState::Pairs(pairs) = &*pairs {
+            let nn = [("AR", b as i64), ("AK", b as i64), ("BC", c as i64)];
+            let (av, pv) = (a.values(), p.values());
+            launch_pairs(
+                ctx,
+                fmad,
+                "spgemm_nn_pairs",
+                &nn,
+                &pairs.w,
+                av,
+                pv,
+                w_vals,
+                b,
+            )?;
+            let tn = [("AR", c as i64), ("AK", b as i64), ("BC", c as i64)];
+            let out = ac.values_mut();
+            launch_pairs(
+                ctx,
+                fmad,
+                "ptw_tn_pairs",
+                &tn,
+                &pairs.ac,
+                pv,
+                w_vals,
+                out,
+                c,
+            )?;
+        } else {
+            self.launch_searching(ctx, fmad, a, p, ac, w_vals)?;
+        }
+        if !self.keep_w {
+            // stream-ordered free: back to the pool once the product has run
+            *guard = None;
+        }
+        Ok(())
+    }
+
+    /// Pair lists if both passes' lists fit in the allowed share of the device's memory.
+    fn decide_pairs(&self, ctx: &CudaContext) -> Result<PairState, LinalgError> {
+        let h = &self.host;
+        let terms = term_count(&h.a, &h.p) + term_count(&h.pt, &h.w);
+        let bytes = 8 * terms + 4 * (h.w.nnz() + h.ac.nnz() + 2);
+        let (free, total) = ctx.memory_info()?;
+        Ok(
+            if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
+                PairState::Pairs(Box::new(DevicePairs::upload(ctx, h)?))
+            } else {
+                PairState::Searching
+            },
+        )
+    }
+
+    /// The two passes with operand searches (plans whose pair lists would take too much memory).
+    fn launch_searching(
+        &self,
+        ctx: &CudaContext,
+        fmad: bool,
+        a: &DeviceBsr,
+        p: &DeviceBsr,
+        ac: &mut DeviceBsr,
+        w_vals: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        let (b, c) = (p.block_rows(), p.block_cols());
         launch_nn(ctx, fmad, &self.w, a, p, w_vals)?;
 
         let defines = [
@@ -303,10 +450,37 @@ impl DevicePtapPlan {
         let threads = nnz as u64 * c as u64;
         // SAFETY: arguments match `ptw_tn`; shapes and patterns checked above.
         unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
-        if !self.keep_w {
-            // stream-ordered free: back to the pool once the product has run
-            *guard = None;
-        }
         Ok(())
     }
+}
+
+/// One pass on pair lists (`spgemm_nn_pairs` or `ptw_tn_pairs`): `rows` threads per output slot.
+#[allow(clippy::too_many_arguments)]
+fn launch_pairs(
+    ctx: &CudaContext,
+    fmad: bool,
+    kernel: &'static str,
+    defines: &[(&str, i64)],
+    pairs: &[DeviceBuffer<u32>; 3],
+    left: &DeviceBuffer<f64>,
+    right: &DeviceBuffer<f64>,
+    out: &mut DeviceBuffer<f64>,
+    rows: usize,
+) -> Result<(), LinalgError> {
+    let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
+    let f = ctx.function(src, defines, kernel)?;
+    let nnz = (pairs[0].len() - 1) as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nnz)
+        .arg(&pairs[0])
+        .arg(&pairs[1])
+        .arg(&pairs[2])
+        .arg(left)
+        .arg(right)
+        .arg(out);
+    let threads = nnz as u64 * rows as u64;
+    // SAFETY: arguments match the kernel; the lists were built on the plan's patterns, whose
+    // shapes the caller checked.
+    unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err(kernel))?;
+    Ok(())
 }
