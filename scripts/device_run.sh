@@ -12,7 +12,7 @@
 #                      GAMG sizes, when it was staged
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
-#   RUNS=""            inputs/NAME.yaml run with linear_solver.device cpu and cuda, compared
+#   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 set -uo pipefail
 out=/tmp/device-out
@@ -108,7 +108,7 @@ done
 for input in $RUNS; do
     for dev in cpu cuda; do
         rm -rf "/tmp/run_$dev"
-        "$here/bin/hexfem" run "inputs/$input.yaml" --set "linear_solver.device=$dev" -o "/tmp/run_$dev" \
+        "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" -o "/tmp/run_$dev" \
             > "$out/run_${input}_$dev.log" 2>&1 || status=1
     done
     python3 - "$input" <<'PY' || status=1

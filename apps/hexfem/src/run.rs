@@ -257,7 +257,7 @@ fn execute_on(
         Some(r) => Some(r.state_for(problem, &(&config.loading).into())?),
         None => None,
     };
-    // before any file is written: `linear_solver.device: cuda` needs its GPU
+    // before any file is written: `device: cuda` needs its GPU
     let solver_key = solver_key(config)?;
     let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
         Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
@@ -265,7 +265,7 @@ fn execute_on(
             let (solver, text) = crate::locate::located(
                 config,
                 LinearSolver::choose(
-                    &(&config.linear_solver).into(),
+                    &config.linear_solver_params(),
                     near_null_space(&problem.mesh.coords)?,
                     problem.discrete.assembler.pattern(),
                 ),
