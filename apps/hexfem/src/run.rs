@@ -363,6 +363,7 @@ fn execute_on(
             header(
                 config,
                 problem,
+                &device_text(config, &solver),
                 &solver_text,
                 &newton,
                 &problem_text(problem)
@@ -885,10 +886,26 @@ fn problem_text(problem: &Problem) -> String {
     )
 }
 
+/// The header's device line: where the run is computed and, for `device: auto` on the CPU, why.
+fn device_text(config: &Config, solver: &LinearSolver) -> String {
+    let host = format!("host CPU, {} threads", rayon::current_num_threads());
+    match (solver.device(), config.device) {
+        (Some(gpu), _) => format!("{host}; linear solver on {}", gpu.name()),
+        (None, config::ComputeDevice::Auto) if matches!(solver, LinearSolver::Direct { .. }) => {
+            format!("{host} (device: auto; the direct solver chosen is host-only)")
+        }
+        (None, config::ComputeDevice::Auto) => {
+            format!("{host} (device: auto found no usable GPU)")
+        }
+        (None, _) => host,
+    }
+}
+
 /// The lines printed at the start of a run: problem size, device and threads, solvers.
 fn header(
     config: &Config,
     problem: &Problem,
+    device: &str,
     solver: &str,
     newton: &solve::params::NewtonParams,
     size: &str,
@@ -901,13 +918,12 @@ fn header(
     };
     format!(
         "hexfem {}: {size}
-  device       host CPU, {} threads
+  device       {device}
   linear solver {solver}
   newton       line search {line_search}, forcing {}, rtol {:.1e}, at most {} iterations
   loading      {} steps
 ",
         env!("CARGO_PKG_VERSION"),
-        rayon::current_num_threads(),
         newton.forcing.name(),
         newton.rtol,
         newton.max_iterations,

@@ -709,6 +709,24 @@ fn cuda_device_without_a_gpu_is_a_located_error() {
         "{}",
         String::from_utf8_lossy(&auto.stdout)
     );
+    // `run` says in its header why `auto` computes on the CPU, and nothing else about it
+    let run = hexfem(&[
+        "run",
+        &input,
+        "-o",
+        &out_dir,
+        "--set",
+        "device=auto",
+        "--set",
+        "linear_solver.method=cg_amg",
+    ]);
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("(device: auto found no usable GPU)\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches("GPU").count(), 1, "{err}");
 }
 
 /// The `case.json` rows of a campaign's table without what differs between processes (wall
