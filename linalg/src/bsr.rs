@@ -122,6 +122,22 @@ impl Bsr {
         self.upload_values_from_slice(v)
     }
 
+    /// Overwrites the values of this device matrix with `values` (a device-to-device copy on the
+    /// same GPU; block-major like [`cuda::DeviceBsr::values`], e.g. a tangent assembled on the
+    /// device). Errors for a host matrix or a length mismatch.
+    pub fn copy_values_from_device(
+        &mut self,
+        values: &cuda::DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        match &mut self.storage {
+            Storage::CudaBsr { ctx, m } => ctx.copy(values, m.values_mut()),
+            _ => Err(unsupported(
+                "Bsr::copy_values_from_device",
+                &self.storage.device(),
+            )),
+        }
+    }
+
     fn upload_values_from_slice(&mut self, v: &[f64]) -> Result<(), LinalgError> {
         match &mut self.storage {
             Storage::Host(d) => {

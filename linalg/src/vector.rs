@@ -111,6 +111,24 @@ impl Vector {
         Ok(())
     }
 
+    /// Overwrites this device vector with `src` (a device-to-device copy on the same GPU).
+    /// Errors for a host vector or a length mismatch.
+    pub fn copy_from_device(&mut self, src: &cuda::DeviceBuffer<f64>) -> Result<(), LinalgError> {
+        let device = self.device();
+        match &mut self.storage {
+            Storage::Cuda { ctx, buf } => ctx.copy(src, buf),
+            _ => Err(unsupported("Vector::copy_from_device", &device)),
+        }
+    }
+
+    /// Copies this device vector into `dst` (device to device on the same GPU).
+    pub fn copy_to_device(&self, dst: &mut cuda::DeviceBuffer<f64>) -> Result<(), LinalgError> {
+        match &self.storage {
+            Storage::Cuda { ctx, buf } => ctx.copy(buf, dst),
+            _ => Err(unsupported("Vector::copy_to_device", &self.device())),
+        }
+    }
+
     /// Number of local entries (owned and ghosts).
     pub fn len(&self) -> usize {
         self.storage.len()

@@ -128,6 +128,16 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// One neo-Hookean Newton iteration on the ex56-sized box of M^3 nodes: linearize +
+    /// eliminate, hot AMG update and CG, with the breakdown (`--device cuda`: all on the GPU).
+    Newton {
+        #[arg(long, default_value_t = 33)]
+        m: usize,
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// Output cost per step over a long run of tiny steps (HDF5, XDMF, step log, summary), in
     /// windows: flat when appending costs O(1).
     Output {
@@ -367,6 +377,15 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 order,
                 cells,
                 repeats,
+                cuda: matches!(device, BenchDeviceArg::Cuda),
+            })
+            .and_then(|r| render(&r, json)),
+        ),
+        Command::Bench {
+            which: Bench::Newton { m, device, json },
+        } => split(
+            hexfem::bench::newton::run(&hexfem::bench::newton::NewtonBench {
+                m,
                 cuda: matches!(device, BenchDeviceArg::Cuda),
             })
             .and_then(|r| render(&r, json)),

@@ -13,6 +13,7 @@ pub mod assembly_device;
 pub mod campaign;
 pub mod distributed;
 pub mod gamg;
+pub mod newton;
 pub mod output;
 pub mod spmv;
 
