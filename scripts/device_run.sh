@@ -13,6 +13,8 @@
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
+#   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
+#                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 set -uo pipefail
 out=/tmp/device-out
@@ -44,6 +46,8 @@ SPMV=${SPMV:-}
 RUNS=${RUNS:-}
 ASM_TESTS=${ASM_TESTS:-0}
 ASSEMBLY=${ASSEMBLY:-}
+NEWTON=${NEWTON:-}
+NEWTON_CPU=${NEWTON_CPU:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -54,6 +58,16 @@ if [ "$TESTS" = 1 ]; then
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
+for m in $NEWTON; do
+    "$here/bin/hexfem" bench newton --m "$m" --device cuda --json > "$out/newton_cuda_$m.json" \
+        2> "$out/newton_cuda_$m.err" && cat "$out/newton_cuda_$m.json" \
+        || { echo "[newton cuda $m] failed:"; tail -n 3 "$out/newton_cuda_$m.err"; status=1; }
+done
+for m in $NEWTON_CPU; do
+    RAYON_NUM_THREADS=2 taskset -c 0,1 "$here/bin/hexfem" bench newton --m "$m" --device cpu --json \
+        > "$out/newton_cpu_$m.json" 2> "$out/newton_cpu_$m.err" && cat "$out/newton_cpu_$m.json" \
+        || { echo "[newton cpu $m] failed:"; tail -n 3 "$out/newton_cpu_$m.err"; status=1; }
+done
 if [ "$ASM_TESTS" = 1 ]; then
     "$here/bin/test_assembly_device" --test-threads=1 --nocapture > "$out/asm_tests.log" 2>&1 || status=1
     grep -E "^test |SKIP|test result|panicked|^Q[12] " "$out/asm_tests.log" | tail -n 60
