@@ -397,6 +397,10 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
             .filter(|&i| (coords[i][2] - z).abs() < 0.3)
             .collect()
     };
+    // a node neither clamped nor twisted (a conflicting second value is an error)
+    let lone = (0..coords.len())
+        .find(|&i| (coords[i][2] - zmin).abs() >= 0.3 && (coords[i][2] - zmax).abs() >= 0.3)
+        .expect("a node between the bottom and the top");
     Constraints::new(
         coords.len(),
         vec![
@@ -415,7 +419,7 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
             },
             Prescribed::Components {
                 set: "one".into(),
-                nodes: vec![40],
+                nodes: vec![lone],
                 values: [None, Some(0.1), None],
             },
         ],
