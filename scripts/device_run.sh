@@ -3,7 +3,7 @@
 # run from the checkout root as `bash .device/run.sh`). Logs and JSON go to /tmp/device-out,
 # packed into $OUT/device-out.tgz when $OUT is set; the last lines summarise. What runs is chosen by variables:
 #   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy,
-#                      assembly's device element loop)
+#                      assembly's device element loop, hexfem bench::newton tests)
 #   ASM_TESTS=0        only assembly's device tests (element kernels, device assembly)
 #   ASSEMBLY=""        hexfem bench assembly --device cuda --json for each ORDER:CELLS (1:64 2:32)
 #   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
@@ -55,6 +55,7 @@ if [ "$TESTS" = 1 ]; then
     for t in test_linalg_device test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
+    "$here/bin/test_hexfem" --test-threads=1 --nocapture bench::newton >> "$out/tests.log" 2>&1 || status=1
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi

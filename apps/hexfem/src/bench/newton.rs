@@ -270,3 +270,31 @@ impl std::fmt::Display for NewtonBenchResult {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On the GPU the measured Newton iteration moves only scalars (< 4 KiB) and starts from the
+    /// same state as the host's (the free residual norm after the first iteration agrees). One
+    /// `SKIP` line without a GPU; the host run is checked everywhere.
+    #[test]
+    fn device_newton_iteration_moves_scalars_only_and_matches_the_host() {
+        let host = run(&NewtonBench { m: 9, cuda: false }).unwrap();
+        assert!(host.residual_norm > 0.0 && host.cg_iterations > 0);
+        if linalg::Device::cuda(0).is_err() {
+            eprintln!(
+                "SKIP device_newton_iteration_moves_scalars_only_and_matches_the_host: no GPU"
+            );
+            return;
+        }
+        let gpu = run(&NewtonBench { m: 9, cuda: true }).unwrap();
+        eprintln!(
+            "m = 9: {} B up, {} B down per Newton iteration; |r| host {:e} device {:e}",
+            gpu.step_bytes_to_device, gpu.step_bytes_to_host, host.residual_norm, gpu.residual_norm
+        );
+        assert!(gpu.step_bytes_to_device + gpu.step_bytes_to_host < 4096);
+        assert!((gpu.residual_norm - host.residual_norm).abs() <= 1e-10 * host.residual_norm);
+        assert_eq!(gpu.cg_iterations, host.cg_iterations);
+    }
+}
