@@ -28,6 +28,7 @@ lib_test=$(test_exe hexfem-linalg --lib)
 linalg_device=$(test_exe hexfem-linalg --test device)
 amg_device=$(test_exe hexfem-amg --test device)
 assembly_device=$(test_exe hexfem-assembly --test device)
+hexfem_lib=$(test_exe hexfem --lib)
 
 stage="$dest/$stage_name"
 rm -rf "$stage"
@@ -38,6 +39,7 @@ cp "$lib_test" "$stage/bin/test_linalg"
 cp "$linalg_device" "$stage/bin/test_linalg_device"
 cp "$amg_device" "$stage/bin/test_amg_device"
 cp "$assembly_device" "$stage/bin/test_assembly_device"
+cp "$hexfem_lib" "$stage/bin/test_hexfem"
 # The peer benchmark (cuSPARSE, CuPy) the run script runs beside ours, when the caller has it:
 # PEER=path/to/elasticity_peer.py scripts/device.sh CHECKOUT
 if [ -n "${PEER:-}" ]; then

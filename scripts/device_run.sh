@@ -3,7 +3,7 @@
 # run from the checkout root as `bash .device/run.sh`). Logs and JSON go to /tmp/device-out,
 # packed into $OUT/device-out.tgz when $OUT is set; the last lines summarise. What runs is chosen by variables:
 #   TESTS=1            the GPU tests (linalg kernels, linalg device types, amg device hierarchy,
-#                      assembly's device element loop)
+#                      assembly's device element loop, hexfem bench::newton tests)
 #   ASM_TESTS=0        only assembly's device tests (element kernels, device assembly)
 #   ASSEMBLY=""        hexfem bench assembly --device cuda --json for each ORDER:CELLS (1:64 2:32)
 #   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
@@ -13,7 +13,9 @@
 #   PEER_ARGS="bsr"    extra arguments of the peer script ("bsr": cuSPARSE BSR 3x3 SpMV too)
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
-#   RUNS=""            inputs/NAME.yaml run with linear_solver.device cpu and cuda, compared
+#   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
+#   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
+#                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 set -uo pipefail
 out=/tmp/device-out
@@ -46,6 +48,8 @@ SPMV=${SPMV:-}
 RUNS=${RUNS:-}
 ASM_TESTS=${ASM_TESTS:-0}
 ASSEMBLY=${ASSEMBLY:-}
+NEWTON=${NEWTON:-}
+NEWTON_CPU=${NEWTON_CPU:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -53,9 +57,20 @@ if [ "$TESTS" = 1 ]; then
     for t in test_linalg_device test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
+    "$here/bin/test_hexfem" --test-threads=1 --nocapture bench::newton >> "$out/tests.log" 2>&1 || status=1
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
+for m in $NEWTON; do
+    "$here/bin/hexfem" bench newton --m "$m" --device cuda --json > "$out/newton_cuda_$m.json" \
+        2> "$out/newton_cuda_$m.err" && cat "$out/newton_cuda_$m.json" \
+        || { echo "[newton cuda $m] failed:"; tail -n 3 "$out/newton_cuda_$m.err"; status=1; }
+done
+for m in $NEWTON_CPU; do
+    RAYON_NUM_THREADS=2 taskset -c 0,1 "$here/bin/hexfem" bench newton --m "$m" --device cpu --json \
+        > "$out/newton_cpu_$m.json" 2> "$out/newton_cpu_$m.err" && cat "$out/newton_cpu_$m.json" \
+        || { echo "[newton cpu $m] failed:"; tail -n 3 "$out/newton_cpu_$m.err"; status=1; }
+done
 if [ "$ASM_TESTS" = 1 ]; then
     "$here/bin/test_assembly_device" --test-threads=1 --nocapture > "$out/asm_tests.log" 2>&1 || status=1
     grep -E "^test |SKIP|test result|panicked|^Q[12] " "$out/asm_tests.log" | tail -n 60
@@ -111,7 +126,7 @@ for input in $RUNS; do
     for dev in cpu cuda; do
         rm -rf "/tmp/run_$dev"
         # the same method on both (`auto` factors small problems on the CPU, never on the GPU)
-        "$here/bin/hexfem" run "inputs/$input.yaml" --set "linear_solver.device=$dev" \
+        "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
             --set linear_solver.method=cg_amg -o "/tmp/run_$dev" \
             > "$out/run_${input}_$dev.log" 2>&1 || status=1
     done

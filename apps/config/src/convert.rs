@@ -8,12 +8,21 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, Forcing, LineSearch, LinearSolverDevice, LinearSolverMethod,
-    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, Scalar,
+    BoxMesh, ComputeDevice, Config, Forcing, LineSearch, LinearSolverMethod, LinearSolverParams,
+    LoadingParams, MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 
 impl Config {
+    /// The linear solver's parameters on the run's `device` (the `linear_solver` section alone
+    /// converts with `device: cpu`).
+    pub fn linear_solver_params(&self) -> plain::LinearSolverParams {
+        plain::LinearSolverParams {
+            device: self.device.into(),
+            ..(&self.linear_solver).into()
+        }
+    }
+
     /// The problem this configuration describes (mesh, materials, boundary conditions, loads,
     /// quadrature). Validates first, so a `Config` changed in code is checked like a loaded one.
     pub fn problem_params(&self) -> Result<plain::ProblemParams, ConfigError> {
@@ -245,15 +254,22 @@ impl From<plain::LinearSolverMethod> for LinearSolverMethod {
     }
 }
 
+impl From<ComputeDevice> for plain::DeviceChoice {
+    fn from(d: ComputeDevice) -> Self {
+        match d {
+            ComputeDevice::Auto => plain::DeviceChoice::Auto,
+            ComputeDevice::Cpu => plain::DeviceChoice::Cpu,
+            ComputeDevice::Cuda => plain::DeviceChoice::Cuda,
+        }
+    }
+}
+
+/// The section without the run's device (`device: cpu`); [`Config::linear_solver_params`] adds it.
 impl From<&LinearSolverParams> for plain::LinearSolverParams {
     fn from(p: &LinearSolverParams) -> Self {
         plain::LinearSolverParams {
             method: p.method.into(),
-            device: match p.device {
-                LinearSolverDevice::Auto => plain::DeviceChoice::Auto,
-                LinearSolverDevice::Cpu => plain::DeviceChoice::Cpu,
-                LinearSolverDevice::Cuda => plain::DeviceChoice::Cuda,
-            },
+            device: plain::DeviceChoice::Cpu,
             rtol: p.rtol,
             atol: p.atol,
             max_iterations: p.max_iterations,
@@ -266,11 +282,6 @@ impl From<plain::LinearSolverParams> for LinearSolverParams {
     fn from(p: plain::LinearSolverParams) -> Self {
         LinearSolverParams {
             method: p.method.into(),
-            device: match p.device {
-                plain::DeviceChoice::Auto => LinearSolverDevice::Auto,
-                plain::DeviceChoice::Cpu => LinearSolverDevice::Cpu,
-                plain::DeviceChoice::Cuda => LinearSolverDevice::Cuda,
-            },
             rtol: p.rtol,
             atol: p.atol,
             max_iterations: p.max_iterations,

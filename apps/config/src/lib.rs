@@ -33,8 +33,8 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, Config, DirichletParams, Forcing, GlobalProbe, GmshMesh, LineSearch,
-    LinearSolverDevice, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
+    BoundaryParams, BoxMesh, ComputeDevice, Config, DirichletParams, Forcing, GlobalProbe,
+    GmshMesh, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
     NewtonParams, OutputField, OutputParams, PointProbe, ProbesParams, QuadratureParams, SetProbe,
     Source, TractionParams, TwistParams,
 };

@@ -33,6 +33,12 @@ pub struct Config {
     /// Newton iteration. Defaults: see [`NewtonParams`].
     #[serde(default)]
     pub newton: NewtonParams,
+    /// Where the run is computed: `cpu` (default), `cuda` (the first GPU; an error where none is
+    /// usable) or `auto` (the GPU when one is present, else the CPU). Today the GPU runs the
+    /// iterative linear solver (`cg_amg`, `cg_jacobi`); the tangent is assembled on the host and
+    /// its values uploaded at every Newton iteration.
+    #[serde(default)]
+    pub device: ComputeDevice,
     /// Linear solver of each Newton step. Defaults: see [`LinearSolverParams`].
     #[serde(default)]
     pub linear_solver: LinearSolverParams,
@@ -412,10 +418,10 @@ pub enum LinearSolverMethod {
     Direct,
 }
 
-/// Where the linear solver runs.
+/// Where a run is computed (the top-level key `device`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LinearSolverDevice {
+pub enum ComputeDevice {
     /// The first CUDA GPU when one is usable, else the CPU.
     Auto,
     /// The CPU.
@@ -432,10 +438,6 @@ pub enum LinearSolverDevice {
 pub struct LinearSolverParams {
     /// Method. Default `auto`.
     pub method: LinearSolverMethod,
-    /// Where `cg_amg` and `cg_jacobi` run: `cpu` (default), `cuda` (the first GPU; an error
-    /// where none is usable) or `auto` (the GPU when one is present). The tangent is assembled on
-    /// the host and its values uploaded at every Newton iteration.
-    pub device: LinearSolverDevice,
     /// Relative tolerance (0 < rtol < 1). Default 1e-8.
     pub rtol: f64,
     /// Absolute tolerance (>= 0). Default 0.

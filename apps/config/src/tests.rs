@@ -175,7 +175,6 @@ fn every_field_is_read() {
         c.linear_solver,
         LinearSolverParams {
             method: LinearSolverMethod::Direct,
-            device: LinearSolverDevice::Cpu,
             rtol: 1.0e-10,
             atol: 1.0e-14,
             max_iterations: 50,
@@ -346,32 +345,39 @@ fn unknown_material_model_lists_the_five_models() {
 }
 
 #[test]
-fn linear_solver_device_is_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
-    let msg = error_at(
-        &format!("{MINIMAL}linear_solver: {{ device: gpu }}\n"),
-        4,
-        26,
-    );
+fn device_is_a_top_level_key_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
+    let msg = error_at(&format!("{MINIMAL}device: gpu\n"), 4, 9);
     assert!(msg.contains("valid choices: auto, cpu, cuda"), "{msg}");
     let msg = error_at(
-        &format!("{MINIMAL}linear_solver: {{ method: direct, device: cuda }}\n"),
+        &format!("{MINIMAL}device: cuda\nlinear_solver: {{ method: direct }}\n"),
         4,
-        42,
+        9,
     );
-    assert!(msg.contains("linear_solver.device"), "{msg}");
+    assert!(msg.contains("device"), "{msg}");
     assert!(msg.contains("host-only"), "{msg}");
+    // the key moved: under `linear_solver` it is unknown
+    let msg = error_at(
+        &format!("{MINIMAL}linear_solver: {{ device: cuda }}\n"),
+        4,
+        18,
+    );
+    assert!(msg.contains("device"), "{msg}");
     for (text, device) in [
         ("auto", solve::params::DeviceChoice::Auto),
         ("cpu", solve::params::DeviceChoice::Cpu),
         ("cuda", solve::params::DeviceChoice::Cuda),
     ] {
-        let c = load_text(&format!("{MINIMAL}linear_solver: {{ device: {text} }}\n")).unwrap();
-        let plain: solve::params::LinearSolverParams = (&c.linear_solver).into();
+        let c = load_text(&format!("{MINIMAL}device: {text}\n")).unwrap();
+        let plain = c.linear_solver_params();
         assert_eq!(plain.device, device);
         assert_eq!(LinearSolverParams::from(plain), c.linear_solver);
     }
     let c = load_text(MINIMAL).unwrap();
-    assert_eq!(c.linear_solver.device, LinearSolverDevice::Cpu);
+    assert_eq!(c.device, ComputeDevice::Cpu);
+    assert_eq!(
+        c.linear_solver_params().device,
+        solve::params::DeviceChoice::Cpu
+    );
 }
 
 #[test]

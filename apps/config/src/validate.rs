@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, Config, LinearSolverDevice, LinearSolverMethod, MeshSource, QuadratureParams,
+    BoxMesh, ComputeDevice, Config, LinearSolverMethod, MeshSource, QuadratureParams,
 };
 use super::tree::{index_path, key_path, Origin};
 
@@ -236,9 +236,9 @@ impl Config {
         let s = &self.linear_solver;
         tolerances(check, "linear_solver", s.rtol, s.atol)?;
         check.ensure(
-            s.method != LinearSolverMethod::Direct || s.device != LinearSolverDevice::Cuda,
-            "linear_solver.device",
-            "`cuda` runs cg_amg or cg_jacobi; the direct solver is host-only (use `cpu` or `auto`)",
+            s.method != LinearSolverMethod::Direct || self.device != ComputeDevice::Cuda,
+            "device",
+            "`cuda` runs linear_solver.method cg_amg or cg_jacobi; the direct solver is host-only (use `cpu` or `auto`)",
         )?;
         check.ensure(
             s.max_iterations >= 1,

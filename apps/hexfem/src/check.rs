@@ -24,7 +24,7 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     let (_, solver) = crate::locate::located(
         &config,
         solve::linear_solver::LinearSolver::choose(
-            &(&config.linear_solver).into(),
+            &config.linear_solver_params(),
             solve::problem::near_null_space(&problem.mesh.coords)?,
             problem.discrete.assembler.pattern(),
             problem.discrete.tangent_is_symmetric(),

@@ -339,9 +339,15 @@ pub fn run_on_ranks(
     let newton: solve::params::NewtonParams = (&config.newton).into();
     let progress = options.progress;
     if let (Some(serial_problem), true) = (&writer, progress != Progress::Quiet) {
+        let device = format!(
+            "host CPUs: {} MPI ranks, {} threads each",
+            c.size(),
+            rayon::current_num_threads()
+        );
         let mut text = serial::header(
             &config,
             serial_problem,
+            &device,
             &text,
             &newton,
             &serial::problem_text(serial_problem),

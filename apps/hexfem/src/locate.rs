@@ -58,15 +58,13 @@ fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
         }
     }
     // Messages that start with the key they concern (`quadrature.points: ...`, `boundary: ...`).
-    for prefix in [
-        "quadrature.points",
-        "boundary",
-        "materials",
-        "linear_solver.device",
-    ] {
+    for prefix in ["quadrature.points", "boundary", "materials"] {
         if message.starts_with(prefix) {
             return prefix.into();
         }
+    }
+    if message.starts_with("device:") {
+        return "device".into();
     }
     if let Some(key) = quoted_set(message).and_then(|name| set_reference(config, name, false)) {
         return key;

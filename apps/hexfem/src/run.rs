@@ -257,7 +257,7 @@ fn execute_on(
         Some(r) => Some(r.state_for(problem, &(&config.loading).into())?),
         None => None,
     };
-    // before any file is written: `linear_solver.device: cuda` needs its GPU
+    // before any file is written: `device: cuda` needs its GPU
     // a tangent that is not symmetric (follower pressure) needs GMRES: part of the key
     let symmetric = problem.discrete.tangent_is_symmetric();
     let solver_key = format!("{}; symmetric tangent {symmetric}", solver_key(config)?);
@@ -267,7 +267,7 @@ fn execute_on(
             let (solver, text) = crate::locate::located(
                 config,
                 LinearSolver::choose(
-                    &(&config.linear_solver).into(),
+                    &config.linear_solver_params(),
                     near_null_space(&problem.mesh.coords)?,
                     problem.discrete.assembler.pattern(),
                     symmetric,
@@ -366,6 +366,7 @@ fn execute_on(
             header(
                 config,
                 problem,
+                &device_text(config, &solver),
                 &solver_text,
                 &newton,
                 &problem_text(problem)
@@ -888,10 +889,26 @@ pub(crate) fn problem_text(problem: &Problem) -> String {
     )
 }
 
+/// The header's device line: where the run is computed and, for `device: auto` on the CPU, why.
+fn device_text(config: &Config, solver: &LinearSolver) -> String {
+    let host = format!("host CPU, {} threads", rayon::current_num_threads());
+    match (solver.device(), config.device) {
+        (Some(gpu), _) => format!("{host}; linear solver on {}", gpu.name()),
+        (None, config::ComputeDevice::Auto) if matches!(solver, LinearSolver::Direct { .. }) => {
+            format!("{host} (device: auto; the direct solver chosen is host-only)")
+        }
+        (None, config::ComputeDevice::Auto) => {
+            format!("{host} (device: auto found no usable GPU)")
+        }
+        (None, _) => host,
+    }
+}
+
 /// The lines printed at the start of a run: problem size, device and threads, solvers.
 pub(crate) fn header(
     config: &Config,
     problem: &Problem,
+    device: &str,
     solver: &str,
     newton: &solve::params::NewtonParams,
     size: &str,
@@ -904,13 +921,12 @@ pub(crate) fn header(
     };
     format!(
         "hexfem {}: {size}
-  device       host CPU, {} threads
+  device       {device}
   linear solver {solver}
   newton       line search {line_search}, forcing {}, rtol {:.1e}, at most {} iterations
   loading      {} steps
 ",
         env!("CARGO_PKG_VERSION"),
-        rayon::current_num_threads(),
         newton.forcing.name(),
         newton.rtol,
         newton.max_iterations,

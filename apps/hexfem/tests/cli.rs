@@ -662,7 +662,7 @@ print("ok")
     }
 }
 
-/// `linear_solver.device`: `auto` takes the CPU where there is no GPU; `cuda` there is an error
+/// `device`: `auto` takes the CPU where there is no GPU; `cuda` there is an error
 /// placed at the key, from `check` as from `run`. On a machine with a GPU this prints one `SKIP`
 /// line (the device tests cover it there).
 #[test]
@@ -671,7 +671,7 @@ fn cuda_device_without_a_gpu_is_a_located_error() {
     let path = dir.join("device.yaml");
     std::fs::write(
         &path,
-        "mesh:\n  box: { cells: [2, 1, 1] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet: [{ set: xmin, x: 0, y: 0, z: 0 }]\nlinear_solver:\n  device: cuda\n",
+        "mesh:\n  box: { cells: [2, 1, 1] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet: [{ set: xmin, x: 0, y: 0, z: 0 }]\ndevice: cuda\n",
     )
     .unwrap();
     let input = path.to_string_lossy().into_owned();
@@ -685,7 +685,7 @@ fn cuda_device_without_a_gpu_is_a_located_error() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{command}: {err}");
         assert!(
-            err.contains("device.yaml:8:11: linear_solver.device: `cuda` needs a usable GPU"),
+            err.contains("device.yaml:7:9: device: `cuda` needs a usable GPU"),
             "{command}: {err}"
         );
         assert!(err.contains("CUDA unavailable"), "{command}: {err}");
@@ -697,7 +697,7 @@ fn cuda_device_without_a_gpu_is_a_located_error() {
         "-o",
         &out_dir,
         "--set",
-        "linear_solver.device=auto",
+        "device=auto",
         "--set",
         "linear_solver.method=cg_amg",
     ]);
@@ -709,6 +709,24 @@ fn cuda_device_without_a_gpu_is_a_located_error() {
         "{}",
         String::from_utf8_lossy(&auto.stdout)
     );
+    // `run` says in its header why `auto` computes on the CPU, and nothing else about it
+    let run = hexfem(&[
+        "run",
+        &input,
+        "-o",
+        &out_dir,
+        "--set",
+        "device=auto",
+        "--set",
+        "linear_solver.method=cg_amg",
+    ]);
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("(device: auto found no usable GPU)\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches("GPU").count(), 1, "{err}");
 }
 
 /// The `case.json` rows of a campaign's table without what differs between processes (wall

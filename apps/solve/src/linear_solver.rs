@@ -95,9 +95,8 @@ impl DeviceSide {
         let device = match choice {
             DeviceChoice::Cpu => return Ok(None),
             DeviceChoice::Auto => Device::auto(),
-            DeviceChoice::Cuda => Device::cuda(0).context(
-                "linear_solver.device: `cuda` needs a usable GPU (`auto` falls back to the CPU)",
-            )?,
+            DeviceChoice::Cuda => Device::cuda(0)
+                .context("device: `cuda` needs a usable GPU (`auto` falls back to the CPU)")?,
         };
         Ok((!device.is_host()).then_some(Self {
             device,
@@ -322,7 +321,7 @@ impl LinearSolver {
             },
             LinearSolverMethod::Direct => {
                 if params.device == DeviceChoice::Cuda {
-                    bail!("linear_solver.device = cuda: the direct solver is host-only");
+                    bail!("device: `cuda` runs CG; the direct solver is host-only");
                 }
                 LinearSolver::Direct {
                     symbolic: None,

@@ -371,3 +371,39 @@ impl std::fmt::Display for NewtonBenchResult {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On the GPU the timed Newton iterations move only scalars (< 4 KiB each) and follow the
+    /// host's iterates (the same free residual norms to 1e-10 of the first, the same CG
+    /// iterations); on the host the norms fall quadratically. One `SKIP` line without a GPU.
+    #[test]
+    fn device_newton_iteration_moves_scalars_only_and_matches_the_host() {
+        let bench = |device| run(&NewtonBench { m: 9, device }).unwrap();
+        let host = bench(BenchDevice::Cpu);
+        let r = &host.residual_norms;
+        assert_eq!(r.len(), MEASURED + 1);
+        assert!(
+            r[1] < 1e-2 * r[0] && r[2] < r[1] * r[1] / r[0],
+            "quadratic: {r:?}"
+        );
+        if Device::cuda(0).is_err() {
+            eprintln!(
+                "SKIP device_newton_iteration_moves_scalars_only_and_matches_the_host: no GPU"
+            );
+            return;
+        }
+        let gpu = bench(BenchDevice::Cuda);
+        eprintln!(
+            "m = 9: {} B up, {} B down per Newton iteration; norms host {:?} device {:?}",
+            gpu.bytes_up, gpu.bytes_down, host.residual_norms, gpu.residual_norms
+        );
+        assert!(gpu.bytes_up + gpu.bytes_down < 4096);
+        for (g, h) in gpu.residual_norms.iter().zip(r) {
+            assert!((g - h).abs() <= 1e-10 * r[0], "{g:e} against {h:e}");
+        }
+        assert_eq!(gpu.cg_iterations, host.cg_iterations);
+    }
+}
