@@ -400,7 +400,7 @@ fn expressions_of_time_are_the_values_at_each_time() {
         "value: [0.0, 0.0, \"-t\"] }",
         "value: [0.0, 0.0, \"-t\"], curve: [[0, 0], [1, 1]] }",
     );
-    let err = run_yaml("time-curve", &both).err().expect("refused").1;
+    let err = run_yaml("time-curve", &both).expect_err("refused").1;
     assert!(
         err.contains("expression of t") && err.contains("curve"),
         "{err}"
