@@ -23,11 +23,9 @@ const DIRECT_MAX_FACTOR_BYTES: f64 = 4e9;
 /// `method: auto` factors directly where the envelope factor takes at most this many bytes...
 const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
 /// ... and one factorization at most this many floating-point operations per stored scalar of the
-/// tangent; above either it uses CG with AMG. The factorization runs at about 16-23 GFlop/s on two
-/// cores and an AMG Newton iteration (hot set-up + CG) costs about 15 ns per stored scalar there,
-/// so 250 flops per scalar is where one factorization costs about one AMG solve
-/// (`docs/solver_choice_runs.sh`: the twisted column and the Q2 cantilever factor, the 10^3 box
-/// and the 32x8x8 cantilever, 4x faster with AMG, do not).
+/// tangent; above either it uses CG with AMG. Measured with `docs/solver_choice_runs.sh` (table
+/// in docs/benchmarks.md): one factorization costs about one AMG Newton iteration (hot update +
+/// CG) at 250 (two pinned cores) to 290 (the development machine) flops per stored entry.
 const AUTO_DIRECT_MAX_FLOPS_PER_SCALAR: f64 = 250.0;
 
 /// The relative tolerance of GMRES preconditioned by the direct factor (a nonsymmetric tangent):

@@ -50,12 +50,19 @@ struct TimedLoad {
 impl Problem {
     /// Builds mesh, materials, constraints and loads of `params`.
     pub fn new(params: &ProblemParams) -> Result<Self> {
-        let mesh = build_mesh(&params.mesh)?;
+        let mut problem = Self::unloaded(params, build_mesh(&params.mesh)?)?;
+        problem.set_loads(params)?;
+        Ok(problem)
+    }
+
+    /// The element loop and constraints of `params` on `mesh`, without loads (the caller sets
+    /// them with [`Problem::set_loads`]).
+    fn unloaded(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
         let assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
-        let mut problem = Self {
+        Ok(Self {
             discrete: DiscreteProblem {
                 constraints: build_constraints(params, &mesh, &assembler)?,
                 external: linalg::Vector::zeros(3 * mesh.n_nodes()),
@@ -69,9 +76,7 @@ impl Problem {
             own_curves: OwnCurves::default(),
             part_size: None,
             point_loads_found: Vec::new(),
-        };
-        problem.set_loads(params)?;
-        Ok(problem)
+        })
     }
 
     /// One rank's share of a distributed problem: materials, constraints and loads of `params`
@@ -93,10 +98,6 @@ impl Problem {
         let size = (0..3)
             .map(|d| extent[d] + extent[d + 3])
             .fold(0.0, f64::max);
-        let materials = cell_materials(params, &mesh)?;
-        let points = quadrature_points(params, &mesh)?;
-        let assembler = ElasticityAssembler::new(&mesh, materials, points)
-            .context("setting up the element loop")?;
         let layout = std::sync::Arc::new(linalg::Layout::new(
             3 * part.n_owned_nodes(),
             3 * part.n_ghost_nodes(),
@@ -104,21 +105,7 @@ impl Problem {
             3 * part.n_global_nodes(),
             comm,
         )?);
-        let mut problem = Self {
-            discrete: DiscreteProblem {
-                constraints: build_constraints(params, &mesh, &assembler)?,
-                external: linalg::Vector::zeros(3 * mesh.n_nodes()),
-                follower: Vec::new(),
-                curved: Vec::new(),
-                partition: None,
-                assembler,
-            },
-            mesh,
-            linear: false,
-            own_curves: OwnCurves::default(),
-            part_size: None,
-            point_loads_found: Vec::new(),
-        };
+        let mut problem = Self::unloaded(params, mesh)?;
         problem.part_size = Some(size);
         problem.set_loads(params)?;
         let relaid = |v: &linalg::Vector| {
