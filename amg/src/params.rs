@@ -52,6 +52,55 @@ pub enum Storage {
     Scalar,
 }
 
+/// Stored precision of the hierarchy's data (the fine operator, residuals, CG and every vector
+/// stay fp64 either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Everything in fp64 (default).
+    #[default]
+    Double,
+    /// Prolongators, coarse operators (levels >= 1) and smoother inverses stored in fp32 (half
+    /// their memory and bandwidth), read widened to fp64 with fp64 accumulation; the coarsest
+    /// dense solve stays fp64.
+    Mixed,
+}
+
+impl Precision {
+    /// Names of the choices, for messages.
+    pub const CHOICES: &'static [&'static str] = &["double", "mixed"];
+
+    /// `double` or `mixed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Double => "double",
+            Precision::Mixed => "mixed",
+        }
+    }
+
+    /// The stored precision of the hierarchy's coarse data.
+    pub fn coarse_values(self) -> linalg::Precision {
+        match self {
+            Precision::Double => linalg::Precision::Double,
+            Precision::Mixed => linalg::Precision::Single,
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "double" => Ok(Precision::Double),
+            "mixed" => Ok(Precision::Mixed),
+            _ => Err(format!(
+                "unknown precision `{s}` (choices: {})",
+                Self::CHOICES.join(", ")
+            )),
+        }
+    }
+}
+
 /// Options of the smoothed-aggregation hierarchy and its V-cycle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -98,6 +147,9 @@ pub struct AmgParams {
     pub recompute_eigs: bool,
     /// Storage of the operators and prolongators the solve uses. Default `blocked`.
     pub storage: Storage,
+    /// Stored precision of prolongators, coarse operators and smoother inverses. Default
+    /// `double`.
+    pub precision: Precision,
 }
 
 impl Default for AmgParams {
@@ -120,6 +172,7 @@ impl Default for AmgParams {
             reuse: Reuse::Interpolation,
             recompute_eigs: true,
             storage: Storage::Blocked,
+            precision: Precision::Double,
         }
     }
 }

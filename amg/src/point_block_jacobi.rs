@@ -40,11 +40,20 @@ impl PointBlockJacobi {
     /// [`Self::update`] for node blocks of size `bs`, stored as `bs x bs` or as `1 x 1` blocks.
     pub fn update_with_block_size(&mut self, a: &Bsr, bs: usize) -> Result<(), AmgError> {
         if bs != self.inv.block_size() {
-            self.inv = inverted_diagonal(a, bs)?;
+            self.inv = BlockDiagonal::inverse_of_diagonal_in(a, bs, self.inv.precision())
+                .map_err(singular_block)?;
             return Ok(());
         }
         check_node_blocks(a, bs)?;
         self.inv.refresh_inverse(a).map_err(singular_block)
+    }
+
+    /// Stores the inverses in `precision` (fp32 for mixed-precision AMG; later updates keep it).
+    pub fn set_precision(&mut self, precision: linalg::Precision) -> Result<(), AmgError> {
+        if self.inv.precision() != precision {
+            self.inv = self.inv.to_precision(precision)?;
+        }
+        Ok(())
     }
 
     /// Block size `bs`.

@@ -27,7 +27,8 @@ pub struct SetupTimings {
     /// Copy of the fine operator into a hierarchy that owns it.
     pub copy_operator_s: f64,
     /// Scalar storage: expansion to 1x1 blocks (cold setup: every operator and prolongator; hot
-    /// update: the fine operator's values).
+    /// update: the fine operator's values); mixed precision: the cold setup's rounding of the
+    /// coarse data to fp32.
     pub expansion_s: f64,
     /// The whole call.
     pub total_s: f64,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use crate::backend::{cuda, host};
 use crate::device::{check_same_device, unsupported, Storage};
+use crate::precision::narrow;
 use crate::vector::check_len;
-use crate::{Bsr, Device, LinalgError, Vector};
+use crate::{Bsr, Device, LinalgError, Precision, Vector};
 
 /// `n_blocks` blocks of `bs x bs`, row-major, block after block, on a [`Device`].
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,11 @@ impl BlockDiagonal {
             let positions = pattern.diagonal_positions()?;
             match a.storage() {
                 Storage::Host(v) => {
+                    let mut d = vec![0.0; positions.len() * bs * bs];
+                    host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
+                    Self::from_vec(positions.len(), bs, d)
+                }
+                Storage::Host32(v) => {
                     let mut d = vec![0.0; positions.len() * bs * bs];
                     host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
                     Self::from_vec(positions.len(), bs, d)
@@ -121,18 +127,58 @@ impl BlockDiagonal {
         }
     }
 
-    /// Recomputes [`BlockDiagonal::inverse_of_diagonal`] from new values of `a`; on a GPU with
-    /// the pattern of the last call nothing is uploaded (one `u64`, the singular-block flag,
-    /// comes back). On error `self` is unspecified.
+    /// [`BlockDiagonal::inverse_of_diagonal`] stored in `precision`: with
+    /// [`Precision::Single`] the blocks are inverted in fp64 and stored in fp32 (`a` may be
+    /// stored in either precision).
+    pub fn inverse_of_diagonal_in(
+        a: &Bsr,
+        bs: usize,
+        precision: Precision,
+    ) -> Result<Self, LinalgError> {
+        match (a.storage(), precision) {
+            (Storage::Host(_) | Storage::Host32(_), _) => {
+                let mut d = Self::from_diagonal(a, bs)?;
+                d.invert()?;
+                d.to_precision(precision)
+            }
+            (_, Precision::Double) => Self::inverse_of_diagonal(a, bs),
+            (_, Precision::Single) => Self::inverse_of_diagonal(a, bs)?.to_precision(precision),
+        }
+    }
+
+    /// The stored precision of the blocks.
+    pub fn precision(&self) -> Precision {
+        self.storage.precision()
+    }
+
+    /// The same blocks stored in `precision` on the same device (a copy if stored so already).
+    pub fn to_precision(&self, precision: Precision) -> Result<Self, LinalgError> {
+        let storage = match (&self.storage, precision) {
+            (s, p) if s.precision() == p => s.try_clone()?,
+            (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
+            (Storage::Host32(v), Precision::Double) => Storage::Host(crate::precision::widen(v)),
+            (s, _) => return Err(unsupported("BlockDiagonal::to_precision", &s.device())),
+        };
+        Ok(Self {
+            n_blocks: self.n_blocks,
+            bs: self.bs,
+            storage,
+        })
+    }
+
+    /// Recomputes [`BlockDiagonal::inverse_of_diagonal`] from new values of `a`, keeping the
+    /// stored precision; on a GPU with the pattern of the last call nothing is uploaded (one
+    /// `u64`, the singular-block flag, comes back). On error `self` is unspecified.
     pub fn refresh_inverse(&mut self, a: &Bsr) -> Result<(), LinalgError> {
         let bs = self.bs;
+        let precision = self.precision();
         if let (Storage::CudaDiag { d, source, .. }, Some((ctx, m))) = (&mut self.storage, a.cuda())
         {
             if Arc::ptr_eq(source, a.pattern()) && a.block_rows() == bs && a.block_cols() == bs {
                 return d.invert(ctx, m);
             }
         }
-        *self = Self::inverse_of_diagonal(a, bs)?;
+        *self = Self::inverse_of_diagonal_in(a, bs, precision)?;
         Ok(())
     }
 
@@ -213,6 +259,9 @@ impl BlockDiagonal {
         check_same_device("BlockDiagonal::apply: x", &device, &x.device())?;
         match (&self.storage, r.storage(), x.storage_mut()) {
             (Storage::Host(d), Storage::Host(r), Storage::Host(x)) => {
+                host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
+            }
+            (Storage::Host32(d), Storage::Host(r), Storage::Host(x)) => {
                 host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
             }
             (

@@ -1,11 +1,13 @@
 //! [`Bsr`]: block sparse row matrix with independent row and column block sizes, and its SpMV.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::backend::{cuda, host};
 use crate::device::{check_same_device, device_pattern, unsupported, Storage};
+use crate::precision::{narrow, widen};
 use crate::vector::check_len;
-use crate::{BlockPattern, Device, LinalgError, Vector};
+use crate::{BlockPattern, Device, LinalgError, Precision, Vector};
 
 /// Block sparse row matrix: a shared [`BlockPattern`] and `block_rows x block_cols` blocks.
 ///
@@ -77,14 +79,43 @@ impl Bsr {
         }
     }
 
-    /// A matrix of zeros on the pattern, block sizes and device of `self`.
+    /// A matrix of zeros on the pattern, block sizes, device and precision of `self`.
     pub fn zeros_like(&self) -> Result<Self, LinalgError> {
-        Self::zeros_on(
+        Self::zeros_in(
             &self.device(),
             self.pattern.clone(),
             self.block_rows,
             self.block_cols,
+            self.precision(),
         )
+    }
+
+    /// [`Bsr::zeros_on`] with values stored in `precision`.
+    pub fn zeros_in(
+        device: &Device,
+        pattern: Arc<BlockPattern>,
+        block_rows: usize,
+        block_cols: usize,
+        precision: Precision,
+    ) -> Result<Self, LinalgError> {
+        check_block_size(block_rows, block_cols)?;
+        let n = pattern.nnz() * block_rows * block_cols;
+        let storage = match (device, precision) {
+            (_, Precision::Double) => {
+                return Self::zeros_on(device, pattern, block_rows, block_cols)
+            }
+            (Device::Host, Precision::Single) => Storage::Host32(vec![0.0; n]),
+            (Device::Cuda(_), Precision::Single) => {
+                return Self::zeros_on(device, pattern, block_rows, block_cols)?
+                    .to_precision(Precision::Single)
+            }
+        };
+        Ok(Self {
+            pattern,
+            block_rows,
+            block_cols,
+            storage,
+        })
     }
 
     /// A matrix of zeros on `device` (the pattern is uploaded once per GPU and cached in it).
@@ -116,6 +147,12 @@ impl Bsr {
     /// A copy on `device` (an upload, a download, or a copy on the same device). The pattern
     /// is shared; on a GPU its device copy is made once and cached in the pattern.
     pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
+        if self.precision() == Precision::Single && !device.same_as(&self.device()) {
+            return self
+                .to_precision(Precision::Double)?
+                .to_device(device)?
+                .to_precision(Precision::Single);
+        }
         if device.same_as(&self.device()) {
             return Ok(Self {
                 pattern: self.pattern.clone(),
@@ -278,7 +315,10 @@ impl Bsr {
     /// The row-major dense matrix in host memory (`n_rows * n_cols` entries; for tests and small
     /// problems such as the coarsest AMG level).
     pub fn to_dense(&self) -> Result<Vec<f64>, LinalgError> {
-        let values = self.storage.host()?;
+        let values: Cow<'_, [f64]> = match &self.storage {
+            Storage::Host32(v) => Cow::Owned(widen(v)),
+            s => Cow::Borrowed(s.host()?),
+        };
         let (n_cols, br, bc) = (self.n_cols(), self.block_rows, self.block_cols);
         let bl = self.block_len();
         let mut d = vec![0.0; self.n_rows() * n_cols];
@@ -328,6 +368,29 @@ impl Bsr {
     /// Scalar columns.
     pub fn n_cols(&self) -> usize {
         self.pattern.n_block_cols() * self.block_cols
+    }
+
+    /// The stored precision of the values.
+    pub fn precision(&self) -> Precision {
+        self.storage.precision()
+    }
+
+    /// The same matrix with its values stored in `precision`, on the same device (rounded to
+    /// fp32, or widened to fp64); a copy of `self` when it is stored so already. The result is
+    /// the only copy of the values a caller needs to keep: the fp32 form is the stored form.
+    pub fn to_precision(&self, precision: Precision) -> Result<Bsr, LinalgError> {
+        let storage = match (&self.storage, precision) {
+            (s, p) if s.precision() == p => s.try_clone()?,
+            (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
+            (Storage::Host32(v), Precision::Double) => Storage::Host(widen(v)),
+            (s, _) => return Err(unsupported("Bsr::to_precision", &s.device())),
+        };
+        Ok(Self {
+            pattern: self.pattern.clone(),
+            block_rows: self.block_rows,
+            block_cols: self.block_cols,
+            storage,
+        })
     }
 
     /// Where the values live.
@@ -420,6 +483,9 @@ impl Bsr {
             (Storage::Host(a), Storage::Host(x), Storage::Host(y)) => {
                 host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
             }
+            (Storage::Host32(a), Storage::Host(x), Storage::Host(y)) => {
+                host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
+            }
             (
                 Storage::CudaBsr { ctx, m },
                 Storage::Cuda { buf: x, .. },
@@ -434,6 +500,7 @@ impl Bsr {
     pub fn scale(&mut self, s: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
             Storage::Host(v) => host::bsr::scale(s, v),
+            Storage::Host32(v) => v.iter_mut().for_each(|x| *x = (*x as f64 * s) as f32),
             Storage::CudaBsr { ctx, m } => cuda::ops::scale(ctx, s, m.values_mut())?,
             _ => return Err(unsupported("Bsr::scale", &self.storage.device())),
         }
@@ -452,6 +519,7 @@ impl Bsr {
         check_same_device("Bsr::copy_values_from", &self.device(), &src.device())?;
         match (&src.storage, &mut self.storage) {
             (Storage::Host(s), Storage::Host(d)) => host::bsr::copy(s, d),
+            (Storage::Host32(s), Storage::Host32(d)) => d.copy_from_slice(s),
             (Storage::CudaBsr { m: s, .. }, Storage::CudaBsr { ctx, m: d }) => {
                 ctx.copy(s.values(), d.values_mut())?
             }
@@ -468,6 +536,11 @@ impl Bsr {
             Storage::Host(v) => {
                 let mut norms = vec![0.0; self.pattern.nnz()];
                 host::bsr::block_norms(bl, v, &mut norms);
+                Ok(Vector::from_vec(norms))
+            }
+            Storage::Host32(v) => {
+                let mut norms = vec![0.0; self.pattern.nnz()];
+                host::bsr::block_norms(bl, &widen(v), &mut norms);
                 Ok(Vector::from_vec(norms))
             }
             Storage::CudaBsr { ctx, m } => {

@@ -13,7 +13,8 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use crate::backend::cuda::{self, CudaContext, DeviceBlockDiagonal, DeviceBsr, DeviceBuffer};
-use crate::{BlockPattern, LinalgError};
+use crate::precision::widen;
+use crate::{BlockPattern, LinalgError, Precision};
 
 /// The memory a vector's or matrix's values live in.
 #[derive(Clone, Debug, Default)]
@@ -125,6 +126,8 @@ pub(crate) fn unsupported(what: &'static str, device: &Device) -> LinalgError {
 #[derive(Debug)]
 pub(crate) enum Storage {
     Host(Vec<f64>),
+    /// fp32 values in host memory (matrices and block diagonals in [`Precision::Single`]).
+    Host32(Vec<f32>),
     Cuda {
         ctx: Arc<CudaContext>,
         buf: DeviceBuffer<f64>,
@@ -166,6 +169,7 @@ impl Storage {
     pub(crate) fn try_clone(&self) -> Result<Self, LinalgError> {
         Ok(match self {
             Storage::Host(v) => Storage::Host(v.clone()),
+            Storage::Host32(v) => Storage::Host32(v.clone()),
             Storage::Cuda { ctx, buf } => Storage::Cuda {
                 ctx: ctx.clone(),
                 buf: ctx.duplicate(buf)?,
@@ -185,7 +189,7 @@ impl Storage {
     /// The device the values live on.
     pub(crate) fn device(&self) -> Device {
         match self {
-            Storage::Host(_) => Device::Host,
+            Storage::Host(_) | Storage::Host32(_) => Device::Host,
             Storage::Cuda { ctx, .. }
             | Storage::CudaBsr { ctx, .. }
             | Storage::CudaDiag { ctx, .. } => Device::Cuda(ctx.clone()),
@@ -196,6 +200,7 @@ impl Storage {
     pub(crate) fn len(&self) -> usize {
         match self {
             Storage::Host(v) => v.len(),
+            Storage::Host32(v) => v.len(),
             Storage::Cuda { buf, .. } => buf.len(),
             Storage::CudaBsr { m, .. } => m.values().len(),
             Storage::CudaDiag { d, .. } => d.inverse().len(),
@@ -203,13 +208,28 @@ impl Storage {
     }
 
     fn not_on_host(&self, what: &'static str) -> LinalgError {
-        LinalgError::NotOnHost {
-            what,
-            device: self.device().name(),
+        match self.precision() {
+            Precision::Single => LinalgError::PrecisionUnsupported {
+                what,
+                precision: Precision::Single.name(),
+            },
+            Precision::Double => LinalgError::NotOnHost {
+                what,
+                device: self.device().name(),
+            },
         }
     }
 
-    /// The values in host memory; `NotOnHost` for values elsewhere.
+    /// The stored precision of the values.
+    pub(crate) fn precision(&self) -> Precision {
+        match self {
+            Storage::Host32(_) => Precision::Single,
+            _ => Precision::Double,
+        }
+    }
+
+    /// The fp64 values in host memory; `NotOnHost` for values elsewhere, `PrecisionUnsupported`
+    /// for fp32 values.
     pub(crate) fn host(&self) -> Result<&[f64], LinalgError> {
         match self {
             Storage::Host(v) => Ok(v),
@@ -225,10 +245,11 @@ impl Storage {
         }
     }
 
-    /// A host copy of the values (a download for device storage).
+    /// A host copy of the values in fp64 (a download for device storage, widened from fp32).
     pub(crate) fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
         match self {
             Storage::Host(v) => Ok(v.clone()),
+            Storage::Host32(v) => Ok(widen(v)),
             Storage::Cuda { ctx, buf } => ctx.download(buf),
             Storage::CudaBsr { ctx, m } => ctx.download(m.values()),
             Storage::CudaDiag { ctx, d, .. } => ctx.download(d.inverse()),

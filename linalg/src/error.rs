@@ -174,6 +174,13 @@ pub enum LinalgError {
     /// The operation has no kernel on the operands' device yet (the host has every one).
     #[error("{what} is not available on {device} (run it on the host)")]
     Unsupported { what: &'static str, device: String },
+    /// The operation has no kernel for operands stored in this precision (`precision`: `single`
+    /// or `double`, see [`crate::Precision`]).
+    #[error("{what} does not take {precision}-precision values")]
+    PrecisionUnsupported {
+        what: &'static str,
+        precision: &'static str,
+    },
     /// A CUDA driver call failed (`op` names the call or kernel, `message` the driver's error).
     #[error("CUDA {op} failed: {message}")]
     Cuda { op: String, message: String },

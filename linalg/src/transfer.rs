@@ -29,6 +29,9 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
         (Storage::Host(pv), Storage::Host(x), Storage::Host(y)) => {
             host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
         }
+        (Storage::Host32(pv), Storage::Host(x), Storage::Host(y)) => {
+            host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
+        }
         (
             Storage::CudaBsr { ctx, m },
             Storage::Cuda { buf: x, .. },

@@ -332,6 +332,11 @@ impl Hierarchy {
         self.levels.get(l).and_then(|lev| lev.near_null.as_ref())
     }
 
+    /// Smoother of level `l` (absent on the coarsest).
+    pub fn smoother(&self, l: usize) -> Option<&Smoother> {
+        self.levels.get(l).and_then(|lev| lev.smoother.as_ref())
+    }
+
     /// Aggregates of level `l` (absent on the coarsest).
     pub fn aggregates(&self, l: usize) -> Option<&Aggregates> {
         self.transfers.get(l).map(|t| &t.aggregates)

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::estimate_emax;
-use crate::params::{AmgParams, Reuse, Storage};
+use crate::params::{AmgParams, Precision, Reuse, Storage};
 use crate::prolongator::smooth_prolongator;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
 use crate::smoother::Smoother;
@@ -211,12 +211,17 @@ impl Hierarchy {
                 near_null: Some(next.near_null),
             });
         }
-        let t = Instant::now();
-        let coarse = factor_coarse(levels[levels.len() - 1].a.as_ref().unwrap_or(a))?;
-        tm.coarse_factor_s = secs(t);
         if params.storage == Storage::Scalar {
             Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
         }
+        if params.precision != Precision::Double {
+            let t = Instant::now();
+            Self::store_coarse_values(params.precision, &mut levels, &mut transfers)?;
+            tm.expansion_s += secs(t);
+        }
+        let t = Instant::now();
+        let coarse = factor_coarse(levels[levels.len() - 1].a.as_ref().unwrap_or(a))?;
+        tm.coarse_factor_s = secs(t);
         tm.total_s = secs(t_total);
         if params.reuse == Reuse::None {
             levels[0].near_null = Some(near_null.into_owned());
@@ -259,6 +264,29 @@ impl Hierarchy {
             tr.plan_galerkin(lev.a.as_ref().unwrap_or(a))?;
         }
         tm.galerkin_symbolic_s += secs(t);
+        Ok(())
+    }
+
+    /// [`Precision::Mixed`]: stores every prolongator, every operator below the finest and every
+    /// smoother's inverses in fp32, one matrix at a time (each fp64 original is dropped as soon
+    /// as its fp32 form exists). Later hot updates write these fp32 forms in place.
+    fn store_coarse_values(
+        precision: Precision,
+        levels: &mut [Level],
+        transfers: &mut [Transfer],
+    ) -> Result<(), AmgError> {
+        let values = precision.coarse_values();
+        for (l, lev) in levels.iter_mut().enumerate() {
+            if let (true, Some(a)) = (l > 0, lev.a.as_mut()) {
+                *a = a.to_precision(values)?;
+            }
+            if let Some(s) = lev.smoother.as_mut() {
+                s.pbj.set_precision(values)?;
+            }
+        }
+        for tr in transfers {
+            tr.p = tr.p.to_precision(values)?;
+        }
         Ok(())
     }
 

@@ -159,11 +159,12 @@ impl Hierarchy {
             if !BlockPattern::same(&tr.galerkin_a_pattern, a_l.pattern()) {
                 tr.plan_galerkin(a_l)?;
                 if let Some(next_a) = next.a.as_mut() {
-                    *next_a = Bsr::zeros_on(
+                    *next_a = Bsr::zeros_in(
                         &a_l.device(),
                         tr.galerkin.pattern().clone(),
                         next_a.block_rows(),
                         next_a.block_cols(),
+                        next_a.precision(),
                     )?;
                 }
                 plans_rebuilt += 1;

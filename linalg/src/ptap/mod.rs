@@ -24,6 +24,7 @@ mod tests;
 mod workspace;
 mod wrow;
 
+use std::borrow::Cow;
 use std::mem::size_of_val;
 use std::sync::Arc;
 
@@ -266,35 +267,35 @@ pub fn ptap_numeric(
     check_same_device("ptap_numeric: A", &device, &a.device())?;
     check_same_device("ptap_numeric: P", &device, &p.device())?;
 
-    match (a.storage(), p.storage(), ac.storage_mut()) {
-        (Storage::Host(a_values), Storage::Host(p_values), Storage::Host(out)) => {
-            let ops = Operands {
+    let on_host = |s: &Storage| matches!(s, Storage::Host(_) | Storage::Host32(_));
+    if on_host(a.storage()) && on_host(p.storage()) && on_host(ac.storage()) {
+        // fp32 operands are widened for the product (transient copies) and the result is
+        // rounded into fp32 storage: the host kernels compute in fp64 only.
+        let a_values = host_f64(a.storage());
+        let p_values = host_f64(p.storage());
+        let host = HostProduct {
+            plan,
+            ops: Operands {
                 a: a.pattern(),
-                a_values,
+                a_values: &a_values,
                 p: p.pattern(),
-                p_values,
-            };
-            match &plan.strategy {
-                Strategy::Fused(fused) => {
-                    let args = FusedArgs {
-                        plan: fused,
-                        ops,
-                        ac: &plan.pattern,
-                    };
-                    dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, ws, out));
-                }
-                Strategy::Streamed { rows_per_batch } => {
-                    let args = StreamedArgs {
-                        ops,
-                        pt: &plan.pt,
-                        pt_slots: &plan.pt_slots,
-                        ac: &plan.pattern,
-                        rows_per_batch: *rows_per_batch,
-                    };
-                    dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, ws, out));
-                }
+                p_values: &p_values,
+            },
+            b,
+            c,
+        };
+        match ac.storage_mut() {
+            Storage::Host(out) => host.run(ws, out),
+            Storage::Host32(out32) => {
+                let mut out = vec![0.0; out32.len()];
+                host.run(ws, &mut out);
+                out32.iter_mut().zip(&out).for_each(|(d, &v)| *d = v as f32);
             }
+            _ => return Err(unsupported("ptap_numeric", &device)),
         }
+        return Ok(());
+    }
+    match (a.storage(), p.storage(), ac.storage_mut()) {
         (
             Storage::CudaBsr { m: am, .. },
             Storage::CudaBsr { m: pm, .. },
@@ -303,6 +304,49 @@ pub fn ptap_numeric(
         _ => return Err(unsupported("ptap_numeric", &device)),
     }
     Ok(())
+}
+
+/// Host values in fp64 (borrowed, or widened from fp32); empty for device storage.
+fn host_f64(s: &Storage) -> Cow<'_, [f64]> {
+    match s {
+        Storage::Host(v) => Cow::Borrowed(v),
+        Storage::Host32(v) => Cow::Owned(crate::precision::widen(v)),
+        _ => Cow::Borrowed(&[]),
+    }
+}
+
+/// The host numeric product of a plan on fp64 operands.
+struct HostProduct<'a> {
+    plan: &'a PtapPlan,
+    ops: Operands<'a>,
+    b: usize,
+    c: usize,
+}
+
+impl HostProduct<'_> {
+    fn run(self, ws: &mut PtapWorkspace, out: &mut [f64]) {
+        let (plan, ops, b, c) = (self.plan, self.ops, self.b, self.c);
+        match &plan.strategy {
+            Strategy::Fused(fused) => {
+                let args = FusedArgs {
+                    plan: fused,
+                    ops,
+                    ac: &plan.pattern,
+                };
+                dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, ws, out));
+            }
+            Strategy::Streamed { rows_per_batch } => {
+                let args = StreamedArgs {
+                    ops,
+                    pt: &plan.pt,
+                    pt_slots: &plan.pt_slots,
+                    ac: &plan.pattern,
+                    rows_per_batch: *rows_per_batch,
+                };
+                dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, ws, out));
+            }
+        }
+    }
 }
 
 /// `P^T A P` as a new matrix.

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use crate::dense::{invert_in_place, ZeroPivot};
+use crate::precision::Value;
 use crate::BlockPattern;
 
 /// Block rows per parallel task of the apply kernels.
@@ -11,10 +12,20 @@ const ROWS_PER_TASK: usize = 1024;
 const STACK_PIVOTS: usize = 16;
 
 /// Copies the diagonal blocks (slots `positions`, `bl` values each) of `values` into `out`.
-pub(crate) fn gather_blocks(positions: &[usize], bl: usize, values: &[f64], out: &mut [f64]) {
+/// (`f32` values are widened).
+pub(crate) fn gather_blocks<T: Value>(
+    positions: &[usize],
+    bl: usize,
+    values: &[T],
+    out: &mut [f64],
+) {
     out.par_chunks_mut(bl)
         .zip(positions.par_iter())
-        .for_each(|(o, &k)| o.copy_from_slice(&values[k * bl..(k + 1) * bl]));
+        .for_each(|(o, &k)| {
+            for (o, v) in o.iter_mut().zip(&values[k * bl..(k + 1) * bl]) {
+                *o = v.to_f64();
+            }
+        });
 }
 
 /// The `bs x bs` diagonal node blocks of a scalar (1x1-block) matrix, into `out` (zeroed first);
@@ -64,19 +75,20 @@ pub(crate) fn invert_blocks(bs: usize, values: &mut [f64]) -> Option<(usize, Zer
         .min_by_key(|(block, _)| *block)
 }
 
-/// `x_i = omega D_i r_i + beta x_i` for every block `i` (with `beta == 0` the old `x` is not read).
-pub(crate) fn apply(bs: usize, d: &[f64], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
+/// `x_i = omega D_i r_i + beta x_i` for every block `i` (with `beta == 0` the old `x` is not read);
+/// `f32` blocks are widened on load.
+pub(crate) fn apply<T: Value>(bs: usize, d: &[T], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
     match bs {
-        1 => apply_fixed::<1>(d, omega, r, beta, x),
-        2 => apply_fixed::<2>(d, omega, r, beta, x),
-        3 => apply_fixed::<3>(d, omega, r, beta, x),
-        6 => apply_fixed::<6>(d, omega, r, beta, x),
+        1 => apply_fixed::<T, 1>(d, omega, r, beta, x),
+        2 => apply_fixed::<T, 2>(d, omega, r, beta, x),
+        3 => apply_fixed::<T, 3>(d, omega, r, beta, x),
+        6 => apply_fixed::<T, 6>(d, omega, r, beta, x),
         bs => apply_dyn(bs, d, omega, r, beta, x),
     }
 }
 
 /// [`apply`] for `B x B` blocks, monomorphised.
-fn apply_fixed<const B: usize>(d: &[f64], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
+fn apply_fixed<T: Value, const B: usize>(d: &[T], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
     x.par_chunks_mut(ROWS_PER_TASK * B)
         .zip(r.par_chunks(ROWS_PER_TASK * B))
         .zip(d.par_chunks(ROWS_PER_TASK * B * B))
@@ -89,7 +101,7 @@ fn apply_fixed<const B: usize>(d: &[f64], omega: f64, r: &[f64], beta: f64, x: &
                 for i in 0..B {
                     let mut s = 0.0;
                     for j in 0..B {
-                        s += db[i * B + j] * rb[j];
+                        s += db[i * B + j].to_f64() * rb[j];
                     }
                     xb[i] = if beta == 0.0 {
                         omega * s
@@ -102,7 +114,7 @@ fn apply_fixed<const B: usize>(d: &[f64], omega: f64, r: &[f64], beta: f64, x: &
 }
 
 /// [`apply`] for a block size known only at run time.
-fn apply_dyn(bs: usize, d: &[f64], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
+fn apply_dyn<T: Value>(bs: usize, d: &[T], omega: f64, r: &[f64], beta: f64, x: &mut [f64]) {
     x.par_chunks_mut(ROWS_PER_TASK * bs)
         .zip(r.par_chunks(ROWS_PER_TASK * bs))
         .zip(d.par_chunks(ROWS_PER_TASK * bs * bs))
@@ -116,7 +128,7 @@ fn apply_dyn(bs: usize, d: &[f64], omega: f64, r: &[f64], beta: f64, x: &mut [f6
                     let s: f64 = db[i * bs..(i + 1) * bs]
                         .iter()
                         .zip(rb)
-                        .map(|(a, b)| a * b)
+                        .map(|(a, b)| a.to_f64() * b)
                         .sum();
                     xb[i] = if beta == 0.0 {
                         omega * s

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::dispatch_rc;
+use crate::precision::Value;
 use crate::BlockPattern;
 
 /// Block rows per SpMV task (fixed, so the work split never depends on the thread count).
@@ -10,13 +10,14 @@ const SPMV_ROWS_PER_TASK: usize = 256;
 
 /// `y = alpha A x + beta y` for `A` on `pattern` with `br x bc` blocks `values`; `beta: None`
 /// overwrites `y` without reading it. Each row sums its blocks in slot order, so the result does
-/// not depend on the thread count.
+/// not depend on the thread count. Values of type `T` (`f64`, or `f32` widened on load) are
+/// accumulated in `f64`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn spmv(
+pub(crate) fn spmv<T: Value>(
     pattern: &BlockPattern,
     br: usize,
     bc: usize,
-    values: &[f64],
+    values: &[T],
     alpha: f64,
     x: &[f64],
     beta: Option<f64>,
@@ -35,16 +36,24 @@ pub(crate) fn spmv(
                 alpha,
                 beta,
             };
-            dispatch_rc!((br, bc), spmv_rows, spmv_rows_dyn, (&args, yc));
+            match (br, bc) {
+                (1, 1) => spmv_rows::<T, 1, 1>(&args, yc),
+                (2, 2) => spmv_rows::<T, 2, 2>(&args, yc),
+                (3, 3) => spmv_rows::<T, 3, 3>(&args, yc),
+                (3, 6) => spmv_rows::<T, 3, 6>(&args, yc),
+                (6, 3) => spmv_rows::<T, 6, 3>(&args, yc),
+                (6, 6) => spmv_rows::<T, 6, 6>(&args, yc),
+                (r, c) => spmv_rows_dyn(r, c, &args, yc),
+            }
         });
 }
 
 /// The matrix and scalars one SpMV task reads. `row_ptr` covers the task's rows only
 /// (`rows + 1` entries, absolute offsets); `col_idx`, `values` and `x` are whole.
-struct SpmvArgs<'a> {
+struct SpmvArgs<'a, T> {
     row_ptr: &'a [usize],
     col_idx: &'a [u32],
-    values: &'a [f64],
+    values: &'a [T],
     x: &'a [f64],
     alpha: f64,
     /// `None` overwrites `y` without reading it.
@@ -53,7 +62,7 @@ struct SpmvArgs<'a> {
 
 /// Const-size kernel: `y` holds the task's `R * rows` entries.
 #[inline(never)]
-fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mut [f64]) {
+fn spmv_rows<T: Value, const R: usize, const C: usize>(a: &SpmvArgs<'_, T>, y: &mut [f64]) {
     for (yi, w) in y.chunks_exact_mut(R).zip(a.row_ptr.windows(2)) {
         let (start, end) = (w[0], w[1]);
         let cols = &a.col_idx[start..end];
@@ -65,9 +74,9 @@ fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mut [f64]) {
             for r in 0..R {
                 // Row-of-block partial first, then one add into the running sum: keeps the
                 // dependency chain across blocks short.
-                let mut t = blk[r * C] * xj[0];
+                let mut t = blk[r * C].to_f64() * xj[0];
                 for c in 1..C {
-                    t += blk[r * C + c] * xj[c];
+                    t += blk[r * C + c].to_f64() * xj[c];
                 }
                 acc[r] += t;
             }
@@ -88,7 +97,7 @@ fn spmv_rows<const R: usize, const C: usize>(a: &SpmvArgs<'_>, y: &mut [f64]) {
 }
 
 /// Runtime-size fallback with the same summation order as [`spmv_rows`].
-fn spmv_rows_dyn(br: usize, bc: usize, a: &SpmvArgs<'_>, y: &mut [f64]) {
+fn spmv_rows_dyn<T: Value>(br: usize, bc: usize, a: &SpmvArgs<'_, T>, y: &mut [f64]) {
     let bl = br * bc;
     let mut acc = vec![0.0f64; br];
     for (yi, w) in y.chunks_exact_mut(br).zip(a.row_ptr.windows(2)) {
@@ -101,9 +110,9 @@ fn spmv_rows_dyn(br: usize, bc: usize, a: &SpmvArgs<'_>, y: &mut [f64]) {
             let j = j as usize * bc;
             let xj = &a.x[j..j + bc];
             for (accr, brow) in acc.iter_mut().zip(blk.chunks_exact(bc)) {
-                let mut t = brow[0] * xj[0];
+                let mut t = brow[0].to_f64() * xj[0];
                 for c in 1..bc {
-                    t += brow[c] * xj[c];
+                    t += brow[c].to_f64() * xj[c];
                 }
                 *accr += t;
             }

@@ -3,6 +3,7 @@
 
 use rayon::prelude::*;
 
+use crate::precision::Value;
 use crate::rows::split_rows;
 use crate::BlockPattern;
 
@@ -14,13 +15,14 @@ const SMOOTH_ROWS_PER_TASK: usize = 64;
 /// `y = P^T x` with `P` (`br x bc` blocks, values `p`) read through `pt` (pattern of `P^T`: per
 /// coarse row, the fine rows with a block in that column, ascending) and `pt_slots` (per block of
 /// `pt`, the slot of `P` storing it). Parallel over fixed chunks of coarse rows; every entry sums
-/// in fine-row order, the order `Bsr::spmv` of the explicit transpose uses.
-pub(crate) fn restrict(
+/// in fine-row order, the order `Bsr::spmv` of the explicit transpose uses. `f32` values are
+/// widened on load.
+pub(crate) fn restrict<T: Value>(
     pt: &BlockPattern,
     pt_slots: &[u32],
     br: usize,
     bc: usize,
-    p: &[f64],
+    p: &[T],
     x: &[f64],
     y: &mut [f64],
 ) {
@@ -37,11 +39,11 @@ pub(crate) fn restrict(
                 x,
             };
             match (br, bc) {
-                (1, 1) => restrict_rows::<1, 1>(&args, yc),
-                (3, 6) => restrict_rows::<3, 6>(&args, yc),
-                (6, 6) => restrict_rows::<6, 6>(&args, yc),
-                (2, 3) => restrict_rows::<2, 3>(&args, yc),
-                (3, 3) => restrict_rows::<3, 3>(&args, yc),
+                (1, 1) => restrict_rows::<T, 1, 1>(&args, yc),
+                (3, 6) => restrict_rows::<T, 3, 6>(&args, yc),
+                (6, 6) => restrict_rows::<T, 6, 6>(&args, yc),
+                (2, 3) => restrict_rows::<T, 2, 3>(&args, yc),
+                (3, 3) => restrict_rows::<T, 3, 3>(&args, yc),
                 _ => restrict_rows_dyn(br, bc, &args, yc),
             }
         });
@@ -49,16 +51,16 @@ pub(crate) fn restrict(
 
 /// The data one restriction task reads: the task's rows of `P^T` (absolute offsets), whole slot
 /// map, values, `x`.
-struct RestrictArgs<'a> {
+struct RestrictArgs<'a, T> {
     row_ptr: &'a [usize],
     fine_row: &'a [u32],
     slot: &'a [u32],
-    p: &'a [f64],
+    p: &'a [T],
     x: &'a [f64],
 }
 
 /// `R x C` blocks of `P`: `y` holds `C` entries per coarse row of the task.
-fn restrict_rows<const R: usize, const C: usize>(a: &RestrictArgs<'_>, y: &mut [f64]) {
+fn restrict_rows<T: Value, const R: usize, const C: usize>(a: &RestrictArgs<'_, T>, y: &mut [f64]) {
     for (yi, w) in y.chunks_exact_mut(C).zip(a.row_ptr.windows(2)) {
         let mut acc = [0.0f64; C];
         for k in w[0]..w[1] {
@@ -68,9 +70,9 @@ fn restrict_rows<const R: usize, const C: usize>(a: &RestrictArgs<'_>, y: &mut [
             let blk = &a.p[s * R * C..(s + 1) * R * C];
             for c in 0..C {
                 // Row c of the transposed block, in the order `Bsr::spmv` sums a row.
-                let mut t = blk[c] * xi[0];
+                let mut t = blk[c].to_f64() * xi[0];
                 for r in 1..R {
-                    t += blk[r * C + c] * xi[r];
+                    t += blk[r * C + c].to_f64() * xi[r];
                 }
                 acc[c] += t;
             }
@@ -80,7 +82,7 @@ fn restrict_rows<const R: usize, const C: usize>(a: &RestrictArgs<'_>, y: &mut [
 }
 
 /// [`restrict_rows`] for block sizes known only at run time.
-fn restrict_rows_dyn(br: usize, bc: usize, a: &RestrictArgs<'_>, y: &mut [f64]) {
+fn restrict_rows_dyn<T: Value>(br: usize, bc: usize, a: &RestrictArgs<'_, T>, y: &mut [f64]) {
     let bl = br * bc;
     for (yi, w) in y.chunks_exact_mut(bc).zip(a.row_ptr.windows(2)) {
         yi.fill(0.0);
@@ -90,9 +92,9 @@ fn restrict_rows_dyn(br: usize, bc: usize, a: &RestrictArgs<'_>, y: &mut [f64]) 
             let xi = &a.x[i..i + br];
             let blk = &a.p[s * bl..(s + 1) * bl];
             for (c, yc) in yi.iter_mut().enumerate() {
-                let mut t = blk[c] * xi[0];
+                let mut t = blk[c].to_f64() * xi[0];
                 for r in 1..br {
-                    t += blk[r * bc + c] * xi[r];
+                    t += blk[r * bc + c].to_f64() * xi[r];
                 }
                 *yc += t;
             }
