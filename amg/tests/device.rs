@@ -5,7 +5,7 @@
 
 mod common;
 
-use amg::{cg, AmgParams, CgParams, Hierarchy};
+use amg::{cg, AmgParams, CgParams, Hierarchy, Precision};
 use common::elasticity;
 use linalg::{ops, Device, Vector};
 use std::sync::OnceLock;
@@ -149,13 +149,24 @@ fn hot_update_and_solve_move_under_4_kib() {
     let Some(dev) = gpu("hot_update_and_solve_move_under_4_kib") else {
         return;
     };
-    let params = AmgParams::default();
+    // in mixed precision too: the fp32 coarse data is written in place on the device
+    for precision in [Precision::Double, Precision::Mixed] {
+        let params = AmgParams {
+            precision,
+            ..Default::default()
+        };
+        moves_under_4_kib(&dev, &params);
+    }
+}
+
+fn moves_under_4_kib(dev: &Device, params: &AmgParams) {
+    let dev = dev.clone();
     let p = elasticity(17, 1e-3);
     let q = elasticity(17, 0.1);
     let mut a = p.a.to_device(&dev).unwrap();
     let b = p.b.to_device(&dev).unwrap();
     let mut x = Vector::zeros_on(&dev, a.n_rows()).unwrap();
-    let mut h = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+    let mut h = Hierarchy::setup_external(&a, &p.near_null, params).unwrap();
     let first = cg(&a, &b, &mut x, &h.with_operator(&a).unwrap(), &cg_params()).unwrap();
     assert!(first.converged);
     // the new tangent's values come from the host (issue 8 assembles on the device)
@@ -170,7 +181,8 @@ fn hot_update_and_solve_move_under_4_kib() {
     let moved = (after.host_to_device - before.host_to_device)
         + (after.device_to_host - before.device_to_host);
     eprintln!(
-        "hot update: {} B up, {} B down; update + solve ({} iterations): {moved} B",
+        "{}: hot update: {} B up, {} B down; update + solve ({} iterations): {moved} B",
+        params.precision.name(),
         report.transfers.host_to_device_bytes,
         report.transfers.device_to_host_bytes,
         out.iterations
@@ -274,6 +286,81 @@ fn device_mis_and_aggregates_equal_the_host_ones() {
             }
             // and the hierarchy built on the device aggregated the same way
             assert_eq!(hd.aggregates(l), h.aggregates(l), "m = {m}, level {l}");
+        }
+    }
+}
+
+#[test]
+fn mixed_device_hierarchy_equals_the_mixed_host_one() {
+    let Some(dev) = gpu("mixed_device_hierarchy_equals_the_mixed_host_one") else {
+        return;
+    };
+    let params = AmgParams {
+        precision: Precision::Mixed,
+        ..Default::default()
+    };
+    let single = linalg::Precision::Single;
+    for m in [9, 17, 25, 33] {
+        let p = elasticity(m, 1e-3);
+        let q = elasticity(m, 0.1);
+        let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let mut a = p.a.to_device(&dev).unwrap();
+        let b = p.b.to_device(&dev).unwrap();
+        let mut hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        assert_eq!(hd.n_levels(), h.n_levels(), "m = {m}: levels");
+        for round in 0..2 {
+            // the fp32 data is the stored form on the device too
+            for l in 0..hd.n_levels() - 1 {
+                assert_eq!(hd.prolongator(l).unwrap().precision(), single);
+                assert_eq!(hd.operator(l + 1).unwrap().precision(), single);
+                let inv = hd.smoother(l).unwrap().pbj.inverse();
+                assert_eq!(inv.precision(), single);
+                assert!(inv.device().same_as(&dev));
+            }
+            let op = if round == 0 { &p.a } else { &q.a };
+            let mut x = Vector::zeros(op.n_rows());
+            let host = cg(
+                op,
+                &p.b,
+                &mut x,
+                &h.with_operator(op).unwrap(),
+                &cg_params(),
+            )
+            .unwrap();
+            let mut xd = Vector::zeros_on(&dev, a.n_rows()).unwrap();
+            let device = cg(
+                &a,
+                &b,
+                &mut xd,
+                &hd.with_operator(&a).unwrap(),
+                &cg_params(),
+            )
+            .unwrap();
+            assert!(host.converged && device.converged, "m = {m}");
+            assert_eq!(
+                device.iterations, host.iterations,
+                "m = {m} round {round}: iterations"
+            );
+            let diff = rel_diff(&xd.to_host_vec().unwrap(), x.host().unwrap());
+            assert!(
+                diff <= 1e-6,
+                "m = {m} round {round}: solutions differ by {diff:e}"
+            );
+            for l in 1..h.n_levels() {
+                let (ah, ad) = (h.operator(l).unwrap(), hd.operator(l).unwrap());
+                let diff = rel_diff(&ad.to_host_vec().unwrap(), &ah.to_host_vec().unwrap());
+                assert!(diff <= 1e-6, "m = {m} round {round}, level {l}: {diff:e}");
+            }
+            eprintln!(
+                "mixed m = {m} round {round}: {} levels, {} CG iterations on host and device, \
+                 solutions differ by {diff:.2e}",
+                h.n_levels(),
+                host.iterations
+            );
+            // hot update (reuse: interpolation) to a stiffer inclusion
+            h.update(&q.a).unwrap();
+            a.upload_values_from(&q.a).unwrap();
+            hd.update(&a).unwrap();
         }
     }
 }

@@ -3,6 +3,25 @@
 // Every register array is indexed with compile-time constants only (loops fully unrolled;
 // run-time pivot rows are selected with predicates), so nothing spills to local memory.
 
+// Operator values are `aval` (float with A_F32 1), inverses `dval` (float with D_F32 1): loaded
+// widened to double; the inversion and every sum run in double, an fp32 inverse is rounded once
+// when stored.
+#ifndef A_F32
+#define A_F32 0
+#endif
+#if A_F32
+typedef float aval;
+#else
+typedef double aval;
+#endif
+#ifndef D_F32
+#define D_F32 0
+#endif
+#if D_F32
+typedef float dval;
+#else
+typedef double dval;
+#endif
 #define BL (BS * BS)
 
 // Inverts the diagonal block of block row b (slot diag_slot[b] of a_vals) into inv[b] by
@@ -10,17 +29,17 @@
 // failing (block, column) is kept in *fail as block * 64 + column (atomicMin on an index;
 // values are never combined across threads).
 extern "C" __global__ void block_invert(const u32 n_blocks, const u32* __restrict__ diag_slot,
-                                        const double* __restrict__ a_vals,
-                                        double* __restrict__ inv, const double rtol,
+                                        const aval* __restrict__ a_vals,
+                                        dval* __restrict__ inv, const double rtol,
                                         u64* __restrict__ fail) {
     const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= n_blocks) return;
-    const double* __restrict__ src = a_vals + (size_t)__ldg(diag_slot + b) * BL;
+    const aval* __restrict__ src = a_vals + (size_t)__ldg(diag_slot + b) * BL;
     double a[BL];
     double scale = 0.0;
 #pragma unroll
     for (int k = 0; k < BL; ++k) {
-        a[k] = src[k];
+        a[k] = (double)src[k];
         scale = fmax(scale, fabs(a[k]));
     }
     const double tol = rtol * scale;
@@ -84,26 +103,26 @@ extern "C" __global__ void block_invert(const u32 n_blocks, const u32* __restric
             }
         }
     }
-    double* __restrict__ dst = inv + (size_t)b * BL;
+    dval* __restrict__ dst = inv + (size_t)b * BL;
 #pragma unroll
-    for (int k = 0; k < BL; ++k) dst[k] = a[k];
+    for (int k = 0; k < BL; ++k) dst[k] = (dval)a[k];
 }
 
 // s = (D^-1 r)_i for scalar row i = b * BS + o (the host's order: s = 0 + d_o0 r_0 + ...).
-__device__ __forceinline__ double inv_row_times(const double* __restrict__ inv,
+__device__ __forceinline__ double inv_row_times(const dval* __restrict__ inv,
                                                 const double* __restrict__ r, const u32 b,
                                                 const u32 o) {
-    const double* __restrict__ d = inv + (size_t)b * BL + o * BS;
+    const dval* __restrict__ d = inv + (size_t)b * BL + o * BS;
     const double* __restrict__ rb = r + (size_t)b * BS;
     double s = 0.0;
 #pragma unroll
-    for (int j = 0; j < BS; ++j) s += __ldg(d + j) * __ldg(rb + j);
+    for (int j = 0; j < BS; ++j) s += (double)__ldg(d + j) * __ldg(rb + j);
     return s;
 }
 
 // x = omega D^-1 r + beta x, one thread per scalar row; with read_x == 0 the old x is not read.
 extern "C" __global__ void block_apply(const u32 n_blocks, const double omega,
-                                       const double* __restrict__ inv,
+                                       const dval* __restrict__ inv,
                                        const double* __restrict__ r, const double beta,
                                        double* __restrict__ x, const int read_x) {
     const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
@@ -117,7 +136,7 @@ extern "C" __global__ void block_apply(const u32 n_blocks, const double omega,
 // One Chebyshev step after r has been updated: d = a D^-1 r + b d (read_d == 0: d = a D^-1 r),
 // then x += d (x_mode 1) or x = d (x_mode 0), as the host smoother's apply_axpby and axpy.
 extern "C" __global__ void cheb_update(const u32 n_blocks, const double a,
-                                       const double* __restrict__ inv,
+                                       const dval* __restrict__ inv,
                                        const double* __restrict__ r, const double b,
                                        double* __restrict__ d, double* __restrict__ x,
                                        const int read_d, const int x_mode) {

@@ -222,3 +222,17 @@ extern "C" __global__ void dense_matvec(const u32 n, const double* __restrict__ 
     for (u32 j = 0; j < n; ++j) s += row[j] * x[j];
     y[i] = s;
 }
+
+// Stored-precision conversions (mixed-precision AMG): y = (float)x (round to nearest), and
+// y = (double)x (exact).
+extern "C" __global__ void narrow_to_f32(const u64 n, const double* __restrict__ x,
+                                         float* __restrict__ y) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = (float)x[i];
+}
+
+extern "C" __global__ void widen_to_f64(const u64 n, const float* __restrict__ x,
+                                        double* __restrict__ y) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = (double)x[i];
+}

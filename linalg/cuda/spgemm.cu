@@ -15,6 +15,34 @@
 //
 // Both take the row of every output slot (c_row) so that threads map to slots directly.
 
+// Value types (value types only; the thread mapping is the same for all): the left operand
+// (A, or P in the P^T W pass) is `lval`, the right operand (B, P or W) `rval`, the output
+// `oval`; each is float where its L_F32 / R_F32 / O_F32 is 1 (fp32 storage of mixed-precision
+// AMG), loaded widened to double; every sum is double and an fp32 output is rounded once.
+#ifndef L_F32
+#define L_F32 0
+#endif
+#if L_F32
+typedef float lval;
+#else
+typedef double lval;
+#endif
+#ifndef R_F32
+#define R_F32 0
+#endif
+#if R_F32
+typedef float rval;
+#else
+typedef double rval;
+#endif
+#ifndef O_F32
+#define O_F32 0
+#endif
+#if O_F32
+typedef float oval;
+#else
+typedef double oval;
+#endif
 #define CL (AR * BC)
 
 // Terms whose operand searches run together (set per block shape by the host, 4 by default):
@@ -59,9 +87,9 @@ __device__ __forceinline__ void find_sorted_ilp(const u32* __restrict__ a, u32 (
 extern "C" __global__ void __launch_bounds__(128)
 spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
           const u32* __restrict__ a_ptr, const u32* __restrict__ a_col,
-          const double* __restrict__ a_vals, const u32* __restrict__ b_ptr,
-          const u32* __restrict__ b_col, const double* __restrict__ b_vals,
-          double* __restrict__ c_vals) {
+          const lval* __restrict__ a_vals, const u32* __restrict__ b_ptr,
+          const u32* __restrict__ b_col, const rval* __restrict__ b_vals,
+          oval* __restrict__ c_vals) {
     const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (t >= (u64)c_nnz * AR) return;
     const u32 s = (u32)(t / AR);
@@ -91,32 +119,32 @@ spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict_
         for (int u = 0; u < ILP; ++u) {
             if (sb[u] == NOT_FOUND) continue;
             const u32 sa = base + u;
-            const double* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
-            const double* __restrict__ b = b_vals + (size_t)sb[u] * (AK * BC);
+            const lval* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
+            const rval* __restrict__ b = b_vals + (size_t)sb[u] * (AK * BC);
             double ar[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+            for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
 #pragma unroll
             for (int j = 0; j < BC; ++j) {
                 double tt = 0.0;
 #pragma unroll
-                for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
+                for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
                 acc[j] += tt;
             }
         }
     }
-    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
 #pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
 }
 
 // Here AR = BC = coarse block size, AK = fine block size; one thread per (slot, row r).
 extern "C" __global__ void __launch_bounds__(128)
 ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
        const u32* __restrict__ pt_ptr, const u32* __restrict__ pt_col,
-       const u32* __restrict__ pt_slot, const double* __restrict__ p_vals,
+       const u32* __restrict__ pt_slot, const lval* __restrict__ p_vals,
        const u32* __restrict__ w_ptr, const u32* __restrict__ w_col,
-       const double* __restrict__ w_vals, double* __restrict__ c_vals) {
+       const rval* __restrict__ w_vals, oval* __restrict__ c_vals) {
     const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (t >= (u64)c_nnz * AR) return;
     const u32 s = (u32)(t / AR);
@@ -145,23 +173,23 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
             if (sw[u] == NOT_FOUND) continue;
             const u32 q = base + u;
             // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
-            const double* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
-            const double* __restrict__ w = w_vals + (size_t)sw[u] * (AK * BC);
+            const lval* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
+            const rval* __restrict__ w = w_vals + (size_t)sw[u] * (AK * BC);
             double pr[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+            for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
 #pragma unroll
             for (int j = 0; j < BC; ++j) {
                 double tt = 0.0;
 #pragma unroll
-                for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
+                for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
                 acc[j] += tt;
             }
         }
     }
-    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
 #pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
 }
 
 // The same two products with each output slot's terms listed by the host plan (pair lists,
@@ -172,8 +200,8 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
 extern "C" __global__ void __launch_bounds__(128)
 spgemm_nn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
                 const u32* __restrict__ first, const u32* __restrict__ second,
-                const double* __restrict__ a_vals, const double* __restrict__ b_vals,
-                double* __restrict__ c_vals) {
+                const lval* __restrict__ a_vals, const rval* __restrict__ b_vals,
+                oval* __restrict__ c_vals) {
     const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (t >= (u64)c_nnz * AR) return;
     const u32 s = (u32)(t / AR);
@@ -183,29 +211,29 @@ spgemm_nn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
     for (int j = 0; j < BC; ++j) acc[j] = 0.0;
     const u32 end = __ldg(term_ptr + s + 1);
     for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
-        const double* __restrict__ a = a_vals + (size_t)__ldg(first + q) * (AR * AK) + r * AK;
-        const double* __restrict__ b = b_vals + (size_t)__ldg(second + q) * (AK * BC);
+        const lval* __restrict__ a = a_vals + (size_t)__ldg(first + q) * (AR * AK) + r * AK;
+        const rval* __restrict__ b = b_vals + (size_t)__ldg(second + q) * (AK * BC);
         double ar[AK];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+        for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
 #pragma unroll
         for (int j = 0; j < BC; ++j) {
             double tt = 0.0;
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += ar[m] * __ldg(b + m * BC + j);
+            for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
             acc[j] += tt;
         }
     }
-    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
 #pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
 }
 
 extern "C" __global__ void __launch_bounds__(128)
 ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
              const u32* __restrict__ first, const u32* __restrict__ second,
-             const double* __restrict__ p_vals, const double* __restrict__ w_vals,
-             double* __restrict__ c_vals) {
+             const lval* __restrict__ p_vals, const rval* __restrict__ w_vals,
+             oval* __restrict__ c_vals) {
     const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (t >= (u64)c_nnz * AR) return;
     const u32 s = (u32)(t / AR);
@@ -216,20 +244,20 @@ ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
     const u32 end = __ldg(term_ptr + s + 1);
     for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
         // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
-        const double* __restrict__ p = p_vals + (size_t)__ldg(first + q) * (AK * AR) + r;
-        const double* __restrict__ w = w_vals + (size_t)__ldg(second + q) * (AK * BC);
+        const lval* __restrict__ p = p_vals + (size_t)__ldg(first + q) * (AK * AR) + r;
+        const rval* __restrict__ w = w_vals + (size_t)__ldg(second + q) * (AK * BC);
         double pr[AK];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+        for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
 #pragma unroll
         for (int j = 0; j < BC; ++j) {
             double tt = 0.0;
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += pr[m] * __ldg(w + m * BC + j);
+            for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
             acc[j] += tt;
         }
     }
-    double* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
+    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
 #pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = acc[j];
+    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
 }

@@ -11,6 +11,9 @@
 //                map's positions q with source slot slots[q]; blk[o][i] = A_blk[i][o].
 //   SLOTS 1: entry q reads block slots[q] (else block q).
 //
+// Matrix values are `mval`: double, or float with VAL_F32 1 (fp32 storage), loaded widened to
+// double; x, y and every sum are double.
+//
 // bsr_spmv_flat: GROUP lanes per block row stride over the row's values (fully coalesced)
 // and reduce with shuffles: same value to rounding, not bit-identical. Kept for comparison.
 
@@ -19,6 +22,14 @@
 #endif
 #ifndef SLOTS
 #define SLOTS 0
+#endif
+#ifndef VAL_F32
+#define VAL_F32 0
+#endif
+#if VAL_F32
+typedef float mval;
+#else
+typedef double mval;
 #endif
 #define BL (BR * BC)
 #if TRANSPOSE
@@ -32,7 +43,7 @@
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __restrict__ col_idx,
-             const u32* __restrict__ slots, const double* __restrict__ vals,
+             const u32* __restrict__ slots, const mval* __restrict__ vals,
              const double* __restrict__ x, double* __restrict__ y, const double alpha,
              const double beta, const int read_y) {
     __shared__ double part[WARPS][32];
@@ -55,16 +66,16 @@ bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __res
 #else
             const u32 s = q;
 #endif
-            const double* __restrict__ blk = vals + (size_t)s * BL;
+            const mval* __restrict__ blk = vals + (size_t)s * BL;
             const double* __restrict__ xb = x + (size_t)__ldg(col_idx + q) * ID;
 #if TRANSPOSE
-            t = __ldg(blk + o) * __ldg(xb);
+            t = (double)__ldg(blk + o) * __ldg(xb);
 #pragma unroll
-            for (int i = 1; i < ID; ++i) t += __ldg(blk + i * BC + o) * __ldg(xb + i);
+            for (int i = 1; i < ID; ++i) t += (double)__ldg(blk + i * BC + o) * __ldg(xb + i);
 #else
-            t = __ldg(blk + o * BC) * __ldg(xb);
+            t = (double)__ldg(blk + o * BC) * __ldg(xb);
 #pragma unroll
-            for (int i = 1; i < ID; ++i) t += __ldg(blk + o * BC + i) * __ldg(xb + i);
+            for (int i = 1; i < ID; ++i) t += (double)__ldg(blk + o * BC + i) * __ldg(xb + i);
 #endif
         }
         part[warp][lane] = t;
@@ -88,7 +99,7 @@ bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __res
 
 extern "C" __global__ void __launch_bounds__(256)
 bsr_spmv_flat(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __restrict__ col_idx,
-              const double* __restrict__ vals, const double* __restrict__ x,
+              const mval* __restrict__ vals, const double* __restrict__ x,
               double* __restrict__ y, const double alpha, const double beta, const int read_y) {
     const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 row = tid / GROUP;
@@ -100,7 +111,7 @@ bsr_spmv_flat(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __re
     if (active) {
         const u32 first = row_ptr[row];
         const u32 n_vals = (row_ptr[row + 1] - first) * BL;
-        const double* __restrict__ v = vals + (size_t)first * BL;
+        const mval* __restrict__ v = vals + (size_t)first * BL;
         const u32* __restrict__ cols = col_idx + first;
 #pragma unroll 4
         for (u32 q = lane; q < n_vals; q += GROUP) {
@@ -108,7 +119,7 @@ bsr_spmv_flat(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __re
             const u32 e = q - b * BL;
             const u32 r = e / BC;
             const u32 c = e - r * BC;
-            const double prod = __ldg(v + q) * __ldg(x + (size_t)__ldg(cols + b) * BC + c);
+            const double prod = (double)__ldg(v + q) * __ldg(x + (size_t)__ldg(cols + b) * BC + c);
 #pragma unroll
             for (int rr = 0; rr < BR; ++rr) acc[rr] += (rr == (int)r) ? prod : 0.0;
         }

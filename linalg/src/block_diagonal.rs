@@ -135,15 +135,54 @@ impl BlockDiagonal {
         bs: usize,
         precision: Precision,
     ) -> Result<Self, LinalgError> {
-        match (a.storage(), precision) {
+        let device_blocks = |ctx: &Arc<cuda::CudaContext>| {
+            if a.block_rows() != bs || a.block_cols() != bs {
+                return Err(unsupported(
+                    "point-block inverse of scalar (1x1) storage",
+                    &a.device(),
+                ));
+            }
+            Ok((ctx.clone(), a.pattern().clone()))
+        };
+        let storage = match (a.storage(), precision) {
             (Storage::Host(_) | Storage::Host32(_), _) => {
                 let mut d = Self::from_diagonal(a, bs)?;
                 d.invert()?;
-                d.to_precision(precision)
+                return d.to_precision(precision);
             }
-            (_, Precision::Double) => Self::inverse_of_diagonal(a, bs),
-            (_, Precision::Single) => Self::inverse_of_diagonal(a, bs)?.to_precision(precision),
-        }
+            (Storage::CudaBsr { .. }, Precision::Double) => {
+                return Self::inverse_of_diagonal(a, bs)
+            }
+            (Storage::CudaBsr { ctx, m }, Precision::Single) => {
+                let (ctx, source) = device_blocks(ctx)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f32>::new_of(&ctx, &source, bs)?;
+                d.invert(&ctx, m)?;
+                Storage::CudaDiag32 { ctx, d, source }
+            }
+            (Storage::CudaBsr32 { ctx, m }, Precision::Single) => {
+                let (ctx, source) = device_blocks(ctx)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f32>::new_of(&ctx, &source, bs)?;
+                d.invert(&ctx, m)?;
+                Storage::CudaDiag32 { ctx, d, source }
+            }
+            (Storage::CudaBsr32 { ctx, m }, Precision::Double) => {
+                let (ctx, source) = device_blocks(ctx)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f64>::new_of(&ctx, &source, bs)?;
+                d.invert(&ctx, m)?;
+                Storage::CudaDiag { ctx, d, source }
+            }
+            (s, _) => {
+                return Err(unsupported(
+                    "BlockDiagonal::inverse_of_diagonal",
+                    &s.device(),
+                ))
+            }
+        };
+        Ok(Self {
+            n_blocks: a.n_rows() / bs,
+            bs,
+            storage,
+        })
     }
 
     /// The stored precision of the blocks.
@@ -157,6 +196,22 @@ impl BlockDiagonal {
             (s, p) if s.precision() == p => s.try_clone()?,
             (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
             (Storage::Host32(v), Precision::Double) => Storage::Host(crate::precision::widen(v)),
+            (Storage::CudaDiag { ctx, d, source }, Precision::Single) => {
+                let inv = cuda::ops::narrow_to_f32(ctx, d.inverse())?;
+                Storage::CudaDiag32 {
+                    ctx: ctx.clone(),
+                    d: d.duplicate(ctx)?.with_inverse(inv)?,
+                    source: source.clone(),
+                }
+            }
+            (Storage::CudaDiag32 { ctx, d, source }, Precision::Double) => {
+                let inv = cuda::ops::widen_to_f64(ctx, d.inverse())?;
+                Storage::CudaDiag {
+                    ctx: ctx.clone(),
+                    d: d.duplicate(ctx)?.with_inverse(inv)?,
+                    source: source.clone(),
+                }
+            }
             (s, _) => return Err(unsupported("BlockDiagonal::to_precision", &s.device())),
         };
         Ok(Self {
@@ -172,11 +227,28 @@ impl BlockDiagonal {
     pub fn refresh_inverse(&mut self, a: &Bsr) -> Result<(), LinalgError> {
         let bs = self.bs;
         let precision = self.precision();
-        if let (Storage::CudaDiag { d, source, .. }, Some((ctx, m))) = (&mut self.storage, a.cuda())
-        {
-            if Arc::ptr_eq(source, a.pattern()) && a.block_rows() == bs && a.block_cols() == bs {
-                return d.invert(ctx, m);
+        let same = a.block_rows() == bs && a.block_cols() == bs;
+        let reuse = |source: &Arc<crate::BlockPattern>| same && Arc::ptr_eq(source, a.pattern());
+        match (&mut self.storage, a.storage()) {
+            (Storage::CudaDiag { d, source, .. }, Storage::CudaBsr { ctx, m }) if reuse(source) => {
+                return d.invert(ctx, m)
             }
+            (Storage::CudaDiag { d, source, .. }, Storage::CudaBsr32 { ctx, m })
+                if reuse(source) =>
+            {
+                return d.invert(ctx, m)
+            }
+            (Storage::CudaDiag32 { d, source, .. }, Storage::CudaBsr { ctx, m })
+                if reuse(source) =>
+            {
+                return d.invert(ctx, m)
+            }
+            (Storage::CudaDiag32 { d, source, .. }, Storage::CudaBsr32 { ctx, m })
+                if reuse(source) =>
+            {
+                return d.invert(ctx, m)
+            }
+            _ => {}
         }
         *self = Self::inverse_of_diagonal_in(a, bs, precision)?;
         Ok(())
@@ -266,6 +338,11 @@ impl BlockDiagonal {
             }
             (
                 Storage::CudaDiag { ctx, d, .. },
+                Storage::Cuda { buf: r, .. },
+                Storage::Cuda { buf: x, .. },
+            ) => d.apply(ctx, omega, r, beta, x)?,
+            (
+                Storage::CudaDiag32 { ctx, d, .. },
                 Storage::Cuda { buf: r, .. },
                 Storage::Cuda { buf: x, .. },
             ) => d.apply(ctx, omega, r, beta, x)?,

@@ -105,9 +105,12 @@ impl Bsr {
                 return Self::zeros_on(device, pattern, block_rows, block_cols)
             }
             (Device::Host, Precision::Single) => Storage::Host32(vec![0.0; n]),
-            (Device::Cuda(_), Precision::Single) => {
-                return Self::zeros_on(device, pattern, block_rows, block_cols)?
-                    .to_precision(Precision::Single)
+            (Device::Cuda(ctx), Precision::Single) => {
+                let dp = device_pattern(ctx, &pattern)?;
+                Storage::CudaBsr32 {
+                    ctx: ctx.clone(),
+                    m: cuda::DeviceBsr::<f32>::zeros_of(ctx, &dp, block_rows, block_cols)?,
+                }
             }
         };
         Ok(Self {
@@ -223,6 +226,14 @@ impl Bsr {
     pub(crate) fn cuda(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr)> {
         match &self.storage {
             Storage::CudaBsr { ctx, m } => Some((ctx, m)),
+            _ => None,
+        }
+    }
+
+    /// The fp32 device matrix and its context (crate kernels), or `None`.
+    pub(crate) fn cuda32(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr<f32>)> {
+        match &self.storage {
+            Storage::CudaBsr32 { ctx, m } => Some((ctx, m)),
             _ => None,
         }
     }
@@ -383,6 +394,14 @@ impl Bsr {
             (s, p) if s.precision() == p => s.try_clone()?,
             (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
             (Storage::Host32(v), Precision::Double) => Storage::Host(widen(v)),
+            (Storage::CudaBsr { ctx, m }, Precision::Single) => Storage::CudaBsr32 {
+                ctx: ctx.clone(),
+                m: m.with_values(cuda::ops::narrow_to_f32(ctx, m.values())?)?,
+            },
+            (Storage::CudaBsr32 { ctx, m }, Precision::Double) => Storage::CudaBsr {
+                ctx: ctx.clone(),
+                m: m.with_values(cuda::ops::widen_to_f64(ctx, m.values())?)?,
+            },
             (s, _) => return Err(unsupported("Bsr::to_precision", &s.device())),
         };
         Ok(Self {
@@ -491,6 +510,11 @@ impl Bsr {
                 Storage::Cuda { buf: x, .. },
                 Storage::Cuda { buf: y, .. },
             ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
+            (
+                Storage::CudaBsr32 { ctx, m },
+                Storage::Cuda { buf: x, .. },
+                Storage::Cuda { buf: y, .. },
+            ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
             _ => return Err(unsupported("Bsr::spmv", &device)),
         }
         Ok(())
@@ -521,6 +545,9 @@ impl Bsr {
             (Storage::Host(s), Storage::Host(d)) => host::bsr::copy(s, d),
             (Storage::Host32(s), Storage::Host32(d)) => d.copy_from_slice(s),
             (Storage::CudaBsr { m: s, .. }, Storage::CudaBsr { ctx, m: d }) => {
+                ctx.copy(s.values(), d.values_mut())?
+            }
+            (Storage::CudaBsr32 { m: s, .. }, Storage::CudaBsr32 { ctx, m: d }) => {
                 ctx.copy(s.values(), d.values_mut())?
             }
             _ => return Err(unsupported("Bsr::copy_values_from", &src.device())),

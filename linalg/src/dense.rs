@@ -136,6 +136,10 @@ impl DenseFactor {
                 found: a.n_cols(),
             });
         }
+        if a.cuda32().is_some() {
+            // fp32 storage (the coarsest level of mixed-precision AMG): the factor is fp64
+            return Self::factor(&a.to_precision(crate::Precision::Double)?);
+        }
         if let Some((ctx, m)) = a.cuda() {
             let inv = DeviceDenseInverse::factor(ctx, a.pattern(), m, PIVOT_RTOL)?;
             return Ok(Self {

@@ -142,6 +142,17 @@ pub(crate) enum Storage {
         /// Pattern of the operator whose diagonal slots `d` reads.
         source: Arc<BlockPattern>,
     },
+    /// [`Storage::CudaBsr`] with fp32 values ([`Precision::Single`]).
+    CudaBsr32 {
+        ctx: Arc<CudaContext>,
+        m: DeviceBsr<f32>,
+    },
+    /// [`Storage::CudaDiag`] with fp32 inverses ([`Precision::Single`]).
+    CudaDiag32 {
+        ctx: Arc<CudaContext>,
+        d: DeviceBlockDiagonal<f32>,
+        source: Arc<BlockPattern>,
+    },
 }
 
 impl Clone for Storage {
@@ -183,6 +194,15 @@ impl Storage {
                 d: d.duplicate(ctx)?,
                 source: source.clone(),
             },
+            Storage::CudaBsr32 { ctx, m } => Storage::CudaBsr32 {
+                ctx: ctx.clone(),
+                m: m.duplicate(ctx)?,
+            },
+            Storage::CudaDiag32 { ctx, d, source } => Storage::CudaDiag32 {
+                ctx: ctx.clone(),
+                d: d.duplicate(ctx)?,
+                source: source.clone(),
+            },
         })
     }
 
@@ -192,7 +212,9 @@ impl Storage {
             Storage::Host(_) | Storage::Host32(_) => Device::Host,
             Storage::Cuda { ctx, .. }
             | Storage::CudaBsr { ctx, .. }
-            | Storage::CudaDiag { ctx, .. } => Device::Cuda(ctx.clone()),
+            | Storage::CudaDiag { ctx, .. }
+            | Storage::CudaBsr32 { ctx, .. }
+            | Storage::CudaDiag32 { ctx, .. } => Device::Cuda(ctx.clone()),
         }
     }
 
@@ -204,16 +226,18 @@ impl Storage {
             Storage::Cuda { buf, .. } => buf.len(),
             Storage::CudaBsr { m, .. } => m.values().len(),
             Storage::CudaDiag { d, .. } => d.inverse().len(),
+            Storage::CudaBsr32 { m, .. } => m.values().len(),
+            Storage::CudaDiag32 { d, .. } => d.inverse().len(),
         }
     }
 
     fn not_on_host(&self, what: &'static str) -> LinalgError {
-        match self.precision() {
-            Precision::Single => LinalgError::PrecisionUnsupported {
+        match self {
+            Storage::Host32(_) => LinalgError::PrecisionUnsupported {
                 what,
                 precision: Precision::Single.name(),
             },
-            Precision::Double => LinalgError::NotOnHost {
+            _ => LinalgError::NotOnHost {
                 what,
                 device: self.device().name(),
             },
@@ -223,7 +247,9 @@ impl Storage {
     /// The stored precision of the values.
     pub(crate) fn precision(&self) -> Precision {
         match self {
-            Storage::Host32(_) => Precision::Single,
+            Storage::Host32(_) | Storage::CudaBsr32 { .. } | Storage::CudaDiag32 { .. } => {
+                Precision::Single
+            }
             _ => Precision::Double,
         }
     }
@@ -253,6 +279,8 @@ impl Storage {
             Storage::Cuda { ctx, buf } => ctx.download(buf),
             Storage::CudaBsr { ctx, m } => ctx.download(m.values()),
             Storage::CudaDiag { ctx, d, .. } => ctx.download(d.inverse()),
+            Storage::CudaBsr32 { ctx, m } => Ok(widen(&ctx.download(m.values())?)),
+            Storage::CudaDiag32 { ctx, d, .. } => Ok(widen(&ctx.download(d.inverse())?)),
         }
     }
 

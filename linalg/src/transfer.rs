@@ -40,6 +40,14 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
             let dplan = plan.device_plan(ctx)?;
             cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
         }
+        (
+            Storage::CudaBsr32 { ctx, m },
+            Storage::Cuda { buf: x, .. },
+            Storage::Cuda { buf: y, .. },
+        ) => {
+            let dplan = plan.device_plan(ctx)?;
+            cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
+        }
         _ => return Err(unsupported("restrict", &device)),
     }
     Ok(())

@@ -11,7 +11,7 @@ use common::{random_bsr, random_pattern, Rng};
 use linalg::dense::DenseFactor;
 use linalg::{
     ops, prolong_add, ptap_numeric, restrict, smooth_prolongator_in_place, spgemm, BlockDiagonal,
-    BlockPattern, Bsr, Device, LinalgError, PtapPlan, Vector,
+    BlockPattern, Bsr, Device, LinalgError, Precision, PtapPlan, Vector,
 };
 
 fn gpu(test: &str) -> Option<Device> {
@@ -267,4 +267,126 @@ fn amg_kernels_match_the_host() {
         DenseFactor::factor(&singular.to_device(&dev).unwrap()),
         Err(LinalgError::SingularMatrix { column: 1, .. })
     ));
+}
+
+/// fp32 storage ([`Precision::Single`]) on the device equals fp32 storage on the host: the same
+/// rounded values, SpMV, restriction, prolongation and block-Jacobi bit for bit (fp32 loads, the
+/// host's fp64 sums), the Galerkin product with fp64 or fp32 `A` to fp32 rounding.
+#[test]
+fn single_precision_kernels_equal_the_host_ones() {
+    let Some(dev) = gpu("single_precision_kernels_equal_the_host_ones") else {
+        return;
+    };
+    let single = Precision::Single;
+    let mut rng = Rng::new(77);
+    for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3), (2, 5), (1, 1)] {
+        let (nbr, nbc) = (60, 25);
+        let p = random_bsr(&mut rng, nbr, nbc, br, bc, 0.1);
+        let ph = p.to_precision(single).unwrap();
+        let pd = p.to_device(&dev).unwrap().to_precision(single).unwrap();
+        assert_eq!(pd.precision(), single);
+        assert!(pd.device().same_as(&dev));
+        assert_eq!(pd.to_host_vec().unwrap(), ph.to_host_vec().unwrap());
+        // y = 0.5 P x + 2 y, and x += P y
+        let x = Vector::from_vec(rng.vec(nbc * bc));
+        let y0 = Vector::from_vec(rng.vec(nbr * br));
+        let (mut yh, mut yd) = (y0.clone(), y0.to_device(&dev).unwrap());
+        ph.spmv_add(0.5, &x, 2.0, &mut yh).unwrap();
+        pd.spmv_add(0.5, &x.to_device(&dev).unwrap(), 2.0, &mut yd)
+            .unwrap();
+        assert_eq!(
+            yd.to_host_vec().unwrap(),
+            yh.to_host_vec().unwrap(),
+            "({br}, {bc}) spmv"
+        );
+        prolong_add(&ph, &x, &mut yh).unwrap();
+        prolong_add(&pd, &x.to_device(&dev).unwrap(), &mut yd).unwrap();
+        assert_eq!(
+            yd.to_host_vec().unwrap(),
+            yh.to_host_vec().unwrap(),
+            "({br}, {bc}) prolong"
+        );
+        // y = P^T x through a Galerkin plan
+        let a_pat = random_pattern(&mut rng, nbr, nbr, 0.05, true);
+        let plan = PtapPlan::new(&a_pat, p.pattern()).unwrap();
+        let r = Vector::from_vec(rng.vec(nbr * br));
+        let mut rh = Vector::zeros(nbc * bc);
+        let mut rd = Vector::zeros_on(&dev, nbc * bc).unwrap();
+        restrict(&plan, &ph, &r, &mut rh).unwrap();
+        restrict(&plan, &pd, &r.to_device(&dev).unwrap(), &mut rd).unwrap();
+        assert_eq!(
+            rd.to_host_vec().unwrap(),
+            rh.to_host_vec().unwrap(),
+            "({br}, {bc}) restrict"
+        );
+    }
+    for (b, c) in [(3, 6), (6, 6), (3, 3)] {
+        let n = 80;
+        let a = dominant(&mut rng, n, b);
+        let p = random_bsr(&mut rng, n, 12, b, c, 0.2);
+        let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
+        let (ph, pd) = (
+            p.to_precision(single).unwrap(),
+            p.to_device(&dev).unwrap().to_precision(single).unwrap(),
+        );
+        for a_prec in [Precision::Double, single] {
+            let ah = a.to_precision(a_prec).unwrap();
+            let ad = a.to_device(&dev).unwrap().to_precision(a_prec).unwrap();
+            let new = |d: &Device| Bsr::zeros_in(d, plan.pattern().clone(), c, c, single).unwrap();
+            let (mut ach, mut acd) = (new(&Device::Host), new(&dev));
+            ptap_numeric(&plan, &ah, &ph, &mut ach, &mut plan.workspace()).unwrap();
+            ptap_numeric(&plan, &ad, &pd, &mut acd, &mut plan.workspace()).unwrap();
+            assert_eq!(acd.precision(), single);
+            let diff = rel_diff(&acd.to_host_vec().unwrap(), &ach.to_host_vec().unwrap());
+            assert!(
+                diff <= 1e-6,
+                "({b}, {c}) A {a_prec:?}: Galerkin differs by {diff:e}"
+            );
+            // the coarsest level's dense solve takes fp32 storage (factored in fp64)
+            let fh = DenseFactor::factor(&ach).unwrap();
+            let fd = DenseFactor::factor(&acd).unwrap();
+            let rhs = Vector::from_vec(rng.vec(ach.n_rows()));
+            let (mut zh, mut zd) = (
+                Vector::zeros(ach.n_rows()),
+                Vector::zeros_on(&dev, ach.n_rows()).unwrap(),
+            );
+            fh.solve(&rhs, &mut zh).unwrap();
+            fd.solve(&rhs.to_device(&dev).unwrap(), &mut zd).unwrap();
+            let diff = rel_diff(&zd.to_host_vec().unwrap(), &zh.to_host_vec().unwrap());
+            assert!(diff <= 1e-4, "({b}, {c}): coarse solves differ by {diff:e}");
+        }
+    }
+    for bs in [1, 3, 6] {
+        let a = dominant(&mut rng, 50, bs);
+        for a_prec in [Precision::Double, single] {
+            let ah = a.to_precision(a_prec).unwrap();
+            let ad = a.to_device(&dev).unwrap().to_precision(a_prec).unwrap();
+            let dh = BlockDiagonal::inverse_of_diagonal_in(&ah, bs, single).unwrap();
+            let mut dd = BlockDiagonal::inverse_of_diagonal_in(&ad, bs, single).unwrap();
+            assert_eq!((dh.precision(), dd.precision()), (single, single));
+            assert_eq!(
+                dd.to_host_vec().unwrap(),
+                dh.to_host_vec().unwrap(),
+                "bs {bs}"
+            );
+            dd.refresh_inverse(&ad).unwrap();
+            assert_eq!(dd.precision(), single);
+            assert_eq!(
+                dd.to_host_vec().unwrap(),
+                dh.to_host_vec().unwrap(),
+                "bs {bs}"
+            );
+            let r = Vector::from_vec(rng.vec(50 * bs));
+            let x0 = Vector::from_vec(rng.vec(50 * bs));
+            let (mut xh, mut xd) = (x0.clone(), x0.to_device(&dev).unwrap());
+            dh.apply(0.7, &r, 0.3, &mut xh).unwrap();
+            dd.apply(0.7, &r.to_device(&dev).unwrap(), 0.3, &mut xd)
+                .unwrap();
+            assert_eq!(
+                xd.to_host_vec().unwrap(),
+                xh.to_host_vec().unwrap(),
+                "bs {bs} apply"
+            );
+        }
+    }
 }

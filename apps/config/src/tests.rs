@@ -651,3 +651,23 @@ fn every_input_file_loads() {
     }
     eprintln!("{} input files load", files.len());
 }
+
+#[test]
+fn amg_precision_is_double_or_mixed_and_a_bad_value_is_located_with_the_choices() {
+    let c = load_text(MINIMAL).unwrap();
+    assert_eq!(c.linear_solver.amg.precision, amg::Precision::Double);
+    let c = load_text(&format!(
+        "{MINIMAL}linear_solver: {{ method: cg_amg, amg: {{ precision: mixed }} }}\n"
+    ))
+    .unwrap();
+    assert_eq!(c.linear_solver.amg.precision, amg::Precision::Mixed);
+    let msg = error_at(
+        &format!("{MINIMAL}linear_solver: {{ method: cg_amg, amg: {{ precision: single }} }}\n"),
+        4,
+        52,
+    );
+    assert!(
+        msg.contains("precision") && msg.contains("valid choices: double, mixed"),
+        "{msg}"
+    );
+}

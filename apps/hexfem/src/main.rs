@@ -228,9 +228,20 @@ enum Bench {
         /// Where the set-up and solves run: the CPU or the first CUDA GPU.
         #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
         device: BenchDeviceArg,
+        /// Stored precision of prolongators, coarse operators and smoother inverses (`mixed`:
+        /// fp32 storage, fp64 arithmetic; the fine operator and CG stay fp64).
+        #[arg(long, value_enum, default_value_t = PrecisionArg::Double)]
+        precision: PrecisionArg,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--precision` of `bench gamg` (the AMG option `precision`).
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PrecisionArg {
+    Double,
+    Mixed,
 }
 
 /// `--device` of `bench gamg` and `bench spmv`.
@@ -391,6 +402,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     solves,
                     scalar,
                     device,
+                    precision,
                     json,
                 },
         } => {
@@ -399,7 +411,13 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 order,
                 solves,
                 scalar,
-                amg: amg::AmgParams::default(),
+                amg: amg::AmgParams {
+                    precision: match precision {
+                        PrecisionArg::Double => amg::Precision::Double,
+                        PrecisionArg::Mixed => amg::Precision::Mixed,
+                    },
+                    ..amg::AmgParams::default()
+                },
                 device: match device {
                     BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
                     BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,

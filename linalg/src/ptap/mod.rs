@@ -295,13 +295,24 @@ pub fn ptap_numeric(
         }
         return Ok(());
     }
+    use Storage::{CudaBsr as D64, CudaBsr32 as D32};
     match (a.storage(), p.storage(), ac.storage_mut()) {
-        (
-            Storage::CudaBsr { m: am, .. },
-            Storage::CudaBsr { m: pm, .. },
-            Storage::CudaBsr { ctx, m: out },
-        ) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
-        _ => return Err(unsupported("ptap_numeric", &device)),
+        (D64 { m: am, .. }, D64 { m: pm, .. }, D64 { ctx, m: out }) => {
+            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
+        }
+        // mixed precision: fp64 fine or fp32 coarse A, fp32 P and A_c
+        (D64 { m: am, .. }, D32 { m: pm, .. }, D32 { ctx, m: out }) => {
+            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
+        }
+        (D32 { m: am, .. }, D32 { m: pm, .. }, D32 { ctx, m: out }) => {
+            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
+        }
+        _ => {
+            return Err(LinalgError::PrecisionUnsupported {
+                what: "ptap_numeric on the device (A fp64 or fp32, P and A_c of one precision)",
+                precision: ac.precision().name(),
+            })
+        }
     }
     Ok(())
 }

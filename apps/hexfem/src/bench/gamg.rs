@@ -103,6 +103,9 @@ pub struct GamgBenchResult {
     pub unknowns: usize,
     /// Operators stored as 1x1 blocks (`--scalar`).
     pub scalar: bool,
+    /// `double` or `mixed` (`--precision`: fp32 prolongators, coarse operators and smoother
+    /// inverses).
+    pub precision: &'static str,
     pub levels: usize,
     pub rows_per_level: Vec<usize>,
     pub block_size_per_level: Vec<usize>,
@@ -325,6 +328,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         order: bench.order,
         unknowns: b.len(),
         scalar: bench.scalar,
+        precision: bench.amg.precision.name(),
         levels: report.levels.len(),
         rows_per_level: report.levels.iter().map(|l| l.rows).collect(),
         block_size_per_level: report.levels.iter().map(|l| l.block_size).collect(),
@@ -358,8 +362,8 @@ impl std::fmt::Display for GamgBenchResult {
         };
         writeln!(
             f,
-            "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} threads, on {}",
-            self.nodes_per_side, self.order, self.unknowns, self.threads, self.device
+            "gamg benchmark: ex56, {}^3 nodes, Q{}, {} unknowns, {storage}, {} precision, {} threads, on {}",
+            self.nodes_per_side, self.order, self.unknowns, self.precision, self.threads, self.device
         )?;
         writeln!(
             f,

@@ -267,17 +267,20 @@ impl CudaContext {
     }
 
     /// A new buffer holding a copy of `src` (device to device, not a host transfer).
-    pub fn duplicate(&self, src: &DeviceBuffer<f64>) -> Result<DeviceBuffer<f64>, LinalgError> {
-        let mut dst = self.zeros::<f64>(src.len())?;
+    pub fn duplicate<T: DeviceRepr + cu::ValidAsZeroBits>(
+        &self,
+        src: &DeviceBuffer<T>,
+    ) -> Result<DeviceBuffer<T>, LinalgError> {
+        let mut dst = self.zeros::<T>(src.len())?;
         self.copy(src, &mut dst)?;
         Ok(dst)
     }
 
     /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).
-    pub fn copy(
+    pub fn copy<T: DeviceRepr>(
         &self,
-        src: &DeviceBuffer<f64>,
-        dst: &mut DeviceBuffer<f64>,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
     ) -> Result<(), LinalgError> {
         check_len("copy", dst.len(), src.len())?;
         if !src.is_empty() {

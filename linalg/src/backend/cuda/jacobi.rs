@@ -6,7 +6,7 @@ use cudarc::driver::PushKernelArg;
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, JACOBI};
 use super::spmv::spmv;
-use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
 use crate::{BlockPattern, LinalgError};
 
 /// Relative pivot tolerance of the inversion (the host's `amg::dense::PIVOT_RTOL`).
@@ -16,19 +16,32 @@ pub const PIVOT_RTOL: f64 = 1e-13;
 ///
 /// Calling order: [`DeviceBlockDiagonal::new`] once per pattern (uploads where each diagonal
 /// block sits), [`DeviceBlockDiagonal::invert`] for every new set of values, then
-/// [`DeviceBlockDiagonal::apply`] / [`chebyshev_step`] as often as needed.
+/// [`DeviceBlockDiagonal::apply`] / [`chebyshev_step`] as often as needed. The inverses are
+/// stored as `T` (`f32` for fp32 storage: inverted in fp64, rounded once when stored).
 #[derive(Debug)]
-pub struct DeviceBlockDiagonal {
+pub struct DeviceBlockDiagonal<T = f64> {
     bs: usize,
     n_blocks: usize,
     diag_slots: DeviceBuffer<u32>,
-    inv: DeviceBuffer<f64>,
+    inv: DeviceBuffer<T>,
 }
 
 impl DeviceBlockDiagonal {
-    /// Prepares the inverses of the diagonal blocks of operators on `pattern` with `bs x bs`
-    /// blocks (errors if a diagonal block is structurally missing or the pattern not square).
+    /// Prepares fp64 inverses of the diagonal blocks of operators on `pattern` with `bs x bs`
+    /// blocks (errors if a diagonal block is structurally missing or the pattern not square);
+    /// [`DeviceBlockDiagonal::new_of`] for another value type.
     pub fn new(ctx: &CudaContext, pattern: &BlockPattern, bs: usize) -> Result<Self, LinalgError> {
+        Self::new_of(ctx, pattern, bs)
+    }
+}
+
+impl<T: DeviceValue> DeviceBlockDiagonal<T> {
+    /// [`DeviceBlockDiagonal::new`] with inverses stored as `T`.
+    pub fn new_of(
+        ctx: &CudaContext,
+        pattern: &BlockPattern,
+        bs: usize,
+    ) -> Result<Self, LinalgError> {
         crate::bsr::check_block_size(bs, bs)?;
         let slots: Vec<u32> = pattern
             .diagonal_positions()?
@@ -38,7 +51,7 @@ impl DeviceBlockDiagonal {
         Ok(Self {
             bs,
             n_blocks: slots.len(),
-            inv: ctx.zeros(slots.len() * bs * bs)?,
+            inv: ctx.zeros::<T>(slots.len() * bs * bs)?,
             diag_slots: ctx.upload(&slots)?,
         })
     }
@@ -59,6 +72,20 @@ impl DeviceBlockDiagonal {
         })
     }
 
+    /// The same slots with the inverses `inv` (another stored precision, converted by the caller).
+    pub(crate) fn with_inverse<U: DeviceValue>(
+        self,
+        inv: DeviceBuffer<U>,
+    ) -> Result<DeviceBlockDiagonal<U>, LinalgError> {
+        check_len("device block diagonal: inverses", self.inv.len(), inv.len())?;
+        Ok(DeviceBlockDiagonal {
+            bs: self.bs,
+            n_blocks: self.n_blocks,
+            diag_slots: self.diag_slots,
+            inv,
+        })
+    }
+
     /// Block size.
     pub fn block_size(&self) -> usize {
         self.bs
@@ -70,14 +97,18 @@ impl DeviceBlockDiagonal {
     }
 
     /// The inverses, `bs x bs` row-major, one per block row.
-    pub fn inverse(&self) -> &DeviceBuffer<f64> {
+    pub fn inverse(&self) -> &DeviceBuffer<T> {
         &self.inv
     }
 
     /// Inverts the diagonal blocks of `a` (Gauss-Jordan, partial pivoting, the host's algorithm
     /// and rounding). A singular block is [`LinalgError::SingularBlock`] naming the first one (by
     /// block, then column); one `u64` comes back to the host per call.
-    pub fn invert(&mut self, ctx: &CudaContext, a: &DeviceBsr) -> Result<(), LinalgError> {
+    pub fn invert<A: DeviceValue>(
+        &mut self,
+        ctx: &CudaContext,
+        a: &DeviceBsr<A>,
+    ) -> Result<(), LinalgError> {
         if a.block_rows() != self.bs || a.block_cols() != self.bs {
             return Err(LinalgError::NonSquareBlocks {
                 block_rows: a.block_rows(),
@@ -90,7 +121,8 @@ impl DeviceBlockDiagonal {
             a.pattern().n_block_rows(),
         )?;
         let mut fail = ctx.upload(&[u64::MAX])?;
-        let f = ctx.function(&JACOBI, &[("BS", self.bs as i64)], "block_invert")?;
+        let defines = [("BS", self.bs as i64), ("A_F32", A::F32), ("D_F32", T::F32)];
+        let f = ctx.function(&JACOBI, &defines, "block_invert")?;
         let (n, rtol) = (self.n_blocks as u32, PIVOT_RTOL);
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&n)
@@ -110,12 +142,18 @@ impl DeviceBlockDiagonal {
 
     /// The error of a singular block `block` as the host reports it (column and pivot of the
     /// host's Gauss-Jordan on that block): an error path, so it downloads the operator's values.
-    fn singular_block_error(&self, ctx: &CudaContext, a: &DeviceBsr, block: usize) -> LinalgError {
+    fn singular_block_error<A: DeviceValue>(
+        &self,
+        ctx: &CudaContext,
+        a: &DeviceBsr<A>,
+        block: usize,
+    ) -> LinalgError {
         let bs = self.bs;
         let located = (|| {
             let slot = ctx.download(&self.diag_slots)?[block] as usize;
             let values = ctx.download(a.values())?;
-            Ok::<_, LinalgError>(values[slot * bs * bs..(slot + 1) * bs * bs].to_vec())
+            let block = &values[slot * bs * bs..(slot + 1) * bs * bs];
+            Ok::<_, LinalgError>(block.iter().map(|v| v.to_f64()).collect::<Vec<f64>>())
         })();
         match located {
             Ok(mut values) => {
@@ -149,7 +187,8 @@ impl DeviceBlockDiagonal {
         let n = self.n_blocks * self.bs;
         check_len("device block diagonal apply: r", n, r.len())?;
         check_len("device block diagonal apply: x", n, x.len())?;
-        let f = ctx.function(&JACOBI, &[("BS", self.bs as i64)], "block_apply")?;
+        let defines = [("BS", self.bs as i64), ("D_F32", T::F32)];
+        let f = ctx.function(&JACOBI, &defines, "block_apply")?;
         let (nb, read_x) = (self.n_blocks as u32, (beta != 0.0) as i32);
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&nb)
@@ -168,9 +207,9 @@ impl DeviceBlockDiagonal {
 /// One fused Chebyshev update: `d = a D^{-1} r + b d` (with `b == 0` the old `d` is not read),
 /// then `x += d`, or `x = d` when `x_is_zero`.
 #[allow(clippy::too_many_arguments)]
-pub fn chebyshev_step(
+pub fn chebyshev_step<T: DeviceValue>(
     ctx: &CudaContext,
-    diag: &DeviceBlockDiagonal,
+    diag: &DeviceBlockDiagonal<T>,
     a: f64,
     r: &DeviceBuffer<f64>,
     b: f64,
@@ -182,7 +221,8 @@ pub fn chebyshev_step(
     check_len("device chebyshev step: r", n, r.len())?;
     check_len("device chebyshev step: d", n, d.len())?;
     check_len("device chebyshev step: x", n, x.len())?;
-    let f = ctx.function(&JACOBI, &[("BS", diag.bs as i64)], "cheb_update")?;
+    let defines = [("BS", diag.bs as i64), ("D_F32", T::F32)];
+    let f = ctx.function(&JACOBI, &defines, "cheb_update")?;
     let (nb, read_d, x_mode) = (diag.n_blocks as u32, (b != 0.0) as i32, (!x_is_zero) as i32);
     let mut l = ctx.stream().launch_builder(&f);
     l.arg(&nb)
@@ -213,10 +253,10 @@ pub struct Chebyshev {
 /// smoother's algorithm step for step: the same bits. `r` and `d` are scratch of `x`'s length;
 /// with `x_is_zero` the incoming `x` is not read.
 #[allow(clippy::too_many_arguments)]
-pub fn chebyshev_smooth(
+pub fn chebyshev_smooth<A: DeviceValue, T: DeviceValue>(
     ctx: &CudaContext,
-    a: &DeviceBsr,
-    diag: &DeviceBlockDiagonal,
+    a: &DeviceBsr<A>,
+    diag: &DeviceBlockDiagonal<T>,
     cheb: Chebyshev,
     b: &DeviceBuffer<f64>,
     x: &mut DeviceBuffer<f64>,

@@ -1,9 +1,11 @@
 //! Device mirrors of [`BlockPattern`] and [`Bsr`]: `u32` row offsets and column indices, `f64`
-//! block values in the host layout (block-major in slot order, each block row-major).
+//! (or, for [`crate::Precision::Single`], `f32`) block values in the host layout (block-major in
+//! slot order, each block row-major).
 
 use std::sync::Arc;
 
-use super::{CudaContext, DeviceBuffer};
+use super::context::check_len;
+use super::{CudaContext, DeviceBuffer, DeviceValue};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// A [`BlockPattern`] in device memory, uploaded once and shared by every matrix on it.
@@ -66,13 +68,14 @@ impl DevicePattern {
     }
 }
 
-/// A [`Bsr`] in device memory: a shared [`DevicePattern`] and `block_rows x block_cols` blocks.
+/// A [`Bsr`] in device memory: a shared [`DevicePattern`] and `block_rows x block_cols` blocks
+/// of `T` (`f64`, or `f32` for fp32 storage).
 #[derive(Debug)]
-pub struct DeviceBsr {
+pub struct DeviceBsr<T = f64> {
     pattern: Arc<DevicePattern>,
     block_rows: usize,
     block_cols: usize,
-    values: DeviceBuffer<f64>,
+    values: DeviceBuffer<T>,
 }
 
 impl DeviceBsr {
@@ -95,32 +98,6 @@ impl DeviceBsr {
             block_rows: a.block_rows(),
             block_cols: a.block_cols(),
             values: ctx.upload(a.host()?)?,
-        })
-    }
-
-    /// A matrix of zeros on `pattern`.
-    pub fn zeros(
-        ctx: &CudaContext,
-        pattern: &Arc<DevicePattern>,
-        block_rows: usize,
-        block_cols: usize,
-    ) -> Result<Self, LinalgError> {
-        crate::bsr::check_block_size(block_rows, block_cols)?;
-        Ok(Self {
-            pattern: pattern.clone(),
-            block_rows,
-            block_cols,
-            values: ctx.zeros(pattern.nnz * block_rows * block_cols)?,
-        })
-    }
-
-    /// A copy on the same pattern (values copied device to device).
-    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
-        Ok(Self {
-            pattern: self.pattern.clone(),
-            block_rows: self.block_rows,
-            block_cols: self.block_cols,
-            values: ctx.duplicate(&self.values)?,
         })
     }
 
@@ -150,6 +127,46 @@ impl DeviceBsr {
             ctx.download(&self.values)?,
         )
     }
+}
+
+impl DeviceBsr {
+    /// An fp64 matrix of zeros on `pattern` ([`DeviceBsr::zeros_of`] for another value type).
+    pub fn zeros(
+        ctx: &CudaContext,
+        pattern: &Arc<DevicePattern>,
+        block_rows: usize,
+        block_cols: usize,
+    ) -> Result<Self, LinalgError> {
+        Self::zeros_of(ctx, pattern, block_rows, block_cols)
+    }
+}
+
+impl<T: DeviceValue> DeviceBsr<T> {
+    /// A matrix of `T` zeros on `pattern`.
+    pub fn zeros_of(
+        ctx: &CudaContext,
+        pattern: &Arc<DevicePattern>,
+        block_rows: usize,
+        block_cols: usize,
+    ) -> Result<Self, LinalgError> {
+        crate::bsr::check_block_size(block_rows, block_cols)?;
+        Ok(Self {
+            pattern: pattern.clone(),
+            block_rows,
+            block_cols,
+            values: ctx.zeros::<T>(pattern.nnz * block_rows * block_cols)?,
+        })
+    }
+
+    /// A copy on the same pattern (values copied device to device).
+    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        Ok(Self {
+            pattern: self.pattern.clone(),
+            block_rows: self.block_rows,
+            block_cols: self.block_cols,
+            values: ctx.duplicate(&self.values)?,
+        })
+    }
 
     /// The shared pattern.
     pub fn pattern(&self) -> &Arc<DevicePattern> {
@@ -177,13 +194,27 @@ impl DeviceBsr {
     }
 
     /// The values (block-major, row-major blocks).
-    pub fn values(&self) -> &DeviceBuffer<f64> {
+    pub fn values(&self) -> &DeviceBuffer<T> {
         &self.values
     }
 
     /// The values, mutably.
-    pub fn values_mut(&mut self) -> &mut DeviceBuffer<f64> {
+    pub fn values_mut(&mut self) -> &mut DeviceBuffer<T> {
         &mut self.values
+    }
+
+    /// A matrix on the same pattern with the given values (`len` = stored blocks x block size).
+    pub(crate) fn with_values<U: DeviceValue>(
+        &self,
+        values: DeviceBuffer<U>,
+    ) -> Result<DeviceBsr<U>, LinalgError> {
+        check_len("DeviceBsr::with_values", self.values.len(), values.len())?;
+        Ok(DeviceBsr {
+            pattern: self.pattern.clone(),
+            block_rows: self.block_rows,
+            block_cols: self.block_cols,
+            values,
+        })
     }
 }
 
@@ -199,9 +230,9 @@ pub(crate) fn check_pattern(
     Ok(())
 }
 
-pub(crate) fn check_shape(
+pub(crate) fn check_shape<T>(
     what: &'static str,
-    a: &DeviceBsr,
+    a: &DeviceBsr<T>,
     block_rows: usize,
     block_cols: usize,
 ) -> Result<(), LinalgError> {

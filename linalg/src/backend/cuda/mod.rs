@@ -38,6 +38,32 @@ mod tests;
 pub mod vector;
 
 pub use buffer::DeviceBuffer;
+
+/// A value type a device matrix or block diagonal stores: `f64`, or `f32` for fp32 storage
+/// ([`crate::Precision::Single`]). Kernels read it through the `#define` of its slot (`F32`
+/// names below: 1 for `f32`), load it widened to `f64` and accumulate in `f64`.
+pub trait DeviceValue:
+    cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static
+{
+    /// The `#define` value of a kernel's value-type slot: 1 for `f32`, 0 for `f64`.
+    const F32: i64;
+    /// The value widened to `f64`.
+    fn to_f64(self) -> f64;
+}
+
+impl DeviceValue for f64 {
+    const F32: i64 = 0;
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl DeviceValue for f32 {
+    const F32: i64 = 1;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
 pub use context::{unavailable_reason, CudaContext, Event, Transfers};
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};

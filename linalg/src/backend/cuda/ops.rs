@@ -20,6 +20,36 @@ pub fn scale(ctx: &CudaContext, a: f64, x: &mut DeviceBuffer<f64>) -> Result<(),
     Ok(())
 }
 
+/// `x` rounded to fp32 in a new device buffer (fp32 storage of a matrix or block diagonal).
+pub fn narrow_to_f32(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<f64>,
+) -> Result<DeviceBuffer<f32>, LinalgError> {
+    let mut y = ctx.zeros::<f32>(x.len())?;
+    let f = ctx.function(&OPS, &[], "narrow_to_f32")?;
+    let n = x.len() as u64;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(x).arg(&mut y);
+    // SAFETY: arguments match `narrow_to_f32`; both buffers hold n values.
+    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("narrow_to_f32"))?;
+    Ok(y)
+}
+
+/// `x` widened to fp64 in a new device buffer.
+pub fn widen_to_f64(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<f32>,
+) -> Result<DeviceBuffer<f64>, LinalgError> {
+    let mut y = ctx.zeros::<f64>(x.len())?;
+    let f = ctx.function(&OPS, &[], "widen_to_f64")?;
+    let n = x.len() as u64;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(x).arg(&mut y);
+    // SAFETY: arguments match `widen_to_f64`; both buffers hold n values.
+    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("widen_to_f64"))?;
+    Ok(y)
+}
+
 /// The host's `fill_hashed`: entry `i` is the hash of global index `first + i` and `seed`.
 pub fn fill_hashed(
     ctx: &CudaContext,

@@ -16,7 +16,7 @@ use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD};
 use super::matrix::{check_shape, offsets_u32, DevicePattern};
 use super::spmv::DeviceTransposeMap;
 use super::term_pairs::{term_count, term_pairs, TermPairs};
-use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
 use crate::spgemm::product_pattern;
 use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
 
@@ -136,19 +136,22 @@ fn host_dims(p: &BlockPattern) -> (usize, usize, usize) {
 
 /// `c = a b` on uploaded patterns: `spgemm_nn` with `AR x AK` times `AK x BC` blocks.
 #[allow(clippy::too_many_arguments)]
-fn launch_nn(
+fn launch_nn<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     ctx: &CudaContext,
     fmad: bool,
     out: &OutputPattern,
-    a: &DeviceBsr,
-    b: &DeviceBsr,
-    c_vals: &mut DeviceBuffer<f64>,
+    a: &DeviceBsr<L>,
+    b: &DeviceBsr<R>,
+    c_vals: &mut DeviceBuffer<O>,
 ) -> Result<(), LinalgError> {
     let defines = [
         ("AR", a.block_rows() as i64),
         ("AK", a.block_cols() as i64),
         ("BC", b.block_cols() as i64),
         ("ILP", ilp(a.block_cols())),
+        ("L_F32", L::F32),
+        ("R_F32", R::F32),
+        ("O_F32", O::F32),
     ];
     let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
     let f = ctx.function(src, &defines, "spgemm_nn")?;
@@ -312,25 +315,27 @@ impl DevicePtapPlan {
     }
 
     /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
-    /// must be on the plan's patterns, `ac` on [`Self::pattern`].
-    pub fn numeric(
+    /// must be on the plan's patterns, `ac` on [`Self::pattern`]. Each of `A`, `P`, `A_c` may be
+    /// stored in fp64 or fp32 (mixed-precision AMG: fp32 `P` and `A_c`); `W = A P` and every
+    /// sum are fp64, an fp32 `A_c` is rounded once.
+    pub fn numeric<TA: DeviceValue, TP: DeviceValue, TC: DeviceValue>(
         &self,
         ctx: &CudaContext,
-        a: &DeviceBsr,
-        p: &DeviceBsr,
-        ac: &mut DeviceBsr,
+        a: &DeviceBsr<TA>,
+        p: &DeviceBsr<TP>,
+        ac: &mut DeviceBsr<TC>,
     ) -> Result<(), LinalgError> {
         self.numeric_with(ctx, false, a, p, ac)
     }
 
     /// [`Self::numeric`], with FMA contraction if `fmad` (benchmarks measure both).
-    pub fn numeric_with(
+    pub fn numeric_with<TA: DeviceValue, TP: DeviceValue, TC: DeviceValue>(
         &self,
         ctx: &CudaContext,
         fmad: bool,
-        a: &DeviceBsr,
-        p: &DeviceBsr,
-        ac: &mut DeviceBsr,
+        a: &DeviceBsr<TA>,
+        p: &DeviceBsr<TP>,
+        ac: &mut DeviceBsr<TC>,
     ) -> Result<(), LinalgError> {
         if dims(a.pattern()) != self.a {
             return Err(LinalgError::PatternMismatch {
@@ -353,7 +358,7 @@ impl DevicePtapPlan {
         let w_len = self.w.pattern.nnz() * b * c;
         let mut guard = self.w_values.lock().unwrap_or_else(|p| p.into_inner());
         if guard.as_ref().map(|w| w.len()) != Some(w_len) {
-            *guard = Some(ctx.uninit(w_len)?);
+            *guard = Some(ctx.uninit(w_len)?); // W is fp64 in every precision
         }
         let w_vals = guard.as_mut().expect("W workspace allocated just above");
         let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
@@ -361,7 +366,14 @@ impl DevicePtapPlan {
             *pairs = self.decide_pairs(ctx)?;
         }
         if let PairState::Pairs(pairs) = &*pairs {
-            let nn = [("AR", b as i64), ("AK", b as i64), ("BC", c as i64)];
+            let nn = [
+                ("AR", b as i64),
+                ("AK", b as i64),
+                ("BC", c as i64),
+                ("L_F32", TA::F32),
+                ("R_F32", TP::F32),
+                ("O_F32", 0),
+            ];
             let (av, pv) = (a.values(), p.values());
             launch_pairs(
                 ctx,
@@ -374,7 +386,14 @@ impl DevicePtapPlan {
                 w_vals,
                 b,
             )?;
-            let tn = [("AR", c as i64), ("AK", b as i64), ("BC", c as i64)];
+            let tn = [
+                ("AR", c as i64),
+                ("AK", b as i64),
+                ("BC", c as i64),
+                ("L_F32", TP::F32),
+                ("R_F32", 0),
+                ("O_F32", TC::F32),
+            ];
             let out = ac.values_mut();
             launch_pairs(
                 ctx,
@@ -413,13 +432,13 @@ impl DevicePtapPlan {
     }
 
     /// The two passes with operand searches (plans whose pair lists would take too much memory).
-    fn launch_searching(
+    fn launch_searching<TA: DeviceValue, TP: DeviceValue, TC: DeviceValue>(
         &self,
         ctx: &CudaContext,
         fmad: bool,
-        a: &DeviceBsr,
-        p: &DeviceBsr,
-        ac: &mut DeviceBsr,
+        a: &DeviceBsr<TA>,
+        p: &DeviceBsr<TP>,
+        ac: &mut DeviceBsr<TC>,
         w_vals: &mut DeviceBuffer<f64>,
     ) -> Result<(), LinalgError> {
         let (b, c) = (p.block_rows(), p.block_cols());
@@ -430,6 +449,9 @@ impl DevicePtapPlan {
             ("AK", b as i64),
             ("BC", c as i64),
             ("ILP", ilp(b)),
+            ("L_F32", TP::F32),
+            ("R_F32", 0),
+            ("O_F32", TC::F32),
         ];
         let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
         let f = ctx.function(src, &defines, "ptw_tn")?;
@@ -456,15 +478,15 @@ impl DevicePtapPlan {
 
 /// One pass on pair lists (`spgemm_nn_pairs` or `ptw_tn_pairs`): `rows` threads per output slot.
 #[allow(clippy::too_many_arguments)]
-fn launch_pairs(
+fn launch_pairs<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     ctx: &CudaContext,
     fmad: bool,
     kernel: &'static str,
     defines: &[(&str, i64)],
     pairs: &[DeviceBuffer<u32>; 3],
-    left: &DeviceBuffer<f64>,
-    right: &DeviceBuffer<f64>,
-    out: &mut DeviceBuffer<f64>,
+    left: &DeviceBuffer<L>,
+    right: &DeviceBuffer<R>,
+    out: &mut DeviceBuffer<O>,
     rows: usize,
 ) -> Result<(), LinalgError> {
     let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };

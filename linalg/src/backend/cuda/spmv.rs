@@ -9,7 +9,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, SPMV};
 use super::matrix::DevicePattern;
-use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
 use crate::{LinalgError, PtapPlan, TransposePlan};
 
 /// Warps (block rows) per thread block of the exact kernel (`WARPS` in spmv.cu).
@@ -27,10 +27,11 @@ pub enum SpmvKernel {
     Flat { group: u32 },
 }
 
-/// `y = alpha A x + beta y` (with `beta == 0` the old `y` is not read), bit-identical to the host.
-pub fn spmv(
+/// `y = alpha A x + beta y` (with `beta == 0` the old `y` is not read), bit-identical to the host
+/// (for fp32 values too: loaded widened, summed in fp64 in the host's order).
+pub fn spmv<T: DeviceValue>(
     ctx: &CudaContext,
-    a: &DeviceBsr,
+    a: &DeviceBsr<T>,
     alpha: f64,
     x: &DeviceBuffer<f64>,
     beta: f64,
@@ -40,10 +41,10 @@ pub fn spmv(
 }
 
 /// [`spmv`] with a chosen kernel (benchmarks compare them).
-pub fn spmv_with(
+pub fn spmv_with<T: DeviceValue>(
     ctx: &CudaContext,
     kernel: SpmvKernel,
-    a: &DeviceBsr,
+    a: &DeviceBsr<T>,
     alpha: f64,
     x: &DeviceBuffer<f64>,
     beta: f64,
@@ -57,7 +58,8 @@ pub fn spmv_with(
     let read_y = (beta != 0.0) as i32;
     match kernel {
         SpmvKernel::Exact if a.block_rows() <= MAX_SEQ_DIM => {
-            let f = ctx.function(&SPMV, &[("BR", br), ("BC", bc)], "bsr_spmv_seq")?;
+            let defines = [("BR", br), ("BC", bc), ("VAL_F32", T::F32)];
+            let f = ctx.function(&SPMV, &defines, "bsr_spmv_seq")?;
             let cfg = seq_config(p.n_block_rows());
             let mut l = ctx.stream().launch_builder(&f);
             // The exact kernel reads `slots` only with SLOTS=1; any valid pointer will do.
@@ -87,7 +89,12 @@ pub fn spmv_with(
             }
             let f = ctx.function(
                 &SPMV,
-                &[("BR", br), ("BC", bc), ("GROUP", group as i64)],
+                &[
+                    ("BR", br),
+                    ("BC", bc),
+                    ("GROUP", group as i64),
+                    ("VAL_F32", T::F32),
+                ],
                 "bsr_spmv_flat",
             )?;
             let cfg = grid_1d(p.n_block_rows() as u64 * group as u64, 256);
@@ -169,10 +176,10 @@ impl DeviceTransposeMap {
 /// `y = alpha A^T x + beta y` through the transpose map of `A`'s pattern (with `beta == 0` the
 /// old `y` is not read). With a Galerkin plan's map and `A = P` this is the restriction, and it
 /// is bit-identical to the host's.
-pub fn spmv_transpose(
+pub fn spmv_transpose<T: DeviceValue>(
     ctx: &CudaContext,
     map: &DeviceTransposeMap,
-    a: &DeviceBsr,
+    a: &DeviceBsr<T>,
     alpha: f64,
     x: &DeviceBuffer<f64>,
     beta: f64,
@@ -198,6 +205,7 @@ pub fn spmv_transpose(
         ("BC", a.block_cols() as i64),
         ("TRANSPOSE", 1),
         ("SLOTS", 1),
+        ("VAL_F32", T::F32),
     ];
     let f = ctx.function(&SPMV, &defines, "bsr_spmv_seq")?;
     let t = &map.pattern;

@@ -167,6 +167,40 @@ fn every_kernel_compiles_without_spills() {
         cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
     }
     cases.push(("mis.cu", vec![]));
+    // fp32 storage (mixed-precision AMG): the value-type slots of the kernels that read it
+    for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3)] {
+        cases.push(("spmv.cu", vec![("BR", br), ("BC", bc), ("VAL_F32", 1)]));
+        cases.push((
+            "spmv.cu",
+            vec![
+                ("BR", br),
+                ("BC", bc),
+                ("TRANSPOSE", 1),
+                ("SLOTS", 1),
+                ("VAL_F32", 1),
+            ],
+        ));
+    }
+    for bs in [1, 3, 6] {
+        for (a, d) in [(0, 1), (1, 1), (1, 0)] {
+            cases.push(("jacobi.cu", vec![("BS", bs), ("A_F32", a), ("D_F32", d)]));
+        }
+    }
+    for (ar, ak, bc) in [(3, 3, 6), (6, 6, 6), (6, 3, 6)] {
+        for (l, r, o) in [(0, 1, 0), (1, 1, 0), (1, 0, 1)] {
+            cases.push((
+                "spgemm.cu",
+                vec![
+                    ("AR", ar),
+                    ("AK", ak),
+                    ("BC", bc),
+                    ("L_F32", l),
+                    ("R_F32", r),
+                    ("O_F32", o),
+                ],
+            ));
+        }
+    }
     for (name, defines) in &cases {
         let (size, log) = compile_with_log(name, defines, &arch, &["--ptxas-options=-v"])
             .unwrap_or_else(|e| panic!("{name} {defines:?}: {e}"));
