@@ -7,6 +7,9 @@
 #   ASM_TESTS=0        only assembly's device tests (element kernels, device assembly)
 #   ASSEMBLY=""        hexfem bench assembly --device cuda --json for each ORDER:CELLS (1:64 2:32)
 #   GAMG="33 66 99"    hexfem bench gamg --device cuda --json for each m
+#   GAMG_ARGS=""       extra arguments of those runs (e.g. "--solves 3")
+#   PRECISION="double" the --precision of those runs, each in turn (e.g. "double mixed"; files of
+#                      mixed runs end in _mixed)
 #   CPU="66"           the same benchmark on the CPU with 2 threads (cores 0-1), for the ratio
 #   PEER=1             the peer script (cuSPARSE CSR/BSR SpMV, cuSPARSE SpGEMM Galerkin) on the
 #                      GAMG sizes, when it was staged
@@ -40,6 +43,8 @@ status=0
 TESTS=${TESTS:-1}
 GAMG=${GAMG-33 66 99}
 CPU=${CPU-66}
+PRECISION=${PRECISION:-double}
+GAMG_ARGS=${GAMG_ARGS:-}
 PEER=${PEER:-1}
 PEER_ARGS=${PEER_ARGS-bsr}
 KERNELS=${KERNELS:-0}
@@ -99,9 +104,14 @@ if g:
 PY
 }
 for m in $GAMG; do
-    "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --device cuda --json \
-        > "$out/gamg_cuda_$m.json" 2> "$out/gamg_cuda_$m.err" \
-        && summary "cuda $m" "$out/gamg_cuda_$m.json" || { status=1; tail -n 3 "$out/gamg_cuda_$m.err"; }
+    for prec in $PRECISION; do
+        f="gamg_cuda_$m"
+        [ "$prec" = double ] || f="${f}_$prec"
+        # shellcheck disable=SC2086
+        "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --device cuda --precision "$prec" \
+            $GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
+            && summary "cuda $m $prec" "$out/$f.json" || { status=1; tail -n 3 "$out/$f.err"; }
+    done
 done
 for m in $CPU; do
     RAYON_NUM_THREADS=2 taskset -c 0,1 "$here/bin/hexfem" bench gamg --problem ex56 --m "$m" --json \

@@ -332,6 +332,25 @@ impl Hierarchy {
         self.levels.get(l).and_then(|lev| lev.near_null.as_ref())
     }
 
+    /// Bytes of the values the hierarchy stores: its operators (the fine one only where it keeps
+    /// its own), prolongators and smoother inverses, each in its stored precision (patterns,
+    /// plans and the coarsest dense factor not counted). What `precision: mixed` halves.
+    pub fn value_bytes(&self) -> usize {
+        let bsr = |m: &Bsr| m.n_values() * m.precision().bytes();
+        let levels: usize = self
+            .levels
+            .iter()
+            .map(|lev| {
+                let inv = lev.smoother.as_ref().map_or(0, |s| {
+                    let d = s.pbj.inverse();
+                    d.n_rows() * d.block_size() * d.precision().bytes()
+                });
+                lev.a.as_ref().map_or(0, bsr) + inv
+            })
+            .sum();
+        levels + self.transfers.iter().map(|t| bsr(&t.p)).sum::<usize>()
+    }
+
     /// Smoother of level `l` (absent on the coarsest).
     pub fn smoother(&self, l: usize) -> Option<&Smoother> {
         self.levels.get(l).and_then(|lev| lev.smoother.as_ref())

@@ -90,6 +90,9 @@ pub struct GpuMetrics {
     /// Largest device memory in use (total minus free) seen at the phase boundaries, and the
     /// same before anything was allocated (the context's own).
     pub memory_peak_mib: f64,
+    /// Device memory in use right after the cold setup (the operator and the finished
+    /// hierarchy; with `--precision mixed` its fp32 form, the fp64 one built first is freed).
+    pub memory_after_setup_mib: f64,
     pub memory_baseline_mib: f64,
     pub memory_total_mib: f64,
 }
@@ -106,6 +109,9 @@ pub struct GamgBenchResult {
     /// `double` or `mixed` (`--precision`: fp32 prolongators, coarse operators and smoother
     /// inverses).
     pub precision: &'static str,
+    /// Bytes of the values the hierarchy stores (coarse operators, prolongators, smoother
+    /// inverses, in their stored precision; `Hierarchy::value_bytes`), MiB.
+    pub hierarchy_values_mib: f64,
     pub levels: usize,
     pub rows_per_level: Vec<usize>,
     pub block_size_per_level: Vec<usize>,
@@ -218,6 +224,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let mut hierarchy = Hierarchy::setup_external(&a, &near_null, &amg_params)?;
     let setup_cold_s = start.elapsed().as_secs_f64();
     sample(&mut memory_peak_mib)?;
+    let memory_after_setup_mib = ctx.as_ref().map(|c| used_mib(c)).transpose()?;
     let (first, solve_s) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
     sample(&mut memory_peak_mib)?;
     let mut hot_solve_bytes = TransferReport::default();
@@ -316,6 +323,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
                 bytes_per_hot_step: hot_update.transfers.total_bytes()
                     + hot_solve_bytes.total_bytes(),
                 memory_peak_mib,
+                memory_after_setup_mib: memory_after_setup_mib.unwrap_or(0.0),
                 memory_baseline_mib: memory_baseline_mib.unwrap_or(0.0),
                 memory_total_mib: total as f64 / (1 << 20) as f64,
             })
@@ -329,6 +337,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         unknowns: b.len(),
         scalar: bench.scalar,
         precision: bench.amg.precision.name(),
+        hierarchy_values_mib: hierarchy.value_bytes() as f64 / (1 << 20) as f64,
         levels: report.levels.len(),
         rows_per_level: report.levels.iter().map(|l| l.rows).collect(),
         block_size_per_level: report.levels.iter().map(|l| l.block_size).collect(),
