@@ -164,6 +164,29 @@ impl CudaContext {
         self.ctx.mem_get_info().map_err(driver_err("cuMemGetInfo"))
     }
 
+    /// Waits for the stream, then gives the memory freed into the device's default pool back to
+    /// the device (the pool keeps freed blocks otherwise, see [`CudaContext::new`]), so that
+    /// [`CudaContext::memory_info`] shows what is live. A no-op without stream-ordered
+    /// allocation.
+    pub fn trim_pool(&self) -> Result<(), LinalgError> {
+        self.synchronize()?;
+        if !self.ctx.has_async_alloc() {
+            return Ok(());
+        }
+        let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: plain driver calls on this context's device with a valid out-pointer; the
+        // stream is idle (synchronized above), so no pending free is racing the trim.
+        unsafe {
+            cu::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
+                .result()
+                .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
+            cu::sys::cuMemPoolTrimTo(pool, 0)
+                .result()
+                .map_err(driver_err("cuMemPoolTrimTo"))?;
+        }
+        Ok(())
+    }
+
     /// Bytes copied each way so far.
     pub fn transfers(&self) -> Transfers {
         Transfers {

@@ -186,14 +186,21 @@ fn every_kernel_compiles_without_spills() {
             cases.push(("jacobi.cu", vec![("BS", bs), ("A_F32", a), ("D_F32", d)]));
         }
     }
+    // with the ILP the products use: 4 for inner dimension 6, 2 where both operands are fp32
     for (ar, ak, bc) in [(3, 3, 6), (6, 6, 6), (6, 3, 6)] {
         for (l, r, o) in [(0, 1, 0), (1, 1, 0), (1, 0, 1)] {
+            let ilp = match (ak, l, r) {
+                (6, 1, 1) => 2,
+                (6, _, _) => 4,
+                _ => 1,
+            };
             cases.push((
                 "spgemm.cu",
                 vec![
                     ("AR", ar),
                     ("AK", ak),
                     ("BC", bc),
+                    ("ILP", ilp),
                     ("L_F32", l),
                     ("R_F32", r),
                     ("O_F32", o),
