@@ -212,11 +212,17 @@ fn every_kernel_compiles_without_spills() {
         let (size, log) = compile_with_log(name, defines, &arch, &["--ptxas-options=-v"])
             .unwrap_or_else(|e| panic!("{name} {defines:?}: {e}"));
         assert!(size > 0);
-        for line in log.lines().filter(|l| l.contains("spill")) {
-            assert!(
-                line.contains(" 0 bytes spill stores, 0 bytes spill loads"),
-                "{name} {defines:?} spills: {line}"
-            );
+        let mut function = "";
+        for line in log.lines() {
+            if line.contains("Compiling entry function") || line.contains("Function properties") {
+                function = line;
+            }
+            if line.contains("spill") {
+                assert!(
+                    line.contains(" 0 bytes spill stores, 0 bytes spill loads"),
+                    "{name} {defines:?} spills in {function}: {line}"
+                );
+            }
         }
     }
 }
