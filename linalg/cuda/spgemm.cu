@@ -121,14 +121,14 @@ spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict_
             const u32 sa = base + u;
             const lval* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
             const rval* __restrict__ b = b_vals + (size_t)sb[u] * (AK * BC);
-            lval ar[AK];  // kept in the stored type (fewer registers), widened at use
+            double ar[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+            for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
 #pragma unroll
             for (int j = 0; j < BC; ++j) {
                 double tt = 0.0;
 #pragma unroll
-                for (int m = 0; m < AK; ++m) tt += (double)ar[m] * (double)__ldg(b + m * BC + j);
+                for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
                 acc[j] += tt;
             }
         }
@@ -175,14 +175,14 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
             // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
             const lval* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
             const rval* __restrict__ w = w_vals + (size_t)sw[u] * (AK * BC);
-            lval pr[AK];
+            double pr[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+            for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
 #pragma unroll
             for (int j = 0; j < BC; ++j) {
                 double tt = 0.0;
 #pragma unroll
-                for (int m = 0; m < AK; ++m) tt += (double)pr[m] * (double)__ldg(w + m * BC + j);
+                for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
                 acc[j] += tt;
             }
         }
@@ -213,14 +213,14 @@ spgemm_nn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
     for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
         const lval* __restrict__ a = a_vals + (size_t)__ldg(first + q) * (AR * AK) + r * AK;
         const rval* __restrict__ b = b_vals + (size_t)__ldg(second + q) * (AK * BC);
-        lval ar[AK];
+        double ar[AK];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) ar[m] = __ldg(a + m);
+        for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
 #pragma unroll
         for (int j = 0; j < BC; ++j) {
             double tt = 0.0;
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += (double)ar[m] * (double)__ldg(b + m * BC + j);
+            for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
             acc[j] += tt;
         }
     }
@@ -246,14 +246,14 @@ ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
         // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
         const lval* __restrict__ p = p_vals + (size_t)__ldg(first + q) * (AK * AR) + r;
         const rval* __restrict__ w = w_vals + (size_t)__ldg(second + q) * (AK * BC);
-        lval pr[AK];
+        double pr[AK];
 #pragma unroll
-        for (int m = 0; m < AK; ++m) pr[m] = __ldg(p + m * AR);
+        for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
 #pragma unroll
         for (int j = 0; j < BC; ++j) {
             double tt = 0.0;
 #pragma unroll
-            for (int m = 0; m < AK; ++m) tt += (double)pr[m] * (double)__ldg(w + m * BC + j);
+            for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
             acc[j] += tt;
         }
     }
