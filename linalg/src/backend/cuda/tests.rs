@@ -161,7 +161,20 @@ fn every_kernel_compiles_without_spills() {
             "spgemm.cu",
             vec![("AR", ar), ("AK", ak), ("BC", bc), ("ILP", 1)],
         ));
+        // the pair-list kernels' largest and smallest thread shares
+        cases.push((
+            "spgemm.cu",
+            vec![("AR", ar), ("AK", ak), ("BC", bc), ("RPT", 1), ("CPT", 1)],
+        ));
     }
+    cases.push((
+        "spgemm.cu",
+        vec![("AR", 3), ("AK", 3), ("BC", 6), ("RPT", 3), ("CPT", 6)],
+    ));
+    cases.push((
+        "spgemm.cu",
+        vec![("AR", 6), ("AK", 6), ("BC", 6), ("RPT", 3), ("CPT", 6)],
+    ));
     cases.push(("ops.cu", vec![]));
     for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 5)] {
         cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
@@ -764,12 +777,25 @@ fn galerkin_product_matches_the_host_and_a_dense_reference() {
         let mut fused = Bsr::zeros(plan.pattern().clone(), c, c);
         crate::ptap_numeric(&plan, &a, &p, &mut fused, &mut plan.workspace()).unwrap();
 
-        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
         let (da, dp) = (
             DeviceBsr::upload(ctx, &a).unwrap(),
             DeviceBsr::upload(ctx, &p).unwrap(),
         );
+        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
         let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), c, c).unwrap();
+        // Splits of the output blocks over threads: the largest (target 0), some in between,
+        // single entries (the default on these small products).
+        for threads in [0, 3 * plan.pattern().nnz(), usize::MAX] {
+            let split = DevicePtapPlan::upload(ctx, &plan)
+                .unwrap()
+                .with_pair_threads(threads);
+            split.numeric(ctx, &da, &dp, &mut dac).unwrap();
+            assert_bits(
+                &format!("ptap <{b},{b},{c}> aiming at {threads} threads"),
+                &ctx.download(dac.values()).unwrap(),
+                host.host().unwrap(),
+            );
+        }
         for fmad in [false, true] {
             vector::fill(ctx, f64::NAN, dac.values_mut()).unwrap();
             dplan.numeric_with(ctx, fmad, &da, &dp, &mut dac).unwrap();
