@@ -1055,7 +1055,7 @@ fn hierarchy_solve(
     serial: &HexMesh,
     part: &MeshPart,
 ) -> (usize, Vec<usize>, Vec<(usize, f64)>) {
-    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+    use amg::dist_cycle::DistHierarchy;
 
     let (k_local, clamped) = clamped_stiffness(&part.mesh);
     let n_owned = part.n_owned_nodes();
@@ -1078,12 +1078,10 @@ fn hierarchy_solve(
         .iter()
         .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
         .collect();
-    let params = DistHierarchyParams {
-        omega_p: 0.6,
-        omega: 0.5,
-        sweeps: 2,
-        coarse_limit: 150,
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
         max_levels: 6,
+        ..amg::AmgParams::default()
     };
     // The hierarchy owns its copy of the fine operator.
     let mut fine_level = DistBsr::zeros(a.pattern().clone());
@@ -1158,7 +1156,7 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
 
 #[test]
 fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
-    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+    use amg::dist_cycle::DistHierarchy;
 
     on_ranks(
         "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
@@ -1184,12 +1182,10 @@ fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
                 .iter()
                 .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
                 .collect();
-            let params = DistHierarchyParams {
-                omega_p: 0.6,
-                omega: 0.5,
-                sweeps: 2,
-                coarse_limit: 150,
+            let params = amg::AmgParams {
+                coarse_eq_limit: 150,
                 max_levels: 6,
+                ..amg::AmgParams::default()
             };
             let mut h = DistHierarchy::new(
                 operator(1.0),

@@ -200,6 +200,16 @@ pub fn run_on_ranks(
     let mut writer = agreed(c, writer)?;
 
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
+    let amg_text = |amg: &amg::AmgParams| {
+        format!(
+            "{} smoother, coarse_eq_limit {}",
+            match amg.smoother {
+                amg::SmootherKind::Chebyshev => "Chebyshev",
+                amg::SmootherKind::Jacobi => "Jacobi",
+            },
+            amg.coarse_eq_limit
+        )
+    };
     let (method, text) = match linear.method {
         solve::params::LinearSolverMethod::CgJacobi => (
             DistMethod::Jacobi,
@@ -208,16 +218,34 @@ pub fn run_on_ranks(
         solve::params::LinearSolverMethod::CgAmg => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks"
+                "CG with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks",
+                amg_text(&linear.amg)
             ),
         ),
-        other => (
+        solve::params::LinearSolverMethod::Auto => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks (method {other:?}: not available distributed)"
+                "CG with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks (method auto: the direct solver is not available on several ranks)",
+                amg_text(&linear.amg)
             ),
         ),
+        solve::params::LinearSolverMethod::Direct => {
+            return Err(config
+                .error_at(
+                    "linear_solver.method",
+                    format!("direct is not available on {size} MPI ranks (valid there: auto, cg_amg, cg_jacobi)"),
+                )
+                .into())
+        }
     };
+    if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
+        return Err(config
+            .error_at(
+                "linear_solver.amg.storage",
+                format!("scalar is not available on {size} MPI ranks (valid there: blocked)"),
+            )
+            .into());
+    }
     let cg = amg::CgParams {
         rtol: linear.rtol,
         atol: linear.atol,
@@ -231,6 +259,7 @@ pub fn run_on_ranks(
     let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
         cg,
         method,
+        linear.amg.clone(),
         comm.clone(),
         &part,
         modes,
