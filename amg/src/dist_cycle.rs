@@ -507,7 +507,11 @@ fn serial_rows(serial_ids: &[u64], bs: usize) -> Vec<u64> {
 
 /// The block serial ids of [`serial_rows`]'s output.
 fn coarse_serial_ids(serial_rows: &[u64], bs: usize) -> Vec<u64> {
-    serial_rows.iter().step_by(bs).map(|&r| r / bs as u64).collect()
+    serial_rows
+        .iter()
+        .step_by(bs)
+        .map(|&r| r / bs as u64)
+        .collect()
 }
 
 /// Collective: the whole of a (small) distributed square operator on every rank, its block

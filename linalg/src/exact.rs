@@ -302,12 +302,18 @@ mod tests {
         );
         // negative values, the extremes of the range
         assert_eq!(ExactSum::of([-3.0, 0.25]).value(), -2.75);
-        assert_eq!(ExactSum::of([f64::MAX, -f64::MAX / 2.0]).value(), f64::MAX / 2.0);
+        assert_eq!(
+            ExactSum::of([f64::MAX, -f64::MAX / 2.0]).value(),
+            f64::MAX / 2.0
+        );
         let tiny = f64::from_bits(1);
         assert_eq!(ExactSum::of([tiny, tiny, tiny]).value(), 3.0 * tiny);
         assert_eq!(ExactSum::of([f64::MAX, f64::MAX]).value(), f64::INFINITY);
         assert_eq!(ExactSum::new().value().to_bits(), 0.0f64.to_bits());
-        assert_eq!(ExactSum::of([2.0, -2.0]).value().to_bits(), 0.0f64.to_bits());
+        assert_eq!(
+            ExactSum::of([2.0, -2.0]).value().to_bits(),
+            0.0f64.to_bits()
+        );
         // against a long-accumulator reference: pairs that cancel leave the odd ones out
         let t = terms(3000, 3);
         let mut with_negations = t.clone();
@@ -318,7 +324,9 @@ mod tests {
     #[test]
     fn non_finite_terms_read_as_the_naive_sum() {
         assert_eq!(ExactSum::of([1.0, f64::INFINITY]).value(), f64::INFINITY);
-        assert!(ExactSum::of([f64::INFINITY, f64::NEG_INFINITY]).value().is_nan());
+        assert!(ExactSum::of([f64::INFINITY, f64::NEG_INFINITY])
+            .value()
+            .is_nan());
         assert!(ExactSum::of([f64::NAN, 2.0]).value().is_nan());
         assert!(ExactSum::from_words(&[0; 3]).is_none());
     }

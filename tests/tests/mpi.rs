@@ -1116,6 +1116,48 @@ fn hierarchy_solve(
     (outcome.iterations, h.level_unknowns(), owned)
 }
 
+/// The serial [`amg::Hierarchy`] with the options of [`hierarchy_solve`] on the serial mesh's
+/// clamped box: CG iterations, unknowns per level, the solution (serial dofs).
+fn serial_hierarchy_solve(serial: &HexMesh) -> (usize, Vec<usize>, Vec<f64>) {
+    let (k, clamped) = clamped_stiffness(serial);
+    let b: Vec<f64> = (0..k.n_rows())
+        .map(|e| {
+            if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(e as u64 + 4242))
+            }
+        })
+        .collect();
+    let b = Vector::from_vec(b);
+    let nns = amg::NearNullSpace::from_row_major(
+        k.n_rows(),
+        6,
+        assembly::rigid_body_modes(&serial.coords),
+    )
+    .unwrap();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        ..amg::AmgParams::default()
+    };
+    let h = amg::Hierarchy::setup(&k, &nns, &params).unwrap();
+    let mut x = Vector::zeros(k.n_rows());
+    let outcome = amg::cg(
+        &k,
+        &b,
+        &mut x,
+        &h,
+        &amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let levels = h.report().levels.iter().map(|l| l.rows).collect();
+    (outcome.iterations, levels, x.to_host_vec().unwrap())
+}
+
 #[test]
 fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
     on_ranks(
@@ -1132,6 +1174,17 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
             assert!(levels.len() >= 3, "levels {levels:?}");
             assert_eq!(levels, levels_one, "the same hierarchy");
             assert_eq!(it, it_one, "CG iterations");
+            // ... and the serial hierarchy's (Chebyshev smoothing, the same eigenvalue estimates)
+            let (it_serial, levels_serial, x_serial) = serial_hierarchy_solve(&serial);
+            assert_eq!(levels, levels_serial, "the serial hierarchy");
+            assert_eq!(it, it_serial, "the serial CG iterations");
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - x_serial[*dof]).powi(2);
+                err[1] += x_serial[*dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(err[0].sqrt() <= 1e-10 * err[1].sqrt(), "{err:?}");
             let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
             let mut err = [0.0, 0.0];
             for (dof, v) in &x {
