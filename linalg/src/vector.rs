@@ -275,6 +275,20 @@ pub mod ops {
         Ok(sum[0])
     }
 
+    /// `x . y` over the entries of host vectors of one rank in the CUDA dot's floating-point
+    /// order (partial sums of [`REDUCTION_CHUNK`] entries added in chunk order): what the
+    /// device's [`dot`] equals bit for bit. The host's [`dot`] is exact instead, so the two
+    /// agree to rounding only.
+    pub fn dot_in_chunks(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
+        check_pair("ops::dot_in_chunks", x, y)?;
+        match (&x.storage, &y.storage) {
+            (Storage::Host(xs), Storage::Host(ys)) if x.layout.comm().size() == 1 => {
+                Ok(host::blas1::dot_in_chunks(xs, ys))
+            }
+            _ => Err(unsupported("ops::dot_in_chunks", &x.device())),
+        }
+    }
+
     /// Euclidean norm `sqrt(x . x)`; deterministic.
     pub fn norm2(x: &Vector) -> Result<f64, LinalgError> {
         Ok(dot(x, x)?.sqrt())

@@ -7,6 +7,41 @@ pub const REDUCTION_CHUNK: usize = 4096;
 /// Entries per task of the element-wise operations.
 const MAP_CHUNK: usize = 8192;
 
+/// Interleaved accumulators of one partial sum of [`dot_in_chunks`].
+const LANES: usize = 4;
+
+/// Sums `x_i y_i` over one chunk with [`LANES`] interleaved accumulators (fixed order).
+fn dot_chunk(x: &[f64], y: &[f64]) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let xc = x.chunks_exact(LANES);
+    let yc = y.chunks_exact(LANES);
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (a, b) in xc.zip(yc) {
+        for k in 0..LANES {
+            acc[k] += a[k] * b[k];
+        }
+    }
+    let mut tail = 0.0;
+    for (a, b) in xr.iter().zip(yr) {
+        tail += a * b;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// `x . y` in floating point: partial sums of [`REDUCTION_CHUNK`] entries, added in chunk
+/// order (the CUDA dot's order, bit for bit).
+pub(crate) fn dot_in_chunks(x: &[f64], y: &[f64]) -> f64 {
+    if x.len() <= REDUCTION_CHUNK {
+        return dot_chunk(x, y);
+    }
+    let partials: Vec<f64> = x
+        .par_chunks(REDUCTION_CHUNK)
+        .zip(y.par_chunks(REDUCTION_CHUNK))
+        .map(|(a, b)| dot_chunk(a, b))
+        .collect();
+    partials.iter().sum()
+}
+
 /// The exact sum of the rounded products `x_i y_i` ([`crate::exact::ExactSum`]): the same
 /// bits for any order of the terms, so for any thread count, rank count or numbering.
 pub(crate) fn dot_exact(x: &[f64], y: &[f64]) -> crate::exact::ExactSum {
