@@ -659,6 +659,33 @@ fn execute_on_ranks(
             let result = hexfem::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
+        Command::Bench {
+            which:
+                Bench::Gamg {
+                    problem: Problem::Ex56,
+                    m,
+                    order,
+                    solves,
+                    scalar,
+                    device,
+                    json,
+                },
+        } => {
+            let bench = hexfem::bench::gamg::GamgBench {
+                m,
+                order,
+                solves,
+                scalar,
+                amg: amg::AmgParams::default(),
+                device: match device {
+                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                },
+            };
+            let result = hexfem::bench::dist_gamg::run(comm, &bench);
+            let result = hexfem::distributed::agreed(&**comm, result);
+            return split(result.and_then(|r| render(&r, json)));
+        }
         Command::Check {
             input,
             overrides,
@@ -716,8 +743,8 @@ fn execute_on_ranks(
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check and \
-             bench distributed); run it without mpirun, or with mpirun -np 1",
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check, \
+             bench distributed and bench gamg); run it without mpirun, or with mpirun -np 1",
             comm.size()
         )),
     )

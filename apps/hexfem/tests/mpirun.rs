@@ -442,3 +442,36 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
         assert!(err.contains(&format!("{name}.yaml:8:")), "{err}");
     }
 }
+
+/// `bench gamg` on 2 ranks: the serial hierarchy and CG iterations, no prolongator values in
+/// the hot update, traffic counted by the comm layer, every rank reported.
+#[test]
+fn bench_gamg_on_two_ranks_gives_the_serial_iterations_and_counts_the_traffic() {
+    let args = ["bench", "gamg", "--problem", "ex56", "--m", "9", "--json"];
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let parse = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(out)))
+    };
+    let one = parse(&serial);
+    let out = hexfem_on(2, &args);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let two = parse(&out);
+    assert_eq!(two["ranks"], 2);
+    assert_eq!(two["unknowns"], one["unknowns"]);
+    assert_eq!(two["rows_per_level"], one["rows_per_level"], "{two}");
+    assert_eq!(two["iterations"], one["iterations"], "{two}");
+    assert_eq!(two["converged"], true);
+    assert_eq!(two["hot_update_p_values"], 0, "a hot update sends no P");
+    assert!(two["hot_update_bytes"].as_u64().unwrap() > 0);
+    assert!(two["cg_iteration"]["messages"].as_f64().unwrap() > 0.0);
+    assert_eq!(two["spmv_messages"], 2, "one halo message each way");
+    let ranks = two["per_rank"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    let rows: u64 = ranks.iter().map(|r| r["rows"].as_u64().unwrap()).sum();
+    assert_eq!(rows, one["unknowns"].as_u64().unwrap());
+    assert!(two["rows_imbalance"].as_f64().unwrap() >= 1.0);
+}
