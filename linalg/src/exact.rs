@@ -21,9 +21,12 @@ const BIN_BITS: u32 = 32;
 /// Bins: positions `0..2099` of the finite doubles' bits (`2^-1074 .. 2^1024`), three bins of
 /// head room for carries and the sign.
 const N_BINS: usize = 68;
-/// Adds between two carry propagations (each add moves a bin by less than `2^32`; `i64` bins
-/// then stay below `2^63`).
-const CARRY_EVERY: u32 = 1 << 30;
+/// Adds between two carry propagations (each add moves a bin by less than `2^33`; `i64` bins
+/// then stay below `2^63`). Tests propagate often, so that their sums go through it.
+#[cfg(not(test))]
+const CARRY_EVERY: u32 = 1 << 29;
+#[cfg(test)]
+const CARRY_EVERY: u32 = 1 << 7;
 /// Words of [`ExactSum::to_words`]: the bins and the non-finite part.
 pub const WORDS: usize = N_BINS + 1;
 
@@ -70,31 +73,25 @@ impl ExactSum {
             self.special += x;
             return;
         }
-        let fraction = bits & ((1u64 << 52) - 1);
-        // x = m 2^(position - 1074)
-        let (m, position) = if exponent == 0 {
-            if fraction == 0 {
-                return;
-            }
-            (fraction, 0)
-        } else {
-            (fraction | (1u64 << 52), exponent - 1)
-        };
-        let bin = (position / BIN_BITS) as usize;
-        let wide = u128::from(m) << (position % BIN_BITS);
+        // x = m 2^(position - 1074); subnormals (exponent 0) have no hidden bit
+        let normal = u64::from(exponent != 0);
+        let m = (bits & ((1u64 << 52) - 1)) | (normal << 52);
+        let position = exponent - normal as u32;
+        let shift = position % BIN_BITS;
+        // the low 32 and high 21 bits of m, shifted: at most 63 and 52 bits
+        let low = (m & 0xffff_ffff) << shift;
+        let high = (m >> 32) << shift;
         let words = [
-            (wide & 0xffff_ffff) as i64,
-            ((wide >> 32) & 0xffff_ffff) as i64,
-            (wide >> 64) as i64,
+            (low & 0xffff_ffff) as i64,
+            ((low >> 32) + (high & 0xffff_ffff)) as i64,
+            (high >> 32) as i64,
         ];
-        if bits >> 63 == 0 {
-            for (b, w) in self.bins[bin..bin + 3].iter_mut().zip(words) {
-                *b += w;
-            }
-        } else {
-            for (b, w) in self.bins[bin..bin + 3].iter_mut().zip(words) {
-                *b -= w;
-            }
+        // two's complement negation of the words for a negative x, without a branch
+        let sign = (bits as i64) >> 63;
+        let bin = (position / BIN_BITS) as usize;
+        let b = &mut self.bins[bin..bin + 3];
+        for (b, w) in b.iter_mut().zip(words) {
+            *b += (w ^ sign) - sign;
         }
         self.pending += 1;
         if self.pending >= CARRY_EVERY {
@@ -332,7 +329,7 @@ mod tests {
     }
 
     #[test]
-    fn many_terms_carry_without_overflow() {
+    fn carries_propagate_through_many_large_terms() {
         let mut s = ExactSum::new();
         for _ in 0..3_000_000 {
             s.add(f64::MAX / 4.0);
