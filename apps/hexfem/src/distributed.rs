@@ -136,13 +136,19 @@ pub fn run_on_ranks(
     let started = Instant::now();
     let (rank, size) = (comm.rank(), comm.size());
     let c: &dyn Comm = &**comm;
-    if options.restart.is_some() {
-        anyhow::bail!("--restart on {size} MPI ranks is not available yet; restart without mpirun");
-    }
     let config = agreed(
         c,
         config::load_with_overrides(&options.input, &options.overrides)
             .map_err(anyhow::Error::from),
+    )?;
+    // every rank reads the step it continues from (its own nodes' displacements)
+    let restart = agreed(
+        c,
+        options
+            .restart
+            .as_deref()
+            .map(crate::restart::Restart::read)
+            .transpose(),
     )?;
     let dir = serial::output_dir(&config, options.output_dir.as_deref());
     let name = serial::output_name(&config, &options.input);
@@ -191,6 +197,20 @@ pub fn run_on_ranks(
         );
         return Err(crate::locate::locate(&config, missing));
     }
+    // a restart: this part's displacement from the file, the problem at the step's time
+    let start = match &restart {
+        Some(r) => {
+            let local = (|| -> Result<(Vector, PathState)> {
+                let path = r.path_state(&(&config.loading).into())?;
+                let mut u = problem.discrete.zeros();
+                r.displacement_of_part(&part.node_serial_ids, &problem.mesh.coords, u.host_mut()?)?;
+                problem.set_time(r.time)?;
+                Ok((u, path))
+            })();
+            Some(agreed(c, local)?)
+        }
+        None => None,
+    };
     // rank 0's serial copy of the mesh and problem: what the output is computed on
     let writer = if rank == 0 {
         crate::locate::build_problem(&config).map(Some)
@@ -304,7 +324,12 @@ pub fn run_on_ranks(
             let mut summary = io::SummaryWriter::create(
                 &dir,
                 &name,
-                serial::run_info(&config, &options.input)?,
+                io::RunInfo {
+                    restart: restart
+                        .as_ref()
+                        .map(|r| format!("{}:{}", r.file.display(), r.step)),
+                    ..serial::run_info(&config, &options.input)?
+                },
                 serial::mesh_info(serial_problem),
                 &options.faults,
             )?;
@@ -324,21 +349,32 @@ pub fn run_on_ranks(
             } else {
                 Some(io::ProbeLog::create(&dir, &name, probes.columns())?)
             };
+            // the first step: the undeformed state, or the state the restart continues from
             let n = serial_problem.n_dofs();
-            let (u, reactions) = (Vector::zeros(n), Vector::zeros(n));
-            let energy = serial::write_fields(
-                &config,
-                serial_problem,
-                StepStamp {
-                    index: 0,
-                    load_factor: 0.0,
-                    next_increment: Some(PathState::start(&(&config.loading).into()).increment),
-                    time: Some(0.0),
-                },
-                &u,
-                &reactions,
-                &mut results,
-            )?;
+            let (u, reactions, stamp) = match &restart {
+                Some(r) => {
+                    let state = r.state_for(serial_problem, &(&config.loading).into())?;
+                    let stamp = StepStamp {
+                        index: state.path.index,
+                        load_factor: state.load_factor,
+                        next_increment: Some(state.path.increment),
+                        time: Some(state.time),
+                    };
+                    (state.displacement, state.reactions, stamp)
+                }
+                None => (
+                    Vector::zeros(n),
+                    Vector::zeros(n),
+                    StepStamp {
+                        index: 0,
+                        load_factor: 0.0,
+                        next_increment: Some(PathState::start(&(&config.loading).into()).increment),
+                        time: Some(0.0),
+                    },
+                ),
+            };
+            let energy =
+                serial::write_fields(&config, serial_problem, stamp, &u, &reactions, &mut results)?;
             let mut figures = crate::run::RunFigures::default();
             serial::record_state(
                 &probes,
@@ -347,11 +383,15 @@ pub fn run_on_ranks(
                 &reactions,
                 energy,
                 &mut figures,
-                0.0,
+                stamp.load_factor,
             )?;
             let mut probe_log = probe_log;
             if let Some(log) = &mut probe_log {
-                log.append(0, 0.0, &serial::probe_values(&probes, &figures))?;
+                log.append(
+                    stamp.index,
+                    stamp.load_factor,
+                    &serial::probe_values(&probes, &figures),
+                )?;
             }
             Ok(Output {
                 summary,
@@ -393,9 +433,15 @@ pub fn run_on_ranks(
         verbose: progress == Progress::Iterations && rank == 0,
         report_cutbacks: progress != Progress::Quiet && rank == 0,
     };
-    let mut u = problem.discrete.zeros();
+    let (mut u, start) = match start {
+        Some((u, path)) => (u, path),
+        None => (
+            problem.discrete.zeros(),
+            PathState::start(&(&config.loading).into()),
+        ),
+    };
     let outcome = path.run_from(
-        PathState::start(&(&config.loading).into()),
+        start,
         &mut problem,
         &mut solver,
         &mut u,

@@ -475,3 +475,53 @@ fn bench_gamg_on_two_ranks_gives_the_serial_iterations_and_counts_the_traffic() 
     assert_eq!(rows, one["unknowns"].as_u64().unwrap());
     assert!(two["rows_imbalance"].as_f64().unwrap() >= 1.0);
 }
+
+/// `--restart` under `mpirun`: every rank takes its nodes' displacements from the file, and
+/// the restarted run's steps equal the uninterrupted run's: bit for bit on the same rank count,
+/// to rounding on another one.
+#[test]
+fn a_restart_on_ranks_continues_the_uninterrupted_run() {
+    let dir = scratch("restart");
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let yaml = input("twisting_column.yaml");
+    let run = |np: usize, out: &str, restart: Option<&str>| {
+        let mut args = vec![
+            "run",
+            yaml.as_str(),
+            "-q",
+            "--set",
+            "linear_solver.method=cg_amg",
+            "-o",
+            out,
+        ];
+        if let Some(r) = restart {
+            args.extend(["--restart", r]);
+        }
+        let out = hexfem_on(np, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
+    };
+    let full = d("full");
+    run(2, &full, None);
+    let from = format!("{full}/twisting_column.h5:3");
+    for (np, rtol) in [(2, 0.0), (3, 1e-10)] {
+        let again = d(&format!("restart{np}"));
+        run(np, &again, Some(&from));
+        let a = io::ResultsReader::open(&Path::new(&full).join("twisting_column.h5")).unwrap();
+        let b = io::ResultsReader::open(&Path::new(&again).join("twisting_column.h5")).unwrap();
+        let steps: Vec<usize> = b.steps().unwrap().iter().map(|(i, _)| *i).collect();
+        assert_eq!(steps, [3, 4, 5, 6], "the restart's steps");
+        for step in steps {
+            let path = format!("/steps/{step:06}/displacement");
+            let (_, x) = a.read_f64(&path).unwrap();
+            let (_, y) = b.read_f64(&path).unwrap();
+            let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = x
+                .iter()
+                .zip(&y)
+                .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+            assert!(worst <= rtol * scale, "{np} ranks, step {step}: {worst:e}");
+        }
+        let s = summary(Path::new(&again), "twisting_column");
+        assert!(s["run"]["restart"].as_str().unwrap().ends_with(":3"), "{s}");
+    }
+}
