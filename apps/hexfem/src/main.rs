@@ -705,6 +705,7 @@ fn execute_on_ranks(
             quiet,
             verbose,
             restart,
+            plot,
             ..
         } => {
             let progress = if quiet {
@@ -725,14 +726,25 @@ fn execute_on_ranks(
             };
             let outcome =
                 hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
-            return split(outcome.map(|outcome| {
-                format!(
+            // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
+            return split(outcome.and_then(|outcome| {
+                let mut text = format!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}\n",
                     outcome.steps,
                     outcome.h5.display(),
                     outcome.xdmf.display(),
                     outcome.summary.display()
-                )
+                );
+                if plot && comm.rank() == 0 {
+                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
+                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+                    text.push_str(&format!(
+                        "plots: {} files in {}\n",
+                        files.len(),
+                        dir.display()
+                    ));
+                }
+                Ok(text)
             }));
         }
         Command::Bench { .. } => "bench",

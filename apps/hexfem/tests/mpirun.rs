@@ -478,9 +478,9 @@ fn bench_gamg_on_two_ranks_gives_the_serial_iterations_and_counts_the_traffic() 
 
 /// `--restart` under `mpirun`: every rank takes its nodes' displacements from the file, and
 /// the restarted run's steps equal the uninterrupted run's: bit for bit on the same rank count,
-/// to rounding on another one.
+/// to rounding on another one. `--plot` draws the uninterrupted run's plots on rank 0.
 #[test]
-fn a_restart_on_ranks_continues_the_uninterrupted_run() {
+fn a_restart_on_ranks_continues_the_uninterrupted_run_and_plots_are_drawn() {
     let dir = scratch("restart");
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
     let yaml = input("twisting_column.yaml");
@@ -494,14 +494,30 @@ fn a_restart_on_ranks_continues_the_uninterrupted_run() {
             "-o",
             out,
         ];
-        if let Some(r) = restart {
-            args.extend(["--restart", r]);
+        match restart {
+            Some(r) => args.extend(["--restart", r]),
+            None => args.push("--plot"),
         }
         let out = hexfem_on(np, &args);
         assert!(out.status.success(), "{}", output_text(&out));
+        out
     };
     let full = d("full");
-    run(2, &full, None);
+    // `--plot` on ranks: rank 0 draws the run's plots once
+    let out = run(2, &full, None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("plots: ").count(), 1, "{text}");
+    let pngs = std::fs::read_dir(&full)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "png")
+        })
+        .count();
+    assert!(pngs > 0, "{text}");
     let from = format!("{full}/twisting_column.h5:3");
     for (np, rtol) in [(2, 0.0), (3, 1e-10)] {
         let again = d(&format!("restart{np}"));
