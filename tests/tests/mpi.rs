@@ -1286,3 +1286,36 @@ fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
         },
     );
 }
+
+/// The output's gather: rank 0 receives every rank's values (in messages of at most `chunk`
+/// values, several rounds here), the other ranks hold nothing.
+#[test]
+fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
+    on_ranks(
+        "the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks",
+        &[2, 4],
+        |comm| {
+            let values =
+                |r: usize| -> Vec<f64> { (0..5 * r + 3).map(|i| (1000 * r + i) as f64).collect() };
+            let lens: Vec<usize> = (0..comm.size()).map(|r| values(r).len()).collect();
+            let mine = values(comm.rank());
+            for chunk in [1, 4, 1 << 20] {
+                let got =
+                    hexfem::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
+                match got {
+                    Some(all) => {
+                        assert_eq!(comm.rank(), 0);
+                        let expected: Vec<Vec<f64>> = (0..comm.size()).map(values).collect();
+                        assert_eq!(all, expected, "chunk {chunk}");
+                    }
+                    None => assert_ne!(comm.rank(), 0),
+                }
+            }
+            // a length that is not the agreed one is an error, not a hang
+            assert!(
+                hexfem::distributed::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
+                    || lens[comm.rank()] == 2
+            );
+        },
+    );
+}

@@ -285,18 +285,31 @@ pub fn run_on_ranks(
         modes,
     )));
 
-    // serial ids of every rank's owned nodes, gathered once (rank 0 places values with them)
+    // rank 0 gathers the output in messages of at most GATHER_CHUNK values; only it holds the
+    // whole (the serial ids of every rank's owned nodes once, then the values of every step)
     let n_owned = part.n_owned_nodes();
-    let serial_ids = comm.allgatherv_u64(&part.node_serial_ids[..n_owned])?;
     let loads = comm.allgatherv_u64(&[
         n_owned as u64,
         part.cell_owned.iter().filter(|&&o| o).count() as u64,
     ])?;
+    let node_counts: Vec<usize> = loads.iter().map(|l| l[0] as usize).collect();
+    let dof_counts: Vec<usize> = node_counts.iter().map(|n| 3 * n).collect();
+    let id_bits: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .map(|&s| f64::from_bits(s))
+        .collect();
+    let serial_ids: Option<Vec<Vec<u64>>> =
+        gather_to_root(c, &id_bits, &node_counts, GATHER_CHUNK)?.map(|all| {
+            all.iter()
+                .map(|v| v.iter().map(|x| x.to_bits()).collect())
+                .collect()
+        });
     let gather = |v: &Vector| -> Result<Option<Vector>> {
-        let all = comm.allgatherv_f64(&v.host()?[..3 * n_owned])?;
-        if rank != 0 {
+        let Some(all) = gather_to_root(c, &v.host()?[..3 * n_owned], &dof_counts, GATHER_CHUNK)?
+        else {
             return Ok(None);
-        }
+        };
+        let serial_ids = serial_ids.as_ref().context("rank 0 holds the serial ids")?;
         let n: usize = serial_ids.iter().map(Vec::len).sum();
         let mut out = vec![0.0; 3 * n];
         for (ids, values) in serial_ids.iter().zip(&all) {
@@ -546,4 +559,54 @@ pub fn run_on_ranks(
         steps,
         figures,
     })
+}
+
+/// Values per message of the output's [`gather_to_root`] (8 MiB).
+pub const GATHER_CHUNK: usize = 1 << 20;
+
+/// Collective (point to point): every rank's `local` on rank 0, indexed by rank (`lens[r]`:
+/// rank `r`'s length, the same on every rank); `None` on the other ranks. Each rank sends its
+/// values in messages of at most `chunk` values, and only rank 0 ever holds the whole.
+pub fn gather_to_root(
+    comm: &dyn Comm,
+    local: &[f64],
+    lens: &[usize],
+    chunk: usize,
+) -> Result<Option<Vec<Vec<f64>>>> {
+    let chunk = chunk.max(1);
+    if lens.len() != comm.size() || lens[comm.rank()] != local.len() {
+        anyhow::bail!(
+            "gather to rank 0: {} values here, {:?} expected per rank",
+            local.len(),
+            lens
+        );
+    }
+    if comm.rank() != 0 {
+        for part in local.chunks(chunk) {
+            comm.exchange(&[(0, part)], &mut [], &mut || ())?;
+        }
+        return Ok(None);
+    }
+    let mut all: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
+    all[0].copy_from_slice(local);
+    let rounds = lens[1..]
+        .iter()
+        .map(|n| n.div_ceil(chunk))
+        .max()
+        .unwrap_or(0);
+    for k in 0..rounds {
+        let start = k * chunk;
+        let mut recvs: Vec<(usize, &mut [f64])> = all
+            .iter_mut()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, v)| start < v.len())
+            .map(|(r, v)| {
+                let end = (start + chunk).min(v.len());
+                (r, &mut v[start..end])
+            })
+            .collect();
+        comm.exchange(&[], &mut recvs, &mut || ())?;
+    }
+    Ok(Some(all))
 }
