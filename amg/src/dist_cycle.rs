@@ -1,11 +1,14 @@
-//! A two-level smoothed-aggregation preconditioner on several ranks, from the distributed
-//! pieces: fine operator `A` ([`DistBsr`]), prolongator `P` (rectangular [`DistBsr`]), the
-//! Galerkin coarse operator, point-block Jacobi smoothing, restriction `P^T r` (the transposed
-//! parts; contributions to other ranks' coarse entries sent back through `P`'s halo plan), and
-//! a redundant dense coarse solve (the coarse operator gathered on every rank once).
+//! Smoothed-aggregation preconditioners on several ranks, from the distributed pieces: fine
+//! operator `A` ([`DistBsr`]), prolongator `P` (rectangular [`DistBsr`]), the Galerkin coarse
+//! operator, restriction `P^T r` ([`DistTranspose`]: the transposed parts; contributions to
+//! other ranks' coarse entries sent back through `P`'s halo plan), and a redundant dense coarse
+//! solve (the coarse operator gathered on every rank).
 //!
-//! The V-cycle: `z = 0`, `nu` Jacobi sweeps `z += omega D^{-1} (r - A z)`, coarse correction
-//! `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again: symmetric, so CG may use it.
+//! [`DistHierarchy`] is the serial [`crate::Hierarchy`] on ranks: the same set-up stages and
+//! [`AmgParams`], the same V-cycle (the configured smoother before and after the coarse
+//! correction: symmetric, so CG may use it). [`DistTwoLevel`] is a fixed two-level special case
+//! with damped Jacobi smoothing: `z = 0`, `nu` sweeps `z += omega D^{-1} (r - A z)`, coarse
+//! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
 use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
@@ -87,7 +90,7 @@ impl DistTranspose {
     }
 }
 
-/// The two-level preconditioner (see the module doc). Borrowed operators; built once.
+/// The two-level Jacobi preconditioner (see the module doc). Borrowed operators; built once.
 #[derive(Debug)]
 pub struct DistTwoLevel<'a> {
     a: &'a DistBsr,

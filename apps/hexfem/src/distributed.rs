@@ -258,6 +258,14 @@ pub fn run_on_ranks(
                 .into())
         }
     };
+    if config.device == config::ComputeDevice::Cuda {
+        return Err(config
+            .error_at(
+                "device",
+                format!("cuda is not available on {size} MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)"),
+            )
+            .into());
+    }
     if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
         return Err(config
             .error_at(
