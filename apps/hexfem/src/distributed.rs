@@ -230,22 +230,27 @@ pub fn run_on_ranks(
             amg.coarse_eq_limit
         )
     };
+    let krylov = if problem.discrete.tangent_is_symmetric() {
+        "CG"
+    } else {
+        "GMRES (the follower pressure's tangent is not symmetric)"
+    };
     let (method, text) = match linear.method {
         solve::params::LinearSolverMethod::CgJacobi => (
             DistMethod::Jacobi,
-            format!("CG with point-block Jacobi, distributed over {size} MPI ranks"),
+            format!("{krylov} with point-block Jacobi, distributed over {size} MPI ranks"),
         ),
         solve::params::LinearSolverMethod::CgAmg => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks",
+                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks",
                 amg_text(&linear.amg)
             ),
         ),
         solve::params::LinearSolverMethod::Auto => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks (method auto: the direct solver is not available on several ranks)",
+                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks (method auto: the direct solver is not available on several ranks)",
                 amg_text(&linear.amg)
             ),
         ),
@@ -288,6 +293,7 @@ pub fn run_on_ranks(
         cg,
         method,
         linear.amg.clone(),
+        problem.discrete.tangent_is_symmetric(),
         comm.clone(),
         &part,
         modes,

@@ -547,3 +547,40 @@ fn a_restart_on_ranks_continues_the_uninterrupted_run_and_plots_are_drawn() {
         assert!(s["run"]["restart"].as_str().unwrap().ends_with(":3"), "{s}");
     }
 }
+
+/// A follower pressure (a tangent that is not symmetric): the ranks solve by GMRES with the
+/// distributed AMG, as the serial run does, with its Newton and GMRES iterations and solution.
+#[test]
+fn a_nonsymmetric_tangent_on_ranks_is_solved_by_gmres_as_in_the_serial_run() {
+    let dir = scratch("pressure");
+    let yaml = dir.0.join("pressure.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  box: { cells: [4, 4, 6], lower: [0, 0, 0], upper: [1, 1, 1.5], order: 1 }\nmaterials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n  pressure: [{ set: zmax, value: 2.0 }]\nloading: { steps: 3 }\nlinear_solver: { method: cg_amg }\n",
+    )
+    .unwrap();
+    let yaml = yaml.to_string_lossy().into_owned();
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let serial_dir = d("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &yaml, "-q", "-o", &serial_dir])
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let one = summary(Path::new(&serial_dir), "pressure");
+    let many_dir = d("np3");
+    let out = hexfem_on(3, &["run", &yaml, "-o", &many_dir]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("linear solver GMRES"),
+        "{}",
+        output_text(&out)
+    );
+    assert_same_results(
+        &Path::new(&serial_dir).join("pressure.h5"),
+        &Path::new(&many_dir).join("pressure.h5"),
+        1e-10,
+    );
+    let many = summary(Path::new(&many_dir), "pressure");
+    assert_eq!(iterations(&one), iterations(&many));
+}

@@ -35,6 +35,8 @@ pub struct DistSolver {
     pub method: DistMethod,
     /// The hierarchy's options (`linear_solver.amg`).
     pub amg: AmgParams,
+    /// Whether the tangent is symmetric (CG), or not (a follower pressure: GMRES).
+    pub symmetric: bool,
     comm: Arc<dyn Comm>,
     n_owned_nodes: usize,
     node_globals: Vec<u64>,
@@ -47,11 +49,13 @@ pub struct DistSolver {
 
 impl DistSolver {
     /// A solver for the tangents of `part` on the ranks of `comm`; `amg`: the hierarchy's
-    /// options (checked at the first set-up).
+    /// options (checked at the first set-up); `symmetric`: whether the tangents are (CG) or not
+    /// (GMRES).
     pub fn new(
         params: CgParams,
         method: DistMethod,
         amg: AmgParams,
+        symmetric: bool,
         comm: Arc<dyn Comm>,
         part: &mesh::MeshPart,
         near_null: NearNullSpace,
@@ -61,6 +65,7 @@ impl DistSolver {
             params,
             method,
             amg,
+            symmetric,
             comm,
             n_owned_nodes: n,
             node_globals: part.node_globals.clone(),
@@ -115,12 +120,11 @@ impl DistSolver {
             rtol: rtol.unwrap_or(self.params.rtol),
             ..self.params
         };
-        let (setup, outcome, setup_s) = match self.method {
+        let (setup, (iterations, converged), setup_s) = match self.method {
             DistMethod::Jacobi => {
                 let pbj = PointBlockJacobi::new(a.diag())?;
                 let setup_s = started.elapsed().as_secs_f64();
-                let outcome =
-                    amg::cg_operator(&a, &rhs, &mut solution, &pbj, &params).context("CG")?;
+                let outcome = self.krylov(&a, &rhs, &mut solution, &pbj, &params)?;
                 (SetupKind::Jacobi, outcome, setup_s)
             }
             DistMethod::Amg => {
@@ -145,8 +149,7 @@ impl DistSolver {
                 };
                 let setup_s = started.elapsed().as_secs_f64();
                 let h = self.hierarchy.as_ref().expect("set up above");
-                let outcome =
-                    amg::cg_operator(&a, &rhs, &mut solution, h, &params).context("CG")?;
+                let outcome = self.krylov(&a, &rhs, &mut solution, h, &params)?;
                 (setup, outcome, setup_s)
             }
         };
@@ -154,16 +157,41 @@ impl DistSolver {
         xs[..owned].copy_from_slice(solution.host()?);
         pattern.halo().update(xs)?;
         Ok(LinearSolveReport {
-            iterations: outcome.iterations,
+            iterations,
             setup_s,
             solve_s: started.elapsed().as_secs_f64() - setup_s,
-            converged: outcome.converged,
+            converged,
             setup,
             hierarchy: None,
             device: None,
             rtol: params.rtol,
             fallback: None,
         })
+    }
+}
+
+impl DistSolver {
+    /// Collective. The Krylov solve from `x = 0` on the owned rows: CG for a symmetric tangent,
+    /// restarted GMRES (as the serial solver) otherwise; its iterations and whether it
+    /// converged. A NaN in GMRES is an error.
+    fn krylov(
+        &self,
+        a: &DistBsr,
+        b: &Vector,
+        x: &mut Vector,
+        pc: &dyn amg::Preconditioner,
+        params: &CgParams,
+    ) -> Result<(usize, bool)> {
+        if self.symmetric {
+            let o = amg::cg_operator(a, b, x, pc, params).context("CG")?;
+            return Ok((o.iterations, o.converged));
+        }
+        let g = amg::gmres_operator(a, b, x, pc, &crate::linear_solver::gmres_params(params))
+            .context("GMRES")?;
+        if g.reason == amg::GmresStopReason::NonFinite {
+            bail!("GMRES met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+        }
+        Ok((g.iterations, g.converged))
     }
 }
 
