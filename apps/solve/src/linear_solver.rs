@@ -639,7 +639,7 @@ fn gmres_report(
 }
 
 /// GMRES's parameters for CG's tolerances and iteration limit.
-fn gmres_params(params: &CgParams) -> GmresParams {
+pub(crate) fn gmres_params(params: &CgParams) -> GmresParams {
     GmresParams {
         rtol: params.rtol,
         atol: params.atol,
