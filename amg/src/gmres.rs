@@ -123,8 +123,9 @@ pub fn gmres(
         return Ok(finish(0, GmresStopReason::AbsoluteTolerance, r0));
     }
     let mut basis: Vec<Vector> = Vec::with_capacity(m + 1);
-    let mut z = Vector::zeros(n);
-    let mut w = Vector::zeros(n);
+    // on b's device (a GPU run's fallback solves with device operands)
+    let mut z = b.zeros_like()?;
+    let mut w = b.zeros_like()?;
     // column-major upper Hessenberg matrix, (m + 1) x m
     let mut h = vec![0.0; (m + 1) * m];
     let (mut cs, mut sn, mut g) = (vec![0.0; m], vec![0.0; m], vec![0.0; m + 1]);

@@ -87,6 +87,7 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
         .collect();
     inputs.sort();
     let mut compared = 0;
+    let mut failures = Vec::new();
     for input in &inputs {
         let name = input.file_stem().unwrap().to_string_lossy().to_string();
         if let Some(why) = unsupported(input) {
@@ -112,13 +113,6 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
         for (c, g) in cs.iter().zip(&gs) {
             let rel = (c.strain_energy - g.strain_energy).abs() / c.strain_energy.abs().max(1e-300);
             worst_energy = worst_energy.max(rel);
-            assert!(
-                rel <= 1e-12,
-                "{name} step {}: energy {:e} on the CPU, {:e} on the GPU",
-                c.step,
-                c.strain_energy,
-                g.strain_energy
-            );
         }
         let (cr, gr) = (
             io::ResultsReader::open(&cpu_h5).unwrap(),
@@ -139,21 +133,22 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
                 .iter()
                 .zip(&b)
                 .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-            let rel = if scale > 0.0 { diff / scale } else { diff };
-            worst_u = worst_u.max(rel);
-            assert!(
-                rel <= 1e-10,
-                "{name} step {step}: displacement differs by {rel:e} (relative)"
-            );
+            worst_u = worst_u.max(if scale > 0.0 { diff / scale } else { diff });
         }
         eprintln!(
             "gpu_runs: {name}: {} steps, Newton iterations {:?} on both, displacement within {worst_u:.1e}, energy within {worst_energy:.1e}",
             cs.len(),
             newton(&cs)
         );
+        if worst_u > 1e-10 || worst_energy > 1e-12 {
+            failures.push(format!(
+                "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12)"
+            ));
+        }
         compared += 1;
     }
     assert!(compared > 0, "no input of inputs/ runs on the device");
+    assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
 }
 
 #[test]
