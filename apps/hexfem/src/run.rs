@@ -421,9 +421,17 @@ fn execute_on(
         }
         if progress != Progress::Quiet {
             // Progress is best effort: a closed standard error must not end the run.
+            // on the GPU: the most bytes an iteration after the step's first moved
+            let gpu_bytes = step
+                .iterations
+                .iter()
+                .skip(1)
+                .filter_map(|it| it.transfer_bytes)
+                .max()
+                .map_or(String::new(), |b| format!(", GPU transfers <= {b} B per later iteration"));
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{})",
+                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{}{gpu_bytes})",
                 step.index,
                 step.load_factor,
                 record.newton_iterations,

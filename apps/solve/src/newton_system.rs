@@ -57,6 +57,13 @@ impl IterationSystem {
             discrete.assembler.pattern().clone(),
             problem.assembler.new_matrix()?,
         )?;
+        // the hierarchy the solver builds on this tangent must fit beside it
+        let (hierarchy_bytes, _) = amg::device_memory_estimate(&tangent);
+        amg::check_device_memory(&device, hierarchy_bytes).map_err(|e| {
+            AssemblyError::DeviceUnsupported {
+                what: e.to_string(),
+            }
+        })?;
         Ok(IterationSystem::Device(Box::new(DeviceSystem {
             residual: vector()?,
             lift: vector()?,
