@@ -19,7 +19,7 @@ use linalg::{ops, Bsr, Device, LinalgError, Vector};
 /// The linear system of one Newton iteration and the operations on it, where they run.
 pub enum IterationSystem {
     /// Host vectors and tangent; every operation goes through the [`DiscreteProblem`].
-    Host(NewtonSystem),
+    Host(Box<NewtonSystem>),
     /// Everything on one GPU.
     Device(Box<DeviceSystem>),
 }
@@ -39,7 +39,7 @@ pub struct DeviceSystem {
 impl IterationSystem {
     /// The host system of `discrete`.
     pub fn host(discrete: &DiscreteProblem) -> Self {
-        IterationSystem::Host(discrete.new_system())
+        IterationSystem::Host(Box::new(discrete.new_system()))
     }
 
     /// Uploads `discrete` to `ctx` (once; [`DeviceProblem::supports`] says what it refuses) and
