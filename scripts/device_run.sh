@@ -19,6 +19,7 @@
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 #   TIMED_RUNS=""      NAME:CELLS: `hexfem run inputs/NAME.yaml` on a CELLS^3 box with CG + AMG,
 #                      timed with device cuda and cpu (all cores), iterations and wall times
+#   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -159,10 +160,13 @@ done
 for nc in ${TIMED_RUNS:-}; do
     input=${nc%%:*}
     cells=${nc##*:}
-    for dev in cuda cpu; do
+    for dev in cuda cpu ${TIMED_CPU2:+cpu2}; do
         rm -rf "/tmp/timed_$dev"
+        # cpu2: the CPU pinned to two cores (the 2-core reference of the other tables)
+        pin=()
+        [ "$dev" = cpu2 ] && pin=(env RAYON_NUM_THREADS=2 taskset -c 0,1)
         start=$(date +%s.%N)
-        "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
+        "${pin[@]}" "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=${dev%2}" \
             --set linear_solver.method=cg_amg --set "mesh.box.cells=[$cells,$cells,$cells]" \
             -o "/tmp/timed_$dev" > "$out/timed_${input}_${cells}_$dev.log" 2>&1 || status=1
         end=$(date +%s.%N)
