@@ -150,6 +150,7 @@ pub fn gmres_operator<A: LinearOperator + SmoothingOperator + ?Sized>(
         return Ok(finish(0, GmresStopReason::AbsoluteTolerance, r0));
     }
     let mut basis: Vec<Vector> = Vec::with_capacity(m + 1);
+    // on b's device (a GPU run's fallback solves with device operands)
     let mut z = b.zeros_like()?;
     let mut w = b.zeros_like()?;
     // column-major upper Hessenberg matrix, (m + 1) x m

@@ -82,6 +82,23 @@ impl Vector {
         }
     }
 
+    /// The device buffer behind a vector on a GPU, borrowed; an error for a host vector.
+    pub fn device_buffer(&self) -> Result<&cuda::DeviceBuffer<f64>, LinalgError> {
+        match &self.storage {
+            Storage::Cuda { buf, .. } => Ok(buf),
+            _ => Err(unsupported("Vector::device_buffer", &self.device())),
+        }
+    }
+
+    /// The device buffer behind a vector on a GPU, mutably borrowed; an error for a host vector.
+    pub fn device_buffer_mut(&mut self) -> Result<&mut cuda::DeviceBuffer<f64>, LinalgError> {
+        let device = self.device();
+        match &mut self.storage {
+            Storage::Cuda { buf, .. } => Ok(buf),
+            _ => Err(unsupported("Vector::device_buffer_mut", &device)),
+        }
+    }
+
     /// A copy on `device` (an upload, a download, or a copy on the same device); the layout is
     /// kept.
     pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {

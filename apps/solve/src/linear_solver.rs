@@ -399,6 +399,10 @@ impl LinearSolver {
         rtol: Option<f64>,
     ) -> Result<LinearSolveReport> {
         x.fill(0.0)?;
+        if !k.device().is_host() {
+            // the operands already live where the solver runs (the Newton loop on the GPU)
+            return self.solve_here(k, b, x, rtol);
+        }
         let gpu = match self {
             LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => gpu.as_mut(),
             LinearSolver::Direct { .. } => None,
