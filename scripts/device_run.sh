@@ -20,6 +20,11 @@
 #   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
 #                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
+#   TIMED_RUNS=""      NAME:CELLS: `hexfem run inputs/NAME.yaml` on a CELLS^3 box with CG + AMG,
+#                      timed with device cuda and cpu (all cores), iterations and wall times
+#   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
+#   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
+#   per Newton iteration).
 set -uo pipefail
 out=/tmp/device-out
 rm -rf "$out"
@@ -63,7 +68,8 @@ if [ "$TESTS" = 1 ]; then
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
     "$here/bin/test_hexfem" --test-threads=1 --nocapture bench::newton >> "$out/tests.log" 2>&1 || status=1
-    grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:" "$out/tests.log" | tail -n 30
+    "$here/bin/test_hexfem" --test-threads=1 --nocapture gpu_runs >> "$out/tests.log" 2>&1 || status=1
+    grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:|^gpu_runs:" "$out/tests.log" | tail -n 40
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
 for m in $NEWTON; do
@@ -159,6 +165,39 @@ print(f"[run {name}] steps {len(cs)}/{len(gs)}, same Newton iterations {same}, s
 ok = len(cs) == len(gs) and same and du < 1e-8
 sys.exit(0 if ok else 1)
 PY
+done
+
+for nc in ${TIMED_RUNS:-}; do
+    input=${nc%%:*}
+    cells=${nc##*:}
+    for dev in cuda cpu ${TIMED_CPU2:+cpu2}; do
+        rm -rf "/tmp/timed_$dev"
+        # cpu2: the CPU pinned to two cores (the 2-core reference of the other tables)
+        pin=()
+        [ "$dev" = cpu2 ] && pin=(env RAYON_NUM_THREADS=2 taskset -c 0,1)
+        start=$(date +%s.%N)
+        "${pin[@]}" "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=${dev%2}" \
+            --set linear_solver.method=cg_amg --set "mesh.box.cells=[$cells,$cells,$cells]" \
+            -o "/tmp/timed_$dev" > "$out/timed_${input}_${cells}_$dev.log" 2>&1 || status=1
+        end=$(date +%s.%N)
+        cp /tmp/timed_$dev/*.summary.json "$out/timed_${input}_${cells}_$dev.summary.json" 2>/dev/null
+        python3 - "$out/timed_${input}_${cells}_$dev.summary.json" "$dev" "$input" "$cells" "$start" "$end" <<'PY' || status=1
+import json, sys
+path, dev, name, cells, start, end = sys.argv[1:]
+s = json.load(open(path))
+steps = s["steps"]
+its = [it for st in steps for it in st["linear_solver"]]
+newton = sum(st["newton_iterations"] for st in steps)
+lin = sum(sum(st["linear_iterations"]) for st in steps)
+tb = [it.get("transfer_bytes") for it in its]
+later = [b for st in steps for b in [it.get("transfer_bytes") for it in st["linear_solver"]][1:] if b is not None]
+print(f"[timed {name} {cells}^3 {dev}] {s['mesh'].get('unknowns', '?')} unknowns, {len(steps)} steps, {newton} Newton, {lin} CG iterations, "
+      f"wall {float(end) - float(start):.2f} s (process), steps {sum(st['wall_s'] for st in steps):.2f} s, "
+      f"energy {steps[-1]['strain_energy']:.12e}, max |u| {steps[-1]['max_displacement']:.12e}, "
+      f"bytes per later Newton iteration max {max(later) if later else None}")
+PY
+        grep -E "^(host|device|linear)" "$out/timed_${input}_${cells}_$dev.log" | head -n 3
+    done
 done
 
 if [ "$PEER" = 1 ] && [ -f "$here/elasticity_peer.py" ] && [ -n "$GAMG" ]; then

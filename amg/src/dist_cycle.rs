@@ -1,13 +1,21 @@
-//! A two-level smoothed-aggregation preconditioner on several ranks, from the distributed
-//! pieces: fine operator `A` ([`DistBsr`]), prolongator `P` (rectangular [`DistBsr`]), the
-//! Galerkin coarse operator, point-block Jacobi smoothing, restriction `P^T r` (the transposed
-//! parts; contributions to other ranks' coarse entries sent back through `P`'s halo plan), and
-//! a redundant dense coarse solve (the coarse operator gathered on every rank once).
+//! Smoothed-aggregation preconditioners on several ranks, from the distributed pieces: fine
+//! operator `A` ([`DistBsr`]), prolongator `P` (rectangular [`DistBsr`]), the Galerkin coarse
+//! operator, restriction `P^T r` ([`DistTranspose`]: the transposed parts; contributions to
+//! other ranks' coarse entries sent back through `P`'s halo plan), and a redundant dense coarse
+//! solve (the coarse operator gathered on every rank).
 //!
-//! The V-cycle: `z = 0`, `nu` Jacobi sweeps `z += omega D^{-1} (r - A z)`, coarse correction
-//! `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again: symmetric, so CG may use it.
+//! [`DistHierarchy`] is the serial [`crate::Hierarchy`] on ranks: the same set-up stages and
+//! [`AmgParams`], the same V-cycle (the configured smoother before and after the coarse
+//! correction: symmetric, so CG may use it). [`DistTwoLevel`] is a fixed two-level special case
+//! with damped Jacobi smoothing: `z = 0`, `nu` sweeps `z += omega D^{-1} (r - A z)`, coarse
+//! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
+use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
+use crate::eig::estimate_emax_from;
+use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::params::{AmgParams, Reuse, Storage};
+use crate::smoother::{Smoother, SmootherWork, SmoothingOperator};
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
@@ -82,7 +90,7 @@ impl DistTranspose {
     }
 }
 
-/// The two-level preconditioner (see the module doc). Borrowed operators; built once.
+/// The two-level Jacobi preconditioner (see the module doc). Borrowed operators; built once.
 #[derive(Debug)]
 pub struct DistTwoLevel<'a> {
     a: &'a DistBsr,
@@ -109,8 +117,10 @@ impl<'a> DistTwoLevel<'a> {
     ) -> Result<Self, AmgError> {
         let cp = ac.pattern();
         let k = cp.block_size();
-        let coarse = gather_factor(ac)?;
         let owned = cp.partition().owned_range();
+        // rows in the global (rank) order: this preconditioner knows no serial ids
+        let global_ids: Vec<u64> = (owned.start..owned.end).collect();
+        let coarse = gather_factor(ac, &global_ids)?.factor;
         Ok(Self {
             a,
             p,
@@ -162,111 +172,163 @@ impl Preconditioner for DistTwoLevel<'_> {
     }
 }
 
-/// One level of a [`DistHierarchy`]: its operator and, above the coarsest, the prolongator
-/// from the next level.
+/// One level of a [`DistHierarchy`]: its operator, the serial index of each owned unknown
+/// (where the eigenvalue estimate's start vector is hashed), and above the coarsest its
+/// smoother and the prolongator from the next level.
 #[derive(Debug)]
 struct DistLevel {
     a: DistBsr,
-    pbj: PointBlockJacobi,
+    serial_rows: Vec<u64>,
+    smoother: Option<Smoother>,
     p: Option<(DistBsr, DistTranspose, GalerkinPlan)>,
 }
 
-/// A distributed smoothed-aggregation hierarchy built from the distributed pieces level after
-/// level (strength graph, aggregates, tentative prolongator, smoothing, Galerkin product), until
-/// the coarse operator has at most `coarse_limit` unknowns, which are gathered and factored on
-/// every rank; its V-cycle (Jacobi smoothing) is a [`Preconditioner`].
+/// The coarsest operator gathered on every rank and factored, its rows in the serial order.
 #[derive(Debug)]
-pub struct DistHierarchy {
-    levels: Vec<DistLevel>,
-    coarse: DenseFactor,
-    omega: f64,
-    sweeps: usize,
+struct CoarseSolve {
+    factor: DenseFactor,
+    /// Serial position of each global (rank-order) coarse unknown.
+    serial_of_global: Vec<usize>,
 }
 
-/// Options of [`DistHierarchy::new`].
-#[derive(Debug, Clone, Copy)]
-pub struct DistHierarchyParams {
-    /// Prolongator smoothing weight (`P = P0 - omega_p D^{-1} A P0`).
-    pub omega_p: f64,
-    /// Jacobi smoothing weight and sweeps (before and after the coarse correction).
-    pub omega: f64,
-    pub sweeps: usize,
-    /// Largest coarse operator (unknowns) solved directly.
-    pub coarse_limit: usize,
-    pub max_levels: usize,
+/// The distributed smoothed-aggregation hierarchy: the serial [`crate::Hierarchy`]'s
+/// algorithm and [`AmgParams`] on ranks. Built level after level from the distributed pieces
+/// (strength graph with `strength_threshold`, MIS-2 aggregation on the first `mis2_levels`
+/// levels and MIS-1 below, tentative prolongator, the eigenvalue estimate of `D^{-1} A`,
+/// prolongator smoothing with `prolongator_omega_scale / emax`, Galerkin product), stopping
+/// where the serial set-up stops (`coarse_eq_limit`, `max_levels`, `min_coarsening_ratio`);
+/// the coarsest operator is gathered on every rank and factored densely in the serial order.
+/// Its V-cycle uses the configured smoother (Chebyshev or damped Jacobi, `D` point-block
+/// Jacobi), as the serial V-cycle does, and is a [`Preconditioner`].
+///
+/// Aggregates, tentative prolongators and eigenvalue start vectors are the serial ones for any
+/// rank count, and every reduction is exact (`linalg::exact`), so the hierarchy equals the
+/// serial one up to the rounding of sums of products inside SpMV and the Galerkin product.
+/// `storage: scalar` is not available here (an error).
+#[derive(Debug)]
+pub struct DistHierarchy {
+    params: AmgParams,
+    levels: Vec<DistLevel>,
+    coarse: CoarseSolve,
+    /// For `reuse: none` (a cold set-up at each update): the fine serial ids and near-null rows.
+    fine_serial_ids: Vec<u64>,
+    fine_nns: Vec<f64>,
+    k: usize,
 }
 
 impl DistHierarchy {
-    /// Collective. `a`: the fine operator; `serial_ids`: the serial ids of its owned and ghost
-    /// vertices; `nns`: the owned vertices' near-null rows (`bs x k` each, row-major).
+    /// Collective. `a`: the fine operator; `owned_serial_ids`: the serial ids of its owned block
+    /// rows; `nns`: the owned block rows' near-null rows (`bs x k` each, row-major); `params`:
+    /// the serial hierarchy's options (validated; `storage: scalar` is an error).
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
         nns: Vec<f64>,
         k: usize,
-        params: &DistHierarchyParams,
+        params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        use crate::aggregation::MisDistance;
-        use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
-        use crate::dist_prolongator::dist_smooth_prolongator;
-        use crate::dist_tentative::dist_tentative_prolongator;
-
+        params.validate()?;
+        if params.storage == Storage::Scalar {
+            return Err(AmgError::InvalidParameter {
+                name: "storage",
+                value: "scalar".into(),
+                reason: "is not available on several MPI ranks (valid there: blocked)",
+            });
+        }
         let mut levels = Vec::new();
         let mut a = a;
         let mut serial: Vec<u64> = owned_serial_ids.to_vec();
-        let mut nns = nns;
+        let mut level_nns = nns.clone();
         loop {
+            let level = levels.len();
             let bs = a.pattern().block_size();
+            let serial_rows = serial_rows(&serial, bs);
             let unknowns = a.pattern().partition().global_len() as usize * bs;
-            let pbj = PointBlockJacobi::new(a.diag())?;
-            if unknowns <= params.coarse_limit || levels.len() + 1 >= params.max_levels {
-                let coarse = gather_factor(&a)?;
-                levels.push(DistLevel { a, pbj, p: None });
+            let coarsened = if unknowns <= params.coarse_eq_limit || level + 1 >= params.max_levels
+            {
+                None
+            } else {
+                coarsen(&a, &serial, &serial_rows, &level_nns, level, k, params)?
+            };
+            let Some(c) = coarsened else {
+                let coarse = gather_factor(&a, &serial)?;
+                levels.push(DistLevel {
+                    a,
+                    serial_rows,
+                    smoother: None,
+                    p: None,
+                });
                 return Ok(Self {
+                    params: params.clone(),
                     levels,
                     coarse,
-                    omega: params.omega,
-                    sweeps: params.sweeps,
+                    fine_serial_ids: owned_serial_ids.to_vec(),
+                    fine_nns: nns,
+                    k,
                 });
-            }
-            let g = dist_strength_graph(&a, 0.0, &serial)?;
-            let labels = dist_aggregate(&g, MisDistance::One, bs, k)?;
-            let fine = a.pattern().partition().clone();
-            let t = dist_tentative_prolongator(&g, &labels, &nns, bs, k, &fine)?;
-            let p = dist_smooth_prolongator(&a, &g, &t, &pbj, params.omega_p)?;
-            let mut galerkin = GalerkinPlan::new(&a, &g, &p, &t.coarse_serial_ids)?;
-            let (ac, _) = galerkin.product(&a, &p)?;
-            let pt = DistTranspose::new(&p)?;
-            serial = t.coarse_serial_ids.clone();
-            nns = t.coarse_nns.clone();
+            };
             levels.push(DistLevel {
                 a,
-                pbj,
-                p: Some((p, pt, galerkin)),
+                serial_rows,
+                smoother: Some(c.smoother),
+                p: Some((c.p, c.pt, c.galerkin)),
             });
-            a = ac;
+            a = c.ac;
+            serial = c.coarse_serial_ids;
+            level_nns = c.coarse_nns;
         }
     }
 
-    /// Collective. A hot update: new values of the fine operator (the same pattern), the
-    /// prolongators kept; recomputes the Galerkin products, smoother diagonals and the coarse
-    /// factor. Returns the prolongator values this rank sent: 0, since no `P` changed (the
-    /// `P_oth` copies are reused).
+    /// Collective. New values of the fine operator (the same pattern), handled as
+    /// `params.reuse` says: `interpolation` keeps the prolongators and recomputes the Galerkin
+    /// products, smoother diagonals, eigenvalue estimates (if `recompute_eigs`) and the coarse
+    /// factor; `full` only replaces the fine operator (the smoothers and coarse levels stay);
+    /// `none` sets up afresh. Returns the prolongator values this rank sent: 0 for
+    /// `interpolation` and `full`, since no `P` changed (the `P_oth` copies are reused).
     pub fn update(&mut self, a: DistBsr) -> Result<usize, AmgError> {
+        match self.params.reuse {
+            Reuse::None => {
+                *self = Self::new(
+                    a,
+                    &self.fine_serial_ids,
+                    std::mem::take(&mut self.fine_nns),
+                    self.k,
+                    &self.params,
+                )?;
+                return Ok(0);
+            }
+            Reuse::Full => {
+                self.levels[0].a = a;
+                return Ok(0);
+            }
+            Reuse::Interpolation => {}
+        }
         let mut next = Some(a);
         let mut sent = 0;
-        for level in &mut self.levels {
+        for (l, level) in self.levels.iter_mut().enumerate() {
             level.a = next.take().expect("an operator for every level");
-            level.pbj = PointBlockJacobi::new(level.a.diag())?;
-            match &mut level.p {
-                Some((p, _, galerkin)) => {
-                    let (ac, s) = galerkin.product(&level.a, p)?;
-                    sent += s;
-                    next = Some(ac);
-                }
-                None => self.coarse = gather_factor(&level.a)?,
-            }
+            let Some((p, _, galerkin)) = &mut level.p else {
+                break;
+            };
+            let old = level
+                .smoother
+                .take()
+                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+            let mut pbj = old.pbj;
+            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
+            let emax = if self.params.recompute_eigs {
+                dist_emax(&level.a, &pbj, &level.serial_rows, &self.params, l)?
+            } else {
+                old.emax
+            };
+            level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let (ac, s) = galerkin.product(&level.a, p)?;
+            sent += s;
+            next = Some(ac);
         }
+        let last = self.levels.last().expect("a hierarchy has a level");
+        let serial = coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size());
+        self.coarse = gather_factor(&last.a, &serial)?;
         Ok(sent)
     }
 
@@ -283,49 +345,65 @@ impl DistHierarchy {
             .collect()
     }
 
-    fn smooth(
-        &self,
-        l: &DistLevel,
-        r: &Vector,
-        z: &mut Vector,
-        t: &mut Vector,
-    ) -> Result<(), AmgError> {
-        for _ in 0..self.sweeps {
-            l.a.apply(z, t)?;
-            ops::axpby(1.0, r, -1.0, t)?;
-            l.pbj.apply_scaled(self.omega, t, 1.0, z)?;
-        }
-        Ok(())
+    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
+    pub fn emax(&self) -> Vec<f64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
+            .collect()
     }
 
-    fn cycle(&self, level: usize, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
+    /// The options the hierarchy was built with.
+    pub fn params(&self) -> &AmgParams {
+        &self.params
+    }
+
+    /// One V-cycle on level `level` from `x = 0`, as the serial [`crate::Hierarchy`]'s.
+    fn cycle(&self, level: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
         let l = &self.levels[level];
-        z.fill(0.0)?;
-        let Some((p, pt, _)) = &l.p else {
-            let comm = l.a.pattern().partition().comm().clone();
-            let whole: Vec<f64> = comm
-                .allgatherv_f64(r.host()?)
-                .map_err(linalg::LinalgError::from)?
-                .concat();
-            let mut x = Vector::from_vec(whole);
-            self.coarse.solve_in_place(&mut x)?;
-            let first = l.a.pattern().owned_layout().global_offset() as usize;
-            let n = z.len();
-            z.host_mut()?.copy_from_slice(&x.host()?[first..first + n]);
-            return Ok(());
+        let (Some(smoother), Some((p, pt, _))) = (&l.smoother, &l.p) else {
+            return self.coarse_solve(l, b, x);
         };
-        let mut t = r.zeros_like()?;
-        self.smooth(l, r, z, &mut t)?;
-        l.a.apply(z, &mut t)?;
-        ops::axpby(1.0, r, -1.0, &mut t)?;
+        let mut w = SmootherWork {
+            r: b.zeros_like()?,
+            d: b.zeros_like()?,
+        };
+        smoother.smooth(&l.a, b, x, true, &mut w)?;
+        w.r.copy_from(b)?;
+        l.a.subtract_product(x, &mut w.r)?;
         let mut rc = p.new_owned_vector();
-        pt.apply(p, &t, &mut rc)?;
-        let mut zc = rc.zeros_like()?;
-        self.cycle(level + 1, &rc, &mut zc)?;
+        pt.apply(p, &w.r, &mut rc)?;
+        let mut xc = rc.zeros_like()?;
+        self.cycle(level + 1, &rc, &mut xc)?;
         let mut correction = p.new_row_vector();
-        p.apply(&zc, &mut correction)?;
-        ops::axpy(1.0, &correction, z)?;
-        self.smooth(l, r, z, &mut t)
+        p.apply(&xc, &mut correction)?;
+        ops::axpy(1.0, &correction, x)?;
+        smoother.smooth(&l.a, b, x, false, &mut w)
+    }
+
+    /// The coarsest level: the right-hand side gathered, put in the serial order, solved.
+    fn coarse_solve(&self, l: &DistLevel, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        let comm = l.a.pattern().partition().comm().clone();
+        let whole: Vec<f64> = comm
+            .allgatherv_f64(b.host()?)
+            .map_err(linalg::LinalgError::from)?
+            .concat();
+        let bs = l.a.pattern().block_size();
+        let order = &self.coarse.serial_of_global;
+        let mut in_serial = vec![0.0; whole.len()];
+        for (g, &s) in order.iter().enumerate() {
+            in_serial[s * bs..(s + 1) * bs].copy_from_slice(&whole[g * bs..(g + 1) * bs]);
+        }
+        let mut y = Vector::from_vec(in_serial);
+        self.coarse.factor.solve_in_place(&mut y)?;
+        let y = y.host()?;
+        let first = l.a.pattern().partition().owned_range().start as usize;
+        let xs = x.host_mut()?;
+        for i in 0..xs.len() / bs {
+            let s = order[first + i];
+            xs[i * bs..(i + 1) * bs].copy_from_slice(&y[s * bs..(s + 1) * bs]);
+        }
+        Ok(())
     }
 }
 
@@ -335,12 +413,133 @@ impl Preconditioner for DistHierarchy {
     }
 }
 
-/// Collective: the whole of a (small) distributed square operator on every rank, factored.
-fn gather_factor(ac: &DistBsr) -> Result<DenseFactor, AmgError> {
+/// What coarsening one distributed level produced.
+struct DistCoarsened {
+    smoother: Smoother,
+    p: DistBsr,
+    pt: DistTranspose,
+    galerkin: GalerkinPlan,
+    ac: DistBsr,
+    coarse_serial_ids: Vec<u64>,
+    coarse_nns: Vec<f64>,
+}
+
+/// Coarsens one level as the serial set-up's `coarsen_level` does; `None` where the serial
+/// set-up stops (nothing to aggregate, or rows shrinking by less than `min_coarsening_ratio`).
+fn coarsen(
+    a: &DistBsr,
+    serial: &[u64],
+    serial_rows: &[u64],
+    nns: &[f64],
+    level: usize,
+    k: usize,
+    params: &AmgParams,
+) -> Result<Option<DistCoarsened>, AmgError> {
+    use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use crate::dist_prolongator::dist_smooth_prolongator;
+    use crate::dist_tentative::dist_tentative_prolongator;
+
+    let bs = a.pattern().block_size();
+    let g = dist_strength_graph(a, params.strength_threshold, serial)?;
+    let distance = if level < params.mis2_levels {
+        MisDistance::Two
+    } else {
+        MisDistance::One
+    };
+    let labels = dist_aggregate(&g, distance, bs, k)?;
+    let fine = a.pattern().partition().clone();
+    let t = dist_tentative_prolongator(&g, &labels, nns, bs, k, &fine)?;
+    let coarse_rows = t.coarse_partition.global_len() as usize * k;
+    let rows = fine.global_len() as usize * bs;
+    if coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
+        return Ok(None);
+    }
+    let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
+    let emax = dist_emax(a, &pbj, serial_rows, params, level)?;
+    let smoothed = if params.smooth_prolongator {
+        let omega = params.prolongator_omega_scale / emax;
+        Some(dist_smooth_prolongator(a, &g, &t, &pbj, omega)?)
+    } else {
+        None
+    };
+    let crate::dist_tentative::DistTentative {
+        p: p0,
+        coarse_serial_ids,
+        coarse_nns,
+        ..
+    } = t;
+    let p = smoothed.unwrap_or(p0);
+    let mut galerkin = GalerkinPlan::new(a, &g, &p, &coarse_serial_ids)?;
+    let (ac, _) = galerkin.product(a, &p)?;
+    Ok(Some(DistCoarsened {
+        smoother: build_smoother(pbj, emax, params),
+        pt: DistTranspose::new(&p)?,
+        p,
+        galerkin,
+        ac,
+        coarse_serial_ids,
+        coarse_nns,
+    }))
+}
+
+/// Collective. The serial estimate of `lambda_max(D^{-1} A)` of level `level` on ranks: the
+/// serial start vector (hashed at the serial index of each owned unknown) and exact reductions.
+fn dist_emax(
+    a: &DistBsr,
+    pbj: &PointBlockJacobi,
+    serial_rows: &[u64],
+    params: &AmgParams,
+    level: usize,
+) -> Result<f64, AmgError> {
+    let mut r = a.new_owned_vector();
+    for (v, &s) in r.host_mut()?.iter_mut().zip(serial_rows) {
+        *v = crate::eig::start_entry(s);
+    }
+    let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
+    let estimate = estimate_emax_from(a, pbj, params.eig_steps, [&mut r, &mut p, &mut w])?;
+    checked_emax(estimate, level)
+}
+
+/// The serial index of each owned unknown: `bs s + c` for block row serial id `s`.
+fn serial_rows(serial_ids: &[u64], bs: usize) -> Vec<u64> {
+    serial_ids
+        .iter()
+        .flat_map(|&s| (0..bs as u64).map(move |c| bs as u64 * s + c))
+        .collect()
+}
+
+/// The block serial ids of [`serial_rows`]'s output.
+fn coarse_serial_ids(serial_rows: &[u64], bs: usize) -> Vec<u64> {
+    serial_rows
+        .iter()
+        .step_by(bs)
+        .map(|&r| r / bs as u64)
+        .collect()
+}
+
+/// Collective: the whole of a (small) distributed square operator on every rank, its block
+/// rows and columns placed at their serial ids (`owned_serial_ids` of this rank's block rows),
+/// factored; the same dense matrix, so the same factor, as the serial coarse level's.
+fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, AmgError> {
     let cp = ac.pattern();
     let k = cp.block_size();
     let kk = k * k;
     let comm = cp.partition().comm().clone();
+    let serial_of_global: Vec<usize> = comm
+        .allgatherv_u64(owned_serial_ids)
+        .map_err(linalg::LinalgError::from)?
+        .concat()
+        .into_iter()
+        .map(|s| s as usize)
+        .collect();
+    let nb = cp.partition().global_len() as usize;
+    if serial_of_global.len() != nb || serial_of_global.iter().any(|&s| s >= nb) {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed coarse level: serial ids of the block rows",
+            expected: nb,
+            found: serial_of_global.len(),
+        });
+    }
     let first = cp.partition().owned_range().start;
     let ghosts = cp.halo().ghosts();
     let mut mine = Vec::new();
@@ -358,11 +557,14 @@ fn gather_factor(ac: &DistBsr) -> Result<DenseFactor, AmgError> {
     let all = comm
         .allgatherv_f64(&mine)
         .map_err(linalg::LinalgError::from)?;
-    let n = cp.partition().global_len() as usize * k;
+    let n = nb * k;
     let mut dense = vec![0.0; n * n];
     for msg in &all {
         for rec in msg.chunks(2 + kk) {
-            let (r, c) = (rec[0] as usize, rec[1] as usize);
+            let (r, c) = (
+                serial_of_global[rec[0] as usize],
+                serial_of_global[rec[1] as usize],
+            );
             for i in 0..k {
                 for j in 0..k {
                     dense[(r * k + i) * n + c * k + j] = rec[2 + i * k + j];
@@ -370,5 +572,28 @@ fn gather_factor(ac: &DistBsr) -> Result<DenseFactor, AmgError> {
             }
         }
     }
-    Ok(DenseFactor::factor_dense(&dense, n)?)
+    Ok(CoarseSolve {
+        factor: factor_dense(&dense, n)?,
+        serial_of_global,
+    })
+}
+
+/// The dense factor of the coarsest operator, errors named as the serial set-up names them.
+fn factor_dense(dense: &[f64], n: usize) -> Result<DenseFactor, AmgError> {
+    if n > crate::hierarchy::MAX_DENSE_COARSE {
+        return Err(AmgError::CoarseTooLarge {
+            n,
+            limit: crate::hierarchy::MAX_DENSE_COARSE,
+        });
+    }
+    DenseFactor::factor_dense(dense, n).map_err(|e| match e {
+        linalg::LinalgError::SingularMatrix { n, column, pivot } => {
+            AmgError::SingularCoarseMatrix {
+                n,
+                row: column,
+                pivot,
+            }
+        }
+        e => e.into(),
+    })
 }

@@ -3,7 +3,7 @@
 //! a deterministic pseudo-random `b`; the CG coefficients form the Lanczos tridiagonal matrix whose
 //! largest eigenvalue (by bisection) approximates `lambda_max(D^{-1} A)` from below.
 
-use crate::{AmgError, PointBlockJacobi, Preconditioner};
+use crate::{AmgError, LinearOperator, PointBlockJacobi, Preconditioner};
 use linalg::{ops, Bsr, Vector};
 
 /// Seed of the start vector's hash (any fixed value: the estimate must not depend on threads).
@@ -41,8 +41,30 @@ pub fn estimate_emax_in(
     work: [&mut Vector; 3],
 ) -> Result<Option<f64>, AmgError> {
     let [r, p, w] = work;
-    // `w` holds `z = D^{-1} r` and `q = A p` in turn: each is dead when the other is written.
     ops::fill_hashed(r, START_SEED)?;
+    estimate_emax_from(a, pbj, steps, [r, p, w])
+}
+
+/// Entry `i` of the start vector of [`estimate_emax`] when the entry's global index in the
+/// serial numbering is `serial_index`: what [`estimate_emax_from`] needs on ranks whose
+/// numbering is not the serial one, to start (and end) where the serial estimate does.
+pub fn start_entry(serial_index: u64) -> f64 {
+    linalg::hash::signed_unit(linalg::hash::splitmix64(
+        serial_index ^ START_SEED.rotate_left(32),
+    ))
+}
+
+/// [`estimate_emax_in`] from the start vector the caller put in `work[0]` (see [`start_entry`]),
+/// for any operator (a distributed one included: its reductions are exact, so ranks and the
+/// serial run get the same coefficients up to the products' rounding).
+pub fn estimate_emax_from<A: LinearOperator + ?Sized>(
+    a: &A,
+    pbj: &PointBlockJacobi,
+    steps: usize,
+    work: [&mut Vector; 3],
+) -> Result<Option<f64>, AmgError> {
+    let [r, p, w] = work;
+    // `w` holds `z = D^{-1} r` and `q = A p` in turn: each is dead when the other is written.
     pbj.apply(r, w)?;
     let mut rz = ops::dot(r, w)?;
     p.copy_from(w)?;
@@ -51,7 +73,7 @@ pub fn estimate_emax_in(
         if !(rz > 0.0) {
             break;
         }
-        a.spmv(p, w)?; // q = A p
+        a.apply(p, w)?; // q = A p
         let pq = ops::dot(p, w)?;
         if !(pq > 0.0) || !pq.is_finite() {
             break;

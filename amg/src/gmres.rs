@@ -10,7 +10,8 @@
 use linalg::{ops, Bsr, Vector};
 use serde::{Deserialize, Serialize};
 
-use crate::{AmgError, Preconditioner};
+use crate::smoother::SmoothingOperator;
+use crate::{AmgError, LinearOperator, Preconditioner};
 
 /// Options of [`gmres`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -94,6 +95,32 @@ pub fn gmres(
             });
         }
     }
+    gmres_operator(a, b, x, pc, params)
+}
+
+/// [`gmres`] for any operator that can also subtract its product from a residual (a `Bsr`, or a
+/// rank's rows of a `linalg::dist::DistBsr`, whose vectors hold the owned entries: every
+/// reduction is then over the ranks). Collective on ranks.
+pub fn gmres_operator<A: LinearOperator + SmoothingOperator + ?Sized>(
+    a: &A,
+    b: &Vector,
+    x: &mut Vector,
+    pc: &dyn Preconditioner,
+    params: &GmresParams,
+) -> Result<GmresOutcome, AmgError> {
+    let n = a.local_len();
+    for (what, found) in [
+        ("gmres: right-hand side length", b.len()),
+        ("gmres: solution length", x.len()),
+    ] {
+        if found != n {
+            return Err(AmgError::DimensionMismatch {
+                what,
+                expected: n,
+                found,
+            });
+        }
+    }
     if !(params.rtol >= 0.0) || !(params.atol >= 0.0) || params.restart == 0 {
         return Err(AmgError::InvalidParameter {
             name: "gmres parameters",
@@ -106,7 +133,7 @@ pub fn gmres(
     }
     let m = params.restart;
     let mut r = b.clone();
-    a.spmv_add(-1.0, x, 1.0, &mut r)?;
+    a.subtract_product(x, &mut r)?;
     let r0 = ops::norm2(&r)?;
     let target = (params.rtol * r0).max(params.atol);
     let finish = |iterations, reason: GmresStopReason, final_norm| GmresOutcome {
@@ -123,8 +150,9 @@ pub fn gmres(
         return Ok(finish(0, GmresStopReason::AbsoluteTolerance, r0));
     }
     let mut basis: Vec<Vector> = Vec::with_capacity(m + 1);
-    let mut z = Vector::zeros(n);
-    let mut w = Vector::zeros(n);
+    // on b's device (a GPU run's fallback solves with device operands)
+    let mut z = b.zeros_like()?;
+    let mut w = b.zeros_like()?;
     // column-major upper Hessenberg matrix, (m + 1) x m
     let mut h = vec![0.0; (m + 1) * m];
     let (mut cs, mut sn, mut g) = (vec![0.0; m], vec![0.0; m], vec![0.0; m + 1]);
@@ -141,7 +169,7 @@ pub fn gmres(
         let mut reason = None;
         while k < m && iterations < params.max_iterations {
             pc.apply(&basis[k], &mut z)?;
-            a.spmv(&z, &mut w)?;
+            a.apply(&z, &mut w)?;
             let col = &mut h[k * (m + 1)..(k + 1) * (m + 1)];
             for (i, v) in basis.iter().enumerate() {
                 let hij = ops::dot(&w, v)?;
@@ -200,7 +228,7 @@ pub fn gmres(
         pc.apply(&w, &mut z)?;
         ops::axpy(1.0, &z, x)?;
         r.copy_from(b)?;
-        a.spmv_add(-1.0, x, 1.0, &mut r)?;
+        a.subtract_product(x, &mut r)?;
         beta = ops::norm2(&r)?;
         if !beta.is_finite() {
             return Ok(finish(iterations, GmresStopReason::NonFinite, beta));

@@ -34,7 +34,7 @@ pub(crate) mod test_util;
 
 pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
 pub use error::AmgError;
-pub use gmres::{gmres, GmresOutcome, GmresParams, GmresStopReason};
+pub use gmres::{gmres, gmres_operator, GmresOutcome, GmresParams, GmresStopReason};
 pub use hierarchy::{
     check_device_memory, device_memory_estimate, CycleWorkspace, Hierarchy, VCycle,
     DEVICE_BYTES_PER_OPERATOR_BYTE,

@@ -3,7 +3,29 @@
 //! `D^{-1} A` for pre- and post-smoothing, so the V-cycle built from them is symmetric.
 
 use crate::{AmgError, PointBlockJacobi};
+use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Device, Vector};
+
+/// An operator a smoother can smooth with: it subtracts its product from a residual.
+pub trait SmoothingOperator {
+    /// `r -= A x`.
+    fn subtract_product(&self, x: &Vector, r: &mut Vector) -> Result<(), AmgError>;
+}
+
+impl SmoothingOperator for Bsr {
+    fn subtract_product(&self, x: &Vector, r: &mut Vector) -> Result<(), AmgError> {
+        Ok(self.spmv_add(-1.0, x, 1.0, r)?)
+    }
+}
+
+impl SmoothingOperator for DistBsr {
+    /// Collective (the halo exchange of `x`); `x` and `r` hold the owned entries.
+    fn subtract_product(&self, x: &Vector, r: &mut Vector) -> Result<(), AmgError> {
+        let mut t = r.zeros_like()?;
+        self.apply(x, &mut t)?;
+        Ok(ops::axpy(-1.0, &t, r)?)
+    }
+}
 
 /// The polynomial in `D^{-1} A` a smoother applies, with its coefficients.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,9 +113,9 @@ impl Smoother {
     }
 
     /// Smooths `A x = b`. With `x_is_zero` the incoming `x` is not read (saves one SpMV).
-    pub fn smooth(
+    pub fn smooth<A: SmoothingOperator + ?Sized>(
         &self,
-        a: &Bsr,
+        a: &A,
         b: &Vector,
         x: &mut Vector,
         x_is_zero: bool,
@@ -112,7 +134,7 @@ impl Smoother {
                         continue;
                     }
                     w.r.copy_from(b)?;
-                    a.spmv_add(-1.0, x, 1.0, &mut w.r)?;
+                    a.subtract_product(x, &mut w.r)?;
                     self.pbj.apply_scaled(omega, &w.r, 1.0, x)?;
                 }
                 Ok(())
@@ -121,9 +143,9 @@ impl Smoother {
     }
 
     /// Chebyshev iteration (Saad, Iterative Methods, Alg. 12.1) on `D^{-1} A`.
-    fn chebyshev_apply(
+    fn chebyshev_apply<A: SmoothingOperator + ?Sized>(
         &self,
-        a: &Bsr,
+        a: &A,
         b: &Vector,
         x: &mut Vector,
         x_is_zero: bool,
@@ -138,7 +160,7 @@ impl Smoother {
         // r = b - A x; d = D^{-1} r / theta; x += d
         w.r.copy_from(b)?;
         if !x_is_zero {
-            a.spmv_add(-1.0, x, 1.0, &mut w.r)?;
+            a.subtract_product(x, &mut w.r)?;
         }
         self.pbj.apply_scaled(1.0 / theta, &w.r, 0.0, &mut w.d)?;
         if x_is_zero {
@@ -147,7 +169,7 @@ impl Smoother {
             ops::axpy(1.0, &w.d, x)?;
         }
         for _ in 1..degree {
-            a.spmv_add(-1.0, &w.d, 1.0, &mut w.r)?;
+            a.subtract_product(&w.d, &mut w.r)?;
             let rho_new = 1.0 / (2.0 * sigma - rho);
             self.pbj
                 .apply_scaled(2.0 * rho_new / delta, &w.r, rho_new * rho, &mut w.d)?;

@@ -54,13 +54,33 @@ impl Ex56 {
     /// As [`Ex56::new`] with the inclusion's Young's modulus scaled by `soft_scale` (1 gives the
     /// homogeneous cube).
     pub fn with_soft_scale(m: usize, order: usize, soft_scale: f64) -> Result<Self, AssemblyError> {
+        let n = Self::cells_per_side(m, order)?;
+        let kind = CellKind::from_order(order).map_err(|_| AssemblyError::InvalidModelProblem {
+            reason: format!("order {order} is not supported (valid orders: 1, 2)"),
+        })?;
+        let mesh = generate_box(&BoxSpec::new([n; 3], [0.0; 3], [1.0; 3], kind))?;
+        let Ex56System { a, b } = Self::assemble(&mesh, order, soft_scale)?;
+        Ok(Self {
+            a,
+            b,
+            near_null: rigid_body_modes(&mesh.coords),
+            coords: mesh.coords,
+            nodes_per_side: m,
+            order,
+            cells: n,
+        })
+    }
+
+    /// Cells per side of ex56 with `m` nodes per side and elements of `order`; an error names
+    /// what is wrong with `m` or `order`.
+    pub fn cells_per_side(m: usize, order: usize) -> Result<usize, AssemblyError> {
         let invalid = |reason: String| AssemblyError::InvalidModelProblem { reason };
         if m < 3 {
             return Err(invalid(format!(
                 "ex56 needs at least 3 nodes per side (got {m})"
             )));
         }
-        let kind = CellKind::from_order(order).map_err(|_| {
+        CellKind::from_order(order).map_err(|_| {
             invalid(format!(
                 "order {order} is not supported (valid orders: 1, 2)"
             ))
@@ -70,8 +90,18 @@ impl Ex56 {
                 "Q{order} needs (m - 1) divisible by {order} (got m = {m})"
             )));
         }
-        let n = (m - 1) / order;
-        let mesh = generate_box(&BoxSpec::new([n; 3], [0.0; 3], [1.0; 3], kind))?;
+        Ok((m - 1) / order)
+    }
+
+    /// The ex56 system on `mesh`: the whole unit cube, or one rank's part of it (with a layer of
+    /// ghost cells, whose owned rows are then the whole cube's rows bit for bit): the soft
+    /// inclusion by cell centroid, the face `zmin` clamped (eliminated: identity rows), the body
+    /// force.
+    pub fn assemble(
+        mesh: &mesh::HexMesh,
+        order: usize,
+        soft_scale: f64,
+    ) -> Result<Ex56System, AssemblyError> {
         let moduli = |e| Moduli::from_young_poisson(e, POISSON).map_err(AssemblyError::Kernel);
         let hard = Material::linear(moduli(YOUNG)?);
         let soft = Material::linear(moduli(soft_scale * YOUNG)?);
@@ -86,7 +116,7 @@ impl Ex56 {
             })
             .collect();
         let materials = CellMaterials::new(vec![hard, soft], of_cell)?;
-        let mut assembler = ElasticityAssembler::new(&mesh, materials, order + 1)?;
+        let mut assembler = ElasticityAssembler::new(mesh, materials, order + 1)?;
         let constraints = Constraints::new(
             mesh.n_nodes(),
             vec![Prescribed::Components {
@@ -108,16 +138,18 @@ impl Ex56 {
         let mut system = problem.new_system();
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;
         problem.eliminate(&mut system)?;
-        Ok(Self {
+        Ok(Ex56System {
             a: system.tangent,
             b: system.rhs,
-            near_null: rigid_body_modes(&mesh.coords),
-            coords: mesh.coords,
-            nodes_per_side: m,
-            order,
-            cells: n,
         })
     }
+}
+
+/// The constrained ex56 system of a mesh (see [`Ex56::assemble`]).
+pub struct Ex56System {
+    /// Stiffness with the clamped rows and columns eliminated.
+    pub a: Bsr,
+    pub b: Vector,
 }
 
 #[cfg(test)]

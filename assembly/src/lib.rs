@@ -19,5 +19,7 @@ pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
 pub use loads::{add_traction_load, body_force_load};
 pub use pressure::FollowerPressure;
-pub use rigid_body::{rigid_body_modes, RIGID_BODY_MODES_3D};
+pub use rigid_body::{
+    coordinate_sums, rigid_body_modes, rigid_body_modes_about, RIGID_BODY_MODES_3D,
+};
 pub use system::{CurvedLoad, DiscreteProblem, NewtonSystem, Potential, RankPart};

@@ -1,5 +1,7 @@
 //! Rigid-body modes of 3D elasticity, the near-null space handed to smoothed aggregation.
 
+use linalg::exact::ExactSum;
+
 /// Number of rigid-body modes in 3D: three translations and three rotations.
 pub const RIGID_BODY_MODES_3D: usize = 6;
 
@@ -10,12 +12,25 @@ pub const RIGID_BODY_MODES_3D: usize = 6;
 /// about the centroid of the nodes so that the columns are well conditioned.
 pub fn rigid_body_modes(coords: &[[f64; 3]]) -> Vec<f64> {
     let n = coords.len().max(1) as f64;
-    let mut centroid = [0.0; 3];
+    let centroid = coordinate_sums(coords).map(|s| s.value() / n);
+    rigid_body_modes_about(coords, centroid)
+}
+
+/// The exact sums of the coordinates (per direction): the centroid of [`rigid_body_modes`] is
+/// their value over the node count, the same bits however the nodes are ordered or split over
+/// ranks (combine the ranks' sums with `linalg::exact::ExactSum::allreduce`).
+pub fn coordinate_sums(coords: &[[f64; 3]]) -> [ExactSum; 3] {
+    let mut sums = [ExactSum::new(), ExactSum::new(), ExactSum::new()];
     for x in coords {
         for d in 0..3 {
-            centroid[d] += x[d] / n;
+            sums[d].add(x[d]);
         }
     }
+    sums
+}
+
+/// [`rigid_body_modes`] with the rotations about `centroid`.
+pub fn rigid_body_modes_about(coords: &[[f64; 3]], centroid: [f64; 3]) -> Vec<f64> {
     let mut modes = vec![0.0; coords.len() * 3 * RIGID_BODY_MODES_3D];
     for (node, x) in coords.iter().enumerate() {
         let [x, y, z] = [x[0] - centroid[0], x[1] - centroid[1], x[2] - centroid[2]];

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 
 use fem::Load;
+use linalg::exact::ExactSum;
 use linalg::{ops, Bsr, Layout, Vector};
 
 use crate::{AssemblyError, Constraints, ElasticityAssembler};
@@ -196,30 +197,28 @@ impl DiscreteProblem {
 
     /// The potential energy `Pi(u) = W_int(u) - load_factor f_ext . u` of the dead loads (whose
     /// gradient is the residual of [`DiscreteProblem::residual`]), and the sum of the magnitudes
-    /// of its terms (what round-off in `Pi` is relative to). Cell energies are summed in cell
-    /// order: the same bits for any thread count.
+    /// of its terms (what round-off in `Pi` is relative to). Cell energies are summed exactly
+    /// (`linalg::exact::ExactSum`): the same bits for any thread count, partition or rank count.
     pub fn potential(&self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
         let kernel = self.assembler.kernel();
         let energies = self.assembler.map_cells(u, |_, x, ue, material| {
             kernel.strain_energy(x, ue, material)
         })?;
-        let (mut internal, mut magnitude) = (0.0, 0.0);
+        // exact sums: the same bits in any cell order, so for any partition and rank count
+        let (mut internal, mut magnitude) = (ExactSum::new(), ExactSum::new());
         for (c, e) in energies.into_iter().enumerate() {
             if self.partition.as_ref().is_some_and(|p| !p.owned_cells[c]) {
                 continue;
             }
-            internal += e;
-            magnitude += e.abs();
+            internal.add(e);
+            magnitude.add(e.abs());
         }
+        let mut sums = [internal, magnitude];
         if let Some(part) = &self.partition {
-            // rank partial sums combined in rank order: the same bits for a fixed rank count
-            let mut sums = [internal, magnitude];
-            part.layout
-                .comm()
-                .allreduce_sum(&mut sums)
+            ExactSum::allreduce(&**part.layout.comm(), &mut sums)
                 .map_err(linalg::LinalgError::from)?;
-            [internal, magnitude] = sums;
         }
+        let [internal, magnitude] = sums.map(|s| s.value());
         let mut external = load_factor * ops::dot(&self.external, u)?;
         for c in &self.curved {
             external += c.factor * ops::dot(&c.vector, u)?;

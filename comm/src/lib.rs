@@ -63,6 +63,35 @@ fn failed_message(rank: usize, size: usize, message: &str) -> String {
     }
 }
 
+/// What one rank sent through a communicator, counted by the comm layer (cumulative since the
+/// communicator was made; subtract two readings with [`Traffic::since`]). A collective counts
+/// one message and this rank's payload to each other rank (an all-gather of `n` bytes sends
+/// `n (size - 1)` bytes; an all-to-all the bytes addressed to other ranks; the element counts
+/// exchanged first are included), a neighbour exchange one message per send.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Traffic {
+    /// Messages sent.
+    pub messages: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Collective calls (reductions, gathers, all-to-alls).
+    pub collectives: u64,
+    /// Seconds spent inside collectives, waiting for the other ranks included.
+    pub collective_s: f64,
+}
+
+impl Traffic {
+    /// What was counted between `earlier` and `self`.
+    pub fn since(&self, earlier: &Traffic) -> Traffic {
+        Traffic {
+            messages: self.messages - earlier.messages,
+            bytes: self.bytes - earlier.bytes,
+            collectives: self.collectives - earlier.collectives,
+            collective_s: self.collective_s - earlier.collective_s,
+        }
+    }
+}
+
 /// A group of ranks that reduce together. Every rank of the group must make the same collective
 /// calls in the same order with buffers of the same length.
 pub trait Comm: Send + Sync + fmt::Debug {
@@ -96,6 +125,10 @@ pub trait Comm: Send + Sync + fmt::Debug {
         recvs: &mut [(usize, &mut [f64])],
         overlap: &mut dyn FnMut(),
     ) -> Result<(), CommError>;
+    /// What this rank has sent so far (see [`Traffic`]); a single rank sends nothing.
+    fn traffic(&self) -> Traffic {
+        Traffic::default()
+    }
     /// Ends the process on every rank with exit code `code` (`MPI_Abort` under MPI): the last
     /// resort for an error that cannot be agreed on because other ranks may be inside a
     /// collective.
@@ -252,6 +285,7 @@ mod tests {
         let mut ran = false;
         comm.exchange(&[], &mut [], &mut || ran = true).unwrap();
         assert!(ran);
+        assert_eq!(comm.traffic(), Traffic::default());
         assert_eq!(agree(&*comm, Ok::<_, String>(5)).unwrap(), 5);
         let e = agree(&*comm, Err::<(), _>("bad cell 3")).unwrap_err();
         assert_eq!(e.to_string(), "bad cell 3");

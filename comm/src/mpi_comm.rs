@@ -1,13 +1,14 @@
 //! [`MpiComm`]: the MPI world communicator behind [`Comm`], through rsmpi.
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
 use mpi::Count;
 
-use crate::{check_send_count, Comm, CommError};
+use crate::{check_send_count, Comm, CommError, Traffic};
 
 /// Serialises every MPI call of the process (MPI is initialised with
 /// `MPI_THREAD_SERIALIZED`: any thread may call, one at a time).
@@ -26,6 +27,7 @@ const EXCHANGE_TAG: i32 = 7001;
 pub struct MpiComm {
     rank: usize,
     size: usize,
+    traffic: Mutex<Traffic>,
 }
 
 impl MpiComm {
@@ -36,7 +38,17 @@ impl MpiComm {
         Self {
             rank: world.rank() as usize,
             size: world.size() as usize,
+            traffic: Mutex::new(Traffic::default()),
         }
+    }
+
+    /// Counts one collective: `messages` and `bytes` sent, `started` when it began.
+    fn count_collective(&self, messages: usize, bytes: usize, started: Instant) {
+        let mut t = self.traffic.lock().unwrap_or_else(|p| p.into_inner());
+        t.messages += messages as u64;
+        t.bytes += bytes as u64;
+        t.collectives += 1;
+        t.collective_s += started.elapsed().as_secs_f64();
     }
 
     /// Runs `f` on the world communicator, serialised, unless MPI is finalized.
@@ -58,6 +70,10 @@ impl MpiComm {
         local: &[T],
     ) -> Result<Vec<Vec<T>>, CommError> {
         let count = to_count(operation, local.len())?;
+        let started = Instant::now();
+        let others = self.size - 1;
+        let bytes = others * (size_of::<Count>() + std::mem::size_of_val(local));
+        let _count = Counted(|| self.count_collective(others, bytes, started));
         self.with_world(operation, |world| {
             let mut counts = vec![0 as Count; self.size];
             world.all_gather_into(&count, &mut counts[..]);
@@ -87,6 +103,16 @@ impl MpiComm {
             .map(|v| to_count(operation, v.len()))
             .collect::<Result<Vec<_>, _>>()?;
         let send_displs = displacements(operation, &send_counts)?;
+        let started = Instant::now();
+        let others = self.size - 1;
+        let bytes = others * size_of::<Count>()
+            + send
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| *r != self.rank)
+                .map(|(_, v)| std::mem::size_of_val(&v[..]))
+                .sum::<usize>();
+        let _count = Counted(|| self.count_collective(others, bytes, started));
         let mut flat: Vec<T> = send.iter().flatten().copied().collect();
         // Never hand MPI an empty buffer (see `allgatherv`); the counts say what is sent.
         if flat.is_empty() {
@@ -195,6 +221,14 @@ impl Comm for MpiComm {
             self.check_rank("exchange", *r)?;
             to_count("exchange", buf.len())?;
         }
+        {
+            let mut t = self.traffic.lock().unwrap_or_else(|p| p.into_inner());
+            t.messages += sends.len() as u64;
+            t.bytes += sends
+                .iter()
+                .map(|(_, b)| std::mem::size_of_val(*b) as u64)
+                .sum::<u64>();
+        }
         self.with_world("exchange", |world| {
             mpi::request::scope(|scope| {
                 let mut receives = Vec::with_capacity(recvs.len());
@@ -225,11 +259,24 @@ impl Comm for MpiComm {
         })
     }
 
+    fn traffic(&self) -> Traffic {
+        *self.traffic.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn abort(&self, code: i32) -> ! {
         if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
             SimpleCommunicator::world().abort(code)
         }
         std::process::exit(code)
+    }
+}
+
+/// Runs its closure when dropped: counts a collective however it ends.
+struct Counted<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Counted<F> {
+    fn drop(&mut self) {
+        (self.0)()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The MPI communicator on 2 and 4 ranks (each test starts itself under `mpirun`).
 
 use comm::launch::on_ranks;
-use comm::{agree, exclusive_scan, CommError};
+use comm::{agree, exclusive_scan, CommError, Traffic};
 
 #[test]
 fn reductions_combine_ranks_in_rank_order_on_every_rank() {
@@ -161,6 +161,58 @@ fn an_error_on_one_rank_becomes_the_same_error_on_every_rank() {
                     "rank {first} of {n}: bad element {} on this rank",
                     10 + first
                 )
+            );
+        },
+    );
+}
+
+/// The comm layer counts what each rank sends: an all-gather one message and the payload (and
+/// the element count) to each other rank, an all-to-all what is addressed to other ranks, a
+/// neighbour exchange one message per send; an exact `ExactSum` reduction of nothing new.
+#[test]
+fn traffic_counts_messages_and_bytes_per_operation() {
+    on_ranks(
+        "traffic_counts_messages_and_bytes_per_operation",
+        &[2, 4],
+        |comm| {
+            let (r, n) = (comm.rank(), comm.size());
+            let others = (n - 1) as u64;
+            let count_bytes = 4 * others; // MPI's element counts (i32)
+            let t0 = comm.traffic();
+            comm.allgatherv_f64(&vec![1.0; r + 1]).unwrap();
+            let d = comm.traffic().since(&t0);
+            assert_eq!(d.messages, others);
+            assert_eq!(d.bytes, 8 * (r as u64 + 1) * others + count_bytes);
+            assert_eq!(d.collectives, 1);
+            assert!(d.collective_s >= 0.0);
+
+            let t0 = comm.traffic();
+            let send: Vec<Vec<u64>> = (0..n).map(|q| vec![7; q + 1]).collect();
+            comm.alltoallv_u64(&send).unwrap();
+            let d = comm.traffic().since(&t0);
+            let to_others: u64 = (0..n).filter(|&q| q != r).map(|q| 8 * (q as u64 + 1)).sum();
+            assert_eq!((d.messages, d.bytes), (others, to_others + count_bytes));
+
+            let t0 = comm.traffic();
+            let right = (r + 1) % n;
+            let left = (r + n - 1) % n;
+            let out = [1.0, 2.0, 3.0];
+            let mut back = [0.0; 3];
+            comm.exchange(
+                &[(right, &out[..])],
+                &mut [(left, &mut back[..])],
+                &mut || (),
+            )
+            .unwrap();
+            let d = comm.traffic().since(&t0);
+            assert_eq!(
+                d,
+                Traffic {
+                    messages: 1,
+                    bytes: 24,
+                    collectives: 0,
+                    collective_s: 0.0
+                }
             );
         },
     );

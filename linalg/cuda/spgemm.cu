@@ -197,67 +197,115 @@ ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c
 // term t of slot s is (first[t], second[t]) = (A slot, B slot) for spgemm_nn_pairs and
 // (P slot, W slot) for ptw_tn_pairs. No search: two dependent loads per term instead of a
 // binary search's chain.
+//
+// Threads per output slot: (AR / RPT) x (BC / CPT), each summing RPT rows x CPT columns of the
+// block (adjacent lanes over the column groups, then the row groups). Many short sums (the fine
+// level's W) take whole blocks per thread, which loads each operand block once; few long sums
+// (coarse levels) are split to keep the device busy. Each entry's sum keeps its order, so every
+// split gives the same bits.
+#ifndef RPT
+#define RPT 1
+#endif
+#ifndef CPT
+#define CPT BC
+#endif
+#define ROW_GROUPS (AR / RPT)
+#define COL_GROUPS (BC / CPT)
+
+// Slot s's terms of `left right` for rows r0.. r0+RPT and columns j0.. j0+CPT of the output
+// block, written once to c_vals. The left block is AR x AK or, if LEFT_TRANSPOSED, AK x AR (P's
+// blocks in P^T W); the right block is AK x BC.
+template <bool LEFT_TRANSPOSED>
+__device__ __forceinline__ void pair_terms(const u32 s, const u32 r0, const u32 j0,
+                                           const u32* __restrict__ term_ptr,
+                                           const u32* __restrict__ first,
+                                           const u32* __restrict__ second,
+                                           const lval* __restrict__ left,
+                                           const rval* __restrict__ right,
+                                           oval* __restrict__ c_vals) {
+    double acc[RPT][CPT];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+#pragma unroll
+        for (int j = 0; j < CPT; ++j) acc[r][j] = 0.0;
+    const u32 end = __ldg(term_ptr + s + 1);
+    for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
+        const lval* __restrict__ l = left + (size_t)__ldg(first + q) * (AR * AK);
+        const rval* __restrict__ rt = right + (size_t)__ldg(second + q) * (AK * BC) + j0;
+        if (RPT == 1) {
+            // one row: the right block's values are used once, loaded where they are needed
+            double lr[AK];
+#pragma unroll
+            for (int m = 0; m < AK; ++m)
+                lr[m] = (double)__ldg(LEFT_TRANSPOSED ? l + m * AR + r0 : l + r0 * AK + m);
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                double tt = 0.0;
+#pragma unroll
+                for (int m = 0; m < AK; ++m) tt += lr[m] * (double)__ldg(rt + m * BC + j);
+                acc[0][j] += tt;
+            }
+            continue;
+        }
+        // several rows share the right block's columns: load them once
+        double rc[AK][CPT];
+#pragma unroll
+        for (int m = 0; m < AK; ++m)
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) rc[m][j] = (double)__ldg(rt + m * BC + j);
+#pragma unroll
+        for (int r = 0; r < RPT; ++r) {
+            double lr[AK];
+#pragma unroll
+            for (int m = 0; m < AK; ++m)
+                lr[m] = (double)__ldg(LEFT_TRANSPOSED ? l + m * AR + r0 + r : l + (r0 + r) * AK + m);
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                double tt = 0.0;
+#pragma unroll
+                for (int m = 0; m < AK; ++m) tt += lr[m] * rc[m][j];
+                acc[r][j] += tt;
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+        oval* __restrict__ c = c_vals + (size_t)s * CL + (r0 + r) * BC + j0;
+#pragma unroll
+        for (int j = 0; j < CPT; ++j) c[j] = (oval)acc[r][j];
+    }
+}
+
+// The thread's (slot, first row, first column) of c_nnz output slots; false past the last.
+__device__ __forceinline__ bool pair_thread(const u32 c_nnz, u32& s, u32& r0, u32& j0) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t >= (u64)c_nnz * (ROW_GROUPS * COL_GROUPS)) return false;
+    s = (u32)(t / (ROW_GROUPS * COL_GROUPS));
+    const u32 within = (u32)(t - (u64)s * (ROW_GROUPS * COL_GROUPS));
+    const u32 rg = within / COL_GROUPS;
+    r0 = rg * RPT;
+    j0 = (within - rg * COL_GROUPS) * CPT;
+    return true;
+}
+
+// W = A P: left = A (AR x AK blocks), right = P (AK x BC).
 extern "C" __global__ void __launch_bounds__(128)
 spgemm_nn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
                 const u32* __restrict__ first, const u32* __restrict__ second,
                 const lval* __restrict__ a_vals, const rval* __restrict__ b_vals,
                 oval* __restrict__ c_vals) {
-    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (t >= (u64)c_nnz * AR) return;
-    const u32 s = (u32)(t / AR);
-    const u32 r = (u32)(t - (u64)s * AR);
-    double acc[BC];
-#pragma unroll
-    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
-    const u32 end = __ldg(term_ptr + s + 1);
-    for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
-        const lval* __restrict__ a = a_vals + (size_t)__ldg(first + q) * (AR * AK) + r * AK;
-        const rval* __restrict__ b = b_vals + (size_t)__ldg(second + q) * (AK * BC);
-        double ar[AK];
-#pragma unroll
-        for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
-#pragma unroll
-        for (int j = 0; j < BC; ++j) {
-            double tt = 0.0;
-#pragma unroll
-            for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
-            acc[j] += tt;
-        }
-    }
-    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
-#pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
+    u32 s, r, j0;
+    if (!pair_thread(c_nnz, s, r, j0)) return;
+    pair_terms<false>(s, r, j0, term_ptr, first, second, a_vals, b_vals, c_vals);
 }
 
+// A_c = P^T W: left = P (AK x AR blocks, fine x coarse), right = W (AK x BC).
 extern "C" __global__ void __launch_bounds__(128)
 ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
              const u32* __restrict__ first, const u32* __restrict__ second,
              const lval* __restrict__ p_vals, const rval* __restrict__ w_vals,
              oval* __restrict__ c_vals) {
-    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (t >= (u64)c_nnz * AR) return;
-    const u32 s = (u32)(t / AR);
-    const u32 r = (u32)(t - (u64)s * AR);
-    double acc[BC];
-#pragma unroll
-    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
-    const u32 end = __ldg(term_ptr + s + 1);
-    for (u32 q = __ldg(term_ptr + s); q < end; ++q) {
-        // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
-        const lval* __restrict__ p = p_vals + (size_t)__ldg(first + q) * (AK * AR) + r;
-        const rval* __restrict__ w = w_vals + (size_t)__ldg(second + q) * (AK * BC);
-        double pr[AK];
-#pragma unroll
-        for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
-#pragma unroll
-        for (int j = 0; j < BC; ++j) {
-            double tt = 0.0;
-#pragma unroll
-            for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
-            acc[j] += tt;
-        }
-    }
-    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
-#pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
+    u32 s, r, j0;
+    if (!pair_thread(c_nnz, s, r, j0)) return;
+    pair_terms<true>(s, r, j0, term_ptr, first, second, p_vals, w_vals, c_vals);
 }

@@ -79,6 +79,24 @@ impl Bsr {
         }
     }
 
+    /// The device matrix behind a matrix on a GPU, borrowed; an error for a host matrix.
+    pub fn device_bsr(&self) -> Result<&cuda::DeviceBsr, LinalgError> {
+        match &self.storage {
+            Storage::CudaBsr { m, .. } => Ok(m),
+            _ => Err(unsupported("Bsr::device_bsr", &self.device())),
+        }
+    }
+
+    /// The device matrix behind a matrix on a GPU, mutably borrowed (values only: its pattern
+    /// stays [`Bsr::pattern`]'s); an error for a host matrix.
+    pub fn device_bsr_mut(&mut self) -> Result<&mut cuda::DeviceBsr, LinalgError> {
+        let device = self.device();
+        match &mut self.storage {
+            Storage::CudaBsr { m, .. } => Ok(m),
+            _ => Err(unsupported("Bsr::device_bsr_mut", &device)),
+        }
+    }
+
     /// A matrix of zeros on the pattern, block sizes, device and precision of `self`.
     pub fn zeros_like(&self) -> Result<Self, LinalgError> {
         Self::zeros_in(

@@ -20,6 +20,7 @@ mod device;
 pub mod direct;
 pub mod dist;
 mod error;
+pub mod exact;
 pub mod hash;
 mod layout;
 mod mask;

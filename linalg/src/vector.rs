@@ -82,6 +82,23 @@ impl Vector {
         }
     }
 
+    /// The device buffer behind a vector on a GPU, borrowed; an error for a host vector.
+    pub fn device_buffer(&self) -> Result<&cuda::DeviceBuffer<f64>, LinalgError> {
+        match &self.storage {
+            Storage::Cuda { buf, .. } => Ok(buf),
+            _ => Err(unsupported("Vector::device_buffer", &self.device())),
+        }
+    }
+
+    /// The device buffer behind a vector on a GPU, mutably borrowed; an error for a host vector.
+    pub fn device_buffer_mut(&mut self) -> Result<&mut cuda::DeviceBuffer<f64>, LinalgError> {
+        let device = self.device();
+        match &mut self.storage {
+            Storage::Cuda { buf, .. } => Ok(buf),
+            _ => Err(unsupported("Vector::device_buffer_mut", &device)),
+        }
+    }
+
     /// A copy on `device` (an upload, a download, or a copy on the same device); the layout is
     /// kept.
     pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
@@ -219,10 +236,12 @@ pub(crate) fn check_len(
 /// BLAS-1 operations, parallel, on the device of their operands.
 ///
 /// Element-wise operations act on every local entry (owned and ghosts). Reductions ([`dot`],
-/// [`norm2`], [`norm_inf`]) reduce the owned entries in fixed chunks of [`REDUCTION_CHUNK`] entries, add the
-/// partial sums in order and then reduce over the layout's communicator, so their result is
-/// bit-identical for any thread count (and, under MPI, for a fixed rank count). Operands of
-/// other lengths, layouts or devices are errors.
+/// [`norm2`], [`norm_inf`]) reduce the owned entries. On the host, [`dot`] sums the rounded
+/// products exactly ([`crate::exact::ExactSum`], over the ranks too) and rounds once, so its
+/// result is the same bits for any thread count, any rank count and any numbering of the
+/// entries; on a GPU it adds partial sums of [`REDUCTION_CHUNK`] entries in chunk order
+/// (bit-identical for a fixed length). Operands of other lengths, layouts or devices are
+/// errors.
 pub mod ops {
     use super::{check_same_device, cuda, host, unsupported, Storage, Vector};
     use crate::LinalgError;
@@ -249,12 +268,18 @@ pub mod ops {
         Ok(())
     }
 
-    /// `x . y` over the owned entries, reduced over the ranks; deterministic.
+    /// `x . y` over the owned entries, reduced over the ranks; deterministic (on the host: the
+    /// exact sum of the rounded products, rounded once, whatever the rank count).
     pub fn dot(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
         check_pair("ops::dot", x, y)?;
         let owned = x.layout.owned();
+        let comm = x.layout.comm();
         let local = match (&x.storage, &y.storage) {
-            (Storage::Host(x), Storage::Host(y)) => host::blas1::dot(&x[..owned], &y[..owned]),
+            (Storage::Host(x), Storage::Host(y)) => {
+                let mut sum = [host::blas1::dot_exact(&x[..owned], &y[..owned])];
+                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
+                return Ok(sum[0].value());
+            }
             (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
                 if owned == xb.len() =>
             {
@@ -265,6 +290,20 @@ pub mod ops {
         let mut sum = [local];
         x.layout.comm().allreduce_sum(&mut sum)?;
         Ok(sum[0])
+    }
+
+    /// `x . y` over the entries of host vectors of one rank in the CUDA dot's floating-point
+    /// order (partial sums of [`REDUCTION_CHUNK`] entries added in chunk order): what the
+    /// device's [`dot`] equals bit for bit. The host's [`dot`] is exact instead, so the two
+    /// agree to rounding only.
+    pub fn dot_in_chunks(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
+        check_pair("ops::dot_in_chunks", x, y)?;
+        match (&x.storage, &y.storage) {
+            (Storage::Host(xs), Storage::Host(ys)) if x.layout.comm().size() == 1 => {
+                Ok(host::blas1::dot_in_chunks(xs, ys))
+            }
+            _ => Err(unsupported("ops::dot_in_chunks", &x.device())),
+        }
     }
 
     /// Euclidean norm `sqrt(x . x)`; deterministic.

@@ -266,3 +266,21 @@ fn every_input_runs() {
         );
     }
 }
+
+/// `device: cuda` on a problem the GPU's Newton loop lacks (here a follower pressure) is an error
+/// at the `device` key naming the feature; `device: auto` takes the CPU for it (no GPU needed to
+/// decide either).
+#[test]
+fn device_cuda_names_what_the_gpu_newton_loop_lacks() {
+    let input = inputs_dir().join("neo_hookean_block.yaml");
+    let pressure = "boundary.pressure=[{set: zmax, value: 0.1}]".to_string();
+    let error =
+        hexfem::check::check(&input, &["device=cuda".into(), pressure.clone()], None).unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.contains("device=cuda") && message.contains("follower pressure"),
+        "{message}"
+    );
+    let text = hexfem::check::check(&input, &["device=auto".into(), pressure], None).unwrap();
+    assert!(text.contains("valid"), "{text}");
+}

@@ -1055,7 +1055,7 @@ fn hierarchy_solve(
     serial: &HexMesh,
     part: &MeshPart,
 ) -> (usize, Vec<usize>, Vec<(usize, f64)>) {
-    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+    use amg::dist_cycle::DistHierarchy;
 
     let (k_local, clamped) = clamped_stiffness(&part.mesh);
     let n_owned = part.n_owned_nodes();
@@ -1078,12 +1078,10 @@ fn hierarchy_solve(
         .iter()
         .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
         .collect();
-    let params = DistHierarchyParams {
-        omega_p: 0.6,
-        omega: 0.5,
-        sweeps: 2,
-        coarse_limit: 150,
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
         max_levels: 6,
+        ..amg::AmgParams::default()
     };
     // The hierarchy owns its copy of the fine operator.
     let mut fine_level = DistBsr::zeros(a.pattern().clone());
@@ -1118,6 +1116,48 @@ fn hierarchy_solve(
     (outcome.iterations, h.level_unknowns(), owned)
 }
 
+/// The serial [`amg::Hierarchy`] with the options of [`hierarchy_solve`] on the serial mesh's
+/// clamped box: CG iterations, unknowns per level, the solution (serial dofs).
+fn serial_hierarchy_solve(serial: &HexMesh) -> (usize, Vec<usize>, Vec<f64>) {
+    let (k, clamped) = clamped_stiffness(serial);
+    let b: Vec<f64> = (0..k.n_rows())
+        .map(|e| {
+            if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(e as u64 + 4242))
+            }
+        })
+        .collect();
+    let b = Vector::from_vec(b);
+    let nns = amg::NearNullSpace::from_row_major(
+        k.n_rows(),
+        6,
+        assembly::rigid_body_modes(&serial.coords),
+    )
+    .unwrap();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        ..amg::AmgParams::default()
+    };
+    let h = amg::Hierarchy::setup(&k, &nns, &params).unwrap();
+    let mut x = Vector::zeros(k.n_rows());
+    let outcome = amg::cg(
+        &k,
+        &b,
+        &mut x,
+        &h,
+        &amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let levels = h.report().levels.iter().map(|l| l.rows).collect();
+    (outcome.iterations, levels, x.to_host_vec().unwrap())
+}
+
 #[test]
 fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
     on_ranks(
@@ -1134,6 +1174,17 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
             assert!(levels.len() >= 3, "levels {levels:?}");
             assert_eq!(levels, levels_one, "the same hierarchy");
             assert_eq!(it, it_one, "CG iterations");
+            // ... and the serial hierarchy's (Chebyshev smoothing, the same eigenvalue estimates)
+            let (it_serial, levels_serial, x_serial) = serial_hierarchy_solve(&serial);
+            assert_eq!(levels, levels_serial, "the serial hierarchy");
+            assert_eq!(it, it_serial, "the serial CG iterations");
+            let mut err = [0.0, 0.0];
+            for (dof, v) in &x {
+                err[0] += (v - x_serial[*dof]).powi(2);
+                err[1] += x_serial[*dof].powi(2);
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(err[0].sqrt() <= 1e-10 * err[1].sqrt(), "{err:?}");
             let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
             let mut err = [0.0, 0.0];
             for (dof, v) in &x {
@@ -1158,7 +1209,7 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
 
 #[test]
 fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
-    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
+    use amg::dist_cycle::DistHierarchy;
 
     on_ranks(
         "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
@@ -1184,12 +1235,10 @@ fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
                 .iter()
                 .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
                 .collect();
-            let params = DistHierarchyParams {
-                omega_p: 0.6,
-                omega: 0.5,
-                sweeps: 2,
-                coarse_limit: 150,
+            let params = amg::AmgParams {
+                coarse_eq_limit: 150,
                 max_levels: 6,
+                ..amg::AmgParams::default()
             };
             let mut h = DistHierarchy::new(
                 operator(1.0),
@@ -1234,6 +1283,39 @@ fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
             }
             comm.allreduce_sum(&mut err).unwrap();
             assert!(err[0].sqrt() <= 1e-8 * err[1].sqrt());
+        },
+    );
+}
+
+/// The output's gather: rank 0 receives every rank's values (in messages of at most `chunk`
+/// values, several rounds here), the other ranks hold nothing.
+#[test]
+fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
+    on_ranks(
+        "the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks",
+        &[2, 4],
+        |comm| {
+            let values =
+                |r: usize| -> Vec<f64> { (0..5 * r + 3).map(|i| (1000 * r + i) as f64).collect() };
+            let lens: Vec<usize> = (0..comm.size()).map(|r| values(r).len()).collect();
+            let mine = values(comm.rank());
+            for chunk in [1, 4, 1 << 20] {
+                let got =
+                    hexfem::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
+                match got {
+                    Some(all) => {
+                        assert_eq!(comm.rank(), 0);
+                        let expected: Vec<Vec<f64>> = (0..comm.size()).map(values).collect();
+                        assert_eq!(all, expected, "chunk {chunk}");
+                    }
+                    None => assert_ne!(comm.rank(), 0),
+                }
+            }
+            // a length that is not the agreed one is an error, not a hang
+            assert!(
+                hexfem::distributed::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
+                    || lens[comm.rank()] == 2
+            );
         },
     );
 }

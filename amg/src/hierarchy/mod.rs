@@ -159,7 +159,7 @@ fn timed<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn with_level(e: AmgError, level: usize) -> AmgError {
+pub(crate) fn with_level(e: AmgError, level: usize) -> AmgError {
     match e {
         AmgError::SingularDiagonalBlock {
             row, column, pivot, ..
@@ -174,7 +174,7 @@ fn with_level(e: AmgError, level: usize) -> AmgError {
 }
 
 /// Smoother of a level from its inverses and eigenvalue estimate.
-fn build_smoother(pbj: PointBlockJacobi, emax: f64, params: &AmgParams) -> Smoother {
+pub(crate) fn build_smoother(pbj: PointBlockJacobi, emax: f64, params: &AmgParams) -> Smoother {
     match params.smoother {
         SmootherKind::Chebyshev => Smoother::chebyshev(
             pbj,
@@ -191,7 +191,7 @@ fn build_smoother(pbj: PointBlockJacobi, emax: f64, params: &AmgParams) -> Smoot
 }
 
 /// The estimate of `lambda_max(D^{-1} A)` of level `level`, or an error if it was impossible.
-fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, AmgError> {
+pub(crate) fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, AmgError> {
     estimate
         .filter(|e| e.is_finite() && *e > 0.0)
         .ok_or(AmgError::EigenEstimateFailed { level })

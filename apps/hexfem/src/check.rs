@@ -19,12 +19,14 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     crate::run::check_output(&config, output_dir, &dir, &name)?;
     let memory = crate::memory::guard(&config)?;
     let problem = crate::locate::build_problem(&config)?;
-    // the linear solver's device must be there (`cuda`) or is chosen now (`auto`); `method:
-    // auto` is resolved for this problem
+    // the linear solver's device must be there (`cuda`) or is chosen now (`auto`), and must run
+    // this problem's Newton loop (`cuda`: an error otherwise); `method: auto` is resolved for
+    // this problem
+    let (solver_params, _) = crate::run::newton_device(&config, &problem)?;
     let (_, solver) = crate::locate::located(
         &config,
         solve::linear_solver::LinearSolver::choose(
-            &config.linear_solver_params(),
+            &solver_params,
             solve::problem::near_null_space(&problem.mesh.coords)?,
             problem.discrete.assembler.pattern(),
             problem.discrete.tangent_is_symmetric(),

@@ -136,13 +136,19 @@ pub fn run_on_ranks(
     let started = Instant::now();
     let (rank, size) = (comm.rank(), comm.size());
     let c: &dyn Comm = &**comm;
-    if options.restart.is_some() {
-        anyhow::bail!("--restart on {size} MPI ranks is not available yet; restart without mpirun");
-    }
     let config = agreed(
         c,
         config::load_with_overrides(&options.input, &options.overrides)
             .map_err(anyhow::Error::from),
+    )?;
+    // every rank reads the step it continues from (its own nodes' displacements)
+    let restart = agreed(
+        c,
+        options
+            .restart
+            .as_deref()
+            .map(crate::restart::Restart::read)
+            .transpose(),
     )?;
     let dir = serial::output_dir(&config, options.output_dir.as_deref());
     let name = serial::output_name(&config, &options.input);
@@ -191,6 +197,20 @@ pub fn run_on_ranks(
         );
         return Err(crate::locate::locate(&config, missing));
     }
+    // a restart: this part's displacement from the file, the problem at the step's time
+    let start = match &restart {
+        Some(r) => {
+            let local = (|| -> Result<(Vector, PathState)> {
+                let path = r.path_state(&(&config.loading).into())?;
+                let mut u = problem.discrete.zeros();
+                r.displacement_of_part(&part.node_serial_ids, &problem.mesh.coords, u.host_mut()?)?;
+                problem.set_time(r.time)?;
+                Ok((u, path))
+            })();
+            Some(agreed(c, local)?)
+        }
+        None => None,
+    };
     // rank 0's serial copy of the mesh and problem: what the output is computed on
     let writer = if rank == 0 {
         crate::locate::build_problem(&config).map(Some)
@@ -200,24 +220,65 @@ pub fn run_on_ranks(
     let mut writer = agreed(c, writer)?;
 
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
+    let amg_text = |amg: &amg::AmgParams| {
+        format!(
+            "{} smoother, coarse_eq_limit {}",
+            match amg.smoother {
+                amg::SmootherKind::Chebyshev => "Chebyshev",
+                amg::SmootherKind::Jacobi => "Jacobi",
+            },
+            amg.coarse_eq_limit
+        )
+    };
+    let krylov = if problem.discrete.tangent_is_symmetric() {
+        "CG"
+    } else {
+        "GMRES (the follower pressure's tangent is not symmetric)"
+    };
     let (method, text) = match linear.method {
         solve::params::LinearSolverMethod::CgJacobi => (
             DistMethod::Jacobi,
-            format!("CG with point-block Jacobi, distributed over {size} MPI ranks"),
+            format!("{krylov} with point-block Jacobi, distributed over {size} MPI ranks"),
         ),
         solve::params::LinearSolverMethod::CgAmg => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks"
+                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks",
+                amg_text(&linear.amg)
             ),
         ),
-        other => (
+        solve::params::LinearSolverMethod::Auto => (
             DistMethod::Amg,
             format!(
-                "CG with the distributed smoothed-aggregation AMG (Jacobi V-cycle) over {size} MPI ranks (method {other:?}: not available distributed)"
+                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks (method auto: the direct solver is not available on several ranks)",
+                amg_text(&linear.amg)
             ),
         ),
+        solve::params::LinearSolverMethod::Direct => {
+            return Err(config
+                .error_at(
+                    "linear_solver.method",
+                    format!("direct is not available on {size} MPI ranks (valid there: auto, cg_amg, cg_jacobi)"),
+                )
+                .into())
+        }
     };
+    if config.device == config::ComputeDevice::Cuda {
+        return Err(config
+            .error_at(
+                "device",
+                format!("cuda is not available on {size} MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)"),
+            )
+            .into());
+    }
+    if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
+        return Err(config
+            .error_at(
+                "linear_solver.amg.storage",
+                format!("scalar is not available on {size} MPI ranks (valid there: blocked)"),
+            )
+            .into());
+    }
     let cg = amg::CgParams {
         rtol: linear.rtol,
         atol: linear.atol,
@@ -231,23 +292,38 @@ pub fn run_on_ranks(
     let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
         cg,
         method,
+        linear.amg.clone(),
+        problem.discrete.tangent_is_symmetric(),
         comm.clone(),
         &part,
         modes,
     )));
 
-    // serial ids of every rank's owned nodes, gathered once (rank 0 places values with them)
+    // rank 0 gathers the output in messages of at most GATHER_CHUNK values; only it holds the
+    // whole (the serial ids of every rank's owned nodes once, then the values of every step)
     let n_owned = part.n_owned_nodes();
-    let serial_ids = comm.allgatherv_u64(&part.node_serial_ids[..n_owned])?;
     let loads = comm.allgatherv_u64(&[
         n_owned as u64,
         part.cell_owned.iter().filter(|&&o| o).count() as u64,
     ])?;
+    let node_counts: Vec<usize> = loads.iter().map(|l| l[0] as usize).collect();
+    let dof_counts: Vec<usize> = node_counts.iter().map(|n| 3 * n).collect();
+    let id_bits: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .map(|&s| f64::from_bits(s))
+        .collect();
+    let serial_ids: Option<Vec<Vec<u64>>> =
+        gather_to_root(c, &id_bits, &node_counts, GATHER_CHUNK)?.map(|all| {
+            all.iter()
+                .map(|v| v.iter().map(|x| x.to_bits()).collect())
+                .collect()
+        });
     let gather = |v: &Vector| -> Result<Option<Vector>> {
-        let all = comm.allgatherv_f64(&v.host()?[..3 * n_owned])?;
-        if rank != 0 {
+        let Some(all) = gather_to_root(c, &v.host()?[..3 * n_owned], &dof_counts, GATHER_CHUNK)?
+        else {
             return Ok(None);
-        }
+        };
+        let serial_ids = serial_ids.as_ref().context("rank 0 holds the serial ids")?;
         let n: usize = serial_ids.iter().map(Vec::len).sum();
         let mut out = vec![0.0; 3 * n];
         for (ids, values) in serial_ids.iter().zip(&all) {
@@ -275,7 +351,12 @@ pub fn run_on_ranks(
             let mut summary = io::SummaryWriter::create(
                 &dir,
                 &name,
-                serial::run_info(&config, &options.input)?,
+                io::RunInfo {
+                    restart: restart
+                        .as_ref()
+                        .map(|r| format!("{}:{}", r.file.display(), r.step)),
+                    ..serial::run_info(&config, &options.input)?
+                },
                 serial::mesh_info(serial_problem),
                 &options.faults,
             )?;
@@ -295,21 +376,32 @@ pub fn run_on_ranks(
             } else {
                 Some(io::ProbeLog::create(&dir, &name, probes.columns())?)
             };
+            // the first step: the undeformed state, or the state the restart continues from
             let n = serial_problem.n_dofs();
-            let (u, reactions) = (Vector::zeros(n), Vector::zeros(n));
-            let energy = serial::write_fields(
-                &config,
-                serial_problem,
-                StepStamp {
-                    index: 0,
-                    load_factor: 0.0,
-                    next_increment: Some(PathState::start(&(&config.loading).into()).increment),
-                    time: Some(0.0),
-                },
-                &u,
-                &reactions,
-                &mut results,
-            )?;
+            let (u, reactions, stamp) = match &restart {
+                Some(r) => {
+                    let state = r.state_for(serial_problem, &(&config.loading).into())?;
+                    let stamp = StepStamp {
+                        index: state.path.index,
+                        load_factor: state.load_factor,
+                        next_increment: Some(state.path.increment),
+                        time: Some(state.time),
+                    };
+                    (state.displacement, state.reactions, stamp)
+                }
+                None => (
+                    Vector::zeros(n),
+                    Vector::zeros(n),
+                    StepStamp {
+                        index: 0,
+                        load_factor: 0.0,
+                        next_increment: Some(PathState::start(&(&config.loading).into()).increment),
+                        time: Some(0.0),
+                    },
+                ),
+            };
+            let energy =
+                serial::write_fields(&config, serial_problem, stamp, &u, &reactions, &mut results)?;
             let mut figures = crate::run::RunFigures::default();
             serial::record_state(
                 &probes,
@@ -318,11 +410,15 @@ pub fn run_on_ranks(
                 &reactions,
                 energy,
                 &mut figures,
-                0.0,
+                stamp.load_factor,
             )?;
             let mut probe_log = probe_log;
             if let Some(log) = &mut probe_log {
-                log.append(0, 0.0, &serial::probe_values(&probes, &figures))?;
+                log.append(
+                    stamp.index,
+                    stamp.load_factor,
+                    &serial::probe_values(&probes, &figures),
+                )?;
             }
             Ok(Output {
                 summary,
@@ -364,9 +460,15 @@ pub fn run_on_ranks(
         verbose: progress == Progress::Iterations && rank == 0,
         report_cutbacks: progress != Progress::Quiet && rank == 0,
     };
-    let mut u = problem.discrete.zeros();
+    let (mut u, start) = match start {
+        Some((u, path)) => (u, path),
+        None => (
+            problem.discrete.zeros(),
+            PathState::start(&(&config.loading).into()),
+        ),
+    };
     let outcome = path.run_from(
-        PathState::start(&(&config.loading).into()),
+        start,
         &mut problem,
         &mut solver,
         &mut u,
@@ -471,4 +573,54 @@ pub fn run_on_ranks(
         steps,
         figures,
     })
+}
+
+/// Values per message of the output's [`gather_to_root`] (8 MiB).
+pub const GATHER_CHUNK: usize = 1 << 20;
+
+/// Collective (point to point): every rank's `local` on rank 0, indexed by rank (`lens[r]`:
+/// rank `r`'s length, the same on every rank); `None` on the other ranks. Each rank sends its
+/// values in messages of at most `chunk` values, and only rank 0 ever holds the whole.
+pub fn gather_to_root(
+    comm: &dyn Comm,
+    local: &[f64],
+    lens: &[usize],
+    chunk: usize,
+) -> Result<Option<Vec<Vec<f64>>>> {
+    let chunk = chunk.max(1);
+    if lens.len() != comm.size() || lens[comm.rank()] != local.len() {
+        anyhow::bail!(
+            "gather to rank 0: {} values here, {:?} expected per rank",
+            local.len(),
+            lens
+        );
+    }
+    if comm.rank() != 0 {
+        for part in local.chunks(chunk) {
+            comm.exchange(&[(0, part)], &mut [], &mut || ())?;
+        }
+        return Ok(None);
+    }
+    let mut all: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
+    all[0].copy_from_slice(local);
+    let rounds = lens[1..]
+        .iter()
+        .map(|n| n.div_ceil(chunk))
+        .max()
+        .unwrap_or(0);
+    for k in 0..rounds {
+        let start = k * chunk;
+        let mut recvs: Vec<(usize, &mut [f64])> = all
+            .iter_mut()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, v)| start < v.len())
+            .map(|(r, v)| {
+                let end = (start + chunk).min(v.len());
+                (r, &mut v[start..end])
+            })
+            .collect();
+        comm.exchange(&[], &mut recvs, &mut || ())?;
+    }
+    Ok(Some(all))
 }

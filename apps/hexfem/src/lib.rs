@@ -13,3 +13,6 @@ pub mod probes;
 pub mod restart;
 pub mod run;
 pub mod verify;
+
+#[cfg(test)]
+mod gpu_runs;

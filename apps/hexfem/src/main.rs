@@ -677,6 +677,33 @@ fn execute_on_ranks(
             let result = hexfem::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
+        Command::Bench {
+            which:
+                Bench::Gamg {
+                    problem: Problem::Ex56,
+                    m,
+                    order,
+                    solves,
+                    scalar,
+                    device,
+                    json,
+                },
+        } => {
+            let bench = hexfem::bench::gamg::GamgBench {
+                m,
+                order,
+                solves,
+                scalar,
+                amg: amg::AmgParams::default(),
+                device: match device {
+                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                },
+            };
+            let result = hexfem::bench::dist_gamg::run(comm, &bench);
+            let result = hexfem::distributed::agreed(&**comm, result);
+            return split(result.and_then(|r| render(&r, json)));
+        }
         Command::Check {
             input,
             overrides,
@@ -696,6 +723,7 @@ fn execute_on_ranks(
             quiet,
             verbose,
             restart,
+            plot,
             ..
         } => {
             let progress = if quiet {
@@ -716,14 +744,25 @@ fn execute_on_ranks(
             };
             let outcome =
                 hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
-            return split(outcome.map(|outcome| {
-                format!(
+            // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
+            return split(outcome.and_then(|outcome| {
+                let mut text = format!(
                     "{} converged steps written to {} (open {} in ParaView); summary {}\n",
                     outcome.steps,
                     outcome.h5.display(),
                     outcome.xdmf.display(),
                     outcome.summary.display()
-                )
+                );
+                if plot && comm.rank() == 0 {
+                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
+                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+                    text.push_str(&format!(
+                        "plots: {} files in {}\n",
+                        files.len(),
+                        dir.display()
+                    ));
+                }
+                Ok(text)
             }));
         }
         Command::Bench { .. } => "bench",
@@ -734,8 +773,8 @@ fn execute_on_ranks(
     (
         String::new(),
         Err(anyhow::anyhow!(
-            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check and \
-             bench distributed); run it without mpirun, or with mpirun -np 1",
+            "hexfem {what} on {} MPI ranks is not available yet (distributed today: run, check, \
+             bench distributed and bench gamg); run it without mpirun, or with mpirun -np 1",
             comm.size()
         )),
     )

@@ -121,16 +121,7 @@ impl Restart {
         }
         let n = problem.n_dofs();
         let displacement = Vector::from_vec(self.displacement.clone());
-        let position = self.time / loading.end_time();
-        if !(0.0..=1.0 + 1e-12).contains(&position) {
-            bail!(
-                "--restart {}: step {} is at time {} but the input's load path ends at {}",
-                self.file.display(),
-                self.step,
-                self.time,
-                loading.end_time()
-            );
-        }
+        let path = self.path_state(loading)?;
         // loads and constraints on load curves of their own at the step's time
         problem.set_time(self.time)?;
         let mut residual = Vector::zeros(n);
@@ -142,6 +133,27 @@ impl Restart {
             .discrete
             .constraints
             .copy_constrained(&residual, &mut reactions)?;
+        Ok(RestartState {
+            displacement,
+            reactions,
+            path,
+            load_factor: self.load_factor,
+            time: self.time,
+        })
+    }
+
+    /// Where on the load path of `loading` the step lies, and the increment tried next.
+    pub fn path_state(&self, loading: &solve::params::LoadingParams) -> Result<PathState> {
+        let position = self.time / loading.end_time();
+        if !(0.0..=1.0 + 1e-12).contains(&position) {
+            bail!(
+                "--restart {}: step {} is at time {} but the input's load path ends at {}",
+                self.file.display(),
+                self.step,
+                self.time,
+                loading.end_time()
+            );
+        }
         if self.next_increment <= 0.0 && position < 1.0 {
             bail!(
                 "--restart {}: step {} has no increment left",
@@ -149,16 +161,33 @@ impl Restart {
                 self.step
             );
         }
-        Ok(RestartState {
-            displacement,
-            reactions,
-            path: PathState {
-                position,
-                increment: self.next_increment,
-                index: self.step,
-            },
-            load_factor: self.load_factor,
-            time: self.time,
+        Ok(PathState {
+            position,
+            increment: self.next_increment,
+            index: self.step,
         })
+    }
+
+    /// The step's displacement at the nodes of one rank's part: `serial_ids` names each local
+    /// node (owned and ghosts) in the file's (serial) numbering, `coords` are its coordinates
+    /// (checked against the file's); node-major into `out` (`3 serial_ids.len()` entries).
+    pub fn displacement_of_part(
+        &self,
+        serial_ids: &[u64],
+        coords: &[[f64; 3]],
+        out: &mut [f64],
+    ) -> Result<()> {
+        let n_file = self.coordinates.len() / 3;
+        for (i, (&s, x)) in serial_ids.iter().zip(coords).enumerate() {
+            let s = s as usize;
+            if s >= n_file || self.coordinates[3 * s..3 * s + 3] != x[..] {
+                bail!(
+                    "--restart {}: the file's mesh ({n_file} nodes) is not the input's (node {s} differs or is missing)",
+                    self.file.display()
+                );
+            }
+            out[3 * i..3 * i + 3].copy_from_slice(&self.displacement[3 * s..3 * s + 3]);
+        }
+        Ok(())
     }
 }

@@ -260,14 +260,21 @@ fn execute_on(
     // before any file is written: `device: cuda` needs its GPU
     // a tangent that is not symmetric (follower pressure) needs GMRES: part of the key
     let symmetric = problem.discrete.tangent_is_symmetric();
-    let solver_key = format!("{}; symmetric tangent {symmetric}", solver_key(config)?);
+    // the Newton loop runs on the GPU with the solver: `auto` stays on the CPU where the device
+    // lacks a feature the problem uses, `cuda` is an error there
+    let (solver_params, device_fallback) = newton_device(config, problem)?;
+    let solver_key = format!(
+        "{}; symmetric tangent {symmetric}; {:?}",
+        solver_key(config)?,
+        solver_params.device
+    );
     let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
         Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
         _ => {
             let (solver, text) = crate::locate::located(
                 config,
                 LinearSolver::choose(
-                    &config.linear_solver_params(),
+                    &solver_params,
                     near_null_space(&problem.mesh.coords)?,
                     problem.discrete.assembler.pattern(),
                     symmetric,
@@ -366,7 +373,7 @@ fn execute_on(
             header(
                 config,
                 problem,
-                &device_text(config, &solver),
+                &device_text(config, &solver, device_fallback.as_deref()),
                 &solver_text,
                 &newton,
                 &problem_text(problem)
@@ -414,9 +421,17 @@ fn execute_on(
         }
         if progress != Progress::Quiet {
             // Progress is best effort: a closed standard error must not end the run.
+            // on the GPU: the most bytes an iteration after the step's first moved
+            let gpu_bytes = step
+                .iterations
+                .iter()
+                .skip(1)
+                .filter_map(|it| it.transfer_bytes)
+                .max()
+                .map_or(String::new(), |b| format!(", GPU transfers <= {b} B per later iteration"));
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{})",
+                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{}{gpu_bytes})",
                 step.index,
                 step.load_factor,
                 record.newton_iterations,
@@ -890,10 +905,41 @@ pub(crate) fn problem_text(problem: &Problem) -> String {
 }
 
 /// The header's device line: where the run is computed and, for `device: auto` on the CPU, why.
-fn device_text(config: &Config, solver: &LinearSolver) -> String {
+/// The linear solver's parameters of a run, with the device `config` names unless the Newton
+/// loop cannot run there: `device: auto` then falls back to the CPU (the reason is returned for
+/// the header), `device: cuda` is an error at the `device` key naming what the GPU lacks.
+pub(crate) fn newton_device(
+    config: &Config,
+    problem: &Problem,
+) -> Result<(solve::params::LinearSolverParams, Option<String>)> {
+    let mut params = config.linear_solver_params();
+    let unsupported = match assembly::device::DeviceProblem::supports(&problem.discrete) {
+        Ok(()) => return Ok((params, None)),
+        Err(e) => e.to_string(),
+    };
+    match config.device {
+        config::ComputeDevice::Cuda => Err(anyhow::Error::new(config.error_at(
+            "device",
+            format!("`cuda` runs the Newton loop on the GPU, which does not support this problem: {unsupported}"),
+        ))),
+        config::ComputeDevice::Auto => {
+            params.device = solve::params::DeviceChoice::Cpu;
+            Ok((params, Some(unsupported)))
+        }
+        config::ComputeDevice::Cpu => Ok((params, None)),
+    }
+}
+
+fn device_text(config: &Config, solver: &LinearSolver, fallback: Option<&str>) -> String {
     let host = format!("host CPU, {} threads", rayon::current_num_threads());
+    if let Some(why) = fallback {
+        return format!("{host} (device: auto stays on the CPU: {why})");
+    }
     match (solver.device(), config.device) {
-        (Some(gpu), _) => format!("{host}; linear solver on {}", gpu.name()),
+        (Some(gpu), _) => format!(
+            "{host}; the Newton loop (assembly, constraints, line search, AMG + CG) on {}",
+            gpu.name()
+        ),
         (None, config::ComputeDevice::Auto) if matches!(solver, LinearSolver::Direct { .. }) => {
             format!("{host} (device: auto; the direct solver chosen is host-only)")
         }

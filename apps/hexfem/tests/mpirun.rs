@@ -215,8 +215,9 @@ fn summary(dir: &Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Newton iterations and linear iterations of each step of a summary.
-fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
+/// Newton iterations of each step of a summary, and the linear iterations of each of its
+/// Newton iterations.
+fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<Vec<u64>>) {
     let steps = s["steps"].as_array().expect("steps");
     (
         steps
@@ -231,14 +232,17 @@ fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
                     .unwrap()
                     .iter()
                     .map(|v| v.as_u64().unwrap())
-                    .sum()
+                    .collect()
             })
             .collect(),
     )
 }
 
+/// Every input under `mpirun -np 1..4` equals the serial run at the default tolerances: the
+/// same Newton and CG iterations in every step and the same solution to 1e-10 (both runs use
+/// CG with AMG; the serial `auto` picks the direct solver for these small problems).
 #[test]
-fn run_on_two_and_four_ranks_equals_the_serial_run() {
+fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
     let dir = scratch("run");
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
     for name in [
@@ -249,8 +253,13 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
         "twisting_column",
     ] {
         let yaml = input(&format!("{name}.yaml"));
-        let mut args = vec!["run", yaml.as_str(), "-q"];
-        args.extend(TIGHT);
+        let args = vec![
+            "run",
+            yaml.as_str(),
+            "-q",
+            "--set",
+            "linear_solver.method=cg_amg",
+        ];
         let serial_dir = d("serial");
         let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
             .args(&args)
@@ -259,7 +268,7 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
             .unwrap();
         assert!(serial.status.success(), "{}", output_text(&serial));
         let one = summary(Path::new(&serial_dir), name);
-        for np in [2, 4] {
+        for np in [1, 2, 3, 4] {
             let many_dir = d(&format!("np{np}"));
             let mut a = args.clone();
             a.extend(["-o", many_dir.as_str()]);
@@ -275,14 +284,16 @@ fn run_on_two_and_four_ranks_equals_the_serial_run() {
                 1e-10,
             );
             let many = summary(Path::new(&many_dir), name);
-            assert_eq!(many["ranks"]["ranks"], np);
-            let rows = many["ranks"]["owned_rows"].as_array().unwrap();
-            let total: u64 = rows.iter().map(|r| r.as_u64().unwrap()).sum();
-            assert_eq!(total, 3 * one["mesh"]["nodes"].as_u64().unwrap());
+            if np > 1 {
+                assert_eq!(many["ranks"]["ranks"], np);
+                let rows = many["ranks"]["owned_rows"].as_array().unwrap();
+                let total: u64 = rows.iter().map(|r| r.as_u64().unwrap()).sum();
+                assert_eq!(total, 3 * one["mesh"]["nodes"].as_u64().unwrap());
+            }
             assert!(one.get("ranks").is_none());
             let ((n1, l1), (n2, l2)) = (iterations(&one), iterations(&many));
             assert_eq!(n1, n2, "{name} on {np} ranks: Newton iterations per step");
-            eprintln!("{name} on {np} ranks: linear iterations per step {l2:?} (serial {l1:?})");
+            assert_eq!(l1, l2, "{name} on {np} ranks: CG iterations per step");
         }
     }
     // one rank is the serial program (no `ranks` in the summary)
@@ -398,4 +409,178 @@ fn point_loads_on_one_rank_and_missing_points_under_mpirun() {
     let err = String::from_utf8_lossy(&out.stderr);
     let needle = "boundary.point_load[0].at: no mesh node at [6, 0.3, 1]";
     assert_eq!(err.matches(needle).count(), 1, "{}", output_text(&out));
+}
+
+/// Options the distributed solver cannot honour are errors at their place in the input, on
+/// every rank, printed once: never silently replaced.
+#[test]
+fn options_the_ranks_cannot_honour_are_located_errors() {
+    let dir = scratch("unhonoured");
+    for (name, solver, key) in [
+        (
+            "direct",
+            "{ method: direct }",
+            "linear_solver.method: direct is not available on 2 MPI ranks (valid there: auto, cg_amg, cg_jacobi)",
+        ),
+        (
+            "scalar",
+            "{ method: cg_amg, amg: { storage: scalar } }",
+            "linear_solver.amg.storage: scalar is not available on 2 MPI ranks (valid there: blocked)",
+        ),
+        (
+            "cuda",
+            "{ method: cg_amg }\ndevice: cuda",
+            "device: cuda is not available on 2 MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)",
+        ),
+    ] {
+        let yaml = dir.0.join(format!("{name}.yaml"));
+        std::fs::write(
+            &yaml,
+            format!("mesh:\n  box: {{ cells: [4, 2, 2], lower: [0, 0, 0], upper: [4, 1, 1], order: 1 }}\nmaterials:\n  - {{ model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }}\nboundary:\n  dirichlet:\n    - {{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }}\nlinear_solver: {solver}\n"),
+        )
+        .unwrap();
+        let yaml = yaml.to_string_lossy().into_owned();
+        let out = hexfem_on(2, &["run", &yaml, "-q", "-o", dir.0.to_str().unwrap()]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches(key).count(), 1, "{}", output_text(&out));
+        let line = if name == "cuda" { 9 } else { 8 };
+        assert!(err.contains(&format!("{name}.yaml:{line}:")), "{err}");
+    }
+}
+
+/// `bench gamg` on 2 ranks: the serial hierarchy and CG iterations, no prolongator values in
+/// the hot update, traffic counted by the comm layer, every rank reported.
+#[test]
+fn bench_gamg_on_two_ranks_gives_the_serial_iterations_and_counts_the_traffic() {
+    let args = ["bench", "gamg", "--problem", "ex56", "--m", "9", "--json"];
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let parse = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(out)))
+    };
+    let one = parse(&serial);
+    let out = hexfem_on(2, &args);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let two = parse(&out);
+    assert_eq!(two["ranks"], 2);
+    assert_eq!(two["unknowns"], one["unknowns"]);
+    assert_eq!(two["rows_per_level"], one["rows_per_level"], "{two}");
+    assert_eq!(two["iterations"], one["iterations"], "{two}");
+    assert_eq!(two["converged"], true);
+    assert_eq!(two["hot_update_p_values"], 0, "a hot update sends no P");
+    assert!(two["hot_update_bytes"].as_u64().unwrap() > 0);
+    assert!(two["cg_iteration"]["messages"].as_f64().unwrap() > 0.0);
+    assert_eq!(two["spmv_messages"], 2, "one halo message each way");
+    let ranks = two["per_rank"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    let rows: u64 = ranks.iter().map(|r| r["rows"].as_u64().unwrap()).sum();
+    assert_eq!(rows, one["unknowns"].as_u64().unwrap());
+    assert!(two["rows_imbalance"].as_f64().unwrap() >= 1.0);
+}
+
+/// `--restart` under `mpirun`: every rank takes its nodes' displacements from the file, and
+/// the restarted run's steps equal the uninterrupted run's: bit for bit on the same rank count,
+/// to rounding on another one. `--plot` draws the uninterrupted run's plots on rank 0.
+#[test]
+fn a_restart_on_ranks_continues_the_uninterrupted_run_and_plots_are_drawn() {
+    let dir = scratch("restart");
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let yaml = input("twisting_column.yaml");
+    let run = |np: usize, out: &str, restart: Option<&str>| {
+        let mut args = vec![
+            "run",
+            yaml.as_str(),
+            "-q",
+            "--set",
+            "linear_solver.method=cg_amg",
+            "-o",
+            out,
+        ];
+        match restart {
+            Some(r) => args.extend(["--restart", r]),
+            None => args.push("--plot"),
+        }
+        let out = hexfem_on(np, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
+        out
+    };
+    let full = d("full");
+    // `--plot` on ranks: rank 0 draws the run's plots once
+    let out = run(2, &full, None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("plots: ").count(), 1, "{text}");
+    let pngs = std::fs::read_dir(&full)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "png")
+        })
+        .count();
+    assert!(pngs > 0, "{text}");
+    let from = format!("{full}/twisting_column.h5:3");
+    for (np, rtol) in [(2, 0.0), (3, 1e-10)] {
+        let again = d(&format!("restart{np}"));
+        run(np, &again, Some(&from));
+        let a = io::ResultsReader::open(&Path::new(&full).join("twisting_column.h5")).unwrap();
+        let b = io::ResultsReader::open(&Path::new(&again).join("twisting_column.h5")).unwrap();
+        let steps: Vec<usize> = b.steps().unwrap().iter().map(|(i, _)| *i).collect();
+        assert_eq!(steps, [3, 4, 5, 6], "the restart's steps");
+        for step in steps {
+            let path = format!("/steps/{step:06}/displacement");
+            let (_, x) = a.read_f64(&path).unwrap();
+            let (_, y) = b.read_f64(&path).unwrap();
+            let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = x
+                .iter()
+                .zip(&y)
+                .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+            assert!(worst <= rtol * scale, "{np} ranks, step {step}: {worst:e}");
+        }
+        let s = summary(Path::new(&again), "twisting_column");
+        assert!(s["run"]["restart"].as_str().unwrap().ends_with(":3"), "{s}");
+    }
+}
+
+/// A follower pressure (a tangent that is not symmetric): the ranks solve by GMRES with the
+/// distributed AMG, as the serial run does, with its Newton and GMRES iterations and solution.
+#[test]
+fn a_nonsymmetric_tangent_on_ranks_is_solved_by_gmres_as_in_the_serial_run() {
+    let dir = scratch("pressure");
+    let yaml = dir.0.join("pressure.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  box: { cells: [4, 4, 6], lower: [0, 0, 0], upper: [1, 1, 1.5], order: 1 }\nmaterials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n  pressure: [{ set: zmax, value: 2.0 }]\nloading: { steps: 3 }\nlinear_solver: { method: cg_amg }\n",
+    )
+    .unwrap();
+    let yaml = yaml.to_string_lossy().into_owned();
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let serial_dir = d("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &yaml, "-q", "-o", &serial_dir])
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let one = summary(Path::new(&serial_dir), "pressure");
+    let many_dir = d("np3");
+    let out = hexfem_on(3, &["run", &yaml, "-o", &many_dir]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("linear solver GMRES"),
+        "{}",
+        output_text(&out)
+    );
+    assert_same_results(
+        &Path::new(&serial_dir).join("pressure.h5"),
+        &Path::new(&many_dir).join("pressure.h5"),
+        1e-10,
+    );
+    let many = summary(Path::new(&many_dir), "pressure");
+    assert_eq!(iterations(&one), iterations(&many));
 }

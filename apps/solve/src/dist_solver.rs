@@ -1,34 +1,26 @@
 //! The linear solver of one rank of a distributed run: the rank's owned rows of the tangent as a
 //! `linalg::dist::DistBsr`, CG with the distributed smoothed-aggregation AMG
-//! (`amg::dist_cycle::DistHierarchy`, Jacobi-smoothed V-cycle) or point-block Jacobi, and the
-//! correction's ghost entries filled from their owners afterwards.
+//! (`amg::dist_cycle::DistHierarchy`: the serial hierarchy's algorithm and the configured
+//! `linear_solver.amg` options) or point-block Jacobi, and the correction's ghost entries
+//! filled from their owners afterwards.
 //!
 //! Calling order: [`DistSolver::new`] once per run; [`DistSolver::solve_to`] per Newton
 //! iteration (collective on every rank). The distributed pattern is built at the first solve
 //! and kept (the tangent's pattern never changes); the hierarchy is set up cold at the first
-//! solve after [`DistSolver::set_near_null_space`] and hot-updated (new values, the same
-//! prolongators) for every later one.
+//! solve after [`DistSolver::set_near_null_space`] and updated as `amg.reuse` says for every
+//! later one (by default hot: new values, the same prolongators).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
-use amg::{CgParams, NearNullSpace, PointBlockJacobi};
+use amg::dist_cycle::DistHierarchy;
+use amg::{AmgParams, CgParams, NearNullSpace, PointBlockJacobi};
 use anyhow::{bail, Context, Result};
 use comm::Comm;
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
 use linalg::{Bsr, Layout, Vector};
 
 use crate::linear_solver::{LinearSolveReport, SetupKind};
-
-/// The options of the distributed V-cycle (those of `hexfem bench distributed --amg`).
-const DIST_AMG: DistHierarchyParams = DistHierarchyParams {
-    omega_p: 0.6,
-    omega: 0.5,
-    sweeps: 2,
-    coarse_limit: 600,
-    max_levels: 10,
-};
 
 /// The preconditioner of a distributed solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +33,10 @@ pub enum DistMethod {
 pub struct DistSolver {
     pub params: CgParams,
     pub method: DistMethod,
+    /// The hierarchy's options (`linear_solver.amg`).
+    pub amg: AmgParams,
+    /// Whether the tangent is symmetric (CG), or not (a follower pressure: GMRES).
+    pub symmetric: bool,
     comm: Arc<dyn Comm>,
     n_owned_nodes: usize,
     node_globals: Vec<u64>,
@@ -52,10 +48,14 @@ pub struct DistSolver {
 }
 
 impl DistSolver {
-    /// A solver for the tangents of `part` on the ranks of `comm`.
+    /// A solver for the tangents of `part` on the ranks of `comm`; `amg`: the hierarchy's
+    /// options (checked at the first set-up); `symmetric`: whether the tangents are (CG) or not
+    /// (GMRES).
     pub fn new(
         params: CgParams,
         method: DistMethod,
+        amg: AmgParams,
+        symmetric: bool,
         comm: Arc<dyn Comm>,
         part: &mesh::MeshPart,
         near_null: NearNullSpace,
@@ -64,6 +64,8 @@ impl DistSolver {
         Self {
             params,
             method,
+            amg,
+            symmetric,
             comm,
             n_owned_nodes: n,
             node_globals: part.node_globals.clone(),
@@ -118,12 +120,11 @@ impl DistSolver {
             rtol: rtol.unwrap_or(self.params.rtol),
             ..self.params
         };
-        let (setup, outcome, setup_s) = match self.method {
+        let (setup, (iterations, converged), setup_s) = match self.method {
             DistMethod::Jacobi => {
                 let pbj = PointBlockJacobi::new(a.diag())?;
                 let setup_s = started.elapsed().as_secs_f64();
-                let outcome =
-                    amg::cg_operator(&a, &rhs, &mut solution, &pbj, &params).context("CG")?;
+                let outcome = self.krylov(&a, &rhs, &mut solution, &pbj, &params)?;
                 (SetupKind::Jacobi, outcome, setup_s)
             }
             DistMethod::Amg => {
@@ -141,15 +142,14 @@ impl DistSolver {
                             &self.owned_serial_ids,
                             nns,
                             6,
-                            &DIST_AMG,
+                            &self.amg,
                         )?);
                         SetupKind::AmgCold
                     }
                 };
                 let setup_s = started.elapsed().as_secs_f64();
                 let h = self.hierarchy.as_ref().expect("set up above");
-                let outcome =
-                    amg::cg_operator(&a, &rhs, &mut solution, h, &params).context("CG")?;
+                let outcome = self.krylov(&a, &rhs, &mut solution, h, &params)?;
                 (setup, outcome, setup_s)
             }
         };
@@ -157,10 +157,10 @@ impl DistSolver {
         xs[..owned].copy_from_slice(solution.host()?);
         pattern.halo().update(xs)?;
         Ok(LinearSolveReport {
-            iterations: outcome.iterations,
+            iterations,
             setup_s,
             solve_s: started.elapsed().as_secs_f64() - setup_s,
-            converged: outcome.converged,
+            converged,
             setup,
             hierarchy: None,
             device: None,
@@ -170,38 +170,44 @@ impl DistSolver {
     }
 }
 
+impl DistSolver {
+    /// Collective. The Krylov solve from `x = 0` on the owned rows: CG for a symmetric tangent,
+    /// restarted GMRES (as the serial solver) otherwise; its iterations and whether it
+    /// converged. A NaN in GMRES is an error.
+    fn krylov(
+        &self,
+        a: &DistBsr,
+        b: &Vector,
+        x: &mut Vector,
+        pc: &dyn amg::Preconditioner,
+        params: &CgParams,
+    ) -> Result<(usize, bool)> {
+        if self.symmetric {
+            let o = amg::cg_operator(a, b, x, pc, params).context("CG")?;
+            return Ok((o.iterations, o.converged));
+        }
+        let g = amg::gmres_operator(a, b, x, pc, &crate::linear_solver::gmres_params(params))
+            .context("GMRES")?;
+        if g.reason == amg::GmresStopReason::NonFinite {
+            bail!("GMRES met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+        }
+        Ok((g.iterations, g.converged))
+    }
+}
+
 /// The rigid-body modes at the part's (deformed) node positions `coords`, rotations about the
-/// centroid of all ranks' owned nodes (the same modes on every rank, as the serial run's up to
-/// the rounding of the centroid). `layout`: the part's vector layout (owned nodes first).
-/// Collective.
+/// centroid of all ranks' owned nodes: the serial run's modes bit for bit (the coordinates are
+/// summed exactly, `assembly::coordinate_sums`). `layout`: the part's vector layout (owned
+/// nodes first). Collective.
 pub fn distributed_modes(layout: &Layout, coords: &[[f64; 3]]) -> Result<NearNullSpace> {
     let n_owned = layout.owned() / 3;
-    let mut sums = [0.0; 4];
-    for x in &coords[..n_owned] {
-        for d in 0..3 {
-            sums[d] += x[d];
-        }
-    }
-    sums[3] = n_owned as f64;
-    layout.comm().allreduce_sum(&mut sums)?;
-    let c = [sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3]];
-    let shifted: Vec<[f64; 3]> = coords
-        .iter()
-        .map(|x| [x[0] - c[0], x[1] - c[1], x[2] - c[2]])
-        .collect();
-    // about the origin: the shifted coordinates' centroid is not recomputed
-    let mut modes = Vec::with_capacity(coords.len() * 18);
-    for [x, y, z] in shifted {
-        let rows: [[f64; 6]; 3] = [
-            [1.0, 0.0, 0.0, -y, 0.0, z],
-            [0.0, 1.0, 0.0, x, -z, 0.0],
-            [0.0, 0.0, 1.0, 0.0, y, -x],
-        ];
-        modes.extend(rows.iter().flatten());
-    }
+    let mut sums = assembly::coordinate_sums(&coords[..n_owned]);
+    linalg::exact::ExactSum::allreduce(&**layout.comm(), &mut sums)?;
+    let n = (layout.global_len() / 3).max(1) as f64;
+    let centroid = sums.map(|s| s.value() / n);
     Ok(NearNullSpace::from_row_major(
         3 * coords.len(),
         assembly::RIGID_BODY_MODES_3D,
-        modes,
+        assembly::rigid_body_modes_about(coords, centroid),
     )?)
 }

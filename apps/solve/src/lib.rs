@@ -6,6 +6,7 @@ pub mod dist_solver;
 pub mod expression;
 pub mod linear_solver;
 pub mod newton;
+pub mod newton_system;
 pub mod params;
 pub mod partition;
 pub mod problem;

@@ -399,6 +399,10 @@ impl LinearSolver {
         rtol: Option<f64>,
     ) -> Result<LinearSolveReport> {
         x.fill(0.0)?;
+        if !k.device().is_host() {
+            // the operands already live where the solver runs (the Newton loop on the GPU)
+            return self.solve_here(k, b, x, rtol);
+        }
         let gpu = match self {
             LinearSolver::CgAmg { gpu, .. } | LinearSolver::CgJacobi { gpu, .. } => gpu.as_mut(),
             LinearSolver::Direct { .. } => None,
@@ -639,7 +643,7 @@ fn gmres_report(
 }
 
 /// GMRES's parameters for CG's tolerances and iteration limit.
-fn gmres_params(params: &CgParams) -> GmresParams {
+pub(crate) fn gmres_params(params: &CgParams) -> GmresParams {
     GmresParams {
         rtol: params.rtol,
         atol: params.atol,

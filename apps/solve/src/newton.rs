@@ -20,12 +20,13 @@
 use std::fmt;
 use std::time::Instant;
 
-use anyhow::Result;
-use assembly::{AssemblyError, NewtonSystem};
+use anyhow::{Context, Result};
+use assembly::AssemblyError;
 use linalg::{ops, Vector};
 use serde::Serialize;
 
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
+use crate::newton_system::IterationSystem;
 use crate::params::{Forcing, LineSearch, LoadingParams, NewtonParams};
 use crate::problem::Problem;
 
@@ -79,6 +80,10 @@ pub struct IterationRecord {
     /// What the line search did, where it did more than take the full step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_search: Option<String>,
+    /// Where the Newton loop runs on a GPU: bytes moved between host and device during the
+    /// iteration, both ways (linear system, solve, line search, update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_bytes: Option<u64>,
 }
 
 /// Which test a converged step passed.
@@ -267,9 +272,9 @@ pub struct LoadPath<'a> {
     pub report_cutbacks: bool,
 }
 
-/// Buffers of one Newton solve, allocated once per run.
+/// Buffers of one Newton solve, allocated once per run (on the GPU where the loop runs there).
 struct Workspace {
-    system: NewtonSystem,
+    system: IterationSystem,
     du: Vector,
     trial: Vector,
     /// The line search's trial residual.
@@ -321,9 +326,15 @@ impl LoadPath<'_> {
         self.run_from(PathState::start(self.loading), problem, solver, u, on_step)
     }
 
-    /// Runs the load path from `start` with `u` the converged displacement there; `on_step` sees each converged step and the converged displacement and is
-    /// where output is written (so every converged step is on disk before the next begins). A
-    /// failure after cutbacks returns [`PathFailure`] with the steps so far already delivered.
+    /// Runs the load path from `start` with `u` the converged displacement there; `on_step` sees
+    /// each converged step and the converged displacement and is where output is written (so
+    /// every converged step is on disk before the next begins). A failure after cutbacks returns
+    /// [`PathFailure`] with the steps so far already delivered.
+    ///
+    /// Where `solver` runs on a GPU, the whole Newton loop does ([`IterationSystem::Device`]: the
+    /// problem is uploaded once, an error names what the device does not support): `u` (a host
+    /// vector) is uploaded at the start and is overwritten by the download of each converged
+    /// displacement before `on_step` sees it; the reactions come down with it.
     pub fn run_from(
         &self,
         start: PathState,
@@ -332,13 +343,21 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
-        let mut ws = Workspace {
-            system: problem.discrete.new_system(),
-            du: problem.discrete.zeros(),
-            trial: problem.discrete.zeros(),
-            trial_r: problem.discrete.zeros(),
-            scratch: problem.discrete.zeros(),
+        let system = match solver.device().and_then(|d| d.cuda_context()) {
+            Some(ctx) => IterationSystem::device(ctx, &problem.discrete)
+                .context("the Newton loop on the GPU")?,
+            None => IterationSystem::host(&problem.discrete),
         };
+        let zeros = || system.zeros(&problem.discrete);
+        let mut ws = Workspace {
+            du: zeros()?,
+            trial: zeros()?,
+            trial_r: zeros()?,
+            scratch: zeros()?,
+            system,
+        };
+        // the converged state where the iteration runs (`u` is its host copy)
+        let mut current = ws.system.upload(u)?;
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = start.increment;
         // the path runs in s = pseudo-time / end time, from 0 to 1
@@ -365,17 +384,15 @@ impl LoadPath<'_> {
             if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
                 solver.set_near_null_space(deformed_modes(problem, u)?);
             }
-            let mut trial_u = u.clone();
+            let mut trial_u = current.try_clone()?;
             match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {
                 Ok((iterations, converged_by)) => {
-                    *u = trial_u;
+                    current = trial_u;
+                    ws.system.download(&current, u)?;
                     index += 1;
                     load_factor = target;
-                    let mut reactions = problem.discrete.zeros();
                     let discrete = &problem.discrete;
-                    discrete
-                        .constraints
-                        .copy_constrained(&ws.system.residual, &mut reactions)?;
+                    let reactions = ws.system.reactions(discrete)?;
                     let failed_attempts = std::mem::take(&mut attempts);
                     let easy = iterations.len() <= EASY_ITERATIONS;
                     if easy {
@@ -387,7 +404,11 @@ impl LoadPath<'_> {
                         load_factor: factor,
                         time,
                         position: target,
-                        residual_norm: discrete.free_norm(&ws.system.residual, &mut ws.trial)?,
+                        residual_norm: ws.system.free_norm(
+                            discrete,
+                            ws.system.residual(),
+                            &mut ws.trial,
+                        )?,
                         iterations,
                         reactions,
                         wall_s: started.elapsed().as_secs_f64(),
@@ -491,10 +512,13 @@ impl LoadPath<'_> {
         let mut monotone = false;
         let mut watchdog_note = None;
         for iteration in 0..=p.max_iterations {
+            let transfers_before = ws.system.transferred_bytes();
             let discrete = &mut problem.discrete;
-            discrete.linearize(u, load_factor, &mut ws.system)?;
+            ws.system.linearize(discrete, u, load_factor)?;
             let constraints_met = ws.system.constraints_met()?;
-            let r_free = discrete.free_norm(&ws.system.residual, &mut ws.trial)?;
+            let r_free = ws
+                .system
+                .free_norm(discrete, ws.system.residual(), &mut ws.trial)?;
             if !r_free.is_finite() || r_ref.is_some_and(|r_ref| r_free > DIVERGENCE_FACTOR * r_ref)
             {
                 return Err(StepFailure::Diverged(r_free));
@@ -523,7 +547,7 @@ impl LoadPath<'_> {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
             if watch_energy && constraints_met && !monotone {
-                let pi = problem.discrete.potential(u, load_factor)?;
+                let pi = ws.system.potential(&problem.discrete, u, load_factor)?;
                 match &mut best {
                     Some((best_u, best_pi, since)) => {
                         if pi.value < *best_pi - ENERGY_ROUNDOFF * pi.magnitude {
@@ -547,11 +571,10 @@ impl LoadPath<'_> {
                             }
                         }
                     }
-                    None => best = Some((u.clone(), pi.value, 0)),
+                    None => best = Some((u.try_clone()?, pi.value, 0)),
                 }
             }
-            let discrete = &mut problem.discrete;
-            let rhs_free = discrete.eliminate(&mut ws.system)?;
+            let rhs_free = ws.system.eliminate(&mut problem.discrete)?;
             let r_ref = *r_ref.get_or_insert(rhs_free);
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
@@ -566,12 +589,10 @@ impl LoadPath<'_> {
                 _ => None,
             };
             let linear = solver
-                .solve_to(&ws.system.tangent, &ws.system.rhs, &mut ws.du, rtol)
+                .solve_to(ws.system.tangent(), ws.system.rhs(), &mut ws.du, rtol)
                 .map_err(StepFailure::Linear)?;
-            let discrete = &mut problem.discrete;
-            discrete
-                .constraints
-                .copy_constrained(&ws.system.lift, &mut ws.du)?;
+            ws.system
+                .copy_constrained(&problem.discrete, ws.system.lift(), &mut ws.du)?;
             let (step_length, note) = match self.line_search(
                 problem,
                 u,
@@ -596,7 +617,6 @@ impl LoadPath<'_> {
                     return Err(StepFailure::LineSearch(merit));
                 }
             };
-            let discrete = &mut problem.discrete;
             last_update = if step_length == 1.0 {
                 ops::norm2(&ws.du)?
             } else {
@@ -606,12 +626,14 @@ impl LoadPath<'_> {
             ops::axpy(step_length, &ws.du, u)?;
             if step_length == 1.0 {
                 // land exactly on the prescribed values (u + (u_D - u) may differ by an ulp)
-                discrete.constraints.write_prescribed(
-                    load_factor,
-                    discrete.assembler.coords(),
-                    u,
-                )?;
+                ws.system
+                    .write_prescribed(&problem.discrete, load_factor, u)?;
             }
+            let transfer_bytes = ws
+                .system
+                .transferred_bytes()
+                .zip(transfers_before)
+                .map(|(after, before)| after - before);
             if self.verbose {
                 let rtol_text = rtol.map_or(String::new(), |r| format!(" to {r:.1e}"));
                 eprintln!(
@@ -624,12 +646,16 @@ impl LoadPath<'_> {
                 if let Some(fallback) = &linear.fallback {
                     eprintln!("    {fallback}");
                 }
+                if let Some(bytes) = transfer_bytes {
+                    eprintln!("    {bytes} bytes between host and GPU");
+                }
             }
             records.push(IterationRecord {
                 residual_norm: r_free,
                 linear,
                 step_length,
                 line_search: note,
+                transfer_bytes,
             });
         }
         Err(StepFailure::MaxIterations(p.max_iterations))
@@ -705,7 +731,10 @@ impl LoadPath<'_> {
         for _ in 0..self.newton.max_line_search.max(1) {
             ws.trial.copy_from(u)?;
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
-            match problem.discrete.potential(&ws.trial, load_factor) {
+            match ws
+                .system
+                .potential(&problem.discrete, &ws.trial, load_factor)
+            {
                 Ok(_) => {
                     let note = match (why, alpha < 1.0) {
                         (None, false) => None,
@@ -738,7 +767,7 @@ impl LoadPath<'_> {
         ws: &mut Workspace,
     ) -> Result<Damping, StepFailure> {
         // the slope of Pi along du: the residual is Pi's gradient (du is zero where constrained)
-        let slope = ops::dot(&ws.system.residual, &ws.du)?;
+        let slope = ops::dot(ws.system.residual(), &ws.du)?;
         // not a descent direction (NaN included)
         if slope.partial_cmp(&0.0) != Some(std::cmp::Ordering::Less) {
             return self.admissible_step(
@@ -749,12 +778,15 @@ impl LoadPath<'_> {
                 Some("no descent direction of the energy: full step"),
             );
         }
-        let pi0 = problem.discrete.potential(u, load_factor)?;
+        let pi0 = ws.system.potential(&problem.discrete, u, load_factor)?;
         let mut alpha = 1.0;
         for _ in 0..self.newton.max_line_search.max(1) {
             ws.trial.copy_from(u)?;
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
-            let next = match problem.discrete.potential(&ws.trial, load_factor) {
+            let next = match ws
+                .system
+                .potential(&problem.discrete, &ws.trial, load_factor)
+            {
                 Ok(pi) => {
                     let slack = ENERGY_ROUNDOFF * pi0.magnitude.max(pi.magnitude);
                     if pi.value <= pi0.value + ARMIJO * alpha * slope + slack {
@@ -791,12 +823,16 @@ impl LoadPath<'_> {
         for _ in 0..self.newton.max_line_search.max(1) {
             ws.trial.copy_from(u)?;
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
-            match problem
-                .discrete
-                .residual(&ws.trial, load_factor, &mut ws.trial_r)
-            {
+            match ws.system.residual_at(
+                &mut problem.discrete,
+                &ws.trial,
+                load_factor,
+                &mut ws.trial_r,
+            ) {
                 Ok(()) => {
-                    let trial_norm = problem.discrete.free_norm(&ws.trial_r, &mut ws.scratch)?;
+                    let trial_norm =
+                        ws.system
+                            .free_norm(&problem.discrete, &ws.trial_r, &mut ws.scratch)?;
                     if trial_norm <= (1.0 - ARMIJO * alpha) * r_free {
                         let note =
                             (alpha < 1.0).then(|| format!("residual backtracking to {alpha:.3}"));

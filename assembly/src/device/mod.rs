@@ -12,7 +12,10 @@
 //! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
 //!   values with twists, symmetric elimination), bit-identical to the host's.
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
-//!   on the device, in the host's calling order; only norms come back.
+//!   on the device, in the host's calling order, the residual and free norm of line-search trial
+//!   states and the potential energy (cell energies summed on the device,
+//!   `assembly/cuda/sums.cu`); only norms and sums come back. [`DeviceProblem::supports`] says,
+//!   on the host, whether a problem can go up.
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
 //! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.

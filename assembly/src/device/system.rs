@@ -4,10 +4,17 @@
 
 use std::sync::Arc;
 
+use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
 use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 
 use super::{DeviceAssembler, DeviceConstraints};
-use crate::{AssemblyError, DiscreteProblem};
+use crate::{AssemblyError, DiscreteProblem, Potential};
+
+const SUMS_SOURCE: ExternalSource = ExternalSource {
+    name: "assembly/sums.cu",
+    text: include_str!("../../cuda/sums.cu"),
+    fmad: false,
+};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
 /// uploaded once.
@@ -17,6 +24,9 @@ pub struct DeviceProblem {
     pub constraints: DeviceConstraints,
     /// Dead loads at load factor one, node-major.
     pub external: DeviceBuffer<f64>,
+    /// Cell energies of the last [`DeviceProblem::potential`] and their two sums.
+    energies: DeviceBuffer<f64>,
+    sums: DeviceBuffer<f64>,
 }
 
 /// The device twin of [`crate::NewtonSystem`] (same fields, same meaning).
@@ -40,6 +50,56 @@ impl DeviceProblem {
     /// Follower pressures and loads on load curves of their own are not on the device yet
     /// ([`AssemblyError::DeviceUnsupported`]).
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
+        Self::supports(problem)?;
+        let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
+        let constraints = DeviceConstraints::new(
+            ctx,
+            &problem.constraints,
+            problem.assembler.pattern(),
+            problem.assembler.coords(),
+        )?;
+        Self::from_parts(
+            ctx,
+            assembler,
+            constraints,
+            ctx.upload(problem.external.host()?)?,
+        )
+    }
+
+    /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
+    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (follower
+    /// pressure, Dirichlet values of `t`, loads or constraints on load curves of their own,
+    /// several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
+    pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
+        if problem.partition.is_some() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "a rank's share of a distributed problem is assembled on the host only"
+                    .into(),
+            });
+        }
+        if problem.assembler.materials().single().is_none() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "cells with different materials (the device kernels take one material; use device: cpu)".into(),
+            });
+        }
+        let npc = problem.assembler.kernel().n_nodes();
+        if problem.assembler.n_nodes() >= u32::MAX as usize
+            || problem.assembler.n_cells() * npc * npc >= u32::MAX as usize
+        {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: format!(
+                    "{} nodes and {} cells exceed the device plans' 32-bit indices",
+                    problem.assembler.n_nodes(),
+                    problem.assembler.n_cells()
+                ),
+            });
+        }
+        if problem.constraints.has_own_factors() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "constraints on load curves of their own are host-only; use device: cpu"
+                    .into(),
+            });
+        }
         if !problem.follower.is_empty() {
             return Err(AssemblyError::DeviceUnsupported {
                 what: "follower pressure loads are assembled on the host only; use device: cpu"
@@ -56,34 +116,25 @@ impl DeviceProblem {
                 what: "loads with a load curve of their own are host-only; use device: cpu".into(),
             });
         }
-        let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
-        let constraints = DeviceConstraints::new(
-            ctx,
-            &problem.constraints,
-            problem.assembler.pattern(),
-            problem.assembler.coords(),
-        )?;
-        Ok(Self {
-            ctx: ctx.clone(),
-            assembler,
-            constraints,
-            external: ctx.upload(problem.external.host()?)?,
-        })
+        Ok(())
     }
 
     /// From parts already on `ctx` (an assembler, its constraints, dead loads of `3 n_nodes`).
     pub fn from_parts(
         ctx: &Arc<CudaContext>,
-        assembler: DeviceAssembler,
+        mut assembler: DeviceAssembler,
         constraints: DeviceConstraints,
         external: DeviceBuffer<f64>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, AssemblyError> {
+        let n_cells = assembler.elements().n_cells();
+        Ok(Self {
             ctx: ctx.clone(),
             assembler,
             constraints,
             external,
-        }
+            energies: ctx.zeros(n_cells)?,
+            sums: ctx.zeros(2)?,
+        })
     }
 
     /// The device.
@@ -128,20 +179,34 @@ impl DeviceProblem {
         load_factor: f64,
         system: &mut DeviceNewtonSystem,
     ) -> Result<(), AssemblyError> {
-        self.assembler
-            .residual_tangent(u, &mut system.residual, &mut system.tangent)?;
-        vector::axpy(
-            &self.ctx,
-            -load_factor,
-            &self.external,
+        self.linearize_into(
+            u,
+            load_factor,
             &mut system.residual,
-        )?;
-        vector::fill(&self.ctx, 0.0, &mut system.lift)?;
-        self.ctx.copy(u, &mut system.scratch)?;
-        self.constraints
-            .write_prescribed(load_factor, &mut system.scratch)?;
-        vector::axpy(&self.ctx, -1.0, u, &mut system.scratch)?;
-        self.constraints.copy(&system.scratch, &mut system.lift)?;
+            &mut system.tangent,
+            &mut system.lift,
+            &mut system.scratch,
+        )
+    }
+
+    /// [`Self::linearize`] into buffers held elsewhere (for a caller that owns the system's
+    /// vectors and tangent in other wrappers); `scratch` is overwritten.
+    pub fn linearize_into(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        load_factor: f64,
+        residual: &mut DeviceBuffer<f64>,
+        tangent: &mut DeviceBsr,
+        lift: &mut DeviceBuffer<f64>,
+        scratch: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.assembler.residual_tangent(u, residual, tangent)?;
+        vector::axpy(&self.ctx, -load_factor, &self.external, residual)?;
+        vector::fill(&self.ctx, 0.0, lift)?;
+        self.ctx.copy(u, scratch)?;
+        self.constraints.write_prescribed(load_factor, scratch)?;
+        vector::axpy(&self.ctx, -1.0, u, scratch)?;
+        self.constraints.copy(scratch, lift)?;
         Ok(())
     }
 
@@ -149,20 +214,66 @@ impl DeviceProblem {
     /// and `lift` (constrained ones), constraints eliminated from the tangent; returns the free
     /// part's norm (one scalar down).
     pub fn eliminate(&self, system: &mut DeviceNewtonSystem) -> Result<f64, AssemblyError> {
-        spmv(
-            &self.ctx,
-            &system.tangent,
-            1.0,
+        self.eliminate_into(
+            &system.residual,
+            &mut system.tangent,
             &system.lift,
-            0.0,
             &mut system.rhs,
-        )?;
-        vector::axpby(&self.ctx, -1.0, &system.residual, -1.0, &mut system.rhs)?;
-        self.constraints.zero(&mut system.rhs)?;
-        let free_norm = vector::norm2(&self.ctx, &system.rhs)?;
-        vector::axpy(&self.ctx, 1.0, &system.lift, &mut system.rhs)?;
-        self.constraints.eliminate(&mut system.tangent)?;
+        )
+    }
+
+    /// [`Self::eliminate`] on buffers held elsewhere.
+    pub fn eliminate_into(
+        &self,
+        residual: &DeviceBuffer<f64>,
+        tangent: &mut DeviceBsr,
+        lift: &DeviceBuffer<f64>,
+        rhs: &mut DeviceBuffer<f64>,
+    ) -> Result<f64, AssemblyError> {
+        spmv(&self.ctx, tangent, 1.0, lift, 0.0, rhs)?;
+        vector::axpby(&self.ctx, -1.0, residual, -1.0, rhs)?;
+        self.constraints.zero(rhs)?;
+        let free_norm = vector::norm2(&self.ctx, rhs)?;
+        vector::axpy(&self.ctx, 1.0, lift, rhs)?;
+        self.constraints.eliminate(tangent)?;
         Ok(free_norm)
+    }
+
+    /// [`DiscreteProblem::potential`] on the device: the strain energy of every cell at `u`,
+    /// summed on the device in a fixed order (not the host's: the sums agree to round-off), less
+    /// the dead loads' work `load_factor f_ext . u`. An inverted cell is reported as the host
+    /// reports it. Three scalars and the failure flag come down.
+    pub fn potential(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        load_factor: f64,
+    ) -> Result<Potential, AssemblyError> {
+        self.assembler.elements().energies(u, &mut self.energies)?;
+        launch(
+            &self.ctx,
+            &SUMS_SOURCE,
+            &[],
+            "sum_and_magnitude",
+            LaunchShape {
+                blocks: 1,
+                threads: 256,
+                shared_bytes: 0,
+            },
+            &mut [
+                KernelArg::U32(self.energies.len() as u32),
+                KernelArg::F64s(&self.energies),
+                KernelArg::F64sMut(&mut self.sums),
+            ],
+        )?;
+        self.assembler.elements().check_failure(u)?;
+        let sums = self.ctx.download(&self.sums)?;
+        super::elements::check("potential sums", 2, sums.len())?;
+        let (internal, magnitude) = (sums[0], sums[1]);
+        let external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        Ok(Potential {
+            value: internal - external,
+            magnitude: magnitude + external.abs(),
+        })
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).

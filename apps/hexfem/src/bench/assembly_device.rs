@@ -168,7 +168,7 @@ pub fn measure(
     )?;
     let dc = DeviceConstraints::new(&ctx, &constraints, asm.pattern(), asm.coords())?;
     let eliminated_blocks = dc.n_touched();
-    let mut problem = DeviceProblem::from_parts(&ctx, dev, dc, ctx.zeros(u.len())?);
+    let mut problem = DeviceProblem::from_parts(&ctx, dev, dc, ctx.zeros(u.len())?)?;
     let mut system = problem.new_system()?;
     let newton_system_ms = event_median(&ctx, || {
         problem.linearize(&ud, 1.0, &mut system)?;

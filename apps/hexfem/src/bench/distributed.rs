@@ -254,13 +254,11 @@ fn run_amg(
     b: &Vector,
     nns: Vec<f64>,
 ) -> Result<AmgStats> {
-    use amg::dist_cycle::{DistHierarchy, DistHierarchyParams};
-    let params = DistHierarchyParams {
-        omega_p: 0.6,
-        omega: 0.5,
-        sweeps: 2,
-        coarse_limit: 600,
+    use amg::dist_cycle::DistHierarchy;
+    let params = amg::AmgParams {
+        coarse_eq_limit: 600,
         max_levels: 10,
+        ..amg::AmgParams::default()
     };
     sync(comm)?;
     let t = Instant::now();

@@ -2,8 +2,9 @@
 //! (`linalg/cuda/spgemm.cu`): the SpGEMM `C = A B` (prolongator smoothing's `A P0`) and the
 //! Galerkin product `A_c = P^T A P` as `W = A P` followed by `P^T W`.
 //!
-//! Owner computes: one thread per output block, which sums its terms in a fixed order and
-//! writes the block once (no atomics). `W` and every SpGEMM block are bit-identical to the host;
+//! Owner computes: each output entry is summed by one thread in a fixed order and written once
+//! (no atomics); a thread takes one row of a block (searching kernels) or the rows and
+//! columns [`pair_split`] gives it (pair lists). `W` and every SpGEMM block are bit-identical to the host;
 //! `A_c` sums over fine rows ascending, as the host's streamed strategy does (the fused one
 //! groups the terms by chunk colour: equal to rounding).
 
@@ -265,6 +266,8 @@ pub struct DevicePtapPlan {
     keep_w: bool,
     host: HostPatterns,
     pairs: Mutex<PairState>,
+    /// Threads the pair-list passes aim for; `None`: [`PAIR_THREADS_PER_SM`] per multiprocessor.
+    pair_threads: Option<usize>,
 }
 
 impl DevicePtapPlan {
@@ -288,7 +291,16 @@ impl DevicePtapPlan {
                 ac: plan.pattern().clone(),
             },
             pairs: Mutex::new(PairState::Undecided),
+            pair_threads: None,
         })
+    }
+
+    /// Aims the pair-list passes at `threads` threads instead of the default (tests cover every
+    /// split of the output blocks with it: all split the same sums, so all give the same bits).
+    #[cfg(test)]
+    pub(crate) fn with_pair_threads(mut self, threads: usize) -> Self {
+        self.pair_threads = Some(threads);
+        self
     }
 
     /// Keeps the `W` workspace between products (see the field's note).
@@ -376,6 +388,9 @@ impl DevicePtapPlan {
             *pairs = self.decide_pairs(ctx)?;
         }
         if let PairState::Pairs(pairs) = &*pairs {
+            let target = self
+                .pair_threads
+                .unwrap_or(PAIR_THREADS_PER_SM * ctx.multiprocessors() as usize);
             let nn = [
                 ("AR", b as i64),
                 ("AK", b as i64),
@@ -395,6 +410,7 @@ impl DevicePtapPlan {
                 pv,
                 w_vals,
                 b,
+                target,
             )?;
             let tn = [
                 ("AR", c as i64),
@@ -415,6 +431,7 @@ impl DevicePtapPlan {
                 w_vals,
                 out,
                 c,
+                target,
             )?;
         } else {
             self.launch_searching(ctx, fmad, a, p, ac, w_vals)?;
@@ -486,7 +503,45 @@ impl DevicePtapPlan {
     }
 }
 
-/// One pass on pair lists (`spgemm_nn_pairs` or `ptw_tn_pairs`): `rows` threads per output slot.
+/// Threads per multiprocessor a pair-list pass should have at least (2,048 resident at most on
+/// current GPUs): about 8 full waves. Fewer, longer sums (coarse levels) leave the device idle
+/// while each thread walks its terms; measured on an H100 at 66^3 (all levels, hot): 2 M threads
+/// 4.72 ms, 4 M 4.86, 8 M 5.06, one thread per block row everywhere 5.42.
+const PAIR_THREADS_PER_SM: usize = 16_384;
+
+/// Accumulators of a pair-list thread, at most one block row's worth (`cols`): whole 3 x 6 blocks
+/// per thread (18 accumulators and the right block in registers) cut the occupancy of the fine
+/// level's `W = A P` from 70 % to 29 % and made it 9 % slower (H100, 66^3).
+fn accumulators_fit(rpt: usize, cpt: usize, cols: usize) -> bool {
+    rpt * cpt <= cols
+}
+
+/// How a pair-list pass over `slots` output blocks of `rows x cols` (inner dimension `inner`)
+/// splits each block over threads: `(rows per thread, columns per thread)` (`RPT`, `CPT` in
+/// spgemm.cu), divisors of the block's dimensions. Among the splits that give at least `target`
+/// threads, the one that loads the fewest operand values per term and slot (a thread loads its
+/// rows of the left block and its columns of the right one); where none does, one entry per
+/// thread.
+fn pair_split(
+    slots: usize,
+    rows: usize,
+    cols: usize,
+    inner: usize,
+    target: usize,
+) -> (usize, usize) {
+    let divisors = |n: usize| (1..=n).filter(move |&d| n.is_multiple_of(d));
+    let threads = |rpt: usize, cpt: usize| slots * (rows / rpt) * (cols / cpt);
+    let loads = |rpt: usize, cpt: usize| (rows / rpt) * (cols / cpt) * inner * (rpt + cpt);
+    divisors(rows)
+        .flat_map(|rpt| divisors(cols).map(move |cpt| (rpt, cpt)))
+        .filter(|&(rpt, cpt)| accumulators_fit(rpt, cpt, cols))
+        .filter(|&(rpt, cpt)| threads(rpt, cpt) >= target)
+        .min_by_key(|&(rpt, cpt)| (loads(rpt, cpt), threads(rpt, cpt)))
+        .unwrap_or((1, 1))
+}
+
+/// One pass on pair lists (`spgemm_nn_pairs` or `ptw_tn_pairs`) over output blocks of `rows`
+/// rows, split over threads by [`pair_split`] for `target` threads.
 #[allow(clippy::too_many_arguments)]
 fn launch_pairs<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     ctx: &CudaContext,
@@ -498,10 +553,21 @@ fn launch_pairs<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     right: &DeviceBuffer<R>,
     out: &mut DeviceBuffer<O>,
     rows: usize,
+    target: usize,
 ) -> Result<(), LinalgError> {
     let src = if fmad { &SPGEMM_FMAD } else { &SPGEMM };
-    let f = ctx.function(src, defines, kernel)?;
     let nnz = (pairs[0].len() - 1) as u32;
+    let define = |name: &str| {
+        defines
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map_or(1, |&(_, v)| v as usize)
+    };
+    let (cols, inner) = (define("BC"), define("AK"));
+    let (rpt, cpt) = pair_split(nnz as usize, rows, cols, inner, target);
+    let mut all = defines.to_vec();
+    all.extend([("RPT", rpt as i64), ("CPT", cpt as i64)]);
+    let f = ctx.function(src, &all, kernel)?;
     let mut l = ctx.stream().launch_builder(&f);
     l.arg(&nnz)
         .arg(&pairs[0])
@@ -510,9 +576,31 @@ fn launch_pairs<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
         .arg(left)
         .arg(right)
         .arg(out);
-    let threads = nnz as u64 * rows as u64;
+    let threads = nnz as u64 * ((rows / rpt) * (cols / cpt)) as u64;
     // SAFETY: arguments match the kernel; the lists were built on the plan's patterns, whose
     // shapes the caller checked.
     unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err(kernel))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::pair_split;
+
+    /// The fewest loads among splits that reach the target (at most a block row of accumulators
+    /// per thread), one entry per thread where none does.
+    #[test]
+    fn pair_split_loads_least_among_splits_that_reach_the_target() {
+        // the fine level's W: 3 x 6 blocks, inner 3, many slots: 3 x 2 entries per thread load
+        // 45 values per term and slot, a block row per thread 63
+        assert_eq!(pair_split(3_000_000, 3, 6, 3, 2_000_000), (3, 2));
+        // A_c there: 6 x 6, 287k slots, 2 M threads wanted (at least 7 per slot): 3 x 3 groups of
+        // 2 x 2 load 108 values per term, 12 groups of 3 x 1 or 1 x 3 load 144
+        assert_eq!(pair_split(287_000, 6, 6, 3, 2_000_000), (2, 2));
+        // few slots: single entries
+        assert_eq!(pair_split(676, 6, 6, 6, 2_000_000), (1, 1));
+        // no target: a block row (or a square of as many entries) per thread
+        assert_eq!(pair_split(100, 3, 3, 3, 0), (1, 3));
+        assert_eq!(pair_split(100, 4, 4, 1, 0), (2, 2));
+    }
 }

@@ -161,7 +161,20 @@ fn every_kernel_compiles_without_spills() {
             "spgemm.cu",
             vec![("AR", ar), ("AK", ak), ("BC", bc), ("ILP", 1)],
         ));
+        // the pair-list kernels' largest and smallest thread shares
+        cases.push((
+            "spgemm.cu",
+            vec![("AR", ar), ("AK", ak), ("BC", bc), ("RPT", 1), ("CPT", 1)],
+        ));
     }
+    cases.push((
+        "spgemm.cu",
+        vec![("AR", 3), ("AK", 3), ("BC", 6), ("RPT", 3), ("CPT", 6)],
+    ));
+    cases.push((
+        "spgemm.cu",
+        vec![("AR", 6), ("AK", 6), ("BC", 6), ("RPT", 3), ("CPT", 6)],
+    ));
     cases.push(("ops.cu", vec![]));
     for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 5)] {
         cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
@@ -413,16 +426,21 @@ fn vector_kernels_are_bit_identical_to_the_host() {
         let (dx, dy) = (ctx.upload(&x).unwrap(), ctx.upload(&y).unwrap());
         let hx = Vector::from_vec(x.clone());
         let hy = Vector::from_vec(y.clone());
+        // the device sums in chunks (the host's `dot_in_chunks`); the host's `dot` is exact
         let d = vector::dot(ctx, &dx, &dy).unwrap();
         assert_eq!(
             d.to_bits(),
-            ops::dot(&hx, &hy).unwrap().to_bits(),
+            ops::dot_in_chunks(&hx, &hy).unwrap().to_bits(),
             "dot n={n}"
+        );
+        let exact = ops::dot(&hx, &hy).unwrap();
+        assert!(
+            (d - exact).abs() <= 1e-12 * x.iter().zip(&y).map(|(a, b)| (a * b).abs()).sum::<f64>()
         );
         let nrm = vector::norm2(ctx, &dx).unwrap();
         assert_eq!(
             nrm.to_bits(),
-            ops::norm2(&hx).unwrap().to_bits(),
+            ops::dot_in_chunks(&hx, &hx).unwrap().sqrt().to_bits(),
             "norm2 n={n}"
         );
 
@@ -819,12 +837,25 @@ fn galerkin_product_matches_the_host_and_a_dense_reference() {
         let mut fused = Bsr::zeros(plan.pattern().clone(), c, c);
         crate::ptap_numeric(&plan, &a, &p, &mut fused, &mut plan.workspace()).unwrap();
 
-        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
         let (da, dp) = (
             DeviceBsr::upload(ctx, &a).unwrap(),
             DeviceBsr::upload(ctx, &p).unwrap(),
         );
+        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
         let mut dac = DeviceBsr::zeros(ctx, dplan.pattern(), c, c).unwrap();
+        // Splits of the output blocks over threads: the largest (target 0), some in between,
+        // single entries (the default on these small products).
+        for threads in [0, 3 * plan.pattern().nnz(), usize::MAX] {
+            let split = DevicePtapPlan::upload(ctx, &plan)
+                .unwrap()
+                .with_pair_threads(threads);
+            split.numeric(ctx, &da, &dp, &mut dac).unwrap();
+            assert_bits(
+                &format!("ptap <{b},{b},{c}> aiming at {threads} threads"),
+                &ctx.download(dac.values()).unwrap(),
+                host.host().unwrap(),
+            );
+        }
         for fmad in [false, true] {
             vector::fill(ctx, f64::NAN, dac.values_mut()).unwrap();
             dplan.numeric_with(ctx, fmad, &da, &dp, &mut dac).unwrap();

@@ -6,7 +6,8 @@ use rayon::prelude::*;
 pub const REDUCTION_CHUNK: usize = 4096;
 /// Entries per task of the element-wise operations.
 const MAP_CHUNK: usize = 8192;
-/// Interleaved accumulators of one partial sum.
+
+/// Interleaved accumulators of one partial sum of [`dot_in_chunks`].
 const LANES: usize = 4;
 
 /// Sums `x_i y_i` over one chunk with [`LANES`] interleaved accumulators (fixed order).
@@ -27,8 +28,9 @@ fn dot_chunk(x: &[f64], y: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// `x . y`: partial sums of [`REDUCTION_CHUNK`] entries, added in chunk order.
-pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
+/// `x . y` in floating point: partial sums of [`REDUCTION_CHUNK`] entries, added in chunk
+/// order (the CUDA dot's order, bit for bit).
+pub(crate) fn dot_in_chunks(x: &[f64], y: &[f64]) -> f64 {
     if x.len() <= REDUCTION_CHUNK {
         return dot_chunk(x, y);
     }
@@ -38,6 +40,28 @@ pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
         .map(|(a, b)| dot_chunk(a, b))
         .collect();
     partials.iter().sum()
+}
+
+/// The exact sum of the rounded products `x_i y_i` ([`crate::exact::ExactSum`]): the same
+/// bits for any order of the terms, so for any thread count, rank count or numbering.
+pub(crate) fn dot_exact(x: &[f64], y: &[f64]) -> crate::exact::ExactSum {
+    let chunk = |a: &[f64], b: &[f64]| {
+        let mut s = crate::exact::ExactSum::new();
+        for (p, q) in a.iter().zip(b) {
+            s.add(p * q);
+        }
+        s
+    };
+    if x.len() <= REDUCTION_CHUNK {
+        return chunk(x, y);
+    }
+    x.par_chunks(REDUCTION_CHUNK)
+        .zip(y.par_chunks(REDUCTION_CHUNK))
+        .map(|(a, b)| chunk(a, b))
+        .reduce(crate::exact::ExactSum::new, |mut s, t| {
+            s.merge(&t);
+            s
+        })
 }
 
 /// `max |x_i|`, NaN if any entry is NaN (0 for an empty slice).

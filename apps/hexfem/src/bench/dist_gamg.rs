@@ -1,0 +1,420 @@
+//! `mpirun -np N hexfem bench gamg --problem ex56`: the sequence of `bench gamg` (cold set-up and
+//! CG solve, then per further solve the operator scaled, a hot update and a CG solve) with the
+//! distributed hierarchy (`amg::dist_cycle::DistHierarchy`, the serial algorithm and options) on
+//! N ranks. Each rank generates its slab of the ex56 cube (one layer of ghost cells) and
+//! assembles its owned rows (`assembly::ex56::Ex56::assemble`, the serial rows bit for bit).
+//!
+//! Reported per rank and as totals (slowest rank for times, sums for traffic): set-up, hot update,
+//! solves, SpMV; what the comm layer counted (`comm::Traffic`: messages and bytes sent, time in
+//! collectives) per hot update, per CG iteration and per SpMV; the load imbalance (max / mean) of
+//! the owned rows and of the time spent in collectives during the hot solve (waiting at the
+//! off-process reductions).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use amg::dist_cycle::DistHierarchy;
+use amg::CgParams;
+use anyhow::{ensure, Context, Result};
+use assembly::ex56::{Ex56, SOFT_SCALE};
+use comm::{Comm, Traffic};
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::exact::ExactSum;
+use mesh::{generate_box_part, BoxSpec};
+use serde::Serialize;
+
+use super::best_of;
+use super::gamg::{BenchDevice, GamgBench, CG_RTOL, OPERATOR_SCALE, SPMV_REPEATS};
+
+/// What the comm layer counted in one phase on one rank (see `comm::Traffic`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct PhaseTraffic {
+    /// Point-to-point and collective messages this rank sent.
+    pub messages: u64,
+    /// Bytes this rank sent.
+    pub bytes: u64,
+    /// Collective calls (reductions, gathers, all-to-alls).
+    pub collectives: u64,
+    /// Seconds inside collectives (waiting for the slowest rank included).
+    pub collective_s: f64,
+}
+
+impl PhaseTraffic {
+    fn between(before: Traffic, after: Traffic) -> Self {
+        let d = after.since(&before);
+        Self {
+            messages: d.messages,
+            bytes: d.bytes,
+            collectives: d.collectives,
+            collective_s: d.collective_s,
+        }
+    }
+
+    /// Per unit (an iteration), as floating point.
+    fn per(&self, n: usize) -> PerUnit {
+        let n = n.max(1) as f64;
+        PerUnit {
+            messages: self.messages as f64 / n,
+            bytes: self.bytes as f64 / n,
+        }
+    }
+}
+
+/// Traffic per unit (a CG iteration).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct PerUnit {
+    pub messages: f64,
+    pub bytes: f64,
+}
+
+/// One rank's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct DistGamgRank {
+    pub rank: usize,
+    /// Owned unknowns.
+    pub rows: usize,
+    pub assembly_s: f64,
+    pub setup_cold_s: f64,
+    pub solve_s: f64,
+    pub setup_hot_s: f64,
+    pub solve_hot_s: f64,
+    pub spmv_s: f64,
+    /// The first hot update.
+    pub hot_update: PhaseTraffic,
+    /// The solve after it.
+    pub hot_solve: PhaseTraffic,
+    /// One fine SpMV.
+    pub spmv: PhaseTraffic,
+    /// Prolongator values sent by the first hot update (`P_oth` is reused: 0).
+    pub hot_update_p_values: usize,
+}
+
+/// What `mpirun -np N hexfem bench gamg --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct DistGamgResult {
+    pub problem: &'static str,
+    pub ranks: usize,
+    pub nodes_per_side: usize,
+    pub order: usize,
+    pub unknowns: u64,
+    pub levels: usize,
+    pub rows_per_level: Vec<usize>,
+    /// CG iterations of each solve (as `bench gamg`: rtol 1e-8, unpreconditioned residual).
+    pub iterations: Vec<usize>,
+    pub converged: bool,
+    /// Slowest rank's times.
+    pub assembly_s: f64,
+    pub setup_cold_s: f64,
+    pub solve_s: f64,
+    pub setup_hot_s: f64,
+    pub solve_hot_s: f64,
+    pub spmv_s: f64,
+    /// All ranks together: one hot update, one CG iteration of the hot solve, one SpMV.
+    pub hot_update_messages: u64,
+    pub hot_update_bytes: u64,
+    pub hot_update_p_values: usize,
+    pub cg_iteration: PerUnit,
+    pub spmv_messages: u64,
+    pub spmv_bytes: u64,
+    /// Max / mean over the ranks: owned rows, and seconds in collectives during the hot solve.
+    pub rows_imbalance: f64,
+    pub collective_wait_imbalance: f64,
+    /// Largest and mean seconds in collectives during the hot solve.
+    pub collective_wait_max_s: f64,
+    pub collective_wait_mean_s: f64,
+    pub threads: usize,
+    pub per_rank: Vec<DistGamgRank>,
+}
+
+/// Runs the benchmark on the ranks of `comm` (collective).
+pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
+    let size = comm.size();
+    ensure!(
+        bench.solves >= 2,
+        "--solves must be at least 2 (one cold, one hot)"
+    );
+    ensure!(
+        bench.device == BenchDevice::Cpu,
+        "--device cuda on {size} MPI ranks is not available (valid there: cpu)"
+    );
+    ensure!(
+        !bench.scalar,
+        "--scalar on {size} MPI ranks is not available (the distributed hierarchy stores blocks)"
+    );
+    let start = Instant::now();
+    let cells = Ex56::cells_per_side(bench.m, bench.order)
+        .with_context(|| format!("ex56 with --m {} --order {}", bench.m, bench.order))?;
+    let kind = fem::CellKind::from_order(bench.order)?;
+    let part = generate_box_part(
+        &BoxSpec::new([cells; 3], [0.0; 3], [1.0; 3], kind),
+        comm.rank(),
+        size,
+    )?;
+    let local = Ex56::assemble(&part.mesh, bench.order, SOFT_SCALE)?;
+    let n_owned = part.n_owned_nodes();
+    let owned = 3 * n_owned;
+    // the serial rigid-body modes: rotations about the exact centroid of all nodes
+    let mut sums = assembly::coordinate_sums(&part.mesh.coords[..n_owned]);
+    ExactSum::allreduce(&**comm, &mut sums)?;
+    let n_global = part.n_global_nodes() as f64;
+    let centroid = sums.map(|s| s.value() / n_global);
+    let nns = assembly::rigid_body_modes_about(&part.mesh.coords[..n_owned], centroid);
+    let partition = RowPartition::new(comm.clone(), n_owned)?;
+    let pattern = DistPattern::from_local(partition, local.a.pattern(), &part.node_globals, 3)?;
+    let operator = |k: &linalg::Bsr| -> Result<DistBsr> {
+        let mut a = DistBsr::zeros(pattern.clone());
+        a.set_from_local(k)?;
+        Ok(a)
+    };
+    let mut k = local.a;
+    let a = operator(&k)?;
+    let mut b = a.new_owned_vector();
+    b.host_mut()?.copy_from_slice(&local.b.host()?[..owned]);
+    let assembly_s = start.elapsed().as_secs_f64();
+
+    let cg = CgParams {
+        rtol: CG_RTOL,
+        ..CgParams::default()
+    };
+    sync(comm)?;
+    let t = Instant::now();
+    let mut h = DistHierarchy::new(
+        operator(&k)?,
+        &part.node_serial_ids[..n_owned],
+        nns,
+        assembly::RIGID_BODY_MODES_3D,
+        &bench.amg,
+    )?;
+    let setup_cold_s = t.elapsed().as_secs_f64();
+    let mut x = a.new_owned_vector();
+    sync(comm)?;
+    let t = Instant::now();
+    let first = amg::cg_operator(&a, &b, &mut x, &h, &cg)?;
+    let solve_s = t.elapsed().as_secs_f64();
+    let mut iterations = vec![first.iterations];
+    let mut converged = first.converged;
+
+    let mut hot = None;
+    let mut a = a;
+    for solve_index in 1..bench.solves {
+        k.scale(OPERATOR_SCALE)?;
+        a = operator(&k)?;
+        let fine = operator(&k)?;
+        sync(comm)?;
+        let before = comm.traffic();
+        let t = Instant::now();
+        let p_values = h.update(fine)?;
+        let setup_hot_s = t.elapsed().as_secs_f64();
+        let update_traffic = PhaseTraffic::between(before, comm.traffic());
+        x.fill(0.0)?;
+        sync(comm)?;
+        let before = comm.traffic();
+        let t = Instant::now();
+        let outcome = amg::cg_operator(&a, &b, &mut x, &h, &cg)?;
+        let solve_hot_s = t.elapsed().as_secs_f64();
+        let solve_traffic = PhaseTraffic::between(before, comm.traffic());
+        if solve_index == 1 {
+            hot = Some((
+                setup_hot_s,
+                solve_hot_s,
+                update_traffic,
+                solve_traffic,
+                p_values,
+            ));
+        }
+        iterations.push(outcome.iterations);
+        converged &= outcome.converged;
+    }
+    let (setup_hot_s, solve_hot_s, hot_update, hot_solve, p_values) =
+        hot.context("no hot update ran")?;
+
+    let mut y = a.new_row_vector();
+    sync(comm)?;
+    let spmv_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        a.apply(&x, &mut y)?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    let before = comm.traffic();
+    a.apply(&x, &mut y)?;
+    let spmv = PhaseTraffic::between(before, comm.traffic());
+
+    let mine = DistGamgRank {
+        rank: comm.rank(),
+        rows: owned,
+        assembly_s,
+        setup_cold_s,
+        solve_s,
+        setup_hot_s,
+        solve_hot_s,
+        spmv_s,
+        hot_update,
+        hot_solve,
+        spmv,
+        hot_update_p_values: p_values,
+    };
+    let per_rank = gather_ranks(comm, &mine)?;
+    let hot_iterations = iterations[1];
+    let max = |f: &dyn Fn(&DistGamgRank) -> f64| per_rank.iter().map(f).fold(0.0, f64::max);
+    let mean = |f: &dyn Fn(&DistGamgRank) -> f64| per_rank.iter().map(f).sum::<f64>() / size as f64;
+    let ratio = |f: &dyn Fn(&DistGamgRank) -> f64| {
+        let m = mean(f);
+        if m > 0.0 {
+            max(f) / m
+        } else {
+            1.0
+        }
+    };
+    let sum = |f: &dyn Fn(&DistGamgRank) -> u64| per_rank.iter().map(f).sum::<u64>();
+    let solve_total = PhaseTraffic {
+        messages: sum(&|r| r.hot_solve.messages),
+        bytes: sum(&|r| r.hot_solve.bytes),
+        ..PhaseTraffic::default()
+    };
+    let levels = h.level_unknowns();
+    Ok(DistGamgResult {
+        problem: "ex56",
+        ranks: size,
+        nodes_per_side: bench.m,
+        order: bench.order,
+        unknowns: 3 * part.n_global_nodes(),
+        levels: levels.len(),
+        rows_per_level: levels,
+        iterations,
+        converged,
+        assembly_s: max(&|r| r.assembly_s),
+        setup_cold_s: max(&|r| r.setup_cold_s),
+        solve_s: max(&|r| r.solve_s),
+        setup_hot_s: max(&|r| r.setup_hot_s),
+        solve_hot_s: max(&|r| r.solve_hot_s),
+        spmv_s: max(&|r| r.spmv_s),
+        hot_update_messages: sum(&|r| r.hot_update.messages),
+        hot_update_bytes: sum(&|r| r.hot_update.bytes),
+        hot_update_p_values: per_rank.iter().map(|r| r.hot_update_p_values).sum(),
+        cg_iteration: solve_total.per(hot_iterations),
+        spmv_messages: sum(&|r| r.spmv.messages),
+        spmv_bytes: sum(&|r| r.spmv.bytes),
+        rows_imbalance: ratio(&|r| r.rows as f64),
+        collective_wait_imbalance: ratio(&|r| r.hot_solve.collective_s),
+        collective_wait_max_s: max(&|r| r.hot_solve.collective_s),
+        collective_wait_mean_s: mean(&|r| r.hot_solve.collective_s),
+        threads: rayon::current_num_threads(),
+        per_rank,
+    })
+}
+
+/// Every rank's numbers on every rank (one all-gather of each rank's fields).
+fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGamgRank>> {
+    let traffic = |t: &PhaseTraffic| {
+        [
+            t.messages as f64,
+            t.bytes as f64,
+            t.collectives as f64,
+            t.collective_s,
+        ]
+    };
+    let mut v = vec![
+        mine.rows as f64,
+        mine.assembly_s,
+        mine.setup_cold_s,
+        mine.solve_s,
+        mine.setup_hot_s,
+        mine.solve_hot_s,
+        mine.spmv_s,
+        mine.hot_update_p_values as f64,
+    ];
+    for t in [&mine.hot_update, &mine.hot_solve, &mine.spmv] {
+        v.extend(traffic(t));
+    }
+    let untraffic = |t: &[f64]| PhaseTraffic {
+        messages: t[0] as u64,
+        bytes: t[1] as u64,
+        collectives: t[2] as u64,
+        collective_s: t[3],
+    };
+    Ok(comm
+        .allgatherv_f64(&v)?
+        .iter()
+        .enumerate()
+        .map(|(rank, v)| DistGamgRank {
+            rank,
+            rows: v[0] as usize,
+            assembly_s: v[1],
+            setup_cold_s: v[2],
+            solve_s: v[3],
+            setup_hot_s: v[4],
+            solve_hot_s: v[5],
+            spmv_s: v[6],
+            hot_update_p_values: v[7] as usize,
+            hot_update: untraffic(&v[8..12]),
+            hot_solve: untraffic(&v[12..16]),
+            spmv: untraffic(&v[16..20]),
+        })
+        .collect())
+}
+
+/// A collective that every rank passes before a timed phase starts.
+fn sync(comm: &Arc<dyn Comm>) -> Result<()> {
+    comm.allreduce_sum(&mut [0.0])?;
+    Ok(())
+}
+
+impl std::fmt::Display for DistGamgResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "ex56 Q{}, {} nodes per side, {} unknowns on {} MPI ranks x {} threads; levels {:?}",
+            self.order,
+            self.nodes_per_side,
+            self.unknowns,
+            self.ranks,
+            self.threads,
+            self.rows_per_level
+        )?;
+        writeln!(
+            f,
+            "  slowest rank: assembly {:.3} s, cold set-up {:.3} s, solve {:.3} s, hot update {:.3} s, hot solve {:.3} s, SpMV {:.2} ms; CG iterations {:?}{}",
+            self.assembly_s,
+            self.setup_cold_s,
+            self.solve_s,
+            self.setup_hot_s,
+            self.solve_hot_s,
+            self.spmv_s * 1e3,
+            self.iterations,
+            if self.converged { "" } else { " (NOT converged)" }
+        )?;
+        writeln!(
+            f,
+            "  sent by all ranks: hot update {} messages, {:.1} KiB ({} P values); per CG iteration {:.0} messages, {:.1} KiB; per SpMV {} messages, {:.1} KiB",
+            self.hot_update_messages,
+            self.hot_update_bytes as f64 / 1024.0,
+            self.hot_update_p_values,
+            self.cg_iteration.messages,
+            self.cg_iteration.bytes / 1024.0,
+            self.spmv_messages,
+            self.spmv_bytes as f64 / 1024.0
+        )?;
+        writeln!(
+            f,
+            "  imbalance max/mean: rows {:.3}, time in collectives during the hot solve {:.3} (max {:.3} s, mean {:.3} s)",
+            self.rows_imbalance,
+            self.collective_wait_imbalance,
+            self.collective_wait_max_s,
+            self.collective_wait_mean_s
+        )?;
+        for r in &self.per_rank {
+            writeln!(
+                f,
+                "  rank {}: {} rows, cold set-up {:.3} s, hot update {:.3} s, hot solve {:.3} s (in collectives {:.3} s), SpMV {:.2} ms",
+                r.rank,
+                r.rows,
+                r.setup_cold_s,
+                r.setup_hot_s,
+                r.solve_hot_s,
+                r.hot_solve.collective_s,
+                r.spmv_s * 1e3
+            )?;
+        }
+        Ok(())
+    }
+}

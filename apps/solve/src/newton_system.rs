@@ -1,0 +1,287 @@
+//! [`IterationSystem`]: what the load path's Newton iteration needs from the discretisation
+//! (linearize, eliminate, residuals and their free norms, the potential, the constraints' values),
+//! on the host ([`assembly::NewtonSystem`] through [`DiscreteProblem`]) or on a GPU
+//! ([`DeviceProblem`], uploaded once per run). One [`crate::newton::LoadPath`] drives both.
+//!
+//! On the GPU the state, the residuals, the tangent (handed to the AMG and CG as a device [`Bsr`]
+//! without a copy), the line search's trial states and every norm stay on the device: an iteration
+//! moves scalars only (norms, the energy's sums, the element failure flag). The displacement and
+//! the reactions come down at converged steps only ([`IterationSystem::download`],
+//! [`IterationSystem::reactions`]).
+
+use std::sync::Arc;
+
+use assembly::device::DeviceProblem;
+use assembly::{AssemblyError, DiscreteProblem, NewtonSystem, Potential};
+use linalg::backend::cuda::CudaContext;
+use linalg::{ops, Bsr, Device, LinalgError, Vector};
+
+/// The linear system of one Newton iteration and the operations on it, where they run.
+pub enum IterationSystem {
+    /// Host vectors and tangent; every operation goes through the [`DiscreteProblem`].
+    Host(Box<NewtonSystem>),
+    /// Everything on one GPU.
+    Device(Box<DeviceSystem>),
+}
+
+/// The device side of [`IterationSystem::Device`]: the uploaded problem and the system's buffers
+/// as linalg values on the device (so the solver takes them as they are).
+pub struct DeviceSystem {
+    problem: DeviceProblem,
+    device: Device,
+    residual: Vector,
+    tangent: Bsr,
+    lift: Vector,
+    rhs: Vector,
+    scratch: Vector,
+}
+
+impl IterationSystem {
+    /// The host system of `discrete`.
+    pub fn host(discrete: &DiscreteProblem) -> Self {
+        IterationSystem::Host(Box::new(discrete.new_system()))
+    }
+
+    /// Uploads `discrete` to `ctx` (once; [`DeviceProblem::supports`] says what it refuses) and
+    /// allocates the system there.
+    pub fn device(
+        ctx: &Arc<CudaContext>,
+        discrete: &DiscreteProblem,
+    ) -> Result<Self, AssemblyError> {
+        let problem = DeviceProblem::new(ctx, discrete)?;
+        let device = Device::Cuda(ctx.clone());
+        let n = problem.n_dofs();
+        let vector = || Vector::zeros_on(&device, n);
+        let tangent = Bsr::from_device_bsr(
+            ctx.clone(),
+            discrete.assembler.pattern().clone(),
+            problem.assembler.new_matrix()?,
+        )?;
+        // the hierarchy the solver builds on this tangent must fit beside it
+        let (hierarchy_bytes, _) = amg::device_memory_estimate(&tangent);
+        amg::check_device_memory(&device, hierarchy_bytes).map_err(|e| {
+            AssemblyError::DeviceUnsupported {
+                what: e.to_string(),
+            }
+        })?;
+        Ok(IterationSystem::Device(Box::new(DeviceSystem {
+            residual: vector()?,
+            lift: vector()?,
+            rhs: vector()?,
+            scratch: vector()?,
+            tangent,
+            device,
+            problem,
+        })))
+    }
+
+    /// The GPU the iteration runs on (`None`: the host).
+    pub fn gpu(&self) -> Option<&Device> {
+        match self {
+            IterationSystem::Host(_) => None,
+            IterationSystem::Device(d) => Some(&d.device),
+        }
+    }
+
+    /// Bytes moved between host and GPU so far, both ways (`None` on the host).
+    pub fn transferred_bytes(&self) -> Option<u64> {
+        self.gpu().map(|d| {
+            let t = d.transfers();
+            t.host_to_device + t.device_to_host
+        })
+    }
+
+    /// A vector of zeros where the iteration runs.
+    pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
+        match self {
+            IterationSystem::Host(_) => Ok(discrete.zeros()),
+            IterationSystem::Device(d) => Vector::zeros_on(&d.device, d.problem.n_dofs()),
+        }
+    }
+
+    /// A copy of the host vector `u` where the iteration runs (an upload on a GPU).
+    pub fn upload(&self, u: &Vector) -> Result<Vector, LinalgError> {
+        match self {
+            IterationSystem::Host(_) => u.try_clone(),
+            IterationSystem::Device(d) => u.to_device(&d.device),
+        }
+    }
+
+    /// Overwrites the host vector `into` with `u` (a download on a GPU).
+    pub fn download(&self, u: &Vector, into: &mut Vector) -> Result<(), LinalgError> {
+        match self {
+            IterationSystem::Host(_) => into.copy_from(u),
+            IterationSystem::Device(_) => into.copy_from_host(&u.to_host_vec()?),
+        }
+    }
+
+    /// Residual, unconstrained tangent and lifting at `u` ([`DiscreteProblem::linearize`]).
+    pub fn linearize(
+        &mut self,
+        discrete: &mut DiscreteProblem,
+        u: &Vector,
+        load_factor: f64,
+    ) -> Result<(), AssemblyError> {
+        match self {
+            IterationSystem::Host(system) => discrete.linearize(u, load_factor, system),
+            IterationSystem::Device(d) => d.problem.linearize_into(
+                u.device_buffer()?,
+                load_factor,
+                d.residual.device_buffer_mut()?,
+                d.tangent.device_bsr_mut()?,
+                d.lift.device_buffer_mut()?,
+                d.scratch.device_buffer_mut()?,
+            ),
+        }
+    }
+
+    /// Right-hand side and eliminated tangent ([`DiscreteProblem::eliminate`]); the free part's
+    /// norm.
+    pub fn eliminate(&mut self, discrete: &mut DiscreteProblem) -> Result<f64, AssemblyError> {
+        match self {
+            IterationSystem::Host(system) => discrete.eliminate(system),
+            IterationSystem::Device(d) => d.problem.eliminate_into(
+                d.residual.device_buffer()?,
+                d.tangent.device_bsr_mut()?,
+                d.lift.device_buffer()?,
+                d.rhs.device_buffer_mut()?,
+            ),
+        }
+    }
+
+    /// Whether the state meets the Dirichlet values exactly (the lifting is zero).
+    pub fn constraints_met(&self) -> Result<bool, AssemblyError> {
+        Ok(ops::norm_inf(self.lift())? == 0.0)
+    }
+
+    /// The residual of the last [`Self::linearize`].
+    pub fn residual(&self) -> &Vector {
+        match self {
+            IterationSystem::Host(system) => &system.residual,
+            IterationSystem::Device(d) => &d.residual,
+        }
+    }
+
+    /// The eliminated tangent of the last [`Self::eliminate`].
+    pub fn tangent(&self) -> &Bsr {
+        match self {
+            IterationSystem::Host(system) => &system.tangent,
+            IterationSystem::Device(d) => &d.tangent,
+        }
+    }
+
+    /// The right-hand side of the last [`Self::eliminate`].
+    pub fn rhs(&self) -> &Vector {
+        match self {
+            IterationSystem::Host(system) => &system.rhs,
+            IterationSystem::Device(d) => &d.rhs,
+        }
+    }
+
+    /// The lifting `u_D - u` of the constrained entries (zero elsewhere).
+    pub fn lift(&self) -> &Vector {
+        match self {
+            IterationSystem::Host(system) => &system.lift,
+            IterationSystem::Device(d) => &d.lift,
+        }
+    }
+
+    /// `r = r_int(u) - load_factor f_ext` ([`DiscreteProblem::residual`]).
+    pub fn residual_at(
+        &mut self,
+        discrete: &mut DiscreteProblem,
+        u: &Vector,
+        load_factor: f64,
+        r: &mut Vector,
+    ) -> Result<(), AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => discrete.residual(u, load_factor, r),
+            IterationSystem::Device(d) => {
+                d.problem
+                    .residual(u.device_buffer()?, load_factor, r.device_buffer_mut()?)
+            }
+        }
+    }
+
+    /// Norm of `r` restricted to the free entries (`scratch` is overwritten).
+    pub fn free_norm(
+        &self,
+        discrete: &DiscreteProblem,
+        r: &Vector,
+        scratch: &mut Vector,
+    ) -> Result<f64, AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => discrete.free_norm(r, scratch),
+            IterationSystem::Device(d) => d
+                .problem
+                .free_norm(r.device_buffer()?, scratch.device_buffer_mut()?),
+        }
+    }
+
+    /// The potential energy at `u` ([`DiscreteProblem::potential`]); an error for an inverted
+    /// element.
+    pub fn potential(
+        &mut self,
+        discrete: &DiscreteProblem,
+        u: &Vector,
+        load_factor: f64,
+    ) -> Result<Potential, AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => discrete.potential(u, load_factor),
+            IterationSystem::Device(d) => d.problem.potential(u.device_buffer()?, load_factor),
+        }
+    }
+
+    /// Copies the constrained entries of `from` into `to`.
+    pub fn copy_constrained(
+        &self,
+        discrete: &DiscreteProblem,
+        from: &Vector,
+        to: &mut Vector,
+    ) -> Result<(), AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => discrete.constraints.copy_constrained(from, to),
+            IterationSystem::Device(d) => d
+                .problem
+                .constraints
+                .copy(from.device_buffer()?, to.device_buffer_mut()?),
+        }
+    }
+
+    /// Writes the prescribed values at `load_factor` into `u`'s constrained entries.
+    pub fn write_prescribed(
+        &self,
+        discrete: &DiscreteProblem,
+        load_factor: f64,
+        u: &mut Vector,
+    ) -> Result<(), AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => {
+                discrete
+                    .constraints
+                    .write_prescribed(load_factor, discrete.assembler.coords(), u)
+            }
+            IterationSystem::Device(d) => d
+                .problem
+                .constraints
+                .write_prescribed(load_factor, u.device_buffer_mut()?),
+        }
+    }
+
+    /// The reactions of the last linearized state (the residual at the constrained entries, zero
+    /// elsewhere), on the host (a download on a GPU).
+    pub fn reactions(&self, discrete: &DiscreteProblem) -> Result<Vector, AssemblyError> {
+        let mut reactions = discrete.zeros();
+        match self {
+            IterationSystem::Host(system) => discrete
+                .constraints
+                .copy_constrained(&system.residual, &mut reactions)?,
+            IterationSystem::Device(_) => {
+                let mut on_device = self.zeros(discrete)?;
+                self.copy_constrained(discrete, self.residual(), &mut on_device)?;
+                reactions.copy_from_host(&on_device.to_host_vec()?)?;
+            }
+        }
+        Ok(reactions)
+    }
+}
