@@ -219,7 +219,8 @@ pub struct DistHierarchy {
 impl DistHierarchy {
     /// Collective. `a`: the fine operator; `owned_serial_ids`: the serial ids of its owned block
     /// rows; `nns`: the owned block rows' near-null rows (`bs x k` each, row-major); `params`:
-    /// the serial hierarchy's options (validated; `storage: scalar` is an error).
+    /// the serial hierarchy's options (validated; `storage: scalar` and `precision: mixed` are
+    /// errors).
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
@@ -233,6 +234,13 @@ impl DistHierarchy {
                 name: "storage",
                 value: "scalar".into(),
                 reason: "is not available on several MPI ranks (valid there: blocked)",
+            });
+        }
+        if params.precision != crate::params::Precision::Double {
+            return Err(AmgError::InvalidParameter {
+                name: "precision",
+                value: params.precision.name().into(),
+                reason: "is not available on several MPI ranks (valid there: double)",
             });
         }
         let mut levels = Vec::new();

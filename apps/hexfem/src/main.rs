@@ -686,9 +686,17 @@ fn execute_on_ranks(
                     solves,
                     scalar,
                     device,
+                    precision,
                     json,
                 },
         } => {
+            if let PrecisionArg::Mixed = precision {
+                // the distributed hierarchy stores fp64 only
+                return split(Err(anyhow::anyhow!(
+                    "bench gamg --precision mixed runs on one process (the distributed \
+                     hierarchy is fp64 only); valid under mpirun: double"
+                )));
+            }
             let bench = hexfem::bench::gamg::GamgBench {
                 m,
                 order,
