@@ -428,6 +428,8 @@ pub fn run_on_ranks(
                 owned_rows,
                 owned_cells: loads.iter().map(|l| l[1]).collect(),
                 row_imbalance: if mean > 0.0 { max / mean } else { 1.0 },
+                output_bytes: Vec::new(),
+                peak_resident_bytes: Vec::new(),
             });
             let mut results = serial::create_results(&config, mesh, &dir, &name, &options.faults)?;
             let probe_log = if probes.is_empty() {
@@ -575,8 +577,31 @@ pub fn run_on_ranks(
         Err(e) if is_agreed(&e) => Err(e),
         other => agreed(c, other),
     };
+    // what each rank held for the output, and its peak memory: rank 0's against the others'
+    let n_global_nodes = part.n_global_nodes();
+    let output_bytes = match &serial_mesh {
+        // the mesh (coordinates, connectivity, sets), then one step: displacement and reactions
+        // (received and in serial order), the cell outputs (received and unpacked)
+        Some(mesh) => {
+            let sets: usize = mesh.node_sets.values().map(Vec::len).sum::<usize>()
+                + mesh.cell_sets.values().map(Vec::len).sum::<usize>()
+                + 2 * mesh.face_sets.values().map(Vec::len).sum::<usize>();
+            let mesh_bytes = 24 * mesh.n_nodes() + 8 * (mesh.cells.len() + sets);
+            mesh_bytes as u64
+                + 4 * 24 * n_global_nodes
+                + 2 * 8 * serial::CellOutputs::WIDTH as u64 * part.n_global_cells
+                + 8 * (n_global_nodes + part.n_global_cells)
+        }
+        // the owned cells' packed outputs (displacement and reactions are sent from the vectors)
+        None => {
+            8 * serial::CellOutputs::WIDTH as u64 * cell_counts[rank] as u64
+                + 8 * (n_owned + cell_counts[rank]) as u64
+        }
+    };
+    let held = comm.allgatherv_u64(&[output_bytes, crate::memory::peak_resident_bytes()]);
     let wall = started.elapsed().as_secs_f64();
     let Some(o) = out else {
+        held?;
         outcome?;
         // the other ranks' outcome: rank 0 reports the files
         return Ok(crate::run::RunOutcome {
@@ -595,6 +620,13 @@ pub fn run_on_ranks(
         figures,
         ..
     } = o;
+    // (without them where the gather failed: the summary still records the outcome)
+    if let Ok(held) = &held {
+        summary.update_ranks(|r| {
+            r.output_bytes = held.iter().map(|h| h[0]).collect();
+            r.peak_resident_bytes = held.iter().map(|h| h[1]).collect();
+        });
+    }
     let steps = results.last_step().unwrap_or(0);
     match outcome {
         Ok(()) => summary

@@ -656,6 +656,20 @@ fn output_files_are_the_same_on_one_two_and_four_ranks_and_probes_on_the_last_ra
             "{}",
             many.display()
         );
+        // rank 0 held the mesh and the gathered step, every other rank only its own values
+        let ranks = &summary(many, "tip")["ranks"];
+        let held: Vec<u64> = ranks["output_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap())
+            .collect();
+        assert_eq!(held.len(), ranks["ranks"].as_u64().unwrap() as usize);
+        assert!(held[1..].iter().all(|&b| 0 < b && b < held[0]), "{held:?}");
+        assert_eq!(
+            ranks["peak_resident_bytes"].as_array().unwrap().len(),
+            held.len()
+        );
         let (c, rows) = probe_table(&many.join("tip.probes.csv"));
         assert_eq!(c, columns);
         assert_eq!(rows.len(), base.len());
