@@ -119,9 +119,10 @@ pub fn check_on_ranks(
 /// `hexfem run` on the ranks of `comm`: each rank builds its part of the mesh (box: generated
 /// distributed; Gmsh: partitioned by METIS) and the problem on it, Newton runs with distributed
 /// vectors (reductions over the ranks) and the distributed linear solver; after every converged
-/// step the owned displacements and reactions are gathered to rank 0 in serial numbering and
-/// rank 0 writes them with the serial writer, on its serial copy of the mesh (so the files are
-/// those of a serial run). Every phase is agreed: one rank's error ends every rank with it.
+/// step each rank computes its owned cells' outputs, and these, the owned displacements and
+/// reactions are gathered to rank 0 in serial numbering; rank 0 writes them with the serial
+/// writer on the serial mesh alone (no serial problem), so the files are those of a serial
+/// run. Every phase is agreed: one rank's error ends every rank with it.
 pub fn run_on_ranks(
     comm: &std::sync::Arc<dyn Comm>,
     options: &crate::run::RunOptions,
