@@ -2,8 +2,9 @@
 //! agreement ([`agreed`]): one rank's error becomes every rank's, so all ranks stop together
 //! with the first failing rank's message and none waits in a collective.
 //!
-//! Today `check` runs distributed (each rank builds and checks only its part of the mesh);
-//! the distributed solve (`run`) needs the distributed AMG and is refused on every rank.
+//! `check` and `run` run distributed: each rank builds and checks only its part of the mesh,
+//! solves on it, and computes the output of what it owns; rank 0 gathers the output and writes
+//! the run's files on the serial mesh (never a serial problem).
 
 use std::fmt::Write;
 use std::path::Path;
@@ -347,7 +348,7 @@ pub fn run_on_ranks(
         let all = gather_to_root(c, &packed, &widths, GATHER_CHUNK)?;
         match (full_u, full_r, all, &serial_cell_ids) {
             (Some(u), Some(r), Some(all), Some(ids)) => {
-                let cells = serial::CellOutputs::unpacked(ids.len(), ids, &all.concat())?;
+                let cells = serial::CellOutputs::unpacked(ids.len(), ids, all.iter().flatten())?;
                 Ok(Some(GatheredState {
                     displacement: u,
                     reactions: r,
@@ -581,17 +582,20 @@ pub fn run_on_ranks(
     // what each rank held for the output, and its peak memory: rank 0's against the others'
     let n_global_nodes = part.n_global_nodes();
     let output_bytes = match &serial_mesh {
-        // the mesh (coordinates, connectivity, sets), then one step: displacement and reactions
-        // (received and in serial order), the cell outputs (received and unpacked)
+        // the mesh (coordinates, connectivity, sets) and the serial ids of nodes and cells,
+        // then one step: displacement and reactions in serial order (24 bytes a node each), the
+        // cell outputs received and unpacked (104 bytes a cell each), the nodal stress and its
+        // von Mises (80 bytes a node)
         Some(mesh) => {
             let sets: usize = mesh.node_sets.values().map(Vec::len).sum::<usize>()
                 + mesh.cell_sets.values().map(Vec::len).sum::<usize>()
                 + 2 * mesh.face_sets.values().map(Vec::len).sum::<usize>();
             let mesh_bytes = 24 * mesh.n_nodes() + 8 * (mesh.cells.len() + sets);
+            let cell_bytes = 8 * serial::CellOutputs::WIDTH as u64;
             mesh_bytes as u64
-                + 4 * 24 * n_global_nodes
-                + 2 * 8 * serial::CellOutputs::WIDTH as u64 * part.n_global_cells
                 + 8 * (n_global_nodes + part.n_global_cells)
+                + (2 * 24 + 80) * n_global_nodes
+                + 2 * cell_bytes * part.n_global_cells
         }
         // the owned cells' packed outputs (displacement and reactions are sent from the vectors)
         None => {
@@ -684,9 +688,13 @@ fn gather_nodes(
     };
     let serial_ids = serial_ids.context("rank 0 holds the serial ids")?;
     let mut out = vec![0.0; 3 * serial_ids.len()];
-    for (&s, values) in serial_ids.iter().zip(all.concat().chunks_exact(3)) {
-        let s = s as usize;
-        out[3 * s..3 * s + 3].copy_from_slice(values);
+    let mut values = all.iter().flatten();
+    for &s in serial_ids {
+        for x in &mut out[3 * s as usize..3 * s as usize + 3] {
+            *x = *values
+                .next()
+                .context("gathered fewer values than owned nodes")?;
+        }
     }
     Ok(Some(Vector::from_vec(out)))
 }

@@ -753,16 +753,16 @@ impl CellOutputs {
         out
     }
 
-    /// `n_cells` cells, cell `ids[i]` taking the `i`-th packed cell of `packed`; every cell
-    /// must be given exactly once.
-    pub(crate) fn unpacked(n_cells: usize, ids: &[u64], packed: &[f64]) -> Result<Self> {
+    /// `n_cells` cells, cell `ids[i]` taking the `i`-th packed cell of `packed` (the values
+    /// of [`CellOutputs::packed`], in order); every cell must be given exactly once.
+    pub(crate) fn unpacked<'a>(
+        n_cells: usize,
+        ids: &[u64],
+        packed: impl IntoIterator<Item = &'a f64>,
+    ) -> Result<Self> {
         let w = Self::WIDTH;
-        if packed.len() != w * ids.len() || ids.len() != n_cells {
-            anyhow::bail!(
-                "cell outputs: {} values of {} cells for {n_cells} cells",
-                packed.len(),
-                ids.len()
-            );
+        if ids.len() != n_cells {
+            anyhow::bail!("cell outputs of {} cells for {n_cells} cells", ids.len());
         }
         let mut out = CellOutputs {
             cauchy: vec![[0.0; 9]; n_cells],
@@ -772,7 +772,14 @@ impl CellOutputs {
             strain_energy: vec![0.0; n_cells],
         };
         let mut seen = vec![false; n_cells];
-        for (&id, v) in ids.iter().zip(packed.chunks_exact(w)) {
+        let mut packed = packed.into_iter();
+        let mut v = [0.0; Self::WIDTH];
+        for &id in ids {
+            for x in &mut v {
+                *x = *packed
+                    .next()
+                    .context("cell outputs: fewer values than cells")?;
+            }
             let c = id as usize;
             if c >= n_cells || std::mem::replace(&mut seen[c], true) {
                 anyhow::bail!("cell outputs: cell {id} given twice or out of range");
@@ -782,6 +789,9 @@ impl CellOutputs {
             out.jacobian[c] = v[10];
             out.energy_density[c] = v[11];
             out.strain_energy[c] = v[12];
+        }
+        if packed.next().is_some() {
+            anyhow::bail!("cell outputs: more values than {w} a cell");
         }
         Ok(out)
     }
@@ -1039,6 +1049,41 @@ mod tests {
         assert!((von_mises_of(&shear) - 3f64.sqrt()).abs() < 1e-15);
         let pressure = [5.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0];
         assert_eq!(von_mises_of(&pressure), 0.0);
+    }
+
+    /// Three cells packed by two "ranks" (cells {0, 2} and {1}) and unpacked by serial id give
+    /// the cells back in serial order; a cell given twice or values missing are errors.
+    #[test]
+    fn cell_outputs_packed_by_parts_unpack_in_serial_order() {
+        let cell = |k: f64| CellOutputs {
+            cauchy: vec![[k; 9]],
+            von_mises: vec![k + 0.1],
+            jacobian: vec![k + 0.2],
+            energy_density: vec![k + 0.3],
+            strain_energy: vec![k + 0.4],
+        };
+        let join = |cells: &[&CellOutputs]| {
+            let mut out = CellOutputs::default();
+            for c in cells {
+                out.cauchy.extend(&c.cauchy);
+                out.von_mises.extend(&c.von_mises);
+                out.jacobian.extend(&c.jacobian);
+                out.energy_density.extend(&c.energy_density);
+                out.strain_energy.extend(&c.strain_energy);
+            }
+            out
+        };
+        let (c0, c1, c2) = (cell(1.0), cell(2.0), cell(3.0));
+        let first = join(&[&c0, &c1, &c2]).packed(|k| k != 1);
+        let second = join(&[&c1]).packed(|_| true);
+        assert_eq!(first.len(), 2 * CellOutputs::WIDTH);
+        let all: Vec<f64> = first.iter().chain(&second).copied().collect();
+        let serial = CellOutputs::unpacked(3, &[0, 2, 1], &all).unwrap();
+        assert_eq!(serial, join(&[&c0, &c1, &c2]));
+        assert_eq!(serial.total_strain_energy(), 1.4 + 2.4 + 3.4);
+        assert!(CellOutputs::unpacked(3, &[0, 2, 2], &all).is_err());
+        assert!(CellOutputs::unpacked(3, &[0, 2, 1], &all[1..]).is_err());
+        assert!(CellOutputs::unpacked(2, &[0, 1], &all).is_err());
     }
 
     /// Two cells along x: the four shared nodes get the mean of both cells, the others their
