@@ -2,8 +2,9 @@
 //! agreement ([`agreed`]): one rank's error becomes every rank's, so all ranks stop together
 //! with the first failing rank's message and none waits in a collective.
 //!
-//! Today `check` runs distributed (each rank builds and checks only its part of the mesh);
-//! the distributed solve (`run`) needs the distributed AMG and is refused on every rank.
+//! `check` and `run` run distributed: each rank builds and checks only its part of the mesh,
+//! solves on it, and computes the output of what it owns; rank 0 gathers the output and writes
+//! the run's files on the serial mesh (never a serial problem).
 
 use std::fmt::Write;
 use std::path::Path;
@@ -119,9 +120,10 @@ pub fn check_on_ranks(
 /// `hexfem run` on the ranks of `comm`: each rank builds its part of the mesh (box: generated
 /// distributed; Gmsh: partitioned by METIS) and the problem on it, Newton runs with distributed
 /// vectors (reductions over the ranks) and the distributed linear solver; after every converged
-/// step the owned displacements and reactions are gathered to rank 0 in serial numbering and
-/// rank 0 writes them with the serial writer, on its serial copy of the mesh (so the files are
-/// those of a serial run). Every phase is agreed: one rank's error ends every rank with it.
+/// step each rank computes its owned cells' outputs, and these, the owned displacements and
+/// reactions are gathered to rank 0 in serial numbering; rank 0 writes them with the serial
+/// writer on the serial mesh alone (no serial problem), so the files are those of a serial
+/// run. Every phase is agreed: one rank's error ends every rank with it.
 pub fn run_on_ranks(
     comm: &std::sync::Arc<dyn Comm>,
     options: &crate::run::RunOptions,
@@ -211,13 +213,14 @@ pub fn run_on_ranks(
         }
         None => None,
     };
-    // rank 0's serial copy of the mesh and problem: what the output is computed on
-    let writer = if rank == 0 {
-        crate::locate::build_problem(&config).map(Some)
+    // what rank 0 writes on: the serial mesh alone (coordinates, connectivity, sets), never a
+    // serial problem; every output quantity is computed by the ranks on what they own
+    let serial_mesh = if rank == 0 {
+        crate::locate::located(&config, solve::problem::build_mesh(&params.mesh)).map(Some)
     } else {
         Ok(None)
     };
-    let mut writer = agreed(c, writer)?;
+    let serial_mesh = agreed(c, serial_mesh)?;
 
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
     let amg_text = |amg: &amg::AmgParams| {
@@ -300,39 +303,60 @@ pub fn run_on_ranks(
     )));
 
     // rank 0 gathers the output in messages of at most GATHER_CHUNK values; only it holds the
-    // whole (the serial ids of every rank's owned nodes once, then the values of every step)
+    // whole (the serial ids of every rank's owned nodes and cells once, then each step's
+    // displacement, reactions and cell outputs)
     let n_owned = part.n_owned_nodes();
+    let owned_constrained: u64 = (0..n_owned)
+        .map(|n| u64::from(problem.discrete.constraints.mask(n).count_ones()))
+        .sum();
     let loads = comm.allgatherv_u64(&[
         n_owned as u64,
         part.cell_owned.iter().filter(|&&o| o).count() as u64,
+        owned_constrained,
     ])?;
+    let constrained_dofs = loads.iter().map(|l| l[2] as usize).sum::<usize>();
     let node_counts: Vec<usize> = loads.iter().map(|l| l[0] as usize).collect();
-    let dof_counts: Vec<usize> = node_counts.iter().map(|n| 3 * n).collect();
-    let id_bits: Vec<f64> = part.node_serial_ids[..n_owned]
+    let cell_counts: Vec<usize> = loads.iter().map(|l| l[1] as usize).collect();
+    let serial_node_ids = gather_ids(c, &part.node_serial_ids[..n_owned], &node_counts)?;
+    let owned_cell_ids: Vec<u64> = part
+        .cell_serial_ids
         .iter()
-        .map(|&s| f64::from_bits(s))
+        .zip(&part.cell_owned)
+        .filter(|(_, &o)| o)
+        .map(|(&s, _)| s)
         .collect();
-    let serial_ids: Option<Vec<Vec<u64>>> =
-        gather_to_root(c, &id_bits, &node_counts, GATHER_CHUNK)?.map(|all| {
-            all.iter()
-                .map(|v| v.iter().map(|x| x.to_bits()).collect())
-                .collect()
-        });
-    let gather = |v: &Vector| -> Result<Option<Vector>> {
-        let Some(all) = gather_to_root(c, &v.host()?[..3 * n_owned], &dof_counts, GATHER_CHUNK)?
-        else {
-            return Ok(None);
-        };
-        let serial_ids = serial_ids.as_ref().context("rank 0 holds the serial ids")?;
-        let n: usize = serial_ids.iter().map(Vec::len).sum();
-        let mut out = vec![0.0; 3 * n];
-        for (ids, values) in serial_ids.iter().zip(&all) {
-            for (i, &s) in ids.iter().enumerate() {
-                let s = s as usize;
-                out[3 * s..3 * s + 3].copy_from_slice(&values[3 * i..3 * i + 3]);
+    let serial_cell_ids = gather_ids(c, &owned_cell_ids, &cell_counts)?;
+    let gather_state = |problem: &solve::problem::Problem,
+                        u: &Vector,
+                        reactions: &Vector|
+     -> Result<Option<GatheredState>> {
+        // every rank computes its cells' outputs (agreed: an element failure on one rank ends all)
+        let cells = agreed(c, serial::CellOutputs::compute(problem, u))?;
+        let packed = cells.packed(|k| part.cell_owned[k]);
+        let full_u = gather_nodes(c, u, n_owned, &node_counts, serial_node_ids.as_deref())?;
+        let full_r = gather_nodes(
+            c,
+            reactions,
+            n_owned,
+            &node_counts,
+            serial_node_ids.as_deref(),
+        )?;
+        let widths: Vec<usize> = cell_counts
+            .iter()
+            .map(|n| serial::CellOutputs::WIDTH * n)
+            .collect();
+        let all = gather_to_root(c, &packed, &widths, GATHER_CHUNK)?;
+        match (full_u, full_r, all, &serial_cell_ids) {
+            (Some(u), Some(r), Some(all), Some(ids)) => {
+                let cells = serial::CellOutputs::unpacked(ids.len(), ids, all.iter().flatten())?;
+                Ok(Some(GatheredState {
+                    displacement: u,
+                    reactions: r,
+                    cells,
+                }))
             }
+            _ => Ok(None),
         }
-        Ok(Some(Vector::from_vec(out)))
     };
 
     struct Output {
@@ -342,12 +366,50 @@ pub fn run_on_ranks(
         probe_log: Option<io::ProbeLog>,
         figures: crate::run::RunFigures,
     }
+    // the first step: the undeformed state, or the state the restart continues from (its
+    // reactions: the constrained entries of this part's residual, complete on owned rows)
+    let (first_u, first_reactions, first_stamp) = match (&restart, &start) {
+        (Some(r), Some((u, path))) => {
+            let reactions = agreed(
+                c,
+                (|| -> Result<Vector> {
+                    let mut residual = problem.discrete.zeros();
+                    problem.discrete.residual(u, r.load_factor, &mut residual)?;
+                    let mut reactions = problem.discrete.zeros();
+                    problem
+                        .discrete
+                        .constraints
+                        .copy_constrained(&residual, &mut reactions)?;
+                    Ok(reactions)
+                })(),
+            )?;
+            let stamp = StepStamp {
+                index: path.index,
+                load_factor: r.load_factor,
+                next_increment: Some(path.increment),
+                time: Some(r.time),
+            };
+            (u.clone(), reactions, stamp)
+        }
+        _ => (
+            problem.discrete.zeros(),
+            problem.discrete.zeros(),
+            StepStamp {
+                index: 0,
+                load_factor: 0.0,
+                next_increment: Some(PathState::start(&(&config.loading).into()).increment),
+                time: Some(0.0),
+            },
+        ),
+    };
+    let first = gather_state(&problem, &first_u, &first_reactions)?;
+    drop((first_u, first_reactions));
     let mut out = None;
-    if let Some(serial_problem) = &mut writer {
+    if let (Some(mesh), Some(first)) = (&serial_mesh, first) {
         let created = (|| -> Result<Output> {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("creating output directory {}", dir.display()))?;
-            let probes = crate::probes::Probes::new(&config, &serial_problem.mesh)?;
+            let probes = crate::probes::Probes::new(&config, mesh)?;
             let mut summary = io::SummaryWriter::create(
                 &dir,
                 &name,
@@ -357,7 +419,7 @@ pub fn run_on_ranks(
                         .map(|r| format!("{}:{}", r.file.display(), r.step)),
                     ..serial::run_info(&config, &options.input)?
                 },
-                serial::mesh_info(serial_problem),
+                serial::mesh_info(mesh, constrained_dofs),
                 &options.faults,
             )?;
             let owned_rows: Vec<u64> = loads.iter().map(|l| 3 * l[0]).collect();
@@ -368,46 +430,31 @@ pub fn run_on_ranks(
                 owned_rows,
                 owned_cells: loads.iter().map(|l| l[1]).collect(),
                 row_imbalance: if mean > 0.0 { max / mean } else { 1.0 },
+                output_bytes: Vec::new(),
+                peak_resident_bytes: Vec::new(),
             });
-            let mut results =
-                serial::create_results(&config, serial_problem, &dir, &name, &options.faults)?;
+            let mut results = serial::create_results(&config, mesh, &dir, &name, &options.faults)?;
             let probe_log = if probes.is_empty() {
                 None
             } else {
                 Some(io::ProbeLog::create(&dir, &name, probes.columns())?)
             };
-            // the first step: the undeformed state, or the state the restart continues from
-            let n = serial_problem.n_dofs();
-            let (u, reactions, stamp) = match &restart {
-                Some(r) => {
-                    let state = r.state_for(serial_problem, &(&config.loading).into())?;
-                    let stamp = StepStamp {
-                        index: state.path.index,
-                        load_factor: state.load_factor,
-                        next_increment: Some(state.path.increment),
-                        time: Some(state.time),
-                    };
-                    (state.displacement, state.reactions, stamp)
-                }
-                None => (
-                    Vector::zeros(n),
-                    Vector::zeros(n),
-                    StepStamp {
-                        index: 0,
-                        load_factor: 0.0,
-                        next_increment: Some(PathState::start(&(&config.loading).into()).increment),
-                        time: Some(0.0),
-                    },
-                ),
-            };
-            let energy =
-                serial::write_fields(&config, serial_problem, stamp, &u, &reactions, &mut results)?;
+            let stamp = first_stamp;
+            let energy = serial::write_fields(
+                &config,
+                mesh,
+                stamp,
+                &first.displacement,
+                &first.reactions,
+                &first.cells,
+                &mut results,
+            )?;
             let mut figures = crate::run::RunFigures::default();
             serial::record_state(
                 &probes,
-                serial_problem,
-                &u,
-                &reactions,
+                mesh,
+                &first.displacement,
+                &first.reactions,
                 energy,
                 &mut figures,
                 stamp.load_factor,
@@ -434,7 +481,7 @@ pub fn run_on_ranks(
 
     let newton: solve::params::NewtonParams = (&config.newton).into();
     let progress = options.progress;
-    if let (Some(serial_problem), true) = (&writer, progress != Progress::Quiet) {
+    if let (Some(mesh), true) = (&serial_mesh, progress != Progress::Quiet) {
         let device = format!(
             "host CPUs: {} MPI ranks, {} threads each",
             c.size(),
@@ -442,11 +489,11 @@ pub fn run_on_ranks(
         );
         let mut text = serial::header(
             &config,
-            serial_problem,
+            &problem,
             &device,
             &text,
             &newton,
-            &serial::problem_text(serial_problem),
+            &serial::problem_text(&serial::mesh_info(mesh, constrained_dofs), mesh.kind),
         );
         text.push_str("  ranks        rank: owned nodes, owned cells\n");
         for (r, l) in loads.iter().enumerate() {
@@ -472,17 +519,18 @@ pub fn run_on_ranks(
         &mut problem,
         &mut solver,
         &mut u,
-        |step, u, _, _| {
-            let full_u = gather(u)?;
-            let full_r = gather(&step.reactions)?;
-            let written = match (&mut writer, &mut out, full_u, full_r) {
-                (Some(sp), Some(o), Some(full_u), Some(full_r)) => (|| -> Result<()> {
+        |step, u, problem, _| {
+            let gathered = gather_state(problem, u, &step.reactions)?;
+            let written = match (&serial_mesh, &mut out, gathered) {
+                (Some(mesh), Some(o), Some(g)) => (|| -> Result<()> {
                     let mut step = step.clone();
-                    step.reactions = full_r;
-                    let mut record = serial::write_step(&config, sp, &step, &full_u, &mut o.results)?;
+                    step.reactions = g.reactions;
+                    let full_u = g.displacement;
+                    let mut record =
+                        serial::write_step(&config, mesh, &step, &full_u, &g.cells, &mut o.results)?;
                     serial::record_state(
                         &o.probes,
-                        sp,
+                        mesh,
                         &full_u,
                         &step.reactions,
                         record.strain_energy,
@@ -531,8 +579,34 @@ pub fn run_on_ranks(
         Err(e) if is_agreed(&e) => Err(e),
         other => agreed(c, other),
     };
+    // what each rank held for the output, and its peak memory: rank 0's against the others'
+    let n_global_nodes = part.n_global_nodes();
+    let output_bytes = match &serial_mesh {
+        // the mesh (coordinates, connectivity, sets) and the serial ids of nodes and cells,
+        // then one step: displacement and reactions in serial order (24 bytes a node each), the
+        // cell outputs received and unpacked (104 bytes a cell each), the nodal stress and its
+        // von Mises (80 bytes a node)
+        Some(mesh) => {
+            let sets: usize = mesh.node_sets.values().map(Vec::len).sum::<usize>()
+                + mesh.cell_sets.values().map(Vec::len).sum::<usize>()
+                + 2 * mesh.face_sets.values().map(Vec::len).sum::<usize>();
+            let mesh_bytes = 24 * mesh.n_nodes() + 8 * (mesh.cells.len() + sets);
+            let cell_bytes = 8 * serial::CellOutputs::WIDTH as u64;
+            mesh_bytes as u64
+                + 8 * (n_global_nodes + part.n_global_cells)
+                + (2 * 24 + 80) * n_global_nodes
+                + 2 * cell_bytes * part.n_global_cells
+        }
+        // the owned cells' packed outputs (displacement and reactions are sent from the vectors)
+        None => {
+            8 * serial::CellOutputs::WIDTH as u64 * cell_counts[rank] as u64
+                + 8 * (n_owned + cell_counts[rank]) as u64
+        }
+    };
+    let held = comm.allgatherv_u64(&[output_bytes, crate::memory::peak_resident_bytes()]);
     let wall = started.elapsed().as_secs_f64();
     let Some(o) = out else {
+        held?;
         outcome?;
         // the other ranks' outcome: rank 0 reports the files
         return Ok(crate::run::RunOutcome {
@@ -551,6 +625,13 @@ pub fn run_on_ranks(
         figures,
         ..
     } = o;
+    // (without them where the gather failed: the summary still records the outcome)
+    if let Ok(held) = &held {
+        summary.update_ranks(|r| {
+            r.output_bytes = held.iter().map(|h| h[0]).collect();
+            r.peak_resident_bytes = held.iter().map(|h| h[1]).collect();
+        });
+    }
     let steps = results.last_step().unwrap_or(0);
     match outcome {
         Ok(()) => summary
@@ -573,6 +654,49 @@ pub fn run_on_ranks(
         steps,
         figures,
     })
+}
+
+/// One step's state on rank 0, in serial numbering: what the serial writer writes.
+struct GatheredState {
+    displacement: Vector,
+    reactions: Vector,
+    cells: crate::run::CellOutputs,
+}
+
+/// Collective: every rank's `ids` (`counts[r]` on rank `r`) on rank 0, in rank order, as one
+/// list; `None` on the other ranks.
+fn gather_ids(comm: &dyn Comm, ids: &[u64], counts: &[usize]) -> Result<Option<Vec<u64>>> {
+    let bits: Vec<f64> = ids.iter().map(|&s| f64::from_bits(s)).collect();
+    Ok(gather_to_root(comm, &bits, counts, GATHER_CHUNK)?
+        .map(|all| all.iter().flatten().map(|x| x.to_bits()).collect()))
+}
+
+/// Collective: the owned nodes' entries of `v` (`3 n_owned` first entries; rank `r` owns
+/// `node_counts[r]` nodes) on rank 0 in serial node order (`serial_ids`: every rank's owned
+/// nodes' serial ids in rank order, on rank 0); `None` on the other ranks.
+fn gather_nodes(
+    comm: &dyn Comm,
+    v: &Vector,
+    n_owned: usize,
+    node_counts: &[usize],
+    serial_ids: Option<&[u64]>,
+) -> Result<Option<Vector>> {
+    let dof_counts: Vec<usize> = node_counts.iter().map(|n| 3 * n).collect();
+    let Some(all) = gather_to_root(comm, &v.host()?[..3 * n_owned], &dof_counts, GATHER_CHUNK)?
+    else {
+        return Ok(None);
+    };
+    let serial_ids = serial_ids.context("rank 0 holds the serial ids")?;
+    let mut out = vec![0.0; 3 * serial_ids.len()];
+    let mut values = all.iter().flatten();
+    for &s in serial_ids {
+        for x in &mut out[3 * s as usize..3 * s as usize + 3] {
+            *x = *values
+                .next()
+                .context("gathered fewer values than owned nodes")?;
+        }
+    }
+    Ok(Some(Vector::from_vec(out)))
 }
 
 /// Values per message of the output's [`gather_to_root`] (8 MiB).

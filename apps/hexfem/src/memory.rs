@@ -152,3 +152,17 @@ pub fn guard(config: &Config) -> Result<MemoryEstimate> {
     }
     Ok(e)
 }
+
+/// This process's peak resident memory in bytes (`VmHWM` of `/proc/self/status`); 0 where that
+/// is unavailable (not Linux).
+pub fn peak_resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| 1024 * kb)
+}

@@ -295,7 +295,7 @@ fn execute_on(
                 .map(|r| format!("{}:{}", r.file.display(), r.step)),
             ..run_info(config, case.input)?
         },
-        mesh_info(problem),
+        mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
         &case.faults,
     )?;
     let fail = |summary: &mut SummaryWriter, e: anyhow::Error| {
@@ -306,7 +306,7 @@ fn execute_on(
         );
         e
     };
-    let mut results = match create_results(config, problem, dir, name, &case.faults) {
+    let mut results = match create_results(config, &problem.mesh, dir, name, &case.faults) {
         Ok(results) => results,
         Err(e) => return Err(fail(&mut summary, e)),
     };
@@ -335,7 +335,7 @@ fn execute_on(
     let first = (|| {
         let energy = write_fields(
             config,
-            problem,
+            &problem.mesh,
             StepStamp {
                 index: start.index,
                 load_factor,
@@ -344,11 +344,12 @@ fn execute_on(
             },
             &u,
             &reactions,
+            &CellOutputs::compute(problem, &u)?,
             &mut results,
         )?;
         record_state(
             &probes,
-            problem,
+            &problem.mesh,
             &u,
             &reactions,
             energy,
@@ -376,7 +377,10 @@ fn execute_on(
                 &device_text(config, &solver, device_fallback.as_deref()),
                 &solver_text,
                 &newton,
-                &problem_text(problem)
+                &problem_text(
+                    &mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
+                    problem.mesh.kind
+                )
             )
         );
     }
@@ -388,10 +392,11 @@ fn execute_on(
     };
     let abort_after = case.abort_after_step;
     let outcome = path.run_from(start, problem, &mut solver, &mut u, |step, u, problem, solver| {
-        let mut record = write_step(config, problem, step, u, &mut results)?;
+        let cells = CellOutputs::compute(problem, u)?;
+        let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
         record_state(
             &probes,
-            problem,
+            &problem.mesh,
             u,
             &step.reactions,
             record.strain_energy,
@@ -511,7 +516,7 @@ pub(crate) fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures)
 /// Updates `figures` with the state `u` (reactions, energy, probes) at `load_factor`.
 pub(crate) fn record_state(
     probes: &crate::probes::Probes,
-    problem: &Problem,
+    mesh: &HexMesh,
     u: &Vector,
     reactions: &Vector,
     strain_energy: f64,
@@ -524,7 +529,6 @@ pub(crate) fn record_state(
         .iter()
         .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
         .fold(0.0, f64::max);
-    let mesh = &problem.mesh;
     figures.reactions = mesh
         .node_sets
         .keys()
@@ -577,23 +581,21 @@ pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &s
     })
 }
 
-/// The results writer with the problem's mesh.
+/// The results writer with `mesh` (in serial numbering).
 pub(crate) fn create_results(
     config: &Config,
-    problem: &Problem,
+    mesh: &HexMesh,
     dir: &Path,
     name: &str,
     faults: &Faults,
 ) -> Result<ResultsWriter> {
-    let connectivity = vtk_connectivity(&problem.mesh);
-    let node_sets: Vec<(&str, &[usize])> = problem
-        .mesh
+    let connectivity = vtk_connectivity(mesh);
+    let node_sets: Vec<(&str, &[usize])> = mesh
         .node_sets
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
-    let face_pairs: Vec<(&str, Vec<[usize; 2]>)> = problem
-        .mesh
+    let face_pairs: Vec<(&str, Vec<[usize; 2]>)> = mesh
         .face_sets
         .iter()
         .map(|(k, v)| {
@@ -605,16 +607,15 @@ pub(crate) fn create_results(
         .collect();
     let face_sets: Vec<(&str, &[[usize; 2]])> =
         face_pairs.iter().map(|(k, v)| (*k, v.as_slice())).collect();
-    let cell_sets: Vec<(&str, &[usize])> = problem
-        .mesh
+    let cell_sets: Vec<(&str, &[usize])> = mesh
         .cell_sets
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
-    let material = material_of_cells(config, &problem.mesh)?;
+    let material = material_of_cells(config, mesh)?;
     let mesh = MeshData {
-        nodes_per_cell: problem.mesh.nodes_per_cell(),
-        coordinates: &problem.mesh.coords,
+        nodes_per_cell: mesh.nodes_per_cell(),
+        coordinates: &mesh.coords,
         connectivity: &connectivity,
         material: Some(&material),
         node_sets: &node_sets,
@@ -679,13 +680,15 @@ pub(crate) fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
     })
 }
 
-pub(crate) fn mesh_info(problem: &Problem) -> MeshInfo {
+/// The summary's mesh figures of `mesh` (the whole mesh) with `constrained_dofs` constrained
+/// unknowns.
+pub(crate) fn mesh_info(mesh: &HexMesh, constrained_dofs: usize) -> MeshInfo {
     MeshInfo {
-        nodes: problem.mesh.n_nodes(),
-        cells: problem.mesh.n_cells(),
-        nodes_per_cell: problem.mesh.nodes_per_cell(),
-        dofs: problem.n_dofs(),
-        constrained_dofs: problem.discrete.constraints.n_constrained(),
+        nodes: mesh.n_nodes(),
+        cells: mesh.n_cells(),
+        nodes_per_cell: mesh.nodes_per_cell(),
+        dofs: 3 * mesh.n_nodes(),
+        constrained_dofs,
     }
 }
 
@@ -699,14 +702,125 @@ pub(crate) struct StepStamp {
     pub(crate) time: Option<f64>,
 }
 
-/// Post-processes the state `u` (with `reactions`) and writes it as step `stamp.index`; returns
-/// the total strain energy.
+/// The per-cell output quantities of a state, one entry per cell in the order of the cells they
+/// were computed on (the serial cells, or a rank's local cells).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct CellOutputs {
+    /// Cauchy stress, full 3x3 row-major.
+    pub(crate) cauchy: Vec<[f64; 9]>,
+    pub(crate) von_mises: Vec<f64>,
+    pub(crate) jacobian: Vec<f64>,
+    pub(crate) energy_density: Vec<f64>,
+    /// Each cell's strain energy (the total is their sum in cell order).
+    pub(crate) strain_energy: Vec<f64>,
+}
+
+impl CellOutputs {
+    /// Values per cell in [`CellOutputs::packed`].
+    pub(crate) const WIDTH: usize = 13;
+
+    /// The outputs of every cell of `problem`'s element loop at the state `u` (on a rank's
+    /// part: owned and ghost cells; `u`'s ghost entries must be current).
+    pub(crate) fn compute(problem: &Problem, u: &Vector) -> Result<Self> {
+        let assembler = &problem.discrete.assembler;
+        let kernel = assembler.kernel();
+        let cells =
+            assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
+        Ok(CellOutputs {
+            cauchy: cells
+                .iter()
+                .map(|f| {
+                    let [xx, yy, zz, xy, yz, xz] = f.cauchy;
+                    [xx, xy, xz, xy, yy, yz, xz, yz, zz]
+                })
+                .collect(),
+            von_mises: cells.iter().map(|f| f.von_mises).collect(),
+            jacobian: cells.iter().map(|f| f.j).collect(),
+            energy_density: cells.iter().map(|f| f.energy_density).collect(),
+            strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
+        })
+    }
+
+    /// Cells held.
+    pub(crate) fn len(&self) -> usize {
+        self.von_mises.len()
+    }
+
+    /// The total strain energy: the cells' energies summed in cell order (in serial order, the
+    /// serial run's sum bit for bit).
+    pub(crate) fn total_strain_energy(&self) -> f64 {
+        self.strain_energy.iter().sum()
+    }
+
+    /// The cells `keep` selects, [`CellOutputs::WIDTH`] values each (stress, von Mises, J,
+    /// energy density, strain energy), in cell order: what a rank sends to rank 0.
+    pub(crate) fn packed(&self, keep: impl Fn(usize) -> bool) -> Vec<f64> {
+        let mut out = Vec::new();
+        for c in (0..self.len()).filter(|&c| keep(c)) {
+            out.extend_from_slice(&self.cauchy[c]);
+            out.extend([
+                self.von_mises[c],
+                self.jacobian[c],
+                self.energy_density[c],
+                self.strain_energy[c],
+            ]);
+        }
+        out
+    }
+
+    /// `n_cells` cells, cell `ids[i]` taking the `i`-th packed cell of `packed` (the values
+    /// of [`CellOutputs::packed`], in order); every cell must be given exactly once.
+    pub(crate) fn unpacked<'a>(
+        n_cells: usize,
+        ids: &[u64],
+        packed: impl IntoIterator<Item = &'a f64>,
+    ) -> Result<Self> {
+        let w = Self::WIDTH;
+        if ids.len() != n_cells {
+            anyhow::bail!("cell outputs of {} cells for {n_cells} cells", ids.len());
+        }
+        let mut out = CellOutputs {
+            cauchy: vec![[0.0; 9]; n_cells],
+            von_mises: vec![0.0; n_cells],
+            jacobian: vec![0.0; n_cells],
+            energy_density: vec![0.0; n_cells],
+            strain_energy: vec![0.0; n_cells],
+        };
+        let mut seen = vec![false; n_cells];
+        let mut packed = packed.into_iter();
+        let mut v = [0.0; Self::WIDTH];
+        for &id in ids {
+            for x in &mut v {
+                *x = *packed
+                    .next()
+                    .context("cell outputs: fewer values than cells")?;
+            }
+            let c = id as usize;
+            if c >= n_cells || std::mem::replace(&mut seen[c], true) {
+                anyhow::bail!("cell outputs: cell {id} given twice or out of range");
+            }
+            out.cauchy[c].copy_from_slice(&v[..9]);
+            out.von_mises[c] = v[9];
+            out.jacobian[c] = v[10];
+            out.energy_density[c] = v[11];
+            out.strain_energy[c] = v[12];
+        }
+        if packed.next().is_some() {
+            anyhow::bail!("cell outputs: more values than {w} a cell");
+        }
+        Ok(out)
+    }
+}
+
+/// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step
+/// `stamp.index`; returns the total strain energy.
 pub(crate) fn write_fields(
     config: &Config,
-    problem: &mut Problem,
+    mesh: &HexMesh,
     stamp: StepStamp,
     u: &Vector,
     reactions: &Vector,
+    cells: &CellOutputs,
     results: &mut ResultsWriter,
 ) -> Result<f64> {
     let StepStamp {
@@ -715,21 +829,7 @@ pub(crate) fn write_fields(
         next_increment,
         time,
     } = stamp;
-    let assembler = &problem.discrete.assembler;
-    let kernel = assembler.kernel();
-    let cells = assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
-    let cauchy: Vec<[f64; 9]> = cells
-        .iter()
-        .map(|f| {
-            let [xx, yy, zz, xy, yz, xz] = f.cauchy;
-            [xx, xy, xz, xy, yy, yz, xz, yz, zz]
-        })
-        .collect();
-    let von_mises: Vec<f64> = cells.iter().map(|f| f.von_mises).collect();
-    let jacobian: Vec<f64> = cells.iter().map(|f| f.j).collect();
-    let energy_density: Vec<f64> = cells.iter().map(|f| f.energy_density).collect();
-    let strain_energy: f64 = cells.iter().map(|f| f.strain_energy).sum();
-    let nodal = nodal_average(&problem.mesh, &cauchy);
+    let nodal = nodal_average(mesh, &cells.cauchy);
     let nodal_vm: Vec<f64> = nodal.iter().map(von_mises_of).collect();
     let (displacement, _) = u.host()?.as_chunks::<3>();
     let (reaction, _) = reactions.host()?.as_chunks::<3>();
@@ -739,16 +839,16 @@ pub(crate) fn write_fields(
         load_factor,
         displacement: wants(OutputField::Displacement).then_some(displacement),
         reaction: wants(OutputField::Reaction).then_some(reaction),
-        cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cauchy)),
-        von_mises: wants(OutputField::VonMises).then_some(&von_mises),
-        jacobian: wants(OutputField::Jacobian).then_some(&jacobian),
-        energy_density: wants(OutputField::EnergyDensity).then_some(&energy_density),
+        cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cells.cauchy)),
+        von_mises: wants(OutputField::VonMises).then_some(&cells.von_mises),
+        jacobian: wants(OutputField::Jacobian).then_some(&cells.jacobian),
+        energy_density: wants(OutputField::EnergyDensity).then_some(&cells.energy_density),
         nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
         nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
         next_increment,
         time,
     })?;
-    Ok(strain_energy)
+    Ok(cells.total_strain_energy())
 }
 
 /// Each node's mean of the values of the cells around it.
@@ -784,17 +884,19 @@ pub fn von_mises_of(t: &[f64; 9]) -> f64 {
     (1.5 * ss).sqrt()
 }
 
-/// Post-processes a converged step and writes it; returns its summary record.
+/// Writes a converged step (`cells`: the outputs of `mesh`'s cells at `u`); returns its summary
+/// record.
 pub(crate) fn write_step(
     config: &Config,
-    problem: &mut Problem,
+    mesh: &HexMesh,
     step: &ConvergedStep,
     u: &Vector,
+    cells: &CellOutputs,
     results: &mut ResultsWriter,
 ) -> Result<StepRecord> {
     let strain_energy = write_fields(
         config,
-        problem,
+        mesh,
         StepStamp {
             index: step.index,
             load_factor: step.load_factor,
@@ -803,6 +905,7 @@ pub(crate) fn write_step(
         },
         u,
         &step.reactions,
+        cells,
         results,
     )?;
     let (displacement, _) = u.host()?.as_chunks::<3>();
@@ -832,7 +935,7 @@ pub(crate) fn write_step(
             .unwrap_or_default()
             .to_owned(),
         failed_attempts: serde_json::to_value(&step.failed_attempts)?,
-        reactions: serde_json::to_value(reaction_totals(config, problem, u, &step.reactions)?)?,
+        reactions: serde_json::to_value(reaction_totals(config, mesh, u, &step.reactions)?)?,
         probes: BTreeMap::new(),
     })
 }
@@ -850,7 +953,7 @@ pub struct ReactionTotal {
 /// reaction). A node shared by two sets counts in both.
 pub fn reaction_totals(
     config: &Config,
-    problem: &Problem,
+    mesh: &HexMesh,
     u: &Vector,
     reactions: &Vector,
 ) -> Result<std::collections::BTreeMap<String, ReactionTotal>> {
@@ -873,8 +976,8 @@ pub fn reaction_totals(
             force: [0.0; 3],
             moment: [0.0; 3],
         };
-        for node in problem.mesh.set_nodes(set)? {
-            let x = problem.mesh.coords[node];
+        for node in mesh.set_nodes(set)? {
+            let x = mesh.coords[node];
             let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
             let f: [f64; 3] = std::array::from_fn(|d| if mask[d] { r[node][d] } else { 0.0 });
             for (t, fd) in total.force.iter_mut().zip(f) {
@@ -890,17 +993,17 @@ pub fn reaction_totals(
 }
 
 /// The problem in one line: unknowns, cells, nodes.
-pub(crate) fn problem_text(problem: &Problem) -> String {
+pub(crate) fn problem_text(info: &MeshInfo, kind: CellKind) -> String {
     format!(
         "{} unknowns ({} constrained), {} {} cells, {} nodes",
-        problem.n_dofs(),
-        problem.discrete.constraints.n_constrained(),
-        problem.mesh.n_cells(),
-        match problem.mesh.kind {
+        info.dofs,
+        info.constrained_dofs,
+        info.cells,
+        match kind {
             CellKind::Hex8 => "Q1",
             CellKind::Hex27 => "Q2",
         },
-        problem.mesh.n_nodes()
+        info.nodes
     )
 }
 
@@ -992,6 +1095,41 @@ mod tests {
         assert!((von_mises_of(&shear) - 3f64.sqrt()).abs() < 1e-15);
         let pressure = [5.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0];
         assert_eq!(von_mises_of(&pressure), 0.0);
+    }
+
+    /// Three cells packed by two "ranks" (cells {0, 2} and {1}) and unpacked by serial id give
+    /// the cells back in serial order; a cell given twice or values missing are errors.
+    #[test]
+    fn cell_outputs_packed_by_parts_unpack_in_serial_order() {
+        let cell = |k: f64| CellOutputs {
+            cauchy: vec![[k; 9]],
+            von_mises: vec![k + 0.1],
+            jacobian: vec![k + 0.2],
+            energy_density: vec![k + 0.3],
+            strain_energy: vec![k + 0.4],
+        };
+        let join = |cells: &[&CellOutputs]| {
+            let mut out = CellOutputs::default();
+            for c in cells {
+                out.cauchy.extend(&c.cauchy);
+                out.von_mises.extend(&c.von_mises);
+                out.jacobian.extend(&c.jacobian);
+                out.energy_density.extend(&c.energy_density);
+                out.strain_energy.extend(&c.strain_energy);
+            }
+            out
+        };
+        let (c0, c1, c2) = (cell(1.0), cell(2.0), cell(3.0));
+        let first = join(&[&c0, &c1, &c2]).packed(|k| k != 1);
+        let second = join(&[&c1]).packed(|_| true);
+        assert_eq!(first.len(), 2 * CellOutputs::WIDTH);
+        let all: Vec<f64> = first.iter().chain(&second).copied().collect();
+        let serial = CellOutputs::unpacked(3, &[0, 2, 1], &all).unwrap();
+        assert_eq!(serial, join(&[&c0, &c1, &c2]));
+        assert_eq!(serial.total_strain_energy(), 1.4 + 2.4 + 3.4);
+        assert!(CellOutputs::unpacked(3, &[0, 2, 2], &all).is_err());
+        assert!(CellOutputs::unpacked(3, &[0, 2, 1], &all[1..]).is_err());
+        assert!(CellOutputs::unpacked(2, &[0, 1], &all).is_err());
     }
 
     /// Two cells along x: the four shared nodes get the mean of both cells, the others their

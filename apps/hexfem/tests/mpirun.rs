@@ -584,3 +584,112 @@ fn a_nonsymmetric_tangent_on_ranks_is_solved_by_gmres_as_in_the_serial_run() {
     let many = summary(Path::new(&many_dir), "pressure");
     assert_eq!(iterations(&one), iterations(&many));
 }
+
+/// The columns and rows of a `<name>.probes.csv`.
+fn probe_table(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+/// One HDF5 file and one XDMF for the run whatever the rank count: on 1, 2 and 4 ranks every
+/// dataset (integer data bit for bit, floats to 1e-10), every step's attributes and the XDMF
+/// text are the same; a probe on the last rank's part (the tip, x = 6, in the last slab) and
+/// set and global probes are reported alike on every rank count.
+#[test]
+fn output_files_are_the_same_on_one_two_and_four_ranks_and_probes_on_the_last_rank_are_reported() {
+    let dir = scratch("files");
+    let yaml = dir.0.join("tip.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  box: { cells: [12, 2, 2], lower: [0, 0, 0], upper: [6, 1, 1], order: 2 }\nmaterials:\n  - { model: neo_hookean, young_modulus: 1.0e3, poisson_ratio: 0.3 }\nboundary:\n  dirichlet:\n    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }\n  traction:\n    - { set: xmax, value: [0.0, 0.0, -0.5] }\nloading: { steps: 2 }\noutput:\n  probes:\n    points: [{ name: tip, at: [6.0, 0.5, 0.5] }]\n    sets: [{ set: xmin }]\n    globals: [strain_energy, max_displacement]\n",
+    )
+    .unwrap();
+    let yaml = yaml.to_string_lossy().into_owned();
+    let runs: Vec<PathBuf> = [1, 2, 4]
+        .into_iter()
+        .map(|np| {
+            let out_dir = dir.0.join(format!("np{np}"));
+            let o = out_dir.to_string_lossy().into_owned();
+            let mut args = vec!["run", yaml.as_str(), "-q", "-o", o.as_str()];
+            args.extend(TIGHT);
+            let out = hexfem_on(np, &args);
+            assert!(out.status.success(), "{np} ranks: {}", output_text(&out));
+            out_dir
+        })
+        .collect();
+    let (one, rest) = runs.split_first().unwrap();
+    let (columns, base) = probe_table(&one.join("tip.probes.csv"));
+    let uz = columns.iter().position(|c| c == "tip.uz").unwrap();
+    assert_eq!(base.len(), 3, "steps 0, 1 and 2");
+    assert!(base[2][uz] < 0.0, "the tip goes down: {:?}", base[2]);
+    for many in rest {
+        let (a, b) = (one.join("tip.h5"), many.join("tip.h5"));
+        assert_same_results(&a, &b, 1e-10);
+        let (ra, rb) = (
+            io::ResultsReader::open(&a).unwrap(),
+            io::ResultsReader::open(&b).unwrap(),
+        );
+        let steps = ra.steps().unwrap();
+        assert_eq!(steps, rb.steps().unwrap());
+        for (step, _) in steps {
+            for name in ["time", "next_increment"] {
+                assert_eq!(
+                    ra.step_attribute(step, name).unwrap(),
+                    rb.step_attribute(step, name).unwrap(),
+                    "step {step} @{name}"
+                );
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(one.join("tip.xdmf")).unwrap(),
+            std::fs::read_to_string(many.join("tip.xdmf")).unwrap(),
+            "{}",
+            many.display()
+        );
+        // rank 0 held the mesh and the gathered step, every other rank only its own values
+        let ranks = &summary(many, "tip")["ranks"];
+        let held: Vec<u64> = ranks["output_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap())
+            .collect();
+        assert_eq!(held.len(), ranks["ranks"].as_u64().unwrap() as usize);
+        assert!(held[1..].iter().all(|&b| 0 < b && b < held[0]), "{held:?}");
+        assert_eq!(
+            ranks["peak_resident_bytes"].as_array().unwrap().len(),
+            held.len()
+        );
+        let (c, rows) = probe_table(&many.join("tip.probes.csv"));
+        assert_eq!(c, columns);
+        assert_eq!(rows.len(), base.len());
+        // each column to 1e-10 of the largest magnitude of its vector (tip.ux, .uy, .uz: the
+        // tip's displacement), as the datasets are compared
+        let group = |c: &str| c[..c.len() - 1].to_owned();
+        for k in 0..columns.len() {
+            let scale = (0..columns.len())
+                .filter(|&j| group(&columns[j]) == group(&columns[k]))
+                .flat_map(|j| base.iter().map(move |r| r[j].abs()))
+                .fold(1e-300f64, f64::max);
+            for (x, y) in rows.iter().zip(&base) {
+                assert!(
+                    (x[k] - y[k]).abs() <= 1e-10 * scale,
+                    "{}: {} vs {}",
+                    columns[k],
+                    x[k],
+                    y[k]
+                );
+            }
+        }
+    }
+}

@@ -60,6 +60,15 @@ pub struct RanksInfo {
     pub owned_cells: Vec<u64>,
     /// max/mean of the owned rows (1: balanced).
     pub row_imbalance: f64,
+    /// Bytes of output state each rank held, by rank: on rank 0 the serial mesh it writes on and
+    /// one step's gathered arrays (displacement, reactions, cell outputs, with their receive
+    /// buffers); on the others one step's owned values they send. Set when the run ends.
+    #[serde(default)]
+    pub output_bytes: Vec<u64>,
+    /// Peak resident memory of each rank's process (`VmHWM`; 0 where unknown), by rank, when the
+    /// run ended.
+    #[serde(default)]
+    pub peak_resident_bytes: Vec<u64>,
 }
 
 /// What was run.
@@ -293,6 +302,14 @@ impl SummaryWriter {
     /// the finish.
     pub fn set_ranks(&mut self, ranks: RanksInfo) {
         self.summary.ranks = Some(ranks);
+    }
+
+    /// Changes the ranks' figures set by [`SummaryWriter::set_ranks`] (none set: nothing);
+    /// written with the next record or [`SummaryWriter::finish`].
+    pub fn update_ranks(&mut self, change: impl FnOnce(&mut RanksInfo)) {
+        if let Some(r) = &mut self.summary.ranks {
+            change(r);
+        }
     }
 
     /// Sets the final status and wall time and writes the full summary (with every step
