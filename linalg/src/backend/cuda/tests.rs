@@ -909,16 +909,28 @@ fn exact_device_sums_are_the_hosts_bits() {
     let e = 2f64.powi(-53);
     check("tie", &[1.0, e, 0.0], &[1.0, 1.0, 0.0]);
     check("above tie", &[1.0, e, e * e], &[1.0; 3]);
-    check("big", &[f64::MAX, -f64::MAX / 2.0, 1.0], &[1.0, 1.0, 1e-300]);
+    check(
+        "big",
+        &[f64::MAX, -f64::MAX / 2.0, 1.0],
+        &[1.0, 1.0, 1e-300],
+    );
     check("overflow", &[f64::MAX, f64::MAX], &[1.0, 1.0]);
     let tiny = f64::from_bits(1);
-    check("subnormal", &[tiny, tiny, 3.0 * tiny, -tiny], &[1.0, 1.0, 1.0, 1.0]);
+    check(
+        "subnormal",
+        &[tiny, tiny, 3.0 * tiny, -tiny],
+        &[1.0, 1.0, 1.0, 1.0],
+    );
     check("zero", &[2.0, -2.0, -0.0], &[1.0, 1.0, 1.0]);
     check("negative zero", &[-0.0], &[1.0]);
     // non-finite terms: read as the naive sum (infinity or NaN)
     check("inf", &[1.0, f64::INFINITY], &[1.0, 1.0]);
     check("-inf", &[1.0, f64::NEG_INFINITY, 5.0], &[1.0, 1.0, 1.0]);
-    check("inf - inf", &[f64::INFINITY, f64::NEG_INFINITY], &[1.0, 1.0]);
+    check(
+        "inf - inf",
+        &[f64::INFINITY, f64::NEG_INFINITY],
+        &[1.0, 1.0],
+    );
     check("nan", &[f64::NAN, 2.0], &[1.0, 1.0]);
     check("0 * inf", &[0.0, 2.0], &[f64::INFINITY, 1.0]);
     // run to run and any launch: the same bits
