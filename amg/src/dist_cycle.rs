@@ -586,7 +586,8 @@ fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, 
     })
 }
 
-/// The dense factor of the coarsest operator, errors named as the serial set-up names them.
+/// The coarsest operator's explicit inverse, as the serial set-up's ([`DenseFactor::invert`]);
+/// errors named as the serial set-up names them.
 fn factor_dense(dense: &[f64], n: usize) -> Result<DenseFactor, AmgError> {
     if n > crate::hierarchy::MAX_DENSE_COARSE {
         return Err(AmgError::CoarseTooLarge {
@@ -594,7 +595,7 @@ fn factor_dense(dense: &[f64], n: usize) -> Result<DenseFactor, AmgError> {
             limit: crate::hierarchy::MAX_DENSE_COARSE,
         });
     }
-    DenseFactor::factor_dense(dense, n).map_err(|e| match e {
+    DenseFactor::invert_dense(dense.to_vec(), n).map_err(|e| match e {
         linalg::LinalgError::SingularMatrix { n, column, pivot } => {
             AmgError::SingularCoarseMatrix {
                 n,

@@ -395,11 +395,14 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
             const double wd = s.wd[q];
             const double gw[3] = {wd * ga[0], wd * ga[1], wd * ga[2]};
             const double* am = s.a[q];
+            // The host reads A column by column (nalgebra stores it column-major): rows[c] of
+            // add_material_tangent is A[c][3 i + m]. A is symmetric only up to rounding (add_cross
+            // rounds (c x_iL) x_kJ), so reading its rows instead would differ from the host.
             for (int i = 0; i < 3; ++i) {
                 double gaa[9];
                 for (int c = 0; c < 9; ++c)
-                    gaa[c] = gw[0] * am[(3 * i) * 9 + c] + gw[1] * am[(3 * i + 1) * 9 + c] +
-                             gw[2] * am[(3 * i + 2) * 9 + c];
+                    gaa[c] = gw[0] * am[c * 9 + 3 * i] + gw[1] * am[c * 9 + 3 * i + 1] +
+                             gw[2] * am[c * 9 + 3 * i + 2];
                 for (int kk = 0; kk < 3; ++kk)
                     k[3 * i + kk] += gaa[3 * kk] * gb[0] + gaa[3 * kk + 1] * gb[1] + gaa[3 * kk + 2] * gb[2];
             }

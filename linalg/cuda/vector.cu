@@ -1,14 +1,11 @@
 // Vector kernels of CG and the smoothers, bit-identical to linalg::ops on the host
 // (compiled with --fmad=false: every a * x + b * y rounds as the host's does).
 //
-// dot: the host sums fixed chunks of DOT_CHUNK entries, each with four interleaved
-// accumulators and a tail, (acc0 + acc1) + (acc2 + acc3) + tail, then adds the chunk sums in
-// order. dot_chunks computes one chunk per thread the same way; dot_sum adds the chunk sums
-// in order. Fixed work split, fixed order: the same bits on every run and as on the host.
-
-#ifndef DOT_CHUNK
-#error "DOT_CHUNK (linalg::ops::REDUCTION_CHUNK) must be defined"
-#endif
+// Reductions (dot, norm2, sums) are exact, as the host's linalg::exact::ExactSum: every term
+// (a product rounded as on the host, a value or a magnitude) is split into 32-bit bins of a
+// fixed-point integer; integer adds are associative, so the sum does not depend on the order in
+// which threads and blocks add; exact_finish rounds once exactly as ExactSum::value does. The
+// result is the host's bits for any launch shape.
 
 extern "C" __global__ void fill(const u64 n, const double a, double* __restrict__ y) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
@@ -48,53 +45,155 @@ extern "C" __global__ void cg_update(const u64 n, const double alpha, const doub
     }
 }
 
-// One warp per chunk of DOT_CHUNK entries: sums[chunk] = the host's dot_chunk. The warp forms
-// the products of a tile of DOT_TILE entries (coalesced loads) in shared memory; lane k < 4 then
-// adds the products of entries 4i + k in order, as the host's accumulator k does. Products and
-// sums round exactly as on the host (--fmad=false), so only the schedule differs.
-#define DOT_TILE 1024
-#define DOT_WARPS 4
-extern "C" __global__ void __launch_bounds__(DOT_WARPS * 32)
-dot_chunks(const u64 n, const double* __restrict__ x, const double* __restrict__ y,
-           double* __restrict__ sums) {
-    __shared__ double prod[DOT_WARPS][DOT_TILE];
-    const u32 warp = threadIdx.x >> 5;
-    const u32 lane = threadIdx.x & 31;
-    const u64 chunk = blockIdx.x * (u64)DOT_WARPS + warp;
-    const u64 start = chunk * DOT_CHUNK;
-    if (start >= n) return;  // the whole warp leaves together
-    const u32 len = (u32)min((u64)DOT_CHUNK, n - start);
-    const u32 quads = len / 4;
-    const double* __restrict__ a = x + start;
-    const double* __restrict__ b = y + start;
-    double* __restrict__ p = prod[warp];
-    double acc = 0.0;  // lane k < 4: the host's acc[k]
-    for (u32 base = 0; base < quads * 4; base += DOT_TILE) {
-        const u32 tile = min((u32)DOT_TILE, quads * 4 - base);
-        for (u32 e = lane; e < tile; e += 32) p[e] = __ldg(a + base + e) * __ldg(b + base + e);
-        __syncwarp();
-        if (lane < 4) {
-#pragma unroll 8
-            for (u32 e = lane; e < tile; e += 4) acc += p[e];
+// ---- exact sums (linalg::exact::ExactSum on the device) ----------------------------------
+
+// Bins of 32 bits covering 2^-1074 .. 2^1024 with head room (ExactSum's N_BINS); word
+// EXACT_BINS of the accumulator holds the non-finite flags.
+#define EXACT_BINS 68
+#define EXACT_BIN_BITS 32
+#define NONFINITE_POS_INF 1ull
+#define NONFINITE_NEG_INF 2ull
+#define NONFINITE_NAN 4ull
+// The terms of exact_bins: x_i y_i, x_i or |x_i|.
+#define TERM_PRODUCT 0
+#define TERM_VALUE 1
+#define TERM_MAGNITUDE 2
+#define EXACT_THREADS 256
+
+__device__ __forceinline__ void exact_flush(unsigned long long* bins, int bin, long long w0,
+                                            long long w1, long long w2) {
+    if (bin < 0) return;
+    // two's complement: unsigned adds of signed words are the signed adds modulo 2^64
+    atomicAdd(bins + bin, (unsigned long long)w0);
+    atomicAdd(bins + bin + 1, (unsigned long long)w1);
+    atomicAdd(bins + bin + 2, (unsigned long long)w2);
+}
+
+// words[0..EXACT_BINS) += the terms' bins (unnormalised, integer atomics: any order gives the
+// same words), words[EXACT_BINS] |= the non-finite flags. words must start zeroed; n < 2^30
+// keeps every bin's running sum inside 63 bits (each term adds less than 2^33 to a bin).
+// Each thread keeps the three words of its current bin in registers and flushes them to the
+// block's shared bins when a term falls into another bin; blocks then add into words.
+extern "C" __global__ void __launch_bounds__(EXACT_THREADS)
+exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__ y,
+           const int term, unsigned long long* __restrict__ words) {
+    __shared__ unsigned long long bins[EXACT_BINS];
+    __shared__ unsigned long long flags;
+    for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x) bins[i] = 0;
+    if (threadIdx.x == 0) flags = 0;
+    __syncthreads();
+    int bin = -1;
+    long long a0 = 0, a1 = 0, a2 = 0;
+    unsigned long long my_flags = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const double v = __ldg(x + i);
+        const double t = term == TERM_PRODUCT ? v * __ldg(y + i) : term == TERM_VALUE ? v : fabs(v);
+        const u64 bits = (u64)__double_as_longlong(t);
+        const u32 exponent = (u32)((bits >> 52) & 0x7ff);
+        if (exponent == 0x7ff) {
+            my_flags |= isnan(t) ? NONFINITE_NAN : (t > 0.0 ? NONFINITE_POS_INF : NONFINITE_NEG_INF);
+            continue;
         }
-        __syncwarp();
+        // t = m 2^(position - 1074); subnormals (exponent 0) have no hidden bit
+        const u64 normal = exponent != 0;
+        const u64 m = (bits & ((1ull << 52) - 1)) | (normal << 52);
+        if (m == 0) continue;
+        const u32 position = exponent - (u32)normal;
+        const u32 shift = position % EXACT_BIN_BITS;
+        const u64 low = (m & 0xffffffffull) << shift;
+        const u64 high = (m >> 32) << shift;
+        const long long sign = (long long)bits >> 63;
+        const long long w0 = (long long)(low & 0xffffffffull);
+        const long long w1 = (long long)((low >> 32) + (high & 0xffffffffull));
+        const long long w2 = (long long)(high >> 32);
+        const int b = (int)(position / EXACT_BIN_BITS);
+        if (b != bin) {
+            exact_flush(bins, bin, a0, a1, a2);
+            bin = b;
+            a0 = a1 = a2 = 0;
+        }
+        a0 += (w0 ^ sign) - sign;
+        a1 += (w1 ^ sign) - sign;
+        a2 += (w2 ^ sign) - sign;
     }
-    // (acc0 + acc1) + (acc2 + acc3) + tail, with the host's grouping.
-    const double a1 = __shfl_sync(FULL_MASK, acc, 1);
-    const double a2 = __shfl_sync(FULL_MASK, acc, 2);
-    const double a3 = __shfl_sync(FULL_MASK, acc, 3);
-    if (lane == 0) {
-        double tail = 0.0;
-        for (u32 k = quads * 4; k < len; ++k) tail += a[k] * b[k];
-        sums[chunk] = (acc + a1) + (a2 + a3) + tail;
+    exact_flush(bins, bin, a0, a1, a2);
+    if (my_flags) atomicOr(&flags, my_flags);
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x)
+        if (bins[i]) atomicAdd(words + i, bins[i]);
+    if (threadIdx.x == 0 && flags) atomicOr(words + EXACT_BINS, flags);
+}
+
+// ExactSum::normalize: every bin but the top one in [0, 2^32), the top one signed.
+__device__ void exact_normalize(long long* b) {
+    for (int i = 0; i < EXACT_BINS - 1; ++i) {
+        const long long carry = b[i] >> EXACT_BIN_BITS;  // arithmetic shift
+        b[i] &= 0xffffffffll;
+        b[i + 1] += carry;
     }
 }
 
-// out[0] = sums[0] + sums[1] + ... in order (the host's iterator sum).
-extern "C" __global__ void dot_sum(const u64 n_chunks, const double* __restrict__ sums,
-                                   double* __restrict__ out) {
+// 2^k for a normal exponent k (ExactSum's scale_by_power_of_two's power).
+__device__ __forceinline__ double exact_power(int k) {
+    return __longlong_as_double((long long)(k + 1023) << 52);
+}
+
+// out[0] = words rounded once as ExactSum::value rounds (ties to even; +0 for an exact zero;
+// a subnormal result rounded twice, as on the host); NaN or the infinity for non-finite terms.
+// One thread.
+extern "C" __global__ void exact_finish(const unsigned long long* __restrict__ words,
+                                        double* __restrict__ out) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    double s = n_chunks > 0 ? sums[0] : 0.0;
-    for (u64 k = 1; k < n_chunks; ++k) s += sums[k];
-    out[0] = s;
+    __shared__ long long b[EXACT_BINS];
+    const unsigned long long flags = words[EXACT_BINS];
+    if (flags) {
+        const bool nan = (flags & NONFINITE_NAN) ||
+                         (flags & (NONFINITE_POS_INF | NONFINITE_NEG_INF)) ==
+                             (NONFINITE_POS_INF | NONFINITE_NEG_INF);
+        out[0] = nan ? __longlong_as_double(0x7ff8000000000000ll)
+                     : (flags & NONFINITE_POS_INF ? __longlong_as_double(0x7ff0000000000000ll)
+                                                  : __longlong_as_double((long long)0xfff0000000000000ull));
+        return;
+    }
+    for (int i = 0; i < EXACT_BINS; ++i) b[i] = (long long)words[i];
+    exact_normalize(b);
+    const bool negative = b[EXACT_BINS - 1] < 0;
+    if (negative) {
+        for (int i = 0; i < EXACT_BINS; ++i) b[i] = -b[i];
+        exact_normalize(b);
+    }
+    int top = EXACT_BINS - 1;
+    while (top >= 0 && b[top] == 0) --top;
+    if (top < 0) {
+        out[0] = 0.0;
+        return;
+    }
+    // head = the top three bins (< 2^96) = h 2^32 + l, a sticky bit for the bins below
+    const u64 h = ((u64)b[top] << 32) | (top >= 1 ? (u64)b[top - 1] : 0ull);
+    u64 l = top >= 2 ? (u64)b[top - 2] : 0ull;
+    for (int i = 0; i < top - 2; ++i)
+        if (b[i] != 0) l |= 1;
+    // head rounded to the nearest double (ties to even), as Rust's `u128 as f64`
+    double head;
+    if (h == 0) {
+        head = (double)l;  // below 2^32: exact
+    } else {
+        const int lz = __clzll((long long)h);
+        const u64 ll = l << 32;
+        u64 lead = lz ? (h << lz) | (ll >> (64 - lz)) : h;  // the 64 leading bits
+        if (ll << lz) lead |= 1;  // sticky, 11 bits below the double's last bit
+        head = __ull2double_rn(lead) * exact_power(32 - lz);
+    }
+    // scale_by_power_of_two(head, 32 (top - 2) - 1074), the host's steps
+    int k = EXACT_BIN_BITS * (top - 2) - 1074;
+    while (k > 1000) {
+        head *= exact_power(1000);
+        k -= 1000;
+    }
+    while (k < -1000) {
+        head *= exact_power(-1000);
+        k += 1000;
+    }
+    head *= exact_power(k);
+    out[0] = negative ? -head : head;
 }

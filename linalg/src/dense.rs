@@ -101,6 +101,9 @@ pub enum DenseMethod {
     /// The explicit inverse, on a GPU (Gauss-Jordan with partial pivoting; a solve is one dense
     /// matrix-vector product).
     DeviceInverse,
+    /// The explicit inverse in host memory, the GPU's [`DenseMethod::DeviceInverse`] bit for
+    /// bit (the same Gauss-Jordan steps, the same row sums in the same order).
+    Inverse,
 }
 
 /// Dense factorisation of a small square matrix: Cholesky when the matrix is symmetric positive
@@ -117,6 +120,8 @@ enum Factor {
     Cholesky { l: Vec<f64> },
     /// Packed `L\U` (row-major) with the row permutation `perm`: `P A = L U`.
     Lu { lu: Vec<f64>, perm: Vec<usize> },
+    /// The explicit inverse (row-major `n x n`) in host memory.
+    Inverse { inv: Vec<f64> },
     /// The inverse on a GPU.
     Device {
         ctx: Arc<CudaContext>,
@@ -153,6 +158,46 @@ impl DenseFactor {
         Self::factor_dense(&a.to_dense()?, a.n_rows())
     }
 
+    /// The explicit inverse of the square matrix `a` by Gauss-Jordan elimination with partial
+    /// pivoting, on `a`'s device; a solve is one dense matrix-vector product with each row summed
+    /// in column order. The host's and the GPU's inverses and solves are the same bits (what
+    /// makes a GPU AMG cycle equal the host's). A pivot below [`PIVOT_RTOL`] times the largest
+    /// entry is [`LinalgError::SingularMatrix`] (its pivot NaN on a GPU).
+    pub fn invert(a: &Bsr) -> Result<Self, LinalgError> {
+        if a.n_rows() != a.n_cols() {
+            return Err(LinalgError::DimensionMismatch {
+                what: "DenseFactor::invert: columns",
+                expected: a.n_rows(),
+                found: a.n_cols(),
+            });
+        }
+        if a.cuda().is_some() {
+            return Self::factor(a);
+        }
+        Self::invert_dense(a.to_dense()?, a.n_rows())
+    }
+
+    /// [`DenseFactor::invert`] of the row-major `n x n` host matrix `a`.
+    pub fn invert_dense(mut a: Vec<f64>, n: usize) -> Result<Self, LinalgError> {
+        if a.len() != n * n {
+            return Err(LinalgError::LengthMismatch {
+                what: "DenseFactor: dense matrix",
+                expected: n * n,
+                found: a.len(),
+            });
+        }
+        let mut work = vec![0usize; n];
+        invert_in_place(&mut a, n, &mut work).map_err(|z| LinalgError::SingularMatrix {
+            n,
+            column: z.column,
+            pivot: z.pivot,
+        })?;
+        Ok(Self {
+            n,
+            factor: Factor::Inverse { inv: a },
+        })
+    }
+
     /// [`DenseFactor::factor`] of the row-major `n x n` host matrix `a`.
     pub fn factor_dense(a: &[f64], n: usize) -> Result<Self, LinalgError> {
         if a.len() != n * n {
@@ -184,6 +229,7 @@ impl DenseFactor {
             Factor::Cholesky { .. } => DenseMethod::Cholesky,
             Factor::Lu { .. } => DenseMethod::Lu,
             Factor::Device { .. } => DenseMethod::DeviceInverse,
+            Factor::Inverse { .. } => DenseMethod::Inverse,
         }
     }
 
@@ -263,6 +309,17 @@ impl DenseFactor {
                         .map(|(a, b)| a * b)
                         .sum();
                     x[i] = (x[i] - s) / lu[i * n + i];
+                }
+            }
+            Factor::Inverse { inv } => {
+                // `linalg/cuda/ops.cu`'s dense_matvec: each row from 0.0, in column order
+                let b = x.to_vec();
+                for (xi, row) in x.iter_mut().zip(inv.chunks_exact(n)) {
+                    let mut s = 0.0;
+                    for (m, v) in row.iter().zip(&b) {
+                        s += m * v;
+                    }
+                    *xi = s;
                 }
             }
             // solve_in_place sends device factors to `solve` before reaching here
@@ -426,5 +483,44 @@ mod tests {
             })
         ));
         assert!(f.solve_in_place(&mut Vector::zeros(n + 1)).is_err());
+    }
+
+    #[test]
+    fn explicit_inverse_solves_as_the_factorisations_do() {
+        let n = 30;
+        let r = rand_vec(5, n * n);
+        // symmetric, diagonally dominant, with an off-diagonal pivot in row order
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                a[i * n + j] = r[i * n + j] + r[j * n + i];
+            }
+            a[i * n + i] += 2.0 * n as f64;
+        }
+        let b = rand_vec(6, n);
+        let chol = DenseFactor::factor_dense(&a, n).unwrap();
+        let inv = DenseFactor::invert_dense(a.clone(), n).unwrap();
+        assert_eq!(inv.method(), DenseMethod::Inverse);
+        let (mut x, mut y) = (Vector::zeros(n), Vector::zeros(n));
+        let bv = Vector::from_vec(b.clone());
+        chol.solve(&bv, &mut x).unwrap();
+        inv.solve(&bv, &mut y).unwrap();
+        for (p, q) in x.host().unwrap().iter().zip(y.host().unwrap()) {
+            assert!((p - q).abs() <= 1e-13 * p.abs().max(1.0), "{p} vs {q}");
+        }
+        // A A^-1 b = b
+        let y = y.host().unwrap();
+        for i in 0..n {
+            let s: f64 = (0..n).map(|j| a[i * n + j] * y[j]).sum();
+            assert!((s - b[i]).abs() <= 1e-12, "row {i}: {s} vs {}", b[i]);
+        }
+        assert!(matches!(
+            DenseFactor::invert_dense(vec![1.0, 2.0, 2.0, 4.0], 2),
+            Err(LinalgError::SingularMatrix { column: 1, .. })
+        ));
+        assert!(matches!(
+            DenseFactor::invert(&Bsr::from_dense(&[1.0, 2.0], 1, 2, 1, 1).unwrap()),
+            Err(LinalgError::DimensionMismatch { .. })
+        ));
     }
 }

@@ -5,6 +5,13 @@
 /// `PartialEq` only (no `Eq`): [`LinalgError::ZeroPivot`] carries the failing pivot as an `f64`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LinalgError {
+    /// A device exact sum of more terms than its integer bins hold.
+    #[error("{what}: {found} terms, at most {max} are supported")]
+    TooManyTerms {
+        what: &'static str,
+        found: u64,
+        max: u64,
+    },
     /// A block dimension does not fit the `u32` column index type.
     #[error("block dimension {what} = {value} exceeds the u32 index range")]
     DimensionTooLarge { what: &'static str, value: usize },

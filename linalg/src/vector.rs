@@ -236,12 +236,11 @@ pub(crate) fn check_len(
 /// BLAS-1 operations, parallel, on the device of their operands.
 ///
 /// Element-wise operations act on every local entry (owned and ghosts). Reductions ([`dot`],
-/// [`norm2`], [`norm_inf`]) reduce the owned entries. On the host, [`dot`] sums the rounded
-/// products exactly ([`crate::exact::ExactSum`], over the ranks too) and rounds once, so its
-/// result is the same bits for any thread count, any rank count and any numbering of the
-/// entries; on a GPU it adds partial sums of [`REDUCTION_CHUNK`] entries in chunk order
-/// (bit-identical for a fixed length). Operands of other lengths, layouts or devices are
-/// errors.
+/// [`norm2`], [`norm_inf`]) reduce the owned entries. [`dot`] sums the rounded products
+/// exactly ([`crate::exact::ExactSum`], over the ranks too) and rounds once, on the host and on
+/// a GPU alike, so its result is the same bits for any thread count, any rank count, any
+/// numbering of the entries and either device. Operands of other lengths, layouts or devices
+/// are errors.
 pub mod ops {
     use super::{check_same_device, cuda, host, unsupported, Storage, Vector};
     use crate::LinalgError;
@@ -292,10 +291,9 @@ pub mod ops {
         Ok(sum[0])
     }
 
-    /// `x . y` over the entries of host vectors of one rank in the CUDA dot's floating-point
-    /// order (partial sums of [`REDUCTION_CHUNK`] entries added in chunk order): what the
-    /// device's [`dot`] equals bit for bit. The host's [`dot`] is exact instead, so the two
-    /// agree to rounding only.
+    /// `x . y` over the entries of host vectors of one rank in plain floating point (partial
+    /// sums of [`REDUCTION_CHUNK`] entries added in chunk order): the former dot, kept to
+    /// measure the exact [`dot`]'s cost; it agrees with [`dot`] to rounding only.
     pub fn dot_in_chunks(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
         check_pair("ops::dot_in_chunks", x, y)?;
         match (&x.storage, &y.storage) {

@@ -259,6 +259,15 @@ fn amg_kernels_match_the_host() {
         f.solve(&bh.to_device(&dev).unwrap(), &mut x).unwrap();
         let diff = rel_diff(&x.to_host_vec().unwrap(), xh.host().unwrap());
         assert!(diff <= 1e-12, "k {k}: coarse solves differ by {diff:e}");
+        // the host's explicit inverse (the AMG coarse solve) is the device's, bit for bit
+        let fi = DenseFactor::invert(&coarse).unwrap();
+        let mut xi = Vector::zeros(coarse.n_rows());
+        fi.solve(&bh, &mut xi).unwrap();
+        assert_eq!(
+            x.to_host_vec().unwrap(),
+            xi.host().unwrap(),
+            "k {k}: host and device inverses"
+        );
     }
     // a singular coarse matrix is an error on the device too
     let p = Arc::new(BlockPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap());

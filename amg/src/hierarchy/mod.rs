@@ -197,7 +197,8 @@ pub(crate) fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, A
         .ok_or(AmgError::EigenEstimateFailed { level })
 }
 
-/// Dense factorisation of the coarsest operator.
+/// The coarsest operator's explicit inverse ([`DenseFactor::invert`]): the same bits on the host
+/// and on a GPU, so that host and GPU cycles agree bit for bit.
 fn factor_coarse(a: &Bsr) -> Result<DenseFactor, AmgError> {
     let n = a.n_rows();
     if n > MAX_DENSE_COARSE {
@@ -206,7 +207,7 @@ fn factor_coarse(a: &Bsr) -> Result<DenseFactor, AmgError> {
             limit: MAX_DENSE_COARSE,
         });
     }
-    DenseFactor::factor(a).map_err(|e| match e {
+    DenseFactor::invert(a).map_err(|e| match e {
         LinalgError::SingularMatrix { n, column, pivot } => AmgError::SingularCoarseMatrix {
             n,
             row: column,

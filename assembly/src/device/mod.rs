@@ -13,8 +13,8 @@
 //!   values with twists, symmetric elimination), bit-identical to the host's.
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
 //!   on the device, in the host's calling order, the residual and free norm of line-search trial
-//!   states and the potential energy (cell energies summed on the device,
-//!   `assembly/cuda/sums.cu`); only norms and sums come back. [`DeviceProblem::supports`] says,
+//!   states and the potential energy (cell energies summed exactly on the device
+//!   by `linalg::backend::cuda::vector::sum`, the host's bits); only norms and sums come back. [`DeviceProblem::supports`] says,
 //!   on the host, whether a problem can go up.
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted

@@ -4,17 +4,11 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
+use linalg::backend::cuda::vector::Term;
 use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 
 use super::{DeviceAssembler, DeviceConstraints};
 use crate::{AssemblyError, DiscreteProblem, Potential};
-
-const SUMS_SOURCE: ExternalSource = ExternalSource {
-    name: "assembly/sums.cu",
-    text: include_str!("../../cuda/sums.cu"),
-    fmad: false,
-};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
 /// uploaded once.
@@ -24,9 +18,8 @@ pub struct DeviceProblem {
     pub constraints: DeviceConstraints,
     /// Dead loads at load factor one, node-major.
     pub external: DeviceBuffer<f64>,
-    /// Cell energies of the last [`DeviceProblem::potential`] and their two sums.
+    /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
-    sums: DeviceBuffer<f64>,
 }
 
 /// The device twin of [`crate::NewtonSystem`] (same fields, same meaning).
@@ -133,7 +126,6 @@ impl DeviceProblem {
             constraints,
             external,
             energies: ctx.zeros(n_cells)?,
-            sums: ctx.zeros(2)?,
         })
     }
 
@@ -240,35 +232,19 @@ impl DeviceProblem {
     }
 
     /// [`DiscreteProblem::potential`] on the device: the strain energy of every cell at `u`,
-    /// summed on the device in a fixed order (not the host's: the sums agree to round-off), less
-    /// the dead loads' work `load_factor f_ext . u`. An inverted cell is reported as the host
-    /// reports it. Three scalars and the failure flag come down.
+    /// summed exactly and rounded once (the host's sums: its bits whenever the cell energies are
+    /// its bits), less the dead loads' work `load_factor f_ext . u` (an exact dot). An inverted
+    /// cell is reported as the host reports it. Three scalars and the failure flag come down.
     pub fn potential(
         &mut self,
         u: &DeviceBuffer<f64>,
         load_factor: f64,
     ) -> Result<Potential, AssemblyError> {
         self.assembler.elements().energies(u, &mut self.energies)?;
-        launch(
-            &self.ctx,
-            &SUMS_SOURCE,
-            &[],
-            "sum_and_magnitude",
-            LaunchShape {
-                blocks: 1,
-                threads: 256,
-                shared_bytes: 0,
-            },
-            &mut [
-                KernelArg::U32(self.energies.len() as u32),
-                KernelArg::F64s(&self.energies),
-                KernelArg::F64sMut(&mut self.sums),
-            ],
-        )?;
         self.assembler.elements().check_failure(u)?;
-        let sums = self.ctx.download(&self.sums)?;
-        super::elements::check("potential sums", 2, sums.len())?;
-        let (internal, magnitude) = (sums[0], sums[1]);
+        // exact sums, as the host's: the same bits when the cell energies are
+        let internal = vector::sum(&self.ctx, &self.energies, Term::Value)?;
+        let magnitude = vector::sum(&self.ctx, &self.energies, Term::Magnitude)?;
         let external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
         Ok(Potential {
             value: internal - external,

@@ -144,10 +144,7 @@ fn every_kernel_compiles_without_spills() {
     for bl in [1, 9, 18, 36] {
         cases.push(("coo.cu", vec![("BL", bl)]));
     }
-    cases.push((
-        "vector.cu",
-        vec![("DOT_CHUNK", ops::REDUCTION_CHUNK as i64)],
-    ));
+    cases.push(("vector.cu", vec![]));
     for (ar, ak, bc) in [
         (3, 3, 6),
         (6, 6, 6),
@@ -426,21 +423,17 @@ fn vector_kernels_are_bit_identical_to_the_host() {
         let (dx, dy) = (ctx.upload(&x).unwrap(), ctx.upload(&y).unwrap());
         let hx = Vector::from_vec(x.clone());
         let hy = Vector::from_vec(y.clone());
-        // the device sums in chunks (the host's `dot_in_chunks`); the host's `dot` is exact
+        // both exact sums of the same rounded products, rounded once
         let d = vector::dot(ctx, &dx, &dy).unwrap();
         assert_eq!(
             d.to_bits(),
-            ops::dot_in_chunks(&hx, &hy).unwrap().to_bits(),
+            ops::dot(&hx, &hy).unwrap().to_bits(),
             "dot n={n}"
-        );
-        let exact = ops::dot(&hx, &hy).unwrap();
-        assert!(
-            (d - exact).abs() <= 1e-12 * x.iter().zip(&y).map(|(a, b)| (a * b).abs()).sum::<f64>()
         );
         let nrm = vector::norm2(ctx, &dx).unwrap();
         assert_eq!(
             nrm.to_bits(),
-            ops::dot_in_chunks(&hx, &hx).unwrap().sqrt().to_bits(),
+            ops::norm2(&hx).unwrap().to_bits(),
             "norm2 n={n}"
         );
 
@@ -903,6 +896,106 @@ fn galerkin_product_matches_the_host_and_a_dense_reference() {
             &got.to_dense().unwrap(),
             &dense,
             1e-12,
+        );
+    }
+}
+
+/// Entries of widely spread magnitudes (2^-600 .. 2^600, products down to subnormals and up to
+/// near overflow), both signs, exact zeros, subnormals and pairs that cancel.
+fn wide_vec(rng: &mut Rng, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| match rng.below(16) {
+            0 => 0.0,
+            1 => -0.0,
+            2 => f64::from_bits(1 + rng.next() % (1 << 52)),
+            3 => f64::MIN_POSITIVE * rng.unit(),
+            _ => rng.unit() * 2f64.powi(rng.below(1200) as i32 - 600) * (1 + i % 3) as f64,
+        })
+        .collect()
+}
+
+#[test]
+fn exact_device_sums_are_the_hosts_bits() {
+    let Some(ctx) = gpu("exact_device_sums_are_the_hosts_bits") else {
+        return;
+    };
+    let mut rng = Rng(29);
+    let check = |what: &str, x: &[f64], y: &[f64]| {
+        let (dx, dy) = (ctx.upload(x).unwrap(), ctx.upload(y).unwrap());
+        let (hx, hy) = (Vector::from_vec(x.to_vec()), Vector::from_vec(y.to_vec()));
+        let n = x.len();
+        let d = vector::dot(ctx, &dx, &dy).unwrap();
+        let h = ops::dot(&hx, &hy).unwrap();
+        assert!(
+            d.to_bits() == h.to_bits() || (d.is_nan() && h.is_nan()),
+            "{what} n={n}: device dot {d:e}, host {h:e}"
+        );
+        let d = vector::norm2(ctx, &dx).unwrap();
+        let h = ops::norm2(&hx).unwrap();
+        assert!(
+            d.to_bits() == h.to_bits() || (d.is_nan() && h.is_nan()),
+            "{what} n={n}: device norm2 {d:e}, host {h:e}"
+        );
+        for (term, f) in [
+            (vector::Term::Value, (|v: f64| v) as fn(f64) -> f64),
+            (vector::Term::Magnitude, f64::abs),
+        ] {
+            let d = vector::sum(ctx, &dx, term).unwrap();
+            let h = crate::exact::ExactSum::of(x.iter().map(|&v| f(v))).value();
+            assert!(
+                d.to_bits() == h.to_bits() || (d.is_nan() && h.is_nan()),
+                "{what} n={n}: device sum {term:?} {d:e}, host {h:e}"
+            );
+        }
+    };
+    for n in [0usize, 1, 2, 3, 31, 257, 4097, 65_537, 1_000_000] {
+        let (x, y) = (wide_vec(&mut rng, n), wide_vec(&mut rng, n));
+        check("wide", &x, &y);
+        // cancellation: x . y against the same products negated, all but the first
+        let mut xc = x.clone();
+        xc.extend(x.iter().skip(1).map(|v| -v));
+        let mut yc = y.clone();
+        yc.extend(y.iter().skip(1));
+        check("cancelling", &xc, &yc);
+        let (u, v) = (rng.vec(n), rng.vec(n));
+        check("unit", &u, &v);
+    }
+    // exact rounding: ties to even, sums near overflow and in the subnormal range
+    let e = 2f64.powi(-53);
+    check("tie", &[1.0, e, 0.0], &[1.0, 1.0, 0.0]);
+    check("above tie", &[1.0, e, e * e], &[1.0; 3]);
+    check(
+        "big",
+        &[f64::MAX, -f64::MAX / 2.0, 1.0],
+        &[1.0, 1.0, 1e-300],
+    );
+    check("overflow", &[f64::MAX, f64::MAX], &[1.0, 1.0]);
+    let tiny = f64::from_bits(1);
+    check(
+        "subnormal",
+        &[tiny, tiny, 3.0 * tiny, -tiny],
+        &[1.0, 1.0, 1.0, 1.0],
+    );
+    check("zero", &[2.0, -2.0, -0.0], &[1.0, 1.0, 1.0]);
+    check("negative zero", &[-0.0], &[1.0]);
+    // non-finite terms: read as the naive sum (infinity or NaN)
+    check("inf", &[1.0, f64::INFINITY], &[1.0, 1.0]);
+    check("-inf", &[1.0, f64::NEG_INFINITY, 5.0], &[1.0, 1.0, 1.0]);
+    check(
+        "inf - inf",
+        &[f64::INFINITY, f64::NEG_INFINITY],
+        &[1.0, 1.0],
+    );
+    check("nan", &[f64::NAN, 2.0], &[1.0, 1.0]);
+    check("0 * inf", &[0.0, 2.0], &[f64::INFINITY, 1.0]);
+    // run to run and any launch: the same bits
+    let x = wide_vec(&mut rng, 300_001);
+    let dx = ctx.upload(&x).unwrap();
+    let first = vector::dot(ctx, &dx, &dx).unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            vector::dot(ctx, &dx, &dx).unwrap().to_bits(),
+            first.to_bits()
         );
     }
 }

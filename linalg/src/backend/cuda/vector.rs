@@ -1,17 +1,17 @@
 //! Vector kernels of CG and the smoothers (`linalg/cuda/vector.cu`), bit-identical to
-//! [`crate::ops`]: element-wise updates round as the host's, and [`dot`] sums the host's fixed
-//! chunks in the host's order (the same bits on every run, on any device).
+//! [`crate::ops`]: element-wise updates round as the host's, and the reductions ([`dot`],
+//! [`norm2`], [`sum`]) are exact sums rounded once, as [`crate::exact::ExactSum`] on the host: the
+//! host's bits, on every run and for any launch shape.
 
 use cudarc::driver::PushKernelArg;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, grid_stride, VECTOR};
 use super::{CudaContext, DeviceBuffer};
-use crate::ops::REDUCTION_CHUNK;
 use crate::LinalgError;
 
-/// The host's reduction chunk, so that the device sums the same chunks.
-const DEFINES: &[(&str, i64)] = &[("DOT_CHUNK", REDUCTION_CHUNK as i64)];
+/// `vector.cu` takes no compile-time constants.
+const DEFINES: &[(&str, i64)] = &[];
 
 /// Every entry of `y` set to `a`.
 pub fn fill(ctx: &CudaContext, a: f64, y: &mut DeviceBuffer<f64>) -> Result<(), LinalgError> {
@@ -114,7 +114,68 @@ pub fn cg_update(
     Ok(())
 }
 
-/// `x . y` into `out[0]`, left on the device (no transfer); `out` must hold one value.
+/// What [`sum`] adds: the entries or their magnitudes (`exact_bins`'s `term`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// `sum x_i`.
+    Value = 1,
+    /// `sum |x_i|`.
+    Magnitude = 2,
+}
+
+/// `exact_bins`'s term for products `x_i y_i`.
+const TERM_PRODUCT: i32 = 0;
+/// Words of the device accumulator: `vector.cu`'s `EXACT_BINS` bins and the non-finite flags.
+const EXACT_WORDS: usize = 69;
+/// Threads per block of `exact_bins`.
+const EXACT_THREADS: u32 = 256;
+/// Terms per thread below which fewer blocks are launched.
+const TERMS_PER_THREAD: u64 = 4;
+/// Blocks of `exact_bins` at most (about eight per SM of a large GPU).
+const MAX_BLOCKS: u64 = 1024;
+/// Terms of one exact sum at most: each term adds less than `2^33` to a bin, so the bins'
+/// running sums stay inside 63 bits.
+const MAX_TERMS: u64 = 1 << 30;
+
+/// The exact sum of the terms selected by `term` (`x_i y_i` with `y`, else `x_i` or `|x_i|`),
+/// rounded once into `out[0]` (two launches: `exact_bins`, `exact_finish`; nothing comes back).
+fn exact_sum_into(
+    ctx: &CudaContext,
+    term: i32,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    out: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    check_len("device exact sum: out", 1, out.len())?;
+    let n = x.len() as u64;
+    if n >= MAX_TERMS {
+        return Err(LinalgError::TooManyTerms {
+            what: "device exact sum",
+            found: n,
+            max: MAX_TERMS - 1,
+        });
+    }
+    let mut words = ctx.zeros::<u64>(EXACT_WORDS)?;
+    let bins = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
+    let blocks = n
+        .div_ceil(EXACT_THREADS as u64 * TERMS_PER_THREAD)
+        .clamp(1, MAX_BLOCKS);
+    let mut l = ctx.stream().launch_builder(&bins);
+    l.arg(&n).arg(x).arg(y).arg(&term).arg(&mut words);
+    // SAFETY: arguments match `exact_bins` (grid-stride over `n` entries of `x` and, for
+    // products, `y`, checked by the callers); `words` holds EXACT_WORDS zeroed words.
+    unsafe { l.launch(grid_1d(blocks * EXACT_THREADS as u64, EXACT_THREADS)) }
+        .map_err(driver_err("exact_bins"))?;
+    let finish = ctx.function(&VECTOR, DEFINES, "exact_finish")?;
+    let mut l = ctx.stream().launch_builder(&finish);
+    l.arg(&words).arg(&mut *out);
+    // SAFETY: arguments match `exact_finish` (one thread).
+    unsafe { l.launch(grid_1d(1, 32)) }.map_err(driver_err("exact_finish"))?;
+    Ok(())
+}
+
+/// `x . y` into `out[0]`, left on the device (no transfer); `out` must hold one value. The
+/// exact sum of the rounded products, rounded once: bit-identical to [`crate::ops::dot`].
 pub fn dot_into(
     ctx: &CudaContext,
     x: &DeviceBuffer<f64>,
@@ -122,25 +183,10 @@ pub fn dot_into(
     out: &mut DeviceBuffer<f64>,
 ) -> Result<(), LinalgError> {
     check_len("device dot: y", x.len(), y.len())?;
-    check_len("device dot: out", 1, out.len())?;
-    let n = x.len() as u64;
-    let n_chunks = n.div_ceil(REDUCTION_CHUNK as u64);
-    let mut sums = ctx.zeros::<f64>(n_chunks.max(1) as usize)?;
-    let chunks = ctx.function(&VECTOR, DEFINES, "dot_chunks")?;
-    let mut l = ctx.stream().launch_builder(&chunks);
-    l.arg(&n).arg(x).arg(y).arg(&mut sums);
-    // SAFETY: arguments match `dot_chunks` (one warp per chunk, DOT_WARPS = 4 warps per block);
-    // `sums` holds one value per chunk.
-    unsafe { l.launch(grid_1d(n_chunks * 32, 128)) }.map_err(driver_err("dot_chunks"))?;
-    let sum = ctx.function(&VECTOR, DEFINES, "dot_sum")?;
-    let mut l = ctx.stream().launch_builder(&sum);
-    l.arg(&n_chunks).arg(&sums).arg(&mut *out);
-    // SAFETY: arguments match `dot_sum`.
-    unsafe { l.launch(grid_1d(1, 32)) }.map_err(driver_err("dot_sum"))?;
-    Ok(())
+    exact_sum_into(ctx, TERM_PRODUCT, x, y, out)
 }
 
-/// `x . y` (one scalar downloaded), bit-identical to [`crate::ops::dot`].
+/// `x . y` (one scalar, 8 bytes, downloaded), bit-identical to [`crate::ops::dot`].
 pub fn dot(
     ctx: &CudaContext,
     x: &DeviceBuffer<f64>,
@@ -154,4 +200,12 @@ pub fn dot(
 /// `sqrt(x . x)`, bit-identical to [`crate::ops::norm2`].
 pub fn norm2(ctx: &CudaContext, x: &DeviceBuffer<f64>) -> Result<f64, LinalgError> {
     Ok(dot(ctx, x, x)?.sqrt())
+}
+
+/// `sum x_i` or `sum |x_i|` (one scalar downloaded): the exact sum rounded once, the bits of
+/// [`crate::exact::ExactSum::of`] over the same terms.
+pub fn sum(ctx: &CudaContext, x: &DeviceBuffer<f64>, term: Term) -> Result<f64, LinalgError> {
+    let mut out = ctx.zeros::<f64>(1)?;
+    exact_sum_into(ctx, term as i32, x, x, &mut out)?;
+    Ok(ctx.download(&out)?[0])
 }

@@ -29,7 +29,7 @@ fn dot_chunk(x: &[f64], y: &[f64]) -> f64 {
 }
 
 /// `x . y` in floating point: partial sums of [`REDUCTION_CHUNK`] entries, added in chunk
-/// order (the CUDA dot's order, bit for bit).
+/// order (the former dot; the exact one is [`dot_exact`]).
 pub(crate) fn dot_in_chunks(x: &[f64], y: &[f64]) -> f64 {
     if x.len() <= REDUCTION_CHUNK {
         return dot_chunk(x, y);
