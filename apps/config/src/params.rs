@@ -33,10 +33,9 @@ pub struct Config {
     /// Newton iteration. Defaults: see [`NewtonParams`].
     #[serde(default)]
     pub newton: NewtonParams,
-    /// Where the run is computed: `cpu` (default), `cuda` (the first GPU; an error where none is
-    /// usable) or `auto` (the GPU when one is present, else the CPU). Today the GPU runs the
-    /// iterative linear solver (`cg_amg`, `cg_jacobi`); the tangent is assembled on the host and
-    /// its values uploaded at every Newton iteration.
+    /// Where the run is computed: `auto` (default: the Newton loop on the first CUDA GPU when one
+    /// is usable and supports the problem, else the CPU, the header saying why), `cpu`, or `cuda`
+    /// (the GPU; an error at this key where none is usable or the problem needs what it lacks).
     #[serde(default)]
     pub device: ComputeDevice,
     /// Linear solver of each Newton step. Defaults: see [`LinearSolverParams`].
@@ -423,9 +422,9 @@ pub enum LinearSolverMethod {
 #[serde(rename_all = "snake_case")]
 pub enum ComputeDevice {
     /// The first CUDA GPU when one is usable, else the CPU.
+    #[default]
     Auto,
     /// The CPU.
-    #[default]
     Cpu,
     /// The first CUDA GPU.
     Cuda,

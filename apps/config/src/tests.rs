@@ -373,10 +373,10 @@ fn device_is_a_top_level_key_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
         assert_eq!(LinearSolverParams::from(plain), c.linear_solver);
     }
     let c = load_text(MINIMAL).unwrap();
-    assert_eq!(c.device, ComputeDevice::Cpu);
+    assert_eq!(c.device, ComputeDevice::Auto);
     assert_eq!(
         c.linear_solver_params().device,
-        solve::params::DeviceChoice::Cpu
+        solve::params::DeviceChoice::Auto
     );
 }
 
