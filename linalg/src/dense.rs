@@ -171,6 +171,10 @@ impl DenseFactor {
                 found: a.n_cols(),
             });
         }
+        if a.precision() != crate::Precision::Double {
+            // fp32 storage (the coarsest level of mixed-precision AMG): the inverse is fp64
+            return Self::invert(&a.to_precision(crate::Precision::Double)?);
+        }
         if a.cuda().is_some() {
             return Self::factor(a);
         }
