@@ -130,7 +130,7 @@ pub fn run_on_ranks(
 ) -> Result<crate::run::RunOutcome> {
     use crate::run::{self as serial, Progress, StepStamp};
     use solve::dist_solver::{distributed_modes, DistMethod, DistSolver};
-    use solve::linear_solver::{LinearSolver, SetupKind};
+    use solve::linear_solver::LinearSolver;
     use solve::newton::{LoadPath, PathState};
     use std::io::Write as _;
     use std::time::Instant;
@@ -526,8 +526,14 @@ pub fn run_on_ranks(
                     let mut step = step.clone();
                     step.reactions = g.reactions;
                     let full_u = g.displacement;
-                    let mut record =
-                        serial::write_step(&config, mesh, &step, &full_u, &g.cells, &mut o.results)?;
+                    let mut record = serial::write_step(
+                        &config,
+                        mesh,
+                        &step,
+                        &full_u,
+                        &g.cells,
+                        &mut o.results,
+                    )?;
                     serial::record_state(
                         &o.probes,
                         mesh,
@@ -542,32 +548,16 @@ pub fn run_on_ranks(
                     if let Some(log) = &mut o.probe_log {
                         log.append(step.index, step.load_factor, &values)?;
                     }
-                    let f = &mut o.figures;
-                    f.newton_iterations += record.newton_iterations;
-                    f.linear_iterations += record.linear_iterations.iter().sum::<usize>();
-                    for it in &step.iterations {
-                        f.setup_s += it.linear.setup_s;
-                        match it.linear.setup {
-                            SetupKind::AmgCold => f.amg_cold_setups += 1,
-                            SetupKind::AmgHot => f.amg_hot_setups += 1,
-                            _ => {}
-                        }
-                    }
+                    o.figures.count_step(&step, &record);
                     if progress != Progress::Quiet {
-                        let _ = writeln!(
+                        let _ = write!(
                             std::io::stderr().lock(),
-                            "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s)",
-                            step.index,
-                            step.load_factor,
-                            record.newton_iterations,
-                            record.linear_iterations.iter().sum::<usize>(),
-                            step.residual_norm,
-                            record.strain_energy,
-                            record.max_displacement,
-                            step.wall_s,
+                            "{}",
+                            serial::step_lines(&step, &record)
                         );
                     }
-                    o.summary.record_step(record, started.elapsed().as_secs_f64())?;
+                    o.summary
+                        .record_step(record, started.elapsed().as_secs_f64())?;
                     Ok(())
                 })(),
                 _ => Ok(()),

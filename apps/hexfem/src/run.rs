@@ -90,6 +90,76 @@ pub struct RunFigures {
     pub reused_solver: bool,
 }
 
+impl RunFigures {
+    /// Adds a converged step's iterations and preconditioner set-ups (the serial run and the
+    /// ranks' rank 0 count the same way).
+    pub(crate) fn count_step(&mut self, step: &ConvergedStep, record: &StepRecord) {
+        self.newton_iterations += record.newton_iterations;
+        self.linear_iterations += record.linear_iterations.iter().sum::<usize>();
+        for it in &step.iterations {
+            if self.amg_cold_setups + self.amg_hot_setups == 0 && self.setup_s == 0.0 {
+                self.first_setup_s = it.linear.setup_s;
+            }
+            self.setup_s += it.linear.setup_s;
+            match it.linear.setup {
+                SetupKind::AmgCold => self.amg_cold_setups += 1,
+                SetupKind::AmgHot => self.amg_hot_setups += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The progress lines of a converged step: the step line (with cutbacks and, on the GPU, the
+/// most bytes an iteration after the step's first moved) and one line per constrained set's
+/// reaction force and moment.
+pub(crate) fn step_lines(step: &ConvergedStep, record: &StepRecord) -> String {
+    let gpu_bytes = step
+        .iterations
+        .iter()
+        .skip(1)
+        .filter_map(|it| it.transfer_bytes)
+        .max()
+        .map_or(String::new(), |b| {
+            format!(", GPU transfers <= {b} B per later iteration")
+        });
+    let cutbacks = match step.cutbacks {
+        0 => String::new(),
+        n => format!(", after {n} cut back attempts"),
+    };
+    let mut text = format!(
+        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{gpu_bytes})\n",
+        step.index,
+        step.load_factor,
+        record.newton_iterations,
+        record.linear_iterations.iter().sum::<usize>(),
+        step.residual_norm,
+        record.strain_energy,
+        record.max_displacement,
+        step.wall_s,
+    );
+    if let Some(sets) = record.reactions.as_object() {
+        for (set, total) in sets {
+            let v = |key: &str| -> Vec<String> {
+                total[key]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|x| format!("{:.4e}", x.as_f64().unwrap_or(f64::NAN)))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            text.push_str(&format!(
+                "           reaction on {set}: force [{}]  moment [{}]\n",
+                v("force").join(", "),
+                v("moment").join(", ")
+            ));
+        }
+    }
+    text
+}
+
 /// One run of a validated configuration: where its files go and how it reports.
 pub struct Case<'a> {
     pub config: &'a Config,
@@ -391,90 +461,43 @@ fn execute_on(
         report_cutbacks: progress != Progress::Quiet,
     };
     let abort_after = case.abort_after_step;
-    let outcome = path.run_from(start, problem, &mut solver, &mut u, |step, u, problem, solver| {
-        let cells = CellOutputs::compute(problem, u)?;
-        let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
-        record_state(
-            &probes,
-            &problem.mesh,
-            u,
-            &step.reactions,
-            record.strain_energy,
-            &mut figures,
-            step.load_factor,
-        )?;
-        let values = probe_values(&probes, &figures);
-        record.probes = figures.probes.clone();
-        if let Some(log) = &mut probe_log {
-            log.append(step.index, step.load_factor, &values)?;
-        }
-        figures.newton_iterations += record.newton_iterations;
-        figures.linear_iterations += record.linear_iterations.iter().sum::<usize>();
-        for it in &step.iterations {
-            if figures.amg_cold_setups + figures.amg_hot_setups == 0 && figures.setup_s == 0.0 {
-                figures.first_setup_s = it.linear.setup_s;
-            }
-            figures.setup_s += it.linear.setup_s;
-            match it.linear.setup {
-                SetupKind::AmgCold => figures.amg_cold_setups += 1,
-                SetupKind::AmgHot => figures.amg_hot_setups += 1,
-                _ => {}
-            }
-        }
-        if let Some(report) = solver.hierarchy_report() {
-            summary.set_preconditioner(serde_json::to_value(report)?);
-        }
-        if progress != Progress::Quiet {
-            // Progress is best effort: a closed standard error must not end the run.
-            // on the GPU: the most bytes an iteration after the step's first moved
-            let gpu_bytes = step
-                .iterations
-                .iter()
-                .skip(1)
-                .filter_map(|it| it.transfer_bytes)
-                .max()
-                .map_or(String::new(), |b| format!(", GPU transfers <= {b} B per later iteration"));
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{}{gpu_bytes})",
-                step.index,
-                step.load_factor,
-                record.newton_iterations,
-                record.linear_iterations.iter().sum::<usize>(),
-                step.residual_norm,
+    let outcome = path.run_from(
+        start,
+        problem,
+        &mut solver,
+        &mut u,
+        |step, u, problem, solver| {
+            let cells = CellOutputs::compute(problem, u)?;
+            let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
+            record_state(
+                &probes,
+                &problem.mesh,
+                u,
+                &step.reactions,
                 record.strain_energy,
-                record.max_displacement,
-                step.wall_s,
-                match step.cutbacks {
-                    0 => String::new(),
-                    n => format!(", after {n} cut back attempts"),
-                }
-            );
-        }
-        if progress != Progress::Quiet {
-            if let Some(sets) = record.reactions.as_object() {
-                for (set, total) in sets {
-                    let v = |key: &str| -> Vec<String> {
-                        total[key]
-                            .as_array()
-                            .map(|a| a.iter().map(|x| format!("{:.4e}", x.as_f64().unwrap_or(f64::NAN))).collect())
-                            .unwrap_or_default()
-                    };
-                    let _ = writeln!(
-                        std::io::stderr().lock(),
-                        "           reaction on {set}: force [{}]  moment [{}]",
-                        v("force").join(", "),
-                        v("moment").join(", ")
-                    );
-                }
+                &mut figures,
+                step.load_factor,
+            )?;
+            let values = probe_values(&probes, &figures);
+            record.probes = figures.probes.clone();
+            if let Some(log) = &mut probe_log {
+                log.append(step.index, step.load_factor, &values)?;
             }
-        }
-        summary.record_step(record, started.elapsed().as_secs_f64())?;
-        if abort_after == Some(step.index) {
-            std::process::abort();
-        }
-        Ok(())
-    });
+            figures.count_step(step, &record);
+            if let Some(report) = solver.hierarchy_report() {
+                summary.set_preconditioner(serde_json::to_value(report)?);
+            }
+            if progress != Progress::Quiet {
+                // Progress is best effort: a closed standard error must not end the run.
+                let _ = write!(std::io::stderr().lock(), "{}", step_lines(step, &record));
+            }
+            summary.record_step(record, started.elapsed().as_secs_f64())?;
+            if abort_after == Some(step.index) {
+                std::process::abort();
+            }
+            Ok(())
+        },
+    );
     warm.solver = Some((solver_key, solver, solver_text));
     // Converged steps: 1, 2, ... after the undeformed step 0.
     let steps = results.last_step().unwrap_or(0);
