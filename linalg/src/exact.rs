@@ -338,41 +338,4 @@ mod tests {
         }
         assert_eq!(s.value(), 1_500_000.0);
     }
-
-    /// Cost of the exact dot against a plain chunked sum (`cargo test --release -p
-    /// hexfem-linalg --lib -- --ignored exact_dot_cost --nocapture`); prints, asserts nothing
-    /// about time.
-    #[test]
-    #[ignore]
-    fn exact_dot_cost() {
-        let n = 1 << 20;
-        let x = terms(n, 1);
-        let y = terms(n, 2);
-        let plain = || -> f64 { x.iter().zip(&y).map(|(a, b)| a * b).sum() };
-        let serial_exact = || {
-            let mut s = ExactSum::new();
-            for (a, b) in x.iter().zip(&y) {
-                s.add(a * b);
-            }
-            s.value()
-        };
-        let chunked = || crate::backend::host::blas1::dot_in_chunks(&x, &y);
-        let exact = || crate::backend::host::blas1::dot_exact(&x, &y).value();
-        let cases: [(&str, &dyn Fn() -> f64); 4] = [
-            ("plain (one thread)", &plain),
-            ("exact (one thread)", &serial_exact),
-            ("chunked (rayon, the former ops::dot)", &chunked),
-            ("exact (rayon, ops::dot)", &exact),
-        ];
-        let mut sink = 0.0;
-        for (name, f) in cases {
-            let t = std::time::Instant::now();
-            for _ in 0..20 {
-                sink += f();
-            }
-            let ns = t.elapsed().as_secs_f64() * 1e9 / (20.0 * n as f64);
-            eprintln!("{name}: {ns:.2} ns per entry");
-        }
-        assert!(sink.is_finite());
-    }
 }
