@@ -622,28 +622,7 @@ pub fn run_on_ranks(
             r.peak_resident_bytes = held.iter().map(|h| h[1]).collect();
         });
     }
-    let steps = results.last_step().unwrap_or(0);
-    match outcome {
-        Ok(()) => summary
-            .finish(io::RunStatus::Completed, wall)
-            .context("writing the final summary")?,
-        Err(e) => {
-            let first = format!("{e:#}");
-            let _ = summary.finish(io::RunStatus::Failed { message: first }, wall);
-            return Err(e.context(format!(
-                "{steps} converged steps are in {}",
-                results.h5_path().display()
-            )));
-        }
-    }
-    Ok(crate::run::RunOutcome {
-        h5: results.h5_path().to_owned(),
-        xdmf: results.xdmf_path().to_owned(),
-        summary: summary.path().to_owned(),
-        probes_csv: probe_log.map(|l| l.path().to_owned()),
-        steps,
-        figures,
-    })
+    crate::run::finish_run(outcome, summary, results, probe_log, figures, wall)
 }
 
 /// One step's state on rank 0, in serial numbering: what the serial writer writes.

@@ -499,9 +499,29 @@ fn execute_on(
         },
     );
     warm.solver = Some((solver_key, solver, solver_text));
+    finish_run(
+        outcome,
+        summary,
+        results,
+        probe_log,
+        figures,
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+/// Ends a run's output after its load path: the summary records completion or the first error
+/// (where it can: its own failure is added to the message), and the error names how many
+/// converged steps the results file holds. The serial run and rank 0 of a run on ranks end here.
+pub(crate) fn finish_run(
+    outcome: Result<()>,
+    mut summary: SummaryWriter,
+    results: ResultsWriter,
+    probe_log: Option<io::ProbeLog>,
+    figures: RunFigures,
+    wall: f64,
+) -> Result<RunOutcome> {
     // Converged steps: 1, 2, ... after the undeformed step 0.
     let steps = results.last_step().unwrap_or(0);
-    let wall = started.elapsed().as_secs_f64();
     match outcome {
         Ok(()) => summary
             .finish(RunStatus::Completed, wall)
