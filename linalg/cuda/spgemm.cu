@@ -84,51 +84,59 @@ __device__ __forceinline__ void find_sorted_ilp(const u32* __restrict__ a, u32 (
 // their index and operand loads coalesce or broadcast), each with BC accumulators: few registers,
 // many threads in flight for these latency-bound searches. Each entry is summed exactly as in a
 // whole-block loop, so the split changes no bit.
-extern "C" __global__ void __launch_bounds__(128)
-spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
-          const u32* __restrict__ a_ptr, const u32* __restrict__ a_col,
-          const lval* __restrict__ a_vals, const u32* __restrict__ b_ptr,
-          const u32* __restrict__ b_col, const rval* __restrict__ b_vals,
-          oval* __restrict__ c_vals) {
+//
+// Row r of output slot s = (row, J): the terms of the left operand's row `row` (slots
+// left_ptr[row]..left_ptr[row + 1], ascending), each paired with the right operand's block in
+// row left_col[q], column J (binary search). The left block is AR x AK (slot q) or, if
+// LEFT_TRANSPOSED, AK x AR (slot left_slot[q]: P's block in P^T W); the right block is AK x BC.
+template <bool LEFT_TRANSPOSED>
+__device__ __forceinline__ void searched_terms(
+    const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
+    const u32* __restrict__ left_ptr, const u32* __restrict__ left_col,
+    const u32* __restrict__ left_slot, const lval* __restrict__ left_vals,
+    const u32* __restrict__ right_ptr, const u32* __restrict__ right_col,
+    const rval* __restrict__ right_vals, oval* __restrict__ c_vals) {
     const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (t >= (u64)c_nnz * AR) return;
     const u32 s = (u32)(t / AR);
     const u32 r = (u32)(t - (u64)s * AR);
-    const u32 i = __ldg(c_row + s);
+    const u32 row = __ldg(c_row + s);
     const u32 J = __ldg(c_col + s);
     double acc[BC];
 #pragma unroll
     for (int j = 0; j < BC; ++j) acc[j] = 0.0;
-    const u32 a_end = __ldg(a_ptr + i + 1);
-    for (u32 base = __ldg(a_ptr + i); base < a_end; base += ILP) {
+    const u32 end = __ldg(left_ptr + row + 1);
+    for (u32 base = __ldg(left_ptr + row); base < end; base += ILP) {
         // the searches of ILP terms run together (independent loads in flight); the terms are
         // then added in ascending order, as one at a time
-        u32 lo[ILP], hi[ILP], sb[ILP];
+        u32 lo[ILP], hi[ILP], found[ILP];
 #pragma unroll
         for (int u = 0; u < ILP; ++u) {
             lo[u] = 0;
             hi[u] = 0;
-            if (base + u < a_end) {
-                const u32 k = __ldg(a_col + base + u);
-                lo[u] = __ldg(b_ptr + k);
-                hi[u] = __ldg(b_ptr + k + 1);
+            if (base + u < end) {
+                const u32 k = __ldg(left_col + base + u);
+                lo[u] = __ldg(right_ptr + k);
+                hi[u] = __ldg(right_ptr + k + 1);
             }
         }
-        find_sorted_ilp(b_col, lo, hi, J, sb);
+        find_sorted_ilp(right_col, lo, hi, J, found);
 #pragma unroll
         for (int u = 0; u < ILP; ++u) {
-            if (sb[u] == NOT_FOUND) continue;
-            const u32 sa = base + u;
-            const lval* __restrict__ a = a_vals + (size_t)sa * (AR * AK) + r * AK;
-            const rval* __restrict__ b = b_vals + (size_t)sb[u] * (AK * BC);
-            double ar[AK];
+            if (found[u] == NOT_FOUND) continue;
+            const u32 q = base + u;
+            const lval* __restrict__ l =
+                left_vals + (size_t)(LEFT_TRANSPOSED ? __ldg(left_slot + q) : q) * (AR * AK);
+            const rval* __restrict__ rt = right_vals + (size_t)found[u] * (AK * BC);
+            double lr[AK];
 #pragma unroll
-            for (int m = 0; m < AK; ++m) ar[m] = (double)__ldg(a + m);
+            for (int m = 0; m < AK; ++m)
+                lr[m] = (double)__ldg(LEFT_TRANSPOSED ? l + m * AR + r : l + r * AK + m);
 #pragma unroll
             for (int j = 0; j < BC; ++j) {
                 double tt = 0.0;
 #pragma unroll
-                for (int m = 0; m < AK; ++m) tt += ar[m] * (double)__ldg(b + m * BC + j);
+                for (int m = 0; m < AK; ++m) tt += lr[m] * (double)__ldg(rt + m * BC + j);
                 acc[j] += tt;
             }
         }
@@ -138,58 +146,27 @@ spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict_
     for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
 }
 
-// Here AR = BC = coarse block size, AK = fine block size; one thread per (slot, row r).
+// C = A B: left = A (AR x AK blocks), right = B (AK x BC).
+extern "C" __global__ void __launch_bounds__(128)
+spgemm_nn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
+          const u32* __restrict__ a_ptr, const u32* __restrict__ a_col,
+          const lval* __restrict__ a_vals, const u32* __restrict__ b_ptr,
+          const u32* __restrict__ b_col, const rval* __restrict__ b_vals,
+          oval* __restrict__ c_vals) {
+    searched_terms<false>(c_nnz, c_row, c_col, a_ptr, a_col, nullptr, a_vals, b_ptr, b_col,
+                          b_vals, c_vals);
+}
+
+// A_c = P^T W: left = P (AK x AR blocks, fine x coarse, found through the P^T slot map), right =
+// W (AK x BC). Here AR = BC = coarse block size, AK = fine block size.
 extern "C" __global__ void __launch_bounds__(128)
 ptw_tn(const u32 c_nnz, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
        const u32* __restrict__ pt_ptr, const u32* __restrict__ pt_col,
        const u32* __restrict__ pt_slot, const lval* __restrict__ p_vals,
        const u32* __restrict__ w_ptr, const u32* __restrict__ w_col,
        const rval* __restrict__ w_vals, oval* __restrict__ c_vals) {
-    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (t >= (u64)c_nnz * AR) return;
-    const u32 s = (u32)(t / AR);
-    const u32 r = (u32)(t - (u64)s * AR);
-    const u32 I = __ldg(c_row + s);
-    const u32 J = __ldg(c_col + s);
-    double acc[BC];
-#pragma unroll
-    for (int j = 0; j < BC; ++j) acc[j] = 0.0;
-    const u32 q_end = __ldg(pt_ptr + I + 1);
-    for (u32 base = __ldg(pt_ptr + I); base < q_end; base += ILP) {
-        u32 lo[ILP], hi[ILP], sw[ILP];
-#pragma unroll
-        for (int u = 0; u < ILP; ++u) {
-            lo[u] = 0;
-            hi[u] = 0;
-            if (base + u < q_end) {
-                const u32 i = __ldg(pt_col + base + u);
-                lo[u] = __ldg(w_ptr + i);
-                hi[u] = __ldg(w_ptr + i + 1);
-            }
-        }
-        find_sorted_ilp(w_col, lo, hi, J, sw);
-#pragma unroll
-        for (int u = 0; u < ILP; ++u) {
-            if (sw[u] == NOT_FOUND) continue;
-            const u32 q = base + u;
-            // P block: AK x AR (fine x coarse), column r used; W block: AK x BC.
-            const lval* __restrict__ p = p_vals + (size_t)__ldg(pt_slot + q) * (AK * AR) + r;
-            const rval* __restrict__ w = w_vals + (size_t)sw[u] * (AK * BC);
-            double pr[AK];
-#pragma unroll
-            for (int m = 0; m < AK; ++m) pr[m] = (double)__ldg(p + m * AR);
-#pragma unroll
-            for (int j = 0; j < BC; ++j) {
-                double tt = 0.0;
-#pragma unroll
-                for (int m = 0; m < AK; ++m) tt += pr[m] * (double)__ldg(w + m * BC + j);
-                acc[j] += tt;
-            }
-        }
-    }
-    oval* __restrict__ c = c_vals + (size_t)s * CL + r * BC;
-#pragma unroll
-    for (int j = 0; j < BC; ++j) c[j] = (oval)acc[j];
+    searched_terms<true>(c_nnz, c_row, c_col, pt_ptr, pt_col, pt_slot, p_vals, w_ptr, w_col,
+                         w_vals, c_vals);
 }
 
 // The same two products with each output slot's terms listed by the host plan (pair lists,

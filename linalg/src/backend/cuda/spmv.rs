@@ -59,22 +59,14 @@ pub fn spmv_with<T: DeviceValue>(
     match kernel {
         SpmvKernel::Exact if a.block_rows() <= MAX_SEQ_DIM => {
             let defines = [("BR", br), ("BC", bc), ("VAL_F32", T::F32)];
-            let f = ctx.function(&SPMV, &defines, "bsr_spmv_seq")?;
-            let cfg = seq_config(p.n_block_rows());
-            let mut l = ctx.stream().launch_builder(&f);
-            // The exact kernel reads `slots` only with SLOTS=1; any valid pointer will do.
-            l.arg(&n_rows)
-                .arg(&p.row_ptr)
-                .arg(&p.col_idx)
-                .arg(&p.col_idx)
-                .arg(a.values())
-                .arg(x)
-                .arg(&mut *y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&read_y);
-            // SAFETY: argument list matches bsr_spmv_seq; lengths checked above.
-            unsafe { l.launch(cfg) }.map_err(driver_err("bsr_spmv_seq"))?;
+            // the kernel reads `slots` only with SLOTS=1; any valid pointer will do
+            let operands = SeqOperands {
+                pattern: p,
+                slots: &p.col_idx,
+                values: a.values(),
+                x,
+            };
+            launch_seq(ctx, &defines, operands, (alpha, beta), y, "bsr_spmv_seq")?;
         }
         SpmvKernel::Exact => {
             return spmv_with(ctx, SpmvKernel::Flat { group: 32 }, a, alpha, x, beta, y)
@@ -112,6 +104,45 @@ pub fn spmv_with<T: DeviceValue>(
             unsafe { l.launch(cfg) }.map_err(driver_err("bsr_spmv_flat"))?;
         }
     }
+    Ok(())
+}
+
+/// What `bsr_spmv_seq` reads: the rows it computes (`pattern`), the value slot of each of their
+/// entries (`slots`, read with `SLOTS=1` only), the values and `x`.
+struct SeqOperands<'a, T: DeviceValue> {
+    pattern: &'a DevicePattern,
+    slots: &'a DeviceBuffer<u32>,
+    values: &'a DeviceBuffer<T>,
+    x: &'a DeviceBuffer<f64>,
+}
+
+/// Launches `bsr_spmv_seq` with `defines`: `y = alpha op(A) x + beta y` (`(alpha, beta)`; with
+/// `beta == 0` the old `y` is not read). The callers check the lengths.
+fn launch_seq<T: DeviceValue>(
+    ctx: &CudaContext,
+    defines: &[(&str, i64)],
+    operands: SeqOperands<'_, T>,
+    (alpha, beta): (f64, f64),
+    y: &mut DeviceBuffer<f64>,
+    what: &'static str,
+) -> Result<(), LinalgError> {
+    let f = ctx.function(&SPMV, defines, "bsr_spmv_seq")?;
+    let rows = operands.pattern;
+    let n_rows = rows.n_block_rows() as u32;
+    let read_y = (beta != 0.0) as i32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n_rows)
+        .arg(&rows.row_ptr)
+        .arg(&rows.col_idx)
+        .arg(operands.slots)
+        .arg(operands.values)
+        .arg(operands.x)
+        .arg(&mut *y)
+        .arg(&alpha)
+        .arg(&beta)
+        .arg(&read_y);
+    // SAFETY: the argument list matches bsr_spmv_seq; the callers checked the lengths.
+    unsafe { l.launch(seq_config(rows.n_block_rows())) }.map_err(driver_err(what))?;
     Ok(())
 }
 
@@ -207,22 +238,19 @@ pub fn spmv_transpose<T: DeviceValue>(
         ("SLOTS", 1),
         ("VAL_F32", T::F32),
     ];
-    let f = ctx.function(&SPMV, &defines, "bsr_spmv_seq")?;
-    let t = &map.pattern;
-    let n_rows = t.n_block_rows() as u32;
-    let read_y = (beta != 0.0) as i32;
-    let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&n_rows)
-        .arg(&t.row_ptr)
-        .arg(&t.col_idx)
-        .arg(&map.slots)
-        .arg(a.values())
-        .arg(x)
-        .arg(&mut *y)
-        .arg(&alpha)
-        .arg(&beta)
-        .arg(&read_y);
-    // SAFETY: argument list matches bsr_spmv_seq; lengths and the map checked above.
-    unsafe { l.launch(seq_config(t.n_block_rows())) }.map_err(driver_err("bsr_spmv_seq (T)"))?;
+    let operands = SeqOperands {
+        pattern: &map.pattern,
+        slots: &map.slots,
+        values: a.values(),
+        x,
+    };
+    launch_seq(
+        ctx,
+        &defines,
+        operands,
+        (alpha, beta),
+        y,
+        "bsr_spmv_seq (T)",
+    )?;
     Ok(())
 }

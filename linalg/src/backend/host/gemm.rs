@@ -67,10 +67,11 @@ fn mul_add_tn(r_: usize, k_: usize, c_: usize, a: &[f64], b: &[f64], c: &mut [f6
     }
 }
 
-/// Fixed-size `c += a b`: row `r` of the product is built as a row vector over `j` (so it
-/// vectorizes), with the same operations per entry as [`mul_add_nn`].
+/// Fixed-size `c += a b` (`a` R x K) or, with `TRANSPOSED`, `c += a^T b` (`a` K x R, read by
+/// columns): row `r` of the product is built as a row vector over `j` (so it vectorizes), with
+/// the same operations per entry as [`mul_add_nn`] / [`mul_add_tn`].
 #[inline(always)]
-fn mul_add_nn_fixed<const R: usize, const K: usize, const C: usize>(
+fn mul_add_fixed<const TRANSPOSED: bool, const R: usize, const K: usize, const C: usize>(
     a: &[f64],
     b: &[f64],
     c: &mut [f64],
@@ -79,31 +80,13 @@ fn mul_add_nn_fixed<const R: usize, const K: usize, const C: usize>(
     for r in 0..R {
         let mut t = [0.0f64; C];
         for k in 0..K {
-            let ark = a[r * K + k];
+            let a_rk = if TRANSPOSED {
+                a[k * R + r]
+            } else {
+                a[r * K + k]
+            };
             for j in 0..C {
-                t[j] += ark * b[k * C + j];
-            }
-        }
-        for j in 0..C {
-            c[r * C + j] += t[j];
-        }
-    }
-}
-
-/// Fixed-size `c += a^T b`, as [`mul_add_nn_fixed`] with `a` read by columns.
-#[inline(always)]
-fn mul_add_tn_fixed<const R: usize, const K: usize, const C: usize>(
-    a: &[f64],
-    b: &[f64],
-    c: &mut [f64],
-) {
-    let (a, b, c) = (&a[..K * R], &b[..K * C], &mut c[..R * C]);
-    for r in 0..R {
-        let mut t = [0.0f64; C];
-        for k in 0..K {
-            let akr = a[k * R + r];
-            for j in 0..C {
-                t[j] += akr * b[k * C + j];
+                t[j] += a_rk * b[k * C + j];
             }
         }
         for j in 0..C {
@@ -124,7 +107,7 @@ impl<const R: usize, const K: usize, const C: usize> BlockProduct for Nn<R, K, C
     }
     #[inline(always)]
     fn mul_add(self, a: &[f64], b: &[f64], c: &mut [f64]) {
-        mul_add_nn_fixed::<R, K, C>(a, b, c);
+        mul_add_fixed::<false, R, K, C>(a, b, c);
     }
 }
 
@@ -140,7 +123,7 @@ impl<const R: usize, const K: usize, const C: usize> BlockProduct for Tn<R, K, C
     }
     #[inline(always)]
     fn mul_add(self, a: &[f64], b: &[f64], c: &mut [f64]) {
-        mul_add_tn_fixed::<R, K, C>(a, b, c);
+        mul_add_fixed::<true, R, K, C>(a, b, c);
     }
 }
 
