@@ -9,8 +9,8 @@ use super::spmv::spmv;
 use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
 use crate::{BlockPattern, LinalgError};
 
-/// Relative pivot tolerance of the inversion (the host's `amg::dense::PIVOT_RTOL`).
-pub const PIVOT_RTOL: f64 = 1e-13;
+/// Relative pivot tolerance of the inversion: the host's.
+pub use crate::dense::PIVOT_RTOL;
 
 /// The inverses of the `bs x bs` diagonal blocks of a square-block operator, on the device.
 ///

@@ -484,57 +484,10 @@ fn vector_kernels_are_bit_identical_to_the_host() {
     }
 }
 
-/// The host's block inversion (amg::dense::invert_in_place), copied: linalg cannot depend on amg.
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN pivots must fail, as on the host
+/// The host's block inversion ([`crate::dense::invert_in_place`]); the failing step on a zero
+/// pivot.
 fn host_invert(a: &mut [f64], n: usize) -> Result<(), usize> {
-    let scale = a[..n * n].iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let tol = PIVOT_RTOL * scale;
-    let mut perm = vec![0; n];
-    for k in 0..n {
-        let (mut piv_row, mut piv_val) = (k, a[k * n + k].abs());
-        for i in k + 1..n {
-            let v = a[i * n + k].abs();
-            if v > piv_val {
-                piv_row = i;
-                piv_val = v;
-            }
-        }
-        if !(piv_val > tol) {
-            return Err(k);
-        }
-        perm[k] = piv_row;
-        if piv_row != k {
-            for j in 0..n {
-                a.swap(k * n + j, piv_row * n + j);
-            }
-        }
-        let inv_p = 1.0 / a[k * n + k];
-        a[k * n + k] = 1.0;
-        for j in 0..n {
-            a[k * n + j] *= inv_p;
-        }
-        for i in 0..n {
-            if i == k {
-                continue;
-            }
-            let f = a[i * n + k];
-            if f != 0.0 {
-                a[i * n + k] = 0.0;
-                for j in 0..n {
-                    a[i * n + j] -= f * a[k * n + j];
-                }
-            }
-        }
-    }
-    for k in (0..n).rev() {
-        let p = perm[k];
-        if p != k {
-            for i in 0..n {
-                a.swap(i * n + k, i * n + p);
-            }
-        }
-    }
-    Ok(())
+    crate::dense::invert_in_place(a, n, &mut vec![0; n]).map_err(|p| p.column)
 }
 
 /// Host `x = omega D^-1 r + beta x` in the host apply kernel's order.
