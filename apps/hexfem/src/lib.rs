@@ -13,6 +13,7 @@ pub mod probes;
 pub mod restart;
 pub mod run;
 pub mod verify;
+pub mod windows;
 
 #[cfg(test)]
 mod gpu_runs;
