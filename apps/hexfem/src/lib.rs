@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod campaign;
 pub mod check;
+pub mod dist_output;
 pub mod distributed;
 pub mod locate;
 pub mod memory;

@@ -32,7 +32,8 @@ pub struct WindowPlan {
     counts: Option<Vec<u32>>,
 }
 
-/// What one [`WindowPlan::gather`] moved: for checking the bound on rank 0's holding.
+/// What one [`WindowPlan::gather`] moved: for checking the bound on rank 0's holding (on the
+/// other ranks: `max_window_values` is their largest message).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GatherStats {
     pub windows: usize,
@@ -124,6 +125,7 @@ impl WindowPlan {
         let Some(counts) = &self.counts else {
             for k in 0..self.n_windows {
                 let message = pack(k, &mut record);
+                stats.max_window_values = stats.max_window_values.max(message.len());
                 if !message.is_empty() {
                     comm.exchange(&[(0, &message)], &mut [], &mut || ())?;
                 }
