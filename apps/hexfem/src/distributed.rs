@@ -144,13 +144,14 @@ pub fn run_on_ranks(
         config::load_with_overrides(&options.input, &options.overrides)
             .map_err(anyhow::Error::from),
     )?;
-    // every rank reads the step it continues from (its own nodes' displacements)
+    // every rank opens the step it continues from (its nodes' displacements: read below,
+    // window by window)
     let restart = agreed(
         c,
         options
             .restart
             .as_deref()
-            .map(crate::restart::Restart::read)
+            .map(crate::restart::Restart::open)
             .transpose(),
     )?;
     let dir = serial::output_dir(&config, options.output_dir.as_deref());
@@ -206,7 +207,13 @@ pub fn run_on_ranks(
             let local = (|| -> Result<(Vector, PathState)> {
                 let path = r.path_state(&(&config.loading).into())?;
                 let mut u = problem.discrete.zeros();
-                r.displacement_of_part(&part.node_serial_ids, &problem.mesh.coords, u.host_mut()?)?;
+                r.displacement_of_part(
+                    &part.node_serial_ids,
+                    &problem.mesh.coords,
+                    part.n_global_nodes(),
+                    window,
+                    u.host_mut()?,
+                )?;
                 problem.set_time(r.time)?;
                 Ok((u, path))
             })();

@@ -406,7 +406,8 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iter
 /// nothing but that state and its output: the state is the same bits on any rank count, and
 /// what the ranks send rank 0 in windows of 40 values (many windows per dataset) must give the
 /// serial HDF5 file (mesh, sets in serial numbering, every field of the step), the XDMF, the
-/// summary's mesh figures and the probes of that state, exactly.
+/// summary's mesh figures and the probes of that state, exactly. A restart from another mesh's
+/// file is an error on every rank, printed once.
 #[test]
 fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
     let dir = scratch("windows");
@@ -483,6 +484,30 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
             }
         }
     }
+    // the ranks read the restart's displacement window by window, and check the mesh
+    let other = Path::new(&d("twisting_column-first")).join("twisting_column.h5");
+    let out = hexfem_on(
+        2,
+        &[
+            "run",
+            &input("cantilever_q1.yaml"),
+            "-q",
+            "-o",
+            &d("mismatch"),
+            "--restart",
+            &other.to_string_lossy(),
+            "--test-output-window",
+            "40",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("is not the input's").count(),
+        1,
+        "{}",
+        output_text(&out)
+    );
 }
 
 /// A point load lies on one rank's part only: the distributed run finds it there and equals the
