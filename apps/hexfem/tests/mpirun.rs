@@ -573,6 +573,11 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
             "{ method: cg_amg }\ndevice: cuda",
             "device: cuda is not available on 2 MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)",
         ),
+        (
+            "vtu",
+            "{ method: cg_amg }\noutput: { vtu: true }",
+            "output.vtu: true is not available on 2 MPI ranks (the .vtu files need the whole mesh on one rank; valid there: false)",
+        ),
     ] {
         let yaml = dir.0.join(format!("{name}.yaml"));
         std::fs::write(
@@ -585,7 +590,7 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.matches(key).count(), 1, "{}", output_text(&out));
-        let line = if name == "cuda" { 9 } else { 8 };
+        let line = if name == "cuda" || name == "vtu" { 9 } else { 8 };
         assert!(err.contains(&format!("{name}.yaml:{line}:")), "{err}");
     }
 }

@@ -125,7 +125,13 @@ impl<'a> Pieces<'a> {
         let bad = values.iter().enumerate().find(|&(i, &v)| match bound {
             IndexBound::None => false,
             IndexBound::Below(b) => v >= b,
-            IndexBound::FacePairs(cells) => v >= if (first + i) % 2 == 0 { cells } else { 6 },
+            IndexBound::FacePairs(cells) => {
+                v >= if (first + i).is_multiple_of(2) {
+                    cells
+                } else {
+                    6
+                }
+            }
         });
         if let Some((i, v)) = bad {
             self.fail(format!(
