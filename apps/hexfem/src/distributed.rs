@@ -3,8 +3,8 @@
 //! with the first failing rank's message and none waits in a collective.
 //!
 //! `check` and `run` run distributed: each rank builds and checks only its part of the mesh,
-//! solves on it, and computes the output of what it owns; rank 0 gathers the output and writes
-//! the run's files on the serial mesh (never a serial problem).
+//! solves on it, and computes the output of what it owns; rank 0 writes the run's files from
+//! windows of serial ids the ranks send it ([`crate::dist_output`]), never holding the mesh.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -118,15 +118,16 @@ pub fn check_on_ranks(
 }
 
 /// `hexfem run` on the ranks of `comm`: each rank builds its part of the mesh (box: generated
-/// distributed; Gmsh: partitioned by METIS) and the problem on it, Newton runs with distributed
-/// vectors (reductions over the ranks) and the distributed linear solver; after every converged
-/// step each rank computes its owned cells' outputs, and these, the owned displacements and
-/// reactions are gathered to rank 0 in serial numbering; rank 0 writes them with the serial
-/// writer on the serial mesh alone (no serial problem), so the files are those of a serial
-/// run. Every phase is agreed: one rank's error ends every rank with it.
+/// distributed; Gmsh: read by every rank and partitioned by METIS) and the problem on it, Newton
+/// runs with distributed vectors (reductions over the ranks) and the distributed linear solver;
+/// after every converged step each rank computes its cells' outputs, and rank 0 writes the
+/// mesh and each step window by window from what the ranks send ([`crate::dist_output`], at
+/// most `window` values a window): no rank holds the whole mesh or a whole field, and the files
+/// are those of a serial run. Every phase is agreed: one rank's error ends every rank with it.
 pub fn run_on_ranks(
     comm: &std::sync::Arc<dyn Comm>,
     options: &crate::run::RunOptions,
+    window: usize,
 ) -> Result<crate::run::RunOutcome> {
     use crate::run::{self as serial, Progress, StepStamp};
     use solve::dist_solver::{distributed_modes, DistMethod, DistSolver};
@@ -143,13 +144,14 @@ pub fn run_on_ranks(
         config::load_with_overrides(&options.input, &options.overrides)
             .map_err(anyhow::Error::from),
     )?;
-    // every rank reads the step it continues from (its own nodes' displacements)
+    // every rank opens the step it continues from (its nodes' displacements: read below,
+    // window by window)
     let restart = agreed(
         c,
         options
             .restart
             .as_deref()
-            .map(crate::restart::Restart::read)
+            .map(crate::restart::Restart::open)
             .transpose(),
     )?;
     let dir = serial::output_dir(&config, options.output_dir.as_deref());
@@ -205,7 +207,13 @@ pub fn run_on_ranks(
             let local = (|| -> Result<(Vector, PathState)> {
                 let path = r.path_state(&(&config.loading).into())?;
                 let mut u = problem.discrete.zeros();
-                r.displacement_of_part(&part.node_serial_ids, &problem.mesh.coords, u.host_mut()?)?;
+                r.displacement_of_part(
+                    &part.node_serial_ids,
+                    &problem.mesh.coords,
+                    part.n_global_nodes(),
+                    window,
+                    u.host_mut()?,
+                )?;
                 problem.set_time(r.time)?;
                 Ok((u, path))
             })();
@@ -213,15 +221,6 @@ pub fn run_on_ranks(
         }
         None => None,
     };
-    // what rank 0 writes on: the serial mesh alone (coordinates, connectivity, sets), never a
-    // serial problem; every output quantity is computed by the ranks on what they own
-    let serial_mesh = if rank == 0 {
-        crate::locate::located(&config, solve::problem::build_mesh(&params.mesh)).map(Some)
-    } else {
-        Ok(None)
-    };
-    let serial_mesh = agreed(c, serial_mesh)?;
-
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
     let amg_text = |amg: &amg::AmgParams| {
         format!(
@@ -302,9 +301,7 @@ pub fn run_on_ranks(
         modes,
     )));
 
-    // rank 0 gathers the output in messages of at most GATHER_CHUNK values; only it holds the
-    // whole (the serial ids of every rank's owned nodes and cells once, then each step's
-    // displacement, reactions and cell outputs)
+    // the output: every dataset gathered to rank 0 window by window (dist_output)
     let n_owned = part.n_owned_nodes();
     let owned_constrained: u64 = (0..n_owned)
         .map(|n| u64::from(problem.discrete.constraints.mask(n).count_ones()))
@@ -315,57 +312,29 @@ pub fn run_on_ranks(
         owned_constrained,
     ])?;
     let constrained_dofs = loads.iter().map(|l| l[2] as usize).sum::<usize>();
-    let node_counts: Vec<usize> = loads.iter().map(|l| l[0] as usize).collect();
-    let cell_counts: Vec<usize> = loads.iter().map(|l| l[1] as usize).collect();
-    let serial_node_ids = gather_ids(c, &part.node_serial_ids[..n_owned], &node_counts)?;
-    let owned_cell_ids: Vec<u64> = part
-        .cell_serial_ids
-        .iter()
-        .zip(&part.cell_owned)
-        .filter(|(_, &o)| o)
-        .map(|(&s, _)| s)
-        .collect();
-    let serial_cell_ids = gather_ids(c, &owned_cell_ids, &cell_counts)?;
-    let gather_state = |problem: &solve::problem::Problem,
-                        u: &Vector,
-                        reactions: &Vector|
-     -> Result<Option<GatheredState>> {
-        // every rank computes its cells' outputs (agreed: an element failure on one rank ends all)
-        let cells = agreed(c, serial::CellOutputs::compute(problem, u))?;
-        let packed = cells.packed(|k| part.cell_owned[k]);
-        let full_u = gather_nodes(c, u, n_owned, &node_counts, serial_node_ids.as_deref())?;
-        let full_r = gather_nodes(
-            c,
-            reactions,
-            n_owned,
-            &node_counts,
-            serial_node_ids.as_deref(),
-        )?;
-        let widths: Vec<usize> = cell_counts
-            .iter()
-            .map(|n| serial::CellOutputs::WIDTH * n)
-            .collect();
-        let all = gather_to_root(c, &packed, &widths, GATHER_CHUNK)?;
-        match (full_u, full_r, all, &serial_cell_ids) {
-            (Some(u), Some(r), Some(all), Some(ids)) => {
-                let cells = serial::CellOutputs::unpacked(ids.len(), ids, all.iter().flatten())?;
-                Ok(Some(GatheredState {
-                    displacement: u,
-                    reactions: r,
-                    cells,
-                }))
-            }
-            _ => Ok(None),
-        }
-    };
+    let mut output = agreed(
+        c,
+        crate::dist_output::RankOutput::new(c, &config, &part, window),
+    )?;
+    let mesh_info = output.mesh_info(constrained_dofs);
+    let columns = crate::probes::columns(&config);
 
     struct Output {
         summary: io::SummaryWriter,
         results: io::ResultsWriter,
-        probes: crate::probes::Probes,
         probe_log: Option<io::ProbeLog>,
         figures: crate::run::RunFigures,
     }
+    // rank 0's figures of a state
+    let take = |figures: &mut crate::run::RunFigures,
+                state: &crate::dist_output::StateFigures,
+                load_factor: f64| {
+        figures.load_factor = load_factor;
+        figures.strain_energy = state.strain_energy;
+        figures.max_displacement = state.max_displacement;
+        figures.reactions = state.reactions.clone();
+        figures.probes = columns.iter().cloned().zip(state.probes.clone()).collect();
+    };
     // the first step: the undeformed state, or the state the restart continues from (its
     // reactions: the constrained entries of this part's residual, complete on owned rows)
     let (first_u, first_reactions, first_stamp) = match (&restart, &start) {
@@ -402,14 +371,12 @@ pub fn run_on_ranks(
             },
         ),
     };
-    let first = gather_state(&problem, &first_u, &first_reactions)?;
-    drop((first_u, first_reactions));
-    let mut out = None;
-    if let (Some(mesh), Some(first)) = (&serial_mesh, first) {
-        let created = (|| -> Result<Output> {
+    let output_started = Instant::now();
+    // rank 0: the summary first, then the results (the serial run's order)
+    let summary = if rank == 0 {
+        (|| -> Result<Option<io::SummaryWriter>> {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("creating output directory {}", dir.display()))?;
-            let probes = crate::probes::Probes::new(&config, mesh)?;
             let mut summary = io::SummaryWriter::create(
                 &dir,
                 &name,
@@ -419,7 +386,7 @@ pub fn run_on_ranks(
                         .map(|r| format!("{}:{}", r.file.display(), r.step)),
                     ..serial::run_info(&config, &options.input)?
                 },
-                serial::mesh_info(mesh, constrained_dofs),
+                mesh_info.clone(),
                 &options.faults,
             )?;
             let owned_rows: Vec<u64> = loads.iter().map(|l| 3 * l[0]).collect();
@@ -432,56 +399,58 @@ pub fn run_on_ranks(
                 row_imbalance: if mean > 0.0 { max / mean } else { 1.0 },
                 output_bytes: Vec::new(),
                 peak_resident_bytes: Vec::new(),
+                newton_s: Vec::new(),
+                output_s: Vec::new(),
             });
-            let mut results = serial::create_results(&config, mesh, &dir, &name, &options.faults)?;
-            let probe_log = if probes.is_empty() {
+            Ok(Some(summary))
+        })()
+    } else {
+        Ok(None)
+    };
+    let summary = agreed(c, summary)?;
+    let results = output.create(c, &config, &part, &dir, &name, &options.faults);
+    let mut results = agreed(c, results)?;
+    let first_cells = agreed(c, serial::CellOutputs::compute(&problem, &first_u))?;
+    let first = output.write_state(
+        c,
+        &config,
+        &part,
+        &first_u,
+        &first_reactions,
+        &first_cells,
+        first_stamp,
+        results.as_mut(),
+    );
+    let first = agreed(c, first)?;
+    drop((first_u, first_reactions, first_cells));
+    let out = match (summary, results, first) {
+        (Some(summary), Some(results), Some(first)) => Some((|| -> Result<Output> {
+            let mut figures = crate::run::RunFigures::default();
+            take(&mut figures, &first, first_stamp.load_factor);
+            let mut probe_log = if columns.is_empty() {
                 None
             } else {
-                Some(io::ProbeLog::create(&dir, &name, probes.columns())?)
+                Some(io::ProbeLog::create(&dir, &name, &columns)?)
             };
-            let stamp = first_stamp;
-            let energy = serial::write_fields(
-                &config,
-                mesh,
-                stamp,
-                &first.displacement,
-                &first.reactions,
-                &first.cells,
-                &mut results,
-            )?;
-            let mut figures = crate::run::RunFigures::default();
-            serial::record_state(
-                &probes,
-                mesh,
-                &first.displacement,
-                &first.reactions,
-                energy,
-                &mut figures,
-                stamp.load_factor,
-            )?;
-            let mut probe_log = probe_log;
             if let Some(log) = &mut probe_log {
-                log.append(
-                    stamp.index,
-                    stamp.load_factor,
-                    &serial::probe_values(&probes, &figures),
-                )?;
+                log.append(first_stamp.index, first_stamp.load_factor, &first.probes)?;
             }
             Ok(Output {
                 summary,
                 results,
-                probes,
                 probe_log,
                 figures,
             })
-        })();
-        out = Some(created);
-    }
+        })()),
+        _ => None,
+    };
     let mut out = agreed(c, out.transpose())?;
+    let first_output_s = output_started.elapsed().as_secs_f64();
+    let mut step_output_s = 0.0;
 
     let newton: solve::params::NewtonParams = (&config.newton).into();
     let progress = options.progress;
-    if let (Some(mesh), true) = (&serial_mesh, progress != Progress::Quiet) {
+    if rank == 0 && progress != Progress::Quiet {
         let device = format!(
             "host CPUs: {} MPI ranks, {} threads each",
             c.size(),
@@ -493,7 +462,7 @@ pub fn run_on_ranks(
             &device,
             &text,
             &newton,
-            &serial::problem_text(&serial::mesh_info(mesh, constrained_dofs), mesh.kind),
+            &serial::problem_text(&mesh_info, part.mesh.kind),
         );
         text.push_str("  ranks        rank: owned nodes, owned cells\n");
         for (r, l) in loads.iter().enumerate() {
@@ -514,86 +483,80 @@ pub fn run_on_ranks(
             PathState::start(&(&config.loading).into()),
         ),
     };
+    let newton_started = Instant::now();
     let outcome = path.run_from(
         start,
         &mut problem,
         &mut solver,
         &mut u,
         |step, u, problem, _| {
-            let gathered = gather_state(problem, u, &step.reactions)?;
-            let written = match (&serial_mesh, &mut out, gathered) {
-                (Some(mesh), Some(o), Some(g)) => (|| -> Result<()> {
-                    let mut step = step.clone();
-                    step.reactions = g.reactions;
-                    let full_u = g.displacement;
-                    let mut record = serial::write_step(
-                        &config,
-                        mesh,
-                        &step,
-                        &full_u,
-                        &g.cells,
-                        &mut o.results,
+            let step_started = Instant::now();
+            // every rank computes its cells' outputs (agreed: an element failure on one rank ends all)
+            let cells = agreed(c, serial::CellOutputs::compute(problem, u))?;
+            let stamp = StepStamp {
+                index: step.index,
+                load_factor: step.load_factor,
+                next_increment: Some(step.next_increment),
+                time: Some(step.time),
+            };
+            let state = output.write_state(
+                c,
+                &config,
+                &part,
+                u,
+                &step.reactions,
+                &cells,
+                stamp,
+                out.as_mut().map(|o| &mut o.results),
+            );
+            let written = match (&mut out, state) {
+                (Some(o), Ok(Some(state))) => (|| -> Result<()> {
+                    let mut record = serial::step_record(
+                        step,
+                        state.strain_energy,
+                        state.max_displacement,
+                        &state.reaction_totals,
                     )?;
-                    serial::record_state(
-                        &o.probes,
-                        mesh,
-                        &full_u,
-                        &step.reactions,
-                        record.strain_energy,
-                        &mut o.figures,
-                        step.load_factor,
-                    )?;
-                    let values = serial::probe_values(&o.probes, &o.figures);
+                    take(&mut o.figures, &state, step.load_factor);
                     record.probes = o.figures.probes.clone();
                     if let Some(log) = &mut o.probe_log {
-                        log.append(step.index, step.load_factor, &values)?;
+                        log.append(step.index, step.load_factor, &state.probes)?;
                     }
-                    o.figures.count_step(&step, &record);
+                    o.figures.count_step(step, &record);
                     if progress != Progress::Quiet {
                         let _ = write!(
                             std::io::stderr().lock(),
                             "{}",
-                            serial::step_lines(&step, &record)
+                            serial::step_lines(step, &record)
                         );
                     }
                     o.summary
                         .record_step(record, started.elapsed().as_secs_f64())?;
                     Ok(())
                 })(),
+                (_, Err(e)) => Err(e),
                 _ => Ok(()),
             };
+            step_output_s += step_started.elapsed().as_secs_f64();
             agreed(c, written)
         },
     );
+    // the load path's seconds without the output's
+    let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
+    let output_s = first_output_s + step_output_s;
     let outcome = match outcome {
         Err(e) if is_agreed(&e) => Err(e),
         other => agreed(c, other),
     };
-    // what each rank held for the output, and its peak memory: rank 0's against the others'
-    let n_global_nodes = part.n_global_nodes();
-    let output_bytes = match &serial_mesh {
-        // the mesh (coordinates, connectivity, sets) and the serial ids of nodes and cells,
-        // then one step: displacement and reactions in serial order (24 bytes a node each), the
-        // cell outputs received and unpacked (104 bytes a cell each), the nodal stress and its
-        // von Mises (80 bytes a node)
-        Some(mesh) => {
-            let sets: usize = mesh.node_sets.values().map(Vec::len).sum::<usize>()
-                + mesh.cell_sets.values().map(Vec::len).sum::<usize>()
-                + 2 * mesh.face_sets.values().map(Vec::len).sum::<usize>();
-            let mesh_bytes = 24 * mesh.n_nodes() + 8 * (mesh.cells.len() + sets);
-            let cell_bytes = 8 * serial::CellOutputs::WIDTH as u64;
-            mesh_bytes as u64
-                + 8 * (n_global_nodes + part.n_global_cells)
-                + (2 * 24 + 80) * n_global_nodes
-                + 2 * cell_bytes * part.n_global_cells
-        }
-        // the owned cells' packed outputs (displacement and reactions are sent from the vectors)
-        None => {
-            8 * serial::CellOutputs::WIDTH as u64 * cell_counts[rank] as u64
-                + 8 * (n_owned + cell_counts[rank]) as u64
-        }
-    };
-    let held = comm.allgatherv_u64(&[output_bytes, crate::memory::peak_resident_bytes()]);
+    // what each rank held for the output at most (rank 0: one window received and merged;
+    // the others: their largest message), its peak memory, its seconds in Newton and output
+    let output_bytes = 8 * output.held.max_window_values as u64 * if rank == 0 { 2 } else { 1 };
+    let held = comm.allgatherv_f64(&[
+        output_bytes as f64,
+        crate::memory::peak_resident_bytes() as f64,
+        newton_s,
+        output_s,
+    ]);
     let wall = started.elapsed().as_secs_f64();
     let Some(o) = out else {
         held?;
@@ -613,59 +576,17 @@ pub fn run_on_ranks(
         results,
         probe_log,
         figures,
-        ..
     } = o;
     // (without them where the gather failed: the summary still records the outcome)
     if let Ok(held) = &held {
         summary.update_ranks(|r| {
-            r.output_bytes = held.iter().map(|h| h[0]).collect();
-            r.peak_resident_bytes = held.iter().map(|h| h[1]).collect();
+            r.output_bytes = held.iter().map(|h| h[0] as u64).collect();
+            r.peak_resident_bytes = held.iter().map(|h| h[1] as u64).collect();
+            r.newton_s = held.iter().map(|h| h[2]).collect();
+            r.output_s = held.iter().map(|h| h[3]).collect();
         });
     }
     crate::run::finish_run(outcome, summary, results, probe_log, figures, wall)
-}
-
-/// One step's state on rank 0, in serial numbering: what the serial writer writes.
-struct GatheredState {
-    displacement: Vector,
-    reactions: Vector,
-    cells: crate::run::CellOutputs,
-}
-
-/// Collective: every rank's `ids` (`counts[r]` on rank `r`) on rank 0, in rank order, as one
-/// list; `None` on the other ranks.
-fn gather_ids(comm: &dyn Comm, ids: &[u64], counts: &[usize]) -> Result<Option<Vec<u64>>> {
-    let bits: Vec<f64> = ids.iter().map(|&s| f64::from_bits(s)).collect();
-    Ok(gather_to_root(comm, &bits, counts, GATHER_CHUNK)?
-        .map(|all| all.iter().flatten().map(|x| x.to_bits()).collect()))
-}
-
-/// Collective: the owned nodes' entries of `v` (`3 n_owned` first entries; rank `r` owns
-/// `node_counts[r]` nodes) on rank 0 in serial node order (`serial_ids`: every rank's owned
-/// nodes' serial ids in rank order, on rank 0); `None` on the other ranks.
-fn gather_nodes(
-    comm: &dyn Comm,
-    v: &Vector,
-    n_owned: usize,
-    node_counts: &[usize],
-    serial_ids: Option<&[u64]>,
-) -> Result<Option<Vector>> {
-    let dof_counts: Vec<usize> = node_counts.iter().map(|n| 3 * n).collect();
-    let Some(all) = gather_to_root(comm, &v.host()?[..3 * n_owned], &dof_counts, GATHER_CHUNK)?
-    else {
-        return Ok(None);
-    };
-    let serial_ids = serial_ids.context("rank 0 holds the serial ids")?;
-    let mut out = vec![0.0; 3 * serial_ids.len()];
-    let mut values = all.iter().flatten();
-    for &s in serial_ids {
-        for x in &mut out[3 * s as usize..3 * s as usize + 3] {
-            *x = *values
-                .next()
-                .context("gathered fewer values than owned nodes")?;
-        }
-    }
-    Ok(Some(Vector::from_vec(out)))
 }
 
 /// Values per message of the output's [`gather_to_root`] (8 MiB).

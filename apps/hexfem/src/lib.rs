@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod campaign;
 pub mod check;
+pub mod dist_output;
 pub mod distributed;
 pub mod locate;
 pub mod memory;
@@ -13,6 +14,7 @@ pub mod probes;
 pub mod restart;
 pub mod run;
 pub mod verify;
+pub mod windows;
 
 #[cfg(test)]
 mod gpu_runs;

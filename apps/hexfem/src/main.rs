@@ -50,6 +50,10 @@ enum Command {
         /// Test-only: abort the process right after step N is completely written.
         #[arg(long, hide = true, value_name = "N")]
         test_abort_after_step: Option<usize>,
+        /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
+        /// many windows per dataset).
+        #[arg(long, hide = true, value_name = "N", default_value_t = hexfem::windows::DEFAULT_WINDOW_VALUES)]
+        test_output_window: usize,
     },
     /// Run a parameter study: every case of a campaign file (a base input and the parameters
     /// that vary), each in its own directory, and one results table (results.csv, .jsonl).
@@ -334,6 +338,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             test_abort_at_write,
             test_torn_write,
             test_abort_after_step,
+            ..
         } => {
             let progress = if quiet {
                 Progress::Quiet
@@ -732,6 +737,7 @@ fn execute_on_ranks(
             verbose,
             restart,
             plot,
+            test_output_window,
             ..
         } => {
             let progress = if quiet {
@@ -750,8 +756,9 @@ fn execute_on_ranks(
                 faults: io::Faults::none(),
                 abort_after_step: None,
             };
-            let outcome =
-                hexfem::run::in_pool(|| hexfem::distributed::run_on_ranks(comm, &options));
+            let outcome = hexfem::run::in_pool(|| {
+                hexfem::distributed::run_on_ranks(comm, &options, test_output_window)
+            });
             // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
             return split(outcome.and_then(|outcome| {
                 let mut text = format!(

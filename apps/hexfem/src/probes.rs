@@ -51,17 +51,12 @@ impl Probes {
     /// Resolves `config.output.probes` on `mesh` (the mesh built from `config`).
     pub fn new(config: &Config, mesh: &HexMesh) -> Result<Self> {
         let spec = &config.output.probes;
-        let mut columns = Vec::new();
         let mut points = Vec::new();
         for (i, p) in spec.points.iter().enumerate() {
-            let interpolation = locate(mesh, p.at)?.ok_or_else(|| {
-                config.error_at(
-                    &format!("output.probes.points[{i}].at"),
-                    format!("the point {:?} lies in no cell of the mesh", p.at),
-                )
-            })?;
+            let interpolation = locate(mesh, 0..mesh.n_cells(), p.at)?
+                .ok_or_else(|| outside(config, i))?
+                .1;
             points.push(interpolation);
-            columns.extend(["ux", "uy", "uz"].map(|c| format!("{}.{c}", p.name)));
         }
         let mut sets = Vec::new();
         for (i, s) in spec.sets.iter().enumerate() {
@@ -70,13 +65,9 @@ impl Probes {
             })?;
             let about = s.about.unwrap_or_else(|| centroid(mesh, &nodes));
             sets.push(SetNodes { nodes, about });
-            for c in ["ux", "uy", "uz", "fx", "fy", "fz", "mx", "my", "mz"] {
-                columns.push(format!("{}.{c}", s.label()));
-            }
         }
-        columns.extend(spec.globals.iter().map(|g| g.label().to_owned()));
         Ok(Probes {
-            columns,
+            columns: columns(config),
             points,
             sets,
             globals: spec.globals.clone(),
@@ -95,41 +86,155 @@ impl Probes {
 
     /// The probe values of a state on the mesh the probes were resolved on.
     pub fn evaluate(&self, coords: &[[f64; 3]], state: &ProbeState) -> Vec<f64> {
-        let mut out = Vec::with_capacity(self.columns.len());
-        for p in &self.points {
-            let mut u = [0.0; 3];
-            for (&n, &w) in p.nodes.iter().zip(&p.weights) {
-                for (ud, un) in u.iter_mut().zip(state.displacement[n]) {
-                    *ud += w * un;
+        let points: Vec<[f64; 3]> = self
+            .points
+            .iter()
+            .map(|p| p.value(state.displacement))
+            .collect();
+        let sets: Vec<SetSum> = self
+            .sets
+            .iter()
+            .map(|s| {
+                let mut sum = SetSum::default();
+                for &n in &s.nodes {
+                    sum.add(
+                        coords[n],
+                        state.displacement[n],
+                        state.reactions[n],
+                        s.about,
+                    );
                 }
+                sum
+            })
+            .collect();
+        compose(
+            &points,
+            &sets,
+            &self.globals,
+            state.strain_energy,
+            state.max_displacement,
+        )
+    }
+}
+
+/// The probes' columns of `config`: each point's displacement, each set's mean displacement,
+/// force and moment, the globals.
+pub fn columns(config: &Config) -> Vec<String> {
+    let spec = &config.output.probes;
+    let mut columns = Vec::new();
+    for p in &spec.points {
+        columns.extend(["ux", "uy", "uz"].map(|c| format!("{}.{c}", p.name)));
+    }
+    for s in &spec.sets {
+        for c in ["ux", "uy", "uz", "fx", "fy", "fz", "mx", "my", "mz"] {
+            columns.push(format!("{}.{c}", s.label()));
+        }
+    }
+    columns.extend(spec.globals.iter().map(|g| g.label().to_owned()));
+    columns
+}
+
+/// The probe values in [`columns`] order: the points' displacements, the sets' sums (mean
+/// displacement, force, moment), the globals.
+pub fn compose(
+    points: &[[f64; 3]],
+    sets: &[SetSum],
+    globals: &[GlobalProbe],
+    strain_energy: f64,
+    max_displacement: f64,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(3 * points.len() + 9 * sets.len() + globals.len());
+    for u in points {
+        out.extend(u);
+    }
+    for s in sets {
+        let count = s.nodes.max(1) as f64;
+        out.extend(s.displacement.map(|v| v / count));
+        out.extend(s.force);
+        out.extend(s.moment);
+    }
+    for g in globals {
+        out.push(match g {
+            GlobalProbe::StrainEnergy => strain_energy,
+            GlobalProbe::MaxDisplacement => max_displacement,
+        });
+    }
+    out
+}
+
+/// The error of a probe point `i` that lies in no cell.
+pub fn outside(config: &Config, i: usize) -> anyhow::Error {
+    let at = config.output.probes.points[i].at;
+    config
+        .error_at(
+            &format!("output.probes.points[{i}].at"),
+            format!("the point {at:?} lies in no cell of the mesh"),
+        )
+        .into()
+}
+
+/// Sums over a set's nodes, added in the set's order: displacements, forces, and the forces'
+/// moment about a point, each force acting at its node's deformed position.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SetSum {
+    pub nodes: usize,
+    pub displacement: [f64; 3],
+    pub force: [f64; 3],
+    pub moment: [f64; 3],
+}
+
+impl SetSum {
+    /// Adds a node at `x` displaced by `u`, loaded by `f`; the moment is taken about `about`.
+    pub fn add(&mut self, x: [f64; 3], u: [f64; 3], f: [f64; 3], about: [f64; 3]) {
+        let arm: [f64; 3] = std::array::from_fn(|d| x[d] + u[d] - about[d]);
+        let m = cross(arm, f);
+        for d in 0..3 {
+            self.displacement[d] += u[d];
+            self.force[d] += f[d];
+            self.moment[d] += m[d];
+        }
+        self.nodes += 1;
+    }
+}
+
+/// A probe point located in one cell: its displacement is a weighted sum of the cell's nodes'.
+#[derive(Clone, Debug)]
+pub struct PointInCell {
+    /// The cell (of the mesh it was located on).
+    pub cell: usize,
+    interpolation: Interpolation,
+}
+
+impl PointInCell {
+    /// The first of `cells` (in their order) of `mesh` holding `at`, or `None`.
+    pub fn locate(
+        mesh: &HexMesh,
+        cells: impl IntoIterator<Item = usize>,
+        at: [f64; 3],
+    ) -> Result<Option<Self>> {
+        Ok(
+            locate(mesh, cells, at)?.map(|(cell, interpolation)| PointInCell {
+                cell,
+                interpolation,
+            }),
+        )
+    }
+
+    /// The displacement at the point.
+    pub fn value(&self, displacement: &[[f64; 3]]) -> [f64; 3] {
+        self.interpolation.value(displacement)
+    }
+}
+
+impl Interpolation {
+    fn value(&self, displacement: &[[f64; 3]]) -> [f64; 3] {
+        let mut u = [0.0; 3];
+        for (&n, &w) in self.nodes.iter().zip(&self.weights) {
+            for (ud, un) in u.iter_mut().zip(displacement[n]) {
+                *ud += w * un;
             }
-            out.extend(u);
         }
-        for s in &self.sets {
-            let (mut mean, mut force, mut moment) = ([0.0; 3], [0.0; 3], [0.0; 3]);
-            for &n in &s.nodes {
-                let u = state.displacement[n];
-                let f = state.reactions[n];
-                let arm: [f64; 3] = std::array::from_fn(|d| coords[n][d] + u[d] - s.about[d]);
-                let m = cross(arm, f);
-                for d in 0..3 {
-                    mean[d] += u[d];
-                    force[d] += f[d];
-                    moment[d] += m[d];
-                }
-            }
-            let count = s.nodes.len().max(1) as f64;
-            out.extend(mean.map(|v| v / count));
-            out.extend(force);
-            out.extend(moment);
-        }
-        for g in &self.globals {
-            out.push(match g {
-                GlobalProbe::StrainEnergy => state.strain_energy,
-                GlobalProbe::MaxDisplacement => state.max_displacement,
-            });
-        }
-        out
+        u
     }
 }
 
@@ -151,15 +256,19 @@ fn centroid(mesh: &HexMesh, nodes: &[usize]) -> [f64; 3] {
     c.map(|v| v / nodes.len().max(1) as f64)
 }
 
-/// The interpolation of the point `at` in the first cell that contains it (cells whose bounding
-/// box holds the point are tried in order; the inverse map is solved by Newton's method), or
-/// `None` if no cell does. On a face shared by cells any of them gives the same values of a
-/// continuous field.
-fn locate(mesh: &HexMesh, at: [f64; 3]) -> Result<Option<Interpolation>> {
+/// The first of `cells` (in their order) that contains the point `at`, with the point's
+/// interpolation in it (cells whose bounding box holds the point are tried; the inverse map is
+/// solved by Newton's method), or `None` if none does. On a face shared by cells any of them
+/// gives the same values of a continuous field.
+fn locate(
+    mesh: &HexMesh,
+    cells: impl IntoIterator<Item = usize>,
+    at: [f64; 3],
+) -> Result<Option<(usize, Interpolation)>> {
     let basis = LagrangeHex::new(mesh.order())?;
     let n = basis.n_nodes();
     let (mut values, mut grads) = (vec![0.0; n], vec![[0.0; 3]; n]);
-    for c in 0..mesh.n_cells() {
+    for c in cells {
         let nodes = mesh.cell_nodes(c);
         let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
         for &a in nodes {
@@ -197,10 +306,13 @@ fn locate(mesh: &HexMesh, at: [f64; 3]) -> Result<Option<Interpolation>> {
         }
         if xi.iter().all(|v| v.abs() <= 1.0 + LOCATE_SLACK) {
             basis.eval(xi.map(|v| v.clamp(-1.0, 1.0)), &mut values, &mut grads)?;
-            return Ok(Some(Interpolation {
-                nodes: nodes.to_vec(),
-                weights: values,
-            }));
+            return Ok(Some((
+                c,
+                Interpolation {
+                    nodes: nodes.to_vec(),
+                    weights: values,
+                },
+            )));
         }
     }
     Ok(None)
@@ -267,7 +379,10 @@ mod tests {
                 [1.9, 0.9, 0.9],
                 [0.0, 0.0, 0.0],
             ] {
-                let p = locate(&mesh, at).unwrap().expect("inside");
+                let p = locate(&mesh, 0..mesh.n_cells(), at)
+                    .unwrap()
+                    .expect("inside")
+                    .1;
                 let mut got = [0.0; 3];
                 for (&n, &w) in p.nodes.iter().zip(&p.weights) {
                     for d in 0..3 {
@@ -282,8 +397,12 @@ mod tests {
                     );
                 }
             }
-            assert!(locate(&mesh, [5.0, 0.5, 0.5]).unwrap().is_none());
-            assert!(locate(&mesh, [1.0, 0.6, -0.5]).unwrap().is_none());
+            assert!(locate(&mesh, 0..mesh.n_cells(), [5.0, 0.5, 0.5])
+                .unwrap()
+                .is_none());
+            assert!(locate(&mesh, 0..mesh.n_cells(), [1.0, 0.6, -0.5])
+                .unwrap()
+                .is_none());
         }
     }
 

@@ -26,9 +26,10 @@ pub struct Restart {
     /// The step's pseudo-time (files without the attribute: the load factor).
     pub time: f64,
     pub next_increment: f64,
-    /// Node-major displacement.
+    /// Node-major displacement (read by [`Restart::read`]; empty after [`Restart::open`]).
     displacement: Vec<f64>,
-    /// The file's node coordinates, to check that the input's mesh is the same.
+    /// The file's node coordinates, to check that the input's mesh is the same (as
+    /// `displacement`).
     coordinates: Vec<f64>,
 }
 
@@ -44,8 +45,9 @@ pub struct RestartState {
 }
 
 impl Restart {
-    /// Reads `FILE.h5[:STEP]` (the last step when `STEP` is omitted).
-    pub fn read(spec: &str) -> Result<Self> {
+    /// Opens `FILE.h5[:STEP]` (the last step when `STEP` is omitted) and reads the step's index,
+    /// load factor, time and next increment, not its data; checks that it holds a displacement.
+    pub fn open(spec: &str) -> Result<Self> {
         let (file, step) = match spec.rsplit_once(':') {
             Some((file, step)) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => (
                 file,
@@ -90,17 +92,31 @@ impl Restart {
                 "--restart {spec}: step {step} holds no displacement (the run's output.fields left it out)"
             );
         }
-        let (_, displacement) = reader.read_f64(&dataset).with_context(context)?;
-        let (_, coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
         Ok(Restart {
             file,
             step,
             load_factor,
             time,
             next_increment,
-            displacement,
-            coordinates,
+            displacement: Vec::new(),
+            coordinates: Vec::new(),
         })
+    }
+
+    /// [`Restart::open`] with the step's whole displacement and the file's coordinates (what
+    /// [`Restart::state_for`] needs).
+    pub fn read(spec: &str) -> Result<Self> {
+        let mut restart = Self::open(spec)?;
+        let context = || format!("--restart {spec}");
+        let reader = io::ResultsReader::open(&restart.file).with_context(context)?;
+        (_, restart.displacement) = reader.read_f64(&restart.dataset()).with_context(context)?;
+        (_, restart.coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
+        Ok(restart)
+    }
+
+    /// The step's displacement dataset.
+    fn dataset(&self) -> String {
+        format!("/steps/{:06}/displacement", self.step)
     }
 
     /// The state to continue from on `problem` (which must have the file's mesh) along
@@ -168,25 +184,54 @@ impl Restart {
         })
     }
 
-    /// The step's displacement at the nodes of one rank's part: `serial_ids` names each local
-    /// node (owned and ghosts) in the file's (serial) numbering, `coords` are its coordinates
-    /// (checked against the file's); node-major into `out` (`3 serial_ids.len()` entries).
+    /// The step's displacement at the nodes of one rank's part, read from the file window by
+    /// window (rows `[k w, (k + 1) w)` of at most `window` values, only windows holding a node
+    /// of the part): `serial_ids` names each local node (owned and ghosts) in the file's
+    /// (serial) numbering, `coords` are its coordinates (checked against the file's, whose node
+    /// count must be `n_nodes`); node-major into `out` (`3 serial_ids.len()` entries). Memory:
+    /// one window besides the part.
     pub fn displacement_of_part(
         &self,
         serial_ids: &[u64],
         coords: &[[f64; 3]],
+        n_nodes: u64,
+        window: usize,
         out: &mut [f64],
     ) -> Result<()> {
-        let n_file = self.coordinates.len() / 3;
-        for (i, (&s, x)) in serial_ids.iter().zip(coords).enumerate() {
-            let s = s as usize;
-            if s >= n_file || self.coordinates[3 * s..3 * s + 3] != x[..] {
-                bail!(
-                    "--restart {}: the file's mesh ({n_file} nodes) is not the input's (node {s} differs or is missing)",
-                    self.file.display()
-                );
+        let context = || format!("--restart {}", self.file.display());
+        let reader = io::ResultsReader::open(&self.file).with_context(context)?;
+        let rows = (window / 3).max(1);
+        let mut order: Vec<usize> = (0..serial_ids.len()).collect();
+        order.sort_unstable_by_key(|&i| serial_ids[i]);
+        let mismatch = |n_file: usize, s: u64| {
+            anyhow::anyhow!(
+                "--restart {}: the file's mesh ({n_file} nodes) is not the input's ({n_nodes} nodes; node {s} differs or is missing)",
+                self.file.display()
+            )
+        };
+        let mut at = 0;
+        while at < order.len() {
+            let k = serial_ids[order[at]] as usize / rows;
+            let range = k * rows..(k + 1) * rows;
+            let (shape, x_file) = reader
+                .read_f64_rows("/mesh/coordinates", range.clone())
+                .with_context(context)?;
+            let (_, u_file) = reader
+                .read_f64_rows(&self.dataset(), range.clone())
+                .with_context(context)?;
+            let n_file = shape[0];
+            while at < order.len() && range.contains(&(serial_ids[order[at]] as usize)) {
+                let (i, s) = (order[at], serial_ids[order[at]]);
+                let r = s as usize - range.start;
+                if n_file as u64 != n_nodes || 3 * r + 3 > x_file.len().min(u_file.len()) {
+                    return Err(mismatch(n_file, s));
+                }
+                if x_file[3 * r..3 * r + 3] != coords[i][..] {
+                    return Err(mismatch(n_file, s));
+                }
+                out[3 * i..3 * i + 3].copy_from_slice(&u_file[3 * r..3 * r + 3]);
+                at += 1;
             }
-            out[3 * i..3 * i + 3].copy_from_slice(&self.displacement[3 * s..3 * s + 3]);
         }
         Ok(())
     }

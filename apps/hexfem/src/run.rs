@@ -784,74 +784,22 @@ impl CellOutputs {
         })
     }
 
-    /// Cells held.
-    pub(crate) fn len(&self) -> usize {
-        self.von_mises.len()
-    }
-
     /// The total strain energy: the cells' energies summed in cell order (in serial order, the
     /// serial run's sum bit for bit).
     pub(crate) fn total_strain_energy(&self) -> f64 {
         self.strain_energy.iter().sum()
     }
 
-    /// The cells `keep` selects, [`CellOutputs::WIDTH`] values each (stress, von Mises, J,
-    /// energy density, strain energy), in cell order: what a rank sends to rank 0.
-    pub(crate) fn packed(&self, keep: impl Fn(usize) -> bool) -> Vec<f64> {
-        let mut out = Vec::new();
-        for c in (0..self.len()).filter(|&c| keep(c)) {
-            out.extend_from_slice(&self.cauchy[c]);
-            out.extend([
-                self.von_mises[c],
-                self.jacobian[c],
-                self.energy_density[c],
-                self.strain_energy[c],
-            ]);
-        }
-        out
-    }
-
-    /// `n_cells` cells, cell `ids[i]` taking the `i`-th packed cell of `packed` (the values
-    /// of [`CellOutputs::packed`], in order); every cell must be given exactly once.
-    pub(crate) fn unpacked<'a>(
-        n_cells: usize,
-        ids: &[u64],
-        packed: impl IntoIterator<Item = &'a f64>,
-    ) -> Result<Self> {
-        let w = Self::WIDTH;
-        if ids.len() != n_cells {
-            anyhow::bail!("cell outputs of {} cells for {n_cells} cells", ids.len());
-        }
-        let mut out = CellOutputs {
-            cauchy: vec![[0.0; 9]; n_cells],
-            von_mises: vec![0.0; n_cells],
-            jacobian: vec![0.0; n_cells],
-            energy_density: vec![0.0; n_cells],
-            strain_energy: vec![0.0; n_cells],
-        };
-        let mut seen = vec![false; n_cells];
-        let mut packed = packed.into_iter();
-        let mut v = [0.0; Self::WIDTH];
-        for &id in ids {
-            for x in &mut v {
-                *x = *packed
-                    .next()
-                    .context("cell outputs: fewer values than cells")?;
-            }
-            let c = id as usize;
-            if c >= n_cells || std::mem::replace(&mut seen[c], true) {
-                anyhow::bail!("cell outputs: cell {id} given twice or out of range");
-            }
-            out.cauchy[c].copy_from_slice(&v[..9]);
-            out.von_mises[c] = v[9];
-            out.jacobian[c] = v[10];
-            out.energy_density[c] = v[11];
-            out.strain_energy[c] = v[12];
-        }
-        if packed.next().is_some() {
-            anyhow::bail!("cell outputs: more values than {w} a cell");
-        }
-        Ok(out)
+    /// Cell `c`'s [`CellOutputs::WIDTH`] values (stress, von Mises, J, energy density, strain
+    /// energy): the record a rank sends to rank 0.
+    pub(crate) fn record(&self, c: usize, out: &mut [f64]) {
+        out[..9].copy_from_slice(&self.cauchy[c]);
+        out[9..].copy_from_slice(&[
+            self.von_mises[c],
+            self.jacobian[c],
+            self.energy_density[c],
+            self.strain_energy[c],
+        ]);
     }
 }
 
@@ -956,6 +904,22 @@ pub(crate) fn write_step(
         .iter()
         .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
         .fold(0.0, f64::max);
+    step_record(
+        step,
+        strain_energy,
+        max_displacement,
+        &reaction_totals(config, mesh, u, &step.reactions)?,
+    )
+}
+
+/// The summary record of a converged step with its strain energy, largest displacement and
+/// reaction totals.
+pub(crate) fn step_record(
+    step: &ConvergedStep,
+    strain_energy: f64,
+    max_displacement: f64,
+    reactions: &BTreeMap<String, ReactionTotal>,
+) -> Result<StepRecord> {
     let mut residual_norms: Vec<f64> = step.iterations.iter().map(|it| it.residual_norm).collect();
     residual_norms.push(step.residual_norm);
     Ok(StepRecord {
@@ -978,7 +942,7 @@ pub(crate) fn write_step(
             .unwrap_or_default()
             .to_owned(),
         failed_attempts: serde_json::to_value(&step.failed_attempts)?,
-        reactions: serde_json::to_value(reaction_totals(config, mesh, u, &step.reactions)?)?,
+        reactions: serde_json::to_value(reactions)?,
         probes: BTreeMap::new(),
     })
 }
@@ -1000,39 +964,44 @@ pub fn reaction_totals(
     u: &Vector,
     reactions: &Vector,
 ) -> Result<std::collections::BTreeMap<String, ReactionTotal>> {
+    let (r, _) = reactions.host()?.as_chunks::<3>();
+    let (u, _) = u.host()?.as_chunks::<3>();
+    let mut totals = std::collections::BTreeMap::new();
+    for (set, mask) in reaction_components(config) {
+        let mut sum = crate::probes::SetSum::default();
+        for node in mesh.set_nodes(&set)? {
+            sum.add(mesh.coords[node], u[node], masked(r[node], mask), [0.0; 3]);
+        }
+        totals.insert(
+            set,
+            ReactionTotal {
+                force: sum.force,
+                moment: sum.moment,
+            },
+        );
+    }
+    Ok(totals)
+}
+
+/// The sets of [`reaction_totals`], each with the components its conditions prescribe.
+pub fn reaction_components(config: &Config) -> BTreeMap<String, [bool; 3]> {
     let b = &config.boundary;
-    let mut components = std::collections::BTreeMap::<&String, [bool; 3]>::new();
+    let mut components = BTreeMap::<String, [bool; 3]>::new();
     for d in &b.dirichlet {
-        let c = components.entry(&d.set).or_default();
+        let c = components.entry(d.set.clone()).or_default();
         for (i, v) in d.components().iter().enumerate() {
             c[i] |= v.is_some();
         }
     }
     for t in &b.twist {
-        components.insert(&t.set, [true; 3]);
+        components.insert(t.set.clone(), [true; 3]);
     }
-    let (r, _) = reactions.host()?.as_chunks::<3>();
-    let (u, _) = u.host()?.as_chunks::<3>();
-    let mut totals = std::collections::BTreeMap::new();
-    for (set, mask) in components {
-        let mut total = ReactionTotal {
-            force: [0.0; 3],
-            moment: [0.0; 3],
-        };
-        for node in mesh.set_nodes(set)? {
-            let x = mesh.coords[node];
-            let x = [x[0] + u[node][0], x[1] + u[node][1], x[2] + u[node][2]];
-            let f: [f64; 3] = std::array::from_fn(|d| if mask[d] { r[node][d] } else { 0.0 });
-            for (t, fd) in total.force.iter_mut().zip(f) {
-                *t += fd;
-            }
-            total.moment[0] += x[1] * f[2] - x[2] * f[1];
-            total.moment[1] += x[2] * f[0] - x[0] * f[2];
-            total.moment[2] += x[0] * f[1] - x[1] * f[0];
-        }
-        totals.insert(set.clone(), total);
-    }
-    Ok(totals)
+    components
+}
+
+/// `f` with the components `mask` leaves out zeroed.
+pub fn masked(f: [f64; 3], mask: [bool; 3]) -> [f64; 3] {
+    std::array::from_fn(|d| if mask[d] { f[d] } else { 0.0 })
 }
 
 /// The problem in one line: unknowns, cells, nodes.
@@ -1138,41 +1107,6 @@ mod tests {
         assert!((von_mises_of(&shear) - 3f64.sqrt()).abs() < 1e-15);
         let pressure = [5.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0];
         assert_eq!(von_mises_of(&pressure), 0.0);
-    }
-
-    /// Three cells packed by two "ranks" (cells {0, 2} and {1}) and unpacked by serial id give
-    /// the cells back in serial order; a cell given twice or values missing are errors.
-    #[test]
-    fn cell_outputs_packed_by_parts_unpack_in_serial_order() {
-        let cell = |k: f64| CellOutputs {
-            cauchy: vec![[k; 9]],
-            von_mises: vec![k + 0.1],
-            jacobian: vec![k + 0.2],
-            energy_density: vec![k + 0.3],
-            strain_energy: vec![k + 0.4],
-        };
-        let join = |cells: &[&CellOutputs]| {
-            let mut out = CellOutputs::default();
-            for c in cells {
-                out.cauchy.extend(&c.cauchy);
-                out.von_mises.extend(&c.von_mises);
-                out.jacobian.extend(&c.jacobian);
-                out.energy_density.extend(&c.energy_density);
-                out.strain_energy.extend(&c.strain_energy);
-            }
-            out
-        };
-        let (c0, c1, c2) = (cell(1.0), cell(2.0), cell(3.0));
-        let first = join(&[&c0, &c1, &c2]).packed(|k| k != 1);
-        let second = join(&[&c1]).packed(|_| true);
-        assert_eq!(first.len(), 2 * CellOutputs::WIDTH);
-        let all: Vec<f64> = first.iter().chain(&second).copied().collect();
-        let serial = CellOutputs::unpacked(3, &[0, 2, 1], &all).unwrap();
-        assert_eq!(serial, join(&[&c0, &c1, &c2]));
-        assert_eq!(serial.total_strain_energy(), 1.4 + 2.4 + 3.4);
-        assert!(CellOutputs::unpacked(3, &[0, 2, 2], &all).is_err());
-        assert!(CellOutputs::unpacked(3, &[0, 2, 1], &all[1..]).is_err());
-        assert!(CellOutputs::unpacked(2, &[0, 1], &all).is_err());
     }
 
     /// Two cells along x: the four shared nodes get the mean of both cells, the others their

@@ -210,6 +210,34 @@ fn assert_same_results(a: &Path, b: &Path, rtol: f64) {
     }
 }
 
+/// Every step's strain energy, largest displacement and reaction totals of summary `b` equal
+/// `a`'s to `rtol` relative to the largest magnitude of each.
+fn assert_same_figures(a: &serde_json::Value, b: &serde_json::Value, rtol: f64, what: &str) {
+    fn numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
+        match v {
+            serde_json::Value::Number(n) => out.push(n.as_f64().unwrap()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| numbers(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| numbers(x, out)),
+            _ => {}
+        }
+    }
+    let (sa, sb) = (
+        a["steps"].as_array().unwrap(),
+        b["steps"].as_array().unwrap(),
+    );
+    assert_eq!(sa.len(), sb.len(), "{what}");
+    for key in ["strain_energy", "max_displacement", "reactions"] {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        sa.iter().for_each(|s| numbers(&s[key], &mut x));
+        sb.iter().for_each(|s| numbers(&s[key], &mut y));
+        assert_eq!(x.len(), y.len(), "{what}: {key}");
+        let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+        for (p, q) in x.iter().zip(&y) {
+            assert!((p - q).abs() <= rtol * scale, "{what}: {key} {p} vs {q}");
+        }
+    }
+}
+
 fn summary(dir: &Path, name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join(format!("{name}.summary.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -272,6 +300,9 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
             let many_dir = d(&format!("np{np}"));
             let mut a = args.clone();
             a.extend(["-o", many_dir.as_str()]);
+            if np > 1 {
+                a.extend(["--test-output-window", "64"]);
+            }
             let out = hexfem_on(np, &a);
             assert!(
                 out.status.success(),
@@ -294,6 +325,7 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
             let ((n1, l1), (n2, l2)) = (iterations(&one), iterations(&many));
             assert_eq!(n1, n2, "{name} on {np} ranks: Newton iterations per step");
             assert_eq!(l1, l2, "{name} on {np} ranks: CG iterations per step");
+            assert_same_figures(&one, &many, 1e-10, &format!("{name} on {np} ranks"));
         }
     }
     // one rank is the serial program (no `ranks` in the summary)
@@ -369,6 +401,115 @@ fn bench_distributed_runs_on_one_and_several_ranks_with_the_same_cg_and_amg_iter
     }
 }
 
+/// The output written window by window under mpirun is the serial run's file byte for byte.
+/// Each run continues from the last step of a serial run's file (`--restart`), so it computes
+/// nothing but that state and its output: the state is the same bits on any rank count, and
+/// what the ranks send rank 0 in windows of 40 values (many windows per dataset) must give the
+/// serial HDF5 file (mesh, sets in serial numbering, every field of the step), the XDMF, the
+/// summary's mesh figures and the probes of that state, exactly. A restart from another mesh's
+/// file is an error on every rank, printed once.
+#[test]
+fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
+    let dir = scratch("windows");
+    let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    let probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05]}], sets: [{set: zmax, name: top}, {set: zmin, name: bottom, about: [0, 0, 0]}], globals: [strain_energy, max_displacement]}";
+    for (name, extra) in [
+        ("cantilever_q1", None),
+        ("cantilever_q2", None),
+        ("neo_hookean_block", None),
+        ("cook_membrane", None),
+        ("twisting_column", Some(probes)),
+    ] {
+        let yaml = input(&format!("{name}.yaml"));
+        let mut args = vec!["run", yaml.as_str(), "-q"];
+        if let Some(set) = extra {
+            args.extend(["--set", set]);
+        }
+        let run = |np: usize, out: &str, restart: Option<&str>| {
+            let mut a = args.clone();
+            a.extend(["-o", out]);
+            if let Some(r) = restart {
+                a.extend(["--restart", r, "--test-output-window", "40"]);
+            }
+            let out = if np == 0 {
+                std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+                    .args(&a)
+                    .output()
+                    .unwrap()
+            } else {
+                hexfem_on(np, &a)
+            };
+            assert!(
+                out.status.success(),
+                "{name} on {np}: {}",
+                output_text(&out)
+            );
+        };
+        let first = d(&format!("{name}-first"));
+        run(0, &first, None);
+        let h5 = Path::new(&first).join(format!("{name}.h5"));
+        let h5 = h5.to_string_lossy().into_owned();
+        let serial = d(&format!("{name}-serial"));
+        run(0, &serial, Some(&h5));
+        let file = |dir: &str, ext: &str| {
+            std::fs::read(Path::new(dir).join(format!("{name}.{ext}"))).unwrap()
+        };
+        for np in [2, 3, 4] {
+            let many = d(&format!("{name}-np{np}"));
+            run(np, &many, Some(&h5));
+            assert_same_results(
+                &Path::new(&serial).join(format!("{name}.h5")),
+                &Path::new(&many).join(format!("{name}.h5")),
+                0.0,
+            );
+            assert!(
+                file(&serial, "h5") == file(&many, "h5"),
+                "{name} on {np} ranks: the HDF5 file differs from the serial one"
+            );
+            assert_eq!(file(&serial, "xdmf"), file(&many, "xdmf"), "{name}");
+            let (one, more) = (
+                summary(Path::new(&serial), name),
+                summary(Path::new(&many), name),
+            );
+            assert_eq!(one["mesh"], more["mesh"], "{name} on {np}");
+            // the state's probes: a point, set sums (about a centroid and a point), globals
+            if extra.is_some() {
+                assert_eq!(file(&serial, "probes.csv"), file(&many, "probes.csv"));
+            }
+            let ranks = &more["ranks"];
+            assert_eq!(ranks["newton_s"].as_array().unwrap().len(), np);
+            for r in ranks["output_bytes"].as_array().unwrap() {
+                // at most one window of 40 values received and merged: 2 x 40 x 8 bytes
+                assert!(r.as_u64().unwrap() <= 640, "{name} on {np}: {ranks}");
+            }
+        }
+    }
+    // the ranks read the restart's displacement window by window, and check the mesh
+    let other = Path::new(&d("twisting_column-first")).join("twisting_column.h5");
+    let out = hexfem_on(
+        2,
+        &[
+            "run",
+            &input("cantilever_q1.yaml"),
+            "-q",
+            "-o",
+            &d("mismatch"),
+            "--restart",
+            &other.to_string_lossy(),
+            "--test-output-window",
+            "40",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("is not the input's").count(),
+        1,
+        "{}",
+        output_text(&out)
+    );
+}
+
 /// A point load lies on one rank's part only: the distributed run finds it there and equals the
 /// serial run; a point at no node is the serial run's error on every rank, printed once.
 #[test]
@@ -432,6 +573,11 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
             "{ method: cg_amg }\ndevice: cuda",
             "device: cuda is not available on 2 MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)",
         ),
+        (
+            "vtu",
+            "{ method: cg_amg }\noutput: { vtu: true }",
+            "output.vtu: true is not available on 2 MPI ranks (the .vtu files need the whole mesh on one rank; valid there: false)",
+        ),
     ] {
         let yaml = dir.0.join(format!("{name}.yaml"));
         std::fs::write(
@@ -444,7 +590,7 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.matches(key).count(), 1, "{}", output_text(&out));
-        let line = if name == "cuda" { 9 } else { 8 };
+        let line = if name == "cuda" || name == "vtu" { 9 } else { 8 };
         assert!(err.contains(&format!("{name}.yaml:{line}:")), "{err}");
     }
 }

@@ -91,7 +91,7 @@ fn check_indices(what: &str, indices: &[usize], bound: usize, of: &str) -> Resul
 }
 
 /// A set name must be a valid HDF5 link name.
-fn check_name(name: &str) -> Result<(), OutputError> {
+pub(crate) fn check_name(name: &str) -> Result<(), OutputError> {
     if name.is_empty() || name == "." || name.contains(['/', '\0']) {
         return Err(OutputError::InvalidData(format!(
             "set name `{name}` cannot name an HDF5 dataset (empty, `.` or containing `/` or NUL)"
@@ -166,67 +166,130 @@ impl AttributeType {
     }
 }
 
+/// A field a step can hold, in the order of a step's datasets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepField {
+    /// Nodal displacement (3 values a node).
+    Displacement,
+    /// Nodal reaction force (3 values a node).
+    Reaction,
+    /// Cell-averaged Cauchy stress, full 3x3 row-major (9 values a cell).
+    CauchyStress,
+    /// Cell-averaged Cauchy stress in XDMF `Tensor6` order (6 values a cell).
+    CauchyStress6,
+    /// Cell-averaged von Mises stress.
+    VonMises,
+    /// Cell-averaged `det F`.
+    Jacobian,
+    /// Cell-averaged strain energy density.
+    EnergyDensity,
+    /// Nodal Cauchy stress, full 3x3 row-major (9 values a node).
+    NodalCauchyStress,
+    /// Nodal von Mises stress.
+    NodalVonMises,
+}
+
+impl StepField {
+    /// Position in a step's dataset order (both Cauchy stresses share one: a step holds one).
+    pub(crate) fn order(self) -> usize {
+        match self {
+            StepField::Displacement => 0,
+            StepField::Reaction => 1,
+            StepField::CauchyStress | StepField::CauchyStress6 => 2,
+            StepField::VonMises => 3,
+            StepField::Jacobian => 4,
+            StepField::EnergyDensity => 5,
+            StepField::NodalCauchyStress => 6,
+            StepField::NodalVonMises => 7,
+        }
+    }
+
+    /// The dataset's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepField::Displacement => "displacement",
+            StepField::Reaction => "reaction",
+            StepField::CauchyStress | StepField::CauchyStress6 => "cauchy_stress",
+            StepField::VonMises => "von_mises",
+            StepField::Jacobian => "jacobian",
+            StepField::EnergyDensity => "energy_density",
+            StepField::NodalCauchyStress => "nodal_cauchy_stress",
+            StepField::NodalVonMises => "nodal_von_mises",
+        }
+    }
+
+    /// Whether the field has a row per node (else per cell).
+    pub fn on_nodes(self) -> bool {
+        self.center() == Center::Node
+    }
+
+    /// Values per row.
+    pub fn components(self) -> usize {
+        self.kind().components()
+    }
+
+    pub(crate) fn center(self) -> Center {
+        match self {
+            StepField::Displacement
+            | StepField::Reaction
+            | StepField::NodalCauchyStress
+            | StepField::NodalVonMises => Center::Node,
+            _ => Center::Cell,
+        }
+    }
+
+    pub(crate) fn kind(self) -> AttributeType {
+        match self {
+            StepField::Displacement | StepField::Reaction => AttributeType::Vector,
+            StepField::CauchyStress | StepField::NodalCauchyStress => AttributeType::Tensor,
+            StepField::CauchyStress6 => AttributeType::Tensor6,
+            _ => AttributeType::Scalar,
+        }
+    }
+}
+
 /// One field of a step, flattened: `values.len() == entities * components`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Field<'a> {
+    pub which: StepField,
     pub name: &'static str,
     pub center: Center,
     pub kind: AttributeType,
     pub values: &'a [f64],
 }
 
+impl<'a> Field<'a> {
+    fn of(which: StepField, values: &'a [f64]) -> Self {
+        Field {
+            which,
+            name: which.name(),
+            center: which.center(),
+            kind: which.kind(),
+            values,
+        }
+    }
+}
+
 impl<'a> StepData<'a> {
     /// The fields present, in a fixed order.
     pub(crate) fn fields(&self) -> Vec<Field<'a>> {
-        let node = |name, v: Option<&'a [[f64; 3]]>| {
-            v.map(|v| Field {
-                name,
-                center: Center::Node,
-                kind: AttributeType::Vector,
-                values: v.as_flattened(),
-            })
-        };
-        let scalar = |name, v: Option<&'a [f64]>| {
-            v.map(|values| Field {
-                name,
-                center: Center::Cell,
-                kind: AttributeType::Scalar,
-                values,
-            })
-        };
-        let nodal_stress = self.nodal_cauchy_stress.map(|v| Field {
-            name: "nodal_cauchy_stress",
-            center: Center::Node,
-            kind: AttributeType::Tensor,
-            values: v.as_flattened(),
-        });
-        let nodal_von_mises = self.nodal_von_mises.map(|values| Field {
-            name: "nodal_von_mises",
-            center: Center::Node,
-            kind: AttributeType::Scalar,
-            values,
-        });
-        let stress = self.cauchy_stress.map(|t| {
-            let (kind, values) = match t {
-                CellTensor::Full(v) => (AttributeType::Tensor, v.as_flattened()),
-                CellTensor::Symmetric(v) => (AttributeType::Tensor6, v.as_flattened()),
-            };
-            Field {
-                name: "cauchy_stress",
-                center: Center::Cell,
-                kind,
-                values,
-            }
+        let vectors =
+            |which, v: Option<&'a [[f64; 3]]>| v.map(|v| Field::of(which, v.as_flattened()));
+        let scalars = |which, v: Option<&'a [f64]>| v.map(|v| Field::of(which, v));
+        let stress = self.cauchy_stress.map(|t| match t {
+            CellTensor::Full(v) => Field::of(StepField::CauchyStress, v.as_flattened()),
+            CellTensor::Symmetric(v) => Field::of(StepField::CauchyStress6, v.as_flattened()),
         });
         [
-            node("displacement", self.displacement),
-            node("reaction", self.reaction),
+            vectors(StepField::Displacement, self.displacement),
+            vectors(StepField::Reaction, self.reaction),
             stress,
-            scalar("von_mises", self.von_mises),
-            scalar("jacobian", self.jacobian),
-            scalar("energy_density", self.energy_density),
-            nodal_stress,
-            nodal_von_mises,
+            scalars(StepField::VonMises, self.von_mises),
+            scalars(StepField::Jacobian, self.jacobian),
+            scalars(StepField::EnergyDensity, self.energy_density),
+            self.nodal_cauchy_stress
+                .map(|v| Field::of(StepField::NodalCauchyStress, v.as_flattened())),
+            scalars(StepField::NodalVonMises, self.nodal_von_mises),
         ]
         .into_iter()
         .flatten()

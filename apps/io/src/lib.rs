@@ -24,13 +24,14 @@ mod summary;
 mod vtu;
 mod xdmf;
 
-pub use data::{CellTensor, MeshData, StepData};
+pub use data::{CellTensor, MeshData, StepData, StepField};
 pub use error::OutputError;
 pub use faults::{FaultAction, Faults};
+pub use h5::Pieces;
 pub use preflight::{output_files, preflight, MAX_NAME_BYTES};
 pub use probes::{ProbeLog, ProbeTable};
 pub use reader::ResultsReader;
-pub use results::ResultsWriter;
+pub use results::{MeshDataset, MeshShape, ResultsWriter, StepHeader};
 pub use summary::{MeshInfo, RanksInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};
 
 #[cfg(test)]

@@ -90,6 +90,44 @@ impl ResultsReader {
         Ok((dataset.shape(), values))
     }
 
+    /// Shape of the f64 dataset at `path` and the values of its rows `rows` (row-major; rows
+    /// past the end are left out): a part of a dataset, read without the rest.
+    pub fn read_f64_rows(
+        &self,
+        path: &str,
+        rows: std::ops::Range<usize>,
+    ) -> Result<(Vec<usize>, Vec<f64>), OutputError> {
+        let dataset = self
+            .file
+            .dataset(path)
+            .map_err(self.error(format!("cannot open {path}")))?;
+        let shape = dataset.shape();
+        let end = rows.end.min(shape.first().copied().unwrap_or(0));
+        let start = rows.start.min(end);
+        let what = || format!("cannot read rows {start}..{end} of {path}");
+        let values = match shape.len() {
+            1 => dataset
+                .read_slice_1d::<f64, _>(start..end)
+                .map_err(self.error(what()))?
+                .iter()
+                .copied()
+                .collect(),
+            2 => dataset
+                .read_slice_2d::<f64, _>((start..end, ..))
+                .map_err(self.error(what()))?
+                .iter()
+                .copied()
+                .collect(),
+            _ => {
+                return Err(OutputError::InvalidData(format!(
+                    "{path} has {} dimensions, not 1 or 2",
+                    shape.len()
+                )))
+            }
+        };
+        Ok((shape, values))
+    }
+
     /// Shape and values of the integer dataset at `path` (`/mesh/connectivity`).
     pub fn read_i64(&self, path: &str) -> Result<(Vec<usize>, Vec<i64>), OutputError> {
         let dataset = self

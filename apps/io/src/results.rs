@@ -21,10 +21,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::atomic::{temp_path, write_atomic};
-use super::data::{Center, MeshData, StepData};
+use super::data::{Center, MeshData, StepData, StepField};
 use super::faults::Faults;
 use super::h5::encode::{self, Element};
-use super::h5::{AppendFile, Group};
+use super::h5::{AppendFile, Group, IndexBound, Pieces, Reserved};
 use super::vtu::VtuWriter;
 use super::xdmf::{self, FieldEntry, MeshLayout, StepEntry, XdmfLog};
 use super::OutputError;
@@ -71,14 +71,34 @@ impl ResultsWriter {
         faults: &Faults,
     ) -> Result<Self, OutputError> {
         mesh.check()?;
+        let shape = MeshShape::of(mesh);
+        Self::create_in_pieces(dir, name, &shape, faults, |pieces| {
+            put_mesh(pieces, &shape, mesh);
+            Ok::<(), OutputError>(())
+        })
+    }
+
+    /// [`ResultsWriter::create`] for a mesh of `shape` whose datasets `fill` writes in pieces
+    /// (datasets numbered as [`MeshShape::dataset`] says; every value exactly once), in the
+    /// file layout `create` gives the same mesh. Nothing is visible before every piece is
+    /// written. An error of `fill`'s (after which it should still have returned, so that
+    /// collective callers stay in step) or of a piece removes the file.
+    pub fn create_in_pieces<E: From<OutputError>>(
+        dir: &Path,
+        name: &str,
+        shape: &MeshShape,
+        faults: &Faults,
+        fill: impl FnOnce(&mut Pieces) -> Result<(), E>,
+    ) -> Result<Self, E> {
+        shape.check()?;
         let h5_name = format!("{name}.h5");
         let h5_path = dir.join(&h5_name);
         let layout = MeshLayout {
             h5_name,
-            n_nodes: mesh.coordinates.len(),
-            n_cells: mesh.n_cells(),
-            nodes_per_cell: mesh.nodes_per_cell,
-            has_material: mesh.material.is_some(),
+            n_nodes: shape.n_nodes,
+            n_cells: shape.n_cells,
+            nodes_per_cell: shape.nodes_per_cell,
+            has_material: shape.has_material,
         };
         let tmp = temp_path(&h5_path);
         let io_error = |path: &Path| {
@@ -86,27 +106,45 @@ impl ResultsWriter {
             move |source| OutputError::Io { path, source }
         };
         let mut file = AppendFile::create(&tmp, faults.clone()).map_err(io_error(&tmp))?;
-        let written = (|| {
-            let mesh_header = write_mesh(&mut file, mesh)?;
-            let mut steps = Group::new();
-            let steps_header = steps.write_header(&mut file, Vec::new())?;
-            let root = Group::write_all(
-                &mut file,
-                vec![("mesh".into(), mesh_header), ("steps".into(), steps_header)],
-                Vec::new(),
-            )?;
-            file.commit(root)?;
-            file.rename(&h5_path)?;
-            Ok((mesh_header, steps))
-        })();
-        let (mesh_header, steps) = match written {
-            Ok(ok) => ok,
+        let reserved = reserve_mesh(&mut file, shape);
+        let (mut datasets, mesh_header) = match reserved {
+            Ok(r) => r,
             Err(source) => {
                 let _ = fs::remove_file(&tmp);
                 return Err(OutputError::Io {
                     path: h5_path,
                     source,
-                });
+                }
+                .into());
+            }
+        };
+        let mut pieces = Pieces::new(&mut file, &mut datasets);
+        let filled = fill(&mut pieces);
+        let pieces = pieces.finish();
+        if let Err(e) = filled {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        let written = pieces.map_err(|e| e.into_output(&h5_path)).and_then(|()| {
+            (|| {
+                let mut steps = Group::new();
+                let steps_header = steps.write_header(&mut file, Vec::new())?;
+                let root = Group::write_all(
+                    &mut file,
+                    vec![("mesh".into(), mesh_header), ("steps".into(), steps_header)],
+                    Vec::new(),
+                )?;
+                file.commit(root)?;
+                file.rename(&h5_path)?;
+                Ok(steps)
+            })()
+            .map_err(io_error(&h5_path))
+        });
+        let steps = match written {
+            Ok(steps) => steps,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e.into());
             }
         };
         let xdmf = XdmfLog::create(&dir.join(format!("{name}.xdmf")), faults)?;
@@ -151,19 +189,6 @@ impl ResultsWriter {
     /// written. Any other error leaves the files with the steps committed before it and ends
     /// the writer: later calls fail with that error.
     pub fn write_step(&mut self, data: &StepData) -> Result<(), OutputError> {
-        if let Some(first) = &self.failed {
-            return Err(OutputError::InvalidData(format!(
-                "no more steps are written after the earlier error: {first}"
-            )));
-        }
-        if let Some(last) = self.last_step {
-            if data.step <= last {
-                return Err(OutputError::InvalidData(format!(
-                    "step {} written after step {last}: steps must increase",
-                    data.step
-                )));
-            }
-        }
         let fields = data.fields();
         for f in &fields {
             let rows = match f.center {
@@ -180,33 +205,124 @@ impl ResultsWriter {
                 )));
             }
         }
+        let header = StepHeader {
+            step: data.step,
+            load_factor: data.load_factor,
+            next_increment: data.next_increment,
+            time: data.time,
+            fields: fields.iter().map(|f| f.which).collect(),
+        };
+        self.write_step_in_pieces(&header, |pieces| {
+            for (i, f) in fields.iter().enumerate() {
+                pieces.put_f64(i, 0, f.values);
+            }
+            Ok::<(), OutputError>(())
+        })?;
+        if let Some(vtu) = &mut self.vtu {
+            if let Err(error) = vtu.write_step(data) {
+                self.failed = Some(error.to_string());
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
 
-        let group = xdmf::step_group(data.step);
-        let committed = (|| {
-            let mut links = Vec::with_capacity(fields.len());
-            for f in &fields {
-                let components = f.kind.components();
-                let rows = f.values.len() / components;
+    /// [`ResultsWriter::write_step`] for a step whose fields (`header.fields`, in
+    /// [`StepField`] order) `fill` writes in pieces: field `i` of the header is dataset `i`,
+    /// rows per node or cell of the mesh, every value exactly once. The step is committed only
+    /// when every piece is written; an error of `fill`'s (after which it should still have
+    /// returned, so that collective callers stay in step) or of a piece leaves the files with the
+    /// steps before it and ends the writer. Not with `.vtu` output (which needs whole fields).
+    pub fn write_step_in_pieces<E: From<OutputError>>(
+        &mut self,
+        header: &StepHeader,
+        fill: impl FnOnce(&mut Pieces) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let invalid = |m: String| Err(OutputError::InvalidData(m).into());
+        if let Some(first) = &self.failed {
+            return invalid(format!(
+                "no more steps are written after the earlier error: {first}"
+            ));
+        }
+        if let Some(last) = self.last_step {
+            if header.step <= last {
+                return invalid(format!(
+                    "step {} written after step {last}: steps must increase",
+                    header.step
+                ));
+            }
+        }
+        if header
+            .fields
+            .windows(2)
+            .any(|w| w[0].order() >= w[1].order())
+        {
+            return invalid(format!(
+                "the fields {:?} of step {} are not in dataset order, or repeated",
+                header.fields, header.step
+            ));
+        }
+        let group = xdmf::step_group(header.step);
+        let reserved = (|| {
+            let mut datasets = Vec::with_capacity(header.fields.len());
+            for &f in &header.fields {
+                let rows = match f.center() {
+                    Center::Node => self.mesh.n_nodes,
+                    Center::Cell => self.mesh.n_cells,
+                };
+                let components = f.components();
                 let shape: &[usize] = if components == 1 {
                     &[rows]
                 } else {
                     &[rows, components]
                 };
-                let header = write_f64(&mut self.file, shape, f.values)?;
-                links.push((f.name.to_owned(), header));
+                datasets.push(Reserved::append(
+                    &mut self.file,
+                    Element::F64,
+                    shape,
+                    IndexBound::None,
+                )?);
             }
+            Ok::<_, std::io::Error>(datasets)
+        })();
+        let mut datasets = match reserved {
+            Ok(d) => d,
+            Err(source) => return Err(self.fail_io(source).into()),
+        };
+        let mut pieces = Pieces::new(&mut self.file, &mut datasets);
+        let filled = fill(&mut pieces);
+        let pieces = pieces.finish();
+        if let Err(e) = filled {
+            self.file.abandon();
+            self.failed = Some("the step's data could not be gathered".into());
+            return Err(e);
+        }
+        if let Err(e) = pieces {
+            self.file.abandon();
+            let error = e.into_output(&self.h5_path);
+            self.failed = Some(error.to_string());
+            return Err(error.into());
+        }
+        let committed = (|| {
+            let links = header
+                .fields
+                .iter()
+                .zip(&datasets)
+                .map(|(f, d)| (f.name().to_owned(), d.header))
+                .collect();
             let step_header = Group::write_all(
                 &mut self.file,
                 links,
                 std::iter::once(encode::scalar_f64_attribute(
                     "load_factor",
-                    data.load_factor,
+                    header.load_factor,
                 ))
                 .chain(
-                    data.next_increment
+                    header
+                        .next_increment
                         .map(|v| encode::scalar_f64_attribute("next_increment", v)),
                 )
-                .chain(data.time.map(|v| encode::scalar_f64_attribute("time", v)))
+                .chain(header.time.map(|v| encode::scalar_f64_attribute("time", v)))
                 .collect(),
             )?;
             self.steps
@@ -223,26 +339,21 @@ impl ResultsWriter {
             self.file.commit(root)
         })();
         if let Err(source) = committed {
-            self.file.abandon();
-            let error = OutputError::Io {
-                path: self.h5_path.clone(),
-                source,
-            };
-            self.failed = Some(error.to_string());
-            return Err(error);
+            return Err(self.fail_io(source).into());
         }
-        self.last_step = Some(data.step);
+        self.last_step = Some(header.step);
         self.steps_written += 1;
 
         let entry = StepEntry {
-            step: data.step,
-            load_factor: data.load_factor,
-            fields: fields
+            step: header.step,
+            load_factor: header.load_factor,
+            fields: header
+                .fields
                 .iter()
                 .map(|f| FieldEntry {
-                    name: f.name,
-                    center: f.center,
-                    kind: f.kind,
+                    name: f.name(),
+                    center: f.center(),
+                    kind: f.kind(),
                 })
                 .collect(),
         };
@@ -250,16 +361,23 @@ impl ResultsWriter {
         let written = self
             .xdmf
             .append(&self.mesh, &entry)
-            .and_then(|()| write_atomic(&self.last_xdmf, last.as_bytes(), &self.faults))
-            .and_then(|()| match &mut self.vtu {
-                Some(vtu) => vtu.write_step(data),
-                None => Ok(()),
-            });
+            .and_then(|()| write_atomic(&self.last_xdmf, last.as_bytes(), &self.faults));
         if let Err(error) = written {
             self.failed = Some(error.to_string());
-            return Err(error);
+            return Err(error.into());
         }
         Ok(())
+    }
+
+    /// Abandons the transaction after an I/O error and ends the writer.
+    fn fail_io(&mut self, source: std::io::Error) -> OutputError {
+        self.file.abandon();
+        let error = OutputError::Io {
+            path: self.h5_path.clone(),
+            source,
+        };
+        self.failed = Some(error.to_string());
+        error
     }
 
     /// Also writes every step as `<dir>/<name>_vtu/step_NNNNNN.vtu`, listed in `<dir>/<name>.pvd`
@@ -286,89 +404,195 @@ impl ResultsWriter {
     }
 }
 
-/// Writes `/mesh` and returns its object header.
-fn write_mesh(file: &mut AppendFile, mesh: &MeshData) -> std::io::Result<u64> {
-    let n_cells = mesh.n_cells();
-    let mut links = vec![
-        (
-            "coordinates".to_owned(),
-            write_f64(
-                file,
-                &[mesh.coordinates.len(), 3],
-                mesh.coordinates.as_flattened(),
-            )?,
-        ),
-        (
-            "connectivity".to_owned(),
-            write_indices(file, &[n_cells, mesh.nodes_per_cell], mesh.connectivity)?,
-        ),
-    ];
+/// A step written in pieces ([`ResultsWriter::write_step_in_pieces`]): what
+/// [`StepData`] holds besides the values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepHeader {
+    /// Step index; strictly increasing over the calls of one writer.
+    pub step: usize,
+    /// Load factor reached (the XDMF time value).
+    pub load_factor: f64,
+    /// Attribute `next_increment` (see [`StepData::next_increment`]).
+    pub next_increment: Option<f64>,
+    /// Attribute `time` (see [`StepData::time`]).
+    pub time: Option<f64>,
+    /// The step's fields in [`StepField`] order; field `i` is dataset `i` of the pieces.
+    pub fields: Vec<StepField>,
+}
+
+/// The sizes of a mesh's datasets, for a mesh written in pieces
+/// ([`ResultsWriter::create_in_pieces`]). Sets are listed in the order their datasets are
+/// written (the serial writer lists them by name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeshShape {
+    /// 8 or 27.
+    pub nodes_per_cell: usize,
+    pub n_nodes: usize,
+    pub n_cells: usize,
+    /// Whether `/mesh/material` is written.
+    pub has_material: bool,
+    /// (name, members) of each node set.
+    pub node_sets: Vec<(String, usize)>,
+    /// (name, members) of each cell set.
+    pub cell_sets: Vec<(String, usize)>,
+    /// (name, `[cell, face]` pairs) of each face set.
+    pub face_sets: Vec<(String, usize)>,
+}
+
+/// A dataset of `/mesh`, for [`MeshShape::dataset`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeshDataset {
+    /// f64 `[n_nodes, 3]`.
+    Coordinates,
+    /// Indices `[n_cells, nodes_per_cell]`, VTK order.
+    Connectivity,
+    /// Indices `[n_cells]`.
+    Material,
+    /// Sorted node indices of node set `i`.
+    NodeSet(usize),
+    /// Sorted cell indices of cell set `i`.
+    CellSet(usize),
+    /// `[cell, face]` pairs of face set `i`, flattened.
+    FaceSet(usize),
+}
+
+impl MeshShape {
+    /// The shape of `mesh`.
+    pub fn of(mesh: &MeshData) -> Self {
+        let sets = |list: &[(&str, &[usize])]| -> Vec<(String, usize)> {
+            list.iter()
+                .map(|(n, v)| ((*n).to_owned(), v.len()))
+                .collect()
+        };
+        MeshShape {
+            nodes_per_cell: mesh.nodes_per_cell,
+            n_nodes: mesh.coordinates.len(),
+            n_cells: mesh.n_cells(),
+            has_material: mesh.material.is_some(),
+            node_sets: sets(mesh.node_sets),
+            cell_sets: sets(mesh.cell_sets),
+            face_sets: mesh
+                .face_sets
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), v.len()))
+                .collect(),
+        }
+    }
+
+    /// The index of `which` among the datasets [`Pieces`] writes (`None`: not in this mesh).
+    pub fn dataset(&self, which: MeshDataset) -> Option<usize> {
+        let sets = 2 + usize::from(self.has_material);
+        let (n, c) = (self.node_sets.len(), self.cell_sets.len());
+        match which {
+            MeshDataset::Coordinates => Some(0),
+            MeshDataset::Connectivity => Some(1),
+            MeshDataset::Material => self.has_material.then_some(2),
+            MeshDataset::NodeSet(i) => (i < n).then_some(sets + i),
+            MeshDataset::CellSet(i) => (i < c).then_some(sets + n + i),
+            MeshDataset::FaceSet(i) => (i < self.face_sets.len()).then_some(sets + n + c + i),
+        }
+    }
+
+    fn check(&self) -> Result<(), OutputError> {
+        if self.nodes_per_cell != 8 && self.nodes_per_cell != 27 {
+            return Err(OutputError::InvalidData(format!(
+                "{} nodes per cell; only 8 and 27 are supported",
+                self.nodes_per_cell
+            )));
+        }
+        for (name, _) in self
+            .node_sets
+            .iter()
+            .chain(&self.cell_sets)
+            .chain(&self.face_sets)
+        {
+            super::data::check_name(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes every dataset of `mesh` (of shape `shape`) whole.
+fn put_mesh(pieces: &mut Pieces, shape: &MeshShape, mesh: &MeshData) {
+    let at = |d| shape.dataset(d).expect("a dataset of the mesh's shape");
+    let indices = |v: &[usize]| -> Vec<u64> { v.iter().map(|&i| i as u64).collect() };
+    pieces.put_f64(
+        at(MeshDataset::Coordinates),
+        0,
+        mesh.coordinates.as_flattened(),
+    );
+    pieces.put_indices(
+        at(MeshDataset::Connectivity),
+        0,
+        &indices(mesh.connectivity),
+    );
     if let Some(material) = mesh.material {
-        links.push((
-            "material".to_owned(),
-            write_indices(file, &[n_cells], material)?,
-        ));
+        pieces.put_indices(at(MeshDataset::Material), 0, &indices(material));
+    }
+    for (i, (_, v)) in mesh.node_sets.iter().enumerate() {
+        pieces.put_indices(at(MeshDataset::NodeSet(i)), 0, &indices(v));
+    }
+    for (i, (_, v)) in mesh.cell_sets.iter().enumerate() {
+        pieces.put_indices(at(MeshDataset::CellSet(i)), 0, &indices(v));
+    }
+    for (i, (_, v)) in mesh.face_sets.iter().enumerate() {
+        pieces.put_indices(at(MeshDataset::FaceSet(i)), 0, &indices(v.as_flattened()));
+    }
+}
+
+/// Reserves the datasets of `/mesh` (in [`MeshShape::dataset`] order) and writes its groups;
+/// returns the datasets and `/mesh`'s object header.
+fn reserve_mesh(file: &mut AppendFile, shape: &MeshShape) -> std::io::Result<(Vec<Reserved>, u64)> {
+    let (n_nodes, n_cells) = (shape.n_nodes as u64, shape.n_cells as u64);
+    let mut datasets = vec![
+        Reserved::append(file, Element::F64, &[shape.n_nodes, 3], IndexBound::None)?,
+        Reserved::append(
+            file,
+            Element::I64,
+            &[shape.n_cells, shape.nodes_per_cell],
+            IndexBound::Below(n_nodes),
+        )?,
+    ];
+    let mut links = vec![
+        ("coordinates".to_owned(), datasets[0].header),
+        ("connectivity".to_owned(), datasets[1].header),
+    ];
+    if shape.has_material {
+        let material = Reserved::append(file, Element::I64, &[shape.n_cells], IndexBound::None)?;
+        links.push(("material".to_owned(), material.header));
+        datasets.push(material);
     }
     let mut sets = Vec::new();
-    for (kind, list) in [("nodes", mesh.node_sets), ("cells", mesh.cell_sets)] {
+    for (kind, list, bound) in [
+        ("nodes", &shape.node_sets, n_nodes),
+        ("cells", &shape.cell_sets, n_cells),
+    ] {
         let mut members = Vec::with_capacity(list.len());
-        for (name, indices) in list {
-            members.push((
-                (*name).to_owned(),
-                write_indices(file, &[indices.len()], indices)?,
-            ));
+        for (name, len) in list {
+            let set = Reserved::append(file, Element::I64, &[*len], IndexBound::Below(bound))?;
+            members.push((name.clone(), set.header));
+            datasets.push(set);
         }
         sets.push((
             kind.to_owned(),
             Group::write_all(file, members, Vec::new())?,
         ));
     }
-    let mut faces = Vec::with_capacity(mesh.face_sets.len());
-    for (name, pairs) in mesh.face_sets {
-        faces.push((
-            (*name).to_owned(),
-            write_indices(file, &[pairs.len(), 2], pairs.as_flattened())?,
-        ));
+    let mut faces = Vec::with_capacity(shape.face_sets.len());
+    for (name, pairs) in &shape.face_sets {
+        let set = Reserved::append(
+            file,
+            Element::I64,
+            &[*pairs, 2],
+            IndexBound::FacePairs(n_cells),
+        )?;
+        faces.push((name.clone(), set.header));
+        datasets.push(set);
     }
     sets.push((
         "faces".to_owned(),
         Group::write_all(file, faces, Vec::new())?,
     ));
     links.push(("sets".to_owned(), Group::write_all(file, sets, Vec::new())?));
-    Group::write_all(file, links, Vec::new())
-}
-
-/// Appends a contiguous f64 dataset (its data, then its object header); returns the header.
-fn write_f64(file: &mut AppendFile, shape: &[usize], values: &[f64]) -> std::io::Result<u64> {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    write_dataset(file, Element::F64, shape, &bytes)
-}
-
-/// Appends a contiguous i64 dataset of indices; returns its object header.
-fn write_indices(file: &mut AppendFile, shape: &[usize], values: &[usize]) -> std::io::Result<u64> {
-    // `MeshData::check` bounded every index by a count that fits in memory, so by i64.
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|&v| (v as i64).to_le_bytes())
-        .collect();
-    write_dataset(file, Element::I64, shape, &bytes)
-}
-
-fn write_dataset(
-    file: &mut AppendFile,
-    element: Element,
-    shape: &[usize],
-    bytes: &[u8],
-) -> std::io::Result<u64> {
-    let address = if bytes.is_empty() {
-        encode::UNDEF
-    } else {
-        file.alloc(bytes)?
-    };
-    file.alloc(&encode::object_header(&[
-        encode::dataspace(shape),
-        encode::datatype(element),
-        encode::fill_value(),
-        encode::contiguous_layout(address, bytes.len() as u64),
-    ]))
+    Ok((datasets, Group::write_all(file, links, Vec::new())?))
 }

@@ -60,11 +60,18 @@ pub struct RanksInfo {
     pub owned_cells: Vec<u64>,
     /// max/mean of the owned rows (1: balanced).
     pub row_imbalance: f64,
-    /// Bytes of output state each rank held, by rank: on rank 0 the serial mesh it writes on and
-    /// one step's gathered arrays (displacement, reactions, cell outputs, with their receive
-    /// buffers); on the others one step's owned values they send. Set when the run ends.
+    /// Bytes of output state each rank held at most, by rank: on rank 0 one window of the
+    /// windowed gathers (the messages received and the merged window); on the others their
+    /// largest message. Set when the run ends.
     #[serde(default)]
     pub output_bytes: Vec<u64>,
+    /// Seconds of each rank in the load path (Newton: assembly and linear solves) without the
+    /// output, by rank. Set when the run ends.
+    #[serde(default)]
+    pub newton_s: Vec<f64>,
+    /// Seconds of each rank in the output (cell outputs, gathers, writes), by rank.
+    #[serde(default)]
+    pub output_s: Vec<f64>,
     /// Peak resident memory of each rank's process (`VmHWM`; 0 where unknown), by rank, when the
     /// run ended.
     #[serde(default)]

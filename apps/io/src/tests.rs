@@ -572,6 +572,68 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
 /// XDMF, the step log and summary), for `steps` steps, stopping at the first error; returns the
 /// number of steps whose writes all succeeded.
 fn write_run(dir: &std::path::Path, faults: &Faults, steps: usize) -> usize {
+    write_run_in(dir, faults, steps, None)
+}
+
+/// Writes `values` as dataset `dataset` in pieces of `k` values, the last piece first.
+fn put_backwards(pieces: &mut Pieces, dataset: usize, values: &[f64], k: usize) {
+    let starts: Vec<usize> = (0..values.len()).step_by(k).collect();
+    for &s in starts.iter().rev() {
+        pieces.put_f64(dataset, s, &values[s..(s + k).min(values.len())]);
+    }
+}
+
+/// [`put_backwards`] for an index dataset.
+fn put_indices_backwards(pieces: &mut Pieces, dataset: usize, values: &[usize], k: usize) {
+    let values: Vec<u64> = values.iter().map(|&v| v as u64).collect();
+    let starts: Vec<usize> = (0..values.len()).step_by(k).collect();
+    for &s in starts.iter().rev() {
+        pieces.put_indices(dataset, s, &values[s..(s + k).min(values.len())]);
+    }
+}
+
+/// The results writer of [`write_run_in`]: whole datasets, or pieces of `k` values.
+fn create_results(
+    dir: &std::path::Path,
+    mesh: &MeshData,
+    faults: &Faults,
+    pieces: Option<usize>,
+) -> Result<ResultsWriter, OutputError> {
+    let Some(k) = pieces else {
+        return ResultsWriter::create(dir, "run", mesh, faults);
+    };
+    let shape = MeshShape::of(mesh);
+    ResultsWriter::create_in_pieces(dir, "run", &shape, faults, |p| {
+        let at = |d| shape.dataset(d).unwrap();
+        put_backwards(
+            p,
+            at(MeshDataset::Coordinates),
+            mesh.coordinates.as_flattened(),
+            k,
+        );
+        put_indices_backwards(p, at(MeshDataset::Connectivity), mesh.connectivity, k);
+        put_indices_backwards(p, at(MeshDataset::Material), mesh.material.unwrap(), k);
+        for (i, (_, v)) in mesh.node_sets.iter().enumerate() {
+            put_indices_backwards(p, at(MeshDataset::NodeSet(i)), v, k);
+        }
+        for (i, (_, v)) in mesh.cell_sets.iter().enumerate() {
+            put_indices_backwards(p, at(MeshDataset::CellSet(i)), v, k);
+        }
+        for (i, (_, v)) in mesh.face_sets.iter().enumerate() {
+            put_indices_backwards(p, at(MeshDataset::FaceSet(i)), v.as_flattened(), k);
+        }
+        Ok::<(), OutputError>(())
+    })
+}
+
+/// [`write_run`], with the mesh and the steps' datasets written in pieces of `k` values (the
+/// last piece first) when `pieces` is `Some(k)`.
+fn write_run_in(
+    dir: &std::path::Path,
+    faults: &Faults,
+    steps: usize,
+    pieces: Option<usize>,
+) -> usize {
     let m = two_cells();
     let run = RunInfo {
         program: "hexfem test".into(),
@@ -591,7 +653,7 @@ fn write_run(dir: &std::path::Path, faults: &Faults, steps: usize) -> usize {
     let Ok(mut summary) = SummaryWriter::create(dir, "run", run, mesh, faults) else {
         return 0;
     };
-    let mut results = match ResultsWriter::create(dir, "run", &mesh_data(&m), faults) {
+    let mut results = match create_results(dir, &mesh_data(&m), faults, pieces) {
         Ok(r) => r,
         Err(e) => {
             let _ = summary.finish(
@@ -605,16 +667,37 @@ fn write_run(dir: &std::path::Path, faults: &Faults, steps: usize) -> usize {
     };
     for step in 1..=steps {
         let f = fields(step);
-        let written = results
-            .write_step(&StepData {
+        let load_factor = step as f64 / steps as f64;
+        let written = match pieces {
+            None => results.write_step(&StepData {
                 step,
-                load_factor: step as f64 / steps as f64,
+                load_factor,
                 displacement: Some(&f.displacement),
                 cauchy_stress: Some(CellTensor::Symmetric(&f.stress6)),
                 von_mises: Some(&f.scalar),
                 ..StepData::default()
-            })
-            .and_then(|()| summary.record_step(step_record(step), step as f64));
+            }),
+            Some(k) => {
+                let header = StepHeader {
+                    step,
+                    load_factor,
+                    next_increment: None,
+                    time: None,
+                    fields: vec![
+                        StepField::Displacement,
+                        StepField::CauchyStress6,
+                        StepField::VonMises,
+                    ],
+                };
+                results.write_step_in_pieces(&header, |p| {
+                    put_backwards(p, 0, f.displacement.as_flattened(), k);
+                    put_backwards(p, 1, f.stress6.as_flattened(), k);
+                    put_backwards(p, 2, &f.scalar, k);
+                    Ok::<(), OutputError>(())
+                })
+            }
+        }
+        .and_then(|()| summary.record_step(step_record(step), step as f64));
         if let Err(e) = written {
             let _ = summary.finish(
                 RunStatus::Failed {
@@ -709,6 +792,91 @@ fn a_stop_at_any_write_leaves_every_completed_step_readable() {
     }
     // Stops fell before the file existed, and after each of the three steps.
     assert_eq!(seen, [0, 1, 2, 3].into_iter().collect(), "{seen:?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Datasets written in pieces at offsets (the last piece first) give the file, byte for byte,
+/// that whole datasets give; a stop at any write of a run written in pieces, between pieces or
+/// inside one, leaves the previous committed state (every completed step opens).
+#[test]
+fn pieces_at_offsets_equal_one_write_and_a_stop_between_them_keeps_the_committed_steps() {
+    let _files = hdf5_files();
+    let dir = scratch_dir("pieces");
+    let (whole, pieces) = (dir.join("whole"), dir.join("pieces"));
+    for d in [&whole, &pieces] {
+        fs::create_dir_all(d).unwrap();
+    }
+    assert_eq!(write_run_in(&whole, &Faults::none(), 3, None), 3);
+    let counting = Faults::counting();
+    assert_eq!(write_run_in(&pieces, &counting, 3, Some(5)), 3);
+    let bytes = |d: &std::path::Path| fs::read(d.join("run.h5")).unwrap();
+    assert_eq!(bytes(&whole), bytes(&pieces), "the HDF5 files differ");
+    assert_eq!(
+        fs::read_to_string(whole.join("run.xdmf")).unwrap(),
+        fs::read_to_string(pieces.join("run.xdmf")).unwrap()
+    );
+
+    let positions = counting.writes();
+    let mut seen = std::collections::BTreeSet::new();
+    for at in 0..positions {
+        for torn in [false, true] {
+            fs::remove_dir_all(&pieces).unwrap();
+            fs::create_dir_all(&pieces).unwrap();
+            let faults = Faults::stop_at(at, torn, FaultAction::Fail);
+            let completed = write_run_in(&pieces, &faults, 3, Some(5));
+            let context = format!("pieces: stop at write {at} (torn: {torn}), {completed} done");
+            seen.insert(check_leftovers(&pieces, completed, &context));
+        }
+    }
+    assert_eq!(seen, [0, 1, 2, 3].into_iter().collect(), "{seen:?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Pieces that overlap their dataset's end, leave a value unwritten or hold an index out of
+/// range are refused: nothing is committed and the writer stops.
+#[test]
+fn misplaced_or_missing_pieces_are_refused() {
+    let _files = hdf5_files();
+    let dir = scratch_dir("bad-pieces");
+    let m = two_cells();
+    let mut writer = ResultsWriter::create(&dir, "run", &mesh_data(&m), &Faults::none()).unwrap();
+    let header = StepHeader {
+        step: 1,
+        load_factor: 1.0,
+        next_increment: None,
+        time: None,
+        fields: vec![StepField::VonMises],
+    };
+    let err = writer
+        .write_step_in_pieces(&header, |p| {
+            p.put_f64(0, 0, &[1.0]);
+            Ok::<(), OutputError>(())
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("1 of 2 values written"), "{err}");
+    assert_eq!(writer.steps_written(), 0);
+    assert!(ResultsReader::open(writer.h5_path())
+        .unwrap()
+        .steps()
+        .unwrap()
+        .is_empty());
+
+    let shape = MeshShape::of(&mesh_data(&m));
+    let bad = ResultsWriter::create_in_pieces(&dir, "bad", &shape, &Faults::none(), |p| {
+        let at = shape.dataset(MeshDataset::Connectivity).unwrap();
+        p.put_indices(at, 0, &[12]);
+        Ok::<(), OutputError>(())
+    })
+    .unwrap_err();
+    assert!(bad.to_string().contains("index 12"), "{bad}");
+    assert!(!dir.join("bad.h5").exists());
+    let overlap = ResultsWriter::create_in_pieces(&dir, "bad", &shape, &Faults::none(), |p| {
+        p.put_f64(0, 35, &[0.0, 0.0]);
+        Ok::<(), OutputError>(())
+    })
+    .unwrap_err();
+    assert!(overlap.to_string().contains("does not fit"), "{overlap}");
+    drop(writer);
     fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -20,6 +20,7 @@
 //! groups), which every HDF5 library reads. Growth per step is the step's data plus about 2 KB of
 //! metadata; the name heap of a large group is reallocated by doubling (amortised O(1)).
 
+mod dataset;
 pub(crate) mod encode;
 mod group;
 
@@ -28,6 +29,8 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+pub use dataset::Pieces;
+pub(crate) use dataset::{IndexBound, Reserved};
 pub(crate) use group::Group;
 
 use crate::faults::Faults;
@@ -38,7 +41,8 @@ const PENDING_LIMIT: usize = 4 << 20;
 
 /// The file and the state of the current transaction. Calling order: [`AppendFile::create`],
 /// then per transaction any number of [`AppendFile::alloc`] / [`AppendFile::write_unreferenced`]
-/// followed by [`AppendFile::commit`] (or [`AppendFile::abandon`] after an error).
+/// / [`AppendFile::reserve`] and [`AppendFile::write_reserved`] followed by
+/// [`AppendFile::commit`] (or [`AppendFile::abandon`] after an error).
 pub(crate) struct AppendFile {
     file: fs::File,
     path: PathBuf,
@@ -101,6 +105,26 @@ impl AppendFile {
         }
         self.tail = align8(address as usize + bytes.len()) as u64;
         Ok(address)
+    }
+
+    /// Reserves `len` bytes after everything so far, as [`AppendFile::alloc`] would place them,
+    /// for data written later in pieces by [`AppendFile::write_reserved`] (every byte before the
+    /// commit); returns their address. What precedes them is written first.
+    pub fn reserve(&mut self, len: u64) -> io::Result<u64> {
+        let address = self.tail;
+        let gap = (address - self.pending_base) as usize - self.pending.len();
+        self.pending.resize(self.pending.len() + gap, 0);
+        self.flush()?;
+        self.pending_base = address + len;
+        self.tail = align8((address + len) as usize) as u64;
+        Ok(address)
+    }
+
+    /// Writes `bytes` at `offset` inside a range [`AppendFile::reserve`] returned in this
+    /// transaction (beyond the committed end: nothing a reader can reach changes).
+    pub fn write_reserved(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        debug_assert!(offset >= self.committed && offset + bytes.len() as u64 <= self.pending_base);
+        self.write(offset, bytes)
     }
 
     /// Writes `bytes` at `offset`, inside a structure appended earlier whose range at

@@ -1,0 +1,716 @@
+//! The output of a run on several ranks, written by rank 0 without the mesh or a whole field.
+//!
+//! Every dataset (coordinates, connectivity in serial node numbering, material, node, cell and
+//! face sets, each step's fields) is filled window by window through [`WindowPlan`]s: each rank
+//! sends rank 0 the records of the nodes or cells it owns whose serial ids fall in the window,
+//! and rank 0 writes the window's values as pieces of the datasets
+//! ([`io::ResultsWriter::create_in_pieces`], [`io::ResultsWriter::write_step_in_pieces`]), so
+//! the file is the serial run's byte for byte. What the summary and the probes need (set
+//! sums, the strain energy, the largest displacement) rank 0 adds up from the same windows, in
+//! serial order, as the serial run does; set sizes and counts come from reductions.
+//!
+//! Calling order (collective, every rank): [`RankOutput::new`], [`RankOutput::create`], then
+//! [`RankOutput::write_state`] per state (the first one, then each converged step).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use comm::Comm;
+use config::{Config, OutputField};
+use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
+use linalg::Vector;
+use mesh::MeshPart;
+
+use crate::probes::{PointInCell, SetSum};
+use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
+use crate::windows::{GatherStats, WindowPlan};
+
+/// Bits of set membership per mask word (f64 bit patterns carry 64).
+const BITS: usize = 64;
+
+/// Mask words for `n` flags.
+fn words(n: usize) -> usize {
+    n.div_ceil(BITS)
+}
+
+fn set_bit(mask: &mut [f64], bit: usize) {
+    let w = mask[bit / BITS].to_bits() | (1 << (bit % BITS));
+    mask[bit / BITS] = f64::from_bits(w);
+}
+
+fn has_bit(mask: &[f64], bit: usize) -> bool {
+    mask[bit / BITS].to_bits() & (1 << (bit % BITS)) != 0
+}
+
+/// The sums over node sets a state's figures need, in the order rank 0 adds nodes.
+#[derive(Clone, Debug)]
+struct SumSpec {
+    /// Index in [`RankOutput::node_names`].
+    set: usize,
+    mask: [bool; 3],
+    /// `None`: about the set's centroid (known once the coordinates went by).
+    about: Option<[f64; 3]>,
+}
+
+/// A state's figures on rank 0 (what the serial run takes from the whole fields).
+#[derive(Clone, Debug, Default)]
+pub struct StateFigures {
+    pub strain_energy: f64,
+    pub max_displacement: f64,
+    /// Total reaction of every node and face set.
+    pub reactions: BTreeMap<String, [f64; 3]>,
+    /// [`serial::reaction_totals`]'s sets.
+    pub reaction_totals: BTreeMap<String, ReactionTotal>,
+    /// The probe values in column order.
+    pub probes: Vec<f64>,
+}
+
+/// Adds a state's sums on rank 0, node after node in serial order (as the serial run sums).
+struct Accumulator<'a> {
+    out: &'a RankOutput,
+    strain_energy: f64,
+    max_displacement: f64,
+    /// Per node name: its reactions.
+    reactions: Vec<SetSum>,
+    sums: Vec<SetSum>,
+}
+
+impl Accumulator<'_> {
+    fn node(&mut self, x: [f64; 3], u: [f64; 3], r: [f64; 3], mask: &[f64]) {
+        let norm = (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
+        self.max_displacement = self.max_displacement.max(norm);
+        for (s, sum) in self.reactions.iter_mut().enumerate() {
+            if has_bit(mask, s) {
+                sum.add(x, u, r, [0.0; 3]);
+            }
+        }
+        for (spec, sum) in self.out.sums.iter().zip(&mut self.sums) {
+            if has_bit(mask, spec.set) {
+                let about = spec.about.unwrap_or(self.out.centroids[spec.set]);
+                sum.add(x, u, serial::masked(r, spec.mask), about);
+            }
+        }
+    }
+
+    fn figures(self, config: &Config, points: &[[f64; 3]]) -> StateFigures {
+        let out = self.out;
+        let (totals, probe_sets) = self.sums.split_at(out.n_reaction_totals);
+        StateFigures {
+            strain_energy: self.strain_energy,
+            max_displacement: self.max_displacement,
+            reactions: out
+                .node_names
+                .iter()
+                .cloned()
+                .zip(self.reactions.iter().map(|s| s.force))
+                .collect(),
+            reaction_totals: out
+                .reaction_sets
+                .iter()
+                .cloned()
+                .zip(totals.iter().map(|s| ReactionTotal {
+                    force: s.force,
+                    moment: s.moment,
+                }))
+                .collect(),
+            probes: crate::probes::compose(
+                points,
+                probe_sets,
+                &config.output.probes.globals,
+                self.strain_energy,
+                self.max_displacement,
+            ),
+        }
+    }
+}
+
+/// One rank's side of the output (see the module doc).
+pub struct RankOutput {
+    /// Node and face set names (what `set_nodes` knows), sorted: bit `i` of a node's mask.
+    node_names: Vec<String>,
+    /// Local membership of each local node in each of `node_names` (owned nodes complete).
+    node_member: Vec<Vec<bool>>,
+    /// The file's node sets: index in `node_names`.
+    file_node_sets: Vec<usize>,
+    cell_sets: Vec<String>,
+    face_sets: Vec<String>,
+    mesh_nodes: WindowPlan,
+    mesh_cells: WindowPlan,
+    step_nodes: WindowPlan,
+    step_cells: WindowPlan,
+    shape: MeshShape,
+    fields: Vec<StepField>,
+    nodal_stress: bool,
+    /// The set sums: reaction totals' sets, then the probes' sets.
+    sums: Vec<SumSpec>,
+    n_reaction_totals: usize,
+    /// Each probe point's cell on this rank, if this rank owns the first cell holding it.
+    points: Vec<Option<PointInCell>>,
+    /// Rank 0: the sets' centroids, from the coordinates' windows.
+    centroids: Vec<[f64; 3]>,
+    /// Names of the reaction totals' sets (the first `n_reaction_totals` sums).
+    reaction_sets: Vec<String>,
+    /// The rank owning each probe point.
+    point_owners: Vec<usize>,
+    /// Rank 0: the most values one window held, over every gather.
+    pub held: GatherStats,
+}
+
+impl RankOutput {
+    /// Collective: the plans of the output's gathers (at most `window` values a window), the
+    /// mesh's shape from reductions, the probe points' owners.
+    pub fn new(comm: &dyn Comm, config: &Config, part: &MeshPart, window: usize) -> Result<Self> {
+        let mesh = &part.mesh;
+        let n_owned = part.n_owned_nodes();
+        let mut node_names: Vec<String> = mesh
+            .node_sets
+            .keys()
+            .chain(mesh.face_sets.keys())
+            .cloned()
+            .collect();
+        node_names.sort_unstable();
+        node_names.dedup();
+        let mut node_member = Vec::with_capacity(node_names.len());
+        for name in &node_names {
+            let mut member = vec![false; mesh.n_nodes()];
+            for n in mesh.set_nodes(name)? {
+                member[n] = true;
+            }
+            node_member.push(member);
+        }
+        let file_node_sets: Vec<usize> = mesh
+            .node_sets
+            .keys()
+            .map(|k| node_names.binary_search(k).expect("a node set name"))
+            .collect();
+        let cell_sets: Vec<String> = mesh.cell_sets.keys().cloned().collect();
+        let face_sets: Vec<String> = mesh.face_sets.keys().cloned().collect();
+        let owned_cell = |c: usize| part.cell_owned[c];
+
+        // set sizes: owned members, summed over the ranks
+        let mut sizes: Vec<f64> = file_node_sets
+            .iter()
+            .map(|&i| node_member[i][..n_owned].iter().filter(|&&m| m).count() as f64)
+            .collect();
+        sizes.extend(cell_sets.iter().map(|name| {
+            mesh.cell_sets[name]
+                .iter()
+                .filter(|&&c| owned_cell(c))
+                .count() as f64
+        }));
+        sizes.extend(face_sets.iter().map(|name| {
+            mesh.face_sets[name]
+                .iter()
+                .filter(|f| owned_cell(f.cell))
+                .count() as f64
+        }));
+        comm.allreduce_sum(&mut sizes)?;
+        let mut sizes = sizes.into_iter().map(|s| s as usize);
+        let named = |names: &[String], sizes: &mut dyn Iterator<Item = usize>| {
+            names
+                .iter()
+                .map(|n| (n.clone(), sizes.next().expect("a size per set")))
+                .collect::<Vec<_>>()
+        };
+        let file_names: Vec<String> = mesh.node_sets.keys().cloned().collect();
+        let shape = MeshShape {
+            nodes_per_cell: mesh.nodes_per_cell(),
+            n_nodes: part.n_global_nodes() as usize,
+            n_cells: part.n_global_cells as usize,
+            has_material: true,
+            node_sets: named(&file_names, &mut sizes),
+            cell_sets: named(&cell_sets, &mut sizes),
+            face_sets: named(&face_sets, &mut sizes),
+        };
+
+        let wants = |f| config.output.wants(f);
+        let fields: Vec<StepField> = [
+            (OutputField::Displacement, StepField::Displacement),
+            (OutputField::Reaction, StepField::Reaction),
+            (OutputField::CauchyStress, StepField::CauchyStress),
+            (OutputField::VonMises, StepField::VonMises),
+            (OutputField::Jacobian, StepField::Jacobian),
+            (OutputField::EnergyDensity, StepField::EnergyDensity),
+            (OutputField::NodalCauchyStress, StepField::NodalCauchyStress),
+            (OutputField::NodalVonMises, StepField::NodalVonMises),
+        ]
+        .into_iter()
+        .filter(|&(o, _)| wants(o))
+        .map(|(_, f)| f)
+        .collect();
+        let nodal_stress = fields
+            .iter()
+            .any(|f| matches!(f, StepField::NodalCauchyStress | StepField::NodalVonMises));
+
+        let mask_words = words(node_names.len());
+        let owned_nodes: Vec<(u64, usize)> =
+            (0..n_owned).map(|n| (part.node_serial_ids[n], n)).collect();
+        let owned_cells: Vec<(u64, usize)> = (0..mesh.n_cells())
+            .filter(|&c| owned_cell(c))
+            .map(|c| (part.cell_serial_ids[c], c))
+            .collect();
+        let (n_nodes, n_cells) = (part.n_global_nodes(), part.n_global_cells);
+        let plan = |owned: &[(u64, usize)], n, width| {
+            WindowPlan::new(comm, owned.to_vec(), n, width, window)
+        };
+        let mesh_nodes = plan(&owned_nodes, n_nodes, 3 + mask_words)?;
+        let mesh_cells = plan(
+            &owned_cells,
+            n_cells,
+            mesh.nodes_per_cell() + 1 + words(cell_sets.len()) + words(6 * face_sets.len()),
+        )?;
+        let step_nodes = plan(
+            &owned_nodes,
+            n_nodes,
+            9 + if nodal_stress { 9 } else { 0 } + mask_words,
+        )?;
+        let step_cells = plan(&owned_cells, n_cells, CellOutputs::WIDTH)?;
+
+        let set_index = |key: &str, name: &str| -> Result<usize> {
+            node_names
+                .binary_search_by(|n| n.as_str().cmp(name))
+                .map_err(|_| {
+                    let e = mesh.set_nodes(name).expect_err("an unknown set");
+                    config.error_at(key, e.to_string()).into()
+                })
+        };
+        let components = serial::reaction_components(config);
+        let mut sums = Vec::new();
+        for (name, mask) in &components {
+            sums.push(SumSpec {
+                set: set_index("boundary", name)?,
+                mask: *mask,
+                about: Some([0.0; 3]),
+            });
+        }
+        for (i, s) in config.output.probes.sets.iter().enumerate() {
+            sums.push(SumSpec {
+                set: set_index(&format!("output.probes.sets[{i}].set"), &s.set)?,
+                mask: [true; 3],
+                about: s.about,
+            });
+        }
+
+        // probe points: the first cell in serial order holding each, on its owner
+        let owned_local: Vec<usize> = owned_cells.iter().map(|&(_, c)| c).collect();
+        let mut points = Vec::new();
+        let mut first = Vec::new();
+        for p in &config.output.probes.points {
+            let found = PointInCell::locate(mesh, owned_local.iter().copied(), p.at)?;
+            first.push(
+                found
+                    .as_ref()
+                    .map_or(u64::MAX, |f| part.cell_serial_ids[f.cell]),
+            );
+            points.push(found);
+        }
+        let all = comm.allgatherv_u64(&first)?;
+        let mut point_owners = Vec::new();
+        for (i, point) in points.iter_mut().enumerate() {
+            let (owner, best) = all
+                .iter()
+                .enumerate()
+                .map(|(r, f)| (r, f[i]))
+                .min_by_key(|&(_, f)| f)
+                .unwrap_or((0, u64::MAX));
+            if best == u64::MAX {
+                return Err(crate::probes::outside(config, i));
+            }
+            if owner != comm.rank() {
+                *point = None;
+            }
+            point_owners.push(owner);
+        }
+        Ok(RankOutput {
+            n_reaction_totals: components.len(),
+            reaction_sets: components.keys().cloned().collect(),
+            point_owners,
+            node_names,
+            node_member,
+            file_node_sets,
+            cell_sets,
+            face_sets,
+            mesh_nodes,
+            mesh_cells,
+            step_nodes,
+            step_cells,
+            shape,
+            fields,
+            nodal_stress,
+            sums,
+            points,
+            centroids: Vec::new(),
+            held: GatherStats::default(),
+        })
+    }
+
+    /// The mesh's figures for the summary and the header (from reductions).
+    pub fn mesh_info(&self, constrained_dofs: usize) -> io::MeshInfo {
+        io::MeshInfo {
+            nodes: self.shape.n_nodes,
+            cells: self.shape.n_cells,
+            nodes_per_cell: self.shape.nodes_per_cell,
+            dofs: 3 * self.shape.n_nodes,
+            constrained_dofs,
+        }
+    }
+
+    /// Collective: rank 0 creates the results files (`Some` there) with the mesh, gathered window
+    /// by window; the other ranks send their parts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create(
+        &mut self,
+        comm: &dyn Comm,
+        config: &Config,
+        part: &MeshPart,
+        dir: &Path,
+        name: &str,
+        faults: &io::Faults,
+    ) -> Result<Option<ResultsWriter>> {
+        if config.output.vtu {
+            return Err(config
+                .error_at(
+                    "output.vtu",
+                    format!(
+                        "true is not available on {} MPI ranks (the .vtu files need the whole mesh on one rank; valid there: false)",
+                        comm.size()
+                    ),
+                )
+                .into());
+        }
+        let mesh = &part.mesh;
+        let material = serial::material_of_cells(config, mesh)?;
+        let connectivity = serial::vtk_connectivity(mesh);
+        let npc = mesh.nodes_per_cell();
+        let cell_member: Vec<Vec<bool>> = self
+            .cell_sets
+            .iter()
+            .map(|n| {
+                let mut m = vec![false; mesh.n_cells()];
+                mesh.cell_sets[n].iter().for_each(|&c| m[c] = true);
+                m
+            })
+            .collect();
+        let mut face_bits: Vec<Vec<u8>> = vec![vec![0; mesh.n_cells()]; self.face_sets.len()];
+        for (i, n) in self.face_sets.iter().enumerate() {
+            for f in &mesh.face_sets[n] {
+                face_bits[i][f.cell] |= 1 << (f.face as usize);
+            }
+        }
+        let cell_words = words(self.cell_sets.len());
+        let node_names = self.node_names.len();
+        let mut node_record = |n: usize, r: &mut [f64]| {
+            r[..3].copy_from_slice(&mesh.coords[n]);
+            r[3..].fill(0.0);
+            for (i, m) in self.node_member.iter().enumerate() {
+                if m[n] {
+                    set_bit(&mut r[3..], i);
+                }
+            }
+        };
+        let mut cell_record = |c: usize, r: &mut [f64]| {
+            for (x, &l) in r.iter_mut().zip(&connectivity[c * npc..(c + 1) * npc]) {
+                *x = part.node_serial_ids[l] as f64;
+            }
+            r[npc] = material[c] as f64;
+            r[npc + 1..].fill(0.0);
+            let (cells, faces) = r[npc + 1..].split_at_mut(cell_words);
+            for (i, m) in cell_member.iter().enumerate() {
+                if m[c] {
+                    set_bit(cells, i);
+                }
+            }
+            for (i, bits) in face_bits.iter().enumerate() {
+                for face in 0..6 {
+                    if bits[c] & (1 << face) != 0 {
+                        set_bit(faces, 6 * i + face);
+                    }
+                }
+            }
+        };
+        // rank 0: the centroids of every node set, as the serial run sums them
+        let mut centroid_sums = vec![SetSum::default(); node_names];
+        let mut stats = Vec::new();
+        let shape = &self.shape;
+        let (file_node_sets, n_cell_sets, n_face_sets) = (
+            &self.file_node_sets,
+            self.cell_sets.len(),
+            self.face_sets.len(),
+        );
+        let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
+        let mut gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
+            let at = |d| shape.dataset(d).expect("a dataset of the shape");
+            let mut next_member = vec![0usize; shape.node_sets.len()];
+            let w = mesh_nodes.width();
+            stats.push(mesh_nodes.gather(comm, &mut node_record, |ids, records| {
+                let mut coords = Vec::with_capacity(3 * ids.len());
+                let mut members = vec![Vec::new(); file_node_sets.len()];
+                for (i, &id) in ids.iter().enumerate() {
+                    let r = &records[i * w..(i + 1) * w];
+                    coords.extend_from_slice(&r[..3]);
+                    for (s, sum) in centroid_sums.iter_mut().enumerate() {
+                        if has_bit(&r[3..], s) {
+                            sum.add([0.0; 3], [r[0], r[1], r[2]], [0.0; 3], [0.0; 3]);
+                        }
+                    }
+                    for (j, &s) in file_node_sets.iter().enumerate() {
+                        if has_bit(&r[3..], s) {
+                            members[j].push(id);
+                        }
+                    }
+                }
+                if let Some(p) = pieces.as_deref_mut() {
+                    p.put_f64(at(MeshDataset::Coordinates), 3 * ids[0] as usize, &coords);
+                    for (j, m) in members.iter().enumerate() {
+                        p.put_indices(at(MeshDataset::NodeSet(j)), next_member[j], m);
+                        next_member[j] += m.len();
+                    }
+                }
+            })?);
+            let mut next_cell = vec![0usize; n_cell_sets];
+            let mut next_face = vec![0usize; n_face_sets];
+            let w = mesh_cells.width();
+            stats.push(mesh_cells.gather(comm, &mut cell_record, |ids, records| {
+                let mut conn = Vec::with_capacity(npc * ids.len());
+                let mut mat = Vec::with_capacity(ids.len());
+                let mut cells = vec![Vec::new(); n_cell_sets];
+                let mut faces = vec![Vec::new(); n_face_sets];
+                for (i, &id) in ids.iter().enumerate() {
+                    let r = &records[i * w..(i + 1) * w];
+                    conn.extend(r[..npc].iter().map(|&x| x as u64));
+                    mat.push(r[npc] as u64);
+                    let (cm, fm) = r[npc + 1..].split_at(cell_words);
+                    for (s, c) in cells.iter_mut().enumerate() {
+                        if has_bit(cm, s) {
+                            c.push(id);
+                        }
+                    }
+                    for (s, f) in faces.iter_mut().enumerate() {
+                        for face in 0..6 {
+                            if has_bit(fm, 6 * s + face) {
+                                f.extend([id, face as u64]);
+                            }
+                        }
+                    }
+                }
+                if let Some(p) = pieces.as_deref_mut() {
+                    let first = ids[0] as usize;
+                    p.put_indices(at(MeshDataset::Connectivity), npc * first, &conn);
+                    p.put_indices(at(MeshDataset::Material), first, &mat);
+                    for (j, c) in cells.iter().enumerate() {
+                        p.put_indices(at(MeshDataset::CellSet(j)), next_cell[j], c);
+                        next_cell[j] += c.len();
+                    }
+                    for (j, f) in faces.iter().enumerate() {
+                        p.put_indices(at(MeshDataset::FaceSet(j)), next_face[j], f);
+                        next_face[j] += f.len();
+                    }
+                }
+            })?);
+            Ok(())
+        };
+        let results = if comm.rank() == 0 {
+            let mut called = false;
+            let created = ResultsWriter::create_in_pieces(dir, name, shape, faults, |p| {
+                called = true;
+                gather(Some(p))
+            });
+            if !called {
+                gather(None)?;
+            }
+            Some(created?)
+        } else {
+            gather(None)?;
+            None
+        };
+        // the serial centroid: the coordinates' sum over the count
+        self.centroids = centroid_sums
+            .iter()
+            .map(|s| s.displacement.map(|v| v / s.nodes.max(1) as f64))
+            .collect();
+        self.note(&stats);
+        Ok(results)
+    }
+
+    /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of the
+    /// part's cells; ghost entries of `u` current) as step `stamp.index`, rank 0 writing
+    /// (`results`: `Some` there) what the windows bring; returns the state's figures on rank 0.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_state(
+        &mut self,
+        comm: &dyn Comm,
+        config: &Config,
+        part: &MeshPart,
+        u: &Vector,
+        reactions: &Vector,
+        cells: &CellOutputs,
+        stamp: StepStamp,
+        results: Option<&mut ResultsWriter>,
+    ) -> Result<Option<StateFigures>> {
+        let mesh = &part.mesh;
+        let (u_local, _) = u.host()?.as_chunks::<3>();
+        let (r_local, _) = reactions.host()?.as_chunks::<3>();
+        let nodal = if self.nodal_stress {
+            serial::nodal_average(mesh, &cells.cauchy)
+        } else {
+            Vec::new()
+        };
+        // the probe points' displacements, from their owners
+        let mut mine = vec![0.0; 3 * self.points.len()];
+        for (i, p) in self.points.iter().enumerate() {
+            if let Some(p) = p {
+                mine[3 * i..3 * i + 3].copy_from_slice(&p.value(u_local));
+            }
+        }
+        let lens = vec![mine.len(); comm.size()];
+        let points: Option<Vec<[f64; 3]>> =
+            crate::distributed::gather_to_root(comm, &mine, &lens, mine.len().max(1))?.map(|all| {
+                self.point_owners
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| std::array::from_fn(|d| all[r][3 * i + d]))
+                    .collect()
+            });
+
+        let this = &*self;
+        let node_mask = this.node_names.len();
+        let n_stress = if this.nodal_stress { 9 } else { 0 };
+        let mut node_record = |n: usize, r: &mut [f64]| {
+            r[..3].copy_from_slice(&u_local[n]);
+            r[3..6].copy_from_slice(&r_local[n]);
+            r[6..9].copy_from_slice(&mesh.coords[n]);
+            if this.nodal_stress {
+                r[9..18].copy_from_slice(&nodal[n]);
+            }
+            let mask = &mut r[9 + n_stress..];
+            mask.fill(0.0);
+            for (i, m) in this.node_member.iter().enumerate() {
+                if m[n] {
+                    set_bit(mask, i);
+                }
+            }
+        };
+        let mut cell_record = |c: usize, r: &mut [f64]| cells.record(c, r);
+        let mut acc = Accumulator {
+            out: this,
+            strain_energy: [0.0f64; 0].iter().sum(),
+            max_displacement: 0.0,
+            reactions: vec![SetSum::default(); node_mask],
+            sums: vec![SetSum::default(); this.sums.len()],
+        };
+        let index = |f: StepField| this.fields.iter().position(|&g| g == f);
+        let mut stats = Vec::new();
+        let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
+            let w = this.step_nodes.width();
+            stats.push(
+                this.step_nodes
+                    .gather(comm, &mut node_record, |ids, records| {
+                        let n = ids.len();
+                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        for i in 0..n {
+                            let r = &records[i * w..(i + 1) * w];
+                            let (x, uu, rr) =
+                                ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
+                            acc.node(x, uu, rr, &r[9 + n_stress..]);
+                            if pieces.is_some() {
+                                columns[0].extend_from_slice(&uu);
+                                columns[1].extend_from_slice(&rr);
+                                if this.nodal_stress {
+                                    let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
+                                    columns[2].extend_from_slice(&t);
+                                    columns[3].push(serial::von_mises_of(&t));
+                                }
+                            }
+                        }
+                        if let Some(p) = pieces.as_deref_mut() {
+                            let first = ids[0] as usize;
+                            for (k, (f, width)) in [
+                                (StepField::Displacement, 3),
+                                (StepField::Reaction, 3),
+                                (StepField::NodalCauchyStress, 9),
+                                (StepField::NodalVonMises, 1),
+                            ]
+                            .into_iter()
+                            .enumerate()
+                            {
+                                if let Some(d) = index(f) {
+                                    p.put_f64(d, width * first, &columns[k]);
+                                }
+                            }
+                        }
+                    })?,
+            );
+            let w = this.step_cells.width();
+            stats.push(
+                this.step_cells
+                    .gather(comm, &mut cell_record, |ids, records| {
+                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        for i in 0..ids.len() {
+                            let r = &records[i * w..(i + 1) * w];
+                            acc.strain_energy += r[12];
+                            if pieces.is_some() {
+                                columns[0].extend_from_slice(&r[..9]);
+                                columns[1].push(r[9]);
+                                columns[2].push(r[10]);
+                                columns[3].push(r[11]);
+                            }
+                        }
+                        if let Some(p) = pieces.as_deref_mut() {
+                            let first = ids[0] as usize;
+                            for (k, (f, width)) in [
+                                (StepField::CauchyStress, 9),
+                                (StepField::VonMises, 1),
+                                (StepField::Jacobian, 1),
+                                (StepField::EnergyDensity, 1),
+                            ]
+                            .into_iter()
+                            .enumerate()
+                            {
+                                if let Some(d) = index(f) {
+                                    p.put_f64(d, width * first, &columns[k]);
+                                }
+                            }
+                        }
+                    })?,
+            );
+            Ok(())
+        };
+        let figures = match (results, points) {
+            (Some(results), Some(points)) => {
+                let header = StepHeader {
+                    step: stamp.index,
+                    load_factor: stamp.load_factor,
+                    next_increment: stamp.next_increment,
+                    time: stamp.time,
+                    fields: this.fields.clone(),
+                };
+                let mut called = false;
+                let written = results.write_step_in_pieces(&header, |p| {
+                    called = true;
+                    gather(Some(p), &mut acc)
+                });
+                if !called {
+                    gather(None, &mut acc)?;
+                }
+                written?;
+                Some(acc.figures(config, &points))
+            }
+            (None, None) => {
+                gather(None, &mut acc)?;
+                None
+            }
+            _ => anyhow::bail!("the results writer and the probe values are rank 0's alone"),
+        };
+        self.note(&stats);
+        Ok(figures)
+    }
+
+    fn note(&mut self, stats: &[GatherStats]) {
+        for s in stats {
+            self.held.windows += s.windows;
+            self.held.max_window_values = self.held.max_window_values.max(s.max_window_values);
+            self.held.max_message_values = self.held.max_message_values.max(s.max_message_values);
+        }
+    }
+}
