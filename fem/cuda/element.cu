@@ -12,8 +12,12 @@
 //
 // Operation order mirrors the host kernel one for one (compiled with --fmad=false), so the device
 // values equal the host's up to the rounding of log/pow: the parity tests ask 1e-13 relative.
-// Outputs follow the assembler's contribution layout: cell c writes residual contributions
-// r[(c NODES + a) 3 + i] and tangent blocks k[((c NODES + a) NODES + b) 9 + 3 i + k].
+// Each launch covers the cells of one material: group[0..n_group) lists them (ascending cell
+// indices; a mesh of several materials launches once per material, each with its own MATERIAL and
+// p0..p2). Outputs follow the assembler's contribution layout, whatever the launch: cell c writes
+// residual contributions r[(c NODES + a) 3 + i] and tangent blocks
+// k[((c NODES + a) NODES + b) 9 + 3 i + k] (energies and cell fields at c), so the launches of
+// several materials fill one stream that the COO plans sum in the host's order.
 // A cell whose isoparametric map or deformation is inverted (det <= 0, J <= 0, NaN) lowers
 // *fail to its index (atomicMin on a flag, never on values: results stay deterministic).
 
@@ -300,7 +304,7 @@ __device__ __forceinline__ void gather_cell(CellShared& s, u32 cell, const u32* 
 }
 
 // Residual and tangent blocks of EPB cells per block.
-extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_residual_tangent(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                                     const double* __restrict__ coords,
                                                     const double* __restrict__ u,
                                                     const double* __restrict__ weights,
@@ -313,8 +317,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Gather.
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3);
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
         sh[e].x[l] = __ldg(coords + (size_t)node * 3 + l % 3);
         sh[e].u[l] = __ldg(u + (size_t)node * 3 + l % 3);
@@ -323,8 +327,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Per (cell, point): gradients, deformation, material.
     for (int t = threadIdx.x; t < EPB * NQP; t += blockDim.x) {
         const int e = t / NQP, q = t % NQP;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         CellShared& s = sh[e];
         double wd;
         bool ok = point_gradients(s.x, dn + (size_t)q * NODES * 3, __ldg(weights + q), s.g[q], &wd);
@@ -359,8 +363,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Residual entries (cell, a, i): r_a += wd P g_a, point after point.
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3), a = l / 3, i = l % 3;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         const CellShared& s = sh[e];
         double acc = 0.0;
         for (int q = 0; q < NQP; ++q)
@@ -372,8 +376,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // and written transposed when a > b (the host's mirror).
     for (int t = threadIdx.x; t < EPB * NODES * NODES; t += blockDim.x) {
         const int e = t / (NODES * NODES), ab = t % (NODES * NODES), a = ab / NODES, b = ab % NODES;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         const CellShared& s = sh[e];
         const int lo = a < b ? a : b, hi = a < b ? b : a;
         double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -419,7 +423,7 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
 }
 
 // Residual only (line searches): EPB cells per block, no tangent work.
-extern "C" __global__ void element_residual(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_residual(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                             const double* __restrict__ coords, const double* __restrict__ u,
                                             const double* __restrict__ weights, const double* __restrict__ dn,
                                             const double p0, const double p1, const double p2,
@@ -431,8 +435,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     const u32 first = blockIdx.x * EPB;
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3);
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
         xs[e][l] = __ldg(coords + (size_t)node * 3 + l % 3);
         us[e][l] = __ldg(u + (size_t)node * 3 + l % 3);
@@ -440,8 +444,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     __syncthreads();
     for (int t = threadIdx.x; t < EPB * NQP; t += blockDim.x) {
         const int e = t / NQP, q = t % NQP;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         double wd, f[9], p[9];
         bool ok = point_gradients(xs[e], dn + (size_t)q * NODES * 3, __ldg(weights + q), gs[e][q], &wd);
         if (ok) {
@@ -464,8 +468,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     __syncthreads();
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3), a = l / 3, i = l % 3;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = __ldg(group + first + e);
         double acc = 0.0;
         for (int q = 0; q < NQP; ++q)
             acc += pws[e][q][3 * i] * gs[e][q][3 * a] + pws[e][q][3 * i + 1] * gs[e][q][3 * a + 1] +
@@ -475,13 +479,14 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
 }
 
 // Strain energy int psi dV of every cell (one thread per cell).
-extern "C" __global__ void element_energy(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_energy(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                           const double* __restrict__ coords, const double* __restrict__ u,
                                           const double* __restrict__ weights, const double* __restrict__ dn,
                                           const double p0, const double p1, const double p2,
                                           double* __restrict__ energy_out, u32* __restrict__ fail) {
-    const u32 cell = blockIdx.x * blockDim.x + threadIdx.x;
-    if (cell >= n_cells) return;
+    const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= n_group) return;
+    const u32 cell = __ldg(group + slot);
     double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
     for (int l = 0; l < NODES * 3; ++l) {
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
@@ -528,13 +533,14 @@ __device__ __forceinline__ double det3(const double* m) {
 
 // Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
 // Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy. One thread per cell.
-extern "C" __global__ void element_cell_fields(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                                const double* __restrict__ coords, const double* __restrict__ u,
                                                const double* __restrict__ weights, const double* __restrict__ dn,
                                                const double p0, const double p1, const double p2,
                                                double* __restrict__ out, u32* __restrict__ fail) {
-    const u32 cell = blockIdx.x * blockDim.x + threadIdx.x;
-    if (cell >= n_cells) return;
+    const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= n_group) return;
+    const u32 cell = __ldg(group + slot);
     double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
     for (int l = 0; l < NODES * 3; ++l) {
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
