@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use fem::{ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE};
+use fem::{CellFields, ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE};
 use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 
@@ -300,6 +300,36 @@ impl DeviceElements {
             blocked: false,
         };
         self.launch_groups(launch, u, &mut [fields])
+    }
+
+    /// The output fields of every cell at `u`, computed on the device and downloaded (the state's
+    /// output at a converged step: `8` [`CELL_FIELDS`] bytes per cell come down). Waits; a failed
+    /// cell is reported like [`Self::check_failure`].
+    pub fn download_cell_fields(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+    ) -> Result<Vec<CellFields>, AssemblyError> {
+        let mut fields = self.ctx.zeros::<f64>(CELL_FIELDS * self.n_cells)?;
+        self.cell_fields(u, &mut fields)?;
+        self.check_failure(u)?;
+        Ok(self
+            .ctx
+            .download(&fields)?
+            .as_chunks::<CELL_FIELDS>()
+            .0
+            .iter()
+            .map(
+                |&[xx, yy, zz, xy, yz, xz, von_mises, j, energy_density, strain_energy]| {
+                    CellFields {
+                        cauchy: [xx, yy, zz, xy, yz, xz],
+                        von_mises,
+                        j,
+                        energy_density,
+                        strain_energy,
+                    }
+                },
+            )
+            .collect())
     }
 
     /// Waits for the queued kernels and reports the first failed cell (in cell order) since the
