@@ -39,16 +39,21 @@ fn cells_per_block(nodes: usize, split_tangent: bool) -> usize {
 struct MaterialGroup {
     material: Material,
     /// The element source's `#define`s for this material.
-    defines: [(&'static str, i64); 4],
-    /// The group's cells, ascending.
+    defines: Defines,
+    /// The group's cells, ascending; where the group is the whole mesh (`INDIRECT` 0) one unread
+    /// entry, the kernels taking cells `0..len` directly.
     cells: DeviceBuffer<u32>,
+    len: usize,
 }
 
 impl MaterialGroup {
     fn len(&self) -> usize {
-        self.cells.len()
+        self.len
     }
 }
+
+/// The `#define`s of one compilation of the element source.
+type Defines = [(&'static str, i64); 5];
 
 /// The cells of each distinct material of `materials` (first appearance order; cells ascending
 /// within a group). Every cell is in exactly one group.
@@ -117,13 +122,16 @@ impl DeviceElements {
                 ),
             });
         }
-        let groups = material_groups(assembler.materials(), assembler.n_cells())
+        let groups = material_groups(assembler.materials(), assembler.n_cells());
+        let whole_mesh = groups.len() == 1;
+        let groups = groups
             .into_iter()
             .map(|(material, cells)| {
                 Ok(MaterialGroup {
-                    defines: element_defines(&kernel, &material),
+                    defines: element_defines(&kernel, &material, !whole_mesh),
                     material,
-                    cells: ctx.upload(&cells)?,
+                    len: cells.len(),
+                    cells: ctx.upload(if whole_mesh { &cells[..1] } else { &cells })?,
                 })
             })
             .collect::<Result<Vec<_>, AssemblyError>>()?;
@@ -366,8 +374,9 @@ impl DeviceElements {
     }
 }
 
-/// The `#define`s of the element source for `kernel` (order, quadrature) and `material`.
-fn element_defines(kernel: &ElementKernel, material: &Material) -> [(&'static str, i64); 4] {
+/// The `#define`s of the element source for `kernel` (order, quadrature) and `material`; `indirect`:
+/// a launch's cells come from a list (a mesh of several materials), else they are `0..n`.
+fn element_defines(kernel: &ElementKernel, material: &Material, indirect: bool) -> Defines {
     let split = matches!(
         material,
         Material::Linear { .. } | Material::NeoHookean { .. }
@@ -378,21 +387,27 @@ fn element_defines(kernel: &ElementKernel, material: &Material) -> [(&'static st
         ("NQP", kernel.n_qp() as i64),
         ("MATERIAL", material.device_code()),
         ("EPB", cells_per_block(npc, split) as i64),
+        ("INDIRECT", indirect as i64),
     ]
 }
 
 /// Compiles the element kernels for `kernel` and `material` for `arch` (`"sm_90"`) with NVRTC
-/// alone (no device needed) and returns the cubin's size; a rejected source returns NVRTC's log.
+/// alone (no device needed), both the whole-mesh and the cell-list variants, and returns the
+/// cubins' size; a rejected source returns NVRTC's log.
 pub fn compile_element_source(
     kernel: &ElementKernel,
     material: &Material,
     arch: &str,
 ) -> Result<usize, AssemblyError> {
-    Ok(linalg::backend::cuda::external::compile_only(
-        &ELEMENT_SOURCE,
-        &element_defines(kernel, material),
-        arch,
-    )?)
+    let mut bytes = 0;
+    for indirect in [false, true] {
+        bytes += linalg::backend::cuda::external::compile_only(
+            &ELEMENT_SOURCE,
+            &element_defines(kernel, material, indirect),
+            arch,
+        )?;
+    }
+    Ok(bytes)
 }
 
 pub(crate) fn check(what: &'static str, expected: usize, got: usize) -> Result<(), AssemblyError> {
@@ -442,7 +457,7 @@ pub(crate) fn scatter_node_slots(
 impl DeviceElements {
     /// `#define`s that compile the element source (any material's: for its material-free
     /// kernels such as `scatter_node_slots`).
-    pub(crate) fn defines(&self) -> [(&'static str, i64); 4] {
+    pub(crate) fn defines(&self) -> Defines {
         match self.groups.first() {
             Some(g) => g.defines,
             None => element_defines(
@@ -451,6 +466,7 @@ impl DeviceElements {
                     lambda: 0.0,
                     mu: 0.0,
                 },
+                false,
             ),
         }
     }
