@@ -231,7 +231,7 @@ impl DeviceElements {
                 KernelArg::F64(p1),
                 KernelArg::F64(p2),
             ];
-            args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(&mut **o)));
+            args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
             args.push(KernelArg::U32sMut(&mut self.fail));
             launch(
                 &self.ctx,
