@@ -49,15 +49,6 @@ impl CellMaterials {
         Ok(Self { table, of_cell })
     }
 
-    /// The one material of every cell, if they all share one (the device kernels take one).
-    pub fn single(&self) -> Option<&Material> {
-        let first = self.table.get(*self.of_cell.first()? as usize)?;
-        self.of_cell
-            .iter()
-            .all(|&m| self.table[m as usize] == *first)
-            .then_some(first)
-    }
-
     /// The material of cell `c`.
     pub fn of(&self, c: usize) -> &Material {
         &self.table[self.of_cell[c] as usize]

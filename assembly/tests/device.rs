@@ -1,5 +1,6 @@
-//! The element loop on the GPU against the host: element residuals and tangent blocks per material
-//! and order (1e-13 relative), a finite-difference check of the device tangent against the device
+//! The element loop on the GPU against the host: element residuals, tangent blocks, energies and
+//! output fields per material and order, and on a mesh of all five materials (1e-13 relative and
+//! the tangent's bits), a finite-difference check of the device tangent against the device
 //! residual, and the assembled residual and tangent through the uploaded COO plans.
 //!
 //! GPU tests print one `SKIP` line and pass where there is no CUDA device (CI); they run on the
@@ -89,49 +90,150 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
     diff / scale
 }
 
-/// Host element contributions in the assembler's layout.
+/// Host element contributions in the assembler's layout, each cell with its own material; and each
+/// cell's material.
 fn host_contributions(
     assembler: &ElasticityAssembler,
-    material: &Material,
-    cells: &[usize],
     u: &[f64],
-) -> (Vec<f64>, Vec<f64>) {
+) -> (Vec<f64>, Vec<f64>, Vec<Material>) {
     let kernel = assembler.kernel();
     let n = kernel.n_nodes();
-    let (mut r, mut k) = (Vec::new(), Vec::new());
-    for c in 0..assembler.n_cells() {
-        let nodes = &cells[c * n..(c + 1) * n];
-        let xe: Vec<[f64; 3]> = nodes.iter().map(|&i| assembler.coords()[i]).collect();
-        let ue: Vec<[f64; 3]> = nodes
-            .iter()
-            .map(|&i| [u[3 * i], u[3 * i + 1], u[3 * i + 2]])
-            .collect();
-        let mut re = vec![[0.0; 3]; n];
-        let mut ke = vec![[0.0; 9]; n * n];
-        kernel
-            .residual_tangent(&xe, &ue, material, Load::None, &mut re, Some(&mut ke))
-            .unwrap();
+    let per_cell = assembler
+        .map_cells(&Vector::from_vec(u.to_vec()), |_, xe, ue, material| {
+            let mut re = vec![[0.0; 3]; n];
+            let mut ke = vec![[0.0; 9]; n * n];
+            kernel.residual_tangent(xe, ue, material, Load::None, &mut re, Some(&mut ke))?;
+            Ok((re, ke, *material))
+        })
+        .unwrap();
+    let (mut r, mut k, mut m) = (Vec::new(), Vec::new(), Vec::new());
+    for (re, ke, material) in per_cell {
         r.extend(re.as_flattened());
         k.extend(ke.as_flattened());
+        m.push(material);
     }
-    (r, k)
+    (r, k, m)
 }
 
-fn mesh_cells(order: usize, n: usize) -> Vec<usize> {
-    let kind = CellKind::from_order(order).unwrap();
-    let corners = [
-        [0.0, 0.0, 0.0],
-        [1.1, 0.1, 0.0],
-        [0.05, 0.9, 0.1],
-        [1.2, 1.0, 0.05],
-        [0.1, 0.0, 1.0],
-        [1.0, 0.1, 1.1],
-        [0.0, 1.1, 0.9],
-        [1.1, 1.05, 1.2],
-    ];
-    generate_box(&BoxSpec::mapped([n; 3], corners, kind))
+/// The materials of a mesh of several: all five models, interleaved in cell order (cell `c` takes
+/// model `(c + c / 5) % 5`, so each material's cells are scattered through the mesh).
+fn mixed_materials(n_cells: usize) -> CellMaterials {
+    let of_cell = (0..n_cells).map(|c| ((c + c / 5) % 5) as u16).collect();
+    CellMaterials::new(materials(), of_cell).unwrap()
+}
+
+/// [`problem`] with [`mixed_materials`].
+fn mixed_problem(order: usize, n: usize) -> (ElasticityAssembler, Vec<f64>) {
+    let (mut assembler, u) = problem(order, n, materials()[0]);
+    assembler
+        .set_materials(mixed_materials(assembler.n_cells()))
+        .unwrap();
+    (assembler, u)
+}
+
+/// Device element residuals, tangent blocks, energies and output fields of `assembler` at `u`
+/// against the host's, each cell with its own material: 1e-13 relative per output, and the
+/// tangent's bits in every cell (decoupled neo-Hookean's `J^{-2/3}` included: both sides compute
+/// it with the same operations). Returns the failures (printing every figure first).
+fn compare_element_kernels(
+    ctx: &Arc<CudaContext>,
+    assembler: &ElasticityAssembler,
+    u: &[f64],
+    label: &str,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut elements = DeviceElements::new(ctx, assembler).unwrap();
+    let ud = ctx.upload(u).unwrap();
+    let mut r = ctx.zeros::<f64>(elements.residual_len()).unwrap();
+    let mut k = ctx.zeros::<f64>(elements.tangent_len()).unwrap();
+    elements.residual_tangent(&ud, &mut r, &mut k).unwrap();
+    elements.check_failure(&ud).unwrap();
+    let (rh, kh, cell_materials) = host_contributions(assembler, u);
+    let (rd, kd) = (ctx.download(&r).unwrap(), ctx.download(&k).unwrap());
+    let (er, ek) = (rel_diff(&rd, &rh), rel_diff(&kd, &kh));
+    let block = kh.len() / cell_materials.len();
+    let mut same = 0;
+    for (c, m) in cell_materials.iter().enumerate() {
+        let cell = c * block..(c + 1) * block;
+        let bits = kd[cell.clone()]
+            .iter()
+            .zip(&kh[cell])
+            .filter(|(a, b)| a.to_bits() == b.to_bits())
+            .count();
+        same += bits;
+        if bits != block {
+            failures.push(format!("{label}: cell {c} ({}): tangent bits", m.name()));
+        }
+    }
+    println!(
+        "{label}: residual {er:.1e} tangent {ek:.1e} ({same}/{} tangent values bit-identical)",
+        kh.len()
+    );
+    if er > 1e-13 || ek > 1e-13 {
+        failures.push(format!("{label}: residual {er:e} tangent {ek:e}"));
+    }
+    // The residual-only kernel gives the same residual.
+    let mut r2 = ctx.zeros::<f64>(elements.residual_len()).unwrap();
+    elements.residual(&ud, &mut r2).unwrap();
+    elements.check_failure(&ud).unwrap();
+    if ctx.download(&r2).unwrap() != rd {
+        failures.push(format!(
+            "{label}: residual-only kernel != residual of the pair"
+        ));
+    }
+    // Energies.
+    let mut e = ctx.zeros::<f64>(elements.n_cells()).unwrap();
+    elements.energies(&ud, &mut e).unwrap();
+    elements.check_failure(&ud).unwrap();
+    let ed = ctx.download(&e).unwrap();
+    let uh = Vector::from_vec(u.to_vec());
+    let eh = assembler
+        .map_cells(&uh, |_, x, ue, m| {
+            assembler.kernel().strain_energy(x, ue, m)
+        })
+        .unwrap();
+    let ee = rel_diff(&ed, &eh);
+    // Output fields.
+    let mut fd = ctx.zeros::<f64>(CELL_FIELDS * elements.n_cells()).unwrap();
+    elements.cell_fields(&ud, &mut fd).unwrap();
+    elements.check_failure(&ud).unwrap();
+    let fd = ctx.download(&fd).unwrap();
+    let fh: Vec<f64> = assembler
+        .map_cells(&uh, |_, x, ue, m| assembler.kernel().cell_fields(x, ue, m))
         .unwrap()
-        .cells
+        .iter()
+        .flat_map(|c| {
+            let mut v = c.cauchy.to_vec();
+            v.extend([c.von_mises, c.j, c.energy_density, c.strain_energy]);
+            v
+        })
+        .collect();
+    let fields: Vec<f64> = (0..CELL_FIELDS)
+        .map(|f| {
+            let d: Vec<f64> = fd.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
+            let h: Vec<f64> = fh.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
+            rel_diff(&d, &h)
+        })
+        .collect();
+    let fields_bits = fd
+        .iter()
+        .zip(&fh)
+        .filter(|(a, b)| a.to_bits() == b.to_bits())
+        .count();
+    println!(
+        "{label}: energies {ee:.1e}; cell fields {:.1e} ({fields_bits}/{} bit-identical)",
+        fields.iter().fold(0.0f64, |m, &e| m.max(e)),
+        fh.len()
+    );
+    if ee > 1e-13 {
+        failures.push(format!("{label}: energies {ee:e}"));
+    }
+    for (f, e) in fields.iter().enumerate() {
+        if *e > 1e-13 {
+            failures.push(format!("{label}: cell field {f}: {e:e}"));
+        }
+    }
+    failures
 }
 
 #[test]
@@ -158,80 +260,38 @@ fn element_source_compiles_for_every_order_and_material() {
 #[test]
 fn device_element_kernels_match_the_host_per_material() {
     let Some(ctx) = context() else { return };
+    let mut failures = Vec::new();
     for order in [1, 2] {
         let n = if order == 1 { 3 } else { 2 };
-        let cells = mesh_cells(order, n);
         for material in materials() {
             let (assembler, u) = problem(order, n, material);
-            let mut elements = DeviceElements::new(&ctx, &assembler).unwrap();
-            let ud = ctx.upload(&u).unwrap();
-            let mut r = ctx.zeros::<f64>(elements.residual_len()).unwrap();
-            let mut k = ctx.zeros::<f64>(elements.tangent_len()).unwrap();
-            elements.residual_tangent(&ud, &mut r, &mut k).unwrap();
-            elements.check_failure(&ud).unwrap();
-            let (rh, kh) = host_contributions(&assembler, &material, &cells, &u);
-            let (rd, kd) = (ctx.download(&r).unwrap(), ctx.download(&k).unwrap());
-            let (er, ek) = (rel_diff(&rd, &rh), rel_diff(&kd, &kh));
-            let same = kd.iter().zip(&kh).filter(|(a, b)| a == b).count();
-            println!(
-                "Q{order} {:<24} residual {er:.1e} tangent {ek:.1e} ({same}/{} tangent values bit-identical)",
-                material.name(),
-                kh.len()
-            );
-            assert!(er <= 1e-13 && ek <= 1e-13, "Q{order} {}", material.name());
-            // the same operations in the same order: bits, except where the host's pow and the
-            // device's differ (decoupled neo-Hookean)
-            if material.name() != "decoupled_neo_hookean" {
-                assert_eq!(same, kh.len(), "Q{order} {}: tangent bits", material.name());
-            }
-            // The residual-only kernel gives the same residual.
-            let mut r2 = ctx.zeros::<f64>(elements.residual_len()).unwrap();
-            elements.residual(&ud, &mut r2).unwrap();
-            elements.check_failure(&ud).unwrap();
-            assert_eq!(ctx.download(&r2).unwrap(), rd);
-            // Energies.
-            let mut e = ctx.zeros::<f64>(elements.n_cells()).unwrap();
-            elements.energies(&ud, &mut e).unwrap();
-            elements.check_failure(&ud).unwrap();
-            let ed = ctx.download(&e).unwrap();
-            let uh = Vector::from_vec(u.clone());
-            let eh = assembler
-                .map_cells(&uh, |_, x, ue, m| {
-                    assembler.kernel().strain_energy(x, ue, m)
-                })
-                .unwrap();
-            assert!(
-                rel_diff(&ed, &eh) <= 1e-13,
-                "energy Q{order} {}",
-                material.name()
-            );
-            // Output fields.
-            let mut fd = ctx.zeros::<f64>(CELL_FIELDS * elements.n_cells()).unwrap();
-            elements.cell_fields(&ud, &mut fd).unwrap();
-            elements.check_failure(&ud).unwrap();
-            let fd = ctx.download(&fd).unwrap();
-            let fh: Vec<f64> = assembler
-                .map_cells(&uh, |_, x, ue, m| assembler.kernel().cell_fields(x, ue, m))
-                .unwrap()
-                .iter()
-                .flat_map(|c| {
-                    let mut v = c.cauchy.to_vec();
-                    v.extend([c.von_mises, c.j, c.energy_density, c.strain_energy]);
-                    v
-                })
-                .collect();
-            for f in 0..CELL_FIELDS {
-                let d: Vec<f64> = fd.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
-                let h: Vec<f64> = fh.iter().skip(f).step_by(CELL_FIELDS).copied().collect();
-                let e = rel_diff(&d, &h);
-                assert!(
-                    e <= 1e-12,
-                    "cell field {f} Q{order} {}: {e:e}",
-                    material.name()
-                );
-            }
+            let label = format!("Q{order} {:<24}", material.name());
+            failures.extend(compare_element_kernels(&ctx, &assembler, &u, &label));
         }
     }
+    assert!(failures.is_empty(), "device != host: {failures:#?}");
+}
+
+/// A mesh of all five materials, interleaved: one launch per material over its cells writes the
+/// same contributions, energies and output fields as the host's loop over the cells.
+#[test]
+fn device_element_kernels_match_the_host_with_several_materials() {
+    let Some(ctx) = context() else { return };
+    let mut failures = Vec::new();
+    for order in [1, 2] {
+        let n = if order == 1 { 3 } else { 2 };
+        let (assembler, u) = mixed_problem(order, n);
+        let elements = DeviceElements::new(&ctx, &assembler).unwrap();
+        let groups = elements.materials();
+        assert_eq!(groups.len(), 5, "Q{order}: one launch per material");
+        assert_eq!(
+            groups.iter().map(|g| g.1).sum::<usize>(),
+            assembler.n_cells()
+        );
+        let label = format!("Q{order} five materials");
+        failures.extend(compare_element_kernels(&ctx, &assembler, &u, &label));
+    }
+    assert!(failures.is_empty(), "device != host: {failures:#?}");
 }
 
 #[test]
@@ -289,8 +349,12 @@ fn device_assembly_matches_the_host_assembly() {
     let Some(ctx) = context() else { return };
     for order in [1, 2] {
         let n = if order == 1 { 4 } else { 2 };
-        for material in [materials()[2], materials()[4]] {
-            let (mut assembler, u) = problem(order, n, material);
+        let cases = [
+            (materials()[2].name(), problem(order, n, materials()[2])),
+            (materials()[4].name(), problem(order, n, materials()[4])),
+            ("five materials", mixed_problem(order, n)),
+        ];
+        for (name, (mut assembler, u)) in cases {
             let mut dev = DeviceAssembler::new(&ctx, &assembler).unwrap();
             let uh = Vector::from_vec(u.clone());
             let mut rh = Vector::zeros(u.len());
@@ -314,8 +378,7 @@ fn device_assembly_matches_the_host_assembly() {
                 .filter(|(a, b)| a == b)
                 .count();
             println!(
-                "Q{order} {:<24} assembled residual {er:.1e} tangent {ek:.1e} ({same}/{} bit-identical)",
-                material.name(),
+                "Q{order} {name:<24} assembled residual {er:.1e} tangent {ek:.1e} ({same}/{} bit-identical)",
                 kdv.len()
             );
             assert!(er <= 1e-13 && ek <= 1e-13);
@@ -527,8 +590,12 @@ fn device_potential_is_the_hosts_bits() {
     let Some(ctx) = context() else { return };
     let mut mismatches = Vec::new();
     for order in [1, 2] {
-        for material in materials() {
-            let (assembler, u) = problem(order, 3, material);
+        let mut cases: Vec<(String, _)> = materials()
+            .into_iter()
+            .map(|m| (format!("{m:?}"), problem(order, 3, m)))
+            .collect();
+        cases.push(("five materials".into(), mixed_problem(order, 3)));
+        for (material, (assembler, u)) in cases {
             let coords = assembler.coords().to_vec();
             let external: Vec<f64> = (0..u.len())
                 .map(|i| 1e-3 * ((i % 7) as f64 - 3.0))
@@ -545,14 +612,14 @@ fn device_potential_is_the_hosts_bits() {
             let h = host.potential(&Vector::from_vec(u.clone()), 0.6).unwrap();
             let d = device.potential(&ctx.upload(&u).unwrap(), 0.6).unwrap();
             println!(
-                "potential Q{order} {material:?}: host {:e} device {:e}",
+                "potential Q{order} {material}: host {:e} device {:e}",
                 h.value, d.value
             );
             if h.value.to_bits() != d.value.to_bits()
                 || h.magnitude.to_bits() != d.magnitude.to_bits()
             {
                 mismatches.push(format!(
-                    "Q{order} {material:?}: value {:e} vs {:e}, magnitude {:e} vs {:e}",
+                    "Q{order} {material}: value {:e} vs {:e}, magnitude {:e} vs {:e}",
                     d.value, h.value, d.magnitude, h.magnitude
                 ));
             }

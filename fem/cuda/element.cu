@@ -9,16 +9,30 @@
 //             4 Mooney-Rivlin (fem::Material::device_code); parameters p0, p1, p2 as
 //             fem::Material::device_params
 //   EPB       cells per thread block (the block's threads share out each cell's work)
+//   INDIRECT  1: a launch's cells are group[0..n_group); 0: cells 0..n_group (one material)
 //
 // Operation order mirrors the host kernel one for one (compiled with --fmad=false), so the device
-// values equal the host's up to the rounding of log/pow: the parity tests ask 1e-13 relative.
-// Outputs follow the assembler's contribution layout: cell c writes residual contributions
-// r[(c NODES + a) 3 + i] and tangent blocks k[((c NODES + a) NODES + b) 9 + 3 i + k].
+// values equal the host's up to the rounding of log (j^(-2/3) is computed with the host's own
+// operations, pow_minus_two_thirds): the parity tests ask 1e-13 relative and the tangent's bits.
+// Each launch covers the cells of one material: group[0..n_group) lists them (ascending cell
+// indices; a mesh of several materials launches once per material, each with its own MATERIAL and
+// p0..p2; a mesh of one material launches once with INDIRECT 0). Outputs follow the assembler's contribution layout, whatever the launch: cell c writes
+// residual contributions r[(c NODES + a) 3 + i] and tangent blocks
+// k[((c NODES + a) NODES + b) 9 + 3 i + k] (energies and cell fields at c), so the launches of
+// several materials fill one stream that the COO plans sum in the host's order.
 // A cell whose isoparametric map or deformation is inverted (det <= 0, J <= 0, NaN) lowers
 // *fail to its index (atomicMin on a flag, never on values: results stay deterministic).
 
 #ifndef MATERIAL
 #error "MATERIAL must be defined"
+#endif
+
+// The cell of a launch's slot: group[slot], or the slot itself where one material covers the
+// whole mesh (INDIRECT 0: no list is read).
+#if INDIRECT
+#define CELL_OF(slot) __ldg(group + (slot))
+#else
+#define CELL_OF(slot) (slot)
 #endif
 
 // Linear and neo-Hookean tangents split as c0 I + c1 H (x) H + c2 H_iL H_kJ (contracted through
@@ -49,6 +63,25 @@ __device__ __forceinline__ bool ratio_inv_t(const double* f, double* j_out, doub
     if (!(j > 0.0 && isfinite(j))) return false;
     for (int r = 0; r < 9; ++r) h[r] = cof[r] / j;
     return true;
+}
+
+// j^(-2/3) for finite j > 0 with the host's operations in the host's order (integer arithmetic on
+// the bits, then *, -, /; fem/src/material/decoupled_neo_hookean.rs::pow_minus_two_thirds): the
+// host's bits, where CUDA's pow and the C library's round differently.
+__device__ __forceinline__ double pow_minus_two_thirds(double j) {
+    double x = j, scale = 1.0;
+    if (j < 2.2250738585072014e-308) {  // subnormal: scale by 2^54, (2^54)^(-1/3) = 2^-18
+        x = j * 18014398509481984.0;
+        scale = 262144.0;
+    }
+    double y = __longlong_as_double(
+        (long long)(0x5540000000000000ull - (unsigned long long)__double_as_longlong(x) / 3ull));
+    for (int s = 0; s < 8; ++s) {
+        const double c = x * y * y * y;
+        y *= (4.0 - c) / 3.0;
+    }
+    y = y * scale;
+    return y * y;
 }
 
 // ---- tangent patterns (fem/src/material/tensor.rs) ----
@@ -139,7 +172,7 @@ __device__ bool material_energy(const double* f, double p0, double p1, double p2
     *psi = 0.5 * p0 * lnj * lnj - p1 * lnj + 0.5 * p1 * (i1 - 3.0);
 #elif MATERIAL == 3
     const double i1 = sum_sq(f);
-    *psi = 0.25 * p0 * (j * j - 1.0 - 2.0 * log(j)) + 0.5 * p1 * (pow(j, -2.0 / 3.0) * i1 - 3.0);
+    *psi = 0.25 * p0 * (j * j - 1.0 - 2.0 * log(j)) + 0.5 * p1 * (pow_minus_two_thirds(j) * i1 - 3.0);
 #elif MATERIAL == 4
     const double lnj = log(j);
     double c[9];
@@ -202,7 +235,7 @@ __device__ bool material_full(const double* f, double p0, double p1, double p2, 
     mul3(f, s, p);
 #elif MATERIAL == 3
     const double i1 = sum_sq(f);
-    const double mua = p1 * pow(j, -2.0 / 3.0);
+    const double mua = p1 * pow_minus_two_thirds(j);
     const double pr = 0.5 * p0 * (j * j - 1.0);
     add_identity(a, mua);
     add_dyad(a, p0 * j * j + 2.0 / 9.0 * mua * i1, h, nullptr);
@@ -300,7 +333,7 @@ __device__ __forceinline__ void gather_cell(CellShared& s, u32 cell, const u32* 
 }
 
 // Residual and tangent blocks of EPB cells per block.
-extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_residual_tangent(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                                     const double* __restrict__ coords,
                                                     const double* __restrict__ u,
                                                     const double* __restrict__ weights,
@@ -313,8 +346,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Gather.
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3);
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
         sh[e].x[l] = __ldg(coords + (size_t)node * 3 + l % 3);
         sh[e].u[l] = __ldg(u + (size_t)node * 3 + l % 3);
@@ -323,8 +356,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Per (cell, point): gradients, deformation, material.
     for (int t = threadIdx.x; t < EPB * NQP; t += blockDim.x) {
         const int e = t / NQP, q = t % NQP;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         CellShared& s = sh[e];
         double wd;
         bool ok = point_gradients(s.x, dn + (size_t)q * NODES * 3, __ldg(weights + q), s.g[q], &wd);
@@ -359,8 +392,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // Residual entries (cell, a, i): r_a += wd P g_a, point after point.
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3), a = l / 3, i = l % 3;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         const CellShared& s = sh[e];
         double acc = 0.0;
         for (int q = 0; q < NQP; ++q)
@@ -372,8 +405,8 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
     // and written transposed when a > b (the host's mirror).
     for (int t = threadIdx.x; t < EPB * NODES * NODES; t += blockDim.x) {
         const int e = t / (NODES * NODES), ab = t % (NODES * NODES), a = ab / NODES, b = ab % NODES;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         const CellShared& s = sh[e];
         const int lo = a < b ? a : b, hi = a < b ? b : a;
         double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -419,7 +452,7 @@ extern "C" __global__ void element_residual_tangent(const u32 n_cells, const u32
 }
 
 // Residual only (line searches): EPB cells per block, no tangent work.
-extern "C" __global__ void element_residual(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_residual(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                             const double* __restrict__ coords, const double* __restrict__ u,
                                             const double* __restrict__ weights, const double* __restrict__ dn,
                                             const double p0, const double p1, const double p2,
@@ -431,8 +464,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     const u32 first = blockIdx.x * EPB;
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3);
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
         xs[e][l] = __ldg(coords + (size_t)node * 3 + l % 3);
         us[e][l] = __ldg(u + (size_t)node * 3 + l % 3);
@@ -440,8 +473,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     __syncthreads();
     for (int t = threadIdx.x; t < EPB * NQP; t += blockDim.x) {
         const int e = t / NQP, q = t % NQP;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         double wd, f[9], p[9];
         bool ok = point_gradients(xs[e], dn + (size_t)q * NODES * 3, __ldg(weights + q), gs[e][q], &wd);
         if (ok) {
@@ -464,8 +497,8 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
     __syncthreads();
     for (int t = threadIdx.x; t < EPB * NODES * 3; t += blockDim.x) {
         const int e = t / (NODES * 3), l = t % (NODES * 3), a = l / 3, i = l % 3;
-        const u32 cell = first + e;
-        if (cell >= n_cells) continue;
+        if (first + e >= n_group) continue;
+        const u32 cell = CELL_OF(first + e);
         double acc = 0.0;
         for (int q = 0; q < NQP; ++q)
             acc += pws[e][q][3 * i] * gs[e][q][3 * a] + pws[e][q][3 * i + 1] * gs[e][q][3 * a + 1] +
@@ -475,13 +508,14 @@ extern "C" __global__ void element_residual(const u32 n_cells, const u32* __rest
 }
 
 // Strain energy int psi dV of every cell (one thread per cell).
-extern "C" __global__ void element_energy(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_energy(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                           const double* __restrict__ coords, const double* __restrict__ u,
                                           const double* __restrict__ weights, const double* __restrict__ dn,
                                           const double p0, const double p1, const double p2,
                                           double* __restrict__ energy_out, u32* __restrict__ fail) {
-    const u32 cell = blockIdx.x * blockDim.x + threadIdx.x;
-    if (cell >= n_cells) return;
+    const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= n_group) return;
+    const u32 cell = CELL_OF(slot);
     double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
     for (int l = 0; l < NODES * 3; ++l) {
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
@@ -528,13 +562,14 @@ __device__ __forceinline__ double det3(const double* m) {
 
 // Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
 // Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy. One thread per cell.
-extern "C" __global__ void element_cell_fields(const u32 n_cells, const u32* __restrict__ cells,
+extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                                const double* __restrict__ coords, const double* __restrict__ u,
                                                const double* __restrict__ weights, const double* __restrict__ dn,
                                                const double p0, const double p1, const double p2,
                                                double* __restrict__ out, u32* __restrict__ fail) {
-    const u32 cell = blockIdx.x * blockDim.x + threadIdx.x;
-    if (cell >= n_cells) return;
+    const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= n_group) return;
+    const u32 cell = CELL_OF(slot);
     double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
     for (int l = 0; l < NODES * 3; ++l) {
         const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);

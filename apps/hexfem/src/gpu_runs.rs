@@ -1,14 +1,18 @@
 //! GPU runs against CPU runs (tests only): every input of `inputs/` the device supports, run with
 //! `device: cuda` (the Newton loop on the GPU) and with `device: cpu`, both with CG + AMG, gives
 //! the same Newton iterations per step, the same datasets, displacements to 1e-10 (relative to
-//! the step's largest) and strain energies to 1e-12; per Newton iteration after a step's first
-//! only scalars cross (< 4 KiB). Each test prints one `SKIP` line without a GPU.
+//! the step's largest), strain energies to 1e-12 and the cell fields (on the GPU computed on the
+//! device at converged steps, their bytes counted) to 1e-12 (relative to the field's largest);
+//! per Newton iteration after a step's first only scalars cross (< 4 KiB). Each test prints one `SKIP` line without a GPU.
 
 use std::path::{Path, PathBuf};
 
 use linalg::Device;
 
 use crate::run::{run, Progress, RunOptions};
+
+/// The cell-centred datasets of a step (the output fields of [`crate::run::CellOutputs`]).
+const CELL_DATASETS: [&str; 4] = ["cauchy_stress", "von_mises", "jacobian", "energy_density"];
 
 /// `inputs/` of the checkout: next to the sources, or under the working directory (the device
 /// machine runs the staged test binary from a checkout's root).
@@ -123,9 +127,9 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
             gr.dataset_paths().unwrap(),
             "{name}: datasets"
         );
-        let mut worst_u: f64 = 0.0;
-        for (step, _) in cr.steps().unwrap() {
-            let path = format!("/steps/{step:06}/displacement");
+        // `max |gpu - cpu| / max |cpu|` of one step's dataset
+        let step_diff = |step: usize, field: &str| {
+            let path = format!("/steps/{step:06}/{field}");
             let (_, a) = cr.read_f64(&path).unwrap();
             let (_, b) = gr.read_f64(&path).unwrap();
             let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
@@ -133,16 +137,37 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
                 .iter()
                 .zip(&b)
                 .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-            worst_u = worst_u.max(if scale > 0.0 { diff / scale } else { diff });
+            if scale > 0.0 {
+                diff / scale
+            } else {
+                diff
+            }
+        };
+        let (mut worst_u, mut worst_cells): (f64, f64) = (0.0, 0.0);
+        for (step, _) in cr.steps().unwrap() {
+            worst_u = worst_u.max(step_diff(step, "displacement"));
+            // the cell fields: from the device where the Newton loop ran there (after step 0)
+            for field in CELL_DATASETS {
+                worst_cells = worst_cells.max(step_diff(step, field));
+            }
         }
+        // the device computed the converged steps' cell fields and counted their bytes
+        let output_bytes: Vec<Option<u64>> = gs.iter().map(|s| s.output_transfer_bytes).collect();
         eprintln!(
-            "gpu_runs: {name}: {} steps, Newton iterations {:?} on both, displacement within {worst_u:.1e}, energy within {worst_energy:.1e}",
+            "gpu_runs: {name}: {} steps, Newton iterations {:?} on both, displacement within {worst_u:.1e}, energy within {worst_energy:.1e}, cell fields within {worst_cells:.1e}, output bytes per step {output_bytes:?}",
             cs.len(),
             newton(&cs)
         );
-        if worst_u > 1e-10 || worst_energy > 1e-12 {
+        if worst_u > 1e-10 || worst_energy > 1e-12 || worst_cells > 1e-12 {
             failures.push(format!(
-                "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12)"
+                "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
+            ));
+        }
+        if output_bytes.iter().any(Option::is_none)
+            || cs.iter().any(|s| s.output_transfer_bytes.is_some())
+        {
+            failures.push(format!(
+                "{name}: output bytes are counted on the GPU only: {output_bytes:?}"
             ));
         }
         compared += 1;

@@ -111,7 +111,8 @@ impl RunFigures {
 }
 
 /// The progress lines of a converged step: the step line (with cutbacks and, on the GPU, the
-/// most bytes an iteration after the step's first moved) and one line per constrained set's
+/// most bytes an iteration after the step's first moved and the bytes of the step's output) and
+/// one line per constrained set's
 /// reaction force and moment.
 pub(crate) fn step_lines(step: &ConvergedStep, record: &StepRecord) -> String {
     let gpu_bytes = step
@@ -123,12 +124,15 @@ pub(crate) fn step_lines(step: &ConvergedStep, record: &StepRecord) -> String {
         .map_or(String::new(), |b| {
             format!(", GPU transfers <= {b} B per later iteration")
         });
+    let output_bytes = step
+        .output_transfer_bytes
+        .map_or(String::new(), |b| format!(", {b} B for the output"));
     let cutbacks = match step.cutbacks {
         0 => String::new(),
         n => format!(", after {n} cut back attempts"),
     };
     let mut text = format!(
-        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{gpu_bytes})\n",
+        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{gpu_bytes}{output_bytes})\n",
         step.index,
         step.load_factor,
         record.newton_iterations,
@@ -467,7 +471,7 @@ fn execute_on(
         &mut solver,
         &mut u,
         |step, u, problem, solver| {
-            let cells = CellOutputs::compute(problem, u)?;
+            let cells = CellOutputs::of_step(problem, step, u)?;
             let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
             record_state(
                 &probes,
@@ -769,7 +773,29 @@ impl CellOutputs {
         let kernel = assembler.kernel();
         let cells =
             assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
-        Ok(CellOutputs {
+        Ok(Self::from_fields(&cells))
+    }
+
+    /// The outputs of a converged step: the fields the GPU computed where the Newton loop ran
+    /// there ([`ConvergedStep::cell_fields`]), else [`CellOutputs::compute`] on the host.
+    pub(crate) fn of_step(problem: &Problem, step: &ConvergedStep, u: &Vector) -> Result<Self> {
+        match &step.cell_fields {
+            Some(cells) => {
+                let n = problem.discrete.assembler.n_cells();
+                anyhow::ensure!(
+                    cells.len() == n,
+                    "{} cell fields from the GPU for {n} cells",
+                    cells.len()
+                );
+                Ok(Self::from_fields(cells))
+            }
+            None => Self::compute(problem, u),
+        }
+    }
+
+    /// From each cell's [`fem::CellFields`], in cell order.
+    fn from_fields(cells: &[fem::CellFields]) -> Self {
+        CellOutputs {
             cauchy: cells
                 .iter()
                 .map(|f| {
@@ -781,7 +807,7 @@ impl CellOutputs {
             jacobian: cells.iter().map(|f| f.j).collect(),
             energy_density: cells.iter().map(|f| f.energy_density).collect(),
             strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
-        })
+        }
     }
 
     /// The total strain energy: the cells' energies summed in cell order (in serial order, the
@@ -944,6 +970,7 @@ pub(crate) fn step_record(
         failed_attempts: serde_json::to_value(&step.failed_attempts)?,
         reactions: serde_json::to_value(reactions)?,
         probes: BTreeMap::new(),
+        output_transfer_bytes: step.output_transfer_bytes,
     })
 }
 

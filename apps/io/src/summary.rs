@@ -146,6 +146,10 @@ pub struct StepRecord {
     /// The run's probes at the end of the step, by column name (`tip.uz`); empty without probes.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub probes: std::collections::BTreeMap<String, f64>,
+    /// Where the Newton loop ran on a GPU: bytes moved for the converged step's output (the
+    /// displacement, the reactions and the cells' output fields coming down); absent on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_transfer_bytes: Option<u64>,
 }
 
 /// State of the run: `{"state": "running"}`, `{"state": "completed"}` or

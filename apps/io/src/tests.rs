@@ -494,6 +494,7 @@ fn step_record(step: usize) -> StepRecord {
         failed_attempts: serde_json::Value::Null,
         reactions: serde_json::Value::Null,
         probes: Default::default(),
+        output_transfer_bytes: None,
     }
 }
 

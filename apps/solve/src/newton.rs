@@ -161,6 +161,12 @@ pub struct ConvergedStep {
     /// The increment the next step will try (after regrowth); with `load_factor` and `index`
     /// it is the [`PathState`] a restart continues from.
     pub next_increment: f64,
+    /// The output fields of every cell at the converged state where the Newton loop ran on a GPU
+    /// (computed there, in cell order); `None` on the host, where the caller computes them.
+    pub cell_fields: Option<Vec<fem::CellFields>>,
+    /// Bytes moved between the GPU and the host for this step's output once it converged
+    /// (displacement, reactions, cell fields, the final residual norm); `None` on the host.
+    pub output_transfer_bytes: Option<u64>,
 }
 
 /// Where a load path stands between two steps: with the converged displacement, all that the
@@ -388,27 +394,34 @@ impl LoadPath<'_> {
             match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {
                 Ok((iterations, converged_by)) => {
                     current = trial_u;
+                    let transfers_before = ws.system.transferred_bytes();
                     ws.system.download(&current, u)?;
                     index += 1;
                     load_factor = target;
                     let discrete = &problem.discrete;
                     let reactions = ws.system.reactions(discrete)?;
+                    let cell_fields = ws.system.cell_fields(&current)?;
                     let failed_attempts = std::mem::take(&mut attempts);
                     let easy = iterations.len() <= EASY_ITERATIONS;
                     if easy {
                         increment = (increment * self.loading.growth).min(nominal);
                     }
                     increment = increment.min(1.0 - load_factor);
+                    let residual_norm =
+                        ws.system
+                            .free_norm(discrete, ws.system.residual(), &mut ws.trial)?;
+                    // what came down for the output: displacement, reactions, cell fields, norm
+                    let output_transfer_bytes = ws
+                        .system
+                        .transferred_bytes()
+                        .zip(transfers_before)
+                        .map(|(after, before)| after - before);
                     let step = ConvergedStep {
                         index,
                         load_factor: factor,
                         time,
                         position: target,
-                        residual_norm: ws.system.free_norm(
-                            discrete,
-                            ws.system.residual(),
-                            &mut ws.trial,
-                        )?,
+                        residual_norm,
                         iterations,
                         reactions,
                         wall_s: started.elapsed().as_secs_f64(),
@@ -416,6 +429,8 @@ impl LoadPath<'_> {
                         failed_attempts,
                         converged_by,
                         next_increment: increment,
+                        cell_fields,
+                        output_transfer_bytes,
                     };
                     on_step(&step, u, problem, solver)?;
                 }

@@ -6,13 +6,14 @@
 //! On the GPU the state, the residuals, the tangent (handed to the AMG and CG as a device [`Bsr`]
 //! without a copy), the line search's trial states and every norm stay on the device: an iteration
 //! moves scalars only (norms, the energy's sums, the element failure flag). The displacement and
-//! the reactions come down at converged steps only ([`IterationSystem::download`],
-//! [`IterationSystem::reactions`]).
+//! the reactions and the cells' output fields (computed there) come down at converged steps only
+//! ([`IterationSystem::download`], [`IterationSystem::reactions`], [`IterationSystem::cell_fields`]).
 
 use std::sync::Arc;
 
 use assembly::device::DeviceProblem;
 use assembly::{AssemblyError, DiscreteProblem, NewtonSystem, Potential};
+use fem::CellFields;
 use linalg::backend::cuda::CudaContext;
 use linalg::{ops, Bsr, Device, LinalgError, Vector};
 
@@ -265,6 +266,21 @@ impl IterationSystem {
                 .problem
                 .constraints
                 .write_prescribed(load_factor, u.device_buffer_mut()?),
+        }
+    }
+
+    /// The output fields of every cell at `u` computed where the iteration runs, on the host:
+    /// `Some` on a GPU (computed there; only the fields come down), `None` on the host (the
+    /// caller computes them from the host state as ever).
+    pub fn cell_fields(&mut self, u: &Vector) -> Result<Option<Vec<CellFields>>, AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => Ok(None),
+            IterationSystem::Device(d) => d
+                .problem
+                .assembler
+                .elements()
+                .download_cell_fields(u.device_buffer()?)
+                .map(Some),
         }
     }
 

@@ -165,7 +165,7 @@ impl DeviceAssembler {
         )?;
         scatter_node_slots(
             &ctx,
-            self.elements.defines(),
+            &self.elements.defines(),
             &self.slot_of_node,
             &self.residual_slots,
             r,

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use fem::{ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE};
+use fem::{CellFields, ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE};
 use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 
-use crate::{AssemblyError, ElasticityAssembler};
+use crate::{AssemblyError, CellMaterials, ElasticityAssembler};
 
 /// The element source as linalg's external-kernel entry point takes it. `--fmad=false`: the
 /// kernels mirror the host's operations one for one, so they round as the host does.
@@ -35,19 +35,54 @@ fn cells_per_block(nodes: usize, split_tangent: bool) -> usize {
     }
 }
 
-/// Mesh (reference coordinates, connectivity), quadrature tables and material of an
+/// The cells of one material: the plan of [`DeviceElements`]' launches, built once.
+struct MaterialGroup {
+    material: Material,
+    /// The element source's `#define`s for this material.
+    defines: Defines,
+    /// The group's cells, ascending; where the group is the whole mesh (`INDIRECT` 0) one unread
+    /// entry, the kernels taking cells `0..len` directly.
+    cells: DeviceBuffer<u32>,
+    len: usize,
+}
+
+impl MaterialGroup {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The `#define`s of one compilation of the element source.
+type Defines = [(&'static str, i64); 5];
+
+/// The cells of each distinct material of `materials` (first appearance order; cells ascending
+/// within a group). Every cell is in exactly one group.
+fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<(Material, Vec<u32>)> {
+    let mut groups: Vec<(Material, Vec<u32>)> = Vec::new();
+    for c in 0..n_cells {
+        let m = *materials.of(c);
+        match groups.iter_mut().find(|(g, _)| *g == m) {
+            Some((_, cells)) => cells.push(c as u32),
+            None => groups.push((m, vec![c as u32])),
+        }
+    }
+    groups
+}
+
+/// Mesh (reference coordinates, connectivity), quadrature tables and the materials of an
 /// [`ElasticityAssembler`], uploaded once; evaluates element residuals, tangent blocks and energies
 /// of every cell at a device displacement.
 ///
-/// Outputs are in the assembler's contribution layout: residual `[(c n + a) 3 + i]`, tangent
-/// `[((c n + a) n + b) 9 + 3 i + k]` (`n` nodes per cell).
+/// Cells are grouped by material once (a plan of cell lists); every evaluation launches each
+/// material's kernel over its cells. Outputs are in the assembler's contribution layout whatever
+/// the grouping: residual `[(c n + a) 3 + i]`, tangent `[((c n + a) n + b) 9 + 3 i + k]` (`n` nodes
+/// per cell), so the COO plans sum them as the host does.
 pub struct DeviceElements {
     ctx: Arc<CudaContext>,
     n_cells: usize,
     n_nodes: usize,
     nodes_per_cell: usize,
-    material: Material,
-    defines: [(&'static str, i64); 4],
+    groups: Vec<MaterialGroup>,
     cells: DeviceBuffer<u32>,
     coords: DeviceBuffer<f64>,
     weights: DeviceBuffer<f64>,
@@ -57,25 +92,24 @@ pub struct DeviceElements {
     host_kernel: ElementKernel,
     host_coords: Vec<[f64; 3]>,
     host_cells: Vec<usize>,
+    host_materials: CellMaterials,
     cell_tags: Option<Vec<usize>>,
 }
 
+/// One element kernel of [`DeviceElements`]: its name, and whether it shares each cell among a
+/// block's threads (`EPB` cells per block of [`THREADS`]) or runs one cell per thread.
+struct Launch {
+    name: &'static str,
+    blocked: bool,
+}
+
 impl DeviceElements {
-    /// Uploads `assembler`'s mesh and tables. Errors if the cells do not share one material, or the
-    /// mesh does not fit 32-bit indices.
+    /// Uploads `assembler`'s mesh, tables and cell lists per material. Errors if the mesh does not
+    /// fit 32-bit indices.
     pub fn new(
         ctx: &Arc<CudaContext>,
         assembler: &ElasticityAssembler,
     ) -> Result<Self, AssemblyError> {
-        let material =
-            *assembler
-                .materials()
-                .single()
-                .ok_or_else(|| AssemblyError::DeviceUnsupported {
-                    what: "cells with different materials (the device kernels take one material; \
-                       use the CPU)"
-                        .into(),
-                })?;
         let kernel = assembler.kernel().clone();
         let npc = kernel.n_nodes();
         let n_nodes = assembler.n_nodes();
@@ -88,15 +122,26 @@ impl DeviceElements {
                 ),
             });
         }
+        let groups = material_groups(assembler.materials(), assembler.n_cells());
+        let whole_mesh = groups.len() == 1;
+        let groups = groups
+            .into_iter()
+            .map(|(material, cells)| {
+                Ok(MaterialGroup {
+                    defines: element_defines(&kernel, &material, !whole_mesh),
+                    material,
+                    len: cells.len(),
+                    cells: ctx.upload(if whole_mesh { &cells[..1] } else { &cells })?,
+                })
+            })
+            .collect::<Result<Vec<_>, AssemblyError>>()?;
         let cells: Vec<u32> = assembler.cells().iter().map(|&n| n as u32).collect();
-        let defines = element_defines(&kernel, &material);
         Ok(Self {
             ctx: ctx.clone(),
             n_cells: assembler.n_cells(),
             n_nodes,
             nodes_per_cell: npc,
-            material,
-            defines,
+            groups,
             cells: ctx.upload(&cells)?,
             coords: ctx.upload(assembler.coords().as_flattened())?,
             weights: ctx.upload(kernel.qp_weights())?,
@@ -105,6 +150,7 @@ impl DeviceElements {
             host_kernel: kernel,
             host_coords: assembler.coords().to_vec(),
             host_cells: assembler.cells().to_vec(),
+            host_materials: assembler.materials().clone(),
             cell_tags: assembler.cell_tags().map(|t| t.to_vec()),
         })
     }
@@ -129,9 +175,10 @@ impl DeviceElements {
         self.host_kernel.n_qp()
     }
 
-    /// The material of every cell.
-    pub fn material(&self) -> &Material {
-        &self.material
+    /// The distinct materials with their number of cells (one kernel launch each per evaluation),
+    /// in order of first appearance.
+    pub fn materials(&self) -> Vec<(Material, usize)> {
+        self.groups.iter().map(|g| (g.material, g.len())).collect()
     }
 
     /// Length of the residual contributions (`3 n` per cell).
@@ -148,12 +195,54 @@ impl DeviceElements {
         check("displacement", 3 * self.n_nodes, u.len())
     }
 
-    fn params(&self) -> [f64; 3] {
-        self.material.device_params()
-    }
-
-    fn blocks(&self) -> u32 {
-        self.n_cells.div_ceil(self.defines[3].1 as usize) as u32
+    /// Launches `launch` once per material over its cells: the arguments are the group's size and
+    /// cells, the mesh, `u`, the tables, the material's parameters, then `outputs`, then the
+    /// failure flag.
+    fn launch_groups(
+        &mut self,
+        launch_of: Launch,
+        u: &DeviceBuffer<f64>,
+        outputs: &mut [&mut DeviceBuffer<f64>],
+    ) -> Result<(), AssemblyError> {
+        for group in &self.groups {
+            let [p0, p1, p2] = group.material.device_params();
+            let shape = if launch_of.blocked {
+                LaunchShape {
+                    blocks: group.len().div_ceil(group.defines[3].1 as usize) as u32,
+                    threads: THREADS,
+                    shared_bytes: 0,
+                }
+            } else {
+                LaunchShape {
+                    blocks: group.len().div_ceil(128) as u32,
+                    threads: 128,
+                    shared_bytes: 0,
+                }
+            };
+            let mut args = vec![
+                KernelArg::U32(group.len() as u32),
+                KernelArg::U32s(&group.cells),
+                KernelArg::U32s(&self.cells),
+                KernelArg::F64s(&self.coords),
+                KernelArg::F64s(u),
+                KernelArg::F64s(&self.weights),
+                KernelArg::F64s(&self.gradients),
+                KernelArg::F64(p0),
+                KernelArg::F64(p1),
+                KernelArg::F64(p2),
+            ];
+            args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
+            args.push(KernelArg::U32sMut(&mut self.fail));
+            launch(
+                &self.ctx,
+                &ELEMENT_SOURCE,
+                &group.defines,
+                launch_of.name,
+                shape,
+                &mut args,
+            )?;
+        }
+        Ok(())
     }
 
     /// Queues element residuals and tangent blocks at `u` into `r` ([`Self::residual_len`]) and
@@ -167,34 +256,11 @@ impl DeviceElements {
         self.check_u(u)?;
         check("element residuals", self.residual_len(), r.len())?;
         check("element tangents", self.tangent_len(), k.len())?;
-        let [p0, p1, p2] = self.params();
-        let shape = LaunchShape {
-            blocks: self.blocks(),
-            threads: THREADS,
-            shared_bytes: 0,
+        let launch = Launch {
+            name: "element_residual_tangent",
+            blocked: true,
         };
-        launch(
-            &self.ctx,
-            &ELEMENT_SOURCE,
-            &self.defines,
-            "element_residual_tangent",
-            shape,
-            &mut [
-                KernelArg::U32(self.n_cells as u32),
-                KernelArg::U32s(&self.cells),
-                KernelArg::F64s(&self.coords),
-                KernelArg::F64s(u),
-                KernelArg::F64s(&self.weights),
-                KernelArg::F64s(&self.gradients),
-                KernelArg::F64(p0),
-                KernelArg::F64(p1),
-                KernelArg::F64(p2),
-                KernelArg::F64sMut(r),
-                KernelArg::F64sMut(k),
-                KernelArg::U32sMut(&mut self.fail),
-            ],
-        )?;
-        Ok(())
+        self.launch_groups(launch, u, &mut [r, k])
     }
 
     /// Queues element residuals only (no tangent work) at `u` into `r`.
@@ -205,33 +271,11 @@ impl DeviceElements {
     ) -> Result<(), AssemblyError> {
         self.check_u(u)?;
         check("element residuals", self.residual_len(), r.len())?;
-        let [p0, p1, p2] = self.params();
-        let shape = LaunchShape {
-            blocks: self.blocks(),
-            threads: THREADS,
-            shared_bytes: 0,
+        let launch = Launch {
+            name: "element_residual",
+            blocked: true,
         };
-        launch(
-            &self.ctx,
-            &ELEMENT_SOURCE,
-            &self.defines,
-            "element_residual",
-            shape,
-            &mut [
-                KernelArg::U32(self.n_cells as u32),
-                KernelArg::U32s(&self.cells),
-                KernelArg::F64s(&self.coords),
-                KernelArg::F64s(u),
-                KernelArg::F64s(&self.weights),
-                KernelArg::F64s(&self.gradients),
-                KernelArg::F64(p0),
-                KernelArg::F64(p1),
-                KernelArg::F64(p2),
-                KernelArg::F64sMut(r),
-                KernelArg::U32sMut(&mut self.fail),
-            ],
-        )?;
-        Ok(())
+        self.launch_groups(launch, u, &mut [r])
     }
 
     /// Queues the strain energy `int psi dV` of every cell at `u` into `energies` (one per cell).
@@ -242,33 +286,11 @@ impl DeviceElements {
     ) -> Result<(), AssemblyError> {
         self.check_u(u)?;
         check("cell energies", self.n_cells, energies.len())?;
-        let [p0, p1, p2] = self.params();
-        let shape = LaunchShape {
-            blocks: self.n_cells.div_ceil(128) as u32,
-            threads: 128,
-            shared_bytes: 0,
+        let launch = Launch {
+            name: "element_energy",
+            blocked: false,
         };
-        launch(
-            &self.ctx,
-            &ELEMENT_SOURCE,
-            &self.defines,
-            "element_energy",
-            shape,
-            &mut [
-                KernelArg::U32(self.n_cells as u32),
-                KernelArg::U32s(&self.cells),
-                KernelArg::F64s(&self.coords),
-                KernelArg::F64s(u),
-                KernelArg::F64s(&self.weights),
-                KernelArg::F64s(&self.gradients),
-                KernelArg::F64(p0),
-                KernelArg::F64(p1),
-                KernelArg::F64(p2),
-                KernelArg::F64sMut(energies),
-                KernelArg::U32sMut(&mut self.fail),
-            ],
-        )?;
-        Ok(())
+        self.launch_groups(launch, u, &mut [energies])
     }
 
     /// Queues the output fields of every cell at `u` into `fields` (10 per cell, the fields of
@@ -281,33 +303,41 @@ impl DeviceElements {
     ) -> Result<(), AssemblyError> {
         self.check_u(u)?;
         check("cell fields", CELL_FIELDS * self.n_cells, fields.len())?;
-        let [p0, p1, p2] = self.params();
-        let shape = LaunchShape {
-            blocks: self.n_cells.div_ceil(128) as u32,
-            threads: 128,
-            shared_bytes: 0,
+        let launch = Launch {
+            name: "element_cell_fields",
+            blocked: false,
         };
-        launch(
-            &self.ctx,
-            &ELEMENT_SOURCE,
-            &self.defines,
-            "element_cell_fields",
-            shape,
-            &mut [
-                KernelArg::U32(self.n_cells as u32),
-                KernelArg::U32s(&self.cells),
-                KernelArg::F64s(&self.coords),
-                KernelArg::F64s(u),
-                KernelArg::F64s(&self.weights),
-                KernelArg::F64s(&self.gradients),
-                KernelArg::F64(p0),
-                KernelArg::F64(p1),
-                KernelArg::F64(p2),
-                KernelArg::F64sMut(fields),
-                KernelArg::U32sMut(&mut self.fail),
-            ],
-        )?;
-        Ok(())
+        self.launch_groups(launch, u, &mut [fields])
+    }
+
+    /// The output fields of every cell at `u`, computed on the device and downloaded (the state's
+    /// output at a converged step: `8` [`CELL_FIELDS`] bytes per cell come down). Waits; a failed
+    /// cell is reported like [`Self::check_failure`].
+    pub fn download_cell_fields(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+    ) -> Result<Vec<CellFields>, AssemblyError> {
+        let mut fields = self.ctx.zeros::<f64>(CELL_FIELDS * self.n_cells)?;
+        self.cell_fields(u, &mut fields)?;
+        self.check_failure(u)?;
+        Ok(self
+            .ctx
+            .download(&fields)?
+            .as_chunks::<CELL_FIELDS>()
+            .0
+            .iter()
+            .map(
+                |&[xx, yy, zz, xy, yz, xz, von_mises, j, energy_density, strain_energy]| {
+                    CellFields {
+                        cauchy: [xx, yy, zz, xy, yz, xz],
+                        von_mises,
+                        j,
+                        energy_density,
+                        strain_energy,
+                    }
+                },
+            )
+            .collect())
     }
 
     /// Waits for the queued kernels and reports the first failed cell (in cell order) since the
@@ -332,7 +362,7 @@ impl DeviceElements {
             Err(e) => e,
             Ok(()) => self
                 .host_kernel
-                .strain_energy(&xe, &ue, &self.material)
+                .strain_energy(&xe, &ue, self.host_materials.of(cell))
                 .err()
                 .unwrap_or(FemError::NonPositiveJ { j: f64::NAN }),
         };
@@ -344,8 +374,9 @@ impl DeviceElements {
     }
 }
 
-/// The `#define`s of the element source for `kernel` (order, quadrature) and `material`.
-fn element_defines(kernel: &ElementKernel, material: &Material) -> [(&'static str, i64); 4] {
+/// The `#define`s of the element source for `kernel` (order, quadrature) and `material`; `indirect`:
+/// a launch's cells come from a list (a mesh of several materials), else they are `0..n`.
+fn element_defines(kernel: &ElementKernel, material: &Material, indirect: bool) -> Defines {
     let split = matches!(
         material,
         Material::Linear { .. } | Material::NeoHookean { .. }
@@ -356,21 +387,27 @@ fn element_defines(kernel: &ElementKernel, material: &Material) -> [(&'static st
         ("NQP", kernel.n_qp() as i64),
         ("MATERIAL", material.device_code()),
         ("EPB", cells_per_block(npc, split) as i64),
+        ("INDIRECT", indirect as i64),
     ]
 }
 
 /// Compiles the element kernels for `kernel` and `material` for `arch` (`"sm_90"`) with NVRTC
-/// alone (no device needed) and returns the cubin's size; a rejected source returns NVRTC's log.
+/// alone (no device needed), both the whole-mesh and the cell-list variants, and returns the
+/// cubins' size; a rejected source returns NVRTC's log.
 pub fn compile_element_source(
     kernel: &ElementKernel,
     material: &Material,
     arch: &str,
 ) -> Result<usize, AssemblyError> {
-    Ok(linalg::backend::cuda::external::compile_only(
-        &ELEMENT_SOURCE,
-        &element_defines(kernel, material),
-        arch,
-    )?)
+    let mut bytes = 0;
+    for indirect in [false, true] {
+        bytes += linalg::backend::cuda::external::compile_only(
+            &ELEMENT_SOURCE,
+            &element_defines(kernel, material, indirect),
+            arch,
+        )?;
+    }
+    Ok(bytes)
 }
 
 pub(crate) fn check(what: &'static str, expected: usize, got: usize) -> Result<(), AssemblyError> {
@@ -418,7 +455,19 @@ pub(crate) fn scatter_node_slots(
 }
 
 impl DeviceElements {
-    pub(crate) fn defines(&self) -> &[(&'static str, i64)] {
-        &self.defines
+    /// `#define`s that compile the element source (any material's: for its material-free
+    /// kernels such as `scatter_node_slots`).
+    pub(crate) fn defines(&self) -> Defines {
+        match self.groups.first() {
+            Some(g) => g.defines,
+            None => element_defines(
+                &self.host_kernel,
+                &Material::Linear {
+                    lambda: 0.0,
+                    mu: 0.0,
+                },
+                false,
+            ),
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! uploaded once, sum them owner-computes on the device (the same sums in the same order as the
 //! host: bit-identical wherever the element values are).
 //!
-//! - [`DeviceElements`]: mesh, quadrature tables and material on the device; element residuals,
+//! - [`DeviceElements`]: mesh, quadrature tables and the cells of each material on the device
+//!   (one launch per material over its cell list, all writing one contribution stream); element residuals,
 //!   tangent blocks, energies and output fields (Cauchy stress, von Mises, `J`, energy density)
 //!   per cell.
 //! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
@@ -19,8 +20,7 @@
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
 //! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.
-//! Limits (reported as [`crate::AssemblyError::DeviceUnsupported`]): one material for the whole
-//! mesh, no body force in the element loop (dead loads enter through the external force vector,
+//! Limits (reported as [`crate::AssemblyError::DeviceUnsupported`]): no body force in the element loop (dead loads enter through the external force vector,
 //! as on the host's Newton path).
 
 mod assembler;

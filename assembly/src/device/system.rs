@@ -62,17 +62,12 @@ impl DeviceProblem {
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
     /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (follower
     /// pressure, Dirichlet values of `t`, loads or constraints on load curves of their own,
-    /// several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
+    /// a rank's share of a distributed problem, meshes beyond 32-bit indices).
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         if problem.partition.is_some() {
             return Err(AssemblyError::DeviceUnsupported {
                 what: "a rank's share of a distributed problem is assembled on the host only"
                     .into(),
-            });
-        }
-        if problem.assembler.materials().single().is_none() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "cells with different materials (the device kernels take one material; use device: cpu)".into(),
             });
         }
         let npc = problem.assembler.kernel().n_nodes();

@@ -222,3 +222,41 @@ fn von_mises_of_uniaxial_and_hydrostatic_stress() {
     shear[(1, 0)] = 2.0;
     assert!((von_mises(&shear) - 2.0 * 3f64.sqrt()).abs() < 1e-14);
 }
+
+/// Distance in units in the last place between two positive doubles.
+fn ulps(a: f64, b: f64) -> u64 {
+    a.to_bits().abs_diff(b.to_bits())
+}
+
+/// The portable `j^(-2/3)` of the decoupled model (the device's bits): exact at powers of 8 over
+/// the whole range, subnormals included (3 ulp), and within 6 ulp of `powf` for `j` in
+/// `[1e-3, 1e3]` (3 ulp of its own, and `powf` raises to the rounded exponent -2/3: up to 2.3 ulp
+/// off there, plus its rounding).
+#[test]
+fn portable_power_minus_two_thirds_is_accurate() {
+    use super::decoupled_neo_hookean::pow_minus_two_thirds;
+    // 2^e, exactly, subnormals included
+    let pow2 = |e: i32| {
+        if e < -1000 {
+            2f64.powi(-1000) * 2f64.powi(e + 1000)
+        } else {
+            2f64.powi(e)
+        }
+    };
+    for k in -358i32..=341 {
+        let j = pow2(3 * k);
+        assert!(j > 0.0 && j.is_finite());
+        let exact = pow2(-2 * k);
+        assert!(
+            ulps(pow_minus_two_thirds(j), exact) <= 3,
+            "8^{k}: {} vs {exact}",
+            pow_minus_two_thirds(j)
+        );
+    }
+    let mut rng = Rng(11);
+    for _ in 0..100_000 {
+        let j = 10f64.powf(3.0 * rng.next());
+        let (p, reference) = (pow_minus_two_thirds(j), j.powf(-2.0 / 3.0));
+        assert!(ulps(p, reference) <= 6, "{j}: {p} vs {reference}");
+    }
+}

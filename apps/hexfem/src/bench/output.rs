@@ -161,6 +161,7 @@ fn write(
                 failed_attempts: serde_json::Value::Null,
                 reactions: serde_json::Value::Null,
                 probes: Default::default(),
+                output_transfer_bytes: None,
             },
             started.elapsed().as_secs_f64(),
         )?;
