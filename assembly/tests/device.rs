@@ -12,7 +12,8 @@ use assembly::device::{
     DeviceElements, DeviceProblem, CELL_FIELDS,
 };
 use assembly::{
-    CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, PositionFn, Prescribed,
+    CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, PositionFn,
+    Prescribed,
 };
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
@@ -394,6 +395,12 @@ fn device_constraints_are_bit_identical_to_the_host() {
 
 /// Clamped bottom, twisted and lifted top, one node with one prescribed component.
 fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
+    box_constraints(coords, false)
+}
+
+/// [`twisted_box_constraints`]; with `timed`, the field set's z value is an expression of the
+/// time `t` (the value itself at each time, not scaled by the load factor).
+fn box_constraints(coords: &[[f64; 3]], timed: bool) -> Constraints {
     let (zmin, zmax) = coords
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
@@ -445,10 +452,18 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
                         f: Arc::new(|x: [f64; 3], _t: f64| 0.1 * x[0] + 0.02 * x[2]),
                     }),
                     None,
-                    Some(PositionFn {
-                        text: "-0.05 y".into(),
-                        uses_time: false,
-                        f: Arc::new(|x: [f64; 3], _t: f64| -0.05 * x[1]),
+                    Some(if timed {
+                        PositionFn {
+                            text: "-0.05 y sin(3 t)".into(),
+                            uses_time: true,
+                            f: Arc::new(|x: [f64; 3], t: f64| -0.05 * x[1] * (3.0 * t).sin()),
+                        }
+                    } else {
+                        PositionFn {
+                            text: "-0.05 y".into(),
+                            uses_time: false,
+                            f: Arc::new(|x: [f64; 3], _t: f64| -0.05 * x[1]),
+                        }
                     }),
                 ],
             },
@@ -559,4 +574,115 @@ fn device_potential_is_the_hosts_bits() {
         }
     }
     assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
+}
+
+/// Host and device Newton systems and potential at `u` and `load_factor` agree to the bit.
+fn assert_same_newton_system(
+    ctx: &CudaContext,
+    host: &mut DiscreteProblem,
+    device: &mut DeviceProblem,
+    u: &[f64],
+    load_factor: f64,
+    what: &str,
+) {
+    let uh = Vector::from_vec(u.to_vec());
+    let ud = ctx.upload(u).unwrap();
+    let mut hs = host.new_system();
+    let mut ds = device.new_system().unwrap();
+    host.linearize(&uh, load_factor, &mut hs).unwrap();
+    device.linearize(&ud, load_factor, &mut ds).unwrap();
+    assert_eq!(
+        ctx.download(&ds.residual).unwrap(),
+        hs.residual.host().unwrap(),
+        "{what}: residual"
+    );
+    assert_eq!(
+        ctx.download(&ds.lift).unwrap(),
+        hs.lift.host().unwrap(),
+        "{what}: lifting"
+    );
+    let hn = host.eliminate(&mut hs).unwrap();
+    let dn = device.eliminate(&mut ds).unwrap();
+    assert_eq!(dn, hn, "{what}: free norm");
+    assert_eq!(
+        ctx.download(&ds.rhs).unwrap(),
+        hs.rhs.host().unwrap(),
+        "{what}: right-hand side"
+    );
+    let mut r = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut rh = Vector::zeros(u.len());
+    host.residual(&uh, load_factor, &mut rh).unwrap();
+    device.residual(&ud, load_factor, &mut r).unwrap();
+    assert_eq!(
+        ctx.download(&r).unwrap(),
+        rh.host().unwrap(),
+        "{what}: residual"
+    );
+    let h = host.potential(&uh, load_factor).unwrap();
+    let d = device.potential(&ud, load_factor).unwrap();
+    assert_eq!(h, d, "{what}: potential");
+    println!(
+        "{what}: free norm {hn:e}, potential {:e}: the host's bits",
+        h.value
+    );
+}
+
+/// Loads on load curves of their own (one on a curve factor, one an expression of `t` whose
+/// vector the host recomputes per step), constraints on curves of their own (a twist) and
+/// Dirichlet values of `t`: the device's Newton system, residual and potential are the host's
+/// bits at two load steps, and the second step's [`DeviceProblem::set_step`] uploads only the
+/// timed load's vector and the timed Dirichlet set's values.
+#[test]
+fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    let (assembler, u) = problem(1, 4, materials()[2]);
+    let n = u.len();
+    let coords = assembler.coords().to_vec();
+    let wave = |phase: f64| -> Vector {
+        Vector::from_vec(
+            (0..n)
+                .map(|i| 1e-3 * (i as f64 * 0.37 + phase).sin())
+                .collect(),
+        )
+    };
+    let mut constraints = box_constraints(&coords, true);
+    assert!(constraints.uses_time());
+    constraints.set_time(0.25);
+    constraints.set_own_factor(1, Some(0.7));
+    let mut host = DiscreteProblem {
+        assembler,
+        constraints,
+        external: wave(0.1),
+        follower: Vec::new(),
+        curved: vec![
+            CurvedLoad {
+                vector: wave(1.3),
+                factor: 0.3,
+                timed: false,
+            },
+            CurvedLoad {
+                vector: wave(2.9),
+                factor: 1.0,
+                timed: true,
+            },
+        ],
+        partition: None,
+    };
+    DeviceProblem::supports(&host).unwrap();
+    let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "step 1");
+
+    // the next load step: new time, new curve factors, a new timed load vector
+    host.constraints.set_time(0.75);
+    host.constraints.set_own_factor(1, Some(0.2));
+    host.constraints.set_own_factor(2, Some(-0.5));
+    host.curved[0].factor = 0.9;
+    host.curved[1].vector = wave(4.4);
+    let before = ctx.transfers().host_to_device;
+    device.set_step(&host).unwrap();
+    let uploaded = ctx.transfers().host_to_device - before;
+    // the timed load's vector and the timed field set's two nodes (3 values each)
+    assert_eq!(uploaded, 8 * (n as u64 + 6), "bytes of one set_step");
+    println!("set_step uploaded {uploaded} bytes ({n} unknowns)");
+    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.8, "step 2");
 }

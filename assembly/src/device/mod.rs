@@ -10,7 +10,8 @@
 //! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
 //!   whole mesh into device buffers.
 //! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
-//!   values with twists, symmetric elimination), bit-identical to the host's.
+//!   values with twists, own load-curve factors and values of `t` taken per load step,
+//!   symmetric elimination), bit-identical to the host's.
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
 //!   on the device, in the host's calling order, the residual and free norm of line-search trial
 //!   states and the potential energy (cell energies summed exactly on the device

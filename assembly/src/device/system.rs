@@ -1,12 +1,19 @@
 //! [`DeviceProblem`] and [`DeviceNewtonSystem`]: the host's [`crate::DiscreteProblem`] /
 //! [`crate::NewtonSystem`] calling order ("linearize, read the residual, eliminate, solve") with
 //! every vector and the tangent on the device. Only scalars come back (norms, the failure flag).
+//!
+//! Loads and constraints on load curves of their own: each [`crate::CurvedLoad`] vector is
+//! uploaded once and combined with its factor (a scalar per load step) in the host's order;
+//! [`DeviceProblem::set_step`] takes a load step's factors and, once per load step, the values
+//! the host evaluated at the new time (curved loads and Dirichlet values that are expressions of
+//! `t`).
 
 use std::sync::Arc;
 
 use linalg::backend::cuda::vector::Term;
 use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 
+use super::elements::check;
 use super::{DeviceAssembler, DeviceConstraints};
 use crate::{AssemblyError, DiscreteProblem, Potential};
 
@@ -18,8 +25,18 @@ pub struct DeviceProblem {
     pub constraints: DeviceConstraints,
     /// Dead loads at load factor one, node-major.
     pub external: DeviceBuffer<f64>,
+    /// Dead loads on load curves of their own, in [`DiscreteProblem::curved`]'s order.
+    curved: Vec<DeviceCurvedLoad>,
     /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
+}
+
+/// A [`crate::CurvedLoad`] on the device: its vector (re-uploaded per load step where `timed`)
+/// and the factor of the current load step.
+struct DeviceCurvedLoad {
+    vector: DeviceBuffer<f64>,
+    factor: f64,
+    timed: bool,
 }
 
 /// The device twin of [`crate::NewtonSystem`] (same fields, same meaning).
@@ -39,8 +56,8 @@ impl DeviceNewtonSystem {
 }
 
 impl DeviceProblem {
-    /// Uploads `problem` (mesh, plans, constraints, dead loads) to `ctx`.
-    /// Follower pressures and loads on load curves of their own are not on the device yet
+    /// Uploads `problem` (mesh, plans, constraints, dead loads, curved loads at their current
+    /// factors) to `ctx`. Follower pressures are not on the device yet
     /// ([`AssemblyError::DeviceUnsupported`]).
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
         Self::supports(problem)?;
@@ -51,18 +68,44 @@ impl DeviceProblem {
             problem.assembler.pattern(),
             problem.assembler.coords(),
         )?;
-        Self::from_parts(
+        let mut device = Self::from_parts(
             ctx,
             assembler,
             constraints,
             ctx.upload(problem.external.host()?)?,
-        )
+        )?;
+        for c in &problem.curved {
+            check("curved load", device.n_dofs(), c.vector.len())?;
+            device.curved.push(DeviceCurvedLoad {
+                vector: ctx.upload(c.vector.host()?)?,
+                factor: c.factor,
+                timed: c.timed,
+            });
+        }
+        Ok(device)
+    }
+
+    /// Takes `problem`'s state at a new load step (after the host's `set_time`: curve factors,
+    /// constraint factors, values of expressions of `t`): the factors go up as scalars; the
+    /// vectors of timed curved loads (`3 n_nodes` values each) and the Dirichlet values of
+    /// expressions of `t` (3 per node of such a set) are uploaded again. Call once per load step,
+    /// never per Newton iteration. `problem` must be the one uploaded.
+    pub fn set_step(&mut self, problem: &DiscreteProblem) -> Result<(), AssemblyError> {
+        check("curved loads", self.curved.len(), problem.curved.len())?;
+        for (device, host) in self.curved.iter_mut().zip(&problem.curved) {
+            device.factor = host.factor;
+            if device.timed {
+                self.ctx
+                    .upload_into(host.vector.host()?, &mut device.vector)?;
+            }
+        }
+        self.constraints
+            .set_step(&problem.constraints, problem.assembler.coords())
     }
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
     /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (follower
-    /// pressure, Dirichlet values of `t`, loads or constraints on load curves of their own,
-    /// several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
+    /// pressure, several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         if problem.partition.is_some() {
             return Err(AssemblyError::DeviceUnsupported {
@@ -87,26 +130,10 @@ impl DeviceProblem {
                 ),
             });
         }
-        if problem.constraints.has_own_factors() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "constraints on load curves of their own are host-only; use device: cpu"
-                    .into(),
-            });
-        }
         if !problem.follower.is_empty() {
             return Err(AssemblyError::DeviceUnsupported {
                 what: "follower pressure loads are assembled on the host only; use device: cpu"
                     .into(),
-            });
-        }
-        if problem.constraints.uses_time() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "Dirichlet values that depend on the time t are evaluated on the host only; use device: cpu".into(),
-            });
-        }
-        if !problem.curved.is_empty() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "loads with a load curve of their own are host-only; use device: cpu".into(),
             });
         }
         Ok(())
@@ -125,6 +152,7 @@ impl DeviceProblem {
             assembler,
             constraints,
             external,
+            curved: Vec::new(),
             energies: ctx.zeros(n_cells)?,
         })
     }
@@ -151,7 +179,7 @@ impl DeviceProblem {
         })
     }
 
-    /// `r = r_int(u) - load_factor f_ext`.
+    /// `r = r_int(u) - load_factor f_ext - sum_c factor_c f_c` (curved loads).
     pub fn residual(
         &mut self,
         u: &DeviceBuffer<f64>,
@@ -159,7 +187,19 @@ impl DeviceProblem {
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, r)?;
+        self.subtract_loads(load_factor, r)
+    }
+
+    /// `r -= load_factor f_ext`, then `r -= factor_c f_c` per curved load: the host's order.
+    fn subtract_loads(
+        &self,
+        load_factor: f64,
+        r: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
         vector::axpy(&self.ctx, -load_factor, &self.external, r)?;
+        for c in &self.curved {
+            vector::axpy(&self.ctx, -c.factor, &c.vector, r)?;
+        }
         Ok(())
     }
 
@@ -193,7 +233,7 @@ impl DeviceProblem {
         scratch: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual_tangent(u, residual, tangent)?;
-        vector::axpy(&self.ctx, -load_factor, &self.external, residual)?;
+        self.subtract_loads(load_factor, residual)?;
         vector::fill(&self.ctx, 0.0, lift)?;
         self.ctx.copy(u, scratch)?;
         self.constraints.write_prescribed(load_factor, scratch)?;
@@ -245,7 +285,10 @@ impl DeviceProblem {
         // exact sums, as the host's: the same bits when the cell energies are
         let internal = vector::sum(&self.ctx, &self.energies, Term::Value)?;
         let magnitude = vector::sum(&self.ctx, &self.energies, Term::Magnitude)?;
-        let external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        let mut external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        for c in &self.curved {
+            external += c.factor * vector::dot(&self.ctx, &c.vector, u)?;
+        }
         Ok(Potential {
             value: internal - external,
             magnitude: magnitude + external.abs(),
