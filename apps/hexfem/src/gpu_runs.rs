@@ -160,11 +160,12 @@ fn compare_runs(name: &str, input: &Path) -> Option<String> {
 /// Inputs with what the device takes per load step: loads and constraints on load curves of
 /// their own, and loads and Dirichlet values that are expressions of the time `t` (a cantilever
 /// that a traction on its own curve bends down and back while a traction, a body force and an
-/// end motion of `t` act; a Q2 block with a lid pressed on its own curve, twisted on another).
+/// end motion of `t` act; a Q2 block pulled sideways while its lid twists on a curve of its
+/// own). Both are large enough for two AMG levels, like the inputs of `inputs/`.
 const STEPPED_INPUTS: [(&str, &str); 2] = [
     (
         "curves-and-t",
-        "mesh:\n  box: { cells: [10, 2, 2], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+        "mesh:\n  box: { cells: [20, 3, 3], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
          materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
          body_force: [0, 0, \"-0.2 * t\"]\n\
          boundary:\n  dirichlet:\n    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }\n    - { set: xmax, x: \"0.3 * sin(PI * t / 2)\" }\n\
