@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use assembly::device::{
-    compile_constraints_source, compile_element_source, DeviceAssembler, DeviceConstraints,
-    DeviceElements, DeviceProblem, CELL_FIELDS,
+    body_force_at_points, compile_constraints_source, compile_element_source, compile_loads_source,
+    DeviceAssembler, DeviceConstraints, DeviceElements, DeviceProblem, DeviceTractions,
+    CELL_FIELDS,
 };
 use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, PositionFn,
@@ -47,18 +48,7 @@ fn materials() -> Vec<Material> {
 
 /// A skewed box of `n^3` cells with a smooth, moderate displacement (deterministic).
 fn problem(order: usize, n: usize, material: Material) -> (ElasticityAssembler, Vec<f64>) {
-    let kind = CellKind::from_order(order).unwrap();
-    let corners = [
-        [0.0, 0.0, 0.0],
-        [1.1, 0.1, 0.0],
-        [0.05, 0.9, 0.1],
-        [1.2, 1.0, 0.05],
-        [0.1, 0.0, 1.0],
-        [1.0, 0.1, 1.1],
-        [0.0, 1.1, 0.9],
-        [1.1, 1.05, 1.2],
-    ];
-    let mesh = generate_box(&BoxSpec::mapped([n; 3], corners, kind)).unwrap();
+    let mesh = skewed_box(order, n);
     let assembler = ElasticityAssembler::new(
         &mesh,
         CellMaterials::uniform(material, mesh.n_cells()),
@@ -77,6 +67,22 @@ fn problem(order: usize, n: usize, material: Material) -> (ElasticityAssembler, 
         })
         .collect();
     (assembler, u)
+}
+
+/// The skewed box of `n^3` cells of order `order` the device tests run on.
+fn skewed_box(order: usize, n: usize) -> mesh::HexMesh {
+    let kind = CellKind::from_order(order).unwrap();
+    let corners = [
+        [0.0, 0.0, 0.0],
+        [1.1, 0.1, 0.0],
+        [0.05, 0.9, 0.1],
+        [1.2, 1.0, 0.05],
+        [0.1, 0.0, 1.0],
+        [1.0, 0.1, 1.1],
+        [0.0, 1.1, 0.9],
+        [1.1, 1.05, 1.2],
+    ];
+    generate_box(&BoxSpec::mapped([n; 3], corners, kind)).unwrap()
 }
 
 /// `max |a - b| / max |b|`.
@@ -119,20 +125,7 @@ fn host_contributions(
 }
 
 fn mesh_cells(order: usize, n: usize) -> Vec<usize> {
-    let kind = CellKind::from_order(order).unwrap();
-    let corners = [
-        [0.0, 0.0, 0.0],
-        [1.1, 0.1, 0.0],
-        [0.05, 0.9, 0.1],
-        [1.2, 1.0, 0.05],
-        [0.1, 0.0, 1.0],
-        [1.0, 0.1, 1.1],
-        [0.0, 1.1, 0.9],
-        [1.1, 1.05, 1.2],
-    ];
-    generate_box(&BoxSpec::mapped([n; 3], corners, kind))
-        .unwrap()
-        .cells
+    skewed_box(order, n).cells
 }
 
 #[test]
@@ -154,6 +147,9 @@ fn element_source_compiles_for_every_order_and_material() {
         }
     }
     assert!(compile_constraints_source("sm_90").unwrap() > 0);
+    for order in [1, 2] {
+        assert!(compile_loads_source(order, "sm_90").unwrap() > 0);
+    }
 }
 
 #[test]
@@ -685,4 +681,99 @@ fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
     assert_eq!(uploaded, 8 * (n as u64 + 6), "bytes of one set_step");
     println!("set_step uploaded {uploaded} bytes ({n} unknowns)");
     assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.8, "step 2");
+}
+
+/// A smooth field of the reference position (loads that are fields).
+fn smooth_field(x: [f64; 3]) -> [f64; 3] {
+    [
+        (2.0 * x[1]).sin() + 0.3,
+        x[0] * x[2] - 0.5,
+        1.0 + x[1] * x[1] - 0.2 * x[0],
+    ]
+}
+
+/// Dead loads integrated on the device are the host's bits: tractions (a constant on one face
+/// set, a field on another, and both sets on one vector as the host adds them) on Q1 4-node and
+/// Q2 9-node faces with the host's face rule, and the body force (constant and field) through
+/// the volume quadrature for every material (the host's is the element residual at u = 0), then
+/// the tractions added onto it as `hexfem run` builds its dead-load vector.
+#[test]
+fn device_dead_loads_are_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    let field = smooth_field;
+    let mut mismatches = Vec::new();
+    for order in [1, 2] {
+        let mesh = skewed_box(order, 3);
+        let points = order + 1;
+        let n = 3 * mesh.n_nodes();
+        let sets: [(&str, Load); 2] = [
+            ("zmax", Load::Constant([0.1, -0.2, 0.7])),
+            ("xmax", Load::Field(&field)),
+        ];
+        // tractions alone, set by set and together
+        for chosen in [&sets[..1], &sets[1..], &sets[..]] {
+            let mut host = Vector::zeros(n);
+            let faces: Vec<(&[mesh::CellFace], Load)> = chosen
+                .iter()
+                .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
+                .collect();
+            for (f, load) in &faces {
+                assembly::add_traction_load(&mesh, f, *load, points, &mut host).unwrap();
+            }
+            let mut device = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
+            let mut f = ctx.zeros::<f64>(n).unwrap();
+            device.add_to(&mut f).unwrap();
+            let names: Vec<&str> = chosen.iter().map(|(name, _)| *name).collect();
+            let got = ctx.download(&f).unwrap();
+            println!(
+                "Q{order} traction on {names:?} ({} faces): largest difference {:e}",
+                device.n_faces(),
+                rel_diff(&got, host.host().unwrap())
+            );
+            if got != host.host().unwrap() {
+                mismatches.push(format!("Q{order} traction on {names:?}"));
+            }
+        }
+        // body force, then the tractions on top
+        for material in materials() {
+            for (what, body) in [
+                ("constant", Load::Constant([0.5, -1.0, 2.0])),
+                ("field", Load::Field(&field)),
+            ] {
+                let mut assembler = ElasticityAssembler::new(
+                    &mesh,
+                    CellMaterials::uniform(material, mesh.n_cells()),
+                    points,
+                )
+                .unwrap();
+                let mut host = assembly::body_force_load(&mut assembler, body).unwrap();
+                let mut device_assembler = DeviceAssembler::new(&ctx, &assembler).unwrap();
+                let at_points = body_force_at_points(&assembler, body).unwrap();
+                let mut f = device_assembler
+                    .body_force_load(&ctx.upload(&at_points).unwrap())
+                    .unwrap();
+                let body_bits = ctx.download(&f).unwrap() == host.host().unwrap();
+                let faces: Vec<(&[mesh::CellFace], Load)> = sets
+                    .iter()
+                    .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
+                    .collect();
+                for (faces, load) in &faces {
+                    assembly::add_traction_load(&mesh, faces, *load, points, &mut host).unwrap();
+                }
+                let mut tractions = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
+                tractions.add_to(&mut f).unwrap();
+                let got = ctx.download(&f).unwrap();
+                let all_bits = got == host.host().unwrap();
+                println!(
+                    "Q{order} {} body force ({what}): bits {body_bits}; with tractions: bits {all_bits}, largest difference {:e}",
+                    material.name(),
+                    rel_diff(&got, host.host().unwrap())
+                );
+                if !(body_bits && all_bits) {
+                    mismatches.push(format!("Q{order} {} body force ({what})", material.name()));
+                }
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
 }
