@@ -13,8 +13,8 @@ use assembly::device::{
     CELL_FIELDS,
 };
 use assembly::{
-    CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, PositionFn,
-    Prescribed,
+    CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
+    PositionFn, Prescribed,
 };
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
@@ -597,9 +597,19 @@ fn assert_same_newton_system(
         hs.lift.host().unwrap(),
         "{what}: lifting"
     );
+    assert_eq!(
+        ctx.download(ds.tangent.values()).unwrap(),
+        hs.tangent.host().unwrap(),
+        "{what}: tangent"
+    );
     let hn = host.eliminate(&mut hs).unwrap();
     let dn = device.eliminate(&mut ds).unwrap();
     assert_eq!(dn, hn, "{what}: free norm");
+    assert_eq!(
+        ctx.download(ds.tangent.values()).unwrap(),
+        hs.tangent.host().unwrap(),
+        "{what}: eliminated tangent"
+    );
     assert_eq!(
         ctx.download(&ds.rhs).unwrap(),
         hs.rhs.host().unwrap(),
@@ -776,4 +786,40 @@ fn device_dead_loads_are_the_hosts_bits() {
         }
     }
     assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
+}
+
+/// Follower pressures on the device (Q1 4-node and Q2 9-node faces; one on its own load curve):
+/// the residual, the tangent with the nonsymmetric load stiffness (before and after
+/// elimination), the right-hand side and the residual alone are the host's bits, at two load
+/// steps (the own factor going up per step).
+#[test]
+fn device_follower_pressure_is_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    for order in [1, 2] {
+        let (assembler, u) = problem(order, 3, materials()[3]);
+        let mesh = skewed_box(order, 3);
+        let points = order + 1;
+        let mut follower = vec![
+            FollowerPressure::new(&mesh, &mesh.face_sets["xmax"], 0.8, points).unwrap(),
+            FollowerPressure::new(&mesh, &mesh.face_sets["ymin"], -0.3, points).unwrap(),
+        ];
+        follower[1].own_factor = Some(0.25);
+        let coords = assembler.coords().to_vec();
+        let mut host = DiscreteProblem {
+            assembler,
+            constraints: twisted_box_constraints(&coords),
+            external: Vector::zeros(u.len()),
+            follower,
+            curved: Vec::new(),
+            partition: None,
+        };
+        assert!(!host.tangent_is_symmetric());
+        DeviceProblem::supports(&host).unwrap();
+        let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "pressure, step 1");
+        host.follower[1].own_factor = Some(0.75);
+        device.set_step(&host).unwrap();
+        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.9, "pressure, step 2");
+        println!("Q{order} follower pressure: the host's bits");
+    }
 }

@@ -95,3 +95,73 @@ extern "C" __global__ void gather_add(const u32 n_rows, const u32* __restrict__ 
         acc += __ldg(contributions + (size_t)__ldg(entries + j) * 3 + d);
     f[at] = acc;
 }
+
+// Follower pressure on every face at the current positions x = X + u (fem::FaceKernel::
+// pressure_residual_tangent, operation for operation): per face node a,
+// r[(face nf + a) 3 + d] = sum_q s p w_q N_a (x,1 x x,2)_d and, with `with_tangent`, the blocks
+// k[((face nf + a) nf + b) 9 + e] = sum_q s p w_q N_a (N_b,2 [x,1]x - N_b,1 [x,2]x)_e, s the face's
+// orientation. One thread per (face, a); nf <= 9.
+extern "C" __global__ void pressure_contributions(const u32 n_faces, const u32 nf, const u32 nq,
+                                                  const u32* __restrict__ face_nodes,
+                                                  const double* __restrict__ orientation,
+                                                  const double* __restrict__ coords,
+                                                  const double* __restrict__ u,
+                                                  const double* __restrict__ weights,
+                                                  const double* __restrict__ values,
+                                                  const double* __restrict__ grads, const double p,
+                                                  const u32 with_tangent, double* __restrict__ r_out,
+                                                  double* __restrict__ k_out) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_faces * nf) return;
+    const u32 face = t / nf, a = t % nf;
+    double x[9][3], r[3] = {0.0, 0.0, 0.0}, k[9][9];
+    for (u32 b = 0; b < nf; ++b) {
+        const size_t node = __ldg(face_nodes + (size_t)face * nf + b);
+        for (int d = 0; d < 3; ++d) x[b][d] = __ldg(coords + node * 3 + d) + __ldg(u + node * 3 + d);
+        for (int e = 0; e < 9; ++e) k[b][e] = 0.0;
+    }
+    const double orient = __ldg(orientation + face);
+    for (u32 q = 0; q < nq; ++q) {
+        double t1[3] = {0.0, 0.0, 0.0}, t2[3] = {0.0, 0.0, 0.0};
+        for (u32 b = 0; b < nf; ++b)
+            for (int d = 0; d < 3; ++d) {
+                t1[d] += __ldg(grads + ((size_t)q * nf + b) * 2) * x[b][d];
+                t2[d] += __ldg(grads + ((size_t)q * nf + b) * 2 + 1) * x[b][d];
+            }
+        const double c[3] = {t1[1] * t2[2] - t1[2] * t2[1], t1[2] * t2[0] - t1[0] * t2[2],
+                             t1[0] * t2[1] - t1[1] * t2[0]};
+        const double scale = orient * p * __ldg(weights + q);
+        const double na = __ldg(values + (size_t)q * nf + a);
+        for (int d = 0; d < 3; ++d) r[d] += scale * na * c[d];
+        if (with_tangent) {
+            const double s1[9] = {0.0, -t1[2], t1[1], t1[2], 0.0, -t1[0], -t1[1], t1[0], 0.0};
+            const double s2[9] = {0.0, -t2[2], t2[1], t2[2], 0.0, -t2[0], -t2[1], t2[0], 0.0};
+            const double f = scale * na;
+            for (u32 b = 0; b < nf; ++b) {
+                const double d0 = __ldg(grads + ((size_t)q * nf + b) * 2);
+                const double d1 = __ldg(grads + ((size_t)q * nf + b) * 2 + 1);
+                for (int e = 0; e < 9; ++e) k[b][e] += f * (d1 * s1[e] - d0 * s2[e]);
+            }
+        }
+    }
+    for (int d = 0; d < 3; ++d) r_out[(size_t)t * 3 + d] = r[d];
+    if (with_tangent)
+        for (u32 b = 0; b < nf; ++b)
+            for (int e = 0; e < 9; ++e) k_out[((size_t)t * nf + b) * 9 + e] = k[b][e];
+}
+
+// values[9 slot_k + e] += sum over j in [row_ptr[k], row_ptr[k+1]) of contributions[9 entries[j] + e],
+// one by one in plan order (the host's face order), onto the block the tangent already holds.
+extern "C" __global__ void gather_add_blocks(const u32 n_rows, const u32* __restrict__ slots,
+                                             const u32* __restrict__ row_ptr, const u32* __restrict__ entries,
+                                             const double* __restrict__ contributions,
+                                             double* __restrict__ values) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 9 * n_rows) return;
+    const u32 k = t / 9, e = t % 9;
+    const size_t at = (size_t)__ldg(slots + k) * 9 + e;
+    double acc = values[at];
+    for (u32 j = __ldg(row_ptr + k); j < __ldg(row_ptr + k + 1); ++j)
+        acc += __ldg(contributions + (size_t)__ldg(entries + j) * 9 + e);
+    values[at] = acc;
+}

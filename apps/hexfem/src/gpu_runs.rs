@@ -161,8 +161,10 @@ fn compare_runs(name: &str, input: &Path) -> Option<String> {
 /// their own, and loads and Dirichlet values that are expressions of the time `t` (a cantilever
 /// that a traction on its own curve bends down and back while a traction, a body force and an
 /// end motion of `t` act; a Q2 block pulled sideways while its lid twists on a curve of its
-/// own). Both are large enough for two AMG levels, like the inputs of `inputs/`.
-const STEPPED_INPUTS: [(&str, &str); 2] = [
+/// own), and follower pressures (one on a curve of its own) on Q1 and Q2 blocks: a nonsymmetric
+/// tangent, GMRES with AMG on the device. All are large enough for two AMG levels, like the
+/// inputs of `inputs/`.
+const STEPPED_INPUTS: [(&str, &str); 3] = [
     (
         "curves-and-t",
         "mesh:\n  box: { cells: [20, 3, 3], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
@@ -181,12 +183,26 @@ const STEPPED_INPUTS: [(&str, &str); 2] = [
          \x20 traction:\n    - { set: xmax, value: [5.0, 0.0, 0.0] }\n\
          loading: { steps: 4, curve: [[0, 0], [2, 1]] }\n",
     ),
+    ("follower-pressure-q1", FOLLOWER_PRESSURE_Q1),
 ];
 
-/// Writes the stepped inputs into `dir`; their paths.
+/// A Q1 block under two follower pressures, one on a curve of its own.
+const FOLLOWER_PRESSURE_Q1: &str = "mesh:\n  box: { cells: [6, 6, 6], lower: [0, 0, 0], upper: [1, 1, 1], order: 1 }\n\
+    materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+    boundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n\
+    \x20 pressure:\n    - { set: zmax, value: 1.0 }\n    - { set: xmax, value: 0.5, curve: [[0, 0], [1, 1], [2, 0.5]] }\n\
+    loading: { steps: 3, curve: [[0, 0], [2, 1]] }\n";
+
+/// Writes the stepped inputs (and the pressure input on Q2 cells: 9-node faces) into `dir`;
+/// their paths.
 fn stepped_inputs(dir: &Path) -> Vec<(String, PathBuf)> {
     std::fs::create_dir_all(dir).unwrap();
-    STEPPED_INPUTS
+    let q2 = FOLLOWER_PRESSURE_Q1
+        .replace("cells: [6, 6, 6]", "cells: [3, 3, 3]")
+        .replace("order: 1", "order: 2");
+    let mut inputs: Vec<(&str, &str)> = STEPPED_INPUTS.to_vec();
+    inputs.push(("follower-pressure-q2", &q2));
+    inputs
         .iter()
         .map(|(name, yaml)| {
             let path = dir.join(format!("{name}.yaml"));

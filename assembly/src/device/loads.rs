@@ -22,7 +22,8 @@ use crate::{AssemblyError, ElasticityAssembler};
 
 /// The loads source is compiled after the element source, which needs its defines; the face
 /// kernels use none of them (any valid set compiles them once).
-const FACE_DEFINES: [(&str, i64); 4] = [("NODES", 8), ("NQP", 8), ("MATERIAL", 0), ("EPB", 1)];
+pub(super) const FACE_DEFINES: [(&str, i64); 4] =
+    [("NODES", 8), ("NQP", 8), ("MATERIAL", 0), ("EPB", 1)];
 
 /// The body force per unit reference volume at every quadrature point of every cell of
 /// `assembler`, `[(c n_qp + q) 3 + i]` (a field evaluated at the points the host's residual
@@ -67,11 +68,74 @@ pub struct DeviceTractions {
     gradients: DeviceBuffer<f64>,
     traction: DeviceBuffer<f64>,
     contributions: DeviceBuffer<f64>,
-    /// The plan: the nodes some face touches (ascending), the range of each in `entries`, and
-    /// the (face, local node) contributions each sums, in face order.
-    plan_nodes: DeviceBuffer<u32>,
-    plan_ptr: DeviceBuffer<u32>,
-    plan_entries: DeviceBuffer<u32>,
+    /// Sums the (face, local node) contributions into the nodes, in face order.
+    plan: GatherPlan,
+}
+
+/// Sums of contributions (3 or 9 values each) into targets (nodes of a vector, blocks of a
+/// tangent) in a fixed order, on the device: per target, the contributions it receives in the
+/// order the host adds them, added one by one onto the target's value.
+pub(super) struct GatherPlan {
+    targets: DeviceBuffer<u32>,
+    ptr: DeviceBuffer<u32>,
+    entries: DeviceBuffer<u32>,
+}
+
+impl GatherPlan {
+    /// `per_target[i]`: the contributions target `i` receives, in order; targets receiving none
+    /// are left out.
+    pub(super) fn new(ctx: &CudaContext, per_target: &[Vec<u32>]) -> Result<Self, AssemblyError> {
+        let (mut targets, mut ptr, mut entries) = (Vec::new(), vec![0u32], Vec::new());
+        for (i, list) in per_target.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+            targets.push(i as u32);
+            entries.extend(list);
+            ptr.push(entries.len() as u32);
+        }
+        Ok(Self {
+            targets: ctx.upload(&targets)?,
+            ptr: ctx.upload(&ptr)?,
+            entries: ctx.upload(&entries)?,
+        })
+    }
+
+    /// `into[width t + e] += contributions[width j + e]` over the plan (`width` 3: `gather_add`,
+    /// 9: `gather_add_blocks`).
+    pub(super) fn add(
+        &self,
+        ctx: &CudaContext,
+        width: usize,
+        contributions: &DeviceBuffer<f64>,
+        into: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        let rows = self.targets.len();
+        if rows == 0 {
+            return Ok(());
+        }
+        launch(
+            ctx,
+            &LOADS_SOURCE,
+            &FACE_DEFINES,
+            if width == 3 {
+                "gather_add"
+            } else {
+                "gather_add_blocks"
+            },
+            LaunchShape {
+                blocks: (width * rows).div_ceil(256) as u32,
+                threads: 256,
+                shared_bytes: 0,
+            },
+            &mut [
+                KernelArg::U32(rows as u32),
+                KernelArg::U32s(&self.targets),
+                KernelArg::U32s(&self.ptr),
+                KernelArg::U32s(&self.entries),
+                KernelArg::F64s(contributions),
+                KernelArg::F64sMut(into),
+            ],
+        )?;
+        Ok(())
+    }
 }
 
 impl DeviceTractions {
@@ -124,12 +188,6 @@ impl DeviceTractions {
                 what: format!("{n_faces} traction faces exceed the device plans' 32-bit indices"),
             });
         }
-        let (mut plan_nodes, mut plan_ptr, mut entries) = (Vec::new(), vec![0u32], Vec::new());
-        for (n, list) in per_node.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
-            plan_nodes.push(n as u32);
-            entries.extend(list);
-            plan_ptr.push(entries.len() as u32);
-        }
         Ok(Self {
             ctx: ctx.clone(),
             n_faces,
@@ -143,9 +201,7 @@ impl DeviceTractions {
             gradients: ctx.upload(kernel.qp_reference_gradients().as_flattened())?,
             traction: ctx.upload(&traction)?,
             contributions: ctx.zeros(n_faces * nf * 3)?,
-            plan_nodes: ctx.upload(&plan_nodes)?,
-            plan_ptr: ctx.upload(&plan_ptr)?,
-            plan_entries: ctx.upload(&entries)?,
+            plan: GatherPlan::new(ctx, &per_node)?,
         })
     }
 
@@ -184,27 +240,7 @@ impl DeviceTractions {
                 KernelArg::F64sMut(&mut self.contributions),
             ],
         )?;
-        let rows = self.plan_nodes.len();
-        launch(
-            &self.ctx,
-            &LOADS_SOURCE,
-            &FACE_DEFINES,
-            "gather_add",
-            LaunchShape {
-                blocks: (3 * rows).div_ceil(256) as u32,
-                threads: 256,
-                shared_bytes: 0,
-            },
-            &mut [
-                KernelArg::U32(rows as u32),
-                KernelArg::U32s(&self.plan_nodes),
-                KernelArg::U32s(&self.plan_ptr),
-                KernelArg::U32s(&self.plan_entries),
-                KernelArg::F64s(&self.contributions),
-                KernelArg::F64sMut(f),
-            ],
-        )?;
-        Ok(())
+        self.plan.add(&self.ctx, 3, &self.contributions, f)
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`DeviceProblem`] and [`DeviceNewtonSystem`]: the host's [`crate::DiscreteProblem`] /
 //! [`crate::NewtonSystem`] calling order ("linearize, read the residual, eliminate, solve") with
 //! every vector and the tangent on the device. Only scalars come back (norms, the failure flag).
+//! Follower pressures add their residual and (nonsymmetric) load stiffness after the loads, in
+//! the host's order ([`DevicePressure`]).
 //!
 //! Loads and constraints on load curves of their own: each [`crate::CurvedLoad`] vector is
 //! uploaded once and combined with its factor (a scalar per load step) in the host's order;
@@ -14,7 +16,7 @@ use linalg::backend::cuda::vector::Term;
 use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 
 use super::elements::check;
-use super::{DeviceAssembler, DeviceConstraints};
+use super::{DeviceAssembler, DeviceConstraints, DevicePressure};
 use crate::{AssemblyError, DiscreteProblem, Potential};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
@@ -27,6 +29,8 @@ pub struct DeviceProblem {
     pub external: DeviceBuffer<f64>,
     /// Dead loads on load curves of their own, in [`DiscreteProblem::curved`]'s order.
     curved: Vec<DeviceCurvedLoad>,
+    /// Follower pressures, in [`DiscreteProblem::follower`]'s order.
+    follower: Vec<DevicePressure>,
     /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
 }
@@ -57,8 +61,7 @@ impl DeviceNewtonSystem {
 
 impl DeviceProblem {
     /// Uploads `problem` (mesh, plans, constraints, dead loads, curved loads at their current
-    /// factors) to `ctx`. Follower pressures are not on the device yet
-    /// ([`AssemblyError::DeviceUnsupported`]).
+    /// factors, follower pressures) to `ctx`.
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
         Self::supports(problem)?;
         let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
@@ -74,6 +77,15 @@ impl DeviceProblem {
             constraints,
             ctx.upload(problem.external.host()?)?,
         )?;
+        for f in &problem.follower {
+            let pressure = DevicePressure::new(
+                ctx,
+                f,
+                problem.assembler.coords(),
+                problem.assembler.pattern(),
+            )?;
+            device.follower.push(pressure);
+        }
         for c in &problem.curved {
             check("curved load", device.n_dofs(), c.vector.len())?;
             device.curved.push(DeviceCurvedLoad {
@@ -92,6 +104,14 @@ impl DeviceProblem {
     /// never per Newton iteration. `problem` must be the one uploaded.
     pub fn set_step(&mut self, problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         check("curved loads", self.curved.len(), problem.curved.len())?;
+        check(
+            "follower pressures",
+            self.follower.len(),
+            problem.follower.len(),
+        )?;
+        for (device, host) in self.follower.iter_mut().zip(&problem.follower) {
+            device.own_factor = host.own_factor;
+        }
         for (device, host) in self.curved.iter_mut().zip(&problem.curved) {
             device.factor = host.factor;
             if device.timed {
@@ -105,7 +125,7 @@ impl DeviceProblem {
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
     /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (follower
-    /// pressure, several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
+    /// several materials, a rank's share of a distributed problem, meshes beyond 32-bit indices).
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         if problem.partition.is_some() {
             return Err(AssemblyError::DeviceUnsupported {
@@ -130,12 +150,6 @@ impl DeviceProblem {
                 ),
             });
         }
-        if !problem.follower.is_empty() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "follower pressure loads are assembled on the host only; use device: cpu"
-                    .into(),
-            });
-        }
         Ok(())
     }
 
@@ -153,6 +167,7 @@ impl DeviceProblem {
             constraints,
             external,
             curved: Vec::new(),
+            follower: Vec::new(),
             energies: ctx.zeros(n_cells)?,
         })
     }
@@ -187,7 +202,11 @@ impl DeviceProblem {
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, r)?;
-        self.subtract_loads(load_factor, r)
+        self.subtract_loads(load_factor, r)?;
+        for f in &mut self.follower {
+            f.add(u, load_factor, r, None)?;
+        }
+        Ok(())
     }
 
     /// `r -= load_factor f_ext`, then `r -= factor_c f_c` per curved load: the host's order.
@@ -234,6 +253,9 @@ impl DeviceProblem {
     ) -> Result<(), AssemblyError> {
         self.assembler.residual_tangent(u, residual, tangent)?;
         self.subtract_loads(load_factor, residual)?;
+        for f in &mut self.follower {
+            f.add(u, load_factor, residual, Some(&mut *tangent))?;
+        }
         vector::fill(&self.ctx, 0.0, lift)?;
         self.ctx.copy(u, scratch)?;
         self.constraints.write_prescribed(load_factor, scratch)?;
