@@ -796,7 +796,9 @@ fn device_dead_loads_are_the_hosts_bits() {
 fn device_follower_pressure_is_the_hosts_bits() {
     let Some(ctx) = context() else { return };
     for order in [1, 2] {
-        let (assembler, u) = problem(order, 3, materials()[3]);
+        // neo-Hookean: its device element kernels are the host's bits (the decoupled model's
+        // pow rounds differently), so every difference would be the pressure's
+        let (assembler, u) = problem(order, 3, materials()[2]);
         let mesh = skewed_box(order, 3);
         let points = order + 1;
         let mut follower = vec![
