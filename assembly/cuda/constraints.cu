@@ -43,15 +43,17 @@ extern "C" __global__ void prescribe_components(const u32 n, const u32* __restri
 }
 
 // u[3 node + c] = load_factor * values[3 t + c] for the components in `comp_bits` (an expression
-// of the reference position, evaluated per node on the host once).
+// of the reference position, evaluated per node on the host), or values[3 t + c] itself for the
+// components in `timed_bits` (an expression of the time, evaluated by the host per load step).
 extern "C" __global__ void prescribe_field(const u32 n, const u32* __restrict__ nodes, const u32 comp_bits,
-                                           const double load_factor, const double* __restrict__ values,
-                                           double* __restrict__ u) {
+                                           const u32 timed_bits, const double load_factor,
+                                           const double* __restrict__ values, double* __restrict__ u) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 3 * n) return;
     const u32 c = t % 3;
     if (!(comp_bits & (1u << c))) return;
-    u[(size_t)__ldg(nodes + t / 3) * 3 + c] = load_factor * __ldg(values + t);
+    const double v = __ldg(values + t);
+    u[(size_t)__ldg(nodes + t / 3) * 3 + c] = (timed_bits & (1u << c)) ? v : load_factor * v;
 }
 
 // Twist: u = R (x - center) - (x - center) + s, with R and s = load_factor axial n computed on the host.

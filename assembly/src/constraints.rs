@@ -199,6 +199,17 @@ impl Constraints {
         self.time = t;
     }
 
+    /// The pseudo-time of [`Constraints::set_time`].
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Per entry of the prescriptions: the factor of its own load curve (see
+    /// [`Constraints::set_own_factor`]), `None` where it follows the load factor.
+    pub fn own_factors(&self) -> &[Option<f64>] {
+        &self.own_factors
+    }
+
     /// Whether some prescribed value depends on the pseudo-time.
     pub fn uses_time(&self) -> bool {
         self.prescribed.iter().any(|p| match p {

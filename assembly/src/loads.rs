@@ -48,27 +48,40 @@ pub fn add_traction_load(
     }
     let f = f.host_mut()?;
     for cf in faces {
-        if cf.cell >= mesh.n_cells() {
-            let message = format!(
-                "traction face {} of cell {} is outside the mesh ({} cells)",
-                cf.face.name(),
-                cf.cell,
-                mesh.n_cells()
-            );
-            return Err(MeshError::Invalid(message).into());
-        }
-        let local = face_local_nodes(mesh.kind, cf.face);
-        let nodes = mesh.cell_nodes(cf.cell);
-        let x: Vec<[f64; 3]> = local.iter().map(|&a| mesh.coords[nodes[a]]).collect();
-        let mut fa = vec![[0.0; 3]; local.len()];
+        let (nodes, x) = face_nodes(mesh, cf)?;
+        let mut fa = vec![[0.0; 3]; nodes.len()];
         kernel.nodal_forces(&x, t, &mut fa).map_err(|source| {
             AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source)
         })?;
-        for (&a, fa) in local.iter().zip(&fa) {
+        for (&node, fa) in nodes.iter().zip(&fa) {
             for d in 0..3 {
-                f[3 * nodes[a] + d] += fa[d];
+                f[3 * node + d] += fa[d];
             }
         }
     }
     Ok(())
+}
+
+/// The mesh nodes of a traction face in the face basis order (`face_local_nodes`) and their
+/// reference coordinates; an error names a face outside the mesh.
+pub(crate) fn face_nodes(
+    mesh: &HexMesh,
+    cf: &CellFace,
+) -> Result<(Vec<usize>, Vec<[f64; 3]>), AssemblyError> {
+    if cf.cell >= mesh.n_cells() {
+        let message = format!(
+            "traction face {} of cell {} is outside the mesh ({} cells)",
+            cf.face.name(),
+            cf.cell,
+            mesh.n_cells()
+        );
+        return Err(MeshError::Invalid(message).into());
+    }
+    let cell = mesh.cell_nodes(cf.cell);
+    let nodes: Vec<usize> = face_local_nodes(mesh.kind, cf.face)
+        .iter()
+        .map(|&a| cell[a])
+        .collect();
+    let x = nodes.iter().map(|&n| mesh.coords[n]).collect();
+    Ok((nodes, x))
 }

@@ -58,6 +58,21 @@ impl FollowerPressure {
         })
     }
 
+    /// Each face's global nodes in face-basis order and its orientation (`Face::orientation`).
+    pub fn faces(&self) -> &[(Vec<usize>, f64)] {
+        &self.faces
+    }
+
+    /// The pressure at load factor one.
+    pub fn pressure(&self) -> f64 {
+        self.pressure
+    }
+
+    /// The face kernel (order and quadrature).
+    pub fn kernel(&self) -> &FaceKernel {
+        &self.kernel
+    }
+
     /// Adds the pressure's residual at `load_factor` and displacement `u` to `r` and, where `k` is
     /// given, its full load stiffness `d r / d u` to `k` (on the pattern the cells already give
     /// the face nodes). The load stiffness is not symmetric in general (its skew part cancels

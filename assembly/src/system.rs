@@ -51,6 +51,9 @@ pub struct RankPart {
 pub struct CurvedLoad {
     pub vector: Vector,
     pub factor: f64,
+    /// Whether `vector` itself is recomputed at every pseudo-time (an expression of the time `t`;
+    /// its factor stays one): a copy elsewhere (the device's) must take it again per load step.
+    pub timed: bool,
 }
 
 /// The potential energy of a state (see [`DiscreteProblem::potential`]).

@@ -9,11 +9,13 @@
 use std::sync::Arc;
 
 use assembly::device::{
-    compile_constraints_source, compile_element_source, DeviceAssembler, DeviceConstraints,
-    DeviceElements, DeviceProblem, CELL_FIELDS,
+    body_force_at_points, compile_constraints_source, compile_element_source, compile_loads_source,
+    DeviceAssembler, DeviceConstraints, DeviceElements, DeviceProblem, DeviceTractions,
+    CELL_FIELDS,
 };
 use assembly::{
-    CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, PositionFn, Prescribed,
+    CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
+    PositionFn, Prescribed,
 };
 use fem::{CellKind, ElementKernel, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
@@ -47,18 +49,7 @@ fn materials() -> Vec<Material> {
 
 /// A skewed box of `n^3` cells with a smooth, moderate displacement (deterministic).
 fn problem(order: usize, n: usize, material: Material) -> (ElasticityAssembler, Vec<f64>) {
-    let kind = CellKind::from_order(order).unwrap();
-    let corners = [
-        [0.0, 0.0, 0.0],
-        [1.1, 0.1, 0.0],
-        [0.05, 0.9, 0.1],
-        [1.2, 1.0, 0.05],
-        [0.1, 0.0, 1.0],
-        [1.0, 0.1, 1.1],
-        [0.0, 1.1, 0.9],
-        [1.1, 1.05, 1.2],
-    ];
-    let mesh = generate_box(&BoxSpec::mapped([n; 3], corners, kind)).unwrap();
+    let mesh = skewed_box(order, n);
     let assembler = ElasticityAssembler::new(
         &mesh,
         CellMaterials::uniform(material, mesh.n_cells()),
@@ -77,6 +68,22 @@ fn problem(order: usize, n: usize, material: Material) -> (ElasticityAssembler, 
         })
         .collect();
     (assembler, u)
+}
+
+/// The skewed box of `n^3` cells of order `order` the device tests run on.
+fn skewed_box(order: usize, n: usize) -> mesh::HexMesh {
+    let kind = CellKind::from_order(order).unwrap();
+    let corners = [
+        [0.0, 0.0, 0.0],
+        [1.1, 0.1, 0.0],
+        [0.05, 0.9, 0.1],
+        [1.2, 1.0, 0.05],
+        [0.1, 0.0, 1.0],
+        [1.0, 0.1, 1.1],
+        [0.0, 1.1, 0.9],
+        [1.1, 1.05, 1.2],
+    ];
+    generate_box(&BoxSpec::mapped([n; 3], corners, kind)).unwrap()
 }
 
 /// `max |a - b| / max |b|`.
@@ -255,6 +262,9 @@ fn element_source_compiles_for_every_order_and_material() {
         }
     }
     assert!(compile_constraints_source("sm_90").unwrap() > 0);
+    for order in [1, 2] {
+        assert!(compile_loads_source(order, "sm_90").unwrap() > 0);
+    }
 }
 
 #[test]
@@ -457,6 +467,12 @@ fn device_constraints_are_bit_identical_to_the_host() {
 
 /// Clamped bottom, twisted and lifted top, one node with one prescribed component.
 fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
+    box_constraints(coords, false)
+}
+
+/// [`twisted_box_constraints`]; with `timed`, the field set's z value is an expression of the
+/// time `t` (the value itself at each time, not scaled by the load factor).
+fn box_constraints(coords: &[[f64; 3]], timed: bool) -> Constraints {
     let (zmin, zmax) = coords
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
@@ -508,10 +524,18 @@ fn twisted_box_constraints(coords: &[[f64; 3]]) -> Constraints {
                         f: Arc::new(|x: [f64; 3], _t: f64| 0.1 * x[0] + 0.02 * x[2]),
                     }),
                     None,
-                    Some(PositionFn {
-                        text: "-0.05 y".into(),
-                        uses_time: false,
-                        f: Arc::new(|x: [f64; 3], _t: f64| -0.05 * x[1]),
+                    Some(if timed {
+                        PositionFn {
+                            text: "-0.05 y sin(3 t)".into(),
+                            uses_time: true,
+                            f: Arc::new(|x: [f64; 3], t: f64| -0.05 * x[1] * (3.0 * t).sin()),
+                        }
+                    } else {
+                        PositionFn {
+                            text: "-0.05 y".into(),
+                            uses_time: false,
+                            f: Arc::new(|x: [f64; 3], _t: f64| -0.05 * x[1]),
+                        }
                     }),
                 ],
             },
@@ -626,4 +650,258 @@ fn device_potential_is_the_hosts_bits() {
         }
     }
     assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
+}
+
+/// Host and device Newton systems and potential at `u` and `load_factor` agree to the bit.
+fn assert_same_newton_system(
+    ctx: &CudaContext,
+    host: &mut DiscreteProblem,
+    device: &mut DeviceProblem,
+    u: &[f64],
+    load_factor: f64,
+    what: &str,
+) {
+    let uh = Vector::from_vec(u.to_vec());
+    let ud = ctx.upload(u).unwrap();
+    let mut hs = host.new_system();
+    let mut ds = device.new_system().unwrap();
+    host.linearize(&uh, load_factor, &mut hs).unwrap();
+    device.linearize(&ud, load_factor, &mut ds).unwrap();
+    assert_eq!(
+        ctx.download(&ds.residual).unwrap(),
+        hs.residual.host().unwrap(),
+        "{what}: residual"
+    );
+    assert_eq!(
+        ctx.download(&ds.lift).unwrap(),
+        hs.lift.host().unwrap(),
+        "{what}: lifting"
+    );
+    assert_eq!(
+        ctx.download(ds.tangent.values()).unwrap(),
+        hs.tangent.host().unwrap(),
+        "{what}: tangent"
+    );
+    let hn = host.eliminate(&mut hs).unwrap();
+    let dn = device.eliminate(&mut ds).unwrap();
+    assert_eq!(dn, hn, "{what}: free norm");
+    assert_eq!(
+        ctx.download(ds.tangent.values()).unwrap(),
+        hs.tangent.host().unwrap(),
+        "{what}: eliminated tangent"
+    );
+    assert_eq!(
+        ctx.download(&ds.rhs).unwrap(),
+        hs.rhs.host().unwrap(),
+        "{what}: right-hand side"
+    );
+    let mut r = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut rh = Vector::zeros(u.len());
+    host.residual(&uh, load_factor, &mut rh).unwrap();
+    device.residual(&ud, load_factor, &mut r).unwrap();
+    assert_eq!(
+        ctx.download(&r).unwrap(),
+        rh.host().unwrap(),
+        "{what}: residual"
+    );
+    let h = host.potential(&uh, load_factor).unwrap();
+    let d = device.potential(&ud, load_factor).unwrap();
+    assert_eq!(h, d, "{what}: potential");
+    println!(
+        "{what}: free norm {hn:e}, potential {:e}: the host's bits",
+        h.value
+    );
+}
+
+/// Loads on load curves of their own (one on a curve factor, one an expression of `t` whose
+/// vector the host recomputes per step), constraints on curves of their own (a twist) and
+/// Dirichlet values of `t`: the device's Newton system, residual and potential are the host's
+/// bits at two load steps, and the second step's [`DeviceProblem::set_step`] uploads only the
+/// timed load's vector and the timed Dirichlet set's values.
+#[test]
+fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    let (assembler, u) = problem(1, 4, materials()[2]);
+    let n = u.len();
+    let coords = assembler.coords().to_vec();
+    let wave = |phase: f64| -> Vector {
+        Vector::from_vec(
+            (0..n)
+                .map(|i| 1e-3 * (i as f64 * 0.37 + phase).sin())
+                .collect(),
+        )
+    };
+    let mut constraints = box_constraints(&coords, true);
+    assert!(constraints.uses_time());
+    constraints.set_time(0.25);
+    constraints.set_own_factor(1, Some(0.7));
+    let mut host = DiscreteProblem {
+        assembler,
+        constraints,
+        external: wave(0.1),
+        follower: Vec::new(),
+        curved: vec![
+            CurvedLoad {
+                vector: wave(1.3),
+                factor: 0.3,
+                timed: false,
+            },
+            CurvedLoad {
+                vector: wave(2.9),
+                factor: 1.0,
+                timed: true,
+            },
+        ],
+        partition: None,
+    };
+    DeviceProblem::supports(&host).unwrap();
+    let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "step 1");
+
+    // the next load step: new time, new curve factors, a new timed load vector
+    host.constraints.set_time(0.75);
+    host.constraints.set_own_factor(1, Some(0.2));
+    host.constraints.set_own_factor(2, Some(-0.5));
+    host.curved[0].factor = 0.9;
+    host.curved[1].vector = wave(4.4);
+    let before = ctx.transfers().host_to_device;
+    device.set_step(&host).unwrap();
+    let uploaded = ctx.transfers().host_to_device - before;
+    // the timed load's vector and the timed field set's two nodes (3 values each)
+    assert_eq!(uploaded, 8 * (n as u64 + 6), "bytes of one set_step");
+    println!("set_step uploaded {uploaded} bytes ({n} unknowns)");
+    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.8, "step 2");
+}
+
+/// A smooth field of the reference position (loads that are fields).
+fn smooth_field(x: [f64; 3]) -> [f64; 3] {
+    [
+        (2.0 * x[1]).sin() + 0.3,
+        x[0] * x[2] - 0.5,
+        1.0 + x[1] * x[1] - 0.2 * x[0],
+    ]
+}
+
+/// Dead loads integrated on the device are the host's bits: tractions (a constant on one face
+/// set, a field on another, and both sets on one vector as the host adds them) on Q1 4-node and
+/// Q2 9-node faces with the host's face rule, and the body force (constant and field) through
+/// the volume quadrature for every material (the host's is the element residual at u = 0), then
+/// the tractions added onto it as `hexfem run` builds its dead-load vector.
+#[test]
+fn device_dead_loads_are_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    let field = smooth_field;
+    let mut mismatches = Vec::new();
+    for order in [1, 2] {
+        let mesh = skewed_box(order, 3);
+        let points = order + 1;
+        let n = 3 * mesh.n_nodes();
+        let sets: [(&str, Load); 2] = [
+            ("zmax", Load::Constant([0.1, -0.2, 0.7])),
+            ("xmax", Load::Field(&field)),
+        ];
+        // tractions alone, set by set and together
+        for chosen in [&sets[..1], &sets[1..], &sets[..]] {
+            let mut host = Vector::zeros(n);
+            let faces: Vec<(&[mesh::CellFace], Load)> = chosen
+                .iter()
+                .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
+                .collect();
+            for (f, load) in &faces {
+                assembly::add_traction_load(&mesh, f, *load, points, &mut host).unwrap();
+            }
+            let mut device = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
+            let mut f = ctx.zeros::<f64>(n).unwrap();
+            device.add_to(&mut f).unwrap();
+            let names: Vec<&str> = chosen.iter().map(|(name, _)| *name).collect();
+            let got = ctx.download(&f).unwrap();
+            println!(
+                "Q{order} traction on {names:?} ({} faces): largest difference {:e}",
+                device.n_faces(),
+                rel_diff(&got, host.host().unwrap())
+            );
+            if got != host.host().unwrap() {
+                mismatches.push(format!("Q{order} traction on {names:?}"));
+            }
+        }
+        // body force, then the tractions on top
+        for material in materials() {
+            for (what, body) in [
+                ("constant", Load::Constant([0.5, -1.0, 2.0])),
+                ("field", Load::Field(&field)),
+            ] {
+                let mut assembler = ElasticityAssembler::new(
+                    &mesh,
+                    CellMaterials::uniform(material, mesh.n_cells()),
+                    points,
+                )
+                .unwrap();
+                let mut host = assembly::body_force_load(&mut assembler, body).unwrap();
+                let mut device_assembler = DeviceAssembler::new(&ctx, &assembler).unwrap();
+                let at_points = body_force_at_points(&assembler, body).unwrap();
+                let mut f = device_assembler
+                    .body_force_load(&ctx.upload(&at_points).unwrap())
+                    .unwrap();
+                let body_bits = ctx.download(&f).unwrap() == host.host().unwrap();
+                let faces: Vec<(&[mesh::CellFace], Load)> = sets
+                    .iter()
+                    .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
+                    .collect();
+                for (faces, load) in &faces {
+                    assembly::add_traction_load(&mesh, faces, *load, points, &mut host).unwrap();
+                }
+                let mut tractions = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
+                tractions.add_to(&mut f).unwrap();
+                let got = ctx.download(&f).unwrap();
+                let all_bits = got == host.host().unwrap();
+                println!(
+                    "Q{order} {} body force ({what}): bits {body_bits}; with tractions: bits {all_bits}, largest difference {:e}",
+                    material.name(),
+                    rel_diff(&got, host.host().unwrap())
+                );
+                if !(body_bits && all_bits) {
+                    mismatches.push(format!("Q{order} {} body force ({what})", material.name()));
+                }
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
+}
+
+/// Follower pressures on the device (Q1 4-node and Q2 9-node faces; one on its own load curve):
+/// the residual, the tangent with the nonsymmetric load stiffness (before and after
+/// elimination), the right-hand side and the residual alone are the host's bits, at two load
+/// steps (the own factor going up per step).
+#[test]
+fn device_follower_pressure_is_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    for order in [1, 2] {
+        // neo-Hookean: its device element kernels are the host's bits (the decoupled model's
+        // pow rounds differently), so every difference would be the pressure's
+        let (assembler, u) = problem(order, 3, materials()[2]);
+        let mesh = skewed_box(order, 3);
+        let points = order + 1;
+        let mut follower = vec![
+            FollowerPressure::new(&mesh, &mesh.face_sets["xmax"], 0.8, points).unwrap(),
+            FollowerPressure::new(&mesh, &mesh.face_sets["ymin"], -0.3, points).unwrap(),
+        ];
+        follower[1].own_factor = Some(0.25);
+        let coords = assembler.coords().to_vec();
+        let mut host = DiscreteProblem {
+            assembler,
+            constraints: twisted_box_constraints(&coords),
+            external: Vector::zeros(u.len()),
+            follower,
+            curved: Vec::new(),
+            partition: None,
+        };
+        assert!(!host.tangent_is_symmetric());
+        DeviceProblem::supports(&host).unwrap();
+        let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "pressure, step 1");
+        host.follower[1].own_factor = Some(0.75);
+        device.set_step(&host).unwrap();
+        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.9, "pressure, step 2");
+        println!("Q{order} follower pressure: the host's bits");
+    }
 }

@@ -200,6 +200,26 @@ impl ElementKernel {
         &self.main.grads
     }
 
+    /// `N_a` at the main rule's points, `[q * n_nodes + a]` (what the device body-force kernel
+    /// takes).
+    pub fn qp_values(&self) -> &[f64] {
+        &self.main.values
+    }
+
+    /// The reference positions of the main rule's points in the cell with nodes at `x`, in point
+    /// order: where a body force that is a field is evaluated (the same operations as the
+    /// residual's, so the same bits).
+    pub fn quadrature_points(&self, x: &[[f64; 3]]) -> Result<Vec<[f64; 3]>> {
+        self.check_x(x)?;
+        let n = self.n_nodes();
+        Ok(self
+            .main
+            .values
+            .chunks_exact(n)
+            .map(|nv| point_position(nv, x))
+            .collect())
+    }
+
     fn check_x(&self, x: &[[f64; 3]]) -> Result<()> {
         check_len("element coordinates", self.n_nodes(), x.len())
     }
@@ -578,6 +598,18 @@ fn add_internal_force<const N: usize>(
     }
 }
 
+/// `X_q = sum_a N_a(xi_q) X_a`.
+#[inline(always)]
+fn point_position(nv: &[f64], x: &[[f64; 3]]) -> [f64; 3] {
+    let mut xq = [0.0; 3];
+    for (na, xa) in nv.iter().zip(x) {
+        for i in 0..3 {
+            xq[i] += na * xa[i];
+        }
+    }
+    xq
+}
+
 /// `r_a -= wd f(X_q) N_a`.
 #[inline(always)]
 fn add_body_force<const N: usize>(
@@ -590,15 +622,7 @@ fn add_body_force<const N: usize>(
     let f = match load {
         Load::None => return,
         Load::Constant(f) => f,
-        Load::Field(field) => {
-            let mut xq = [0.0; 3];
-            for a in 0..N {
-                for i in 0..3 {
-                    xq[i] += nv[a] * x[a][i];
-                }
-            }
-            field(xq)
-        }
+        Load::Field(field) => field(point_position(nv, x)),
     };
     for a in 0..N {
         for i in 0..3 {

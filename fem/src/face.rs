@@ -49,6 +49,35 @@ impl FaceKernel {
         self.basis.n_nodes()
     }
 
+    /// Quadrature points per face.
+    pub fn n_qp(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Weights of the rule's points (reference face), in point order.
+    pub fn qp_weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// `N_a` at the rule's points, `[q * n_nodes + a]` (what the device face kernel takes).
+    pub fn qp_values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// `dN_a/deta` at the rule's points, `[q * n_nodes + a]`.
+    pub fn qp_reference_gradients(&self) -> &[[f64; 2]] {
+        &self.grads
+    }
+
+    /// The reference positions of the rule's points on the face with nodes at `face_x`, in point
+    /// order: where a traction that is a field is evaluated (the bits [`Self::nodal_forces`]
+    /// evaluates it at).
+    pub fn quadrature_points(&self, face_x: &[[f64; 3]]) -> Result<Vec<[f64; 3]>> {
+        let mut points = Vec::with_capacity(self.n_qp());
+        self.for_each_qp(face_x, |_, _, xq| points.push(xq))?;
+        Ok(points)
+    }
+
     /// Calls `body(w dA, N, X)` at every quadrature point.
     fn for_each_qp(
         &self,

@@ -31,5 +31,13 @@ pub use quadrature::{GaussLegendre, Quadrature, QuadratureFace};
 /// second copy of the host's, so the device tests check it against the host kernel and against
 /// finite differences of its own residual.
 pub const ELEMENT_CUDA_SOURCE: &str = include_str!("../cuda/element.cu");
+/// The device twins of the dead-load integrals (`fem/cuda/loads.cu` after the element source,
+/// whose defines and point gradients it uses): body-force contributions per cell
+/// ([`ElementKernel`]'s `-int f N_a dV` at zero displacement), traction forces per face
+/// ([`FaceKernel::nodal_forces`]) and their deterministic gather into nodal vectors.
+pub const LOADS_CUDA_SOURCE: &str = concat!(
+    include_str!("../cuda/element.cu"),
+    include_str!("../cuda/loads.cu")
+);
 
 pub use reference::{face_corner_local_nodes, face_local_nodes, CellKind, Face, MAX_NODES};

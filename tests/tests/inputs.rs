@@ -267,20 +267,49 @@ fn every_input_runs() {
     }
 }
 
-/// `device: cuda` on a problem the GPU's Newton loop lacks (here a follower pressure) is an error
-/// at the `device` key naming the feature; `device: auto` takes the CPU for it (no GPU needed to
-/// decide either).
+/// `device: cuda` on a problem the GPU's Newton loop lacks (here cells with different materials)
+/// is an error at the `device` key naming the feature; `device: auto` takes the CPU for it (no GPU
+/// needed to decide either). A follower pressure is no longer such a feature.
 #[test]
 fn device_cuda_names_what_the_gpu_newton_loop_lacks() {
-    let input = inputs_dir().join("neo_hookean_block.yaml");
-    let pressure = "boundary.pressure=[{set: zmax, value: 0.1}]".to_string();
-    let error =
-        hexfem::check::check(&input, &["device=cuda".into(), pressure.clone()], None).unwrap_err();
+    // two cells in two volume groups with different materials (MSH 2.2)
+    let dir = ScratchDir::new("inputs-device-two-materials");
+    let mut nodes = String::new();
+    for k in 0..2 {
+        for j in 0..2 {
+            for i in 0..3 {
+                nodes += &format!("{} {i} {j} {k}\n", 1 + i + 3 * j + 6 * k);
+            }
+        }
+    }
+    let msh = format!(
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$PhysicalNames\n3\n2 1 \"left\"\n3 2 \"a\"\n3 3 \"b\"\n$EndPhysicalNames\n\
+         $Nodes\n12\n{nodes}$EndNodes\n$Elements\n3\n1 3 2 1 1 1 4 10 7\n\
+         2 5 2 2 2 1 2 5 4 7 8 11 10\n3 5 2 3 3 2 3 6 5 8 9 12 11\n$EndElements\n"
+    );
+    std::fs::write(dir.path().join("two.msh"), msh).unwrap();
+    let input = dir.path().join("two.yaml");
+    std::fs::write(
+        &input,
+        "mesh:\n  gmsh: { file: two.msh }\n\
+         materials:\n  - { cells: a, model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+         \x20 - { cells: b, model: neo_hookean, young_modulus: 20.0, poisson_ratio: 0.3 }\n\
+         boundary:\n  dirichlet: [{ set: left, x: 0.0, y: 0.0, z: 0.0 }]\n",
+    )
+    .unwrap();
+    let error = hexfem::check::check(&input, &["device=cuda".into()], None).unwrap_err();
     let message = format!("{error:#}");
     assert!(
-        message.contains("device=cuda") && message.contains("follower pressure"),
+        message.contains("device=cuda") && message.contains("different materials"),
         "{message}"
     );
-    let text = hexfem::check::check(&input, &["device=auto".into(), pressure], None).unwrap();
+    let text = hexfem::check::check(&input, &["device=auto".into()], None).unwrap();
     assert!(text.contains("valid"), "{text}");
+    // a follower pressure is on the device now: `cuda` takes it
+    let block = inputs_dir().join("neo_hookean_block.yaml");
+    let pressure = "boundary.pressure=[{set: zmax, value: 0.1}]".to_string();
+    if let Err(e) = hexfem::check::check(&block, &["device=cuda".into(), pressure], None) {
+        let message = format!("{e:#}");
+        assert!(!message.contains("follower pressure"), "{message}");
+    }
 }

@@ -98,81 +98,163 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
             eprintln!("gpu_runs: {name}: not on the device ({why})");
             continue;
         }
-        let (cpu_dir, gpu_dir) = (
-            Scratch::new(&format!("{name}-cpu")),
-            Scratch::new(&format!("{name}-gpu")),
-        );
-        let (cpu, cpu_h5) = run_on(input, "cpu", &cpu_dir.0);
-        let (gpu, gpu_h5) = run_on(input, "cuda", &gpu_dir.0);
-        let (cs, gs) = (cpu.steps.unwrap(), gpu.steps.unwrap());
-        assert_eq!(cs.len(), gs.len(), "{name}: converged steps");
-        let newton =
-            |s: &[io::StepRecord]| s.iter().map(|r| r.newton_iterations).collect::<Vec<_>>();
-        assert_eq!(
-            newton(&cs),
-            newton(&gs),
-            "{name}: Newton iterations per step"
-        );
-        let mut worst_energy: f64 = 0.0;
-        for (c, g) in cs.iter().zip(&gs) {
-            let rel = (c.strain_energy - g.strain_energy).abs() / c.strain_energy.abs().max(1e-300);
-            worst_energy = worst_energy.max(rel);
-        }
-        let (cr, gr) = (
-            io::ResultsReader::open(&cpu_h5).unwrap(),
-            io::ResultsReader::open(&gpu_h5).unwrap(),
-        );
-        assert_eq!(
-            cr.dataset_paths().unwrap(),
-            gr.dataset_paths().unwrap(),
-            "{name}: datasets"
-        );
-        // `max |gpu - cpu| / max |cpu|` of one step's dataset
-        let step_diff = |step: usize, field: &str| {
-            let path = format!("/steps/{step:06}/{field}");
-            let (_, a) = cr.read_f64(&path).unwrap();
-            let (_, b) = gr.read_f64(&path).unwrap();
-            let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-            let diff = a
-                .iter()
-                .zip(&b)
-                .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-            if scale > 0.0 {
-                diff / scale
-            } else {
-                diff
-            }
-        };
-        let (mut worst_u, mut worst_cells): (f64, f64) = (0.0, 0.0);
-        for (step, _) in cr.steps().unwrap() {
-            worst_u = worst_u.max(step_diff(step, "displacement"));
-            // the cell fields: from the device where the Newton loop ran there (after step 0)
-            for field in CELL_DATASETS {
-                worst_cells = worst_cells.max(step_diff(step, field));
-            }
-        }
-        // the device computed the converged steps' cell fields and counted their bytes
-        let output_bytes: Vec<Option<u64>> = gs.iter().map(|s| s.output_transfer_bytes).collect();
-        eprintln!(
-            "gpu_runs: {name}: {} steps, Newton iterations {:?} on both, displacement within {worst_u:.1e}, energy within {worst_energy:.1e}, cell fields within {worst_cells:.1e}, output bytes per step {output_bytes:?}",
-            cs.len(),
-            newton(&cs)
-        );
-        if worst_u > 1e-10 || worst_energy > 1e-12 || worst_cells > 1e-12 {
-            failures.push(format!(
-                "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
-            ));
-        }
-        if output_bytes.iter().any(Option::is_none)
-            || cs.iter().any(|s| s.output_transfer_bytes.is_some())
-        {
-            failures.push(format!(
-                "{name}: output bytes are counted on the GPU only: {output_bytes:?}"
-            ));
-        }
+        failures.extend(compare_runs(&name, input));
         compared += 1;
     }
     assert!(compared > 0, "no input of inputs/ runs on the device");
+    assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
+}
+
+/// Runs `input` on the CPU and on the GPU and compares them: the same converged steps, Newton
+/// iterations per step and datasets (asserted), displacements to 1e-10 (relative to the step's
+/// largest), strain energies and the cell fields to 1e-12, and the output bytes counted on the GPU
+/// only (the failures' descriptions).
+fn compare_runs(name: &str, input: &Path) -> Vec<String> {
+    let (cpu_dir, gpu_dir) = (
+        Scratch::new(&format!("{name}-cpu")),
+        Scratch::new(&format!("{name}-gpu")),
+    );
+    let (cpu, cpu_h5) = run_on(input, "cpu", &cpu_dir.0);
+    let (gpu, gpu_h5) = run_on(input, "cuda", &gpu_dir.0);
+    let (cs, gs) = (cpu.steps.unwrap(), gpu.steps.unwrap());
+    assert_eq!(cs.len(), gs.len(), "{name}: converged steps");
+    let newton = |s: &[io::StepRecord]| s.iter().map(|r| r.newton_iterations).collect::<Vec<_>>();
+    assert_eq!(
+        newton(&cs),
+        newton(&gs),
+        "{name}: Newton iterations per step"
+    );
+    let mut worst_energy: f64 = 0.0;
+    for (c, g) in cs.iter().zip(&gs) {
+        let rel = (c.strain_energy - g.strain_energy).abs() / c.strain_energy.abs().max(1e-300);
+        worst_energy = worst_energy.max(rel);
+    }
+    let (cr, gr) = (
+        io::ResultsReader::open(&cpu_h5).unwrap(),
+        io::ResultsReader::open(&gpu_h5).unwrap(),
+    );
+    assert_eq!(
+        cr.dataset_paths().unwrap(),
+        gr.dataset_paths().unwrap(),
+        "{name}: datasets"
+    );
+    // `max |gpu - cpu| / max |cpu|` of one step's dataset
+    let step_diff = |step: usize, field: &str| {
+        let path = format!("/steps/{step:06}/{field}");
+        let (_, a) = cr.read_f64(&path).unwrap();
+        let (_, b) = gr.read_f64(&path).unwrap();
+        let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let diff = a
+            .iter()
+            .zip(&b)
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        if scale > 0.0 {
+            diff / scale
+        } else {
+            diff
+        }
+    };
+    let (mut worst_u, mut worst_cells): (f64, f64) = (0.0, 0.0);
+    for (step, _) in cr.steps().unwrap() {
+        worst_u = worst_u.max(step_diff(step, "displacement"));
+        // the cell fields: from the device where the Newton loop ran there (after step 0)
+        for field in CELL_DATASETS {
+            worst_cells = worst_cells.max(step_diff(step, field));
+        }
+    }
+    // the device computed the converged steps' cell fields and counted their bytes
+    let output_bytes: Vec<Option<u64>> = gs.iter().map(|s| s.output_transfer_bytes).collect();
+    eprintln!(
+        "gpu_runs: {name}: {} steps, Newton iterations {:?} on both, displacement within {worst_u:.1e}, energy within {worst_energy:.1e}, cell fields within {worst_cells:.1e}, output bytes per step {output_bytes:?}",
+        cs.len(),
+        newton(&cs)
+    );
+    let mut failures = Vec::new();
+    if worst_u > 1e-10 || worst_energy > 1e-12 || worst_cells > 1e-12 {
+        failures.push(format!(
+            "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
+        ));
+    }
+    if output_bytes.iter().any(Option::is_none)
+        || cs.iter().any(|s| s.output_transfer_bytes.is_some())
+    {
+        failures.push(format!(
+            "{name}: output bytes are counted on the GPU only: {output_bytes:?}"
+        ));
+    }
+    failures
+}
+
+/// Inputs with what the device takes per load step: loads and constraints on load curves of
+/// their own, and loads and Dirichlet values that are expressions of the time `t` (a cantilever
+/// that a traction on its own curve bends down and back while a traction, a body force and an
+/// end motion of `t` act; a Q2 block pulled sideways while its lid twists on a curve of its
+/// own), and follower pressures (one on a curve of its own) on Q1 and Q2 blocks: a nonsymmetric
+/// tangent, GMRES with AMG on the device. All are large enough for two AMG levels, like the
+/// inputs of `inputs/`.
+const STEPPED_INPUTS: [(&str, &str); 3] = [
+    (
+        "curves-and-t",
+        "mesh:\n  box: { cells: [20, 3, 3], lower: [0, 0, 0], upper: [10, 1, 1], order: 1 }\n\
+         materials:\n  - { model: neo_hookean, young_modulus: 1000.0, poisson_ratio: 0.3 }\n\
+         body_force: [0, 0, \"-0.2 * t\"]\n\
+         boundary:\n  dirichlet:\n    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }\n    - { set: xmax, x: \"0.3 * sin(PI * t / 2)\" }\n\
+         \x20 traction:\n    - { set: xmax, value: [0.0, 0.0, -0.5], curve: [[0, 0], [1, 1], [2, 0]] }\n    - { set: ymax, value: [0.0, \"-0.4 * t * (1 + x / 10)\", 0.0] }\n\
+         loading: { steps: 4, curve: [[0, 0], [2, 1]] }\n",
+    ),
+    (
+        "own-curve-constraints",
+        "mesh:\n  box: { cells: [3, 3, 3], lower: [0, 0, 0], upper: [1, 1, 1], order: 2 }\n\
+         materials:\n  - { model: mooney_rivlin, lambda: 400.0, mu1: 60.0, mu2: 20.0 }\n\
+         boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n\
+         \x20 twist:\n    - { set: zmax, axis: [0, 0, 1], center: [0.5, 0.5, 1], angle_deg: 20, axial: -0.1, curve: [[0, 0], [1, 1], [2, 0.5]] }\n\
+         \x20 traction:\n    - { set: xmax, value: [5.0, 0.0, 0.0] }\n\
+         loading: { steps: 4, curve: [[0, 0], [2, 1]] }\n",
+    ),
+    ("follower-pressure-q1", FOLLOWER_PRESSURE_Q1),
+];
+
+/// A Q1 block under two follower pressures, one on a curve of its own.
+const FOLLOWER_PRESSURE_Q1: &str = "mesh:\n  box: { cells: [6, 6, 6], lower: [0, 0, 0], upper: [1, 1, 1], order: 1 }\n\
+    materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+    boundary:\n  dirichlet:\n    - { set: zmin, z: 0.0 }\n    - { set: xmin, x: 0.0 }\n    - { set: ymin, y: 0.0 }\n\
+    \x20 pressure:\n    - { set: zmax, value: 1.0 }\n    - { set: xmax, value: 0.5, curve: [[0, 0], [1, 1], [2, 0.5]] }\n\
+    loading: { steps: 3, curve: [[0, 0], [2, 1]] }\n";
+
+/// Writes the stepped inputs (and the pressure input on Q2 cells: 9-node faces) into `dir`;
+/// their paths.
+fn stepped_inputs(dir: &Path) -> Vec<(String, PathBuf)> {
+    std::fs::create_dir_all(dir).unwrap();
+    let q2 = FOLLOWER_PRESSURE_Q1
+        .replace("cells: [6, 6, 6]", "cells: [3, 3, 3]")
+        .replace("order: 1", "order: 2");
+    let mut inputs: Vec<(&str, &str)> = STEPPED_INPUTS.to_vec();
+    inputs.push(("follower-pressure-q2", &q2));
+    inputs
+        .iter()
+        .map(|(name, yaml)| {
+            let path = dir.join(format!("{name}.yaml"));
+            std::fs::write(&path, yaml).unwrap();
+            (name.to_string(), path)
+        })
+        .collect()
+}
+
+/// The stepped inputs run on the GPU (none is refused) as on the CPU.
+#[test]
+fn gpu_runs_equal_cpu_runs_with_own_curves_and_expressions_of_t() {
+    let dir = Scratch::new("stepped");
+    let inputs = stepped_inputs(&dir.0);
+    for (name, input) in &inputs {
+        assert_eq!(unsupported(input), None, "{name}: the device takes it");
+    }
+    if no_gpu("gpu_runs_equal_cpu_runs_with_own_curves_and_expressions_of_t") {
+        return;
+    }
+    let failures: Vec<String> = inputs
+        .iter()
+        .flat_map(|(name, input)| compare_runs(name, input))
+        .collect();
     assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
 }
 
@@ -181,9 +263,27 @@ fn gpu_run_moves_only_scalars_per_newton_iteration() {
     if no_gpu("gpu_run_moves_only_scalars_per_newton_iteration") {
         return;
     }
-    let input = inputs_dir().join("neo_hookean_block.yaml");
-    let dir = Scratch::new("transfers");
-    let (summary, _) = run_on(&input, "cuda", &dir.0);
+    assert_scalars_only(&inputs_dir().join("neo_hookean_block.yaml"));
+}
+
+/// With loads and Dirichlet values of `t` and curves of their own, the values that change per
+/// load step go up before a step's first iteration; later iterations still move scalars only.
+#[test]
+fn gpu_run_with_expressions_of_t_moves_only_scalars_per_newton_iteration() {
+    if no_gpu("gpu_run_with_expressions_of_t_moves_only_scalars_per_newton_iteration") {
+        return;
+    }
+    let dir = Scratch::new("stepped-transfers");
+    for (_, input) in stepped_inputs(&dir.0) {
+        assert_scalars_only(&input);
+    }
+}
+
+/// Runs `input` on the GPU; every Newton iteration after a step's first moves < 4 KiB.
+fn assert_scalars_only(input: &Path) {
+    let stem = input.file_stem().unwrap().to_string_lossy();
+    let dir = Scratch::new(&format!("transfers-{stem}"));
+    let (summary, _) = run_on(input, "cuda", &dir.0);
     let mut later = 0;
     for step in summary.steps.unwrap() {
         let iterations = step.linear_solver.as_array().unwrap();

@@ -1079,7 +1079,8 @@ fn device_text(config: &Config, solver: &LinearSolver, fallback: Option<&str>) -
     }
     match (solver.device(), config.device) {
         (Some(gpu), _) => format!(
-            "{host}; the Newton loop (assembly, constraints, line search, AMG + CG) on {}",
+            "{host}; the Newton loop (assembly, constraints, line search, AMG + {}) on {}",
+            solver.krylov_name(),
             gpu.name()
         ),
         (None, config::ComputeDevice::Auto) if matches!(solver, LinearSolver::Direct { .. }) => {

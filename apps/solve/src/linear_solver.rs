@@ -279,7 +279,7 @@ impl LinearSolver {
                 None => String::new(),
             };
             let text = format!(
-                "CG with smoothed-aggregation AMG{place} ({estimate}: above {:.0} MB or {:.1e} flops)",
+                "{krylov} with smoothed-aggregation AMG{place} ({estimate}: above {:.0} MB or {:.1e} flops)",
                 AUTO_DIRECT_MAX_BYTES / 1e6,
                 max_flops
             );
@@ -336,6 +336,16 @@ impl LinearSolver {
                 gpu.as_ref().map(|g| &g.device)
             }
             LinearSolver::Direct { .. } | LinearSolver::Distributed(_) => None,
+        }
+    }
+
+    /// The Krylov method's name: "CG", or "GMRES" for a tangent that is not symmetric.
+    pub fn krylov_name(&self) -> &'static str {
+        match self {
+            LinearSolver::CgAmg { krylov, .. }
+            | LinearSolver::CgJacobi { krylov, .. }
+            | LinearSolver::Direct { krylov, .. } => krylov.name(),
+            LinearSolver::Distributed(d) => Krylov::for_tangent(d.symmetric).name(),
         }
     }
 

@@ -381,6 +381,7 @@ impl LoadPath<'_> {
             let time = target * end_time;
             let factor = self.loading.factor_at(time);
             problem.set_time(time)?;
+            ws.system.set_step(&problem.discrete)?;
             if self.verbose {
                 eprintln!(
                     "time {:.4} -> {time:.4} (load factor {factor:.4})",

@@ -76,6 +76,16 @@ impl IterationSystem {
         })))
     }
 
+    /// Takes a new load step's state of `discrete` (after [`crate::Problem::set_time`]): nothing
+    /// on the host; on a GPU the curve factors (scalars) and the values of expressions of `t`
+    /// ([`DeviceProblem::set_step`]; once per load step).
+    pub fn set_step(&mut self, discrete: &DiscreteProblem) -> Result<(), AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => Ok(()),
+            IterationSystem::Device(d) => d.problem.set_step(discrete),
+        }
+    }
+
     /// The GPU the iteration runs on (`None`: the host).
     pub fn gpu(&self) -> Option<&Device> {
         match self {

@@ -171,6 +171,7 @@ impl Problem {
                 curved.push(CurvedLoad {
                     vector: linalg::Vector::zeros(3 * self.mesh.n_nodes()),
                     factor: 1.0,
+                    timed: true,
                 });
                 linalg::Vector::zeros(3 * self.mesh.n_nodes())
             }
@@ -204,6 +205,7 @@ impl Problem {
                 curved.push(CurvedLoad {
                     vector: linalg::Vector::zeros(external.len()),
                     factor: 1.0,
+                    timed: true,
                 });
             } else if t.curve.is_empty() {
                 add_traction_load(mesh, faces, load, points, &mut external)?;
@@ -214,6 +216,7 @@ impl Problem {
                 curved.push(CurvedLoad {
                     vector,
                     factor: 0.0,
+                    timed: false,
                 });
             }
         }
@@ -300,6 +303,7 @@ impl Problem {
             self.discrete.curved[*i] = CurvedLoad {
                 vector,
                 factor: 1.0,
+                timed: true,
             };
         }
         for (i, curve) in &self.own_curves.dead {
@@ -481,6 +485,7 @@ fn load_target<'a>(
     curved.push(CurvedLoad {
         vector: linalg::Vector::zeros(external.len()),
         factor: 0.0,
+        timed: false,
     });
     &mut curved.last_mut().expect("just pushed").vector
 }

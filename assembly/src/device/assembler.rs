@@ -155,6 +155,25 @@ impl DeviceAssembler {
         self.sum_residual(r)
     }
 
+    /// The body-force load vector `f_a = int f N_a dV` (node-major) of `force` per quadrature
+    /// point ([`DeviceElements::body_force`]): the contributions summed through the residual's
+    /// plan and negated onto zeros, the host `body_force_load`'s operations.
+    pub fn body_force_load(
+        &mut self,
+        force: &DeviceBuffer<f64>,
+    ) -> Result<DeviceBuffer<f64>, AssemblyError> {
+        let ctx = self.elements.context().clone();
+        let n = 3 * self.slot_of_node.len();
+        let mut r = ctx.zeros(n)?;
+        self.elements.body_force(force, &mut self.residual_stream)?;
+        self.sum_residual(&mut r)?;
+        let mut f = ctx.zeros(n)?;
+        linalg::backend::cuda::vector::axpy(&ctx, -1.0, &r, &mut f)?;
+        let zero = ctx.zeros(n)?;
+        self.elements.check_failure(&zero)?;
+        Ok(f)
+    }
+
     fn sum_residual(&mut self, r: &mut DeviceBuffer<f64>) -> Result<(), AssemblyError> {
         let ctx = self.elements.context().clone();
         self.vector_plan.assemble_slots(

@@ -2,6 +2,13 @@
 //! `assembly/cuda/constraints.cu`): zeroing and copying the constrained entries, writing the
 //! prescribed values (components and twists) at a load factor, and the symmetric elimination in
 //! the device tangent. Each is the same operation as on the host, so results are bit-identical.
+//!
+//! Per load step ([`DeviceConstraints::set_step`], after [`Constraints::set_time`] and
+//! [`Constraints::set_own_factor`] on the host): the factors of entries on load curves of their own
+//! go up as scalars, and the values of expressions of the time `t` are evaluated by the host at
+//! the set's nodes at that time and uploaded (24 bytes per node of such a set per load step, never
+//! per Newton iteration); the device writes them as they are (not scaled by the load factor), as
+//! the host does.
 
 use std::sync::Arc;
 
@@ -37,10 +44,13 @@ enum DevicePrescribed {
         values: [f64; 3],
     },
     /// Values of an expression of the reference position, per node and component (3 per node,
-    /// evaluated once at upload; only the load factor goes up per call).
+    /// evaluated at upload; only the load factor goes up per call). Components in `timed_bits`
+    /// use the time: their values are those at the time of the last [`DeviceConstraints::set_step`]
+    /// and are written unscaled.
     Field {
         nodes: DeviceBuffer<u32>,
         bits: u32,
+        timed_bits: u32,
         values: DeviceBuffer<f64>,
     },
     Twist {
@@ -61,7 +71,34 @@ pub struct DeviceConstraints {
     touched_slots: DeviceBuffer<u32>,
     touched_flags: DeviceBuffer<u32>,
     prescribed: Vec<DevicePrescribed>,
+    /// Per entry of `prescribed`: the factor of its own load curve (`None`: the load factor).
+    own_factors: Vec<Option<f64>>,
     coords: DeviceBuffer<f64>,
+}
+
+/// The values of a field prescription at `nodes` and time `t`, 3 per node (zero for a free
+/// component): what [`Constraints::write_prescribed`] evaluates before scaling.
+fn field_values(
+    nodes: &[usize],
+    values: &[Option<crate::PositionFn>; 3],
+    coords: &[[f64; 3]],
+    t: f64,
+) -> Vec<f64> {
+    nodes
+        .iter()
+        .flat_map(|&node| {
+            values
+                .each_ref()
+                .map(|v| v.as_ref().map_or(0.0, |v| (v.f)(coords[node], t)))
+        })
+        .collect()
+}
+
+/// Bit `c` set iff component `c` is `Some` and `pick` holds for it.
+fn component_bits<T>(values: &[Option<T>; 3], pick: impl Fn(&T) -> bool) -> u32 {
+    (0..3)
+        .filter(|&c| values[c].as_ref().is_some_and(&pick))
+        .fold(0, |m, c| m | 1 << c)
 }
 
 impl DeviceConstraints {
@@ -73,12 +110,6 @@ impl DeviceConstraints {
         pattern: &BlockPattern,
         coords: &[[f64; 3]],
     ) -> Result<Self, AssemblyError> {
-        if constraints.has_own_factors() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "constraints on load curves of their own are host-only; use device: cpu"
-                    .into(),
-            });
-        }
         let mask = constraints.dof_mask();
         let n = mask.n_blocks();
         check("constraint mask nodes", n, coords.len())?;
@@ -107,28 +138,20 @@ impl DeviceConstraints {
                 Ok(match p {
                     Prescribed::Components { nodes, values, .. } => DevicePrescribed::Components {
                         nodes: node_list(nodes)?,
-                        bits: (0..3)
-                            .filter(|&c| values[c].is_some())
-                            .fold(0, |m, c| m | 1 << c),
+                        bits: component_bits(values, |_| true),
                         values: values.map(|v| v.unwrap_or(0.0)),
                     },
-                    Prescribed::Field { nodes, values, .. } => {
-                        let per_node: Vec<f64> = nodes
-                            .iter()
-                            .flat_map(|&node| {
-                                values
-                                    .each_ref()
-                                    .map(|v| v.as_ref().map_or(0.0, |v| (v.f)(coords[node], 0.0)))
-                            })
-                            .collect();
-                        DevicePrescribed::Field {
-                            nodes: node_list(nodes)?,
-                            bits: (0..3)
-                                .filter(|&c| values[c].is_some())
-                                .fold(0, |m, c| m | 1 << c),
-                            values: ctx.upload(&per_node)?,
-                        }
-                    }
+                    Prescribed::Field { nodes, values, .. } => DevicePrescribed::Field {
+                        nodes: node_list(nodes)?,
+                        bits: component_bits(values, |_| true),
+                        timed_bits: component_bits(values, |v| v.uses_time),
+                        values: ctx.upload(&field_values(
+                            nodes,
+                            values,
+                            coords,
+                            constraints.time(),
+                        ))?,
+                    },
                     Prescribed::Twist {
                         nodes,
                         axis,
@@ -153,8 +176,45 @@ impl DeviceConstraints {
             touched_slots: ctx.upload(&slots)?,
             touched_flags: ctx.upload(&flags)?,
             prescribed,
+            own_factors: constraints.own_factors().to_vec(),
             coords: ctx.upload(coords.as_flattened())?,
         })
+    }
+
+    /// Takes the load step's state of `constraints` (the ones uploaded, after
+    /// [`Constraints::set_time`] and [`Constraints::set_own_factor`]): the own factors (scalars)
+    /// and, for field sets with a component of the time, the values at its time at the set's
+    /// nodes at `coords` (evaluated here, uploaded: 24 bytes per node). Call once per load step.
+    pub fn set_step(
+        &mut self,
+        constraints: &Constraints,
+        coords: &[[f64; 3]],
+    ) -> Result<(), AssemblyError> {
+        check(
+            "device constraints: prescribed sets",
+            self.prescribed.len(),
+            constraints.prescribed().len(),
+        )?;
+        self.own_factors = constraints.own_factors().to_vec();
+        for (device, host) in self.prescribed.iter_mut().zip(constraints.prescribed()) {
+            if let (
+                DevicePrescribed::Field {
+                    timed_bits, values, ..
+                },
+                Prescribed::Field {
+                    nodes,
+                    values: fields,
+                    ..
+                },
+            ) = (device, host)
+            {
+                if *timed_bits != 0 {
+                    let now = field_values(nodes, fields, coords, constraints.time());
+                    self.ctx.upload_into(&now, values)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Blocks the elimination writes.
@@ -247,7 +307,9 @@ impl DeviceConstraints {
         u: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.check_vector("prescribed displacement vector", u)?;
-        for p in &self.prescribed {
+        let common = load_factor;
+        for (p, own) in self.prescribed.iter().zip(&self.own_factors) {
+            let load_factor = own.unwrap_or(common);
             match p {
                 DevicePrescribed::Components {
                     nodes,
@@ -273,6 +335,7 @@ impl DeviceConstraints {
                 DevicePrescribed::Field {
                     nodes,
                     bits,
+                    timed_bits,
                     values,
                 } => launch(
                     &self.ctx,
@@ -284,6 +347,7 @@ impl DeviceConstraints {
                         KernelArg::U32(nodes.len() as u32),
                         KernelArg::U32s(nodes),
                         KernelArg::U32(*bits),
+                        KernelArg::U32(*timed_bits),
                         KernelArg::F64(load_factor),
                         KernelArg::F64s(values),
                         KernelArg::F64sMut(u),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use fem::{CellFields, ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE};
+use fem::{CellFields, ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE, LOADS_CUDA_SOURCE};
 use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 
@@ -13,6 +13,13 @@ use crate::{AssemblyError, CellMaterials, ElasticityAssembler};
 const ELEMENT_SOURCE: ExternalSource = ExternalSource {
     name: "fem/element.cu",
     text: ELEMENT_CUDA_SOURCE,
+    fmad: false,
+};
+
+/// The dead-load kernels (after the element source, with its defines).
+pub(crate) const LOADS_SOURCE: ExternalSource = ExternalSource {
+    name: "fem/element.cu + fem/loads.cu",
+    text: LOADS_CUDA_SOURCE,
     fmad: false,
 };
 
@@ -338,6 +345,48 @@ impl DeviceElements {
                 },
             )
             .collect())
+    }
+
+    /// Queues the body-force contributions `-int f N_a dV` of every cell into `r`
+    /// ([`Self::residual_len`], the residual layout): the element residual at zero displacement
+    /// under the body force, as the host's `body_force_load` computes it. `force`: the force per
+    /// unit reference volume at every quadrature point, `[(c n_qp + q) 3 + i]`. Asynchronous;
+    /// [`Self::check_failure`] reports an inverted cell.
+    pub fn body_force(
+        &mut self,
+        force: &DeviceBuffer<f64>,
+        r: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        check(
+            "body force per point",
+            self.n_cells * self.n_qp() * 3,
+            force.len(),
+        )?;
+        check("element residuals", self.residual_len(), r.len())?;
+        let values = self.ctx.upload(self.host_kernel.qp_values())?;
+        launch(
+            &self.ctx,
+            &LOADS_SOURCE,
+            &self.defines,
+            "body_force_contributions",
+            LaunchShape {
+                blocks: self.n_cells.div_ceil(64) as u32,
+                threads: 64,
+                shared_bytes: 0,
+            },
+            &mut [
+                KernelArg::U32(self.n_cells as u32),
+                KernelArg::U32s(&self.cells),
+                KernelArg::F64s(&self.coords),
+                KernelArg::F64s(&self.weights),
+                KernelArg::F64s(&self.gradients),
+                KernelArg::F64s(&values),
+                KernelArg::F64s(force),
+                KernelArg::F64sMut(r),
+                KernelArg::U32sMut(&mut self.fail),
+            ],
+        )?;
+        Ok(())
     }
 
     /// Waits for the queued kernels and reports the first failed cell (in cell order) since the

@@ -11,7 +11,14 @@
 //! - [`DeviceAssembler`]: [`DeviceElements`] plus the uploaded plans; residual and tangent of the
 //!   whole mesh into device buffers.
 //! - [`DeviceConstraints`]: Dirichlet constraints on the device (zeroing, copying, prescribed
-//!   values with twists, symmetric elimination), bit-identical to the host's.
+//!   values with twists, own load-curve factors and values of `t` taken per load step,
+//!   symmetric elimination), bit-identical to the host's.
+//! - [`DeviceTractions`], [`DeviceAssembler::body_force_load`]: dead loads integrated on the
+//!   device (face kernel for tractions on Q1/Q2 faces, volume quadrature for the body force;
+//!   fields evaluated by the host at the quadrature points), the host's bits.
+//! - [`DevicePressure`]: a follower pressure's residual and nonsymmetric load stiffness added
+//!   into the device residual and tangent in the host's face order (gather plans), the host's
+//!   bits.
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
 //!   on the device, in the host's calling order, the residual and free norm of line-search trial
 //!   states and the potential energy (cell energies summed exactly on the device
@@ -20,15 +27,20 @@
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
 //! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.
-//! Limits (reported as [`crate::AssemblyError::DeviceUnsupported`]): no body force in the element loop (dead loads enter through the external force vector,
-//! as on the host's Newton path).
+//! Limits (reported as [`crate::AssemblyError::DeviceUnsupported`]): dead loads enter the Newton
+//! loop through the external force vector, as on the host's Newton path; `hexfem run` still builds
+//! that vector on the host (the same bits as the device kernels) and uploads it once.
 
 mod assembler;
 mod constraints;
 mod elements;
+mod loads;
+mod pressure;
 mod system;
 
 pub use assembler::{DeviceAssembler, DeviceAssemblyTimes};
 pub use constraints::{compile_constraints_source, DeviceConstraints};
 pub use elements::{compile_element_source, DeviceElements, CELL_FIELDS};
+pub use loads::{body_force_at_points, compile_loads_source, DeviceTractions};
+pub use pressure::DevicePressure;
 pub use system::{DeviceNewtonSystem, DeviceProblem};

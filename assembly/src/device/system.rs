@@ -1,13 +1,22 @@
 //! [`DeviceProblem`] and [`DeviceNewtonSystem`]: the host's [`crate::DiscreteProblem`] /
 //! [`crate::NewtonSystem`] calling order ("linearize, read the residual, eliminate, solve") with
 //! every vector and the tangent on the device. Only scalars come back (norms, the failure flag).
+//! Follower pressures add their residual and (nonsymmetric) load stiffness after the loads, in
+//! the host's order ([`DevicePressure`]).
+//!
+//! Loads and constraints on load curves of their own: each [`crate::CurvedLoad`] vector is
+//! uploaded once and combined with its factor (a scalar per load step) in the host's order;
+//! [`DeviceProblem::set_step`] takes a load step's factors and, once per load step, the values
+//! the host evaluated at the new time (curved loads and Dirichlet values that are expressions of
+//! `t`).
 
 use std::sync::Arc;
 
 use linalg::backend::cuda::vector::Term;
 use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 
-use super::{DeviceAssembler, DeviceConstraints};
+use super::elements::check;
+use super::{DeviceAssembler, DeviceConstraints, DevicePressure};
 use crate::{AssemblyError, DiscreteProblem, Potential};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
@@ -18,8 +27,20 @@ pub struct DeviceProblem {
     pub constraints: DeviceConstraints,
     /// Dead loads at load factor one, node-major.
     pub external: DeviceBuffer<f64>,
+    /// Dead loads on load curves of their own, in [`DiscreteProblem::curved`]'s order.
+    curved: Vec<DeviceCurvedLoad>,
+    /// Follower pressures, in [`DiscreteProblem::follower`]'s order.
+    follower: Vec<DevicePressure>,
     /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
+}
+
+/// A [`crate::CurvedLoad`] on the device: its vector (re-uploaded per load step where `timed`)
+/// and the factor of the current load step.
+struct DeviceCurvedLoad {
+    vector: DeviceBuffer<f64>,
+    factor: f64,
+    timed: bool,
 }
 
 /// The device twin of [`crate::NewtonSystem`] (same fields, same meaning).
@@ -39,9 +60,8 @@ impl DeviceNewtonSystem {
 }
 
 impl DeviceProblem {
-    /// Uploads `problem` (mesh, plans, constraints, dead loads) to `ctx`.
-    /// Follower pressures and loads on load curves of their own are not on the device yet
-    /// ([`AssemblyError::DeviceUnsupported`]).
+    /// Uploads `problem` (mesh, plans, constraints, dead loads, curved loads at their current
+    /// factors, follower pressures) to `ctx`.
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
         Self::supports(problem)?;
         let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
@@ -51,17 +71,60 @@ impl DeviceProblem {
             problem.assembler.pattern(),
             problem.assembler.coords(),
         )?;
-        Self::from_parts(
+        let mut device = Self::from_parts(
             ctx,
             assembler,
             constraints,
             ctx.upload(problem.external.host()?)?,
-        )
+        )?;
+        for f in &problem.follower {
+            let pressure = DevicePressure::new(
+                ctx,
+                f,
+                problem.assembler.coords(),
+                problem.assembler.pattern(),
+            )?;
+            device.follower.push(pressure);
+        }
+        for c in &problem.curved {
+            check("curved load", device.n_dofs(), c.vector.len())?;
+            device.curved.push(DeviceCurvedLoad {
+                vector: ctx.upload(c.vector.host()?)?,
+                factor: c.factor,
+                timed: c.timed,
+            });
+        }
+        Ok(device)
+    }
+
+    /// Takes `problem`'s state at a new load step (after the host's `set_time`: curve factors,
+    /// constraint factors, values of expressions of `t`): the factors go up as scalars; the
+    /// vectors of timed curved loads (`3 n_nodes` values each) and the Dirichlet values of
+    /// expressions of `t` (3 per node of such a set) are uploaded again. Call once per load step,
+    /// never per Newton iteration. `problem` must be the one uploaded.
+    pub fn set_step(&mut self, problem: &DiscreteProblem) -> Result<(), AssemblyError> {
+        check("curved loads", self.curved.len(), problem.curved.len())?;
+        check(
+            "follower pressures",
+            self.follower.len(),
+            problem.follower.len(),
+        )?;
+        for (device, host) in self.follower.iter_mut().zip(&problem.follower) {
+            device.own_factor = host.own_factor;
+        }
+        for (device, host) in self.curved.iter_mut().zip(&problem.curved) {
+            device.factor = host.factor;
+            if device.timed {
+                self.ctx
+                    .upload_into(host.vector.host()?, &mut device.vector)?;
+            }
+        }
+        self.constraints
+            .set_step(&problem.constraints, problem.assembler.coords())
     }
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
-    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (follower
-    /// pressure, Dirichlet values of `t`, loads or constraints on load curves of their own,
+    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (
     /// a rank's share of a distributed problem, meshes beyond 32-bit indices).
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         if problem.partition.is_some() {
@@ -82,28 +145,6 @@ impl DeviceProblem {
                 ),
             });
         }
-        if problem.constraints.has_own_factors() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "constraints on load curves of their own are host-only; use device: cpu"
-                    .into(),
-            });
-        }
-        if !problem.follower.is_empty() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "follower pressure loads are assembled on the host only; use device: cpu"
-                    .into(),
-            });
-        }
-        if problem.constraints.uses_time() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "Dirichlet values that depend on the time t are evaluated on the host only; use device: cpu".into(),
-            });
-        }
-        if !problem.curved.is_empty() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "loads with a load curve of their own are host-only; use device: cpu".into(),
-            });
-        }
         Ok(())
     }
 
@@ -120,6 +161,8 @@ impl DeviceProblem {
             assembler,
             constraints,
             external,
+            curved: Vec::new(),
+            follower: Vec::new(),
             energies: ctx.zeros(n_cells)?,
         })
     }
@@ -146,7 +189,7 @@ impl DeviceProblem {
         })
     }
 
-    /// `r = r_int(u) - load_factor f_ext`.
+    /// `r = r_int(u) - load_factor f_ext - sum_c factor_c f_c` (curved loads).
     pub fn residual(
         &mut self,
         u: &DeviceBuffer<f64>,
@@ -154,7 +197,23 @@ impl DeviceProblem {
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual(u, r)?;
+        self.subtract_loads(load_factor, r)?;
+        for f in &mut self.follower {
+            f.add(u, load_factor, r, None)?;
+        }
+        Ok(())
+    }
+
+    /// `r -= load_factor f_ext`, then `r -= factor_c f_c` per curved load: the host's order.
+    fn subtract_loads(
+        &self,
+        load_factor: f64,
+        r: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
         vector::axpy(&self.ctx, -load_factor, &self.external, r)?;
+        for c in &self.curved {
+            vector::axpy(&self.ctx, -c.factor, &c.vector, r)?;
+        }
         Ok(())
     }
 
@@ -188,7 +247,10 @@ impl DeviceProblem {
         scratch: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
         self.assembler.residual_tangent(u, residual, tangent)?;
-        vector::axpy(&self.ctx, -load_factor, &self.external, residual)?;
+        self.subtract_loads(load_factor, residual)?;
+        for f in &mut self.follower {
+            f.add(u, load_factor, residual, Some(&mut *tangent))?;
+        }
         vector::fill(&self.ctx, 0.0, lift)?;
         self.ctx.copy(u, scratch)?;
         self.constraints.write_prescribed(load_factor, scratch)?;
@@ -240,7 +302,10 @@ impl DeviceProblem {
         // exact sums, as the host's: the same bits when the cell energies are
         let internal = vector::sum(&self.ctx, &self.energies, Term::Value)?;
         let magnitude = vector::sum(&self.ctx, &self.energies, Term::Magnitude)?;
-        let external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        let mut external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        for c in &self.curved {
+            external += c.factor * vector::dot(&self.ctx, &c.vector, u)?;
+        }
         Ok(Potential {
             value: internal - external,
             magnitude: magnitude + external.abs(),
