@@ -29,6 +29,7 @@
 //! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
 
 mod cycle;
+mod renew;
 mod setup;
 mod update;
 
@@ -40,7 +41,7 @@ use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
-use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace};
+use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace, SpgemmPlan};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -104,6 +105,9 @@ struct Transfer {
     p: Bsr,
     /// Version of `p` (set by the cold setup that built it; reported by updates).
     p_version: u64,
+    /// Symbolic product `A P0` of the prolongator smoothing (its pattern is `p`'s blocked one;
+    /// `None` for unsmoothed aggregation), kept for [`Hierarchy::set_near_null_space`].
+    smoothing: Option<SpgemmPlan>,
     /// Galerkin plan of `p` on the level's operator; its `P^T` pattern and slot map also drive the
     /// restriction (no separate transpose of `p` is kept).
     galerkin: PtapPlan,
@@ -113,7 +117,30 @@ struct Transfer {
     galerkin_a_pattern: Arc<BlockPattern>,
 }
 
+/// What a transfer's symbolic phase built from the aggregates and the level operator's pattern
+/// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
+/// and the pattern are the same.
+#[derive(Debug)]
+struct SymbolicTransfer {
+    aggregates: Aggregates,
+    smoothing: Option<SpgemmPlan>,
+    galerkin: PtapPlan,
+    galerkin_ws: PtapWorkspace,
+    galerkin_a_pattern: Arc<BlockPattern>,
+}
+
 impl Transfer {
+    /// The transfer's symbolic part, its prolongator's values dropped.
+    fn into_symbolic(self) -> SymbolicTransfer {
+        SymbolicTransfer {
+            aggregates: self.aggregates,
+            smoothing: self.smoothing,
+            galerkin: self.galerkin,
+            galerkin_ws: self.galerkin_ws,
+            galerkin_a_pattern: self.galerkin_a_pattern,
+        }
+    }
+
     /// (Re)builds the Galerkin plan of `p` on `a`'s pattern, with its workspace.
     fn plan_galerkin(&mut self, a: &Bsr) -> Result<(), AmgError> {
         self.galerkin = PtapPlan::new(a.pattern(), self.p.pattern())?;
@@ -222,7 +249,7 @@ impl Hierarchy {
     /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size). Keeps a copy of
     /// `a`, so the hierarchy is a self-contained [`crate::Preconditioner`].
     pub fn setup(a: &Bsr, near_null: &NearNullSpace, params: &AmgParams) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)?;
+        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1, Vec::new())?;
         h.own_fine(a.clone());
         Ok(h)
     }
@@ -234,7 +261,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1)?;
+        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1, Vec::new())?;
         h.own_fine(a);
         Ok(h)
     }
@@ -247,7 +274,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)
+        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1, Vec::new())
     }
 
     /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).
