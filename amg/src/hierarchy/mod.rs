@@ -19,11 +19,18 @@
 //! `P`, and rebuilds a level's Galerkin plan (which also holds the `P^T` pattern the restriction
 //! reads) only when the level operator's pattern is no longer the one the plan was built for.
 //!
+//! A new near-null space (Newton's deformed rigid-body modes at each load step) goes through
+//! [`Hierarchy::set_near_null_space`] (module `renew`): a cold set-up's values, bit for bit, that
+//! keeps a transfer's symbolic plans (`A P0`, Galerkin) where its recomputed aggregates and
+//! operator pattern are unchanged.
+//!
 //! Memory: the hierarchy keeps per level the operator (none on level 0 of an external one), the
-//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, its Galerkin plan
-//! (whose `P^T` pattern and slot map also serve the restriction) and the plan's workspace; no
-//! transpose of `P`, no `P0`, no strength graph, and no copy of the fine near-null space except
-//! with `reuse: none`. Setup temporaries are freed as soon as their stage ends.
+//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, the symbolic product
+//! `A P0` of the smoothing (`P0`'s pattern, `P`'s shared, and on a GPU `P`'s pattern uploaded
+//! once more), its Galerkin plan (whose `P^T` pattern and slot map also serve the restriction) and
+//! the plan's workspace; no transpose of `P`, no `P0` values, no strength graph, and no copy of
+//! the fine near-null space except with `reuse: none`. Setup temporaries are freed as soon as
+//! their stage ends.
 //!
 //! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
 //! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
