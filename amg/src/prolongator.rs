@@ -5,10 +5,29 @@
 //! `A P0` into `P` where it lies.
 
 use crate::{AmgError, PointBlockJacobi};
-use linalg::Bsr;
+use linalg::{Bsr, SpgemmPlan};
 
 /// Returns `P = P0 - omega D^{-1} (A P0)`; `pbj` holds `D^{-1}` of `a`.
 pub fn smooth_prolongator(
+    a: &Bsr,
+    pbj: &PointBlockJacobi,
+    p0: &Bsr,
+    omega: f64,
+) -> Result<Bsr, AmgError> {
+    smooth_prolongator_planned(&smoothing_plan(a, p0)?, a, pbj, p0, omega)
+}
+
+/// The symbolic product `A P0` of the prolongator smoothing (its pattern is `P`'s), sharing the
+/// patterns of `a` and `p0`: kept by a hierarchy for later [`smooth_prolongator_planned`] calls
+/// on the same patterns.
+pub fn smoothing_plan(a: &Bsr, p0: &Bsr) -> Result<SpgemmPlan, AmgError> {
+    Ok(SpgemmPlan::new(a.pattern(), p0.pattern())?)
+}
+
+/// [`smooth_prolongator`] on a plan of `A P0` from [`smoothing_plan`] (the operands must carry
+/// the plan's patterns): the same values, bit for bit, without the symbolic product.
+pub fn smooth_prolongator_planned(
+    plan: &SpgemmPlan,
     a: &Bsr,
     pbj: &PointBlockJacobi,
     p0: &Bsr,
@@ -22,7 +41,8 @@ pub fn smooth_prolongator(
             found: pbj.n_blocks(),
         });
     }
-    let mut p = linalg::spgemm(a, p0)?;
+    let mut p = Bsr::zeros_on(&a.device(), plan.pattern().clone(), bs, p0.block_cols())?;
+    linalg::spgemm_numeric(plan, a, p0, &mut p)?;
     linalg::smooth_prolongator_in_place(&mut p, omega, pbj.inverse(), p0)?;
     Ok(p)
 }

@@ -89,6 +89,10 @@ pub struct HierarchyReport {
     pub grid_complexity: f64,
     /// Timings of the cold setup that built the hierarchy.
     pub setup: SetupTimings,
+    /// Transfers whose symbolic plans (`A P0`, `P^T A P`) a renewal for a new near-null space
+    /// kept from the hierarchy before it ([`crate::Hierarchy::set_near_null_space`]); 0 after a
+    /// cold set-up.
+    pub plans_reused: usize,
 }
 
 impl HierarchyReport {
@@ -101,8 +105,22 @@ impl HierarchyReport {
             grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
             levels,
             setup,
+            plans_reused: 0,
         }
     }
+}
+
+/// What [`crate::Hierarchy::set_near_null_space`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RenewalReport {
+    /// Transfers whose symbolic plans (`A P0`, `P^T A P` and their device copies) were kept.
+    pub plans_reused: usize,
+    /// Transfers whose plans were built afresh (changed aggregates or pattern, new levels).
+    pub plans_built: usize,
+    /// Stage timings of the renewal (the symbolic stages only where plans were built).
+    pub timings: SetupTimings,
+    /// Bytes moved between host and device.
+    pub transfers: TransferReport,
 }
 
 /// What [`crate::Hierarchy::update`] did.

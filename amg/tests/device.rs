@@ -364,3 +364,43 @@ fn mixed_device_hierarchy_equals_the_mixed_host_one() {
         }
     }
 }
+
+#[test]
+fn device_renewal_equals_a_cold_device_setup() {
+    let Some(dev) = gpu("device_renewal_equals_a_cold_device_setup") else {
+        return;
+    };
+    use common::renewal::{assert_same_hierarchy, doubled, next_modes, shifted};
+    let p = elasticity(17, 1e-3);
+    let a1 = p.a.to_device(&dev).unwrap();
+    let m2 = next_modes(&p.near_null, 17);
+    for precision in [Precision::Double, Precision::Mixed] {
+        let params = AmgParams {
+            precision,
+            coarse_eq_limit: 50,
+            ..Default::default()
+        };
+        // the same finest graph (every plan kept), then changed aggregates (plans rebuilt)
+        for (what, a2) in [("doubled", doubled(&p.a)), ("shifted", shifted(&p.a, 1e-3))] {
+            let a2 = a2.to_device(&dev).unwrap();
+            let mut h = Hierarchy::setup_external(&a1, &p.near_null, &params).unwrap();
+            let report = h.set_near_null_space(&a2, &m2).unwrap();
+            let cold_moved = dev.transfers();
+            let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+            let after = dev.transfers();
+            let cold_bytes = (after.host_to_device - cold_moved.host_to_device)
+                + (after.device_to_host - cold_moved.device_to_host);
+            println!(
+                "{precision:?} {what}: renewal kept {} plans, built {}, moved {} B in {:.3} s; cold set-up moved {cold_bytes} B",
+                report.plans_reused,
+                report.plans_built,
+                report.transfers.total_bytes(),
+                report.timings.total_s
+            );
+            if what == "doubled" {
+                assert_eq!(report.plans_built, 0);
+            }
+            assert_same_hierarchy(&h, &cold, &a2, &format!("device {precision:?} {what}"));
+        }
+    }
+}

@@ -41,17 +41,7 @@ fn max_rel_diff(x: &[f64], y: &[f64]) -> f64 {
 }
 
 fn rhs(n: usize, seed: u64) -> Vector {
-    let mut s = seed;
-    Vector::from_vec(
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            })
-            .collect(),
-    )
+    Vector::from_vec(common::renewal::pseudo_random(n, seed))
 }
 
 #[test]

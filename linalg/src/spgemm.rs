@@ -28,6 +28,12 @@ pub struct SpgemmPlan {
 }
 
 impl SpgemmPlan {
+    /// [`spgemm_symbolic`] sharing the caller's patterns (no copies): a plan to keep and reuse
+    /// for later numeric products on the same patterns.
+    pub fn new(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
+        spgemm_symbolic_shared(a.clone(), b.clone())
+    }
+
     /// Pattern of `C`.
     pub fn pattern(&self) -> &Arc<BlockPattern> {
         &self.pattern

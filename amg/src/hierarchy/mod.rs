@@ -19,16 +19,24 @@
 //! `P`, and rebuilds a level's Galerkin plan (which also holds the `P^T` pattern the restriction
 //! reads) only when the level operator's pattern is no longer the one the plan was built for.
 //!
+//! A new near-null space (Newton's deformed rigid-body modes at each load step) goes through
+//! [`Hierarchy::set_near_null_space`] (module `renew`): a cold set-up's values, bit for bit, that
+//! keeps a transfer's symbolic plans (`A P0`, Galerkin) where its recomputed aggregates and
+//! operator pattern are unchanged.
+//!
 //! Memory: the hierarchy keeps per level the operator (none on level 0 of an external one), the
-//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, its Galerkin plan
-//! (whose `P^T` pattern and slot map also serve the restriction) and the plan's workspace; no
-//! transpose of `P`, no `P0`, no strength graph, and no copy of the fine near-null space except
-//! with `reuse: none`. Setup temporaries are freed as soon as their stage ends.
+//! smoother's block-diagonal inverses, and per transfer the aggregates, `P`, the symbolic product
+//! `A P0` of the smoothing (`P0`'s pattern, `P`'s shared, and on a GPU `P`'s pattern uploaded
+//! once more), its Galerkin plan (whose `P^T` pattern and slot map also serve the restriction) and
+//! the plan's workspace; no transpose of `P`, no `P0` values, no strength graph, and no copy of
+//! the fine near-null space except with `reuse: none`. Setup temporaries are freed as soon as
+//! their stage ends.
 //!
 //! Storage ([`Storage`]): the coarsening path always works on blocks; with `scalar` the operators and
 //! prolongators the solve and the hot update use are expanded to 1x1 blocks after the cold setup.
 
 mod cycle;
+mod renew;
 mod setup;
 mod update;
 
@@ -40,7 +48,7 @@ use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
-use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace};
+use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace, SpgemmPlan};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -104,6 +112,9 @@ struct Transfer {
     p: Bsr,
     /// Version of `p` (set by the cold setup that built it; reported by updates).
     p_version: u64,
+    /// Symbolic product `A P0` of the prolongator smoothing (its pattern is `p`'s blocked one;
+    /// `None` for unsmoothed aggregation), kept for [`Hierarchy::set_near_null_space`].
+    smoothing: Option<SpgemmPlan>,
     /// Galerkin plan of `p` on the level's operator; its `P^T` pattern and slot map also drive the
     /// restriction (no separate transpose of `p` is kept).
     galerkin: PtapPlan,
@@ -113,7 +124,30 @@ struct Transfer {
     galerkin_a_pattern: Arc<BlockPattern>,
 }
 
+/// What a transfer's symbolic phase built from the aggregates and the level operator's pattern
+/// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
+/// and the pattern are the same.
+#[derive(Debug)]
+struct SymbolicTransfer {
+    aggregates: Aggregates,
+    smoothing: Option<SpgemmPlan>,
+    galerkin: PtapPlan,
+    galerkin_ws: PtapWorkspace,
+    galerkin_a_pattern: Arc<BlockPattern>,
+}
+
 impl Transfer {
+    /// The transfer's symbolic part, its prolongator's values dropped.
+    fn into_symbolic(self) -> SymbolicTransfer {
+        SymbolicTransfer {
+            aggregates: self.aggregates,
+            smoothing: self.smoothing,
+            galerkin: self.galerkin,
+            galerkin_ws: self.galerkin_ws,
+            galerkin_a_pattern: self.galerkin_a_pattern,
+        }
+    }
+
     /// (Re)builds the Galerkin plan of `p` on `a`'s pattern, with its workspace.
     fn plan_galerkin(&mut self, a: &Bsr) -> Result<(), AmgError> {
         self.galerkin = PtapPlan::new(a.pattern(), self.p.pattern())?;
@@ -222,7 +256,7 @@ impl Hierarchy {
     /// `near_null` (`a.n_rows()` rows; its `k` vectors set the coarse block size). Keeps a copy of
     /// `a`, so the hierarchy is a self-contained [`crate::Preconditioner`].
     pub fn setup(a: &Bsr, near_null: &NearNullSpace, params: &AmgParams) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)?;
+        let mut h = Self::setup_impl(a, Cow::Borrowed(near_null), params, 1, Vec::new())?;
         h.own_fine(a.clone());
         Ok(h)
     }
@@ -234,7 +268,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1)?;
+        let mut h = Self::setup_impl(&a, Cow::Borrowed(near_null), params, 1, Vec::new())?;
         h.own_fine(a);
         Ok(h)
     }
@@ -247,7 +281,7 @@ impl Hierarchy {
         near_null: &NearNullSpace,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1)
+        Self::setup_impl(a, Cow::Borrowed(near_null), params, 1, Vec::new())
     }
 
     /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).

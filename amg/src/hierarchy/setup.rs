@@ -4,18 +4,18 @@
 
 use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
-    Transfer,
+    SymbolicTransfer, Transfer,
 };
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::estimate_emax;
 use crate::params::{AmgParams, Precision, Reuse, Storage};
-use crate::prolongator::smooth_prolongator;
+use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
 use crate::smoother::Smoother;
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
-use linalg::{ptap_numeric, Bsr, Device, PtapPlan};
+use linalg::{ptap_numeric, BlockPattern, Bsr, Device, PtapPlan, SpgemmPlan};
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -64,25 +64,48 @@ fn stage_diagonal(
     Ok((pbj, emax))
 }
 
-/// Stage "smooth": `P = (I - omega D^{-1} A) P0` with `omega = prolongator_omega_scale / emax`,
-/// or `P0` itself for unsmoothed aggregation. `P0` is dropped before the Galerkin stages.
+/// Stage "smooth": `P = (I - omega D^{-1} A) P0` with `omega = prolongator_omega_scale / emax`
+/// on the symbolic product `plan` of `A P0` (returned for reuse), or `P0` itself for unsmoothed
+/// aggregation. `P0` is dropped before the Galerkin stages.
 fn stage_smooth(
     a: &Bsr,
     pbj: &PointBlockJacobi,
     p0: Bsr,
     emax: f64,
+    plan: Option<SpgemmPlan>,
     params: &AmgParams,
-) -> Result<Bsr, AmgError> {
-    if params.smooth_prolongator {
-        smooth_prolongator(a, pbj, &p0, params.prolongator_omega_scale / emax)
-    } else {
-        Ok(p0)
+) -> Result<(Bsr, Option<SpgemmPlan>), AmgError> {
+    if !params.smooth_prolongator {
+        return Ok((p0, None));
     }
+    let plan = match plan {
+        Some(plan) => plan,
+        None => smoothing_plan(a, &p0)?,
+    };
+    let omega = params.prolongator_omega_scale / emax;
+    let p = smooth_prolongator_planned(&plan, a, pbj, &p0, omega)?;
+    Ok((p, Some(plan)))
+}
+
+/// The symbolic plans of `previous` that still hold for the level operator `a` and the
+/// aggregates just computed: all of them when the aggregates and `a`'s pattern are those they
+/// were built for (then `P0` and `P` have their old patterns too), none otherwise.
+fn reusable_plans(
+    previous: Option<SymbolicTransfer>,
+    a: &Bsr,
+    aggregates: &Aggregates,
+) -> Option<SymbolicTransfer> {
+    previous.filter(|prev| {
+        prev.aggregates == *aggregates && BlockPattern::same(&prev.galerkin_a_pattern, a.pattern())
+    })
 }
 
 /// Coarsens level `level` (operator `a`, near-null space `near_null`, `k` vectors) through the
 /// stages graph, coarsen, prolongator, smooth and Galerkin; `None` when there is nothing to
-/// aggregate or the rows shrink by less than `min_coarsening_ratio`.
+/// aggregate or the rows shrink by less than `min_coarsening_ratio`. With `previous` (the
+/// transfer of this level before a renewal, [`Hierarchy::set_near_null_space`]) the symbolic
+/// products `A P0` and `P^T A P` are taken from it where the aggregates and patterns are the
+/// same, and built afresh otherwise: the values are the same either way, bit for bit.
 fn coarsen_level(
     a: &Bsr,
     near_null: &NearNullSpace,
@@ -90,7 +113,8 @@ fn coarsen_level(
     version: u64,
     params: &AmgParams,
     tm: &mut SetupTimings,
-) -> Result<Option<Coarsened>, AmgError> {
+    previous: Option<SymbolicTransfer>,
+) -> Result<Option<(Coarsened, bool)>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
     let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
     let aggregates = timed(&mut tm.aggregation_s, || {
@@ -101,6 +125,7 @@ fn coarsen_level(
     if coarse_rows == 0 || (a.n_rows() as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
         return Ok(None); // nothing to aggregate, or coarsening stalled
     }
+    let previous = reusable_plans(previous, a, &aggregates);
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         stage_diagonal(a, level, params)
     })?;
@@ -113,30 +138,52 @@ fn coarsen_level(
     } else {
         timed(&mut tm.tentative_s, || p0.to_device(&a.device()))?
     };
-    let p = timed(&mut tm.smoothing_s, || {
-        stage_smooth(a, &pbj, p0, emax, params)
+    let (old_smoothing, old_galerkin) = match previous {
+        Some(prev) => (
+            prev.smoothing
+                .filter(|plan| BlockPattern::same(plan.b(), p0.pattern())),
+            Some((prev.galerkin, prev.galerkin_ws)),
+        ),
+        None => (None, None),
+    };
+    let reused_smoothing = old_smoothing.is_some() || !params.smooth_prolongator;
+    let (p, smoothing) = timed(&mut tm.smoothing_s, || {
+        stage_smooth(a, &pbj, p0, emax, old_smoothing, params)
     })?;
-    let galerkin = timed(&mut tm.galerkin_symbolic_s, || {
-        PtapPlan::new(a.pattern(), p.pattern())
-    })?;
-    let mut galerkin_ws = galerkin.workspace();
+    let old_galerkin = old_galerkin.filter(|(plan, _)| {
+        BlockPattern::same(plan.a_pattern(), a.pattern())
+            && BlockPattern::same(plan.p_pattern(), p.pattern())
+    });
+    let reused = reused_smoothing && old_galerkin.is_some();
+    let (galerkin, mut galerkin_ws) = match old_galerkin {
+        Some(kept) => kept,
+        None => {
+            let plan = timed(&mut tm.galerkin_symbolic_s, || {
+                PtapPlan::new(a.pattern(), p.pattern())
+            })?;
+            let ws = plan.workspace();
+            (plan, ws)
+        }
+    };
     let ac = timed(&mut tm.galerkin_numeric_s, || {
         let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
         ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
     })?;
-    Ok(Some(Coarsened {
+    let coarsened = Coarsened {
         smoother: build_smoother(pbj, emax, params),
         transfer: Transfer {
             aggregates,
             p,
             p_version: version,
+            smoothing,
             galerkin,
             galerkin_ws,
             galerkin_a_pattern: a.pattern().clone(),
         },
         a: ac,
         near_null: coarse_near_null,
-    }))
+    };
+    Ok(Some((coarsened, reused)))
 }
 
 impl Hierarchy {
@@ -167,7 +214,10 @@ impl Hierarchy {
     }
 
     /// Cold setup on `a` without keeping it; prolongator versions start at `first_version`. Keeps
-    /// `near_null` (moved if owned, else copied) only for `reuse: none`.
+    /// `near_null` (moved if owned, else copied) only for `reuse: none`. `previous` holds the
+    /// symbolic plans of a hierarchy being renewed, finest transfer first (empty for a cold
+    /// set-up): level `l` reuses entry `l` where it still holds (see `coarsen_level`), which
+    /// changes no value.
     ///
     /// Memory: each level's temporaries (strength graph, `P0`) are freed as soon as their stage is
     /// done, so the peak is the finished levels plus the current stage's working set.
@@ -176,6 +226,7 @@ impl Hierarchy {
         near_null: Cow<'_, NearNullSpace>,
         params: &AmgParams,
         first_version: u64,
+        mut previous: Vec<Option<SymbolicTransfer>>,
     ) -> Result<Self, AmgError> {
         let t_total = Instant::now();
         params.validate()?;
@@ -191,6 +242,7 @@ impl Hierarchy {
         }];
         let mut transfers = Vec::new();
         let mut version = first_version;
+        let mut plans_reused = 0;
         loop {
             let l = levels.len() - 1;
             let a_l = levels[l].a.as_ref().unwrap_or(a);
@@ -198,9 +250,12 @@ impl Hierarchy {
                 break;
             }
             let b_l = levels[l].near_null.as_ref().unwrap_or(&near_null);
-            let Some(next) = coarsen_level(a_l, b_l, l, version, params, &mut tm)? else {
+            let prev = previous.get_mut(l).and_then(Option::take);
+            let Some((next, reused)) = coarsen_level(a_l, b_l, l, version, params, &mut tm, prev)?
+            else {
                 break;
             };
+            plans_reused += usize::from(reused);
             levels[l].smoother = Some(next.smoother);
             transfers.push(next.transfer);
             version += 1;
@@ -226,7 +281,8 @@ impl Hierarchy {
         if params.reuse == Reuse::None {
             levels[0].near_null = Some(near_null.into_owned());
         }
-        let report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
+        let mut report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
+        report.plans_reused = plans_reused;
         let work = Mutex::new(Self::new_workspace(&levels, a.n_rows(), &a.device())?);
         Ok(Self {
             params: params.clone(),

@@ -63,7 +63,13 @@ impl Hierarchy {
                     }
                 })?;
                 let owns = self.owns_fine;
-                *self = Self::setup_impl(a, Cow::Owned(nns), &self.params, self.next_version)?;
+                *self = Self::setup_impl(
+                    a,
+                    Cow::Owned(nns),
+                    &self.params,
+                    self.next_version,
+                    Vec::new(),
+                )?;
                 if owns {
                     let t = Instant::now();
                     self.own_fine(a.clone());
@@ -83,7 +89,9 @@ impl Hierarchy {
                 self.coarse = factor_coarse(self.levels[last].a.as_ref().unwrap_or(a))?;
                 tm.coarse_factor_s = secs(t);
                 let levels = Self::level_reports(&self.levels, a);
+                let plans_reused = self.report.plans_reused;
                 self.report = HierarchyReport::new(levels, self.report.setup.clone());
+                self.report.plans_reused = plans_reused;
             }
         }
         tm.total_s = secs(t_total);

@@ -26,3 +26,5 @@ pub fn elasticity(m: usize, soft: f64) -> Problem {
         .expect("six rigid-body modes per unknown");
     Problem { a, b, near_null }
 }
+
+pub mod renewal;

@@ -576,7 +576,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     let saved = s.saving.problems_saved_s.unwrap_or(0.0)
                         + s.saving.setups_saved_s.unwrap_or(0.0);
                     let text = format!(
-                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} hot; reuse saved about {saved:.2} s)\n",
+                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} renewed, {} hot; reuse saved about {saved:.2} s)\n",
                         s.cases,
                         s.completed,
                         s.failed,
@@ -586,6 +586,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                         s.problems_built,
                         s.problems_reused,
                         s.amg_cold_setups,
+                        s.amg_renewed_setups,
                         s.amg_hot_setups,
                     );
                     let status = if s.failed > 0 {

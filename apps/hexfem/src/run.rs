@@ -68,9 +68,11 @@ pub struct RunFigures {
     pub load_factor: f64,
     pub newton_iterations: usize,
     pub linear_iterations: usize,
-    /// AMG set-ups from scratch and updates of a kept hierarchy.
+    /// AMG set-ups from scratch, updates of a kept hierarchy, and renewals for a new near-null
+    /// space that kept symbolic plans (the values of a cold set-up, see `SetupKind::AmgRenewed`).
     pub amg_cold_setups: usize,
     pub amg_hot_setups: usize,
+    pub amg_renewed_setups: usize,
     /// Seconds in preconditioner set-ups.
     pub setup_s: f64,
     /// Seconds of the run's first preconditioner set-up (cold, or hot on a shared solver).
@@ -97,13 +99,16 @@ impl RunFigures {
         self.newton_iterations += record.newton_iterations;
         self.linear_iterations += record.linear_iterations.iter().sum::<usize>();
         for it in &step.iterations {
-            if self.amg_cold_setups + self.amg_hot_setups == 0 && self.setup_s == 0.0 {
+            if self.amg_cold_setups + self.amg_hot_setups + self.amg_renewed_setups == 0
+                && self.setup_s == 0.0
+            {
                 self.first_setup_s = it.linear.setup_s;
             }
             self.setup_s += it.linear.setup_s;
             match it.linear.setup {
                 SetupKind::AmgCold => self.amg_cold_setups += 1,
                 SetupKind::AmgHot => self.amg_hot_setups += 1,
+                SetupKind::AmgRenewed => self.amg_renewed_setups += 1,
                 _ => {}
             }
         }
@@ -127,12 +132,32 @@ pub(crate) fn step_lines(step: &ConvergedStep, record: &StepRecord) -> String {
     let output_bytes = step
         .output_transfer_bytes
         .map_or(String::new(), |b| format!(", {b} B for the output"));
+    // the step's AMG set-ups from scratch or renewals (the first iteration's, after new modes)
+    let setups: Vec<String> = step
+        .iterations
+        .iter()
+        .filter_map(|it| {
+            let kind = match it.linear.setup {
+                SetupKind::AmgCold => "cold",
+                SetupKind::AmgRenewed => "renewed",
+                _ => return None,
+            };
+            let moved = it.linear.device.as_ref().map_or(String::new(), |d| {
+                format!(" {:.1} MB", d.setup.total_bytes() as f64 / 1e6)
+            });
+            Some(format!("{kind} {:.2} s{moved}", it.linear.setup_s))
+        })
+        .collect();
+    let setups = match setups.is_empty() {
+        true => String::new(),
+        false => format!(", AMG set-up: {}", setups.join(", ")),
+    };
     let cutbacks = match step.cutbacks {
         0 => String::new(),
         n => format!(", after {n} cut back attempts"),
     };
     let mut text = format!(
-        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{gpu_bytes}{output_bytes})\n",
+        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{setups}{gpu_bytes}{output_bytes})\n",
         step.index,
         step.load_factor,
         record.newton_iterations,

@@ -46,7 +46,8 @@ pub struct LinearSolveReport {
     pub converged: bool,
     /// What the set-up was.
     pub setup: SetupKind,
-    /// The AMG hierarchy (levels, sizes, complexities, stage times) after a cold set-up.
+    /// The AMG hierarchy (levels, sizes, complexities, stage times) after a cold set-up or a
+    /// renewal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hierarchy: Option<HierarchyReport>,
     /// Bytes moved between host and GPU (a solve on a GPU only).
@@ -143,6 +144,10 @@ pub enum SetupKind {
     AmgCold,
     /// The AMG hierarchy was updated for new values (what `reuse` keeps was kept).
     AmgHot,
+    /// The AMG hierarchy was rebuilt for a new near-null space and new values, equal to a cold
+    /// set-up bit for bit, with the symbolic plans of at least one transfer kept (those whose
+    /// aggregates came out unchanged: `amg::Hierarchy::set_near_null_space`).
+    AmgRenewed,
 }
 
 /// The Krylov method of an iterative solver: CG for symmetric tangents, GMRES (restarted, right
@@ -197,6 +202,8 @@ pub enum LinearSolver {
         amg: AmgParams,
         near_null: NearNullSpace,
         hierarchy: Option<Box<Hierarchy>>,
+        /// `near_null` changed since the hierarchy was built: the next solve renews it.
+        near_null_changed: bool,
         /// The GPU the hierarchy and CG run on (`None`: the CPU).
         gpu: Option<DeviceSide>,
     },
@@ -310,6 +317,7 @@ impl LinearSolver {
                 amg: params.amg.clone(),
                 near_null,
                 hierarchy: None,
+                near_null_changed: false,
                 gpu: DeviceSide::open(params.device)?,
             },
             LinearSolverMethod::CgJacobi => LinearSolver::CgJacobi {
@@ -359,19 +367,20 @@ impl LinearSolver {
         }
     }
 
-    /// Replaces the AMG's near-null space (no effect on other methods); the next solve sets the
-    /// hierarchy up afresh. Newton passes the rigid-body modes of the deformed configuration at
+    /// Replaces the AMG's near-null space (no effect on other methods); the next solve renews the
+    /// hierarchy (`amg::Hierarchy::set_near_null_space`: a cold set-up's values, keeping the
+    /// symbolic plans where the aggregates did not change). Newton passes the rigid-body modes of the deformed configuration at
     /// the start of each load step: under large rotations those of the reference configuration
     /// are far from the tangent's near-null space and CG iterations grow with the rotation.
     pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
         if let LinearSolver::CgAmg {
             near_null,
-            hierarchy,
+            near_null_changed,
             ..
         } = self
         {
             *near_null = modes;
-            *hierarchy = None;
+            *near_null_changed = true;
         } else if let LinearSolver::Distributed(d) = self {
             d.set_near_null_space(modes);
         }
@@ -512,6 +521,7 @@ impl LinearSolver {
                 amg,
                 near_null,
                 hierarchy,
+                near_null_changed,
                 ..
             } => {
                 let params = CgParams {
@@ -522,21 +532,34 @@ impl LinearSolver {
                 let start = Instant::now();
                 // A failed update leaves no hierarchy behind, so the next solve sets up afresh.
                 let (setup, h) = match hierarchy.take() {
+                    Some(mut h) if *near_null_changed => {
+                        let renewal = h
+                            .set_near_null_space(k, near_null)
+                            .context("AMG renewal for a new near-null space")?;
+                        *near_null_changed = false;
+                        let kind = if renewal.plans_reused > 0 {
+                            SetupKind::AmgRenewed
+                        } else {
+                            SetupKind::AmgCold
+                        };
+                        (kind, h)
+                    }
                     Some(mut h) => {
                         h.update(k).context("AMG update")?;
                         (SetupKind::AmgHot, h)
                     }
-                    None => (
-                        SetupKind::AmgCold,
-                        Box::new(
-                            Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?,
-                        ),
-                    ),
+                    None => {
+                        *near_null_changed = false;
+                        let h =
+                            Hierarchy::setup_external(k, near_null, amg).context("AMG set-up")?;
+                        (SetupKind::AmgCold, Box::new(h))
+                    }
                 };
                 let h = hierarchy.insert(h);
                 let setup_s = start.elapsed().as_secs_f64();
                 let setup_moved = count(t0);
-                let report_h = (setup == SetupKind::AmgCold).then(|| h.report().clone());
+                let report_h = matches!(setup, SetupKind::AmgCold | SetupKind::AmgRenewed)
+                    .then(|| h.report().clone());
                 let start = Instant::now();
                 let t0 = device.transfers();
                 // the hierarchy keeps no copy of k (blocked storage) or its own expansion (scalar)

@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use amg::{
-    cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Storage, TransferReport,
-    UpdateReport,
+    cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, RenewalReport, Storage,
+    TransferReport, UpdateReport,
 };
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::Ex56;
@@ -140,9 +140,40 @@ pub struct GamgBenchResult {
     pub device: String,
     pub hierarchy: HierarchyReport,
     pub hot_update: UpdateReport,
+    /// After the hot solves: the rigid-body modes of a deformed configuration (the nodes moved
+    /// by [`deformed`]) given to the hierarchy, as Newton does at a load step's start
+    /// (`Hierarchy::set_near_null_space`; the operator's strength graph is unchanged, so every
+    /// plan is kept), then the same modes in a cold set-up for comparison.
+    pub renewal: RenewalComparison,
     /// The GPU's metrics (`--device cuda`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuMetrics>,
+}
+
+/// A renewal for new modes against a cold set-up with them (see [`GamgBenchResult::renewal`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RenewalComparison {
+    pub renewal_s: f64,
+    pub renewal: RenewalReport,
+    /// CG iterations after the renewal and after the cold set-up (equal: the same hierarchy).
+    pub iterations: [usize; 2],
+    pub cold_s: f64,
+    /// Bytes between host and device of the cold set-up.
+    pub cold_transfers: TransferReport,
+}
+
+/// The nodes moved smoothly by a few per cent of the box (a deformed configuration).
+fn deformed(coords: &[[f64; 3]]) -> Vec<[f64; 3]> {
+    coords
+        .iter()
+        .map(|&[x, y, z]| {
+            [
+                x + 0.03 * (3.0 * z).sin(),
+                y + 0.02 * (2.0 * x).cos(),
+                z + 0.01 * x * y,
+            ]
+        })
+        .collect()
 }
 
 /// Device memory in use, MiB.
@@ -339,6 +370,32 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         }
     };
     let report = hierarchy.report().clone();
+    let hierarchy_values_mib = hierarchy.value_bytes() as f64 / (1 << 20) as f64;
+    let renewal = {
+        let modes = near_null_space(&deformed(&coords))?;
+        let start = Instant::now();
+        let renewal = hierarchy.set_near_null_space(&a, &modes)?;
+        device.synchronize()?;
+        let renewal_s = start.elapsed().as_secs_f64();
+        x.fill(0.0)?;
+        let (after_renewal, _) = solve(&hierarchy, &a, &b, &mut x, &cg_params)?;
+        drop(hierarchy);
+        let before = device.transfers();
+        let start = Instant::now();
+        let cold = Hierarchy::setup_external(&a, &modes, &amg_params)?;
+        device.synchronize()?;
+        let cold_s = start.elapsed().as_secs_f64();
+        let cold_transfers = TransferReport::between(before, device.transfers());
+        x.fill(0.0)?;
+        let (after_cold, _) = solve(&cold, &a, &b, &mut x, &cg_params)?;
+        RenewalComparison {
+            renewal_s,
+            renewal,
+            iterations: [after_renewal.iterations, after_cold.iterations],
+            cold_s,
+            cold_transfers,
+        }
+    };
     Ok(GamgBenchResult {
         problem: "ex56",
         nodes_per_side: bench.m,
@@ -346,7 +403,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         unknowns: b.len(),
         scalar: bench.scalar,
         precision: bench.amg.precision.name(),
-        hierarchy_values_mib: hierarchy.value_bytes() as f64 / (1 << 20) as f64,
+        hierarchy_values_mib,
         levels: report.levels.len(),
         rows_per_level: report.levels.iter().map(|l| l.rows).collect(),
         block_size_per_level: report.levels.iter().map(|l| l.block_size).collect(),
@@ -367,6 +424,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         device: device.name(),
         hierarchy: report,
         hot_update,
+        renewal,
         gpu,
     })
 }
@@ -412,6 +470,18 @@ impl std::fmt::Display for GamgBenchResult {
             self.setup_hot_s, self.galerkin_numeric_s
         )?;
         writeln!(f, "  solve after hot    {:8.3} s", self.solve_hot_s)?;
+        let r = &self.renewal;
+        writeln!(
+            f,
+            "  new modes: renewal {:.3} s ({} plans kept, {} built, {} B moved) against cold {:.3} s ({} B moved); CG {:?} iterations",
+            r.renewal_s,
+            r.renewal.plans_reused,
+            r.renewal.plans_built,
+            r.renewal.transfers.total_bytes(),
+            r.cold_s,
+            r.cold_transfers.total_bytes(),
+            r.iterations
+        )?;
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory {:6.0} MiB", mb)?;
@@ -515,6 +585,14 @@ mod tests {
         for r in [&b, &s] {
             assert!(r.spmv_s > 0.0 && r.galerkin_numeric_s > 0.0 && r.setup_hot_s > 0.0);
             assert_eq!(r.setup_hot_all_s.len(), 1);
+            // new modes on an operator of the same strength graph: the renewal is the cold
+            // set-up (the same iterations) and keeps the plans (scalar storage: A P0's only)
+            let [renewed, cold] = r.renewal.iterations;
+            assert_eq!(renewed, cold);
+            assert_eq!(
+                r.renewal.renewal.plans_built,
+                if r.scalar { r.levels - 1 } else { 0 }
+            );
         }
     }
 

@@ -72,6 +72,8 @@ pub struct CampaignSummary {
     pub solvers_reused: usize,
     pub amg_cold_setups: usize,
     pub amg_hot_setups: usize,
+    /// AMG renewals for a new near-null space (a cold set-up's values, plans kept).
+    pub amg_renewed_setups: usize,
     /// Seconds in preconditioner set-ups over all cases run.
     pub setup_s: f64,
     /// What reuse saved, estimated from this campaign's own timings (see [`Saving`]).
@@ -318,6 +320,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
         solvers_reused: ran().filter(|r| r.reused_solver).count(),
         amg_cold_setups: ran().map(|r| r.amg_cold_setups).sum(),
         amg_hot_setups: ran().map(|r| r.amg_hot_setups).sum(),
+        amg_renewed_setups: ran().map(|r| r.amg_renewed_setups).sum(),
         setup_s: ran().map(|r| r.setup_s).sum(),
         saving: Saving::estimate(&ran().collect::<Vec<_>>()),
         validate_s,

@@ -38,6 +38,9 @@ pub struct CaseRow {
     pub linear_iterations: usize,
     pub amg_cold_setups: usize,
     pub amg_hot_setups: usize,
+    /// AMG renewals for a new near-null space (absent from rows written before they existed).
+    #[serde(default)]
+    pub amg_renewed_setups: usize,
     /// Seconds in preconditioner set-ups.
     pub setup_s: f64,
     /// Seconds of the first set-up (cold, or hot on the solver of the case before).
@@ -87,6 +90,7 @@ impl CaseRow {
             linear_iterations: 0,
             amg_cold_setups: 0,
             amg_hot_setups: 0,
+            amg_renewed_setups: 0,
             setup_s: 0.0,
             first_setup_s: 0.0,
             problem_s: 0.0,
@@ -110,6 +114,7 @@ impl CaseRow {
         self.linear_iterations = f.linear_iterations;
         self.amg_cold_setups = f.amg_cold_setups;
         self.amg_hot_setups = f.amg_hot_setups;
+        self.amg_renewed_setups = f.amg_renewed_setups;
         self.setup_s = f.setup_s;
         self.first_setup_s = f.first_setup_s;
         self.problem_s = f.problem_s;
@@ -203,6 +208,7 @@ impl Table {
                 "linear_iterations",
                 "amg_cold_setups",
                 "amg_hot_setups",
+                "amg_renewed_setups",
                 "wall_s",
                 "strain_energy",
                 "max_displacement",
@@ -240,6 +246,7 @@ impl Table {
                 r.linear_iterations.to_string(),
                 r.amg_cold_setups.to_string(),
                 r.amg_hot_setups.to_string(),
+                r.amg_renewed_setups.to_string(),
                 number(r.wall_s),
                 r.strain_energy.map_or(String::new(), number),
                 r.max_displacement.map_or(String::new(), number),

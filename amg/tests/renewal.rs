@@ -1,0 +1,130 @@
+//! Renewal for a new near-null space ([`Hierarchy::set_near_null_space`]) on the ex56 Q1 operator
+//! (see `common`): after a cold set-up with modes `M1` on `A1`, a renewal with `M2` on `A2` equals
+//! a cold set-up with `M2` on `A2` bit for bit, and so does a hot update after it; the plans are
+//! kept where the aggregates came out the same and rebuilt where they did not.
+
+mod common;
+
+use amg::{AmgParams, Hierarchy, Precision, Reuse, SmootherKind, Storage};
+use common::renewal::{assert_same_hierarchy, doubled, next_modes, shifted};
+
+fn params(smoother: SmootherKind, reuse: Reuse, precision: Precision) -> AmgParams {
+    AmgParams {
+        smoother,
+        reuse,
+        precision,
+        // several levels even on the small meshes
+        coarse_eq_limit: 50,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn renewal_equals_a_cold_setup_and_keeps_every_plan() {
+    for m in [9, 13, 17] {
+        let p = common::elasticity(m, 1e-3);
+        let (a2, m2) = (doubled(&p.a), next_modes(&p.near_null, m as u64));
+        for smoother in [SmootherKind::Jacobi, SmootherKind::Chebyshev] {
+            for reuse in [Reuse::Interpolation, Reuse::None, Reuse::Full] {
+                for precision in [Precision::Double, Precision::Mixed] {
+                    let what = format!("m {m} {smoother:?} {reuse:?} {precision:?}");
+                    let params = params(smoother, reuse, precision);
+                    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+                    let report = h.set_near_null_space(&a2, &m2).unwrap();
+                    let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+                    assert!(cold.n_levels() >= 3, "{what}: {} levels", cold.n_levels());
+                    assert_same_hierarchy(&h, &cold, &a2, &what);
+                    // the tangent's values moved a little: the same aggregates, every plan kept
+                    assert_eq!(report.plans_reused, cold.n_levels() - 1, "{what}");
+                    assert_eq!(report.plans_built, 0, "{what}");
+                    assert_eq!(h.report().plans_reused, report.plans_reused);
+                    // fresh prolongator versions, after the old ones
+                    assert!(h.p_versions()[0] > cold.n_levels() as u64 - 1, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hot_updates_after_a_renewal_equal_those_after_a_cold_setup() {
+    let p = common::elasticity(13, 1e-3);
+    let (a2, m2) = (doubled(&p.a), next_modes(&p.near_null, 3));
+    let a3 = shifted(&a2, 2e-3);
+    for precision in [Precision::Double, Precision::Mixed] {
+        let params = params(SmootherKind::Chebyshev, Reuse::Interpolation, precision);
+        // an owning hierarchy: the renewal copies the new operator too
+        let mut h = Hierarchy::setup(&p.a, &p.near_null, &params).unwrap();
+        h.set_near_null_space(&a2, &m2).unwrap();
+        let mut cold = Hierarchy::setup(&a2, &m2, &params).unwrap();
+        assert_same_hierarchy(&h, &cold, &a2, "owning, renewed");
+        h.update(&a3).unwrap();
+        cold.update(&a3).unwrap();
+        assert_same_hierarchy(&h, &cold, &a3, "owning, hot update after the renewal");
+    }
+}
+
+#[test]
+fn changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup() {
+    let p = common::elasticity(13, 1e-3);
+    let m2 = next_modes(&p.near_null, 5);
+    let params = params(
+        SmootherKind::Chebyshev,
+        Reuse::Interpolation,
+        Precision::Double,
+    );
+    // threshold 0, yet a 1 % change of the diagonal moves leftovers to other aggregates (they
+    // join their most strongly connected neighbour): the plans must be rebuilt
+    let a2 = shifted(&p.a, 1e-3);
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let before = h.aggregates(0).unwrap().clone();
+    let report = h.set_near_null_space(&a2, &m2).unwrap();
+    let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+    assert_ne!(
+        cold.aggregates(0),
+        Some(&before),
+        "the aggregates must change"
+    );
+    assert!(report.plans_built >= 1, "{report:?}");
+    assert_same_hierarchy(&h, &cold, &a2, "threshold 0, changed aggregates");
+    // a positive threshold where the finest graph is unchanged: the finest plans are kept (the
+    // coarse graphs are those of P^T A P, whose P the new modes changed, and here they differ)
+    let params = AmgParams {
+        strength_threshold: 0.08,
+        ..params
+    };
+    let a2 = doubled(&p.a);
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let report = h.set_near_null_space(&a2, &m2).unwrap();
+    let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+    assert!(report.plans_reused >= 1, "{report:?}");
+    assert_same_hierarchy(&h, &cold, &a2, "threshold 0.08, same finest graph");
+}
+
+#[test]
+fn scalar_storage_renews_to_a_cold_setup() {
+    let p = common::elasticity(9, 1e-3);
+    let (a2, m2) = (doubled(&p.a), next_modes(&p.near_null, 9));
+    let params = AmgParams {
+        storage: Storage::Scalar,
+        ..params(
+            SmootherKind::Chebyshev,
+            Reuse::Interpolation,
+            Precision::Double,
+        )
+    };
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let report = h.set_near_null_space(&a2, &m2).unwrap();
+    let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+    // the Galerkin plans are on the scalar patterns: rebuilt (A P0's blocked plan is kept)
+    assert_eq!(report.plans_reused, 0);
+    assert_same_hierarchy(&h, &cold, &a2, "scalar storage");
+}
+
+#[test]
+fn a_near_null_space_of_the_wrong_size_is_an_error() {
+    let p = common::elasticity(9, 1e-3);
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+    let q = common::elasticity(7, 1e-3);
+    assert!(h.set_near_null_space(&p.a, &q.near_null).is_err());
+}
