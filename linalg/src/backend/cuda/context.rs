@@ -78,6 +78,16 @@ pub fn unavailable_reason() -> Option<String> {
     }
 }
 
+/// GPUs the driver reports here (visible to this process); [`LinalgError::CudaUnavailable`]
+/// without a usable driver, NVRTC or GPU.
+pub fn device_count() -> Result<usize, LinalgError> {
+    if let Some(reason) = unavailable_reason() {
+        return Err(LinalgError::CudaUnavailable { reason });
+    }
+    let count = cu::result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
+    Ok(count as usize)
+}
+
 impl CudaContext {
     /// Opens device `ordinal`: checks that the driver, NVRTC and the device exist (a
     /// [`LinalgError::CudaUnavailable`] otherwise, never a panic), retains the primary context
@@ -210,6 +220,18 @@ impl CudaContext {
 
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    pub(crate) fn driver_context(&self) -> &Arc<cu::CudaContext> {
+        &self.ctx
+    }
+
+    pub(crate) fn h2d_counter(&self) -> &AtomicU64 {
+        &self.h2d
+    }
+
+    pub(crate) fn d2h_counter(&self) -> &AtomicU64 {
+        &self.d2h
     }
 
     /// Copies `host` into a new device buffer (counted).
