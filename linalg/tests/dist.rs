@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use linalg::comm::{launch::on_ranks, Comm, CommError, SelfComm};
 use linalg::dist::{
-    gpu_for, select_rank_devices, select_with, DistBsr, DistPattern, RankDeviceRequest, RowPartition,
+    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, DistBsr, DistPattern, RankDeviceRequest, RowPartition,
 };
 use linalg::hash::{signed_unit, splitmix64};
 use linalg::{BlockPattern, Bsr, LinalgError, Vector};
@@ -241,25 +241,10 @@ fn rank_gpu(comm: &Arc<dyn Comm>) -> linalg::Device {
         .device
 }
 
-/// True (after one SKIP line) where no GPU is usable: multi-rank device tests then do not start
-/// mpirun at all.
-fn skip_without_gpu(test: &str) -> bool {
-    if linalg::comm::launched_by_mpi() {
-        return false;
-    }
-    match linalg::backend::cuda::unavailable_reason() {
-        Some(why) => {
-            eprintln!("SKIP {test}: no GPU ({why})");
-            true
-        }
-        None => false,
-    }
-}
-
 #[test]
 fn device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit() {
     let test = "device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit";
-    if skip_without_gpu(test) {
+    if skip_multi_rank_gpu_test(test) {
         return;
     }
     on_ranks(test, &[2], |comm| {

@@ -464,6 +464,16 @@ impl DistBsr {
         Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
     }
 
+    /// A zero owned-only operand (no ghost tail) where the matrix lives.
+    pub fn owned_zeros(&self) -> Result<Vector, LinalgError> {
+        Vector::zeros_with_layout(&self.device(), self.pattern.owned_layout.clone())
+    }
+
+    /// A zero result vector (owned rows) where the matrix lives.
+    pub fn row_zeros(&self) -> Result<Vector, LinalgError> {
+        Vector::zeros_with_layout(&self.device(), self.pattern.row_layout.clone())
+    }
+
     /// A zero result vector (owned rows), on the host.
     pub fn new_row_vector(&self) -> Vector {
         let layout = self.pattern.row_layout.clone();

@@ -25,5 +25,8 @@ pub use device_halo::{DeviceHalo, HaloBytes};
 pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};
 pub use partition::RowPartition;
-pub use rank_device::{gpu_for, select_rank_devices, select_with, RankDeviceRequest, RankDevices};
+pub use rank_device::{
+    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, RankDeviceRequest,
+    RankDevices,
+};
 pub use rows::RowGatherPlan;

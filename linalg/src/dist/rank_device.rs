@@ -103,6 +103,21 @@ pub fn select_with<D>(
     })
 }
 
+/// For multi-rank GPU tests, called first in the test function: outside `mpirun` without a
+/// usable GPU, prints one `SKIP` line and returns true (the test then starts no `mpirun`).
+pub fn skip_multi_rank_gpu_test(test: &str) -> bool {
+    if comm::launched_by_mpi() {
+        return false;
+    }
+    match crate::backend::cuda::unavailable_reason() {
+        Some(why) => {
+            eprintln!("SKIP {test}: no GPU ({why})");
+            true
+        }
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
