@@ -23,6 +23,11 @@
 #   TIMED_RUNS=""      NAME:CELLS: `hexfem run inputs/NAME.yaml` on a CELLS^3 box with CG + AMG,
 #                      timed with device cuda and cpu (all cores), iterations and wall times
 #   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
+#   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
+#                      (device DistBsr SpMV == host bits, device CG+AMG == host, rank device
+#                      selection), each test binary starting `mpirun -np 2` on itself
+#   MPI_GAMG=""        mpirun -np 2 hexfem bench gamg --device cuda --json for each m (and the
+#                      same on the CPUs with MPI_GAMG_CPU=1)
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -60,6 +65,9 @@ ASM_TESTS=${ASM_TESTS:-0}
 ASSEMBLY=${ASSEMBLY:-}
 NEWTON=${NEWTON:-}
 NEWTON_CPU=${NEWTON_CPU:-}
+MPI_TESTS=${MPI_TESTS:-0}
+MPI_GAMG=${MPI_GAMG:-}
+MPI_GAMG_CPU=${MPI_GAMG_CPU:-0}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -72,6 +80,25 @@ if [ "$TESTS" = 1 ]; then
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:|^gpu_runs:" "$out/tests.log" | tail -n 40
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
+if [ "$MPI_TESTS" = 1 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    {
+        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu
+        "$here/bin/test_mpi_e2e" --test-threads=1 --nocapture device_cg
+    } > "$out/mpi_tests.log" 2>&1 || status=1
+    grep -E "^test |SKIP|test result|panicked|device distributed|failed" "$out/mpi_tests.log" | tail -n 30
+fi
+mpi_devices=cuda
+[ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
+for m in $MPI_GAMG; do
+    for dev in $mpi_devices; do
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/hexfem" bench gamg --problem ex56 \
+            --m "$m" --device "$dev" --json > "$out/mpi_gamg_${dev}_$m.json" 2> "$out/mpi_gamg_${dev}_$m.err" \
+            || { status=1; tail -n 5 "$out/mpi_gamg_${dev}_$m.err"; }
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); g=r.pop('gpu', None); r.pop('per_rank', None); print('[mpi gamg $dev $m]', json.dumps(r)); print('[mpi gamg $dev $m] gpu', json.dumps(g))" \
+            "$out/mpi_gamg_${dev}_$m.json" || true
+    done
+done
 for m in $NEWTON; do
     "$here/bin/hexfem" bench newton --m "$m" --device cuda --json > "$out/newton_cuda_$m.json" \
         2> "$out/newton_cuda_$m.err" && cat "$out/newton_cuda_$m.json" \

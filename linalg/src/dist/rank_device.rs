@@ -85,7 +85,7 @@ pub fn select_with<D>(
         (Ok((device, name)), None) => (device, name, None),
         (_, Some(why)) if request == RankDeviceRequest::Cuda => {
             return Err(LinalgError::CudaUnavailable {
-                reason: format!("device cuda on {} MPI ranks: {why}", comm.size()),
+                reason: format!("cuda on {} MPI ranks: {why}", comm.size()),
             })
         }
         (_, Some(why)) => (host, "host".to_string(), Some(why)),
