@@ -17,6 +17,7 @@
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
+#   MPI_RUNS=""        the same under mpirun -np 2 (one GPU per rank, sharing the node's GPUs)
 #   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
 #                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
@@ -165,15 +166,22 @@ for m in $CAPACITY; do
     grep -E "Maximum resident|Elapsed" "$out/capacity_$m.err" | sed "s/^/[capacity $m] /"
 done
 # end to end: each input with CG + AMG on the CPU and on the GPU, summaries compared
-for input in $RUNS; do
+# (MPI_RUNS: the same under mpirun -np 2, the ranks sharing the node's GPUs)
+for input in $RUNS ${MPI_RUNS:+$(printf 'mpi:%s ' $MPI_RUNS)}; do
+    launcher=()
+    if [ "${input#mpi:}" != "$input" ]; then
+        input=${input#mpi:}
+        launcher=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    fi
     for dev in cpu cuda; do
         rm -rf "/tmp/run_$dev"
         # the same method on both (`auto` factors small problems on the CPU, never on the GPU)
-        "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
+        "${launcher[@]}" "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
             --set linear_solver.method=cg_amg -o "/tmp/run_$dev" \
-            > "$out/run_${input}_$dev.log" 2>&1 || status=1
+            > "$out/run_${input}_${#launcher[@]}_$dev.log" 2>&1 || status=1
     done
-    python3 - "$input" <<'PY' || status=1
+    grep -E "^  device " "$out/run_${input}_${#launcher[@]}_cuda.log" | head -n 1
+    python3 - "$input${launcher[*]:+ on 2 ranks}" <<'PY' || status=1
 import glob, json, sys
 name = sys.argv[1]
 def load(dev):
