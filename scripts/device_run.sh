@@ -85,7 +85,9 @@ if [ "$MPI_TESTS" = 1 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     {
         "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu
-        "$here/bin/test_mpi_e2e" --test-threads=1 --nocapture device_cg
+        # inside mpirun the test body runs directly, so its lines show
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            device_cg_with_the_distributed_amg_equals_the_host_cg --nocapture --test-threads=1
     } > "$out/mpi_tests.log" 2>&1 || status=1
     grep -E "^test |SKIP|test result|panicked|device distributed|failed" "$out/mpi_tests.log" | tail -n 30
 fi

@@ -110,10 +110,12 @@ pub struct DistGpuRank {
     pub hot_update_p_bytes: u64,
     /// Both directions during the hot solve.
     pub hot_solve_transfer_bytes: u64,
-    /// Best of the fine SpMV's halo exchange alone (gather, download, MPI, upload) and of its
-    /// diagonal product alone, seconds (the SpMV overlaps them: compare with `spmv_s`).
+    /// Best of the fine SpMV's halo exchange alone (gather, download, MPI, upload), of its
+    /// diagonal product alone, and of the SpMV with the exchange finished before the diagonal
+    /// product starts (no overlap: compare with `spmv_s`, which overlaps them), seconds.
     pub spmv_exchange_s: f64,
     pub spmv_diag_s: f64,
+    pub spmv_serial_s: f64,
 }
 
 /// What `mpirun -np N hexfem bench gamg --json` prints.
@@ -307,7 +309,8 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
     gpu.spmv_device_to_host_bytes = device.transfers().device_to_host - transfers.device_to_host;
     gpu.spmv_host_to_device_bytes = device.transfers().host_to_device - transfers.host_to_device;
     if !device.is_host() {
-        (gpu.spmv_exchange_s, gpu.spmv_diag_s) = spmv_parts(comm, &device, &a, &x, &mut y)?;
+        (gpu.spmv_exchange_s, gpu.spmv_diag_s, gpu.spmv_serial_s) =
+            spmv_parts(comm, &device, &a, &x, &mut y)?;
     }
 
     let mine = DistGamgRank {
@@ -441,15 +444,16 @@ fn preconditioner<'a>(
     }
 }
 
-/// Best times of the fine SpMV's halo exchange alone and of its diagonal product alone on the
-/// device (collective: the exchange).
+/// Best times of the fine SpMV's halo exchange alone, of its diagonal product alone, and of
+/// the SpMV without overlap (exchange, then both products) on the device (collective: the
+/// exchange).
 fn spmv_parts(
     comm: &Arc<dyn Comm>,
     device: &Device,
     a: &DistBsr,
     x: &Vector,
     y: &mut Vector,
-) -> Result<(f64, f64)> {
+) -> Result<(f64, f64, f64)> {
     let ctx = device.cuda_context().context("a GPU")?;
     sync(comm)?;
     let exchange_s = best_of(SPMV_REPEATS, || {
@@ -466,7 +470,19 @@ fn spmv_parts(
         device.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    Ok((exchange_s, diag_s))
+    let offd = a.offd().device_bsr()?;
+    sync(comm)?;
+    let serial_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        let mut halo = a.device_halo().context("device halo buffers")?;
+        let ghosts = halo.fill_ghosts(x.device_buffer()?, || Ok(()))?;
+        let yb = y.device_buffer_mut()?;
+        linalg::backend::cuda::spmv(ctx, diag, 1.0, x.device_buffer()?, 0.0, yb)?;
+        linalg::backend::cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
+        device.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    Ok((exchange_s, diag_s, serial_s))
 }
 
 /// Every rank's GPU numbers on every rank.
@@ -479,6 +495,7 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
         mine.hot_solve_transfer_bytes as f64,
         mine.spmv_exchange_s,
         mine.spmv_diag_s,
+        mine.spmv_serial_s,
     ];
     Ok(comm
         .allgatherv_f64(&v)?
@@ -491,6 +508,7 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
             hot_solve_transfer_bytes: v[4] as u64,
             spmv_exchange_s: v[5],
             spmv_diag_s: v[6],
+            spmv_serial_s: v[7],
         })
         .collect())
 }
@@ -550,11 +568,12 @@ impl std::fmt::Display for DistGamgResult {
         for (r, g) in self.gpu.iter().flatten().enumerate() {
             writeln!(
                 f,
-                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms); hot update uploaded {} B of operators, {} B of P; hot solve moved {} B",
+                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update uploaded {} B of operators, {} B of P; hot solve moved {} B",
                 g.spmv_device_to_host_bytes,
                 g.spmv_host_to_device_bytes,
                 g.spmv_exchange_s * 1e3,
                 g.spmv_diag_s * 1e3,
+                g.spmv_serial_s * 1e3,
                 g.hot_update_operator_bytes,
                 g.hot_update_p_bytes,
                 g.hot_solve_transfer_bytes
