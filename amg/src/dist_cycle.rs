@@ -374,7 +374,9 @@ impl DistHierarchy {
 
     /// One V-cycle on level `level` from `x = 0`, as the serial [`crate::Hierarchy`]'s.
     fn cycle(&self, level: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        v_cycle(&self.levels, level, b, x, &|a, b, x| self.coarse.solve(a, b, x))
+        v_cycle(&self.levels, level, b, x, &|a, b, x| {
+            self.coarse.solve(a, b, x)
+        })
     }
 }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use linalg::comm::{launch::on_ranks, Comm, CommError, SelfComm};
 use linalg::dist::{
-    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, DistBsr, DistPattern, RankDeviceRequest, RowPartition,
+    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, DistBsr, DistPattern,
+    RankDeviceRequest, RowPartition,
 };
 use linalg::hash::{signed_unit, splitmix64};
 use linalg::{BlockPattern, Bsr, LinalgError, Vector};
@@ -317,7 +318,10 @@ fn a_rank_without_a_gpu_is_every_ranks_error_under_cuda_and_every_ranks_host_und
                 if comm.rank() == 1 {
                     Err("the driver reports no device".to_string())
                 } else {
-                    Ok((gpu_for(node_rank, 2), format!("gpu {}", gpu_for(node_rank, 2))))
+                    Ok((
+                        gpu_for(node_rank, 2),
+                        format!("gpu {}", gpu_for(node_rank, 2)),
+                    ))
                 }
             };
             let e = select_with(comm, RankDeviceRequest::Cuda, usize::MAX, open).unwrap_err();

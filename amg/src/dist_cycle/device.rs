@@ -34,7 +34,14 @@ pub(super) fn transpose_apply(
     let device = t.diag_t.device();
     let ctx = device.cuda_context().expect("a device transpose");
     let xb = x.device_buffer()?;
-    cuda::spmv(ctx, t.diag_t.device_bsr()?, 1.0, xb, 0.0, y.device_buffer_mut()?)?;
+    cuda::spmv(
+        ctx,
+        t.diag_t.device_bsr()?,
+        1.0,
+        xb,
+        0.0,
+        y.device_buffer_mut()?,
+    )?;
     let mut ghost = Vector::zeros_on(&device, t.offd_t.n_rows())?;
     cuda::spmv(
         ctx,
@@ -169,8 +176,14 @@ fn device_smoother(
     a: &DistBsr,
     h: &DistHierarchy,
 ) -> Result<Option<Smoother>, AmgError> {
-    host.map(|s| Ok(build_smoother(PointBlockJacobi::new(a.diag())?, s.emax, &h.params)))
-        .transpose()
+    host.map(|s| {
+        Ok(build_smoother(
+            PointBlockJacobi::new(a.diag())?,
+            s.emax,
+            &h.params,
+        ))
+    })
+    .transpose()
 }
 
 fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, AmgError> {

@@ -369,16 +369,18 @@ pub fn run_on_ranks(
         c,
         distributed_modes(problem.discrete.external.layout(), &problem.mesh.coords),
     )?;
-    let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
-        cg,
-        method,
-        linear.amg.clone(),
-        problem.discrete.tangent_is_symmetric(),
-        comm.clone(),
-        &part,
-        modes,
-    )
-    .on_device(ranks_device.device.clone())));
+    let mut solver = LinearSolver::Distributed(Box::new(
+        DistSolver::new(
+            cg,
+            method,
+            linear.amg.clone(),
+            problem.discrete.tangent_is_symmetric(),
+            comm.clone(),
+            &part,
+            modes,
+        )
+        .on_device(ranks_device.device.clone()),
+    ));
 
     // rank 0 gathers the output in messages of at most GATHER_CHUNK values; only it holds the
     // whole (the serial ids of every rank's owned nodes and cells once, then each step's

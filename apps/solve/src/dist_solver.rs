@@ -163,7 +163,11 @@ impl DistSolver {
         };
         let pbj = match self.method {
             DistMethod::Jacobi => {
-                let run = self.device_operator.as_ref().filter(|_| on_gpu).unwrap_or(&a);
+                let run = self
+                    .device_operator
+                    .as_ref()
+                    .filter(|_| on_gpu)
+                    .unwrap_or(&a);
                 Some(PointBlockJacobi::new(run.diag())?)
             }
             DistMethod::Amg => None,
@@ -171,7 +175,11 @@ impl DistSolver {
         self.device.synchronize()?;
         let setup_s = started.elapsed().as_secs_f64();
         let t2 = self.device.transfers();
-        let run = self.device_operator.as_ref().filter(|_| on_gpu).unwrap_or(&a);
+        let run = self
+            .device_operator
+            .as_ref()
+            .filter(|_| on_gpu)
+            .unwrap_or(&a);
         let pc: &dyn amg::Preconditioner = match (&pbj, &self.device_hierarchy, &self.hierarchy) {
             (Some(pbj), _, _) => pbj,
             (None, Some(d), _) if on_gpu => d,

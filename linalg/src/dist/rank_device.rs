@@ -140,13 +140,20 @@ mod tests {
             Ok((gpu_for(r, 4), "gpu".into()))
         })
         .unwrap();
-        assert_eq!((ok.device, ok.names, ok.fallback), (0, vec!["gpu".into()], None));
+        assert_eq!(
+            (ok.device, ok.names, ok.fallback),
+            (0, vec!["gpu".into()], None)
+        );
         let e = select_with(&comm, RankDeviceRequest::Cuda, 99, |_| {
             Err::<(usize, String), _>("no driver".into())
         })
         .unwrap_err();
         assert!(matches!(e, LinalgError::CudaUnavailable { .. }));
-        assert!(e.to_string().contains("rank 0 of 1: no usable GPU for node-local rank 0 of 1: no driver"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("rank 0 of 1: no usable GPU for node-local rank 0 of 1: no driver"),
+            "{e}"
+        );
         let host = select_with(&comm, RankDeviceRequest::Auto, 99, |_| {
             Err::<(usize, String), _>("no driver".into())
         })

@@ -466,7 +466,14 @@ fn spmv_parts(
     let diag = a.diag().device_bsr()?;
     let diag_s = best_of(SPMV_REPEATS, || {
         let t = Instant::now();
-        linalg::backend::cuda::spmv(ctx, diag, 1.0, x.device_buffer()?, 0.0, y.device_buffer_mut()?)?;
+        linalg::backend::cuda::spmv(
+            ctx,
+            diag,
+            1.0,
+            x.device_buffer()?,
+            0.0,
+            y.device_buffer_mut()?,
+        )?;
         device.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;

@@ -62,7 +62,12 @@ pub fn scatter_add_blocks(
     let f = ctx.function(&HALO, &[], "scatter_add_blocks")?;
     let bs32 = bs as u32;
     let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&first).arg(&n).arg(&bs32).arg(idx).arg(buf).arg(&mut *y);
+    l.arg(&first)
+        .arg(&n)
+        .arg(&bs32)
+        .arg(idx)
+        .arg(buf)
+        .arg(&mut *y);
     // SAFETY: arguments match the kernel; `buf` and the range are checked, the indices come
     // from a halo plan whose blocks lie inside `y`.
     unsafe { l.launch(grid_stride(n * bs as u64)) }.map_err(driver_err("scatter_add_blocks"))?;
@@ -188,10 +193,12 @@ impl StreamMark {
 
 impl CudaContext {
     pub(crate) fn count_h2d(&self, bytes: usize) {
-        self.h2d_counter().fetch_add(bytes as u64, Ordering::Relaxed);
+        self.h2d_counter()
+            .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn count_d2h(&self, bytes: usize) {
-        self.d2h_counter().fetch_add(bytes as u64, Ordering::Relaxed);
+        self.d2h_counter()
+            .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 }
