@@ -19,6 +19,7 @@ use linalg::{Device, Vector};
 
 use super::{v_cycle, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
 use crate::hierarchy::build_smoother;
+use crate::params::Reuse;
 use crate::smoother::Smoother;
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
@@ -128,13 +129,22 @@ impl DeviceDistHierarchy {
     /// After `host` was updated ([`DistHierarchy::update`]): the new operators' values uploaded
     /// (values alone where the pattern is the uploaded one), the smoothers' inverses recomputed
     /// on the device with the host's eigenvalue estimates, the coarse factor copied; a
-    /// prolongator (and its transpose) uploaded only if its version changed. Local.
+    /// prolongator (and its transpose) uploaded only if its version changed. Under `reuse:
+    /// full` only the fine operator's values (the host keeps the rest too). Local.
     pub fn refresh(&mut self, host: &DistHierarchy) -> Result<RefreshBytes, AmgError> {
         if host.levels.len() != self.levels.len() {
             *self = Self::upload(host, &self.device)?;
             return Ok(RefreshBytes::default());
         }
         let mut bytes = RefreshBytes::default();
+        if host.params.reuse == Reuse::Full {
+            // Only the fine operator changed; the smoothers are the old operator's, as on the
+            // host.
+            let at = self.device.transfers().host_to_device;
+            self.levels[0].a.upload_values_from(&host.levels[0].a)?;
+            bytes.operators = self.device.transfers().host_to_device - at;
+            return Ok(bytes);
+        }
         for (d, h) in self.levels.iter_mut().zip(&host.levels) {
             let at = self.device.transfers().host_to_device;
             if std::sync::Arc::ptr_eq(d.a.pattern(), h.a.pattern()) {

@@ -226,12 +226,14 @@ impl CudaContext {
         &self.ctx
     }
 
-    pub(crate) fn h2d_counter(&self) -> &AtomicU64 {
-        &self.h2d
+    /// Counts `bytes` copied host to device by a copy queued elsewhere (pinned staging).
+    pub(crate) fn count_h2d(&self, bytes: usize) {
+        self.h2d.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    pub(crate) fn d2h_counter(&self) -> &AtomicU64 {
-        &self.d2h
+    /// Counts `bytes` copied device to host by a copy queued elsewhere (pinned staging).
+    pub(crate) fn count_d2h(&self, bytes: usize) {
+        self.d2h.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// Copies `host` into a new device buffer (counted).

@@ -4,8 +4,6 @@
 //! messages are staged through (copies to and from it are asynchronous on the context's stream
 //! and counted like every other transfer).
 
-use std::sync::atomic::Ordering;
-
 use cudarc::driver::{self as cu, PushKernelArg};
 
 use super::context::{check_len, driver_err};
@@ -188,17 +186,5 @@ impl StreamMark {
         self.0
             .synchronize()
             .map_err(driver_err("cuEventSynchronize"))
-    }
-}
-
-impl CudaContext {
-    pub(crate) fn count_h2d(&self, bytes: usize) {
-        self.h2d_counter()
-            .fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn count_d2h(&self, bytes: usize) {
-        self.d2h_counter()
-            .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 }
