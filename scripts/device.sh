@@ -2,7 +2,8 @@
 # Stages the GPU tests and benchmarks for the device machine (which has the CUDA driver and
 # NVRTC but no Rust): builds the release `hexfem` binary, the GPU test binaries (hexfem-linalg's
 # library tests and `device` test, hexfem-amg's `device` test; all skip without a GPU) and the
-# `cuda_bench` example, strips them into
+# `cuda_bench` example, the multi-rank test binaries (linalg's `dist`, hexfem-end-to-end's
+# `mpi`), strips them into
 # CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
 # and prints the command to run on the device machine from CHECKOUT's root.
 #
@@ -29,6 +30,9 @@ linalg_device=$(test_exe hexfem-linalg --test device)
 amg_device=$(test_exe hexfem-amg --test device)
 assembly_device=$(test_exe hexfem-assembly --test device)
 hexfem_lib=$(test_exe hexfem --lib)
+# multi-rank tests (they start mpirun on themselves; the GPU ones skip without a GPU)
+linalg_dist=$(test_exe hexfem-linalg --test dist)
+mpi_e2e=$(test_exe hexfem-end-to-end --test mpi)
 
 stage="$dest/$stage_name"
 rm -rf "$stage"
@@ -40,6 +44,8 @@ cp "$linalg_device" "$stage/bin/test_linalg_device"
 cp "$amg_device" "$stage/bin/test_amg_device"
 cp "$assembly_device" "$stage/bin/test_assembly_device"
 cp "$hexfem_lib" "$stage/bin/test_hexfem"
+cp "$linalg_dist" "$stage/bin/test_linalg_dist"
+cp "$mpi_e2e" "$stage/bin/test_mpi_e2e"
 # The peer benchmark (cuSPARSE, CuPy) the run script runs beside ours, when the caller has it:
 # PEER=path/to/elasticity_peer.py scripts/device.sh CHECKOUT
 if [ -n "${PEER:-}" ]; then

@@ -17,12 +17,18 @@
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
+#   MPI_RUNS=""        the same under mpirun -np 2 (one GPU per rank, sharing the node's GPUs)
 #   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
 #                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
 #   TIMED_RUNS=""      NAME:CELLS: `hexfem run inputs/NAME.yaml` on a CELLS^3 box with CG + AMG,
 #                      timed with device cuda and cpu (all cores), iterations and wall times
 #   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
+#   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
+#                      (device DistBsr SpMV == host bits, device CG+AMG == host, rank device
+#                      selection), each test binary starting `mpirun -np 2` on itself
+#   MPI_GAMG=""        mpirun -np 2 hexfem bench gamg --device cuda --json for each m (and the
+#                      same on the CPUs with MPI_GAMG_CPU=1)
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -60,6 +66,9 @@ ASM_TESTS=${ASM_TESTS:-0}
 ASSEMBLY=${ASSEMBLY:-}
 NEWTON=${NEWTON:-}
 NEWTON_CPU=${NEWTON_CPU:-}
+MPI_TESTS=${MPI_TESTS:-0}
+MPI_GAMG=${MPI_GAMG:-}
+MPI_GAMG_CPU=${MPI_GAMG_CPU:-0}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -72,6 +81,27 @@ if [ "$TESTS" = 1 ]; then
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:|^gpu_runs:" "$out/tests.log" | tail -n 40
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi
+if [ "$MPI_TESTS" = 1 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    {
+        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu
+        # inside mpirun the test body runs directly, so its lines show
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            device_cg_with_the_distributed_amg_equals_the_host_cg --nocapture --test-threads=1
+    } > "$out/mpi_tests.log" 2>&1 || status=1
+    grep -E "^test |SKIP|test result|panicked|device distributed|failed" "$out/mpi_tests.log" | tail -n 30
+fi
+mpi_devices=cuda
+[ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
+for m in $MPI_GAMG; do
+    for dev in $mpi_devices; do
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/hexfem" bench gamg --problem ex56 \
+            --m "$m" --device "$dev" --json > "$out/mpi_gamg_${dev}_$m.json" 2> "$out/mpi_gamg_${dev}_$m.err" \
+            || { status=1; tail -n 5 "$out/mpi_gamg_${dev}_$m.err"; }
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); g=r.pop('gpu', None); r.pop('per_rank', None); print('[mpi gamg $dev $m]', json.dumps(r)); print('[mpi gamg $dev $m] gpu', json.dumps(g))" \
+            "$out/mpi_gamg_${dev}_$m.json" || true
+    done
+done
 for m in $NEWTON; do
     "$here/bin/hexfem" bench newton --m "$m" --device cuda --json > "$out/newton_cuda_$m.json" \
         2> "$out/newton_cuda_$m.err" && cat "$out/newton_cuda_$m.json" \
@@ -138,15 +168,22 @@ for m in $CAPACITY; do
     grep -E "Maximum resident|Elapsed" "$out/capacity_$m.err" | sed "s/^/[capacity $m] /"
 done
 # end to end: each input with CG + AMG on the CPU and on the GPU, summaries compared
-for input in $RUNS; do
+# (MPI_RUNS: the same under mpirun -np 2, the ranks sharing the node's GPUs)
+for input in $RUNS ${MPI_RUNS:+$(printf 'mpi:%s ' $MPI_RUNS)}; do
+    launcher=()
+    if [ "${input#mpi:}" != "$input" ]; then
+        input=${input#mpi:}
+        launcher=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    fi
     for dev in cpu cuda; do
         rm -rf "/tmp/run_$dev"
         # the same method on both (`auto` factors small problems on the CPU, never on the GPU)
-        "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
+        "${launcher[@]}" "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=$dev" \
             --set linear_solver.method=cg_amg -o "/tmp/run_$dev" \
-            > "$out/run_${input}_$dev.log" 2>&1 || status=1
+            > "$out/run_${input}_${#launcher[@]}_$dev.log" 2>&1 || status=1
     done
-    python3 - "$input" <<'PY' || status=1
+    grep -E "^  device " "$out/run_${input}_${#launcher[@]}_cuda.log" | head -n 1
+    python3 - "$input${launcher[*]:+ on 2 ranks}" <<'PY' || status=1
 import glob, json, sys
 name = sys.argv[1]
 def load(dev):

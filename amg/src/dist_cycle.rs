@@ -22,6 +22,9 @@ use linalg::{ops, Bsr, Vector};
 
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
+mod device;
+pub use device::{DeviceDistHierarchy, RefreshBytes};
+
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
 #[derive(Debug)]
@@ -43,6 +46,9 @@ impl DistTranspose {
     /// contributions received from other ranks are added in rank order: bit-identical for a
     /// fixed rank count.
     pub fn apply(&self, p: &DistBsr, x: &Vector, y: &mut Vector) -> Result<(), AmgError> {
+        if !self.diag_t.device().is_host() {
+            return device::transpose_apply(self, p, x, y);
+        }
         let pattern = p.pattern();
         let halo = pattern.halo();
         let bc = pattern.block_cols();
@@ -184,7 +190,7 @@ struct DistLevel {
 }
 
 /// The coarsest operator gathered on every rank and factored, its rows in the serial order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CoarseSolve {
     factor: DenseFactor,
     /// Serial position of each global (rank-order) coarse unknown.
@@ -368,50 +374,89 @@ impl DistHierarchy {
 
     /// One V-cycle on level `level` from `x = 0`, as the serial [`crate::Hierarchy`]'s.
     fn cycle(&self, level: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        let l = &self.levels[level];
-        let (Some(smoother), Some((p, pt, _))) = (&l.smoother, &l.p) else {
-            return self.coarse_solve(l, b, x);
-        };
-        let mut w = SmootherWork {
-            r: b.zeros_like()?,
-            d: b.zeros_like()?,
-        };
-        smoother.smooth(&l.a, b, x, true, &mut w)?;
-        w.r.copy_from(b)?;
-        l.a.subtract_product(x, &mut w.r)?;
-        let mut rc = p.new_owned_vector();
-        pt.apply(p, &w.r, &mut rc)?;
-        let mut xc = rc.zeros_like()?;
-        self.cycle(level + 1, &rc, &mut xc)?;
-        let mut correction = p.new_row_vector();
-        p.apply(&xc, &mut correction)?;
-        ops::axpy(1.0, &correction, x)?;
-        smoother.smooth(&l.a, b, x, false, &mut w)
+        v_cycle(&self.levels, level, b, x, &|a, b, x| {
+            self.coarse.solve(a, b, x)
+        })
     }
+}
 
-    /// The coarsest level: the right-hand side gathered, put in the serial order, solved.
-    fn coarse_solve(&self, l: &DistLevel, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        let comm = l.a.pattern().partition().comm().clone();
+/// One level of a V-cycle, on the host or a GPU: its operator, and above the coarsest its
+/// smoother and prolongator with the prolongator's transpose.
+trait CycleLevel {
+    fn operator(&self) -> &DistBsr;
+    fn smoother(&self) -> Option<&Smoother>;
+    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)>;
+}
+
+impl CycleLevel for DistLevel {
+    fn operator(&self) -> &DistBsr {
+        &self.a
+    }
+    fn smoother(&self) -> Option<&Smoother> {
+        self.smoother.as_ref()
+    }
+    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)> {
+        self.p.as_ref().map(|(p, pt, _)| (p, pt))
+    }
+}
+
+/// One V-cycle on `levels[level]` from `x = 0`, as the serial [`crate::Hierarchy`]'s: vectors
+/// where the level's matrices live; `coarse` solves the coarsest level.
+fn v_cycle<L: CycleLevel>(
+    levels: &[L],
+    level: usize,
+    b: &Vector,
+    x: &mut Vector,
+    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
+) -> Result<(), AmgError> {
+    let l = &levels[level];
+    let (Some(smoother), Some((p, pt))) = (l.smoother(), l.transfer()) else {
+        return coarse(l.operator(), b, x);
+    };
+    let a = l.operator();
+    let mut w = SmootherWork {
+        r: b.zeros_like()?,
+        d: b.zeros_like()?,
+    };
+    smoother.smooth(a, b, x, true, &mut w)?;
+    w.r.copy_from(b)?;
+    a.subtract_product(x, &mut w.r)?;
+    let mut rc = p.owned_zeros()?;
+    pt.apply(p, &w.r, &mut rc)?;
+    let mut xc = rc.zeros_like()?;
+    v_cycle(levels, level + 1, &rc, &mut xc, coarse)?;
+    let mut correction = p.row_zeros()?;
+    p.apply(&xc, &mut correction)?;
+    ops::axpy(1.0, &correction, x)?;
+    smoother.smooth(a, b, x, false, &mut w)
+}
+
+impl CoarseSolve {
+    /// The coarsest level `a`: the right-hand side gathered (downloaded from a GPU), put in the
+    /// serial order, solved on the host; the owned entries of the solution written into `x`
+    /// where it lives.
+    fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        let comm = a.pattern().partition().comm().clone();
         let whole: Vec<f64> = comm
-            .allgatherv_f64(b.host()?)
+            .allgatherv_f64(&b.to_host_vec()?)
             .map_err(linalg::LinalgError::from)?
             .concat();
-        let bs = l.a.pattern().block_size();
-        let order = &self.coarse.serial_of_global;
+        let bs = a.pattern().block_size();
+        let order = &self.serial_of_global;
         let mut in_serial = vec![0.0; whole.len()];
         for (g, &s) in order.iter().enumerate() {
             in_serial[s * bs..(s + 1) * bs].copy_from_slice(&whole[g * bs..(g + 1) * bs]);
         }
         let mut y = Vector::from_vec(in_serial);
-        self.coarse.factor.solve_in_place(&mut y)?;
+        self.factor.solve_in_place(&mut y)?;
         let y = y.host()?;
-        let first = l.a.pattern().partition().owned_range().start as usize;
-        let xs = x.host_mut()?;
+        let first = a.pattern().partition().owned_range().start as usize;
+        let mut xs = vec![0.0; x.len()];
         for i in 0..xs.len() / bs {
             let s = order[first + i];
             xs[i * bs..(i + 1) * bs].copy_from_slice(&y[s * bs..(s + 1) * bs]);
         }
-        Ok(())
+        Ok(x.copy_from_host(&xs)?)
     }
 }
 

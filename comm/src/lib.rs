@@ -125,6 +125,12 @@ pub trait Comm: Send + Sync + fmt::Debug {
         recvs: &mut [(usize, &mut [f64])],
         overlap: &mut dyn FnMut(),
     ) -> Result<(), CommError>;
+    /// This rank's place among the ranks on its own node (shared-memory host): `(node-local
+    /// rank, ranks on the node)`, from an MPI shared-memory split under MPI (never from
+    /// launcher variables); `(0, 1)` for a single rank.
+    fn node_local(&self) -> (usize, usize) {
+        (0, 1)
+    }
     /// What this rank has sent so far (see [`Traffic`]); a single rank sends nothing.
     fn traffic(&self) -> Traffic {
         Traffic::default()
@@ -267,6 +273,7 @@ mod tests {
     fn self_comm_is_one_rank_whose_reductions_are_the_identity() {
         let comm = SelfComm::shared();
         assert_eq!((comm.rank(), comm.size()), (0, 1));
+        assert_eq!(comm.node_local(), (0, 1));
         let mut v = [1.5, -0.0, f64::MAX];
         comm.allreduce_sum(&mut v).unwrap();
         assert_eq!(v.map(f64::to_bits), [1.5, -0.0, f64::MAX].map(f64::to_bits));

@@ -27,17 +27,22 @@ const EXCHANGE_TAG: i32 = 7001;
 pub struct MpiComm {
     rank: usize,
     size: usize,
+    /// `(node-local rank, ranks on the node)` from `MPI_Comm_split_type(SHARED)`.
+    node_local: (usize, usize),
     traffic: Mutex<Traffic>,
 }
 
 impl MpiComm {
     /// The world communicator of an initialised MPI (crate-private: [`crate::Session`] owns the
-    /// MPI lifetime).
+    /// MPI lifetime). Collective: splits the world by shared-memory node once (keyed by world
+    /// rank, so node-local ranks follow the world order) to learn [`Comm::node_local`].
     pub(crate) fn world() -> Self {
         let world = SimpleCommunicator::world();
+        let node = world.split_shared(world.rank());
         Self {
             rank: world.rank() as usize,
             size: world.size() as usize,
+            node_local: (node.rank() as usize, node.size() as usize),
             traffic: Mutex::new(Traffic::default()),
         }
     }
@@ -257,6 +262,10 @@ impl Comm for MpiComm {
             });
             Ok(())
         })
+    }
+
+    fn node_local(&self) -> (usize, usize) {
+        self.node_local
     }
 
     fn traffic(&self) -> Traffic {

@@ -217,3 +217,15 @@ fn traffic_counts_messages_and_bytes_per_operation() {
         },
     );
 }
+
+#[test]
+fn ranks_on_one_node_are_numbered_in_world_order_by_the_shared_memory_split() {
+    on_ranks(
+        "ranks_on_one_node_are_numbered_in_world_order_by_the_shared_memory_split",
+        &[2],
+        |comm| {
+            // mpirun starts every rank of a test on this one machine.
+            assert_eq!(comm.node_local(), (comm.rank(), comm.size()));
+        },
+    );
+}

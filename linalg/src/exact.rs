@@ -183,6 +183,31 @@ impl ExactSum {
         Some(s)
     }
 
+    /// The sum held by the device accumulator of `linalg/cuda/vector.cu` (`exact_bins`): its
+    /// bins (unnormalised two's complement words), then the flags of the non-finite terms met
+    /// (`1`: +inf, `2`: -inf, `4`: NaN), read as the plain sum of those terms would be. `None`
+    /// unless there are [`WORDS`] words.
+    pub fn from_device_words(words: &[u64]) -> Option<Self> {
+        if words.len() != WORDS {
+            return None;
+        }
+        let mut s = Self::new();
+        for (b, &w) in s.bins.iter_mut().zip(words) {
+            *b = w as i64;
+        }
+        let flags = words[N_BINS];
+        s.special = if flags & 4 != 0 || flags & 3 == 3 {
+            f64::NAN
+        } else if flags & 1 != 0 {
+            f64::INFINITY
+        } else if flags & 2 != 0 {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+        Some(s)
+    }
+
     /// Collective: every rank's `sums` added exactly, in place on every rank (the same bits as
     /// the sums of all terms on one rank). One all-gather of [`WORDS`] words per sum.
     pub fn allreduce(comm: &dyn Comm, sums: &mut [ExactSum]) -> Result<(), CommError> {
@@ -316,6 +341,30 @@ mod tests {
         let mut with_negations = t.clone();
         with_negations.extend(t.iter().skip(1).map(|v| -v));
         assert_eq!(ExactSum::of(with_negations).value(), t[0]);
+    }
+
+    #[test]
+    fn device_words_read_as_the_sum_and_flags_as_the_non_finite_terms() {
+        let t = terms(1000, 11);
+        let s = ExactSum::of(t.iter().copied());
+        // the device's bins are unnormalised: split one carry back down
+        let mut words = s.to_words();
+        words[3] = words[3].wrapping_add(1 << BIN_BITS);
+        words[4] = words[4].wrapping_sub(1);
+        words[N_BINS] = 0;
+        let d = ExactSum::from_device_words(&words).unwrap();
+        assert_eq!(d.value().to_bits(), s.value().to_bits());
+        for (flags, expected) in [
+            (1, f64::INFINITY),
+            (2, f64::NEG_INFINITY),
+            (3, f64::NAN),
+            (4, f64::NAN),
+        ] {
+            words[N_BINS] = flags;
+            let v = ExactSum::from_device_words(&words).unwrap().value();
+            assert!(v.to_bits() == expected.to_bits() || (v.is_nan() && expected.is_nan()));
+        }
+        assert!(ExactSum::from_device_words(&words[1..]).is_none());
     }
 
     #[test]

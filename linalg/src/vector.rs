@@ -56,6 +56,14 @@ impl Vector {
         })
     }
 
+    /// Zeros of `layout` (owned entries and ghosts) on `device`.
+    pub fn zeros_with_layout(device: &Device, layout: Arc<Layout>) -> Result<Self, LinalgError> {
+        Ok(Self {
+            storage: Storage::zeros_on(device, layout.len())?,
+            layout,
+        })
+    }
+
     /// `n` zeros on `device`, serial layout.
     pub fn zeros_on(device: &Device, n: usize) -> Result<Self, LinalgError> {
         Ok(Self {
@@ -276,6 +284,14 @@ pub mod ops {
         let local = match (&x.storage, &y.storage) {
             (Storage::Host(x), Storage::Host(y)) => {
                 let mut sum = [host::blas1::dot_exact(&x[..owned], &y[..owned])];
+                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
+                return Ok(sum[0].value());
+            }
+            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
+                if owned == xb.len() && comm.size() > 1 =>
+            {
+                // Every rank's exact sum added before the one rounding: the host's bits.
+                let mut sum = [cuda::vector::dot_exact(ctx, xb, yb)?];
                 crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
                 return Ok(sum[0].value());
             }

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use linalg::comm::{launch::on_ranks, Comm, CommError, SelfComm};
-use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::dist::{
+    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, DistBsr, DistPattern,
+    RankDeviceRequest, RowPartition,
+};
 use linalg::hash::{signed_unit, splitmix64};
 use linalg::{BlockPattern, Bsr, LinalgError, Vector};
 
@@ -228,6 +231,121 @@ fn rectangular_distributed_spmv_equals_the_serial_spmv() {
             // A result of the operand's layout is refused: y must be a row vector.
             let mut wrong = a.new_owned_vector();
             assert!(a.apply(&x, &mut wrong).is_err());
+        },
+    );
+}
+
+/// The GPU of this rank (every rank of a test shares GPU 0 of its node when there is one).
+fn rank_gpu(comm: &Arc<dyn Comm>) -> linalg::Device {
+    select_rank_devices(comm, RankDeviceRequest::Cuda)
+        .expect("the parent process saw a GPU")
+        .device
+}
+
+#[test]
+fn device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit() {
+    let test = "device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = rank_gpu(comm);
+        let (_, owned, a) = distributed_product(comm.clone());
+        let xg = x_global();
+        let mut x = a.new_owned_vector();
+        let first = owned.start as usize * BS;
+        let n = x.len();
+        x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
+        let mut y_host = a.new_row_vector();
+        a.apply(&x, &mut y_host).unwrap();
+
+        let ad = a.to_device(&device).unwrap();
+        assert_eq!(ad.version(), a.version());
+        let xd = x.to_device(&device).unwrap();
+        let mut yd = a.new_row_vector().to_device(&device).unwrap();
+        let before = device.transfers();
+        ad.apply(&xd, &mut yd).unwrap();
+        let moved = device.transfers();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&yd.to_host_vec().unwrap()),
+            bits(y_host.host().unwrap())
+        );
+        // Exactly the halo's bytes crossed the bus: the packed sends down, the ghosts up.
+        let per = ad.device_halo().unwrap().bytes_per_exchange();
+        assert!(per.sent > 0 && per.host_to_device > 0);
+        assert_eq!(
+            moved.device_to_host - before.device_to_host,
+            per.device_to_host
+        );
+        assert_eq!(
+            moved.host_to_device - before.host_to_device,
+            per.host_to_device
+        );
+        assert_eq!(per.sent as usize, a.pattern().halo().send_volume() * 8);
+        // Mixed devices are an error, not a silent download.
+        assert!(ad.apply(&x, &mut yd).is_err());
+        // New host values uploaded: the same product as the host matrix with them.
+        let mut a2 = DistBsr::zeros(a.pattern().clone());
+        let owned_rows: Vec<u64> = owned.clone().collect();
+        let mut values = Vec::new();
+        for &i in &owned_rows {
+            for j in row_cols(i).into_iter().rev() {
+                values.extend(block(i, j).iter().map(|v| 0.5 * v));
+            }
+        }
+        a2.set_values(&values).unwrap();
+        let mut ad2 = ad;
+        ad2.upload_values_from(&a2).unwrap();
+        assert_eq!(ad2.version(), a2.version());
+        a2.apply(&x, &mut y_host).unwrap();
+        ad2.apply(&xd, &mut yd).unwrap();
+        assert_eq!(
+            bits(&yd.to_host_vec().unwrap()),
+            bits(y_host.host().unwrap())
+        );
+    });
+}
+
+#[test]
+fn a_rank_without_a_gpu_is_every_ranks_error_under_cuda_and_every_ranks_host_under_auto() {
+    on_ranks(
+        "a_rank_without_a_gpu_is_every_ranks_error_under_cuda_and_every_ranks_host_under_auto",
+        &[2],
+        |comm| {
+            // Rank 1 has no GPU; rank 0 opens the GPU its node-local rank maps to (of 2).
+            let open = |node_rank: usize| {
+                if comm.rank() == 1 {
+                    Err("the driver reports no device".to_string())
+                } else {
+                    Ok((
+                        gpu_for(node_rank, 2),
+                        format!("gpu {}", gpu_for(node_rank, 2)),
+                    ))
+                }
+            };
+            let e = select_with(comm, RankDeviceRequest::Cuda, usize::MAX, open).unwrap_err();
+            assert!(matches!(e, LinalgError::CudaUnavailable { .. }));
+            assert!(
+                e.to_string()
+                    .contains("rank 1 of 2: no usable GPU for node-local rank 1 of 2: the driver reports no device"),
+                "{e}"
+            );
+            let auto = select_with(comm, RankDeviceRequest::Auto, usize::MAX, open).unwrap();
+            assert_eq!(auto.device, usize::MAX, "every rank on the host");
+            assert_eq!(auto.names, ["host", "host"]);
+            assert!(auto.fallback.unwrap().starts_with("rank 1 of 2"));
+            // Every rank with a GPU: each lists every rank's device, round the node's GPUs.
+            let all = select_with(comm, RankDeviceRequest::Cuda, usize::MAX, |r| {
+                Ok((gpu_for(r, 2), format!("gpu {}", gpu_for(r, 2))))
+            })
+            .unwrap();
+            assert_eq!(all.device, comm.rank());
+            assert_eq!(all.names, ["gpu 0", "gpu 1"]);
+            // The real selection agrees too: GPUs everywhere or the host everywhere.
+            let real = select_rank_devices(comm, RankDeviceRequest::Auto).unwrap();
+            let on_host = real.names.iter().filter(|n| *n == "host").count();
+            assert!(on_host == 0 || on_host == 2, "{:?}", real.names);
         },
     );
 }

@@ -1319,3 +1319,107 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
         },
     );
 }
+
+/// On one GPU per rank (2 ranks sharing the node's GPUs): CG with the distributed hierarchy's
+/// levels uploaded ([`amg::dist_cycle::DeviceDistHierarchy`]) equals CG on the host (the same
+/// iterations, the solution's bits), before and after a hot update, which
+/// uploads no prolongator bytes.
+#[test]
+fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
+    use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "device_cg_with_the_distributed_amg_equals_the_host_cg";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+        let serial = mesh::generate_box(&spec).unwrap();
+        let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+        let (k_local, clamped) = clamped_stiffness(&part.mesh);
+        let n_owned = part.n_owned_nodes();
+        let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+        let pattern =
+            DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+        let operator = |scale: f64| {
+            let mut k = k_local.clone();
+            k.scale(scale).unwrap();
+            let mut a = DistBsr::zeros(pattern.clone());
+            a.set_from_local(&k).unwrap();
+            a
+        };
+        let nns = assembly::rigid_body_modes(&serial.coords);
+        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+            .collect();
+        let params = amg::AmgParams {
+            coarse_eq_limit: 150,
+            max_levels: 6,
+            ..amg::AmgParams::default()
+        };
+        let mut h = DistHierarchy::new(
+            operator(1.0),
+            &part.node_serial_ids[..n_owned],
+            owned_nns,
+            6,
+            &params,
+        )
+        .unwrap();
+        let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+        let a = operator(1.0);
+        let mut b = a.new_owned_vector();
+        for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+            let s = part.node_serial_ids[e / 3];
+            *v = if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+            };
+        }
+        let cg = amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        };
+        let b_dev = b.to_device(&device).unwrap();
+        let compare = |a: &DistBsr, h: &DistHierarchy, hd: &DeviceDistHierarchy, when: &str| {
+            let mut x = a.new_owned_vector();
+            let host = amg::cg_operator(a, &b, &mut x, h, &cg).unwrap();
+            let a_dev = a.to_device(&device).unwrap();
+            let mut x_dev = a_dev.owned_zeros().unwrap();
+            let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, hd, &cg).unwrap();
+            assert!(host.converged && on_gpu.converged, "{when}");
+            assert_eq!(on_gpu.iterations, host.iterations, "{when}: CG iterations");
+            let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
+            let mut err = [0.0, 0.0, 0.0];
+            for (u, v) in xh.iter().zip(&xd) {
+                err[0] += (u - v).powi(2);
+                err[1] += u.powi(2);
+                err[2] += f64::from(u.to_bits() != v.to_bits());
+            }
+            comm.allreduce_sum(&mut err).unwrap();
+            assert!(err[0].sqrt() <= 1e-12 * err[1].sqrt(), "{when}: {err:?}");
+            // The same operations in the same order: the same bits (measured on an H100).
+            assert_eq!(err[2], 0.0, "{when}: solution entries differing in bits");
+            if comm.rank() == 0 {
+                println!(
+                    "device distributed CG+AMG ({when}): {} iterations on GPU and host, {} entries differing in bits, relative difference {:.1e}",
+                    host.iterations,
+                    err[2],
+                    (err[0] / err[1]).sqrt()
+                );
+            }
+        };
+        compare(&a, &h, &hd, "cold");
+        // A hot update on the host; the device copy takes the new values, and no P.
+        h.update(operator(2.0)).unwrap();
+        let bytes = hd.refresh(&h).unwrap();
+        assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
+        assert!(bytes.operators > 0);
+        compare(&operator(2.0), &h, &hd, "hot");
+    });
+}

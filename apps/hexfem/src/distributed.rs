@@ -27,6 +27,90 @@ pub fn is_agreed(error: &anyhow::Error) -> bool {
     )
 }
 
+/// Where a run's ranks compute (`device:` under mpirun): the agreed choice and every rank's
+/// device.
+struct RanksDevice {
+    device: linalg::Device,
+    names: Vec<String>,
+    /// Why `auto` runs on the CPUs.
+    why_host: Option<String>,
+}
+
+impl RanksDevice {
+    /// The header's device line(s).
+    fn header(&self, size: usize) -> String {
+        if self.device.is_host() {
+            let mut s = format!(
+                "host CPUs: {size} MPI ranks, {} threads each",
+                rayon::current_num_threads()
+            );
+            if let Some(why) = &self.why_host {
+                s.push_str(&format!(" (device auto: {why})"));
+            }
+            return s;
+        }
+        let map: Vec<String> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(r, n)| format!("rank {r}: {n}"))
+            .collect();
+        format!(
+            "GPUs: {size} MPI ranks, one GPU each ({}); Newton assembly and the AMG set-up and updates on each rank's CPU (tangent values uploaded, hierarchy levels uploaded), CG and the V-cycle on the GPUs",
+            map.join(", ")
+        )
+    }
+}
+
+/// Collective. Each rank's device for `config.device` (see `linalg::dist::select_rank_devices`):
+/// `cpu` the host; `cuda` this rank's GPU, or every rank's located error; `auto` the GPUs where
+/// every rank has one (and the tangent is symmetric: the GPU path is CG), else the host on
+/// every rank.
+fn rank_devices(
+    comm: &std::sync::Arc<dyn Comm>,
+    config: &config::Config,
+    symmetric: bool,
+) -> Result<RanksDevice> {
+    use linalg::dist::{select_rank_devices, RankDeviceRequest};
+    let size = comm.size();
+    let host = |why: Option<String>| RanksDevice {
+        device: linalg::Device::Host,
+        names: vec!["host".into(); size],
+        why_host: why,
+    };
+    let request = match config.device {
+        config::ComputeDevice::Cpu => return Ok(host(None)),
+        config::ComputeDevice::Auto if !symmetric => {
+            return Ok(host(Some(
+                "the follower pressure's tangent is not symmetric: GMRES runs on the CPUs".into(),
+            )))
+        }
+        config::ComputeDevice::Cuda if !symmetric => {
+            return Err(config
+                .error_at(
+                    "device",
+                    format!("cuda on {size} MPI ranks solves with CG only, and the follower pressure's tangent is not symmetric (valid there: cpu, auto)"),
+                )
+                .into())
+        }
+        config::ComputeDevice::Auto => RankDeviceRequest::Auto,
+        config::ComputeDevice::Cuda => RankDeviceRequest::Cuda,
+    };
+    let chosen = select_rank_devices(comm, request).map_err(|e| {
+        let why = match e {
+            linalg::LinalgError::CudaUnavailable { reason } => reason,
+            e => e.to_string(),
+        };
+        // the same error on every rank (the selection agreed on it)
+        anyhow::Error::from(config.error_at("device", why))
+    })?;
+    Ok(RanksDevice {
+        device: chosen.device,
+        names: chosen.names,
+        why_host: chosen.fallback,
+    })
+}
+
 /// `hexfem check` on the ranks of `comm`: the configuration (every rank), the output files
 /// (rank 0), then each rank's part of the mesh (generated or partitioned by METIS) and the
 /// geometry of its cells. Returns the summary with the partition's load balance (to be printed
@@ -265,14 +349,7 @@ pub fn run_on_ranks(
                 .into())
         }
     };
-    if config.device == config::ComputeDevice::Cuda {
-        return Err(config
-            .error_at(
-                "device",
-                format!("cuda is not available on {size} MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)"),
-            )
-            .into());
-    }
+    let ranks_device = rank_devices(comm, &config, problem.discrete.tangent_is_symmetric())?;
     if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
         return Err(config
             .error_at(
@@ -291,15 +368,18 @@ pub fn run_on_ranks(
         c,
         distributed_modes(problem.discrete.external.layout(), &problem.mesh.coords),
     )?;
-    let mut solver = LinearSolver::Distributed(Box::new(DistSolver::new(
-        cg,
-        method,
-        linear.amg.clone(),
-        problem.discrete.tangent_is_symmetric(),
-        comm.clone(),
-        &part,
-        modes,
-    )));
+    let mut solver = LinearSolver::Distributed(Box::new(
+        DistSolver::new(
+            cg,
+            method,
+            linear.amg.clone(),
+            problem.discrete.tangent_is_symmetric(),
+            comm.clone(),
+            &part,
+            modes,
+        )
+        .on_device(ranks_device.device.clone()),
+    ));
 
     // the output: every dataset gathered to rank 0 window by window (dist_output)
     let n_owned = part.n_owned_nodes();
@@ -401,6 +481,7 @@ pub fn run_on_ranks(
                 peak_resident_bytes: Vec::new(),
                 newton_s: Vec::new(),
                 output_s: Vec::new(),
+                devices: ranks_device.names.clone(),
             });
             Ok(Some(summary))
         })()
@@ -451,11 +532,7 @@ pub fn run_on_ranks(
     let newton: solve::params::NewtonParams = (&config.newton).into();
     let progress = options.progress;
     if rank == 0 && progress != Progress::Quiet {
-        let device = format!(
-            "host CPUs: {} MPI ranks, {} threads each",
-            c.size(),
-            rayon::current_num_threads()
-        );
+        let device = ranks_device.header(c.size());
         let mut text = serial::header(
             &config,
             &problem,

@@ -571,7 +571,8 @@ fn options_the_ranks_cannot_honour_are_located_errors() {
         (
             "cuda",
             "{ method: cg_amg }\ndevice: cuda",
-            "device: cuda is not available on 2 MPI ranks yet (valid there: cpu, auto, which runs on the CPUs)",
+            // this machine has no GPU: the selection's agreed error, at the `device` key
+            "device: cuda on 2 MPI ranks: rank 0 of 2: no usable GPU for node-local rank 0 of 2:",
         ),
         (
             "vtu",

@@ -76,6 +76,9 @@ pub struct RanksInfo {
     /// run ended.
     #[serde(default)]
     pub peak_resident_bytes: Vec<u64>,
+    /// Each rank's device (`host`, or the GPU it computed on), by rank.
+    #[serde(default)]
+    pub devices: Vec<String>,
 }
 
 /// What was run.

@@ -9,18 +9,25 @@
 //! and kept (the tangent's pattern never changes); the hierarchy is set up cold at the first
 //! solve after [`DistSolver::set_near_null_space`] and updated as `amg.reuse` says for every
 //! later one (by default hot: new values, the same prolongators).
+//!
+//! On a GPU ([`DistSolver::on_device`], one per rank): the tangent is assembled on the host per
+//! rank and its owned rows uploaded (values alone after the first solve), the hierarchy is set up
+//! and hot-updated on the host and its levels uploaded (`amg::dist_cycle::DeviceDistHierarchy`:
+//! no prolongator bytes on a hot update), and CG with the V-cycle or point-block Jacobi runs on
+//! the device (halo exchanges staged through pinned host memory); the solution comes back to
+//! the host. The same operations in the same order as on the host: the host's bits.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::dist_cycle::DistHierarchy;
-use amg::{AmgParams, CgParams, NearNullSpace, PointBlockJacobi};
+use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+use amg::{AmgParams, CgParams, NearNullSpace, PointBlockJacobi, TransferReport};
 use anyhow::{bail, Context, Result};
 use comm::Comm;
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
-use linalg::{Bsr, Layout, Vector};
+use linalg::{Bsr, Device, Layout, Vector};
 
-use crate::linear_solver::{LinearSolveReport, SetupKind};
+use crate::linear_solver::{DeviceSolveReport, LinearSolveReport, SetupKind};
 
 /// The preconditioner of a distributed solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +52,12 @@ pub struct DistSolver {
     near_null: NearNullSpace,
     pattern: Option<Arc<DistPattern>>,
     hierarchy: Option<DistHierarchy>,
+    /// Where the solves run (this rank's GPU, or the host).
+    device: Device,
+    /// The tangent's owned rows on the GPU (kept: later solves upload values only).
+    device_operator: Option<DistBsr>,
+    /// The hierarchy's levels on the GPU.
+    device_hierarchy: Option<DeviceDistHierarchy>,
 }
 
 impl DistSolver {
@@ -73,13 +86,24 @@ impl DistSolver {
             near_null,
             pattern: None,
             hierarchy: None,
+            device: Device::Host,
+            device_operator: None,
+            device_hierarchy: None,
         }
+    }
+
+    /// Solves on `device` (this rank's GPU; the host by default). Symmetric tangents only (CG):
+    /// GMRES stays on the host (an error at the first solve otherwise).
+    pub fn on_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
     }
 
     /// New rigid-body modes (all local nodes); the next solve sets the hierarchy up afresh.
     pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
         self.near_null = modes;
         self.hierarchy = None;
+        self.device_hierarchy = None;
     }
 
     /// Collective. Solves `k x = b` from `x = 0` on the owned rows of the rank-local tangent
@@ -115,47 +139,66 @@ impl DistSolver {
         let owned = 3 * self.n_owned_nodes;
         let mut rhs = a.new_owned_vector();
         rhs.host_mut()?.copy_from_slice(&b.host()?[..owned]);
-        let mut solution = a.new_owned_vector();
         let params = CgParams {
             rtol: rtol.unwrap_or(self.params.rtol),
             ..self.params
         };
-        let (setup, (iterations, converged), setup_s) = match self.method {
-            DistMethod::Jacobi => {
-                let pbj = PointBlockJacobi::new(a.diag())?;
-                let setup_s = started.elapsed().as_secs_f64();
-                let outcome = self.krylov(&a, &rhs, &mut solution, &pbj, &params)?;
-                (SetupKind::Jacobi, outcome, setup_s)
+        let on_gpu = !self.device.is_host();
+        if on_gpu && !self.symmetric {
+            bail!("the distributed solve on a GPU is CG only: a follower pressure's tangent (GMRES) is solved on the CPUs (device: cpu)");
+        }
+        // The operator and right-hand side where the solve runs.
+        let t0 = self.device.transfers();
+        if on_gpu {
+            match &mut self.device_operator {
+                Some(d) => d.upload_values_from(&a)?,
+                None => self.device_operator = Some(a.to_device(&self.device)?),
             }
-            DistMethod::Amg => {
-                let mut fine = DistBsr::zeros(pattern.clone());
-                fine.set_from_local(k)?;
-                let setup = match &mut self.hierarchy {
-                    Some(h) => {
-                        h.update(fine)?;
-                        SetupKind::AmgHot
-                    }
-                    None => {
-                        let nns = self.near_null.row_major()[..owned * 6].to_vec();
-                        self.hierarchy = Some(DistHierarchy::new(
-                            fine,
-                            &self.owned_serial_ids,
-                            nns,
-                            6,
-                            &self.amg,
-                        )?);
-                        SetupKind::AmgCold
-                    }
-                };
-                let setup_s = started.elapsed().as_secs_f64();
-                let h = self.hierarchy.as_ref().expect("set up above");
-                let outcome = self.krylov(&a, &rhs, &mut solution, h, &params)?;
-                (setup, outcome, setup_s)
-            }
+        }
+        let rhs = rhs.to_device(&self.device)?;
+        let t1 = self.device.transfers();
+        let setup = match self.method {
+            DistMethod::Jacobi => SetupKind::Jacobi,
+            DistMethod::Amg => self.update_hierarchy(&pattern, k, owned)?,
         };
+        let pbj = match self.method {
+            DistMethod::Jacobi => {
+                let run = self
+                    .device_operator
+                    .as_ref()
+                    .filter(|_| on_gpu)
+                    .unwrap_or(&a);
+                Some(PointBlockJacobi::new(run.diag())?)
+            }
+            DistMethod::Amg => None,
+        };
+        self.device.synchronize()?;
+        let setup_s = started.elapsed().as_secs_f64();
+        let t2 = self.device.transfers();
+        let run = self
+            .device_operator
+            .as_ref()
+            .filter(|_| on_gpu)
+            .unwrap_or(&a);
+        let pc: &dyn amg::Preconditioner = match (&pbj, &self.device_hierarchy, &self.hierarchy) {
+            (Some(pbj), _, _) => pbj,
+            (None, Some(d), _) if on_gpu => d,
+            (None, _, Some(h)) => h,
+            _ => bail!("no preconditioner was set up"),
+        };
+        let mut solution = run.owned_zeros()?;
+        let (iterations, converged) = self.krylov(run, &rhs, &mut solution, pc, &params)?;
+        let t3 = self.device.transfers();
         let xs = x.host_mut()?;
-        xs[..owned].copy_from_slice(solution.host()?);
+        xs[..owned].copy_from_slice(&solution.to_host_vec()?);
         pattern.halo().update(xs)?;
+        let device = on_gpu.then(|| DeviceSolveReport {
+            name: self.device.name(),
+            upload_bytes: t1.host_to_device - t0.host_to_device,
+            setup: TransferReport::between(t1, t2),
+            solve: TransferReport::between(t2, t3),
+            download_bytes: self.device.transfers().device_to_host - t3.device_to_host,
+        });
         Ok(LinearSolveReport {
             iterations,
             setup_s,
@@ -163,10 +206,50 @@ impl DistSolver {
             converged,
             setup,
             hierarchy: None,
-            device: None,
+            device,
             rtol: params.rtol,
             fallback: None,
         })
+    }
+
+    /// Collective. The hierarchy for the tangent `k`: set up cold at the first call (and after
+    /// new rigid-body modes), updated as `amg.reuse` says otherwise; its levels uploaded to or
+    /// refreshed on the GPU when the solves run there.
+    fn update_hierarchy(
+        &mut self,
+        pattern: &Arc<DistPattern>,
+        k: &Bsr,
+        owned: usize,
+    ) -> Result<SetupKind> {
+        let mut fine = DistBsr::zeros(pattern.clone());
+        fine.set_from_local(k)?;
+        let setup = match &mut self.hierarchy {
+            Some(h) => {
+                h.update(fine)?;
+                SetupKind::AmgHot
+            }
+            None => {
+                let nns = self.near_null.row_major()[..owned * 6].to_vec();
+                self.hierarchy = Some(DistHierarchy::new(
+                    fine,
+                    &self.owned_serial_ids,
+                    nns,
+                    6,
+                    &self.amg,
+                )?);
+                SetupKind::AmgCold
+            }
+        };
+        if !self.device.is_host() {
+            let h = self.hierarchy.as_ref().expect("set up above");
+            match &mut self.device_hierarchy {
+                Some(d) => {
+                    d.refresh(h)?;
+                }
+                None => self.device_hierarchy = Some(DeviceDistHierarchy::upload(h, &self.device)?),
+            }
+        }
+        Ok(setup)
     }
 }
 

@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::backend::host;
-use crate::dist::{HaloPlan, RowPartition};
-use crate::{BlockPattern, Bsr, Layout, LinalgError, Vector};
+use crate::backend::{cuda, host};
+use crate::dist::{DeviceHalo, HaloPlan, RowPartition};
+use crate::{BlockPattern, Bsr, Device, Layout, LinalgError, Vector};
 
 /// The symbolic part of a distributed block matrix on one rank: the diagonal and off-diagonal
 /// patterns of its owned block rows, where each input entry goes, the halo plan of the ghost
@@ -293,12 +293,16 @@ fn check_rows(
 
 /// A rank's owned block rows of a distributed block matrix: the diagonal part (a
 /// [`Bsr`] on the owned columns) and the off-diagonal part (a [`Bsr`] on the ghost columns),
-/// on a shared [`DistPattern`].
+/// on a shared [`DistPattern`]. Both parts live on the host or both on one GPU
+/// ([`DistBsr::to_device`]); on a GPU, [`DistBsr::apply`] takes device vectors and exchanges
+/// the halo through the matrix's [`DeviceHalo`].
 #[derive(Debug)]
 pub struct DistBsr {
     pattern: Arc<DistPattern>,
     diag: Bsr,
     offd: Bsr,
+    /// The halo plan's device buffers (GPU matrices only).
+    device_halo: Option<Mutex<DeviceHalo>>,
     /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
     scratch: Mutex<Vec<f64>>,
     /// Changes whenever the values do (unique in the process): plans that copy the values
@@ -320,6 +324,7 @@ impl DistBsr {
         Self {
             diag: Bsr::zeros(pattern.diag.clone(), br, bc),
             offd: Bsr::zeros(pattern.offd.clone(), br, bc),
+            device_halo: None,
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
             version: next_version(),
             pattern,
@@ -378,6 +383,53 @@ impl DistBsr {
         self.set_values(&values[..n])
     }
 
+    /// A copy on `device` (the same values and version): uploads the parts and, for a GPU, makes
+    /// the halo's device buffers; downloads for the host.
+    pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
+        let device_halo = match device {
+            Device::Host => None,
+            Device::Cuda(ctx) => Some(Mutex::new(DeviceHalo::new(
+                self.pattern.halo.clone(),
+                ctx.clone(),
+            )?)),
+        };
+        Ok(Self {
+            pattern: self.pattern.clone(),
+            diag: self.diag.to_device(device)?,
+            offd: self.offd.to_device(device)?,
+            device_halo,
+            scratch: Mutex::new(vec![0.0; self.pattern.layout.len()]),
+            version: self.version,
+        })
+    }
+
+    /// Copies the values of the host matrix `src` (the same pattern) into this matrix where it
+    /// lives (an upload of the values alone for a GPU matrix); takes `src`'s version.
+    pub fn upload_values_from(&mut self, src: &DistBsr) -> Result<(), LinalgError> {
+        if !Arc::ptr_eq(&self.pattern, &src.pattern) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::upload_values_from: another pattern",
+            });
+        }
+        self.diag.upload_values_from(&src.diag)?;
+        self.offd.upload_values_from(&src.offd)?;
+        self.version = src.version;
+        Ok(())
+    }
+
+    /// Where the values live.
+    pub fn device(&self) -> Device {
+        self.diag.device()
+    }
+
+    /// The halo's device buffers (GPU matrices only; one exchange at a time): for operations
+    /// built on this matrix's halo plan (the restriction's reverse exchange).
+    pub fn device_halo(&self) -> Option<std::sync::MutexGuard<'_, DeviceHalo>> {
+        self.device_halo
+            .as_ref()
+            .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The version of the values: a new one, unique in the process, after every change.
     pub fn version(&self) -> u64 {
         self.version
@@ -412,6 +464,16 @@ impl DistBsr {
         Vector::from_vec_with_layout(layout, vec![0.0; n]).expect("length of the layout")
     }
 
+    /// A zero owned-only operand (no ghost tail) where the matrix lives.
+    pub fn owned_zeros(&self) -> Result<Vector, LinalgError> {
+        Vector::zeros_with_layout(&self.device(), self.pattern.owned_layout.clone())
+    }
+
+    /// A zero result vector (owned rows) where the matrix lives.
+    pub fn row_zeros(&self) -> Result<Vector, LinalgError> {
+        Vector::zeros_with_layout(&self.device(), self.pattern.row_layout.clone())
+    }
+
     /// A zero result vector (owned rows), on the host.
     pub fn new_row_vector(&self) -> Vector {
         let layout = self.pattern.row_layout.clone();
@@ -433,6 +495,9 @@ impl DistBsr {
             return Err(LinalgError::LayoutMismatch {
                 what: "DistBsr::apply: y",
             });
+        }
+        if let Some((ctx, diag)) = self.diag.cuda() {
+            return self.apply_device(ctx, diag, x, y);
         }
         let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         scratch[..p.owned_layout.owned()].copy_from_slice(x.host()?);
@@ -458,6 +523,32 @@ impl DistBsr {
             });
         }
         self.multiply(x.host_mut()?, &mut y.host_mut()?[..p.row_layout.owned()])
+    }
+
+    /// [`DistBsr::apply`] on the GPU: the diagonal product is queued behind the packed send
+    /// values' download and runs while MPI moves them; the ghosts' product is added after.
+    /// The host's operations in the host's order: the same bits.
+    fn apply_device(
+        &self,
+        ctx: &Arc<cuda::CudaContext>,
+        diag: &cuda::DeviceBsr,
+        x: &Vector,
+        y: &mut Vector,
+    ) -> Result<(), LinalgError> {
+        crate::device::check_same_device("DistBsr::apply: x", &self.device(), &x.device())?;
+        crate::device::check_same_device("DistBsr::apply: y", &self.device(), &y.device())?;
+        let offd = self.offd.device_bsr()?;
+        let mut halo = self.device_halo().ok_or(LinalgError::Unsupported {
+            what: "DistBsr::apply without device halo buffers",
+            device: self.device().name(),
+        })?;
+        let xb = x.device_buffer()?;
+        let yb = y.device_buffer_mut()?;
+        let ghosts = halo.fill_ghosts(xb, || cuda::spmv(ctx, diag, 1.0, xb, 0.0, &mut *yb))?;
+        if self.pattern.offd.nnz() > 0 {
+            cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
+        }
+        Ok(())
     }
 
     /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the

@@ -14,12 +14,19 @@
 //! unchanged, so results are bit-identical for a fixed rank count. On one rank the diagonal part
 //! is the whole matrix in the serial slot order: the serial results exactly.
 
+mod device_halo;
 mod halo;
 mod matrix;
 mod partition;
+mod rank_device;
 mod rows;
 
+pub use device_halo::{DeviceHalo, HaloBytes};
 pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};
 pub use partition::RowPartition;
+pub use rank_device::{
+    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, RankDeviceRequest,
+    RankDevices,
+};
 pub use rows::RowGatherPlan;

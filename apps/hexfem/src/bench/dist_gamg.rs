@@ -9,17 +9,27 @@
 //! collectives) per hot update, per CG iteration and per SpMV; the load imbalance (max / mean) of
 //! the owned rows and of the time spent in collectives during the hot solve (waiting at the
 //! off-process reductions).
+//!
+//! With `--device cuda` each rank computes on its own GPU (node-local rank mod the node's GPUs,
+//! `linalg::dist::select_rank_devices`; the rank -> device map is reported): the set-up and the
+//! hot update run on the host (distributed Galerkin products and all) and the levels are
+//! uploaded (`amg::dist_cycle::DeviceDistHierarchy`; a hot update uploads the operators' values
+//! and no prolongator), CG and the V-cycle run on the device with the halo exchanges staged
+//! through pinned host memory. The `gpu` field adds the bytes between device and host per SpMV
+//! and per hot update, and the SpMV's parts timed alone (the halo exchange, the diagonal
+//! product) beside the overlapped SpMV.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::dist_cycle::DistHierarchy;
-use amg::CgParams;
+use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+use amg::{CgParams, Preconditioner};
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::{Ex56, SOFT_SCALE};
 use comm::{Comm, Traffic};
-use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::dist::{select_rank_devices, DistBsr, DistPattern, RankDeviceRequest, RowPartition};
 use linalg::exact::ExactSum;
+use linalg::{Device, Vector};
 use mesh::{generate_box_part, BoxSpec};
 use serde::Serialize;
 
@@ -89,11 +99,34 @@ pub struct DistGamgRank {
     pub hot_update_p_values: usize,
 }
 
+/// What one rank's GPU moved and how long the SpMV's parts take alone (`--device cuda`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct DistGpuRank {
+    /// One fine SpMV: device to pinned host (packed send values) and back (ghosts), bytes.
+    pub spmv_device_to_host_bytes: u64,
+    pub spmv_host_to_device_bytes: u64,
+    /// The first hot update's uploads: operators' values, and prolongators (0: none changed).
+    pub hot_update_operator_bytes: u64,
+    pub hot_update_p_bytes: u64,
+    /// Both directions during the hot solve.
+    pub hot_solve_transfer_bytes: u64,
+    /// Best of the fine SpMV's halo exchange alone (gather, download, MPI, upload), of its
+    /// diagonal product alone, and of the SpMV with the exchange finished before the diagonal
+    /// product starts (no overlap: compare with `spmv_s`, which overlaps them), seconds.
+    pub spmv_exchange_s: f64,
+    pub spmv_diag_s: f64,
+    pub spmv_serial_s: f64,
+}
+
 /// What `mpirun -np N hexfem bench gamg --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct DistGamgResult {
     pub problem: &'static str,
     pub ranks: usize,
+    /// Each rank's device (`host`, or the GPU it opened), indexed by rank.
+    pub devices: Vec<String>,
+    /// Per rank, with `--device cuda`.
+    pub gpu: Option<Vec<DistGpuRank>>,
     pub nodes_per_side: usize,
     pub order: usize,
     pub unknowns: u64,
@@ -133,10 +166,13 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         bench.solves >= 2,
         "--solves must be at least 2 (one cold, one hot)"
     );
-    ensure!(
-        bench.device == BenchDevice::Cpu,
-        "--device cuda on {size} MPI ranks is not available (valid there: cpu)"
-    );
+    let (device, devices) = match bench.device {
+        BenchDevice::Cpu => (Device::Host, vec!["host".to_string(); size]),
+        BenchDevice::Cuda => {
+            let d = select_rank_devices(comm, RankDeviceRequest::Cuda).context("--device cuda")?;
+            (d.device, d.names)
+        }
+    };
     ensure!(
         !bench.scalar,
         "--scalar on {size} MPI ranks is not available (the distributed hierarchy stores blocks)"
@@ -185,34 +221,64 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         assembly::RIGID_BODY_MODES_3D,
         &bench.amg,
     )?;
+    let mut hd = match device {
+        Device::Host => None,
+        _ => Some(DeviceDistHierarchy::upload(&h, &device)?),
+    };
+    device.synchronize()?;
     let setup_cold_s = t.elapsed().as_secs_f64();
-    let mut x = a.new_owned_vector();
+    // The operator, right-hand side and solution where the solves run.
+    let mut a = a.to_device(&device)?;
+    let b = b.to_device(&device)?;
+    let mut x = a.owned_zeros()?;
     sync(comm)?;
     let t = Instant::now();
-    let first = amg::cg_operator(&a, &b, &mut x, &h, &cg)?;
+    let first = amg::cg_operator(&a, &b, &mut x, preconditioner(&h, &hd), &cg)?;
     let solve_s = t.elapsed().as_secs_f64();
     let mut iterations = vec![first.iterations];
     let mut converged = first.converged;
 
     let mut hot = None;
-    let mut a = a;
+    let mut gpu = DistGpuRank::default();
+    let moved = |d: &Device| {
+        let t = d.transfers();
+        t.host_to_device + t.device_to_host
+    };
     for solve_index in 1..bench.solves {
         k.scale(OPERATOR_SCALE)?;
-        a = operator(&k)?;
         let fine = operator(&k)?;
+        let next = operator(&k)?;
         sync(comm)?;
         let before = comm.traffic();
+        let uploaded = device.transfers().host_to_device;
         let t = Instant::now();
+        if device.is_host() {
+            a = next;
+        } else {
+            a.upload_values_from(&next)?;
+        }
         let p_values = h.update(fine)?;
+        let refreshed = match &mut hd {
+            Some(d) => d.refresh(&h)?,
+            None => Default::default(),
+        };
+        device.synchronize()?;
         let setup_hot_s = t.elapsed().as_secs_f64();
         let update_traffic = PhaseTraffic::between(before, comm.traffic());
         x.fill(0.0)?;
         sync(comm)?;
         let before = comm.traffic();
+        let transfers = moved(&device);
         let t = Instant::now();
-        let outcome = amg::cg_operator(&a, &b, &mut x, &h, &cg)?;
+        let outcome = amg::cg_operator(&a, &b, &mut x, preconditioner(&h, &hd), &cg)?;
         let solve_hot_s = t.elapsed().as_secs_f64();
         let solve_traffic = PhaseTraffic::between(before, comm.traffic());
+        if solve_index == 1 {
+            gpu.hot_update_p_bytes = refreshed.prolongators;
+            gpu.hot_update_operator_bytes =
+                device.transfers().host_to_device - uploaded - refreshed.prolongators;
+            gpu.hot_solve_transfer_bytes = moved(&device) - transfers;
+        }
         if solve_index == 1 {
             hot = Some((
                 setup_hot_s,
@@ -228,16 +294,24 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
     let (setup_hot_s, solve_hot_s, hot_update, hot_solve, p_values) =
         hot.context("no hot update ran")?;
 
-    let mut y = a.new_row_vector();
+    let mut y = a.row_zeros()?;
     sync(comm)?;
     let spmv_s = best_of(SPMV_REPEATS, || {
         let t = Instant::now();
         a.apply(&x, &mut y)?;
+        device.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
     let before = comm.traffic();
+    let transfers = device.transfers();
     a.apply(&x, &mut y)?;
     let spmv = PhaseTraffic::between(before, comm.traffic());
+    gpu.spmv_device_to_host_bytes = device.transfers().device_to_host - transfers.device_to_host;
+    gpu.spmv_host_to_device_bytes = device.transfers().host_to_device - transfers.host_to_device;
+    if !device.is_host() {
+        (gpu.spmv_exchange_s, gpu.spmv_diag_s, gpu.spmv_serial_s) =
+            spmv_parts(comm, &device, &a, &x, &mut y)?;
+    }
 
     let mine = DistGamgRank {
         rank: comm.rank(),
@@ -254,6 +328,10 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         hot_update_p_values: p_values,
     };
     let per_rank = gather_ranks(comm, &mine)?;
+    let gpu = match device {
+        Device::Host => None,
+        _ => Some(gather_gpu(comm, &gpu)?),
+    };
     let hot_iterations = iterations[1];
     let max = |f: &dyn Fn(&DistGamgRank) -> f64| per_rank.iter().map(f).fold(0.0, f64::max);
     let mean = |f: &dyn Fn(&DistGamgRank) -> f64| per_rank.iter().map(f).sum::<f64>() / size as f64;
@@ -275,6 +353,8 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
     Ok(DistGamgResult {
         problem: "ex56",
         ranks: size,
+        devices,
+        gpu,
         nodes_per_side: bench.m,
         order: bench.order,
         unknowns: 3 * part.n_global_nodes(),
@@ -353,6 +433,93 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
         .collect())
 }
 
+/// The device levels where there are, else the host hierarchy.
+fn preconditioner<'a>(
+    h: &'a DistHierarchy,
+    hd: &'a Option<DeviceDistHierarchy>,
+) -> &'a dyn Preconditioner {
+    match hd {
+        Some(d) => d,
+        None => h,
+    }
+}
+
+/// Best times of the fine SpMV's halo exchange alone, of its diagonal product alone, and of
+/// the SpMV without overlap (exchange, then both products) on the device (collective: the
+/// exchange).
+fn spmv_parts(
+    comm: &Arc<dyn Comm>,
+    device: &Device,
+    a: &DistBsr,
+    x: &Vector,
+    y: &mut Vector,
+) -> Result<(f64, f64, f64)> {
+    let ctx = device.cuda_context().context("a GPU")?;
+    sync(comm)?;
+    let exchange_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        let mut halo = a.device_halo().context("device halo buffers")?;
+        halo.fill_ghosts(x.device_buffer()?, || Ok(()))?;
+        device.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    let diag = a.diag().device_bsr()?;
+    let diag_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        linalg::backend::cuda::spmv(
+            ctx,
+            diag,
+            1.0,
+            x.device_buffer()?,
+            0.0,
+            y.device_buffer_mut()?,
+        )?;
+        device.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    let offd = a.offd().device_bsr()?;
+    sync(comm)?;
+    let serial_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        let mut halo = a.device_halo().context("device halo buffers")?;
+        let ghosts = halo.fill_ghosts(x.device_buffer()?, || Ok(()))?;
+        let yb = y.device_buffer_mut()?;
+        linalg::backend::cuda::spmv(ctx, diag, 1.0, x.device_buffer()?, 0.0, yb)?;
+        linalg::backend::cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
+        device.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    Ok((exchange_s, diag_s, serial_s))
+}
+
+/// Every rank's GPU numbers on every rank.
+fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRank>> {
+    let v = [
+        mine.spmv_device_to_host_bytes as f64,
+        mine.spmv_host_to_device_bytes as f64,
+        mine.hot_update_operator_bytes as f64,
+        mine.hot_update_p_bytes as f64,
+        mine.hot_solve_transfer_bytes as f64,
+        mine.spmv_exchange_s,
+        mine.spmv_diag_s,
+        mine.spmv_serial_s,
+    ];
+    Ok(comm
+        .allgatherv_f64(&v)?
+        .iter()
+        .map(|v| DistGpuRank {
+            spmv_device_to_host_bytes: v[0] as u64,
+            spmv_host_to_device_bytes: v[1] as u64,
+            hot_update_operator_bytes: v[2] as u64,
+            hot_update_p_bytes: v[3] as u64,
+            hot_solve_transfer_bytes: v[4] as u64,
+            spmv_exchange_s: v[5],
+            spmv_diag_s: v[6],
+            spmv_serial_s: v[7],
+        })
+        .collect())
+}
+
 /// A collective that every rank passes before a timed phase starts.
 fn sync(comm: &Arc<dyn Comm>) -> Result<()> {
     comm.allreduce_sum(&mut [0.0])?;
@@ -402,6 +569,23 @@ impl std::fmt::Display for DistGamgResult {
             self.collective_wait_max_s,
             self.collective_wait_mean_s
         )?;
+        for (r, d) in self.devices.iter().enumerate() {
+            writeln!(f, "  rank {r}: device {d}")?;
+        }
+        for (r, g) in self.gpu.iter().flatten().enumerate() {
+            writeln!(
+                f,
+                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update uploaded {} B of operators, {} B of P; hot solve moved {} B",
+                g.spmv_device_to_host_bytes,
+                g.spmv_host_to_device_bytes,
+                g.spmv_exchange_s * 1e3,
+                g.spmv_diag_s * 1e3,
+                g.spmv_serial_s * 1e3,
+                g.hot_update_operator_bytes,
+                g.hot_update_p_bytes,
+                g.hot_solve_transfer_bytes
+            )?;
+        }
         for r in &self.per_rank {
             writeln!(
                 f,

@@ -78,6 +78,16 @@ pub fn unavailable_reason() -> Option<String> {
     }
 }
 
+/// GPUs the driver reports here (visible to this process); [`LinalgError::CudaUnavailable`]
+/// without a usable driver, NVRTC or GPU.
+pub fn device_count() -> Result<usize, LinalgError> {
+    if let Some(reason) = unavailable_reason() {
+        return Err(LinalgError::CudaUnavailable { reason });
+    }
+    let count = cu::result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
+    Ok(count as usize)
+}
+
 impl CudaContext {
     /// Opens device `ordinal`: checks that the driver, NVRTC and the device exist (a
     /// [`LinalgError::CudaUnavailable`] otherwise, never a panic), retains the primary context
@@ -210,6 +220,20 @@ impl CudaContext {
 
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    pub(crate) fn driver_context(&self) -> &Arc<cu::CudaContext> {
+        &self.ctx
+    }
+
+    /// Counts `bytes` copied host to device by a copy queued elsewhere (pinned staging).
+    pub(crate) fn count_h2d(&self, bytes: usize) {
+        self.h2d.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` copied device to host by a copy queued elsewhere (pinned staging).
+    pub(crate) fn count_d2h(&self, bytes: usize) {
+        self.d2h.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// Copies `host` into a new device buffer (counted).

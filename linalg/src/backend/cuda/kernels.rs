@@ -46,6 +46,12 @@ pub(crate) const MIS: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const HALO: KernelSource = KernelSource {
+    name: "halo.cu",
+    text: include_str!("../../../cuda/halo.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
 pub const SOURCE_NAMES: &[&str] = &[
     "spmv.cu",
@@ -55,11 +61,12 @@ pub const SOURCE_NAMES: &[&str] = &[
     "spgemm.cu",
     "ops.cu",
     "mis.cu",
+    "halo.cu",
 ];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
-    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS]
+    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO]
         .into_iter()
         .find(|s| s.name == name)
 }

@@ -24,6 +24,7 @@ mod buffer;
 mod context;
 mod coo;
 pub mod external;
+pub mod halo;
 mod jacobi;
 mod kernels;
 mod matrix;
@@ -64,7 +65,7 @@ impl DeviceValue for f32 {
         self as f64
     }
 }
-pub use context::{unavailable_reason, CudaContext, Event, Transfers};
+pub use context::{device_count, unavailable_reason, CudaContext, Event, Transfers};
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
 pub use kernels::SOURCE_NAMES;

@@ -883,6 +883,12 @@ fn exact_device_sums_are_the_hosts_bits() {
             d.to_bits() == h.to_bits() || (d.is_nan() && h.is_nan()),
             "{what} n={n}: device dot {d:e}, host {h:e}"
         );
+        // The unrounded device sum (what ranks add before rounding) is the host's exact sum.
+        let e = vector::dot_exact(ctx, &dx, &dy).unwrap().value();
+        assert!(
+            e.to_bits() == h.to_bits() || (e.is_nan() && h.is_nan()),
+            "{what} n={n}: device exact dot {e:e}, host {h:e}"
+        );
         let d = vector::norm2(ctx, &dx).unwrap();
         let h = ops::norm2(&hx).unwrap();
         assert!(

@@ -137,16 +137,14 @@ const MAX_BLOCKS: u64 = 1024;
 /// running sums stay inside 63 bits.
 const MAX_TERMS: u64 = 1 << 30;
 
-/// The exact sum of the terms selected by `term` (`x_i y_i` with `y`, else `x_i` or `|x_i|`),
-/// rounded once into `out[0]` (two launches: `exact_bins`, `exact_finish`; nothing comes back).
-fn exact_sum_into(
+/// The device accumulator of the exact sum of the terms selected by `term` (`x_i y_i` with
+/// `y`, else `x_i` or `|x_i|`): [`EXACT_WORDS`] words, left on the device.
+fn exact_words(
     ctx: &CudaContext,
     term: i32,
     x: &DeviceBuffer<f64>,
     y: &DeviceBuffer<f64>,
-    out: &mut DeviceBuffer<f64>,
-) -> Result<(), LinalgError> {
-    check_len("device exact sum: out", 1, out.len())?;
+) -> Result<DeviceBuffer<u64>, LinalgError> {
     let n = x.len() as u64;
     if n >= MAX_TERMS {
         return Err(LinalgError::TooManyTerms {
@@ -166,12 +164,43 @@ fn exact_sum_into(
     // products, `y`, checked by the callers); `words` holds EXACT_WORDS zeroed words.
     unsafe { l.launch(grid_1d(blocks * EXACT_THREADS as u64, EXACT_THREADS)) }
         .map_err(driver_err("exact_bins"))?;
+    Ok(words)
+}
+
+/// The exact sum of the terms selected by `term` (see [`exact_words`]), rounded once into
+/// `out[0]` (two launches: `exact_bins`, `exact_finish`; nothing comes back).
+fn exact_sum_into(
+    ctx: &CudaContext,
+    term: i32,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    out: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    check_len("device exact sum: out", 1, out.len())?;
+    let words = exact_words(ctx, term, x, y)?;
     let finish = ctx.function(&VECTOR, DEFINES, "exact_finish")?;
     let mut l = ctx.stream().launch_builder(&finish);
     l.arg(&words).arg(&mut *out);
     // SAFETY: arguments match `exact_finish` (one thread).
     unsafe { l.launch(grid_1d(1, 32)) }.map_err(driver_err("exact_finish"))?;
     Ok(())
+}
+
+/// `x . y` unrounded: the exact sum of the rounded products as a host
+/// [`crate::exact::ExactSum`] (its words downloaded, 552 bytes), for reductions over ranks
+/// that round once after adding every rank's sum (the host's distributed dot).
+pub fn dot_exact(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+) -> Result<crate::exact::ExactSum, LinalgError> {
+    check_len("device dot: y", x.len(), y.len())?;
+    let words = ctx.download(&exact_words(ctx, TERM_PRODUCT, x, y)?)?;
+    crate::exact::ExactSum::from_device_words(&words).ok_or(LinalgError::LengthMismatch {
+        what: "device exact sum: words",
+        expected: EXACT_WORDS,
+        found: words.len(),
+    })
 }
 
 /// `x . y` into `out[0]`, left on the device (no transfer); `out` must hold one value. The

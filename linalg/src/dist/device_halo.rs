@@ -1,0 +1,202 @@
+//! [`DeviceHalo`]: a [`HaloPlan`]'s messages for vectors in GPU memory, staged through pinned
+//! host memory.
+//!
+//! Forward ([`DeviceHalo::fill_ghosts`], the SpMV's exchange): a gather kernel packs the owned
+//! blocks other ranks need into one device buffer, one asynchronous copy brings it to pinned host
+//! memory, the caller's overlapped work (the diagonal part's product) is queued behind it, the
+//! host waits for the copy only (a stream mark), MPI moves the values between pinned buffers,
+//! and one asynchronous copy puts the ghosts on the device. Reverse
+//! ([`DeviceHalo::add_ghost_contributions`], the restriction's exchange): the ghost-sized
+//! contributions go back to their owners, which add them rank after rank (the host's order).
+//! Values travel unchanged, so results are the host path's bits.
+
+use std::sync::Arc;
+
+use comm::Comm;
+
+use crate::backend::cuda::halo::{gather_blocks, scatter_add_blocks, PinnedBuffer, StreamMark};
+use crate::backend::cuda::{CudaContext, DeviceBuffer};
+use crate::dist::HaloPlan;
+use crate::LinalgError;
+
+/// Device buffers of one [`HaloPlan`] on one GPU (made once, reused by every exchange; one
+/// exchange at a time).
+#[derive(Debug)]
+pub struct DeviceHalo {
+    plan: Arc<HaloPlan>,
+    ctx: Arc<CudaContext>,
+    /// The plan's send lists, concatenated in its rank order (owned block indices).
+    send_idx: DeviceBuffer<u32>,
+    /// Block range of each send list in `send_idx`.
+    send_ranges: Vec<std::ops::Range<usize>>,
+    send_dev: DeviceBuffer<f64>,
+    send_host: PinnedBuffer,
+    ghost_dev: DeviceBuffer<f64>,
+    ghost_host: PinnedBuffer,
+}
+
+/// Bytes one exchange moves: between device and host (each way) and through MPI (sent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HaloBytes {
+    /// Device to pinned host memory.
+    pub device_to_host: u64,
+    /// Pinned host memory to device.
+    pub host_to_device: u64,
+    /// Sent to other ranks.
+    pub sent: u64,
+}
+
+impl DeviceHalo {
+    /// Uploads the plan's send lists and allocates the staging buffers on `ctx`'s GPU (local).
+    pub fn new(plan: Arc<HaloPlan>, ctx: Arc<CudaContext>) -> Result<Self, LinalgError> {
+        let bs = plan.block_size();
+        let mut idx = Vec::new();
+        let mut send_ranges = Vec::new();
+        for (_, blocks) in plan.sends() {
+            let start = idx.len();
+            idx.extend_from_slice(blocks);
+            send_ranges.push(start..idx.len());
+        }
+        let n_send = idx.len() * bs;
+        let n_ghost = plan.ghosts().len() * bs;
+        Ok(Self {
+            send_idx: ctx.upload(&idx)?,
+            send_ranges,
+            send_dev: ctx.zeros(n_send)?,
+            send_host: PinnedBuffer::zeros(&ctx, n_send)?,
+            ghost_dev: ctx.zeros(n_ghost)?,
+            ghost_host: PinnedBuffer::zeros(&ctx, n_ghost)?,
+            plan,
+            ctx,
+        })
+    }
+
+    /// The plan served.
+    pub fn plan(&self) -> &Arc<HaloPlan> {
+        &self.plan
+    }
+
+    /// Bytes of one exchange (forward or reverse: the same messages, reversed).
+    pub fn bytes_per_exchange(&self) -> HaloBytes {
+        let send = (self.send_dev.len() * 8) as u64;
+        let ghost = (self.ghost_dev.len() * 8) as u64;
+        HaloBytes {
+            device_to_host: send,
+            host_to_device: ghost,
+            sent: send,
+        }
+    }
+
+    /// Collective over the plan's neighbours. Fills the ghost buffer from the owners' entries of
+    /// `x_owned` (the owned blocks of a device vector), running `overlap` (which queues device
+    /// work, say the diagonal product) while the messages travel; returns the ghosts.
+    pub fn fill_ghosts(
+        &mut self,
+        x_owned: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<&DeviceBuffer<f64>, LinalgError> {
+        let bs = self.plan.block_size();
+        let expected = self.plan.n_owned() * bs;
+        if x_owned.len() != expected {
+            return Err(LinalgError::LengthMismatch {
+                what: "DeviceHalo::fill_ghosts: owned entries",
+                expected,
+                found: x_owned.len(),
+            });
+        }
+        let ctx = &*self.ctx;
+        gather_blocks(ctx, bs, &self.send_idx, x_owned, &mut self.send_dev)?;
+        self.send_host.download_from(ctx, &self.send_dev)?;
+        let packed = StreamMark::record(ctx)?;
+        overlap()?;
+        packed.wait()?;
+        exchange(
+            &**self.plan.comm(),
+            self.plan
+                .sends()
+                .iter()
+                .map(|(r, _)| *r)
+                .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
+            self.send_host.as_slice()?,
+            self.plan
+                .receives()
+                .iter()
+                .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
+            self.ghost_host.as_mut_slice()?,
+        )?;
+        self.ghost_host.upload_to(ctx, &mut self.ghost_dev)?;
+        Ok(&self.ghost_dev)
+    }
+
+    /// Collective over the plan's neighbours. The reverse exchange: `ghost_values` (one block
+    /// per ghost) go to the ghosts' owners, and the blocks other ranks send here are added into
+    /// `y_owned` (owned blocks), rank after rank in the plan's order.
+    pub fn add_ghost_contributions(
+        &mut self,
+        ghost_values: &DeviceBuffer<f64>,
+        y_owned: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        let bs = self.plan.block_size();
+        let expected = self.plan.n_owned() * bs;
+        if y_owned.len() != expected {
+            return Err(LinalgError::LengthMismatch {
+                what: "DeviceHalo::add_ghost_contributions: owned entries",
+                expected,
+                found: y_owned.len(),
+            });
+        }
+        let ctx = &*self.ctx;
+        self.ghost_host.download_from(ctx, ghost_values)?;
+        StreamMark::record(ctx)?.wait()?;
+        exchange(
+            &**self.plan.comm(),
+            self.plan
+                .receives()
+                .iter()
+                .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
+            self.ghost_host.as_slice()?,
+            self.plan
+                .sends()
+                .iter()
+                .map(|(r, _)| *r)
+                .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
+            self.send_host.as_mut_slice()?,
+        )?;
+        self.send_host.upload_to(ctx, &mut self.send_dev)?;
+        for blocks in &self.send_ranges {
+            scatter_add_blocks(
+                ctx,
+                bs,
+                &self.send_idx,
+                blocks.clone(),
+                &self.send_dev,
+                y_owned,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One neighbour exchange between pinned buffers: `sends` are (rank, entry range of `send`),
+/// `recvs` (rank, entry range of `recv`).
+fn exchange(
+    comm: &dyn Comm,
+    sends: impl Iterator<Item = (usize, std::ops::Range<usize>)>,
+    send: &[f64],
+    recvs: impl Iterator<Item = (usize, std::ops::Range<usize>)>,
+    recv: &mut [f64],
+) -> Result<(), LinalgError> {
+    let sends: Vec<(usize, &[f64])> = sends.map(|(r, e)| (r, &send[e])).collect();
+    let mut parts = Vec::new();
+    let mut rest = recv;
+    let mut at = 0;
+    for (r, e) in recvs {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(e.start - at);
+        let (head, tail) = tail.split_at_mut(e.len());
+        parts.push((r, head));
+        rest = tail;
+        at = e.end;
+    }
+    comm.exchange(&sends, &mut parts, &mut || ())?;
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! One GPU per rank: which device each MPI rank computes on ([`select_rank_devices`]).
+//!
+//! Rank `r` opens GPU `(node-local rank) mod (GPUs visible on its node)`, the node-local rank
+//! coming from the communicator's shared-memory split ([`comm::Comm::node_local`]), never from
+//! launcher variables. The outcome is agreed collectively: under [`RankDeviceRequest::Cuda`] a
+//! rank without a usable GPU is every rank's error (naming that rank and why); under
+//! [`RankDeviceRequest::Auto`] every rank falls back to the host together (never a mix of host
+//! and GPU ranks, whose results would differ in the last bits).
+
+use std::sync::Arc;
+
+use comm::Comm;
+
+use crate::{Device, LinalgError};
+
+/// What the run asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankDeviceRequest {
+    /// A GPU on every rank, or an error on every rank.
+    Cuda,
+    /// A GPU on every rank if every rank has one, else the host on every rank.
+    Auto,
+}
+
+/// The agreed outcome of [`select_rank_devices`] on this rank.
+#[derive(Debug)]
+pub struct RankDevices<D = Device> {
+    /// This rank's device (the host after an `auto` fall-back).
+    pub device: D,
+    /// Every rank's device name, indexed by rank (the same on every rank).
+    pub names: Vec<String>,
+    /// Why `auto` fell back to the host (the lowest rank without a GPU and its reason).
+    pub fallback: Option<String>,
+}
+
+/// The GPU ordinal of node-local rank `node_rank` among `visible` GPUs (`visible > 0`).
+pub fn gpu_for(node_rank: usize, visible: usize) -> usize {
+    node_rank % visible.max(1)
+}
+
+/// Collective. Opens this rank's GPU ([`gpu_for`] its node-local rank and the GPUs its driver
+/// reports) and agrees on the outcome as the module doc says. Errors are
+/// [`LinalgError::CudaUnavailable`] on every rank (under `cuda`) or a communication failure.
+pub fn select_rank_devices(
+    comm: &Arc<dyn Comm>,
+    request: RankDeviceRequest,
+) -> Result<RankDevices, LinalgError> {
+    select_with(comm, request, Device::Host, |node_rank| {
+        let count = crate::backend::cuda::device_count().map_err(|e| e.to_string())?;
+        let ordinal = gpu_for(node_rank, count);
+        let device = Device::cuda(ordinal).map_err(|e| e.to_string())?;
+        let name = device.name();
+        Ok((device, name))
+    })
+}
+
+/// [`select_rank_devices`] with the opening step given: `open(node_rank)` returns this rank's
+/// device and its name, or why it has none; `host` is the fall-back device. Generic so that the
+/// agreement is tested without GPUs.
+pub fn select_with<D>(
+    comm: &Arc<dyn Comm>,
+    request: RankDeviceRequest,
+    host: D,
+    open: impl FnOnce(usize) -> Result<(D, String), String>,
+) -> Result<RankDevices<D>, LinalgError> {
+    let (node_rank, node_size) = comm.node_local();
+    let opened = open(node_rank);
+    let failure = match &opened {
+        Ok(_) => Vec::new(),
+        Err(why) => format!(
+            "no usable GPU for node-local rank {node_rank} of {node_size}: {}",
+            if why.is_empty() { "?" } else { why }
+        )
+        .into_bytes(),
+    };
+    let all = comm.allgatherv_bytes(&failure)?;
+    let failed = all.iter().position(|m| !m.is_empty()).map(|r| {
+        format!(
+            "rank {r} of {}: {}",
+            comm.size(),
+            String::from_utf8_lossy(&all[r])
+        )
+    });
+    let (device, name, fallback) = match (opened, failed) {
+        (Ok((device, name)), None) => (device, name, None),
+        (_, Some(why)) if request == RankDeviceRequest::Cuda => {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!("cuda on {} MPI ranks: {why}", comm.size()),
+            })
+        }
+        (_, Some(why)) => (host, "host".to_string(), Some(why)),
+        (Err(_), None) => unreachable!("a failing rank sends a message"),
+    };
+    let names = comm
+        .allgatherv_bytes(name.as_bytes())?
+        .into_iter()
+        .map(|n| String::from_utf8_lossy(&n).into_owned())
+        .collect();
+    Ok(RankDevices {
+        device,
+        names,
+        fallback,
+    })
+}
+
+/// For multi-rank GPU tests, called first in the test function: outside `mpirun` without a
+/// usable GPU, prints one `SKIP` line and returns true (the test then starts no `mpirun`).
+pub fn skip_multi_rank_gpu_test(test: &str) -> bool {
+    if comm::launched_by_mpi() {
+        return false;
+    }
+    match crate::backend::cuda::unavailable_reason() {
+        Some(why) => {
+            eprintln!("SKIP {test}: no GPU ({why})");
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use comm::SelfComm;
+
+    #[test]
+    fn node_local_ranks_go_round_the_visible_gpus() {
+        assert_eq!(
+            (0..5).map(|r| gpu_for(r, 2)).collect::<Vec<_>>(),
+            [0, 1, 0, 1, 0]
+        );
+        assert_eq!(gpu_for(3, 1), 0);
+        assert_eq!(gpu_for(3, 0), 0);
+    }
+
+    #[test]
+    fn one_rank_opens_its_gpu_or_errors_under_cuda_or_falls_back_under_auto() {
+        let comm = SelfComm::shared();
+        let ok = select_with(&comm, RankDeviceRequest::Cuda, 99, |r| {
+            Ok((gpu_for(r, 4), "gpu".into()))
+        })
+        .unwrap();
+        assert_eq!(
+            (ok.device, ok.names, ok.fallback),
+            (0, vec!["gpu".into()], None)
+        );
+        let e = select_with(&comm, RankDeviceRequest::Cuda, 99, |_| {
+            Err::<(usize, String), _>("no driver".into())
+        })
+        .unwrap_err();
+        assert!(matches!(e, LinalgError::CudaUnavailable { .. }));
+        assert!(
+            e.to_string()
+                .contains("rank 0 of 1: no usable GPU for node-local rank 0 of 1: no driver"),
+            "{e}"
+        );
+        let host = select_with(&comm, RankDeviceRequest::Auto, 99, |_| {
+            Err::<(usize, String), _>("no driver".into())
+        })
+        .unwrap();
+        assert_eq!(host.device, 99);
+        assert_eq!(host.names, ["host"]);
+        assert!(host.fallback.unwrap().contains("no driver"));
+    }
+}
