@@ -367,7 +367,7 @@ impl DeviceElements {
         launch(
             &self.ctx,
             &LOADS_SOURCE,
-            &self.defines,
+            &self.defines(),
             "body_force_contributions",
             LaunchShape {
                 blocks: self.n_cells.div_ceil(64) as u32,
