@@ -27,8 +27,9 @@
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, rank device
 #                      selection), each test binary starting `mpirun -np 2` on itself
-#   MPI_GAMG=""        mpirun -np 2 hexfem bench gamg --device cuda --json for each m (and the
-#                      same on the CPUs with MPI_GAMG_CPU=1)
+#   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
+#                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
+#                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3")
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -69,6 +70,7 @@ NEWTON_CPU=${NEWTON_CPU:-}
 MPI_TESTS=${MPI_TESTS:-0}
 MPI_GAMG=${MPI_GAMG:-}
 MPI_GAMG_CPU=${MPI_GAMG_CPU:-0}
+MPI_GAMG_ARGS=${MPI_GAMG_ARGS:-}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -93,13 +95,34 @@ if [ "$MPI_TESTS" = 1 ]; then
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
-for m in $MPI_GAMG; do
+for nm in $MPI_GAMG; do
+    # NP:M (NP ranks, one GPU each while the node has NP GPUs) or M (2 ranks)
+    np=2
+    m=$nm
+    if [ "${nm#*:}" != "$nm" ]; then
+        np=${nm%%:*}
+        m=${nm##*:}
+    fi
     for dev in $mpi_devices; do
-        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/hexfem" bench gamg --problem ex56 \
-            --m "$m" --device "$dev" --json > "$out/mpi_gamg_${dev}_$m.json" 2> "$out/mpi_gamg_${dev}_$m.err" \
-            || { status=1; tail -n 5 "$out/mpi_gamg_${dev}_$m.err"; }
-        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); g=r.pop('gpu', None); r.pop('per_rank', None); print('[mpi gamg $dev $m]', json.dumps(r)); print('[mpi gamg $dev $m] gpu', json.dumps(g))" \
-            "$out/mpi_gamg_${dev}_$m.json" || true
+        f="mpi_gamg_${dev}_np${np}_$m"
+        # each rank's host phases get an equal share of the node's cores
+        # shellcheck disable=SC2086
+        RAYON_NUM_THREADS=$(( $(nproc) / np > 0 ? $(nproc) / np : 1 )) \
+        mpirun --allow-run-as-root --oversubscribe --bind-to none -x RAYON_NUM_THREADS -np "$np" "$here/bin/hexfem" bench gamg \
+            --problem ex56 --m "$m" --device "$dev" $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
+            || { status=1; tail -n 5 "$out/$f.err"; }
+        python3 - "$out/$f.json" "$dev $np ranks m $m" <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+tag = sys.argv[2]
+print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devices']}, levels {r['levels']}, "
+      f"iterations {r['iterations']}, cold {r['setup_cold_s']:.3f} s, hot update {r['setup_hot_s']*1e3:.1f} ms, "
+      f"hot solve {r['solve_hot_s']*1e3:.1f} ms, SpMV {r['spmv_s']*1e3:.3f} ms, hot update {r['hot_update_bytes']} B MPI "
+      f"({r['hot_update_p_values']} P values), CG iteration {r['cg_iteration']['bytes']:.0f} B MPI, "
+      f"rows imbalance {r['rows_imbalance']:.3f}, collective wait max/mean {r['collective_wait_max_s']*1e3:.1f}/{r['collective_wait_mean_s']*1e3:.1f} ms")
+for g in r.get("gpu") or []:
+    print(f"[mpi gamg {tag}] gpu {json.dumps(g)}")
+PY
     done
 done
 for m in $NEWTON; do
