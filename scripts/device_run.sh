@@ -29,7 +29,8 @@
 #                      selection), each test binary starting `mpirun -np 2` on itself
 #   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
 #                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
-#                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3")
+#                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3");
+#                      MPI_EXCHANGE="auto": the --exchange values to run each with (staged nccl)
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -43,10 +44,22 @@ if [ -z "$nvrtc" ]; then
     nvrtc=$(find /usr /opt -name 'libnvrtc.so*' 2>/dev/null | head -n 1)
 fi
 export LD_LIBRARY_PATH="/usr/local/nvidia/lib64:${nvrtc:+$(dirname "$nvrtc"):}${LD_LIBRARY_PATH:-}"
+# NCCL (halo exchanges between the ranks' GPUs): NCCL installs libnccl.so.2, cudarc opens
+# libnccl.so: a link to the first one found (system, CUDA or the Python wheels)
+nccl=$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* /usr/local/cuda*/lib64/libnccl.so.2* 2>/dev/null | head -n 1)
+if [ -z "$nccl" ]; then
+    nccl=$(find /usr /opt -name 'libnccl.so.2*' 2>/dev/null | head -n 1)
+fi
+if [ -n "$nccl" ]; then
+    mkdir -p /tmp/hexfem-nccl
+    ln -sf "$nccl" /tmp/hexfem-nccl/libnccl.so
+    export LD_LIBRARY_PATH="/tmp/hexfem-nccl:$LD_LIBRARY_PATH"
+fi
 {
     echo "commit $(cat "$here/commit")"
     nvidia-smi
     echo "nvrtc: ${nvrtc:-not found}"
+    echo "nccl: ${nccl:-not found}"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 } > "$out/env.txt" 2>&1
 head -n 12 "$out/env.txt"
@@ -71,6 +84,7 @@ MPI_TESTS=${MPI_TESTS:-0}
 MPI_GAMG=${MPI_GAMG:-}
 MPI_GAMG_CPU=${MPI_GAMG_CPU:-0}
 MPI_GAMG_ARGS=${MPI_GAMG_ARGS:-}
+MPI_EXCHANGE=${MPI_EXCHANGE:-auto}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -86,12 +100,12 @@ fi
 if [ "$MPI_TESTS" = 1 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     {
-        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu
+        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu nccl_
         # inside mpirun the test body runs directly, so its lines show
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_cg_with_the_distributed_amg_equals_the_host_cg --nocapture --test-threads=1
     } > "$out/mpi_tests.log" 2>&1 || status=1
-    grep -E "^test |SKIP|test result|panicked|device distributed|failed" "$out/mpi_tests.log" | tail -n 30
+    grep -E "^test |SKIP|test result|panicked|device distributed|nccl exchanges|failed" "$out/mpi_tests.log" | tail -n 30
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
@@ -104,14 +118,15 @@ for nm in $MPI_GAMG; do
         m=${nm##*:}
     fi
     for dev in $mpi_devices; do
-        f="mpi_gamg_${dev}_np${np}_$m"
+      for ex in $MPI_EXCHANGE; do
+        f="mpi_gamg_${dev}_np${np}_${m}_$ex"
         # each rank's host phases get an equal share of the node's cores
         # shellcheck disable=SC2086
         RAYON_NUM_THREADS=$(( $(nproc) / np > 0 ? $(nproc) / np : 1 )) \
         mpirun --allow-run-as-root --oversubscribe --bind-to none -x RAYON_NUM_THREADS -np "$np" "$here/bin/hexfem" bench gamg \
-            --problem ex56 --m "$m" --device "$dev" $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
+            --problem ex56 --m "$m" --device "$dev" --exchange "$ex" $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
             || { status=1; tail -n 5 "$out/$f.err"; }
-        python3 - "$out/$f.json" "$dev $np ranks m $m" <<'PY' || true
+        python3 - "$out/$f.json" "$dev $np ranks m $m exchange $ex" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
 tag = sys.argv[2]
@@ -120,9 +135,11 @@ print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devi
       f"hot solve {r['solve_hot_s']*1e3:.1f} ms, SpMV {r['spmv_s']*1e3:.3f} ms, hot update {r['hot_update_bytes']} B MPI "
       f"({r['hot_update_p_values']} P values), CG iteration {r['cg_iteration']['bytes']:.0f} B MPI, "
       f"rows imbalance {r['rows_imbalance']:.3f}, collective wait max/mean {r['collective_wait_max_s']*1e3:.1f}/{r['collective_wait_mean_s']*1e3:.1f} ms")
+print(f"[mpi gamg {tag}] exchange {r.get('exchange')} {r.get('exchange_fallback') or ''}")
 for g in r.get("gpu") or []:
     print(f"[mpi gamg {tag}] gpu {json.dumps(g)}")
 PY
+      done
     done
 done
 for m in $NEWTON; do

@@ -1421,5 +1421,13 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
         assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
         assert!(bytes.operators > 0);
         compare(&operator(2.0), &h, &hd, "hot");
+        // The same cycle with the exchanges device to device (NCCL): the same bits again.
+        use linalg::dist::{connect_rank_devices, DeviceExchange};
+        match connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
+            Ok(_) => compare(&operator(2.0), &h, &hd, "hot, NCCL exchanges"),
+            // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL library
+            Err(e) if comm.rank() == 0 => println!("SKIP NCCL part of {test}: {e}"),
+            Err(_) => {}
+        }
     });
 }

@@ -34,6 +34,8 @@ struct RanksDevice {
     names: Vec<String>,
     /// Why `auto` runs on the CPUs.
     why_host: Option<String>,
+    /// How halo exchanges travel between the GPUs (`nccl` or `staged`), and why not NCCL.
+    exchange: (linalg::dist::DeviceExchange, Option<String>),
 }
 
 impl RanksDevice {
@@ -55,8 +57,12 @@ impl RanksDevice {
             .enumerate()
             .map(|(r, n)| format!("rank {r}: {n}"))
             .collect();
+        let exchange = match &self.exchange {
+            (e, None) => e.name().to_string(),
+            (e, Some(why)) => format!("{} ({why})", e.name()),
+        };
         format!(
-            "GPUs: {size} MPI ranks, one GPU each ({}); Newton assembly and the AMG set-up and updates on each rank's CPU (tangent values uploaded, hierarchy levels uploaded), CG and the V-cycle on the GPUs",
+            "GPUs: {size} MPI ranks, one GPU each ({}); Newton assembly and the AMG set-up and updates on each rank's CPU (tangent values uploaded, hierarchy levels uploaded), CG and the V-cycle on the GPUs; halo exchanges {exchange}",
             map.join(", ")
         )
     }
@@ -77,6 +83,7 @@ fn rank_devices(
         device: linalg::Device::Host,
         names: vec!["host".into(); size],
         why_host: why,
+        exchange: (linalg::dist::DeviceExchange::Staged, None),
     };
     let request = match config.device {
         config::ComputeDevice::Cpu => return Ok(host(None)),
@@ -104,10 +111,18 @@ fn rank_devices(
         // the same error on every rank (the selection agreed on it)
         anyhow::Error::from(config.error_at("device", why))
     })?;
+    // NCCL between the GPUs where every rank has it (measured faster than staging through the
+    // host: docs/benchmarks.md), else staged, saying why
+    let exchange = linalg::dist::connect_rank_devices(
+        comm,
+        &chosen.device,
+        linalg::dist::DeviceExchange::Auto,
+    )?;
     Ok(RanksDevice {
         device: chosen.device,
         names: chosen.names,
         why_host: chosen.fallback,
+        exchange,
     })
 }
 

@@ -236,9 +236,22 @@ enum Bench {
         /// fp32 storage, fp64 arithmetic; the fine operator and CG stay fp64).
         #[arg(long, value_enum, default_value_t = PrecisionArg::Double)]
         precision: PrecisionArg,
+        /// Under mpirun with `--device cuda`: how halo exchanges travel between the GPUs
+        /// (`nccl`: device to device on the stream; `staged`: through pinned host memory and
+        /// MPI; `auto`: NCCL where every rank has it).
+        #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
+        exchange: ExchangeArg,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--exchange` of `bench gamg` under mpirun.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExchangeArg {
+    Auto,
+    Nccl,
+    Staged,
 }
 
 /// `--precision` of `bench gamg` (the AMG option `precision`).
@@ -408,9 +421,11 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     scalar,
                     device,
                     precision,
+                    exchange: _,
                     json,
                 },
         } => {
+            // one process: no exchanges between GPUs
             let bench = hexfem::bench::gamg::GamgBench {
                 m,
                 order,
@@ -693,6 +708,7 @@ fn execute_on_ranks(
                     scalar,
                     device,
                     precision,
+                    exchange,
                     json,
                 },
         } => {
@@ -714,7 +730,12 @@ fn execute_on_ranks(
                     BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
                 },
             };
-            let result = hexfem::bench::dist_gamg::run(comm, &bench);
+            let exchange = match exchange {
+                ExchangeArg::Auto => linalg::dist::DeviceExchange::Auto,
+                ExchangeArg::Nccl => linalg::dist::DeviceExchange::Nccl,
+                ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
+            };
+            let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange);
             let result = hexfem::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }

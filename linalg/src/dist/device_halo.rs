@@ -9,13 +9,19 @@
 //! ([`DeviceHalo::add_ghost_contributions`], the restriction's exchange): the ghost-sized
 //! contributions go back to their owners, which add them rank after rank (the host's order).
 //! Values travel unchanged, so results are the host path's bits.
+//!
+//! Where the context has NCCL peers ([`CudaContext::set_peers`] on every rank, over the plan's
+//! ranks), the same messages go device to device instead, queued on the stream between the
+//! packing and the consuming kernels: no staging copies and no host synchronisation (the
+//! overlapped work then simply follows on the stream). Both paths move the same values and add
+//! them in the same order: the same bits.
 
 use std::sync::Arc;
 
 use comm::Comm;
 
 use crate::backend::cuda::halo::{gather_blocks, scatter_add_blocks, PinnedBuffer, StreamMark};
-use crate::backend::cuda::{CudaContext, DeviceBuffer};
+use crate::backend::cuda::{CudaContext, DeviceBuffer, DeviceComm};
 use crate::dist::HaloPlan;
 use crate::LinalgError;
 
@@ -80,11 +86,31 @@ impl DeviceHalo {
     pub fn bytes_per_exchange(&self) -> HaloBytes {
         let send = (self.send_dev.len() * 8) as u64;
         let ghost = (self.ghost_dev.len() * 8) as u64;
+        if self.peers().is_some() {
+            return HaloBytes {
+                device_to_host: 0,
+                host_to_device: 0,
+                sent: send,
+            };
+        }
         HaloBytes {
             device_to_host: send,
             host_to_device: ghost,
             sent: send,
         }
+    }
+
+    /// The context's NCCL peers, if they span the plan's ranks (same rank, same size).
+    pub fn peers(&self) -> Option<&Arc<DeviceComm>> {
+        let comm = self.plan.comm();
+        self.ctx
+            .peers()
+            .filter(|p| p.rank_and_size() == (comm.rank(), comm.size()))
+    }
+
+    /// Whether exchanges go device to device through NCCL (else staged through pinned memory).
+    pub fn is_device_to_device(&self) -> bool {
+        self.peers().is_some()
     }
 
     /// Collective over the plan's neighbours. Fills the ghost buffer from the owners' entries of
@@ -106,6 +132,23 @@ impl DeviceHalo {
         }
         let ctx = &*self.ctx;
         gather_blocks(ctx, bs, &self.send_idx, x_owned, &mut self.send_dev)?;
+        if let Some(peers) = self.peers().cloned() {
+            peers.exchange(
+                self.plan
+                    .sends()
+                    .iter()
+                    .map(|(r, _)| *r)
+                    .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
+                &self.send_dev,
+                self.plan
+                    .receives()
+                    .iter()
+                    .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
+                &mut self.ghost_dev,
+            )?;
+            overlap()?;
+            return Ok(&self.ghost_dev);
+        }
         self.send_host.download_from(ctx, &self.send_dev)?;
         let packed = StreamMark::record(ctx)?;
         overlap()?;
@@ -146,6 +189,22 @@ impl DeviceHalo {
             });
         }
         let ctx = &*self.ctx;
+        if let Some(peers) = self.peers().cloned() {
+            peers.exchange(
+                self.plan
+                    .receives()
+                    .iter()
+                    .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
+                ghost_values,
+                self.plan
+                    .sends()
+                    .iter()
+                    .map(|(r, _)| *r)
+                    .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
+                &mut self.send_dev,
+            )?;
+            return self.add_received(y_owned);
+        }
         self.ghost_host.download_from(ctx, ghost_values)?;
         StreamMark::record(ctx)?.wait()?;
         exchange(
@@ -163,9 +222,16 @@ impl DeviceHalo {
             self.send_host.as_mut_slice()?,
         )?;
         self.send_host.upload_to(ctx, &mut self.send_dev)?;
+        self.add_received(y_owned)
+    }
+
+    /// Adds the received blocks (in `send_dev`, the send lists' layout) into `y_owned`, one
+    /// neighbour after another in the plan's order.
+    fn add_received(&self, y_owned: &mut DeviceBuffer<f64>) -> Result<(), LinalgError> {
+        let bs = self.plan.block_size();
         for blocks in &self.send_ranges {
             scatter_add_blocks(
-                ctx,
+                &self.ctx,
                 bs,
                 &self.send_idx,
                 blocks.clone(),

@@ -26,7 +26,7 @@ pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};
 pub use partition::RowPartition;
 pub use rank_device::{
-    gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test, RankDeviceRequest,
-    RankDevices,
+    connect_rank_devices, gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test,
+    DeviceExchange, RankDeviceRequest, RankDevices,
 };
 pub use rows::RowGatherPlan;

@@ -54,6 +54,64 @@ pub fn select_rank_devices(
     })
 }
 
+/// How halo exchanges between the ranks' GPUs travel ([`connect_rank_devices`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceExchange {
+    /// Device to pinned host memory, MPI, back to the device (one host synchronisation each).
+    Staged,
+    /// NCCL, device to device on the stream (an error on every rank where NCCL is missing).
+    Nccl,
+    /// NCCL where every rank has it, else staged.
+    Auto,
+}
+
+impl DeviceExchange {
+    /// The names the command line and the summary use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceExchange::Staged => "staged",
+            DeviceExchange::Nccl => "nccl",
+            DeviceExchange::Auto => "auto",
+        }
+    }
+}
+
+/// Collective, after [`select_rank_devices`]. Binds the ranks' GPUs to one another as `how`
+/// says and returns what halo exchanges will use (`Staged` or `Nccl`) and, where `auto` fell
+/// back to staging, why. On the host, or on one rank, nothing to bind: `Staged`.
+pub fn connect_rank_devices(
+    comm: &Arc<dyn Comm>,
+    device: &Device,
+    how: DeviceExchange,
+) -> Result<(DeviceExchange, Option<String>), LinalgError> {
+    let Some(ctx) = device.cuda_context() else {
+        return Ok((DeviceExchange::Staged, None));
+    };
+    if comm.size() == 1 || how == DeviceExchange::Staged {
+        return Ok((DeviceExchange::Staged, None));
+    }
+    if let Some(peers) = ctx.peers() {
+        if peers.rank_and_size() == (comm.rank(), comm.size()) {
+            return Ok((DeviceExchange::Nccl, None));
+        }
+    }
+    // every rank learns whether every rank joined (a failure on one is every rank's)
+    let joined = comm::agree(
+        &**comm,
+        crate::backend::cuda::DeviceComm::connect(ctx, &**comm),
+    );
+    match joined {
+        Ok(peers) => {
+            ctx.set_peers(peers);
+            Ok((DeviceExchange::Nccl, None))
+        }
+        Err(e) if how == DeviceExchange::Auto => Ok((DeviceExchange::Staged, Some(e.to_string()))),
+        Err(e) => Err(LinalgError::CudaUnavailable {
+            reason: format!("exchange nccl: {e}"),
+        }),
+    }
+}
+
 /// [`select_rank_devices`] with the opening step given: `open(node_rank)` returns this rank's
 /// device and its name, or why it has none; `host` is the fall-back device. Generic so that the
 /// agreement is tested without GPUs.

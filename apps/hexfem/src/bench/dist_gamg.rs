@@ -27,7 +27,10 @@ use amg::{CgParams, Preconditioner};
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::{Ex56, SOFT_SCALE};
 use comm::{Comm, Traffic};
-use linalg::dist::{select_rank_devices, DistBsr, DistPattern, RankDeviceRequest, RowPartition};
+use linalg::dist::{
+    connect_rank_devices, select_rank_devices, DeviceExchange, DistBsr, DistPattern,
+    RankDeviceRequest, RowPartition,
+};
 use linalg::exact::ExactSum;
 use linalg::{Device, Vector};
 use mesh::{generate_box_part, BoxSpec};
@@ -125,6 +128,10 @@ pub struct DistGamgResult {
     pub ranks: usize,
     /// Each rank's device (`host`, or the GPU it opened), indexed by rank.
     pub devices: Vec<String>,
+    /// How halo exchanges travelled between the GPUs (`nccl` or `staged`; `staged` on the
+    /// host), and why not NCCL where `auto` fell back.
+    pub exchange: &'static str,
+    pub exchange_fallback: Option<String>,
     /// Per rank, with `--device cuda`.
     pub gpu: Option<Vec<DistGpuRank>>,
     pub nodes_per_side: usize,
@@ -159,8 +166,25 @@ pub struct DistGamgResult {
     pub per_rank: Vec<DistGamgRank>,
 }
 
-/// Runs the benchmark on the ranks of `comm` (collective).
-pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
+/// What this rank sent so far: the comm layer's count (MPI) plus the messages NCCL carried
+/// between the GPUs.
+fn traffic(comm: &Arc<dyn Comm>, device: &Device) -> Traffic {
+    let mut t = comm.traffic();
+    if let Some(peers) = device.cuda_context().and_then(|c| c.peers()) {
+        let (messages, bytes) = peers.sent();
+        t.messages += messages;
+        t.bytes += bytes;
+    }
+    t
+}
+
+/// Runs the benchmark on the ranks of `comm` (collective); `exchange`: how halo exchanges
+/// travel between the GPUs under `--device cuda`.
+pub fn run(
+    comm: &Arc<dyn Comm>,
+    bench: &GamgBench,
+    exchange: DeviceExchange,
+) -> Result<DistGamgResult> {
     let size = comm.size();
     ensure!(
         bench.solves >= 2,
@@ -173,6 +197,8 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
             (d.device, d.names)
         }
     };
+    let (exchange, exchange_fallback) = connect_rank_devices(comm, &device, exchange)
+        .with_context(|| format!("--exchange {}", exchange.name()))?;
     ensure!(
         !bench.scalar,
         "--scalar on {size} MPI ranks is not available (the distributed hierarchy stores blocks)"
@@ -249,7 +275,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         let fine = operator(&k)?;
         let next = operator(&k)?;
         sync(comm)?;
-        let before = comm.traffic();
+        let before = traffic(comm, &device);
         let uploaded = device.transfers().host_to_device;
         let t = Instant::now();
         if device.is_host() {
@@ -264,15 +290,15 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         };
         device.synchronize()?;
         let setup_hot_s = t.elapsed().as_secs_f64();
-        let update_traffic = PhaseTraffic::between(before, comm.traffic());
+        let update_traffic = PhaseTraffic::between(before, traffic(comm, &device));
         x.fill(0.0)?;
         sync(comm)?;
-        let before = comm.traffic();
+        let before = traffic(comm, &device);
         let transfers = moved(&device);
         let t = Instant::now();
         let outcome = amg::cg_operator(&a, &b, &mut x, preconditioner(&h, &hd), &cg)?;
         let solve_hot_s = t.elapsed().as_secs_f64();
-        let solve_traffic = PhaseTraffic::between(before, comm.traffic());
+        let solve_traffic = PhaseTraffic::between(before, traffic(comm, &device));
         if solve_index == 1 {
             gpu.hot_update_p_bytes = refreshed.prolongators;
             gpu.hot_update_operator_bytes =
@@ -302,10 +328,10 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         device.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    let before = comm.traffic();
+    let before = traffic(comm, &device);
     let transfers = device.transfers();
     a.apply(&x, &mut y)?;
-    let spmv = PhaseTraffic::between(before, comm.traffic());
+    let spmv = PhaseTraffic::between(before, traffic(comm, &device));
     gpu.spmv_device_to_host_bytes = device.transfers().device_to_host - transfers.device_to_host;
     gpu.spmv_host_to_device_bytes = device.transfers().host_to_device - transfers.host_to_device;
     if !device.is_host() {
@@ -354,6 +380,8 @@ pub fn run(comm: &Arc<dyn Comm>, bench: &GamgBench) -> Result<DistGamgResult> {
         problem: "ex56",
         ranks: size,
         devices,
+        exchange: exchange.name(),
+        exchange_fallback,
         gpu,
         nodes_per_side: bench.m,
         order: bench.order,

@@ -2,11 +2,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{self as cu, CudaFunction, CudaModule, CudaStream, DeviceRepr};
 
 use super::buffer::DeviceBuffer;
+use super::nccl::DeviceComm;
 use super::nvrtc::{compile, KernelSource};
 use crate::LinalgError;
 
@@ -36,6 +37,9 @@ pub struct CudaContext {
     functions: Mutex<HashMap<(String, &'static str), CudaFunction>>,
     h2d: AtomicU64,
     d2h: AtomicU64,
+    /// NCCL to the other ranks' GPUs, once [`CudaContext::set_peers`] was called (halo
+    /// exchanges then go device to device; without it they are staged through the host).
+    peers: OnceLock<Arc<DeviceComm>>,
 }
 
 impl std::fmt::Debug for CudaContext {
@@ -146,6 +150,7 @@ impl CudaContext {
             functions: Mutex::new(HashMap::new()),
             h2d: AtomicU64::new(0),
             d2h: AtomicU64::new(0),
+            peers: OnceLock::new(),
         }))
     }
 
@@ -216,6 +221,17 @@ impl CudaContext {
         self.stream
             .synchronize()
             .map_err(driver_err("cuStreamSynchronize"))
+    }
+
+    /// Binds the NCCL communicator halo exchanges on this GPU use from now on (one per context;
+    /// a second call keeps the first and returns false).
+    pub fn set_peers(&self, peers: Arc<DeviceComm>) -> bool {
+        self.peers.set(peers).is_ok()
+    }
+
+    /// The NCCL communicator of [`CudaContext::set_peers`], if any.
+    pub fn peers(&self) -> Option<&Arc<DeviceComm>> {
+        self.peers.get()
     }
 
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {

@@ -1,0 +1,176 @@
+//! [`DeviceComm`]: NCCL between the ranks' GPUs, on each context's one stream.
+//!
+//! Point-to-point messages of a halo exchange go straight from one GPU's memory to another's
+//! (NVLink or PCIe, NCCL's choice), queued on the stream behind the kernel that packed them and
+//! ahead of the kernel that reads them: no host synchronisation and no staging copies, so a
+//! V-cycle's exchanges cost launch latency instead of a round trip through the host each.
+//! Values travel unchanged: results are the staged path's bits.
+//!
+//! NCCL is loaded at run time (`libnccl.so`, or the other names cudarc searches); a machine
+//! without it gets [`LinalgError::CudaUnavailable`] from [`DeviceComm::connect`] on every rank,
+//! never a panic, and the caller keeps the staged exchange.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::nccl::{result as nccl, safe as nccl_safe};
+
+use super::{CudaContext, DeviceBuffer};
+use crate::LinalgError;
+
+/// One NCCL communicator over the ranks of a [`comm::Comm`], bound to this rank's
+/// [`CudaContext`] and its stream (made collectively by [`DeviceComm::connect`]).
+pub struct DeviceComm {
+    /// NCCL communicators must not be used by two threads at once: the lock serialises them.
+    comm: Mutex<nccl_safe::Comm>,
+    rank: usize,
+    size: usize,
+    /// Messages and bytes this rank sent so far.
+    sent_messages: AtomicU64,
+    sent_bytes: AtomicU64,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread as long as no two threads use it at
+// the same time, which the mutex guarantees; the stream it holds is the context's (Send + Sync).
+unsafe impl Send for DeviceComm {}
+// SAFETY: see above: every use goes through the mutex.
+unsafe impl Sync for DeviceComm {}
+
+impl std::fmt::Debug for DeviceComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceComm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+fn nccl_err(op: &str) -> impl FnOnce(nccl::NcclError) -> LinalgError + '_ {
+    move |e| LinalgError::Cuda {
+        op: op.to_string(),
+        message: format!("{e:?}"),
+    }
+}
+
+/// Why NCCL cannot be used on this machine, or `None`.
+pub fn nccl_unavailable_reason() -> Option<String> {
+    // SAFETY: only tries to open the library (dlopen), calls nothing in it.
+    if unsafe { cudarc::nccl::sys::is_culib_present() } {
+        None
+    } else {
+        Some(format!(
+            "the NCCL library was not found (searched {:?} on LD_LIBRARY_PATH; NCCL installs \
+             libnccl.so.2: a libnccl.so link to it on the path is enough)",
+            cudarc::get_lib_name_candidates("nccl")
+        ))
+    }
+}
+
+impl DeviceComm {
+    /// Collective over `comm`'s ranks, each with its own GPU `ctx`: rank 0 makes the NCCL
+    /// identifier, every rank receives it and joins. A rank without NCCL makes it every rank's
+    /// [`LinalgError::CudaUnavailable`] (naming the rank) before any rank joins, so none hangs.
+    pub fn connect(ctx: &Arc<CudaContext>, comm: &dyn comm::Comm) -> Result<Arc<Self>, LinalgError> {
+        let (rank, size) = (comm.rank(), comm.size());
+        let missing = nccl_unavailable_reason().unwrap_or_default();
+        let all = comm.allgatherv_bytes(missing.as_bytes())?;
+        if let Some(r) = all.iter().position(|m| !m.is_empty()) {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!(
+                    "NCCL on rank {r} of {size}: {}",
+                    String::from_utf8_lossy(&all[r])
+                ),
+            });
+        }
+        // rank 0: status byte 0 and the identifier, or 1 and why it failed
+        let mine = if rank == 0 {
+            match nccl_safe::Id::new() {
+                Ok(id) => std::iter::once(0u8)
+                    .chain(id.internal().iter().map(|&c| c as u8))
+                    .collect(),
+                Err(e) => [1u8].into_iter().chain(format!("{e:?}").bytes()).collect(),
+            }
+        } else {
+            Vec::new()
+        };
+        let all = comm.allgatherv_bytes(&mine)?;
+        let root = &all[0];
+        if root.first() != Some(&0) || root.len() != 129 {
+            return Err(LinalgError::Cuda {
+                op: "ncclGetUniqueId (rank 0)".into(),
+                message: String::from_utf8_lossy(root.get(1..).unwrap_or_default()).into_owned(),
+            });
+        }
+        let mut internal = [0 as std::ffi::c_char; 128];
+        for (d, &b) in internal.iter_mut().zip(&root[1..]) {
+            *d = b as std::ffi::c_char;
+        }
+        let nc = nccl_safe::Comm::from_rank(
+            ctx.stream().clone(),
+            rank,
+            size,
+            nccl_safe::Id::uninit(internal),
+        )
+        .map_err(nccl_err("ncclCommInitRank"))?;
+        Ok(Arc::new(Self {
+            comm: Mutex::new(nc),
+            rank,
+            size,
+            sent_messages: AtomicU64::new(0),
+            sent_bytes: AtomicU64::new(0),
+        }))
+    }
+
+    /// Messages and bytes this rank sent through NCCL so far.
+    pub fn sent(&self) -> (u64, u64) {
+        (
+            self.sent_messages.load(Ordering::Relaxed),
+            self.sent_bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// This rank and the number of ranks.
+    pub fn rank_and_size(&self) -> (usize, usize) {
+        (self.rank, self.size)
+    }
+
+    /// One grouped exchange, queued on the stream: entries `range` of `send` go to each
+    /// `(rank, range)` of `sends`, and entries `range` of `recv` are filled from each `(rank,
+    /// range)` of `recvs`. The ranges of one message must have the same length on both sides;
+    /// empty ones are skipped on both. Asynchronous: `recv` is valid for later work on the stream.
+    pub fn exchange(
+        &self,
+        sends: impl Iterator<Item = (usize, Range<usize>)>,
+        send: &DeviceBuffer<f64>,
+        recvs: impl Iterator<Item = (usize, Range<usize>)>,
+        recv: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        let comm = self.comm.lock().unwrap_or_else(|p| p.into_inner());
+        nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
+        let mut queued = Ok(());
+        for (r, e) in sends.filter(|(_, e)| !e.is_empty()) {
+            self.sent_messages.fetch_add(1, Ordering::Relaxed);
+            self.sent_bytes
+                .fetch_add((e.len() * 8) as u64, Ordering::Relaxed);
+            let view = send.slice().slice(e);
+            if let Err(e) = comm.send(&view, r as i32) {
+                queued = Err(e);
+                break;
+            }
+        }
+        if queued.is_ok() {
+            for (r, e) in recvs.filter(|(_, e)| !e.is_empty()) {
+                let mut view = recv.slice_mut().slice_mut(e);
+                if let Err(e) = comm.recv(&mut view, r as i32) {
+                    queued = Err(e);
+                    break;
+                }
+            }
+        }
+        let ended = nccl::group_end();
+        queued.map_err(nccl_err("ncclSend/ncclRecv"))?;
+        ended.map_err(nccl_err("ncclGroupEnd"))?;
+        Ok(())
+    }
+}
