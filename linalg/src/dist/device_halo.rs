@@ -11,9 +11,9 @@
 //! Values travel unchanged, so results are the host path's bits.
 //!
 //! Where the context has NCCL peers ([`CudaContext::set_peers`] on every rank, over the plan's
-//! ranks), the same messages go device to device instead, queued on the stream between the
-//! packing and the consuming kernels: no staging copies and no host synchronisation (the
-//! overlapped work then simply follows on the stream). Both paths move the same values and add
+//! ranks), the same messages go device to device instead, on a second stream ordered between
+//! the packing and the consuming kernels by events, the overlapped work running beside them:
+//! no staging copies and no host synchronisation. Both paths move the same values and add
 //! them in the same order: the same bits.
 
 use std::sync::Arc;
@@ -145,8 +145,8 @@ impl DeviceHalo {
                     .iter()
                     .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
                 &mut self.ghost_dev,
+                overlap,
             )?;
-            overlap()?;
             return Ok(&self.ghost_dev);
         }
         self.send_host.download_from(ctx, &self.send_dev)?;
@@ -202,6 +202,7 @@ impl DeviceHalo {
                     .map(|(r, _)| *r)
                     .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
                 &mut self.send_dev,
+                || Ok(()),
             )?;
             return self.add_received(y_owned);
         }

@@ -95,11 +95,24 @@ pub fn connect_rank_devices(
             return Ok((DeviceExchange::Nccl, None));
         }
     }
+    // NCCL refuses two ranks on one GPU: every rank learns whether some node has more ranks
+    // than GPUs before any rank tries
+    let (_, node_size) = comm.node_local();
+    let gpus = crate::backend::cuda::device_count().unwrap_or(0);
+    let own_gpu: Result<(), String> = if node_size > gpus {
+        Err(format!(
+            "{node_size} ranks share their node's {gpus} GPU(s); NCCL needs a GPU per rank"
+        ))
+    } else {
+        Ok(())
+    };
     // every rank learns whether every rank joined (a failure on one is every rank's)
-    let joined = comm::agree(
-        &**comm,
-        crate::backend::cuda::DeviceComm::connect(ctx, &**comm),
-    );
+    let joined = comm::agree(&**comm, own_gpu).and_then(|()| {
+        comm::agree(
+            &**comm,
+            crate::backend::cuda::DeviceComm::connect(ctx, &**comm),
+        )
+    });
     match joined {
         Ok(peers) => {
             ctx.set_peers(peers);

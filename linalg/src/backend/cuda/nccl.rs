@@ -1,9 +1,11 @@
 //! [`DeviceComm`]: NCCL between the ranks' GPUs, on each context's one stream.
 //!
 //! Point-to-point messages of a halo exchange go straight from one GPU's memory to another's
-//! (NVLink or PCIe, NCCL's choice), queued on the stream behind the kernel that packed them and
-//! ahead of the kernel that reads them: no host synchronisation and no staging copies, so a
-//! V-cycle's exchanges cost launch latency instead of a round trip through the host each.
+//! (NVLink or PCIe, NCCL's choice) on a second stream of the context: it waits for the kernel
+//! that packed them (an event), runs the messages while the main stream does the caller's
+//! overlapped work (the diagonal product), and the main stream waits for the messages (an
+//! event) before the kernel that reads them. No host synchronisation and no staging copies, so
+//! a V-cycle's exchanges cost launch latency instead of a round trip through the host each.
 //! Values travel unchanged: results are the staged path's bits.
 //!
 //! NCCL is loaded at run time (`libnccl.so`, or the other names cudarc searches); a machine
@@ -14,6 +16,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use cudarc::driver::{CudaEvent, CudaStream};
 use cudarc::nccl::{result as nccl, safe as nccl_safe};
 
 use super::{CudaContext, DeviceBuffer};
@@ -23,12 +26,25 @@ use crate::LinalgError;
 /// [`CudaContext`] and its stream (made collectively by [`DeviceComm::connect`]).
 pub struct DeviceComm {
     /// NCCL communicators must not be used by two threads at once: the lock serialises them.
-    comm: Mutex<nccl_safe::Comm>,
+    link: Mutex<Link>,
     rank: usize,
     size: usize,
     /// Messages and bytes this rank sent so far.
     sent_messages: AtomicU64,
     sent_bytes: AtomicU64,
+}
+
+/// The communicator, bound to its own stream, and the two events that order that stream with
+/// the context's main stream.
+struct Link {
+    comm: nccl_safe::Comm,
+    /// The context's stream (kernels) and the messages' stream.
+    main: Arc<CudaStream>,
+    messages: Arc<CudaStream>,
+    /// Recorded on `main` after the packing kernel, waited for by `messages`.
+    packed: CudaEvent,
+    /// Recorded on `messages` after the messages, waited for by `main`.
+    arrived: CudaEvent,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread as long as no two threads use it at
@@ -106,15 +122,31 @@ impl DeviceComm {
         for (d, &b) in internal.iter_mut().zip(&root[1..]) {
             *d = b as std::ffi::c_char;
         }
-        let nc = nccl_safe::Comm::from_rank(
-            ctx.stream().clone(),
+        let driver = ctx.driver_context();
+        let err = |op: &'static str| {
+            move |e: cudarc::driver::DriverError| LinalgError::Cuda {
+                op: op.into(),
+                message: format!("{e:?}"),
+            }
+        };
+        let messages = driver.new_stream().map_err(err("cuStreamCreate (NCCL)"))?;
+        let packed = driver.new_event(None).map_err(err("cuEventCreate"))?;
+        let arrived = driver.new_event(None).map_err(err("cuEventCreate"))?;
+        let comm = nccl_safe::Comm::from_rank(
+            messages.clone(),
             rank,
             size,
             nccl_safe::Id::uninit(internal),
         )
         .map_err(nccl_err("ncclCommInitRank"))?;
         Ok(Arc::new(Self {
-            comm: Mutex::new(nc),
+            link: Mutex::new(Link {
+                comm,
+                main: ctx.stream().clone(),
+                messages,
+                packed,
+                arrived,
+            }),
             rank,
             size,
             sent_messages: AtomicU64::new(0),
@@ -135,18 +167,34 @@ impl DeviceComm {
         (self.rank, self.size)
     }
 
-    /// One grouped exchange, queued on the stream: entries `range` of `send` go to each
-    /// `(rank, range)` of `sends`, and entries `range` of `recv` are filled from each `(rank,
-    /// range)` of `recvs`. The ranges of one message must have the same length on both sides;
-    /// empty ones are skipped on both. Asynchronous: `recv` is valid for later work on the stream.
+    /// One grouped exchange after the work queued so far on the context's stream: entries
+    /// `range` of `send` go to each `(rank, range)` of `sends`, and entries `range` of `recv`
+    /// are filled from each `(rank, range)` of `recvs`. The ranges of one message must have the
+    /// same length on both sides; empty ones are skipped on both. `overlap` queues work on the
+    /// context's stream that runs while the messages travel (it must not touch `send` or
+    /// `recv`); work queued after this call sees `recv` filled. Asynchronous (no host wait).
     pub fn exchange(
         &self,
         sends: impl Iterator<Item = (usize, Range<usize>)>,
         send: &DeviceBuffer<f64>,
         recvs: impl Iterator<Item = (usize, Range<usize>)>,
         recv: &mut DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(), LinalgError> {
-        let comm = self.comm.lock().unwrap_or_else(|p| p.into_inner());
+        let link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        let driver = |op: &'static str| {
+            move |e: cudarc::driver::DriverError| LinalgError::Cuda {
+                op: op.into(),
+                message: format!("{e:?}"),
+            }
+        };
+        link.packed
+            .record(&link.main)
+            .map_err(driver("cuEventRecord"))?;
+        link.messages
+            .wait(&link.packed)
+            .map_err(driver("cuStreamWaitEvent"))?;
+        let comm = &link.comm;
         nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
         let mut queued = Ok(());
         for (r, e) in sends.filter(|(_, e)| !e.is_empty()) {
@@ -171,6 +219,14 @@ impl DeviceComm {
         let ended = nccl::group_end();
         queued.map_err(nccl_err("ncclSend/ncclRecv"))?;
         ended.map_err(nccl_err("ncclGroupEnd"))?;
-        Ok(())
+        link.arrived
+            .record(&link.messages)
+            .map_err(driver("cuEventRecord"))?;
+        let overlapped = overlap();
+        // the main stream waits for the messages whatever `overlap` did
+        link.main
+            .wait(&link.arrived)
+            .map_err(driver("cuStreamWaitEvent"))?;
+        overlapped
     }
 }
