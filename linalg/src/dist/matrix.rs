@@ -303,11 +303,51 @@ pub struct DistBsr {
     offd: Bsr,
     /// The halo plan's device buffers (GPU matrices only).
     device_halo: Option<Mutex<DeviceHalo>>,
+    /// The off-diagonal part's non-empty rows (GPU matrices whose off-diagonal part has empty
+    /// rows): its product runs on those rows only.
+    offd_rows: Option<OffdRows>,
     /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
     scratch: Mutex<Vec<f64>>,
     /// Changes whenever the values do (unique in the process): plans that copy the values
     /// elsewhere skip the copy when it is the one they copied.
     version: u64,
+}
+
+/// The non-empty block rows of an off-diagonal part on the GPU: their pattern (the part's
+/// slots and columns, empty rows left out), their row indices, and one block per row of
+/// scratch for their products.
+#[derive(Debug)]
+struct OffdRows {
+    pattern: cuda::DevicePattern,
+    rows: cuda::DeviceBuffer<u32>,
+    products: Mutex<cuda::DeviceBuffer<f64>>,
+}
+
+impl OffdRows {
+    /// `None` when every row has blocks (the plain product is as cheap) or none has.
+    fn new(ctx: &cuda::CudaContext, offd: &BlockPattern, block_rows: usize) -> Result<Option<Self>, LinalgError> {
+        let ptr = offd.row_ptr();
+        let rows: Vec<u32> = (0..offd.n_block_rows())
+            .filter(|&r| ptr[r + 1] > ptr[r])
+            .map(|r| r as u32)
+            .collect();
+        if rows.is_empty() || rows.len() == offd.n_block_rows() {
+            return Ok(None);
+        }
+        let mut row_ptr: Vec<usize> = rows.iter().map(|&r| ptr[r as usize]).collect();
+        row_ptr.push(offd.nnz());
+        let pattern = BlockPattern::new(
+            rows.len(),
+            offd.n_block_cols(),
+            row_ptr,
+            offd.col_idx().to_vec(),
+        )?;
+        Ok(Some(Self {
+            pattern: cuda::DevicePattern::upload_plain(ctx, &pattern)?,
+            products: Mutex::new(ctx.zeros(rows.len() * block_rows)?),
+            rows: ctx.upload(&rows)?,
+        }))
+    }
 }
 
 /// Source of [`DistBsr::version`]s.
@@ -325,6 +365,7 @@ impl DistBsr {
             diag: Bsr::zeros(pattern.diag.clone(), br, bc),
             offd: Bsr::zeros(pattern.offd.clone(), br, bc),
             device_halo: None,
+            offd_rows: None,
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
             version: next_version(),
             pattern,
@@ -386,18 +427,22 @@ impl DistBsr {
     /// A copy on `device` (the same values and version): uploads the parts and, for a GPU, makes
     /// the halo's device buffers; downloads for the host.
     pub fn to_device(&self, device: &Device) -> Result<Self, LinalgError> {
-        let device_halo = match device {
-            Device::Host => None,
-            Device::Cuda(ctx) => Some(Mutex::new(DeviceHalo::new(
-                self.pattern.halo.clone(),
-                ctx.clone(),
-            )?)),
+        let (device_halo, offd_rows) = match device {
+            Device::Host => (None, None),
+            Device::Cuda(ctx) => (
+                Some(Mutex::new(DeviceHalo::new(
+                    self.pattern.halo.clone(),
+                    ctx.clone(),
+                )?)),
+                OffdRows::new(ctx, &self.pattern.offd, self.pattern.block_rows)?,
+            ),
         };
         Ok(Self {
             pattern: self.pattern.clone(),
             diag: self.diag.to_device(device)?,
             offd: self.offd.to_device(device)?,
             device_halo,
+            offd_rows,
             scratch: Mutex::new(vec![0.0; self.pattern.layout.len()]),
             version: self.version,
         })
@@ -545,10 +590,26 @@ impl DistBsr {
         let xb = x.device_buffer()?;
         let yb = y.device_buffer_mut()?;
         let ghosts = halo.fill_ghosts(xb, || cuda::spmv(ctx, diag, 1.0, xb, 0.0, &mut *yb))?;
-        if self.pattern.offd.nnz() > 0 {
-            cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
+        if self.pattern.offd.nnz() == 0 {
+            return Ok(());
         }
-        Ok(())
+        // the non-empty rows' sums, then added to their rows: `sum + y` either way, the bits
+        // of the plain product
+        if let Some(o) = &self.offd_rows {
+            let mut products = o.products.lock().unwrap_or_else(|p| p.into_inner());
+            if cuda::spmv_rows(ctx, offd, &o.pattern, ghosts, &mut products)?.is_some() {
+                let n = o.rows.len();
+                return cuda::halo::scatter_add_blocks(
+                    ctx,
+                    self.pattern.block_rows,
+                    &o.rows,
+                    0..n,
+                    &products,
+                    yb,
+                );
+            }
+        }
+        cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)
     }
 
     /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the

@@ -129,7 +129,14 @@ impl DeviceComm {
                 message: format!("{e:?}"),
             }
         };
-        let messages = driver.new_stream().map_err(err("cuStreamCreate (NCCL)"))?;
+        // the highest priority: the messages' kernel starts as soon as the packing is done,
+        // beside the diagonal product's blocks, not after them
+        driver.bind_to_thread().map_err(err("cuCtxSetCurrent"))?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .map_err(err("cuCtxGetStreamPriorityRange"))?;
+        let messages = driver
+            .new_stream_with_priority(greatest)
+            .map_err(err("cuStreamCreateWithPriority (NCCL)"))?;
         let packed = driver.new_event(None).map_err(err("cuEventCreate"))?;
         let arrived = driver.new_event(None).map_err(err("cuEventCreate"))?;
         let comm = nccl_safe::Comm::from_rank(

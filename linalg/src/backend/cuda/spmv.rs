@@ -40,6 +40,41 @@ pub fn spmv<T: DeviceValue>(
     spmv_with(ctx, SpmvKernel::Exact, a, alpha, x, beta, y)
 }
 
+/// `y_rows = A_rows x` for the non-empty block rows of `a` only (a distributed matrix's
+/// off-diagonal part touches only the rows next to other ranks): `rows` is [`DevicePattern`]
+/// of those rows, its `row_ptr` the rows' starts in `a`'s slots (so it shares `a`'s column
+/// indices and values) and `y_rows` one block per listed row. Each row's sum is [`spmv`]'s
+/// (the same kernel on the same entries), without the empty rows' launches. `None` if `a`'s
+/// blocks are too tall for that kernel (then use [`spmv`]).
+pub fn spmv_rows<T: DeviceValue>(
+    ctx: &CudaContext,
+    a: &DeviceBsr<T>,
+    rows: &DevicePattern,
+    x: &DeviceBuffer<f64>,
+    y_rows: &mut DeviceBuffer<f64>,
+) -> Result<Option<()>, LinalgError> {
+    if a.block_rows() > MAX_SEQ_DIM {
+        return Ok(None);
+    }
+    check_len("device spmv_rows: x", a.n_cols(), x.len())?;
+    check_len(
+        "device spmv_rows: y",
+        rows.n_block_rows() * a.block_rows(),
+        y_rows.len(),
+    )?;
+    check_len("device spmv_rows: blocks", a.pattern().nnz(), rows.nnz())?;
+    let (br, bc) = (a.block_rows() as i64, a.block_cols() as i64);
+    let defines = [("BR", br), ("BC", bc), ("VAL_F32", T::F32)];
+    let operands = SeqOperands {
+        pattern: rows,
+        slots: &rows.col_idx,
+        values: a.values(),
+        x,
+    };
+    launch_seq(ctx, &defines, operands, (1.0, 0.0), y_rows, "bsr_spmv_seq (rows)")?;
+    Ok(Some(()))
+}
+
 /// [`spmv`] with a chosen kernel (benchmarks compare them).
 pub fn spmv_with<T: DeviceValue>(
     ctx: &CudaContext,
