@@ -219,6 +219,12 @@ impl DistPattern {
         &self.row_layout
     }
 
+    /// Where each input entry went (see the type's invariants): entry `k`'s slot in `diag`
+    /// (`< diag.nnz()`) or `diag.nnz() +` its slot in `offd`.
+    pub fn entry_slots(&self) -> &[u32] {
+        &self.entry_slot
+    }
+
     /// Pattern of the owned rows' owned columns.
     pub fn diag(&self) -> &Arc<BlockPattern> {
         &self.diag
@@ -428,6 +434,14 @@ impl DistBsr {
         self.device_halo
             .as_ref()
             .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Both parts' values for writing in place (the pattern stays; the matrix takes a new
+    /// version): for numeric phases that compute the values slot by slot (the distributed
+    /// Galerkin product's reduction), on the host or the GPU where the matrix lives.
+    pub fn parts_mut(&mut self) -> (&mut Bsr, &mut Bsr) {
+        self.version = next_version();
+        (&mut self.diag, &mut self.offd)
     }
 
     /// The version of the values: a new one, unique in the process, after every change.
