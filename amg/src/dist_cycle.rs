@@ -23,7 +23,8 @@ use linalg::{ops, Bsr, Vector};
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
-pub use device::{DeviceDistHierarchy, RefreshBytes};
+mod device_update;
+pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.

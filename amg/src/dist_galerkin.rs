@@ -302,6 +302,11 @@ impl GalerkinProductPlan {
         })
     }
 
+    /// Blocks of the `diag` part of the `A` the plan was built for.
+    pub(crate) fn a_diag_nnz(&self) -> usize {
+        self.a_diag.nnz()
+    }
+
     /// True when `a` has the pattern the plan was built for.
     pub fn fits(&self, a: &DistBsr) -> bool {
         BlockPattern::same(a.pattern().diag(), &self.a_diag)

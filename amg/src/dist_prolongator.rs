@@ -362,16 +362,10 @@ impl GalerkinPlan {
         Ok((reduce_partial(&partial, &view.coarse_globals, p)?, sent))
     }
 
-    /// Collective: the symbolic product for `a`'s pattern and `p` (as [`GalerkinPlan::product`]
-    /// would use it), and `P_ext` (its right operand's values), for a device copy.
-    pub fn planned(
-        &mut self,
-        a: &DistBsr,
-        p: &DistBsr,
-    ) -> Result<(&GalerkinProductPlan, &Bsr), AmgError> {
-        self.refresh_view(a, p)?;
-        self.ensure_planned(a)?;
-        Ok((self.planned.as_ref().expect("made above"), &self.view.p_ext))
+    /// The symbolic product of the last [`GalerkinPlan::product`] and `P_ext` (its right
+    /// operand's values), for a device copy; `None` before the first product.
+    pub fn current(&self) -> Option<(&GalerkinProductPlan, &Bsr)> {
+        self.planned.as_ref().map(|p| (p, &self.view.p_ext))
     }
 
     /// Bytes of partial coarse blocks the last [`GalerkinPlan::product`] sent to other ranks.

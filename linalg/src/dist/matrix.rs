@@ -423,6 +423,34 @@ impl DistBsr {
         Ok(())
     }
 
+    /// Copies the values of `src` (the same pattern) into this matrix: device to device where
+    /// both live on one GPU (no host transfer), else as [`DistBsr::upload_values_from`] from a
+    /// host `src`; takes `src`'s version.
+    pub fn copy_values_from(&mut self, src: &DistBsr) -> Result<(), LinalgError> {
+        if !Arc::ptr_eq(&self.pattern, &src.pattern) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::copy_values_from: another pattern",
+            });
+        }
+        if src.device().is_host() {
+            return self.upload_values_from(src);
+        }
+        crate::device::check_same_device(
+            "DistBsr::copy_values_from",
+            &self.device(),
+            &src.device(),
+        )?;
+        let device = self.device();
+        let ctx = device.cuda_context().ok_or(LinalgError::LayoutMismatch {
+            what: "DistBsr::copy_values_from: a GPU matrix",
+        })?;
+        for (dst, s) in [(&mut self.diag, &src.diag), (&mut self.offd, &src.offd)] {
+            ctx.copy(s.device_bsr()?.values(), dst.device_bsr_mut()?.values_mut())?;
+        }
+        self.version = src.version;
+        Ok(())
+    }
+
     /// Where the values live.
     pub fn device(&self) -> Device {
         self.diag.device()
