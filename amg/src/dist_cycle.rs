@@ -368,6 +368,16 @@ impl DistHierarchy {
             .collect()
     }
 
+    /// The operator of level `level`.
+    pub fn level_operator(&self, level: usize) -> Option<&DistBsr> {
+        self.levels.get(level).map(|l| &l.a)
+    }
+
+    /// The smoother of level `level` (above the coarsest).
+    pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
+        self.levels.get(level).and_then(|l| l.smoother.as_ref())
+    }
+
     /// The options the hierarchy was built with.
     pub fn params(&self) -> &AmgParams {
         &self.params

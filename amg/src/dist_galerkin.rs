@@ -19,6 +19,7 @@
 //! `Arc<DistPattern>` every time, so a GPU copy can take the values alone).
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
@@ -91,6 +92,165 @@ impl ReductionPlan {
                 let c = c as usize;
                 for (x, y) in out.iter_mut().zip(&recv[c * kk..(c + 1) * kk]) {
                     *x += y;
+                }
+            }
+        }
+    }
+}
+
+/// A [`ReductionPlan`] split for a rank that keeps its own partial blocks where they are (a
+/// GPU's memory): only the blocks other ranks own are sent, and every coarse slot sums blocks
+/// of the virtual concatenation `[partial; others]` (this rank's partial product, then the
+/// blocks received from the other ranks in rank order), in the plan's order.
+///
+/// Invariants: `send_idx[send_ranges[r]]` are the partial blocks sent to rank `r` (empty for
+/// this rank); `recv_ranges[r]` are the blocks of `others` received from rank `r` (empty for
+/// this rank), `n_recv` in all; the coarse `diag` slot `s` sums the blocks
+/// `diag_contrib[diag_ptr[s]..diag_ptr[s + 1]]` (indices `< n_partial` are partial blocks,
+/// the others `n_partial +` a block of `others`), the `offd` slots likewise.
+#[derive(Debug, Clone)]
+pub struct SplitReduction {
+    pub send_idx: Vec<u32>,
+    pub send_ranges: Vec<Range<usize>>,
+    pub recv_ranges: Vec<Range<usize>>,
+    pub n_recv: usize,
+    pub n_partial: usize,
+    pub diag_ptr: Vec<u32>,
+    pub diag_contrib: Vec<u32>,
+    pub offd_ptr: Vec<u32>,
+    pub offd_contrib: Vec<u32>,
+}
+
+fn to_u32(v: usize, what: &'static str) -> Result<u32, AmgError> {
+    u32::try_from(v).map_err(|_| AmgError::DimensionMismatch {
+        what,
+        expected: u32::MAX as usize,
+        found: v,
+    })
+}
+
+impl ReductionPlan {
+    /// The plan split for `rank` (see [`SplitReduction`]); `n_partial`: blocks of the partial
+    /// product.
+    pub fn split(&self, rank: usize, n_partial: usize) -> Result<SplitReduction, AmgError> {
+        let size = self.send_ptr.len() - 1;
+        let mut send_idx = Vec::new();
+        let mut send_ranges = Vec::with_capacity(size);
+        for r in 0..size {
+            let start = send_idx.len();
+            if r != rank {
+                send_idx
+                    .extend_from_slice(&self.send_slots[self.send_ptr[r]..self.send_ptr[r + 1]]);
+            }
+            send_ranges.push(start..send_idx.len());
+        }
+        // This rank's message to itself is its own send list, in order.
+        let own = self.recv_ptr[rank]..self.recv_ptr[rank + 1];
+        let own_slots = &self.send_slots[self.send_ptr[rank]..self.send_ptr[rank + 1]];
+        if own_slots.len() != own.len() {
+            return Err(AmgError::DimensionMismatch {
+                what: "distributed Galerkin plan: this rank's own partial blocks",
+                expected: own.len(),
+                found: own_slots.len(),
+            });
+        }
+        let mut recv_ranges = Vec::with_capacity(size);
+        let mut at = 0;
+        for r in 0..size {
+            let n = if r == rank {
+                0
+            } else {
+                self.recv_ptr[r + 1] - self.recv_ptr[r]
+            };
+            recv_ranges.push(at..at + n);
+            at += n;
+        }
+        let source = |pos: u32| -> Result<u32, AmgError> {
+            let pos = pos as usize;
+            let j = if own.contains(&pos) {
+                own_slots[pos - own.start] as usize
+            } else if pos >= own.end {
+                n_partial + pos - own.len()
+            } else {
+                n_partial + pos
+            };
+            to_u32(j, "distributed Galerkin plan: contribution index")
+        };
+        let n_slots = self.slot_ptr.len() - 1;
+        let lists = |slots: Range<usize>| -> Result<(Vec<u32>, Vec<u32>), AmgError> {
+            let base = self.slot_ptr[slots.start];
+            let ptr = self.slot_ptr[slots.start..=slots.end]
+                .iter()
+                .map(|&p| to_u32(p - base, "distributed Galerkin plan: contributions"))
+                .collect::<Result<_, _>>()?;
+            let contrib = self.contrib[base..self.slot_ptr[slots.end]]
+                .iter()
+                .map(|&c| source(c))
+                .collect::<Result<_, _>>()?;
+            Ok((ptr, contrib))
+        };
+        let (diag_ptr, diag_contrib) = lists(0..self.n_diag)?;
+        let (offd_ptr, offd_contrib) = lists(self.n_diag..n_slots)?;
+        Ok(SplitReduction {
+            send_idx,
+            send_ranges,
+            recv_ranges,
+            n_recv: at,
+            n_partial,
+            diag_ptr,
+            diag_contrib,
+            offd_ptr,
+            offd_contrib,
+        })
+    }
+}
+
+impl SplitReduction {
+    /// The host's mirror of the device steps (`gather_blocks` of the send list, then
+    /// `sum_blocks_in_order` into both parts) on host slices: the messages to each rank from
+    /// `partial`, then, from the `others` received, the sums into `diag` and `offd` (`kk`
+    /// values per block).
+    pub fn pack(&self, partial: &[f64], kk: usize) -> Vec<Vec<f64>> {
+        self.send_ranges
+            .iter()
+            .map(|r| {
+                self.send_idx[r.clone()]
+                    .iter()
+                    .flat_map(|&s| &partial[s as usize * kk..(s as usize + 1) * kk])
+                    .copied()
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// See [`SplitReduction::pack`].
+    pub fn sum(
+        &self,
+        partial: &[f64],
+        others: &[f64],
+        kk: usize,
+        diag: &mut [f64],
+        offd: &mut [f64],
+    ) {
+        let n0 = self.n_partial;
+        let block = |j: u32| -> &[f64] {
+            let j = j as usize;
+            if j < n0 {
+                &partial[j * kk..(j + 1) * kk]
+            } else {
+                &others[(j - n0) * kk..(j - n0 + 1) * kk]
+            }
+        };
+        for (ptr, contrib, out) in [
+            (&self.diag_ptr, &self.diag_contrib, diag),
+            (&self.offd_ptr, &self.offd_contrib, offd),
+        ] {
+            for s in 0..ptr.len() - 1 {
+                let list = &contrib[ptr[s] as usize..ptr[s + 1] as usize];
+                let o = &mut out[s * kk..(s + 1) * kk];
+                o.copy_from_slice(block(list[0]));
+                for &c in &list[1..] {
+                    o.iter_mut().zip(block(c)).for_each(|(x, y)| *x += y);
                 }
             }
         }
@@ -349,6 +509,40 @@ impl GalerkinProductPlan {
         let (d, o) = ac.parts_mut();
         self.reduction.sum(&recv, kk, d.host_mut()?, o.host_mut()?);
         Ok((ac, sent))
+    }
+
+    /// Collective. [`GalerkinProductPlan::numeric`] in the device path's order on the host
+    /// ([`SplitReduction`]: this rank's own partial blocks kept, the others' received
+    /// concatenated; the sums over `[partial; others]`): the same bits, so a test of the
+    /// device plan's index lists on ranks without a GPU.
+    pub fn numeric_split(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<DistBsr, AmgError> {
+        self.gather_a_local(a)?;
+        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, p_ext, &mut self.ap)?;
+        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
+        let k = self.pt.block_rows();
+        let kk = k * k;
+        let comm = self.coarse.partition().comm().clone();
+        let split = self
+            .reduction
+            .split(comm.rank(), self.partial.pattern().nnz())?;
+        let partial = self.partial.host()?;
+        let received = comm
+            .alltoallv_f64(&split.pack(partial, kk))
+            .map_err(comm_err)?;
+        for (msg, r) in received.iter().zip(&split.recv_ranges) {
+            if msg.len() != r.len() * kk {
+                return Err(AmgError::DimensionMismatch {
+                    what: "distributed Galerkin product: partial blocks received from a rank",
+                    expected: r.len() * kk,
+                    found: msg.len(),
+                });
+            }
+        }
+        let others = received.concat();
+        let mut ac = DistBsr::zeros(self.coarse.clone());
+        let (d, o) = ac.parts_mut();
+        split.sum(partial, &others, kk, d.host_mut()?, o.host_mut()?);
+        Ok(ac)
     }
 
     /// The received messages checked against the plan and concatenated in rank order.

@@ -346,6 +346,16 @@ impl GalerkinPlan {
         Ok(())
     }
 
+    /// Collective. [`GalerkinPlan::product`] through
+    /// [`GalerkinProductPlan::numeric_split`] (the device path's order on the host: a test of
+    /// its index lists without a GPU); the same bits.
+    pub fn product_split(&mut self, a: &DistBsr, p: &DistBsr) -> Result<DistBsr, AmgError> {
+        self.refresh_view(a, p)?;
+        self.ensure_planned(a)?;
+        let plan = self.planned.as_mut().expect("made above");
+        plan.numeric_split(a, &self.view.p_ext)
+    }
+
     /// Collective. [`GalerkinPlan::product`] without the symbolic split (the one-off path:
     /// symbolic products, the local `A` sorted, `P_owned^T` and the reduction's indices made
     /// for this call): the reference the planned product is tested against.

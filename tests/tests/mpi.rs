@@ -914,16 +914,17 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
     );
 }
 
-/// `a`'s blocks scaled by `1 + 0.25 u(s_i, s_j)` (`u` hashed from the serial ids of the block's
-/// row and column nodes, `serial_ids` of `a`'s local nodes): new values on the same pattern,
-/// the same on every rank count.
-fn perturbed(a: &Bsr, serial_ids: &[u64], seed: u64) -> Bsr {
+/// `a`'s blocks scaled by `1 + amplitude u(s_i, s_j)` (`u` hashed from the serial ids of the
+/// block's row and column nodes, symmetric in them; `serial_ids` of `a`'s local nodes): new
+/// values on the same pattern, the same on every rank count.
+fn perturbed(a: &Bsr, serial_ids: &[u64], seed: u64, amplitude: f64) -> Bsr {
     let mut b = a.clone();
     let pattern = b.pattern().clone();
     for i in 0..pattern.n_block_rows() {
         for (slot, &j) in (pattern.row_ptr()[i]..).zip(pattern.row(i)) {
-            let h = splitmix64(seed ^ (serial_ids[i] << 24) ^ serial_ids[j as usize]);
-            let f = 1.0 + 0.25 * signed_unit(h);
+            let (si, sj) = (serial_ids[i], serial_ids[j as usize]);
+            let h = splitmix64(seed ^ (si.min(sj) << 24) ^ si.max(sj));
+            let f = 1.0 + amplitude * signed_unit(h);
             b.host_block_mut(slot)
                 .unwrap()
                 .iter_mut()
@@ -1109,7 +1110,7 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
 
                 // Hot updates: new values of A, the same P and plan.
                 for seed in [7u64, 8, 9] {
-                    let values = perturbed(&local.tangent, &part.node_serial_ids, seed);
+                    let values = perturbed(&local.tangent, &part.node_serial_ids, seed, 0.25);
                     let a2 = operator(&values);
                     let (hot, _) = plan.product(&a2, &pd).unwrap();
                     assert!(
@@ -1121,7 +1122,11 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                     assert_eq!(dist_bits(&hot), dist_bits(&fresh_ac), "hot update {seed}");
                     let (reference, _) = fresh.product_reference(&a2, &pd).unwrap();
                     assert_eq!(dist_bits(&hot), dist_bits(&reference), "hot update {seed}");
-                    let whole2 = perturbed(&whole, &ids, seed);
+                    // The device path's order (own blocks kept, two-source sums), on the host.
+                    let split = plan.product_split(&a2, &pd).unwrap();
+                    assert!(std::sync::Arc::ptr_eq(split.pattern(), ac.pattern()));
+                    assert_eq!(dist_bits(&split), dist_bits(&hot), "split {seed}");
+                    let whole2 = perturbed(&whole, &ids, seed, 0.25);
                     let serial2 = linalg::ptap(&whole2, &p).unwrap();
                     check_coarse_rows(&hot, &t.coarse_serial_ids, &serial_of, &serial2, 1e-12);
                 }
@@ -1637,5 +1642,141 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
         assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
         assert!(bytes.operators > 0);
         compare(&operator(2.0), &h, &hd, "hot");
+    });
+}
+
+/// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
+/// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
+/// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,
+/// point-block Jacobi inverse, eigenvalue estimate), uploads no operator (only the blocks
+/// received from the other rank and scalars), and CG with the updated device hierarchy equals
+/// CG with the updated host one (iterations and bits).
+#[test]
+fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
+    use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+        let serial = mesh::generate_box(&spec).unwrap();
+        let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+        let (k_local, clamped) = clamped_stiffness(&part.mesh);
+        let n_owned = part.n_owned_nodes();
+        let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+        let pattern =
+            DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+        let operator = |k: &Bsr| {
+            let mut a = DistBsr::zeros(pattern.clone());
+            a.set_from_local(k).unwrap();
+            a
+        };
+        let nns = assembly::rigid_body_modes(&serial.coords);
+        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+            .collect();
+        let params = amg::AmgParams {
+            coarse_eq_limit: 150,
+            max_levels: 6,
+            ..amg::AmgParams::default()
+        };
+        let mut h = DistHierarchy::new(
+            operator(&k_local),
+            &part.node_serial_ids[..n_owned],
+            owned_nns,
+            6,
+            &params,
+        )
+        .unwrap();
+        assert!(h.n_levels() > 2, "a hierarchy of several levels");
+        let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+        let mut b = operator(&k_local).new_owned_vector();
+        for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+            let s = part.node_serial_ids[e / 3];
+            *v = if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+            };
+        }
+        let b_dev = b.to_device(&device).unwrap();
+        let cg = amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        };
+        for seed in [11u64, 12] {
+            let values = perturbed(&k_local, &part.node_serial_ids, seed, 0.05);
+            h.update(operator(&values)).unwrap();
+            let a_dev = operator(&values).to_device(&device).unwrap();
+            let bytes = hd.update(&a_dev).unwrap();
+            for l in 0..h.n_levels() {
+                let host = h.level_operator(l).unwrap();
+                let dev = hd
+                    .level_operator(l)
+                    .unwrap()
+                    .to_device(&linalg::Device::Host)
+                    .unwrap();
+                assert!(std::sync::Arc::ptr_eq(host.pattern(), dev.pattern()));
+                assert_eq!(dist_bits(host), dist_bits(&dev), "update {seed}: level {l}");
+                if let Some(s) = h.level_smoother(l) {
+                    let inv = |s: &amg::smoother::Smoother| -> Vec<u64> {
+                        let v = s.pbj.inverse().to_host_vec().unwrap();
+                        v.iter().map(|x| x.to_bits()).collect()
+                    };
+                    let sd = hd.level_smoother(l).unwrap();
+                    assert_eq!(inv(s), inv(sd), "update {seed}: level {l}: D^-1");
+                    assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                }
+            }
+            // No operator crosses: the received coarse blocks, the ghosts of the eigenvalue
+            // estimates' products (at most eig_steps + 2 per level) and scalars only.
+            let fine_bytes = 8 * (a_dev.diag().pattern().nnz() + a_dev.offd().pattern().nnz()) * 9;
+            let ghost_bytes: u64 = (0..hd.n_levels() - 1)
+                .map(|l| {
+                    let op = hd.level_operator(l).unwrap();
+                    let halo = op.device_halo().unwrap();
+                    halo.bytes_per_exchange().host_to_device * (params.eig_steps as u64 + 2)
+                })
+                .sum();
+            assert!(bytes.mpi_received > 0 && bytes.mpi_sent > 0, "{bytes:?}");
+            assert!(
+                bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
+                "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
+            );
+            assert!(
+                (bytes.host_to_device as usize) < fine_bytes / 10,
+                "{bytes:?}"
+            );
+
+            let a_host = operator(&values);
+            let mut x = a_host.new_owned_vector();
+            let host = amg::cg_operator(&a_host, &b, &mut x, &h, &cg).unwrap();
+            let mut x_dev = a_dev.owned_zeros().unwrap();
+            let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, &hd, &cg).unwrap();
+            assert!(host.converged && on_gpu.converged);
+            assert_eq!(on_gpu.iterations, host.iterations, "CG iterations");
+            let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
+            let mut differ = [xh
+                .iter()
+                .zip(&xd)
+                .filter(|(u, v)| u.to_bits() != v.to_bits())
+                .count() as f64];
+            comm.allreduce_sum(&mut differ).unwrap();
+            assert_eq!(differ[0], 0.0, "solution entries differing in bits");
+            if comm.rank() == 0 {
+                println!(
+                    "device distributed hot update {seed}: {} levels equal to the host's, {} CG iterations, bytes {bytes:?}",
+                    h.n_levels(),
+                    host.iterations
+                );
+            }
+        }
     });
 }

@@ -259,6 +259,14 @@ impl DeviceDistHierarchy {
         self.levels.get(level).map(|l| &l.a)
     }
 
+    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
+    pub fn emax(&self) -> Vec<f64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
+            .collect()
+    }
+
     /// The smoother of level `level` (above the coarsest).
     pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
         self.levels.get(level).and_then(|l| l.smoother.as_ref())

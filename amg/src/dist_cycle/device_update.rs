@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order};
+use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
 use linalg::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 use linalg::comm::Comm;
@@ -31,11 +31,9 @@ fn comm_err(e: linalg::comm::CommError) -> AmgError {
 /// A [`GalerkinProductPlan`] on a GPU (see the module doc).
 ///
 /// Invariants: `a_gather` indexes `[diag; offd]` blocks of the operator (`n_a_diag` in
-/// `diag`); `send_idx` lists the partial blocks other ranks own, rank after rank
-/// (`send_ranges[r]`, blocks of `send_dev`); the received blocks land in `recv_dev` rank
-/// after rank (`recv_ranges[r]`; nothing from this rank); the coarse `diag` slot `s` sums
-/// `[partial; recv_dev]` blocks `diag_contrib[diag_ptr[s]..diag_ptr[s + 1]]` in order, the
-/// `offd` slots likewise.
+/// `diag`); the send and receive lists and the sums are a
+/// [`crate::dist_galerkin::SplitReduction`]'s (the partial blocks on the device, `recv_dev`
+/// the `others`), uploaded.
 #[derive(Debug)]
 pub(super) struct DeviceGalerkin {
     ctx: Arc<CudaContext>,
@@ -64,14 +62,6 @@ pub(super) struct DeviceGalerkin {
     offd_contrib: DeviceBuffer<u32>,
 }
 
-fn to_u32(v: usize, what: &'static str) -> Result<u32, AmgError> {
-    u32::try_from(v).map_err(|_| AmgError::DimensionMismatch {
-        what,
-        expected: u32::MAX as usize,
-        found: v,
-    })
-}
-
 impl DeviceGalerkin {
     /// Uploads `plan` and `p_ext` (the view the plan was made from) to `device` (a GPU;
     /// local: no messages).
@@ -89,74 +79,14 @@ impl DeviceGalerkin {
             })?
             .clone();
         let comm = plan.coarse_pattern().partition().comm().clone();
-        let (rank, size) = (comm.rank(), comm.size());
-        let red = plan.reduction();
         let k = plan.pt.block_rows();
         let kk = k * k;
-        let n_partial = plan.partial.pattern().nnz();
-
-        // Sends: the other ranks' lists, in rank order.
-        let mut send_idx = Vec::new();
-        let mut send_ranges = Vec::with_capacity(size);
-        for r in 0..size {
-            let start = send_idx.len();
-            if r != rank {
-                send_idx.extend_from_slice(&red.send_slots[red.send_ptr[r]..red.send_ptr[r + 1]]);
-            }
-            send_ranges.push(start..send_idx.len());
-        }
-        // Receives: every rank's message but this rank's, concatenated in rank order.
-        let own = red.recv_ptr[rank]..red.recv_ptr[rank + 1];
-        let own_slots = &red.send_slots[red.send_ptr[rank]..red.send_ptr[rank + 1]];
-        if own_slots.len() != own.len() {
-            return Err(AmgError::DimensionMismatch {
-                what: "device Galerkin plan: this rank's own partial blocks",
-                expected: own.len(),
-                found: own_slots.len(),
-            });
-        }
-        let mut recv_ranges = Vec::with_capacity(size);
-        let mut at = 0;
-        for r in 0..size {
-            let n = if r == rank {
-                0
-            } else {
-                red.recv_ptr[r + 1] - red.recv_ptr[r]
-            };
-            recv_ranges.push(at..at + n);
-            at += n;
-        }
-        let n_recv = at;
-        // Contributions as blocks of [partial; received from others].
-        let source = |pos: u32| -> Result<u32, AmgError> {
-            let pos = pos as usize;
-            let j = if own.contains(&pos) {
-                own_slots[pos - own.start] as usize
-            } else if pos >= own.end {
-                n_partial + pos - own.len()
-            } else {
-                n_partial + pos
-            };
-            to_u32(j, "device Galerkin plan: contribution index")
-        };
-        let n_diag = red.n_diag;
-        let n_slots = red.slot_ptr.len() - 1;
-        let lists = |slots: Range<usize>| -> Result<(Vec<u32>, Vec<u32>), AmgError> {
-            let base = red.slot_ptr[slots.start];
-            let ptr = red.slot_ptr[slots.start..=slots.end]
-                .iter()
-                .map(|&p| to_u32(p - base, "device Galerkin plan: contributions"))
-                .collect::<Result<_, _>>()?;
-            let contrib = red.contrib[base..red.slot_ptr[slots.end]]
-                .iter()
-                .map(|&c| source(c))
-                .collect::<Result<_, _>>()?;
-            Ok((ptr, contrib))
-        };
-        let (dp, dc) = lists(0..n_diag)?;
-        let (op, oc) = lists(n_diag..n_slots)?;
-        let n_send = send_idx.len() * kk;
-        Ok(Self {
+        let split = plan
+            .reduction()
+            .split(comm.rank(), plan.partial.pattern().nnz())?;
+        let n_send = split.send_idx.len() * kk;
+        let n_recv = split.n_recv;
+        let mut g = Self {
             a_gather: ctx.upload(&plan.a_gather)?,
             n_a_diag: plan.a_diag_nnz(),
             a_local: plan.a_local.to_device(device)?,
@@ -167,21 +97,26 @@ impl DeviceGalerkin {
             partial_plan: plan.partial_plan.clone(),
             partial: plan.partial.to_device(device)?,
             kk,
-            send_idx: ctx.upload(&send_idx)?,
-            send_ranges,
+            send_idx: ctx.upload(&split.send_idx)?,
+            send_ranges: split.send_ranges,
             send_dev: ctx.zeros(n_send)?,
             send_host: PinnedBuffer::zeros(&ctx, n_send)?,
-            recv_ranges,
+            recv_ranges: split.recv_ranges,
             recv_host: PinnedBuffer::zeros(&ctx, n_recv * kk)?,
             recv_dev: ctx.zeros(n_recv * kk)?,
-            diag_ptr: ctx.upload(&dp)?,
-            diag_contrib: ctx.upload(&dc)?,
-            offd_ptr: ctx.upload(&op)?,
-            offd_contrib: ctx.upload(&oc)?,
+            diag_ptr: ctx.upload(&split.diag_ptr)?,
+            diag_contrib: ctx.upload(&split.diag_contrib)?,
+            offd_ptr: ctx.upload(&split.offd_ptr)?,
+            offd_contrib: ctx.upload(&split.offd_contrib)?,
             coarse: plan.coarse_pattern().clone(),
             comm,
             ctx,
-        })
+        };
+        // The products' device plans are uploaded by their first numeric call: here, so that
+        // hot updates move no plan.
+        linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
+        linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
+        Ok(g)
     }
 
     /// Bytes of one product's blocks received from other ranks.
@@ -211,9 +146,11 @@ impl DeviceGalerkin {
             ctx,
             bl,
             &self.a_gather,
-            self.n_a_diag,
-            a.diag().device_bsr()?.values(),
-            a.offd().device_bsr()?.values(),
+            TwoSources {
+                n0: self.n_a_diag,
+                a: a.diag().device_bsr()?.values(),
+                b: a.offd().device_bsr()?.values(),
+            },
             self.a_local.device_bsr_mut()?.values_mut(),
         )?;
         linalg::spgemm_numeric(&self.ap_plan, &self.a_local, &self.p_ext, &mut self.ap)?;
@@ -254,9 +191,11 @@ impl DeviceGalerkin {
                 kk,
                 ptr,
                 contrib,
-                n_partial,
-                partial,
-                &self.recv_dev,
+                TwoSources {
+                    n0: n_partial,
+                    a: partial,
+                    b: &self.recv_dev,
+                },
                 part.device_bsr_mut()?.values_mut(),
             )?;
         }

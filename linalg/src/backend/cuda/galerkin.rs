@@ -12,17 +12,23 @@ use super::kernels::{grid_stride, GALERKIN};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
+/// The virtual concatenation `[a; b]` of two device arrays of blocks (`n0` blocks in `a`).
+#[derive(Clone, Copy, Debug)]
+pub struct TwoSources<'a> {
+    /// Blocks in `a`.
+    pub n0: usize,
+    /// The first blocks.
+    pub a: &'a DeviceBuffer<f64>,
+    /// The blocks after them.
+    pub b: &'a DeviceBuffer<f64>,
+}
+
 /// The sources hold whole blocks: `a` exactly `n0`, `b` any number (the indices come from a
 /// plan made for these lengths).
-fn check_sources(
-    what: &'static str,
-    bl: usize,
-    n0: usize,
-    a: &DeviceBuffer<f64>,
-    b: &DeviceBuffer<f64>,
-) -> Result<(), LinalgError> {
+fn check_sources(what: &'static str, bl: usize, src: TwoSources<'_>) -> Result<(), LinalgError> {
+    let TwoSources { n0, a, b } = src;
     check_len(what, n0 * bl, a.len())?;
-    if bl == 0 || b.len() % bl != 0 {
+    if bl == 0 || !b.len().is_multiple_of(bl) {
         return Err(LinalgError::LengthMismatch {
             what,
             expected: b.len().next_multiple_of(bl.max(1)),
@@ -32,19 +38,18 @@ fn check_sources(
     Ok(())
 }
 
-/// `out[k bl + c] = [a; b][idx[k] bl + c]` for every listed block (`a` holds `n0` blocks of
-/// `bl` values, `b` the blocks after them; `out` holds `idx.len() bl`).
+/// `out[k bl + c] = [a; b][idx[k] bl + c]` for every listed block (`src`: `a` holds `n0`
+/// blocks of `bl` values, `b` the blocks after them; `out` holds `idx.len() bl`).
 pub fn gather_blocks_two(
     ctx: &CudaContext,
     bl: usize,
     idx: &DeviceBuffer<u32>,
-    n0: usize,
-    a: &DeviceBuffer<f64>,
-    b: &DeviceBuffer<f64>,
+    src: TwoSources<'_>,
     out: &mut DeviceBuffer<f64>,
 ) -> Result<(), LinalgError> {
     check_len("gather_blocks_two: out", idx.len() * bl, out.len())?;
-    check_sources("gather_blocks_two: sources", bl, n0, a, b)?;
+    check_sources("gather_blocks_two: sources", bl, src)?;
+    let TwoSources { n0, a, b } = src;
     let n = idx.len() as u64;
     if n == 0 {
         return Ok(());
@@ -73,14 +78,13 @@ pub fn sum_blocks_in_order(
     bl: usize,
     ptr: &DeviceBuffer<u32>,
     contrib: &DeviceBuffer<u32>,
-    n0: usize,
-    a: &DeviceBuffer<f64>,
-    b: &DeviceBuffer<f64>,
+    src: TwoSources<'_>,
     out: &mut DeviceBuffer<f64>,
 ) -> Result<(), LinalgError> {
     let n = ptr.len().saturating_sub(1);
     check_len("sum_blocks_in_order: out", n * bl, out.len())?;
-    check_sources("sum_blocks_in_order: sources", bl, n0, a, b)?;
+    check_sources("sum_blocks_in_order: sources", bl, src)?;
+    let TwoSources { n0, a, b } = src;
     if n == 0 {
         return Ok(());
     }
