@@ -126,6 +126,8 @@ print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devi
       f"rows imbalance {r['rows_imbalance']:.3f}, collective wait max/mean {r['collective_wait_max_s']*1e3:.1f}/{r['collective_wait_mean_s']*1e3:.1f} ms")
 for g in r.get("gpu") or []:
     print(f"[mpi gamg {tag}] gpu {json.dumps(g)}")
+    print(f"[mpi gamg {tag}] hot update bytes: {g.get('hot_update_host_to_device_bytes')} B host->device, "
+          f"{g.get('hot_update_device_to_host_bytes')} B device->host, {g.get('hot_update_mpi_bytes')} B MPI")
 PY
     done
 done
