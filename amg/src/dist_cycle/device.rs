@@ -204,7 +204,9 @@ impl DeviceDistHierarchy {
                 .smoother
                 .take()
                 .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-            let pbj = PointBlockJacobi::new(level.a.diag()).map_err(|e| with_level(e, l))?;
+            // The inverses refreshed in place: the diagonal slots stay on the device.
+            let mut pbj = old.pbj;
+            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
             let emax = if self.params.recompute_eigs {
                 let start = level
                     .start
