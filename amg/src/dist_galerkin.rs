@@ -467,6 +467,11 @@ impl GalerkinProductPlan {
         self.a_diag.nnz()
     }
 
+    /// The `diag` and `offd` patterns of the `A` the plan was built for.
+    pub(crate) fn a_patterns(&self) -> (&Arc<BlockPattern>, &Arc<BlockPattern>) {
+        (&self.a_diag, &self.a_offd)
+    }
+
     /// True when `a` has the pattern the plan was built for.
     pub fn fits(&self, a: &DistBsr) -> bool {
         BlockPattern::same(a.pattern().diag(), &self.a_diag)

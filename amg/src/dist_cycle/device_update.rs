@@ -19,7 +19,7 @@ use linalg::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 use linalg::comm::Comm;
 use linalg::dist::{DistBsr, DistPattern};
-use linalg::{Bsr, Device, SpgemmPlan};
+use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
 
 use crate::dist_galerkin::GalerkinProductPlan;
 use crate::AmgError;
@@ -39,6 +39,8 @@ pub(super) struct DeviceGalerkin {
     ctx: Arc<CudaContext>,
     comm: Arc<dyn Comm>,
     coarse: Arc<DistPattern>,
+    /// The `diag` and `offd` patterns of the operator the plan was made for.
+    a_patterns: (Arc<BlockPattern>, Arc<BlockPattern>),
     a_gather: DeviceBuffer<u32>,
     n_a_diag: usize,
     a_local: Bsr,
@@ -86,7 +88,9 @@ impl DeviceGalerkin {
             .split(comm.rank(), plan.partial.pattern().nnz())?;
         let n_send = split.send_idx.len() * kk;
         let n_recv = split.n_recv;
+        let (ad, ao) = plan.a_patterns();
         let mut g = Self {
+            a_patterns: (ad.clone(), ao.clone()),
             a_gather: ctx.upload(&plan.a_gather)?,
             n_a_diag: plan.a_diag_nnz(),
             a_local: plan.a_local.to_device(device)?,
@@ -133,6 +137,16 @@ impl DeviceGalerkin {
     /// plan's pattern; `out`: the next level's device operator on [`Self::coarse_pattern`]);
     /// returns the bytes this rank sent to other ranks.
     pub(super) fn numeric(&mut self, a: &DistBsr, out: &mut DistBsr) -> Result<u64, AmgError> {
+        let (ad, ao) = &self.a_patterns;
+        if !BlockPattern::same(a.pattern().diag(), ad)
+            || !BlockPattern::same(a.pattern().offd(), ao)
+        {
+            return Err(AmgError::InvalidParameter {
+                name: "operator",
+                value: "another pattern".into(),
+                reason: "must be on the pattern the Galerkin plan was made for",
+            });
+        }
         if !Arc::ptr_eq(out.pattern(), &self.coarse) {
             return Err(AmgError::InvalidParameter {
                 name: "coarse operator",
