@@ -64,6 +64,16 @@ pub(super) struct DeviceGalerkin {
     offd_contrib: DeviceBuffer<u32>,
 }
 
+/// `n` zeros on the device; no allocation for `n == 0` (a rank whose partial blocks all stay,
+/// or that receives none).
+fn zeros(ctx: &CudaContext, n: usize) -> Result<DeviceBuffer<f64>, AmgError> {
+    Ok(if n == 0 {
+        ctx.upload::<f64>(&[])?
+    } else {
+        ctx.zeros(n)?
+    })
+}
+
 impl DeviceGalerkin {
     /// Uploads `plan` and `p_ext` (the view the plan was made from) to `device` (a GPU;
     /// local: no messages).
@@ -103,11 +113,11 @@ impl DeviceGalerkin {
             kk,
             send_idx: ctx.upload(&split.send_idx)?,
             send_ranges: split.send_ranges,
-            send_dev: ctx.zeros(n_send)?,
+            send_dev: zeros(&ctx, n_send)?,
             send_host: PinnedBuffer::zeros(&ctx, n_send)?,
             recv_ranges: split.recv_ranges,
             recv_host: PinnedBuffer::zeros(&ctx, n_recv * kk)?,
-            recv_dev: ctx.zeros(n_recv * kk)?,
+            recv_dev: zeros(&ctx, n_recv * kk)?,
             diag_ptr: ctx.upload(&split.diag_ptr)?,
             diag_contrib: ctx.upload(&split.diag_contrib)?,
             offd_ptr: ctx.upload(&split.offd_ptr)?,
