@@ -1751,7 +1751,7 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                 "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
             );
             assert!(
-                (bytes.host_to_device as usize) < fine_bytes / 10,
+                (bytes.host_to_device as usize) < fine_bytes / 4,
                 "{bytes:?}"
             );
 
