@@ -25,7 +25,8 @@
 #                      timed with device cuda and cpu (all cores), iterations and wall times
 #   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
-#                      (device DistBsr SpMV == host bits, device CG+AMG == host, rank device
+#                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
+#                      update == the host's per level and uploads no operator, rank device
 #                      selection), each test binary starting `mpirun -np 2` on itself
 #   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
 #                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
@@ -104,6 +105,9 @@ if [ "$MPI_TESTS" = 1 ]; then
         # inside mpirun the test body runs directly, so its lines show
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_cg_with_the_distributed_amg_equals_the_host_cg --nocapture --test-threads=1
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update \
+            --nocapture --test-threads=1
     } > "$out/mpi_tests.log" 2>&1 || status=1
     grep -E "^test |SKIP|test result|panicked|device distributed|nccl exchanges|failed" "$out/mpi_tests.log" | tail -n 30
 fi
@@ -138,6 +142,8 @@ print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devi
 print(f"[mpi gamg {tag}] exchange {r.get('exchange')} {r.get('exchange_fallback') or ''}")
 for g in r.get("gpu") or []:
     print(f"[mpi gamg {tag}] gpu {json.dumps(g)}")
+    print(f"[mpi gamg {tag}] hot update bytes: {g.get('hot_update_host_to_device_bytes')} B host->device, "
+          f"{g.get('hot_update_device_to_host_bytes')} B device->host, {g.get('hot_update_mpi_bytes')} B MPI")
 PY
       done
     done

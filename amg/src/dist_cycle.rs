@@ -23,7 +23,8 @@ use linalg::{ops, Bsr, Vector};
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
-pub use device::{DeviceDistHierarchy, RefreshBytes};
+mod device_update;
+pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
@@ -365,6 +366,16 @@ impl DistHierarchy {
             .iter()
             .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
             .collect()
+    }
+
+    /// The operator of level `level`.
+    pub fn level_operator(&self, level: usize) -> Option<&DistBsr> {
+        self.levels.get(level).map(|l| &l.a)
+    }
+
+    /// The smoother of level `level` (above the coarsest).
+    pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
+        self.levels.get(level).and_then(|l| l.smoother.as_ref())
     }
 
     /// The options the hierarchy was built with.

@@ -14,6 +14,7 @@ use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
 use linalg::{BlockPattern, Bsr};
 
 use crate::dist_aggregation::DistGraph;
+use crate::dist_galerkin::GalerkinProductPlan;
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
 
@@ -33,6 +34,8 @@ struct PView {
     p_owned: Bsr,
     coarse_globals: Vec<u64>,
     position: Vec<u32>,
+    /// `P`'s column partition (the coarse vertices).
+    p_owned_partition: linalg::dist::RowPartition,
 }
 
 /// Collective: gathers `P_oth` and builds the [`PView`] of `p` for `a` (`coarse_serial_ids` of
@@ -167,6 +170,7 @@ fn p_view(
         p_owned,
         coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
         position,
+        p_owned_partition: coarse_partition.clone(),
     })
 }
 
@@ -250,15 +254,20 @@ pub fn dist_galerkin(
 }
 
 /// The Galerkin product `P^T A P` for a fixed `P` and changing values of `A` (Newton's hot
-/// updates): `P`'s local view (with `P_oth`, gathered once) is kept, and a product whose `P`
-/// has the version last gathered sends no `P` values at all (counted by
-/// [`GalerkinPlan::product`]).
+/// updates): `P`'s local view (with `P_oth`, gathered once) is kept with the symbolic product
+/// ([`GalerkinProductPlan`]: the local `A`'s gather, the two products' plans, the reduction's
+/// send lists and sums), so a product whose `P` has the version last gathered sends no `P`
+/// values (counted by [`GalerkinPlan::product`]) and runs numeric phases only.
 #[derive(Debug)]
 pub struct GalerkinPlan {
     view: PView,
     coarse_serial_ids: Vec<u64>,
     /// `A`'s strength graph (the serial ids of its local vertices).
     graph: DistGraph,
+    /// The symbolic product for the current view, made by the first product after the view.
+    planned: Option<GalerkinProductPlan>,
+    /// Bytes of partial coarse blocks the last product sent to other ranks.
+    last_sent_bytes: u64,
 }
 
 impl GalerkinPlan {
@@ -274,31 +283,104 @@ impl GalerkinPlan {
             view: p_view(a, g, p, coarse_serial_ids)?,
             coarse_serial_ids: coarse_serial_ids.to_vec(),
             graph: g.clone(),
+            planned: None,
+            last_sent_bytes: 0,
         })
     }
 
-    /// Collective. `P^T A P` for the current values of `a` (the pattern the plan was built
-    /// for) and `p`, and the `P` values this rank sent for it: 0 unless some rank's `p` changed
-    /// since the last product (then `P_oth` and the view are refreshed). Each rank multiplies
-    /// its owned fine rows (`P_owned^T (A P)_owned`, serial kernels) and sends every partial
-    /// coarse row to its owner in one all-to-all; owners add the partials in rank order, so
-    /// the result is bit-identical for a fixed rank count (and equal to the serial product to
-    /// rounding).
-    pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
+    /// Collective: refreshes `P_oth` from `p`; where some rank's `p` changed since the last
+    /// gather, the view again (structure and values) and no symbolic product. Returns the `P`
+    /// values this rank sent.
+    fn refresh_view(&mut self, a: &DistBsr, p: &DistBsr) -> Result<usize, AmgError> {
         let sent = self.view.plan.update(p, &mut self.view.p_oth)?;
         let comm = p.pattern().col_partition().comm().clone();
         let mut moved = [sent as f64];
         comm.allreduce_max(&mut moved)
             .map_err(linalg::LinalgError::from)?;
         if moved[0] > 0.0 {
-            // A new P: its view again (structure and values).
             self.view = p_view(a, &self.graph, p, &self.coarse_serial_ids)?;
+            self.planned = None;
         }
+        Ok(sent)
+    }
+
+    /// Collective. `P^T A P` for the current values of `a` (the pattern the plan was built
+    /// for) and `p`, and the `P` values this rank sent for it: 0 unless some rank's `p` changed
+    /// since the last product (then `P_oth`, the view and the symbolic product are made
+    /// again). Each rank multiplies its owned fine rows (`P_owned^T (A P)_owned`, serial
+    /// kernels) and sends every partial coarse block to its owner in one all-to-all of values;
+    /// owners add the partials in rank order, so the result is bit-identical for a fixed rank
+    /// count (and equal to the serial product to rounding), and equal to
+    /// [`GalerkinPlan::product_reference`]'s bits. The result's pattern is the same `Arc` for
+    /// every product of one symbolic product.
+    pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
+        let sent = self.refresh_view(a, p)?;
+        self.ensure_planned(a)?;
+        let plan = self.planned.as_mut().expect("made above");
+        let (ac, bytes) = plan.numeric(a, &self.view.p_ext)?;
+        self.last_sent_bytes = bytes;
+        Ok((ac, sent))
+    }
+
+    /// Collective where it builds: the symbolic product for the current view and `a`'s pattern
+    /// (kept while both stay).
+    fn ensure_planned(&mut self, a: &DistBsr) -> Result<(), AmgError> {
+        let fits = self.planned.as_ref().is_some_and(|pl| pl.fits(a));
+        // Every rank must agree on building (a collective).
+        let comm = a.pattern().partition().comm().clone();
+        let mut rebuild = [f64::from(u8::from(!fits))];
+        comm.allreduce_max(&mut rebuild)
+            .map_err(linalg::LinalgError::from)?;
+        if rebuild[0] > 0.0 {
+            let v = &self.view;
+            let coarse = v.p_owned_partition.clone();
+            self.planned = Some(GalerkinProductPlan::new(
+                a,
+                &v.position,
+                &v.p_ext,
+                &v.p_owned,
+                &v.coarse_globals,
+                &coarse,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// Collective. [`GalerkinPlan::product`] through
+    /// [`GalerkinProductPlan::numeric_split`] (the device path's order on the host: a test of
+    /// its index lists without a GPU); the same bits.
+    pub fn product_split(&mut self, a: &DistBsr, p: &DistBsr) -> Result<DistBsr, AmgError> {
+        self.refresh_view(a, p)?;
+        self.ensure_planned(a)?;
+        let plan = self.planned.as_mut().expect("made above");
+        plan.numeric_split(a, &self.view.p_ext)
+    }
+
+    /// Collective. [`GalerkinPlan::product`] without the symbolic split (the one-off path:
+    /// symbolic products, the local `A` sorted, `P_owned^T` and the reduction's indices made
+    /// for this call): the reference the planned product is tested against.
+    pub fn product_reference(
+        &mut self,
+        a: &DistBsr,
+        p: &DistBsr,
+    ) -> Result<(DistBsr, usize), AmgError> {
+        let sent = self.refresh_view(a, p)?;
         let view = &self.view;
         let ap = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
         let pt = linalg::transpose(&view.p_owned)?;
         let partial = linalg::spgemm(&pt, &ap)?;
         Ok((reduce_partial(&partial, &view.coarse_globals, p)?, sent))
+    }
+
+    /// The symbolic product of the last [`GalerkinPlan::product`] and `P_ext` (its right
+    /// operand's values), for a device copy; `None` before the first product.
+    pub fn current(&self) -> Option<(&GalerkinProductPlan, &Bsr)> {
+        self.planned.as_ref().map(|p| (p, &self.view.p_ext))
+    }
+
+    /// Bytes of partial coarse blocks the last [`GalerkinPlan::product`] sent to other ranks.
+    pub fn last_sent_bytes(&self) -> u64 {
+        self.last_sent_bytes
     }
 }
 

@@ -406,3 +406,74 @@ fn single_precision_kernels_equal_the_host_ones() {
         }
     }
 }
+
+/// The distributed Galerkin product's kernels (`backend::cuda::galerkin`): blocks gathered from
+/// two sources, and blocks summed from listed contributions in the listed order (first
+/// assigned, then added), equal the host loops bit for bit; indices beyond the first source
+/// read the second.
+#[test]
+fn galerkin_kernels_gather_and_sum_blocks_in_the_listed_order() {
+    use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
+    let Some(device) = gpu("galerkin_kernels_gather_and_sum_blocks_in_the_listed_order") else {
+        return;
+    };
+    let ctx = device.cuda_context().unwrap();
+    let mut rng = Rng::new(91);
+    let (bl, n0, n1) = (36, 50, 70);
+    // values of mixed magnitudes, so that the order of the sums shows in the bits
+    let mut values = |n: usize| -> Vec<f64> {
+        (0..n * bl)
+            .map(|i| rng.unit() * 10f64.powi((i % 7) as i32 - 3))
+            .collect()
+    };
+    let (a, b) = (values(n0), values(n1));
+    let block = |j: usize| -> &[f64] {
+        if j < n0 {
+            &a[j * bl..(j + 1) * bl]
+        } else {
+            &b[(j - n0) * bl..(j - n0 + 1) * bl]
+        }
+    };
+    let idx: Vec<u32> = (0..90u32)
+        .map(|k| (k * 37 + 11) % (n0 + n1) as u32)
+        .collect();
+    // slots with 1 to 4 contributions from both sources
+    let mut ptr = vec![0u32];
+    let mut contrib = Vec::new();
+    for s in 0..40u32 {
+        for t in 0..=(s % 4) {
+            contrib.push((s * 13 + t * 29 + 5) % (n0 + n1) as u32);
+        }
+        ptr.push(contrib.len() as u32);
+    }
+    let gathered: Vec<f64> = idx
+        .iter()
+        .flat_map(|&j| block(j as usize))
+        .copied()
+        .collect();
+    let mut summed = vec![0.0; (ptr.len() - 1) * bl];
+    for s in 0..ptr.len() - 1 {
+        let list = &contrib[ptr[s] as usize..ptr[s + 1] as usize];
+        let out = &mut summed[s * bl..(s + 1) * bl];
+        out.copy_from_slice(block(list[0] as usize));
+        for &c in &list[1..] {
+            out.iter_mut()
+                .zip(block(c as usize))
+                .for_each(|(x, y)| *x += y);
+        }
+    }
+    let (ad, bd) = (ctx.upload(&a).unwrap(), ctx.upload(&b).unwrap());
+    let src = TwoSources { n0, a: &ad, b: &bd };
+    let idx_d = ctx.upload(&idx).unwrap();
+    let mut g = ctx.zeros::<f64>(gathered.len()).unwrap();
+    gather_blocks_two(ctx, bl, &idx_d, src, &mut g).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&ctx.download(&g).unwrap()), bits(&gathered));
+    let mut out = ctx.zeros::<f64>(summed.len()).unwrap();
+    let (pd, cd) = (ctx.upload(&ptr).unwrap(), ctx.upload(&contrib).unwrap());
+    sum_blocks_in_order(ctx, bl, &pd, &cd, src, &mut out).unwrap();
+    assert_eq!(bits(&ctx.download(&out).unwrap()), bits(&summed));
+    // a first source of another length than n0 blocks is an error
+    let short = TwoSources { n0: n0 + 1, ..src };
+    assert!(gather_blocks_two(ctx, bl, &idx_d, short, &mut g).is_err());
+}

@@ -914,6 +914,227 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
     );
 }
 
+/// `a`'s blocks scaled by `1 + amplitude u(s_i, s_j)` (`u` hashed from the serial ids of the
+/// block's row and column nodes, symmetric in them; `serial_ids` of `a`'s local nodes): new
+/// values on the same pattern, the same on every rank count.
+fn perturbed(a: &Bsr, serial_ids: &[u64], seed: u64, amplitude: f64) -> Bsr {
+    let mut b = a.clone();
+    let pattern = b.pattern().clone();
+    for i in 0..pattern.n_block_rows() {
+        for (slot, &j) in (pattern.row_ptr()[i]..).zip(pattern.row(i)) {
+            let (si, sj) = (serial_ids[i], serial_ids[j as usize]);
+            let h = splitmix64(seed ^ (si.min(sj) << 24) ^ si.max(sj));
+            let f = 1.0 + amplitude * signed_unit(h);
+            b.host_block_mut(slot)
+                .unwrap()
+                .iter_mut()
+                .for_each(|v| *v *= f);
+        }
+    }
+    b
+}
+
+/// The bits of both parts of a distributed matrix, with its parts' patterns and ghosts.
+type DistBits = (Vec<u64>, Vec<u64>, Vec<u32>, Vec<u32>, Vec<u64>);
+
+fn dist_bits(m: &DistBsr) -> DistBits {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    (
+        bits(m.diag().host().unwrap()),
+        bits(m.offd().host().unwrap()),
+        m.diag().pattern().col_idx().to_vec(),
+        m.offd().pattern().col_idx().to_vec(),
+        m.pattern().halo().ghosts().to_vec(),
+    )
+}
+
+/// Checks the owned coarse rows of `ac` (global coarse ids, `serial_of`: global -> serial
+/// coarse id; `coarse_serial_ids` of the owned rows) against the serial product `ac_serial`,
+/// entry by entry to `rtol` of its largest entry; returns the blocks checked.
+fn check_coarse_rows(
+    ac: &DistBsr,
+    coarse_serial_ids: &[u64],
+    serial_of: &std::collections::HashMap<u64, u64>,
+    ac_serial: &Bsr,
+    rtol: f64,
+) -> usize {
+    let scale = ac_serial
+        .host()
+        .unwrap()
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let first = ac.pattern().partition().owned_range().start;
+    let cg = ac.pattern().halo().ghosts();
+    let mut n = 0;
+    for (c, &sc) in coarse_serial_ids.iter().enumerate() {
+        let sc = sc as usize;
+        let mut got: Vec<(u64, Vec<f64>)> = Vec::new();
+        for (m, gh) in [(ac.diag(), None), (ac.offd(), Some(cg))] {
+            let pat = m.pattern();
+            for kk in pat.row_ptr()[c]..pat.row_ptr()[c + 1] {
+                let col = u64::from(pat.col_idx()[kk]);
+                let gc = gh.map_or(first + col, |gh: &[u64]| gh[col as usize]);
+                got.push((serial_of[&gc], m.host_block(kk).unwrap().to_vec()));
+            }
+        }
+        got.sort_by_key(|(col, _)| *col);
+        let pat = ac_serial.pattern();
+        let cols: Vec<u64> = pat.row(sc).iter().map(|&x| u64::from(x)).collect();
+        assert_eq!(
+            got.iter().map(|(col, _)| *col).collect::<Vec<_>>(),
+            cols,
+            "coarse row {sc}"
+        );
+        for (i, kk) in (pat.row_ptr()[sc]..pat.row_ptr()[sc + 1]).enumerate() {
+            for (x, y) in got[i].1.iter().zip(ac_serial.host_block(kk).unwrap()) {
+                assert!((x - y).abs() <= rtol * scale, "coarse row {sc}: {x} vs {y}");
+            }
+        }
+        n += got.len();
+    }
+    n
+}
+
+/// The planned distributed Galerkin product (symbolic once, numeric per hot update) has the
+/// one-off product's bits ([`amg::dist_prolongator::GalerkinPlan::product_reference`]: the
+/// symbolic products, the sorted local `A` and the reduction's indices made per call) on 1, 2,
+/// 3 and 4 ranks, equals the serial `P^T A P` to 1e-12 of its largest entry, and repeated hot
+/// updates with new values of `A` give a fresh plan's bits on the same coarse pattern object.
+#[test]
+fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_products() {
+    use amg::aggregation::{aggregate, MisDistance};
+    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use amg::dist_prolongator::{dist_smooth_prolongator, GalerkinPlan};
+    use amg::dist_tentative::dist_tentative_prolongator;
+
+    on_ranks(
+        "the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_products",
+        &[1, 2, 3, 4],
+        |comm| {
+            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../inputs/meshes/cook_q1.msh"
+            )))
+            .unwrap();
+            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+            let cases = [
+                (
+                    mesh::generate_box(&spec).unwrap(),
+                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+                ),
+                (
+                    gmsh.clone(),
+                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+                ),
+            ];
+            let (bs, k, slab, omega) = (3, 6, 18, 0.6);
+            for (serial, part) in &cases {
+                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+                let whole = assemble(serial, &ids).tangent;
+                let nns = assembly::rigid_body_modes(&serial.coords);
+                let space =
+                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
+                        .unwrap();
+                let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+                let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
+                let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
+                let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
+                let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
+
+                let local = assemble(&part.mesh, &part.node_serial_ids);
+                let n_owned = part.n_owned_nodes();
+                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+                let pattern = DistPattern::from_local(
+                    fine.clone(),
+                    local.tangent.pattern(),
+                    &part.node_globals,
+                    3,
+                )
+                .unwrap();
+                let operator = |values: &Bsr| {
+                    let mut a = DistBsr::zeros(pattern.clone());
+                    a.set_from_local(values).unwrap();
+                    a
+                };
+                let a = operator(&local.tangent);
+                let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+                let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+                let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                    .iter()
+                    .flat_map(|&s| {
+                        nns[s as usize * slab..(s as usize + 1) * slab]
+                            .iter()
+                            .copied()
+                    })
+                    .collect();
+                let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+                let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+                let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
+                let first = t.coarse_partition.owned_range().start;
+                let mine: Vec<u64> = t
+                    .coarse_serial_ids
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(c, &s)| [first + c as u64, s])
+                    .collect();
+                let mut serial_of = std::collections::HashMap::new();
+                for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                    for q in pairs.chunks(2) {
+                        serial_of.insert(q[0], q[1]);
+                    }
+                }
+
+                let mut plan = GalerkinPlan::new(&a, &g, &pd, &t.coarse_serial_ids).unwrap();
+                let (reference, _) = plan.product_reference(&a, &pd).unwrap();
+                let (ac, sent) = plan.product(&a, &pd).unwrap();
+                assert_eq!(sent, 0, "P values sent for an unchanged P");
+                assert_eq!(dist_bits(&ac), dist_bits(&reference), "cold product");
+                let ac_serial = linalg::ptap(&whole, &p).unwrap();
+                let n = check_coarse_rows(&ac, &t.coarse_serial_ids, &serial_of, &ac_serial, 1e-12);
+                let mut total = [n as f64];
+                comm.allreduce_sum(&mut total).unwrap();
+                assert_eq!(
+                    total[0] as usize,
+                    ac_serial.pattern().nnz(),
+                    "coarse blocks"
+                );
+                if comm.size() > 1 {
+                    let mut sent_bytes = [plan.last_sent_bytes() as f64];
+                    comm.allreduce_sum(&mut sent_bytes).unwrap();
+                    assert!(
+                        sent_bytes[0] > 0.0,
+                        "partial coarse rows sent to their owners"
+                    );
+                }
+
+                // Hot updates: new values of A, the same P and plan.
+                for seed in [7u64, 8, 9] {
+                    let values = perturbed(&local.tangent, &part.node_serial_ids, seed, 0.25);
+                    let a2 = operator(&values);
+                    let (hot, _) = plan.product(&a2, &pd).unwrap();
+                    assert!(
+                        std::sync::Arc::ptr_eq(hot.pattern(), ac.pattern()),
+                        "the coarse pattern object is kept between hot updates"
+                    );
+                    let mut fresh = GalerkinPlan::new(&a2, &g, &pd, &t.coarse_serial_ids).unwrap();
+                    let (fresh_ac, _) = fresh.product(&a2, &pd).unwrap();
+                    assert_eq!(dist_bits(&hot), dist_bits(&fresh_ac), "hot update {seed}");
+                    let (reference, _) = fresh.product_reference(&a2, &pd).unwrap();
+                    assert_eq!(dist_bits(&hot), dist_bits(&reference), "hot update {seed}");
+                    // The device path's order (own blocks kept, two-source sums), on the host.
+                    let split = plan.product_split(&a2, &pd).unwrap();
+                    assert!(std::sync::Arc::ptr_eq(split.pattern(), ac.pattern()));
+                    assert_eq!(dist_bits(&split), dist_bits(&hot), "split {seed}");
+                    let whole2 = perturbed(&whole, &ids, seed, 0.25);
+                    let serial2 = linalg::ptap(&whole2, &p).unwrap();
+                    check_coarse_rows(&hot, &t.coarse_serial_ids, &serial_of, &serial2, 1e-12);
+                }
+            }
+        },
+    );
+}
+
 /// The local linear-elastic stiffness of `mesh` with the nodes of `x = 0` clamped by symmetric
 /// elimination (their rows and columns zero, identity diagonal blocks), and the clamped flags.
 fn clamped_stiffness(mesh: &HexMesh) -> (Bsr, Vec<bool>) {
@@ -1428,6 +1649,142 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
             // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL library
             Err(e) if comm.rank() == 0 => println!("SKIP NCCL part of {test}: {e}"),
             Err(_) => {}
+        }
+    });
+}
+
+/// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
+/// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
+/// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,
+/// point-block Jacobi inverse, eigenvalue estimate), uploads no operator (only the blocks
+/// received from the other rank and scalars), and CG with the updated device hierarchy equals
+/// CG with the updated host one (iterations and bits).
+#[test]
+fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
+    use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+        let serial = mesh::generate_box(&spec).unwrap();
+        let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+        let (k_local, clamped) = clamped_stiffness(&part.mesh);
+        let n_owned = part.n_owned_nodes();
+        let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+        let pattern =
+            DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+        let operator = |k: &Bsr| {
+            let mut a = DistBsr::zeros(pattern.clone());
+            a.set_from_local(k).unwrap();
+            a
+        };
+        let nns = assembly::rigid_body_modes(&serial.coords);
+        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+            .collect();
+        let params = amg::AmgParams {
+            coarse_eq_limit: 150,
+            max_levels: 6,
+            ..amg::AmgParams::default()
+        };
+        let mut h = DistHierarchy::new(
+            operator(&k_local),
+            &part.node_serial_ids[..n_owned],
+            owned_nns,
+            6,
+            &params,
+        )
+        .unwrap();
+        assert!(h.n_levels() > 2, "a hierarchy of several levels");
+        let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+        let mut b = operator(&k_local).new_owned_vector();
+        for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+            let s = part.node_serial_ids[e / 3];
+            *v = if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+            };
+        }
+        let b_dev = b.to_device(&device).unwrap();
+        let cg = amg::CgParams {
+            rtol: 1e-8,
+            ..Default::default()
+        };
+        for seed in [11u64, 12] {
+            let values = perturbed(&k_local, &part.node_serial_ids, seed, 0.05);
+            h.update(operator(&values)).unwrap();
+            let a_dev = operator(&values).to_device(&device).unwrap();
+            let bytes = hd.update(&a_dev).unwrap();
+            for l in 0..h.n_levels() {
+                let host = h.level_operator(l).unwrap();
+                let dev = hd
+                    .level_operator(l)
+                    .unwrap()
+                    .to_device(&linalg::Device::Host)
+                    .unwrap();
+                assert!(std::sync::Arc::ptr_eq(host.pattern(), dev.pattern()));
+                assert_eq!(dist_bits(host), dist_bits(&dev), "update {seed}: level {l}");
+                if let Some(s) = h.level_smoother(l) {
+                    let inv = |s: &amg::smoother::Smoother| -> Vec<u64> {
+                        let v = s.pbj.inverse().to_host_vec().unwrap();
+                        v.iter().map(|x| x.to_bits()).collect()
+                    };
+                    let sd = hd.level_smoother(l).unwrap();
+                    assert_eq!(inv(s), inv(sd), "update {seed}: level {l}: D^-1");
+                    assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                }
+            }
+            // No operator crosses: the received coarse blocks, the ghosts of the eigenvalue
+            // estimates' products (at most eig_steps + 2 per level) and scalars only.
+            let fine_bytes = 8 * (a_dev.diag().pattern().nnz() + a_dev.offd().pattern().nnz()) * 9;
+            let ghost_bytes: u64 = (0..hd.n_levels() - 1)
+                .map(|l| {
+                    let op = hd.level_operator(l).unwrap();
+                    let halo = op.device_halo().unwrap();
+                    halo.bytes_per_exchange().host_to_device * (params.eig_steps as u64 + 2)
+                })
+                .sum();
+            assert!(bytes.mpi_received > 0 && bytes.mpi_sent > 0, "{bytes:?}");
+            assert!(
+                bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
+                "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
+            );
+            assert!(
+                (bytes.host_to_device as usize) < fine_bytes / 4,
+                "{bytes:?}"
+            );
+
+            let a_host = operator(&values);
+            let mut x = a_host.new_owned_vector();
+            let host = amg::cg_operator(&a_host, &b, &mut x, &h, &cg).unwrap();
+            let mut x_dev = a_dev.owned_zeros().unwrap();
+            let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, &hd, &cg).unwrap();
+            assert!(host.converged && on_gpu.converged);
+            assert_eq!(on_gpu.iterations, host.iterations, "CG iterations");
+            let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
+            let mut differ = [xh
+                .iter()
+                .zip(&xd)
+                .filter(|(u, v)| u.to_bits() != v.to_bits())
+                .count() as f64];
+            comm.allreduce_sum(&mut differ).unwrap();
+            assert_eq!(differ[0], 0.0, "solution entries differing in bits");
+            if comm.rank() == 0 {
+                println!(
+                    "device distributed hot update {seed}: {} levels equal to the host's, {} CG iterations, bytes {bytes:?}",
+                    h.n_levels(),
+                    host.iterations
+                );
+            }
         }
     });
 }

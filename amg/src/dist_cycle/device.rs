@@ -3,10 +3,14 @@
 //! [`DistBsr`] parts, point-block Jacobi inverted on the device), and the restriction's device
 //! path ([`transpose_apply`]).
 //!
-//! The set-up and the hot update (Galerkin products, eigenvalue estimates, the coarse factor)
-//! stay on the host [`DistHierarchy`]; [`DeviceDistHierarchy::refresh`] then uploads what
-//! changed: the operators' values, and a prolongator only when its version changed (a hot
-//! update of `reuse: interpolation` sends no `P` bytes at all, counted). The V-cycle is the
+//! The set-up stays on the host [`DistHierarchy`]. A hot update runs either on the device
+//! ([`DeviceDistHierarchy::update`]: the new fine operator's values copied on the device, the
+//! Galerkin products through [`device_update::DeviceGalerkin`], the point-block Jacobi
+//! inverses and eigenvalue estimates on the device, only the coarsest operator downloaded for
+//! its dense factor: the host update's bits, with scalars and the off-rank coarse blocks
+//! crossing) or on the host ([`DistHierarchy::update`], then
+//! [`DeviceDistHierarchy::refresh`] uploads what changed: the operators' values, and a
+//! prolongator only when its version changed). The V-cycle is the
 //! host's ([`super::v_cycle`]) on device vectors: halo exchanges staged through pinned host
 //! memory, the coarsest level solved redundantly on every rank's host (it has at most
 //! `coarse_eq_limit` unknowns: a download of the owned right-hand side, an all-gather, a dense
@@ -17,9 +21,10 @@ use linalg::backend::cuda;
 use linalg::dist::DistBsr;
 use linalg::{Device, Vector};
 
+use super::device_update::DeviceGalerkin;
 use super::{v_cycle, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
-use crate::hierarchy::build_smoother;
-use crate::params::Reuse;
+use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::params::{AmgParams, Reuse};
 use crate::smoother::Smoother;
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
@@ -61,12 +66,15 @@ pub(super) fn transpose_apply(
     Ok(())
 }
 
-/// One uploaded level.
+/// One uploaded level; above the coarsest, the Galerkin product's device plan and the
+/// eigenvalue estimate's start vector (hashed at the serial indices, uploaded once).
 #[derive(Debug)]
 struct DeviceLevel {
     a: DistBsr,
     smoother: Option<Smoother>,
     p: Option<(DistBsr, DistTranspose)>,
+    galerkin: Option<DeviceGalerkin>,
+    start: Option<Vector>,
 }
 
 impl CycleLevel for DeviceLevel {
@@ -88,6 +96,24 @@ pub struct DeviceDistHierarchy {
     device: Device,
     levels: Vec<DeviceLevel>,
     coarse: CoarseSolve,
+    params: AmgParams,
+    /// Serial ids of the coarsest level's owned block rows (for its dense factor).
+    coarse_serial_ids: Vec<u64>,
+}
+
+/// Bytes one [`DeviceDistHierarchy::update`] moved: each way between host and device (the
+/// device's transfer counters: off-rank coarse blocks, scalars of the eigenvalue estimates,
+/// the coarsest operator downloaded) and to other ranks (the partial coarse blocks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceUpdateBytes {
+    /// Host to device.
+    pub host_to_device: u64,
+    /// Device to host.
+    pub device_to_host: u64,
+    /// Sent to other ranks by the Galerkin products' reductions.
+    pub mpi_sent: u64,
+    /// Blocks received from other ranks by the reductions, in bytes (uploaded).
+    pub mpi_received: u64,
 }
 
 /// Bytes [`DeviceDistHierarchy::refresh`] uploaded.
@@ -113,17 +139,139 @@ impl DeviceDistHierarchy {
         for l in &host.levels {
             let a = l.a.to_device(device)?;
             let smoother = device_smoother(l.smoother.as_ref(), &a, host)?;
-            let p = match &l.p {
-                Some((p, pt, _)) => Some((p.to_device(device)?, transpose_to(pt, device)?)),
-                None => None,
+            let (p, galerkin, start) = match &l.p {
+                Some((p, pt, g)) => (
+                    Some((p.to_device(device)?, transpose_to(pt, device)?)),
+                    device_galerkin(g, device)?,
+                    Some(start_vector(&a, &l.serial_rows)?),
+                ),
+                None => (None, None, None),
             };
-            levels.push(DeviceLevel { a, smoother, p });
+            levels.push(DeviceLevel {
+                a,
+                smoother,
+                p,
+                galerkin,
+                start,
+            });
         }
+        let last = host.levels.last().expect("a hierarchy has a level");
         Ok(Self {
             device: device.clone(),
             levels,
             coarse: host.coarse.clone(),
+            params: host.params.clone(),
+            coarse_serial_ids: super::coarse_serial_ids(
+                &last.serial_rows,
+                last.a.pattern().block_size(),
+            ),
         })
+    }
+
+    /// Collective. New values of the fine operator (`a`: a device matrix on this hierarchy's
+    /// GPU, the fine level's pattern), handled on the device as `params.reuse` says:
+    /// `interpolation` keeps the prolongators and recomputes, level after level, the
+    /// point-block Jacobi inverse, the eigenvalue estimate (if `recompute_eigs`, from the start
+    /// vector kept on the device) and the Galerkin product (device numerics; only the off-rank
+    /// partial blocks cross, through pinned memory and one all-to-all), then downloads the
+    /// coarsest operator (small) for its dense factor; `full` copies the fine values only.
+    /// The result is [`DistHierarchy::update`]'s, bit for bit. `reuse: none` needs the host
+    /// set-up (an error here: use [`DistHierarchy::update`] and [`Self::refresh`]). The host
+    /// hierarchy this was uploaded from is not changed (it keeps the old values).
+    pub fn update(&mut self, a: &DistBsr) -> Result<DeviceUpdateBytes, AmgError> {
+        let at = self.device.transfers();
+        let mut bytes = DeviceUpdateBytes::default();
+        match self.params.reuse {
+            Reuse::None => {
+                return Err(AmgError::InvalidParameter {
+                    name: "reuse",
+                    value: "none".into(),
+                    reason: "needs the host set-up (DistHierarchy::update, then refresh)",
+                })
+            }
+            Reuse::Full => {
+                self.levels[0].a.copy_values_from(a)?;
+                return Ok(self.bytes_since(at, bytes));
+            }
+            Reuse::Interpolation => {}
+        }
+        self.levels[0].a.copy_values_from(a)?;
+        let n = self.levels.len();
+        for l in 0..n - 1 {
+            let (head, tail) = self.levels.split_at_mut(l + 1);
+            let (level, next) = (&mut head[l], &mut tail[0]);
+            let old = level
+                .smoother
+                .take()
+                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+            // The inverses refreshed in place: the diagonal slots stay on the device.
+            let mut pbj = old.pbj;
+            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
+            let emax = if self.params.recompute_eigs {
+                let start = level
+                    .start
+                    .as_ref()
+                    .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+                let mut r = start.zeros_like()?;
+                r.copy_from(start)?;
+                let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
+                let estimate = crate::eig::estimate_emax_from(
+                    &level.a,
+                    &pbj,
+                    self.params.eig_steps,
+                    [&mut r, &mut p, &mut w],
+                )?;
+                checked_emax(estimate, l)?
+            } else {
+                old.emax
+            };
+            level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let galerkin = level.galerkin.as_mut().ok_or(AmgError::InvalidParameter {
+                name: "device hierarchy",
+                value: format!("level {l}"),
+                reason: "has no device Galerkin plan",
+            })?;
+            bytes.mpi_sent += galerkin.numeric(&level.a, &mut next.a)?;
+            bytes.mpi_received += galerkin.bytes_received();
+        }
+        let last = &self.levels[n - 1].a;
+        let coarsest = last.to_device(&Device::Host)?;
+        self.coarse = super::gather_factor(&coarsest, &self.coarse_serial_ids)?;
+        Ok(self.bytes_since(at, bytes))
+    }
+
+    fn bytes_since(
+        &self,
+        at: linalg::Transfers,
+        mut bytes: DeviceUpdateBytes,
+    ) -> DeviceUpdateBytes {
+        let now = self.device.transfers();
+        bytes.host_to_device = now.host_to_device - at.host_to_device;
+        bytes.device_to_host = now.device_to_host - at.device_to_host;
+        bytes
+    }
+
+    /// Number of levels.
+    pub fn n_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The operator of level `level` (on the device).
+    pub fn level_operator(&self, level: usize) -> Option<&DistBsr> {
+        self.levels.get(level).map(|l| &l.a)
+    }
+
+    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
+    pub fn emax(&self) -> Vec<f64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
+            .collect()
+    }
+
+    /// The smoother of level `level` (above the coarsest).
+    pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
+        self.levels.get(level).and_then(|l| l.smoother.as_ref())
     }
 
     /// After `host` was updated ([`DistHierarchy::update`]): the new operators' values uploaded
@@ -154,12 +302,21 @@ impl DeviceDistHierarchy {
             }
             d.smoother = device_smoother(h.smoother.as_ref(), &d.a, host)?;
             bytes.operators += self.device.transfers().host_to_device - at;
-            if let (Some((dp, dpt)), Some((hp, hpt, _))) = (&mut d.p, &h.p) {
+            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, &h.p) {
                 if dp.version() != hp.version() {
                     let at = self.device.transfers().host_to_device;
                     *dp = hp.to_device(&self.device)?;
                     *dpt = transpose_to(hpt, &self.device)?;
                     bytes.prolongators += self.device.transfers().host_to_device - at;
+                }
+                let stale = match (&d.galerkin, g.current()) {
+                    (Some(dg), Some((plan, _))) => {
+                        !std::sync::Arc::ptr_eq(dg.coarse_pattern(), plan.coarse_pattern())
+                    }
+                    _ => true,
+                };
+                if stale {
+                    d.galerkin = device_galerkin(g, &self.device)?;
                 }
             }
         }
@@ -194,6 +351,28 @@ fn device_smoother(
         ))
     })
     .transpose()
+}
+
+/// The device copy of a level's Galerkin plan (`None` before its first product).
+fn device_galerkin(
+    g: &crate::dist_prolongator::GalerkinPlan,
+    device: &Device,
+) -> Result<Option<DeviceGalerkin>, AmgError> {
+    g.current()
+        .map(|(plan, p_ext)| DeviceGalerkin::upload(plan, p_ext, device))
+        .transpose()
+}
+
+/// The eigenvalue estimate's start vector of a level (hashed at the serial index of each owned
+/// unknown, as [`super::dist_emax`]'s) on `a`'s device.
+fn start_vector(a: &DistBsr, serial_rows: &[u64]) -> Result<Vector, AmgError> {
+    let host: Vec<f64> = serial_rows
+        .iter()
+        .map(|&s| crate::eig::start_entry(s))
+        .collect();
+    let mut v = a.owned_zeros()?;
+    v.copy_from_host(&host)?;
+    Ok(v)
 }
 
 fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, AmgError> {

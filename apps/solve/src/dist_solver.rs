@@ -213,14 +213,29 @@ impl DistSolver {
     }
 
     /// Collective. The hierarchy for the tangent `k`: set up cold at the first call (and after
-    /// new rigid-body modes), updated as `amg.reuse` says otherwise; its levels uploaded to or
-    /// refreshed on the GPU when the solves run there.
+    /// new rigid-body modes), updated as `amg.reuse` says otherwise; its levels uploaded to the
+    /// GPU when the solves run there, and hot updates run on the GPU
+    /// (`DeviceDistHierarchy::update`; `reuse: none`: on the host, the levels refreshed).
     fn update_hierarchy(
         &mut self,
         pattern: &Arc<DistPattern>,
         k: &Bsr,
         owned: usize,
     ) -> Result<SetupKind> {
+        // A hot update with the levels on the GPU runs there (the new tangent is the device
+        // operator already): the Galerkin products, smoothers and eigenvalue estimates on the
+        // device, only the off-rank coarse blocks and scalars crossing. The host hierarchy
+        // keeps its set-up (its values are not used again: `reuse: none` is the host path).
+        if let (Some(d), Some(a), Some(_)) = (
+            &mut self.device_hierarchy,
+            &self.device_operator,
+            &self.hierarchy,
+        ) {
+            if !self.device.is_host() && self.amg.reuse != amg::params::Reuse::None {
+                d.update(a)?;
+                return Ok(SetupKind::AmgHot);
+            }
+        }
         let mut fine = DistBsr::zeros(pattern.clone());
         fine.set_from_local(k)?;
         let setup = match &mut self.hierarchy {

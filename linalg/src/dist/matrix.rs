@@ -219,6 +219,12 @@ impl DistPattern {
         &self.row_layout
     }
 
+    /// Where each input entry went (see the type's invariants): entry `k`'s slot in `diag`
+    /// (`< diag.nnz()`) or `diag.nnz() +` its slot in `offd`.
+    pub fn entry_slots(&self) -> &[u32] {
+        &self.entry_slot
+    }
+
     /// Pattern of the owned rows' owned columns.
     pub fn diag(&self) -> &Arc<BlockPattern> {
         &self.diag
@@ -462,6 +468,34 @@ impl DistBsr {
         Ok(())
     }
 
+    /// Copies the values of `src` (the same pattern) into this matrix: device to device where
+    /// both live on one GPU (no host transfer), else as [`DistBsr::upload_values_from`] from a
+    /// host `src`; takes `src`'s version.
+    pub fn copy_values_from(&mut self, src: &DistBsr) -> Result<(), LinalgError> {
+        if !Arc::ptr_eq(&self.pattern, &src.pattern) {
+            return Err(LinalgError::LayoutMismatch {
+                what: "DistBsr::copy_values_from: another pattern",
+            });
+        }
+        if src.device().is_host() {
+            return self.upload_values_from(src);
+        }
+        crate::device::check_same_device(
+            "DistBsr::copy_values_from",
+            &self.device(),
+            &src.device(),
+        )?;
+        let device = self.device();
+        let ctx = device.cuda_context().ok_or(LinalgError::LayoutMismatch {
+            what: "DistBsr::copy_values_from: a GPU matrix",
+        })?;
+        for (dst, s) in [(&mut self.diag, &src.diag), (&mut self.offd, &src.offd)] {
+            ctx.copy(s.device_bsr()?.values(), dst.device_bsr_mut()?.values_mut())?;
+        }
+        self.version = src.version;
+        Ok(())
+    }
+
     /// Where the values live.
     pub fn device(&self) -> Device {
         self.diag.device()
@@ -473,6 +507,14 @@ impl DistBsr {
         self.device_halo
             .as_ref()
             .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Both parts' values for writing in place (the pattern stays; the matrix takes a new
+    /// version): for numeric phases that compute the values slot by slot (the distributed
+    /// Galerkin product's reduction), on the host or the GPU where the matrix lives.
+    pub fn parts_mut(&mut self) -> (&mut Bsr, &mut Bsr) {
+        self.version = next_version();
+        (&mut self.diag, &mut self.offd)
     }
 
     /// The version of the values: a new one, unique in the process, after every change.

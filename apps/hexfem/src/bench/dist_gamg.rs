@@ -11,13 +11,17 @@
 //! off-process reductions).
 //!
 //! With `--device cuda` each rank computes on its own GPU (node-local rank mod the node's GPUs,
-//! `linalg::dist::select_rank_devices`; the rank -> device map is reported): the set-up and the
-//! hot update run on the host (distributed Galerkin products and all) and the levels are
-//! uploaded (`amg::dist_cycle::DeviceDistHierarchy`; a hot update uploads the operators' values
-//! and no prolongator), CG and the V-cycle run on the device with the halo exchanges staged
-//! through pinned host memory. The `gpu` field adds the bytes between device and host per SpMV
-//! and per hot update, and the SpMV's parts timed alone (the halo exchange, the diagonal
-//! product) beside the overlapped SpMV.
+//! `linalg::dist::select_rank_devices`; the rank -> device map is reported): the cold set-up
+//! runs on the host and the levels are uploaded (`amg::dist_cycle::DeviceDistHierarchy`); the
+//! hot update runs on the device (`DeviceDistHierarchy::update`: the new fine values, uploaded
+//! before the timed update as a Newton step's assembly would leave them there, then Galerkin
+//! products, smoother inverses and eigenvalue estimates on the device, only the off-rank
+//! coarse blocks and scalars crossing; `reuse: none` updates on the host and uploads the
+//! levels), CG and the V-cycle run on the device, the halo exchanges device to device through
+//! NCCL (`--exchange nccl`; `auto`, the default, where every rank has its own GPU and NCCL) or
+//! staged through pinned host memory and MPI (`--exchange staged`). The `gpu` field adds the bytes between device and host per SpMV and per hot
+//! update (and the hot update's MPI bytes), and the SpMV's parts timed alone (the halo
+//! exchange, the diagonal product) beside the overlapped SpMV.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -108,9 +112,15 @@ pub struct DistGpuRank {
     /// One fine SpMV: device to pinned host (packed send values) and back (ghosts), bytes.
     pub spmv_device_to_host_bytes: u64,
     pub spmv_host_to_device_bytes: u64,
-    /// The first hot update's uploads: operators' values, and prolongators (0: none changed).
+    /// The first hot update's uploads of operators' values and prolongators (0 for the device
+    /// hot update, which uploads none; 0 prolongators: none changed).
     pub hot_update_operator_bytes: u64,
     pub hot_update_p_bytes: u64,
+    /// The first hot update's bytes host to device and device to host (the fine values'
+    /// upload before it not counted), and its Galerkin reductions' bytes sent to other ranks.
+    pub hot_update_host_to_device_bytes: u64,
+    pub hot_update_device_to_host_bytes: u64,
+    pub hot_update_mpi_bytes: u64,
     /// Both directions during the hot solve.
     pub hot_solve_transfer_bytes: u64,
     /// Best of the fine SpMV's halo exchange alone (gather, download, MPI, upload), of its
@@ -274,23 +284,37 @@ pub fn run(
         k.scale(OPERATOR_SCALE)?;
         let fine = operator(&k)?;
         let next = operator(&k)?;
+        let on_device = hd.is_some() && bench.amg.reuse != amg::params::Reuse::None;
+        if on_device {
+            // The new tangent where a device Newton step assembles it.
+            a.upload_values_from(&next)?;
+            device.synchronize()?;
+        }
         sync(comm)?;
         let before = traffic(comm, &device);
-        let uploaded = device.transfers().host_to_device;
+        let at = device.transfers();
         let t = Instant::now();
-        if device.is_host() {
-            a = next;
-        } else {
-            a.upload_values_from(&next)?;
+        let mut p_values = 0;
+        let mut refreshed = amg::dist_cycle::RefreshBytes::default();
+        let mut mpi_bytes = 0;
+        match &mut hd {
+            Some(d) if on_device => mpi_bytes = d.update(&a)?.mpi_sent,
+            _ => {
+                if device.is_host() {
+                    a = next;
+                } else {
+                    a.upload_values_from(&next)?;
+                }
+                p_values = h.update(fine)?;
+                if let Some(d) = &mut hd {
+                    refreshed = d.refresh(&h)?;
+                }
+            }
         }
-        let p_values = h.update(fine)?;
-        let refreshed = match &mut hd {
-            Some(d) => d.refresh(&h)?,
-            None => Default::default(),
-        };
         device.synchronize()?;
         let setup_hot_s = t.elapsed().as_secs_f64();
         let update_traffic = PhaseTraffic::between(before, traffic(comm, &device));
+        let update_transfers = device.transfers();
         x.fill(0.0)?;
         sync(comm)?;
         let before = traffic(comm, &device);
@@ -301,9 +325,14 @@ pub fn run(
         let solve_traffic = PhaseTraffic::between(before, traffic(comm, &device));
         if solve_index == 1 {
             gpu.hot_update_p_bytes = refreshed.prolongators;
-            gpu.hot_update_operator_bytes =
-                device.transfers().host_to_device - uploaded - refreshed.prolongators;
-            gpu.hot_solve_transfer_bytes = moved(&device) - transfers;
+            gpu.hot_update_operator_bytes = refreshed.operators;
+            let now = device.transfers();
+            gpu.hot_update_host_to_device_bytes =
+                update_transfers.host_to_device - at.host_to_device;
+            gpu.hot_update_device_to_host_bytes =
+                update_transfers.device_to_host - at.device_to_host;
+            gpu.hot_update_mpi_bytes = mpi_bytes;
+            gpu.hot_solve_transfer_bytes = now.host_to_device + now.device_to_host - transfers;
         }
         if solve_index == 1 {
             hot = Some((
@@ -531,6 +560,9 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
         mine.spmv_exchange_s,
         mine.spmv_diag_s,
         mine.spmv_serial_s,
+        mine.hot_update_host_to_device_bytes as f64,
+        mine.hot_update_device_to_host_bytes as f64,
+        mine.hot_update_mpi_bytes as f64,
     ];
     Ok(comm
         .allgatherv_f64(&v)?
@@ -544,6 +576,9 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
             spmv_exchange_s: v[5],
             spmv_diag_s: v[6],
             spmv_serial_s: v[7],
+            hot_update_host_to_device_bytes: v[8] as u64,
+            hot_update_device_to_host_bytes: v[9] as u64,
+            hot_update_mpi_bytes: v[10] as u64,
         })
         .collect())
 }
@@ -603,7 +638,7 @@ impl std::fmt::Display for DistGamgResult {
         for (r, g) in self.gpu.iter().flatten().enumerate() {
             writeln!(
                 f,
-                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update uploaded {} B of operators, {} B of P; hot solve moved {} B",
+                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update uploaded {} B of operators, {} B of P, moved {} B up, {} B down, sent {} B to other ranks; hot solve moved {} B",
                 g.spmv_device_to_host_bytes,
                 g.spmv_host_to_device_bytes,
                 g.spmv_exchange_s * 1e3,
@@ -611,6 +646,9 @@ impl std::fmt::Display for DistGamgResult {
                 g.spmv_serial_s * 1e3,
                 g.hot_update_operator_bytes,
                 g.hot_update_p_bytes,
+                g.hot_update_host_to_device_bytes,
+                g.hot_update_device_to_host_bytes,
+                g.hot_update_mpi_bytes,
                 g.hot_solve_transfer_bytes
             )?;
         }

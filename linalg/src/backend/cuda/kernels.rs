@@ -52,6 +52,12 @@ pub(crate) const HALO: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const GALERKIN: KernelSource = KernelSource {
+    name: "galerkin.cu",
+    text: include_str!("../../../cuda/galerkin.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
 pub const SOURCE_NAMES: &[&str] = &[
     "spmv.cu",
@@ -62,11 +68,12 @@ pub const SOURCE_NAMES: &[&str] = &[
     "ops.cu",
     "mis.cu",
     "halo.cu",
+    "galerkin.cu",
 ];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
-    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO]
+    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN]
         .into_iter()
         .find(|s| s.name == name)
 }

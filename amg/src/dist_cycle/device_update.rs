@@ -1,0 +1,230 @@
+//! The distributed Galerkin product's numeric phase on one GPU per rank: [`DeviceGalerkin`],
+//! a [`GalerkinProductPlan`] with its operands and index lists uploaded (once per version of
+//! `P`), used by [`super::DeviceDistHierarchy::update`] (the hot update that keeps every level
+//! on the device).
+//!
+//! One product: the local `A`'s blocks gathered from the device operator's `diag` / `offd`
+//! values, the two device spgemm numerics (the host plans' device mirrors: the host's bits),
+//! the partial blocks other ranks own gathered into one device buffer and downloaded into
+//! pinned memory (this rank's own blocks stay on the device), one all-to-all of values on the
+//! host, the received blocks uploaded, and every coarse block summed on the device from its
+//! contributions in the plan's order (this rank's partial blocks and the received ones): the
+//! host product's bits ([`GalerkinProductPlan::numeric`]).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
+use linalg::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
+use linalg::backend::cuda::{CudaContext, DeviceBuffer};
+use linalg::comm::Comm;
+use linalg::dist::{DistBsr, DistPattern};
+use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
+
+use crate::dist_galerkin::GalerkinProductPlan;
+use crate::AmgError;
+
+fn comm_err(e: linalg::comm::CommError) -> AmgError {
+    AmgError::from(linalg::LinalgError::from(e))
+}
+
+/// A [`GalerkinProductPlan`] on a GPU (see the module doc).
+///
+/// Invariants: `a_gather` indexes `[diag; offd]` blocks of the operator (`n_a_diag` in
+/// `diag`); the send and receive lists and the sums are a
+/// [`crate::dist_galerkin::SplitReduction`]'s (the partial blocks on the device, `recv_dev`
+/// the `others`), uploaded.
+#[derive(Debug)]
+pub(super) struct DeviceGalerkin {
+    ctx: Arc<CudaContext>,
+    comm: Arc<dyn Comm>,
+    coarse: Arc<DistPattern>,
+    /// The `diag` and `offd` patterns of the operator the plan was made for.
+    a_patterns: (Arc<BlockPattern>, Arc<BlockPattern>),
+    a_gather: DeviceBuffer<u32>,
+    n_a_diag: usize,
+    a_local: Bsr,
+    p_ext: Bsr,
+    ap_plan: SpgemmPlan,
+    ap: Bsr,
+    pt: Bsr,
+    partial_plan: SpgemmPlan,
+    partial: Bsr,
+    kk: usize,
+    send_idx: DeviceBuffer<u32>,
+    send_ranges: Vec<Range<usize>>,
+    send_dev: DeviceBuffer<f64>,
+    send_host: PinnedBuffer,
+    recv_ranges: Vec<Range<usize>>,
+    recv_host: PinnedBuffer,
+    recv_dev: DeviceBuffer<f64>,
+    diag_ptr: DeviceBuffer<u32>,
+    diag_contrib: DeviceBuffer<u32>,
+    offd_ptr: DeviceBuffer<u32>,
+    offd_contrib: DeviceBuffer<u32>,
+}
+
+/// `n` zeros on the device; no allocation for `n == 0` (a rank whose partial blocks all stay,
+/// or that receives none).
+fn zeros(ctx: &CudaContext, n: usize) -> Result<DeviceBuffer<f64>, AmgError> {
+    Ok(if n == 0 {
+        ctx.upload::<f64>(&[])?
+    } else {
+        ctx.zeros(n)?
+    })
+}
+
+impl DeviceGalerkin {
+    /// Uploads `plan` and `p_ext` (the view the plan was made from) to `device` (a GPU;
+    /// local: no messages).
+    pub(super) fn upload(
+        plan: &GalerkinProductPlan,
+        p_ext: &Bsr,
+        device: &Device,
+    ) -> Result<Self, AmgError> {
+        let ctx = device
+            .cuda_context()
+            .ok_or(AmgError::InvalidParameter {
+                name: "device",
+                value: device.name(),
+                reason: "must be a GPU for the device Galerkin product",
+            })?
+            .clone();
+        let comm = plan.coarse_pattern().partition().comm().clone();
+        let k = plan.pt.block_rows();
+        let kk = k * k;
+        let split = plan
+            .reduction()
+            .split(comm.rank(), plan.partial.pattern().nnz())?;
+        let n_send = split.send_idx.len() * kk;
+        let n_recv = split.n_recv;
+        let (ad, ao) = plan.a_patterns();
+        let mut g = Self {
+            a_patterns: (ad.clone(), ao.clone()),
+            a_gather: ctx.upload(&plan.a_gather)?,
+            n_a_diag: plan.a_diag_nnz(),
+            a_local: plan.a_local.to_device(device)?,
+            p_ext: p_ext.to_device(device)?,
+            ap_plan: plan.ap_plan.clone(),
+            ap: plan.ap.to_device(device)?,
+            pt: plan.pt.to_device(device)?,
+            partial_plan: plan.partial_plan.clone(),
+            partial: plan.partial.to_device(device)?,
+            kk,
+            send_idx: ctx.upload(&split.send_idx)?,
+            send_ranges: split.send_ranges,
+            send_dev: zeros(&ctx, n_send)?,
+            send_host: PinnedBuffer::zeros(&ctx, n_send)?,
+            recv_ranges: split.recv_ranges,
+            recv_host: PinnedBuffer::zeros(&ctx, n_recv * kk)?,
+            recv_dev: zeros(&ctx, n_recv * kk)?,
+            diag_ptr: ctx.upload(&split.diag_ptr)?,
+            diag_contrib: ctx.upload(&split.diag_contrib)?,
+            offd_ptr: ctx.upload(&split.offd_ptr)?,
+            offd_contrib: ctx.upload(&split.offd_contrib)?,
+            coarse: plan.coarse_pattern().clone(),
+            comm,
+            ctx,
+        };
+        // The products' device plans are uploaded by their first numeric call: here, so that
+        // hot updates move no plan.
+        linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
+        linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
+        Ok(g)
+    }
+
+    /// Bytes of one product's blocks received from other ranks.
+    pub(super) fn bytes_received(&self) -> u64 {
+        (self.recv_dev.len() * 8) as u64
+    }
+
+    /// The coarse operator's pattern (the plan's).
+    pub(super) fn coarse_pattern(&self) -> &Arc<DistPattern> {
+        &self.coarse
+    }
+
+    /// Collective. `out = P^T a P` on the device (`a`: the level's device operator on the
+    /// plan's pattern; `out`: the next level's device operator on [`Self::coarse_pattern`]);
+    /// returns the bytes this rank sent to other ranks.
+    pub(super) fn numeric(&mut self, a: &DistBsr, out: &mut DistBsr) -> Result<u64, AmgError> {
+        let (ad, ao) = &self.a_patterns;
+        if !BlockPattern::same(a.pattern().diag(), ad)
+            || !BlockPattern::same(a.pattern().offd(), ao)
+        {
+            return Err(AmgError::InvalidParameter {
+                name: "operator",
+                value: "another pattern".into(),
+                reason: "must be on the pattern the Galerkin plan was made for",
+            });
+        }
+        if !Arc::ptr_eq(out.pattern(), &self.coarse) {
+            return Err(AmgError::InvalidParameter {
+                name: "coarse operator",
+                value: "another pattern".into(),
+                reason: "must be on the Galerkin plan's coarse pattern",
+            });
+        }
+        let ctx = &*self.ctx;
+        let bl = self.a_local.block_len();
+        gather_blocks_two(
+            ctx,
+            bl,
+            &self.a_gather,
+            TwoSources {
+                n0: self.n_a_diag,
+                a: a.diag().device_bsr()?.values(),
+                b: a.offd().device_bsr()?.values(),
+            },
+            self.a_local.device_bsr_mut()?.values_mut(),
+        )?;
+        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, &self.p_ext, &mut self.ap)?;
+        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
+        let kk = self.kk;
+        let partial = self.partial.device_bsr()?.values();
+        gather_blocks(ctx, kk, &self.send_idx, partial, &mut self.send_dev)?;
+        self.send_host.download_from(ctx, &self.send_dev)?;
+        StreamMark::record(ctx)?.wait()?;
+        let staged = self.send_host.as_slice()?;
+        let send: Vec<Vec<f64>> = self
+            .send_ranges
+            .iter()
+            .map(|r| staged[r.start * kk..r.end * kk].to_vec())
+            .collect();
+        let received = self.comm.alltoallv_f64(&send).map_err(comm_err)?;
+        let recv = self.recv_host.as_mut_slice()?;
+        for (msg, r) in received.iter().zip(&self.recv_ranges) {
+            if msg.len() != r.len() * kk {
+                return Err(AmgError::DimensionMismatch {
+                    what: "device Galerkin product: partial blocks received from a rank",
+                    expected: r.len() * kk,
+                    found: msg.len(),
+                });
+            }
+            recv[r.start * kk..r.end * kk].copy_from_slice(msg);
+        }
+        self.recv_host.upload_to(ctx, &mut self.recv_dev)?;
+        let n_partial = self.partial.pattern().nnz();
+        let partial = self.partial.device_bsr()?.values();
+        let (d, o) = out.parts_mut();
+        for (ptr, contrib, part) in [
+            (&self.diag_ptr, &self.diag_contrib, d),
+            (&self.offd_ptr, &self.offd_contrib, o),
+        ] {
+            sum_blocks_in_order(
+                ctx,
+                kk,
+                ptr,
+                contrib,
+                TwoSources {
+                    n0: n_partial,
+                    a: partial,
+                    b: &self.recv_dev,
+                },
+                part.device_bsr_mut()?.values_mut(),
+            )?;
+        }
+        // The pinned receive buffer is written again by the next product: wait for its copy.
+        StreamMark::record(ctx)?.wait()?;
+        Ok((self.send_dev.len() * 8) as u64)
+    }
+}

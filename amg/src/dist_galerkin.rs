@@ -1,0 +1,590 @@
+//! The distributed Galerkin product `A_c = P^T A P` split into a symbolic plan and a numeric
+//! phase, for Newton's hot updates (new values of `A`, the same `P`).
+//!
+//! [`GalerkinProductPlan::new`] (collective, once per pattern of `A` and version of `P`) keeps
+//! everything the product's structure decides:
+//! - the gather that makes the local `A` (a rank's owned rows, columns at the serial positions
+//!   of its local vertices) from the `diag` / `offd` values of the distributed `A`: whole
+//!   blocks, no sorting per call;
+//! - the [`SpgemmPlan`]s of `AP = A_local P_ext` and `partial = P_owned^T AP`, and
+//!   `P_owned^T`'s values;
+//! - the [`ReductionPlan`]: which partial blocks go to which rank, and for every block of the
+//!   coarse operator (its [`DistPattern`], fixed here) the received blocks that sum into it,
+//!   in the order of the one-off product (messages in rank order, the first contribution
+//!   assigned, the later ones added), so the planned product has the one-off product's bits.
+//!
+//! [`GalerkinProductPlan::numeric`] (collective) then gathers `A_local`'s values, runs the two
+//! numeric products, sends the partial blocks (values only: both sides know the plan) in one
+//! all-to-all and sums them into a coarse operator on the plan's pattern (the same
+//! `Arc<DistPattern>` every time, so a GPU copy can take the values alone).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::{BlockPattern, Bsr, SpgemmPlan};
+
+use crate::AmgError;
+
+fn comm_err(e: linalg::comm::CommError) -> AmgError {
+    AmgError::from(linalg::LinalgError::from(e))
+}
+
+/// Where the partial coarse blocks of one rank go and how an owner sums what it receives.
+///
+/// Invariants: `send_slots[send_ptr[r]..send_ptr[r + 1]]` are the partial blocks sent to rank
+/// `r`, in the order the receiver expects; the received messages, concatenated in rank order,
+/// hold `recv_ptr[size]` blocks (`recv_ptr[r]..recv_ptr[r + 1]` from rank `r`); the coarse
+/// operator's slot `s` (diag slots first, then `n_diag +` offd slots) is the sum of the
+/// received blocks `contrib[slot_ptr[s]..slot_ptr[s + 1]]` in that order (at least one).
+#[derive(Debug, Clone)]
+pub struct ReductionPlan {
+    pub(crate) send_ptr: Vec<usize>,
+    pub(crate) send_slots: Vec<u32>,
+    pub(crate) recv_ptr: Vec<usize>,
+    pub(crate) slot_ptr: Vec<usize>,
+    pub(crate) contrib: Vec<u32>,
+    pub(crate) n_diag: usize,
+}
+
+impl ReductionPlan {
+    /// Blocks this rank sends to other ranks (its own stay).
+    pub fn blocks_sent(&self, rank: usize) -> usize {
+        self.send_slots.len() - (self.send_ptr[rank + 1] - self.send_ptr[rank])
+    }
+
+    /// Blocks this rank receives from other ranks.
+    pub fn blocks_received(&self, rank: usize) -> usize {
+        let n = self.recv_ptr.len() - 1;
+        self.recv_ptr[n] - (self.recv_ptr[rank + 1] - self.recv_ptr[rank])
+    }
+
+    /// Packs the send buffer per rank from the partial product's values (`kk` per block).
+    fn pack(&self, partial: &[f64], kk: usize) -> Vec<Vec<f64>> {
+        self.send_ptr
+            .windows(2)
+            .map(|w| {
+                let mut msg = Vec::with_capacity((w[1] - w[0]) * kk);
+                for &s in &self.send_slots[w[0]..w[1]] {
+                    let s = s as usize;
+                    msg.extend_from_slice(&partial[s * kk..(s + 1) * kk]);
+                }
+                msg
+            })
+            .collect()
+    }
+
+    /// Sums the received blocks (`recv`, messages concatenated in rank order) into the coarse
+    /// operator's slots: `diag` then `offd` (`kk` per block).
+    fn sum(&self, recv: &[f64], kk: usize, diag: &mut [f64], offd: &mut [f64]) {
+        let n_diag = self.n_diag;
+        for s in 0..self.slot_ptr.len() - 1 {
+            let out = if s < n_diag {
+                &mut diag[s * kk..(s + 1) * kk]
+            } else {
+                &mut offd[(s - n_diag) * kk..(s - n_diag + 1) * kk]
+            };
+            let list = &self.contrib[self.slot_ptr[s]..self.slot_ptr[s + 1]];
+            let first = list[0] as usize;
+            out.copy_from_slice(&recv[first * kk..(first + 1) * kk]);
+            for &c in &list[1..] {
+                let c = c as usize;
+                for (x, y) in out.iter_mut().zip(&recv[c * kk..(c + 1) * kk]) {
+                    *x += y;
+                }
+            }
+        }
+    }
+}
+
+/// A [`ReductionPlan`] split for a rank that keeps its own partial blocks where they are (a
+/// GPU's memory): only the blocks other ranks own are sent, and every coarse slot sums blocks
+/// of the virtual concatenation `[partial; others]` (this rank's partial product, then the
+/// blocks received from the other ranks in rank order), in the plan's order.
+///
+/// Invariants: `send_idx[send_ranges[r]]` are the partial blocks sent to rank `r` (empty for
+/// this rank); `recv_ranges[r]` are the blocks of `others` received from rank `r` (empty for
+/// this rank), `n_recv` in all; the coarse `diag` slot `s` sums the blocks
+/// `diag_contrib[diag_ptr[s]..diag_ptr[s + 1]]` (indices `< n_partial` are partial blocks,
+/// the others `n_partial +` a block of `others`), the `offd` slots likewise.
+#[derive(Debug, Clone)]
+pub struct SplitReduction {
+    pub send_idx: Vec<u32>,
+    pub send_ranges: Vec<Range<usize>>,
+    pub recv_ranges: Vec<Range<usize>>,
+    pub n_recv: usize,
+    pub n_partial: usize,
+    pub diag_ptr: Vec<u32>,
+    pub diag_contrib: Vec<u32>,
+    pub offd_ptr: Vec<u32>,
+    pub offd_contrib: Vec<u32>,
+}
+
+fn to_u32(v: usize, what: &'static str) -> Result<u32, AmgError> {
+    u32::try_from(v).map_err(|_| AmgError::DimensionMismatch {
+        what,
+        expected: u32::MAX as usize,
+        found: v,
+    })
+}
+
+impl ReductionPlan {
+    /// The plan split for `rank` (see [`SplitReduction`]); `n_partial`: blocks of the partial
+    /// product.
+    pub fn split(&self, rank: usize, n_partial: usize) -> Result<SplitReduction, AmgError> {
+        let size = self.send_ptr.len() - 1;
+        let mut send_idx = Vec::new();
+        let mut send_ranges = Vec::with_capacity(size);
+        for r in 0..size {
+            let start = send_idx.len();
+            if r != rank {
+                send_idx
+                    .extend_from_slice(&self.send_slots[self.send_ptr[r]..self.send_ptr[r + 1]]);
+            }
+            send_ranges.push(start..send_idx.len());
+        }
+        // This rank's message to itself is its own send list, in order.
+        let own = self.recv_ptr[rank]..self.recv_ptr[rank + 1];
+        let own_slots = &self.send_slots[self.send_ptr[rank]..self.send_ptr[rank + 1]];
+        if own_slots.len() != own.len() {
+            return Err(AmgError::DimensionMismatch {
+                what: "distributed Galerkin plan: this rank's own partial blocks",
+                expected: own.len(),
+                found: own_slots.len(),
+            });
+        }
+        let mut recv_ranges = Vec::with_capacity(size);
+        let mut at = 0;
+        for r in 0..size {
+            let n = if r == rank {
+                0
+            } else {
+                self.recv_ptr[r + 1] - self.recv_ptr[r]
+            };
+            recv_ranges.push(at..at + n);
+            at += n;
+        }
+        let source = |pos: u32| -> Result<u32, AmgError> {
+            let pos = pos as usize;
+            let j = if own.contains(&pos) {
+                own_slots[pos - own.start] as usize
+            } else if pos >= own.end {
+                n_partial + pos - own.len()
+            } else {
+                n_partial + pos
+            };
+            to_u32(j, "distributed Galerkin plan: contribution index")
+        };
+        let n_slots = self.slot_ptr.len() - 1;
+        let lists = |slots: Range<usize>| -> Result<(Vec<u32>, Vec<u32>), AmgError> {
+            let base = self.slot_ptr[slots.start];
+            let ptr = self.slot_ptr[slots.start..=slots.end]
+                .iter()
+                .map(|&p| to_u32(p - base, "distributed Galerkin plan: contributions"))
+                .collect::<Result<_, _>>()?;
+            let contrib = self.contrib[base..self.slot_ptr[slots.end]]
+                .iter()
+                .map(|&c| source(c))
+                .collect::<Result<_, _>>()?;
+            Ok((ptr, contrib))
+        };
+        let (diag_ptr, diag_contrib) = lists(0..self.n_diag)?;
+        let (offd_ptr, offd_contrib) = lists(self.n_diag..n_slots)?;
+        Ok(SplitReduction {
+            send_idx,
+            send_ranges,
+            recv_ranges,
+            n_recv: at,
+            n_partial,
+            diag_ptr,
+            diag_contrib,
+            offd_ptr,
+            offd_contrib,
+        })
+    }
+}
+
+impl SplitReduction {
+    /// The host's mirror of the device steps (`gather_blocks` of the send list, then
+    /// `sum_blocks_in_order` into both parts) on host slices: the messages to each rank from
+    /// `partial`, then, from the `others` received, the sums into `diag` and `offd` (`kk`
+    /// values per block).
+    pub fn pack(&self, partial: &[f64], kk: usize) -> Vec<Vec<f64>> {
+        self.send_ranges
+            .iter()
+            .map(|r| {
+                self.send_idx[r.clone()]
+                    .iter()
+                    .flat_map(|&s| &partial[s as usize * kk..(s as usize + 1) * kk])
+                    .copied()
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// See [`SplitReduction::pack`].
+    pub fn sum(
+        &self,
+        partial: &[f64],
+        others: &[f64],
+        kk: usize,
+        diag: &mut [f64],
+        offd: &mut [f64],
+    ) {
+        let n0 = self.n_partial;
+        let block = |j: u32| -> &[f64] {
+            let j = j as usize;
+            if j < n0 {
+                &partial[j * kk..(j + 1) * kk]
+            } else {
+                &others[(j - n0) * kk..(j - n0 + 1) * kk]
+            }
+        };
+        for (ptr, contrib, out) in [
+            (&self.diag_ptr, &self.diag_contrib, diag),
+            (&self.offd_ptr, &self.offd_contrib, offd),
+        ] {
+            for s in 0..ptr.len() - 1 {
+                let list = &contrib[ptr[s] as usize..ptr[s + 1] as usize];
+                let o = &mut out[s * kk..(s + 1) * kk];
+                o.copy_from_slice(block(list[0]));
+                for &c in &list[1..] {
+                    o.iter_mut().zip(block(c)).for_each(|(x, y)| *x += y);
+                }
+            }
+        }
+    }
+}
+
+/// The symbolic distributed Galerkin product (see the module doc). Built for one pattern of
+/// `A` (its `diag` and `offd` patterns) and one local view of `P` (`P_ext`, `P_owned`); a new
+/// `P` needs a new plan.
+#[derive(Debug)]
+pub struct GalerkinProductPlan {
+    a_diag: Arc<BlockPattern>,
+    a_offd: Arc<BlockPattern>,
+    /// `A_local` slot `i` takes `diag` block `a_gather[i]`, or `offd` block `a_gather[i] -
+    /// a_diag.nnz()`.
+    pub(crate) a_gather: Vec<u32>,
+    pub(crate) a_local: Bsr,
+    pub(crate) ap_plan: SpgemmPlan,
+    pub(crate) ap: Bsr,
+    /// `P_owned^T` (computed once per plan, i.e. per version of `P`).
+    pub(crate) pt: Bsr,
+    pub(crate) partial_plan: SpgemmPlan,
+    pub(crate) partial: Bsr,
+    pub(crate) reduction: ReductionPlan,
+    pub(crate) coarse: Arc<DistPattern>,
+}
+
+/// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
+/// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
+fn a_local_symbolic(
+    a: &DistBsr,
+    position: &[u32],
+) -> Result<(Arc<BlockPattern>, Vec<u32>), AmgError> {
+    let ap = a.pattern();
+    let n = ap.partition().n_owned();
+    let n_local = position.len();
+    let (dp, op) = (ap.diag(), ap.offd());
+    if n + op.n_block_cols() != n_local {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed Galerkin plan: local vertices of A",
+            expected: n + op.n_block_cols(),
+            found: n_local,
+        });
+    }
+    let n_diag = dp.nnz();
+    let (mut ptr, mut col, mut gather) = (vec![0], Vec::new(), Vec::new());
+    let mut r: Vec<(u32, u32)> = Vec::new();
+    for v in 0..n {
+        r.clear();
+        for (pat, shift, base) in [(dp, 0, 0), (op, n, n_diag)] {
+            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
+                r.push((
+                    position[shift + pat.col_idx()[s] as usize],
+                    (base + s) as u32,
+                ));
+            }
+        }
+        r.sort_unstable_by_key(|&(c, _)| c);
+        for &(c, src) in &r {
+            col.push(c);
+            gather.push(src);
+        }
+        ptr.push(col.len());
+    }
+    Ok((BlockPattern::new(n, n_local, ptr, col)?.into(), gather))
+}
+
+/// Collective. The reduction of the partial product (pattern `cp`, rows and columns the coarse
+/// global ids `coarse_globals`) onto the owners of the coarse rows.
+fn reduction_symbolic(
+    cp: &BlockPattern,
+    coarse_globals: &[u64],
+    coarse: &RowPartition,
+    k: usize,
+) -> Result<(ReductionPlan, Arc<DistPattern>), AmgError> {
+    let comm = coarse.comm().clone();
+    let size = comm.size();
+    // Per destination: [row, n, column * n] per partial row, and the partial slots, in the
+    // order of the partial rows (the one-off product's message order).
+    let mut index_msgs = vec![Vec::new(); size];
+    let mut slots = vec![Vec::new(); size];
+    for r in 0..cp.n_block_rows() {
+        let row = coarse_globals[r];
+        let owner = coarse.owner(row).ok_or(AmgError::DimensionMismatch {
+            what: "distributed Galerkin plan: coarse row beyond the coarse vertices",
+            expected: coarse.global_len() as usize,
+            found: row as usize,
+        })?;
+        let msg = &mut index_msgs[owner];
+        msg.extend([row, cp.row(r).len() as u64]);
+        for s in cp.row_ptr()[r]..cp.row_ptr()[r + 1] {
+            msg.push(coarse_globals[cp.col_idx()[s] as usize]);
+            slots[owner].push(s as u32);
+        }
+    }
+    let received = comm.alltoallv_u64(&index_msgs).map_err(comm_err)?;
+    let first = coarse.owned_range().start;
+    let n_owned = coarse.n_owned();
+    let mut sums: BTreeMap<(u64, u64), Vec<u32>> = BTreeMap::new();
+    let mut recv_ptr = vec![0usize];
+    let mut pos = 0u32;
+    for msg in &received {
+        let mut at = 0;
+        while at < msg.len() {
+            let (row, m) = (msg[at], msg[at + 1] as usize);
+            at += 2;
+            if row < first || row >= first + n_owned as u64 || at + m > msg.len() {
+                return Err(AmgError::DimensionMismatch {
+                    what: "distributed Galerkin plan: a received coarse row this rank owns",
+                    expected: n_owned,
+                    found: row as usize,
+                });
+            }
+            for &col in &msg[at..at + m] {
+                sums.entry((row, col)).or_default().push(pos);
+                pos += 1;
+            }
+            at += m;
+        }
+        recv_ptr.push(pos as usize);
+    }
+    let mut row_ptr = vec![0usize; n_owned + 1];
+    for &(row, _) in sums.keys() {
+        row_ptr[(row - first) as usize + 1] += 1;
+    }
+    for i in 0..n_owned {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let cols: Vec<u64> = sums.keys().map(|&(_, c)| c).collect();
+    let pattern = DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?;
+    // Entry `e` (the map's order) lands in slot `entry_slots[e]`.
+    let entry_slots = pattern.entry_slots();
+    let n_slots = entry_slots.len();
+    let mut by_slot: Vec<&[u32]> = vec![&[]; n_slots];
+    for (e, list) in sums.values().enumerate() {
+        by_slot[entry_slots[e] as usize] = list;
+    }
+    let mut slot_ptr = Vec::with_capacity(n_slots + 1);
+    slot_ptr.push(0);
+    let mut contrib = Vec::with_capacity(pos as usize);
+    for list in by_slot {
+        contrib.extend_from_slice(list);
+        slot_ptr.push(contrib.len());
+    }
+    let mut send_ptr = vec![0usize];
+    let mut send_slots = Vec::new();
+    for s in slots {
+        send_slots.extend(s);
+        send_ptr.push(send_slots.len());
+    }
+    let n_diag = pattern.diag().nnz();
+    Ok((
+        ReductionPlan {
+            send_ptr,
+            send_slots,
+            recv_ptr,
+            slot_ptr,
+            contrib,
+            n_diag,
+        },
+        pattern,
+    ))
+}
+
+impl GalerkinProductPlan {
+    /// Collective. The plan for `a`'s pattern and `P`'s local view: `position` (serial position
+    /// of each local vertex of `a`: the columns of the local `A`), `p_ext` (`P`'s rows of the
+    /// local vertices in that order), `p_owned` (`P`'s owned rows), `coarse_globals` (the
+    /// global coarse id of each local coarse column) and `coarse` (`P`'s column partition).
+    pub fn new(
+        a: &DistBsr,
+        position: &[u32],
+        p_ext: &Bsr,
+        p_owned: &Bsr,
+        coarse_globals: &[u64],
+        coarse: &RowPartition,
+    ) -> Result<Self, AmgError> {
+        let ap = a.pattern();
+        let bsa = ap.block_size();
+        let k = p_owned.block_cols();
+        let (a_pattern, a_gather) = a_local_symbolic(a, position)?;
+        let a_local = Bsr::zeros(a_pattern.clone(), bsa, bsa);
+        let ap_plan = SpgemmPlan::new(&a_pattern, p_ext.pattern())?;
+        let ap_m = Bsr::zeros(ap_plan.pattern().clone(), bsa, k);
+        let pt = linalg::transpose(p_owned)?;
+        let partial_plan = SpgemmPlan::new(pt.pattern(), ap_plan.pattern())?;
+        let partial = Bsr::zeros(partial_plan.pattern().clone(), k, k);
+        if coarse_globals.len() != partial.pattern().n_block_rows() {
+            return Err(AmgError::DimensionMismatch {
+                what: "distributed Galerkin plan: global ids of the local coarse columns",
+                expected: partial.pattern().n_block_rows(),
+                found: coarse_globals.len(),
+            });
+        }
+        let (reduction, coarse_pattern) =
+            reduction_symbolic(partial_plan.pattern(), coarse_globals, coarse, k)?;
+        Ok(Self {
+            a_diag: ap.diag().clone(),
+            a_offd: ap.offd().clone(),
+            a_gather,
+            a_local,
+            ap_plan,
+            ap: ap_m,
+            pt,
+            partial_plan,
+            partial,
+            reduction,
+            coarse: coarse_pattern,
+        })
+    }
+
+    /// Blocks of the `diag` part of the `A` the plan was built for.
+    pub(crate) fn a_diag_nnz(&self) -> usize {
+        self.a_diag.nnz()
+    }
+
+    /// The `diag` and `offd` patterns of the `A` the plan was built for.
+    pub(crate) fn a_patterns(&self) -> (&Arc<BlockPattern>, &Arc<BlockPattern>) {
+        (&self.a_diag, &self.a_offd)
+    }
+
+    /// True when `a` has the pattern the plan was built for.
+    pub fn fits(&self, a: &DistBsr) -> bool {
+        BlockPattern::same(a.pattern().diag(), &self.a_diag)
+            && BlockPattern::same(a.pattern().offd(), &self.a_offd)
+    }
+
+    /// The coarse operator's pattern (the same object for every product of this plan).
+    pub fn coarse_pattern(&self) -> &Arc<DistPattern> {
+        &self.coarse
+    }
+
+    /// The reduction's send lists and sums.
+    pub fn reduction(&self) -> &ReductionPlan {
+        &self.reduction
+    }
+
+    /// Collective. `P^T A P` for the current values of `a` (host; the plan's pattern) and
+    /// `p_ext` (the view the plan was built from, host), on [`Self::coarse_pattern`]; also the
+    /// bytes this rank sent to other ranks.
+    pub fn numeric(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<(DistBsr, u64), AmgError> {
+        if !self.fits(a) {
+            return Err(AmgError::DimensionMismatch {
+                what: "distributed Galerkin plan: A's pattern is not the plan's",
+                expected: self.a_diag.nnz() + self.a_offd.nnz(),
+                found: a.pattern().diag().nnz() + a.pattern().offd().nnz(),
+            });
+        }
+        self.gather_a_local(a)?;
+        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, p_ext, &mut self.ap)?;
+        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
+        let k = self.pt.block_rows();
+        let kk = k * k;
+        let send = self.reduction.pack(self.partial.host()?, kk);
+        let comm = self.coarse.partition().comm().clone();
+        let rank = comm.rank();
+        let sent = (self.reduction.blocks_sent(rank) * kk * 8) as u64;
+        let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
+        let recv = self.check_received(received, kk)?;
+        let mut ac = DistBsr::zeros(self.coarse.clone());
+        let (d, o) = ac.parts_mut();
+        self.reduction.sum(&recv, kk, d.host_mut()?, o.host_mut()?);
+        Ok((ac, sent))
+    }
+
+    /// Collective. [`GalerkinProductPlan::numeric`] in the device path's order on the host
+    /// ([`SplitReduction`]: this rank's own partial blocks kept, the others' received
+    /// concatenated; the sums over `[partial; others]`): the same bits, so a test of the
+    /// device plan's index lists on ranks without a GPU.
+    pub fn numeric_split(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<DistBsr, AmgError> {
+        self.gather_a_local(a)?;
+        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, p_ext, &mut self.ap)?;
+        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
+        let k = self.pt.block_rows();
+        let kk = k * k;
+        let comm = self.coarse.partition().comm().clone();
+        let split = self
+            .reduction
+            .split(comm.rank(), self.partial.pattern().nnz())?;
+        let partial = self.partial.host()?;
+        let received = comm
+            .alltoallv_f64(&split.pack(partial, kk))
+            .map_err(comm_err)?;
+        for (msg, r) in received.iter().zip(&split.recv_ranges) {
+            if msg.len() != r.len() * kk {
+                return Err(AmgError::DimensionMismatch {
+                    what: "distributed Galerkin product: partial blocks received from a rank",
+                    expected: r.len() * kk,
+                    found: msg.len(),
+                });
+            }
+        }
+        let others = received.concat();
+        let mut ac = DistBsr::zeros(self.coarse.clone());
+        let (d, o) = ac.parts_mut();
+        split.sum(partial, &others, kk, d.host_mut()?, o.host_mut()?);
+        Ok(ac)
+    }
+
+    /// The received messages checked against the plan and concatenated in rank order.
+    pub(crate) fn check_received(
+        &self,
+        received: Vec<Vec<f64>>,
+        kk: usize,
+    ) -> Result<Vec<f64>, AmgError> {
+        let ptr = &self.reduction.recv_ptr;
+        for (r, msg) in received.iter().enumerate() {
+            let expected = (ptr[r + 1] - ptr[r]) * kk;
+            if msg.len() != expected {
+                return Err(AmgError::DimensionMismatch {
+                    what: "distributed Galerkin product: partial blocks received from a rank",
+                    expected,
+                    found: msg.len(),
+                });
+            }
+        }
+        Ok(received.concat())
+    }
+
+    /// `A_local`'s values from `a`'s parts (host).
+    fn gather_a_local(&mut self, a: &DistBsr) -> Result<(), AmgError> {
+        let bl = self.a_local.block_len();
+        let (dv, ov) = (a.diag().host()?, a.offd().host()?);
+        let n_diag = self.a_diag.nnz();
+        let out = self.a_local.host_mut()?;
+        for (i, &src) in self.a_gather.iter().enumerate() {
+            let src = src as usize;
+            let block = if src < n_diag {
+                &dv[src * bl..(src + 1) * bl]
+            } else {
+                &ov[(src - n_diag) * bl..(src - n_diag + 1) * bl]
+            };
+            out[i * bl..(i + 1) * bl].copy_from_slice(block);
+        }
+        Ok(())
+    }
+}
