@@ -275,7 +275,7 @@ pub fn run(
     let mut iterations = vec![first.iterations];
     let mut converged = first.converged;
 
-    let mut hot = None;
+    let mut hot: Option<(f64, f64, PhaseTraffic, PhaseTraffic, usize)> = None;
     let mut gpu = DistGpuRank::default();
     let moved = |d: &Device| {
         let t = d.transfers();
