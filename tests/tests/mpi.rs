@@ -934,6 +934,25 @@ fn perturbed(a: &Bsr, serial_ids: &[u64], seed: u64, amplitude: f64) -> Bsr {
     b
 }
 
+/// `S a S` with `S` a positive diagonal scaling of each node's block row and column (factor
+/// `1 + amplitude u(serial id)`, `u` in [-1, 1] hashed from `seed`): new values in every block,
+/// and still symmetric positive definite when `a` is (a congruence), so CG converges on it.
+fn congruence_scaled(a: &Bsr, serial_ids: &[u64], seed: u64, amplitude: f64) -> Bsr {
+    let mut b = a.clone();
+    let pattern = b.pattern().clone();
+    let s = |id: u64| 1.0 + amplitude * signed_unit(splitmix64(seed ^ (id << 20) ^ 0x5eed));
+    for i in 0..pattern.n_block_rows() {
+        for (slot, &j) in (pattern.row_ptr()[i]..).zip(pattern.row(i)) {
+            let f = s(serial_ids[i]) * s(serial_ids[j as usize]);
+            b.host_block_mut(slot)
+                .unwrap()
+                .iter_mut()
+                .for_each(|v| *v *= f);
+        }
+    }
+    b
+}
+
 /// The bits of both parts of a distributed matrix, with its parts' patterns and ghosts.
 type DistBits = (Vec<u64>, Vec<u64>, Vec<u32>, Vec<u32>, Vec<u64>);
 
@@ -1720,7 +1739,8 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
             ..Default::default()
         };
         for seed in [11u64, 12] {
-            let values = perturbed(&k_local, &part.node_serial_ids, seed, 0.05);
+            // new values in every block, still SPD (CG must converge on them below)
+            let values = congruence_scaled(&k_local, &part.node_serial_ids, seed, 0.05);
             h.update(operator(&values)).unwrap();
             let a_dev = operator(&values).to_device(&device).unwrap();
             let bytes = hd.update(&a_dev).unwrap();
@@ -1768,7 +1788,14 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
             let host = amg::cg_operator(&a_host, &b, &mut x, &h, &cg).unwrap();
             let mut x_dev = a_dev.owned_zeros().unwrap();
             let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, &hd, &cg).unwrap();
-            assert!(host.converged && on_gpu.converged);
+            assert!(
+                host.converged && on_gpu.converged,
+                "update {seed}: CG converged on the host {} ({} iterations), on the GPU {} ({})",
+                host.converged,
+                host.iterations,
+                on_gpu.converged,
+                on_gpu.iterations
+            );
             assert_eq!(on_gpu.iterations, host.iterations, "CG iterations");
             let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
             let mut differ = [xh
