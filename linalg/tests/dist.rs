@@ -330,8 +330,8 @@ fn device_exchanges(a: &DistBsr, device: &linalg::Device, x: &Vector) -> (Vec<f6
         .unwrap();
     ctx.synchronize().unwrap();
     let after = device.transfers();
-    let moved = after.device_to_host - before.device_to_host + after.host_to_device
-        - before.host_to_device;
+    let moved =
+        after.device_to_host - before.device_to_host + after.host_to_device - before.host_to_device;
     (yd.to_host_vec().unwrap(), zd.to_host_vec().unwrap(), moved)
 }
 
@@ -369,7 +369,12 @@ fn nccl_exchanges_are_the_staged_exchanges_bit_for_bit() {
         assert_eq!(bits(&z_nccl), bits(&z_staged));
         assert!(z_nccl != x.host().unwrap(), "contributions were added");
         // device to device: only the vectors' own copies (x up, y and z down) crossed the bus
-        let halo = a.to_device(&device).unwrap().device_halo().unwrap().bytes_per_exchange();
+        let halo = a
+            .to_device(&device)
+            .unwrap()
+            .device_halo()
+            .unwrap()
+            .bytes_per_exchange();
         assert_eq!((halo.device_to_host, halo.host_to_device), (0, 0));
         assert!(nccl_bytes < staged_bytes, "{nccl_bytes} vs {staged_bytes}");
         let peers = device.cuda_context().unwrap().peers().unwrap();

@@ -331,7 +331,11 @@ struct OffdRows {
 
 impl OffdRows {
     /// `None` when every row has blocks (the plain product is as cheap) or none has.
-    fn new(ctx: &cuda::CudaContext, offd: &BlockPattern, block_rows: usize) -> Result<Option<Self>, LinalgError> {
+    fn new(
+        ctx: &cuda::CudaContext,
+        offd: &BlockPattern,
+        block_rows: usize,
+    ) -> Result<Option<Self>, LinalgError> {
         let ptr = offd.row_ptr();
         let rows: Vec<u32> = (0..offd.n_block_rows())
             .filter(|&r| ptr[r + 1] > ptr[r])

@@ -87,7 +87,10 @@ impl DeviceComm {
     /// Collective over `comm`'s ranks, each with its own GPU `ctx`: rank 0 makes the NCCL
     /// identifier, every rank receives it and joins. A rank without NCCL makes it every rank's
     /// [`LinalgError::CudaUnavailable`] (naming the rank) before any rank joins, so none hangs.
-    pub fn connect(ctx: &Arc<CudaContext>, comm: &dyn comm::Comm) -> Result<Arc<Self>, LinalgError> {
+    pub fn connect(
+        ctx: &Arc<CudaContext>,
+        comm: &dyn comm::Comm,
+    ) -> Result<Arc<Self>, LinalgError> {
         let (rank, size) = (comm.rank(), comm.size());
         let missing = nccl_unavailable_reason().unwrap_or_default();
         let all = comm.allgatherv_bytes(missing.as_bytes())?;

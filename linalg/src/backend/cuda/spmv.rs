@@ -71,7 +71,14 @@ pub fn spmv_rows<T: DeviceValue>(
         values: a.values(),
         x,
     };
-    launch_seq(ctx, &defines, operands, (1.0, 0.0), y_rows, "bsr_spmv_seq (rows)")?;
+    launch_seq(
+        ctx,
+        &defines,
+        operands,
+        (1.0, 0.0),
+        y_rows,
+        "bsr_spmv_seq (rows)",
+    )?;
     Ok(Some(()))
 }
 
