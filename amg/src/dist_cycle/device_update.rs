@@ -5,10 +5,11 @@
 //!
 //! One product: the local `A`'s blocks gathered from the device operator's `diag` / `offd`
 //! values, the two device spgemm numerics (the host plans' device mirrors: the host's bits),
-//! the partial blocks other ranks own gathered into one device buffer and downloaded into
-//! pinned memory (this rank's own blocks stay on the device), one all-to-all of values on the
-//! host, the received blocks uploaded, and every coarse block summed on the device from its
-//! contributions in the plan's order (this rank's partial blocks and the received ones): the
+//! the partial blocks other ranks own gathered into one device buffer and sent to their owners
+//! GPU to GPU through NCCL where the context has peers (`linalg::dist::connect_rank_devices`),
+//! else downloaded into pinned memory (this rank's own blocks stay on the device), one
+//! all-to-all of values on the host and the received blocks uploaded; then every coarse block
+//! summed on the device from its contributions in the plan's order (this rank's partial blocks and the received ones): the
 //! host product's bits ([`GalerkinProductPlan::numeric`]).
 
 use std::ops::Range;
@@ -182,6 +183,28 @@ impl DeviceGalerkin {
         let kk = self.kk;
         let partial = self.partial.device_bsr()?.values();
         gather_blocks(ctx, kk, &self.send_idx, partial, &mut self.send_dev)?;
+        let comm = &self.comm;
+        let peers = ctx
+            .peers()
+            .filter(|p| p.rank_and_size() == (comm.rank(), comm.size()))
+            .cloned();
+        if let Some(peers) = peers {
+            // GPU to GPU (NCCL), ordered on the stream: no staging, no host wait
+            peers.exchange(
+                self.send_ranges
+                    .iter()
+                    .enumerate()
+                    .map(|(r, b)| (r, b.start * kk..b.end * kk)),
+                &self.send_dev,
+                self.recv_ranges
+                    .iter()
+                    .enumerate()
+                    .map(|(r, b)| (r, b.start * kk..b.end * kk)),
+                &mut self.recv_dev,
+                || Ok(()),
+            )?;
+            return self.sum_in_order(out);
+        }
         self.send_host.download_from(ctx, &self.send_dev)?;
         StreamMark::record(ctx)?.wait()?;
         let staged = self.send_host.as_slice()?;
@@ -203,6 +226,17 @@ impl DeviceGalerkin {
             recv[r.start * kk..r.end * kk].copy_from_slice(msg);
         }
         self.recv_host.upload_to(ctx, &mut self.recv_dev)?;
+        let sent = self.sum_in_order(out)?;
+        // The pinned receive buffer is written again by the next product: wait for its copy.
+        StreamMark::record(ctx)?.wait()?;
+        Ok(sent)
+    }
+
+    /// Every coarse block of `out` summed from this rank's partial blocks and the received
+    /// ones in the plan's order; returns the bytes this rank sent.
+    fn sum_in_order(&self, out: &mut DistBsr) -> Result<u64, AmgError> {
+        let ctx = &*self.ctx;
+        let kk = self.kk;
         let n_partial = self.partial.pattern().nnz();
         let partial = self.partial.device_bsr()?.values();
         let (d, o) = out.parts_mut();
@@ -223,8 +257,6 @@ impl DeviceGalerkin {
                 part.device_bsr_mut()?.values_mut(),
             )?;
         }
-        // The pinned receive buffer is written again by the next product: wait for its copy.
-        StreamMark::record(ctx)?.wait()?;
         Ok((self.send_dev.len() * 8) as u64)
     }
 }
