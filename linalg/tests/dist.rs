@@ -242,6 +242,20 @@ fn rank_gpu(comm: &Arc<dyn Comm>) -> linalg::Device {
         .device
 }
 
+/// The device tests' product: this rank's owned rows, the distributed matrix, its owned part
+/// of the global operand and the host's `y = A x` (the reference).
+fn device_test_product(comm: &Arc<dyn Comm>) -> (std::ops::Range<u64>, DistBsr, Vector, Vector) {
+    let (_, owned, a) = distributed_product(comm.clone());
+    let xg = x_global();
+    let mut x = a.new_owned_vector();
+    let first = owned.start as usize * BS;
+    let n = x.len();
+    x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
+    let mut y_host = a.new_row_vector();
+    a.apply(&x, &mut y_host).unwrap();
+    (owned, a, x, y_host)
+}
+
 #[test]
 fn device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit() {
     let test = "device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit";
@@ -250,14 +264,7 @@ fn device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit() {
     }
     on_ranks(test, &[2], |comm| {
         let device = rank_gpu(comm);
-        let (_, owned, a) = distributed_product(comm.clone());
-        let xg = x_global();
-        let mut x = a.new_owned_vector();
-        let first = owned.start as usize * BS;
-        let n = x.len();
-        x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
-        let mut y_host = a.new_row_vector();
-        a.apply(&x, &mut y_host).unwrap();
+        let (owned, a, x, mut y_host) = device_test_product(comm);
 
         let ad = a.to_device(&device).unwrap();
         assert_eq!(ad.version(), a.version());
@@ -343,14 +350,7 @@ fn nccl_exchanges_are_the_staged_exchanges_bit_for_bit() {
     }
     on_ranks(test, &[2], |comm| {
         let device = rank_gpu(comm);
-        let (_, owned, a) = distributed_product(comm.clone());
-        let xg = x_global();
-        let mut x = a.new_owned_vector();
-        let first = owned.start as usize * BS;
-        let n = x.len();
-        x.host_mut().unwrap().copy_from_slice(&xg[first..first + n]);
-        let mut y_host = a.new_row_vector();
-        a.apply(&x, &mut y_host).unwrap();
+        let (_, a, x, y_host) = device_test_product(comm);
         let (y_staged, z_staged, staged_bytes) = device_exchanges(&a, &device, &x);
         match connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
             Ok((DeviceExchange::Nccl, None)) => {}

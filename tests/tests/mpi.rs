@@ -761,87 +761,142 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
     );
 }
 
-#[test]
-fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones() {
+/// What the distributed Galerkin tests start from, for one mesh on the ranks of a test: the
+/// serial operator (`whole`, nodes numbered by `ids`) and its smoothed prolongator `p`; this
+/// rank's part, its local tangent and the distributed operator `a` on `pattern`; the
+/// distributed strength graph, tentative prolongator `t` and smoothed prolongator `pd`; the
+/// first owned coarse global id and the serial id of every coarse global id.
+struct GalerkinCase {
+    ids: Vec<u64>,
+    part: MeshPart,
+    local: Assembled,
+    pattern: Arc<DistPattern>,
+    whole: Bsr,
+    p: Bsr,
+    a: DistBsr,
+    g: amg::dist_aggregation::DistGraph,
+    t: amg::dist_tentative::DistTentative,
+    pd: DistBsr,
+    first: u64,
+    serial_of: std::collections::HashMap<u64, u64>,
+}
+
+/// Collective: the [`GalerkinCase`]s of a 9 x 4 x 3 box (slabs) and of the Cook membrane
+/// mesh (METIS parts), smoothed with omega 0.6 after MIS-1 aggregation.
+fn galerkin_cases(comm: &Arc<dyn Comm>) -> Vec<GalerkinCase> {
     use amg::aggregation::{aggregate, MisDistance};
     use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use amg::dist_prolongator::dist_smooth_prolongator;
     use amg::dist_tentative::dist_tentative_prolongator;
 
+    let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+    let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../inputs/meshes/cook_q1.msh"
+    )))
+    .unwrap();
+    let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+    let cases = [
+        (
+            mesh::generate_box(&spec).unwrap(),
+            mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+        ),
+        (
+            gmsh.clone(),
+            mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+        ),
+    ];
+    let (bs, k, slab, omega) = (3, 6, 18, 0.6);
+    cases
+        .into_iter()
+        .map(|(serial, part)| {
+            let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+            let whole = assemble(&serial, &ids).tangent;
+            let nns = assembly::rigid_body_modes(&serial.coords);
+            let space =
+                amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone()).unwrap();
+            let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
+            let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
+            let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
+            let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
+            let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
+
+            let local = assemble(&part.mesh, &part.node_serial_ids);
+            let n_owned = part.n_owned_nodes();
+            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern = DistPattern::from_local(
+                fine.clone(),
+                local.tangent.pattern(),
+                &part.node_globals,
+                3,
+            )
+            .unwrap();
+            let mut a = DistBsr::zeros(pattern.clone());
+            a.set_from_local(&local.tangent).unwrap();
+            let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
+            let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
+            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+                .iter()
+                .flat_map(|&s| {
+                    nns[s as usize * slab..(s as usize + 1) * slab]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+            let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
+            let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
+            let first = t.coarse_partition.owned_range().start;
+            let mine: Vec<u64> = t
+                .coarse_serial_ids
+                .iter()
+                .enumerate()
+                .flat_map(|(c, &s)| [first + c as u64, s])
+                .collect();
+            let mut serial_of = std::collections::HashMap::new();
+            for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                for q in pairs.chunks(2) {
+                    serial_of.insert(q[0], q[1]);
+                }
+            }
+            GalerkinCase {
+                ids,
+                part,
+                local,
+                pattern,
+                whole,
+                p,
+                a,
+                g,
+                t,
+                pd,
+                first,
+                serial_of,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones() {
     on_ranks(
         "distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones",
         &[2, 4],
         |comm| {
-            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
-            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../inputs/meshes/cook_q1.msh"
-            )))
-            .unwrap();
-            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
-            let cases = [
-                (
-                    mesh::generate_box(&spec).unwrap(),
-                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
-                ),
-                (
-                    gmsh.clone(),
-                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
-                ),
-            ];
-            let (bs, k, slab, omega) = (3, 6, 18, 0.6);
-            for (serial, part) in &cases {
-                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
-                let whole = assemble(serial, &ids).tangent;
-                let nns = assembly::rigid_body_modes(&serial.coords);
-                let space =
-                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
-                        .unwrap();
-                let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
-                let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
-                let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
-                let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
-                let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
-
-                let local = assemble(&part.mesh, &part.node_serial_ids);
+            for case in galerkin_cases(comm) {
+                let GalerkinCase {
+                    part,
+                    whole,
+                    p,
+                    a,
+                    g,
+                    t,
+                    pd,
+                    first,
+                    serial_of,
+                    ..
+                } = case;
                 let n_owned = part.n_owned_nodes();
-                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-                let pattern = DistPattern::from_local(
-                    fine.clone(),
-                    local.tangent.pattern(),
-                    &part.node_globals,
-                    3,
-                )
-                .unwrap();
-                let mut a = DistBsr::zeros(pattern);
-                a.set_from_local(&local.tangent).unwrap();
-                let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
-                let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
-                let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-                    .iter()
-                    .flat_map(|&s| {
-                        nns[s as usize * slab..(s as usize + 1) * slab]
-                            .iter()
-                            .copied()
-                    })
-                    .collect();
-                let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
-                let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
-                let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
-
-                let first = t.coarse_partition.owned_range().start;
-                let mine: Vec<u64> = t
-                    .coarse_serial_ids
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(c, &s)| [first + c as u64, s])
-                    .collect();
-                let mut serial_of = std::collections::HashMap::new();
-                for pairs in comm.allgatherv_u64(&mine).unwrap() {
-                    for q in pairs.chunks(2) {
-                        serial_of.insert(q[0], q[1]);
-                    }
-                }
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 let ghosts = pd.pattern().halo().ghosts();
                 let mut n_blocks = 0;
@@ -873,42 +928,9 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
 
                 // The Galerkin product: the serial one to rounding, row by row (serial coarse ids).
                 let ac_serial = linalg::ptap(&whole, &p).unwrap();
-                let scale = ac_serial
-                    .host()
-                    .unwrap()
-                    .iter()
-                    .fold(0.0f64, |m, v| m.max(v.abs()));
                 let ac = amg::dist_prolongator::dist_galerkin(&a, &g, &pd, &t.coarse_serial_ids)
                     .unwrap();
-                let cg = ac.pattern().halo().ghosts();
-                for c in 0..t.coarse_serial_ids.len() {
-                    let sc = t.coarse_serial_ids[c] as usize;
-                    let mut got: Vec<(u64, Vec<f64>)> = Vec::new();
-                    for (m, gh) in [(ac.diag(), None), (ac.offd(), Some(cg))] {
-                        let pat = m.pattern();
-                        for kk in pat.row_ptr()[c]..pat.row_ptr()[c + 1] {
-                            let col = u64::from(pat.col_idx()[kk]);
-                            let gc = gh.map_or(first + col, |gh: &[u64]| gh[col as usize]);
-                            got.push((serial_of[&gc], m.host_block(kk).unwrap().to_vec()));
-                        }
-                    }
-                    got.sort_by_key(|(col, _)| *col);
-                    let pat = ac_serial.pattern();
-                    let cols: Vec<u64> = pat.row(sc).iter().map(|&x| u64::from(x)).collect();
-                    assert_eq!(
-                        got.iter().map(|(col, _)| *col).collect::<Vec<_>>(),
-                        cols,
-                        "coarse row {sc}"
-                    );
-                    for (i, kk) in (pat.row_ptr()[sc]..pat.row_ptr()[sc + 1]).enumerate() {
-                        for (x, y) in got[i].1.iter().zip(ac_serial.host_block(kk).unwrap()) {
-                            assert!(
-                                (x - y).abs() <= 1e-13 * scale,
-                                "coarse row {sc}: {x} vs {y}"
-                            );
-                        }
-                    }
-                }
+                check_coarse_rows(&ac, &t.coarse_serial_ids, &serial_of, &ac_serial, 1e-13);
             }
         },
     );
@@ -1021,89 +1043,32 @@ fn check_coarse_rows(
 /// updates with new values of `A` give a fresh plan's bits on the same coarse pattern object.
 #[test]
 fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_products() {
-    use amg::aggregation::{aggregate, MisDistance};
-    use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
-    use amg::dist_prolongator::{dist_smooth_prolongator, GalerkinPlan};
-    use amg::dist_tentative::dist_tentative_prolongator;
+    use amg::dist_prolongator::GalerkinPlan;
 
     on_ranks(
         "the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_products",
         &[1, 2, 3, 4],
         |comm| {
-            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
-            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../inputs/meshes/cook_q1.msh"
-            )))
-            .unwrap();
-            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
-            let cases = [
-                (
-                    mesh::generate_box(&spec).unwrap(),
-                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
-                ),
-                (
-                    gmsh.clone(),
-                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
-                ),
-            ];
-            let (bs, k, slab, omega) = (3, 6, 18, 0.6);
-            for (serial, part) in &cases {
-                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
-                let whole = assemble(serial, &ids).tangent;
-                let nns = assembly::rigid_body_modes(&serial.coords);
-                let space =
-                    amg::NearNullSpace::from_row_major(3 * serial.n_nodes(), k, nns.clone())
-                        .unwrap();
-                let g_serial = amg::strength_graph(&whole, 0.0).unwrap();
-                let aggs = aggregate(&g_serial, MisDistance::One, bs, k);
-                let (p0, _) = amg::tentative::tentative_prolongator(&aggs, &space, bs).unwrap();
-                let pbj = amg::PointBlockJacobi::new(&whole).unwrap();
-                let p = amg::prolongator::smooth_prolongator(&whole, &pbj, &p0, omega).unwrap();
-
-                let local = assemble(&part.mesh, &part.node_serial_ids);
-                let n_owned = part.n_owned_nodes();
-                let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-                let pattern = DistPattern::from_local(
-                    fine.clone(),
-                    local.tangent.pattern(),
-                    &part.node_globals,
-                    3,
-                )
-                .unwrap();
+            for case in galerkin_cases(comm) {
+                let GalerkinCase {
+                    ids,
+                    part,
+                    local,
+                    pattern,
+                    whole,
+                    p,
+                    a,
+                    g,
+                    t,
+                    pd,
+                    serial_of,
+                    ..
+                } = case;
                 let operator = |values: &Bsr| {
                     let mut a = DistBsr::zeros(pattern.clone());
                     a.set_from_local(values).unwrap();
                     a
                 };
-                let a = operator(&local.tangent);
-                let g = dist_strength_graph(&a, 0.0, &part.node_serial_ids[..n_owned]).unwrap();
-                let labels = dist_aggregate(&g, MisDistance::One, bs, k).unwrap();
-                let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-                    .iter()
-                    .flat_map(|&s| {
-                        nns[s as usize * slab..(s as usize + 1) * slab]
-                            .iter()
-                            .copied()
-                    })
-                    .collect();
-                let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
-                let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
-                let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
-                let first = t.coarse_partition.owned_range().start;
-                let mine: Vec<u64> = t
-                    .coarse_serial_ids
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(c, &s)| [first + c as u64, s])
-                    .collect();
-                let mut serial_of = std::collections::HashMap::new();
-                for pairs in comm.allgatherv_u64(&mine).unwrap() {
-                    for q in pairs.chunks(2) {
-                        serial_of.insert(q[0], q[1]);
-                    }
-                }
-
                 let mut plan = GalerkinPlan::new(&a, &g, &pd, &t.coarse_serial_ids).unwrap();
                 let (reference, _) = plan.product_reference(&a, &pd).unwrap();
                 let (ac, sent) = plan.product(&a, &pd).unwrap();
@@ -1560,6 +1525,71 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
     );
 }
 
+/// The clamped 16 x 6 x 6 beam the device distributed-AMG tests solve, on the ranks of a test:
+/// this rank's part and clamped stiffness, the distributed pattern and the AMG options.
+struct ClampedBeam {
+    part: MeshPart,
+    k_local: Bsr,
+    pattern: Arc<DistPattern>,
+    params: amg::AmgParams,
+}
+
+impl ClampedBeam {
+    /// The distributed operator of the local values `k` (on [`ClampedBeam::pattern`]).
+    fn operator(&self, k: &Bsr) -> DistBsr {
+        let mut a = DistBsr::zeros(self.pattern.clone());
+        a.set_from_local(k).unwrap();
+        a
+    }
+}
+
+/// Collective: the [`ClampedBeam`], its host hierarchy (coarse_eq_limit 150, up to 6 levels,
+/// the serial rigid-body modes) and a right-hand side hashed from the serial dofs, zero on the
+/// clamped nodes.
+fn clamped_beam(comm: &Arc<dyn Comm>) -> (ClampedBeam, amg::dist_cycle::DistHierarchy, Vector) {
+    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+    let serial = mesh::generate_box(&spec).unwrap();
+    let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+    let nns = assembly::rigid_body_modes(&serial.coords);
+    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+        .collect();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        ..amg::AmgParams::default()
+    };
+    let beam = ClampedBeam {
+        part,
+        k_local,
+        pattern,
+        params,
+    };
+    let h = amg::dist_cycle::DistHierarchy::new(
+        beam.operator(&beam.k_local),
+        &beam.part.node_serial_ids[..n_owned],
+        owned_nns,
+        6,
+        &beam.params,
+    )
+    .unwrap();
+    let mut b = beam.operator(&beam.k_local).new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = beam.part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    (beam, h, b)
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): CG with the distributed hierarchy's
 /// levels uploaded ([`amg::dist_cycle::DeviceDistHierarchy`]) equals CG on the host (the same
 /// iterations, the solution's bits), before and after a hot update, which
@@ -1577,50 +1607,14 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
         let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
             .unwrap()
             .device;
-        let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-        let serial = mesh::generate_box(&spec).unwrap();
-        let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
-        let (k_local, clamped) = clamped_stiffness(&part.mesh);
-        let n_owned = part.n_owned_nodes();
-        let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-        let pattern =
-            DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+        let (beam, mut h, b) = clamped_beam(comm);
         let operator = |scale: f64| {
-            let mut k = k_local.clone();
+            let mut k = beam.k_local.clone();
             k.scale(scale).unwrap();
-            let mut a = DistBsr::zeros(pattern.clone());
-            a.set_from_local(&k).unwrap();
-            a
+            beam.operator(&k)
         };
-        let nns = assembly::rigid_body_modes(&serial.coords);
-        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-            .iter()
-            .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
-            .collect();
-        let params = amg::AmgParams {
-            coarse_eq_limit: 150,
-            max_levels: 6,
-            ..amg::AmgParams::default()
-        };
-        let mut h = DistHierarchy::new(
-            operator(1.0),
-            &part.node_serial_ids[..n_owned],
-            owned_nns,
-            6,
-            &params,
-        )
-        .unwrap();
         let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
         let a = operator(1.0);
-        let mut b = a.new_owned_vector();
-        for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
-            let s = part.node_serial_ids[e / 3];
-            *v = if clamped[e / 3] {
-                0.0
-            } else {
-                signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
-            };
-        }
         let cg = amg::CgParams {
             rtol: 1e-8,
             ..Default::default()
@@ -1680,7 +1674,7 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
 /// CG with the updated host one (iterations and bits).
 #[test]
 fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
-    use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+    use amg::dist_cycle::DeviceDistHierarchy;
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
 
     let test = "device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update";
@@ -1691,48 +1685,11 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
         let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
             .unwrap()
             .device;
-        let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-        let serial = mesh::generate_box(&spec).unwrap();
-        let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
-        let (k_local, clamped) = clamped_stiffness(&part.mesh);
-        let n_owned = part.n_owned_nodes();
-        let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-        let pattern =
-            DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
-        let operator = |k: &Bsr| {
-            let mut a = DistBsr::zeros(pattern.clone());
-            a.set_from_local(k).unwrap();
-            a
-        };
-        let nns = assembly::rigid_body_modes(&serial.coords);
-        let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-            .iter()
-            .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
-            .collect();
-        let params = amg::AmgParams {
-            coarse_eq_limit: 150,
-            max_levels: 6,
-            ..amg::AmgParams::default()
-        };
-        let mut h = DistHierarchy::new(
-            operator(&k_local),
-            &part.node_serial_ids[..n_owned],
-            owned_nns,
-            6,
-            &params,
-        )
-        .unwrap();
+        let (beam, mut h, b) = clamped_beam(comm);
+        let (k_local, part, params) = (&beam.k_local, &beam.part, &beam.params);
+        let operator = |k: &Bsr| beam.operator(k);
         assert!(h.n_levels() > 2, "a hierarchy of several levels");
         let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
-        let mut b = operator(&k_local).new_owned_vector();
-        for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
-            let s = part.node_serial_ids[e / 3];
-            *v = if clamped[e / 3] {
-                0.0
-            } else {
-                signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
-            };
-        }
         let b_dev = b.to_device(&device).unwrap();
         let cg = amg::CgParams {
             rtol: 1e-8,
