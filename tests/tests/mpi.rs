@@ -1708,7 +1708,7 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                 }
             }
             // new values in every block, still SPD (CG must converge on them below)
-            let values = congruence_scaled(&k_local, &part.node_serial_ids, seed, 0.05);
+            let values = congruence_scaled(k_local, &part.node_serial_ids, seed, 0.05);
             h.update(operator(&values)).unwrap();
             let a_dev = operator(&values).to_device(&device).unwrap();
             let bytes = hd.update(&a_dev).unwrap();
