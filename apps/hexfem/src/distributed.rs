@@ -497,6 +497,8 @@ pub fn run_on_ranks(
                 newton_s: Vec::new(),
                 output_s: Vec::new(),
                 devices: ranks_device.names.clone(),
+                exchange: ranks_device.exchange.0.name().to_string(),
+                exchange_fallback: ranks_device.exchange.1.clone(),
             });
             Ok(Some(summary))
         })()

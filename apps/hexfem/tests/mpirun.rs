@@ -317,6 +317,8 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
             let many = summary(Path::new(&many_dir), name);
             if np > 1 {
                 assert_eq!(many["ranks"]["ranks"], np);
+                // CPU ranks: halos through MPI
+                assert_eq!(many["ranks"]["exchange"], "staged");
                 let rows = many["ranks"]["owned_rows"].as_array().unwrap();
                 let total: u64 = rows.iter().map(|r| r.as_u64().unwrap()).sum();
                 assert_eq!(total, 3 * one["mesh"]["nodes"].as_u64().unwrap());

@@ -79,6 +79,12 @@ pub struct RanksInfo {
     /// Each rank's device (`host`, or the GPU it computed on), by rank.
     #[serde(default)]
     pub devices: Vec<String>,
+    /// How halo exchanges travelled between the ranks' GPUs: `nccl` (GPU to GPU) or `staged`
+    /// (through host memory and MPI; also on CPU ranks), and why not `nccl` where it fell back.
+    #[serde(default)]
+    pub exchange: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_fallback: Option<String>,
 }
 
 /// What was run.
