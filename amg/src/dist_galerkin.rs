@@ -372,15 +372,7 @@ fn reduction_symbolic(
         }
         recv_ptr.push(pos as usize);
     }
-    let mut row_ptr = vec![0usize; n_owned + 1];
-    for &(row, _) in sums.keys() {
-        row_ptr[(row - first) as usize + 1] += 1;
-    }
-    for i in 0..n_owned {
-        row_ptr[i + 1] += row_ptr[i];
-    }
-    let cols: Vec<u64> = sums.keys().map(|&(_, c)| c).collect();
-    let pattern = DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?;
+    let pattern = coarse_pattern(coarse, k, sums.keys().copied())?;
     // Entry `e` (the map's order) lands in slot `entry_slots[e]`.
     let entry_slots = pattern.entry_slots();
     let n_slots = entry_slots.len();
@@ -587,4 +579,24 @@ impl GalerkinProductPlan {
         }
         Ok(())
     }
+}
+
+/// Collective. The square coarse [`DistPattern`] on `coarse` (`k x k` blocks) of this rank's
+/// owned blocks `(row, column)` (global ids), sorted by row then column (a `BTreeMap`'s keys).
+pub(crate) fn coarse_pattern(
+    coarse: &RowPartition,
+    k: usize,
+    blocks: impl Iterator<Item = (u64, u64)> + Clone,
+) -> Result<Arc<DistPattern>, AmgError> {
+    let first = coarse.owned_range().start;
+    let n_owned = coarse.n_owned();
+    let mut row_ptr = vec![0usize; n_owned + 1];
+    for (row, _) in blocks.clone() {
+        row_ptr[(row - first) as usize + 1] += 1;
+    }
+    for i in 0..n_owned {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let cols: Vec<u64> = blocks.map(|(_, c)| c).collect();
+    Ok(DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?)
 }

@@ -407,7 +407,6 @@ fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<
         }
     }
     let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
-    let first = coarse.owned_range().start;
     let mut sums: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
     for msg in &received {
         let mut at = 0;
@@ -427,16 +426,7 @@ fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<
             }
         }
     }
-    let n_owned = coarse.n_owned();
-    let mut row_ptr = vec![0usize; n_owned + 1];
-    for &(row, _) in sums.keys() {
-        row_ptr[(row - first) as usize + 1] += 1;
-    }
-    for i in 0..n_owned {
-        row_ptr[i + 1] += row_ptr[i];
-    }
-    let cols: Vec<u64> = sums.keys().map(|&(_, c)| c).collect();
+    let pattern = crate::dist_galerkin::coarse_pattern(coarse, k, sums.keys().copied())?;
     let vals: Vec<f64> = sums.into_values().flatten().collect();
-    let pattern = DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?;
     Ok(DistBsr::from_values(pattern, &vals)?)
 }
