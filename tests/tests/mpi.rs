@@ -451,6 +451,28 @@ fn distributed_mis_and_aggregates_equal_the_serial_ones() {
     );
 }
 
+/// Collective: the distributed AMG tests' two meshes, each whole and as this rank's part: a
+/// 9 x 4 x 3 box (slabs) and the Cook membrane's Gmsh mesh (METIS parts).
+fn aggregation_meshes(comm: &Arc<dyn Comm>) -> [(HexMesh, MeshPart); 2] {
+    let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
+    let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../inputs/meshes/cook_q1.msh"
+    )))
+    .unwrap();
+    let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
+    [
+        (
+            mesh::generate_box(&spec).unwrap(),
+            mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+        ),
+        (
+            gmsh.clone(),
+            mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
+        ),
+    ]
+}
+
 #[test]
 fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
     use amg::aggregation::MisDistance;
@@ -460,24 +482,7 @@ fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the
         "distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones",
         &[2, 4],
         |comm| {
-            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
-            let serial = mesh::generate_box(&spec).unwrap();
-            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../inputs/meshes/cook_q1.msh"
-            )))
-            .unwrap();
-            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
-            let cases = [
-                (
-                    serial,
-                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
-                ),
-                (
-                    gmsh.clone(),
-                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
-                ),
-            ];
+            let cases = aggregation_meshes(comm);
             for (serial, part) in &cases {
                 let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
                 let whole = assemble(serial, &ids).tangent;
@@ -535,23 +540,7 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
         "distributed_tentative_prolongator_equals_the_serial_one",
         &[2, 4],
         |comm| {
-            let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
-            let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../inputs/meshes/cook_q1.msh"
-            )))
-            .unwrap();
-            let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
-            let cases = [
-                (
-                    mesh::generate_box(&spec).unwrap(),
-                    mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
-                ),
-                (
-                    gmsh.clone(),
-                    mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
-                ),
-            ];
+            let cases = aggregation_meshes(comm);
             for (serial, part) in &cases {
                 let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
                 let whole = assemble(serial, &ids).tangent;
@@ -781,31 +770,15 @@ struct GalerkinCase {
     serial_of: std::collections::HashMap<u64, u64>,
 }
 
-/// Collective: the [`GalerkinCase`]s of a 9 x 4 x 3 box (slabs) and of the Cook membrane
-/// mesh (METIS parts), smoothed with omega 0.6 after MIS-1 aggregation.
+/// Collective: the [`GalerkinCase`]s of the [`aggregation_meshes`], smoothed with omega 0.6
+/// after MIS-1 aggregation.
 fn galerkin_cases(comm: &Arc<dyn Comm>) -> Vec<GalerkinCase> {
     use amg::aggregation::{aggregate, MisDistance};
     use amg::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use amg::dist_prolongator::dist_smooth_prolongator;
     use amg::dist_tentative::dist_tentative_prolongator;
 
-    let spec = BoxSpec::new([9, 4, 3], [0.0; 3], [3.0, 1.0, 1.0], CellKind::Hex8);
-    let gmsh = mesh::read_gmsh(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../inputs/meshes/cook_q1.msh"
-    )))
-    .unwrap();
-    let parts = mesh::metis_cell_parts(&gmsh, comm.size()).unwrap();
-    let cases = [
-        (
-            mesh::generate_box(&spec).unwrap(),
-            mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
-        ),
-        (
-            gmsh.clone(),
-            mesh::partition_mesh(&gmsh, &parts, comm.rank(), comm.size()).unwrap(),
-        ),
-    ];
+    let cases = aggregation_meshes(comm);
     let (bs, k, slab, omega) = (3, 6, 18, 0.6);
     cases
         .into_iter()
