@@ -14,9 +14,10 @@
 //!   assigned, the later ones added), so the planned product has the one-off product's bits.
 //!
 //! [`GalerkinProductPlan::numeric`] (collective) then gathers `A_local`'s values, runs the two
-//! numeric products, sends the partial blocks (values only: both sides know the plan) in one
-//! all-to-all and sums them into a coarse operator on the plan's pattern (the same
-//! `Arc<DistPattern>` every time, so a GPU copy can take the values alone).
+//! numeric products, sends the partial blocks other ranks own (values only: both sides know
+//! the plan; a rank's own blocks stay) in one all-to-all and sums them into a coarse operator
+//! on the plan's pattern (the same `Arc<DistPattern>` every time, so a GPU copy can take the
+//! values alone), through the [`SplitReduction`] the GPU copy uploads.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -46,56 +47,6 @@ pub struct ReductionPlan {
     pub(crate) slot_ptr: Vec<usize>,
     pub(crate) contrib: Vec<u32>,
     pub(crate) n_diag: usize,
-}
-
-impl ReductionPlan {
-    /// Blocks this rank sends to other ranks (its own stay).
-    pub fn blocks_sent(&self, rank: usize) -> usize {
-        self.send_slots.len() - (self.send_ptr[rank + 1] - self.send_ptr[rank])
-    }
-
-    /// Blocks this rank receives from other ranks.
-    pub fn blocks_received(&self, rank: usize) -> usize {
-        let n = self.recv_ptr.len() - 1;
-        self.recv_ptr[n] - (self.recv_ptr[rank + 1] - self.recv_ptr[rank])
-    }
-
-    /// Packs the send buffer per rank from the partial product's values (`kk` per block).
-    fn pack(&self, partial: &[f64], kk: usize) -> Vec<Vec<f64>> {
-        self.send_ptr
-            .windows(2)
-            .map(|w| {
-                let mut msg = Vec::with_capacity((w[1] - w[0]) * kk);
-                for &s in &self.send_slots[w[0]..w[1]] {
-                    let s = s as usize;
-                    msg.extend_from_slice(&partial[s * kk..(s + 1) * kk]);
-                }
-                msg
-            })
-            .collect()
-    }
-
-    /// Sums the received blocks (`recv`, messages concatenated in rank order) into the coarse
-    /// operator's slots: `diag` then `offd` (`kk` per block).
-    fn sum(&self, recv: &[f64], kk: usize, diag: &mut [f64], offd: &mut [f64]) {
-        let n_diag = self.n_diag;
-        for s in 0..self.slot_ptr.len() - 1 {
-            let out = if s < n_diag {
-                &mut diag[s * kk..(s + 1) * kk]
-            } else {
-                &mut offd[(s - n_diag) * kk..(s - n_diag + 1) * kk]
-            };
-            let list = &self.contrib[self.slot_ptr[s]..self.slot_ptr[s + 1]];
-            let first = list[0] as usize;
-            out.copy_from_slice(&recv[first * kk..(first + 1) * kk]);
-            for &c in &list[1..] {
-                let c = c as usize;
-                for (x, y) in out.iter_mut().zip(&recv[c * kk..(c + 1) * kk]) {
-                    *x += y;
-                }
-            }
-        }
-    }
 }
 
 /// A [`ReductionPlan`] split for a rank that keeps its own partial blocks where they are (a
@@ -206,10 +157,8 @@ impl ReductionPlan {
 }
 
 impl SplitReduction {
-    /// The host's mirror of the device steps (`gather_blocks` of the send list, then
-    /// `sum_blocks_in_order` into both parts) on host slices: the messages to each rank from
-    /// `partial`, then, from the `others` received, the sums into `diag` and `offd` (`kk`
-    /// values per block).
+    /// The messages to each rank (empty to this one) from `partial` (`kk` values per block):
+    /// on the host what the GPU's `gather_blocks` of the send list does.
     pub fn pack(&self, partial: &[f64], kk: usize) -> Vec<Vec<f64>> {
         self.send_ranges
             .iter()
@@ -223,7 +172,9 @@ impl SplitReduction {
             .collect()
     }
 
-    /// See [`SplitReduction::pack`].
+    /// The coarse blocks summed from `partial` and the `others` received (messages
+    /// concatenated in rank order) into `diag` and `offd`, in the plan's order: on the host
+    /// what the GPU's `sum_blocks_in_order` does.
     pub fn sum(
         &self,
         partial: &[f64],
@@ -275,6 +226,9 @@ pub struct GalerkinProductPlan {
     pub(crate) partial_plan: SpgemmPlan,
     pub(crate) partial: Bsr,
     pub(crate) reduction: ReductionPlan,
+    /// The reduction split for this rank: what [`GalerkinProductPlan::numeric`] runs (and the
+    /// GPU copy uploads).
+    split: SplitReduction,
     pub(crate) coarse: Arc<DistPattern>,
 }
 
@@ -439,6 +393,7 @@ impl GalerkinProductPlan {
         }
         let (reduction, coarse_pattern) =
             reduction_symbolic(partial_plan.pattern(), coarse_globals, coarse, k)?;
+        let split = reduction.split(coarse.comm().rank(), partial.pattern().nnz())?;
         Ok(Self {
             a_diag: ap.diag().clone(),
             a_offd: ap.offd().clone(),
@@ -450,6 +405,7 @@ impl GalerkinProductPlan {
             partial_plan,
             partial,
             reduction,
+            split,
             coarse: coarse_pattern,
         })
     }
@@ -475,14 +431,16 @@ impl GalerkinProductPlan {
         &self.coarse
     }
 
-    /// The reduction's send lists and sums.
+    /// The reduction's send lists and sums (all ranks' view, before the split).
     pub fn reduction(&self) -> &ReductionPlan {
         &self.reduction
     }
 
     /// Collective. `P^T A P` for the current values of `a` (host; the plan's pattern) and
     /// `p_ext` (the view the plan was built from, host), on [`Self::coarse_pattern`]; also the
-    /// bytes this rank sent to other ranks.
+    /// bytes this rank sent to other ranks. The reduction is the GPU's ([`SplitReduction`]:
+    /// this rank's own partial blocks stay, the others' arrive in rank order), so the host and
+    /// device products share one set of index lists, tested here on ranks without a GPU.
     pub fn numeric(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<(DistBsr, u64), AmgError> {
         if !self.fits(a) {
             return Err(AmgError::DimensionMismatch {
@@ -496,32 +454,8 @@ impl GalerkinProductPlan {
         linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
         let k = self.pt.block_rows();
         let kk = k * k;
-        let send = self.reduction.pack(self.partial.host()?, kk);
         let comm = self.coarse.partition().comm().clone();
-        let rank = comm.rank();
-        let sent = (self.reduction.blocks_sent(rank) * kk * 8) as u64;
-        let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
-        let recv = self.check_received(received, kk)?;
-        let mut ac = DistBsr::zeros(self.coarse.clone());
-        let (d, o) = ac.parts_mut();
-        self.reduction.sum(&recv, kk, d.host_mut()?, o.host_mut()?);
-        Ok((ac, sent))
-    }
-
-    /// Collective. [`GalerkinProductPlan::numeric`] in the device path's order on the host
-    /// ([`SplitReduction`]: this rank's own partial blocks kept, the others' received
-    /// concatenated; the sums over `[partial; others]`): the same bits, so a test of the
-    /// device plan's index lists on ranks without a GPU.
-    pub fn numeric_split(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<DistBsr, AmgError> {
-        self.gather_a_local(a)?;
-        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, p_ext, &mut self.ap)?;
-        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
-        let k = self.pt.block_rows();
-        let kk = k * k;
-        let comm = self.coarse.partition().comm().clone();
-        let split = self
-            .reduction
-            .split(comm.rank(), self.partial.pattern().nnz())?;
+        let split = &self.split;
         let partial = self.partial.host()?;
         let received = comm
             .alltoallv_f64(&split.pack(partial, kk))
@@ -539,27 +473,7 @@ impl GalerkinProductPlan {
         let mut ac = DistBsr::zeros(self.coarse.clone());
         let (d, o) = ac.parts_mut();
         split.sum(partial, &others, kk, d.host_mut()?, o.host_mut()?);
-        Ok(ac)
-    }
-
-    /// The received messages checked against the plan and concatenated in rank order.
-    pub(crate) fn check_received(
-        &self,
-        received: Vec<Vec<f64>>,
-        kk: usize,
-    ) -> Result<Vec<f64>, AmgError> {
-        let ptr = &self.reduction.recv_ptr;
-        for (r, msg) in received.iter().enumerate() {
-            let expected = (ptr[r + 1] - ptr[r]) * kk;
-            if msg.len() != expected {
-                return Err(AmgError::DimensionMismatch {
-                    what: "distributed Galerkin product: partial blocks received from a rank",
-                    expected,
-                    found: msg.len(),
-                });
-            }
-        }
-        Ok(received.concat())
+        Ok((ac, (split.send_idx.len() * kk * 8) as u64))
     }
 
     /// `A_local`'s values from `a`'s parts (host).

@@ -288,18 +288,32 @@ impl GalerkinPlan {
         })
     }
 
-    /// Collective: refreshes `P_oth` from `p`; where some rank's `p` changed since the last
-    /// gather, the view again (structure and values) and no symbolic product. Returns the `P`
-    /// values this rank sent.
-    fn refresh_view(&mut self, a: &DistBsr, p: &DistBsr) -> Result<usize, AmgError> {
+    /// Collective: refreshes `P_oth` from `p` and agrees, in one reduction, whether some rank's
+    /// `p` changed since the last gather (then the view again, structure and values) and
+    /// whether the symbolic product must be made (a new view, or `a` not on the plan's
+    /// pattern on some rank), which it then makes if `symbolic`. Returns the `P` values this
+    /// rank sent.
+    fn refresh(&mut self, a: &DistBsr, p: &DistBsr, symbolic: bool) -> Result<usize, AmgError> {
         let sent = self.view.plan.update(p, &mut self.view.p_oth)?;
+        let fits = self.planned.as_ref().is_some_and(|pl| pl.fits(a));
         let comm = p.pattern().col_partition().comm().clone();
-        let mut moved = [sent as f64];
-        comm.allreduce_max(&mut moved)
+        let mut flags = [sent as f64, f64::from(u8::from(!fits))];
+        comm.allreduce_max(&mut flags)
             .map_err(linalg::LinalgError::from)?;
-        if moved[0] > 0.0 {
+        if flags[0] > 0.0 {
             self.view = p_view(a, &self.graph, p, &self.coarse_serial_ids)?;
             self.planned = None;
+        }
+        if symbolic && (flags[0] > 0.0 || flags[1] > 0.0) {
+            let v = &self.view;
+            self.planned = Some(GalerkinProductPlan::new(
+                a,
+                &v.position,
+                &v.p_ext,
+                &v.p_owned,
+                &v.coarse_globals,
+                &v.p_owned_partition,
+            )?);
         }
         Ok(sent)
     }
@@ -314,46 +328,15 @@ impl GalerkinPlan {
     /// [`GalerkinPlan::product_reference`]'s bits. The result's pattern is the same `Arc` for
     /// every product of one symbolic product.
     pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
-        let sent = self.refresh_view(a, p)?;
-        self.ensure_planned(a)?;
-        let plan = self.planned.as_mut().expect("made above");
+        let sent = self.refresh(a, p, true)?;
+        let plan = self.planned.as_mut().ok_or(AmgError::InvalidParameter {
+            name: "distributed Galerkin plan",
+            value: "missing".into(),
+            reason: "must be made by the refresh before a product (an internal error)",
+        })?;
         let (ac, bytes) = plan.numeric(a, &self.view.p_ext)?;
         self.last_sent_bytes = bytes;
         Ok((ac, sent))
-    }
-
-    /// Collective where it builds: the symbolic product for the current view and `a`'s pattern
-    /// (kept while both stay).
-    fn ensure_planned(&mut self, a: &DistBsr) -> Result<(), AmgError> {
-        let fits = self.planned.as_ref().is_some_and(|pl| pl.fits(a));
-        // Every rank must agree on building (a collective).
-        let comm = a.pattern().partition().comm().clone();
-        let mut rebuild = [f64::from(u8::from(!fits))];
-        comm.allreduce_max(&mut rebuild)
-            .map_err(linalg::LinalgError::from)?;
-        if rebuild[0] > 0.0 {
-            let v = &self.view;
-            let coarse = v.p_owned_partition.clone();
-            self.planned = Some(GalerkinProductPlan::new(
-                a,
-                &v.position,
-                &v.p_ext,
-                &v.p_owned,
-                &v.coarse_globals,
-                &coarse,
-            )?);
-        }
-        Ok(())
-    }
-
-    /// Collective. [`GalerkinPlan::product`] through
-    /// [`GalerkinProductPlan::numeric_split`] (the device path's order on the host: a test of
-    /// its index lists without a GPU); the same bits.
-    pub fn product_split(&mut self, a: &DistBsr, p: &DistBsr) -> Result<DistBsr, AmgError> {
-        self.refresh_view(a, p)?;
-        self.ensure_planned(a)?;
-        let plan = self.planned.as_mut().expect("made above");
-        plan.numeric_split(a, &self.view.p_ext)
     }
 
     /// Collective. [`GalerkinPlan::product`] without the symbolic split (the one-off path:
@@ -364,7 +347,7 @@ impl GalerkinPlan {
         a: &DistBsr,
         p: &DistBsr,
     ) -> Result<(DistBsr, usize), AmgError> {
-        let sent = self.refresh_view(a, p)?;
+        let sent = self.refresh(a, p, false)?;
         let view = &self.view;
         let ap = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
         let pt = linalg::transpose(&view.p_owned)?;

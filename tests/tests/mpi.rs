@@ -1014,6 +1014,8 @@ fn check_coarse_rows(
 /// symbolic products, the sorted local `A` and the reduction's indices made per call) on 1, 2,
 /// 3 and 4 ranks, equals the serial `P^T A P` to 1e-12 of its largest entry, and repeated hot
 /// updates with new values of `A` give a fresh plan's bits on the same coarse pattern object.
+/// The planned product sums through the `SplitReduction` index lists the GPU copy uploads, so
+/// this checks those lists on ranks without a GPU.
 #[test]
 fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_products() {
     use amg::dist_prolongator::GalerkinPlan;
@@ -1079,10 +1081,6 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                     assert_eq!(dist_bits(&hot), dist_bits(&fresh_ac), "hot update {seed}");
                     let (reference, _) = fresh.product_reference(&a2, &pd).unwrap();
                     assert_eq!(dist_bits(&hot), dist_bits(&reference), "hot update {seed}");
-                    // The device path's order (own blocks kept, two-source sums), on the host.
-                    let split = plan.product_split(&a2, &pd).unwrap();
-                    assert!(std::sync::Arc::ptr_eq(split.pattern(), ac.pattern()));
-                    assert_eq!(dist_bits(&split), dist_bits(&hot), "split {seed}");
                     let whole2 = perturbed(&whole, &ids, seed, 0.25);
                     let serial2 = linalg::ptap(&whole2, &p).unwrap();
                     check_coarse_rows(&hot, &t.coarse_serial_ids, &serial_of, &serial2, 1e-12);
