@@ -11,8 +11,9 @@
 //! crossing) or on the host ([`DistHierarchy::update`], then
 //! [`DeviceDistHierarchy::refresh`] uploads what changed: the operators' values, and a
 //! prolongator only when its version changed). The V-cycle is the
-//! host's ([`super::v_cycle`]) on device vectors: halo exchanges staged through pinned host
-//! memory, the coarsest level solved redundantly on every rank's host (it has at most
+//! host's ([`super::v_cycle`]) on device vectors: halo exchanges GPU to GPU through NCCL where
+//! the ranks are connected (`linalg::dist::connect_rank_devices`), else staged through pinned
+//! host memory, the coarsest level solved redundantly on every rank's host (it has at most
 //! `coarse_eq_limit` unknowns: a download of the owned right-hand side, an all-gather, a dense
 //! solve and an upload of the owned solution cost less than launching a device solve). Every
 //! operation is the host's in the host's order, so the cycle's results are the host cycle's bits.
@@ -112,7 +113,8 @@ pub struct DeviceUpdateBytes {
     pub device_to_host: u64,
     /// Sent to other ranks by the Galerkin products' reductions.
     pub mpi_sent: u64,
-    /// Blocks received from other ranks by the reductions, in bytes (uploaded).
+    /// Blocks received from other ranks by the reductions, in bytes (uploaded from pinned
+    /// memory when staged; written by NCCL straight into device memory otherwise).
     pub mpi_received: u64,
 }
 
@@ -173,7 +175,8 @@ impl DeviceDistHierarchy {
     /// `interpolation` keeps the prolongators and recomputes, level after level, the
     /// point-block Jacobi inverse, the eigenvalue estimate (if `recompute_eigs`, from the start
     /// vector kept on the device) and the Galerkin product (device numerics; only the off-rank
-    /// partial blocks cross, through pinned memory and one all-to-all), then downloads the
+    /// partial blocks cross: GPU to GPU through NCCL where the ranks are connected, else
+    /// through pinned memory and one all-to-all), then downloads the
     /// coarsest operator (small) for its dense factor; `full` copies the fine values only.
     /// The result is [`DistHierarchy::update`]'s, bit for bit. `reuse: none` needs the host
     /// set-up (an error here: use [`DistHierarchy::update`] and [`Self::refresh`]). The host

@@ -108,11 +108,6 @@ impl DeviceHalo {
             .filter(|p| p.rank_and_size() == (comm.rank(), comm.size()))
     }
 
-    /// Whether exchanges go device to device through NCCL (else staged through pinned memory).
-    pub fn is_device_to_device(&self) -> bool {
-        self.peers().is_some()
-    }
-
     /// Collective over the plan's neighbours. Fills the ghost buffer from the owners' entries of
     /// `x_owned` (the owned blocks of a device vector), running `overlap` (which queues device
     /// work, say the diagonal product) while the messages travel; returns the ghosts.

@@ -103,6 +103,9 @@ pub fn connect_rank_devices(
         Err(format!(
             "{node_size} ranks share their node's {gpus} GPU(s); NCCL needs a GPU per rank"
         ))
+    } else if ctx.peers().is_some() {
+        // bound to peers of another communicator (the matching ones returned above)
+        Err("a GPU is already bound to the NCCL peers of another communicator".into())
     } else {
         Ok(())
     };
@@ -115,6 +118,7 @@ pub fn connect_rank_devices(
     });
     match joined {
         Ok(peers) => {
+            // unbound on every rank (agreed above), so the binding takes
             ctx.set_peers(peers);
             Ok((DeviceExchange::Nccl, None))
         }
