@@ -208,6 +208,11 @@ pub fn run(
             (d.device, d.names)
         }
     };
+    ensure!(
+        !(device.is_host() && exchange == DeviceExchange::Nccl),
+        "--exchange nccl moves halos between GPUs: it needs --device cuda (valid with --device \
+         cpu: auto, staged)"
+    );
     let (exchange, exchange_fallback) = connect_rank_devices(comm, &device, exchange)
         .with_context(|| format!("--exchange {}", exchange.name()))?;
     ensure!(
