@@ -360,6 +360,15 @@ impl DistHierarchy {
             .collect()
     }
 
+    /// Ranks holding rows of each level, finest first (fewer below where `process_eq_limit`
+    /// gathered a level).
+    pub fn level_ranks(&self) -> Vec<usize> {
+        self.levels
+            .iter()
+            .map(|l| l.a.pattern().partition().active_ranks())
+            .collect()
+    }
+
     /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
     pub fn emax(&self) -> Vec<f64> {
         self.levels
@@ -501,6 +510,7 @@ fn coarsen(
 ) -> Result<Option<DistCoarsened>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use crate::dist_prolongator::dist_smooth_prolongator;
+    use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
     use crate::dist_tentative::dist_tentative_prolongator;
 
     let bs = a.pattern().block_size();
@@ -518,6 +528,13 @@ fn coarsen(
     if coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
         return Ok(None);
     }
+    let active = fine.active_ranks();
+    let ranks = coarse_ranks(coarse_rows, params.process_eq_limit(), active);
+    let t = if ranks < active {
+        onto_first_ranks(t, ranks, k)?
+    } else {
+        t
+    };
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, serial_rows, params, level)?;
     let smoothed = if params.smooth_prolongator {
