@@ -23,6 +23,7 @@ use linalg::{ops, Bsr, Vector};
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
+mod device_coarse;
 mod device_update;
 pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
 
@@ -454,13 +455,22 @@ fn v_cycle<L: CycleLevel>(
 impl CoarseSolve {
     /// The coarsest level `a`: the right-hand side gathered (downloaded from a GPU), put in the
     /// serial order, solved on the host; the owned entries of the solution written into `x`
-    /// where it lives.
+    /// where it lives. Where one rank holds the whole level, it solves alone (no collective)
+    /// and the others, without rows, do nothing.
     fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        let comm = a.pattern().partition().comm().clone();
-        let whole: Vec<f64> = comm
-            .allgatherv_f64(&b.to_host_vec()?)
-            .map_err(linalg::LinalgError::from)?
-            .concat();
+        let partition = a.pattern().partition();
+        let whole: Vec<f64> = if partition.active_ranks() == 1 {
+            if partition.n_owned() == 0 {
+                return Ok(());
+            }
+            b.to_host_vec()?
+        } else {
+            partition
+                .comm()
+                .allgatherv_f64(&b.to_host_vec()?)
+                .map_err(linalg::LinalgError::from)?
+                .concat()
+        };
         let bs = a.pattern().block_size();
         let order = &self.serial_of_global;
         let mut in_serial = vec![0.0; whole.len()];

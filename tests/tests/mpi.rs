@@ -1678,8 +1678,9 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
         return;
     }
     on_ranks(test, &[2], |comm| {
-        // every level on both ranks, then the small levels gathered onto rank 0
-        for process_eq_limit in [None, Some(100)] {
+        // every level on both ranks (the coarsest solved redundantly on the hosts), then the
+        // levels below the finest gathered onto rank 0 (the coarsest solved on its GPU)
+        for process_eq_limit in [Some(1), Some(400)] {
             let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
                 .unwrap()
                 .device;
@@ -1768,8 +1769,9 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
         return;
     }
     on_ranks(test, &[2], |comm| {
-        // every level on both ranks, then the small levels gathered onto rank 0
-        for process_eq_limit in [None, Some(100)] {
+        // every level on both ranks (the coarsest solved redundantly on the hosts), then the
+        // levels below the finest gathered onto rank 0 (the coarsest solved on its GPU)
+        for process_eq_limit in [Some(1), Some(400)] {
             let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
                 .unwrap()
                 .device;
