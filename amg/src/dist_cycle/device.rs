@@ -111,7 +111,7 @@ pub struct DeviceDistHierarchy {
 #[derive(Debug)]
 enum Coarsest {
     Redundant(CoarseSolve),
-    OnOwner(CoarsestOnOwner),
+    OnOwner(Box<CoarsestOnOwner>),
     Elsewhere,
 }
 
@@ -127,7 +127,7 @@ impl Coarsest {
         } else {
             let mut owner = CoarsestOnOwner::new(a, &host.serial_of_global)?;
             owner.factor(a)?;
-            Coarsest::OnOwner(owner)
+            Coarsest::OnOwner(Box::new(owner))
         })
     }
 
