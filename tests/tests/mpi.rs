@@ -1841,7 +1841,14 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                         halo.bytes_per_exchange().host_to_device * (params.eig_steps as u64 + 2)
                     })
                     .sum();
-                assert!(bytes.mpi_received > 0 && bytes.mpi_sent > 0, "{bytes:?}");
+                // the partial coarse blocks cross between the ranks (one way only where the
+                // coarse levels are on rank 0)
+                let mut moved = [bytes.mpi_sent as f64, bytes.mpi_received as f64];
+                comm.allreduce_sum(&mut moved).unwrap();
+                assert!(
+                    moved[0] > 0.0 && moved[0] == moved[1],
+                    "{moved:?}, {bytes:?}"
+                );
                 assert!(
                     bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
                     "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
@@ -1851,8 +1858,9 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                     "{bytes:?}"
                 );
                 if seed == 13 {
-                    // NCCL: the received blocks and ghosts no longer go through the host
-                    assert!(bytes.host_to_device < bytes.mpi_received, "{bytes:?}");
+                    // NCCL: the received blocks and ghosts no longer go through the host,
+                    // only scalars do
+                    assert!(bytes.host_to_device < 1024, "{bytes:?}");
                 }
 
                 let a_host = operator(&values);
