@@ -129,6 +129,12 @@ pub struct DistGpuRank {
     pub spmv_exchange_s: f64,
     pub spmv_diag_s: f64,
     pub spmv_serial_s: f64,
+    /// Best of one V-cycle (the preconditioner in CG), of one exact dot product of the fine
+    /// owned vectors (device partial sums, download, all-reduce), and of the dot's device part
+    /// alone (no all-reduce), seconds: with `spmv_s`, where a CG iteration's time goes.
+    pub vcycle_s: f64,
+    pub dot_s: f64,
+    pub dot_local_s: f64,
 }
 
 /// What `mpirun -np N hexfem bench gamg --json` prints.
@@ -391,6 +397,8 @@ pub fn run(
     if !device.is_host() {
         (gpu.spmv_exchange_s, gpu.spmv_diag_s, gpu.spmv_serial_s) =
             spmv_parts(comm, &device, &a, &x, &mut y)?;
+        (gpu.vcycle_s, gpu.dot_s, gpu.dot_local_s) =
+            cg_parts(comm, &device, preconditioner(&h, &hd), &b, &x)?;
     }
 
     let mine = DistGamgRank {
@@ -528,6 +536,38 @@ fn preconditioner<'a>(
     }
 }
 
+/// Best times of one V-cycle, one exact dot product and the dot's device part alone on the
+/// device (collective: the V-cycle's exchanges, the dot's all-reduce).
+fn cg_parts(
+    comm: &Arc<dyn Comm>,
+    device: &Device,
+    pc: &dyn Preconditioner,
+    b: &Vector,
+    x: &Vector,
+) -> Result<(f64, f64, f64)> {
+    let ctx = device.cuda_context().context("a GPU")?;
+    let mut z = b.zeros_like()?;
+    sync(comm)?;
+    let vcycle_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        pc.apply(b, &mut z)?;
+        device.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    sync(comm)?;
+    let dot_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        linalg::ops::dot(b, x)?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    let dot_local_s = best_of(SPMV_REPEATS, || {
+        let t = Instant::now();
+        linalg::backend::cuda::vector::dot_exact(ctx, b.device_buffer()?, x.device_buffer()?)?;
+        Ok(t.elapsed().as_secs_f64())
+    })?;
+    Ok((vcycle_s, dot_s, dot_local_s))
+}
+
 /// Best times of the fine SpMV's halo exchange alone, of its diagonal product alone, and of
 /// the SpMV without overlap (exchange, then both products) on the device (collective: the
 /// exchange).
@@ -590,6 +630,9 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
         mine.hot_update_host_to_device_bytes as f64,
         mine.hot_update_device_to_host_bytes as f64,
         mine.hot_update_mpi_bytes as f64,
+        mine.vcycle_s,
+        mine.dot_s,
+        mine.dot_local_s,
     ];
     Ok(comm
         .allgatherv_f64(&v)?
@@ -606,6 +649,9 @@ fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRan
             hot_update_host_to_device_bytes: v[8] as u64,
             hot_update_device_to_host_bytes: v[9] as u64,
             hot_update_mpi_bytes: v[10] as u64,
+            vcycle_s: v[11],
+            dot_s: v[12],
+            dot_local_s: v[13],
         })
         .collect())
 }

@@ -68,6 +68,10 @@ pub struct GpuMetrics {
     /// Bytes a fine SpMV must move: values, `u32` column indices and row offsets, `x`, `y`.
     pub spmv_bytes: f64,
     pub spmv_gbs: f64,
+    /// One V-cycle (the preconditioner's application in CG) and one dot product of fine
+    /// vectors, medians of [`GPU_REPEATS`] timings (the dot includes its download).
+    pub vcycle_ms: f64,
+    pub dot_ms: f64,
     /// `spmv_gbs / copy_gbs`.
     pub spmv_of_copy: f64,
     /// Numeric Galerkin product per transfer (finest first), median of device-event timings.
@@ -305,6 +309,13 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         None => None,
         Some(ctx) => {
             let spmv_ms = event_median(ctx, GPU_REPEATS, || Ok(fine.spmv(&x, &mut y)?))?;
+            let vcycle_ms = event_median(ctx, GPU_REPEATS, || {
+                Ok(amg::Preconditioner::apply(&hierarchy, &b, &mut y)?)
+            })?;
+            let dot_ms = event_median(ctx, GPU_REPEATS, || {
+                linalg::ops::dot(&b, &x)?;
+                Ok(())
+            })?;
             let p = fine.pattern();
             let spmv_bytes = (p.nnz() * fine.block_len() * 8
                 + p.nnz() * 4
@@ -345,6 +356,8 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
             Some(GpuMetrics {
                 copy_gbs: copy,
                 spmv_ms,
+                vcycle_ms,
+                dot_ms,
                 spmv_bytes,
                 spmv_gbs,
                 spmv_of_copy: spmv_gbs / copy,
