@@ -347,6 +347,16 @@ impl LinearSolver {
         }
     }
 
+    /// Where the Newton loop runs with this solver: the iterative solver's GPU, or (on the ranks
+    /// of a distributed run) this rank's GPU where the distributed solver runs there; `None`:
+    /// the host.
+    pub fn newton_device(&self) -> Option<&Device> {
+        match self {
+            LinearSolver::Distributed(d) => Some(d.device()).filter(|d| !d.is_host()),
+            _ => self.device(),
+        }
+    }
+
     /// The Krylov method's name: "CG", or "GMRES" for a tangent that is not symmetric.
     pub fn krylov_name(&self) -> &'static str {
         match self {

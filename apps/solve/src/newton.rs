@@ -349,9 +349,19 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
-        let system = match solver.device().and_then(|d| d.cuda_context()) {
-            Some(ctx) => IterationSystem::device(ctx, &problem.discrete)
-                .context("the Newton loop on the GPU")?,
+        let system = match solver.newton_device().and_then(|d| d.cuda_context()) {
+            Some(ctx) => {
+                let system = IterationSystem::device(ctx, &problem.discrete)
+                    .context("the Newton loop on the GPU");
+                // on ranks: one rank's failure is every rank's (none waits in a reduction)
+                match &problem.discrete.partition {
+                    Some(part) => comm::agree(
+                        &**part.layout.comm(),
+                        system.map_err(|e| format!("{e:#}")),
+                    )?,
+                    None => system?,
+                }
+            }
             None => IterationSystem::host(&problem.discrete),
         };
         let zeros = || system.zeros(&problem.discrete);

@@ -8,6 +8,11 @@
 //! moves scalars only (norms, the energy's sums, the element failure flag). The displacement and
 //! the reactions and the cells' output fields (computed there) come down at converged steps only
 //! ([`IterationSystem::download`], [`IterationSystem::reactions`], [`IterationSystem::cell_fields`]).
+//!
+//! On the ranks of a distributed run each rank's part (owned and ghost cells) goes up to its
+//! GPU the same way; its vectors carry the rank's layout, and every norm, dot and the
+//! potential reduce the owned entries and cells over the ranks exactly (the host rank path's
+//! bits): a few exact accumulators cross per reduction, no vector and no tangent.
 
 use std::sync::Arc;
 
@@ -37,6 +42,15 @@ pub struct DeviceSystem {
     scratch: Vector,
 }
 
+/// Zeros of `problem`'s unknowns on `device`: on a rank, with its layout (owned entries, then
+/// ghosts), so `linalg::ops` reduces over the owned entries and the ranks as on the host.
+fn zeros_of(problem: &DeviceProblem, device: &Device) -> Result<Vector, LinalgError> {
+    match problem.rank_layout() {
+        Some(layout) => Vector::zeros_with_layout(device, layout.clone()),
+        None => Vector::zeros_on(device, problem.n_dofs()),
+    }
+}
+
 impl IterationSystem {
     /// The host system of `discrete`.
     pub fn host(discrete: &DiscreteProblem) -> Self {
@@ -51,8 +65,7 @@ impl IterationSystem {
     ) -> Result<Self, AssemblyError> {
         let problem = DeviceProblem::new(ctx, discrete)?;
         let device = Device::Cuda(ctx.clone());
-        let n = problem.n_dofs();
-        let vector = || Vector::zeros_on(&device, n);
+        let vector = || zeros_of(&problem, &device);
         let tangent = Bsr::from_device_bsr(
             ctx.clone(),
             discrete.assembler.pattern().clone(),
@@ -106,7 +119,7 @@ impl IterationSystem {
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {
             IterationSystem::Host(_) => Ok(discrete.zeros()),
-            IterationSystem::Device(d) => Vector::zeros_on(&d.device, d.problem.n_dofs()),
+            IterationSystem::Device(d) => zeros_of(&d.problem, &d.device),
         }
     }
 
