@@ -218,14 +218,16 @@ impl DistSolver {
         };
         let mut solution = run.owned_zeros()?;
         let (iterations, converged) = self.krylov(run, &rhs, &mut solution, pc, &params)?;
+        if !x.device().is_host() {
+            // the correction stays on the GPU: owned entries copied, ghosts from their owners
+            // (the halo's bytes counted with the solve's)
+            run.local_from_owned(&solution, x)?;
+        }
         let t3 = self.device.transfers();
         if x.device().is_host() {
             let xs = x.host_mut()?;
             xs[..owned].copy_from_slice(&solution.to_host_vec()?);
             pattern.halo().update(xs)?;
-        } else {
-            // the correction stays on the GPU: owned entries copied, ghosts from their owners
-            run.local_from_owned(&solution, x)?;
         }
         let device = on_gpu.then(|| DeviceSolveReport {
             name: self.device.name(),

@@ -69,7 +69,7 @@ pub struct DeviceSolveReport {
     /// The device's name.
     pub name: String,
     /// Tangent values and right-hand side, host to device (the whole matrix and pattern at the
-    /// first call).
+    /// first call; none where the tangent was assembled on the device).
     pub upload_bytes: u64,
     /// The preconditioner set-up or update, both directions.
     pub setup: TransferReport,

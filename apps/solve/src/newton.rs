@@ -84,6 +84,10 @@ pub struct IterationRecord {
     /// iteration, both ways (linear system, solve, line search, update).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer_bytes: Option<u64>,
+    /// Where the Newton loop runs on a GPU: of those, the bytes moved host to device (the
+    /// linear solve's share is in `linear.device`; the rest of the iteration moves none up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_bytes: Option<u64>,
 }
 
 /// Which test a converged step passed.
@@ -539,6 +543,7 @@ impl LoadPath<'_> {
         let mut watchdog_note = None;
         for iteration in 0..=p.max_iterations {
             let transfers_before = ws.system.transferred_bytes();
+            let uploads_before = ws.system.uploaded_bytes();
             let discrete = &mut problem.discrete;
             ws.system.linearize(discrete, u, load_factor)?;
             let constraints_met = ws.system.constraints_met()?;
@@ -676,12 +681,18 @@ impl LoadPath<'_> {
                     eprintln!("    {bytes} bytes between host and GPU");
                 }
             }
+            let upload_bytes = ws
+                .system
+                .uploaded_bytes()
+                .zip(uploads_before)
+                .map(|(after, before)| after - before);
             records.push(IterationRecord {
                 residual_norm: r_free,
                 linear,
                 step_length,
                 line_search: note,
                 transfer_bytes,
+                upload_bytes,
             });
         }
         Err(StepFailure::MaxIterations(p.max_iterations))

@@ -115,6 +115,11 @@ impl IterationSystem {
         })
     }
 
+    /// Bytes moved host to device so far (`None` on the host).
+    pub fn uploaded_bytes(&self) -> Option<u64> {
+        self.gpu().map(|d| d.transfers().host_to_device)
+    }
+
     /// A vector of zeros where the iteration runs.
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {
@@ -295,9 +300,12 @@ impl IterationSystem {
     /// The output fields of every cell at `u` computed where the iteration runs, on the host:
     /// `Some` on a GPU (computed there; only the fields come down), `None` on the host (the
     /// caller computes them from the host state as ever).
+    /// On a rank's GPU `None` too: a distributed run's output computes its cells' fields from
+    /// the downloaded state (as the host rank path does), so they need not come down.
     pub fn cell_fields(&mut self, u: &Vector) -> Result<Option<Vec<CellFields>>, AssemblyError> {
         match self {
             IterationSystem::Host(_) => Ok(None),
+            IterationSystem::Device(d) if d.problem.rank_layout().is_some() => Ok(None),
             IterationSystem::Device(d) => d
                 .problem
                 .assembler
