@@ -224,7 +224,8 @@ impl DeviceProblem {
         load_factor: f64,
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual(u, r)?;
+        let assembled = self.assembler.residual(u, r);
+        self.agree_on_failure(assembled)?;
         self.subtract_loads(load_factor, r)?;
         for f in &mut self.follower {
             f.add(u, load_factor, r, None)?;
@@ -274,7 +275,8 @@ impl DeviceProblem {
         lift: &mut DeviceBuffer<f64>,
         scratch: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual_tangent(u, residual, tangent)?;
+        let assembled = self.assembler.residual_tangent(u, residual, tangent);
+        self.agree_on_failure(assembled)?;
         self.subtract_loads(load_factor, residual)?;
         for f in &mut self.follower {
             f.add(u, load_factor, residual, Some(&mut *tangent))?;
@@ -326,7 +328,8 @@ impl DeviceProblem {
         load_factor: f64,
     ) -> Result<Potential, AssemblyError> {
         self.assembler.elements().energies(u, &mut self.energies)?;
-        self.assembler.elements().check_failure(u)?;
+        let checked = self.assembler.elements().check_failure(u);
+        self.agree_on_failure(checked)?;
         // exact sums, as the host's: the same bits when the cell energies are
         let (internal, magnitude) = match &mut self.rank {
             None => (
@@ -407,6 +410,35 @@ impl DeviceProblem {
             .allreduce_max(&mut max)
             .map_err(LinalgError::from)?;
         Ok(max[0])
+    }
+
+    /// On a rank: an element failure on any rank is one on every rank (one scalar reduced), so
+    /// every rank takes the same branch (a shorter line-search step, a cutback) and none waits
+    /// in a reduction the failing rank skipped. The failing rank keeps its own error; the others
+    /// name the lowest failing rank. Serial: `local` as it is.
+    fn agree_on_failure<T>(
+        &self,
+        local: Result<T, AssemblyError>,
+    ) -> Result<T, AssemblyError> {
+        let Some(share) = &self.rank else {
+            return local;
+        };
+        let comm = share.layout.comm();
+        let size = comm.size() as f64;
+        // the lowest failing rank wins the maximum of `size - rank`
+        let mut flag = [match &local {
+            Err(AssemblyError::ElementFailure { .. }) => size - comm.rank() as f64,
+            _ => 0.0,
+        }];
+        comm.allreduce_max(&mut flag).map_err(LinalgError::from)?;
+        match local {
+            Ok(_) if flag[0] > 0.0 => Err(AssemblyError::ElementFailure {
+                cell: usize::MAX,
+                name: format!("a cell of MPI rank {}", (size - flag[0]) as usize),
+                error: fem::FemError::NonPositiveJ { j: f64::NAN },
+            }),
+            other => other,
+        }
     }
 
     /// On one rank of a distributed run: the layout of its vectors (owned entries, then
