@@ -287,9 +287,7 @@ pub mod ops {
                 crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
                 return Ok(sum[0].value());
             }
-            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
-                if owned < xb.len() =>
-            {
+            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. }) if owned < xb.len() => {
                 // A rank's vector with its ghost tail: the owned entries' exact sum, every
                 // rank's added before the one rounding (the host's bits).
                 let mut sum = [cuda::vector::dot_exact_prefix(ctx, xb, yb, owned)?];

@@ -1775,7 +1775,7 @@ fn vector_bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-/// On one GPU per rank, at 1 and 2 ranks: a rank's part of `inputs/cantilever_q1.yaml`
+/// On one GPU per rank, at 1 and 2 ranks: a rank's part of `inputs/neo_hookean_block.yaml`
 /// assembled on its GPU (the serial device assembler over the part's owned and ghost cells)
 /// equals the host rank assembly bit for bit: the residual (every local entry), the free
 /// norm, the potential and the eliminated right-hand side's norm (reduced over the ranks
@@ -1798,7 +1798,7 @@ fn device_rank_assembly_equals_the_host_rank_assembly() {
             .device;
         let ctx = device.cuda_context().unwrap().clone();
         let (rank, size) = (comm.rank(), comm.size());
-        let input = inputs_dir().join("cantilever_q1.yaml");
+        let input = inputs_dir().join("neo_hookean_block.yaml");
         let config = config::load_with_overrides(&input, &[]).unwrap();
         let params = config.problem_params().unwrap();
         let part = solve::partition::build_mesh_part(&params.mesh, rank, size).unwrap();
@@ -1856,8 +1856,8 @@ fn device_rank_assembly_equals_the_host_rank_assembly() {
                 .unwrap();
         let mut a_host = DistBsr::zeros(pattern.clone());
         a_host.set_from_local(&host.tangent).unwrap();
-        let k_dev = Bsr::from_device_bsr(ctx.clone(), host.tangent.pattern().clone(), ds.tangent)
-            .unwrap();
+        let k_dev =
+            Bsr::from_device_bsr(ctx.clone(), host.tangent.pattern().clone(), ds.tangent).unwrap();
         let mut a_dev = DistBsr::zeros(pattern.clone()).to_device(&device).unwrap();
         a_dev.set_from_local(&k_dev).unwrap();
         let before = device.transfers();
@@ -1937,7 +1937,7 @@ fn run_on_ranks_with(
     summary
 }
 
-/// On one GPU per rank, at 1 and 2 ranks: `hexfem run inputs/cantilever_q1.yaml` with
+/// On one GPU per rank, at 1 and 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with
 /// `device: cuda` (each rank's Newton iteration on its GPU) gives the host rank run's
 /// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and every
 /// Newton iteration moves nothing host to device outside its linear solve (scalars at most),
@@ -1951,7 +1951,7 @@ fn device_rank_run_equals_the_host_rank_run() {
         return;
     }
     on_ranks(test, &[1, 2], |comm| {
-        let input = inputs_dir().join("cantilever_q1.yaml");
+        let input = inputs_dir().join("neo_hookean_block.yaml");
         let cpu = run_on_ranks_with(comm, &input, "cpu", "rankdev");
         let gpu = run_on_ranks_with(comm, &input, "cuda", "rankdev");
         let (Some(cpu), Some(gpu)) = (cpu, gpu) else {

@@ -359,10 +359,9 @@ impl LoadPath<'_> {
                     .context("the Newton loop on the GPU");
                 // on ranks: one rank's failure is every rank's (none waits in a reduction)
                 match &problem.discrete.partition {
-                    Some(part) => comm::agree(
-                        &**part.layout.comm(),
-                        system.map_err(|e| format!("{e:#}")),
-                    )?,
+                    Some(part) => {
+                        comm::agree(&**part.layout.comm(), system.map_err(|e| format!("{e:#}")))?
+                    }
                     None => system?,
                 }
             }

@@ -105,7 +105,11 @@ impl DeviceProblem {
             device.follower.push(pressure);
         }
         if let Some(part) = &problem.partition {
-            check("rank's cells", device.energies.len(), part.owned_cells.len())?;
+            check(
+                "rank's cells",
+                device.energies.len(),
+                part.owned_cells.len(),
+            )?;
             check("rank's unknowns", device.n_dofs(), part.layout.len())?;
             let owned: Vec<u32> = (0..part.owned_cells.len())
                 .filter(|&c| part.owned_cells[c])
@@ -416,10 +420,7 @@ impl DeviceProblem {
     /// every rank takes the same branch (a shorter line-search step, a cutback) and none waits
     /// in a reduction the failing rank skipped. The failing rank keeps its own error; the others
     /// name the lowest failing rank. Serial: `local` as it is.
-    fn agree_on_failure<T>(
-        &self,
-        local: Result<T, AssemblyError>,
-    ) -> Result<T, AssemblyError> {
+    fn agree_on_failure<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
         let Some(share) = &self.rank else {
             return local;
         };

@@ -514,7 +514,9 @@ impl DistBsr {
                 owned.host_mut()?.copy_from_slice(&local.host()?[..n]);
                 Ok(())
             }
-            Some(ctx) => ctx.copy_range(local.device_buffer()?, 0, owned.device_buffer_mut()?, 0, n),
+            Some(ctx) => {
+                ctx.copy_range(local.device_buffer()?, 0, owned.device_buffer_mut()?, 0, n)
+            }
         }
     }
 

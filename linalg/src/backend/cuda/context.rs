@@ -364,7 +364,11 @@ impl CudaContext {
         dst_start: usize,
         len: usize,
     ) -> Result<(), LinalgError> {
-        check_len("copy_range: source", src.len(), src.len().max(src_start + len))?;
+        check_len(
+            "copy_range: source",
+            src.len(),
+            src.len().max(src_start + len),
+        )?;
         check_len(
             "copy_range: destination",
             dst.len(),
