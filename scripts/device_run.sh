@@ -34,6 +34,8 @@
 #                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
 #                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3");
 #                      MPI_EXCHANGE="auto": the --exchange values to run each with (staged nccl)
+#                      MPI_LIMITS="default": the --process-eq-limit values to run each with
+#                      (default: the GPU ranks' default; results named ..._L<limit>.json)
 #   TESTS also runs hexfem's gpu_runs tests (every supported input on cuda == on cpu; scalars only
 #   per Newton iteration).
 set -uo pipefail
@@ -88,6 +90,7 @@ MPI_GAMG=${MPI_GAMG:-}
 MPI_GAMG_CPU=${MPI_GAMG_CPU:-0}
 MPI_GAMG_ARGS=${MPI_GAMG_ARGS:-}
 MPI_EXCHANGE=${MPI_EXCHANGE:-auto}
+MPI_LIMITS=${MPI_LIMITS:-default}
 "$here/bin/hexfem" --help > "$out/hexfem_help.txt" 2>&1 || { echo "hexfem --help failed"; status=1; }
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
@@ -133,18 +136,24 @@ for nm in $MPI_GAMG; do
     fi
     for dev in $mpi_devices; do
       for ex in $MPI_EXCHANGE; do
+       for lim in $MPI_LIMITS; do
         f="mpi_gamg_${dev}_np${np}_${m}_$ex"
+        limit_args=""
+        if [ "$lim" != default ]; then
+            f="${f}_L$lim"
+            limit_args="--process-eq-limit $lim"
+        fi
         # each rank's host phases get an equal share of the node's cores
         # shellcheck disable=SC2086
         RAYON_NUM_THREADS=$(( $(nproc) / np > 0 ? $(nproc) / np : 1 )) \
         mpirun --allow-run-as-root --oversubscribe --bind-to none -x RAYON_NUM_THREADS -np "$np" "$here/bin/hexfem" bench gamg \
-            --problem ex56 --m "$m" --device "$dev" --exchange "$ex" $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
+            --problem ex56 --m "$m" --device "$dev" --exchange "$ex" $limit_args $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
             || { status=1; tail -n 5 "$out/$f.err"; }
-        python3 - "$out/$f.json" "$dev $np ranks m $m exchange $ex" <<'PY' || true
+        python3 - "$out/$f.json" "$dev $np ranks m $m exchange $ex limit $lim" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
 tag = sys.argv[2]
-print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devices']}, levels {r['levels']}, "
+print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devices']}, levels {r['rows_per_level']} on {r['ranks_per_level']} ranks (process_eq_limit {r['process_eq_limit']}), "
       f"iterations {r['iterations']}, cold {r['setup_cold_s']:.3f} s, hot update {r['setup_hot_s']*1e3:.1f} ms, "
       f"hot solve {r['solve_hot_s']*1e3:.1f} ms, SpMV {r['spmv_s']*1e3:.3f} ms, hot update {r['hot_update_bytes']} B MPI "
       f"({r['hot_update_p_values']} P values), CG iteration {r['cg_iteration']['bytes']:.0f} B MPI, "
@@ -155,6 +164,7 @@ for g in r.get("gpu") or []:
     print(f"[mpi gamg {tag}] hot update bytes: {g.get('hot_update_host_to_device_bytes')} B host->device, "
           f"{g.get('hot_update_device_to_host_bytes')} B device->host, {g.get('hot_update_mpi_bytes')} B MPI")
 PY
+       done
       done
     done
 done

@@ -23,6 +23,7 @@ use linalg::{ops, Bsr, Vector};
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
+mod device_coarse;
 mod device_update;
 pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
 
@@ -360,6 +361,15 @@ impl DistHierarchy {
             .collect()
     }
 
+    /// Ranks holding rows of each level, finest first (fewer below where `process_eq_limit`
+    /// gathered a level).
+    pub fn level_ranks(&self) -> Vec<usize> {
+        self.levels
+            .iter()
+            .map(|l| l.a.pattern().partition().active_ranks())
+            .collect()
+    }
+
     /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
     pub fn emax(&self) -> Vec<f64> {
         self.levels
@@ -445,13 +455,22 @@ fn v_cycle<L: CycleLevel>(
 impl CoarseSolve {
     /// The coarsest level `a`: the right-hand side gathered (downloaded from a GPU), put in the
     /// serial order, solved on the host; the owned entries of the solution written into `x`
-    /// where it lives.
+    /// where it lives. Where one rank holds the whole level, it solves alone (no collective)
+    /// and the others, without rows, do nothing.
     fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        let comm = a.pattern().partition().comm().clone();
-        let whole: Vec<f64> = comm
-            .allgatherv_f64(&b.to_host_vec()?)
-            .map_err(linalg::LinalgError::from)?
-            .concat();
+        let partition = a.pattern().partition();
+        let whole: Vec<f64> = if partition.active_ranks() == 1 {
+            if partition.n_owned() == 0 {
+                return Ok(());
+            }
+            b.to_host_vec()?
+        } else {
+            partition
+                .comm()
+                .allgatherv_f64(&b.to_host_vec()?)
+                .map_err(linalg::LinalgError::from)?
+                .concat()
+        };
         let bs = a.pattern().block_size();
         let order = &self.serial_of_global;
         let mut in_serial = vec![0.0; whole.len()];
@@ -501,6 +520,7 @@ fn coarsen(
 ) -> Result<Option<DistCoarsened>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use crate::dist_prolongator::dist_smooth_prolongator;
+    use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
     use crate::dist_tentative::dist_tentative_prolongator;
 
     let bs = a.pattern().block_size();
@@ -518,6 +538,13 @@ fn coarsen(
     if coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
         return Ok(None);
     }
+    let active = fine.active_ranks();
+    let ranks = coarse_ranks(coarse_rows, params.process_eq_limit(), active);
+    let t = if ranks < active {
+        onto_first_ranks(t, ranks, k)?
+    } else {
+        t
+    };
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, serial_rows, params, level)?;
     let smoothed = if params.smooth_prolongator {

@@ -15,6 +15,7 @@ pub mod dist_aggregation;
 pub mod dist_cycle;
 pub mod dist_galerkin;
 pub mod dist_prolongator;
+pub mod dist_telescope;
 pub mod dist_tentative;
 pub mod eig;
 mod error;

@@ -8,6 +8,14 @@ use serde::{Deserialize, Serialize};
 /// (and of PyAMG's prolongator damping, the default of `prolongator_omega_scale`).
 pub const JACOBI_OMEGA_SCALE: f64 = 4.0 / 3.0;
 
+/// `process_eq_limit` on CPU ranks when unset: PETSc GAMG's default.
+pub const PROCESS_EQ_LIMIT_CPU: usize = 50;
+
+/// `process_eq_limit` on GPU ranks when unset ([`AmgParams::on_gpu_ranks`]): a level of fewer
+/// unknowns per GPU runs its SpMV in less time than a halo exchange takes between two GPUs
+/// (see docs/benchmarks.md, "Coarse levels on fewer GPUs").
+pub const PROCESS_EQ_LIMIT_GPU: usize = 20_000;
+
 /// What [`crate::Hierarchy::update`] keeps when given a new operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,6 +128,11 @@ pub struct AmgParams {
     pub coarse_eq_limit: usize,
     /// Maximum number of levels, the finest included. Default `10`.
     pub max_levels: usize,
+    /// On several MPI ranks: a coarse level of `n` unknowns is held by `max(1, n /
+    /// process_eq_limit)` ranks (never more than hold the finer level), gathered onto the first
+    /// ranks where that is fewer (PETSc GAMG's option of this name). Default unset: 50 on CPU
+    /// ranks (PETSc's default), 20000 on GPU ranks. No effect on one rank.
+    pub process_eq_limit: Option<usize>,
     /// Coarsening stalls (and stops) when rows shrink by less than this factor. Default `1.2`.
     pub min_coarsening_ratio: f64,
     /// Smooth the tentative prolongator (`false` gives unsmoothed aggregation). Default `true`.
@@ -159,6 +172,7 @@ impl Default for AmgParams {
             mis2_levels: 1,
             coarse_eq_limit: 500,
             max_levels: 10,
+            process_eq_limit: None,
             min_coarsening_ratio: 1.2,
             smooth_prolongator: true,
             prolongator_omega_scale: JACOBI_OMEGA_SCALE,
@@ -178,6 +192,20 @@ impl Default for AmgParams {
 }
 
 impl AmgParams {
+    /// These options for a hierarchy whose levels run on GPU ranks: `process_eq_limit`, where
+    /// unset, becomes [`PROCESS_EQ_LIMIT_GPU`].
+    pub fn on_gpu_ranks(&self) -> Self {
+        Self {
+            process_eq_limit: Some(self.process_eq_limit.unwrap_or(PROCESS_EQ_LIMIT_GPU)),
+            ..self.clone()
+        }
+    }
+
+    /// The `process_eq_limit` in force on CPU ranks (set, or [`PROCESS_EQ_LIMIT_CPU`]).
+    pub fn process_eq_limit(&self) -> usize {
+        self.process_eq_limit.unwrap_or(PROCESS_EQ_LIMIT_CPU)
+    }
+
     /// Checks ranges; the error names the parameter.
     pub fn validate(&self) -> Result<(), AmgError> {
         let bad = |name: &'static str, value: String, reason: &'static str| {
@@ -196,6 +224,9 @@ impl AmgParams {
         }
         if self.max_levels == 0 {
             return bad("max_levels", "0".into(), "must be >= 1");
+        }
+        if self.process_eq_limit == Some(0) {
+            return bad("process_eq_limit", "0".into(), "must be >= 1");
         }
         if !(self.min_coarsening_ratio > 1.0) {
             return bad(

@@ -1230,7 +1230,8 @@ fn hierarchy_solve(
     comm: &Arc<dyn Comm>,
     serial: &HexMesh,
     part: &MeshPart,
-) -> (usize, Vec<usize>, Vec<(usize, f64)>) {
+    process_eq_limit: Option<usize>,
+) -> HierarchySolve {
     use amg::dist_cycle::DistHierarchy;
 
     let (k_local, clamped) = clamped_stiffness(&part.mesh);
@@ -1257,6 +1258,7 @@ fn hierarchy_solve(
     let params = amg::AmgParams {
         coarse_eq_limit: 150,
         max_levels: 6,
+        process_eq_limit,
         ..amg::AmgParams::default()
     };
     // The hierarchy owns its copy of the fine operator.
@@ -1289,7 +1291,34 @@ fn hierarchy_solve(
         .enumerate()
         .map(|(e, &v)| (3 * part.node_serial_ids[e / 3] as usize + e % 3, v))
         .collect();
-    (outcome.iterations, h.level_unknowns(), owned)
+    HierarchySolve {
+        iterations: outcome.iterations,
+        levels: h.level_unknowns(),
+        ranks: h.level_ranks(),
+        owned,
+    }
+}
+
+/// What [`hierarchy_solve`] found.
+struct HierarchySolve {
+    iterations: usize,
+    /// Global unknowns per level.
+    levels: Vec<usize>,
+    /// Ranks holding each level.
+    ranks: Vec<usize>,
+    /// The owned solution entries as (serial dof, value).
+    owned: Vec<(usize, f64)>,
+}
+
+/// The relative 2-norm difference of the owned entries `x` from the serial solution (collective).
+fn relative_to_serial(comm: &Arc<dyn Comm>, x: &[(usize, f64)], serial: &[f64]) -> f64 {
+    let mut err = [0.0, 0.0];
+    for (dof, v) in x {
+        err[0] += (v - serial[*dof]).powi(2);
+        err[1] += serial[*dof].powi(2);
+    }
+    comm.allreduce_sum(&mut err).unwrap();
+    (err[0] / err[1]).sqrt()
 }
 
 /// The serial [`amg::Hierarchy`] with the options of [`hierarchy_solve`] on the serial mesh's
@@ -1343,35 +1372,34 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
             let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
             let serial = mesh::generate_box(&spec).unwrap();
             let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
-            let (it_one, levels_one, x_one) =
-                hierarchy_solve(&linalg::comm::SelfComm::shared(), &serial, &whole);
+            let one = hierarchy_solve(&linalg::comm::SelfComm::shared(), &serial, &whole, None);
             let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
-            let (it, levels, x) = hierarchy_solve(comm, &serial, &part);
+            let HierarchySolve {
+                iterations: it,
+                levels,
+                ranks,
+                owned: x,
+            } = hierarchy_solve(comm, &serial, &part, None);
             assert!(levels.len() >= 3, "levels {levels:?}");
-            assert_eq!(levels, levels_one, "the same hierarchy");
-            assert_eq!(it, it_one, "CG iterations");
+            assert_eq!(levels, one.levels, "the same hierarchy");
+            assert_eq!(it, one.iterations, "CG iterations");
+            // PETSc's 50 unknowns per rank
+            let expected = expected_level_ranks(&levels, 50, comm.size());
+            assert_eq!(ranks, expected, "ranks per level");
             // ... and the serial hierarchy's (Chebyshev smoothing, the same eigenvalue estimates)
             let (it_serial, levels_serial, x_serial) = serial_hierarchy_solve(&serial);
             assert_eq!(levels, levels_serial, "the serial hierarchy");
             assert_eq!(it, it_serial, "the serial CG iterations");
-            let mut err = [0.0, 0.0];
-            for (dof, v) in &x {
-                err[0] += (v - x_serial[*dof]).powi(2);
-                err[1] += x_serial[*dof].powi(2);
+            let serial_difference = relative_to_serial(comm, &x, &x_serial);
+            assert!(serial_difference <= 1e-10, "{serial_difference:e}");
+            let mut x_one = vec![0.0; x_serial.len()];
+            for (dof, v) in one.owned {
+                x_one[dof] = v;
             }
-            comm.allreduce_sum(&mut err).unwrap();
-            assert!(err[0].sqrt() <= 1e-10 * err[1].sqrt(), "{err:?}");
-            let reference: std::collections::HashMap<usize, f64> = x_one.into_iter().collect();
-            let mut err = [0.0, 0.0];
-            for (dof, v) in &x {
-                err[0] += (v - reference[dof]).powi(2);
-                err[1] += reference[dof].powi(2);
-            }
-            comm.allreduce_sum(&mut err).unwrap();
+            let one_rank_difference = relative_to_serial(comm, &x, &x_one);
             assert!(
-                err[0].sqrt() <= 1e-10 * err[1].sqrt(),
-                "relative difference {}",
-                (err[0] / err[1]).sqrt()
+                one_rank_difference <= 1e-10,
+                "relative difference {one_rank_difference:e}"
             );
             if comm.rank() == 0 {
                 eprintln!(
@@ -1383,82 +1411,153 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
     );
 }
 
-#[test]
-fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
-    use amg::dist_cycle::DistHierarchy;
+/// The ranks holding each level of a hierarchy with these unknowns per level on `size` ranks:
+/// `max(1, unknowns / limit)`, never more than hold the finer level.
+fn expected_level_ranks(levels: &[usize], limit: usize, size: usize) -> Vec<usize> {
+    let mut ranks = vec![size];
+    for &n in &levels[1..] {
+        let above = *ranks.last().unwrap();
+        ranks.push((n / limit).clamp(1, above));
+    }
+    ranks
+}
 
+/// `process_eq_limit` gathers the small coarse levels onto fewer ranks (the first ones): the
+/// levels, CG iterations and solution are still the serial hierarchy's, and each level is held
+/// by `max(1, unknowns / limit)` ranks, never more than hold the finer level.
+#[test]
+fn small_coarse_levels_gathered_onto_fewer_ranks_keep_the_serial_hierarchy() {
     on_ranks(
-        "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
-        &[2, 4],
+        "small_coarse_levels_gathered_onto_fewer_ranks_keep_the_serial_hierarchy",
+        &[2, 3, 4],
         |comm| {
             let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
             let serial = mesh::generate_box(&spec).unwrap();
             let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
-            let (k_local, clamped) = clamped_stiffness(&part.mesh);
-            let n_owned = part.n_owned_nodes();
-            let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-            let pattern =
-                DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
-            let operator = |scale: f64| {
-                let mut k = k_local.clone();
-                k.scale(scale).unwrap();
-                let mut a = DistBsr::zeros(pattern.clone());
-                a.set_from_local(&k).unwrap();
-                a
-            };
-            let nns = assembly::rigid_body_modes(&serial.coords);
-            let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-                .iter()
-                .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
-                .collect();
-            let params = amg::AmgParams {
-                coarse_eq_limit: 150,
-                max_levels: 6,
-                ..amg::AmgParams::default()
-            };
-            let mut h = DistHierarchy::new(
-                operator(1.0),
-                &part.node_serial_ids[..n_owned],
-                owned_nns,
-                6,
-                &params,
-            )
-            .unwrap();
-            let a = operator(1.0);
-            let mut b = a.new_owned_vector();
-            for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
-                let s = part.node_serial_ids[e / 3];
-                *v = if clamped[e / 3] {
-                    0.0
-                } else {
-                    signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
-                };
+            let (it_serial, levels_serial, x_serial) = serial_hierarchy_solve(&serial);
+            for limit in [100, 400, 100_000] {
+                let h = hierarchy_solve(comm, &serial, &part, Some(limit));
+                let expected = expected_level_ranks(&h.levels, limit, comm.size());
+                assert_eq!(
+                    h.ranks, expected,
+                    "limit {limit}: ranks per level {:?}",
+                    h.levels
+                );
+                assert!(h.ranks.contains(&1), "limit {limit}: {:?}", h.ranks);
+                assert_eq!(
+                    h.levels, levels_serial,
+                    "limit {limit}: the serial hierarchy"
+                );
+                assert_eq!(
+                    h.iterations, it_serial,
+                    "limit {limit}: the serial CG iterations"
+                );
+                let difference = relative_to_serial(comm, &h.owned, &x_serial);
+                assert!(difference <= 1e-10, "limit {limit}: {difference:e}");
+                if comm.rank() == 0 {
+                    eprintln!(
+                        "process_eq_limit {limit}: levels {:?} on {:?} ranks, {} CG iterations",
+                        h.levels, h.ranks, h.iterations
+                    );
+                }
             }
-            let cg = amg::CgParams {
-                rtol: 1e-8,
-                ..Default::default()
-            };
-            let mut x1 = a.new_owned_vector();
-            let first = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
+        },
+    );
+}
 
-            // The same structure, values doubled: a hot update moves no prolongator values.
-            let sent = h.update(operator(2.0)).unwrap();
-            let mut total = [sent as f64];
-            comm.allreduce_sum(&mut total).unwrap();
-            assert_eq!(total[0], 0.0, "P values sent by a hot update");
-            let a2 = operator(2.0);
-            let mut x2 = a2.new_owned_vector();
-            let second = amg::cg_operator(&a2, &b, &mut x2, &h, &cg).unwrap();
-            assert!(second.converged);
-            // 2 A x2 = b: x2 = x1 / 2 (the hierarchy scaled as a whole, the same iterations).
-            assert_eq!(second.iterations, first.iterations);
-            let mut err = [0.0, 0.0];
-            for (u, v) in x1.host().unwrap().iter().zip(x2.host().unwrap()) {
-                err[0] += (u / 2.0 - v).powi(2);
-                err[1] += (u / 2.0).powi(2);
+/// The hot update of [`a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values`]
+/// with `process_eq_limit`.
+fn hot_update_sends_no_prolongator_values(comm: &Arc<dyn Comm>, process_eq_limit: Option<usize>) {
+    use amg::dist_cycle::DistHierarchy;
+
+    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+    let serial = mesh::generate_box(&spec).unwrap();
+    let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+    let (k_local, clamped) = clamped_stiffness(&part.mesh);
+    let n_owned = part.n_owned_nodes();
+    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+    let operator = |scale: f64| {
+        let mut k = k_local.clone();
+        k.scale(scale).unwrap();
+        let mut a = DistBsr::zeros(pattern.clone());
+        a.set_from_local(&k).unwrap();
+        a
+    };
+    let nns = assembly::rigid_body_modes(&serial.coords);
+    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
+        .iter()
+        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+        .collect();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        process_eq_limit,
+        ..amg::AmgParams::default()
+    };
+    let mut h = DistHierarchy::new(
+        operator(1.0),
+        &part.node_serial_ids[..n_owned],
+        owned_nns,
+        6,
+        &params,
+    )
+    .unwrap();
+    let ranks = h.level_ranks();
+    let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
+    assert_eq!(
+        ranks,
+        expected_level_ranks(&h.level_unknowns(), limit, comm.size())
+    );
+    let a = operator(1.0);
+    let mut b = a.new_owned_vector();
+    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = if clamped[e / 3] {
+            0.0
+        } else {
+            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
+        };
+    }
+    let cg = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let mut x1 = a.new_owned_vector();
+    let first = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
+
+    // The same structure, values doubled: a hot update moves no prolongator values.
+    let sent = h.update(operator(2.0)).unwrap();
+    let mut total = [sent as f64];
+    comm.allreduce_sum(&mut total).unwrap();
+    assert_eq!(total[0], 0.0, "P values sent by a hot update");
+    let a2 = operator(2.0);
+    let mut x2 = a2.new_owned_vector();
+    let second = amg::cg_operator(&a2, &b, &mut x2, &h, &cg).unwrap();
+    assert!(second.converged);
+    // 2 A x2 = b: x2 = x1 / 2 (the hierarchy scaled as a whole, the same iterations).
+    assert_eq!(second.iterations, first.iterations);
+    let mut err = [0.0, 0.0];
+    for (u, v) in x1.host().unwrap().iter().zip(x2.host().unwrap()) {
+        err[0] += (u / 2.0 - v).powi(2);
+        err[1] += (u / 2.0).powi(2);
+    }
+    comm.allreduce_sum(&mut err).unwrap();
+    assert!(err[0].sqrt() <= 1e-8 * err[1].sqrt());
+}
+
+/// A hot update (new values, the same structure) sends no prolongator values and scales the
+/// solution as it scales the operator; with every level on every rank and with the small
+/// levels gathered onto fewer ranks.
+#[test]
+fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
+    on_ranks(
+        "a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values",
+        &[2, 4],
+        |comm| {
+            for process_eq_limit in [None, Some(100)] {
+                hot_update_sends_no_prolongator_values(comm, process_eq_limit);
             }
-            comm.allreduce_sum(&mut err).unwrap();
-            assert!(err[0].sqrt() <= 1e-8 * err[1].sqrt());
         },
     );
 }
@@ -1515,9 +1614,12 @@ impl ClampedBeam {
 }
 
 /// Collective: the [`ClampedBeam`], its host hierarchy (coarse_eq_limit 150, up to 6 levels,
-/// the serial rigid-body modes) and a right-hand side hashed from the serial dofs, zero on the
+/// `process_eq_limit`, the serial rigid-body modes) and a right-hand side hashed from the serial dofs, zero on the
 /// clamped nodes.
-fn clamped_beam(comm: &Arc<dyn Comm>) -> (ClampedBeam, amg::dist_cycle::DistHierarchy, Vector) {
+fn clamped_beam(
+    comm: &Arc<dyn Comm>,
+    process_eq_limit: Option<usize>,
+) -> (ClampedBeam, amg::dist_cycle::DistHierarchy, Vector) {
     let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
     let serial = mesh::generate_box(&spec).unwrap();
     let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
@@ -1533,6 +1635,7 @@ fn clamped_beam(comm: &Arc<dyn Comm>) -> (ClampedBeam, amg::dist_cycle::DistHier
     let params = amg::AmgParams {
         coarse_eq_limit: 150,
         max_levels: 6,
+        process_eq_limit,
         ..amg::AmgParams::default()
     };
     let beam = ClampedBeam {
@@ -1575,64 +1678,77 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
         return;
     }
     on_ranks(test, &[2], |comm| {
-        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
-            .unwrap()
-            .device;
-        let (beam, mut h, b) = clamped_beam(comm);
-        let operator = |scale: f64| {
-            let mut k = beam.k_local.clone();
-            k.scale(scale).unwrap();
-            beam.operator(&k)
-        };
-        let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
-        let a = operator(1.0);
-        let cg = amg::CgParams {
-            rtol: 1e-8,
-            ..Default::default()
-        };
-        let b_dev = b.to_device(&device).unwrap();
-        let compare = |a: &DistBsr, h: &DistHierarchy, hd: &DeviceDistHierarchy, when: &str| {
-            let mut x = a.new_owned_vector();
-            let host = amg::cg_operator(a, &b, &mut x, h, &cg).unwrap();
-            let a_dev = a.to_device(&device).unwrap();
-            let mut x_dev = a_dev.owned_zeros().unwrap();
-            let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, hd, &cg).unwrap();
-            assert!(host.converged && on_gpu.converged, "{when}");
-            assert_eq!(on_gpu.iterations, host.iterations, "{when}: CG iterations");
-            let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
-            let mut err = [0.0, 0.0, 0.0];
-            for (u, v) in xh.iter().zip(&xd) {
-                err[0] += (u - v).powi(2);
-                err[1] += u.powi(2);
-                err[2] += f64::from(u.to_bits() != v.to_bits());
-            }
-            comm.allreduce_sum(&mut err).unwrap();
-            assert!(err[0].sqrt() <= 1e-12 * err[1].sqrt(), "{when}: {err:?}");
-            // The same operations in the same order: the same bits (measured on an H100).
-            assert_eq!(err[2], 0.0, "{when}: solution entries differing in bits");
+        // every level on both ranks (the coarsest solved redundantly on the hosts), then the
+        // levels below the finest gathered onto rank 0 (the coarsest solved on its GPU)
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
+            let ranks = h.level_ranks();
+            let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
+            assert_eq!(
+                ranks,
+                expected_level_ranks(&h.level_unknowns(), limit, comm.size())
+            );
             if comm.rank() == 0 {
-                println!(
-                    "device distributed CG+AMG ({when}): {} iterations on GPU and host, {} entries differing in bits, relative difference {:.1e}",
-                    host.iterations,
-                    err[2],
-                    (err[0] / err[1]).sqrt()
-                );
+                println!("process_eq_limit {process_eq_limit:?}: ranks per level {ranks:?}");
             }
-        };
-        compare(&a, &h, &hd, "cold");
-        // A hot update on the host; the device copy takes the new values, and no P.
-        h.update(operator(2.0)).unwrap();
-        let bytes = hd.refresh(&h).unwrap();
-        assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
-        assert!(bytes.operators > 0);
-        compare(&operator(2.0), &h, &hd, "hot");
-        // The same cycle with the exchanges device to device (NCCL): the same bits again.
-        use linalg::dist::{connect_rank_devices, DeviceExchange};
-        match connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
-            Ok(_) => compare(&operator(2.0), &h, &hd, "hot, NCCL exchanges"),
-            // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL library
-            Err(e) if comm.rank() == 0 => println!("SKIP NCCL part of {test}: {e}"),
-            Err(_) => {}
+            let operator = |scale: f64| {
+                let mut k = beam.k_local.clone();
+                k.scale(scale).unwrap();
+                beam.operator(&k)
+            };
+            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let a = operator(1.0);
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let b_dev = b.to_device(&device).unwrap();
+            let compare = |a: &DistBsr, h: &DistHierarchy, hd: &DeviceDistHierarchy, when: &str| {
+                let mut x = a.new_owned_vector();
+                let host = amg::cg_operator(a, &b, &mut x, h, &cg).unwrap();
+                let a_dev = a.to_device(&device).unwrap();
+                let mut x_dev = a_dev.owned_zeros().unwrap();
+                let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, hd, &cg).unwrap();
+                assert!(host.converged && on_gpu.converged, "{when}");
+                assert_eq!(on_gpu.iterations, host.iterations, "{when}: CG iterations");
+                let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
+                let mut err = [0.0, 0.0, 0.0];
+                for (u, v) in xh.iter().zip(&xd) {
+                    err[0] += (u - v).powi(2);
+                    err[1] += u.powi(2);
+                    err[2] += f64::from(u.to_bits() != v.to_bits());
+                }
+                comm.allreduce_sum(&mut err).unwrap();
+                assert!(err[0].sqrt() <= 1e-12 * err[1].sqrt(), "{when}: {err:?}");
+                // The same operations in the same order: the same bits (measured on an H100).
+                assert_eq!(err[2], 0.0, "{when}: solution entries differing in bits");
+                if comm.rank() == 0 {
+                    println!(
+                        "device distributed CG+AMG ({when}): {} iterations on GPU and host, {} entries differing in bits, relative difference {:.1e}",
+                        host.iterations,
+                        err[2],
+                        (err[0] / err[1]).sqrt()
+                    );
+                }
+            };
+            compare(&a, &h, &hd, "cold");
+            // A hot update on the host; the device copy takes the new values, and no P.
+            h.update(operator(2.0)).unwrap();
+            let bytes = hd.refresh(&h).unwrap();
+            assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
+            assert!(bytes.operators > 0);
+            compare(&operator(2.0), &h, &hd, "hot");
+            // The same cycle with the exchanges device to device (NCCL): the same bits again.
+            use linalg::dist::{connect_rank_devices, DeviceExchange};
+            match connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
+                Ok(_) => compare(&operator(2.0), &h, &hd, "hot, NCCL exchanges"),
+                // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL library
+                Err(e) if comm.rank() == 0 => println!("SKIP NCCL part of {test}: {e}"),
+                Err(_) => {}
+            }
         }
     });
 }
@@ -1653,107 +1769,121 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
         return;
     }
     on_ranks(test, &[2], |comm| {
-        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
-            .unwrap()
-            .device;
-        let (beam, mut h, b) = clamped_beam(comm);
-        let (k_local, part, params) = (&beam.k_local, &beam.part, &beam.params);
-        let operator = |k: &Bsr| beam.operator(k);
-        assert!(h.n_levels() > 2, "a hierarchy of several levels");
-        let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
-        let b_dev = b.to_device(&device).unwrap();
-        let cg = amg::CgParams {
-            rtol: 1e-8,
-            ..Default::default()
-        };
-        for seed in [11u64, 12, 13] {
-            if seed == 13 {
-                // the third update with the reductions and halos GPU to GPU (NCCL)
-                use linalg::dist::{connect_rank_devices, DeviceExchange};
-                if let Err(e) = connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
-                    // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL
-                    if comm.rank() == 0 {
-                        println!("SKIP NCCL part of {test}: {e}");
-                    }
-                    break;
-                }
-            }
-            // new values in every block, still SPD (CG must converge on them below)
-            let values = congruence_scaled(k_local, &part.node_serial_ids, seed, 0.05);
-            h.update(operator(&values)).unwrap();
-            let a_dev = operator(&values).to_device(&device).unwrap();
-            let bytes = hd.update(&a_dev).unwrap();
-            for l in 0..h.n_levels() {
-                let host = h.level_operator(l).unwrap();
-                let dev = hd
-                    .level_operator(l)
-                    .unwrap()
-                    .to_device(&linalg::Device::Host)
-                    .unwrap();
-                assert!(std::sync::Arc::ptr_eq(host.pattern(), dev.pattern()));
-                assert_eq!(dist_bits(host), dist_bits(&dev), "update {seed}: level {l}");
-                if let Some(s) = h.level_smoother(l) {
-                    let inv = |s: &amg::smoother::Smoother| -> Vec<u64> {
-                        let v = s.pbj.inverse().to_host_vec().unwrap();
-                        v.iter().map(|x| x.to_bits()).collect()
-                    };
-                    let sd = hd.level_smoother(l).unwrap();
-                    assert_eq!(inv(s), inv(sd), "update {seed}: level {l}: D^-1");
-                    assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
-                }
-            }
-            // No operator crosses: the received coarse blocks, the ghosts of the eigenvalue
-            // estimates' products (at most eig_steps + 2 per level) and scalars only.
-            let fine_bytes = 8 * (a_dev.diag().pattern().nnz() + a_dev.offd().pattern().nnz()) * 9;
-            let ghost_bytes: u64 = (0..hd.n_levels() - 1)
-                .map(|l| {
-                    let op = hd.level_operator(l).unwrap();
-                    let halo = op.device_halo().unwrap();
-                    halo.bytes_per_exchange().host_to_device * (params.eig_steps as u64 + 2)
-                })
-                .sum();
-            assert!(bytes.mpi_received > 0 && bytes.mpi_sent > 0, "{bytes:?}");
-            assert!(
-                bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
-                "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
+        // every level on both ranks (the coarsest solved redundantly on the hosts), then the
+        // levels below the finest gathered onto rank 0 (the coarsest solved on its GPU)
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
+            let ranks = h.level_ranks();
+            let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
+            assert_eq!(
+                ranks,
+                expected_level_ranks(&h.level_unknowns(), limit, comm.size())
             );
-            assert!(
-                (bytes.host_to_device as usize) < fine_bytes / 4,
-                "{bytes:?}"
-            );
-            if seed == 13 {
-                // NCCL: the received blocks and ghosts no longer go through the host
-                assert!(bytes.host_to_device < bytes.mpi_received, "{bytes:?}");
-            }
-
-            let a_host = operator(&values);
-            let mut x = a_host.new_owned_vector();
-            let host = amg::cg_operator(&a_host, &b, &mut x, &h, &cg).unwrap();
-            let mut x_dev = a_dev.owned_zeros().unwrap();
-            let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, &hd, &cg).unwrap();
-            assert!(
-                host.converged && on_gpu.converged,
-                "update {seed}: CG converged on the host {} ({} iterations), on the GPU {} ({})",
-                host.converged,
-                host.iterations,
-                on_gpu.converged,
-                on_gpu.iterations
-            );
-            assert_eq!(on_gpu.iterations, host.iterations, "CG iterations");
-            let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
-            let mut differ = [xh
-                .iter()
-                .zip(&xd)
-                .filter(|(u, v)| u.to_bits() != v.to_bits())
-                .count() as f64];
-            comm.allreduce_sum(&mut differ).unwrap();
-            assert_eq!(differ[0], 0.0, "solution entries differing in bits");
             if comm.rank() == 0 {
-                println!(
-                    "device distributed hot update {seed}: {} levels equal to the host's, {} CG iterations, bytes {bytes:?}",
-                    h.n_levels(),
-                    host.iterations
+                println!("process_eq_limit {process_eq_limit:?}: ranks per level {ranks:?}");
+            }
+            let (k_local, part, params) = (&beam.k_local, &beam.part, &beam.params);
+            let operator = |k: &Bsr| beam.operator(k);
+            assert!(h.n_levels() > 2, "a hierarchy of several levels");
+            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let b_dev = b.to_device(&device).unwrap();
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            for seed in [11u64, 12, 13] {
+                if seed == 13 {
+                    // the third update with the reductions and halos GPU to GPU (NCCL)
+                    use linalg::dist::{connect_rank_devices, DeviceExchange};
+                    if let Err(e) = connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
+                        // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL
+                        if comm.rank() == 0 {
+                            println!("SKIP NCCL part of {test}: {e}");
+                        }
+                        break;
+                    }
+                }
+                // new values in every block, still SPD (CG must converge on them below)
+                let values = congruence_scaled(k_local, &part.node_serial_ids, seed, 0.05);
+                h.update(operator(&values)).unwrap();
+                let a_dev = operator(&values).to_device(&device).unwrap();
+                let bytes = hd.update(&a_dev).unwrap();
+                for l in 0..h.n_levels() {
+                    let host = h.level_operator(l).unwrap();
+                    let dev = hd
+                        .level_operator(l)
+                        .unwrap()
+                        .to_device(&linalg::Device::Host)
+                        .unwrap();
+                    assert!(std::sync::Arc::ptr_eq(host.pattern(), dev.pattern()));
+                    assert_eq!(dist_bits(host), dist_bits(&dev), "update {seed}: level {l}");
+                    if let Some(s) = h.level_smoother(l) {
+                        let inv = |s: &amg::smoother::Smoother| -> Vec<u64> {
+                            let v = s.pbj.inverse().to_host_vec().unwrap();
+                            v.iter().map(|x| x.to_bits()).collect()
+                        };
+                        let sd = hd.level_smoother(l).unwrap();
+                        assert_eq!(inv(s), inv(sd), "update {seed}: level {l}: D^-1");
+                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                    }
+                }
+                // No operator crosses: the received coarse blocks, the ghosts of the eigenvalue
+                // estimates' products (at most eig_steps + 2 per level) and scalars only.
+                let fine_bytes =
+                    8 * (a_dev.diag().pattern().nnz() + a_dev.offd().pattern().nnz()) * 9;
+                let ghost_bytes: u64 = (0..hd.n_levels() - 1)
+                    .map(|l| {
+                        let op = hd.level_operator(l).unwrap();
+                        let halo = op.device_halo().unwrap();
+                        halo.bytes_per_exchange().host_to_device * (params.eig_steps as u64 + 2)
+                    })
+                    .sum();
+                assert!(bytes.mpi_received > 0 && bytes.mpi_sent > 0, "{bytes:?}");
+                assert!(
+                    bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
+                    "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
                 );
+                assert!(
+                    (bytes.host_to_device as usize) < fine_bytes / 4,
+                    "{bytes:?}"
+                );
+                if seed == 13 {
+                    // NCCL: the received blocks and ghosts no longer go through the host
+                    assert!(bytes.host_to_device < bytes.mpi_received, "{bytes:?}");
+                }
+
+                let a_host = operator(&values);
+                let mut x = a_host.new_owned_vector();
+                let host = amg::cg_operator(&a_host, &b, &mut x, &h, &cg).unwrap();
+                let mut x_dev = a_dev.owned_zeros().unwrap();
+                let on_gpu = amg::cg_operator(&a_dev, &b_dev, &mut x_dev, &hd, &cg).unwrap();
+                assert!(
+                    host.converged && on_gpu.converged,
+                    "update {seed}: CG converged on the host {} ({} iterations), on the GPU {} ({})",
+                    host.converged,
+                    host.iterations,
+                    on_gpu.converged,
+                    on_gpu.iterations
+                );
+                assert_eq!(on_gpu.iterations, host.iterations, "CG iterations");
+                let (xh, xd) = (x.to_host_vec().unwrap(), x_dev.to_host_vec().unwrap());
+                let mut differ = [xh
+                    .iter()
+                    .zip(&xd)
+                    .filter(|(u, v)| u.to_bits() != v.to_bits())
+                    .count() as f64];
+                comm.allreduce_sum(&mut differ).unwrap();
+                assert_eq!(differ[0], 0.0, "solution entries differing in bits");
+                if comm.rank() == 0 {
+                    println!(
+                        "device distributed hot update {seed}: {} levels equal to the host's, {} CG iterations, bytes {bytes:?}",
+                        h.n_levels(),
+                        host.iterations
+                    );
+                }
             }
         }
     });

@@ -6,22 +6,25 @@
 //! The set-up stays on the host [`DistHierarchy`]. A hot update runs either on the device
 //! ([`DeviceDistHierarchy::update`]: the new fine operator's values copied on the device, the
 //! Galerkin products through [`device_update::DeviceGalerkin`], the point-block Jacobi
-//! inverses and eigenvalue estimates on the device, only the coarsest operator downloaded for
-//! its dense factor: the host update's bits, with scalars and the off-rank coarse blocks
-//! crossing) or on the host ([`DistHierarchy::update`], then
+//! inverses and eigenvalue estimates on the device, the coarsest operator inverted on its
+//! owner's GPU or, where several ranks hold it, downloaded for its dense factor: the host
+//! update's bits, with scalars and the off-rank coarse blocks crossing) or on the host ([`DistHierarchy::update`], then
 //! [`DeviceDistHierarchy::refresh`] uploads what changed: the operators' values, and a
 //! prolongator only when its version changed). The V-cycle is the
 //! host's ([`super::v_cycle`]) on device vectors: halo exchanges GPU to GPU through NCCL where
 //! the ranks are connected (`linalg::dist::connect_rank_devices`), else staged through pinned
-//! host memory, the coarsest level solved redundantly on every rank's host (it has at most
-//! `coarse_eq_limit` unknowns: a download of the owned right-hand side, an all-gather, a dense
-//! solve and an upload of the owned solution cost less than launching a device solve). Every
-//! operation is the host's in the host's order, so the cycle's results are the host cycle's bits.
+//! host memory. The coarsest level (at most `coarse_eq_limit` unknowns) is solved on its
+//! owner's GPU where one rank holds it (`process_eq_limit` gathered it there:
+//! [`super::device_coarse`], no host round trip), else redundantly on every rank's host (a
+//! download of the owned right-hand side, an all-gather, a dense solve and an upload of the
+//! owned solution). Every operation is the host's in the host's order, so the cycle's results
+//! are the host cycle's bits.
 
 use linalg::backend::cuda;
 use linalg::dist::DistBsr;
 use linalg::{Device, Vector};
 
+use super::device_coarse::CoarsestOnOwner;
 use super::device_update::DeviceGalerkin;
 use super::{v_cycle, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
@@ -96,10 +99,61 @@ impl CycleLevel for DeviceLevel {
 pub struct DeviceDistHierarchy {
     device: Device,
     levels: Vec<DeviceLevel>,
-    coarse: CoarseSolve,
+    coarse: Coarsest,
     params: AmgParams,
     /// Serial ids of the coarsest level's owned block rows (for its dense factor).
     coarse_serial_ids: Vec<u64>,
+}
+
+/// Where the coarsest level is solved: redundantly on every rank's host where several ranks
+/// hold it, else on its owner's GPU ([`CoarsestOnOwner`]; the other ranks have no rows of it
+/// and skip it).
+#[derive(Debug)]
+enum Coarsest {
+    Redundant(CoarseSolve),
+    OnOwner(Box<CoarsestOnOwner>),
+    Elsewhere,
+}
+
+impl Coarsest {
+    /// The coarsest level's solver for the device operator `a` (`host`: the host hierarchy's
+    /// redundant solve, its serial order); factored.
+    fn new(a: &DistBsr, host: &CoarseSolve) -> Result<Self, AmgError> {
+        let partition = a.pattern().partition();
+        Ok(if partition.active_ranks() > 1 {
+            Coarsest::Redundant(host.clone())
+        } else if partition.n_owned() == 0 {
+            Coarsest::Elsewhere
+        } else {
+            let mut owner = CoarsestOnOwner::new(a, &host.serial_of_global)?;
+            owner.factor(a)?;
+            Coarsest::OnOwner(Box::new(owner))
+        })
+    }
+
+    /// After new values of the coarsest operator `a` (on the device): the factor anew
+    /// (collective where redundant: the operator gathered on every rank's host; `serial_ids`
+    /// of the owned block rows).
+    fn refactor(&mut self, a: &DistBsr, serial_ids: &[u64]) -> Result<(), AmgError> {
+        match self {
+            Coarsest::Redundant(solve) => {
+                let coarsest = a.to_device(&Device::Host)?;
+                *solve = super::gather_factor(&coarsest, serial_ids)?;
+            }
+            Coarsest::OnOwner(owner) => owner.factor(a)?,
+            Coarsest::Elsewhere => {}
+        }
+        Ok(())
+    }
+
+    /// `x = A^{-1} b` on the coarsest level `a`.
+    fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        match self {
+            Coarsest::Redundant(solve) => solve.solve(a, b, x),
+            Coarsest::OnOwner(owner) => owner.solve(b, x),
+            Coarsest::Elsewhere => Ok(()),
+        }
+    }
 }
 
 /// Bytes one [`DeviceDistHierarchy::update`] moved: each way between host and device (the
@@ -158,10 +212,11 @@ impl DeviceDistHierarchy {
             });
         }
         let last = host.levels.last().expect("a hierarchy has a level");
+        let coarse = Coarsest::new(&levels.last().expect("a level").a, &host.coarse)?;
         Ok(Self {
             device: device.clone(),
             levels,
-            coarse: host.coarse.clone(),
+            coarse,
             params: host.params.clone(),
             coarse_serial_ids: super::coarse_serial_ids(
                 &last.serial_rows,
@@ -176,8 +231,9 @@ impl DeviceDistHierarchy {
     /// point-block Jacobi inverse, the eigenvalue estimate (if `recompute_eigs`, from the start
     /// vector kept on the device) and the Galerkin product (device numerics; only the off-rank
     /// partial blocks cross: GPU to GPU through NCCL where the ranks are connected, else
-    /// through pinned memory and one all-to-all), then downloads the
-    /// coarsest operator (small) for its dense factor; `full` copies the fine values only.
+    /// through pinned memory and one all-to-all), then inverts the coarsest operator on its
+    /// owner's GPU where one rank holds it, else downloads it (small) for the redundant dense
+    /// factor; `full` copies the fine values only.
     /// The result is [`DistHierarchy::update`]'s, bit for bit. `reuse: none` needs the host
     /// set-up (an error here: use [`DistHierarchy::update`] and [`Self::refresh`]). The host
     /// hierarchy this was uploaded from is not changed (it keeps the old values).
@@ -237,9 +293,8 @@ impl DeviceDistHierarchy {
             bytes.mpi_sent += galerkin.numeric(&level.a, &mut next.a)?;
             bytes.mpi_received += galerkin.bytes_received();
         }
-        let last = &self.levels[n - 1].a;
-        let coarsest = last.to_device(&Device::Host)?;
-        self.coarse = super::gather_factor(&coarsest, &self.coarse_serial_ids)?;
+        self.coarse
+            .refactor(&self.levels[n - 1].a, &self.coarse_serial_ids)?;
         Ok(self.bytes_since(at, bytes))
     }
 
@@ -323,7 +378,7 @@ impl DeviceDistHierarchy {
                 }
             }
         }
-        self.coarse = host.coarse.clone();
+        self.coarse = Coarsest::new(&self.levels.last().expect("a level").a, &host.coarse)?;
         Ok(bytes)
     }
 

@@ -241,6 +241,10 @@ enum Bench {
         /// MPI; `auto`: NCCL where every rank has it).
         #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
         exchange: ExchangeArg,
+        /// Under mpirun: a coarse level of n unknowns is held by max(1, n / this) ranks (the
+        /// AMG option `process_eq_limit`; default 50 on CPU ranks, 20000 on GPU ranks).
+        #[arg(long)]
+        process_eq_limit: Option<usize>,
         #[arg(long)]
         json: bool,
     },
@@ -422,6 +426,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     device,
                     precision,
                     exchange: _,
+                    process_eq_limit: _,
                     json,
                 },
         } => {
@@ -709,6 +714,7 @@ fn execute_on_ranks(
                     device,
                     precision,
                     exchange,
+                    process_eq_limit,
                     json,
                 },
         } => {
@@ -724,7 +730,10 @@ fn execute_on_ranks(
                 order,
                 solves,
                 scalar,
-                amg: amg::AmgParams::default(),
+                amg: amg::AmgParams {
+                    process_eq_limit,
+                    ..amg::AmgParams::default()
+                },
                 device: match device {
                     BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
                     BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,

@@ -100,8 +100,12 @@ impl DistSolver {
     }
 
     /// Solves on `device` (this rank's GPU; the host by default). Symmetric tangents only (CG):
-    /// GMRES stays on the host (an error at the first solve otherwise).
+    /// GMRES stays on the host (an error at the first solve otherwise). On a GPU an unset
+    /// `process_eq_limit` takes the GPU ranks' default (`amg::AmgParams::on_gpu_ranks`).
     pub fn on_device(mut self, device: Device) -> Self {
+        if !device.is_host() {
+            self.amg = self.amg.on_gpu_ranks();
+        }
         self.device = device;
         self
     }

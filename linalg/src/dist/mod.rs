@@ -20,6 +20,7 @@ mod matrix;
 mod partition;
 mod rank_device;
 mod rows;
+mod telescope;
 
 pub use device_halo::{DeviceHalo, HaloBytes};
 pub use halo::HaloPlan;
@@ -30,3 +31,4 @@ pub use rank_device::{
     DeviceExchange, RankDeviceRequest, RankDevices,
 };
 pub use rows::RowGatherPlan;
+pub use telescope::move_rows;

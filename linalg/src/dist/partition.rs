@@ -38,6 +38,12 @@ impl RowPartition {
         Self { offsets, comm }
     }
 
+    /// From the offsets `0 = o[0] <= o[1] <= .. <= o[size]` (identical on every rank).
+    pub(crate) fn from_offsets(offsets: Vec<u64>, comm: Arc<dyn Comm>) -> Self {
+        debug_assert!(offsets.len() == comm.size() + 1 && offsets.windows(2).all(|w| w[0] <= w[1]));
+        Self { offsets, comm }
+    }
+
     /// The ranks sharing the indices.
     pub fn comm(&self) -> &Arc<dyn Comm> {
         &self.comm

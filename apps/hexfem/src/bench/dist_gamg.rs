@@ -149,6 +149,11 @@ pub struct DistGamgResult {
     pub unknowns: u64,
     pub levels: usize,
     pub rows_per_level: Vec<usize>,
+    /// Ranks holding each level (fewer on the levels `process_eq_limit` gathered).
+    pub ranks_per_level: Vec<usize>,
+    /// The `process_eq_limit` in force (`--process-eq-limit`, or the default for the ranks'
+    /// devices: `amg::params::PROCESS_EQ_LIMIT_CPU` or `_GPU`).
+    pub process_eq_limit: usize,
     /// CG iterations of each solve (as `bench gamg`: rtol 1e-8, unpreconditioned residual).
     pub iterations: Vec<usize>,
     pub converged: bool,
@@ -256,12 +261,18 @@ pub fn run(
     };
     sync(comm)?;
     let t = Instant::now();
+    // GPU ranks gather small coarse levels sooner (amg::params::PROCESS_EQ_LIMIT_GPU)
+    let amg_params = if device.is_host() {
+        bench.amg.clone()
+    } else {
+        bench.amg.on_gpu_ranks()
+    };
     let mut h = DistHierarchy::new(
         operator(&k)?,
         &part.node_serial_ids[..n_owned],
         nns,
         assembly::RIGID_BODY_MODES_3D,
-        &bench.amg,
+        &amg_params,
     )?;
     let mut hd = match device {
         Device::Host => None,
@@ -431,6 +442,8 @@ pub fn run(
         unknowns: 3 * part.n_global_nodes(),
         levels: levels.len(),
         rows_per_level: levels,
+        ranks_per_level: h.level_ranks(),
+        process_eq_limit: amg_params.process_eq_limit(),
         iterations,
         converged,
         assembly_s: max(&|r| r.assembly_s),
@@ -607,13 +620,15 @@ impl std::fmt::Display for DistGamgResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "ex56 Q{}, {} nodes per side, {} unknowns on {} MPI ranks x {} threads; levels {:?}",
+            "ex56 Q{}, {} nodes per side, {} unknowns on {} MPI ranks x {} threads; levels {:?} on {:?} ranks (process_eq_limit {})",
             self.order,
             self.nodes_per_side,
             self.unknowns,
             self.ranks,
             self.threads,
-            self.rows_per_level
+            self.rows_per_level,
+            self.ranks_per_level,
+            self.process_eq_limit
         )?;
         writeln!(
             f,
