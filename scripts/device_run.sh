@@ -27,7 +27,8 @@
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
 #                      update == the host's per level and uploads no operator, rank device
-#                      selection, a rank's part assembled on its GPU == the host rank assembly
+#                      selection, DistBsr::set_from_local gathering on the GPU == the host's
+#                      bits, a rank's part assembled on its GPU == the host rank assembly
 #                      bit for bit and a device rank run == the host rank run, at 1 and 2
 #                      ranks), each test binary starting `mpirun -np 2` on itself
 #   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
