@@ -1955,7 +1955,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     discrete.linearize(&u, load_factor, &mut host).unwrap();
     let mut dp = DeviceProblem::new(&ctx, discrete).unwrap();
     let mut ds = dp.new_system().unwrap();
-    let ud = u.to_device(&device).unwrap();
+    let ud = u.to_device(device).unwrap();
     dp.linearize(ud.device_buffer().unwrap(), load_factor, &mut ds)
         .unwrap();
     assert_eq!(
@@ -1979,7 +1979,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         "{name}: potential"
     );
     assert_eq!(pi_h.magnitude.to_bits(), pi_d.magnitude.to_bits());
-    let rd = host.residual.to_device(&device).unwrap();
+    let rd = host.residual.to_device(device).unwrap();
     let dot_h = linalg::ops::dot(&u, &host.residual).unwrap();
     let dot_d = linalg::ops::dot(&ud, &rd).unwrap();
     assert_eq!(
@@ -2008,7 +2008,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     a_host.set_from_local(&host.tangent).unwrap();
     let k_dev =
         Bsr::from_device_bsr(ctx.clone(), host.tangent.pattern().clone(), ds.tangent).unwrap();
-    let mut a_dev = DistBsr::zeros(pattern.clone()).to_device(&device).unwrap();
+    let mut a_dev = DistBsr::zeros(pattern.clone()).to_device(device).unwrap();
     a_dev.set_from_local(&k_dev).unwrap();
     let before = device.transfers();
     a_dev.set_from_local(&k_dev).unwrap();
@@ -2026,7 +2026,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     // the right-hand side's owned entries, and a correction's ghosts from their owners
     let mut b_host = a_host.new_owned_vector();
     a_host.owned_from_local(&host.rhs, &mut b_host).unwrap();
-    let rhs_d = host.rhs.to_device(&device).unwrap();
+    let rhs_d = host.rhs.to_device(device).unwrap();
     let mut b_dev = a_dev.owned_zeros().unwrap();
     a_dev.owned_from_local(&rhs_d, &mut b_dev).unwrap();
     assert_eq!(
@@ -2035,7 +2035,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     );
     let mut x_host = discrete.zeros();
     a_host.local_from_owned(&b_host, &mut x_host).unwrap();
-    let mut x_dev = discrete.zeros().to_device(&device).unwrap();
+    let mut x_dev = discrete.zeros().to_device(device).unwrap();
     a_dev.local_from_owned(&b_dev, &mut x_dev).unwrap();
     assert_eq!(
         vector_bits(&x_dev.to_host_vec().unwrap()),
