@@ -27,7 +27,10 @@
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
 #                      update == the host's per level and uploads no operator, rank device
-#                      selection), each test binary starting `mpirun -np 2` on itself
+#                      selection, DistBsr::set_from_local gathering on the GPU == the host's
+#                      bits, a rank's part assembled on its GPU == the host rank assembly
+#                      bit for bit and a device rank run == the host rank run, at 1 and 2
+#                      ranks), each test binary starting `mpirun -np 2` on itself
 #   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
 #                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
 #                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3");
@@ -111,8 +114,16 @@ if [ "$MPI_TESTS" = 1 ]; then
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update \
             --nocapture --test-threads=1
+        # each rank's Newton iteration on its GPU (1 and 2 ranks: the lines of 2 ranks show)
+        for t in device_rank_assembly_equals_the_host_rank_assembly \
+            device_rank_run_equals_the_host_rank_run; do
+            for np in 1 2; do
+                mpirun --allow-run-as-root --oversubscribe -np "$np" "$here/bin/test_mpi_e2e" \
+                    --exact "$t" --nocapture --test-threads=1
+            done
+        done
     } > "$out/mpi_tests.log" 2>&1 || status=1
-    grep -E "^test |SKIP|test result|panicked|device distributed|nccl exchanges|failed" "$out/mpi_tests.log" | tail -n 30
+    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|failed" "$out/mpi_tests.log" | tail -n 40
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
@@ -239,9 +250,12 @@ for input in $RUNS ${MPI_RUNS:+$(printf 'mpi:%s ' $MPI_RUNS)}; do
             > "$out/run_${input}_${#launcher[@]}_$dev.log" 2>&1 || status=1
     done
     grep -E "^  device " "$out/run_${input}_${#launcher[@]}_cuda.log" | head -n 1
-    python3 - "$input${launcher[*]:+ on 2 ranks}" <<'PY' || status=1
+    python3 - "$input${launcher[*]:+ on 2 ranks}" "${#launcher[@]}" <<'PY' || status=1
 import glob, json, sys
 name = sys.argv[1]
+# on ranks the device run is the host rank run's operations (its CG iterations too), and the
+# Newton loop runs on each rank's GPU moving scalars only
+on_ranks = sys.argv[2] != "0"
 def load(dev):
     return json.load(open(glob.glob(f"/tmp/run_{dev}/*.summary.json")[0]))
 c, g = load("cpu"), load("cuda")
@@ -249,13 +263,23 @@ cs, gs = c["steps"], g["steps"]
 same = [a["newton_iterations"] for a in cs] == [b["newton_iterations"] for b in gs]
 lin = [a["linear_iterations"] for a in cs] == [b["linear_iterations"] for b in gs]
 du = max(abs(a["max_displacement"] - b["max_displacement"]) / max(abs(a["max_displacement"]), 1e-300) for a, b in zip(cs, gs))
-dev = [it["linear"].get("device") for st in gs for it in st["linear_solver"]]
+its = [it for st in gs for it in st["linear_solver"]]
+dev = [it["linear"].get("device") for it in its]
 up = [d["upload_bytes"] for d in dev if d]
 hot = [d["setup"]["host_to_device_bytes"] + d["setup"]["device_to_host_bytes"] + d["solve"]["host_to_device_bytes"] + d["solve"]["device_to_host_bytes"] for d in dev if d]
+# Where the Newton loop ran on the GPUs (every iteration records its uploads): outside the
+# linear solve nothing goes up but scalars (<= 64 B), and after the first solve the tangent and
+# the right-hand side never go up (assembled on the device).
+newton_gpu = bool(its) and all(it.get("upload_bytes") is not None for it in its)
+outside = [it["upload_bytes"] - (d["upload_bytes"] + d["setup"]["host_to_device_bytes"] + d["solve"]["host_to_device_bytes"])
+           for it, d in zip(its, dev) if d and it.get("upload_bytes") is not None]
+scalars_only = newton_gpu and bool(outside) and max(outside) <= 64 and all(u == 0 for u in up[1:])
 print(f"[run {name}] steps {len(cs)}/{len(gs)}, same Newton iterations {same}, same linear iterations {lin}, "
       f"max displacement rel diff {du:.1e}; per Newton iteration: tangent+rhs upload {up[-1] if up else None} B, "
-      f"set-up+solve {hot[1:] and max(hot[1:])} B (first {hot[0] if hot else None} B)")
-ok = len(cs) == len(gs) and same and du < 1e-8
+      f"set-up+solve {hot[1:] and max(hot[1:])} B (first {hot[0] if hot else None} B); "
+      f"Newton loop on the GPUs {newton_gpu}, up outside the solve at most {max(outside) if outside else None} B, "
+      f"tangent+rhs after the first solve {sorted(set(up[1:]))} B: scalars only {scalars_only}")
+ok = len(cs) == len(gs) and same and du < 1e-8 and (not on_ranks or (lin and scalars_only))
 sys.exit(0 if ok else 1)
 PY
 done

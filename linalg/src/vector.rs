@@ -287,6 +287,13 @@ pub mod ops {
                 crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
                 return Ok(sum[0].value());
             }
+            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. }) if owned < xb.len() => {
+                // A rank's vector with its ghost tail: the owned entries' exact sum, every
+                // rank's added before the one rounding (the host's bits).
+                let mut sum = [cuda::vector::dot_exact_prefix(ctx, xb, yb, owned)?];
+                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
+                return Ok(sum[0].value());
+            }
             (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
                 if owned == xb.len() && comm.size() > 1 =>
             {
@@ -300,7 +307,7 @@ pub mod ops {
             {
                 cuda::vector::dot(ctx, xb, yb)?
             }
-            _ => return Err(unsupported("ops::dot (ghost entries)", &x.device())),
+            _ => return Err(unsupported("ops::dot", &x.device())),
         };
         let mut sum = [local];
         x.layout.comm().allreduce_sum(&mut sum)?;

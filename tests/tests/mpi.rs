@@ -1900,3 +1900,263 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
         }
     });
 }
+
+/// `inputs/` of the checkout: beside the sources, or under the working directory (the device
+/// machine runs the staged test binary from a checkout's root).
+fn inputs_dir() -> std::path::PathBuf {
+    let beside = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs");
+    if beside.is_dir() {
+        beside
+    } else {
+        std::path::PathBuf::from("inputs")
+    }
+}
+
+/// The bits of a vector's values.
+fn vector_bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// On one GPU per rank, at 1 and 2 ranks: a rank's part of `inputs/cantilever_q1.yaml` (linear
+/// elasticity) and of `inputs/neo_hookean_block.yaml` (as the serial device Newton system's
+/// test, neo-Hookean at a moderate state) assembled on its GPU (the serial device assembler over the part's owned and ghost cells)
+/// equals the host rank assembly bit for bit: the residual (every local entry), the free
+/// norm, the potential and the eliminated right-hand side's norm (reduced over the ranks
+/// exactly), a dot of vectors with a ghost tail, and the tangent's owned rows gathered on the
+/// GPU into the distributed matrix's diagonal and off-diagonal parts (`DistBsr::set_from_local`,
+/// no host transfer after the plan's upload); the owned entries of the right-hand side and a
+/// correction's ghosts filled from their owners on the GPU equal the host's.
+#[test]
+fn device_rank_assembly_equals_the_host_rank_assembly() {
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "device_rank_assembly_equals_the_host_rank_assembly";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[1, 2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        for name in ["cantilever_q1", "neo_hookean_block"] {
+            check_device_rank_assembly(comm, &device, name);
+        }
+    });
+}
+
+/// One input's part of [`device_rank_assembly_equals_the_host_rank_assembly`].
+fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, name: &str) {
+    use assembly::device::DeviceProblem;
+    let ctx = device.cuda_context().unwrap().clone();
+    let (rank, size) = (comm.rank(), comm.size());
+    let input = inputs_dir().join(format!("{name}.yaml"));
+    let config = config::load_with_overrides(&input, &[]).unwrap();
+    let params = config.problem_params().unwrap();
+    let part = solve::partition::build_mesh_part(&params.mesh, rank, size).unwrap();
+    let mut problem = solve::problem::Problem::on_part(&params, &part, comm.clone()).unwrap();
+    let discrete = &mut problem.discrete;
+    // a small displacement of every local node, ghosts equal to their owners (a function of
+    // the serial id)
+    let mut u = discrete.zeros();
+    for (e, v) in u.host_mut().unwrap().iter_mut().enumerate() {
+        let s = part.node_serial_ids[e / 3];
+        *v = 1e-3 * signed_unit(splitmix64(3 * s + (e % 3) as u64 + 77));
+    }
+    let load_factor = 0.7;
+    let mut host = discrete.new_system();
+    discrete.linearize(&u, load_factor, &mut host).unwrap();
+    let mut dp = DeviceProblem::new(&ctx, discrete).unwrap();
+    let mut ds = dp.new_system().unwrap();
+    let ud = u.to_device(device).unwrap();
+    dp.linearize(ud.device_buffer().unwrap(), load_factor, &mut ds)
+        .unwrap();
+    assert_eq!(
+        vector_bits(&ctx.download(&ds.residual).unwrap()),
+        vector_bits(host.residual.host().unwrap()),
+        "{name}: residual"
+    );
+    // reductions over the owned entries and cells, then the ranks: the host's bits
+    let mut scratch = discrete.zeros();
+    let mut scratch_d = ctx.zeros::<f64>(u.len()).unwrap();
+    let free_h = discrete.free_norm(&host.residual, &mut scratch).unwrap();
+    let free_d = dp.free_norm(&ds.residual, &mut scratch_d).unwrap();
+    assert_eq!(free_h.to_bits(), free_d.to_bits(), "{name}: free norm");
+    let pi_h = discrete.potential(&u, load_factor).unwrap();
+    let pi_d = dp
+        .potential(ud.device_buffer().unwrap(), load_factor)
+        .unwrap();
+    assert_eq!(
+        pi_h.value.to_bits(),
+        pi_d.value.to_bits(),
+        "{name}: potential"
+    );
+    assert_eq!(pi_h.magnitude.to_bits(), pi_d.magnitude.to_bits());
+    let rd = host.residual.to_device(device).unwrap();
+    let dot_h = linalg::ops::dot(&u, &host.residual).unwrap();
+    let dot_d = linalg::ops::dot(&ud, &rd).unwrap();
+    assert_eq!(
+        dot_h.to_bits(),
+        dot_d.to_bits(),
+        "{name}: dot with a ghost tail"
+    );
+    let norm_h = discrete.eliminate(&mut host).unwrap();
+    let norm_d = dp.eliminate(&mut ds).unwrap();
+    assert_eq!(
+        norm_h.to_bits(),
+        norm_d.to_bits(),
+        "{name}: eliminated rhs norm"
+    );
+    assert_eq!(
+        vector_bits(&ctx.download(&ds.rhs).unwrap()),
+        vector_bits(host.rhs.host().unwrap()),
+        "{name}: right-hand side"
+    );
+
+    // the eliminated tangent's owned rows, gathered on the GPU
+    let partition = RowPartition::new(comm.clone(), part.n_owned_nodes()).unwrap();
+    let pattern =
+        DistPattern::from_local(partition, host.tangent.pattern(), &part.node_globals, 3).unwrap();
+    let mut a_host = DistBsr::zeros(pattern.clone());
+    a_host.set_from_local(&host.tangent).unwrap();
+    let k_dev =
+        Bsr::from_device_bsr(ctx.clone(), host.tangent.pattern().clone(), ds.tangent).unwrap();
+    let mut a_dev = DistBsr::zeros(pattern.clone()).to_device(device).unwrap();
+    a_dev.set_from_local(&k_dev).unwrap();
+    let before = device.transfers();
+    a_dev.set_from_local(&k_dev).unwrap();
+    let after = device.transfers();
+    assert_eq!(
+        (after.host_to_device, after.device_to_host),
+        (before.host_to_device, before.device_to_host),
+        "{name}: a later gather moves nothing between host and GPU"
+    );
+    assert_eq!(
+        dist_bits(&a_host),
+        dist_bits(&a_dev.to_device(&linalg::Device::Host).unwrap()),
+        "{name}: owned rows of the tangent"
+    );
+    // the right-hand side's owned entries, and a correction's ghosts from their owners
+    let mut b_host = a_host.new_owned_vector();
+    a_host.owned_from_local(&host.rhs, &mut b_host).unwrap();
+    let rhs_d = host.rhs.to_device(device).unwrap();
+    let mut b_dev = a_dev.owned_zeros().unwrap();
+    a_dev.owned_from_local(&rhs_d, &mut b_dev).unwrap();
+    assert_eq!(
+        vector_bits(&b_dev.to_host_vec().unwrap()),
+        vector_bits(b_host.host().unwrap())
+    );
+    let mut x_host = discrete.zeros();
+    a_host.local_from_owned(&b_host, &mut x_host).unwrap();
+    let mut x_dev = discrete.zeros().to_device(device).unwrap();
+    a_dev.local_from_owned(&b_dev, &mut x_dev).unwrap();
+    assert_eq!(
+        vector_bits(&x_dev.to_host_vec().unwrap()),
+        vector_bits(x_host.host().unwrap()),
+        "{name}: owned entries and ghosts"
+    );
+    if rank == 0 {
+        println!(
+                "device rank assembly of {name} on {size} ranks: residual, tangent owned rows ({} + {} blocks), norms, potential and ghosts bit for bit",
+                a_host.diag().pattern().nnz(),
+                a_host.offd().pattern().nnz()
+            );
+    }
+}
+
+/// One `hexfem run` on the ranks of `comm` with `device` and CG + AMG; rank 0's summary.
+fn run_on_ranks_with(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    device: &str,
+    tag: &str,
+) -> Option<io::Summary> {
+    let dir = std::env::temp_dir().join(format!("hexfem-mpi-{tag}-{}-{device}", comm.size()));
+    if comm.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // nobody starts before rank 0 has cleared the folder
+    comm.allreduce_sum(&mut [0.0]).unwrap();
+    let options = hexfem::run::RunOptions {
+        input: input.to_path_buf(),
+        overrides: vec![
+            format!("device={device}"),
+            "linear_solver.method=cg_amg".into(),
+        ],
+        output_dir: Some(dir.clone()),
+        progress: hexfem::run::Progress::Quiet,
+        restart: None,
+        faults: io::Faults::none(),
+        abort_after_step: None,
+    };
+    let outcome = hexfem::distributed::run_on_ranks(comm, &options, 1 << 20)
+        .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
+    let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary).unwrap());
+    comm.allreduce_sum(&mut [0.0]).unwrap();
+    if comm.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    summary
+}
+
+/// On one GPU per rank, at 1 and 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with
+/// `device: cuda` (each rank's Newton iteration on its GPU) gives the host rank run's
+/// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and every
+/// Newton iteration moves nothing host to device outside its linear solve (scalars at most),
+/// the tangent and right-hand side never going up after the first solve.
+#[test]
+fn device_rank_run_equals_the_host_rank_run() {
+    use linalg::dist::skip_multi_rank_gpu_test;
+
+    let test = "device_rank_run_equals_the_host_rank_run";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[1, 2], |comm| {
+        let input = inputs_dir().join("neo_hookean_block.yaml");
+        let cpu = run_on_ranks_with(comm, &input, "cpu", "rankdev");
+        let gpu = run_on_ranks_with(comm, &input, "cuda", "rankdev");
+        let (Some(cpu), Some(gpu)) = (cpu, gpu) else {
+            return;
+        };
+        let (cs, gs) = (cpu.steps.unwrap(), gpu.steps.unwrap());
+        assert_eq!(cs.len(), gs.len(), "converged steps");
+        let mut first_solve = true;
+        let mut later = 0;
+        for (c, g) in cs.iter().zip(&gs) {
+            assert_eq!(c.newton_iterations, g.newton_iterations, "step {}", c.step);
+            assert_eq!(c.linear_iterations, g.linear_iterations, "step {}", c.step);
+            let rel = (c.max_displacement - g.max_displacement).abs()
+                / c.max_displacement.abs().max(1e-300);
+            assert!(rel <= 1e-10, "step {}: max displacement {rel:e}", c.step);
+            for (i, it) in g.linear_solver.as_array().unwrap().iter().enumerate() {
+                let up = it["upload_bytes"]
+                    .as_u64()
+                    .expect("upload_bytes: the Newton iteration ran on the GPU");
+                let d = &it["linear"]["device"];
+                let field = |v: &serde_json::Value| v.as_u64().unwrap();
+                let tangent = field(&d["upload_bytes"]);
+                let solver = tangent
+                    + field(&d["setup"]["host_to_device_bytes"])
+                    + field(&d["solve"]["host_to_device_bytes"]);
+                assert!(
+                    up <= solver + 64,
+                    "step {} iteration {i}: {up} bytes up, {solver} of them the linear solve's",
+                    c.step
+                );
+                if !first_solve {
+                    assert_eq!(tangent, 0, "step {} iteration {i}: tangent bytes", c.step);
+                    later += 1;
+                }
+                first_solve = false;
+            }
+        }
+        assert!(later > 0, "no Newton iteration after the first");
+        println!(
+            "device rank run on {} ranks: {} steps, Newton {:?}, CG {:?} as on the CPUs; nothing up outside the linear solves",
+            comm.size(),
+            gs.len(),
+            gs.iter().map(|s| s.newton_iterations).collect::<Vec<_>>(),
+            gs.iter().map(|s| s.linear_iterations.clone()).collect::<Vec<_>>()
+        );
+    });
+}

@@ -62,7 +62,7 @@ impl RanksDevice {
             (e, Some(why)) => format!("{} ({why})", e.name()),
         };
         format!(
-            "GPUs: {size} MPI ranks, one GPU each ({}); Newton assembly and the AMG set-up on each rank's CPU (tangent values uploaded, hierarchy levels uploaded once), hot updates, CG and the V-cycle on the GPUs; halo exchanges {exchange}",
+            "GPUs: {size} MPI ranks, one GPU each ({}); the Newton iteration (assembly of each rank's part, norms, line search), hot updates, CG and the V-cycle on the GPUs, the AMG cold set-up on each rank's CPU (hierarchy levels uploaded); halo exchanges {exchange}",
             map.join(", ")
         )
     }

@@ -16,6 +16,13 @@
 //! no prolongator bytes on a hot update), and CG with the V-cycle or point-block Jacobi runs on
 //! the device (halo exchanges staged through pinned host memory); the solution comes back to
 //! the host. The same operations in the same order as on the host: the host's bits.
+//!
+//! Where the Newton loop runs on the rank's GPU too (a device tangent `k`, device vectors `b`
+//! and `x`: `solve::newton_system::IterationSystem::Device` over the rank's part), nothing of
+//! the tangent crosses: its owned rows are gathered into the device operator on the GPU
+//! (`DistBsr::set_from_local`, a plan uploaded once), the right-hand side's owned entries
+//! copied there, and the correction written back with its ghosts filled through the device
+//! halo. Only a cold set-up downloads the owned rows (the distributed set-up runs on the host).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -103,6 +110,11 @@ impl DistSolver {
         self
     }
 
+    /// Where the solves run (this rank's GPU, or the host).
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     /// New rigid-body modes (all local nodes); the next solve sets the hierarchy up afresh.
     pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
         self.near_null = modes;
@@ -138,11 +150,7 @@ impl DistSolver {
                 p
             }
         };
-        let mut a = DistBsr::zeros(pattern.clone());
-        a.set_from_local(k)?;
         let owned = 3 * self.n_owned_nodes;
-        let mut rhs = a.new_owned_vector();
-        rhs.host_mut()?.copy_from_slice(&b.host()?[..owned]);
         let params = CgParams {
             rtol: rtol.unwrap_or(self.params.rtol),
             ..self.params
@@ -151,39 +159,61 @@ impl DistSolver {
         if on_gpu && !self.symmetric {
             bail!("the distributed solve on a GPU is CG only: a follower pressure's tangent (GMRES) is solved on the CPUs (device: cpu)");
         }
+        // Where the tangent was assembled: on this rank's GPU (the Newton loop runs there) or
+        // on the host.
+        let assembled_on_gpu = !k.device().is_host();
+        if assembled_on_gpu && !on_gpu {
+            bail!(
+                "the tangent lives on {}, the distributed solver on the host",
+                k.device().name()
+            );
+        }
         // The operator and right-hand side where the solve runs.
         let t0 = self.device.transfers();
-        if on_gpu {
-            match &mut self.device_operator {
-                Some(d) => d.upload_values_from(&a)?,
-                None => self.device_operator = Some(a.to_device(&self.device)?),
+        let mut host_a = None;
+        let rhs = if assembled_on_gpu {
+            // the owned rows gathered device to device (a plan uploaded once): no host transfer
+            let d = match &mut self.device_operator {
+                Some(d) => d,
+                None => self
+                    .device_operator
+                    .insert(DistBsr::zeros(pattern.clone()).to_device(&self.device)?),
+            };
+            d.set_from_local(k)?;
+            let mut rhs = d.owned_zeros()?;
+            d.owned_from_local(b, &mut rhs)?;
+            rhs
+        } else {
+            let mut a = DistBsr::zeros(pattern.clone());
+            a.set_from_local(k)?;
+            let mut rhs = a.new_owned_vector();
+            rhs.host_mut()?.copy_from_slice(&b.host()?[..owned]);
+            if on_gpu {
+                match &mut self.device_operator {
+                    Some(d) => d.upload_values_from(&a)?,
+                    None => self.device_operator = Some(a.to_device(&self.device)?),
+                }
             }
-        }
-        let rhs = rhs.to_device(&self.device)?;
+            host_a = Some(a);
+            rhs.to_device(&self.device)?
+        };
         let t1 = self.device.transfers();
         let setup = match self.method {
             DistMethod::Jacobi => SetupKind::Jacobi,
             DistMethod::Amg => self.update_hierarchy(&pattern, k, owned)?,
         };
+        let run = match (on_gpu, &self.device_operator, &host_a) {
+            (true, Some(d), _) => d,
+            (false, _, Some(a)) => a,
+            _ => bail!("no operator where the solve runs"),
+        };
         let pbj = match self.method {
-            DistMethod::Jacobi => {
-                let run = self
-                    .device_operator
-                    .as_ref()
-                    .filter(|_| on_gpu)
-                    .unwrap_or(&a);
-                Some(PointBlockJacobi::new(run.diag())?)
-            }
+            DistMethod::Jacobi => Some(PointBlockJacobi::new(run.diag())?),
             DistMethod::Amg => None,
         };
         self.device.synchronize()?;
         let setup_s = started.elapsed().as_secs_f64();
         let t2 = self.device.transfers();
-        let run = self
-            .device_operator
-            .as_ref()
-            .filter(|_| on_gpu)
-            .unwrap_or(&a);
         let pc: &dyn amg::Preconditioner = match (&pbj, &self.device_hierarchy, &self.hierarchy) {
             (Some(pbj), _, _) => pbj,
             (None, Some(d), _) if on_gpu => d,
@@ -192,10 +222,17 @@ impl DistSolver {
         };
         let mut solution = run.owned_zeros()?;
         let (iterations, converged) = self.krylov(run, &rhs, &mut solution, pc, &params)?;
+        if !x.device().is_host() {
+            // the correction stays on the GPU: owned entries copied, ghosts from their owners
+            // (the halo's bytes counted with the solve's)
+            run.local_from_owned(&solution, x)?;
+        }
         let t3 = self.device.transfers();
-        let xs = x.host_mut()?;
-        xs[..owned].copy_from_slice(&solution.to_host_vec()?);
-        pattern.halo().update(xs)?;
+        if x.device().is_host() {
+            let xs = x.host_mut()?;
+            xs[..owned].copy_from_slice(&solution.to_host_vec()?);
+            pattern.halo().update(xs)?;
+        }
         let device = on_gpu.then(|| DeviceSolveReport {
             name: self.device.name(),
             upload_bytes: t1.host_to_device - t0.host_to_device,
@@ -240,8 +277,18 @@ impl DistSolver {
                 return Ok(SetupKind::AmgHot);
             }
         }
-        let mut fine = DistBsr::zeros(pattern.clone());
-        fine.set_from_local(k)?;
+        // the fine operator on the host: from the host tangent, or downloaded from the GPU's
+        // owned rows (the distributed cold set-up runs on the host)
+        let fine = if k.device().is_host() {
+            let mut fine = DistBsr::zeros(pattern.clone());
+            fine.set_from_local(k)?;
+            fine
+        } else {
+            self.device_operator
+                .as_ref()
+                .context("the tangent's owned rows on the GPU")?
+                .to_device(&Device::Host)?
+        };
         let setup = match &mut self.hierarchy {
             Some(h) => {
                 h.update(fine)?;

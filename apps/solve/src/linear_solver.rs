@@ -69,7 +69,7 @@ pub struct DeviceSolveReport {
     /// The device's name.
     pub name: String,
     /// Tangent values and right-hand side, host to device (the whole matrix and pattern at the
-    /// first call).
+    /// first call; none where the tangent was assembled on the device).
     pub upload_bytes: u64,
     /// The preconditioner set-up or update, both directions.
     pub setup: TransferReport,
@@ -344,6 +344,16 @@ impl LinearSolver {
                 gpu.as_ref().map(|g| &g.device)
             }
             LinearSolver::Direct { .. } | LinearSolver::Distributed(_) => None,
+        }
+    }
+
+    /// Where the Newton loop runs with this solver: the iterative solver's GPU, or (on the ranks
+    /// of a distributed run) this rank's GPU where the distributed solver runs there; `None`:
+    /// the host.
+    pub fn newton_device(&self) -> Option<&Device> {
+        match self {
+            LinearSolver::Distributed(d) => Some(d.device()).filter(|d| !d.is_host()),
+            _ => self.device(),
         }
     }
 

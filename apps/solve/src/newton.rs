@@ -84,6 +84,10 @@ pub struct IterationRecord {
     /// iteration, both ways (linear system, solve, line search, update).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer_bytes: Option<u64>,
+    /// Where the Newton loop runs on a GPU: of those, the bytes moved host to device (the
+    /// linear solve's share is in `linear.device`; the rest of the iteration moves none up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_bytes: Option<u64>,
 }
 
 /// Which test a converged step passed.
@@ -349,9 +353,18 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
-        let system = match solver.device().and_then(|d| d.cuda_context()) {
-            Some(ctx) => IterationSystem::device(ctx, &problem.discrete)
-                .context("the Newton loop on the GPU")?,
+        let system = match solver.newton_device().and_then(|d| d.cuda_context()) {
+            Some(ctx) => {
+                let system = IterationSystem::device(ctx, &problem.discrete)
+                    .context("the Newton loop on the GPU");
+                // on ranks: one rank's failure is every rank's (none waits in a reduction)
+                match &problem.discrete.partition {
+                    Some(part) => {
+                        comm::agree(&**part.layout.comm(), system.map_err(|e| format!("{e:#}")))?
+                    }
+                    None => system?,
+                }
+            }
             None => IterationSystem::host(&problem.discrete),
         };
         let zeros = || system.zeros(&problem.discrete);
@@ -529,6 +542,7 @@ impl LoadPath<'_> {
         let mut watchdog_note = None;
         for iteration in 0..=p.max_iterations {
             let transfers_before = ws.system.transferred_bytes();
+            let uploads_before = ws.system.uploaded_bytes();
             let discrete = &mut problem.discrete;
             ws.system.linearize(discrete, u, load_factor)?;
             let constraints_met = ws.system.constraints_met()?;
@@ -666,12 +680,18 @@ impl LoadPath<'_> {
                     eprintln!("    {bytes} bytes between host and GPU");
                 }
             }
+            let upload_bytes = ws
+                .system
+                .uploaded_bytes()
+                .zip(uploads_before)
+                .map(|(after, before)| after - before);
             records.push(IterationRecord {
                 residual_norm: r_free,
                 linear,
                 step_length,
                 line_search: note,
                 transfer_bytes,
+                upload_bytes,
             });
         }
         Err(StepFailure::MaxIterations(p.max_iterations))

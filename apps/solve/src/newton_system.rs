@@ -8,6 +8,11 @@
 //! moves scalars only (norms, the energy's sums, the element failure flag). The displacement and
 //! the reactions and the cells' output fields (computed there) come down at converged steps only
 //! ([`IterationSystem::download`], [`IterationSystem::reactions`], [`IterationSystem::cell_fields`]).
+//!
+//! On the ranks of a distributed run each rank's part (owned and ghost cells) goes up to its
+//! GPU the same way; its vectors carry the rank's layout, and every norm, dot and the
+//! potential reduce the owned entries and cells over the ranks exactly (the host rank path's
+//! bits): a few exact accumulators cross per reduction, no vector and no tangent.
 
 use std::sync::Arc;
 
@@ -37,6 +42,15 @@ pub struct DeviceSystem {
     scratch: Vector,
 }
 
+/// Zeros of `problem`'s unknowns on `device`: on a rank, with its layout (owned entries, then
+/// ghosts), so `linalg::ops` reduces over the owned entries and the ranks as on the host.
+fn zeros_of(problem: &DeviceProblem, device: &Device) -> Result<Vector, LinalgError> {
+    match problem.rank_layout() {
+        Some(layout) => Vector::zeros_with_layout(device, layout.clone()),
+        None => Vector::zeros_on(device, problem.n_dofs()),
+    }
+}
+
 impl IterationSystem {
     /// The host system of `discrete`.
     pub fn host(discrete: &DiscreteProblem) -> Self {
@@ -51,8 +65,7 @@ impl IterationSystem {
     ) -> Result<Self, AssemblyError> {
         let problem = DeviceProblem::new(ctx, discrete)?;
         let device = Device::Cuda(ctx.clone());
-        let n = problem.n_dofs();
-        let vector = || Vector::zeros_on(&device, n);
+        let vector = || zeros_of(&problem, &device);
         let tangent = Bsr::from_device_bsr(
             ctx.clone(),
             discrete.assembler.pattern().clone(),
@@ -102,11 +115,16 @@ impl IterationSystem {
         })
     }
 
+    /// Bytes moved host to device so far (`None` on the host).
+    pub fn uploaded_bytes(&self) -> Option<u64> {
+        self.gpu().map(|d| d.transfers().host_to_device)
+    }
+
     /// A vector of zeros where the iteration runs.
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {
             IterationSystem::Host(_) => Ok(discrete.zeros()),
-            IterationSystem::Device(d) => Vector::zeros_on(&d.device, d.problem.n_dofs()),
+            IterationSystem::Device(d) => zeros_of(&d.problem, &d.device),
         }
     }
 
@@ -282,9 +300,12 @@ impl IterationSystem {
     /// The output fields of every cell at `u` computed where the iteration runs, on the host:
     /// `Some` on a GPU (computed there; only the fields come down), `None` on the host (the
     /// caller computes them from the host state as ever).
+    /// On a rank's GPU `None` too: a distributed run's output computes its cells' fields from
+    /// the downloaded state (as the host rank path does), so they need not come down.
     pub fn cell_fields(&mut self, u: &Vector) -> Result<Option<Vec<CellFields>>, AssemblyError> {
         match self {
             IterationSystem::Host(_) => Ok(None),
+            IterationSystem::Device(d) if d.problem.rank_layout().is_some() => Ok(None),
             IterationSystem::Device(d) => d
                 .problem
                 .assembler

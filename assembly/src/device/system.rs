@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use linalg::backend::cuda::vector::Term;
-use linalg::backend::cuda::{ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::backend::cuda::{halo, ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::exact::ExactSum;
+use linalg::{Layout, LinalgError};
 
 use super::elements::check;
 use super::{DeviceAssembler, DeviceConstraints, DevicePressure};
@@ -33,6 +35,21 @@ pub struct DeviceProblem {
     follower: Vec<DevicePressure>,
     /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
+    /// On one rank of a distributed run: what its reductions cover (`None`: serial).
+    rank: Option<DeviceRankShare>,
+}
+
+/// A rank's share of a distributed problem on its GPU ([`crate::RankPart`] on the device): the
+/// norms, dots and the potential sum the owned entries and the owned cells exactly and add
+/// every rank's exact sums before the one rounding (`ExactSum::allreduce`, as the host's
+/// `linalg::ops` and [`DiscreteProblem::potential`] do): the host rank path's bits, with a few
+/// exact accumulators (552 bytes each) crossing per reduction.
+struct DeviceRankShare {
+    layout: Arc<Layout>,
+    /// The owned cells' indices, ascending.
+    owned_cells: DeviceBuffer<u32>,
+    /// The owned cells' energies, gathered for their sums.
+    owned_energies: DeviceBuffer<f64>,
 }
 
 /// A [`crate::CurvedLoad`] on the device: its vector (re-uploaded per load step where `timed`)
@@ -53,9 +70,10 @@ pub struct DeviceNewtonSystem {
 }
 
 impl DeviceNewtonSystem {
-    /// Whether the state meets the Dirichlet values exactly (`lift` is zero); one scalar down.
-    pub fn constraints_met(&self, ctx: &CudaContext) -> Result<bool, AssemblyError> {
-        Ok(ops::norm_inf(ctx, &self.lift, self.lift.len())? == 0.0)
+    /// Whether the state meets the Dirichlet values exactly (`lift` is zero); one scalar down
+    /// (on a rank: its owned entries', then the maximum over the ranks).
+    pub fn constraints_met(&self, problem: &DeviceProblem) -> Result<bool, AssemblyError> {
+        Ok(problem.norm_inf(&self.lift)? == 0.0)
     }
 }
 
@@ -85,6 +103,23 @@ impl DeviceProblem {
                 problem.assembler.pattern(),
             )?;
             device.follower.push(pressure);
+        }
+        if let Some(part) = &problem.partition {
+            check(
+                "rank's cells",
+                device.energies.len(),
+                part.owned_cells.len(),
+            )?;
+            check("rank's unknowns", device.n_dofs(), part.layout.len())?;
+            let owned: Vec<u32> = (0..part.owned_cells.len())
+                .filter(|&c| part.owned_cells[c])
+                .map(|c| c as u32)
+                .collect();
+            device.rank = Some(DeviceRankShare {
+                layout: part.layout.clone(),
+                owned_energies: ctx.zeros(owned.len())?,
+                owned_cells: ctx.upload(&owned)?,
+            });
         }
         for c in &problem.curved {
             check("curved load", device.n_dofs(), c.vector.len())?;
@@ -124,15 +159,11 @@ impl DeviceProblem {
     }
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
-    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (
-    /// a rank's share of a distributed problem, meshes beyond 32-bit indices).
+    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (meshes
+    /// beyond 32-bit indices). A rank's share of a distributed problem goes up whole (owned and
+    /// ghost cells, assembled as on the host); its reductions cover the owned entries and cells
+    /// and every rank.
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
-        if problem.partition.is_some() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "a rank's share of a distributed problem is assembled on the host only"
-                    .into(),
-            });
-        }
         let npc = problem.assembler.kernel().n_nodes();
         if problem.assembler.n_nodes() >= u32::MAX as usize
             || problem.assembler.n_cells() * npc * npc >= u32::MAX as usize
@@ -164,6 +195,7 @@ impl DeviceProblem {
             curved: Vec::new(),
             follower: Vec::new(),
             energies: ctx.zeros(n_cells)?,
+            rank: None,
         })
     }
 
@@ -196,7 +228,8 @@ impl DeviceProblem {
         load_factor: f64,
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual(u, r)?;
+        let assembled = self.assembler.residual(u, r);
+        self.agree_on_failure(assembled)?;
         self.subtract_loads(load_factor, r)?;
         for f in &mut self.follower {
             f.add(u, load_factor, r, None)?;
@@ -246,7 +279,8 @@ impl DeviceProblem {
         lift: &mut DeviceBuffer<f64>,
         scratch: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual_tangent(u, residual, tangent)?;
+        let assembled = self.assembler.residual_tangent(u, residual, tangent);
+        self.agree_on_failure(assembled)?;
         self.subtract_loads(load_factor, residual)?;
         for f in &mut self.follower {
             f.add(u, load_factor, residual, Some(&mut *tangent))?;
@@ -282,7 +316,7 @@ impl DeviceProblem {
         spmv(&self.ctx, tangent, 1.0, lift, 0.0, rhs)?;
         vector::axpby(&self.ctx, -1.0, residual, -1.0, rhs)?;
         self.constraints.zero(rhs)?;
-        let free_norm = vector::norm2(&self.ctx, rhs)?;
+        let free_norm = self.norm2(rhs)?;
         vector::axpy(&self.ctx, 1.0, lift, rhs)?;
         self.constraints.eliminate(tangent)?;
         Ok(free_norm)
@@ -298,13 +332,37 @@ impl DeviceProblem {
         load_factor: f64,
     ) -> Result<Potential, AssemblyError> {
         self.assembler.elements().energies(u, &mut self.energies)?;
-        self.assembler.elements().check_failure(u)?;
+        let checked = self.assembler.elements().check_failure(u);
+        self.agree_on_failure(checked)?;
         // exact sums, as the host's: the same bits when the cell energies are
-        let internal = vector::sum(&self.ctx, &self.energies, Term::Value)?;
-        let magnitude = vector::sum(&self.ctx, &self.energies, Term::Magnitude)?;
-        let mut external = load_factor * vector::dot(&self.ctx, &self.external, u)?;
+        let (internal, magnitude) = match &mut self.rank {
+            None => (
+                vector::sum(&self.ctx, &self.energies, Term::Value)?,
+                vector::sum(&self.ctx, &self.energies, Term::Magnitude)?,
+            ),
+            Some(share) => {
+                // the owned cells' energies, every rank's exact sums added, rounded once
+                halo::gather_blocks(
+                    &self.ctx,
+                    1,
+                    &share.owned_cells,
+                    &self.energies,
+                    &mut share.owned_energies,
+                )?;
+                let n = share.owned_energies.len();
+                let e = &share.owned_energies;
+                let mut sums = [
+                    vector::sum_exact_prefix(&self.ctx, e, Term::Value, n)?,
+                    vector::sum_exact_prefix(&self.ctx, e, Term::Magnitude, n)?,
+                ];
+                ExactSum::allreduce(&**share.layout.comm(), &mut sums)
+                    .map_err(LinalgError::from)?;
+                (sums[0].value(), sums[1].value())
+            }
+        };
+        let mut external = load_factor * self.dot(&self.external, u)?;
         for c in &self.curved {
-            external += c.factor * vector::dot(&self.ctx, &c.vector, u)?;
+            external += c.factor * self.dot(&c.vector, u)?;
         }
         Ok(Potential {
             value: internal - external,
@@ -320,6 +378,73 @@ impl DeviceProblem {
     ) -> Result<f64, AssemblyError> {
         self.ctx.copy(r, scratch)?;
         self.constraints.zero(scratch)?;
-        Ok(vector::norm2(&self.ctx, scratch)?)
+        self.norm2(scratch)
+    }
+
+    /// `x . y` over every entry, or on a rank over its owned entries and every rank (an exact
+    /// sum rounded once: the host's `linalg::ops::dot` bits either way).
+    pub fn dot(&self, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
+        let Some(share) = &self.rank else {
+            return Ok(vector::dot(&self.ctx, x, y)?);
+        };
+        let mut sum = [vector::dot_exact_prefix(
+            &self.ctx,
+            x,
+            y,
+            share.layout.owned(),
+        )?];
+        ExactSum::allreduce(&**share.layout.comm(), &mut sum).map_err(LinalgError::from)?;
+        Ok(sum[0].value())
+    }
+
+    /// `sqrt(x . x)` as [`Self::dot`].
+    pub fn norm2(&self, x: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
+        Ok(self.dot(x, x)?.sqrt())
+    }
+
+    /// `max |x_i|` over every entry, or on a rank over its owned entries and every rank.
+    pub fn norm_inf(&self, x: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
+        let Some(share) = &self.rank else {
+            return Ok(ops::norm_inf(&self.ctx, x, x.len())?);
+        };
+        let mut max = [ops::norm_inf(&self.ctx, x, share.layout.owned())?];
+        share
+            .layout
+            .comm()
+            .allreduce_max(&mut max)
+            .map_err(LinalgError::from)?;
+        Ok(max[0])
+    }
+
+    /// On a rank: an element failure on any rank is one on every rank (one scalar reduced), so
+    /// every rank takes the same branch (a shorter line-search step, a cutback) and none waits
+    /// in a reduction the failing rank skipped. The failing rank keeps its own error; the others
+    /// name the lowest failing rank. Serial: `local` as it is.
+    fn agree_on_failure<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
+        let Some(share) = &self.rank else {
+            return local;
+        };
+        let comm = share.layout.comm();
+        let size = comm.size() as f64;
+        // the lowest failing rank wins the maximum of `size - rank`
+        let mut flag = [match &local {
+            Err(AssemblyError::ElementFailure { .. }) => size - comm.rank() as f64,
+            _ => 0.0,
+        }];
+        comm.allreduce_max(&mut flag).map_err(LinalgError::from)?;
+        match local {
+            Ok(_) if flag[0] > 0.0 => Err(AssemblyError::ElementFailure {
+                cell: usize::MAX,
+                name: format!("a cell of MPI rank {}", (size - flag[0]) as usize),
+                error: fem::FemError::NonPositiveJ { j: f64::NAN },
+            }),
+            other => other,
+        }
+    }
+
+    /// On one rank of a distributed run: the layout of its vectors (owned entries, then
+    /// ghosts); `None` for a serial problem.
+    pub fn rank_layout(&self) -> Option<&Arc<Layout>> {
+        self.rank.as_ref().map(|r| &r.layout)
     }
 }

@@ -314,6 +314,9 @@ pub struct DistBsr {
     offd_rows: Option<OffdRows>,
     /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
     scratch: Mutex<Vec<f64>>,
+    /// Where each slot's block comes from in the rank-local matrix (GPU matrices only; made by
+    /// the first [`DistBsr::set_from_local`] from a device matrix, reused by every later one).
+    local_gather: Option<LocalGather>,
     /// Changes whenever the values do (unique in the process): plans that copy the values
     /// elsewhere skip the copy when it is the one they copied.
     version: u64,
@@ -360,6 +363,38 @@ impl OffdRows {
     }
 }
 
+/// The plan of [`DistBsr::set_from_local`] on a GPU: for every slot of the diagonal and the
+/// off-diagonal part, the input entry (block of the rank-local matrix) whose values it takes:
+/// the inverse of [`DistPattern::entry_slots`], uploaded once.
+#[derive(Debug)]
+struct LocalGather {
+    diag_src: cuda::DeviceBuffer<u32>,
+    offd_src: cuda::DeviceBuffer<u32>,
+}
+
+impl LocalGather {
+    fn new(ctx: &cuda::CudaContext, pattern: &DistPattern) -> Result<Self, LinalgError> {
+        let n_diag = pattern.diag.nnz();
+        let n_slots = n_diag + pattern.offd.nnz();
+        let mut src = vec![u32::MAX; n_slots];
+        for (k, &slot) in pattern.entry_slot.iter().enumerate() {
+            src[slot as usize] = k as u32;
+        }
+        // every slot has its one input entry (the pattern's invariant): no slot is left as it was
+        if let Some(slot) = src.iter().position(|&k| k == u32::MAX) {
+            return Err(LinalgError::IndexOutOfRange {
+                what: "DistBsr::set_from_local on a GPU: a slot without an input entry",
+                index: slot,
+                len: n_slots,
+            });
+        }
+        Ok(Self {
+            diag_src: ctx.upload(&src[..n_diag])?,
+            offd_src: ctx.upload(&src[n_diag..])?,
+        })
+    }
+}
+
 /// Source of [`DistBsr::version`]s.
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
 
@@ -377,6 +412,7 @@ impl DistBsr {
             device_halo: None,
             offd_rows: None,
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
+            local_gather: None,
             version: next_version(),
             pattern,
         }
@@ -419,19 +455,92 @@ impl DistBsr {
     }
 
     /// Overwrites the values from the rank-local matrix the pattern was built from
-    /// ([`DistPattern::from_local`]): its first rows' values, in slot order.
+    /// ([`DistPattern::from_local`]): its first rows' values, in slot order. Where both live:
+    /// on the host, or on one GPU, where each part's blocks are gathered from the local
+    /// matrix's device values by a whole-block gather (the inverse of
+    /// [`DistPattern::entry_slots`], uploaded at the first call): plain copies, the host's bits,
+    /// no host transfer.
     pub fn set_from_local(&mut self, local: &Bsr) -> Result<(), LinalgError> {
         let bl = self.pattern.block_rows * self.pattern.block_cols;
         let n = self.pattern.n_entries() * bl;
-        let values = local.host()?;
-        if values.len() < n || local.block_len() != bl {
+        let found = local.pattern().nnz() * local.block_len();
+        if found < n || local.block_len() != bl {
             return Err(LinalgError::LengthMismatch {
                 what: "DistBsr::set_from_local: local values",
                 expected: n,
-                found: values.len(),
+                found,
             });
         }
-        self.set_values(&values[..n])
+        crate::device::check_same_device(
+            "DistBsr::set_from_local: the local matrix",
+            &self.device(),
+            &local.device(),
+        )?;
+        let Some((ctx, _)) = self.diag.cuda() else {
+            let values = local.host()?;
+            return self.set_values(&values[..n]);
+        };
+        let ctx = ctx.clone();
+        if self.local_gather.is_none() {
+            self.local_gather = Some(LocalGather::new(&ctx, &self.pattern)?);
+        }
+        self.version = next_version();
+        let plan = self.local_gather.as_ref().expect("made above");
+        let src = local.device_bsr()?.values();
+        cuda::halo::gather_blocks(
+            &ctx,
+            bl,
+            &plan.diag_src,
+            src,
+            self.diag.device_bsr_mut()?.values_mut(),
+        )?;
+        cuda::halo::gather_blocks(
+            &ctx,
+            bl,
+            &plan.offd_src,
+            src,
+            self.offd.device_bsr_mut()?.values_mut(),
+        )
+    }
+
+    /// Copies the owned entries of the rank-local vector `local` (owned entries, then ghosts:
+    /// [`DistPattern::layout`]'s length) into the owned-only vector `owned` where both live (a
+    /// device to device copy on a GPU).
+    pub fn owned_from_local(&self, local: &Vector, owned: &mut Vector) -> Result<(), LinalgError> {
+        let n = self.pattern.owned_layout.owned();
+        check_local_pair("DistBsr::owned_from_local", self, local, owned)?;
+        match owned.device().cuda_context() {
+            None => {
+                owned.host_mut()?.copy_from_slice(&local.host()?[..n]);
+                Ok(())
+            }
+            Some(ctx) => {
+                ctx.copy_range(local.device_buffer()?, 0, owned.device_buffer_mut()?, 0, n)
+            }
+        }
+    }
+
+    /// Collective over the halo's neighbours. Writes the owned-only vector `owned` into the
+    /// owned entries of the rank-local vector `local` and fills `local`'s ghost tail from their
+    /// owners (the halo plan; on a GPU through the matrix's [`DeviceHalo`], the values
+    /// unchanged: the host's bits).
+    pub fn local_from_owned(&self, owned: &Vector, local: &mut Vector) -> Result<(), LinalgError> {
+        let n = self.pattern.owned_layout.owned();
+        check_local_pair("DistBsr::local_from_owned", self, local, owned)?;
+        let Some(ctx) = owned.device().cuda_context().cloned() else {
+            let xs = local.host_mut()?;
+            xs[..n].copy_from_slice(owned.host()?);
+            return self.pattern.halo.update(xs);
+        };
+        let mut halo = self.device_halo().ok_or(LinalgError::Unsupported {
+            what: "DistBsr::local_from_owned without device halo buffers",
+            device: self.device().name(),
+        })?;
+        let src = owned.device_buffer()?;
+        let dst = local.device_buffer_mut()?;
+        ctx.copy_range(src, 0, dst, 0, n)?;
+        let ghosts = halo.fill_ghosts(src, || Ok(()))?;
+        ctx.copy_range(ghosts, 0, dst, n, ghosts.len())
     }
 
     /// A copy on `device` (the same values and version): uploads the parts and, for a GPU, makes
@@ -454,6 +563,7 @@ impl DistBsr {
             device_halo,
             offd_rows,
             scratch: Mutex::new(vec![0.0; self.pattern.layout.len()]),
+            local_gather: None,
             version: self.version,
         })
     }
@@ -691,4 +801,32 @@ impl DistBsr {
         }
         Ok(())
     }
+}
+
+/// The checks of [`DistBsr::owned_from_local`] and [`DistBsr::local_from_owned`]: both vectors
+/// where the matrix lives, `local` of the operand layout's length, `owned` owned-only.
+fn check_local_pair(
+    what: &'static str,
+    a: &DistBsr,
+    local: &Vector,
+    owned: &Vector,
+) -> Result<(), LinalgError> {
+    crate::device::check_same_device(what, &a.device(), &local.device())?;
+    crate::device::check_same_device(what, &a.device(), &owned.device())?;
+    let p = &a.pattern;
+    if local.len() != p.layout.len() {
+        return Err(LinalgError::LengthMismatch {
+            what,
+            expected: p.layout.len(),
+            found: local.len(),
+        });
+    }
+    if owned.len() != p.owned_layout.owned() {
+        return Err(LinalgError::LengthMismatch {
+            what,
+            expected: p.owned_layout.owned(),
+            found: owned.len(),
+        });
+    }
+    Ok(())
 }

@@ -354,6 +354,36 @@ impl CudaContext {
         Ok(())
     }
 
+    /// Device-to-device copy of `len` values of `src` from `src_start` into `dst` at
+    /// `dst_start` (not a host transfer; both ranges must lie inside their buffers).
+    pub fn copy_range<T: DeviceRepr>(
+        &self,
+        src: &DeviceBuffer<T>,
+        src_start: usize,
+        dst: &mut DeviceBuffer<T>,
+        dst_start: usize,
+        len: usize,
+    ) -> Result<(), LinalgError> {
+        check_len(
+            "copy_range: source",
+            src.len(),
+            src.len().max(src_start + len),
+        )?;
+        check_len(
+            "copy_range: destination",
+            dst.len(),
+            dst.len().max(dst_start + len),
+        )?;
+        if len > 0 {
+            let from = src.slice().slice(src_start..src_start + len);
+            let mut to = dst.slice_mut().slice_mut(dst_start..dst_start + len);
+            self.stream
+                .memcpy_dtod(&from, &mut to)
+                .map_err(driver_err("cuMemcpyDtoD"))?;
+        }
+        Ok(())
+    }
+
     /// The function `name` of `source` compiled with `defines` (compiled and loaded at first
     /// use, then cached).
     pub(crate) fn function(

@@ -138,14 +138,34 @@ const MAX_BLOCKS: u64 = 1024;
 const MAX_TERMS: u64 = 1 << 30;
 
 /// The device accumulator of the exact sum of the terms selected by `term` (`x_i y_i` with
-/// `y`, else `x_i` or `|x_i|`): [`EXACT_WORDS`] words, left on the device.
+/// `y`, else `x_i` or `|x_i|`) over every entry of `x`: [`EXACT_WORDS`] words, left on the
+/// device.
 fn exact_words(
     ctx: &CudaContext,
     term: i32,
     x: &DeviceBuffer<f64>,
     y: &DeviceBuffer<f64>,
 ) -> Result<DeviceBuffer<u64>, LinalgError> {
-    let n = x.len() as u64;
+    exact_words_prefix(ctx, term, x, y, x.len())
+}
+
+/// [`exact_words`] over the first `len` entries of `x` (and `y`) only: a rank's owned entries
+/// of a vector with a ghost tail.
+fn exact_words_prefix(
+    ctx: &CudaContext,
+    term: i32,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    len: usize,
+) -> Result<DeviceBuffer<u64>, LinalgError> {
+    if len > x.len() || len > y.len() {
+        return Err(LinalgError::IndexOutOfRange {
+            what: "device exact sum: prefix",
+            index: len,
+            len: x.len().min(y.len()),
+        });
+    }
+    let n = len as u64;
     if n >= MAX_TERMS {
         return Err(LinalgError::TooManyTerms {
             what: "device exact sum",
@@ -197,6 +217,38 @@ pub fn dot_exact(
     check_len("device dot: y", x.len(), y.len())?;
     let words = ctx.download(&exact_words(ctx, TERM_PRODUCT, x, y)?)?;
     crate::exact::ExactSum::from_device_words(&words).ok_or(LinalgError::LengthMismatch {
+        what: "device exact sum: words",
+        expected: EXACT_WORDS,
+        found: words.len(),
+    })
+}
+
+/// `x . y` over the first `len` entries unrounded (a rank's owned entries of vectors with a
+/// ghost tail), as [`dot_exact`]: 552 bytes downloaded.
+pub fn dot_exact_prefix(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    len: usize,
+) -> Result<crate::exact::ExactSum, LinalgError> {
+    let words = ctx.download(&exact_words_prefix(ctx, TERM_PRODUCT, x, y, len)?)?;
+    exact_from_words(&words)
+}
+
+/// `sum x_i` or `sum |x_i|` over the first `len` entries unrounded (for sums over ranks that
+/// round once after adding every rank's): 552 bytes downloaded.
+pub fn sum_exact_prefix(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<f64>,
+    term: Term,
+    len: usize,
+) -> Result<crate::exact::ExactSum, LinalgError> {
+    let words = ctx.download(&exact_words_prefix(ctx, term as i32, x, x, len)?)?;
+    exact_from_words(&words)
+}
+
+fn exact_from_words(words: &[u64]) -> Result<crate::exact::ExactSum, LinalgError> {
+    crate::exact::ExactSum::from_device_words(words).ok_or(LinalgError::LengthMismatch {
         what: "device exact sum: words",
         expected: EXACT_WORDS,
         found: words.len(),
