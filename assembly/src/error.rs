@@ -87,3 +87,29 @@ impl AssemblyError {
         }
     }
 }
+
+/// On the ranks of a distributed problem: an element failure on any rank becomes one on every
+/// rank (one scalar reduced; collective), so every rank takes the same branch (a shorter
+/// line-search step, a cutback) and none waits in a reduction the failing rank skipped. The
+/// failing rank keeps its own error; the others name the lowest failing rank.
+pub fn agree_on_element_failure<T>(
+    comm: &dyn linalg::comm::Comm,
+    local: Result<T, AssemblyError>,
+) -> Result<T, AssemblyError> {
+    let size = comm.size() as f64;
+    // the lowest failing rank wins the maximum of `size - rank`
+    let mut flag = [match &local {
+        Err(AssemblyError::ElementFailure { .. }) => size - comm.rank() as f64,
+        _ => 0.0,
+    }];
+    comm.allreduce_max(&mut flag)
+        .map_err(linalg::LinalgError::from)?;
+    match local {
+        Ok(_) if flag[0] > 0.0 => Err(AssemblyError::ElementFailure {
+            cell: usize::MAX,
+            name: format!("a cell of MPI rank {}", (size - flag[0]) as usize),
+            error: fem::FemError::NonPositiveJ { j: f64::NAN },
+        }),
+        other => other,
+    }
+}

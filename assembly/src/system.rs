@@ -121,7 +121,8 @@ impl DiscreteProblem {
         load_factor: f64,
         r: &mut Vector,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual(u, Load::None, r)?;
+        let assembled = self.assembler.residual(u, Load::None, r);
+        self.agreed(assembled)?;
         ops::axpy(-load_factor, &self.external, r)?;
         for c in &self.curved {
             ops::axpy(-c.factor, &c.vector, r)?;
@@ -140,12 +141,13 @@ impl DiscreteProblem {
         load_factor: f64,
         system: &mut NewtonSystem,
     ) -> Result<(), AssemblyError> {
-        self.assembler.residual_tangent(
+        let assembled = self.assembler.residual_tangent(
             u,
             Load::None,
             &mut system.residual,
             &mut system.tangent,
-        )?;
+        );
+        self.agreed(assembled)?;
         ops::axpy(-load_factor, &self.external, &mut system.residual)?;
         for c in &self.curved {
             ops::axpy(-c.factor, &c.vector, &mut system.residual)?;
@@ -204,9 +206,9 @@ impl DiscreteProblem {
     /// (`linalg::exact::ExactSum`): the same bits for any thread count, partition or rank count.
     pub fn potential(&self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
         let kernel = self.assembler.kernel();
-        let energies = self.assembler.map_cells(u, |_, x, ue, material| {
+        let energies = self.agreed(self.assembler.map_cells(u, |_, x, ue, material| {
             kernel.strain_energy(x, ue, material)
-        })?;
+        }))?;
         // exact sums: the same bits in any cell order, so for any partition and rank count
         let (mut internal, mut magnitude) = (ExactSum::new(), ExactSum::new());
         for (c, e) in energies.into_iter().enumerate() {
@@ -230,6 +232,14 @@ impl DiscreteProblem {
             value: internal - external,
             magnitude: magnitude + external.abs(),
         })
+    }
+
+    /// On a rank: [`crate::error::agree_on_element_failure`] (collective); serial: `local`.
+    fn agreed<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
+        match &self.partition {
+            Some(part) => crate::error::agree_on_element_failure(&**part.layout.comm(), local),
+            None => local,
+        }
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).

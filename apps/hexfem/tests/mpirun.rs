@@ -273,12 +273,15 @@ fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<Vec<u64>>) {
 fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
     let dir = scratch("run");
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
+    // every input in inputs/
     for name in [
         "cantilever_q1",
         "cantilever_q2",
         "neo_hookean_block",
         "cook_membrane",
         "twisting_column",
+        "layered_bar",
+        "slender_beam",
     ] {
         let yaml = input(&format!("{name}.yaml"));
         let args = vec![

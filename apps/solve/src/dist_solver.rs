@@ -139,13 +139,19 @@ impl DistSolver {
                 let partition = RowPartition::new(self.comm.clone(), self.n_owned_nodes)?;
                 let p = DistPattern::from_local(partition, k.pattern(), &self.node_globals, 3)
                     .context("the distributed pattern of the tangent")?;
-                let n_ghosts = self.node_globals.len() - self.n_owned_nodes;
-                if p.halo().ghosts().len() != n_ghosts {
-                    bail!(
-                        "the tangent's owned rows reach {} ghost nodes, the mesh part has {n_ghosts}",
-                        p.halo().ghosts().len()
-                    );
-                }
+                // the halo fills every ghost node of the part (ascending global ids), whether
+                // an owned row reaches it or not; agreed, so no rank goes on alone
+                let part_ghosts = &self.node_globals[self.n_owned_nodes..];
+                let check = if p.halo().ghosts() == part_ghosts {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the tangent's halo has {} ghost nodes, the mesh part {} (or in another order)",
+                        p.halo().ghosts().len(),
+                        part_ghosts.len()
+                    ))
+                };
+                linalg::comm::agree(&*self.comm, check).map_err(linalg::LinalgError::from)?;
                 self.pattern = Some(p.clone());
                 p
             }
@@ -221,7 +227,8 @@ impl DistSolver {
             _ => bail!("no preconditioner was set up"),
         };
         let mut solution = run.owned_zeros()?;
-        let (iterations, converged) = self.krylov(run, &rhs, &mut solution, pc, &params)?;
+        let (iterations, converged, fallback) =
+            self.krylov(run, &rhs, &mut solution, pc, &params)?;
         if !x.device().is_host() {
             // the correction stays on the GPU: owned entries copied, ghosts from their owners
             // (the halo's bytes counted with the solve's)
@@ -249,7 +256,7 @@ impl DistSolver {
             hierarchy: None,
             device,
             rtol: params.rtol,
-            fallback: None,
+            fallback,
         })
     }
 
@@ -330,17 +337,27 @@ impl DistSolver {
         x: &mut Vector,
         pc: &dyn amg::Preconditioner,
         params: &CgParams,
-    ) -> Result<(usize, bool)> {
+    ) -> Result<(usize, bool, Option<String>)> {
         if self.symmetric {
             let o = amg::cg_operator(a, b, x, pc, params).context("CG")?;
-            return Ok((o.iterations, o.converged));
+            // a breakdown (an indefinite tangent past a limit point, say): GMRES with the same
+            // preconditioner, as the serial solver does
+            let fallback = crate::linear_solver::gmres_after_breakdown(&o, x, |x| {
+                let g =
+                    amg::gmres_operator(a, b, x, pc, &crate::linear_solver::gmres_params(params))?;
+                Ok(g)
+            })?;
+            return Ok(match fallback {
+                Some(f) => (o.iterations + f.iterations, f.converged, Some(f.note)),
+                None => (o.iterations, o.converged, None),
+            });
         }
         let g = amg::gmres_operator(a, b, x, pc, &crate::linear_solver::gmres_params(params))
             .context("GMRES")?;
         if g.reason == amg::GmresStopReason::NonFinite {
             bail!("GMRES met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
         }
-        Ok((g.iterations, g.converged))
+        Ok((g.iterations, g.converged, None))
     }
 }
 

@@ -696,10 +696,10 @@ pub(crate) fn gmres_params(params: &CgParams) -> GmresParams {
 }
 
 /// What the GMRES fallback did after a CG breakdown.
-struct Fallback {
-    iterations: usize,
-    converged: bool,
-    note: String,
+pub(crate) struct Fallback {
+    pub(crate) iterations: usize,
+    pub(crate) converged: bool,
+    pub(crate) note: String,
 }
 
 /// After a CG breakdown (an indefinite operator or preconditioner, or a NaN), solves again from
@@ -713,6 +713,18 @@ fn robust_fallback(
     pc: &dyn Preconditioner,
     params: &CgParams,
 ) -> Result<Option<Fallback>> {
+    gmres_after_breakdown(outcome, x, |x| {
+        Ok(gmres(a, b, x, pc, &gmres_params(params))?)
+    })
+}
+
+/// [`robust_fallback`] with the GMRES solve given (`solve` starts from `x = 0`): on one
+/// process or on ranks.
+pub(crate) fn gmres_after_breakdown(
+    outcome: &CgOutcome,
+    x: &mut Vector,
+    solve: impl FnOnce(&mut Vector) -> Result<amg::GmresOutcome>,
+) -> Result<Option<Fallback>> {
     let why = match outcome.reason {
         CgStopReason::IndefiniteOperator => "the tangent is not positive definite",
         CgStopReason::IndefinitePreconditioner => "the preconditioner is not positive definite",
@@ -720,7 +732,7 @@ fn robust_fallback(
         _ => return Ok(None),
     };
     x.fill(0.0)?;
-    let g = gmres(a, b, x, pc, &gmres_params(params)).context("GMRES")?;
+    let g = solve(x).context("GMRES")?;
     let cg_part = format!("CG stopped after {} iterations ({why})", outcome.iterations);
     if g.reason == amg::GmresStopReason::NonFinite {
         bail!("{cg_part}, and GMRES with the same preconditioner met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);

@@ -416,29 +416,11 @@ impl DeviceProblem {
         Ok(max[0])
     }
 
-    /// On a rank: an element failure on any rank is one on every rank (one scalar reduced), so
-    /// every rank takes the same branch (a shorter line-search step, a cutback) and none waits
-    /// in a reduction the failing rank skipped. The failing rank keeps its own error; the others
-    /// name the lowest failing rank. Serial: `local` as it is.
+    /// On a rank: [`crate::error::agree_on_element_failure`]; serial: `local` as it is.
     fn agree_on_failure<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
-        let Some(share) = &self.rank else {
-            return local;
-        };
-        let comm = share.layout.comm();
-        let size = comm.size() as f64;
-        // the lowest failing rank wins the maximum of `size - rank`
-        let mut flag = [match &local {
-            Err(AssemblyError::ElementFailure { .. }) => size - comm.rank() as f64,
-            _ => 0.0,
-        }];
-        comm.allreduce_max(&mut flag).map_err(LinalgError::from)?;
-        match local {
-            Ok(_) if flag[0] > 0.0 => Err(AssemblyError::ElementFailure {
-                cell: usize::MAX,
-                name: format!("a cell of MPI rank {}", (size - flag[0]) as usize),
-                error: fem::FemError::NonPositiveJ { j: f64::NAN },
-            }),
-            other => other,
+        match &self.rank {
+            Some(share) => crate::error::agree_on_element_failure(&**share.layout.comm(), local),
+            None => local,
         }
     }
 

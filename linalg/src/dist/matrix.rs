@@ -64,6 +64,27 @@ impl DistPattern {
         row_ptr: &[usize],
         cols: &[u64],
     ) -> Result<Arc<Self>, LinalgError> {
+        Self::with_ghosts(
+            partition,
+            col_partition,
+            [block_rows, block_cols],
+            row_ptr,
+            cols,
+            &[],
+        )
+    }
+
+    /// [`DistPattern::new_rect`] whose ghost columns also include `extra_ghosts` (global
+    /// columns other ranks own, in any order), whether or not an entry reaches them: the halo
+    /// then fills every ghost of a rank's local vectors.
+    fn with_ghosts(
+        partition: RowPartition,
+        col_partition: RowPartition,
+        [block_rows, block_cols]: [usize; 2],
+        row_ptr: &[usize],
+        cols: &[u64],
+        extra_ghosts: &[u64],
+    ) -> Result<Arc<Self>, LinalgError> {
         let comm = partition.comm().clone();
         let n_owned = partition.n_owned();
         let owned = col_partition.owned_range();
@@ -81,8 +102,9 @@ impl DistPattern {
 
         let mut ghosts: Vec<u64> = cols
             .iter()
+            .chain(extra_ghosts)
             .copied()
-            .filter(|g| !owned.contains(g))
+            .filter(|g| !owned.contains(g) && *g < global_len)
             .collect();
         ghosts.sort_unstable();
         ghosts.dedup();
@@ -165,8 +187,10 @@ impl DistPattern {
     /// Collective. The owned rows of a rank-local matrix `local` whose first
     /// `partition.n_owned()` block rows are the owned rows and whose block column `c` is global
     /// index `col_globals[c]` (the matrix assembled on a rank's part of a mesh with one layer of
-    /// ghost cells: complete owned rows, no communication). Values follow with
-    /// [`DistBsr::set_from_local`].
+    /// ghost cells: complete owned rows, no communication). Every non-owned entry of
+    /// `col_globals` is a ghost column, reached by an owned row or not (a ghost cell of a METIS
+    /// part may hold no owned node), so the halo fills all ghosts of the part's vectors. Values
+    /// follow with [`DistBsr::set_from_local`].
     pub fn from_local(
         partition: RowPartition,
         local: &BlockPattern,
@@ -185,7 +209,14 @@ impl DistPattern {
             // Fails the agreed check inside `new` on this rank (wrong row count).
             return Self::new(partition, block_size, &[usize::MAX], &[]);
         }
-        Self::new(partition, block_size, row_ptr, &cols)
+        Self::with_ghosts(
+            partition.clone(),
+            partition,
+            [block_size; 2],
+            row_ptr,
+            &cols,
+            col_globals,
+        )
     }
 
     /// The row partition.
