@@ -321,9 +321,16 @@ pub fn run_on_ranks(
         None => None,
     };
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
+    let ranks_device = rank_devices(comm, &config, problem.discrete.tangent_is_symmetric())?;
     let amg_text = |amg: &amg::AmgParams| {
+        // GPU ranks gather small coarse levels sooner (DistSolver::on_device)
+        let process_eq_limit = if ranks_device.device.is_host() {
+            amg.process_eq_limit()
+        } else {
+            amg.on_gpu_ranks().process_eq_limit()
+        };
         format!(
-            "{} smoother, coarse_eq_limit {}",
+            "{} smoother, coarse_eq_limit {}, process_eq_limit {process_eq_limit}",
             match amg.smoother {
                 amg::SmootherKind::Chebyshev => "Chebyshev",
                 amg::SmootherKind::Jacobi => "Jacobi",
@@ -364,7 +371,6 @@ pub fn run_on_ranks(
                 .into())
         }
     };
-    let ranks_device = rank_devices(comm, &config, problem.discrete.tangent_is_symmetric())?;
     if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
         return Err(config
             .error_at(
