@@ -1468,57 +1468,13 @@ fn small_coarse_levels_gathered_onto_fewer_ranks_keep_the_serial_hierarchy() {
 /// The hot update of [`a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values`]
 /// with `process_eq_limit`.
 fn hot_update_sends_no_prolongator_values(comm: &Arc<dyn Comm>, process_eq_limit: Option<usize>) {
-    use amg::dist_cycle::DistHierarchy;
-
-    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-    let serial = mesh::generate_box(&spec).unwrap();
-    let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
-    let (k_local, clamped) = clamped_stiffness(&part.mesh);
-    let n_owned = part.n_owned_nodes();
-    let fine = RowPartition::new(comm.clone(), n_owned).unwrap();
-    let pattern = DistPattern::from_local(fine, k_local.pattern(), &part.node_globals, 3).unwrap();
+    let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
     let operator = |scale: f64| {
-        let mut k = k_local.clone();
+        let mut k = beam.k_local.clone();
         k.scale(scale).unwrap();
-        let mut a = DistBsr::zeros(pattern.clone());
-        a.set_from_local(&k).unwrap();
-        a
+        beam.operator(&k)
     };
-    let nns = assembly::rigid_body_modes(&serial.coords);
-    let owned_nns: Vec<f64> = part.node_serial_ids[..n_owned]
-        .iter()
-        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
-        .collect();
-    let params = amg::AmgParams {
-        coarse_eq_limit: 150,
-        max_levels: 6,
-        process_eq_limit,
-        ..amg::AmgParams::default()
-    };
-    let mut h = DistHierarchy::new(
-        operator(1.0),
-        &part.node_serial_ids[..n_owned],
-        owned_nns,
-        6,
-        &params,
-    )
-    .unwrap();
-    let ranks = h.level_ranks();
-    let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
-    assert_eq!(
-        ranks,
-        expected_level_ranks(&h.level_unknowns(), limit, comm.size())
-    );
     let a = operator(1.0);
-    let mut b = a.new_owned_vector();
-    for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
-        let s = part.node_serial_ids[e / 3];
-        *v = if clamped[e / 3] {
-            0.0
-        } else {
-            signed_unit(splitmix64(3 * s + (e % 3) as u64 + 4242))
-        };
-    }
     let cg = amg::CgParams {
         rtol: 1e-8,
         ..Default::default()
@@ -1652,6 +1608,16 @@ fn clamped_beam(
         &beam.params,
     )
     .unwrap();
+    // each level on the ranks `process_eq_limit` gives it
+    let ranks = h.level_ranks();
+    let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
+    assert_eq!(
+        ranks,
+        expected_level_ranks(&h.level_unknowns(), limit, comm.size())
+    );
+    if comm.rank() == 0 {
+        println!("process_eq_limit {process_eq_limit:?}: ranks per level {ranks:?}");
+    }
     let mut b = beam.operator(&beam.k_local).new_owned_vector();
     for (e, v) in b.host_mut().unwrap().iter_mut().enumerate() {
         let s = beam.part.node_serial_ids[e / 3];
@@ -1685,15 +1651,6 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
                 .unwrap()
                 .device;
             let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
-            let ranks = h.level_ranks();
-            let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
-            assert_eq!(
-                ranks,
-                expected_level_ranks(&h.level_unknowns(), limit, comm.size())
-            );
-            if comm.rank() == 0 {
-                println!("process_eq_limit {process_eq_limit:?}: ranks per level {ranks:?}");
-            }
             let operator = |scale: f64| {
                 let mut k = beam.k_local.clone();
                 k.scale(scale).unwrap();
@@ -1776,15 +1733,6 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                 .unwrap()
                 .device;
             let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
-            let ranks = h.level_ranks();
-            let limit = process_eq_limit.unwrap_or(amg::params::PROCESS_EQ_LIMIT_CPU);
-            assert_eq!(
-                ranks,
-                expected_level_ranks(&h.level_unknowns(), limit, comm.size())
-            );
-            if comm.rank() == 0 {
-                println!("process_eq_limit {process_eq_limit:?}: ranks per level {ranks:?}");
-            }
             let (k_local, part, params) = (&beam.k_local, &beam.part, &beam.params);
             let operator = |k: &Bsr| beam.operator(k);
             assert!(h.n_levels() > 2, "a hierarchy of several levels");
