@@ -333,7 +333,7 @@ fn device_exchanges(a: &DistBsr, device: &linalg::Device, x: &Vector) -> (Vec<f6
     let mut zd = x.to_device(device).unwrap();
     ad.device_halo()
         .unwrap()
-        .add_ghost_contributions(&contributions, zd.device_buffer_mut().unwrap())
+        .add_ghost_contributions(&contributions, zd.device_buffer_mut().unwrap(), |_| Ok(()))
         .unwrap();
     ctx.synchronize().unwrap();
     let after = device.transfers();

@@ -44,14 +44,8 @@ pub(super) fn transpose_apply(
     let device = t.diag_t.device();
     let ctx = device.cuda_context().expect("a device transpose");
     let xb = x.device_buffer()?;
-    cuda::spmv(
-        ctx,
-        t.diag_t.device_bsr()?,
-        1.0,
-        xb,
-        0.0,
-        y.device_buffer_mut()?,
-    )?;
+    // the ghost rows' contributions first, so that the owned rows' product runs while they
+    // travel
     let mut ghost = Vector::zeros_on(&device, t.offd_t.n_rows())?;
     cuda::spmv(
         ctx,
@@ -66,7 +60,10 @@ pub(super) fn transpose_apply(
         value: p.device().name(),
         reason: "must be on the transpose's GPU",
     })?;
-    halo.add_ghost_contributions(ghost.device_buffer()?, y.device_buffer_mut()?)?;
+    let diag_t = t.diag_t.device_bsr()?;
+    halo.add_ghost_contributions(ghost.device_buffer()?, y.device_buffer_mut()?, |y| {
+        cuda::spmv(ctx, diag_t, 1.0, xb, 0.0, y)
+    })?;
     Ok(())
 }
 

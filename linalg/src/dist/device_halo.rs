@@ -168,11 +168,14 @@ impl DeviceHalo {
 
     /// Collective over the plan's neighbours. The reverse exchange: `ghost_values` (one block
     /// per ghost) go to the ghosts' owners, and the blocks other ranks send here are added into
-    /// `y_owned` (owned blocks), rank after rank in the plan's order.
+    /// `y_owned` (owned blocks), rank after rank in the plan's order. `overlap` queues the work
+    /// that writes `y_owned` before the additions (the local product of a restriction); it runs
+    /// while the messages travel.
     pub fn add_ghost_contributions(
         &mut self,
         ghost_values: &DeviceBuffer<f64>,
         y_owned: &mut DeviceBuffer<f64>,
+        overlap: impl FnOnce(&mut DeviceBuffer<f64>) -> Result<(), LinalgError>,
     ) -> Result<(), LinalgError> {
         let bs = self.plan.block_size();
         let expected = self.plan.n_owned() * bs;
@@ -197,12 +200,14 @@ impl DeviceHalo {
                     .map(|(r, _)| *r)
                     .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
                 &mut self.send_dev,
-                || Ok(()),
+                || overlap(&mut *y_owned),
             )?;
             return self.add_received(y_owned);
         }
         self.ghost_host.download_from(ctx, ghost_values)?;
-        StreamMark::record(ctx)?.wait()?;
+        let downloaded = StreamMark::record(ctx)?;
+        overlap(&mut *y_owned)?;
+        downloaded.wait()?;
         exchange(
             &**self.plan.comm(),
             self.plan

@@ -201,6 +201,10 @@ impl DeviceComm {
         link.packed
             .record(&link.main)
             .map_err(driver("cuEventRecord"))?;
+        // the overlapping work (the diagonal product) queued first, so the device runs it
+        // while the host queues the messages; the messages still start after the packing
+        // (an error of `overlap` is returned after the messages, which the peers wait for)
+        let overlapped = overlap();
         link.messages
             .wait(&link.packed)
             .map_err(driver("cuStreamWaitEvent"))?;
@@ -232,7 +236,6 @@ impl DeviceComm {
         link.arrived
             .record(&link.messages)
             .map_err(driver("cuEventRecord"))?;
-        let overlapped = overlap();
         // the main stream waits for the messages whatever `overlap` did
         link.main
             .wait(&link.arrived)
