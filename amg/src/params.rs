@@ -13,7 +13,7 @@ pub const PROCESS_EQ_LIMIT_CPU: usize = 50;
 
 /// `process_eq_limit` on GPU ranks when unset ([`AmgParams::on_gpu_ranks`]): a level of fewer
 /// unknowns per GPU runs its SpMV in less time than a halo exchange takes between two GPUs
-/// (see docs/benchmarks.md, "Coarse levels on fewer GPUs").
+/// (see docs/benchmarks.md, "Small coarse levels on fewer GPUs").
 pub const PROCESS_EQ_LIMIT_GPU: usize = 20_000;
 
 /// What [`crate::Hierarchy::update`] keeps when given a new operator.
