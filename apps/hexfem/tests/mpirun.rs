@@ -266,6 +266,23 @@ fn iterations(s: &serde_json::Value) -> (Vec<u64>, Vec<Vec<u64>>) {
     )
 }
 
+/// Per step, which Newton iterations' linear solves fell back to GMRES after a CG breakdown
+/// (the step log's `linear_solver[i].linear.fallback`).
+fn fallbacks(dir: &Path, name: &str) -> Vec<Vec<bool>> {
+    let log = std::fs::read_to_string(dir.join(format!("{name}.steps.jsonl"))).unwrap();
+    log.lines()
+        .map(|line| {
+            let step: serde_json::Value = serde_json::from_str(line).unwrap();
+            step["linear_solver"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|it| it["linear"].get("fallback").is_some_and(|f| !f.is_null()))
+                .collect()
+        })
+        .collect()
+}
+
 /// Every input under `mpirun -np 1..4` equals the serial run at the default tolerances: the
 /// same Newton and CG iterations in every step and the same solution to 1e-10 (both runs use
 /// CG with AMG; the serial `auto` picks the direct solver for these small problems).
@@ -330,6 +347,17 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
             let ((n1, l1), (n2, l2)) = (iterations(&one), iterations(&many));
             assert_eq!(n1, n2, "{name} on {np} ranks: Newton iterations per step");
             assert_eq!(l1, l2, "{name} on {np} ranks: CG iterations per step");
+            // CG breakdowns (an indefinite tangent in slender_beam's bending) fall back to
+            // GMRES on ranks where the serial solver does
+            let serial_fallbacks = fallbacks(Path::new(&serial_dir), name);
+            assert_eq!(
+                serial_fallbacks,
+                fallbacks(Path::new(&many_dir), name),
+                "{name} on {np} ranks: GMRES fallbacks"
+            );
+            if name == "slender_beam" {
+                assert!(serial_fallbacks.iter().flatten().any(|&f| f));
+            }
             assert_same_figures(&one, &many, 1e-10, &format!("{name} on {np} ranks"));
         }
     }
