@@ -29,8 +29,10 @@ use super::device_update::DeviceGalerkin;
 use super::{v_cycle, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
 use crate::params::{AmgParams, Reuse};
+use crate::report::SetupTimings;
 use crate::smoother::Smoother;
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
+use std::time::Instant;
 
 /// `y = P^T x` for a GPU prolongator (see [`DistTranspose::apply`]): the transposed parts'
 /// products on the device, then the ghost rows' contributions sent to their owners, which add
@@ -100,6 +102,8 @@ pub struct DeviceDistHierarchy {
     params: AmgParams,
     /// Serial ids of the coarsest level's owned block rows (for its dense factor).
     coarse_serial_ids: Vec<u64>,
+    /// The phases of the last [`DeviceDistHierarchy::update`] (this rank's seconds).
+    update_timings: SetupTimings,
 }
 
 /// Where the coarsest level is solved: redundantly on every rank's host where several ranks
@@ -213,6 +217,7 @@ impl DeviceDistHierarchy {
         Ok(Self {
             device: device.clone(),
             levels,
+            update_timings: SetupTimings::default(),
             coarse,
             params: host.params.clone(),
             coarse_serial_ids: super::coarse_serial_ids(
@@ -251,7 +256,18 @@ impl DeviceDistHierarchy {
             }
             Reuse::Interpolation => {}
         }
+        let started = Instant::now();
+        let mut timings = SetupTimings::default();
+        // each phase's seconds up to its device work's end (one synchronisation per phase)
+        let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
+            self.device.synchronize()?;
+            let now = Instant::now();
+            *seconds += (now - since).as_secs_f64();
+            Ok(now)
+        };
+        let mut t = started;
         self.levels[0].a.copy_values_from(a)?;
+        t = phase(&mut timings.copy_operator_s, t)?;
         let n = self.levels.len();
         for l in 0..n - 1 {
             let (head, tail) = self.levels.split_at_mut(l + 1);
@@ -282,6 +298,7 @@ impl DeviceDistHierarchy {
                 old.emax
             };
             level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            t = phase(&mut timings.smoother_setup_s, t)?;
             let galerkin = level.galerkin.as_mut().ok_or(AmgError::InvalidParameter {
                 name: "device hierarchy",
                 value: format!("level {l}"),
@@ -289,9 +306,13 @@ impl DeviceDistHierarchy {
             })?;
             bytes.mpi_sent += galerkin.numeric(&level.a, &mut next.a)?;
             bytes.mpi_received += galerkin.bytes_received();
+            t = phase(&mut timings.galerkin_numeric_s, t)?;
         }
         self.coarse
             .refactor(&self.levels[n - 1].a, &self.coarse_serial_ids)?;
+        phase(&mut timings.coarse_factor_s, t)?;
+        timings.total_s = started.elapsed().as_secs_f64();
+        self.update_timings = timings;
         Ok(self.bytes_since(at, bytes))
     }
 
@@ -304,6 +325,14 @@ impl DeviceDistHierarchy {
         bytes.host_to_device = now.host_to_device - at.host_to_device;
         bytes.device_to_host = now.device_to_host - at.device_to_host;
         bytes
+    }
+
+    /// This rank's seconds in the phases of the last [`Self::update`] (`copy_operator_s`: the
+    /// fine values; `smoother_setup_s`: point-block Jacobi inverses and eigenvalue estimates;
+    /// `galerkin_numeric_s`: the products with their reductions; `coarse_factor_s`), each
+    /// phase ended by a device synchronisation.
+    pub fn update_timings(&self) -> &SetupTimings {
+        &self.update_timings
     }
 
     /// Number of levels.
