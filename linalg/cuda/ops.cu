@@ -136,6 +136,9 @@ dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double
         s_bad = 0;
     }
     __syncthreads();
+    // this thread's first entry (i0, j0) and its stride T in (rows, columns): the update
+    // loop below walks the entries without a division per entry
+    const u32 i0 = tid / n, j0 = tid % n, step_i = T / n, step_j = T % n;
     for (u32 k = 0; k < n; ++k) {
         double v = -1.0;
         u32 idx = k;
@@ -187,14 +190,21 @@ dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double
         for (u32 j = tid; j < n; j += T) a[(u64)k * n + j] *= s_inv;
         for (u32 i = tid; i < n; i += T) f[i] = (i == k) ? 0.0 : a[(u64)i * n + k];
         __syncthreads();
+        u32 i = i0, j = j0;
         for (u64 e = tid; e < nn; e += T) {
-            const u32 i = (u32)(e / n), j = (u32)(e % n);
             const double fi = f[i];
-            if (i == k || fi == 0.0) continue;
-            if (j == k) {
-                a[e] = 0.0 - fi * a[(u64)k * n + k];
-            } else {
-                a[e] -= fi * a[(u64)k * n + j];
+            if (i != k && fi != 0.0) {
+                if (j == k) {
+                    a[e] = 0.0 - fi * a[(u64)k * n + k];
+                } else {
+                    a[e] -= fi * a[(u64)k * n + j];
+                }
+            }
+            i += step_i;
+            j += step_j;
+            if (j >= n) {
+                j -= n;
+                ++i;
             }
         }
         __syncthreads();
