@@ -222,6 +222,130 @@ dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double
     }
 }
 
+// The same Gauss-Jordan inverse over several launches, for larger n (one block is bound by
+// its multiprocessor's share of L2 bandwidth there): dense_invert_tol, then per column k
+// dense_invert_pivot (one block: pivot, row swap, row scaling, multipliers) and
+// dense_invert_update (every entry, the whole grid), then dense_invert_unpermute. Each entry
+// sees the single-block kernel's operations in its order: the same bits. *fail holds
+// U64_MAX until a pivot fails; the later launches then return at once.
+#define INV_OK 0xffffffffffffffffULL
+extern "C" __global__ void __launch_bounds__(INV_THREADS)
+dense_invert_tol(const u32 n, const double* __restrict__ a, const double rtol,
+                 double* __restrict__ tol) {
+    __shared__ double s_val[INV_THREADS];
+    const u32 tid = threadIdx.x, T = blockDim.x;
+    const u64 nn = (u64)n * n;
+    double m = 0.0;
+    for (u64 e = tid; e < nn; e += T) m = fmax(m, fabs(a[e]));
+    s_val[tid] = m;
+    __syncthreads();
+    for (u32 w = T / 2; w > 0; w >>= 1) {
+        if (tid < w) s_val[tid] = fmax(s_val[tid], s_val[tid + w]);
+        __syncthreads();
+    }
+    if (tid == 0) tol[0] = rtol * s_val[0];
+}
+
+extern "C" __global__ void __launch_bounds__(INV_THREADS)
+dense_invert_pivot(const u32 n, const u32 k, double* __restrict__ a, u32* __restrict__ perm,
+                   double* __restrict__ f, const double* __restrict__ tol,
+                   u64* __restrict__ fail) {
+    __shared__ double s_val[INV_THREADS];
+    __shared__ u32 s_idx[INV_THREADS];
+    __shared__ double s_inv;
+    __shared__ u32 s_piv;
+    __shared__ int s_bad;
+    const u32 tid = threadIdx.x, T = blockDim.x;
+    if (fail[0] != INV_OK) return;
+    double v = -1.0;
+    u32 idx = k;
+    for (u32 i = k + tid; i < n; i += T) {
+        const double x = fabs(a[(u64)i * n + k]);
+        if (x > v) {
+            v = x;
+            idx = i;
+        }
+    }
+    s_val[tid] = v;
+    s_idx[tid] = idx;
+    __syncthreads();
+    for (u32 w = T / 2; w > 0; w >>= 1) {
+        if (tid < w) {
+            const double o = s_val[tid + w];
+            const u32 oi = s_idx[tid + w];
+            if (o > s_val[tid] || (o == s_val[tid] && oi < s_idx[tid])) {
+                s_val[tid] = o;
+                s_idx[tid] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        s_bad = 0;
+        if (!(s_val[0] > tol[0])) {
+            s_bad = 1;
+            fail[0] = k;
+        }
+        s_piv = s_idx[0];
+        perm[k] = s_idx[0];
+    }
+    __syncthreads();
+    if (s_bad) return;
+    const u32 p = s_piv;
+    if (p != k) {
+        for (u32 j = tid; j < n; j += T) {
+            const double t = a[(u64)k * n + j];
+            a[(u64)k * n + j] = a[(u64)p * n + j];
+            a[(u64)p * n + j] = t;
+        }
+    }
+    __syncthreads();
+    if (tid == 0) {
+        s_inv = 1.0 / a[(u64)k * n + k];
+        a[(u64)k * n + k] = 1.0;
+    }
+    __syncthreads();
+    for (u32 j = tid; j < n; j += T) a[(u64)k * n + j] *= s_inv;
+    for (u32 i = tid; i < n; i += T) f[i] = (i == k) ? 0.0 : a[(u64)i * n + k];
+}
+
+// Every entry outside row k: a_ij -= f_i a_kj (column k: 0 - f_i a_kk), as the single-block
+// kernel's update. n * n < 2^32 (the callers' limit).
+extern "C" __global__ void dense_invert_update(const u32 n, const u32 k, double* __restrict__ a,
+                                               const double* __restrict__ f,
+                                               const u64* __restrict__ fail) {
+    if (fail[0] != INV_OK) return;
+    const u32 nn = n * n;
+    for (u32 e = blockIdx.x * blockDim.x + threadIdx.x; e < nn; e += gridDim.x * blockDim.x) {
+        const u32 i = e / n, j = e % n;
+        const double fi = f[i];
+        if (i == k || fi == 0.0) continue;
+        if (j == k) {
+            a[e] = 0.0 - fi * a[(u64)k * n + k];
+        } else {
+            a[e] -= fi * a[(u64)k * n + j];
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(INV_THREADS)
+dense_invert_unpermute(const u32 n, double* __restrict__ a, const u32* __restrict__ perm,
+                       const u64* __restrict__ fail) {
+    const u32 tid = threadIdx.x, T = blockDim.x;
+    if (fail[0] != INV_OK) return;
+    for (int k = (int)n - 1; k >= 0; --k) {
+        const u32 p = perm[k];
+        if (p != (u32)k) {
+            for (u32 i = tid; i < n; i += T) {
+                const double t = a[(u64)i * n + k];
+                a[(u64)i * n + k] = a[(u64)i * n + p];
+                a[(u64)i * n + p] = t;
+            }
+        }
+        __syncthreads();
+    }
+}
+
 // y = M x for the dense row-major n x n M, one thread per row (entries in order).
 extern "C" __global__ void dense_matvec(const u32 n, const double* __restrict__ m,
                                         const double* __restrict__ x, double* __restrict__ y) {

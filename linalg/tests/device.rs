@@ -276,6 +276,20 @@ fn amg_kernels_match_the_host() {
         DenseFactor::factor(&singular.to_device(&dev).unwrap()),
         Err(LinalgError::SingularMatrix { column: 1, .. })
     ));
+    // ... and in the inverse's launch-per-step form (200 unknowns: the same block first, then
+    // identity blocks)
+    let nb = 100;
+    let p =
+        Arc::new(BlockPattern::new(nb, nb, (0..=nb).collect(), (0..nb as u32).collect()).unwrap());
+    let mut values = vec![1.0, 2.0, 2.0, 4.0];
+    for _ in 1..nb {
+        values.extend([1.0, 0.0, 0.0, 1.0]);
+    }
+    let singular = Bsr::from_parts(p, 2, 2, values).unwrap();
+    assert!(matches!(
+        DenseFactor::factor(&singular.to_device(&dev).unwrap()),
+        Err(LinalgError::SingularMatrix { column: 1, .. })
+    ));
 }
 
 /// fp32 storage ([`Precision::Single`]) on the device equals fp32 storage on the host: the same

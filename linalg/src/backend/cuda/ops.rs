@@ -181,6 +181,64 @@ pub struct DeviceDenseInverse {
     inv: DeviceBuffer<f64>,
 }
 
+/// From this many unknowns on, the dense inverse runs a launch per pivot step over the whole
+/// GPU (`dense_invert_pivot`, `dense_invert_update`) instead of one block: one block's share of
+/// L2 bandwidth bounds the single-block kernel (1.3 ms at 156 unknowns, 10.4 ms at 306 on an
+/// H100), two launches a step cost a few microseconds each. Up to the `u32` entry index.
+const INVERT_BY_STEPS_MIN_N: usize = 160;
+const INVERT_BY_STEPS_MAX_N: usize = 65_535;
+
+/// The Gauss-Jordan inverse of the dense `n x n` matrix `a` step by step (see `ops.cu`): the
+/// single-block kernel's operations per entry, so its bits. `perm`, `f`: scratch of `n`;
+/// `fail`: `u64::MAX`, or the failing column afterwards.
+fn invert_by_steps(
+    ctx: &CudaContext,
+    n: u32,
+    a: &mut DeviceBuffer<f64>,
+    perm: &mut DeviceBuffer<u32>,
+    f: &mut DeviceBuffer<f64>,
+    rtol: f64,
+    fail: &mut DeviceBuffer<u64>,
+) -> Result<(), LinalgError> {
+    let one_block = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut tol = ctx.zeros::<f64>(1)?;
+    let kernel = ctx.function(&OPS, &[], "dense_invert_tol")?;
+    let mut l = ctx.stream().launch_builder(&kernel);
+    l.arg(&n).arg(&*a).arg(&rtol).arg(&mut tol);
+    // SAFETY: arguments match `dense_invert_tol` (one block of 1024 threads).
+    unsafe { l.launch(one_block) }.map_err(driver_err("dense_invert_tol"))?;
+    let pivot = ctx.function(&OPS, &[], "dense_invert_pivot")?;
+    let update = ctx.function(&OPS, &[], "dense_invert_update")?;
+    let entries = grid_stride(n as u64 * n as u64);
+    for k in 0..n {
+        let mut l = ctx.stream().launch_builder(&pivot);
+        l.arg(&n)
+            .arg(&k)
+            .arg(&mut *a)
+            .arg(&mut *perm)
+            .arg(&mut *f)
+            .arg(&tol)
+            .arg(&mut *fail);
+        // SAFETY: arguments match `dense_invert_pivot` (one block of 1024 threads); the
+        // buffers hold n x n, n, n, 1 and 1 entries.
+        unsafe { l.launch(one_block) }.map_err(driver_err("dense_invert_pivot"))?;
+        let mut l = ctx.stream().launch_builder(&update);
+        l.arg(&n).arg(&k).arg(&mut *a).arg(&*f).arg(&*fail);
+        // SAFETY: arguments match `dense_invert_update` (a grid-stride loop over n x n).
+        unsafe { l.launch(entries) }.map_err(driver_err("dense_invert_update"))?;
+    }
+    let unpermute = ctx.function(&OPS, &[], "dense_invert_unpermute")?;
+    let mut l = ctx.stream().launch_builder(&unpermute);
+    l.arg(&n).arg(&mut *a).arg(&*perm).arg(&*fail);
+    // SAFETY: arguments match `dense_invert_unpermute` (one block of 1024 threads).
+    unsafe { l.launch(one_block) }.map_err(driver_err("dense_invert_unpermute"))?;
+    Ok(())
+}
+
 impl DeviceDenseInverse {
     /// Densifies and inverts `a` (on `pattern`). A pivot below `rtol` times the largest entry is
     /// `Err(column)` through [`LinalgError::SingularMatrix`] (pivot reported as NaN: the device
@@ -212,22 +270,26 @@ impl DeviceDenseInverse {
         let mut perm = ctx.zeros::<u32>(n.max(1))?;
         let mut fvec = ctx.zeros::<f64>(n.max(1))?;
         let mut fail = ctx.upload(&[u64::MAX])?;
-        let f = ctx.function(&OPS, &[], "dense_invert")?;
         let nn = n as u32;
-        let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&mut dense)
-            .arg(&mut perm)
-            .arg(&mut fvec)
-            .arg(&rtol)
-            .arg(&mut fail);
-        let cfg = LaunchConfig {
+        let one_block = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (1024, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: arguments match `dense_invert` (one block of 1024 threads).
-        unsafe { l.launch(cfg) }.map_err(driver_err("dense_invert"))?;
+        if (INVERT_BY_STEPS_MIN_N..=INVERT_BY_STEPS_MAX_N).contains(&n) {
+            invert_by_steps(ctx, nn, &mut dense, &mut perm, &mut fvec, rtol, &mut fail)?;
+        } else {
+            let f = ctx.function(&OPS, &[], "dense_invert")?;
+            let mut l = ctx.stream().launch_builder(&f);
+            l.arg(&nn)
+                .arg(&mut dense)
+                .arg(&mut perm)
+                .arg(&mut fvec)
+                .arg(&rtol)
+                .arg(&mut fail);
+            // SAFETY: arguments match `dense_invert` (one block of 1024 threads).
+            unsafe { l.launch(one_block) }.map_err(driver_err("dense_invert"))?;
+        }
         let code = ctx.download(&fail)?[0];
         if code != u64::MAX {
             return Err(LinalgError::SingularMatrix {
