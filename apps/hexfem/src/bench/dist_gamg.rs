@@ -38,7 +38,7 @@ use linalg::dist::{
 use linalg::exact::ExactSum;
 use linalg::{Device, Vector};
 use mesh::{generate_box_part, BoxSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::best_of;
 use super::gamg::{BenchDevice, GamgBench, CG_RTOL, OPERATOR_SCALE, SPMV_REPEATS};
@@ -107,7 +107,7 @@ pub struct DistGamgRank {
 }
 
 /// What one rank's GPU moved and how long the SpMV's parts take alone (`--device cuda`).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct DistGpuRank {
     /// One fine SpMV: device to pinned host (packed send values) and back (ghosts), bytes.
     pub spmv_device_to_host_bytes: u64,
@@ -632,50 +632,12 @@ fn spmv_parts(
     Ok((exchange_s, diag_s, serial_s))
 }
 
-/// Every rank's GPU numbers on every rank.
+/// Every rank's GPU numbers on every rank (each rank's record sent whole, as JSON).
 fn gather_gpu(comm: &Arc<dyn Comm>, mine: &DistGpuRank) -> Result<Vec<DistGpuRank>> {
-    let v = [
-        mine.spmv_device_to_host_bytes as f64,
-        mine.spmv_host_to_device_bytes as f64,
-        mine.hot_update_operator_bytes as f64,
-        mine.hot_update_p_bytes as f64,
-        mine.hot_solve_transfer_bytes as f64,
-        mine.spmv_exchange_s,
-        mine.spmv_diag_s,
-        mine.spmv_serial_s,
-        mine.hot_update_host_to_device_bytes as f64,
-        mine.hot_update_device_to_host_bytes as f64,
-        mine.hot_update_mpi_bytes as f64,
-        mine.vcycle_s,
-        mine.dot_s,
-        mine.dot_local_s,
-        mine.hot_update_smoothers_s,
-        mine.hot_update_galerkin_s,
-        mine.hot_update_coarse_s,
-    ];
-    Ok(comm
-        .allgatherv_f64(&v)?
+    comm.allgatherv_bytes(&serde_json::to_vec(mine)?)?
         .iter()
-        .map(|v| DistGpuRank {
-            spmv_device_to_host_bytes: v[0] as u64,
-            spmv_host_to_device_bytes: v[1] as u64,
-            hot_update_operator_bytes: v[2] as u64,
-            hot_update_p_bytes: v[3] as u64,
-            hot_solve_transfer_bytes: v[4] as u64,
-            spmv_exchange_s: v[5],
-            spmv_diag_s: v[6],
-            spmv_serial_s: v[7],
-            hot_update_host_to_device_bytes: v[8] as u64,
-            hot_update_device_to_host_bytes: v[9] as u64,
-            hot_update_mpi_bytes: v[10] as u64,
-            vcycle_s: v[11],
-            dot_s: v[12],
-            dot_local_s: v[13],
-            hot_update_smoothers_s: v[14],
-            hot_update_galerkin_s: v[15],
-            hot_update_coarse_s: v[16],
-        })
-        .collect())
+        .map(|bytes| Ok(serde_json::from_slice(bytes)?))
+        .collect()
 }
 
 /// A collective that every rank passes before a timed phase starts.
@@ -763,5 +725,32 @@ impl std::fmt::Display for DistGamgResult {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gather_gpu, DistGpuRank};
+
+    /// The gathered record is the rank's own, every field and every bit (u64 counts, f64
+    /// seconds).
+    #[test]
+    fn gpu_numbers_are_gathered_whole() {
+        let mine = DistGpuRank {
+            spmv_device_to_host_bytes: u64::MAX / 3,
+            hot_update_mpi_bytes: 28_485_576,
+            spmv_diag_s: 0.000_213_944_000_000_1,
+            vcycle_s: 1.0 / 3.0,
+            hot_update_coarse_s: 4.3e-3,
+            ..DistGpuRank::default()
+        };
+        let all = gather_gpu(&linalg::comm::SelfComm::shared(), &mine).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            serde_json::to_string(&all[0]).unwrap(),
+            serde_json::to_string(&mine).unwrap()
+        );
+        assert_eq!(all[0].vcycle_s.to_bits(), mine.vcycle_s.to_bits());
+        assert_eq!(all[0].spmv_device_to_host_bytes, u64::MAX / 3);
     }
 }
