@@ -161,6 +161,58 @@ fn a_bad_column_on_one_rank_is_the_same_error_on_every_rank() {
     );
 }
 
+/// `DistPattern::from_local`: every non-owned local column is a ghost column, reached by an
+/// owned row or not (a METIS part's ghost cell may hold no owned node), so the halo fills all
+/// of the part's ghosts; a local column beyond the global columns is an agreed error.
+#[test]
+fn from_local_makes_every_local_non_owned_column_a_ghost() {
+    on_ranks(
+        "from_local_makes_every_local_non_owned_column_a_ghost",
+        &[2],
+        |comm| {
+            // 4 global block rows, 2 per rank; each rank's local matrix: its 2 owned rows
+            // (diagonal blocks only) and 2 ghost columns, the other rank's rows, unreached
+            let rank = comm.rank() as u64;
+            let other = 1 - rank;
+            let globals = vec![2 * rank, 2 * rank + 1, 2 * other, 2 * other + 1];
+            let local = BlockPattern::new(2, 4, vec![0, 1, 2], vec![0, 1]).unwrap();
+            let partition = RowPartition::new(comm.clone(), 2).unwrap();
+            let pattern = DistPattern::from_local(partition.clone(), &local, &globals, BS).unwrap();
+            assert_eq!(pattern.halo().ghosts(), &globals[2..]);
+            assert_eq!(pattern.offd().nnz(), 0);
+            // the halo fills the unreached ghosts from their owners
+            let mut x: Vec<f64> = (0..4 * BS).map(|e| e as f64).collect();
+            for v in &mut x[..2 * BS] {
+                *v += 100.0 * rank as f64;
+            }
+            for v in &mut x[2 * BS..] {
+                *v = f64::NAN;
+            }
+            pattern.halo().update(&mut x).unwrap();
+            let expected: Vec<f64> = (0..2 * BS)
+                .map(|e| e as f64 + 100.0 * other as f64)
+                .collect();
+            assert_eq!(&x[2 * BS..], &expected[..]);
+            // a column beyond the 4 global columns: every rank's error
+            let mut bad = globals.clone();
+            if rank == 1 {
+                bad[3] = 9;
+            }
+            let e = DistPattern::from_local(partition, &local, &bad, BS).unwrap_err();
+            let LinalgError::Comm(CommError::Failed {
+                rank: failed,
+                message,
+                ..
+            }) = e
+            else {
+                panic!("expected an agreed error, got {e}")
+            };
+            assert_eq!(failed, 1);
+            assert!(message.contains("ghost column 9"), "{message}");
+        },
+    );
+}
+
 const M: u64 = 17;
 
 /// Block columns of row `i` of a 41 x 17 matrix of 3 x 6 blocks (a prolongator's shape).

@@ -95,6 +95,10 @@ impl DistPattern {
             Err(format!(
                 "distributed pattern: block size {block_rows}x{block_cols}"
             ))
+        } else if let Some(g) = extra_ghosts.iter().find(|&&g| g >= global_len) {
+            Err(format!(
+                "distributed pattern: ghost column {g} beyond the {global_len} columns"
+            ))
         } else {
             check_rows(n_owned, row_ptr, cols, global_len)
         };
@@ -104,7 +108,7 @@ impl DistPattern {
             .iter()
             .chain(extra_ghosts)
             .copied()
-            .filter(|g| !owned.contains(g) && *g < global_len)
+            .filter(|g| !owned.contains(g))
             .collect();
         ghosts.sort_unstable();
         ghosts.dedup();
