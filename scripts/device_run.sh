@@ -107,7 +107,7 @@ fi
 if [ "$MPI_TESTS" = 1 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     {
-        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu nccl_
+        "$here/bin/test_linalg_dist" --test-threads=1 --nocapture device_ a_rank_without_a_gpu nccl_ ipc_
         # inside mpirun the test body runs directly, so its lines show
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_cg_with_the_distributed_amg_equals_the_host_cg --nocapture --test-threads=1
@@ -123,7 +123,7 @@ if [ "$MPI_TESTS" = 1 ]; then
             done
         done
     } > "$out/mpi_tests.log" 2>&1 || status=1
-    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|failed" "$out/mpi_tests.log" | tail -n 40
+    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|ipc exchanges|failed" "$out/mpi_tests.log" | tail -n 40
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"

@@ -437,6 +437,76 @@ fn nccl_exchanges_are_the_staged_exchanges_bit_for_bit() {
     });
 }
 
+/// Twelve SpMVs in a chain, each followed by a restriction's exchange into its result, queued
+/// without a host wait between them: `x <- A x`, then the ghost contributions (fixed values)
+/// added by their owners. Returns the last vector.
+fn exchange_chain(a: &DistBsr, device: &linalg::Device, x: &Vector) -> Vec<f64> {
+    let ctx = device.cuda_context().unwrap();
+    let ad = a.to_device(device).unwrap();
+    let mut xd = x.to_device(device).unwrap();
+    let mut yd = a.new_row_vector().to_device(device).unwrap();
+    let ghosts = a.pattern().halo().ghosts().len() * 3;
+    let rank = a.pattern().partition().comm().rank() as u64;
+    let contributions: Vec<f64> = (0..ghosts as u64)
+        .map(|i| signed_unit(splitmix64(7000 * rank + i)))
+        .collect();
+    let contributions = ctx.upload(&contributions).unwrap();
+    for _ in 0..12 {
+        ad.apply(&xd, &mut yd).unwrap();
+        ad.device_halo()
+            .unwrap()
+            .add_ghost_contributions(&contributions, yd.device_buffer_mut().unwrap(), |_| Ok(()))
+            .unwrap();
+        std::mem::swap(&mut xd, &mut yd);
+    }
+    xd.to_host_vec().unwrap()
+}
+
+#[test]
+fn ipc_exchanges_are_the_staged_exchanges_bit_for_bit() {
+    let test = "ipc_exchanges_are_the_staged_exchanges_bit_for_bit";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = rank_gpu(comm);
+        let (_, a, x, y_host) = device_test_product(comm);
+        let (y_staged, z_staged, staged_bytes) = device_exchanges(&a, &device, &x);
+        let chain_staged = exchange_chain(&a, &device, &x);
+        match connect_rank_devices(comm, &device, DeviceExchange::Ipc) {
+            Ok((DeviceExchange::Ipc, None)) => {}
+            Ok(other) => panic!("ipc asked for, {other:?} given"),
+            Err(e) => {
+                // one GPU shared by the ranks, no NCCL, or GPUs without peer access: every
+                // rank learns it, none hangs
+                eprintln!("SKIP {test}: {e}");
+                return;
+            }
+        }
+        let sent_before = device.cuda_context().unwrap().peers().unwrap().sent();
+        let (y_ipc, z_ipc, ipc_bytes) = device_exchanges(&a, &device, &x);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&y_ipc), bits(y_host.host().unwrap()));
+        assert_eq!(bits(&y_ipc), bits(&y_staged));
+        assert_eq!(bits(&z_ipc), bits(&z_staged));
+        assert!(z_ipc != x.host().unwrap(), "contributions were added");
+        assert!(ipc_bytes < staged_bytes, "{ipc_bytes} vs {staged_bytes}");
+        // the sends are counted: one forward and one reverse exchange, the plan's volume each
+        let sent = device.cuda_context().unwrap().peers().unwrap().sent();
+        let volume = (a.pattern().halo().send_volume() * 8) as u64;
+        assert_eq!(
+            sent.1 - sent_before.1,
+            volume + (a.pattern().halo().ghosts().len() * 3 * 8) as u64
+        );
+        // exchanges queued back to back reuse the buffers only once the neighbour is done
+        let chain_ipc = exchange_chain(&a, &device, &x);
+        assert_eq!(bits(&chain_ipc), bits(&chain_staged));
+        eprintln!(
+            "ipc exchanges: SpMV, restriction and a chain of 24 exchanges equal the staged bits"
+        );
+    });
+}
+
 #[test]
 fn a_rank_without_a_gpu_is_every_ranks_error_under_cuda_and_every_ranks_host_under_auto() {
     on_ranks(

@@ -1706,6 +1706,12 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
                 Err(e) if comm.rank() == 0 => println!("SKIP NCCL part of {test}: {e}"),
                 Err(_) => {}
             }
+            // and with the halos written straight into the neighbour's memory (CUDA IPC)
+            match connect_rank_devices(comm, &device, DeviceExchange::Ipc) {
+                Ok(_) => compare(&operator(2.0), &h, &hd, "hot, IPC exchanges"),
+                Err(e) if comm.rank() == 0 => println!("SKIP IPC part of {test}: {e}"),
+                Err(_) => {}
+            }
         }
     });
 }
@@ -1742,14 +1748,21 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                 rtol: 1e-8,
                 ..Default::default()
             };
-            for seed in [11u64, 12, 13] {
-                if seed == 13 {
-                    // the third update with the reductions and halos GPU to GPU (NCCL)
+            for seed in [11u64, 12, 13, 14] {
+                if seed >= 13 {
+                    // the third update with the reductions and halos GPU to GPU (NCCL), the
+                    // fourth with the halos written into the neighbour's memory (IPC)
                     use linalg::dist::{connect_rank_devices, DeviceExchange};
-                    if let Err(e) = connect_rank_devices(comm, &device, DeviceExchange::Nccl) {
-                        // one GPU shared by the ranks (NCCL refuses duplicate GPUs) or no NCCL
+                    let how = if seed == 13 {
+                        DeviceExchange::Nccl
+                    } else {
+                        DeviceExchange::Ipc
+                    };
+                    if let Err(e) = connect_rank_devices(comm, &device, how) {
+                        // one GPU shared by the ranks (NCCL refuses duplicate GPUs), no NCCL
+                        // or no peer access
                         if comm.rank() == 0 {
-                            println!("SKIP NCCL part of {test}: {e}");
+                            println!("SKIP {} part of {test}: {e}", how.name());
                         }
                         break;
                     }
@@ -1809,7 +1822,7 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                         < fine_bytes / 4,
                     "{bytes:?}"
                 );
-                if seed == 13 {
+                if seed >= 13 {
                     // NCCL: the received blocks and ghosts no longer go through the host,
                     // only scalars do
                     assert!(bytes.host_to_device < 1024, "{bytes:?}");

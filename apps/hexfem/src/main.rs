@@ -237,8 +237,9 @@ enum Bench {
         #[arg(long, value_enum, default_value_t = PrecisionArg::Double)]
         precision: PrecisionArg,
         /// Under mpirun with `--device cuda`: how halo exchanges travel between the GPUs
-        /// (`nccl`: device to device on the stream; `staged`: through pinned host memory and
-        /// MPI; `auto`: NCCL where every rank has it).
+        /// (`nccl`: device to device on the stream; `ipc`: each GPU writes its halo messages
+        /// straight into its neighbours' memory, every rank on one node, NCCL for the rest;
+        /// `staged`: through pinned host memory and MPI; `auto`: NCCL where every rank has it).
         #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
         exchange: ExchangeArg,
         /// Under mpirun: a coarse level of n unknowns is held by max(1, n / this) ranks (the
@@ -255,6 +256,7 @@ enum Bench {
 enum ExchangeArg {
     Auto,
     Nccl,
+    Ipc,
     Staged,
 }
 
@@ -742,6 +744,7 @@ fn execute_on_ranks(
             let exchange = match exchange {
                 ExchangeArg::Auto => linalg::dist::DeviceExchange::Auto,
                 ExchangeArg::Nccl => linalg::dist::DeviceExchange::Nccl,
+                ExchangeArg::Ipc => linalg::dist::DeviceExchange::Ipc,
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
             let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange);

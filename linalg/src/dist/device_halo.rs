@@ -15,12 +15,18 @@
 //! the packing and the consuming kernels by events, the overlapped work running beside them:
 //! no staging copies and no host synchronisation. Both paths move the same values and add
 //! them in the same order: the same bits.
+//!
+//! Where those peers also have peer writes on ([`DeviceComm::set_peer_writes`], the `ipc`
+//! exchange), the plan's messages are stored by each GPU straight into its neighbours' memory
+//! instead ([`PeerChannel`], opened at the plan's first exchange): two kernels per exchange on
+//! the one stream, the same values in the same order.
 
 use std::sync::Arc;
 
 use comm::Comm;
 
 use crate::backend::cuda::halo::{gather_blocks, scatter_add_blocks, PinnedBuffer, StreamMark};
+use crate::backend::cuda::peer::{PeerChannel, PeerLists};
 use crate::backend::cuda::{CudaContext, DeviceBuffer, DeviceComm};
 use crate::dist::HaloPlan;
 use crate::LinalgError;
@@ -39,6 +45,8 @@ pub struct DeviceHalo {
     send_host: PinnedBuffer,
     ghost_dev: DeviceBuffer<f64>,
     ghost_host: PinnedBuffer,
+    /// The peer-write channel, once opened (the `ipc` exchange only).
+    channel: Option<PeerChannel>,
 }
 
 /// Bytes one exchange moves: between device and host (each way) and through MPI (sent).
@@ -72,6 +80,7 @@ impl DeviceHalo {
             send_host: PinnedBuffer::zeros(&ctx, n_send)?,
             ghost_dev: ctx.zeros(n_ghost)?,
             ghost_host: PinnedBuffer::zeros(&ctx, n_ghost)?,
+            channel: None,
             plan,
             ctx,
         })
@@ -124,6 +133,13 @@ impl DeviceHalo {
                 expected,
                 found: x_owned.len(),
             });
+        }
+        if let Some(peers) = self.peers().filter(|p| p.peer_writes()).cloned() {
+            self.open_channel()?;
+            let channel = self.channel.as_mut().expect("opened");
+            let (ghosts, sent) = channel.forward(x_owned, overlap)?;
+            peers.count_sent(sent.messages, sent.bytes);
+            return Ok(ghosts);
         }
         let ctx = &*self.ctx;
         gather_blocks(ctx, bs, &self.send_idx, x_owned, &mut self.send_dev)?;
@@ -186,6 +202,20 @@ impl DeviceHalo {
                 found: y_owned.len(),
             });
         }
+        if let Some(peers) = self.peers().filter(|p| p.peer_writes()).cloned() {
+            self.open_channel()?;
+            let channel = self.channel.as_mut().expect("opened");
+            let (returned, sent) = channel.reverse(ghost_values, || overlap(&mut *y_owned))?;
+            peers.count_sent(sent.messages, sent.bytes);
+            return add_blocks(
+                &self.ctx,
+                bs,
+                &self.send_idx,
+                &self.send_ranges,
+                returned,
+                y_owned,
+            );
+        }
         let ctx = &*self.ctx;
         if let Some(peers) = self.peers().cloned() {
             peers.exchange(
@@ -230,18 +260,68 @@ impl DeviceHalo {
     /// neighbour after another in the plan's order.
     fn add_received(&self, y_owned: &mut DeviceBuffer<f64>) -> Result<(), LinalgError> {
         let bs = self.plan.block_size();
-        for blocks in &self.send_ranges {
-            scatter_add_blocks(
-                &self.ctx,
-                bs,
-                &self.send_idx,
-                blocks.clone(),
-                &self.send_dev,
-                y_owned,
-            )?;
+        add_blocks(
+            &self.ctx,
+            bs,
+            &self.send_idx,
+            &self.send_ranges,
+            &self.send_dev,
+            y_owned,
+        )
+    }
+
+    /// Opens the peer-write channel if it is not open yet (collective over the plan's
+    /// neighbours: it runs at the plan's first exchange, which they all make together).
+    fn open_channel(&mut self) -> Result<(), LinalgError> {
+        if self.channel.is_some() {
+            return Ok(());
         }
+        let bs = self.plan.block_size();
+        let send_idx: Vec<u32> = self
+            .plan
+            .sends()
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect();
+        let sends: Vec<(usize, std::ops::Range<usize>)> = self
+            .plan
+            .sends()
+            .iter()
+            .map(|(r, _)| *r)
+            .zip(self.send_ranges.iter().cloned())
+            .collect();
+        let receives: Vec<(usize, std::ops::Range<usize>)> = self
+            .plan
+            .receives()
+            .iter()
+            .map(|(r, g)| (*r, g.clone()))
+            .collect();
+        let lists = PeerLists {
+            bs,
+            n_ghosts: self.plan.ghosts().len(),
+            sends: &sends,
+            send_idx: &send_idx,
+            receives: &receives,
+        };
+        self.channel = Some(PeerChannel::open(&self.ctx, &**self.plan.comm(), &lists)?);
         Ok(())
     }
+}
+
+/// Adds `buf` (blocks in the send lists' layout) into `y_owned` at the listed blocks, one
+/// neighbour's range after another.
+fn add_blocks(
+    ctx: &CudaContext,
+    bs: usize,
+    send_idx: &DeviceBuffer<u32>,
+    send_ranges: &[std::ops::Range<usize>],
+    buf: &DeviceBuffer<f64>,
+    y_owned: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    for blocks in send_ranges {
+        scatter_add_blocks(ctx, bs, send_idx, blocks.clone(), buf, y_owned)?;
+    }
+    Ok(())
 }
 
 /// One neighbour exchange between pinned buffers: `sends` are (rank, entry range of `send`),

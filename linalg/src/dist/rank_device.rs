@@ -61,6 +61,10 @@ pub enum DeviceExchange {
     Staged,
     /// NCCL, device to device on the stream (an error on every rank where NCCL is missing).
     Nccl,
+    /// Halo exchanges written by each GPU straight into its neighbours' memory (CUDA IPC: every
+    /// rank on one node, every pair of GPUs peer-capable), NCCL for the other messages (the
+    /// Galerkin products' reductions); an error on every rank where either is missing.
+    Ipc,
     /// NCCL where every rank has it, else staged.
     Auto,
 }
@@ -71,15 +75,84 @@ impl DeviceExchange {
         match self {
             DeviceExchange::Staged => "staged",
             DeviceExchange::Nccl => "nccl",
+            DeviceExchange::Ipc => "ipc",
             DeviceExchange::Auto => "auto",
         }
     }
 }
 
 /// Collective, after [`select_rank_devices`]. Binds the ranks' GPUs to one another as `how`
-/// says and returns what halo exchanges will use (`Staged` or `Nccl`) and, where `auto` fell
-/// back to staging, why. On the host, or on one rank, nothing to bind: `Staged`.
+/// says and returns what halo exchanges will use (`Staged`, `Nccl` or `Ipc`) and, where `auto`
+/// fell back to staging, why. On the host, or on one rank, nothing to bind: `Staged`.
 pub fn connect_rank_devices(
+    comm: &Arc<dyn Comm>,
+    device: &Device,
+    how: DeviceExchange,
+) -> Result<(DeviceExchange, Option<String>), LinalgError> {
+    let connected = connect_nccl(comm, device, how)?;
+    if connected.0 != DeviceExchange::Nccl {
+        return Ok(connected);
+    }
+    if how != DeviceExchange::Ipc {
+        // NCCL asked for (or chosen by auto): the halos too
+        if let Some(peers) = device.cuda_context().and_then(|c| c.peers()) {
+            peers.set_peer_writes(false);
+        }
+        return Ok(connected);
+    }
+    let ctx = device.cuda_context().expect("NCCL binds GPUs only");
+    let peers = ctx.peers().expect("connected").clone();
+    if peers.peer_writes() {
+        return Ok((DeviceExchange::Ipc, None));
+    }
+    let able = comm::agree(&**comm, peer_capable(comm, ctx.ordinal()));
+    match able {
+        Ok(()) => {
+            peers.set_peer_writes(true);
+            Ok((DeviceExchange::Ipc, None))
+        }
+        Err(e) => Err(LinalgError::CudaUnavailable {
+            reason: format!("exchange ipc: {e}"),
+        }),
+    }
+}
+
+/// Collective. Whether this rank's GPU `ordinal` can map every other rank's GPU memory: every
+/// rank on this node, on a GPU of its own, peer access both ways.
+fn peer_capable(comm: &Arc<dyn Comm>, ordinal: usize) -> Result<(), String> {
+    let (_, node_size) = comm.node_local();
+    let all = comm
+        .allgatherv_bytes(&(ordinal as u64).to_le_bytes())
+        .map_err(|e| e.to_string())?;
+    if node_size != comm.size() {
+        return Err(format!(
+            "{} ranks on {node_size} of them on this node; peer writes need every rank on one              node (use --exchange nccl)",
+            comm.size()
+        ));
+    }
+    for (r, o) in all.iter().enumerate() {
+        let other = u64::from_le_bytes(o[..8].try_into().map_err(|_| "ordinal bytes")?) as usize;
+        if r == comm.rank() {
+            continue;
+        }
+        if other == ordinal {
+            return Err(format!(
+                "rank {r} shares GPU {ordinal} with rank {}",
+                comm.rank()
+            ));
+        }
+        if !crate::backend::cuda::can_access_peer(ordinal, other).map_err(|e| e.to_string())? {
+            return Err(format!(
+                "GPU {ordinal} (rank {}) cannot access GPU {other} (rank {r}) as a peer",
+                comm.rank()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`connect_rank_devices`] up to NCCL (`Ipc` connects NCCL first).
+fn connect_nccl(
     comm: &Arc<dyn Comm>,
     device: &Device,
     how: DeviceExchange,
@@ -124,7 +197,7 @@ pub fn connect_rank_devices(
         }
         Err(e) if how == DeviceExchange::Auto => Ok((DeviceExchange::Staged, Some(e.to_string()))),
         Err(e) => Err(LinalgError::CudaUnavailable {
-            reason: format!("exchange nccl: {e}"),
+            reason: format!("exchange {}: {e}", how.name()),
         }),
     }
 }

@@ -226,9 +226,10 @@ pub fn run(
         }
     };
     ensure!(
-        !(device.is_host() && exchange == DeviceExchange::Nccl),
-        "--exchange nccl moves halos between GPUs: it needs --device cuda (valid with --device \
-         cpu: auto, staged)"
+        !(device.is_host() && matches!(exchange, DeviceExchange::Nccl | DeviceExchange::Ipc)),
+        "--exchange {} moves halos between GPUs: it needs --device cuda (valid with --device \
+         cpu: auto, staged)",
+        exchange.name()
     );
     let (exchange, exchange_fallback) = connect_rank_devices(comm, &device, exchange)
         .with_context(|| format!("--exchange {}", exchange.name()))?;

@@ -33,6 +33,10 @@ impl<T> DeviceBuffer<T> {
         &self.slice
     }
 
+    pub(crate) fn into_slice(self) -> CudaSlice<T> {
+        self.slice
+    }
+
     pub(crate) fn slice_mut(&mut self) -> &mut CudaSlice<T> {
         &mut self.slice
     }

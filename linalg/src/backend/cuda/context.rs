@@ -92,6 +92,27 @@ pub fn device_count() -> Result<usize, LinalgError> {
     Ok(count as usize)
 }
 
+/// Whether GPU `ordinal` can access the memory of GPU `peer` (`cuDeviceCanAccessPeer`).
+pub fn can_access_peer(ordinal: usize, peer: usize) -> Result<bool, LinalgError> {
+    if let Some(reason) = unavailable_reason() {
+        return Err(LinalgError::CudaUnavailable { reason });
+    }
+    let (mut dev, mut other, mut can) = (0, 0, 0);
+    // SAFETY: plain driver queries with valid out-pointers (the driver is loaded: checked above).
+    unsafe {
+        cu::sys::cuDeviceGet(&mut dev, ordinal as i32)
+            .result()
+            .map_err(driver_err("cuDeviceGet"))?;
+        cu::sys::cuDeviceGet(&mut other, peer as i32)
+            .result()
+            .map_err(driver_err("cuDeviceGet"))?;
+        cu::sys::cuDeviceCanAccessPeer(&mut can, dev, other)
+            .result()
+            .map_err(driver_err("cuDeviceCanAccessPeer"))?;
+    }
+    Ok(can != 0)
+}
+
 impl CudaContext {
     /// Opens device `ordinal`: checks that the driver, NVRTC and the device exist (a
     /// [`LinalgError::CudaUnavailable`] otherwise, never a panic), retains the primary context

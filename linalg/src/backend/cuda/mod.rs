@@ -33,6 +33,7 @@ pub mod mis;
 pub mod nccl;
 mod nvrtc;
 pub mod ops;
+pub mod peer;
 mod products;
 mod spmv;
 mod term_pairs;
@@ -67,7 +68,9 @@ impl DeviceValue for f32 {
         self as f64
     }
 }
-pub use context::{device_count, unavailable_reason, CudaContext, Event, Transfers};
+pub use context::{
+    can_access_peer, device_count, unavailable_reason, CudaContext, Event, Transfers,
+};
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
 pub use kernels::SOURCE_NAMES;

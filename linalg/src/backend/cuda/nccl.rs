@@ -13,7 +13,7 @@
 //! never a panic, and the caller keeps the staged exchange.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -29,9 +29,11 @@ pub struct DeviceComm {
     link: Mutex<Link>,
     rank: usize,
     size: usize,
-    /// Messages and bytes this rank sent so far.
+    /// Messages and bytes this rank sent so far (NCCL's and peer writes').
     sent_messages: AtomicU64,
     sent_bytes: AtomicU64,
+    /// Halo exchanges go by peer writes ([`super::peer::PeerChannel`]) instead of NCCL.
+    peer_writes: AtomicBool,
 }
 
 /// The communicator, bound to its own stream, and the two events that order that stream with
@@ -161,6 +163,7 @@ impl DeviceComm {
             size,
             sent_messages: AtomicU64::new(0),
             sent_bytes: AtomicU64::new(0),
+            peer_writes: AtomicBool::new(false),
         }))
     }
 
@@ -170,6 +173,24 @@ impl DeviceComm {
             self.sent_messages.load(Ordering::Relaxed),
             self.sent_bytes.load(Ordering::Relaxed),
         )
+    }
+
+    /// Adds messages and bytes sent by peer writes to [`DeviceComm::sent`].
+    pub fn count_sent(&self, messages: u64, bytes: u64) {
+        self.sent_messages.fetch_add(messages, Ordering::Relaxed);
+        self.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// From now on halo exchanges over these ranks go by peer writes (`on`) or NCCL. Every
+    /// rank calls it together, between exchanges; peer writes after agreeing that every pair
+    /// of GPUs can map the other's memory.
+    pub fn set_peer_writes(&self, on: bool) {
+        self.peer_writes.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether halo exchanges go by peer writes ([`DeviceComm::set_peer_writes`]).
+    pub fn peer_writes(&self) -> bool {
+        self.peer_writes.load(Ordering::Relaxed)
     }
 
     /// This rank and the number of ranks.

@@ -1,0 +1,554 @@
+//! [`PeerChannel`]: a halo plan's messages written by each GPU straight into its neighbours'
+//! memory (CUDA IPC between the ranks' processes of one node, over NVLink or PCIe).
+//!
+//! Every rank exports its receive buffers and a small array of flags once
+//! ([`PeerChannel::open`], collective over the plan's neighbours), and maps its neighbours'.
+//! An exchange is then two kernels on the context's stream and no host work: `peer_put`
+//! (`linalg/cuda/halo.cu`) gathers the listed blocks and stores them in the destinations'
+//! buffers, then raises the destinations' `ready` flag; `peer_wait` holds the stream until
+//! every source's flag is raised. The caller's overlapped work (the diagonal product) is
+//! queued between the two. Reuse is guarded the other way: a put first waits for each
+//! destination's `free` flag, which the destination raises at the start of its own put of the
+//! same exchange, once everything it queued before (the kernels that read the previous
+//! messages) has finished. Exchanges are numbered alike on every rank of the channel because
+//! they are collective over its neighbours.
+//!
+//! Values travel unchanged: results are the staged path's bits. A put's grid never exceeds the
+//! device's multiprocessors, so its spinning blocks are resident together.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use cudarc::driver::{sys, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+
+use super::context::driver_err;
+use super::kernels::HALO;
+use super::{CudaContext, DeviceBuffer};
+use crate::LinalgError;
+
+/// Bytes of a CUDA IPC memory handle.
+const HANDLE_BYTES: usize = 64;
+/// Words of one neighbour's opening message: three handles, two offsets.
+const MESSAGE_WORDS: usize = 3 * HANDLE_BYTES / 8 + 2;
+/// "No message of this direction": an offset never used.
+const NONE: u64 = u64::MAX;
+
+fn ipc_err(op: &'static str) -> impl FnOnce(sys::CUresult) -> LinalgError {
+    move |e| LinalgError::Cuda {
+        op: op.into(),
+        message: format!("{e:?}"),
+    }
+}
+
+fn check(op: &'static str, r: sys::CUresult) -> Result<(), LinalgError> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(ipc_err(op)(r))
+    }
+}
+
+/// `len` zeroed values in memory of its own `cuMemAlloc` (stream-ordered pool memory cannot be
+/// exported), usable as a [`DeviceBuffer`] and exportable to other processes.
+struct ExportedBuffer<T> {
+    buffer: Option<DeviceBuffer<T>>,
+    ptr: sys::CUdeviceptr,
+    ctx: Arc<CudaContext>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> ExportedBuffer<T> {
+    fn zeros(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, LinalgError> {
+        // at least one value: an export needs an allocation
+        let bytes = len.max(1) * std::mem::size_of::<T>();
+        let mut ptr: sys::CUdeviceptr = 0;
+        ctx.driver_context()
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        // SAFETY: a fresh allocation of `bytes`, zeroed before any use (the context is
+        // synchronised below, before the memory is exported or read).
+        unsafe {
+            check(
+                "cuMemAlloc (peer buffer)",
+                sys::cuMemAlloc_v2(&mut ptr, bytes),
+            )?;
+            if let Err(e) = check("cuMemsetD8", sys::cuMemsetD8_v2(ptr, 0, bytes)) {
+                sys::cuMemFree_v2(ptr);
+                return Err(e);
+            }
+        }
+        ctx.synchronize()?;
+        // SAFETY: `ptr` holds `len` zeroed values of `T` (valid as zero bits); the slice is
+        // leaked in `Drop`, never freed by cudarc (whose free is stream-ordered).
+        let slice = unsafe { ctx.stream().upgrade_device_ptr::<T>(ptr, len) };
+        Ok(Self {
+            buffer: Some(DeviceBuffer::new(slice)),
+            ptr,
+            ctx: ctx.clone(),
+        })
+    }
+
+    fn buffer(&self) -> &DeviceBuffer<T> {
+        self.buffer.as_ref().expect("present until drop")
+    }
+
+    fn handle(&self) -> Result<[u8; HANDLE_BYTES], LinalgError> {
+        let mut h = sys::CUipcMemHandle_st {
+            reserved: [0; HANDLE_BYTES],
+        };
+        // SAFETY: `ptr` is this process's own cuMemAlloc allocation.
+        check("cuIpcGetMemHandle", unsafe {
+            sys::cuIpcGetMemHandle(&mut h, self.ptr)
+        })?;
+        Ok(h.reserved.map(|c| c as u8))
+    }
+}
+
+impl<T> Drop for ExportedBuffer<T> {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            b.into_slice().leak();
+        }
+        // kernels queued on the memory finish first; errors cannot be reported from a drop
+        let _ = self.ctx.synchronize();
+        let _ = self.ctx.driver_context().bind_to_thread();
+        // SAFETY: the allocation of `zeros`, no longer referenced by any slice.
+        unsafe { sys::cuMemFree_v2(self.ptr) };
+    }
+}
+
+/// A neighbour's exported buffer mapped into this process (unmapped on drop).
+struct ImportedBuffer {
+    ptr: sys::CUdeviceptr,
+}
+
+impl ImportedBuffer {
+    fn open(ctx: &CudaContext, handle: &[u8]) -> Result<Self, LinalgError> {
+        let mut h = sys::CUipcMemHandle_st {
+            reserved: [0; HANDLE_BYTES],
+        };
+        for (d, &b) in h.reserved.iter_mut().zip(handle) {
+            *d = b as std::ffi::c_char;
+        }
+        ctx.driver_context()
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: a handle another process exported; peer access is enabled as the mapping
+        // needs it.
+        check("cuIpcOpenMemHandle", unsafe {
+            sys::cuIpcOpenMemHandle_v2(
+                &mut ptr,
+                h,
+                sys::CUipcMem_flags_enum::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32,
+            )
+        })?;
+        Ok(Self { ptr })
+    }
+}
+
+impl Drop for ImportedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: a mapping of `open`; nothing queued uses it any more (the channel's buffers
+        // are synchronised before).
+        unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
+    }
+}
+
+/// One direction of a channel: the device tables of `peer_put` and `peer_wait`.
+struct Route {
+    n_dst: u32,
+    /// Block ranges of the destinations in `idx` (`n_dst + 1` starts).
+    first: DeviceBuffer<u32>,
+    idx: DeviceBuffer<u32>,
+    /// Where each destination's blocks go, in its memory.
+    dst: DeviceBuffer<u64>,
+    /// Each destination's `ready` flag for this rank, and this rank's `free` flag of it.
+    ready_remote: DeviceBuffer<u64>,
+    free_local: DeviceBuffer<u64>,
+    n_src: u32,
+    /// Each source's `free` flag for this rank, and this rank's `ready` flag of it.
+    free_remote: DeviceBuffer<u64>,
+    ready_local: DeviceBuffer<u64>,
+    blocks: u64,
+}
+
+/// What one exchange sends: messages and bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerTraffic {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// A halo plan's exchanges by peer writes (see the module doc). One exchange at a time.
+pub struct PeerChannel {
+    ctx: Arc<CudaContext>,
+    bs: usize,
+    /// Filled by the forward exchange: the ghosts, in the plan's receive order.
+    ghosts: ExportedBuffer<f64>,
+    /// Filled by the reverse exchange: blocks sent back, in the send lists' layout.
+    returned: ExportedBuffer<f64>,
+    /// `ready` from rank r at r, `free` from rank r at size + r.
+    /// Kept alive while the neighbours write into it.
+    _flags: ExportedBuffer<u64>,
+    counter: DeviceBuffer<u32>,
+    forward: Route,
+    reverse: Route,
+    forward_traffic: PeerTraffic,
+    reverse_traffic: PeerTraffic,
+    seq: u64,
+    /// Mappings of the neighbours' buffers, kept open while the routes point into them.
+    _imports: Vec<ImportedBuffer>,
+}
+
+impl std::fmt::Debug for PeerChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerChannel")
+            .field("bs", &self.bs)
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One rank's lists of a halo plan, in blocks: `sends` are (rank, range of `send_idx`),
+/// `send_idx` the owned blocks sent, `receives` (rank, range of the ghost blocks).
+pub struct PeerLists<'a> {
+    pub bs: usize,
+    pub n_ghosts: usize,
+    pub sends: &'a [(usize, Range<usize>)],
+    pub send_idx: &'a [u32],
+    pub receives: &'a [(usize, Range<usize>)],
+}
+
+impl PeerChannel {
+    /// Collective over the neighbours of `lists` (every rank of the plan calls it together):
+    /// exports this rank's buffers, maps the neighbours' and agrees with each neighbour that
+    /// both sides succeeded (a failure on either side is an error on both, naming the rank).
+    pub fn open(
+        ctx: &Arc<CudaContext>,
+        comm: &dyn comm::Comm,
+        lists: &PeerLists<'_>,
+    ) -> Result<Self, LinalgError> {
+        let (me, size) = (comm.rank(), comm.size());
+        let bs = lists.bs;
+        let sends: Vec<_> = lists.sends.iter().filter(|(_, b)| !b.is_empty()).collect();
+        let receives: Vec<_> = lists
+            .receives
+            .iter()
+            .filter(|(_, g)| !g.is_empty())
+            .collect();
+        let mut neighbours: Vec<usize> = sends
+            .iter()
+            .map(|(r, _)| *r)
+            .chain(receives.iter().map(|(r, _)| *r))
+            .collect();
+        neighbours.sort_unstable();
+        neighbours.dedup();
+
+        let ghosts = ExportedBuffer::<f64>::zeros(ctx, lists.n_ghosts * bs)?;
+        if lists
+            .sends
+            .iter()
+            .any(|(_, b)| b.end > lists.send_idx.len())
+            || lists.receives.iter().any(|(_, g)| g.end > lists.n_ghosts)
+        {
+            return Err(LinalgError::LayoutMismatch {
+                what: "PeerChannel::open: a list beyond the send blocks or the ghosts",
+            });
+        }
+        let returned = ExportedBuffer::<f64>::zeros(ctx, lists.send_idx.len() * bs)?;
+        let flags = ExportedBuffer::<u64>::zeros(ctx, 2 * size)?;
+        let handles: Vec<u8> = [ghosts.handle()?, returned.handle()?, flags.handle()?].concat();
+        let handle_words: Vec<f64> = handles
+            .chunks_exact(8)
+            .map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
+            .collect();
+        // to each neighbour: my handles, where its forward blocks go in my ghosts and where
+        // its reverse blocks go in my returned buffer
+        let outgoing: Vec<Vec<f64>> = neighbours
+            .iter()
+            .map(|&n| {
+                let ghost_at = receives
+                    .iter()
+                    .find(|(r, _)| *r == n)
+                    .map_or(NONE, |(_, g)| g.start as u64);
+                let returned_at = sends
+                    .iter()
+                    .find(|(r, _)| *r == n)
+                    .map_or(NONE, |(_, b)| b.start as u64);
+                let mut m = handle_words.clone();
+                m.push(f64::from_bits(ghost_at));
+                m.push(f64::from_bits(returned_at));
+                m
+            })
+            .collect();
+        let mut incoming = vec![vec![0.0; MESSAGE_WORDS]; neighbours.len()];
+        {
+            let s: Vec<(usize, &[f64])> = neighbours
+                .iter()
+                .zip(&outgoing)
+                .map(|(&n, m)| (n, &m[..]))
+                .collect();
+            let mut r: Vec<(usize, &mut [f64])> = neighbours
+                .iter()
+                .zip(incoming.iter_mut())
+                .map(|(&n, m)| (n, &mut m[..]))
+                .collect();
+            comm.exchange(&s, &mut r, &mut || ())?;
+        }
+
+        // map what the routes need of each neighbour: its flags always, its ghosts where this
+        // rank sends to it, its returned buffer where this rank has ghosts of it
+        let mut imports = Vec::new();
+        let mut mapped = Vec::new();
+        let mut failure = None;
+        for (&n, m) in neighbours.iter().zip(&incoming) {
+            let bytes: Vec<u8> = m[..3 * HANDLE_BYTES / 8]
+                .iter()
+                .flat_map(|w| w.to_bits().to_le_bytes())
+                .collect();
+            let handle = |k: usize| &bytes[k * HANDLE_BYTES..(k + 1) * HANDLE_BYTES];
+            let mut open = |k: usize, wanted: bool| -> Result<u64, LinalgError> {
+                if !wanted {
+                    return Ok(0);
+                }
+                let b = ImportedBuffer::open(ctx, handle(k))?;
+                let p = b.ptr;
+                imports.push(b);
+                Ok(p)
+            };
+            let opened = (|| {
+                let ghost = open(0, sends.iter().any(|(r, _)| *r == n))?;
+                let ret = open(1, receives.iter().any(|(r, _)| *r == n))?;
+                let fl = open(2, true)?;
+                Ok::<_, LinalgError>((ghost, ret, fl))
+            })();
+            match opened {
+                Ok((ghost, ret, fl)) => mapped.push((
+                    n,
+                    ghost,
+                    ret,
+                    fl,
+                    m[3 * HANDLE_BYTES / 8].to_bits(),
+                    m[3 * HANDLE_BYTES / 8 + 1].to_bits(),
+                )),
+                Err(e) => {
+                    failure = Some(format!("mapping rank {n}'s buffers on rank {me}: {e}"));
+                    break;
+                }
+            }
+        }
+        // both sides of every pair learn whether either failed
+        let status = [if failure.is_some() { 1.0 } else { 0.0 }];
+        let mut theirs = vec![[0.0f64]; neighbours.len()];
+        {
+            let s: Vec<(usize, &[f64])> = neighbours.iter().map(|&n| (n, &status[..])).collect();
+            let mut r: Vec<(usize, &mut [f64])> = neighbours
+                .iter()
+                .zip(theirs.iter_mut())
+                .map(|(&n, m)| (n, &mut m[..]))
+                .collect();
+            comm.exchange(&s, &mut r, &mut || ())?;
+        }
+        if let Some(why) = failure {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!("exchange ipc: {why}"),
+            });
+        }
+        if let Some((n, _)) = neighbours.iter().zip(&theirs).find(|(_, s)| s[0] != 0.0) {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!("exchange ipc: rank {n} could not map this rank's buffers"),
+            });
+        }
+
+        let of = |n: usize| mapped.iter().find(|m| m.0 == n).expect("mapped neighbour");
+        let word = 8u64;
+        let entry = (bs * 8) as u64;
+        let own_flag = |k: usize| flags.ptr + k as u64 * word;
+        let fwd_idx = lists.send_idx.to_vec();
+        let fwd_dsts: Vec<(usize, Range<usize>)> =
+            sends.iter().map(|(r, b)| (*r, b.clone())).collect();
+        let rev_idx: Vec<u32> = receives
+            .iter()
+            .flat_map(|(_, g)| g.start as u32..g.end as u32)
+            .collect();
+        let mut at = 0;
+        let rev_dsts: Vec<(usize, Range<usize>)> = receives
+            .iter()
+            .map(|(r, g)| {
+                let range = at..at + g.len();
+                at += g.len();
+                (*r, range)
+            })
+            .collect();
+        let route = |dsts: &[(usize, Range<usize>)],
+                     idx: &[u32],
+                     srcs: &[usize],
+                     base: &dyn Fn(usize) -> u64|
+         -> Result<Route, LinalgError> {
+            let mut first = vec![0u32];
+            let mut list = Vec::new();
+            for (_, b) in dsts {
+                list.extend_from_slice(&idx[b.clone()]);
+                first.push(list.len() as u32);
+            }
+            Ok(Route {
+                n_dst: dsts.len() as u32,
+                first: ctx.upload(&first)?,
+                idx: ctx.upload(&list)?,
+                dst: ctx.upload(&dsts.iter().map(|(n, _)| base(*n)).collect::<Vec<_>>())?,
+                ready_remote: ctx.upload(
+                    &dsts
+                        .iter()
+                        .map(|(n, _)| of(*n).3 + me as u64 * word)
+                        .collect::<Vec<_>>(),
+                )?,
+                free_local: ctx.upload(
+                    &dsts
+                        .iter()
+                        .map(|(n, _)| own_flag(size + n))
+                        .collect::<Vec<_>>(),
+                )?,
+                n_src: srcs.len() as u32,
+                free_remote: ctx.upload(
+                    &srcs
+                        .iter()
+                        .map(|&n| of(n).3 + (size + me) as u64 * word)
+                        .collect::<Vec<_>>(),
+                )?,
+                ready_local: ctx.upload(&srcs.iter().map(|&n| own_flag(n)).collect::<Vec<_>>())?,
+                blocks: list.len() as u64,
+            })
+        };
+        if fwd_dsts.iter().any(|(n, _)| of(*n).4 == NONE)
+            || rev_dsts.iter().any(|(n, _)| of(*n).5 == NONE)
+        {
+            return Err(LinalgError::LayoutMismatch {
+                what: "PeerChannel::open: a neighbour does not expect this rank's messages",
+            });
+        }
+        let fwd_srcs: Vec<usize> = receives.iter().map(|(r, _)| *r).collect();
+        let rev_srcs: Vec<usize> = sends.iter().map(|(r, _)| *r).collect();
+        // forward: into each destination's ghosts where it receives this rank's blocks
+        let forward = route(&fwd_dsts, &fwd_idx, &fwd_srcs, &|n| {
+            let m = of(n);
+            m.1 + m.4 * entry
+        })?;
+        // reverse: into each ghost owner's returned buffer where it listed this rank's blocks
+        let reverse = route(&rev_dsts, &rev_idx, &rev_srcs, &|n| {
+            let m = of(n);
+            m.2 + m.5 * entry
+        })?;
+        let traffic = |dsts: &[(usize, Range<usize>)]| PeerTraffic {
+            messages: dsts.len() as u64,
+            bytes: dsts.iter().map(|(_, b)| (b.len() * bs * 8) as u64).sum(),
+        };
+        Ok(Self {
+            forward_traffic: traffic(&fwd_dsts),
+            reverse_traffic: traffic(&rev_dsts),
+            counter: ctx.zeros(1)?,
+            ctx: ctx.clone(),
+            bs,
+            ghosts,
+            returned,
+            _flags: flags,
+            forward,
+            reverse,
+            seq: 0,
+            _imports: imports,
+        })
+    }
+
+    /// The forward exchange (the SpMV's): the send lists' blocks of `x_owned` go to their
+    /// neighbours' ghosts; `overlap` is queued while they travel; returns the ghosts (valid for
+    /// work queued after this call) and what was sent.
+    pub fn forward(
+        &mut self,
+        x_owned: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
+        self.seq += 1;
+        self.put(&self.forward, x_owned)?;
+        // an error of `overlap` is returned after the wait is queued: the peers count on it
+        let overlapped = overlap();
+        self.wait(&self.forward)?;
+        overlapped?;
+        Ok((self.ghosts.buffer(), self.forward_traffic))
+    }
+
+    /// The reverse exchange (the restriction's): the blocks of `ghost_values` (one per ghost)
+    /// go to their owners; returns, for work queued after this call, the blocks the neighbours
+    /// sent here in the send lists' layout, and what was sent.
+    pub fn reverse(
+        &mut self,
+        ghost_values: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
+        self.seq += 1;
+        self.put(&self.reverse, ghost_values)?;
+        let overlapped = overlap();
+        self.wait(&self.reverse)?;
+        overlapped?;
+        Ok((self.returned.buffer(), self.reverse_traffic))
+    }
+
+    fn put(&self, route: &Route, x: &DeviceBuffer<f64>) -> Result<(), LinalgError> {
+        if route.n_dst == 0 && route.n_src == 0 {
+            return Ok(());
+        }
+        const BLOCK: u32 = 256;
+        let entries = route.blocks * self.bs as u64;
+        let blocks = entries
+            .div_ceil(BLOCK as u64)
+            .clamp(1, self.ctx.multiprocessors().max(1) as u64) as u32;
+        let f = self.ctx.function(&HALO, &[], "peer_put")?;
+        let bs32 = self.bs as u32;
+        let mut l = self.ctx.stream().launch_builder(&f);
+        l.arg(&route.n_dst)
+            .arg(&route.first)
+            .arg(&route.idx)
+            .arg(&bs32)
+            .arg(x)
+            .arg(&route.dst)
+            .arg(&route.n_src)
+            .arg(&route.free_remote)
+            .arg(&route.ready_remote)
+            .arg(&route.free_local)
+            .arg(&self.counter)
+            .arg(&self.seq);
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the tables were built by `open` from the plan's lists (indices inside `x`,
+        // whose length the caller checks; destinations inside the neighbours' mapped buffers,
+        // sized from the same plan); the grid is resident at once (at most one block per
+        // multiprocessor), so the spinning blocks cannot starve one another.
+        unsafe { l.launch(config) }.map_err(driver_err("peer_put"))?;
+        Ok(())
+    }
+
+    fn wait(&self, route: &Route) -> Result<(), LinalgError> {
+        if route.n_src == 0 {
+            return Ok(());
+        }
+        let f = self.ctx.function(&HALO, &[], "peer_wait")?;
+        let mut l = self.ctx.stream().launch_builder(&f);
+        l.arg(&route.n_src).arg(&route.ready_local).arg(&self.seq);
+        let config = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `ready_local` holds `n_src` pointers into this rank's flags.
+        unsafe { l.launch(config) }.map_err(driver_err("peer_wait"))?;
+        Ok(())
+    }
+}
+
+impl Drop for PeerChannel {
+    fn drop(&mut self) {
+        // nothing queued may still write through the mappings when they close
+        let _ = self.ctx.synchronize();
+    }
+}
