@@ -6,8 +6,9 @@
 //! One product: the local `A`'s blocks gathered from the device operator's `diag` / `offd`
 //! values, the two device spgemm numerics (the host plans' device mirrors: the host's bits),
 //! the partial blocks other ranks own gathered into one device buffer and sent to their owners
-//! GPU to GPU through NCCL where the context has peers (`linalg::dist::connect_rank_devices`),
-//! else downloaded into pinned memory (this rank's own blocks stay on the device), one
+//! GPU to GPU where the context has peers (`linalg::dist::connect_rank_devices`: written
+//! straight into the owners' memory under the `ipc` exchange, else through NCCL), else
+//! downloaded into pinned memory (this rank's own blocks stay on the device), one
 //! all-to-all of values on the host and the received blocks uploaded; then every coarse block
 //! summed on the device from its contributions in the plan's order (this rank's partial blocks and the received ones): the
 //! host product's bits ([`GalerkinProductPlan::numeric`]).
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
 use linalg::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
+use linalg::backend::cuda::peer::{PeerChannel, PeerLists};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 use linalg::comm::Comm;
 use linalg::dist::{DistBsr, DistPattern};
@@ -53,6 +55,8 @@ pub(super) struct DeviceGalerkin {
     partial: Bsr,
     kk: usize,
     send_idx: DeviceBuffer<u32>,
+    /// `send_idx` on the host (for opening the peer-write channel).
+    send_idx_host: Vec<u32>,
     send_ranges: Vec<Range<usize>>,
     send_dev: DeviceBuffer<f64>,
     send_host: PinnedBuffer,
@@ -63,6 +67,8 @@ pub(super) struct DeviceGalerkin {
     diag_contrib: DeviceBuffer<u32>,
     offd_ptr: DeviceBuffer<u32>,
     offd_contrib: DeviceBuffer<u32>,
+    /// The reduction's peer-write channel (the `ipc` exchange; opened by the first product).
+    channel: Option<PeerChannel>,
 }
 
 /// `n` zeros on the device; no allocation for `n == 0` (a rank whose partial blocks all stay,
@@ -113,6 +119,7 @@ impl DeviceGalerkin {
             partial: plan.partial.to_device(device)?,
             kk,
             send_idx: ctx.upload(&split.send_idx)?,
+            send_idx_host: split.send_idx,
             send_ranges: split.send_ranges,
             send_dev: zeros(&ctx, n_send)?,
             send_host: PinnedBuffer::zeros(&ctx, n_send)?,
@@ -123,6 +130,7 @@ impl DeviceGalerkin {
             diag_contrib: ctx.upload(&split.diag_contrib)?,
             offd_ptr: ctx.upload(&split.offd_ptr)?,
             offd_contrib: ctx.upload(&split.offd_contrib)?,
+            channel: None,
             coarse: plan.coarse_pattern().clone(),
             comm,
             ctx,
@@ -181,13 +189,36 @@ impl DeviceGalerkin {
         linalg::spgemm_numeric(&self.ap_plan, &self.a_local, &self.p_ext, &mut self.ap)?;
         linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
         let kk = self.kk;
-        let partial = self.partial.device_bsr()?.values();
-        gather_blocks(ctx, kk, &self.send_idx, partial, &mut self.send_dev)?;
         let comm = &self.comm;
         let peers = ctx
             .peers()
             .filter(|p| p.rank_and_size() == (comm.rank(), comm.size()))
             .cloned();
+        if let Some(peers) = peers.as_ref().filter(|p| p.peer_writes()) {
+            // the partial blocks written straight into their owners' memory
+            if self.channel.is_none() {
+                let ranges = |rs: &[Range<usize>]| -> Vec<(usize, Range<usize>)> {
+                    rs.iter().cloned().enumerate().collect()
+                };
+                let (sends, receives) = (ranges(&self.send_ranges), ranges(&self.recv_ranges));
+                let lists = PeerLists {
+                    bs: kk,
+                    n_ghosts: self.recv_dev.len() / kk.max(1),
+                    sends: &sends,
+                    send_idx: &self.send_idx_host,
+                    receives: &receives,
+                };
+                self.channel = Some(PeerChannel::open(&self.ctx, &*self.comm, &lists)?);
+            }
+            let channel = self.channel.as_mut().expect("opened");
+            let partial = self.partial.device_bsr()?.values();
+            let (_, sent) = channel.forward(partial, || Ok(()))?;
+            peers.count_sent(sent.messages, sent.bytes);
+            let channel = self.channel.as_ref().expect("opened");
+            return self.sum_in_order(out, channel.ghosts());
+        }
+        let partial = self.partial.device_bsr()?.values();
+        gather_blocks(ctx, kk, &self.send_idx, partial, &mut self.send_dev)?;
         if let Some(peers) = peers {
             // GPU to GPU (NCCL), ordered on the stream: no staging, no host wait
             peers.exchange(
@@ -203,7 +234,7 @@ impl DeviceGalerkin {
                 &mut self.recv_dev,
                 || Ok(()),
             )?;
-            return self.sum_in_order(out);
+            return self.sum_in_order(out, &self.recv_dev);
         }
         self.send_host.download_from(ctx, &self.send_dev)?;
         StreamMark::record(ctx)?.wait()?;
@@ -226,15 +257,20 @@ impl DeviceGalerkin {
             recv[r.start * kk..r.end * kk].copy_from_slice(msg);
         }
         self.recv_host.upload_to(ctx, &mut self.recv_dev)?;
-        let sent = self.sum_in_order(out)?;
+        let sent = self.sum_in_order(out, &self.recv_dev)?;
         // The pinned receive buffer is written again by the next product: wait for its copy.
         StreamMark::record(ctx)?.wait()?;
         Ok(sent)
     }
 
     /// Every coarse block of `out` summed from this rank's partial blocks and the received
-    /// ones in the plan's order; returns the bytes this rank sent.
-    fn sum_in_order(&self, out: &mut DistBsr) -> Result<u64, AmgError> {
+    /// ones (`received`, in the receive lists' layout) in the plan's order; returns the bytes
+    /// this rank sent.
+    fn sum_in_order(
+        &self,
+        out: &mut DistBsr,
+        received: &DeviceBuffer<f64>,
+    ) -> Result<u64, AmgError> {
         let ctx = &*self.ctx;
         let kk = self.kk;
         let n_partial = self.partial.pattern().nnz();
@@ -252,7 +288,7 @@ impl DeviceGalerkin {
                 TwoSources {
                     n0: n_partial,
                     a: partial,
-                    b: &self.recv_dev,
+                    b: received,
                 },
                 part.device_bsr_mut()?.values_mut(),
             )?;

@@ -245,16 +245,14 @@ impl PeerChannel {
         neighbours.dedup();
 
         let ghosts = ExportedBuffer::<f64>::zeros(ctx, lists.n_ghosts * bs)?;
-        if lists
+        // invalid lists are every neighbour's error (agreed below, after the handshake)
+        let invalid = lists
             .sends
             .iter()
             .any(|(_, b)| b.end > lists.send_idx.len())
             || lists.receives.iter().any(|(_, g)| g.end > lists.n_ghosts)
-        {
-            return Err(LinalgError::LayoutMismatch {
-                what: "PeerChannel::open: a list beyond the send blocks or the ghosts",
-            });
-        }
+            || neighbours.iter().any(|&n| n == me || n >= size);
+        neighbours.retain(|&n| n != me && n < size);
         let returned = ExportedBuffer::<f64>::zeros(ctx, lists.send_idx.len() * bs)?;
         let flags = ExportedBuffer::<u64>::zeros(ctx, 2 * size)?;
         let handles: Vec<u8> = [ghosts.handle()?, returned.handle()?, flags.handle()?].concat();
@@ -300,8 +298,15 @@ impl PeerChannel {
         // rank sends to it, its returned buffer where this rank has ghosts of it
         let mut imports = Vec::new();
         let mut mapped = Vec::new();
-        let mut failure = None;
+        let mut failure = invalid.then(|| {
+            format!(
+                "rank {me}'s lists name a block beyond its send blocks or ghosts, or no other rank"
+            )
+        });
         for (&n, m) in neighbours.iter().zip(&incoming) {
+            if failure.is_some() {
+                break;
+            }
             let bytes: Vec<u8> = m[..3 * HANDLE_BYTES / 8]
                 .iter()
                 .flat_map(|w| w.to_bits().to_le_bytes())
@@ -473,6 +478,11 @@ impl PeerChannel {
         self.wait(&self.forward)?;
         overlapped?;
         Ok((self.ghosts.buffer(), self.forward_traffic))
+    }
+
+    /// The buffer the forward exchange fills (valid for work queued after it).
+    pub fn ghosts(&self) -> &DeviceBuffer<f64> {
+        self.ghosts.buffer()
     }
 
     /// The reverse exchange (the restriction's): the blocks of `ghost_values` (one per ghost)
