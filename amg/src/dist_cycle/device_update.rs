@@ -136,9 +136,17 @@ impl DeviceGalerkin {
             ctx,
         };
         // The products' device plans are uploaded by their first numeric call: here, so that
-        // hot updates move no plan.
+        // hot updates move no plan; so is the peer-write channel where the ranks write into
+        // one another's memory (every rank uploads its levels together).
         linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
         linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
+        let comm = &g.comm;
+        if g.ctx
+            .peers()
+            .is_some_and(|p| p.peer_writes() && p.rank_and_size() == (comm.rank(), comm.size()))
+        {
+            g.open_channel()?;
+        }
         Ok(g)
     }
 
@@ -196,20 +204,7 @@ impl DeviceGalerkin {
             .cloned();
         if let Some(peers) = peers.as_ref().filter(|p| p.peer_writes()) {
             // the partial blocks written straight into their owners' memory
-            if self.channel.is_none() {
-                let ranges = |rs: &[Range<usize>]| -> Vec<(usize, Range<usize>)> {
-                    rs.iter().cloned().enumerate().collect()
-                };
-                let (sends, receives) = (ranges(&self.send_ranges), ranges(&self.recv_ranges));
-                let lists = PeerLists {
-                    bs: kk,
-                    n_ghosts: self.recv_dev.len() / kk.max(1),
-                    sends: &sends,
-                    send_idx: &self.send_idx_host,
-                    receives: &receives,
-                };
-                self.channel = Some(PeerChannel::open(&self.ctx, &*self.comm, &lists)?);
-            }
+            self.open_channel()?;
             let channel = self.channel.as_mut().expect("opened");
             let partial = self.partial.device_bsr()?.values();
             let (_, sent) = channel.forward(partial, || Ok(()))?;
@@ -261,6 +256,28 @@ impl DeviceGalerkin {
         // The pinned receive buffer is written again by the next product: wait for its copy.
         StreamMark::record(ctx)?.wait()?;
         Ok(sent)
+    }
+
+    /// Collective over the reduction's neighbours: opens the peer-write channel if it is not
+    /// open yet (its index tables go up once).
+    fn open_channel(&mut self) -> Result<(), AmgError> {
+        if self.channel.is_some() {
+            return Ok(());
+        }
+        let kk = self.kk;
+        let ranges = |rs: &[Range<usize>]| -> Vec<(usize, Range<usize>)> {
+            rs.iter().cloned().enumerate().collect()
+        };
+        let (sends, receives) = (ranges(&self.send_ranges), ranges(&self.recv_ranges));
+        let lists = PeerLists {
+            bs: kk,
+            n_ghosts: self.recv_dev.len() / kk.max(1),
+            sends: &sends,
+            send_idx: &self.send_idx_host,
+            receives: &receives,
+        };
+        self.channel = Some(PeerChannel::open(&self.ctx, &*self.comm, &lists)?);
+        Ok(())
     }
 
     /// Every coarse block of `out` summed from this rank's partial blocks and the received

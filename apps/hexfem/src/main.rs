@@ -239,7 +239,8 @@ enum Bench {
         /// Under mpirun with `--device cuda`: how halo exchanges travel between the GPUs
         /// (`nccl`: device to device on the stream; `ipc`: each GPU writes its halo messages
         /// straight into its neighbours' memory, every rank on one node, NCCL for the rest;
-        /// `staged`: through pinned host memory and MPI; `auto`: NCCL where every rank has it).
+        /// `staged`: through pinned host memory and MPI; `auto`: ipc where every rank can, else
+        /// NCCL where every rank has it, else staged).
         #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
         exchange: ExchangeArg,
         /// Under mpirun: a coarse level of n unknowns is held by max(1, n / this) ranks (the

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use comm::Comm;
 
+use crate::backend::cuda::peer::{PeerChannel, PeerLists};
+use crate::backend::cuda::CudaContext;
 use crate::{Device, LinalgError};
 
 /// What the run asked for.
@@ -65,7 +67,8 @@ pub enum DeviceExchange {
     /// rank on one node, every pair of GPUs peer-capable), NCCL for the other messages (the
     /// Galerkin products' reductions); an error on every rank where either is missing.
     Ipc,
-    /// NCCL where every rank has it, else staged.
+    /// `ipc` where every rank can (one node, peer access, a trial exchange passed), else NCCL
+    /// where every rank has it, else staged.
     Auto,
 }
 
@@ -83,7 +86,7 @@ impl DeviceExchange {
 
 /// Collective, after [`select_rank_devices`]. Binds the ranks' GPUs to one another as `how`
 /// says and returns what halo exchanges will use (`Staged`, `Nccl` or `Ipc`) and, where `auto`
-/// fell back to staging, why. On the host, or on one rank, nothing to bind: `Staged`.
+/// fell back from `ipc` to NCCL or to staging, why. On the host, or on one rank, nothing to bind: `Staged`.
 pub fn connect_rank_devices(
     comm: &Arc<dyn Comm>,
     device: &Device,
@@ -93,28 +96,71 @@ pub fn connect_rank_devices(
     if connected.0 != DeviceExchange::Nccl {
         return Ok(connected);
     }
-    if how != DeviceExchange::Ipc {
-        // NCCL asked for (or chosen by auto): the halos too
-        if let Some(peers) = device.cuda_context().and_then(|c| c.peers()) {
-            peers.set_peer_writes(false);
-        }
-        return Ok(connected);
-    }
     let ctx = device.cuda_context().expect("NCCL binds GPUs only");
     let peers = ctx.peers().expect("connected").clone();
+    if how == DeviceExchange::Nccl {
+        // NCCL asked for: the halos too
+        peers.set_peer_writes(false);
+        return Ok(connected);
+    }
     if peers.peer_writes() {
         return Ok((DeviceExchange::Ipc, None));
     }
-    let able = comm::agree(&**comm, peer_capable(comm, ctx.ordinal()));
+    // ipc, or auto (which prefers it: measured faster than NCCL, docs/benchmarks.md)
+    let able = comm::agree(&**comm, peer_capable(comm, ctx.ordinal()))
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            comm::agree(&**comm, peer_trial(comm, ctx).map_err(|e| e.to_string()))
+                .map_err(|e| e.to_string())
+        });
     match able {
         Ok(()) => {
             peers.set_peer_writes(true);
             Ok((DeviceExchange::Ipc, None))
         }
+        Err(e) if how == DeviceExchange::Auto => {
+            peers.set_peer_writes(false);
+            Ok((DeviceExchange::Nccl, Some(format!("no peer writes: {e}"))))
+        }
         Err(e) => Err(LinalgError::CudaUnavailable {
             reason: format!("exchange ipc: {e}"),
         }),
     }
+}
+
+/// Collective. One peer-write exchange between every pair of ranks (each sends its rank + 1
+/// to every other), checked: the mappings and the flags work before any halo relies on them.
+fn peer_trial(comm: &Arc<dyn Comm>, ctx: &Arc<CudaContext>) -> Result<(), LinalgError> {
+    let me = comm.rank();
+    let others: Vec<usize> = (0..comm.size()).filter(|&r| r != me).collect();
+    let lists: Vec<(usize, std::ops::Range<usize>)> = others
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (r, k..k + 1))
+        .collect();
+    let send_idx = vec![0u32; others.len()];
+    let mut channel = PeerChannel::open(
+        ctx,
+        &**comm,
+        &PeerLists {
+            bs: 1,
+            n_ghosts: others.len(),
+            sends: &lists,
+            send_idx: &send_idx,
+            receives: &lists,
+        },
+    )?;
+    let x = ctx.upload(&[me as f64 + 1.0])?;
+    let (ghosts, _) = channel.forward(&x, || Ok(()))?;
+    let got = ctx.download(ghosts)?;
+    let want: Vec<f64> = others.iter().map(|&r| r as f64 + 1.0).collect();
+    if got != want {
+        return Err(LinalgError::Cuda {
+            op: "peer-write trial".into(),
+            message: format!("rank {me} received {got:?}, expected {want:?}"),
+        });
+    }
+    Ok(())
 }
 
 /// Collective. Whether this rank's GPU `ordinal` can map every other rank's GPU memory: every
