@@ -172,6 +172,17 @@ struct Route {
     blocks: u64,
 }
 
+/// A neighbour's buffers as mapped here (device addresses, 0 where not needed) and where this
+/// rank's messages go in them (in blocks; [`NONE`] where it sends none that way).
+struct Mapped {
+    rank: usize,
+    ghosts: u64,
+    returned: u64,
+    flags: u64,
+    ghost_at: u64,
+    returned_at: u64,
+}
+
 /// What one exchange sends: messages and bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PeerTraffic {
@@ -328,14 +339,14 @@ impl PeerChannel {
                 Ok::<_, LinalgError>((ghost, ret, fl))
             })();
             match opened {
-                Ok((ghost, ret, fl)) => mapped.push((
-                    n,
-                    ghost,
-                    ret,
-                    fl,
-                    m[3 * HANDLE_BYTES / 8].to_bits(),
-                    m[3 * HANDLE_BYTES / 8 + 1].to_bits(),
-                )),
+                Ok((ghosts, returned, flags)) => mapped.push(Mapped {
+                    rank: n,
+                    ghosts,
+                    returned,
+                    flags,
+                    ghost_at: m[3 * HANDLE_BYTES / 8].to_bits(),
+                    returned_at: m[3 * HANDLE_BYTES / 8 + 1].to_bits(),
+                }),
                 Err(e) => {
                     failure = Some(format!("mapping rank {n}'s buffers on rank {me}: {e}"));
                     break;
@@ -365,7 +376,12 @@ impl PeerChannel {
             });
         }
 
-        let of = |n: usize| mapped.iter().find(|m| m.0 == n).expect("mapped neighbour");
+        let of = |n: usize| {
+            mapped
+                .iter()
+                .find(|m| m.rank == n)
+                .expect("mapped neighbour")
+        };
         let word = 8u64;
         let entry = (bs * 8) as u64;
         let own_flag = |k: usize| flags.ptr + k as u64 * word;
@@ -404,7 +420,7 @@ impl PeerChannel {
                 ready_remote: ctx.upload(
                     &dsts
                         .iter()
-                        .map(|(n, _)| of(*n).3 + me as u64 * word)
+                        .map(|(n, _)| of(*n).flags + me as u64 * word)
                         .collect::<Vec<_>>(),
                 )?,
                 free_local: ctx.upload(
@@ -417,15 +433,15 @@ impl PeerChannel {
                 free_remote: ctx.upload(
                     &srcs
                         .iter()
-                        .map(|&n| of(n).3 + (size + me) as u64 * word)
+                        .map(|&n| of(n).flags + (size + me) as u64 * word)
                         .collect::<Vec<_>>(),
                 )?,
                 ready_local: ctx.upload(&srcs.iter().map(|&n| own_flag(n)).collect::<Vec<_>>())?,
                 blocks: list.len() as u64,
             })
         };
-        if fwd_dsts.iter().any(|(n, _)| of(*n).4 == NONE)
-            || rev_dsts.iter().any(|(n, _)| of(*n).5 == NONE)
+        if fwd_dsts.iter().any(|(n, _)| of(*n).ghost_at == NONE)
+            || rev_dsts.iter().any(|(n, _)| of(*n).returned_at == NONE)
         {
             return Err(LinalgError::LayoutMismatch {
                 what: "PeerChannel::open: a neighbour does not expect this rank's messages",
@@ -436,12 +452,12 @@ impl PeerChannel {
         // forward: into each destination's ghosts where it receives this rank's blocks
         let forward = route(&fwd_dsts, &fwd_idx, &fwd_srcs, &|n| {
             let m = of(n);
-            m.1 + m.4 * entry
+            m.ghosts + m.ghost_at * entry
         })?;
         // reverse: into each ghost owner's returned buffer where it listed this rank's blocks
         let reverse = route(&rev_dsts, &rev_idx, &rev_srcs, &|n| {
             let m = of(n);
-            m.2 + m.5 * entry
+            m.returned + m.returned_at * entry
         })?;
         let traffic = |dsts: &[(usize, Range<usize>)]| PeerTraffic {
             messages: dsts.len() as u64,
