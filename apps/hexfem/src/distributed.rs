@@ -62,7 +62,7 @@ impl RanksDevice {
             (e, Some(why)) => format!("{} ({why})", e.name()),
         };
         format!(
-            "GPUs: {size} MPI ranks, one GPU each ({}); the Newton iteration (assembly of each rank's part, norms, line search), hot updates, CG and the V-cycle on the GPUs, the AMG cold set-up on each rank's CPU (hierarchy levels uploaded); halo exchanges {exchange}",
+            "GPUs: {size} MPI ranks, one GPU each ({}); the Newton iteration (assembly of each rank's part, norms, line search), hot updates, CG (GMRES for a follower pressure) and the V-cycle on the GPUs, the AMG cold set-up on each rank's CPU (hierarchy levels uploaded); halo exchanges {exchange}",
             map.join(", ")
         )
     }
@@ -70,13 +70,8 @@ impl RanksDevice {
 
 /// Collective. Each rank's device for `config.device` (see `linalg::dist::select_rank_devices`):
 /// `cpu` the host; `cuda` this rank's GPU, or every rank's located error; `auto` the GPUs where
-/// every rank has one (and the tangent is symmetric: the GPU path is CG), else the host on
-/// every rank.
-fn rank_devices(
-    comm: &std::sync::Arc<dyn Comm>,
-    config: &config::Config,
-    symmetric: bool,
-) -> Result<RanksDevice> {
+/// every rank has one, else the host on every rank.
+fn rank_devices(comm: &std::sync::Arc<dyn Comm>, config: &config::Config) -> Result<RanksDevice> {
     use linalg::dist::{select_rank_devices, RankDeviceRequest};
     let size = comm.size();
     let host = |why: Option<String>| RanksDevice {
@@ -87,19 +82,6 @@ fn rank_devices(
     };
     let request = match config.device {
         config::ComputeDevice::Cpu => return Ok(host(None)),
-        config::ComputeDevice::Auto if !symmetric => {
-            return Ok(host(Some(
-                "the follower pressure's tangent is not symmetric: GMRES runs on the CPUs".into(),
-            )))
-        }
-        config::ComputeDevice::Cuda if !symmetric => {
-            return Err(config
-                .error_at(
-                    "device",
-                    format!("cuda on {size} MPI ranks solves with CG only, and the follower pressure's tangent is not symmetric (valid there: cpu, auto)"),
-                )
-                .into())
-        }
         config::ComputeDevice::Auto => RankDeviceRequest::Auto,
         config::ComputeDevice::Cuda => RankDeviceRequest::Cuda,
     };
@@ -111,8 +93,9 @@ fn rank_devices(
         // the same error on every rank (the selection agreed on it)
         anyhow::Error::from(config.error_at("device", why))
     })?;
-    // NCCL between the GPUs where every rank has it (measured faster than staging through the
-    // host: docs/benchmarks.md), else staged, saying why
+    // peer writes between the GPUs where every rank can (one node, peer access), else NCCL
+    // where every rank has it, else staged, saying why (each measured faster than the next:
+    // docs/benchmarks.md)
     let exchange = linalg::dist::connect_rank_devices(
         comm,
         &chosen.device,
@@ -321,7 +304,7 @@ pub fn run_on_ranks(
         None => None,
     };
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
-    let ranks_device = rank_devices(comm, &config, problem.discrete.tangent_is_symmetric())?;
+    let ranks_device = rank_devices(comm, &config)?;
     let amg_text = |amg: &amg::AmgParams| {
         // GPU ranks gather small coarse levels sooner (DistSolver::on_device)
         let process_eq_limit = if ranks_device.device.is_host() {

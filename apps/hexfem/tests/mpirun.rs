@@ -299,6 +299,7 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
         "twisting_column",
         "layered_bar",
         "slender_beam",
+        "follower_pressure_block",
     ] {
         let yaml = input(&format!("{name}.yaml"));
         let args = vec![

@@ -99,8 +99,8 @@ impl DistSolver {
         }
     }
 
-    /// Solves on `device` (this rank's GPU; the host by default). Symmetric tangents only (CG):
-    /// GMRES stays on the host (an error at the first solve otherwise). On a GPU an unset
+    /// Solves on `device` (this rank's GPU; the host by default): CG, or GMRES for a follower
+    /// pressure's tangent, with the V-cycle on the device. On a GPU an unset
     /// `process_eq_limit` takes the GPU ranks' default (`amg::AmgParams::on_gpu_ranks`).
     pub fn on_device(mut self, device: Device) -> Self {
         if !device.is_host() {
@@ -162,9 +162,6 @@ impl DistSolver {
             ..self.params
         };
         let on_gpu = !self.device.is_host();
-        if on_gpu && !self.symmetric {
-            bail!("the distributed solve on a GPU is CG only: a follower pressure's tangent (GMRES) is solved on the CPUs (device: cpu)");
-        }
         // Where the tangent was assembled: on this rank's GPU (the Newton loop runs there) or
         // on the host.
         let assembled_on_gpu = !k.device().is_host();
