@@ -41,16 +41,14 @@ typedef double mval;
 #endif
 #define WARPS 4
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
-bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __restrict__ col_idx,
-             const u32* __restrict__ slots, const mval* __restrict__ vals,
-             const double* __restrict__ x, double* __restrict__ y, const double alpha,
-             const double beta, const int read_y) {
-    __shared__ double part[WARPS][32];
-    const u32 warp = threadIdx.x >> 5;
-    const u32 lane = threadIdx.x & 31;
-    const u32 row = blockIdx.x * WARPS + warp;
-    if (row >= n_rows) return;  // the whole warp leaves together
+// The warp's sum of block row `row` (lane o < OD returns component o; the others 0): the
+// units' partials through the warp's shared row `part`, added in entry order (see above).
+__device__ __forceinline__ double seq_row_sum(double* part, const u32 lane, const u32 row,
+                                              const u32* __restrict__ row_ptr,
+                                              const u32* __restrict__ col_idx,
+                                              const u32* __restrict__ slots,
+                                              const mval* __restrict__ vals,
+                                              const double* __restrict__ x) {
     const u32 first = row_ptr[row];
     const u32 n_units = (row_ptr[row + 1] - first) * OD;
     double acc = 0.0;  // lane o < OD: component o of the row
@@ -78,18 +76,51 @@ bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __res
             for (int i = 1; i < ID; ++i) t += (double)__ldg(blk + o * BC + i) * __ldg(xb + i);
 #endif
         }
-        part[warp][lane] = t;
+        part[lane] = t;
         __syncwarp();
         if (lane < OD) {
             const u32 limit = min(32u, n_units - base);
             // first unit of this chunk with component `lane`
-            for (u32 j = (lane + OD - base % OD) % OD; j < limit; j += OD) acc += part[warp][j];
+            for (u32 j = (lane + OD - base % OD) % OD; j < limit; j += OD) acc += part[j];
         }
         __syncwarp();
     }
+    return acc;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __restrict__ col_idx,
+             const u32* __restrict__ slots, const mval* __restrict__ vals,
+             const double* __restrict__ x, double* __restrict__ y, const double alpha,
+             const double beta, const int read_y) {
+    __shared__ double part[WARPS][32];
+    const u32 warp = threadIdx.x >> 5;
+    const u32 lane = threadIdx.x & 31;
+    const u32 row = blockIdx.x * WARPS + warp;
+    if (row >= n_rows) return;  // the whole warp leaves together
+    const double acc = seq_row_sum(part[warp], lane, row, row_ptr, col_idx, slots, vals, x);
     if (lane < OD) {
         const size_t out = (size_t)row * OD + lane;
         y[out] = read_y ? alpha * acc + beta * y[out] : alpha * acc;
+    }
+}
+
+// Row k's sum added into block row out_rows[k] of y: y = y + sum, the bits of bsr_spmv_seq's
+// product followed by that addition (no row listed twice).
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+bsr_spmv_seq_add_rows(const u32 n_rows, const u32* __restrict__ row_ptr,
+                      const u32* __restrict__ col_idx, const u32* __restrict__ slots,
+                      const mval* __restrict__ vals, const double* __restrict__ x,
+                      const u32* __restrict__ out_rows, double* __restrict__ y) {
+    __shared__ double part[WARPS][32];
+    const u32 warp = threadIdx.x >> 5;
+    const u32 lane = threadIdx.x & 31;
+    const u32 row = blockIdx.x * WARPS + warp;
+    if (row >= n_rows) return;  // the whole warp leaves together
+    const double acc = seq_row_sum(part[warp], lane, row, row_ptr, col_idx, slots, vals, x);
+    if (lane < OD) {
+        const size_t out = (size_t)out_rows[row] * OD + lane;
+        y[out] += acc;
     }
 }
 

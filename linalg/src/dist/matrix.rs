@@ -358,22 +358,16 @@ pub struct DistBsr {
 }
 
 /// The non-empty block rows of an off-diagonal part on the GPU: their pattern (the part's
-/// slots and columns, empty rows left out), their row indices, and one block per row of
-/// scratch for their products.
+/// slots and columns, empty rows left out) and their row indices (where their sums are added).
 #[derive(Debug)]
 struct OffdRows {
     pattern: cuda::DevicePattern,
     rows: cuda::DeviceBuffer<u32>,
-    products: Mutex<cuda::DeviceBuffer<f64>>,
 }
 
 impl OffdRows {
     /// `None` when every row has blocks (the plain product is as cheap) or none has.
-    fn new(
-        ctx: &cuda::CudaContext,
-        offd: &BlockPattern,
-        block_rows: usize,
-    ) -> Result<Option<Self>, LinalgError> {
+    fn new(ctx: &cuda::CudaContext, offd: &BlockPattern) -> Result<Option<Self>, LinalgError> {
         let ptr = offd.row_ptr();
         let rows: Vec<u32> = (0..offd.n_block_rows())
             .filter(|&r| ptr[r + 1] > ptr[r])
@@ -392,7 +386,6 @@ impl OffdRows {
         )?;
         Ok(Some(Self {
             pattern: cuda::DevicePattern::upload_plain(ctx, &pattern)?,
-            products: Mutex::new(ctx.zeros(rows.len() * block_rows)?),
             rows: ctx.upload(&rows)?,
         }))
     }
@@ -588,7 +581,7 @@ impl DistBsr {
                     self.pattern.halo.clone(),
                     ctx.clone(),
                 )?)),
-                OffdRows::new(ctx, &self.pattern.offd, self.pattern.block_rows)?,
+                OffdRows::new(ctx, &self.pattern.offd)?,
             ),
         };
         Ok(Self {
@@ -784,20 +777,11 @@ impl DistBsr {
         if self.pattern.offd.nnz() == 0 {
             return Ok(());
         }
-        // the non-empty rows' sums, then added to their rows: `sum + y` either way, the bits
-        // of the plain product
+        // the non-empty rows' sums added to their rows: `sum + y` either way, the bits of the
+        // plain product
         if let Some(o) = &self.offd_rows {
-            let mut products = o.products.lock().unwrap_or_else(|p| p.into_inner());
-            if cuda::spmv_rows(ctx, offd, &o.pattern, ghosts, &mut products)?.is_some() {
-                let n = o.rows.len();
-                return cuda::halo::scatter_add_blocks(
-                    ctx,
-                    self.pattern.block_rows,
-                    &o.rows,
-                    0..n,
-                    &products,
-                    yb,
-                );
+            if cuda::spmv_rows_add(ctx, offd, &o.pattern, &o.rows, ghosts, yb)?.is_some() {
+                return Ok(());
             }
         }
         cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)

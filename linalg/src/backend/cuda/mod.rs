@@ -79,4 +79,4 @@ pub use nccl::{nccl_unavailable_reason, DeviceComm};
 pub use nvrtc::compile_with_log;
 pub use ops::DeviceDenseInverse;
 pub use products::{DevicePtapPlan, DeviceSpgemmPlan};
-pub use spmv::{spmv, spmv_rows, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};
+pub use spmv::{spmv, spmv_rows_add, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};

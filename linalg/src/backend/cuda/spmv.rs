@@ -40,45 +40,54 @@ pub fn spmv<T: DeviceValue>(
     spmv_with(ctx, SpmvKernel::Exact, a, alpha, x, beta, y)
 }
 
-/// `y_rows = A_rows x` for the non-empty block rows of `a` only (a distributed matrix's
-/// off-diagonal part touches only the rows next to other ranks): `rows` is [`DevicePattern`]
-/// of those rows, its `row_ptr` the rows' starts in `a`'s slots (so it shares `a`'s column
-/// indices and values) and `y_rows` one block per listed row. Each row's sum is [`spmv`]'s
-/// (the same kernel on the same entries), without the empty rows' launches. `None` if `a`'s
-/// blocks are too tall for that kernel (then use [`spmv`]).
-pub fn spmv_rows<T: DeviceValue>(
+/// `y[out_rows[k]] += (A x)[k]` for the non-empty block rows of `a` only (a distributed
+/// matrix's off-diagonal part touches only the rows next to other ranks): `rows` is the
+/// [`DevicePattern`] of those rows, its `row_ptr` the rows' starts in `a`'s slots (so it shares
+/// `a`'s column indices and values), `out_rows` each listed row's block row of `y` (none twice).
+/// Each row's sum is [`spmv`]'s (the same summation on the same entries) added to `y`: the bits
+/// of `spmv(a, 1, x, 1, y)`, without the empty rows' launches and in one kernel. `None` if
+/// `a`'s blocks are too tall for that kernel (then use [`spmv`]).
+pub fn spmv_rows_add<T: DeviceValue>(
     ctx: &CudaContext,
     a: &DeviceBsr<T>,
     rows: &DevicePattern,
+    out_rows: &DeviceBuffer<u32>,
     x: &DeviceBuffer<f64>,
-    y_rows: &mut DeviceBuffer<f64>,
+    y: &mut DeviceBuffer<f64>,
 ) -> Result<Option<()>, LinalgError> {
     if a.block_rows() > MAX_SEQ_DIM {
         return Ok(None);
     }
-    check_len("device spmv_rows: x", a.n_cols(), x.len())?;
+    check_len("device spmv_rows_add: x", a.n_cols(), x.len())?;
+    check_len("device spmv_rows_add: y", a.n_rows(), y.len())?;
     check_len(
-        "device spmv_rows: y",
-        rows.n_block_rows() * a.block_rows(),
-        y_rows.len(),
+        "device spmv_rows_add: rows",
+        rows.n_block_rows(),
+        out_rows.len(),
     )?;
-    check_len("device spmv_rows: blocks", a.pattern().nnz(), rows.nnz())?;
+    check_len(
+        "device spmv_rows_add: blocks",
+        a.pattern().nnz(),
+        rows.nnz(),
+    )?;
     let (br, bc) = (a.block_rows() as i64, a.block_cols() as i64);
     let defines = [("BR", br), ("BC", bc), ("VAL_F32", T::F32)];
-    let operands = SeqOperands {
-        pattern: rows,
-        slots: &rows.col_idx,
-        values: a.values(),
-        x,
-    };
-    launch_seq(
-        ctx,
-        &defines,
-        operands,
-        (1.0, 0.0),
-        y_rows,
-        "bsr_spmv_seq (rows)",
-    )?;
+    let f = ctx.function(&SPMV, &defines, "bsr_spmv_seq_add_rows")?;
+    let n_rows = rows.n_block_rows() as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n_rows)
+        .arg(&rows.row_ptr)
+        .arg(&rows.col_idx)
+        .arg(&rows.col_idx)
+        .arg(a.values())
+        .arg(x)
+        .arg(out_rows)
+        .arg(&mut *y);
+    // SAFETY: the argument list matches bsr_spmv_seq_add_rows (`slots` is not read without
+    // SLOTS); the lengths are checked above and the output rows lie inside `y` (built from
+    // `a`'s rows by the caller).
+    unsafe { l.launch(seq_config(rows.n_block_rows())) }
+        .map_err(driver_err("bsr_spmv_seq_add_rows"))?;
     Ok(Some(()))
 }
 
