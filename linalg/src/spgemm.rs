@@ -23,6 +23,8 @@ pub struct SpgemmPlan {
     a: Arc<BlockPattern>,
     b: Arc<BlockPattern>,
     pattern: Arc<BlockPattern>,
+    /// Products on these patterns will repeat ([`SpgemmPlan::for_repeated_products`]).
+    repeated: bool,
     /// The plan on a GPU, uploaded by the first device numeric call.
     device: DeviceMirror<DeviceSpgemmPlan>,
 }
@@ -32,6 +34,20 @@ impl SpgemmPlan {
     /// for later numeric products on the same patterns.
     pub fn new(a: &Arc<BlockPattern>, b: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
         spgemm_symbolic_shared(a.clone(), b.clone())
+    }
+
+    /// Marks the plan as one whose product repeats (a hot update's Galerkin product, say): its
+    /// GPU copy then lists every block product's operands once, at upload, where the device's
+    /// memory allows, so that each product skips the operand searches (the same sums in the
+    /// same order: the same bits). Plans used once (a cold set-up's) skip that host work.
+    pub fn for_repeated_products(mut self) -> Self {
+        self.repeated = true;
+        self
+    }
+
+    /// Whether [`SpgemmPlan::for_repeated_products`] marked the plan.
+    pub fn repeated(&self) -> bool {
+        self.repeated
     }
 
     /// Pattern of `C`.
@@ -73,6 +89,7 @@ fn spgemm_symbolic_shared(
         a,
         b,
         pattern,
+        repeated: false,
         device: DeviceMirror::new(),
     })
 }

@@ -112,10 +112,11 @@ impl DeviceGalerkin {
             n_a_diag: plan.a_diag_nnz(),
             a_local: plan.a_local.to_device(device)?,
             p_ext: p_ext.to_device(device)?,
-            ap_plan: plan.ap_plan.clone(),
+            // every hot update repeats both products: their device plans keep pair lists
+            ap_plan: plan.ap_plan.clone().for_repeated_products(),
             ap: plan.ap.to_device(device)?,
             pt: plan.pt.to_device(device)?,
-            partial_plan: plan.partial_plan.clone(),
+            partial_plan: plan.partial_plan.clone().for_repeated_products(),
             partial: plan.partial.to_device(device)?,
             kk,
             send_idx: ctx.upload(&split.send_idx)?,

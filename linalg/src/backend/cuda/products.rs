@@ -192,16 +192,44 @@ pub struct DeviceSpgemmPlan {
     a: (usize, usize, usize),
     b: (usize, usize, usize),
     c: OutputPattern,
+    /// The product's pair lists (`ptr`, `first`, `second`), for a plan marked
+    /// [`SpgemmPlan::for_repeated_products`] whose lists fit the memory rule of the Galerkin
+    /// plans; else the products search their operands.
+    pairs: Option<[DeviceBuffer<u32>; 3]>,
 }
 
 impl DeviceSpgemmPlan {
-    /// Uploads the output pattern of a host plan.
+    /// Uploads the output pattern of a host plan, and its pair lists where the plan is marked
+    /// for repeated products and they fit (`PAIRS_MEMORY_SHARE`, `PAIRS_FREE_SHARE`).
     pub fn upload(ctx: &CudaContext, plan: &SpgemmPlan) -> Result<Self, LinalgError> {
+        let pairs = if plan.repeated() {
+            let (a, b, c) = (plan.a(), plan.b(), plan.pattern());
+            let bytes = 8 * term_count(a, b) + 4 * (c.nnz() + 1);
+            let (free, total) = ctx.memory_info()?;
+            if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
+                let t = term_pairs(c, a, |e| e as u32, b)?;
+                Some([
+                    ctx.upload(&t.ptr)?,
+                    ctx.upload(&t.first)?,
+                    ctx.upload(&t.second)?,
+                ])
+            } else {
+                None
+            }
+        } else {
+            None
+        };
         Ok(Self {
             a: host_dims(plan.a()),
             b: host_dims(plan.b()),
             c: OutputPattern::upload(ctx, plan.pattern())?,
+            pairs,
         })
+    }
+
+    /// Whether the products run on pair lists.
+    pub fn has_pair_lists(&self) -> bool {
+        self.pairs.is_some()
     }
 
     /// Pattern of `C` on the device (make `C` with [`DeviceBsr::zeros`] on it).
@@ -212,6 +240,12 @@ impl DeviceSpgemmPlan {
     /// Device bytes of the plan.
     pub fn bytes(&self) -> usize {
         self.c.bytes()
+            + self
+                .pairs
+                .iter()
+                .flatten()
+                .map(|b| b.bytes())
+                .sum::<usize>()
     }
 
     /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
@@ -245,7 +279,31 @@ impl DeviceSpgemmPlan {
             b.block_cols(),
         )?;
         check_shape("device spgemm: C", c, a.block_rows(), b.block_cols())?;
-        launch_nn(ctx, false, &self.c, a, b, c.values_mut())
+        match &self.pairs {
+            Some(pairs) => {
+                let nn = [
+                    ("AR", a.block_rows() as i64),
+                    ("AK", a.block_cols() as i64),
+                    ("BC", b.block_cols() as i64),
+                    ("L_F32", 0),
+                    ("R_F32", 0),
+                    ("O_F32", 0),
+                ];
+                launch_pairs(
+                    ctx,
+                    false,
+                    "spgemm_nn_pairs",
+                    &nn,
+                    pairs,
+                    a.values(),
+                    b.values(),
+                    c.values_mut(),
+                    a.block_rows(),
+                    PAIR_THREADS_PER_SM * ctx.multiprocessors() as usize,
+                )
+            }
+            None => launch_nn(ctx, false, &self.c, a, b, c.values_mut()),
+        }
     }
 }
 

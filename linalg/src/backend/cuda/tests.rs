@@ -730,6 +730,17 @@ fn spgemm_is_bit_identical_to_the_host() {
             &ctx.download(dc.values()).unwrap(),
             host.host().unwrap(),
         );
+        // a plan for repeated products runs on pair lists: the same bits
+        let repeated =
+            DeviceSpgemmPlan::upload(ctx, &plan.clone().for_repeated_products()).unwrap();
+        assert!(repeated.has_pair_lists(), "pair lists of a small plan");
+        vector::fill(ctx, f64::NAN, dc.values_mut()).unwrap();
+        repeated.numeric(ctx, &da, &db, &mut dc).unwrap();
+        assert_bits(
+            &format!("spgemm on pair lists {ar}x{ak}x{bc}"),
+            &ctx.download(dc.values()).unwrap(),
+            host.host().unwrap(),
+        );
     }
 }
 
