@@ -28,24 +28,35 @@ pub(super) fn term_count(left: &BlockPattern, right: &BlockPattern) -> usize {
 
 /// Pairs of `out = left * right`: row `i` of `left` pairs its entry `(i, k)` (reported as
 /// `left_slot(entry)`) with every entry `(k, j)` of `right`, which lands in slot `(i, j)` of `out`.
-/// Fails if a product lands outside `out`'s pattern or the counts overflow `u32`.
+/// Fails if a product lands outside `out`'s pattern or the counts overflow `u32`. Rows are
+/// listed in parallel, chunk by chunk (each chunk writes its own slots' counts and terms), in
+/// the order of the serial walk: the lists do not depend on the thread count.
 pub(super) fn term_pairs(
     out: &BlockPattern,
     left: &BlockPattern,
-    left_slot: impl Fn(usize) -> u32,
+    left_slot: impl Fn(usize) -> u32 + Sync,
     right: &BlockPattern,
 ) -> Result<TermPairs, LinalgError> {
+    use rayon::prelude::*;
     let mismatch = LinalgError::PatternMismatch {
         what: "device product pair lists: a term lands outside the output pattern",
     };
     if left.n_block_rows() != out.n_block_rows() || left.n_block_cols() != right.n_block_rows() {
         return Err(mismatch);
     }
-    // where[j] = output slot of column j in the current row (stamped by row)
-    let mut slot_of = vec![(usize::MAX, 0usize); out.n_block_cols()];
-    let mut count = vec![0usize; out.nnz() + 1];
-    let mut visit = |fill: &mut dyn FnMut(usize, usize, usize)| -> Result<(), LinalgError> {
-        for i in 0..out.n_block_rows() {
+    let (n_rows, nnz) = (out.n_block_rows(), out.nnz());
+    let rows_per_chunk = n_rows.div_ceil(8 * rayon::current_num_threads()).max(256);
+    let chunks: Vec<std::ops::Range<usize>> = (0..n_rows)
+        .step_by(rows_per_chunk)
+        .map(|r| r..(r + rows_per_chunk).min(n_rows))
+        .collect();
+    // Walks rows `rows`, calling `fill(slot, left entry, right entry)` for every term in the
+    // serial order; `slot_of[j]` stamps the output slot of column j of the current row.
+    let walk = |rows: std::ops::Range<usize>,
+                fill: &mut dyn FnMut(usize, usize, usize)|
+     -> Result<(), LinalgError> {
+        let mut slot_of = vec![(usize::MAX, 0usize); out.n_block_cols()];
+        for i in rows {
             let start = out.row_ptr()[i];
             for (o, &j) in out.row(i).iter().enumerate() {
                 slot_of[j as usize] = (i, start + o);
@@ -63,27 +74,69 @@ pub(super) fn term_pairs(
         }
         Ok(())
     };
-    visit(&mut |s, _, _| count[s + 1] += 1)?;
-    for s in 0..out.nnz() {
-        count[s + 1] += count[s];
+    // each chunk's slots: out.row_ptr()[rows.start]..out.row_ptr()[rows.end]
+    let slot_range =
+        |rows: &std::ops::Range<usize>| out.row_ptr()[rows.start]..out.row_ptr()[rows.end];
+    let mut count = vec![0usize; nnz];
+    {
+        let mut parts = Vec::with_capacity(chunks.len());
+        let mut rest = &mut count[..];
+        for rows in &chunks {
+            let (head, tail) = rest.split_at_mut(slot_range(rows).len());
+            parts.push(head);
+            rest = tail;
+        }
+        chunks.par_iter().zip(parts).try_for_each(|(rows, part)| {
+            let base = slot_range(rows).start;
+            walk(rows.clone(), &mut |s, _, _| part[s - base] += 1)
+        })?;
     }
-    let terms = count[out.nnz()];
-    if terms > u32::MAX as usize {
-        return Err(LinalgError::DimensionTooLarge {
-            what: "device product pair lists: number of terms",
-            value: terms,
-        });
+    let mut ptr = Vec::with_capacity(nnz + 1);
+    let mut terms = 0usize;
+    ptr.push(0u32);
+    for c in &count {
+        terms += c;
+        if terms > u32::MAX as usize {
+            return Err(LinalgError::DimensionTooLarge {
+                what: "device product pair lists: number of terms",
+                value: terms,
+            });
+        }
+        ptr.push(terms as u32);
     }
-    let ptr: Vec<u32> = count.iter().map(|&c| c as u32).collect();
-    let mut cursor = count;
+    drop(count);
     let mut first = vec![0u32; terms];
     let mut second = vec![0u32; terms];
-    visit(&mut |s, e, r| {
-        let t = cursor[s];
-        cursor[s] += 1;
-        first[t] = left_slot(e);
-        second[t] = r as u32;
-    })?;
+    {
+        let mut parts = Vec::with_capacity(chunks.len());
+        let (mut rest_first, mut rest_second) = (&mut first[..], &mut second[..]);
+        for rows in &chunks {
+            let slots = slot_range(rows);
+            let n = (ptr[slots.end] - ptr[slots.start]) as usize;
+            let (f, tf) = rest_first.split_at_mut(n);
+            let (g, tg) = rest_second.split_at_mut(n);
+            parts.push((f, g));
+            rest_first = tf;
+            rest_second = tg;
+        }
+        chunks
+            .par_iter()
+            .zip(parts)
+            .try_for_each(|(rows, (f, g))| {
+                let slots = slot_range(rows);
+                let base = ptr[slots.start] as usize;
+                let mut cursor: Vec<usize> = ptr[slots.clone()]
+                    .iter()
+                    .map(|&p| p as usize - base)
+                    .collect();
+                walk(rows.clone(), &mut |s, e, r| {
+                    let t = &mut cursor[s - slots.start];
+                    f[*t] = left_slot(e);
+                    g[*t] = r as u32;
+                    *t += 1;
+                })
+            })?;
+    }
     Ok(TermPairs { ptr, first, second })
 }
 
@@ -98,6 +151,53 @@ mod tests {
         }
         let cols = rows.iter().flat_map(|r| r.iter().copied()).collect();
         BlockPattern::new(rows.len(), n_cols, row_ptr, cols).unwrap()
+    }
+
+    /// Many chunks of rows: the lists equal a plain serial walk's (per slot, terms in
+    /// ascending left slot, then right slot).
+    #[test]
+    fn chunked_lists_equal_the_serial_walk() {
+        let n = 5000usize;
+        // left: rows with a band of columns; right: each row 1-3 columns
+        let band: Vec<Vec<u32>> = (0..n)
+            .map(|i| {
+                (i.saturating_sub(3)..(i + 4).min(n))
+                    .step_by(1 + i % 2)
+                    .map(|j| j as u32)
+                    .collect()
+            })
+            .collect();
+        let left = pattern(n, &band.iter().map(|r| &r[..]).collect::<Vec<_>>());
+        let rp: Vec<Vec<u32>> = (0..n)
+            .map(|k| {
+                let c = (k / 4) as u32;
+                (c..c + 1 + (k % 3) as u32)
+                    .filter(|&j| j < (n / 4 + 3) as u32)
+                    .collect()
+            })
+            .collect();
+        let right = pattern(n / 4 + 3, &rp.iter().map(|r| &r[..]).collect::<Vec<_>>());
+        let out = crate::spgemm::product_pattern(&left, &right);
+        let t = term_pairs(&out, &left, |e| e as u32 * 2, &right).unwrap();
+        let mut want: Vec<Vec<(u32, u32)>> = vec![Vec::new(); out.nnz()];
+        for i in 0..n {
+            for e in left.row_ptr()[i]..left.row_ptr()[i + 1] {
+                let k = left.col_idx()[e] as usize;
+                for r in right.row_ptr()[k]..right.row_ptr()[k + 1] {
+                    let j = right.col_idx()[r];
+                    let o = out.row(i).iter().position(|&c| c == j).unwrap();
+                    want[out.row_ptr()[i] + o].push((e as u32 * 2, r as u32));
+                }
+            }
+        }
+        assert_eq!(t.ptr.len(), out.nnz() + 1);
+        for (s, w) in want.iter().enumerate() {
+            let got: Vec<(u32, u32)> = (t.ptr[s] as usize..t.ptr[s + 1] as usize)
+                .map(|q| (t.first[q], t.second[q]))
+                .collect();
+            assert_eq!(&got, w, "slot {s}");
+        }
+        assert_eq!(t.first.len(), term_count(&left, &right));
     }
 
     /// A tridiagonal 3x3 times a 3x2: every pair listed once, in ascending left slot.
