@@ -286,3 +286,53 @@ ptw_tn_pairs(const u32 c_nnz, const u32* __restrict__ term_ptr,
     if (!pair_thread(c_nnz, s, r, j0)) return;
     pair_terms<true>(s, r, j0, term_ptr, first, second, p_vals, w_vals, c_vals);
 }
+
+// Pair lists of C = L R built on the device (the host's term_pairs, the same lists): one thread
+// per output row i walks L's row i (entries e ascending) and, for each, R's row k = col(e)
+// (entries r ascending); the term lands in the slot of column col(r) of C's row i (a search
+// in that row). term_pairs_count counts each slot's terms (*bad = 1 where a term lands
+// outside C's pattern); term_pairs_fill writes them at cursor[s] (slot s's start, advanced).
+extern "C" __global__ void term_pairs_count(const u32 n_rows, const u32* __restrict__ c_ptr,
+                                            const u32* __restrict__ c_col,
+                                            const u32* __restrict__ l_ptr,
+                                            const u32* __restrict__ l_col,
+                                            const u32* __restrict__ r_ptr,
+                                            const u32* __restrict__ r_col, u32* __restrict__ count,
+                                            u32* __restrict__ bad) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
+    for (u32 s = lo; s < hi; ++s) count[s] = 0;
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
+            if (s == NOT_FOUND) {
+                *bad = 1;
+                return;
+            }
+            ++count[s];
+        }
+    }
+}
+
+extern "C" __global__ void term_pairs_fill(const u32 n_rows, const u32* __restrict__ c_ptr,
+                                           const u32* __restrict__ c_col,
+                                           const u32* __restrict__ l_ptr,
+                                           const u32* __restrict__ l_col,
+                                           const u32* __restrict__ r_ptr,
+                                           const u32* __restrict__ r_col, u32* __restrict__ cursor,
+                                           u32* __restrict__ first, u32* __restrict__ second) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
+            const u32 t = cursor[s]++;
+            first[t] = e;
+            second[t] = r;
+        }
+    }
+}

@@ -186,66 +186,160 @@ fn launch_nn<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     Ok(())
 }
 
+/// `launch_nn`'s compile-time constants for `a b` (the pair-list builders compile with them).
+fn nn_defines<L: DeviceValue, R: DeviceValue>(
+    a: &DeviceBsr<L>,
+    b: &DeviceBsr<R>,
+) -> Vec<(&'static str, i64)> {
+    vec![
+        ("AR", a.block_rows() as i64),
+        ("AK", a.block_cols() as i64),
+        ("BC", b.block_cols() as i64),
+        ("ILP", ilp_nn::<L, R>(a.block_cols())),
+        ("L_F32", L::F32),
+        ("R_F32", R::F32),
+        ("O_F32", 0),
+    ]
+}
+
+/// The pair lists of `C = L R` (`term_pairs::term_pairs`'s lists, built on the device: one
+/// thread per row counts its slots' terms, the counts come down for their prefix sum, the
+/// starts go up, and the same walk writes the terms). Errors where a term lands outside `c`.
+fn device_term_pairs(
+    ctx: &CudaContext,
+    c: &DevicePattern,
+    l: &DevicePattern,
+    r: &DevicePattern,
+    defines: &[(&str, i64)],
+) -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
+    let (n_rows, nnz) = (c.n_block_rows() as u32, c.nnz());
+    let mut count = ctx.zeros::<u32>(nnz.max(1))?;
+    let mut bad = ctx.zeros::<u32>(1)?;
+    let f = ctx.function(&SPGEMM, defines, "term_pairs_count")?;
+    let mut k = ctx.stream().launch_builder(&f);
+    k.arg(&n_rows)
+        .arg(&c.row_ptr)
+        .arg(&c.col_idx)
+        .arg(&l.row_ptr)
+        .arg(&l.col_idx)
+        .arg(&r.row_ptr)
+        .arg(&r.col_idx)
+        .arg(&mut count)
+        .arg(&mut bad);
+    // SAFETY: the patterns are well formed (uploaded from checked host patterns) with `l`'s
+    // columns inside `r`'s rows (checked by the product's caller); `count` holds a value per
+    // slot of `c`.
+    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_count"))?;
+    if ctx.download(&bad)?[0] != 0 {
+        return Err(LinalgError::PatternMismatch {
+            what: "device product pair lists: a term lands outside the output pattern",
+        });
+    }
+    let counts = ctx.download(&count)?;
+    let mut ptr = Vec::with_capacity(nnz + 1);
+    let mut terms = 0u64;
+    ptr.push(0u32);
+    for &n in &counts[..nnz] {
+        terms += n as u64;
+        if terms > u32::MAX as u64 {
+            return Err(LinalgError::DimensionTooLarge {
+                what: "device product pair lists: number of terms",
+                value: terms as usize,
+            });
+        }
+        ptr.push(terms as u32);
+    }
+    let ptr_dev = ctx.upload(&ptr)?;
+    let mut cursor = ctx.upload(&ptr[..nnz.max(1).min(ptr.len())])?;
+    let mut first = ctx.zeros::<u32>((terms as usize).max(1))?;
+    let mut second = ctx.zeros::<u32>((terms as usize).max(1))?;
+    let f = ctx.function(&SPGEMM, defines, "term_pairs_fill")?;
+    let mut k = ctx.stream().launch_builder(&f);
+    k.arg(&n_rows)
+        .arg(&c.row_ptr)
+        .arg(&c.col_idx)
+        .arg(&l.row_ptr)
+        .arg(&l.col_idx)
+        .arg(&r.row_ptr)
+        .arg(&r.col_idx)
+        .arg(&mut cursor)
+        .arg(&mut first)
+        .arg(&mut second);
+    // SAFETY: as above; every term lands inside `c` (counted and checked above) and `cursor`
+    // starts each slot at its own range of `first` / `second`, which hold every term.
+    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_fill"))?;
+    Ok([ptr_dev, first, second])
+}
+
 /// The symbolic SpGEMM plan on the device: the pattern of `C` with each slot's row.
 #[derive(Debug)]
 pub struct DeviceSpgemmPlan {
     a: (usize, usize, usize),
     b: (usize, usize, usize),
     c: OutputPattern,
-    /// The product's pair lists (`ptr`, `first`, `second`), for a plan marked
-    /// [`SpgemmPlan::for_repeated_products`] whose lists fit the memory rule of the Galerkin
-    /// plans; else the products search their operands.
-    pairs: Option<[DeviceBuffer<u32>; 3]>,
+    /// The host patterns of `A` and `B` (shared with the host plan: the term count).
+    host: (Arc<BlockPattern>, Arc<BlockPattern>),
+    /// The products' pair lists (`ptr`, `first`, `second`) for a plan marked
+    /// [`SpgemmPlan::for_repeated_products`]: built on the device at its first product where
+    /// they fit the memory rule of the Galerkin plans; else the products search their operands.
+    pairs: Mutex<SpgemmPairs>,
+}
+
+/// The pair lists of a [`DeviceSpgemmPlan`].
+#[derive(Debug)]
+enum SpgemmPairs {
+    /// Marked for repeated products, not decided yet.
+    Undecided,
+    Searching,
+    Lists([DeviceBuffer<u32>; 3]),
 }
 
 impl DeviceSpgemmPlan {
-    /// Uploads the output pattern of a host plan, and its pair lists where the plan is marked
-    /// for repeated products and they fit (`PAIRS_MEMORY_SHARE`, `PAIRS_FREE_SHARE`).
+    /// Uploads the output pattern of a host plan (its pair lists, if any, are built at the
+    /// first product).
     pub fn upload(ctx: &CudaContext, plan: &SpgemmPlan) -> Result<Self, LinalgError> {
-        let pairs = if plan.repeated() {
-            let (a, b, c) = (plan.a(), plan.b(), plan.pattern());
-            let bytes = 8 * term_count(a, b) + 4 * (c.nnz() + 1);
-            let (free, total) = ctx.memory_info()?;
-            if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
-                let t = term_pairs(c, a, |e| e as u32, b)?;
-                Some([
-                    ctx.upload(&t.ptr)?,
-                    ctx.upload(&t.first)?,
-                    ctx.upload(&t.second)?,
-                ])
-            } else {
-                None
-            }
-        } else {
-            None
-        };
         Ok(Self {
             a: host_dims(plan.a()),
             b: host_dims(plan.b()),
             c: OutputPattern::upload(ctx, plan.pattern())?,
-            pairs,
+            host: (plan.a().clone(), plan.b().clone()),
+            pairs: Mutex::new(if plan.repeated() {
+                SpgemmPairs::Undecided
+            } else {
+                SpgemmPairs::Searching
+            }),
         })
     }
 
-    /// Whether the products run on pair lists.
+    /// Whether the products run on pair lists (decided at the first product).
     pub fn has_pair_lists(&self) -> bool {
-        self.pairs.is_some()
+        matches!(
+            *self.pairs.lock().unwrap_or_else(|p| p.into_inner()),
+            SpgemmPairs::Lists(_)
+        )
     }
 
-    /// Pattern of `C` on the device (make `C` with [`DeviceBsr::zeros`] on it).
+    /// Pattern of `C` on the device.
     pub fn pattern(&self) -> &Arc<DevicePattern> {
         &self.c.pattern
     }
 
-    /// Device bytes of the plan.
+    /// The pair lists, downloaded (tests compare them with the host's).
+    #[cfg(test)]
+    pub(crate) fn downloaded_pair_lists(&self, ctx: &CudaContext) -> Option<[Vec<u32>; 3]> {
+        match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
+            SpgemmPairs::Lists(l) => Some(l.each_ref().map(|b| ctx.download(b).unwrap())),
+            _ => None,
+        }
+    }
+
+    /// Device bytes the plan holds.
     pub fn bytes(&self) -> usize {
-        self.c.bytes()
-            + self
-                .pairs
-                .iter()
-                .flatten()
-                .map(|b| b.bytes())
-                .sum::<usize>()
+        let pairs = match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
+            SpgemmPairs::Lists(l) => l.iter().map(|b| b.bytes()).sum(),
+            _ => 0,
+        };
+        self.c.bytes() + pairs
     }
 
     /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
@@ -279,8 +373,25 @@ impl DeviceSpgemmPlan {
             b.block_cols(),
         )?;
         check_shape("device spgemm: C", c, a.block_rows(), b.block_cols())?;
-        match &self.pairs {
-            Some(pairs) => {
+        let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
+        if let SpgemmPairs::Undecided = *pairs {
+            let (ha, hb) = &self.host;
+            let bytes = 8 * term_count(ha, hb) + 4 * (self.c.pattern.nnz() + 1);
+            let (free, total) = ctx.memory_info()?;
+            *pairs = if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
+                SpgemmPairs::Lists(device_term_pairs(
+                    ctx,
+                    &self.c.pattern,
+                    a.pattern(),
+                    b.pattern(),
+                    &nn_defines(a, b),
+                )?)
+            } else {
+                SpgemmPairs::Searching
+            };
+        }
+        match &*pairs {
+            SpgemmPairs::Lists(lists) => {
                 let nn = [
                     ("AR", a.block_rows() as i64),
                     ("AK", a.block_cols() as i64),
@@ -294,7 +405,7 @@ impl DeviceSpgemmPlan {
                     false,
                     "spgemm_nn_pairs",
                     &nn,
-                    pairs,
+                    lists,
                     a.values(),
                     b.values(),
                     c.values_mut(),
@@ -302,7 +413,7 @@ impl DeviceSpgemmPlan {
                     PAIR_THREADS_PER_SM * ctx.multiprocessors() as usize,
                 )
             }
-            None => launch_nn(ctx, false, &self.c, a, b, c.values_mut()),
+            _ => launch_nn(ctx, false, &self.c, a, b, c.values_mut()),
         }
     }
 }

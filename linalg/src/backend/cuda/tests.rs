@@ -730,12 +730,20 @@ fn spgemm_is_bit_identical_to_the_host() {
             &ctx.download(dc.values()).unwrap(),
             host.host().unwrap(),
         );
-        // a plan for repeated products runs on pair lists: the same bits
+        // a plan for repeated products builds pair lists on the device at its first product
+        // (the host's lists) and runs on them: the same bits
         let repeated =
             DeviceSpgemmPlan::upload(ctx, &plan.clone().for_repeated_products()).unwrap();
-        assert!(repeated.has_pair_lists(), "pair lists of a small plan");
         vector::fill(ctx, f64::NAN, dc.values_mut()).unwrap();
         repeated.numeric(ctx, &da, &db, &mut dc).unwrap();
+        assert!(repeated.has_pair_lists(), "pair lists of a small plan");
+        let lists = repeated.downloaded_pair_lists(ctx).unwrap();
+        let host_lists =
+            super::term_pairs::term_pairs(plan.pattern(), &ap, |e| e as u32, &bp).unwrap();
+        let terms = host_lists.first.len();
+        assert_eq!(lists[0], host_lists.ptr, "pair list starts {ar}x{ak}x{bc}");
+        assert_eq!(lists[1][..terms], host_lists.first[..], "left slots");
+        assert_eq!(lists[2][..terms], host_lists.second[..], "right slots");
         assert_bits(
             &format!("spgemm on pair lists {ar}x{ak}x{bc}"),
             &ctx.download(dc.values()).unwrap(),
