@@ -141,6 +141,10 @@ pub struct DistGpuRank {
     pub hot_update_smoothers_s: f64,
     pub hot_update_galerkin_s: f64,
     pub hot_update_coarse_s: f64,
+    /// The cold set-up's upload of the levels alone (`DeviceDistHierarchy::upload`:
+    /// operators, prolongators, smoother inverses, Galerkin plans with their pair lists, and
+    /// the kernels compiled at their first use), seconds: `setup_cold_s` less the host's part.
+    pub setup_upload_s: f64,
 }
 
 /// What `mpirun -np N hexfem bench gamg --json` prints.
@@ -150,8 +154,8 @@ pub struct DistGamgResult {
     pub ranks: usize,
     /// Each rank's device (`host`, or the GPU it opened), indexed by rank.
     pub devices: Vec<String>,
-    /// How halo exchanges travelled between the GPUs (`nccl` or `staged`; `staged` on the
-    /// host), and why not NCCL where `auto` fell back.
+    /// How halo exchanges travelled between the GPUs (`ipc`, `nccl` or `staged`; `staged` on
+    /// the host), and why where `auto` fell back.
     pub exchange: &'static str,
     pub exchange_fallback: Option<String>,
     /// Per rank, with `--device cuda`.
@@ -287,11 +291,13 @@ pub fn run(
         assembly::RIGID_BODY_MODES_3D,
         &amg_params,
     )?;
+    let uploading = Instant::now();
     let mut hd = match device {
         Device::Host => None,
         _ => Some(DeviceDistHierarchy::upload(&h, &device)?),
     };
     device.synchronize()?;
+    let setup_upload_s = uploading.elapsed().as_secs_f64();
     let setup_cold_s = t.elapsed().as_secs_f64();
     // The operator, right-hand side and solution where the solves run.
     let mut a = a.to_device(&device)?;
@@ -416,6 +422,7 @@ pub fn run(
         gpu.hot_update_smoothers_s = best_phases.smoother_setup_s;
         gpu.hot_update_galerkin_s = best_phases.galerkin_numeric_s;
         gpu.hot_update_coarse_s = best_phases.coarse_factor_s;
+        gpu.setup_upload_s = setup_upload_s;
     }
 
     let mine = DistGamgRank {
