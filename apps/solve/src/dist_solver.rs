@@ -203,11 +203,18 @@ impl DistSolver {
         let t1 = self.device.transfers();
         let setup = match self.method {
             DistMethod::Jacobi => SetupKind::Jacobi,
-            DistMethod::Amg => self.update_hierarchy(&pattern, k, owned)?,
+            // on the CPUs the hierarchy takes the operator just filled as its finest level (no
+            // second copy of the tangent) and the solve runs on it there
+            DistMethod::Amg => {
+                let fine = if on_gpu { None } else { host_a.take() };
+                self.update_hierarchy(&pattern, k, owned, fine)?
+            }
         };
-        let run = match (on_gpu, &self.device_operator, &host_a) {
-            (true, Some(d), _) => d,
-            (false, _, Some(a)) => a,
+        let finest = self.hierarchy.as_ref().and_then(|h| h.level_operator(0));
+        let run = match (on_gpu, &self.device_operator, &host_a, finest) {
+            (true, Some(d), _, _) => d,
+            (false, _, Some(a), _) => a,
+            (false, _, None, Some(a)) => a,
             _ => bail!("no operator where the solve runs"),
         };
         let pbj = match self.method {
@@ -261,11 +268,14 @@ impl DistSolver {
     /// new rigid-body modes), updated as `amg.reuse` says otherwise; its levels uploaded to the
     /// GPU when the solves run there, and hot updates run on the GPU
     /// (`DeviceDistHierarchy::update`; `reuse: none`: on the host, the levels refreshed).
+    /// `filled`: the fine operator already filled from `k` on the host, taken as the finest
+    /// level (else it is built here).
     fn update_hierarchy(
         &mut self,
         pattern: &Arc<DistPattern>,
         k: &Bsr,
         owned: usize,
+        filled: Option<DistBsr>,
     ) -> Result<SetupKind> {
         // A hot update with the levels on the GPU runs there (the new tangent is the device
         // operator already): the Galerkin products, smoothers and eigenvalue estimates on the
@@ -283,7 +293,9 @@ impl DistSolver {
         }
         // the fine operator on the host: from the host tangent, or downloaded from the GPU's
         // owned rows (the distributed cold set-up runs on the host)
-        let fine = if k.device().is_host() {
+        let fine = if let Some(fine) = filled {
+            fine
+        } else if k.device().is_host() {
             let mut fine = DistBsr::zeros(pattern.clone());
             fine.set_from_local(k)?;
             fine
