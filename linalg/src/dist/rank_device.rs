@@ -172,12 +172,17 @@ fn peer_capable(comm: &Arc<dyn Comm>, ordinal: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     if node_size != comm.size() {
         return Err(format!(
-            "{} ranks on {node_size} of them on this node; peer writes need every rank on one              node (use --exchange nccl)",
+            "{} ranks, {node_size} of them on this node; peer writes need every rank on one \
+             node (use --exchange nccl)",
             comm.size()
         ));
     }
     for (r, o) in all.iter().enumerate() {
-        let other = u64::from_le_bytes(o[..8].try_into().map_err(|_| "ordinal bytes")?) as usize;
+        let bytes: [u8; 8] = o
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| format!("rank {r} sent {} bytes for its GPU ordinal, not 8", o.len()))?;
+        let other = u64::from_le_bytes(bytes) as usize;
         if r == comm.rank() {
             continue;
         }
