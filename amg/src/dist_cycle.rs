@@ -33,6 +33,8 @@ pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
 pub struct DistTranspose {
     diag_t: Bsr,
     offd_t: Bsr,
+    /// The ghost rows' contributions of a GPU transpose (made at its first apply, reused).
+    ghost: std::sync::Mutex<Option<Vector>>,
 }
 
 impl DistTranspose {
@@ -41,6 +43,7 @@ impl DistTranspose {
         Ok(Self {
             diag_t: linalg::transpose(p.diag())?,
             offd_t: linalg::transpose(p.offd())?,
+            ghost: std::sync::Mutex::new(None),
         })
     }
 
@@ -222,6 +225,8 @@ pub struct DistHierarchy {
     fine_serial_ids: Vec<u64>,
     fine_nns: Vec<f64>,
     k: usize,
+    /// The V-cycle's vectors (made at the first cycle).
+    work: std::sync::Mutex<DistCycleWork>,
 }
 
 impl DistHierarchy {
@@ -281,6 +286,7 @@ impl DistHierarchy {
                     fine_serial_ids: owned_serial_ids.to_vec(),
                     fine_nns: nns,
                     k,
+                    work: Default::default(),
                 });
             };
             levels.push(DistLevel {
@@ -393,9 +399,10 @@ impl DistHierarchy {
         &self.params
     }
 
-    /// One V-cycle on level `level` from `x = 0`, as the serial [`crate::Hierarchy`]'s.
-    fn cycle(&self, level: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        v_cycle(&self.levels, level, b, x, &|a, b, x| {
+    /// One V-cycle from `x = 0`, as the serial [`crate::Hierarchy`]'s, in the hierarchy's
+    /// own vectors.
+    fn cycle(&self, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        v_cycle_in(&self.levels, &self.work, b, x, &|a, b, x| {
             self.coarse.solve(a, b, x)
         })
     }
@@ -421,35 +428,116 @@ impl CycleLevel for DistLevel {
     }
 }
 
+/// The vectors of one level of a distributed V-cycle, where the level lives: below the finest
+/// its right-hand side and iterate (empty on the finest: the caller's are used), and the
+/// smoother's scratch.
+#[derive(Debug)]
+struct DistLevelWork {
+    b: Vector,
+    x: Vector,
+    sw: SmootherWork,
+}
+
+/// The vectors of a distributed V-cycle, level by level (the serial
+/// [`crate::CycleWorkspace`]'s counterpart), held by a hierarchy and made at its first cycle:
+/// with the operators' own product scratch ([`DistBsr::add_scaled_product`]) a later cycle
+/// allocates nothing. [`DistCycleWork::fit`] makes it anew where a level's layout or device
+/// changed (a refresh with new patterns).
+#[derive(Debug, Default)]
+struct DistCycleWork {
+    levels: Vec<DistLevelWork>,
+}
+
+impl DistCycleWork {
+    /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
+    fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
+        let fits = self.levels.len() == levels.len()
+            && self.levels.iter().zip(levels).all(|(w, l)| {
+                let a = l.operator();
+                let owned = a.pattern().owned_layout();
+                w.sw.r.layout().matches(owned) && w.sw.r.device().same_as(&a.device())
+            });
+        if fits {
+            return Ok(());
+        }
+        self.levels = levels
+            .iter()
+            .enumerate()
+            .map(|(l, level)| {
+                let a = level.operator();
+                let (b, x) = if l == 0 {
+                    (Vector::zeros(0), Vector::zeros(0))
+                } else {
+                    (a.owned_zeros()?, a.owned_zeros()?)
+                };
+                Ok(DistLevelWork {
+                    b,
+                    x,
+                    sw: SmootherWork {
+                        r: a.owned_zeros()?,
+                        d: a.owned_zeros()?,
+                    },
+                })
+            })
+            .collect::<Result<_, AmgError>>()?;
+        Ok(())
+    }
+}
+
+/// One V-cycle from `x = 0` on the finest of `levels` in the hierarchy's `work` (made or
+/// re-made to fit the levels first); an error, never a wait, if another thread holds it.
+fn v_cycle_in<L: CycleLevel>(
+    levels: &[L],
+    work: &std::sync::Mutex<DistCycleWork>,
+    b: &Vector,
+    x: &mut Vector,
+    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
+) -> Result<(), AmgError> {
+    let mut work = match work.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return Err(AmgError::WorkspaceBusy),
+    };
+    work.fit(levels)?;
+    let (first, rest) = work
+        .levels
+        .split_first_mut()
+        .expect("a hierarchy has a level");
+    v_cycle(levels, 0, b, x, &mut first.sw, rest, coarse)
+}
+
 /// One V-cycle on `levels[level]` from `x = 0`, as the serial [`crate::Hierarchy`]'s: vectors
-/// where the level's matrices live; `coarse` solves the coarsest level.
+/// where the level's matrices live (`sw`: this level's smoother scratch, `rest`: the vectors of
+/// the levels below); `coarse` solves the coarsest level.
 fn v_cycle<L: CycleLevel>(
     levels: &[L],
     level: usize,
     b: &Vector,
     x: &mut Vector,
+    sw: &mut SmootherWork,
+    rest: &mut [DistLevelWork],
     coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
 ) -> Result<(), AmgError> {
     let l = &levels[level];
     let (Some(smoother), Some((p, pt))) = (l.smoother(), l.transfer()) else {
         return coarse(l.operator(), b, x);
     };
-    let a = l.operator();
-    let mut w = SmootherWork {
-        r: b.zeros_like()?,
-        d: b.zeros_like()?,
+    let Some((c, deeper)) = rest.split_first_mut() else {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed V-cycle work levels",
+            expected: levels.len(),
+            found: level + 1,
+        });
     };
-    smoother.smooth(a, b, x, true, &mut w)?;
-    w.r.copy_from(b)?;
-    a.subtract_product(x, &mut w.r)?;
-    let mut rc = p.owned_zeros()?;
-    pt.apply(p, &w.r, &mut rc)?;
-    let mut xc = rc.zeros_like()?;
-    v_cycle(levels, level + 1, &rc, &mut xc, coarse)?;
-    let mut correction = p.row_zeros()?;
-    p.apply(&xc, &mut correction)?;
-    ops::axpy(1.0, &correction, x)?;
-    smoother.smooth(a, b, x, false, &mut w)
+    let a = l.operator();
+    smoother.smooth(a, b, x, true, sw)?;
+    sw.r.copy_from(b)?;
+    a.subtract_product(x, &mut sw.r)?;
+    pt.apply(p, &sw.r, &mut c.b)?;
+    v_cycle(levels, level + 1, &c.b, &mut c.x, &mut c.sw, deeper, coarse)?;
+    // x += P x_c: the product into P's scratch, then added (the bits of apply and axpy)
+    p.add_scaled_product(1.0, &c.x, x)?;
+    smoother.smooth(a, b, x, false, sw)
 }
 
 impl CoarseSolve {
@@ -492,7 +580,7 @@ impl CoarseSolve {
 
 impl Preconditioner for DistHierarchy {
     fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
-        self.cycle(0, r, z)
+        self.cycle(r, z)
     }
 }
 

@@ -19,11 +19,10 @@ impl SmoothingOperator for Bsr {
 }
 
 impl SmoothingOperator for DistBsr {
-    /// Collective (the halo exchange of `x`); `x` and `r` hold the owned entries.
+    /// Collective (the halo exchange of `x`); `x` and `r` hold the owned entries. The product's
+    /// scratch is the matrix's ([`DistBsr::add_scaled_product`]): no allocation after the first.
     fn subtract_product(&self, x: &Vector, r: &mut Vector) -> Result<(), AmgError> {
-        let mut t = r.zeros_like()?;
-        self.apply(x, &mut t)?;
-        Ok(ops::axpy(-1.0, &t, r)?)
+        Ok(self.add_scaled_product(-1.0, x, r)?)
     }
 }
 

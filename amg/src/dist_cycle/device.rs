@@ -26,7 +26,7 @@ use linalg::{Device, Vector};
 
 use super::device_coarse::CoarsestOnOwner;
 use super::device_update::DeviceGalerkin;
-use super::{v_cycle, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
+use super::{v_cycle_in, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
 use crate::params::{AmgParams, Reuse};
 use crate::report::SetupTimings;
@@ -47,8 +47,15 @@ pub(super) fn transpose_apply(
     let ctx = device.cuda_context().expect("a device transpose");
     let xb = x.device_buffer()?;
     // the ghost rows' contributions first, so that the owned rows' product runs while they
-    // travel
-    let mut ghost = Vector::zeros_on(&device, t.offd_t.n_rows())?;
+    // travel (into the transpose's own scratch, made at the first call)
+    let mut scratch = t.ghost.lock().unwrap_or_else(|p| p.into_inner());
+    if scratch
+        .as_ref()
+        .is_none_or(|g| g.len() != t.offd_t.n_rows())
+    {
+        *scratch = Some(Vector::zeros_on(&device, t.offd_t.n_rows())?);
+    }
+    let ghost = scratch.as_mut().expect("made above");
     cuda::spmv(
         ctx,
         t.offd_t.device_bsr()?,
@@ -104,6 +111,8 @@ pub struct DeviceDistHierarchy {
     coarse_serial_ids: Vec<u64>,
     /// The phases of the last [`DeviceDistHierarchy::update`] (this rank's seconds).
     update_timings: SetupTimings,
+    /// The V-cycle's vectors on the device (made at the first cycle).
+    work: std::sync::Mutex<super::DistCycleWork>,
 }
 
 /// Where the coarsest level is solved: redundantly on every rank's host where several ranks
@@ -218,6 +227,7 @@ impl DeviceDistHierarchy {
             device: device.clone(),
             levels,
             update_timings: SetupTimings::default(),
+            work: Default::default(),
             coarse,
             params: host.params.clone(),
             coarse_serial_ids: super::coarse_serial_ids(
@@ -416,7 +426,9 @@ impl DeviceDistHierarchy {
 
 impl Preconditioner for DeviceDistHierarchy {
     fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
-        v_cycle(&self.levels, 0, r, z, &|a, b, x| self.coarse.solve(a, b, x))
+        v_cycle_in(&self.levels, &self.work, r, z, &|a, b, x| {
+            self.coarse.solve(a, b, x)
+        })
     }
 }
 
@@ -463,5 +475,6 @@ fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, Amg
     Ok(DistTranspose {
         diag_t: t.diag_t.to_device(device)?,
         offd_t: t.offd_t.to_device(device)?,
+        ghost: std::sync::Mutex::new(None),
     })
 }

@@ -36,6 +36,9 @@ pub(super) struct CoarsestOnOwner {
     /// The operator in the serial order (values gathered by [`Self::factor`]).
     serial: Bsr,
     inverse: Option<DenseFactor>,
+    /// The right-hand side and the solution in the serial order (made at the first solve,
+    /// reused by every later one).
+    work: std::sync::Mutex<Option<(Vector, Vector)>>,
 }
 
 impl CoarsestOnOwner {
@@ -91,6 +94,7 @@ impl CoarsestOnOwner {
             slots: ctx.upload(&slots)?,
             serial: Bsr::zeros_on(&device, serial_pattern, k, k)?,
             inverse: None,
+            work: std::sync::Mutex::new(None),
             ctx: ctx.clone(),
             k,
         })
@@ -135,9 +139,13 @@ impl CoarsestOnOwner {
             value: "not factored".into(),
             reason: "factor before solving",
         })?;
-        let device = Device::Cuda(self.ctx.clone());
+        let mut work = self.work.lock().unwrap_or_else(|p| p.into_inner());
         let n = b.len();
-        let mut b_serial = Vector::zeros_on(&device, n)?;
+        if work.as_ref().is_none_or(|(bs, _)| bs.len() != n) {
+            let device = Device::Cuda(self.ctx.clone());
+            *work = Some((Vector::zeros_on(&device, n)?, Vector::zeros_on(&device, n)?));
+        }
+        let (b_serial, y) = work.as_mut().expect("made above");
         cuda::halo::gather_blocks(
             &self.ctx,
             self.k,
@@ -145,8 +153,7 @@ impl CoarsestOnOwner {
             b.device_buffer()?,
             b_serial.device_buffer_mut()?,
         )?;
-        let mut y = Vector::zeros_on(&device, n)?;
-        inverse.solve(&b_serial, &mut y)?;
+        inverse.solve(b_serial, y)?;
         cuda::halo::gather_blocks(
             &self.ctx,
             self.k,

@@ -349,6 +349,9 @@ pub struct DistBsr {
     offd_rows: Option<OffdRows>,
     /// Owned entries and ghosts of the operand of [`DistBsr::apply`] (one call at a time).
     scratch: Mutex<Vec<f64>>,
+    /// The product of [`DistBsr::add_scaled_product`] where the matrix lives (row layout; made
+    /// at its first call, reused by every later one).
+    product: Mutex<Option<Vector>>,
     /// Where each slot's block comes from in the rank-local matrix (GPU matrices only; made by
     /// the first [`DistBsr::set_from_local`] from a device matrix, reused by every later one).
     local_gather: Option<LocalGather>,
@@ -440,6 +443,7 @@ impl DistBsr {
             device_halo: None,
             offd_rows: None,
             scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
+            product: Mutex::new(None),
             local_gather: None,
             version: next_version(),
             pattern,
@@ -591,6 +595,7 @@ impl DistBsr {
             device_halo,
             offd_rows,
             scratch: Mutex::new(vec![0.0; self.pattern.layout.len()]),
+            product: Mutex::new(None),
             local_gather: None,
             version: self.version,
         })
@@ -785,6 +790,28 @@ impl DistBsr {
             }
         }
         cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)
+    }
+
+    /// Collective. `y = y + sign A x` for owned-only vectors (as [`DistBsr::apply`]'s; `y` has
+    /// [`DistPattern::row_layout`]), in the bits of [`DistBsr::apply`] into a scratch vector
+    /// followed by `ops::axpy(sign, ..)`: the residual update `r -= A x` (`sign = -1`) and the
+    /// coarse correction `x += P e` (`sign = 1`) of a V-cycle. The scratch is the matrix's own,
+    /// made at the first call where the matrix lives and reused: later calls allocate nothing.
+    pub fn add_scaled_product(
+        &self,
+        sign: f64,
+        x: &Vector,
+        y: &mut Vector,
+    ) -> Result<(), LinalgError> {
+        let mut product = self.product.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = match product.take() {
+            Some(t) => t,
+            None => self.row_zeros()?,
+        };
+        self.apply(x, &mut t)?;
+        crate::ops::axpy(sign, &t, y)?;
+        *product = Some(t);
+        Ok(())
     }
 
     /// `y_owned = A x` with `x` of owned entries then ghosts: the halo exchange fills the
