@@ -197,12 +197,16 @@ pub fn cg_operator(
     a.apply(x, &mut z)?;
     ops::axpy(-1.0, &z, &mut r)?;
     pc.apply(&r, &mut z)?;
-    let mut rz = ops::dot(&r, &z)?;
-    let monitored = |r: &Vector, z: &Vector| match params.norm {
-        ResidualNorm::Unpreconditioned => ops::norm2(r),
-        ResidualNorm::Preconditioned => ops::norm2(z),
+    // `r . z` and the monitored norm's square in one reduction (each `ops::dot`'s bits)
+    let reduce = |r: &Vector, z: &Vector| -> Result<(f64, f64), AmgError> {
+        let watched = match params.norm {
+            ResidualNorm::Unpreconditioned => r,
+            ResidualNorm::Preconditioned => z,
+        };
+        let [rz, squared] = ops::dots([(r, z), (watched, watched)])?;
+        Ok((rz, squared.sqrt()))
     };
-    let r0 = monitored(&r, &z)?;
+    let (mut rz, r0) = reduce(&r, &z)?;
     let mut history = vec![r0];
     let target = (params.rtol * r0).max(params.atol);
     let finish = |iterations: usize, reason: CgStopReason, history: Vec<f64>| CgOutcome {
@@ -245,8 +249,7 @@ pub fn cg_operator(
         ops::axpy(-alpha, &q, &mut r)?;
         pc.apply(&r, &mut q)?;
         let z = &q;
-        let rz_new = ops::dot(&r, z)?;
-        let rn = monitored(&r, z)?;
+        let (rz_new, rn) = reduce(&r, z)?;
         history.push(rn);
         if !rn.is_finite() || !rz_new.is_finite() {
             return Ok(finish(it, CgStopReason::NonFinite, history));

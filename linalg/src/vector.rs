@@ -314,6 +314,46 @@ pub mod ops {
         Ok(sum[0])
     }
 
+    /// The dot products of `N` pairs at once, each [`dot`]'s bits: one wait for the device
+    /// (one download of every pair's exact sum) and one reduction over the ranks where `N`
+    /// calls of [`dot`] take `N` of each. Every vector must share the first pair's layout and
+    /// device.
+    pub fn dots<const N: usize>(pairs: [(&Vector, &Vector); N]) -> Result<[f64; N], LinalgError> {
+        let Some(&(first, _)) = pairs.first() else {
+            return Ok([0.0; N]);
+        };
+        for &(x, y) in &pairs {
+            check_pair("ops::dots", x, y)?;
+            check_pair("ops::dots (another pair)", first, x)?;
+        }
+        let owned = first.layout.owned();
+        let mut sums = match &first.storage {
+            Storage::Host(_) => pairs
+                .iter()
+                .map(|(x, y)| {
+                    Ok(host::blas1::dot_exact(
+                        &x.host()?[..owned],
+                        &y.host()?[..owned],
+                    ))
+                })
+                .collect::<Result<Vec<_>, LinalgError>>()?,
+            Storage::Cuda { ctx, .. } => {
+                let buffers = pairs
+                    .iter()
+                    .map(|(x, y)| Ok((x.device_buffer()?, y.device_buffer()?, owned)))
+                    .collect::<Result<Vec<_>, LinalgError>>()?;
+                cuda::vector::dots_exact_prefix(ctx, &buffers)?
+            }
+            _ => return Err(unsupported("ops::dots", &first.device())),
+        };
+        crate::exact::ExactSum::allreduce(&**first.layout.comm(), &mut sums)?;
+        let mut out = [0.0; N];
+        for (o, s) in out.iter_mut().zip(&sums) {
+            *o = s.value();
+        }
+        Ok(out)
+    }
+
     /// `x . y` over the entries of host vectors of one rank in plain floating point (partial
     /// sums of [`REDUCTION_CHUNK`] entries added in chunk order): the former dot, kept to
     /// measure the exact [`dot`]'s cost; it agrees with [`dot`] to rounding only.

@@ -80,6 +80,10 @@ fn vector_operations_are_bit_identical_on_the_device() {
         let (x, mut y) = (xh.to_device(&dev).unwrap(), yh.to_device(&dev).unwrap());
         assert!(!x.device().is_host());
         assert_eq!(ops::dot(&x, &y).unwrap(), ops::dot(&xh, &yh).unwrap());
+        // several dots with one download: each the host's dot, bit for bit
+        let [xy, xx] = ops::dots([(&x, &y), (&x, &x)]).unwrap();
+        assert_eq!(xy.to_bits(), ops::dot(&xh, &yh).unwrap().to_bits());
+        assert_eq!(xx.to_bits(), ops::dot(&xh, &xh).unwrap().to_bits());
         assert_eq!(ops::norm_inf(&x).unwrap(), ops::norm_inf(&xh).unwrap());
         let mut yh2 = yh.clone();
         ops::axpy(0.3, &xh, &mut yh2).unwrap();

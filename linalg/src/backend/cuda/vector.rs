@@ -158,6 +158,21 @@ fn exact_words_prefix(
     y: &DeviceBuffer<f64>,
     len: usize,
 ) -> Result<DeviceBuffer<u64>, LinalgError> {
+    let mut words = ctx.zeros::<u64>(EXACT_WORDS)?;
+    add_exact_bins(ctx, term, x, y, len, &mut words.slice_mut().slice_mut(..))?;
+    Ok(words)
+}
+
+/// Adds the terms selected by `term` over the first `len` entries of `x` (and `y`) into the
+/// accumulator `words` ([`EXACT_WORDS`] words, zeroed before the first addition).
+fn add_exact_bins(
+    ctx: &CudaContext,
+    term: i32,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    len: usize,
+    words: &mut cudarc::driver::CudaViewMut<'_, u64>,
+) -> Result<(), LinalgError> {
     if len > x.len() || len > y.len() {
         return Err(LinalgError::IndexOutOfRange {
             what: "device exact sum: prefix",
@@ -165,6 +180,7 @@ fn exact_words_prefix(
             len: x.len().min(y.len()),
         });
     }
+    check_len("device exact sum: words", EXACT_WORDS, words.len())?;
     let n = len as u64;
     if n >= MAX_TERMS {
         return Err(LinalgError::TooManyTerms {
@@ -173,18 +189,39 @@ fn exact_words_prefix(
             max: MAX_TERMS - 1,
         });
     }
-    let mut words = ctx.zeros::<u64>(EXACT_WORDS)?;
     let bins = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
     let blocks = n
         .div_ceil(EXACT_THREADS as u64 * TERMS_PER_THREAD)
         .clamp(1, MAX_BLOCKS);
     let mut l = ctx.stream().launch_builder(&bins);
-    l.arg(&n).arg(x).arg(y).arg(&term).arg(&mut words);
+    l.arg(&n).arg(x).arg(y).arg(&term).arg(words);
     // SAFETY: arguments match `exact_bins` (grid-stride over `n` entries of `x` and, for
-    // products, `y`, checked by the callers); `words` holds EXACT_WORDS zeroed words.
+    // products, `y`, checked above); `words` holds EXACT_WORDS words, zeroed by the caller.
     unsafe { l.launch(grid_1d(blocks * EXACT_THREADS as u64, EXACT_THREADS)) }
         .map_err(driver_err("exact_bins"))?;
-    Ok(words)
+    Ok(())
+}
+
+/// The dot products `x_k . y_k` over the first `len_k` entries of each pair `(x_k, y_k,
+/// len_k)`, unrounded (as [`dot_exact_prefix`]'s), with one download for all of them
+/// ([`EXACT_WORDS`] words each): one wait for the device where separate calls wait once each.
+pub fn dots_exact_prefix(
+    ctx: &CudaContext,
+    pairs: &[(&DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
+) -> Result<Vec<crate::exact::ExactSum>, LinalgError> {
+    let mut words = ctx.zeros::<u64>(EXACT_WORDS * pairs.len().max(1))?;
+    for (k, &(x, y, len)) in pairs.iter().enumerate() {
+        let mut part = words
+            .slice_mut()
+            .slice_mut(k * EXACT_WORDS..(k + 1) * EXACT_WORDS);
+        add_exact_bins(ctx, TERM_PRODUCT, x, y, len, &mut part)?;
+    }
+    let words = ctx.download(&words)?;
+    words
+        .chunks_exact(EXACT_WORDS)
+        .take(pairs.len())
+        .map(exact_from_words)
+        .collect()
 }
 
 /// The exact sum of the terms selected by `term` (see [`exact_words`]), rounded once into
