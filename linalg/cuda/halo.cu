@@ -58,8 +58,10 @@ extern "C" __global__ void peer_put(const u32 n_dst, const u32* __restrict__ fir
                                     u64* const* __restrict__ ready_remote,
                                     u64* const* __restrict__ free_local, u32* counter,
                                     const u64 seq) {
-    if (blockIdx.x == 0 && threadIdx.x < n_src) {
-        store_release_sys(free_remote[threadIdx.x], seq - 1);
+    if (blockIdx.x == 0) {
+        for (u32 s = threadIdx.x; s < n_src; s += blockDim.x) {
+            store_release_sys(free_remote[s], seq - 1);
+        }
     }
     if (threadIdx.x == 0) {
         for (u32 d = 0; d < n_dst; ++d) {

@@ -76,7 +76,11 @@ impl<T: DeviceRepr + ValidAsZeroBits> ExportedBuffer<T> {
                 return Err(e);
             }
         }
-        ctx.synchronize()?;
+        if let Err(e) = ctx.synchronize() {
+            // SAFETY: the allocation above, not yet referenced by any slice.
+            unsafe { sys::cuMemFree_v2(ptr) };
+            return Err(e);
+        }
         // SAFETY: `ptr` holds `len` zeroed values of `T` (valid as zero bits); the slice is
         // leaked in `Drop`, never freed by cudarc (whose free is stream-ordered).
         let slice = unsafe { ctx.stream().upgrade_device_ptr::<T>(ptr, len) };
@@ -116,9 +120,11 @@ impl<T> Drop for ExportedBuffer<T> {
     }
 }
 
-/// A neighbour's exported buffer mapped into this process (unmapped on drop).
+/// A neighbour's exported buffer mapped into this process (unmapped on drop, in the context
+/// that mapped it).
 struct ImportedBuffer {
     ptr: sys::CUdeviceptr,
+    ctx: Arc<cudarc::driver::CudaContext>,
 }
 
 impl ImportedBuffer {
@@ -142,12 +148,17 @@ impl ImportedBuffer {
                 sys::CUipcMem_flags_enum::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32,
             )
         })?;
-        Ok(Self { ptr })
+        Ok(Self {
+            ptr,
+            ctx: ctx.driver_context().clone(),
+        })
     }
 }
 
 impl Drop for ImportedBuffer {
     fn drop(&mut self) {
+        // the mapping belongs to the context that opened it; errors cannot be reported here
+        let _ = self.ctx.bind_to_thread();
         // SAFETY: a mapping of `open`; nothing queued uses it any more (the channel's buffers
         // are synchronised before).
         unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
@@ -318,6 +329,21 @@ impl PeerChannel {
             if failure.is_some() {
                 break;
             }
+            // where this rank sends to `n`, `n` must have said where the blocks go (an
+            // inconsistent plan: an error on both sides through the agreement below, never a
+            // rank returning while its neighbour waits)
+            let (ghost_at, returned_at) = (
+                m[3 * HANDLE_BYTES / 8].to_bits(),
+                m[3 * HANDLE_BYTES / 8 + 1].to_bits(),
+            );
+            if (sends.iter().any(|(r, _)| *r == n) && ghost_at == NONE)
+                || (receives.iter().any(|(r, _)| *r == n) && returned_at == NONE)
+            {
+                failure = Some(format!(
+                    "rank {n} does not expect the messages rank {me}'s plan sends it"
+                ));
+                break;
+            }
             let bytes: Vec<u8> = m[..3 * HANDLE_BYTES / 8]
                 .iter()
                 .flat_map(|w| w.to_bits().to_le_bytes())
@@ -344,8 +370,8 @@ impl PeerChannel {
                     ghosts,
                     returned,
                     flags,
-                    ghost_at: m[3 * HANDLE_BYTES / 8].to_bits(),
-                    returned_at: m[3 * HANDLE_BYTES / 8 + 1].to_bits(),
+                    ghost_at,
+                    returned_at,
                 }),
                 Err(e) => {
                     failure = Some(format!("mapping rank {n}'s buffers on rank {me}: {e}"));
@@ -440,13 +466,6 @@ impl PeerChannel {
                 blocks: list.len() as u64,
             })
         };
-        if fwd_dsts.iter().any(|(n, _)| of(*n).ghost_at == NONE)
-            || rev_dsts.iter().any(|(n, _)| of(*n).returned_at == NONE)
-        {
-            return Err(LinalgError::LayoutMismatch {
-                what: "PeerChannel::open: a neighbour does not expect this rank's messages",
-            });
-        }
         let fwd_srcs: Vec<usize> = receives.iter().map(|(r, _)| *r).collect();
         let rev_srcs: Vec<usize> = sends.iter().map(|(r, _)| *r).collect();
         // forward: into each destination's ghosts where it receives this rank's blocks
