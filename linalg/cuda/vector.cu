@@ -138,12 +138,14 @@ __device__ __forceinline__ double exact_power(int k) {
     return __longlong_as_double((long long)(k + 1023) << 52);
 }
 
-// out[0] = words rounded once as ExactSum::value rounds (ties to even; +0 for an exact zero;
-// a subnormal result rounded twice, as on the host); NaN or the infinity for non-finite terms.
-// One thread.
+// out[k] = accumulator k (words[k (EXACT_BINS + 1)..], one per block k) rounded once as
+// ExactSum::value rounds (ties to even; +0 for an exact zero; a subnormal result rounded twice,
+// as on the host); NaN or the infinity for non-finite terms. One thread per block.
 extern "C" __global__ void exact_finish(const unsigned long long* __restrict__ words,
                                         double* __restrict__ out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (threadIdx.x != 0) return;
+    words += (u64)blockIdx.x * (EXACT_BINS + 1);
+    out += blockIdx.x;
     __shared__ long long b[EXACT_BINS];
     const unsigned long long flags = words[EXACT_BINS];
     if (flags) {

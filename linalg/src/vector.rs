@@ -342,6 +342,13 @@ pub mod ops {
                     .iter()
                     .map(|(x, y)| Ok((x.device_buffer()?, y.device_buffer()?, owned)))
                     .collect::<Result<Vec<_>, LinalgError>>()?;
+                if first.layout.comm().size() == 1 {
+                    // one rank: rounded on the device, only the values come back
+                    let values = cuda::vector::dots(ctx, &buffers)?;
+                    let mut out = [0.0; N];
+                    out.copy_from_slice(&values);
+                    return Ok(out);
+                }
                 cuda::vector::dots_exact_prefix(ctx, &buffers)?
             }
             _ => return Err(unsupported("ops::dots", &first.device())),

@@ -202,13 +202,12 @@ fn add_exact_bins(
     Ok(())
 }
 
-/// The dot products `x_k . y_k` over the first `len_k` entries of each pair `(x_k, y_k,
-/// len_k)`, unrounded (as [`dot_exact_prefix`]'s), with one download for all of them
-/// ([`EXACT_WORDS`] words each): one wait for the device where separate calls wait once each.
-pub fn dots_exact_prefix(
+/// The accumulators of the dot products `x_k . y_k` over the first `len_k` entries of each
+/// pair `(x_k, y_k, len_k)`, [`EXACT_WORDS`] words each, one after another on the device.
+fn dots_words(
     ctx: &CudaContext,
     pairs: &[(&DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
-) -> Result<Vec<crate::exact::ExactSum>, LinalgError> {
+) -> Result<DeviceBuffer<u64>, LinalgError> {
     let mut words = ctx.zeros::<u64>(EXACT_WORDS * pairs.len().max(1))?;
     for (k, &(x, y, len)) in pairs.iter().enumerate() {
         let mut part = words
@@ -216,7 +215,39 @@ pub fn dots_exact_prefix(
             .slice_mut(k * EXACT_WORDS..(k + 1) * EXACT_WORDS);
         add_exact_bins(ctx, TERM_PRODUCT, x, y, len, &mut part)?;
     }
-    let words = ctx.download(&words)?;
+    Ok(words)
+}
+
+/// The dot products `x_k . y_k` over the first `len_k` entries of each pair `(x_k, y_k,
+/// len_k)`, each rounded once on the device ([`dot`]'s bits), with one download of the
+/// values (8 bytes each): one wait for the device where separate calls wait once each.
+pub fn dots(
+    ctx: &CudaContext,
+    pairs: &[(&DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
+) -> Result<Vec<f64>, LinalgError> {
+    if pairs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let words = dots_words(ctx, pairs)?;
+    let mut out = ctx.zeros::<f64>(pairs.len())?;
+    let finish = ctx.function(&VECTOR, DEFINES, "exact_finish")?;
+    let mut l = ctx.stream().launch_builder(&finish);
+    l.arg(&words).arg(&mut out);
+    // SAFETY: arguments match `exact_finish`: block k rounds accumulator k of `words` into
+    // `out[k]`, one block per pair.
+    unsafe { l.launch(grid_1d(pairs.len() as u64 * 32, 32)) }
+        .map_err(driver_err("exact_finish"))?;
+    ctx.download(&out)
+}
+
+/// The dot products `x_k . y_k` over the first `len_k` entries of each pair `(x_k, y_k,
+/// len_k)`, unrounded (as [`dot_exact_prefix`]'s), with one download for all of them
+/// ([`EXACT_WORDS`] words each): one wait for the device where separate calls wait once each.
+pub fn dots_exact_prefix(
+    ctx: &CudaContext,
+    pairs: &[(&DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
+) -> Result<Vec<crate::exact::ExactSum>, LinalgError> {
+    let words = ctx.download(&dots_words(ctx, pairs)?)?;
     words
         .chunks_exact(EXACT_WORDS)
         .take(pairs.len())
