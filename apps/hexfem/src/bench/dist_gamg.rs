@@ -135,6 +135,9 @@ pub struct DistGpuRank {
     pub vcycle_s: f64,
     pub dot_s: f64,
     pub dot_local_s: f64,
+    /// Best of the host's time to queue one V-cycle (until `apply` returns, before the
+    /// device finishes), seconds: near `vcycle_s` where the launches, not the GPU, set the pace.
+    pub vcycle_enqueue_s: f64,
     /// The phases of the fastest device hot update (`DeviceDistHierarchy::update_timings`,
     /// each ended by a device synchronisation), seconds: point-block Jacobi inverses and
     /// eigenvalue estimates, Galerkin products with their reductions, the coarsest factor.
@@ -417,8 +420,12 @@ pub fn run(
     if !device.is_host() {
         (gpu.spmv_exchange_s, gpu.spmv_diag_s, gpu.spmv_serial_s) =
             spmv_parts(comm, &device, &a, &x, &mut y)?;
-        (gpu.vcycle_s, gpu.dot_s, gpu.dot_local_s) =
-            cg_parts(comm, &device, preconditioner(&h, &hd), &b, &x)?;
+        (
+            gpu.vcycle_s,
+            gpu.dot_s,
+            gpu.dot_local_s,
+            gpu.vcycle_enqueue_s,
+        ) = cg_parts(comm, &device, preconditioner(&h, &hd), &b, &x)?;
         gpu.hot_update_smoothers_s = best_phases.smoother_setup_s;
         gpu.hot_update_galerkin_s = best_phases.galerkin_numeric_s;
         gpu.hot_update_coarse_s = best_phases.coarse_factor_s;
@@ -560,15 +567,16 @@ fn preconditioner<'a>(
     }
 }
 
-/// Best times of one V-cycle, one exact dot product and the dot's device part alone on the
-/// device (collective: the V-cycle's exchanges, the dot's all-reduce).
+/// Best times of one V-cycle, one exact dot product, the dot's device part alone on the
+/// device and the host's queueing of one V-cycle (collective: the V-cycle's exchanges, the
+/// dot's all-reduce).
 fn cg_parts(
     comm: &Arc<dyn Comm>,
     device: &Device,
     pc: &dyn Preconditioner,
     b: &Vector,
     x: &Vector,
-) -> Result<(f64, f64, f64)> {
+) -> Result<(f64, f64, f64, f64)> {
     let ctx = device.cuda_context().context("a GPU")?;
     let mut z = b.zeros_like()?;
     sync(comm)?;
@@ -589,7 +597,15 @@ fn cg_parts(
         linalg::backend::cuda::vector::dot_exact(ctx, b.device_buffer()?, x.device_buffer()?)?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    Ok((vcycle_s, dot_s, dot_local_s))
+    let vcycle_enqueue_s = best_of(SPMV_REPEATS, || {
+        sync(comm)?;
+        let t = Instant::now();
+        pc.apply(b, &mut z)?;
+        let queued = t.elapsed().as_secs_f64();
+        device.synchronize()?;
+        Ok(queued)
+    })?;
+    Ok((vcycle_s, dot_s, dot_local_s, vcycle_enqueue_s))
 }
 
 /// Best times of the fine SpMV's halo exchange alone, of its diagonal product alone, and of

@@ -72,6 +72,9 @@ pub struct GpuMetrics {
     /// vectors, medians of [`GPU_REPEATS`] timings (the dot includes its download).
     pub vcycle_ms: f64,
     pub dot_ms: f64,
+    /// Best of the host's time to queue one V-cycle (until `apply` returns, before the device
+    /// finishes): near `vcycle_ms` where the launches, not the GPU, set the pace.
+    pub vcycle_enqueue_ms: f64,
     /// `spmv_gbs / copy_gbs`.
     pub spmv_of_copy: f64,
     /// Numeric Galerkin product per transfer (finest first), median of device-event timings.
@@ -313,6 +316,15 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
             let vcycle_ms = event_median(ctx, GPU_REPEATS, || {
                 Ok(amg::Preconditioner::apply(&vcycle, &b, &mut y)?)
             })?;
+            let vcycle_enqueue_ms = 1e3
+                * best_of(GPU_REPEATS, || {
+                    device.synchronize()?;
+                    let start = Instant::now();
+                    amg::Preconditioner::apply(&vcycle, &b, &mut y)?;
+                    let queued = start.elapsed().as_secs_f64();
+                    device.synchronize()?;
+                    Ok(queued)
+                })?;
             let dot_ms = event_median(ctx, GPU_REPEATS, || {
                 linalg::ops::dot(&b, &x)?;
                 Ok(())
@@ -358,6 +370,7 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
                 copy_gbs: copy,
                 spmv_ms,
                 vcycle_ms,
+                vcycle_enqueue_ms,
                 dot_ms,
                 spmv_bytes,
                 spmv_gbs,

@@ -34,7 +34,7 @@ pub struct CudaContext {
     ctx: Arc<cu::CudaContext>,
     stream: Arc<CudaStream>,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<(String, &'static str), CudaFunction>>,
+    functions: Mutex<HashMap<FunctionKey, CudaFunction>>,
     h2d: AtomicU64,
     d2h: AtomicU64,
     /// NCCL to the other ranks' GPUs, once [`CudaContext::set_peers`] was called (halo
@@ -410,17 +410,22 @@ impl CudaContext {
     pub(crate) fn function(
         &self,
         source: &KernelSource,
-        defines: &[(&str, i64)],
+        defines: &[(&'static str, i64)],
         name: &'static str,
     ) -> Result<CudaFunction, LinalgError> {
+        // every launch looks its function up: a key without allocation
+        let fkey = FunctionKey::new(source, defines, name);
+        if let Some(f) = fkey
+            .as_ref()
+            .and_then(|k| lock(&self.functions).get(k).cloned())
+        {
+            return Ok(f);
+        }
         let arch = format!(
             "sm_{}{}",
             self.compute_capability.0, self.compute_capability.1
         );
         let key = source.key(defines, &arch);
-        if let Some(f) = lock(&self.functions).get(&(key.clone(), name)) {
-            return Ok(f.clone());
-        }
         let module = {
             let mut modules = lock(&self.modules);
             match modules.get(&key) {
@@ -439,7 +444,9 @@ impl CudaContext {
         let f = module
             .load_function(name)
             .map_err(driver_err("cuModuleGetFunction"))?;
-        lock(&self.functions).insert((key, name), f.clone());
+        if let Some(k) = fkey {
+            lock(&self.functions).insert(k, f.clone());
+        }
         Ok(f)
     }
 
@@ -487,4 +494,38 @@ pub(crate) fn check_len(
         });
     }
     Ok(())
+}
+
+/// Defines of one kernel variant at most in a [`FunctionKey`] (more are looked up by their
+/// module key, allocating).
+const KEY_DEFINES: usize = 8;
+
+/// The function cache's key: the source, its defines and the function's name, compared by
+/// value without allocating (one context compiles for one architecture).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct FunctionKey {
+    source: &'static str,
+    fmad: bool,
+    defines: [(&'static str, i64); KEY_DEFINES],
+    n_defines: usize,
+    name: &'static str,
+}
+
+impl FunctionKey {
+    /// `None` for more than [`KEY_DEFINES`] defines.
+    fn new(
+        source: &KernelSource,
+        defines: &[(&'static str, i64)],
+        name: &'static str,
+    ) -> Option<Self> {
+        let mut d = [("", 0); KEY_DEFINES];
+        d.get_mut(..defines.len())?.copy_from_slice(defines);
+        Some(Self {
+            source: source.name,
+            fmad: source.fmad,
+            defines: d,
+            n_defines: defines.len(),
+            name,
+        })
+    }
 }

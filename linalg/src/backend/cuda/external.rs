@@ -65,7 +65,7 @@ pub struct LaunchShape {
 pub fn launch(
     ctx: &CudaContext,
     source: &ExternalSource,
-    defines: &[(&str, i64)],
+    defines: &[(&'static str, i64)],
     function: &'static str,
     shape: LaunchShape,
     args: &mut [KernelArg<'_>],
@@ -104,7 +104,7 @@ pub fn launch(
 /// a GPU. A rejected source gives [`LinalgError::CudaCompile`] with NVRTC's log.
 pub fn compile_only(
     source: &ExternalSource,
-    defines: &[(&str, i64)],
+    defines: &[(&'static str, i64)],
     arch: &str,
 ) -> Result<usize, LinalgError> {
     let ks = KernelSource {

@@ -210,7 +210,7 @@ fn device_term_pairs(
     c: &DevicePattern,
     l: &DevicePattern,
     r: &DevicePattern,
-    defines: &[(&str, i64)],
+    defines: &[(&'static str, i64)],
 ) -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
     let (n_rows, nnz) = (c.n_block_rows() as u32, c.nnz());
     let mut count = ctx.zeros::<u32>(nnz.max(1))?;
@@ -716,7 +716,7 @@ fn launch_pairs<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     ctx: &CudaContext,
     fmad: bool,
     kernel: &'static str,
-    defines: &[(&str, i64)],
+    defines: &[(&'static str, i64)],
     pairs: &[DeviceBuffer<u32>; 3],
     left: &DeviceBuffer<L>,
     right: &DeviceBuffer<R>,

@@ -171,7 +171,7 @@ struct SeqOperands<'a, T: DeviceValue> {
 /// `beta == 0` the old `y` is not read). The callers check the lengths.
 fn launch_seq<T: DeviceValue>(
     ctx: &CudaContext,
-    defines: &[(&str, i64)],
+    defines: &[(&'static str, i64)],
     operands: SeqOperands<'_, T>,
     (alpha, beta): (f64, f64),
     y: &mut DeviceBuffer<f64>,
