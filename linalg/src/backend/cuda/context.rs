@@ -40,6 +40,10 @@ pub struct CudaContext {
     /// NCCL to the other ranks' GPUs, once [`CudaContext::set_peers`] was called (halo
     /// exchanges then go device to device; without it they are staged through the host).
     peers: OnceLock<Arc<DeviceComm>>,
+    /// A second stream, of the highest priority, for work that runs beside the main stream's
+    /// (the peer exchanges' sends), made at first use; its work is always joined back into the
+    /// main stream before anything there depends on it.
+    side: OnceLock<Arc<CudaStream>>,
 }
 
 impl std::fmt::Debug for CudaContext {
@@ -172,6 +176,7 @@ impl CudaContext {
             h2d: AtomicU64::new(0),
             d2h: AtomicU64::new(0),
             peers: OnceLock::new(),
+            side: OnceLock::new(),
         }))
     }
 
@@ -257,6 +262,32 @@ impl CudaContext {
 
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// The side stream (see the field), made at the first call.
+    pub(crate) fn side_stream(&self) -> Result<&Arc<CudaStream>, LinalgError> {
+        if let Some(s) = self.side.get() {
+            return Ok(s);
+        }
+        // the highest priority: the block scheduler dispatches its small kernels ahead of the
+        // main stream's remaining blocks, so that they run beside a large kernel, not after it
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let (_, greatest) = cu::result::stream::get_priority_range()
+            .map_err(driver_err("cuCtxGetStreamPriorityRange"))?;
+        let s = self
+            .ctx
+            .new_stream_with_priority(greatest)
+            .map_err(driver_err("cuStreamCreate (side stream)"))?;
+        Ok(self.side.get_or_init(|| s))
+    }
+
+    /// An event for ordering the two streams (no timing).
+    pub(crate) fn new_order_event(&self) -> Result<cu::CudaEvent, LinalgError> {
+        self.ctx
+            .new_event(None)
+            .map_err(driver_err("cuEventCreate"))
     }
 
     pub(crate) fn driver_context(&self) -> &Arc<cu::CudaContext> {

@@ -218,6 +218,12 @@ pub struct PeerChannel {
     forward_traffic: PeerTraffic,
     reverse_traffic: PeerTraffic,
     seq: u64,
+    /// The side stream the puts run on, beside the main stream's overlapped work, and the
+    /// events ordering them: `queued` (main -> side: the operand is ready) and `sent` (side
+    /// -> main: the put finished, before the main stream waits for the neighbours).
+    side: Arc<cudarc::driver::CudaStream>,
+    queued: cudarc::driver::CudaEvent,
+    sent: cudarc::driver::CudaEvent,
     /// Mappings of the neighbours' buffers, kept open while the routes point into them.
     _imports: Vec<ImportedBuffer>,
 }
@@ -494,6 +500,9 @@ impl PeerChannel {
             forward,
             reverse,
             seq: 0,
+            side: ctx.side_stream()?.clone(),
+            queued: ctx.new_order_event()?,
+            sent: ctx.new_order_event()?,
             _imports: imports,
         })
     }
@@ -507,10 +516,10 @@ impl PeerChannel {
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
         self.seq += 1;
-        self.put(&self.forward, x_owned)?;
+        let put = self.put(&self.forward, x_owned)?;
         // an error of `overlap` is returned after the wait is queued: the peers count on it
         let overlapped = overlap();
-        self.wait(&self.forward)?;
+        self.wait(&self.forward, put)?;
         overlapped?;
         Ok((self.ghosts.buffer(), self.forward_traffic))
     }
@@ -529,17 +538,25 @@ impl PeerChannel {
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
         self.seq += 1;
-        self.put(&self.reverse, ghost_values)?;
+        let put = self.put(&self.reverse, ghost_values)?;
         let overlapped = overlap();
-        self.wait(&self.reverse)?;
+        self.wait(&self.reverse, put)?;
         overlapped?;
         Ok((self.returned.buffer(), self.reverse_traffic))
     }
 
-    fn put(&self, route: &Route, x: &DeviceBuffer<f64>) -> Result<(), LinalgError> {
+    /// Queues the put of `route` on the side stream, after the main stream's work so far
+    /// (which wrote `x` and read the previous messages); `Some(())` if one was queued (then
+    /// [`Self::wait`] joins it back).
+    fn put(&self, route: &Route, x: &DeviceBuffer<f64>) -> Result<Option<()>, LinalgError> {
         if route.n_dst == 0 && route.n_src == 0 {
-            return Ok(());
+            return Ok(None);
         }
+        const ORDER: &str = "peer put: stream order";
+        self.queued
+            .record(self.ctx.stream())
+            .map_err(driver_err(ORDER))?;
+        self.side.wait(&self.queued).map_err(driver_err(ORDER))?;
         const BLOCK: u32 = 256;
         let entries = route.blocks * self.bs as u64;
         let blocks = entries
@@ -547,7 +564,7 @@ impl PeerChannel {
             .clamp(1, self.ctx.multiprocessors().max(1) as u64) as u32;
         let f = self.ctx.function(&HALO, &[], "peer_put")?;
         let bs32 = self.bs as u32;
-        let mut l = self.ctx.stream().launch_builder(&f);
+        let mut l = self.side.launch_builder(&f);
         l.arg(&route.n_dst)
             .arg(&route.first)
             .arg(&route.idx)
@@ -570,10 +587,21 @@ impl PeerChannel {
         // sized from the same plan); the grid is resident at once (at most one block per
         // multiprocessor), so the spinning blocks cannot starve one another.
         unsafe { l.launch(config) }.map_err(driver_err("peer_put"))?;
-        Ok(())
+        self.sent
+            .record(&self.side)
+            .map_err(driver_err("peer put: stream order"))?;
+        Ok(Some(()))
     }
 
-    fn wait(&self, route: &Route) -> Result<(), LinalgError> {
+    /// Joins the put (if `put` says one was queued) into the main stream, then queues there
+    /// the wait for the neighbours' messages of `route`.
+    fn wait(&self, route: &Route, put: Option<()>) -> Result<(), LinalgError> {
+        if put.is_some() {
+            self.ctx
+                .stream()
+                .wait(&self.sent)
+                .map_err(driver_err("peer put: stream order"))?;
+        }
         if route.n_src == 0 {
             return Ok(());
         }
@@ -594,6 +622,7 @@ impl PeerChannel {
 impl Drop for PeerChannel {
     fn drop(&mut self) {
         // nothing queued may still write through the mappings when they close
+        let _ = self.side.synchronize();
         let _ = self.ctx.synchronize();
     }
 }
