@@ -13,10 +13,14 @@ extern "C" __global__ void gather_blocks(const u64 n, const u32 bs, const u32* _
 }
 
 // y[idx[k] bs + c] += buf[k bs + c] for the n listed blocks k = first, ..., first + n - 1 (no
-// block listed twice among them).
+// block listed twice among them), once the n_wait peer sources of exchange `seq` have landed
+// (wait_for_peers; n_wait == 0: buf is ready).
 extern "C" __global__ void scatter_add_blocks(const u64 first, const u64 n, const u32 bs,
                                               const u32* __restrict__ idx,
-                                              const double* __restrict__ buf, double* __restrict__ y) {
+                                              const double* __restrict__ buf, double* __restrict__ y,
+                                              const u32 n_wait, u64* const* __restrict__ ready,
+                                              const u64 seq) {
+    wait_for_peers(n_wait, ready, seq);
     const u64 total = n * bs;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
         const u64 k = first + i / bs;
@@ -36,12 +40,6 @@ extern "C" __global__ void scatter_add_blocks(const u64 first, const u64 n, cons
 
 __device__ __forceinline__ void store_release_sys(u64* p, u64 v) {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ u64 load_acquire_sys(const u64* p) {
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
 }
 
 // One exchange's sends, written straight into the destinations' memory. Destination d gets

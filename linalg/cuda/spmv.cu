@@ -106,12 +106,15 @@ bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __res
 }
 
 // Row k's sum added into block row out_rows[k] of y: y = y + sum, the bits of bsr_spmv_seq's
-// product followed by that addition (no row listed twice).
+// product followed by that addition (no row listed twice); x is read once the n_wait peer
+// sources of exchange `seq` have landed (wait_for_peers; n_wait == 0: x is ready).
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 bsr_spmv_seq_add_rows(const u32 n_rows, const u32* __restrict__ row_ptr,
                       const u32* __restrict__ col_idx, const u32* __restrict__ slots,
                       const mval* __restrict__ vals, const double* __restrict__ x,
-                      const u32* __restrict__ out_rows, double* __restrict__ y) {
+                      const u32* __restrict__ out_rows, double* __restrict__ y,
+                      const u32 n_wait, u64* const* __restrict__ ready, const u64 seq) {
+    wait_for_peers(n_wait, ready, seq);
     __shared__ double part[WARPS][32];
     const u32 warp = threadIdx.x >> 5;
     const u32 lane = threadIdx.x & 31;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use comm::Comm;
 
 use crate::backend::cuda::halo::{gather_blocks, scatter_add_blocks, PinnedBuffer, StreamMark};
-use crate::backend::cuda::peer::{PeerChannel, PeerLists};
+use crate::backend::cuda::peer::{PeerChannel, PeerLists, PeerWait};
 use crate::backend::cuda::{CudaContext, DeviceBuffer, DeviceComm};
 use crate::dist::HaloPlan;
 use crate::LinalgError;
@@ -134,13 +134,49 @@ impl DeviceHalo {
                 found: x_owned.len(),
             });
         }
+        let ctx = self.ctx.clone();
+        let (ghosts, wait) = self.fill_ghosts_deferred(x_owned, overlap)?;
+        if let Some(w) = wait {
+            w.queue(&ctx)?;
+        }
+        Ok(ghosts)
+    }
+
+    /// [`Self::fill_ghosts`], where the exchange writes into the neighbours' memory, without
+    /// its wait for their messages: returned for the kernel that first reads the ghosts
+    /// ([`PeerWait`]: it waits at its start, or queue it alone). `None` where the ghosts are
+    /// ready for work queued after this call (other exchanges, or nothing comes in).
+    pub fn fill_ghosts_deferred(
+        &mut self,
+        x_owned: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>), LinalgError> {
+        let bs = self.plan.block_size();
+        let expected = self.plan.n_owned() * bs;
+        if x_owned.len() != expected {
+            return Err(LinalgError::LengthMismatch {
+                what: "DeviceHalo::fill_ghosts: owned entries",
+                expected,
+                found: x_owned.len(),
+            });
+        }
         if let Some(peers) = self.peers().filter(|p| p.peer_writes()).cloned() {
             self.open_channel()?;
             let channel = self.channel.as_mut().expect("opened");
-            let (ghosts, sent) = channel.forward(x_owned, overlap)?;
+            let (ghosts, wait, sent) = channel.forward_deferred(x_owned, overlap)?;
             peers.count_sent(sent.messages, sent.bytes);
-            return Ok(ghosts);
+            return Ok((ghosts, wait));
         }
+        Ok((self.fill_ghosts_staged(x_owned, overlap)?, None))
+    }
+
+    /// [`Self::fill_ghosts`] through NCCL or pinned host memory (checked lengths).
+    fn fill_ghosts_staged(
+        &mut self,
+        x_owned: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<&DeviceBuffer<f64>, LinalgError> {
+        let bs = self.plan.block_size();
         let ctx = &*self.ctx;
         gather_blocks(ctx, bs, &self.send_idx, x_owned, &mut self.send_dev)?;
         if let Some(peers) = self.peers().cloned() {
@@ -205,7 +241,8 @@ impl DeviceHalo {
         if let Some(peers) = self.peers().filter(|p| p.peer_writes()).cloned() {
             self.open_channel()?;
             let channel = self.channel.as_mut().expect("opened");
-            let (returned, sent) = channel.reverse(ghost_values, || overlap(&mut *y_owned))?;
+            let (returned, wait, sent) =
+                channel.reverse_deferred(ghost_values, || overlap(&mut *y_owned))?;
             peers.count_sent(sent.messages, sent.bytes);
             return add_blocks(
                 &self.ctx,
@@ -214,6 +251,7 @@ impl DeviceHalo {
                 &self.send_ranges,
                 returned,
                 y_owned,
+                wait,
             );
         }
         let ctx = &*self.ctx;
@@ -267,6 +305,7 @@ impl DeviceHalo {
             &self.send_ranges,
             &self.send_dev,
             y_owned,
+            None,
         )
     }
 
@@ -317,11 +356,26 @@ fn add_blocks(
     send_ranges: &[std::ops::Range<usize>],
     buf: &DeviceBuffer<f64>,
     y_owned: &mut DeviceBuffer<f64>,
+    wait: Option<PeerWait<'_>>,
 ) -> Result<(), LinalgError> {
+    // the first addition waits for the peers' messages (if any); the others follow it
+    let mut wait = wait;
     for blocks in send_ranges {
-        scatter_add_blocks(ctx, bs, send_idx, blocks.clone(), buf, y_owned)?;
+        scatter_add_blocks(
+            ctx,
+            bs,
+            send_idx,
+            blocks.clone(),
+            buf,
+            y_owned,
+            wait.as_ref(),
+        )?;
+        wait = None;
     }
-    Ok(())
+    match wait {
+        Some(w) => w.queue(ctx),
+        None => Ok(()),
+    }
 }
 
 /// One neighbour exchange between pinned buffers: `sends` are (rank, entry range of `send`),

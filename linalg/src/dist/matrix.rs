@@ -778,16 +778,26 @@ impl DistBsr {
         })?;
         let xb = x.device_buffer()?;
         let yb = y.device_buffer_mut()?;
-        let ghosts = halo.fill_ghosts(xb, || cuda::spmv(ctx, diag, 1.0, xb, 0.0, &mut *yb))?;
+        // peer exchanges leave their wait to the off-diagonal product, which starts with it
+        let (ghosts, wait) =
+            halo.fill_ghosts_deferred(xb, || cuda::spmv(ctx, diag, 1.0, xb, 0.0, &mut *yb))?;
+        if self.pattern.offd.nnz() > 0 {
+            // the non-empty rows' sums added to their rows: `sum + y` either way, the bits of
+            // the plain product
+            if let Some(o) = &self.offd_rows {
+                let added =
+                    cuda::spmv_rows_add(ctx, offd, &o.pattern, &o.rows, ghosts, yb, wait.as_ref())?;
+                if added.is_some() {
+                    return Ok(());
+                }
+            }
+        }
+        // no kernel took the wait: queued alone before anything reads the ghosts
+        if let Some(w) = wait {
+            w.queue(ctx)?;
+        }
         if self.pattern.offd.nnz() == 0 {
             return Ok(());
-        }
-        // the non-empty rows' sums added to their rows: `sum + y` either way, the bits of the
-        // plain product
-        if let Some(o) = &self.offd_rows {
-            if cuda::spmv_rows_add(ctx, offd, &o.pattern, &o.rows, ghosts, yb)?.is_some() {
-                return Ok(());
-            }
         }
         cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)
     }

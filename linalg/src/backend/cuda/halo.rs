@@ -36,7 +36,8 @@ pub fn gather_blocks(
 }
 
 /// `y[idx[k] bs + c] += buf[k bs + c]` for the listed blocks `k` in `blocks` (none twice among
-/// them; `buf` holds `idx.len() bs`).
+/// them; `buf` holds `idx.len() bs`); with `wait`, once a peer exchange's messages (`buf`) have
+/// landed.
 pub fn scatter_add_blocks(
     ctx: &CudaContext,
     bs: usize,
@@ -44,6 +45,7 @@ pub fn scatter_add_blocks(
     blocks: std::ops::Range<usize>,
     buf: &DeviceBuffer<f64>,
     y: &mut DeviceBuffer<f64>,
+    wait: Option<&super::peer::PeerWait<'_>>,
 ) -> Result<(), LinalgError> {
     check_len("scatter_add_blocks: buf", idx.len() * bs, buf.len())?;
     if blocks.end > idx.len() {
@@ -55,7 +57,7 @@ pub fn scatter_add_blocks(
     }
     let (first, n) = (blocks.start as u64, blocks.len() as u64);
     if n == 0 {
-        return Ok(());
+        return wait.map_or(Ok(()), |w| w.queue(ctx));
     }
     let f = ctx.function(&HALO, &[], "scatter_add_blocks")?;
     let bs32 = bs as u32;
@@ -66,8 +68,13 @@ pub fn scatter_add_blocks(
         .arg(idx)
         .arg(buf)
         .arg(&mut *y);
+    match wait {
+        Some(w) => w.push_args(&mut l),
+        None => super::peer::push_no_wait(&mut l, idx),
+    }
     // SAFETY: arguments match the kernel; `buf` and the range are checked, the indices come
-    // from a halo plan whose blocks lie inside `y`.
+    // from a halo plan whose blocks lie inside `y`; the wait's table (if any) holds its
+    // sources' flag pointers.
     unsafe { l.launch(grid_stride(n * bs as u64)) }.map_err(driver_err("scatter_add_blocks"))?;
     Ok(())
 }

@@ -201,6 +201,58 @@ pub struct PeerTraffic {
     pub bytes: u64,
 }
 
+/// One exchange's wait for its neighbours' messages, left to the kernel that first reads them:
+/// it spins at its start until every source's `ready` flag says they landed
+/// (`wait_for_peers` in the kernels' prelude), which saves the separate wait kernel's launch.
+/// Made by [`PeerChannel::forward_deferred`] and [`PeerChannel::reverse_deferred`]; where no
+/// such kernel follows, [`PeerWait::queue`] queues the wait alone. Work queued after the
+/// reading kernel sees the messages through stream order.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerWait<'a> {
+    n_src: u32,
+    ready_local: &'a DeviceBuffer<u64>,
+    seq: u64,
+}
+
+impl<'a> PeerWait<'a> {
+    /// Pushes the three trailing arguments of a kernel that waits (`n_wait`, `ready`, `seq`).
+    pub(crate) fn push_args<'b>(&'b self, l: &mut cudarc::driver::LaunchArgs<'b>)
+    where
+        'a: 'b,
+    {
+        l.arg(&self.n_src).arg(self.ready_local).arg(&self.seq);
+    }
+
+    /// Queues the wait alone (the `peer_wait` kernel): work queued after it sees the messages.
+    pub fn queue(&self, ctx: &CudaContext) -> Result<(), LinalgError> {
+        if self.n_src == 0 {
+            return Ok(());
+        }
+        let f = ctx.function(&HALO, &[], "peer_wait")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&self.n_src).arg(self.ready_local).arg(&self.seq);
+        let config = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `ready_local` holds `n_src` pointers into this rank's flags.
+        unsafe { l.launch(config) }.map_err(driver_err("peer_wait"))?;
+        Ok(())
+    }
+}
+
+/// The arguments of a kernel that may wait for a peer exchange, for a launch without one:
+/// `n_wait = 0`, so the pointer (any device buffer) is not read.
+pub(crate) fn push_no_wait<'b, T>(
+    l: &mut cudarc::driver::LaunchArgs<'b>,
+    any: &'b DeviceBuffer<T>,
+) {
+    const NONE: u32 = 0;
+    const SEQ: u64 = 0;
+    l.arg(&NONE).arg(any).arg(&SEQ);
+}
+
 /// A halo plan's exchanges by peer writes (see the module doc). One exchange at a time.
 pub struct PeerChannel {
     ctx: Arc<CudaContext>,
@@ -515,13 +567,29 @@ impl PeerChannel {
         x_owned: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
+        let (_, wait, sent) = self.forward_deferred(x_owned, overlap)?;
+        let wait = wait.map(|w| (w.n_src, w.seq));
+        if let Some((n_src, seq)) = wait {
+            self.wait_kernel(&self.forward, n_src, seq)?;
+        }
+        Ok((self.ghosts.buffer(), sent))
+    }
+
+    /// [`Self::forward`] without the wait for the neighbours' messages: returns it for the
+    /// kernel that first reads the ghosts ([`PeerWait`]; `None` where nothing comes in).
+    pub fn forward_deferred(
+        &mut self,
+        x_owned: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>, PeerTraffic), LinalgError> {
         self.seq += 1;
         let put = self.put(&self.forward, x_owned)?;
-        // an error of `overlap` is returned after the wait is queued: the peers count on it
+        // an error of `overlap` is returned after the put is joined: the peers count on it
         let overlapped = overlap();
-        self.wait(&self.forward, put)?;
+        self.join(put)?;
         overlapped?;
-        Ok((self.ghosts.buffer(), self.forward_traffic))
+        let wait = self.pending(&self.forward);
+        Ok((self.ghosts.buffer(), wait, self.forward_traffic))
     }
 
     /// The buffer the forward exchange fills (valid for work queued after it).
@@ -537,12 +605,47 @@ impl PeerChannel {
         ghost_values: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
+        let (_, wait, sent) = self.reverse_deferred(ghost_values, overlap)?;
+        let wait = wait.map(|w| (w.n_src, w.seq));
+        if let Some((n_src, seq)) = wait {
+            self.wait_kernel(&self.reverse, n_src, seq)?;
+        }
+        Ok((self.returned.buffer(), sent))
+    }
+
+    /// [`Self::reverse`] without the wait for the neighbours' messages: returns it for the
+    /// kernel that first reads the returned blocks ([`PeerWait`]; `None` where nothing comes
+    /// in).
+    pub fn reverse_deferred(
+        &mut self,
+        ghost_values: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>, PeerTraffic), LinalgError> {
         self.seq += 1;
         let put = self.put(&self.reverse, ghost_values)?;
         let overlapped = overlap();
-        self.wait(&self.reverse, put)?;
+        self.join(put)?;
         overlapped?;
-        Ok((self.returned.buffer(), self.reverse_traffic))
+        let wait = self.pending(&self.reverse);
+        Ok((self.returned.buffer(), wait, self.reverse_traffic))
+    }
+
+    /// The wait for the current exchange's messages on `route` (`None` without sources).
+    fn pending<'s>(&'s self, route: &'s Route) -> Option<PeerWait<'s>> {
+        (route.n_src > 0).then_some(PeerWait {
+            n_src: route.n_src,
+            ready_local: &route.ready_local,
+            seq: self.seq,
+        })
+    }
+
+    fn wait_kernel(&self, route: &Route, n_src: u32, seq: u64) -> Result<(), LinalgError> {
+        PeerWait {
+            n_src,
+            ready_local: &route.ready_local,
+            seq,
+        }
+        .queue(&self.ctx)
     }
 
     /// Queues the put of `route` on the side stream, after the main stream's work so far
@@ -593,28 +696,14 @@ impl PeerChannel {
         Ok(Some(()))
     }
 
-    /// Joins the put (if `put` says one was queued) into the main stream, then queues there
-    /// the wait for the neighbours' messages of `route`.
-    fn wait(&self, route: &Route, put: Option<()>) -> Result<(), LinalgError> {
+    /// Joins the put (if `put` says one was queued) into the main stream.
+    fn join(&self, put: Option<()>) -> Result<(), LinalgError> {
         if put.is_some() {
             self.ctx
                 .stream()
                 .wait(&self.sent)
                 .map_err(driver_err("peer put: stream order"))?;
         }
-        if route.n_src == 0 {
-            return Ok(());
-        }
-        let f = self.ctx.function(&HALO, &[], "peer_wait")?;
-        let mut l = self.ctx.stream().launch_builder(&f);
-        l.arg(&route.n_src).arg(&route.ready_local).arg(&self.seq);
-        let config = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: `ready_local` holds `n_src` pointers into this rank's flags.
-        unsafe { l.launch(config) }.map_err(driver_err("peer_wait"))?;
         Ok(())
     }
 }

@@ -45,8 +45,10 @@ pub fn spmv<T: DeviceValue>(
 /// [`DevicePattern`] of those rows, its `row_ptr` the rows' starts in `a`'s slots (so it shares
 /// `a`'s column indices and values), `out_rows` each listed row's block row of `y` (none twice).
 /// Each row's sum is [`spmv`]'s (the same summation on the same entries) added to `y`: the bits
-/// of `spmv(a, 1, x, 1, y)`, without the empty rows' launches and in one kernel. `None` if
-/// `a`'s blocks are too tall for that kernel (then use [`spmv`]).
+/// of `spmv(a, 1, x, 1, y)`, without the empty rows' launches and in one kernel. With `wait`
+/// the kernel first waits for a peer exchange's messages (`x`'s ghosts). `None` if `a`'s
+/// blocks are too tall for that kernel (then queue the wait, if any, and use [`spmv`]); the
+/// wait is then not queued.
 pub fn spmv_rows_add<T: DeviceValue>(
     ctx: &CudaContext,
     a: &DeviceBsr<T>,
@@ -54,6 +56,7 @@ pub fn spmv_rows_add<T: DeviceValue>(
     out_rows: &DeviceBuffer<u32>,
     x: &DeviceBuffer<f64>,
     y: &mut DeviceBuffer<f64>,
+    wait: Option<&super::peer::PeerWait<'_>>,
 ) -> Result<Option<()>, LinalgError> {
     if a.block_rows() > MAX_SEQ_DIM {
         return Ok(None);
@@ -83,9 +86,13 @@ pub fn spmv_rows_add<T: DeviceValue>(
         .arg(x)
         .arg(out_rows)
         .arg(&mut *y);
+    match wait {
+        Some(w) => w.push_args(&mut l),
+        None => super::peer::push_no_wait(&mut l, out_rows),
+    }
     // SAFETY: the argument list matches bsr_spmv_seq_add_rows (`slots` is not read without
     // SLOTS); the lengths are checked above and the output rows lie inside `y` (built from
-    // `a`'s rows by the caller).
+    // `a`'s rows by the caller); the wait's table (if any) holds its sources' flag pointers.
     unsafe { l.launch(seq_config(rows.n_block_rows())) }
         .map_err(driver_err("bsr_spmv_seq_add_rows"))?;
     Ok(Some(()))
