@@ -366,10 +366,7 @@ impl CudaContext {
 
     /// [`Self::download`] of a few bytes through the page-locked buffer (made at the first
     /// call): an asynchronous copy, then the stream's end.
-    fn download_small<T: DeviceRepr>(
-        &self,
-        src: &DeviceBuffer<T>,
-    ) -> Result<Vec<T>, LinalgError> {
+    fn download_small<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
         let bytes = src.bytes();
         let mut guard = lock(&self.small);
         if guard.is_none() {

@@ -977,3 +977,61 @@ fn exact_device_sums_are_the_hosts_bits() {
         );
     }
 }
+
+/// Where a device dot's time goes (a measurement, not a check: run with `--ignored
+/// --nocapture` on a GPU). Host wall times per call, averaged over many calls, and the GPU
+/// times of the reduction's two kernels queued back to back.
+#[test]
+#[ignore]
+fn dot_cost_breakdown() {
+    let Some(ctx) = gpu("dot_cost_breakdown") else {
+        return;
+    };
+    let reps = 400;
+    let mut rng = Rng(5);
+    for n in [1usize, 108_000, 862_488] {
+        let x = ctx.upload(&rng.vec(n)).unwrap();
+        let y = ctx.upload(&rng.vec(n)).unwrap();
+        let host = |f: &mut dyn FnMut()| {
+            ctx.synchronize().unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            let queued = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+            ctx.synchronize().unwrap();
+            let done = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+            (queued, done)
+        };
+        let gpu_us = |f: &mut dyn FnMut()| {
+            ctx.synchronize().unwrap();
+            let start = ctx.record_event().unwrap();
+            for _ in 0..reps {
+                f();
+            }
+            let end = ctx.record_event().unwrap();
+            start.elapsed_ms(&end).unwrap() as f64 * 1e3 / reps as f64
+        };
+        let mut words = ctx.zeros::<u64>(vector::EXACT_WORDS_FOR_TESTS).unwrap();
+        let zeros = host(&mut || drop(ctx.zeros::<u64>(vector::EXACT_WORDS_FOR_TESTS).unwrap()));
+        let bins =
+            gpu_us(&mut || vector::add_exact_bins_for_tests(ctx, &x, &y, n, &mut words).unwrap());
+        let bins_host =
+            host(&mut || vector::add_exact_bins_for_tests(ctx, &x, &y, n, &mut words).unwrap());
+        let mut out = ctx.zeros::<f64>(1).unwrap();
+        let into = gpu_us(&mut || vector::dot_into(ctx, &x, &y, &mut out).unwrap());
+        let into_host = host(&mut || vector::dot_into(ctx, &x, &y, &mut out).unwrap());
+        let download = host(&mut || drop(ctx.download(&out).unwrap()));
+        let sync = host(&mut || ctx.synchronize().unwrap());
+        let dot = host(&mut || {
+            vector::dot(ctx, &x, &y).unwrap();
+        });
+        eprintln!(
+            "dot breakdown n {n}: zeros(69) host {:.1}/{:.1} us; exact_bins GPU {bins:.1} us, host \
+             {:.1}/{:.1} us; dot_into GPU {into:.1} us, host {:.1}/{:.1} us; download 8 B + sync \
+             {:.1} us; idle sync {:.1} us; dot {:.1} us (host queued/done per call)",
+            zeros.0, zeros.1, bins_host.0, bins_host.1, into_host.0, into_host.1, download.1,
+            sync.1, dot.1
+        );
+    }
+}
