@@ -69,16 +69,49 @@ __device__ __forceinline__ void exact_flush(unsigned long long* bins, int bin, l
     atomicAdd(bins + bin + 2, (unsigned long long)w2);
 }
 
+// The three words of one lane's bin flushed into the block's shared bins, added over the
+// warp first where every lane with terms has the same bin (the common case: products of
+// similar magnitude share a 32-bit bin), so that one lane adds them instead of 32 lanes
+// contending for the same three shared words. Integer sums: any grouping gives the same words.
+__device__ __forceinline__ void exact_flush_warp(unsigned long long* bins, int bin, long long a0,
+                                                 long long a1, long long a2) {
+    int top = bin;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) top = max(top, __shfl_xor_sync(FULL_MASK, top, off));
+    if (top >= 0 && __all_sync(FULL_MASK, bin == top || bin < 0)) {
+        // lanes without terms hold zeros
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            a0 += __shfl_xor_sync(FULL_MASK, a0, off);
+            a1 += __shfl_xor_sync(FULL_MASK, a1, off);
+            a2 += __shfl_xor_sync(FULL_MASK, a2, off);
+        }
+        if ((threadIdx.x & 31) == 0) exact_flush(bins, top, a0, a1, a2);
+    } else {
+        exact_flush(bins, bin, a0, a1, a2);
+    }
+}
+
+// ExactSum::value's rounding of the accumulator b (EXACT_BINS words, overwritten) with the
+// non-finite flags into *out (ties to even; +0 for an exact zero; a subnormal result rounded
+// twice, as on the host); NaN or the infinity for non-finite terms. One thread.
+__device__ void exact_round(long long* b, const unsigned long long flags, double* out);
+
 // words[0..EXACT_BINS) += the terms' bins (unnormalised, integer atomics: any order gives the
 // same words), words[EXACT_BINS] |= the non-finite flags. words must start zeroed; n < 2^30
 // keeps every bin's running sum inside 63 bits (each term adds less than 2^33 to a bin).
 // Each thread keeps the three words of its current bin in registers and flushes them to the
-// block's shared bins when a term falls into another bin; blocks then add into words.
+// block's shared bins when a term falls into another bin (at the end over its warp first);
+// blocks then add into words. With `done` (not null; zero before the launch) the last block
+// to finish rounds words into out[0] as exact_finish does and leaves words and *done zeroed
+// for the next sum.
 extern "C" __global__ void __launch_bounds__(EXACT_THREADS)
 exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__ y,
-           const int term, unsigned long long* __restrict__ words) {
+           const int term, unsigned long long* __restrict__ words, unsigned int* done,
+           double* __restrict__ out) {
     __shared__ unsigned long long bins[EXACT_BINS];
     __shared__ unsigned long long flags;
+    __shared__ bool last;
     for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x) bins[i] = 0;
     if (threadIdx.x == 0) flags = 0;
     __syncthreads();
@@ -116,12 +149,30 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
         a1 += (w1 ^ sign) - sign;
         a2 += (w2 ^ sign) - sign;
     }
-    exact_flush(bins, bin, a0, a1, a2);
+    exact_flush_warp(bins, bin, a0, a1, a2);
     if (my_flags) atomicOr(&flags, my_flags);
     __syncthreads();
     for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x)
         if (bins[i]) atomicAdd(words + i, bins[i]);
     if (threadIdx.x == 0 && flags) atomicOr(words + EXACT_BINS, flags);
+    if (done == nullptr) return;
+    // the last block rounds (the threadFenceReduction pattern: every block's additions are
+    // visible before its count)
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last || threadIdx.x != 0) return;
+    __threadfence();
+    long long* b = (long long*)bins;
+    for (int i = 0; i < EXACT_BINS; ++i) {
+        b[i] = (long long)__ldcg(words + i);
+        words[i] = 0;
+    }
+    const unsigned long long f = __ldcg(words + EXACT_BINS);
+    words[EXACT_BINS] = 0;
+    *done = 0;
+    exact_round(b, f, out);
 }
 
 // ExactSum::normalize: every bin but the top one in [0, 2^32), the top one signed.
@@ -139,15 +190,18 @@ __device__ __forceinline__ double exact_power(int k) {
 }
 
 // out[k] = accumulator k (words[k (EXACT_BINS + 1)..], one per block k) rounded once as
-// ExactSum::value rounds (ties to even; +0 for an exact zero; a subnormal result rounded twice,
-// as on the host); NaN or the infinity for non-finite terms. One thread per block.
+// ExactSum::value rounds (exact_round). One thread per block.
 extern "C" __global__ void exact_finish(const unsigned long long* __restrict__ words,
                                         double* __restrict__ out) {
     if (threadIdx.x != 0) return;
     words += (u64)blockIdx.x * (EXACT_BINS + 1);
     out += blockIdx.x;
     __shared__ long long b[EXACT_BINS];
-    const unsigned long long flags = words[EXACT_BINS];
+    for (int i = 0; i < EXACT_BINS; ++i) b[i] = (long long)words[i];
+    exact_round(b, words[EXACT_BINS], out);
+}
+
+__device__ void exact_round(long long* b, const unsigned long long flags, double* out) {
     if (flags) {
         const bool nan = (flags & NONFINITE_NAN) ||
                          (flags & (NONFINITE_POS_INF | NONFINITE_NEG_INF)) ==
@@ -157,7 +211,6 @@ extern "C" __global__ void exact_finish(const unsigned long long* __restrict__ w
                                                   : __longlong_as_double((long long)0xfff0000000000000ull));
         return;
     }
-    for (int i = 0; i < EXACT_BINS; ++i) b[i] = (long long)words[i];
     exact_normalize(b);
     const bool negative = b[EXACT_BINS - 1] < 0;
     if (negative) {

@@ -84,6 +84,13 @@ fn vector_operations_are_bit_identical_on_the_device() {
         let [xy, xx] = ops::dots([(&x, &y), (&x, &x)]).unwrap();
         assert_eq!(xy.to_bits(), ops::dot(&xh, &yh).unwrap().to_bits());
         assert_eq!(xx.to_bits(), ops::dot(&xh, &xh).unwrap().to_bits());
+        // more than one scratch's worth of sums at once (nine)
+        let many = ops::dots([(&x, &y); 9]).unwrap();
+        assert!(many.iter().all(|d| d.to_bits() == xy.to_bits()), "{many:?}");
+        // a sum with non-finite terms leaves the scratch clean for the next one
+        let nan = Vector::from_vec(vec![f64::NAN; n]).to_device(&dev).unwrap();
+        assert!(ops::dot(&nan, &x).unwrap().is_nan());
+        assert_eq!(ops::dot(&x, &y).unwrap().to_bits(), xy.to_bits());
         assert_eq!(ops::norm_inf(&x).unwrap(), ops::norm_inf(&xh).unwrap());
         let mut yh2 = yh.clone();
         ops::axpy(0.3, &xh, &mut yh2).unwrap();

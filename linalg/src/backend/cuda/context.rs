@@ -47,6 +47,8 @@ pub struct CudaContext {
     /// Page-locked host memory for small downloads ([`SMALL_DOWNLOAD_BYTES`] at most: the
     /// scalars and accumulators of reductions), made at first use; one download at a time.
     small: Mutex<Option<cu::PinnedHostSlice<u8>>>,
+    /// The scratch of rounded exact sums (`vector::rounded_sums`), made at first use.
+    rounded: Mutex<Option<super::vector::RoundedScratch>>,
 }
 
 /// Downloads of at most this many bytes go through the context's page-locked buffer: a copy
@@ -186,6 +188,7 @@ impl CudaContext {
             peers: OnceLock::new(),
             side: OnceLock::new(),
             small: Mutex::new(None),
+            rounded: Mutex::new(None),
         }))
     }
 
@@ -347,7 +350,7 @@ impl CudaContext {
     /// Copies a device buffer back into a new `Vec` (counted; waits for the stream).
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
         if !src.is_empty() && src.bytes() <= SMALL_DOWNLOAD_BYTES {
-            return self.download_small(src);
+            return self.download_small(src, src.len());
         }
         let v = if src.is_empty() {
             Vec::new()
@@ -364,10 +367,40 @@ impl CudaContext {
         Ok(v)
     }
 
-    /// [`Self::download`] of a few bytes through the page-locked buffer (made at the first
-    /// call): an asynchronous copy, then the stream's end.
-    fn download_small<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
-        let bytes = src.bytes();
+    /// The first `len` values of `src` (as [`Self::download`]; a few of them: through the
+    /// page-locked buffer).
+    pub(crate) fn download_prefix<T: DeviceRepr>(
+        &self,
+        src: &DeviceBuffer<T>,
+        len: usize,
+    ) -> Result<Vec<T>, LinalgError> {
+        check_len("download prefix", src.len(), src.len().max(len))?;
+        if len * std::mem::size_of::<T>() > SMALL_DOWNLOAD_BYTES {
+            let mut v = self.download(src)?;
+            v.truncate(len);
+            return Ok(v);
+        }
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        self.download_small(src, len)
+    }
+
+    /// The rounded sums' scratch (see the field).
+    pub(crate) fn rounded_scratch(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<super::vector::RoundedScratch>> {
+        lock(&self.rounded)
+    }
+
+    /// The first `len` values of `src` through the page-locked buffer (made at the first
+    /// call; `len` values fit it): an asynchronous copy, then the stream's end.
+    fn download_small<T: DeviceRepr>(
+        &self,
+        src: &DeviceBuffer<T>,
+        len: usize,
+    ) -> Result<Vec<T>, LinalgError> {
+        let bytes = len * std::mem::size_of::<T>();
         let mut guard = lock(&self.small);
         if guard.is_none() {
             // SAFETY: plain page-locked memory (flags 0: the host reads it), written only by
@@ -398,12 +431,12 @@ impl CudaContext {
             .map_err(driver_err("cuMemcpyDtoHAsync"))?;
         }
         self.synchronize()?;
-        let mut v = Vec::<T>::with_capacity(src.len());
-        // SAFETY: the buffer holds `src.len()` values of `T` copied from the device (plain old
+        let mut v = Vec::<T>::with_capacity(len);
+        // SAFETY: the buffer holds `len` values of `T` copied from the device (plain old
         // data: `DeviceRepr`); `v` has room for them.
         unsafe {
             std::ptr::copy_nonoverlapping(pinned.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes);
-            v.set_len(src.len());
+            v.set_len(len);
         }
         self.d2h.fetch_add(bytes as u64, Ordering::Relaxed);
         Ok(v)

@@ -190,16 +190,111 @@ fn add_exact_bins(
         });
     }
     let bins = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
+    // no `done` counter: the words are left for exact_finish or a download
+    let null: u64 = 0;
+    let mut l = ctx.stream().launch_builder(&bins);
+    l.arg(&n)
+        .arg(x)
+        .arg(y)
+        .arg(&term)
+        .arg(words)
+        .arg(&null)
+        .arg(&null);
+    // SAFETY: arguments match `exact_bins` (grid-stride over `n` entries of `x` and, for
+    // products, `y`, checked above); `words` holds EXACT_WORDS words, zeroed by the caller;
+    // with a null `done` the kernel reads neither `done` nor `out`.
+    unsafe { l.launch(exact_grid(n)) }.map_err(driver_err("exact_bins"))?;
+    Ok(())
+}
+
+/// The grid of `exact_bins` over `n` terms.
+fn exact_grid(n: u64) -> cudarc::driver::LaunchConfig {
     let blocks = n
         .div_ceil(EXACT_THREADS as u64 * TERMS_PER_THREAD)
         .clamp(1, MAX_BLOCKS);
-    let mut l = ctx.stream().launch_builder(&bins);
-    l.arg(&n).arg(x).arg(y).arg(&term).arg(words);
-    // SAFETY: arguments match `exact_bins` (grid-stride over `n` entries of `x` and, for
-    // products, `y`, checked above); `words` holds EXACT_WORDS words, zeroed by the caller.
-    unsafe { l.launch(grid_1d(blocks * EXACT_THREADS as u64, EXACT_THREADS)) }
-        .map_err(driver_err("exact_bins"))?;
-    Ok(())
+    grid_1d(blocks * EXACT_THREADS as u64, EXACT_THREADS)
+}
+
+/// Sums rounded at once in one call: at most this many share the context's scratch.
+const MAX_ROUNDED: usize = 8;
+
+/// The context's scratch of rounded sums ([`rounded_sums`]): [`MAX_ROUNDED`] accumulators and
+/// block counters, zero between calls (the last block of each sum zeroes its own), and the
+/// rounded values. `clean` is false from the first launch until the download that waits for
+/// them succeeded: a failure in between leaves them to be zeroed again.
+#[derive(Debug)]
+pub(crate) struct RoundedScratch {
+    words: DeviceBuffer<u64>,
+    done: DeviceBuffer<u32>,
+    out: DeviceBuffer<f64>,
+    clean: bool,
+}
+
+/// The exact sums of `terms` (each `(term, x, y, len)`: [`exact_words_prefix`]'s), each
+/// rounded once on the device by the last block of its one `exact_bins` launch into the
+/// context's zeroed scratch (no allocation, no memset, no second kernel), then downloaded
+/// together: each sum's bits as [`dot`]'s two-kernel path.
+fn rounded_sums(
+    ctx: &CudaContext,
+    terms: &[(i32, &DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
+) -> Result<Vec<f64>, LinalgError> {
+    if terms.len() > MAX_ROUNDED {
+        return terms
+            .chunks(MAX_ROUNDED)
+            .map(|c| rounded_sums(ctx, c))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| v.concat());
+    }
+    let mut guard = ctx.rounded_scratch();
+    let scratch = match guard.as_mut() {
+        Some(s) if s.clean => s,
+        _ => guard.insert(RoundedScratch {
+            words: ctx.zeros(EXACT_WORDS * MAX_ROUNDED)?,
+            done: ctx.zeros(MAX_ROUNDED)?,
+            out: ctx.zeros(MAX_ROUNDED)?,
+            clean: true,
+        }),
+    };
+    let f = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
+    scratch.clean = false;
+    for (k, &(term, x, y, len)) in terms.iter().enumerate() {
+        if len > x.len() || len > y.len() {
+            return Err(LinalgError::IndexOutOfRange {
+                what: "device exact sum: prefix",
+                index: len,
+                len: x.len().min(y.len()),
+            });
+        }
+        let n = len as u64;
+        if n >= MAX_TERMS {
+            return Err(LinalgError::TooManyTerms {
+                what: "device exact sum",
+                found: n,
+                max: MAX_TERMS - 1,
+            });
+        }
+        let mut words = scratch
+            .words
+            .slice_mut()
+            .slice_mut(k * EXACT_WORDS..(k + 1) * EXACT_WORDS);
+        let mut done = scratch.done.slice_mut().slice_mut(k..k + 1);
+        let mut out = scratch.out.slice_mut().slice_mut(k..k + 1);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n)
+            .arg(x)
+            .arg(y)
+            .arg(&term)
+            .arg(&mut words)
+            .arg(&mut done)
+            .arg(&mut out);
+        // SAFETY: arguments match `exact_bins` (`n` entries of `x` and `y`, checked above);
+        // accumulator k and its counter are zero (the scratch is clean), and the last block
+        // rounds into `out[k]` and zeroes them again.
+        unsafe { l.launch(exact_grid(n)) }.map_err(driver_err("exact_bins"))?;
+    }
+    let values = ctx.download_prefix(&scratch.out, terms.len())?;
+    scratch.clean = true;
+    Ok(values)
 }
 
 /// [`add_exact_bins`] of products into a whole accumulator (the measurement test only).
@@ -248,19 +343,11 @@ pub fn dots(
     ctx: &CudaContext,
     pairs: &[(&DeviceBuffer<f64>, &DeviceBuffer<f64>, usize)],
 ) -> Result<Vec<f64>, LinalgError> {
-    if pairs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let words = dots_words(ctx, pairs)?;
-    let mut out = ctx.zeros::<f64>(pairs.len())?;
-    let finish = ctx.function(&VECTOR, DEFINES, "exact_finish")?;
-    let mut l = ctx.stream().launch_builder(&finish);
-    l.arg(&words).arg(&mut out);
-    // SAFETY: arguments match `exact_finish`: block k rounds accumulator k of `words` into
-    // `out[k]`, one block per pair.
-    unsafe { l.launch(grid_1d(pairs.len() as u64 * 32, 32)) }
-        .map_err(driver_err("exact_finish"))?;
-    ctx.download(&out)
+    let terms: Vec<_> = pairs
+        .iter()
+        .map(|&(x, y, len)| (TERM_PRODUCT, x, y, len))
+        .collect();
+    rounded_sums(ctx, &terms)
 }
 
 /// The dot products `x_k . y_k` over the first `len_k` entries of each pair `(x_k, y_k,
@@ -364,9 +451,8 @@ pub fn dot(
     x: &DeviceBuffer<f64>,
     y: &DeviceBuffer<f64>,
 ) -> Result<f64, LinalgError> {
-    let mut out = ctx.zeros::<f64>(1)?;
-    dot_into(ctx, x, y, &mut out)?;
-    Ok(ctx.download(&out)?[0])
+    check_len("device dot: y", x.len(), y.len())?;
+    Ok(rounded_sums(ctx, &[(TERM_PRODUCT, x, y, x.len())])?[0])
 }
 
 /// `sqrt(x . x)`, bit-identical to [`crate::ops::norm2`].
@@ -377,7 +463,5 @@ pub fn norm2(ctx: &CudaContext, x: &DeviceBuffer<f64>) -> Result<f64, LinalgErro
 /// `sum x_i` or `sum |x_i|` (one scalar downloaded): the exact sum rounded once, the bits of
 /// [`crate::exact::ExactSum::of`] over the same terms.
 pub fn sum(ctx: &CudaContext, x: &DeviceBuffer<f64>, term: Term) -> Result<f64, LinalgError> {
-    let mut out = ctx.zeros::<f64>(1)?;
-    exact_sum_into(ctx, term as i32, x, x, &mut out)?;
-    Ok(ctx.download(&out)?[0])
+    Ok(rounded_sums(ctx, &[(term as i32, x, x, x.len())])?[0])
 }
