@@ -125,15 +125,6 @@ impl DeviceHalo {
         x_owned: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<&DeviceBuffer<f64>, LinalgError> {
-        let bs = self.plan.block_size();
-        let expected = self.plan.n_owned() * bs;
-        if x_owned.len() != expected {
-            return Err(LinalgError::LengthMismatch {
-                what: "DeviceHalo::fill_ghosts: owned entries",
-                expected,
-                found: x_owned.len(),
-            });
-        }
         let ctx = self.ctx.clone();
         let (ghosts, wait) = self.fill_ghosts_deferred(x_owned, overlap)?;
         if let Some(w) = wait {

@@ -165,6 +165,14 @@ impl Drop for ImportedBuffer {
     }
 }
 
+/// Which way an exchange goes: owned blocks to the neighbours' ghosts (the SpMV's), or ghost
+/// blocks back to their owners (the restriction's).
+#[derive(Clone, Copy, Debug)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
 /// One direction of a channel: the device tables of `peer_put` and `peer_wait`.
 struct Route {
     n_dst: u32,
@@ -567,12 +575,7 @@ impl PeerChannel {
         x_owned: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
-        let (_, wait, sent) = self.forward_deferred(x_owned, overlap)?;
-        let wait = wait.map(|w| (w.n_src, w.seq));
-        if let Some((n_src, seq)) = wait {
-            self.wait_kernel(&self.forward, n_src, seq)?;
-        }
-        Ok((self.ghosts.buffer(), sent))
+        self.exchange_waited(Direction::Forward, x_owned, overlap)
     }
 
     /// [`Self::forward`] without the wait for the neighbours' messages: returns it for the
@@ -582,14 +585,7 @@ impl PeerChannel {
         x_owned: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>, PeerTraffic), LinalgError> {
-        self.seq += 1;
-        let put = self.put(&self.forward, x_owned)?;
-        // an error of `overlap` is returned after the put is joined: the peers count on it
-        let overlapped = overlap();
-        self.join(put)?;
-        overlapped?;
-        let wait = self.pending(&self.forward);
-        Ok((self.ghosts.buffer(), wait, self.forward_traffic))
+        self.exchange(Direction::Forward, x_owned, overlap)
     }
 
     /// The buffer the forward exchange fills (valid for work queued after it).
@@ -605,12 +601,7 @@ impl PeerChannel {
         ghost_values: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
-        let (_, wait, sent) = self.reverse_deferred(ghost_values, overlap)?;
-        let wait = wait.map(|w| (w.n_src, w.seq));
-        if let Some((n_src, seq)) = wait {
-            self.wait_kernel(&self.reverse, n_src, seq)?;
-        }
-        Ok((self.returned.buffer(), sent))
+        self.exchange_waited(Direction::Reverse, ghost_values, overlap)
     }
 
     /// [`Self::reverse`] without the wait for the neighbours' messages: returns it for the
@@ -621,13 +612,44 @@ impl PeerChannel {
         ghost_values: &DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>, PeerTraffic), LinalgError> {
+        self.exchange(Direction::Reverse, ghost_values, overlap)
+    }
+
+    /// One exchange in `direction` with its wait queued alone (the `peer_wait` kernel).
+    fn exchange_waited(
+        &mut self,
+        direction: Direction,
+        x: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, PeerTraffic), LinalgError> {
+        let ctx = self.ctx.clone();
+        let (received, wait, sent) = self.exchange(direction, x, overlap)?;
+        if let Some(w) = wait {
+            w.queue(&ctx)?;
+        }
+        Ok((received, sent))
+    }
+
+    /// One exchange in `direction`: the put of `x`'s blocks on the side stream, `overlap`
+    /// queued on the main stream meanwhile, the put joined back; returns the buffer the
+    /// neighbours fill, the wait for them (left to the caller) and what was sent.
+    fn exchange(
+        &mut self,
+        direction: Direction,
+        x: &DeviceBuffer<f64>,
+        overlap: impl FnOnce() -> Result<(), LinalgError>,
+    ) -> Result<(&DeviceBuffer<f64>, Option<PeerWait<'_>>, PeerTraffic), LinalgError> {
         self.seq += 1;
-        let put = self.put(&self.reverse, ghost_values)?;
+        let (route, received, traffic) = match direction {
+            Direction::Forward => (&self.forward, &self.ghosts, self.forward_traffic),
+            Direction::Reverse => (&self.reverse, &self.returned, self.reverse_traffic),
+        };
+        let put = self.put(route, x)?;
+        // an error of `overlap` is returned after the put is joined: the peers count on it
         let overlapped = overlap();
         self.join(put)?;
         overlapped?;
-        let wait = self.pending(&self.reverse);
-        Ok((self.returned.buffer(), wait, self.reverse_traffic))
+        Ok((received.buffer(), self.pending(route), traffic))
     }
 
     /// The wait for the current exchange's messages on `route` (`None` without sources).
@@ -637,15 +659,6 @@ impl PeerChannel {
             ready_local: &route.ready_local,
             seq: self.seq,
         })
-    }
-
-    fn wait_kernel(&self, route: &Route, n_src: u32, seq: u64) -> Result<(), LinalgError> {
-        PeerWait {
-            n_src,
-            ready_local: &route.ready_local,
-            seq,
-        }
-        .queue(&self.ctx)
     }
 
     /// Queues the put of `route` on the side stream, after the main stream's work so far

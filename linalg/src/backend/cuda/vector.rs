@@ -173,22 +173,8 @@ fn add_exact_bins(
     len: usize,
     words: &mut cudarc::driver::CudaViewMut<'_, u64>,
 ) -> Result<(), LinalgError> {
-    if len > x.len() || len > y.len() {
-        return Err(LinalgError::IndexOutOfRange {
-            what: "device exact sum: prefix",
-            index: len,
-            len: x.len().min(y.len()),
-        });
-    }
+    let n = exact_terms(x, y, len)?;
     check_len("device exact sum: words", EXACT_WORDS, words.len())?;
-    let n = len as u64;
-    if n >= MAX_TERMS {
-        return Err(LinalgError::TooManyTerms {
-            what: "device exact sum",
-            found: n,
-            max: MAX_TERMS - 1,
-        });
-    }
     let bins = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
     // no `done` counter: the words are left for exact_finish or a download
     let null: u64 = 0;
@@ -205,6 +191,31 @@ fn add_exact_bins(
     // with a null `done` the kernel reads neither `done` nor `out`.
     unsafe { l.launch(exact_grid(n)) }.map_err(driver_err("exact_bins"))?;
     Ok(())
+}
+
+/// The number of terms of an exact sum over the first `len` entries of `x` and `y`, checked:
+/// inside both, and few enough for the bins' head room ([`MAX_TERMS`]).
+fn exact_terms(
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    len: usize,
+) -> Result<u64, LinalgError> {
+    if len > x.len() || len > y.len() {
+        return Err(LinalgError::IndexOutOfRange {
+            what: "device exact sum: prefix",
+            index: len,
+            len: x.len().min(y.len()),
+        });
+    }
+    let n = len as u64;
+    if n >= MAX_TERMS {
+        return Err(LinalgError::TooManyTerms {
+            what: "device exact sum",
+            found: n,
+            max: MAX_TERMS - 1,
+        });
+    }
+    Ok(n)
 }
 
 /// The grid of `exact_bins` over `n` terms.
@@ -258,21 +269,7 @@ fn rounded_sums(
     let f = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
     scratch.clean = false;
     for (k, &(term, x, y, len)) in terms.iter().enumerate() {
-        if len > x.len() || len > y.len() {
-            return Err(LinalgError::IndexOutOfRange {
-                what: "device exact sum: prefix",
-                index: len,
-                len: x.len().min(y.len()),
-            });
-        }
-        let n = len as u64;
-        if n >= MAX_TERMS {
-            return Err(LinalgError::TooManyTerms {
-                what: "device exact sum",
-                found: n,
-                max: MAX_TERMS - 1,
-            });
-        }
+        let n = exact_terms(x, y, len)?;
         let mut words = scratch
             .words
             .slice_mut()
