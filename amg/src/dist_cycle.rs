@@ -325,10 +325,11 @@ impl DistHierarchy {
             }
             Reuse::Interpolation => {}
         }
-        let mut next = Some(a);
         let mut sent = 0;
-        for (l, level) in self.levels.iter_mut().enumerate() {
-            level.a = next.take().expect("an operator for every level");
+        self.levels[0].a = a;
+        for l in 0..self.levels.len() - 1 {
+            let (head, tail) = self.levels.split_at_mut(l + 1);
+            let (level, next) = (&mut head[l], &mut tail[0]);
             let Some((p, _, galerkin)) = &mut level.p else {
                 break;
             };
@@ -344,9 +345,8 @@ impl DistHierarchy {
                 old.emax
             };
             level.smoother = Some(build_smoother(pbj, emax, &self.params));
-            let (ac, s) = galerkin.product(&level.a, p)?;
-            sent += s;
-            next = Some(ac);
+            // the coarse operator's values overwritten in place (no allocation per update)
+            sent += galerkin.product_into(&level.a, p, &mut next.a)?;
         }
         let last = self.levels.last().expect("a hierarchy has a level");
         let serial = coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size());

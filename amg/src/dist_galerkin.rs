@@ -442,6 +442,27 @@ impl GalerkinProductPlan {
     /// this rank's own partial blocks stay, the others' arrive in rank order), so the host and
     /// device products share one set of index lists, tested here on ranks without a GPU.
     pub fn numeric(&mut self, a: &DistBsr, p_ext: &Bsr) -> Result<(DistBsr, u64), AmgError> {
+        let mut ac = DistBsr::zeros(self.coarse.clone());
+        let sent = self.numeric_into(a, p_ext, &mut ac)?;
+        Ok((ac, sent))
+    }
+
+    /// Collective. [`Self::numeric`] into `ac`, a host matrix on [`Self::coarse_pattern`] (the
+    /// same `Arc`: the coarse operator of an earlier product), whose values it overwrites (a
+    /// hot update allocates no coarse operator); the bytes of partial blocks sent.
+    pub fn numeric_into(
+        &mut self,
+        a: &DistBsr,
+        p_ext: &Bsr,
+        ac: &mut DistBsr,
+    ) -> Result<u64, AmgError> {
+        if !Arc::ptr_eq(ac.pattern(), &self.coarse) {
+            return Err(AmgError::InvalidParameter {
+                name: "distributed Galerkin product",
+                value: "the coarse operator".into(),
+                reason: "must be on the plan's coarse pattern",
+            });
+        }
         if !self.fits(a) {
             return Err(AmgError::DimensionMismatch {
                 what: "distributed Galerkin plan: A's pattern is not the plan's",
@@ -470,10 +491,10 @@ impl GalerkinProductPlan {
             }
         }
         let others = received.concat();
-        let mut ac = DistBsr::zeros(self.coarse.clone());
+        // every slot is written (each has at least one contribution): no zeroing
         let (d, o) = ac.parts_mut();
         split.sum(partial, &others, kk, d.host_mut()?, o.host_mut()?);
-        Ok((ac, (split.send_idx.len() * kk * 8) as u64))
+        Ok((split.send_idx.len() * kk * 8) as u64)
     }
 
     /// `A_local`'s values from `a`'s parts (host).

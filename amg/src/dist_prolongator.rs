@@ -339,6 +339,35 @@ impl GalerkinPlan {
         Ok((ac, sent))
     }
 
+    /// Collective. [`GalerkinPlan::product`] into `ac`, the coarse operator of the previous
+    /// product: its values overwritten in place where the symbolic product is still the one
+    /// `ac` came from (a hot update: no allocation), else replaced by a new operator. The same
+    /// bits either way; returns the `P` values this rank sent.
+    pub fn product_into(
+        &mut self,
+        a: &DistBsr,
+        p: &DistBsr,
+        ac: &mut DistBsr,
+    ) -> Result<usize, AmgError> {
+        let sent = self.refresh(a, p, true)?;
+        let plan = self.planned.as_mut().ok_or(AmgError::InvalidParameter {
+            name: "distributed Galerkin plan",
+            value: "missing".into(),
+            reason: "must be made by the refresh before a product (an internal error)",
+        })?;
+        let bytes = if std::sync::Arc::ptr_eq(ac.pattern(), plan.coarse_pattern())
+            && ac.device().is_host()
+        {
+            plan.numeric_into(a, &self.view.p_ext, ac)?
+        } else {
+            let (fresh, bytes) = plan.numeric(a, &self.view.p_ext)?;
+            *ac = fresh;
+            bytes
+        };
+        self.last_sent_bytes = bytes;
+        Ok(sent)
+    }
+
     /// Collective. [`GalerkinPlan::product`] without the symbolic split (the one-off path:
     /// symbolic products, the local `A` sorted, `P_owned^T` and the reduction's indices made
     /// for this call): the reference the planned product is tested against.
