@@ -328,12 +328,8 @@ impl GalerkinPlan {
     /// [`GalerkinPlan::product_reference`]'s bits. The result's pattern is the same `Arc` for
     /// every product of one symbolic product.
     pub fn product(&mut self, a: &DistBsr, p: &DistBsr) -> Result<(DistBsr, usize), AmgError> {
-        let sent = self.refresh(a, p, true)?;
-        let plan = self.planned.as_mut().ok_or(AmgError::InvalidParameter {
-            name: "distributed Galerkin plan",
-            value: "missing".into(),
-            reason: "must be made by the refresh before a product (an internal error)",
-        })?;
+        let sent = self.refresh_planned(a, p)?;
+        let plan = self.planned.as_mut().expect("made by refresh_planned");
         let (ac, bytes) = plan.numeric(a, &self.view.p_ext)?;
         self.last_sent_bytes = bytes;
         Ok((ac, sent))
@@ -349,12 +345,8 @@ impl GalerkinPlan {
         p: &DistBsr,
         ac: &mut DistBsr,
     ) -> Result<usize, AmgError> {
-        let sent = self.refresh(a, p, true)?;
-        let plan = self.planned.as_mut().ok_or(AmgError::InvalidParameter {
-            name: "distributed Galerkin plan",
-            value: "missing".into(),
-            reason: "must be made by the refresh before a product (an internal error)",
-        })?;
+        let sent = self.refresh_planned(a, p)?;
+        let plan = self.planned.as_mut().expect("made by refresh_planned");
         let bytes = if std::sync::Arc::ptr_eq(ac.pattern(), plan.coarse_pattern())
             && ac.device().is_host()
         {
@@ -365,6 +357,20 @@ impl GalerkinPlan {
             bytes
         };
         self.last_sent_bytes = bytes;
+        Ok(sent)
+    }
+
+    /// Collective. The refresh of a product (see [`GalerkinPlan::product`]) with its symbolic
+    /// product made; the `P` values this rank sent.
+    fn refresh_planned(&mut self, a: &DistBsr, p: &DistBsr) -> Result<usize, AmgError> {
+        let sent = self.refresh(a, p, true)?;
+        if self.planned.is_none() {
+            return Err(AmgError::InvalidParameter {
+                name: "distributed Galerkin plan",
+                value: "missing".into(),
+                reason: "must be made by the refresh before a product (an internal error)",
+            });
+        }
         Ok(sent)
     }
 
