@@ -293,6 +293,15 @@ fn run(args: &Args) -> Result<(), LinalgError> {
         }
     );
     json.num("dot_ms", t_dot);
+    // a whole `vector::dot` as CG calls it: one launch, 8 bytes down, the host's wait
+    ctx.synchronize()?;
+    let started = std::time::Instant::now();
+    for _ in 0..args.reps.max(1) {
+        vector::dot(&ctx, &dx, &dx2)?;
+    }
+    let dot_call_us = started.elapsed().as_secs_f64() * 1e6 / args.reps.max(1) as f64;
+    println!("dot call (queue, wait, 8 bytes down): {dot_call_us:.1} us");
+    json.num("dot_call_us", dot_call_us);
     let t_axpby = time_ms(&ctx, 5, args.reps, || {
         vector::axpby(&ctx, 0.5, &dx, 1.5, &mut dy)
     })?;

@@ -294,29 +294,6 @@ fn rounded_sums(
     Ok(values)
 }
 
-/// [`add_exact_bins`] of products into a whole accumulator (the measurement test only).
-#[cfg(test)]
-pub(crate) fn add_exact_bins_for_tests(
-    ctx: &CudaContext,
-    x: &DeviceBuffer<f64>,
-    y: &DeviceBuffer<f64>,
-    len: usize,
-    words: &mut DeviceBuffer<u64>,
-) -> Result<(), LinalgError> {
-    add_exact_bins(
-        ctx,
-        TERM_PRODUCT,
-        x,
-        y,
-        len,
-        &mut words.slice_mut().slice_mut(..),
-    )
-}
-
-/// [`EXACT_WORDS`] for the tests.
-#[cfg(test)]
-pub(crate) const EXACT_WORDS_FOR_TESTS: usize = EXACT_WORDS;
-
 /// The accumulators of the dot products `x_k . y_k` over the first `len_k` entries of each
 /// pair `(x_k, y_k, len_k)`, [`EXACT_WORDS`] words each, one after another on the device.
 fn dots_words(
