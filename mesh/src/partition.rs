@@ -2,9 +2,9 @@
 //! numbering), the cells it needs (every cell with an owned node: its owned cells and one layer
 //! of ghost cells) and their remaining nodes (ghosts).
 //!
-//! Box meshes are generated distributed ([`generate_box_part`]): a rank builds only its part,
-//! in memory proportional to it, and the global numbering is the serial one whatever the rank
-//! count. Other meshes are split by a cell partition ([`partition_mesh`]; METIS on the element
+//! Box meshes are generated distributed ([`generate_box_part`]): a rank builds only its part
+//! (a box of the node grid, [`BoxRankGrid`]), in memory proportional to it, with the serial ids
+//! whatever the rank count. Other meshes are split by a cell partition ([`partition_mesh`]; METIS on the element
 //! graph in [`metis_cell_parts`]).
 //!
 //! Numbering of a part: local nodes are the owned nodes (ascending global id, so local `i` is
@@ -14,6 +14,7 @@
 //! ones). Sets hold local indices, restricted to the part.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use crate::cell::{CellFace, Face};
 use crate::error::MeshError;
@@ -90,14 +91,87 @@ fn check_rank(rank: usize, n_ranks: usize) -> Result<(), MeshError> {
     Ok(())
 }
 
+/// How a box's node grid is cut among ranks: a grid of `ranks[0] x ranks[1] x ranks[2]` boxes,
+/// axis `d` cut into `ranks[d]` runs of consecutive node layers, run `q` of `L` layers being
+/// layers `L q / ranks[d] .. L (q + 1) / ranks[d]`. Rank `r` owns the box at grid position
+/// `(q0, q1, q2)` with `r = q0 + ranks[0] (q1 + ranks[1] q2)` (x fastest).
+///
+/// The grid is the factorisation of the rank count that cuts the fewest nodes: it minimises the
+/// node layers the cuts pass through, `sum_d (ranks[d] - 1) * (nodes across axis d)`, without
+/// cutting an axis into more runs than it has layers where that is possible; ties go to the later
+/// axes. So one axis is cut for 2 or 3 ranks (the longest, a box cut in z keeping the serial
+/// numbering), a cube is cut 2 x 2 x 2 for 8 ranks, and a long beam is cut in slabs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoxRankGrid {
+    /// Runs per axis; their product is the rank count.
+    pub ranks: [usize; 3],
+    /// Per axis, `ranks[d] + 1` ascending layer bounds from 0 to the axis's node count.
+    cuts: [Vec<usize>; 3],
+}
+
+impl BoxRankGrid {
+    /// The grid for a node grid of `counts` nodes per axis (each `>= 1`) and `n_ranks >= 1`.
+    pub fn new(counts: [usize; 3], n_ranks: usize) -> Self {
+        let n = n_ranks.max(1);
+        let divisors = || (1..=n).filter(move |d| n % d == 0);
+        let across = |d: usize| counts.iter().product::<usize>() / counts[d].max(1);
+        let mut best: Option<((bool, usize, usize, usize), [usize; 3])> = None;
+        for p2 in divisors() {
+            for p1 in divisors().filter(|p1| (n / p2) % p1 == 0) {
+                let ranks = [n / (p1 * p2), p1, p2];
+                let overcut = (0..3).any(|d| ranks[d] > counts[d]);
+                let cut_nodes = (0..3).map(|d| (ranks[d] - 1) * across(d)).sum::<usize>();
+                // fewer cut nodes first, then more runs on the later axes
+                let key = (overcut, cut_nodes, usize::MAX - p2, usize::MAX - p1);
+                if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                    best = Some((key, ranks));
+                }
+            }
+        }
+        let ranks = best.expect("1 x 1 x n is a candidate").1;
+        let cuts = [0, 1, 2].map(|d| (0..=ranks[d]).map(|q| counts[d] * q / ranks[d]).collect());
+        Self { ranks, cuts }
+    }
+
+    /// The run of axis `d` that holds node layer `layer`.
+    fn run_of(&self, d: usize, layer: usize) -> usize {
+        self.cuts[d].partition_point(|&c| c <= layer) - 1
+    }
+
+    /// The node layers of axis `d` in run `q`.
+    fn layers(&self, d: usize, q: usize) -> Range<usize> {
+        self.cuts[d][q]..self.cuts[d][q + 1]
+    }
+
+    /// Grid position of rank `r`.
+    fn position(&self, r: usize) -> [usize; 3] {
+        let [p0, p1, _] = self.ranks;
+        [r % p0, (r / p0) % p1, r / (p0 * p1)]
+    }
+
+    /// The rank at grid position `q`.
+    fn rank_at(&self, q: [usize; 3]) -> usize {
+        q[0] + self.ranks[0] * (q[1] + self.ranks[1] * q[2])
+    }
+
+    /// The owned node box of rank `r`: node layers per axis.
+    fn owned(&self, r: usize) -> [Range<usize>; 3] {
+        let q = self.position(r);
+        [0, 1, 2].map(|d| self.layers(d, q[d]))
+    }
+
+    /// The rank that owns the node at grid index `g`.
+    fn owner(&self, g: [usize; 3]) -> usize {
+        self.rank_at([0, 1, 2].map(|d| self.run_of(d, g[d])))
+    }
+}
+
 /// Rank `rank`'s part of the box [`crate::generate_box`] builds, built alone (work and memory
-/// proportional to the part and its ghost layers). The node grid is cut into slabs of
-/// consecutive node layers across the box's longest direction (in cells; ties go to the later
-/// axis), `L r / n_ranks` layers for `L` layers; rank `r` owns slab `r`. Global ids number the
-/// slabs' nodes rank after rank, each slab lexicographically (x fastest), so a box cut in z has
-/// the serial numbering; `node_serial_ids` are always the serial ids. A cell is owned by the
-/// owner of its first node. Coordinates are computed as the serial generator computes them
-/// (bit-identical).
+/// proportional to the part and its ghost layers). The node grid is cut into boxes by
+/// [`BoxRankGrid`]; rank `r` owns box `r`. Global ids number the boxes' nodes rank after rank,
+/// each box lexicographically (x fastest), so a box cut in z only has the serial numbering;
+/// `node_serial_ids` are always the serial ids. A cell is owned by the owner of its first node.
+/// Coordinates are computed as the serial generator computes them (bit-identical).
 pub fn generate_box_part(
     spec: &BoxSpec,
     rank: usize,
@@ -111,70 +185,63 @@ pub fn generate_box_part(
     let [cx, cy, cz] = cells;
     let counts = cells.map(|c| p * c + 1);
     let [nx, ny, _] = counts;
-    let axis = (0..3).max_by_key(|&d| cells[d]).expect("three axes");
-    let layers = counts[axis];
-    let cut: Vec<usize> = (0..=n_ranks).map(|r| layers * r / n_ranks).collect();
-    let layer_owner = |l: usize| cut.partition_point(|&c| c <= l) - 1;
-    let across = counts.iter().product::<usize>() / layers;
-    let node_offsets: Vec<u64> = cut.iter().map(|&c| (c * across) as u64).collect();
+    let grid_of_ranks = BoxRankGrid::new(counts, n_ranks);
+    let box_size = |r: usize| grid_of_ranks.owned(r).iter().map(|l| l.len()).product::<usize>();
+    let mut node_offsets = vec![0u64; n_ranks + 1];
+    for r in 0..n_ranks {
+        node_offsets[r + 1] = node_offsets[r] + box_size(r) as u64;
+    }
     let grid = |s: usize| [s % nx, (s / nx) % ny, s / (nx * ny)];
-    // Global id of the node at grid index `g`: its slab's offset, then lexicographic in the slab.
+    // Global id of the node at grid index `g`: its box's offset, then lexicographic in the box.
     let global_of = |g: [usize; 3]| -> u64 {
-        let q = layer_owner(g[axis]);
-        let mut dims = counts;
-        dims[axis] = cut[q + 1] - cut[q];
-        let mut h = g;
-        h[axis] -= cut[q];
-        node_offsets[q] + (h[0] + dims[0] * (h[1] + dims[1] * h[2])) as u64
+        let r = grid_of_ranks.owner(g);
+        let [lx, ly, lz] = grid_of_ranks.owned(r);
+        let h = [g[0] - lx.start, g[1] - ly.start, g[2] - lz.start];
+        node_offsets[r] + (h[0] + lx.len() * (h[1] + ly.len() * h[2])) as u64
     };
-    let owned_layers = cut[rank]..cut[rank + 1];
+    let owned_box = grid_of_ranks.owned(rank);
+    let is_owned = |g: [usize; 3]| (0..3).all(|d| owned_box[d].contains(&g[d]));
 
     let npe = p + 1;
     let local_offsets: Vec<usize> = (0..npe)
         .flat_map(|c| (0..npe).flat_map(move |b| (0..npe).map(move |a| a + nx * (b + ny * c))))
         .collect();
-    // Cells whose node layers across the cut meet the owned layers, in serial order.
+    // Cells with a node in the owned box (per axis, the cells whose node layers meet the owned
+    // layers), in serial order.
     let mut cell_serial_ids = Vec::new();
     let mut cell_owned = Vec::new();
     let mut cell_nodes_serial: Vec<usize> = Vec::new();
-    if !owned_layers.is_empty() {
-        let first = owned_layers.start.saturating_sub(p).div_ceil(p);
-        let last = ((owned_layers.end - 1) / p).min(cells[axis] - 1);
-        for k in 0..cz {
-            for j in 0..cy {
-                for i in 0..cx {
-                    let c_axis = [i, j, k][axis];
-                    if c_axis < first || c_axis > last {
-                        continue;
-                    }
+    if owned_box.iter().all(|l| !l.is_empty()) {
+        // cell c spans node layers p c ..= p c + p
+        let cell_range = |d: usize| {
+            let l = &owned_box[d];
+            l.start.saturating_sub(p).div_ceil(p)..=((l.end - 1) / p).min(cells[d] - 1)
+        };
+        for k in cell_range(2) {
+            for j in cell_range(1) {
+                for i in cell_range(0) {
                     let base = p * i + nx * (p * j + ny * p * k);
                     cell_serial_ids.push((i + cx * (j + cy * k)) as u64);
-                    cell_owned.push(layer_owner(p * c_axis) == rank);
+                    cell_owned.push(grid_of_ranks.owner([p * i, p * j, p * k]) == rank);
                     cell_nodes_serial.extend(local_offsets.iter().map(|&o| base + o));
                 }
             }
         }
     }
 
-    // Owned nodes: the slab, lexicographic (ascending global id); then the ghosts by global id.
-    let mut serial_of_local: Vec<usize> = Vec::with_capacity(owned_layers.len() * across);
-    {
-        let mut lo = [0; 3];
-        let mut hi = counts;
-        lo[axis] = owned_layers.start;
-        hi[axis] = owned_layers.end;
-        for k in lo[2]..hi[2] {
-            for j in lo[1]..hi[1] {
-                for i in lo[0]..hi[0] {
-                    serial_of_local.push(i + nx * (j + ny * k));
-                }
+    // Owned nodes: the box, lexicographic (ascending global id); then the ghosts by global id.
+    let mut serial_of_local: Vec<usize> = Vec::with_capacity(box_size(rank));
+    for k in owned_box[2].clone() {
+        for j in owned_box[1].clone() {
+            for i in owned_box[0].clone() {
+                serial_of_local.push(i + nx * (j + ny * k));
             }
         }
     }
     let n_owned = serial_of_local.len();
     let mut ghosts: Vec<(u64, usize)> = cell_nodes_serial
         .iter()
-        .filter(|&&s| !owned_layers.contains(&grid(s)[axis]))
+        .filter(|&&s| !is_owned(grid(s)))
         .map(|&s| (global_of(grid(s)), s))
         .collect();
     ghosts.sort_unstable();
@@ -186,7 +253,7 @@ pub fn generate_box_part(
         .collect();
     let local_of = |s: usize| -> usize {
         let g = global_of(grid(s));
-        if owned_layers.contains(&grid(s)[axis]) {
+        if is_owned(grid(s)) {
             (g - node_offsets[rank]) as usize
         } else {
             n_owned + ghosts.binary_search(&(g, s)).expect("ghost collected")

@@ -2,7 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use mesh::{generate_box, generate_box_part, partition_mesh, BoxSpec, CellKind, HexMesh, MeshPart};
+use mesh::{
+    generate_box, generate_box_part, partition_mesh, BoxRankGrid, BoxSpec, CellKind, HexMesh,
+    MeshPart,
+};
 
 /// Everything a part promises, checked against the serial mesh it is a part of.
 fn check_part(serial: &HexMesh, part: &MeshPart) {
@@ -122,18 +125,20 @@ fn specs() -> Vec<BoxSpec> {
 }
 
 #[test]
-fn generated_box_parts_are_the_serial_box_cut_in_slabs_across_the_longest_direction() {
+fn generated_box_parts_are_the_serial_box_cut_in_a_grid_of_boxes() {
     for spec in specs() {
         let serial = generate_box(&spec).unwrap();
         assert_eq!(generate_box_part(&spec, 0, 1).unwrap().mesh, serial);
-        for n_ranks in 1..=5 {
+        let counts = spec.cells.map(|c| spec.kind.order() * c + 1);
+        for n_ranks in 1..=9 {
             let parts: Vec<MeshPart> = (0..n_ranks)
                 .map(|r| generate_box_part(&spec, r, n_ranks).unwrap())
                 .collect();
+            let z_only = BoxRankGrid::new(counts, n_ranks).ranks[..2] == [1, 1];
             for part in &parts {
                 check_part(&serial, part);
-                // Cut in z (the last axis of the longest extent): the serial numbering.
-                if spec.cells[2] >= spec.cells[0] && spec.cells[2] >= spec.cells[1] {
+                // Cut in z only: the serial numbering.
+                if z_only {
                     assert_eq!(part.node_globals, part.node_serial_ids);
                 }
             }
@@ -141,6 +146,29 @@ fn generated_box_parts_are_the_serial_box_cut_in_slabs_across_the_longest_direct
         }
     }
     assert!(generate_box_part(&specs()[0], 3, 3).is_err());
+}
+
+#[test]
+fn box_rank_grids_cut_the_fewest_nodes() {
+    let grid = |counts, n| BoxRankGrid::new(counts, n).ranks;
+    // a cube: one axis (the last) for 2 and 3 ranks, two for 4, all three for 8
+    assert_eq!(grid([34; 3], 1), [1, 1, 1]);
+    assert_eq!(grid([34; 3], 2), [1, 1, 2]);
+    assert_eq!(grid([34; 3], 3), [1, 1, 3]);
+    assert_eq!(grid([34; 3], 4), [1, 2, 2]);
+    assert_eq!(grid([34; 3], 8), [2, 2, 2]);
+    assert_eq!(grid([34; 3], 12), [2, 2, 3]);
+    assert_eq!(grid([34; 3], 64), [4, 4, 4]);
+    // a beam along x is cut in slabs across x
+    assert_eq!(grid([81, 9, 9], 4), [4, 1, 1]);
+    assert_eq!(grid([81, 9, 9], 8), [8, 1, 1]);
+    // the longest axis first
+    assert_eq!(grid([6, 4, 5], 2), [2, 1, 1]);
+    // no axis cut into more runs than it has layers while another grid avoids it
+    assert_eq!(grid([2, 2, 20], 4), [1, 1, 4]);
+    assert_eq!(grid([2, 2, 3], 4), [1, 2, 2]);
+    // more ranks than nodes: some boxes are empty, every rank has its place
+    assert_eq!(grid([2, 2, 3], 13), [1, 1, 13]);
 }
 
 #[test]
