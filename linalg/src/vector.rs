@@ -275,48 +275,18 @@ pub mod ops {
         Ok(())
     }
 
-    /// `x . y` over the owned entries, reduced over the ranks; deterministic (on the host: the
-    /// exact sum of the rounded products, rounded once, whatever the rank count).
+    /// `x . y` over the owned entries, reduced over the ranks; deterministic (the exact sum of
+    /// the rounded products, rounded once, whatever the rank count and device): [`dots`] of one
+    /// pair.
     pub fn dot(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
         check_pair("ops::dot", x, y)?;
-        let owned = x.layout.owned();
-        let comm = x.layout.comm();
-        let local = match (&x.storage, &y.storage) {
-            (Storage::Host(x), Storage::Host(y)) => {
-                let mut sum = [host::blas1::dot_exact(&x[..owned], &y[..owned])];
-                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
-                return Ok(sum[0].value());
-            }
-            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. }) if owned < xb.len() => {
-                // A rank's vector with its ghost tail: the owned entries' exact sum, every
-                // rank's added before the one rounding (the host's bits).
-                let mut sum = [cuda::vector::dot_exact_prefix(ctx, xb, yb, owned)?];
-                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
-                return Ok(sum[0].value());
-            }
-            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
-                if owned == xb.len() && comm.size() > 1 =>
-            {
-                // Every rank's exact sum added before the one rounding: the host's bits.
-                let mut sum = [cuda::vector::dot_exact(ctx, xb, yb)?];
-                crate::exact::ExactSum::allreduce(&**comm, &mut sum)?;
-                return Ok(sum[0].value());
-            }
-            (Storage::Cuda { ctx, buf: xb }, Storage::Cuda { buf: yb, .. })
-                if owned == xb.len() =>
-            {
-                cuda::vector::dot(ctx, xb, yb)?
-            }
-            _ => return Err(unsupported("ops::dot", &x.device())),
-        };
-        let mut sum = [local];
-        x.layout.comm().allreduce_sum(&mut sum)?;
-        Ok(sum[0])
+        Ok(dots([(x, y)])?[0])
     }
 
-    /// The dot products of `N` pairs at once, each [`dot`]'s bits: one wait for the device
-    /// (one download of every pair's exact sum) and one reduction over the ranks where `N`
-    /// calls of [`dot`] take `N` of each. Every vector must share the first pair's layout and
+    /// The dot products of `N` pairs at once, each over the owned entries and deterministic
+    /// (the exact sum of the rounded products over every rank, rounded once): one wait for the
+    /// device (one download of every pair's exact sum, or on one rank of the rounded values)
+    /// and one reduction over the ranks. Every vector must share the first pair's layout and
     /// device.
     pub fn dots<const N: usize>(pairs: [(&Vector, &Vector); N]) -> Result<[f64; N], LinalgError> {
         let Some(&(first, _)) = pairs.first() else {

@@ -13,6 +13,7 @@
 //! the serial order (the owned rows of an assembled matrix are bit-identical to the serial
 //! ones). Sets hold local indices, restricted to the part.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -113,22 +114,22 @@ impl BoxRankGrid {
     /// The grid for a node grid of `counts` nodes per axis (each `>= 1`) and `n_ranks >= 1`.
     pub fn new(counts: [usize; 3], n_ranks: usize) -> Self {
         let n = n_ranks.max(1);
-        let divisors = || (1..=n).filter(move |d| n % d == 0);
+        let divides = |m: usize| move |d: &usize| m.is_multiple_of(*d);
         let across = |d: usize| counts.iter().product::<usize>() / counts[d].max(1);
-        let mut best: Option<((bool, usize, usize, usize), [usize; 3])> = None;
-        for p2 in divisors() {
-            for p1 in divisors().filter(|p1| (n / p2) % p1 == 0) {
-                let ranks = [n / (p1 * p2), p1, p2];
+        let ranks = (1..=n)
+            .filter(divides(n))
+            .flat_map(|p2| {
+                (1..=n / p2)
+                    .filter(divides(n / p2))
+                    .map(move |p1| [n / (p1 * p2), p1, p2])
+            })
+            .min_by_key(|ranks| {
                 let overcut = (0..3).any(|d| ranks[d] > counts[d]);
                 let cut_nodes = (0..3).map(|d| (ranks[d] - 1) * across(d)).sum::<usize>();
                 // fewer cut nodes first, then more runs on the later axes
-                let key = (overcut, cut_nodes, usize::MAX - p2, usize::MAX - p1);
-                if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                    best = Some((key, ranks));
-                }
-            }
-        }
-        let ranks = best.expect("1 x 1 x n is a candidate").1;
+                (overcut, cut_nodes, Reverse(ranks[2]), Reverse(ranks[1]))
+            })
+            .expect("1 x 1 x n is a candidate");
         let cuts = [0, 1, 2].map(|d| (0..=ranks[d]).map(|q| counts[d] * q / ranks[d]).collect());
         Self { ranks, cuts }
     }
@@ -186,7 +187,13 @@ pub fn generate_box_part(
     let counts = cells.map(|c| p * c + 1);
     let [nx, ny, _] = counts;
     let grid_of_ranks = BoxRankGrid::new(counts, n_ranks);
-    let box_size = |r: usize| grid_of_ranks.owned(r).iter().map(|l| l.len()).product::<usize>();
+    let box_size = |r: usize| {
+        grid_of_ranks
+            .owned(r)
+            .iter()
+            .map(|l| l.len())
+            .product::<usize>()
+    };
     let mut node_offsets = vec![0u64; n_ranks + 1];
     for r in 0..n_ranks {
         node_offsets[r + 1] = node_offsets[r] + box_size(r) as u64;

@@ -196,7 +196,7 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
-    /// The distributed matrix path (run it under mpirun -np N, or alone): each rank's slab of a
+    /// The distributed matrix path (run it under mpirun -np N, or alone): each rank's box of a
     /// clamped elastic cube, owned-row assembly, halo plan, SpMV and CG with point-block Jacobi.
     Distributed {
         /// Cells per side of the unit cube.

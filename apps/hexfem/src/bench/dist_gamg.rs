@@ -1,7 +1,8 @@
 //! `mpirun -np N hexfem bench gamg --problem ex56`: the sequence of `bench gamg` (cold set-up and
 //! CG solve, then per further solve the operator scaled, a hot update and a CG solve) with the
 //! distributed hierarchy (`amg::dist_cycle::DistHierarchy`, the serial algorithm and options) on
-//! N ranks. Each rank generates its slab of the ex56 cube (one layer of ghost cells) and
+//! N ranks. Each rank generates its box of the ex56 cube (`mesh::BoxRankGrid`: 2 x 2 x 2 boxes
+//! on 8 ranks; one layer of ghost cells) and
 //! assembles its owned rows (`assembly::ex56::Ex56::assemble`, the serial rows bit for bit).
 //!
 //! Reported per rank and as totals (slowest rank for times, sums for traffic): set-up, hot update,
@@ -37,7 +38,7 @@ use linalg::dist::{
 };
 use linalg::exact::ExactSum;
 use linalg::{Device, Vector};
-use mesh::{generate_box_part, BoxSpec};
+use mesh::{generate_box_part, BoxRankGrid, BoxSpec};
 use serde::{Deserialize, Serialize};
 
 use super::best_of;
@@ -164,6 +165,8 @@ pub struct DistGamgResult {
     /// Per rank, with `--device cuda`.
     pub gpu: Option<Vec<DistGpuRank>>,
     pub nodes_per_side: usize,
+    /// How the cube's node grid is cut among the ranks: boxes per axis (`mesh::BoxRankGrid`).
+    pub rank_grid: [usize; 3],
     pub order: usize,
     pub unknowns: u64,
     pub levels: usize,
@@ -477,6 +480,7 @@ pub fn run(
         exchange_fallback,
         gpu,
         nodes_per_side: bench.m,
+        rank_grid: BoxRankGrid::new([bench.m; 3], size).ranks,
         order: bench.order,
         unknowns: 3 * part.n_global_nodes(),
         levels: levels.len(),
@@ -674,11 +678,12 @@ impl std::fmt::Display for DistGamgResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "ex56 Q{}, {} nodes per side, {} unknowns on {} MPI ranks x {} threads; levels {:?} on {:?} ranks (process_eq_limit {})",
+            "ex56 Q{}, {} nodes per side, {} unknowns on {} MPI ranks ({} boxes) x {} threads; levels {:?} on {:?} ranks (process_eq_limit {})",
             self.order,
             self.nodes_per_side,
             self.unknowns,
             self.ranks,
+            self.rank_grid.map(|p| p.to_string()).join(" x "),
             self.threads,
             self.rows_per_level,
             self.ranks_per_level,

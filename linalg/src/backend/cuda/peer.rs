@@ -191,6 +191,16 @@ struct Route {
     blocks: u64,
 }
 
+/// What [`PeerChannel::open`] prepares after the mapping, before the pairwise agreement.
+struct Prepared {
+    forward: Route,
+    reverse: Route,
+    counter: DeviceBuffer<u32>,
+    side: Arc<cudarc::driver::CudaStream>,
+    queued: cudarc::driver::CudaEvent,
+    sent: cudarc::driver::CudaEvent,
+}
+
 /// A neighbour's buffers as mapped here (device addresses, 0 where not needed) and where this
 /// rank's messages go in them (in blocks; [`NONE`] where it sends none that way).
 struct Mapped {
@@ -445,29 +455,6 @@ impl PeerChannel {
                 }
             }
         }
-        // both sides of every pair learn whether either failed
-        let status = [if failure.is_some() { 1.0 } else { 0.0 }];
-        let mut theirs = vec![[0.0f64]; neighbours.len()];
-        {
-            let s: Vec<(usize, &[f64])> = neighbours.iter().map(|&n| (n, &status[..])).collect();
-            let mut r: Vec<(usize, &mut [f64])> = neighbours
-                .iter()
-                .zip(theirs.iter_mut())
-                .map(|(&n, m)| (n, &mut m[..]))
-                .collect();
-            comm.exchange(&s, &mut r, &mut || ())?;
-        }
-        if let Some(why) = failure {
-            return Err(LinalgError::CudaUnavailable {
-                reason: format!("exchange ipc: {why}"),
-            });
-        }
-        if let Some((n, _)) = neighbours.iter().zip(&theirs).find(|(_, s)| s[0] != 0.0) {
-            return Err(LinalgError::CudaUnavailable {
-                reason: format!("exchange ipc: rank {n} could not map this rank's buffers"),
-            });
-        }
-
         let of = |n: usize| {
             mapped
                 .iter()
@@ -534,16 +521,62 @@ impl PeerChannel {
         };
         let fwd_srcs: Vec<usize> = receives.iter().map(|(r, _)| *r).collect();
         let rev_srcs: Vec<usize> = sends.iter().map(|(r, _)| *r).collect();
-        // forward: into each destination's ghosts where it receives this rank's blocks
-        let forward = route(&fwd_dsts, &fwd_idx, &fwd_srcs, &|n| {
-            let m = of(n);
-            m.ghosts + m.ghost_at * entry
-        })?;
-        // reverse: into each ghost owner's returned buffer where it listed this rank's blocks
-        let reverse = route(&rev_dsts, &rev_idx, &rev_srcs, &|n| {
-            let m = of(n);
-            m.returned + m.returned_at * entry
-        })?;
+        // Everything else this rank prepares that can fail, before the agreement below: a
+        // failure here is every neighbour's error too (none waits at its first exchange for a
+        // rank that returned). Only where every neighbour is mapped.
+        let build = || {
+            // forward: into each destination's ghosts where it receives this rank's blocks
+            let forward = route(&fwd_dsts, &fwd_idx, &fwd_srcs, &|n| {
+                let m = of(n);
+                m.ghosts + m.ghost_at * entry
+            })?;
+            // reverse: into each ghost owner's returned buffer where it listed this rank's
+            // blocks
+            let reverse = route(&rev_dsts, &rev_idx, &rev_srcs, &|n| {
+                let m = of(n);
+                m.returned + m.returned_at * entry
+            })?;
+            Ok::<_, LinalgError>(Prepared {
+                forward,
+                reverse,
+                counter: ctx.zeros(1)?,
+                side: ctx.side_stream()?.clone(),
+                queued: ctx.new_order_event()?,
+                sent: ctx.new_order_event()?,
+            })
+        };
+        let prepared = match failure {
+            Some(_) => None,
+            None => build()
+                .map_err(|e| failure = Some(format!("preparing rank {me}'s routes: {e}")))
+                .ok(),
+        };
+        // both sides of every pair learn whether either failed
+        let status = [if failure.is_some() { 1.0 } else { 0.0 }];
+        let mut theirs = vec![[0.0f64]; neighbours.len()];
+        {
+            let s: Vec<(usize, &[f64])> = neighbours.iter().map(|&n| (n, &status[..])).collect();
+            let mut r: Vec<(usize, &mut [f64])> = neighbours
+                .iter()
+                .zip(theirs.iter_mut())
+                .map(|(&n, m)| (n, &mut m[..]))
+                .collect();
+            comm.exchange(&s, &mut r, &mut || ())?;
+        }
+        if let Some(why) = failure {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!("exchange ipc: {why}"),
+            });
+        }
+        if let Some((n, _)) = neighbours.iter().zip(&theirs).find(|(_, s)| s[0] != 0.0) {
+            return Err(LinalgError::CudaUnavailable {
+                reason: format!(
+                    "exchange ipc: rank {n} could not map this rank's buffers or prepare its routes"
+                ),
+            });
+        }
+        let prepared = prepared.expect("prepared where no rank failed");
+
         let traffic = |dsts: &[(usize, Range<usize>)]| PeerTraffic {
             messages: dsts.len() as u64,
             bytes: dsts.iter().map(|(_, b)| (b.len() * bs * 8) as u64).sum(),
@@ -551,18 +584,18 @@ impl PeerChannel {
         Ok(Self {
             forward_traffic: traffic(&fwd_dsts),
             reverse_traffic: traffic(&rev_dsts),
-            counter: ctx.zeros(1)?,
+            counter: prepared.counter,
             ctx: ctx.clone(),
             bs,
             ghosts,
             returned,
             _flags: flags,
-            forward,
-            reverse,
+            forward: prepared.forward,
+            reverse: prepared.reverse,
             seq: 0,
-            side: ctx.side_stream()?.clone(),
-            queued: ctx.new_order_event()?,
-            sent: ctx.new_order_event()?,
+            side: prepared.side,
+            queued: prepared.queued,
+            sent: prepared.sent,
             _imports: imports,
         })
     }
