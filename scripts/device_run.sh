@@ -17,7 +17,8 @@
 #   SPMV=""            hexfem bench spmv --m 66 --device cuda --json for these block shapes
 #   CAPACITY=""        bench gamg --device cuda for these m, with the process's peak memory
 #   RUNS=""            inputs/NAME.yaml run with device cpu and cuda, compared
-#   MPI_RUNS=""        the same under mpirun -np 2 (one GPU per rank, sharing the node's GPUs)
+#   MPI_RUNS=""        the same under mpirun -np MPI_RUNS_NP (default 2; rank r takes GPU r mod the
+#                      node's GPUs, so 8 ranks share 2 GPUs four each)
 #   NEWTON=""          hexfem bench newton --device cuda --json for each m (and --device cpu for
 #                      each m of NEWTON_CPU)
 #   KERNELS=0          cuda_bench (single kernels; arguments of run.sh go to it)
@@ -235,12 +236,12 @@ for m in $CAPACITY; do
     grep -E "Maximum resident|Elapsed" "$out/capacity_$m.err" | sed "s/^/[capacity $m] /"
 done
 # end to end: each input with CG + AMG on the CPU and on the GPU, summaries compared
-# (MPI_RUNS: the same under mpirun -np 2, the ranks sharing the node's GPUs)
+# (MPI_RUNS: the same under mpirun -np MPI_RUNS_NP, the ranks sharing the node's GPUs)
 for input in $RUNS ${MPI_RUNS:+$(printf 'mpi:%s ' $MPI_RUNS)}; do
     launcher=()
     if [ "${input#mpi:}" != "$input" ]; then
         input=${input#mpi:}
-        launcher=(mpirun --allow-run-as-root --oversubscribe -np 2)
+        launcher=(mpirun --allow-run-as-root --oversubscribe -np "${MPI_RUNS_NP:-2}")
     fi
     for dev in cpu cuda; do
         rm -rf "/tmp/run_$dev"
@@ -250,7 +251,7 @@ for input in $RUNS ${MPI_RUNS:+$(printf 'mpi:%s ' $MPI_RUNS)}; do
             > "$out/run_${input}_${#launcher[@]}_$dev.log" 2>&1 || status=1
     done
     grep -E "^  device " "$out/run_${input}_${#launcher[@]}_cuda.log" | head -n 1
-    python3 - "$input${launcher[*]:+ on 2 ranks}" "${#launcher[@]}" <<'PY' || status=1
+    python3 - "$input${launcher[*]:+ on ${MPI_RUNS_NP:-2} ranks}" "${#launcher[@]}" <<'PY' || status=1
 import glob, json, sys
 name = sys.argv[1]
 # on ranks the device run is the host rank run's operations (its CG iterations too), and the

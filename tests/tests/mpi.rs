@@ -1,4 +1,5 @@
-//! Distributed assembly on 2 and 4 ranks (each test starts itself under `mpirun`): every rank
+//! Distributed assembly on 2 and 4 ranks, some tests also on 8 (a 2 x 2 x 2 grid of boxes: edge
+//! and corner neighbours; each test starts itself under `mpirun`): every rank
 //! assembles the rows it owns on its mesh part (one layer of ghost cells, no communication);
 //! the owned rows and residual entries equal the serial ones bit for bit, the distributed SpMV
 //! equals the serial one to rounding. Box meshes are generated distributed; the Gmsh mesh is
@@ -153,7 +154,7 @@ fn check_distributed_assembly(comm: &Arc<dyn Comm>, serial: &HexMesh, part: &Mes
 fn distributed_box_assembly_and_spmv_equal_the_serial_ones() {
     on_ranks(
         "distributed_box_assembly_and_spmv_equal_the_serial_ones",
-        &[2, 4],
+        &[2, 4, 8],
         |comm| {
             for spec in [
                 BoxSpec::new([6, 3, 4], [0.0; 3], [3.0, 1.0, 2.0], CellKind::Hex8),
@@ -1367,7 +1368,7 @@ fn serial_hierarchy_solve(serial: &HexMesh) -> (usize, Vec<usize>, Vec<f64>) {
 fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
     on_ranks(
         "cg_with_the_distributed_amg_hierarchy_matches_one_rank",
-        &[2, 4],
+        &[2, 4, 8],
         |comm| {
             let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
             let serial = mesh::generate_box(&spec).unwrap();

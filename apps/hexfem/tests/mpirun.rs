@@ -283,11 +283,11 @@ fn fallbacks(dir: &Path, name: &str) -> Vec<Vec<bool>> {
         .collect()
 }
 
-/// Every input under `mpirun -np 1..4` equals the serial run at the default tolerances: the
+/// Every input under `mpirun -np 1..4` (the cubes also on 8 ranks) equals the serial run at the default tolerances: the
 /// same Newton and CG iterations in every step and the same solution to 1e-10 (both runs use
 /// CG with AMG; the serial `auto` picks the direct solver for these small problems).
 #[test]
-fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
+fn run_on_one_to_four_or_eight_ranks_equals_the_serial_run_iteration_for_iteration() {
     let dir = scratch("run");
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
     // every input in inputs/
@@ -317,7 +317,9 @@ fn run_on_one_to_four_ranks_equals_the_serial_run_iteration_for_iteration() {
             .unwrap();
         assert!(serial.status.success(), "{}", output_text(&serial));
         let one = summary(Path::new(&serial_dir), name);
-        for np in [1, 2, 3, 4] {
+        // the cubes also on 8 ranks: a 2 x 2 x 2 grid of boxes (edge and corner neighbours)
+        let cube = name.ends_with("_block");
+        for np in [1, 2, 3, 4, 8].into_iter().filter(|&np| np <= 4 || cube) {
             let many_dir = d(&format!("np{np}"));
             let mut a = args.clone();
             a.extend(["-o", many_dir.as_str()]);
