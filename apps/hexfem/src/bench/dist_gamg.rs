@@ -149,6 +149,11 @@ pub struct DistGpuRank {
     /// operators, prolongators, smoother inverses, Galerkin plans with their pair lists, and
     /// the kernels compiled at their first use), seconds: `setup_cold_s` less the host's part.
     pub setup_upload_s: f64,
+    /// Capacity: the most device memory this rank had allocated at once (its stream-ordered
+    /// allocations, `CudaContext::pool_used_high`: without the context's own few hundred MiB;
+    /// its own where ranks share a GPU), and its process's peak resident host memory, MiB.
+    pub device_pool_peak_mib: f64,
+    pub host_peak_mib: f64,
 }
 
 /// What `mpirun -np N hexfem bench gamg --json` prints.
@@ -433,6 +438,11 @@ pub fn run(
         gpu.hot_update_galerkin_s = best_phases.galerkin_numeric_s;
         gpu.hot_update_coarse_s = best_phases.coarse_factor_s;
         gpu.setup_upload_s = setup_upload_s;
+        let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+        if let Some(ctx) = device.cuda_context() {
+            gpu.device_pool_peak_mib = mib(ctx.pool_used_high()?.unwrap_or(0));
+        }
+        gpu.host_peak_mib = mib(crate::memory::peak_resident_bytes());
     }
 
     let mine = DistGamgRank {

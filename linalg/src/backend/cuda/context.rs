@@ -240,6 +240,36 @@ impl CudaContext {
         Ok(())
     }
 
+    /// The most bytes this process has had allocated at once from the device's default pool
+    /// (stream-ordered allocations: nearly everything the solver allocates; not the context
+    /// itself, its modules or IPC exports), or `None` without stream-ordered allocation. Unlike
+    /// [`CudaContext::memory_info`] it is this process's alone where ranks share a GPU.
+    pub fn pool_used_high(&self) -> Result<Option<u64>, LinalgError> {
+        if !self.ctx.has_async_alloc() {
+            return Ok(None);
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+        let mut high: u64 = 0;
+        // SAFETY: plain driver queries on this context's device with valid out-pointers
+        // (`USED_MEM_HIGH` writes a cuuint64_t).
+        unsafe {
+            cu::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
+                .result()
+                .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
+            cu::sys::cuMemPoolGetAttribute(
+                pool,
+                cu::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut high as *mut u64).cast(),
+            )
+            .result()
+            .map_err(driver_err("cuMemPoolGetAttribute"))?;
+        }
+        Ok(Some(high))
+    }
+
     /// Bytes copied each way so far.
     pub fn transfers(&self) -> Transfers {
         Transfers {
