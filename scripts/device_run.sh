@@ -32,7 +32,7 @@
 #                      bits, a rank's part assembled on its GPU == the host rank assembly
 #                      bit for bit and a device rank run == the host rank run, at 1 and 2
 #                      ranks), each test binary starting `mpirun -np 2` on itself
-#   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M (or M:
+#   MPI_GAMG=""        mpirun -np NP hexfem bench gamg --device cuda --json for each NP:M[:GRID] (or M:
 #                      2 ranks); rank r takes GPU r mod the node's GPUs (the same on the CPUs
 #                      with MPI_GAMG_CPU=1); MPI_GAMG_ARGS: extra arguments (e.g. "--solves 3");
 #                      MPI_EXCHANGE="auto": the --exchange values to run each with (staged nccl)
@@ -129,12 +129,18 @@ fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"
 for nm in $MPI_GAMG; do
-    # NP:M (NP ranks, one GPU each while the node has NP GPUs) or M (2 ranks)
+    # NP:M (NP ranks, one GPU each while the node has NP GPUs), NP:M:GRID (--rank-grid GRID,
+    # e.g. 4:105:1x1x4 for slabs) or M (2 ranks)
     np=2
     m=$nm
+    grid=""
     if [ "${nm#*:}" != "$nm" ]; then
         np=${nm%%:*}
-        m=${nm##*:}
+        m=${nm#*:}
+        if [ "${m#*:}" != "$m" ]; then
+            grid=${m#*:}
+            m=${m%%:*}
+        fi
     fi
     for dev in $mpi_devices; do
       for ex in $MPI_EXCHANGE; do
@@ -145,17 +151,21 @@ for nm in $MPI_GAMG; do
             f="${f}_L$lim"
             limit_args="--process-eq-limit $lim"
         fi
+        if [ -n "$grid" ]; then
+            f="${f}_g$grid"
+            limit_args="$limit_args --rank-grid $grid"
+        fi
         # each rank's host phases get an equal share of the node's cores
         # shellcheck disable=SC2086
         RAYON_NUM_THREADS=$(( $(nproc) / np > 0 ? $(nproc) / np : 1 )) \
         mpirun --allow-run-as-root --oversubscribe --bind-to none -x RAYON_NUM_THREADS -np "$np" "$here/bin/hexfem" bench gamg \
             --problem ex56 --m "$m" --device "$dev" --exchange "$ex" $limit_args $MPI_GAMG_ARGS --json > "$out/$f.json" 2> "$out/$f.err" \
             || { status=1; tail -n 5 "$out/$f.err"; }
-        python3 - "$out/$f.json" "$dev $np ranks m $m exchange $ex limit $lim" <<'PY' || true
+        python3 - "$out/$f.json" "$dev $np ranks m $m exchange $ex limit $lim${grid:+ grid $grid}" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
 tag = sys.argv[2]
-print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks {r['devices']}, levels {r['rows_per_level']} on {r['ranks_per_level']} ranks (process_eq_limit {r['process_eq_limit']}), "
+print(f"[mpi gamg {tag}] {r['unknowns']} unknowns on {r['ranks']} ranks ({'x'.join(map(str, r.get('rank_grid') or []))} boxes) {r['devices']}, levels {r['rows_per_level']} on {r['ranks_per_level']} ranks (process_eq_limit {r['process_eq_limit']}), "
       f"iterations {r['iterations']}, cold {r['setup_cold_s']:.3f} s, hot update {r['setup_hot_s']*1e3:.1f} ms, "
       f"hot solve {r['solve_hot_s']*1e3:.1f} ms, SpMV {r['spmv_s']*1e3:.3f} ms, hot update {r['hot_update_bytes']} B MPI "
       f"({r['hot_update_p_values']} P values), CG iteration {r['cg_iteration']['bytes']:.0f} B MPI, "

@@ -107,6 +107,11 @@ impl BoxSpec {
         }
     }
 
+    /// Nodes per direction: `order * cells + 1`.
+    pub fn node_counts(&self) -> [usize; 3] {
+        self.cells.map(|c| self.kind.order() * c + 1)
+    }
+
     pub(crate) fn check(&self) -> Result<(), MeshError> {
         if let Some(d) = self.cells.iter().position(|&n| n == 0) {
             return Err(MeshError::InvalidSpec(format!(

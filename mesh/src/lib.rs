@@ -17,4 +17,7 @@ pub use generate::{corner_jacobian_det, generate_box, BoxSpec, MAX_BOX_BYTES, MA
 pub use gmsh::{parse_gmsh, parse_gmsh_bytes, read_gmsh, MAX_MSH_BYTES};
 pub use hex_mesh::{cell_name, HexMesh};
 pub use ordering::NodeOrdering;
-pub use partition::{generate_box_part, metis_cell_parts, partition_mesh, BoxRankGrid, MeshPart};
+pub use partition::{
+    generate_box_part, generate_box_part_on, metis_cell_parts, partition_mesh, BoxRankGrid,
+    MeshPart,
+};

@@ -130,8 +130,29 @@ impl BoxRankGrid {
                 (overcut, cut_nodes, Reverse(ranks[2]), Reverse(ranks[1]))
             })
             .expect("1 x 1 x n is a candidate");
+        Self::cut(counts, ranks)
+    }
+
+    /// A chosen grid of `ranks[0] x ranks[1] x ranks[2]` boxes (each `>= 1`) for a node grid
+    /// of `counts` nodes per axis (an axis cut into more runs than it has layers leaves some
+    /// boxes empty).
+    pub fn with_ranks(counts: [usize; 3], ranks: [usize; 3]) -> Result<Self, MeshError> {
+        if ranks.contains(&0) {
+            return Err(MeshError::InvalidSpec(format!(
+                "a rank grid of {ranks:?} boxes has an axis with none; each needs at least one"
+            )));
+        }
+        Ok(Self::cut(counts, ranks))
+    }
+
+    fn cut(counts: [usize; 3], ranks: [usize; 3]) -> Self {
         let cuts = [0, 1, 2].map(|d| (0..=ranks[d]).map(|q| counts[d] * q / ranks[d]).collect());
         Self { ranks, cuts }
+    }
+
+    /// The rank count: one box each.
+    pub fn n_ranks(&self) -> usize {
+        self.ranks.iter().product()
     }
 
     /// The run of axis `d` that holds node layer `layer`.
@@ -179,14 +200,36 @@ pub fn generate_box_part(
     n_ranks: usize,
 ) -> Result<MeshPart, MeshError> {
     spec.check()?;
+    let grid = BoxRankGrid::new(spec.node_counts(), n_ranks);
+    generate_box_part_on(spec, rank, &grid)
+}
+
+/// [`generate_box_part`] on a chosen grid of boxes (made for `spec.node_counts()`): rank
+/// `rank` of `grid.n_ranks()`.
+pub fn generate_box_part_on(
+    spec: &BoxSpec,
+    rank: usize,
+    grid_of_ranks: &BoxRankGrid,
+) -> Result<MeshPart, MeshError> {
+    spec.check()?;
+    let n_ranks = grid_of_ranks.n_ranks();
     check_rank(rank, n_ranks)?;
     let kind = spec.kind;
     let p = kind.order();
     let cells = spec.cells;
     let [cx, cy, cz] = cells;
-    let counts = cells.map(|c| p * c + 1);
+    let counts = spec.node_counts();
     let [nx, ny, _] = counts;
-    let grid_of_ranks = BoxRankGrid::new(counts, n_ranks);
+    if grid_of_ranks
+        .cuts
+        .iter()
+        .zip(counts)
+        .any(|(c, n)| c.last() != Some(&n))
+    {
+        return Err(MeshError::InvalidSpec(format!(
+            "a rank grid made for other node counts than the box's {counts:?}"
+        )));
+    }
     let box_size = |r: usize| {
         grid_of_ranks
             .owned(r)

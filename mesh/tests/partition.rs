@@ -3,8 +3,8 @@
 use std::collections::BTreeSet;
 
 use mesh::{
-    generate_box, generate_box_part, partition_mesh, BoxRankGrid, BoxSpec, CellKind, HexMesh,
-    MeshPart,
+    generate_box, generate_box_part, generate_box_part_on, partition_mesh, BoxRankGrid, BoxSpec,
+    CellKind, HexMesh, MeshPart,
 };
 
 /// Everything a part promises, checked against the serial mesh it is a part of.
@@ -169,6 +169,27 @@ fn box_rank_grids_cut_the_fewest_nodes() {
     assert_eq!(grid([2, 2, 3], 4), [1, 2, 2]);
     // more ranks than nodes: some boxes are empty, every rank has its place
     assert_eq!(grid([2, 2, 3], 13), [1, 1, 13]);
+}
+
+#[test]
+fn box_parts_on_a_chosen_grid_are_the_serial_box() {
+    for spec in specs() {
+        let serial = generate_box(&spec).unwrap();
+        let counts = spec.node_counts();
+        for ranks in [[1, 1, 4], [4, 1, 1], [2, 1, 2], [1, 3, 2], [2, 2, 2]] {
+            let grid = BoxRankGrid::with_ranks(counts, ranks).unwrap();
+            let parts: Vec<MeshPart> = (0..grid.n_ranks())
+                .map(|r| generate_box_part_on(&spec, r, &grid).unwrap())
+                .collect();
+            for part in &parts {
+                check_part(&serial, part);
+            }
+            check_cover(&serial, &parts);
+        }
+        let other = BoxRankGrid::with_ranks([counts[0] + 1, counts[1], counts[2]], [2, 1, 1]);
+        assert!(generate_box_part_on(&spec, 0, &other.unwrap()).is_err());
+    }
+    assert!(BoxRankGrid::with_ranks([3, 3, 3], [2, 0, 2]).is_err());
 }
 
 #[test]

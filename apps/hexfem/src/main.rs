@@ -247,9 +247,28 @@ enum Bench {
         /// AMG option `process_eq_limit`; default 50 on CPU ranks, 20000 on GPU ranks).
         #[arg(long)]
         process_eq_limit: Option<usize>,
+        /// Under mpirun: the grid of boxes the cube is cut into, `PxQxR` boxes across x, y and
+        /// z (their product the rank count; e.g. `1x1x8` for slabs); default: the grid that
+        /// cuts the fewest nodes (2x2x2 on 8 ranks).
+        #[arg(long, value_parser = parse_rank_grid)]
+        rank_grid: Option<[usize; 3]>,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--rank-grid PxQxR`: three positive box counts.
+fn parse_rank_grid(s: &str) -> Result<[usize; 3], String> {
+    let bad =
+        || format!("{s:?} is not a grid of boxes: expected PxQxR with P, Q, R >= 1 (e.g. 2x2x2)");
+    let v: Vec<usize> = s
+        .split('x')
+        .map(|t| t.trim().parse::<usize>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [p, q, r] if p >= 1 && q >= 1 && r >= 1 => Ok([p, q, r]),
+        _ => Err(bad()),
+    }
 }
 
 /// `--exchange` of `bench gamg` under mpirun.
@@ -430,6 +449,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     precision,
                     exchange: _,
                     process_eq_limit: _,
+                    rank_grid: _,
                     json,
                 },
         } => {
@@ -718,6 +738,7 @@ fn execute_on_ranks(
                     precision,
                     exchange,
                     process_eq_limit,
+                    rank_grid,
                     json,
                 },
         } => {
@@ -748,7 +769,7 @@ fn execute_on_ranks(
                 ExchangeArg::Ipc => linalg::dist::DeviceExchange::Ipc,
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
-            let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange);
+            let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
             let result = hexfem::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }

@@ -38,7 +38,7 @@ use linalg::dist::{
 };
 use linalg::exact::ExactSum;
 use linalg::{Device, Vector};
-use mesh::{generate_box_part, BoxRankGrid, BoxSpec};
+use mesh::{generate_box_part_on, BoxRankGrid, BoxSpec};
 use serde::{Deserialize, Serialize};
 
 use super::best_of;
@@ -222,11 +222,13 @@ fn traffic(comm: &Arc<dyn Comm>, device: &Device) -> Traffic {
 }
 
 /// Runs the benchmark on the ranks of `comm` (collective); `exchange`: how halo exchanges
-/// travel between the GPUs under `--device cuda`.
+/// travel between the GPUs under `--device cuda`; `rank_grid`: the boxes per axis the cube is
+/// cut into (their product the rank count; `None`: `mesh::BoxRankGrid::new`'s choice).
 pub fn run(
     comm: &Arc<dyn Comm>,
     bench: &GamgBench,
     exchange: DeviceExchange,
+    rank_grid: Option<[usize; 3]>,
 ) -> Result<DistGamgResult> {
     let size = comm.size();
     ensure!(
@@ -256,11 +258,21 @@ pub fn run(
     let cells = Ex56::cells_per_side(bench.m, bench.order)
         .with_context(|| format!("ex56 with --m {} --order {}", bench.m, bench.order))?;
     let kind = fem::CellKind::from_order(bench.order)?;
-    let part = generate_box_part(
-        &BoxSpec::new([cells; 3], [0.0; 3], [1.0; 3], kind),
-        comm.rank(),
-        size,
-    )?;
+    let spec = BoxSpec::new([cells; 3], [0.0; 3], [1.0; 3], kind);
+    let grid = match rank_grid {
+        None => BoxRankGrid::new(spec.node_counts(), size),
+        Some(ranks) => {
+            let grid = BoxRankGrid::with_ranks(spec.node_counts(), ranks)?;
+            ensure!(
+                grid.n_ranks() == size,
+                "--rank-grid {} has {} boxes for {size} ranks: the product must be the rank count",
+                ranks.map(|p| p.to_string()).join("x"),
+                grid.n_ranks()
+            );
+            grid
+        }
+    };
+    let part = generate_box_part_on(&spec, comm.rank(), &grid)?;
     let local = Ex56::assemble(&part.mesh, bench.order, SOFT_SCALE)?;
     let n_owned = part.n_owned_nodes();
     let owned = 3 * n_owned;
@@ -498,7 +510,7 @@ pub fn run(
         exchange_fallback,
         gpu,
         nodes_per_side: bench.m,
-        rank_grid: BoxRankGrid::new([bench.m; 3], size).ranks,
+        rank_grid: grid.ranks,
         order: bench.order,
         unknowns: 3 * part.n_global_nodes(),
         levels: levels.len(),
