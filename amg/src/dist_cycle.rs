@@ -650,6 +650,9 @@ fn coarsen(
     let p = smoothed.unwrap_or(p0);
     let mut galerkin = GalerkinPlan::new(a, &g, &p, &coarse_serial_ids)?;
     let (ac, _) = galerkin.product(a, &p)?;
+    // one level's product buffers at a time while the levels are built (a hot update on the
+    // host makes them again; on a GPU they live on the device)
+    galerkin.release_values();
     Ok(Some(DistCoarsened {
         smoother: build_smoother(pbj, emax, params),
         pt: DistTranspose::new(&p)?,

@@ -218,18 +218,30 @@ pub struct GalerkinProductPlan {
     /// `A_local` slot `i` takes `diag` block `a_gather[i]`, or `offd` block `a_gather[i] -
     /// a_diag.nnz()`.
     pub(crate) a_gather: Vec<u32>,
-    pub(crate) a_local: Bsr,
+    /// The local `A`'s pattern (owned rows, local columns).
+    pub(crate) a_local_pattern: Arc<BlockPattern>,
     pub(crate) ap_plan: SpgemmPlan,
-    pub(crate) ap: Bsr,
     /// `P_owned^T` (computed once per plan, i.e. per version of `P`).
     pub(crate) pt: Bsr,
     pub(crate) partial_plan: SpgemmPlan,
-    pub(crate) partial: Bsr,
+    /// The host product's value buffers: made by the first host product after the plan or
+    /// after [`GalerkinProductPlan::release_values`] (a GPU rank's hierarchy, whose products
+    /// run on the device, needs them only for its cold set-up's product).
+    values: Option<HostValues>,
     pub(crate) reduction: ReductionPlan,
     /// The reduction split for this rank: what [`GalerkinProductPlan::numeric`] runs (and the
     /// GPU copy uploads).
     split: SplitReduction,
     pub(crate) coarse: Arc<DistPattern>,
+}
+
+/// The host product's values: the local `A` (`bs x bs` blocks), `A P` (`bs x k`) and the
+/// partial coarse blocks `P_owned^T A P` (`k x k`), each on its plan's pattern.
+#[derive(Debug)]
+struct HostValues {
+    a_local: Bsr,
+    ap: Bsr,
+    partial: Bsr,
 }
 
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
@@ -375,35 +387,31 @@ impl GalerkinProductPlan {
         coarse: &RowPartition,
     ) -> Result<Self, AmgError> {
         let ap = a.pattern();
-        let bsa = ap.block_size();
         let k = p_owned.block_cols();
         let (a_pattern, a_gather) = a_local_symbolic(a, position)?;
-        let a_local = Bsr::zeros(a_pattern.clone(), bsa, bsa);
         let ap_plan = SpgemmPlan::new(&a_pattern, p_ext.pattern())?;
-        let ap_m = Bsr::zeros(ap_plan.pattern().clone(), bsa, k);
         let pt = linalg::transpose(p_owned)?;
         let partial_plan = SpgemmPlan::new(pt.pattern(), ap_plan.pattern())?;
-        let partial = Bsr::zeros(partial_plan.pattern().clone(), k, k);
-        if coarse_globals.len() != partial.pattern().n_block_rows() {
+        let partial_pattern = partial_plan.pattern();
+        if coarse_globals.len() != partial_pattern.n_block_rows() {
             return Err(AmgError::DimensionMismatch {
                 what: "distributed Galerkin plan: global ids of the local coarse columns",
-                expected: partial.pattern().n_block_rows(),
+                expected: partial_pattern.n_block_rows(),
                 found: coarse_globals.len(),
             });
         }
         let (reduction, coarse_pattern) =
-            reduction_symbolic(partial_plan.pattern(), coarse_globals, coarse, k)?;
-        let split = reduction.split(coarse.comm().rank(), partial.pattern().nnz())?;
+            reduction_symbolic(partial_pattern, coarse_globals, coarse, k)?;
+        let split = reduction.split(coarse.comm().rank(), partial_pattern.nnz())?;
         Ok(Self {
             a_diag: ap.diag().clone(),
             a_offd: ap.offd().clone(),
             a_gather,
-            a_local,
+            a_local_pattern: a_pattern,
             ap_plan,
-            ap: ap_m,
             pt,
             partial_plan,
-            partial,
+            values: None,
             reduction,
             split,
             coarse: coarse_pattern,
@@ -470,14 +478,25 @@ impl GalerkinProductPlan {
                 found: a.pattern().diag().nnz() + a.pattern().offd().nnz(),
             });
         }
-        self.gather_a_local(a)?;
-        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, p_ext, &mut self.ap)?;
-        linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
         let k = self.pt.block_rows();
         let kk = k * k;
+        let bs = a.pattern().block_size();
+        let values = self.values.get_or_insert_with(|| HostValues {
+            a_local: Bsr::zeros(self.a_local_pattern.clone(), bs, bs),
+            ap: Bsr::zeros(self.ap_plan.pattern().clone(), bs, k),
+            partial: Bsr::zeros(self.partial_plan.pattern().clone(), k, k),
+        });
+        gather_a_local(&self.a_gather, self.a_diag.nnz(), a, &mut values.a_local)?;
+        linalg::spgemm_numeric(&self.ap_plan, &values.a_local, p_ext, &mut values.ap)?;
+        linalg::spgemm_numeric(
+            &self.partial_plan,
+            &self.pt,
+            &values.ap,
+            &mut values.partial,
+        )?;
         let comm = self.coarse.partition().comm().clone();
         let split = &self.split;
-        let partial = self.partial.host()?;
+        let partial = values.partial.host()?;
         let received = comm
             .alltoallv_f64(&split.pack(partial, kk))
             .map_err(comm_err)?;
@@ -497,23 +516,34 @@ impl GalerkinProductPlan {
         Ok((split.send_idx.len() * kk * 8) as u64)
     }
 
-    /// `A_local`'s values from `a`'s parts (host).
-    fn gather_a_local(&mut self, a: &DistBsr) -> Result<(), AmgError> {
-        let bl = self.a_local.block_len();
-        let (dv, ov) = (a.diag().host()?, a.offd().host()?);
-        let n_diag = self.a_diag.nnz();
-        let out = self.a_local.host_mut()?;
-        for (i, &src) in self.a_gather.iter().enumerate() {
-            let src = src as usize;
-            let block = if src < n_diag {
-                &dv[src * bl..(src + 1) * bl]
-            } else {
-                &ov[(src - n_diag) * bl..(src - n_diag + 1) * bl]
-            };
-            out[i * bl..(i + 1) * bl].copy_from_slice(block);
-        }
-        Ok(())
+    /// Drops the host product's value buffers (the local `A`, `A P` and the partial blocks:
+    /// together more than the operator itself); the next host product makes them again.
+    pub fn release_values(&mut self) {
+        self.values = None;
     }
+}
+
+/// `A_local`'s values from `a`'s parts (host): slot `i` takes `diag` block `gather[i]`, or
+/// `offd` block `gather[i] - n_diag`.
+fn gather_a_local(
+    gather: &[u32],
+    n_diag: usize,
+    a: &DistBsr,
+    a_local: &mut Bsr,
+) -> Result<(), AmgError> {
+    let bl = a_local.block_len();
+    let (dv, ov) = (a.diag().host()?, a.offd().host()?);
+    let out = a_local.host_mut()?;
+    for (i, &src) in gather.iter().enumerate() {
+        let src = src as usize;
+        let block = if src < n_diag {
+            &dv[src * bl..(src + 1) * bl]
+        } else {
+            &ov[(src - n_diag) * bl..(src - n_diag + 1) * bl]
+        };
+        out[i * bl..(i + 1) * bl].copy_from_slice(block);
+    }
+    Ok(())
 }
 
 /// Collective. The square coarse [`DistPattern`] on `coarse` (`k x k` blocks) of this rank's

@@ -318,6 +318,14 @@ impl GalerkinPlan {
         Ok(sent)
     }
 
+    /// Drops the host product's value buffers (see
+    /// [`crate::dist_galerkin::GalerkinProductPlan::release_values`]); the plan stays.
+    pub fn release_values(&mut self) {
+        if let Some(plan) = &mut self.planned {
+            plan.release_values();
+        }
+    }
+
     /// Collective. `P^T A P` for the current values of `a` (the pattern the plan was built
     /// for) and `p`, and the `P` values this rank sent for it: 0 unless some rank's `p` changed
     /// since the last product (then `P_oth`, the view and the symbolic product are made

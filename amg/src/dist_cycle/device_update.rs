@@ -100,9 +100,10 @@ impl DeviceGalerkin {
         let comm = plan.coarse_pattern().partition().comm().clone();
         let k = plan.pt.block_rows();
         let kk = k * k;
+        let bs = plan.pt.block_cols();
         let split = plan
             .reduction()
-            .split(comm.rank(), plan.partial.pattern().nnz())?;
+            .split(comm.rank(), plan.partial_plan.pattern().nnz())?;
         let n_send = split.send_idx.len() * kk;
         let n_recv = split.n_recv;
         let (ad, ao) = plan.a_patterns();
@@ -110,14 +111,15 @@ impl DeviceGalerkin {
             a_patterns: (ad.clone(), ao.clone()),
             a_gather: ctx.upload(&plan.a_gather)?,
             n_a_diag: plan.a_diag_nnz(),
-            a_local: plan.a_local.to_device(device)?,
+            // the value buffers are made on the device (every product overwrites them)
+            a_local: Bsr::zeros_on(device, plan.a_local_pattern.clone(), bs, bs)?,
             p_ext: p_ext.to_device(device)?,
             // every hot update repeats both products: their device plans keep pair lists
             ap_plan: plan.ap_plan.clone().for_repeated_products(),
-            ap: plan.ap.to_device(device)?,
+            ap: Bsr::zeros_on(device, plan.ap_plan.pattern().clone(), bs, k)?,
             pt: plan.pt.to_device(device)?,
             partial_plan: plan.partial_plan.clone().for_repeated_products(),
-            partial: plan.partial.to_device(device)?,
+            partial: Bsr::zeros_on(device, plan.partial_plan.pattern().clone(), k, k)?,
             kk,
             send_idx: ctx.upload(&split.send_idx)?,
             send_idx_host: split.send_idx,
