@@ -67,6 +67,16 @@ impl std::fmt::Debug for CudaContext {
 }
 
 /// Maps a driver error to [`LinalgError::Cuda`] naming the operation.
+/// The default memory pool of `ctx`'s device (where the stream-ordered allocations come from).
+fn default_pool(ctx: &cu::CudaContext) -> Result<cu::sys::CUmemoryPool, LinalgError> {
+    let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: a plain driver query on this context's device with a valid out-pointer.
+    unsafe { cu::sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
+    Ok(pool)
+}
+
 pub(crate) fn driver_err(op: &str) -> impl FnOnce(cu::DriverError) -> LinalgError + '_ {
     move |e| LinalgError::Cuda {
         op: op.to_string(),
@@ -158,13 +168,10 @@ impl CudaContext {
             // Buffers are stream-ordered allocations from the device's default pool; keep what
             // is freed in the pool (no release threshold), so that scratch freed and taken again
             // on the hot path (the Galerkin products' W) costs no new mapping.
-            let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+            let pool = default_pool(&ctx)?;
             let mut threshold = u64::MAX;
-            // SAFETY: plain driver calls on this context's device with valid out-pointers.
+            // SAFETY: a plain driver call on the device's pool with a valid pointer.
             unsafe {
-                cu::sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
-                    .result()
-                    .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
                 cu::sys::cuMemPoolSetAttribute(
                     pool,
                     cu::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
@@ -226,13 +233,10 @@ impl CudaContext {
         if !self.ctx.has_async_alloc() {
             return Ok(());
         }
-        let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: plain driver calls on this context's device with a valid out-pointer; the
-        // stream is idle (synchronized above), so no pending free is racing the trim.
+        let pool = default_pool(&self.ctx)?;
+        // SAFETY: a plain driver call on the device's pool; the stream is idle (synchronized
+        // above), so no pending free is racing the trim.
         unsafe {
-            cu::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
-                .result()
-                .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
             cu::sys::cuMemPoolTrimTo(pool, 0)
                 .result()
                 .map_err(driver_err("cuMemPoolTrimTo"))?;
@@ -248,17 +252,11 @@ impl CudaContext {
         if !self.ctx.has_async_alloc() {
             return Ok(None);
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(driver_err("cuCtxSetCurrent"))?;
-        let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
+        let pool = default_pool(&self.ctx)?;
         let mut high: u64 = 0;
-        // SAFETY: plain driver queries on this context's device with valid out-pointers
+        // SAFETY: a plain driver query on the device's pool with a valid out-pointer
         // (`USED_MEM_HIGH` writes a cuuint64_t).
         unsafe {
-            cu::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
-                .result()
-                .map_err(driver_err("cuDeviceGetDefaultMemPool"))?;
             cu::sys::cuMemPoolGetAttribute(
                 pool,
                 cu::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,

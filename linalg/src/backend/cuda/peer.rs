@@ -191,6 +191,28 @@ struct Route {
     blocks: u64,
 }
 
+/// Collective over `neighbours` (each naming this rank among its own): sends `outgoing[i]` to
+/// `neighbours[i]` and receives `incoming[i]` (its length) from it.
+fn swap_with_neighbours(
+    comm: &dyn comm::Comm,
+    neighbours: &[usize],
+    outgoing: &[impl AsRef<[f64]>],
+    incoming: &mut [impl AsMut<[f64]>],
+) -> Result<(), LinalgError> {
+    let s: Vec<(usize, &[f64])> = neighbours
+        .iter()
+        .zip(outgoing)
+        .map(|(&n, m)| (n, m.as_ref()))
+        .collect();
+    let mut r: Vec<(usize, &mut [f64])> = neighbours
+        .iter()
+        .zip(incoming.iter_mut())
+        .map(|(&n, m)| (n, m.as_mut()))
+        .collect();
+    comm.exchange(&s, &mut r, &mut || ())?;
+    Ok(())
+}
+
 /// What [`PeerChannel::open`] prepares after the mapping, before the pairwise agreement.
 struct Prepared {
     forward: Route,
@@ -378,19 +400,7 @@ impl PeerChannel {
             })
             .collect();
         let mut incoming = vec![vec![0.0; MESSAGE_WORDS]; neighbours.len()];
-        {
-            let s: Vec<(usize, &[f64])> = neighbours
-                .iter()
-                .zip(&outgoing)
-                .map(|(&n, m)| (n, &m[..]))
-                .collect();
-            let mut r: Vec<(usize, &mut [f64])> = neighbours
-                .iter()
-                .zip(incoming.iter_mut())
-                .map(|(&n, m)| (n, &mut m[..]))
-                .collect();
-            comm.exchange(&s, &mut r, &mut || ())?;
-        }
+        swap_with_neighbours(comm, &neighbours, &outgoing, &mut incoming)?;
 
         // map what the routes need of each neighbour: its flags always, its ghosts where this
         // rank sends to it, its returned buffer where this rank has ghosts of it
@@ -554,15 +564,12 @@ impl PeerChannel {
         // both sides of every pair learn whether either failed
         let status = [if failure.is_some() { 1.0 } else { 0.0 }];
         let mut theirs = vec![[0.0f64]; neighbours.len()];
-        {
-            let s: Vec<(usize, &[f64])> = neighbours.iter().map(|&n| (n, &status[..])).collect();
-            let mut r: Vec<(usize, &mut [f64])> = neighbours
-                .iter()
-                .zip(theirs.iter_mut())
-                .map(|(&n, m)| (n, &mut m[..]))
-                .collect();
-            comm.exchange(&s, &mut r, &mut || ())?;
-        }
+        swap_with_neighbours(
+            comm,
+            &neighbours,
+            &vec![status; neighbours.len()],
+            &mut theirs,
+        )?;
         if let Some(why) = failure {
             return Err(LinalgError::CudaUnavailable {
                 reason: format!("exchange ipc: {why}"),
