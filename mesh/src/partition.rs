@@ -4,8 +4,8 @@
 //!
 //! Box meshes are generated distributed ([`generate_box_part`]): a rank builds only its part
 //! (a box of the node grid, [`BoxRankGrid`]), in memory proportional to it, with the serial ids
-//! whatever the rank count. Other meshes are split by a cell partition ([`partition_mesh`]; METIS on the element
-//! graph in [`metis_cell_parts`]).
+//! whatever the rank count. Other meshes are split by a cell partition ([`partition_mesh`];
+//! METIS on the element graph in [`metis_cell_parts`]).
 //!
 //! Numbering of a part: local nodes are the owned nodes (ascending global id, so local `i` is
 //! global `node_offsets[rank] + i`), then the ghosts (ascending global id); local cells ascend

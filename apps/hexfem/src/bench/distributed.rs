@@ -1,7 +1,7 @@
 //! `hexfem bench distributed`: the distributed matrix path on `mpirun -np N` (or one rank):
-//! each rank generates its box of a clamped Q1/Q2 cube (`mesh::BoxRankGrid`), assembles its owned rows, splits them
-//! into diagonal and off-diagonal parts with the halo plan, then SpMV and CG with point-block
-//! Jacobi. Per-rank and slowest-rank times, halo traffic per SpMV and load imbalance.
+//! each rank generates its box of a clamped Q1/Q2 cube (`mesh::BoxRankGrid`), assembles its
+//! owned rows, splits them into diagonal and off-diagonal parts with the halo plan, then SpMV
+//! and CG with point-block Jacobi. Per-rank and slowest-rank times, halo traffic per SpMV and load imbalance.
 
 use std::fmt;
 use std::sync::Arc;
