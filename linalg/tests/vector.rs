@@ -57,10 +57,16 @@ fn dot_is_bit_identical_across_thread_counts() {
         .map(|t| with_threads(t, || ops::dot(&x, &y).unwrap()).to_bits())
         .collect();
     assert!(d.iter().all(|&b| b == d[0]), "{d:?}");
-    // several at once: each pair's dot, bit for bit
+    // several at once: each pair's exact sum of the rounded products, rounded once (an
+    // independent reference: `dot` is `dots` of one pair)
+    let exact = |a: &Vector, b: &Vector| {
+        let (a, b) = (a.host().unwrap(), b.host().unwrap());
+        linalg::exact::ExactSum::of(a.iter().zip(b).map(|(p, q)| p * q)).value()
+    };
     let [xy, xx, none] = ops::dots([(&x, &y), (&x, &x), (&x, &Vector::zeros(n))]).unwrap();
     assert_eq!(xy.to_bits(), d[0]);
-    assert_eq!(xx.to_bits(), ops::dot(&x, &x).unwrap().to_bits());
+    assert_eq!(xy.to_bits(), exact(&x, &y).to_bits());
+    assert_eq!(xx.to_bits(), exact(&x, &x).to_bits());
     assert_eq!(none, 0.0);
     assert!(ops::dots([(&x, &y), (&x, &Vector::zeros(n - 1))]).is_err());
 }

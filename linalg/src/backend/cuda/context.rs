@@ -66,7 +66,6 @@ impl std::fmt::Debug for CudaContext {
     }
 }
 
-/// Maps a driver error to [`LinalgError::Cuda`] naming the operation.
 /// The default memory pool of `ctx`'s device (where the stream-ordered allocations come from).
 fn default_pool(ctx: &cu::CudaContext) -> Result<cu::sys::CUmemoryPool, LinalgError> {
     let mut pool: cu::sys::CUmemoryPool = std::ptr::null_mut();
@@ -77,6 +76,7 @@ fn default_pool(ctx: &cu::CudaContext) -> Result<cu::sys::CUmemoryPool, LinalgEr
     Ok(pool)
 }
 
+/// Maps a driver error to [`LinalgError::Cuda`] naming the operation.
 pub(crate) fn driver_err(op: &str) -> impl FnOnce(cu::DriverError) -> LinalgError + '_ {
     move |e| LinalgError::Cuda {
         op: op.to_string(),

@@ -702,11 +702,11 @@ impl PeerChannel {
     }
 
     /// Queues the put of `route` on the side stream, after the main stream's work so far
-    /// (which wrote `x` and read the previous messages); `Some(())` if one was queued (then
-    /// [`Self::wait`] joins it back).
-    fn put(&self, route: &Route, x: &DeviceBuffer<f64>) -> Result<Option<()>, LinalgError> {
+    /// (which wrote `x` and read the previous messages); true if one was queued (then
+    /// [`Self::join`] joins it back).
+    fn put(&self, route: &Route, x: &DeviceBuffer<f64>) -> Result<bool, LinalgError> {
         if route.n_dst == 0 && route.n_src == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         const ORDER: &str = "peer put: stream order";
         self.queued
@@ -746,12 +746,12 @@ impl PeerChannel {
         self.sent
             .record(&self.side)
             .map_err(driver_err("peer put: stream order"))?;
-        Ok(Some(()))
+        Ok(true)
     }
 
-    /// Joins the put (if `put` says one was queued) into the main stream.
-    fn join(&self, put: Option<()>) -> Result<(), LinalgError> {
-        if put.is_some() {
+    /// Joins the put (where [`Self::put`] queued one) into the main stream.
+    fn join(&self, queued: bool) -> Result<(), LinalgError> {
+        if queued {
             self.ctx
                 .stream()
                 .wait(&self.sent)
