@@ -142,6 +142,14 @@ impl BoxRankGrid {
                 "a rank grid of {ranks:?} boxes has an axis with none; each needs at least one"
             )));
         }
+        let fits = ranks.iter().try_fold(1usize, |acc, &p| {
+            acc.checked_mul(p).filter(|&n| n <= u32::MAX as usize)
+        });
+        if fits.is_none() {
+            return Err(MeshError::InvalidSpec(format!(
+                "a rank grid of {ranks:?} boxes has more boxes than ranks can exist"
+            )));
+        }
         Ok(Self::cut(counts, ranks))
     }
 

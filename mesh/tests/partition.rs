@@ -190,6 +190,7 @@ fn box_parts_on_a_chosen_grid_are_the_serial_box() {
         assert!(generate_box_part_on(&spec, 0, &other.unwrap()).is_err());
     }
     assert!(BoxRankGrid::with_ranks([3, 3, 3], [2, 0, 2]).is_err());
+    assert!(BoxRankGrid::with_ranks([3, 3, 3], [1 << 40, 1 << 40, 2]).is_err());
 }
 
 #[test]

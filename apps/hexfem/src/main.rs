@@ -449,11 +449,18 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     precision,
                     exchange: _,
                     process_eq_limit: _,
-                    rank_grid: _,
+                    rank_grid,
                     json,
                 },
         } => {
-            // one process: no exchanges between GPUs
+            // one process: no exchanges between GPUs, one box
+            if let Some(g) = rank_grid.filter(|g| *g != [1, 1, 1]) {
+                let g = g.map(|p| p.to_string()).join("x");
+                return split(Err(anyhow::anyhow!(
+                    "--rank-grid {g} cuts the cube for several MPI ranks; this is one process \
+                     (run it under mpirun -np with the grid's product, or drop --rank-grid)"
+                )));
+            }
             let bench = hexfem::bench::gamg::GamgBench {
                 m,
                 order,

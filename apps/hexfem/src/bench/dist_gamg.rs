@@ -151,8 +151,9 @@ pub struct DistGpuRank {
     pub setup_upload_s: f64,
     /// Capacity: the most device memory this rank had allocated at once (its stream-ordered
     /// allocations, `CudaContext::pool_used_high`: without the context's own few hundred MiB;
-    /// its own where ranks share a GPU), and its process's peak resident host memory, MiB.
-    pub device_pool_peak_mib: f64,
+    /// its own where ranks share a GPU; `None` without stream-ordered allocation), and its
+    /// process's peak resident host memory, MiB.
+    pub device_pool_peak_mib: Option<f64>,
     pub host_peak_mib: f64,
 }
 
@@ -460,7 +461,7 @@ pub fn run(
         gpu.setup_upload_s = setup_upload_s;
         let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
         if let Some(ctx) = device.cuda_context() {
-            gpu.device_pool_peak_mib = mib(ctx.pool_used_high()?.unwrap_or(0));
+            gpu.device_pool_peak_mib = ctx.pool_used_high()?.map(mib);
         }
         gpu.host_peak_mib = mib(crate::memory::peak_resident_bytes());
     }
