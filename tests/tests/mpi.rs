@@ -1,5 +1,5 @@
-//! Distributed assembly on 2 and 4 ranks, some tests also on 8 (a 2 x 2 x 2 grid of boxes: edge
-//! and corner neighbours; each test starts itself under `mpirun`): every rank
+//! Distributed assembly on 2 and 4 ranks, some tests also on 8 (2 x 2 x 2 boxes: edge and
+//! corner neighbours; each test starts itself under `mpirun`): every rank
 //! assembles the rows it owns on its mesh part (one layer of ghost cells, no communication);
 //! the owned rows and residual entries equal the serial ones bit for bit, the distributed SpMV
 //! equals the serial one to rounding. Box meshes are generated distributed; the Gmsh mesh is
@@ -160,6 +160,11 @@ fn distributed_box_assembly_and_spmv_equal_the_serial_ones() {
                 BoxSpec::new([6, 3, 4], [0.0; 3], [3.0, 1.0, 2.0], CellKind::Hex8),
                 BoxSpec::new([2, 2, 3], [0.0; 3], [1.0, 1.0, 1.5], CellKind::Hex27),
             ] {
+                if comm.size() == 8 {
+                    // both boxes are cut 2 x 2 x 2: corner neighbours
+                    let grid = mesh::BoxRankGrid::new(spec.node_counts(), 8);
+                    assert_eq!(grid.ranks, [2, 2, 2]);
+                }
                 let serial = mesh::generate_box(&spec).unwrap();
                 let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
                 check_distributed_assembly(comm, &serial, &part);
@@ -1374,7 +1379,13 @@ fn cg_with_the_distributed_amg_hierarchy_matches_one_rank() {
             let serial = mesh::generate_box(&spec).unwrap();
             let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
             let one = hierarchy_solve(&linalg::comm::SelfComm::shared(), &serial, &whole, None);
-            let part = mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap();
+            let part = if comm.size() == 8 {
+                // 2 x 2 x 2 boxes: corner neighbours (this beam's own grid is 4 x 1 x 2)
+                let grid = mesh::BoxRankGrid::with_ranks(spec.node_counts(), [2, 2, 2]).unwrap();
+                mesh::generate_box_part_on(&spec, comm.rank(), &grid).unwrap()
+            } else {
+                mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap()
+            };
             let HierarchySolve {
                 iterations: it,
                 levels,

@@ -283,9 +283,10 @@ fn fallbacks(dir: &Path, name: &str) -> Vec<Vec<bool>> {
         .collect()
 }
 
-/// Every input under `mpirun -np 1..4` (the cubes also on 8 ranks) equals the serial run at the default tolerances: the
-/// same Newton and CG iterations in every step and the same solution to 1e-10 (both runs use
-/// CG with AMG; the serial `auto` picks the direct solver for these small problems).
+/// Every input under `mpirun -np 1..4` (the cubes also on 8 ranks) equals the serial run at
+/// the default tolerances: the same Newton and CG iterations in every step and the same
+/// solution to 1e-10 (both runs use CG with AMG; the serial `auto` picks the direct solver for
+/// these small problems).
 #[test]
 fn run_on_one_to_four_or_eight_ranks_equals_the_serial_run_iteration_for_iteration() {
     let dir = scratch("run");
