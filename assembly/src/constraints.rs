@@ -73,6 +73,35 @@ pub enum Prescribed {
 }
 
 impl Prescribed {
+    /// The prescribed components as bits (`1 << c`).
+    fn component_bits(&self) -> u8 {
+        match self {
+            Prescribed::Components { values, .. } => (0..3)
+                .filter(|&c| values[c].is_some())
+                .fold(0u8, |m, c| m | 1 << c),
+            Prescribed::Field { values, .. } => (0..3)
+                .filter(|&c| values[c].is_some())
+                .fold(0u8, |m, c| m | 1 << c),
+            Prescribed::Twist { .. } => 0b111,
+        }
+    }
+
+    /// What it prescribes, for people: `'xmin' (x, z)` or `'top' (twist)`.
+    pub fn summary(&self) -> String {
+        let what = match self {
+            Prescribed::Twist { .. } => "twist".to_string(),
+            _ => {
+                let bits = self.component_bits();
+                let names: Vec<&str> = (0..3)
+                    .filter(|c| bits & (1 << c) != 0)
+                    .map(|c| ["x", "y", "z"][c])
+                    .collect();
+                names.join(", ")
+            }
+        };
+        format!("'{}' ({what})", self.set())
+    }
+
     pub(crate) fn nodes(&self) -> &[usize] {
         match self {
             Prescribed::Components { nodes, .. }
@@ -121,23 +150,15 @@ impl Constraints {
         // the entry (index into `prescribed`) that first prescribed each component
         let mut owner: Vec<[Option<usize>; 3]> = vec![[None; 3]; n_nodes];
         for (index, p) in prescribed.iter().enumerate() {
-            let bits = match p {
-                Prescribed::Components { values, .. } => (0..3)
-                    .filter(|&c| values[c].is_some())
-                    .fold(0u8, |m, c| m | 1 << c),
-                Prescribed::Field { values, .. } => (0..3)
-                    .filter(|&c| values[c].is_some())
-                    .fold(0u8, |m, c| m | 1 << c),
-                Prescribed::Twist { axis, .. } => {
-                    if norm(axis) == 0.0 {
-                        return Err(AssemblyError::InvalidBoundaryCondition {
-                            set: p.set().to_owned(),
-                            reason: "the rotation axis is the zero vector".into(),
-                        });
-                    }
-                    0b111
+            if let Prescribed::Twist { axis, .. } = p {
+                if norm(axis) == 0.0 {
+                    return Err(AssemblyError::InvalidBoundaryCondition {
+                        set: p.set().to_owned(),
+                        reason: "the rotation axis is the zero vector".into(),
+                    });
                 }
-            };
+            }
+            let bits = p.component_bits();
             if bits == 0 {
                 return Err(AssemblyError::InvalidBoundaryCondition {
                     set: p.set().to_owned(),
@@ -179,6 +200,24 @@ impl Constraints {
             prescribed,
             elimination: OnceLock::new(),
         })
+    }
+
+    /// The prescriptions, in the order given to [`Constraints::new`].
+    pub fn prescribed(&self) -> &[Prescribed] {
+        &self.prescribed
+    }
+
+    /// Per node, the components its prescriptions fix (bit `1 << c`); unlike [`Self::mask`],
+    /// without the orphan nodes fixed only to keep the tangent regular: what holds the body.
+    pub fn prescribed_components(&self) -> Vec<u8> {
+        let mut bits = vec![0u8; self.mask.n_blocks()];
+        for p in &self.prescribed {
+            let b = p.component_bits();
+            for &node in p.nodes() {
+                bits[node] |= b;
+            }
+        }
+        bits
     }
 
     /// Makes entry `entry` of the prescriptions (in the order given to [`Constraints::new`])
@@ -226,11 +265,6 @@ impl Constraints {
     /// The constrained components as a `linalg` mask (3 unknowns per node).
     pub fn dof_mask(&self) -> &DofMask {
         &self.mask
-    }
-
-    /// The prescribed values, in the order they are applied.
-    pub(crate) fn prescribed(&self) -> &[Prescribed] {
-        &self.prescribed
     }
 
     /// Number of constrained scalar unknowns.

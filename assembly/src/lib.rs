@@ -9,6 +9,7 @@ pub mod constraints;
 pub mod device;
 pub mod error;
 pub mod ex56;
+pub mod hold;
 pub mod loads;
 pub mod pressure;
 pub mod rigid_body;
@@ -17,6 +18,7 @@ pub mod system;
 pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
 pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
+pub use hold::{free_motions, hold_gram, FreeMotion, MotionFrame};
 pub use loads::{add_traction_load, body_force_load};
 pub use pressure::FollowerPressure;
 pub use rigid_body::{

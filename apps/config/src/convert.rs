@@ -29,7 +29,10 @@ impl Config {
         self.validate()?;
         let mesh = match &self.mesh {
             MeshSource::Box(b) => plain::MeshSource::Box(self.box_spec(b)?),
-            MeshSource::Gmsh(g) => plain::MeshSource::Gmsh(g.file.clone()),
+            MeshSource::Gmsh(g) => plain::MeshSource::Gmsh {
+                file: g.file.clone(),
+                scale: g.scale,
+            },
         };
         let materials = self
             .materials

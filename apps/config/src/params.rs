@@ -137,6 +137,14 @@ pub struct GmshMesh {
     /// The `.msh` file (required). Written relative to the YAML file's directory; `load`
     /// resolves it, so after loading it is usable as is.
     pub file: PathBuf,
+    /// Factor applied to the file's node coordinates (e.g. 0.001 for a mesh drawn in mm and a
+    /// run in m). Default 1.
+    #[serde(default = "unit_scale")]
+    pub scale: f64,
+}
+
+fn unit_scale() -> f64 {
+    1.0
 }
 
 /// Boundary conditions; every list defaults to empty.
@@ -350,15 +358,17 @@ impl Default for LoadingParams {
     }
 }
 
-/// Newton iteration of one load step. Converged once the Dirichlet values hold and the free
-/// residual satisfies `|r| <= atol` or `|r| <= rtol r_ref` (`r_ref`: the largest right-hand side
-/// of the step), or the update satisfies `|du| <= stol |u|`.
+/// Newton iteration of one load step. Converged, after at least one update, once the Dirichlet
+/// values hold and the free residual satisfies `|r| <= rtol r_ref` (`r_ref`: the step's first
+/// right-hand side) or `|r| <= atol`, or the update satisfies `|du| <= stol |u|` (see
+/// `solve::newton`).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NewtonParams {
     /// Relative residual tolerance (0 < rtol < 1). Default 1e-8.
     pub rtol: f64,
-    /// Absolute residual tolerance (>= 0). Default 1e-10.
+    /// Absolute residual tolerance (>= 0), a force in the input's units, tested only after a
+    /// Newton update. Default 0 (off: the relative tests are independent of the unit system).
     pub atol: f64,
     /// Update-norm tolerance (>= 0). Default 1e-12.
     pub stol: f64,

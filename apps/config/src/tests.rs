@@ -229,7 +229,7 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.loading.max_cutbacks, 10);
     assert_eq!(c.loading.growth, 1.5);
     assert_eq!(c.newton.rtol, 1.0e-8);
-    assert_eq!(c.newton.atol, 1.0e-10);
+    assert_eq!(c.newton.atol, 0.0);
     assert_eq!(c.newton.stol, 1.0e-12);
     assert_eq!(c.newton.max_iterations, 25);
     assert_eq!(c.newton.line_search, LineSearch::Energy);
@@ -612,6 +612,7 @@ fn gmsh_paths_are_relative_to_the_configuration_file() {
     assert_eq!(
         c.mesh,
         MeshSource::Gmsh(GmshMesh {
+            scale: 1.0,
             file: dir.join("meshes/cook.msh")
         })
     );

@@ -108,11 +108,18 @@ impl Config {
         let check = Check { config: self };
         match &self.mesh {
             MeshSource::Box(mesh) => check_box(&check, mesh)?,
-            MeshSource::Gmsh(gmsh) => check.ensure(
-                gmsh.file.is_file(),
-                "mesh.gmsh.file",
-                format!("no such file: {}", gmsh.file.display()),
-            )?,
+            MeshSource::Gmsh(gmsh) => {
+                check.ensure(
+                    gmsh.file.is_file(),
+                    "mesh.gmsh.file",
+                    format!("no such file: {}", gmsh.file.display()),
+                )?;
+                check.ensure(
+                    gmsh.scale > 0.0 && gmsh.scale.is_finite(),
+                    "mesh.gmsh.scale",
+                    "must be positive and finite (the factor applied to the file's coordinates)",
+                )?;
+            }
         }
 
         check.ensure(

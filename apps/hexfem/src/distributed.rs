@@ -114,11 +114,12 @@ fn rank_devices(comm: &std::sync::Arc<dyn Comm>, config: &config::Config) -> Res
 /// geometry of its cells. Returns the summary with the partition's load balance (to be printed
 /// by rank 0).
 pub fn check_on_ranks(
-    comm: &dyn Comm,
+    world: &std::sync::Arc<dyn Comm>,
     input: &Path,
     overrides: &[String],
     output_dir: Option<&Path>,
 ) -> Result<String> {
+    let comm = &**world;
     let (rank, size) = (comm.rank(), comm.size());
     let config = agreed(
         comm,
@@ -147,6 +148,7 @@ pub fn check_on_ranks(
             solve::partition::check_part_geometry(&part, &params),
         ),
     )?;
+    check_problem_on_part(world, &config, &params, &part)?;
 
     let owned_cells = part.cell_owned.iter().filter(|&&o| o).count() as u64;
     let counts = comm.allgatherv_u64(&[
@@ -197,6 +199,25 @@ pub fn check_on_ranks(
         dir.join(format!("{name}.h5")).display()
     )?;
     Ok(s)
+}
+
+/// The problem on this rank's part (materials, constraints, loads), then whether the
+/// constraints hold the whole body: what `check` verifies beyond the mesh, agreed on by every rank.
+fn check_problem_on_part(
+    world: &std::sync::Arc<dyn Comm>,
+    config: &config::Config,
+    params: &solve::params::ProblemParams,
+    part: &mesh::MeshPart,
+) -> Result<()> {
+    let comm = &**world;
+    let problem = agreed(
+        comm,
+        crate::locate::located(
+            config,
+            solve::problem::Problem::on_part(params, part, world.clone()),
+        ),
+    )?;
+    agreed(comm, crate::locate::located(config, problem.check_held()))
 }
 
 /// `hexfem run` on the ranks of `comm`: each rank builds its part of the mesh (box: generated
@@ -266,6 +287,8 @@ pub fn run_on_ranks(
             solve::problem::Problem::on_part(&params, &part, comm.clone()),
         ),
     )?;
+    // collective: the whole body's free rigid motions, the same error on every rank
+    agreed(c, crate::locate::located(&config, problem.check_held()))?;
     // a point load must find its node on some rank
     let mut found: Vec<f64> = problem
         .point_loads_found()

@@ -786,7 +786,7 @@ fn execute_on_ranks(
             output,
         } => {
             return split(hexfem::distributed::check_on_ranks(
-                &**comm,
+                comm,
                 &input,
                 &overrides,
                 output.as_deref(),

@@ -10,12 +10,17 @@
 //! (which the full Newton step lowers in bending and large rotation while it may raise the
 //! residual norm), with the full step where the loads have no potential.
 //!
-//! Convergence of a step needs the constraints met and one of: `||r_free|| <= atol`,
+//! Convergence of a step needs the constraints met, at least one Newton update, and one of:
 //! `||r_free|| <= rtol * r_ref` (`r_ref`: the norm of the step's first right-hand side, the
 //! out-of-balance force the step has to remove, Dirichlet lifting included), a full (undamped)
-//! update with `||du|| <= stol ||u||` (PETSc's `snes_stol`), or stagnation at round-off: the
-//! residual stopped decreasing (or no step length decreases it) below `ROUNDOFF_RESIDUAL r_ref`
-//! while the update is itself at round-off (`||du|| <= ROUNDOFF_UPDATE ||u||`).
+//! update with `||du|| <= stol ||u||` (PETSc's `snes_stol`), `||r_free|| <= atol` (off by
+//! default: an absolute force depends on the unit system), or stagnation at round-off: the
+//! residual stopped decreasing (or no step length decreases it) below `ROUNDOFF_RESIDUAL` times
+//! the step's force scale (the largest of `r_ref` and the support reactions: the forces actually
+//! present) while the update is itself at round-off (`||du|| <= ROUNDOFF_UPDATE ||u||`). Every
+//! test is relative to the problem's own forces and displacements, so a problem written in any
+//! consistent units takes the same iterations. A step whose first residual is exactly zero has
+//! nothing to remove and converges without an update.
 
 use std::fmt;
 use std::time::Instant;
@@ -52,6 +57,14 @@ const WATCHDOG_ITERATIONS: usize = 5;
 /// A step that converged in at most this many Newton iterations is easy: the next increment may
 /// grow by `loading.growth` (up to the nominal increment `1 / steps`).
 const EASY_ITERATIONS: usize = 5;
+
+/// A residual stalled below this fraction of the step's force scale is at the round-off of the
+/// forces present: a failure there says so rather than asking for smaller steps.
+const ROUNDOFF_FLOOR: f64 = 1e-9;
+
+/// A first update whose largest displacement is outside this range of fractions of the body's
+/// size suggests loads and moduli in different units: a failure says so.
+const PLAUSIBLE_STRAIN: (f64, f64) = (1e-12, 1.0);
 
 /// A residual this many times the step's reference norm means divergence.
 const DIVERGENCE_FACTOR: f64 = 1e10;
@@ -247,6 +260,9 @@ pub struct PathFailure {
     pub last: StepFailure,
     /// Why no smaller increment was tried.
     pub stop: String,
+    /// What the last attempt suggests beyond smaller steps (the round-off floor reached, a
+    /// displacement scale that suggests wrong units), where it does.
+    pub diagnosis: Option<String>,
 }
 
 impl fmt::Display for PathFailure {
@@ -263,10 +279,13 @@ impl fmt::Display for PathFailure {
         for a in &self.attempts {
             write!(f, "\n  attempt {a}")?;
         }
-        write!(
-            f,
-            "\n  (more loading.steps or a smaller loading.min_increment may help; `hexfem run -v` shows every Newton iteration)"
-        )
+        match &self.diagnosis {
+            Some(d) => write!(f, "\n  {d}"),
+            None => write!(
+                f,
+                "\n  (more loading.steps or a smaller loading.min_increment may help; `hexfem run -v` shows every Newton iteration)"
+            ),
+        }
     }
 }
 
@@ -297,6 +316,48 @@ struct StepError {
     failure: StepFailure,
     newton_iterations: usize,
     linear_iterations: usize,
+    trace: Trace,
+}
+
+/// What one attempt at a step saw, for the diagnosis of a failure.
+#[derive(Clone, Copy, Debug, Default)]
+struct Trace {
+    /// The largest of the step's first right-hand side and the support reactions so far.
+    force_scale: f64,
+    /// The free residual norm at the last iteration.
+    last_residual: f64,
+    /// The relative residual the convergence test asks for (`rtol r_ref`).
+    target: f64,
+    /// `||du||_inf` of the first update.
+    first_update: Option<f64>,
+}
+
+impl Trace {
+    /// What the failure suggests beyond smaller steps, for a body of size `size`.
+    fn diagnosis(&self, failure: &StepFailure, size: f64) -> Option<String> {
+        if let Some(du) = self.first_update {
+            let strain = du / size;
+            if du > 0.0 && (strain < PLAUSIBLE_STRAIN.0 || strain > PLAUSIBLE_STRAIN.1) {
+                return Some(format!(
+                    "check units: the first Newton update moves the body by {du:.3e}, {strain:.1e} times its size {size:.3e}; loads, moduli and lengths must be in one consistent unit system (e.g. N, Pa, m or N, MPa, mm)"
+                ));
+            }
+        }
+        let stalled = matches!(
+            failure,
+            StepFailure::MaxIterations(_) | StepFailure::LineSearch(_)
+        );
+        if stalled && self.last_residual <= ROUNDOFF_FLOOR * self.force_scale {
+            return Some(format!(
+                "the residual stalled at {:.3e}, {:.1e} of the forces present ({:.3e}): the round-off floor of the element forces; the convergence test asks for {:.3e} (newton.rtol times the step's first residual); a larger newton.rtol accepts the floor",
+                self.last_residual,
+                self.last_residual / self.force_scale,
+                self.force_scale,
+                self.target
+            ));
+        }
+        None
+    }
 }
 
 /// The rigid-body modes about the deformed configuration `X + u` (the near-null space of the
@@ -484,11 +545,13 @@ impl LoadPath<'_> {
                     }
                     attempts.push(attempt);
                     if let Some(stop) = stop {
+                        let diagnosis = error.trace.diagnosis(&error.failure, problem.size());
                         return Err(PathFailure {
                             load_factor: self.loading.factor_at(load_factor * end_time),
                             attempts,
                             last: error.failure,
                             stop,
+                            diagnosis,
                         }
                         .into());
                     }
@@ -510,16 +573,27 @@ impl LoadPath<'_> {
         ws: &mut Workspace,
     ) -> Result<(Vec<IterationRecord>, Convergence), StepError> {
         let mut records = Vec::new();
-        let result = self.iterate(problem, solver, u, load_factor, ws, &mut records);
+        let mut trace = Trace::default();
+        let result = self.iterate(
+            problem,
+            solver,
+            u,
+            load_factor,
+            ws,
+            &mut records,
+            &mut trace,
+        );
         result
             .map(|c| (records.clone(), c))
             .map_err(|failure| StepError {
                 failure,
                 newton_iterations: records.len(),
                 linear_iterations: records.iter().map(|r| r.linear.iterations).sum(),
+                trace,
             })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn iterate(
         &self,
         problem: &mut Problem,
@@ -528,6 +602,7 @@ impl LoadPath<'_> {
         load_factor: f64,
         ws: &mut Workspace,
         records: &mut Vec<IterationRecord>,
+        trace: &mut Trace,
     ) -> Result<Convergence, StepFailure> {
         let p = self.newton;
         let mut r_ref = None;
@@ -553,25 +628,29 @@ impl LoadPath<'_> {
             {
                 return Err(StepFailure::Diverged(r_free));
             }
+            // the support reactions: the residual's share on the constrained unknowns
+            let r_all = ops::norm2(ws.system.residual())?;
+            let reactions = (r_all * r_all - r_free * r_free).max(0.0).sqrt();
+            trace.force_scale = trace.force_scale.max(reactions);
+            trace.last_residual = r_free;
+            // the tests need one update first: a loaded step is never accepted untouched
             if let (true, Some(r_ref)) = (constraints_met, r_ref) {
                 let u_norm = ops::norm2(u)?;
-                if r_free <= p.atol {
-                    return Ok(Convergence::AbsoluteResidual);
-                }
                 if r_free <= p.rtol * r_ref {
                     return Ok(Convergence::RelativeResidual);
                 }
                 if last_update <= p.stol * u_norm {
                     return Ok(Convergence::Update);
                 }
+                if r_free <= p.atol {
+                    return Ok(Convergence::AbsoluteResidual);
+                }
                 if r_free > 0.5 * previous_r
-                    && r_free <= ROUNDOFF_RESIDUAL * r_ref
+                    && r_free <= ROUNDOFF_RESIDUAL * trace.force_scale
                     && last_update <= ROUNDOFF_UPDATE * u_norm
                 {
                     return Ok(Convergence::RoundOff);
                 }
-            } else if constraints_met && r_free <= p.atol {
-                return Ok(Convergence::AbsoluteResidual);
             }
             if iteration == p.max_iterations {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
@@ -606,6 +685,8 @@ impl LoadPath<'_> {
             }
             let rhs_free = ws.system.eliminate(&mut problem.discrete)?;
             let r_ref = *r_ref.get_or_insert(rhs_free);
+            trace.force_scale = trace.force_scale.max(r_ref);
+            trace.target = p.rtol * r_ref;
             if r_ref == 0.0 && constraints_met {
                 // nothing to remove: the state is in equilibrium and the constraints hold
                 return Ok(Convergence::AbsoluteResidual);
@@ -623,6 +704,9 @@ impl LoadPath<'_> {
                 .map_err(StepFailure::Linear)?;
             ws.system
                 .copy_constrained(&problem.discrete, ws.system.lift(), &mut ws.du)?;
+            if trace.first_update.is_none() {
+                trace.first_update = Some(ops::norm_inf(&ws.du)?);
+            }
             let (step_length, note) = match self.line_search(
                 problem,
                 u,
@@ -639,7 +723,7 @@ impl LoadPath<'_> {
                 Damping::NoDecrease(merit) => {
                     let update = ops::norm2(&ws.du)?;
                     if constraints_met
-                        && r_free <= ROUNDOFF_RESIDUAL * r_ref
+                        && r_free <= ROUNDOFF_RESIDUAL * trace.force_scale
                         && update <= ROUNDOFF_UPDATE * ops::norm2(u)?
                     {
                         return Ok(Convergence::RoundOff);
@@ -720,7 +804,7 @@ impl LoadPath<'_> {
                 eta
             }
         };
-        let target = self.newton.atol.max(self.newton.rtol * r_ref);
+        let target = self.newton.rtol * r_ref;
         if r_free > 0.0 {
             eta = eta.max(0.5 * target / r_free);
         }

@@ -43,8 +43,8 @@ pub struct ProblemParams {
 pub enum MeshSource {
     /// A generated (possibly trilinearly mapped) box.
     Box(BoxSpec),
-    /// A Gmsh 4.1 file.
-    Gmsh(PathBuf),
+    /// A Gmsh file (MSH 4.1 or 2.2), its node coordinates multiplied by `scale`.
+    Gmsh { file: PathBuf, scale: f64 },
 }
 
 /// The cells a material applies to.
@@ -198,7 +198,8 @@ impl Default for LoadingParams {
 pub struct NewtonParams {
     /// Relative residual tolerance. Default 1e-8.
     pub rtol: f64,
-    /// Absolute residual tolerance. Default 1e-10.
+    /// Absolute residual tolerance, a force in the input's units, tested only after an update.
+    /// Default 0 (off: an absolute force depends on the unit system).
     pub atol: f64,
     /// Update-norm tolerance. Default 1e-12.
     pub stol: f64,
@@ -266,7 +267,7 @@ impl Default for NewtonParams {
     fn default() -> Self {
         NewtonParams {
             rtol: 1.0e-8,
-            atol: 1.0e-10,
+            atol: 0.0,
             stol: 1.0e-12,
             max_iterations: 25,
             line_search: LineSearch::Energy,

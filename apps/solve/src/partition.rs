@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context, Result};
 use assembly::{AssemblyError, CellMaterials, ElasticityAssembler};
-use mesh::{generate_box_part, metis_cell_parts, partition_mesh, read_gmsh, MeshPart};
+use mesh::{generate_box_part, metis_cell_parts, partition_mesh, MeshPart};
 
 use crate::params::{MeshSource, ProblemParams};
 
@@ -12,9 +12,8 @@ use crate::params::{MeshSource, ProblemParams};
 pub fn build_mesh_part(source: &MeshSource, rank: usize, n_ranks: usize) -> Result<MeshPart> {
     match source {
         MeshSource::Box(spec) => Ok(generate_box_part(spec, rank, n_ranks)?),
-        MeshSource::Gmsh(file) => {
-            let mesh =
-                read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))?;
+        MeshSource::Gmsh { file, scale } => {
+            let mesh = crate::problem::read_mesh_file(file, *scale)?;
             let parts = metis_cell_parts(&mesh, n_ranks)
                 .with_context(|| format!("partitioning {} with METIS", file.display()))?;
             Ok(partition_mesh(&mesh, &parts, rank, n_ranks)?)

@@ -49,10 +49,63 @@ struct TimedLoad {
 
 impl Problem {
     /// Builds mesh, materials, constraints and loads of `params`.
+    /// Errors where the constraints leave a rigid-body motion free ([`Problem::check_held`]).
     pub fn new(params: &ProblemParams) -> Result<Self> {
         let mut problem = Self::unloaded(params, build_mesh(&params.mesh)?)?;
         problem.set_loads(params)?;
+        problem.check_held()?;
         Ok(problem)
+    }
+
+    /// The rigid-body motions that the constraints leave free (empty: the body is held). On a
+    /// rank's part it is collective: every rank must call it.
+    pub fn free_rigid_motions(&self) -> Result<Vec<assembly::FreeMotion>> {
+        let coords = &self.mesh.coords;
+        let held = self.discrete.constraints.prescribed_components();
+        let (frame, owned) = match &self.discrete.partition {
+            None => (assembly::MotionFrame::of_points(coords), coords.len()),
+            Some(part) => {
+                let (lower, upper) = bounding_box(coords);
+                let mut extent = [
+                    upper[0], upper[1], upper[2], -lower[0], -lower[1], -lower[2],
+                ];
+                part.layout.comm().allreduce_max(&mut extent)?;
+                let frame = assembly::MotionFrame::of_box(
+                    [-extent[3], -extent[4], -extent[5]],
+                    [extent[0], extent[1], extent[2]],
+                );
+                (frame, part.layout.owned() / 3)
+            }
+        };
+        let mut gram = assembly::hold_gram(&coords[..owned], &held[..owned], frame);
+        if let Some(part) = &self.discrete.partition {
+            part.layout.comm().allreduce_sum(&mut gram)?;
+        }
+        Ok(assembly::free_motions(&gram, frame))
+    }
+
+    /// Errors, naming the free motions and the constrained sets, where the Dirichlet and twist
+    /// conditions do not remove all six rigid-body motions (the tangent would be singular). On
+    /// a rank's part it is collective, and the error is the same on every rank.
+    pub fn check_held(&self) -> Result<()> {
+        let free = self.free_rigid_motions()?;
+        if free.is_empty() {
+            return Ok(());
+        }
+        let motions: Vec<String> = free.iter().map(ToString::to_string).collect();
+        let sets: Vec<String> = self
+            .discrete
+            .constraints
+            .prescribed()
+            .iter()
+            .map(assembly::Prescribed::summary)
+            .collect();
+        bail!(
+            "boundary: the constraints on {} do not hold the body: {} {} free; constrain more components or sets (boundary.dirichlet), e.g. a symmetry plane or a point for each free motion",
+            sets.join(", "),
+            join_and(&motions),
+            if motions.len() == 1 { "is" } else { "are" }
+        )
     }
 
     /// The element loop and constraints of `params` on `mesh`, without loads (the caller sets
@@ -123,6 +176,14 @@ impl Problem {
         Ok(problem)
     }
 
+    /// The size of the whole body: the largest edge of its bounding box (over every rank).
+    pub fn size(&self) -> f64 {
+        self.part_size.unwrap_or_else(|| {
+            let (lower, upper) = bounding_box(&self.mesh.coords);
+            (0..3).map(|d| upper[d] - lower[d]).fold(0.0, f64::max)
+        })
+    }
+
     /// On a rank's part: whether each point load (`boundary.point_load`, in order) found its node
     /// in this part (collect over the ranks: a load found on no rank has no node).
     pub fn point_loads_found(&self) -> &[bool] {
@@ -137,7 +198,11 @@ impl Problem {
         self.discrete.assembler.set_materials(materials)?;
         self.discrete.constraints =
             build_constraints(params, &self.mesh, &self.discrete.assembler)?;
-        self.set_loads(params)
+        self.set_loads(params)?;
+        if self.discrete.partition.is_none() {
+            self.check_held()?;
+        }
+        Ok(())
     }
 
     /// The loads of `params` (dead loads, point forces, follower pressures), the load curves of
@@ -359,10 +424,20 @@ pub fn near_null_space(coords: &[[f64; 3]]) -> Result<amg::NearNullSpace> {
 pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
     match source {
         MeshSource::Box(spec) => Ok(generate_box(spec)?),
-        MeshSource::Gmsh(file) => {
-            read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))
+        MeshSource::Gmsh { file, scale } => read_mesh_file(file, *scale),
+    }
+}
+
+/// The mesh of a Gmsh file with its node coordinates multiplied by `scale`.
+pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
+    let mut mesh =
+        read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))?;
+    if scale != 1.0 {
+        for x in &mut mesh.coords {
+            *x = x.map(|c| c * scale);
         }
     }
+    Ok(mesh)
 }
 
 /// Material of every cell: entries apply in order, later ones override earlier ones.
@@ -558,6 +633,15 @@ fn bounding_box(coords: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
         }
     }
     (lower, upper)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {

@@ -1,0 +1,311 @@
+//! The engineer's units: the same problem written in any consistent unit system takes the same
+//! Newton and linear iterations and gives the same displacement up to the length factor; small
+//! loads in SI units are solved, not accepted untouched; bodies that the constraints do not
+//! hold are refused before solving, with the free motions named.
+
+use std::path::{Path, PathBuf};
+
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
+use serde_json::Value;
+
+fn inputs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
+}
+
+/// A consistent unit system relative to an input's own: lengths times `length`, stresses (and
+/// moduli) times `stress`, so forces scale by `stress length^2` and displacements by `length`.
+#[derive(Clone, Copy, Debug)]
+struct Units {
+    name: &'static str,
+    length: f64,
+    stress: f64,
+}
+
+/// The inputs' own scaled units, a steel-like part in m-Pa-N (E = 1e4 becomes 2.1e11 Pa) and
+/// the same in mm-MPa-N.
+const SYSTEMS: [Units; 3] = [
+    Units {
+        name: "scaled",
+        length: 1.0,
+        stress: 1.0,
+    },
+    Units {
+        name: "m-Pa",
+        length: 0.01,
+        stress: 2.1e7,
+    },
+    Units {
+        name: "mm-MPa",
+        length: 10.0,
+        stress: 21.0,
+    },
+];
+
+fn list(v: &[f64]) -> String {
+    let items: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn scaled(v: &[f64], f: f64) -> String {
+    list(&v.iter().map(|x| x * f).collect::<Vec<_>>())
+}
+
+/// `--set` overrides that write each input of this test in `units`.
+fn overrides(input: &str, u: Units) -> Vec<String> {
+    let (l, s) = (u.length, u.stress);
+    let boxed = |lower: [f64; 3], upper: [f64; 3]| {
+        vec![
+            format!("mesh.box.lower={}", scaled(&lower, l)),
+            format!("mesh.box.upper={}", scaled(&upper, l)),
+        ]
+    };
+    let mut o = match input {
+        "cantilever_q1" => {
+            let mut o = boxed([0.0; 3], [10.0, 1.0, 1.0]);
+            o.push(format!("materials.0.young_modulus={:e}", 1.0e4 * s));
+            o.push(format!(
+                "boundary.traction.0.value={}",
+                scaled(&[0.0, 0.0, -1.0], s)
+            ));
+            o
+        }
+        "neo_hookean_block" => {
+            let mut o = boxed([0.0; 3], [1.0; 3]);
+            o.push(format!("materials.0.young_modulus={:e}", 10.0 * s));
+            o.push(format!(
+                "boundary.traction.0.value={}",
+                scaled(&[0.0, 0.0, 3.0], s)
+            ));
+            o
+        }
+        "twisting_column" => {
+            let mut o = boxed([-0.5, -0.5, 0.0], [0.5, 0.5, 4.0]);
+            o.push(format!("materials.0.kappa={:e}", 50.0 * s));
+            o.push(format!("materials.0.mu={:e}", 10.0 * s));
+            o.push(format!(
+                "boundary.twist.0.center={}",
+                scaled(&[0.0, 0.0, 4.0], l)
+            ));
+            o
+        }
+        "cook_membrane" => vec![
+            format!("mesh.gmsh.scale={l:e}"),
+            format!("materials.0.lambda={:e}", 400.0 * s),
+            format!("materials.0.mu1={:e}", 60.0 * s),
+            format!("materials.0.mu2={:e}", 20.0 * s),
+            format!("boundary.traction.0.value={}", scaled(&[0.0, 0.5, 0.0], s)),
+        ],
+        other => panic!("no unit overrides for {other}"),
+    };
+    o.push(format!("output.name={input}_{}", u.name.replace('-', "_")));
+    o
+}
+
+fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome, Value) {
+    let outcome = run(&RunOptions {
+        input: inputs_dir().join(format!("{input}.yaml")),
+        overrides,
+        output_dir: Some(dir.to_path_buf()),
+        progress: Progress::Quiet,
+        restart: None,
+        faults: Default::default(),
+        abort_after_step: None,
+    })
+    .unwrap_or_else(|e| panic!("{input}: {e:#}"));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
+    assert_eq!(summary["status"]["state"], "completed", "{input}");
+    (outcome, summary)
+}
+
+/// Per step: Newton iterations and the linear iterations of each.
+fn iterations(summary: &Value) -> Vec<(u64, Vec<u64>)> {
+    summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let linear = s["iterations"]
+                .as_array()
+                .map(|its| {
+                    its.iter()
+                        .map(|i| i["linear"]["iterations"].as_u64().unwrap_or(0))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (s["newton_iterations"].as_u64().unwrap(), linear)
+        })
+        .collect()
+}
+
+fn last_displacement(outcome: &RunOutcome) -> Vec<f64> {
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
+    let path = format!("steps/{:06}/displacement", outcome.steps);
+    file.read_f64(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .1
+}
+
+/// Runs `input` in every unit system: the same iterations, the same displacement up to the
+/// length factor (1e-8 of the largest displacement).
+fn same_in_every_unit_system(input: &str) {
+    let dir = ScratchDir::new(&format!("units-{input}"));
+    let (base_outcome, base_summary) = run_in(&dir, input, overrides(input, SYSTEMS[0]));
+    let base_iterations = iterations(&base_summary);
+    let base_u = last_displacement(&base_outcome);
+    let scale = base_u.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(scale > 0.0, "{input}: nothing moved");
+    for units in &SYSTEMS[1..] {
+        let (outcome, summary) = run_in(&dir, input, overrides(input, *units));
+        assert_eq!(
+            iterations(&summary),
+            base_iterations,
+            "{input} in {}: iterations (Newton, linear per Newton) differ",
+            units.name
+        );
+        let u = last_displacement(&outcome);
+        let worst = base_u
+            .iter()
+            .zip(&u)
+            .map(|(b, x)| (x / units.length - b).abs())
+            .fold(0.0f64, f64::max);
+        assert!(
+            worst <= 1e-8 * scale,
+            "{input} in {}: displacement differs by {worst:e} (scale {scale:e})",
+            units.name
+        );
+    }
+}
+
+#[test]
+fn a_linear_cantilever_is_the_same_in_every_unit_system() {
+    same_in_every_unit_system("cantilever_q1");
+}
+
+#[test]
+fn a_neo_hookean_block_is_the_same_in_every_unit_system() {
+    same_in_every_unit_system("neo_hookean_block");
+}
+
+#[test]
+fn the_twisting_column_is_the_same_in_every_unit_system() {
+    same_in_every_unit_system("twisting_column");
+}
+
+#[test]
+fn the_gmsh_cook_membrane_is_the_same_in_every_unit_system() {
+    same_in_every_unit_system("cook_membrane");
+}
+
+/// Tip deflection of a cantilever of length `l`, height `h`, width `b` under an end shear force
+/// `f`: Euler-Bernoulli bending plus Timoshenko shear (kappa = 5/6).
+fn beam_deflection(e: f64, nu: f64, l: f64, h: f64, b: f64, f: f64) -> f64 {
+    let i = b * h.powi(3) / 12.0;
+    let g = e / (2.0 * (1.0 + nu));
+    f * l.powi(3) / (3.0 * e * i) + f * l / (5.0 / 6.0 * g * b * h)
+}
+
+/// The largest |u_z| of the last step.
+fn max_uz(outcome: &RunOutcome) -> f64 {
+    last_displacement(outcome)
+        .chunks_exact(3)
+        .map(|u| u[2].abs())
+        .fold(0.0, f64::max)
+}
+
+/// A silicon micro-cantilever in SI units (100 x 10 x 2 um, E = 170 GPa, 0.1 nN at the tip):
+/// its first residual (about 1e-11 N) is below any absolute force tolerance one would pick in
+/// scaled units; it must be solved, not accepted at zero.
+#[test]
+fn an_si_micro_cantilever_is_solved_not_accepted_at_zero() {
+    let dir = ScratchDir::new("units-micro");
+    let (l, h, b) = (100e-6, 2e-6, 10e-6);
+    let (e, nu) = (1.7e11, 0.28);
+    let traction = -5.0; // Pa on the 10 x 2 um end: 0.1 nN
+    let (outcome, summary) = run_in(
+        &dir,
+        "cantilever_q2",
+        vec![
+            format!("mesh.box.upper=[{l:e}, {b:e}, {h:e}]"),
+            "mesh.box.cells=[20, 2, 2]".into(),
+            format!("materials.0.young_modulus={e:e}"),
+            format!("materials.0.poisson_ratio={nu}"),
+            format!("boundary.traction.0.value=[0, 0, {traction:e}]"),
+            "output.name=micro".into(),
+        ],
+    );
+    assert!(summary["steps"][0]["newton_iterations"].as_u64().unwrap() >= 1);
+    let exact = beam_deflection(e, nu, l, h, b, -traction * b * h);
+    let tip = max_uz(&outcome);
+    assert!(
+        (tip - exact).abs() < 0.03 * exact,
+        "tip {tip:e} m vs beam theory {exact:e} m"
+    );
+}
+
+/// Steel in Pa under the scaled inputs' traction: strains near 1e-11, solved to the beam's answer.
+#[test]
+fn a_steel_cantilever_in_pascals_matches_beam_theory() {
+    let dir = ScratchDir::new("units-steel");
+    let e = 2.1e11;
+    let (outcome, _) = run_in(
+        &dir,
+        "cantilever_q2",
+        vec![
+            format!("materials.0.young_modulus={e:e}"),
+            "output.name=steel".into(),
+        ],
+    );
+    let exact = beam_deflection(e, 0.3, 10.0, 1.0, 1.0, 1.0);
+    let tip = max_uz(&outcome);
+    assert!(
+        (tip - exact).abs() < 0.03 * exact,
+        "tip {tip:e} vs beam theory {exact:e}"
+    );
+}
+
+/// A run's error text (the input's located error).
+fn run_error(input: &str, overrides: &[&str]) -> String {
+    let dir = ScratchDir::new(&format!("units-err-{input}"));
+    let result = run(&RunOptions {
+        input: inputs_dir().join(format!("{input}.yaml")),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        output_dir: Some(dir.to_path_buf()),
+        progress: Progress::Quiet,
+        restart: None,
+        faults: Default::default(),
+        abort_after_step: None,
+    });
+    format!("{:#}", result.err().expect("the run must be refused"))
+}
+
+#[test]
+fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
+    let message = run_error(
+        "cantilever_q1",
+        &["boundary.dirichlet=[{ set: xmin, x: 0.0 }]"],
+    );
+    assert!(message.contains("boundary"), "{message}");
+    assert!(message.contains("'xmin' (x)"), "{message}");
+    assert!(
+        message.contains("translation along y, translation along z and rotation about x"),
+        "{message}"
+    );
+    let check = hexfem::check::check(
+        &inputs_dir().join("cantilever_q1.yaml"),
+        &["boundary.dirichlet=[{ set: xmin, x: 0.0 }]".to_string()],
+        None,
+    );
+    let check = format!("{:#}", check.err().expect("check must refuse it too"));
+    assert!(check.contains("rotation about x"), "{check}");
+}
+
+#[test]
+fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
+    for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {
+        let text = hexfem::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
+            .unwrap_or_else(|e| panic!("{input}: {e:#}"));
+        assert!(text.contains("valid"), "{text}");
+    }
+}
