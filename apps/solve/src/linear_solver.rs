@@ -23,7 +23,7 @@ const DIRECT_MAX_FACTOR_BYTES: f64 = 4e9;
 /// `method: auto` factors directly where the envelope factor takes at most this many bytes...
 const AUTO_DIRECT_MAX_BYTES: f64 = 256e6;
 /// ... and one factorization at most this many floating-point operations per stored scalar of the
-/// tangent; above either it uses CG with AMG. Measured with `docs/solver_choice_runs.sh` (table
+/// tangent; above either it uses CG with AMG. Measured with `scripts/solver_choice_runs.sh` (table
 /// in docs/benchmarks.md): one factorization costs about one AMG Newton iteration (hot update +
 /// CG) at 250 (two pinned cores) to 290 (the development machine) flops per stored entry.
 const AUTO_DIRECT_MAX_FLOPS_PER_SCALAR: f64 = 250.0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compares the speed of the git revision REV (default main) with the working tree: builds both
-# (as docs/check_identical_results.sh does, sharing its target directories), then runs
+# (as scripts/check_identical_results.sh does, sharing its target directories), then runs
 #   hexfem bench assembly --cells 64 --json
 #   hexfem bench gamg --problem ex56 --m 66 --json
 # ROUNDS times (default 5) with the two binaries interleaved (A B A B ...), so that a change in
@@ -8,8 +8,8 @@
 # ratio (tree / base). The non-timing numbers of the AMG benchmark (iterations, levels,
 # eigenvalue estimates) must agree between the two: a mismatch is reported.
 #
-# Usage: docs/compare_bench.sh [REV] [ROUNDS]   (the measuring half is docs/compare_bench_run.sh,
-# which runs on any machine with the two binaries; docs/compare_bench_report.py reads its output)
+# Usage: scripts/compare_bench.sh [REV] [ROUNDS]   (the measuring half is scripts/compare_bench_run.sh,
+# which runs on any machine with the two binaries; scripts/compare_bench_report.py reads its output)
 # Raw JSON lines go to targets/identical/bench-<rev>.jsonl. Run it on a quiet machine: the load
 # average is printed before and after.
 set -euo pipefail
@@ -33,5 +33,5 @@ declare -A bin=([base]=$work/build-$hash/release/hexfem [tree]=$work/build-tree/
 
 raw=$work/bench-$hash.jsonl
 echo "# base = $rev ($hash), tree = working tree"
-docs/compare_bench_run.sh "${bin[base]}" "${bin[tree]}" "$rounds" "$raw"
-python3 docs/compare_bench_report.py "$raw"
+scripts/compare_bench_run.sh "${bin[base]}" "${bin[tree]}" "$rounds" "$raw"
+python3 scripts/compare_bench_report.py "$raw"

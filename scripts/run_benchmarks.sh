@@ -2,7 +2,7 @@
 # Runs the benchmarks of docs/benchmarks.md in one go and prints one JSON object per line, the
 # peer (PyAMG smoothed aggregation + CG on the same elasticity problem) side by side when it is
 # installed (`pip install pyamg scipy`) and the peer script is given (it is not part of this
-# repository: PEER=/path/to/elasticity_peer.py). Usage: [PEER=...] docs/run_benchmarks.sh [--quick]
+# repository: PEER=/path/to/elasticity_peer.py). Usage: [PEER=...] scripts/run_benchmarks.sh [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hexfem.sh --version >/dev/null   # builds the release binary (and installs what is missing)

@@ -4,8 +4,8 @@
 # the nodal von Mises stress (the cell field where nodal stress was not written).
 # A manual check, not part of CI (ParaView is a large install). On Debian or Ubuntu:
 #   apt-get install --no-install-recommends paraview python3-paraview xvfb xauth
-#   xvfb-run -a pvbatch docs/render_with_paraview.py results/twisting_column.xdmf twist.png
-#   (or: xvfb-run -a python3 docs/render_with_paraview.py ...; options: --scale S, --time T)
+#   xvfb-run -a pvbatch scripts/render_with_paraview.py results/twisting_column.xdmf twist.png
+#   (or: xvfb-run -a python3 scripts/render_with_paraview.py ...; options: --scale S, --time T)
 import argparse
 
 from paraview.simple import (

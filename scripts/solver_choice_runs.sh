@@ -3,9 +3,9 @@
 # threshold: each problem below runs with `linear_solver.method` direct and cg_amg (same input
 # otherwise) and prints one JSON line per run (unknowns, the direct factor estimate `check`
 # prints, Newton and linear iterations, seconds in linear set-ups and solves, wall).
-# Usage: docs/solver_choice_runs.sh HEXFEM [OUT.jsonl]   (pin it: taskset -c 0,1 docs/...)
+# Usage: scripts/solver_choice_runs.sh HEXFEM [OUT.jsonl]   (pin it: taskset -c 0,1 scripts/...)
 set -euo pipefail
-hexfem=${1:?usage: docs/solver_choice_runs.sh HEXFEM [OUT.jsonl]}
+hexfem=${1:?usage: scripts/solver_choice_runs.sh HEXFEM [OUT.jsonl]}
 out=${2:-/dev/stdout}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The measuring half of docs/compare_bench.sh, runnable on any machine that has the two binaries
+# The measuring half of scripts/compare_bench.sh, runnable on any machine that has the two binaries
 # (the device machine, for a quiet one: `taskset -c 0,1` pins it to two cores like ours):
-#   docs/compare_bench_run.sh BASE_BIN TREE_BIN ROUNDS RAW.jsonl
+#   scripts/compare_bench_run.sh BASE_BIN TREE_BIN ROUNDS RAW.jsonl
 # runs `bench assembly --cells 64` and `bench gamg --problem ex56 --m 66` ROUNDS times, the two
 # binaries interleaved, appending one JSON line per run to RAW.jsonl; then
-# `python3 docs/compare_bench_report.py RAW.jsonl` prints medians and ratios.
+# `python3 scripts/compare_bench_report.py RAW.jsonl` prints medians and ratios.
 set -euo pipefail
 declare -A bin=([base]=${1:?BASE_BIN} [tree]=${2:?TREE_BIN})
 rounds=${3:?ROUNDS}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Medians and ratios of a compare_bench raw file (one JSON line per run, written by
-docs/compare_bench_run.sh); checks that the non-timing numbers agree. Usage: RAW.jsonl"""
+scripts/compare_bench_run.sh); checks that the non-timing numbers agree. Usage: RAW.jsonl"""
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 fields = {

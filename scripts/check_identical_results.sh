@@ -6,7 +6,7 @@
 # differ in metadata such as timestamps). The summaries' iteration counts, residual norms and
 # strain energies are compared too (times are left out).
 #
-# Usage: docs/check_identical_results.sh [REV]
+# Usage: scripts/check_identical_results.sh [REV]
 # Prints one line per input and exits non-zero if any result differs. Objects or summary keys
 # that only the working tree writes (a new field, say) are listed but are not a difference.
 # Work files go to targets/ (git-ignored): targets/identical/src-<rev> (the exported revision), targets/identical/build-*
