@@ -309,3 +309,17 @@ fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
         assert!(text.contains("valid"), "{text}");
     }
 }
+
+/// `inputs/steel_bracket_si.yaml` (m, Pa, N): 1 kN on a 200 x 20 x 20 mm steel cantilever.
+#[test]
+fn the_si_steel_bracket_input_matches_beam_theory() {
+    let dir = ScratchDir::new("units-bracket");
+    let (outcome, summary) = run_in(&dir, "steel_bracket_si", vec![]);
+    assert_eq!(summary["steps"][0]["newton_iterations"], 1);
+    let exact = beam_deflection(2.1e11, 0.3, 0.2, 0.02, 0.02, 1000.0);
+    let tip = max_uz(&outcome);
+    assert!(
+        (tip - exact).abs() < 0.02 * exact,
+        "tip {tip:e} m vs beam theory {exact:e} m"
+    );
+}
