@@ -579,8 +579,10 @@ pub fn run_on_ranks(
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &newton,
-        verbose: progress == Progress::Iterations && rank == 0,
-        report_cutbacks: progress != Progress::Quiet && rank == 0,
+        observer: &crate::monitor::TerminalMonitor {
+            iterations: progress == Progress::Iterations && rank == 0,
+            cutbacks: progress != Progress::Quiet && rank == 0,
+        },
     };
     let (mut u, start) = match start {
         Some((u, path)) => (u, path),

@@ -9,6 +9,7 @@ pub mod dist_output;
 pub mod distributed;
 pub mod locate;
 pub mod memory;
+pub mod monitor;
 pub mod plot;
 pub mod probes;
 pub mod restart;

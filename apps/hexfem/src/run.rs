@@ -486,8 +486,10 @@ fn execute_on(
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &newton,
-        verbose: progress == Progress::Iterations,
-        report_cutbacks: progress != Progress::Quiet,
+        observer: &crate::monitor::TerminalMonitor {
+            iterations: progress == Progress::Iterations,
+            cutbacks: progress != Progress::Quiet,
+        },
     };
     let abort_after = case.abort_after_step;
     let outcome = path.run_from(

@@ -291,14 +291,31 @@ impl fmt::Display for PathFailure {
 
 impl std::error::Error for PathFailure {}
 
+/// What a load path reports while it runs (PETSc's `SNESMonitorSet`): the library never
+/// prints; a front end renders these events. Every method does nothing by default.
+pub trait PathObserver {
+    /// A step from pseudo-time `from` to `to` (load factor `load_factor`) begins.
+    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+    /// Newton iteration `iteration` (0-based) of the current attempt finished; `forcing` is the
+    /// relative tolerance its linear solve was given, where Eisenstat-Walker chose one.
+    fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
+    /// Something the iteration did beyond its usual course (the energy watchdog's restart).
+    fn note(&self, _text: &str) {}
+    /// An attempt failed; `next` is the increment tried next (`None`: no further attempt).
+    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+}
+
+/// The observer that reports nothing.
+pub struct Silent;
+
+impl PathObserver for Silent {}
+
 /// Load stepping from factor 0 to 1 with cutback and regrowth.
 pub struct LoadPath<'a> {
     pub loading: &'a LoadingParams,
     pub newton: &'a NewtonParams,
-    /// Print each Newton iteration (residual, linear iterations, step length) on standard error.
-    pub verbose: bool,
-    /// Print one line per failed attempt (why it was cut back) on standard error.
-    pub report_cutbacks: bool,
+    /// Told of every step, Newton iteration and failed attempt.
+    pub observer: &'a dyn PathObserver,
 }
 
 /// Buffers of one Newton solve, allocated once per run (on the GPU where the loop runs there).
@@ -456,12 +473,8 @@ impl LoadPath<'_> {
             let factor = self.loading.factor_at(time);
             problem.set_time(time)?;
             ws.system.set_step(&problem.discrete)?;
-            if self.verbose {
-                eprintln!(
-                    "time {:.4} -> {time:.4} (load factor {factor:.4})",
-                    load_factor * end_time
-                );
-            }
+            self.observer
+                .step_started(load_factor * end_time, time, factor);
             if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
                 solver.set_near_null_space(deformed_modes(problem, u)?);
             }
@@ -535,14 +548,8 @@ impl LoadPath<'_> {
                     } else {
                         None
                     };
-                    if self.report_cutbacks || self.verbose {
-                        match &stop {
-                            None => eprintln!(
-                                "  attempt {attempt}; cutting the increment back to {next:.3e}"
-                            ),
-                            Some(_) => eprintln!("  attempt {attempt}"),
-                        }
-                    }
+                    self.observer
+                        .attempt_failed(&attempt, stop.is_none().then_some(next));
                     attempts.push(attempt);
                     if let Some(stop) = stop {
                         let diagnosis = error.trace.diagnosis(&error.failure, problem.size());
@@ -673,8 +680,8 @@ impl LoadPath<'_> {
                                 watchdog_note = Some(format!(
                                     "no lower energy in {WATCHDOG_ITERATIONS} full steps: back to the state of least energy, backtracking from there"
                                 ));
-                                if self.verbose {
-                                    eprintln!("  {}", watchdog_note.as_deref().unwrap_or(""));
+                                if let Some(note) = &watchdog_note {
+                                    self.observer.note(note);
                                 }
                                 continue;
                             }
@@ -748,22 +755,6 @@ impl LoadPath<'_> {
                 .transferred_bytes()
                 .zip(transfers_before)
                 .map(|(after, before)| after - before);
-            if self.verbose {
-                let rtol_text = rtol.map_or(String::new(), |r| format!(" to {r:.1e}"));
-                eprintln!(
-                    "  newton {iteration:>2}  |r| {r_free:.3e}  linear {:>4} iterations{rtol_text} (set-up {:.3} s, solve {:.3} s)  step {step_length:.3}{}",
-                    linear.iterations,
-                    linear.setup_s,
-                    linear.solve_s,
-                    note.as_ref().map_or(String::new(), |n| format!(" ({n})"))
-                );
-                if let Some(fallback) = &linear.fallback {
-                    eprintln!("    {fallback}");
-                }
-                if let Some(bytes) = transfer_bytes {
-                    eprintln!("    {bytes} bytes between host and GPU");
-                }
-            }
             let upload_bytes = ws
                 .system
                 .uploaded_bytes()
@@ -777,6 +768,9 @@ impl LoadPath<'_> {
                 transfer_bytes,
                 upload_bytes,
             });
+            if let Some(record) = records.last() {
+                self.observer.iteration(iteration, record, rtol);
+            }
         }
         Err(StepFailure::MaxIterations(p.max_iterations))
     }
