@@ -18,12 +18,12 @@ impl Rng {
         (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
     }
 
-    /// `I + scale * random`, redrawn until `det > 0.2`.
-    fn deformation(&mut self, scale: f64) -> Matrix3<f64> {
+    /// A displacement gradient `h = scale * random`, redrawn until `det(I + h) > 0.2`.
+    fn displacement_gradient(&mut self, scale: f64) -> Matrix3<f64> {
         loop {
-            let f = Matrix3::identity() + Matrix3::from_fn(|_, _| scale * self.next());
-            if f.determinant() > 0.2 {
-                return f;
+            let h = Matrix3::from_fn(|_, _| scale * self.next());
+            if (Matrix3::identity() + h).determinant() > 0.2 {
+                return h;
             }
         }
     }
@@ -57,16 +57,16 @@ fn stress_is_derivative_of_energy() {
     for mat in all_materials() {
         for scale in [0.05, 0.5] {
             for _ in 0..5 {
-                let f = rng.deformation(scale);
-                let p = mat.stress(&f).unwrap();
+                let g = rng.displacement_gradient(scale);
+                let p = mat.stress(&g).unwrap();
                 let h = 1e-6;
                 let mut fd = [0.0; 9];
                 for (r, out) in fd.iter_mut().enumerate() {
                     let (i, j) = (r / 3, r % 3);
-                    let (mut fp, mut fm) = (f, f);
-                    fp[(i, j)] += h;
-                    fm[(i, j)] -= h;
-                    *out = (mat.energy(&fp).unwrap() - mat.energy(&fm).unwrap()) / (2.0 * h);
+                    let (mut gp, mut gm) = (g, g);
+                    gp[(i, j)] += h;
+                    gm[(i, j)] -= h;
+                    *out = (mat.energy(&gp).unwrap() - mat.energy(&gm).unwrap()) / (2.0 * h);
                 }
                 let an: Vec<f64> = (0..9).map(|r| p[(r / 3, r % 3)]).collect();
                 let e = rel_err(&fd, &an);
@@ -82,17 +82,17 @@ fn tangent_is_derivative_of_stress_and_symmetric() {
     for mat in all_materials() {
         for scale in [0.05, 0.5] {
             for _ in 0..5 {
-                let f = rng.deformation(scale);
-                let (p, a) = mat.stress_tangent(&f).unwrap();
-                assert!((p - mat.stress(&f).unwrap()).norm() <= 1e-12 * p.norm().max(1.0));
+                let g = rng.displacement_gradient(scale);
+                let (p, a) = mat.stress_tangent(&g).unwrap();
+                assert!((p - mat.stress(&g).unwrap()).norm() <= 1e-12 * p.norm().max(1.0));
                 let h = 1e-6;
                 let mut fd = vec![0.0; 81];
                 for c in 0..9 {
                     let (k, l) = (c / 3, c % 3);
-                    let (mut fp, mut fm) = (f, f);
-                    fp[(k, l)] += h;
-                    fm[(k, l)] -= h;
-                    let dp = (mat.stress(&fp).unwrap() - mat.stress(&fm).unwrap()) / (2.0 * h);
+                    let (mut gp, mut gm) = (g, g);
+                    gp[(k, l)] += h;
+                    gm[(k, l)] -= h;
+                    let dp = (mat.stress(&gp).unwrap() - mat.stress(&gm).unwrap()) / (2.0 * h);
                     for r in 0..9 {
                         fd[r * 9 + c] = dp[(r / 3, r % 3)];
                     }
@@ -112,17 +112,17 @@ fn tangent_is_derivative_of_stress_and_symmetric() {
 
 #[test]
 fn reference_state_is_stress_free_with_linear_tangent() {
-    let id = Matrix3::identity();
+    let zero = Matrix3::zeros();
     for mat in all_materials() {
-        assert!(mat.energy(&id).unwrap().abs() < 1e-12, "{}", mat.name());
-        assert!(mat.stress(&id).unwrap().norm() < 1e-12, "{}", mat.name());
-        assert!(mat.cauchy(&id).unwrap().norm() < 1e-12, "{}", mat.name());
+        assert!(mat.energy(&zero).unwrap().abs() < 1e-12, "{}", mat.name());
+        assert!(mat.stress(&zero).unwrap().norm() < 1e-12, "{}", mat.name());
+        assert!(mat.cauchy(&zero).unwrap().norm() < 1e-12, "{}", mat.name());
         let (lambda, mu) = mat.small_strain_moduli();
         assert!(
             (lambda - 121.153_846_153_846_15).abs() < 1e-9
                 && (mu - 80.769_230_769_230_77).abs() < 1e-9
         );
-        let (_, a) = mat.stress_tangent(&id).unwrap();
+        let (_, a) = mat.stress_tangent(&zero).unwrap();
         let lin = linear::tangent(lambda, mu);
         assert!((a - lin).norm() < 1e-12 * lin.norm(), "{}", mat.name());
     }
@@ -132,34 +132,37 @@ fn reference_state_is_stress_free_with_linear_tangent() {
 fn linear_stress_is_hooke_and_cauchy_matches_definition() {
     let mut rng = Rng(3);
     let m = Moduli::from_lame(2.0, 3.0).unwrap();
-    let f = rng.deformation(0.3);
-    let eps = ((f - Matrix3::identity()) + (f - Matrix3::identity()).transpose()) * 0.5;
+    let h = rng.displacement_gradient(0.3);
+    let f = Matrix3::identity() + h;
+    let eps = (h + h.transpose()) * 0.5;
     let sigma = eps * 6.0 + Matrix3::identity() * (2.0 * eps.trace());
     let lin = Material::linear(m);
-    assert!((lin.stress(&f).unwrap() - sigma).norm() < 1e-14);
-    assert_eq!(lin.cauchy(&f).unwrap(), lin.stress(&f).unwrap());
+    assert!((lin.stress(&h).unwrap() - sigma).norm() < 1e-14);
+    assert_eq!(lin.cauchy(&h).unwrap(), lin.stress(&h).unwrap());
     let nh = Material::neo_hookean(m);
-    let p = nh.stress(&f).unwrap();
+    let p = nh.stress(&h).unwrap();
     let expected = p * f.transpose() / f.determinant();
-    assert!((nh.cauchy(&f).unwrap() - expected).norm() < 1e-13 * expected.norm());
+    assert!((nh.cauchy(&h).unwrap() - expected).norm() < 1e-13 * expected.norm());
 }
 
 #[test]
 fn inverted_deformation_is_rejected_by_finite_strain_models() {
-    let f = Matrix3::from_diagonal(&nalgebra::Vector3::new(1.0, 1.0, -0.5));
+    // F = diag(1, 1, -0.5)
+    let h = Matrix3::from_diagonal(&nalgebra::Vector3::new(0.0, 0.0, -1.5));
     for mat in all_materials() {
         match mat {
-            Material::Linear { .. } => assert!(mat.stress_tangent(&f).is_ok()),
+            Material::Linear { .. } => assert!(mat.stress_tangent(&h).is_ok()),
             _ => {
                 assert_eq!(
-                    mat.energy(&f),
+                    mat.energy(&h),
                     Err(FemError::NonPositiveJ { j: -0.5 }),
                     "{}",
                     mat.name()
                 );
-                assert!(mat.stress(&f).is_err());
-                assert!(mat.stress_tangent(&f).is_err());
-                assert!(mat.stress(&Matrix3::zeros()).is_err());
+                assert!(mat.stress(&h).is_err());
+                assert!(mat.stress_tangent(&h).is_err());
+                // F = 0
+                assert!(mat.stress(&(-Matrix3::identity())).is_err());
             }
         }
     }
