@@ -141,10 +141,16 @@ __device__ __forceinline__ double ln_1p_defect(double x) {
     return x - ln_1p(x);
 }
 
-// e^y - 1 - y without cancellation; exp_y = e^y is used for |y| >= 0.1 only.
+// e^y - 1 - y without cancellation: its Taylor series to y^16/16! for |y| < 0.5; exp_y = e^y is used
+// above only.
 __device__ __forceinline__ double exp_defect(double y, double exp_y) {
-    if (fabs(y) < 0.1) {
-        double t = 1.0 / 39916800.0;
+    if (fabs(y) < 0.5) {
+        double t = 1.0 / 20922789888000.0;
+        t = 1.0 / 1307674368000.0 + y * t;
+        t = 1.0 / 87178291200.0 + y * t;
+        t = 1.0 / 6227020800.0 + y * t;
+        t = 1.0 / 479001600.0 + y * t;
+        t = 1.0 / 39916800.0 + y * t;
         t = 1.0 / 3628800.0 + y * t;
         t = 1.0 / 362880.0 + y * t;
         t = 1.0 / 40320.0 + y * t;

@@ -19,8 +19,9 @@ use crate::error::{FemError, Result};
 /// (`|s| < 0.053`: seven terms of [`atanh_tail`] reach round-off).
 const LN_SERIES_BOUND: f64 = 0.1;
 
-/// `|y|` below which [`exp_defect`] sums its Taylor series (ten terms reach round-off).
-const EXP_SERIES_BOUND: f64 = 0.1;
+/// `|y|` below which [`exp_defect`] sums its Taylor series (to `y^16/16!`: round-off for
+/// `|y| < 0.5`; above, the difference loses at most a factor `2 / |y| <= 4`).
+const EXP_SERIES_BOUND: f64 = 0.5;
 
 /// The cofactor matrix, `cof(M)_iJ = d det M / dM_iJ` (`cof M = det M M^{-T}`).
 #[inline(always)]
@@ -173,14 +174,18 @@ pub(crate) fn ln_1p_defect(x: f64) -> f64 {
 }
 
 /// `e^y - 1 - y >= 0`, to round-off relative to itself, with `e^y` supplied by the caller
-/// (`exp_y`, used only for `|y| >= 0.1`, where the difference loses at most a factor `2 / |y|`):
-/// `y^2 (1/2! + y/3! + ... + y^9/11!)` below.
+/// (`exp_y`, used only for `|y| >= 0.5`): `y^2 (1/2! + y/3! + ... + y^14/16!)` below.
 #[inline]
 pub(crate) fn exp_defect(y: f64, exp_y: f64) -> f64 {
     if y.abs() < EXP_SERIES_BOUND {
-        // Horner on the coefficients 1/n!, n = 11 down to 2.
-        let mut t = 1.0 / 39_916_800.0;
+        // Horner on the coefficients 1/n!, n = 16 down to 2.
+        let mut t = 1.0 / 20_922_789_888_000.0;
         for c in [
+            1.0 / 1_307_674_368_000.0,
+            1.0 / 87_178_291_200.0,
+            1.0 / 6_227_020_800.0,
+            1.0 / 479_001_600.0,
+            1.0 / 39_916_800.0,
             1.0 / 3_628_800.0,
             1.0 / 362_880.0,
             1.0 / 40_320.0,
