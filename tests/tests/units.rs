@@ -323,3 +323,21 @@ fn the_si_steel_bracket_input_matches_beam_theory() {
         "tip {tip:e} m vs beam theory {exact:e} m"
     );
 }
+
+/// A user `newton.atol` above the load (issue 30): every loaded step still takes a Newton update,
+/// so the block moves as without it.
+#[test]
+fn an_absolute_tolerance_above_the_load_never_accepts_a_step_untouched() {
+    let dir = ScratchDir::new("units-atol");
+    let (loose, summary) = run_in(
+        &dir,
+        "neo_hookean_block",
+        vec!["newton.atol=1.0".into(), "output.name=loose".into()],
+    );
+    let (tight, _) = run_in(&dir, "neo_hookean_block", vec!["output.name=tight".into()]);
+    for step in summary["steps"].as_array().unwrap() {
+        assert!(step["newton_iterations"].as_u64().unwrap() >= 1, "{step}");
+    }
+    let (a, b) = (max_uz(&loose), max_uz(&tight));
+    assert!(a > 0.5 * b, "with atol 1: max |u_z| {a} against {b}");
+}
