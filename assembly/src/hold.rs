@@ -43,7 +43,7 @@ impl MotionFrame {
 
     /// The frame of the box `lower..upper` (size 1 where the box is empty or a point).
     pub fn of_box(lower: [f64; 3], upper: [f64; 3]) -> Self {
-        if (0..3).any(|d| !(lower[d] <= upper[d])) {
+        if (0..3).any(|d| lower[d].partial_cmp(&upper[d]).is_none_or(|o| o.is_gt())) {
             return Self {
                 center: [0.0; 3],
                 length: 1.0,

@@ -333,7 +333,7 @@ struct StepError {
     failure: StepFailure,
     newton_iterations: usize,
     linear_iterations: usize,
-    trace: Trace,
+    trace: Box<Trace>,
 }
 
 /// What one attempt at a step saw, for the diagnosis of a failure.
@@ -596,7 +596,7 @@ impl LoadPath<'_> {
                 failure,
                 newton_iterations: records.len(),
                 linear_iterations: records.iter().map(|r| r.linear.iterations).sum(),
-                trace,
+                trace: Box::new(trace),
             })
     }
 
