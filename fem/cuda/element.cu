@@ -93,30 +93,29 @@ __device__ __forceinline__ double j_minus_one(const double* h) {
     return v.jm1;
 }
 
-// G = F^{-T} = (I + (tr h I - h^T + cof h)) / J and I - G = ((J - 1 - tr h) I + h^T - cof h) / J.
+// G = F^{-T} = (I + (tr h I - h^T + cof h)) / J and I - G = ((J - 1 - tr h) I + h^T - cof h) / J
+// (the host's Volume::inverse_transpose: off the diagonal cof h - h^T and h^T - cof h).
 __device__ __forceinline__ void inverse_transpose(const Volume& v, const double* h, double* g, double* d) {
     const double s = 1.0 / v.j;
     for (int i = 0; i < 3; ++i)
         for (int k = 0; k < 3; ++k) {
-            const bool diag = i == k;
-            const double one = diag ? 1.0 : 0.0, tr = diag ? v.tr : 0.0, nl = diag ? v.nonlinear : 0.0;
-            const double m = (tr - h[3 * k + i]) + v.cof[3 * i + k];
-            const double dd = (nl + h[3 * k + i]) - v.cof[3 * i + k];
-            g[3 * i + k] = (one + m) * s;
-            d[3 * i + k] = dd * s;
+            if (i == k) {
+                g[4 * i] = (1.0 + ((v.tr - h[4 * i]) + v.cof[4 * i])) * s;
+                d[4 * i] = ((v.nonlinear + h[4 * i]) - v.cof[4 * i]) * s;
+            } else {
+                g[3 * i + k] = (v.cof[3 * i + k] - h[3 * k + i]) * s;
+                d[3 * i + k] = (h[3 * k + i] - v.cof[3 * i + k]) * s;
+            }
         }
 }
 
-// 1/3 + s2/5 + ... + s2^6/15 (Horner).
+// 1/3 + s2/5 + ... + s2^6/15 in Estrin's scheme (the host's atanh_tail).
 __device__ __forceinline__ double atanh_tail(double s2) {
-    double t = 1.0 / 15.0;
-    t = 1.0 / 13.0 + s2 * t;
-    t = 1.0 / 11.0 + s2 * t;
-    t = 1.0 / 9.0 + s2 * t;
-    t = 1.0 / 7.0 + s2 * t;
-    t = 1.0 / 5.0 + s2 * t;
-    t = 1.0 / 3.0 + s2 * t;
-    return t;
+    const double s4 = s2 * s2;
+    const double s8 = s4 * s4;
+    const double low = (1.0 / 3.0 + s2 * (1.0 / 5.0)) + s4 * (1.0 / 7.0 + s2 * (1.0 / 9.0));
+    const double high = (1.0 / 11.0 + s2 * (1.0 / 13.0)) + s4 * (1.0 / 15.0);
+    return low + s8 * high;
 }
 
 // ln(1 + x): 2 atanh(x / (2 + x)) by its series for |x| < 0.1, else Kahan's ln(u) x / (u - 1).

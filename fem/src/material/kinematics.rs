@@ -71,7 +71,7 @@ pub(crate) fn j_minus_one(h: &Matrix3<f64>) -> f64 {
 }
 
 /// The [`Volume`] of `F = I + h`; `NonPositiveJ` unless `J = 1 + (J - 1) > 0` (NaN included).
-#[inline]
+#[inline(always)]
 pub(crate) fn volume(h: &Matrix3<f64>) -> Result<Volume> {
     let (tr, nonlinear, cof) = volume_change(h);
     let jm1 = tr + nonlinear;
@@ -103,44 +103,60 @@ impl Volume {
 
     /// `(F^{-T}, I - F^{-T})` of `F = I + h` (`h` the matrix this volume was computed from): one
     /// reciprocal of `J` and the cofactor of `h`, no inversion.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn inverse_transpose(&self, h: &Matrix3<f64>) -> (Matrix3<f64>, Matrix3<f64>) {
         let s = 1.0 / self.j;
-        let (mut finv_t, mut defect) = (Matrix3::zeros(), Matrix3::zeros());
-        for i in 0..3 {
-            for k in 0..3 {
-                let (one, tr, nl) = if i == k {
-                    (1.0, self.tr, self.nonlinear)
-                } else {
-                    (0.0, 0.0, 0.0)
-                };
-                // cof F - I and J I - cof F, entry (i, k).
-                let m = (tr - h[(k, i)]) + self.cof[(i, k)];
-                let d = (nl + h[(k, i)]) - self.cof[(i, k)];
-                finv_t[(i, k)] = (one + m) * s;
-                defect[(i, k)] = d * s;
+        let c = &self.cof;
+        // cof F - I = tr h I - h^T + cof h and J I - cof F = (J - 1 - tr h) I + h^T - cof h.
+        let m = |i: usize, k: usize| {
+            if i == k {
+                (self.tr - h[(i, i)]) + c[(i, i)]
+            } else {
+                c[(i, k)] - h[(k, i)]
             }
-        }
+        };
+        let d = |i: usize, k: usize| {
+            if i == k {
+                (self.nonlinear + h[(i, i)]) - c[(i, i)]
+            } else {
+                h[(k, i)] - c[(i, k)]
+            }
+        };
+        let finv_t = Matrix3::new(
+            (1.0 + m(0, 0)) * s,
+            m(0, 1) * s,
+            m(0, 2) * s,
+            m(1, 0) * s,
+            (1.0 + m(1, 1)) * s,
+            m(1, 2) * s,
+            m(2, 0) * s,
+            m(2, 1) * s,
+            (1.0 + m(2, 2)) * s,
+        );
+        let defect = Matrix3::new(
+            d(0, 0) * s,
+            d(0, 1) * s,
+            d(0, 2) * s,
+            d(1, 0) * s,
+            d(1, 1) * s,
+            d(1, 2) * s,
+            d(2, 0) * s,
+            d(2, 1) * s,
+            d(2, 2) * s,
+        );
         (finv_t, defect)
     }
 }
 
 /// `1/3 + s2/5 + s2^2/7 + ... + s2^6/15`: `(atanh(s) - s) / s^3` to round-off for `s2 = s^2 <
-/// 0.0028`.
+/// 0.0028`, in Estrin's scheme (short dependency chains).
 #[inline(always)]
 fn atanh_tail(s2: f64) -> f64 {
-    let mut t = 1.0 / 15.0;
-    for c in [
-        1.0 / 13.0,
-        1.0 / 11.0,
-        1.0 / 9.0,
-        1.0 / 7.0,
-        1.0 / 5.0,
-        1.0 / 3.0,
-    ] {
-        t = c + s2 * t;
-    }
-    t
+    let s4 = s2 * s2;
+    let s8 = s4 * s4;
+    let low = (1.0 / 3.0 + s2 * (1.0 / 5.0)) + s4 * (1.0 / 7.0 + s2 * (1.0 / 9.0));
+    let high = (1.0 / 11.0 + s2 * (1.0 / 13.0)) + s4 * (1.0 / 15.0);
+    low + s8 * high
 }
 
 /// `ln(1 + x)` for `x > -1`, a few ulp from the exact value: `2 atanh(x / (2 + x))` by its series
