@@ -377,9 +377,7 @@ mod tests {
         // the usual eighth model: u_x = 0 on x = 0, u_y = 0 on y = 0, u_z = 0 on z = 0
         let c = cube(1.0, 0.0);
         let held = held_where(&c, |x| {
-            let b = (0..3)
-                .filter(|&d| x[d] == 0.0)
-                .fold(0u8, |b, d| b | 1 << d);
+            let b = (0..3).filter(|&d| x[d] == 0.0).fold(0u8, |b, d| b | 1 << d);
             (b != 0).then_some(b)
         });
         assert!(free(&c, &held).is_empty());
