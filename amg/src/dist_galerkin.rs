@@ -28,10 +28,6 @@ use linalg::{BlockPattern, Bsr, SpgemmPlan};
 
 use crate::AmgError;
 
-fn comm_err(e: linalg::comm::CommError) -> AmgError {
-    AmgError::from(linalg::LinalgError::from(e))
-}
-
 /// Where the partial coarse blocks of one rank go and how an owner sums what it receives.
 ///
 /// Invariants: `send_slots[send_ptr[r]..send_ptr[r + 1]]` are the partial blocks sent to rank
@@ -312,7 +308,7 @@ fn reduction_symbolic(
             slots[owner].push(s as u32);
         }
     }
-    let received = comm.alltoallv_u64(&index_msgs).map_err(comm_err)?;
+    let received = comm.alltoallv_u64(&index_msgs)?;
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
     let mut sums: BTreeMap<(u64, u64), Vec<u32>> = BTreeMap::new();
@@ -497,9 +493,7 @@ impl GalerkinProductPlan {
         let comm = self.coarse.partition().comm().clone();
         let split = &self.split;
         let partial = values.partial.host()?;
-        let received = comm
-            .alltoallv_f64(&split.pack(partial, kk))
-            .map_err(comm_err)?;
+        let received = comm.alltoallv_f64(&split.pack(partial, kk))?;
         for (msg, r) in received.iter().zip(&split.recv_ranges) {
             if msg.len() != r.len() * kk {
                 return Err(AmgError::DimensionMismatch {

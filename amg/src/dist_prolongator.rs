@@ -18,10 +18,6 @@ use crate::dist_galerkin::GalerkinProductPlan;
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
 
-fn comm_err(e: linalg::comm::CommError) -> AmgError {
-    AmgError::from(linalg::LinalgError::from(e))
-}
-
 /// A rank's local view of `P` numbered by serial ids, for products with `A`: the rows of `P`
 /// of every local vertex of `A` (owned and ghost; `P_oth` gathered by `plan`) in serial order,
 /// `P`'s owned rows, the coarse columns (global ids) ordered by serial coarse id, and each
@@ -112,7 +108,7 @@ fn p_view(
             })?;
         ask[owner].push(c);
     }
-    let asked = comm.alltoallv_u64(&ask).map_err(comm_err)?;
+    let asked = comm.alltoallv_u64(&ask)?;
     let replies: Vec<Vec<u64>> = asked
         .iter()
         .map(|q| {
@@ -121,7 +117,7 @@ fn p_view(
                 .collect()
         })
         .collect();
-    let answers = comm.alltoallv_u64(&replies).map_err(comm_err)?;
+    let answers = comm.alltoallv_u64(&replies)?;
     let mut coarse_serial: BTreeMap<u64, u64> = BTreeMap::new();
     for (r, q) in ask.iter().enumerate() {
         for (i, &c) in q.iter().enumerate() {
@@ -432,7 +428,7 @@ fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<
             msg.extend_from_slice(&values[s * kk..(s + 1) * kk]);
         }
     }
-    let received = comm.alltoallv_f64(&send).map_err(comm_err)?;
+    let received = comm.alltoallv_f64(&send)?;
     let mut sums: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
     for msg in &received {
         let mut at = 0;

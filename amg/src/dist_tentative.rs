@@ -37,10 +37,6 @@ pub struct DistTentative {
 /// A member of an owned aggregate: serial id, the rank it came from, its near-null rows.
 type Member<'a> = (u64, usize, &'a [f64]);
 
-fn comm_err(e: comm::CommError) -> AmgError {
-    AmgError::from(linalg::LinalgError::from(e))
-}
-
 /// Collective. `labels`: the aggregate of each owned vertex of `g` (its root's serial id, or
 /// [`UNAGGREGATED`]); `nns`: the owned vertices' near-null rows, `bs x k` per vertex,
 /// row-major; `fine`: the partition of the fine block rows (`g`'s owned vertices). The serial
@@ -67,7 +63,7 @@ pub fn dist_tentative_prolongator(
     } else {
         Ok(())
     };
-    comm::agree(&*comm, check).map_err(comm_err)?;
+    comm::agree(&*comm, check)?;
     let n_serial = fine.global_len();
     let directory = |label: u64| -> usize {
         ((label as u128 * size as u128) / n_serial.max(1) as u128) as usize
@@ -80,14 +76,14 @@ pub fn dist_tentative_prolongator(
             send[directory(u64::from(l))].extend([u64::from(l), rank as u64]);
         }
     }
-    let registered = comm.alltoallv_u64(&send).map_err(comm_err)?;
+    let registered = comm.alltoallv_u64(&send)?;
     let mut held: Vec<(u64, u64)> = registered
         .iter()
         .flat_map(|r| r.chunks(2).map(|c| (c[0], c[1])))
         .collect();
     held.sort_unstable();
     // The serial coarse index: the rank of a root's serial id among all roots.
-    let (before, _) = comm::exclusive_scan(&*comm, held.len() as u64).map_err(comm_err)?;
+    let (before, _) = comm::exclusive_scan(&*comm, held.len() as u64)?;
 
     // Round 2: every rank asks for the aggregates of its owned vertices.
     let mut asked: Vec<u64> = labels
@@ -101,7 +97,7 @@ pub fn dist_tentative_prolongator(
     for &l in &asked {
         send[directory(l)].push(l);
     }
-    let queries = comm.alltoallv_u64(&send).map_err(comm_err)?;
+    let queries = comm.alltoallv_u64(&send)?;
     let mut replies = vec![Vec::new(); size];
     for (r, q) in queries.iter().enumerate() {
         for &l in q {
@@ -115,7 +111,7 @@ pub fn dist_tentative_prolongator(
             replies[r].extend([held[i].1, before + i as u64]);
         }
     }
-    let answers = comm.alltoallv_u64(&replies).map_err(comm_err)?;
+    let answers = comm.alltoallv_u64(&replies)?;
     // label -> (owner rank, serial coarse index)
     let mut where_is: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
     for (r, q) in send.iter().enumerate() {
@@ -134,7 +130,7 @@ pub fn dist_tentative_prolongator(
         rows[owner].extend([f64::from(l), g.serial_ids[v] as f64]);
         rows[owner].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
     }
-    let received = comm.alltoallv_f64(&rows).map_err(comm_err)?;
+    let received = comm.alltoallv_f64(&rows)?;
     // Owned aggregates by label: members (serial id, source rank, rows).
     let mut aggregates: BTreeMap<u64, Vec<Member<'_>>> = BTreeMap::new();
     for (r, msg) in received.iter().enumerate() {
@@ -179,10 +175,10 @@ pub fn dist_tentative_prolongator(
             back[r].extend_from_slice(&q[i * slab..(i + 1) * slab]);
         }
     }
-    comm::agree(&*comm, failure.map_or(Ok(()), Err)).map_err(comm_err)?;
+    comm::agree(&*comm, failure.map_or(Ok(()), Err))?;
 
     // Round 4: each member gets its Q rows and its aggregate's coarse global id.
-    let returned = comm.alltoallv_f64(&back).map_err(comm_err)?;
+    let returned = comm.alltoallv_f64(&back)?;
     let mut row_of: BTreeMap<u64, usize> = BTreeMap::new();
     for v in 0..n {
         row_of.insert(g.serial_ids[v], v);

@@ -80,3 +80,10 @@ pub enum AmgError {
         free_mib: u64,
     },
 }
+
+impl From<linalg::comm::CommError> for AmgError {
+    /// A failed message or collective, through `linalg`'s wrapper (one variant for both crates).
+    fn from(e: linalg::comm::CommError) -> Self {
+        AmgError::Linalg(LinalgError::from(e))
+    }
+}

@@ -27,10 +27,6 @@ use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
 use crate::dist_galerkin::GalerkinProductPlan;
 use crate::AmgError;
 
-fn comm_err(e: linalg::comm::CommError) -> AmgError {
-    AmgError::from(linalg::LinalgError::from(e))
-}
-
 /// A [`GalerkinProductPlan`] on a GPU (see the module doc).
 ///
 /// Invariants: `a_gather` indexes `[diag; offd]` blocks of the operator (`n_a_diag` in
@@ -242,7 +238,7 @@ impl DeviceGalerkin {
             .iter()
             .map(|r| staged[r.start * kk..r.end * kk].to_vec())
             .collect();
-        let received = self.comm.alltoallv_f64(&send).map_err(comm_err)?;
+        let received = self.comm.alltoallv_f64(&send)?;
         let recv = self.recv_host.as_mut_slice()?;
         for (msg, r) in received.iter().zip(&self.recv_ranges) {
             if msg.len() != r.len() * kk {
