@@ -133,6 +133,38 @@ fn check_runs_distributed_and_reports_the_partition() {
     assert!(out.status.success(), "{}", output_text(&out));
 }
 
+/// The hold check is collective: on 2 and 3 ranks a body held only in x is refused by `check`
+/// and `run` with the serial message (the free motions of the whole body), printed once.
+#[test]
+fn a_body_held_in_one_direction_is_refused_on_every_rank_count() {
+    let dir = scratch("held");
+    let partial = "boundary.dirichlet=[{ set: xmin, x: 0.0 }]";
+    for np in [2, 3] {
+        for command in ["check", "run"] {
+            let out = hexfem_on(
+                np,
+                &[
+                    command,
+                    &input("cantilever_q1.yaml"),
+                    "--set",
+                    partial,
+                    "-o",
+                    dir.0.to_str().unwrap(),
+                ],
+            );
+            assert!(!out.status.success(), "{}", output_text(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            let needle = "translation along y, translation along z and rotation about x";
+            assert_eq!(
+                err.matches(needle).count(),
+                1,
+                "{command} on {np} ranks: {}",
+                output_text(&out)
+            );
+        }
+    }
+}
+
 #[test]
 fn an_inverted_element_on_one_rank_ends_every_rank_with_its_message() {
     let dir = scratch("inverted");
