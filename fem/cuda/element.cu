@@ -12,8 +12,11 @@
 //   INDIRECT  1: a launch's cells are group[0..n_group); 0: cells 0..n_group (one material)
 //
 // Operation order mirrors the host kernel one for one (compiled with --fmad=false), so the device
-// values equal the host's up to the rounding of log (j^(-2/3) is computed with the host's own
-// operations, pow_minus_two_thirds): the parity tests ask 1e-13 relative and the tangent's bits.
+// values equal the host's up to the rounding of log (j^(-2/3), ln(1 + x), x - ln(1 + x) and
+// e^y - 1 - y are computed with the host's own operations: pow_minus_two_thirds, ln_1p,
+// ln_1p_defect, exp_defect): the parity tests ask 1e-13 relative and the tangent's bits.
+// Materials take the displacement gradient h = grad_X u (F = I + h), as the host's do, and are
+// written without cancellation at small strain (fem/src/material/kinematics.rs).
 // Each launch covers the cells of one material: group[0..n_group) lists them (ascending cell
 // indices; a mesh of several materials launches once per material, each with its own MATERIAL and
 // p0..p2; a mesh of one material launches once with INDIRECT 0). Outputs follow the assembler's contribution layout, whatever the launch: cell c writes
@@ -35,8 +38,8 @@
 #define CELL_OF(slot) (slot)
 #endif
 
-// Linear and neo-Hookean tangents split as c0 I + c1 H (x) H + c2 H_iL H_kJ (contracted through
-// h_a = H g_a); the other models form the 9x9 tangent A[(3i+J)(3k+L)].
+// Linear and neo-Hookean tangents split as c0 I + c1 G (x) G + c2 G_iL G_kJ (G = F^{-T}, contracted
+// through G g_a); the other models form the 9x9 tangent A[(3i+J)(3k+L)].
 #define SPLIT (MATERIAL == 0 || MATERIAL == 2)
 
 // Row-major 3x3: m[3 i + j] = M_ij.
@@ -44,26 +47,125 @@ struct M3 {
     double v[9];
 };
 
-__device__ __forceinline__ double tr3(const double* m) { return m[0] + m[4] + m[8]; }
+// nalgebra's trace, operation for operation (summed from 0).
+__device__ __forceinline__ double tr3(const double* m) { return 0.0 + m[0] + m[4] + m[8]; }
 
-// (J, H = F^{-T}); false unless J > 0 and finite (the host's volume_ratio_and_inverse_transpose).
-__device__ __forceinline__ bool ratio_inv_t(const double* f, double* j_out, double* h) {
-    double cof[9];
-    cof[0] = f[4] * f[8] - f[5] * f[7];
-    cof[1] = f[5] * f[6] - f[3] * f[8];
-    cof[2] = f[3] * f[7] - f[4] * f[6];
-    cof[3] = f[2] * f[7] - f[1] * f[8];
-    cof[4] = f[0] * f[8] - f[2] * f[6];
-    cof[5] = f[1] * f[6] - f[0] * f[7];
-    cof[6] = f[1] * f[5] - f[2] * f[4];
-    cof[7] = f[2] * f[3] - f[0] * f[5];
-    cof[8] = f[0] * f[4] - f[1] * f[3];
-    const double j = f[0] * cof[0] + f[1] * cof[1] + f[2] * cof[2];
-    *j_out = j;
-    if (!(j > 0.0 && isfinite(j))) return false;
-    for (int r = 0; r < 9; ++r) h[r] = cof[r] / j;
-    return true;
+// ---- kinematics of F = I + h from the displacement gradient h (fem/src/material/kinematics.rs) ----
+
+// The cofactor matrix, cof(M)_iJ = d det M / dM_iJ.
+__device__ __forceinline__ void cofactor3(const double* m, double* c) {
+    c[0] = m[4] * m[8] - m[5] * m[7];
+    c[1] = m[5] * m[6] - m[3] * m[8];
+    c[2] = m[3] * m[7] - m[4] * m[6];
+    c[3] = m[2] * m[7] - m[1] * m[8];
+    c[4] = m[0] * m[8] - m[2] * m[6];
+    c[5] = m[1] * m[6] - m[0] * m[7];
+    c[6] = m[1] * m[5] - m[2] * m[4];
+    c[7] = m[2] * m[3] - m[0] * m[5];
+    c[8] = m[0] * m[4] - m[1] * m[3];
 }
+
+// The volume change of F = I + h: J - 1 = tr h + nonlinear, nonlinear = i2(h) + det h (no 1 + small
+// rounding), J = 1 + (J - 1); cof = cof h.
+struct Volume {
+    double jm1, j, tr, nonlinear, cof[9];
+};
+
+__device__ __forceinline__ void volume_change(const double* h, Volume* v) {
+    cofactor3(h, v->cof);
+    const double det = h[0] * v->cof[0] + h[1] * v->cof[1] + h[2] * v->cof[2];
+    v->tr = tr3(h);
+    v->nonlinear = tr3(v->cof) + det;
+    v->jm1 = v->tr + v->nonlinear;
+    v->j = 1.0 + v->jm1;
+}
+
+// The host's volume: false unless J > 0 and finite (NaN included).
+__device__ __forceinline__ bool volume(const double* h, Volume* v) {
+    volume_change(h, v);
+    return v->j > 0.0 && isfinite(v->j);
+}
+
+// J - 1, unchecked (the host's j_minus_one).
+__device__ __forceinline__ double j_minus_one(const double* h) {
+    Volume v;
+    volume_change(h, &v);
+    return v.jm1;
+}
+
+// G = F^{-T} = (I + (tr h I - h^T + cof h)) / J and I - G = ((J - 1 - tr h) I + h^T - cof h) / J
+// (the host's Volume::inverse_transpose: off the diagonal cof h - h^T and h^T - cof h).
+__device__ __forceinline__ void inverse_transpose(const Volume& v, const double* h, double* g, double* d) {
+    const double s = 1.0 / v.j;
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) {
+            if (i == k) {
+                g[4 * i] = (1.0 + ((v.tr - h[4 * i]) + v.cof[4 * i])) * s;
+                d[4 * i] = ((v.nonlinear + h[4 * i]) - v.cof[4 * i]) * s;
+            } else {
+                g[3 * i + k] = (v.cof[3 * i + k] - h[3 * k + i]) * s;
+                d[3 * i + k] = (h[3 * k + i] - v.cof[3 * i + k]) * s;
+            }
+        }
+}
+
+// 1/3 + s2/5 + ... + s2^6/15 in Estrin's scheme (the host's atanh_tail).
+__device__ __forceinline__ double atanh_tail(double s2) {
+    const double s4 = s2 * s2;
+    const double s8 = s4 * s4;
+    const double low = (1.0 / 3.0 + s2 * (1.0 / 5.0)) + s4 * (1.0 / 7.0 + s2 * (1.0 / 9.0));
+    const double high = (1.0 / 11.0 + s2 * (1.0 / 13.0)) + s4 * (1.0 / 15.0);
+    return low + s8 * high;
+}
+
+// ln(1 + x): 2 atanh(x / (2 + x)) by its series for |x| < 0.1, else Kahan's ln(u) x / (u - 1).
+__device__ __forceinline__ double ln_1p(double x) {
+    if (fabs(x) < 0.1) {
+        const double s = x / (2.0 + x);
+        const double s2 = s * s;
+        const double two_s = 2.0 * s;
+        return two_s + two_s * (s2 * atanh_tail(s2));
+    }
+    const double u = 1.0 + x;
+    return log(u) * (x / (u - 1.0));
+}
+
+// x - ln(1 + x) without cancellation.
+__device__ __forceinline__ double ln_1p_defect(double x) {
+    if (fabs(x) < 0.1) {
+        const double s = x / (2.0 + x);
+        const double s2 = s * s;
+        return s * (x - 2.0 * (s2 * atanh_tail(s2)));
+    }
+    return x - ln_1p(x);
+}
+
+// e^y - 1 - y without cancellation: its Taylor series to y^16/16! for |y| < 0.5; exp_y = e^y is used
+// above only.
+__device__ __forceinline__ double exp_defect(double y, double exp_y) {
+    if (fabs(y) < 0.5) {
+        double t = 1.0 / 20922789888000.0;
+        t = 1.0 / 1307674368000.0 + y * t;
+        t = 1.0 / 87178291200.0 + y * t;
+        t = 1.0 / 6227020800.0 + y * t;
+        t = 1.0 / 479001600.0 + y * t;
+        t = 1.0 / 39916800.0 + y * t;
+        t = 1.0 / 3628800.0 + y * t;
+        t = 1.0 / 362880.0 + y * t;
+        t = 1.0 / 40320.0 + y * t;
+        t = 1.0 / 5040.0 + y * t;
+        t = 1.0 / 720.0 + y * t;
+        t = 1.0 / 120.0 + y * t;
+        t = 1.0 / 24.0 + y * t;
+        t = 1.0 / 6.0 + y * t;
+        t = 1.0 / 2.0 + y * t;
+        return y * y * t;
+    }
+    return (exp_y - 1.0) - y;
+}
+
+// tr h - ln J, second order in h.
+__device__ __forceinline__ double tr_minus_ln_j(const Volume& v) { return ln_1p_defect(v.jm1) - v.nonlinear; }
 
 // j^(-2/3) for finite j > 0 with the host's operations in the host's order (integer arithmetic on
 // the bits, then *, -, /; fem/src/material/decoupled_neo_hookean.rs::pow_minus_two_thirds): the
@@ -141,124 +243,156 @@ __device__ __forceinline__ double sum_sq(const double* m) {
     return s;
 }
 
-// ---- the models: energy, stress P, and the tangent (split or full) ----
+// ---- the models: energy, stress P, and the tangent (split or full), from h = F - I ----
 
-// Energy density psi(F); false on J <= 0 (every model but the linear one checks).
-__device__ bool material_energy(const double* f, double p0, double p1, double p2, double* psi) {
+// F = I + h (for tangents only: F's rounding is harmless there).
+__device__ __forceinline__ void identity_plus(const double* h, double* f) {
+    for (int r = 0; r < 9; ++r) f[r] = ((r % 4 == 0) ? 1.0 : 0.0) + h[r];
+}
+// eps = (h + h^T) / 2
+__device__ __forceinline__ void small_strain(const double* h, double* e) {
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) e[3 * i + j] = (h[3 * i + j] + h[3 * j + i]) * 0.5;
+}
+// E = (h + h^T + h^T h) / 2
+__device__ __forceinline__ void green_lagrange(const double* h, double* e) {
+    double hth[9];
+    mul3_tn(h, h, hth);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) e[3 * i + j] = ((h[3 * i + j] + h[3 * j + i]) + hth[3 * i + j]) * 0.5;
+}
+// lambda tr(e) I + 2 mu e
+__device__ __forceinline__ void hooke(const double* e, double lambda, double mu, double* s) {
+    const double le = lambda * tr3(e);
+    for (int r = 0; r < 9; ++r) s[r] = e[r] * (2.0 * mu) + ((r % 4 == 0) ? le : 0.0);
+}
+
+#if MATERIAL == 3
+// J^{-2/3} I1 - 3 = J^{-2/3} (2 (tr h - ln J) + h:h - 3 (e^y - 1 - y)), y = 2/3 ln J.
+__device__ __forceinline__ double isochoric_invariant_change(const Volume& v, const double* h) {
+    const double a = pow_minus_two_thirds(v.j);
+    const double y = 2.0 / 3.0 * ln_1p(v.jm1);
+    const double defect = exp_defect(y, 1.0 / a);
+    const double change = 2.0 * tr_minus_ln_j(v) + sum_sq(h) - 3.0 * defect;
+    return a * change;
+}
+#endif
+
+// Energy density psi(h); false on J <= 0 (every model but the linear one checks).
+__device__ bool material_energy(const double* h, double p0, double p1, double p2, double* psi) {
 #if MATERIAL == 0
     double e[9];
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            const double gij = f[3 * i + j] - (i == j ? 1.0 : 0.0);
-            const double gji = f[3 * j + i] - (i == j ? 1.0 : 0.0);
-            e[3 * i + j] = (gij + gji) * 0.5;
-        }
+    small_strain(h, e);
     const double t = tr3(e);
     *psi = 0.5 * p0 * t * t + p1 * sum_sq(e);
     return true;
 #else
-    double j, h[9];
-    if (!ratio_inv_t(f, &j, h)) return false;
+    Volume v;
+    if (!volume(h, &v)) return false;
 #if MATERIAL == 1
-    double c[9];
-    mul3_tn(f, f, c);
-    c[0] -= 1.0; c[4] -= 1.0; c[8] -= 1.0;
-    for (int r = 0; r < 9; ++r) c[r] *= 0.5;
-    const double t = tr3(c);
-    *psi = 0.5 * p0 * t * t + p1 * sum_sq(c);
+    double e[9];
+    green_lagrange(h, e);
+    const double t = tr3(e);
+    *psi = 0.5 * p0 * t * t + p1 * sum_sq(e);
 #elif MATERIAL == 2
-    const double lnj = log(j);
-    const double i1 = sum_sq(f);
-    *psi = 0.5 * p0 * lnj * lnj - p1 * lnj + 0.5 * p1 * (i1 - 3.0);
+    const double lnj = ln_1p(v.jm1);
+    *psi = 0.5 * p0 * lnj * lnj + p1 * (tr_minus_ln_j(v) + 0.5 * sum_sq(h));
 #elif MATERIAL == 3
-    const double i1 = sum_sq(f);
-    *psi = 0.25 * p0 * (j * j - 1.0 - 2.0 * log(j)) + 0.5 * p1 * (pow_minus_two_thirds(j) * i1 - 3.0);
+    // J^2 - 1 - 2 ln J = 2 (J - 1 - ln J) + (J - 1)^2
+    const double volumetric = 2.0 * ln_1p_defect(v.jm1) + v.jm1 * v.jm1;
+    *psi = 0.25 * p0 * volumetric + 0.5 * p1 * isochoric_invariant_change(v, h);
 #elif MATERIAL == 4
-    const double lnj = log(j);
-    double c[9];
-    mul3_tn(f, f, c);
-    const double i1 = tr3(c);
-    const double i2 = 0.5 * (i1 * i1 - sum_sq(c));
-    *psi = 0.5 * p0 * lnj * lnj - (p1 + 2.0 * p2) * lnj + 0.5 * p1 * (i1 - 3.0) + 0.5 * p2 * (i2 - 3.0);
+    const double lnj = ln_1p(v.jm1);
+    double e[9], ce[9];
+    green_lagrange(h, e);
+    cofactor3(e, ce);
+    *psi = 0.5 * p0 * lnj * lnj + (p1 + 2.0 * p2) * (tr_minus_ln_j(v) + 0.5 * sum_sq(h)) + 2.0 * p2 * tr3(ce);
 #endif
     return true;
 #endif
 }
 
 #if SPLIT
-// P, H and c = [c_id, c_dyad, c_cross] (linear: H = I).
-__device__ bool material_split(const double* f, double p0, double p1, double p2, double* p, double* h,
+// P, G and c = [c_id, c_dyad, c_cross] (linear: G = I; neo-Hookean: G = F^{-T},
+// P = mu (h + (I - G)) + lambda ln J G).
+__device__ bool material_split(const double* h, double p0, double p1, double p2, double* p, double* g,
                                double* c) {
 #if MATERIAL == 0
     double e[9];
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            const double gij = f[3 * i + j] - (i == j ? 1.0 : 0.0);
-            const double gji = f[3 * j + i] - (i == j ? 1.0 : 0.0);
-            e[3 * i + j] = (gij + gji) * 0.5;
-        }
-    const double le = p0 * tr3(e);
-    for (int r = 0; r < 9; ++r) {
-        p[r] = e[r] * (2.0 * p1) + ((r % 4 == 0) ? le : 0.0);
-        h[r] = (r % 4 == 0) ? 1.0 : 0.0;
-    }
+    small_strain(h, e);
+    hooke(e, p0, p1, p);
+    for (int r = 0; r < 9; ++r) g[r] = (r % 4 == 0) ? 1.0 : 0.0;
     c[0] = p1; c[1] = p0; c[2] = p1;
     return true;
 #else
-    double j;
-    if (!ratio_inv_t(f, &j, h)) return false;
-    const double lnj = log(j);
-    const double s = p0 * lnj - p1;
-    for (int r = 0; r < 9; ++r) p[r] = f[r] * p1 + h[r] * s;
+    Volume v;
+    if (!volume(h, &v)) return false;
+    double d[9];
+    inverse_transpose(v, h, g, d);
+    const double lnj = ln_1p(v.jm1);
+    const double s = p0 * lnj;
+    for (int r = 0; r < 9; ++r) p[r] = (h[r] + d[r]) * p1 + g[r] * s;
     c[0] = p1; c[1] = p0; c[2] = p1 - p0 * lnj;
     return true;
 #endif
 }
 #else
 // P and the full tangent a[81] (row-major, symmetric).
-__device__ bool material_full(const double* f, double p0, double p1, double p2, double* p, double* a) {
-    double j, h[9];
-    if (!ratio_inv_t(f, &j, h)) return false;
+__device__ bool material_full(const double* h, double p0, double p1, double p2, double* p, double* a) {
+    Volume v;
+    if (!volume(h, &v)) return false;
     for (int r = 0; r < 81; ++r) a[r] = 0.0;
+    double f[9];
+    identity_plus(h, f);
 #if MATERIAL == 1
-    double e[9], s[9], b[9];
-    mul3_tn(f, f, e);
-    e[0] -= 1.0; e[4] -= 1.0; e[8] -= 1.0;
-    for (int r = 0; r < 9; ++r) e[r] *= 0.5;
-    const double le = p0 * tr3(e);
-    for (int r = 0; r < 9; ++r) s[r] = e[r] * (2.0 * p1) + ((r % 4 == 0) ? le : 0.0);
+    // P = S + h S
+    double e[9], s[9], b[9], hs[9];
+    green_lagrange(h, e);
+    hooke(e, p0, p1, s);
     mul3_nt(f, f, b);
     add_kronecker(a, 1.0, s, nullptr);
     add_kronecker(a, p1, nullptr, b);
     add_dyad(a, p0, f, nullptr);
     add_cross(a, p1, f);
-    mul3(f, s, p);
+    mul3(h, s, hs);
+    for (int r = 0; r < 9; ++r) p[r] = s[r] + hs[r];
 #elif MATERIAL == 3
-    const double i1 = sum_sq(f);
-    const double mua = p1 * pow_minus_two_thirds(j);
-    const double pr = 0.5 * p0 * (j * j - 1.0);
+    // P = pr G + mu J^{-2/3} (h + (I - G) - (I1 - 3)/3 G)
+    double g[9], d[9];
+    inverse_transpose(v, h, g, d);
+    const double i1m = 2.0 * v.tr + sum_sq(h);
+    const double mua = p1 * pow_minus_two_thirds(v.j);
+    const double pr = 0.5 * p0 * (v.jm1 * (2.0 + v.jm1));
+    const double gs = i1m / 3.0;
+    for (int r = 0; r < 9; ++r) p[r] = g[r] * pr + ((h[r] + d[r]) - g[r] * gs) * mua;
+    const double j = v.j, i1 = 3.0 + i1m;
     add_identity(a, mua);
-    add_dyad(a, p0 * j * j + 2.0 / 9.0 * mua * i1, h, nullptr);
-    add_cross(a, mua * i1 / 3.0 - pr, h);
-    add_dyad(a, -2.0 / 3.0 * mua, f, h);
-    const double hs = pr - mua * i1 / 3.0;
-    for (int r = 0; r < 9; ++r) p[r] = f[r] * mua + h[r] * hs;
+    add_dyad(a, p0 * j * j + 2.0 / 9.0 * mua * i1, g, nullptr);
+    add_cross(a, mua * i1 / 3.0 - pr, g);
+    add_dyad(a, -2.0 / 3.0 * mua, f, g);
 #elif MATERIAL == 4
-    const double lnj = log(j);
-    double b[9], c[9], bf[9];
+    // P = lambda ln J G + (mu1 + 2 mu2)(h + (I - G)) + mu2 (M + M h), M = (I1 - 3) I - (h + h^T + h h^T)
+    double g[9], d[9], hht[9], mm[9], mh[9], b[9], c[9];
+    inverse_transpose(v, h, g, d);
+    const double lnj = ln_1p(v.jm1);
+    const double i1m = 2.0 * v.tr + sum_sq(h);
+    mul3_nt(h, h, hht);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            mm[3 * i + j] = (i == j ? i1m : 0.0) - ((h[3 * i + j] + h[3 * j + i]) + hht[3 * i + j]);
+    mul3(mm, h, mh);
+    const double gs = p0 * lnj;
+    const double cs = p1 + 2.0 * p2;
+    for (int r = 0; r < 9; ++r) p[r] = (g[r] * gs + (h[r] + d[r]) * cs) + (mm[r] + mh[r]) * p2;
     mul3_nt(f, f, b);
     mul3_tn(f, f, c);
-    const double i1 = tr3(b);
+    const double i1 = 3.0 + i1m;
     add_identity(a, p1 + p2 * i1);
-    add_dyad(a, p0, h, nullptr);
-    add_cross(a, p1 + 2.0 * p2 - p0 * lnj, h);
+    add_dyad(a, p0, g, nullptr);
+    add_cross(a, p1 + 2.0 * p2 - p0 * lnj, g);
     add_dyad(a, 2.0 * p2, f, nullptr);
     add_kronecker(a, -p2, c, b);
     add_cross(a, -p2, f);
-    mul3(b, f, bf);
-    const double hs = p0 * lnj - (p1 + 2.0 * p2);
-    const double fs = p1 + p2 * i1;
-    for (int r = 0; r < 9; ++r) p[r] = h[r] * hs + f[r] * fs - bf[r] * p2;
 #endif
     return true;
 }
@@ -298,13 +432,12 @@ __device__ __forceinline__ bool point_gradients(const double* __restrict__ x, co
     return true;
 }
 
-// F = I + sum_a u_a (x) g_a
-__device__ __forceinline__ void deformation_gradient(const double* u, const double* g, double* f) {
-    double t[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+// h = grad_X u = sum_a u_a (x) g_a (F = I + h is never formed here: the materials take h)
+__device__ __forceinline__ void displacement_gradient(const double* u, const double* g, double* h) {
+    for (int r = 0; r < 9; ++r) h[r] = 0.0;
     for (int a = 0; a < NODES; ++a)
         for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) t[3 * i + j] += u[3 * a + i] * g[3 * a + j];
-    for (int r = 0; r < 9; ++r) f[r] = (r % 4 == 0) ? 1.0 + t[r] : t[r];
+            for (int j = 0; j < 3; ++j) h[3 * i + j] += u[3 * a + i] * g[3 * a + j];
 }
 
 // Shared memory of one cell.
@@ -315,7 +448,7 @@ struct CellShared {
     double pw[NQP][9];         // wd P
     double wd[NQP];
 #if SPLIT
-    double hg[NQP][NODES * 3];  // H g_a
+    double hg[NQP][NODES * 3];  // G g_a
     double c[NQP][3];           // wd [c_id, c_dyad, c_cross]
 #else
     double a[NQP][81];  // material tangent (unweighted)
@@ -361,23 +494,23 @@ extern "C" __global__ void element_residual_tangent(const u32 n_group, const u32
         CellShared& s = sh[e];
         double wd;
         bool ok = point_gradients(s.x, dn + (size_t)q * NODES * 3, __ldg(weights + q), s.g[q], &wd);
-        double f[9], p[9];
+        double h[9], p[9];
         if (ok) {
-            deformation_gradient(s.u, s.g[q], f);
+            displacement_gradient(s.u, s.g[q], h);
 #if SPLIT
-            double h[9], c[3];
-            ok = material_split(f, p0, p1, p2, p, h, c);
+            double gm[9], c[3];
+            ok = material_split(h, p0, p1, p2, p, gm, c);
             if (ok) {
                 for (int a = 0; a < NODES; ++a)
                     for (int i = 0; i < 3; ++i)
-                        s.hg[q][3 * a + i] = h[3 * i] * s.g[q][3 * a] + h[3 * i + 1] * s.g[q][3 * a + 1] +
-                                             h[3 * i + 2] * s.g[q][3 * a + 2];
+                        s.hg[q][3 * a + i] = gm[3 * i] * s.g[q][3 * a] + gm[3 * i + 1] * s.g[q][3 * a + 1] +
+                                             gm[3 * i + 2] * s.g[q][3 * a + 2];
                 s.c[q][0] = wd * c[0];
                 s.c[q][1] = wd * c[1];
                 s.c[q][2] = wd * c[2];
             }
 #else
-            ok = material_full(f, p0, p1, p2, p, s.a[q]);
+            ok = material_full(h, p0, p1, p2, p, s.a[q]);
 #endif
         }
         if (!ok) {
@@ -475,16 +608,16 @@ extern "C" __global__ void element_residual(const u32 n_group, const u32* __rest
         const int e = t / NQP, q = t % NQP;
         if (first + e >= n_group) continue;
         const u32 cell = CELL_OF(first + e);
-        double wd, f[9], p[9];
+        double wd, h[9], p[9];
         bool ok = point_gradients(xs[e], dn + (size_t)q * NODES * 3, __ldg(weights + q), gs[e][q], &wd);
         if (ok) {
-            deformation_gradient(us[e], gs[e][q], f);
+            displacement_gradient(us[e], gs[e][q], h);
 #if SPLIT
-            double h[9], c[3];
-            ok = material_split(f, p0, p1, p2, p, h, c);
+            double gm[9], c[3];
+            ok = material_split(h, p0, p1, p2, p, gm, c);
 #else
             double a[81];
-            ok = material_full(f, p0, p1, p2, p, a);
+            ok = material_full(h, p0, p1, p2, p, a);
 #endif
         }
         if (!ok) {
@@ -524,14 +657,14 @@ extern "C" __global__ void element_energy(const u32 n_group, const u32* __restri
     }
     double energy = 0.0;
     for (int q = 0; q < NQP; ++q) {
-        double wd, f[9], psi;
+        double wd, h[9], psi;
         if (!point_gradients(x, dn + (size_t)q * NODES * 3, __ldg(weights + q), g, &wd)) {
             atomicMin(fail, cell);
             energy = 0.0;
             break;
         }
-        deformation_gradient(uu, g, f);
-        if (!material_energy(f, p0, p1, p2, &psi)) {
+        displacement_gradient(uu, g, h);
+        if (!material_energy(h, p0, p1, p2, &psi)) {
             atomicMin(fail, cell);
             energy = 0.0;
             break;
@@ -541,23 +674,15 @@ extern "C" __global__ void element_energy(const u32 n_group, const u32* __restri
     energy_out[cell] = energy;
 }
 
-// First Piola stress of any model (the tangent formed and dropped where the model has no split).
-__device__ bool material_stress(const double* f, double p0, double p1, double p2, double* p) {
+// First Piola stress of any model at h (the tangent formed and dropped where the model has no split).
+__device__ bool material_stress(const double* h, double p0, double p1, double p2, double* p) {
 #if SPLIT
-    double h[9], c[3];
-    return material_split(f, p0, p1, p2, p, h, c);
+    double gm[9], c[3];
+    return material_split(h, p0, p1, p2, p, gm, c);
 #else
     double a[81];
-    return material_full(f, p0, p1, p2, p, a);
+    return material_full(h, p0, p1, p2, p, a);
 #endif
-}
-
-// nalgebra's 3x3 determinant, operation for operation.
-__device__ __forceinline__ double det3(const double* m) {
-    const double a = m[4] * m[8] - m[7] * m[5];
-    const double b = m[3] * m[8] - m[6] * m[5];
-    const double c = m[3] * m[7] - m[6] * m[4];
-    return m[0] * a - m[1] * b + m[2] * c;
 }
 
 // Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
@@ -579,26 +704,26 @@ extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __r
     double vol = 0.0, jsum = 0.0, e = 0.0, sig[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     bool ok = true;
     for (int q = 0; q < NQP && ok; ++q) {
-        double wd, f[9], p[9], psi;
+        double wd, h[9], p[9], psi;
         ok = point_gradients(x, dn + (size_t)q * NODES * 3, __ldg(weights + q), g, &wd);
         if (!ok) break;
-        deformation_gradient(uu, g, f);
-        ok = material_stress(f, p0, p1, p2, p) && material_energy(f, p0, p1, p2, &psi);
+        displacement_gradient(uu, g, h);
+        ok = material_stress(h, p0, p1, p2, p) && material_energy(h, p0, p1, p2, &psi);
         if (!ok) break;
         double cs[9];
 #if MATERIAL == 0
         for (int r = 0; r < 9; ++r) cs[r] = p[r];
 #else
-        // s = P F^T / det F, then (s + s^T) / 2
-        const double d = det3(f);
+        // s = (P + P h^T) / J (= P F^T / J), then (s + s^T) / 2
+        const double d = 1.0 + j_minus_one(h);
         double pft[9];
-        mul3_nt(p, f, pft);
-        for (int r = 0; r < 9; ++r) pft[r] = pft[r] / d;
+        mul3_nt(p, h, pft);
+        for (int r = 0; r < 9; ++r) pft[r] = (p[r] + pft[r]) / d;
         for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j) cs[3 * i + j] = (pft[3 * i + j] + pft[3 * j + i]) * 0.5;
 #endif
         for (int r = 0; r < 9; ++r) sig[r] += cs[r] * wd;
-        jsum += wd * det3(f);
+        jsum += wd * (1.0 + j_minus_one(h));
         e += wd * psi;
         vol += wd;
     }

@@ -17,7 +17,9 @@ pub use projected::Formulation;
 use crate::basis::LagrangeHex;
 use crate::error::{FemError, Result};
 use crate::load::Load;
-use crate::material::{cauchy_from_piola, split_tangent, von_mises, Material, SplitTangent};
+use crate::material::{
+    cauchy_from_piola, j_minus_one, split_tangent, von_mises, Material, SplitTangent,
+};
 use crate::quadrature::{Quadrature, MAX_POINTS};
 use crate::reference::CellKind;
 
@@ -129,27 +131,20 @@ fn fixed_mut<'s, T, const N: usize>(what: &'static str, s: &'s mut [T]) -> Resul
     })
 }
 
-/// `F = I + sum_a u_a (x) grad_X N_a`.
+/// The displacement gradient `h = grad_X u = sum_a u_a (x) grad_X N_a` (`F = I + h`, never formed
+/// here: the materials take `h`, which keeps the digits of small strains).
 #[inline(always)]
-fn deformation_gradient<const N: usize>(u: &[[f64; 3]; N], g: &[[f64; 3]; N]) -> Matrix3<f64> {
-    let mut f = [[0.0; 3]; 3];
+fn displacement_gradient<const N: usize>(u: &[[f64; 3]; N], g: &[[f64; 3]; N]) -> Matrix3<f64> {
+    let mut h = [[0.0; 3]; 3];
     for a in 0..N {
         for i in 0..3 {
             for j in 0..3 {
-                f[i][j] += u[a][i] * g[a][j];
+                h[i][j] += u[a][i] * g[a][j];
             }
         }
     }
     Matrix3::new(
-        1.0 + f[0][0],
-        f[0][1],
-        f[0][2],
-        f[1][0],
-        1.0 + f[1][1],
-        f[1][2],
-        f[2][0],
-        f[2][1],
-        1.0 + f[2][2],
+        h[0][0], h[0][1], h[0][2], h[1][0], h[1][1], h[1][2], h[2][0], h[2][1], h[2][2],
     )
 }
 
@@ -397,7 +392,7 @@ impl ElementKernel {
         let r: &mut [[f64; 3]; N] = fixed_mut("element residual", r)?;
         *r = [[0.0; 3]; N];
         Self::for_each_qp::<N>(&self.main, x, |_, wd, nv, g| {
-            let p = material.stress(&deformation_gradient(u, g))?;
+            let p = material.stress(&displacement_gradient(u, g))?;
             add_internal_force(r, &p, wd, g);
             add_body_force(r, body_force, wd, nv, x);
             Ok(())
@@ -419,24 +414,24 @@ impl ElementKernel {
         *r = [[0.0; 3]; N];
         k.fill([0.0; 9]);
         Self::for_each_qp::<N>(&self.main, x, |_, wd, nv, g| {
-            let f = deformation_gradient(u, g);
-            if let Some(split) = split_tangent(material, &f) {
-                // A = c_id I + c_dyad H (x) H + c_cross H_iL H_kJ: contract through h_a = H g_a.
+            let h = displacement_gradient(u, g);
+            if let Some(split) = split_tangent(material, &h) {
+                // A = c_id I + c_dyad G (x) G + c_cross G_iL G_kJ: contract through G g_a.
                 let SplitTangent {
                     p,
-                    h,
+                    finv_t: gm,
                     c: [c_id, c_dyad, c_cross],
                 } = split?;
                 add_internal_force(r, &p, wd, g);
                 let mut hg = [[0.0; 3]; N];
                 for (hga, ga) in hg.iter_mut().zip(g) {
                     for i in 0..3 {
-                        hga[i] = h[(i, 0)] * ga[0] + h[(i, 1)] * ga[1] + h[(i, 2)] * ga[2];
+                        hga[i] = gm[(i, 0)] * ga[0] + gm[(i, 1)] * ga[1] + gm[(i, 2)] * ga[2];
                     }
                 }
                 add_split_tangent(k, [wd * c_id, wd * c_dyad, wd * c_cross], g, &hg);
             } else {
-                let (p, a) = material.stress_tangent(&f)?;
+                let (p, a) = material.stress_tangent(&h)?;
                 add_internal_force(r, &p, wd, g);
                 // A is symmetric (hyperelastic), so its column-major storage read row-major is A.
                 let a_rows: &[f64; 81] = fixed("material tangent", a.as_slice())?;
@@ -457,7 +452,7 @@ impl ElementKernel {
         Ok(())
     }
 
-    /// Strain energy `int psi(F) dV` (`psi(F_bar)` in the projected formulation).
+    /// Strain energy `int psi dV` (of `F_bar` in the projected formulation).
     pub fn strain_energy(
         &self,
         x: &[[f64; 3]],
@@ -475,8 +470,8 @@ impl ElementKernel {
         material: &Material,
     ) -> Result<f64> {
         let mut e = 0.0;
-        self.for_each_gradient::<N>(x, u, material, |_, wd, f| {
-            e += wd * material.energy(f)?;
+        self.for_each_gradient::<N>(x, u, material, |_, wd, h| {
+            e += wd * material.energy(h)?;
             Ok(())
         })?;
         Ok(e)
@@ -502,8 +497,8 @@ impl ElementKernel {
         material: &Material,
         out: &mut [Matrix3<f64>],
     ) -> Result<()> {
-        self.for_each_gradient::<N>(x, u, material, |q, _, f| {
-            out[q] = cauchy_from_piola(material, &material.stress(f)?, f);
+        self.for_each_gradient::<N>(x, u, material, |q, _, h| {
+            out[q] = cauchy_from_piola(material, &material.stress(h)?, h);
             Ok(())
         })
     }
@@ -526,11 +521,11 @@ impl ElementKernel {
         material: &Material,
     ) -> Result<CellFields> {
         let (mut vol, mut sig, mut j, mut e) = (0.0, Matrix3::zeros(), 0.0, 0.0);
-        self.for_each_gradient::<N>(x, u, material, |_, wd, f| {
-            let p = material.stress(f)?;
-            sig += cauchy_from_piola(material, &p, f) * wd;
-            j += wd * f.determinant();
-            e += wd * material.energy(f)?;
+        self.for_each_gradient::<N>(x, u, material, |_, wd, h| {
+            let p = material.stress(h)?;
+            sig += cauchy_from_piola(material, &p, h) * wd;
+            j += wd * (1.0 + j_minus_one(h));
+            e += wd * material.energy(h)?;
             vol += wd;
             Ok(())
         })?;
@@ -551,8 +546,9 @@ impl ElementKernel {
         })
     }
 
-    /// Runs `body(q, wd, F)` at every point of the main rule with the deformation gradient the
-    /// formulation evaluates the material at: `F`, or the projected formulation's `F_bar`.
+    /// Runs `body(q, wd, h)` at every point of the main rule with the displacement gradient the
+    /// formulation evaluates the material at: `h = grad_X u`, or the projected formulation's
+    /// `h_bar = F_bar - I`.
     fn for_each_gradient<const N: usize>(
         &self,
         x: &[[f64; 3]],
@@ -567,7 +563,7 @@ impl ElementKernel {
         Self::for_each_qp::<N>(
             &self.main,
             fixed("element coordinates", x)?,
-            |q, wd, _, g| body(q, wd, &deformation_gradient(u, g)),
+            |q, wd, _, g| body(q, wd, &displacement_gradient(u, g)),
         )
     }
 
@@ -698,8 +694,8 @@ fn add_material_tangent<const N: usize>(
 }
 
 /// `K_ab += c_id (g_a . g_b) I + c_dyad h_a h_b^T + c_cross h_b h_a^T` for `b >= a` (weight folded
-/// into `c`): the contraction of `A = c_id I + c_dyad H (x) H + c_cross H_iL H_kJ` with `h_a = H g_a`.
-/// Linear elasticity is the case `H = I`, `c = [mu, lambda, mu]`.
+/// into `c`): the contraction of `A = c_id I + c_dyad G (x) G + c_cross G_iL G_kJ` with `h_a = G g_a`.
+/// Linear elasticity is the case `G = I`, `c = [mu, lambda, mu]`.
 #[inline(always)]
 fn add_split_tangent<const N: usize>(
     k: &mut [[f64; 9]],

@@ -32,7 +32,7 @@ use super::{
 };
 use crate::error::{FemError, Result};
 use crate::load::Load;
-use crate::material::{Material, Tangent};
+use crate::material::{j_minus_one, Material, Tangent};
 use crate::quadrature::{Quadrature, MAX_POINTS};
 
 /// Points of the largest Gauss rule.
@@ -120,13 +120,7 @@ impl Kinematics {
     /// strains keep their digits) or `tr h`.
     fn measure(self, h: &Matrix3<f64>) -> f64 {
         match self {
-            Kinematics::Finite => {
-                let minors = h[(0, 0)] * h[(1, 1)] - h[(0, 1)] * h[(1, 0)] + h[(1, 1)] * h[(2, 2)]
-                    - h[(1, 2)] * h[(2, 1)]
-                    + h[(0, 0)] * h[(2, 2)]
-                    - h[(0, 2)] * h[(2, 0)];
-                h.trace() + minors + h.determinant()
-            }
+            Kinematics::Finite => j_minus_one(h),
             Kinematics::Linearised => h.trace(),
         }
     }
@@ -206,8 +200,8 @@ impl CellProjection {
 
 /// The kinematics of one point: the material's argument and what the energy's derivatives take.
 struct PointKinematics {
-    /// The material's argument: `F_bar` (the F-based material interface).
-    arg: Matrix3<f64>,
+    /// The material's argument, the modified displacement gradient `h_bar = F_bar - I`.
+    hbar: Matrix3<f64>,
     /// `(Theta / J)^{1/3}` (1 linearised).
     alpha: f64,
     /// `F^{-T}` (`I` linearised).
@@ -236,11 +230,9 @@ impl PointKinematics {
                 // alpha - 1 from the logarithms of 1 + small numbers: no digit lost at small strain.
                 let am1 = ((theta_m.ln_1p() - v.ln_1p()) / 3.0).exp_m1();
                 let alpha = 1.0 + am1;
-                let hbar = h * alpha + Matrix3::from_diagonal_element(am1);
-                let f = Matrix3::identity() + h;
-                let b = cofactor(&f);
+                let b = cofactor(&(Matrix3::identity() + h));
                 Ok(Self {
-                    arg: Matrix3::identity() + hbar,
+                    hbar: h * alpha + Matrix3::from_diagonal_element(am1),
                     alpha,
                     hinv: b / j,
                     b,
@@ -248,23 +240,20 @@ impl PointKinematics {
                     theta,
                 })
             }
-            Kinematics::Linearised => {
-                let hbar = h + Matrix3::from_diagonal_element((theta_m - v) / 3.0);
-                Ok(Self {
-                    arg: Matrix3::identity() + hbar,
-                    alpha: 1.0,
-                    hinv: Matrix3::identity(),
-                    b: Matrix3::identity(),
-                    j: 1.0,
-                    theta: 1.0,
-                })
-            }
+            Kinematics::Linearised => Ok(Self {
+                hbar: h + Matrix3::from_diagonal_element((theta_m - v) / 3.0),
+                alpha: 1.0,
+                hinv: Matrix3::identity(),
+                b: Matrix3::identity(),
+                j: 1.0,
+                theta: 1.0,
+            }),
         }
     }
 }
 
 /// `e_F` and `e_Theta` of `e(F, Theta) = psi(F_bar)` at a point with material stress `pb`
-/// (at `F_bar`), and `s = pb : F_bar` (`tr sigma` linearised).
+/// (at `F_bar`), through `s = pb : F_bar` (`tr sigma` linearised).
 fn energy_gradient(
     kin: Kinematics,
     pk: &PointKinematics,
@@ -272,7 +261,7 @@ fn energy_gradient(
 ) -> (Matrix3<f64>, f64) {
     match kin {
         Kinematics::Finite => {
-            let s = pb.dot(&pk.arg);
+            let s = pb.trace() + pb.dot(&pk.hbar);
             (pb * pk.alpha - pk.hinv * (s / 3.0), s / (3.0 * pk.theta))
         }
         Kinematics::Linearised => {
@@ -297,10 +286,11 @@ fn energy_hessian(
             // e_FF = alpha^2 A + s/3 X + (kb + s)/9 H (x) H - alpha/3 (H (x) V + V (x) H),
             // d2J/dF2 = J (H (x) H - X),
             // e_FTheta = (alpha V - (kb + s)/3 H) / (3 Theta), e_ThetaTheta = (kb - 2 s) / (9 Theta^2).
-            let (alpha, h, fb) = (pk.alpha, &pk.hinv, &pk.arg);
-            let s = pb.dot(fb);
-            let av = contract(a, fb);
-            let kb = av.dot(fb);
+            let (alpha, h) = (pk.alpha, &pk.hinv);
+            let fb = Matrix3::identity() + pk.hbar;
+            let s = pb.dot(&fb);
+            let av = contract(a, &fb);
+            let kb = av.dot(&fb);
             let v = av + pb;
             let qj = q * pk.j;
             let mut d = a * (alpha * alpha);
@@ -481,7 +471,7 @@ impl Projection {
         *r = [[0.0; 3]; N];
         let modes = self.modes;
         cell.for_each_point(tab, x, u, |q, wd, nv, g, pk| {
-            let pb = material.stress(&pk.arg)?;
+            let pb = material.stress(&pk.hbar)?;
             let (p, et) = energy_gradient(cell.kin, pk, &pb);
             e_theta[q] = et;
             add_internal_force(r, &p, wd, g);
@@ -548,7 +538,7 @@ impl Projection {
         let mut y = [[[0.0; 3]; N]; MAX_MODES];
         let mut gram = [[0.0; MAX_MODES]; MAX_MODES];
         cell.for_each_point(tab, x, u, |q, wd, _, g, pk| {
-            let (pb, a) = material.stress_tangent(&pk.arg)?;
+            let (pb, a) = material.stress_tangent(&pk.hbar)?;
             let pressure = cell.projection.value(&state.pressure, q);
             let (d, c, dtt) = energy_hessian(cell.kin, pk, &pb, &a, pressure);
             let d_rows: &[f64; 81] = fixed("projected tangent", d.as_slice())?;
@@ -597,8 +587,9 @@ impl Projection {
         Ok(())
     }
 
-    /// Runs `body(q, wd, F_bar)` at every point: the modified gradient that post-processing
-    /// (energy, stresses, volume ratio) evaluates the material at.
+    /// Runs `body(q, wd, h_bar)` at every point: the modified displacement gradient
+    /// (`F_bar - I`) that post-processing (energy, stresses, volume ratio) evaluates the material
+    /// at.
     pub(super) fn for_each_modified_gradient<const N: usize>(
         &self,
         tab: &Tabulation,
@@ -610,6 +601,6 @@ impl Projection {
         let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let cell = CellVolume::new(self, tab, x, u, material)?;
-        cell.for_each_point(tab, x, u, |q, wd, _, _, pk| body(q, wd, &pk.arg))
+        cell.for_each_point(tab, x, u, |q, wd, _, _, pk| body(q, wd, &pk.hbar))
     }
 }

@@ -1,26 +1,26 @@
 //! Linear (small-strain) isotropic elasticity:
-//! `psi = lambda/2 tr(eps)^2 + mu eps:eps`, `eps = sym(F - I)`, `P = sigma = lambda tr(eps) I + 2 mu eps`,
-//! `A_iJkL = lambda d_iJ d_kL + mu (d_ik d_JL + d_iL d_kJ)` (constant). Defined for every `F`.
+//! `psi = lambda/2 tr(eps)^2 + mu eps:eps`, `eps = sym(h)` (`h = grad_X u = F - I`),
+//! `P = sigma = lambda tr(eps) I + 2 mu eps`,
+//! `A_iJkL = lambda d_iJ d_kL + mu (d_ik d_JL + d_iL d_kJ)` (constant). Defined for every `h`.
 
 use nalgebra::Matrix3;
 
 use super::tensor::{add_identity, Tangent};
 
 #[inline]
-fn strain(f: &Matrix3<f64>) -> Matrix3<f64> {
-    let g = f - Matrix3::identity();
-    (g + g.transpose()) * 0.5
+fn strain(h: &Matrix3<f64>) -> Matrix3<f64> {
+    (h + h.transpose()) * 0.5
 }
 
-pub(crate) fn energy(lambda: f64, mu: f64, f: &Matrix3<f64>) -> f64 {
-    let e = strain(f);
+pub(crate) fn energy(lambda: f64, mu: f64, h: &Matrix3<f64>) -> f64 {
+    let e = strain(h);
     let tr = e.trace();
     0.5 * lambda * tr * tr + mu * e.component_mul(&e).sum()
 }
 
 #[inline]
-pub(crate) fn stress(lambda: f64, mu: f64, f: &Matrix3<f64>) -> Matrix3<f64> {
-    let e = strain(f);
+pub(crate) fn stress(lambda: f64, mu: f64, h: &Matrix3<f64>) -> Matrix3<f64> {
+    let e = strain(h);
     e * (2.0 * mu) + Matrix3::from_diagonal_element(lambda * e.trace())
 }
 

@@ -2,12 +2,18 @@
 //! material tangent `A = dP/dF` (`A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL`), all per unit reference
 //! volume and in closed form.
 //!
-//! Every model linearises at `F = I` to isotropic linear elasticity with the moduli given by
-//! [`Material::small_strain_moduli`]; all finite-strain models reject `J = det F <= 0` with
-//! [`FemError::NonPositiveJ`]. Constructors validate their parameters; a `Material` built directly
-//! from the enum can be checked with [`Material::validate`] (the kernels do not re-check).
+//! Every function takes the displacement gradient `h = grad_X u` (`F = I + h`), not `F`: the models
+//! are written so that stresses and energies keep their relative accuracy at any strain (no
+//! `1 + small` rounding, no cancellation of `F` against `F^{-T}`, of `ln J` against `tr h` or of
+//! `I1` against 3; see `kinematics`), so their round-off is proportional to the stress, not to the
+//! moduli. Every model linearises at `h = 0` to isotropic linear elasticity with the moduli given
+//! by [`Material::small_strain_moduli`]; all finite-strain models reject `J = det F <= 0` (NaN
+//! included) with [`FemError::NonPositiveJ`]. Constructors validate their parameters; a `Material`
+//! built directly from the enum can be checked with [`Material::validate`] (the kernels do not
+//! re-check).
 
 mod decoupled_neo_hookean;
+mod kinematics;
 mod linear;
 mod mooney_rivlin;
 mod neo_hookean;
@@ -19,6 +25,7 @@ mod tests;
 
 use nalgebra::Matrix3;
 
+pub(crate) use kinematics::j_minus_one;
 pub use tensor::{von_mises, Tangent};
 
 use crate::error::{FemError, Result};
@@ -115,7 +122,7 @@ fn check_shear_bulk(
 /// An isotropic elastic material (see the module of each model for its formulas).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Material {
-    /// Small-strain linear elasticity, `eps = sym(F - I)`, `P = sigma(eps)`.
+    /// Small-strain linear elasticity, `eps = sym(h)`, `P = sigma(eps)`.
     Linear { lambda: f64, mu: f64 },
     /// `psi = lambda/2 (tr E)^2 + mu E:E`.
     SaintVenantKirchhoff { lambda: f64, mu: f64 },
@@ -161,7 +168,7 @@ impl Material {
         }
     }
 
-    /// Mooney-Rivlin whose linearisation at `F = I` is `m`: the shear modulus is split as
+    /// Mooney-Rivlin whose linearisation at `h = 0` is `m`: the shear modulus is split as
     /// `mu2 = mu2_fraction * mu`, `mu1 = mu - mu2`, and the energy's `lambda` is `m.lambda - 2 mu2`.
     /// `mu2_fraction` must lie in `[0, 1]`.
     pub fn mooney_rivlin(m: Moduli, mu2_fraction: f64) -> Result<Self> {
@@ -178,7 +185,7 @@ impl Material {
         Ok(mat)
     }
 
-    /// Checks the parameters: positive finite shear and bulk moduli of the linearisation at `F = I`
+    /// Checks the parameters: positive finite shear and bulk moduli of the linearisation at `h = 0`
     /// (and `mu1, mu2 >= 0` for Mooney-Rivlin).
     pub fn validate(&self) -> Result<()> {
         match *self {
@@ -208,7 +215,7 @@ impl Material {
         }
     }
 
-    /// Moduli of the linearisation at `F = I` (the tangent there is
+    /// Moduli of the linearisation at `h = 0` (the tangent there is
     /// `lambda I (x) I + mu (d_ik d_JL + d_iL d_kJ)`). Not validated.
     pub fn small_strain_moduli(&self) -> (f64, f64) {
         match *self {
@@ -256,112 +263,117 @@ impl Material {
         }
     }
 
-    /// Strain energy per unit reference volume.
-    pub fn energy(&self, f: &Matrix3<f64>) -> Result<f64> {
+    /// Strain energy per unit reference volume at the displacement gradient `h = grad_X u`
+    /// (`F = I + h`).
+    pub fn energy(&self, h: &Matrix3<f64>) -> Result<f64> {
         match *self {
-            Material::Linear { lambda, mu } => Ok(linear::energy(lambda, mu, f)),
+            Material::Linear { lambda, mu } => Ok(linear::energy(lambda, mu, h)),
             Material::SaintVenantKirchhoff { lambda, mu } => {
-                saint_venant_kirchhoff::energy(lambda, mu, f)
+                saint_venant_kirchhoff::energy(lambda, mu, h)
             }
-            Material::NeoHookean { lambda, mu } => neo_hookean::energy(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::energy(lambda, mu, h),
             Material::DecoupledNeoHookean { kappa, mu } => {
-                decoupled_neo_hookean::energy(kappa, mu, f)
+                decoupled_neo_hookean::energy(kappa, mu, h)
             }
             Material::MooneyRivlin { lambda, mu1, mu2 } => {
-                mooney_rivlin::energy(lambda, mu1, mu2, f)
+                mooney_rivlin::energy(lambda, mu1, mu2, h)
             }
         }
     }
 
-    /// First Piola stress `P = d psi / dF`.
-    pub fn stress(&self, f: &Matrix3<f64>) -> Result<Matrix3<f64>> {
+    /// First Piola stress `P = d psi / dF` at `h = grad_X u` (`F = I + h`).
+    pub fn stress(&self, h: &Matrix3<f64>) -> Result<Matrix3<f64>> {
         match *self {
-            Material::Linear { lambda, mu } => Ok(linear::stress(lambda, mu, f)),
+            Material::Linear { lambda, mu } => Ok(linear::stress(lambda, mu, h)),
             Material::SaintVenantKirchhoff { lambda, mu } => {
-                saint_venant_kirchhoff::stress(lambda, mu, f)
+                saint_venant_kirchhoff::stress(lambda, mu, h)
             }
-            Material::NeoHookean { lambda, mu } => neo_hookean::stress(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::stress(lambda, mu, h),
             Material::DecoupledNeoHookean { kappa, mu } => {
-                decoupled_neo_hookean::stress(kappa, mu, f)
+                decoupled_neo_hookean::stress(kappa, mu, h)
             }
             Material::MooneyRivlin { lambda, mu1, mu2 } => {
-                mooney_rivlin::stress(lambda, mu1, mu2, f)
+                mooney_rivlin::stress(lambda, mu1, mu2, h)
             }
         }
     }
 
-    /// `(P, A)` with `A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL` (symmetric for every model here).
+    /// `(P, A)` at `h = grad_X u` (`F = I + h`), with `A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL`
+    /// (`= dP_iJ / dh_kL`; symmetric for every model here).
     #[inline]
-    pub fn stress_tangent(&self, f: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
+    pub fn stress_tangent(&self, h: &Matrix3<f64>) -> Result<(Matrix3<f64>, Tangent)> {
         match *self {
             Material::Linear { lambda, mu } => {
-                Ok((linear::stress(lambda, mu, f), linear::tangent(lambda, mu)))
+                Ok((linear::stress(lambda, mu, h), linear::tangent(lambda, mu)))
             }
             Material::SaintVenantKirchhoff { lambda, mu } => {
-                saint_venant_kirchhoff::stress_tangent(lambda, mu, f)
+                saint_venant_kirchhoff::stress_tangent(lambda, mu, h)
             }
-            Material::NeoHookean { lambda, mu } => neo_hookean::stress_tangent(lambda, mu, f),
+            Material::NeoHookean { lambda, mu } => neo_hookean::stress_tangent(lambda, mu, h),
             Material::DecoupledNeoHookean { kappa, mu } => {
-                decoupled_neo_hookean::stress_tangent(kappa, mu, f)
+                decoupled_neo_hookean::stress_tangent(kappa, mu, h)
             }
             Material::MooneyRivlin { lambda, mu1, mu2 } => {
-                mooney_rivlin::stress_tangent(lambda, mu1, mu2, f)
+                mooney_rivlin::stress_tangent(lambda, mu1, mu2, h)
             }
         }
     }
 
-    /// Cauchy stress `sigma = P F^T / J`; for [`Material::Linear`] the small-strain stress `P`
-    /// itself (no distinction between configurations).
-    pub fn cauchy(&self, f: &Matrix3<f64>) -> Result<Matrix3<f64>> {
-        let p = self.stress(f)?;
-        Ok(cauchy_from_piola(self, &p, f))
+    /// Cauchy stress `sigma = P F^T / J` at `h = grad_X u` (`F = I + h`); for
+    /// [`Material::Linear`] the small-strain stress `P` itself (no distinction between
+    /// configurations).
+    pub fn cauchy(&self, h: &Matrix3<f64>) -> Result<Matrix3<f64>> {
+        let p = self.stress(h)?;
+        Ok(cauchy_from_piola(self, &p, h))
     }
 }
 
 /// Stress and tangent of a model whose tangent has the form
-/// `A = c[0] I + c[1] H (x) H + c[2] H_iL H_kJ` (`I` the 9x9 identity), which element kernels contract
-/// with gradients through `h_a = H g_a` in `O(1)` per node pair instead of forming `A`.
+/// `A = c[0] I + c[1] G (x) G + c[2] G_iL G_kJ` (`I` the 9x9 identity, `G = finv_t`), which element
+/// kernels contract with gradients through `G g_a` in `O(1)` per node pair instead of forming `A`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SplitTangent {
     pub p: Matrix3<f64>,
-    pub h: Matrix3<f64>,
+    /// `G`: `F^{-T}` for neo-Hookean, `I` for the linear model.
+    pub finv_t: Matrix3<f64>,
     pub c: [f64; 3],
 }
 
-/// The [`SplitTangent`] of neo-Hookean and linear (`H = I`) materials; `None` for other models.
+/// The [`SplitTangent`] at `h = grad_X u` (`F = I + h`) of neo-Hookean and linear (`G = I`)
+/// materials; `None` for other models.
 #[inline]
-pub(crate) fn split_tangent(material: &Material, f: &Matrix3<f64>) -> Option<Result<SplitTangent>> {
+pub(crate) fn split_tangent(material: &Material, h: &Matrix3<f64>) -> Option<Result<SplitTangent>> {
     match *material {
         Material::Linear { lambda, mu } => Some(Ok(SplitTangent {
-            p: linear::stress(lambda, mu, f),
-            h: Matrix3::identity(),
+            p: linear::stress(lambda, mu, h),
+            finv_t: Matrix3::identity(),
             c: [mu, lambda, mu],
         })),
-        Material::NeoHookean { lambda, mu } => Some(
-            neo_hookean::stress_and_split_tangent(lambda, mu, f).map(|(p, h, c_cross)| {
-                SplitTangent {
+        Material::NeoHookean { lambda, mu } => {
+            Some(neo_hookean::stress_and_split_tangent(lambda, mu, h).map(
+                |(p, finv_t, c_cross)| SplitTangent {
                     p,
-                    h,
+                    finv_t,
                     c: [mu, lambda, c_cross],
-                }
-            }),
-        ),
+                },
+            ))
+        }
         _ => None,
     }
 }
 
-/// `P F^T / det F` for finite-strain models (whose `stress` already checked `det F > 0`); `P` for
-/// the linear model.
+/// `sym(P F^T) / J = sym(P + P h^T) / (1 + (J - 1))` at `h = grad_X u` for finite-strain models
+/// (whose `stress` already checked `J > 0`); `P` for the linear model.
 #[inline]
 pub(crate) fn cauchy_from_piola(
     material: &Material,
     p: &Matrix3<f64>,
-    f: &Matrix3<f64>,
+    h: &Matrix3<f64>,
 ) -> Matrix3<f64> {
     match material {
         Material::Linear { .. } => *p,
         _ => {
-            let s = p * f.transpose() / f.determinant();
+            let s = (p + p * h.transpose()) / (1.0 + j_minus_one(h));
             (s + s.transpose()) * 0.5
         }
     }

@@ -1,36 +1,12 @@
-//! Small tensor helpers shared by the material models: the volume ratio and `F^{-T}`, and
-//! accumulation of the index patterns that closed-form tangents are built from.
+//! Small tensor helpers shared by the material models: accumulation of the index patterns that
+//! closed-form tangents are built from (the kinematics are in `kinematics`).
 //!
 //! Flattening: `A[(3 i + J, 3 k + L)] = dP_iJ / dF_kL` (ARCHITECTURE.md).
 
 use nalgebra::{Matrix3, SMatrix};
 
-use crate::error::{FemError, Result};
-
 /// The 9x9 material tangent.
 pub type Tangent = SMatrix<f64, 9, 9>;
-
-/// `(J, F^{-T})`, with `J = det F`; `NonPositiveJ` unless `J > 0` (NaN included).
-#[inline]
-pub(crate) fn volume_ratio_and_inverse_transpose(f: &Matrix3<f64>) -> Result<(f64, Matrix3<f64>)> {
-    // Cofactor matrix: cof_iJ = dJ/dF_iJ, so F^{-T} = cof / J.
-    let cof = Matrix3::new(
-        f[(1, 1)] * f[(2, 2)] - f[(1, 2)] * f[(2, 1)],
-        f[(1, 2)] * f[(2, 0)] - f[(1, 0)] * f[(2, 2)],
-        f[(1, 0)] * f[(2, 1)] - f[(1, 1)] * f[(2, 0)],
-        f[(0, 2)] * f[(2, 1)] - f[(0, 1)] * f[(2, 2)],
-        f[(0, 0)] * f[(2, 2)] - f[(0, 2)] * f[(2, 0)],
-        f[(0, 1)] * f[(2, 0)] - f[(0, 0)] * f[(2, 1)],
-        f[(0, 1)] * f[(1, 2)] - f[(0, 2)] * f[(1, 1)],
-        f[(0, 2)] * f[(1, 0)] - f[(0, 0)] * f[(1, 2)],
-        f[(0, 0)] * f[(1, 1)] - f[(0, 1)] * f[(1, 0)],
-    );
-    let j = f[(0, 0)] * cof[(0, 0)] + f[(0, 1)] * cof[(0, 1)] + f[(0, 2)] * cof[(0, 2)];
-    if !(j > 0.0 && j.is_finite()) {
-        return Err(FemError::NonPositiveJ { j });
-    }
-    Ok((j, cof / j))
-}
 
 /// `A[(3i+J, 3k+L)] += c delta_ik delta_JL`.
 #[inline(always)]

@@ -66,7 +66,7 @@ fn tangent_matches_finite_differences_of_residual() {
                     let u = random_displacement(n, scale, &mut rng);
                     let (r, t) = tangent(&k, &x, &u, &mat);
                     assert_eq!(r, residual(&k, &x, &u, &mat), "{}", mat.name());
-                    let h = 1e-6 * scale.max(1e-2);
+                    let h = 1e-4 * scale;
                     let (mut err, mut den) = (0.0f64, 0.0f64);
                     for b in 0..n {
                         for kk in 0..3 {
@@ -120,14 +120,9 @@ fn residual_is_gradient_of_strain_energy() {
             for scale in SCALES {
                 let u = random_displacement(n, scale, &mut rng);
                 let r = residual(&k, &x, &u, &mat);
-                // At small strain the energy (of F = I + h) keeps only the digits of E that
-                // survive the cancellation down to E strain^2 (1e-8 of it here, the same for the
-                // displacement formulation): a larger step and tolerance there.
-                let (h, tol) = if scale < 1e-2 {
-                    (1e-5, 1e-5)
-                } else {
-                    (1e-6, 1e-6)
-                };
+                // A step relative to the displacements: the energies of h keep their digits at
+                // small strain (no `1 + small`, no cancellation down to E strain^2).
+                let (h, tol) = (1e-4 * scale, 1e-6);
                 let mut worst = 0.0f64;
                 for a in 0..n {
                     for i in 0..3 {
@@ -308,4 +303,33 @@ fn projection_needs_two_points_for_p1() {
         ElementKernel::new(1, 2).unwrap().formulation(),
         Formulation::Displacement
     );
+}
+
+#[test]
+fn f_bar_linearises_to_b_bar_keeping_the_digits_of_small_strains() {
+    // At strain 1e-12 every finite-strain model's F-bar residual is the linear model's B-bar
+    // residual to O(strain): only if J - 1, alpha - 1 and the stresses keep their digits (formed
+    // as 1 + small they would be off by 1e-16 / 1e-12).
+    let mut rng = Rng(77);
+    for order in [1, 2] {
+        let k = kernel(order, Formulation::Projected);
+        let x = distorted_cell(order, &mut rng);
+        let u = random_displacement(k.n_nodes(), 1e-12, &mut rng);
+        let all = materials(0.49);
+        let linear = residual(&k, &x, &u, &all[0]);
+        for mat in &all[1..] {
+            let r = residual(&k, &x, &u, mat);
+            let err = r
+                .iter()
+                .flatten()
+                .zip(linear.iter().flatten())
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                err < 1e-9 * max_abs(&linear),
+                "Q{order} {}: {:e}",
+                mat.name(),
+                err / max_abs(&linear)
+            );
+        }
+    }
 }
