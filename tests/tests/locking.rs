@@ -153,3 +153,38 @@ fn cook_membrane_q1_and_q2_converge_to_one_tip_displacement_linear() {
 fn cook_membrane_q1_and_q2_converge_to_one_tip_displacement_neo_hookean() {
     cook_converges("neo_hookean", 0.02);
 }
+
+/// The GPU's element kernels have the displacement formulation only: the device declines the
+/// projected one (so `device: auto` stays on the CPU, saying why), `device: cuda` with it is an
+/// error at the `device` key, and `hexfem check` warns where the displacement formulation meets a
+/// nearly incompressible material.
+#[test]
+fn projected_formulation_stays_on_the_cpu_and_check_warns_of_locking() {
+    let input = inputs_dir().join("rubber_block_incompressible.yaml");
+    let config = config::load(&input).unwrap();
+    let problem = hexfem::locate::build_problem(&config).unwrap();
+    let why = assembly::device::DeviceProblem::supports(&problem.discrete)
+        .unwrap_err()
+        .to_string();
+    assert!(why.contains("only the displacement formulation"), "{why}");
+    let err = config::load_with_overrides(&input, &["device=cuda".to_string()]).unwrap_err();
+    assert!(err.to_string().contains("projected"), "{err}");
+    let check = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        hexfem::check::check(&input, &overrides, None).unwrap()
+    };
+    let text = check(&[]);
+    assert!(text.contains("projected volume ratio"), "{text}");
+    assert!(!text.contains("warning"), "{text}");
+    let text = check(&["formulation=displacement"]);
+    assert!(
+        text.contains("warning") && text.contains("lock volumetrically"),
+        "{text}"
+    );
+    // below the limit: no warning
+    let text = check(&[
+        "formulation=displacement",
+        "materials[0].poisson_ratio=0.45",
+    ]);
+    assert!(!text.contains("warning"), "{text}");
+}
