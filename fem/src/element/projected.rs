@@ -37,6 +37,24 @@ use crate::quadrature::{Quadrature, MAX_POINTS};
 
 /// Points of the largest Gauss rule.
 const MAX_QP: usize = MAX_POINTS * MAX_POINTS * MAX_POINTS;
+
+/// Evaluates `$body` with the constant `$q` bound to a capacity of the per-point buffers that
+/// holds `$n_qp` points: 8 (Q1's rule), 27 (Q2's) or the largest rule's, so that a cell's stack
+/// buffers are not sized (and zeroed) for 216 points where it has 8.
+macro_rules! with_capacity {
+    ($n_qp:expr, $q:ident => $body:expr) => {
+        if $n_qp <= 8 {
+            const $q: usize = 8;
+            $body
+        } else if $n_qp <= 27 {
+            const $q: usize = 27;
+            $body
+        } else {
+            const $q: usize = MAX_QP;
+            $body
+        }
+    };
+}
 /// Modes of the largest projection space (`1, xi, eta, zeta`).
 const MAX_MODES: usize = 4;
 
@@ -126,15 +144,16 @@ impl Kinematics {
     }
 }
 
-/// The projection of one cell: modes `psi` orthonormal in `(f, g) = sum_q wd_q f_q g_q`.
-struct CellProjection {
+/// The projection of one cell: modes `psi` orthonormal in `(f, g) = sum_q wd_q f_q g_q`; room
+/// for `Q` points.
+struct CellProjection<const Q: usize> {
     n_qp: usize,
     modes: usize,
-    wd: [f64; MAX_QP],
-    psi: [[f64; MAX_MODES]; MAX_QP],
+    wd: [f64; Q],
+    psi: [[f64; MAX_MODES]; Q],
 }
 
-impl CellProjection {
+impl<const Q: usize> CellProjection<Q> {
     /// From the weights `wd` (all positive: the geometry was checked) by Cholesky of the Gram
     /// matrix of `phi` and forward substitution.
     fn new(space: &Projection, wd: &[f64]) -> Result<Self> {
@@ -160,7 +179,7 @@ impl CellProjection {
                 gram[i][j] = (gram[i][j] - s) / d;
             }
         }
-        let mut psi = [[0.0; MAX_MODES]; MAX_QP];
+        let mut psi = [[0.0; MAX_MODES]; Q];
         for (p, phi) in psi.iter_mut().zip(&space.phi).take(n_qp) {
             for i in 0..modes {
                 let mut s = phi[i];
@@ -170,8 +189,10 @@ impl CellProjection {
                 p[i] = s / gram[i][i];
             }
         }
-        let mut w = [0.0; MAX_QP];
-        w[..n_qp].copy_from_slice(wd);
+        let mut w = [0.0; Q];
+        for (wq, wdq) in w.iter_mut().zip(wd) {
+            *wq = *wdq;
+        }
         Ok(Self {
             n_qp,
             modes,
@@ -393,15 +414,16 @@ fn add_projected<const N: usize>(z: &mut [[f64; 3]; N], m: &Matrix3<f64>, g: &[[
 }
 
 /// A cell's projection with its measure `v` per point and the coefficients of `Pi v`.
-struct CellVolume {
+struct CellVolume<const Q: usize> {
     kin: Kinematics,
-    projection: CellProjection,
-    v: [f64; MAX_QP],
+    projection: CellProjection<Q>,
+    v: [f64; Q],
     theta: [f64; MAX_MODES],
 }
 
-impl CellVolume {
-    /// The first pass over the points: weights and measures.
+impl<const Q: usize> CellVolume<Q> {
+    /// The first pass over the points: weights and measures (`LengthMismatch` where the rule has
+    /// more than `Q` points).
     fn new<const N: usize>(
         space: &Projection,
         tab: &Tabulation,
@@ -410,7 +432,14 @@ impl CellVolume {
         material: &Material,
     ) -> Result<Self> {
         let kin = Kinematics::of(material);
-        let (mut wd, mut v) = ([0.0; MAX_QP], [0.0; MAX_QP]);
+        if tab.weights.len() > Q {
+            return Err(FemError::LengthMismatch {
+                what: "projection buffers",
+                expected: Q,
+                got: tab.weights.len(),
+            });
+        }
+        let (mut wd, mut v) = ([0.0; Q], [0.0; Q]);
         let mut n_qp = 0;
         ElementKernel::for_each_qp::<N>(tab, x, |q, w, _, g| {
             wd[q] = w;
@@ -446,8 +475,8 @@ impl CellVolume {
 }
 
 /// What the tangent pass reuses from the residual pass.
-struct ResidualState<const N: usize> {
-    cell: CellVolume,
+struct ResidualState<const N: usize, const Q: usize> {
+    cell: CellVolume<Q>,
     /// Coefficients of `Pi(e_Theta)`.
     pressure: [f64; MAX_MODES],
     /// `Z_i[a] = sum_q wd psi_i(q) (dv/dF) g_a`.
@@ -456,7 +485,7 @@ struct ResidualState<const N: usize> {
 
 impl Projection {
     /// The residual (see the module doc); returns what the tangent needs.
-    fn residual_state<const N: usize>(
+    fn residual_state<const N: usize, const Q: usize>(
         &self,
         tab: &Tabulation,
         x: &[[f64; 3]; N],
@@ -464,9 +493,9 @@ impl Projection {
         material: &Material,
         body_force: Load<'_>,
         r: &mut [[f64; 3]; N],
-    ) -> Result<ResidualState<N>> {
-        let cell = CellVolume::new(self, tab, x, u, material)?;
-        let mut e_theta = [0.0; MAX_QP];
+    ) -> Result<ResidualState<N, Q>> {
+        let cell = CellVolume::<Q>::new(self, tab, x, u, material)?;
+        let mut e_theta = [0.0; Q];
         let mut z = [[[0.0; 3]; N]; MAX_MODES];
         *r = [[0.0; 3]; N];
         let modes = self.modes;
@@ -505,15 +534,14 @@ impl Projection {
         body_force: Load<'_>,
         r: &mut [[f64; 3]],
     ) -> Result<()> {
-        self.residual_state::<N>(
-            tab,
+        let (x, u, r) = (
             fixed("element coordinates", x)?,
             fixed("element displacements", u)?,
-            material,
-            body_force,
             fixed_mut("element residual", r)?,
-        )
-        .map(|_| ())
+        );
+        with_capacity!(self.phi.len(), Q => self
+            .residual_state::<N, Q>(tab, x, u, material, body_force, r)
+            .map(|_| ()))
     }
 
     /// [`ElementKernel::residual_tangent`] of this formulation (blocks `b >= a` integrated, the
@@ -532,7 +560,22 @@ impl Projection {
         let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let r: &mut [[f64; 3]; N] = fixed_mut("element residual", r)?;
-        let state = self.residual_state(tab, x, u, material, body_force, r)?;
+        with_capacity!(self.phi.len(), Q => self
+            .residual_tangent_q::<N, Q>(tab, x, u, material, body_force, r, k))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn residual_tangent_q<const N: usize, const Q: usize>(
+        &self,
+        tab: &Tabulation,
+        x: &[[f64; 3]; N],
+        u: &[[f64; 3]; N],
+        material: &Material,
+        body_force: Load<'_>,
+        r: &mut [[f64; 3]; N],
+        k: &mut [[f64; 9]],
+    ) -> Result<()> {
+        let state = self.residual_state::<N, Q>(tab, x, u, material, body_force, r)?;
         let (cell, modes) = (&state.cell, self.modes);
         k.fill([0.0; 9]);
         let mut y = [[[0.0; 3]; N]; MAX_MODES];
@@ -600,7 +643,9 @@ impl Projection {
     ) -> Result<()> {
         let x: &[[f64; 3]; N] = fixed("element coordinates", x)?;
         let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
-        let cell = CellVolume::new(self, tab, x, u, material)?;
-        cell.for_each_point(tab, x, u, |q, wd, _, _, pk| body(q, wd, &pk.hbar))
+        with_capacity!(self.phi.len(), Q => {
+            let cell = CellVolume::<Q>::new(self, tab, x, u, material)?;
+            cell.for_each_point(tab, x, u, |q, wd, _, _, pk| body(q, wd, &pk.hbar))
+        })
     }
 }

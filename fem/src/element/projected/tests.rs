@@ -333,3 +333,39 @@ fn f_bar_linearises_to_b_bar_keeping_the_digits_of_small_strains() {
         }
     }
 }
+
+#[test]
+fn richer_gauss_rules_use_larger_buffers_with_the_same_formulas() {
+    // 27 and 64 points for Q1, 64 for Q2 (buffers of 27 and 216 points): the tangent is still
+    // the residual's derivative.
+    let mut rng = Rng(78);
+    let mat = materials(0.49)[2];
+    for (order, points) in [(1, 3), (1, 4), (2, 4)] {
+        let k = ElementKernel::new(order, points)
+            .unwrap()
+            .with_formulation(Formulation::Projected)
+            .unwrap();
+        let n = k.n_nodes();
+        let x = distorted_cell(order, &mut rng);
+        let u = random_displacement(n, 0.08, &mut rng);
+        let (_, t) = tangent(&k, &x, &u, &mat);
+        let h = 1e-6;
+        let (mut err, mut den) = (0.0f64, 0.0f64);
+        for b in 0..n {
+            for kk in 0..3 {
+                let (mut up, mut um) = (u.clone(), u.clone());
+                up[b][kk] += h;
+                um[b][kk] -= h;
+                let (rp, rm) = (residual(&k, &x, &up, &mat), residual(&k, &x, &um, &mat));
+                for a in 0..n {
+                    for i in 0..3 {
+                        let fd = (rp[a][i] - rm[a][i]) / (2.0 * h);
+                        err = err.max((fd - t[a * n + b][3 * i + kk]).abs());
+                        den = den.max(fd.abs());
+                    }
+                }
+            }
+        }
+        assert!(err / den < 1e-6, "Q{order} {points}^3: {:e}", err / den);
+    }
+}
