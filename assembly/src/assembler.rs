@@ -14,7 +14,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fem::{ElementKernel, Load, Material, MAX_NODES};
+use fem::{ElementKernel, Formulation, Load, Material, MAX_NODES};
 use linalg::{BlockPattern, Bsr, CooPlan, Vector};
 use mesh::HexMesh;
 use rayon::prelude::*;
@@ -159,6 +159,17 @@ impl ElasticityAssembler {
         })
     }
 
+    /// Sets the element `formulation`, keeping the geometry checks and the COO plans (the
+    /// formulation is element-local).
+    pub fn set_formulation(&mut self, formulation: Formulation) -> Result<(), AssemblyError> {
+        self.kernel = self
+            .kernel
+            .clone()
+            .with_formulation(formulation)
+            .map_err(AssemblyError::Kernel)?;
+        Ok(())
+    }
+
     /// Replaces the materials of the cells, keeping the geometry checks and the COO plans (a
     /// second problem on the same mesh and quadrature, e.g. the next case of a parameter study).
     pub fn set_materials(&mut self, materials: CellMaterials) -> Result<(), AssemblyError> {
@@ -188,7 +199,7 @@ impl ElasticityAssembler {
         &self.coords
     }
 
-    /// The element kernel (order and quadrature).
+    /// The element kernel (order, quadrature and formulation).
     pub fn kernel(&self) -> &ElementKernel {
         &self.kernel
     }

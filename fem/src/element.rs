@@ -8,8 +8,11 @@
 
 use nalgebra::Matrix3;
 
+mod projected;
 #[cfg(test)]
 mod tests;
+
+pub use projected::Formulation;
 
 use crate::basis::LagrangeHex;
 use crate::error::{FemError, Result};
@@ -92,6 +95,8 @@ pub struct ElementKernel {
     main: Tabulation,
     /// Rule with two more points per direction (at most `MAX_POINTS`) for error norms.
     error: Tabulation,
+    /// The projection of [`Formulation::Projected`]; `None`: the displacement formulation.
+    projection: Option<projected::Projection>,
 }
 
 fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
@@ -157,7 +162,28 @@ impl ElementKernel {
             points_per_direction,
             main,
             error,
+            projection: None,
         })
+    }
+
+    /// The same kernel with `formulation` (fails where the projection lacks Gauss points).
+    pub fn with_formulation(mut self, formulation: Formulation) -> Result<Self> {
+        self.projection = match formulation {
+            Formulation::Displacement => None,
+            Formulation::Projected => Some(projected::Projection::new(
+                self.order(),
+                self.points_per_direction,
+            )?),
+        };
+        Ok(self)
+    }
+
+    /// The element formulation.
+    pub fn formulation(&self) -> Formulation {
+        match self.projection {
+            None => Formulation::Displacement,
+            Some(_) => Formulation::Projected,
+        }
     }
 
     /// The reference cell.
@@ -326,7 +352,10 @@ impl ElementKernel {
         match k {
             Some(k) => {
                 check_len("element tangent", n * n, k.len())?;
-                with_node_count!(self.kind, N => self.residual_tangent_n::<N>(x, u, material, body_force, r, k))
+                with_node_count!(self.kind, N => match &self.projection {
+                    Some(p) => p.residual_tangent::<N>(&self.main, x, u, material, body_force, r, k),
+                    None => self.residual_tangent_n::<N>(x, u, material, body_force, r, k),
+                })
             }
             None => self.residual(x, u, material, body_force, r),
         }
@@ -344,7 +373,10 @@ impl ElementKernel {
     ) -> Result<()> {
         self.check_xu(x, u)?;
         check_len("element residual", self.n_nodes(), r.len())?;
-        with_node_count!(self.kind, N => self.residual_n::<N>(x, u, material, body_force, r))
+        with_node_count!(self.kind, N => match &self.projection {
+            Some(p) => p.residual::<N>(&self.main, x, u, material, body_force, r),
+            None => self.residual_n::<N>(x, u, material, body_force, r),
+        })
     }
 
     fn residual_n<const N: usize>(
@@ -420,7 +452,7 @@ impl ElementKernel {
         Ok(())
     }
 
-    /// Strain energy `int psi dV`.
+    /// Strain energy `int psi dV` (of `F_bar` in the projected formulation).
     pub fn strain_energy(
         &self,
         x: &[[f64; 3]],
@@ -437,16 +469,11 @@ impl ElementKernel {
         u: &[[f64; 3]],
         material: &Material,
     ) -> Result<f64> {
-        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let mut e = 0.0;
-        Self::for_each_qp::<N>(
-            &self.main,
-            fixed("element coordinates", x)?,
-            |_, wd, _, g| {
-                e += wd * material.energy(&displacement_gradient(u, g))?;
-                Ok(())
-            },
-        )?;
+        self.for_each_gradient::<N>(x, u, material, |_, wd, h| {
+            e += wd * material.energy(h)?;
+            Ok(())
+        })?;
         Ok(e)
     }
 
@@ -470,16 +497,10 @@ impl ElementKernel {
         material: &Material,
         out: &mut [Matrix3<f64>],
     ) -> Result<()> {
-        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
-        Self::for_each_qp::<N>(
-            &self.main,
-            fixed("element coordinates", x)?,
-            |q, _, _, g| {
-                let h = displacement_gradient(u, g);
-                out[q] = cauchy_from_piola(material, &material.stress(&h)?, &h);
-                Ok(())
-            },
-        )
+        self.for_each_gradient::<N>(x, u, material, |q, _, h| {
+            out[q] = cauchy_from_piola(material, &material.stress(h)?, h);
+            Ok(())
+        })
     }
 
     /// Reference-volume averages of Cauchy stress, `J` and energy density over the cell.
@@ -499,21 +520,15 @@ impl ElementKernel {
         u: &[[f64; 3]],
         material: &Material,
     ) -> Result<CellFields> {
-        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
         let (mut vol, mut sig, mut j, mut e) = (0.0, Matrix3::zeros(), 0.0, 0.0);
-        Self::for_each_qp::<N>(
-            &self.main,
-            fixed("element coordinates", x)?,
-            |_, wd, _, g| {
-                let h = displacement_gradient(u, g);
-                let p = material.stress(&h)?;
-                sig += cauchy_from_piola(material, &p, &h) * wd;
-                j += wd * (1.0 + j_minus_one(&h));
-                e += wd * material.energy(&h)?;
-                vol += wd;
-                Ok(())
-            },
-        )?;
+        self.for_each_gradient::<N>(x, u, material, |_, wd, h| {
+            let p = material.stress(h)?;
+            sig += cauchy_from_piola(material, &p, h) * wd;
+            j += wd * (1.0 + j_minus_one(h));
+            e += wd * material.energy(h)?;
+            vol += wd;
+            Ok(())
+        })?;
         let s = sig / vol;
         Ok(CellFields {
             cauchy: [
@@ -529,6 +544,27 @@ impl ElementKernel {
             energy_density: e / vol,
             strain_energy: e,
         })
+    }
+
+    /// Runs `body(q, wd, h)` at every point of the main rule with the displacement gradient the
+    /// formulation evaluates the material at: `h = grad_X u`, or the projected formulation's
+    /// `h_bar = F_bar - I`.
+    fn for_each_gradient<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        mut body: impl FnMut(usize, f64, &Matrix3<f64>) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(p) = &self.projection {
+            return p.for_each_modified_gradient::<N>(&self.main, x, u, material, body);
+        }
+        let u: &[[f64; 3]; N] = fixed("element displacements", u)?;
+        Self::for_each_qp::<N>(
+            &self.main,
+            fixed("element coordinates", x)?,
+            |q, wd, _, g| body(q, wd, &displacement_gradient(u, g)),
+        )
     }
 
     /// Squared errors `(||u_h - u||_L2^2, |u_h - u|_H1^2)` over the cell against an exact solution

@@ -38,6 +38,20 @@ pub enum FemError {
     /// The isoparametric map is inverted or degenerate at a quadrature point (`det dX/dxi <= 0`).
     #[error("non-positive Jacobian determinant {det} at quadrature point {qp}")]
     NonPositiveJacobian { qp: usize, det: f64 },
+
+    /// The projected formulation's `P1` projection (Q2) needs at least two Gauss points per
+    /// direction.
+    #[error("the projected formulation of order-{order} cells needs at least {min} Gauss points per direction, got {points}")]
+    ProjectionQuadrature {
+        order: usize,
+        points: usize,
+        min: usize,
+    },
+
+    /// A cell's projection onto `P_k` is singular (its Gram matrix has a non-positive pivot):
+    /// the cell's quadrature weights are degenerate.
+    #[error("the projection of the cell's volume ratio is singular (Gram pivot {pivot})")]
+    SingularProjection { pivot: f64 },
 }
 
 /// `Result` with [`FemError`].

@@ -18,7 +18,7 @@ pub mod quadrature;
 pub mod reference;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
-pub use element::{CellFields, ElementKernel};
+pub use element::{CellFields, ElementKernel, Formulation};
 pub use error::{FemError, Result};
 pub use face::FaceKernel;
 pub use load::Load;

@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, ComputeDevice, Config, Forcing, LineSearch, LinearSolverMethod, LinearSolverParams,
-    LoadingParams, MeshSource, NewtonParams, Scalar,
+    BoxMesh, ComputeDevice, Config, ElementFormulation, Forcing, LineSearch, LinearSolverMethod,
+    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 
@@ -133,6 +133,7 @@ impl Config {
                 })
                 .collect(),
             quadrature_points: self.quadrature.points,
+            formulation: self.formulation.into(),
         })
     }
 
@@ -253,6 +254,15 @@ impl From<plain::LinearSolverMethod> for LinearSolverMethod {
             plain::LinearSolverMethod::CgAmg => LinearSolverMethod::CgAmg,
             plain::LinearSolverMethod::CgJacobi => LinearSolverMethod::CgJacobi,
             plain::LinearSolverMethod::Direct => LinearSolverMethod::Direct,
+        }
+    }
+}
+
+impl From<ElementFormulation> for fem::Formulation {
+    fn from(f: ElementFormulation) -> Self {
+        match f {
+            ElementFormulation::Displacement => fem::Formulation::Displacement,
+            ElementFormulation::Projected => fem::Formulation::Projected,
         }
     }
 }

@@ -33,10 +33,10 @@ use serde::Deserialize;
 pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
-    BoundaryParams, BoxMesh, ComputeDevice, Config, DirichletParams, Forcing, GlobalProbe,
-    GmshMesh, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource,
-    NewtonParams, OutputField, OutputParams, PointProbe, ProbesParams, QuadratureParams, SetProbe,
-    Source, TractionParams, TwistParams,
+    BoundaryParams, BoxMesh, ComputeDevice, Config, DirichletParams, ElementFormulation, Forcing,
+    GlobalProbe, GmshMesh, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams,
+    MeshSource, NewtonParams, OutputField, OutputParams, PointProbe, ProbesParams,
+    QuadratureParams, SetProbe, Source, TractionParams, TwistParams,
 };
 pub use tree::Origin;
 

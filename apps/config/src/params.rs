@@ -44,6 +44,10 @@ pub struct Config {
     /// Quadrature. Default: `order + 1` Gauss points per direction.
     #[serde(default)]
     pub quadrature: QuadratureParams,
+    /// The element formulation: `displacement` (default) or `projected` (no volumetric locking
+    /// for nearly incompressible materials; see [`ElementFormulation`]).
+    #[serde(default)]
+    pub formulation: ElementFormulation,
     /// Output files. Defaults: see [`OutputParams`].
     #[serde(default)]
     pub output: OutputParams,
@@ -438,6 +442,22 @@ pub enum ComputeDevice {
     Cpu,
     /// The first CUDA GPU.
     Cuda,
+}
+
+/// How the cells' volume change enters the energy (the top-level key `formulation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementFormulation {
+    /// The standard displacement formulation, `psi(F)` at every Gauss point. It locks
+    /// volumetrically as Poisson's ratio nears 1/2: Q1 cells are too stiff from about
+    /// `nu = 0.45` on (`hexfem check` warns), Q2 cells less so.
+    #[default]
+    Displacement,
+    /// The projected volume ratio (mean dilatation / F-bar for Q1, Q2-P1 for Q2, B-bar for the
+    /// `linear` model): each cell's `J` is replaced by its L2 projection onto constants (Q1) or
+    /// linear functions (Q2). No volumetric locking, symmetric tangent, the same unknowns and
+    /// solvers; the Newton loop runs on the CPU (`device: auto` stays there, `cuda` is an error).
+    Projected,
 }
 
 /// Linear solver of each Newton step. Iterative methods stop when

@@ -38,6 +38,7 @@ loading: { steps: 4, min_increment: 1.0e-4, max_cutbacks: 6, growth: 2.0 }
 newton: { rtol: 1.0e-6, atol: 1.0e-9, stol: 0.0, max_iterations: 40, line_search: residual, max_line_search: 3, forcing: fixed }
 linear_solver: { method: direct, rtol: 1.0e-10, atol: 1.0e-14, max_iterations: 50, amg: { max_levels: 4 } }
 quadrature: { points: 4 }
+formulation: projected
 output: { directory: out/runs, name: beam_q2, fields: [von_mises, displacement] }
 ";
 
@@ -185,6 +186,11 @@ fn every_field_is_read() {
         }
     );
     assert_eq!(c.quadrature.points_for(2), 4);
+    assert_eq!(c.formulation, ElementFormulation::Projected);
+    assert_eq!(
+        c.problem_params().unwrap().formulation,
+        fem::Formulation::Projected
+    );
     assert_eq!(c.output.directory, PathBuf::from("out/runs"));
     assert_eq!(c.output.name.as_deref(), Some("beam_q2"));
     assert_eq!(
@@ -242,6 +248,7 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.linear_solver.max_iterations, 2000);
     assert_eq!(c.quadrature.points, None);
     assert_eq!(c.quadrature.points_for(1), 2);
+    assert_eq!(c.formulation, ElementFormulation::Displacement);
     assert_eq!(c.output.directory, PathBuf::from("results"));
     // The default output name is the configuration file's stem.
     assert_eq!(c.output.name.as_deref(), Some("beam"));
@@ -378,6 +385,37 @@ fn device_is_a_top_level_key_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
         c.linear_solver_params().device,
         solve::params::DeviceChoice::Auto
     );
+}
+
+#[test]
+fn formulation_is_a_top_level_key_and_projected_is_host_only() {
+    let msg = error_at(&format!("{MINIMAL}formulation: b_bar\n"), 4, 14);
+    assert!(
+        msg.contains("valid choices: displacement, projected"),
+        "{msg}"
+    );
+    // under `quadrature` it is unknown
+    let msg = error_at(
+        &format!("{MINIMAL}quadrature: {{ formulation: projected }}\n"),
+        4,
+        15,
+    );
+    assert!(msg.contains("formulation"), "{msg}");
+    let msg = error_at(
+        &format!("{MINIMAL}formulation: projected\ndevice: cuda\n"),
+        5,
+        9,
+    );
+    assert!(msg.contains("device") && msg.contains("projected"), "{msg}");
+    for (text, want) in [
+        ("displacement", fem::Formulation::Displacement),
+        ("projected", fem::Formulation::Projected),
+    ] {
+        let c = load_text(&format!("{MINIMAL}formulation: {text}\ndevice: auto\n")).unwrap();
+        assert_eq!(c.problem_params().unwrap().formulation, want);
+    }
+    let c = load_set(MINIMAL, &["formulation=projected"]).unwrap();
+    assert_eq!(c.formulation, ElementFormulation::Projected);
 }
 
 #[test]

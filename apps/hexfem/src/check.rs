@@ -55,6 +55,14 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
         keys(mesh.face_sets.keys()),
         keys(mesh.cell_sets.keys())
     )?;
+    writeln!(
+        s,
+        "  formulation {}",
+        crate::formulation::describe(&config, mesh.order())
+    )?;
+    if let Some(warning) = crate::formulation::locking_warning(&config, mesh.order()) {
+        writeln!(s, "  warning    {warning}")?;
+    }
     for (i, m) in config.materials.iter().enumerate() {
         let cells = match &m.cells {
             config::CellSelection::All => "all cells".to_string(),

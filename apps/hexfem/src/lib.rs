@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod check;
 pub mod dist_output;
 pub mod distributed;
+pub mod formulation;
 pub mod locate;
 pub mod memory;
 pub mod monitor;

@@ -129,6 +129,9 @@ enum Bench {
         /// `cuda`: also assemble on the first CUDA GPU (device events, bytes, flops, parity).
         #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
         device: BenchDeviceArg,
+        /// The element formulation (`projected`: the CPU only).
+        #[arg(long, value_enum, default_value_t = FormulationArg::Displacement)]
+        formulation: FormulationArg,
         #[arg(long)]
         json: bool,
     },
@@ -294,6 +297,13 @@ enum BenchDeviceArg {
     Cuda,
 }
 
+/// `--formulation` of `bench assembly`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormulationArg {
+    Displacement,
+    Projected,
+}
+
 /// Model problems of `bench gamg`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Problem {
@@ -426,6 +436,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     cells,
                     repeats,
                     device,
+                    formulation,
                     json,
                 },
         } => split(
@@ -434,6 +445,10 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 cells,
                 repeats,
                 cuda: matches!(device, BenchDeviceArg::Cuda),
+                formulation: match formulation {
+                    FormulationArg::Displacement => fem::Formulation::Displacement,
+                    FormulationArg::Projected => fem::Formulation::Projected,
+                },
             })
             .and_then(|r| render(&r, json)),
         ),

@@ -1135,9 +1135,18 @@ pub(crate) fn header(
         }
         other => other.name(),
     };
+    let order = problem.mesh.order();
+    let formulation = match crate::formulation::locking_warning(config, order) {
+        Some(warning) => format!(
+            "{}\n  warning      {warning}",
+            crate::formulation::describe(config, order)
+        ),
+        None => crate::formulation::describe(config, order),
+    };
     format!(
         "hexfem {}: {size}
   device       {device}
+  formulation  {formulation}
   linear solver {solver}
   newton       line search {line_search}, forcing {}, rtol {:.1e}, at most {} iterations
   loading      {} steps

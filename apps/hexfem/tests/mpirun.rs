@@ -333,6 +333,7 @@ fn run_on_one_to_four_or_eight_ranks_equals_the_serial_run_iteration_for_iterati
         "layered_bar",
         "slender_beam",
         "follower_pressure_block",
+        "rubber_block_incompressible",
     ] {
         let yaml = input(&format!("{name}.yaml"));
         let args = vec![

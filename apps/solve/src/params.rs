@@ -35,6 +35,8 @@ pub struct ProblemParams {
     pub point_loads: Vec<PointLoad>,
     /// Gauss points per direction; `None`: cell order + 1 (fewer than that is an error).
     pub quadrature_points: Option<usize>,
+    /// The element formulation (the projected volume ratio removes volumetric locking).
+    pub formulation: fem::Formulation,
 }
 
 /// Where the mesh comes from.

@@ -113,7 +113,10 @@ impl Problem {
     fn unloaded(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
-        let assembler = ElasticityAssembler::new(&mesh, materials, points)
+        let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
+            .context("setting up the element loop")?;
+        assembler
+            .set_formulation(params.formulation)
             .context("setting up the element loop")?;
         Ok(Self {
             discrete: DiscreteProblem {
@@ -191,11 +194,15 @@ impl Problem {
     }
 
     /// Rebuilds materials, constraints and loads from `params` on this problem's mesh and
-    /// element loop, whose geometry checks and COO plans are kept. The caller guarantees that
-    /// `params.mesh` and `params.quadrature_points` are those the problem was built with.
+    /// element loop, whose geometry checks and COO plans are kept (the element formulation is
+    /// `params`'). The caller guarantees that `params.mesh` and `params.quadrature_points` are
+    /// those the problem was built with.
     pub fn reconfigure(&mut self, params: &ProblemParams) -> Result<()> {
         let materials = cell_materials(params, &self.mesh)?;
         self.discrete.assembler.set_materials(materials)?;
+        self.discrete
+            .assembler
+            .set_formulation(params.formulation)?;
         self.discrete.constraints =
             build_constraints(params, &self.mesh, &self.discrete.assembler)?;
         self.set_loads(params)?;

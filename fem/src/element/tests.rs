@@ -9,11 +9,11 @@ use crate::face::FaceKernel;
 use crate::material::{split_tangent, Moduli, SplitTangent};
 use crate::reference::{face_local_nodes, CellKind, Face};
 
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
     /// splitmix64 mapped to `[-1, 1)`.
-    fn next(&mut self) -> f64 {
+    pub(super) fn next(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -25,7 +25,7 @@ impl Rng {
 
 /// Nodes of a distorted cell: the reference nodes mapped by a smooth, orientation-preserving,
 /// non-affine map, then perturbed.
-fn distorted_cell(order: usize, rng: &mut Rng) -> Vec<[f64; 3]> {
+pub(super) fn distorted_cell(order: usize, rng: &mut Rng) -> Vec<[f64; 3]> {
     LagrangeHex::new(order)
         .unwrap()
         .node_coords()
@@ -40,13 +40,13 @@ fn distorted_cell(order: usize, rng: &mut Rng) -> Vec<[f64; 3]> {
         .collect()
 }
 
-fn random_displacement(n: usize, scale: f64, rng: &mut Rng) -> Vec<[f64; 3]> {
+pub(super) fn random_displacement(n: usize, scale: f64, rng: &mut Rng) -> Vec<[f64; 3]> {
     (0..n)
         .map(|_| [scale * rng.next(), scale * rng.next(), scale * rng.next()])
         .collect()
 }
 
-fn all_materials() -> Vec<Material> {
+pub(super) fn all_materials() -> Vec<Material> {
     let m = Moduli::from_young_poisson(10.0, 0.3).unwrap();
     vec![
         Material::linear(m),
@@ -218,7 +218,7 @@ fn rigid_motions_give_zero_residual() {
 }
 
 /// Displacement `u(X) = G X + c` at the nodes.
-fn linear_field(x: &[[f64; 3]], g: &Matrix3<f64>) -> Vec<[f64; 3]> {
+pub(super) fn linear_field(x: &[[f64; 3]], g: &Matrix3<f64>) -> Vec<[f64; 3]> {
     x.iter()
         .map(|xa| {
             let v = g * Vector3::from(*xa);

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use assembly::{CellMaterials, ElasticityAssembler};
-use fem::{Load, Material, Moduli};
+use fem::{Formulation, Load, Material, Moduli};
 use linalg::Vector;
 use mesh::{generate_box, BoxSpec, CellKind};
 use serde::Serialize;
@@ -28,14 +28,19 @@ pub struct AssemblyBench {
     pub cells: usize,
     /// Timed repetitions (after one warm-up); the best is reported.
     pub repeats: usize,
-    /// Also run it on the first CUDA GPU ([`super::assembly_device`]).
+    /// Also run it on the first CUDA GPU ([`super::assembly_device`]; the displacement
+    /// formulation only).
     pub cuda: bool,
+    /// The element formulation.
+    pub formulation: Formulation,
 }
 
 /// What `hexfem bench assembly --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct AssemblyBenchResult {
     pub order: usize,
+    /// The element formulation's name.
+    pub formulation: &'static str,
     pub cells: usize,
     pub elements: usize,
     pub nodes: usize,
@@ -68,6 +73,10 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
     let kind = CellKind::from_order(bench.order)
         .map_err(|_| anyhow::anyhow!("--order {}: valid orders are 1 and 2", bench.order))?;
     anyhow::ensure!(bench.cells > 0, "--cells must be positive");
+    anyhow::ensure!(
+        !bench.cuda || bench.formulation == Formulation::Displacement,
+        "--device cuda: the device element kernels have only the displacement formulation"
+    );
     let n = bench.cells;
     let mesh = generate_box(&BoxSpec::new([n; 3], [0.0; 3], [1.0; 3], kind))?;
     let material = Material::neo_hookean(Moduli::from_young_poisson(1.0, 0.3)?);
@@ -77,6 +86,7 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
         CellMaterials::uniform(material, mesh.n_cells()),
         bench.order + 1,
     )?;
+    asm.set_formulation(bench.formulation)?;
     let setup_s = start.elapsed().as_secs_f64();
     // a smooth, moderate deformation: every element in the finite-strain regime
     let u = Vector::from_vec(
@@ -113,6 +123,7 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
     })?;
     Ok(AssemblyBenchResult {
         order: bench.order,
+        formulation: bench.formulation.name(),
         cells: n,
         elements: mesh.n_cells(),
         nodes: mesh.n_nodes(),
@@ -134,7 +145,7 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
 
 impl std::fmt::Display for AssemblyBenchResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "assembly benchmark: neo-Hookean Q{} box, {}^3 cells ({} elements, {} nodes), {} threads", self.order, self.cells, self.elements, self.nodes, self.threads)?;
+        writeln!(f, "assembly benchmark: neo-Hookean Q{} box ({} formulation), {}^3 cells ({} elements, {} nodes), {} threads", self.order, self.formulation, self.cells, self.elements, self.nodes, self.threads)?;
         writeln!(
             f,
             "  symbolic (plans + geometry checks)  {:8.3} s",

@@ -158,6 +158,7 @@ pub fn study(kind: CellKind, cells: &[usize]) -> Result<Vec<MeshErrors>> {
             let solution = solve_linear_elastic(
                 &mesh,
                 Material::linear(moduli),
+                fem::Formulation::Displacement,
                 prescribed,
                 Load::Field(&force),
                 None,

@@ -2,7 +2,8 @@
 //! through the same mesh, element, assembly, constraint and linear-solver code as `hexfem run`.
 //!
 //! Cases (each in its own module):
-//! - [`patch`]: a linear displacement on a distorted mesh is reproduced to round-off (Q1, Q2);
+//! - [`patch`]: a linear displacement on a distorted mesh is reproduced to round-off (Q1, Q2,
+//!   each also with the projected formulation at Poisson's ratio 0.4999);
 //! - [`manufactured`]: convergence rates of L2 and H1-seminorm errors for a smooth manufactured
 //!   solution of linear elasticity on the unit cube (Q1, Q2);
 //! - [`timoshenko`]: the Timoshenko-Goodier end-loaded cantilever as a thin Q2 slab.
@@ -22,6 +23,7 @@ use std::fmt;
 use std::time::Instant;
 
 use anyhow::Result;
+use fem::Formulation;
 use mesh::CellKind;
 use serde::Serialize;
 
@@ -140,11 +142,19 @@ pub fn cases() -> Vec<Case> {
     vec![
         Case {
             name: patch::NAME_Q1,
-            run: || patch::run(CellKind::Hex8),
+            run: || patch::run(CellKind::Hex8, Formulation::Displacement),
         },
         Case {
             name: patch::NAME_Q2,
-            run: || patch::run(CellKind::Hex27),
+            run: || patch::run(CellKind::Hex27, Formulation::Displacement),
+        },
+        Case {
+            name: patch::NAME_Q1_PROJECTED,
+            run: || patch::run(CellKind::Hex8, Formulation::Projected),
+        },
+        Case {
+            name: patch::NAME_Q2_PROJECTED,
+            run: || patch::run(CellKind::Hex27, Formulation::Projected),
         },
         Case {
             name: manufactured::NAME_Q1,

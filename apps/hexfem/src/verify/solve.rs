@@ -6,7 +6,7 @@ use anyhow::{ensure, Context, Result};
 use assembly::{
     body_force_load, CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed,
 };
-use fem::{Load, Material};
+use fem::{Formulation, Load, Material};
 use linalg::{ops, Vector};
 use mesh::HexMesh;
 
@@ -75,10 +75,12 @@ pub(crate) fn prescribe(
 /// Solves the linear-elastic problem `K u = f_body + external` with `prescribed` displacements,
 /// as one Newton iteration from the prescribed values (exact for a linear material):
 /// [`DiscreteProblem::linearize`] at `u0 = u_D`, [`DiscreteProblem::eliminate`], one linear solve.
-/// The quadrature has `order + 1` Gauss points per direction, as in `hexfem run`.
+/// The quadrature has `order + 1` Gauss points per direction, as in `hexfem run`; the element
+/// formulation is `formulation` (B-bar for the linear material where projected).
 pub(crate) fn solve_linear_elastic(
     mesh: &HexMesh,
     material: Material,
+    formulation: Formulation,
     prescribed: Vec<Prescribed>,
     body: Load<'_>,
     external: Option<&Vector>,
@@ -89,6 +91,7 @@ pub(crate) fn solve_linear_elastic(
         CellMaterials::uniform(material, mesh.n_cells()),
         mesh.order() + 1,
     )?;
+    assembler.set_formulation(formulation)?;
     let constraints = Constraints::new(mesh.n_nodes(), prescribed, &assembler.orphan_nodes())?;
     let mut loads = body_force_load(&mut assembler, body)?;
     let n = loads.len();

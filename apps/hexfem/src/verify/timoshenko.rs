@@ -184,6 +184,7 @@ pub fn run_with(beam: &Cantilever, cells: [usize; 3]) -> Result<CaseResult> {
     let solution = solve_linear_elastic(
         &mesh,
         material,
+        fem::Formulation::Displacement,
         prescribed,
         Load::None,
         Some(&load),

@@ -1,0 +1,190 @@
+//! Nearly incompressible solids: `formulation: projected` removes the volumetric locking of the
+//! displacement formulation. A Q1 cantilever at nu = 0.499 against Q2 on the same mesh, and
+//! Cook's membrane at nu = 0.4999 (a box mapped onto its tapered panel, plane strain), linear
+//! and neo-Hookean, where Q1 and Q2 converge under refinement to one tip displacement while
+//! displacement-based Q1 stays locked.
+
+use std::path::Path;
+
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
+
+fn inputs_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
+}
+
+fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
+    run(&RunOptions {
+        input: input.to_path_buf(),
+        overrides: overrides.to_vec(),
+        output_dir: Some(out.to_path_buf()),
+        progress: Progress::Quiet,
+        restart: None,
+        faults: Default::default(),
+        abort_after_step: None,
+    })
+    .unwrap_or_else(|e| panic!("{} {overrides:?}: {e:#}", input.display()))
+}
+
+/// The probe column `column` of the last step.
+fn probe(outcome: &RunOutcome, column: &str) -> f64 {
+    *outcome
+        .figures
+        .probes
+        .get(column)
+        .unwrap_or_else(|| panic!("no probe {column}: {:?}", outcome.figures.probes))
+}
+
+/// Tip deflection of `inputs/cantilever_q1.yaml` (40 x 4 x 4 cells, 10 x 1 x 1, end shear) at
+/// Poisson's ratio 0.499 with cells of `order` and `formulation`.
+fn cantilever_tip(dir: &ScratchDir, order: usize, formulation: &str) -> f64 {
+    let overrides = [
+        "materials[0].poisson_ratio=0.499".to_string(),
+        format!("mesh.box.order={order}"),
+        format!("formulation={formulation}"),
+        "linear_solver.method=direct".to_string(),
+        "output.fields=[displacement]".to_string(),
+        "output.probes={points: [{name: tip, at: [10, 0.5, 0.5]}]}".to_string(),
+        format!("output.name=q{order}_{formulation}"),
+    ];
+    let outcome = run_file(&inputs_dir().join("cantilever_q1.yaml"), dir, &overrides);
+    // linear material, B-bar included: one Newton iteration (Q2 at nu = 0.499: the direct
+    // solve's round-off lands just above rtol in either formulation, and a second one confirms)
+    assert!(outcome.figures.newton_iterations <= order, "{overrides:?}");
+    -probe(&outcome, "tip.uz")
+}
+
+#[test]
+fn q1_cantilever_at_nu_0499_is_within_3_percent_of_q2_where_displacement_q1_locks() {
+    let dir = ScratchDir::new("locking-cantilever");
+    let reference = cantilever_tip(&dir, 2, "projected");
+    let projected = cantilever_tip(&dir, 1, "projected");
+    let locked = cantilever_tip(&dir, 1, "displacement");
+    let q2 = cantilever_tip(&dir, 2, "displacement");
+    eprintln!("tip: Q2 projected {reference}, Q1 projected {projected}, Q1 {locked}, Q2 {q2}");
+    // Q1 keeps some shear locking in bending (4 cells through the depth): still within 3 %
+    assert!(
+        (projected - reference).abs() < 0.03 * reference,
+        "Q1 projected {projected} vs Q2 {reference}"
+    );
+    // displacement Q1 is 40 % too stiff; displacement Q2 barely locks
+    assert!(locked < 0.8 * reference, "Q1 {locked} vs Q2 {reference}");
+    assert!(
+        q2 < reference && q2 > 0.98 * reference,
+        "Q2 {q2} vs {reference}"
+    );
+}
+
+/// Cook's membrane as a box mapped onto the tapered panel (corners (0,0), (48,44), (48,60),
+/// (0,44)), thickness 1 held in plane strain, clamped at x = 0, total shear 100 on x = 48;
+/// E = 250, nu = 0.4999.
+const COOK: &str = "\
+mesh:
+  box:
+    cells: [4, 4, 1]
+    order: 1
+    corners: [[0, 0, 0], [48, 44, 0], [0, 44, 0], [48, 60, 0],
+              [0, 0, 1], [48, 44, 1], [0, 44, 1], [48, 60, 1]]
+materials:
+  - { model: linear, young_modulus: 250.0, poisson_ratio: 0.4999 }
+formulation: projected
+boundary:
+  dirichlet:
+    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }
+    - { set: zmin, z: 0.0 }
+    - { set: zmax, z: 0.0 }
+  traction:
+    - { set: xmax, value: [0.0, 6.25, 0.0] }
+linear_solver: { method: direct }
+output:
+  fields: [displacement]
+  probes:
+    points: [{ name: tip, at: [48, 60, 0.5] }]
+";
+
+/// Vertical tip displacement of Cook's membrane with `n x n` cells of `order`.
+fn cook_tip(dir: &Path, model: &str, order: usize, n: usize, formulation: &str) -> f64 {
+    let input = dir.join("cook.yaml");
+    std::fs::write(&input, COOK).unwrap();
+    let overrides = vec![
+        format!("materials[0].model={model}"),
+        format!("mesh.box.order={order}"),
+        format!("mesh.box.cells=[{n}, {n}, 1]"),
+        format!("formulation={formulation}"),
+        // the neo-Hookean panel turns far (tip 6.7 of 44): four load steps
+        format!("loading.steps={}", if model == "linear" { 1 } else { 4 }),
+    ];
+    probe(&run_file(&input, dir, &overrides), "tip.uy")
+}
+
+/// Q1 on `n x n` cells against Q2 on `n/2 x n/2` (the same nodes) for n = 4, 8, 16: the gap
+/// shrinks and ends within `final_gap`; Q2 has converged to 1 %; displacement-based Q1 on the
+/// finest mesh is locked far below.
+fn cook_converges(model: &str, final_gap: f64) {
+    let dir = ScratchDir::new(&format!("locking-cook-{model}"));
+    let mut gaps = Vec::new();
+    let (mut q1, mut q2) = (Vec::new(), Vec::new());
+    for n in [4, 8, 16] {
+        q1.push(cook_tip(&dir, model, 1, n, "projected"));
+        q2.push(cook_tip(&dir, model, 2, n / 2, "projected"));
+        let (a, b) = (q1[q1.len() - 1], q2[q2.len() - 1]);
+        gaps.push((a - b).abs() / b);
+    }
+    eprintln!("{model}: Q1 {q1:?}, Q2 {q2:?}, gaps {gaps:?}");
+    assert!(gaps.windows(2).all(|g| g[1] < 0.5 * g[0]), "{gaps:?}");
+    assert!(gaps[2] < final_gap, "{gaps:?}");
+    // Q1 approaches from below (too stiff on coarse meshes), Q2 is already close
+    assert!(q1.windows(2).all(|w| w[1] > w[0]), "{q1:?}");
+    assert!((q2[2] - q2[1]).abs() < 0.01 * q2[2], "{q2:?}");
+    let locked = cook_tip(&dir, model, 1, 16, "displacement");
+    assert!(
+        locked < 0.5 * q2[2],
+        "displacement Q1 {locked} vs {}",
+        q2[2]
+    );
+}
+
+#[test]
+fn cook_membrane_q1_and_q2_converge_to_one_tip_displacement_linear() {
+    cook_converges("linear", 0.02);
+}
+
+#[test]
+fn cook_membrane_q1_and_q2_converge_to_one_tip_displacement_neo_hookean() {
+    cook_converges("neo_hookean", 0.02);
+}
+
+/// The GPU's element kernels have the displacement formulation only: the device declines the
+/// projected one (so `device: auto` stays on the CPU, saying why), `device: cuda` with it is an
+/// error at the `device` key, and `hexfem check` warns where the displacement formulation meets a
+/// nearly incompressible material.
+#[test]
+fn projected_formulation_stays_on_the_cpu_and_check_warns_of_locking() {
+    let input = inputs_dir().join("rubber_block_incompressible.yaml");
+    let config = config::load(&input).unwrap();
+    let problem = hexfem::locate::build_problem(&config).unwrap();
+    let why = assembly::device::DeviceProblem::supports(&problem.discrete)
+        .unwrap_err()
+        .to_string();
+    assert!(why.contains("only the displacement formulation"), "{why}");
+    let err = config::load_with_overrides(&input, &["device=cuda".to_string()]).unwrap_err();
+    assert!(err.to_string().contains("projected"), "{err}");
+    let check = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        hexfem::check::check(&input, &overrides, None).unwrap()
+    };
+    let text = check(&[]);
+    assert!(text.contains("projected volume ratio"), "{text}");
+    assert!(!text.contains("warning"), "{text}");
+    let text = check(&["formulation=displacement"]);
+    assert!(
+        text.contains("warning") && text.contains("lock volumetrically"),
+        "{text}"
+    );
+    // below the limit: no warning
+    let text = check(&[
+        "formulation=displacement",
+        "materials[0].poisson_ratio=0.45",
+    ]);
+    assert!(!text.contains("warning"), "{text}");
+}
