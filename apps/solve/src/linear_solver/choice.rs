@@ -242,3 +242,123 @@ impl LinearSolver {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of `n` nodes (3x3 blocks): each coupled to its neighbours.
+    fn chain(n: usize) -> BlockPattern {
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            cols.extend((i.saturating_sub(1)..(i + 2).min(n)).map(|j| j as u32));
+            row_ptr.push(cols.len());
+        }
+        BlockPattern::new(n, n, row_ptr, cols).unwrap()
+    }
+
+    fn rigid(n: usize) -> NearNullSpace {
+        NearNullSpace::from_row_major(3 * n, 6, vec![1.0; 18 * n]).unwrap()
+    }
+
+    #[test]
+    fn auto_factors_a_small_tangent_and_says_with_what_estimate() {
+        let pattern = chain(10);
+        let params = LinearSolverParams::default();
+        for (symmetric, krylov) in [(true, Krylov::PreOnly), (false, Krylov::Gmres)] {
+            let operator = OperatorKind::Serial { pattern: &pattern };
+            let (solver, choice) =
+                LinearSolver::choose(&params, rigid(10), operator, symmetric).unwrap();
+            assert_eq!(solver.preconditioner(), PreconditionerKind::Direct);
+            assert!(!solver.is_iterative());
+            assert_eq!((choice.krylov, choice.place), (krylov, Place::Host));
+            assert_eq!(choice.amg, None);
+            let ChoiceReason::AutoFactorSmall(e) = choice.reason else {
+                panic!("{:?}", choice.reason);
+            };
+            assert!(e.bytes > 0.0 && e.bytes <= AUTO_DIRECT_MAX_BYTES && e.flops > 0.0);
+        }
+    }
+
+    #[test]
+    fn configured_methods_are_taken_as_named() {
+        let pattern = chain(4);
+        let params = LinearSolverParams {
+            method: LinearSolverMethod::CgAmg,
+            ..LinearSolverParams::default()
+        };
+        let operator = OperatorKind::Serial { pattern: &pattern };
+        let (solver, choice) = LinearSolver::choose(&params, rigid(4), operator, true).unwrap();
+        assert!(solver.uses_amg() && solver.device().is_none());
+        assert_eq!(choice.reason, ChoiceReason::Configured);
+        assert_eq!(choice.krylov, Krylov::Cg);
+        assert_eq!(choice.amg.map(|a| a.coarse_eq_limit), Some(500));
+        let direct_on_gpu = LinearSolverParams {
+            method: LinearSolverMethod::Direct,
+            device: DeviceChoice::Cuda,
+            ..LinearSolverParams::default()
+        };
+        let operator = OperatorKind::Serial { pattern: &pattern };
+        let e = LinearSolver::choose(&direct_on_gpu, rigid(4), operator, true)
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("device: `cuda` runs CG"), "{e}");
+    }
+
+    /// What a rank cannot run is refused at its key, never replaced.
+    #[test]
+    fn ranks_refuse_the_direct_solver_scalar_storage_and_mixed_precision() {
+        let params = |method, storage, precision| LinearSolverParams {
+            method,
+            amg: amg::AmgParams {
+                storage,
+                precision,
+                ..amg::AmgParams::default()
+            },
+            ..LinearSolverParams::default()
+        };
+        let (blocked, scalar) = (Storage::Blocked, Storage::Scalar);
+        let (double, mixed) = (amg::Precision::Double, amg::Precision::Mixed);
+        for (p, kind, refused) in [
+            (
+                params(LinearSolverMethod::Direct, blocked, double),
+                PreconditionerKind::Direct,
+                Some((
+                    "linear_solver.method",
+                    "direct is not available on 3 MPI ranks (valid there: auto, cg_amg, cg_jacobi)",
+                )),
+            ),
+            (
+                params(LinearSolverMethod::CgAmg, scalar, double),
+                PreconditionerKind::Amg,
+                Some((
+                    "linear_solver.amg.storage",
+                    "scalar is not available on 3 MPI ranks (valid there: blocked)",
+                )),
+            ),
+            (
+                params(LinearSolverMethod::Auto, blocked, mixed),
+                PreconditionerKind::Amg,
+                Some((
+                    "linear_solver.amg.precision",
+                    "mixed is not available on 3 MPI ranks (valid there: double)",
+                )),
+            ),
+            (
+                params(LinearSolverMethod::CgJacobi, scalar, mixed),
+                PreconditionerKind::Jacobi,
+                None,
+            ),
+        ] {
+            let found = check_on_ranks(&p, kind, 3)
+                .err()
+                .map(|e| (e.key(), e.to_string()));
+            assert_eq!(
+                found,
+                refused.map(|(key, text)| (key, text.to_string())),
+                "{kind:?}"
+            );
+        }
+    }
+}
