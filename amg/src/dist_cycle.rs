@@ -15,7 +15,8 @@ use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
 use crate::params::{AmgParams, Reuse, Storage};
-use crate::smoother::{Smoother, SmootherWork, SmoothingOperator};
+use crate::smoother::{Smoother, SmootherWork};
+use crate::vcycle::{CycleLevels, LevelWork};
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
@@ -428,16 +429,6 @@ impl CycleLevel for DistLevel {
     }
 }
 
-/// The vectors of one level of a distributed V-cycle, where the level lives: below the finest
-/// its right-hand side and iterate (empty on the finest: the caller's are used), and the
-/// smoother's scratch.
-#[derive(Debug)]
-struct DistLevelWork {
-    b: Vector,
-    x: Vector,
-    sw: SmootherWork,
-}
-
 /// The vectors of a distributed V-cycle, level by level (the serial
 /// [`crate::CycleWorkspace`]'s counterpart), held by a hierarchy and made at its first cycle:
 /// with the operators' own product scratch ([`DistBsr::add_scaled_product`]) a later cycle
@@ -445,7 +436,7 @@ struct DistLevelWork {
 /// changed (a refresh with new patterns).
 #[derive(Debug, Default)]
 struct DistCycleWork {
-    levels: Vec<DistLevelWork>,
+    levels: Vec<LevelWork>,
 }
 
 impl DistCycleWork {
@@ -470,7 +461,7 @@ impl DistCycleWork {
                 } else {
                     (a.owned_zeros()?, a.owned_zeros()?)
                 };
-                Ok(DistLevelWork {
+                Ok(LevelWork {
                     b,
                     x,
                     sw: SmootherWork {
@@ -503,41 +494,56 @@ fn v_cycle_in<L: CycleLevel>(
         .levels
         .split_first_mut()
         .expect("a hierarchy has a level");
-    v_cycle(levels, 0, b, x, &mut first.sw, rest, coarse)
+    crate::vcycle::v_cycle(&DistCycle { levels, coarse }, 0, b, x, &mut first.sw, rest)
 }
 
-/// One V-cycle on `levels[level]` from `x = 0`, as the serial [`crate::Hierarchy`]'s: vectors
-/// where the level's matrices live (`sw`: this level's smoother scratch, `rest`: the vectors of
-/// the levels below); `coarse` solves the coarsest level.
-fn v_cycle<L: CycleLevel>(
-    levels: &[L],
-    level: usize,
-    b: &Vector,
-    x: &mut Vector,
-    sw: &mut SmootherWork,
-    rest: &mut [DistLevelWork],
-    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-) -> Result<(), AmgError> {
-    let l = &levels[level];
-    let (Some(smoother), Some((p, pt))) = (l.smoother(), l.transfer()) else {
-        return coarse(l.operator(), b, x);
-    };
-    let Some((c, deeper)) = rest.split_first_mut() else {
-        return Err(AmgError::DimensionMismatch {
-            what: "distributed V-cycle work levels",
-            expected: levels.len(),
-            found: level + 1,
-        });
-    };
-    let a = l.operator();
-    smoother.smooth(a, b, x, true, sw)?;
-    sw.r.copy_from(b)?;
-    a.subtract_product(x, &mut sw.r)?;
-    pt.apply(p, &sw.r, &mut c.b)?;
-    v_cycle(levels, level + 1, &c.b, &mut c.x, &mut c.sw, deeper, coarse)?;
-    // x += P x_c: the product into P's scratch, then added (the bits of apply and axpy)
-    p.add_scaled_product(1.0, &c.x, x)?;
-    smoother.smooth(a, b, x, false, sw)
+/// A distributed hierarchy's levels (on the host or a GPU) with its coarsest solve, as the one
+/// V-cycle ([`crate::vcycle::v_cycle`]) sees them: the serial cycle's operations on the rank's
+/// rows (`P^T` through [`DistTranspose`], `P` through the halo).
+struct DistCycle<'a, L> {
+    levels: &'a [L],
+    coarse: &'a dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
+}
+
+impl<L: CycleLevel> DistCycle<'_, L> {
+    /// The prolongator of level `l` and its transpose (above the coarsest).
+    fn transfer(&self, l: usize) -> Result<(&DistBsr, &DistTranspose), AmgError> {
+        self.levels[l]
+            .transfer()
+            .ok_or(AmgError::DimensionMismatch {
+                what: "distributed V-cycle transfers",
+                expected: l + 1,
+                found: l,
+            })
+    }
+}
+
+impl<L: CycleLevel> CycleLevels for DistCycle<'_, L> {
+    type Operator = DistBsr;
+
+    fn operator(&self, l: usize) -> &DistBsr {
+        self.levels[l].operator()
+    }
+
+    fn smoother(&self, l: usize) -> Option<&Smoother> {
+        let level = &self.levels[l];
+        level.smoother().filter(|_| level.transfer().is_some())
+    }
+
+    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
+        let (p, pt) = self.transfer(l)?;
+        pt.apply(p, r, rc)
+    }
+
+    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        // the product into P's scratch, then added (the bits of apply and axpy)
+        let (p, _) = self.transfer(l)?;
+        Ok(p.add_scaled_product(1.0, xc, x)?)
+    }
+
+    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        (self.coarse)(self.levels[l].operator(), b, x)
+    }
 }
 
 impl CoarseSolve {

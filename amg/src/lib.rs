@@ -33,6 +33,7 @@ pub mod strength;
 pub mod tentative;
 #[cfg(test)]
 pub(crate) mod test_util;
+mod vcycle;
 
 pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
 pub use error::AmgError;

@@ -11,7 +11,7 @@
 //! update's bits, with scalars and the off-rank coarse blocks crossing) or on the host ([`DistHierarchy::update`], then
 //! [`DeviceDistHierarchy::refresh`] uploads what changed: the operators' values, and a
 //! prolongator only when its version changed). The V-cycle is the
-//! host's ([`super::v_cycle`]) on device vectors: halo exchanges GPU to GPU through NCCL where
+//! host's (the one [`crate::vcycle::v_cycle`]) on device vectors: halo exchanges GPU to GPU through NCCL where
 //! the ranks are connected (`linalg::dist::connect_rank_devices`), else staged through pinned
 //! host memory. The coarsest level (at most `coarse_eq_limit` unknowns) is solved on its
 //! owner's GPU where one rank holds it (`process_eq_limit` gathered it there:

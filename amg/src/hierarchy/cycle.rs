@@ -1,4 +1,5 @@
-//! The symmetric V-cycle and its workspace.
+//! The symmetric V-cycle of the serial hierarchy (the one [`crate::vcycle::v_cycle`] over its
+//! levels, with the fused restriction and prolongation kernels) and its workspace.
 //!
 //! A cycle's vectors (per level below the finest its right-hand side and iterate, per level the
 //! smoother's scratch) live in a [`CycleWorkspace`] sized by [`Hierarchy::workspace`]: a cycle
@@ -6,20 +7,11 @@
 //! cycles concurrently give each its own ([`VCycle::apply_in`]).
 
 use super::{Hierarchy, Level};
-use crate::smoother::SmootherWork;
+use crate::smoother::{Smoother, SmootherWork};
+use crate::vcycle::{CycleLevels, LevelWork};
 use crate::{AmgError, Preconditioner};
 use linalg::{prolong_add, restrict, Bsr, Device, Vector};
 use std::sync::TryLockError;
-
-/// Vectors of one level of a V-cycle.
-#[derive(Debug)]
-pub(super) struct LevelWork {
-    /// Right-hand side (empty on level 0: the caller's residual is used).
-    pub b: Vector,
-    /// Iterate (empty on level 0: the caller's output is used).
-    pub x: Vector,
-    pub sw: SmootherWork,
-}
 
 /// The vectors of one V-cycle on a given hierarchy ([`Hierarchy::workspace`]).
 #[derive(Debug)]
@@ -102,7 +94,7 @@ impl Hierarchy {
             .levels
             .split_first_mut()
             .expect("a hierarchy has at least one level");
-        self.cycle(fine, 0, r, z, &mut first.sw, rest)
+        crate::vcycle::v_cycle(&VCycle::new(self, fine), 0, r, z, &mut first.sw, rest)
     }
 
     /// One V-cycle with the hierarchy's own workspace; an error (never a wait, never an
@@ -115,32 +107,36 @@ impl Hierarchy {
         };
         self.v_cycle(fine, r, z, &mut guard)
     }
+}
 
-    /// One V-cycle on level `l`: `x` (overwritten) approximates `A_l^{-1} b`.
-    fn cycle(
-        &self,
-        fine: &Bsr,
-        l: usize,
-        b: &Vector,
-        x: &mut Vector,
-        sw: &mut SmootherWork,
-        rest: &mut [LevelWork],
-    ) -> Result<(), AmgError> {
-        let lev = &self.levels[l];
-        let (Some(smoother), Some(tr)) = (lev.smoother.as_ref(), self.transfers.get(l)) else {
-            return Ok(self.coarse.solve(b, x)?);
-        };
-        let a = lev.a.as_ref().unwrap_or(fine);
-        smoother.smooth(a, b, x, true, sw)?;
-        sw.r.copy_from(b)?;
-        a.spmv_add(-1.0, x, 1.0, &mut sw.r)?;
-        let Some((c, deeper)) = rest.split_first_mut() else {
-            return Ok(()); // unreachable: every non-coarsest level has a work entry below it
-        };
-        restrict(&tr.galerkin, &tr.p, &sw.r, &mut c.b)?;
-        self.cycle(fine, l + 1, &c.b, &mut c.x, &mut c.sw, deeper)?;
-        prolong_add(&tr.p, &c.x, x)?;
-        smoother.smooth(a, b, x, false, sw)
+/// The serial levels: level 0's operator is the caller's where the hierarchy holds none; the
+/// transfers are the fused kernels (the restriction through the Galerkin plan's `P^T` map).
+impl CycleLevels for VCycle<'_> {
+    type Operator = Bsr;
+
+    fn operator(&self, l: usize) -> &Bsr {
+        self.hierarchy.levels[l].a.as_ref().unwrap_or(self.fine)
+    }
+
+    fn smoother(&self, l: usize) -> Option<&Smoother> {
+        let h = self.hierarchy;
+        h.levels[l]
+            .smoother
+            .as_ref()
+            .filter(|_| l < h.transfers.len())
+    }
+
+    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
+        let tr = &self.hierarchy.transfers[l];
+        Ok(restrict(&tr.galerkin, &tr.p, r, rc)?)
+    }
+
+    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        Ok(prolong_add(&self.hierarchy.transfers[l].p, xc, x)?)
+    }
+
+    fn coarse_solve(&self, _l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        Ok(self.hierarchy.coarse.solve(b, x)?)
     }
 }
 

@@ -1,10 +1,10 @@
 //! The hot update: a new operator of the same block structure, handled as `reuse` says.
 
-use super::cycle::LevelWork;
 use super::{build_smoother, checked_emax, factor_coarse, secs, with_level, Hierarchy};
 use crate::eig::estimate_emax_in;
 use crate::params::{Reuse, Storage};
 use crate::report::{HierarchyReport, SetupTimings, TransferReport, UpdateReport};
+use crate::vcycle::LevelWork;
 use crate::{AmgError, PointBlockJacobi};
 use linalg::{ptap_numeric, BlockPattern, Bsr, Vector};
 use std::borrow::Cow;

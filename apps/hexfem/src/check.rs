@@ -23,15 +23,18 @@ pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> R
     // this problem's Newton loop (`cuda`: an error otherwise); `method: auto` is resolved for
     // this problem
     let (solver_params, _) = crate::run::newton_device(&config, &problem)?;
-    let (_, solver) = crate::locate::located(
+    let (_, choice) = crate::locate::located(
         &config,
         solve::linear_solver::LinearSolver::choose(
             &solver_params,
             solve::problem::near_null_space(&problem.mesh.coords)?,
-            problem.discrete.assembler.pattern(),
+            solve::linear_solver::OperatorKind::Serial {
+                pattern: problem.discrete.assembler.pattern(),
+            },
             problem.discrete.tangent_is_symmetric(),
         ),
     )?;
+    let solver = crate::solver_text::render(&choice);
     let probes = crate::probes::Probes::new(&config, &problem.mesh)?;
     let mesh = &problem.mesh;
     let mut s = String::new();

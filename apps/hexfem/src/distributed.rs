@@ -233,9 +233,9 @@ pub fn run_on_ranks(
     window: usize,
 ) -> Result<crate::run::RunOutcome> {
     use crate::run::{self as serial, Progress, StepStamp};
-    use solve::dist_solver::{distributed_modes, DistMethod, DistSolver};
-    use solve::linear_solver::LinearSolver;
+    use solve::linear_solver::{LinearSolver, OperatorKind};
     use solve::newton::{LoadPath, PathState};
+    use solve::problem::distributed_modes;
     use std::io::Write as _;
     use std::time::Instant;
 
@@ -328,85 +328,26 @@ pub fn run_on_ranks(
     };
     let linear: solve::params::LinearSolverParams = (&config.linear_solver).into();
     let ranks_device = rank_devices(comm, &config)?;
-    let amg_text = |amg: &amg::AmgParams| {
-        // GPU ranks gather small coarse levels sooner (DistSolver::on_device)
-        let process_eq_limit = if ranks_device.device.is_host() {
-            amg.process_eq_limit()
-        } else {
-            amg.on_gpu_ranks().process_eq_limit()
-        };
-        format!(
-            "{} smoother, coarse_eq_limit {}, process_eq_limit {process_eq_limit}",
-            match amg.smoother {
-                amg::SmootherKind::Chebyshev => "Chebyshev",
-                amg::SmootherKind::Jacobi => "Jacobi",
-            },
-            amg.coarse_eq_limit
-        )
-    };
-    let krylov = if problem.discrete.tangent_is_symmetric() {
-        "CG"
-    } else {
-        "GMRES (the follower pressure's tangent is not symmetric)"
-    };
-    let (method, text) = match linear.method {
-        solve::params::LinearSolverMethod::CgJacobi => (
-            DistMethod::Jacobi,
-            format!("{krylov} with point-block Jacobi, distributed over {size} MPI ranks"),
-        ),
-        solve::params::LinearSolverMethod::CgAmg => (
-            DistMethod::Amg,
-            format!(
-                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks",
-                amg_text(&linear.amg)
-            ),
-        ),
-        solve::params::LinearSolverMethod::Auto => (
-            DistMethod::Amg,
-            format!(
-                "{krylov} with the distributed smoothed-aggregation AMG ({}) over {size} MPI ranks (method auto: the direct solver is not available on several ranks)",
-                amg_text(&linear.amg)
-            ),
-        ),
-        solve::params::LinearSolverMethod::Direct => {
-            return Err(config
-                .error_at(
-                    "linear_solver.method",
-                    format!("direct is not available on {size} MPI ranks (valid there: auto, cg_amg, cg_jacobi)"),
-                )
-                .into())
-        }
-    };
-    if method == DistMethod::Amg && linear.amg.storage == amg::Storage::Scalar {
-        return Err(config
-            .error_at(
-                "linear_solver.amg.storage",
-                format!("scalar is not available on {size} MPI ranks (valid there: blocked)"),
-            )
-            .into());
-    }
-    let cg = amg::CgParams {
-        rtol: linear.rtol,
-        atol: linear.atol,
-        max_iterations: linear.max_iterations,
-        ..amg::CgParams::default()
-    };
     let modes = agreed(
         c,
         distributed_modes(problem.discrete.external.layout(), &problem.mesh.coords),
     )?;
-    let mut solver = LinearSolver::Distributed(Box::new(
-        DistSolver::new(
-            cg,
-            method,
-            linear.amg.clone(),
-            problem.discrete.tangent_is_symmetric(),
-            comm.clone(),
-            &part,
+    // the same choice as one process's, on this rank's rows: every rank refuses the same
+    // options (the direct solver, AMG's scalar storage and mixed precision) at their key
+    let (mut solver, choice) = crate::locate::located(
+        &config,
+        LinearSolver::choose(
+            &linear,
             modes,
-        )
-        .on_device(ranks_device.device.clone()),
-    ));
+            OperatorKind::Ranks {
+                comm: comm.clone(),
+                part: &part,
+                device: ranks_device.device.clone(),
+            },
+            problem.discrete.tangent_is_symmetric(),
+        ),
+    )?;
+    let text = crate::solver_text::render(&choice);
 
     // the output: every dataset gathered to rank 0 window by window (dist_output)
     let n_owned = part.n_owned_nodes();

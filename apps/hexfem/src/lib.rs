@@ -15,6 +15,7 @@ pub mod plot;
 pub mod probes;
 pub mod restart;
 pub mod run;
+pub mod solver_text;
 pub mod verify;
 pub mod windows;
 

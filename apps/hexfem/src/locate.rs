@@ -1,11 +1,13 @@
 //! Every input error names where in the input it comes from: errors found while building the
-//! problem (unknown set names, a box too large, inverted or flat cells, no constraint, ...) are
-//! attached to the configuration value that caused them, as `file:line:column: key.path:` (or the
-//! `--set` argument that wrote it), like the loader's own errors.
+//! problem (unknown set names, a box too large, inverted or flat cells, no constraint, ...) or
+//! choosing the linear solver (an option the ranks cannot run) are attached to the configuration
+//! value that caused them, as `file:line:column: key.path:` (or the `--set` argument that wrote
+//! it), like the loader's own errors.
 
 use anyhow::Result;
 use config::{CellSelection, Config, ConfigError, MeshSource};
 use mesh::MeshError;
+use solve::linear_solver::ChoiceError;
 use solve::problem::Problem;
 
 /// Builds the problem of `config`; a failure is reported at the configuration value behind it.
@@ -45,6 +47,9 @@ pub fn locate(config: &Config, error: anyhow::Error) -> anyhow::Error {
 /// The configuration key an error of building the problem belongs to.
 fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
     for cause in error.chain() {
+        if let Some(refused) = cause.downcast_ref::<ChoiceError>() {
+            return refused.key().into();
+        }
         if let Some(mesh_error) = cause.downcast_ref::<MeshError>() {
             match mesh_error {
                 MeshError::UnknownSet { name, kind, .. } => {

@@ -16,7 +16,7 @@ use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
     StepRecord, SummaryWriter,
 };
-use solve::linear_solver::{LinearSolver, SetupKind};
+use solve::linear_solver::{LinearSolver, OperatorKind, PreconditionerKind, SetupKind};
 use solve::newton::{ConvergedStep, LoadPath, PathState};
 use solve::problem::{near_null_space, Problem};
 
@@ -370,16 +370,18 @@ fn execute_on(
     let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
         Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
         _ => {
-            let (solver, text) = crate::locate::located(
+            let (solver, choice) = crate::locate::located(
                 config,
                 LinearSolver::choose(
                     &solver_params,
                     near_null_space(&problem.mesh.coords)?,
-                    problem.discrete.assembler.pattern(),
+                    OperatorKind::Serial {
+                        pattern: problem.discrete.assembler.pattern(),
+                    },
                     symmetric,
                 ),
             )?;
-            (solver, text, false)
+            (solver, crate::solver_text::render(&choice), false)
         }
     };
     std::fs::create_dir_all(dir)
@@ -1107,10 +1109,12 @@ fn device_text(config: &Config, solver: &LinearSolver, fallback: Option<&str>) -
     match (solver.device(), config.device) {
         (Some(gpu), _) => format!(
             "{host}; the Newton loop (assembly, constraints, line search, AMG + {}) on {}",
-            solver.krylov_name(),
+            solver.krylov().name(),
             gpu.name()
         ),
-        (None, config::ComputeDevice::Auto) if matches!(solver, LinearSolver::Direct { .. }) => {
+        (None, config::ComputeDevice::Auto)
+            if solver.preconditioner() == PreconditionerKind::Direct =>
+        {
             format!("{host} (device: auto; the direct solver chosen is host-only)")
         }
         (None, config::ComputeDevice::Auto) => {

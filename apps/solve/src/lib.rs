@@ -2,7 +2,6 @@
 //! Newton with lifting, line search and load stepping, and the choice of linear solver. It takes
 //! plain parameters ([`params`]); reading input files is `config`'s job.
 
-pub mod dist_solver;
 pub mod expression;
 pub mod linear_solver;
 pub mod newton;

@@ -389,7 +389,7 @@ fn deformed_modes(problem: &Problem, u: &Vector) -> Result<amg::NearNullSpace> {
         .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
         .collect();
     if u.layout().comm().size() > 1 {
-        return crate::dist_solver::distributed_modes(u.layout(), &x);
+        return crate::problem::distributed_modes(u.layout(), &x);
     }
     crate::problem::near_null_space(&x)
 }
@@ -431,7 +431,7 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
-        let system = match solver.newton_device().and_then(|d| d.cuda_context()) {
+        let system = match solver.device().and_then(|d| d.cuda_context()) {
             Some(ctx) => {
                 let system = IterationSystem::device(ctx, &problem.discrete)
                     .context("the Newton loop on the GPU");

@@ -427,6 +427,26 @@ pub fn near_null_space(coords: &[[f64; 3]]) -> Result<amg::NearNullSpace> {
     )?)
 }
 
+/// The rigid-body modes at a rank's part's (deformed) node positions `coords`, rotations about
+/// the centroid of all ranks' owned nodes: the serial run's modes bit for bit (the coordinates
+/// are summed exactly, `assembly::coordinate_sums`). `layout`: the part's vector layout (owned
+/// nodes first). Collective.
+pub fn distributed_modes(
+    layout: &linalg::Layout,
+    coords: &[[f64; 3]],
+) -> Result<amg::NearNullSpace> {
+    let n_owned = layout.owned() / 3;
+    let mut sums = assembly::coordinate_sums(&coords[..n_owned]);
+    linalg::exact::ExactSum::allreduce(&**layout.comm(), &mut sums)?;
+    let n = (layout.global_len() / 3).max(1) as f64;
+    let centroid = sums.map(|s| s.value() / n);
+    Ok(amg::NearNullSpace::from_row_major(
+        3 * coords.len(),
+        RIGID_BODY_MODES_3D,
+        assembly::rigid_body_modes_about(coords, centroid),
+    )?)
+}
+
 /// The mesh of a run.
 pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
     match source {

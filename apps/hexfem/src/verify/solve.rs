@@ -10,7 +10,7 @@ use fem::{Formulation, Load, Material};
 use linalg::{ops, Vector};
 use mesh::HexMesh;
 
-use solve::linear_solver::{LinearSolveReport, LinearSolver};
+use solve::linear_solver::{LinearSolveReport, LinearSolver, OperatorKind};
 use solve::params::{LinearSolverMethod, LinearSolverParams};
 use solve::problem::near_null_space;
 
@@ -122,6 +122,9 @@ pub(crate) fn solve_linear_elastic(
     let report = LinearSolver::new(
         solver,
         near_null_space(&mesh.coords)?,
+        OperatorKind::Serial {
+            pattern: system.tangent.pattern(),
+        },
         problem.tangent_is_symmetric(),
     )?
     .solve(&system.tangent, &system.rhs, &mut du)
