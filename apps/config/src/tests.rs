@@ -584,6 +584,21 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
 }
 
+/// `loading.steps` is bounded: a run of 2^64 - 1 steps would write until the disk is full (main
+/// before issue 30 accepted it).
+#[test]
+fn loading_steps_beyond_the_limit_are_refused() {
+    for steps in ["1000001", "18446744073709551615"] {
+        let msg = error_at(&format!("loading: {{ steps: {steps} }}\n{MINIMAL}"), 1, 19);
+        assert!(
+            msg.contains("loading.steps: must be in 1..=1000000"),
+            "{msg}"
+        );
+    }
+    let c = load_text(&format!("loading: {{ steps: 1000000 }}\n{MINIMAL}")).unwrap();
+    assert_eq!(c.loading.steps, 1_000_000);
+}
+
 #[test]
 fn validate_reports_configs_built_in_code() {
     let mut c = load_text(MINIMAL).unwrap();

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use solve::params::MAX_LOAD_STEPS;
+
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
@@ -101,7 +103,7 @@ impl Config {
     /// `lower`/`upper` and not inverted; the Gmsh file exists; at least one material, each
     /// resolving to a material (see [`MaterialParams::material`](super::MaterialParams::material));
     /// boundary entries name a set, Dirichlet entries give a component, twist axes are nonzero;
-    /// `loading.steps` >= 1, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
+    /// `loading.steps` in `1..=MAX_LOAD_STEPS`, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
     /// `atol`, `stol` >= 0 for Newton and the linear solver; iteration limits >= 1; quadrature
     /// points in 1..=6 (at least order + 1 is checked once the mesh is known); output name a plain file name, no repeated fields; every number finite.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -207,7 +209,11 @@ impl Config {
 
     fn check_solvers(&self, check: &Check) -> Result<(), ConfigError> {
         let l = &self.loading;
-        check.ensure(l.steps >= 1, "loading.steps", "must be >= 1")?;
+        check.ensure(
+            (1..=MAX_LOAD_STEPS).contains(&l.steps),
+            "loading.steps",
+            format!("must be in 1..={MAX_LOAD_STEPS} (each step is written to the results)"),
+        )?;
         let m = l.min_increment;
         check.ensure(
             m > 0.0 && m <= 1.0,
