@@ -125,14 +125,9 @@ impl Campaign {
                 ))
             }
         };
-        if !base.is_file() {
+        if let Some(problem) = super::validate::not_a_file(&base) {
             let node = get("base").expect("checked above");
-            return Err(p.error(
-                &node.origin,
-                "base",
-                format!("no such file: {}", base.display()),
-                ErrorKind::Invalid,
-            ));
+            return Err(p.error(&node.origin, "base", problem, ErrorKind::Invalid));
         }
         let directory = match get("directory") {
             Some(node) => PathBuf::from(p.string(node, "directory")?),

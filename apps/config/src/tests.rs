@@ -661,6 +661,23 @@ fn gmsh_paths_are_relative_to_the_configuration_file() {
         "{msg}"
     );
 
+    // what is there instead of a mesh file is named (main before issue 30: "no such file")
+    let set = |file: &str| vec![format!("mesh.gmsh.file={file}")];
+    let msg = load_with_overrides(&yaml, &set("meshes"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("mesh.gmsh.file: ") && msg.contains("meshes is a directory, not a file"),
+        "{msg}"
+    );
+    let msg = load_with_overrides(&yaml, &set("/dev/null"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("/dev/null is not a regular file (a device, FIFO or socket)"),
+        "{msg}"
+    );
+
     let err = load(&dir.join("absent.yaml")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
     assert!(
