@@ -14,7 +14,10 @@ pub mod partition;
 pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};
 pub use error::MeshError;
 pub use generate::{corner_jacobian_det, generate_box, BoxSpec, MAX_BOX_BYTES, MAX_BOX_NODES};
-pub use gmsh::{parse_gmsh, parse_gmsh_bytes, read_gmsh, MAX_MSH_BYTES};
+pub use gmsh::{
+    gzip_inflate_limit, parse_gmsh, parse_gmsh_bytes, read_gmsh, read_gmsh_with_inflate_limit,
+    GZIP_ALLOWANCE, GZIP_RATIO, MAX_MSH_BYTES,
+};
 pub use hex_mesh::{cell_name, HexMesh};
 pub use ordering::NodeOrdering;
 pub use partition::{

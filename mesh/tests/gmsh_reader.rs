@@ -490,3 +490,34 @@ fn two_cells(extra_blocks: &[&str]) -> String {
     }
     s + "$EndElements\n"
 }
+
+/// A gzip file that inflates beyond the limit (a gzip bomb: here 64 MiB of zeros in about
+/// 64 KiB) is refused once the limit is read, naming the file and the limit (main before issue
+/// 30: a 4 MB file inflating to 4 GiB was read whole). The default limit is 64 times the
+/// compressed size plus 1 GiB, at most `MAX_MSH_BYTES`.
+#[test]
+fn a_gzip_bomb_is_refused_at_the_inflate_limit() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("hexfem-gzip-bomb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bomb.msh.gz");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.finish().unwrap();
+    let compressed = std::fs::metadata(&path).unwrap().len();
+    assert!(compressed < 1 << 20, "{compressed} bytes");
+    let err = mesh::read_gmsh_with_inflate_limit(&path, 1 << 20).unwrap_err();
+    let message = err.to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(matches!(err, MeshError::Gmsh { .. }), "{err:?}");
+    assert!(
+        message.contains("bomb.msh.gz") && message.contains("more than 1048576 bytes"),
+        "{message}"
+    );
+    assert_eq!(mesh::gzip_inflate_limit(1000), 64_000 + (1 << 30));
+    assert_eq!(mesh::gzip_inflate_limit(u64::MAX), mesh::MAX_MSH_BYTES);
+}

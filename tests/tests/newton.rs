@@ -238,14 +238,13 @@ fn stagnation_at_round_off_counts_as_converged() {
     }
 }
 
-/// A step too large to converge is cut back; each failed attempt is in the summary with its
-/// load factors and reason, and the run still ends at load factor one.
+/// A step too large to converge (the column twisted by 45 degrees in one step: the most one step
+/// turns, see `a_twist_beyond_45_degrees_per_step_is_sub_stepped`) is cut back; each failed
+/// attempt is in the summary with its load factors and reason, and the run still ends at load
+/// factor one.
 #[test]
 fn failed_attempts_are_recorded_with_their_reasons() {
-    let input =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
-    let yaml = std::fs::read_to_string(input).unwrap();
-    let (_dir, outcome, summary) = run_yaml("attempts", &yaml, &["loading.steps=1"]);
+    let (_dir, outcome, summary) = twist_in_one_step("attempts", 45.0);
     let first = &summary["steps"][0];
     let attempts = first["failed_attempts"].as_array().unwrap();
     assert!(!attempts.is_empty());
@@ -279,4 +278,56 @@ fn q2_box_bent_far_runs_in_the_steps_asked_for() {
     assert!(its.iter().all(|&n| n <= 20), "{its:?}");
     let tip = displacement_at(&last_fields(&outcome), [4.0, 1.0, 1.0]);
     assert!(tip[2] < -2.0, "{tip:?}");
+}
+
+/// The twisting column's input with the twist `angle_deg` asked for in one load step.
+fn twist_in_one_step(tag: &str, angle_deg: f64) -> (ScratchDir, RunOutcome, Value) {
+    let input =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
+    let yaml = std::fs::read_to_string(input).unwrap();
+    let angle = format!("boundary.twist.0.angle_deg={angle_deg}");
+    run_yaml(tag, &yaml, &[&angle, "loading.steps=1"])
+}
+
+/// The angle (degrees, in (-180, 180]) by which the node at `x` (off the column's axis x = y = 0)
+/// turned about that axis.
+fn turned_by(fields: &Fields, x: [f64; 3]) -> f64 {
+    let u = displacement_at(fields, x);
+    let now = (x[1] + u[1]).atan2(x[0] + u[0]);
+    let before = x[1].atan2(x[0]);
+    let turn = (now - before).to_degrees();
+    // into (-180, 180]
+    -((-turn + 180.0).rem_euclid(360.0) - 180.0)
+}
+
+/// A prescribed rotation is followed in steps of at most 45 degrees, whatever `loading.steps`
+/// asks for (main before issue 30: 360 degrees in one step "converged" to the untwisted column,
+/// 400 degrees to the 40-degree answer: the rotation's end point aliases modulo 360 degrees).
+/// 360 degrees: the top is back in place but the run took at least 8 steps and the middle of the
+/// column turned by about 180 degrees; 400 degrees: the middle turned by about 200.
+#[test]
+fn a_twist_beyond_45_degrees_per_step_is_sub_stepped() {
+    for (angle, least_steps) in [(360.0, 8), (400.0, 9)] {
+        let tag = format!("twist-{angle}");
+        let (_dir, outcome, summary) = twist_in_one_step(&tag, angle);
+        assert!(
+            outcome.steps >= least_steps,
+            "{tag}: {} steps",
+            outcome.steps
+        );
+        let last = summary["steps"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["load_factor"], 1.0, "{tag}");
+        let fields = last_fields(&outcome);
+        let top: f64 = turned_by(&fields, [0.5, 0.0, 4.0]);
+        let expected_top = angle - 360.0;
+        assert!((top - expected_top).abs() < 1e-9, "{tag}: top {top}");
+        // the middle: half the twist, modulo 360 degrees
+        let middle = turned_by(&fields, [0.5, 0.0, 2.0]);
+        let half = -((-(angle / 2.0) + 180.0f64).rem_euclid(360.0) - 180.0);
+        let off = (middle - half + 180.0).rem_euclid(360.0) - 180.0;
+        assert!(
+            off.abs() < 15.0,
+            "{tag}: middle turned by {middle}, half the twist is {half}"
+        );
+    }
 }

@@ -16,7 +16,8 @@
 //! runs every combination (the first parameter varies slowest); `cases` lists them; a Latin
 //! hypercube draws `samples` points over the ranges, one per stratum of every range, from the
 //! seed (the same seed gives the same cases); a range whose ends are both integers draws
-//! integers. Every error names the campaign file, line and column; a case whose values the
+//! integers. A campaign has at most [`MAX_CASES`] cases (checked before the design is
+//! expanded). Every error names the campaign file, line and column; a case whose values the
 //! input rejects is reported at the value in the campaign file ([`Campaign::case_config`]).
 
 use std::fs;
@@ -85,6 +86,10 @@ const KEYS: [&str; 7] = [
     "latin_hypercube",
 ];
 
+/// The most cases a campaign may have (a grid's product, a Latin hypercube's samples, a list's
+/// length): beyond, expanding the design alone would take gigabytes.
+pub const MAX_CASES: usize = 1_000_000;
+
 impl Campaign {
     /// Reads and checks the campaign file at `path`.
     pub fn load(path: &Path) -> Result<Campaign, ConfigError> {
@@ -120,14 +125,9 @@ impl Campaign {
                 ))
             }
         };
-        if !base.is_file() {
+        if let Some(problem) = super::validate::not_a_file(&base) {
             let node = get("base").expect("checked above");
-            return Err(p.error(
-                &node.origin,
-                "base",
-                format!("no such file: {}", base.display()),
-                ErrorKind::Invalid,
-            ));
+            return Err(p.error(&node.origin, "base", problem, ErrorKind::Invalid));
         }
         let directory = match get("directory") {
             Some(node) => PathBuf::from(p.string(node, "directory")?),
@@ -375,7 +375,8 @@ impl Parser<'_> {
             }
             axes.push((name, values));
         }
-        let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+        let lengths = axes.iter().map(|(_, v)| v.len());
+        let total = self.case_count(node, "grid", lengths)?;
         let rows = (0..total)
             .map(|mut k| {
                 let mut row = Vec::with_capacity(axes.len());
@@ -398,11 +399,38 @@ impl Parser<'_> {
         Ok((names, rows))
     }
 
+    /// The number of cases of a design whose parameters take `lengths` values each (their
+    /// product): an error at `node` where it exceeds [`MAX_CASES`] (checked before anything is
+    /// expanded).
+    fn case_count(
+        &self,
+        node: &Node,
+        path: &str,
+        lengths: impl Iterator<Item = usize>,
+    ) -> Result<usize, ConfigError> {
+        let product = lengths
+            .map(|n| n as u128)
+            .try_fold(1u128, |total, n| total.checked_mul(n));
+        match product {
+            Some(total) if total <= MAX_CASES as u128 => Ok(total as usize),
+            _ => Err(self.error(
+                &node.origin,
+                path,
+                format!(
+                    "{} cases; a campaign has at most {MAX_CASES}",
+                    product.map_or(format!("more than {}", u128::MAX), |t| t.to_string()),
+                ),
+                ErrorKind::Invalid,
+            )),
+        }
+    }
+
     fn list(&self, node: &Node) -> Result<Design, ConfigError> {
         let items = self.seq(node, "cases")?;
         if items.is_empty() {
             return Err(self.error(&node.origin, "cases", "no cases".into(), ErrorKind::Invalid));
         }
+        self.case_count(node, "cases", std::iter::once(items.len()))?;
         let mut names: Vec<String> = Vec::new();
         let mut rows = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -474,17 +502,22 @@ impl Parser<'_> {
                 )),
             }
         };
-        let samples = count("samples")? as usize;
+        let samples = count("samples")?;
         let seed = count("seed")?;
+        let samples_node = get("samples").ok_or_else(|| missing("samples"))?;
         if samples == 0 {
-            let n = get("samples").expect("read above");
             return Err(self.error(
-                &n.origin,
+                &samples_node.origin,
                 "latin_hypercube.samples",
                 "must be >= 1".into(),
                 ErrorKind::Invalid,
             ));
         }
+        let samples = self.case_count(
+            samples_node,
+            "latin_hypercube.samples",
+            std::iter::once(usize::try_from(samples).unwrap_or(usize::MAX)),
+        )?;
         let ranges_node = get("ranges").ok_or_else(|| missing("ranges"))?;
         let ranges = self.map(ranges_node, "latin_hypercube.ranges")?;
         if ranges.is_empty() {
@@ -664,6 +697,48 @@ mod tests {
         // values are valid input values
         let config = a.case_config(&a.cases[3]).unwrap();
         assert_eq!(config.loading.steps.to_string(), a.cases[3].values[1].json);
+    }
+
+    /// A grid of `lengths` values per parameter (one parameter per length).
+    fn grid_of(lengths: &[usize]) -> String {
+        let mut body = "grid:\n".to_owned();
+        for (p, &n) in lengths.iter().enumerate() {
+            let values: Vec<String> = (0..n).map(|v| v.to_string()).collect();
+            body.push_str(&format!("  p{p}.v: [{}]\n", values.join(", ")));
+        }
+        body
+    }
+
+    /// A design of more than `MAX_CASES` cases is refused before it is expanded, at its line and
+    /// column, with the count and the limit (main before issue 30: a 9-parameter grid of 10
+    /// values ate 20 GB; 2^64 samples panicked with a capacity overflow).
+    #[test]
+    fn more_cases_than_the_limit_are_refused() {
+        let e = parse(&grid_of(&[1001, 1000])).unwrap_err().to_string();
+        assert!(
+            e.contains("study.yaml:3:3") && e.contains("1001000 cases") && e.contains("1000000"),
+            "{e}"
+        );
+        let e = parse(&grid_of(&[10; 9])).unwrap_err().to_string();
+        assert!(
+            e.contains("study.yaml:3:3") && e.contains("1000000000 cases"),
+            "{e}"
+        );
+        let e = parse(&grid_of(&[10; 40])).unwrap_err().to_string();
+        assert!(
+            e.contains("study.yaml:3:3") && e.contains("more than"),
+            "{e}"
+        );
+        let lhs = |samples: &str| {
+            format!("latin_hypercube:\n  samples: {samples}\n  seed: 1\n  ranges: {{ loading.steps: [1, 9] }}\n")
+        };
+        for samples in ["1000001", "1000000000", "18446744073709551615"] {
+            let e = parse(&lhs(samples)).unwrap_err().to_string();
+            assert!(
+                e.contains("study.yaml:3:12") && e.contains(samples) && e.contains("1000000"),
+                "{e}"
+            );
+        }
     }
 
     /// A grid is the product, the last parameter fastest; a list keeps its cases; the values

@@ -167,21 +167,37 @@ pub(crate) fn bare_message(error: &serde_saphyr::Error) -> String {
         .collect()
 }
 
+/// A snippet quotes at most this many characters of its line either side of the column.
+const SNIPPET_REACH: usize = 60;
+
 /// The source line `line` with a caret under character `column` (both 1-based), in the layout
-/// of compiler diagnostics; `None` when the line does not exist.
+/// of compiler diagnostics; a long line is cut to [`SNIPPET_REACH`] characters either side of
+/// the column, the cuts marked `...`. `None` when the line does not exist.
 fn snippet(text: &str, line: u32, column: u32) -> Option<String> {
-    let source = text
+    let source: Vec<char> = text
         .lines()
-        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?
+        .chars()
+        .collect();
+    let at = (column.saturating_sub(1) as usize).min(source.len());
+    let start = at.saturating_sub(SNIPPET_REACH);
+    let end = source.len().min(at + SNIPPET_REACH);
+    let (before, after) = (
+        if start > 0 { "..." } else { "" },
+        if end < source.len() { "..." } else { "" },
+    );
+    let quoted: String = source[start..end].iter().collect();
     let number = line.to_string();
     let pad = " ".repeat(number.len());
     // Keep tabs so that the caret lines up with the quoted text.
-    let indent: String = source
-        .chars()
-        .take(column.saturating_sub(1) as usize)
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
-    Some(format!("{pad} |\n{number} | {source}\n{pad} | {indent}^"))
+    let indent: String = " ".repeat(before.len())
+        + &source[start..at]
+            .iter()
+            .map(|&c| if c == '\t' { '\t' } else { ' ' })
+            .collect::<String>();
+    Some(format!(
+        "{pad} |\n{number} | {before}{quoted}{after}\n{pad} | {indent}^"
+    ))
 }
 
 #[cfg(test)]
@@ -194,6 +210,16 @@ mod tests {
         assert_eq!(snippet(text, 1, 4).unwrap(), "  |\n1 | a: 1\n  |    ^");
         assert_eq!(snippet(text, 3, 5).unwrap(), "  |\n3 | \tc: x\n  | \t   ^");
         assert!(snippet(text, 9, 1).is_none());
+        // a long line is cut around the column
+        let long = format!("k: {}x{}\n", "a".repeat(200), "b".repeat(200));
+        let cut = snippet(&long, 1, 204).unwrap();
+        let expected = format!(
+            "  |\n1 | ...{}x{}...\n  | {}^",
+            "a".repeat(60),
+            "b".repeat(59),
+            " ".repeat(63)
+        );
+        assert_eq!(cut, expected);
         assert!(snippet(text, 0, 1).is_none());
     }
 

@@ -338,7 +338,7 @@ pub struct TractionParams {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoadingParams {
-    /// Number of nominal load increments (>= 1). Default 1.
+    /// Number of nominal load increments (1 to `solve::params::MAX_LOAD_STEPS`). Default 1.
     pub steps: usize,
     /// Smallest load increment before the run gives up (0 < value <= 1). Default 1e-3.
     pub min_increment: f64,

@@ -622,6 +622,42 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
 }
 
+/// An expression's text is bounded (exmex parses in time quadratic in its length: 32,000 terms
+/// took 24 s; main before issue 30 had no limit): a longer one is refused at its component,
+/// naming the limit, without being parsed.
+#[test]
+fn expressions_longer_than_the_limit_are_refused() {
+    let long = format!("x{}", " + x".repeat(2_500));
+    assert_eq!(long.len(), 10_001);
+    let msg = error_at(&format!("{MINIMAL}body_force: [0, \"{long}\", 0]\n"), 4, 17);
+    assert!(
+        msg.contains("body_force[1]")
+            && msg.contains("10001 characters")
+            && msg.contains("at most 10000"),
+        "{msg}"
+    );
+    // the message quotes only the expression's start
+    assert!(msg.len() < 1_000, "{} characters", msg.len());
+    let at_limit = format!("x{}", " + x".repeat(2_499));
+    let c = load_text(&format!("{MINIMAL}body_force: [0, \"{at_limit}\", 0]\n")).unwrap();
+    assert!((c.problem_params().unwrap().body_force[1].at([0.5, 0.0, 0.0]) - 1250.0).abs() < 1e-9);
+}
+
+/// `loading.steps` is bounded: a run of 2^64 - 1 steps would write until the disk is full (main
+/// before issue 30 accepted it).
+#[test]
+fn loading_steps_beyond_the_limit_are_refused() {
+    for steps in ["1000001", "18446744073709551615"] {
+        let msg = error_at(&format!("loading: {{ steps: {steps} }}\n{MINIMAL}"), 1, 19);
+        assert!(
+            msg.contains("loading.steps: must be in 1..=1000000"),
+            "{msg}"
+        );
+    }
+    let c = load_text(&format!("loading: {{ steps: 1000000 }}\n{MINIMAL}")).unwrap();
+    assert_eq!(c.loading.steps, 1_000_000);
+}
+
 #[test]
 fn validate_reports_configs_built_in_code() {
     let mut c = load_text(MINIMAL).unwrap();
@@ -660,6 +696,23 @@ fn gmsh_paths_are_relative_to_the_configuration_file() {
     let msg = err.to_string();
     assert!(
         msg.contains("--set `mesh.gmsh.file=missing.msh`: mesh.gmsh.file: no such file"),
+        "{msg}"
+    );
+
+    // what is there instead of a mesh file is named (main before issue 30: "no such file")
+    let set = |file: &str| vec![format!("mesh.gmsh.file={file}")];
+    let msg = load_with_overrides(&yaml, &set("meshes"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("mesh.gmsh.file: ") && msg.contains("meshes is a directory, not a file"),
+        "{msg}"
+    );
+    let msg = load_with_overrides(&yaml, &set("/dev/null"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("/dev/null is not a regular file (a device, FIFO or socket)"),
         "{msg}"
     );
 

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use solve::params::MAX_LOAD_STEPS;
+
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
@@ -99,10 +101,10 @@ impl Config {
     /// changing a `Config` in code.
     ///
     /// Checks: box `cells` > 0, `order` 1 or 2, `lower` < `upper`, `corners` not mixed with
-    /// `lower`/`upper` and not inverted; the Gmsh file exists; at least one material, each
+    /// `lower`/`upper` and not inverted; the Gmsh file is a regular file; at least one material, each
     /// resolving to a material (see [`MaterialParams::material`](super::MaterialParams::material));
     /// boundary entries name a set, Dirichlet entries give a component, twist axes are nonzero;
-    /// `loading.steps` >= 1, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
+    /// `loading.steps` in `1..=MAX_LOAD_STEPS`, 0 < `min_increment` <= 1, `growth` >= 1; 0 < `rtol` < 1 and
     /// `atol`, `stol` >= 0 for Newton and the linear solver; iteration limits >= 1; quadrature
     /// points in 1..=6 (at least order + 1 is checked once the mesh is known); output name a plain file name, no repeated fields; every number finite.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -110,11 +112,9 @@ impl Config {
         match &self.mesh {
             MeshSource::Box(mesh) => check_box(&check, mesh)?,
             MeshSource::Gmsh(gmsh) => {
-                check.ensure(
-                    gmsh.file.is_file(),
-                    "mesh.gmsh.file",
-                    format!("no such file: {}", gmsh.file.display()),
-                )?;
+                if let Some(problem) = not_a_file(&gmsh.file) {
+                    return Err(check.error("mesh.gmsh.file", problem));
+                }
                 check.ensure(
                     gmsh.scale > 0.0 && gmsh.scale.is_finite(),
                     "mesh.gmsh.scale",
@@ -208,7 +208,11 @@ impl Config {
 
     fn check_solvers(&self, check: &Check) -> Result<(), ConfigError> {
         let l = &self.loading;
-        check.ensure(l.steps >= 1, "loading.steps", "must be >= 1")?;
+        check.ensure(
+            (1..=MAX_LOAD_STEPS).contains(&l.steps),
+            "loading.steps",
+            format!("must be in 1..={MAX_LOAD_STEPS} (each step is written to the results)"),
+        )?;
         let m = l.min_increment;
         check.ensure(
             m > 0.0 && m <= 1.0,
@@ -433,6 +437,24 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// Why `path` cannot be read as a file: missing, a directory, not a regular file (a device such
+/// as /dev/null, a FIFO, a socket), or unreadable metadata; `None` for a regular file (links
+/// followed).
+pub(crate) fn not_a_file(path: &std::path::Path) -> Option<String> {
+    let shown = path.display();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) if m.is_dir() => Some(format!("{shown} is a directory, not a file")),
+        Ok(_) => Some(format!(
+            "{shown} is not a regular file (a device, FIFO or socket)"
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(format!("no such file: {shown}"))
+        }
+        Err(e) => Some(format!("cannot read {shown}: {e}")),
+    }
 }
 
 #[cfg(test)]

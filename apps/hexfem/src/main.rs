@@ -409,25 +409,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 faults,
                 abort_after_step: test_abort_after_step,
             });
-            split(outcome.and_then(|outcome| {
-                let mut text = format!(
-                    "{} converged steps written to {} (open {} in ParaView); summary {}\n",
-                    outcome.steps,
-                    outcome.h5.display(),
-                    outcome.xdmf.display(),
-                    outcome.summary.display()
-                );
-                if plot {
-                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
-                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
-                    text.push_str(&format!(
-                        "plots: {} files in {}\n",
-                        files.len(),
-                        dir.display()
-                    ));
-                }
-                Ok(text)
-            }))
+            split(outcome.and_then(|outcome| run_report(&outcome, plot, quiet)))
         }
         Command::Bench {
             which:
@@ -838,25 +820,9 @@ fn execute_on_ranks(
                 hexfem::distributed::run_on_ranks(comm, &options, test_output_window)
             });
             // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
-            return split(outcome.and_then(|outcome| {
-                let mut text = format!(
-                    "{} converged steps written to {} (open {} in ParaView); summary {}\n",
-                    outcome.steps,
-                    outcome.h5.display(),
-                    outcome.xdmf.display(),
-                    outcome.summary.display()
-                );
-                if plot && comm.rank() == 0 {
-                    let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
-                    let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
-                    text.push_str(&format!(
-                        "plots: {} files in {}\n",
-                        files.len(),
-                        dir.display()
-                    ));
-                }
-                Ok(text)
-            }));
+            return split(
+                outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)),
+            );
         }
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
@@ -874,6 +840,32 @@ fn execute_on_ranks(
 }
 
 /// A command's text and status from its result.
+/// The end of a run: draws its plots where `plot`, and says what was written (nothing where
+/// `quiet`: `-q` prints only errors).
+fn run_report(
+    outcome: &hexfem::run::RunOutcome,
+    plot: bool,
+    quiet: bool,
+) -> anyhow::Result<String> {
+    let mut text = format!(
+        "{} converged steps written to {} (open {} in ParaView); summary {}\n",
+        outcome.steps,
+        outcome.h5.display(),
+        outcome.xdmf.display(),
+        outcome.summary.display()
+    );
+    if plot {
+        let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
+        let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+        text.push_str(&format!(
+            "plots: {} files in {}\n",
+            files.len(),
+            dir.display()
+        ));
+    }
+    Ok(if quiet { String::new() } else { text })
+}
+
 fn split(result: anyhow::Result<String>) -> (String, anyhow::Result<()>) {
     match result {
         Ok(text) => (text, Ok(())),

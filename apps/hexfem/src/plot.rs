@@ -77,10 +77,47 @@ pub fn draw(chart: &Chart, base: &Path) -> Result<Vec<PathBuf>> {
     Ok(vec![png, svg])
 }
 
-/// The data range of the chart's points, widened a little (and away from zero width).
+/// Data beyond these bounds is drawn at them: a linear axis shows at most `±LINEAR_LIMIT`, a
+/// log axis the decades `±LOG_DECADES` (plotters' tick loops run while the tick is below the
+/// axis end: forever for an infinite end, and a subnormal end has lost its digits).
+const LINEAR_LIMIT: f64 = 1e300;
+const LOG_DECADES: f64 = 300.0;
+
+/// The axis ends, widened for margins and the legend, stay within these (finite, normal
+/// doubles); a log axis spans at most `AXIS_SPAN_DECADES`, its largest values kept (plotters
+/// divides its ends: a wider span overflows, and the tick loop never ends).
+const AXIS_LIMIT: f64 = 1e305;
+const AXIS_DECADES: f64 = 305.0;
+const AXIS_SPAN_DECADES: f64 = 300.0;
+
+/// A value in axis coordinates (its base-10 logarithm on a log axis) within the data bounds;
+/// `None` where it cannot be drawn (not finite, or not positive on a log axis).
+fn to_axis(v: f64, log: bool) -> Option<f64> {
+    if !v.is_finite() {
+        None
+    } else if log {
+        (v > 0.0).then(|| v.log10().clamp(-LOG_DECADES, LOG_DECADES))
+    } else {
+        Some(v.clamp(-LINEAR_LIMIT, LINEAR_LIMIT))
+    }
+}
+
+/// An axis range in axis coordinates as values, within the axis bounds.
+fn from_axis((lo, hi): (f64, f64), log: bool) -> (f64, f64) {
+    if log {
+        let hi = hi.min(AXIS_DECADES);
+        let lo = lo.max(-AXIS_DECADES).max(hi - AXIS_SPAN_DECADES);
+        (10f64.powf(lo), 10f64.powf(hi))
+    } else {
+        (lo.max(-AXIS_LIMIT), hi.min(AXIS_LIMIT))
+    }
+}
+
+/// The data range of the chart's points in axis coordinates, widened a little (and away from
+/// zero width).
 fn range(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
     let (lo, hi) = values
-        .filter(|v| v.is_finite() && (!log || *v > 0.0))
+        .filter_map(|v| to_axis(v, log))
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(v), b.max(v))
         });
@@ -88,7 +125,11 @@ fn range(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
         return None;
     }
     Some(if log {
-        (lo / 2.0, hi * 2.0)
+        // a factor of two either side
+        (
+            lo - std::f64::consts::LOG10_2,
+            hi + std::f64::consts::LOG10_2,
+        )
     } else if hi > lo {
         let pad = 0.05 * (hi - lo);
         (lo - pad, hi + pad)
@@ -120,18 +161,12 @@ where
         legend,
         SeriesLabelPosition::UpperLeft | SeriesLabelPosition::UpperRight
     );
-    if chart.log_y {
-        let factor = 10f64.powf(room * (y.1 / y.0).log10());
-        if upper {
-            y.1 *= factor;
-        } else {
-            y.0 /= factor;
-        }
-    } else if upper {
+    if upper {
         y.1 += room * (y.1 - y.0);
     } else {
         y.0 -= room * (y.1 - y.0);
     }
+    let (x, y) = (from_axis(x, false), from_axis(y, chart.log_y));
     let (x_span, y_span) = (x.1 - x.0, y.1 - y.0);
     let mut builder = ChartBuilder::on(root);
     builder
@@ -159,6 +194,7 @@ where
                     .iter()
                     .copied()
                     .filter(|p| p.0.is_finite() && p.1.is_finite() && (!chart.log_y || p.1 > 0.0))
+                    .map(|p| (p.0.max(x.0).min(x.1), p.1.max(y.0).min(y.1)))
                     .collect();
                 let line = if chart.lines { pts.clone() } else { Vec::new() };
                 ctx.draw_series(LineSeries::new(line, color.stroke_width(2)))
@@ -194,17 +230,17 @@ where
     Ok(())
 }
 
-/// The corner of the plot area holding the fewest points.
+/// The corner of the plot area holding the fewest points (`x`, `y`: the ranges in axis
+/// coordinates, see [`to_axis`]).
 fn legend_corner(chart: &Chart, x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
     let mid_x = 0.5 * (x.0 + x.1);
-    let mid_y = if chart.log_y {
-        (y.0 * y.1).sqrt()
-    } else {
-        0.5 * (y.0 + y.1)
-    };
+    let mid_y = 0.5 * (y.0 + y.1);
     let mut count = [0usize; 4];
     for p in chart.series.iter().flat_map(|s| &s.points) {
-        let corner = usize::from(p.0 < mid_x) + 2 * usize::from(p.1 < mid_y);
+        let (Some(px), Some(py)) = (to_axis(p.0, false), to_axis(p.1, chart.log_y)) else {
+            continue;
+        };
+        let corner = usize::from(px < mid_x) + 2 * usize::from(py < mid_y);
         count[corner] += 1;
     }
     // upper right first, then upper left, lower right, lower left
@@ -559,6 +595,109 @@ mod tests {
             ..chart
         };
         assert!(draw(&empty, &dir.join("empty")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A summary of one step whose residual norms are `norms`, written as
+    /// `<dir>/extreme.summary.json`.
+    fn summary_with_residuals(dir: &Path, norms: &[f64]) -> PathBuf {
+        let step = io::StepRecord {
+            step: 1,
+            load_factor: 1.0,
+            cutbacks: 0,
+            newton_iterations: norms.len() - 1,
+            linear_iterations: vec![1; norms.len() - 1],
+            residual_norms: norms.to_vec(),
+            strain_energy: 1.0,
+            max_displacement: 1.0,
+            wall_s: 0.0,
+            linear_solver: serde_json::Value::Null,
+            converged_by: String::new(),
+            failed_attempts: serde_json::Value::Null,
+            reactions: serde_json::Value::Null,
+            probes: BTreeMap::new(),
+            output_transfer_bytes: None,
+        };
+        let summary = io::Summary {
+            run: io::RunInfo {
+                program: "hexfem test".into(),
+                input: dir.join("extreme.yaml"),
+                started_unix_s: 0,
+                threads: 1,
+                config: serde_json::Value::Null,
+                restart: None,
+            },
+            mesh: io::MeshInfo {
+                nodes: 8,
+                cells: 1,
+                nodes_per_cell: 8,
+                dofs: 24,
+                constrained_dofs: 12,
+            },
+            steps_completed: 1,
+            steps_log: "extreme.steps.jsonl".into(),
+            steps: Some(vec![step]),
+            wall_s: 0.0,
+            status: io::RunStatus::Completed,
+            preconditioner: None,
+            ranks: None,
+        };
+        let path = dir.join("extreme.summary.json");
+        std::fs::write(&path, serde_json::to_string(&summary).unwrap()).unwrap();
+        path
+    }
+
+    /// `hexfem plot` of residuals spanning the whole range of doubles ends, in seconds (main
+    /// before issue 30: an infinite axis end, and the tick loop never ended). On another thread,
+    /// so that a hang fails the test instead of stalling the suite.
+    #[test]
+    fn residuals_spanning_every_double_are_plotted() {
+        let ranges: [&[f64]; 4] = [
+            &[1.0, 1e308],
+            &[1e-320, 1.0],
+            &[f64::MIN_POSITIVE / 4.0, f64::MAX],
+            &[f64::MAX, 1e-300, 5e-324],
+        ];
+        for (i, norms) in ranges.into_iter().enumerate() {
+            let dir = std::env::temp_dir().join(format!("hexfem-plot-{}-{i}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let summary = summary_with_residuals(&dir, norms);
+            let (done, result) = std::sync::mpsc::channel();
+            let out = dir.clone();
+            std::thread::spawn(move || done.send(plot_run(&summary, &out).map(|f| f.len())));
+            let drawn = result
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("residuals {norms:?}: no plot within a minute"));
+            assert_eq!(drawn.unwrap(), 2, "residuals {norms:?}");
+            if std::env::var_os("KEEP_PLOT").is_none() {
+                std::fs::remove_dir_all(&dir).unwrap();
+            }
+        }
+    }
+
+    /// A linear axis over values near the largest double is drawn too.
+    #[test]
+    fn values_near_the_largest_double_are_plotted() {
+        let dir = std::env::temp_dir().join(format!("hexfem-plot-linear-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let chart = Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log_y: false,
+            lines: true,
+            series: vec![Series {
+                label: "a".into(),
+                points: vec![(-f64::MAX, f64::MAX), (f64::MAX, -f64::MAX)],
+            }],
+        };
+        let (done, result) = std::sync::mpsc::channel();
+        let base = dir.join("chart");
+        std::thread::spawn(move || done.send(draw(&chart, &base).map(|f| f.len())));
+        let drawn = result
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("no plot within a minute");
+        assert_eq!(drawn.unwrap(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -881,3 +881,40 @@ fn campaign_check_lists_cases_and_places_errors() {
         "{err}"
     );
 }
+
+/// `run -q` prints nothing but errors (main before issue 30: the final line with the files
+/// written); without `-q` that line is there, and with `--plot` the plots are drawn either way.
+#[test]
+fn quiet_runs_print_nothing() {
+    let dir = scratch("quiet");
+    let args = |quiet: bool| {
+        let mut a = vec![
+            "run",
+            "--set",
+            "mesh.box.cells=[1, 1, 2]",
+            "--set",
+            "loading.steps=1",
+            "--plot",
+        ];
+        if quiet {
+            a.push("-q");
+        }
+        a
+    };
+    let column = input("twisting_column.yaml");
+    let out_dir = dir.join("q");
+    let mut quiet = args(true);
+    quiet.extend(["-o", out_dir.to_str().unwrap(), &column]);
+    let out = hexfem(&quiet);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(stderr(&out), "");
+    assert!(out_dir.join("twisting_column.residuals.png").is_file());
+    let loud_dir = dir.join("loud");
+    let mut loud = args(false);
+    loud.extend(["-o", loud_dir.to_str().unwrap(), &column]);
+    let out = hexfem(&loud);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("converged steps written to"), "{text}");
+}

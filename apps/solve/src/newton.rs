@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
 use crate::newton_system::IterationSystem;
-use crate::params::{Forcing, LineSearch, LoadingParams, NewtonParams};
+use crate::params::{Forcing, LineSearch, LoadingParams, NewtonParams, MAX_LOAD_STEPS};
 use crate::problem::Problem;
 
 /// Sufficient decrease of the line searches: accept `alpha` when
@@ -72,6 +72,21 @@ const DIVERGENCE_FACTOR: f64 = 1e10;
 /// An increment that would leave less than this of the load path goes to load factor one
 /// exactly (no sliver of a last step from accumulated round-off).
 const LOAD_FACTOR_SNAP: f64 = 1e-12;
+
+/// The largest rotation (degrees) of a twisted set in one load step. A prescribed rotation is
+/// path-dependent and its end point is only known modulo 360 degrees (a step of 360 degrees would
+/// "converge" to the untwisted body): a larger increment is divided into equal sub-steps. 45
+/// degrees leaves Newton's start well inside the basin of the rotated state and keeps every
+/// shipped input's steps (the twisting column turns by 20 degrees a step, 40 on its load curves).
+pub const MAX_TWIST_PER_STEP_DEG: f64 = 45.0;
+
+/// Relative slack of the twist limit, so that an increment of exactly the limit (360 degrees in
+/// 8 steps) is not divided further by round-off.
+const TWIST_SLACK: f64 = 1e-9;
+
+/// Most divisions of one increment to meet the twist limit (each at least halves it: one suffices
+/// without load curves).
+const MAX_TWIST_DIVISIONS: usize = 64;
 
 /// Eisenstat-Walker choice 2: first forcing term, cap, `gamma`, and the threshold of the
 /// safeguard. PETSc's defaults except the first term and the cap (PETSc: 0.3 and 0.9): in bending
@@ -377,6 +392,16 @@ impl Trace {
     }
 }
 
+/// The path position a step of `increment` from `position` aims at: one exactly where less than
+/// `LOAD_FACTOR_SNAP` would remain.
+fn step_target(position: f64, increment: f64) -> f64 {
+    if 1.0 - (position + increment) < LOAD_FACTOR_SNAP {
+        1.0
+    } else {
+        position + increment
+    }
+}
+
 /// The rigid-body modes about the deformed configuration `X + u` (the near-null space of the
 /// tangent at `u`).
 fn deformed_modes(problem: &Problem, u: &Vector) -> Result<amg::NearNullSpace> {
@@ -463,11 +488,8 @@ impl LoadPath<'_> {
         let mut index = start.index;
         let mut attempts: Vec<FailedAttempt> = Vec::new();
         while load_factor < 1.0 {
-            let target = if 1.0 - (load_factor + increment) < LOAD_FACTOR_SNAP {
-                1.0
-            } else {
-                load_factor + increment
-            };
+            let step = self.twist_limited(problem, load_factor, increment)?;
+            let target = step_target(load_factor, step);
             let started = Instant::now();
             let time = target * end_time;
             let factor = self.loading.factor_at(time);
@@ -534,7 +556,7 @@ impl LoadPath<'_> {
                         linear_iterations: error.linear_iterations,
                         reason: error.failure.to_string(),
                     };
-                    let next = increment / 2.0;
+                    let next = step / 2.0;
                     let stop = if attempts.len() >= self.loading.max_cutbacks {
                         Some(format!(
                             "loading.max_cutbacks = {} reached",
@@ -542,7 +564,7 @@ impl LoadPath<'_> {
                         ))
                     } else if next < self.loading.min_increment {
                         Some(format!(
-                            "half the increment {increment:.3e} is below loading.min_increment = {:.3e}",
+                            "half the increment {step:.3e} is below loading.min_increment = {:.3e}",
                             self.loading.min_increment
                         ))
                     } else {
@@ -567,6 +589,43 @@ impl LoadPath<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The increment from path position `position` (in `0..=1`): `increment`, or where some twisted
+    /// set would turn by more than [`MAX_TWIST_PER_STEP_DEG`] on the way, `increment` divided
+    /// into the fewest equal parts that turn by at most that (repeated where a load curve makes
+    /// the turn uneven). Errors where that needs an increment below `1 / MAX_LOAD_STEPS`, or the
+    /// turn is not finite.
+    fn twist_limited(&self, problem: &Problem, position: f64, increment: f64) -> Result<f64> {
+        let limit = MAX_TWIST_PER_STEP_DEG.to_radians();
+        let end_time = self.loading.end_time();
+        let mut step = increment;
+        for _ in 0..MAX_TWIST_DIVISIONS {
+            let (t0, t1) = (position * end_time, step_target(position, step) * end_time);
+            let Some((turn, set)) = problem.twist_turn(self.loading, t0, t1) else {
+                return Ok(step);
+            };
+            if turn <= limit * (1.0 + TWIST_SLACK) {
+                if step < increment {
+                    self.observer.note(&format!(
+                        "boundary.twist on set '{set}' turns by at most {MAX_TWIST_PER_STEP_DEG} degrees a step: increment {step:.3e} instead of {increment:.3e}"
+                    ));
+                }
+                return Ok(step);
+            }
+            let parts = (turn / limit * (1.0 - TWIST_SLACK)).ceil().max(2.0);
+            let smallest = 1.0 / MAX_LOAD_STEPS as f64;
+            if !turn.is_finite() || step / parts < smallest {
+                anyhow::bail!(
+                    "boundary.twist on set '{set}' turns by {:.6e} degrees from time {t0} to {t1}: steps of at most {MAX_TWIST_PER_STEP_DEG} degrees would need increments below {smallest:.0e} of the load path (more than {MAX_LOAD_STEPS} steps); reduce angle_deg",
+                    turn.to_degrees()
+                );
+            }
+            step /= parts;
+        }
+        anyhow::bail!(
+            "boundary.twist: no increment from position {position} turns by at most {MAX_TWIST_PER_STEP_DEG} degrees after {MAX_TWIST_DIVISIONS} divisions"
+        )
     }
 
     /// Newton iterations at a fixed load factor; on success `ws.system.residual` holds the final

@@ -137,6 +137,10 @@ pub struct PointLoad {
     pub curve: Vec<[f64; 2]>,
 }
 
+/// The most load steps a run may ask for (`loading.steps`), and the fewest increments of the load
+/// path that automatic sub-stepping may need: beyond, the run would fill the disk rather than end.
+pub const MAX_LOAD_STEPS: usize = 1_000_000;
+
 /// Load stepping: the load factor goes from 0 to 1 in `steps` equal increments, each halved on
 /// Newton failure and regrown by `growth` after a success.
 #[derive(Clone, Debug, PartialEq)]
@@ -181,6 +185,19 @@ pub fn curve_factor(c: &[[f64; 2]], t: f64) -> f64 {
             f0 + (f1 - f0) * (t - t0) / (t1 - t0)
         }
     }
+}
+
+/// The largest `|f(s) - f(t0)|` for `s` in `[t0, t1]` of the piecewise-linear curve `c` (as
+/// [`curve_factor`]): how far the factor strays from its value at `t0` on the way to `t1`. It is
+/// reached at `t1` or at one of the curve's points in between.
+pub fn curve_swing(c: &[[f64; 2]], t0: f64, t1: f64) -> f64 {
+    let start = curve_factor(c, t0);
+    c.iter()
+        .map(|p| p[0])
+        .filter(|&t| t0 < t && t < t1)
+        .chain(std::iter::once(t1))
+        .map(|t| (curve_factor(c, t) - start).abs())
+        .fold(0.0, f64::max)
 }
 
 impl Default for LoadingParams {
@@ -361,5 +378,16 @@ mod tests {
             assert!((up_down.factor_at(t) - f).abs() < 1e-15, "t {t}");
         }
         assert_eq!(up_down.factor_at(4.0), 0.0);
+    }
+
+    /// The swing of a curve over an interval counts the peaks inside it, not only its ends.
+    #[test]
+    fn a_curves_swing_reaches_its_peaks_inside_the_interval() {
+        assert_eq!(curve_swing(&[], 0.25, 0.75), 0.5);
+        let up_down = [[0.0, 0.0], [1.0, 2.0], [3.0, 0.0]];
+        assert_eq!(curve_swing(&up_down, 0.0, 3.0), 2.0);
+        assert_eq!(curve_swing(&up_down, 0.5, 2.0), 1.0);
+        assert_eq!(curve_swing(&up_down, 2.0, 3.0), 1.0);
+        assert_eq!(curve_swing(&up_down, 3.0, 4.0), 0.0);
     }
 }

@@ -10,7 +10,9 @@ use assembly::{
 use fem::Load;
 use mesh::{generate_box, read_gmsh, HexMesh};
 
-use crate::params::{curve_factor, CellSelection, Component, MeshSource, ProblemParams};
+use crate::params::{
+    curve_factor, curve_swing, CellSelection, Component, LoadingParams, MeshSource, ProblemParams,
+};
 
 /// The discrete problem of one run: the mesh and what is assembled on it.
 pub struct Problem {
@@ -390,6 +392,25 @@ impl Problem {
                 .set_own_factor(*i, Some(curve_factor(curve, t)));
         }
         Ok(())
+    }
+
+    /// The largest angle (radians) by which a twisted set turns away from its place at pseudo-time
+    /// `t0` on the way to `t1`, following its own load curve or `loading`'s; with the set that
+    /// turns so. The same on every rank of a distributed run (every rank has every twist).
+    pub fn twist_turn(&self, loading: &LoadingParams, t0: f64, t1: f64) -> Option<(f64, &str)> {
+        let prescribed = self.discrete.constraints.prescribed();
+        let turns = prescribed.iter().enumerate().filter_map(|(i, p)| {
+            let Prescribed::Twist { angle, set, .. } = p else {
+                return None;
+            };
+            let own = self.own_curves.constraints.iter().find(|(j, _)| *j == i);
+            let curve = own.map_or(loading.curve.as_slice(), |(_, c)| c.as_slice());
+            Some((angle.abs() * curve_swing(curve, t0, t1), set.as_str()))
+        });
+        turns.fold(None, |most, (turn, set)| match most {
+            Some((m, _)) if m >= turn => most,
+            _ => Some((turn, set)),
+        })
     }
 
     /// Whether the problem is linear (small-strain linear materials, dead loads): Newton then

@@ -24,7 +24,8 @@
 //! and the element tag where one is involved, and physical groups by name. Counts in the file are
 //! untrusted: no buffer is reserved beyond what the remaining bytes could hold, so a hostile
 //! header is an error at the end of the data, never an allocation failure; a compressed file may
-//! expand to at most [`MAX_MSH_BYTES`].
+//! expand to at most [`gzip_inflate_limit`] of its size (64 times it plus 1 GiB, at most
+//! [`MAX_MSH_BYTES`]).
 
 mod scanner;
 mod sections;
@@ -43,36 +44,74 @@ use sections::RawMesh;
 /// Largest MSH content read (after decompression): 16 GiB.
 pub const MAX_MSH_BYTES: u64 = 16 << 30;
 
+/// A gzip-compressed MSH file may inflate to at most this many times its compressed size plus
+/// [`GZIP_ALLOWANCE`] (see [`gzip_inflate_limit`]). Generous for meshes (ASCII MSH compresses
+/// about 3 to 6 times, binary 2 to 3); a gzip bomb inflates up to about 1000 times.
+pub const GZIP_RATIO: u64 = 64;
+
+/// What any gzip-compressed MSH file may inflate to beyond [`GZIP_RATIO`] times its size: 1 GiB.
+pub const GZIP_ALLOWANCE: u64 = 1 << 30;
+
+/// The most bytes a gzip file of `compressed` bytes is inflated to:
+/// `GZIP_RATIO * compressed + GZIP_ALLOWANCE`, at most [`MAX_MSH_BYTES`].
+pub fn gzip_inflate_limit(compressed: u64) -> u64 {
+    compressed
+        .saturating_mul(GZIP_RATIO)
+        .saturating_add(GZIP_ALLOWANCE)
+        .min(MAX_MSH_BYTES)
+}
+
 /// Reads and parses the MSH file at `path` (gzip-compressed if it starts with the gzip magic
-/// bytes); errors are prefixed with the path.
+/// bytes, then inflated to at most [`gzip_inflate_limit`] of its size); errors are prefixed with
+/// the path.
 pub fn read_gmsh(path: impl AsRef<Path>) -> Result<HexMesh, MeshError> {
-    let path = path.as_ref();
-    let io = |error| MeshError::Io {
+    read(path.as_ref(), gzip_inflate_limit)
+}
+
+/// [`read_gmsh`] with a gzip-compressed file inflated to at most `limit` bytes (an uncompressed
+/// file is read as it is).
+pub fn read_gmsh_with_inflate_limit(
+    path: impl AsRef<Path>,
+    limit: u64,
+) -> Result<HexMesh, MeshError> {
+    read(path.as_ref(), |_| limit)
+}
+
+/// Reads and parses the MSH file at `path`, a gzip-compressed one inflated to at most
+/// `limit(compressed size)` bytes.
+fn read(path: &Path, limit: impl Fn(u64) -> u64) -> Result<HexMesh, MeshError> {
+    let bytes = std::fs::read(path).map_err(|error| MeshError::Io {
         path: path.to_path_buf(),
         error,
-    };
-    let bytes = std::fs::read(path).map_err(io)?;
+    })?;
     let name = path.display().to_string();
     if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = Vec::new();
-        flate2::read::MultiGzDecoder::new(&bytes[..])
-            .take(MAX_MSH_BYTES + 1)
-            .read_to_end(&mut text)
-            .map_err(|e| MeshError::Gmsh {
-                source_name: name.clone(),
-                line: 0,
-                message: format!("cannot decompress the gzip file: {e}"),
-            })?;
-        if text.len() as u64 > MAX_MSH_BYTES {
-            return Err(MeshError::Gmsh {
-                source_name: name,
-                line: 0,
-                message: format!("decompresses to more than {MAX_MSH_BYTES} bytes"),
-            });
-        }
+        let text = inflate(&bytes, limit(bytes.len() as u64), &name)?;
         return parse(&text, &format!("{name} (decompressed)"));
     }
     parse(&bytes, &name)
+}
+
+/// The gzip data `bytes` of the file `name` inflated; an error once more than `limit` bytes
+/// come out (nothing beyond `limit + 1` bytes is held).
+fn inflate(bytes: &[u8], limit: u64, name: &str) -> Result<Vec<u8>, MeshError> {
+    let error = |message: String| MeshError::Gmsh {
+        source_name: name.to_owned(),
+        line: 0,
+        message,
+    };
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut text)
+        .map_err(|e| error(format!("cannot decompress the gzip file: {e}")))?;
+    if text.len() as u64 > limit {
+        return Err(error(format!(
+            "the gzip file of {} bytes decompresses to more than {limit} bytes, the most read ({GZIP_RATIO} times the compressed size plus {GZIP_ALLOWANCE}, at most {MAX_MSH_BYTES}): a gzip bomb or a corrupt file; a genuine mesh can be decompressed (gunzip) and read as it is",
+            bytes.len()
+        )));
+    }
+    Ok(text)
 }
 
 /// Parses MSH text (or bytes of a binary file); errors name the source as `<text>`.
