@@ -246,7 +246,10 @@ fn compare_element_kernels(
 #[test]
 fn element_source_compiles_for_every_order_and_material() {
     // NVRTC alone (no device needed): every specialisation the device path can ask for.
-    for (order, formulation) in [1, 2].into_iter().flat_map(|o| Formulation::ALL.map(|f| (o, f))) {
+    for (order, formulation) in [1, 2]
+        .into_iter()
+        .flat_map(|o| Formulation::ALL.map(|f| (o, f)))
+    {
         let kernel = ElementKernel::new(order, order + 1)
             .unwrap()
             .with_formulation(formulation)
@@ -367,9 +370,16 @@ fn device_projected_kernels_match_the_host() {
 
 /// `a` and `b` bit for bit (`bits`) or within `tol` relative ([`rel_diff`]); prints the figures.
 fn same_values(label: &str, what: &str, a: &[f64], b: &[f64], bits: bool, tol: f64) -> Vec<String> {
-    let same = a.iter().zip(b).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+    let same = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() == y.to_bits())
+        .count();
     let rel = rel_diff(a, b);
-    println!("{label}: {what} {rel:.1e} ({same}/{} bit-identical)", b.len());
+    println!(
+        "{label}: {what} {rel:.1e} ({same}/{} bit-identical)",
+        b.len()
+    );
     if (bits && same != b.len()) || !(rel <= tol) {
         vec![format!("{label}: {what}: {rel:e}, {same}/{} bits", b.len())]
     } else {
@@ -401,7 +411,9 @@ fn compare_projected(
     elements.residual(&ud, &mut r2).unwrap();
     elements.check_failure(&ud).unwrap();
     if ctx.download(&r2).unwrap() != rd {
-        failures.push(format!("{label}: residual-only kernel != residual of the pair"));
+        failures.push(format!(
+            "{label}: residual-only kernel != residual of the pair"
+        ));
     }
     let mut e = ctx.zeros::<f64>(elements.n_cells()).unwrap();
     elements.energies(&ud, &mut e).unwrap();
@@ -411,7 +423,14 @@ fn compare_projected(
     let eh = assembler
         .map_cells(&uh, |_, x, ue, m| kernel.strain_energy(x, ue, m))
         .unwrap();
-    failures.extend(same_values(label, "energies", &ctx.download(&e).unwrap(), &eh, bits, 1e-14));
+    failures.extend(same_values(
+        label,
+        "energies",
+        &ctx.download(&e).unwrap(),
+        &eh,
+        bits,
+        1e-14,
+    ));
     let fd = elements.download_cell_fields(&ud).unwrap();
     let fh = assembler
         .map_cells(&uh, |_, x, ue, m| kernel.cell_fields(x, ue, m))
@@ -425,7 +444,14 @@ fn compare_projected(
             })
             .collect()
     };
-    failures.extend(same_values(label, "cell fields", &flat(&fd), &flat(&fh), false, 1e-13));
+    failures.extend(same_values(
+        label,
+        "cell fields",
+        &flat(&fd),
+        &flat(&fh),
+        false,
+        1e-13,
+    ));
     failures
 }
 
@@ -466,7 +492,11 @@ fn device_projected_tangent_matches_finite_differences_of_the_device_residual() 
                 }
             }
             println!("Q{order} projected {}: FD {worst:.1e}", material.name());
-            assert!(worst < 1e-6, "Q{order} projected {}: FD {worst:e}", material.name());
+            assert!(
+                worst < 1e-6,
+                "Q{order} projected {}: FD {worst:e}",
+                material.name()
+            );
         }
     }
 }

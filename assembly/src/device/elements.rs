@@ -65,6 +65,23 @@ fn projected_cell_bytes(nodes: usize, n_qp: usize, modes: usize) -> usize {
     8 * doubles + 8
 }
 
+/// [`AssemblyError::DeviceUnsupported`] where `kernel` is projected and one cell's
+/// `ProjectedShared` exceeds the shared memory (rules of more than 27 points at Q2).
+pub(crate) fn check_projected_fits(kernel: &ElementKernel) -> Result<(), AssemblyError> {
+    let (npc, n_qp) = (kernel.n_nodes(), kernel.n_qp());
+    match kernel.projection_table() {
+        Some((modes, _)) if projected_cells_per_block(npc, n_qp, modes) == 0 => {
+            Err(AssemblyError::DeviceUnsupported {
+                what: format!(
+                    "the projected formulation's device kernels hold a cell's {n_qp} points of \
+                     {npc} nodes in shared memory only up to 27 points"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Cells per block of the projected kernels: as many as fit (at most 8); 0 where one cell does not
 /// fit (rules of more than 27 points at Q2, 27 at Q1 is the largest that fits there).
 fn projected_cells_per_block(nodes: usize, n_qp: usize, modes: usize) -> usize {
@@ -172,18 +189,8 @@ impl DeviceElements {
                 ),
             });
         }
+        check_projected_fits(&kernel)?;
         let projection = kernel.projection_table();
-        if let Some((modes, _)) = &projection {
-            if projected_cells_per_block(npc, kernel.n_qp(), *modes) == 0 {
-                return Err(AssemblyError::DeviceUnsupported {
-                    what: format!(
-                        "the projected formulation's device kernels hold at most 27 points per cell \
-                         of {npc} nodes in shared memory, not {}",
-                        kernel.n_qp()
-                    ),
-                });
-            }
-        }
         let groups = material_groups(assembler.materials(), assembler.n_cells());
         let whole_mesh = groups.len() == 1;
         let groups = groups

@@ -160,13 +160,13 @@ impl DeviceProblem {
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
     /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (meshes beyond
-    /// 32-bit indices; [`super::DeviceElements::new`] also declines the projected formulation on
-    /// rules of more than 27 points, which its shared memory does not hold). Both formulations run
-    /// on the device. A rank's share of a distributed problem goes up whole (owned and ghost
+    /// 32-bit indices; the projected formulation on rules of more than 27 points per Q2 cell, which
+    /// the kernels' shared memory does not hold). Both formulations run on the device otherwise. A rank's share of a distributed problem goes up whole (owned and ghost
     /// cells, assembled as on the host); its reductions cover the owned entries and cells and every
     /// rank.
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         let kernel = problem.assembler.kernel();
+        super::elements::check_projected_fits(kernel)?;
         let npc = kernel.n_nodes();
         if problem.assembler.n_nodes() >= u32::MAX as usize
             || problem.assembler.n_cells() * npc * npc >= u32::MAX as usize
