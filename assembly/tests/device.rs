@@ -339,8 +339,8 @@ fn projected_problem(
 /// (fem/src/element/projected.rs), Q1 (mean dilatation) and Q2 (Q2-P1), every model (linear:
 /// B-bar): at small strain (1e-3 of [`problem`]'s field, every logarithm and exponential by the
 /// shared series) the residual, the tangent and the energies are the host's bits; at large strain
-/// ([`problem`]'s field times 3 plus noise: `J` between about 0.7 and 1.4, where `ln` and `exp`
-/// come from CUDA's and the C library's) everything within 1e-14 relative (the tangent's bits
+/// ([`problem`]'s field times 3 plus noise: cell averages of `J` 0.78 to 0.96, where `ln` and
+/// `exp` come from CUDA's and the C library's) everything within 1e-14 relative (the tangent's bits
 /// still asked where the model is linear). The output fields 1e-13, as the displacement
 /// formulation's.
 #[test]
@@ -380,7 +380,7 @@ fn same_values(label: &str, what: &str, a: &[f64], b: &[f64], bits: bool, tol: f
         "{label}: {what} {rel:.1e} ({same}/{} bit-identical)",
         b.len()
     );
-    if (bits && same != b.len()) || !(rel <= tol) {
+    if (bits && same != b.len()) || rel.is_nan() || rel > tol {
         vec![format!("{label}: {what}: {rel:e}, {same}/{} bits", b.len())]
     } else {
         Vec::new()
