@@ -17,7 +17,7 @@ use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
     PositionFn, Prescribed,
 };
-use fem::{CellKind, ElementKernel, Load, Material, Moduli};
+use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli};
 use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
 use mesh::{generate_box, BoxSpec};
@@ -246,8 +246,14 @@ fn compare_element_kernels(
 #[test]
 fn element_source_compiles_for_every_order_and_material() {
     // NVRTC alone (no device needed): every specialisation the device path can ask for.
-    for order in [1, 2] {
-        let kernel = ElementKernel::new(order, order + 1).unwrap();
+    for (order, formulation) in [1, 2]
+        .into_iter()
+        .flat_map(|o| Formulation::ALL.map(|f| (o, f)))
+    {
+        let kernel = ElementKernel::new(order, order + 1)
+            .unwrap()
+            .with_formulation(formulation)
+            .unwrap();
         for m in materials() {
             match compile_element_source(&kernel, &m, "sm_90") {
                 Ok(bytes) => assert!(bytes > 0),
@@ -257,7 +263,7 @@ fn element_source_compiles_for_every_order_and_material() {
                     println!("SKIP: no NVRTC ({reason})");
                     return;
                 }
-                Err(e) => panic!("Q{order} {}: {e}", m.name()),
+                Err(e) => panic!("Q{order} {} {}: {e}", formulation.name(), m.name()),
             }
         }
     }
@@ -302,6 +308,197 @@ fn device_element_kernels_match_the_host_with_several_materials() {
         failures.extend(compare_element_kernels(&ctx, &assembler, &u, &label));
     }
     assert!(failures.is_empty(), "device != host: {failures:#?}");
+}
+
+/// [`problem`] in the projected formulation with the displacement `scale` times [`problem`]'s plus
+/// a pseudo-random perturbation of `noise` per component (deterministic).
+fn projected_problem(
+    order: usize,
+    n: usize,
+    material: Material,
+    scale: f64,
+    noise: f64,
+) -> (ElasticityAssembler, Vec<f64>) {
+    let (mut assembler, u) = problem(order, n, material);
+    assembler.set_formulation(Formulation::Projected).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let u = u
+        .iter()
+        .map(|v| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let unit = (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            scale * v + noise * unit
+        })
+        .collect();
+    (assembler, u)
+}
+
+/// The projected formulation's kernels (fem/cuda/projected.cu) against the host's
+/// (fem/src/element/projected.rs), Q1 (mean dilatation) and Q2 (Q2-P1), every model (linear:
+/// B-bar): at small strain (1e-3 of [`problem`]'s field, every logarithm and exponential by the
+/// shared series) the residual, the tangent and the energies are the host's bits; at large strain
+/// ([`problem`]'s field times 3 plus noise: cell averages of `J` 0.78 to 0.96, where `ln` and
+/// `exp` come from CUDA's and the C library's) everything within 1e-14 relative (the tangent's bits
+/// still asked where the model is linear). The output fields 1e-13, as the displacement
+/// formulation's.
+#[test]
+fn device_projected_kernels_match_the_host() {
+    let Some(ctx) = context() else { return };
+    let mut failures = Vec::new();
+    for order in [1, 2] {
+        let n = if order == 1 { 3 } else { 2 };
+        for material in materials() {
+            for (strain, scale, noise) in [("small", 1e-3, 1e-5), ("large", 3.0, 0.02)] {
+                let (assembler, u) = projected_problem(order, n, material, scale, noise);
+                let label = format!("Q{order} projected {:<22} {strain}", material.name());
+                let bits = strain == "small" || material == materials()[0];
+                failures.extend(compare_projected(&ctx, &assembler, &u, &label, bits));
+            }
+        }
+        // several materials: one launch per material (INDIRECT 1)
+        let (mut assembler, u) = projected_problem(order, n, materials()[0], 1.0, 0.01);
+        assembler
+            .set_materials(mixed_materials(assembler.n_cells()))
+            .unwrap();
+        let label = format!("Q{order} projected five materials");
+        failures.extend(compare_projected(&ctx, &assembler, &u, &label, false));
+    }
+    assert!(failures.is_empty(), "device != host: {failures:#?}");
+}
+
+/// `a` and `b` bit for bit (`bits`) or within `tol` relative ([`rel_diff`]); prints the figures.
+fn same_values(label: &str, what: &str, a: &[f64], b: &[f64], bits: bool, tol: f64) -> Vec<String> {
+    let same = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() == y.to_bits())
+        .count();
+    let rel = rel_diff(a, b);
+    println!(
+        "{label}: {what} {rel:.1e} ({same}/{} bit-identical)",
+        b.len()
+    );
+    if (bits && same != b.len()) || rel.is_nan() || rel > tol {
+        vec![format!("{label}: {what}: {rel:e}, {same}/{} bits", b.len())]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Device against host for the projected formulation of `assembler` at `u`: residual (both
+/// kernels), tangent and energies bit for bit where `bits`, else to 1e-14; output fields to 1e-13.
+fn compare_projected(
+    ctx: &Arc<CudaContext>,
+    assembler: &ElasticityAssembler,
+    u: &[f64],
+    label: &str,
+    bits: bool,
+) -> Vec<String> {
+    assert_eq!(assembler.kernel().formulation(), Formulation::Projected);
+    let mut elements = DeviceElements::new(ctx, assembler).unwrap();
+    let ud = ctx.upload(u).unwrap();
+    let mut r = ctx.zeros::<f64>(elements.residual_len()).unwrap();
+    let mut k = ctx.zeros::<f64>(elements.tangent_len()).unwrap();
+    elements.residual_tangent(&ud, &mut r, &mut k).unwrap();
+    elements.check_failure(&ud).unwrap();
+    let (rh, kh, _) = host_contributions(assembler, u);
+    let (rd, kd) = (ctx.download(&r).unwrap(), ctx.download(&k).unwrap());
+    let mut failures = same_values(label, "residual", &rd, &rh, bits, 1e-14);
+    failures.extend(same_values(label, "tangent", &kd, &kh, bits, 1e-14));
+    let mut r2 = ctx.zeros::<f64>(elements.residual_len()).unwrap();
+    elements.residual(&ud, &mut r2).unwrap();
+    elements.check_failure(&ud).unwrap();
+    if ctx.download(&r2).unwrap() != rd {
+        failures.push(format!(
+            "{label}: residual-only kernel != residual of the pair"
+        ));
+    }
+    let mut e = ctx.zeros::<f64>(elements.n_cells()).unwrap();
+    elements.energies(&ud, &mut e).unwrap();
+    elements.check_failure(&ud).unwrap();
+    let uh = Vector::from_vec(u.to_vec());
+    let kernel = assembler.kernel();
+    let eh = assembler
+        .map_cells(&uh, |_, x, ue, m| kernel.strain_energy(x, ue, m))
+        .unwrap();
+    failures.extend(same_values(
+        label,
+        "energies",
+        &ctx.download(&e).unwrap(),
+        &eh,
+        bits,
+        1e-14,
+    ));
+    let fd = elements.download_cell_fields(&ud).unwrap();
+    let fh = assembler
+        .map_cells(&uh, |_, x, ue, m| kernel.cell_fields(x, ue, m))
+        .unwrap();
+    let flat = |f: &[fem::CellFields]| -> Vec<f64> {
+        f.iter()
+            .flat_map(|c| {
+                let mut v = c.cauchy.to_vec();
+                v.extend([c.von_mises, c.j, c.energy_density, c.strain_energy]);
+                v
+            })
+            .collect()
+    };
+    failures.extend(same_values(
+        label,
+        "cell fields",
+        &flat(&fd),
+        &flat(&fh),
+        false,
+        1e-13,
+    ));
+    failures
+}
+
+/// The projected tangent on the device against central differences of the device residual (one
+/// cell, every model, Q1 and Q2, moderate strain).
+#[test]
+fn device_projected_tangent_matches_finite_differences_of_the_device_residual() {
+    let Some(ctx) = context() else { return };
+    for order in [1, 2] {
+        for material in materials() {
+            let (assembler, u) = projected_problem(order, 1, material, 1.0, 0.01);
+            let mut elements = DeviceElements::new(&ctx, &assembler).unwrap();
+            let ud = ctx.upload(&u).unwrap();
+            let mut r = ctx.zeros::<f64>(elements.residual_len()).unwrap();
+            let mut k = ctx.zeros::<f64>(elements.tangent_len()).unwrap();
+            elements.residual_tangent(&ud, &mut r, &mut k).unwrap();
+            let kd = ctx.download(&k).unwrap();
+            let n = elements.nodes_per_cell();
+            let scale = kd.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let h = 1e-6;
+            let mut worst = 0.0f64;
+            for (b, j) in [(0, 0), (n / 2, 1), (n - 1, 2)] {
+                let mut column = [Vec::new(), Vec::new()];
+                for (side, sign) in [(0, 1.0), (1, -1.0)] {
+                    let mut v = u.clone();
+                    v[3 * b + j] += sign * h;
+                    let vd = ctx.upload(&v).unwrap();
+                    elements.residual(&vd, &mut r).unwrap();
+                    elements.check_failure(&vd).unwrap();
+                    column[side] = ctx.download(&r).unwrap();
+                }
+                for a in 0..n {
+                    for i in 0..3 {
+                        let fd = (column[0][3 * a + i] - column[1][3 * a + i]) / (2.0 * h);
+                        let an = kd[(a * n + b) * 9 + 3 * i + j];
+                        worst = worst.max((fd - an).abs() / scale);
+                    }
+                }
+            }
+            println!("Q{order} projected {}: FD {worst:.1e}", material.name());
+            assert!(
+                worst < 1e-6,
+                "Q{order} projected {}: FD {worst:e}",
+                material.name()
+            );
+        }
+    }
 }
 
 #[test]

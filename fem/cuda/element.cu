@@ -685,6 +685,51 @@ __device__ bool material_stress(const double* h, double p0, double p1, double p2
 #endif
 }
 
+// Weighted sums of a cell's output fields over its points: Cauchy stress, J, energy, volume.
+struct CellFieldSums {
+    double vol, jsum, e, sig[9];
+};
+
+// Adds the point with displacement gradient h and weight wd (fem::ElementKernel::cell_fields'
+// loop body); false on J <= 0.
+__device__ bool add_cell_fields(const double* h, double wd, double p0, double p1, double p2, CellFieldSums* sums) {
+    double p[9], psi;
+    if (!(material_stress(h, p0, p1, p2, p) && material_energy(h, p0, p1, p2, &psi))) return false;
+    double cs[9];
+#if MATERIAL == 0
+    for (int r = 0; r < 9; ++r) cs[r] = p[r];
+#else
+    // s = (P + P h^T) / J (= P F^T / J), then (s + s^T) / 2
+    const double d = 1.0 + j_minus_one(h);
+    double pft[9];
+    mul3_nt(p, h, pft);
+    for (int r = 0; r < 9; ++r) pft[r] = (p[r] + pft[r]) / d;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) cs[3 * i + j] = (pft[3 * i + j] + pft[3 * j + i]) * 0.5;
+#endif
+    for (int r = 0; r < 9; ++r) sums->sig[r] += cs[r] * wd;
+    sums->jsum += wd * (1.0 + j_minus_one(h));
+    sums->e += wd * psi;
+    sums->vol += wd;
+    return true;
+}
+
+// The averages of the sums: o[0..10) = Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy
+// density, strain energy.
+__device__ void write_cell_fields(const CellFieldSums& sums, double* o) {
+    double s[9];
+    for (int r = 0; r < 9; ++r) s[r] = sums.sig[r] / sums.vol;
+    // von Mises of the average: sqrt(3/2 dev:dev), summed column-major as nalgebra does
+    const double pm = tr3(s) / 3.0;
+    double dev[9];
+    for (int r = 0; r < 9; ++r) dev[r] = s[r] - ((r % 4 == 0) ? pm : 0.0);
+    o[0] = s[0]; o[1] = s[4]; o[2] = s[8]; o[3] = s[1]; o[4] = s[5]; o[5] = s[2];
+    o[6] = sqrt(1.5 * sum_sq(dev));
+    o[7] = sums.jsum / sums.vol;
+    o[8] = sums.e / sums.vol;
+    o[9] = sums.e;
+}
+
 // Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
 // Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy. One thread per cell.
 extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
@@ -701,31 +746,14 @@ extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __r
         x[l] = __ldg(coords + (size_t)node * 3 + l % 3);
         uu[l] = __ldg(u + (size_t)node * 3 + l % 3);
     }
-    double vol = 0.0, jsum = 0.0, e = 0.0, sig[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    CellFieldSums sums = {};
     bool ok = true;
     for (int q = 0; q < NQP && ok; ++q) {
-        double wd, h[9], p[9], psi;
+        double wd, h[9];
         ok = point_gradients(x, dn + (size_t)q * NODES * 3, __ldg(weights + q), g, &wd);
         if (!ok) break;
         displacement_gradient(uu, g, h);
-        ok = material_stress(h, p0, p1, p2, p) && material_energy(h, p0, p1, p2, &psi);
-        if (!ok) break;
-        double cs[9];
-#if MATERIAL == 0
-        for (int r = 0; r < 9; ++r) cs[r] = p[r];
-#else
-        // s = (P + P h^T) / J (= P F^T / J), then (s + s^T) / 2
-        const double d = 1.0 + j_minus_one(h);
-        double pft[9];
-        mul3_nt(p, h, pft);
-        for (int r = 0; r < 9; ++r) pft[r] = (p[r] + pft[r]) / d;
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) cs[3 * i + j] = (pft[3 * i + j] + pft[3 * j + i]) * 0.5;
-#endif
-        for (int r = 0; r < 9; ++r) sig[r] += cs[r] * wd;
-        jsum += wd * (1.0 + j_minus_one(h));
-        e += wd * psi;
-        vol += wd;
+        ok = add_cell_fields(h, wd, p0, p1, p2, &sums);
     }
     double* o = out + (size_t)cell * 10;
     if (!ok) {
@@ -733,17 +761,7 @@ extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __r
         for (int r = 0; r < 10; ++r) o[r] = 0.0;
         return;
     }
-    double s[9];
-    for (int r = 0; r < 9; ++r) s[r] = sig[r] / vol;
-    // von Mises of the average: sqrt(3/2 dev:dev), summed column-major as nalgebra does
-    const double pm = tr3(s) / 3.0;
-    double dev[9];
-    for (int r = 0; r < 9; ++r) dev[r] = s[r] - ((r % 4 == 0) ? pm : 0.0);
-    o[0] = s[0]; o[1] = s[4]; o[2] = s[8]; o[3] = s[1]; o[4] = s[5]; o[5] = s[2];
-    o[6] = sqrt(1.5 * sum_sq(dev));
-    o[7] = jsum / vol;
-    o[8] = e / vol;
-    o[9] = e;
+    write_cell_fields(sums, o);
 }
 
 // Residual slots of the vector plan (3 per slot) to node-major entries; nodes in no cell get 0.

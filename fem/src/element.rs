@@ -186,6 +186,13 @@ impl ElementKernel {
         }
     }
 
+    /// The projected formulation's space at the main rule's points: its number of modes (1: `P0`,
+    /// 4: `P1`) and `[1, xi, eta, zeta]` at every point, `[4 q + i]` (what the device kernels
+    /// take); `None` in the displacement formulation.
+    pub fn projection_table(&self) -> Option<(usize, Vec<f64>)> {
+        self.projection.as_ref().map(|p| p.table())
+    }
+
     /// The reference cell.
     pub fn kind(&self) -> CellKind {
         self.kind

@@ -31,6 +31,14 @@ pub use quadrature::{GaussLegendre, Quadrature, QuadratureFace};
 /// second copy of the host's, so the device tests check it against the host kernel and against
 /// finite differences of its own residual.
 pub const ELEMENT_CUDA_SOURCE: &str = include_str!("../cuda/element.cu");
+/// The device twins of the projected formulation's kernels (`fem/cuda/projected.cu` after the
+/// element source, whose defines, kinematics and materials it uses; one more define, `MODES`, and
+/// the table [`ElementKernel::projection_table`]): residual, tangent blocks, energies and output
+/// fields of `sum_q wd_q psi(F_bar_q)`, operation for operation as `fem/src/element/projected.rs`.
+pub const PROJECTED_CUDA_SOURCE: &str = concat!(
+    include_str!("../cuda/element.cu"),
+    include_str!("../cuda/projected.cu")
+);
 /// The device twins of the dead-load integrals (`fem/cuda/loads.cu` after the element source,
 /// whose defines and point gradients it uses): body-force contributions per cell
 /// ([`ElementKernel`]'s `-int f N_a dV` at zero displacement), traction forces per face

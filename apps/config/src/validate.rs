@@ -7,8 +7,7 @@ use solve::params::MAX_LOAD_STEPS;
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, ComputeDevice, Config, ElementFormulation, LinearSolverMethod, MeshSource,
-    QuadratureParams,
+    BoxMesh, ComputeDevice, Config, LinearSolverMethod, MeshSource, QuadratureParams,
 };
 use super::tree::{index_path, key_path, Origin};
 
@@ -272,13 +271,6 @@ impl Config {
             Err(other) => return Err(check.error("linear_solver.amg", other.to_string())),
         }
 
-        check.ensure(
-            self.formulation == ElementFormulation::Displacement
-                || self.device != ComputeDevice::Cuda,
-            "device",
-            "`cuda` runs the displacement formulation only: the device element kernels lack \
-             `formulation: projected` (use `cpu` or `auto`, which stays on the CPU)",
-        )?;
         if let Some(points) = self.quadrature.points {
             check.ensure(
                 (1..=QuadratureParams::MAX_POINTS).contains(&points),

@@ -3,7 +3,8 @@
 //! the same Newton iterations per step, the same datasets, displacements to 1e-10 (relative to
 //! the step's largest), strain energies to 1e-12 and the cell fields (on the GPU computed on the
 //! device at converged steps, their bytes counted) to 1e-12 (relative to the field's largest);
-//! per Newton iteration after a step's first only scalars cross (< 4 KiB). Each test prints one `SKIP` line without a GPU.
+//! per Newton iteration after a step's first only scalars cross (< 4 KiB). Both element
+//! formulations: `rubber_block_incompressible` runs `formulation: projected`. Each test prints one `SKIP` line without a GPU.
 
 use std::path::{Path, PathBuf};
 
@@ -90,7 +91,7 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     inputs.sort();
-    let mut compared = 0;
+    let mut compared = Vec::new();
     let mut failures = Vec::new();
     for input in &inputs {
         let name = input.file_stem().unwrap().to_string_lossy().to_string();
@@ -99,9 +100,17 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
             continue;
         }
         failures.extend(compare_runs(&name, input));
-        compared += 1;
+        compared.push(name);
     }
-    assert!(compared > 0, "no input of inputs/ runs on the device");
+    assert!(
+        !compared.is_empty(),
+        "no input of inputs/ runs on the device"
+    );
+    // the projected formulation (fem/cuda/projected.cu) among them
+    assert!(
+        compared.iter().any(|n| n == "rubber_block_incompressible"),
+        "the projected-formulation input did not run on the device: {compared:?}"
+    );
     assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
 }
 

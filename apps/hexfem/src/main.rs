@@ -129,7 +129,7 @@ enum Bench {
         /// `cuda`: also assemble on the first CUDA GPU (device events, bytes, flops, parity).
         #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
         device: BenchDeviceArg,
-        /// The element formulation (`projected`: the CPU only).
+        /// The element formulation (both run on the CPU and the GPU).
         #[arg(long, value_enum, default_value_t = FormulationArg::Displacement)]
         formulation: FormulationArg,
         #[arg(long)]

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use fem::{CellFields, ElementKernel, FemError, Material, ELEMENT_CUDA_SOURCE, LOADS_CUDA_SOURCE};
+use fem::{
+    CellFields, ElementKernel, FemError, Formulation, Material, ELEMENT_CUDA_SOURCE,
+    LOADS_CUDA_SOURCE, PROJECTED_CUDA_SOURCE,
+};
 use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
 use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 
@@ -13,6 +16,13 @@ use crate::{AssemblyError, CellMaterials, ElasticityAssembler};
 const ELEMENT_SOURCE: ExternalSource = ExternalSource {
     name: "fem/element.cu",
     text: ELEMENT_CUDA_SOURCE,
+    fmad: false,
+};
+
+/// The projected formulation's kernels (after the element source, with its defines and `MODES`).
+const PROJECTED_SOURCE: ExternalSource = ExternalSource {
+    name: "fem/element.cu + fem/projected.cu",
+    text: PROJECTED_CUDA_SOURCE,
     fmad: false,
 };
 
@@ -42,6 +52,42 @@ fn cells_per_block(nodes: usize, split_tangent: bool) -> usize {
     }
 }
 
+/// Static shared memory per block of the element kernels.
+const SHARED_BYTES: usize = 48 * 1024;
+
+/// Bytes of one cell's `ProjectedShared` (fem/cuda/projected.cu; the kernel's `static_assert`
+/// checks `EPB` cells against [`SHARED_BYTES`]): doubles for the nodes, per point (gradients,
+/// weight, modes, measure, `e_Theta`, two 3x3s, the 9x9 Hessian), the coefficients, `Z`, `U`, the
+/// Gram matrix, and the failure flag (padded to 8 bytes).
+fn projected_cell_bytes(nodes: usize, n_qp: usize, modes: usize) -> usize {
+    let per_point = 3 * nodes + 1 + modes + 2 + 18 + 81;
+    let doubles = 6 * nodes + n_qp * per_point + 2 * modes + 6 * modes * nodes + modes * modes;
+    8 * doubles + 8
+}
+
+/// [`AssemblyError::DeviceUnsupported`] where `kernel` is projected and one cell's
+/// `ProjectedShared` exceeds the shared memory (rules of more than 27 points at Q2).
+pub(crate) fn check_projected_fits(kernel: &ElementKernel) -> Result<(), AssemblyError> {
+    let (npc, n_qp) = (kernel.n_nodes(), kernel.n_qp());
+    match kernel.projection_table() {
+        Some((modes, _)) if projected_cells_per_block(npc, n_qp, modes) == 0 => {
+            Err(AssemblyError::DeviceUnsupported {
+                what: format!(
+                    "the projected formulation's device kernels hold a cell's {n_qp} points of \
+                     {npc} nodes in shared memory only up to 27 points"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Cells per block of the projected kernels: as many as fit (at most 8); 0 where one cell does not
+/// fit (rules of more than 27 points at Q2, 27 at Q1 is the largest that fits there).
+fn projected_cells_per_block(nodes: usize, n_qp: usize, modes: usize) -> usize {
+    (SHARED_BYTES / projected_cell_bytes(nodes, n_qp, modes)).min(8)
+}
+
 /// The cells of one material: the plan of [`DeviceElements`]' launches, built once.
 struct MaterialGroup {
     material: Material,
@@ -60,7 +106,7 @@ impl MaterialGroup {
 }
 
 /// The `#define`s of one compilation of the element source.
-type Defines = [(&'static str, i64); 5];
+type Defines = [(&'static str, i64); 6];
 
 /// The cells of each distinct material of `materials` (first appearance order; cells ascending
 /// within a group). Every cell is in exactly one group.
@@ -90,6 +136,8 @@ pub struct DeviceElements {
     n_nodes: usize,
     nodes_per_cell: usize,
     groups: Vec<MaterialGroup>,
+    /// The projected formulation's table `[1, xi, eta, zeta]` per point (`None`: displacement).
+    projection: Option<DeviceBuffer<f64>>,
     cells: DeviceBuffer<u32>,
     coords: DeviceBuffer<f64>,
     weights: DeviceBuffer<f64>,
@@ -103,11 +151,23 @@ pub struct DeviceElements {
     cell_tags: Option<Vec<usize>>,
 }
 
-/// One element kernel of [`DeviceElements`]: its name, and whether it shares each cell among a
-/// block's threads (`EPB` cells per block of [`THREADS`]) or runs one cell per thread.
+/// One element kernel of [`DeviceElements`]: its name in the displacement formulation's source
+/// and in the projected one's, and whether it shares each cell among a block's threads (`EPB` cells
+/// per block of [`THREADS`]) or runs one cell per thread.
 struct Launch {
     name: &'static str,
+    projected: &'static str,
     blocked: bool,
+}
+
+impl Launch {
+    /// The kernel's name in the source of `formulation`.
+    fn name(&self, formulation: Formulation) -> &'static str {
+        match formulation {
+            Formulation::Displacement => self.name,
+            Formulation::Projected => self.projected,
+        }
+    }
 }
 
 impl DeviceElements {
@@ -129,6 +189,8 @@ impl DeviceElements {
                 ),
             });
         }
+        check_projected_fits(&kernel)?;
+        let projection = kernel.projection_table();
         let groups = material_groups(assembler.materials(), assembler.n_cells());
         let whole_mesh = groups.len() == 1;
         let groups = groups
@@ -149,6 +211,10 @@ impl DeviceElements {
             n_nodes,
             nodes_per_cell: npc,
             groups,
+            projection: match &projection {
+                Some((_, phi)) => Some(ctx.upload(phi)?),
+                None => None,
+            },
             cells: ctx.upload(&cells)?,
             coords: ctx.upload(assembler.coords().as_flattened())?,
             weights: ctx.upload(kernel.qp_weights())?,
@@ -203,8 +269,8 @@ impl DeviceElements {
     }
 
     /// Launches `launch` once per material over its cells: the arguments are the group's size and
-    /// cells, the mesh, `u`, the tables, the material's parameters, then `outputs`, then the
-    /// failure flag.
+    /// cells, the mesh, `u`, the tables (and the projection's, in the projected formulation), the
+    /// material's parameters, then `outputs`, then the failure flag.
     fn launch_groups(
         &mut self,
         launch_of: Launch,
@@ -234,17 +300,19 @@ impl DeviceElements {
                 KernelArg::F64s(u),
                 KernelArg::F64s(&self.weights),
                 KernelArg::F64s(&self.gradients),
-                KernelArg::F64(p0),
-                KernelArg::F64(p1),
-                KernelArg::F64(p2),
             ];
+            if let Some(phi) = &self.projection {
+                args.push(KernelArg::F64s(phi));
+            }
+            args.extend([KernelArg::F64(p0), KernelArg::F64(p1), KernelArg::F64(p2)]);
             args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
             args.push(KernelArg::U32sMut(&mut self.fail));
+            let formulation = self.host_kernel.formulation();
             launch(
                 &self.ctx,
-                &ELEMENT_SOURCE,
+                element_source(formulation),
                 &group.defines,
-                launch_of.name,
+                launch_of.name(formulation),
                 shape,
                 &mut args,
             )?;
@@ -265,6 +333,7 @@ impl DeviceElements {
         check("element tangents", self.tangent_len(), k.len())?;
         let launch = Launch {
             name: "element_residual_tangent",
+            projected: "projected_residual_tangent",
             blocked: true,
         };
         self.launch_groups(launch, u, &mut [r, k])
@@ -280,6 +349,7 @@ impl DeviceElements {
         check("element residuals", self.residual_len(), r.len())?;
         let launch = Launch {
             name: "element_residual",
+            projected: "projected_residual",
             blocked: true,
         };
         self.launch_groups(launch, u, &mut [r])
@@ -295,6 +365,7 @@ impl DeviceElements {
         check("cell energies", self.n_cells, energies.len())?;
         let launch = Launch {
             name: "element_energy",
+            projected: "projected_energy",
             blocked: false,
         };
         self.launch_groups(launch, u, &mut [energies])
@@ -312,6 +383,7 @@ impl DeviceElements {
         check("cell fields", CELL_FIELDS * self.n_cells, fields.len())?;
         let launch = Launch {
             name: "element_cell_fields",
+            projected: "projected_cell_fields",
             blocked: false,
         };
         self.launch_groups(launch, u, &mut [fields])
@@ -423,26 +495,42 @@ impl DeviceElements {
     }
 }
 
-/// The `#define`s of the element source for `kernel` (order, quadrature) and `material`; `indirect`:
-/// a launch's cells come from a list (a mesh of several materials), else they are `0..n`.
+/// The element source of `formulation`'s kernels.
+fn element_source(formulation: Formulation) -> &'static ExternalSource {
+    match formulation {
+        Formulation::Displacement => &ELEMENT_SOURCE,
+        Formulation::Projected => &PROJECTED_SOURCE,
+    }
+}
+
+/// The `#define`s of the element source for `kernel` (order, quadrature, formulation) and
+/// `material`; `indirect`: a launch's cells come from a list (a mesh of several materials), else
+/// they are `0..n`. `MODES`: the projection's modes (0 in the displacement formulation).
 fn element_defines(kernel: &ElementKernel, material: &Material, indirect: bool) -> Defines {
     let split = matches!(
         material,
         Material::Linear { .. } | Material::NeoHookean { .. }
     );
-    let npc = kernel.n_nodes();
+    let (npc, n_qp) = (kernel.n_nodes(), kernel.n_qp());
+    let modes = kernel.projection_table().map_or(0, |(modes, _)| modes);
+    let epb = if modes == 0 {
+        cells_per_block(npc, split)
+    } else {
+        projected_cells_per_block(npc, n_qp, modes).max(1)
+    };
     [
         ("NODES", npc as i64),
-        ("NQP", kernel.n_qp() as i64),
+        ("NQP", n_qp as i64),
         ("MATERIAL", material.device_code()),
-        ("EPB", cells_per_block(npc, split) as i64),
+        ("EPB", epb as i64),
         ("INDIRECT", indirect as i64),
+        ("MODES", modes as i64),
     ]
 }
 
-/// Compiles the element kernels for `kernel` and `material` for `arch` (`"sm_90"`) with NVRTC
-/// alone (no device needed), both the whole-mesh and the cell-list variants, and returns the
-/// cubins' size; a rejected source returns NVRTC's log.
+/// Compiles the element kernels for `kernel` (its formulation's source) and `material` for `arch`
+/// (`"sm_90"`) with NVRTC alone (no device needed), both the whole-mesh and the cell-list
+/// variants, and returns the cubins' size; a rejected source returns NVRTC's log.
 pub fn compile_element_source(
     kernel: &ElementKernel,
     material: &Material,
@@ -451,7 +539,7 @@ pub fn compile_element_source(
     let mut bytes = 0;
     for indirect in [false, true] {
         bytes += linalg::backend::cuda::external::compile_only(
-            &ELEMENT_SOURCE,
+            element_source(kernel.formulation()),
             &element_defines(kernel, material, indirect),
             arch,
         )?;

@@ -159,20 +159,14 @@ impl DeviceProblem {
     }
 
     /// Whether [`DeviceProblem::new`] can upload `problem` (checked on the host, no GPU needed):
-    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (an element
-    /// formulation other than the displacement one, meshes beyond 32-bit indices). A rank's share of a distributed problem goes up whole (owned and
-    /// ghost cells, assembled as on the host); its reductions cover the owned entries and cells
-    /// and every rank.
+    /// [`AssemblyError::DeviceUnsupported`] naming the first feature the device lacks (meshes beyond
+    /// 32-bit indices; the projected formulation on rules of more than 27 points per Q2 cell, which
+    /// the kernels' shared memory does not hold). Both formulations run on the device otherwise. A rank's share of a distributed problem goes up whole (owned and ghost
+    /// cells, assembled as on the host); its reductions cover the owned entries and cells and every
+    /// rank.
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         let kernel = problem.assembler.kernel();
-        if kernel.formulation() != fem::Formulation::Displacement {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: format!(
-                    "the device element kernels have only the displacement formulation, not `{}`",
-                    kernel.formulation().name()
-                ),
-            });
-        }
+        super::elements::check_projected_fits(kernel)?;
         let npc = kernel.n_nodes();
         if problem.assembler.n_nodes() >= u32::MAX as usize
             || problem.assembler.n_cells() * npc * npc >= u32::MAX as usize

@@ -32,7 +32,7 @@ use super::{
 };
 use crate::error::{FemError, Result};
 use crate::load::Load;
-use crate::material::{j_minus_one, Material, Tangent};
+use crate::material::{exp_m1, j_minus_one, ln_1p, Material, Tangent};
 use crate::quadrature::{Quadrature, MAX_POINTS};
 
 /// Points of the largest Gauss rule.
@@ -114,6 +114,14 @@ impl Projection {
                 .map(|xi| [1.0, xi[0], xi[1], xi[2]])
                 .collect(),
         })
+    }
+}
+
+impl Projection {
+    /// The number of modes (1 or 4) and `[1, xi, eta, zeta]` at every point of the rule, flattened
+    /// `[4 q + i]` (the device kernels' table).
+    pub(super) fn table(&self) -> (usize, Vec<f64>) {
+        (self.modes, self.phi.iter().flatten().copied().collect())
     }
 }
 
@@ -249,7 +257,9 @@ impl PointKinematics {
                     return Err(FemError::NonPositiveJ { j: theta });
                 }
                 // alpha - 1 from the logarithms of 1 + small numbers: no digit lost at small strain.
-                let am1 = ((theta_m.ln_1p() - v.ln_1p()) / 3.0).exp_m1();
+                // The materials' own ln_1p and exp_m1 (series at small strain, no libm call), which
+                // the device kernels (fem/cuda/projected.cu) repeat operation for operation.
+                let am1 = exp_m1((ln_1p(theta_m) - ln_1p(v)) / 3.0);
                 let alpha = 1.0 + am1;
                 let b = cofactor(&(Matrix3::identity() + h));
                 Ok(Self {

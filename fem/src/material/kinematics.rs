@@ -189,6 +189,17 @@ pub(crate) fn ln_1p_defect(x: f64) -> f64 {
     }
 }
 
+/// `e^y - 1`, to round-off relative to itself: `y + (e^y - 1 - y)` by [`exp_defect`]'s series for
+/// `|y| < 0.5` (no transcendental call: the device kernels' bits), else `e^y - 1`.
+#[inline]
+pub(crate) fn exp_m1(y: f64) -> f64 {
+    if y.abs() < EXP_SERIES_BOUND {
+        y + exp_defect(y, f64::NAN)
+    } else {
+        y.exp() - 1.0
+    }
+}
+
 /// `e^y - 1 - y >= 0`, to round-off relative to itself, with `e^y` supplied by the caller
 /// (`exp_y`, used only for `|y| >= 0.5`): `y^2 (1/2! + y/3! + ... + y^14/16!)` below.
 #[inline]

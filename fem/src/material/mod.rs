@@ -25,7 +25,7 @@ mod tests;
 
 use nalgebra::Matrix3;
 
-pub(crate) use kinematics::j_minus_one;
+pub(crate) use kinematics::{exp_m1, j_minus_one, ln_1p};
 pub use tensor::{von_mises, Tangent};
 
 use crate::error::{FemError, Result};

@@ -369,3 +369,82 @@ fn richer_gauss_rules_use_larger_buffers_with_the_same_formulas() {
         assert!(err / den < 1e-6, "Q{order} {points}^3: {:e}", err / den);
     }
 }
+
+/// Writes the host's projected kernels' inputs and outputs for the device kernels' host-compiled
+/// harness (`scripts/projected_harness.sh`, which compiles fem/cuda/projected.cu as C++ and
+/// compares its outputs bit for bit): one file per order and model under `$HEXFEM_PROJECTED_DUMP`,
+/// cases of distorted cells at strains 1e-6 to 0.3. Ignored: run by the script.
+#[test]
+#[ignore]
+fn dump_cases_for_the_device_harness() {
+    use std::fmt::Write as _;
+    let Ok(dir) = std::env::var("HEXFEM_PROJECTED_DUMP") else {
+        return;
+    };
+    let hex = |out: &mut String, v: &[f64]| {
+        for x in v {
+            write!(out, "{:016x} ", x.to_bits()).unwrap();
+        }
+        out.push('\n');
+    };
+    for order in [1, 2] {
+        for (points, tag) in [(order + 1, ""), (order, "_reduced")] {
+            let k = ElementKernel::new(order, points)
+                .unwrap()
+                .with_formulation(Formulation::Projected);
+            let Ok(k) = k else { continue };
+            for (mat, nu) in [(0.3, ""), (0.4999, "_incompressible")]
+                .into_iter()
+                .flat_map(|(nu, tag)| materials(nu).into_iter().map(move |m| (m, tag)))
+            {
+                let n = k.n_nodes();
+                let (modes, phi) = k.projection_table().unwrap();
+                let mut out = String::new();
+                let p = mat.device_params();
+                writeln!(out, "{} {} {modes}", n, k.n_qp()).unwrap();
+                hex(&mut out, &p);
+                hex(&mut out, k.qp_weights());
+                hex(&mut out, k.qp_reference_gradients().as_flattened());
+                hex(&mut out, &phi);
+                let mut rng = Rng(17 + order as u64);
+                for scale in [1e-6, 1e-3, 0.03, 0.1, 0.25] {
+                    let mut cells = String::new();
+                    let mut count = 0;
+                    for _ in 0..6 {
+                        let x = distorted_cell(order, &mut rng);
+                        let u = random_displacement(n, scale, &mut rng);
+                        let mut r = vec![[0.0; 3]; n];
+                        let mut kk = vec![[0.0; 9]; n * n];
+                        let ok = k
+                            .residual_tangent(&x, &u, &mat, Load::None, &mut r, Some(&mut kk))
+                            .is_ok();
+                        let (Ok(e), Ok(f), true) = (
+                            k.strain_energy(&x, &u, &mat),
+                            k.cell_fields(&x, &u, &mat),
+                            ok,
+                        ) else {
+                            continue;
+                        };
+                        count += 1;
+                        hex(&mut cells, x.as_flattened());
+                        hex(&mut cells, u.as_flattened());
+                        hex(&mut cells, r.as_flattened());
+                        hex(&mut cells, kk.as_flattened());
+                        let mut fields = f.cauchy.to_vec();
+                        fields.extend([f.von_mises, f.j, f.energy_density, f.strain_energy]);
+                        fields.push(e);
+                        hex(&mut cells, &fields);
+                    }
+                    writeln!(out, "case {scale:e} {count}").unwrap();
+                    out.push_str(&cells);
+                }
+                let path = format!(
+                    "{dir}/q{order}{tag}_m{}{nu}_{}.txt",
+                    mat.device_code(),
+                    k.n_qp()
+                );
+                std::fs::write(path, out).unwrap();
+            }
+        }
+    }
+}
