@@ -28,8 +28,7 @@ pub struct AssemblyBench {
     pub cells: usize,
     /// Timed repetitions (after one warm-up); the best is reported.
     pub repeats: usize,
-    /// Also run it on the first CUDA GPU ([`super::assembly_device`]; the displacement
-    /// formulation only).
+    /// Also run it on the first CUDA GPU ([`super::assembly_device`]; either formulation).
     pub cuda: bool,
     /// The element formulation.
     pub formulation: Formulation,
