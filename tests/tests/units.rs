@@ -347,3 +347,15 @@ fn an_absolute_tolerance_above_the_load_never_accepts_a_step_untouched() {
     let (a, b) = (max_uz(&loose), max_uz(&tight));
     assert!(a > 0.5 * b, "with atol 1: max |u_z| {a} against {b}");
 }
+
+/// A modulus in the wrong unit (MPa written where the loads are in Pa, say): the failed run says
+/// "check units" with the displacement scale it saw, not only "more load steps".
+#[test]
+fn a_modulus_in_the_wrong_units_fails_with_check_units() {
+    let message = run_error(
+        "neo_hookean_block",
+        &["materials.0.young_modulus=1.0e-5", "loading.max_cutbacks=2"],
+    );
+    assert!(message.contains("check units"), "{message}");
+    assert!(message.contains("times its size"), "{message}");
+}
