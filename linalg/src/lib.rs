@@ -37,7 +37,7 @@ pub use block_diagonal::BlockDiagonal;
 pub use bsr::Bsr;
 pub use comm;
 pub use coo::{CooPlan, CooSum, SlotRun};
-pub use device::{Device, Transfers};
+pub use device::{kernel_cache_report, Device, KernelCacheReport, Transfers, KERNEL_CACHE_ENV};
 pub use error::LinalgError;
 pub use layout::Layout;
 pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};

@@ -27,6 +27,7 @@ pub mod external;
 pub mod galerkin;
 pub mod halo;
 mod jacobi;
+mod kernel_cache;
 mod kernels;
 mod matrix;
 pub mod mis;
@@ -73,6 +74,7 @@ pub use context::{
 };
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
+pub use kernel_cache::{kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV};
 pub use kernels::SOURCE_NAMES;
 pub use matrix::{DeviceBsr, DevicePattern};
 pub use nccl::{nccl_unavailable_reason, DeviceComm};

@@ -1,5 +1,6 @@
 //! Run-time compilation of the `.cu` kernel sources (kept as files under `linalg/cuda/`) by NVRTC,
-//! specialised per block shape by injected `#define`s, cached per process.
+//! specialised per block shape by injected `#define`s, cached per process and on disk across
+//! processes ([`super::kernel_cache`]).
 //!
 //! A source is compiled straight to a cubin for the device's `sm_XY` (no PTX JIT at load). The
 //! cache key is (source, defines, architecture, options): each shape compiles once per process,
@@ -11,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::nvrtc::sys;
 
+use super::kernel_cache;
 use crate::LinalgError;
 
 /// Definitions shared by every kernel source (prepended before the defines).
@@ -35,6 +37,19 @@ impl KernelSource {
         k
     }
 
+    /// The on-disk cache key: the in-process `key` plus what makes a cubin from another process
+    /// valid here (the text compiled, NVRTC's and the driver's versions).
+    fn disk_key(&self, key: &str) -> String {
+        let text = format!("{PRELUDE}\n{}", self.text);
+        format!(
+            "{key}|text={:016x}:{}|nvrtc={}|driver={}",
+            kernel_cache::fnv1a64(text.as_bytes()),
+            text.len(),
+            nvrtc_version(),
+            driver_version()
+        )
+    }
+
     /// The NVRTC options for `arch` and `defines`.
     fn options(&self, defines: &[(&str, i64)], arch: &str) -> Vec<String> {
         let mut o = vec![
@@ -44,6 +59,26 @@ impl KernelSource {
         ];
         o.extend(defines.iter().map(|(n, v)| format!("-D{n}={v}")));
         o
+    }
+}
+
+/// NVRTC's version as `major.minor` (`?` if it cannot say).
+fn nvrtc_version() -> String {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two valid out-pointers; called only once NVRTC is known to be present.
+    match unsafe { sys::nvrtcVersion(&mut major, &mut minor) } {
+        sys::nvrtcResult::NVRTC_SUCCESS => format!("{major}.{minor}"),
+        _ => "?".into(),
+    }
+}
+
+/// The CUDA driver's version number (`?` if it cannot say).
+fn driver_version() -> String {
+    let mut version = 0;
+    // SAFETY: a valid out-pointer; the driver is loaded by the context that asks for a kernel.
+    match unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) } {
+        cudarc::driver::sys::CUresult::CUDA_SUCCESS => version.to_string(),
+        _ => "?".into(),
     }
 }
 
@@ -73,8 +108,19 @@ pub(crate) fn compile(
         });
     }
     let options = source.options(defines, arch);
-    let cubin = compile_uncached(source, &options)?;
-    let cubin: Arc<[u8]> = cubin.into();
+    let disk = kernel_cache::process_cache();
+    let disk_key = disk.map(|_| source.disk_key(&key));
+    let cached = disk.zip(disk_key.as_deref()).and_then(|(d, k)| d.load(k));
+    let cubin: Arc<[u8]> = match cached {
+        Some(cubin) => cubin.into(),
+        None => {
+            let cubin = compile_uncached(source, &options)?;
+            if let (Some(d), Some(k)) = (disk, disk_key.as_deref()) {
+                d.store(k, &cubin);
+            }
+            cubin.into()
+        }
+    };
     cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
