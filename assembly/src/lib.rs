@@ -11,6 +11,7 @@ pub mod error;
 pub mod ex56;
 pub mod hold;
 pub mod loads;
+pub mod pieces;
 pub mod pressure;
 pub mod rigid_body;
 pub mod system;
@@ -20,6 +21,7 @@ pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
 pub use hold::{free_motions, hold_gram, FreeMotion, MotionFrame};
 pub use loads::{add_traction_load, body_force_load};
+pub use pieces::spread_piece_labels;
 pub use pressure::FollowerPressure;
 pub use rigid_body::{
     coordinate_sums, rigid_body_modes, rigid_body_modes_about, RIGID_BODY_MODES_3D,

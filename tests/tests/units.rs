@@ -307,6 +307,67 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
     assert!(check.contains("rotation about x"), "{check}");
 }
 
+/// Two unit cubes that share no node (a stray element, or a mesh whose touching cells were not
+/// merged): the first clamped at `x = 0`; the second too when `clamp_both`.
+fn two_piece_input(dir: &ScratchDir, clamp_both: bool) -> PathBuf {
+    let mut nodes = String::new();
+    for (piece, shift) in [0.0, 2.0].iter().enumerate() {
+        for (k, [x, y, z]) in [
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+            [1.0, 0.0, 1.0],
+            [1.0, 1.0, 1.0],
+            [0.0, 1.0, 1.0],
+        ]
+        .iter()
+        .enumerate()
+        {
+            nodes.push_str(&format!("{} {} {y} {z}\n", 8 * piece + k + 1, x + shift));
+        }
+    }
+    let second_clamp = if clamp_both {
+        "4 3 2 1 1 9 12 16 13\n"
+    } else {
+        ""
+    };
+    let msh = format!(
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$PhysicalNames\n2\n2 1 \"clamped\"\n3 2 \"body\"\n$EndPhysicalNames\n$Nodes\n16\n{nodes}$EndNodes\n$Elements\n{}\n1 3 2 1 1 1 4 8 5\n2 5 2 2 1 1 2 3 4 5 6 7 8\n3 5 2 2 1 9 10 11 12 13 14 15 16\n{second_clamp}$EndElements\n",
+        if clamp_both { 4 } else { 3 }
+    );
+    std::fs::write(dir.join("two.msh"), msh).unwrap();
+    let input = dir.join("two.yaml");
+    std::fs::write(
+        &input,
+        "mesh:\n  gmsh: { file: two.msh }\nmaterials:\n  - { model: linear, young_modulus: 2.1e11, poisson_ratio: 0.3 }\nbody_force: [0.0, 0.0, -7.8e4]\nboundary:\n  dirichlet:\n    - { set: clamped, x: 0.0, y: 0.0, z: 0.0 }\n",
+    )
+    .unwrap();
+    input
+}
+
+#[test]
+fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
+    let dir = ScratchDir::new("units-two-pieces");
+    let input = two_piece_input(&dir, false);
+    let message = match hexfem::check::check(&input, &[], None) {
+        Ok(text) => panic!("check must refuse a floating cell:\n{text}"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(message.contains("2 separate pieces"), "{message}");
+    assert!(
+        message.contains("the piece of 1 cell from Gmsh element 3"),
+        "{message}"
+    );
+    assert!(message.contains("translation along x"), "{message}");
+    // both pieces clamped: each is held, the input is valid
+    let dir = ScratchDir::new("units-two-pieces-held");
+    let input = two_piece_input(&dir, true);
+    let text = hexfem::check::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(text.contains("valid"), "{text}");
+}
+
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {

@@ -165,6 +165,75 @@ fn a_body_held_in_one_direction_is_refused_on_every_rank_count() {
     }
 }
 
+/// Two columns of 4 Q1 cells along x (x in [0, 4] and [5, 9], element tags 101..=108) in MSH
+/// 4.1, sharing no node; the face x = 0 is the set "left".
+fn two_columns_msh() -> String {
+    let planes: Vec<usize> = (0..=4).chain(5..=9).collect();
+    let nodes = 4 * planes.len();
+    let tag = |p: usize, j: usize, k: usize| 1 + p + planes.len() * (j + 2 * k);
+    let mut s = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$PhysicalNames\n1\n2 1 \"left\"\n$EndPhysicalNames\n");
+    s += &format!("$Entities\n0 0 1 1\n1 0 0 0 0 1 1 1 1 0\n1 0 0 0 9 1 1 0 0\n$EndEntities\n$Nodes\n1 {nodes} 1 {nodes}\n3 1 0 {nodes}\n");
+    for t in 1..=nodes {
+        s += &format!("{t}\n");
+    }
+    for k in 0..2 {
+        for j in 0..2 {
+            for x in &planes {
+                s += &format!("{x} {j} {k}\n");
+            }
+        }
+    }
+    s += "$EndNodes\n$Elements\n2 9 100 108\n2 1 3 1\n";
+    s += &format!(
+        "100 {} {} {} {}\n",
+        tag(0, 0, 0),
+        tag(0, 0, 1),
+        tag(0, 1, 1),
+        tag(0, 1, 0)
+    );
+    s += "3 1 5 8\n";
+    let cells = (0..4).chain(5..9);
+    for (e, p) in cells.enumerate() {
+        let list: Vec<String> = [(p, 0, 0), (p + 1, 0, 0), (p + 1, 1, 0), (p, 1, 0)]
+            .iter()
+            .chain(&[(p, 0, 1), (p + 1, 0, 1), (p + 1, 1, 1), (p, 1, 1)])
+            .map(|&(p, j, k)| tag(p, j, k).to_string())
+            .collect();
+        s += &format!("{} {}\n", 101 + e, list.join(" "));
+    }
+    s + "$EndElements\n"
+}
+
+/// The pieces of a mesh are found across the ranks: on 1, 2 and 3 ranks the second of two
+/// columns (held by nothing) is named by `check` with the serial message, printed once.
+#[test]
+fn a_piece_that_nothing_holds_is_named_on_every_rank_count() {
+    let dir = scratch("pieces");
+    std::fs::write(dir.0.join("two.msh"), two_columns_msh()).unwrap();
+    let yaml = dir.0.join("two.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  gmsh: { file: two.msh }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet:\n    - { set: left, x: 0.0, y: 0.0, z: 0.0 }\n",
+    )
+    .unwrap();
+    for np in [1, 2, 3] {
+        let out = hexfem_on(np, &["check", yaml.to_str().unwrap()]);
+        assert!(!out.status.success(), "{}", output_text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let needle = "2 separate pieces";
+        assert_eq!(
+            err.matches(needle).count(),
+            1,
+            "{np} ranks: {}",
+            output_text(&out)
+        );
+        assert!(
+            err.contains("the piece of 4 cells from Gmsh element 105"),
+            "{np} ranks: {err}"
+        );
+    }
+}
+
 #[test]
 fn an_inverted_element_on_one_rank_ends_every_rank_with_its_message() {
     let dir = scratch("inverted");

@@ -28,7 +28,94 @@ pub struct Problem {
     part_size: Option<f64>,
     /// On a rank's part: whether each point load's node is in the part.
     point_loads_found: Vec<bool>,
+    /// The mesh's pieces (cells joined through shared nodes), each of which must be held.
+    pieces: Pieces,
 }
+
+/// Each local node's piece label (the smallest global node id of its piece; nodes in no cell are
+/// in no piece) and each local cell's serial id (to name the cells of a piece).
+struct Pieces {
+    node_piece: Vec<u64>,
+    in_a_cell: Vec<bool>,
+    cell_serial: Vec<u64>,
+}
+
+impl Pieces {
+    /// The pieces of a whole mesh.
+    fn of_mesh(mesh: &HexMesh) -> Self {
+        let mut node_piece: Vec<u64> = (0..mesh.n_nodes() as u64).collect();
+        assembly::spread_piece_labels(&mesh.cells, mesh.nodes_per_cell(), &mut node_piece);
+        Self {
+            node_piece,
+            in_a_cell: in_a_cell(mesh),
+            cell_serial: (0..mesh.n_cells() as u64).collect(),
+        }
+    }
+
+    /// Collective: the pieces of the whole mesh seen from a rank's part, by spreading labels
+    /// (global node ids) through the part's cells and taking the ghosts' from their owners until
+    /// no label falls on any rank (a part holds every cell of its owned nodes, so this ends with
+    /// every node labelled by its whole piece).
+    fn on_part(part: &mesh::MeshPart, comm: std::sync::Arc<dyn comm::Comm>) -> Result<Self> {
+        let rows = linalg::dist::RowPartition::new(comm.clone(), part.n_owned_nodes())?;
+        let ghosts = part.node_globals[part.n_owned_nodes()..].to_vec();
+        let halo = linalg::dist::HaloPlan::new(&rows, ghosts, 1)?;
+        let mesh = &part.mesh;
+        let mut node_piece = part.node_globals.clone();
+        let mut values: Vec<f64> = vec![0.0; node_piece.len()];
+        loop {
+            let mut changed =
+                assembly::spread_piece_labels(&mesh.cells, mesh.nodes_per_cell(), &mut node_piece);
+            // global ids are below 2^53: exact as f64
+            for (v, &l) in values.iter_mut().zip(&node_piece) {
+                *v = l as f64;
+            }
+            halo.update(&mut values)?;
+            for (l, &v) in node_piece
+                .iter_mut()
+                .zip(&values)
+                .skip(part.n_owned_nodes())
+            {
+                if (v as u64) < *l {
+                    *l = v as u64;
+                    changed = true;
+                }
+            }
+            let mut any = [if changed { 1.0 } else { 0.0 }];
+            comm.allreduce_max(&mut any)?;
+            if any[0] == 0.0 {
+                break;
+            }
+        }
+        Ok(Self {
+            node_piece,
+            in_a_cell: in_a_cell(mesh),
+            cell_serial: part.cell_serial_ids.clone(),
+        })
+    }
+}
+
+/// Whether each node of `mesh` is a node of some cell.
+fn in_a_cell(mesh: &HexMesh) -> Vec<bool> {
+    let mut used = vec![false; mesh.n_nodes()];
+    for &n in &mesh.cells {
+        used[n] = true;
+    }
+    used
+}
+
+/// A piece of the mesh that the constraints do not hold, for messages.
+struct UnheldPiece {
+    cells: u64,
+    /// Its first cell, as messages name cells.
+    first_cell: String,
+    free: Vec<assembly::FreeMotion>,
+}
+
+/// More pieces than this are not examined one by one: such a mesh is refused as falling apart.
+const MAX_PIECES: usize = 1000;
+/// Unheld pieces named in a message.
+const NAMED_PIECES: usize = 4;
 
 /// Per kind, the index (into `discrete.curved`, `discrete.follower` or the constraints' entries)
 /// and the curve of each load or constraint that has its own load curve, and the dead loads given
@@ -59,42 +146,166 @@ impl Problem {
         Ok(problem)
     }
 
-    /// The rigid-body motions that the constraints leave free (empty: the body is held). On a
-    /// rank's part it is collective: every rank must call it.
-    pub fn free_rigid_motions(&self) -> Result<Vec<assembly::FreeMotion>> {
-        let coords = &self.mesh.coords;
-        let held = self.discrete.constraints.prescribed_components();
-        let (frame, owned) = match &self.discrete.partition {
-            None => (assembly::MotionFrame::of_points(coords), coords.len()),
-            Some(part) => {
-                let (lower, upper) = bounding_box(coords);
-                let mut extent = [
-                    upper[0], upper[1], upper[2], -lower[0], -lower[1], -lower[2],
-                ];
-                part.layout.comm().allreduce_max(&mut extent)?;
-                let frame = assembly::MotionFrame::of_box(
-                    [-extent[3], -extent[4], -extent[5]],
-                    [extent[0], extent[1], extent[2]],
-                );
-                (frame, part.layout.owned() / 3)
-            }
-        };
-        let mut gram = assembly::hold_gram(&coords[..owned], &held[..owned], frame);
+    /// Collective on a rank's part: the sum of `v` over the ranks (itself when serial).
+    fn sum_over_ranks(&self, v: &mut [f64]) -> Result<()> {
         if let Some(part) = &self.discrete.partition {
-            part.layout.comm().allreduce_sum(&mut gram)?;
+            part.layout.comm().allreduce_sum(v)?;
         }
+        Ok(())
+    }
+
+    /// Collective on a rank's part: the maximum of `v` over the ranks (itself when serial).
+    fn max_over_ranks(&self, v: &mut [f64]) -> Result<()> {
+        if let Some(part) = &self.discrete.partition {
+            part.layout.comm().allreduce_max(v)?;
+        }
+        Ok(())
+    }
+
+    /// The local nodes whose components this rank answers for (its owned nodes).
+    fn owned_nodes(&self) -> usize {
+        match &self.discrete.partition {
+            None => self.mesh.n_nodes(),
+            Some(part) => part.layout.owned() / 3,
+        }
+    }
+
+    /// Whether this rank answers for local cell `c` (owns it).
+    fn owns_cell(&self, c: usize) -> bool {
+        self.discrete
+            .partition
+            .as_ref()
+            .is_none_or(|part| part.owned_cells[c])
+    }
+
+    /// The rigid-body motions that the constraints leave free in the piece of nodes `in_piece`
+    /// (every node of the mesh for the whole body), measured in the piece's own frame. On a
+    /// rank's part it is collective: every rank must call it.
+    fn free_motions_of(
+        &self,
+        in_piece: impl Fn(usize) -> bool,
+    ) -> Result<Vec<assembly::FreeMotion>> {
+        let coords = &self.mesh.coords;
+        let owned = self.owned_nodes();
+        let mut extent = [f64::NEG_INFINITY; 6];
+        for (n, x) in coords[..owned].iter().enumerate() {
+            if in_piece(n) {
+                for d in 0..3 {
+                    extent[d] = extent[d].max(x[d]);
+                    extent[d + 3] = extent[d + 3].max(-x[d]);
+                }
+            }
+        }
+        self.max_over_ranks(&mut extent)?;
+        let frame = assembly::MotionFrame::of_box(
+            [-extent[3], -extent[4], -extent[5]],
+            [extent[0], extent[1], extent[2]],
+        );
+        let held = self.discrete.constraints.prescribed_components();
+        let held: Vec<u8> = held[..owned]
+            .iter()
+            .enumerate()
+            .map(|(n, &bits)| if in_piece(n) { bits } else { 0 })
+            .collect();
+        let mut gram = assembly::hold_gram(&coords[..owned], &held, frame);
+        self.sum_over_ranks(&mut gram)?;
         Ok(assembly::free_motions(&gram, frame))
     }
 
-    /// Errors, naming the free motions and the constrained sets, where the Dirichlet and twist
-    /// conditions do not remove all six rigid-body motions (the tangent would be singular). On
-    /// a rank's part it is collective, and the error is the same on every rank.
-    pub fn check_held(&self) -> Result<()> {
-        let free = self.free_rigid_motions()?;
-        if free.is_empty() {
-            return Ok(());
+    /// The rigid-body motions that the constraints leave free (empty: the body is held). On a
+    /// rank's part it is collective: every rank must call it.
+    pub fn free_rigid_motions(&self) -> Result<Vec<assembly::FreeMotion>> {
+        self.free_motions_of(|_| true)
+    }
+
+    /// Collective on a rank's part. The number of pieces of the mesh and those the constraints
+    /// do not hold (pieces in ascending order of their smallest node; at most [`NAMED_PIECES`]
+    /// listed), or `None` when there are more than [`MAX_PIECES`] pieces.
+    fn unheld_pieces(&self) -> Result<Option<(usize, Vec<UnheldPiece>)>> {
+        let owned = self.owned_nodes();
+        let pieces = &self.pieces;
+        let is_root = |n: usize| {
+            pieces.in_a_cell[n]
+                && match &self.discrete.partition {
+                    None => pieces.node_piece[n] == n as u64,
+                    Some(part) => {
+                        pieces.node_piece[n] == part.layout.global_offset() / 3 + n as u64
+                    }
+                }
+        };
+        let mut count = [(0..owned).filter(|&n| is_root(n)).count() as f64];
+        self.sum_over_ranks(&mut count)?;
+        let count = count[0] as usize;
+        if count > MAX_PIECES {
+            return Ok(None);
         }
-        let motions: Vec<String> = free.iter().map(ToString::to_string).collect();
+        let mut unheld = Vec::new();
+        let mut previous: Option<u64> = None;
+        for _ in 0..count {
+            // the next piece: the smallest label above the previous one, over the ranks
+            let mut next = [f64::NEG_INFINITY];
+            for n in 0..owned {
+                let l = pieces.node_piece[n];
+                if pieces.in_a_cell[n] && previous.is_none_or(|p| l > p) {
+                    next[0] = next[0].max(-(l as f64));
+                }
+            }
+            self.max_over_ranks(&mut next)?;
+            if next[0] == f64::NEG_INFINITY {
+                break;
+            }
+            let label = (-next[0]) as u64;
+            previous = Some(label);
+            let free =
+                self.free_motions_of(|n| pieces.in_a_cell[n] && pieces.node_piece[n] == label)?;
+            if free.is_empty() || unheld.len() == NAMED_PIECES {
+                continue;
+            }
+            unheld.push(self.describe_piece(label, free)?);
+        }
+        Ok(Some((count, unheld)))
+    }
+
+    /// Collective on a rank's part: the cell count and first cell of the piece `label`.
+    fn describe_piece(&self, label: u64, free: Vec<assembly::FreeMotion>) -> Result<UnheldPiece> {
+        let pieces = &self.pieces;
+        let piece_cells: Vec<usize> = (0..self.mesh.n_cells())
+            .filter(|&c| {
+                self.owns_cell(c) && pieces.node_piece[self.mesh.cell_nodes(c)[0]] == label
+            })
+            .collect();
+        let first = piece_cells
+            .iter()
+            .min_by_key(|&&c| pieces.cell_serial[c])
+            .copied();
+        // [cells, -(first serial id)], then the first cell's element tag (if the mesh has tags)
+        let mut facts = [piece_cells.len() as f64, 0.0];
+        self.sum_over_ranks(&mut facts[..1])?;
+        facts[1] = first.map_or(f64::NEG_INFINITY, |c| -(pieces.cell_serial[c] as f64));
+        self.max_over_ranks(&mut facts[1..])?;
+        let first_serial = (-facts[1]) as u64;
+        let mut tag = [first
+            .filter(|&c| pieces.cell_serial[c] == first_serial)
+            .and_then(|c| self.mesh.cell_tags.as_ref().map(|t| t[c] as f64))
+            .unwrap_or(f64::NEG_INFINITY)];
+        self.max_over_ranks(&mut tag)?;
+        let first_cell = if tag[0].is_finite() {
+            format!("Gmsh element {}", tag[0] as u64)
+        } else {
+            format!("cell {first_serial}")
+        };
+        Ok(UnheldPiece {
+            cells: facts[0] as u64,
+            first_cell,
+            free,
+        })
+    }
+
+    /// Errors, naming the free motions and the constrained sets, where the Dirichlet and twist
+    /// conditions do not remove all six rigid-body motions of every piece of the mesh (the
+    /// tangent would be singular). On a rank's part it is collective, and the error is the same
+    /// on every rank.
+    pub fn check_held(&self) -> Result<()> {
         let sets: Vec<String> = self
             .discrete
             .constraints
@@ -102,11 +313,48 @@ impl Problem {
             .iter()
             .map(assembly::Prescribed::summary)
             .collect();
+        let sets = if sets.is_empty() {
+            "no set".to_string()
+        } else {
+            sets.join(", ")
+        };
+        let Some((count, unheld)) = self.unheld_pieces()? else {
+            bail!(
+                "mesh: the cells fall into more than {MAX_PIECES} separate pieces (cells that share no node with the rest): nodes of a cell are probably duplicated where cells meet; merge coincident nodes (Gmsh: Coherence Mesh)"
+            );
+        };
+        if count <= 1 {
+            let free = unheld.first().map(|p| p.free.clone()).unwrap_or_default();
+            if free.is_empty() {
+                return Ok(());
+            }
+            let motions: Vec<String> = free.iter().map(ToString::to_string).collect();
+            bail!(
+                "boundary: the constraints on {sets} do not hold the body: {} {} free; constrain more components or sets (boundary.dirichlet), e.g. a symmetry plane or a point for each free motion",
+                join_and(&motions),
+                if motions.len() == 1 { "is" } else { "are" }
+            );
+        }
+        if unheld.is_empty() {
+            return Ok(());
+        }
+        let described: Vec<String> = unheld
+            .iter()
+            .map(|p| {
+                let motions: Vec<String> = p.free.iter().map(ToString::to_string).collect();
+                format!(
+                    "the piece of {} cell{} from {} ({} free)",
+                    p.cells,
+                    if p.cells == 1 { "" } else { "s" },
+                    p.first_cell,
+                    join_and(&motions)
+                )
+            })
+            .collect();
         bail!(
-            "boundary: the constraints on {} do not hold the body: {} {} free; constrain more components or sets (boundary.dirichlet), e.g. a symmetry plane or a point for each free motion",
-            sets.join(", "),
-            join_and(&motions),
-            if motions.len() == 1 { "is" } else { "are" }
+            "boundary: the mesh falls into {count} separate pieces (cells that share no node with the rest) and the constraints on {sets} do not hold {}: {}; join the pieces (merge coincident nodes, Gmsh: Coherence Mesh) or constrain each piece",
+            if unheld.len() == 1 { "one of them" } else { "some of them" },
+            described.join("; ")
         )
     }
 
@@ -115,6 +363,7 @@ impl Problem {
     fn unloaded(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
+        let pieces = Pieces::of_mesh(&mesh);
         let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
         assembler
@@ -134,6 +383,7 @@ impl Problem {
             own_curves: OwnCurves::default(),
             part_size: None,
             point_loads_found: Vec::new(),
+            pieces,
         })
     }
 
@@ -153,6 +403,7 @@ impl Problem {
             upper[0], upper[1], upper[2], -lower[0], -lower[1], -lower[2],
         ];
         comm.allreduce_max(&mut extent)?;
+        let pieces = Pieces::on_part(part, comm.clone())?;
         let size = (0..3)
             .map(|d| extent[d] + extent[d + 3])
             .fold(0.0, f64::max);
@@ -165,6 +416,7 @@ impl Problem {
         )?);
         let mut problem = Self::unloaded(params, mesh)?;
         problem.part_size = Some(size);
+        problem.pieces = pieces;
         problem.set_loads(params)?;
         let relaid = |v: &linalg::Vector| {
             linalg::Vector::from_vec_with_layout(layout.clone(), v.to_host_vec()?)
