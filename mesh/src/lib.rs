@@ -4,6 +4,7 @@
 //! are instances of `fem`'s reference cell ([`CellKind`], [`Face`], re-exported here).
 
 pub mod cell;
+pub mod coincident;
 pub mod error;
 pub mod generate;
 pub mod gmsh;
@@ -12,6 +13,7 @@ pub mod ordering;
 pub mod partition;
 
 pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};
+pub use coincident::{coincident_nodes, COINCIDENCE_TOLERANCE};
 pub use error::MeshError;
 pub use generate::{corner_jacobian_det, generate_box, BoxSpec, MAX_BOX_BYTES, MAX_BOX_NODES};
 pub use gmsh::{

@@ -307,11 +307,12 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
     assert!(check.contains("rotation about x"), "{check}");
 }
 
-/// Two unit cubes that share no node (a stray element, or a mesh whose touching cells were not
-/// merged): the first clamped at `x = 0`; the second too when `clamp_both`.
-fn two_piece_input(dir: &ScratchDir, clamp_both: bool) -> PathBuf {
+/// Two unit cubes that share no node, the second at `x = shift` (2: a stray element; 1: touching
+/// the first at distinct nodes, a mesh whose cells were not merged): the first clamped at
+/// `x = 0`; the second too when `clamp_both`.
+fn two_cube_input(dir: &ScratchDir, shift: f64, clamp_both: bool) -> PathBuf {
     let mut nodes = String::new();
-    for (piece, shift) in [0.0, 2.0].iter().enumerate() {
+    for (piece, shift) in [0.0, shift].iter().enumerate() {
         for (k, [x, y, z]) in [
             [0.0, 0.0, 0.0],
             [1.0, 0.0, 0.0],
@@ -350,7 +351,7 @@ fn two_piece_input(dir: &ScratchDir, clamp_both: bool) -> PathBuf {
 #[test]
 fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     let dir = ScratchDir::new("units-two-pieces");
-    let input = two_piece_input(&dir, false);
+    let input = two_cube_input(&dir, 2.0, false);
     let message = match hexfem::check::check(&input, &[], None) {
         Ok(text) => panic!("check must refuse a floating cell:\n{text}"),
         Err(e) => format!("{e:#}"),
@@ -363,9 +364,28 @@ fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     assert!(message.contains("translation along x"), "{message}");
     // both pieces clamped: each is held, the input is valid
     let dir = ScratchDir::new("units-two-pieces-held");
-    let input = two_piece_input(&dir, true);
+    let input = two_cube_input(&dir, 2.0, true);
     let text = hexfem::check::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(text.contains("valid"), "{text}");
+}
+
+#[test]
+fn cells_that_meet_at_unmerged_nodes_are_refused_with_the_cells_and_point_named() {
+    let dir = ScratchDir::new("units-unmerged");
+    // held or not, the crack is refused first
+    for clamp_both in [false, true] {
+        let input = two_cube_input(&dir, 1.0, clamp_both);
+        let message = match hexfem::check::check(&input, &[], None) {
+            Ok(text) => panic!("check must refuse unmerged nodes:\n{text}"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            message.contains("Gmsh element 2 (cell 0) and Gmsh element 3 (cell 1) meet at distinct nodes at the same point (1, 0, 0), and 3 more such pairs"),
+            "{message}"
+        );
+        assert!(message.contains("Coherence"), "{message}");
+        assert!(message.contains("two.msh"), "{message}");
+    }
 }
 
 #[test]

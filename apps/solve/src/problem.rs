@@ -737,7 +737,36 @@ pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
             *x = x.map(|c| c * scale);
         }
     }
+    refuse_coincident_nodes(&mesh).with_context(|| format!("mesh {}", file.display()))?;
     Ok(mesh)
+}
+
+/// Errors, naming the cells and the point, where cells meet at distinct nodes at the same point
+/// (not joined there: a crack the user did not ask for).
+fn refuse_coincident_nodes(mesh: &HexMesh) -> Result<()> {
+    let pairs = mesh::coincident_nodes(mesh);
+    let Some(&[a, b]) = pairs.first() else {
+        return Ok(());
+    };
+    let mut cell_of = vec![usize::MAX; mesh.n_nodes()];
+    for c in (0..mesh.n_cells()).rev() {
+        for &n in mesh.cell_nodes(c) {
+            cell_of[n] = c;
+        }
+    }
+    let x = mesh.coords[a];
+    bail!(
+        "{} and {} meet at distinct nodes at the same point ({}, {}, {}){}: the cells are not joined there (a crack); merge coincident nodes (Gmsh: Coherence Mesh) and export again",
+        mesh.describe_cell(cell_of[a]),
+        mesh.describe_cell(cell_of[b]),
+        x[0],
+        x[1],
+        x[2],
+        match pairs.len() - 1 {
+            0 => String::new(),
+            more => format!(", and {more} more such pair{}", if more == 1 { "" } else { "s" }),
+        }
+    )
 }
 
 /// Material of every cell: entries apply in order, later ones override earlier ones.
