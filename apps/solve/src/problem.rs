@@ -8,7 +8,7 @@ use assembly::{
     RIGID_BODY_MODES_3D,
 };
 use fem::Load;
-use mesh::{generate_box, read_gmsh, HexMesh};
+use mesh::{generate_box, read_mesh, HexMesh};
 
 use crate::params::{
     curve_factor, curve_swing, CellSelection, Component, LoadingParams, MeshSource, ProblemParams,
@@ -476,10 +476,10 @@ pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
     }
 }
 
-/// The mesh of a Gmsh file with its node coordinates multiplied by `scale`.
+/// The mesh of a file in any format `mesh` reads (Gmsh, Exodus II, Abaqus; recognised from the
+/// content) with its node coordinates multiplied by `scale`.
 pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
-    let mut mesh =
-        read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))?;
+    let mut mesh = read_mesh(file).with_context(|| format!("reading mesh {}", file.display()))?;
     if scale != 1.0 {
         for x in &mut mesh.coords {
             *x = x.map(|c| c * scale);
