@@ -83,6 +83,17 @@ struct Element {
     loc: Loc,
 }
 
+/// One face of a surface: `(element id, face 1..=6, where)`.
+type SurfaceFace = (i64, usize, Loc);
+
+/// A logical line: its text (continuations joined) and, for each physical line in it, the
+/// offset in the text where it starts and its line number.
+#[derive(Debug, Default)]
+struct LogicalLine {
+    text: String,
+    pieces: Vec<(usize, usize)>,
+}
+
 #[derive(Debug, Default)]
 struct Reader<'s> {
     source_name: &'s str,
@@ -96,7 +107,7 @@ struct Reader<'s> {
     nsets: BTreeMap<String, (String, Vec<i64>, Loc)>,
     elsets: BTreeMap<String, (String, Vec<i64>, Loc)>,
     /// Surfaces by upper-case name: `(name, (element id, face 1..=6, where))`.
-    surfaces: BTreeMap<String, (String, Vec<(i64, usize, Loc)>)>,
+    surfaces: BTreeMap<String, (String, Vec<SurfaceFace>)>,
     parts: usize,
     instances: usize,
 }
@@ -163,10 +174,8 @@ impl<'s> Reader<'s> {
     /// Splits the text into logical lines (continuations joined), each with the line number
     /// and column offset of every physical piece, and hands them out keyword by keyword.
     fn read(&mut self, text: &str) -> Result<(), MeshError> {
-        // Logical lines: (text, first line number); a line ending in ',' continues. The columns
-        // of joined pieces are kept through a per-piece offset table.
-        let mut logical: Vec<(String, Vec<(usize, usize, usize)>)> = Vec::new();
-        let mut pending: Option<(String, Vec<(usize, usize, usize)>)> = None;
+        let mut logical: Vec<LogicalLine> = Vec::new();
+        let mut pending: Option<LogicalLine> = None;
         for (i, raw_line) in text.lines().enumerate() {
             let line = raw_line.trim_end();
             if line.trim_start().starts_with("**") {
@@ -180,14 +189,13 @@ impl<'s> Reader<'s> {
                     logical.push(p);
                 }
             }
-            let (mut buf, mut pieces) = pending.take().unwrap_or_default();
-            // (offset in buf, line number, column of the piece's first byte - 1)
-            pieces.push((buf.len(), i + 1, 0));
-            buf.push_str(line);
+            let mut current = pending.take().unwrap_or_default();
+            current.pieces.push((current.text.len(), i + 1));
+            current.text.push_str(line);
             if line.ends_with(',') {
-                pending = Some((buf, pieces));
+                pending = Some(current);
             } else {
-                logical.push((buf, pieces));
+                logical.push(current);
             }
         }
         if let Some(p) = pending {
@@ -195,16 +203,16 @@ impl<'s> Reader<'s> {
         }
 
         let mut current: Option<Keyword> = None;
-        for (buf, pieces) in &logical {
+        for LogicalLine { text: buf, pieces } in &logical {
             let loc_of = |offset: usize| -> Loc {
-                let &(start, line, col0) = pieces
+                let &(start, line) = pieces
                     .iter()
                     .rev()
-                    .find(|(s, ..)| *s <= offset)
+                    .find(|(s, _)| *s <= offset)
                     .unwrap_or(&pieces[0]);
                 Loc {
                     line,
-                    column: col0 + offset - start + 1,
+                    column: offset - start + 1,
                 }
             };
             let trimmed = buf.trim_start();
@@ -604,19 +612,20 @@ impl<'s> Reader<'s> {
                 )
             })?;
         let (tok, loc) = toks[0];
-        let elements: Vec<i64> =
-            match tok.parse::<i64>() {
-                Ok(id) => vec![id],
-                Err(_) => match self.elsets.get(&tok.to_ascii_uppercase()) {
-                    Some((_, members, _)) => members.clone(),
-                    None => return Err(self.error(
+        let elements: Vec<i64> = match tok.parse::<i64>() {
+            Ok(id) => vec![id],
+            Err(_) => match self.elsets.get(&tok.to_ascii_uppercase()) {
+                Some((_, members, _)) => members.clone(),
+                None => {
+                    return Err(self.error(
                         loc,
                         format!(
                             "'{tok}' is neither an element number nor an element set defined above"
                         ),
-                    )),
-                },
-            };
+                    ))
+                }
+            },
+        };
         if let Some(s) = self.surfaces.get_mut(&name.to_ascii_uppercase()) {
             s.1.extend(elements.into_iter().map(|e| (e, face, loc)));
         }
