@@ -256,8 +256,8 @@ def main(out):
         node_sets = [(name, sorted({n for _, en in elems for n in en}))
                      for (d, name), elems in groups.items() if d < 2]
         for fmt, suffix in [("NETCDF3_CLASSIC", "cdf1"), ("NETCDF3_64BIT_OFFSET", "cdf2"),
-                            ("NETCDF4", "nc4")]:
-            if fmt == "NETCDF4" and order == 2:
+                            ("NETCDF3_64BIT_DATA", "cdf5"), ("NETCDF4", "nc4")]:
+            if fmt in ("NETCDF4", "NETCDF3_64BIT_DATA") and order == 2:
                 continue
             write_exodus(f"{stem}_{suffix}.exo", fmt, nodes, node_order, exo_blocks, side_sets,
                          node_sets, npe)

@@ -550,7 +550,10 @@ impl<'s> Reader<'s> {
             } else {
                 self.elements.len()
             } as i64;
-            if (last - first) / step > limit {
+            if last
+                .checked_sub(first)
+                .is_none_or(|span| span / step > limit)
+            {
                 return Err(self.error(
                     toks[1].1,
                     format!(

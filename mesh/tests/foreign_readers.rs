@@ -90,6 +90,30 @@ fn exodus_classic_and_64bit_offset_read_their_gmsh_twins() {
             assert_twins(&mesh, &twin, &[], &format!("{}", file.display()));
         }
     }
+    // CDF-5 (64-bit data), as `nccopy -k cdf5` writes it.
+    let twin = read_gmsh(data("twin_q1.msh")).unwrap();
+    let mesh = read_mesh(data("twin_q1_cdf5.exo")).unwrap();
+    assert_twins(&mesh, &twin, &[], "twin_q1_cdf5.exo");
+}
+
+/// Any one byte of an Exodus file set to 0x00 or 0xFF, and any truncation of an Abaqus file,
+/// gives a mesh or an error, never a panic.
+#[test]
+fn corrupted_files_never_panic() {
+    for name in ["twin_q1_cdf1.exo", "twin_q1_cdf2.exo", "twin_q1_cdf5.exo"] {
+        let good = std::fs::read(data(name)).unwrap();
+        for at in 0..good.len() {
+            for value in [0x00, 0xff] {
+                let mut bytes = good.clone();
+                bytes[at] = value;
+                let _ = parse_exodus_bytes(&bytes, name);
+            }
+        }
+    }
+    let text = std::fs::read_to_string(data("twin_q2.inp")).unwrap();
+    for len in 0..text.len() {
+        let _ = parse_abaqus(&text[..len]);
+    }
 }
 
 #[test]
