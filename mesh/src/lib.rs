@@ -15,6 +15,7 @@ pub mod gmsh;
 pub mod hex_mesh;
 pub mod ordering;
 pub mod partition;
+pub mod select;
 
 pub use abaqus::{parse_abaqus, parse_abaqus_bytes, read_abaqus};
 pub use cell::{face_corner_local_nodes, face_local_nodes, CellFace, CellKind, Face};

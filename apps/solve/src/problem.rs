@@ -53,7 +53,9 @@ impl Problem {
     /// Builds mesh, materials, constraints and loads of `params`.
     /// Errors where the constraints leave a rigid-body motion free ([`Problem::check_held`]).
     pub fn new(params: &ProblemParams) -> Result<Self> {
-        let mut problem = Self::unloaded(params, build_mesh(&params.mesh)?)?;
+        let mut mesh = build_mesh(&params.mesh)?;
+        crate::geometric_sets::add_geometric_sets(&mut mesh, &params.sets, None, true, None)?;
+        let mut problem = Self::unloaded(params, mesh)?;
         problem.set_loads(params)?;
         problem.check_held()?;
         Ok(problem)
