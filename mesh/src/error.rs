@@ -39,4 +39,30 @@ pub enum MeshError {
         line: usize,
         message: String,
     },
+
+    /// An Exodus II (netCDF) file is malformed or uses something this reader does not support.
+    /// `place` names the netCDF variable (`variable 'connect1'`), dimension or header byte.
+    #[error("{source_name}: {place}: {message}")]
+    Exodus {
+        source_name: String,
+        place: String,
+        message: String,
+    },
+
+    /// An Abaqus input file is malformed or uses something this reader does not support.
+    #[error("{source_name}:{line}:{column}: {message}")]
+    Abaqus {
+        source_name: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+
+    /// A file in a format hexfem does not read (named, with how to convert it), or one whose
+    /// format is not recognised.
+    #[error("{source_name}: {message}")]
+    Format {
+        source_name: String,
+        message: String,
+    },
 }

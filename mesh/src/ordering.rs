@@ -8,7 +8,14 @@
 //! Sources: Gmsh reference manual, "Node ordering" (confirmed against
 //! `gmsh.model.mesh.getElementProperties` of Gmsh 4.15); VTK `vtkHexahedron` and
 //! `vtkTriQuadraticHexahedron` (confirmed against `GetParametricCoords` of VTK 9.7).
-//! XDMF's "Hexahedron" and "Hexahedron_27" use the VTK orderings.
+//! XDMF's "Hexahedron" and "Hexahedron_27" use the VTK orderings. Exodus II: the SEACAS element
+//! types page (HEX8, HEX27: mid-edge nodes 9-20 on edges 1-2, 2-3, 3-4, 4-1, 1-5, 2-6, 3-7,
+//! 4-8, 5-6, 6-7, 7-8, 8-5; node 21 the centroid; 22-27 the centres of faces 1234, 5678, 1485,
+//! 2376, 1265, 3487), as libMesh's Exodus node map also reads it. Abaqus: "Three-dimensional
+//! solid element library" (C3D20/C3D27 mid-edge nodes 9-20 on edges 1-2, 2-3, 3-4, 4-1, 5-6,
+//! 6-7, 7-8, 8-5, 1-5, 2-6, 3-7, 4-8; C3D27 nodes 21-26 the centres of faces S1..S6, 27 the
+//! centroid). The hexahedron side (face) numberings of both formats are [`EXODUS_HEX_SIDES`] and
+//! [`ABAQUS_HEX_FACES`]; [`side_face`] turns a side into this crate's [`crate::Face`].
 
 /// A node ordering of another format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,6 +32,12 @@ pub enum NodeOrdering {
     VtkHex8,
     /// VTK_TRIQUADRATIC_HEXAHEDRON (29) = XDMF "Hexahedron_27".
     VtkHex27,
+    /// Exodus II HEX8 (= Abaqus C3D8: the shared corner order).
+    ExodusHex8,
+    /// Exodus II HEX27.
+    ExodusHex27,
+    /// Abaqus C3D27.
+    AbaqusHex27,
 }
 
 /// The 8 corners shared by Gmsh and VTK hexahedra: counter-clockwise on zeta = -1, then on +1.
@@ -105,6 +118,109 @@ const VTK_HEX27: [[i8; 3]; 27] = [
     [0, 0, 0],
 ];
 
+/// Exodus II HEX27: corners; mid-edges 1-2, 2-3, 3-4, 4-1, 1-5, 2-6, 3-7, 4-8, 5-6, 6-7, 7-8,
+/// 8-5; the centroid (node 21); centres of faces 1234 (zeta-), 5678 (zeta+), 1485 (xi-), 2376
+/// (xi+), 1265 (eta-), 3487 (eta+).
+const EXODUS_HEX27: [[i8; 3]; 27] = [
+    [-1, -1, -1],
+    [1, -1, -1],
+    [1, 1, -1],
+    [-1, 1, -1],
+    [-1, -1, 1],
+    [1, -1, 1],
+    [1, 1, 1],
+    [-1, 1, 1],
+    [0, -1, -1],
+    [1, 0, -1],
+    [0, 1, -1],
+    [-1, 0, -1],
+    [-1, -1, 0],
+    [1, -1, 0],
+    [1, 1, 0],
+    [-1, 1, 0],
+    [0, -1, 1],
+    [1, 0, 1],
+    [0, 1, 1],
+    [-1, 0, 1],
+    [0, 0, 0],
+    [0, 0, -1],
+    [0, 0, 1],
+    [-1, 0, 0],
+    [1, 0, 0],
+    [0, -1, 0],
+    [0, 1, 0],
+];
+
+/// Abaqus C3D27: corners; mid-edges 1-2, 2-3, 3-4, 4-1, 5-6, 6-7, 7-8, 8-5, 1-5, 2-6, 3-7, 4-8
+/// (those of C3D20); centres of faces S1 (1234, zeta-), S2 (5876, zeta+), S3 (1562, eta-), S4
+/// (2673, xi+), S5 (3784, eta+), S6 (4851, xi-); the centroid.
+const ABAQUS_HEX27: [[i8; 3]; 27] = [
+    [-1, -1, -1],
+    [1, -1, -1],
+    [1, 1, -1],
+    [-1, 1, -1],
+    [-1, -1, 1],
+    [1, -1, 1],
+    [1, 1, 1],
+    [-1, 1, 1],
+    [0, -1, -1],
+    [1, 0, -1],
+    [0, 1, -1],
+    [-1, 0, -1],
+    [0, -1, 1],
+    [1, 0, 1],
+    [0, 1, 1],
+    [-1, 0, 1],
+    [-1, -1, 0],
+    [1, -1, 0],
+    [1, 1, 0],
+    [-1, 1, 0],
+    [0, 0, -1],
+    [0, 0, 1],
+    [0, -1, 0],
+    [1, 0, 0],
+    [0, 1, 0],
+    [-1, 0, 0],
+    [0, 0, 0],
+];
+
+/// Exodus II hexahedron sides 1..6 by their corner nodes (1-based, as the Exodus II manual
+/// lists them): 1 = 1265, 2 = 2376, 3 = 3487, 4 = 1584, 5 = 1432, 6 = 5678.
+pub const EXODUS_HEX_SIDES: [[usize; 4]; 6] = [
+    [1, 2, 6, 5],
+    [2, 3, 7, 6],
+    [3, 4, 8, 7],
+    [1, 5, 8, 4],
+    [1, 4, 3, 2],
+    [5, 6, 7, 8],
+];
+
+/// Abaqus hexahedron faces S1..S6 by their corner nodes (1-based, as the Abaqus manual lists
+/// them): S1 = 1234, S2 = 5876, S3 = 1562, S4 = 2673, S5 = 3784, S6 = 4851.
+pub const ABAQUS_HEX_FACES: [[usize; 4]; 6] = [
+    [1, 2, 3, 4],
+    [5, 8, 7, 6],
+    [1, 5, 6, 2],
+    [2, 6, 7, 3],
+    [3, 7, 8, 4],
+    [4, 8, 5, 1],
+];
+
+/// The reference-cell face whose corners are the given 1-based corner nodes of the shared
+/// hexahedron corner order (counter-clockwise on zeta = -1, then on +1): the one coordinate the
+/// four corners share. `None` if they share none (not a face).
+pub fn side_face(corners: [usize; 4]) -> Option<crate::Face> {
+    let coords = corners.map(|c| c.checked_sub(1).and_then(|i| HEX_CORNERS.get(i)));
+    (0..3).find_map(|axis| {
+        let first = coords[0]?[axis];
+        coords
+            .iter()
+            .all(|x| x.is_some_and(|x| x[axis] == first))
+            .then(|| crate::Face::from_axis(axis, first > 0))
+            .flatten()
+    })
+}
+
 /// Gmsh quadrangle 9: corners counter-clockwise, midpoints of edges 0-1, 1-2, 2-3, 3-0, centre.
 const GMSH_QUAD9: [[i8; 3]; 9] = [
     [-1, -1, 0],
@@ -122,7 +238,11 @@ impl NodeOrdering {
     /// Reference coordinates of the nodes in this format's order.
     pub fn reference_coords(self) -> &'static [[i8; 3]] {
         match self {
-            NodeOrdering::GmshHex8 | NodeOrdering::VtkHex8 => &HEX_CORNERS,
+            NodeOrdering::GmshHex8 | NodeOrdering::VtkHex8 | NodeOrdering::ExodusHex8 => {
+                &HEX_CORNERS
+            }
+            NodeOrdering::ExodusHex27 => &EXODUS_HEX27,
+            NodeOrdering::AbaqusHex27 => &ABAQUS_HEX27,
             NodeOrdering::GmshHex27 => &GMSH_HEX27,
             NodeOrdering::VtkHex27 => &VTK_HEX27,
             NodeOrdering::GmshQuad4 => &GMSH_QUAD9[..4],
@@ -141,7 +261,10 @@ impl NodeOrdering {
     /// Polynomial order (1 or 2).
     pub fn order(self) -> usize {
         match self {
-            NodeOrdering::GmshHex8 | NodeOrdering::VtkHex8 | NodeOrdering::GmshQuad4 => 1,
+            NodeOrdering::GmshHex8
+            | NodeOrdering::VtkHex8
+            | NodeOrdering::ExodusHex8
+            | NodeOrdering::GmshQuad4 => 1,
             _ => 2,
         }
     }
@@ -198,7 +321,10 @@ pub fn gather<T: Copy>(src: &[T], perm: &[usize]) -> Vec<T> {
 mod tests {
     use super::*;
 
-    const ALL: [NodeOrdering; 6] = [
+    const ALL: [NodeOrdering; 9] = [
+        NodeOrdering::ExodusHex8,
+        NodeOrdering::ExodusHex27,
+        NodeOrdering::AbaqusHex27,
         NodeOrdering::GmshHex8,
         NodeOrdering::GmshHex27,
         NodeOrdering::GmshQuad4,
@@ -247,6 +373,9 @@ mod tests {
             NodeOrdering::VtkHex8,
             NodeOrdering::GmshHex27,
             NodeOrdering::VtkHex27,
+            NodeOrdering::ExodusHex8,
+            NodeOrdering::ExodusHex27,
+            NodeOrdering::AbaqusHex27,
         ] {
             let p = ord.order();
             let n = p + 1;
@@ -288,5 +417,43 @@ mod tests {
         assert_eq!(vtk[22], lex(1, 0, 1));
         assert_eq!(vtk[24], lex(1, 1, 0));
         assert_eq!(vtk[26], lex(1, 1, 1));
+    }
+
+    /// The side tables against the manuals' figures: Exodus side 1 is eta = -1 (nodes 1, 2, 6,
+    /// 5), 2 xi = +1, 3 eta = +1, 4 xi = -1, 5 zeta = -1, 6 zeta = +1; Abaqus S1 zeta = -1, S2
+    /// zeta = +1, S3 eta = -1, S4 xi = +1, S5 eta = +1, S6 xi = -1.
+    #[test]
+    fn side_tables_name_the_faces_of_the_manuals() {
+        use crate::Face::*;
+        let exodus = EXODUS_HEX_SIDES.map(|s| side_face(s).unwrap());
+        assert_eq!(exodus, [YMin, XMax, YMax, XMin, ZMin, ZMax]);
+        let abaqus = ABAQUS_HEX_FACES.map(|s| side_face(s).unwrap());
+        assert_eq!(abaqus, [ZMin, ZMax, YMin, XMax, YMax, XMin]);
+        assert_eq!(side_face([1, 2, 3, 5]), None);
+        assert_eq!(side_face([0, 2, 3, 4]), None);
+    }
+
+    /// The face-centre nodes of the 27-node orderings sit on the faces their tables name: the
+    /// centre of each side is the mean of its corners.
+    #[test]
+    fn face_centres_of_27_node_orderings_follow_the_side_tables() {
+        let centre = |coords: &[[i8; 3]], side: [usize; 4]| -> [i8; 3] {
+            std::array::from_fn(|d| side.iter().map(|&c| coords[c - 1][d]).sum::<i8>() / 4)
+        };
+        let exo = NodeOrdering::ExodusHex27.reference_coords();
+        // Exodus nodes 22..27 are the centres of sides 5, 6, 4, 2, 1, 3.
+        for (node, side) in [(22, 5), (23, 6), (24, 4), (25, 2), (26, 1), (27, 3)] {
+            assert_eq!(
+                exo[node - 1],
+                centre(exo, EXODUS_HEX_SIDES[side - 1]),
+                "{node}"
+            );
+        }
+        assert_eq!(exo[20], [0, 0, 0]);
+        let abq = NodeOrdering::AbaqusHex27.reference_coords();
+        for (k, side) in ABAQUS_HEX_FACES.iter().enumerate() {
+            assert_eq!(abq[20 + k], centre(abq, *side), "S{}", k + 1);
+        }
+        assert_eq!(abq[26], [0, 0, 0]);
     }
 }

@@ -8,8 +8,8 @@ use solve::params as plain;
 use super::error::ConfigError;
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, ComputeDevice, Config, ElementFormulation, Forcing, LineSearch, LinearSolverMethod,
-    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, Scalar,
+    BoxMesh, ComputeDevice, Config, ElementFormulation, Forcing, GeometricSetKind, LineSearch,
+    LinearSolverMethod, LinearSolverParams, LoadingParams, MeshSource, NewtonParams, Scalar,
 };
 use super::tree::{index_path, key_path};
 
@@ -134,6 +134,32 @@ impl Config {
                 .collect(),
             quadrature_points: self.quadrature.points,
             formulation: self.formulation.into(),
+            sets: self
+                .sets
+                .iter()
+                .map(|(name, g)| {
+                    let expression = match &g.expression {
+                        Some(text) => Some(plain::Expression::parse(text).map_err(|e| {
+                            self.error_at(&key_path(&key_path("sets", name), "expression"), e)
+                        })?),
+                        None => None,
+                    };
+                    Ok(plain::GeometricSet {
+                        name: name.clone(),
+                        kind: match g.kind {
+                            GeometricSetKind::Nodes => plain::GeometricSetKind::Nodes,
+                            GeometricSetKind::Faces => plain::GeometricSetKind::Faces,
+                            GeometricSetKind::Cells => plain::GeometricSetKind::Cells,
+                        },
+                        within: g.within.as_ref().map(|b| (b.lower, b.upper)),
+                        plane: g.plane.as_ref().map(|p| (p.point, p.normal)),
+                        normal: g.normal,
+                        angle: g.angle_deg.unwrap_or(1.0).to_radians(),
+                        expression,
+                        tolerance: g.tolerance,
+                    })
+                })
+                .collect::<Result<_, ConfigError>>()?,
         })
     }
 

@@ -34,9 +34,10 @@ pub use error::{ConfigError, ErrorKind};
 pub use material::{CellSelection, MaterialError, MaterialModel, MaterialParams};
 pub use params::{
     BoundaryParams, BoxMesh, ComputeDevice, Config, DirichletParams, ElementFormulation, Forcing,
-    GlobalProbe, GmshMesh, LineSearch, LinearSolverMethod, LinearSolverParams, LoadingParams,
-    MeshSource, NewtonParams, OutputField, OutputParams, PointProbe, ProbesParams,
-    QuadratureParams, SetProbe, Source, TractionParams, TwistParams,
+    GeometricSet, GeometricSetKind, GlobalProbe, GmshMesh, LineSearch, LinearSolverMethod,
+    LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,
+    PointProbe, ProbesParams, QuadratureParams, RegionBox, RegionPlane, SetProbe, Source,
+    TractionParams, TwistParams,
 };
 pub use tree::Origin;
 

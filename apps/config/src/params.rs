@@ -24,6 +24,10 @@ pub struct Config {
     /// component a number or an expression of `x, y, z, t`. Default `[0, 0, 0]`.
     #[serde(default)]
     pub body_force: [Scalar; 3],
+    /// Sets defined by geometry, by name (a box, a plane, an outward normal, an expression of
+    /// `x, y, z`), usable wherever a set name is. Default: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sets: BTreeMap<String, GeometricSet>,
     /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
     #[serde(default)]
     pub boundary: BoundaryParams,
@@ -149,6 +153,61 @@ pub struct GmshMesh {
 
 fn unit_scale() -> f64 {
     1.0
+}
+
+/// A set of the mesh's nodes, boundary faces or cells, selected by geometry: every criterion
+/// given must hold. A node is tested at its position, a face by all its nodes (and its outward
+/// normal), a cell at its centroid.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeometricSet {
+    /// What the set holds: `nodes`, `faces` (boundary faces) or `cells` (required).
+    pub kind: GeometricSetKind,
+    /// Points inside the box `lower`..`upper` (widened by `tolerance`).
+    #[serde(rename = "box", default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<RegionBox>,
+    /// Points on the plane through `point` with normal `normal` (to `tolerance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plane: Option<RegionPlane>,
+    /// Faces whose unit outward normal is within `angle_deg` of this direction (faces only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normal: Option<[f64; 3]>,
+    /// Largest angle between a face's outward normal and `normal`, in degrees. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub angle_deg: Option<f64>,
+    /// Points where this expression of `x, y, z` is at most `tolerance`: `x - 5` selects
+    /// `x <= 5`, `abs(sqrt(x^2 + y^2) - 1)` the cylinder of radius 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
+    /// Absolute length tolerance of `box`, `plane` and `expression`. Default: 1e-6 times the
+    /// diagonal of the mesh's bounding box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+}
+
+/// What a [`GeometricSet`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GeometricSetKind {
+    Nodes,
+    Faces,
+    Cells,
+}
+
+/// An axis-aligned box.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionBox {
+    pub lower: [f64; 3],
+    pub upper: [f64; 3],
+}
+
+/// A plane through `point` with normal `normal` (any length but zero).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionPlane {
+    pub point: [f64; 3],
+    pub normal: [f64; 3],
 }
 
 /// Boundary conditions; every list defaults to empty.

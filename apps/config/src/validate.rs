@@ -7,7 +7,8 @@ use solve::params::MAX_LOAD_STEPS;
 use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
-    BoxMesh, ComputeDevice, Config, LinearSolverMethod, MeshSource, QuadratureParams,
+    BoxMesh, ComputeDevice, Config, GeometricSet, GeometricSetKind, LinearSolverMethod, MeshSource,
+    QuadratureParams,
 };
 use super::tree::{index_path, key_path, Origin};
 
@@ -87,6 +88,80 @@ impl Check<'_> {
     }
 }
 
+impl Check<'_> {
+    /// A geometric set: a name, at least one criterion, finite values, nonzero normals, a box
+    /// with `lower <= upper`, `normal` and `angle_deg` for faces only, an expression of `x, y, z`.
+    fn geometric_set(&self, name: &str, set: &GeometricSet) -> Result<(), ConfigError> {
+        let path = key_path("sets", name);
+        self.ensure(!name.trim().is_empty(), &path, "the set name is empty")?;
+        self.ensure(
+            set.within.is_some()
+                || set.plane.is_some()
+                || set.normal.is_some()
+                || set.expression.is_some(),
+            &path,
+            "give at least one of `box`, `plane`, `normal`, `expression`",
+        )?;
+        if let Some(b) = &set.within {
+            let at = key_path(&path, "box");
+            self.finite(&[b.lower, b.upper].concat(), &at)?;
+            self.ensure(
+                (0..3).all(|d| b.lower[d] <= b.upper[d]),
+                &at,
+                "needs `lower <= upper` in every component",
+            )?;
+        }
+        let direction = |v: &[f64; 3], at: &str| -> Result<(), ConfigError> {
+            self.finite(v, at)?;
+            self.ensure(
+                v.iter().any(|c| c.abs() >= f64::MIN_POSITIVE),
+                at,
+                "must be a nonzero direction",
+            )
+        };
+        if let Some(p) = &set.plane {
+            let at = key_path(&path, "plane");
+            self.finite(&p.point, &key_path(&at, "point"))?;
+            direction(&p.normal, &key_path(&at, "normal"))?;
+        }
+        if set.normal.is_some() || set.angle_deg.is_some() {
+            self.ensure(
+                set.kind == GeometricSetKind::Faces,
+                &key_path(&path, "normal"),
+                "selects faces by their outward normal: use it with `kind: faces` (a face set \
+                 serves every use of a node set too)",
+            )?;
+        }
+        if let Some(n) = &set.normal {
+            direction(n, &key_path(&path, "normal"))?;
+        }
+        if let Some(a) = set.angle_deg {
+            self.ensure(
+                a.is_finite() && a > 0.0 && a <= 180.0,
+                &key_path(&path, "angle_deg"),
+                "must be in (0, 180] degrees",
+            )?;
+        }
+        if let Some(t) = set.tolerance {
+            self.ensure(
+                t.is_finite() && t >= 0.0,
+                &key_path(&path, "tolerance"),
+                "must be finite and >= 0 (a length)",
+            )?;
+        }
+        if let Some(text) = &set.expression {
+            let at = key_path(&path, "expression");
+            let e = solve::expression::Expression::parse(text).map_err(|e| self.error(&at, e))?;
+            self.ensure(
+                !e.uses_time(),
+                &at,
+                "selects by position: use `x`, `y`, `z` only (no `t`)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl Config {
     /// An error about the value at key `path` (`output.name`, `materials[1].cells`), located
     /// where that value, or its nearest ancestor, was written: `file:line:column` or the
@@ -159,6 +234,9 @@ impl Config {
                     check.scalars(&[v], &key_path(&path, c))?;
                 }
             }
+        }
+        for (name, set) in &self.sets {
+            check.geometric_set(name, set)?;
         }
         for (i, t) in self.boundary.twist.iter().enumerate() {
             let path = index_path("boundary.twist", i);

@@ -138,7 +138,7 @@ pub fn check_on_ranks(
         comm,
         crate::locate::located(
             &config,
-            solve::partition::build_mesh_part(&params.mesh, rank, size),
+            solve::partition::build_problem_mesh_part(&params, rank, size),
         ),
     )?;
     agreed(
@@ -270,7 +270,7 @@ pub fn run_on_ranks(
         c,
         crate::locate::located(
             &config,
-            solve::partition::build_mesh_part(&params.mesh, rank, size),
+            solve::partition::build_problem_mesh_part(&params, rank, size),
         ),
     )?;
     agreed(

@@ -74,7 +74,7 @@ pub fn estimate(config: &Config) -> Result<MemoryEstimate> {
         }
         MeshSource::Gmsh(g) => {
             let mesh =
-                crate::locate::located(config, mesh::read_gmsh(&g.file).map_err(Into::into))?;
+                crate::locate::located(config, mesh::read_mesh(&g.file).map_err(Into::into))?;
             MemoryEstimate::new(
                 mesh.n_nodes() as f64,
                 mesh.n_cells() as f64,

@@ -3,6 +3,7 @@
 //! plain parameters ([`params`]); reading input files is `config`'s job.
 
 pub mod expression;
+pub mod geometric_sets;
 pub mod linear_solver;
 pub mod newton;
 pub mod newton_system;

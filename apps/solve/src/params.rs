@@ -37,6 +37,36 @@ pub struct ProblemParams {
     pub quadrature_points: Option<usize>,
     /// The element formulation (the projected volume ratio removes volumetric locking).
     pub formulation: fem::Formulation,
+    /// Sets defined by geometry, added to the mesh's sets once it is read or generated.
+    pub sets: Vec<GeometricSet>,
+}
+
+/// A named set selected by geometry ([`crate::geometric_sets`]): every criterion given holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeometricSet {
+    pub name: String,
+    pub kind: GeometricSetKind,
+    /// `(lower, upper)`: inside the box, widened by the tolerance.
+    pub within: Option<([f64; 3], [f64; 3])>,
+    /// `(point, normal)`: on the plane, to the tolerance.
+    pub plane: Option<([f64; 3], [f64; 3])>,
+    /// Faces whose outward normal is within `angle` (radians) of this direction.
+    pub normal: Option<[f64; 3]>,
+    pub angle: f64,
+    /// Where the expression of `x, y, z` is at most the tolerance.
+    pub expression: Option<Expression>,
+    /// Absolute length tolerance; `None`: 1e-6 times the mesh's bounding-box diagonal.
+    pub tolerance: Option<f64>,
+}
+
+/// What a [`GeometricSet`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeometricSetKind {
+    Nodes,
+    /// Boundary faces.
+    Faces,
+    /// Cells, tested at their centroid.
+    Cells,
 }
 
 /// Where the mesh comes from.

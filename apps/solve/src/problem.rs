@@ -8,7 +8,7 @@ use assembly::{
     RIGID_BODY_MODES_3D,
 };
 use fem::Load;
-use mesh::{generate_box, read_gmsh, HexMesh};
+use mesh::{generate_box, read_mesh, HexMesh};
 
 use crate::params::{
     curve_factor, curve_swing, CellSelection, Component, LoadingParams, MeshSource, ProblemParams,
@@ -140,7 +140,9 @@ impl Problem {
     /// Builds mesh, materials, constraints and loads of `params`.
     /// Errors where the constraints leave a rigid-body motion free ([`Problem::check_held`]).
     pub fn new(params: &ProblemParams) -> Result<Self> {
-        let mut problem = Self::unloaded(params, build_mesh(&params.mesh)?)?;
+        let mut mesh = build_mesh(&params.mesh)?;
+        crate::geometric_sets::add_geometric_sets(&mut mesh, &params.sets, None, true, None)?;
+        let mut problem = Self::unloaded(params, mesh)?;
         problem.set_loads(params)?;
         problem.check_held()?;
         Ok(problem)
@@ -728,10 +730,10 @@ pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
     }
 }
 
-/// The mesh of a Gmsh file with its node coordinates multiplied by `scale`.
+/// The mesh of a file in any format `mesh` reads (Gmsh, Exodus II, Abaqus; recognised from the
+/// content) with its node coordinates multiplied by `scale`.
 pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
-    let mut mesh =
-        read_gmsh(file).with_context(|| format!("reading Gmsh mesh {}", file.display()))?;
+    let mut mesh = read_mesh(file).with_context(|| format!("reading mesh {}", file.display()))?;
     if scale != 1.0 {
         for x in &mut mesh.coords {
             *x = x.map(|c| c * scale);

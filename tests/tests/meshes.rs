@@ -1,0 +1,171 @@
+//! Runs on the twin meshes of `mesh/tests/data/twins/` (one Gmsh mesh written as Gmsh MSH,
+//! Exodus II and Abaqus input by `scripts/make_mesh_twins.py`): the same input, with its sets
+//! (cell sets as material groups, face sets under tractions and pressures, node sets under
+//! constraints) named as the twins name them, gives the same displacements to 1e-12 whichever
+//! file `mesh.gmsh.file` names; a netCDF-4 Exodus file is refused with the conversion command.
+
+use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use hexfem_end_to_end::ScratchDir;
+
+fn twin(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mesh/tests/data/twins")
+        .join(name)
+}
+
+/// The problem of every run here on the mesh `mesh_file`, its sets named by `names` (in the
+/// order left_part, right_part, xmin, origin, xmax, ymin), with `sets` (YAML lines) added.
+fn yaml_on(mesh_file: &str, names: [&str; 6], sets: &str) -> String {
+    let [left, right, xmin, origin, xmax, ymin] = names;
+    format!(
+        "mesh:\n  gmsh: {{ file: {} }}\n{sets}\
+         materials:\n  - {{ cells: {left}, model: neo_hookean, young_modulus: 100.0, poisson_ratio: 0.3 }}\n\
+         \x20 - {{ cells: {right}, model: neo_hookean, young_modulus: 40.0, poisson_ratio: 0.45 }}\n\
+         boundary:\n  dirichlet:\n    - {{ set: {xmin}, x: 0.0, y: 0.0 }}\n    - {{ set: {origin}, z: 0.0 }}\n\
+         \x20 traction: [{{ set: {xmax}, value: [2.0, 0.5, -1.0] }}]\n\
+         \x20 pressure: [{{ set: {ymin}, value: 0.5 }}]\n\
+         loading: {{ steps: 2 }}\n",
+        twin(mesh_file).display()
+    )
+}
+
+const NAMED: [&str; 6] = ["left_part", "right_part", "xmin", "origin", "xmax", "ymin"];
+
+fn run_on(tag: &str, mesh_file: &str) -> Result<(ScratchDir, RunOutcome), String> {
+    run_yaml(tag, &yaml_on(mesh_file, NAMED, ""))
+}
+
+fn run_yaml(tag: &str, yaml: &str) -> Result<(ScratchDir, RunOutcome), String> {
+    let out = ScratchDir::new(&format!("meshes-{tag}"));
+    let input = out.join(format!("{tag}.yaml"));
+    std::fs::write(&input, yaml).unwrap();
+    run(&RunOptions {
+        input,
+        overrides: Vec::new(),
+        output_dir: Some(out.join("results")),
+        progress: Progress::Quiet,
+        restart: None,
+        faults: Default::default(),
+        abort_after_step: None,
+    })
+    .map(|outcome| (out, outcome))
+    .map_err(|e| format!("{e:#}"))
+}
+
+fn displacement(outcome: &RunOutcome, step: usize) -> Vec<f64> {
+    let file = io::ResultsReader::open(&outcome.h5).unwrap();
+    file.read_f64(&format!("steps/{step:06}/displacement"))
+        .unwrap()
+        .1
+}
+
+#[test]
+fn exodus_and_abaqus_twins_give_the_gmsh_results() {
+    for (order, others) in [
+        (
+            1,
+            &[
+                "twin_q1_cdf1.exo",
+                "twin_q1_cdf2.exo",
+                "twin_q1.inp",
+                "twin_q1_gmsh.inp",
+            ][..],
+        ),
+        (
+            2,
+            &["twin_q2_cdf1.exo", "twin_q2_cdf2.exo", "twin_q2.inp"][..],
+        ),
+    ] {
+        let (_d, reference) = run_on(&format!("q{order}-msh"), &format!("twin_q{order}.msh"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let u_ref = displacement(&reference, 2);
+        let scale = u_ref.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 1e-3, "the load moves the mesh: {scale}");
+        for (k, other) in others.iter().enumerate() {
+            let (_d, outcome) =
+                run_on(&format!("q{order}-{k}"), other).unwrap_or_else(|e| panic!("{other}: {e}"));
+            let u = displacement(&outcome, 2);
+            assert_eq!(u.len(), u_ref.len(), "{other}");
+            let diff = u
+                .iter()
+                .zip(&u_ref)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                diff <= 1e-12 * scale,
+                "{other}: max difference {diff:e} (scale {scale:e})"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_netcdf4_exodus_mesh_is_refused_with_the_conversion() {
+    let err = run_on("nc4", "twin_q1_nc4.exo").map(|_| ()).unwrap_err();
+    assert!(err.contains("netCDF-4 Exodus II"), "{err}");
+    assert!(err.contains("nccopy -k classic"), "{err}");
+}
+
+/// Sets by geometry reproduce the mesh's named sets: the run with the geometric sets (a plane, an
+/// outward normal, a box, an expression on the cell centroids) gives the named run's
+/// displacements bit for bit, on the Gmsh and the Exodus twin.
+#[test]
+fn geometric_sets_reproduce_the_named_sets() {
+    let sets = "sets:\n\
+        \x20 g_left: { kind: cells, expression: \"x - 1\" }\n\
+        \x20 g_right: { kind: cells, expression: \"1 - x\" }\n\
+        \x20 g_xmin: { kind: faces, plane: { point: [0, 5, 5], normal: [-2, 0, 0] } }\n\
+        \x20 g_origin: { kind: nodes, box: { lower: [0, 0, 0], upper: [0, 0, 0] } }\n\
+        \x20 g_xmax: { kind: faces, normal: [1, 0, 0], angle_deg: 0.5 }\n\
+        \x20 g_ymin: { kind: faces, box: { lower: [-1, 0, -1], upper: [4, 0, 3] } }\n";
+    let geometric = [
+        "g_left", "g_right", "g_xmin", "g_origin", "g_xmax", "g_ymin",
+    ];
+    for file in ["twin_q2.msh", "twin_q1_cdf1.exo"] {
+        let (_a, named) = run_on(&format!("named-{file}"), file).unwrap_or_else(|e| panic!("{e}"));
+        let (_b, by_geometry) = run_yaml(
+            &format!("geometric-{file}"),
+            &yaml_on(file, geometric, sets),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            displacement(&named, 2),
+            displacement(&by_geometry, 2),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn geometric_sets_that_select_nothing_or_clash_are_errors() {
+    let cases = [
+        (
+            "sets:\n  far: { kind: faces, plane: { point: [10, 0, 0], normal: [1, 0, 0] } }\n",
+            ["left_part", "right_part", "far", "origin", "xmax", "ymin"],
+            "sets.far: selects no boundary face of the mesh",
+        ),
+        (
+            "sets:\n  xmax: { kind: faces, normal: [1, 0, 0] }\n",
+            NAMED,
+            "sets.xmax: the mesh already has a set named 'xmax'",
+        ),
+        (
+            "sets:\n  n: { kind: nodes, normal: [1, 0, 0] }\n",
+            NAMED,
+            "selects faces by their outward normal: use it with `kind: faces`",
+        ),
+        (
+            "sets:\n  n: { kind: cells, expression: \"x + t\" }\n",
+            NAMED,
+            "selects by position: use `x`, `y`, `z` only",
+        ),
+    ];
+    for (k, (sets, names, needle)) in cases.into_iter().enumerate() {
+        let err = run_yaml(
+            &format!("bad-set-{k}"),
+            &yaml_on("twin_q1.msh", names, sets),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(err.contains(needle), "{k}: {err}");
+    }
+}
