@@ -2138,3 +2138,77 @@ fn device_rank_run_equals_the_host_rank_run() {
         );
     });
 }
+
+/// Sets by geometry on a rank's part (issue 27): on a box part (faces among the box's sides,
+/// whatever the part's own boundary) and on a file mesh (Exodus, selected before METIS), every
+/// local node, cell and cell face is in a part's set exactly when its serial counterpart is in
+/// the serial run's set.
+#[test]
+fn geometric_sets_on_rank_parts_are_the_serial_sets() {
+    on_ranks(
+        "geometric_sets_on_rank_parts_are_the_serial_sets",
+        &[2, 3],
+        |comm| {
+            let twin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../mesh/tests/data/twins/twin_q1_cdf2.exo");
+            let sets = "sets:\n\
+                \x20 plane: { kind: faces, plane: { point: [0, 0, 0], normal: [1, 0, 0] } }\n\
+                \x20 up: { kind: faces, normal: [0, 0, 1] }\n\
+                \x20 corner: { kind: nodes, box: { lower: [0, 0, 0], upper: [0.5, 0.5, 2] } }\n\
+                \x20 half: { kind: cells, expression: \"x - 1.5\" }\n";
+            let materials =
+                "materials: [{ model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }]\n";
+            for mesh_yaml in [
+                "mesh: { box: { cells: [6, 3, 4], lower: [0, 0, 0], upper: [3, 2, 2] } }\n"
+                    .to_string(),
+                format!("mesh: {{ gmsh: {{ file: {} }} }}\n", twin.display()),
+            ] {
+                let text = format!("{mesh_yaml}{materials}{sets}");
+                let config =
+                    config::load_str(&text, std::path::Path::new("sets.yaml"), &[]).unwrap();
+                let params = config.problem_params().unwrap();
+                let mut serial = solve::problem::build_mesh(&params.mesh).unwrap();
+                solve::geometric_sets::add_geometric_sets(
+                    &mut serial,
+                    &params.sets,
+                    None,
+                    true,
+                    None,
+                )
+                .unwrap();
+                let part =
+                    solve::partition::build_problem_mesh_part(&params, comm.rank(), comm.size())
+                        .unwrap();
+                let local = &part.mesh;
+                for name in ["plane", "up"] {
+                    for c in 0..local.n_cells() {
+                        let s = part.cell_serial_ids[c] as usize;
+                        for face in mesh::Face::ALL {
+                            let in_part =
+                                local.face_sets[name].contains(&mesh::CellFace { cell: c, face });
+                            let in_serial =
+                                serial.face_sets[name].contains(&mesh::CellFace { cell: s, face });
+                            assert_eq!(in_part, in_serial, "{name}: cell {s} face {face:?}");
+                        }
+                    }
+                }
+                for n in 0..local.n_nodes() {
+                    let s = part.node_serial_ids[n] as usize;
+                    assert_eq!(
+                        local.node_sets["corner"].contains(&n),
+                        serial.node_sets["corner"].contains(&s),
+                        "corner: node {s}"
+                    );
+                }
+                for c in 0..local.n_cells() {
+                    let s = part.cell_serial_ids[c] as usize;
+                    assert_eq!(
+                        local.cell_sets["half"].contains(&c),
+                        serial.cell_sets["half"].contains(&s),
+                        "half: cell {s}"
+                    );
+                }
+            }
+        },
+    );
+}

@@ -24,13 +24,13 @@ pub struct Config {
     /// component a number or an expression of `x, y, z, t`. Default `[0, 0, 0]`.
     #[serde(default)]
     pub body_force: [Scalar; 3],
+    /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
+    #[serde(default)]
+    pub boundary: BoundaryParams,
     /// Sets defined by geometry, by name (a box, a plane, an outward normal, an expression of
     /// `x, y, z`), usable wherever a set name is. Default: none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sets: BTreeMap<String, GeometricSet>,
-    /// Boundary conditions. Default: none (the problem is then singular unless a set is fixed).
-    #[serde(default)]
-    pub boundary: BoundaryParams,
     /// Load stepping. Defaults: see [`LoadingParams`].
     #[serde(default)]
     pub loading: LoadingParams,
