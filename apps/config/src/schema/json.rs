@@ -12,17 +12,13 @@ use super::table::{CAMPAIGN_KEYS, INPUT_KEYS};
 use super::{children, Bound, Default, Elem, KeyDoc, Type};
 use crate::material::MaterialModel;
 
-/// Where the committed schema is published, its `$id`.
-const SCHEMA_ID: &str = "https://hexfem.invalid/schema/hexfem.schema.json";
-const CAMPAIGN_SCHEMA_ID: &str = "https://hexfem.invalid/schema/hexfem-campaign.schema.json";
-
 /// The JSON Schema of a run input (`docs/hexfem.schema.json`).
 pub fn json_schema() -> Value {
     let mut root = section(INPUT_KEYS, "", false);
     add_material_parameter_sets(&mut root);
+    add_cross_key_rules(&mut root);
     document(
         root,
-        SCHEMA_ID,
         "hexfem input",
         "A hexfem run input (docs/input-reference.md).",
     )
@@ -44,19 +40,17 @@ pub fn campaign_json_schema() -> Value {
     }
     document(
         root,
-        CAMPAIGN_SCHEMA_ID,
         "hexfem campaign",
         "A hexfem campaign file (docs/input-reference.md#campaign-files).",
     )
 }
 
-fn document(root: Value, id: &str, title: &str, description: &str) -> Value {
+fn document(root: Value, title: &str, description: &str) -> Value {
     let mut out = Map::new();
     out.insert(
         "$schema".into(),
         "http://json-schema.org/draft-07/schema#".into(),
     );
-    out.insert("$id".into(), id.into());
     out.insert("title".into(), title.into());
     out.insert("description".into(), description.into());
     if let Value::Object(fields) = root {
@@ -287,5 +281,25 @@ fn add_material_parameter_sets(root: &mut Value) {
         .collect();
     if let Some(items) = root.pointer_mut("/properties/materials/items") {
         items["allOf"] = Value::Array(rules);
+    }
+}
+
+/// Rules between keys that `validate` checks and a schema can say: a Dirichlet entry gives at
+/// least one component; a box gives `corners` or `lower`/`upper`, not both.
+fn add_cross_key_rules(root: &mut Value) {
+    if let Some(entry) = root.pointer_mut("/properties/boundary/properties/dirichlet/items") {
+        entry["anyOf"] = json!([
+            { "required": ["x"] },
+            { "required": ["y"] },
+            { "required": ["z"] }
+        ]);
+    }
+    if let Some(mesh) = root.pointer_mut("/properties/mesh/properties/box") {
+        mesh["not"] = json!({
+            "anyOf": [
+                { "required": ["corners", "lower"] },
+                { "required": ["corners", "upper"] }
+            ]
+        });
     }
 }

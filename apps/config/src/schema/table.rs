@@ -1007,7 +1007,7 @@ pub const CAMPAIGN_KEYS: &[KeyDoc] = &[
     key(
         "directory",
         Type::Path,
-        Unset("results/<campaign file stem>"),
+        Unset("`results/<campaign file stem>`"),
         "where the cases and the results table go, relative to the working directory \
          (`-o` replaces it)",
     ),

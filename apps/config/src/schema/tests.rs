@@ -808,7 +808,6 @@ fn keys_of_every_input_file_are_described() {
 
 const KEYWORDS: &[&str] = &[
     "$schema",
-    "$id",
     "title",
     "description",
     "default",
@@ -1003,6 +1002,7 @@ fn every_input_file_and_the_maximal_inputs_fit_the_schema() {
         GMSH,
         REQUIRED_ONLY
             .replace("{ model: linear }", "{ model: linear, lambda: 1, mu: 1 }")
+            .replace("dirichlet: [{ set: a }]", "dirichlet: [{ set: a, x: 0 }]")
             .as_str(),
     ] {
         let errs = errors(&schema, &yaml_json(text), "");
@@ -1049,8 +1049,17 @@ fn the_schema_rejects_what_the_parser_rejects() {
         ("formulation: mixed", "unknown formulation"),
         ("boundary: { dirichlet: [{ x: 0 }] }", "missing set"),
         ("body_force: [0, 0]", "two components"),
+        ("boundary: { dirichlet: [{ set: xmin }] }", "no component"),
+        (
+            "mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], corners: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1]] } }",
+            "corners with lower",
+        ),
     ] {
-        let text = format!("{minimal}{change}\n");
+        let text = match change.strip_prefix("mesh: ") {
+            // in place of the minimal input's mesh
+            Some(mesh) => minimal.replace("{ box: { cells: [2, 1, 1] } }", mesh),
+            None => format!("{minimal}{change}\n"),
+        };
         assert!(
             !valid(&schema, &yaml_json(&text)),
             "{why} accepted: {change}"
