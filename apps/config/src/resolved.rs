@@ -155,7 +155,8 @@ fn flow(value: &Value) -> String {
     }
 }
 
-/// A string as a plain YAML scalar where that reads back as the same string, else as a
+/// A string as a plain YAML scalar where that reads back as the same string (in YAML 1.2, and
+/// in 1.1 readers but for `y`/`n`, which hexfem's inputs write plain: `y: 0.0`), else as a
 /// JSON (= YAML double-quoted) string.
 fn plain_or_quoted(s: &str) -> String {
     let plain = s
@@ -166,7 +167,7 @@ fn plain_or_quoted(s: &str) -> String {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
         && !matches!(
             s.to_ascii_lowercase().as_str(),
-            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n" | ".inf" | ".nan"
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | ".inf" | ".nan"
         )
         && !s.starts_with("..")
         && s.parse::<f64>().is_err();

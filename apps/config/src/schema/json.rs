@@ -24,6 +24,23 @@ pub fn json_schema() -> Value {
     )
 }
 
+/// [`json_schema`] as the text of `docs/hexfem.schema.json` (`hexfem schema` prints it):
+/// pretty-printed, ending in a newline.
+pub fn json_schema_text() -> String {
+    text(&json_schema())
+}
+
+/// [`campaign_json_schema`] as the text of `docs/hexfem-campaign.schema.json`.
+pub fn campaign_json_schema_text() -> String {
+    text(&campaign_json_schema())
+}
+
+fn text(schema: &Value) -> String {
+    let mut out = serde_json::to_string_pretty(schema).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
 /// The JSON Schema of a campaign file (`docs/hexfem-campaign.schema.json`).
 pub fn campaign_json_schema() -> Value {
     let mut root = section(CAMPAIGN_KEYS, "", false);

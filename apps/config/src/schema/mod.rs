@@ -16,8 +16,9 @@ mod json;
 mod page;
 mod table;
 
-pub use json::{campaign_json_schema, json_schema};
+pub use json::{campaign_json_schema, campaign_json_schema_text, json_schema, json_schema_text};
 pub use page::reference_page;
+pub use page::REGENERATE;
 pub use table::{CAMPAIGN_KEYS, INPUT_KEYS};
 
 /// One key of the input.

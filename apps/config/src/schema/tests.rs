@@ -14,7 +14,6 @@ use serde::de::{
 use serde::Deserialize;
 use serde_json::Value as Json;
 
-use super::page::REGENERATE;
 use super::*;
 use crate::tree::{key_path, Node};
 use crate::{load, load_str, Config};
@@ -1123,14 +1122,10 @@ fn the_schema_rejects_what_the_parser_rejects() {
 #[test]
 fn reference_files_are_current() {
     let docs = repo().join("docs");
-    let schema = |v: Json| serde_json::to_string_pretty(&v).unwrap() + "\n";
     let files = [
         ("input-reference.md", reference_page()),
-        ("hexfem.schema.json", schema(json_schema())),
-        (
-            "hexfem-campaign.schema.json",
-            schema(campaign_json_schema()),
-        ),
+        ("hexfem.schema.json", json_schema_text()),
+        ("hexfem-campaign.schema.json", campaign_json_schema_text()),
     ];
     let bless = std::env::var_os("HEXFEM_BLESS").is_some();
     let mut stale = Vec::new();
@@ -1237,12 +1232,11 @@ fn resolved_input_reads_back_the_same_configuration() {
 fn resolved_input_fills_in_and_marks_the_defaults() {
     let minimal =
         "mesh: { box: { cells: [2, 1, 1] } }\nmaterials: [{ model: linear, lambda: 1, mu: 1 }]\n";
-    let config = load_str(
-        minimal,
-        Path::new("dir/beam.yaml"),
-        &["newton.rtol=1e-6".into()],
-    )
-    .unwrap();
+    let overrides = [
+        "newton.rtol=1e-6".to_owned(),
+        "boundary.dirichlet=[{ set: xmin, y: 0 }]".to_owned(),
+    ];
+    let config = load_str(minimal, Path::new("dir/beam.yaml"), &overrides).unwrap();
     let text = resolved_round_trip(&config);
     for line in [
         "  rtol: 1e-6\n",
@@ -1251,6 +1245,7 @@ fn resolved_input_fills_in_and_marks_the_defaults() {
         "    storage: blocked  # default\n",
         "  name: beam  # default\n",
         "  - cells: all  # default\n    model: linear\n",
+        "    - set: xmin\n      y: 0.0\n",
         "device: auto  # default\n",
     ] {
         assert!(text.contains(line), "{line:?} missing in\n{text}");
