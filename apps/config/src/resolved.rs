@@ -37,10 +37,15 @@ impl Config {
                 format!("cannot write the resolved input: {e}"),
             )
         })?;
-        let mut out = format!(
-            "# hexfem input resolved from {}: every key, defaults filled in.\n",
-            self.source.file.display()
-        );
+        let file = &self.source.file;
+        let mut out = if file.as_os_str().is_empty() {
+            "# hexfem input, resolved: every key, defaults filled in.\n".to_owned()
+        } else {
+            format!(
+                "# hexfem input resolved from {}: every key, defaults filled in.\n",
+                file.display()
+            )
+        };
         Writer {
             config: self,
             out: &mut out,

@@ -175,8 +175,6 @@ pub enum Unit {
     ForcePerVolume,
     /// Angle in degrees.
     Degrees,
-    /// The pseudo-time of the load path.
-    PseudoTime,
 }
 
 impl Unit {
@@ -189,7 +187,6 @@ impl Unit {
             Unit::Stress => "force/length^2",
             Unit::ForcePerVolume => "force/length^3",
             Unit::Degrees => "degrees",
-            Unit::PseudoTime => "pseudo-time",
         }
     }
 }
