@@ -61,7 +61,7 @@ const CURVE_DOC: &str = "a load curve of its own, `[[time, factor], ...]` on the
                          pseudo-time (rules as `loading.curve`), followed instead of the load factor";
 const CURVE_RULE: &str = "at least two points, the first at time 0, times strictly increasing";
 const CURVE_DEFAULT: Default = Unset("the run's load factor");
-const SCALAR_RULE: &str = "expressions of `x, y, z, t`, in quotes";
+const SCALAR_RULE: &str = "a number or an expression of `x, y, z, t` in quotes";
 
 const MODELS: &[Choice] = &[
     choice(
