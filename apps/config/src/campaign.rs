@@ -76,7 +76,7 @@ impl ParameterValue {
 }
 
 /// Keys of a campaign file.
-const KEYS: [&str; 7] = [
+pub(crate) const KEYS: [&str; 7] = [
     "base",
     "directory",
     "set",
@@ -85,6 +85,9 @@ const KEYS: [&str; 7] = [
     "cases",
     "latin_hypercube",
 ];
+
+/// Keys of `latin_hypercube`.
+pub(crate) const LATIN_HYPERCUBE_KEYS: [&str; 3] = ["samples", "seed", "ranges"];
 
 /// The most cases a campaign may have (a grid's product, a Latin hypercube's samples, a list's
 /// length): beyond, expanding the design alone would take gigabytes.
@@ -468,14 +471,16 @@ impl Parser<'_> {
     }
 
     fn latin_hypercube(&self, node: &Node) -> Result<Design, ConfigError> {
-        const KEYS: [&str; 3] = ["samples", "seed", "ranges"];
         let entries = self.map(node, "latin_hypercube")?;
         for e in entries {
-            if !KEYS.contains(&e.key.as_str()) {
+            if !LATIN_HYPERCUBE_KEYS.contains(&e.key.as_str()) {
                 return Err(self.error(
                     &e.key_origin,
                     &format!("latin_hypercube.{}", e.key),
-                    format!("unknown key; valid keys: {}", KEYS.join(", ")),
+                    format!(
+                        "unknown key; valid keys: {}",
+                        LATIN_HYPERCUBE_KEYS.join(", ")
+                    ),
                     ErrorKind::Schema,
                 ));
             }

@@ -22,10 +22,13 @@ mod de;
 mod error;
 mod material;
 mod params;
+mod resolved;
+pub mod schema;
 mod tree;
 mod validate;
 
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -50,6 +53,23 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// `--set`, in order; see [`load_str`]) and validates the result.
 pub fn load_with_overrides(path: &Path, overrides: &[String]) -> Result<Config, ConfigError> {
     let bytes = fs::read(path).map_err(|e| ConfigError::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| invalid_utf8(path, e.as_bytes(), &e))?;
+    load_str(&text, path, overrides)
+}
+
+/// The name of standard input in errors, and the stem of its default output name.
+pub const STDIN_NAME: &str = "stdin";
+
+/// Reads the configuration from `reader` (`hexfem run -`: standard input), applies `overrides`
+/// and validates. Errors name it [`STDIN_NAME`]; a relative mesh path is relative to the
+/// working directory (there is no YAML file to anchor it), and the default output name is
+/// `stdin`.
+pub fn load_reader(mut reader: impl Read, overrides: &[String]) -> Result<Config, ConfigError> {
+    let path = Path::new(STDIN_NAME);
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| ConfigError::io(path, e))?;
     let text = String::from_utf8(bytes).map_err(|e| invalid_utf8(path, e.as_bytes(), &e))?;
     load_str(&text, path, overrides)
 }

@@ -51,6 +51,18 @@ impl MaterialModel {
 
 const ENGINEERING: &[&str] = &["young_modulus", "poisson_ratio"];
 
+/// The parameter keys of a material entry, in the order of [`MaterialParams`]' fields.
+pub(crate) const PARAMETER_KEYS: [&str; 8] = [
+    "young_modulus",
+    "poisson_ratio",
+    "lambda",
+    "mu",
+    "kappa",
+    "mu1",
+    "mu2",
+    "mu2_fraction",
+];
+
 /// The cells a material entry applies to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum CellSelection {
@@ -179,19 +191,20 @@ impl std::error::Error for MaterialError {}
 impl MaterialParams {
     /// The parameters given, as (key, value) in schema order.
     fn given(&self) -> Vec<(&'static str, f64)> {
-        [
-            ("young_modulus", self.young_modulus),
-            ("poisson_ratio", self.poisson_ratio),
-            ("lambda", self.lambda),
-            ("mu", self.mu),
-            ("kappa", self.kappa),
-            ("mu1", self.mu1),
-            ("mu2", self.mu2),
-            ("mu2_fraction", self.mu2_fraction),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect()
+        PARAMETER_KEYS
+            .into_iter()
+            .zip([
+                self.young_modulus,
+                self.poisson_ratio,
+                self.lambda,
+                self.mu,
+                self.kappa,
+                self.mu1,
+                self.mu2,
+                self.mu2_fraction,
+            ])
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect()
     }
 
     /// Resolves the element layer's material from whichever accepted parameter set is given,

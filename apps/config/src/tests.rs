@@ -760,3 +760,25 @@ fn amg_precision_is_double_or_mixed_and_a_bad_value_is_located_with_the_choices(
         "{msg}"
     );
 }
+
+#[test]
+fn standard_input_is_named_stdin_and_anchors_paths_at_the_working_directory() {
+    let c = load_reader(MINIMAL.as_bytes(), &["loading.steps=3".to_owned()]).unwrap();
+    assert_eq!(c.loading.steps, 3);
+    assert_eq!(c.output.name.as_deref(), Some(STDIN_NAME));
+    assert_eq!(c.source.file, Path::new(STDIN_NAME));
+    let err = load_reader(&b"mesh: { box: { cells: [0, 1, 1] } }\n"[..], &[]).unwrap_err();
+    assert!(err.to_string().starts_with("stdin:1:"), "{err}");
+    let err = load_reader(&b"a: \xff\n"[..], &[]).unwrap_err();
+    assert!(err.to_string().starts_with("stdin:1:4: "), "{err}");
+    // a relative mesh path stays relative: to the working directory
+    let err = load_reader(
+        &b"mesh: { gmsh: { file: no/such.msh } }\nmaterials: [{ model: linear, lambda: 1, mu: 1 }]\n"[..],
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("no such file: no/such.msh"),
+        "{err}"
+    );
+}

@@ -194,6 +194,27 @@ impl Node {
         }
     }
 
+    /// The value as JSON (YAML's core types map one to one; keys stay in document order only
+    /// as far as `serde_json`'s map keeps them).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::UInt(u) => J::from(*u),
+            Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|e| (e.key.clone(), e.value.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The origin of every node by key path (`materials[1].poisson_ratio`; the root is `""`).
     pub fn origins(&self) -> BTreeMap<String, Origin> {
         fn walk(node: &Node, path: &mut String, out: &mut BTreeMap<String, Origin>) {
