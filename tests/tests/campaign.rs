@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
-use hexfem::run::{run, Progress, RunOptions};
+use sim::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
+use sim::run::{run, Progress, RunOptions};
 use hexfem_end_to_end::ScratchDir;
 
 fn inputs_dir() -> PathBuf {
@@ -77,7 +77,7 @@ fn grid_campaign_equals_separate_runs() {
         // the validation built both problems; the first mesh's is handed to the worker
         assert_eq!(summary.problems_built, 1, "one problem for the second mesh");
         assert_eq!(summary.problems_reused, 5);
-        let rows: Vec<hexfem::campaign::CaseRow> = std::fs::read_to_string(&summary.table_jsonl)
+        let rows: Vec<sim::campaign::CaseRow> = std::fs::read_to_string(&summary.table_jsonl)
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -235,6 +235,8 @@ fn the_example_campaign_runs_and_plots() {
     .unwrap();
     assert_eq!((summary.cases, summary.completed), (6, 6));
     assert_eq!(summary.problems_built + summary.problems_reused, 6);
+    // the campaign's default plots, drawn as `hexfem campaign` draws them
+    hexfem::plot::plot_campaign(&summary.directory, None, &[], &dir.join("out/plots")).unwrap();
     for y in [
         "strain_energy",
         "max_displacement",
@@ -291,7 +293,7 @@ fn latin_hypercube_campaigns_are_reproducible() {
             .unwrap()
             .lines()
             .map(|l| {
-                let row: hexfem::campaign::CaseRow = serde_json::from_str(l).unwrap();
+                let row: sim::campaign::CaseRow = serde_json::from_str(l).unwrap();
                 (
                     serde_json::Value::Object(row.parameters),
                     row.strain_energy,

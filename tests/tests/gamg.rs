@@ -65,7 +65,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = ScratchDir::new("gamg-newton");
     let input =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
-    let outcome = hexfem::run::run(&hexfem::run::RunOptions {
+    let outcome = sim::run::run(&sim::run::RunOptions {
         input,
         overrides: vec![
             "loading.steps=6".into(),
@@ -73,7 +73,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
             "linear_solver.method=cg_amg".into(),
         ],
         output_dir: Some(out.to_path_buf()),
-        progress: hexfem::run::Progress::Quiet,
+        progress: sim::run::Progress::Quiet,
         restart: None,
         faults: Default::default(),
         abort_after_step: None,

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
 
@@ -285,7 +285,7 @@ fn every_input_runs() {
     assert!(names.len() >= 5, "{names:?}");
     for name in &names {
         let text =
-            hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
+            sim::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
         assert!(text.contains("valid"), "{text}");
         let (_dir, outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
@@ -337,7 +337,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
     let accepts_on_cuda = |input: &std::path::Path, overrides: Vec<String>, feature: &str| {
         let mut with_cuda = vec!["device=cuda".to_string()];
         with_cuda.extend(overrides.iter().cloned());
-        if let Err(e) = hexfem::check::check(input, &with_cuda, None) {
+        if let Err(e) = sim::check::check(input, &with_cuda, None) {
             let message = format!("{e:#}");
             assert!(
                 !message.contains("does not support this problem") && !message.contains(feature),
@@ -346,7 +346,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
         }
         let mut with_auto = vec!["device=auto".to_string()];
         with_auto.extend(overrides);
-        let text = hexfem::check::check(input, &with_auto, None).unwrap();
+        let text = sim::check::check(input, &with_auto, None).unwrap();
         assert!(text.contains("valid"), "{feature}: {text}");
     };
     accepts_on_cuda(&input, vec![], "different materials");

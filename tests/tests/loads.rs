@@ -1,7 +1,7 @@
 //! Loads users reach for (issue 12): point loads against beam theory, load curves that unload,
 //! and what the problem's set-up rejects.
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
 

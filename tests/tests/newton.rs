@@ -2,7 +2,7 @@
 //! default settings, a column compressed past buckling with CG and AMG (indefinite tangents),
 //! stagnation at round-off, and failed attempts recorded with their reasons.
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 
 fn input(name: &str) -> PathBuf {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
+use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
 
@@ -295,7 +295,7 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
         message.contains("translation along y, translation along z and rotation about x"),
         "{message}"
     );
-    let check = hexfem::check::check(
+    let check = sim::check::check(
         &inputs_dir().join("cantilever_q1.yaml"),
         &["boundary.dirichlet=[{ set: xmin, x: 0.0 }]".to_string()],
         None,
@@ -310,7 +310,7 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {
-        let text = hexfem::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
+        let text = sim::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
             .unwrap_or_else(|e| panic!("{input}: {e:#}"));
         assert!(text.contains("valid"), "{text}");
     }

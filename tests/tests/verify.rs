@@ -2,7 +2,7 @@
 //! of it, and the hand-written fields behind the cases agree with finite differences.
 
 use fem::{Material, Moduli};
-use hexfem::verify::{self, manufactured, patch, timoshenko, CaseResult, Criterion};
+use sim::verify::{self, manufactured, patch, timoshenko, CaseResult, Criterion};
 use mesh::{generate_box, BoxSpec, CellKind};
 use nalgebra::Matrix3;
 

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hexfem::run::{run, Progress, RunOptions};
+use sim::run::{run, Progress, RunOptions};
+
+use hexfem::plot;
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
 #[derive(Parser)]
@@ -52,7 +54,7 @@ enum Command {
         test_abort_after_step: Option<usize>,
         /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
         /// many windows per dataset).
-        #[arg(long, hide = true, value_name = "N", default_value_t = hexfem::windows::DEFAULT_WINDOW_VALUES)]
+        #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
         test_output_window: usize,
     },
     /// Run a parameter study: every case of a campaign file (a base input and the parameters
@@ -330,8 +332,8 @@ fn main() -> ExitCode {
     // alone prints (the others' output would repeat it).
     // (An error that is already agreed is the same on every rank: all of them skip this.)
     let result = match result {
-        Err(e) if hexfem::distributed::is_agreed(&e) => Err(e),
-        result if comm.size() > 1 => hexfem::distributed::agreed(&*comm, result),
+        Err(e) if sim::distributed::is_agreed(&e) => Err(e),
+        result if comm.size() > 1 => sim::distributed::agreed(&*comm, result),
         result => result,
     };
     let root = comm.rank() == 0;
@@ -422,7 +424,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::assembly::run(&hexfem::bench::assembly::AssemblyBench {
+            bench::assembly::run(&bench::assembly::AssemblyBench {
                 order,
                 cells,
                 repeats,
@@ -458,7 +460,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                      (run it under mpirun -np with the grid's product, or drop --rank-grid)"
                 )));
             }
-            let bench = hexfem::bench::gamg::GamgBench {
+            let bench = bench::gamg::GamgBench {
                 m,
                 order,
                 solves,
@@ -471,20 +473,20 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     ..amg::AmgParams::default()
                 },
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             };
-            split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
+            split(bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
         Command::Bench {
             which: Bench::Newton { m, device, json },
         } => split(
-            hexfem::bench::newton::run(&hexfem::bench::newton::NewtonBench {
+            bench::newton::run(&bench::newton::NewtonBench {
                 m,
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             })
             .and_then(|r| render(&r, json)),
@@ -506,13 +508,13 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
                 )),
                 Some((block_rows, block_cols)) => {
-                    hexfem::bench::spmv::run(&hexfem::bench::spmv::SpmvBench {
+                    bench::spmv::run(&bench::spmv::SpmvBench {
                         m,
                         block_rows,
                         block_cols,
                         device: match device {
-                            BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                            BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                            BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                            BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                         },
                     })
                     .and_then(|r| render(&r, json))
@@ -535,7 +537,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             let [nx, ny, nz] = cells[..] else {
                 anyhow::bail!("--cells takes three numbers, NX,NY,NZ (got {cells:?})");
             };
-            hexfem::bench::campaign::run(&hexfem::bench::campaign::CampaignBench {
+            bench::campaign::run(&bench::campaign::CampaignBench {
                 cases,
                 cells: [nx, ny, nz],
                 steps,
@@ -555,9 +557,9 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::distributed::run(
+            bench::distributed::run(
                 &comm::SelfComm::shared(),
-                &hexfem::bench::distributed::DistributedBench {
+                &bench::distributed::DistributedBench {
                     cells,
                     order,
                     repeats,
@@ -576,7 +578,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::output::run(&hexfem::bench::output::OutputBench {
+            bench::output::run(&bench::output::OutputBench {
                 steps,
                 cells,
                 window,
@@ -594,7 +596,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             test_abort_after_cases,
         } if check => {
             let _ = (resume, jobs, quiet, test_abort_after_cases);
-            split(hexfem::campaign::check_campaign(&file, output.as_deref()))
+            split(sim::campaign::check_campaign(&file, output.as_deref()))
         }
         Command::Campaign {
             file,
@@ -605,7 +607,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             quiet,
             test_abort_after_cases,
         } => {
-            use hexfem::campaign::{run_campaign, CampaignOptions, Reporter};
+            use sim::campaign::{run_campaign, CampaignOptions, Reporter};
             let summary = run_campaign(&CampaignOptions {
                 file,
                 jobs,
@@ -620,6 +622,16 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             });
             match summary {
                 Ok(s) => {
+                    if s.completed > 0 {
+                        // the default pictures; a campaign whose results are written has not
+                        // failed for them
+                        let plots = s.directory.join("plots");
+                        if let Err(e) = plot::plot_campaign(&s.directory, None, &[], &plots) {
+                            if !quiet {
+                                eprintln!("warning: plotting the campaign: {e:#}");
+                            }
+                        }
+                    }
                     let saved = s.saving.problems_saved_s.unwrap_or(0.0)
                         + s.saving.setups_saved_s.unwrap_or(0.0);
                     let text = format!(
@@ -655,7 +667,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             split((|| {
                 let files = if path.is_dir() {
                     let out = output.unwrap_or_else(|| path.join("plots"));
-                    hexfem::plot::plot_campaign(&path, x.as_deref(), &y, &out)?
+                    plot::plot_campaign(&path, x.as_deref(), &y, &out)?
                 } else {
                     if x.is_some() || !y.is_empty() {
                         anyhow::bail!("--x and --y choose what a campaign's plots show; {} is a run's summary", path.display());
@@ -664,7 +676,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                         path.parent().map_or_else(PathBuf::new, |p| p.to_owned())
                     });
                     std::fs::create_dir_all(&out)?;
-                    hexfem::plot::plot_run(&path, &out)?
+                    plot::plot_run(&path, &out)?
                 };
                 Ok(files.iter().map(|f| format!("{}\n", f.display())).collect())
             })())
@@ -673,14 +685,14 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             input,
             overrides,
             output,
-        } => split(hexfem::check::check(&input, &overrides, output.as_deref())),
+        } => split(sim::check::check(&input, &overrides, output.as_deref())),
         Command::Verify { json } => {
-            let report_case = |case: &hexfem::verify::CaseResult| {
+            let report_case = |case: &sim::verify::CaseResult| {
                 if !json {
                     report(&format!("  {} ({:.2} s)", case.case, case.seconds));
                 }
             };
-            let suite = hexfem::verify::run_suite(report_case);
+            let suite = sim::verify::run_suite(report_case);
             let text = if json {
                 match serde_json::to_string(&suite) {
                     Ok(s) => s + "\n",
@@ -720,14 +732,14 @@ fn execute_on_ranks(
                     json,
                 },
         } => {
-            let bench = hexfem::bench::distributed::DistributedBench {
+            let bench = bench::distributed::DistributedBench {
                 cells,
                 order,
                 repeats,
                 amg,
             };
-            let result = hexfem::bench::distributed::run(comm, &bench);
-            let result = hexfem::distributed::agreed(&**comm, result);
+            let result = bench::distributed::run(comm, &bench);
+            let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
         Command::Bench {
@@ -753,7 +765,7 @@ fn execute_on_ranks(
                      hierarchy is fp64 only); valid under mpirun: double"
                 )));
             }
-            let bench = hexfem::bench::gamg::GamgBench {
+            let bench = bench::gamg::GamgBench {
                 m,
                 order,
                 solves,
@@ -763,8 +775,8 @@ fn execute_on_ranks(
                     ..amg::AmgParams::default()
                 },
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             };
             let exchange = match exchange {
@@ -773,8 +785,8 @@ fn execute_on_ranks(
                 ExchangeArg::Ipc => linalg::dist::DeviceExchange::Ipc,
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
-            let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
-            let result = hexfem::distributed::agreed(&**comm, result);
+            let result = bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
+            let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
         Command::Check {
@@ -782,7 +794,7 @@ fn execute_on_ranks(
             overrides,
             output,
         } => {
-            return split(hexfem::distributed::check_on_ranks(
+            return split(sim::distributed::check_on_ranks(
                 comm,
                 &input,
                 &overrides,
@@ -801,13 +813,13 @@ fn execute_on_ranks(
             ..
         } => {
             let progress = if quiet {
-                hexfem::run::Progress::Quiet
+                sim::run::Progress::Quiet
             } else if verbose {
-                hexfem::run::Progress::Iterations
+                sim::run::Progress::Iterations
             } else {
-                hexfem::run::Progress::Steps
+                sim::run::Progress::Steps
             };
-            let options = hexfem::run::RunOptions {
+            let options = sim::run::RunOptions {
                 input,
                 overrides,
                 output_dir: output,
@@ -816,8 +828,8 @@ fn execute_on_ranks(
                 faults: io::Faults::none(),
                 abort_after_step: None,
             };
-            let outcome = hexfem::run::in_pool(|| {
-                hexfem::distributed::run_on_ranks(comm, &options, test_output_window)
+            let outcome = sim::run::in_pool(|| {
+                sim::distributed::run_on_ranks(comm, &options, test_output_window)
             });
             // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
             return split(
@@ -843,7 +855,7 @@ fn execute_on_ranks(
 /// The end of a run: draws its plots where `plot`, and says what was written (nothing where
 /// `quiet`: `-q` prints only errors).
 fn run_report(
-    outcome: &hexfem::run::RunOutcome,
+    outcome: &sim::run::RunOutcome,
     plot: bool,
     quiet: bool,
 ) -> anyhow::Result<String> {
@@ -856,7 +868,7 @@ fn run_report(
     );
     if plot {
         let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
-        let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+        let files = plot::plot_run(&outcome.summary, dir)?;
         text.push_str(&format!(
             "plots: {} files in {}\n",
             files.len(),

@@ -14,7 +14,7 @@
 //! input, which `hexfem run` reads as is, and `case.json`: the case's table row, written last),
 //! `results.csv` and `results.jsonl` (one row per case, in case order, rewritten after each
 //! case), `campaign.json` (totals: cases, failures, reuse, wall time) and `plots/` (outputs
-//! against the first numeric parameter, PNG and SVG: [`crate::plot::plot_campaign`]). `--resume` skips the
+//! against the first numeric parameter, PNG and SVG, drawn by the `hexfem` command). `--resume` skips the
 //! cases whose `case.json` says completed for the same resolved input (a hash of it), so a
 //! campaign killed at any point resumes to the same table.
 
@@ -330,15 +330,6 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     };
     let path = directory.join("campaign.json");
     table::write_atomic(&path, serde_json::to_string_pretty(&summary)? + "\n")?;
-    if summary.completed > 0 {
-        // the default pictures; a campaign whose results are written has not failed for them
-        if let Err(e) = crate::plot::plot_campaign(&directory, None, &[], &directory.join("plots"))
-        {
-            if options.reporter != Reporter::Quiet {
-                eprintln!("warning: plotting the campaign: {e:#}");
-            }
-        }
-    }
     Ok(summary)
 }
 
