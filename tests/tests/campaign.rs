@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sim::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
-use sim::run::{run, Progress, RunOptions};
 use hexfem_end_to_end::ScratchDir;
+use sim::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
+use sim::run::{run, RunOptions};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -100,11 +100,10 @@ fn grid_campaign_equals_separate_runs() {
                     "linear_solver.method=cg_amg".into(),
                 ],
                 output_dir: Some(alone.to_path_buf()),
-                progress: Progress::Quiet,
                 restart: None,
                 faults: Default::default(),
-                abort_after_step: None,
-            })
+                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            }, &sim::Quiet)
             .unwrap();
             let case_h5 = row.directory.join("cantilever_q1.h5");
             let (ours, theirs) = (read_all(&case_h5), read_all(&outcome.h5));

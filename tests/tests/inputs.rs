@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -15,15 +15,17 @@ fn inputs_dir() -> PathBuf {
 /// when the returned [`ScratchDir`] is dropped.
 fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutcome, Value) {
     let out = ScratchDir::new(&format!("inputs-{tag}-{name}"));
-    let outcome = run(&RunOptions {
-        input: inputs_dir().join(format!("{name}.yaml")),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{name}.yaml")),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();

@@ -6,23 +6,25 @@
 
 use std::path::Path;
 
-use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
 }
 
 fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
-    run(&RunOptions {
-        input: input.to_path_buf(),
-        overrides: overrides.to_vec(),
-        output_dir: Some(out.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    run(
+        &RunOptions {
+            input: input.to_path_buf(),
+            overrides: overrides.to_vec(),
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{} {overrides:?}: {e:#}", input.display()))
 }
 

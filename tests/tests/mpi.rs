@@ -1543,8 +1543,7 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
             let lens: Vec<usize> = (0..comm.size()).map(|r| values(r).len()).collect();
             let mine = values(comm.rank());
             for chunk in [1, 4, 1 << 20] {
-                let got =
-                    sim::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
+                let got = sim::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
                 match got {
                     Some(all) => {
                         assert_eq!(comm.rank(), 0);
@@ -2061,12 +2060,11 @@ fn run_on_ranks_with(
             "linear_solver.method=cg_amg".into(),
         ],
         output_dir: Some(dir.clone()),
-        progress: sim::run::Progress::Quiet,
         restart: None,
         faults: io::Faults::none(),
-        abort_after_step: None,
+        output_window: 1 << 20,
     };
-    let outcome = sim::distributed::run_on_ranks(comm, &options, 1 << 20)
+    let outcome = sim::distributed::run_on_ranks(comm, &options, &sim::Quiet)
         .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
     let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary).unwrap());
     comm.allreduce_sum(&mut [0.0]).unwrap();

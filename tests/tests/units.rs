@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sim::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -103,15 +103,17 @@ fn overrides(input: &str, u: Units) -> Vec<String> {
 }
 
 fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome, Value) {
-    let outcome = run(&RunOptions {
-        input: inputs_dir().join(format!("{input}.yaml")),
-        overrides,
-        output_dir: Some(dir.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{input}.yaml")),
+            overrides,
+            output_dir: Some(dir.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{input}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
@@ -268,15 +270,17 @@ fn a_steel_cantilever_in_pascals_matches_beam_theory() {
 /// A run's error text (the input's located error).
 fn run_error(input: &str, overrides: &[&str]) -> String {
     let dir = ScratchDir::new(&format!("units-err-{input}"));
-    let result = run(&RunOptions {
-        input: inputs_dir().join(format!("{input}.yaml")),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(dir.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    });
+    let result = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{input}.yaml")),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(dir.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    );
     match result {
         Ok(_) => panic!("{input}: the run must be refused"),
         Err(e) => format!("{e:#}"),

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sim::run::{run, Progress, RunOptions};
+use monitor::{Progress, TerminalMonitor};
+use sim::RunOptions;
 
 use hexfem::plot;
+
+mod monitor;
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
 #[derive(Parser)]
@@ -402,15 +405,18 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
                 None => io::Faults::none(),
             };
-            let outcome = run(&RunOptions {
-                input,
+            let options = RunOptions {
                 overrides,
                 output_dir: output,
-                progress,
                 restart,
                 faults,
+                ..RunOptions::new(input)
+            };
+            let monitor = TerminalMonitor {
+                progress,
                 abort_after_step: test_abort_after_step,
-            });
+            };
+            let outcome = sim::run(&comm::SelfComm::shared(), &options, &monitor);
             split(outcome.and_then(|outcome| run_report(&outcome, plot, quiet)))
         }
         Command::Bench {
@@ -507,18 +513,16 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 None => Err(anyhow::anyhow!(
                     "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
                 )),
-                Some((block_rows, block_cols)) => {
-                    bench::spmv::run(&bench::spmv::SpmvBench {
-                        m,
-                        block_rows,
-                        block_cols,
-                        device: match device {
-                            BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
-                            BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
-                        },
-                    })
-                    .and_then(|r| render(&r, json))
-                }
+                Some((block_rows, block_cols)) => bench::spmv::run(&bench::spmv::SpmvBench {
+                    m,
+                    block_rows,
+                    block_cols,
+                    device: match device {
+                        BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                        BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
+                    },
+                })
+                .and_then(|r| render(&r, json)),
             };
             split(result)
         }
@@ -813,24 +817,24 @@ fn execute_on_ranks(
             ..
         } => {
             let progress = if quiet {
-                sim::run::Progress::Quiet
+                Progress::Quiet
             } else if verbose {
-                sim::run::Progress::Iterations
+                Progress::Iterations
             } else {
-                sim::run::Progress::Steps
+                Progress::Steps
             };
-            let options = sim::run::RunOptions {
-                input,
+            let options = RunOptions {
                 overrides,
                 output_dir: output,
-                progress,
                 restart,
-                faults: io::Faults::none(),
+                output_window: test_output_window,
+                ..RunOptions::new(input)
+            };
+            let monitor = TerminalMonitor {
+                progress,
                 abort_after_step: None,
             };
-            let outcome = sim::run::in_pool(|| {
-                sim::distributed::run_on_ranks(comm, &options, test_output_window)
-            });
+            let outcome = sim::run(comm, &options, &monitor);
             // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
             return split(
                 outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)),
@@ -854,11 +858,7 @@ fn execute_on_ranks(
 /// A command's text and status from its result.
 /// The end of a run: draws its plots where `plot`, and says what was written (nothing where
 /// `quiet`: `-q` prints only errors).
-fn run_report(
-    outcome: &sim::run::RunOutcome,
-    plot: bool,
-    quiet: bool,
-) -> anyhow::Result<String> {
+fn run_report(outcome: &sim::run::RunOutcome, plot: bool, quiet: bool) -> anyhow::Result<String> {
     let mut text = format!(
         "{} converged steps written to {} (open {} in ParaView); summary {}\n",
         outcome.steps,

@@ -30,7 +30,7 @@ use anyhow::{bail, Context, Result};
 use config::campaign::{Campaign, CaseSpec};
 use config::{Config, ConfigError};
 
-use crate::run::{execute, Case, Progress, Warm};
+use crate::run::{execute, Case, Warm};
 pub use progress::Reporter;
 pub use table::{CaseRow, CaseStatus};
 
@@ -466,10 +466,9 @@ fn run_case(campaign: &Campaign, p: &Prepared, warm: &mut Warm) -> CaseRow {
             input: &input,
             dir: p.dir.clone(),
             name,
-            progress: Progress::Quiet,
             restart: None,
             faults: io::Faults::none(),
-            abort_after_step: None,
+            observer: &crate::observer::Quiet,
         };
         execute(&case, warm, started)
     })();
