@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hexfem_end_to_end::ScratchDir;
-use sim::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
+use sim::campaign::{run_campaign, CampaignOptions, CaseStatus};
 use sim::run::{run, RunOptions};
 
 fn inputs_dir() -> PathBuf {
@@ -17,8 +17,6 @@ fn options(file: &Path, jobs: usize) -> CampaignOptions {
         jobs,
         resume: false,
         output_dir: None,
-        reporter: Reporter::Quiet,
-        abort_after_cases: None,
     }
 }
 
@@ -69,7 +67,7 @@ fn grid_campaign_equals_separate_runs() {
         let dir = ScratchDir::new(&format!("campaign-grid-{share_solver}"));
         let file = grid_campaign(&dir, share_solver);
         // one worker: the cases of each mesh run one after the other on it
-        let summary = run_campaign(&options(&file, 1)).unwrap();
+        let summary = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap();
         assert_eq!(
             (summary.cases, summary.completed, summary.failed),
             (6, 6, 0)
@@ -165,7 +163,7 @@ fn campaign_errors_name_the_campaign_file_line_and_column() {
             ),
         )
         .unwrap();
-        let e = run_campaign(&options(&file, 1)).unwrap_err();
+        let e = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap_err();
         format!("{e:#}")
     };
     let e = attempt("grid:\n  materials.0.poisson_ratio: [0.3, 0.6]\n");
@@ -210,7 +208,7 @@ fn a_failed_case_is_recorded_and_the_campaign_goes_on() {
         ),
     )
     .unwrap();
-    let summary = run_campaign(&options(&file, 1)).unwrap();
+    let summary = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap();
     assert_eq!((summary.completed, summary.failed), (2, 1));
     let csv = std::fs::read_to_string(&summary.table_csv).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
@@ -227,10 +225,13 @@ fn a_failed_case_is_recorded_and_the_campaign_goes_on() {
 #[test]
 fn the_example_campaign_runs_and_plots() {
     let dir = ScratchDir::new("campaign-example");
-    let summary = run_campaign(&CampaignOptions {
-        output_dir: Some(dir.join("out")),
-        ..options(&inputs_dir().join("campaigns/cantilever_sweep.yaml"), 2)
-    })
+    let summary = run_campaign(
+        &CampaignOptions {
+            output_dir: Some(dir.join("out")),
+            ..options(&inputs_dir().join("campaigns/cantilever_sweep.yaml"), 2)
+        },
+        &mut sim::Quiet,
+    )
     .unwrap();
     assert_eq!((summary.cases, summary.completed), (6, 6));
     assert_eq!(summary.problems_built + summary.problems_reused, 6);
@@ -286,7 +287,7 @@ fn latin_hypercube_campaigns_are_reproducible() {
         file
     };
     let table = |file: &Path, jobs: usize| -> Vec<(serde_json::Value, Option<f64>, Option<f64>)> {
-        let summary = run_campaign(&options(file, jobs)).unwrap();
+        let summary = run_campaign(&options(file, jobs), &mut sim::Quiet).unwrap();
         assert_eq!(summary.completed, 5);
         std::fs::read_to_string(&summary.table_jsonl)
             .unwrap()

@@ -10,6 +10,7 @@ use sim::RunOptions;
 
 use hexfem::plot;
 
+mod campaign_progress;
 mod monitor;
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
@@ -611,19 +612,24 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             quiet,
             test_abort_after_cases,
         } => {
-            use sim::campaign::{run_campaign, CampaignOptions, Reporter};
-            let summary = run_campaign(&CampaignOptions {
-                file,
-                jobs,
-                resume,
-                output_dir: output,
+            use campaign_progress::{CampaignProgress, Reporter};
+            use sim::campaign::{run_campaign, CampaignOptions};
+            let mut progress = CampaignProgress {
                 reporter: if quiet {
                     Reporter::Quiet
                 } else {
                     Reporter::auto()
                 },
                 abort_after_cases: test_abort_after_cases,
-            });
+                finished: 0,
+            };
+            let options = CampaignOptions {
+                file,
+                jobs,
+                resume,
+                output_dir: output,
+            };
+            let summary = run_campaign(&options, &mut progress);
             match summary {
                 Ok(s) => {
                     if s.completed > 0 {
