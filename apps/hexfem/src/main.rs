@@ -330,7 +330,7 @@ fn main() -> ExitCode {
     let (stdout, result) = if comm.size() > 1 {
         execute_on_ranks(&comm, cli.command)
     } else {
-        execute(cli.command)
+        execute(&comm, cli.command)
     };
     // Collective error agreement: every rank ends with the first failing rank's message; rank 0
     // alone prints (the others' output would repeat it).
@@ -380,46 +380,17 @@ fn report(line: &str) {
 
 /// Runs a command: what it prints on standard output, and whether it succeeded. A failed
 /// command may still print (the table of a failed verification).
-fn execute(command: Command) -> (String, anyhow::Result<()>) {
+fn execute(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
     match command {
-        Command::Run {
+        command @ Command::Run { .. } => run_command(comm, command),
+        Command::Check {
             input,
             overrides,
             output,
-            quiet,
-            verbose,
-            restart,
-            plot,
-            test_abort_at_write,
-            test_torn_write,
-            test_abort_after_step,
-            ..
-        } => {
-            let progress = if quiet {
-                Progress::Quiet
-            } else if verbose {
-                Progress::Iterations
-            } else {
-                Progress::Steps
-            };
-            let faults = match test_abort_at_write {
-                Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
-                None => io::Faults::none(),
-            };
-            let options = RunOptions {
-                overrides,
-                output_dir: output,
-                restart,
-                faults,
-                ..RunOptions::new(input)
-            };
-            let monitor = TerminalMonitor {
-                progress,
-                abort_after_step: test_abort_after_step,
-            };
-            let outcome = sim::run(&comm::SelfComm::shared(), &options, &monitor);
-            split(outcome.and_then(|outcome| run_report(&outcome, plot, quiet)))
-        }
+        } => split(sim::check(comm, &input, &overrides, output.as_deref())),
         Command::Bench {
             which:
                 Bench::Assembly {
@@ -691,11 +662,6 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 Ok(files.iter().map(|f| format!("{}\n", f.display())).collect())
             })())
         }
-        Command::Check {
-            input,
-            overrides,
-            output,
-        } => split(sim::check::check(&input, &overrides, output.as_deref())),
         Command::Verify { json } => {
             let report_case = |case: &sim::verify::CaseResult| {
                 if !json {
@@ -799,53 +765,12 @@ fn execute_on_ranks(
             let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
+        command @ Command::Run { .. } => return run_command(comm, command),
         Command::Check {
             input,
             overrides,
             output,
-        } => {
-            return split(sim::distributed::check_on_ranks(
-                comm,
-                &input,
-                &overrides,
-                output.as_deref(),
-            ))
-        }
-        Command::Run {
-            input,
-            overrides,
-            output,
-            quiet,
-            verbose,
-            restart,
-            plot,
-            test_output_window,
-            ..
-        } => {
-            let progress = if quiet {
-                Progress::Quiet
-            } else if verbose {
-                Progress::Iterations
-            } else {
-                Progress::Steps
-            };
-            let options = RunOptions {
-                overrides,
-                output_dir: output,
-                restart,
-                output_window: test_output_window,
-                ..RunOptions::new(input)
-            };
-            let monitor = TerminalMonitor {
-                progress,
-                abort_after_step: None,
-            };
-            let outcome = sim::run(comm, &options, &monitor);
-            // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
-            return split(
-                outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)),
-            );
-        }
+        } => return split(sim::check(comm, &input, &overrides, output.as_deref())),
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Campaign { .. } => "campaign",
@@ -859,6 +784,55 @@ fn execute_on_ranks(
             comm.size()
         )),
     )
+}
+
+/// `hexfem run` on this process or on the ranks of `comm` (rank 0 reports and draws the plots).
+fn run_command(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
+    let Command::Run {
+        input,
+        overrides,
+        output,
+        quiet,
+        verbose,
+        restart,
+        plot,
+        test_abort_at_write,
+        test_torn_write,
+        test_abort_after_step,
+        test_output_window,
+    } = command
+    else {
+        return split(Err(anyhow::anyhow!("not a run")));
+    };
+    let progress = if quiet {
+        Progress::Quiet
+    } else if verbose {
+        Progress::Iterations
+    } else {
+        Progress::Steps
+    };
+    let faults = match test_abort_at_write {
+        Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
+        None => io::Faults::none(),
+    };
+    let options = RunOptions {
+        overrides,
+        output_dir: output,
+        restart,
+        faults,
+        output_window: test_output_window,
+        ..RunOptions::new(input)
+    };
+    let monitor = TerminalMonitor {
+        progress,
+        abort_after_step: test_abort_after_step,
+    };
+    let outcome = sim::run(comm, &options, &monitor);
+    // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
+    split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))
 }
 
 /// A command's text and status from its result.

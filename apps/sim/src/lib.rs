@@ -74,3 +74,19 @@ pub fn run(
         run::run(options, observer)
     }
 }
+
+/// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but
+/// the solve, on this process or on the ranks of `comm` (each rank its part of the mesh);
+/// returns the summary (rank 0's names the partition's balance).
+pub fn check(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    overrides: &[String],
+    output_dir: Option<&std::path::Path>,
+) -> anyhow::Result<String> {
+    if comm.size() > 1 {
+        distributed::check_on_ranks(comm, input, overrides, output_dir)
+    } else {
+        check::check(input, overrides, output_dir)
+    }
+}
