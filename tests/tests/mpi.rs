@@ -1543,7 +1543,7 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
             let lens: Vec<usize> = (0..comm.size()).map(|r| values(r).len()).collect();
             let mine = values(comm.rank());
             for chunk in [1, 4, 1 << 20] {
-                let got = sim::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
+                let got = sim::windows::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
                 match got {
                     Some(all) => {
                         assert_eq!(comm.rank(), 0);
@@ -1555,7 +1555,7 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
             }
             // a length that is not the agreed one is an error, not a hang
             assert!(
-                sim::distributed::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
+                sim::windows::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
                     || lens[comm.rank()] == 2
             );
         },
