@@ -29,7 +29,7 @@
 //! let stretch = u.chunks(3).map(|u| u[0]).fold(0.0, f64::max);
 //! // about F L / (E A) = 1 * 2 / 1e3 (the clamp stiffens it a little)
 //! assert!((1.5e-3..2.1e-3).contains(&stretch), "{stretch}");
-//! assert_eq!(stretch, outcome.figures.max_displacement.min(stretch));
+//! assert!(stretch <= outcome.figures.max_displacement); // the largest |u|
 //! std::fs::remove_dir_all(&dir)?;
 //! # anyhow::Ok(())
 //! ```

@@ -73,3 +73,88 @@ pub struct RanksDevice {
     /// How halo exchanges travel between the GPUs (`nccl` or `staged`), and why not NCCL.
     pub exchange: (linalg::dist::DeviceExchange, Option<String>),
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use solve::newton::IterationRecord;
+
+    /// Records the events of a run, in order.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Recorder {
+        fn push(&self, event: String) {
+            if let Ok(mut events) = self.0.lock() {
+                events.push(event);
+            }
+        }
+    }
+
+    impl PathObserver for Recorder {
+        fn step_started(&self, _from: f64, _to: f64, load_factor: f64) {
+            self.push(format!("step_started {load_factor}"));
+        }
+        fn iteration(&self, iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {
+            self.push(format!("iteration {iteration}"));
+        }
+    }
+
+    impl RunObserver for Recorder {
+        fn run_started(&self, start: &RunStart) {
+            let process = matches!(start.placement, Placement::Process { .. });
+            self.push(format!("run_started {} {process}", start.mesh.cells));
+        }
+        fn step_finished(&self, step: &ConvergedStep, record: &StepRecord) {
+            assert_eq!(step.load_factor, record.load_factor);
+            self.push(format!("step_finished {}", step.index));
+        }
+        fn step_written(&self, index: usize) {
+            self.push(format!("step_written {index}"));
+        }
+    }
+
+    /// A run of two linear steps tells its observer, in order: the start (after the first
+    /// state is written), then per step its start, its Newton iterations, its end and its
+    /// files written.
+    #[test]
+    fn a_run_reports_its_start_steps_iterations_and_writes_in_order() {
+        let dir = std::env::temp_dir().join(format!("sim-observer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("bar.yaml");
+        std::fs::write(
+            &input,
+            "mesh: { box: { cells: [3, 1, 1], lower: [0, 0, 0], upper: [3, 1, 1] } }
+materials: [{ model: linear, young_modulus: 100.0, poisson_ratio: 0.25 }]
+boundary:
+  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
+  traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
+loading: { steps: 2 }
+",
+        )
+        .unwrap();
+        let options = crate::RunOptions {
+            output_dir: Some(dir.clone()),
+            ..crate::RunOptions::new(&input)
+        };
+        let recorder = Recorder::default();
+        let outcome = crate::run(&comm::SelfComm::shared(), &options, &recorder).unwrap();
+        let events = recorder.0.into_inner().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(outcome.steps, 2);
+        let expected = [
+            "run_started 3 true",
+            "step_started 0.5",
+            "iteration 0",
+            "step_finished 1",
+            "step_written 1",
+            "step_started 1",
+            "iteration 0",
+            "step_finished 2",
+            "step_written 2",
+        ];
+        assert_eq!(events, expected);
+    }
+}
