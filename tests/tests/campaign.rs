@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::campaign::{run_campaign, CampaignOptions, CaseStatus, Reporter};
-use hexfem::run::{run, Progress, RunOptions};
 use hexfem_end_to_end::ScratchDir;
+use sim::campaign::{run_campaign, CampaignOptions, CaseStatus};
+use sim::run::{run, RunOptions};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -17,8 +17,6 @@ fn options(file: &Path, jobs: usize) -> CampaignOptions {
         jobs,
         resume: false,
         output_dir: None,
-        reporter: Reporter::Quiet,
-        abort_after_cases: None,
     }
 }
 
@@ -69,7 +67,7 @@ fn grid_campaign_equals_separate_runs() {
         let dir = ScratchDir::new(&format!("campaign-grid-{share_solver}"));
         let file = grid_campaign(&dir, share_solver);
         // one worker: the cases of each mesh run one after the other on it
-        let summary = run_campaign(&options(&file, 1)).unwrap();
+        let summary = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap();
         assert_eq!(
             (summary.cases, summary.completed, summary.failed),
             (6, 6, 0)
@@ -77,7 +75,7 @@ fn grid_campaign_equals_separate_runs() {
         // the validation built both problems; the first mesh's is handed to the worker
         assert_eq!(summary.problems_built, 1, "one problem for the second mesh");
         assert_eq!(summary.problems_reused, 5);
-        let rows: Vec<hexfem::campaign::CaseRow> = std::fs::read_to_string(&summary.table_jsonl)
+        let rows: Vec<sim::campaign::CaseRow> = std::fs::read_to_string(&summary.table_jsonl)
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -100,11 +98,10 @@ fn grid_campaign_equals_separate_runs() {
                     "linear_solver.method=cg_amg".into(),
                 ],
                 output_dir: Some(alone.to_path_buf()),
-                progress: Progress::Quiet,
                 restart: None,
                 faults: Default::default(),
-                abort_after_step: None,
-            })
+                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            }, &sim::Quiet)
             .unwrap();
             let case_h5 = row.directory.join("cantilever_q1.h5");
             let (ours, theirs) = (read_all(&case_h5), read_all(&outcome.h5));
@@ -166,7 +163,7 @@ fn campaign_errors_name_the_campaign_file_line_and_column() {
             ),
         )
         .unwrap();
-        let e = run_campaign(&options(&file, 1)).unwrap_err();
+        let e = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap_err();
         format!("{e:#}")
     };
     let e = attempt("grid:\n  materials.0.poisson_ratio: [0.3, 0.6]\n");
@@ -211,7 +208,7 @@ fn a_failed_case_is_recorded_and_the_campaign_goes_on() {
         ),
     )
     .unwrap();
-    let summary = run_campaign(&options(&file, 1)).unwrap();
+    let summary = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap();
     assert_eq!((summary.completed, summary.failed), (2, 1));
     let csv = std::fs::read_to_string(&summary.table_csv).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
@@ -228,13 +225,18 @@ fn a_failed_case_is_recorded_and_the_campaign_goes_on() {
 #[test]
 fn the_example_campaign_runs_and_plots() {
     let dir = ScratchDir::new("campaign-example");
-    let summary = run_campaign(&CampaignOptions {
-        output_dir: Some(dir.join("out")),
-        ..options(&inputs_dir().join("campaigns/cantilever_sweep.yaml"), 2)
-    })
+    let summary = run_campaign(
+        &CampaignOptions {
+            output_dir: Some(dir.join("out")),
+            ..options(&inputs_dir().join("campaigns/cantilever_sweep.yaml"), 2)
+        },
+        &mut sim::Quiet,
+    )
     .unwrap();
     assert_eq!((summary.cases, summary.completed), (6, 6));
     assert_eq!(summary.problems_built + summary.problems_reused, 6);
+    // the campaign's default plots, drawn as `hexfem campaign` draws them
+    hexfem::plot::plot_campaign(&summary.directory, None, &[], &dir.join("out/plots")).unwrap();
     for y in [
         "strain_energy",
         "max_displacement",
@@ -285,13 +287,13 @@ fn latin_hypercube_campaigns_are_reproducible() {
         file
     };
     let table = |file: &Path, jobs: usize| -> Vec<(serde_json::Value, Option<f64>, Option<f64>)> {
-        let summary = run_campaign(&options(file, jobs)).unwrap();
+        let summary = run_campaign(&options(file, jobs), &mut sim::Quiet).unwrap();
         assert_eq!(summary.completed, 5);
         std::fs::read_to_string(&summary.table_jsonl)
             .unwrap()
             .lines()
             .map(|l| {
-                let row: hexfem::campaign::CaseRow = serde_json::from_str(l).unwrap();
+                let row: sim::campaign::CaseRow = serde_json::from_str(l).unwrap();
                 (
                     serde_json::Value::Object(row.parameters),
                     row.strain_energy,

@@ -65,19 +65,21 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = ScratchDir::new("gamg-newton");
     let input =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
-    let outcome = hexfem::run::run(&hexfem::run::RunOptions {
-        input,
-        overrides: vec![
-            "loading.steps=6".into(),
-            "loading.growth=1.0".into(),
-            "linear_solver.method=cg_amg".into(),
-        ],
-        output_dir: Some(out.to_path_buf()),
-        progress: hexfem::run::Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = sim::run::run(
+        &sim::run::RunOptions {
+            input,
+            overrides: vec![
+                "loading.steps=6".into(),
+                "loading.growth=1.0".into(),
+                "linear_solver.method=cg_amg".into(),
+            ],
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -15,15 +15,17 @@ fn inputs_dir() -> PathBuf {
 /// when the returned [`ScratchDir`] is dropped.
 fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutcome, Value) {
     let out = ScratchDir::new(&format!("inputs-{tag}-{name}"));
-    let outcome = run(&RunOptions {
-        input: inputs_dir().join(format!("{name}.yaml")),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{name}.yaml")),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
@@ -285,7 +287,7 @@ fn every_input_runs() {
     assert!(names.len() >= 5, "{names:?}");
     for name in &names {
         let text =
-            hexfem::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
+            sim::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
         assert!(text.contains("valid"), "{text}");
         let (_dir, outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
@@ -337,7 +339,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
     let accepts_on_cuda = |input: &std::path::Path, overrides: Vec<String>, feature: &str| {
         let mut with_cuda = vec!["device=cuda".to_string()];
         with_cuda.extend(overrides.iter().cloned());
-        if let Err(e) = hexfem::check::check(input, &with_cuda, None) {
+        if let Err(e) = sim::check::check(input, &with_cuda, None) {
             let message = format!("{e:#}");
             assert!(
                 !message.contains("does not support this problem") && !message.contains(feature),
@@ -346,7 +348,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
         }
         let mut with_auto = vec!["device=auto".to_string()];
         with_auto.extend(overrides);
-        let text = hexfem::check::check(input, &with_auto, None).unwrap();
+        let text = sim::check::check(input, &with_auto, None).unwrap();
         assert!(text.contains("valid"), "{feature}: {text}");
     };
     accepts_on_cuda(&input, vec![], "different materials");

@@ -6,23 +6,25 @@
 
 use std::path::Path;
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
 }
 
 fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
-    run(&RunOptions {
-        input: input.to_path_buf(),
-        overrides: overrides.to_vec(),
-        output_dir: Some(out.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    run(
+        &RunOptions {
+            input: input.to_path_buf(),
+            overrides: overrides.to_vec(),
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{} {overrides:?}: {e:#}", input.display()))
 }
 
@@ -162,7 +164,7 @@ fn cook_membrane_q1_and_q2_converge_to_one_tip_displacement_neo_hookean() {
 fn projected_formulation_runs_on_the_device_and_check_warns_of_locking() {
     let input = inputs_dir().join("rubber_block_incompressible.yaml");
     let config = config::load(&input).unwrap();
-    let problem = hexfem::locate::build_problem(&config).unwrap();
+    let problem = sim::locate::build_problem(&config).unwrap();
     assert_eq!(
         problem.discrete.assembler.kernel().formulation(),
         fem::Formulation::Projected
@@ -177,7 +179,7 @@ fn projected_formulation_runs_on_the_device_and_check_warns_of_locking() {
     );
     let check = |overrides: &[&str]| {
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        hexfem::check::check(&input, &overrides, None).unwrap()
+        sim::check::check(&input, &overrides, None).unwrap()
     };
     let text = check(&[]);
     assert!(text.contains("projected volume ratio"), "{text}");

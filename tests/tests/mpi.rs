@@ -1543,8 +1543,7 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
             let lens: Vec<usize> = (0..comm.size()).map(|r| values(r).len()).collect();
             let mine = values(comm.rank());
             for chunk in [1, 4, 1 << 20] {
-                let got =
-                    hexfem::distributed::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
+                let got = sim::windows::gather_to_root(&**comm, &mine, &lens, chunk).unwrap();
                 match got {
                     Some(all) => {
                         assert_eq!(comm.rank(), 0);
@@ -1556,7 +1555,7 @@ fn the_output_gather_brings_every_ranks_values_to_rank_0_in_bounded_chunks() {
             }
             // a length that is not the agreed one is an error, not a hang
             assert!(
-                hexfem::distributed::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
+                sim::windows::gather_to_root(&**comm, &[1.0; 2], &lens, 4).is_err()
                     || lens[comm.rank()] == 2
             );
         },
@@ -2054,19 +2053,18 @@ fn run_on_ranks_with(
     }
     // nobody starts before rank 0 has cleared the folder
     comm.allreduce_sum(&mut [0.0]).unwrap();
-    let options = hexfem::run::RunOptions {
+    let options = sim::run::RunOptions {
         input: input.to_path_buf(),
         overrides: vec![
             format!("device={device}"),
             "linear_solver.method=cg_amg".into(),
         ],
         output_dir: Some(dir.clone()),
-        progress: hexfem::run::Progress::Quiet,
         restart: None,
         faults: io::Faults::none(),
-        abort_after_step: None,
+        output_window: 1 << 20,
     };
-    let outcome = hexfem::distributed::run_on_ranks(comm, &options, 1 << 20)
+    let outcome = sim::distributed::run_on_ranks(comm, &options, &sim::Quiet)
         .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
     let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary).unwrap());
     comm.allreduce_sum(&mut [0.0]).unwrap();

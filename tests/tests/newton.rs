@@ -2,9 +2,9 @@
 //! default settings, a column compressed past buckling with CG and AMG (indefinite tangents),
 //! stagnation at round-off, and failed attempts recorded with their reasons.
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
+use sim::run::{run, RunOptions, RunOutcome};
 
 /// Runs `yaml` (written into a scratch folder) with `overrides`; returns the folder (removed on
 /// drop), the outcome and the summary.
@@ -12,15 +12,17 @@ fn run_yaml(tag: &str, yaml: &str, overrides: &[&str]) -> (ScratchDir, RunOutcom
     let out = ScratchDir::new(&format!("newton-{tag}"));
     let input = out.join(format!("{tag}.yaml"));
     std::fs::write(&input, yaml).unwrap();
-    let outcome = run(&RunOptions {
-        input,
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out.join("results")),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(out.join("results")),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{tag}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();

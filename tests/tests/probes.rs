@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use io::ProbeTable;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -13,15 +13,17 @@ fn inputs_dir() -> PathBuf {
 
 fn run_with(tag: &str, input: &Path, overrides: &[&str]) -> (ScratchDir, RunOutcome, ProbeTable) {
     let out = ScratchDir::new(&format!("probes-{tag}"));
-    let outcome = run(&RunOptions {
-        input: input.to_owned(),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(out.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input: input.to_owned(),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(out.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{tag}: {e:#}"));
     let table = ProbeTable::read(outcome.probes_csv.as_ref().expect("a probe table")).unwrap();
     (out, outcome, table)
@@ -155,15 +157,17 @@ output:
 fn probe_errors_name_the_key() {
     let out = ScratchDir::new("probes-errors");
     let attempt = |probes: &str| {
-        run(&RunOptions {
-            input: inputs_dir().join("cantilever_q1.yaml"),
-            overrides: vec![format!("output.probes={probes}")],
-            output_dir: Some(out.to_path_buf()),
-            progress: Progress::Quiet,
-            restart: None,
-            faults: Default::default(),
-            abort_after_step: None,
-        })
+        run(
+            &RunOptions {
+                input: inputs_dir().join("cantilever_q1.yaml"),
+                overrides: vec![format!("output.probes={probes}")],
+                output_dir: Some(out.to_path_buf()),
+                restart: None,
+                faults: Default::default(),
+                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            },
+            &sim::Quiet,
+        )
         .unwrap_err()
         .to_string()
     };

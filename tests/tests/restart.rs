@@ -3,23 +3,25 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn input(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../inputs/{name}.yaml"))
 }
 
 fn run_into(dir: &Path, name: &str, overrides: &[&str], restart: Option<String>) -> RunOutcome {
-    run(&RunOptions {
-        input: input(name),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(dir.to_owned()),
-        progress: Progress::Quiet,
-        restart,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    run(
+        &RunOptions {
+            input: input(name),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(dir.to_owned()),
+            restart,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"))
 }
 
@@ -131,15 +133,17 @@ fn restart_errors_name_the_problem() {
     let first = run_into(&dir, "cantilever_q1", &["loading.steps=2"], None);
     let other = ScratchDir::new("restart-errors-2");
     let attempt = |overrides: &[&str], spec: String| {
-        run(&RunOptions {
-            input: input("cantilever_q1"),
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(other.to_path_buf()),
-            progress: Progress::Quiet,
-            restart: Some(spec),
-            faults: Default::default(),
-            abort_after_step: None,
-        })
+        run(
+            &RunOptions {
+                input: input("cantilever_q1"),
+                overrides: overrides.iter().map(|s| s.to_string()).collect(),
+                output_dir: Some(other.to_path_buf()),
+                restart: Some(spec),
+                faults: Default::default(),
+                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            },
+            &sim::Quiet,
+        )
         .unwrap_err()
         .to_string()
     };

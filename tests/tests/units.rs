@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
 use serde_json::Value;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -103,15 +103,17 @@ fn overrides(input: &str, u: Units) -> Vec<String> {
 }
 
 fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome, Value) {
-    let outcome = run(&RunOptions {
-        input: inputs_dir().join(format!("{input}.yaml")),
-        overrides,
-        output_dir: Some(dir.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    let outcome = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{input}.yaml")),
+            overrides,
+            output_dir: Some(dir.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .unwrap_or_else(|e| panic!("{input}: {e:#}"));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();
@@ -268,15 +270,17 @@ fn a_steel_cantilever_in_pascals_matches_beam_theory() {
 /// A run's error text (the input's located error).
 fn run_error(input: &str, overrides: &[&str]) -> String {
     let dir = ScratchDir::new(&format!("units-err-{input}"));
-    let result = run(&RunOptions {
-        input: inputs_dir().join(format!("{input}.yaml")),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        output_dir: Some(dir.to_path_buf()),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    });
+    let result = run(
+        &RunOptions {
+            input: inputs_dir().join(format!("{input}.yaml")),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            output_dir: Some(dir.to_path_buf()),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    );
     match result {
         Ok(_) => panic!("{input}: the run must be refused"),
         Err(e) => format!("{e:#}"),
@@ -295,7 +299,7 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
         message.contains("translation along y, translation along z and rotation about x"),
         "{message}"
     );
-    let check = hexfem::check::check(
+    let check = sim::check::check(
         &inputs_dir().join("cantilever_q1.yaml"),
         &["boundary.dirichlet=[{ set: xmin, x: 0.0 }]".to_string()],
         None,
@@ -391,7 +395,7 @@ fn cells_that_meet_at_unmerged_nodes_are_refused_with_the_cells_and_point_named(
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {
-        let text = hexfem::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
+        let text = sim::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
             .unwrap_or_else(|e| panic!("{input}: {e:#}"));
         assert!(text.contains("valid"), "{text}");
     }

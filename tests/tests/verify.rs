@@ -2,9 +2,9 @@
 //! of it, and the hand-written fields behind the cases agree with finite differences.
 
 use fem::{Material, Moduli};
-use hexfem::verify::{self, manufactured, patch, timoshenko, CaseResult, Criterion};
 use mesh::{generate_box, BoxSpec, CellKind};
 use nalgebra::Matrix3;
+use sim::verify::{self, manufactured, patch, timoshenko, CaseResult, Criterion};
 
 /// Deterministic points of `[0, 1)^3` (xorshift64).
 fn points(n: usize) -> Vec<[f64; 3]> {

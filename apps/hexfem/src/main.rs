@@ -5,7 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hexfem::run::{run, Progress, RunOptions};
+use monitor::{Progress, TerminalMonitor};
+use sim::RunOptions;
+
+use hexfem::plot;
+
+mod campaign_progress;
+mod monitor;
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
 #[derive(Parser)]
@@ -52,7 +58,7 @@ enum Command {
         test_abort_after_step: Option<usize>,
         /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
         /// many windows per dataset).
-        #[arg(long, hide = true, value_name = "N", default_value_t = hexfem::windows::DEFAULT_WINDOW_VALUES)]
+        #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
         test_output_window: usize,
     },
     /// Run a parameter study: every case of a campaign file (a base input and the parameters
@@ -324,14 +330,14 @@ fn main() -> ExitCode {
     let (stdout, result) = if comm.size() > 1 {
         execute_on_ranks(&comm, cli.command)
     } else {
-        execute(cli.command)
+        execute(&comm, cli.command)
     };
     // Collective error agreement: every rank ends with the first failing rank's message; rank 0
     // alone prints (the others' output would repeat it).
     // (An error that is already agreed is the same on every rank: all of them skip this.)
     let result = match result {
-        Err(e) if hexfem::distributed::is_agreed(&e) => Err(e),
-        result if comm.size() > 1 => hexfem::distributed::agreed(&*comm, result),
+        Err(e) if sim::distributed::is_agreed(&e) => Err(e),
+        result if comm.size() > 1 => sim::distributed::agreed(&*comm, result),
         result => result,
     };
     let root = comm.rank() == 0;
@@ -374,43 +380,17 @@ fn report(line: &str) {
 
 /// Runs a command: what it prints on standard output, and whether it succeeded. A failed
 /// command may still print (the table of a failed verification).
-fn execute(command: Command) -> (String, anyhow::Result<()>) {
+fn execute(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
     match command {
-        Command::Run {
+        command @ Command::Run { .. } => run_command(comm, command),
+        Command::Check {
             input,
             overrides,
             output,
-            quiet,
-            verbose,
-            restart,
-            plot,
-            test_abort_at_write,
-            test_torn_write,
-            test_abort_after_step,
-            ..
-        } => {
-            let progress = if quiet {
-                Progress::Quiet
-            } else if verbose {
-                Progress::Iterations
-            } else {
-                Progress::Steps
-            };
-            let faults = match test_abort_at_write {
-                Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
-                None => io::Faults::none(),
-            };
-            let outcome = run(&RunOptions {
-                input,
-                overrides,
-                output_dir: output,
-                progress,
-                restart,
-                faults,
-                abort_after_step: test_abort_after_step,
-            });
-            split(outcome.and_then(|outcome| run_report(&outcome, plot, quiet)))
-        }
+        } => split(sim::check(comm, &input, &overrides, output.as_deref())),
         Command::Bench {
             which:
                 Bench::Assembly {
@@ -422,7 +402,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::assembly::run(&hexfem::bench::assembly::AssemblyBench {
+            bench::assembly::run(&bench::assembly::AssemblyBench {
                 order,
                 cells,
                 repeats,
@@ -458,7 +438,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                      (run it under mpirun -np with the grid's product, or drop --rank-grid)"
                 )));
             }
-            let bench = hexfem::bench::gamg::GamgBench {
+            let bench = bench::gamg::GamgBench {
                 m,
                 order,
                 solves,
@@ -471,20 +451,20 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     ..amg::AmgParams::default()
                 },
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             };
-            split(hexfem::bench::gamg::run(&bench).and_then(|r| render(&r, json)))
+            split(bench::gamg::run(&bench).and_then(|r| render(&r, json)))
         }
         Command::Bench {
             which: Bench::Newton { m, device, json },
         } => split(
-            hexfem::bench::newton::run(&hexfem::bench::newton::NewtonBench {
+            bench::newton::run(&bench::newton::NewtonBench {
                 m,
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             })
             .and_then(|r| render(&r, json)),
@@ -505,18 +485,16 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                 None => Err(anyhow::anyhow!(
                     "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
                 )),
-                Some((block_rows, block_cols)) => {
-                    hexfem::bench::spmv::run(&hexfem::bench::spmv::SpmvBench {
-                        m,
-                        block_rows,
-                        block_cols,
-                        device: match device {
-                            BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                            BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
-                        },
-                    })
-                    .and_then(|r| render(&r, json))
-                }
+                Some((block_rows, block_cols)) => bench::spmv::run(&bench::spmv::SpmvBench {
+                    m,
+                    block_rows,
+                    block_cols,
+                    device: match device {
+                        BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                        BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
+                    },
+                })
+                .and_then(|r| render(&r, json)),
             };
             split(result)
         }
@@ -535,7 +513,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             let [nx, ny, nz] = cells[..] else {
                 anyhow::bail!("--cells takes three numbers, NX,NY,NZ (got {cells:?})");
             };
-            hexfem::bench::campaign::run(&hexfem::bench::campaign::CampaignBench {
+            bench::campaign::run(&bench::campaign::CampaignBench {
                 cases,
                 cells: [nx, ny, nz],
                 steps,
@@ -555,9 +533,9 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::distributed::run(
+            bench::distributed::run(
                 &comm::SelfComm::shared(),
-                &hexfem::bench::distributed::DistributedBench {
+                &bench::distributed::DistributedBench {
                     cells,
                     order,
                     repeats,
@@ -576,7 +554,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                     json,
                 },
         } => split(
-            hexfem::bench::output::run(&hexfem::bench::output::OutputBench {
+            bench::output::run(&bench::output::OutputBench {
                 steps,
                 cells,
                 window,
@@ -594,7 +572,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             test_abort_after_cases,
         } if check => {
             let _ = (resume, jobs, quiet, test_abort_after_cases);
-            split(hexfem::campaign::check_campaign(&file, output.as_deref()))
+            split(sim::campaign::check_campaign(&file, output.as_deref()))
         }
         Command::Campaign {
             file,
@@ -605,21 +583,36 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             quiet,
             test_abort_after_cases,
         } => {
-            use hexfem::campaign::{run_campaign, CampaignOptions, Reporter};
-            let summary = run_campaign(&CampaignOptions {
-                file,
-                jobs,
-                resume,
-                output_dir: output,
+            use campaign_progress::{CampaignProgress, Reporter};
+            use sim::campaign::{run_campaign, CampaignOptions};
+            let mut progress = CampaignProgress {
                 reporter: if quiet {
                     Reporter::Quiet
                 } else {
                     Reporter::auto()
                 },
                 abort_after_cases: test_abort_after_cases,
-            });
+                finished: 0,
+            };
+            let options = CampaignOptions {
+                file,
+                jobs,
+                resume,
+                output_dir: output,
+            };
+            let summary = run_campaign(&options, &mut progress);
             match summary {
                 Ok(s) => {
+                    if s.completed > 0 {
+                        // the default pictures; a campaign whose results are written has not
+                        // failed for them
+                        let plots = s.directory.join("plots");
+                        if let Err(e) = plot::plot_campaign(&s.directory, None, &[], &plots) {
+                            if !quiet {
+                                eprintln!("warning: plotting the campaign: {e:#}");
+                            }
+                        }
+                    }
                     let saved = s.saving.problems_saved_s.unwrap_or(0.0)
                         + s.saving.setups_saved_s.unwrap_or(0.0);
                     let text = format!(
@@ -655,7 +648,7 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
             split((|| {
                 let files = if path.is_dir() {
                     let out = output.unwrap_or_else(|| path.join("plots"));
-                    hexfem::plot::plot_campaign(&path, x.as_deref(), &y, &out)?
+                    plot::plot_campaign(&path, x.as_deref(), &y, &out)?
                 } else {
                     if x.is_some() || !y.is_empty() {
                         anyhow::bail!("--x and --y choose what a campaign's plots show; {} is a run's summary", path.display());
@@ -664,23 +657,18 @@ fn execute(command: Command) -> (String, anyhow::Result<()>) {
                         path.parent().map_or_else(PathBuf::new, |p| p.to_owned())
                     });
                     std::fs::create_dir_all(&out)?;
-                    hexfem::plot::plot_run(&path, &out)?
+                    plot::plot_run(&path, &out)?
                 };
                 Ok(files.iter().map(|f| format!("{}\n", f.display())).collect())
             })())
         }
-        Command::Check {
-            input,
-            overrides,
-            output,
-        } => split(hexfem::check::check(&input, &overrides, output.as_deref())),
         Command::Verify { json } => {
-            let report_case = |case: &hexfem::verify::CaseResult| {
+            let report_case = |case: &sim::verify::CaseResult| {
                 if !json {
                     report(&format!("  {} ({:.2} s)", case.case, case.seconds));
                 }
             };
-            let suite = hexfem::verify::run_suite(report_case);
+            let suite = sim::verify::run_suite(report_case);
             let text = if json {
                 match serde_json::to_string(&suite) {
                     Ok(s) => s + "\n",
@@ -720,14 +708,14 @@ fn execute_on_ranks(
                     json,
                 },
         } => {
-            let bench = hexfem::bench::distributed::DistributedBench {
+            let bench = bench::distributed::DistributedBench {
                 cells,
                 order,
                 repeats,
                 amg,
             };
-            let result = hexfem::bench::distributed::run(comm, &bench);
-            let result = hexfem::distributed::agreed(&**comm, result);
+            let result = bench::distributed::run(comm, &bench);
+            let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
         Command::Bench {
@@ -753,7 +741,7 @@ fn execute_on_ranks(
                      hierarchy is fp64 only); valid under mpirun: double"
                 )));
             }
-            let bench = hexfem::bench::gamg::GamgBench {
+            let bench = bench::gamg::GamgBench {
                 m,
                 order,
                 solves,
@@ -763,8 +751,8 @@ fn execute_on_ranks(
                     ..amg::AmgParams::default()
                 },
                 device: match device {
-                    BenchDeviceArg::Cpu => hexfem::bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => hexfem::bench::gamg::BenchDevice::Cuda,
+                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
+                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
                 },
             };
             let exchange = match exchange {
@@ -773,57 +761,16 @@ fn execute_on_ranks(
                 ExchangeArg::Ipc => linalg::dist::DeviceExchange::Ipc,
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
-            let result = hexfem::bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
-            let result = hexfem::distributed::agreed(&**comm, result);
+            let result = bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
+            let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
+        command @ Command::Run { .. } => return run_command(comm, command),
         Command::Check {
             input,
             overrides,
             output,
-        } => {
-            return split(hexfem::distributed::check_on_ranks(
-                comm,
-                &input,
-                &overrides,
-                output.as_deref(),
-            ))
-        }
-        Command::Run {
-            input,
-            overrides,
-            output,
-            quiet,
-            verbose,
-            restart,
-            plot,
-            test_output_window,
-            ..
-        } => {
-            let progress = if quiet {
-                hexfem::run::Progress::Quiet
-            } else if verbose {
-                hexfem::run::Progress::Iterations
-            } else {
-                hexfem::run::Progress::Steps
-            };
-            let options = hexfem::run::RunOptions {
-                input,
-                overrides,
-                output_dir: output,
-                progress,
-                restart,
-                faults: io::Faults::none(),
-                abort_after_step: None,
-            };
-            let outcome = hexfem::run::in_pool(|| {
-                hexfem::distributed::run_on_ranks(comm, &options, test_output_window)
-            });
-            // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
-            return split(
-                outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)),
-            );
-        }
+        } => return split(sim::check(comm, &input, &overrides, output.as_deref())),
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Campaign { .. } => "campaign",
@@ -839,14 +786,59 @@ fn execute_on_ranks(
     )
 }
 
+/// `hexfem run` on this process or on the ranks of `comm` (rank 0 reports and draws the plots).
+fn run_command(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+) -> (String, anyhow::Result<()>) {
+    let Command::Run {
+        input,
+        overrides,
+        output,
+        quiet,
+        verbose,
+        restart,
+        plot,
+        test_abort_at_write,
+        test_torn_write,
+        test_abort_after_step,
+        test_output_window,
+    } = command
+    else {
+        return split(Err(anyhow::anyhow!("not a run")));
+    };
+    let progress = if quiet {
+        Progress::Quiet
+    } else if verbose {
+        Progress::Iterations
+    } else {
+        Progress::Steps
+    };
+    let faults = match test_abort_at_write {
+        Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
+        None => io::Faults::none(),
+    };
+    let options = RunOptions {
+        overrides,
+        output_dir: output,
+        restart,
+        faults,
+        output_window: test_output_window,
+        ..RunOptions::new(input)
+    };
+    let monitor = TerminalMonitor {
+        progress,
+        abort_after_step: test_abort_after_step,
+    };
+    let outcome = sim::run(comm, &options, &monitor);
+    // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
+    split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))
+}
+
 /// A command's text and status from its result.
 /// The end of a run: draws its plots where `plot`, and says what was written (nothing where
 /// `quiet`: `-q` prints only errors).
-fn run_report(
-    outcome: &hexfem::run::RunOutcome,
-    plot: bool,
-    quiet: bool,
-) -> anyhow::Result<String> {
+fn run_report(outcome: &sim::run::RunOutcome, plot: bool, quiet: bool) -> anyhow::Result<String> {
     let mut text = format!(
         "{} converged steps written to {} (open {} in ParaView); summary {}\n",
         outcome.steps,
@@ -856,7 +848,7 @@ fn run_report(
     );
     if plot {
         let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
-        let files = hexfem::plot::plot_run(&outcome.summary, dir)?;
+        let files = plot::plot_run(&outcome.summary, dir)?;
         text.push_str(&format!(
             "plots: {} files in {}\n",
             files.len(),

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::campaign::{CaseRow, CaseStatus};
+use sim::campaign::{CaseRow, CaseStatus};
 
 const FONT: &str = "hexfem-sans";
 const WIDTH: u32 = 960;
@@ -454,7 +454,7 @@ pub fn plot_campaign(
     // the campaign file's order of the parameters (the rows keep them sorted by name)
     let parameters: Vec<String> = std::fs::read_to_string(dir.join("campaign.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<crate::campaign::CampaignSummary>(&t).ok())
+        .and_then(|t| serde_json::from_str::<sim::campaign::CampaignSummary>(&t).ok())
         .map(|s| s.parameters)
         .filter(|p| p.iter().all(|k| first.parameters.contains_key(k)))
         .unwrap_or_else(|| first.parameters.keys().cloned().collect());

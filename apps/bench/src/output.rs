@@ -81,7 +81,7 @@ fn write(
     mesh: &mesh::HexMesh,
     dir: &std::path::Path,
 ) -> Result<OutputBenchResult> {
-    let connectivity = crate::run::vtk_connectivity(mesh);
+    let connectivity = sim::run::vtk_connectivity(mesh);
     let material = vec![0; mesh.n_cells()];
     let faults = Faults::none();
     let mut summary = SummaryWriter::create(

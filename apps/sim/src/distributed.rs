@@ -27,46 +27,7 @@ pub fn is_agreed(error: &anyhow::Error) -> bool {
     )
 }
 
-/// Where a run's ranks compute (`device:` under mpirun): the agreed choice and every rank's
-/// device.
-struct RanksDevice {
-    device: linalg::Device,
-    names: Vec<String>,
-    /// Why `auto` runs on the CPUs.
-    why_host: Option<String>,
-    /// How halo exchanges travel between the GPUs (`nccl` or `staged`), and why not NCCL.
-    exchange: (linalg::dist::DeviceExchange, Option<String>),
-}
-
-impl RanksDevice {
-    /// The header's device line(s).
-    fn header(&self, size: usize) -> String {
-        if self.device.is_host() {
-            let mut s = format!(
-                "host CPUs: {size} MPI ranks, {} threads each",
-                rayon::current_num_threads()
-            );
-            if let Some(why) = &self.why_host {
-                s.push_str(&format!(" (device auto: {why})"));
-            }
-            return s;
-        }
-        let map: Vec<String> = self
-            .names
-            .iter()
-            .enumerate()
-            .map(|(r, n)| format!("rank {r}: {n}"))
-            .collect();
-        let exchange = match &self.exchange {
-            (e, None) => e.name().to_string(),
-            (e, Some(why)) => format!("{} ({why})", e.name()),
-        };
-        format!(
-            "GPUs: {size} MPI ranks, one GPU each ({}); the Newton iteration (assembly of each rank's part, norms, line search), hot updates, CG (GMRES for a follower pressure) and the V-cycle on the GPUs, the AMG cold set-up on each rank's CPU (hierarchy levels uploaded); halo exchanges {exchange}",
-            map.join(", ")
-        )
-    }
-}
+use crate::observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 
 /// Collective. Each rank's device for `config.device` (see `linalg::dist::select_rank_devices`):
 /// `cpu` the host; `cuda` this rank's GPU, or every rank's located error; `auto` the GPUs where
@@ -230,13 +191,12 @@ fn check_problem_on_part(
 pub fn run_on_ranks(
     comm: &std::sync::Arc<dyn Comm>,
     options: &crate::run::RunOptions,
-    window: usize,
+    observer: &dyn RunObserver,
 ) -> Result<crate::run::RunOutcome> {
-    use crate::run::{self as serial, Progress, StepStamp};
+    use crate::run::{self as serial, StepStamp};
     use solve::linear_solver::{LinearSolver, OperatorKind};
     use solve::newton::{LoadPath, PathState};
     use solve::problem::distributed_modes;
-    use std::io::Write as _;
     use std::time::Instant;
 
     let started = Instant::now();
@@ -316,7 +276,7 @@ pub fn run_on_ranks(
                     &part.node_serial_ids,
                     &problem.mesh.coords,
                     part.n_global_nodes(),
-                    window,
+                    options.output_window,
                     u.host_mut()?,
                 )?;
                 problem.set_time(r.time)?;
@@ -347,7 +307,6 @@ pub fn run_on_ranks(
             problem.discrete.tangent_is_symmetric(),
         ),
     )?;
-    let text = crate::solver_text::render(&choice);
 
     // the output: every dataset gathered to rank 0 window by window (dist_output)
     let n_owned = part.n_owned_nodes();
@@ -362,7 +321,7 @@ pub fn run_on_ranks(
     let constrained_dofs = loads.iter().map(|l| l[2] as usize).sum::<usize>();
     let mut output = agreed(
         c,
-        crate::dist_output::RankOutput::new(c, &config, &part, window),
+        crate::dist_output::RankOutput::new(c, &config, &part, options.output_window),
     )?;
     let mesh_info = output.mesh_info(constrained_dofs);
     let columns = crate::probes::columns(&config);
@@ -500,30 +459,24 @@ pub fn run_on_ranks(
     let mut step_output_s = 0.0;
 
     let newton: solve::params::NewtonParams = (&config.newton).into();
-    let progress = options.progress;
-    if rank == 0 && progress != Progress::Quiet {
-        let device = ranks_device.header(c.size());
-        let mut text = serial::header(
-            &config,
-            &problem,
-            &device,
-            &text,
-            &newton,
-            &serial::problem_text(&mesh_info, part.mesh.kind),
-        );
-        text.push_str("  ranks        rank: owned nodes, owned cells\n");
-        for (r, l) in loads.iter().enumerate() {
-            text.push_str(&format!("               {r}: {}, {}\n", l[0], l[1]));
-        }
-        let _ = write!(std::io::stderr().lock(), "{text}");
-    }
+    // rank 0 reports
+    let observer = if rank == 0 { observer } else { &Quiet };
+    let loads_per_rank: Vec<[u64; 2]> = loads.iter().map(|l| [l[0], l[1]]).collect();
+    observer.run_started(&RunStart {
+        config: &config,
+        problem: &problem,
+        mesh: &mesh_info,
+        placement: Placement::Ranks {
+            device: &ranks_device,
+            loads: &loads_per_rank,
+        },
+        solver: &choice,
+        newton: &newton,
+    });
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &newton,
-        observer: &crate::monitor::TerminalMonitor {
-            iterations: progress == Progress::Iterations && rank == 0,
-            cutbacks: progress != Progress::Quiet && rank == 0,
-        },
+        observer,
     };
     let (mut u, start) = match start {
         Some((u, path)) => (u, path),
@@ -572,15 +525,10 @@ pub fn run_on_ranks(
                         log.append(step.index, step.load_factor, &state.probes)?;
                     }
                     o.figures.count_step(step, &record);
-                    if progress != Progress::Quiet {
-                        let _ = write!(
-                            std::io::stderr().lock(),
-                            "{}",
-                            serial::step_lines(step, &record)
-                        );
-                    }
+                    observer.step_finished(step, &record);
                     o.summary
                         .record_step(record, started.elapsed().as_secs_f64())?;
+                    observer.step_written(step.index);
                     Ok(())
                 })(),
                 (_, Err(e)) => Err(e),
@@ -636,54 +584,4 @@ pub fn run_on_ranks(
         });
     }
     crate::run::finish_run(outcome, summary, results, probe_log, figures, wall)
-}
-
-/// Values per message of the output's [`gather_to_root`] (8 MiB).
-pub const GATHER_CHUNK: usize = 1 << 20;
-
-/// Collective (point to point): every rank's `local` on rank 0, indexed by rank (`lens[r]`:
-/// rank `r`'s length, the same on every rank); `None` on the other ranks. Each rank sends its
-/// values in messages of at most `chunk` values, and only rank 0 ever holds the whole.
-pub fn gather_to_root(
-    comm: &dyn Comm,
-    local: &[f64],
-    lens: &[usize],
-    chunk: usize,
-) -> Result<Option<Vec<Vec<f64>>>> {
-    let chunk = chunk.max(1);
-    if lens.len() != comm.size() || lens[comm.rank()] != local.len() {
-        anyhow::bail!(
-            "gather to rank 0: {} values here, {:?} expected per rank",
-            local.len(),
-            lens
-        );
-    }
-    if comm.rank() != 0 {
-        for part in local.chunks(chunk) {
-            comm.exchange(&[(0, part)], &mut [], &mut || ())?;
-        }
-        return Ok(None);
-    }
-    let mut all: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
-    all[0].copy_from_slice(local);
-    let rounds = lens[1..]
-        .iter()
-        .map(|n| n.div_ceil(chunk))
-        .max()
-        .unwrap_or(0);
-    for k in 0..rounds {
-        let start = k * chunk;
-        let mut recvs: Vec<(usize, &mut [f64])> = all
-            .iter_mut()
-            .enumerate()
-            .skip(1)
-            .filter(|(_, v)| start < v.len())
-            .map(|(r, v)| {
-                let end = (start + chunk).min(v.len());
-                (r, &mut v[start..end])
-            })
-            .collect();
-        comm.exchange(&[], &mut recvs, &mut || ())?;
-    }
-    Ok(Some(all))
 }

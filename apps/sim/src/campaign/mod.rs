@@ -14,7 +14,7 @@
 //! input, which `hexfem run` reads as is, and `case.json`: the case's table row, written last),
 //! `results.csv` and `results.jsonl` (one row per case, in case order, rewritten after each
 //! case), `campaign.json` (totals: cases, failures, reuse, wall time) and `plots/` (outputs
-//! against the first numeric parameter, PNG and SVG: [`crate::plot::plot_campaign`]). `--resume` skips the
+//! against the first numeric parameter, PNG and SVG, drawn by the `hexfem` command). `--resume` skips the
 //! cases whose `case.json` says completed for the same resolved input (a hash of it), so a
 //! campaign killed at any point resumes to the same table.
 
@@ -30,8 +30,8 @@ use anyhow::{bail, Context, Result};
 use config::campaign::{Campaign, CaseSpec};
 use config::{Config, ConfigError};
 
-use crate::run::{execute, Case, Progress, Warm};
-pub use progress::Reporter;
+use crate::run::{execute, Case, Warm};
+pub use progress::{CampaignObserver, Tally};
 pub use table::{CaseRow, CaseStatus};
 
 /// Options of `hexfem campaign`.
@@ -43,11 +43,6 @@ pub struct CampaignOptions {
     pub resume: bool,
     /// Replaces the campaign's `directory` (`-o`).
     pub output_dir: Option<PathBuf>,
-    /// A progress bar (terminal) or one line per case.
-    pub reporter: Reporter,
-    /// Test-only (kill and resume tests): abort the process once N cases have finished and
-    /// their rows are written (with one job the next case is then part-way).
-    pub abort_after_cases: Option<usize>,
 }
 
 /// What a campaign did.
@@ -190,9 +185,13 @@ struct Prepared {
     key: String,
 }
 
-/// Runs the campaign of `options.file`; returns its summary. Failed cases are in the summary
-/// and the table; the error is only for a campaign that could not run (a bad file or case).
-pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
+/// Runs the campaign of `options.file`, telling `observer` of its progress; returns its
+/// summary. Failed cases are in the summary and the table; the error is only for a campaign
+/// that could not run (a bad file or case).
+pub fn run_campaign(
+    options: &CampaignOptions,
+    observer: &mut dyn CampaignObserver,
+) -> Result<CampaignSummary> {
     let started = Instant::now();
     let campaign = Campaign::load(&options.file)?;
     let directory = options
@@ -227,7 +226,8 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     }
     let table = table::Table::new(&directory, &campaign.parameters);
     table.write(&rows)?;
-    let mut reporter = options.reporter.start(prepared.len(), resumed);
+    let mut tally = Tally::new(prepared.len(), resumed);
+    observer.started(&tally);
     let to_run = queue.len();
     let workers = jobs.min(to_run);
     check_memory(&prepared, &queue, workers)?;
@@ -241,6 +241,8 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
         held,
     });
     let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
+    // a worker's word that it started a case (the tally's running cases)
+    let (started_tx, started_rx) = mpsc::channel::<()>();
     let share_solver = campaign.share_solver;
     // the first worker starts with the problem the validation built last
     validated.share_solver = share_solver;
@@ -251,8 +253,8 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     std::thread::scope(|scope| -> Result<()> {
         for (worker, mut warm) in warms.into_iter().enumerate() {
             let sender = sender.clone();
-            let (scheduler, prepared, campaign, reporter_tx) =
-                (&scheduler, &prepared, &campaign, reporter.events());
+            let (scheduler, prepared, campaign, started_tx) =
+                (&scheduler, &prepared, &campaign, started_tx.clone());
             scope.spawn(move || {
                 // Each worker runs its cases inside a thread pool of its own with its share of
                 // the threads (results do not depend on the thread count): the parallel loops
@@ -267,7 +269,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
                     .ok()
                     .and_then(|mut s| s.next(worker, prepared))
                 {
-                    let _ = reporter_tx.send(progress::Event::Started);
+                    let _ = started_tx.send(());
                     let row = match &pool {
                         Some(pool) => pool.install(|| run_case(campaign, &prepared[i], &mut warm)),
                         None => run_case(campaign, &prepared[i], &mut warm),
@@ -279,20 +281,19 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
             });
         }
         drop(sender);
-        let mut finished = 0;
         for (i, row) in receiver {
             row.write(&prepared[i].dir.join("case.json"))?;
-            reporter.finished(&row, &campaign.describe(&prepared[i].spec));
+            tally.finished(&row, started_rx.try_iter().count());
+            let description = campaign.describe(&prepared[i].spec);
             rows[i] = Some(row);
             table.write(&rows)?;
-            finished += 1;
-            if options.abort_after_cases == Some(finished) {
-                std::process::abort();
+            if let Some(row) = &rows[i] {
+                observer.case_finished(row, &description, &tally);
             }
         }
         Ok(())
     })?;
-    reporter.done();
+    observer.done(&tally);
     let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
     if rows.len() != prepared.len() {
         bail!("{} cases did not report", prepared.len() - rows.len());
@@ -330,15 +331,6 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<CampaignSummary> {
     };
     let path = directory.join("campaign.json");
     table::write_atomic(&path, serde_json::to_string_pretty(&summary)? + "\n")?;
-    if summary.completed > 0 {
-        // the default pictures; a campaign whose results are written has not failed for them
-        if let Err(e) = crate::plot::plot_campaign(&directory, None, &[], &directory.join("plots"))
-        {
-            if options.reporter != Reporter::Quiet {
-                eprintln!("warning: plotting the campaign: {e:#}");
-            }
-        }
-    }
     Ok(summary)
 }
 
@@ -475,10 +467,9 @@ fn run_case(campaign: &Campaign, p: &Prepared, warm: &mut Warm) -> CaseRow {
             input: &input,
             dir: p.dir.clone(),
             name,
-            progress: Progress::Quiet,
             restart: None,
             faults: io::Faults::none(),
-            abort_after_step: None,
+            observer: &crate::observer::Quiet,
         };
         execute(&case, warm, started)
     })();

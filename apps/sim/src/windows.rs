@@ -69,13 +69,7 @@ impl WindowPlan {
         starts.push(owned.len());
         let mine: Vec<f64> = starts.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
         let lens = vec![n_windows; comm.size()];
-        let counts = crate::distributed::gather_to_root(
-            comm,
-            &mine,
-            &lens,
-            crate::distributed::GATHER_CHUNK,
-        )?
-        .map(|per_rank| {
+        let counts = gather_to_root(comm, &mine, &lens, GATHER_CHUNK)?.map(|per_rank| {
             let mut counts = vec![0u32; n_windows * per_rank.len()];
             for (r, c) in per_rank.iter().enumerate() {
                 for (k, &n) in c.iter().enumerate() {
@@ -182,6 +176,56 @@ impl WindowPlan {
     pub fn ids_per_window(&self) -> u64 {
         self.ids
     }
+}
+
+/// Values per message of the output's [`gather_to_root`] (8 MiB).
+pub const GATHER_CHUNK: usize = 1 << 20;
+
+/// Collective (point to point): every rank's `local` on rank 0, indexed by rank (`lens[r]`:
+/// rank `r`'s length, the same on every rank); `None` on the other ranks. Each rank sends its
+/// values in messages of at most `chunk` values, and only rank 0 ever holds the whole.
+pub fn gather_to_root(
+    comm: &dyn Comm,
+    local: &[f64],
+    lens: &[usize],
+    chunk: usize,
+) -> Result<Option<Vec<Vec<f64>>>> {
+    let chunk = chunk.max(1);
+    if lens.len() != comm.size() || lens[comm.rank()] != local.len() {
+        bail!(
+            "gather to rank 0: {} values here, {:?} expected per rank",
+            local.len(),
+            lens
+        );
+    }
+    if comm.rank() != 0 {
+        for part in local.chunks(chunk) {
+            comm.exchange(&[(0, part)], &mut [], &mut || ())?;
+        }
+        return Ok(None);
+    }
+    let mut all: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
+    all[0].copy_from_slice(local);
+    let rounds = lens[1..]
+        .iter()
+        .map(|n| n.div_ceil(chunk))
+        .max()
+        .unwrap_or(0);
+    for k in 0..rounds {
+        let start = k * chunk;
+        let mut recvs: Vec<(usize, &mut [f64])> = all
+            .iter_mut()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, v)| start < v.len())
+            .map(|(r, v)| {
+                let end = (start + chunk).min(v.len());
+                (r, &mut v[start..end])
+            })
+            .collect();
+        comm.exchange(&[], &mut recvs, &mut || ())?;
+    }
+    Ok(Some(all))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 
-use crate::campaign::{run_campaign, CampaignOptions, CampaignSummary, Reporter};
+use sim::campaign::{run_campaign, CampaignOptions, CampaignSummary};
 
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
@@ -213,18 +213,19 @@ fn one_round(
         )?;
         let started = Instant::now();
         let cpu_started = cpu_seconds();
-        let s: CampaignSummary = run_campaign(&CampaignOptions {
-            file,
-            jobs,
-            resume: false,
-            output_dir: None,
-            reporter: Reporter::Quiet,
-            abort_after_cases: None,
-        })?;
+        let s: CampaignSummary = run_campaign(
+            &CampaignOptions {
+                file,
+                jobs,
+                resume: false,
+                output_dir: None,
+            },
+            &mut sim::Quiet,
+        )?;
         let seconds = started.elapsed().as_secs_f64();
         let cpu_s = cpu_seconds() - cpu_started;
         ensure!(s.failed == 0, "{name}: {} cases failed", s.failed);
-        let rows: Vec<crate::campaign::CaseRow> = std::fs::read_to_string(&s.table_jsonl)?
+        let rows: Vec<sim::campaign::CaseRow> = std::fs::read_to_string(&s.table_jsonl)?
             .lines()
             .map(serde_json::from_str)
             .collect::<Result<_, _>>()?;

@@ -2,7 +2,6 @@
 //! after every converged step.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -10,13 +9,14 @@ use anyhow::{Context, Result};
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
+use crate::observer::{Placement, RunObserver, RunStart};
 use crate::restart::Restart;
 use config::{self, Config, OutputField};
 use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
     StepRecord, SummaryWriter,
 };
-use solve::linear_solver::{LinearSolver, OperatorKind, PreconditionerKind, SetupKind};
+use solve::linear_solver::{Choice, LinearSolver, OperatorKind, SetupKind};
 use solve::newton::{ConvergedStep, LoadPath, PathState};
 use solve::problem::{near_null_space, Problem};
 
@@ -27,26 +27,28 @@ pub struct RunOptions {
     pub overrides: Vec<String>,
     /// Replaces `output.directory` (`-o`).
     pub output_dir: Option<PathBuf>,
-    /// Progress lines on standard error.
-    pub progress: Progress,
     /// Continue from a converged step of an earlier run's HDF5 file (`--restart FILE[:STEP]`).
     pub restart: Option<String>,
     /// Fault injection for crash tests (test-only; [`Faults::none`] otherwise).
     pub faults: Faults,
-    /// Test-only: abort the process right after step N is completely written.
-    pub abort_after_step: Option<usize>,
+    /// On ranks: values per window of the output's gathers to rank 0
+    /// ([`crate::windows::DEFAULT_WINDOW_VALUES`]; small in tests: many windows per dataset).
+    pub output_window: usize,
 }
 
-/// How much progress to print on standard error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
-    /// Nothing but errors (`-q`).
-    Quiet,
-    /// A header (problem size, device, solver), one line per load step and per failed attempt
-    /// (the default, on a terminal or piped).
-    Steps,
-    /// Also one line per Newton iteration (`-v`).
-    Iterations,
+impl RunOptions {
+    /// The run of the input file `input` as it is: no overrides, output where the input says,
+    /// no restart.
+    pub fn new(input: impl Into<PathBuf>) -> Self {
+        RunOptions {
+            input: input.into(),
+            overrides: Vec::new(),
+            output_dir: None,
+            restart: None,
+            faults: Faults::none(),
+            output_window: crate::windows::DEFAULT_WINDOW_VALUES,
+        }
+    }
 }
 
 /// Where the results went, and the run's figures at its last converged step.
@@ -115,80 +117,6 @@ impl RunFigures {
     }
 }
 
-/// The progress lines of a converged step: the step line (with cutbacks and, on the GPU, the
-/// most bytes an iteration after the step's first moved and the bytes of the step's output) and
-/// one line per constrained set's
-/// reaction force and moment.
-pub(crate) fn step_lines(step: &ConvergedStep, record: &StepRecord) -> String {
-    let gpu_bytes = step
-        .iterations
-        .iter()
-        .skip(1)
-        .filter_map(|it| it.transfer_bytes)
-        .max()
-        .map_or(String::new(), |b| {
-            format!(", GPU transfers <= {b} B per later iteration")
-        });
-    let output_bytes = step
-        .output_transfer_bytes
-        .map_or(String::new(), |b| format!(", {b} B for the output"));
-    // the step's AMG set-ups from scratch or renewals (the first iteration's, after new modes)
-    let setups: Vec<String> = step
-        .iterations
-        .iter()
-        .filter_map(|it| {
-            let kind = match it.linear.setup {
-                SetupKind::AmgCold => "cold",
-                SetupKind::AmgRenewed => "renewed",
-                _ => return None,
-            };
-            let moved = it.linear.device.as_ref().map_or(String::new(), |d| {
-                format!(" {:.1} MB", d.setup.total_bytes() as f64 / 1e6)
-            });
-            Some(format!("{kind} {:.2} s{moved}", it.linear.setup_s))
-        })
-        .collect();
-    let setups = match setups.is_empty() {
-        true => String::new(),
-        false => format!(", AMG set-up: {}", setups.join(", ")),
-    };
-    let cutbacks = match step.cutbacks {
-        0 => String::new(),
-        n => format!(", after {n} cut back attempts"),
-    };
-    let mut text = format!(
-        "step {:>3}  load {:.4}  newton {:>2}  linear {:>5}  |r| {:.3e}  energy {:.6e}  max |u| {:.4e}  ({:.2} s{cutbacks}{setups}{gpu_bytes}{output_bytes})\n",
-        step.index,
-        step.load_factor,
-        record.newton_iterations,
-        record.linear_iterations.iter().sum::<usize>(),
-        step.residual_norm,
-        record.strain_energy,
-        record.max_displacement,
-        step.wall_s,
-    );
-    if let Some(sets) = record.reactions.as_object() {
-        for (set, total) in sets {
-            let v = |key: &str| -> Vec<String> {
-                total[key]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|x| format!("{:.4e}", x.as_f64().unwrap_or(f64::NAN)))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            text.push_str(&format!(
-                "           reaction on {set}: force [{}]  moment [{}]\n",
-                v("force").join(", "),
-                v("moment").join(", ")
-            ));
-        }
-    }
-    text
-}
-
 /// One run of a validated configuration: where its files go and how it reports.
 pub struct Case<'a> {
     pub config: &'a Config,
@@ -196,10 +124,10 @@ pub struct Case<'a> {
     pub input: &'a Path,
     pub dir: PathBuf,
     pub name: String,
-    pub progress: Progress,
     pub restart: Option<Restart>,
     pub faults: Faults,
-    pub abort_after_step: Option<usize>,
+    /// Told of the run's start, steps and Newton iterations.
+    pub observer: &'a dyn RunObserver,
 }
 
 /// What a process keeps from one run for the next (a campaign's cases): the problem (mesh,
@@ -209,7 +137,7 @@ pub struct Case<'a> {
 #[derive(Default)]
 pub struct Warm {
     problem: Option<(String, Problem)>,
-    solver: Option<(String, LinearSolver, String)>,
+    solver: Option<(String, LinearSolver, Choice)>,
     pub share_solver: bool,
 }
 
@@ -289,9 +217,10 @@ fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
     }
 }
 
-/// Runs the simulation of `options.input`. On a failed load path the files written so far are
-/// kept (every converged step) and the summary records the failure.
-pub fn run(options: &RunOptions) -> Result<RunOutcome> {
+/// Runs the simulation of `options.input` in this process (see [`crate::run`] for any number of
+/// ranks). On a failed load path the files written so far are kept (every converged step) and
+/// the summary records the failure.
+pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcome> {
     let started = Instant::now();
     let config = config::load_with_overrides(&options.input, &options.overrides)?;
     let dir = output_dir(&config, options.output_dir.as_deref());
@@ -308,10 +237,9 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome> {
         input: &options.input,
         dir,
         name,
-        progress: options.progress,
         restart,
         faults: options.faults.clone(),
-        abort_after_step: options.abort_after_step,
+        observer,
     };
     in_pool(|| execute(&case, &mut Warm::default(), started))
 }
@@ -367,8 +295,8 @@ fn execute_on(
         solver_key(config)?,
         solver_params.device
     );
-    let (mut solver, solver_text, reused_solver) = match warm.solver.take() {
-        Some((k, solver, text)) if warm.share_solver && k == solver_key => (solver, text, true),
+    let (mut solver, choice, reused_solver) = match warm.solver.take() {
+        Some((k, solver, choice)) if warm.share_solver && k == solver_key => (solver, choice, true),
         _ => {
             let (solver, choice) = crate::locate::located(
                 config,
@@ -381,7 +309,7 @@ fn execute_on(
                     symmetric,
                 ),
             )?;
-            (solver, crate::solver_text::render(&choice), false)
+            (solver, choice, false)
         }
     };
     std::fs::create_dir_all(dir)
@@ -467,33 +395,23 @@ fn execute_on(
     }
     figures.reused_solver = reused_solver;
     let newton: solve::params::NewtonParams = (&config.newton).into();
-    let progress = case.progress;
-    if progress != Progress::Quiet {
-        let _ = write!(
-            std::io::stderr().lock(),
-            "{}",
-            header(
-                config,
-                problem,
-                &device_text(config, &solver, device_fallback.as_deref()),
-                &solver_text,
-                &newton,
-                &problem_text(
-                    &mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
-                    problem.mesh.kind
-                )
-            )
-        );
-    }
+    let observer = case.observer;
+    observer.run_started(&RunStart {
+        config,
+        problem,
+        mesh: &mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
+        placement: Placement::Process {
+            solver: &solver,
+            fallback: device_fallback.as_deref(),
+        },
+        solver: &choice,
+        newton: &newton,
+    });
     let path = LoadPath {
         loading: &(&config.loading).into(),
         newton: &newton,
-        observer: &crate::monitor::TerminalMonitor {
-            iterations: progress == Progress::Iterations,
-            cutbacks: progress != Progress::Quiet,
-        },
+        observer,
     };
-    let abort_after = case.abort_after_step;
     let outcome = path.run_from(
         start,
         problem,
@@ -520,18 +438,13 @@ fn execute_on(
             if let Some(report) = solver.hierarchy_report() {
                 summary.set_preconditioner(serde_json::to_value(report)?);
             }
-            if progress != Progress::Quiet {
-                // Progress is best effort: a closed standard error must not end the run.
-                let _ = write!(std::io::stderr().lock(), "{}", step_lines(step, &record));
-            }
+            observer.step_finished(step, &record);
             summary.record_step(record, started.elapsed().as_secs_f64())?;
-            if abort_after == Some(step.index) {
-                std::process::abort();
-            }
+            observer.step_written(step.index);
             Ok(())
         },
     );
-    warm.solver = Some((solver_key, solver, solver_text));
+    warm.solver = Some((solver_key, solver, choice));
     finish_run(
         outcome,
         summary,
@@ -1060,22 +973,6 @@ pub fn masked(f: [f64; 3], mask: [bool; 3]) -> [f64; 3] {
     std::array::from_fn(|d| if mask[d] { f[d] } else { 0.0 })
 }
 
-/// The problem in one line: unknowns, cells, nodes.
-pub(crate) fn problem_text(info: &MeshInfo, kind: CellKind) -> String {
-    format!(
-        "{} unknowns ({} constrained), {} {} cells, {} nodes",
-        info.dofs,
-        info.constrained_dofs,
-        info.cells,
-        match kind {
-            CellKind::Hex8 => "Q1",
-            CellKind::Hex27 => "Q2",
-        },
-        info.nodes
-    )
-}
-
-/// The header's device line: where the run is computed and, for `device: auto` on the CPU, why.
 /// The linear solver's parameters of a run, with the device `config` names unless the Newton
 /// loop cannot run there: `device: auto` then falls back to the CPU (the reason is returned for
 /// the header), `device: cuda` is an error at the `device` key naming what the GPU lacks.
@@ -1099,68 +996,6 @@ pub(crate) fn newton_device(
         }
         config::ComputeDevice::Cpu => Ok((params, None)),
     }
-}
-
-fn device_text(config: &Config, solver: &LinearSolver, fallback: Option<&str>) -> String {
-    let host = format!("host CPU, {} threads", rayon::current_num_threads());
-    if let Some(why) = fallback {
-        return format!("{host} (device: auto stays on the CPU: {why})");
-    }
-    match (solver.device(), config.device) {
-        (Some(gpu), _) => format!(
-            "{host}; the Newton loop (assembly, constraints, line search, AMG + {}) on {}",
-            solver.krylov().name(),
-            gpu.name()
-        ),
-        (None, config::ComputeDevice::Auto)
-            if solver.preconditioner() == PreconditionerKind::Direct =>
-        {
-            format!("{host} (device: auto; the direct solver chosen is host-only)")
-        }
-        (None, config::ComputeDevice::Auto) => {
-            format!("{host} (device: auto found no usable GPU)")
-        }
-        (None, _) => host,
-    }
-}
-
-/// The lines printed at the start of a run: problem size, device and threads, solvers.
-pub(crate) fn header(
-    config: &Config,
-    problem: &Problem,
-    device: &str,
-    solver: &str,
-    newton: &solve::params::NewtonParams,
-    size: &str,
-) -> String {
-    let line_search = match newton.line_search {
-        solve::params::LineSearch::Energy if !problem.has_potential() => {
-            "energy (the loads have no potential: full steps)"
-        }
-        other => other.name(),
-    };
-    let order = problem.mesh.order();
-    let formulation = match crate::formulation::locking_warning(config, order) {
-        Some(warning) => format!(
-            "{}\n  warning      {warning}",
-            crate::formulation::describe(config, order)
-        ),
-        None => crate::formulation::describe(config, order),
-    };
-    format!(
-        "hexfem {}: {size}
-  device       {device}
-  formulation  {formulation}
-  linear solver {solver}
-  newton       line search {line_search}, forcing {}, rtol {:.1e}, at most {} iterations
-  loading      {} steps
-",
-        env!("CARGO_PKG_VERSION"),
-        newton.forcing.name(),
-        newton.rtol,
-        newton.max_iterations,
-        config.loading.steps,
-    )
 }
 
 #[cfg(test)]

@@ -565,7 +565,7 @@ impl RankOutput {
         }
         let lens = vec![mine.len(); comm.size()];
         let points: Option<Vec<[f64; 3]>> =
-            crate::distributed::gather_to_root(comm, &mine, &lens, mine.len().max(1))?.map(|all| {
+            crate::windows::gather_to_root(comm, &mine, &lens, mine.len().max(1))?.map(|all| {
                 self.point_owners
                     .iter()
                     .enumerate()

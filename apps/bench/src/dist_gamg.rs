@@ -463,7 +463,7 @@ pub fn run(
         if let Some(ctx) = device.cuda_context() {
             gpu.device_pool_peak_mib = ctx.pool_used_high()?.map(mib);
         }
-        gpu.host_peak_mib = mib(crate::memory::peak_resident_bytes());
+        gpu.host_peak_mib = mib(sim::memory::peak_resident_bytes());
     }
 
     let mine = DistGamgRank {

@@ -1,0 +1,92 @@
+//! hexfem's simulation library: a run of a validated configuration (problem, Newton load path,
+//! output, probes, restart, memory guard) on one rank or many, campaigns of runs, the
+//! verification suite and the input check. It prints nothing: a run reports through a
+//! [`RunObserver`] and returns typed results; the `hexfem` command line (`apps/hexfem`) parses
+//! arguments and renders.
+//!
+//! A run from Rust: a small clamped box pulled on its free face, its files written to a
+//! directory, the displacement read back.
+//!
+//! ```
+//! use sim::{run, Quiet, RunOptions};
+//!
+//! let dir = std::env::temp_dir().join(format!("sim-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let input = dir.join("block.yaml");
+//! std::fs::write(&input, "
+//! mesh: { box: { cells: [4, 2, 2], lower: [0, 0, 0], upper: [2, 1, 1] } }
+//! materials: [{ model: linear, young_modulus: 1.0e3, poisson_ratio: 0.3 }]
+//! boundary:
+//!   dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
+//!   traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
+//! ")?;
+//! let options = RunOptions { output_dir: Some(dir.clone()), ..RunOptions::new(&input) };
+//! let outcome = run(&comm::SelfComm::shared(), &options, &Quiet)?;
+//!
+//! // the last step's nodal displacements, three per node, from the HDF5 file
+//! let results = io::ResultsReader::open(&outcome.h5)?;
+//! let (_, u) = results.read_f64(&format!("steps/{:06}/displacement", outcome.steps))?;
+//! let stretch = u.chunks(3).map(|u| u[0]).fold(0.0, f64::max);
+//! // about F L / (E A) = 1 * 2 / 1e3 (the clamp stiffens it a little)
+//! assert!((1.5e-3..2.1e-3).contains(&stretch), "{stretch}");
+//! assert!(stretch <= outcome.figures.max_displacement); // the largest |u|
+//! std::fs::remove_dir_all(&dir)?;
+//! # anyhow::Ok(())
+//! ```
+
+pub mod campaign;
+pub mod check;
+pub mod dist_output;
+pub mod distributed;
+pub mod formulation;
+pub mod locate;
+pub mod memory;
+pub mod observer;
+pub mod probes;
+pub mod restart;
+pub mod run;
+pub mod solver_text;
+pub mod verify;
+pub mod windows;
+
+#[cfg(test)]
+mod gpu_runs;
+
+use std::sync::Arc;
+
+use comm::Comm;
+
+pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
+pub use run::{RunFigures, RunOptions, RunOutcome};
+
+/// Runs `options` on the ranks of `comm` (one rank: this process, as `hexfem run`; more: each
+/// rank its part of the mesh, as `mpirun -np N hexfem run`), reporting to `observer` (on rank 0).
+/// Every rank returns; rank 0's outcome names the files and holds the figures. On a failed load
+/// path the files written so far are kept and the summary records the failure.
+pub fn run(
+    comm: &Arc<dyn Comm>,
+    options: &RunOptions,
+    observer: &dyn RunObserver,
+) -> anyhow::Result<RunOutcome> {
+    if comm.size() > 1 {
+        run::in_pool(|| distributed::run_on_ranks(comm, options, observer))
+    } else {
+        run::run(options, observer)
+    }
+}
+
+/// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but
+/// the solve, on this process or on the ranks of `comm` (each rank its part of the mesh);
+/// returns the summary (rank 0's names the partition's balance).
+pub fn check(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    overrides: &[String],
+    output_dir: Option<&std::path::Path>,
+) -> anyhow::Result<String> {
+    if comm.size() > 1 {
+        distributed::check_on_ranks(comm, input, overrides, output_dir)
+    } else {
+        check::check(input, overrides, output_dir)
+    }
+}
