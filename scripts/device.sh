@@ -29,7 +29,8 @@ lib_test=$(test_exe hexfem-linalg --lib)
 linalg_device=$(test_exe hexfem-linalg --test device)
 amg_device=$(test_exe hexfem-amg --test device)
 assembly_device=$(test_exe hexfem-assembly --test device)
-hexfem_lib=$(test_exe hexfem --lib)
+sim_lib=$(test_exe hexfem-sim --lib)
+bench_lib=$(test_exe hexfem-bench --lib)
 # multi-rank tests (they start mpirun on themselves; the GPU ones skip without a GPU)
 linalg_dist=$(test_exe hexfem-linalg --test dist)
 mpi_e2e=$(test_exe hexfem-end-to-end --test mpi)
@@ -43,7 +44,8 @@ cp "$lib_test" "$stage/bin/test_linalg"
 cp "$linalg_device" "$stage/bin/test_linalg_device"
 cp "$amg_device" "$stage/bin/test_amg_device"
 cp "$assembly_device" "$stage/bin/test_assembly_device"
-cp "$hexfem_lib" "$stage/bin/test_hexfem"
+cp "$sim_lib" "$stage/bin/test_sim"
+cp "$bench_lib" "$stage/bin/test_bench"
 cp "$linalg_dist" "$stage/bin/test_linalg_dist"
 cp "$mpi_e2e" "$stage/bin/test_mpi_e2e"
 # The peer benchmark (cuSPARSE, CuPy) the run script runs beside ours, when the caller has it:

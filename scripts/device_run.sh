@@ -100,8 +100,8 @@ if [ "$TESTS" = 1 ]; then
     for t in test_linalg_device test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
-    "$here/bin/test_hexfem" --test-threads=1 --nocapture bench::newton >> "$out/tests.log" 2>&1 || status=1
-    "$here/bin/test_hexfem" --test-threads=1 --nocapture gpu_runs >> "$out/tests.log" 2>&1 || status=1
+    "$here/bin/test_bench" --test-threads=1 --nocapture newton >> "$out/tests.log" 2>&1 || status=1
+    "$here/bin/test_sim" --test-threads=1 --nocapture gpu_runs >> "$out/tests.log" 2>&1 || status=1
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:|^gpu_runs:" "$out/tests.log" | tail -n 40
     echo "tests: $(grep -c '^test .* ok$' "$out/tests.log") GPU tests ok, $(grep -c SKIP "$out/tests.log") skipped, $(grep -c '^test .* FAILED$' "$out/tests.log") failed"
 fi

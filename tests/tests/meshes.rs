@@ -4,8 +4,8 @@
 //! constraints) named as the twins name them, gives the same displacements to 1e-12 whichever
 //! file `mesh.gmsh.file` names; a netCDF-4 Exodus file is refused with the conversion command.
 
-use hexfem::run::{run, Progress, RunOptions, RunOutcome};
 use hexfem_end_to_end::ScratchDir;
+use sim::run::{run, RunOptions, RunOutcome};
 
 fn twin(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,15 +39,17 @@ fn run_yaml(tag: &str, yaml: &str) -> Result<(ScratchDir, RunOutcome), String> {
     let out = ScratchDir::new(&format!("meshes-{tag}"));
     let input = out.join(format!("{tag}.yaml"));
     std::fs::write(&input, yaml).unwrap();
-    run(&RunOptions {
-        input,
-        overrides: Vec::new(),
-        output_dir: Some(out.join("results")),
-        progress: Progress::Quiet,
-        restart: None,
-        faults: Default::default(),
-        abort_after_step: None,
-    })
+    run(
+        &RunOptions {
+            input,
+            overrides: Vec::new(),
+            output_dir: Some(out.join("results")),
+            restart: None,
+            faults: Default::default(),
+            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+        },
+        &sim::Quiet,
+    )
     .map(|outcome| (out, outcome))
     .map_err(|e| format!("{e:#}"))
 }

@@ -356,7 +356,7 @@ fn two_cube_input(dir: &ScratchDir, shift: f64, clamp_both: bool) -> PathBuf {
 fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     let dir = ScratchDir::new("units-two-pieces");
     let input = two_cube_input(&dir, 2.0, false);
-    let message = match hexfem::check::check(&input, &[], None) {
+    let message = match sim::check::check(&input, &[], None) {
         Ok(text) => panic!("check must refuse a floating cell:\n{text}"),
         Err(e) => format!("{e:#}"),
     };
@@ -369,7 +369,7 @@ fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     // both pieces clamped: each is held, the input is valid
     let dir = ScratchDir::new("units-two-pieces-held");
     let input = two_cube_input(&dir, 2.0, true);
-    let text = hexfem::check::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
+    let text = sim::check::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(text.contains("valid"), "{text}");
 }
 
@@ -379,7 +379,7 @@ fn cells_that_meet_at_unmerged_nodes_are_refused_with_the_cells_and_point_named(
     // held or not, the crack is refused first
     for clamp_both in [false, true] {
         let input = two_cube_input(&dir, 1.0, clamp_both);
-        let message = match hexfem::check::check(&input, &[], None) {
+        let message = match sim::check::check(&input, &[], None) {
             Ok(text) => panic!("check must refuse unmerged nodes:\n{text}"),
             Err(e) => format!("{e:#}"),
         };
