@@ -14,7 +14,9 @@ use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Reuse, Storage};
+use crate::report::SetupTimings;
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::{CycleLevels, LevelWork};
 use linalg::dense::DenseFactor;
@@ -222,10 +224,8 @@ pub struct DistHierarchy {
     params: AmgParams,
     levels: Vec<DistLevel>,
     coarse: CoarseSolve,
-    /// For `reuse: none` (a cold set-up at each update): the fine serial ids and near-null rows.
-    fine_serial_ids: Vec<u64>,
-    fine_nns: Vec<f64>,
-    k: usize,
+    /// For `reuse: none` (a cold set-up at each update): the fine near-null space.
+    fine_nn: DistNearNull,
     /// The V-cycle's vectors (made at the first cycle).
     work: std::sync::Mutex<DistCycleWork>,
 }
@@ -257,49 +257,44 @@ impl DistHierarchy {
                 reason: "is not available on several MPI ranks (valid there: double)",
             });
         }
-        let mut levels = Vec::new();
-        let mut a = a;
-        let mut serial: Vec<u64> = owned_serial_ids.to_vec();
-        let mut level_nns = nns.clone();
-        loop {
-            let level = levels.len();
-            let bs = a.pattern().block_size();
-            let serial_rows = serial_rows(&serial, bs);
-            let unknowns = a.pattern().partition().global_len() as usize * bs;
-            let coarsened = if unknowns <= params.coarse_eq_limit || level + 1 >= params.max_levels
-            {
-                None
-            } else {
-                coarsen(&a, &serial, &serial_rows, &level_nns, level, k, params)?
-            };
-            let Some(c) = coarsened else {
-                let coarse = gather_factor(&a, &serial)?;
-                levels.push(DistLevel {
-                    a,
-                    serial_rows,
-                    smoother: None,
-                    p: None,
-                });
-                return Ok(Self {
-                    params: params.clone(),
-                    levels,
-                    coarse,
-                    fine_serial_ids: owned_serial_ids.to_vec(),
-                    fine_nns: nns,
-                    k,
-                    work: Default::default(),
-                });
-            };
+        let fine_nn = DistNearNull {
+            serial_ids: owned_serial_ids.to_vec(),
+            rows: nns,
+            k,
+        };
+        let mut tm = SetupTimings::default();
+        let built = build_levels(&a, &fine_nn, params, 0, Vec::new(), &mut tm)?;
+        let mut transfers = built.transfers.into_iter();
+        let mut fine = Some(a);
+        let mut levels = Vec::with_capacity(built.levels.len());
+        for built_level in built.levels {
+            let a = built_level
+                .a
+                .or_else(|| fine.take())
+                .ok_or(AmgError::MissingFineOperator)?;
+            let ids = built_level
+                .near_null
+                .as_ref()
+                .map_or(&fine_nn.serial_ids, |nn| &nn.serial_ids);
             levels.push(DistLevel {
+                serial_rows: serial_rows(ids, a.pattern().block_size()),
                 a,
-                serial_rows,
-                smoother: Some(c.smoother),
-                p: Some((c.p, c.pt, c.galerkin)),
+                smoother: built_level.smoother,
+                p: transfers.next().map(|t| (t.p, t.pt, t.galerkin)),
             });
-            a = c.ac;
-            serial = c.coarse_serial_ids;
-            level_nns = c.coarse_nns;
         }
+        let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
+        let coarse = gather_factor(
+            &last.a,
+            &coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size()),
+        )?;
+        Ok(Self {
+            params: params.clone(),
+            levels,
+            coarse,
+            fine_nn,
+            work: Default::default(),
+        })
     }
 
     /// Collective. New values of the fine operator (the same pattern), handled as
@@ -311,13 +306,8 @@ impl DistHierarchy {
     pub fn update(&mut self, a: DistBsr) -> Result<usize, AmgError> {
         match self.params.reuse {
             Reuse::None => {
-                *self = Self::new(
-                    a,
-                    &self.fine_serial_ids,
-                    std::mem::take(&mut self.fine_nns),
-                    self.k,
-                    &self.params,
-                )?;
+                let nn = std::mem::take(&mut self.fine_nn);
+                *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &self.params)?;
                 return Ok(0);
             }
             Reuse::Full => {
@@ -590,33 +580,62 @@ impl Preconditioner for DistHierarchy {
     }
 }
 
-/// What coarsening one distributed level produced.
-struct DistCoarsened {
-    smoother: Smoother,
+/// A level's near-null space on ranks: the owned block rows' serial ids and their near-null
+/// rows (`bs x k` per block row, row-major).
+#[derive(Debug, Default)]
+pub(crate) struct DistNearNull {
+    serial_ids: Vec<u64>,
+    rows: Vec<f64>,
+    k: usize,
+}
+
+/// The transfer of a distributed level: `P`, its transpose and its Galerkin plan.
+pub(crate) struct DistTransfer {
     p: DistBsr,
     pt: DistTranspose,
     galerkin: GalerkinPlan,
-    ac: DistBsr,
-    coarse_serial_ids: Vec<u64>,
-    coarse_nns: Vec<f64>,
+}
+
+/// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
+/// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
+/// coarse level is telescoped onto fewer ranks by `process_eq_limit`. No symbolic plan is kept
+/// across a renewal.
+impl LevelMatrix for DistBsr {
+    type NearNull = DistNearNull;
+    type Transfer = DistTransfer;
+    type Symbolic = ();
+
+    fn global_unknowns(&self) -> usize {
+        self.pattern().partition().global_len() as usize * self.pattern().block_size()
+    }
+
+    fn coarsen(
+        &self,
+        near_null: &DistNearNull,
+        level: usize,
+        _version: u64,
+        params: &AmgParams,
+        _tm: &mut SetupTimings,
+        _previous: Option<()>,
+    ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+        coarsen(self, near_null, level, params)
+    }
 }
 
 /// Coarsens one level as the serial set-up's `coarsen_level` does; `None` where the serial
 /// set-up stops (nothing to aggregate, or rows shrinking by less than `min_coarsening_ratio`).
 fn coarsen(
     a: &DistBsr,
-    serial: &[u64],
-    serial_rows: &[u64],
-    nns: &[f64],
+    near_null: &DistNearNull,
     level: usize,
-    k: usize,
     params: &AmgParams,
-) -> Result<Option<DistCoarsened>, AmgError> {
+) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use crate::dist_prolongator::dist_smooth_prolongator;
     use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
     use crate::dist_tentative::dist_tentative_prolongator;
 
+    let (serial, k) = (&near_null.serial_ids, near_null.k);
     let bs = a.pattern().block_size();
     let g = dist_strength_graph(a, params.strength_threshold, serial)?;
     let distance = if level < params.mis2_levels {
@@ -626,10 +645,9 @@ fn coarsen(
     };
     let labels = dist_aggregate(&g, distance, bs, k)?;
     let fine = a.pattern().partition().clone();
-    let t = dist_tentative_prolongator(&g, &labels, nns, bs, k, &fine)?;
+    let t = dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
-    let rows = fine.global_len() as usize * bs;
-    if coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
+    if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
         return Ok(None);
     }
     let active = fine.active_ranks();
@@ -640,7 +658,7 @@ fn coarsen(
         t
     };
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
-    let emax = dist_emax(a, &pbj, serial_rows, params, level)?;
+    let emax = dist_emax(a, &pbj, &serial_rows(serial, bs), params, level)?;
     let smoothed = if params.smooth_prolongator {
         let omega = params.prolongator_omega_scale / emax;
         Some(dist_smooth_prolongator(a, &g, &t, &pbj, omega)?)
@@ -659,14 +677,20 @@ fn coarsen(
     // one level's product buffers at a time while the levels are built (a hot update on the
     // host makes them again; on a GPU they live on the device)
     galerkin.release_values();
-    Ok(Some(DistCoarsened {
+    Ok(Some(Coarsened {
         smoother: build_smoother(pbj, emax, params),
-        pt: DistTranspose::new(&p)?,
-        p,
-        galerkin,
-        ac,
-        coarse_serial_ids,
-        coarse_nns,
+        transfer: DistTransfer {
+            pt: DistTranspose::new(&p)?,
+            p,
+            galerkin,
+        },
+        a: ac,
+        near_null: DistNearNull {
+            serial_ids: coarse_serial_ids,
+            rows: coarse_nns,
+            k,
+        },
+        plans_reused: false,
     }))
 }
 

@@ -106,7 +106,7 @@ struct Level {
 
 /// Interpolation between level `l` and `l + 1`, with its P-side plans.
 #[derive(Debug)]
-struct Transfer {
+pub(crate) struct Transfer {
     aggregates: Aggregates,
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
@@ -128,7 +128,7 @@ struct Transfer {
 /// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
 /// and the pattern are the same.
 #[derive(Debug)]
-struct SymbolicTransfer {
+pub(crate) struct SymbolicTransfer {
     aggregates: Aggregates,
     smoothing: Option<SpgemmPlan>,
     galerkin: PtapPlan,
