@@ -14,21 +14,24 @@ use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, with_level};
-use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
+use crate::level_matrix::{
+    build_levels, coarsening_stalled, refresh_smoother, Coarsened, LevelMatrix,
+};
 use crate::params::{AmgParams, Reuse, Storage};
-use crate::report::SetupTimings;
+use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::{CycleLevels, LevelWork};
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
+use std::time::Instant;
 
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
 mod device_update;
-pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
+pub use device::{DeviceDistHierarchy, RefreshBytes};
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
@@ -301,48 +304,110 @@ impl DistHierarchy {
     /// `params.reuse` says: `interpolation` keeps the prolongators and recomputes the Galerkin
     /// products, smoother diagonals, eigenvalue estimates (if `recompute_eigs`) and the coarse
     /// factor; `full` only replaces the fine operator (the smoothers and coarse levels stay);
-    /// `none` sets up afresh. Returns the prolongator values this rank sent: 0 for
-    /// `interpolation` and `full`, since no `P` changed (the `P_oth` copies are reused).
-    pub fn update(&mut self, a: DistBsr) -> Result<usize, AmgError> {
+    /// `none` sets up afresh. The report's prolongator values sent are 0 for `interpolation`
+    /// and `full`, since no `P` changed (the `P_oth` copies are reused); its timings are this
+    /// rank's.
+    pub fn update(&mut self, a: DistBsr) -> Result<UpdateReport, AmgError> {
+        let started = Instant::now();
+        let mut tm = SetupTimings::default();
+        let mut messages = MessageReport::default();
+        let mut rebuilt = 0;
         match self.params.reuse {
             Reuse::None => {
                 let nn = std::mem::take(&mut self.fine_nn);
                 *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &self.params)?;
-                return Ok(0);
+                rebuilt = self.levels.len() - 1;
             }
-            Reuse::Full => {
+            Reuse::Full => self.levels[0].a = a,
+            Reuse::Interpolation => {
                 self.levels[0].a = a;
-                return Ok(0);
+                self.hot_levels(&mut tm, &mut messages)?;
             }
-            Reuse::Interpolation => {}
         }
-        let mut sent = 0;
-        self.levels[0].a = a;
+        tm.total_s = started.elapsed().as_secs_f64();
+        Ok(UpdateReport {
+            reuse: self.params.reuse,
+            p_versions: self.p_versions(),
+            transposes_rebuilt: rebuilt,
+            galerkin_plans_rebuilt: rebuilt,
+            timings: tm,
+            transfers: TransferReport::default(),
+            messages,
+        })
+    }
+
+    /// Collective. Rebuilds the hierarchy for the fine operator `a` (the last set-up's pattern)
+    /// and new near-null rows `nns` of the owned block rows (`bs x k` each, the set-up's serial
+    /// ids and `k`): the values of a cold set-up with these inputs, bit for bit, through the
+    /// one set-up loop, as [`crate::Hierarchy::set_near_null_space`] renews the serial
+    /// hierarchy. No symbolic plan is kept on ranks (every transfer's plans are built again:
+    /// `plans_reused` is 0). The old levels go before the new ones are built. On error the
+    /// hierarchy must be rebuilt by a set-up.
+    pub fn set_near_null_space(
+        &mut self,
+        a: DistBsr,
+        nns: Vec<f64>,
+    ) -> Result<RenewalReport, AmgError> {
+        let started = Instant::now();
+        let nn = std::mem::take(&mut self.fine_nn);
+        self.levels.clear();
+        let params = self.params.clone();
+        *self = Self::new(a, &nn.serial_ids, nns, nn.k, &params)?;
+        Ok(RenewalReport {
+            plans_reused: 0,
+            plans_built: self.levels.len() - 1,
+            timings: SetupTimings {
+                total_s: started.elapsed().as_secs_f64(),
+                ..SetupTimings::default()
+            },
+            transfers: TransferReport::default(),
+        })
+    }
+
+    /// Versions of the prolongators, finest first.
+    pub fn p_versions(&self) -> Vec<u64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.p.as_ref().map(|(p, _, _)| p.version()))
+            .collect()
+    }
+
+    /// Collective. The hot levels of `reuse: interpolation` (the fine operator already
+    /// replaced): per level the smoother's diagonal and eigenvalue estimate, the Galerkin
+    /// product into the next level's operator; then the coarsest factor.
+    fn hot_levels(
+        &mut self,
+        tm: &mut SetupTimings,
+        messages: &mut MessageReport,
+    ) -> Result<(), AmgError> {
         for l in 0..self.levels.len() - 1 {
             let (head, tail) = self.levels.split_at_mut(l + 1);
             let (level, next) = (&mut head[l], &mut tail[0]);
             let Some((p, _, galerkin)) = &mut level.p else {
                 break;
             };
-            let old = level
-                .smoother
-                .take()
-                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-            let mut pbj = old.pbj;
-            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
-            let emax = if self.params.recompute_eigs {
-                dist_emax(&level.a, &pbj, &level.serial_rows, &self.params, l)?
-            } else {
-                old.emax
-            };
-            level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let t = Instant::now();
+            let (a_l, rows, params) = (&level.a, &level.serial_rows, &self.params);
+            level.smoother = Some(refresh_smoother(
+                level.smoother.take(),
+                l,
+                params,
+                |pbj| pbj.update(a_l.diag()),
+                |pbj| dist_emax(a_l, pbj, rows, params, l).map(Some),
+            )?);
+            tm.smoother_setup_s += t.elapsed().as_secs_f64();
+            let t = Instant::now();
             // the coarse operator's values overwritten in place (no allocation per update)
-            sent += galerkin.product_into(&level.a, p, &mut next.a)?;
+            messages.prolongator_values += galerkin.product_into(&level.a, p, &mut next.a)? as u64;
+            messages.sent_bytes += galerkin.last_sent_bytes();
+            tm.galerkin_numeric_s += t.elapsed().as_secs_f64();
         }
-        let last = self.levels.last().expect("a hierarchy has a level");
+        let t = Instant::now();
+        let last = self.levels.last().ok_or(AmgError::MissingFineOperator)?;
         let serial = coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size());
         self.coarse = gather_factor(&last.a, &serial)?;
-        Ok(sent)
+        tm.coarse_factor_s = t.elapsed().as_secs_f64();
+        Ok(())
     }
 
     /// Number of levels (the coarsest solved directly).

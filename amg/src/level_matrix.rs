@@ -7,12 +7,13 @@
 //! implements it with the fused serial kernels ([`crate::hierarchy`]), a rank's rows
 //! [`linalg::dist::DistBsr`] with the distributed ones ([`crate::dist_cycle`]); one rank is the
 //! serial case. [`build_levels`] is the loop and [`stop_before`] / [`coarsening_stalled`] its
-//! stop test, written once.
+//! stop test, written once; [`refresh_smoother`] is the smoother's part of every hot update.
 
+use crate::hierarchy::{build_smoother, checked_emax};
 use crate::params::AmgParams;
 use crate::report::SetupTimings;
 use crate::smoother::Smoother;
-use crate::AmgError;
+use crate::{AmgError, PointBlockJacobi};
 
 /// A level operator as the set-up loop sees it.
 pub(crate) trait LevelMatrix: Sized {
@@ -131,4 +132,26 @@ pub(crate) fn build_levels<M: LevelMatrix>(
         next_version: version,
         plans_reused,
     })
+}
+
+/// A level's smoother for new values of its operator (a hot update, `reuse: interpolation`):
+/// the point-block Jacobi inverses refreshed in place by `refresh`, the estimate of
+/// `lambda_max(D^{-1} A)` made anew by `estimate` where `params.recompute_eigs`, else kept.
+/// The one smoother refresh of every hierarchy's update (serial, on ranks, on a GPU).
+pub(crate) fn refresh_smoother(
+    smoother: Option<Smoother>,
+    level: usize,
+    params: &AmgParams,
+    refresh: impl FnOnce(&mut PointBlockJacobi) -> Result<(), AmgError>,
+    estimate: impl FnOnce(&PointBlockJacobi) -> Result<Option<f64>, AmgError>,
+) -> Result<Smoother, AmgError> {
+    let old = smoother.ok_or(AmgError::EigenEstimateFailed { level })?;
+    let mut pbj = old.pbj;
+    refresh(&mut pbj).map_err(|e| crate::hierarchy::with_level(e, level))?;
+    let emax = if params.recompute_eigs {
+        checked_emax(estimate(&pbj)?, level)?
+    } else {
+        old.emax
+    };
+    Ok(build_smoother(pbj, emax, params))
 }
