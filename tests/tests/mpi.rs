@@ -2221,3 +2221,90 @@ fn device_rank_run_equals_the_host_rank_run() {
         );
     });
 }
+
+/// One rank is the serial case: the distributed hierarchy on one rank (the one set-up loop over
+/// `DistBsr`) has the serial hierarchy's levels bit for bit (every operator's pattern and
+/// values, every eigenvalue estimate), and CG preconditioned by it takes the serial iterations
+/// to the serial solution's bits.
+#[test]
+fn the_distributed_hierarchy_on_one_rank_is_the_serial_one_bit_for_bit() {
+    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+    let serial = mesh::generate_box(&spec).unwrap();
+    let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+    let (k, clamped) = clamped_stiffness(&serial);
+    let modes = assembly::rigid_body_modes(&serial.coords);
+    let nns = amg::NearNullSpace::from_row_major(k.n_rows(), 6, modes.clone()).unwrap();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        ..amg::AmgParams::default()
+    };
+    let hs = amg::Hierarchy::setup(&k, &nns, &params).unwrap();
+    // one rank: the serial ids are the local ones
+    let n_owned = whole.n_owned_nodes();
+    let ids = &whole.node_serial_ids[..n_owned];
+    assert!(ids.iter().enumerate().all(|(i, &s)| i as u64 == s));
+    let (k_local, _) = clamped_stiffness(&whole.mesh);
+    let fine = RowPartition::new(linalg::comm::SelfComm::shared(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &whole.node_globals, 3).unwrap();
+    let operator = || {
+        let mut a = DistBsr::zeros(pattern.clone());
+        a.set_from_local(&k_local).unwrap();
+        a
+    };
+    let a = operator();
+    let hd = amg::dist_cycle::DistHierarchy::new(operator(), ids, modes, 6, &params).unwrap();
+    assert!(hs.n_levels() >= 3);
+    assert_eq!(hs.n_levels(), hd.n_levels());
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for l in 0..hs.n_levels() {
+        let (s, d) = (hs.operator(l).unwrap(), hd.level_operator(l).unwrap());
+        assert_eq!(
+            d.offd().pattern().nnz(),
+            0,
+            "level {l}: one rank has no ghosts"
+        );
+        assert_eq!(
+            s.pattern().row_ptr(),
+            d.diag().pattern().row_ptr(),
+            "level {l}"
+        );
+        assert_eq!(
+            s.pattern().col_idx(),
+            d.diag().pattern().col_idx(),
+            "level {l}"
+        );
+        assert_eq!(
+            bits(s.host().unwrap()),
+            bits(d.diag().host().unwrap()),
+            "level {l}: values"
+        );
+    }
+    let serial_emax: Vec<f64> = (0..hs.n_levels())
+        .filter_map(|l| hs.smoother(l).map(|s| s.emax))
+        .collect();
+    assert_eq!(bits(&serial_emax), bits(&hd.emax()), "eigenvalue estimates");
+    let rhs: Vec<f64> = (0..k.n_rows())
+        .map(|e| {
+            if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(e as u64 + 4242))
+            }
+        })
+        .collect();
+    let cg = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let mut xs = Vector::zeros(k.n_rows());
+    let on_serial = amg::cg(&k, &Vector::from_vec(rhs.clone()), &mut xs, &hs, &cg).unwrap();
+    let mut b = a.new_owned_vector();
+    b.host_mut().unwrap().copy_from_slice(&rhs);
+    let mut xd = a.new_owned_vector();
+    let on_rank = amg::cg_operator(&a, &b, &mut xd, &hd, &cg).unwrap();
+    assert!(on_serial.converged, "{on_serial:?}");
+    assert_eq!(on_serial.iterations, on_rank.iterations, "CG iterations");
+    let (xs, xd) = (xs.to_host_vec().unwrap(), xd.to_host_vec().unwrap());
+    assert_eq!(bits(&xs), bits(&xd), "the solution");
+}
