@@ -13,7 +13,7 @@
 use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
-use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
 use crate::level_matrix::{
     build_levels, coarsening_stalled, refresh_smoother, Coarsened, LevelMatrix,
 };
@@ -26,7 +26,7 @@ use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
 use std::time::Instant;
 
-use crate::{AmgError, PointBlockJacobi, Preconditioner};
+use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
@@ -230,7 +230,7 @@ pub struct DistHierarchy {
     /// For `reuse: none` (a cold set-up at each update): the fine near-null space.
     fine_nn: DistNearNull,
     /// The V-cycle's vectors (made at the first cycle).
-    work: std::sync::Mutex<DistCycleWork>,
+    work: std::sync::Mutex<CycleWorkspace>,
 }
 
 impl DistHierarchy {
@@ -484,17 +484,11 @@ impl CycleLevel for DistLevel {
     }
 }
 
-/// The vectors of a distributed V-cycle, level by level (the serial
-/// [`crate::CycleWorkspace`]'s counterpart), held by a hierarchy and made at its first cycle:
-/// with the operators' own product scratch ([`DistBsr::add_scaled_product`]) a later cycle
-/// allocates nothing. [`DistCycleWork::fit`] makes it anew where a level's layout or device
-/// changed (a refresh with new patterns).
-#[derive(Debug, Default)]
-struct DistCycleWork {
-    levels: Vec<LevelWork>,
-}
-
-impl DistCycleWork {
+/// A distributed hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
+/// hierarchy and made at its first cycle: with the operators' own product scratch
+/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
+/// makes it anew where a level's layout or device changed (a refresh with new patterns).
+impl CycleWorkspace {
     /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
     fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
         let fits = self.levels.len() == levels.len()
@@ -534,7 +528,7 @@ impl DistCycleWork {
 /// re-made to fit the levels first); an error, never a wait, if another thread holds it.
 fn v_cycle_in<L: CycleLevel>(
     levels: &[L],
-    work: &std::sync::Mutex<DistCycleWork>,
+    work: &std::sync::Mutex<CycleWorkspace>,
     b: &Vector,
     x: &mut Vector,
     coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
@@ -850,28 +844,8 @@ fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, 
         }
     }
     Ok(CoarseSolve {
-        factor: factor_dense(&dense, n)?,
+        // as the serial set-up's ([`DenseFactor::invert`]), errors named alike
+        factor: coarse_inverse(n, || DenseFactor::invert_dense(dense, n))?,
         serial_of_global,
-    })
-}
-
-/// The coarsest operator's explicit inverse, as the serial set-up's ([`DenseFactor::invert`]);
-/// errors named as the serial set-up names them.
-fn factor_dense(dense: &[f64], n: usize) -> Result<DenseFactor, AmgError> {
-    if n > crate::hierarchy::MAX_DENSE_COARSE {
-        return Err(AmgError::CoarseTooLarge {
-            n,
-            limit: crate::hierarchy::MAX_DENSE_COARSE,
-        });
-    }
-    DenseFactor::invert_dense(dense.to_vec(), n).map_err(|e| match e {
-        linalg::LinalgError::SingularMatrix { n, column, pivot } => {
-            AmgError::SingularCoarseMatrix {
-                n,
-                row: column,
-                pivot,
-            }
-        }
-        e => e.into(),
     })
 }

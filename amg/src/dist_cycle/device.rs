@@ -111,7 +111,7 @@ pub struct DeviceDistHierarchy {
     /// Serial ids of the coarsest level's owned block rows (for its dense factor).
     coarse_serial_ids: Vec<u64>,
     /// The V-cycle's vectors on the device (made at the first cycle).
-    work: std::sync::Mutex<super::DistCycleWork>,
+    work: std::sync::Mutex<crate::CycleWorkspace>,
 }
 
 /// Where the coarsest level is solved: redundantly on every rank's host where several ranks
