@@ -275,6 +275,9 @@ impl RankRows {
         };
         let (setup, h) = match &mut state.hierarchy {
             Some(h) if renew => {
+                // the old levels leave the GPU first; the renewed ones are uploaded afresh below,
+                // as after a cold set-up
+                h.device = None;
                 let nns = state.near_null.row_major()[..owned * 6].to_vec();
                 let renewal = match h.host.set_near_null_space(fine, nns) {
                     Ok(renewal) => renewal,
@@ -284,8 +287,6 @@ impl RankRows {
                         return Err(e.into());
                     }
                 };
-                // the renewed levels uploaded afresh, as after a cold set-up
-                h.device = None;
                 let kind = if renewal.plans_reused > 0 {
                     SetupKind::AmgRenewed
                 } else {
