@@ -13,20 +13,25 @@
 use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
-use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
+use crate::level_matrix::{
+    build_levels, coarsening_stalled, refresh_smoother, Coarsened, LevelMatrix,
+};
 use crate::params::{AmgParams, Reuse, Storage};
+use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::{CycleLevels, LevelWork};
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
+use std::time::Instant;
 
-use crate::{AmgError, PointBlockJacobi, Preconditioner};
+use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
 mod device_update;
-pub use device::{DeviceDistHierarchy, DeviceUpdateBytes, RefreshBytes};
+pub use device::{DeviceDistHierarchy, RefreshBytes};
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
@@ -222,12 +227,10 @@ pub struct DistHierarchy {
     params: AmgParams,
     levels: Vec<DistLevel>,
     coarse: CoarseSolve,
-    /// For `reuse: none` (a cold set-up at each update): the fine serial ids and near-null rows.
-    fine_serial_ids: Vec<u64>,
-    fine_nns: Vec<f64>,
-    k: usize,
+    /// For `reuse: none` (a cold set-up at each update): the fine near-null space.
+    fine_nn: DistNearNull,
     /// The V-cycle's vectors (made at the first cycle).
-    work: std::sync::Mutex<DistCycleWork>,
+    work: std::sync::Mutex<CycleWorkspace>,
 }
 
 impl DistHierarchy {
@@ -257,102 +260,154 @@ impl DistHierarchy {
                 reason: "is not available on several MPI ranks (valid there: double)",
             });
         }
-        let mut levels = Vec::new();
-        let mut a = a;
-        let mut serial: Vec<u64> = owned_serial_ids.to_vec();
-        let mut level_nns = nns.clone();
-        loop {
-            let level = levels.len();
-            let bs = a.pattern().block_size();
-            let serial_rows = serial_rows(&serial, bs);
-            let unknowns = a.pattern().partition().global_len() as usize * bs;
-            let coarsened = if unknowns <= params.coarse_eq_limit || level + 1 >= params.max_levels
-            {
-                None
-            } else {
-                coarsen(&a, &serial, &serial_rows, &level_nns, level, k, params)?
-            };
-            let Some(c) = coarsened else {
-                let coarse = gather_factor(&a, &serial)?;
-                levels.push(DistLevel {
-                    a,
-                    serial_rows,
-                    smoother: None,
-                    p: None,
-                });
-                return Ok(Self {
-                    params: params.clone(),
-                    levels,
-                    coarse,
-                    fine_serial_ids: owned_serial_ids.to_vec(),
-                    fine_nns: nns,
-                    k,
-                    work: Default::default(),
-                });
-            };
+        let fine_nn = DistNearNull {
+            serial_ids: owned_serial_ids.to_vec(),
+            rows: nns,
+            k,
+        };
+        let mut tm = SetupTimings::default();
+        let built = build_levels(&a, &fine_nn, params, 0, Vec::new(), &mut tm)?;
+        let mut transfers = built.transfers.into_iter();
+        let mut fine = Some(a);
+        let mut levels = Vec::with_capacity(built.levels.len());
+        for built_level in built.levels {
+            let a = built_level
+                .a
+                .or_else(|| fine.take())
+                .ok_or(AmgError::MissingFineOperator)?;
+            let ids = built_level
+                .near_null
+                .as_ref()
+                .map_or(&fine_nn.serial_ids, |nn| &nn.serial_ids);
             levels.push(DistLevel {
+                serial_rows: serial_rows(ids, a.pattern().block_size()),
                 a,
-                serial_rows,
-                smoother: Some(c.smoother),
-                p: Some((c.p, c.pt, c.galerkin)),
+                smoother: built_level.smoother,
+                p: transfers.next().map(|t| (t.p, t.pt, t.galerkin)),
             });
-            a = c.ac;
-            serial = c.coarse_serial_ids;
-            level_nns = c.coarse_nns;
         }
+        let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
+        let coarse = gather_factor(
+            &last.a,
+            &coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size()),
+        )?;
+        Ok(Self {
+            params: params.clone(),
+            levels,
+            coarse,
+            fine_nn,
+            work: Default::default(),
+        })
     }
 
     /// Collective. New values of the fine operator (the same pattern), handled as
     /// `params.reuse` says: `interpolation` keeps the prolongators and recomputes the Galerkin
     /// products, smoother diagonals, eigenvalue estimates (if `recompute_eigs`) and the coarse
     /// factor; `full` only replaces the fine operator (the smoothers and coarse levels stay);
-    /// `none` sets up afresh. Returns the prolongator values this rank sent: 0 for
-    /// `interpolation` and `full`, since no `P` changed (the `P_oth` copies are reused).
-    pub fn update(&mut self, a: DistBsr) -> Result<usize, AmgError> {
+    /// `none` sets up afresh. The report's prolongator values sent are 0 for `interpolation`
+    /// and `full`, since no `P` changed (the `P_oth` copies are reused); its timings are this
+    /// rank's.
+    pub fn update(&mut self, a: DistBsr) -> Result<UpdateReport, AmgError> {
+        let started = Instant::now();
+        let mut tm = SetupTimings::default();
+        let mut messages = MessageReport::default();
+        let mut rebuilt = 0;
         match self.params.reuse {
             Reuse::None => {
-                *self = Self::new(
-                    a,
-                    &self.fine_serial_ids,
-                    std::mem::take(&mut self.fine_nns),
-                    self.k,
-                    &self.params,
-                )?;
-                return Ok(0);
+                let nn = std::mem::take(&mut self.fine_nn);
+                *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &self.params)?;
+                rebuilt = self.levels.len() - 1;
             }
-            Reuse::Full => {
+            Reuse::Full => self.levels[0].a = a,
+            Reuse::Interpolation => {
                 self.levels[0].a = a;
-                return Ok(0);
+                self.hot_levels(&mut tm, &mut messages)?;
             }
-            Reuse::Interpolation => {}
         }
-        let mut sent = 0;
-        self.levels[0].a = a;
+        tm.total_s = started.elapsed().as_secs_f64();
+        Ok(UpdateReport {
+            reuse: self.params.reuse,
+            p_versions: self.p_versions(),
+            transposes_rebuilt: rebuilt,
+            galerkin_plans_rebuilt: rebuilt,
+            timings: tm,
+            transfers: TransferReport::default(),
+            messages,
+        })
+    }
+
+    /// Collective. Rebuilds the hierarchy for the fine operator `a` (the last set-up's pattern)
+    /// and new near-null rows `nns` of the owned block rows (`bs x k` each, the set-up's serial
+    /// ids and `k`): the values of a cold set-up with these inputs, bit for bit, through the
+    /// one set-up loop, as [`crate::Hierarchy::set_near_null_space`] renews the serial
+    /// hierarchy. No symbolic plan is kept on ranks (every transfer's plans are built again:
+    /// `plans_reused` is 0). The old levels go before the new ones are built. On error the
+    /// hierarchy must be rebuilt by a set-up.
+    pub fn set_near_null_space(
+        &mut self,
+        a: DistBsr,
+        nns: Vec<f64>,
+    ) -> Result<RenewalReport, AmgError> {
+        let started = Instant::now();
+        let nn = std::mem::take(&mut self.fine_nn);
+        self.levels.clear();
+        let params = self.params.clone();
+        *self = Self::new(a, &nn.serial_ids, nns, nn.k, &params)?;
+        Ok(RenewalReport {
+            plans_reused: 0,
+            plans_built: self.levels.len() - 1,
+            timings: SetupTimings {
+                total_s: started.elapsed().as_secs_f64(),
+                ..SetupTimings::default()
+            },
+            transfers: TransferReport::default(),
+        })
+    }
+
+    /// Versions of the prolongators, finest first.
+    pub fn p_versions(&self) -> Vec<u64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.p.as_ref().map(|(p, _, _)| p.version()))
+            .collect()
+    }
+
+    /// Collective. The hot levels of `reuse: interpolation` (the fine operator already
+    /// replaced): per level the smoother's diagonal and eigenvalue estimate, the Galerkin
+    /// product into the next level's operator; then the coarsest factor.
+    fn hot_levels(
+        &mut self,
+        tm: &mut SetupTimings,
+        messages: &mut MessageReport,
+    ) -> Result<(), AmgError> {
         for l in 0..self.levels.len() - 1 {
             let (head, tail) = self.levels.split_at_mut(l + 1);
             let (level, next) = (&mut head[l], &mut tail[0]);
             let Some((p, _, galerkin)) = &mut level.p else {
                 break;
             };
-            let old = level
-                .smoother
-                .take()
-                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-            let mut pbj = old.pbj;
-            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
-            let emax = if self.params.recompute_eigs {
-                dist_emax(&level.a, &pbj, &level.serial_rows, &self.params, l)?
-            } else {
-                old.emax
-            };
-            level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let t = Instant::now();
+            let (a_l, rows, params) = (&level.a, &level.serial_rows, &self.params);
+            level.smoother = Some(refresh_smoother(
+                level.smoother.take(),
+                l,
+                params,
+                |pbj| pbj.update(a_l.diag()),
+                |pbj| dist_emax(a_l, pbj, rows, params, l).map(Some),
+            )?);
+            tm.smoother_setup_s += t.elapsed().as_secs_f64();
+            let t = Instant::now();
             // the coarse operator's values overwritten in place (no allocation per update)
-            sent += galerkin.product_into(&level.a, p, &mut next.a)?;
+            messages.prolongator_values += galerkin.product_into(&level.a, p, &mut next.a)? as u64;
+            messages.sent_bytes += galerkin.last_sent_bytes();
+            tm.galerkin_numeric_s += t.elapsed().as_secs_f64();
         }
-        let last = self.levels.last().expect("a hierarchy has a level");
+        let t = Instant::now();
+        let last = self.levels.last().ok_or(AmgError::MissingFineOperator)?;
         let serial = coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size());
         self.coarse = gather_factor(&last.a, &serial)?;
-        Ok(sent)
+        tm.coarse_factor_s = t.elapsed().as_secs_f64();
+        Ok(())
     }
 
     /// Number of levels (the coarsest solved directly).
@@ -429,17 +484,11 @@ impl CycleLevel for DistLevel {
     }
 }
 
-/// The vectors of a distributed V-cycle, level by level (the serial
-/// [`crate::CycleWorkspace`]'s counterpart), held by a hierarchy and made at its first cycle:
-/// with the operators' own product scratch ([`DistBsr::add_scaled_product`]) a later cycle
-/// allocates nothing. [`DistCycleWork::fit`] makes it anew where a level's layout or device
-/// changed (a refresh with new patterns).
-#[derive(Debug, Default)]
-struct DistCycleWork {
-    levels: Vec<LevelWork>,
-}
-
-impl DistCycleWork {
+/// A distributed hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
+/// hierarchy and made at its first cycle: with the operators' own product scratch
+/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
+/// makes it anew where a level's layout or device changed (a refresh with new patterns).
+impl CycleWorkspace {
     /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
     fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
         let fits = self.levels.len() == levels.len()
@@ -479,7 +528,7 @@ impl DistCycleWork {
 /// re-made to fit the levels first); an error, never a wait, if another thread holds it.
 fn v_cycle_in<L: CycleLevel>(
     levels: &[L],
-    work: &std::sync::Mutex<DistCycleWork>,
+    work: &std::sync::Mutex<CycleWorkspace>,
     b: &Vector,
     x: &mut Vector,
     coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
@@ -590,33 +639,62 @@ impl Preconditioner for DistHierarchy {
     }
 }
 
-/// What coarsening one distributed level produced.
-struct DistCoarsened {
-    smoother: Smoother,
+/// A level's near-null space on ranks: the owned block rows' serial ids and their near-null
+/// rows (`bs x k` per block row, row-major).
+#[derive(Debug, Default)]
+pub(crate) struct DistNearNull {
+    serial_ids: Vec<u64>,
+    rows: Vec<f64>,
+    k: usize,
+}
+
+/// The transfer of a distributed level: `P`, its transpose and its Galerkin plan.
+pub(crate) struct DistTransfer {
     p: DistBsr,
     pt: DistTranspose,
     galerkin: GalerkinPlan,
-    ac: DistBsr,
-    coarse_serial_ids: Vec<u64>,
-    coarse_nns: Vec<f64>,
+}
+
+/// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
+/// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
+/// coarse level is telescoped onto fewer ranks by `process_eq_limit`. No symbolic plan is kept
+/// across a renewal.
+impl LevelMatrix for DistBsr {
+    type NearNull = DistNearNull;
+    type Transfer = DistTransfer;
+    type Symbolic = ();
+
+    fn global_unknowns(&self) -> usize {
+        self.pattern().partition().global_len() as usize * self.pattern().block_size()
+    }
+
+    fn coarsen(
+        &self,
+        near_null: &DistNearNull,
+        level: usize,
+        _version: u64,
+        params: &AmgParams,
+        _tm: &mut SetupTimings,
+        _previous: Option<()>,
+    ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+        coarsen(self, near_null, level, params)
+    }
 }
 
 /// Coarsens one level as the serial set-up's `coarsen_level` does; `None` where the serial
 /// set-up stops (nothing to aggregate, or rows shrinking by less than `min_coarsening_ratio`).
 fn coarsen(
     a: &DistBsr,
-    serial: &[u64],
-    serial_rows: &[u64],
-    nns: &[f64],
+    near_null: &DistNearNull,
     level: usize,
-    k: usize,
     params: &AmgParams,
-) -> Result<Option<DistCoarsened>, AmgError> {
+) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use crate::dist_prolongator::dist_smooth_prolongator;
     use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
     use crate::dist_tentative::dist_tentative_prolongator;
 
+    let (serial, k) = (&near_null.serial_ids, near_null.k);
     let bs = a.pattern().block_size();
     let g = dist_strength_graph(a, params.strength_threshold, serial)?;
     let distance = if level < params.mis2_levels {
@@ -626,10 +704,9 @@ fn coarsen(
     };
     let labels = dist_aggregate(&g, distance, bs, k)?;
     let fine = a.pattern().partition().clone();
-    let t = dist_tentative_prolongator(&g, &labels, nns, bs, k, &fine)?;
+    let t = dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
-    let rows = fine.global_len() as usize * bs;
-    if coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
+    if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
         return Ok(None);
     }
     let active = fine.active_ranks();
@@ -640,7 +717,7 @@ fn coarsen(
         t
     };
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
-    let emax = dist_emax(a, &pbj, serial_rows, params, level)?;
+    let emax = dist_emax(a, &pbj, &serial_rows(serial, bs), params, level)?;
     let smoothed = if params.smooth_prolongator {
         let omega = params.prolongator_omega_scale / emax;
         Some(dist_smooth_prolongator(a, &g, &t, &pbj, omega)?)
@@ -659,14 +736,20 @@ fn coarsen(
     // one level's product buffers at a time while the levels are built (a hot update on the
     // host makes them again; on a GPU they live on the device)
     galerkin.release_values();
-    Ok(Some(DistCoarsened {
+    Ok(Some(Coarsened {
         smoother: build_smoother(pbj, emax, params),
-        pt: DistTranspose::new(&p)?,
-        p,
-        galerkin,
-        ac,
-        coarse_serial_ids,
-        coarse_nns,
+        transfer: DistTransfer {
+            pt: DistTranspose::new(&p)?,
+            p,
+            galerkin,
+        },
+        a: ac,
+        near_null: DistNearNull {
+            serial_ids: coarse_serial_ids,
+            rows: coarse_nns,
+            k,
+        },
+        plans_reused: false,
     }))
 }
 
@@ -761,28 +844,8 @@ fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, 
         }
     }
     Ok(CoarseSolve {
-        factor: factor_dense(&dense, n)?,
+        // as the serial set-up's ([`DenseFactor::invert`]), errors named alike
+        factor: coarse_inverse(n, || DenseFactor::invert_dense(dense, n))?,
         serial_of_global,
-    })
-}
-
-/// The coarsest operator's explicit inverse, as the serial set-up's ([`DenseFactor::invert`]);
-/// errors named as the serial set-up names them.
-fn factor_dense(dense: &[f64], n: usize) -> Result<DenseFactor, AmgError> {
-    if n > crate::hierarchy::MAX_DENSE_COARSE {
-        return Err(AmgError::CoarseTooLarge {
-            n,
-            limit: crate::hierarchy::MAX_DENSE_COARSE,
-        });
-    }
-    DenseFactor::invert_dense(dense.to_vec(), n).map_err(|e| match e {
-        linalg::LinalgError::SingularMatrix { n, column, pivot } => {
-            AmgError::SingularCoarseMatrix {
-                n,
-                row: column,
-                pivot,
-            }
-        }
-        e => e.into(),
     })
 }

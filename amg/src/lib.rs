@@ -22,6 +22,7 @@ mod error;
 pub mod gmres;
 pub mod hierarchy;
 pub mod krylov;
+mod level_matrix;
 pub mod near_null;
 pub mod params;
 pub mod point_block_jacobi;
@@ -50,7 +51,8 @@ pub use near_null::NearNullSpace;
 pub use params::{AmgParams, Precision, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 pub use point_block_jacobi::PointBlockJacobi;
 pub use report::{
-    HierarchyReport, LevelReport, RenewalReport, SetupTimings, TransferReport, UpdateReport,
+    HierarchyReport, LevelReport, MessageReport, RenewalReport, SetupTimings, TransferReport,
+    UpdateReport,
 };
 pub use smoother::SmoothingPolynomial;
 pub use strength::{strength_graph, StrengthGraph};

@@ -123,7 +123,9 @@ pub struct RenewalReport {
     pub transfers: TransferReport,
 }
 
-/// What [`crate::Hierarchy::update`] did.
+/// What an update did: the one report of [`crate::Hierarchy::update`],
+/// [`crate::dist_cycle::DistHierarchy::update`] and
+/// [`crate::dist_cycle::DeviceDistHierarchy::update`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UpdateReport {
     /// The reuse mode applied.
@@ -140,6 +142,20 @@ pub struct UpdateReport {
     pub timings: SetupTimings,
     /// Bytes moved between host and device during this update (zero on the host).
     pub transfers: TransferReport,
+    /// This rank's messages to other ranks during this update (zero on one process).
+    pub messages: MessageReport,
+}
+
+/// What one rank sent to (and received from) the others during an update.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MessageReport {
+    /// Prolongator values sent: zero unless some `P` changed (a hot update reuses the
+    /// off-rank rows of `P` it gathered).
+    pub prolongator_values: u64,
+    /// Bytes of partial coarse blocks the Galerkin products' reductions sent.
+    pub sent_bytes: u64,
+    /// Bytes of partial coarse blocks received (counted by a GPU update; zero on the host).
+    pub received_bytes: u64,
 }
 
 /// Bytes copied between host and device during one call (a hot update, a solve): on a GPU

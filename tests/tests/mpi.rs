@@ -1495,7 +1495,7 @@ fn hot_update_sends_no_prolongator_values(comm: &Arc<dyn Comm>, process_eq_limit
     let first = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
 
     // The same structure, values doubled: a hot update moves no prolongator values.
-    let sent = h.update(operator(2.0)).unwrap();
+    let sent = h.update(operator(2.0)).unwrap().messages.prolongator_values;
     let mut total = [sent as f64];
     comm.allreduce_sum(&mut total).unwrap();
     assert_eq!(total[0], 0.0, "P values sent by a hot update");
@@ -1525,6 +1525,89 @@ fn a_hot_update_of_the_distributed_hierarchy_sends_no_prolongator_values() {
         |comm| {
             for process_eq_limit in [None, Some(100)] {
                 hot_update_sends_no_prolongator_values(comm, process_eq_limit);
+            }
+        },
+    );
+}
+
+/// Renewal on ranks (once serial-only): after a hot update, new rigid-body modes (those of a
+/// rotated configuration) renew the distributed hierarchy to the values of a cold set-up with
+/// them, bit for bit (every level's operator and eigenvalue estimate, the CG iterations and
+/// solution), with every level on every rank and with small levels gathered onto fewer ranks.
+#[test]
+fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
+    on_ranks(
+        "a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup",
+        &[2, 3],
+        |comm| {
+            for process_eq_limit in [None, Some(100)] {
+                let (beam, mut h, b) = clamped_beam(comm, process_eq_limit);
+                let n_owned = beam.part.n_owned_nodes();
+                let ids = &beam.part.node_serial_ids[..n_owned];
+                let mut k2 = beam.k_local.clone();
+                k2.scale(2.0).unwrap();
+                h.update(beam.operator(&k2)).unwrap();
+                let before: Vec<DistBits> = (1..h.n_levels())
+                    .map(|l| dist_bits(h.level_operator(l).unwrap()))
+                    .collect();
+                // the modes of the beam turned by 0.3 rad about x
+                let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+                let serial = mesh::generate_box(&spec).unwrap();
+                let (c, s) = (0.3f64.cos(), 0.3f64.sin());
+                let turned: Vec<[f64; 3]> = serial
+                    .coords
+                    .iter()
+                    .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
+                    .collect();
+                let nns = assembly::rigid_body_modes(&turned);
+                let owned_nns: Vec<f64> = ids
+                    .iter()
+                    .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].iter().copied())
+                    .collect();
+                let renewal = h
+                    .set_near_null_space(beam.operator(&k2), owned_nns.clone())
+                    .unwrap();
+                assert_eq!(renewal.plans_built, h.n_levels() - 1);
+                let cold = amg::dist_cycle::DistHierarchy::new(
+                    beam.operator(&k2),
+                    ids,
+                    owned_nns,
+                    6,
+                    &beam.params,
+                )
+                .unwrap();
+                assert_eq!(h.n_levels(), cold.n_levels());
+                assert_eq!(h.level_ranks(), cold.level_ranks());
+                for l in 0..h.n_levels() {
+                    let (renewed, fresh) = (h.level_operator(l), cold.level_operator(l));
+                    assert_eq!(
+                        dist_bits(renewed.unwrap()),
+                        dist_bits(fresh.unwrap()),
+                        "level {l}"
+                    );
+                }
+                let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(h.emax()), bits(cold.emax()), "eigenvalue estimates");
+                // (a rank may hold no rows of a gathered coarse level)
+                let mut changed = [f64::from(u8::from(
+                    before[0] != dist_bits(h.level_operator(1).unwrap()),
+                ))];
+                comm.allreduce_sum(&mut changed).unwrap();
+                assert!(changed[0] > 0.0, "the new modes change the coarse operator");
+                let a = beam.operator(&k2);
+                let cg = amg::CgParams {
+                    rtol: 1e-8,
+                    ..Default::default()
+                };
+                let (mut x1, mut x2) = (a.new_owned_vector(), a.new_owned_vector());
+                let renewed = amg::cg_operator(&a, &b, &mut x1, &h, &cg).unwrap();
+                let fresh = amg::cg_operator(&a, &b, &mut x2, &cold, &cg).unwrap();
+                assert!(renewed.converged, "{renewed:?}");
+                assert_eq!(renewed.iterations, fresh.iterations);
+                assert_eq!(
+                    bits(x1.to_host_vec().unwrap()),
+                    bits(x2.to_host_vec().unwrap())
+                );
             }
         },
     );
@@ -1788,6 +1871,8 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                     hd.update(&a_dev).unwrap();
                 }
                 let bytes = hd.update(&a_dev).unwrap();
+                let host_to_device = bytes.transfers.host_to_device_bytes;
+                let received = bytes.messages.received_bytes;
                 for l in 0..h.n_levels() {
                     let host = h.level_operator(l).unwrap();
                     let dev = hd
@@ -1820,28 +1905,26 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                     .sum();
                 // the partial coarse blocks cross between the ranks (one way only where the
                 // coarse levels are on rank 0)
-                let mut moved = [bytes.mpi_sent as f64, bytes.mpi_received as f64];
+                let mut moved = [bytes.messages.sent_bytes as f64, received as f64];
                 comm.allreduce_sum(&mut moved).unwrap();
                 assert!(
                     moved[0] > 0.0 && moved[0] == moved[1],
                     "{moved:?}, {bytes:?}"
                 );
                 assert!(
-                    bytes.host_to_device <= bytes.mpi_received + ghost_bytes + 4096,
+                    host_to_device <= received + ghost_bytes + 4096,
                     "host to device bytes of a device hot update: {bytes:?}, ghosts {ghost_bytes}"
                 );
                 // besides the received blocks (all of them on rank 0 where the coarse levels
                 // are there), far less than the fine operator
                 assert!(
-                    ((bytes.host_to_device - bytes.mpi_received.min(bytes.host_to_device))
-                        as usize)
-                        < fine_bytes / 4,
+                    ((host_to_device - received.min(host_to_device)) as usize) < fine_bytes / 4,
                     "{bytes:?}"
                 );
                 if seed >= 13 {
                     // NCCL: the received blocks and ghosts no longer go through the host,
                     // only scalars do
-                    assert!(bytes.host_to_device < 1024, "{bytes:?}");
+                    assert!(host_to_device < 1024, "{bytes:?}");
                 }
 
                 let a_host = operator(&values);
@@ -2209,4 +2292,91 @@ fn geometric_sets_on_rank_parts_are_the_serial_sets() {
             }
         },
     );
+}
+
+/// One rank is the serial case: the distributed hierarchy on one rank (the one set-up loop over
+/// `DistBsr`) has the serial hierarchy's levels bit for bit (every operator's pattern and
+/// values, every eigenvalue estimate), and CG preconditioned by it takes the serial iterations
+/// to the serial solution's bits.
+#[test]
+fn the_distributed_hierarchy_on_one_rank_is_the_serial_one_bit_for_bit() {
+    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+    let serial = mesh::generate_box(&spec).unwrap();
+    let whole = mesh::generate_box_part(&spec, 0, 1).unwrap();
+    let (k, clamped) = clamped_stiffness(&serial);
+    let modes = assembly::rigid_body_modes(&serial.coords);
+    let nns = amg::NearNullSpace::from_row_major(k.n_rows(), 6, modes.clone()).unwrap();
+    let params = amg::AmgParams {
+        coarse_eq_limit: 150,
+        max_levels: 6,
+        ..amg::AmgParams::default()
+    };
+    let hs = amg::Hierarchy::setup(&k, &nns, &params).unwrap();
+    // one rank: the serial ids are the local ones
+    let n_owned = whole.n_owned_nodes();
+    let ids = &whole.node_serial_ids[..n_owned];
+    assert!(ids.iter().enumerate().all(|(i, &s)| i as u64 == s));
+    let (k_local, _) = clamped_stiffness(&whole.mesh);
+    let fine = RowPartition::new(linalg::comm::SelfComm::shared(), n_owned).unwrap();
+    let pattern = DistPattern::from_local(fine, k_local.pattern(), &whole.node_globals, 3).unwrap();
+    let operator = || {
+        let mut a = DistBsr::zeros(pattern.clone());
+        a.set_from_local(&k_local).unwrap();
+        a
+    };
+    let a = operator();
+    let hd = amg::dist_cycle::DistHierarchy::new(operator(), ids, modes, 6, &params).unwrap();
+    assert!(hs.n_levels() >= 3);
+    assert_eq!(hs.n_levels(), hd.n_levels());
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for l in 0..hs.n_levels() {
+        let (s, d) = (hs.operator(l).unwrap(), hd.level_operator(l).unwrap());
+        assert_eq!(
+            d.offd().pattern().nnz(),
+            0,
+            "level {l}: one rank has no ghosts"
+        );
+        assert_eq!(
+            s.pattern().row_ptr(),
+            d.diag().pattern().row_ptr(),
+            "level {l}"
+        );
+        assert_eq!(
+            s.pattern().col_idx(),
+            d.diag().pattern().col_idx(),
+            "level {l}"
+        );
+        assert_eq!(
+            bits(s.host().unwrap()),
+            bits(d.diag().host().unwrap()),
+            "level {l}: values"
+        );
+    }
+    let serial_emax: Vec<f64> = (0..hs.n_levels())
+        .filter_map(|l| hs.smoother(l).map(|s| s.emax))
+        .collect();
+    assert_eq!(bits(&serial_emax), bits(&hd.emax()), "eigenvalue estimates");
+    let rhs: Vec<f64> = (0..k.n_rows())
+        .map(|e| {
+            if clamped[e / 3] {
+                0.0
+            } else {
+                signed_unit(splitmix64(e as u64 + 4242))
+            }
+        })
+        .collect();
+    let cg = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let mut xs = Vector::zeros(k.n_rows());
+    let on_serial = amg::cg(&k, &Vector::from_vec(rhs.clone()), &mut xs, &hs, &cg).unwrap();
+    let mut b = a.new_owned_vector();
+    b.host_mut().unwrap().copy_from_slice(&rhs);
+    let mut xd = a.new_owned_vector();
+    let on_rank = amg::cg_operator(&a, &b, &mut xd, &hd, &cg).unwrap();
+    assert!(on_serial.converged, "{on_serial:?}");
+    assert_eq!(on_serial.iterations, on_rank.iterations, "CG iterations");
+    let (xs, xd) = (xs.to_host_vec().unwrap(), xd.to_host_vec().unwrap());
+    assert_eq!(bits(&xs), bits(&xd), "the solution");
 }

@@ -27,9 +27,10 @@ use linalg::{Device, Vector};
 use super::device_coarse::CoarsestOnOwner;
 use super::device_update::DeviceGalerkin;
 use super::{v_cycle_in, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
-use crate::hierarchy::{build_smoother, checked_emax, with_level};
+use crate::hierarchy::build_smoother;
+use crate::level_matrix::refresh_smoother;
 use crate::params::{AmgParams, Reuse};
-use crate::report::SetupTimings;
+use crate::report::{MessageReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::Smoother;
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
 use std::time::Instant;
@@ -109,10 +110,8 @@ pub struct DeviceDistHierarchy {
     params: AmgParams,
     /// Serial ids of the coarsest level's owned block rows (for its dense factor).
     coarse_serial_ids: Vec<u64>,
-    /// The phases of the last [`DeviceDistHierarchy::update`] (this rank's seconds).
-    update_timings: SetupTimings,
     /// The V-cycle's vectors on the device (made at the first cycle).
-    work: std::sync::Mutex<super::DistCycleWork>,
+    work: std::sync::Mutex<crate::CycleWorkspace>,
 }
 
 /// Where the coarsest level is solved: redundantly on every rank's host where several ranks
@@ -166,22 +165,6 @@ impl Coarsest {
     }
 }
 
-/// Bytes one [`DeviceDistHierarchy::update`] moved: each way between host and device (the
-/// device's transfer counters: off-rank coarse blocks, scalars of the eigenvalue estimates,
-/// the coarsest operator downloaded) and to other ranks (the partial coarse blocks).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeviceUpdateBytes {
-    /// Host to device.
-    pub host_to_device: u64,
-    /// Device to host.
-    pub device_to_host: u64,
-    /// Sent to other ranks by the Galerkin products' reductions.
-    pub mpi_sent: u64,
-    /// Blocks received from other ranks by the reductions, in bytes (uploaded from pinned
-    /// memory when staged; written by NCCL straight into device memory otherwise).
-    pub mpi_received: u64,
-}
-
 /// Bytes [`DeviceDistHierarchy::refresh`] uploaded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RefreshBytes {
@@ -226,7 +209,6 @@ impl DeviceDistHierarchy {
         Ok(Self {
             device: device.clone(),
             levels,
-            update_timings: SetupTimings::default(),
             work: Default::default(),
             coarse,
             params: host.params.clone(),
@@ -245,13 +227,17 @@ impl DeviceDistHierarchy {
     /// partial blocks cross: GPU to GPU through NCCL where the ranks are connected, else
     /// through pinned memory and one all-to-all), then inverts the coarsest operator on its
     /// owner's GPU where one rank holds it, else downloads it (small) for the redundant dense
-    /// factor; `full` copies the fine values only.
+    /// factor; `full` copies the fine values only. The report's transfers are the device's
+    /// counters (off-rank coarse blocks, scalars of the eigenvalue estimates, the coarsest
+    /// operator downloaded), its messages the partial coarse blocks sent and received (uploaded
+    /// from pinned memory when staged; written by NCCL straight into device memory otherwise),
+    /// its timings this rank's phases, each ended by a device synchronisation.
     /// The result is [`DistHierarchy::update`]'s, bit for bit. `reuse: none` needs the host
     /// set-up (an error here: use [`DistHierarchy::update`] and [`Self::refresh`]). The host
     /// hierarchy this was uploaded from is not changed (it keeps the old values).
-    pub fn update(&mut self, a: &DistBsr) -> Result<DeviceUpdateBytes, AmgError> {
+    pub fn update(&mut self, a: &DistBsr) -> Result<UpdateReport, AmgError> {
         let at = self.device.transfers();
-        let mut bytes = DeviceUpdateBytes::default();
+        let mut messages = MessageReport::default();
         match self.params.reuse {
             Reuse::None => {
                 return Err(AmgError::InvalidParameter {
@@ -262,7 +248,7 @@ impl DeviceDistHierarchy {
             }
             Reuse::Full => {
                 self.levels[0].a.copy_values_from(a)?;
-                return Ok(self.bytes_since(at, bytes));
+                return Ok(self.report(at, messages, SetupTimings::default()));
             }
             Reuse::Interpolation => {}
         }
@@ -282,67 +268,63 @@ impl DeviceDistHierarchy {
         for l in 0..n - 1 {
             let (head, tail) = self.levels.split_at_mut(l + 1);
             let (level, next) = (&mut head[l], &mut tail[0]);
-            let old = level
-                .smoother
-                .take()
-                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
             // The inverses refreshed in place: the diagonal slots stay on the device.
-            let mut pbj = old.pbj;
-            pbj.update(level.a.diag()).map_err(|e| with_level(e, l))?;
-            let emax = if self.params.recompute_eigs {
-                let start = level
-                    .start
-                    .as_ref()
-                    .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-                let mut r = start.zeros_like()?;
-                r.copy_from(start)?;
-                let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
-                let estimate = crate::eig::estimate_emax_from(
-                    &level.a,
-                    &pbj,
-                    self.params.eig_steps,
-                    [&mut r, &mut p, &mut w],
-                )?;
-                checked_emax(estimate, l)?
-            } else {
-                old.emax
-            };
-            level.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let (a_l, start, steps) = (&level.a, &level.start, self.params.eig_steps);
+            level.smoother = Some(refresh_smoother(
+                level.smoother.take(),
+                l,
+                &self.params,
+                |pbj| pbj.update(a_l.diag()),
+                |pbj| {
+                    let start = start
+                        .as_ref()
+                        .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+                    let mut r = start.zeros_like()?;
+                    r.copy_from(start)?;
+                    let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
+                    crate::eig::estimate_emax_from(a_l, pbj, steps, [&mut r, &mut p, &mut w])
+                },
+            )?);
             t = phase(&mut timings.smoother_setup_s, t)?;
             let galerkin = level.galerkin.as_mut().ok_or(AmgError::InvalidParameter {
                 name: "device hierarchy",
                 value: format!("level {l}"),
                 reason: "has no device Galerkin plan",
             })?;
-            bytes.mpi_sent += galerkin.numeric(&level.a, &mut next.a)?;
-            bytes.mpi_received += galerkin.bytes_received();
+            messages.sent_bytes += galerkin.numeric(&level.a, &mut next.a)?;
+            messages.received_bytes += galerkin.bytes_received();
             t = phase(&mut timings.galerkin_numeric_s, t)?;
         }
         self.coarse
             .refactor(&self.levels[n - 1].a, &self.coarse_serial_ids)?;
         phase(&mut timings.coarse_factor_s, t)?;
         timings.total_s = started.elapsed().as_secs_f64();
-        self.update_timings = timings;
-        Ok(self.bytes_since(at, bytes))
+        Ok(self.report(at, messages, timings))
     }
 
-    fn bytes_since(
+    /// The report of an update that began at the device counters `at` (`timings`:
+    /// `copy_operator_s` the fine values, `smoother_setup_s` point-block Jacobi inverses and
+    /// eigenvalue estimates, `galerkin_numeric_s` the products with their reductions,
+    /// `coarse_factor_s`).
+    fn report(
         &self,
         at: linalg::Transfers,
-        mut bytes: DeviceUpdateBytes,
-    ) -> DeviceUpdateBytes {
-        let now = self.device.transfers();
-        bytes.host_to_device = now.host_to_device - at.host_to_device;
-        bytes.device_to_host = now.device_to_host - at.device_to_host;
-        bytes
-    }
-
-    /// This rank's seconds in the phases of the last [`Self::update`] (`copy_operator_s`: the
-    /// fine values; `smoother_setup_s`: point-block Jacobi inverses and eigenvalue estimates;
-    /// `galerkin_numeric_s`: the products with their reductions; `coarse_factor_s`), each
-    /// phase ended by a device synchronisation.
-    pub fn update_timings(&self) -> &SetupTimings {
-        &self.update_timings
+        messages: MessageReport,
+        timings: SetupTimings,
+    ) -> UpdateReport {
+        UpdateReport {
+            reuse: self.params.reuse,
+            p_versions: self
+                .levels
+                .iter()
+                .filter_map(|l| l.p.as_ref().map(|(p, _)| p.version()))
+                .collect(),
+            transposes_rebuilt: 0,
+            galerkin_plans_rebuilt: 0,
+            timings,
+            transfers: TransferReport::between(at, self.device.transfers()),
+            messages,
+        }
     }
 
     /// Number of levels.

@@ -112,22 +112,9 @@ impl CoarsestOnOwner {
             a.diag().device_bsr()?.values(),
             self.serial.device_bsr_mut()?.values_mut(),
         )?;
-        let n = self.serial.n_rows();
-        if n > crate::hierarchy::MAX_DENSE_COARSE {
-            return Err(AmgError::CoarseTooLarge {
-                n,
-                limit: crate::hierarchy::MAX_DENSE_COARSE,
-            });
-        }
-        self.inverse = Some(DenseFactor::invert(&self.serial).map_err(|e| match e {
-            linalg::LinalgError::SingularMatrix { n, column, pivot } => {
-                AmgError::SingularCoarseMatrix {
-                    n,
-                    row: column,
-                    pivot,
-                }
-            }
-            e => e.into(),
+        let serial = &self.serial;
+        self.inverse = Some(crate::hierarchy::coarse_inverse(serial.n_rows(), || {
+            DenseFactor::invert(serial)
         })?);
         Ok(())
     }

@@ -13,10 +13,11 @@ use crate::{AmgError, Preconditioner};
 use linalg::{prolong_add, restrict, Bsr, Device, Vector};
 use std::sync::TryLockError;
 
-/// The vectors of one V-cycle on a given hierarchy ([`Hierarchy::workspace`]).
-#[derive(Debug)]
+/// The vectors of one V-cycle on a given hierarchy ([`Hierarchy::workspace`]); every hierarchy
+/// cycles in one: a distributed one holds its own, empty (`Default`) until its first cycle.
+#[derive(Debug, Default)]
 pub struct CycleWorkspace {
-    pub(super) levels: Vec<LevelWork>,
+    pub(crate) levels: Vec<LevelWork>,
 }
 
 /// The V-cycle of a hierarchy on the caller's fine operator (see [`Hierarchy::with_operator`]).

@@ -106,7 +106,7 @@ struct Level {
 
 /// Interpolation between level `l` and `l + 1`, with its P-side plans.
 #[derive(Debug)]
-struct Transfer {
+pub(crate) struct Transfer {
     aggregates: Aggregates,
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
@@ -128,7 +128,7 @@ struct Transfer {
 /// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
 /// and the pattern are the same.
 #[derive(Debug)]
-struct SymbolicTransfer {
+pub(crate) struct SymbolicTransfer {
     aggregates: Aggregates,
     smoothing: Option<SpgemmPlan>,
     galerkin: PtapPlan,
@@ -234,14 +234,23 @@ pub(crate) fn checked_emax(estimate: Option<f64>, level: usize) -> Result<f64, A
 /// The coarsest operator's explicit inverse ([`DenseFactor::invert`]): the same bits on the host
 /// and on a GPU, so that host and GPU cycles agree bit for bit.
 fn factor_coarse(a: &Bsr) -> Result<DenseFactor, AmgError> {
-    let n = a.n_rows();
+    coarse_inverse(a.n_rows(), || DenseFactor::invert(a))
+}
+
+/// The one coarse factorisation of every hierarchy (serial, on ranks, on a rank's GPU): the
+/// explicit inverse `invert` makes of the `n`-row coarsest operator; an error above
+/// [`MAX_DENSE_COARSE`] rows (before `invert` runs), a zero pivot named as the coarse matrix's.
+pub(crate) fn coarse_inverse(
+    n: usize,
+    invert: impl FnOnce() -> Result<DenseFactor, LinalgError>,
+) -> Result<DenseFactor, AmgError> {
     if n > MAX_DENSE_COARSE {
         return Err(AmgError::CoarseTooLarge {
             n,
             limit: MAX_DENSE_COARSE,
         });
     }
-    DenseFactor::invert(a).map_err(|e| match e {
+    invert().map_err(|e| match e {
         LinalgError::SingularMatrix { n, column, pivot } => AmgError::SingularCoarseMatrix {
             n,
             row: column,

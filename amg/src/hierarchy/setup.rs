@@ -8,10 +8,10 @@ use super::{
 };
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::estimate_emax;
+use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Precision, Reuse, Storage};
 use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
-use crate::smoother::Smoother;
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::tentative_prolongator;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
@@ -19,15 +19,6 @@ use linalg::{ptap_numeric, BlockPattern, Bsr, Device, PtapPlan, SpgemmPlan};
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
-
-/// What coarsening one level produced: its smoother, the transfer to the next level, and the
-/// next level's operator and near-null space.
-struct Coarsened {
-    smoother: Smoother,
-    transfer: Transfer,
-    a: Bsr,
-    near_null: NearNullSpace,
-}
 
 /// Stage "graph": the strength graph of the level operator.
 fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
@@ -100,12 +91,32 @@ fn reusable_plans(
     })
 }
 
-/// Coarsens level `level` (operator `a`, near-null space `near_null`, `k` vectors) through the
-/// stages graph, coarsen, prolongator, smooth and Galerkin; `None` when there is nothing to
-/// aggregate or the rows shrink by less than `min_coarsening_ratio`. With `previous` (the
-/// transfer of this level before a renewal, [`Hierarchy::set_near_null_space`]) the symbolic
-/// products `A P0` and `P^T A P` are taken from it where the aggregates and patterns are the
-/// same, and built afresh otherwise: the values are the same either way, bit for bit.
+/// The serial level: the stages on the fused serial kernels. With `previous` (the transfer
+/// of this level before a renewal, [`Hierarchy::set_near_null_space`]) the symbolic products
+/// `A P0` and `P^T A P` are taken from it where the aggregates and patterns are the same, and
+/// built afresh otherwise: the values are the same either way, bit for bit.
+impl LevelMatrix for Bsr {
+    type NearNull = NearNullSpace;
+    type Transfer = Transfer;
+    type Symbolic = SymbolicTransfer;
+
+    fn global_unknowns(&self) -> usize {
+        self.n_rows()
+    }
+
+    fn coarsen(
+        &self,
+        near_null: &NearNullSpace,
+        level: usize,
+        version: u64,
+        params: &AmgParams,
+        tm: &mut SetupTimings,
+        previous: Option<SymbolicTransfer>,
+    ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
+        coarsen_level(self, near_null, level, version, params, tm, previous)
+    }
+}
+
 fn coarsen_level(
     a: &Bsr,
     near_null: &NearNullSpace,
@@ -114,7 +125,7 @@ fn coarsen_level(
     params: &AmgParams,
     tm: &mut SetupTimings,
     previous: Option<SymbolicTransfer>,
-) -> Result<Option<(Coarsened, bool)>, AmgError> {
+) -> Result<Option<Coarsened<Bsr>>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
     let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
     let aggregates = timed(&mut tm.aggregation_s, || {
@@ -122,8 +133,8 @@ fn coarsen_level(
     })?;
     drop(graph);
     let coarse_rows = aggregates.n_aggregates() * k;
-    if coarse_rows == 0 || (a.n_rows() as f64) < params.min_coarsening_ratio * coarse_rows as f64 {
-        return Ok(None); // nothing to aggregate, or coarsening stalled
+    if coarsening_stalled(a.n_rows(), coarse_rows, params) {
+        return Ok(None);
     }
     let previous = reusable_plans(previous, a, &aggregates);
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
@@ -182,8 +193,9 @@ fn coarsen_level(
         },
         a: ac,
         near_null: coarse_near_null,
+        plans_reused: reused,
     };
-    Ok(Some((coarsened, reused)))
+    Ok(Some(coarsened))
 }
 
 impl Hierarchy {
@@ -226,7 +238,7 @@ impl Hierarchy {
         near_null: Cow<'_, NearNullSpace>,
         params: &AmgParams,
         first_version: u64,
-        mut previous: Vec<Option<SymbolicTransfer>>,
+        previous: Vec<Option<SymbolicTransfer>>,
     ) -> Result<Self, AmgError> {
         let t_total = Instant::now();
         params.validate()?;
@@ -234,38 +246,23 @@ impl Hierarchy {
         // on a GPU: fail before the first allocation if the hierarchy cannot fit
         super::check_device_memory(&a.device(), super::device_memory_estimate(a).0)?;
         let mut tm = SetupTimings::default();
-        let mut levels = vec![Level {
-            a: None,
-            bs: a.block_rows(),
-            smoother: None,
-            near_null: None,
-        }];
-        let mut transfers = Vec::new();
-        let mut version = first_version;
-        let mut plans_reused = 0;
-        loop {
-            let l = levels.len() - 1;
-            let a_l = levels[l].a.as_ref().unwrap_or(a);
-            if a_l.n_rows() <= params.coarse_eq_limit || levels.len() >= params.max_levels {
-                break;
-            }
-            let b_l = levels[l].near_null.as_ref().unwrap_or(&near_null);
-            let prev = previous.get_mut(l).and_then(Option::take);
-            let Some((next, reused)) = coarsen_level(a_l, b_l, l, version, params, &mut tm, prev)?
-            else {
-                break;
-            };
-            plans_reused += usize::from(reused);
-            levels[l].smoother = Some(next.smoother);
-            transfers.push(next.transfer);
-            version += 1;
-            levels.push(Level {
-                bs: next.near_null.n_vectors(),
-                a: Some(next.a),
-                smoother: None,
-                near_null: Some(next.near_null),
-            });
-        }
+        let fine_bs = a.block_rows();
+        let built = build_levels(a, &near_null, params, first_version, previous, &mut tm)?;
+        let (version, plans_reused) = (built.next_version, built.plans_reused);
+        let mut transfers = built.transfers;
+        let mut levels: Vec<Level> = built
+            .levels
+            .into_iter()
+            .map(|l| Level {
+                bs: l
+                    .near_null
+                    .as_ref()
+                    .map_or(fine_bs, NearNullSpace::n_vectors),
+                a: l.a,
+                smoother: l.smoother,
+                near_null: l.near_null,
+            })
+            .collect();
         if params.storage == Storage::Scalar {
             Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
         }

@@ -1,9 +1,10 @@
 //! The hot update: a new operator of the same block structure, handled as `reuse` says.
 
-use super::{build_smoother, checked_emax, factor_coarse, secs, with_level, Hierarchy};
+use super::{factor_coarse, secs, Hierarchy};
 use crate::eig::estimate_emax_in;
+use crate::level_matrix::refresh_smoother;
 use crate::params::{Reuse, Storage};
-use crate::report::{HierarchyReport, SetupTimings, TransferReport, UpdateReport};
+use crate::report::{HierarchyReport, MessageReport, SetupTimings, TransferReport, UpdateReport};
 use crate::vcycle::LevelWork;
 use crate::{AmgError, PointBlockJacobi};
 use linalg::{ptap_numeric, BlockPattern, Bsr, Vector};
@@ -102,6 +103,7 @@ impl Hierarchy {
             galerkin_plans_rebuilt,
             timings: tm,
             transfers: TransferReport::between(before, device.transfers()),
+            messages: MessageReport::default(),
         })
     }
 
@@ -179,21 +181,15 @@ impl Hierarchy {
             }
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
-            let smoother = lev
-                .smoother
-                .take()
-                .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-            let old_emax = smoother.emax;
-            let mut pbj = smoother.pbj;
-            pbj.update_with_block_size(a_l, lev.bs)
-                .map_err(|e| with_level(e, l))?;
-            let emax = if self.params.recompute_eigs {
-                let estimate = hot_emax(a_l, &pbj, self.params.eig_steps, &mut work.levels[l])?;
-                checked_emax(estimate, l)?
-            } else {
-                old_emax
-            };
-            lev.smoother = Some(build_smoother(pbj, emax, &self.params));
+            let bs = lev.bs;
+            let steps = self.params.eig_steps;
+            lev.smoother = Some(refresh_smoother(
+                lev.smoother.take(),
+                l,
+                &self.params,
+                |pbj| pbj.update_with_block_size(a_l, bs),
+                |pbj| hot_emax(a_l, pbj, steps, &mut work.levels[l]),
+            )?);
             tm.smoother_setup_s += secs(t);
             let t = Instant::now();
             if let Some(next_a) = next.a.as_mut() {

@@ -139,7 +139,7 @@ pub struct DistGpuRank {
     /// Best of the host's time to queue one V-cycle (until `apply` returns, before the
     /// device finishes), seconds: near `vcycle_s` where the launches, not the GPU, set the pace.
     pub vcycle_enqueue_s: f64,
-    /// The phases of the fastest device hot update (`DeviceDistHierarchy::update_timings`,
+    /// The phases of the fastest device hot update (`DeviceDistHierarchy::update`'s report,
     /// each ended by a device synchronisation), seconds: point-block Jacobi inverses and
     /// eigenvalue estimates, Galerkin products with their reductions, the coarsest factor.
     pub hot_update_smoothers_s: f64,
@@ -367,10 +367,10 @@ pub fn run(
         let mut mpi_bytes = 0;
         match &mut hd {
             Some(d) if on_device => {
-                mpi_bytes = d.update(&a)?.mpi_sent;
-                let phases = d.update_timings();
-                if hot.is_none() || phases.total_s < best_phases.total_s {
-                    best_phases = phases.clone();
+                let report = d.update(&a)?;
+                mpi_bytes = report.messages.sent_bytes;
+                if hot.is_none() || report.timings.total_s < best_phases.total_s {
+                    best_phases = report.timings;
                 }
             }
             _ => {
@@ -380,7 +380,7 @@ pub fn run(
                 } else {
                     a.upload_values_from(&next)?;
                 }
-                p_values = h.update(fine)?;
+                p_values = h.update(fine)?.messages.prolongator_values as usize;
                 if let Some(d) = &mut hd {
                     refreshed = d.refresh(&h)?;
                 }

@@ -280,7 +280,7 @@ fn run_amg(
     hot.set_from_local(k)?;
     sync(comm)?;
     let t = Instant::now();
-    let sent = h.update(hot)?;
+    let sent = h.update(hot)?.messages.prolongator_values;
     let hot_update_s = slowest(comm, t.elapsed().as_secs_f64())?;
     let mut total = [sent as f64];
     comm.allreduce_sum(&mut total)?;

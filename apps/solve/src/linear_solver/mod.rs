@@ -192,10 +192,10 @@ impl LinearSolver {
     /// Replaces the AMG's near-null space (no effect on other methods; on a rank: of all its
     /// local nodes); the next solve renews the hierarchy (`amg::Hierarchy::set_near_null_space`:
     /// a cold set-up's values, keeping the symbolic plans where the aggregates did not change;
-    /// on ranks a cold set-up). Newton passes the rigid-body modes of the deformed configuration
-    /// at the start of each load step: under large rotations those of the reference
-    /// configuration are far from the tangent's near-null space and CG iterations grow with the
-    /// rotation.
+    /// on ranks `DistHierarchy::set_near_null_space`, which keeps none). Newton passes the
+    /// rigid-body modes of the deformed configuration at the start of each load step: under
+    /// large rotations those of the reference configuration are far from the tangent's
+    /// near-null space and CG iterations grow with the rotation.
     pub fn set_near_null_space(&mut self, modes: NearNullSpace) {
         match &mut self.operator {
             Operator::Serial { preconditioner, .. } => preconditioner.set_near_null_space(modes),

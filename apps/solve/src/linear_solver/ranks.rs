@@ -5,9 +5,10 @@
 //! entries filled from their owners afterwards. Every call is collective.
 //!
 //! The distributed pattern is built at the first solve and kept (the tangent's pattern never
-//! changes); the hierarchy is set up cold at the first solve and after a new near-null space
-//! (`DistHierarchy` has no renewal: a cold set-up gives the renewal's values), and updated as
-//! `amg.reuse` says for every other one (by default hot: new values, the same prolongators).
+//! changes); the hierarchy is set up cold at the first solve, renewed after a new near-null
+//! space (`DistHierarchy::set_near_null_space`, as the serial hierarchy: a cold set-up's
+//! values), and updated as `amg.reuse` says for every other one (by default hot: new values,
+//! the same prolongators).
 //!
 //! On a GPU (one per rank): the tangent is assembled on the host per rank and its owned rows
 //! uploaded (values alone after the first solve), the hierarchy is set up and hot-updated on the
@@ -227,9 +228,9 @@ impl RankRows {
         Ok(report)
     }
 
-    /// Collective. The hierarchy for the tangent `k`: set up cold at the first call (and after
-    /// new rigid-body modes), updated as `amg.reuse` says otherwise; its levels uploaded to the
-    /// GPU when the solves run there, and hot updates run on the GPU
+    /// Collective. The hierarchy for the tangent `k`: set up cold at the first call, renewed
+    /// after new rigid-body modes, updated as `amg.reuse` says otherwise; its levels uploaded
+    /// to the GPU when the solves run there, and hot updates run on the GPU
     /// (`DeviceDistHierarchy::update`; `reuse: none`: on the host, the levels refreshed).
     /// `filled`: the fine operator already filled from `k` on the host, taken as the finest
     /// level (else it is built here).
@@ -241,11 +242,7 @@ impl RankRows {
         owned: usize,
         filled: Option<DistBsr>,
     ) -> Result<SetupKind> {
-        if state.near_null_changed {
-            // no renewal on ranks: the next set-up is cold
-            state.hierarchy = None;
-            state.near_null_changed = false;
-        }
+        let renew = std::mem::take(&mut state.near_null_changed);
         // A hot update with the levels on the GPU runs there (the new tangent is the device
         // operator already): the Galerkin products, smoothers and eigenvalue estimates on the
         // device, only the off-rank coarse blocks and scalars crossing. The host hierarchy
@@ -257,7 +254,7 @@ impl RankRows {
             Some(a),
         ) = (&mut state.hierarchy, &self.device_operator)
         {
-            if !self.device.is_host() && state.params.reuse != amg::params::Reuse::None {
+            if !renew && !self.device.is_host() && state.params.reuse != amg::params::Reuse::None {
                 d.update(a)?;
                 return Ok(SetupKind::AmgHot);
             }
@@ -277,6 +274,26 @@ impl RankRows {
                 .to_device(&Device::Host)?
         };
         let (setup, h) = match &mut state.hierarchy {
+            Some(h) if renew => {
+                // the old levels leave the GPU first; the renewed ones are uploaded afresh below,
+                // as after a cold set-up
+                h.device = None;
+                let nns = state.near_null.row_major()[..owned * 6].to_vec();
+                let renewal = match h.host.set_near_null_space(fine, nns) {
+                    Ok(renewal) => renewal,
+                    Err(e) => {
+                        // a failed renewal leaves no usable levels: the next set-up is cold
+                        state.hierarchy = None;
+                        return Err(e.into());
+                    }
+                };
+                let kind = if renewal.plans_reused > 0 {
+                    SetupKind::AmgRenewed
+                } else {
+                    SetupKind::AmgCold
+                };
+                (kind, h)
+            }
             Some(h) => {
                 h.host.update(fine)?;
                 (SetupKind::AmgHot, h)

@@ -1,0 +1,157 @@
+//! The one set-up loop of every hierarchy, over a level-matrix abstraction (PETSc's manner:
+//! `PCSetUp_GAMG` is one loop over `Mat` operations whatever the `Mat` type).
+//!
+//! [`LevelMatrix`] is what the loop needs of a level's operator: its global size and the
+//! coarsening of one level (the stages graph, aggregation, tentative prolongator, diagonal and
+//! eigenvalue estimate, smoothed prolongator, Galerkin product). The serial [`linalg::Bsr`]
+//! implements it with the fused serial kernels ([`crate::hierarchy`]), a rank's rows
+//! [`linalg::dist::DistBsr`] with the distributed ones ([`crate::dist_cycle`]); one rank is the
+//! serial case. [`build_levels`] is the loop and [`stop_before`] / [`coarsening_stalled`] its
+//! stop test, written once; [`refresh_smoother`] is the smoother's part of every hot update.
+
+use crate::hierarchy::{build_smoother, checked_emax};
+use crate::params::AmgParams;
+use crate::report::SetupTimings;
+use crate::smoother::Smoother;
+use crate::{AmgError, PointBlockJacobi};
+
+/// A level operator as the set-up loop sees it.
+pub(crate) trait LevelMatrix: Sized {
+    /// A level's near-null space (on ranks: the owned rows with their serial ids).
+    type NearNull;
+    /// What coarsening a level builds besides the next operator: `P` and its plans.
+    type Transfer;
+    /// The symbolic part of a transfer a renewal may keep (where the aggregates and patterns
+    /// come out unchanged); `()` where nothing is kept.
+    type Symbolic;
+
+    /// Unknowns of the level over every rank.
+    fn global_unknowns(&self) -> usize;
+
+    /// Coarsens the level `level` of near-null space `near_null` (stages graph, coarsen,
+    /// prolongator, smooth, Galerkin); `None` where the set-up stops here (nothing to
+    /// aggregate, or [`coarsening_stalled`]). `version` numbers the new prolongator,
+    /// `previous` is the level's symbolic transfer before a renewal. Collective on ranks.
+    fn coarsen(
+        &self,
+        near_null: &Self::NearNull,
+        level: usize,
+        version: u64,
+        params: &AmgParams,
+        tm: &mut SetupTimings,
+        previous: Option<Self::Symbolic>,
+    ) -> Result<Option<Coarsened<Self>>, AmgError>;
+}
+
+/// What coarsening one level produced.
+pub(crate) struct Coarsened<M: LevelMatrix> {
+    /// The level's smoother (its diagonal and eigenvalue estimate served the smoothing of `P`).
+    pub(crate) smoother: Smoother,
+    pub(crate) transfer: M::Transfer,
+    /// The next level's operator and near-null space.
+    pub(crate) a: M,
+    pub(crate) near_null: M::NearNull,
+    /// Whether the transfer's symbolic plans were kept from `previous`.
+    pub(crate) plans_reused: bool,
+}
+
+/// One level as built: the operator (`None` on level 0: the caller's fine operator), the
+/// smoother (above the coarsest) and near-null space (`None` on level 0).
+pub(crate) struct BuiltLevel<M: LevelMatrix> {
+    pub(crate) a: Option<M>,
+    pub(crate) smoother: Option<Smoother>,
+    pub(crate) near_null: Option<M::NearNull>,
+}
+
+/// The levels of a set-up, finest first, with the transfers between them.
+pub(crate) struct Built<M: LevelMatrix> {
+    pub(crate) levels: Vec<BuiltLevel<M>>,
+    pub(crate) transfers: Vec<M::Transfer>,
+    /// The version the next prolongator gets.
+    pub(crate) next_version: u64,
+    /// Transfers whose symbolic plans were kept from `previous`.
+    pub(crate) plans_reused: usize,
+}
+
+/// The stop test before coarsening a level: it has at most `coarse_eq_limit` unknowns, or the
+/// hierarchy has `max_levels` levels already (`n_levels`, this one included).
+pub(crate) fn stop_before(unknowns: usize, n_levels: usize, params: &AmgParams) -> bool {
+    unknowns <= params.coarse_eq_limit || n_levels >= params.max_levels
+}
+
+/// The stop test after aggregating: nothing to aggregate, or the rows shrink by less than
+/// `min_coarsening_ratio`.
+pub(crate) fn coarsening_stalled(rows: usize, coarse_rows: usize, params: &AmgParams) -> bool {
+    coarse_rows == 0 || (rows as f64) < params.min_coarsening_ratio * coarse_rows as f64
+}
+
+/// The one set-up loop: coarsens from the fine operator `fine` (near-null space `near_null`)
+/// level after level until the stop test; prolongators are numbered from `first_version`.
+/// `previous` holds the symbolic transfers of a hierarchy being renewed, finest first (empty
+/// for a cold set-up): level `l` offers entry `l` to [`LevelMatrix::coarsen`].
+pub(crate) fn build_levels<M: LevelMatrix>(
+    fine: &M,
+    near_null: &M::NearNull,
+    params: &AmgParams,
+    first_version: u64,
+    mut previous: Vec<Option<M::Symbolic>>,
+    tm: &mut SetupTimings,
+) -> Result<Built<M>, AmgError> {
+    let mut levels = vec![BuiltLevel {
+        a: None,
+        smoother: None,
+        near_null: None,
+    }];
+    let mut transfers = Vec::new();
+    let mut version = first_version;
+    let mut plans_reused = 0;
+    loop {
+        let l = levels.len() - 1;
+        let a_l = levels[l].a.as_ref().unwrap_or(fine);
+        if stop_before(a_l.global_unknowns(), levels.len(), params) {
+            break;
+        }
+        let b_l = levels[l].near_null.as_ref().unwrap_or(near_null);
+        let prev = previous.get_mut(l).and_then(Option::take);
+        let Some(next) = a_l.coarsen(b_l, l, version, params, tm, prev)? else {
+            break;
+        };
+        plans_reused += usize::from(next.plans_reused);
+        levels[l].smoother = Some(next.smoother);
+        transfers.push(next.transfer);
+        version += 1;
+        levels.push(BuiltLevel {
+            a: Some(next.a),
+            smoother: None,
+            near_null: Some(next.near_null),
+        });
+    }
+    Ok(Built {
+        levels,
+        transfers,
+        next_version: version,
+        plans_reused,
+    })
+}
+
+/// A level's smoother for new values of its operator (a hot update, `reuse: interpolation`):
+/// the point-block Jacobi inverses refreshed in place by `refresh`, the estimate of
+/// `lambda_max(D^{-1} A)` made anew by `estimate` where `params.recompute_eigs`, else kept.
+/// The one smoother refresh of every hierarchy's update (serial, on ranks, on a GPU).
+pub(crate) fn refresh_smoother(
+    smoother: Option<Smoother>,
+    level: usize,
+    params: &AmgParams,
+    refresh: impl FnOnce(&mut PointBlockJacobi) -> Result<(), AmgError>,
+    estimate: impl FnOnce(&PointBlockJacobi) -> Result<Option<f64>, AmgError>,
+) -> Result<Smoother, AmgError> {
+    let old = smoother.ok_or(AmgError::EigenEstimateFailed { level })?;
+    let mut pbj = old.pbj;
+    refresh(&mut pbj).map_err(|e| crate::hierarchy::with_level(e, level))?;
+    let emax = if params.recompute_eigs {
+        checked_emax(estimate(&pbj)?, level)?
+    } else {
+        old.emax
+    };
+    Ok(build_smoother(pbj, emax, params))
+}
