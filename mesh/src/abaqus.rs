@@ -176,6 +176,10 @@ impl<'s> Reader<'s> {
     fn read(&mut self, text: &str) -> Result<(), MeshError> {
         let mut logical: Vec<LogicalLine> = Vec::new();
         let mut pending: Option<LogicalLine> = None;
+        // Whether the data lines of the current keyword continue after a trailing comma: those
+        // of *ELEMENT (long node lists wrap) and of the sets; a *NODE line ending in a comma is
+        // complete.
+        let mut data_continues = false;
         for (i, raw_line) in text.lines().enumerate() {
             let line = raw_line.trim_end();
             if line.trim_start().starts_with("**") {
@@ -184,15 +188,22 @@ impl<'s> Reader<'s> {
             if line.trim().is_empty() && pending.is_none() {
                 continue;
             }
-            if line.trim_start().starts_with('*') {
+            let is_keyword = line.trim_start().starts_with('*');
+            if is_keyword {
                 if let Some(p) = pending.take() {
                     logical.push(p);
                 }
+                let name = line.trim_start()[1..].split(',').next().unwrap_or("");
+                let name = name.trim().to_ascii_uppercase();
+                data_continues = matches!(name.as_str(), "ELEMENT" | "NSET" | "ELSET");
             }
+            let keyword_continues = pending
+                .as_ref()
+                .is_some_and(|p| p.text.trim_start().starts_with('*'));
             let mut current = pending.take().unwrap_or_default();
             current.pieces.push((current.text.len(), i + 1));
             current.text.push_str(line);
-            if line.ends_with(',') {
+            if line.ends_with(',') && (is_keyword || keyword_continues || data_continues) {
                 pending = Some(current);
             } else {
                 logical.push(current);

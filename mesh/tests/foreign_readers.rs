@@ -358,6 +358,9 @@ fn abaqus_keywords_are_case_insensitive_and_faces_follow_the_manual() {
                 *surface, name=s3\n1, S3\n*surface, name=s4\n1, S4\n*surface, name=s5\n1, S5\n\
                 *surface, name=s6\n1, S6\n*Material, name=m\n*Elastic\n1., 0.3\n";
     let mesh = parse_abaqus(text).unwrap();
+    // A node line ending in a comma is complete (only element and set lines continue).
+    let trailing = text.replace("2, 1, 0, 0\n", "2, 1, 0, 0,\n");
+    assert_eq!(parse_abaqus(&trailing).unwrap(), mesh);
     let z_of = |name: &str, axis: usize| -> Vec<f64> {
         mesh.set_nodes(name)
             .unwrap()
