@@ -69,7 +69,7 @@ pub struct ElasticityAssembler {
     cells: Vec<usize>,
     nodes_per_cell: usize,
     /// The mesh's element tags, to name failing cells ([`HexMesh::cell_tags`]).
-    cell_tags: Option<Vec<usize>>,
+    cell_tags: Option<mesh::ElementTags>,
     materials: CellMaterials,
     kernel: ElementKernel,
     /// Plans of the tangent and the residual, one segment per batch of cells.
@@ -264,7 +264,7 @@ impl ElasticityAssembler {
             (self.nodes_per_cell, self.n_cells(), self.cells_per_batch);
         let (coords, cells, materials, kernel) =
             (&self.coords, &self.cells, &self.materials, &self.kernel);
-        let cell_tags = self.cell_tags.as_deref();
+        let cell_tags = self.cell_tags.as_ref();
         let u_nodes = as_node_vectors(u.host()?);
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
             let nodes = &cells[c * npc..(c + 1) * npc];
@@ -339,8 +339,8 @@ impl ElasticityAssembler {
     }
 
     /// The mesh's element tags (to name failing cells).
-    pub(crate) fn cell_tags(&self) -> Option<&[usize]> {
-        self.cell_tags.as_deref()
+    pub(crate) fn cell_tags(&self) -> Option<&mesh::ElementTags> {
+        self.cell_tags.as_ref()
     }
 
     /// The plan that sums residual contributions (3 values per node contribution).
@@ -379,7 +379,7 @@ impl ElasticityAssembler {
                 let nodes = &self.cells[c * npc..(c + 1) * npc];
                 let (xe, ue) = (gather(nodes, &self.coords), gather(nodes, u_nodes));
                 f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
-                    AssemblyError::element_failure(self.cell_tags.as_deref(), c, source)
+                    AssemblyError::element_failure(self.cell_tags.as_ref(), c, source)
                 })
             })
             .collect()
@@ -427,7 +427,7 @@ fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), Assembly
         .filter_map(|c| {
             let xe = gather(mesh.cell_nodes(c), &mesh.coords);
             let invalid =
-                |source| AssemblyError::invalid_element(mesh.cell_tags.as_deref(), c, source);
+                |source| AssemblyError::invalid_element(mesh.cell_tags.as_ref(), c, source);
             kernel.check_geometry(&xe[..npc]).err().map(invalid)
         })
         .min_by_key(cell_of)

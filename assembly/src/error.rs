@@ -62,7 +62,11 @@ pub enum AssemblyError {
 impl AssemblyError {
     /// Invalid reference geometry of cell `cell`; `tags` are the mesh's element tags
     /// ([`mesh::HexMesh::cell_tags`]).
-    pub fn invalid_element(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
+    pub fn invalid_element(
+        tags: Option<&mesh::ElementTags>,
+        cell: usize,
+        error: fem::FemError,
+    ) -> Self {
         Self::InvalidElement {
             cell,
             name: mesh::cell_name(tags, cell),
@@ -71,7 +75,11 @@ impl AssemblyError {
     }
 
     /// Failure of cell `cell` during a solve; `tags` as for [`Self::invalid_element`].
-    pub fn element_failure(tags: Option<&[usize]>, cell: usize, error: fem::FemError) -> Self {
+    pub fn element_failure(
+        tags: Option<&mesh::ElementTags>,
+        cell: usize,
+        error: fem::FemError,
+    ) -> Self {
         Self::ElementFailure {
             cell,
             name: mesh::cell_name(tags, cell),

@@ -51,7 +51,7 @@ pub fn add_traction_load(
         let (nodes, x) = face_nodes(mesh, cf)?;
         let mut fa = vec![[0.0; 3]; nodes.len()];
         kernel.nodal_forces(&x, t, &mut fa).map_err(|source| {
-            AssemblyError::invalid_element(mesh.cell_tags.as_deref(), cf.cell, source)
+            AssemblyError::invalid_element(mesh.cell_tags.as_ref(), cf.cell, source)
         })?;
         for (&node, fa) in nodes.iter().zip(&fa) {
             for d in 0..3 {

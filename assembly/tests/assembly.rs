@@ -394,7 +394,7 @@ fn an_inverted_element_is_named() {
             .starts_with("element geometry invalid in cell 1: non-positive Jacobian"),
         "{err}"
     );
-    mesh.cell_tags = Some(vec![41, 42]);
+    mesh.cell_tags = Some(mesh::ElementTags::gmsh(vec![41, 42]));
     let err = ElasticityAssembler::new(&mesh, materials(), 2)
         .err()
         .expect("inverted");
@@ -411,7 +411,10 @@ fn an_inverted_element_is_named() {
     }
     for (tags, name) in [
         (None, "cell 1"),
-        (Some(vec![41, 42]), "Gmsh element 42 (cell 1)"),
+        (
+            Some(mesh::ElementTags::new("Abaqus", vec![41, 42])),
+            "Abaqus element 42 (cell 1)",
+        ),
     ] {
         let mut mesh = good.clone();
         mesh.cell_tags = tags;

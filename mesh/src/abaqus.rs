@@ -30,7 +30,7 @@ use std::path::Path;
 use crate::cell::{CellFace, CellKind};
 use crate::error::MeshError;
 use crate::foreign::{build, face_sharing, BuildError, RawHexMesh};
-use crate::hex_mesh::HexMesh;
+use crate::hex_mesh::{ElementTags, HexMesh};
 use crate::ordering::{gather, side_face, NodeOrdering, ABAQUS_HEX_FACES};
 
 /// Reads the Abaqus input file at `path`.
@@ -785,6 +785,13 @@ impl<'s> Reader<'s> {
             node_sets,
             face_sets,
             cell_sets,
+            element_tags: ElementTags::new(
+                "Abaqus",
+                self.cell_ids
+                    .iter()
+                    .map(|&id| usize::try_from(id).unwrap_or(0))
+                    .collect(),
+            ),
         };
         build(raw).map_err(|e| match e {
             BuildError::Cell { cell, message } => {

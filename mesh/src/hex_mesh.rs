@@ -20,7 +20,7 @@ pub struct HexMesh {
     pub cells: Vec<usize>,
     /// Element tag of each cell in the file it was read from (set by the Gmsh reader), so that
     /// messages name elements as the user's mesh does; `None` for generated meshes.
-    pub cell_tags: Option<Vec<usize>>,
+    pub cell_tags: Option<ElementTags>,
     pub node_sets: BTreeMap<String, Vec<usize>>,
     pub face_sets: BTreeMap<String, Vec<CellFace>>,
     pub cell_sets: BTreeMap<String, Vec<usize>>,
@@ -66,7 +66,7 @@ impl HexMesh {
     /// Cell `c` as messages name it: `"Gmsh element <tag> (cell c)"` for a cell read from a file,
     /// `"cell c"` otherwise (see [`cell_name`]).
     pub fn describe_cell(&self, c: usize) -> String {
-        cell_name(self.cell_tags.as_deref(), c)
+        cell_name(self.cell_tags.as_ref(), c)
     }
 
     /// Global nodes of a cell face, in the face's tensor order.
@@ -188,12 +188,41 @@ impl HexMesh {
     }
 }
 
+/// The element numbers of the file a mesh was read from (one per cell, in cell order) and the
+/// file's format, so that messages name cells as the user's mesh does (`Abaqus element 81`).
+/// Dereferences to the numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementTags {
+    /// The format's name as messages say it: `Gmsh`, `Exodus`, `Abaqus`.
+    pub format: &'static str,
+    pub tags: Vec<usize>,
+}
+
+impl ElementTags {
+    pub fn new(format: &'static str, tags: Vec<usize>) -> Self {
+        Self { format, tags }
+    }
+
+    /// Tags of a Gmsh file.
+    pub fn gmsh(tags: Vec<usize>) -> Self {
+        Self::new("Gmsh", tags)
+    }
+}
+
+impl std::ops::Deref for ElementTags {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.tags
+    }
+}
+
 /// Cell `c` as messages name it, given the source file's element tags (one per cell):
-/// `"Gmsh element <tag> (cell c)"`, or `"cell c"` without tags (or for a `c` they do not cover).
-/// For code that keeps the tags but not the mesh, such as an assembler reporting a failure.
-pub fn cell_name(tags: Option<&[usize]>, c: usize) -> String {
-    match tags.and_then(|t| t.get(c)) {
-        Some(tag) => format!("Gmsh element {tag} (cell {c})"),
+/// `"<format> element <tag> (cell c)"`, or `"cell c"` without tags (or for a `c` they do not
+/// cover). For code that keeps the tags but not the mesh, such as an assembler reporting a
+/// failure.
+pub fn cell_name(tags: Option<&ElementTags>, c: usize) -> String {
+    match tags.and_then(|t| t.get(c).map(|tag| (t.format, tag))) {
+        Some((format, tag)) => format!("{format} element {tag} (cell {c})"),
         None => format!("cell {c}"),
     }
 }
@@ -276,11 +305,18 @@ mod tests {
         let mut mesh = two_cells();
         assert_eq!(mesh.cell_tags, None);
         assert_eq!(mesh.describe_cell(1), "cell 1");
-        mesh.cell_tags = Some(vec![41, 42]);
+        mesh.cell_tags = Some(ElementTags::gmsh(vec![41, 42]));
         mesh.validate().unwrap();
         assert_eq!(mesh.describe_cell(1), "Gmsh element 42 (cell 1)");
         assert_eq!(mesh.describe_cell(0), "Gmsh element 41 (cell 0)");
-        assert_eq!(cell_name(Some(&[41, 42]), 7), "cell 7");
+        assert_eq!(
+            cell_name(Some(&ElementTags::gmsh(vec![41, 42])), 7),
+            "cell 7"
+        );
+        assert_eq!(
+            cell_name(Some(&ElementTags::new("Abaqus", vec![81])), 0),
+            "Abaqus element 81 (cell 0)"
+        );
     }
 
     #[test]
@@ -300,7 +336,7 @@ mod tests {
         assert!(mesh.validate().is_err());
 
         let mut mesh = two_cells();
-        mesh.cell_tags = Some(vec![41, 42]);
+        mesh.cell_tags = Some(ElementTags::gmsh(vec![41, 42]));
         mesh.cells[9] = mesh.cells[8];
         let err = mesh.validate().unwrap_err().to_string();
         assert!(
@@ -309,7 +345,7 @@ mod tests {
         );
 
         let mut mesh = two_cells();
-        mesh.cell_tags = Some(vec![41]);
+        mesh.cell_tags = Some(ElementTags::gmsh(vec![41]));
         let err = mesh.validate().unwrap_err().to_string();
         assert_eq!(err, "invalid mesh: 1 element tags for 2 cells");
 

@@ -20,7 +20,7 @@ use std::ops::Range;
 use crate::cell::{CellFace, Face};
 use crate::error::MeshError;
 use crate::generate::BoxSpec;
-use crate::hex_mesh::HexMesh;
+use crate::hex_mesh::{ElementTags, HexMesh};
 
 /// One rank's part of a mesh distributed over `n_ranks` ranks (see the module doc).
 ///
@@ -447,7 +447,7 @@ pub fn partition_mesh(
     part.cell_tags = mesh
         .cell_tags
         .as_ref()
-        .map(|tags| local_cells.iter().map(|&c| tags[c]).collect());
+        .map(|tags| ElementTags::new(tags.format, local_cells.iter().map(|&c| tags[c]).collect()));
     for (name, nodes) in &mesh.node_sets {
         let mut local: Vec<usize> = nodes
             .iter()

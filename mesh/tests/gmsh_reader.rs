@@ -249,7 +249,7 @@ fn cells_keep_their_element_tags() {
     let cook = read_gmsh(data("../inputs/meshes/cook_q1.msh")).unwrap();
     let tags = cook.cell_tags.as_ref().unwrap();
     assert_eq!(tags.len(), cook.n_cells());
-    let mut unique = tags.clone();
+    let mut unique = tags.to_vec();
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(unique.len(), tags.len(), "element tags are unique");

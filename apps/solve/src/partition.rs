@@ -96,7 +96,7 @@ pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()
         Err(AssemblyError::InvalidElement { cell, error, .. }) => {
             let serial = part.cell_serial_ids[cell] as usize;
             let name = match &mesh.cell_tags {
-                Some(tags) => format!("Gmsh element {} (cell {serial})", tags[cell]),
+                Some(tags) => format!("{} element {} (cell {serial})", tags.format, tags[cell]),
                 None => format!("cell {serial}"),
             };
             Err(AssemblyError::InvalidElement {

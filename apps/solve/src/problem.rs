@@ -291,8 +291,10 @@ impl Problem {
             .and_then(|c| self.mesh.cell_tags.as_ref().map(|t| t[c] as f64))
             .unwrap_or(f64::NEG_INFINITY)];
         self.max_over_ranks(&mut tag)?;
+        // every rank read the same file: the format is known on each
+        let format = self.mesh.cell_tags.as_ref().map_or("", |t| t.format);
         let first_cell = if tag[0].is_finite() {
-            format!("Gmsh element {}", tag[0] as u64)
+            format!("{format} element {}", tag[0] as u64)
         } else {
             format!("cell {first_serial}")
         };

@@ -148,7 +148,7 @@ pub struct DeviceElements {
     host_coords: Vec<[f64; 3]>,
     host_cells: Vec<usize>,
     host_materials: CellMaterials,
-    cell_tags: Option<Vec<usize>>,
+    cell_tags: Option<mesh::ElementTags>,
 }
 
 /// One element kernel of [`DeviceElements`]: its name in the displacement formulation's source
@@ -224,7 +224,7 @@ impl DeviceElements {
             host_coords: assembler.coords().to_vec(),
             host_cells: assembler.cells().to_vec(),
             host_materials: assembler.materials().clone(),
-            cell_tags: assembler.cell_tags().map(|t| t.to_vec()),
+            cell_tags: assembler.cell_tags().cloned(),
         })
     }
 
@@ -488,7 +488,7 @@ impl DeviceElements {
                 .unwrap_or(FemError::NonPositiveJ { j: f64::NAN }),
         };
         Err(AssemblyError::element_failure(
-            self.cell_tags.as_deref(),
+            self.cell_tags.as_ref(),
             cell,
             error,
         ))

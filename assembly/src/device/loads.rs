@@ -171,11 +171,7 @@ impl DeviceTractions {
                     Load::Constant(t) => (0..nq).for_each(|_| traction.extend(t)),
                     Load::Field(field) => {
                         let points = kernel.quadrature_points(&x).map_err(|source| {
-                            AssemblyError::invalid_element(
-                                mesh.cell_tags.as_deref(),
-                                cf.cell,
-                                source,
-                            )
+                            AssemblyError::invalid_element(mesh.cell_tags.as_ref(), cf.cell, source)
                         })?;
                         traction.extend(points.into_iter().flat_map(field));
                     }

@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::cell::{CellFace, CellKind};
 use crate::error::MeshError;
 use crate::foreign::{build, BuildError, RawHexMesh};
-use crate::hex_mesh::HexMesh;
+use crate::hex_mesh::{ElementTags, HexMesh};
 use crate::ordering::{gather, side_face, NodeOrdering, EXODUS_HEX_SIDES};
 use netcdf::{NcError, NcFile, Variable};
 
@@ -167,6 +167,10 @@ impl Reader<'_, '_> {
         let face_sets = self.side_sets(cells.len() / kind.nodes_per_cell())?;
         Ok((
             RawHexMesh {
+                element_tags: ElementTags::new(
+                    "Exodus",
+                    (1..=cells.len() / kind.nodes_per_cell()).collect(),
+                ),
                 kind,
                 coords,
                 cells,

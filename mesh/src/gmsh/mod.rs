@@ -36,7 +36,7 @@ use std::path::Path;
 
 use crate::cell::{face_corner_local_nodes, CellFace, CellKind, Face};
 use crate::error::MeshError;
-use crate::hex_mesh::HexMesh;
+use crate::hex_mesh::{ElementTags, HexMesh};
 use crate::ordering::{gather, NodeOrdering};
 use scanner::Scanner;
 use sections::RawMesh;
@@ -261,7 +261,7 @@ fn build(sc: &Scanner, raw: RawMesh) -> Result<HexMesh, MeshError> {
         cells.extend(gather(gmsh_cell, &to_lex).into_iter().map(|p| new_index[p]));
     }
     let mut mesh = HexMesh::new(kind, coords, cells);
-    mesh.cell_tags = Some(raw.cells.iter().map(|e| e.tag).collect());
+    mesh.cell_tags = Some(ElementTags::gmsh(raw.cells.iter().map(|e| e.tag).collect()));
 
     let group_name = |dim: usize, group: i64| raw.group_names(dim, &[group]);
     let name = |dim: usize, group: i64| -> String {
