@@ -59,7 +59,10 @@ impl CellMaterials {
     }
 
     /// The same cells with `formulations[i]` the element formulation of table entry `i`.
-    pub fn with_formulations(mut self, formulations: Vec<Formulation>) -> Result<Self, AssemblyError> {
+    pub fn with_formulations(
+        mut self,
+        formulations: Vec<Formulation>,
+    ) -> Result<Self, AssemblyError> {
         if formulations.len() != self.table.len() {
             return Err(AssemblyError::SizeMismatch {
                 what: "material formulations",
@@ -200,7 +203,11 @@ impl ElasticityAssembler {
     /// plans (the formulation is element-local).
     pub fn set_formulation(&mut self, formulation: Formulation) -> Result<(), AssemblyError> {
         let n = self.materials.table.len();
-        self.set_materials(self.materials.clone().with_formulations(vec![formulation; n])?)
+        self.set_materials(
+            self.materials
+                .clone()
+                .with_formulations(vec![formulation; n])?,
+        )
     }
 
     /// Replaces the materials of the cells (and their formulations), keeping the geometry checks
@@ -215,7 +222,9 @@ impl ElasticityAssembler {
             });
         }
         self.projected = match self.projected.take() {
-            Some(kernel) if materials.formulations.contains(&Formulation::Projected) => Some(kernel),
+            Some(kernel) if materials.formulations.contains(&Formulation::Projected) => {
+                Some(kernel)
+            }
             _ => projected_kernel(&self.kernel, &materials)?,
         };
         self.materials = materials;

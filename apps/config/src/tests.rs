@@ -412,7 +412,10 @@ fn formulation_is_a_top_level_key_and_runs_on_every_device() {
             "displacement",
             FormulationChoice::Every(fem::Formulation::Displacement),
         ),
-        ("projected", FormulationChoice::Every(fem::Formulation::Projected)),
+        (
+            "projected",
+            FormulationChoice::Every(fem::Formulation::Projected),
+        ),
     ] {
         for device in ["auto", "cuda", "cpu"] {
             let c =

@@ -42,9 +42,10 @@ fn words(formulation: Formulation, order: usize) -> &'static str {
 pub fn describe(config: &Config, order: usize) -> String {
     let resolved = resolved(config, order);
     match config.formulation {
-        ElementFormulation::Displacement | ElementFormulation::Projected => {
-            resolved.first().map_or("displacement", |&f| words(f, order)).to_string()
-        }
+        ElementFormulation::Displacement | ElementFormulation::Projected => resolved
+            .first()
+            .map_or("displacement", |&f| words(f, order))
+            .to_string(),
         ElementFormulation::Auto => {
             let limit = LOCKING_POISSON_RATIO.get(order.wrapping_sub(1));
             let mut parts: Vec<String> = Vec::new();

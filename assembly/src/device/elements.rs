@@ -330,11 +330,12 @@ impl DeviceElements {
             ];
             let formulation = group.formulation;
             if formulation == Formulation::Projected {
-                let phi = self.projection.as_ref().ok_or_else(|| {
-                    AssemblyError::DeviceUnsupported {
-                        what: "a projected group without the projection's table".to_string(),
-                    }
-                })?;
+                let phi =
+                    self.projection
+                        .as_ref()
+                        .ok_or_else(|| AssemblyError::DeviceUnsupported {
+                            what: "a projected group without the projection's table".to_string(),
+                        })?;
                 args.push(KernelArg::F64s(phi));
             }
             args.extend([KernelArg::F64(p0), KernelArg::F64(p1), KernelArg::F64(p2)]);
@@ -511,7 +512,10 @@ impl DeviceElements {
             .iter()
             .map(|&n| [u_host[3 * n], u_host[3 * n + 1], u_host[3 * n + 2]])
             .collect();
-        let kernel = match (self.host_materials.formulation_of(cell), &self.host_projected) {
+        let kernel = match (
+            self.host_materials.formulation_of(cell),
+            &self.host_projected,
+        ) {
             (Formulation::Projected, Some(projected)) => projected,
             _ => &self.host_kernel,
         };

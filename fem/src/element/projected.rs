@@ -83,12 +83,14 @@ impl Formulation {
 
     /// Whether displacement-formulation cells of `order` lock volumetrically with `material`:
     /// its small-strain Poisson's ratio ([`Material::small_strain_poisson_ratio`]) is at least
-    /// [`LOCKING_POISSON_RATIO`] of the order (never for other orders).
+    /// [`LOCKING_POISSON_RATIO`] of the order, up to round-off in the ratio (`nu = 0.45` given
+    /// as Young's modulus and Poisson's ratio comes back as 0.44999999999999996 for some `E`);
+    /// never for other orders.
     pub fn locks(order: usize, material: &Material) -> bool {
         order
             .checked_sub(1)
             .and_then(|i| LOCKING_POISSON_RATIO.get(i))
-            .is_some_and(|&limit| material.small_strain_poisson_ratio() >= limit)
+            .is_some_and(|&limit| material.small_strain_poisson_ratio() >= limit - 1e-12)
     }
 
     /// The formulation of `formulation: auto` for cells of `order` and `material`: projected
