@@ -71,6 +71,9 @@ pub struct IncompressibleBenchResult {
     pub cases: Vec<Case>,
 }
 
+/// The input text of a problem with `n` cells of `order` per direction.
+type InputText = fn(usize, usize) -> String;
+
 /// Cube of `n` cells of `order` per direction: clamped at z = 0, traction on z = 1.
 fn cube(n: usize, order: usize) -> String {
     format!(
@@ -121,8 +124,7 @@ pub fn run_bench(bench: &IncompressibleBench) -> Result<IncompressibleBenchResul
 fn sweep(bench: &IncompressibleBench, dir: &std::path::Path) -> Result<IncompressibleBenchResult> {
     let n = bench.cells.max(2) & !1;
     let mut cases = Vec::new();
-    let problems: [(&'static str, fn(usize, usize) -> String); 2] =
-        [("cube", cube), ("cook", cook)];
+    let problems: [(&'static str, InputText); 2] = [("cube", cube), ("cook", cook)];
     for (problem, text) in problems {
         for (order, formulation) in [
             (1, "displacement"),
