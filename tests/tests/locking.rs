@@ -183,7 +183,17 @@ fn projected_formulation_runs_on_the_device_and_check_warns_of_locking() {
     if let Err(why) = assembly::device::DeviceProblem::supports(&problem.discrete) {
         panic!("the device declines the projected formulation: {why}");
     }
+    // the input leaves `formulation` out: `auto`, resolved to projected above (nu = 0.499)
     let cuda = config::load_with_overrides(&input, &["device=cuda".to_string()]).unwrap();
+    assert_eq!(
+        cuda.problem_params().unwrap().formulation,
+        solve::params::FormulationChoice::Auto
+    );
+    let explicit = [
+        "device=cuda".to_string(),
+        "formulation=projected".to_string(),
+    ];
+    let cuda = config::load_with_overrides(&input, &explicit).unwrap();
     assert_eq!(
         cuda.problem_params().unwrap().formulation,
         solve::params::FormulationChoice::Every(fem::Formulation::Projected)
