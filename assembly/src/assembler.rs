@@ -21,10 +21,13 @@ use rayon::prelude::*;
 
 use crate::AssemblyError;
 
-/// Materials per cell: an index into a small table.
+/// Materials per cell: an index into a small table, and the element formulation of each table
+/// entry (displacement unless set: Abaqus' element type per section).
 #[derive(Clone, Debug)]
 pub struct CellMaterials {
     table: Vec<Material>,
+    /// One per `table` entry.
+    formulations: Vec<Formulation>,
     of_cell: Vec<u16>,
 }
 
@@ -33,6 +36,7 @@ impl CellMaterials {
     pub fn uniform(material: Material, n_cells: usize) -> Self {
         Self {
             table: vec![material],
+            formulations: vec![Formulation::Displacement],
             of_cell: vec![0; n_cells],
         }
     }
@@ -46,12 +50,43 @@ impl CellMaterials {
                 got: bad as usize,
             });
         }
-        Ok(Self { table, of_cell })
+        let formulations = vec![Formulation::Displacement; table.len()];
+        Ok(Self {
+            table,
+            formulations,
+            of_cell,
+        })
+    }
+
+    /// The same cells with `formulations[i]` the element formulation of table entry `i`.
+    pub fn with_formulations(
+        mut self,
+        formulations: Vec<Formulation>,
+    ) -> Result<Self, AssemblyError> {
+        if formulations.len() != self.table.len() {
+            return Err(AssemblyError::SizeMismatch {
+                what: "material formulations",
+                expected: self.table.len(),
+                got: formulations.len(),
+            });
+        }
+        self.formulations = formulations;
+        Ok(self)
     }
 
     /// The material of cell `c`.
     pub fn of(&self, c: usize) -> &Material {
         &self.table[self.of_cell[c] as usize]
+    }
+
+    /// The element formulation of cell `c`.
+    pub fn formulation_of(&self, c: usize) -> Formulation {
+        self.formulations[self.of_cell[c] as usize]
+    }
+
+    /// The element formulation of each table entry.
+    pub fn formulations(&self) -> &[Formulation] {
+        &self.formulations
     }
 }
 
@@ -71,7 +106,10 @@ pub struct ElasticityAssembler {
     /// The mesh's element tags, to name failing cells ([`HexMesh::cell_tags`]).
     cell_tags: Option<mesh::ElementTags>,
     materials: CellMaterials,
+    /// The displacement formulation's kernel: order, quadrature and tables of every formulation.
     kernel: ElementKernel,
+    /// The projected formulation's kernel, where some material entry has it.
+    projected: Option<ElementKernel>,
     /// Plans of the tangent and the residual, one segment per batch of cells.
     matrix_plan: CooPlan,
     vector_plan: CooPlan,
@@ -116,6 +154,7 @@ impl ElasticityAssembler {
         let kernel = ElementKernel::new(mesh.order(), points_per_direction)
             .map_err(AssemblyError::Kernel)?;
         check_geometry(mesh, &kernel)?;
+        let projected = projected_kernel(&kernel, &materials)?;
         let n_nodes = mesh.n_nodes();
         let cells_per_batch = (BATCH_BYTES / (npc * npc * size_of::<[f64; 9]>())).max(1);
         let segment = |per_cell: usize| {
@@ -148,6 +187,7 @@ impl ElasticityAssembler {
             cell_tags: mesh.cell_tags.clone(),
             materials,
             kernel,
+            projected,
             tangent_batch: vec![[0.0; 9]; cells_per_batch.min(n_cells) * per_cell],
             residual_batch: vec![[0.0; 3]; cells_per_batch.min(n_cells) * npc],
             vector_slots: vec![0.0; 3 * pattern.nnz()],
@@ -159,19 +199,20 @@ impl ElasticityAssembler {
         })
     }
 
-    /// Sets the element `formulation`, keeping the geometry checks and the COO plans (the
-    /// formulation is element-local).
+    /// Sets the element `formulation` of every material, keeping the geometry checks and the COO
+    /// plans (the formulation is element-local).
     pub fn set_formulation(&mut self, formulation: Formulation) -> Result<(), AssemblyError> {
-        self.kernel = self
-            .kernel
-            .clone()
-            .with_formulation(formulation)
-            .map_err(AssemblyError::Kernel)?;
-        Ok(())
+        let n = self.materials.table.len();
+        self.set_materials(
+            self.materials
+                .clone()
+                .with_formulations(vec![formulation; n])?,
+        )
     }
 
-    /// Replaces the materials of the cells, keeping the geometry checks and the COO plans (a
-    /// second problem on the same mesh and quadrature, e.g. the next case of a parameter study).
+    /// Replaces the materials of the cells (and their formulations), keeping the geometry checks
+    /// and the COO plans (a second problem on the same mesh and quadrature, e.g. the next case of
+    /// a parameter study).
     pub fn set_materials(&mut self, materials: CellMaterials) -> Result<(), AssemblyError> {
         if materials.of_cell.len() != self.n_cells() {
             return Err(AssemblyError::SizeMismatch {
@@ -180,6 +221,12 @@ impl ElasticityAssembler {
                 got: materials.of_cell.len(),
             });
         }
+        self.projected = match self.projected.take() {
+            Some(kernel) if materials.formulations.contains(&Formulation::Projected) => {
+                Some(kernel)
+            }
+            _ => projected_kernel(&self.kernel, &materials)?,
+        };
         self.materials = materials;
         Ok(())
     }
@@ -199,9 +246,23 @@ impl ElasticityAssembler {
         &self.coords
     }
 
-    /// The element kernel (order, quadrature and formulation).
+    /// The displacement formulation's element kernel: the order, quadrature and tables that every
+    /// formulation shares (a cell's own kernel: [`Self::kernel_of`]).
     pub fn kernel(&self) -> &ElementKernel {
         &self.kernel
+    }
+
+    /// The element kernel of cell `c` (its material's formulation).
+    pub fn kernel_of(&self, c: usize) -> &ElementKernel {
+        kernel_of(&self.kernel, self.projected.as_ref(), &self.materials, c)
+    }
+
+    /// The element kernel of `formulation` (`None`: projected, where no material has it).
+    pub fn kernel_of_formulation(&self, formulation: Formulation) -> Option<&ElementKernel> {
+        match formulation {
+            Formulation::Displacement => Some(&self.kernel),
+            Formulation::Projected => self.projected.as_ref(),
+        }
     }
 
     /// Nodes that belong to no cell: they carry no stiffness and must be constrained.
@@ -262,14 +323,14 @@ impl ElasticityAssembler {
         }
         let (npc, n_cells, cells_per_batch) =
             (self.nodes_per_cell, self.n_cells(), self.cells_per_batch);
-        let (coords, cells, materials, kernel) =
-            (&self.coords, &self.cells, &self.materials, &self.kernel);
+        let (coords, cells, materials) = (&self.coords, &self.cells, &self.materials);
+        let (kernel, projected) = (&self.kernel, self.projected.as_ref());
         let cell_tags = self.cell_tags.as_ref();
         let u_nodes = as_node_vectors(u.host()?);
         let element = |c: usize, re: &mut [[f64; 3]], ke: Option<&mut [[f64; 9]]>| {
             let nodes = &cells[c * npc..(c + 1) * npc];
             let (xe, ue) = (gather(nodes, coords), gather(nodes, u_nodes));
-            kernel
+            kernel_of(kernel, projected, materials, c)
                 .residual_tangent(&xe[..npc], &ue[..npc], materials.of(c), body, re, ke)
                 .map_err(|source| AssemblyError::element_failure(cell_tags, c, source))
         };
@@ -333,8 +394,8 @@ impl ElasticityAssembler {
         &self.cells
     }
 
-    /// Materials per cell.
-    pub(crate) fn materials(&self) -> &CellMaterials {
+    /// Materials (and formulations) per cell.
+    pub fn materials(&self) -> &CellMaterials {
         &self.materials
     }
 
@@ -384,6 +445,36 @@ impl ElasticityAssembler {
             })
             .collect()
     }
+}
+
+/// The kernel of cell `c`: `displacement`, or `projected` where its material's formulation is.
+#[inline(always)]
+fn kernel_of<'k>(
+    displacement: &'k ElementKernel,
+    projected: Option<&'k ElementKernel>,
+    materials: &CellMaterials,
+    c: usize,
+) -> &'k ElementKernel {
+    match (materials.formulation_of(c), projected) {
+        (Formulation::Projected, Some(projected)) => projected,
+        _ => displacement,
+    }
+}
+
+/// The projected formulation's kernel of `displacement`'s order and rule, where some entry of
+/// `materials` has that formulation (fails where the projection lacks Gauss points).
+fn projected_kernel(
+    displacement: &ElementKernel,
+    materials: &CellMaterials,
+) -> Result<Option<ElementKernel>, AssemblyError> {
+    if !materials.formulations.contains(&Formulation::Projected) {
+        return Ok(None);
+    }
+    let kernel = displacement
+        .clone()
+        .with_formulation(Formulation::Projected)
+        .map_err(AssemblyError::Kernel)?;
+    Ok(Some(kernel))
 }
 
 fn cell_of(err: &AssemblyError) -> usize {

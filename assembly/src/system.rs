@@ -205,9 +205,9 @@ impl DiscreteProblem {
     /// of its terms (what round-off in `Pi` is relative to). Cell energies are summed exactly
     /// (`linalg::exact::ExactSum`): the same bits for any thread count, partition or rank count.
     pub fn potential(&self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
-        let kernel = self.assembler.kernel();
-        let energies = self.agreed(self.assembler.map_cells(u, |_, x, ue, material| {
-            kernel.strain_energy(x, ue, material)
+        let assembler = &self.assembler;
+        let energies = self.agreed(assembler.map_cells(u, |c, x, ue, material| {
+            assembler.kernel_of(c).strain_energy(x, ue, material)
         }))?;
         // exact sums: the same bits in any cell order, so for any partition and rank count
         let (mut internal, mut magnitude) = (ExactSum::new(), ExactSum::new());

@@ -103,13 +103,19 @@ fn host_contributions(
     assembler: &ElasticityAssembler,
     u: &[f64],
 ) -> (Vec<f64>, Vec<f64>, Vec<Material>) {
-    let kernel = assembler.kernel();
-    let n = kernel.n_nodes();
+    let n = assembler.kernel().n_nodes();
     let per_cell = assembler
-        .map_cells(&Vector::from_vec(u.to_vec()), |_, xe, ue, material| {
+        .map_cells(&Vector::from_vec(u.to_vec()), |c, xe, ue, material| {
             let mut re = vec![[0.0; 3]; n];
             let mut ke = vec![[0.0; 9]; n * n];
-            kernel.residual_tangent(xe, ue, material, Load::None, &mut re, Some(&mut ke))?;
+            assembler.kernel_of(c).residual_tangent(
+                xe,
+                ue,
+                material,
+                Load::None,
+                &mut re,
+                Some(&mut ke),
+            )?;
             Ok((re, ke, *material))
         })
         .unwrap();
@@ -357,13 +363,24 @@ fn device_projected_kernels_match_the_host() {
                 failures.extend(compare_projected(&ctx, &assembler, &u, &label, bits));
             }
         }
-        // several materials: one launch per material (INDIRECT 1)
+        // several materials: one launch per material (INDIRECT 1); then with the formulations
+        // mixed per material (`formulation: auto` on a mesh of rubber and steel): one launch per
+        // material and formulation, each from its formulation's source
         let (mut assembler, u) = projected_problem(order, n, materials()[0], 1.0, 0.01);
-        assembler
-            .set_materials(mixed_materials(assembler.n_cells()))
-            .unwrap();
-        let label = format!("Q{order} projected five materials");
-        failures.extend(compare_projected(&ctx, &assembler, &u, &label, false));
+        let cells = mixed_materials(assembler.n_cells());
+        for (what, formulations) in [
+            ("projected", vec![Formulation::Projected; 5]),
+            (
+                "mixed",
+                (0..5).map(|i| Formulation::ALL[i % 2]).collect::<Vec<_>>(),
+            ),
+        ] {
+            assembler
+                .set_materials(cells.clone().with_formulations(formulations).unwrap())
+                .unwrap();
+            let label = format!("Q{order} {what} formulations, five materials");
+            failures.extend(compare_projected(&ctx, &assembler, &u, &label, false));
+        }
     }
     assert!(failures.is_empty(), "device != host: {failures:#?}");
 }
@@ -387,8 +404,9 @@ fn same_values(label: &str, what: &str, a: &[f64], b: &[f64], bits: bool, tol: f
     }
 }
 
-/// Device against host for the projected formulation of `assembler` at `u`: residual (both
-/// kernels), tangent and energies bit for bit where `bits`, else to 1e-14; output fields to 1e-13.
+/// Device against host for the projected formulation of `assembler` at `u` (some materials may
+/// have the displacement formulation): residual (both kernels), tangent and energies bit for bit
+/// where `bits`, else to 1e-14; output fields to 1e-13.
 fn compare_projected(
     ctx: &Arc<CudaContext>,
     assembler: &ElasticityAssembler,
@@ -396,7 +414,10 @@ fn compare_projected(
     label: &str,
     bits: bool,
 ) -> Vec<String> {
-    assert_eq!(assembler.kernel().formulation(), Formulation::Projected);
+    assert!(assembler
+        .materials()
+        .formulations()
+        .contains(&Formulation::Projected));
     let mut elements = DeviceElements::new(ctx, assembler).unwrap();
     let ud = ctx.upload(u).unwrap();
     let mut r = ctx.zeros::<f64>(elements.residual_len()).unwrap();
@@ -419,9 +440,10 @@ fn compare_projected(
     elements.energies(&ud, &mut e).unwrap();
     elements.check_failure(&ud).unwrap();
     let uh = Vector::from_vec(u.to_vec());
-    let kernel = assembler.kernel();
     let eh = assembler
-        .map_cells(&uh, |_, x, ue, m| kernel.strain_energy(x, ue, m))
+        .map_cells(&uh, |c, x, ue, m| {
+            assembler.kernel_of(c).strain_energy(x, ue, m)
+        })
         .unwrap();
     failures.extend(same_values(
         label,
@@ -433,7 +455,9 @@ fn compare_projected(
     ));
     let fd = elements.download_cell_fields(&ud).unwrap();
     let fh = assembler
-        .map_cells(&uh, |_, x, ue, m| kernel.cell_fields(x, ue, m))
+        .map_cells(&uh, |c, x, ue, m| {
+            assembler.kernel_of(c).cell_fields(x, ue, m)
+        })
         .unwrap();
     let flat = |f: &[fem::CellFields]| -> Vec<f64> {
         f.iter()

@@ -12,7 +12,7 @@ mod projected;
 #[cfg(test)]
 mod tests;
 
-pub use projected::Formulation;
+pub use projected::{Formulation, LOCKING_POISSON_RATIO};
 
 use crate::basis::LagrangeHex;
 use crate::error::{FemError, Result};

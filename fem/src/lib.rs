@@ -18,7 +18,7 @@ pub mod quadrature;
 pub mod reference;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
-pub use element::{CellFields, ElementKernel, Formulation};
+pub use element::{CellFields, ElementKernel, Formulation, LOCKING_POISSON_RATIO};
 pub use error::{FemError, Result};
 pub use face::FaceKernel;
 pub use load::Load;

@@ -15,6 +15,7 @@ pub mod dist_gamg;
 pub mod distributed;
 pub mod galerkin_traffic;
 pub mod gamg;
+pub mod incompressible;
 pub mod newton;
 pub mod output;
 pub mod spmv;

@@ -94,6 +94,7 @@ fn write(
             threads: 1,
             config: serde_json::Value::Null,
             restart: None,
+            formulations: Vec::new(),
         },
         MeshInfo {
             nodes: mesh.n_nodes(),

@@ -284,11 +284,16 @@ impl From<plain::LinearSolverMethod> for LinearSolverMethod {
     }
 }
 
-impl From<ElementFormulation> for fem::Formulation {
+impl From<ElementFormulation> for plain::FormulationChoice {
     fn from(f: ElementFormulation) -> Self {
         match f {
-            ElementFormulation::Displacement => fem::Formulation::Displacement,
-            ElementFormulation::Projected => fem::Formulation::Projected,
+            ElementFormulation::Auto => plain::FormulationChoice::Auto,
+            ElementFormulation::Displacement => {
+                plain::FormulationChoice::Every(fem::Formulation::Displacement)
+            }
+            ElementFormulation::Projected => {
+                plain::FormulationChoice::Every(fem::Formulation::Projected)
+            }
         }
     }
 }

@@ -48,8 +48,8 @@ pub struct Config {
     /// Quadrature. Default: `order + 1` Gauss points per direction.
     #[serde(default)]
     pub quadrature: QuadratureParams,
-    /// The element formulation: `displacement` (default) or `projected` (no volumetric locking
-    /// for nearly incompressible materials; see [`ElementFormulation`]).
+    /// The element formulation: `auto` (default: per material, projected where the displacement
+    /// formulation would lock), `displacement` or `projected` (see [`ElementFormulation`]).
     #[serde(default)]
     pub formulation: ElementFormulation,
     /// Output files. Defaults: see [`OutputParams`].
@@ -507,15 +507,20 @@ pub enum ComputeDevice {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ElementFormulation {
+    /// Per `materials` entry, from its small-strain Poisson's ratio (whatever moduli it is given
+    /// by) and the cell order: `projected` where `displacement` would lock (Q1 from `nu = 0.45`,
+    /// Q2 from 0.49: [`fem::LOCKING_POISSON_RATIO`]), `displacement` otherwise, as Abaqus picks
+    /// C3D8H over C3D8 for rubber. Compressible inputs run exactly as with `displacement`.
+    #[default]
+    Auto,
     /// The standard displacement formulation, `psi(F)` at every Gauss point. It locks
     /// volumetrically as Poisson's ratio nears 1/2: Q1 cells are too stiff from about
     /// `nu = 0.45` on (`hexfem check` warns), Q2 cells less so.
-    #[default]
     Displacement,
     /// The projected volume ratio (mean dilatation / F-bar for Q1, Q2-P1 for Q2, B-bar for the
     /// `linear` model): each cell's `J` is replaced by its L2 projection onto constants (Q1) or
     /// linear functions (Q2). No volumetric locking, symmetric tangent, the same unknowns and
-    /// solvers; the Newton loop runs on the CPU (`device: auto` stays there, `cuda` is an error).
+    /// solvers, on the CPU and the GPU.
     Projected,
 }
 

@@ -189,7 +189,7 @@ fn every_field_is_read() {
     assert_eq!(c.formulation, ElementFormulation::Projected);
     assert_eq!(
         c.problem_params().unwrap().formulation,
-        fem::Formulation::Projected
+        solve::params::FormulationChoice::Every(fem::Formulation::Projected)
     );
     assert_eq!(c.output.directory, PathBuf::from("out/runs"));
     assert_eq!(c.output.name.as_deref(), Some("beam_q2"));
@@ -248,7 +248,11 @@ fn omitted_sections_take_documented_defaults() {
     assert_eq!(c.linear_solver.max_iterations, 2000);
     assert_eq!(c.quadrature.points, None);
     assert_eq!(c.quadrature.points_for(1), 2);
-    assert_eq!(c.formulation, ElementFormulation::Displacement);
+    assert_eq!(c.formulation, ElementFormulation::Auto);
+    assert_eq!(
+        c.problem_params().unwrap().formulation,
+        solve::params::FormulationChoice::Auto
+    );
     assert_eq!(c.output.directory, PathBuf::from("results"));
     // The default output name is the configuration file's stem.
     assert_eq!(c.output.name.as_deref(), Some("beam"));
@@ -391,7 +395,7 @@ fn device_is_a_top_level_key_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
 fn formulation_is_a_top_level_key_and_runs_on_every_device() {
     let msg = error_at(&format!("{MINIMAL}formulation: b_bar\n"), 4, 14);
     assert!(
-        msg.contains("valid choices: displacement, projected"),
+        msg.contains("valid choices: auto, displacement, projected"),
         "{msg}"
     );
     // under `quadrature` it is unknown
@@ -401,9 +405,17 @@ fn formulation_is_a_top_level_key_and_runs_on_every_device() {
         15,
     );
     assert!(msg.contains("formulation"), "{msg}");
+    use solve::params::FormulationChoice;
     for (text, want) in [
-        ("displacement", fem::Formulation::Displacement),
-        ("projected", fem::Formulation::Projected),
+        ("auto", FormulationChoice::Auto),
+        (
+            "displacement",
+            FormulationChoice::Every(fem::Formulation::Displacement),
+        ),
+        (
+            "projected",
+            FormulationChoice::Every(fem::Formulation::Projected),
+        ),
     ] {
         for device in ["auto", "cuda", "cpu"] {
             let c =

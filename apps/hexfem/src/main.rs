@@ -124,6 +124,18 @@ enum Command {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// CG + AMG iterations as Poisson's ratio nears 1/2: cube and Cook's membrane, Q1/Q2,
+    /// displacement and projected formulations, AMG variants (`bench/incompressible.rs`).
+    Incompressible {
+        /// Q1 cells per direction (Q2: half).
+        #[arg(long, default_value_t = 16)]
+        cells: usize,
+        /// `default`, or `all`: also one AMG knob changed at a time.
+        #[arg(long, default_value = "default")]
+        variants: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Residual + tangent assembly through the COO plan (neo-Hookean box of N^3 cells).
     Assembly {
         #[arg(long, default_value_t = 1)]
@@ -544,6 +556,24 @@ fn execute(
             )
             .and_then(|r| render(&r, json)),
         ),
+        Command::Bench {
+            which:
+                Bench::Incompressible {
+                    cells,
+                    variants,
+                    json,
+                },
+        } => {
+            use bench::incompressible as b;
+            let variants = match variants.as_str() {
+                "all" => b::all_variants(),
+                _ => b::all_variants().into_iter().take(1).collect(),
+            };
+            split(
+                b::run_bench(&b::IncompressibleBench { cells, variants })
+                    .and_then(|r| render(&r, json)),
+            )
+        }
         Command::Bench {
             which:
                 Bench::Output {

@@ -626,6 +626,7 @@ mod tests {
                 threads: 1,
                 config: serde_json::Value::Null,
                 restart: None,
+                formulations: Vec::new(),
             },
             mesh: io::MeshInfo {
                 nodes: 8,

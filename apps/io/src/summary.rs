@@ -103,6 +103,10 @@ pub struct RunInfo {
     /// The results file and step a restarted run continued from (`FILE.h5:STEP`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<String>,
+    /// The element formulation each `materials` entry runs with (`displacement` or `projected`),
+    /// in input order: `formulation: auto` resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formulations: Vec<String>,
 }
 
 /// Size of the discrete problem.

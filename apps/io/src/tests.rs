@@ -509,6 +509,7 @@ fn summary_is_rewritten_after_every_step_and_parses_back() {
         threads: 4,
         config: serde_json::json!({ "loading": { "steps": 2 } }),
         restart: None,
+        formulations: Vec::new(),
     };
     let mesh = MeshInfo {
         nodes: 12,
@@ -643,6 +644,7 @@ fn write_run_in(
         threads: 1,
         config: serde_json::Value::Null,
         restart: None,
+        formulations: Vec::new(),
     };
     let mesh = MeshInfo {
         nodes: 12,

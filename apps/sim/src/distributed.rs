@@ -391,6 +391,7 @@ pub fn run_on_ranks(
                     restart: restart
                         .as_ref()
                         .map(|r| format!("{}:{}", r.file.display(), r.step)),
+                    formulations: serial::formulation_names(&problem),
                     ..serial::run_info(&config, &options.input)?
                 },
                 mesh_info.clone(),

@@ -4,7 +4,9 @@
 //! the step's largest), strain energies to 1e-12 and the cell fields (on the GPU computed on the
 //! device at converged steps, their bytes counted) to 1e-12 (relative to the field's largest);
 //! per Newton iteration after a step's first only scalars cross (< 4 KiB). Both element
-//! formulations: `rubber_block_incompressible` runs `formulation: projected`. Each test prints one `SKIP` line without a GPU.
+//! formulations: `rubber_block_incompressible` runs the projected one (`formulation: auto` at
+//! nu = 0.499), and `layered_bar` with its middle layer at nu = 0.4999 runs both in one mesh
+//! (one launch per material and formulation). Each test prints one `SKIP` line without a GPU.
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +113,30 @@ fn gpu_runs_equal_cpu_runs_for_every_supported_input() {
         compared.iter().any(|n| n == "rubber_block_incompressible"),
         "the projected-formulation input did not run on the device: {compared:?}"
     );
+    assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
+}
+
+/// Both formulations in one mesh (`formulation: auto` on a compressible and a nearly
+/// incompressible layer) on the GPU as on the CPU.
+#[test]
+fn gpu_run_of_mixed_formulations_equals_the_cpu_run() {
+    if no_gpu("gpu_run_of_mixed_formulations_equals_the_cpu_run") {
+        return;
+    }
+    let dir = Scratch::new("mixed-input");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let source = inputs_dir().join("layered_bar.yaml");
+    let text = std::fs::read_to_string(&source)
+        .unwrap()
+        .replace("meshes/", &format!("{}/meshes/", inputs_dir().display()))
+        .replace(
+            "model: neo_hookean, young_modulus: 20.0, poisson_ratio: 0.3",
+            "model: neo_hookean, young_modulus: 20.0, poisson_ratio: 0.4999",
+        );
+    let input = dir.0.join("layered_rubber.yaml");
+    std::fs::write(&input, text).unwrap();
+    assert_eq!(unsupported(&input), None);
+    let failures = compare_runs("layered_rubber", &input);
     assert!(failures.is_empty(), "GPU runs differ: {failures:#?}");
 }
 

@@ -322,6 +322,7 @@ fn execute_on(
                 .restart
                 .as_ref()
                 .map(|r| format!("{}:{}", r.file.display(), r.step)),
+            formulations: formulation_names(problem),
             ..run_info(config, case.input)?
         },
         mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
@@ -666,7 +667,19 @@ pub(crate) fn run_info(config: &Config, input: &Path) -> Result<RunInfo> {
         threads: rayon::current_num_threads(),
         config: serde_json::to_value(config)?,
         restart: None,
+        formulations: Vec::new(),
     })
+}
+
+/// The element formulation each `materials` entry of `problem` runs with, in input order (the
+/// summary's `run.formulations`).
+pub(crate) fn formulation_names(problem: &Problem) -> Vec<String> {
+    let materials = problem.discrete.assembler.materials();
+    materials
+        .formulations()
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect()
 }
 
 /// The summary's mesh figures of `mesh` (the whole mesh) with `constrained_dofs` constrained
@@ -712,9 +725,9 @@ impl CellOutputs {
     /// part: owned and ghost cells; `u`'s ghost entries must be current).
     pub(crate) fn compute(problem: &Problem, u: &Vector) -> Result<Self> {
         let assembler = &problem.discrete.assembler;
-        let kernel = assembler.kernel();
-        let cells =
-            assembler.map_cells(u, |_, x, ue, material| kernel.cell_fields(x, ue, material))?;
+        let cells = assembler.map_cells(u, |c, x, ue, material| {
+            assembler.kernel_of(c).cell_fields(x, ue, material)
+        })?;
         Ok(Self::from_fields(&cells))
     }
 

@@ -69,6 +69,11 @@ const PLAUSIBLE_STRAIN: (f64, f64) = (1e-12, 1.0);
 /// A residual this many times the step's reference norm means divergence.
 const DIVERGENCE_FACTOR: f64 = 1e10;
 
+/// A force-driven path whose last converged step's load-displacement stiffness `|d lambda| /
+/// ||du||` is below this fraction of its first step's is near a limit point (where the stiffness
+/// vanishes) when its next step fails.
+const LIMIT_STIFFNESS_RATIO: f64 = 0.2;
+
 /// An increment that would leave less than this of the load path goes to load factor one
 /// exactly (no sliver of a last step from accumulated round-off).
 const LOAD_FACTOR_SNAP: f64 = 1e-12;
@@ -352,7 +357,7 @@ struct StepError {
 }
 
 /// What one attempt at a step saw, for the diagnosis of a failure.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Trace {
     /// The largest of the step's first right-hand side and the support reactions so far.
     force_scale: f64,
@@ -362,11 +367,20 @@ struct Trace {
     target: f64,
     /// `||du||_inf` of the first update.
     first_update: Option<f64>,
+    /// The first evidence of a tangent that is not positive definite (a linear solve's).
+    indefinite: Option<String>,
 }
 
 impl Trace {
-    /// What the failure suggests beyond smaller steps, for a body of size `size`.
-    fn diagnosis(&self, failure: &StepFailure, size: f64) -> Option<String> {
+    /// What the failure suggests beyond smaller steps, for a body of size `size`: wrong units,
+    /// then `limit_point` (what the load path's steps say, where they say it), then the
+    /// round-off floor.
+    fn diagnosis(
+        &self,
+        failure: &StepFailure,
+        size: f64,
+        limit_point: Option<String>,
+    ) -> Option<String> {
         if let Some(du) = self.first_update {
             let strain = du / size;
             if du > 0.0 && (strain < PLAUSIBLE_STRAIN.0 || strain > PLAUSIBLE_STRAIN.1) {
@@ -374,6 +388,9 @@ impl Trace {
                     "check units: the first Newton update moves the body by {du:.3e}, {strain:.1e} times its size {size:.3e}; loads, moduli and lengths must be in one consistent unit system (e.g. N, Pa, m or N, MPa, mm)"
                 ));
             }
+        }
+        if limit_point.is_some() {
+            return limit_point;
         }
         let stalled = matches!(
             failure,
@@ -389,6 +406,84 @@ impl Trace {
             ));
         }
         None
+    }
+}
+
+/// The converged steps of a load path and the failed attempts of the current one: the evidence
+/// of a limit point (the load beyond what the structure carries).
+struct PathEvidence {
+    /// Whether the loads are forces alone: every prescribed displacement is zero (a path driven by
+    /// displacements has no load-displacement stiffness to watch).
+    force_driven: bool,
+    /// The converged state the next step starts from (host) and its load factor.
+    previous_u: Vector,
+    previous_factor: f64,
+    /// `|d lambda| / ||du||` of each converged step, in order.
+    stiffness: Vec<f64>,
+    /// The evidence of an indefinite tangent in the last attempt at the current step.
+    indefinite: Option<String>,
+}
+
+impl PathEvidence {
+    fn new(problem: &Problem, u: &Vector, factor: f64) -> Result<Self> {
+        let force_driven = problem.discrete.constraints.prescribed().iter().all(|p| {
+            matches!(p, assembly::Prescribed::Components { values, .. }
+                if values.iter().flatten().all(|&v| v == 0.0))
+        });
+        Ok(PathEvidence {
+            force_driven,
+            previous_u: u.try_clone()?,
+            previous_factor: factor,
+            stiffness: Vec::new(),
+            indefinite: None,
+        })
+    }
+
+    /// Records a converged step at load factor `factor` with displacement `u` (collective on
+    /// ranks: a norm).
+    fn converged(&mut self, u: &Vector, factor: f64) -> Result<()> {
+        ops::axpy(-1.0, u, &mut self.previous_u)?;
+        let du = ops::norm2(&self.previous_u)?;
+        if du > 0.0 {
+            self.stiffness
+                .push((factor - self.previous_factor).abs() / du);
+        }
+        self.previous_u.copy_from(u)?;
+        self.previous_factor = factor;
+        self.indefinite = None;
+        Ok(())
+    }
+
+    /// "limit point: ..." where the evidence says so: the last of `attempts` (at least two: one
+    /// cut back, so not merely a step too large) from the last converged state (at `converged`,
+    /// aiming at `aimed`) met an indefinite tangent, or, with force loads, the load-displacement
+    /// stiffness of the converged steps fell below [`LIMIT_STIFFNESS_RATIO`] of the first step's.
+    fn limit_point(&self, converged: f64, aimed: f64, attempts: usize) -> Option<String> {
+        let decay = match (self.stiffness.first(), self.stiffness.last()) {
+            (Some(&first), Some(&last)) if self.force_driven && self.stiffness.len() >= 2 => {
+                (last < LIMIT_STIFFNESS_RATIO * first).then(|| {
+                    format!(
+                        "the load-displacement stiffness of the converged steps fell to {:.1} % of the first step's",
+                        100.0 * last / first
+                    )
+                })
+            }
+            _ => None,
+        };
+        let indefinite = self.indefinite.iter().filter(|_| attempts >= 2).cloned();
+        let evidence: Vec<String> = indefinite.chain(decay).collect();
+        if evidence.is_empty() {
+            return None;
+        }
+        let advice = if self.force_driven {
+            "the load exceeds what the structure carries (snap-through, buckling or a material's limit): the load factor cannot grow past it under force control; prescribe a displacement instead of the force (boundary.dirichlet) to follow the path beyond it, or reduce the load"
+        } else {
+            "the structure loses stability there (a limit or bifurcation point): smaller loading.steps do not pass it; check the loads, or prescribe the displacement that follows the path beyond it"
+        };
+        Some(format!(
+            "limit point: no equilibrium found beyond load factor {converged:.6} (the last converged step; the last attempt aimed at {aimed:.6}): {}; {advice}",
+            evidence.join("; ")
+        ))
     }
 }
 
@@ -487,6 +582,11 @@ impl LoadPath<'_> {
         let mut load_factor = start.position;
         let mut index = start.index;
         let mut attempts: Vec<FailedAttempt> = Vec::new();
+        let mut evidence = PathEvidence::new(
+            problem,
+            u,
+            self.loading.factor_at(start.position * end_time),
+        )?;
         while load_factor < 1.0 {
             let step = self.twist_limited(problem, load_factor, increment)?;
             let target = step_target(load_factor, step);
@@ -506,6 +606,7 @@ impl LoadPath<'_> {
                     current = trial_u;
                     let transfers_before = ws.system.transferred_bytes();
                     ws.system.download(&current, u)?;
+                    evidence.converged(u, factor)?;
                     index += 1;
                     load_factor = target;
                     let discrete = &problem.discrete;
@@ -549,6 +650,7 @@ impl LoadPath<'_> {
                     ..
                 }) => return Err(e.into()),
                 Err(error) => {
+                    evidence.indefinite = error.trace.indefinite.clone();
                     let attempt = FailedAttempt {
                         from: load_factor * end_time,
                         to: time,
@@ -574,7 +676,10 @@ impl LoadPath<'_> {
                         .attempt_failed(&attempt, stop.is_none().then_some(next));
                     attempts.push(attempt);
                     if let Some(stop) = stop {
-                        let diagnosis = error.trace.diagnosis(&error.failure, problem.size());
+                        let limit =
+                            evidence.limit_point(evidence.previous_factor, factor, attempts.len());
+                        let diagnosis =
+                            error.trace.diagnosis(&error.failure, problem.size(), limit);
                         return Err(PathFailure {
                             load_factor: self.loading.factor_at(load_factor * end_time),
                             attempts,
@@ -772,6 +877,9 @@ impl LoadPath<'_> {
                 .copy_constrained(&problem.discrete, ws.system.lift(), &mut ws.du)?;
             if trace.first_update.is_none() {
                 trace.first_update = Some(ops::norm_inf(&ws.du)?);
+            }
+            if trace.indefinite.is_none() {
+                trace.indefinite = linear.indefinite_tangent();
             }
             let (step_length, note) = match self.line_search(
                 problem,

@@ -35,8 +35,9 @@ pub struct ProblemParams {
     pub point_loads: Vec<PointLoad>,
     /// Gauss points per direction; `None`: cell order + 1 (fewer than that is an error).
     pub quadrature_points: Option<usize>,
-    /// The element formulation (the projected volume ratio removes volumetric locking).
-    pub formulation: fem::Formulation,
+    /// How each material's element formulation is chosen (the projected volume ratio removes
+    /// volumetric locking).
+    pub formulation: FormulationChoice,
     /// Sets defined by geometry, added to the mesh's sets once it is read or generated.
     pub sets: Vec<GeometricSet>,
 }
@@ -67,6 +68,31 @@ pub enum GeometricSetKind {
     Faces,
     /// Cells, tested at their centroid.
     Cells,
+}
+
+/// How the element formulation of each material is chosen (the input's `formulation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FormulationChoice {
+    /// Per material, from its small-strain Poisson's ratio and the cell order: projected where
+    /// the displacement formulation locks ([`fem::Formulation::for_material`]), displacement
+    /// otherwise.
+    #[default]
+    Auto,
+    /// This formulation for every material.
+    Every(fem::Formulation),
+}
+
+impl FormulationChoice {
+    /// The formulation of each of `materials` (in order) on cells of `order`.
+    pub fn resolve(&self, order: usize, materials: &[MaterialAssignment]) -> Vec<fem::Formulation> {
+        materials
+            .iter()
+            .map(|m| match *self {
+                FormulationChoice::Auto => fem::Formulation::for_material(order, &m.material),
+                FormulationChoice::Every(f) => f,
+            })
+            .collect()
+    }
 }
 
 /// Where the mesh comes from.

@@ -368,10 +368,7 @@ impl Problem {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
         let pieces = Pieces::of_mesh(&mesh);
-        let mut assembler = ElasticityAssembler::new(&mesh, materials, points)
-            .context("setting up the element loop")?;
-        assembler
-            .set_formulation(params.formulation)
+        let assembler = ElasticityAssembler::new(&mesh, materials, points)
             .context("setting up the element loop")?;
         Ok(Self {
             discrete: DiscreteProblem {
@@ -452,15 +449,12 @@ impl Problem {
     }
 
     /// Rebuilds materials, constraints and loads from `params` on this problem's mesh and
-    /// element loop, whose geometry checks and COO plans are kept (the element formulation is
+    /// element loop, whose geometry checks and COO plans are kept (the element formulations are
     /// `params`'). The caller guarantees that `params.mesh` and `params.quadrature_points` are
     /// those the problem was built with.
     pub fn reconfigure(&mut self, params: &ProblemParams) -> Result<()> {
         let materials = cell_materials(params, &self.mesh)?;
         self.discrete.assembler.set_materials(materials)?;
-        self.discrete
-            .assembler
-            .set_formulation(params.formulation)?;
         self.discrete.constraints =
             build_constraints(params, &self.mesh, &self.discrete.assembler)?;
         self.set_loads(params)?;
@@ -773,7 +767,8 @@ fn refuse_coincident_nodes(mesh: &HexMesh) -> Result<()> {
     )
 }
 
-/// Material of every cell: entries apply in order, later ones override earlier ones.
+/// Material of every cell: entries apply in order, later ones override earlier ones; each entry
+/// with its element formulation ([`crate::params::FormulationChoice::resolve`]).
 fn cell_materials(params: &ProblemParams, mesh: &HexMesh) -> Result<CellMaterials> {
     let mut table = Vec::with_capacity(params.materials.len());
     let mut of_cell: Vec<Option<u16>> = vec![None; mesh.n_cells()];
@@ -799,10 +794,10 @@ fn cell_materials(params: &ProblemParams, mesh: &HexMesh) -> Result<CellMaterial
     if let Some(c) = of_cell.iter().position(Option::is_none) {
         bail!("cell {c} has no material: add an entry with `cells: all` or cover every cell set");
     }
-    Ok(CellMaterials::new(
-        table,
-        of_cell.into_iter().flatten().collect(),
-    )?)
+    let formulations = params.formulation.resolve(mesh.order(), &params.materials);
+    CellMaterials::new(table, of_cell.into_iter().flatten().collect())?
+        .with_formulations(formulations)
+        .context("setting up the element loop")
 }
 
 fn build_constraints(

@@ -65,9 +65,13 @@ fn projected_cell_bytes(nodes: usize, n_qp: usize, modes: usize) -> usize {
     8 * doubles + 8
 }
 
-/// [`AssemblyError::DeviceUnsupported`] where `kernel` is projected and one cell's
-/// `ProjectedShared` exceeds the shared memory (rules of more than 27 points at Q2).
-pub(crate) fn check_projected_fits(kernel: &ElementKernel) -> Result<(), AssemblyError> {
+/// [`AssemblyError::DeviceUnsupported`] where some material of `assembler` has the projected
+/// formulation and one cell's `ProjectedShared` exceeds the shared memory (rules of more than 27
+/// points at Q2).
+pub(crate) fn check_projected_fits(assembler: &ElasticityAssembler) -> Result<(), AssemblyError> {
+    let Some(kernel) = assembler.kernel_of_formulation(Formulation::Projected) else {
+        return Ok(());
+    };
     let (npc, n_qp) = (kernel.n_nodes(), kernel.n_qp());
     match kernel.projection_table() {
         Some((modes, _)) if projected_cells_per_block(npc, n_qp, modes) == 0 => {
@@ -88,10 +92,12 @@ fn projected_cells_per_block(nodes: usize, n_qp: usize, modes: usize) -> usize {
     (SHARED_BYTES / projected_cell_bytes(nodes, n_qp, modes)).min(8)
 }
 
-/// The cells of one material: the plan of [`DeviceElements`]' launches, built once.
+/// The cells of one material and formulation: the plan of [`DeviceElements`]' launches, built
+/// once.
 struct MaterialGroup {
     material: Material,
-    /// The element source's `#define`s for this material.
+    formulation: Formulation,
+    /// The element source's `#define`s for this material and formulation.
     defines: Defines,
     /// The group's cells, ascending; where the group is the whole mesh (`INDIRECT` 0) one unread
     /// entry, the kernels taking cells `0..len` directly.
@@ -108,15 +114,18 @@ impl MaterialGroup {
 /// The `#define`s of one compilation of the element source.
 type Defines = [(&'static str, i64); 6];
 
-/// The cells of each distinct material of `materials` (first appearance order; cells ascending
-/// within a group). Every cell is in exactly one group.
-fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<(Material, Vec<u32>)> {
-    let mut groups: Vec<(Material, Vec<u32>)> = Vec::new();
+/// A material, its formulation and its cells.
+type Group = (Material, Formulation, Vec<u32>);
+
+/// The cells of each distinct material and formulation of `materials` (first appearance order;
+/// cells ascending within a group). Every cell is in exactly one group.
+fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
     for c in 0..n_cells {
-        let m = *materials.of(c);
-        match groups.iter_mut().find(|(g, _)| *g == m) {
-            Some((_, cells)) => cells.push(c as u32),
-            None => groups.push((m, vec![c as u32])),
+        let (m, f) = (*materials.of(c), materials.formulation_of(c));
+        match groups.iter_mut().find(|(g, gf, _)| *g == m && *gf == f) {
+            Some((_, _, cells)) => cells.push(c as u32),
+            None => groups.push((m, f, vec![c as u32])),
         }
     }
     groups
@@ -126,8 +135,8 @@ fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<(Material, 
 /// [`ElasticityAssembler`], uploaded once; evaluates element residuals, tangent blocks and energies
 /// of every cell at a device displacement.
 ///
-/// Cells are grouped by material once (a plan of cell lists); every evaluation launches each
-/// material's kernel over its cells. Outputs are in the assembler's contribution layout whatever
+/// Cells are grouped by material and formulation once (a plan of cell lists); every evaluation
+/// launches each group's kernel (its formulation's source) over its cells. Outputs are in the assembler's contribution layout whatever
 /// the grouping: residual `[(c n + a) 3 + i]`, tangent `[((c n + a) n + b) 9 + 3 i + k]` (`n` nodes
 /// per cell), so the COO plans sum them as the host does.
 pub struct DeviceElements {
@@ -136,15 +145,18 @@ pub struct DeviceElements {
     n_nodes: usize,
     nodes_per_cell: usize,
     groups: Vec<MaterialGroup>,
-    /// The projected formulation's table `[1, xi, eta, zeta]` per point (`None`: displacement).
+    /// The projected formulation's table `[1, xi, eta, zeta]` per point (`None`: no group is
+    /// projected).
     projection: Option<DeviceBuffer<f64>>,
     cells: DeviceBuffer<u32>,
     coords: DeviceBuffer<f64>,
     weights: DeviceBuffer<f64>,
     gradients: DeviceBuffer<f64>,
     fail: DeviceBuffer<u32>,
-    /// Host copies, to name a failing cell exactly as the host path does.
+    /// Host copies, to name a failing cell exactly as the host path does (the displacement
+    /// formulation's kernel and the projected one's, where some group has it).
     host_kernel: ElementKernel,
+    host_projected: Option<ElementKernel>,
     host_coords: Vec<[f64; 3]>,
     host_cells: Vec<usize>,
     host_materials: CellMaterials,
@@ -178,6 +190,9 @@ impl DeviceElements {
         assembler: &ElasticityAssembler,
     ) -> Result<Self, AssemblyError> {
         let kernel = assembler.kernel().clone();
+        let projected = assembler
+            .kernel_of_formulation(Formulation::Projected)
+            .cloned();
         let npc = kernel.n_nodes();
         let n_nodes = assembler.n_nodes();
         if n_nodes >= u32::MAX as usize || assembler.n_cells() * npc * npc >= u32::MAX as usize {
@@ -189,16 +204,21 @@ impl DeviceElements {
                 ),
             });
         }
-        check_projected_fits(&kernel)?;
-        let projection = kernel.projection_table();
+        check_projected_fits(assembler)?;
+        let projection = projected.as_ref().and_then(ElementKernel::projection_table);
         let groups = material_groups(assembler.materials(), assembler.n_cells());
         let whole_mesh = groups.len() == 1;
         let groups = groups
             .into_iter()
-            .map(|(material, cells)| {
+            .map(|(material, formulation, cells)| {
+                let group_kernel = match (formulation, &projected) {
+                    (Formulation::Projected, Some(p)) => p,
+                    _ => &kernel,
+                };
                 Ok(MaterialGroup {
-                    defines: element_defines(&kernel, &material, !whole_mesh),
+                    defines: element_defines(group_kernel, &material, !whole_mesh),
                     material,
+                    formulation,
                     len: cells.len(),
                     cells: ctx.upload(if whole_mesh { &cells[..1] } else { &cells })?,
                 })
@@ -221,6 +241,7 @@ impl DeviceElements {
             gradients: ctx.upload(kernel.qp_reference_gradients().as_flattened())?,
             fail: ctx.upload(&[NO_FAILURE])?,
             host_kernel: kernel,
+            host_projected: projected,
             host_coords: assembler.coords().to_vec(),
             host_cells: assembler.cells().to_vec(),
             host_materials: assembler.materials().clone(),
@@ -249,9 +270,14 @@ impl DeviceElements {
     }
 
     /// The distinct materials with their number of cells (one kernel launch each per evaluation),
-    /// in order of first appearance.
+    /// in order of first appearance (a material of two formulations: twice).
     pub fn materials(&self) -> Vec<(Material, usize)> {
         self.groups.iter().map(|g| (g.material, g.len())).collect()
+    }
+
+    /// The formulation of each group of [`Self::materials`], in the same order.
+    pub fn formulations(&self) -> Vec<Formulation> {
+        self.groups.iter().map(|g| g.formulation).collect()
     }
 
     /// Length of the residual contributions (`3 n` per cell).
@@ -268,9 +294,10 @@ impl DeviceElements {
         check("displacement", 3 * self.n_nodes, u.len())
     }
 
-    /// Launches `launch` once per material over its cells: the arguments are the group's size and
-    /// cells, the mesh, `u`, the tables (and the projection's, in the projected formulation), the
-    /// material's parameters, then `outputs`, then the failure flag.
+    /// Launches `launch` once per group over its cells, from the source of the group's formulation:
+    /// the arguments are the group's size and cells, the mesh, `u`, the tables (and the
+    /// projection's, in the projected formulation), the material's parameters, then `outputs`,
+    /// then the failure flag.
     fn launch_groups(
         &mut self,
         launch_of: Launch,
@@ -301,13 +328,19 @@ impl DeviceElements {
                 KernelArg::F64s(&self.weights),
                 KernelArg::F64s(&self.gradients),
             ];
-            if let Some(phi) = &self.projection {
+            let formulation = group.formulation;
+            if formulation == Formulation::Projected {
+                let phi =
+                    self.projection
+                        .as_ref()
+                        .ok_or_else(|| AssemblyError::DeviceUnsupported {
+                            what: "a projected group without the projection's table".to_string(),
+                        })?;
                 args.push(KernelArg::F64s(phi));
             }
             args.extend([KernelArg::F64(p0), KernelArg::F64(p1), KernelArg::F64(p2)]);
             args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
             args.push(KernelArg::U32sMut(&mut self.fail));
-            let formulation = self.host_kernel.formulation();
             launch(
                 &self.ctx,
                 element_source(formulation),
@@ -479,10 +512,16 @@ impl DeviceElements {
             .iter()
             .map(|&n| [u_host[3 * n], u_host[3 * n + 1], u_host[3 * n + 2]])
             .collect();
-        let error = match self.host_kernel.check_geometry(&xe) {
+        let kernel = match (
+            self.host_materials.formulation_of(cell),
+            &self.host_projected,
+        ) {
+            (Formulation::Projected, Some(projected)) => projected,
+            _ => &self.host_kernel,
+        };
+        let error = match kernel.check_geometry(&xe) {
             Err(e) => e,
-            Ok(()) => self
-                .host_kernel
+            Ok(()) => kernel
                 .strain_energy(&xe, &ue, self.host_materials.of(cell))
                 .err()
                 .unwrap_or(FemError::NonPositiveJ { j: f64::NAN }),

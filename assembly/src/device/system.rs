@@ -166,7 +166,7 @@ impl DeviceProblem {
     /// rank.
     pub fn supports(problem: &DiscreteProblem) -> Result<(), AssemblyError> {
         let kernel = problem.assembler.kernel();
-        super::elements::check_projected_fits(kernel)?;
+        super::elements::check_projected_fits(&problem.assembler)?;
         let npc = kernel.n_nodes();
         if problem.assembler.n_nodes() >= u32::MAX as usize
             || problem.assembler.n_cells() * npc * npc >= u32::MAX as usize

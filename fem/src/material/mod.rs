@@ -227,6 +227,14 @@ impl Material {
         }
     }
 
+    /// Poisson's ratio of the linearisation at `h = 0`, `lambda / (2 (lambda + mu))` of
+    /// [`Self::small_strain_moduli`], for every model (given as Young's modulus and Poisson's
+    /// ratio, Lame's or bulk and shear moduli alike). Not validated.
+    pub fn small_strain_poisson_ratio(&self) -> f64 {
+        let (lambda, mu) = self.small_strain_moduli();
+        0.5 * lambda / (lambda + mu)
+    }
+
     /// Short name of the model.
     pub fn name(&self) -> &'static str {
         match self {

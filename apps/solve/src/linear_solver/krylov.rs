@@ -29,6 +29,9 @@ pub(crate) struct KrylovOutcome {
     pub(crate) converged: bool,
     /// Where CG broke down and GMRES took over, what happened (for people).
     pub(crate) fallback: Option<String>,
+    /// CG stopped at a direction of non-positive curvature of the tangent or of the
+    /// preconditioner built from it (an indefinite tangent).
+    pub(crate) negative_curvature: bool,
 }
 
 impl Krylov {
@@ -70,10 +73,15 @@ impl Krylov {
                     iterations: 1,
                     converged: true,
                     fallback: None,
+                    negative_curvature: false,
                 })
             }
             Krylov::Cg => {
                 let o = amg::cg_operator(a, b, x, pc, params).context("CG")?;
+                let negative_curvature = matches!(
+                    o.reason,
+                    CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner
+                );
                 let fallback = gmres_after_breakdown(&o, x, |x| {
                     Ok(amg::gmres_operator(a, b, x, pc, &gmres_params(params))?)
                 })?;
@@ -82,11 +90,13 @@ impl Krylov {
                         iterations: o.iterations + f.iterations,
                         converged: f.converged,
                         fallback: Some(f.note),
+                        negative_curvature,
                     },
                     None => KrylovOutcome {
                         iterations: o.iterations,
                         converged: o.converged,
                         fallback: None,
+                        negative_curvature,
                     },
                 })
             }
@@ -99,6 +109,7 @@ impl Krylov {
                     iterations: g.iterations,
                     converged: g.converged,
                     fallback: None,
+                    negative_curvature: false,
                 })
             }
         }

@@ -28,6 +28,15 @@ pub struct LinearSolveReport {
     /// Where CG broke down and a robust method took over, what happened (for people).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// CG met a direction of non-positive curvature (`p^T K p <= 0`, or `r^T M^{-1} r <= 0` of
+    /// the preconditioner built from the tangent): the tangent is not positive definite (past a
+    /// limit or bifurcation point).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub negative_curvature: bool,
+    /// The direct factor's negative pivots: the tangent's negative eigenvalues (Sylvester's
+    /// inertia); `None` for the iterative methods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub negative_eigenvalues: Option<usize>,
 }
 
 impl LinearSolveReport {
@@ -50,6 +59,22 @@ impl LinearSolveReport {
             device: None,
             rtol,
             fallback: outcome.fallback,
+            negative_curvature: outcome.negative_curvature,
+            negative_eigenvalues: None,
+        }
+    }
+
+    /// Evidence that the tangent is not positive definite, in words (`None`: none seen).
+    pub fn indefinite_tangent(&self) -> Option<String> {
+        match self.negative_eigenvalues {
+            Some(n) if n > 0 => Some(format!(
+                "the tangent has {n} negative eigenvalue{} (the direct factor's pivots)",
+                if n == 1 { "" } else { "s" }
+            )),
+            _ => self.negative_curvature.then(|| {
+                "CG met negative curvature (of the tangent or of its AMG): the tangent is not positive definite"
+                    .to_string()
+            }),
         }
     }
 }

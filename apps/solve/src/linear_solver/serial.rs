@@ -145,6 +145,9 @@ fn solve_here(
     };
     let solve_s = start.elapsed().as_secs_f64();
     let mut report = LinearSolveReport::of(outcome, done.kind, setup_s, solve_s, rtol);
+    if let SerialReady::Factor(factor) = &ready {
+        report.negative_eigenvalues = Some(factor.negative_pivots());
+    }
     report.hierarchy = done.hierarchy;
     report.device = (!device.is_host()).then(|| DeviceSolveReport {
         name: device.name(),
