@@ -185,15 +185,23 @@ impl DeviceDistHierarchy {
             });
         }
         let mut levels = Vec::with_capacity(host.levels.len());
-        for l in &host.levels {
-            let a = l.a.to_device(device)?;
-            let smoother = device_smoother(l.smoother.as_ref(), &a, host)?;
-            let (p, galerkin, start) = match &l.p {
-                Some((p, pt, g)) => (
-                    Some((p.to_device(device)?, transpose_to(pt, device)?)),
-                    device_galerkin(g, device)?,
-                    Some(start_vector(&a, &l.serial_rows)?),
-                ),
+        for (l, lev) in host.levels.iter().enumerate() {
+            let a = lev
+                .a
+                .as_ref()
+                .ok_or(AmgError::MissingFineOperator)?
+                .to_device(device)?;
+            let smoother = device_smoother(lev.smoother.as_ref(), &a, host)?;
+            let (p, galerkin, start) = match host.transfers.get(l) {
+                Some(t) => {
+                    let rows =
+                        super::serial_rows(host.level_serial_ids(l)?, a.pattern().block_size());
+                    (
+                        Some((t.p.to_device(device)?, transpose_to(&t.pt, device)?)),
+                        device_galerkin(&t.galerkin, device)?,
+                        Some(start_vector(&a, &rows)?),
+                    )
+                }
                 None => (None, None, None),
             };
             levels.push(DeviceLevel {
@@ -204,7 +212,7 @@ impl DeviceDistHierarchy {
                 start,
             });
         }
-        let last = host.levels.last().expect("a hierarchy has a level");
+        let last = host.levels.len() - 1;
         let coarse = Coarsest::new(&levels.last().expect("a level").a, &host.coarse)?;
         Ok(Self {
             device: device.clone(),
@@ -212,10 +220,7 @@ impl DeviceDistHierarchy {
             work: Default::default(),
             coarse,
             params: host.params.clone(),
-            coarse_serial_ids: super::coarse_serial_ids(
-                &last.serial_rows,
-                last.a.pattern().block_size(),
-            ),
+            coarse_serial_ids: host.level_serial_ids(last)?.to_vec(),
         })
     }
 
@@ -365,20 +370,26 @@ impl DeviceDistHierarchy {
             // Only the fine operator changed; the smoothers are the old operator's, as on the
             // host.
             let at = self.device.transfers().host_to_device;
-            self.levels[0].a.upload_values_from(&host.levels[0].a)?;
+            let fine = host.levels[0]
+                .a
+                .as_ref()
+                .ok_or(AmgError::MissingFineOperator)?;
+            self.levels[0].a.upload_values_from(fine)?;
             bytes.operators = self.device.transfers().host_to_device - at;
             return Ok(bytes);
         }
-        for (d, h) in self.levels.iter_mut().zip(&host.levels) {
+        for (l, (d, h)) in self.levels.iter_mut().zip(&host.levels).enumerate() {
             let at = self.device.transfers().host_to_device;
-            if std::sync::Arc::ptr_eq(d.a.pattern(), h.a.pattern()) {
-                d.a.upload_values_from(&h.a)?;
+            let ha = h.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+            if std::sync::Arc::ptr_eq(d.a.pattern(), ha.pattern()) {
+                d.a.upload_values_from(ha)?;
             } else {
-                d.a = h.a.to_device(&self.device)?;
+                d.a = ha.to_device(&self.device)?;
             }
             d.smoother = device_smoother(h.smoother.as_ref(), &d.a, host)?;
             bytes.operators += self.device.transfers().host_to_device - at;
-            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, &h.p) {
+            let host_transfer = host.transfers.get(l).map(|t| (&t.p, &t.pt, &t.galerkin));
+            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, host_transfer) {
                 if dp.version() != hp.version() {
                     let at = self.device.transfers().host_to_device;
                     *dp = hp.to_device(&self.device)?;
