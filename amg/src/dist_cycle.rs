@@ -19,13 +19,13 @@ use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatr
 use crate::params::{AmgParams, Reuse, Storage};
 use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::{Smoother, SmootherWork};
-use crate::vcycle::{CycleLevels, LevelWork};
+use crate::vcycle::LevelWork;
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
 use std::time::Instant;
 
-use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
+use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
@@ -374,125 +374,6 @@ impl Hierarchy<DistBsr> {
             .and_then(|l| l.near_null.as_ref())
             .map(|nn| nn.serial_ids.as_slice())
             .ok_or(AmgError::MissingFineOperator)
-    }
-}
-
-/// One level of a V-cycle, on the host or a GPU: its operator, and above the coarsest its
-/// smoother and prolongator with the prolongator's transpose.
-trait CycleLevel {
-    fn operator(&self) -> &DistBsr;
-    fn smoother(&self) -> Option<&Smoother>;
-    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)>;
-}
-
-/// A distributed hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
-/// hierarchy and made at its first cycle: with the operators' own product scratch
-/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
-/// makes it anew where a level's layout or device changed (a refresh with new patterns).
-impl CycleWorkspace {
-    /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
-    fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
-        let fits = self.levels.len() == levels.len()
-            && self.levels.iter().zip(levels).all(|(w, l)| {
-                let a = l.operator();
-                let owned = a.pattern().owned_layout();
-                w.sw.r.layout().matches(owned) && w.sw.r.device().same_as(&a.device())
-            });
-        if fits {
-            return Ok(());
-        }
-        self.levels = levels
-            .iter()
-            .enumerate()
-            .map(|(l, level)| {
-                let a = level.operator();
-                let (b, x) = if l == 0 {
-                    (Vector::zeros(0), Vector::zeros(0))
-                } else {
-                    (a.owned_zeros()?, a.owned_zeros()?)
-                };
-                Ok(LevelWork {
-                    b,
-                    x,
-                    sw: SmootherWork {
-                        r: a.owned_zeros()?,
-                        d: a.owned_zeros()?,
-                    },
-                })
-            })
-            .collect::<Result<_, AmgError>>()?;
-        Ok(())
-    }
-}
-
-/// One V-cycle from `x = 0` on the finest of `levels` in the hierarchy's `work` (made or
-/// re-made to fit the levels first); an error, never a wait, if another thread holds it.
-fn v_cycle_in<L: CycleLevel>(
-    levels: &[L],
-    work: &std::sync::Mutex<CycleWorkspace>,
-    b: &Vector,
-    x: &mut Vector,
-    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-) -> Result<(), AmgError> {
-    let mut work = match work.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return Err(AmgError::WorkspaceBusy),
-    };
-    work.fit(levels)?;
-    let (first, rest) = work
-        .levels
-        .split_first_mut()
-        .expect("a hierarchy has a level");
-    crate::vcycle::v_cycle(&DistCycle { levels, coarse }, 0, b, x, &mut first.sw, rest)
-}
-
-/// A distributed hierarchy's levels (on the host or a GPU) with its coarsest solve, as the one
-/// V-cycle ([`crate::vcycle::v_cycle`]) sees them: the serial cycle's operations on the rank's
-/// rows (`P^T` through [`DistTranspose`], `P` through the halo).
-struct DistCycle<'a, L> {
-    levels: &'a [L],
-    coarse: &'a dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-}
-
-impl<L: CycleLevel> DistCycle<'_, L> {
-    /// The prolongator of level `l` and its transpose (above the coarsest).
-    fn transfer(&self, l: usize) -> Result<(&DistBsr, &DistTranspose), AmgError> {
-        self.levels[l]
-            .transfer()
-            .ok_or(AmgError::DimensionMismatch {
-                what: "distributed V-cycle transfers",
-                expected: l + 1,
-                found: l,
-            })
-    }
-}
-
-impl<L: CycleLevel> CycleLevels for DistCycle<'_, L> {
-    type Operator = DistBsr;
-
-    fn operator(&self, l: usize) -> &DistBsr {
-        self.levels[l].operator()
-    }
-
-    fn smoother(&self, l: usize) -> Option<&Smoother> {
-        let level = &self.levels[l];
-        level.smoother().filter(|_| level.transfer().is_some())
-    }
-
-    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
-        let (p, pt) = self.transfer(l)?;
-        pt.apply(p, r, rc)
-    }
-
-    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        // the product into P's scratch, then added (the bits of apply and axpy)
-        let (p, _) = self.transfer(l)?;
-        Ok(p.add_scaled_product(1.0, xc, x)?)
-    }
-
-    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        (self.coarse)(self.levels[l].operator(), b, x)
     }
 }
 
