@@ -14,19 +14,18 @@ use crate::aggregation::MisDistance;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
-use crate::level_matrix::{
-    build_levels, coarsening_stalled, refresh_smoother, Coarsened, LevelMatrix,
-};
+use crate::hierarchy::{Hierarchy, Level};
+use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Reuse, Storage};
 use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::{Smoother, SmootherWork};
-use crate::vcycle::{CycleLevels, LevelWork};
+use crate::vcycle::LevelWork;
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
 use linalg::{ops, Bsr, Vector};
 use std::time::Instant;
 
-use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
+use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
@@ -189,51 +188,31 @@ impl Preconditioner for DistTwoLevel<'_> {
     }
 }
 
-/// One level of a [`DistHierarchy`]: its operator, the serial index of each owned unknown
-/// (where the eigenvalue estimate's start vector is hashed), and above the coarsest its
-/// smoother and the prolongator from the next level.
-#[derive(Debug)]
-struct DistLevel {
-    a: DistBsr,
-    serial_rows: Vec<u64>,
-    smoother: Option<Smoother>,
-    p: Option<(DistBsr, DistTranspose, GalerkinPlan)>,
-}
-
 /// The coarsest operator gathered on every rank and factored, its rows in the serial order.
 #[derive(Debug, Clone)]
-struct CoarseSolve {
+pub struct CoarseSolve {
     factor: DenseFactor,
     /// Serial position of each global (rank-order) coarse unknown.
     serial_of_global: Vec<usize>,
 }
 
-/// The distributed smoothed-aggregation hierarchy: the serial [`crate::Hierarchy`]'s
-/// algorithm and [`AmgParams`] on ranks. Built level after level from the distributed pieces
-/// (strength graph with `strength_threshold`, MIS-2 aggregation on the first `mis2_levels`
-/// levels and MIS-1 below, tentative prolongator, the eigenvalue estimate of `D^{-1} A`,
-/// prolongator smoothing with `prolongator_omega_scale / emax`, Galerkin product), stopping
-/// where the serial set-up stops (`coarse_eq_limit`, `max_levels`, `min_coarsening_ratio`);
-/// the coarsest operator is gathered on every rank and factored densely in the serial order.
-/// Its V-cycle uses the configured smoother (Chebyshev or damped Jacobi, `D` point-block
-/// Jacobi), as the serial V-cycle does, and is a [`Preconditioner`].
+/// The distributed smoothed-aggregation hierarchy: the one [`crate::Hierarchy`] on a rank's
+/// rows, its algorithm and [`AmgParams`] on ranks. Built level after level from the
+/// distributed pieces (strength graph with `strength_threshold`, MIS-2 aggregation on the first
+/// `mis2_levels` levels and MIS-1 below, tentative prolongator, the eigenvalue estimate of
+/// `D^{-1} A`, prolongator smoothing with `prolongator_omega_scale / emax`, Galerkin product),
+/// stopping where the serial set-up stops (`coarse_eq_limit`, `max_levels`,
+/// `min_coarsening_ratio`); the coarsest operator is gathered on every rank and factored densely
+/// in the serial order. Its V-cycle and hot update are the serial hierarchy's (one code), on the
+/// level operations of [`DistBsr`]; it is a [`Preconditioner`].
 ///
 /// Aggregates, tentative prolongators and eigenvalue start vectors are the serial ones for any
 /// rank count, and every reduction is exact (`linalg::exact`), so the hierarchy equals the
 /// serial one up to the rounding of sums of products inside SpMV and the Galerkin product.
-/// `storage: scalar` is not available here (an error).
-#[derive(Debug)]
-pub struct DistHierarchy {
-    params: AmgParams,
-    levels: Vec<DistLevel>,
-    coarse: CoarseSolve,
-    /// For `reuse: none` (a cold set-up at each update): the fine near-null space.
-    fine_nn: DistNearNull,
-    /// The V-cycle's vectors (made at the first cycle).
-    work: std::sync::Mutex<CycleWorkspace>,
-}
+/// `storage: scalar` and `precision: mixed` are not available here (errors).
+pub type DistHierarchy = Hierarchy<DistBsr>;
 
-impl DistHierarchy {
+impl Hierarchy<DistBsr> {
     /// Collective. `a`: the fine operator; `owned_serial_ids`: the serial ids of its owned block
     /// rows; `nns`: the owned block rows' near-null rows (`bs x k` each, row-major); `params`:
     /// the serial hierarchy's options (validated; `storage: scalar` and `precision: mixed` are
@@ -267,46 +246,32 @@ impl DistHierarchy {
         };
         let mut tm = SetupTimings::default();
         let built = build_levels(&a, &fine_nn, params, 0, Vec::new(), &mut tm)?;
-        let mut transfers = built.transfers.into_iter();
-        let mut fine = Some(a);
-        let mut levels = Vec::with_capacity(built.levels.len());
-        for built_level in built.levels {
-            let a = built_level
-                .a
-                .or_else(|| fine.take())
-                .ok_or(AmgError::MissingFineOperator)?;
-            let ids = built_level
-                .near_null
-                .as_ref()
-                .map_or(&fine_nn.serial_ids, |nn| &nn.serial_ids);
-            levels.push(DistLevel {
-                serial_rows: serial_rows(ids, a.pattern().block_size()),
-                a,
-                smoother: built_level.smoother,
-                p: transfers.next().map(|t| (t.p, t.pt, t.galerkin)),
-            });
-        }
+        let mut levels = Level::from_built(built.levels, a.pattern().block_size());
+        levels[0].a = Some(a);
+        levels[0].near_null = Some(fine_nn);
         let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
-        let coarse = gather_factor(
-            &last.a,
-            &coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size()),
-        )?;
+        let coarsest = last.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+        let coarse = coarsest.factor_coarse(last.near_null.as_ref())?;
+        let fine = levels[0].a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+        let work = std::sync::Mutex::new(Self::new_workspace(&levels, fine)?);
         Ok(Self {
             params: params.clone(),
             levels,
+            transfers: built.transfers,
             coarse,
-            fine_nn,
-            work: Default::default(),
+            next_version: built.next_version,
+            state: (),
+            work,
         })
     }
 
     /// Collective. New values of the fine operator (the same pattern), handled as
     /// `params.reuse` says: `interpolation` keeps the prolongators and recomputes the Galerkin
     /// products, smoother diagonals, eigenvalue estimates (if `recompute_eigs`) and the coarse
-    /// factor; `full` only replaces the fine operator (the smoothers and coarse levels stay);
-    /// `none` sets up afresh. The report's prolongator values sent are 0 for `interpolation`
-    /// and `full`, since no `P` changed (the `P_oth` copies are reused); its timings are this
-    /// rank's.
+    /// factor (the serial hierarchy's hot update); `full` only replaces the fine operator (the
+    /// smoothers and coarse levels stay); `none` sets up afresh. The report's prolongator
+    /// values sent are 0 for `interpolation` and `full`, since no `P` changed (the `P_oth`
+    /// copies are reused); its timings are this rank's.
     pub fn update(&mut self, a: DistBsr) -> Result<UpdateReport, AmgError> {
         let started = Instant::now();
         let mut tm = SetupTimings::default();
@@ -314,14 +279,21 @@ impl DistHierarchy {
         let mut rebuilt = 0;
         match self.params.reuse {
             Reuse::None => {
-                let nn = std::mem::take(&mut self.fine_nn);
-                *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &self.params)?;
+                let nn = self.levels[0]
+                    .near_null
+                    .take()
+                    .ok_or(AmgError::MissingFineOperator)?;
+                self.levels.clear();
+                let params = self.params.clone();
+                *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &params)?;
                 rebuilt = self.levels.len() - 1;
             }
-            Reuse::Full => self.levels[0].a = a,
+            Reuse::Full => self.levels[0].a = Some(a),
             Reuse::Interpolation => {
-                self.levels[0].a = a;
-                self.hot_levels(&mut tm, &mut messages)?;
+                self.levels[0].a = None;
+                let hot = self.hot_update(&a, &mut tm, &mut messages);
+                self.levels[0].a = Some(a);
+                hot?;
             }
         }
         tm.total_s = started.elapsed().as_secs_f64();
@@ -349,8 +321,12 @@ impl DistHierarchy {
         nns: Vec<f64>,
     ) -> Result<RenewalReport, AmgError> {
         let started = Instant::now();
-        let nn = std::mem::take(&mut self.fine_nn);
+        let nn = self.levels[0]
+            .near_null
+            .take()
+            .ok_or(AmgError::MissingFineOperator)?;
         self.levels.clear();
+        self.transfers.clear();
         let params = self.params.clone();
         *self = Self::new(a, &nn.serial_ids, nns, nn.k, &params)?;
         Ok(RenewalReport {
@@ -364,62 +340,11 @@ impl DistHierarchy {
         })
     }
 
-    /// Versions of the prolongators, finest first.
-    pub fn p_versions(&self) -> Vec<u64> {
-        self.levels
-            .iter()
-            .filter_map(|l| l.p.as_ref().map(|(p, _, _)| p.version()))
-            .collect()
-    }
-
-    /// Collective. The hot levels of `reuse: interpolation` (the fine operator already
-    /// replaced): per level the smoother's diagonal and eigenvalue estimate, the Galerkin
-    /// product into the next level's operator; then the coarsest factor.
-    fn hot_levels(
-        &mut self,
-        tm: &mut SetupTimings,
-        messages: &mut MessageReport,
-    ) -> Result<(), AmgError> {
-        for l in 0..self.levels.len() - 1 {
-            let (head, tail) = self.levels.split_at_mut(l + 1);
-            let (level, next) = (&mut head[l], &mut tail[0]);
-            let Some((p, _, galerkin)) = &mut level.p else {
-                break;
-            };
-            let t = Instant::now();
-            let (a_l, rows, params) = (&level.a, &level.serial_rows, &self.params);
-            level.smoother = Some(refresh_smoother(
-                level.smoother.take(),
-                l,
-                params,
-                |pbj| pbj.update(a_l.diag()),
-                |pbj| dist_emax(a_l, pbj, rows, params, l).map(Some),
-            )?);
-            tm.smoother_setup_s += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            // the coarse operator's values overwritten in place (no allocation per update)
-            messages.prolongator_values += galerkin.product_into(&level.a, p, &mut next.a)? as u64;
-            messages.sent_bytes += galerkin.last_sent_bytes();
-            tm.galerkin_numeric_s += t.elapsed().as_secs_f64();
-        }
-        let t = Instant::now();
-        let last = self.levels.last().ok_or(AmgError::MissingFineOperator)?;
-        let serial = coarse_serial_ids(&last.serial_rows, last.a.pattern().block_size());
-        self.coarse = gather_factor(&last.a, &serial)?;
-        tm.coarse_factor_s = t.elapsed().as_secs_f64();
-        Ok(())
-    }
-
-    /// Number of levels (the coarsest solved directly).
-    pub fn n_levels(&self) -> usize {
-        self.levels.len()
-    }
-
     /// Global unknowns of each level, finest first.
     pub fn level_unknowns(&self) -> Vec<usize> {
         self.levels
             .iter()
-            .map(|l| l.a.pattern().partition().global_len() as usize * l.a.pattern().block_size())
+            .filter_map(|l| l.a.as_ref().map(LevelMatrix::global_unknowns))
             .collect()
     }
 
@@ -428,170 +353,27 @@ impl DistHierarchy {
     pub fn level_ranks(&self) -> Vec<usize> {
         self.levels
             .iter()
-            .map(|l| l.a.pattern().partition().active_ranks())
-            .collect()
-    }
-
-    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
-    pub fn emax(&self) -> Vec<f64> {
-        self.levels
-            .iter()
-            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
+            .filter_map(|l| l.a.as_ref().map(|a| a.pattern().partition().active_ranks()))
             .collect()
     }
 
     /// The operator of level `level`.
     pub fn level_operator(&self, level: usize) -> Option<&DistBsr> {
-        self.levels.get(level).map(|l| &l.a)
+        self.operator(level)
     }
 
     /// The smoother of level `level` (above the coarsest).
     pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
-        self.levels.get(level).and_then(|l| l.smoother.as_ref())
+        self.smoother(level)
     }
 
-    /// The options the hierarchy was built with.
-    pub fn params(&self) -> &AmgParams {
-        &self.params
-    }
-
-    /// One V-cycle from `x = 0`, as the serial [`crate::Hierarchy`]'s, in the hierarchy's
-    /// own vectors.
-    fn cycle(&self, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        v_cycle_in(&self.levels, &self.work, b, x, &|a, b, x| {
-            self.coarse.solve(a, b, x)
-        })
-    }
-}
-
-/// One level of a V-cycle, on the host or a GPU: its operator, and above the coarsest its
-/// smoother and prolongator with the prolongator's transpose.
-trait CycleLevel {
-    fn operator(&self) -> &DistBsr;
-    fn smoother(&self) -> Option<&Smoother>;
-    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)>;
-}
-
-impl CycleLevel for DistLevel {
-    fn operator(&self) -> &DistBsr {
-        &self.a
-    }
-    fn smoother(&self) -> Option<&Smoother> {
-        self.smoother.as_ref()
-    }
-    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)> {
-        self.p.as_ref().map(|(p, pt, _)| (p, pt))
-    }
-}
-
-/// A distributed hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
-/// hierarchy and made at its first cycle: with the operators' own product scratch
-/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
-/// makes it anew where a level's layout or device changed (a refresh with new patterns).
-impl CycleWorkspace {
-    /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
-    fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
-        let fits = self.levels.len() == levels.len()
-            && self.levels.iter().zip(levels).all(|(w, l)| {
-                let a = l.operator();
-                let owned = a.pattern().owned_layout();
-                w.sw.r.layout().matches(owned) && w.sw.r.device().same_as(&a.device())
-            });
-        if fits {
-            return Ok(());
-        }
-        self.levels = levels
-            .iter()
-            .enumerate()
-            .map(|(l, level)| {
-                let a = level.operator();
-                let (b, x) = if l == 0 {
-                    (Vector::zeros(0), Vector::zeros(0))
-                } else {
-                    (a.owned_zeros()?, a.owned_zeros()?)
-                };
-                Ok(LevelWork {
-                    b,
-                    x,
-                    sw: SmootherWork {
-                        r: a.owned_zeros()?,
-                        d: a.owned_zeros()?,
-                    },
-                })
-            })
-            .collect::<Result<_, AmgError>>()?;
-        Ok(())
-    }
-}
-
-/// One V-cycle from `x = 0` on the finest of `levels` in the hierarchy's `work` (made or
-/// re-made to fit the levels first); an error, never a wait, if another thread holds it.
-fn v_cycle_in<L: CycleLevel>(
-    levels: &[L],
-    work: &std::sync::Mutex<CycleWorkspace>,
-    b: &Vector,
-    x: &mut Vector,
-    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-) -> Result<(), AmgError> {
-    let mut work = match work.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return Err(AmgError::WorkspaceBusy),
-    };
-    work.fit(levels)?;
-    let (first, rest) = work
-        .levels
-        .split_first_mut()
-        .expect("a hierarchy has a level");
-    crate::vcycle::v_cycle(&DistCycle { levels, coarse }, 0, b, x, &mut first.sw, rest)
-}
-
-/// A distributed hierarchy's levels (on the host or a GPU) with its coarsest solve, as the one
-/// V-cycle ([`crate::vcycle::v_cycle`]) sees them: the serial cycle's operations on the rank's
-/// rows (`P^T` through [`DistTranspose`], `P` through the halo).
-struct DistCycle<'a, L> {
-    levels: &'a [L],
-    coarse: &'a dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-}
-
-impl<L: CycleLevel> DistCycle<'_, L> {
-    /// The prolongator of level `l` and its transpose (above the coarsest).
-    fn transfer(&self, l: usize) -> Result<(&DistBsr, &DistTranspose), AmgError> {
-        self.levels[l]
-            .transfer()
-            .ok_or(AmgError::DimensionMismatch {
-                what: "distributed V-cycle transfers",
-                expected: l + 1,
-                found: l,
-            })
-    }
-}
-
-impl<L: CycleLevel> CycleLevels for DistCycle<'_, L> {
-    type Operator = DistBsr;
-
-    fn operator(&self, l: usize) -> &DistBsr {
-        self.levels[l].operator()
-    }
-
-    fn smoother(&self, l: usize) -> Option<&Smoother> {
-        let level = &self.levels[l];
-        level.smoother().filter(|_| level.transfer().is_some())
-    }
-
-    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
-        let (p, pt) = self.transfer(l)?;
-        pt.apply(p, r, rc)
-    }
-
-    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        // the product into P's scratch, then added (the bits of apply and axpy)
-        let (p, _) = self.transfer(l)?;
-        Ok(p.add_scaled_product(1.0, xc, x)?)
-    }
-
-    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        (self.coarse)(self.levels[l].operator(), b, x)
+    /// The serial ids of level `level`'s owned block rows (its near-null space's).
+    pub(crate) fn level_serial_ids(&self, level: usize) -> Result<&[u64], AmgError> {
+        self.levels
+            .get(level)
+            .and_then(|l| l.near_null.as_ref())
+            .map(|nn| nn.serial_ids.as_slice())
+            .ok_or(AmgError::MissingFineOperator)
     }
 }
 
@@ -633,26 +415,21 @@ impl CoarseSolve {
     }
 }
 
-impl Preconditioner for DistHierarchy {
-    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
-        self.cycle(r, z)
-    }
-}
-
 /// A level's near-null space on ranks: the owned block rows' serial ids and their near-null
 /// rows (`bs x k` per block row, row-major).
 #[derive(Debug, Default)]
-pub(crate) struct DistNearNull {
+pub struct DistNearNull {
     serial_ids: Vec<u64>,
     rows: Vec<f64>,
     k: usize,
 }
 
 /// The transfer of a distributed level: `P`, its transpose and its Galerkin plan.
-pub(crate) struct DistTransfer {
-    p: DistBsr,
-    pt: DistTranspose,
-    galerkin: GalerkinPlan,
+#[derive(Debug)]
+pub struct DistTransfer {
+    pub(crate) p: DistBsr,
+    pub(crate) pt: DistTranspose,
+    pub(crate) galerkin: GalerkinPlan,
 }
 
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
@@ -662,6 +439,8 @@ pub(crate) struct DistTransfer {
 impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
     type Transfer = DistTransfer;
+    type Coarse = CoarseSolve;
+    type State = ();
     type Symbolic = ();
 
     fn global_unknowns(&self) -> usize {
@@ -678,6 +457,94 @@ impl LevelMatrix for DistBsr {
         _previous: Option<()>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
         coarsen(self, near_null, level, params)
+    }
+
+    fn near_null_vectors(near_null: &DistNearNull) -> usize {
+        near_null.k
+    }
+
+    fn p_version(transfer: &DistTransfer) -> u64 {
+        transfer.p.version()
+    }
+
+    fn restrict(transfer: &DistTransfer, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
+        transfer.pt.apply(&transfer.p, r, rc)
+    }
+
+    /// The product into `P`'s scratch, then added (the bits of apply and axpy).
+    fn prolong_add(transfer: &DistTransfer, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        Ok(transfer.p.add_scaled_product(1.0, xc, x)?)
+    }
+
+    /// Gathered on every rank, in the serial order of the level's rows.
+    fn factor_coarse(&self, near_null: Option<&DistNearNull>) -> Result<CoarseSolve, AmgError> {
+        let nn = near_null.ok_or(AmgError::MissingFineOperator)?;
+        gather_factor(self, &nn.serial_ids)
+    }
+
+    fn coarse_solve(
+        &self,
+        coarse: &CoarseSolve,
+        b: &Vector,
+        x: &mut Vector,
+    ) -> Result<(), AmgError> {
+        coarse.solve(self, b, x)
+    }
+
+    fn refresh_diagonal(&self, pbj: &mut PointBlockJacobi, _bs: usize) -> Result<(), AmgError> {
+        pbj.update(self.diag())
+    }
+
+    /// From the serial start vector (hashed at the serial index of each owned unknown), in
+    /// vectors of its own.
+    fn hot_emax(
+        &self,
+        pbj: &PointBlockJacobi,
+        near_null: Option<&DistNearNull>,
+        level: usize,
+        params: &AmgParams,
+        _work: &mut LevelWork,
+    ) -> Result<Option<f64>, AmgError> {
+        let nn = near_null.ok_or(AmgError::MissingFineOperator)?;
+        let rows = serial_rows(&nn.serial_ids, self.pattern().block_size());
+        dist_emax(self, pbj, &rows, params, level).map(Some)
+    }
+
+    /// The Galerkin plan holds for the level's pattern (fixed on ranks).
+    fn replan_galerkin(
+        _transfer: &mut DistTransfer,
+        _a: &DistBsr,
+        _next: Option<&mut DistBsr>,
+    ) -> Result<bool, AmgError> {
+        Ok(false)
+    }
+
+    /// The coarse operator's values overwritten in place (no allocation per update).
+    fn galerkin_into(
+        tr: &mut DistTransfer,
+        a: &DistBsr,
+        next: &mut DistBsr,
+        messages: &mut MessageReport,
+    ) -> Result<(), AmgError> {
+        messages.prolongator_values += tr.galerkin.product_into(a, &tr.p, next)? as u64;
+        messages.sent_bytes += tr.galerkin.last_sent_bytes();
+        Ok(())
+    }
+
+    fn level_work(&self, finest: bool) -> Result<LevelWork, AmgError> {
+        let (b, x) = if finest {
+            (Vector::zeros(0), Vector::zeros(0))
+        } else {
+            (self.owned_zeros()?, self.owned_zeros()?)
+        };
+        Ok(LevelWork {
+            b,
+            x,
+            sw: SmootherWork {
+                r: self.owned_zeros()?,
+                d: self.owned_zeros()?,
+            },
+        })
     }
 }
 
@@ -776,15 +643,6 @@ fn serial_rows(serial_ids: &[u64], bs: usize) -> Vec<u64> {
     serial_ids
         .iter()
         .flat_map(|&s| (0..bs as u64).map(move |c| bs as u64 * s + c))
-        .collect()
-}
-
-/// The block serial ids of [`serial_rows`]'s output.
-fn coarse_serial_ids(serial_rows: &[u64], bs: usize) -> Vec<u64> {
-    serial_rows
-        .iter()
-        .step_by(bs)
-        .map(|&r| r / bs as u64)
         .collect()
 }
 

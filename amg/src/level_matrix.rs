@@ -11,16 +11,27 @@
 
 use crate::hierarchy::{build_smoother, checked_emax};
 use crate::params::AmgParams;
-use crate::report::SetupTimings;
-use crate::smoother::Smoother;
+use crate::report::{MessageReport, SetupTimings};
+use crate::smoother::{Smoother, SmoothingOperator};
+use crate::vcycle::LevelWork;
 use crate::{AmgError, PointBlockJacobi};
+use linalg::Vector;
+use std::fmt::Debug;
 
-/// A level operator as the set-up loop sees it.
-pub(crate) trait LevelMatrix: Sized {
+/// A level operator as the set-up loop, the hot update and the V-cycle of the one
+/// [`crate::Hierarchy`] see it: the operations that differ between one process and ranks.
+/// (Public in a private module: nameable only inside the crate.)
+pub trait LevelMatrix: SmoothingOperator + Sized + Sync + Debug {
     /// A level's near-null space (on ranks: the owned rows with their serial ids).
-    type NearNull;
-    /// What coarsening a level builds besides the next operator: `P` and its plans.
-    type Transfer;
+    type NearNull: Debug + Sync;
+    /// What coarsening a level builds besides the next operator: `P` (its transpose on ranks)
+    /// and its plans.
+    type Transfer: Debug + Sync;
+    /// The coarsest level's solver (a dense inverse; on ranks gathered in the serial order).
+    type Coarse: Debug + Sync;
+    /// What a hierarchy of this operator keeps besides its levels (serial: the fine shape,
+    /// device and report; nothing on ranks).
+    type State: Debug + Sync;
     /// The symbolic part of a transfer a renewal may keep (where the aggregates and patterns
     /// come out unchanged); `()` where nothing is kept.
     type Symbolic;
@@ -41,10 +52,70 @@ pub(crate) trait LevelMatrix: Sized {
         tm: &mut SetupTimings,
         previous: Option<Self::Symbolic>,
     ) -> Result<Option<Coarsened<Self>>, AmgError>;
+
+    /// Unknowns per node of a level of near-null space `near_null` (its vector count).
+    fn near_null_vectors(near_null: &Self::NearNull) -> usize;
+
+    /// The version of a transfer's prolongator.
+    fn p_version(transfer: &Self::Transfer) -> u64;
+
+    /// `rc = P^T r` through `transfer` (collective on ranks).
+    fn restrict(transfer: &Self::Transfer, r: &Vector, rc: &mut Vector) -> Result<(), AmgError>;
+
+    /// `x += P xc` through `transfer` (collective on ranks).
+    fn prolong_add(transfer: &Self::Transfer, xc: &Vector, x: &mut Vector) -> Result<(), AmgError>;
+
+    /// The coarsest level's solver for this operator (the coarsest; `near_null`: its
+    /// near-null space where the hierarchy keeps one). Collective on ranks.
+    fn factor_coarse(&self, near_null: Option<&Self::NearNull>) -> Result<Self::Coarse, AmgError>;
+
+    /// `x = A^{-1} b` on this, the coarsest operator, with its solver `coarse`.
+    fn coarse_solve(
+        &self,
+        coarse: &Self::Coarse,
+        b: &Vector,
+        x: &mut Vector,
+    ) -> Result<(), AmgError>;
+
+    /// The point-block Jacobi inverses of this operator's new values written into `pbj`
+    /// (`bs`: the level's unknowns per node).
+    fn refresh_diagonal(&self, pbj: &mut PointBlockJacobi, bs: usize) -> Result<(), AmgError>;
+
+    /// The estimate of `lambda_max(D^{-1} A)` of a hot update, where a cold set-up makes it
+    /// (`work`: the level's V-cycle vectors, free between cycles). Collective on ranks.
+    fn hot_emax(
+        &self,
+        pbj: &PointBlockJacobi,
+        near_null: Option<&Self::NearNull>,
+        level: usize,
+        params: &AmgParams,
+        work: &mut LevelWork,
+    ) -> Result<Option<f64>, AmgError>;
+
+    /// Rebuilds a transfer's Galerkin plan (and the next operator's pattern) where this
+    /// level's pattern is no longer the one it was built for; whether it did.
+    fn replan_galerkin(
+        transfer: &mut Self::Transfer,
+        a: &Self,
+        next: Option<&mut Self>,
+    ) -> Result<bool, AmgError>;
+
+    /// `next = P^T A P` in place (the numeric Galerkin product of a hot update); the
+    /// messages it sent are added to `messages`. Collective on ranks.
+    fn galerkin_into(
+        transfer: &mut Self::Transfer,
+        a: &Self,
+        next: &mut Self,
+        messages: &mut MessageReport,
+    ) -> Result<(), AmgError>;
+
+    /// The V-cycle vectors of a level of this operator, where it lives (`finest`: no
+    /// right-hand side and iterate of its own).
+    fn level_work(&self, finest: bool) -> Result<LevelWork, AmgError>;
 }
 
 /// What coarsening one level produced.
-pub(crate) struct Coarsened<M: LevelMatrix> {
+pub struct Coarsened<M: LevelMatrix> {
     /// The level's smoother (its diagonal and eigenvalue estimate served the smoothing of `P`).
     pub(crate) smoother: Smoother,
     pub(crate) transfer: M::Transfer,

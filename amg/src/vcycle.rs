@@ -12,7 +12,7 @@ use linalg::Vector;
 /// right-hand side and iterate (empty on the finest: the caller's are used), and the smoother's
 /// scratch.
 #[derive(Debug)]
-pub(crate) struct LevelWork {
+pub struct LevelWork {
     pub(crate) b: Vector,
     pub(crate) x: Vector,
     pub(crate) sw: SmootherWork,

@@ -26,13 +26,14 @@ use linalg::{Device, Vector};
 
 use super::device_coarse::CoarsestOnOwner;
 use super::device_update::DeviceGalerkin;
-use super::{v_cycle_in, CoarseSolve, CycleLevel, DistHierarchy, DistTranspose};
+use super::{CoarseSolve, DistHierarchy, DistTranspose};
 use crate::hierarchy::build_smoother;
 use crate::level_matrix::refresh_smoother;
 use crate::params::{AmgParams, Reuse};
 use crate::report::{MessageReport, SetupTimings, TransferReport, UpdateReport};
-use crate::smoother::Smoother;
-use crate::{AmgError, PointBlockJacobi, Preconditioner};
+use crate::smoother::{Smoother, SmootherWork};
+use crate::vcycle::{CycleLevels, LevelWork};
+use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
 use std::time::Instant;
 
 /// `y = P^T x` for a GPU prolongator (see [`DistTranspose::apply`]): the transposed parts'
@@ -185,15 +186,23 @@ impl DeviceDistHierarchy {
             });
         }
         let mut levels = Vec::with_capacity(host.levels.len());
-        for l in &host.levels {
-            let a = l.a.to_device(device)?;
-            let smoother = device_smoother(l.smoother.as_ref(), &a, host)?;
-            let (p, galerkin, start) = match &l.p {
-                Some((p, pt, g)) => (
-                    Some((p.to_device(device)?, transpose_to(pt, device)?)),
-                    device_galerkin(g, device)?,
-                    Some(start_vector(&a, &l.serial_rows)?),
-                ),
+        for (l, lev) in host.levels.iter().enumerate() {
+            let a = lev
+                .a
+                .as_ref()
+                .ok_or(AmgError::MissingFineOperator)?
+                .to_device(device)?;
+            let smoother = device_smoother(lev.smoother.as_ref(), &a, host)?;
+            let (p, galerkin, start) = match host.transfers.get(l) {
+                Some(t) => {
+                    let rows =
+                        super::serial_rows(host.level_serial_ids(l)?, a.pattern().block_size());
+                    (
+                        Some((t.p.to_device(device)?, transpose_to(&t.pt, device)?)),
+                        device_galerkin(&t.galerkin, device)?,
+                        Some(start_vector(&a, &rows)?),
+                    )
+                }
                 None => (None, None, None),
             };
             levels.push(DeviceLevel {
@@ -204,7 +213,7 @@ impl DeviceDistHierarchy {
                 start,
             });
         }
-        let last = host.levels.last().expect("a hierarchy has a level");
+        let last = host.levels.len() - 1;
         let coarse = Coarsest::new(&levels.last().expect("a level").a, &host.coarse)?;
         Ok(Self {
             device: device.clone(),
@@ -212,10 +221,7 @@ impl DeviceDistHierarchy {
             work: Default::default(),
             coarse,
             params: host.params.clone(),
-            coarse_serial_ids: super::coarse_serial_ids(
-                &last.serial_rows,
-                last.a.pattern().block_size(),
-            ),
+            coarse_serial_ids: host.level_serial_ids(last)?.to_vec(),
         })
     }
 
@@ -365,20 +371,26 @@ impl DeviceDistHierarchy {
             // Only the fine operator changed; the smoothers are the old operator's, as on the
             // host.
             let at = self.device.transfers().host_to_device;
-            self.levels[0].a.upload_values_from(&host.levels[0].a)?;
+            let fine = host.levels[0]
+                .a
+                .as_ref()
+                .ok_or(AmgError::MissingFineOperator)?;
+            self.levels[0].a.upload_values_from(fine)?;
             bytes.operators = self.device.transfers().host_to_device - at;
             return Ok(bytes);
         }
-        for (d, h) in self.levels.iter_mut().zip(&host.levels) {
+        for (l, (d, h)) in self.levels.iter_mut().zip(&host.levels).enumerate() {
             let at = self.device.transfers().host_to_device;
-            if std::sync::Arc::ptr_eq(d.a.pattern(), h.a.pattern()) {
-                d.a.upload_values_from(&h.a)?;
+            let ha = h.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+            if std::sync::Arc::ptr_eq(d.a.pattern(), ha.pattern()) {
+                d.a.upload_values_from(ha)?;
             } else {
-                d.a = h.a.to_device(&self.device)?;
+                d.a = ha.to_device(&self.device)?;
             }
             d.smoother = device_smoother(h.smoother.as_ref(), &d.a, host)?;
             bytes.operators += self.device.transfers().host_to_device - at;
-            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, &h.p) {
+            let host_transfer = host.transfers.get(l).map(|t| (&t.p, &t.pt, &t.galerkin));
+            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, host_transfer) {
                 if dp.version() != hp.version() {
                     let at = self.device.transfers().host_to_device;
                     *dp = hp.to_device(&self.device)?;
@@ -459,4 +471,123 @@ fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, Amg
         offd_t: t.offd_t.to_device(device)?,
         ghost: std::sync::Mutex::new(None),
     })
+}
+
+/// One level of the device V-cycle: its operator, and above the coarsest its
+/// smoother and prolongator with the prolongator's transpose.
+trait CycleLevel {
+    fn operator(&self) -> &DistBsr;
+    fn smoother(&self) -> Option<&Smoother>;
+    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)>;
+}
+
+/// The device hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
+/// hierarchy and made at its first cycle: with the operators' own product scratch
+/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
+/// makes it anew where a level's layout or device changed (a refresh with new patterns).
+impl CycleWorkspace {
+    /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
+    fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
+        let fits = self.levels.len() == levels.len()
+            && self.levels.iter().zip(levels).all(|(w, l)| {
+                let a = l.operator();
+                let owned = a.pattern().owned_layout();
+                w.sw.r.layout().matches(owned) && w.sw.r.device().same_as(&a.device())
+            });
+        if fits {
+            return Ok(());
+        }
+        self.levels = levels
+            .iter()
+            .enumerate()
+            .map(|(l, level)| {
+                let a = level.operator();
+                let (b, x) = if l == 0 {
+                    (Vector::zeros(0), Vector::zeros(0))
+                } else {
+                    (a.owned_zeros()?, a.owned_zeros()?)
+                };
+                Ok(LevelWork {
+                    b,
+                    x,
+                    sw: SmootherWork {
+                        r: a.owned_zeros()?,
+                        d: a.owned_zeros()?,
+                    },
+                })
+            })
+            .collect::<Result<_, AmgError>>()?;
+        Ok(())
+    }
+}
+
+/// One V-cycle from `x = 0` on the finest of `levels` in the hierarchy's `work` (made or
+/// re-made to fit the levels first); an error, never a wait, if another thread holds it.
+fn v_cycle_in<L: CycleLevel>(
+    levels: &[L],
+    work: &std::sync::Mutex<CycleWorkspace>,
+    b: &Vector,
+    x: &mut Vector,
+    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
+) -> Result<(), AmgError> {
+    let mut work = match work.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return Err(AmgError::WorkspaceBusy),
+    };
+    work.fit(levels)?;
+    let (first, rest) = work
+        .levels
+        .split_first_mut()
+        .expect("a hierarchy has a level");
+    crate::vcycle::v_cycle(&DistCycle { levels, coarse }, 0, b, x, &mut first.sw, rest)
+}
+
+/// The device hierarchy's levels with its coarsest solve, as the one
+/// V-cycle ([`crate::vcycle::v_cycle`]) sees them: the serial cycle's operations on the rank's
+/// rows (`P^T` through [`DistTranspose`], `P` through the halo).
+struct DistCycle<'a, L> {
+    levels: &'a [L],
+    coarse: &'a dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
+}
+
+impl<L: CycleLevel> DistCycle<'_, L> {
+    /// The prolongator of level `l` and its transpose (above the coarsest).
+    fn transfer(&self, l: usize) -> Result<(&DistBsr, &DistTranspose), AmgError> {
+        self.levels[l]
+            .transfer()
+            .ok_or(AmgError::DimensionMismatch {
+                what: "distributed V-cycle transfers",
+                expected: l + 1,
+                found: l,
+            })
+    }
+}
+
+impl<L: CycleLevel> CycleLevels for DistCycle<'_, L> {
+    type Operator = DistBsr;
+
+    fn operator(&self, l: usize) -> &DistBsr {
+        self.levels[l].operator()
+    }
+
+    fn smoother(&self, l: usize) -> Option<&Smoother> {
+        let level = &self.levels[l];
+        level.smoother().filter(|_| level.transfer().is_some())
+    }
+
+    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
+        let (p, pt) = self.transfer(l)?;
+        pt.apply(p, r, rc)
+    }
+
+    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        // the product into P's scratch, then added (the bits of apply and axpy)
+        let (p, _) = self.transfer(l)?;
+        Ok(p.add_scaled_product(1.0, xc, x)?)
+    }
+
+    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        (self.coarse)(self.levels[l].operator(), b, x)
+    }
 }

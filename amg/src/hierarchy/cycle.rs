@@ -7,28 +7,37 @@
 //! cycles concurrently give each its own ([`VCycle::apply_in`]).
 
 use super::{Hierarchy, Level};
+use crate::level_matrix::LevelMatrix;
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::{CycleLevels, LevelWork};
 use crate::{AmgError, Preconditioner};
-use linalg::{prolong_add, restrict, Bsr, Device, Vector};
+use linalg::{Bsr, Device, Vector};
 use std::sync::TryLockError;
 
 /// The vectors of one V-cycle on a given hierarchy ([`Hierarchy::workspace`]); every hierarchy
-/// cycles in one: a distributed one holds its own, empty (`Default`) until its first cycle.
+/// cycles in one.
 #[derive(Debug, Default)]
 pub struct CycleWorkspace {
     pub(crate) levels: Vec<LevelWork>,
 }
 
 /// The V-cycle of a hierarchy on the caller's fine operator (see [`Hierarchy::with_operator`]).
-#[derive(Debug, Clone, Copy)]
-pub struct VCycle<'a> {
-    hierarchy: &'a Hierarchy,
-    fine: &'a Bsr,
+#[derive(Debug)]
+pub struct VCycle<'a, M: LevelMatrix = Bsr> {
+    hierarchy: &'a Hierarchy<M>,
+    fine: &'a M,
 }
 
-impl<'a> VCycle<'a> {
-    pub(super) fn new(hierarchy: &'a Hierarchy, fine: &'a Bsr) -> Self {
+impl<M: LevelMatrix> Clone for VCycle<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M: LevelMatrix> Copy for VCycle<'_, M> {}
+
+impl<'a, M: LevelMatrix> VCycle<'a, M> {
+    pub(super) fn new(hierarchy: &'a Hierarchy<M>, fine: &'a M) -> Self {
         Self { hierarchy, fine }
     }
 
@@ -49,28 +58,43 @@ impl Hierarchy {
     /// below the finest a right-hand side and an iterate, for every level the smoother's two
     /// scratch vectors.
     pub fn workspace(&self) -> Result<CycleWorkspace, AmgError> {
-        let n_fine = self.fine_pattern.n_block_rows() * self.fine_bs;
-        Self::new_workspace(&self.levels, n_fine, &self.device)
+        let n_fine = self.state.fine_pattern.n_block_rows() * self.state.fine_bs;
+        let levels = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(l, lev)| match &lev.a {
+                Some(a) => a.level_work(l == 0),
+                None => serial_level_work(&self.state.device, n_fine, l == 0),
+            })
+            .collect::<Result<_, AmgError>>()?;
+        Ok(CycleWorkspace { levels })
     }
+}
 
-    /// The workspace's vectors on `device` (where the hierarchy's operators live).
-    pub(super) fn new_workspace(
-        levels: &[Level],
-        n_fine: usize,
-        device: &Device,
-    ) -> Result<CycleWorkspace, AmgError> {
+/// The V-cycle vectors of a serial level of `n` unknowns on `device` (on the finest no
+/// right-hand side and iterate of its own).
+pub(crate) fn serial_level_work(
+    device: &Device,
+    n: usize,
+    finest: bool,
+) -> Result<LevelWork, AmgError> {
+    let m = if finest { 0 } else { n };
+    Ok(LevelWork {
+        b: Vector::zeros_on(device, m)?,
+        x: Vector::zeros_on(device, m)?,
+        sw: SmootherWork::new_on(device, n)?,
+    })
+}
+
+impl<M: LevelMatrix> Hierarchy<M> {
+    /// The workspace of one V-cycle on `levels` ([`LevelMatrix::level_work`]), `fine` on level
+    /// 0 where the level holds no operator.
+    pub(crate) fn new_workspace(levels: &[Level<M>], fine: &M) -> Result<CycleWorkspace, AmgError> {
         let levels = levels
             .iter()
             .enumerate()
-            .map(|(l, lev)| {
-                let n = lev.a.as_ref().map_or(n_fine, Bsr::n_rows);
-                let m = if l == 0 { 0 } else { n };
-                Ok(LevelWork {
-                    b: Vector::zeros_on(device, m)?,
-                    x: Vector::zeros_on(device, m)?,
-                    sw: SmootherWork::new_on(device, n)?,
-                })
-            })
+            .map(|(l, lev)| lev.a.as_ref().unwrap_or(fine).level_work(l == 0))
             .collect::<Result<_, AmgError>>()?;
         Ok(CycleWorkspace { levels })
     }
@@ -79,7 +103,7 @@ impl Hierarchy {
     /// hierarchy holds none), in `ws`.
     fn v_cycle(
         &self,
-        fine: &Bsr,
+        fine: &M,
         r: &Vector,
         z: &mut Vector,
         ws: &mut CycleWorkspace,
@@ -100,7 +124,7 @@ impl Hierarchy {
 
     /// One V-cycle with the hierarchy's own workspace; an error (never a wait, never an
     /// allocation) if another thread holds it.
-    fn v_cycle_own(&self, fine: &Bsr, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
+    fn v_cycle_own(&self, fine: &M, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
         let mut guard = match self.work.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
@@ -110,12 +134,14 @@ impl Hierarchy {
     }
 }
 
-/// The serial levels: level 0's operator is the caller's where the hierarchy holds none; the
-/// transfers are the fused kernels (the restriction through the Galerkin plan's `P^T` map).
-impl CycleLevels for VCycle<'_> {
-    type Operator = Bsr;
+/// The levels of any hierarchy: level 0's operator is the caller's where the hierarchy holds
+/// none; the transfers and the coarsest solve are `M`'s (serial: the fused kernels, the
+/// restriction through the Galerkin plan's `P^T` map; on ranks `P^T` through its transposed
+/// parts and `P` through the halo).
+impl<M: LevelMatrix> CycleLevels for VCycle<'_, M> {
+    type Operator = M;
 
-    fn operator(&self, l: usize) -> &Bsr {
+    fn operator(&self, l: usize) -> &M {
         self.hierarchy.levels[l].a.as_ref().unwrap_or(self.fine)
     }
 
@@ -128,20 +154,19 @@ impl CycleLevels for VCycle<'_> {
     }
 
     fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
-        let tr = &self.hierarchy.transfers[l];
-        Ok(restrict(&tr.galerkin, &tr.p, r, rc)?)
+        M::restrict(&self.hierarchy.transfers[l], r, rc)
     }
 
     fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        Ok(prolong_add(&self.hierarchy.transfers[l].p, xc, x)?)
+        M::prolong_add(&self.hierarchy.transfers[l], xc, x)
     }
 
-    fn coarse_solve(&self, _l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        Ok(self.hierarchy.coarse.solve(b, x)?)
+    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        self.operator(l).coarse_solve(&self.hierarchy.coarse, b, x)
     }
 }
 
-impl Preconditioner for Hierarchy {
+impl<M: LevelMatrix> Preconditioner for Hierarchy<M> {
     /// One V(d, d) cycle from a zero initial guess (symmetric: the same smoother before and after),
     /// in the hierarchy's own workspace. Errors if the hierarchy holds no fine operator (blocked
     /// [`Hierarchy::setup_external`]: use [`Hierarchy::with_operator`]) or another thread is
@@ -155,7 +180,7 @@ impl Preconditioner for Hierarchy {
     }
 }
 
-impl Preconditioner for VCycle<'_> {
+impl<M: LevelMatrix> Preconditioner for VCycle<'_, M> {
     /// One V(d, d) cycle from a zero initial guess on the bound fine operator, in the hierarchy's
     /// own workspace (see [`VCycle::apply_in`] for concurrent cycles).
     fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {

@@ -43,6 +43,7 @@ mod update;
 pub use cycle::{CycleWorkspace, VCycle};
 
 use crate::aggregation::Aggregates;
+use crate::level_matrix::{BuiltLevel, LevelMatrix};
 use crate::params::{AmgParams, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
@@ -92,21 +93,38 @@ pub fn check_device_memory(device: &Device, need: u64) -> Result<(), AmgError> {
 
 /// One level: its operator and (except on the coarsest) its smoother.
 #[derive(Debug)]
-struct Level {
+pub(crate) struct Level<M: LevelMatrix> {
     /// The operator in the hierarchy's storage. `None` only on level 0 of an external, blocked
-    /// hierarchy (the caller's operator is used).
-    a: Option<Bsr>,
+    /// serial hierarchy (the caller's operator is used) and during a hot update on ranks.
+    pub(crate) a: Option<M>,
     /// Unknowns per node (aggregate): the logical block size, whatever the storage.
-    bs: usize,
-    smoother: Option<Smoother>,
-    /// Near-null space of the level. On level 0 only with `reuse: none` (whose update rebuilds
-    /// from it); otherwise the caller holds it and the hierarchy keeps no copy.
-    near_null: Option<NearNullSpace>,
+    pub(crate) bs: usize,
+    pub(crate) smoother: Option<Smoother>,
+    /// Near-null space of the level. Serial, on level 0 only with `reuse: none` (whose update
+    /// rebuilds from it): otherwise the caller holds it and the hierarchy keeps no copy. On
+    /// ranks always (its serial ids place the eigenvalue start vectors and the coarse rows).
+    pub(crate) near_null: Option<M::NearNull>,
+}
+
+impl<M: LevelMatrix> Level<M> {
+    /// The levels of a set-up as [`crate::level_matrix::build_levels`] built them (`fine_bs`:
+    /// the fine operator's unknowns per node).
+    pub(crate) fn from_built(built: Vec<BuiltLevel<M>>, fine_bs: usize) -> Vec<Self> {
+        built
+            .into_iter()
+            .map(|l| Level {
+                bs: l.near_null.as_ref().map_or(fine_bs, M::near_null_vectors),
+                a: l.a,
+                smoother: l.smoother,
+                near_null: l.near_null,
+            })
+            .collect()
+    }
 }
 
 /// Interpolation between level `l` and `l + 1`, with its P-side plans.
 #[derive(Debug)]
-pub(crate) struct Transfer {
+pub struct Transfer {
     aggregates: Aggregates,
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
@@ -128,7 +146,7 @@ pub(crate) struct Transfer {
 /// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
 /// and the pattern are the same.
 #[derive(Debug)]
-pub(crate) struct SymbolicTransfer {
+pub struct SymbolicTransfer {
     aggregates: Aggregates,
     smoothing: Option<SpgemmPlan>,
     galerkin: PtapPlan,
@@ -157,16 +175,11 @@ impl Transfer {
     }
 }
 
-/// Smoothed-aggregation AMG hierarchy. A [`crate::Preconditioner`] (one symmetric V-cycle per apply) when
-/// it holds the fine operator; see [`Hierarchy::with_operator`] otherwise.
+/// What a serial hierarchy keeps besides its levels: who owns the fine operator, its shape and
+/// device, and the report.
 #[derive(Debug)]
-pub struct Hierarchy {
-    params: AmgParams,
-    levels: Vec<Level>,
-    transfers: Vec<Transfer>,
-    coarse: DenseFactor,
+pub struct SerialState {
     report: HierarchyReport,
-    next_version: u64,
     /// True if the hierarchy keeps its own blocked `A_0` (`setup`, `setup_owned`).
     owns_fine: bool,
     /// Pattern of the (blocked) fine operator of the last setup or update.
@@ -176,9 +189,25 @@ pub struct Hierarchy {
     /// Where every operator, prolongator, smoother and cycle vector lives (the fine operator's
     /// device at setup).
     device: Device,
+}
+
+/// Smoothed-aggregation AMG hierarchy, one type for one process and for ranks: `M` is the level
+/// operator, [`Bsr`] (the default: the fused serial kernels) or a rank's rows
+/// [`linalg::dist::DistBsr`] ([`crate::dist_cycle::DistHierarchy`]). One set-up loop, one hot
+/// update, one V-cycle; only the level operations of `M` differ. A
+/// [`crate::Preconditioner`] (one symmetric V-cycle per apply) when it holds the fine operator;
+/// see [`Hierarchy::with_operator`] otherwise.
+#[derive(Debug)]
+pub struct Hierarchy<M: LevelMatrix = Bsr> {
+    pub(crate) params: AmgParams,
+    pub(crate) levels: Vec<Level<M>>,
+    pub(crate) transfers: Vec<M::Transfer>,
+    pub(crate) coarse: M::Coarse,
+    pub(crate) next_version: u64,
+    pub(crate) state: M::State,
     /// The workspace of [`crate::Preconditioner::apply`] (callers running concurrent cycles bring
     /// their own, see [`Hierarchy::workspace`]).
-    work: Mutex<CycleWorkspace>,
+    pub(crate) work: Mutex<CycleWorkspace>,
 }
 
 fn secs(t: Instant) -> f64 {
@@ -295,7 +324,7 @@ impl Hierarchy {
 
     /// Makes `a` (the operator of the setup) the hierarchy's own fine operator (blocked storage).
     fn own_fine(&mut self, a: Bsr) {
-        self.owns_fine = true;
+        self.state.owns_fine = true;
         if self.params.storage == Storage::Blocked {
             self.levels[0].a = Some(a);
         }
@@ -303,22 +332,22 @@ impl Hierarchy {
 
     /// Errors unless `a` has the block rows and block size of the hierarchy's fine operator.
     fn check_shape(&self, a: &Bsr) -> Result<(), AmgError> {
-        if !a.device().same_as(&self.device) {
+        if !a.device().same_as(&self.state.device) {
             return Err(LinalgError::DeviceMismatch {
                 what: "AMG operator (the hierarchy's device)",
-                expected: self.device.name(),
+                expected: self.state.device.name(),
                 found: a.device().name(),
             }
             .into());
         }
-        if a.pattern().n_block_rows() != self.fine_pattern.n_block_rows()
-            || a.pattern().n_block_cols() != self.fine_pattern.n_block_cols()
-            || a.block_rows() != self.fine_bs
-            || a.block_cols() != self.fine_bs
+        if a.pattern().n_block_rows() != self.state.fine_pattern.n_block_rows()
+            || a.pattern().n_block_cols() != self.state.fine_pattern.n_block_cols()
+            || a.block_rows() != self.state.fine_bs
+            || a.block_cols() != self.state.fine_bs
         {
             return Err(AmgError::OperatorChanged {
-                expected: self.fine_pattern.n_block_rows(),
-                expected_bs: self.fine_bs,
+                expected: self.state.fine_pattern.n_block_rows(),
+                expected_bs: self.state.fine_bs,
                 found: a.pattern().n_block_rows(),
                 found_bs: a.block_rows(),
             });
@@ -332,7 +361,7 @@ impl Hierarchy {
     /// hierarchy's own expansion is used and `a` is only checked.
     pub fn with_operator<'a>(&'a self, a: &'a Bsr) -> Result<VCycle<'a>, AmgError> {
         self.check_shape(a)?;
-        if !BlockPattern::same(&self.fine_pattern, a.pattern()) {
+        if !BlockPattern::same(&self.state.fine_pattern, a.pattern()) {
             return Err(AmgError::OperatorPatternChanged);
         }
         Ok(VCycle::new(self, a))
@@ -340,7 +369,7 @@ impl Hierarchy {
 
     /// The device the hierarchy lives on (its setup operator's).
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.state.device
     }
 
     /// Storage of the operators and prolongators.
@@ -350,23 +379,7 @@ impl Hierarchy {
 
     /// Sizes, complexities and the cold-setup timings.
     pub fn report(&self) -> &HierarchyReport {
-        &self.report
-    }
-
-    /// The parameters the hierarchy was built with.
-    pub fn params(&self) -> &AmgParams {
-        &self.params
-    }
-
-    /// Number of levels, the finest included.
-    pub fn n_levels(&self) -> usize {
-        self.levels.len()
-    }
-
-    /// Operator of level `l` (0 = finest) in the hierarchy's storage; `None` for level 0 of an
-    /// external blocked hierarchy (the caller holds it).
-    pub fn operator(&self, l: usize) -> Option<&Bsr> {
-        self.levels.get(l).and_then(|lev| lev.a.as_ref())
+        &self.state.report
     }
 
     /// Near-null space of level `l` (the coarse ones are the `R` factors of the tentative QR).
@@ -395,11 +408,6 @@ impl Hierarchy {
         levels + self.transfers.iter().map(|t| bsr(&t.p)).sum::<usize>()
     }
 
-    /// Smoother of level `l` (absent on the coarsest).
-    pub fn smoother(&self, l: usize) -> Option<&Smoother> {
-        self.levels.get(l).and_then(|lev| lev.smoother.as_ref())
-    }
-
     /// Aggregates of level `l` (absent on the coarsest).
     pub fn aggregates(&self, l: usize) -> Option<&Aggregates> {
         self.transfers.get(l).map(|t| &t.aggregates)
@@ -409,9 +417,40 @@ impl Hierarchy {
     pub fn prolongator(&self, l: usize) -> Option<&Bsr> {
         self.transfers.get(l).map(|t| &t.p)
     }
+}
+
+impl<M: LevelMatrix> Hierarchy<M> {
+    /// The parameters the hierarchy was built with.
+    pub fn params(&self) -> &AmgParams {
+        &self.params
+    }
+
+    /// Number of levels, the finest included.
+    pub fn n_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Operator of level `l` (0 = finest) in the hierarchy's storage; `None` for level 0 of an
+    /// external blocked hierarchy (the caller holds it).
+    pub fn operator(&self, l: usize) -> Option<&M> {
+        self.levels.get(l).and_then(|lev| lev.a.as_ref())
+    }
+
+    /// Smoother of level `l` (absent on the coarsest).
+    pub fn smoother(&self, l: usize) -> Option<&Smoother> {
+        self.levels.get(l).and_then(|lev| lev.smoother.as_ref())
+    }
 
     /// Versions of the prolongators, finest first.
     pub fn p_versions(&self) -> Vec<u64> {
-        self.transfers.iter().map(|t| t.p_version).collect()
+        self.transfers.iter().map(M::p_version).collect()
+    }
+
+    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
+    pub fn emax(&self) -> Vec<f64> {
+        self.levels
+            .iter()
+            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
+            .collect()
     }
 }

@@ -31,7 +31,7 @@ impl Hierarchy {
     ) -> Result<RenewalReport, AmgError> {
         let t_total = Instant::now();
         self.check_shape(a)?;
-        let device = self.device.clone();
+        let device = self.state.device.clone();
         let before = device.transfers();
         let previous = std::mem::take(&mut self.transfers)
             .into_iter()
@@ -40,7 +40,7 @@ impl Hierarchy {
         // the old operators, prolongators and smoothers go before the new ones are built
         self.levels.clear();
         let params = self.params.clone();
-        let owns = self.owns_fine;
+        let owns = self.state.owns_fine;
         *self = Self::setup_impl(
             a,
             Cow::Borrowed(near_null),
@@ -51,11 +51,11 @@ impl Hierarchy {
         if owns {
             let t = Instant::now();
             self.own_fine(a.clone());
-            self.report.setup.copy_operator_s = t.elapsed().as_secs_f64();
+            self.state.report.setup.copy_operator_s = t.elapsed().as_secs_f64();
         }
-        let mut timings = self.report.setup.clone();
+        let mut timings = self.state.report.setup.clone();
         timings.total_s = t_total.elapsed().as_secs_f64();
-        let plans_reused = self.report.plans_reused;
+        let plans_reused = self.state.report.plans_reused;
         Ok(RenewalReport {
             plans_reused,
             plans_built: self.transfers.len() - plans_reused,

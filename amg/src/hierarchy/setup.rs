@@ -2,20 +2,26 @@
 //! smooth, Galerkin. Each stage is one call into its own module and is timed on its own; its
 //! temporaries are dropped as soon as the next stage no longer needs them.
 
+use super::cycle::serial_level_work;
 use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
-    SymbolicTransfer, Transfer,
+    SerialState, SymbolicTransfer, Transfer,
 };
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
-use crate::eig::estimate_emax;
+use crate::eig::{estimate_emax, estimate_emax_in};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Precision, Reuse, Storage};
 use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
+use crate::report::MessageReport;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::tentative_prolongator;
+use crate::vcycle::LevelWork;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
-use linalg::{ptap_numeric, BlockPattern, Bsr, Device, PtapPlan, SpgemmPlan};
+use linalg::dense::DenseFactor;
+use linalg::{
+    prolong_add, ptap_numeric, restrict, BlockPattern, Bsr, Device, PtapPlan, SpgemmPlan, Vector,
+};
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -98,6 +104,8 @@ fn reusable_plans(
 impl LevelMatrix for Bsr {
     type NearNull = NearNullSpace;
     type Transfer = Transfer;
+    type Coarse = DenseFactor;
+    type State = SerialState;
     type Symbolic = SymbolicTransfer;
 
     fn global_unknowns(&self) -> usize {
@@ -114,6 +122,95 @@ impl LevelMatrix for Bsr {
         previous: Option<SymbolicTransfer>,
     ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
         coarsen_level(self, near_null, level, version, params, tm, previous)
+    }
+
+    fn near_null_vectors(near_null: &NearNullSpace) -> usize {
+        near_null.n_vectors()
+    }
+
+    fn p_version(transfer: &Transfer) -> u64 {
+        transfer.p_version
+    }
+
+    fn restrict(transfer: &Transfer, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
+        Ok(restrict(&transfer.galerkin, &transfer.p, r, rc)?)
+    }
+
+    fn prolong_add(transfer: &Transfer, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        Ok(prolong_add(&transfer.p, xc, x)?)
+    }
+
+    fn factor_coarse(&self, _near_null: Option<&NearNullSpace>) -> Result<DenseFactor, AmgError> {
+        factor_coarse(self)
+    }
+
+    fn coarse_solve(
+        &self,
+        coarse: &DenseFactor,
+        b: &Vector,
+        x: &mut Vector,
+    ) -> Result<(), AmgError> {
+        Ok(coarse.solve(b, x)?)
+    }
+
+    fn refresh_diagonal(&self, pbj: &mut PointBlockJacobi, bs: usize) -> Result<(), AmgError> {
+        pbj.update_with_block_size(self, bs)
+    }
+
+    /// In the V-cycle's scratch of the level (free between cycles), plus one temporary vector
+    /// on level 0, which keeps no `b`, `x` of its own.
+    fn hot_emax(
+        &self,
+        pbj: &PointBlockJacobi,
+        _near_null: Option<&NearNullSpace>,
+        _level: usize,
+        params: &AmgParams,
+        w: &mut LevelWork,
+    ) -> Result<Option<f64>, AmgError> {
+        let steps = params.eig_steps;
+        if w.b.len() == self.n_rows() {
+            estimate_emax_in(self, pbj, steps, [&mut w.b, &mut w.x, &mut w.sw.r])
+        } else {
+            let mut spare = Vector::zeros_on(&self.device(), self.n_rows())?;
+            estimate_emax_in(self, pbj, steps, [&mut w.sw.r, &mut w.sw.d, &mut spare])
+        }
+    }
+
+    fn replan_galerkin(
+        tr: &mut Transfer,
+        a: &Bsr,
+        next: Option<&mut Bsr>,
+    ) -> Result<bool, AmgError> {
+        if BlockPattern::same(&tr.galerkin_a_pattern, a.pattern()) {
+            return Ok(false);
+        }
+        tr.plan_galerkin(a)?;
+        if let Some(next_a) = next {
+            *next_a = Bsr::zeros_in(
+                &a.device(),
+                tr.galerkin.pattern().clone(),
+                next_a.block_rows(),
+                next_a.block_cols(),
+                next_a.precision(),
+            )?;
+        }
+        Ok(true)
+    }
+
+    /// Ends with a device synchronisation (kernels are asynchronous: the stage's time is its
+    /// own).
+    fn galerkin_into(
+        tr: &mut Transfer,
+        a: &Bsr,
+        next: &mut Bsr,
+        _messages: &mut MessageReport,
+    ) -> Result<(), AmgError> {
+        ptap_numeric(&tr.galerkin, a, &tr.p, next, &mut tr.galerkin_ws)?;
+        Ok(a.device().synchronize()?)
+    }
+
+    fn level_work(&self, finest: bool) -> Result<LevelWork, AmgError> {
+        serial_level_work(&self.device(), self.n_rows(), finest)
     }
 }
 
@@ -250,19 +347,7 @@ impl Hierarchy {
         let built = build_levels(a, &near_null, params, first_version, previous, &mut tm)?;
         let (version, plans_reused) = (built.next_version, built.plans_reused);
         let mut transfers = built.transfers;
-        let mut levels: Vec<Level> = built
-            .levels
-            .into_iter()
-            .map(|l| Level {
-                bs: l
-                    .near_null
-                    .as_ref()
-                    .map_or(fine_bs, NearNullSpace::n_vectors),
-                a: l.a,
-                smoother: l.smoother,
-                near_null: l.near_null,
-            })
-            .collect();
+        let mut levels = Level::from_built(built.levels, fine_bs);
         if params.storage == Storage::Scalar {
             Self::expand_to_scalar(a, &mut levels, &mut transfers, &mut tm)?;
         }
@@ -280,18 +365,20 @@ impl Hierarchy {
         }
         let mut report = HierarchyReport::new(Self::level_reports(&levels, a), tm);
         report.plans_reused = plans_reused;
-        let work = Mutex::new(Self::new_workspace(&levels, a.n_rows(), &a.device())?);
+        let work = Mutex::new(Self::new_workspace(&levels, a)?);
         Ok(Self {
             params: params.clone(),
             levels,
             transfers,
             coarse,
-            report,
             next_version: version,
-            owns_fine: false,
-            fine_pattern: a.pattern().clone(),
-            fine_bs: a.block_rows(),
-            device: a.device(),
+            state: SerialState {
+                report,
+                owns_fine: false,
+                fine_pattern: a.pattern().clone(),
+                fine_bs: a.block_rows(),
+                device: a.device(),
+            },
             work,
         })
     }
@@ -300,7 +387,7 @@ impl Hierarchy {
     /// rebuilds the Galerkin plans (which also serve the restriction) on the scalar patterns.
     fn expand_to_scalar(
         a: &Bsr,
-        levels: &mut [Level],
+        levels: &mut [Level<Bsr>],
         transfers: &mut [Transfer],
         tm: &mut SetupTimings,
     ) -> Result<(), AmgError> {
@@ -325,7 +412,7 @@ impl Hierarchy {
     /// as its fp32 form exists). Later hot updates write these fp32 forms in place.
     fn store_coarse_values(
         precision: Precision,
-        levels: &mut [Level],
+        levels: &mut [Level<Bsr>],
         transfers: &mut [Transfer],
     ) -> Result<(), AmgError> {
         let values = precision.coarse_values();
@@ -343,7 +430,7 @@ impl Hierarchy {
         Ok(())
     }
 
-    pub(super) fn level_reports(levels: &[Level], fine: &Bsr) -> Vec<LevelReport> {
+    pub(super) fn level_reports(levels: &[Level<Bsr>], fine: &Bsr) -> Vec<LevelReport> {
         levels
             .iter()
             .map(|l| {

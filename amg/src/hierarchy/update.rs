@@ -1,32 +1,14 @@
 //! The hot update: a new operator of the same block structure, handled as `reuse` says.
 
-use super::{factor_coarse, secs, Hierarchy};
-use crate::eig::estimate_emax_in;
-use crate::level_matrix::refresh_smoother;
+use super::{secs, Hierarchy};
+use crate::level_matrix::{refresh_smoother, LevelMatrix};
 use crate::params::{Reuse, Storage};
 use crate::report::{HierarchyReport, MessageReport, SetupTimings, TransferReport, UpdateReport};
-use crate::vcycle::LevelWork;
-use crate::{AmgError, PointBlockJacobi};
-use linalg::{ptap_numeric, BlockPattern, Bsr, Vector};
+use crate::AmgError;
+use linalg::{ptap_numeric, BlockPattern, Bsr};
 use std::borrow::Cow;
 use std::sync::PoisonError;
 use std::time::Instant;
-
-/// `lambda_max(D^{-1} A_l)` in the V-cycle's scratch of the level (free between cycles), plus one
-/// temporary vector on level 0, which keeps no `b`, `x` of its own.
-fn hot_emax(
-    a: &Bsr,
-    pbj: &PointBlockJacobi,
-    steps: usize,
-    w: &mut LevelWork,
-) -> Result<Option<f64>, AmgError> {
-    if w.b.len() == a.n_rows() {
-        estimate_emax_in(a, pbj, steps, [&mut w.b, &mut w.x, &mut w.sw.r])
-    } else {
-        let mut spare = Vector::zeros_on(&a.device(), a.n_rows())?;
-        estimate_emax_in(a, pbj, steps, [&mut w.sw.r, &mut w.sw.d, &mut spare])
-    }
-}
 
 /// Copies `src`'s values into `dst` when both carry the same pattern and block sizes; otherwise
 /// replaces `dst` by a copy of `src`.
@@ -50,7 +32,7 @@ impl Hierarchy {
     pub fn update(&mut self, a: &Bsr) -> Result<UpdateReport, AmgError> {
         let t_total = Instant::now();
         self.check_shape(a)?;
-        let device = self.device.clone();
+        let device = self.state.device.clone();
         let before = device.transfers();
         let mut tm = SetupTimings::default();
         let (mut transposes_rebuilt, mut galerkin_plans_rebuilt) = (0, 0);
@@ -63,7 +45,7 @@ impl Hierarchy {
                             .into(),
                     }
                 })?;
-                let owns = self.owns_fine;
+                let owns = self.state.owns_fine;
                 *self = Self::setup_impl(
                     a,
                     Cow::Owned(nns),
@@ -74,25 +56,22 @@ impl Hierarchy {
                 if owns {
                     let t = Instant::now();
                     self.own_fine(a.clone());
-                    self.report.setup.copy_operator_s = secs(t);
+                    self.state.report.setup.copy_operator_s = secs(t);
                 }
-                tm = self.report.setup.clone();
+                tm = self.state.report.setup.clone();
                 transposes_rebuilt = self.transfers.len();
                 galerkin_plans_rebuilt = self.transfers.len();
             }
             Reuse::Interpolation => {
                 self.refresh_fine(a, &mut tm)?;
-                galerkin_plans_rebuilt = self.hot_levels(a, &mut tm)?;
+                let mut messages = MessageReport::default();
+                galerkin_plans_rebuilt = self.hot_update(a, &mut tm, &mut messages)?;
                 // The plan's P^T pattern and slot map are the restriction's transpose.
                 transposes_rebuilt = galerkin_plans_rebuilt;
-                let t = Instant::now();
-                let last = self.levels.len() - 1;
-                self.coarse = factor_coarse(self.levels[last].a.as_ref().unwrap_or(a))?;
-                tm.coarse_factor_s = secs(t);
                 let levels = Self::level_reports(&self.levels, a);
-                let plans_reused = self.report.plans_reused;
-                self.report = HierarchyReport::new(levels, self.report.setup.clone());
-                self.report.plans_reused = plans_reused;
+                let plans_reused = self.state.report.plans_reused;
+                self.state.report = HierarchyReport::new(levels, self.state.report.setup.clone());
+                self.state.report.plans_reused = plans_reused;
             }
         }
         tm.total_s = secs(t_total);
@@ -131,7 +110,7 @@ impl Hierarchy {
 
     /// Brings the stored fine operator (own copy or scalar expansion) to `a`'s values.
     fn refresh_fine(&mut self, a: &Bsr, tm: &mut SetupTimings) -> Result<(), AmgError> {
-        let same = BlockPattern::same(&self.fine_pattern, a.pattern());
+        let same = BlockPattern::same(&self.state.fine_pattern, a.pattern());
         match (self.params.storage, self.levels[0].a.as_mut()) {
             (Storage::Blocked, Some(own)) => {
                 let t = Instant::now();
@@ -149,15 +128,23 @@ impl Hierarchy {
             }
             (_, None) => {}
         }
-        self.fine_pattern = a.pattern().clone();
+        self.state.fine_pattern = a.pattern().clone();
         Ok(())
     }
+}
 
-    /// The hot levels of `reuse: interpolation`: per level, the Galerkin plan if the operator's
-    /// pattern changed under it, smoother diagonals (and eigenvalue estimates), numeric Galerkin
-    /// product. `fine` is the caller's operator, used on level 0 when the hierarchy holds none.
-    /// Returns the number of Galerkin plans rebuilt.
-    fn hot_levels(&mut self, fine: &Bsr, tm: &mut SetupTimings) -> Result<usize, AmgError> {
+impl<M: LevelMatrix> Hierarchy<M> {
+    /// The hot update of `reuse: interpolation` (the stored fine operator already replaced;
+    /// `fine` is the caller's, used on level 0 where the hierarchy holds none): per level, the
+    /// Galerkin plan if the operator's pattern changed under it, smoother diagonals (and
+    /// eigenvalue estimates, [`refresh_smoother`]), numeric Galerkin product; then the coarsest
+    /// factor. Returns the number of Galerkin plans rebuilt. Collective on ranks.
+    pub(crate) fn hot_update(
+        &mut self,
+        fine: &M,
+        tm: &mut SetupTimings,
+        messages: &mut MessageReport,
+    ) -> Result<usize, AmgError> {
         let mut plans_rebuilt = 0;
         let work = self.work.get_mut().unwrap_or_else(PoisonError::into_inner);
         for l in 0..self.transfers.len() {
@@ -166,39 +153,34 @@ impl Hierarchy {
             let a_l = lev.a.as_ref().unwrap_or(fine);
             let tr = &mut self.transfers[l];
             let t = Instant::now();
-            if !BlockPattern::same(&tr.galerkin_a_pattern, a_l.pattern()) {
-                tr.plan_galerkin(a_l)?;
-                if let Some(next_a) = next.a.as_mut() {
-                    *next_a = Bsr::zeros_in(
-                        &a_l.device(),
-                        tr.galerkin.pattern().clone(),
-                        next_a.block_rows(),
-                        next_a.block_cols(),
-                        next_a.precision(),
-                    )?;
-                }
+            if M::replan_galerkin(tr, a_l, next.a.as_mut())? {
                 plans_rebuilt += 1;
             }
             tm.galerkin_symbolic_s += secs(t);
             let t = Instant::now();
-            let bs = lev.bs;
-            let steps = self.params.eig_steps;
+            let (bs, near_null, params) = (lev.bs, lev.near_null.as_ref(), &self.params);
             lev.smoother = Some(refresh_smoother(
                 lev.smoother.take(),
                 l,
-                &self.params,
-                |pbj| pbj.update_with_block_size(a_l, bs),
-                |pbj| hot_emax(a_l, pbj, steps, &mut work.levels[l]),
+                params,
+                |pbj| a_l.refresh_diagonal(pbj, bs),
+                |pbj| a_l.hot_emax(pbj, near_null, l, params, &mut work.levels[l]),
             )?);
             tm.smoother_setup_s += secs(t);
             let t = Instant::now();
             if let Some(next_a) = next.a.as_mut() {
-                ptap_numeric(&tr.galerkin, a_l, &tr.p, next_a, &mut tr.galerkin_ws)?;
+                M::galerkin_into(tr, a_l, next_a, messages)?;
             }
-            // device kernels are asynchronous: wait, so that the stage's time is its own
-            self.device.synchronize()?;
             tm.galerkin_numeric_s += secs(t);
         }
+        let t = Instant::now();
+        let last = self.levels.last().ok_or(AmgError::MissingFineOperator)?;
+        self.coarse = last
+            .a
+            .as_ref()
+            .unwrap_or(fine)
+            .factor_coarse(last.near_null.as_ref())?;
+        tm.coarse_factor_s = secs(t);
         Ok(plans_rebuilt)
     }
 }

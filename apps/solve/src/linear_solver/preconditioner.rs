@@ -6,7 +6,10 @@
 
 use std::sync::Arc;
 
-use amg::{AmgParams, Hierarchy, HierarchyReport, NearNullSpace, PointBlockJacobi, Preconditioner};
+use amg::{
+    AmgParams, Hierarchy, HierarchyReport, NearNullSpace, PointBlockJacobi, Preconditioner,
+    RenewalReport,
+};
 use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
 use linalg::{Bsr, Vector};
@@ -92,6 +95,42 @@ impl<H> Preconditioning<H> {
     }
 }
 
+impl<H> AmgState<H> {
+    /// The one AMG set-up step of every operator kind (one process or a rank's rows): the
+    /// hierarchy renewed where the near-null space changed since it was built (`renew`: a cold
+    /// set-up's values), updated for new values otherwise (`update`, as `amg.reuse` says),
+    /// built cold at the first call (`cold`). A failed renewal or update leaves no hierarchy
+    /// behind, so that the next solve sets up afresh.
+    pub(crate) fn prepare(
+        &mut self,
+        renew: impl FnOnce(&mut H, &NearNullSpace) -> Result<RenewalReport>,
+        update: impl FnOnce(&mut H) -> Result<()>,
+        cold: impl FnOnce(&NearNullSpace, &AmgParams) -> Result<H>,
+    ) -> Result<(SetupKind, &mut H)> {
+        let (kind, h) = match self.hierarchy.take() {
+            Some(mut h) if self.near_null_changed => {
+                let renewal = renew(&mut h, &self.near_null)?;
+                self.near_null_changed = false;
+                let kind = if renewal.plans_reused > 0 {
+                    SetupKind::AmgRenewed
+                } else {
+                    SetupKind::AmgCold
+                };
+                (kind, h)
+            }
+            Some(mut h) => {
+                update(&mut h)?;
+                (SetupKind::AmgHot, h)
+            }
+            None => {
+                self.near_null_changed = false;
+                (SetupKind::AmgCold, cold(&self.near_null, &self.params)?)
+            }
+        };
+        Ok((kind, self.hierarchy.insert(h)))
+    }
+}
+
 /// A preconditioner set up on the tangent of one process.
 pub(crate) enum SerialReady<'a> {
     Jacobi(PointBlockJacobi),
@@ -143,37 +182,18 @@ impl Preconditioning<Box<Hierarchy>> {
                 Ok((SerialReady::Factor(factor), done(SetupKind::Factorization)))
             }
             Preconditioning::Amg(state) => {
-                let AmgState {
-                    params,
-                    near_null,
-                    near_null_changed,
-                    hierarchy,
-                } = state;
-                let (kind, h) = match hierarchy.take() {
-                    Some(mut h) if *near_null_changed => {
-                        let renewal = h
-                            .set_near_null_space(k, near_null)
-                            .context("AMG renewal for a new near-null space")?;
-                        *near_null_changed = false;
-                        let kind = if renewal.plans_reused > 0 {
-                            SetupKind::AmgRenewed
-                        } else {
-                            SetupKind::AmgCold
-                        };
-                        (kind, h)
-                    }
-                    Some(mut h) => {
-                        h.update(k).context("AMG update")?;
-                        (SetupKind::AmgHot, h)
-                    }
-                    None => {
-                        *near_null_changed = false;
+                let (kind, h) = state.prepare(
+                    |h, near_null| {
+                        h.set_near_null_space(k, near_null)
+                            .context("AMG renewal for a new near-null space")
+                    },
+                    |h| h.update(k).map(drop).context("AMG update"),
+                    |near_null, params| {
                         let h = Hierarchy::setup_external(k, near_null, params)
                             .context("AMG set-up")?;
-                        (SetupKind::AmgCold, Box::new(h))
-                    }
-                };
-                let h = hierarchy.insert(h);
+                        Ok(Box::new(h))
+                    },
+                )?;
                 let report = matches!(kind, SetupKind::AmgCold | SetupKind::AmgRenewed)
                     .then(|| h.report().clone());
                 Ok((

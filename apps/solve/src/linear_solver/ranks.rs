@@ -24,6 +24,7 @@
 //! copied there, and the correction written back with its ghosts filled through the device
 //! halo. Only a cold set-up downloads the owned rows (the distributed set-up runs on the host).
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -242,7 +243,6 @@ impl RankRows {
         owned: usize,
         filled: Option<DistBsr>,
     ) -> Result<SetupKind> {
-        let renew = std::mem::take(&mut state.near_null_changed);
         // A hot update with the levels on the GPU runs there (the new tangent is the device
         // operator already): the Galerkin products, smoothers and eigenvalue estimates on the
         // device, only the off-rank coarse blocks and scalars crossing. The host hierarchy
@@ -254,7 +254,10 @@ impl RankRows {
             Some(a),
         ) = (&mut state.hierarchy, &self.device_operator)
         {
-            if !renew && !self.device.is_host() && state.params.reuse != amg::params::Reuse::None {
+            if !state.near_null_changed
+                && !self.device.is_host()
+                && state.params.reuse != amg::params::Reuse::None
+            {
                 d.update(a)?;
                 return Ok(SetupKind::AmgHot);
             }
@@ -273,38 +276,25 @@ impl RankRows {
                 .context("the tangent's owned rows on the GPU")?
                 .to_device(&Device::Host)?
         };
-        let (setup, h) = match &mut state.hierarchy {
-            Some(h) if renew => {
-                // the old levels leave the GPU first; the renewed ones are uploaded afresh below,
-                // as after a cold set-up
+        // taken by whichever of the set-up's steps runs
+        let fine = Cell::new(Some(fine));
+        let fine = || fine.take().context("the fine operator of the hierarchy");
+        let owned_rows =
+            |near_null: &amg::NearNullSpace| near_null.row_major()[..owned * 6].to_vec();
+        let (setup, h) = state.prepare(
+            |h, near_null| {
+                // the old levels leave the GPU first; the renewed ones are uploaded afresh
+                // below, as after a cold set-up
                 h.device = None;
-                let nns = state.near_null.row_major()[..owned * 6].to_vec();
-                let renewal = match h.host.set_near_null_space(fine, nns) {
-                    Ok(renewal) => renewal,
-                    Err(e) => {
-                        // a failed renewal leaves no usable levels: the next set-up is cold
-                        state.hierarchy = None;
-                        return Err(e.into());
-                    }
-                };
-                let kind = if renewal.plans_reused > 0 {
-                    SetupKind::AmgRenewed
-                } else {
-                    SetupKind::AmgCold
-                };
-                (kind, h)
-            }
-            Some(h) => {
-                h.host.update(fine)?;
-                (SetupKind::AmgHot, h)
-            }
-            None => {
-                let nns = state.near_null.row_major()[..owned * 6].to_vec();
-                let host = DistHierarchy::new(fine, &self.owned_serial_ids, nns, 6, &state.params)?;
-                let h = state.hierarchy.insert(RankHierarchy { host, device: None });
-                (SetupKind::AmgCold, h)
-            }
-        };
+                Ok(h.host.set_near_null_space(fine()?, owned_rows(near_null))?)
+            },
+            |h| Ok(h.host.update(fine()?).map(drop)?),
+            |near_null, params| {
+                let nns = owned_rows(near_null);
+                let host = DistHierarchy::new(fine()?, &self.owned_serial_ids, nns, 6, params)?;
+                Ok(RankHierarchy { host, device: None })
+            },
+        )?;
         if !self.device.is_host() {
             match &mut h.device {
                 Some(d) => {
