@@ -524,6 +524,11 @@ fn bad_overrides_name_the_argument() {
         ),
         ("newton.rtol", &["expected `key.path=value`"]),
         ("body_force=[1, 2", &["is not valid YAML"]),
+        (
+            "materials[0].mu=.nan",
+            &["not finite", "(.nan, .inf) are refused"],
+        ),
+        ("body_force=[0, -.INF, 0]", &["not finite"]),
     ];
     for (arg, expected) in cases {
         let err = load_set(MINIMAL, &[arg]).unwrap_err();
