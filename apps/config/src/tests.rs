@@ -505,7 +505,7 @@ fn overrides_change_values_and_create_keys() {
 
 #[test]
 fn bad_overrides_name_the_argument() {
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "newton.rtoll=1e-6",
             &["newton.rtoll", "did you mean `rtol`?"],

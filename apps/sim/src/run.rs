@@ -1116,7 +1116,7 @@ mod tests {
         assert!((tiny / 5e-299 - 1.0).abs() < 1e-15, "{tiny:e}");
         let huge = length(&[3e300, 0.0, -4e300]);
         assert!((huge / 5e300 - 1.0).abs() < 1e-15, "{huge:e}");
-        let plain = [0.1, -0.25, 3.5];
+        let plain: [f64; 3] = [0.1, -0.25, 3.5];
         let expected = (plain[0] * plain[0] + plain[1] * plain[1] + plain[2] * plain[2]).sqrt();
         assert_eq!(length(&plain).to_bits(), expected.to_bits());
         assert_eq!(length(&[0.0; 3]), 0.0);
