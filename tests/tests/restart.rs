@@ -158,6 +158,9 @@ fn restart_errors_name_the_problem() {
     assert!(e.contains("mesh"), "{e}");
 }
 
+/// A change made to a results file.
+type Tamper<'a> = Box<dyn FnOnce(&hdf5::File) + 'a>;
+
 /// A copy of `h5` (as `tag.h5` in `dir`) changed by `tamper` through the HDF5 library.
 fn tampered(dir: &Path, h5: &Path, tag: &str, tamper: impl FnOnce(&hdf5::File)) -> PathBuf {
     let copy = dir.join(format!("{tag}.h5"));
@@ -235,7 +238,7 @@ fn restart_refuses_a_state_that_is_not_a_converged_step() {
     let renumbered = |file: &hdf5::File| {
         file.relink("steps/000002", "steps/000007").unwrap();
     };
-    let cases: Vec<(&str, Box<dyn FnOnce(&hdf5::File)>, usize, &str)> = vec![
+    let cases: Vec<(&str, Tamper<'_>, usize, &str)> = vec![
         ("nan", Box::new(set_attr(f64::NAN)), 2, "load_factor = NaN"),
         ("five", Box::new(set_attr(5.0)), 2, "has the load factor 5"),
         (

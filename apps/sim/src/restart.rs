@@ -104,7 +104,7 @@ impl Restart {
                 .with_context(context)?
                 .unwrap_or(factor);
             if let Some((i, t_i)) = earlier {
-                if index != i + 1 || !(t > t_i) {
+                if index != i + 1 || t.is_nan() || t <= t_i {
                     return Err(refuse(format!(
                         "is not where a run puts it: the file's step {index} (time {t}) follows step {i} (time {t_i}); a run writes consecutive steps in increasing time"
                     )));
@@ -214,7 +214,7 @@ impl Restart {
         let allowed = newton
             .atol
             .max(10.0 * newton.rtol.max(solve::newton::ROUNDOFF_RESIDUAL) * support);
-        if !(free <= allowed) {
+        if free.is_nan() || free > allowed {
             return Err(refuse(format!(
                 "is not in equilibrium at its load factor {}: the free residual is {free:.3e}, {:.1e} of the support reactions ({support:.3e}), above the {allowed:.3e} a converged step leaves (newton.rtol {:.0e}, newton.atol {:.0e}); the file was changed, or was written for another input",
                 self.load_factor,
@@ -271,7 +271,8 @@ impl Restart {
         }
         let expected = loading.factor_at(self.time);
         let scale = loading.curve.iter().fold(1.0f64, |m, p| m.max(p[1].abs()));
-        if !((self.load_factor - expected).abs() <= 1e-9 * scale) {
+        let off = (self.load_factor - expected).abs();
+        if off.is_nan() || off > 1e-9 * scale {
             bail!(
                 "--restart {}: step {} has the load factor {} but its time {} is at the load factor {expected} on the input's load path",
                 self.file.display(),

@@ -28,9 +28,9 @@ fn check_box_ranks(spec: &mesh::BoxSpec, n_ranks: usize) -> Result<()> {
     let counts = spec.node_counts();
     let cells: usize = spec.cells.iter().product();
     let fits = |n: usize| {
-        (1..=n).filter(|p| n % p == 0).any(|p0| {
+        (1..=n).filter(|p| n.is_multiple_of(*p)).any(|p0| {
             (1..=n / p0)
-                .filter(|p| (n / p0) % p == 0)
+                .filter(|p| (n / p0).is_multiple_of(*p))
                 .any(|p1| p0 <= counts[0] && p1 <= counts[1] && n / (p0 * p1) <= counts[2])
         })
     };
