@@ -99,6 +99,7 @@ fn grid_campaign_equals_separate_runs() {
                 ],
                 output_dir: Some(alone.to_path_buf()),
                 restart: None,
+                overwrite: true,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
             }, &sim::Quiet)
@@ -322,5 +323,77 @@ fn latin_hypercube_campaigns_are_reproducible() {
             10.0 + 21.0 * (k + 1) as f64 / 5.0,
         );
         assert!((*c as f64) >= lo.floor() && (*c as f64) < hi, "{cells:?}");
+    }
+}
+
+/// `--resume` trusts a completed case only where its files agree with its `case.json`: a case
+/// whose HDF5 file is deleted or truncated, or whose `case.json` values were edited, is rerun
+/// (to the same row), the untouched one is resumed.
+#[test]
+fn resume_reruns_cases_whose_files_disagree_with_case_json() {
+    let dir = ScratchDir::new("campaign-resume-verify");
+    let file = dir.join("study.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\ndirectory: {}\nshare_solver: false\ngrid:\n  materials.0.young_modulus: [1.0e4, 2.0e4, 4.0e4, 8.0e4]\n  mesh.box.cells: [[10, 2, 2]]\n",
+            inputs_dir().join("cantilever_q1.yaml").display(),
+            dir.join("out").display()
+        ),
+    )
+    .unwrap();
+    let first = run_campaign(&options(&file, 1), &mut sim::Quiet).unwrap();
+    assert_eq!(first.completed, 4);
+    let case = |i: usize| dir.join(format!("out/case_{i:04}"));
+    let table = |summary: &sim::campaign::CampaignSummary| {
+        let text = std::fs::read_to_string(&summary.table_jsonl).unwrap();
+        text.lines()
+            .map(|l| {
+                let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+                for key in [
+                    "wall_s",
+                    "setup_s",
+                    "first_setup_s",
+                    "problem_s",
+                    "reused_problem",
+                    "reused_solver",
+                    "amg_cold_setups",
+                    "amg_hot_setups",
+                    "amg_renewed_setups",
+                ] {
+                    row.as_object_mut().unwrap().remove(key);
+                }
+                row
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = table(&first);
+    // case 0: no HDF5 file; case 1: truncated; case 2: an edited value in case.json
+    std::fs::remove_file(case(0).join("cantilever_q1.h5")).unwrap();
+    let h5 = case(1).join("cantilever_q1.h5");
+    let length = std::fs::metadata(&h5).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&h5)
+        .unwrap()
+        .set_len(length / 2)
+        .unwrap();
+    let json = case(2).join("case.json");
+    let mut row: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    row["strain_energy"] = serde_json::json!(123.0);
+    std::fs::write(&json, row.to_string()).unwrap();
+    let resumed = run_campaign(
+        &CampaignOptions {
+            resume: true,
+            ..options(&file, 1)
+        },
+        &mut sim::Quiet,
+    )
+    .unwrap();
+    assert_eq!((resumed.completed, resumed.resumed), (4, 1));
+    assert_eq!(table(&resumed), before);
+    for i in 0..3 {
+        assert!(case(i).join("cantilever_q1.h5").exists(), "case {i}");
     }
 }

@@ -75,6 +75,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
             ],
             output_dir: Some(out.to_path_buf()),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },

@@ -21,6 +21,7 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutco
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             output_dir: Some(out.to_path_buf()),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },

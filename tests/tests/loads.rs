@@ -18,6 +18,7 @@ fn run_yaml(
             overrides: Vec::new(),
             output_dir: Some(out.join("results")),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },

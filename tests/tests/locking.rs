@@ -20,6 +20,7 @@ fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
             overrides: overrides.to_vec(),
             output_dir: Some(out.to_path_buf()),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },

@@ -2144,6 +2144,7 @@ fn run_on_ranks_with(
         ],
         output_dir: Some(dir.clone()),
         restart: None,
+        overwrite: true,
         faults: io::Faults::none(),
         output_window: 1 << 20,
     };

@@ -18,6 +18,7 @@ fn run_yaml(tag: &str, yaml: &str, overrides: &[&str]) -> (ScratchDir, RunOutcom
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             output_dir: Some(out.join("results")),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },

@@ -17,6 +17,7 @@ fn run_into(dir: &Path, name: &str, overrides: &[&str], restart: Option<String>)
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             output_dir: Some(dir.to_owned()),
             restart,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },
@@ -139,6 +140,7 @@ fn restart_errors_name_the_problem() {
                 overrides: overrides.iter().map(|s| s.to_string()).collect(),
                 output_dir: Some(other.to_path_buf()),
                 restart: Some(spec),
+                overwrite: true,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
             },
@@ -154,4 +156,128 @@ fn restart_errors_name_the_problem() {
         format!("{}", first.h5.display()),
     );
     assert!(e.contains("mesh"), "{e}");
+}
+
+/// A change made to a results file.
+type Tamper<'a> = Box<dyn FnOnce(&hdf5::File) + 'a>;
+
+/// A copy of `h5` (as `tag.h5` in `dir`) changed by `tamper` through the HDF5 library.
+fn tampered(dir: &Path, h5: &Path, tag: &str, tamper: impl FnOnce(&hdf5::File)) -> PathBuf {
+    let copy = dir.join(format!("{tag}.h5"));
+    std::fs::copy(h5, &copy).unwrap();
+    let file = hdf5::File::open_rw(&copy).unwrap();
+    tamper(&file);
+    file.close().unwrap();
+    copy
+}
+
+/// `--restart` continues only from a converged state the run wrote: attributes that are not
+/// finite or contradict the load path, a displacement out of equilibrium, not finite or not
+/// float64, and renumbered steps are refused, naming the file and the step; the untouched copy
+/// still restarts.
+#[test]
+fn restart_refuses_a_state_that_is_not_a_converged_step() {
+    let column = ["mesh.box.cells=[2, 2, 6]", "loading.steps=3"];
+    let dir = ScratchDir::new("restart-tampered");
+    let first = run_into(&dir, "twisting_column", &column, None);
+    assert_eq!(first.steps, 3);
+    let attempt = |spec: String| {
+        let other = ScratchDir::new("restart-tampered-out");
+        run(
+            &RunOptions {
+                restart: Some(spec),
+                output_dir: Some(other.to_path_buf()),
+                overrides: column.iter().map(|s| s.to_string()).collect(),
+                ..RunOptions::new(input("twisting_column"))
+            },
+            &sim::Quiet,
+        )
+        .map(|o| o.steps)
+        .map_err(|e| format!("{e:#}"))
+    };
+    let step = |file: &hdf5::File| file.group("steps/000002").unwrap();
+    let set_attr = |value: f64| {
+        move |file: &hdf5::File| {
+            step(file)
+                .attr("load_factor")
+                .unwrap()
+                .write_scalar(&value)
+                .unwrap()
+        }
+    };
+    let displacement = |file: &hdf5::File| -> Vec<f64> {
+        step(file)
+            .dataset("displacement")
+            .unwrap()
+            .read_raw::<f64>()
+            .unwrap()
+    };
+    let rewrite = |change: fn(&mut Vec<f64>)| {
+        move |file: &hdf5::File| {
+            let mut u = displacement(file);
+            change(&mut u);
+            step(file)
+                .dataset("displacement")
+                .unwrap()
+                .write_raw(&u)
+                .unwrap();
+        }
+    };
+    let float32 = |file: &hdf5::File| {
+        let u: Vec<f32> = displacement(file).iter().map(|&v| v as f32).collect();
+        let group = step(file);
+        group.unlink("displacement").unwrap();
+        group
+            .new_dataset::<f32>()
+            .shape([u.len() / 3, 3])
+            .create("displacement")
+            .unwrap()
+            .write_raw(&u)
+            .unwrap();
+    };
+    let renumbered = |file: &hdf5::File| {
+        file.relink("steps/000002", "steps/000007").unwrap();
+    };
+    let cases: Vec<(&str, Tamper<'_>, usize, &str)> = vec![
+        ("nan", Box::new(set_attr(f64::NAN)), 2, "load_factor = NaN"),
+        ("five", Box::new(set_attr(5.0)), 2, "has the load factor 5"),
+        (
+            "minus",
+            Box::new(set_attr(-1.0)),
+            2,
+            "has the load factor -1",
+        ),
+        (
+            "scaled",
+            Box::new(rewrite(|u| u.iter_mut().for_each(|v| *v *= 1.01))),
+            2,
+            "is not in equilibrium",
+        ),
+        (
+            "flipped",
+            Box::new(rewrite(|u| {
+                u[7] = f64::from_bits(u[7].to_bits() ^ (1 << 62))
+            })),
+            2,
+            "",
+        ),
+        (
+            "hole",
+            Box::new(rewrite(|u| u[4] = f64::NAN)),
+            2,
+            "not finite (NaN at node 1)",
+        ),
+        ("float32", Box::new(float32), 2, "float64"),
+        ("renumbered", Box::new(renumbered), 7, "consecutive steps"),
+    ];
+    for (tag, tamper, at, needle) in cases {
+        let copy = tampered(&dir, &first.h5, tag, tamper);
+        let e = attempt(format!("{}:{at}", copy.display())).unwrap_err();
+        assert!(
+            e.contains(&format!("--restart {}: step {at} ", copy.display())) && e.contains(needle),
+            "{tag}: {e}"
+        );
+    }
+    // the untouched file continues
+    assert_eq!(attempt(format!("{}:2", first.h5.display())), Ok(3));
 }

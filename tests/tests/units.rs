@@ -109,6 +109,7 @@ fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome,
             overrides,
             output_dir: Some(dir.to_path_buf()),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },
@@ -276,6 +277,7 @@ fn run_error(input: &str, overrides: &[&str]) -> String {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             output_dir: Some(dir.to_path_buf()),
             restart: None,
+            overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
         },
@@ -443,4 +445,38 @@ fn a_modulus_in_the_wrong_units_fails_with_check_units() {
     );
     assert!(message.contains("check units"), "{message}");
     assert!(message.contains("times its size"), "{message}");
+}
+
+/// The linear model's absurd answers are not reported as plain completions: a modulus of
+/// 1e-300 overflows the state (the step fails with a units diagnosis, before it is written); a
+/// unit cube crushed far past small strains (J < 0) completes with warnings in the step record.
+#[test]
+fn absurd_linear_answers_fail_or_warn() {
+    let message = run_error("cantilever_q1", &["materials.0.young_modulus=1.0e-300"]);
+    assert!(
+        message.contains("the converged state is not finite") && message.contains("check units"),
+        "{message}"
+    );
+    let dir = ScratchDir::new("units-crushed");
+    let (_, summary) = run_in(
+        &dir,
+        "cantilever_q1",
+        vec![
+            "mesh.box={ cells: [2, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }".into(),
+            "materials.0.young_modulus=10.0".into(),
+            "boundary.traction=[{ set: xmax, value: [-1000.0, 0, 0] }]".into(),
+        ],
+    );
+    let warnings = summary["steps"][0]["warnings"].as_array().unwrap();
+    let text: Vec<&str> = warnings.iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(
+        text.iter()
+            .any(|w| w.contains("implausible") && w.contains("check units"))
+            && text.iter().any(|w| w.contains("cells are inverted")),
+        "{text:?}"
+    );
+    // an ordinary run has none
+    let dir = ScratchDir::new("units-plain");
+    let (_, summary) = run_in(&dir, "cantilever_q1", Vec::new());
+    assert!(summary["steps"][0].get("warnings").is_none(), "{summary}");
 }

@@ -163,6 +163,7 @@ fn write(
                 reactions: serde_json::Value::Null,
                 probes: Default::default(),
                 output_transfer_bytes: None,
+                warnings: Vec::new(),
             },
             started.elapsed().as_secs_f64(),
         )?;

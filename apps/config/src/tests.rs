@@ -517,7 +517,7 @@ fn overrides_change_values_and_create_keys() {
 
 #[test]
 fn bad_overrides_name_the_argument() {
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "newton.rtoll=1e-6",
             &["newton.rtoll", "did you mean `rtol`?"],
@@ -536,6 +536,11 @@ fn bad_overrides_name_the_argument() {
         ),
         ("newton.rtol", &["expected `key.path=value`"]),
         ("body_force=[1, 2", &["is not valid YAML"]),
+        (
+            "materials[0].mu=.nan",
+            &["not finite", "(.nan, .inf) are refused"],
+        ),
+        ("body_force=[0, -.INF, 0]", &["not finite"]),
     ];
     for (arg, expected) in cases {
         let err = load_set(MINIMAL, &[arg]).unwrap_err();

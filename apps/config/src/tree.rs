@@ -100,10 +100,17 @@ impl Node {
             .ok_or_else(|| malformed("expected `key.path=value`".to_owned()))?;
         let segments = parse_key_path(key_path.trim()).map_err(malformed)?;
         let mut value = Node::parse(text).map_err(|e| {
-            malformed(format!(
-                "the value `{text}` is not valid YAML: {}",
-                super::error::bare_message(&e)
-            ))
+            if names_non_finite(text) {
+                malformed(format!(
+                    "the value `{text}` holds a number that is not finite: non-finite numbers \
+                     (.nan, .inf) are refused; give a finite value"
+                ))
+            } else {
+                malformed(format!(
+                    "the value `{text}` is not valid YAML: {}",
+                    super::error::bare_message(&e)
+                ))
+            }
         })?;
         let origin = Origin::Override(arg.to_owned());
         value.set_origin(&origin);
@@ -398,6 +405,14 @@ impl<'de> Visitor<'de> for ValueVisitor {
         }
         Ok(Value::Map(entries))
     }
+}
+
+/// Whether `text` holds YAML's spelling of a non-finite float (`.nan`, `.inf`, `-.inf`, any
+/// case) as a token: what the parser refuses as a value.
+fn names_non_finite(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || "[]{},:".contains(c))
+        .map(|token| token.trim_start_matches(['+', '-']).to_ascii_lowercase())
+        .any(|token| token == ".nan" || token == ".inf")
 }
 
 #[cfg(test)]

@@ -42,6 +42,10 @@ enum Command {
         /// FILE.h5:STEP.
         #[arg(long, value_name = "FILE.h5[:STEP]")]
         restart: Option<String>,
+        /// Replace the results of an earlier run of the same name in the output directory
+        /// (without it, such a run is refused and the earlier results are kept).
+        #[arg(long)]
+        overwrite: bool,
         /// Also draw the run's default plots (as `hexfem plot` on its summary).
         #[arg(long)]
         plot: bool,
@@ -372,7 +376,10 @@ fn main() -> ExitCode {
         // command killed by SIGPIPE.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
         Err(e) => {
-            report(&format!("error: writing to standard output: {e}"));
+            report(&format!(
+                "error: writing to standard output: {e} (the command itself completed; what it \
+                 wrote to files is complete)"
+            ));
             ExitCode::FAILURE
         }
     }
@@ -828,6 +835,7 @@ fn run_command(
         quiet,
         verbose,
         restart,
+        overwrite,
         plot,
         test_abort_at_write,
         test_torn_write,
@@ -852,6 +860,7 @@ fn run_command(
         overrides,
         output_dir: output,
         restart,
+        overwrite,
         faults,
         output_window: test_output_window,
         ..RunOptions::new(input)
@@ -879,11 +888,12 @@ fn run_report(outcome: &sim::run::RunOutcome, plot: bool, quiet: bool) -> anyhow
     if plot {
         let dir = outcome.summary.parent().unwrap_or(std::path::Path::new(""));
         let files = plot::plot_run(&outcome.summary, dir)?;
-        text.push_str(&format!(
-            "plots: {} files in {}\n",
-            files.len(),
-            dir.display()
-        ));
+        text.push_str(&match files.len() {
+            0 => {
+                "plots: none (every residual is zero and no probe moved: nothing to plot)\n".into()
+            }
+            n => format!("plots: {n} files in {}\n", dir.display()),
+        });
     }
     Ok(if quiet { String::new() } else { text })
 }

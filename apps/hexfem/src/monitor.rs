@@ -83,6 +83,9 @@ impl RunObserver for TerminalMonitor {
     fn step_finished(&self, step: &ConvergedStep, record: &StepRecord) {
         if self.progress != Progress::Quiet {
             print(&step_lines(step, record));
+            for warning in &record.warnings {
+                print(&format!("  warning: {warning}\n"));
+            }
         }
     }
 

@@ -298,7 +298,12 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
             }
         })
         .collect::<Vec<_>>();
-    if !series.is_empty() {
+    // a run whose residuals are all zero (nothing loaded) has no residual chart on a log scale
+    let drawable = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .any(|p| p.1 > 0.0 && p.1.is_finite());
+    if drawable {
         let mut series = series;
         if series.len() > 12 {
             // a long run: one line, steps not named
@@ -617,6 +622,7 @@ mod tests {
             reactions: serde_json::Value::Null,
             probes: BTreeMap::new(),
             output_transfer_bytes: None,
+            warnings: Vec::new(),
         };
         let summary = io::Summary {
             run: io::RunInfo {

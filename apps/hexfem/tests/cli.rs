@@ -525,6 +525,14 @@ fn check_rejects_what_run_rejects_and_every_error_is_located() {
             vec![ok.clone(), "--set".into(), format!("output.directory={blocker}/x")],
             "output.directory: ",
         ),
+        (
+            vec![write("domain.yaml", format!("{base}boundary:\n  dirichlet: [{{ set: xmin, x: 0, y: 0, z: \"sqrt(x - 0.5)\" }}]\n").as_bytes())],
+            "domain.yaml:6:43: boundary.dirichlet[0].z: the expression `sqrt(x - 0.5)` is NaN at node 0 (0, 0, 0)",
+        ),
+        (
+            vec![ok.clone(), "--set".into(), "boundary.dirichlet=[{ set: xmin, x: 0, y: \"ln(-1)\", z: \"1/0\" }]".into()],
+            "boundary.dirichlet[0].y: the expression `ln(-1)` is NaN at node 0",
+        ),
     ];
     for (args, expected) in &cases {
         let mut argv = vec!["check"];
@@ -845,6 +853,56 @@ fn a_killed_run_restarts_to_the_same_results() {
     }
 }
 
+/// A second run into a directory holding a run of the same name is refused before it writes
+/// anything (the earlier files stay byte for byte) unless `--overwrite`; a restart whose output
+/// would be the file it continues from is refused even with `--overwrite`.
+#[test]
+fn earlier_results_are_never_destroyed_unasked() {
+    let dir = scratch("keep-earlier");
+    let out = small_twist(&dir, 2, &[]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files = ["h5", "xdmf", "last.xdmf", "summary.json", "steps.jsonl"]
+        .map(|ext| dir.join(format!("twisting_column.{ext}")));
+    let before: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let unchanged = |context: &str| {
+        for (file, bytes) in files.iter().zip(&before) {
+            assert!(
+                &std::fs::read(file).unwrap() == bytes,
+                "{context}: {} changed",
+                file.display()
+            );
+        }
+    };
+    let out = small_twist(&dir, 3, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("already holds the results of a run named `twisting_column`")
+            && err.contains("twisting_column.h5")
+            && err.contains("--overwrite"),
+        "{err}"
+    );
+    unchanged("a second run");
+    // a restart in place, with or without --overwrite
+    let h5 = dir.join("twisting_column.h5");
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let mut args = vec!["--restart", h5.to_str().unwrap()];
+        args.extend(extra);
+        let out = small_twist(&dir, 3, &args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains("over the file it continues from") && err.contains(h5.to_str().unwrap()),
+            "{err}"
+        );
+        unchanged("a restart in place");
+    }
+    // asked to: replaced
+    let out = small_twist(&dir, 3, &["--overwrite"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(check_leftovers(&dir, "overwritten"), 3);
+}
+
 /// `campaign --check` lists the cases without running them; a bad value is named at its line
 /// and column in the campaign file, with a non-zero status.
 #[test]
@@ -917,4 +975,49 @@ fn quiet_runs_print_nothing() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("converged steps written to"), "{text}");
+}
+
+/// `run --plot` on a run with nothing to draw (no load: every residual zero, no probes)
+/// succeeds and says so; `run > /dev/full` ends with status 1 and says the run itself completed.
+#[test]
+fn plot_with_nothing_to_draw_and_a_full_stdout_are_reported_plainly() {
+    let dir = scratch("plot-nothing");
+    let yaml = dir.join("still.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  box: { cells: [1, 1, 1] }\nmaterials:\n  - { model: linear, young_modulus: 1.0, poisson_ratio: 0.3 }\nboundary:\n  dirichlet: [{ set: xmin, x: 0, y: 0, z: 0 }]\n",
+    )
+    .unwrap();
+    let out = hexfem(&[
+        "run",
+        yaml.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+        "--plot",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("plots: none"), "{text}");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+            .args([
+                "run",
+                yaml.to_str().unwrap(),
+                "-o",
+                dir.to_str().unwrap(),
+                "--overwrite",
+            ])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains("writing to standard output")
+                && err.contains("the command itself completed"),
+            "{err}"
+        );
+        let summary = Summary::read(&dir.join("still.summary.json")).unwrap();
+        assert_eq!(summary.status, RunStatus::Completed);
+    }
 }

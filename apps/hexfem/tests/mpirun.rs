@@ -468,7 +468,7 @@ fn run_on_one_to_four_or_eight_ranks_equals_the_serial_run_iteration_for_iterati
         }
     }
     // one rank is the serial program (no `ranks` in the summary)
-    let one_dir = d("np1");
+    let one_dir = d("np1-alone");
     let one = hexfem_on(
         1,
         &["run", &input("cantilever_q1.yaml"), "-q", "-o", &one_dir],

@@ -28,7 +28,7 @@ pub use data::{CellTensor, MeshData, StepData, StepField};
 pub use error::OutputError;
 pub use faults::{FaultAction, Faults};
 pub use h5::Pieces;
-pub use preflight::{output_files, preflight, MAX_NAME_BYTES};
+pub use preflight::{existing_results, output_files, preflight, MAX_NAME_BYTES};
 pub use probes::{ProbeLog, ProbeTable};
 pub use reader::ResultsReader;
 pub use results::{MeshDataset, MeshShape, ResultsWriter, StepHeader};

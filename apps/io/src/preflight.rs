@@ -16,6 +16,26 @@ pub fn output_files(dir: &Path, name: &str) -> [PathBuf; 4] {
     ["h5", "xdmf", "summary.json", "steps.jsonl"].map(|ext| dir.join(format!("{name}.{ext}")))
 }
 
+/// The files of an earlier run named `name` in `dir` that a new run would replace (results,
+/// descriptions, logs; `<name>_vtu/` with `<name>.pvd`), in a fixed order; empty when there are
+/// none.
+pub fn existing_results(dir: &Path, name: &str) -> Vec<PathBuf> {
+    [
+        "h5",
+        "xdmf",
+        "last.xdmf",
+        "summary.json",
+        "steps.jsonl",
+        "probes.csv",
+        "pvd",
+    ]
+    .iter()
+    .map(|ext| dir.join(format!("{name}.{ext}")))
+    .chain(std::iter::once(dir.join(format!("{name}_vtu"))))
+    .filter(|path| fs::symlink_metadata(path).is_ok())
+    .collect()
+}
+
 /// Checks that `name` is a usable file name and that `dir` exists as a writable directory or
 /// can be created (its nearest existing ancestor is a writable directory), by creating and
 /// removing a probe file there. Nothing else is left behind.

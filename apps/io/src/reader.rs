@@ -78,6 +78,17 @@ impl ResultsReader {
             .map_err(self.error(format!("cannot read /steps/{step:06}@{name}")))
     }
 
+    /// Whether the dataset at `path` stores IEEE binary64 values (a float32 dataset reads as
+    /// f64 too, widened: callers that must not accept it ask first).
+    pub fn is_f64(&self, path: &str) -> Result<bool, OutputError> {
+        let dtype = self
+            .file
+            .dataset(path)
+            .and_then(|d| d.dtype())
+            .map_err(self.error(format!("cannot read the type of {path}")))?;
+        Ok(dtype.is::<f64>())
+    }
+
     /// Shape and values (row-major) of the f64 dataset at `path` (`/steps/000001/displacement`).
     pub fn read_f64(&self, path: &str) -> Result<(Vec<usize>, Vec<f64>), OutputError> {
         let dataset = self

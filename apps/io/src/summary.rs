@@ -159,6 +159,10 @@ pub struct StepRecord {
     /// The run's probes at the end of the step, by column name (`tip.uz`); empty without probes.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub probes: std::collections::BTreeMap<String, f64>,
+    /// What the state says is suspect though the step converged (e.g. the linear model's
+    /// strains far from small, inverted cells); absent when nothing is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Where the Newton loop ran on a GPU: bytes moved for the converged step's output (the
     /// displacement, the reactions and the cells' output fields coming down); absent on the CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -495,6 +495,7 @@ fn step_record(step: usize) -> StepRecord {
         reactions: serde_json::Value::Null,
         probes: Default::default(),
         output_transfer_bytes: None,
+        warnings: Vec::new(),
     }
 }
 

@@ -78,7 +78,7 @@ struct Accumulator<'a> {
 
 impl Accumulator<'_> {
     fn node(&mut self, x: [f64; 3], u: [f64; 3], r: [f64; 3], mask: &[f64]) {
-        let norm = (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
+        let norm = crate::run::length(&u);
         self.max_displacement = self.max_displacement.max(norm);
         for (s, sum) in self.reactions.iter_mut().enumerate() {
             if has_bit(mask, s) {

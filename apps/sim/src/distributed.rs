@@ -220,7 +220,14 @@ pub fn run_on_ranks(
     let dir = serial::output_dir(&config, options.output_dir.as_deref());
     let name = serial::output_name(&config, &options.input);
     let output = if rank == 0 {
-        serial::check_output(&config, options.output_dir.as_deref(), &dir, &name)
+        serial::check_output(&config, options.output_dir.as_deref(), &dir, &name).and_then(|()| {
+            serial::keep_earlier_results(
+                &dir,
+                &name,
+                options.overwrite,
+                restart.as_ref().map(|r| r.file.as_path()),
+            )
+        })
     } else {
         Ok(())
     };
@@ -348,16 +355,7 @@ pub fn run_on_ranks(
         (Some(r), Some((u, path))) => {
             let reactions = agreed(
                 c,
-                (|| -> Result<Vector> {
-                    let mut residual = problem.discrete.zeros();
-                    problem.discrete.residual(u, r.load_factor, &mut residual)?;
-                    let mut reactions = problem.discrete.zeros();
-                    problem
-                        .discrete
-                        .constraints
-                        .copy_constrained(&residual, &mut reactions)?;
-                    Ok(reactions)
-                })(),
+                r.reactions_in_equilibrium(&mut problem, u, &(&config.newton).into()),
             )?;
             let stamp = StepStamp {
                 index: path.index,
@@ -486,6 +484,21 @@ pub fn run_on_ranks(
             PathState::start(&(&config.loading).into()),
         ),
     };
+    // the whole body's size (the diagonal of its bounding box), for the plausibility warnings
+    let body_size = {
+        let (lo, hi) = problem.mesh.coords.iter().fold(
+            ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
+            |(lo, hi), x| {
+                (
+                    std::array::from_fn(|d| lo[d].min(x[d])),
+                    std::array::from_fn(|d| hi[d].max(x[d])),
+                )
+            },
+        );
+        let mut extent = [-lo[0], -lo[1], -lo[2], hi[0], hi[1], hi[2]];
+        c.allreduce_max(&mut extent)?;
+        crate::run::length(&std::array::from_fn(|d| extent[3 + d] + extent[d]))
+    };
     let newton_started = Instant::now();
     let outcome = path.run_from(
         start,
@@ -496,6 +509,20 @@ pub fn run_on_ranks(
             let step_started = Instant::now();
             // every rank computes its cells' outputs (agreed: an element failure on one rank ends all)
             let cells = agreed(c, serial::CellOutputs::compute(problem, u))?;
+            // a state that is not finite fails the step on every rank, before it is written
+            let linear = problem.is_linear();
+            agreed(
+                c,
+                serial::check_state(step.index, u, &cells, body_size, linear).map(drop),
+            )?;
+            let mut least_j = [-cells
+                .jacobian
+                .iter()
+                .zip(&part.cell_owned)
+                .filter(|(_, &owned)| owned)
+                .fold(f64::INFINITY, |m, (&j, _)| m.min(j))];
+            c.allreduce_max(&mut least_j)?;
+            let least_j = -least_j[0];
             let stamp = StepStamp {
                 index: step.index,
                 load_factor: step.load_factor,
@@ -520,6 +547,13 @@ pub fn run_on_ranks(
                         state.max_displacement,
                         &state.reaction_totals,
                     )?;
+                    record.warnings = crate::plausibility::warnings(
+                        linear,
+                        state.max_displacement,
+                        body_size,
+                        (least_j <= 0.0)
+                            .then(|| format!("cells are inverted (J = det F = {least_j:.3e})")),
+                    );
                     take(&mut o.figures, &state, step.load_factor);
                     record.probes = o.figures.probes.clone();
                     if let Some(log) = &mut o.probe_log {

@@ -42,6 +42,7 @@ pub mod formulation;
 pub mod locate;
 pub mod memory;
 pub mod observer;
+pub mod plausibility;
 pub mod probes;
 pub mod restart;
 pub mod run;

@@ -62,6 +62,12 @@ fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
             }
         }
     }
+    // A message that starts with the full key of a boundary condition's value.
+    if let Some((key, _)) = message.split_once(": ") {
+        if key.starts_with("boundary.dirichlet[") && !key.contains(' ') {
+            return key.into();
+        }
+    }
     // Messages that start with the key they concern (`quadrature.points: ...`, `boundary: ...`).
     for prefix in ["quadrature.points", "boundary", "materials"] {
         if message.starts_with(prefix) {

@@ -82,6 +82,36 @@ impl Restart {
             .step_attribute(step, "time")
             .with_context(context)?
             .unwrap_or(load_factor);
+        let refuse =
+            |why: String| anyhow::anyhow!("--restart {}: step {step} {why}", file.display());
+        for (what, value, least) in [
+            ("load_factor", load_factor, f64::NEG_INFINITY),
+            ("time", time, 0.0),
+            ("next_increment", next_increment, 0.0),
+        ] {
+            if !value.is_finite() || value < least {
+                return Err(refuse(format!(
+                    "has the attribute {what} = {value}, not a finite number{}",
+                    if least == 0.0 { " >= 0" } else { "" }
+                )));
+            }
+        }
+        // the steps a run writes are consecutive, in increasing pseudo-time
+        let mut earlier: Option<(usize, f64)> = None;
+        for &(index, factor) in steps.iter().take_while(|(i, _)| *i <= step) {
+            let t = reader
+                .step_attribute(index, "time")
+                .with_context(context)?
+                .unwrap_or(factor);
+            if let Some((i, t_i)) = earlier {
+                if index != i + 1 || t.is_nan() || t <= t_i {
+                    return Err(refuse(format!(
+                        "is not where a run puts it: the file's step {index} (time {t}) follows step {i} (time {t_i}); a run writes consecutive steps in increasing time"
+                    )));
+                }
+            }
+            earlier = Some((index, t));
+        }
         let dataset = format!("/steps/{step:06}/displacement");
         if !reader
             .dataset_paths()
@@ -91,6 +121,21 @@ impl Restart {
             bail!(
                 "--restart {spec}: step {step} holds no displacement (the run's output.fields left it out)"
             );
+        }
+        if !reader.is_f64(&dataset).with_context(context)? {
+            return Err(refuse(
+                "stores its displacement in another type than float64; a restart continues from the exact state the run wrote and does not widen or convert values".into(),
+            ));
+        }
+        let shape_of = |path: &str| -> Result<Vec<usize>> {
+            Ok(reader.read_f64_rows(path, 0..0).with_context(context)?.0)
+        };
+        let (u_shape, x_shape) = (shape_of(&dataset)?, shape_of("/mesh/coordinates")?);
+        if u_shape.len() != 2 || u_shape[1] != 3 || u_shape != x_shape {
+            return Err(refuse(format!(
+                "has a displacement of shape {u_shape:?} for a mesh of {} nodes ({x_shape:?}): one row of 3 values per node",
+                x_shape.first().copied().unwrap_or(0)
+            )));
         }
         Ok(Restart {
             file,
@@ -110,6 +155,7 @@ impl Restart {
         let context = || format!("--restart {spec}");
         let reader = io::ResultsReader::open(&restart.file).with_context(context)?;
         (_, restart.displacement) = reader.read_f64(&restart.dataset()).with_context(context)?;
+        restart.check_finite(&restart.displacement, |i| i as u64)?;
         (_, restart.coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
         Ok(restart)
     }
@@ -119,12 +165,74 @@ impl Restart {
         format!("/steps/{:06}/displacement", self.step)
     }
 
+    /// Refuses a displacement (node-major values) with a value that is not finite, naming the
+    /// node (`node(i)`: the file's index of the `i`-th node of `values`).
+    fn check_finite(&self, values: &[f64], node: impl Fn(usize) -> u64) -> Result<()> {
+        match values.iter().position(|v| !v.is_finite()) {
+            None => Ok(()),
+            Some(at) => bail!(
+                "--restart {}: step {} has a displacement that is not finite ({} at node {}): not a converged state",
+                self.file.display(),
+                self.step,
+                values[at],
+                node(at / 3)
+            ),
+        }
+    }
+
+    /// The reactions of the step's state `u` on `problem` (set to the step's time): the
+    /// constrained entries of the residual at the step's load factor. Refuses a state out of
+    /// equilibrium: a free residual above what a converged step of `newton` can leave
+    /// (`atol`, or `max(rtol, ROUNDOFF_RESIDUAL)` of the support reactions, with a margin of
+    /// 10), or one that cannot be evaluated (an inverted cell). Collective on ranks.
+    pub fn reactions_in_equilibrium(
+        &self,
+        problem: &mut Problem,
+        u: &Vector,
+        newton: &solve::params::NewtonParams,
+    ) -> Result<Vector> {
+        let refuse = |why: String| {
+            anyhow::anyhow!(
+                "--restart {}: step {} {why}",
+                self.file.display(),
+                self.step
+            )
+        };
+        let mut residual = problem.discrete.zeros();
+        problem
+            .discrete
+            .residual(u, self.load_factor, &mut residual)
+            .map_err(|e| refuse(format!("is not a state the input can continue from: {e}")))?;
+        let mut reactions = problem.discrete.zeros();
+        problem
+            .discrete
+            .constraints
+            .copy_constrained(&residual, &mut reactions)?;
+        let mut scratch = problem.discrete.zeros();
+        let free = problem.discrete.free_norm(&residual, &mut scratch)?;
+        let support = linalg::ops::norm2(&reactions)?;
+        let allowed = newton
+            .atol
+            .max(10.0 * newton.rtol.max(solve::newton::ROUNDOFF_RESIDUAL) * support);
+        if free.is_nan() || free > allowed {
+            return Err(refuse(format!(
+                "is not in equilibrium at its load factor {}: the free residual is {free:.3e}, {:.1e} of the support reactions ({support:.3e}), above the {allowed:.3e} a converged step leaves (newton.rtol {:.0e}, newton.atol {:.0e}); the file was changed, or was written for another input",
+                self.load_factor,
+                free / support,
+                newton.rtol,
+                newton.atol
+            )));
+        }
+        Ok(reactions)
+    }
+
     /// The state to continue from on `problem` (which must have the file's mesh) along
     /// `loading` (whose end time places the step's pseudo-time on the path).
     pub fn state_for(
         &self,
         problem: &mut Problem,
         loading: &solve::params::LoadingParams,
+        newton: &solve::params::NewtonParams,
     ) -> Result<RestartState> {
         let coords: Vec<f64> = problem.mesh.coords.iter().flatten().copied().collect();
         if coords != self.coordinates {
@@ -135,20 +243,11 @@ impl Restart {
                 problem.mesh.n_nodes()
             );
         }
-        let n = problem.n_dofs();
         let displacement = Vector::from_vec(self.displacement.clone());
         let path = self.path_state(loading)?;
         // loads and constraints on load curves of their own at the step's time
         problem.set_time(self.time)?;
-        let mut residual = Vector::zeros(n);
-        problem
-            .discrete
-            .residual(&displacement, self.load_factor, &mut residual)?;
-        let mut reactions = Vector::zeros(n);
-        problem
-            .discrete
-            .constraints
-            .copy_constrained(&residual, &mut reactions)?;
+        let reactions = self.reactions_in_equilibrium(problem, &displacement, newton)?;
         Ok(RestartState {
             displacement,
             reactions,
@@ -168,6 +267,18 @@ impl Restart {
                 self.step,
                 self.time,
                 loading.end_time()
+            );
+        }
+        let expected = loading.factor_at(self.time);
+        let scale = loading.curve.iter().fold(1.0f64, |m, p| m.max(p[1].abs()));
+        let off = (self.load_factor - expected).abs();
+        if off.is_nan() || off > 1e-9 * scale {
+            bail!(
+                "--restart {}: step {} has the load factor {} but its time {} is at the load factor {expected} on the input's load path",
+                self.file.display(),
+                self.step,
+                self.load_factor,
+                self.time
             );
         }
         if self.next_increment <= 0.0 && position < 1.0 {
@@ -229,7 +340,9 @@ impl Restart {
                 if x_file[3 * r..3 * r + 3] != coords[i][..] {
                     return Err(mismatch(n_file, s));
                 }
-                out[3 * i..3 * i + 3].copy_from_slice(&u_file[3 * r..3 * r + 3]);
+                let values = &u_file[3 * r..3 * r + 3];
+                self.check_finite(values, |_| s)?;
+                out[3 * i..3 * i + 3].copy_from_slice(values);
                 at += 1;
             }
         }

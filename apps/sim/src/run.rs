@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub output_dir: Option<PathBuf>,
     /// Continue from a converged step of an earlier run's HDF5 file (`--restart FILE[:STEP]`).
     pub restart: Option<String>,
+    /// Replace the results of an earlier run of the same name in the output directory
+    /// (`--overwrite`); without it such a run is refused before anything is written.
+    pub overwrite: bool,
     /// Fault injection for crash tests (test-only; [`Faults::none`] otherwise).
     pub faults: Faults,
     /// On ranks: values per window of the output's gathers to rank 0
@@ -45,6 +48,7 @@ impl RunOptions {
             overrides: Vec::new(),
             output_dir: None,
             restart: None,
+            overwrite: false,
             faults: Faults::none(),
             output_window: crate::windows::DEFAULT_WINDOW_VALUES,
         }
@@ -232,6 +236,12 @@ pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcom
         .as_deref()
         .map(crate::restart::Restart::read)
         .transpose()?;
+    keep_earlier_results(
+        &dir,
+        &name,
+        options.overwrite,
+        restart.as_ref().map(|r| r.file.as_path()),
+    )?;
     let case = Case {
         config: &config,
         input: &options.input,
@@ -281,7 +291,9 @@ fn execute_on(
     let (config, dir, name) = (case.config, &case.dir, case.name.as_str());
     let probes = crate::probes::Probes::new(config, &problem.mesh)?;
     let restart = match &case.restart {
-        Some(r) => Some(r.state_for(problem, &(&config.loading).into())?),
+        Some(r) => {
+            Some(r.state_for(problem, &(&config.loading).into(), &(&config.newton).into())?)
+        }
         None => None,
     };
     // before any file is written: `device: cuda` needs its GPU
@@ -413,6 +425,7 @@ fn execute_on(
         newton: &newton,
         observer,
     };
+    let size = crate::plausibility::body_size(&problem.mesh.coords);
     let outcome = path.run_from(
         start,
         problem,
@@ -420,7 +433,9 @@ fn execute_on(
         &mut u,
         |step, u, problem, solver| {
             let cells = CellOutputs::of_step(problem, step, u)?;
+            let warnings = check_state(step.index, u, &cells, size, problem.is_linear())?;
             let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
+            record.warnings = warnings;
             record_state(
                 &probes,
                 &problem.mesh,
@@ -515,10 +530,7 @@ pub(crate) fn record_state(
 ) -> Result<()> {
     let (displacement, _) = u.host()?.as_chunks::<3>();
     let (reaction, _) = reactions.host()?.as_chunks::<3>();
-    let max_displacement = displacement
-        .iter()
-        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
-        .fold(0.0, f64::max);
+    let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
     figures.reactions = mesh
         .node_sets
         .keys()
@@ -550,6 +562,26 @@ pub(crate) fn record_state(
     Ok(())
 }
 
+/// The Euclidean length of `d`: the plain `sqrt(x^2 + y^2 + z^2)` where its sum of squares is a
+/// normal number (bit for bit what it always was), else computed scaled by the largest
+/// component, which neither underflows (|d| ~ 1e-299 is not 0) nor overflows (~ 1e300 is not
+/// infinite).
+pub fn length(d: &[f64; 3]) -> f64 {
+    let squares = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    if squares.is_normal() {
+        return squares.sqrt();
+    }
+    if d.iter().any(|v| v.is_nan()) {
+        return f64::NAN;
+    }
+    let largest = d[0].abs().max(d[1].abs()).max(d[2].abs());
+    if largest == 0.0 || !largest.is_finite() {
+        return largest;
+    }
+    let (x, y, z) = (d[0] / largest, d[1] / largest, d[2] / largest);
+    largest * (x * x + y * y + z * z).sqrt()
+}
+
 /// The output directory: `-o` if given, else `output.directory`.
 pub fn output_dir(config: &Config, option: Option<&Path>) -> PathBuf {
     option.map_or_else(|| config.output.directory.clone(), Path::to_owned)
@@ -569,6 +601,47 @@ pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &s
             anyhow::Error::new(config.error_at(key, e.to_string()))
         }
     })
+}
+
+/// Refuses a run that would replace what an earlier run left in `dir` under `name` (unless
+/// `overwrite`), and always one whose results file is the file it restarts from (`restart`):
+/// its earlier steps would be lost. Nothing is written before this check, so a refused run
+/// leaves the earlier results as they were.
+pub fn keep_earlier_results(
+    dir: &Path,
+    name: &str,
+    overwrite: bool,
+    restart: Option<&Path>,
+) -> Result<()> {
+    let h5 = dir.join(format!("{name}.h5"));
+    if let Some(source) = restart {
+        let same = match (std::fs::canonicalize(source), std::fs::canonicalize(&h5)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if same {
+            anyhow::bail!(
+                "--restart {}: the run would write its results over the file it continues \
+                 from, losing the steps before the restart; write them elsewhere (-o DIR, or \
+                 --set output.name=NAME)",
+                source.display()
+            );
+        }
+    }
+    let earlier = io::existing_results(dir, name);
+    if overwrite || earlier.is_empty() {
+        return Ok(());
+    }
+    let files: Vec<String> = earlier
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    anyhow::bail!(
+        "{} already holds the results of a run named `{name}` ({}); they are kept: pass \
+         --overwrite to replace them, or write elsewhere (-o DIR, or --set output.name=NAME)",
+        dir.display(),
+        files.join(", ")
+    )
 }
 
 /// The results writer with `mesh` (in serial numbering).
@@ -784,6 +857,41 @@ impl CellOutputs {
     }
 }
 
+/// [`crate::plausibility::check`] of the converged state `u` of step `index` with the outputs
+/// `cells` of a body of `size`: an error for a state that is not finite (before it is written),
+/// else the warnings of an implausible linear answer.
+pub(crate) fn check_state(
+    index: usize,
+    u: &Vector,
+    cells: &CellOutputs,
+    size: f64,
+    linear: bool,
+) -> Result<Vec<String>> {
+    let (displacement, _) = u.host()?.as_chunks::<3>();
+    // NaN propagates (f64::max would drop it)
+    let max_displacement = displacement.iter().map(length).fold(0.0, |m: f64, l| {
+        if m.is_nan() || l.is_nan() {
+            f64::NAN
+        } else {
+            m.max(l)
+        }
+    });
+    crate::plausibility::check(&crate::plausibility::StateFigures {
+        step: index,
+        max_displacement,
+        strain_energy: cells.total_strain_energy(),
+        size,
+        linear,
+        fields: &[
+            ("cauchy_stress", cells.cauchy.as_flattened()),
+            ("von_mises", &cells.von_mises),
+            ("jacobian", &cells.jacobian),
+            ("energy_density", &cells.energy_density),
+        ],
+        jacobian: &cells.jacobian,
+    })
+}
+
 /// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step
 /// `stamp.index`; returns the total strain energy.
 pub(crate) fn write_fields(
@@ -881,10 +989,7 @@ pub(crate) fn write_step(
         results,
     )?;
     let (displacement, _) = u.host()?.as_chunks::<3>();
-    let max_displacement = displacement
-        .iter()
-        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
-        .fold(0.0, f64::max);
+    let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
     step_record(
         step,
         strain_energy,
@@ -926,6 +1031,7 @@ pub(crate) fn step_record(
         reactions: serde_json::to_value(reactions)?,
         probes: BTreeMap::new(),
         output_transfer_bytes: step.output_transfer_bytes,
+        warnings: Vec::new(),
     })
 }
 
@@ -1014,6 +1120,21 @@ pub(crate) fn newton_device(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The length of tiny and huge displacements neither underflows to 0 nor overflows; for
+    /// ordinary ones it is the plain formula's, bit for bit.
+    #[test]
+    fn length_neither_underflows_nor_overflows() {
+        let tiny = length(&[3e-299, 4e-299, 0.0]);
+        assert!((tiny / 5e-299 - 1.0).abs() < 1e-15, "{tiny:e}");
+        let huge = length(&[3e300, 0.0, -4e300]);
+        assert!((huge / 5e300 - 1.0).abs() < 1e-15, "{huge:e}");
+        let plain: [f64; 3] = [0.1, -0.25, 3.5];
+        let expected = (plain[0] * plain[0] + plain[1] * plain[1] + plain[2] * plain[2]).sqrt();
+        assert_eq!(length(&plain).to_bits(), expected.to_bits());
+        assert_eq!(length(&[0.0; 3]), 0.0);
+        assert!(length(&[f64::NAN, 0.0, 0.0]).is_nan());
+    }
 
     #[test]
     fn von_mises_of_uniaxial_tension_and_pure_shear() {

@@ -45,7 +45,7 @@ const ARMIJO: f64 = 1e-4;
 const ENERGY_ROUNDOFF: f64 = 1e-11;
 
 /// A residual that stopped decreasing below this fraction of `r_ref`...
-const ROUNDOFF_RESIDUAL: f64 = 1e-5;
+pub const ROUNDOFF_RESIDUAL: f64 = 1e-5;
 /// ... with an update below this fraction of `||u||` is converged at round-off.
 const ROUNDOFF_UPDATE: f64 = 1e-8;
 

@@ -806,12 +806,36 @@ fn build_constraints(
     assembler: &ElasticityAssembler,
 ) -> Result<Constraints> {
     let mut prescribed = Vec::new();
-    for d in &params.dirichlet {
+    for (i, d) in params.dirichlet.iter().enumerate() {
         let nodes = mesh
             .set_nodes(&d.set)
             .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
         if !d.curve.is_empty() && d.values.iter().flatten().any(Component::uses_time) {
             bail!("boundary.dirichlet on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", d.set);
+        }
+        // an expression of position only is evaluated at every node of its set now, so that
+        // `check` refuses one that is not finite there (ln(-1), 1/0, sqrt(x - 0.5)) at its key
+        for (c, value) in d.values.iter().enumerate() {
+            let Some(Component::Expression(e)) = value else {
+                continue;
+            };
+            if value.as_ref().is_some_and(Component::uses_time) {
+                continue;
+            }
+            for &n in &nodes {
+                let x = mesh.coords[n];
+                let v = e.eval(x).unwrap_or(f64::NAN);
+                if !v.is_finite() {
+                    bail!(
+                        "boundary.dirichlet[{i}].{}: the expression `{}` is {v} at node {n} ({}, {}, {}) of the set; a prescribed displacement must be finite at every node of its set: check its domain (ln, sqrt, division)",
+                        ["x", "y", "z"][c],
+                        e.text(),
+                        x[0],
+                        x[1],
+                        x[2]
+                    );
+                }
+            }
         }
         let numbers = d.values.clone().map(|v| v.map(|c| c.constant()));
         if numbers.iter().all(|n| !matches!(n, Some(None))) {

@@ -217,7 +217,16 @@ pub fn run_campaign(
             .then(|| CaseRow::read(&p.dir.join("case.json")))
             .flatten()
         {
-            Some(row) if row.hash == p.hash && row.status == CaseStatus::Completed => {
+            Some(row)
+                if row.hash == p.hash
+                    && row.status == CaseStatus::Completed
+                    && row
+                        .agrees_with_files(
+                            &CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec),
+                            &crate::run::output_name(&p.config, &campaign.base),
+                        )
+                        .is_ok() =>
+            {
                 rows[i] = Some(row);
                 resumed += 1;
             }

@@ -147,6 +147,85 @@ impl CaseRow {
         }
     }
 
+    /// Whether this row, read from a completed case's `case.json`, can stand for the case
+    /// `expected` (a fresh row of it) whose run is named `name`: the same case, directory and
+    /// parameters; a summary that says completed with the row's steps and figures; and an HDF5
+    /// file that opens with steps `0..=steps`, the last at the row's load factor with a finite
+    /// displacement of the row's largest length. `Err` says what disagrees (the case is rerun).
+    pub(crate) fn agrees_with_files(&self, expected: &CaseRow, name: &str) -> Result<(), String> {
+        let close = |what: &str, a: f64, b: f64| {
+            if a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()) {
+                Ok(())
+            } else {
+                Err(format!("{what}: case.json says {a}, the files {b}"))
+            }
+        };
+        if (self.case, &self.directory, &self.parameters)
+            != (expected.case, &expected.directory, &expected.parameters)
+        {
+            return Err("case.json names another case, directory or parameter values".into());
+        }
+        let summary_path = self.directory.join(format!("{name}.summary.json"));
+        let summary = io::Summary::read(&summary_path).map_err(|e| e.to_string())?;
+        if summary.status != io::RunStatus::Completed || summary.steps_completed != self.steps {
+            return Err(format!(
+                "{}: not a completed run of {} steps",
+                summary_path.display(),
+                self.steps
+            ));
+        }
+        let last = summary
+            .steps
+            .as_ref()
+            .and_then(|s| s.last())
+            .ok_or_else(|| format!("{}: no step records", summary_path.display()))?;
+        close("load factor", self.load_factor, last.load_factor)?;
+        close(
+            "strain energy",
+            self.strain_energy.unwrap_or(f64::NAN),
+            last.strain_energy,
+        )?;
+        close(
+            "max displacement",
+            self.max_displacement.unwrap_or(f64::NAN),
+            last.max_displacement,
+        )?;
+        if self.probes.keys().ne(last.probes.keys()) {
+            return Err("probes: case.json lists other columns than the summary".into());
+        }
+        for (column, value) in &self.probes {
+            close(column, *value, last.probes[column])?;
+        }
+        let h5 = self.directory.join(format!("{name}.h5"));
+        let reader = io::ResultsReader::open(&h5).map_err(|e| e.to_string())?;
+        let steps = reader.steps().map_err(|e| e.to_string())?;
+        if steps.iter().map(|s| s.0).ne(0..=self.steps) {
+            return Err(format!(
+                "{}: holds {} steps, not 0..={}",
+                h5.display(),
+                steps.len(),
+                self.steps
+            ));
+        }
+        close("load factor (HDF5)", self.load_factor, steps[self.steps].1)?;
+        let (_, u) = reader
+            .read_f64(&format!("/steps/{:06}/displacement", self.steps))
+            .map_err(|e| e.to_string())?;
+        let (nodes, _) = u.as_chunks::<3>();
+        if u.iter().any(|v| !v.is_finite()) {
+            return Err(format!(
+                "{}: a displacement that is not finite",
+                h5.display()
+            ));
+        }
+        let longest = nodes.iter().map(crate::run::length).fold(0.0, f64::max);
+        close(
+            "max displacement (HDF5)",
+            self.max_displacement.unwrap_or(f64::NAN),
+            longest,
+        )
+    }
+
     /// The row saved at `path`, if it can be read.
     pub fn read(path: &Path) -> Option<CaseRow> {
         let text = std::fs::read_to_string(path).ok()?;
