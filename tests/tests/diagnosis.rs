@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use sim::run::{run, RunOptions};
 use hexfem_end_to_end::ScratchDir;
+use sim::run::{run, RunOptions};
 
 /// A unit cube of 2 x 2 x 2 Q1 cells on rollers at x, y, z = 0, Saint Venant-Kirchhoff
 /// (E = 100, nu = 0.3), pushed by a dead traction on x = 1 in ten load steps. Its nominal
@@ -40,6 +40,7 @@ fn failure(dir: &Path, text: &str, overrides: &[&str]) -> String {
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            overwrite: true,
         },
         &sim::Quiet,
     );

@@ -155,6 +155,7 @@ fn sweep(bench: &IncompressibleBench, dir: &std::path::Path) -> Result<Incompres
                             restart: None,
                             faults: Default::default(),
                             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                            overwrite: true,
                         },
                         &sim::Quiet,
                     )
