@@ -23,6 +23,8 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutco
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

@@ -20,6 +20,8 @@ fn run_yaml(
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     ) {

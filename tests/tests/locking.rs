@@ -22,6 +22,8 @@ fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

@@ -21,6 +21,8 @@ fn run_with(tag: &str, input: &Path, overrides: &[&str]) -> (ScratchDir, RunOutc
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -165,6 +167,8 @@ fn probe_errors_name_the_key() {
                 restart: None,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                input_text: None,
+                interrupt: None,
             },
             &sim::Quiet,
         )

@@ -19,6 +19,8 @@ fn run_into(dir: &Path, name: &str, overrides: &[&str], restart: Option<String>)
             restart,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -141,6 +143,8 @@ fn restart_errors_name_the_problem() {
                 restart: Some(spec),
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                input_text: None,
+                interrupt: None,
             },
             &sim::Quiet,
         )

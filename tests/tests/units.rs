@@ -111,6 +111,8 @@ fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome,
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -278,6 +280,8 @@ fn run_error(input: &str, overrides: &[&str]) -> String {
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     );
