@@ -784,7 +784,21 @@ fn execute(
                     };
                     (text, status)
                 }
-                Err(e) => (String::new(), Err(e)),
+                Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
+                    // stopped by a signal: the table holds the finished cases; --resume runs the rest
+                    Some(stopped) => {
+                        let mut words = vec!["hexfem".to_owned(), "campaign".to_owned()];
+                        words.push(signals::shell_word(&options.file.to_string_lossy()));
+                        if let Some(dir) = &options.output_dir {
+                            words.push("-o".into());
+                            words.push(signals::shell_word(&dir.to_string_lossy()));
+                        }
+                        words.push("--resume".into());
+                        let text = format!("{stopped}; continue with\n  {}", words.join(" "));
+                        (String::new(), Err(anyhow::Error::new(Stopped(text))))
+                    }
+                    None => (String::new(), Err(e)),
+                },
             }
         }
         Command::Plot { path, x, y, output } => {

@@ -1126,3 +1126,59 @@ fn sigint_stops_a_run_whose_printed_restart_reproduces_the_full_run() {
     assert_eq!(x.len(), y.len());
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
 }
+
+/// SIGINT once a campaign's first case is finished stops it with status 130 and the
+/// `--resume` command printed; resumed, it ends with the table of an uninterrupted campaign.
+#[test]
+fn sigint_stops_a_campaign_that_resumes_to_the_same_table() {
+    let dir = scratch("campaign-sigint");
+    let file = dir.join("sweep.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\nshare_solver: false\ngrid:\n  materials.0.young_modulus: [1.0e4, 2.0e4, 3.0e4]\n  mesh.box.cells: [[20, 2, 2], [40, 4, 4]]\n",
+            input("cantilever_q1.yaml")
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (full, stopped) = (dir.join("full"), dir.join("stopped"));
+    let out = hexfem(&["campaign", file, "-o", full.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["campaign", file, "-o", stopped.to_str().unwrap()])
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("case ") {
+        assert!(started.elapsed().as_secs() < 120, "no case finished");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    let message = std::fs::read_to_string(&log).unwrap();
+    // (a campaign whose last case was under way may have finished: then it succeeded)
+    if status.code() == Some(130) {
+        assert!(message.contains("--resume"), "{message}");
+        assert!(campaign_rows(&stopped).len() < 6, "{message}");
+    } else {
+        assert!(status.success(), "{message}");
+    }
+    let out = hexfem(&[
+        "campaign",
+        file,
+        "-o",
+        stopped.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(campaign_rows(&stopped), campaign_rows(&full));
+}
