@@ -980,3 +980,43 @@ fn output_files_are_the_same_on_one_two_and_four_ranks_and_probes_on_the_last_ra
         }
     }
 }
+
+/// `run -` and `check -` under mpirun: rank 0 reads standard input (the only rank that has it)
+/// and every rank runs the text; the files are named `stdin`, the run ends as the file's run
+/// does, and an error on standard input is located there and printed once.
+#[test]
+fn stdin_input_is_read_by_rank_0_and_sent_to_every_rank() {
+    let dir = scratch("stdin");
+    let file = input("cantilever_q1.yaml");
+    let on_stdin = |args: &[&str], stdin: std::process::Stdio| {
+        run_mpirun(2, |cmd| {
+            cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+                .args(args)
+                .env("CI", "1")
+                .stdin(stdin);
+        })
+        .expect("mpirun (Open MPI) runs")
+    };
+    let open = || std::process::Stdio::from(std::fs::File::open(&file).unwrap());
+    let out = on_stdin(&["check", "-"], open());
+    assert!(out.status.success(), "{}", output_text(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("stdin: valid on 2 MPI ranks"), "{text}");
+    let (piped, named) = (dir.0.join("piped"), dir.0.join("named"));
+    let out = on_stdin(&["run", "-", "-o", piped.to_str().unwrap()], open());
+    assert!(out.status.success(), "{}", output_text(&out));
+    let out = hexfem_on(2, &["run", &file, "-o", named.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (a, b) = (summary(&piped, "stdin"), summary(&named, "cantilever_q1"));
+    assert_eq!(a["status"]["state"], "completed");
+    assert_eq!(iterations(&a), iterations(&b));
+    let bad = dir.0.join("bad.yaml");
+    std::fs::write(&bad, "mesh: { box: { cels: [2, 2, 2] } }\n").unwrap();
+    let out = on_stdin(
+        &["run", "-"],
+        std::process::Stdio::from(std::fs::File::open(&bad).unwrap()),
+    );
+    assert!(!out.status.success());
+    let text = output_text(&out);
+    assert_eq!(text.matches("stdin:1:").count(), 1, "{text}");
+}
