@@ -469,3 +469,32 @@ fn ranks_device_text(device: &RanksDevice, size: usize) -> String {
         map.join(", ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_read_minutes_and_hours() {
+        assert_eq!(clock(0.4), "0:00");
+        assert_eq!(clock(59.6), "1:00");
+        assert_eq!(clock(754.0), "12:34");
+        assert_eq!(clock(3725.0), "1:02:05");
+        assert_eq!(clock(-3.0), "0:00");
+    }
+
+    /// A quarter of the path done in 10 s leaves about 30 s; nothing before the first step.
+    #[test]
+    fn the_estimate_scales_the_time_so_far_by_the_path_left() {
+        let mut live = Live {
+            steps: 8,
+            ..Live::default()
+        };
+        assert_eq!(live.timing(0.5), "");
+        let ten_s_ago = Instant::now() - std::time::Duration::from_secs(10);
+        live.first = Some((0.0, ten_s_ago));
+        assert_eq!(live.timing(0.25), "elapsed 0:10, about 0:30 left");
+        assert_eq!(live.of(3), "  3/8");
+        assert_eq!(live.of(11), " 11/11");
+    }
+}
