@@ -103,3 +103,74 @@ impl RunObserver for Interruptible<'_> {
         self.inner.step_written(index);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asks to stop once step 1 is written.
+    struct StopAfterFirstStep(AtomicBool);
+
+    impl PathObserver for StopAfterFirstStep {
+        fn stop_requested(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    impl RunObserver for StopAfterFirstStep {
+        fn step_written(&self, _index: usize) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A run asked to stop after its first step ends with [`Interrupted`] at step 1: the file
+    /// holds steps 0 and 1, the summary says `interrupted` with `FILE.h5:1`; a token requested
+    /// before the start stops it before any step (restart at step 0).
+    #[test]
+    fn a_stop_request_ends_the_run_between_steps_with_an_interrupted_summary() {
+        let dir = std::env::temp_dir().join(format!("sim-interrupt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("bar.yaml");
+        std::fs::write(
+            &input,
+            "mesh: { box: { cells: [3, 1, 1], lower: [0, 0, 0], upper: [3, 1, 1] } }
+materials: [{ model: neo_hookean, young_modulus: 100.0, poisson_ratio: 0.25 }]
+boundary:
+  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
+  traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
+loading: { steps: 4 }
+",
+        )
+        .unwrap();
+        let options = crate::RunOptions {
+            output_dir: Some(dir.clone()),
+            ..crate::RunOptions::new(&input)
+        };
+        let comm = comm::SelfComm::shared();
+        let observer = StopAfterFirstStep(AtomicBool::new(false));
+        let error = crate::run(&comm, &options, &observer).unwrap_err();
+        let stopped = error.downcast_ref::<Interrupted>().expect("interrupted");
+        let h5 = dir.join("bar.h5");
+        assert_eq!(stopped.step, 1);
+        assert_eq!(stopped.restart, format!("{}:1", h5.display()));
+        let steps = io::ResultsReader::open(&h5).unwrap().steps().unwrap();
+        assert_eq!(steps.len(), 2);
+        let summary = io::Summary::read(&stopped.summary).unwrap();
+        assert_eq!(
+            summary.status,
+            io::RunStatus::Interrupted {
+                restart: stopped.restart.clone()
+            }
+        );
+        let interrupt = Interrupt::new();
+        interrupt.request();
+        let options = crate::RunOptions {
+            interrupt: Some(interrupt),
+            ..options
+        };
+        let error = crate::run(&comm, &options, &crate::Quiet).unwrap_err();
+        let stopped = error.downcast_ref::<Interrupted>().expect("interrupted");
+        assert_eq!(stopped.step, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
