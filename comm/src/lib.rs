@@ -22,7 +22,7 @@ mod mpi_comm;
 mod session;
 
 pub use mpi_comm::MpiComm;
-pub use session::{launched_by_mpi, Session};
+pub use session::{launched_by_mpi, mpi_library_version, Session};
 
 /// Errors of the `comm` crate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

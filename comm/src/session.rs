@@ -83,3 +83,12 @@ pub fn launched_by_mpi() -> bool {
         .iter()
         .any(|v| std::env::var_os(v).is_some())
 }
+
+/// The MPI library's own version string (`MPI_Get_library_version`, callable before MPI is
+/// initialised), up to its first comma on its first line (`Open MPI v4.1.4`); `None` where the
+/// library gives none.
+pub fn mpi_library_version() -> Option<String> {
+    let text = mpi::environment::library_version().ok()?;
+    let line = text.lines().next()?.split(',').next()?.trim().to_owned();
+    (!line.is_empty()).then_some(line)
+}

@@ -17,6 +17,7 @@ fn options(file: &Path, jobs: usize) -> CampaignOptions {
         jobs,
         resume: false,
         output_dir: None,
+        interrupt: None,
     }
 }
 
@@ -102,6 +103,8 @@ fn grid_campaign_equals_separate_runs() {
                 overwrite: true,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                input_text: None,
+                interrupt: None,
             }, &sim::Quiet)
             .unwrap();
             let case_h5 = row.directory.join("cantilever_q1.h5");

@@ -40,6 +40,8 @@ fn failure(dir: &Path, text: &str, overrides: &[&str]) -> String {
             restart: None,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
             overwrite: true,
         },
         &sim::Quiet,

@@ -78,6 +78,8 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

@@ -24,6 +24,8 @@ fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutco
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

@@ -21,6 +21,8 @@ fn run_yaml(
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     ) {

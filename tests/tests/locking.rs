@@ -23,6 +23,8 @@ fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

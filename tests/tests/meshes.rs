@@ -48,6 +48,8 @@ fn run_yaml(tag: &str, yaml: &str) -> Result<(ScratchDir, RunOutcome), String> {
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )

@@ -2147,6 +2147,8 @@ fn run_on_ranks_with(
         overwrite: true,
         faults: io::Faults::none(),
         output_window: 1 << 20,
+        input_text: None,
+        interrupt: None,
     };
     let outcome = sim::distributed::run_on_ranks(comm, &options, &sim::Quiet)
         .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));

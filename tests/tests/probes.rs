@@ -22,6 +22,8 @@ fn run_with(tag: &str, input: &Path, overrides: &[&str]) -> (ScratchDir, RunOutc
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -167,6 +169,8 @@ fn probe_errors_name_the_key() {
                 overwrite: true,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                input_text: None,
+                interrupt: None,
             },
             &sim::Quiet,
         )

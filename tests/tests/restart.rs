@@ -20,6 +20,8 @@ fn run_into(dir: &Path, name: &str, overrides: &[&str], restart: Option<String>)
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -143,6 +145,8 @@ fn restart_errors_name_the_problem() {
                 overwrite: true,
                 faults: Default::default(),
                 output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                input_text: None,
+                interrupt: None,
             },
             &sim::Quiet,
         )

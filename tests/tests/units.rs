@@ -112,6 +112,8 @@ fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome,
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     )
@@ -280,6 +282,8 @@ fn run_error(input: &str, overrides: &[&str]) -> String {
             overwrite: true,
             faults: Default::default(),
             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
         },
         &sim::Quiet,
     );

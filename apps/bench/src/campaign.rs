@@ -219,6 +219,7 @@ fn one_round(
                 jobs,
                 resume: false,
                 output_dir: None,
+                interrupt: None,
             },
             &mut sim::Quiet,
         )?;

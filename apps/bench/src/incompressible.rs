@@ -155,6 +155,8 @@ fn sweep(bench: &IncompressibleBench, dir: &std::path::Path) -> Result<Incompres
                             restart: None,
                             faults: Default::default(),
                             output_window: sim::windows::DEFAULT_WINDOW_VALUES,
+                            input_text: None,
+                            interrupt: None,
                             overwrite: true,
                         },
                         &sim::Quiet,

@@ -4,18 +4,20 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use monitor::{Progress, TerminalMonitor};
 use sim::RunOptions;
 
 use hexfem::plot;
 
+mod about;
 mod campaign_progress;
 mod monitor;
+mod signals;
 
 /// hexfem: hyperelastic solids on hexahedral meshes, solved with a blocked algebraic multigrid.
 #[derive(Parser)]
-#[command(name = "hexfem", version, about)]
+#[command(name = "hexfem", version = about::SHORT_VERSION, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +25,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the simulation described by a YAML file; writes <name>.h5, .xdmf and .summary.json.
+    /// Run the simulation described by a YAML file (`-`: read it from standard input); writes
+    /// <name>.h5, .xdmf and .summary.json. Ctrl-C stops it after the step under way (a second
+    /// Ctrl-C at once) and prints the --restart that continues it.
     Run {
         input: PathBuf,
         /// Override a configuration value: --set newton.rtol=1e-10 (repeatable).
@@ -115,7 +119,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate a YAML file and summarise the problem without solving it.
+    /// Validate a YAML file (`-`: standard input) and summarise the problem without solving it.
     Check {
         input: PathBuf,
         #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
@@ -123,6 +127,22 @@ enum Command {
         /// Output directory to check (as `run -o`).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Print the resolved input instead of the summary: every key with its value or
+        /// default, `--set` and `-o` applied, as YAML that `hexfem run` reads as is.
+        #[arg(long)]
+        print_resolved: bool,
+    },
+    /// Print the JSON Schema of input files (for editors: a
+    /// `# yaml-language-server: $schema=FILE` line), or of campaign files.
+    Schema {
+        /// The schema of campaign files instead.
+        #[arg(long)]
+        campaign: bool,
+    },
+    /// Print a shell completion script: `hexfem completion bash > ~/.local/share/bash-completion/completions/hexfem`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -333,7 +353,11 @@ enum Problem {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_arguments();
+    // Ctrl-C and SIGTERM stop a run or campaign at a safe point (installed before MPI starts,
+    // on every rank)
+    let interrupt = matches!(cli.command, Command::Run { .. } | Command::Campaign { .. })
+        .then(signals::install);
     // MPI when started by mpirun, else the serial program (MPI untouched).
     let session = match comm::Session::init() {
         Ok(session) => session,
@@ -344,10 +368,24 @@ fn main() -> ExitCode {
     };
     let comm = session.comm();
     let (stdout, result) = if comm.size() > 1 {
-        execute_on_ranks(&comm, cli.command)
+        execute_on_ranks(&comm, cli.command, interrupt.as_ref())
     } else {
-        execute(&comm, cli.command)
+        execute(&comm, cli.command, interrupt.as_ref())
     };
+    let root = comm.rank() == 0;
+    // stopped on request: every rank stopped at the same point with its files written; rank 0
+    // says how to continue
+    if let Some(stopped) = result
+        .as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<Stopped>())
+    {
+        if root && !stopped.0.is_empty() {
+            report(&stopped.0);
+        }
+        drop(session);
+        return ExitCode::from(signals::INTERRUPTED_STATUS);
+    }
     // Collective error agreement: every rank ends with the first failing rank's message; rank 0
     // alone prints (the others' output would repeat it).
     // (An error that is already agreed is the same on every rank: all of them skip this.)
@@ -356,7 +394,6 @@ fn main() -> ExitCode {
         result if comm.size() > 1 => sim::distributed::agreed(&*comm, result),
         result => result,
     };
-    let root = comm.rank() == 0;
     if let Err(e) = result {
         // Printed before MPI_Finalize (a fence of all ranks): no rank exits, which makes mpirun
         // end the job, before rank 0 has written the message.
@@ -397,19 +434,124 @@ fn report(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// The command line; `--version` also says what the binary was built with (found only when
+/// asked for: it looks for the CUDA driver).
+fn parse_arguments() -> Cli {
+    let mut command = Cli::command();
+    if std::env::args_os().any(|a| a == "--version") {
+        // computed once per process, only for --version: leaking it is free
+        let text: &'static str = Box::leak(about::long_version().into_boxed_str());
+        command = command.long_version(text);
+    }
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// A run or campaign stopped by a signal (its files written): the text that says how to
+/// continue. Exits with [`signals::INTERRUPTED_STATUS`].
+#[derive(Debug)]
+struct Stopped(String);
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// The input of `run` or `check`: a file, or with `-` standard input's text (read by rank 0,
+/// sent to every rank).
+fn read_input(comm: &dyn comm::Comm, input: &std::path::Path) -> anyhow::Result<Option<String>> {
+    if input != std::path::Path::new("-") {
+        return Ok(None);
+    }
+    let local = if comm.rank() == 0 {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
+            .and_then(|_| match String::from_utf8(bytes) {
+                Ok(text) => Ok(text),
+                // the configuration's own error: line, column and the byte
+                Err(e) => match config::load_reader(e.as_bytes(), &[]) {
+                    Err(located) => Err(located.into()),
+                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
+                },
+            })
+    } else {
+        Ok(String::new())
+    };
+    if comm.size() == 1 {
+        return local.map(Some);
+    }
+    let text = sim::distributed::agreed(comm, local)?;
+    let all = comm.allgatherv_bytes(if comm.rank() == 0 {
+        text.as_bytes()
+    } else {
+        &[]
+    })?;
+    let text = all.into_iter().next().unwrap_or_default();
+    Ok(Some(String::from_utf8(text)?))
+}
+
+/// `hexfem check [--print-resolved]` of a file or of standard input.
+fn check_command(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    input: &std::path::Path,
+    overrides: &[String],
+    output: Option<&std::path::Path>,
+    print_resolved: bool,
+) -> anyhow::Result<String> {
+    let text = read_input(&**comm, input)?;
+    let source = match &text {
+        Some(text) => sim::Input::Text(text),
+        None => sim::Input::File(input),
+    };
+    let summary = sim::check_input(comm, &source, overrides, output)?;
+    if !print_resolved {
+        return Ok(summary);
+    }
+    let mut config = source.load(overrides)?;
+    if let Some(dir) = output {
+        config.output.directory = dir.to_owned();
+    }
+    Ok(config.to_resolved_yaml()?)
+}
+
 /// Runs a command: what it prints on standard output, and whether it succeeded. A failed
 /// command may still print (the table of a failed verification).
 fn execute(
     comm: &std::sync::Arc<dyn comm::Comm>,
     command: Command,
+    interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     match command {
-        command @ Command::Run { .. } => run_command(comm, command),
+        command @ Command::Run { .. } => run_command(comm, command, interrupt),
         Command::Check {
             input,
             overrides,
             output,
-        } => split(sim::check(comm, &input, &overrides, output.as_deref())),
+            print_resolved,
+        } => split(check_command(
+            comm,
+            &input,
+            &overrides,
+            output.as_deref(),
+            print_resolved,
+        )),
+        Command::Schema { campaign } => (
+            if campaign {
+                config::schema::campaign_json_schema_text()
+            } else {
+                config::schema::json_schema_text()
+            },
+            Ok(()),
+        ),
+        Command::Completion { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "hexfem", &mut script);
+            split(String::from_utf8(script).map_err(anyhow::Error::from))
+        }
         Command::Bench {
             which:
                 Bench::Assembly {
@@ -635,7 +777,8 @@ fn execute(
                 file,
                 jobs,
                 resume,
-                output_dir: output,
+                output_dir: output.clone(),
+                interrupt: interrupt.cloned(),
             };
             let summary = run_campaign(&options, &mut progress);
             match summary {
@@ -678,7 +821,21 @@ fn execute(
                     };
                     (text, status)
                 }
-                Err(e) => (String::new(), Err(e)),
+                Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
+                    // stopped by a signal: the table holds the finished cases; --resume runs the rest
+                    Some(stopped) => {
+                        let mut words = vec!["hexfem".to_owned(), "campaign".to_owned()];
+                        words.push(signals::shell_word(&options.file.to_string_lossy()));
+                        if let Some(dir) = &options.output_dir {
+                            words.push("-o".into());
+                            words.push(signals::shell_word(&dir.to_string_lossy()));
+                        }
+                        words.push("--resume".into());
+                        let text = format!("{stopped}; continue with\n  {}", words.join(" "));
+                        (String::new(), Err(anyhow::Error::new(Stopped(text))))
+                    }
+                    None => (String::new(), Err(e)),
+                },
             }
         }
         Command::Plot { path, x, y, output } => {
@@ -733,6 +890,7 @@ fn execute(
 fn execute_on_ranks(
     comm: &std::sync::Arc<dyn comm::Comm>,
     command: Command,
+    interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     let what = match command {
         Command::Bench {
@@ -802,12 +960,10 @@ fn execute_on_ranks(
             let result = sim::distributed::agreed(&**comm, result);
             return split(result.and_then(|r| render(&r, json)));
         }
-        command @ Command::Run { .. } => return run_command(comm, command),
-        Command::Check {
-            input,
-            overrides,
-            output,
-        } => return split(sim::check(comm, &input, &overrides, output.as_deref())),
+        command @ Command::Run { .. } => return run_command(comm, command, interrupt),
+        command @ (Command::Check { .. } | Command::Schema { .. } | Command::Completion { .. }) => {
+            return execute(comm, command, interrupt)
+        }
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Campaign { .. } => "campaign",
@@ -827,6 +983,7 @@ fn execute_on_ranks(
 fn run_command(
     comm: &std::sync::Arc<dyn comm::Comm>,
     command: Command,
+    interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     let Command::Run {
         input,
@@ -856,22 +1013,70 @@ fn run_command(
         Some(at) => io::Faults::stop_at(at, test_torn_write, io::FaultAction::Abort),
         None => io::Faults::none(),
     };
+    let text = match read_input(&**comm, &input) {
+        Ok(text) => text,
+        Err(e) => return split(Err(e)),
+    };
+    let base = match text {
+        Some(text) => RunOptions::from_text(text),
+        None => RunOptions::new(&input),
+    };
+    let continue_with = |stopped: &sim::Interrupted| {
+        continue_command(&input, &overrides, output.as_deref(), stopped)
+    };
     let options = RunOptions {
-        overrides,
-        output_dir: output,
+        overrides: overrides.clone(),
+        output_dir: output.clone(),
         restart,
         overwrite,
         faults,
         output_window: test_output_window,
-        ..RunOptions::new(input)
+        interrupt: interrupt.cloned(),
+        ..base
     };
-    let monitor = TerminalMonitor {
-        progress,
-        abort_after_step: test_abort_after_step,
-    };
+    let monitor = TerminalMonitor::new(progress, test_abort_after_step);
     let outcome = sim::run(comm, &options, &monitor);
+    monitor.finish();
+    let outcome = outcome.map_err(|e| match e.downcast_ref::<sim::Interrupted>() {
+        Some(stopped) => anyhow::Error::new(Stopped(continue_with(stopped))),
+        None => e,
+    });
     // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
     split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))
+}
+
+/// What an interrupted run prints: where it stopped and the command that continues it (the
+/// same input and overrides, `--restart` at its last step, written beside its output in
+/// `continued/`: a restart must not overwrite the file it reads).
+fn continue_command(
+    input: &std::path::Path,
+    overrides: &[String],
+    output: Option<&std::path::Path>,
+    stopped: &sim::Interrupted,
+) -> String {
+    let dir = stopped
+        .summary
+        .parent()
+        .map_or_else(|| PathBuf::from("."), |d| d.to_owned());
+    let _ = output; // the run's directory is where its summary is
+    let mut words = vec!["hexfem".to_owned(), "run".to_owned()];
+    words.push(signals::shell_word(&input.to_string_lossy()));
+    for o in overrides {
+        words.push("--set".into());
+        words.push(signals::shell_word(o));
+    }
+    words.push("-o".into());
+    words.push(signals::shell_word(
+        &dir.join("continued").to_string_lossy(),
+    ));
+    words.push("--restart".into());
+    words.push(signals::shell_word(&stopped.restart));
+    format!(
+        "interrupted after step {}: every converged step is in its files (summary {}); continue with\n  {}",
+        stopped.step,
+        stopped.summary.display(),
+        words.join(" ")
+    )
 }
 
 /// A command's text and status from its result.

@@ -1,9 +1,14 @@
 //! The terminal rendering of a run's events, on standard error: a header (problem size,
 //! device, solvers), one line per load step with its reactions and per failed attempt, and with
-//! `run -v` one per step start and Newton iteration. Best effort: a closed standard error must
-//! not end the run.
+//! `run -v` one per step start and Newton iteration. On an interactive terminal (standard error
+//! a TTY, `CI` unset) the step lines also say `step k/N`, the time elapsed and an estimate of
+//! the time left, and a live line (the Newton iteration and residual of the step under way) is
+//! redrawn in place; piped, the output is one line per step. Best effort: a closed standard
+//! error must not end the run.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use config::Config;
 use io::{MeshInfo, StepRecord};
@@ -30,16 +35,114 @@ pub struct TerminalMonitor {
     pub progress: Progress,
     /// Test-only (crash tests): abort the process right after step N is completely written.
     pub abort_after_step: Option<usize>,
+    /// On an interactive terminal (default progress): where the run stands, for `step k/N`,
+    /// the time estimate and the live line.
+    live: Option<Mutex<Live>>,
 }
 
+/// Where a run stands, as the live line and the step lines on a terminal show it.
+#[derive(Default)]
+struct Live {
+    /// Nominal load steps (`loading.steps`).
+    steps: usize,
+    /// Pseudo-time at the end of the load path.
+    end_time: f64,
+    /// The first step's start: path position and when.
+    first: Option<(f64, Instant)>,
+    /// The last step written (`None` before the first one of this run).
+    last_index: Option<usize>,
+    /// The step under way: when it started.
+    step_started: Option<Instant>,
+    /// Whether the live line is on the screen (to be cleared before other output).
+    shown: bool,
+}
+
+impl Live {
+    /// `elapsed M:SS, about M:SS left` at path position `position` (none before the first step).
+    fn timing(&self, position: f64) -> String {
+        let Some((start, when)) = self.first else {
+            return String::new();
+        };
+        let elapsed = when.elapsed().as_secs_f64();
+        let done = position - start;
+        let left = if done > 0.0 {
+            format!(
+                ", about {} left",
+                clock(elapsed / done * (1.0 - position).max(0.0))
+            )
+        } else {
+            String::new()
+        };
+        format!("elapsed {}{left}", clock(elapsed))
+    }
+
+    /// `k/N`: the step's index and the nominal step count (more where cutbacks added steps).
+    fn of(&self, index: usize) -> String {
+        format!("{index:>3}/{}", self.steps.max(index))
+    }
+}
+
+/// Seconds as `M:SS` (`H:MM:SS` from an hour on).
+fn clock(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// Erases the terminal's current line.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
 impl TerminalMonitor {
+    /// A monitor printing `progress`; live progress where standard error is an interactive
+    /// terminal (not in CI).
+    pub fn new(progress: Progress, abort_after_step: Option<usize>) -> Self {
+        let interactive = std::env::var_os("CI").is_none() && std::io::stderr().is_terminal();
+        TerminalMonitor {
+            progress,
+            abort_after_step,
+            live: (interactive && progress == Progress::Steps).then(|| Mutex::new(Live::default())),
+        }
+    }
+
     fn iterations(&self) -> bool {
         self.progress == Progress::Iterations
+    }
+
+    /// Runs `f` on the live state, if any (a poisoned lock: no live output).
+    fn with_live<T>(&self, f: impl FnOnce(&mut Live) -> T) -> Option<T> {
+        let mut live = self.live.as_ref()?.lock().ok()?;
+        Some(f(&mut live))
+    }
+
+    /// Prints `text` after clearing the live line.
+    fn say(&self, text: &str) {
+        let cleared = self.with_live(|live| std::mem::take(&mut live.shown));
+        if cleared == Some(true) {
+            print(CLEAR_LINE);
+        }
+        print(text);
+    }
+
+    /// Redraws the live line (`text`: one line, no newline).
+    fn show(&self, text: &str) {
+        if self.with_live(|live| live.shown = true).is_some() {
+            print(&format!("{CLEAR_LINE}{text}"));
+        }
+    }
+
+    /// The run ended: clears the live line.
+    pub fn finish(&self) {
+        self.say("");
     }
 }
 
 fn print(text: &str) {
-    let _ = write!(std::io::stderr().lock(), "{text}");
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{text}");
+    let _ = err.flush();
 }
 
 impl RunObserver for TerminalMonitor {
@@ -47,6 +150,10 @@ impl RunObserver for TerminalMonitor {
         if self.progress == Progress::Quiet {
             return;
         }
+        self.with_live(|live| {
+            live.steps = start.config.loading.steps;
+            live.end_time = solve::params::LoadingParams::from(&start.config.loading).end_time();
+        });
         let size = problem_text(start.mesh, start.problem.mesh.kind);
         let solver = sim::solver_text::render(start.solver);
         let text = match &start.placement {
@@ -77,16 +184,32 @@ impl RunObserver for TerminalMonitor {
                 text
             }
         };
-        print(&text);
+        self.say(&text);
     }
 
     fn step_finished(&self, step: &ConvergedStep, record: &StepRecord) {
-        if self.progress != Progress::Quiet {
-            print(&step_lines(step, record));
-            for warning in &record.warnings {
-                print(&format!("  warning: {warning}\n"));
-            }
+        if self.progress == Progress::Quiet {
+            return;
         }
+        let mut text = step_lines(step, record);
+        // on a terminal: `step k/N` and the time elapsed and left
+        let progress = self.with_live(|live| {
+            live.last_index = Some(step.index);
+            (live.of(step.index), live.timing(step.position))
+        });
+        if let Some((of, timing)) = progress {
+            let first_line = text.find('\n').unwrap_or(text.len());
+            let line = text[..first_line].replacen(
+                &format!("step {:>3}", step.index),
+                &format!("step {of}"),
+                1,
+            );
+            text = format!("{line}  {timing}{}", &text[first_line..]);
+        }
+        for warning in &record.warnings {
+            text.push_str(&format!("  warning: {warning}\n"));
+        }
+        self.say(&text);
     }
 
     fn step_written(&self, index: usize) {
@@ -101,9 +224,37 @@ impl PathObserver for TerminalMonitor {
         if self.iterations() {
             eprintln!("time {from:.4} -> {to:.4} (load factor {load_factor:.4})");
         }
+        let line = self.with_live(|live| {
+            let end = if live.end_time > 0.0 {
+                live.end_time
+            } else {
+                1.0
+            };
+            live.first.get_or_insert((from / end, Instant::now()));
+            live.step_started = Some(Instant::now());
+            let step = live.last_index.map_or("  next".into(), |k| live.of(k + 1));
+            format!(
+                "step {step}  load {load_factor:.4}  ...  {}",
+                live.timing(from / end)
+            )
+        });
+        if let Some(line) = line {
+            self.show(&line);
+        }
     }
 
     fn iteration(&self, iteration: usize, record: &IterationRecord, forcing: Option<f64>) {
+        let line = self.with_live(|live| {
+            let step = live.last_index.map_or("  next".into(), |k| live.of(k + 1));
+            let in_step = live.step_started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            format!(
+                "step {step}  newton {iteration:>2}  |r| {:.3e}  linear {:>4}  ({in_step:.1} s in this step)",
+                record.residual_norm, record.linear.iterations
+            )
+        });
+        if let Some(line) = line {
+            self.show(&line);
+        }
         if !self.iterations() {
             return;
         }
@@ -136,10 +287,10 @@ impl PathObserver for TerminalMonitor {
             return;
         }
         match next {
-            Some(next) => {
-                eprintln!("  attempt {attempt}; cutting the increment back to {next:.3e}")
-            }
-            None => eprintln!("  attempt {attempt}"),
+            Some(next) => self.say(&format!(
+                "  attempt {attempt}; cutting the increment back to {next:.3e}\n"
+            )),
+            None => self.say(&format!("  attempt {attempt}\n")),
         }
     }
 }
@@ -320,4 +471,33 @@ fn ranks_device_text(device: &RanksDevice, size: usize) -> String {
         "GPUs: {size} MPI ranks, one GPU each ({}); the Newton iteration (assembly of each rank's part, norms, line search), hot updates, CG (GMRES for a follower pressure) and the V-cycle on the GPUs, the AMG cold set-up on each rank's CPU (hierarchy levels uploaded); halo exchanges {exchange}",
         map.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_read_minutes_and_hours() {
+        assert_eq!(clock(0.4), "0:00");
+        assert_eq!(clock(59.6), "1:00");
+        assert_eq!(clock(754.0), "12:34");
+        assert_eq!(clock(3725.0), "1:02:05");
+        assert_eq!(clock(-3.0), "0:00");
+    }
+
+    /// A quarter of the path done in 10 s leaves about 30 s; nothing before the first step.
+    #[test]
+    fn the_estimate_scales_the_time_so_far_by_the_path_left() {
+        let mut live = Live {
+            steps: 8,
+            ..Live::default()
+        };
+        assert_eq!(live.timing(0.5), "");
+        let ten_s_ago = Instant::now() - std::time::Duration::from_secs(10);
+        live.first = Some((0.0, ten_s_ago));
+        assert_eq!(live.timing(0.25), "elapsed 0:10, about 0:30 left");
+        assert_eq!(live.of(3), "  3/8");
+        assert_eq!(live.of(11), " 11/11");
+    }
 }

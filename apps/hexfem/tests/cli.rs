@@ -1021,3 +1021,267 @@ fn plot_with_nothing_to_draw_and_a_full_stdout_are_reported_plainly() {
         assert_eq!(summary.status, RunStatus::Completed);
     }
 }
+
+/// Runs `hexfem args` with `stdin` as its standard input.
+fn hexfem_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .env("CI", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hexfem runs");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+/// `hexfem schema` prints the committed schemas byte for byte (the files editors point at).
+#[test]
+fn schema_prints_the_committed_json_schemas() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    for (args, file) in [
+        (&["schema"][..], "hexfem.schema.json"),
+        (&["schema", "--campaign"][..], "hexfem-campaign.schema.json"),
+    ] {
+        let out = hexfem(args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let committed = std::fs::read(docs.join(file)).unwrap();
+        assert!(
+            out.stdout == committed,
+            "hexfem {args:?} differs from docs/{file}"
+        );
+    }
+}
+
+/// `check -` and `run -` read the input from standard input (errors and the output name say
+/// `stdin`); `check --print-resolved` prints YAML that runs as is, with `--set` applied, and
+/// resolving it again gives the same YAML.
+#[test]
+fn stdin_inputs_and_the_resolved_input_run_as_is() {
+    let dir = scratch("stdin");
+    let text = std::fs::read(input("twisting_column.yaml")).unwrap();
+    let out = hexfem_with_stdin(&["check", "-"], &text);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("stdin: valid"));
+    let sets = [
+        "--set",
+        "loading.steps=2",
+        "--set",
+        "mesh.box.cells=[1, 1, 2]",
+    ];
+    let mut args = vec!["check", "-", "--print-resolved"];
+    args.extend(sets);
+    let out = hexfem_with_stdin(&args, &text);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let resolved = out.stdout;
+    let yaml = String::from_utf8_lossy(&resolved);
+    assert!(
+        yaml.contains("steps: 2") && yaml.contains("cells: [1, 1, 2]"),
+        "{yaml}"
+    );
+    // the resolved input resolves to itself (up to the comments: its source, the defaults)
+    let again = hexfem_with_stdin(&["check", "-", "--print-resolved"], &resolved);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let body = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split("  #").next().unwrap_or(l).to_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&again.stdout), body(&resolved));
+    let out = hexfem_with_stdin(&["run", "-", "-o", dir.to_str().unwrap()], &resolved);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = Summary::read(&dir.join("stdin.summary.json")).unwrap();
+    assert_eq!(summary.status, RunStatus::Completed);
+    // (the twist divides 2 steps further: at most so many degrees a step)
+    let steps = summary.steps.unwrap();
+    assert_eq!(steps.last().map(|s| s.load_factor), Some(1.0));
+    // a typo on standard input is located there
+    let out = hexfem_with_stdin(&["run", "-"], b"mesh: { box: { cels: [1, 1, 1] } }\n");
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    assert!(message.contains("stdin:1:"), "{message}");
+}
+
+/// `hexfem completion SHELL` prints a script that knows the subcommands; `-V` names the commit,
+/// `--version` also CUDA, MPI and HDF5.
+#[test]
+fn completions_and_the_version_say_what_was_built() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = hexfem(&["completion", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("hexfem") && script.contains("campaign") && script.contains("restart"),
+            "{shell}"
+        );
+    }
+    let out = hexfem(&["-V"]);
+    let short = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        short.starts_with("hexfem 0.") && short.contains("(commit "),
+        "{short}"
+    );
+    let out = hexfem(&["--version"]);
+    let long = String::from_utf8_lossy(&out.stdout);
+    for line in ["\n  cuda   ", "\n  mpi    ", "\n  hdf5   1."] {
+        assert!(long.contains(line), "{line:?} in {long}");
+    }
+}
+
+/// SIGINT after the first step is written ends the run at the next safe point with status 130:
+/// the files hold every converged step, the summary says `interrupted` with the `--restart`
+/// argument, stderr prints the command that continues it, and that command reproduces the
+/// uninterrupted run's final displacement bit for bit.
+#[test]
+fn sigint_stops_a_run_whose_printed_restart_reproduces_the_full_run() {
+    let dir = scratch("sigint");
+    let (full, stopped) = (dir.join("full"), dir.join("stopped"));
+    let sets = [
+        "--set",
+        "loading.steps=30",
+        "--set",
+        "mesh.box.cells=[2, 2, 12]",
+    ];
+    let column = input("twisting_column.yaml");
+    let mut args = vec!["run", &column, "-o", full.to_str().unwrap()];
+    args.extend(sets);
+    let out = hexfem(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let log = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &column, "-o", stopped.to_str().unwrap()])
+        .args(sets)
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("\nstep ") {
+        assert!(started.elapsed().as_secs() < 60, "no step written");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    let message = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(130), "{message}");
+    let written = check_leftovers(&stopped, "interrupted");
+    assert!((1..30).contains(&written), "{written} steps written");
+    let summary = Summary::read(&stopped.join("twisting_column.summary.json")).unwrap();
+    let h5 = stopped.join("twisting_column.h5");
+    let restart = format!("{}:{written}", h5.display());
+    assert_eq!(
+        summary.status,
+        RunStatus::Interrupted {
+            restart: restart.clone()
+        }
+    );
+    // the printed command, run as printed (its words are plain here)
+    let command = message
+        .lines()
+        .skip_while(|l| !l.starts_with("interrupted after step"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {message}"));
+    assert!(
+        command.contains(&format!("--restart {restart}")),
+        "{command}"
+    );
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_owned())
+        .collect();
+    // `'mesh.box.cells=[2, 2, 12]'` was split at its spaces: join it back
+    let mut argv: Vec<String> = Vec::new();
+    let mut open = false;
+    for w in command.split_whitespace().skip(1) {
+        if open {
+            argv.last_mut().unwrap().push(' ');
+            argv.last_mut().unwrap().push_str(w.trim_end_matches('\''));
+        } else {
+            argv.push(w.trim_start_matches('\'').trim_end_matches('\'').to_owned());
+        }
+        open = (open || w.starts_with('\'')) && !w.ends_with('\'');
+    }
+    assert_eq!(words[0], "hexfem");
+    let out = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(&argv)
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{argv:?}: {}", stderr(&out));
+    let continued = stopped.join("continued").join("twisting_column.h5");
+    let a = ResultsReader::open(&full.join("twisting_column.h5")).unwrap();
+    let b = ResultsReader::open(&continued).unwrap();
+    let last = "/steps/000030/displacement";
+    let (x, y) = (a.read_f64(last).unwrap().1, b.read_f64(last).unwrap().1);
+    assert_eq!(x.len(), y.len());
+    assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
+}
+
+/// SIGINT once a campaign's first case is finished stops it with status 130 and the
+/// `--resume` command printed; resumed, it ends with the table of an uninterrupted campaign.
+#[test]
+fn sigint_stops_a_campaign_that_resumes_to_the_same_table() {
+    let dir = scratch("campaign-sigint");
+    let file = dir.join("sweep.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\nshare_solver: false\ngrid:\n  materials.0.young_modulus: [1.0e4, 2.0e4, 3.0e4]\n  mesh.box.cells: [[20, 2, 2], [40, 4, 4]]\n",
+            input("cantilever_q1.yaml")
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (full, stopped) = (dir.join("full"), dir.join("stopped"));
+    let out = hexfem(&["campaign", file, "-o", full.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["campaign", file, "-o", stopped.to_str().unwrap()])
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("case ") {
+        assert!(started.elapsed().as_secs() < 120, "no case finished");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    let message = std::fs::read_to_string(&log).unwrap();
+    // (a campaign whose last case was under way may have finished: then it succeeded)
+    if status.code() == Some(130) {
+        assert!(message.contains("--resume"), "{message}");
+        assert!(campaign_rows(&stopped).len() < 6, "{message}");
+    } else {
+        assert!(status.success(), "{message}");
+    }
+    let out = hexfem(&[
+        "campaign",
+        file,
+        "-o",
+        stopped.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(campaign_rows(&stopped), campaign_rows(&full));
+}

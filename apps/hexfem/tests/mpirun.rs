@@ -980,3 +980,107 @@ fn output_files_are_the_same_on_one_two_and_four_ranks_and_probes_on_the_last_ra
         }
     }
 }
+
+/// `run -` and `check -` under mpirun: rank 0 reads standard input (the only rank that has it)
+/// and every rank runs the text; the files are named `stdin`, the run ends as the file's run
+/// does, and an error on standard input is located there and printed once.
+#[test]
+fn stdin_input_is_read_by_rank_0_and_sent_to_every_rank() {
+    let dir = scratch("stdin");
+    let file = input("cantilever_q1.yaml");
+    let on_stdin = |args: &[&str], stdin: std::process::Stdio| {
+        run_mpirun(2, |cmd| {
+            cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+                .args(args)
+                .env("CI", "1")
+                .stdin(stdin);
+        })
+        .expect("mpirun (Open MPI) runs")
+    };
+    let open = || std::process::Stdio::from(std::fs::File::open(&file).unwrap());
+    let out = on_stdin(&["check", "-"], open());
+    assert!(out.status.success(), "{}", output_text(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("stdin: valid on 2 MPI ranks"), "{text}");
+    let (piped, named) = (dir.0.join("piped"), dir.0.join("named"));
+    let out = on_stdin(&["run", "-", "-o", piped.to_str().unwrap()], open());
+    assert!(out.status.success(), "{}", output_text(&out));
+    let out = hexfem_on(2, &["run", &file, "-o", named.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (a, b) = (summary(&piped, "stdin"), summary(&named, "cantilever_q1"));
+    assert_eq!(a["status"]["state"], "completed");
+    assert_eq!(iterations(&a), iterations(&b));
+    let bad = dir.0.join("bad.yaml");
+    std::fs::write(&bad, "mesh: { box: { cels: [2, 2, 2] } }\n").unwrap();
+    let out = on_stdin(
+        &["run", "-"],
+        std::process::Stdio::from(std::fs::File::open(&bad).unwrap()),
+    );
+    assert!(!out.status.success());
+    let text = output_text(&out);
+    assert_eq!(text.matches("stdin:1:").count(), 1, "{text}");
+}
+
+/// SIGINT to `mpirun` after the first step (Open MPI passes it on to the ranks as SIGTERM) stops
+/// every rank at the same point: the summary says `interrupted` with the restart argument, the
+/// file holds the steps written, and the restart on as many ranks ends bit for bit where the
+/// uninterrupted run does.
+#[test]
+fn sigint_under_mpirun_stops_every_rank_and_the_restart_reproduces_the_run() {
+    let dir = scratch("sigint");
+    let (full, stopped, again) = (
+        dir.0.join("full"),
+        dir.0.join("stopped"),
+        dir.0.join("again"),
+    );
+    let column = input("twisting_column.yaml");
+    let sets = [
+        "--set",
+        "loading.steps=30",
+        "--set",
+        "mesh.box.cells=[2, 2, 12]",
+    ];
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec!["run", column.as_str(), "-o", out.to_str().unwrap()];
+        args.extend(sets);
+        args.extend(extra);
+        let out = hexfem_on(2, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
+    };
+    run(&full, &[]);
+    let log = dir.0.join("stderr.txt");
+    let mut child = comm::launch::mpirun(2)
+        .arg(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &column, "-o", stopped.to_str().unwrap()])
+        .args(sets)
+        .env("CI", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("mpirun (Open MPI) runs");
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("\nstep ") {
+        assert!(started.elapsed().as_secs() < 120, "no step written");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    child.wait().unwrap();
+    let message = std::fs::read_to_string(&log).unwrap();
+    let s = summary(&stopped, "twisting_column");
+    assert_eq!(s["status"]["state"], "interrupted", "{message}");
+    let restart = s["status"]["restart"].as_str().unwrap().to_owned();
+    assert_eq!(message.matches("--restart").count(), 1, "{message}");
+    let h5 = stopped.join("twisting_column.h5");
+    let written = io::ResultsReader::open(&h5).unwrap().steps().unwrap().len() - 1;
+    assert_eq!(restart, format!("{}:{written}", h5.display()));
+    run(&again, &["--restart", &restart]);
+    let a = io::ResultsReader::open(&full.join("twisting_column.h5")).unwrap();
+    let b = io::ResultsReader::open(&again.join("twisting_column.h5")).unwrap();
+    let last = "/steps/000030/displacement";
+    let (x, y) = (a.read_f64(last).unwrap().1, b.read_f64(last).unwrap().1);
+    assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
+}

@@ -36,3 +36,8 @@ pub use summary::{MeshInfo, RanksInfo, RunInfo, RunStatus, StepRecord, Summary, 
 
 #[cfg(test)]
 mod tests;
+
+/// The HDF5 library's version (major, minor, release) that this build links.
+pub fn hdf5_version() -> (u8, u8, u8) {
+    hdf5::library_version()
+}

@@ -169,14 +169,17 @@ pub struct StepRecord {
     pub output_transfer_bytes: Option<u64>,
 }
 
-/// State of the run: `{"state": "running"}`, `{"state": "completed"}` or
-/// `{"state": "failed", "message": "..."}`.
+/// State of the run: `{"state": "running"}`, `{"state": "completed"}`,
+/// `{"state": "failed", "message": "..."}` or `{"state": "interrupted", "restart": "FILE.h5:STEP"}`
+/// (stopped by a signal at a step boundary or a Newton iteration; `restart` is the
+/// `--restart` argument that continues it from its last written step).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunStatus {
     Running,
     Completed,
     Failed { message: String },
+    Interrupted { restart: String },
 }
 
 impl Summary {

@@ -13,7 +13,17 @@ use config::{self, MeshSource};
 /// configuration, the output files in `output_dir` or the configured directory, the mesh,
 /// materials, constraints and loads); returns a human-readable summary.
 pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> Result<String> {
-    let config = config::load_with_overrides(input, overrides)?;
+    check_source(&crate::Input::File(input), overrides, output_dir)
+}
+
+/// [`check`] of an input file or of standard input's text.
+pub fn check_source(
+    source: &crate::Input,
+    overrides: &[String],
+    output_dir: Option<&Path>,
+) -> Result<String> {
+    let input = source.path();
+    let config = source.load(overrides)?;
     let dir = crate::run::output_dir(&config, output_dir);
     let name = crate::run::output_name(&config, input);
     crate::run::check_output(&config, output_dir, &dir, &name)?;

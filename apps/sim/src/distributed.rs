@@ -27,7 +27,7 @@ pub fn is_agreed(error: &anyhow::Error) -> bool {
     )
 }
 
-use crate::observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
+use crate::observer::{Placement, RanksDevice, RunObserver, RunStart};
 
 /// Collective. Each rank's device for `config.device` (see `linalg::dist::select_rank_devices`):
 /// `cpu` the host; `cuda` this rank's GPU, or every rank's located error; `auto` the GPUs where
@@ -76,16 +76,14 @@ fn rank_devices(comm: &std::sync::Arc<dyn Comm>, config: &config::Config) -> Res
 /// by rank 0).
 pub fn check_on_ranks(
     world: &std::sync::Arc<dyn Comm>,
-    input: &Path,
+    source: &crate::Input,
     overrides: &[String],
     output_dir: Option<&Path>,
 ) -> Result<String> {
     let comm = &**world;
     let (rank, size) = (comm.rank(), comm.size());
-    let config = agreed(
-        comm,
-        config::load_with_overrides(input, overrides).map_err(anyhow::Error::from),
-    )?;
+    let input = source.path();
+    let config = agreed(comm, source.load(overrides).map_err(anyhow::Error::from))?;
     let dir = crate::run::output_dir(&config, output_dir);
     let name = crate::run::output_name(&config, input);
     let output = if rank == 0 {
@@ -188,6 +186,7 @@ fn check_problem_on_part(
 /// mesh and each step window by window from what the ranks send ([`crate::dist_output`], at
 /// most `window` values a window): no rank holds the whole mesh or a whole field, and the files
 /// are those of a serial run. Every phase is agreed: one rank's error ends every rank with it.
+/// `observer` is told on every rank: give the ranks but 0 a quiet one ([`crate::run`] does).
 pub fn run_on_ranks(
     comm: &std::sync::Arc<dyn Comm>,
     options: &crate::run::RunOptions,
@@ -204,7 +203,9 @@ pub fn run_on_ranks(
     let c: &dyn Comm = &**comm;
     let config = agreed(
         c,
-        config::load_with_overrides(&options.input, &options.overrides)
+        options
+            .source()
+            .load(&options.overrides)
             .map_err(anyhow::Error::from),
     )?;
     // every rank opens the step it continues from (its nodes' displacements: read below,
@@ -458,8 +459,7 @@ pub fn run_on_ranks(
     let mut step_output_s = 0.0;
 
     let newton: solve::params::NewtonParams = (&config.newton).into();
-    // rank 0 reports
-    let observer = if rank == 0 { observer } else { &Quiet };
+    // (rank 0 reports: the caller gives the others a quiet observer)
     let loads_per_rank: Vec<[u64; 2]> = loads.iter().map(|l| [l[0], l[1]]).collect();
     observer.run_started(&RunStart {
         config: &config,
@@ -577,7 +577,8 @@ pub fn run_on_ranks(
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
     let output_s = first_output_s + step_output_s;
     let outcome = match outcome {
-        Err(e) if is_agreed(&e) => Err(e),
+        // every rank stopped at the same point (an agreed request)
+        Err(e) if is_agreed(&e) || e.is::<solve::newton::Interrupted>() => Err(e),
         other => agreed(c, other),
     };
     // what each rank held for the output at most (rank 0: one window received and merged;

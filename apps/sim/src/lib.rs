@@ -39,6 +39,7 @@ pub mod check;
 pub mod dist_output;
 pub mod distributed;
 pub mod formulation;
+pub mod interrupt;
 pub mod locate;
 pub mod memory;
 pub mod observer;
@@ -57,6 +58,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
+pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
 
@@ -69,10 +71,16 @@ pub fn run(
     options: &RunOptions,
     observer: &dyn RunObserver,
 ) -> anyhow::Result<RunOutcome> {
+    // rank 0 reports; every rank asks whether to stop (an agreed answer)
+    let observer = interrupt::Interruptible {
+        inner: if comm.rank() == 0 { observer } else { &Quiet },
+        interrupt: options.interrupt.as_ref(),
+        comm: &**comm,
+    };
     if comm.size() > 1 {
-        run::in_pool(|| distributed::run_on_ranks(comm, options, observer))
+        run::in_pool(|| distributed::run_on_ranks(comm, options, &observer))
     } else {
-        run::run(options, observer)
+        run::run(options, &observer)
     }
 }
 
@@ -85,9 +93,44 @@ pub fn check(
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<String> {
+    check_input(comm, &Input::File(input), overrides, output_dir)
+}
+
+/// [`check`] of an input file or of the text read from standard input.
+pub fn check_input(
+    comm: &Arc<dyn Comm>,
+    input: &Input,
+    overrides: &[String],
+    output_dir: Option<&std::path::Path>,
+) -> anyhow::Result<String> {
     if comm.size() > 1 {
         distributed::check_on_ranks(comm, input, overrides, output_dir)
     } else {
-        check::check(input, overrides, output_dir)
+        check::check_source(input, overrides, output_dir)
+    }
+}
+
+/// Where a run's input comes from: a YAML file, or its text (`hexfem run -`: standard input,
+/// named [`config::STDIN_NAME`] in errors; relative paths are relative to the working directory).
+pub enum Input<'a> {
+    File(&'a std::path::Path),
+    Text(&'a str),
+}
+
+impl Input<'_> {
+    /// The name errors and the default output name use.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Input::File(path) => path,
+            Input::Text(_) => std::path::Path::new(config::STDIN_NAME),
+        }
+    }
+
+    /// Reads and validates the configuration with `overrides`.
+    pub fn load(&self, overrides: &[String]) -> Result<config::Config, config::ConfigError> {
+        match self {
+            Input::File(path) => config::load_with_overrides(path, overrides),
+            Input::Text(text) => config::load_str(text, self.path(), overrides),
+        }
     }
 }

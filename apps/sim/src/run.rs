@@ -37,6 +37,12 @@ pub struct RunOptions {
     /// On ranks: values per window of the output's gathers to rank 0
     /// ([`crate::windows::DEFAULT_WINDOW_VALUES`]; small in tests: many windows per dataset).
     pub output_window: usize,
+    /// The input's text where it was not read from `input` (`hexfem run -`: standard input;
+    /// `input` is then [`config::STDIN_NAME`]).
+    pub input_text: Option<String>,
+    /// Stops the run at its next step or Newton iteration when requested (see
+    /// [`crate::interrupt`]); `None`: runs to the end.
+    pub interrupt: Option<crate::Interrupt>,
 }
 
 impl RunOptions {
@@ -51,6 +57,24 @@ impl RunOptions {
             overwrite: false,
             faults: Faults::none(),
             output_window: crate::windows::DEFAULT_WINDOW_VALUES,
+            input_text: None,
+            interrupt: None,
+        }
+    }
+
+    /// The run of `text` (standard input's): named [`config::STDIN_NAME`].
+    pub fn from_text(text: String) -> Self {
+        RunOptions {
+            input_text: Some(text),
+            ..RunOptions::new(config::STDIN_NAME)
+        }
+    }
+
+    /// Where the input comes from.
+    pub fn source(&self) -> crate::Input<'_> {
+        match &self.input_text {
+            Some(text) => crate::Input::Text(text),
+            None => crate::Input::File(&self.input),
         }
     }
 }
@@ -226,7 +250,7 @@ fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
 /// the summary records the failure.
 pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcome> {
     let started = Instant::now();
-    let config = config::load_with_overrides(&options.input, &options.overrides)?;
+    let config = options.source().load(&options.overrides)?;
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
@@ -488,6 +512,24 @@ pub(crate) fn finish_run(
         Ok(()) => summary
             .finish(RunStatus::Completed, wall)
             .context("writing the final summary")?,
+        Err(e) if e.is::<solve::newton::Interrupted>() => {
+            // every converged step is written: the run continues from the last one
+            let restart = format!("{}:{steps}", results.h5_path().display());
+            summary
+                .finish(
+                    RunStatus::Interrupted {
+                        restart: restart.clone(),
+                    },
+                    wall,
+                )
+                .context("writing the final summary")?;
+            return Err(crate::Interrupted {
+                step: steps,
+                restart,
+                summary: summary.path().to_owned(),
+            }
+            .into());
+        }
         Err(e) => {
             // The first error is the one reported; the summary records it if it can.
             let first = format!("{e:#}");

@@ -256,6 +256,9 @@ pub enum StepFailure {
     /// reason to cut the step back.
     #[error("linear algebra: {0}")]
     Numeric(#[from] linalg::LinalgError),
+    /// The observer asked the path to stop ([`PathObserver::stop_requested`]): not a failure.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl From<AssemblyError> for StepFailure {
@@ -323,7 +326,20 @@ pub trait PathObserver {
     fn note(&self, _text: &str) {}
     /// An attempt failed; `next` is the increment tried next (`None`: no further attempt).
     fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    /// Whether the path should stop (a signal, a user's request): asked before each load step
+    /// and each Newton iteration; where it answers true the path returns [`Interrupted`], the
+    /// step under way abandoned (every converged step was delivered). On ranks every rank asks
+    /// at the same points and must get the same answer.
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
+
+/// The load path stopped because its observer asked it to ([`PathObserver::stop_requested`]),
+/// between steps or at a Newton iteration (that step abandoned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
 
 /// The observer that reports nothing.
 pub struct Silent;
@@ -588,6 +604,9 @@ impl LoadPath<'_> {
             self.loading.factor_at(start.position * end_time),
         )?;
         while load_factor < 1.0 {
+            if self.observer.stop_requested() {
+                return Err(Interrupted.into());
+            }
             let step = self.twist_limited(problem, load_factor, increment)?;
             let target = step_target(load_factor, step);
             let started = Instant::now();
@@ -649,6 +668,10 @@ impl LoadPath<'_> {
                     failure: StepFailure::Numeric(e),
                     ..
                 }) => return Err(e.into()),
+                Err(StepError {
+                    failure: StepFailure::Interrupted,
+                    ..
+                }) => return Err(Interrupted.into()),
                 Err(error) => {
                     evidence.indefinite = error.trace.indefinite.clone();
                     let attempt = FailedAttempt {
@@ -787,6 +810,9 @@ impl LoadPath<'_> {
         let mut monotone = false;
         let mut watchdog_note = None;
         for iteration in 0..=p.max_iterations {
+            if iteration > 0 && self.observer.stop_requested() {
+                return Err(StepFailure::Interrupted);
+            }
             let transfers_before = ws.system.transferred_bytes();
             let uploads_before = ws.system.uploaded_bytes();
             let discrete = &mut problem.discrete;

@@ -43,6 +43,20 @@ pub struct CampaignOptions {
     pub resume: bool,
     /// Replaces the campaign's `directory` (`-o`).
     pub output_dir: Option<PathBuf>,
+    /// Stops the campaign when requested: no further case starts, the cases at work stop at
+    /// their next step or Newton iteration and leave no row (`--resume` runs them again), and
+    /// [`CampaignInterrupted`] is returned. `None`: runs to the end.
+    pub interrupt: Option<crate::Interrupt>,
+}
+
+/// A campaign stopped on request ([`CampaignOptions::interrupt`]): its table holds the cases
+/// finished so far; `--resume` runs the others.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("campaign interrupted with {done} of {total} cases finished (table {})", table.display())]
+pub struct CampaignInterrupted {
+    pub done: usize,
+    pub total: usize,
+    pub table: PathBuf,
 }
 
 /// What a campaign did.
@@ -253,6 +267,8 @@ pub fn run_campaign(
     // a worker's word that it started a case (the tally's running cases)
     let (started_tx, started_rx) = mpsc::channel::<()>();
     let share_solver = campaign.share_solver;
+    let interrupt = options.interrupt.as_ref();
+    let stopping = || interrupt.is_some_and(|i| i.requested());
     // the first worker starts with the problem the validation built last
     validated.share_solver = share_solver;
     let mut warms: Vec<Warm> = (0..workers).map(|_| Warm::new(share_solver)).collect();
@@ -262,8 +278,13 @@ pub fn run_campaign(
     std::thread::scope(|scope| -> Result<()> {
         for (worker, mut warm) in warms.into_iter().enumerate() {
             let sender = sender.clone();
-            let (scheduler, prepared, campaign, started_tx) =
-                (&scheduler, &prepared, &campaign, started_tx.clone());
+            let (scheduler, prepared, campaign, started_tx, stopping) = (
+                &scheduler,
+                &prepared,
+                &campaign,
+                started_tx.clone(),
+                &stopping,
+            );
             scope.spawn(move || {
                 // Each worker runs its cases inside a thread pool of its own with its share of
                 // the threads (results do not depend on the thread count): the parallel loops
@@ -276,13 +297,20 @@ pub fn run_campaign(
                 while let Some(i) = scheduler
                     .lock()
                     .ok()
+                    .filter(|_| !stopping())
                     .and_then(|mut s| s.next(worker, prepared))
                 {
                     let _ = started_tx.send(());
                     let row = match &pool {
-                        Some(pool) => pool.install(|| run_case(campaign, &prepared[i], &mut warm)),
-                        None => run_case(campaign, &prepared[i], &mut warm),
+                        Some(pool) => {
+                            pool.install(|| run_case(campaign, &prepared[i], &mut warm, interrupt))
+                        }
+                        None => run_case(campaign, &prepared[i], &mut warm, interrupt),
                     };
+                    // a case stopped on request leaves no row: `--resume` runs it again
+                    if stopping() && row.status != CaseStatus::Completed {
+                        break;
+                    }
                     if sender.send((i, row)).is_err() {
                         break;
                     }
@@ -303,6 +331,14 @@ pub fn run_campaign(
         Ok(())
     })?;
     observer.done(&tally);
+    if stopping() && rows.iter().any(Option::is_none) {
+        return Err(CampaignInterrupted {
+            done: tally.done,
+            total: tally.total,
+            table: table.csv.clone(),
+        }
+        .into());
+    }
     let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
     if rows.len() != prepared.len() {
         bail!("{} cases did not report", prepared.len() - rows.len());
@@ -453,7 +489,12 @@ fn input_hash(config: &Config) -> Result<String> {
 }
 
 /// Runs one case: its resolved input, the run, its row.
-fn run_case(campaign: &Campaign, p: &Prepared, warm: &mut Warm) -> CaseRow {
+fn run_case(
+    campaign: &Campaign,
+    p: &Prepared,
+    warm: &mut Warm,
+    interrupt: Option<&crate::Interrupt>,
+) -> CaseRow {
     let started = Instant::now();
     let mut row = CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec);
     let input = p.dir.join("input.yaml");
@@ -478,7 +519,11 @@ fn run_case(campaign: &Campaign, p: &Prepared, warm: &mut Warm) -> CaseRow {
             name,
             restart: None,
             faults: io::Faults::none(),
-            observer: &crate::observer::Quiet,
+            observer: &crate::interrupt::Interruptible {
+                inner: &crate::observer::Quiet,
+                interrupt,
+                comm: &comm::SelfComm,
+            },
         };
         execute(&case, warm, started)
     })();
