@@ -398,6 +398,32 @@ fn cells_that_meet_at_unmerged_nodes_are_refused_with_the_cells_and_point_named(
     }
 }
 
+/// A load that is not finite somewhere on the mesh is refused at its own key, not at the mesh.
+#[test]
+fn a_non_finite_load_is_located_at_its_key() {
+    for (set, key) in [
+        (
+            r#"boundary.traction=[{ set: xmax, value: [0, 0, "1/0"] }]"#,
+            "boundary.traction[0].value: the load is not finite",
+        ),
+        (
+            r#"body_force=[0, 0, "ln(x - 5)"]"#,
+            "body_force: the load is not finite",
+        ),
+    ] {
+        let message = match sim::check::check(
+            &inputs_dir().join("cantilever_q1.yaml"),
+            &[set.to_string()],
+            None,
+        ) {
+            Ok(text) => panic!("{set}: check must refuse it:\n{text}"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(message.contains(key), "{set}: {message}");
+        assert!(!message.contains("mesh.box"), "{set}: {message}");
+    }
+}
+
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {

@@ -64,7 +64,8 @@ fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
     }
     // A message that starts with the full key of a boundary condition's value.
     if let Some((key, _)) = message.split_once(": ") {
-        if key.starts_with("boundary.dirichlet[") && !key.contains(' ') {
+        let full = ["boundary.dirichlet[", "boundary.traction[", "body_force"];
+        if full.iter().any(|k| key.starts_with(k)) && !key.contains(' ') {
             return key.into();
         }
     }

@@ -501,8 +501,10 @@ impl Problem {
             }
             None => body_force_load(&mut self.discrete.assembler, Load::Field(&body))?,
         };
+        refuse_non_finite(&external, "body_force")?;
         let mesh = &self.mesh;
-        for t in &params.traction {
+        for (index, t) in params.traction.iter().enumerate() {
+            let key = format!("boundary.traction[{index}].value");
             let faces = mesh.face_sets.get(&t.set).with_context(|| {
                 format!(
                     "traction on set '{}': no face set of that name (face sets: {})",
@@ -533,9 +535,12 @@ impl Problem {
                 });
             } else if t.curve.is_empty() {
                 add_traction_load(mesh, faces, load, points, &mut external)?;
+                // the sum was finite before this traction
+                refuse_non_finite(&external, &key)?;
             } else {
                 let mut vector = linalg::Vector::zeros(external.len());
                 add_traction_load(mesh, faces, load, points, &mut vector)?;
+                refuse_non_finite(&vector, &key)?;
                 own_curves.dead.push((curved.len(), t.curve.clone()));
                 curved.push(CurvedLoad {
                     vector,
@@ -737,6 +742,18 @@ pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
     }
     refuse_coincident_nodes(&mesh).with_context(|| format!("mesh {}", file.display()))?;
     Ok(mesh)
+}
+
+/// Errors at `key` where a load vector holds a value that is not finite (an expression outside
+/// its domain somewhere on the mesh, or a value that overflows).
+fn refuse_non_finite(load: &linalg::Vector, key: &str) -> Result<()> {
+    if let Some(i) = load.host()?.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "{key}: the load is not finite at node {} (an expression outside its domain there: ln, sqrt, division; or a value that overflows)",
+            i / 3
+        );
+    }
+    Ok(())
 }
 
 /// Errors, naming the cells and the point, where cells meet at distinct nodes at the same point
