@@ -116,6 +116,11 @@ const DEVICES: &[Choice] = &[
 
 const FORMULATIONS: &[Choice] = &[
     choice(
+        "auto",
+        "per material entry: `projected` where `displacement` locks (Q1 at nu >= 0.45, Q2 at \
+         nu >= 0.49, from the material's small-strain moduli), `displacement` otherwise",
+    ),
+    choice(
         "displacement",
         "`psi(F)` at every Gauss point; locks volumetrically as nu nears 1/2 (Q1 from about 0.45)",
     ),
@@ -1003,7 +1008,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     key(
         "formulation",
         Type::Choice(FORMULATIONS),
-        Value("displacement"),
+        Value("auto"),
         "how the cells' volume change enters the energy",
     ),
     // output
