@@ -164,8 +164,10 @@ loading: { steps: 4 }
         );
         let interrupt = Interrupt::new();
         interrupt.request();
+        // the same directory again: the first run's files are replaced on purpose
         let options = crate::RunOptions {
             interrupt: Some(interrupt),
+            overwrite: true,
             ..options
         };
         let error = crate::run(&comm, &options, &crate::Quiet).unwrap_err();
