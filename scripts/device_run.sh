@@ -25,6 +25,9 @@
 #   TIMED_RUNS=""      NAME:CELLS: `hexfem run inputs/NAME.yaml` on a CELLS^3 box with CG + AMG,
 #                      timed with device cuda and cpu (all cores), iterations and wall times
 #   TIMED_CPU2=""      1: TIMED_RUNS also on the CPU pinned to two cores
+#   TIMED_DEVICES="cuda cpu"  the devices of TIMED_RUNS
+#   TIMED_SET=""       extra `--set KEY=VALUE` options of TIMED_RUNS (space-separated KEY=VALUE),
+#                      TIMED_TAG="" a suffix of their file names
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
 #                      update == the host's per level and uploads no operator, rank device
@@ -298,7 +301,9 @@ done
 for nc in ${TIMED_RUNS:-}; do
     input=${nc%%:*}
     cells=${nc##*:}
-    for dev in cuda cpu ${TIMED_CPU2:+cpu2}; do
+    extra=()
+    for kv in ${TIMED_SET:-}; do extra+=(--set "$kv"); done
+    for dev in ${TIMED_DEVICES:-cuda cpu} ${TIMED_CPU2:+cpu2}; do
         rm -rf "/tmp/timed_$dev"
         # cpu2: the CPU pinned to two cores (the 2-core reference of the other tables)
         pin=()
@@ -306,10 +311,10 @@ for nc in ${TIMED_RUNS:-}; do
         start=$(date +%s.%N)
         "${pin[@]}" "$here/bin/hexfem" run "inputs/$input.yaml" --set "device=${dev%2}" \
             --set linear_solver.method=cg_amg --set "mesh.box.cells=[$cells,$cells,$cells]" \
-            -o "/tmp/timed_$dev" > "$out/timed_${input}_${cells}_$dev.log" 2>&1 || status=1
+            "${extra[@]}" -o "/tmp/timed_$dev" > "$out/timed_${input}_${cells}_$dev${TIMED_TAG:-}.log" 2>&1 || status=1
         end=$(date +%s.%N)
-        cp /tmp/timed_$dev/*.summary.json "$out/timed_${input}_${cells}_$dev.summary.json" 2>/dev/null
-        python3 - "$out/timed_${input}_${cells}_$dev.summary.json" "$dev" "$input" "$cells" "$start" "$end" <<'PY' || status=1
+        cp /tmp/timed_$dev/*.summary.json "$out/timed_${input}_${cells}_$dev${TIMED_TAG:-}.summary.json" 2>/dev/null
+        python3 - "$out/timed_${input}_${cells}_$dev${TIMED_TAG:-}.summary.json" "$dev${TIMED_TAG:-}" "$input" "$cells" "$start" "$end" <<'PY' || status=1
 import json, sys
 path, dev, name, cells, start, end = sys.argv[1:]
 s = json.load(open(path))
@@ -323,8 +328,15 @@ print(f"[timed {name} {cells}^3 {dev}] {s['mesh'].get('unknowns', '?')} unknowns
       f"wall {float(end) - float(start):.2f} s (process), steps {sum(st['wall_s'] for st in steps):.2f} s, "
       f"energy {steps[-1]['strain_energy']:.12e}, max |u| {steps[-1]['max_displacement']:.12e}, "
       f"bytes per later Newton iteration max {max(later) if later else None}")
+kinds = {}
+for it in its:
+    k = str(it.get("setup"))
+    n, t = kinds.get(k, (0, 0.0))
+    kinds[k] = (n + 1, t + it.get("setup_s", 0.0))
+print("   set-ups: " + ", ".join(f"{k} {n} x = {t:.3f} s" for k, (n, t) in kinds.items())
+      + f"; solves {sum(it.get('solve_s', 0.0) for it in its):.3f} s")
 PY
-        grep -E "^(host|device|linear)" "$out/timed_${input}_${cells}_$dev.log" | head -n 3
+        grep -E "^(host|device|linear)" "$out/timed_${input}_${cells}_$dev${TIMED_TAG:-}.log" | head -n 3
     done
 done
 

@@ -11,12 +11,13 @@
 //! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
 use crate::aggregation::MisDistance;
+use crate::dist_aggregation::DistGraph;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
 use crate::hierarchy::{Hierarchy, Level};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
-use crate::params::{AmgParams, Reuse, Storage};
+use crate::params::{AmgParams, Renewal, Reuse, Storage};
 use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::LevelWork;
@@ -224,6 +225,18 @@ impl Hierarchy<DistBsr> {
         k: usize,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
+        Self::set_up(a, owned_serial_ids, nns, k, params, Vec::new())
+    }
+
+    /// [`Self::new`] offering level `l` the aggregation `kept[l]` of a hierarchy being renewed.
+    fn set_up(
+        a: DistBsr,
+        owned_serial_ids: &[u64],
+        nns: Vec<f64>,
+        k: usize,
+        params: &AmgParams,
+        kept: Vec<Option<KeptAggregation>>,
+    ) -> Result<Self, AmgError> {
         params.validate()?;
         if params.storage == Storage::Scalar {
             return Err(AmgError::InvalidParameter {
@@ -245,7 +258,7 @@ impl Hierarchy<DistBsr> {
             k,
         };
         let mut tm = SetupTimings::default();
-        let built = build_levels(&a, &fine_nn, params, 0, Vec::new(), &mut tm)?;
+        let built = build_levels(&a, &fine_nn, params, 0, kept, &mut tm)?;
         let mut levels = Level::from_built(built.levels, a.pattern().block_size());
         levels[0].a = Some(a);
         levels[0].near_null = Some(fine_nn);
@@ -312,9 +325,10 @@ impl Hierarchy<DistBsr> {
     /// and new near-null rows `nns` of the owned block rows (`bs x k` each, the set-up's serial
     /// ids and `k`): the values of a cold set-up with these inputs, bit for bit, through the
     /// one set-up loop, as [`crate::Hierarchy::set_near_null_space`] renews the serial
-    /// hierarchy. No symbolic plan is kept on ranks (every transfer's plans are built again:
-    /// `plans_reused` is 0). The old levels go before the new ones are built. On error the
-    /// hierarchy must be rebuilt by a set-up.
+    /// hierarchy. With `renewal: keep_aggregates` each level keeps its strength graph and
+    /// aggregates (counted in `plans_reused`; the prolongator and Galerkin plans are made
+    /// again), else nothing is kept (`plans_reused` is 0). The old levels go before the new ones
+    /// are built. On error the hierarchy must be rebuilt by a set-up.
     pub fn set_near_null_space(
         &mut self,
         a: DistBsr,
@@ -326,12 +340,16 @@ impl Hierarchy<DistBsr> {
             .take()
             .ok_or(AmgError::MissingFineOperator)?;
         self.levels.clear();
-        self.transfers.clear();
+        let kept: Vec<_> = std::mem::take(&mut self.transfers)
+            .into_iter()
+            .map(|t| (self.params.renewal == Renewal::KeepAggregates).then(|| t.into_kept()))
+            .collect();
+        let reused = kept.iter().flatten().count();
         let params = self.params.clone();
-        *self = Self::new(a, &nn.serial_ids, nns, nn.k, &params)?;
+        *self = Self::set_up(a, &nn.serial_ids, nns, nn.k, &params, kept)?;
         Ok(RenewalReport {
-            plans_reused: 0,
-            plans_built: self.levels.len() - 1,
+            plans_reused: reused,
+            plans_built: self.levels.len() - 1 - reused,
             timings: SetupTimings {
                 total_s: started.elapsed().as_secs_f64(),
                 ..SetupTimings::default()
@@ -430,18 +448,39 @@ pub struct DistTransfer {
     pub(crate) p: DistBsr,
     pub(crate) pt: DistTranspose,
     pub(crate) galerkin: GalerkinPlan,
+    /// The aggregate label of each owned vertex of the level (kept for a renewal with
+    /// `renewal: keep_aggregates`).
+    labels: Vec<u32>,
+}
+
+/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: its strength
+/// graph (only its structure, serial ids and halo serve after aggregation) and aggregate
+/// labels.
+#[derive(Debug)]
+pub struct KeptAggregation {
+    graph: DistGraph,
+    labels: Vec<u32>,
+}
+
+impl DistTransfer {
+    fn into_kept(self) -> KeptAggregation {
+        KeptAggregation {
+            graph: self.galerkin.into_graph(),
+            labels: self.labels,
+        }
+    }
 }
 
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
 /// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
-/// coarse level is telescoped onto fewer ranks by `process_eq_limit`. No symbolic plan is kept
-/// across a renewal.
+/// coarse level is telescoped onto fewer ranks by `process_eq_limit`. A renewal keeps the
+/// strength graphs and aggregates with `renewal: keep_aggregates`, nothing otherwise.
 impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
     type Transfer = DistTransfer;
     type Coarse = CoarseSolve;
     type State = ();
-    type Symbolic = ();
+    type Symbolic = KeptAggregation;
 
     fn global_unknowns(&self) -> usize {
         self.pattern().partition().global_len() as usize * self.pattern().block_size()
@@ -454,9 +493,9 @@ impl LevelMatrix for DistBsr {
         _version: u64,
         params: &AmgParams,
         _tm: &mut SetupTimings,
-        _previous: Option<()>,
+        previous: Option<KeptAggregation>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-        coarsen(self, near_null, level, params)
+        coarsen(self, near_null, level, params, previous)
     }
 
     fn near_null_vectors(near_null: &DistNearNull) -> usize {
@@ -555,6 +594,7 @@ fn coarsen(
     near_null: &DistNearNull,
     level: usize,
     params: &AmgParams,
+    kept: Option<KeptAggregation>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
     use crate::dist_prolongator::dist_smooth_prolongator;
@@ -563,13 +603,19 @@ fn coarsen(
 
     let (serial, k) = (&near_null.serial_ids, near_null.k);
     let bs = a.pattern().block_size();
-    let g = dist_strength_graph(a, params.strength_threshold, serial)?;
-    let distance = if level < params.mis2_levels {
-        MisDistance::Two
-    } else {
-        MisDistance::One
+    let (g, labels) = match kept {
+        Some(kept) if params.renewal == Renewal::KeepAggregates => (kept.graph, kept.labels),
+        _ => {
+            let g = dist_strength_graph(a, params.strength_threshold, serial)?;
+            let distance = if level < params.mis2_levels {
+                MisDistance::Two
+            } else {
+                MisDistance::One
+            };
+            let labels = dist_aggregate(&g, distance, bs, k)?;
+            (g, labels)
+        }
     };
-    let labels = dist_aggregate(&g, distance, bs, k)?;
     let fine = a.pattern().partition().clone();
     let t = dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
@@ -609,6 +655,7 @@ fn coarsen(
             pt: DistTranspose::new(&p)?,
             p,
             galerkin,
+            labels,
         },
         a: ac,
         near_null: DistNearNull {

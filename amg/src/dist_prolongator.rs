@@ -284,6 +284,12 @@ impl GalerkinPlan {
         })
     }
 
+    /// The strength graph of the level operator the plan was made for (what a renewal that
+    /// keeps the aggregates keeps of it).
+    pub(crate) fn into_graph(self) -> DistGraph {
+        self.graph
+    }
+
     /// Collective: refreshes `P_oth` from `p` and agrees, in one reduction, whether some rank's
     /// `p` changed since the last gather (then the view again, structure and values) and
     /// whether the symbolic product must be made (a new view, or `a` not on the plan's

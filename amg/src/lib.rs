@@ -48,7 +48,7 @@ pub use krylov::{
     Preconditioner, ResidualNorm,
 };
 pub use near_null::NearNullSpace;
-pub use params::{AmgParams, Precision, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
+pub use params::{AmgParams, Precision, Renewal, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 pub use point_block_jacobi::PointBlockJacobi;
 pub use report::{
     HierarchyReport, LevelReport, MessageReport, RenewalReport, SetupTimings, TransferReport,

@@ -31,6 +31,22 @@ pub enum Reuse {
     Full,
 }
 
+/// What [`crate::Hierarchy::set_near_null_space`] (a renewal for a new near-null space, e.g.
+/// each load step's deformed rigid-body modes) recomputes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Renewal {
+    /// Everything from the strength graph on: the values of a cold set-up with the new modes;
+    /// plans are kept where the aggregates come out unchanged.
+    #[default]
+    Recompute,
+    /// Keep each level's aggregates (no strength graph, no aggregation, every symbolic plan
+    /// kept); recompute the tentative prolongators from the new modes, their smoothing, the
+    /// Galerkin products, smoothers and the coarse factor. The values of a cold set-up whose
+    /// aggregation had given the kept aggregates.
+    KeepAggregates,
+}
+
 /// Level smoother.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -158,6 +174,8 @@ pub struct AmgParams {
     pub reuse: Reuse,
     /// Re-estimate eigenvalues in a hot update (`reuse: interpolation`). Default `true`.
     pub recompute_eigs: bool,
+    /// What a renewal for a new near-null space recomputes. Default `recompute`.
+    pub renewal: Renewal,
     /// Storage of the operators and prolongators the solve uses. Default `blocked`.
     pub storage: Storage,
     /// Stored precision of prolongators, coarse operators and smoother inverses. Default
@@ -185,6 +203,7 @@ impl Default for AmgParams {
             jacobi_omega: None,
             reuse: Reuse::Interpolation,
             recompute_eigs: true,
+            renewal: Renewal::Recompute,
             storage: Storage::Blocked,
             precision: Precision::Double,
         }

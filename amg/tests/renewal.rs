@@ -5,8 +5,9 @@
 
 mod common;
 
-use amg::{AmgParams, Hierarchy, Precision, Reuse, SmootherKind, Storage};
+use amg::{AmgParams, Hierarchy, Precision, Renewal, Reuse, SmootherKind, Storage};
 use common::renewal::{assert_same_hierarchy, doubled, next_modes, shifted};
+use linalg::Vector;
 
 fn params(smoother: SmootherKind, reuse: Reuse, precision: Precision) -> AmgParams {
     AmgParams {
@@ -127,4 +128,85 @@ fn a_near_null_space_of_the_wrong_size_is_an_error() {
     let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &AmgParams::default()).unwrap();
     let q = common::elasticity(7, 1e-3);
     assert!(h.set_near_null_space(&p.a, &q.near_null).is_err());
+}
+
+/// `renewal: keep_aggregates` where a recomputing renewal finds the same aggregates on every
+/// level (doubled values, new modes): the two renewals give the same hierarchy bit for bit, and
+/// the kept one spends nothing on strength graphs or aggregation.
+#[test]
+fn keeping_the_aggregates_equals_recomputing_them_where_they_come_out_the_same() {
+    for m in [9, 13] {
+        let p = common::elasticity(m, 1e-3);
+        let (a2, m2) = (doubled(&p.a), next_modes(&p.near_null, m as u64));
+        for precision in [Precision::Double, Precision::Mixed] {
+            let what = format!("m {m} {precision:?}");
+            let recompute = params(SmootherKind::Chebyshev, Reuse::Interpolation, precision);
+            let keep = AmgParams {
+                renewal: Renewal::KeepAggregates,
+                ..recompute.clone()
+            };
+            let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &keep).unwrap();
+            let report = h.set_near_null_space(&a2, &m2).unwrap();
+            let mut reference = Hierarchy::setup_external(&p.a, &p.near_null, &recompute).unwrap();
+            reference.set_near_null_space(&a2, &m2).unwrap();
+            assert_same_hierarchy(&h, &reference, &a2, &what);
+            assert_eq!(report.plans_reused, h.n_levels() - 1, "{what}");
+            assert_eq!(report.plans_built, 0, "{what}");
+            assert_eq!(report.timings.graph_s, 0.0, "{what}");
+            assert_eq!(report.timings.aggregation_s, 0.0, "{what}");
+        }
+    }
+}
+
+/// Where the new values would move the aggregates (a shifted diagonal, see
+/// `changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup`), `keep_aggregates`
+/// keeps the old ones on every level with every plan, and CG converges in about the iterations
+/// of a cold set-up (the tentative prolongators reproduce the new modes whatever the
+/// aggregates: `tentative`'s tests).
+#[test]
+fn kept_aggregates_survive_new_values_and_still_precondition_well() {
+    let p = common::elasticity(13, 1e-3);
+    let m2 = next_modes(&p.near_null, 5);
+    let a2 = shifted(&p.a, 1e-3);
+    let keep = AmgParams {
+        renewal: Renewal::KeepAggregates,
+        ..params(
+            SmootherKind::Chebyshev,
+            Reuse::Interpolation,
+            Precision::Double,
+        )
+    };
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &keep).unwrap();
+    let before: Vec<_> = (0..h.n_levels() - 1)
+        .map(|l| h.aggregates(l).unwrap().clone())
+        .collect();
+    let report = h.set_near_null_space(&a2, &m2).unwrap();
+    let cold = Hierarchy::setup_external(&a2, &m2, &keep).unwrap();
+    assert_ne!(
+        cold.aggregates(0),
+        Some(&before[0]),
+        "the new values move aggregates"
+    );
+    for (l, kept) in before.iter().enumerate() {
+        assert_eq!(h.aggregates(l), Some(kept), "level {l}");
+    }
+    assert_eq!(report.plans_reused, h.n_levels() - 1);
+    // the preconditioner's quality: CG iterations within two of the cold set-up's
+    let b = Vector::from_vec(common::renewal::pseudo_random(a2.n_rows(), 7));
+    let cg = amg::CgParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let solve = |h: &Hierarchy| {
+        let mut x = Vector::zeros(a2.n_rows());
+        amg::cg(&a2, &b, &mut x, &h.with_operator(&a2).unwrap(), &cg).unwrap()
+    };
+    let (kept, fresh) = (solve(&h), solve(&cold));
+    assert!(kept.converged && fresh.converged, "{kept:?} {fresh:?}");
+    assert!(
+        kept.iterations <= fresh.iterations + 2,
+        "kept {} vs cold {}",
+        kept.iterations,
+        fresh.iterations
+    );
 }

@@ -8,6 +8,11 @@
 //! a coarse level's graph is that of `P^T A P` with `P` built from the near-null space. A
 //! transfer keeps its plans only where the aggregates and the level operator's pattern came out
 //! as before, so the result is a cold set-up's whatever the inputs.
+//!
+//! With `renewal: keep_aggregates` ([`crate::Renewal::KeepAggregates`]) each level keeps its
+//! aggregates instead: no strength graph (on a GPU: no download of the operator), no
+//! aggregation, every plan kept; the values are those of a cold set-up whose aggregation had
+//! given the kept aggregates. On ranks the renewal is a cold set-up either way.
 
 use super::Hierarchy;
 use crate::report::{RenewalReport, TransferReport};

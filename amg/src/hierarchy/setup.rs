@@ -10,7 +10,7 @@ use super::{
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::{estimate_emax, estimate_emax_in};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
-use crate::params::{AmgParams, Precision, Reuse, Storage};
+use crate::params::{AmgParams, Precision, Renewal, Reuse, Storage};
 use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::MessageReport;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
@@ -224,11 +224,18 @@ fn coarsen_level(
     previous: Option<SymbolicTransfer>,
 ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
-    let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
-    let aggregates = timed(&mut tm.aggregation_s, || {
-        stage_coarsen(&graph, level, bs, k, params, &a.device())
-    })?;
-    drop(graph);
+    let (aggregates, previous) = match previous {
+        Some(prev) if params.renewal == Renewal::KeepAggregates => {
+            (prev.aggregates.clone(), Some(prev))
+        }
+        previous => {
+            let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
+            let aggregates = timed(&mut tm.aggregation_s, || {
+                stage_coarsen(&graph, level, bs, k, params, &a.device())
+            })?;
+            (aggregates, previous)
+        }
+    };
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarsening_stalled(a.n_rows(), coarse_rows, params) {
         return Ok(None);

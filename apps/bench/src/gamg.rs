@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use amg::{
-    cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, RenewalReport, Storage,
-    TransferReport, UpdateReport,
+    cg, AmgParams, CgOutcome, CgParams, Hierarchy, HierarchyReport, Renewal, RenewalReport,
+    Storage, TransferReport, UpdateReport,
 };
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::Ex56;
@@ -167,6 +167,11 @@ pub struct RenewalComparison {
     pub cold_s: f64,
     /// Bytes between host and device of the cold set-up.
     pub cold_transfers: TransferReport,
+    /// The renewal with `renewal: keep_aggregates` (from a cold set-up with the first modes):
+    /// its time, report and the CG iterations after it.
+    pub kept_aggregates_s: f64,
+    pub kept_aggregates: RenewalReport,
+    pub kept_aggregates_iterations: usize,
 }
 
 /// The nodes moved smoothly by a few per cent of the box (a deformed configuration).
@@ -415,12 +420,28 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
         let cold_transfers = TransferReport::between(before, device.transfers());
         x.fill(0.0)?;
         let (after_cold, _) = solve(&cold, &a, &b, &mut x, &cg_params)?;
+        drop(cold);
+        // the same renewal keeping every level's aggregates (`renewal: keep_aggregates`)
+        let keep = AmgParams {
+            renewal: Renewal::KeepAggregates,
+            ..amg_params.clone()
+        };
+        let mut kept = Hierarchy::setup_external(&a, &near_null, &keep)?;
+        let start = Instant::now();
+        let kept_renewal = kept.set_near_null_space(&a, &modes)?;
+        device.synchronize()?;
+        let kept_s = start.elapsed().as_secs_f64();
+        x.fill(0.0)?;
+        let (after_kept, _) = solve(&kept, &a, &b, &mut x, &cg_params)?;
         RenewalComparison {
             renewal_s,
             renewal,
             iterations: [after_renewal.iterations, after_cold.iterations],
             cold_s,
             cold_transfers,
+            kept_aggregates_s: kept_s,
+            kept_aggregates: kept_renewal,
+            kept_aggregates_iterations: after_kept.iterations,
         }
     };
     Ok(GamgBenchResult {
@@ -508,6 +529,13 @@ impl std::fmt::Display for GamgBenchResult {
             r.cold_s,
             r.cold_transfers.total_bytes(),
             r.iterations
+        )?;
+        writeln!(
+            f,
+            "  new modes, aggregates kept: renewal {:.3} s ({} B moved); CG {} iterations",
+            r.kept_aggregates_s,
+            r.kept_aggregates.transfers.total_bytes(),
+            r.kept_aggregates_iterations
         )?;
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {

@@ -180,6 +180,19 @@ const REUSES: &[Choice] = &[
     choice("full", "keep the whole preconditioner (modified Newton)"),
 ];
 
+const RENEWALS: &[Choice] = &[
+    choice(
+        "recompute",
+        "a cold set-up's values for each load step's new rigid-body modes (strength graph and \
+         aggregates recomputed; plans kept where the aggregates come out the same)",
+    ),
+    choice(
+        "keep_aggregates",
+        "keep every level's aggregates and plans; recompute tentative and smoothed prolongators, \
+         Galerkin products, smoothers and coarse factor from the new modes",
+    ),
+];
+
 const STORAGES: &[Choice] = &[
     choice("blocked", "3x3 operator blocks, 3x6 prolongator blocks"),
     choice(
@@ -976,6 +989,13 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         Type::Bool,
         Value("true"),
         "re-estimate eigenvalues in a hot update (`reuse: interpolation`)",
+    ),
+    key(
+        "linear_solver.amg.renewal",
+        Type::Choice(RENEWALS),
+        Value("recompute"),
+        "what the hierarchy recomputes for a new near-null space (each load step's deformed \
+         rigid-body modes)",
     ),
     key(
         "linear_solver.amg.storage",
