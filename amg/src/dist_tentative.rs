@@ -18,8 +18,8 @@ use linalg::dist::{DistBsr, DistPattern, RowPartition};
 
 use crate::aggregation::UNAGGREGATED;
 use crate::dist_aggregation::DistGraph;
-use crate::qr::thin_qr;
 use crate::AmgError;
+use linalg::thin_qr;
 
 /// A rank's part of the tentative prolongator and of the coarse level it defines.
 #[derive(Debug)]

@@ -27,7 +27,6 @@ pub mod near_null;
 pub mod params;
 pub mod point_block_jacobi;
 pub mod prolongator;
-mod qr;
 pub mod report;
 pub mod smoother;
 pub mod strength;

@@ -8,80 +8,93 @@
 //! diagonal block `Q^T A_aa Q` is non-singular for SPD `A`, rank-deficient `B` rows included.
 
 use crate::aggregation::{Aggregates, UNAGGREGATED};
-use crate::qr::thin_qr;
 use crate::{AmgError, NearNullSpace};
-use linalg::{split_rows, BlockPattern, Bsr};
-use rayon::prelude::*;
+use linalg::{BlockPattern, Bsr, Device, GroupedQrPlan};
 use std::sync::Arc;
 
+/// The symbolic part of `P0` for fixed aggregates: its pattern (one block per aggregated
+/// vertex, in the column of its aggregate) and the grouped QR plan (one group per aggregate,
+/// members ascending; `Q`'s rows to the members' block rows). A renewal that keeps the
+/// aggregates keeps it; [`TentativePlan::build`] is the numeric phase, where the level lives.
+#[derive(Debug)]
+pub struct TentativePlan {
+    pattern: Arc<BlockPattern>,
+    qr: GroupedQrPlan,
+    n_vertices: usize,
+    bs: usize,
+    k: usize,
+}
+
+impl TentativePlan {
+    /// The plan of `aggs` for `bs` unknowns per vertex and `k` near-null vectors.
+    pub fn new(aggs: &Aggregates, bs: usize, k: usize) -> Result<Self, AmgError> {
+        let n = aggs.n_vertices();
+        // one block in each aggregated vertex's row (its aggregate's column), none elsewhere
+        let mut slot_of = vec![u32::MAX; n];
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        row_ptr.push(0usize);
+        let mut cols = Vec::with_capacity(n);
+        for (v, &a) in aggs.assignment().iter().enumerate() {
+            if a != UNAGGREGATED {
+                slot_of[v] = cols.len() as u32;
+                cols.push(a);
+            }
+            row_ptr.push(cols.len());
+        }
+        let pattern = Arc::new(BlockPattern::new(n, aggs.n_aggregates(), row_ptr, cols)?);
+        let offsets = aggs.member_offsets().to_vec();
+        let members: Vec<u32> = (0..aggs.n_aggregates())
+            .flat_map(|a| aggs.members(a).iter().copied())
+            .collect();
+        let slots = members.iter().map(|&v| slot_of[v as usize]).collect();
+        let qr = GroupedQrPlan::new(offsets, members, slots, bs, k)?;
+        Ok(Self {
+            pattern,
+            qr,
+            n_vertices: n,
+            bs,
+            k,
+        })
+    }
+
+    /// `P0` on `device` (`n_vertices x n_aggregates` blocks of `bs x k`; its values computed
+    /// there, the same bits on the host and a GPU) and the coarse near-null space
+    /// (`n_aggregates * k` rows, `k` vectors; host data).
+    pub fn build(
+        &self,
+        nns: &NearNullSpace,
+        device: &Device,
+    ) -> Result<(Bsr, NearNullSpace), AmgError> {
+        let (bs, k) = (self.bs, self.k);
+        if nns.n_rows() != self.n_vertices * bs || nns.n_vectors() != k {
+            return Err(AmgError::DimensionMismatch {
+                what: "near-null space rows vs operator rows",
+                expected: self.n_vertices * bs,
+                found: nns.n_rows(),
+            });
+        }
+        let mut p0 = Bsr::zeros_on(device, self.pattern.clone(), bs, k)?;
+        let r = self.qr.factor(nns.row_major(), &mut p0)?;
+        let coarse = NearNullSpace::from_row_major(self.qr.n_groups() * k, k, r)?;
+        Ok((p0, coarse))
+    }
+}
+
 /// Builds `P0` (`n_vertices x n_aggregates` blocks of `bs x k`) and the coarse near-null space
-/// (`n_aggregates * k` rows, `k` vectors).
+/// (`n_aggregates * k` rows, `k` vectors) on the host.
 pub fn tentative_prolongator(
     aggs: &Aggregates,
     nns: &NearNullSpace,
     bs: usize,
 ) -> Result<(Bsr, NearNullSpace), AmgError> {
-    let n = aggs.n_vertices();
-    let k = nns.n_vectors();
-    if nns.n_rows() != n * bs {
+    if nns.n_rows() != aggs.n_vertices() * bs {
         return Err(AmgError::DimensionMismatch {
             what: "near-null space rows vs operator rows",
-            expected: n * bs,
+            expected: aggs.n_vertices() * bs,
             found: nns.n_rows(),
         });
     }
-    let n_agg = aggs.n_aggregates();
-    let asg = aggs.assignment();
-    // Pattern: one block per aggregated row.
-    let mut row_ptr = Vec::with_capacity(n + 1);
-    row_ptr.push(0usize);
-    let mut cols = Vec::new();
-    for &a in asg {
-        if a != UNAGGREGATED {
-            cols.push(a);
-        }
-        row_ptr.push(cols.len());
-    }
-    let pattern = Arc::new(BlockPattern::new(n, n_agg, row_ptr, cols)?);
-    // Per-aggregate QR into a member-ordered buffer, in parallel over aggregates.
-    let offsets = aggs.member_offsets();
-    let slab = bs * k;
-    let mut q_buf = vec![0.0; offsets[n_agg] * slab];
-    let mut r_buf = vec![0.0; n_agg * k * k];
-    let b = nns.row_major();
-    split_rows(offsets, slab, 1, &mut q_buf)
-        .into_par_iter()
-        .zip(r_buf.par_chunks_mut(k * k))
-        .for_each(|((aggregate, q), r)| {
-            for (i, &v) in aggs.members(aggregate.start).iter().enumerate() {
-                q[i * slab..(i + 1) * slab]
-                    .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
-            }
-            let m = q.len() / k;
-            let mut work = vec![0.0; m * k];
-            thin_qr(q, m, k, r, &mut work);
-        });
-    // Scatter member-ordered Q slabs into P0's row-ordered blocks.
-    let mut pos_in_buf = vec![0usize; n];
-    for (a, &start) in offsets[..n_agg].iter().enumerate() {
-        for (i, &v) in aggs.members(a).iter().enumerate() {
-            pos_in_buf[v as usize] = start + i;
-        }
-    }
-    // Aggregated rows own exactly one block, in row order.
-    let block_row: Vec<usize> = (0..n).filter(|&v| asg[v] != UNAGGREGATED).collect();
-    let mut values = vec![0.0; block_row.len() * slab];
-    values
-        .par_chunks_mut(slab)
-        .zip(block_row.par_iter())
-        .for_each(|(dst, &v)| {
-            let s = pos_in_buf[v] * slab;
-            dst.copy_from_slice(&q_buf[s..s + slab]);
-        });
-    drop(q_buf);
-    let p0 = Bsr::from_parts(pattern, bs, k, values)?;
-    let coarse = NearNullSpace::from_row_major(n_agg * k, k, r_buf)?;
-    Ok((p0, coarse))
+    TentativePlan::new(aggs, bs, nns.n_vectors())?.build(nns, &Device::Host)
 }
 
 #[cfg(test)]

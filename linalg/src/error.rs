@@ -174,6 +174,9 @@ pub enum LinalgError {
         position: usize,
         value: usize,
     },
+    /// A plan's symbolic input breaks its invariants (`reason` says which).
+    #[error("{what} plan: {reason}")]
+    InvalidPlan { what: &'static str, reason: String },
     /// No usable CUDA device: the driver library, NVRTC or a GPU is missing, or the driver
     /// refused to start. Detected at run time; the host path is unaffected.
     #[error("CUDA unavailable: {reason}")]

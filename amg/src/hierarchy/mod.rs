@@ -47,6 +47,7 @@ use crate::level_matrix::{BuiltLevel, LevelMatrix};
 use crate::params::{AmgParams, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 use crate::report::HierarchyReport;
 use crate::smoother::Smoother;
+use crate::tentative::TentativePlan;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
 use linalg::{BlockPattern, Bsr, Device, LinalgError, PtapPlan, PtapWorkspace, SpgemmPlan};
@@ -126,6 +127,8 @@ impl<M: LevelMatrix> Level<M> {
 #[derive(Debug)]
 pub struct Transfer {
     aggregates: Aggregates,
+    /// `P0`'s pattern and QR plan for these aggregates (kept for a renewal).
+    tentative: TentativePlan,
     /// Prolongator in the hierarchy's storage.
     p: Bsr,
     /// Version of `p` (set by the cold setup that built it; reported by updates).
@@ -148,6 +151,7 @@ pub struct Transfer {
 #[derive(Debug)]
 pub struct SymbolicTransfer {
     aggregates: Aggregates,
+    tentative: TentativePlan,
     smoothing: Option<SpgemmPlan>,
     galerkin: PtapPlan,
     galerkin_ws: PtapWorkspace,
@@ -159,6 +163,7 @@ impl Transfer {
     fn into_symbolic(self) -> SymbolicTransfer {
         SymbolicTransfer {
             aggregates: self.aggregates,
+            tentative: self.tentative,
             smoothing: self.smoothing,
             galerkin: self.galerkin,
             galerkin_ws: self.galerkin_ws,

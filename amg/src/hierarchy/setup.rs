@@ -15,7 +15,7 @@ use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::MessageReport;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings};
 use crate::strength::{strength_graph, StrengthGraph};
-use crate::tentative::tentative_prolongator;
+use crate::tentative::TentativePlan;
 use crate::vcycle::LevelWork;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
 use linalg::dense::DenseFactor;
@@ -244,23 +244,26 @@ fn coarsen_level(
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         stage_diagonal(a, level, params)
     })?;
-    let (p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
-        tentative_prolongator(&aggregates, near_null, bs)
-    })?;
-    // Built on the host; uploaded once where the operator lives (the one transfer of P).
-    let p0 = if a.device().is_host() {
-        p0
-    } else {
-        timed(&mut tm.tentative_s, || p0.to_device(&a.device()))?
-    };
-    let (old_smoothing, old_galerkin) = match previous {
+    let (tentative, old_smoothing, old_galerkin) = match previous {
         Some(prev) => (
-            prev.smoothing
-                .filter(|plan| BlockPattern::same(plan.b(), p0.pattern())),
+            Some(prev.tentative),
+            Some(prev.smoothing),
             Some((prev.galerkin, prev.galerkin_ws)),
         ),
-        None => (None, None),
+        None => (None, None, None),
     };
+    // P0's values computed where the operator lives (the same bits on the host and a GPU)
+    let (tentative, p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
+        let plan = match tentative {
+            Some(plan) => plan,
+            None => TentativePlan::new(&aggregates, bs, k)?,
+        };
+        let (p0, coarse) = plan.build(near_null, &a.device())?;
+        Ok::<_, AmgError>((plan, p0, coarse))
+    })?;
+    let old_smoothing = old_smoothing
+        .flatten()
+        .filter(|plan| BlockPattern::same(plan.b(), p0.pattern()));
     let reused_smoothing = old_smoothing.is_some() || !params.smooth_prolongator;
     let (p, smoothing) = timed(&mut tm.smoothing_s, || {
         stage_smooth(a, &pbj, p0, emax, old_smoothing, params)
@@ -288,6 +291,7 @@ fn coarsen_level(
         smoother: build_smoother(pbj, emax, params),
         transfer: Transfer {
             aggregates,
+            tentative,
             p,
             p_version: version,
             smoothing,

@@ -58,6 +58,12 @@ pub(crate) const GALERKIN: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const QR: KernelSource = KernelSource {
+    name: "qr.cu",
+    text: include_str!("../../../cuda/qr.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
 pub const SOURCE_NAMES: &[&str] = &[
     "spmv.cu",
@@ -69,13 +75,16 @@ pub const SOURCE_NAMES: &[&str] = &[
     "mis.cu",
     "halo.cu",
     "galerkin.cu",
+    "qr.cu",
 ];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
-    [SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN]
-        .into_iter()
-        .find(|s| s.name == name)
+    [
+        SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN, QR,
+    ]
+    .into_iter()
+    .find(|s| s.name == name)
 }
 
 /// `n` threads in blocks of `block` (at least one block, so that empty launches stay valid).

@@ -36,6 +36,7 @@ mod nvrtc;
 pub mod ops;
 pub mod peer;
 mod products;
+mod qr;
 mod spmv;
 mod term_pairs;
 #[cfg(test)]
@@ -81,4 +82,5 @@ pub use nccl::{nccl_unavailable_reason, DeviceComm};
 pub use nvrtc::compile_with_log;
 pub use ops::DeviceDenseInverse;
 pub use products::{DevicePtapPlan, DeviceSpgemmPlan};
+pub use qr::DeviceGroupedQr;
 pub use spmv::{spmv, spmv_rows_add, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};

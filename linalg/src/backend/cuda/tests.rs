@@ -145,6 +145,9 @@ fn every_kernel_compiles_without_spills() {
         cases.push(("coo.cu", vec![("BL", bl)]));
     }
     cases.push(("vector.cu", vec![]));
+    for (bs, k) in [(3, 6), (6, 6), (1, 1), (3, 3)] {
+        cases.push(("qr.cu", vec![("BS", bs), ("K", k)]));
+    }
     for (ar, ak, bc) in [
         (3, 3, 6),
         (6, 6, 6),
@@ -974,6 +977,29 @@ fn exact_device_sums_are_the_hosts_bits() {
         assert_eq!(
             vector::dot(ctx, &dx, &dx).unwrap().to_bits(),
             first.to_bits()
+        );
+    }
+}
+
+/// The grouped QR on the device gives the host's `Q` and `R` bit for bit (random groups,
+/// shuffled members, reversed slots; the tentative prolongator's shapes and others).
+#[test]
+fn grouped_qr_on_the_device_is_the_hosts_bit_for_bit() {
+    if gpu("grouped_qr_on_the_device_is_the_hosts_bit_for_bit").is_none() {
+        return;
+    }
+    let device = crate::Device::Cuda(CudaContext::new(0).unwrap());
+    for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 3)] {
+        let (plan, b, q_expected, r_expected) = crate::grouped_qr::tests::random_groups(bs, k, 9);
+        let pattern = crate::grouped_qr::tests::one_block_per_row(4, plan.n_out_blocks());
+        let mut q = Bsr::zeros_on(&device, pattern, bs, k).unwrap();
+        let r = plan.factor(&b, &mut q).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&r), bits(&r_expected), "R, bs {bs} k {k}");
+        assert_eq!(
+            bits(&q.to_host_vec().unwrap()),
+            bits(&q_expected),
+            "Q, bs {bs} k {k}"
         );
     }
 }

@@ -1,0 +1,421 @@
+//! Householder thin QR of row groups: the per-aggregate QR of the tentative prolongator (one
+//! small `m x k` slab per group of block rows), on the host or on a GPU with the same bits.
+//!
+//! [`GroupedQrPlan`] is the symbolic phase: which rows of the input form each group and where
+//! each row of `Q` goes; [`GroupedQrPlan::factor`] the numeric one, repeated for new inputs
+//! (a renewal's new near-null space) on the same groups. The device kernel
+//! (`linalg/cuda/qr.cu`, one thread per group) performs [`thin_qr`]'s operations one for one
+//! without FMA contraction, so `Q` and `R` are the host's bit for bit.
+
+use std::sync::{Arc, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::backend::cuda::{CudaContext, DeviceGroupedQr};
+use crate::device::Storage;
+use crate::rows::split_rows;
+use crate::{Bsr, LinalgError};
+
+/// Reflections kept on the stack up to this many columns (the near-null vectors: 6 in 3D).
+const STACK_REFLECTIONS: usize = 64;
+
+/// Householder thin QR of the `m x k` row-major matrix `a` (`m >= k`), overwriting `a` with the
+/// orthonormal factor `Q` (`m x k`, row-major) and writing `R` (`k x k`, row-major, upper triangular)
+/// into `r`. `Q` has orthonormal columns even when `a` is rank deficient (a dependent column then
+/// yields a zero diagonal entry of `R`, and its `Q` column completes the basis), so `Q R = a` holds in
+/// every case. `work` must hold at least `m * k` entries.
+pub fn thin_qr(a: &mut [f64], m: usize, k: usize, r: &mut [f64], work: &mut [f64]) {
+    debug_assert!(m >= k && a.len() >= m * k && r.len() >= k * k && work.len() >= m * k);
+    // Householder vectors are stored column-wise in `work` (column j uses rows j..m).
+    let v = &mut work[..m * k];
+    v.fill(0.0);
+    let mut betas = [0.0f64; STACK_REFLECTIONS];
+    let mut betas_vec;
+    let betas: &mut [f64] = if k <= STACK_REFLECTIONS {
+        &mut betas[..k]
+    } else {
+        betas_vec = vec![0.0; k];
+        &mut betas_vec
+    };
+    for j in 0..k {
+        let mut norm2 = 0.0;
+        for i in j..m {
+            norm2 += a[i * k + j] * a[i * k + j];
+        }
+        let norm = norm2.sqrt();
+        let x0 = a[j * k + j];
+        if norm == 0.0 {
+            betas[j] = 0.0; // identity reflection: the column is already zero below and at j
+            continue;
+        }
+        let alpha = if x0 >= 0.0 { -norm } else { norm };
+        // v = x - alpha e_j, beta = 2 / (v^T v)
+        let mut vtv = 0.0;
+        for i in j..m {
+            let vi = if i == j { x0 - alpha } else { a[i * k + j] };
+            v[i * k + j] = vi;
+            vtv += vi * vi;
+        }
+        let beta = if vtv > 0.0 { 2.0 / vtv } else { 0.0 };
+        betas[j] = beta;
+        // Apply H_j = I - beta v v^T to columns j..k of a.
+        for c in j..k {
+            let mut s = 0.0;
+            for i in j..m {
+                s += v[i * k + j] * a[i * k + c];
+            }
+            s *= beta;
+            for i in j..m {
+                a[i * k + c] -= s * v[i * k + j];
+            }
+        }
+    }
+    // R = upper triangle of the reduced a.
+    for i in 0..k {
+        for c in 0..k {
+            r[i * k + c] = if c >= i { a[i * k + c] } else { 0.0 };
+        }
+    }
+    // Q = H_0 H_1 ... H_{k-1} [I_k; 0], accumulated backwards into a.
+    for i in 0..m {
+        for c in 0..k {
+            a[i * k + c] = if i == c { 1.0 } else { 0.0 };
+        }
+    }
+    for j in (0..k).rev() {
+        let beta = betas[j];
+        if beta == 0.0 {
+            continue;
+        }
+        for c in j..k {
+            let mut s = 0.0;
+            for i in j..m {
+                s += v[i * k + j] * a[i * k + c];
+            }
+            s *= beta;
+            for i in j..m {
+                a[i * k + c] -= s * v[i * k + j];
+            }
+        }
+    }
+}
+
+/// The groups of a grouped QR: group `g` is the `m_g x k` matrix of the rows of the input's
+/// block rows `members[offsets[g]..offsets[g + 1]]` (`bs` rows each, in that order); row block
+/// `i` of its `Q` goes to block `slots[offsets[g] + i]` (in value order) of the output, a
+/// [`Bsr`] of `bs x k` blocks with one block per member (the tentative prolongator: one block in
+/// each aggregated vertex's row). Invariants (checked by [`GroupedQrPlan::new`]): offsets ascend
+/// from 0 to the members, every group has at least `k` rows, the slots are a permutation of the
+/// output's blocks.
+#[derive(Debug)]
+pub struct GroupedQrPlan {
+    bs: usize,
+    k: usize,
+    offsets: Vec<usize>,
+    members: Vec<u32>,
+    slots: Vec<u32>,
+    /// For each output block row, its position in group-major order (`slots`' inverse).
+    position: Vec<u32>,
+    /// The plan's arrays on a GPU, uploaded at the first device factorisation.
+    device: OnceLock<Arc<DeviceGroupedQr>>,
+}
+
+impl GroupedQrPlan {
+    /// The plan of groups `offsets`/`members` (see the type) with output block rows `slots`, for
+    /// `bs` rows per block row and `k` columns.
+    pub fn new(
+        offsets: Vec<usize>,
+        members: Vec<u32>,
+        slots: Vec<u32>,
+        bs: usize,
+        k: usize,
+    ) -> Result<Self, LinalgError> {
+        let bad = |reason: String| {
+            Err(LinalgError::InvalidPlan {
+                what: "grouped QR",
+                reason,
+            })
+        };
+        if bs == 0 || k == 0 {
+            return bad(format!("block size {bs}, {k} columns"));
+        }
+        if offsets.first() != Some(&0) || offsets.last() != Some(&members.len()) {
+            return bad(format!(
+                "offsets must run from 0 to the {} members",
+                members.len()
+            ));
+        }
+        if slots.len() != members.len() {
+            return bad(format!(
+                "{} slots for {} members",
+                slots.len(),
+                members.len()
+            ));
+        }
+        for (g, w) in offsets.windows(2).enumerate() {
+            if w[1] < w[0] || (w[1] - w[0]) * bs < k {
+                return bad(format!(
+                    "group {g} has {} rows for {k} columns",
+                    w[1].saturating_sub(w[0]) * bs
+                ));
+            }
+        }
+        let mut position = vec![u32::MAX; slots.len()];
+        for (i, &s) in slots.iter().enumerate() {
+            match position.get_mut(s as usize) {
+                Some(p) if *p == u32::MAX => *p = i as u32,
+                _ => return bad(format!("slot {s} is out of range or taken twice")),
+            }
+        }
+        Ok(Self {
+            bs,
+            k,
+            offsets,
+            members,
+            slots,
+            position,
+            device: OnceLock::new(),
+        })
+    }
+
+    /// Number of groups (the rows of `R` are `k` per group).
+    pub fn n_groups(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Blocks of the output `Q` (one per member).
+    pub fn n_out_blocks(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// `Q` and `R` of every group of `b` (the input: `n x k` row-major, `bs` rows per block
+    /// row, as many block rows as the largest member needs) where `q` lives: `q`'s values are
+    /// overwritten (`q`: `n_out_blocks` blocks of `bs x k`) and the
+    /// `R` factors are returned, group after group (`k x k` row-major each, on the host). `b`
+    /// is host data; on a GPU it is uploaded once per call. Host and device give the same bits.
+    pub fn factor(&self, b: &[f64], q: &mut Bsr) -> Result<Vec<f64>, LinalgError> {
+        let (bs, k) = (self.bs, self.k);
+        let slab = bs * k;
+        if (q.block_rows(), q.block_cols()) != (bs, k) || q.pattern().nnz() != self.n_out_blocks() {
+            return Err(LinalgError::PatternMismatch {
+                what: "GroupedQrPlan::factor: Q (one bs x k block per member)",
+            });
+        }
+        if let Some(&worst) = self.members.iter().max() {
+            let need = (worst as usize + 1) * slab;
+            if b.len() < need {
+                return Err(LinalgError::DimensionMismatch {
+                    what: "GroupedQrPlan::factor: input rows",
+                    expected: need,
+                    found: b.len(),
+                });
+            }
+        }
+        let precision = q.precision().name();
+        match q.storage_mut() {
+            Storage::Host(values) => Ok(self.factor_host(b, values)),
+            Storage::CudaBsr { ctx, m } => {
+                let ctx = ctx.clone();
+                let plan = self.device_plan(&ctx)?;
+                plan.factor(&ctx, b, m.values_mut())
+            }
+            _ => Err(LinalgError::PrecisionUnsupported {
+                what: "GroupedQrPlan::factor (Q in fp64)",
+                precision,
+            }),
+        }
+    }
+
+    fn device_plan(&self, ctx: &Arc<CudaContext>) -> Result<Arc<DeviceGroupedQr>, LinalgError> {
+        if let Some(p) = self.device.get() {
+            return Ok(p.clone());
+        }
+        let offsets: Vec<u32> = self.offsets.iter().map(|&o| o as u32).collect();
+        let plan = Arc::new(DeviceGroupedQr::upload(
+            ctx,
+            &offsets,
+            &self.members,
+            &self.slots,
+            self.bs,
+            self.k,
+        )?);
+        Ok(self.device.get_or_init(|| plan).clone())
+    }
+
+    /// The host factorisation: groups in parallel into group-major scratch, then `Q` scattered
+    /// to the output rows.
+    fn factor_host(&self, b: &[f64], values: &mut [f64]) -> Vec<f64> {
+        let (bs, k) = (self.bs, self.k);
+        let slab = bs * k;
+        let mut q_buf = vec![0.0; self.members.len() * slab];
+        let mut r_buf = vec![0.0; self.n_groups() * k * k];
+        split_rows(&self.offsets, slab, 1, &mut q_buf)
+            .into_par_iter()
+            .zip(r_buf.par_chunks_mut(k * k))
+            .for_each(|((group, q), r)| {
+                let first = self.offsets[group.start];
+                let members = &self.members[first..first + q.len() / slab];
+                for (i, &v) in members.iter().enumerate() {
+                    q[i * slab..(i + 1) * slab]
+                        .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
+                }
+                let m = q.len() / k;
+                let mut work = vec![0.0; m * k];
+                thin_qr(q, m, k, r, &mut work);
+            });
+        values
+            .par_chunks_mut(slab)
+            .zip(self.position.par_iter())
+            .for_each(|(dst, &at)| {
+                let s = at as usize * slab;
+                dst.copy_from_slice(&q_buf[s..s + slab]);
+            });
+        r_buf
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// `n` values in `[-0.5, 0.5)` (xorshift).
+    fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
+        let mut s = seed.max(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect()
+    }
+
+    fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    c[i * n + j] += a[i * k + p] * b[p * n + j];
+                }
+            }
+        }
+        c
+    }
+
+    /// `n` block rows of one block each, in columns `0, 1, .., n_cols - 1, 0, ..`.
+    pub(crate) fn one_block_per_row(n_cols: usize, n: usize) -> Arc<crate::BlockPattern> {
+        let cols = (0..n as u32).map(|i| i % n_cols as u32).collect();
+        Arc::new(crate::BlockPattern::new(n, n_cols, (0..=n).collect(), cols).unwrap())
+    }
+
+    /// Groups of 2..=5 block rows over `n` input block rows (members shuffled across groups),
+    /// output slots reversed: the plan, its input and the expected `Q` (per group by
+    /// [`thin_qr`]) and `R`.
+    pub(crate) fn random_groups(
+        bs: usize,
+        k: usize,
+        seed: u64,
+    ) -> (GroupedQrPlan, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let n = 41;
+        let slab = bs * k;
+        let b = rand_vec(seed, n * slab);
+        // a group of 2..=5 members, taking every third vertex first, then the rest
+        let order: Vec<u32> = (0..n as u32)
+            .filter(|v| v % 3 == 0)
+            .chain((0..n as u32).filter(|v| v % 3 != 0))
+            .collect();
+        let min = k.div_ceil(bs).max(2);
+        let mut offsets = vec![0];
+        while *offsets.last().unwrap() < n {
+            let at = *offsets.last().unwrap();
+            let size = (min + (at * 7 + 3) % 4).min(n - at);
+            if n - at - size < min && n - at - size > 0 {
+                offsets.push(n);
+            } else {
+                offsets.push(at + size);
+            }
+        }
+        let slots: Vec<u32> = (0..n as u32).rev().collect();
+        let mut q_expected = vec![0.0; n * slab];
+        let mut r_expected = Vec::new();
+        for w in offsets.windows(2) {
+            let members = &order[w[0]..w[1]];
+            let mut a: Vec<f64> = members
+                .iter()
+                .flat_map(|&v| b[v as usize * slab..(v as usize + 1) * slab].to_vec())
+                .collect();
+            let m = members.len() * bs;
+            let mut r = vec![0.0; k * k];
+            thin_qr(&mut a, m, k, &mut r, &mut vec![0.0; m * k]);
+            for (i, &s) in slots[w[0]..w[1]].iter().enumerate() {
+                q_expected[s as usize * slab..(s as usize + 1) * slab]
+                    .copy_from_slice(&a[i * slab..(i + 1) * slab]);
+            }
+            r_expected.extend(r);
+        }
+        let plan = GroupedQrPlan::new(offsets, order, slots, bs, k).unwrap();
+        (plan, b, q_expected, r_expected)
+    }
+
+    #[test]
+    fn grouped_qr_is_each_groups_thin_qr_in_its_slots() {
+        for (bs, k) in [(3, 6), (6, 6), (1, 1), (2, 3)] {
+            let (plan, b, q_expected, r_expected) = random_groups(bs, k, 5);
+            let pattern = one_block_per_row(4, plan.n_out_blocks());
+            let mut q = Bsr::zeros(pattern, bs, k);
+            let r = plan.factor(&b, &mut q).unwrap();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&r), bits(&r_expected), "R, bs {bs} k {k}");
+            assert_eq!(
+                bits(&q.to_host_vec().unwrap()),
+                bits(&q_expected),
+                "Q, bs {bs} k {k}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_that_breaks_its_invariants_is_refused() {
+        let plan = |offsets: Vec<usize>, slots: Vec<u32>| {
+            GroupedQrPlan::new(offsets, vec![0, 1, 2, 3], slots, 3, 6)
+        };
+        assert!(plan(vec![0, 2, 4], vec![0, 1, 2, 3]).is_ok());
+        // a group of one block row: 3 rows for 6 columns
+        assert!(plan(vec![0, 1, 4], vec![0, 1, 2, 3]).is_err());
+        // offsets not ending at the members
+        assert!(plan(vec![0, 2, 3], vec![0, 1, 2, 3]).is_err());
+        // a slot taken twice, a slot out of range
+        assert!(plan(vec![0, 2, 4], vec![0, 1, 1, 3]).is_err());
+        assert!(plan(vec![0, 2, 4], vec![0, 1, 2, 9]).is_err());
+        // input too short for the members
+        let p = plan(vec![0, 2, 4], vec![0, 1, 2, 3]).unwrap();
+        let pattern = one_block_per_row(2, 4);
+        let mut q = Bsr::zeros(pattern, 3, 6);
+        assert!(p.factor(&[0.0; 10], &mut q).is_err());
+    }
+
+    #[test]
+    fn thin_qr_reconstructs_and_is_orthonormal_even_if_rank_deficient() {
+        let (m, k) = (9, 4);
+        let mut a = rand_vec(7, m * k);
+        for i in 0..m {
+            a[i * k + 3] = a[i * k] - 2.0 * a[i * k + 1]; // dependent column
+        }
+        let mut q = a.clone();
+        let mut r = vec![0.0; k * k];
+        thin_qr(&mut q, m, k, &mut r, &mut vec![0.0; m * k]);
+        let qr = matmul(&q, &r, m, k, k);
+        for (x, y) in qr.iter().zip(&a) {
+            assert!((x - y).abs() < 1e-12);
+        }
+        for c1 in 0..k {
+            for c2 in 0..k {
+                let d: f64 = (0..m).map(|i| q[i * k + c1] * q[i * k + c2]).sum();
+                let e = if c1 == c2 { 1.0 } else { 0.0 };
+                assert!((d - e).abs() < 1e-12, "Q^T Q ({c1},{c2}) = {d}");
+            }
+        }
+        assert!(r[3 * k + 3].abs() < 1e-12);
+    }
+}
