@@ -329,12 +329,12 @@ print(f"[timed {name} {cells}^3 {dev}] {s['mesh'].get('unknowns', '?')} unknowns
       f"energy {steps[-1]['strain_energy']:.12e}, max |u| {steps[-1]['max_displacement']:.12e}, "
       f"bytes per later Newton iteration max {max(later) if later else None}")
 kinds = {}
-for it in its:
+for it in lin_its:
     k = str(it.get("setup"))
     n, t = kinds.get(k, (0, 0.0))
     kinds[k] = (n + 1, t + it.get("setup_s", 0.0))
 print("   set-ups: " + ", ".join(f"{k} {n} x = {t:.3f} s" for k, (n, t) in kinds.items())
-      + f"; solves {sum(it.get('solve_s', 0.0) for it in its):.3f} s")
+      + f"; solves {sum(it.get('solve_s', 0.0) for it in lin_its):.3f} s")
 PY
         grep -E "^(host|device|linear)" "$out/timed_${input}_${cells}_$dev${TIMED_TAG:-}.log" | head -n 3
     done

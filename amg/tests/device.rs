@@ -378,6 +378,7 @@ fn device_renewal_equals_a_cold_device_setup() {
         let params = AmgParams {
             precision,
             coarse_eq_limit: 50,
+            renewal: amg::Renewal::Recompute,
             ..Default::default()
         };
         // the same finest graph (every plan kept), then changed aggregates (plans rebuilt)

@@ -16,6 +16,8 @@ fn params(smoother: SmootherKind, reuse: Reuse, precision: Precision) -> AmgPara
         precision,
         // several levels even on the small meshes
         coarse_eq_limit: 50,
+        // these tests are about recomputing renewals (keep_aggregates: the tests below)
+        renewal: Renewal::Recompute,
         ..Default::default()
     }
 }

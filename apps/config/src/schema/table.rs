@@ -993,7 +993,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     key(
         "linear_solver.amg.renewal",
         Type::Choice(RENEWALS),
-        Value("recompute"),
+        Value("keep_aggregates"),
         "what the hierarchy recomputes for a new near-null space (each load step's deformed \
          rigid-body modes)",
     ),

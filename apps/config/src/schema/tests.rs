@@ -692,7 +692,7 @@ linear_solver:
     jacobi_omega: 0.6
     reuse: full
     recompute_eigs: false
-    renewal: keep_aggregates
+    renewal: recompute
     storage: scalar
     precision: mixed
 quadrature: { points: 3 }
