@@ -328,6 +328,7 @@ print(f"[timed {name} {cells}^3 {dev}] {s['mesh'].get('unknowns', '?')} unknowns
       f"wall {float(end) - float(start):.2f} s (process), steps {sum(st['wall_s'] for st in steps):.2f} s, "
       f"energy {steps[-1]['strain_energy']:.12e}, max |u| {steps[-1]['max_displacement']:.12e}, "
       f"bytes per later Newton iteration max {max(later) if later else None}")
+lin_its = [it.get("linear", it) for it in its]
 kinds = {}
 for it in lin_its:
     k = str(it.get("setup"))
