@@ -18,6 +18,9 @@ fn options(file: &Path, jobs: usize) -> CampaignOptions {
         resume: false,
         output_dir: None,
         interrupt: None,
+        ranks_per_case: 1,
+        gpus: None,
+        test_abort_in_case: None,
     }
 }
 

@@ -220,6 +220,9 @@ fn one_round(
                 resume: false,
                 output_dir: None,
                 interrupt: None,
+                ranks_per_case: 1,
+                gpus: None,
+                test_abort_in_case: None,
             },
             &mut sim::Quiet,
         )?;
