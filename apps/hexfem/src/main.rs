@@ -239,7 +239,7 @@ enum Bench {
         cells: Vec<usize>,
         #[arg(long, default_value_t = 1)]
         steps: usize,
-        /// Workers of the last variant.
+        /// Workers of the last variant (on a GPU machine with --device cuda: one per GPU).
         #[arg(long, default_value_t = 2)]
         jobs: usize,
         /// Rounds of all variants, taking turns (each reports its best).
@@ -248,6 +248,12 @@ enum Bench {
         /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Where the cases run.
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        /// With N > 1, also the campaign under `mpirun -np N` (one case per rank).
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        ranks: usize,
         #[arg(long)]
         json: bool,
     },
@@ -822,6 +828,8 @@ fn execute(
                     jobs,
                     rounds,
                     dir,
+                    device,
+                    ranks,
                     json,
                 },
         } => split((|| {
@@ -835,6 +843,8 @@ fn execute(
                 jobs,
                 rounds,
                 dir,
+                cuda: matches!(device, BenchDeviceArg::Cuda),
+                ranks,
             })
             .and_then(|r| render(&r, json))
         })()),

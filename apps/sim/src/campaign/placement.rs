@@ -122,4 +122,19 @@ mod tests {
         assert_eq!(threads_per_worker(7, 0), 7);
         assert!(!host_name().is_empty());
     }
+
+    /// A worker's GPU is its thread's (what `device: auto` and `cuda` open there), restored
+    /// after the case; other threads keep theirs.
+    #[test]
+    fn a_workers_gpu_is_its_threads_for_the_case() {
+        assert_eq!(linalg::Device::thread_gpu(), 0);
+        let inside = linalg::Device::with_thread_gpu(3, || {
+            let other = std::thread::spawn(linalg::Device::thread_gpu)
+                .join()
+                .unwrap();
+            (linalg::Device::thread_gpu(), other)
+        });
+        assert_eq!(inside, (3, 0));
+        assert_eq!(linalg::Device::thread_gpu(), 0);
+    }
 }
