@@ -663,11 +663,19 @@ fn campaign_command(
         Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
             // stopped by a signal: the table holds the finished cases; --resume runs the rest
             Some(stopped) => {
-                let mut words = vec!["hexfem".to_owned(), "campaign".to_owned()];
+                let mut words = Vec::new();
+                if comm.size() > 1 {
+                    words.extend(["mpirun".to_owned(), "-np".into(), comm.size().to_string()]);
+                }
+                words.extend(["hexfem".to_owned(), "campaign".to_owned()]);
                 words.push(signals::shell_word(&options.file.to_string_lossy()));
                 if let Some(dir) = &options.output_dir {
                     words.push("-o".into());
                     words.push(signals::shell_word(&dir.to_string_lossy()));
+                }
+                if options.ranks_per_case > 1 {
+                    words.push("--ranks-per-case".into());
+                    words.push(options.ranks_per_case.to_string());
                 }
                 words.push("--resume".into());
                 let text = format!("{stopped}; continue with\n  {}", words.join(" "));
