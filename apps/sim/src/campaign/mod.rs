@@ -281,7 +281,13 @@ pub fn run_campaign(
     observer.started(&tally);
     let to_run = queue.len();
     let workers = jobs.min(to_run);
-    check_memory(&prepared, &queue, workers)?;
+    check_memory(
+        &prepared,
+        &queue,
+        workers,
+        &format!("--jobs {workers}"),
+        "use fewer jobs",
+    )?;
     let mut held = vec![None; workers];
     if let Some(first) = held.first_mut() {
         // the first worker holds the problem the validation built last
@@ -335,7 +341,7 @@ pub fn run_campaign(
                     .lock()
                     .ok()
                     .filter(|_| !stopping())
-                    .and_then(|mut s| s.next(worker, prepared))
+                    .and_then(|mut s| s.next(worker, |i| prepared[i].key.as_str()))
                 {
                     let _ = started_tx.send(());
                     let row = match &pool {
@@ -476,21 +482,22 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    fn next(&mut self, worker: usize, prepared: &[Prepared]) -> Option<usize> {
-        let key = |i: &usize| &prepared[*i].key;
+    /// The case `worker` runs next, `key(case)` the mesh key of a case; `None` when no case
+    /// is left.
+    fn next<'k>(&mut self, worker: usize, key: impl Fn(usize) -> &'k str) -> Option<usize> {
         let own = self.held[worker].clone();
         let position = self
             .pending
             .iter()
-            .position(|i| Some(key(i)) == own.as_ref())
+            .position(|&i| Some(key(i)) == own.as_deref())
             .or_else(|| {
                 self.pending
                     .iter()
-                    .position(|i| !self.held.iter().any(|h| h.as_ref() == Some(key(i))))
+                    .position(|&i| !self.held.iter().any(|h| h.as_deref() == Some(key(i))))
             })
             .or_else(|| (!self.pending.is_empty()).then_some(0))?;
         let case = self.pending.remove(position);
-        self.held[worker] = Some(key(&case).clone());
+        self.held[worker] = Some(key(case).to_owned());
         Some(case)
     }
 }
@@ -537,9 +544,16 @@ fn build_problems(campaign: &Campaign, prepared: &[Prepared]) -> Result<Warm> {
     Ok(warm)
 }
 
-/// Refuses `workers` cases at once when the largest of them together would not fit in the
-/// memory available (each case alone was checked by `prepare`).
-fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) -> Result<()> {
+/// Refuses `workers` cases at once (`what` says why that many) when the largest of them
+/// together would not fit in the memory available (each case alone was checked by `resolve`);
+/// the error ends with `advice`.
+fn check_memory(
+    prepared: &[Prepared],
+    queue: &VecDeque<usize>,
+    workers: usize,
+    what: &str,
+    advice: &str,
+) -> Result<()> {
     if workers < 2 {
         return Ok(());
     }
@@ -554,7 +568,7 @@ fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) 
     let together: f64 = sizes.iter().take(workers).sum();
     if together > available {
         bail!(
-            "--jobs {workers}: the largest {workers} cases together need about {} and {} is available; use fewer jobs",
+            "{what}: the largest {workers} cases together need about {} and {} is available; {advice}",
             crate::memory::human(together),
             crate::memory::human(available)
         );

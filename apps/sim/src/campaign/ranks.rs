@@ -88,6 +88,23 @@ pub fn run_campaign_on_ranks(
         c,
         gpu_list.map_or(Ok(()), |l| placement::check_gpu_list(l, visible)),
     )?;
+    // one case per group at once on each node: rank 0's node must hold its groups' largest
+    let on_node = (world.node_local().1 / k).max(1);
+    agreed(
+        c,
+        if rank == 0 {
+            let all = (0..prepared.len()).collect();
+            super::check_memory(
+                &prepared,
+                &all,
+                on_node,
+                &format!("{on_node} rank groups on one node"),
+                "start fewer ranks per node, or more ranks per case (--ranks-per-case)",
+            )
+        } else {
+            Ok(())
+        },
+    )?;
     let validate_s = started.elapsed().as_secs_f64();
     let place = Where {
         host: placement::host_name(),
@@ -286,7 +303,12 @@ impl Root<'_> {
         let mut rows: Vec<Option<CaseRow>> = vec![None; prepared.len()];
         let mut resumed = 0;
         let mut pending = Vec::new();
-        for i in largest_first(prepared)? {
+        let keys: Vec<&str> = prepared.iter().map(|p| p.key.as_str()).collect();
+        let sizes = prepared
+            .iter()
+            .map(|p| crate::memory::estimate(&p.config).map(|e| e.total))
+            .collect::<Result<Vec<f64>>>()?;
+        for i in largest_first(&keys, &sizes) {
             match super::resumable(self.campaign, &prepared[i], self.options.resume) {
                 Some(row) => {
                     rows[i] = Some(row);
@@ -312,7 +334,7 @@ impl Root<'_> {
             scheduler
                 .lock()
                 .ok()
-                .and_then(|mut s| s.next(group, prepared))
+                .and_then(|mut s| s.next(group, |i| prepared[i].key.as_str()))
         };
         let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
         let mut failure: Option<anyhow::Error> = None;
@@ -398,23 +420,55 @@ impl Root<'_> {
     }
 }
 
-/// The cases in the order they are handed out: grouped by mesh, the meshes with the largest
-/// case first (by the memory estimate: it grows with the unknowns), each mesh's cases in case
-/// order.
-fn largest_first(prepared: &[Prepared]) -> Result<Vec<usize>> {
+/// The cases in the order they are handed out: grouped by mesh (`keys`), the meshes with the
+/// largest case first (`sizes`: the memory estimates, which grow with the unknowns), each
+/// mesh's cases in case order.
+fn largest_first(keys: &[&str], sizes: &[f64]) -> Vec<usize> {
     let mut largest: BTreeMap<&str, f64> = BTreeMap::new();
-    for p in prepared {
-        let size = crate::memory::estimate(&p.config)?.total;
-        let entry = largest.entry(p.key.as_str()).or_insert(0.0);
-        *entry = entry.max(size);
+    for (key, size) in keys.iter().zip(sizes) {
+        let entry = largest.entry(key).or_insert(0.0);
+        *entry = entry.max(*size);
     }
-    let mut order: Vec<usize> = (0..prepared.len()).collect();
+    let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by(|&a, &b| {
-        let (ka, kb) = (prepared[a].key.as_str(), prepared[b].key.as_str());
+        let (ka, kb) = (keys[a], keys[b]);
         largest[kb]
             .total_cmp(&largest[ka])
             .then(ka.cmp(kb))
             .then(a.cmp(&b))
     });
-    Ok(order)
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The largest mesh's cases go first, each mesh's in case order; meshes of equal size in
+    /// the order of their keys.
+    #[test]
+    fn cases_go_out_largest_mesh_first_and_grouped_by_mesh() {
+        let keys = ["small", "big", "small", "mid", "big", "tie"];
+        let sizes = [1.0, 9.0, 1.0, 5.0, 9.0, 5.0];
+        assert_eq!(largest_first(&keys, &sizes), [1, 4, 3, 5, 0, 2]);
+    }
+
+    /// A group keeps to the mesh it holds, a group without one takes a mesh nobody holds, and
+    /// when every mesh is held a group takes the next case of any: three groups on two meshes.
+    #[test]
+    fn groups_keep_to_their_mesh_and_share_the_rest() {
+        let keys = ["a", "a", "a", "b", "b"];
+        let mut s = Scheduler {
+            pending: vec![0, 1, 2, 3, 4],
+            held: vec![None, Some("b".into()), None],
+        };
+        let key = |i: usize| keys[i];
+        assert_eq!(s.next(1, key), Some(3));
+        assert_eq!(s.next(0, key), Some(0));
+        // both meshes held: group 2 takes the next case
+        assert_eq!(s.next(2, key), Some(1));
+        assert_eq!(s.next(1, key), Some(4));
+        assert_eq!(s.next(1, key), Some(2));
+        assert_eq!(s.next(0, key), None);
+    }
 }
