@@ -197,10 +197,16 @@ impl Group<'_> {
             let next = if leader {
                 // rank 0 hands out no case to a leader that says it stops
                 let next = fetch(finished.take(), self.stopping())?;
-                if let Some(i) = next {
-                    // the group's other ranks read the case's input from the file
-                    if self.comm.size() > 1 {
-                        write_input(self.campaign, &self.prepared[i])?;
+                // the group's other ranks read the case's input from the file: a case whose
+                // input cannot be written fails here, and the group goes on to the next
+                if let (Some(i), true) = (next, self.comm.size() > 1) {
+                    let p = &self.prepared[i];
+                    if let Err(e) = write_input(self.campaign, p) {
+                        let mut row = CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec);
+                        self.place.stamp(&mut row, p);
+                        row.failed(&format!("{e:#}"));
+                        finished = Some((i, row));
+                        continue;
                     }
                 }
                 self.share(next)?
@@ -226,7 +232,12 @@ impl Group<'_> {
                     self.share(None)?;
                     return Ok(());
                 }
-                row.write(&p.dir.join("case.json"))?;
+                let mut row = row;
+                // a row that cannot be saved is a failed case (`--resume` runs it again)
+                if let Err(e) = row.write(&p.dir.join("case.json")) {
+                    row.status = CaseStatus::Failed;
+                    row.error = Some(format!("{e:#}"));
+                }
                 finished = Some((i, row));
             }
         }
