@@ -131,6 +131,39 @@ pub trait Comm: Send + Sync + fmt::Debug {
     fn node_local(&self) -> (usize, usize) {
         (0, 1)
     }
+    /// The ranks of this communicator that pass the same `color`, as a communicator of their
+    /// own, ranked by `key` (then by rank here). Collective over this communicator. The new
+    /// communicator reports this one's [`Comm::node_local`] (the place of the rank on its node
+    /// among all the ranks there, which is what picks its GPU).
+    fn split(&self, color: usize, key: usize) -> Result<std::sync::Arc<dyn Comm>, CommError>;
+    /// Sends `bytes` to rank `dest` with `tag` (point to point; returns once the bytes may be
+    /// reused). A single rank has nobody to send to.
+    fn send_bytes(&self, dest: usize, tag: u16, bytes: &[u8]) -> Result<(), CommError> {
+        let _ = (dest, tag, bytes);
+        Err(no_other_rank("send_bytes"))
+    }
+    /// A message with `tag` from `source` (any rank when `None`) if one has arrived, with the
+    /// rank that sent it; never waits. A single rank never receives one.
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+        tag: u16,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        let _ = (source, tag);
+        Err(no_other_rank("try_receive_bytes"))
+    }
+    /// Waits for a message with `tag` from `source`, polling [`Comm::try_receive_bytes`] (so
+    /// that other threads of the process may use MPI while this one waits).
+    fn receive_bytes(&self, source: usize, tag: u16) -> Result<Vec<u8>, CommError> {
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            if let Some((_, bytes)) = self.try_receive_bytes(Some(source), tag)? {
+                return Ok(bytes);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(2));
+        }
+    }
     /// What this rank has sent so far (see [`Traffic`]); a single rank sends nothing.
     fn traffic(&self) -> Traffic {
         Traffic::default()
@@ -139,6 +172,13 @@ pub trait Comm: Send + Sync + fmt::Debug {
     /// resort for an error that cannot be agreed on because other ranks may be inside a
     /// collective.
     fn abort(&self, code: i32) -> !;
+}
+
+fn no_other_rank(operation: &'static str) -> CommError {
+    CommError::Mismatch {
+        operation,
+        message: "a single rank has no other rank to exchange messages with".into(),
+    }
 }
 
 /// Collective error agreement: every rank calls it with its own outcome of a phase. If every
@@ -245,6 +285,10 @@ impl Comm for SelfComm {
         Ok(())
     }
 
+    fn split(&self, _color: usize, _key: usize) -> Result<Arc<dyn Comm>, CommError> {
+        Ok(SelfComm::shared())
+    }
+
     fn abort(&self, code: i32) -> ! {
         std::process::exit(code)
     }
@@ -293,6 +337,9 @@ mod tests {
         comm.exchange(&[], &mut [], &mut || ran = true).unwrap();
         assert!(ran);
         assert_eq!(comm.traffic(), Traffic::default());
+        assert_eq!(comm.split(3, 0).unwrap().size(), 1);
+        assert!(comm.send_bytes(0, 1, b"x").is_err());
+        assert!(comm.try_receive_bytes(None, 1).is_err());
         assert_eq!(agree(&*comm, Ok::<_, String>(5)).unwrap(), 5);
         let e = agree(&*comm, Err::<(), _>("bad cell 3")).unwrap_err();
         assert_eq!(e.to_string(), "bad cell 3");

@@ -1,11 +1,15 @@
-//! [`MpiComm`]: the MPI world communicator behind [`Comm`], through rsmpi.
+//! [`MpiComm`]: the MPI world communicator, or a part of it ([`Comm::split`]), behind [`Comm`],
+//! through rsmpi.
 
-use std::sync::Mutex;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
+use mpi::traits::{
+    Communicator, CommunicatorCollectives, Destination, Equivalence, MatchedReceiveVec, Source,
+};
 use mpi::Count;
 
 use crate::{check_send_count, Comm, CommError, Traffic};
@@ -17,20 +21,45 @@ static MPI_LOCK: Mutex<()> = Mutex::new(());
 /// Tag of the messages of [`Comm::exchange`].
 const EXCHANGE_TAG: i32 = 7001;
 
-/// The MPI world communicator. Made by [`crate::Session::init`] under an MPI launcher; every
-/// call errors with [`CommError::Finalized`] once the session is dropped.
+/// The MPI world communicator, or a part of it. Made by [`crate::Session::init`] under an MPI
+/// launcher (parts by [`Comm::split`]); every call errors with [`CommError::Finalized`] once the
+/// session is dropped.
 ///
 /// Reductions gather every rank's buffer and combine them in rank order on every rank, so the
 /// result is bit-identical on all ranks and from run to run for a fixed rank count (MPI's own
 /// reduction order is implementation-defined).
 #[derive(Debug)]
 pub struct MpiComm {
+    handle: Handle,
     rank: usize,
     size: usize,
     /// `(node-local rank, ranks on the node)` from `MPI_Comm_split_type(SHARED)`.
     node_local: (usize, usize),
     traffic: Mutex<Traffic>,
 }
+
+/// Which MPI communicator an [`MpiComm`] calls.
+#[derive(Debug)]
+enum Handle {
+    World,
+    /// A communicator made by `MPI_Comm_split`. Never freed (`MPI_Comm_free` after
+    /// `MPI_Finalize` is an error, and a process makes a handful at most).
+    Part(PartComm),
+}
+
+/// A split communicator, used only under [`MPI_LOCK`].
+struct PartComm(ManuallyDrop<SimpleCommunicator>);
+
+impl std::fmt::Debug for PartComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PartComm")
+    }
+}
+
+// SAFETY: the handle is only used while holding `MPI_LOCK` (MPI_THREAD_SERIALIZED: one thread
+// at a time may call MPI, any thread may), and it is never freed.
+unsafe impl Send for PartComm {}
+unsafe impl Sync for PartComm {}
 
 impl MpiComm {
     /// The world communicator of an initialised MPI (crate-private: [`crate::Session`] owns the
@@ -40,6 +69,7 @@ impl MpiComm {
         let world = SimpleCommunicator::world();
         let node = world.split_shared(world.rank());
         Self {
+            handle: Handle::World,
             rank: world.rank() as usize,
             size: world.size() as usize,
             node_local: (node.rank() as usize, node.size() as usize),
@@ -56,7 +86,7 @@ impl MpiComm {
         t.collective_s += started.elapsed().as_secs_f64();
     }
 
-    /// Runs `f` on the world communicator, serialised, unless MPI is finalized.
+    /// Runs `f` on this communicator, serialised, unless MPI is finalized.
     fn with_world<R>(
         &self,
         operation: &'static str,
@@ -66,7 +96,10 @@ impl MpiComm {
         if mpi::environment::is_finalized() || !mpi::environment::is_initialized() {
             return Err(CommError::Finalized { operation });
         }
-        f(&SimpleCommunicator::world())
+        match &self.handle {
+            Handle::World => f(&SimpleCommunicator::world()),
+            Handle::Part(part) => f(&part.0),
+        }
     }
 
     fn allgatherv<T: Equivalence + Copy + Default>(
@@ -266,6 +299,68 @@ impl Comm for MpiComm {
 
     fn node_local(&self) -> (usize, usize) {
         self.node_local
+    }
+
+    fn split(&self, color: usize, key: usize) -> Result<Arc<dyn Comm>, CommError> {
+        let (color, key) = (to_count("split", color)?, to_count("split", key)?);
+        let part = self.with_world("split", |comm| {
+            comm.split_by_color_with_key(mpi::topology::Color::with_value(color), key)
+                .ok_or_else(|| CommError::Collective {
+                    operation: "split",
+                    rank: self.rank,
+                    size: self.size,
+                    message: "MPI_Comm_split gave no communicator".into(),
+                })
+        })?;
+        Ok(Arc::new(MpiComm {
+            rank: part.rank() as usize,
+            size: part.size() as usize,
+            handle: Handle::Part(PartComm(ManuallyDrop::new(part))),
+            node_local: self.node_local,
+            traffic: Mutex::new(Traffic::default()),
+        }))
+    }
+
+    fn send_bytes(&self, dest: usize, tag: u16, bytes: &[u8]) -> Result<(), CommError> {
+        self.check_rank("send_bytes", dest)?;
+        to_count("send_bytes", bytes.len())?;
+        {
+            let mut t = self.traffic.lock().unwrap_or_else(|p| p.into_inner());
+            t.messages += 1;
+            t.bytes += bytes.len() as u64;
+        }
+        // never hand MPI an empty slice (see `allgatherv`)
+        let dummy = [0u8];
+        let payload = if bytes.is_empty() { &dummy[..0] } else { bytes };
+        self.with_world("send_bytes", |comm| {
+            comm.process_at_rank(dest as i32)
+                .send_with_tag(payload, i32::from(tag));
+            Ok(())
+        })
+    }
+
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+        tag: u16,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        if let Some(r) = source {
+            self.check_rank("try_receive_bytes", r)?;
+        }
+        self.with_world("try_receive_bytes", |comm| {
+            let probed = match source {
+                Some(r) => comm
+                    .process_at_rank(r as i32)
+                    .immediate_matched_probe_with_tag(i32::from(tag)),
+                None => comm
+                    .any_process()
+                    .immediate_matched_probe_with_tag(i32::from(tag)),
+            };
+            Ok(probed.map(|matched| {
+                let (bytes, status) = matched.matched_receive_vec::<u8>();
+                (status.source_rank() as usize, bytes)
+            }))
+        })
     }
 
     fn traffic(&self) -> Traffic {

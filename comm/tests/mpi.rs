@@ -229,3 +229,42 @@ fn ranks_on_one_node_are_numbered_in_world_order_by_the_shared_memory_split() {
         },
     );
 }
+
+/// `split` makes groups of consecutive ranks that reduce among themselves and keep the world's
+/// node-local place; `send_bytes` and `try_receive_bytes` carry messages of any length (empty
+/// included) between any two ranks, from a named rank or from any.
+#[test]
+fn split_groups_reduce_apart_and_point_to_point_messages_arrive() {
+    on_ranks(
+        "split_groups_reduce_apart_and_point_to_point_messages_arrive",
+        &[2, 3, 4],
+        |world| {
+            let (rank, size) = (world.rank(), world.size());
+            let group = world.split(rank / 2, rank).unwrap();
+            assert_eq!(group.rank(), rank % 2);
+            assert_eq!(group.size(), (size - rank / 2 * 2).min(2));
+            assert_eq!(group.node_local(), world.node_local());
+            let mut v = [rank as f64];
+            group.allreduce_sum(&mut v).unwrap();
+            let first = rank / 2 * 2;
+            let expected: usize = (first..(first + 2).min(size)).sum();
+            assert_eq!(v[0], expected as f64);
+            // every rank but 0 sends its rank's bytes (rank 1 an empty message); rank 0 answers
+            if rank == 0 {
+                let mut seen = Vec::new();
+                while seen.len() < size - 1 {
+                    if let Some((from, bytes)) = world.try_receive_bytes(None, 5).unwrap() {
+                        assert_eq!(bytes, vec![from as u8; from - 1]);
+                        world.send_bytes(from, 6, &[from as u8 * 10]).unwrap();
+                        seen.push(from);
+                    }
+                }
+                seen.sort_unstable();
+                assert_eq!(seen, (1..size).collect::<Vec<_>>());
+            } else {
+                world.send_bytes(0, 5, &vec![rank as u8; rank - 1]).unwrap();
+                assert_eq!(world.receive_bytes(0, 6).unwrap(), vec![rank as u8 * 10]);
+            }
+        },
+    );
+}

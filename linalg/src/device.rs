@@ -16,6 +16,20 @@ use crate::backend::cuda::{self, CudaContext, DeviceBlockDiagonal, DeviceBsr, De
 use crate::precision::widen;
 use crate::{BlockPattern, LinalgError, Precision};
 
+thread_local! {
+    /// See [`Device::thread_gpu`].
+    static THREAD_GPU: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Puts the thread's GPU back when dropped (also when `f` panics).
+struct RestoreThreadGpu(usize);
+
+impl Drop for RestoreThreadGpu {
+    fn drop(&mut self) {
+        THREAD_GPU.with(|g| g.set(self.0));
+    }
+}
+
 /// The memory a vector's or matrix's values live in.
 #[derive(Clone, Debug, Default)]
 pub enum Device {
@@ -37,9 +51,24 @@ impl Device {
         Ok(Device::Cuda(CudaContext::new(ordinal)?))
     }
 
-    /// The first GPU where one is usable, else the host (`device: auto`).
+    /// This thread's GPU ([`Device::thread_gpu`]) where it is usable, else the host
+    /// (`device: auto`).
     pub fn auto() -> Device {
-        Device::cuda(0).unwrap_or(Device::Host)
+        Device::cuda(Device::thread_gpu()).unwrap_or(Device::Host)
+    }
+
+    /// The GPU that `auto` and a serial solver's `cuda` open on this thread: 0 unless
+    /// [`Device::with_thread_gpu`] chose another (a campaign worker's GPU). Like CUDA's current
+    /// device, a property of the host thread; the distributed path picks each rank's GPU itself.
+    pub fn thread_gpu() -> usize {
+        THREAD_GPU.with(std::cell::Cell::get)
+    }
+
+    /// Runs `f` with `ordinal` as this thread's GPU, then restores the one before.
+    pub fn with_thread_gpu<R>(ordinal: usize, f: impl FnOnce() -> R) -> R {
+        let before = THREAD_GPU.with(|g| g.replace(ordinal));
+        let _restore = RestoreThreadGpu(before);
+        f()
     }
 
     /// True for [`Device::Host`].

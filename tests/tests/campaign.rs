@@ -18,6 +18,9 @@ fn options(file: &Path, jobs: usize) -> CampaignOptions {
         resume: false,
         output_dir: None,
         interrupt: None,
+        ranks_per_case: 1,
+        gpus: None,
+        test_abort_in_case: None,
     }
 }
 
@@ -398,5 +401,65 @@ fn resume_reruns_cases_whose_files_disagree_with_case_json() {
     assert_eq!(table(&resumed), before);
     for i in 0..3 {
         assert!(case(i).join("cantilever_q1.h5").exists(), "case {i}");
+    }
+}
+
+/// GPU placement (device machine, 2 GPUs or more; skipped with a message elsewhere): a
+/// `device: cuda` campaign with `--jobs 2` runs its workers on GPUs 0 and 1 (the table says so),
+/// `--gpus 1` puts every case on GPU 1, and both give the one-worker campaign's figures to the
+/// solver's tolerance.
+#[test]
+fn jobs_spread_over_two_gpus_give_the_one_gpu_table() {
+    let gpus = linalg::backend::cuda::device_count().unwrap_or(0);
+    if gpus < 2 {
+        eprintln!("skipped: {gpus} usable GPU(s), this test needs 2");
+        return;
+    }
+    let dir = ScratchDir::new("campaign-gpus");
+    let file = dir.join("gpus.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\ndirectory: {}\nshare_solver: false\nset: {{ device: cuda, linear_solver.method: cg_amg }}\ngrid:\n  materials.0.young_modulus: [1.0e4, 2.0e4, 3.0e4, 4.0e4]\n",
+            inputs_dir().join("cantilever_q1.yaml").display(),
+            dir.join("out").display()
+        ),
+    )
+    .unwrap();
+    let table = |jobs: usize, list: Option<Vec<usize>>, out: &str| {
+        let summary = run_campaign(
+            &CampaignOptions {
+                output_dir: Some(dir.join(out)),
+                gpus: list,
+                ..options(&file, jobs)
+            },
+            &mut sim::Quiet,
+        )
+        .unwrap();
+        assert_eq!(summary.completed, 4, "{out}");
+        std::fs::read_to_string(&summary.table_jsonl)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<sim::campaign::CaseRow>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let one = table(1, None, "one");
+    let two = table(2, None, "two");
+    let listed = table(2, Some(vec![1]), "listed");
+    assert!(one.iter().all(|r| r.gpu == Some(0)));
+    let mut used: Vec<Option<usize>> = two.iter().map(|r| r.gpu).collect();
+    used.sort_unstable();
+    used.dedup();
+    assert_eq!(used, [Some(0), Some(1)], "--jobs 2 on two GPUs");
+    assert!(listed.iter().all(|r| r.gpu == Some(1)));
+    for rows in [&two, &listed] {
+        for (a, b) in one.iter().zip(rows.iter()) {
+            let (x, y) = (a.strain_energy.unwrap(), b.strain_energy.unwrap());
+            assert!(
+                (x - y).abs() <= 1e-7 * x.abs(),
+                "case {}: {x} vs {y}",
+                a.case
+            );
+        }
     }
 }

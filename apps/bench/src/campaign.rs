@@ -4,6 +4,11 @@
 //! `--jobs`). Every variant writes the same files and is timed end to end; the variants take
 //! turns for `rounds` rounds and each reports its best round (the harness's statistic: on a
 //! shared machine noise only adds time).
+//!
+//! Throughput: each variant reports cases per minute and its ratio to the one-worker campaign
+//! (`vs_one_worker`). With `--device cuda` the cases run on the GPU and the `--jobs` workers
+//! take the GPUs round robin (2 GPUs, `--jobs 2`: the multi-GPU form); with `--ranks N` a last
+//! variant runs the campaign under `mpirun -np N` (one case per rank, the serial solver).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +34,10 @@ pub struct CampaignBench {
     pub rounds: usize,
     /// Where to write (a fresh folder in it, removed afterwards); default: the temp dir.
     pub dir: Option<PathBuf>,
+    /// `device: cuda` in every case (else the CPU).
+    pub cuda: bool,
+    /// With N > 1: a variant under `mpirun -np N` (oversubscribed where N exceeds the cores).
+    pub ranks: usize,
 }
 
 /// One way of running the study.
@@ -50,6 +59,10 @@ pub struct Variant {
     pub problems_built: usize,
     pub newton_iterations: usize,
     pub linear_iterations: usize,
+    /// Cases finished per minute of wall time.
+    pub cases_per_minute: f64,
+    /// This variant's throughput over the one-worker campaign's (problem + AMG reused).
+    pub vs_one_worker: f64,
 }
 
 /// What `hexfem bench campaign --json` prints.
@@ -61,6 +74,7 @@ pub struct CampaignBenchResult {
     pub steps: usize,
     pub threads: usize,
     pub rounds: usize,
+    pub device: String,
     pub variants: Vec<Variant>,
 }
 
@@ -94,8 +108,10 @@ boundary:
   traction: [{{ set: xmax, value: [0.0, 0.0, -0.02] }}]
 loading: {{ steps: {} }}
 output: {{ probes: {{ points: [{{ name: tip, at: [4, 0.5, 0.5] }}] }} }}
+device: {}
 ",
-            bench.steps
+            bench.steps,
+            if bench.cuda { "cuda" } else { "cpu" }
         ),
     )?;
     let moduli: Vec<f64> = (0..bench.cases)
@@ -121,9 +137,12 @@ output: {{ probes: {{ points: [{{ name: tip, at: [4, 0.5, 0.5] }}] }} }}
         }
     }
     let (separate, separate_cpu) = (best[0].seconds, best[0].cpu_s);
+    let one_worker = best.get(2).map_or(separate, |v| v.seconds);
     for v in &mut best {
         v.speedup = separate / v.seconds;
         v.cpu_speedup = separate_cpu / v.cpu_s;
+        v.cases_per_minute = 60.0 * bench.cases as f64 / v.seconds;
+        v.vs_one_worker = one_worker / v.seconds;
     }
     let variants = best;
     Ok(CampaignBenchResult {
@@ -133,6 +152,7 @@ output: {{ probes: {{ points: [{{ name: tip, at: [4, 0.5, 0.5] }}] }} }}
         steps: bench.steps,
         threads: rayon::current_num_threads(),
         rounds: bench.rounds.max(1),
+        device: if bench.cuda { "cuda" } else { "cpu" }.into(),
         variants,
     })
 }
@@ -198,6 +218,8 @@ fn one_round(
         problems_built: bench.cases,
         newton_iterations: newton,
         linear_iterations: linear,
+        cases_per_minute: 0.0,
+        vs_one_worker: 0.0,
     }];
 
     let mut campaign = |name: &str, share_solver: bool, jobs: usize| -> Result<()> {
@@ -220,6 +242,9 @@ fn one_round(
                 resume: false,
                 output_dir: None,
                 interrupt: None,
+                ranks_per_case: 1,
+                gpus: None,
+                test_abort_in_case: None,
             },
             &mut sim::Quiet,
         )?;
@@ -242,6 +267,8 @@ fn one_round(
             problems_built: s.problems_built,
             newton_iterations: rows.iter().map(|r| r.newton_iterations).sum(),
             linear_iterations: rows.iter().map(|r| r.linear_iterations).sum(),
+            cases_per_minute: 0.0,
+            vs_one_worker: 0.0,
         });
         Ok(())
     };
@@ -254,12 +281,75 @@ fn one_round(
             bench.jobs,
         )?;
     }
+    if bench.ranks > 1 {
+        variants.push(under_mpirun(bench, root, base, list, round, &exe)?);
+    }
     Ok(variants)
 }
 
 /// Processor time (user + system) of this process and of its children that were waited for,
 /// seconds (`/proc/self/stat`: utime, stime, cutime, cstime, in clock ticks of 1/100 s on
 /// Linux); 0 where unavailable.
+/// The campaign (problem and AMG set-up reused) under `mpirun -np ranks`, one case per rank:
+/// timed end to end (MPI's start included), its figures from `campaign.json`.
+fn under_mpirun(
+    bench: &CampaignBench,
+    root: &Path,
+    base: &Path,
+    list: &str,
+    round: usize,
+    exe: &Path,
+) -> Result<Variant> {
+    let file = root.join(format!("r{round}_mpirun.yaml"));
+    let dir = root.join(format!("r{round}_mpirun"));
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\ndirectory: {}\nshare_solver: true\ngrid:\n  materials.0.young_modulus: [{list}]\n",
+            base.display(),
+            dir.display()
+        ),
+    )?;
+    let started = Instant::now();
+    let cpu_started = cpu_seconds();
+    let out = comm::launch::mpirun(bench.ranks)
+        // the ranks share the cores (`mpirun` sets one thread each)
+        .env_remove("RAYON_NUM_THREADS")
+        .arg(exe)
+        .args(["campaign", &file.to_string_lossy(), "-q"])
+        .env("CI", "1")
+        .output()
+        .context("starting mpirun (Open MPI)")?;
+    let seconds = started.elapsed().as_secs_f64();
+    ensure!(
+        out.status.success(),
+        "mpirun -np {}: {}",
+        bench.ranks,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: CampaignSummary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("campaign.json"))?)?;
+    let rows: Vec<sim::campaign::CaseRow> = std::fs::read_to_string(&s.table_jsonl)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    Ok(Variant {
+        name: format!("campaign, reused, mpirun -np {}", bench.ranks),
+        seconds,
+        cpu_s: cpu_seconds() - cpu_started,
+        cpu_speedup: 1.0,
+        speedup: 1.0,
+        amg_cold_setups: s.amg_cold_setups,
+        amg_hot_setups: s.amg_hot_setups,
+        setup_s: s.setup_s,
+        problems_built: s.problems_built,
+        newton_iterations: rows.iter().map(|r| r.newton_iterations).sum(),
+        linear_iterations: rows.iter().map(|r| r.linear_iterations).sum(),
+        cases_per_minute: 0.0,
+        vs_one_worker: 0.0,
+    })
+}
+
 fn cpu_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return 0.0;
@@ -281,14 +371,16 @@ impl std::fmt::Display for CampaignBenchResult {
         let [nx, ny, nz] = self.cells;
         writeln!(
             f,
-            "campaign of {} neo-Hookean cases, {nx}x{ny}x{nz} Q1 cells ({} unknowns), {} load steps, {} threads, best of {} rounds",
-            self.cases, self.dofs, self.steps, self.threads, self.rounds
+            "campaign of {} neo-Hookean cases, {nx}x{ny}x{nz} Q1 cells ({} unknowns), {} load steps, on the {}, {} threads, best of {} rounds",
+            self.cases, self.dofs, self.steps, if self.device == "cuda" { "GPU" } else { "CPU" }, self.threads, self.rounds
         )?;
         writeln!(
             f,
-            "{:<44} {:>9} {:>8} {:>7} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7}",
+            "{:<44} {:>9} {:>9} {:>6} {:>8} {:>7} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7}",
             "variant",
             "seconds",
+            "cases/min",
+            "vs 1",
             "speedup",
             "cpu s",
             "cpu gain",
@@ -302,9 +394,11 @@ impl std::fmt::Display for CampaignBenchResult {
         for v in &self.variants {
             writeln!(
                 f,
-                "{:<44} {:>9.3} {:>7.2}x {:>7.2} {:>7.2}x {:>6} {:>6} {:>8.3} {:>7} {:>7} {:>7}",
+                "{:<44} {:>9.3} {:>9.1} {:>5.2}x {:>7.2}x {:>7.2} {:>7.2}x {:>6} {:>6} {:>8.3} {:>7} {:>7} {:>7}",
                 v.name,
                 v.seconds,
+                v.cases_per_minute,
+                v.vs_one_worker,
                 v.speedup,
                 v.cpu_s,
                 v.cpu_speedup,

@@ -82,6 +82,13 @@ enum Command {
         /// Only check: resolve and validate every case, build its problem, list the cases.
         #[arg(long, conflicts_with_all = ["resume", "jobs"])]
         check: bool,
+        /// Under mpirun: ranks that run each case together (the distributed solver); 1: each
+        /// rank runs cases with the serial solver.
+        #[arg(long, default_value_t = 1, value_name = "K")]
+        ranks_per_case: usize,
+        /// GPUs the workers (or ranks) take in turn, as ordinals (default: every GPU found).
+        #[arg(long, value_delimiter = ',', value_name = "LIST")]
+        gpus: Option<Vec<usize>>,
         /// Campaign directory (replaces the file's `directory`).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -91,6 +98,9 @@ enum Command {
         /// Test-only: abort the process once N cases have finished.
         #[arg(long, hide = true, value_name = "N")]
         test_abort_after_cases: Option<usize>,
+        /// Test-only: under mpirun, the rank that starts case N aborts.
+        #[arg(long, hide = true, value_name = "N")]
+        test_abort_in_case: Option<usize>,
     },
     /// Plot a run (its <name>.summary.json: Newton residuals, probes against the load factor)
     /// or a campaign (its directory: outputs against a parameter) as PNG and SVG.
@@ -229,7 +239,7 @@ enum Bench {
         cells: Vec<usize>,
         #[arg(long, default_value_t = 1)]
         steps: usize,
-        /// Workers of the last variant.
+        /// Workers of the last variant (on a GPU machine with --device cuda: one per GPU).
         #[arg(long, default_value_t = 2)]
         jobs: usize,
         /// Rounds of all variants, taking turns (each reports its best).
@@ -238,6 +248,12 @@ enum Bench {
         /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Where the cases run.
+        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
+        device: BenchDeviceArg,
+        /// With N > 1, also the campaign under `mpirun -np N` (one case per rank).
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        ranks: usize,
         #[arg(long)]
         json: bool,
     },
@@ -518,6 +534,158 @@ fn check_command(
     Ok(config.to_resolved_yaml()?)
 }
 
+/// `hexfem campaign`: in this process, or under mpirun on rank groups (rank 0 reports, plots
+/// and prints).
+fn campaign_command(
+    comm: &std::sync::Arc<dyn comm::Comm>,
+    command: Command,
+    interrupt: Option<&sim::Interrupt>,
+) -> (String, anyhow::Result<()>) {
+    let Command::Campaign {
+        file,
+        jobs,
+        resume,
+        check,
+        output,
+        quiet,
+        ranks_per_case,
+        gpus,
+        test_abort_after_cases,
+        test_abort_in_case,
+    } = command
+    else {
+        return split(Err(anyhow::anyhow!("not a campaign command")));
+    };
+    if check {
+        // rank 0 checks (every case on one process, as without mpirun)
+        if comm.rank() != 0 {
+            return (String::new(), Ok(()));
+        }
+        return split(sim::campaign::check_campaign(&file, output.as_deref()));
+    }
+    if comm.size() == 1 && ranks_per_case > 1 {
+        return split(Err(anyhow::anyhow!(
+            "--ranks-per-case {ranks_per_case}: runs under mpirun (this process is one rank)"
+        )));
+    }
+    if comm.size() > 1 && jobs > 1 {
+        return split(Err(anyhow::anyhow!(
+            "--jobs {jobs}: under mpirun each rank group runs one case at a time (start more \
+             ranks instead)"
+        )));
+    }
+    let root = comm.rank() == 0;
+    let quiet = quiet || !root;
+    use campaign_progress::{CampaignProgress, Reporter};
+    use sim::campaign::{run_campaign, CampaignOptions};
+    let mut progress = CampaignProgress {
+        reporter: if quiet {
+            Reporter::Quiet
+        } else {
+            Reporter::auto()
+        },
+        abort_after_cases: test_abort_after_cases,
+        finished: 0,
+    };
+    let options = CampaignOptions {
+        file,
+        jobs,
+        resume,
+        output_dir: output.clone(),
+        interrupt: interrupt.cloned(),
+        ranks_per_case,
+        gpus,
+        test_abort_in_case,
+    };
+    let summary = if comm.size() > 1 {
+        let summary = sim::campaign::run_campaign_on_ranks(comm, &options, &mut progress);
+        // stopped on request: every rank says so (main skips the error agreement for it)
+        let stopped = matches!(&summary, Err(e) if e.downcast_ref::<sim::campaign::CampaignInterrupted>().is_some());
+        let mut any = [if stopped { 1.0 } else { 0.0 }];
+        if let Err(e) = comm.allreduce_max(&mut any) {
+            return split(Err(e.into()));
+        }
+        match summary {
+            Ok(Some(s)) => Ok(s),
+            _ if any[0] > 0.0 && !root => {
+                return (
+                    String::new(),
+                    Err(anyhow::Error::new(Stopped(String::new()))),
+                )
+            }
+            // the other ranks: rank 0 reports
+            Ok(None) => return (String::new(), Ok(())),
+            Err(e) => Err(e),
+        }
+    } else {
+        run_campaign(&options, &mut progress)
+    };
+    match summary {
+        Ok(s) => {
+            if s.completed > 0 {
+                // the default pictures; a campaign whose results are written has not
+                // failed for them
+                let plots = s.directory.join("plots");
+                if let Err(e) = plot::plot_campaign(&s.directory, None, &[], &plots) {
+                    if !quiet {
+                        eprintln!("warning: plotting the campaign: {e:#}");
+                    }
+                }
+            }
+            let saved =
+                s.saving.problems_saved_s.unwrap_or(0.0) + s.saving.setups_saved_s.unwrap_or(0.0);
+            let text = format!(
+                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} renewed, {} hot; reuse saved about {saved:.2} s)\n",
+                        s.cases,
+                        s.completed,
+                        s.failed,
+                        if s.resumed > 0 { format!(" ({} resumed)", s.resumed) } else { String::new() },
+                        s.table_csv.display(),
+                        s.wall_s,
+                        s.problems_built,
+                        s.problems_reused,
+                        s.amg_cold_setups,
+                        s.amg_renewed_setups,
+                        s.amg_hot_setups,
+                    );
+            let status = if s.failed > 0 {
+                Err(anyhow::anyhow!(
+                    "{} of {} cases failed (their errors are in {})",
+                    s.failed,
+                    s.cases,
+                    s.table_csv.display()
+                ))
+            } else {
+                Ok(())
+            };
+            (text, status)
+        }
+        Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
+            // stopped by a signal: the table holds the finished cases; --resume runs the rest
+            Some(stopped) => {
+                let mut words = Vec::new();
+                if comm.size() > 1 {
+                    words.extend(["mpirun".to_owned(), "-np".into(), comm.size().to_string()]);
+                }
+                words.extend(["hexfem".to_owned(), "campaign".to_owned()]);
+                words.push(signals::shell_word(&options.file.to_string_lossy()));
+                if let Some(dir) = &options.output_dir {
+                    words.push("-o".into());
+                    words.push(signals::shell_word(&dir.to_string_lossy()));
+                }
+                if options.ranks_per_case > 1 {
+                    words.push("--ranks-per-case".into());
+                    words.push(options.ranks_per_case.to_string());
+                }
+                words.push("--resume".into());
+                let text = format!("{stopped}; continue with\n  {}", words.join(" "));
+                (String::new(), Err(anyhow::Error::new(Stopped(text))))
+            }
+            None => (String::new(), Err(e)),
+        },
+    }
+}
+
 /// Runs a command: what it prints on standard output, and whether it succeeded. A failed
 /// command may still print (the table of a failed verification).
 fn execute(
@@ -668,6 +836,8 @@ fn execute(
                     jobs,
                     rounds,
                     dir,
+                    device,
+                    ranks,
                     json,
                 },
         } => split((|| {
@@ -681,6 +851,8 @@ fn execute(
                 jobs,
                 rounds,
                 dir,
+                cuda: matches!(device, BenchDeviceArg::Cuda),
+                ranks,
             })
             .and_then(|r| render(&r, json))
         })()),
@@ -741,103 +913,7 @@ fn execute(
             })
             .and_then(|r| render(&r, json)),
         ),
-        Command::Campaign {
-            file,
-            jobs,
-            resume,
-            check,
-            output,
-            quiet,
-            test_abort_after_cases,
-        } if check => {
-            let _ = (resume, jobs, quiet, test_abort_after_cases);
-            split(sim::campaign::check_campaign(&file, output.as_deref()))
-        }
-        Command::Campaign {
-            file,
-            jobs,
-            resume,
-            check: _,
-            output,
-            quiet,
-            test_abort_after_cases,
-        } => {
-            use campaign_progress::{CampaignProgress, Reporter};
-            use sim::campaign::{run_campaign, CampaignOptions};
-            let mut progress = CampaignProgress {
-                reporter: if quiet {
-                    Reporter::Quiet
-                } else {
-                    Reporter::auto()
-                },
-                abort_after_cases: test_abort_after_cases,
-                finished: 0,
-            };
-            let options = CampaignOptions {
-                file,
-                jobs,
-                resume,
-                output_dir: output.clone(),
-                interrupt: interrupt.cloned(),
-            };
-            let summary = run_campaign(&options, &mut progress);
-            match summary {
-                Ok(s) => {
-                    if s.completed > 0 {
-                        // the default pictures; a campaign whose results are written has not
-                        // failed for them
-                        let plots = s.directory.join("plots");
-                        if let Err(e) = plot::plot_campaign(&s.directory, None, &[], &plots) {
-                            if !quiet {
-                                eprintln!("warning: plotting the campaign: {e:#}");
-                            }
-                        }
-                    }
-                    let saved = s.saving.problems_saved_s.unwrap_or(0.0)
-                        + s.saving.setups_saved_s.unwrap_or(0.0);
-                    let text = format!(
-                        "{} cases: {} completed, {} failed{}; table {} ({:.2} s; problems built {}, reused {}; AMG set-ups {} cold, {} renewed, {} hot; reuse saved about {saved:.2} s)\n",
-                        s.cases,
-                        s.completed,
-                        s.failed,
-                        if s.resumed > 0 { format!(" ({} resumed)", s.resumed) } else { String::new() },
-                        s.table_csv.display(),
-                        s.wall_s,
-                        s.problems_built,
-                        s.problems_reused,
-                        s.amg_cold_setups,
-                        s.amg_renewed_setups,
-                        s.amg_hot_setups,
-                    );
-                    let status = if s.failed > 0 {
-                        Err(anyhow::anyhow!(
-                            "{} of {} cases failed (their errors are in {})",
-                            s.failed,
-                            s.cases,
-                            s.table_csv.display()
-                        ))
-                    } else {
-                        Ok(())
-                    };
-                    (text, status)
-                }
-                Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
-                    // stopped by a signal: the table holds the finished cases; --resume runs the rest
-                    Some(stopped) => {
-                        let mut words = vec!["hexfem".to_owned(), "campaign".to_owned()];
-                        words.push(signals::shell_word(&options.file.to_string_lossy()));
-                        if let Some(dir) = &options.output_dir {
-                            words.push("-o".into());
-                            words.push(signals::shell_word(&dir.to_string_lossy()));
-                        }
-                        words.push("--resume".into());
-                        let text = format!("{stopped}; continue with\n  {}", words.join(" "));
-                        (String::new(), Err(anyhow::Error::new(Stopped(text))))
-                    }
-                    None => (String::new(), Err(e)),
-                },
-            }
-        }
+        command @ Command::Campaign { .. } => campaign_command(comm, command, interrupt),
         Command::Plot { path, x, y, output } => {
             split((|| {
                 let files = if path.is_dir() {
@@ -964,9 +1040,9 @@ fn execute_on_ranks(
         command @ (Command::Check { .. } | Command::Schema { .. } | Command::Completion { .. }) => {
             return execute(comm, command, interrupt)
         }
+        command @ Command::Campaign { .. } => return campaign_command(comm, command, interrupt),
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
-        Command::Campaign { .. } => "campaign",
         Command::Plot { .. } => "plot",
     };
     (

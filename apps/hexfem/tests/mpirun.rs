@@ -1084,3 +1084,202 @@ fn sigint_under_mpirun_stops_every_rank_and_the_restart_reproduces_the_run() {
     let (x, y) = (a.read_f64(last).unwrap().1, b.read_f64(last).unwrap().1);
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
 }
+
+/// A campaign of six cases on three meshes (no shared solver: every case's results are those
+/// of a separate run, whatever ran before it).
+fn sweep_campaign(dir: &Path) -> String {
+    let file = dir.join("sweep.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "base: {}\nshare_solver: false\nset: {{ output.probes: {{ points: [{{ name: tip, at: [10, 0.5, 0.5] }}] }} }}\ngrid:\n  materials.0.young_modulus: [1.0e4, 3.0e4]\n  mesh.box.cells: [[20, 2, 2], [40, 4, 4], [10, 2, 2]]\n",
+            input("cantilever_q1.yaml")
+        ),
+    )
+    .unwrap();
+    file.to_string_lossy().into_owned()
+}
+
+/// A campaign's rows (`results.jsonl`) and the where-it-ran columns of each, apart.
+fn campaign_table(dir: &Path) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+            let object = row.as_object_mut().unwrap();
+            let mut place = serde_json::Map::new();
+            for key in [
+                "host",
+                "group",
+                "ranks",
+                "gpu",
+                "wall_s",
+                "setup_s",
+                "first_setup_s",
+                "problem_s",
+                "directory",
+                "reused_problem",
+                "reused_solver",
+            ] {
+                if let Some(v) = object.remove(key) {
+                    place.insert(key.into(), v);
+                }
+            }
+            (row, serde_json::Value::Object(place))
+        })
+        .unzip()
+}
+
+fn hexfem_serial(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(args)
+        .env("CI", "1")
+        .output()
+        .unwrap()
+}
+
+/// `mpirun -np 2, 3, 4 hexfem campaign` (each rank a group running cases with the serial
+/// solver) writes the serial campaign's table, row for row and bit for bit, but for where each
+/// case ran; `--ranks-per-case 2` on 4 ranks (two groups, the distributed solver) gives every
+/// case's figures to its solver's tolerance. Rank 0 alone writes the table, campaign.json and
+/// the plots, and prints the summary once.
+#[test]
+fn campaign_under_mpirun_equals_the_serial_campaign() {
+    let dir = scratch("campaign");
+    let file = sweep_campaign(&dir.0);
+    let serial = dir.0.join("serial");
+    let out = hexfem_serial(&["campaign", &file, "-o", serial.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (expected, _) = campaign_table(&serial);
+    assert_eq!(expected.len(), 6);
+    for np in [2, 3, 4] {
+        let o = dir.0.join(format!("np{np}"));
+        let out = hexfem_on(np, &["campaign", &file, "-o", o.to_str().unwrap()]);
+        assert!(out.status.success(), "np {np}: {}", output_text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("6 cases: 6 completed, 0 failed").count(),
+            1,
+            "np {np}: {stdout}"
+        );
+        let (rows, places) = campaign_table(&o);
+        assert_eq!(rows, expected, "np {np}");
+        // each case ran on one rank of a group of one; every group < np
+        for p in &places {
+            assert_eq!(p["ranks"], 1, "{p}");
+            assert!(p["group"].as_u64().unwrap() < np as u64, "{p}");
+            assert!(!p["host"].as_str().unwrap().is_empty());
+        }
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(o.join("campaign.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            (summary["ranks"].clone(), summary["completed"].clone()),
+            (np.into(), 6.into())
+        );
+        assert!(o.join("plots").is_dir(), "np {np}: rank 0 draws the plots");
+    }
+    // two groups of two ranks: the distributed solver, to each case's tolerance
+    let o = dir.0.join("np4k2");
+    let out = hexfem_on(
+        4,
+        &[
+            "campaign",
+            &file,
+            "-o",
+            o.to_str().unwrap(),
+            "--ranks-per-case",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (rows, places) = campaign_table(&o);
+    assert_eq!(rows.len(), 6);
+    for (a, b) in expected.iter().zip(&rows) {
+        assert_eq!(
+            (&a["case"], &a["status"], &a["parameters"], &a["steps"]),
+            (&b["case"], &b["status"], &b["parameters"], &b["steps"])
+        );
+        let scale = a["max_displacement"].as_f64().unwrap();
+        for key in ["strain_energy", "max_displacement"] {
+            let (x, y) = (a[key].as_f64().unwrap(), b[key].as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-7 * x.abs(),
+                "case {}: {key} {x} vs {y}",
+                a["case"]
+            );
+        }
+        for (column, x) in a["probes"].as_object().unwrap() {
+            let (x, y) = (x.as_f64().unwrap(), b["probes"][column].as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-7 * scale,
+                "case {}: {column} {x} vs {y}",
+                a["case"]
+            );
+        }
+    }
+    for p in &places {
+        assert_eq!(p["ranks"], 2, "{p}");
+        assert!(p["group"].as_u64().unwrap() < 2, "{p}");
+    }
+    // groups that do not divide the ranks are refused on every rank, with one message
+    let out = hexfem_on(
+        3,
+        &[
+            "campaign",
+            &file,
+            "-o",
+            o.to_str().unwrap(),
+            "--ranks-per-case",
+            "2",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("do not split into groups of 2").count(),
+        1,
+        "{err}"
+    );
+}
+
+/// A rank that dies in the middle of a case (the test hook aborts the rank that starts case 5,
+/// on the smallest mesh, handed out last) ends the campaign; every case completed before is
+/// kept, and `--resume` under mpirun runs the others to the serial campaign's table.
+#[test]
+fn a_crashed_rank_ends_the_campaign_and_resume_reruns_its_cases() {
+    let dir = scratch("campaign-crash");
+    let file = sweep_campaign(&dir.0);
+    let serial = dir.0.join("serial");
+    let out = hexfem_serial(&["campaign", &file, "-o", serial.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let killed = dir.0.join("killed");
+    let killed_arg = killed.to_str().unwrap();
+    let out = hexfem_on(
+        3,
+        &[
+            "campaign",
+            &file,
+            "-o",
+            killed_arg,
+            "--test-abort-in-case",
+            "5",
+        ],
+    );
+    assert!(!out.status.success(), "{}", output_text(&out));
+    assert!(!killed.join("case_0005/case.json").exists());
+    let kept = (0..6)
+        .filter(|i| killed.join(format!("case_{i:04}/case.json")).exists())
+        .count();
+    let out = hexfem_on(3, &["campaign", &file, "-o", killed_arg, "--resume"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let expected = if kept > 0 {
+        format!("6 cases: 6 completed, 0 failed ({kept} resumed)")
+    } else {
+        "6 cases: 6 completed, 0 failed;".to_owned()
+    };
+    assert!(stdout.contains(&expected), "{stdout}");
+    assert_eq!(campaign_table(&killed).0, campaign_table(&serial).0);
+}

@@ -17,8 +17,14 @@
 //! against the first numeric parameter, PNG and SVG, drawn by the `hexfem` command). `--resume` skips the
 //! cases whose `case.json` says completed for the same resolved input (a hash of it), so a
 //! campaign killed at any point resumes to the same table.
+//!
+//! Under MPI ([`run_campaign_on_ranks`]) the ranks split into groups that each run one case at
+//! a time (see [`ranks`]); with `--jobs` on a machine with GPUs each worker takes a GPU
+//! ([`placement`]). Each row records where its case ran (host, worker or rank group, GPU).
 
+pub mod placement;
 mod progress;
+mod ranks;
 mod table;
 
 use std::collections::VecDeque;
@@ -32,6 +38,7 @@ use config::{Config, ConfigError};
 
 use crate::run::{execute, Case, Warm};
 pub use progress::{CampaignObserver, Tally};
+pub use ranks::run_campaign_on_ranks;
 pub use table::{CaseRow, CaseStatus};
 
 /// Options of `hexfem campaign`.
@@ -47,6 +54,28 @@ pub struct CampaignOptions {
     /// their next step or Newton iteration and leave no row (`--resume` runs them again), and
     /// [`CampaignInterrupted`] is returned. `None`: runs to the end.
     pub interrupt: Option<crate::Interrupt>,
+    /// Under MPI: ranks that run each case together (at least 1; 1: the serial solver).
+    pub ranks_per_case: usize,
+    /// The GPUs workers (or ranks) take in turn (`--gpus`); `None`: every GPU found.
+    pub gpus: Option<Vec<usize>>,
+    /// Test-only: under MPI, the rank that starts case N aborts its process (a crashed rank).
+    pub test_abort_in_case: Option<usize>,
+}
+
+impl CampaignOptions {
+    /// The campaign of `file` as it is: one job, no resume, one rank per case, every GPU.
+    pub fn new(file: impl Into<PathBuf>) -> Self {
+        CampaignOptions {
+            file: file.into(),
+            jobs: 1,
+            resume: false,
+            output_dir: None,
+            interrupt: None,
+            ranks_per_case: 1,
+            gpus: None,
+            test_abort_in_case: None,
+        }
+    }
 }
 
 /// A campaign stopped on request ([`CampaignOptions::interrupt`]): its table holds the cases
@@ -72,6 +101,11 @@ pub struct CampaignSummary {
     /// Cases skipped by `--resume` (completed earlier).
     pub resumed: usize,
     pub jobs: usize,
+    /// MPI ranks of the campaign (1 without MPI) and ranks per case.
+    #[serde(default)]
+    pub ranks: usize,
+    #[serde(default)]
+    pub ranks_per_case: usize,
     pub share_solver: bool,
     /// Problems (mesh, element loop, plans) built from scratch while running, and reused from
     /// the case before (the first worker's first case reuses the problem the validation built).
@@ -169,7 +203,8 @@ impl Saving {
 pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
     let campaign = Campaign::load(file)?;
     let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
-    let (prepared, _) = prepare(&campaign, &directory)?;
+    let prepared = resolve(&campaign, &directory, true)?;
+    build_problems(&campaign, &prepared)?;
     let meshes: std::collections::BTreeSet<&String> = prepared.iter().map(|p| &p.key).collect();
     let mut text = format!(
         "{}: {} cases valid on {} mesh(es), base {}, into {}\n",
@@ -213,7 +248,13 @@ pub fn run_campaign(
         .clone()
         .unwrap_or_else(|| campaign.directory.clone());
     let jobs = options.jobs.max(1);
-    let (prepared, mut validated) = prepare(&campaign, &directory)?;
+    let prepared = resolve(&campaign, &directory, true)?;
+    let mut validated = build_problems(&campaign, &prepared)?;
+    let visible = placement::visible_gpus(&prepared.iter().map(|p| &p.config).collect::<Vec<_>>());
+    if let Some(list) = &options.gpus {
+        placement::check_gpu_list(list, visible)?;
+    }
+    let host = placement::host_name();
     let validate_s = started.elapsed().as_secs_f64();
     std::fs::create_dir_all(&directory)
         .with_context(|| format!("creating the campaign directory {}", directory.display()))?;
@@ -226,25 +267,12 @@ pub fn run_campaign(
     order.sort_by(|&a, &b| prepared[a].key.cmp(&prepared[b].key));
     for i in order {
         let p = &prepared[i];
-        match options
-            .resume
-            .then(|| CaseRow::read(&p.dir.join("case.json")))
-            .flatten()
-        {
-            Some(row)
-                if row.hash == p.hash
-                    && row.status == CaseStatus::Completed
-                    && row
-                        .agrees_with_files(
-                            &CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec),
-                            &crate::run::output_name(&p.config, &campaign.base),
-                        )
-                        .is_ok() =>
-            {
+        match resumable(&campaign, p, options.resume) {
+            Some(row) => {
                 rows[i] = Some(row);
                 resumed += 1;
             }
-            _ => queue.push_back(i),
+            None => queue.push_back(i),
         }
     }
     let table = table::Table::new(&directory, &campaign.parameters);
@@ -253,7 +281,13 @@ pub fn run_campaign(
     observer.started(&tally);
     let to_run = queue.len();
     let workers = jobs.min(to_run);
-    check_memory(&prepared, &queue, workers)?;
+    check_memory(
+        &prepared,
+        &queue,
+        workers,
+        &format!("--jobs {workers}"),
+        "use fewer jobs",
+    )?;
     let mut held = vec![None; workers];
     if let Some(first) = held.first_mut() {
         // the first worker holds the problem the validation built last
@@ -285,12 +319,21 @@ pub fn run_campaign(
                 started_tx.clone(),
                 &stopping,
             );
+            let place = Where {
+                host: host.clone(),
+                group: worker,
+                ranks: 1,
+                gpu: placement::gpu_of_slot(worker, visible, options.gpus.as_deref()),
+            };
             scope.spawn(move || {
                 // Each worker runs its cases inside a thread pool of its own with its share of
                 // the threads (results do not depend on the thread count): the parallel loops
                 // of a case then start from a pool thread, not from outside the pool.
                 let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads((rayon::current_num_threads() / workers).max(1))
+                    .num_threads(placement::threads_per_worker(
+                        rayon::current_num_threads(),
+                        workers,
+                    ))
                     .build()
                     .ok();
                 // the lock is taken and released inside the condition
@@ -298,14 +341,14 @@ pub fn run_campaign(
                     .lock()
                     .ok()
                     .filter(|_| !stopping())
-                    .and_then(|mut s| s.next(worker, prepared))
+                    .and_then(|mut s| s.next(worker, |i| prepared[i].key.as_str()))
                 {
                     let _ = started_tx.send(());
                     let row = match &pool {
-                        Some(pool) => {
-                            pool.install(|| run_case(campaign, &prepared[i], &mut warm, interrupt))
-                        }
-                        None => run_case(campaign, &prepared[i], &mut warm, interrupt),
+                        Some(pool) => pool.install(|| {
+                            run_case(campaign, &prepared[i], &mut warm, interrupt, &place)
+                        }),
+                        None => run_case(campaign, &prepared[i], &mut warm, interrupt, &place),
                     };
                     // a case stopped on request leaves no row: `--resume` runs it again
                     if stopping() && row.status != CaseStatus::Completed {
@@ -339,15 +382,46 @@ pub fn run_campaign(
         }
         .into());
     }
+    let totals = Totals {
+        resumed,
+        jobs,
+        ranks: 1,
+        ranks_per_case: 1,
+        validate_s,
+        started,
+    };
+    summarize(options, &campaign, &directory, &table, rows, &totals)
+}
+
+/// What the summary counts beside the rows.
+struct Totals {
+    resumed: usize,
+    jobs: usize,
+    ranks: usize,
+    ranks_per_case: usize,
+    validate_s: f64,
+    started: Instant,
+}
+
+/// The summary of a campaign whose every case reported, written to `campaign.json`.
+fn summarize(
+    options: &CampaignOptions,
+    campaign: &Campaign,
+    directory: &Path,
+    table: &table::Table,
+    rows: Vec<Option<CaseRow>>,
+    totals: &Totals,
+) -> Result<CampaignSummary> {
+    let expected = rows.len();
     let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
-    if rows.len() != prepared.len() {
-        bail!("{} cases did not report", prepared.len() - rows.len());
+    if rows.len() != expected {
+        bail!("{} cases did not report", expected - rows.len());
     }
     let ran = || rows.iter().filter(|r| !r.resumed);
     let summary = CampaignSummary {
         campaign: options.file.clone(),
         base: campaign.base.clone(),
-        directory: directory.clone(),
+        directory: directory.to_owned(),
         parameters: campaign.parameters.clone(),
         cases: rows.len(),
         completed: rows
@@ -358,9 +432,11 @@ pub fn run_campaign(
             .iter()
             .filter(|r| r.status == CaseStatus::Failed)
             .count(),
-        resumed,
-        jobs,
-        share_solver,
+        resumed: totals.resumed,
+        jobs: totals.jobs,
+        ranks: totals.ranks,
+        ranks_per_case: totals.ranks_per_case,
+        share_solver: campaign.share_solver,
         problems_built: ran().filter(|r| !r.reused_problem).count(),
         problems_reused: ran().filter(|r| r.reused_problem).count(),
         solvers_reused: ran().filter(|r| r.reused_solver).count(),
@@ -369,14 +445,31 @@ pub fn run_campaign(
         amg_renewed_setups: ran().map(|r| r.amg_renewed_setups).sum(),
         setup_s: ran().map(|r| r.setup_s).sum(),
         saving: Saving::estimate(&ran().collect::<Vec<_>>()),
-        validate_s,
-        wall_s: started.elapsed().as_secs_f64(),
+        validate_s: totals.validate_s,
+        wall_s: totals.started.elapsed().as_secs_f64(),
         table_csv: table.csv.clone(),
         table_jsonl: table.jsonl.clone(),
     };
     let path = directory.join("campaign.json");
     table::write_atomic(&path, serde_json::to_string_pretty(&summary)? + "\n")?;
     Ok(summary)
+}
+
+/// The row `--resume` keeps for `p`: its `case.json` where it records a completed run of the
+/// same resolved input and the case's files agree with it; `None`: the case runs.
+fn resumable(campaign: &Campaign, p: &Prepared, resume: bool) -> Option<CaseRow> {
+    let row = resume
+        .then(|| CaseRow::read(&p.dir.join("case.json")))
+        .flatten()?;
+    let agrees = row.hash == p.hash
+        && row.status == CaseStatus::Completed
+        && row
+            .agrees_with_files(
+                &CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec),
+                &crate::run::output_name(&p.config, &campaign.base),
+            )
+            .is_ok();
+    agrees.then_some(row)
 }
 
 /// Hands cases to workers so that each keeps to one mesh: a worker takes the next case on the
@@ -389,36 +482,40 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    fn next(&mut self, worker: usize, prepared: &[Prepared]) -> Option<usize> {
-        let key = |i: &usize| &prepared[*i].key;
+    /// The case `worker` runs next, `key(case)` the mesh key of a case; `None` when no case
+    /// is left.
+    fn next<'k>(&mut self, worker: usize, key: impl Fn(usize) -> &'k str) -> Option<usize> {
         let own = self.held[worker].clone();
         let position = self
             .pending
             .iter()
-            .position(|i| Some(key(i)) == own.as_ref())
+            .position(|&i| Some(key(i)) == own.as_deref())
             .or_else(|| {
                 self.pending
                     .iter()
-                    .position(|i| !self.held.iter().any(|h| h.as_ref() == Some(key(i))))
+                    .position(|&i| !self.held.iter().any(|h| h.as_deref() == Some(key(i))))
             })
             .or_else(|| (!self.pending.is_empty()).then_some(0))?;
         let case = self.pending.remove(position);
-        self.held[worker] = Some(key(&case).clone());
+        self.held[worker] = Some(key(case).to_owned());
         Some(case)
     }
 }
 
-/// Resolves, validates and checks every case (see the module's documentation).
-fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm)> {
+/// Resolves and validates every case; with `check`, also its output and memory (see the
+/// module's documentation).
+fn resolve(campaign: &Campaign, directory: &Path, check: bool) -> Result<Vec<Prepared>> {
     let mut prepared = Vec::with_capacity(campaign.cases.len());
     for spec in &campaign.cases {
         let mut config = campaign.case_config(spec)?;
         let dir = directory.join(format!("case_{:04}", spec.index));
         config.output.directory = dir.clone();
         let name = crate::run::output_name(&config, &campaign.base);
-        crate::run::check_output(&config, None, &dir, &name)
-            .and_then(|()| crate::memory::guard(&config).map(|_| ()))
-            .map_err(|e| relocate(campaign, spec, e))?;
+        if check {
+            crate::run::check_output(&config, None, &dir, &name)
+                .and_then(|()| crate::memory::guard(&config).map(|_| ()))
+                .map_err(|e| relocate(campaign, spec, e))?;
+        }
         let hash = input_hash(&config)?;
         let key = crate::run::problem_key(&config)?;
         prepared.push(Prepared {
@@ -429,6 +526,12 @@ fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm
             key,
         });
     }
+    Ok(prepared)
+}
+
+/// Builds each case's problem and resolves its probes (the check before the first case);
+/// returns the problem built last, which the first worker's first case reuses.
+fn build_problems(campaign: &Campaign, prepared: &[Prepared]) -> Result<Warm> {
     // build each case's problem, one mesh at a time; the meshes in reverse order of their
     // keys, so that the problem left in `warm` is the one the first worker needs first
     let mut order: Vec<&Prepared> = prepared.iter().collect();
@@ -438,12 +541,19 @@ fn prepare(campaign: &Campaign, directory: &Path) -> Result<(Vec<Prepared>, Warm
         crate::run::prepare_problem(&p.config, &mut warm)
             .map_err(|e| relocate(campaign, &p.spec, e))?;
     }
-    Ok((prepared, warm))
+    Ok(warm)
 }
 
-/// Refuses `workers` cases at once when the largest of them together would not fit in the
-/// memory available (each case alone was checked by `prepare`).
-fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) -> Result<()> {
+/// Refuses `workers` cases at once (`what` says why that many) when the largest of them
+/// together would not fit in the memory available (each case alone was checked by `resolve`);
+/// the error ends with `advice`.
+fn check_memory(
+    prepared: &[Prepared],
+    queue: &VecDeque<usize>,
+    workers: usize,
+    what: &str,
+    advice: &str,
+) -> Result<()> {
     if workers < 2 {
         return Ok(());
     }
@@ -458,7 +568,7 @@ fn check_memory(prepared: &[Prepared], queue: &VecDeque<usize>, workers: usize) 
     let together: f64 = sizes.iter().take(workers).sum();
     if together > available {
         bail!(
-            "--jobs {workers}: the largest {workers} cases together need about {} and {} is available; use fewer jobs",
+            "{what}: the largest {workers} cases together need about {} and {} is available; {advice}",
             crate::memory::human(together),
             crate::memory::human(available)
         );
@@ -488,29 +598,58 @@ fn input_hash(config: &Config) -> Result<String> {
     Ok(format!("{h:016x}"))
 }
 
-/// Runs one case: its resolved input, the run, its row.
+/// Where a worker or rank group runs its cases (see [`CaseRow::host`]).
+#[derive(Clone, Debug)]
+struct Where {
+    host: String,
+    group: usize,
+    ranks: usize,
+    /// The GPU of the worker (of the group's first rank); cases on the CPU run on none.
+    gpu: Option<usize>,
+}
+
+impl Where {
+    /// Records where `p` ran in `row`.
+    fn stamp(&self, row: &mut CaseRow, p: &Prepared) {
+        row.host = self.host.clone();
+        row.group = self.group;
+        row.ranks = self.ranks;
+        row.gpu = placement::gpu_of_case(&p.config, self.gpu);
+    }
+}
+
+/// Writes the case's directory and resolved input (`input.yaml`); returns the input's path.
+fn write_input(campaign: &Campaign, p: &Prepared) -> Result<PathBuf> {
+    let input = p.dir.join("input.yaml");
+    std::fs::create_dir_all(&p.dir).with_context(|| format!("creating {}", p.dir.display()))?;
+    let header = format!(
+        "# case {} of {}: {}\n# resolved input (base {}); `hexfem run` reads it as is\n",
+        p.spec.index,
+        campaign.file.display(),
+        campaign.describe(&p.spec),
+        campaign.base.display()
+    );
+    table::write_atomic(
+        &input,
+        header + &serde_json::to_string_pretty(&p.config)? + "\n",
+    )?;
+    Ok(input)
+}
+
+/// Runs one case in this process (the serial solver) on `place`'s GPU: its resolved input, the
+/// run, its row.
 fn run_case(
     campaign: &Campaign,
     p: &Prepared,
     warm: &mut Warm,
     interrupt: Option<&crate::Interrupt>,
+    place: &Where,
 ) -> CaseRow {
     let started = Instant::now();
     let mut row = CaseRow::new(p.spec.index, &p.hash, &p.dir, &p.spec);
-    let input = p.dir.join("input.yaml");
+    place.stamp(&mut row, p);
     let outcome = (|| {
-        std::fs::create_dir_all(&p.dir).with_context(|| format!("creating {}", p.dir.display()))?;
-        let header = format!(
-            "# case {} of {}: {}\n# resolved input (base {}); `hexfem run` reads it as is\n",
-            p.spec.index,
-            campaign.file.display(),
-            campaign.describe(&p.spec),
-            campaign.base.display()
-        );
-        table::write_atomic(
-            &input,
-            header + &serde_json::to_string_pretty(&p.config)? + "\n",
-        )?;
+        let input = write_input(campaign, p)?;
         let name = crate::run::output_name(&p.config, &campaign.base);
         let case = Case {
             config: &p.config,
@@ -525,7 +664,7 @@ fn run_case(
                 comm: &comm::SelfComm,
             },
         };
-        execute(&case, warm, started)
+        linalg::Device::with_thread_gpu(place.gpu.unwrap_or(0), || execute(&case, warm, started))
     })();
     row.wall_s = started.elapsed().as_secs_f64();
     match outcome {

@@ -60,6 +60,17 @@ pub struct CaseRow {
     /// Whether the mesh and element loop, and the linear solver, came from the case before.
     pub reused_problem: bool,
     pub reused_solver: bool,
+    /// Where the case ran: the host, the worker (`--jobs`) or rank group (under MPI), the
+    /// ranks that ran it, and the GPU of its first rank (none on the CPU). Rows written before
+    /// these existed read as an unnamed host.
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub group: usize,
+    #[serde(default)]
+    pub ranks: usize,
+    #[serde(default)]
+    pub gpu: Option<usize>,
     /// Read from an earlier campaign's `case.json` by `--resume` (not saved).
     #[serde(skip)]
     pub resumed: bool,
@@ -101,6 +112,10 @@ impl CaseRow {
             probes: BTreeMap::new(),
             reused_problem: false,
             reused_solver: false,
+            host: String::new(),
+            group: 0,
+            ranks: 1,
+            gpu: None,
             resumed: false,
         }
     }
@@ -269,8 +284,8 @@ impl Table {
     }
 
     /// The CSV, one line per row: `case`, `status`, the parameters, the figures,
-    /// `reaction.<set>.f{x,y,z}`, `probe.<column>`, `error` (its lines joined by ` | `),
-    /// `directory`. Reaction and probe columns are the union over the
+    /// `reaction.<set>.f{x,y,z}`, `probe.<column>`, where it ran (`host`, `group`, `ranks`,
+    /// `gpu`), `error` (its lines joined by ` | `), `directory`. Reaction and probe columns are the union over the
     /// rows, sorted; a row without one leaves it empty.
     fn csv_text(&self, rows: &[&CaseRow]) -> String {
         let sets: std::collections::BTreeSet<&String> =
@@ -298,7 +313,7 @@ impl Table {
             header.extend(["fx", "fy", "fz"].map(|c| format!("reaction.{s}.{c}")));
         }
         header.extend(probes.iter().map(|p| format!("probe.{p}")));
-        header.extend(["error".into(), "directory".into()]);
+        header.extend(["host", "group", "ranks", "gpu", "error", "directory"].map(String::from));
         let mut out = header
             .iter()
             .map(|h| field(h))
@@ -339,6 +354,12 @@ impl Table {
             for p in &probes {
                 line.push(r.probes.get(*p).map_or(String::new(), |&v| number(v)));
             }
+            line.extend([
+                field(&r.host),
+                r.group.to_string(),
+                r.ranks.to_string(),
+                r.gpu.map_or(String::new(), |g| g.to_string()),
+            ]);
             // one line per row (spreadsheets, grep): the error's lines joined; results.jsonl
             // and case.json keep it whole
             let error = r.error.as_deref().unwrap_or("");

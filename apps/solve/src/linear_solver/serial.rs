@@ -28,7 +28,7 @@ impl DeviceSide {
         let device = match choice {
             DeviceChoice::Cpu => return Ok(None),
             DeviceChoice::Auto => Device::auto(),
-            DeviceChoice::Cuda => Device::cuda(0)
+            DeviceChoice::Cuda => Device::cuda(Device::thread_gpu())
                 .context("device: `cuda` needs a usable GPU (`auto` falls back to the CPU)")?,
         };
         Ok((!device.is_host()).then_some(Self {
