@@ -507,9 +507,9 @@ fn check_command(
         Some(text) => sim::Input::Text(text),
         None => sim::Input::File(input),
     };
-    let summary = sim::check_input(comm, &source, overrides, output)?;
+    let report = sim::check_input(comm, &source, overrides, output)?;
     if !print_resolved {
-        return Ok(summary);
+        return Ok(hexfem::check_text::render(&report));
     }
     let mut config = source.load(overrides)?;
     if let Some(dir) = output {

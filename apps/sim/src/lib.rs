@@ -20,7 +20,7 @@
 //!   dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
 //!   traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
 //! ")?;
-//! let options = RunOptions { output_dir: Some(dir.clone()), ..RunOptions::new(&input) };
+//! let options = RunOptions::new(&input).with_output_dir(&dir);
 //! let outcome = run(&comm::SelfComm::shared(), &options, &Quiet)?;
 //!
 //! // the last step's nodal displacements, three per node, from the HDF5 file
@@ -38,6 +38,7 @@ pub mod campaign;
 pub mod check;
 pub mod dist_output;
 pub mod distributed;
+mod driver;
 pub mod formulation;
 pub mod interrupt;
 pub mod locate;
@@ -77,22 +78,18 @@ pub fn run(
         interrupt: options.interrupt.as_ref(),
         comm: &**comm,
     };
-    if comm.size() > 1 {
-        run::in_pool(|| distributed::run_on_ranks(comm, options, &observer))
-    } else {
-        run::run(options, &observer)
-    }
+    run::run(comm, options, &observer)
 }
 
 /// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but
 /// the solve, on this process or on the ranks of `comm` (each rank its part of the mesh);
-/// returns the summary (rank 0's names the partition's balance).
+/// returns what it found (on ranks: the partition), for the command line to render.
 pub fn check(
     comm: &Arc<dyn Comm>,
     input: &std::path::Path,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<check::CheckReport> {
     check_input(comm, &Input::File(input), overrides, output_dir)
 }
 
@@ -102,7 +99,7 @@ pub fn check_input(
     input: &Input,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<check::CheckReport> {
     if comm.size() > 1 {
         distributed::check_on_ranks(comm, input, overrides, output_dir)
     } else {
