@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use sim::{RunObserver, RunOptions, RunOutcome};
 
 /// `hexfem run` of `options` in this process (one rank), reporting to `observer`.
-pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> anyhow::Result<RunOutcome> {
+pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcome, sim::Error> {
     sim::run(&linalg::comm::SelfComm::shared(), options, observer)
 }
 

@@ -1037,9 +1037,9 @@ fn run_command(
     let monitor = TerminalMonitor::new(progress, test_abort_after_step);
     let outcome = sim::run(comm, &options, &monitor);
     monitor.finish();
-    let outcome = outcome.map_err(|e| match e.downcast_ref::<sim::Interrupted>() {
-        Some(stopped) => anyhow::Error::new(Stopped(continue_with(stopped))),
-        None => e,
+    let outcome = outcome.map_err(|e| match e {
+        sim::Error::Interrupted(stopped) => anyhow::Error::new(Stopped(continue_with(&stopped))),
+        e => anyhow::Error::new(e),
     });
     // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
     split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))

@@ -94,8 +94,12 @@ impl PartitionReport {
 /// Validates `input` (with `overrides`): everything `run` checks before solving (the
 /// configuration, the output files in `output_dir` or the configured directory, the mesh,
 /// materials, constraints and loads); returns what a run of it computes.
-pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> Result<CheckReport> {
-    check_source(&crate::Input::File(input), overrides, output_dir)
+pub fn check(
+    input: &Path,
+    overrides: &[String],
+    output_dir: Option<&Path>,
+) -> crate::error::Result<CheckReport> {
+    check_source(&crate::Input::File(input), overrides, output_dir).map_err(crate::Error::from)
 }
 
 /// [`check`] of an input file or of standard input's text.

@@ -32,12 +32,15 @@ pub fn agreed<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
     Ok(agree(comm, result.map_err(|e| format!("{e:#}")))?)
 }
 
-/// True for an error that came out of [`agreed`] (every rank holds the same one).
+/// True for an error that came out of [`agreed`] (every rank holds the same one), also as a
+/// [`crate::Error`].
 pub fn is_agreed(error: &anyhow::Error) -> bool {
     matches!(
         error.downcast_ref::<CommError>(),
         Some(CommError::Failed { .. })
-    )
+    ) || error
+        .downcast_ref::<crate::Error>()
+        .is_some_and(crate::Error::is_agreed)
 }
 
 use crate::observer::{Placement, RanksDevice};

@@ -39,6 +39,7 @@ pub mod check;
 pub mod dist_output;
 pub mod distributed;
 mod driver;
+mod error;
 pub mod formulation;
 pub mod interrupt;
 pub mod locate;
@@ -59,6 +60,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
+pub use error::Error;
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
@@ -71,14 +73,14 @@ pub fn run(
     comm: &Arc<dyn Comm>,
     options: &RunOptions,
     observer: &dyn RunObserver,
-) -> anyhow::Result<RunOutcome> {
+) -> Result<RunOutcome, Error> {
     // rank 0 reports; every rank asks whether to stop (an agreed answer)
     let observer = interrupt::Interruptible {
         inner: if comm.rank() == 0 { observer } else { &Quiet },
         interrupt: options.interrupt.as_ref(),
         comm: &**comm,
     };
-    run::run(comm, options, &observer)
+    run::run(comm, options, &observer).map_err(Error::from)
 }
 
 /// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but
@@ -89,7 +91,7 @@ pub fn check(
     input: &std::path::Path,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<check::CheckReport> {
+) -> Result<check::CheckReport, Error> {
     check_input(comm, &Input::File(input), overrides, output_dir)
 }
 
@@ -99,12 +101,13 @@ pub fn check_input(
     input: &Input,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<check::CheckReport> {
-    if comm.size() > 1 {
+) -> Result<check::CheckReport, Error> {
+    let report = if comm.size() > 1 {
         distributed::check_on_ranks(comm, input, overrides, output_dir)
     } else {
         check::check_source(input, overrides, output_dir)
-    }
+    };
+    report.map_err(Error::from)
 }
 
 /// Where a run's input comes from: a YAML file, or its text (`hexfem run -`: standard input,
