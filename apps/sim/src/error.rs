@@ -4,6 +4,8 @@
 //! `Display` with the alternate flag (`{:#}`, or any renderer that walks `source()`) gives the
 //! message the command line has always printed.
 
+use std::fmt;
+
 use comm::CommError;
 use config::ConfigError;
 
@@ -27,7 +29,24 @@ pub enum Error {
     /// A failure while building, solving or writing (a file that cannot be written, a load
     /// step that does not converge, ...), with its chain of causes.
     #[error(transparent)]
-    Run(Box<dyn std::error::Error + Send + Sync + 'static>),
+    Run(Failure),
+}
+
+/// A failure and its chain of causes: `Display` gives the failure, with the alternate flag
+/// (`{:#}`) the whole chain (`failure: cause: ...`); `source` the next cause.
+#[derive(Debug)]
+pub struct Failure(anyhow::Error);
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.chain().nth(1)
+    }
 }
 
 /// A result of the simulation library.
@@ -58,9 +77,9 @@ impl From<anyhow::Error> for Error {
                 Ok(e) => return Error::Ranks(e),
                 Err(error) => error,
             };
-            return Error::Run(error.into());
+            return Error::Run(Failure(error));
         }
-        Error::Run(error.into())
+        Error::Run(Failure(error))
     }
 }
 
@@ -95,6 +114,7 @@ mod tests {
         assert!(!converted[0].is_agreed() && converted[1].is_agreed());
         assert!(matches!(converted[2], Error::Run(_)));
         for (e, expected) in converted.into_iter().zip(expected) {
+            assert_eq!(format!("{e:#}"), expected);
             assert_eq!(format!("{:#}", anyhow::Error::new(e)), expected);
         }
     }

@@ -60,7 +60,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
-pub use error::Error;
+pub use error::{Error, Failure};
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
