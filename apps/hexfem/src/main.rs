@@ -466,32 +466,11 @@ fn read_input(comm: &dyn comm::Comm, input: &std::path::Path) -> anyhow::Result<
     if input != std::path::Path::new("-") {
         return Ok(None);
     }
-    let local = if comm.rank() == 0 {
+    let read = || {
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
-            .and_then(|_| match String::from_utf8(bytes) {
-                Ok(text) => Ok(text),
-                // the configuration's own error: line, column and the byte
-                Err(e) => match config::load_reader(e.as_bytes(), &[]) {
-                    Err(located) => Err(located.into()),
-                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
-                },
-            })
-    } else {
-        Ok(String::new())
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
     };
-    if comm.size() == 1 {
-        return local.map(Some);
-    }
-    let text = sim::distributed::agreed(comm, local)?;
-    let all = comm.allgatherv_bytes(if comm.rank() == 0 {
-        text.as_bytes()
-    } else {
-        &[]
-    })?;
-    let text = all.into_iter().next().unwrap_or_default();
-    Ok(Some(String::from_utf8(text)?))
+    Ok(Some(sim::read_input_text(comm, read)?))
 }
 
 /// `hexfem check [--print-resolved]` of a file or of standard input.

@@ -110,6 +110,41 @@ pub fn check_input(
     report.map_err(Error::from)
 }
 
+/// The text of an input read by rank 0 (`read`: standard input's bytes for `hexfem run -`),
+/// shared with every rank of `comm`: text that is not UTF-8 is refused at the line and column
+/// of the first bad byte, as the configuration loader does; a failure is every rank's.
+pub fn read_input_text(
+    comm: &dyn Comm,
+    read: impl FnOnce() -> std::io::Result<Vec<u8>>,
+) -> Result<String, Error> {
+    let local = if comm.rank() == 0 {
+        read()
+            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
+            .and_then(|bytes| match String::from_utf8(bytes) {
+                Ok(text) => Ok(text),
+                // the configuration's own error: line, column and the byte
+                Err(e) => match config::load_reader(e.as_bytes(), &[]) {
+                    Err(located) => Err(located.into()),
+                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
+                },
+            })
+    } else {
+        Ok(String::new())
+    };
+    if comm.size() == 1 {
+        return local.map_err(Error::from);
+    }
+    let text = distributed::agreed(comm, local)?;
+    let root = if comm.rank() == 0 {
+        text.as_bytes()
+    } else {
+        &[]
+    };
+    let all = comm.allgatherv_bytes(root)?;
+    let text = all.into_iter().next().unwrap_or_default();
+    String::from_utf8(text).map_err(|e| Error::from(anyhow::Error::from(e)))
+}
+
 /// Where a run's input comes from: a YAML file, or its text (`hexfem run -`: standard input,
 /// named [`config::STDIN_NAME`] in errors; relative paths are relative to the working directory).
 pub enum Input<'a> {
