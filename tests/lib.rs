@@ -5,6 +5,31 @@
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
+use sim::{RunObserver, RunOptions, RunOutcome};
+
+/// `hexfem run` of `options` in this process (one rank), reporting to `observer`.
+pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcome, sim::Error> {
+    sim::run(&linalg::comm::SelfComm::shared(), options, observer)
+}
+
+/// `hexfem check` of `input` with `overrides`, as the command prints it.
+pub fn check(
+    input: &Path,
+    overrides: &[String],
+    output_dir: Option<&Path>,
+) -> anyhow::Result<String> {
+    let report = sim::check::check(input, overrides, output_dir)?;
+    Ok(hexfem::check_text::render(&report))
+}
+
+/// The run of `input` writing its files to `dir`, replacing what an earlier test run left
+/// there; further options by [`RunOptions`]' `with_*` methods.
+pub fn run_options(input: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> RunOptions {
+    RunOptions::new(input)
+        .with_output_dir(dir)
+        .with_overwrite(true)
+}
+
 /// A fresh directory under the system's temporary directory, unique to this process and `tag`,
 /// removed with everything in it when dropped (a failing test unwinds through the drop too), so
 /// that no test leaves files behind.

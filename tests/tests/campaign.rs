@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use sim::campaign::{run_campaign, CampaignOptions, CaseStatus};
-use sim::run::{run, RunOptions};
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -93,22 +92,12 @@ fn grid_campaign_equals_separate_runs() {
             let (e, cells) = (moduli[i / 2], meshes[i % 2]);
             assert_eq!(row.parameters["materials.0.young_modulus"], e);
             let alone = ScratchDir::new(&format!("campaign-alone-{share_solver}-{i}"));
-            let outcome = run(&RunOptions {
-                input: inputs_dir().join("cantilever_q1.yaml"),
-                overrides: vec![
+            let outcome = run(&run_options(inputs_dir().join("cantilever_q1.yaml"), alone.to_path_buf()).with_overrides(vec![
                     format!("materials[0].young_modulus={e}"),
                     format!("mesh.box.cells={cells}"),
                     "output.probes={points: [{name: tip, at: [10, 0.5, 0.5]}], sets: [{set: xmin}]}".into(),
                     "linear_solver.method=cg_amg".into(),
-                ],
-                output_dir: Some(alone.to_path_buf()),
-                restart: None,
-                overwrite: true,
-                faults: Default::default(),
-                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-                input_text: None,
-                interrupt: None,
-            }, &sim::Quiet)
+                ]), &sim::Quiet)
             .unwrap();
             let case_h5 = row.directory.join("cantilever_q1.h5");
             let (ours, theirs) = (read_all(&case_h5), read_all(&outcome.h5));

@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-use hexfem_end_to_end::ScratchDir;
-use sim::run::{run, RunOptions};
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 
 /// A unit cube of 2 x 2 x 2 Q1 cells on rollers at x, y, z = 0, Saint Venant-Kirchhoff
 /// (E = 100, nu = 0.3), pushed by a dead traction on x = 1 in ten load steps. Its nominal
@@ -33,17 +32,7 @@ fn failure(dir: &Path, text: &str, overrides: &[&str]) -> String {
     let input = dir.join("input.yaml");
     std::fs::write(&input, text).unwrap();
     let outcome = run(
-        &RunOptions {
-            input,
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(dir.to_path_buf()),
-            restart: None,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-            overwrite: true,
-        },
+        &run_options(input, dir.to_path_buf()).with_overrides(overrides.iter().copied()),
         &sim::Quiet,
     );
     match outcome {

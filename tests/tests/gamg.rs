@@ -2,7 +2,7 @@
 
 use amg::{cg, AmgParams, CgParams, Hierarchy};
 use assembly::ex56::Ex56;
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use linalg::{ops, Vector};
 use solve::problem::near_null_space;
 
@@ -65,22 +65,12 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = ScratchDir::new("gamg-newton");
     let input =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
-    let outcome = sim::run::run(
-        &sim::run::RunOptions {
-            input,
-            overrides: vec![
-                "loading.steps=6".into(),
-                "loading.growth=1.0".into(),
-                "linear_solver.method=cg_amg".into(),
-            ],
-            output_dir: Some(out.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+    let outcome = run(
+        &run_options(input, out.to_path_buf()).with_overrides(vec![
+            "loading.steps=6",
+            "loading.growth=1.0",
+            "linear_solver.method=cg_amg",
+        ]),
         &sim::Quiet,
     )
     .unwrap();

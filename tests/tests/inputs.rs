@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use serde_json::Value;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::RunOutcome;
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -16,17 +16,8 @@ fn inputs_dir() -> PathBuf {
 fn run_input(tag: &str, name: &str, overrides: &[&str]) -> (ScratchDir, RunOutcome, Value) {
     let out = ScratchDir::new(&format!("inputs-{tag}-{name}"));
     let outcome = run(
-        &RunOptions {
-            input: inputs_dir().join(format!("{name}.yaml")),
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(out.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(inputs_dir().join(format!("{name}.yaml")), out.to_path_buf())
+            .with_overrides(overrides.iter().copied()),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -289,8 +280,8 @@ fn every_input_runs() {
     names.sort();
     assert!(names.len() >= 5, "{names:?}");
     for name in &names {
-        let text =
-            sim::check::check(&inputs_dir().join(format!("{name}.yaml")), &[], None).unwrap();
+        let text = hexfem_end_to_end::check(&inputs_dir().join(format!("{name}.yaml")), &[], None)
+            .unwrap();
         assert!(text.contains("valid"), "{text}");
         let (_dir, outcome, summary) = run_input("all", name, &[]);
         assert!(outcome.steps >= 1);
@@ -342,7 +333,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
     let accepts_on_cuda = |input: &std::path::Path, overrides: Vec<String>, feature: &str| {
         let mut with_cuda = vec!["device=cuda".to_string()];
         with_cuda.extend(overrides.iter().cloned());
-        if let Err(e) = sim::check::check(input, &with_cuda, None) {
+        if let Err(e) = hexfem_end_to_end::check(input, &with_cuda, None) {
             let message = format!("{e:#}");
             assert!(
                 !message.contains("does not support this problem") && !message.contains(feature),
@@ -351,7 +342,7 @@ fn device_cuda_takes_several_materials_and_a_follower_pressure() {
         }
         let mut with_auto = vec!["device=auto".to_string()];
         with_auto.extend(overrides);
-        let text = sim::check::check(input, &with_auto, None).unwrap();
+        let text = hexfem_end_to_end::check(input, &with_auto, None).unwrap();
         assert!(text.contains("valid"), "{feature}: {text}");
     };
     accepts_on_cuda(&input, vec![], "different materials");

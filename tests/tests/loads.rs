@@ -1,9 +1,9 @@
 //! Loads users reach for (issue 12): point loads against beam theory, load curves that unload,
 //! and what the problem's set-up rejects.
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use serde_json::Value;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::RunOutcome;
 
 fn run_yaml(
     tag: &str,
@@ -12,20 +12,7 @@ fn run_yaml(
     let out = ScratchDir::new(&format!("loads-{tag}"));
     let input = out.join(format!("{tag}.yaml"));
     std::fs::write(&input, yaml).unwrap();
-    match run(
-        &RunOptions {
-            input,
-            overrides: Vec::new(),
-            output_dir: Some(out.join("results")),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
-        &sim::Quiet,
-    ) {
+    match run(&run_options(input, out.join("results")), &sim::Quiet) {
         Ok(outcome) => {
             let summary: Value =
                 serde_json::from_str(&std::fs::read_to_string(&outcome.summary).unwrap()).unwrap();

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use hexfem_end_to_end::ScratchDir;
-use sim::run::{run, RunOptions, RunOutcome};
+use hexfem_end_to_end::{run, run_options, ScratchDir};
+use sim::RunOutcome;
 
 fn inputs_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -15,17 +15,8 @@ fn inputs_dir() -> std::path::PathBuf {
 
 fn run_file(input: &Path, out: &Path, overrides: &[String]) -> RunOutcome {
     run(
-        &RunOptions {
-            input: input.to_path_buf(),
-            overrides: overrides.to_vec(),
-            output_dir: Some(out.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(input.to_path_buf(), out.to_path_buf())
+            .with_overrides(overrides.iter().cloned()),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{} {overrides:?}: {e:#}", input.display()))
@@ -205,7 +196,7 @@ fn projected_formulation_runs_on_the_device_and_check_warns_of_locking() {
     );
     let check = |overrides: &[&str]| {
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        sim::check::check(&input, &overrides, None).unwrap()
+        hexfem_end_to_end::check(&input, &overrides, None).unwrap()
     };
     let text = check(&[]);
     assert!(text.contains("projected volume ratio"), "{text}");
@@ -345,7 +336,7 @@ fn auto_formulation_resolves_per_material_and_order() {
         formulations("layered_bar.yaml", &rubber_middle),
         "displacement,projected,displacement"
     );
-    let text = sim::check::check(
+    let text = hexfem_end_to_end::check(
         &inputs_dir().join("layered_bar.yaml"),
         &rubber_middle.map(String::from),
         None,

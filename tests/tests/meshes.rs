@@ -4,8 +4,8 @@
 //! constraints) named as the twins name them, gives the same displacements to 1e-12 whichever
 //! file `mesh.gmsh.file` names; a netCDF-4 Exodus file is refused with the conversion command.
 
-use hexfem_end_to_end::ScratchDir;
-use sim::run::{run, RunOptions, RunOutcome};
+use hexfem_end_to_end::{run, run_options, ScratchDir};
+use sim::RunOutcome;
 
 fn twin(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,22 +39,9 @@ fn run_yaml(tag: &str, yaml: &str) -> Result<(ScratchDir, RunOutcome), String> {
     let out = ScratchDir::new(&format!("meshes-{tag}"));
     let input = out.join(format!("{tag}.yaml"));
     std::fs::write(&input, yaml).unwrap();
-    run(
-        &RunOptions {
-            input,
-            overrides: Vec::new(),
-            output_dir: Some(out.join("results")),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
-        &sim::Quiet,
-    )
-    .map(|outcome| (out, outcome))
-    .map_err(|e| format!("{e:#}"))
+    run(&run_options(input, out.join("results")), &sim::Quiet)
+        .map(|outcome| (out, outcome))
+        .map_err(|e| format!("{e:#}"))
 }
 
 fn displacement(outcome: &RunOutcome, step: usize) -> Vec<f64> {

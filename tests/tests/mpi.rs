@@ -2180,21 +2180,15 @@ fn run_on_ranks_with(
     }
     // nobody starts before rank 0 has cleared the folder
     comm.allreduce_sum(&mut [0.0]).unwrap();
-    let options = sim::run::RunOptions {
-        input: input.to_path_buf(),
-        overrides: vec![
+    let options = sim::RunOptions::new(input)
+        .with_overrides([
             format!("device={device}"),
             "linear_solver.method=cg_amg".into(),
-        ],
-        output_dir: Some(dir.clone()),
-        restart: None,
-        overwrite: true,
-        faults: io::Faults::none(),
-        output_window: 1 << 20,
-        input_text: None,
-        interrupt: None,
-    };
-    let outcome = sim::distributed::run_on_ranks(comm, &options, &sim::Quiet)
+        ])
+        .with_output_dir(dir.clone())
+        .with_overwrite(true)
+        .with_output_window(1 << 20);
+    let outcome = sim::run(comm, &options, &sim::Quiet)
         .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
     let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary).unwrap());
     comm.allreduce_sum(&mut [0.0]).unwrap();

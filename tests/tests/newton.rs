@@ -2,9 +2,9 @@
 //! default settings, a column compressed past buckling with CG and AMG (indefinite tangents),
 //! stagnation at round-off, and failed attempts recorded with their reasons.
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use serde_json::Value;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::RunOutcome;
 
 /// Runs `yaml` (written into a scratch folder) with `overrides`; returns the folder (removed on
 /// drop), the outcome and the summary.
@@ -13,17 +13,7 @@ fn run_yaml(tag: &str, yaml: &str, overrides: &[&str]) -> (ScratchDir, RunOutcom
     let input = out.join(format!("{tag}.yaml"));
     std::fs::write(&input, yaml).unwrap();
     let outcome = run(
-        &RunOptions {
-            input,
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(out.join("results")),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(input, out.join("results")).with_overrides(overrides.iter().copied()),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{tag}: {e:#}"));

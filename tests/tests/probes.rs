@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use io::ProbeTable;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::RunOutcome;
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -14,17 +14,7 @@ fn inputs_dir() -> PathBuf {
 fn run_with(tag: &str, input: &Path, overrides: &[&str]) -> (ScratchDir, RunOutcome, ProbeTable) {
     let out = ScratchDir::new(&format!("probes-{tag}"));
     let outcome = run(
-        &RunOptions {
-            input: input.to_owned(),
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(out.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(input.to_owned(), out.to_path_buf()).with_overrides(overrides.iter().copied()),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{tag}: {e:#}"));
@@ -161,17 +151,8 @@ fn probe_errors_name_the_key() {
     let out = ScratchDir::new("probes-errors");
     let attempt = |probes: &str| {
         run(
-            &RunOptions {
-                input: inputs_dir().join("cantilever_q1.yaml"),
-                overrides: vec![format!("output.probes={probes}")],
-                output_dir: Some(out.to_path_buf()),
-                restart: None,
-                overwrite: true,
-                faults: Default::default(),
-                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-                input_text: None,
-                interrupt: None,
-            },
+            &run_options(inputs_dir().join("cantilever_q1.yaml"), out.to_path_buf())
+                .with_overrides(vec![format!("output.probes={probes}")]),
             &sim::Quiet,
         )
         .unwrap_err()

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem_end_to_end::ScratchDir;
-use sim::run::{run, RunOptions, RunOutcome};
+use hexfem_end_to_end::{run, run_options, ScratchDir};
+use sim::RunOutcome;
 
 fn input(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../inputs/{name}.yaml"))
@@ -12,16 +12,9 @@ fn input(name: &str) -> PathBuf {
 
 fn run_into(dir: &Path, name: &str, overrides: &[&str], restart: Option<String>) -> RunOutcome {
     run(
-        &RunOptions {
-            input: input(name),
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(dir.to_owned()),
+        &sim::RunOptions {
             restart,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
+            ..run_options(input(name), dir.to_owned()).with_overrides(overrides.iter().copied())
         },
         &sim::Quiet,
     )
@@ -137,17 +130,9 @@ fn restart_errors_name_the_problem() {
     let other = ScratchDir::new("restart-errors-2");
     let attempt = |overrides: &[&str], spec: String| {
         run(
-            &RunOptions {
-                input: input("cantilever_q1"),
-                overrides: overrides.iter().map(|s| s.to_string()).collect(),
-                output_dir: Some(other.to_path_buf()),
-                restart: Some(spec),
-                overwrite: true,
-                faults: Default::default(),
-                output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-                input_text: None,
-                interrupt: None,
-            },
+            &run_options(input("cantilever_q1"), other.to_path_buf())
+                .with_overrides(overrides.iter().copied())
+                .with_restart(spec),
             &sim::Quiet,
         )
         .unwrap_err()
@@ -188,12 +173,10 @@ fn restart_refuses_a_state_that_is_not_a_converged_step() {
     let attempt = |spec: String| {
         let other = ScratchDir::new("restart-tampered-out");
         run(
-            &RunOptions {
-                restart: Some(spec),
-                output_dir: Some(other.to_path_buf()),
-                overrides: column.iter().map(|s| s.to_string()).collect(),
-                ..RunOptions::new(input("twisting_column"))
-            },
+            &sim::RunOptions::new(input("twisting_column"))
+                .with_restart(spec)
+                .with_output_dir(other.to_path_buf())
+                .with_overrides(column),
             &sim::Quiet,
         )
         .map(|o| o.steps)

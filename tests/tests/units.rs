@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, run_options, ScratchDir};
 use serde_json::Value;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::RunOutcome;
 
 fn inputs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs")
@@ -104,17 +104,11 @@ fn overrides(input: &str, u: Units) -> Vec<String> {
 
 fn run_in(dir: &ScratchDir, input: &str, overrides: Vec<String>) -> (RunOutcome, Value) {
     let outcome = run(
-        &RunOptions {
-            input: inputs_dir().join(format!("{input}.yaml")),
-            overrides,
-            output_dir: Some(dir.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(
+            inputs_dir().join(format!("{input}.yaml")),
+            dir.to_path_buf(),
+        )
+        .with_overrides(overrides),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{input}: {e:#}"));
@@ -274,17 +268,11 @@ fn a_steel_cantilever_in_pascals_matches_beam_theory() {
 fn run_error(input: &str, overrides: &[&str]) -> String {
     let dir = ScratchDir::new(&format!("units-err-{input}"));
     let result = run(
-        &RunOptions {
-            input: inputs_dir().join(format!("{input}.yaml")),
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            output_dir: Some(dir.to_path_buf()),
-            restart: None,
-            overwrite: true,
-            faults: Default::default(),
-            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-            input_text: None,
-            interrupt: None,
-        },
+        &run_options(
+            inputs_dir().join(format!("{input}.yaml")),
+            dir.to_path_buf(),
+        )
+        .with_overrides(overrides.iter().copied()),
         &sim::Quiet,
     );
     match result {
@@ -305,7 +293,7 @@ fn a_body_held_in_one_direction_is_refused_with_its_free_motions_named() {
         message.contains("translation along y, translation along z and rotation about x"),
         "{message}"
     );
-    let check = sim::check::check(
+    let check = hexfem_end_to_end::check(
         &inputs_dir().join("cantilever_q1.yaml"),
         &["boundary.dirichlet=[{ set: xmin, x: 0.0 }]".to_string()],
         None,
@@ -362,7 +350,7 @@ fn two_cube_input(dir: &ScratchDir, shift: f64, clamp_both: bool) -> PathBuf {
 fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     let dir = ScratchDir::new("units-two-pieces");
     let input = two_cube_input(&dir, 2.0, false);
-    let message = match sim::check::check(&input, &[], None) {
+    let message = match hexfem_end_to_end::check(&input, &[], None) {
         Ok(text) => panic!("check must refuse a floating cell:\n{text}"),
         Err(e) => format!("{e:#}"),
     };
@@ -375,7 +363,7 @@ fn a_piece_of_the_mesh_that_nothing_holds_is_named() {
     // both pieces clamped: each is held, the input is valid
     let dir = ScratchDir::new("units-two-pieces-held");
     let input = two_cube_input(&dir, 2.0, true);
-    let text = sim::check::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
+    let text = hexfem_end_to_end::check(&input, &[], None).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(text.contains("valid"), "{text}");
 }
 
@@ -385,7 +373,7 @@ fn cells_that_meet_at_unmerged_nodes_are_refused_with_the_cells_and_point_named(
     // held or not, the crack is refused first
     for clamp_both in [false, true] {
         let input = two_cube_input(&dir, 1.0, clamp_both);
-        let message = match sim::check::check(&input, &[], None) {
+        let message = match hexfem_end_to_end::check(&input, &[], None) {
             Ok(text) => panic!("check must refuse unmerged nodes:\n{text}"),
             Err(e) => format!("{e:#}"),
         };
@@ -411,7 +399,7 @@ fn a_non_finite_load_is_located_at_its_key() {
             "body_force: the load is not finite",
         ),
     ] {
-        let message = match sim::check::check(
+        let message = match hexfem_end_to_end::check(
             &inputs_dir().join("cantilever_q1.yaml"),
             &[set.to_string()],
             None,
@@ -427,7 +415,7 @@ fn a_non_finite_load_is_located_at_its_key() {
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {
-        let text = sim::check::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
+        let text = hexfem_end_to_end::check(&inputs_dir().join(format!("{input}.yaml")), &[], None)
             .unwrap_or_else(|e| panic!("{input}: {e:#}"));
         assert!(text.contains("valid"), "{text}");
     }

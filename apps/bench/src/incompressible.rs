@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use sim::run::{run, RunOptions};
+use sim::RunOptions;
 
 /// Poisson's ratios of the sweep.
 pub const POISSON_RATIOS: [f64; 5] = [0.3, 0.45, 0.49, 0.499, 0.4999];
@@ -147,21 +147,14 @@ fn sweep(bench: &IncompressibleBench, dir: &std::path::Path) -> Result<Incompres
                     ];
                     overrides.extend(amg.iter().map(|o| format!("linear_solver.amg.{o}")));
                     let started = std::time::Instant::now();
-                    let outcome = run(
-                        &RunOptions {
-                            input: input.clone(),
-                            overrides: overrides.clone(),
-                            output_dir: Some(dir.to_path_buf()),
-                            restart: None,
-                            faults: Default::default(),
-                            output_window: sim::windows::DEFAULT_WINDOW_VALUES,
-                            input_text: None,
-                            interrupt: None,
-                            overwrite: true,
-                        },
-                        &sim::Quiet,
-                    )
-                    .with_context(|| format!("{problem} Q{order} {formulation} {overrides:?}"))?;
+                    let options = RunOptions::new(&input)
+                        .with_overrides(overrides.iter().cloned())
+                        .with_output_dir(dir.to_path_buf())
+                        .with_overwrite(true);
+                    let outcome = sim::run(&comm::SelfComm::shared(), &options, &sim::Quiet)
+                        .with_context(|| {
+                            format!("{problem} Q{order} {formulation} {overrides:?}")
+                        })?;
                     let summary = io::Summary::read(&outcome.summary)?;
                     cases.push(Case {
                         problem,

@@ -1,4 +1,5 @@
-//! The `hexfem` command line's rendering that other front ends and tests share: the plots of a
-//! run's summary and of a campaign's table. The simulation itself is the `sim` library.
+//! The `hexfem` command line's rendering that other front ends and tests share: the text of
+//! `check`, the plots of a run's summary and of a campaign's table. The simulation itself is the `sim` library.
 
+pub mod check_text;
 pub mod plot;

@@ -482,32 +482,11 @@ fn read_input(comm: &dyn comm::Comm, input: &std::path::Path) -> anyhow::Result<
     if input != std::path::Path::new("-") {
         return Ok(None);
     }
-    let local = if comm.rank() == 0 {
+    let read = || {
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
-            .and_then(|_| match String::from_utf8(bytes) {
-                Ok(text) => Ok(text),
-                // the configuration's own error: line, column and the byte
-                Err(e) => match config::load_reader(e.as_bytes(), &[]) {
-                    Err(located) => Err(located.into()),
-                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
-                },
-            })
-    } else {
-        Ok(String::new())
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
     };
-    if comm.size() == 1 {
-        return local.map(Some);
-    }
-    let text = sim::distributed::agreed(comm, local)?;
-    let all = comm.allgatherv_bytes(if comm.rank() == 0 {
-        text.as_bytes()
-    } else {
-        &[]
-    })?;
-    let text = all.into_iter().next().unwrap_or_default();
-    Ok(Some(String::from_utf8(text)?))
+    Ok(Some(sim::read_input_text(comm, read)?))
 }
 
 /// `hexfem check [--print-resolved]` of a file or of standard input.
@@ -523,9 +502,9 @@ fn check_command(
         Some(text) => sim::Input::Text(text),
         None => sim::Input::File(input),
     };
-    let summary = sim::check_input(comm, &source, overrides, output)?;
+    let report = sim::check_input(comm, &source, overrides, output)?;
     if !print_resolved {
-        return Ok(summary);
+        return Ok(hexfem::check_text::render(&report));
     }
     let mut config = source.load(overrides)?;
     if let Some(dir) = output {
@@ -1113,9 +1092,9 @@ fn run_command(
     let monitor = TerminalMonitor::new(progress, test_abort_after_step);
     let outcome = sim::run(comm, &options, &monitor);
     monitor.finish();
-    let outcome = outcome.map_err(|e| match e.downcast_ref::<sim::Interrupted>() {
-        Some(stopped) => anyhow::Error::new(Stopped(continue_with(stopped))),
-        None => e,
+    let outcome = outcome.map_err(|e| match e {
+        sim::Error::Interrupted(stopped) => anyhow::Error::new(Stopped(continue_with(&stopped))),
+        e => anyhow::Error::new(e),
     });
     // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
     split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))

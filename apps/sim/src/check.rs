@@ -1,19 +1,105 @@
 //! `hexfem check`: validate a configuration and build everything a run needs except the solve,
 //! then summarise it.
 
-use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use linalg::ops;
 
-use config::{self, MeshSource};
+use config::{self, CellSelection, MaterialModel, MeshSource};
+use solve::linear_solver::Choice;
+
+/// What `hexfem check` found of a valid input: what a run of it computes (the command line
+/// renders it).
+#[derive(Clone, Debug)]
+pub struct CheckReport {
+    /// The input's name.
+    pub input: PathBuf,
+    /// The results file a run writes.
+    pub output: PathBuf,
+    pub scope: CheckScope,
+}
+
+/// Where the input was checked, and what was found there.
+#[derive(Clone, Debug)]
+pub enum CheckScope {
+    /// In one process: the whole problem.
+    Process(Box<ProblemReport>),
+    /// On MPI ranks: the partition of the mesh.
+    Ranks(PartitionReport),
+}
+
+/// The problem of a valid input, built in one process.
+#[derive(Clone, Debug)]
+pub struct ProblemReport {
+    pub mesh: MeshSource,
+    /// 1 (Q1) or 2 (Q2).
+    pub order: usize,
+    pub cells: usize,
+    pub nodes: usize,
+    pub unknowns: usize,
+    pub node_sets: Vec<String>,
+    pub face_sets: Vec<String>,
+    pub cell_sets: Vec<String>,
+    /// The element formulation (see [`crate::formulation::describe`]), and a warning where it
+    /// locks.
+    pub formulation: String,
+    pub locking_warning: Option<String>,
+    /// Each `materials` entry's model and cells.
+    pub materials: Vec<(MaterialModel, CellSelection)>,
+    /// Constrained unknowns.
+    pub constrained: usize,
+    /// The total dead load at load factor 1, and the norm of the load vector.
+    pub dead_load: [f64; 3],
+    pub dead_load_norm: f64,
+    /// Load steps.
+    pub steps: usize,
+    /// The linear solver chosen for the problem (`method: auto` resolved).
+    pub solver: Choice,
+    /// Follower pressure loads.
+    pub follower_pressures: usize,
+    /// The probes' columns.
+    pub probes: Vec<String>,
+    /// Bytes the run needs (estimated) and are available, where known.
+    pub memory_needed: f64,
+    pub memory_available: Option<f64>,
+}
+
+/// The partition of a valid input's mesh over MPI ranks.
+#[derive(Clone, Debug)]
+pub struct PartitionReport {
+    /// 1 (Q1) or 2 (Q2).
+    pub order: usize,
+    pub cells: u64,
+    pub nodes: u64,
+    /// Per rank: owned nodes, ghost nodes, owned cells, ghost cells.
+    pub ranks: Vec<[u64; 4]>,
+}
+
+impl PartitionReport {
+    /// The largest of the ranks' counts of `column` (of [`PartitionReport::ranks`]) over their
+    /// mean (1 where there are none).
+    pub fn imbalance(&self, column: usize) -> f64 {
+        let counts = self.ranks.iter().map(|c| c[column]);
+        let max = counts.clone().max().unwrap_or(0) as f64;
+        let mean = counts.sum::<u64>() as f64 / self.ranks.len().max(1) as f64;
+        if mean > 0.0 {
+            max / mean
+        } else {
+            1.0
+        }
+    }
+}
 
 /// Validates `input` (with `overrides`): everything `run` checks before solving (the
 /// configuration, the output files in `output_dir` or the configured directory, the mesh,
-/// materials, constraints and loads); returns a human-readable summary.
-pub fn check(input: &Path, overrides: &[String], output_dir: Option<&Path>) -> Result<String> {
-    check_source(&crate::Input::File(input), overrides, output_dir)
+/// materials, constraints and loads); returns what a run of it computes.
+pub fn check(
+    input: &Path,
+    overrides: &[String],
+    output_dir: Option<&Path>,
+) -> crate::error::Result<CheckReport> {
+    check_source(&crate::Input::File(input), overrides, output_dir).map_err(crate::Error::from)
 }
 
 /// [`check`] of an input file or of standard input's text.
@@ -21,7 +107,7 @@ pub fn check_source(
     source: &crate::Input,
     overrides: &[String],
     output_dir: Option<&Path>,
-) -> Result<String> {
+) -> Result<CheckReport> {
     let input = source.path();
     let config = source.load(overrides)?;
     let dir = crate::run::output_dir(&config, output_dir);
@@ -44,92 +130,38 @@ pub fn check_source(
             problem.discrete.tangent_is_symmetric(),
         ),
     )?;
-    let solver = crate::solver_text::render(&choice);
     let probes = crate::probes::Probes::new(&config, &problem.mesh)?;
     let mesh = &problem.mesh;
-    let mut s = String::new();
-    writeln!(s, "{}: valid", input.display())?;
-    let source = match &config.mesh {
-        MeshSource::Box(b) => format!("box {}x{}x{} cells", b.cells[0], b.cells[1], b.cells[2]),
-        MeshSource::Gmsh(g) => format!("gmsh {}", g.file.display()),
-    };
-    writeln!(
-        s,
-        "  mesh       {source}, Q{} hexahedra: {} cells, {} nodes, {} unknowns",
-        mesh.order(),
-        mesh.n_cells(),
-        mesh.n_nodes(),
-        problem.n_dofs()
-    )?;
-    writeln!(
-        s,
-        "  sets       nodes [{}]  faces [{}]  cells [{}]",
-        keys(mesh.node_sets.keys()),
-        keys(mesh.face_sets.keys()),
-        keys(mesh.cell_sets.keys())
-    )?;
-    writeln!(
-        s,
-        "  formulation {}",
-        crate::formulation::describe(&config, mesh.order())
-    )?;
-    if let Some(warning) = crate::formulation::locking_warning(&config, mesh.order()) {
-        writeln!(s, "  warning    {warning}")?;
-    }
-    for (i, m) in config.materials.iter().enumerate() {
-        let cells = match &m.cells {
-            config::CellSelection::All => "all cells".to_string(),
-            config::CellSelection::Set(name) => format!("cell set '{name}'"),
-        };
-        writeln!(s, "  material   [{i}] {} on {cells}", m.model.name())?;
-    }
-    writeln!(
-        s,
-        "  dirichlet  {} constrained unknowns",
-        problem.discrete.constraints.n_constrained()
-    )?;
     let external = problem.discrete.external.host()?;
-    let total: [f64; 3] = std::array::from_fn(|d| external.iter().skip(d).step_by(3).sum());
-    writeln!(
-        s,
-        "  loads      total dead load at factor 1: [{:.6e}, {:.6e}, {:.6e}] (|f| = {:.3e})",
-        total[0],
-        total[1],
-        total[2],
-        ops::norm2(&problem.discrete.external)?
-    )?;
-    writeln!(
-        s,
-        "  loading    {} step{}, linear solver {solver}",
-        config.loading.steps,
-        if config.loading.steps == 1 { "" } else { "s" },
-    )?;
-    if !problem.discrete.follower.is_empty() {
-        writeln!(
-            s,
-            "  pressure   {} follower pressure loads (no potential: the energy line search takes full steps)",
-            problem.discrete.follower.len()
-        )?;
-    }
-    if !probes.is_empty() {
-        writeln!(s, "  probes     {}", probes.columns().join(", "))?;
-    }
-    writeln!(
-        s,
-        "  output     {}",
-        dir.join(format!("{name}.h5")).display()
-    )?;
-    let available = crate::memory::available().map_or(String::new(), |a| {
-        format!(" ({} available)", crate::memory::human(a))
-    });
-    writeln!(
-        s,
-        "  memory     about {} needed{available}",
-        crate::memory::human(memory.total)
-    )?;
-    Ok(s)
-}
-
-fn keys<'a>(names: impl Iterator<Item = &'a String>) -> String {
-    names.map(String::as_str).collect::<Vec<_>>().join(", ")
+    let problem_report = ProblemReport {
+        mesh: config.mesh.clone(),
+        order: mesh.order(),
+        cells: mesh.n_cells(),
+        nodes: mesh.n_nodes(),
+        unknowns: problem.n_dofs(),
+        node_sets: mesh.node_sets.keys().cloned().collect(),
+        face_sets: mesh.face_sets.keys().cloned().collect(),
+        cell_sets: mesh.cell_sets.keys().cloned().collect(),
+        formulation: crate::formulation::describe(&config, mesh.order()),
+        locking_warning: crate::formulation::locking_warning(&config, mesh.order()),
+        materials: config
+            .materials
+            .iter()
+            .map(|m| (m.model, m.cells.clone()))
+            .collect(),
+        constrained: problem.discrete.constraints.n_constrained(),
+        dead_load: std::array::from_fn(|d| external.iter().skip(d).step_by(3).sum()),
+        dead_load_norm: ops::norm2(&problem.discrete.external)?,
+        steps: config.loading.steps,
+        solver: choice,
+        follower_pressures: problem.discrete.follower.len(),
+        probes: probes.columns().to_vec(),
+        memory_needed: memory.total,
+        memory_available: crate::memory::available(),
+    };
+    Ok(CheckReport {
+        input: input.to_owned(),
+        output: dir.join(format!("{name}.h5")),
+        scope: CheckScope::Process(Box::new(problem_report)),
+    })
 }

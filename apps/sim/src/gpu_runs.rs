@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use linalg::Device;
 
-use crate::run::{run, RunOptions};
+use crate::run::RunOptions;
 
 /// The cell-centred datasets of a step (the output fields of [`crate::run::CellOutputs`]).
 const CELL_DATASETS: [&str; 4] = ["cauchy_stress", "von_mises", "jacobian", "energy_density"];
@@ -48,19 +48,14 @@ impl Drop for Scratch {
 
 /// Runs `input` on `device` with CG + AMG into `dir`; the summary and the HDF5 file.
 fn run_on(input: &Path, device: &str, dir: &Path) -> (io::Summary, PathBuf) {
-    let outcome = run(
-        &RunOptions {
-            input: input.to_path_buf(),
-            overrides: vec![
-                format!("device={device}"),
-                "linear_solver.method=cg_amg".into(),
-            ],
-            output_dir: Some(dir.to_path_buf()),
-            ..RunOptions::new(input)
-        },
-        &crate::observer::Quiet,
-    )
-    .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
+    let options = RunOptions::new(input)
+        .with_overrides([
+            format!("device={device}"),
+            "linear_solver.method=cg_amg".into(),
+        ])
+        .with_output_dir(dir);
+    let outcome = crate::run(&comm::SelfComm::shared(), &options, &crate::Quiet)
+        .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
     let summary = io::Summary::read(&outcome.summary).unwrap();
     (summary, outcome.h5)
 }

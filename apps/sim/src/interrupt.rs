@@ -149,7 +149,9 @@ loading: { steps: 4 }
         let comm = comm::SelfComm::shared();
         let observer = StopAfterFirstStep(AtomicBool::new(false));
         let error = crate::run(&comm, &options, &observer).unwrap_err();
-        let stopped = error.downcast_ref::<Interrupted>().expect("interrupted");
+        let crate::Error::Interrupted(stopped) = error else {
+            panic!("not interrupted: {error:#}");
+        };
         let h5 = dir.join("bar.h5");
         assert_eq!(stopped.step, 1);
         assert_eq!(stopped.restart, format!("{}:1", h5.display()));
@@ -171,7 +173,9 @@ loading: { steps: 4 }
             ..options
         };
         let error = crate::run(&comm, &options, &crate::Quiet).unwrap_err();
-        let stopped = error.downcast_ref::<Interrupted>().expect("interrupted");
+        let crate::Error::Interrupted(stopped) = error else {
+            panic!("not interrupted: {error:#}");
+        };
         assert_eq!(stopped.step, 0);
         let _ = std::fs::remove_dir_all(&dir);
     }

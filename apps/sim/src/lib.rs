@@ -20,7 +20,7 @@
 //!   dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
 //!   traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
 //! ")?;
-//! let options = RunOptions { output_dir: Some(dir.clone()), ..RunOptions::new(&input) };
+//! let options = RunOptions::new(&input).with_output_dir(&dir);
 //! let outcome = run(&comm::SelfComm::shared(), &options, &Quiet)?;
 //!
 //! // the last step's nodal displacements, three per node, from the HDF5 file
@@ -38,6 +38,8 @@ pub mod campaign;
 pub mod check;
 pub mod dist_output;
 pub mod distributed;
+mod driver;
+mod error;
 pub mod formulation;
 pub mod interrupt;
 pub mod locate;
@@ -58,6 +60,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
+pub use error::{Error, Failure};
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
@@ -70,29 +73,25 @@ pub fn run(
     comm: &Arc<dyn Comm>,
     options: &RunOptions,
     observer: &dyn RunObserver,
-) -> anyhow::Result<RunOutcome> {
+) -> Result<RunOutcome, Error> {
     // rank 0 reports; every rank asks whether to stop (an agreed answer)
     let observer = interrupt::Interruptible {
         inner: if comm.rank() == 0 { observer } else { &Quiet },
         interrupt: options.interrupt.as_ref(),
         comm: &**comm,
     };
-    if comm.size() > 1 {
-        run::in_pool(|| distributed::run_on_ranks(comm, options, &observer))
-    } else {
-        run::run(options, &observer)
-    }
+    run::run(comm, options, &observer).map_err(Error::from)
 }
 
 /// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but
 /// the solve, on this process or on the ranks of `comm` (each rank its part of the mesh);
-/// returns the summary (rank 0's names the partition's balance).
+/// returns what it found (on ranks: the partition), for the command line to render.
 pub fn check(
     comm: &Arc<dyn Comm>,
     input: &std::path::Path,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<String> {
+) -> Result<check::CheckReport, Error> {
     check_input(comm, &Input::File(input), overrides, output_dir)
 }
 
@@ -102,12 +101,48 @@ pub fn check_input(
     input: &Input,
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
-) -> anyhow::Result<String> {
-    if comm.size() > 1 {
+) -> Result<check::CheckReport, Error> {
+    let report = if comm.size() > 1 {
         distributed::check_on_ranks(comm, input, overrides, output_dir)
     } else {
         check::check_source(input, overrides, output_dir)
+    };
+    report.map_err(Error::from)
+}
+
+/// The text of an input read by rank 0 (`read`: standard input's bytes for `hexfem run -`),
+/// shared with every rank of `comm`: text that is not UTF-8 is refused at the line and column
+/// of the first bad byte, as the configuration loader does; a failure is every rank's.
+pub fn read_input_text(
+    comm: &dyn Comm,
+    read: impl FnOnce() -> std::io::Result<Vec<u8>>,
+) -> Result<String, Error> {
+    let local = if comm.rank() == 0 {
+        read()
+            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
+            .and_then(|bytes| match String::from_utf8(bytes) {
+                Ok(text) => Ok(text),
+                // the configuration's own error: line, column and the byte
+                Err(e) => match config::load_reader(e.as_bytes(), &[]) {
+                    Err(located) => Err(located.into()),
+                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
+                },
+            })
+    } else {
+        Ok(String::new())
+    };
+    if comm.size() == 1 {
+        return local.map_err(Error::from);
     }
+    let text = distributed::agreed(comm, local)?;
+    let root = if comm.rank() == 0 {
+        text.as_bytes()
+    } else {
+        &[]
+    };
+    let all = comm.allgatherv_bytes(root)?;
+    let text = all.into_iter().next().unwrap_or_default();
+    String::from_utf8(text).map_err(|e| Error::from(anyhow::Error::from(e)))
 }
 
 /// Where a run's input comes from: a YAML file, or its text (`hexfem run -`: standard input,

@@ -26,22 +26,8 @@ pub struct Restart {
     /// The step's pseudo-time (files without the attribute: the load factor).
     pub time: f64,
     pub next_increment: f64,
-    /// Node-major displacement (read by [`Restart::read`]; empty after [`Restart::open`]).
-    displacement: Vec<f64>,
-    /// The file's node coordinates, to check that the input's mesh is the same (as
-    /// `displacement`).
-    coordinates: Vec<f64>,
-}
-
-/// The state a restarted load path starts from.
-pub struct RestartState {
-    pub displacement: Vector,
-    /// Reactions at the restart state (the residual's constrained entries).
-    pub reactions: Vector,
-    pub path: PathState,
-    /// The load factor and pseudo-time of the step continued from.
-    pub load_factor: f64,
-    pub time: f64,
+    /// `FILE.h5[:STEP]` as given (errors name it).
+    spec: String,
 }
 
 impl Restart {
@@ -143,21 +129,27 @@ impl Restart {
             load_factor,
             time,
             next_increment,
-            displacement: Vec::new(),
-            coordinates: Vec::new(),
+            spec: spec.to_owned(),
         })
     }
 
-    /// [`Restart::open`] with the step's whole displacement and the file's coordinates (what
-    /// [`Restart::state_for`] needs).
-    pub fn read(spec: &str) -> Result<Self> {
-        let mut restart = Self::open(spec)?;
-        let context = || format!("--restart {spec}");
-        let reader = io::ResultsReader::open(&restart.file).with_context(context)?;
-        (_, restart.displacement) = reader.read_f64(&restart.dataset()).with_context(context)?;
-        restart.check_finite(&restart.displacement, |i| i as u64)?;
-        (_, restart.coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
-        Ok(restart)
+    /// The step's whole displacement on the mesh with the nodes `coords` (one process's
+    /// mesh), which must be the file's.
+    pub fn displacement_of_mesh(&self, coords: &[[f64; 3]]) -> Result<Vector> {
+        let context = || format!("--restart {}", self.spec);
+        let reader = io::ResultsReader::open(&self.file).with_context(context)?;
+        let (_, displacement) = reader.read_f64(&self.dataset()).with_context(context)?;
+        self.check_finite(&displacement, |i| i as u64)?;
+        let (_, coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
+        if coords.as_flattened() != coordinates.as_slice() {
+            bail!(
+                "--restart {}: the file's mesh ({} nodes) is not the input's ({} nodes, or other coordinates)",
+                self.file.display(),
+                coordinates.len() / 3,
+                coords.len()
+            );
+        }
+        Ok(Vector::from_vec(displacement))
     }
 
     /// The step's displacement dataset.
@@ -224,37 +216,6 @@ impl Restart {
             )));
         }
         Ok(reactions)
-    }
-
-    /// The state to continue from on `problem` (which must have the file's mesh) along
-    /// `loading` (whose end time places the step's pseudo-time on the path).
-    pub fn state_for(
-        &self,
-        problem: &mut Problem,
-        loading: &solve::params::LoadingParams,
-        newton: &solve::params::NewtonParams,
-    ) -> Result<RestartState> {
-        let coords: Vec<f64> = problem.mesh.coords.iter().flatten().copied().collect();
-        if coords != self.coordinates {
-            bail!(
-                "--restart {}: the file's mesh ({} nodes) is not the input's ({} nodes, or other coordinates)",
-                self.file.display(),
-                self.coordinates.len() / 3,
-                problem.mesh.n_nodes()
-            );
-        }
-        let displacement = Vector::from_vec(self.displacement.clone());
-        let path = self.path_state(loading)?;
-        // loads and constraints on load curves of their own at the step's time
-        problem.set_time(self.time)?;
-        let reactions = self.reactions_in_equilibrium(problem, &displacement, newton)?;
-        Ok(RestartState {
-            displacement,
-            reactions,
-            path,
-            load_factor: self.load_factor,
-            time: self.time,
-        })
     }
 
     /// Where on the load path of `loading` the step lies, and the increment tried next.

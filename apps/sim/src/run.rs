@@ -3,13 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use comm::Comm;
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
-use crate::observer::{Placement, RunObserver, RunStart};
+use crate::dist_output::StateFigures;
+use crate::distributed::agreed;
+use crate::driver::Layout;
+use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use config::{self, Config, OutputField};
 use io::{
@@ -17,7 +22,7 @@ use io::{
     StepRecord, SummaryWriter,
 };
 use solve::linear_solver::{Choice, LinearSolver, OperatorKind, SetupKind};
-use solve::newton::{ConvergedStep, LoadPath, PathState};
+use solve::newton::ConvergedStep;
 use solve::problem::{near_null_space, Problem};
 
 /// Options of one run.
@@ -68,6 +73,52 @@ impl RunOptions {
             input_text: Some(text),
             ..RunOptions::new(config::STDIN_NAME)
         }
+    }
+
+    /// With the `key.path=value` overrides `overrides` (`--set`), after any given before.
+    pub fn with_overrides<S: Into<String>>(
+        mut self,
+        overrides: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.overrides.extend(overrides.into_iter().map(Into::into));
+        self
+    }
+
+    /// With the output in `dir` (`-o`).
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = Some(dir.into());
+        self
+    }
+
+    /// Replacing (`true`, `--overwrite`) or keeping the results of an earlier run of the same
+    /// name.
+    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+
+    /// Continuing from `FILE.h5[:STEP]` (`--restart`).
+    pub fn with_restart(mut self, spec: impl Into<String>) -> Self {
+        self.restart = Some(spec.into());
+        self
+    }
+
+    /// With injected faults (crash tests).
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// With at most `values` values per window of the output's gathers on ranks.
+    pub fn with_output_window(mut self, values: usize) -> Self {
+        self.output_window = values;
+        self
+    }
+
+    /// Stopping at the next step or Newton iteration once `interrupt` is requested.
+    pub fn with_interrupt(mut self, interrupt: crate::Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
     }
 
     /// Where the input comes from.
@@ -245,27 +296,31 @@ fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
     }
 }
 
-/// Runs the simulation of `options.input` in this process (see [`crate::run`] for any number of
-/// ranks). On a failed load path the files written so far are kept (every converged step) and
-/// the summary records the failure.
-pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcome> {
+/// Runs `options` on the ranks of `comm` (one rank: this process), reporting to `observer`
+/// (give the ranks but 0 a quiet one: [`crate::run`] does): the configuration, the checks before
+/// anything is built ([`preflight`]), then the run of the problem on this process
+/// ([`execute`]) or on each rank's part of the mesh
+/// ([`crate::distributed::execute_on_ranks`]), both by the one driver ([`crate::driver`]).
+/// Every rank returns; rank 0's outcome names the files and holds the figures. On a failed load
+/// path the files written so far are kept (every converged step) and the summary records the
+/// failure.
+pub fn run(
+    comm: &Arc<dyn Comm>,
+    options: &RunOptions,
+    observer: &dyn RunObserver,
+) -> Result<RunOutcome> {
     let started = Instant::now();
-    let config = options.source().load(&options.overrides)?;
+    let c = &**comm;
+    let config = agreed(
+        c,
+        options
+            .source()
+            .load(&options.overrides)
+            .map_err(anyhow::Error::from),
+    )?;
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
-    check_output(&config, options.output_dir.as_deref(), &dir, &name)?;
-    crate::memory::guard(&config)?;
-    let restart = options
-        .restart
-        .as_deref()
-        .map(crate::restart::Restart::read)
-        .transpose()?;
-    keep_earlier_results(
-        &dir,
-        &name,
-        options.overwrite,
-        restart.as_ref().map(|r| r.file.as_path()),
-    )?;
+    let restart = agreed(c, preflight(c, &config, options, &dir, &name))?;
     let case = Case {
         config: &config,
         input: &options.input,
@@ -275,7 +330,42 @@ pub fn run(options: &RunOptions, observer: &dyn RunObserver) -> Result<RunOutcom
         faults: options.faults.clone(),
         observer,
     };
-    in_pool(|| execute(&case, &mut Warm::default(), started))
+    in_pool(|| {
+        if c.size() == 1 {
+            execute(&case, &mut Warm::default(), started)
+        } else {
+            crate::distributed::execute_on_ranks(comm, &case, options.output_window, started)
+        }
+    })
+}
+
+/// The checks of a run before anything is built: rank 0 checks that its output files can be
+/// written, that memory suffices (one process: the whole problem's estimate) and that no
+/// earlier results would be replaced; every rank opens the step a restart continues from.
+fn preflight(
+    comm: &dyn Comm,
+    config: &Config,
+    options: &RunOptions,
+    dir: &Path,
+    name: &str,
+) -> Result<Option<Restart>> {
+    let rank0 = comm.rank() == 0;
+    if rank0 {
+        check_output(config, options.output_dir.as_deref(), dir, name)?;
+    }
+    if comm.size() == 1 {
+        crate::memory::guard(config)?;
+    }
+    let restart = options.restart.as_deref().map(Restart::open).transpose()?;
+    if rank0 {
+        keep_earlier_results(
+            dir,
+            name,
+            options.overwrite,
+            restart.as_ref().map(|r| r.file.as_path()),
+        )?;
+    }
+    Ok(restart)
 }
 
 /// Runs `f` on a thread of a rayon pool (of the default size): the parallel loops of a run
@@ -289,15 +379,24 @@ pub fn in_pool<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
         .install(f)
 }
 
-/// Runs a validated configuration whose output was checked; `warm` lends what an earlier run in
-/// this process left and keeps what this one leaves.
+/// Runs a validated configuration whose output was checked in this process (the one-rank
+/// case of [`crate::driver::drive`]); `warm` lends what an earlier run in this process left and
+/// keeps what this one leaves.
 pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutcome> {
     let config = case.config;
     let key = problem_key(config)?;
     let problem_started = Instant::now();
     let (mut problem, reused_problem) = take_problem(config, warm)?;
     let problem_s = problem_started.elapsed().as_secs_f64();
-    let outcome = execute_on(case, warm, &mut problem, started);
+    let outcome = crate::probes::Probes::new(config, &problem.mesh).and_then(|probes| {
+        let mut layout = OneProcess {
+            warm: &mut *warm,
+            probes,
+            solver_key: String::new(),
+            fallback: None,
+        };
+        crate::driver::drive(&comm::SelfComm, case, &mut layout, &mut problem, started)
+    });
     warm.problem = Some((key, problem));
     outcome.map(|mut o| {
         o.figures.reused_problem = reused_problem;
@@ -306,193 +405,133 @@ pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutc
     })
 }
 
-fn execute_on(
-    case: &Case,
-    warm: &mut Warm,
-    problem: &mut Problem,
-    started: Instant,
-) -> Result<RunOutcome> {
-    let (config, dir, name) = (case.config, &case.dir, case.name.as_str());
-    let probes = crate::probes::Probes::new(config, &problem.mesh)?;
-    let restart = match &case.restart {
-        Some(r) => {
-            Some(r.state_for(problem, &(&config.loading).into(), &(&config.newton).into())?)
-        }
-        None => None,
-    };
-    // before any file is written: `device: cuda` needs its GPU
-    // a tangent that is not symmetric (follower pressure) needs GMRES: part of the key
-    let symmetric = problem.discrete.tangent_is_symmetric();
-    // the Newton loop runs on the GPU with the solver: `auto` stays on the CPU where the device
-    // lacks a feature the problem uses, `cuda` is an error there
-    let (solver_params, device_fallback) = newton_device(config, problem)?;
-    let solver_key = format!(
-        "{}; symmetric tangent {symmetric}; {:?}",
-        solver_key(config)?,
-        solver_params.device
-    );
-    let (mut solver, choice, reused_solver) = match warm.solver.take() {
-        Some((k, solver, choice)) if warm.share_solver && k == solver_key => (solver, choice, true),
-        _ => {
-            let (solver, choice) = crate::locate::located(
-                config,
-                LinearSolver::choose(
-                    &solver_params,
-                    near_null_space(&problem.mesh.coords)?,
-                    OperatorKind::Serial {
-                        pattern: problem.discrete.assembler.pattern(),
-                    },
-                    symmetric,
-                ),
-            )?;
-            (solver, choice, false)
-        }
-    };
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating output directory {}", dir.display()))?;
-    let mut summary = SummaryWriter::create(
-        dir,
-        name,
-        RunInfo {
-            restart: case
-                .restart
-                .as_ref()
-                .map(|r| format!("{}:{}", r.file.display(), r.step)),
-            formulations: formulation_names(problem),
-            ..run_info(config, case.input)?
-        },
-        mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
-        &case.faults,
-    )?;
-    let fail = |summary: &mut SummaryWriter, e: anyhow::Error| {
-        let first = format!("{e:#}");
-        let _ = summary.finish(
-            RunStatus::Failed { message: first },
-            started.elapsed().as_secs_f64(),
-        );
-        e
-    };
-    let mut results = match create_results(config, &problem.mesh, dir, name, &case.faults) {
-        Ok(results) => results,
-        Err(e) => return Err(fail(&mut summary, e)),
-    };
-    let mut probe_log = if probes.is_empty() {
-        None
-    } else {
-        match io::ProbeLog::create(dir, name, probes.columns()) {
-            Ok(log) => Some(log),
-            Err(e) => return Err(fail(&mut summary, e.into())),
-        }
-    };
-    let n = problem.n_dofs();
-    // The first step written: the undeformed state (step 0, load factor 0, no reactions), or
-    // the state a restart continues from.
-    let (mut u, start, reactions, load_factor, time) = match restart {
-        Some(r) => (r.displacement, r.path, r.reactions, r.load_factor, r.time),
-        None => (
-            Vector::zeros(n),
-            PathState::start(&(&config.loading).into()),
-            Vector::zeros(n),
-            0.0,
-            0.0,
-        ),
-    };
-    let mut figures = RunFigures::default();
-    let first = (|| {
-        let energy = write_fields(
-            config,
-            &problem.mesh,
-            StepStamp {
-                index: start.index,
-                load_factor,
-                next_increment: Some(start.increment),
-                time: Some(time),
-            },
-            &u,
-            &reactions,
-            &CellOutputs::compute(problem, &u)?,
-            &mut results,
-        )?;
-        record_state(
-            &probes,
-            &problem.mesh,
-            &u,
-            &reactions,
-            energy,
-            &mut figures,
-            load_factor,
-        )?;
-        if let Some(log) = &mut probe_log {
-            log.append(start.index, load_factor, &probe_values(&probes, &figures))?;
-        }
-        anyhow::Ok(())
-    })();
-    if let Err(e) = first {
-        return Err(fail(&mut summary, e));
+/// One process's [`Layout`]: the whole mesh and its problem, the linear solver shared with the
+/// runs before and after it in this process where `warm` allows, the results written directly.
+struct OneProcess<'w> {
+    warm: &'w mut Warm,
+    probes: crate::probes::Probes,
+    /// The key of the linear solver chosen (under which `warm` keeps it).
+    solver_key: String,
+    /// Why `device: auto` stayed on the CPU, if it did.
+    fallback: Option<String>,
+}
+
+impl Layout for OneProcess<'_> {
+    fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector> {
+        restart.displacement_of_mesh(&problem.mesh.coords)
     }
-    figures.reused_solver = reused_solver;
-    let newton: solve::params::NewtonParams = (&config.newton).into();
-    let observer = case.observer;
-    observer.run_started(&RunStart {
-        config,
-        problem,
-        mesh: &mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained()),
-        placement: Placement::Process {
-            solver: &solver,
-            fallback: device_fallback.as_deref(),
-        },
-        solver: &choice,
-        newton: &newton,
-    });
-    let path = LoadPath {
-        loading: &(&config.loading).into(),
-        newton: &newton,
-        observer,
-    };
-    let size = crate::plausibility::body_size(&problem.mesh.coords);
-    let outcome = path.run_from(
-        start,
-        problem,
-        &mut solver,
-        &mut u,
-        |step, u, problem, solver| {
-            let cells = CellOutputs::of_step(problem, step, u)?;
-            let warnings = check_state(step.index, u, &cells, size, problem.is_linear())?;
-            let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
-            record.warnings = warnings;
-            record_state(
-                &probes,
-                &problem.mesh,
-                u,
-                &step.reactions,
-                record.strain_energy,
-                &mut figures,
-                step.load_factor,
-            )?;
-            let values = probe_values(&probes, &figures);
-            record.probes = figures.probes.clone();
-            if let Some(log) = &mut probe_log {
-                log.append(step.index, step.load_factor, &values)?;
+
+    fn solver(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+    ) -> Result<(LinearSolver, Choice, bool)> {
+        // the Newton loop runs on the GPU with the solver: `auto` stays on the CPU where the
+        // device lacks a feature the problem uses, `cuda` is an error there
+        let (params, fallback) = newton_device(config, problem)?;
+        self.fallback = fallback;
+        // a tangent that is not symmetric (follower pressure) needs GMRES: part of the key
+        let symmetric = problem.discrete.tangent_is_symmetric();
+        self.solver_key = format!(
+            "{}; symmetric tangent {symmetric}; {:?}",
+            solver_key(config)?,
+            params.device
+        );
+        match self.warm.solver.take() {
+            Some((k, solver, choice)) if self.warm.share_solver && k == self.solver_key => {
+                Ok((solver, choice, true))
             }
-            figures.count_step(step, &record);
-            if let Some(report) = solver.hierarchy_report() {
-                summary.set_preconditioner(serde_json::to_value(report)?);
+            _ => {
+                let (solver, choice) = crate::locate::located(
+                    config,
+                    LinearSolver::choose(
+                        &params,
+                        near_null_space(&problem.mesh.coords)?,
+                        OperatorKind::Serial {
+                            pattern: problem.discrete.assembler.pattern(),
+                        },
+                        symmetric,
+                    ),
+                )?;
+                Ok((solver, choice, false))
             }
-            observer.step_finished(step, &record);
-            summary.record_step(record, started.elapsed().as_secs_f64())?;
-            observer.step_written(step.index);
-            Ok(())
-        },
-    );
-    warm.solver = Some((solver_key, solver, choice));
-    finish_run(
-        outcome,
-        summary,
-        results,
-        probe_log,
-        figures,
-        started.elapsed().as_secs_f64(),
-    )
+        }
+    }
+
+    fn keep_solver(&mut self, solver: LinearSolver, choice: Choice) {
+        self.warm.solver = Some((std::mem::take(&mut self.solver_key), solver, choice));
+    }
+
+    fn mesh_info(&self, problem: &Problem) -> MeshInfo {
+        mesh_info(&problem.mesh, problem.discrete.constraints.n_constrained())
+    }
+
+    fn ranks_info(&self) -> Option<io::RanksInfo> {
+        None
+    }
+
+    fn placement<'a>(&'a self, solver: &'a LinearSolver) -> Placement<'a> {
+        Placement::Process {
+            solver,
+            fallback: self.fallback.as_deref(),
+        }
+    }
+
+    fn create_results(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+        case: &Case,
+    ) -> Result<Option<ResultsWriter>> {
+        create_results(config, &problem.mesh, &case.dir, &case.name, &case.faults).map(Some)
+    }
+
+    fn write_state(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+        u: &Vector,
+        reactions: &Vector,
+        cells: &CellOutputs,
+        stamp: StepStamp,
+        results: Option<&mut ResultsWriter>,
+    ) -> Result<Option<StateFigures>> {
+        let results = results.context("one process writes its results")?;
+        let mesh = &problem.mesh;
+        let strain_energy = write_fields(config, mesh, stamp, u, reactions, cells, results)?;
+        let (displacement, _) = u.host()?.as_chunks::<3>();
+        let (reaction, _) = reactions.host()?.as_chunks::<3>();
+        let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
+        let probes = self.probes.evaluate(
+            &mesh.coords,
+            &crate::probes::ProbeState {
+                displacement,
+                reactions: reaction,
+                strain_energy,
+                max_displacement,
+            },
+        );
+        Ok(Some(StateFigures {
+            strain_energy,
+            max_displacement,
+            reactions: set_reactions(mesh, reaction),
+            reaction_totals: reaction_totals(config, mesh, u, reactions)?,
+            probes,
+        }))
+    }
+
+    fn whole_body_least_jacobian(&self, _cells: &CellOutputs) -> Result<Option<f64>> {
+        Ok(None)
+    }
+
+    fn finish_summary(
+        &self,
+        _summary: Option<&mut SummaryWriter>,
+        _newton_s: f64,
+        _output_s: f64,
+    ) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Ends a run's output after its load path: the summary records completion or the first error
@@ -555,26 +594,9 @@ pub(crate) fn finish_run(
     })
 }
 
-/// The probe values in column order (from `figures.probes`).
-pub(crate) fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures) -> Vec<f64> {
-    probes.columns().iter().map(|c| figures.probes[c]).collect()
-}
-
-/// Updates `figures` with the state `u` (reactions, energy, probes) at `load_factor`.
-pub(crate) fn record_state(
-    probes: &crate::probes::Probes,
-    mesh: &HexMesh,
-    u: &Vector,
-    reactions: &Vector,
-    strain_energy: f64,
-    figures: &mut RunFigures,
-    load_factor: f64,
-) -> Result<()> {
-    let (displacement, _) = u.host()?.as_chunks::<3>();
-    let (reaction, _) = reactions.host()?.as_chunks::<3>();
-    let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
-    figures.reactions = mesh
-        .node_sets
+/// The total reaction on each node and face set of `mesh` (`reaction`: per node).
+fn set_reactions(mesh: &HexMesh, reaction: &[[f64; 3]]) -> BTreeMap<String, [f64; 3]> {
+    mesh.node_sets
         .keys()
         .chain(mesh.face_sets.keys())
         .filter_map(|set| {
@@ -587,21 +609,7 @@ pub(crate) fn record_state(
             }
             Some((set.clone(), total))
         })
-        .collect();
-    figures.load_factor = load_factor;
-    figures.strain_energy = strain_energy;
-    figures.max_displacement = max_displacement;
-    let values = probes.evaluate(
-        &mesh.coords,
-        &crate::probes::ProbeState {
-            displacement,
-            reactions: reaction,
-            strain_energy,
-            max_displacement,
-        },
-    );
-    figures.probes = probes.columns().iter().cloned().zip(values).collect();
-    Ok(())
+        .collect()
 }
 
 /// The Euclidean length of `d`: the plain `sqrt(x^2 + y^2 + z^2)` where its sum of squares is a
@@ -1004,40 +1012,6 @@ pub fn von_mises_of(t: &[f64; 9]) -> f64 {
         }
     }
     (1.5 * ss).sqrt()
-}
-
-/// Writes a converged step (`cells`: the outputs of `mesh`'s cells at `u`); returns its summary
-/// record.
-pub(crate) fn write_step(
-    config: &Config,
-    mesh: &HexMesh,
-    step: &ConvergedStep,
-    u: &Vector,
-    cells: &CellOutputs,
-    results: &mut ResultsWriter,
-) -> Result<StepRecord> {
-    let strain_energy = write_fields(
-        config,
-        mesh,
-        StepStamp {
-            index: step.index,
-            load_factor: step.load_factor,
-            next_increment: Some(step.next_increment),
-            time: Some(step.time),
-        },
-        u,
-        &step.reactions,
-        cells,
-        results,
-    )?;
-    let (displacement, _) = u.host()?.as_chunks::<3>();
-    let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
-    step_record(
-        step,
-        strain_energy,
-        max_displacement,
-        &reaction_totals(config, mesh, u, &step.reactions)?,
-    )
 }
 
 /// The summary record of a converged step with its strain energy, largest displacement and

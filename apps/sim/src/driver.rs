@@ -1,0 +1,407 @@
+//! The run driver, one for any rank count (one process is the one-rank case, as in PETSc): the
+//! state a restart continues from, the linear solver, the summary, the results and the probes'
+//! log with the first state, then the load path with the output of every converged step, and
+//! the end of the run (completed, failed or interrupted). What differs with the ranks is a
+//! [`Layout`]: where the mesh is (the whole mesh in one process, a part on each rank), how the
+//! linear solver is chosen (one process may reuse an earlier run's, [`crate::run::Warm`]) and
+//! how the output reaches the files (written directly, or gathered to rank 0 window by window,
+//! [`crate::dist_output`]).
+//!
+//! Every fallible phase ends in [`agreed`]: on ranks one rank's error is every rank's, so all
+//! stop together; on one rank it is the error itself.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use comm::Comm;
+use config::Config;
+use io::{MeshInfo, RanksInfo, ResultsWriter, RunStatus, SummaryWriter};
+use linalg::Vector;
+use solve::linear_solver::{Choice, LinearSolver};
+use solve::newton::{LoadPath, PathState};
+use solve::params::{LoadingParams, NewtonParams};
+use solve::problem::Problem;
+
+use crate::dist_output::StateFigures;
+use crate::distributed::{agreed, is_agreed};
+use crate::observer::{Placement, RunStart};
+use crate::restart::Restart;
+use crate::run::{Case, CellOutputs, RunFigures, RunOutcome, StepStamp};
+
+/// What a run does differently on one rank and on many (see the module doc). Methods marked
+/// collective are called by every rank, in the same order; their errors are the same on every
+/// rank (agreed) where they are marked so.
+pub(crate) trait Layout {
+    /// The displacement of the step `restart` continues from, at this layout's nodes of
+    /// `problem` (checked against the file's mesh).
+    fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector>;
+
+    /// Collective, agreed: the linear solver of `problem`, what was chosen, and whether it was
+    /// reused from an earlier run.
+    fn solver(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+    ) -> Result<(LinearSolver, Choice, bool)>;
+
+    /// Keeps the run's linear solver for a later run (where one can reuse it).
+    fn keep_solver(&mut self, solver: LinearSolver, choice: Choice);
+
+    /// The whole mesh's figures (summary and header).
+    fn mesh_info(&self, problem: &Problem) -> MeshInfo;
+
+    /// The summary's section on the ranks (their loads and devices), where there are ranks.
+    fn ranks_info(&self) -> Option<RanksInfo>;
+
+    /// Where the run computes, for the header.
+    fn placement<'a>(&'a self, solver: &'a LinearSolver) -> Placement<'a>;
+
+    /// Collective: creates the results files with the mesh (`Some` on rank 0).
+    fn create_results(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+        case: &Case,
+    ) -> Result<Option<ResultsWriter>>;
+
+    /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of this
+    /// layout's cells) as step `stamp.index` (`results`: `Some` on rank 0); returns the state's
+    /// figures on rank 0.
+    #[allow(clippy::too_many_arguments)]
+    fn write_state(
+        &mut self,
+        config: &Config,
+        problem: &Problem,
+        u: &Vector,
+        reactions: &Vector,
+        cells: &CellOutputs,
+        stamp: StepStamp,
+        results: Option<&mut ResultsWriter>,
+    ) -> Result<Option<StateFigures>>;
+
+    /// Collective: the least `det F` of the whole body's cells where a step's plausibility
+    /// warnings are composed from the whole body's figures (ranks); `None` where this process's
+    /// own warnings ([`crate::run::check_state`]) are the step's.
+    fn whole_body_least_jacobian(&self, cells: &CellOutputs) -> Result<Option<f64>>;
+
+    /// Collective, after the load path: adds each rank's figures (output memory, peak memory,
+    /// seconds in Newton and in output) to rank 0's `summary`.
+    fn finish_summary(
+        &self,
+        summary: Option<&mut SummaryWriter>,
+        newton_s: f64,
+        output_s: f64,
+    ) -> Result<()>;
+}
+
+/// What rank 0 writes besides the results: the summary, the probes' log, the figures.
+struct Records {
+    summary: SummaryWriter,
+    probe_log: Option<io::ProbeLog>,
+    figures: RunFigures,
+}
+
+/// Runs `case` on `problem` (built on `layout`'s mesh) over the ranks of `comm`: every rank
+/// returns; rank 0's outcome names the files and holds the figures. On a failed load path the
+/// files written so far are kept (every converged step) and the summary records the failure.
+pub(crate) fn drive(
+    comm: &dyn Comm,
+    case: &Case,
+    layout: &mut dyn Layout,
+    problem: &mut Problem,
+    started: Instant,
+) -> Result<RunOutcome> {
+    let config = case.config;
+    let loading: LoadingParams = (&config.loading).into();
+    let newton: NewtonParams = (&config.newton).into();
+    // the state a restart continues from: its displacement, its place on the path, the loads
+    // at its time, then its reactions (collective on ranks)
+    let restart = match &case.restart {
+        Some(r) => {
+            let local = (|| -> Result<(Vector, PathState)> {
+                let u = layout.restart_displacement(r, problem)?;
+                let path = r.path_state(&loading)?;
+                problem.set_time(r.time)?;
+                Ok((u, path))
+            })();
+            let (u, path) = agreed(comm, local)?;
+            let reactions = agreed(comm, r.reactions_in_equilibrium(problem, &u, &newton))?;
+            Some((r, u, path, reactions))
+        }
+        None => None,
+    };
+    // before any file is written: the linear solver (`device: cuda` needs its GPU)
+    let (mut solver, choice, reused_solver) = layout.solver(config, problem)?;
+    let mesh_info = layout.mesh_info(problem);
+    // rank 0: the summary first, then the results and the probes' log
+    let records = (comm.rank() == 0)
+        .then(|| {
+            let summary = create_summary(case, problem, &mesh_info, layout.ranks_info())?;
+            anyhow::Ok(Records {
+                summary,
+                probe_log: None,
+                figures: RunFigures {
+                    reused_solver,
+                    ..RunFigures::default()
+                },
+            })
+        })
+        .transpose();
+    let mut records = agreed(comm, records)?;
+    // an error from here on is recorded in the summary (where it can be)
+    let fail = |records: &mut Option<Records>, e: anyhow::Error| {
+        if let Some(r) = records {
+            let message = format!("{e:#}");
+            let wall = started.elapsed().as_secs_f64();
+            let _ = r.summary.finish(RunStatus::Failed { message }, wall);
+        }
+        e
+    };
+    let mut results = match agreed(comm, layout.create_results(config, problem, case)) {
+        Ok(results) => results,
+        Err(e) => return Err(fail(&mut records, e)),
+    };
+    let columns = crate::probes::columns(config);
+    let log = match &mut records {
+        Some(r) if !columns.is_empty() => io::ProbeLog::create(&case.dir, &case.name, &columns)
+            .map(|log| r.probe_log = Some(log))
+            .map_err(anyhow::Error::from),
+        _ => Ok(()),
+    };
+    if let Err(e) = agreed(comm, log) {
+        return Err(fail(&mut records, e));
+    }
+
+    // the first state written: the undeformed one (step 0, load factor 0, no reactions), or
+    // the one a restart continues from
+    let (mut u, start, reactions, stamp) = match restart {
+        Some((r, u, path, reactions)) => {
+            let stamp = StepStamp {
+                index: path.index,
+                load_factor: r.load_factor,
+                next_increment: Some(path.increment),
+                time: Some(r.time),
+            };
+            (u, path, reactions, stamp)
+        }
+        None => {
+            let start = PathState::start(&loading);
+            let stamp = StepStamp {
+                index: start.index,
+                load_factor: 0.0,
+                next_increment: Some(start.increment),
+                time: Some(0.0),
+            };
+            (
+                problem.discrete.zeros(),
+                start,
+                problem.discrete.zeros(),
+                stamp,
+            )
+        }
+    };
+    let output_started = Instant::now();
+    let first = agreed(comm, CellOutputs::compute(problem, &u))
+        .and_then(|cells| {
+            let state = layout.write_state(
+                config,
+                problem,
+                &u,
+                &reactions,
+                &cells,
+                stamp,
+                results.as_mut(),
+            );
+            agreed(comm, state)
+        })
+        .and_then(|state| {
+            let taken = match (&mut records, state) {
+                (Some(r), Some(state)) => r.take(&columns, &state, stamp),
+                _ => Ok(()),
+            };
+            agreed(comm, taken)
+        });
+    if let Err(e) = first {
+        return Err(fail(&mut records, e));
+    }
+    drop(reactions);
+    let first_output_s = output_started.elapsed().as_secs_f64();
+
+    let observer = case.observer;
+    observer.run_started(&RunStart {
+        config,
+        problem,
+        mesh: &mesh_info,
+        placement: layout.placement(&solver),
+        solver: &choice,
+        newton: &newton,
+    });
+    let path = LoadPath {
+        loading: &loading,
+        newton: &newton,
+        observer,
+    };
+    let size = body_size(comm, &problem.mesh.coords)?;
+    let mut step_output_s = 0.0;
+    let newton_started = Instant::now();
+    let outcome = path.run_from(
+        start,
+        problem,
+        &mut solver,
+        &mut u,
+        |step, u, problem, solver| {
+            let step_started = Instant::now();
+            // this rank's cells' outputs; a state that is not finite fails the step on every
+            // rank, before it is written
+            let cells = agreed(comm, CellOutputs::of_step(problem, step, u))?;
+            let linear = problem.is_linear();
+            let local = crate::run::check_state(step.index, u, &cells, size, linear);
+            let local_warnings = agreed(comm, local)?;
+            let least_j = layout.whole_body_least_jacobian(&cells)?;
+            let stamp = StepStamp {
+                index: step.index,
+                load_factor: step.load_factor,
+                next_increment: Some(step.next_increment),
+                time: Some(step.time),
+            };
+            let state = layout.write_state(
+                config,
+                problem,
+                u,
+                &step.reactions,
+                &cells,
+                stamp,
+                results.as_mut(),
+            );
+            let written = match (&mut records, state) {
+                (Some(r), Ok(Some(state))) => (|| -> Result<()> {
+                    let mut record = crate::run::step_record(
+                        step,
+                        state.strain_energy,
+                        state.max_displacement,
+                        &state.reaction_totals,
+                    )?;
+                    record.warnings = match least_j {
+                        None => local_warnings,
+                        Some(j) => crate::plausibility::warnings(
+                            linear,
+                            state.max_displacement,
+                            size,
+                            (j <= 0.0).then(|| format!("cells are inverted (J = det F = {j:.3e})")),
+                        ),
+                    };
+                    r.take(&columns, &state, stamp)?;
+                    record.probes = r.figures.probes.clone();
+                    r.figures.count_step(step, &record);
+                    if let Some(report) = solver.hierarchy_report() {
+                        r.summary.set_preconditioner(serde_json::to_value(report)?);
+                    }
+                    observer.step_finished(step, &record);
+                    r.summary
+                        .record_step(record, started.elapsed().as_secs_f64())?;
+                    observer.step_written(step.index);
+                    Ok(())
+                })(),
+                (_, Err(e)) => Err(e),
+                _ => Ok(()),
+            };
+            step_output_s += step_started.elapsed().as_secs_f64();
+            agreed(comm, written)
+        },
+    );
+    // the load path's seconds without the output's
+    let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
+    let output_s = first_output_s + step_output_s;
+    let outcome = match outcome {
+        // every rank stopped at the same point (an agreed error or request)
+        Err(e) if is_agreed(&e) || e.is::<solve::newton::Interrupted>() => Err(e),
+        other => agreed(comm, other),
+    };
+    layout.keep_solver(solver, choice);
+    let ranks = layout.finish_summary(records.as_mut().map(|r| &mut r.summary), newton_s, output_s);
+    let wall = started.elapsed().as_secs_f64();
+    match (records, results) {
+        (Some(r), Some(results)) => {
+            crate::run::finish_run(outcome, r.summary, results, r.probe_log, r.figures, wall)
+        }
+        // the other ranks: rank 0 reports the files
+        _ => {
+            ranks?;
+            outcome?;
+            let file = |suffix: &str| case.dir.join(format!("{}{suffix}", case.name));
+            Ok(RunOutcome {
+                h5: file(".h5"),
+                xdmf: file(".xdmf"),
+                summary: file(".summary.json"),
+                probes_csv: None,
+                steps: 0,
+                figures: RunFigures::default(),
+            })
+        }
+    }
+}
+
+impl Records {
+    /// Takes a written state's figures (at `stamp`) and appends its probes to the log.
+    fn take(&mut self, columns: &[String], state: &StateFigures, stamp: StepStamp) -> Result<()> {
+        let figures = &mut self.figures;
+        figures.load_factor = stamp.load_factor;
+        figures.strain_energy = state.strain_energy;
+        figures.max_displacement = state.max_displacement;
+        figures.reactions = state.reactions.clone();
+        figures.probes = columns.iter().cloned().zip(state.probes.clone()).collect();
+        if let Some(log) = &mut self.probe_log {
+            log.append(stamp.index, stamp.load_factor, &state.probes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Rank 0's summary of `case` (its directory created), with the ranks' section where given.
+fn create_summary(
+    case: &Case,
+    problem: &Problem,
+    mesh_info: &MeshInfo,
+    ranks: Option<RanksInfo>,
+) -> Result<SummaryWriter> {
+    let dir = &case.dir;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    let mut summary = SummaryWriter::create(
+        dir,
+        &case.name,
+        io::RunInfo {
+            restart: case
+                .restart
+                .as_ref()
+                .map(|r| format!("{}:{}", r.file.display(), r.step)),
+            formulations: crate::run::formulation_names(problem),
+            ..crate::run::run_info(case.config, case.input)?
+        },
+        mesh_info.clone(),
+        &case.faults,
+    )?;
+    if let Some(ranks) = ranks {
+        summary.set_ranks(ranks);
+    }
+    Ok(summary)
+}
+
+/// Collective: the whole body's size (the diagonal of its bounding box), for the plausibility
+/// warnings; `coords` are this rank's nodes.
+fn body_size(comm: &dyn Comm, coords: &[[f64; 3]]) -> Result<f64> {
+    let (lo, hi) = coords.iter().fold(
+        ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
+        |(lo, hi), x| {
+            (
+                std::array::from_fn(|d| lo[d].min(x[d])),
+                std::array::from_fn(|d| hi[d].max(x[d])),
+            )
+        },
+    );
+    let mut extent = [-lo[0], -lo[1], -lo[2], hi[0], hi[1], hi[2]];
+    comm.allreduce_max(&mut extent)?;
+    Ok(crate::run::length(&std::array::from_fn(|d| {
+        extent[3 + d] + extent[d]
+    })))
+}

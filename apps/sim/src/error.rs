@@ -1,0 +1,121 @@
+//! The error of the simulation library's entry points ([`crate::run`], [`crate::check`]): what a
+//! front end acts on is a variant of its own (the input at fault, located at its key; a run
+//! stopped on request; an error every rank agreed on), anything else keeps its chain of causes.
+//! `Display` with the alternate flag (`{:#}`, or any renderer that walks `source()`) gives the
+//! message the command line has always printed.
+
+use std::fmt;
+
+use comm::CommError;
+use config::ConfigError;
+
+use crate::interrupt::Interrupted;
+
+/// An error of a run or check.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input is at fault: `file:line:column: key.path: message` (or the `--set` argument
+    /// that wrote the value), with the offending line quoted.
+    #[error(transparent)]
+    Input(#[from] ConfigError),
+    /// The run stopped on request at a safe point: its files hold every converged step, and
+    /// the error names the `--restart` that continues it.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+    /// An error on MPI ranks, the same on every rank (agreed: the lowest failing rank's), or of
+    /// the communication itself.
+    #[error(transparent)]
+    Ranks(#[from] CommError),
+    /// A failure while building, solving or writing (a file that cannot be written, a load
+    /// step that does not converge, ...), with its chain of causes.
+    #[error(transparent)]
+    Run(Failure),
+}
+
+/// A failure and its chain of causes: `Display` gives the failure, with the alternate flag
+/// (`{:#}`) the whole chain (`failure: cause: ...`); `source` the next cause.
+#[derive(Debug)]
+pub struct Failure(anyhow::Error);
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.chain().nth(1)
+    }
+}
+
+/// A result of the simulation library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// True for an error that every rank holds the same (see [`crate::distributed::agreed`]):
+    /// a front end need not agree on it again.
+    pub fn is_agreed(&self) -> bool {
+        matches!(self, Error::Ranks(CommError::Failed { .. }))
+    }
+}
+
+impl From<anyhow::Error> for Error {
+    /// The typed variant where `error` is (only) one of them, else [`Error::Run`] with the
+    /// whole chain.
+    fn from(error: anyhow::Error) -> Self {
+        if error.chain().count() == 1 {
+            let error = match error.downcast::<ConfigError>() {
+                Ok(e) => return Error::Input(e),
+                Err(error) => error,
+            };
+            let error = match error.downcast::<Interrupted>() {
+                Ok(e) => return Error::Interrupted(e),
+                Err(error) => error,
+            };
+            let error = match error.downcast::<CommError>() {
+                Ok(e) => return Error::Ranks(e),
+                Err(error) => error,
+            };
+            return Error::Run(Failure(error));
+        }
+        Error::Run(Failure(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The alternate rendering of every variant is the anyhow error's it came from, and the
+    /// typed variants are recognised.
+    #[test]
+    fn conversion_keeps_the_message_and_the_type() {
+        let interrupted = Interrupted {
+            step: 3,
+            restart: "out/a.h5:3".into(),
+            summary: "out/a.summary.json".into(),
+        };
+        let agreed = CommError::Failed {
+            rank: 1,
+            size: 2,
+            message: "boom".into(),
+        };
+        let chained = anyhow::anyhow!("inner").context("outer");
+        let cases: Vec<anyhow::Error> = vec![
+            interrupted.clone().into(),
+            agreed.into(),
+            chained,
+            anyhow::anyhow!("plain"),
+        ];
+        let expected: Vec<String> = cases.iter().map(|e| format!("{e:#}")).collect();
+        let converted: Vec<Error> = cases.into_iter().map(Error::from).collect();
+        assert!(matches!(converted[0], Error::Interrupted(ref i) if i.step == 3));
+        assert!(!converted[0].is_agreed() && converted[1].is_agreed());
+        assert!(matches!(converted[2], Error::Run(_)));
+        for (e, expected) in converted.into_iter().zip(expected) {
+            assert_eq!(format!("{e:#}"), expected);
+            assert_eq!(format!("{:#}", anyhow::Error::new(e)), expected);
+        }
+    }
+}
