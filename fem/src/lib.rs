@@ -16,6 +16,7 @@ pub mod load;
 pub mod material;
 pub mod quadrature;
 pub mod reference;
+pub mod strain;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
 pub use element::{CellFields, ElementKernel, Formulation, LOCKING_POISSON_RATIO};
@@ -48,4 +49,5 @@ pub const LOADS_CUDA_SOURCE: &str = concat!(
     include_str!("../cuda/loads.cu")
 );
 
+pub use strain::{principal_values, principal_values_of, StrainMeasure};
 pub use reference::{face_corner_local_nodes, face_local_nodes, CellKind, Face, MAX_NODES};

@@ -145,6 +145,7 @@ fn write(
             nodal_von_mises: Some(&nodal_scalar),
             next_increment: None,
             time: None,
+            ..StepData::default()
         })?;
         summary.record_step(
             StepRecord {

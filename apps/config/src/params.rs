@@ -588,6 +588,17 @@ pub enum OutputField {
     NodalCauchyStress,
     /// Von Mises stress of the nodal Cauchy stress (scalar).
     NodalVonMises,
+    /// Cell-averaged strain of the cell's material model (tensor): the small strain
+    /// `(h + h^T) / 2` for `linear`, Green-Lagrange for the hyperelastic models.
+    Strain,
+    /// Cell-averaged Green-Lagrange strain `(F^T F - I) / 2` (tensor, reference frame).
+    GreenLagrangeStrain,
+    /// Cell-averaged logarithmic (Hencky) strain `ln V` (tensor, deformed frame).
+    LogarithmicStrain,
+    /// Principal values of the cell-averaged Cauchy stress, largest first (vector).
+    PrincipalStress,
+    /// Principal values of the nodal Cauchy stress, largest first (vector).
+    NodalPrincipalStress,
 }
 
 impl OutputField {
@@ -602,6 +613,26 @@ impl OutputField {
         OutputField::NodalCauchyStress,
         OutputField::NodalVonMises,
     ];
+
+    /// Fields written only when listed (the default list, [`OutputField::ALL`], leaves them
+    /// out, so that the files of inputs without `output.fields` stay as they were).
+    pub const OPTIONAL: [OutputField; 5] = [
+        OutputField::Strain,
+        OutputField::GreenLagrangeStrain,
+        OutputField::LogarithmicStrain,
+        OutputField::PrincipalStress,
+        OutputField::NodalPrincipalStress,
+    ];
+
+    /// The strain measure of a strain field (`None`: not a strain).
+    pub fn strain_measure(self) -> Option<fem::StrainMeasure> {
+        match self {
+            OutputField::Strain => Some(fem::StrainMeasure::Model),
+            OutputField::GreenLagrangeStrain => Some(fem::StrainMeasure::GreenLagrange),
+            OutputField::LogarithmicStrain => Some(fem::StrainMeasure::Logarithmic),
+            _ => None,
+        }
+    }
 }
 
 /// Output files: `<directory>/<name>.h5`, `.xdmf`, `.last.xdmf`, `.summary.json` and

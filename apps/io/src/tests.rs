@@ -177,6 +177,7 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
             nodal_von_mises: None,
             next_increment: None,
             time: None,
+            ..StepData::default()
         })
         .unwrap();
     let f2 = fields(2);

@@ -225,8 +225,7 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
         "      <Grid Name=\"step_{:06}\" GridType=\"Uniform\">",
         s.step
     );
-    // `{:?}` prints the shortest representation that reads back to the same f64.
-    let _ = writeln!(x, "        <Time Value=\"{:?}\"/>", s.load_factor);
+    let _ = writeln!(x, "        <Time Value=\"{}\"/>", time_text(s.load_factor));
     let _ = writeln!(
         x,
         "        <Topology TopologyType=\"{topology}\" NumberOfElements=\"{}\">",
@@ -289,8 +288,9 @@ pub(crate) fn render_single(mesh: &MeshLayout, step: &StepEntry) -> String {
     let grid = grid.replacen(
         &format!("Name=\"step_{:06}\"", step.step),
         &format!(
-            "Name=\"step_{:06} (load factor {:?})\"",
-            step.step, step.load_factor
+            "Name=\"step_{:06} (load factor {})\"",
+            step.step,
+            time_text(step.load_factor)
         ),
         1,
     );
@@ -310,6 +310,29 @@ pub(crate) fn render(mesh: &MeshLayout, steps: &[StepEntry]) -> String {
     }
     x.push_str(TAIL);
     x
+}
+
+/// Relative distance within which a time value is float noise: a sum of increments such as
+/// `0.1 + 0.2 = 0.30000000000000004` is written `0.3`.
+const TIME_NOISE: f64 = 1e-12;
+
+/// `t` as the shortest decimal within [`TIME_NOISE`] of it, in Rust's shortest round-trip
+/// notation (`0.3`, `1.0`, `2.5e-7`), so that times summed from increments carry no float noise
+/// into the XDMF and `.pvd` files (the HDF5 attributes keep every bit).
+pub(crate) fn time_text(t: f64) -> String {
+    if !t.is_finite() || t == 0.0 {
+        return format!("{t:?}");
+    }
+    for digits in 1..17 {
+        let rounded: f64 = match format!("{:.*e}", digits - 1, t).parse() {
+            Ok(v) => v,
+            Err(_) => break,
+        };
+        if (rounded - t).abs() <= TIME_NOISE * t.abs() {
+            return format!("{rounded:?}");
+        }
+    }
+    format!("{t:?}")
 }
 
 /// A `DataItem` referencing an 8-byte dataset of shape `rows x columns` (`rows` when 1 column).
@@ -346,6 +369,30 @@ fn escape(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Sums of increments are written without their float noise; exact values as they are.
+    #[test]
+    fn times_carry_no_float_noise() {
+        let mut t = 0.0;
+        let mut written = Vec::new();
+        for _ in 0..10 {
+            t += 0.1;
+            written.push(time_text(t));
+        }
+        assert_eq!(t, 0.9999999999999999);
+        assert_eq!(
+            written,
+            ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+        );
+        assert_eq!(time_text(0.6000000000000001), "0.6");
+        for exact in [0.0, 1.0, 0.125, 2.5e-7, 1.0 / 3.0, 123456.789, -4.0] {
+            let text = time_text(exact);
+            let back: f64 = text.parse().unwrap();
+            assert!((back - exact).abs() <= TIME_NOISE * exact.abs(), "{exact} -> {text}");
+        }
+        assert_eq!(time_text(0.0), "0.0");
+        assert_eq!(time_text(2.5e-7), "2.5e-7");
+    }
+
     #[test]
     fn renders_topology_time_and_attributes() {
         let mesh = MeshLayout {
@@ -379,6 +426,12 @@ mod tests {
         assert!(x.contains("AttributeType=\"Tensor6\" Center=\"Cell\""));
         assert!(x.contains("Dimensions=\"1\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">a&amp;b.h5:/steps/000003/jacobian"));
         let empty = render(&mesh, &[]);
+        let noisy = StepEntry {
+            load_factor: 0.1 + 0.2,
+            ..steps[0].clone()
+        };
+        assert!(render(&mesh, &[noisy.clone()]).contains("<Time Value=\"0.3\"/>"));
+        assert!(render_single(&mesh, &noisy).contains("(load factor 0.3)"));
         assert!(empty.contains("CollectionType=\"Temporal\">\n    </Grid>"));
     }
 }

@@ -219,6 +219,30 @@ const FIELDS: &[Choice] = &[
         "nodal_von_mises",
         "von Mises stress of the nodal Cauchy stress (scalar)",
     ),
+    choice(
+        "strain",
+        "cell-averaged strain of the material model (tensor): small strain for `linear`, \
+         Green-Lagrange for the hyperelastic models; not written by default",
+    ),
+    choice(
+        "green_lagrange_strain",
+        "cell-averaged Green-Lagrange strain `(F^T F - I)/2` (tensor); not written by default",
+    ),
+    choice(
+        "logarithmic_strain",
+        "cell-averaged logarithmic (Hencky) strain `ln V`, deformed frame (tensor); not \
+         written by default",
+    ),
+    choice(
+        "principal_stress",
+        "principal values of the cell-averaged Cauchy stress, largest first (vector); not \
+         written by default",
+    ),
+    choice(
+        "nodal_principal_stress",
+        "principal values of the nodal Cauchy stress, largest first (vector); not written by \
+         default",
+    ),
 ];
 
 const GLOBALS: &[Choice] = &[
