@@ -316,14 +316,19 @@ pub(crate) fn render(mesh: &MeshLayout, steps: &[StepEntry]) -> String {
 /// `0.1 + 0.2 = 0.30000000000000004` is written `0.3`.
 const TIME_NOISE: f64 = 1e-12;
 
-/// `t` as the shortest decimal within [`TIME_NOISE`] of it, in Rust's shortest round-trip
-/// notation (`0.3`, `1.0`, `2.5e-7`), so that times summed from increments carry no float noise
-/// into the XDMF and `.pvd` files (the HDF5 attributes keep every bit).
+/// The most significant digits of a decimal that a time is snapped to: a value with no short
+/// decimal near it (`1/3`) is written with every digit.
+const TIME_DIGITS: usize = 10;
+
+/// `t` as the shortest decimal of at most [`TIME_DIGITS`] digits within [`TIME_NOISE`] of it, or
+/// else its shortest round-trip representation (`0.3`, `1.0`, `2.5e-7`, `0.3333333333333333`),
+/// so that times summed from increments carry no float noise into the XDMF and `.pvd` files
+/// (the HDF5 attributes keep every bit).
 pub(crate) fn time_text(t: f64) -> String {
     if !t.is_finite() || t == 0.0 {
         return format!("{t:?}");
     }
-    for digits in 1..17 {
+    for digits in 1..=TIME_DIGITS {
         let rounded: f64 = match format!("{:.*e}", digits - 1, t).parse() {
             Ok(v) => v,
             Err(_) => break,
@@ -384,11 +389,12 @@ mod tests {
             ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
         );
         assert_eq!(time_text(0.6000000000000001), "0.6");
-        for exact in [0.0, 1.0, 0.125, 2.5e-7, 1.0 / 3.0, 123456.789, -4.0] {
+        for exact in [0.0, 1.0, 0.125, 2.5e-7, 1.0 / 3.0, 2.0 / 3.0, 123456.789, -4.0] {
             let text = time_text(exact);
             let back: f64 = text.parse().unwrap();
-            assert!((back - exact).abs() <= TIME_NOISE * exact.abs(), "{exact} -> {text}");
+            assert_eq!(back, exact, "{exact} -> {text}");
         }
+        assert_eq!(time_text(1.0 / 3.0), "0.3333333333333333");
         assert_eq!(time_text(0.0), "0.0");
         assert_eq!(time_text(2.5e-7), "2.5e-7");
     }

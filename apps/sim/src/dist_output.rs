@@ -142,6 +142,8 @@ pub struct RankOutput {
     shape: MeshShape,
     fields: Vec<StepField>,
     nodal_stress: bool,
+    /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
+    strain_fields: Vec<StepField>,
     /// The set sums: reaction totals' sets, then the probes' sets.
     sums: Vec<SumSpec>,
     n_reaction_totals: usize,
@@ -234,14 +236,29 @@ impl RankOutput {
             (OutputField::EnergyDensity, StepField::EnergyDensity),
             (OutputField::NodalCauchyStress, StepField::NodalCauchyStress),
             (OutputField::NodalVonMises, StepField::NodalVonMises),
+            (OutputField::Strain, StepField::Strain),
+            (OutputField::GreenLagrangeStrain, StepField::GreenLagrangeStrain),
+            (OutputField::LogarithmicStrain, StepField::LogarithmicStrain),
+            (OutputField::PrincipalStress, StepField::PrincipalStress),
+            (OutputField::NodalPrincipalStress, StepField::NodalPrincipalStress),
         ]
         .into_iter()
         .filter(|&(o, _)| wants(o))
         .map(|(_, f)| f)
         .collect();
-        let nodal_stress = fields
-            .iter()
-            .any(|f| matches!(f, StepField::NodalCauchyStress | StepField::NodalVonMises));
+        let nodal_stress = fields.iter().any(|f| {
+            matches!(
+                f,
+                StepField::NodalCauchyStress
+                    | StepField::NodalVonMises
+                    | StepField::NodalPrincipalStress
+            )
+        });
+        // the step fields of the cell records' strains, in record order
+        let strain_fields: Vec<StepField> = crate::fields::strain_fields(config)
+            .into_iter()
+            .map(step_field_of_strain)
+            .collect();
 
         let mask_words = words(node_names.len());
         let owned_nodes: Vec<(u64, usize)> =
@@ -265,7 +282,7 @@ impl RankOutput {
             n_nodes,
             9 + if nodal_stress { 9 } else { 0 } + mask_words,
         )?;
-        let step_cells = plan(&owned_cells, n_cells, CellOutputs::WIDTH)?;
+        let step_cells = plan(&owned_cells, n_cells, CellOutputs::record_width(config))?;
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
             node_names
@@ -338,6 +355,7 @@ impl RankOutput {
             shape,
             fields,
             nodal_stress,
+            strain_fields,
             sums,
             points,
             centroids: Vec::new(),
@@ -607,7 +625,7 @@ impl RankOutput {
                 this.step_nodes
                     .gather(comm, &mut node_record, |ids, records| {
                         let n = ids.len();
-                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        let mut columns: [Vec<f64>; 5] = Default::default();
                         for i in 0..n {
                             let r = &records[i * w..(i + 1) * w];
                             let (x, uu, rr) =
@@ -620,6 +638,9 @@ impl RankOutput {
                                     let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
                                     columns[2].extend_from_slice(&t);
                                     columns[3].push(serial::von_mises_of(&t));
+                                    if index(StepField::NodalPrincipalStress).is_some() {
+                                        columns[4].extend(fem::principal_values_of(&t));
+                                    }
                                 }
                             }
                         }
@@ -630,6 +651,7 @@ impl RankOutput {
                                 (StepField::Reaction, 3),
                                 (StepField::NodalCauchyStress, 9),
                                 (StepField::NodalVonMises, 1),
+                                (StepField::NodalPrincipalStress, 3),
                             ]
                             .into_iter()
                             .enumerate()
@@ -645,7 +667,8 @@ impl RankOutput {
             stats.push(
                 this.step_cells
                     .gather(comm, &mut cell_record, |ids, records| {
-                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        let mut columns: [Vec<f64>; 5] = Default::default();
+                        let mut strains = vec![Vec::new(); this.strain_fields.len()];
                         for i in 0..ids.len() {
                             let r = &records[i * w..(i + 1) * w];
                             acc.strain_energy += r[12];
@@ -654,6 +677,14 @@ impl RankOutput {
                                 columns[1].push(r[9]);
                                 columns[2].push(r[10]);
                                 columns[3].push(r[11]);
+                                if index(StepField::PrincipalStress).is_some() {
+                                    let t: [f64; 9] = std::array::from_fn(|k| r[k]);
+                                    columns[4].extend(fem::principal_values_of(&t));
+                                }
+                                for (k, strain) in strains.iter_mut().enumerate() {
+                                    let at = CellOutputs::WIDTH + 9 * k;
+                                    strain.extend_from_slice(&r[at..at + 9]);
+                                }
                             }
                         }
                         if let Some(p) = pieces.as_deref_mut() {
@@ -663,12 +694,18 @@ impl RankOutput {
                                 (StepField::VonMises, 1),
                                 (StepField::Jacobian, 1),
                                 (StepField::EnergyDensity, 1),
+                                (StepField::PrincipalStress, 3),
                             ]
                             .into_iter()
                             .enumerate()
                             {
                                 if let Some(d) = index(f) {
                                     p.put_f64(d, width * first, &columns[k]);
+                                }
+                            }
+                            for (&f, strain) in this.strain_fields.iter().zip(&strains) {
+                                if let Some(d) = index(f) {
+                                    p.put_f64(d, 9 * first, strain);
                                 }
                             }
                         }
@@ -712,5 +749,14 @@ impl RankOutput {
             self.held.max_window_values = self.held.max_window_values.max(s.max_window_values);
             self.held.max_message_values = self.held.max_message_values.max(s.max_message_values);
         }
+    }
+}
+
+/// The step field of a strain output field.
+fn step_field_of_strain(field: OutputField) -> StepField {
+    match field {
+        OutputField::GreenLagrangeStrain => StepField::GreenLagrangeStrain,
+        OutputField::LogarithmicStrain => StepField::LogarithmicStrain,
+        _ => StepField::Strain,
     }
 }

@@ -420,7 +420,7 @@ pub fn run_on_ranks(
     let summary = agreed(c, summary)?;
     let results = output.create(c, &config, &part, &dir, &name, &options.faults);
     let mut results = agreed(c, results)?;
-    let first_cells = agreed(c, serial::CellOutputs::compute(&problem, &first_u))?;
+    let first_cells = agreed(c, serial::CellOutputs::compute(&problem, &first_u, &config))?;
     let first = output.write_state(
         c,
         &config,
@@ -508,7 +508,7 @@ pub fn run_on_ranks(
         |step, u, problem, _| {
             let step_started = Instant::now();
             // every rank computes its cells' outputs (agreed: an element failure on one rank ends all)
-            let cells = agreed(c, serial::CellOutputs::compute(problem, u))?;
+            let cells = agreed(c, serial::CellOutputs::compute(problem, u, &config))?;
             // a state that is not finite fails the step on every rank, before it is written
             let linear = problem.is_linear();
             agreed(

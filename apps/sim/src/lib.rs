@@ -38,6 +38,7 @@ pub mod campaign;
 pub mod check;
 pub mod dist_output;
 pub mod distributed;
+pub mod fields;
 pub mod formulation;
 pub mod interrupt;
 pub mod locate;

@@ -162,6 +162,11 @@ pub fn compose(
     out
 }
 
+/// Whether a probe of `config` reads the output field `field`.
+pub fn reads_field(_config: &Config, _field: config::OutputField) -> bool {
+    false
+}
+
 /// The error of a probe point `i` that lies in no cell.
 pub fn outside(config: &Config, i: usize) -> anyhow::Error {
     let at = config.output.probes.points[i].at;

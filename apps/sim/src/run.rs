@@ -410,7 +410,7 @@ fn execute_on(
             },
             &u,
             &reactions,
-            &CellOutputs::compute(problem, &u)?,
+            &CellOutputs::compute(problem, &u, config)?,
             &mut results,
         )?;
         record_state(
@@ -456,7 +456,7 @@ fn execute_on(
         &mut solver,
         &mut u,
         |step, u, problem, solver| {
-            let cells = CellOutputs::of_step(problem, step, u)?;
+            let cells = CellOutputs::of_step(problem, step, u, config)?;
             let warnings = check_state(step.index, u, &cells, size, problem.is_linear())?;
             let mut record = write_step(config, &problem.mesh, step, u, &cells, &mut results)?;
             record.warnings = warnings;
@@ -830,25 +830,44 @@ pub(crate) struct CellOutputs {
     pub(crate) energy_density: Vec<f64>,
     /// Each cell's strain energy (the total is their sum in cell order).
     pub(crate) strain_energy: Vec<f64>,
+    /// The strain fields written or probed (`crate::fields::strain_fields`), full 3x3
+    /// row-major.
+    pub(crate) strains: Vec<(OutputField, Vec<[f64; 9]>)>,
 }
 
 impl CellOutputs {
-    /// Values per cell in [`CellOutputs::packed`].
+    /// Values per cell in [`CellOutputs::record`] before the strains.
     pub(crate) const WIDTH: usize = 13;
+
+    /// Values per cell in [`CellOutputs::record`] for the outputs of `config`.
+    pub(crate) fn record_width(config: &Config) -> usize {
+        Self::WIDTH + 9 * crate::fields::strain_fields(config).len()
+    }
 
     /// The outputs of every cell of `problem`'s element loop at the state `u` (on a rank's
     /// part: owned and ghost cells; `u`'s ghost entries must be current).
-    pub(crate) fn compute(problem: &Problem, u: &Vector) -> Result<Self> {
+    pub(crate) fn compute(problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
         let assembler = &problem.discrete.assembler;
         let cells = assembler.map_cells(u, |c, x, ue, material| {
             assembler.kernel_of(c).cell_fields(x, ue, material)
         })?;
-        Ok(Self::from_fields(&cells))
+        Self::from_fields(&cells).with_strains(problem, u, config)
+    }
+
+    /// Adds the strain fields of `config` (computed on the host from `u`).
+    fn with_strains(mut self, problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
+        self.strains = crate::fields::cell_strains(problem, u, config)?;
+        Ok(self)
     }
 
     /// The outputs of a converged step: the fields the GPU computed where the Newton loop ran
     /// there ([`ConvergedStep::cell_fields`]), else [`CellOutputs::compute`] on the host.
-    pub(crate) fn of_step(problem: &Problem, step: &ConvergedStep, u: &Vector) -> Result<Self> {
+    pub(crate) fn of_step(
+        problem: &Problem,
+        step: &ConvergedStep,
+        u: &Vector,
+        config: &Config,
+    ) -> Result<Self> {
         match &step.cell_fields {
             Some(cells) => {
                 let n = problem.discrete.assembler.n_cells();
@@ -857,9 +876,9 @@ impl CellOutputs {
                     "{} cell fields from the GPU for {n} cells",
                     cells.len()
                 );
-                Ok(Self::from_fields(cells))
+                Self::from_fields(cells).with_strains(problem, u, config)
             }
-            None => Self::compute(problem, u),
+            None => Self::compute(problem, u, config),
         }
     }
 
@@ -877,6 +896,7 @@ impl CellOutputs {
             jacobian: cells.iter().map(|f| f.j).collect(),
             energy_density: cells.iter().map(|f| f.energy_density).collect(),
             strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
+            strains: Vec::new(),
         }
     }
 
@@ -886,16 +906,19 @@ impl CellOutputs {
         self.strain_energy.iter().sum()
     }
 
-    /// Cell `c`'s [`CellOutputs::WIDTH`] values (stress, von Mises, J, energy density, strain
-    /// energy): the record a rank sends to rank 0.
+    /// Cell `c`'s [`CellOutputs::record_width`] values (stress, von Mises, J, energy density,
+    /// strain energy, then each strain field's 9): the record a rank sends to rank 0.
     pub(crate) fn record(&self, c: usize, out: &mut [f64]) {
         out[..9].copy_from_slice(&self.cauchy[c]);
-        out[9..].copy_from_slice(&[
+        out[9..Self::WIDTH].copy_from_slice(&[
             self.von_mises[c],
             self.jacobian[c],
             self.energy_density[c],
             self.strain_energy[c],
         ]);
+        for (k, (_, strain)) in self.strains.iter().enumerate() {
+            out[Self::WIDTH + 9 * k..Self::WIDTH + 9 * (k + 1)].copy_from_slice(&strain[c]);
+        }
     }
 }
 
@@ -956,6 +979,11 @@ pub(crate) fn write_fields(
     let (displacement, _) = u.host()?.as_chunks::<3>();
     let (reaction, _) = reactions.host()?.as_chunks::<3>();
     let wants = |f| config.output.wants(f);
+    let strain = |f| cells.strains.iter().find(|(g, _)| *g == f && wants(f));
+    let strain = |f| strain(f).map(|(_, v)| v.as_slice());
+    let principal = wants(OutputField::PrincipalStress).then(|| crate::fields::principal(&cells.cauchy));
+    let nodal_principal =
+        wants(OutputField::NodalPrincipalStress).then(|| crate::fields::principal(&nodal));
     results.write_step(&StepData {
         step: index,
         load_factor,
@@ -967,6 +995,11 @@ pub(crate) fn write_fields(
         energy_density: wants(OutputField::EnergyDensity).then_some(&cells.energy_density),
         nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
         nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
+        strain: strain(OutputField::Strain),
+        green_lagrange_strain: strain(OutputField::GreenLagrangeStrain),
+        logarithmic_strain: strain(OutputField::LogarithmicStrain),
+        principal_stress: principal.as_deref(),
+        nodal_principal_stress: nodal_principal.as_deref(),
         next_increment,
         time,
     })?;
