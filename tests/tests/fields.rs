@@ -179,3 +179,105 @@ fn default_fields_leave_the_new_ones_out() {
         ]
     );
 }
+
+fn try_run(dir: &Path, name: &str, text: &str) -> Result<RunOutcome, String> {
+    let input = dir.join(format!("{name}.yaml"));
+    std::fs::write(&input, text).unwrap();
+    run(
+        &RunOptions {
+            output_dir: Some(dir.to_owned()),
+            overwrite: true,
+            ..RunOptions::new(&input)
+        },
+        &sim::Quiet,
+    )
+    .map_err(|e| format!("{e:#}"))
+}
+
+/// Probes of fields on the uniaxial block: at a point the cell's stress, strain and principal
+/// values; over a set the least, largest and mean values (cell and nodal fields); the globals
+/// of the cell fields. Reactions are reported for the constrained sets only.
+#[test]
+fn probes_read_fields_at_points_over_sets_and_globally() {
+    let dir = ScratchDir::new("fields-probes");
+    let (e, nu, sigma) = (1000.0, 0.3, 10.0);
+    let text = block("linear", sigma, "[displacement]", "1").replace(
+        "output: { fields: [displacement] }",
+        "output:
+  fields: [displacement]
+  probes:
+    points: [{ name: mid, at: [1.3, 0.4, 0.7], fields: [displacement, cauchy_stress, von_mises, strain, principal_stress] }]
+    sets: [{ set: xmax, fields: [von_mises, nodal_von_mises, jacobian] }]
+    globals: [max_von_mises, max_principal_stress, min_principal_stress, min_jacobian, strain_energy]",
+    );
+    let outcome = try_run(&dir, "probed", &text).unwrap_or_else(|e| panic!("{e}"));
+    let table = io::ProbeTable::read(outcome.probes_csv.as_ref().unwrap()).unwrap();
+    let last = |c: &str| {
+        *table
+            .column(c)
+            .unwrap_or_else(|| panic!("no column {c}: {:?}", table.columns))
+            .last()
+            .unwrap()
+    };
+    let eps = sigma / e;
+    let j = (1.0 + eps) * (1.0 - nu * eps) * (1.0 - nu * eps);
+    for (column, want, tol) in [
+        ("mid.ux", 1.3 * eps, 1e-13),
+        ("mid.uy", -0.4 * nu * eps, 1e-13),
+        ("mid.cauchy_stress.xx", sigma, 1e-10),
+        ("mid.cauchy_stress.yy", 0.0, 1e-10),
+        ("mid.cauchy_stress.xy", 0.0, 1e-10),
+        ("mid.von_mises", sigma, 1e-10),
+        ("mid.strain.xx", eps, 1e-14),
+        ("mid.strain.zz", -nu * eps, 1e-14),
+        ("mid.principal_stress.1", sigma, 1e-10),
+        ("mid.principal_stress.3", 0.0, 1e-10),
+        ("xmax.von_mises.min", sigma, 1e-10),
+        ("xmax.von_mises.max", sigma, 1e-10),
+        ("xmax.von_mises.mean", sigma, 1e-10),
+        ("xmax.nodal_von_mises.mean", sigma, 1e-10),
+        ("xmax.jacobian.min", j, 1e-13),
+        ("max_von_mises", sigma, 1e-10),
+        ("max_principal_stress", sigma, 1e-10),
+        ("min_principal_stress", 0.0, 1e-10),
+        ("min_jacobian", j, 1e-13),
+    ] {
+        let got = last(column);
+        assert!((got - want).abs() <= tol, "{column}: {got} vs {want}");
+    }
+    // step 0: undeformed
+    assert_eq!(table.column("min_jacobian").unwrap()[0], 1.0);
+    // the displacement and reaction columns of the set come first, as before
+    let at = |c: &str| table.columns.iter().position(|k| k == c).unwrap();
+    assert!(at("xmax.mz") < at("xmax.von_mises.min"));
+    // reactions: the three constrained symmetry planes, not the loaded face
+    let sets: Vec<&String> = outcome.figures.reactions.keys().collect();
+    assert_eq!(sets, ["xmin", "ymin", "zmin"]);
+    assert!((outcome.figures.reactions["xmin"][0] + sigma).abs() < 1e-9);
+}
+
+/// A probe of a field it cannot read is refused at its key, naming the valid fields.
+#[test]
+fn probes_of_fields_they_cannot_read_are_located_errors() {
+    let dir = ScratchDir::new("fields-probe-errors");
+    for (probes, key, field) in [
+        (
+            "points: [{ name: p, at: [1, 0.5, 0.5], fields: [nodal_von_mises] }]",
+            "output.probes.points[0].fields[0]",
+            "nodal_von_mises",
+        ),
+        (
+            "sets: [{ set: xmin, fields: [von_mises, reaction] }]",
+            "output.probes.sets[0].fields[1]",
+            "reaction",
+        ),
+    ] {
+        let text = block("linear", 1.0, "[displacement]", "1").replace(
+            "output: { fields: [displacement] }",
+            &format!("output: {{ probes: {{ {probes} }} }}"),
+        );
+        let error = try_run(&dir, "bad", &text).unwrap_err();
+        assert!(error.contains(key), "{error}");
+        assert!(error.contains(&format!("cannot read `{field}`; valid:")), "{error}");
+    }
+}

@@ -99,11 +99,13 @@ impl Accumulator<'_> {
         StateFigures {
             strain_energy: self.strain_energy,
             max_displacement: self.max_displacement,
+            // the constrained sets only (a free set's reaction is zero or meaningless)
             reactions: out
                 .node_names
                 .iter()
                 .cloned()
                 .zip(self.reactions.iter().map(|s| s.force))
+                .filter(|(name, _)| out.reaction_sets.contains(name))
                 .collect(),
             reaction_totals: out
                 .reaction_sets
@@ -163,6 +165,9 @@ impl RankOutput {
     /// Collective: the plans of the output's gathers (at most `window` values a window), the
     /// mesh's shape from reductions, the probe points' owners.
     pub fn new(comm: &dyn Comm, config: &Config, part: &MeshPart, window: usize) -> Result<Self> {
+        if let Some(refused) = crate::probes::field_probes_on_ranks(config, comm.size()) {
+            return Err(refused);
+        }
         let mesh = &part.mesh;
         let n_owned = part.n_owned_nodes();
         let mut node_names: Vec<String> = mesh

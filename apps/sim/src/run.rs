@@ -112,7 +112,7 @@ pub struct RunFigures {
     pub problem_s: f64,
     pub strain_energy: f64,
     pub max_displacement: f64,
-    /// Total reaction force on each node and face set of the mesh.
+    /// Total reaction force on each constrained set (named by a Dirichlet or twist condition).
     pub reactions: BTreeMap<String, [f64; 3]>,
     /// The probes, by column.
     pub probes: BTreeMap<String, f64>,
@@ -399,6 +399,7 @@ fn execute_on(
     };
     let mut figures = RunFigures::default();
     let first = (|| {
+        let first_cells = CellOutputs::compute(problem, &u, config)?;
         let energy = write_fields(
             config,
             &problem.mesh,
@@ -410,7 +411,7 @@ fn execute_on(
             },
             &u,
             &reactions,
-            &CellOutputs::compute(problem, &u, config)?,
+            &first_cells,
             &mut results,
         )?;
         record_state(
@@ -418,6 +419,7 @@ fn execute_on(
             &problem.mesh,
             &u,
             &reactions,
+            &first_cells,
             energy,
             &mut figures,
             load_factor,
@@ -465,6 +467,7 @@ fn execute_on(
                 &problem.mesh,
                 u,
                 &step.reactions,
+                &cells,
                 record.strain_energy,
                 &mut figures,
                 step.load_factor,
@@ -566,6 +569,7 @@ pub(crate) fn record_state(
     mesh: &HexMesh,
     u: &Vector,
     reactions: &Vector,
+    cells: &CellOutputs,
     strain_energy: f64,
     figures: &mut RunFigures,
     load_factor: f64,
@@ -577,6 +581,7 @@ pub(crate) fn record_state(
         .node_sets
         .keys()
         .chain(mesh.face_sets.keys())
+        .filter(|set| probes.reports_reaction(set))
         .filter_map(|set| {
             let nodes = mesh.set_nodes(set).ok()?;
             let mut total = [0.0; 3];
@@ -592,14 +597,15 @@ pub(crate) fn record_state(
     figures.strain_energy = strain_energy;
     figures.max_displacement = max_displacement;
     let values = probes.evaluate(
-        &mesh.coords,
+        mesh,
         &crate::probes::ProbeState {
             displacement,
             reactions: reaction,
             strain_energy,
             max_displacement,
+            cells: Some(cells),
         },
-    );
+    )?;
     figures.probes = probes.columns().iter().cloned().zip(values).collect();
     Ok(())
 }
