@@ -49,5 +49,5 @@ pub const LOADS_CUDA_SOURCE: &str = concat!(
     include_str!("../cuda/loads.cu")
 );
 
-pub use strain::{principal_values, principal_values_of, StrainMeasure};
 pub use reference::{face_corner_local_nodes, face_local_nodes, CellKind, Face, MAX_NODES};
+pub use strain::{principal_values, principal_values_of, StrainMeasure};

@@ -79,7 +79,10 @@ mod tests {
     fn uniaxial_stretch_has_the_textbook_strains() {
         let s: f64 = 1.25;
         let h = Matrix3::new(s - 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-        let linear = Material::Linear { lambda: 1.0, mu: 0.5 };
+        let linear = Material::Linear {
+            lambda: 1.0,
+            mu: 0.5,
+        };
         let small = strain(StrainMeasure::Model, &linear, &h);
         assert_eq!(small[(0, 0)], 0.25);
         let gl = strain(StrainMeasure::Model, &NEO, &h);
@@ -87,7 +90,10 @@ mod tests {
         assert_eq!(gl, strain(StrainMeasure::GreenLagrange, &linear, &h));
         let log = strain(StrainMeasure::Logarithmic, &NEO, &h);
         assert!((log[(0, 0)] - s.ln()).abs() < 1e-15, "{log}");
-        assert!(log.iter().enumerate().all(|(k, v)| k == 0 || v.abs() < 1e-16));
+        assert!(log
+            .iter()
+            .enumerate()
+            .all(|(k, v)| k == 0 || v.abs() < 1e-16));
     }
 
     /// A rigid rotation strains nothing in the finite measures; a tiny strain keeps its digits.
@@ -100,7 +106,14 @@ mod tests {
             assert!(e.amax() < 1e-14, "{m:?}: {e}");
         }
         let tiny = Matrix3::new(1e-12, 2e-13, 0.0, 0.0, -3e-13, 0.0, 0.0, 0.0, 5e-13);
-        let small = strain(StrainMeasure::Model, &Material::Linear { lambda: 1.0, mu: 0.5 }, &tiny);
+        let small = strain(
+            StrainMeasure::Model,
+            &Material::Linear {
+                lambda: 1.0,
+                mu: 0.5,
+            },
+            &tiny,
+        );
         for m in [StrainMeasure::GreenLagrange, StrainMeasure::Logarithmic] {
             let e = strain(m, &NEO, &tiny);
             assert!((e - small).amax() < 1e-24, "{m:?}: {e} vs {small}");

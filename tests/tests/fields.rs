@@ -90,7 +90,12 @@ fn uniaxial_stress_block_has_exact_strains_and_principal_stresses() {
             assert_close(&p, &[sigma, 0.0, 0.0], 1e-10, &format!("{kind} principal"));
         }
         for p in rows(&outcome, "nodal_principal_stress") {
-            assert_close(&p, &[sigma, 0.0, 0.0], 1e-10, &format!("{kind} nodal principal"));
+            assert_close(
+                &p,
+                &[sigma, 0.0, 0.0],
+                1e-10,
+                &format!("{kind} nodal principal"),
+            );
         }
         for vm in rows(&outcome, "von_mises") {
             assert_close(&vm, &[sigma], 1e-10, &format!("{kind} von Mises"));
@@ -162,7 +167,11 @@ fn default_fields_leave_the_new_ones_out() {
         .dataset_paths()
         .unwrap()
         .into_iter()
-        .filter_map(|p| p.trim_start_matches('/').strip_prefix(&step).map(str::to_owned))
+        .filter_map(|p| {
+            p.trim_start_matches('/')
+                .strip_prefix(&step)
+                .map(str::to_owned)
+        })
         .collect();
     names.sort();
     assert_eq!(
@@ -278,6 +287,31 @@ fn probes_of_fields_they_cannot_read_are_located_errors() {
         );
         let error = try_run(&dir, "bad", &text).unwrap_err();
         assert!(error.contains(key), "{error}");
-        assert!(error.contains(&format!("cannot read `{field}`; valid:")), "{error}");
+        assert!(
+            error.contains(&format!("cannot read `{field}`; valid:")),
+            "{error}"
+        );
     }
+}
+
+/// `sets` writes each node or face set's nodes and each cell set as 0/1 flags that the XDMF
+/// shows as `set:<name>` attributes of every step.
+#[test]
+fn sets_are_written_as_flags_for_viewers() {
+    let dir = ScratchDir::new("fields-sets");
+    let outcome = run_text(
+        &dir,
+        "sets",
+        &block("linear", 1.0, "[displacement, sets]", "1"),
+    );
+    let results = ResultsReader::open(&outcome.h5).unwrap();
+    let (_, x) = results.read_f64("mesh/coordinates").unwrap();
+    let (_, xmin) = results.read_i64("mesh/indicators/nodes/xmin").unwrap();
+    let flagged: Vec<bool> = xmin.iter().map(|&f| f == 1).collect();
+    let on_plane: Vec<bool> = x.chunks(3).map(|p| p[0] == 0.0).collect();
+    assert_eq!(flagged, on_plane);
+    assert_eq!(xmin.iter().filter(|&&f| f == 1).count(), 9);
+    let xdmf = std::fs::read_to_string(&outcome.xdmf).unwrap();
+    assert!(xdmf.contains("Name=\"set:xmin\""), "{xdmf}");
+    assert!(xdmf.contains("Name=\"set:zmax\""), "{xdmf}");
 }

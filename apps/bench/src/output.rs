@@ -116,6 +116,7 @@ fn write(
             node_sets: &[],
             cell_sets: &[],
             face_sets: &[],
+            node_indicators: None,
         },
         &faults,
     )?;

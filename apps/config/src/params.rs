@@ -599,6 +599,10 @@ pub enum OutputField {
     PrincipalStress,
     /// Principal values of the nodal Cauchy stress, largest first (vector).
     NodalPrincipalStress,
+    /// The mesh's node, face and cell sets as 0/1 attributes `set:<name>` of every step (node
+    /// attributes for node and face sets, cell attributes for cell sets), for ParaView's
+    /// Threshold and meshio; written once under `/mesh/indicators/`.
+    Sets,
 }
 
 impl OutputField {
@@ -616,12 +620,13 @@ impl OutputField {
 
     /// Fields written only when listed (the default list, [`OutputField::ALL`], leaves them
     /// out, so that the files of inputs without `output.fields` stay as they were).
-    pub const OPTIONAL: [OutputField; 5] = [
+    pub const OPTIONAL: [OutputField; 6] = [
         OutputField::Strain,
         OutputField::GreenLagrangeStrain,
         OutputField::LogarithmicStrain,
         OutputField::PrincipalStress,
         OutputField::NodalPrincipalStress,
+        OutputField::Sets,
     ];
 
     /// The field's name in the input (and its dataset's).
@@ -640,6 +645,7 @@ impl OutputField {
             OutputField::LogarithmicStrain => "logarithmic_strain",
             OutputField::PrincipalStress => "principal_stress",
             OutputField::NodalPrincipalStress => "nodal_principal_stress",
+            OutputField::Sets => "sets",
         }
     }
 

@@ -8,8 +8,7 @@ use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
     BoxMesh, ComputeDevice, Config, GeometricSet, GeometricSetKind, LinearSolverMethod, MeshSource,
-    OutputField,
-    QuadratureParams,
+    OutputField, QuadratureParams,
 };
 use super::tree::{index_path, key_path, Origin};
 
@@ -455,7 +454,7 @@ fn probe_fields(
         );
         let valid = match field {
             OutputField::Displacement => at_point,
-            OutputField::Reaction => false,
+            OutputField::Reaction | OutputField::Sets => false,
             _ => !(at_point && nodal),
         };
         let choices = if at_point {
@@ -471,7 +470,10 @@ fn probe_fields(
         check.ensure(
             valid,
             &at,
-            format!("this probe cannot read `{}`; valid: {choices}", field.name()),
+            format!(
+                "this probe cannot read `{}`; valid: {choices}",
+                field.name()
+            ),
         )?;
     }
     Ok(())

@@ -505,10 +505,15 @@ pub fn plot_campaign(
         // the outputs that vary over the cases: a constant column (or one that varies only by
         // round-off) makes a flat line
         let varies = |k: &str| {
-            let values: Vec<f64> = rows.iter().filter_map(|r| outputs(r).get(k).copied()).collect();
+            let values: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| outputs(r).get(k).copied())
+                .collect();
             let (lo, hi) = values
                 .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
             let scale = lo.abs().max(hi.abs());
             hi - lo > 1e-9 * scale
         };
@@ -621,7 +626,13 @@ mod tests {
             .chain([serde_json::json!("b"), serde_json::json!("a")])
             .collect();
         values.sort_by(compare_values);
-        assert_eq!(values, serde_json::json!([5, 10, 20, "a", "b"]).as_array().unwrap().clone());
+        assert_eq!(
+            values,
+            serde_json::json!([5, 10, 20, "a", "b"])
+                .as_array()
+                .unwrap()
+                .clone()
+        );
     }
 
     #[test]

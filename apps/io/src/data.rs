@@ -22,6 +22,10 @@ pub struct MeshData<'a> {
     /// Named face sets: (name, `[cell, local face]` pairs), local faces numbered
     /// `XMin, XMax, YMin, YMax, ZMin, ZMax` = 0..5 (reference-cell directions).
     pub face_sets: &'a [(&'a str, &'a [[usize; 2]])],
+    /// The sets as 0/1 attributes `set:<name>` for viewers (`/mesh/indicators/{nodes,cells}/`):
+    /// the member nodes of each node or face set by name, and then every cell set too; `None`:
+    /// none written.
+    pub node_indicators: Option<&'a [(&'a str, &'a [usize])]>,
 }
 
 impl MeshData<'_> {
@@ -65,6 +69,10 @@ impl MeshData<'_> {
                 check_name(name)?;
                 check_indices(&format!("{kind} `{name}`"), indices, bound, "entries")?;
             }
+        }
+        for (name, nodes) in self.node_indicators.unwrap_or_default() {
+            check_name(name)?;
+            check_indices(&format!("indicator `{name}`"), nodes, n_nodes, "nodes")?;
         }
         for (name, faces) in self.face_sets {
             check_name(name)?;

@@ -26,6 +26,10 @@ pub(crate) struct MeshLayout {
     pub nodes_per_cell: usize,
     /// Whether `/mesh/material` exists (a cell attribute of every step).
     pub has_material: bool,
+    /// The sets shown as 0/1 attributes `set:<name>` of every step: node indicators
+    /// (`/mesh/indicators/nodes/<name>`) and cell indicators (`.../cells/<name>`).
+    pub node_indicators: Vec<String>,
+    pub cell_indicators: Vec<String>,
 }
 
 /// A field written at a step.
@@ -251,6 +255,21 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
         data_item(&mut x, &h5, "/mesh/material", mesh.n_cells, 1, "Int");
         let _ = writeln!(x, "        </Attribute>");
     }
+    for (names, center, kind, rows) in [
+        (&mesh.node_indicators, "Node", "nodes", mesh.n_nodes),
+        (&mesh.cell_indicators, "Cell", "cells", mesh.n_cells),
+    ] {
+        for name in names {
+            let _ = writeln!(
+                x,
+                "        <Attribute Name=\"set:{}\" AttributeType=\"Scalar\" Center=\"{center}\">",
+                escape(name)
+            );
+            let path = format!("/mesh/indicators/{kind}/{}", escape(name));
+            data_item(&mut x, &h5, &path, rows, 1, "Int");
+            let _ = writeln!(x, "        </Attribute>");
+        }
+    }
     for f in &s.fields {
         let (center, rows) = match f.center {
             Center::Node => ("Node", mesh.n_nodes),
@@ -389,7 +408,16 @@ mod tests {
             ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
         );
         assert_eq!(time_text(0.6000000000000001), "0.6");
-        for exact in [0.0, 1.0, 0.125, 2.5e-7, 1.0 / 3.0, 2.0 / 3.0, 123456.789, -4.0] {
+        for exact in [
+            0.0,
+            1.0,
+            0.125,
+            2.5e-7,
+            1.0 / 3.0,
+            2.0 / 3.0,
+            123456.789,
+            -4.0,
+        ] {
             let text = time_text(exact);
             let back: f64 = text.parse().unwrap();
             assert_eq!(back, exact, "{exact} -> {text}");
@@ -407,6 +435,8 @@ mod tests {
             n_cells: 1,
             nodes_per_cell: 27,
             has_material: false,
+            node_indicators: vec!["clamp".into()],
+            cell_indicators: Vec::new(),
         };
         let steps = [StepEntry {
             step: 3,
@@ -426,6 +456,10 @@ mod tests {
         }];
         let x = render(&mesh, &steps);
         assert!(x.contains("<Time Value=\"0.1\"/>"));
+        assert!(
+            x.contains("<Attribute Name=\"set:clamp\" AttributeType=\"Scalar\" Center=\"Node\">")
+        );
+        assert!(x.contains("a&amp;b.h5:/mesh/indicators/nodes/clamp</DataItem>"));
         assert!(x.contains("TopologyType=\"Hexahedron_27\" NumberOfElements=\"1\""));
         assert!(x.contains("Dimensions=\"1 27\" NumberType=\"Int\""));
         assert!(x.contains(">a&amp;b.h5:/steps/000003/cauchy_stress</DataItem>"));

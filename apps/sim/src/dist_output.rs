@@ -229,6 +229,11 @@ impl RankOutput {
             node_sets: named(&file_names, &mut sizes),
             cell_sets: named(&cell_sets, &mut sizes),
             face_sets: named(&face_sets, &mut sizes),
+            // `sets`: every node and face set's nodes, and the cell sets, as 0/1 attributes
+            node_indicators: config
+                .output
+                .wants(OutputField::Sets)
+                .then(|| node_names.clone()),
         };
 
         let wants = |f| config.output.wants(f);
@@ -242,10 +247,16 @@ impl RankOutput {
             (OutputField::NodalCauchyStress, StepField::NodalCauchyStress),
             (OutputField::NodalVonMises, StepField::NodalVonMises),
             (OutputField::Strain, StepField::Strain),
-            (OutputField::GreenLagrangeStrain, StepField::GreenLagrangeStrain),
+            (
+                OutputField::GreenLagrangeStrain,
+                StepField::GreenLagrangeStrain,
+            ),
             (OutputField::LogarithmicStrain, StepField::LogarithmicStrain),
             (OutputField::PrincipalStress, StepField::PrincipalStress),
-            (OutputField::NodalPrincipalStress, StepField::NodalPrincipalStress),
+            (
+                OutputField::NodalPrincipalStress,
+                StepField::NodalPrincipalStress,
+            ),
         ]
         .into_iter()
         .filter(|&(o, _)| wants(o))
@@ -485,6 +496,18 @@ impl RankOutput {
                 }
                 if let Some(p) = pieces.as_deref_mut() {
                     p.put_f64(at(MeshDataset::Coordinates), 3 * ids[0] as usize, &coords);
+                    if shape.node_indicators.is_some() {
+                        for s in 0..node_names {
+                            let flags: Vec<u64> = (0..ids.len())
+                                .map(|i| u64::from(has_bit(&records[i * w + 3..(i + 1) * w], s)))
+                                .collect();
+                            p.put_indices(
+                                at(MeshDataset::NodeIndicator(s)),
+                                ids[0] as usize,
+                                &flags,
+                            );
+                        }
+                    }
                     for (j, m) in members.iter().enumerate() {
                         p.put_indices(at(MeshDataset::NodeSet(j)), next_member[j], m);
                         next_member[j] += m.len();
@@ -521,6 +544,17 @@ impl RankOutput {
                     let first = ids[0] as usize;
                     p.put_indices(at(MeshDataset::Connectivity), npc * first, &conn);
                     p.put_indices(at(MeshDataset::Material), first, &mat);
+                    if shape.node_indicators.is_some() {
+                        for j in 0..n_cell_sets {
+                            let flags: Vec<u64> = (0..ids.len())
+                                .map(|i| {
+                                    let r = &records[i * w + npc + 1..(i + 1) * w];
+                                    u64::from(has_bit(&r[..cell_words], j))
+                                })
+                                .collect();
+                            p.put_indices(at(MeshDataset::CellIndicator(j)), first, &flags);
+                        }
+                    }
                     for (j, c) in cells.iter().enumerate() {
                         p.put_indices(at(MeshDataset::CellSet(j)), next_cell[j], c);
                         next_cell[j] += c.len();

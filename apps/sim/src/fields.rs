@@ -31,13 +31,30 @@ pub fn cell_strains(
         .filter_map(|f| f.strain_measure().map(|m| (f, m)))
         .map(|(field, measure)| {
             let values = assembler.map_cells(u, |c, x, ue, material| {
-                assembler
-                    .kernel_of(c)
-                    .cell_strain(x, ue, material, measure)
+                assembler.kernel_of(c).cell_strain(x, ue, material, measure)
             })?;
             Ok((field, values))
         })
         .collect()
+}
+
+/// With `sets` in `output.fields`: the member nodes of each node or face set of `mesh` by name
+/// (sorted names; a name of both kinds: its node set), shown as 0/1 attributes.
+pub fn set_indicator_nodes(
+    config: &Config,
+    mesh: &mesh::HexMesh,
+) -> Result<Option<Vec<(String, Vec<usize>)>>> {
+    if !config.output.wants(OutputField::Sets) {
+        return Ok(None);
+    }
+    let mut names: Vec<&String> = mesh.node_sets.keys().chain(mesh.face_sets.keys()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let list = names
+        .into_iter()
+        .map(|n| Ok((n.clone(), mesh.set_nodes(n)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(list))
 }
 
 /// The principal values of each full 3x3 (row-major) stress, largest first.

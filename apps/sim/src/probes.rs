@@ -123,7 +123,10 @@ impl Probes {
     /// The probe values of a state on the mesh the probes were resolved on (`mesh`: for the
     /// nodal fields of set probes).
     pub fn evaluate(&self, mesh: &HexMesh, state: &ProbeState) -> Result<Vec<f64>> {
-        let reads_fields = self.point_fields.iter().any(|(_, f)| f != &[OutputField::Displacement])
+        let reads_fields = self
+            .point_fields
+            .iter()
+            .any(|(_, f)| f != &[OutputField::Displacement])
             || self.set_fields.iter().any(|f| !f.is_empty())
             || self.globals.iter().any(|g| cell_global(*g).is_some());
         if !reads_fields {
@@ -151,7 +154,12 @@ impl Probes {
         for (s, fields) in self.sets.iter().zip(&self.set_fields) {
             let mut sum = SetSum::default();
             for &n in &s.nodes {
-                sum.add(mesh.coords[n], state.displacement[n], state.reactions[n], s.about);
+                sum.add(
+                    mesh.coords[n],
+                    state.displacement[n],
+                    state.reactions[n],
+                    s.about,
+                );
             }
             let count = sum.nodes.max(1) as f64;
             out.extend(sum.displacement.map(|v| v / count));
@@ -307,7 +315,9 @@ pub fn field_probes_on_ranks(config: &Config, ranks: usize) -> Option<anyhow::Er
 fn is_nodal(field: OutputField) -> bool {
     matches!(
         field,
-        OutputField::NodalCauchyStress | OutputField::NodalVonMises | OutputField::NodalPrincipalStress
+        OutputField::NodalCauchyStress
+            | OutputField::NodalVonMises
+            | OutputField::NodalPrincipalStress
     )
 }
 
@@ -366,7 +376,7 @@ fn components(
                 .ok_or_else(|| anyhow::anyhow!("the strain `{}` was not computed", field.name()))?;
             symmetric(&values[at])
         }
-        OutputField::Displacement | OutputField::Reaction => {
+        OutputField::Displacement | OutputField::Reaction | OutputField::Sets => {
             anyhow::bail!("`{}` is not a cell or nodal field", field.name())
         }
     })
@@ -417,7 +427,11 @@ fn global_of_cells(g: GlobalProbe, cells: &crate::run::CellOutputs) -> f64 {
     let Some((field, k, largest)) = cell_global(g) else {
         return f64::NAN;
     };
-    let mut extreme = if largest { f64::NEG_INFINITY } else { f64::INFINITY };
+    let mut extreme = if largest {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
     for c in 0..cells.jacobian.len() {
         let v = match components(field, cells, &[], c) {
             Ok(values) => values[k],
@@ -426,7 +440,11 @@ fn global_of_cells(g: GlobalProbe, cells: &crate::run::CellOutputs) -> f64 {
         if v.is_nan() {
             return f64::NAN;
         }
-        extreme = if largest { extreme.max(v) } else { extreme.min(v) };
+        extreme = if largest {
+            extreme.max(v)
+        } else {
+            extreme.min(v)
+        };
     }
     extreme
 }

@@ -724,6 +724,12 @@ pub(crate) fn create_results(
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
     let material = material_of_cells(config, mesh)?;
+    let indicators = crate::fields::set_indicator_nodes(config, mesh)?;
+    let indicators: Option<Vec<(&str, &[usize])>> = indicators.as_ref().map(|list| {
+        list.iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect()
+    });
     let mesh = MeshData {
         nodes_per_cell: mesh.nodes_per_cell(),
         coordinates: &mesh.coords,
@@ -732,6 +738,7 @@ pub(crate) fn create_results(
         node_sets: &node_sets,
         cell_sets: &cell_sets,
         face_sets: &face_sets,
+        node_indicators: indicators.as_deref(),
     };
     let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
     if config.output.vtu {
@@ -987,7 +994,8 @@ pub(crate) fn write_fields(
     let wants = |f| config.output.wants(f);
     let strain = |f| cells.strains.iter().find(|(g, _)| *g == f && wants(f));
     let strain = |f| strain(f).map(|(_, v)| v.as_slice());
-    let principal = wants(OutputField::PrincipalStress).then(|| crate::fields::principal(&cells.cauchy));
+    let principal =
+        wants(OutputField::PrincipalStress).then(|| crate::fields::principal(&cells.cauchy));
     let nodal_principal =
         wants(OutputField::NodalPrincipalStress).then(|| crate::fields::principal(&nodal));
     results.write_step(&StepData {

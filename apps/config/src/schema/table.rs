@@ -243,6 +243,12 @@ const FIELDS: &[Choice] = &[
         "principal values of the nodal Cauchy stress, largest first (vector); not written by \
          default",
     ),
+    choice(
+        "sets",
+        "the mesh's node and face sets (node attributes) and cell sets (cell attributes) as 0/1 \
+         attributes `set:<name>` of every step, for ParaView's Threshold and meshio; not written \
+         by default",
+    ),
 ];
 
 const GLOBALS: &[Choice] = &[
@@ -1156,7 +1162,9 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
          (`<name>.<field>[.<component>].min`, `.max`, `.mean`): a cell field over the set's \
          cells (a face set's cells, the cells touching a node set), a nodal field over its nodes",
     )
-    .rule("a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them); one process"),
+    .rule(
+        "a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them); one process",
+    ),
     key(
         "output.probes.globals",
         Type::ChoiceList(GLOBALS),
