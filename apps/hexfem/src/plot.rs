@@ -403,6 +403,9 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A campaign chart's line: the other parameters' values (its order), its label, its points.
+type Line<'a> = (Vec<&'a serde_json::Value>, String, Vec<(f64, f64)>);
+
 /// The order of two parameter values: numbers by value (5 < 10 < 20), anything else by its
 /// JSON text, numbers first.
 fn compare_values(a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
@@ -541,7 +544,7 @@ pub fn plot_campaign(
     for y in &ys {
         // a line per combination of the other parameters, in the campaign file's order of the
         // parameters, ordered by their values (numbers as numbers: 5, 10, 20)
-        let mut lines: Vec<(Vec<&serde_json::Value>, String, Vec<(f64, f64)>)> = Vec::new();
+        let mut lines: Vec<Line> = Vec::new();
         for row in &rows {
             let (Some(xv), Some(&yv)) = (
                 row.parameters.get(&x).and_then(numeric),

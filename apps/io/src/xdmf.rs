@@ -470,7 +470,7 @@ mod tests {
             load_factor: 0.1 + 0.2,
             ..steps[0].clone()
         };
-        assert!(render(&mesh, &[noisy.clone()]).contains("<Time Value=\"0.3\"/>"));
+        assert!(render(&mesh, std::slice::from_ref(&noisy)).contains("<Time Value=\"0.3\"/>"));
         assert!(render_single(&mesh, &noisy).contains("(load factor 0.3)"));
         assert!(empty.contains("CollectionType=\"Temporal\">\n    </Grid>"));
     }

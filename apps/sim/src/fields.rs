@@ -38,12 +38,12 @@ pub fn cell_strains(
         .collect()
 }
 
+/// Named sets, each with its sorted members.
+pub type SetMembers = Vec<(String, Vec<usize>)>;
+
 /// With `sets` in `output.fields`: the member nodes of each node or face set of `mesh` by name
 /// (sorted names; a name of both kinds: its node set), shown as 0/1 attributes.
-pub fn set_indicator_nodes(
-    config: &Config,
-    mesh: &mesh::HexMesh,
-) -> Result<Option<Vec<(String, Vec<usize>)>>> {
+pub fn set_indicator_nodes(config: &Config, mesh: &mesh::HexMesh) -> Result<Option<SetMembers>> {
     if !config.output.wants(OutputField::Sets) {
         return Ok(None);
     }

@@ -564,6 +564,7 @@ pub(crate) fn probe_values(probes: &crate::probes::Probes, figures: &RunFigures)
 }
 
 /// Updates `figures` with the state `u` (reactions, energy, probes) at `load_factor`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn record_state(
     probes: &crate::probes::Probes,
     mesh: &HexMesh,
