@@ -22,6 +22,7 @@ use crate::material::{
 };
 use crate::quadrature::{Quadrature, MAX_POINTS};
 use crate::reference::CellKind;
+use crate::strain::{strain, StrainMeasure};
 
 /// Evaluates `$body` with the constant `$n` bound to the number of nodes of the cell kind `$kind`:
 /// the one place where a kernel method picks its instance monomorphised for 8 or 27 nodes.
@@ -551,6 +552,36 @@ impl ElementKernel {
             energy_density: e / vol,
             strain_energy: e,
         })
+    }
+
+    /// Reference-volume average of the strain `measure` over the cell, full 3x3 row-major,
+    /// from the gradient the formulation evaluates the material at (as [`Self::cell_fields`]).
+    pub fn cell_strain(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        measure: StrainMeasure,
+    ) -> Result<[f64; 9]> {
+        self.check_xu(x, u)?;
+        with_node_count!(self.kind, N => self.cell_strain_n::<N>(x, u, material, measure))
+    }
+
+    fn cell_strain_n<const N: usize>(
+        &self,
+        x: &[[f64; 3]],
+        u: &[[f64; 3]],
+        material: &Material,
+        measure: StrainMeasure,
+    ) -> Result<[f64; 9]> {
+        let (mut vol, mut sum) = (0.0, Matrix3::zeros());
+        self.for_each_gradient::<N>(x, u, material, |_, wd, h| {
+            sum += strain(measure, material, h) * wd;
+            vol += wd;
+            Ok(())
+        })?;
+        let e = sum / vol;
+        Ok(std::array::from_fn(|k| e[(k / 3, k % 3)]))
     }
 
     /// Runs `body(q, wd, h)` at every point of the main rule with the displacement gradient the

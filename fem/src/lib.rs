@@ -16,6 +16,7 @@ pub mod load;
 pub mod material;
 pub mod quadrature;
 pub mod reference;
+pub mod strain;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
 pub use element::{CellFields, ElementKernel, Formulation, LOCKING_POISSON_RATIO};
@@ -49,3 +50,4 @@ pub const LOADS_CUDA_SOURCE: &str = concat!(
 );
 
 pub use reference::{face_corner_local_nodes, face_local_nodes, CellKind, Face, MAX_NODES};
+pub use strain::{principal_values, principal_values_of, StrainMeasure};

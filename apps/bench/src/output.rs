@@ -116,6 +116,7 @@ fn write(
             node_sets: &[],
             cell_sets: &[],
             face_sets: &[],
+            node_indicators: None,
         },
         &faults,
     )?;
@@ -145,6 +146,7 @@ fn write(
             nodal_von_mises: Some(&nodal_scalar),
             next_increment: None,
             time: None,
+            ..StepData::default()
         })?;
         summary.record_step(
             StepRecord {

@@ -588,6 +588,21 @@ pub enum OutputField {
     NodalCauchyStress,
     /// Von Mises stress of the nodal Cauchy stress (scalar).
     NodalVonMises,
+    /// Cell-averaged strain of the cell's material model (tensor): the small strain
+    /// `(h + h^T) / 2` for `linear`, Green-Lagrange for the hyperelastic models.
+    Strain,
+    /// Cell-averaged Green-Lagrange strain `(F^T F - I) / 2` (tensor, reference frame).
+    GreenLagrangeStrain,
+    /// Cell-averaged logarithmic (Hencky) strain `ln V` (tensor, deformed frame).
+    LogarithmicStrain,
+    /// Principal values of the cell-averaged Cauchy stress, largest first (vector).
+    PrincipalStress,
+    /// Principal values of the nodal Cauchy stress, largest first (vector).
+    NodalPrincipalStress,
+    /// The mesh's node, face and cell sets as 0/1 attributes `set:<name>` of every step (node
+    /// attributes for node and face sets, cell attributes for cell sets), for ParaView's
+    /// Threshold and meshio; written once under `/mesh/indicators/`.
+    Sets,
 }
 
 impl OutputField {
@@ -602,6 +617,47 @@ impl OutputField {
         OutputField::NodalCauchyStress,
         OutputField::NodalVonMises,
     ];
+
+    /// Fields written only when listed (the default list, [`OutputField::ALL`], leaves them
+    /// out, so that the files of inputs without `output.fields` stay as they were).
+    pub const OPTIONAL: [OutputField; 6] = [
+        OutputField::Strain,
+        OutputField::GreenLagrangeStrain,
+        OutputField::LogarithmicStrain,
+        OutputField::PrincipalStress,
+        OutputField::NodalPrincipalStress,
+        OutputField::Sets,
+    ];
+
+    /// The field's name in the input (and its dataset's).
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputField::Displacement => "displacement",
+            OutputField::Reaction => "reaction",
+            OutputField::CauchyStress => "cauchy_stress",
+            OutputField::VonMises => "von_mises",
+            OutputField::Jacobian => "jacobian",
+            OutputField::EnergyDensity => "energy_density",
+            OutputField::NodalCauchyStress => "nodal_cauchy_stress",
+            OutputField::NodalVonMises => "nodal_von_mises",
+            OutputField::Strain => "strain",
+            OutputField::GreenLagrangeStrain => "green_lagrange_strain",
+            OutputField::LogarithmicStrain => "logarithmic_strain",
+            OutputField::PrincipalStress => "principal_stress",
+            OutputField::NodalPrincipalStress => "nodal_principal_stress",
+            OutputField::Sets => "sets",
+        }
+    }
+
+    /// The strain measure of a strain field (`None`: not a strain).
+    pub fn strain_measure(self) -> Option<fem::StrainMeasure> {
+        match self {
+            OutputField::Strain => Some(fem::StrainMeasure::Model),
+            OutputField::GreenLagrangeStrain => Some(fem::StrainMeasure::GreenLagrange),
+            OutputField::LogarithmicStrain => Some(fem::StrainMeasure::Logarithmic),
+            _ => None,
+        }
+    }
 }
 
 /// Output files: `<directory>/<name>.h5`, `.xdmf`, `.last.xdmf`, `.summary.json` and
@@ -674,6 +730,15 @@ pub struct PointProbe {
     pub name: String,
     /// Reference coordinates of the point (required; inside or on the boundary of the mesh).
     pub at: [f64; 3],
+    /// Fields read at the point: `displacement` (interpolated: `<name>.ux..uz`) and the cell
+    /// fields (the value of the cell holding the point: `<name>.<field>[.<component>]`).
+    /// Default: `[displacement]`.
+    #[serde(default = "point_probe_fields")]
+    pub fields: Vec<OutputField>,
+}
+
+fn point_probe_fields() -> Vec<OutputField> {
+    vec![OutputField::Displacement]
 }
 
 /// Averages and resultants over a node set (or the nodes of a face or cell set).
@@ -690,6 +755,12 @@ pub struct SetProbe {
     /// centroid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub about: Option<[f64; 3]>,
+    /// Fields whose least, largest and mean value over the set are recorded
+    /// (`<name>.<field>[.<component>].min`, `.max`, `.mean`): a cell field over the set's
+    /// cells (a face set's cells, a node set's cells touching it), a nodal field over its nodes.
+    /// Default: none.
+    #[serde(default)]
+    pub fields: Vec<OutputField>,
 }
 
 impl SetProbe {
@@ -707,6 +778,14 @@ pub enum GlobalProbe {
     StrainEnergy,
     /// Largest nodal displacement magnitude.
     MaxDisplacement,
+    /// Largest cell-averaged von Mises stress.
+    MaxVonMises,
+    /// Largest principal value of any cell-averaged Cauchy stress.
+    MaxPrincipalStress,
+    /// Least principal value of any cell-averaged Cauchy stress.
+    MinPrincipalStress,
+    /// Least cell-averaged `det F`.
+    MinJacobian,
 }
 
 impl GlobalProbe {
@@ -715,6 +794,10 @@ impl GlobalProbe {
         match self {
             GlobalProbe::StrainEnergy => "strain_energy",
             GlobalProbe::MaxDisplacement => "max_displacement",
+            GlobalProbe::MaxVonMises => "max_von_mises",
+            GlobalProbe::MaxPrincipalStress => "max_principal_stress",
+            GlobalProbe::MinPrincipalStress => "min_principal_stress",
+            GlobalProbe::MinJacobian => "min_jacobian",
         }
     }
 }

@@ -8,7 +8,7 @@ use super::error::{ConfigError, ErrorKind};
 use super::material::CellSelection;
 use super::params::{
     BoxMesh, ComputeDevice, Config, GeometricSet, GeometricSetKind, LinearSolverMethod, MeshSource,
-    QuadratureParams,
+    OutputField, QuadratureParams,
 };
 use super::tree::{index_path, key_path, Origin};
 
@@ -415,6 +415,7 @@ impl Config {
             let at = index_path("output.probes.points", i);
             name(&p.name, key_path(&at, "name"))?;
             check.finite(&p.at, &key_path(&at, "at"))?;
+            probe_fields(check, &p.fields, &key_path(&at, "fields"), true)?;
         }
         for (i, s) in probes.sets.iter().enumerate() {
             let at = index_path("output.probes.sets", i);
@@ -424,12 +425,58 @@ impl Config {
             if let Some(about) = &s.about {
                 check.finite(about, &key_path(&at, "about"))?;
             }
+            probe_fields(check, &s.fields, &key_path(&at, "fields"), false)?;
         }
         for (i, g) in probes.globals.iter().enumerate() {
             name(g.label(), index_path("output.probes.globals", i))?;
         }
         Ok(())
     }
+}
+
+/// The fields of a point probe (`at_point`: displacement and the cell fields) or of a set
+/// probe (cell and nodal fields): each once.
+fn probe_fields(
+    check: &Check,
+    fields: &[OutputField],
+    path: &str,
+    at_point: bool,
+) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    for (i, &field) in fields.iter().enumerate() {
+        let at = index_path(path, i);
+        check.ensure(seen.insert(field), &at, "field listed twice")?;
+        let nodal = matches!(
+            field,
+            OutputField::NodalCauchyStress
+                | OutputField::NodalVonMises
+                | OutputField::NodalPrincipalStress
+        );
+        let valid = match field {
+            OutputField::Displacement => at_point,
+            OutputField::Reaction | OutputField::Sets => false,
+            _ => !(at_point && nodal),
+        };
+        let choices = if at_point {
+            "displacement, cauchy_stress, von_mises, jacobian, energy_density, strain, \
+             green_lagrange_strain, logarithmic_strain, principal_stress (a cell field is the \
+             value of the cell holding the point)"
+        } else {
+            "cauchy_stress, von_mises, jacobian, energy_density, strain, green_lagrange_strain, \
+             logarithmic_strain, principal_stress, nodal_cauchy_stress, nodal_von_mises, \
+             nodal_principal_stress (the set's `.ux..uz` and `.fx..fz` columns hold the \
+             displacement and reaction)"
+        };
+        check.ensure(
+            valid,
+            &at,
+            format!(
+                "this probe cannot read `{}`; valid: {choices}",
+                field.name()
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 fn tolerances(check: &Check, section: &str, rtol: f64, atol: f64) -> Result<(), ConfigError> {

@@ -329,15 +329,20 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
     if csv.is_file() {
         let table = io::ProbeTable::read(&csv)?;
         let load = table.column("load_factor").unwrap_or_default();
-        // one chart per probe and kind of quantity: displacement (u*), force (f*), moment (m*)
-        let mut groups: BTreeMap<(String, &str), Vec<Series>> = BTreeMap::new();
+        // one chart per probe and kind of quantity: displacement (u*), force (f*), moment (m*),
+        // each field a probe reads (`<probe>.<field>[.<component>]`)
+        let mut groups: BTreeMap<(String, String), Vec<Series>> = BTreeMap::new();
         for (j, column) in table.columns.iter().enumerate().skip(2) {
             let (probe, part) = column.split_once('.').unwrap_or((column, ""));
-            let kind = match part.chars().next() {
-                Some('u') => "displacement",
-                Some('f') => "reaction force",
-                Some('m') => "reaction moment",
-                _ => "",
+            let (kind, part) = match part.split_once('.') {
+                Some((field, component)) => (field.to_owned(), component),
+                None if part.len() == 2 => match part.chars().next() {
+                    Some('u') => ("displacement".to_owned(), part),
+                    Some('f') => ("reaction force".to_owned(), part),
+                    Some('m') => ("reaction moment".to_owned(), part),
+                    _ => (part.to_owned(), part),
+                },
+                None => (part.to_owned(), part),
             };
             let points = load
                 .iter()
@@ -367,11 +372,12 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
             if series.is_empty() {
                 continue;
             }
-            let suffix = match kind {
-                "displacement" => "_u",
-                "reaction force" => "_f",
-                "reaction moment" => "_m",
-                _ => "",
+            let suffix = match kind.as_str() {
+                "displacement" => "_u".to_owned(),
+                "reaction force" => "_f".to_owned(),
+                "reaction moment" => "_m".to_owned(),
+                "" => String::new(),
+                field => format!("_{field}"),
             };
             files.extend(draw(
                 &Chart {
@@ -384,7 +390,7 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
                     y_label: if kind.is_empty() {
                         probe.clone()
                     } else {
-                        kind.to_owned()
+                        kind.clone()
                     },
                     log_y: false,
                     lines: true,
@@ -395,6 +401,20 @@ pub fn plot_run(summary_path: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(files)
+}
+
+/// A campaign chart's line: the other parameters' values (its order), its label, its points.
+type Line<'a> = (Vec<&'a serde_json::Value>, String, Vec<(f64, f64)>);
+
+/// The order of two parameter values: numbers by value (5 < 10 < 20), anything else by its
+/// JSON text, numbers first.
+fn compare_values(a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
+    match (numeric(a), numeric(b)) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.to_string().cmp(&b.to_string()),
+    }
 }
 
 /// The numeric value of a table cell.
@@ -485,11 +505,27 @@ pub fn plot_campaign(
     };
     let available = outputs(first);
     let ys: Vec<String> = if ys.is_empty() {
+        // the outputs that vary over the cases: a constant column (or one that varies only by
+        // round-off) makes a flat line
+        let varies = |k: &str| {
+            let values: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| outputs(r).get(k).copied())
+                .collect();
+            let (lo, hi) = values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            let scale = lo.abs().max(hi.abs());
+            hi - lo > 1e-9 * scale
+        };
         available
             .keys()
             .filter(|k| {
                 *k == "strain_energy" || *k == "max_displacement" || k.starts_with("probe.")
             })
+            .filter(|k| varies(k))
             .cloned()
             .collect()
     } else {
@@ -506,7 +542,9 @@ pub fn plot_campaign(
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut files = Vec::new();
     for y in &ys {
-        let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        // a line per combination of the other parameters, in the campaign file's order of the
+        // parameters, ordered by their values (numbers as numbers: 5, 10, 20)
+        let mut lines: Vec<Line> = Vec::new();
         for row in &rows {
             let (Some(xv), Some(&yv)) = (
                 row.parameters.get(&x).and_then(numeric),
@@ -514,21 +552,35 @@ pub fn plot_campaign(
             ) else {
                 continue;
             };
-            let others: Vec<String> = row
-                .parameters
+            let others: Vec<(&String, &serde_json::Value)> = parameters
                 .iter()
-                .filter(|(k, _)| **k != x)
-                .map(|(k, v)| format!("{k}={v}"))
+                .filter(|k| **k != x)
+                .filter_map(|k| row.parameters.get_key_value(k))
                 .collect();
-            lines.entry(others.join(" ")).or_default().push((xv, yv));
+            let label = others
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            match lines.iter_mut().find(|l| l.1 == label) {
+                Some(line) => line.2.push((xv, yv)),
+                None => lines.push((others.iter().map(|o| o.1).collect(), label, vec![(xv, yv)])),
+            }
         }
+        lines.sort_by(|a, b| {
+            a.0.iter()
+                .zip(&b.0)
+                .map(|(p, q)| compare_values(p, q))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         // a line per combination of the other parameters where that makes lines (a grid);
         // otherwise (a Latin hypercube) one cloud of points
-        let as_lines = lines.len() <= 8 && lines.values().all(|p| p.len() >= 2);
+        let as_lines = lines.len() <= 8 && lines.iter().all(|l| l.2.len() >= 2);
         let series: Vec<Series> = if as_lines {
             lines
                 .into_iter()
-                .map(|(label, mut points)| {
+                .map(|(_, label, mut points)| {
                     points.sort_by(|a, b| a.0.total_cmp(&b.0));
                     Series { label, points }
                 })
@@ -536,7 +588,7 @@ pub fn plot_campaign(
         } else {
             vec![Series {
                 label: String::new(),
-                points: lines.into_values().flatten().collect(),
+                points: lines.into_iter().flat_map(|l| l.2).collect(),
             }]
         };
         let file_name: String = y
@@ -567,6 +619,24 @@ pub fn plot_campaign(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Legends order numbers by value, not as text.
+    #[test]
+    fn parameter_values_order_numbers_by_value() {
+        let mut values: Vec<serde_json::Value> = [20, 5, 10]
+            .iter()
+            .map(|v| serde_json::json!(v))
+            .chain([serde_json::json!("b"), serde_json::json!("a")])
+            .collect();
+        values.sort_by(compare_values);
+        assert_eq!(
+            values,
+            serde_json::json!([5, 10, 20, "a", "b"])
+                .as_array()
+                .unwrap()
+                .clone()
+        );
+    }
 
     #[test]
     fn charts_are_written_as_png_and_svg() {

@@ -619,7 +619,10 @@ fn meshio_reads_the_last_step_and_the_series() {
         return;
     }
     let dir = scratch("meshio");
-    let out = small_twist(&dir, 3, &["--set", "output.vtu=true"])
+    let fields = "output.fields=[displacement, reaction, cauchy_stress, von_mises, jacobian, \
+                  energy_density, nodal_cauchy_stress, nodal_von_mises, strain, \
+                  logarithmic_strain, principal_stress, sets]";
+    let out = small_twist(&dir, 3, &["--set", "output.vtu=true", "--set", fields])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -632,6 +635,10 @@ u = m.point_data["displacement"]
 assert u.shape == (63, 3) and np.abs(u).max() > 0.1, np.abs(u).max()
 assert m.point_data["nodal_cauchy_stress"].shape == (63, 9)
 assert m.cell_data["material"][0].shape == (24,)
+# the optional fields and the sets as 0/1 attributes (the clamped bottom: 3 x 3 nodes)
+assert m.cell_data["strain"][0].shape == (24, 9)
+assert m.cell_data["principal_stress"][0].shape == (24, 3)
+assert m.point_data["set:zmin"].sum() == 9 and set(m.point_data["set:zmin"]) == {0, 1}
 meshio.write(d + "/converted.vtu", m)
 assert len(meshio.read(d + "/converted.vtu").points) == 63
 with meshio.xdmf.TimeSeriesReader(d + "/twisting_column.xdmf") as r:

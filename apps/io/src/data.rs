@@ -22,6 +22,10 @@ pub struct MeshData<'a> {
     /// Named face sets: (name, `[cell, local face]` pairs), local faces numbered
     /// `XMin, XMax, YMin, YMax, ZMin, ZMax` = 0..5 (reference-cell directions).
     pub face_sets: &'a [(&'a str, &'a [[usize; 2]])],
+    /// The sets as 0/1 attributes `set:<name>` for viewers (`/mesh/indicators/{nodes,cells}/`):
+    /// the member nodes of each node or face set by name, and then every cell set too; `None`:
+    /// none written.
+    pub node_indicators: Option<&'a [(&'a str, &'a [usize])]>,
 }
 
 impl MeshData<'_> {
@@ -65,6 +69,10 @@ impl MeshData<'_> {
                 check_name(name)?;
                 check_indices(&format!("{kind} `{name}`"), indices, bound, "entries")?;
             }
+        }
+        for (name, nodes) in self.node_indicators.unwrap_or_default() {
+            check_name(name)?;
+            check_indices(&format!("indicator `{name}`"), nodes, n_nodes, "nodes")?;
         }
         for (name, faces) in self.face_sets {
             check_name(name)?;
@@ -131,6 +139,16 @@ pub struct StepData<'a> {
     pub nodal_cauchy_stress: Option<&'a [[f64; 9]]>,
     /// Nodal von Mises stress.
     pub nodal_von_mises: Option<&'a [f64]>,
+    /// Cell-averaged strain of the material model (full 3x3, row-major).
+    pub strain: Option<&'a [[f64; 9]]>,
+    /// Cell-averaged Green-Lagrange strain (full 3x3, row-major).
+    pub green_lagrange_strain: Option<&'a [[f64; 9]]>,
+    /// Cell-averaged logarithmic strain (full 3x3, row-major).
+    pub logarithmic_strain: Option<&'a [[f64; 9]]>,
+    /// Principal values of the cell-averaged Cauchy stress, largest first.
+    pub principal_stress: Option<&'a [[f64; 3]]>,
+    /// Principal values of the nodal Cauchy stress, largest first.
+    pub nodal_principal_stress: Option<&'a [[f64; 3]]>,
     /// The increment the load path tries next (attribute `next_increment`): with the load
     /// factor, the step index and the displacement, what a restart continues from.
     pub next_increment: Option<f64>,
@@ -187,6 +205,16 @@ pub enum StepField {
     NodalCauchyStress,
     /// Nodal von Mises stress.
     NodalVonMises,
+    /// Cell-averaged strain of the material model, full 3x3 row-major (9 values a cell).
+    Strain,
+    /// Cell-averaged Green-Lagrange strain, full 3x3 row-major (9 values a cell).
+    GreenLagrangeStrain,
+    /// Cell-averaged logarithmic strain, full 3x3 row-major (9 values a cell).
+    LogarithmicStrain,
+    /// Principal values of the cell-averaged Cauchy stress, largest first (3 values a cell).
+    PrincipalStress,
+    /// Principal values of the nodal Cauchy stress, largest first (3 values a node).
+    NodalPrincipalStress,
 }
 
 impl StepField {
@@ -201,6 +229,11 @@ impl StepField {
             StepField::EnergyDensity => 5,
             StepField::NodalCauchyStress => 6,
             StepField::NodalVonMises => 7,
+            StepField::Strain => 8,
+            StepField::GreenLagrangeStrain => 9,
+            StepField::LogarithmicStrain => 10,
+            StepField::PrincipalStress => 11,
+            StepField::NodalPrincipalStress => 12,
         }
     }
 
@@ -215,6 +248,11 @@ impl StepField {
             StepField::EnergyDensity => "energy_density",
             StepField::NodalCauchyStress => "nodal_cauchy_stress",
             StepField::NodalVonMises => "nodal_von_mises",
+            StepField::Strain => "strain",
+            StepField::GreenLagrangeStrain => "green_lagrange_strain",
+            StepField::LogarithmicStrain => "logarithmic_strain",
+            StepField::PrincipalStress => "principal_stress",
+            StepField::NodalPrincipalStress => "nodal_principal_stress",
         }
     }
 
@@ -233,15 +271,23 @@ impl StepField {
             StepField::Displacement
             | StepField::Reaction
             | StepField::NodalCauchyStress
-            | StepField::NodalVonMises => Center::Node,
+            | StepField::NodalVonMises
+            | StepField::NodalPrincipalStress => Center::Node,
             _ => Center::Cell,
         }
     }
 
     pub(crate) fn kind(self) -> AttributeType {
         match self {
-            StepField::Displacement | StepField::Reaction => AttributeType::Vector,
-            StepField::CauchyStress | StepField::NodalCauchyStress => AttributeType::Tensor,
+            StepField::Displacement
+            | StepField::Reaction
+            | StepField::PrincipalStress
+            | StepField::NodalPrincipalStress => AttributeType::Vector,
+            StepField::CauchyStress
+            | StepField::NodalCauchyStress
+            | StepField::Strain
+            | StepField::GreenLagrangeStrain
+            | StepField::LogarithmicStrain => AttributeType::Tensor,
             StepField::CauchyStress6 => AttributeType::Tensor6,
             _ => AttributeType::Scalar,
         }
@@ -276,6 +322,8 @@ impl<'a> StepData<'a> {
         let vectors =
             |which, v: Option<&'a [[f64; 3]]>| v.map(|v| Field::of(which, v.as_flattened()));
         let scalars = |which, v: Option<&'a [f64]>| v.map(|v| Field::of(which, v));
+        let tensors =
+            |which, v: Option<&'a [[f64; 9]]>| v.map(|v| Field::of(which, v.as_flattened()));
         let stress = self.cauchy_stress.map(|t| match t {
             CellTensor::Full(v) => Field::of(StepField::CauchyStress, v.as_flattened()),
             CellTensor::Symmetric(v) => Field::of(StepField::CauchyStress6, v.as_flattened()),
@@ -290,6 +338,11 @@ impl<'a> StepData<'a> {
             self.nodal_cauchy_stress
                 .map(|v| Field::of(StepField::NodalCauchyStress, v.as_flattened())),
             scalars(StepField::NodalVonMises, self.nodal_von_mises),
+            tensors(StepField::Strain, self.strain),
+            tensors(StepField::GreenLagrangeStrain, self.green_lagrange_strain),
+            tensors(StepField::LogarithmicStrain, self.logarithmic_strain),
+            vectors(StepField::PrincipalStress, self.principal_stress),
+            vectors(StepField::NodalPrincipalStress, self.nodal_principal_stress),
         ]
         .into_iter()
         .flatten()

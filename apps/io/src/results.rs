@@ -99,6 +99,12 @@ impl ResultsWriter {
             n_cells: shape.n_cells,
             nodes_per_cell: shape.nodes_per_cell,
             has_material: shape.has_material,
+            node_indicators: shape.node_indicators.clone().unwrap_or_default(),
+            cell_indicators: shape
+                .node_indicators
+                .as_ref()
+                .map(|_| shape.cell_sets.iter().map(|(n, _)| n.clone()).collect())
+                .unwrap_or_default(),
         };
         let tmp = temp_path(&h5_path);
         let io_error = |path: &Path| {
@@ -437,6 +443,9 @@ pub struct MeshShape {
     pub cell_sets: Vec<(String, usize)>,
     /// (name, `[cell, face]` pairs) of each face set.
     pub face_sets: Vec<(String, usize)>,
+    /// The names of the node indicators (`/mesh/indicators/nodes/<name>`, then one per cell set
+    /// in `/mesh/indicators/cells/`); `None`: no indicators (see [`MeshData::node_indicators`]).
+    pub node_indicators: Option<Vec<String>>,
 }
 
 /// A dataset of `/mesh`, for [`MeshShape::dataset`].
@@ -454,6 +463,10 @@ pub enum MeshDataset {
     CellSet(usize),
     /// `[cell, face]` pairs of face set `i`, flattened.
     FaceSet(usize),
+    /// 0/1 per node of node indicator `i`.
+    NodeIndicator(usize),
+    /// 0/1 per cell of cell set `i`'s indicator.
+    CellIndicator(usize),
 }
 
 impl MeshShape {
@@ -476,6 +489,9 @@ impl MeshShape {
                 .iter()
                 .map(|(n, v)| ((*n).to_owned(), v.len()))
                 .collect(),
+            node_indicators: mesh
+                .node_indicators
+                .map(|list| list.iter().map(|(n, _)| (*n).to_owned()).collect()),
         }
     }
 
@@ -490,6 +506,14 @@ impl MeshShape {
             MeshDataset::NodeSet(i) => (i < n).then_some(sets + i),
             MeshDataset::CellSet(i) => (i < c).then_some(sets + n + i),
             MeshDataset::FaceSet(i) => (i < self.face_sets.len()).then_some(sets + n + c + i),
+            MeshDataset::NodeIndicator(i) => {
+                let k = self.node_indicators.as_ref()?.len();
+                (i < k).then_some(sets + n + c + self.face_sets.len() + i)
+            }
+            MeshDataset::CellIndicator(i) => {
+                let k = self.node_indicators.as_ref()?.len();
+                (i < c).then_some(sets + n + c + self.face_sets.len() + k + i)
+            }
         }
     }
 
@@ -506,6 +530,9 @@ impl MeshShape {
             .chain(&self.cell_sets)
             .chain(&self.face_sets)
         {
+            super::data::check_name(name)?;
+        }
+        for name in self.node_indicators.iter().flatten() {
             super::data::check_name(name)?;
         }
         Ok(())
@@ -537,6 +564,21 @@ fn put_mesh(pieces: &mut Pieces, shape: &MeshShape, mesh: &MeshData) {
     }
     for (i, (_, v)) in mesh.face_sets.iter().enumerate() {
         pieces.put_indices(at(MeshDataset::FaceSet(i)), 0, &indices(v.as_flattened()));
+    }
+    if let Some(list) = mesh.node_indicators {
+        let flags = |members: &[usize], n: usize| {
+            let mut flags = vec![0u64; n];
+            members.iter().for_each(|&m| flags[m] = 1);
+            flags
+        };
+        for (i, (_, nodes)) in list.iter().enumerate() {
+            let values = flags(nodes, shape.n_nodes);
+            pieces.put_indices(at(MeshDataset::NodeIndicator(i)), 0, &values);
+        }
+        for (i, (_, cells)) in mesh.cell_sets.iter().enumerate() {
+            let values = flags(cells, shape.n_cells);
+            pieces.put_indices(at(MeshDataset::CellIndicator(i)), 0, &values);
+        }
     }
 }
 
@@ -594,5 +636,31 @@ fn reserve_mesh(file: &mut AppendFile, shape: &MeshShape) -> std::io::Result<(Ve
         Group::write_all(file, faces, Vec::new())?,
     ));
     links.push(("sets".to_owned(), Group::write_all(file, sets, Vec::new())?));
+    if let Some(names) = &shape.node_indicators {
+        let mut groups = Vec::new();
+        for (kind, list, rows) in [
+            ("nodes", names.clone(), shape.n_nodes),
+            (
+                "cells",
+                shape.cell_sets.iter().map(|(n, _)| n.clone()).collect(),
+                shape.n_cells,
+            ),
+        ] {
+            let mut members = Vec::with_capacity(list.len());
+            for name in list {
+                let flags = Reserved::append(file, Element::I64, &[rows], IndexBound::Below(2))?;
+                members.push((name, flags.header));
+                datasets.push(flags);
+            }
+            groups.push((
+                kind.to_owned(),
+                Group::write_all(file, members, Vec::new())?,
+            ));
+        }
+        links.push((
+            "indicators".to_owned(),
+            Group::write_all(file, groups, Vec::new())?,
+        ));
+    }
     Ok((datasets, Group::write_all(file, links, Vec::new())?))
 }

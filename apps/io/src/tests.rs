@@ -74,6 +74,7 @@ fn mesh_data(m: &TwoCells) -> MeshData<'_> {
         node_sets: &[("xmin", &XMIN), ("empty", &[])],
         cell_sets: &[("right", &RIGHT)],
         face_sets: &[("left", &[[0, 0]])],
+        node_indicators: None,
     }
 }
 
@@ -177,6 +178,7 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
             nodal_von_mises: None,
             next_increment: None,
             time: None,
+            ..StepData::default()
         })
         .unwrap();
     let f2 = fields(2);
@@ -345,6 +347,45 @@ fn hdf5_and_xdmf_hold_every_completed_step() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The sets as 0/1 attributes: `/mesh/indicators/{nodes,cells}/<name>` flag the members, and
+/// every step's grid shows them as `set:<name>`; without them the mesh has no such group.
+#[test]
+fn set_indicators_flag_the_members_and_show_in_every_grid() {
+    let _files = hdf5_files();
+    let dir = scratch_dir("indicators");
+    let m = two_cells();
+    let indicators: [(&str, &[usize]); 2] = [("left", &[0, 3, 6, 9]), ("xmin", &XMIN)];
+    let mesh = MeshData {
+        node_indicators: Some(&indicators),
+        ..mesh_data(&m)
+    };
+    let mut writer = ResultsWriter::create(&dir, "sets", &mesh, &Faults::none()).unwrap();
+    let f = fields(1);
+    writer
+        .write_step(&StepData {
+            step: 0,
+            load_factor: 0.0,
+            displacement: Some(&f.displacement),
+            ..StepData::default()
+        })
+        .unwrap();
+    let file = hdf5::File::open(writer.h5_path()).unwrap();
+    let (_, flags) = read_i64(&file, "mesh/indicators/nodes/xmin");
+    let expected: Vec<i64> = (0..12).map(|n| i64::from(XMIN.contains(&n))).collect();
+    assert_eq!(flags, expected);
+    let (_, cells) = read_i64(&file, "mesh/indicators/cells/right");
+    assert_eq!(cells, [0, 1]);
+    let xml = fs::read_to_string(writer.xdmf_path()).unwrap();
+    assert!(xml.contains("<Attribute Name=\"set:xmin\" AttributeType=\"Scalar\" Center=\"Node\">"));
+    assert!(xml.contains("<Attribute Name=\"set:right\" AttributeType=\"Scalar\" Center=\"Cell\">"));
+    assert!(xml.contains("sets.h5:/mesh/indicators/nodes/left</DataItem>"));
+    drop(file);
+    let plain = ResultsWriter::create(&dir, "plain", &mesh_data(&m), &Faults::none()).unwrap();
+    let file = hdf5::File::open(plain.h5_path()).unwrap();
+    assert!(file.group("mesh/indicators").is_err());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn quadratic_cells_use_hexahedron_27() {
     let _files = hdf5_files();
@@ -361,6 +402,7 @@ fn quadratic_cells_use_hexahedron_27() {
         node_sets: &[],
         cell_sets: &[],
         face_sets: &[],
+        node_indicators: None,
     };
     let mut writer = ResultsWriter::create(&dir, "cube", &mesh, &Faults::none()).unwrap();
     let jacobian = [1.0];

@@ -74,8 +74,8 @@ impl VtuWriter {
         let path = self.folder.join(&file_name);
         write_atomic(&path, self.render(data).as_bytes(), &self.faults)?;
         self.pvd.append_text(format!(
-            "    <DataSet timestep=\"{:?}\" group=\"\" part=\"0\" file=\"{}/{}\"/>\n",
-            data.load_factor,
+            "    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}/{}\"/>\n",
+            super::xdmf::time_text(data.load_factor),
             escape_attr(&self.folder_name),
             file_name
         ))

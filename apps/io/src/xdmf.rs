@@ -26,6 +26,10 @@ pub(crate) struct MeshLayout {
     pub nodes_per_cell: usize,
     /// Whether `/mesh/material` exists (a cell attribute of every step).
     pub has_material: bool,
+    /// The sets shown as 0/1 attributes `set:<name>` of every step: node indicators
+    /// (`/mesh/indicators/nodes/<name>`) and cell indicators (`.../cells/<name>`).
+    pub node_indicators: Vec<String>,
+    pub cell_indicators: Vec<String>,
 }
 
 /// A field written at a step.
@@ -225,8 +229,7 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
         "      <Grid Name=\"step_{:06}\" GridType=\"Uniform\">",
         s.step
     );
-    // `{:?}` prints the shortest representation that reads back to the same f64.
-    let _ = writeln!(x, "        <Time Value=\"{:?}\"/>", s.load_factor);
+    let _ = writeln!(x, "        <Time Value=\"{}\"/>", time_text(s.load_factor));
     let _ = writeln!(
         x,
         "        <Topology TopologyType=\"{topology}\" NumberOfElements=\"{}\">",
@@ -251,6 +254,21 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
         );
         data_item(&mut x, &h5, "/mesh/material", mesh.n_cells, 1, "Int");
         let _ = writeln!(x, "        </Attribute>");
+    }
+    for (names, center, kind, rows) in [
+        (&mesh.node_indicators, "Node", "nodes", mesh.n_nodes),
+        (&mesh.cell_indicators, "Cell", "cells", mesh.n_cells),
+    ] {
+        for name in names {
+            let _ = writeln!(
+                x,
+                "        <Attribute Name=\"set:{}\" AttributeType=\"Scalar\" Center=\"{center}\">",
+                escape(name)
+            );
+            let path = format!("/mesh/indicators/{kind}/{}", escape(name));
+            data_item(&mut x, &h5, &path, rows, 1, "Int");
+            let _ = writeln!(x, "        </Attribute>");
+        }
     }
     for f in &s.fields {
         let (center, rows) = match f.center {
@@ -289,8 +307,9 @@ pub(crate) fn render_single(mesh: &MeshLayout, step: &StepEntry) -> String {
     let grid = grid.replacen(
         &format!("Name=\"step_{:06}\"", step.step),
         &format!(
-            "Name=\"step_{:06} (load factor {:?})\"",
-            step.step, step.load_factor
+            "Name=\"step_{:06} (load factor {})\"",
+            step.step,
+            time_text(step.load_factor)
         ),
         1,
     );
@@ -310,6 +329,34 @@ pub(crate) fn render(mesh: &MeshLayout, steps: &[StepEntry]) -> String {
     }
     x.push_str(TAIL);
     x
+}
+
+/// Relative distance within which a time value is float noise: a sum of increments such as
+/// `0.1 + 0.2 = 0.30000000000000004` is written `0.3`.
+const TIME_NOISE: f64 = 1e-12;
+
+/// The most significant digits of a decimal that a time is snapped to: a value with no short
+/// decimal near it (`1/3`) is written with every digit.
+const TIME_DIGITS: usize = 10;
+
+/// `t` as the shortest decimal of at most [`TIME_DIGITS`] digits within [`TIME_NOISE`] of it, or
+/// else its shortest round-trip representation (`0.3`, `1.0`, `2.5e-7`, `0.3333333333333333`),
+/// so that times summed from increments carry no float noise into the XDMF and `.pvd` files
+/// (the HDF5 attributes keep every bit).
+pub(crate) fn time_text(t: f64) -> String {
+    if !t.is_finite() || t == 0.0 {
+        return format!("{t:?}");
+    }
+    for digits in 1..=TIME_DIGITS {
+        let rounded: f64 = match format!("{:.*e}", digits - 1, t).parse() {
+            Ok(v) => v,
+            Err(_) => break,
+        };
+        if (rounded - t).abs() <= TIME_NOISE * t.abs() {
+            return format!("{rounded:?}");
+        }
+    }
+    format!("{t:?}")
 }
 
 /// A `DataItem` referencing an 8-byte dataset of shape `rows x columns` (`rows` when 1 column).
@@ -346,6 +393,40 @@ fn escape(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Sums of increments are written without their float noise; exact values as they are.
+    #[test]
+    fn times_carry_no_float_noise() {
+        let mut t = 0.0;
+        let mut written = Vec::new();
+        for _ in 0..10 {
+            t += 0.1;
+            written.push(time_text(t));
+        }
+        assert_eq!(t, 0.9999999999999999);
+        assert_eq!(
+            written,
+            ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+        );
+        assert_eq!(time_text(0.6000000000000001), "0.6");
+        for exact in [
+            0.0,
+            1.0,
+            0.125,
+            2.5e-7,
+            1.0 / 3.0,
+            2.0 / 3.0,
+            123456.789,
+            -4.0,
+        ] {
+            let text = time_text(exact);
+            let back: f64 = text.parse().unwrap();
+            assert_eq!(back, exact, "{exact} -> {text}");
+        }
+        assert_eq!(time_text(1.0 / 3.0), "0.3333333333333333");
+        assert_eq!(time_text(0.0), "0.0");
+        assert_eq!(time_text(2.5e-7), "2.5e-7");
+    }
+
     #[test]
     fn renders_topology_time_and_attributes() {
         let mesh = MeshLayout {
@@ -354,6 +435,8 @@ mod tests {
             n_cells: 1,
             nodes_per_cell: 27,
             has_material: false,
+            node_indicators: vec!["clamp".into()],
+            cell_indicators: Vec::new(),
         };
         let steps = [StepEntry {
             step: 3,
@@ -373,12 +456,22 @@ mod tests {
         }];
         let x = render(&mesh, &steps);
         assert!(x.contains("<Time Value=\"0.1\"/>"));
+        assert!(
+            x.contains("<Attribute Name=\"set:clamp\" AttributeType=\"Scalar\" Center=\"Node\">")
+        );
+        assert!(x.contains("a&amp;b.h5:/mesh/indicators/nodes/clamp</DataItem>"));
         assert!(x.contains("TopologyType=\"Hexahedron_27\" NumberOfElements=\"1\""));
         assert!(x.contains("Dimensions=\"1 27\" NumberType=\"Int\""));
         assert!(x.contains(">a&amp;b.h5:/steps/000003/cauchy_stress</DataItem>"));
         assert!(x.contains("AttributeType=\"Tensor6\" Center=\"Cell\""));
         assert!(x.contains("Dimensions=\"1\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">a&amp;b.h5:/steps/000003/jacobian"));
         let empty = render(&mesh, &[]);
+        let noisy = StepEntry {
+            load_factor: 0.1 + 0.2,
+            ..steps[0].clone()
+        };
+        assert!(render(&mesh, std::slice::from_ref(&noisy)).contains("<Time Value=\"0.3\"/>"));
+        assert!(render_single(&mesh, &noisy).contains("(load factor 0.3)"));
         assert!(empty.contains("CollectionType=\"Temporal\">\n    </Grid>"));
     }
 }

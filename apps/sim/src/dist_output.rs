@@ -99,11 +99,13 @@ impl Accumulator<'_> {
         StateFigures {
             strain_energy: self.strain_energy,
             max_displacement: self.max_displacement,
+            // the constrained sets only (a free set's reaction is zero or meaningless)
             reactions: out
                 .node_names
                 .iter()
                 .cloned()
                 .zip(self.reactions.iter().map(|s| s.force))
+                .filter(|(name, _)| out.reaction_sets.contains(name))
                 .collect(),
             reaction_totals: out
                 .reaction_sets
@@ -142,6 +144,8 @@ pub struct RankOutput {
     shape: MeshShape,
     fields: Vec<StepField>,
     nodal_stress: bool,
+    /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
+    strain_fields: Vec<StepField>,
     /// The set sums: reaction totals' sets, then the probes' sets.
     sums: Vec<SumSpec>,
     n_reaction_totals: usize,
@@ -161,6 +165,9 @@ impl RankOutput {
     /// Collective: the plans of the output's gathers (at most `window` values a window), the
     /// mesh's shape from reductions, the probe points' owners.
     pub fn new(comm: &dyn Comm, config: &Config, part: &MeshPart, window: usize) -> Result<Self> {
+        if let Some(refused) = crate::probes::field_probes_on_ranks(config, comm.size()) {
+            return Err(refused);
+        }
         let mesh = &part.mesh;
         let n_owned = part.n_owned_nodes();
         let mut node_names: Vec<String> = mesh
@@ -222,6 +229,11 @@ impl RankOutput {
             node_sets: named(&file_names, &mut sizes),
             cell_sets: named(&cell_sets, &mut sizes),
             face_sets: named(&face_sets, &mut sizes),
+            // `sets`: every node and face set's nodes, and the cell sets, as 0/1 attributes
+            node_indicators: config
+                .output
+                .wants(OutputField::Sets)
+                .then(|| node_names.clone()),
         };
 
         let wants = |f| config.output.wants(f);
@@ -234,14 +246,35 @@ impl RankOutput {
             (OutputField::EnergyDensity, StepField::EnergyDensity),
             (OutputField::NodalCauchyStress, StepField::NodalCauchyStress),
             (OutputField::NodalVonMises, StepField::NodalVonMises),
+            (OutputField::Strain, StepField::Strain),
+            (
+                OutputField::GreenLagrangeStrain,
+                StepField::GreenLagrangeStrain,
+            ),
+            (OutputField::LogarithmicStrain, StepField::LogarithmicStrain),
+            (OutputField::PrincipalStress, StepField::PrincipalStress),
+            (
+                OutputField::NodalPrincipalStress,
+                StepField::NodalPrincipalStress,
+            ),
         ]
         .into_iter()
         .filter(|&(o, _)| wants(o))
         .map(|(_, f)| f)
         .collect();
-        let nodal_stress = fields
-            .iter()
-            .any(|f| matches!(f, StepField::NodalCauchyStress | StepField::NodalVonMises));
+        let nodal_stress = fields.iter().any(|f| {
+            matches!(
+                f,
+                StepField::NodalCauchyStress
+                    | StepField::NodalVonMises
+                    | StepField::NodalPrincipalStress
+            )
+        });
+        // the step fields of the cell records' strains, in record order
+        let strain_fields: Vec<StepField> = crate::fields::strain_fields(config)
+            .into_iter()
+            .map(step_field_of_strain)
+            .collect();
 
         let mask_words = words(node_names.len());
         let owned_nodes: Vec<(u64, usize)> =
@@ -265,7 +298,7 @@ impl RankOutput {
             n_nodes,
             9 + if nodal_stress { 9 } else { 0 } + mask_words,
         )?;
-        let step_cells = plan(&owned_cells, n_cells, CellOutputs::WIDTH)?;
+        let step_cells = plan(&owned_cells, n_cells, CellOutputs::record_width(config))?;
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
             node_names
@@ -338,6 +371,7 @@ impl RankOutput {
             shape,
             fields,
             nodal_stress,
+            strain_fields,
             sums,
             points,
             centroids: Vec::new(),
@@ -462,6 +496,18 @@ impl RankOutput {
                 }
                 if let Some(p) = pieces.as_deref_mut() {
                     p.put_f64(at(MeshDataset::Coordinates), 3 * ids[0] as usize, &coords);
+                    if shape.node_indicators.is_some() {
+                        for s in 0..node_names {
+                            let flags: Vec<u64> = (0..ids.len())
+                                .map(|i| u64::from(has_bit(&records[i * w + 3..(i + 1) * w], s)))
+                                .collect();
+                            p.put_indices(
+                                at(MeshDataset::NodeIndicator(s)),
+                                ids[0] as usize,
+                                &flags,
+                            );
+                        }
+                    }
                     for (j, m) in members.iter().enumerate() {
                         p.put_indices(at(MeshDataset::NodeSet(j)), next_member[j], m);
                         next_member[j] += m.len();
@@ -498,6 +544,17 @@ impl RankOutput {
                     let first = ids[0] as usize;
                     p.put_indices(at(MeshDataset::Connectivity), npc * first, &conn);
                     p.put_indices(at(MeshDataset::Material), first, &mat);
+                    if shape.node_indicators.is_some() {
+                        for j in 0..n_cell_sets {
+                            let flags: Vec<u64> = (0..ids.len())
+                                .map(|i| {
+                                    let r = &records[i * w + npc + 1..(i + 1) * w];
+                                    u64::from(has_bit(&r[..cell_words], j))
+                                })
+                                .collect();
+                            p.put_indices(at(MeshDataset::CellIndicator(j)), first, &flags);
+                        }
+                    }
                     for (j, c) in cells.iter().enumerate() {
                         p.put_indices(at(MeshDataset::CellSet(j)), next_cell[j], c);
                         next_cell[j] += c.len();
@@ -607,7 +664,7 @@ impl RankOutput {
                 this.step_nodes
                     .gather(comm, &mut node_record, |ids, records| {
                         let n = ids.len();
-                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        let mut columns: [Vec<f64>; 5] = Default::default();
                         for i in 0..n {
                             let r = &records[i * w..(i + 1) * w];
                             let (x, uu, rr) =
@@ -620,6 +677,9 @@ impl RankOutput {
                                     let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
                                     columns[2].extend_from_slice(&t);
                                     columns[3].push(serial::von_mises_of(&t));
+                                    if index(StepField::NodalPrincipalStress).is_some() {
+                                        columns[4].extend(fem::principal_values_of(&t));
+                                    }
                                 }
                             }
                         }
@@ -630,6 +690,7 @@ impl RankOutput {
                                 (StepField::Reaction, 3),
                                 (StepField::NodalCauchyStress, 9),
                                 (StepField::NodalVonMises, 1),
+                                (StepField::NodalPrincipalStress, 3),
                             ]
                             .into_iter()
                             .enumerate()
@@ -645,7 +706,8 @@ impl RankOutput {
             stats.push(
                 this.step_cells
                     .gather(comm, &mut cell_record, |ids, records| {
-                        let mut columns: [Vec<f64>; 4] = Default::default();
+                        let mut columns: [Vec<f64>; 5] = Default::default();
+                        let mut strains = vec![Vec::new(); this.strain_fields.len()];
                         for i in 0..ids.len() {
                             let r = &records[i * w..(i + 1) * w];
                             acc.strain_energy += r[12];
@@ -654,6 +716,14 @@ impl RankOutput {
                                 columns[1].push(r[9]);
                                 columns[2].push(r[10]);
                                 columns[3].push(r[11]);
+                                if index(StepField::PrincipalStress).is_some() {
+                                    let t: [f64; 9] = std::array::from_fn(|k| r[k]);
+                                    columns[4].extend(fem::principal_values_of(&t));
+                                }
+                                for (k, strain) in strains.iter_mut().enumerate() {
+                                    let at = CellOutputs::WIDTH + 9 * k;
+                                    strain.extend_from_slice(&r[at..at + 9]);
+                                }
                             }
                         }
                         if let Some(p) = pieces.as_deref_mut() {
@@ -663,12 +733,18 @@ impl RankOutput {
                                 (StepField::VonMises, 1),
                                 (StepField::Jacobian, 1),
                                 (StepField::EnergyDensity, 1),
+                                (StepField::PrincipalStress, 3),
                             ]
                             .into_iter()
                             .enumerate()
                             {
                                 if let Some(d) = index(f) {
                                     p.put_f64(d, width * first, &columns[k]);
+                                }
+                            }
+                            for (&f, strain) in this.strain_fields.iter().zip(&strains) {
+                                if let Some(d) = index(f) {
+                                    p.put_f64(d, 9 * first, strain);
                                 }
                             }
                         }
@@ -712,5 +788,14 @@ impl RankOutput {
             self.held.max_window_values = self.held.max_window_values.max(s.max_window_values);
             self.held.max_message_values = self.held.max_message_values.max(s.max_message_values);
         }
+    }
+}
+
+/// The step field of a strain output field.
+fn step_field_of_strain(field: OutputField) -> StepField {
+    match field {
+        OutputField::GreenLagrangeStrain => StepField::GreenLagrangeStrain,
+        OutputField::LogarithmicStrain => StepField::LogarithmicStrain,
+        _ => StepField::Strain,
     }
 }

@@ -201,7 +201,7 @@ pub(crate) fn drive(
         }
     };
     let output_started = Instant::now();
-    let first = agreed(comm, CellOutputs::compute(problem, &u))
+    let first = agreed(comm, CellOutputs::compute(problem, &u, config))
         .and_then(|cells| {
             let state = layout.write_state(
                 config,
@@ -253,7 +253,7 @@ pub(crate) fn drive(
             let step_started = Instant::now();
             // this rank's cells' outputs; a state that is not finite fails the step on every
             // rank, before it is written
-            let cells = agreed(comm, CellOutputs::of_step(problem, step, u))?;
+            let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config))?;
             let linear = problem.is_linear();
             let local = crate::run::check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;

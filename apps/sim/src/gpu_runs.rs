@@ -14,8 +14,24 @@ use linalg::Device;
 
 use crate::run::RunOptions;
 
-/// The cell-centred datasets of a step (the output fields of [`crate::run::CellOutputs`]).
-const CELL_DATASETS: [&str; 4] = ["cauchy_stress", "von_mises", "jacobian", "energy_density"];
+/// The cell-centred datasets of a step (the output fields of [`crate::run::CellOutputs`], and
+/// the principal stresses of its Cauchy stress).
+const CELL_DATASETS: [&str; 5] = [
+    "cauchy_stress",
+    "von_mises",
+    "jacobian",
+    "energy_density",
+    "principal_stress",
+];
+
+/// The strain datasets: computed on the host from the displacement in both runs, so within the
+/// displacement's tolerance.
+const STRAIN_DATASETS: [&str; 3] = ["strain", "green_lagrange_strain", "logarithmic_strain"];
+
+/// Every field, the optional ones included.
+const ALL_FIELDS: &str = "output.fields=[displacement, reaction, cauchy_stress, von_mises, \
+    jacobian, energy_density, nodal_cauchy_stress, nodal_von_mises, strain, \
+    green_lagrange_strain, logarithmic_strain, principal_stress, nodal_principal_stress]";
 
 /// `inputs/` of the checkout: next to the sources, or under the working directory (the device
 /// machine runs the staged test binary from a checkout's root).
@@ -52,6 +68,7 @@ fn run_on(input: &Path, device: &str, dir: &Path) -> (io::Summary, PathBuf) {
         .with_overrides([
             format!("device={device}"),
             "linear_solver.method=cg_amg".into(),
+            ALL_FIELDS.into(),
         ])
         .with_output_dir(dir);
     let outcome = crate::run(&comm::SelfComm::shared(), &options, &crate::Quiet)
@@ -187,6 +204,9 @@ fn compare_runs(name: &str, input: &Path) -> Vec<String> {
     let (mut worst_u, mut worst_cells): (f64, f64) = (0.0, 0.0);
     for (step, _) in cr.steps().unwrap() {
         worst_u = worst_u.max(step_diff(step, "displacement"));
+        for field in STRAIN_DATASETS {
+            worst_u = worst_u.max(step_diff(step, field));
+        }
         // the cell fields: from the device where the Newton loop ran there (after step 0)
         for field in CELL_DATASETS {
             worst_cells = worst_cells.max(step_diff(step, field));
@@ -202,7 +222,7 @@ fn compare_runs(name: &str, input: &Path) -> Vec<String> {
     let mut failures = Vec::new();
     if worst_u > 1e-10 || worst_energy > 1e-12 || worst_cells > 1e-12 {
         failures.push(format!(
-            "{name}: displacement {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
+            "{name}: displacement and strains {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
         ));
     }
     if output_bytes.iter().any(Option::is_none)

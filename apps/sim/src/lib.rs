@@ -40,6 +40,7 @@ pub mod dist_output;
 pub mod distributed;
 mod driver;
 mod error;
+pub mod fields;
 pub mod formulation;
 pub mod interrupt;
 pub mod locate;

@@ -1,14 +1,17 @@
-//! Probes of a run (`output.probes`): the displacement at points of the mesh, the mean
-//! displacement, total reaction force and its moment over node sets, and global quantities,
-//! evaluated at step 0 and after every converged step.
+//! Probes of a run (`output.probes`): the displacement and cell fields at points of the mesh,
+//! the mean displacement, total reaction force and its moment over node sets, the least, largest
+//! and mean values of fields over sets, and global quantities, evaluated at step 0 and after
+//! every converged step.
 //!
 //! [`Probes::new`] resolves the configuration once per mesh (locates each point in its cell and
 //! keeps the cell's interpolation weights; looks the sets up); [`Probes::evaluate`] is then a
 //! few sums per step. Errors (a point outside the mesh, an unknown set) name the configuration
 //! key.
 
+use std::collections::BTreeSet;
+
 use anyhow::Result;
-use config::{Config, GlobalProbe};
+use config::{Config, GlobalProbe, OutputField};
 use fem::basis::LagrangeHex;
 use mesh::HexMesh;
 
@@ -22,8 +25,14 @@ const LOCATE_SLACK: f64 = 1e-9;
 pub struct Probes {
     columns: Vec<String>,
     points: Vec<Interpolation>,
+    /// The cell holding each point and the fields read there, in input order.
+    point_fields: Vec<(usize, Vec<OutputField>)>,
     sets: Vec<SetNodes>,
+    /// Each set probe's fields with the cells or nodes their statistics run over.
+    set_fields: Vec<Vec<(OutputField, Vec<usize>)>>,
     globals: Vec<GlobalProbe>,
+    /// The sets whose reactions the run reports: those a Dirichlet or twist condition names.
+    reaction_sets: BTreeSet<String>,
 }
 
 /// A point as a weighted sum of nodal values.
@@ -45,6 +54,8 @@ pub struct ProbeState<'a> {
     pub reactions: &'a [[f64; 3]],
     pub strain_energy: f64,
     pub max_displacement: f64,
+    /// The cell outputs of the state (the serial run's cells), for the field probes.
+    pub(crate) cells: Option<&'a crate::run::CellOutputs>,
 }
 
 impl Probes {
@@ -52,26 +63,51 @@ impl Probes {
     pub fn new(config: &Config, mesh: &HexMesh) -> Result<Self> {
         let spec = &config.output.probes;
         let mut points = Vec::new();
+        let mut point_fields = Vec::new();
         for (i, p) in spec.points.iter().enumerate() {
-            let interpolation = locate(mesh, 0..mesh.n_cells(), p.at)?
-                .ok_or_else(|| outside(config, i))?
-                .1;
+            let (cell, interpolation) =
+                locate(mesh, 0..mesh.n_cells(), p.at)?.ok_or_else(|| outside(config, i))?;
             points.push(interpolation);
+            point_fields.push((cell, p.fields.clone()));
         }
         let mut sets = Vec::new();
+        let mut set_fields = Vec::new();
         for (i, s) in spec.sets.iter().enumerate() {
-            let nodes = mesh.set_nodes(&s.set).map_err(|e| {
+            let nodes = set_or_cell_set_nodes(mesh, &s.set).map_err(|e| {
                 config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
             })?;
             let about = s.about.unwrap_or_else(|| centroid(mesh, &nodes));
+            set_fields.push(
+                s.fields
+                    .iter()
+                    .map(|&f| {
+                        let members = if is_nodal(f) {
+                            nodes.clone()
+                        } else {
+                            set_cells(mesh, &s.set, &nodes)
+                        };
+                        (f, members)
+                    })
+                    .collect(),
+            );
             sets.push(SetNodes { nodes, about });
         }
         Ok(Probes {
             columns: columns(config),
             points,
+            point_fields,
             sets,
+            set_fields,
             globals: spec.globals.clone(),
+            reaction_sets: crate::run::reaction_components(config)
+                .into_keys()
+                .collect(),
         })
+    }
+
+    /// Whether the run reports the reaction of `set` (a set some condition constrains).
+    pub fn reports_reaction(&self, set: &str) -> bool {
+        self.reaction_sets.contains(set)
     }
 
     /// Column names, in the order of [`Probes::evaluate`]'s values.
@@ -84,8 +120,67 @@ impl Probes {
         self.columns.is_empty()
     }
 
-    /// The probe values of a state on the mesh the probes were resolved on.
-    pub fn evaluate(&self, coords: &[[f64; 3]], state: &ProbeState) -> Vec<f64> {
+    /// The probe values of a state on the mesh the probes were resolved on (`mesh`: for the
+    /// nodal fields of set probes).
+    pub fn evaluate(&self, mesh: &HexMesh, state: &ProbeState) -> Result<Vec<f64>> {
+        let reads_fields = self
+            .point_fields
+            .iter()
+            .any(|(_, f)| f != &[OutputField::Displacement])
+            || self.set_fields.iter().any(|f| !f.is_empty())
+            || self.globals.iter().any(|g| cell_global(*g).is_some());
+        if !reads_fields {
+            return Ok(self.evaluate_displacements(&mesh.coords, state));
+        }
+        let cells = state
+            .cells
+            .ok_or_else(|| anyhow::anyhow!("field probes need the state's cell outputs"))?;
+        let nodal = self
+            .set_fields
+            .iter()
+            .flatten()
+            .any(|(f, _)| is_nodal(*f))
+            .then(|| crate::run::nodal_average(mesh, &cells.cauchy));
+        let nodal = nodal.as_deref().unwrap_or_default();
+        let mut out = Vec::with_capacity(self.columns.len());
+        for (p, (cell, fields)) in self.points.iter().zip(&self.point_fields) {
+            for &f in fields {
+                match f {
+                    OutputField::Displacement => out.extend(p.value(state.displacement)),
+                    _ => out.extend(components(f, cells, nodal, *cell)?),
+                }
+            }
+        }
+        for (s, fields) in self.sets.iter().zip(&self.set_fields) {
+            let mut sum = SetSum::default();
+            for &n in &s.nodes {
+                sum.add(
+                    mesh.coords[n],
+                    state.displacement[n],
+                    state.reactions[n],
+                    s.about,
+                );
+            }
+            let count = sum.nodes.max(1) as f64;
+            out.extend(sum.displacement.map(|v| v / count));
+            out.extend(sum.force);
+            out.extend(sum.moment);
+            for (f, members) in fields {
+                out.extend(statistics(*f, cells, nodal, members)?);
+            }
+        }
+        for &g in &self.globals {
+            out.push(match g {
+                GlobalProbe::StrainEnergy => state.strain_energy,
+                GlobalProbe::MaxDisplacement => state.max_displacement,
+                _ => global_of_cells(g, cells),
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Probes::evaluate`] of probes that read no field but the displacement and reactions.
+    fn evaluate_displacements(&self, coords: &[[f64; 3]], state: &ProbeState) -> Vec<f64> {
         let points: Vec<[f64; 3]> = self
             .points
             .iter()
@@ -117,17 +212,30 @@ impl Probes {
     }
 }
 
-/// The probes' columns of `config`: each point's displacement, each set's mean displacement,
-/// force and moment, the globals.
+/// The probes' columns of `config`: each point's fields (displacement `ux..uz`, a cell field's
+/// components), each set's mean displacement, force and moment and its fields' least, largest
+/// and mean values, the globals.
 pub fn columns(config: &Config) -> Vec<String> {
     let spec = &config.output.probes;
     let mut columns = Vec::new();
     for p in &spec.points {
-        columns.extend(["ux", "uy", "uz"].map(|c| format!("{}.{c}", p.name)));
+        for &f in &p.fields {
+            match f {
+                OutputField::Displacement => {
+                    columns.extend(["ux", "uy", "uz"].map(|c| format!("{}.{c}", p.name)))
+                }
+                _ => columns.extend(field_columns(&p.name, f)),
+            }
+        }
     }
     for s in &spec.sets {
         for c in ["ux", "uy", "uz", "fx", "fy", "fz", "mx", "my", "mz"] {
             columns.push(format!("{}.{c}", s.label()));
+        }
+        for &f in &s.fields {
+            for column in field_columns(s.label(), f) {
+                columns.extend(["min", "max", "mean"].map(|m| format!("{column}.{m}")));
+            }
         }
     }
     columns.extend(spec.globals.iter().map(|g| g.label().to_owned()));
@@ -157,9 +265,229 @@ pub fn compose(
         out.push(match g {
             GlobalProbe::StrainEnergy => strain_energy,
             GlobalProbe::MaxDisplacement => max_displacement,
+            // refused on ranks (`field_probes_on_ranks`)
+            _ => f64::NAN,
         });
     }
     out
+}
+
+/// Whether a probe of `config` reads the output field `field`.
+pub fn reads_field(config: &Config, field: OutputField) -> bool {
+    let spec = &config.output.probes;
+    spec.points.iter().any(|p| p.fields.contains(&field))
+        || spec.sets.iter().any(|s| s.fields.contains(&field))
+}
+
+/// The error of a run on ranks whose probes read fields (they run on one process for now):
+/// `None` where they read only displacements, reactions and the two first globals.
+pub fn field_probes_on_ranks(config: &Config, ranks: usize) -> Option<anyhow::Error> {
+    let spec = &config.output.probes;
+    let key = if let Some(i) = spec
+        .points
+        .iter()
+        .position(|p| p.fields != [OutputField::Displacement])
+    {
+        format!("output.probes.points[{i}].fields")
+    } else if let Some(i) = spec.sets.iter().position(|s| !s.fields.is_empty()) {
+        format!("output.probes.sets[{i}].fields")
+    } else if let Some(i) = spec.globals.iter().position(|g| cell_global(*g).is_some()) {
+        format!("output.probes.globals[{i}]")
+    } else {
+        return None;
+    };
+    Some(
+        config
+            .error_at(
+                &key,
+                format!(
+                    "probes of stress, strain and other cell fields run on one process for now, \
+                     not on {ranks} MPI ranks; valid there: displacement (points), the sets' \
+                     displacement and reaction columns, strain_energy and max_displacement \
+                     (globals); the fields themselves can be written (output.fields)"
+                ),
+            )
+            .into(),
+    )
+}
+
+/// Whether `field` lives on the nodes among the fields probes read over sets.
+fn is_nodal(field: OutputField) -> bool {
+    matches!(
+        field,
+        OutputField::NodalCauchyStress
+            | OutputField::NodalVonMises
+            | OutputField::NodalPrincipalStress
+    )
+}
+
+/// The component names of `field`'s values: tensors `xx, yy, zz, xy, yz, xz`, principal values
+/// `1, 2, 3`, none for a scalar.
+fn component_names(field: OutputField) -> &'static [&'static str] {
+    match field {
+        OutputField::VonMises
+        | OutputField::Jacobian
+        | OutputField::EnergyDensity
+        | OutputField::NodalVonMises => &[],
+        OutputField::PrincipalStress | OutputField::NodalPrincipalStress => &["1", "2", "3"],
+        OutputField::Displacement | OutputField::Reaction => &["x", "y", "z"],
+        _ => &["xx", "yy", "zz", "xy", "yz", "xz"],
+    }
+}
+
+/// The columns `<label>.<field>[.<component>]` of a field probe.
+fn field_columns(label: &str, field: OutputField) -> Vec<String> {
+    let names = component_names(field);
+    if names.is_empty() {
+        return vec![format!("{label}.{}", field.name())];
+    }
+    names
+        .iter()
+        .map(|c| format!("{label}.{}.{c}", field.name()))
+        .collect()
+}
+
+/// The symmetric components `xx, yy, zz, xy, yz, xz` of a full 3x3 row-major tensor.
+fn symmetric(t: &[f64; 9]) -> Vec<f64> {
+    vec![t[0], t[4], t[8], t[1], t[5], t[2]]
+}
+
+/// The values of `field` (in [`component_names`] order) at cell or node `at`.
+fn components(
+    field: OutputField,
+    cells: &crate::run::CellOutputs,
+    nodal: &[[f64; 9]],
+    at: usize,
+) -> Result<Vec<f64>> {
+    Ok(match field {
+        OutputField::CauchyStress => symmetric(&cells.cauchy[at]),
+        OutputField::VonMises => vec![cells.von_mises[at]],
+        OutputField::Jacobian => vec![cells.jacobian[at]],
+        OutputField::EnergyDensity => vec![cells.energy_density[at]],
+        OutputField::PrincipalStress => fem::principal_values_of(&cells.cauchy[at]).to_vec(),
+        OutputField::NodalCauchyStress => symmetric(&nodal[at]),
+        OutputField::NodalVonMises => vec![crate::run::von_mises_of(&nodal[at])],
+        OutputField::NodalPrincipalStress => fem::principal_values_of(&nodal[at]).to_vec(),
+        OutputField::Strain | OutputField::GreenLagrangeStrain | OutputField::LogarithmicStrain => {
+            let (_, values) = cells
+                .strains
+                .iter()
+                .find(|(f, _)| *f == field)
+                .ok_or_else(|| anyhow::anyhow!("the strain `{}` was not computed", field.name()))?;
+            symmetric(&values[at])
+        }
+        OutputField::Displacement | OutputField::Reaction | OutputField::Sets => {
+            anyhow::bail!("`{}` is not a cell or nodal field", field.name())
+        }
+    })
+}
+
+/// The least, largest and mean value of each component of `field` over `members` (cells, or
+/// nodes for a nodal field; summed in their order): `min, max, mean` per component.
+fn statistics(
+    field: OutputField,
+    cells: &crate::run::CellOutputs,
+    nodal: &[[f64; 9]],
+    members: &[usize],
+) -> Result<Vec<f64>> {
+    let width = component_names(field).len().max(1);
+    let (mut min, mut max, mut sum) = (
+        vec![f64::INFINITY; width],
+        vec![f64::NEG_INFINITY; width],
+        vec![0.0; width],
+    );
+    for &m in members {
+        for (k, v) in components(field, cells, nodal, m)?.into_iter().enumerate() {
+            min[k] = min[k].min(v);
+            max[k] = max[k].max(v);
+            sum[k] += v;
+        }
+    }
+    let count = members.len() as f64;
+    Ok((0..width)
+        .flat_map(|k| [min[k], max[k], sum[k] / count])
+        .collect())
+}
+
+/// The cell field and the extreme a global probe takes over every cell (`None`: not a cell
+/// field's).
+fn cell_global(g: GlobalProbe) -> Option<(OutputField, usize, bool)> {
+    // (field, component, largest)
+    match g {
+        GlobalProbe::StrainEnergy | GlobalProbe::MaxDisplacement => None,
+        GlobalProbe::MaxVonMises => Some((OutputField::VonMises, 0, true)),
+        GlobalProbe::MaxPrincipalStress => Some((OutputField::PrincipalStress, 0, true)),
+        GlobalProbe::MinPrincipalStress => Some((OutputField::PrincipalStress, 2, false)),
+        GlobalProbe::MinJacobian => Some((OutputField::Jacobian, 0, false)),
+    }
+}
+
+/// The value of the cell-field global `g` over every cell (NaN where a cell's is).
+fn global_of_cells(g: GlobalProbe, cells: &crate::run::CellOutputs) -> f64 {
+    let Some((field, k, largest)) = cell_global(g) else {
+        return f64::NAN;
+    };
+    let mut extreme = if largest {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
+    for c in 0..cells.jacobian.len() {
+        let v = match components(field, cells, &[], c) {
+            Ok(values) => values[k],
+            Err(_) => f64::NAN,
+        };
+        if v.is_nan() {
+            return f64::NAN;
+        }
+        extreme = if largest {
+            extreme.max(v)
+        } else {
+            extreme.min(v)
+        };
+    }
+    extreme
+}
+
+/// The nodes of the node or face set `name`, or else of the cell set `name` (its cells' nodes).
+fn set_or_cell_set_nodes(mesh: &HexMesh, name: &str) -> Result<Vec<usize>, mesh::MeshError> {
+    match mesh.set_nodes(name) {
+        Ok(nodes) => Ok(nodes),
+        Err(e) => {
+            let Some(cells) = mesh.cell_sets.get(name) else {
+                return Err(e);
+            };
+            let mut nodes: Vec<usize> = cells
+                .iter()
+                .flat_map(|&c| mesh.cell_nodes(c).iter().copied())
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            Ok(nodes)
+        }
+    }
+}
+
+/// The cells a cell field's statistics over the set `name` (with nodes `nodes`) run over, in
+/// increasing order: a cell set's cells, a face set's cells, else the cells touching the nodes.
+fn set_cells(mesh: &HexMesh, name: &str, nodes: &[usize]) -> Vec<usize> {
+    let node_or_face = mesh.node_sets.contains_key(name) || mesh.face_sets.contains_key(name);
+    let mut cells: Vec<usize> = match (mesh.cell_sets.get(name), mesh.face_sets.get(name)) {
+        (Some(cells), _) if !node_or_face => cells.clone(),
+        (_, Some(faces)) if !mesh.node_sets.contains_key(name) => {
+            faces.iter().map(|f| f.cell).collect()
+        }
+        _ => {
+            let mut member = vec![false; mesh.n_nodes()];
+            nodes.iter().for_each(|&n| member[n] = true);
+            (0..mesh.n_cells())
+                .filter(|&c| mesh.cell_nodes(c).iter().any(|&n| member[n]))
+                .collect()
+        }
+    };
+    cells.sort_unstable();
+    cells.dedup();
+    cells
 }
 
 /// The error of a probe point `i` that lies in no cell.

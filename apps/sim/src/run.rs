@@ -163,7 +163,7 @@ pub struct RunFigures {
     pub problem_s: f64,
     pub strain_energy: f64,
     pub max_displacement: f64,
-    /// Total reaction force on each node and face set of the mesh.
+    /// Total reaction force on each constrained set (named by a Dirichlet or twist condition).
     pub reactions: BTreeMap<String, [f64; 3]>,
     /// The probes, by column.
     pub probes: BTreeMap<String, f64>,
@@ -503,18 +503,19 @@ impl Layout for OneProcess<'_> {
         let (reaction, _) = reactions.host()?.as_chunks::<3>();
         let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
         let probes = self.probes.evaluate(
-            &mesh.coords,
+            mesh,
             &crate::probes::ProbeState {
                 displacement,
                 reactions: reaction,
                 strain_energy,
                 max_displacement,
+                cells: Some(cells),
             },
-        );
+        )?;
         Ok(Some(StateFigures {
             strain_energy,
             max_displacement,
-            reactions: set_reactions(mesh, reaction),
+            reactions: set_reactions(&self.probes, mesh, reaction),
             reaction_totals: reaction_totals(config, mesh, u, reactions)?,
             probes,
         }))
@@ -594,11 +595,17 @@ pub(crate) fn finish_run(
     })
 }
 
-/// The total reaction on each node and face set of `mesh` (`reaction`: per node).
-fn set_reactions(mesh: &HexMesh, reaction: &[[f64; 3]]) -> BTreeMap<String, [f64; 3]> {
+/// The total reaction on each constrained node and face set of `mesh` (named by a Dirichlet
+/// or twist condition; `reaction`: per node).
+fn set_reactions(
+    probes: &crate::probes::Probes,
+    mesh: &HexMesh,
+    reaction: &[[f64; 3]],
+) -> BTreeMap<String, [f64; 3]> {
     mesh.node_sets
         .keys()
         .chain(mesh.face_sets.keys())
+        .filter(|set| probes.reports_reaction(set))
         .filter_map(|set| {
             let nodes = mesh.set_nodes(set).ok()?;
             let mut total = [0.0; 3];
@@ -726,6 +733,12 @@ pub(crate) fn create_results(
         .map(|(k, v)| (k.as_str(), v.as_slice()))
         .collect();
     let material = material_of_cells(config, mesh)?;
+    let indicators = crate::fields::set_indicator_nodes(config, mesh)?;
+    let indicators: Option<Vec<(&str, &[usize])>> = indicators.as_ref().map(|list| {
+        list.iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect()
+    });
     let mesh = MeshData {
         nodes_per_cell: mesh.nodes_per_cell(),
         coordinates: &mesh.coords,
@@ -734,6 +747,7 @@ pub(crate) fn create_results(
         node_sets: &node_sets,
         cell_sets: &cell_sets,
         face_sets: &face_sets,
+        node_indicators: indicators.as_deref(),
     };
     let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
     if config.output.vtu {
@@ -838,25 +852,44 @@ pub(crate) struct CellOutputs {
     pub(crate) energy_density: Vec<f64>,
     /// Each cell's strain energy (the total is their sum in cell order).
     pub(crate) strain_energy: Vec<f64>,
+    /// The strain fields written or probed (`crate::fields::strain_fields`), full 3x3
+    /// row-major.
+    pub(crate) strains: Vec<(OutputField, Vec<[f64; 9]>)>,
 }
 
 impl CellOutputs {
-    /// Values per cell in [`CellOutputs::packed`].
+    /// Values per cell in [`CellOutputs::record`] before the strains.
     pub(crate) const WIDTH: usize = 13;
+
+    /// Values per cell in [`CellOutputs::record`] for the outputs of `config`.
+    pub(crate) fn record_width(config: &Config) -> usize {
+        Self::WIDTH + 9 * crate::fields::strain_fields(config).len()
+    }
 
     /// The outputs of every cell of `problem`'s element loop at the state `u` (on a rank's
     /// part: owned and ghost cells; `u`'s ghost entries must be current).
-    pub(crate) fn compute(problem: &Problem, u: &Vector) -> Result<Self> {
+    pub(crate) fn compute(problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
         let assembler = &problem.discrete.assembler;
         let cells = assembler.map_cells(u, |c, x, ue, material| {
             assembler.kernel_of(c).cell_fields(x, ue, material)
         })?;
-        Ok(Self::from_fields(&cells))
+        Self::from_fields(&cells).with_strains(problem, u, config)
+    }
+
+    /// Adds the strain fields of `config` (computed on the host from `u`).
+    fn with_strains(mut self, problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
+        self.strains = crate::fields::cell_strains(problem, u, config)?;
+        Ok(self)
     }
 
     /// The outputs of a converged step: the fields the GPU computed where the Newton loop ran
     /// there ([`ConvergedStep::cell_fields`]), else [`CellOutputs::compute`] on the host.
-    pub(crate) fn of_step(problem: &Problem, step: &ConvergedStep, u: &Vector) -> Result<Self> {
+    pub(crate) fn of_step(
+        problem: &Problem,
+        step: &ConvergedStep,
+        u: &Vector,
+        config: &Config,
+    ) -> Result<Self> {
         match &step.cell_fields {
             Some(cells) => {
                 let n = problem.discrete.assembler.n_cells();
@@ -865,9 +898,9 @@ impl CellOutputs {
                     "{} cell fields from the GPU for {n} cells",
                     cells.len()
                 );
-                Ok(Self::from_fields(cells))
+                Self::from_fields(cells).with_strains(problem, u, config)
             }
-            None => Self::compute(problem, u),
+            None => Self::compute(problem, u, config),
         }
     }
 
@@ -885,6 +918,7 @@ impl CellOutputs {
             jacobian: cells.iter().map(|f| f.j).collect(),
             energy_density: cells.iter().map(|f| f.energy_density).collect(),
             strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
+            strains: Vec::new(),
         }
     }
 
@@ -894,16 +928,19 @@ impl CellOutputs {
         self.strain_energy.iter().sum()
     }
 
-    /// Cell `c`'s [`CellOutputs::WIDTH`] values (stress, von Mises, J, energy density, strain
-    /// energy): the record a rank sends to rank 0.
+    /// Cell `c`'s [`CellOutputs::record_width`] values (stress, von Mises, J, energy density,
+    /// strain energy, then each strain field's 9): the record a rank sends to rank 0.
     pub(crate) fn record(&self, c: usize, out: &mut [f64]) {
         out[..9].copy_from_slice(&self.cauchy[c]);
-        out[9..].copy_from_slice(&[
+        out[9..Self::WIDTH].copy_from_slice(&[
             self.von_mises[c],
             self.jacobian[c],
             self.energy_density[c],
             self.strain_energy[c],
         ]);
+        for (k, (_, strain)) in self.strains.iter().enumerate() {
+            out[Self::WIDTH + 9 * k..Self::WIDTH + 9 * (k + 1)].copy_from_slice(&strain[c]);
+        }
     }
 }
 
@@ -964,6 +1001,12 @@ pub(crate) fn write_fields(
     let (displacement, _) = u.host()?.as_chunks::<3>();
     let (reaction, _) = reactions.host()?.as_chunks::<3>();
     let wants = |f| config.output.wants(f);
+    let strain = |f| cells.strains.iter().find(|(g, _)| *g == f && wants(f));
+    let strain = |f| strain(f).map(|(_, v)| v.as_slice());
+    let principal =
+        wants(OutputField::PrincipalStress).then(|| crate::fields::principal(&cells.cauchy));
+    let nodal_principal =
+        wants(OutputField::NodalPrincipalStress).then(|| crate::fields::principal(&nodal));
     results.write_step(&StepData {
         step: index,
         load_factor,
@@ -975,6 +1018,11 @@ pub(crate) fn write_fields(
         energy_density: wants(OutputField::EnergyDensity).then_some(&cells.energy_density),
         nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
         nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
+        strain: strain(OutputField::Strain),
+        green_lagrange_strain: strain(OutputField::GreenLagrangeStrain),
+        logarithmic_strain: strain(OutputField::LogarithmicStrain),
+        principal_stress: principal.as_deref(),
+        nodal_principal_stress: nodal_principal.as_deref(),
         next_increment,
         time,
     })?;

@@ -232,11 +232,51 @@ const FIELDS: &[Choice] = &[
         "nodal_von_mises",
         "von Mises stress of the nodal Cauchy stress (scalar)",
     ),
+    choice(
+        "strain",
+        "cell-averaged strain of the material model (tensor): small strain for `linear`, \
+         Green-Lagrange for the hyperelastic models; not written by default",
+    ),
+    choice(
+        "green_lagrange_strain",
+        "cell-averaged Green-Lagrange strain `(F^T F - I)/2` (tensor); not written by default",
+    ),
+    choice(
+        "logarithmic_strain",
+        "cell-averaged logarithmic (Hencky) strain `ln V`, deformed frame (tensor); not \
+         written by default",
+    ),
+    choice(
+        "principal_stress",
+        "principal values of the cell-averaged Cauchy stress, largest first (vector); not \
+         written by default",
+    ),
+    choice(
+        "nodal_principal_stress",
+        "principal values of the nodal Cauchy stress, largest first (vector); not written by \
+         default",
+    ),
+    choice(
+        "sets",
+        "the mesh's node and face sets (node attributes) and cell sets (cell attributes) as 0/1 \
+         attributes `set:<name>` of every step, for ParaView's Threshold and meshio; not written \
+         by default",
+    ),
 ];
 
 const GLOBALS: &[Choice] = &[
     choice("strain_energy", "total strain energy"),
     choice("max_displacement", "largest nodal displacement magnitude"),
+    choice("max_von_mises", "largest cell-averaged von Mises stress"),
+    choice(
+        "max_principal_stress",
+        "largest principal value of the cell-averaged Cauchy stresses",
+    ),
+    choice(
+        "min_principal_stress",
+        "least principal value of the cell-averaged Cauchy stresses",
+    ),
+    choice("min_jacobian", "least cell-averaged `det F`"),
 ];
 
 /// Every key of a run input.
@@ -1079,7 +1119,8 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         "output.probes.points",
         Type::List,
         Value("[]"),
-        "displacement interpolated at points: columns `<name>.ux`, `.uy`, `.uz`",
+        "fields at points: the displacement interpolated (columns `<name>.ux`, `.uy`, `.uz`), \
+         cell fields of the cell holding the point",
     ),
     key(
         "output.probes.points[].name",
@@ -1095,6 +1136,15 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         "reference coordinates, inside or on the boundary of the mesh",
     )
     .unit(Unit::Length),
+    key(
+        "output.probes.points[].fields",
+        Type::ChoiceList(FIELDS),
+        Value("[displacement]"),
+        "fields read at the point: `displacement` (interpolated) or a cell field (the value of \
+         the cell holding the point; columns `<name>.<field>` or `<name>.<field>.<component>`, \
+         tensors `xx, yy, zz, xy, yz, xz`, principal values `1, 2, 3`)",
+    )
+    .rule("displacement or a cell field (not reaction or a nodal field)"),
     key(
         "output.probes.sets",
         Type::List,
@@ -1124,6 +1174,17 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     )
     .unit(Unit::Length)
     .nullable(),
+    key(
+        "output.probes.sets[].fields",
+        Type::ChoiceList(FIELDS),
+        Value("[]"),
+        "fields whose least, largest and mean value over the set are recorded \
+         (`<name>.<field>[.<component>].min`, `.max`, `.mean`): a cell field over the set's \
+         cells (a face set's cells, the cells touching a node set), a nodal field over its nodes",
+    )
+    .rule(
+        "a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them); one process",
+    ),
     key(
         "output.probes.globals",
         Type::ChoiceList(GLOBALS),

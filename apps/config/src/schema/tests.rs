@@ -703,8 +703,8 @@ output:
   fields: [displacement, von_mises]
   vtu: true
   probes:
-    points: [{ name: tip, at: [4, 0.5, 0.5] }]
-    sets: [{ set: xmin, name: clamp, about: [0, 0.5, 0.5] }]
+    points: [{ name: tip, at: [4, 0.5, 0.5], fields: [displacement, von_mises] }]
+    sets: [{ set: xmin, name: clamp, about: [0, 0.5, 0.5], fields: [von_mises] }]
     globals: [strain_energy, max_displacement]
 ";
 
