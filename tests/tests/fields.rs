@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use hexfem_end_to_end::ScratchDir;
+use hexfem_end_to_end::{run, ScratchDir};
 use io::ResultsReader;
-use sim::run::{run, RunOptions, RunOutcome};
+use sim::run::{RunOptions, RunOutcome};
 
 /// A 2 x 1 x 1 block on symmetry planes (xmin: x = 0, ymin: y = 0, zmin: z = 0) pulled by a
 /// dead traction `sigma` on xmax: homogeneous uniaxial stress, exact in Q1 and Q2.
@@ -28,11 +28,9 @@ fn run_text(dir: &Path, name: &str, text: &str) -> RunOutcome {
     let input = dir.join(format!("{name}.yaml"));
     std::fs::write(&input, text).unwrap();
     run(
-        &RunOptions {
-            output_dir: Some(dir.to_owned()),
-            overwrite: true,
-            ..RunOptions::new(&input)
-        },
+        &RunOptions::new(&input)
+            .with_output_dir(dir)
+            .with_overwrite(true),
         &sim::Quiet,
     )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"))
@@ -193,11 +191,9 @@ fn try_run(dir: &Path, name: &str, text: &str) -> Result<RunOutcome, String> {
     let input = dir.join(format!("{name}.yaml"));
     std::fs::write(&input, text).unwrap();
     run(
-        &RunOptions {
-            output_dir: Some(dir.to_owned()),
-            overwrite: true,
-            ..RunOptions::new(&input)
-        },
+        &RunOptions::new(&input)
+            .with_output_dir(dir)
+            .with_overwrite(true),
         &sim::Quiet,
     )
     .map_err(|e| format!("{e:#}"))
