@@ -37,16 +37,20 @@ pub enum Reuse {
 #[serde(rename_all = "snake_case")]
 pub enum Renewal {
     /// Everything from the strength graph on: the values of a cold set-up with the new modes;
-    /// plans are kept where the aggregates come out unchanged.
+    /// plans are kept where the aggregates come out unchanged. The default: a run restarted
+    /// from any step gives the uninterrupted run's bits, and the iterations do not depend on
+    /// what the aggregates of earlier steps were.
+    #[default]
     Recompute,
     /// Keep each level's aggregates (no strength graph, no aggregation, every symbolic plan
     /// kept); recompute the tentative prolongators from the new modes, their smoothing, the
     /// Galerkin products, smoothers and the coarse factor. The values of a cold set-up whose
-    /// aggregation had given the kept aggregates. The default, by measurement (H200,
-    /// docs/benchmarks.md): a renewal of ex56 66^3 takes 68 ms against 289 ms with
-    /// `recompute` (16 CG iterations either way), neo_hookean_block at 104^3 spends 5.0 s
-    /// instead of 9.9 s in its steps on one GPU with the same 72 CG iterations.
-    #[default]
+    /// aggregation had given the kept aggregates. Faster (H200, docs/benchmarks.md: a renewal
+    /// of ex56 66^3 in 68 ms against 289 ms, the same 16 CG iterations; neo_hookean_block at
+    /// 104^3 spends 5.0 s instead of 9.9 s in its steps on one GPU), but the aggregates of the
+    /// first tangent may fit later ones worse (the nearly incompressible rubber block needs 14
+    /// Newton iterations in a step instead of at most 12), and a restart, which sets up cold
+    /// from its step, gives the uninterrupted run's answer to the solver's tolerance only.
     KeepAggregates,
 }
 
@@ -177,7 +181,7 @@ pub struct AmgParams {
     pub reuse: Reuse,
     /// Re-estimate eigenvalues in a hot update (`reuse: interpolation`). Default `true`.
     pub recompute_eigs: bool,
-    /// What a renewal for a new near-null space recomputes. Default `keep_aggregates`.
+    /// What a renewal for a new near-null space recomputes. Default `recompute`.
     pub renewal: Renewal,
     /// Storage of the operators and prolongators the solve uses. Default `blocked`.
     pub storage: Storage,
@@ -206,7 +210,7 @@ impl Default for AmgParams {
             jacobi_omega: None,
             reuse: Reuse::Interpolation,
             recompute_eigs: true,
-            renewal: Renewal::KeepAggregates,
+            renewal: Renewal::Recompute,
             storage: Storage::Blocked,
             precision: Precision::Double,
         }

@@ -692,7 +692,7 @@ linear_solver:
     jacobi_omega: 0.6
     reuse: full
     recompute_eigs: false
-    renewal: recompute
+    renewal: keep_aggregates
     storage: scalar
     precision: mixed
 quadrature: { points: 3 }
