@@ -368,9 +368,9 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     .min(1.0),
     key(
         "materials[].cells",
-        Type::Str,
+        Type::SetName,
         Value("all"),
-        "a cell set (a Gmsh volume group) or `all`",
+        "a cell set (a Gmsh volume group, an Exodus element block: its name or id) or `all`",
     ),
     key(
         "materials[].model",
@@ -478,7 +478,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.dirichlet[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -526,7 +526,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.twist[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -571,7 +571,12 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         Value("[]"),
         "dead tractions per unit reference area on face sets",
     ),
-    key("boundary.traction[].set", Type::Str, Required, "face set"),
+    key(
+        "boundary.traction[].set",
+        Type::SetName,
+        Required,
+        "face set",
+    ),
     key(
         "boundary.traction[].value",
         Type::Array(Elem::Scalar, 3),
@@ -594,7 +599,12 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         "follower pressures per unit deformed area \
          on face sets, positive into the body, turning with the surface (nonsymmetric tangent)",
     ),
-    key("boundary.pressure[].set", Type::Str, Required, "face set"),
+    key(
+        "boundary.pressure[].set",
+        Type::SetName,
+        Required,
+        "face set",
+    ),
     key(
         "boundary.pressure[].value",
         Type::Float,
@@ -617,7 +627,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.nodal_force[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -1154,7 +1164,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "output.probes.sets[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face, or cell) set",
     ),
