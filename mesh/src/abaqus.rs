@@ -30,7 +30,7 @@ use std::path::Path;
 use crate::cell::{CellFace, CellKind};
 use crate::error::MeshError;
 use crate::foreign::{build, face_sharing, BuildError, RawHexMesh};
-use crate::hex_mesh::{ElementTags, HexMesh};
+use crate::hex_mesh::{ElementTags, HexMesh, SetIds};
 use crate::ordering::{gather, side_face, NodeOrdering, ABAQUS_HEX_FACES};
 
 /// Reads the Abaqus input file at `path`.
@@ -792,6 +792,7 @@ impl<'s> Reader<'s> {
                     .map(|&id| usize::try_from(id).unwrap_or(0))
                     .collect(),
             ),
+            set_ids: SetIds::default(),
         };
         build(raw).map_err(|e| match e {
             BuildError::Cell { cell, message } => {

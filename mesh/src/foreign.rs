@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::cell::{face_corner_local_nodes, CellFace, CellKind, Face};
 use crate::error::MeshError;
-use crate::hex_mesh::{ElementTags, HexMesh};
+use crate::hex_mesh::{ElementTags, HexMesh, SetIds};
 use crate::ordering::lexicographic_coords;
 
 /// A mesh as read, before node compaction.
@@ -28,6 +28,8 @@ pub(crate) struct RawHexMesh {
     pub cell_sets: BTreeMap<String, Vec<usize>>,
     /// The file's element numbers, one per cell (for messages).
     pub element_tags: ElementTags,
+    /// The file's numeric ids of the sets (Exodus II), by kind.
+    pub set_ids: SetIds,
 }
 
 /// What went wrong, for the reader to locate in its file.
@@ -63,6 +65,7 @@ pub(crate) fn build(raw: RawHexMesh) -> Result<HexMesh, BuildError> {
     let cells: Vec<usize> = raw.cells.iter().map(|&p| new_index[p]).collect();
     let mut mesh = HexMesh::new(kind, coords, cells);
     mesh.cell_tags = Some(raw.element_tags);
+    mesh.set_ids = raw.set_ids;
 
     for (name, positions) in raw.node_sets {
         let mut nodes = Vec::with_capacity(positions.len());

@@ -24,6 +24,33 @@ pub struct HexMesh {
     pub node_sets: BTreeMap<String, Vec<usize>>,
     pub face_sets: BTreeMap<String, Vec<CellFace>>,
     pub cell_sets: BTreeMap<String, Vec<usize>>,
+    /// The numeric ids the source file gives its sets (Exodus II), so that the input can name a
+    /// set by its id as well as by its name; empty for other meshes.
+    pub set_ids: SetIds,
+}
+
+/// The numeric ids of a mesh's sets, by kind: id -> the name of the set in
+/// [`HexMesh::node_sets`], [`HexMesh::face_sets`] or [`HexMesh::cell_sets`]. The kinds number
+/// their sets independently (an Exodus node set, side set and element block may all be id 1).
+/// Invariant: every name is a key of the map of its kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetIds {
+    pub node: BTreeMap<i64, String>,
+    pub face: BTreeMap<i64, String>,
+    pub cell: BTreeMap<i64, String>,
+}
+
+/// The first id of `ids` whose set is not in `sets`.
+fn first_dangling<'a, T>(
+    ids: &'a BTreeMap<i64, String>,
+    sets: &BTreeMap<String, T>,
+) -> Option<(&'a i64, &'a String)> {
+    ids.iter().find(|(_, name)| !sets.contains_key(*name))
+}
+
+/// The id a set reference `key` is, if it is a number (`"12"`, `" 12"` is not).
+fn parse_id(key: &str) -> Option<i64> {
+    key.parse().ok()
 }
 
 impl HexMesh {
@@ -37,6 +64,7 @@ impl HexMesh {
             node_sets: BTreeMap::new(),
             face_sets: BTreeMap::new(),
             cell_sets: BTreeMap::new(),
+            set_ids: SetIds::default(),
         }
     }
 
@@ -78,41 +106,97 @@ impl HexMesh {
             .collect()
     }
 
-    /// Sorted unique nodes of the node set `name`, or else of the face set `name`.
-    pub fn set_nodes(&self, name: &str) -> Result<Vec<usize>, MeshError> {
-        if let Some(nodes) = self.node_sets.get(name) {
+    /// The name of the set that the input's `key` refers to: `key` itself when a set of any kind
+    /// is named so, else the set whose id `key` is (node sets first, then face sets, then cell
+    /// sets), else `key` (which then names no set).
+    pub fn set_name<'a>(&'a self, key: &'a str) -> &'a str {
+        let named = self.node_sets.contains_key(key)
+            || self.face_sets.contains_key(key)
+            || self.cell_sets.contains_key(key);
+        if named {
+            return key;
+        }
+        parse_id(key)
+            .and_then(|id| {
+                [&self.set_ids.node, &self.set_ids.face, &self.set_ids.cell]
+                    .into_iter()
+                    .find_map(|ids| ids.get(&id))
+            })
+            .map_or(key, String::as_str)
+    }
+
+    /// The name of the node set `key` names or is the id of.
+    fn node_set_name<'a>(&'a self, key: &'a str) -> Option<&'a str> {
+        resolve(&self.node_sets, &self.set_ids.node, key)
+    }
+
+    /// The name of the face set `key` names or is the id of.
+    fn face_set_name<'a>(&'a self, key: &'a str) -> Option<&'a str> {
+        resolve(&self.face_sets, &self.set_ids.face, key)
+    }
+
+    /// Sorted unique nodes of the node set `key`, or else of the face set `key`: by name first
+    /// (a node set, then a face set), then by id (the same order).
+    pub fn set_nodes(&self, key: &str) -> Result<Vec<usize>, MeshError> {
+        let by_name = self.node_sets.contains_key(key) || self.face_sets.contains_key(key);
+        let (node_set, face_set) = if by_name {
+            (
+                self.node_sets.get(key),
+                self.face_sets.get(key).map(Vec::as_slice),
+            )
+        } else {
+            let node_set = self
+                .node_set_name(key)
+                .and_then(|name| self.node_sets.get(name));
+            (node_set, self.face_set(key).ok())
+        };
+        if let Some(nodes) = node_set {
             return Ok(nodes.clone());
         }
-        if let Some(faces) = self.face_sets.get(name) {
+        if let Some(faces) = face_set {
             let mut nodes: Vec<usize> = faces.iter().flat_map(|&cf| self.face_nodes(cf)).collect();
             nodes.sort_unstable();
             nodes.dedup();
             return Ok(nodes);
         }
-        let mut names: Vec<&str> = self
-            .node_sets
-            .keys()
-            .chain(self.face_sets.keys())
-            .map(String::as_str)
-            .collect();
+        let mut names = described(&self.node_sets, &self.set_ids.node);
+        names.extend(described(&self.face_sets, &self.set_ids.face));
         names.sort_unstable();
         names.dedup();
-        Err(unknown_set("node/face", name, &names))
+        Err(unknown_set("node/face", key, &names))
     }
 
-    /// Sorted cells of the cell set `name`; `"all"` is every cell unless a set of that name exists.
-    pub fn cell_set(&self, name: &str) -> Result<Vec<usize>, MeshError> {
-        if let Some(cells) = self.cell_sets.get(name) {
+    /// The faces of the face set `key` (its name, or its id).
+    pub fn face_set(&self, key: &str) -> Result<&[CellFace], MeshError> {
+        match self
+            .face_set_name(key)
+            .and_then(|name| self.face_sets.get(name))
+        {
+            Some(faces) => Ok(faces),
+            None => Err(unknown_set(
+                "face",
+                key,
+                &described(&self.face_sets, &self.set_ids.face),
+            )),
+        }
+    }
+
+    /// Sorted cells of the cell set `key` (its name, or its id); `"all"` is every cell unless a
+    /// set of that name exists.
+    pub fn cell_set(&self, key: &str) -> Result<Vec<usize>, MeshError> {
+        if let Some(cells) = resolve(&self.cell_sets, &self.set_ids.cell, key)
+            .and_then(|name| self.cell_sets.get(name))
+        {
             return Ok(cells.clone());
         }
-        if name == "all" {
+        if key == "all" {
             return Ok((0..self.n_cells()).collect());
         }
-        let mut names: Vec<&str> = self.cell_sets.keys().map(String::as_str).collect();
+        let mut names = described(&self.cell_sets, &self.set_ids.cell);
         if !self.cell_sets.contains_key("all") {
-            names.push("all");
+            names.push("all".to_string());
         }
-        Err(unknown_set("cell", name, &names))
+        Err(unknown_set("cell", key, &names))
     }
 
     /// Checks the invariants listed on [`HexMesh`].
@@ -169,6 +253,16 @@ impl HexMesh {
         }
         for (name, cells) in &self.cell_sets {
             check_sorted_in_range(cells, self.n_cells(), &format!("cell set '{name}'"))?;
+        }
+        let dangling = [
+            ("node", first_dangling(&self.set_ids.node, &self.node_sets)),
+            ("face", first_dangling(&self.set_ids.face, &self.face_sets)),
+            ("cell", first_dangling(&self.set_ids.cell, &self.cell_sets)),
+        ];
+        if let Some((kind, Some((id, name)))) = dangling.into_iter().find(|(_, d)| d.is_some()) {
+            return Err(MeshError::Invalid(format!(
+                "{kind} set id {id} refers to '{name}', which is no {kind} set"
+            )));
         }
         for (name, faces) in &self.face_sets {
             if faces.windows(2).any(|w| w[0] >= w[1]) {
@@ -241,7 +335,40 @@ fn check_sorted_in_range(items: &[usize], bound: usize, what: &str) -> Result<()
     }
 }
 
-fn unknown_set(kind: &'static str, name: &str, names: &[&str]) -> MeshError {
+/// The name of the set in `sets` that `key` names, or else whose id (in `ids`) it is.
+fn resolve<'a, T>(
+    sets: &'a BTreeMap<String, T>,
+    ids: &'a BTreeMap<i64, String>,
+    key: &'a str,
+) -> Option<&'a str> {
+    if sets.contains_key(key) {
+        return Some(key);
+    }
+    parse_id(key)
+        .and_then(|id| ids.get(&id))
+        .map(String::as_str)
+}
+
+/// The sets of `sets` as error messages list them: `name`, or `name (id 12)` for a set with an
+/// id other than its name.
+fn described<T>(sets: &BTreeMap<String, T>, ids: &BTreeMap<i64, String>) -> Vec<String> {
+    sets.keys()
+        .map(|name| {
+            let own: Vec<String> = ids
+                .iter()
+                .filter(|(id, n)| *n == name && id.to_string() != *name)
+                .map(|(id, _)| id.to_string())
+                .collect();
+            match own.as_slice() {
+                [] => name.clone(),
+                [id] => format!("{name} (id {id})"),
+                more => format!("{name} (ids {})", more.join(", ")),
+            }
+        })
+        .collect()
+}
+
+fn unknown_set(kind: &'static str, name: &str, names: &[String]) -> MeshError {
     MeshError::UnknownSet {
         kind,
         name: name.to_string(),

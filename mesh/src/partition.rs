@@ -448,6 +448,7 @@ pub fn partition_mesh(
         .cell_tags
         .as_ref()
         .map(|tags| ElementTags::new(tags.format, local_cells.iter().map(|&c| tags[c]).collect()));
+    part.set_ids = mesh.set_ids.clone();
     for (name, nodes) in &mesh.node_sets {
         let mut local: Vec<usize> = nodes
             .iter()

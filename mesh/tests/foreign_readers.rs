@@ -377,3 +377,83 @@ fn abaqus_keywords_are_case_insensitive_and_faces_follow_the_manual() {
     assert_eq!(mesh.cell_sets["B"], [0]);
     assert_eq!(mesh.node_sets["all"].len(), 8);
 }
+
+/// Sets by their Exodus ids: `twin_q1_ids.exo` (`scripts/make_exodus_ids_twin.py`) is
+/// `twin_q1_cdf1.exo` with Cubit's ids and some sets unnamed. An unnamed set is named by its
+/// id; every set is found by its id as well as by its name, with the same members as the named
+/// twin's; an unknown reference lists the names with their ids.
+#[test]
+fn exodus_sets_are_found_by_id_and_by_name() {
+    let named = read_mesh(data("twin_q1_cdf1.exo")).unwrap();
+    let mesh = read_mesh(data("twin_q1_ids.exo")).unwrap();
+    assert_eq!(mesh.coords, named.coords);
+    assert_eq!(mesh.cells, named.cells);
+    // unnamed: the block 10, the side set 40, the node set 7 are named by their ids
+    let cell_sets: Vec<&String> = mesh.cell_sets.keys().collect();
+    let face_sets: Vec<&String> = mesh.face_sets.keys().collect();
+    let node_sets: Vec<&String> = mesh.node_sets.keys().collect();
+    assert_eq!(cell_sets, ["10", "right_part"]);
+    assert_eq!(face_sets, ["40", "xmin", "ymin"]);
+    assert_eq!(node_sets, ["7"]);
+    // by name and by id, the twin's members
+    for (keys, twin) in [
+        (&["10"][..], "left_part"),
+        (&["right_part", "20"][..], "right_part"),
+    ] {
+        for key in keys {
+            assert_eq!(
+                mesh.cell_set(key).unwrap(),
+                named.cell_set(twin).unwrap(),
+                "{key}"
+            );
+        }
+    }
+    for (keys, twin) in [
+        (&["xmin", "12"][..], "xmin"),
+        (&["40"][..], "xmax"),
+        (&["ymin", "3"][..], "ymin"),
+    ] {
+        for key in keys {
+            assert_eq!(
+                mesh.face_set(key).unwrap(),
+                named.face_set(twin).unwrap(),
+                "{key}"
+            );
+            assert_eq!(
+                mesh.set_nodes(key).unwrap(),
+                named.set_nodes(twin).unwrap(),
+                "{key}"
+            );
+        }
+    }
+    assert_eq!(
+        mesh.set_nodes("7").unwrap(),
+        named.set_nodes("origin").unwrap()
+    );
+    // what a reference stands for: a name is itself, an id its set's name
+    assert_eq!(mesh.set_name("12"), "xmin");
+    assert_eq!(mesh.set_name("20"), "right_part");
+    assert_eq!(mesh.set_name("xmin"), "xmin");
+    assert_eq!(mesh.set_name("99"), "99");
+    // the kinds number their sets apart: block 20 is no face set, side set 12 no cell set
+    let err = mesh.face_set("20").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "unknown face set '20'; available: 40, xmin (id 12), ymin (id 3)"
+    );
+    let err = mesh.cell_set("12").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "unknown cell set '12'; available: 10, right_part (id 20), all"
+    );
+    let err = mesh.set_nodes("xmax").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "unknown node/face set 'xmax'; available: 40, 7, xmin (id 12), ymin (id 3)"
+    );
+    // a named mesh without ids lists names only, as before
+    assert!(named.set_ids.node.contains_key(&1));
+    let gmsh = read_gmsh(data("twin_q1.msh")).unwrap();
+    assert!(gmsh.set_ids == mesh::SetIds::default());
+    mesh.validate().unwrap();
+}

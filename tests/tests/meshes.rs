@@ -161,3 +161,56 @@ fn geometric_sets_that_select_nothing_or_clash_are_errors() {
         assert!(err.contains(needle), "{k}: {err}");
     }
 }
+
+/// Sets by their Exodus ids (`twin_q1_ids.exo`: the cdf1 twin with Cubit's ids, the left
+/// block, the xmax side set and the origin node set unnamed): every set named by its id, as an
+/// integer or a string, gives the named twin's run bit for bit, probes included.
+#[test]
+fn exodus_sets_by_id_give_the_named_run() {
+    let probes = "output:\n  probes:\n    sets: [{ set: 12 }, { set: \"40\" }, { set: 10 }]\n";
+    let (_a, named) = run_on("ids-named", "twin_q1_cdf1.exo").unwrap_or_else(|e| panic!("{e}"));
+    let by_id = ["10", "right_part", "12", "7", "\"40\"", "3"];
+    let (_b, ids) = run_yaml("ids", &yaml_on("twin_q1_ids.exo", by_id, probes))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(displacement(&named, 2), displacement(&ids, 2));
+    let by_name = ["\"10\"", "20", "xmin", "\"7\"", "40", "ymin"];
+    let (_c, names) = run_yaml("ids-names", &yaml_on("twin_q1_ids.exo", by_name, ""))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(displacement(&named, 2), displacement(&names, 2));
+}
+
+#[test]
+fn unknown_exodus_set_ids_are_located_errors_listing_names_and_ids() {
+    let cases = [
+        (
+            ["10", "20", "99", "7", "40", "3"],
+            "",
+            "ids-0.yaml:8:14: boundary.dirichlet[0].set: unknown node/face set '99'; available: 40, 7, xmin \
+             (id 12), ymin (id 3)",
+        ),
+        (
+            ["10", "12", "12", "7", "40", "3"],
+            "",
+            "ids-1.yaml:5:14: materials[1].cells: unknown cell set '12'; available: 10, right_part (id 20), all",
+        ),
+        (
+            ["10", "20", "12", "7", "20", "3"],
+            "",
+            "ids-2.yaml:10:21: boundary.traction[0].set: unknown face set '20'; available: 40, xmin (id 12), ymin (id 3)",
+        ),
+        (
+            ["10", "20", "12", "7", "40", "3"],
+            "sets:\n  \"12\": { kind: faces, normal: [1, 0, 0] }\n",
+            "ids-3.yaml:4:9: sets.12: '12' is the id of the mesh's set 'xmin'",
+        ),
+    ];
+    for (k, (names, sets, needle)) in cases.into_iter().enumerate() {
+        let err = run_yaml(
+            &format!("ids-{k}"),
+            &yaml_on("twin_q1_ids.exo", names, sets),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(err.contains(needle), "{k}: {err}");
+    }
+}

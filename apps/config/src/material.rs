@@ -69,13 +69,13 @@ pub enum CellSelection {
     /// Every cell (YAML `all`).
     #[default]
     All,
-    /// The cells of a named cell set.
+    /// The cells of a cell set, by its name or its numeric id (Exodus II element blocks).
     Set(String),
 }
 
 impl<'de> Deserialize<'de> for CellSelection {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
+        let name = crate::params::set_name(deserializer)?;
         Ok(match name.as_str() {
             "all" => CellSelection::All,
             _ => CellSelection::Set(name),
@@ -97,7 +97,7 @@ impl Serialize for CellSelection {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MaterialParams {
-    /// A cell set name or `all`. Default `all`.
+    /// A cell set (its name, or its numeric id) or `all`. Default `all`.
     #[serde(default)]
     pub cells: CellSelection,
     /// Constitutive model (required).

@@ -234,7 +234,8 @@ pub struct BoundaryParams {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodalForceParams {
-    /// Node (or face) set name (required).
+    /// Node (or face) set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// The force on each node (required).
     pub value: [f64; 3],
@@ -242,6 +243,38 @@ pub struct NodalForceParams {
     /// `loading.curve`), replacing the load factor for this entry. Default: the load factor.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub curve: Vec<[f64; 2]>,
+}
+
+/// A set reference: a name, or a number taken as the set's id (Exodus II numbers its node sets,
+/// side sets and element blocks; Cubit often leaves them unnamed). An integer is kept as its
+/// decimal text (`12` and `"12"` are the same reference); the mesh resolves it
+/// (`mesh::HexMesh::set_name`).
+pub(crate) fn set_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    struct V;
+    impl serde::de::Visitor<'_> for V {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a set name, or a set id (an integer)")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_owned())
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<String, E> {
+            // an integer written with a point (`12.0`) is still an id; a fraction is not
+            if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                Ok((v as i64).to_string())
+            } else {
+                Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// A number, or a math expression of the reference position `x, y, z` and pseudo-time `t`
@@ -302,7 +335,8 @@ impl<'de> Deserialize<'de> for Scalar {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PressureParams {
-    /// Face set name (required).
+    /// Face set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// Pressure (required), positive into the body.
     pub value: f64,
@@ -331,7 +365,8 @@ pub struct PointLoadParams {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DirichletParams {
-    /// Node set name (required).
+    /// Node set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// x displacement: a number or an expression of `x, y, z` (reference position) and `t`. Default: free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -361,7 +396,8 @@ impl DirichletParams {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TwistParams {
-    /// Node set name (required).
+    /// Node set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// Axis direction (required, nonzero; normalised by the user of these parameters).
     pub axis: [f64; 3],
@@ -382,7 +418,8 @@ pub struct TwistParams {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TractionParams {
-    /// Face set name (required).
+    /// Face set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// Traction vector (required); each component a number or an expression of `x, y, z, t`.
     pub value: [Scalar; 3],
@@ -745,7 +782,8 @@ fn point_probe_fields() -> Vec<OutputField> {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SetProbe {
-    /// The set (required).
+    /// The set (required): its name, or its numeric id (Exodus II).
+    #[serde(deserialize_with = "set_name")]
     pub set: String,
     /// Column prefix. Default: the set's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -69,6 +69,13 @@ fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
             return key.into();
         }
     }
+    // A geometric set's own errors (`sets.far: selects no boundary face ...`).
+    if let Some((key, _)) = message.split_once(": ") {
+        let name = key.strip_prefix("sets.").unwrap_or("");
+        if config.sets.contains_key(name) {
+            return key.into();
+        }
+    }
     // Messages that start with the key they concern (`quadrature.points: ...`, `boundary: ...`).
     for prefix in ["quadrature.points", "boundary", "materials"] {
         if message.starts_with(prefix) {

@@ -73,7 +73,9 @@ impl Probes {
         let mut sets = Vec::new();
         let mut set_fields = Vec::new();
         for (i, s) in spec.sets.iter().enumerate() {
-            let nodes = set_or_cell_set_nodes(mesh, &s.set).map_err(|e| {
+            // a set's id (Exodus II) stands for its name
+            let set_name = mesh.set_name(&s.set);
+            let nodes = set_or_cell_set_nodes(mesh, set_name).map_err(|e| {
                 config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
             })?;
             let about = s.about.unwrap_or_else(|| centroid(mesh, &nodes));
@@ -84,7 +86,7 @@ impl Probes {
                         let members = if is_nodal(f) {
                             nodes.clone()
                         } else {
-                            set_cells(mesh, &s.set, &nodes)
+                            set_cells(mesh, set_name, &nodes)
                         };
                         (f, members)
                     })

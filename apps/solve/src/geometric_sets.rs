@@ -33,6 +33,15 @@ pub fn add_geometric_sets(
         let exists = mesh.node_sets.contains_key(&set.name)
             || mesh.face_sets.contains_key(&set.name)
             || mesh.cell_sets.contains_key(&set.name);
+        let id_of = mesh.set_name(&set.name);
+        if !exists && id_of != set.name {
+            bail!(
+                "sets.{}: '{}' is the id of the mesh's set '{id_of}', which the input may name \
+                 by it; give the geometric set another name",
+                set.name,
+                set.name
+            );
+        }
         if exists {
             bail!(
                 "sets.{}: the mesh already has a set named '{}'; give the geometric set another \

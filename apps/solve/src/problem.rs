@@ -505,13 +505,9 @@ impl Problem {
         let mesh = &self.mesh;
         for (index, t) in params.traction.iter().enumerate() {
             let key = format!("boundary.traction[{index}].value");
-            let faces = mesh.face_sets.get(&t.set).with_context(|| {
-                format!(
-                    "traction on set '{}': no face set of that name (face sets: {})",
-                    t.set,
-                    names(mesh.face_sets.keys())
-                )
-            })?;
+            let faces = mesh
+                .face_set(&t.set)
+                .with_context(|| format!("traction on set '{}'", t.set))?;
             let field = vector_field(&t.value);
             let load = match constant(&t.value) {
                 Some(v) => Load::Constant(v),
@@ -525,7 +521,7 @@ impl Problem {
                     curved.len(),
                     TimedLoad {
                         value: t.value.clone(),
-                        faces: Some((faces.clone(), points)),
+                        faces: Some((faces.to_vec(), points)),
                     },
                 ));
                 curved.push(CurvedLoad {
@@ -570,13 +566,9 @@ impl Problem {
         )?;
         let mut follower = Vec::new();
         for p in &params.pressure {
-            let faces = mesh.face_sets.get(&p.set).with_context(|| {
-                format!(
-                    "pressure on set '{}': no face set of that name (face sets: {})",
-                    p.set,
-                    names(mesh.face_sets.keys())
-                )
-            })?;
+            let faces = mesh
+                .face_set(&p.set)
+                .with_context(|| format!("pressure on set '{}'", p.set))?;
             if !p.curve.is_empty() {
                 own_curves.pressure.push((follower.len(), p.curve.clone()));
             }
@@ -1010,14 +1002,5 @@ fn join_and(items: &[String]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {
-    let v: Vec<&str> = keys.map(String::as_str).collect();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(", ")
     }
 }

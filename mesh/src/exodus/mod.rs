@@ -8,7 +8,8 @@
 //! as cells in block order, each block also a cell set named by `eb_names` or else by its id
 //! (`eb_prop1`); node sets (`node_ns<i>`, named by `ns_names` or their id `ns_prop1`); side sets
 //! (`elem_ss<i>`, `side_ss<i>`, named by `ss_names` or `ss_prop1`) as face sets, the Exodus hex
-//! sides mapped by [`crate::ordering::EXODUS_HEX_SIDES`]. Results, variables and maps are
+//! sides mapped by [`crate::ordering::EXODUS_HEX_SIDES`]. The ids of blocks, node sets and side
+//! sets are kept in [`HexMesh::set_ids`], so that a named set is found by its id too. Results, variables and maps are
 //! ignored. Refused, naming the variable: HEX20 and every non-hexahedral block (with the element
 //! types read), 2-d files, indices out of range, sizes that disagree with their dimensions, data
 //! past the end of the file; and what [`crate::foreign`] refuses for every reader.
@@ -21,7 +22,7 @@ use std::path::Path;
 use crate::cell::{CellFace, CellKind};
 use crate::error::MeshError;
 use crate::foreign::{build, BuildError, RawHexMesh};
-use crate::hex_mesh::{ElementTags, HexMesh};
+use crate::hex_mesh::{ElementTags, HexMesh, SetIds};
 use crate::ordering::{gather, side_face, NodeOrdering, EXODUS_HEX_SIDES};
 use netcdf::{NcError, NcFile, Variable};
 
@@ -162,9 +163,10 @@ impl Reader<'_, '_> {
             ));
         }
         let coords = self.coords(n_nodes)?;
-        let (kind, cells, blocks, cell_sets) = self.blocks(n_nodes)?;
-        let node_sets = self.node_sets(n_nodes)?;
-        let face_sets = self.side_sets(cells.len() / kind.nodes_per_cell())?;
+        let mut set_ids = SetIds::default();
+        let (kind, cells, blocks, cell_sets) = self.blocks(n_nodes, &mut set_ids.cell)?;
+        let node_sets = self.node_sets(n_nodes, &mut set_ids.node)?;
+        let face_sets = self.side_sets(cells.len() / kind.nodes_per_cell(), &mut set_ids.face)?;
         Ok((
             RawHexMesh {
                 element_tags: ElementTags::new(
@@ -177,6 +179,7 @@ impl Reader<'_, '_> {
                 node_sets,
                 face_sets,
                 cell_sets,
+                set_ids,
             },
             blocks,
         ))
@@ -214,6 +217,7 @@ impl Reader<'_, '_> {
     fn blocks(
         &self,
         n_nodes: usize,
+        set_ids: &mut BTreeMap<i64, String>,
     ) -> Result<(CellKind, Vec<usize>, Blocks, BTreeMap<String, Vec<usize>>), NcError> {
         let n_blocks = self.required_dim("num_el_blk", "the number of element blocks")?;
         let (names, ids) = self.entity_names("eb_names", "eb_prop1", n_blocks)?;
@@ -316,6 +320,7 @@ impl Reader<'_, '_> {
                 .entry(names[b].clone())
                 .or_default()
                 .extend(first_cell..first_cell + n_elem);
+            set_ids.insert(ids[b], names[b].clone());
             blocks.push((first_cell, ids[b], names[b].clone()));
         }
         let Some((kind, _)) = kind else {
@@ -327,11 +332,16 @@ impl Reader<'_, '_> {
         Ok((kind, cells, Blocks(blocks), cell_sets))
     }
 
-    fn node_sets(&self, n_nodes: usize) -> Result<BTreeMap<String, Vec<usize>>, NcError> {
+    fn node_sets(
+        &self,
+        n_nodes: usize,
+        set_ids: &mut BTreeMap<i64, String>,
+    ) -> Result<BTreeMap<String, Vec<usize>>, NcError> {
         let count = self.dim("num_node_sets").unwrap_or(0);
-        let (names, _) = self.entity_names("ns_names", "ns_prop1", count)?;
+        let (names, ids) = self.entity_names("ns_names", "ns_prop1", count)?;
         let mut sets: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, name) in names.into_iter().enumerate() {
+            set_ids.insert(ids[i], name.clone());
             let var = format!("node_ns{}", i + 1);
             let len = self.dim(&format!("num_nod_ns{}", i + 1)).unwrap_or(0);
             if len == 0 {
@@ -353,11 +363,16 @@ impl Reader<'_, '_> {
         Ok(sets)
     }
 
-    fn side_sets(&self, n_cells: usize) -> Result<BTreeMap<String, Vec<CellFace>>, NcError> {
+    fn side_sets(
+        &self,
+        n_cells: usize,
+        set_ids: &mut BTreeMap<i64, String>,
+    ) -> Result<BTreeMap<String, Vec<CellFace>>, NcError> {
         let count = self.dim("num_side_sets").unwrap_or(0);
-        let (names, _) = self.entity_names("ss_names", "ss_prop1", count)?;
+        let (names, ids) = self.entity_names("ss_names", "ss_prop1", count)?;
         let mut sets: BTreeMap<String, Vec<CellFace>> = BTreeMap::new();
         for (i, name) in names.into_iter().enumerate() {
+            set_ids.insert(ids[i], name.clone());
             let len = self.dim(&format!("num_side_ss{}", i + 1)).unwrap_or(0);
             let set = sets.entry(name).or_default();
             if len == 0 {

@@ -130,6 +130,7 @@ fn schema_of(keys: &[KeyDoc], key: &KeyDoc) -> Value {
         Type::Int => number("integer", key),
         Type::Float => number("number", key),
         Type::Str | Type::Path => json!({ "type": "string" }),
+        Type::SetName => json!({ "type": ["string", "integer"] }),
         Type::Scalar => scalar(),
         Type::Any => json!({}),
         Type::Values => json!({ "type": "array", "minItems": 1 }),

@@ -61,6 +61,8 @@ pub enum Type {
     Str,
     /// A file or directory path.
     Path,
+    /// A set of the mesh: its name, or its numeric id (Exodus II) as an integer or a string.
+    SetName,
     /// A number, or an expression of `x, y, z, t` in quotes.
     Scalar,
     /// Any YAML value.
@@ -210,6 +212,7 @@ impl Type {
             Type::Float => "float".into(),
             Type::Str => "string".into(),
             Type::Path => "path".into(),
+            Type::SetName => "set name or id".into(),
             Type::Scalar => "scalar".into(),
             Type::Any => "any".into(),
             Type::Values => "list".into(),

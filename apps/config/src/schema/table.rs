@@ -369,9 +369,9 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     .min(1.0),
     key(
         "materials[].cells",
-        Type::Str,
+        Type::SetName,
         Value("all"),
-        "a cell set (a Gmsh volume group) or `all`",
+        "a cell set (a Gmsh volume group, an Exodus element block: its name or id) or `all`",
     ),
     key(
         "materials[].model",
@@ -479,7 +479,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.dirichlet[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -527,7 +527,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.twist[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -572,7 +572,12 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         Value("[]"),
         "dead tractions per unit reference area on face sets",
     ),
-    key("boundary.traction[].set", Type::Str, Required, "face set"),
+    key(
+        "boundary.traction[].set",
+        Type::SetName,
+        Required,
+        "face set",
+    ),
     key(
         "boundary.traction[].value",
         Type::Array(Elem::Scalar, 3),
@@ -595,7 +600,12 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         "follower pressures per unit deformed area \
          on face sets, positive into the body, turning with the surface (nonsymmetric tangent)",
     ),
-    key("boundary.pressure[].set", Type::Str, Required, "face set"),
+    key(
+        "boundary.pressure[].set",
+        Type::SetName,
+        Required,
+        "face set",
+    ),
     key(
         "boundary.pressure[].value",
         Type::Float,
@@ -618,7 +628,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "boundary.nodal_force[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face) set",
     ),
@@ -1155,7 +1165,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
     ),
     key(
         "output.probes.sets[].set",
-        Type::Str,
+        Type::SetName,
         Required,
         "node (or face, or cell) set",
     ),

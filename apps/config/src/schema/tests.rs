@@ -351,7 +351,7 @@ fn expected_shapes(keys: &[KeyDoc], key: &KeyDoc) -> Vec<(String, Shape)> {
         Type::Int => vec![(p, Shape::Int)],
         Type::Float => vec![(p, Shape::Float)],
         Type::Str | Type::Path => vec![(p, Shape::Str)],
-        Type::Scalar => vec![(p, Shape::Any)],
+        Type::Scalar | Type::SetName => vec![(p, Shape::Any)],
         Type::Choice(c) => vec![(p, Shape::Enum(names(c)))],
         Type::ChoiceList(c) => vec![(p, Shape::Seq), (item, Shape::Enum(names(c)))],
         Type::Array(e, n) => {
