@@ -266,7 +266,10 @@ impl Group<'_> {
         let outcome = (|| {
             let options = crate::RunOptions {
                 // the serial campaign's file names (not `input.*`)
-                overrides: vec![format!("output.name={}", serde_json::to_string(&name)?)],
+                overrides: vec![format!(
+                    "output.name={}",
+                    serde_json::to_string(&name).map_err(anyhow::Error::from)?
+                )],
                 output_dir: Some(p.dir.clone()),
                 overwrite: true,
                 interrupt: self.interrupt.cloned(),
