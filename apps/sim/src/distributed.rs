@@ -119,6 +119,7 @@ pub fn check_on_ranks(
     Ok(crate::check::CheckReport {
         input: input.to_owned(),
         output: dir.join(format!("{name}.h5")),
+        earlier_results: io::existing_results(&dir, &name),
         scope: crate::check::CheckScope::Ranks(crate::check::PartitionReport {
             order: part.mesh.order(),
             cells: part.n_global_cells,
