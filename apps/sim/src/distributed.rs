@@ -153,6 +153,10 @@ fn problem_on_ranks(
             solve::partition::check_part_geometry(&part, &params),
         ),
     )?;
+    agreed(
+        comm,
+        crate::locate::check_dirichlet_in_time(config, &params, &part.mesh),
+    )?;
     let problem = agreed(
         comm,
         located(config, Problem::on_part(&params, &part, world.clone())),
