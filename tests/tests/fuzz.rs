@@ -1,11 +1,14 @@
 //! A bounded fuzz run of the readers a user feeds: the shipped YAML inputs, Gmsh meshes and
 //! campaign files, mutated (bytes flipped, lines dropped or repeated, numbers replaced by
 //! extreme or non-finite ones, files cut short) with a fixed seed. Every mutant must be read to
-//! a value or refused with an error message; none may panic.
+//! a value or refused with an error message; none may panic. Restart files (a small run's
+//! results, changed through the HDF5 library or byte by byte) must be refused naming the file
+//! and the step, or continue to the unmutated file's result.
 //!
-//! CI runs `FUZZ_CASES` mutants per file (about a second). Maintainers run longer with other
-//! seeds: `HEXFEM_FUZZ_CASES=20000 HEXFEM_FUZZ_SEED=$RANDOM cargo test --release -p
-//! hexfem-end-to-end --test fuzz` (the seed of a failure is in its message).
+//! CI runs `FUZZ_CASES` mutants per file (about a second) and `FUZZ_CASES / RESTART_SHARE`
+//! restarts. Maintainers run longer with other seeds: `HEXFEM_FUZZ_CASES=20000
+//! HEXFEM_FUZZ_SEED=$RANDOM cargo test --release -p hexfem-end-to-end --test fuzz` (the seed of
+//! a failure is in its message).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -30,6 +33,22 @@ const NUMBERS: [&str; 12] = [
     "3.5",
     "1e6",
 ];
+
+/// One restart is run per this many mutants of a text file (a restart solves load steps).
+const RESTART_SHARE: usize = 10;
+
+/// The fuzz run's seed and mutants per file (`HEXFEM_FUZZ_SEED`, `HEXFEM_FUZZ_CASES`).
+fn seed_and_cases() -> (u64, usize) {
+    let seed: u64 = std::env::var("HEXFEM_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_0030);
+    let cases: usize = std::env::var("HEXFEM_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(FUZZ_CASES);
+    (seed, cases)
+}
 
 /// xorshift64*: small, fixed, reproducible.
 struct Rng(u64);
@@ -131,14 +150,7 @@ fn fuzz_texts(
     prepare: impl Fn(&[u8]) -> Vec<u8>,
     read: impl Fn(&Path),
 ) {
-    let seed: u64 = std::env::var("HEXFEM_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0030);
-    let cases: usize = std::env::var("HEXFEM_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(FUZZ_CASES);
+    let (seed, cases) = seed_and_cases();
     let dir = ScratchDir::new(&format!("fuzz-{tag}"));
     let mut rng = Rng(seed | 1);
     for file in files {
@@ -197,4 +209,238 @@ fn mutated_campaigns_are_read_or_refused_without_a_panic() {
             let _ = config::campaign::Campaign::load(path);
         },
     );
+}
+
+/// The restarted run: the twisted column, small, in three steps, continued from step 2.
+const RESTART_OVERRIDES: [&str; 2] = ["mesh.box.cells=[2, 2, 6]", "loading.steps=3"];
+const RESTART_STEP: usize = 2;
+
+/// A restart of `input` from `spec` into `dir`: the last step's displacement, or the error.
+fn restart_from(input: &Path, dir: &Path, spec: Option<String>) -> Result<Vec<f64>, String> {
+    let mut options = hexfem_end_to_end::run_options(input, dir).with_overrides(RESTART_OVERRIDES);
+    if let Some(spec) = spec {
+        options = options.with_restart(spec);
+    }
+    let outcome = hexfem_end_to_end::run(&options, &sim::Quiet).map_err(|e| format!("{e:#}"))?;
+    let reader = io::ResultsReader::open(&outcome.h5).map_err(|e| e.to_string())?;
+    let path = format!("/steps/{:06}/displacement", outcome.steps);
+    Ok(reader.read_f64(&path).map_err(|e| e.to_string())?.1)
+}
+
+/// The state a restart reads from step `step` of `h5`: its attributes and displacement, bit
+/// patterns (`None` where it cannot be read).
+fn restart_state(h5: &Path, step: usize) -> Option<Vec<u64>> {
+    let reader = io::ResultsReader::open(h5).ok()?;
+    let mut state = Vec::new();
+    for name in ["load_factor", "time", "next_increment"] {
+        state.push(reader.step_attribute(step, name).ok()??.to_bits());
+    }
+    let (_, u) = reader
+        .read_f64(&format!("/steps/{step:06}/displacement"))
+        .ok()?;
+    let (_, x) = reader.read_f64("/mesh/coordinates").ok()?;
+    state.extend(u.iter().chain(&x).map(|v| v.to_bits()));
+    Some(state)
+}
+
+/// Values a damaged attribute or displacement takes.
+const DAMAGED: [f64; 10] = [
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    -1.0,
+    0.0,
+    5.0,
+    1e308,
+    1e-320,
+    2.0,
+    0.5,
+];
+
+/// One mutation of the results file `h5` (changed in place) through the HDF5 library or its
+/// bytes; what was done, for the failure message.
+fn mutate_results(h5: &Path, rng: &mut Rng) -> String {
+    let pick = |rng: &mut Rng| DAMAGED[rng.below(DAMAGED.len())];
+    let kind = rng.below(7);
+    if kind >= 5 {
+        let mut bytes = std::fs::read(h5).unwrap();
+        if kind == 5 {
+            let at = rng.below(bytes.len());
+            bytes.truncate(at);
+            std::fs::write(h5, bytes).unwrap();
+            return format!("cut short at byte {at}");
+        }
+        // a flipped bit; in the step's displacement only in a value's upper three bytes (a
+        // change of at least 2^-12 of it: a file without checksums cannot show smaller ones)
+        let raw = hdf5::File::open(h5)
+            .ok()
+            .and_then(|f| {
+                f.dataset(&format!("steps/{RESTART_STEP:06}/displacement"))
+                    .ok()
+            })
+            .and_then(|d| Some((d.offset()? as usize, d.storage_size() as usize)));
+        let mut at = rng.below(bytes.len());
+        if let Some((start, len)) = raw {
+            if (start..start + len).contains(&at) && (at - start) % 8 < 5 {
+                at += 5 - (at - start) % 8;
+            }
+        }
+        let bit = rng.below(8);
+        if at < bytes.len() {
+            bytes[at] ^= 1 << bit;
+        }
+        std::fs::write(h5, bytes).unwrap();
+        return format!("bit {bit} of byte {at} flipped");
+    }
+    let file = hdf5::File::open_rw(h5).unwrap();
+    let step = file.group(&format!("steps/{RESTART_STEP:06}")).unwrap();
+    let what = match kind {
+        // an attribute of the step, or of the step before it, replaced
+        0 => {
+            let group = if rng.below(4) == 0 {
+                file.group(&format!("steps/{:06}", RESTART_STEP - 1))
+                    .unwrap()
+            } else {
+                step
+            };
+            let name = ["load_factor", "time", "next_increment"][rng.below(3)];
+            let value = pick(rng);
+            let attr = group.attr(name).unwrap();
+            let old: f64 = attr.read_scalar().unwrap();
+            let new = if value == 2.0 || value == 0.5 {
+                old * value
+            } else {
+                value
+            };
+            attr.write_scalar(&new).unwrap();
+            format!("{}.{name} = {new}", group.name())
+        }
+        // a displacement entry replaced, or a bit of it (sign, exponent, upper mantissa) flipped
+        1 | 2 => {
+            let dataset = step.dataset("displacement").unwrap();
+            let mut u: Vec<f64> = dataset.read_raw().unwrap();
+            let i = rng.below(u.len());
+            let new = if kind == 1 {
+                let value = pick(rng);
+                if value == 2.0 || value == 0.5 {
+                    u[i] * value
+                } else {
+                    value
+                }
+            } else {
+                f64::from_bits(u[i].to_bits() ^ (1 << (40 + rng.below(24))))
+            };
+            u[i] = new;
+            dataset.write_raw(&u).unwrap();
+            format!("displacement[{i}] = {new:e}")
+        }
+        // something the restart reads removed
+        3 => {
+            let (group, name) = match rng.below(4) {
+                0 => (step, "displacement"),
+                1 => (step, "next_increment"),
+                2 => (step, "time"),
+                _ => (file.group("mesh").unwrap(), "coordinates"),
+            };
+            if group.attr(name).is_ok() {
+                group.delete_attr(name).unwrap();
+            } else {
+                group.unlink(name).unwrap();
+            }
+            format!("{}/{name} removed", group.name())
+        }
+        // the displacement rewritten in another type or shape
+        _ => {
+            let u: Vec<f64> = step.dataset("displacement").unwrap().read_raw().unwrap();
+            step.unlink("displacement").unwrap();
+            let n = u.len() / 3;
+            match rng.below(3) {
+                0 => {
+                    let f: Vec<f32> = u.iter().map(|&v| v as f32).collect();
+                    let d = step.new_dataset::<f32>().shape([n, 3]);
+                    d.create("displacement").unwrap().write_raw(&f).unwrap();
+                    "displacement as float32".into()
+                }
+                1 => {
+                    let d = step.new_dataset::<f64>().shape([3 * n]);
+                    d.create("displacement").unwrap().write_raw(&u).unwrap();
+                    "displacement flattened".into()
+                }
+                _ => {
+                    let d = step.new_dataset::<f64>().shape([n - 1, 3]);
+                    d.create("displacement")
+                        .unwrap()
+                        .write_raw(&u[..3 * n - 3])
+                        .unwrap();
+                    "displacement one node short".into()
+                }
+            }
+        }
+    };
+    file.close().unwrap();
+    what
+}
+
+/// Restart files: copies of a small run's results mutated (attributes, displacement values,
+/// types and shapes changed, datasets removed, bits flipped, files cut short). `--restart` must
+/// refuse each, naming the file and the step, or, where the state it continues from is intact
+/// (the mutation hit something it does not use), give the unmutated file's result bit for bit.
+/// A changed state that is accepted must be one the equilibrium check cannot resolve: the
+/// result within 1e-6 of the unmutated one's largest displacement.
+#[test]
+fn mutated_restart_files_are_refused_by_name_or_give_the_unmutated_result() {
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../inputs/twisting_column.yaml");
+    let dir = ScratchDir::new("fuzz-restart");
+    let out = dir.join("out");
+    restart_from(&input, &dir, None).unwrap();
+    let h5 = dir.join("twisting_column.h5");
+    let spec = |file: &Path| format!("{}:{RESTART_STEP}", file.display());
+    let expected = restart_from(&input, &out, Some(spec(&h5))).unwrap();
+    let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let original = restart_state(&h5, RESTART_STEP).unwrap();
+    let (seed, cases) = seed_and_cases();
+    let mut rng = Rng(seed | 1);
+    let (mut refused, mut intact, mut unresolved) = (0, 0, 0);
+    for case in 0..cases.div_ceil(RESTART_SHARE) {
+        let mutant = dir.join(format!("{case}.h5"));
+        std::fs::copy(&h5, &mutant).unwrap();
+        let what = mutate_results(&mutant, &mut rng);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            restart_from(&input, &out, Some(spec(&mutant)))
+        }));
+        let context = format!("seed {seed}: restart mutant {case} ({what})");
+        match outcome {
+            Err(_) => panic!("{context} panicked"),
+            Ok(Err(e)) => {
+                let file = mutant.display();
+                assert!(
+                    e.contains(&format!("--restart {file}:{RESTART_STEP}"))
+                        || e.contains(&format!("--restart {file}: step {RESTART_STEP} ")),
+                    "{context}: the error names neither the file nor the step: {e}"
+                );
+                refused += 1;
+            }
+            Ok(Ok(u)) if restart_state(&mutant, RESTART_STEP).as_ref() == Some(&original) => {
+                let same = u.len() == expected.len()
+                    && u.iter()
+                        .zip(&expected)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{context}: an intact state gave another result");
+                intact += 1;
+            }
+            Ok(Ok(u)) => {
+                let off = u
+                    .iter()
+                    .zip(&expected)
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    u.len() == expected.len() && off <= 1e-6 * scale,
+                    "{context}: a damaged state was accepted (result off by {off:e}, largest displacement {scale:e})"
+                );
+                unresolved += 1;
+            }
+        }
+        let _ = std::fs::remove_file(&mutant);
+    }
+    eprintln!("restart mutants: {refused} refused, {intact} intact, {unresolved} below resolution");
 }

@@ -266,6 +266,49 @@ fn rubber_block_does_not_lock_and_keeps_its_volume() {
     }
 }
 
+/// `hexfem check` into a directory that holds an earlier run's results warns that `run` would
+/// be refused there without `--overwrite`, naming the directory and the files (issue 30); the
+/// report carries them. An empty directory gets no warning.
+#[test]
+fn check_warns_where_run_would_need_overwrite() {
+    let input = inputs_dir().join("cantilever_q1.yaml");
+    let dir = ScratchDir::new("inputs-check-overwrite");
+    let report = sim::check::check(&input, &[], Some(&dir)).unwrap();
+    assert!(report.earlier_results.is_empty());
+    let text = hexfem_end_to_end::check(&input, &[], Some(&dir)).unwrap();
+    assert!(!text.contains("--overwrite"), "{text}");
+    run(&run_options(&input, dir.to_path_buf()), &sim::Quiet).unwrap();
+    let report = sim::check::check(&input, &[], Some(&dir)).unwrap();
+    assert!(
+        report
+            .earlier_results
+            .contains(&dir.join("cantilever_q1.h5")),
+        "{:?}",
+        report.earlier_results
+    );
+    let text = hexfem_end_to_end::check(&input, &[], Some(&dir)).unwrap();
+    let warning = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("warning") && l.contains("already holds"))
+        .unwrap_or_else(|| panic!("no warning:\n{text}"));
+    assert!(
+        warning.contains(&dir.display().to_string())
+            && warning.contains("--overwrite")
+            && warning.contains("cantilever_q1.h5"),
+        "{warning}"
+    );
+    // and `run` is refused there, as the warning says
+    let refused = run(
+        &run_options(&input, dir.to_path_buf()).with_overwrite(false),
+        &sim::Quiet,
+    )
+    .unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("--overwrite"),
+        "{refused:#}"
+    );
+}
+
 /// Every input in the folder loads, checks and runs (the ones above verify numbers).
 #[test]
 fn every_input_runs() {

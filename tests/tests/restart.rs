@@ -222,6 +222,15 @@ fn restart_refuses_a_state_that_is_not_a_converged_step() {
             .write_raw(&u)
             .unwrap();
     };
+    let next_increment = |value: f64| {
+        move |file: &hdf5::File| {
+            step(file)
+                .attr("next_increment")
+                .unwrap()
+                .write_scalar(&value)
+                .unwrap()
+        }
+    };
     let renumbered = |file: &hdf5::File| {
         file.relink("steps/000002", "steps/000007").unwrap();
     };
@@ -255,6 +264,18 @@ fn restart_refuses_a_state_that_is_not_a_converged_step() {
             "not finite (NaN at node 1)",
         ),
         ("float32", Box::new(float32), 2, "float64"),
+        (
+            "tiny-increment",
+            Box::new(next_increment(1e-320)),
+            2,
+            "has the next increment 1e-320",
+        ),
+        (
+            "large-increment",
+            Box::new(next_increment(0.5)),
+            2,
+            "the nominal 1 / loading.steps",
+        ),
         ("renumbered", Box::new(renumbered), 7, "consecutive steps"),
     ];
     for (tag, tamper, at, needle) in cases {

@@ -412,6 +412,51 @@ fn a_non_finite_load_is_located_at_its_key() {
     }
 }
 
+/// A Dirichlet expression of the time that is not finite at a later step time of the load path
+/// (issue 30) is refused by `check` at its key, with the time, not found in the middle of a run;
+/// one finite at every step time is valid.
+#[test]
+fn a_dirichlet_expression_of_time_is_checked_at_the_step_times() {
+    let input = inputs_dir().join("cantilever_q1.yaml");
+    for (value, steps, time) in [
+        ("0.01 / (1 - t)", 4, "t = 1 "),
+        ("sqrt(0.6 - t)", 4, "t = 0.75 "),
+    ] {
+        let overrides = [
+            format!(r#"boundary.dirichlet=[{{ set: xmax, x: 0, y: 0, z: "{value}" }}]"#),
+            format!("loading.steps={steps}"),
+        ];
+        let message = match hexfem_end_to_end::check(&input, &overrides, None) {
+            Ok(text) => panic!("{value}: check must refuse it:\n{text}"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            message.contains("boundary.dirichlet[0].z: the expression"),
+            "{value}: {message}"
+        );
+        assert!(message.contains(time), "{value}: {message}");
+        assert!(!message.contains("mesh.box"), "{value}: {message}");
+        // the run is refused the same way, before its first step
+        let dir = ScratchDir::new("units-dirichlet-time");
+        let refused = run(
+            &run_options(&input, dir.to_path_buf()).with_overrides(overrides),
+            &sim::Quiet,
+        )
+        .unwrap_err();
+        assert!(
+            format!("{refused:#}").contains(time),
+            "{value}: {refused:#}"
+        );
+    }
+    let overrides = [
+        r#"boundary.dirichlet=[{ set: xmin, x: 0, y: 0, z: 0 }, { set: xmax, z: "0.01 / (2 - t)" }]"#.to_string(),
+        "loading.steps=4".to_string(),
+    ];
+    let text =
+        hexfem_end_to_end::check(&input, &overrides, None).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(text.contains("valid"), "{text}");
+}
+
 #[test]
 fn clamped_twisted_and_symmetry_plane_bodies_are_held() {
     for input in ["cantilever_q1", "twisting_column", "neo_hookean_block"] {

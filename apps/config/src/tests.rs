@@ -585,12 +585,13 @@ fn semantic_errors_name_the_key_and_its_line() {
     );
     assert!(msg.contains("materials[0].poisson_ratio: `poisson_ratio` = 0.5 is out of range: must satisfy -1 < nu < 0.5"), "{msg}");
 
-    let cases: [(&str, u32, u32, &str); 14] = [
+    let cases: [(&str, u32, u32, &str); 15] = [
         ("mesh: { box: { cells: [2, 0, 1] } }", 1, 23, "mesh.box.cells: every count must be > 0"),
         ("mesh: { box: { cells: [2, 1, 1], order: 3 } }", 1, 41, "mesh.box.order: must be 1 or 2"),
         ("mesh: { box: { cells: [1, 1, 1], lower: [0, 0, 0], upper: [1, 0, 1] } }", 1, 59, "must be below `upper`"),
         ("mesh: { box: { cells: [1, 1, 1], upper: [1, 1, 1], corners: [[0,0,0],[1,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 61, "not both"),
         ("mesh: { box: { cells: [1, 1, 1], corners: [[1,0,0],[0,0,0],[0,1,0],[1,1,0],[0,0,1],[1,0,1],[0,1,1],[1,1,1]] } }", 1, 43, "inverted or degenerate at corner 0"),
+        ("mesh: { box: { cells: [1, 1, 1], corners: [[0,0,0],[1,0,0],[0,1,0],[1,1,0],[0,0,1e-12],[1,0,1e-12],[0,1,1e-12],[1,1,1e-12]] } }", 1, 43, "mesh.box.corners: the mapped box is flat at corner 0: it is 1e-12 thick across its edges from corner 0 to corner 4"),
         ("boundary: { dirichlet: [ { set: xmin } ] }", 1, 26, "boundary.dirichlet[0]: give at least one of `x`, `y`, `z`"),
         ("boundary: { twist: [ { set: a, axis: [0, 0, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: must be nonzero"),
         ("boundary: { twist: [ { set: a, axis: [0, 1.0e-310, 0], center: [0, 0, 0], angle_deg: 1 } ] }", 1, 38, "boundary.twist[0].axis: is too small to give a direction"),

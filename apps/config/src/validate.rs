@@ -530,6 +530,17 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
                 ),
             ));
         }
+        // A box far thinner than it is long (at some corner) has cells whose Jacobians
+        // underflow, as a flat `lower`/`upper` box.
+        if let Some((c, d, height, longest)) = flat_corner(&corners) {
+            return Err(check.error(
+                "mesh.box.corners",
+                format!(
+                    "the mapped box is flat at corner {c}: it is {height:e} thick across its edges from corner {c} to corner {}, against {longest:e} for its longest edge (the ratio must be at least {MIN_ASPECT:e})",
+                    c ^ (1 << d)
+                ),
+            ));
+        }
     } else {
         let (lower, upper) = (corners[0], corners[7]);
         check.ensure(
@@ -554,6 +565,37 @@ fn check_box(check: &Check, mesh: &BoxMesh) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// The first corner `c` and edge direction `d` where the mapped box with `corners` (not
+/// inverted) is flat: the height of the parallelepiped of the corner's three edges over the face
+/// the other two span, below [`MIN_ASPECT`] times the box's longest edge (or below
+/// `sqrt(f64::MIN_POSITIVE)`); with the height and the longest edge.
+fn flat_corner(corners: &[[f64; 3]; 8]) -> Option<(usize, usize, f64, f64)> {
+    let edge = |c: usize, d: usize| -> [f64; 3] {
+        let (lo, hi) = (c & !(1 << d), c | (1 << d));
+        std::array::from_fn(|e| corners[hi][e] - corners[lo][e])
+    };
+    let norm = |v: [f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let longest = (0..8)
+        .flat_map(|c| (0..3).map(move |d| (c, d)))
+        .fold(0.0f64, |m, (c, d)| m.max(norm(edge(c, d))));
+    for c in 0..8 {
+        let det = mesh::corner_jacobian_det(corners, c);
+        for d in 0..3 {
+            let (a, b) = (edge(c, (d + 1) % 3), edge(c, (d + 2) % 3));
+            let face = norm([
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ]);
+            let height = det / face;
+            if !(height >= MIN_ASPECT * longest && height > f64::MIN_POSITIVE.sqrt()) {
+                return Some((c, d, height, longest));
+            }
+        }
+    }
+    None
 }
 
 /// Why `path` cannot be read as a file: missing, a directory, not a regular file (a device such

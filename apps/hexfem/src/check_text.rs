@@ -14,6 +14,9 @@ pub fn render(report: &CheckReport) -> String {
         CheckScope::Ranks(p) => partition(&mut s, &input.to_string(), p),
     }
     let _ = writeln!(s, "  output     {}", report.output.display());
+    if let Some(warning) = report.overwrite_warning() {
+        let _ = writeln!(s, "  warning    {warning}");
+    }
     if let CheckScope::Process(p) = &report.scope {
         let available = p.memory_available.map_or(String::new(), |a| {
             format!(" ({} available)", sim::memory::human(a))

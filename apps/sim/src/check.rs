@@ -17,7 +17,31 @@ pub struct CheckReport {
     pub input: PathBuf,
     /// The results file a run writes.
     pub output: PathBuf,
+    /// The files an earlier run of the same name left in the output directory: `run` refuses
+    /// to replace them unless given `--overwrite` (empty where there are none).
+    pub earlier_results: Vec<PathBuf>,
     pub scope: CheckScope,
+}
+
+impl CheckReport {
+    /// Why `run` without `--overwrite` would be refused: the output directory already holds
+    /// the results of a run of the same name (see [`crate::run::keep_earlier_results`]).
+    pub fn overwrite_warning(&self) -> Option<String> {
+        if self.earlier_results.is_empty() {
+            return None;
+        }
+        let dir = self.output.parent().unwrap_or(Path::new("."));
+        let files: Vec<String> = self
+            .earlier_results
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        Some(format!(
+            "{} already holds the results of an earlier run ({}): `run` keeps them and refuses to start unless given --overwrite (or -o DIR, or --set output.name=NAME)",
+            dir.display(),
+            files.join(", ")
+        ))
+    }
 }
 
 /// Where the input was checked, and what was found there.
@@ -162,6 +186,7 @@ pub fn check_source(
     Ok(CheckReport {
         input: input.to_owned(),
         output: dir.join(format!("{name}.h5")),
+        earlier_results: io::existing_results(&dir, &name),
         scope: CheckScope::Process(Box::new(problem_report)),
     })
 }

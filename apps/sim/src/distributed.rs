@@ -119,6 +119,7 @@ pub fn check_on_ranks(
     Ok(crate::check::CheckReport {
         input: input.to_owned(),
         output: dir.join(format!("{name}.h5")),
+        earlier_results: io::existing_results(&dir, &name),
         scope: crate::check::CheckScope::Ranks(crate::check::PartitionReport {
             order: part.mesh.order(),
             cells: part.n_global_cells,
@@ -151,6 +152,10 @@ fn problem_on_ranks(
             config,
             solve::partition::check_part_geometry(&part, &params),
         ),
+    )?;
+    agreed(
+        comm,
+        crate::locate::check_dirichlet_in_time(config, &params, &part.mesh),
     )?;
     let problem = agreed(
         comm,

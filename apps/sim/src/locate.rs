@@ -10,10 +10,32 @@ use mesh::MeshError;
 use solve::linear_solver::ChoiceError;
 use solve::problem::Problem;
 
+/// Most step times at which expressions of the time are evaluated before a run (see
+/// [`solve::params::LoadingParams::step_times`]).
+pub const CHECKED_STEP_TIMES: usize = 1000;
+
 /// Builds the problem of `config`; a failure is reported at the configuration value behind it.
+/// Dirichlet expressions of the time are evaluated at the load path's step times.
 pub fn build_problem(config: &Config) -> Result<Problem> {
     let params = config.problem_params()?;
-    Problem::new(&params).map_err(|e| locate(config, e))
+    let problem = Problem::new(&params).map_err(|e| locate(config, e))?;
+    check_dirichlet_in_time(config, &params, &problem.mesh)?;
+    Ok(problem)
+}
+
+/// Refuses a Dirichlet expression of the time that is not finite on `mesh` at a step time of
+/// the load path of `config`, at its key.
+pub fn check_dirichlet_in_time(
+    config: &Config,
+    params: &solve::params::ProblemParams,
+    mesh: &mesh::HexMesh,
+) -> Result<()> {
+    let loading: solve::params::LoadingParams = (&config.loading).into();
+    let times = loading.step_times(CHECKED_STEP_TIMES);
+    located(
+        config,
+        solve::problem::check_dirichlet_in_time(params, mesh, &times),
+    )
 }
 
 /// `result` with its error located (see [`locate`]).

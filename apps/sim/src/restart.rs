@@ -142,9 +142,18 @@ impl Restart {
         self.check_finite(&displacement, |i| i as u64)?;
         let (_, coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
         if coords.as_flattened() != coordinates.as_slice() {
+            let differs = match coordinates.len() == 3 * coords.len() {
+                true => coordinates
+                    .chunks(3)
+                    .zip(coords)
+                    .position(|(a, b)| a != b)
+                    .map_or(String::new(), |n| format!("; node {n} lies elsewhere")),
+                false => String::new(),
+            };
             bail!(
-                "--restart {}: the file's mesh ({} nodes) is not the input's ({} nodes, or other coordinates)",
+                "--restart {}: step {} lies on another mesh: the file's mesh ({} nodes) is not the input's ({} nodes{differs})",
                 self.file.display(),
+                self.step,
                 coordinates.len() / 3,
                 coords.len()
             );
@@ -249,6 +258,22 @@ impl Restart {
                 self.step
             );
         }
+        // a run's next increment is at most the nominal one and, short of the path's end, at
+        // least loading.min_increment (a cutback below it stops the run)
+        let nominal = 1.0 / loading.steps as f64;
+        let remaining = 1.0 - position;
+        let least = loading.min_increment.min(remaining);
+        if self.next_increment > nominal * (1.0 + 1e-12)
+            || (remaining > 1e-12 && self.next_increment < 0.5 * least)
+        {
+            bail!(
+                "--restart {}: step {} has the next increment {:e} (of the path from 0 to 1), outside what a run of the input takes: between loading.min_increment = {:e} and the nominal 1 / loading.steps = {nominal:e}; the file was changed, or was written with other `loading` settings",
+                self.file.display(),
+                self.step,
+                self.next_increment,
+                loading.min_increment
+            );
+        }
         Ok(PathState {
             position,
             increment: self.next_increment,
@@ -277,8 +302,9 @@ impl Restart {
         order.sort_unstable_by_key(|&i| serial_ids[i]);
         let mismatch = |n_file: usize, s: u64| {
             anyhow::anyhow!(
-                "--restart {}: the file's mesh ({n_file} nodes) is not the input's ({n_nodes} nodes; node {s} differs or is missing)",
-                self.file.display()
+                "--restart {}: step {} lies on another mesh: the file's mesh ({n_file} nodes) is not the input's ({n_nodes} nodes; node {s} differs or is missing)",
+                self.file.display(),
+                self.step
             )
         };
         let mut at = 0;

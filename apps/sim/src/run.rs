@@ -290,6 +290,7 @@ fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
         Some((k, mut problem)) if k == key => {
             let params = config.problem_params()?;
             crate::locate::located(config, problem.reconfigure(&params))?;
+            crate::locate::check_dirichlet_in_time(config, &params, &problem.mesh)?;
             Ok((problem, true))
         }
         _ => Ok((crate::locate::build_problem(config)?, false)),

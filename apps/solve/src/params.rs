@@ -227,6 +227,24 @@ impl LoadingParams {
     pub fn factor_at(&self, t: f64) -> f64 {
         curve_factor(&self.curve, t)
     }
+
+    /// The pseudo-times at the start and the end of the nominal steps: `0`, then `k / steps` of
+    /// the path's end time for `k = 1..=steps`; for more than `most` steps, `most` of them
+    /// spread evenly, the last step's end among them. Ascending, starting at 0.
+    pub fn step_times(&self, most: usize) -> Vec<f64> {
+        let (steps, end) = (self.steps.max(1) as u128, self.end_time());
+        let shown = (most.max(1) as u128).min(steps);
+        std::iter::once(0.0)
+            .chain((1..=shown).map(|j| {
+                let k = j * steps / shown;
+                if k == steps {
+                    end
+                } else {
+                    end * (k as f64 / steps as f64)
+                }
+            }))
+            .collect()
+    }
 }
 
 /// The value at `t` of the piecewise-linear curve through `(time, factor)` points (constant

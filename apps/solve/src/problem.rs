@@ -891,6 +891,67 @@ fn build_constraints(
     )?)
 }
 
+/// Refuses a Dirichlet value given by an expression of the time `t` that is not finite at a
+/// node of its set (on `mesh`, the whole mesh or one rank's part) at one of `times` (the load
+/// path's step times, see [`crate::params::LoadingParams::step_times`]), at its key
+/// (`boundary.dirichlet[i].x`) with the time and the point: found before a run starts, not
+/// when its path reaches that time. Expressions of position only are checked when the
+/// constraints are built.
+pub fn check_dirichlet_in_time(
+    params: &ProblemParams,
+    mesh: &HexMesh,
+    times: &[f64],
+) -> Result<()> {
+    for (i, d) in params.dirichlet.iter().enumerate() {
+        for (c, value) in d.values.iter().enumerate() {
+            let Some(component @ Component::Expression(e)) = value else {
+                continue;
+            };
+            if !component.uses_time() {
+                continue;
+            }
+            // a set the mesh lacks is refused where the constraints are built (a rank's part
+            // may hold none of it)
+            let Ok(nodes) = mesh.set_nodes(&d.set) else {
+                continue;
+            };
+            for &t in times {
+                for &n in &nodes {
+                    let x = mesh.coords[n];
+                    let v = e.eval_at(x, t).unwrap_or(f64::NAN);
+                    if !v.is_finite() {
+                        bail!(
+                            "boundary.dirichlet[{i}].{}: the expression `{}` is {v} at time t = {t} at the point ({}, {}, {}) of the set; a prescribed displacement must be finite at every time of the load path (its steps end at t = {}): check its domain (ln, sqrt, division)",
+                            ["x", "y", "z"][c],
+                            e.text(),
+                            x[0],
+                            x[1],
+                            x[2],
+                            display_times(times)
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `times` for a message: all of a few, or the first and the last of many.
+fn display_times(times: &[f64]) -> String {
+    let shown: Vec<String> = times.iter().skip(1).map(|t| t.to_string()).collect();
+    if shown.len() <= 6 {
+        shown.join(", ")
+    } else {
+        format!(
+            "{}, {}, ..., {}",
+            shown[0],
+            shown[1],
+            shown[shown.len() - 1]
+        )
+    }
+}
+
 /// Whether some component of `v` is an expression of the time `t`.
 fn uses_time(v: &[Component; 3]) -> bool {
     v.iter().any(Component::uses_time)
