@@ -145,12 +145,19 @@ pub struct Transfer {
     galerkin_a_pattern: Arc<BlockPattern>,
 }
 
-/// What a transfer's symbolic phase built from the aggregates and the level operator's pattern
-/// alone (no value, no near-null space): what a renewal keeps where the recomputed aggregates
-/// and the pattern are the same.
+/// What a transfer's symbolic phase built: its aggregates and the plans made from them and the
+/// level operator's pattern alone (no value, no near-null space). A renewal keeps the plans
+/// where the aggregates (recomputed, or kept with `renewal: keep_aggregates`) and the pattern
+/// are those they were made for.
 #[derive(Debug)]
 pub struct SymbolicTransfer {
     aggregates: Aggregates,
+    plans: TransferPlans,
+}
+
+/// A transfer's plans for fixed aggregates and level pattern `galerkin_a_pattern`.
+#[derive(Debug)]
+pub struct TransferPlans {
     tentative: TentativePlan,
     smoothing: Option<SpgemmPlan>,
     galerkin: PtapPlan,
@@ -163,11 +170,13 @@ impl Transfer {
     fn into_symbolic(self) -> SymbolicTransfer {
         SymbolicTransfer {
             aggregates: self.aggregates,
-            tentative: self.tentative,
-            smoothing: self.smoothing,
-            galerkin: self.galerkin,
-            galerkin_ws: self.galerkin_ws,
-            galerkin_a_pattern: self.galerkin_a_pattern,
+            plans: TransferPlans {
+                tentative: self.tentative,
+                smoothing: self.smoothing,
+                galerkin: self.galerkin,
+                galerkin_ws: self.galerkin_ws,
+                galerkin_a_pattern: self.galerkin_a_pattern,
+            },
         }
     }
 

@@ -5,7 +5,7 @@
 use super::cycle::serial_level_work;
 use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
-    SerialState, SymbolicTransfer, Transfer,
+    SerialState, SymbolicTransfer, Transfer, TransferPlans,
 };
 use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
 use crate::eig::{estimate_emax, estimate_emax_in};
@@ -84,17 +84,36 @@ fn stage_smooth(
     Ok((p, Some(plan)))
 }
 
-/// The symbolic plans of `previous` that still hold for the level operator `a` and the
-/// aggregates just computed: all of them when the aggregates and `a`'s pattern are those they
-/// were built for (then `P0` and `P` have their old patterns too), none otherwise.
-fn reusable_plans(
-    previous: Option<SymbolicTransfer>,
+/// The aggregates of a level and the plans of `previous` that still hold for them and the level
+/// operator `a`. With `renewal: keep_aggregates` and a `previous`, its aggregates (moved, not
+/// recomputed) and its plans where `a`'s pattern is the one they were made for; otherwise the
+/// aggregates of stage "coarsen" and the plans of `previous` where both its aggregates and the
+/// pattern are the same (then `P0` and `P` have their old patterns too), none otherwise.
+fn aggregates_and_plans(
     a: &Bsr,
-    aggregates: &Aggregates,
-) -> Option<SymbolicTransfer> {
-    previous.filter(|prev| {
-        prev.aggregates == *aggregates && BlockPattern::same(&prev.galerkin_a_pattern, a.pattern())
-    })
+    level: usize,
+    k: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    previous: Option<SymbolicTransfer>,
+) -> Result<(Aggregates, Option<TransferPlans>), AmgError> {
+    let fits = |plans: &TransferPlans| BlockPattern::same(&plans.galerkin_a_pattern, a.pattern());
+    match previous {
+        Some(prev) if params.renewal == Renewal::KeepAggregates => {
+            Ok((prev.aggregates, Some(prev.plans).filter(fits)))
+        }
+        previous => {
+            let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
+            let aggregates = timed(&mut tm.aggregation_s, || {
+                stage_coarsen(&graph, level, a.block_rows(), k, params, &a.device())
+            })?;
+            let plans = previous
+                .filter(|prev| prev.aggregates == aggregates)
+                .map(|prev| prev.plans)
+                .filter(fits);
+            Ok((aggregates, plans))
+        }
+    }
 }
 
 /// The serial level: the stages on the fused serial kernels. With `previous` (the transfer
@@ -224,23 +243,11 @@ fn coarsen_level(
     previous: Option<SymbolicTransfer>,
 ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
-    let (aggregates, previous) = match previous {
-        Some(prev) if params.renewal == Renewal::KeepAggregates => {
-            (prev.aggregates.clone(), Some(prev))
-        }
-        previous => {
-            let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
-            let aggregates = timed(&mut tm.aggregation_s, || {
-                stage_coarsen(&graph, level, bs, k, params, &a.device())
-            })?;
-            (aggregates, previous)
-        }
-    };
+    let (aggregates, previous) = aggregates_and_plans(a, level, k, params, tm, previous)?;
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarsening_stalled(a.n_rows(), coarse_rows, params) {
         return Ok(None);
     }
-    let previous = reusable_plans(previous, a, &aggregates);
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         stage_diagonal(a, level, params)
     })?;
