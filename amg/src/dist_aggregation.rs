@@ -11,6 +11,8 @@
 //! serial merge loop in aggregate order.
 
 use std::collections::{BTreeMap, HashMap};
+
+use rayon::prelude::*;
 use std::sync::Arc;
 
 use linalg::dist::HaloPlan;
@@ -100,32 +102,37 @@ pub fn dist_mis(g: &DistGraph, distance: MisDistance) -> Result<Vec<bool>, AmgEr
     let mut m1 = vec![OUT; n_local];
     let mut m2 = vec![OUT; n];
     loop {
-        for (v, m) in m1[..n].iter_mut().enumerate() {
-            *m = closed_min(&status, v);
-        }
+        m1[..n]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(v, m)| *m = closed_min(&status, v));
         let reach: &[u64] = match distance {
             MisDistance::One => &m1[..n],
             MisDistance::Two => {
                 g.update_ghosts(&mut m1)?;
-                for (v, m) in m2.iter_mut().enumerate() {
-                    *m = closed_min(&m1, v);
-                }
+                m2.par_iter_mut()
+                    .enumerate()
+                    .for_each(|(v, m)| *m = closed_min(&m1, v));
                 &m2
             }
         };
-        let mut changed = false;
-        for (s, &r) in status[..n].iter_mut().zip(reach) {
-            if *s == IN || *s == OUT {
-                continue;
-            }
-            if r == IN {
-                *s = OUT;
-                changed = true;
-            } else if r == *s {
-                *s = IN;
-                changed = true;
-            }
-        }
+        let changed = status[..n]
+            .par_iter_mut()
+            .zip(reach.par_iter())
+            .map(|(s, &r)| {
+                if *s == IN || *s == OUT {
+                    false
+                } else if r == IN {
+                    *s = OUT;
+                    true
+                } else if r == *s {
+                    *s = IN;
+                    true
+                } else {
+                    false
+                }
+            })
+            .reduce(|| false, |a, b| a || b);
         if !g.any(changed)? {
             break;
         }
@@ -183,6 +190,7 @@ fn aggregate_rounds(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, Am
         g.update_ghosts(&mut state)?;
         agg_of = as_u32(&state);
         let next: Vec<u32> = (0..n)
+            .into_par_iter()
             .map(|v| {
                 if agg_of[v] != UNAGGREGATED || graph.is_isolated(v) {
                     agg_of[v]
@@ -264,29 +272,31 @@ pub fn dist_strength_graph(
         let w = norm / denom;
         (w >= threshold).then_some(w)
     };
-    let rows: Vec<Vec<(usize, f64)>> = (0..n).map(row).collect();
+    let rows: Vec<Vec<(usize, f64)>> = (0..n).into_par_iter().map(row).collect();
     let mut coupled = vec![0.0; n_local];
-    for (i, entries) in rows.iter().enumerate() {
-        if entries
-            .iter()
-            .any(|&(j, norm)| weight_of(i, j, norm).is_some())
-        {
-            coupled[i] = 1.0;
-        }
-    }
+    coupled[..n]
+        .par_iter_mut()
+        .zip(rows.par_iter())
+        .enumerate()
+        .for_each(|(i, (c, entries))| {
+            if entries
+                .iter()
+                .any(|&(j, norm)| weight_of(i, j, norm).is_some())
+            {
+                *c = 1.0;
+            }
+        });
     halo.update(&mut coupled)?;
-    let (mut g_ptr, mut g_col, mut g_w) = (vec![0], Vec::new(), Vec::new());
-    for (i, entries) in rows.iter().enumerate() {
-        for &(j, norm) in entries {
+    let (g_ptr, edges) = linalg::collect_rows(n, |i, out: &mut Vec<(u32, f64)>| {
+        for &(j, norm) in &rows[i] {
             if coupled[i] == 1.0 && coupled[j] == 1.0 {
                 if let Some(w) = weight_of(i, j, norm) {
-                    g_col.push(j as u32);
-                    g_w.push(w);
+                    out.push((j as u32, w));
                 }
             }
         }
-        g_ptr.push(g_col.len());
-    }
+    });
+    let (g_col, g_w): (Vec<u32>, Vec<f64>) = edges.into_par_iter().unzip();
     Ok(DistGraph {
         graph: StrengthGraph::from_parts(g_ptr, g_col, g_w),
         serial_ids,

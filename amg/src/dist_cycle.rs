@@ -15,7 +15,7 @@ use crate::dist_aggregation::DistGraph;
 use crate::dist_prolongator::GalerkinPlan;
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
-use crate::hierarchy::{Hierarchy, Level};
+use crate::hierarchy::{timed, Hierarchy, Level};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Renewal, Reuse, Storage};
 use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
@@ -264,7 +264,9 @@ impl Hierarchy<DistBsr> {
         levels[0].near_null = Some(fine_nn);
         let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
         let coarsest = last.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
-        let coarse = coarsest.factor_coarse(last.near_null.as_ref())?;
+        let coarse = timed(&mut tm.coarse_factor_s, || {
+            coarsest.factor_coarse(last.near_null.as_ref())
+        })?;
         let fine = levels[0].a.as_ref().ok_or(AmgError::MissingFineOperator)?;
         let work = std::sync::Mutex::new(Self::new_workspace(&levels, fine)?);
         Ok(Self {
@@ -273,9 +275,15 @@ impl Hierarchy<DistBsr> {
             transfers: built.transfers,
             coarse,
             next_version: built.next_version,
-            state: (),
+            state: tm,
             work,
         })
+    }
+
+    /// This rank's stage timings of the last cold set-up or renewal (`total_s` unset: the
+    /// caller times the whole call).
+    pub fn setup_timings(&self) -> &SetupTimings {
+        &self.state
     }
 
     /// Collective. New values of the fine operator (the same pattern), handled as
@@ -352,7 +360,7 @@ impl Hierarchy<DistBsr> {
             plans_built: self.levels.len() - 1 - reused,
             timings: SetupTimings {
                 total_s: started.elapsed().as_secs_f64(),
-                ..SetupTimings::default()
+                ..self.state.clone()
             },
             transfers: TransferReport::default(),
         })
@@ -479,7 +487,8 @@ impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
     type Transfer = DistTransfer;
     type Coarse = CoarseSolve;
-    type State = ();
+    /// This rank's stage timings of the last cold set-up or renewal.
+    type State = SetupTimings;
     type Symbolic = KeptAggregation;
 
     fn global_unknowns(&self) -> usize {
@@ -492,10 +501,10 @@ impl LevelMatrix for DistBsr {
         level: usize,
         _version: u64,
         params: &AmgParams,
-        _tm: &mut SetupTimings,
+        tm: &mut SetupTimings,
         previous: Option<KeptAggregation>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-        coarsen(self, near_null, level, params, previous)
+        coarsen(self, near_null, level, params, tm, previous)
     }
 
     fn near_null_vectors(near_null: &DistNearNull) -> usize {
@@ -594,6 +603,7 @@ fn coarsen(
     near_null: &DistNearNull,
     level: usize,
     params: &AmgParams,
+    tm: &mut SetupTimings,
     kept: Option<KeptAggregation>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
@@ -606,18 +616,24 @@ fn coarsen(
     let (g, labels) = match kept {
         Some(kept) if params.renewal == Renewal::KeepAggregates => (kept.graph, kept.labels),
         _ => {
-            let g = dist_strength_graph(a, params.strength_threshold, serial)?;
+            let g = timed(&mut tm.graph_s, || {
+                dist_strength_graph(a, params.strength_threshold, serial)
+            })?;
             let distance = if level < params.mis2_levels {
                 MisDistance::Two
             } else {
                 MisDistance::One
             };
-            let labels = dist_aggregate(&g, distance, bs, k)?;
+            let labels = timed(&mut tm.aggregation_s, || {
+                dist_aggregate(&g, distance, bs, k)
+            })?;
             (g, labels)
         }
     };
     let fine = a.pattern().partition().clone();
-    let t = dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)?;
+    let t = timed(&mut tm.tentative_s, || {
+        dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)
+    })?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
         return Ok(None);
@@ -625,15 +641,20 @@ fn coarsen(
     let active = fine.active_ranks();
     let ranks = coarse_ranks(coarse_rows, params.process_eq_limit(), active);
     let t = if ranks < active {
-        onto_first_ranks(t, ranks, k)?
+        timed(&mut tm.tentative_s, || onto_first_ranks(t, ranks, k))?
     } else {
         t
     };
-    let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
-    let emax = dist_emax(a, &pbj, &serial_rows(serial, bs), params, level)?;
+    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
+        let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
+        let emax = dist_emax(a, &pbj, &serial_rows(serial, bs), params, level)?;
+        Ok::<_, AmgError>((pbj, emax))
+    })?;
     let smoothed = if params.smooth_prolongator {
         let omega = params.prolongator_omega_scale / emax;
-        Some(dist_smooth_prolongator(a, &g, &t, &pbj, omega)?)
+        Some(timed(&mut tm.smoothing_s, || {
+            dist_smooth_prolongator(a, &g, &t, &pbj, omega)
+        })?)
     } else {
         None
     };
@@ -644,15 +665,17 @@ fn coarsen(
         ..
     } = t;
     let p = smoothed.unwrap_or(p0);
-    let mut galerkin = GalerkinPlan::new(a, &g, &p, &coarse_serial_ids)?;
-    let (ac, _) = galerkin.product(a, &p)?;
+    let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
+        GalerkinPlan::new(a, &g, &p, &coarse_serial_ids)
+    })?;
+    let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
     // one level's product buffers at a time while the levels are built (a hot update on the
     // host makes them again; on a GPU they live on the device)
     galerkin.release_values();
     Ok(Some(Coarsened {
         smoother: build_smoother(pbj, emax, params),
         transfer: DistTransfer {
-            pt: DistTranspose::new(&p)?,
+            pt: timed(&mut tm.galerkin_symbolic_s, || DistTranspose::new(&p))?,
             p,
             galerkin,
             labels,

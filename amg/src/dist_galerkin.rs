@@ -19,12 +19,12 @@
 //! on the plan's pattern (the same `Arc<DistPattern>` every time, so a GPU copy can take the
 //! values alone), through the [`SplitReduction`] the GPU copy uploads.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
 use linalg::{BlockPattern, Bsr, SpgemmPlan};
+use rayon::prelude::*;
 
 use crate::AmgError;
 
@@ -192,14 +192,16 @@ impl SplitReduction {
             (&self.diag_ptr, &self.diag_contrib, diag),
             (&self.offd_ptr, &self.offd_contrib, offd),
         ] {
-            for s in 0..ptr.len() - 1 {
-                let list = &contrib[ptr[s] as usize..ptr[s + 1] as usize];
-                let o = &mut out[s * kk..(s + 1) * kk];
-                o.copy_from_slice(block(list[0]));
-                for &c in &list[1..] {
-                    o.iter_mut().zip(block(c)).for_each(|(x, y)| *x += y);
-                }
-            }
+            out.par_chunks_mut(kk)
+                .take(ptr.len() - 1)
+                .enumerate()
+                .for_each(|(s, o)| {
+                    let list = &contrib[ptr[s] as usize..ptr[s + 1] as usize];
+                    o.copy_from_slice(block(list[0]));
+                    for &c in &list[1..] {
+                        o.iter_mut().zip(block(c)).for_each(|(x, y)| *x += y);
+                    }
+                });
         }
     }
 }
@@ -242,7 +244,7 @@ struct HostValues {
 
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
 /// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
-fn a_local_symbolic(
+pub(crate) fn a_local_symbolic(
     a: &DistBsr,
     position: &[u32],
 ) -> Result<(Arc<BlockPattern>, Vec<u32>), AmgError> {
@@ -258,10 +260,7 @@ fn a_local_symbolic(
         });
     }
     let n_diag = dp.nnz();
-    let (mut ptr, mut col, mut gather) = (vec![0], Vec::new(), Vec::new());
-    let mut r: Vec<(u32, u32)> = Vec::new();
-    for v in 0..n {
-        r.clear();
+    let (ptr, entries) = linalg::collect_rows(n, |v, r: &mut Vec<(u32, u32)>| {
         for (pat, shift, base) in [(dp, 0, 0), (op, n, n_diag)] {
             for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
                 r.push((
@@ -271,12 +270,8 @@ fn a_local_symbolic(
             }
         }
         r.sort_unstable_by_key(|&(c, _)| c);
-        for &(c, src) in &r {
-            col.push(c);
-            gather.push(src);
-        }
-        ptr.push(col.len());
-    }
+    });
+    let (col, gather): (Vec<u32>, Vec<u32>) = entries.into_par_iter().unzip();
     Ok((BlockPattern::new(n, n_local, ptr, col)?.into(), gather))
 }
 
@@ -311,7 +306,8 @@ fn reduction_symbolic(
     let received = comm.alltoallv_u64(&index_msgs)?;
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
-    let mut sums: BTreeMap<(u64, u64), Vec<u32>> = BTreeMap::new();
+    // (row, column, position in the received blocks) of every received block
+    let mut received_blocks: Vec<(u64, u64, u32)> = Vec::new();
     let mut recv_ptr = vec![0usize];
     let mut pos = 0u32;
     for msg in &received {
@@ -327,26 +323,43 @@ fn reduction_symbolic(
                 });
             }
             for &col in &msg[at..at + m] {
-                sums.entry((row, col)).or_default().push(pos);
+                received_blocks.push((row, col, pos));
                 pos += 1;
             }
             at += m;
         }
         recv_ptr.push(pos as usize);
     }
-    let pattern = coarse_pattern(coarse, k, sums.keys().copied())?;
-    // Entry `e` (the map's order) lands in slot `entry_slots[e]`.
+    // by (row, column), the contributions of one block in the order received
+    received_blocks.par_sort_unstable();
+    let mut keys: Vec<(u64, u64)> = Vec::new();
+    let mut key_ptr = vec![0usize];
+    for (i, &(row, col, _)) in received_blocks.iter().enumerate() {
+        if keys.last() != Some(&(row, col)) {
+            if i > 0 {
+                key_ptr.push(i);
+            }
+            keys.push((row, col));
+        }
+    }
+    key_ptr.push(received_blocks.len());
+    let pattern = coarse_pattern(coarse, k, keys.iter().copied())?;
+    // Entry `e` (sorted order) lands in slot `entry_slots[e]`.
     let entry_slots = pattern.entry_slots();
     let n_slots = entry_slots.len();
-    let mut by_slot: Vec<&[u32]> = vec![&[]; n_slots];
-    for (e, list) in sums.values().enumerate() {
-        by_slot[entry_slots[e] as usize] = list;
+    let mut key_of_slot = vec![0usize; n_slots];
+    for (e, &slot) in entry_slots.iter().enumerate() {
+        key_of_slot[slot as usize] = e;
     }
     let mut slot_ptr = Vec::with_capacity(n_slots + 1);
     slot_ptr.push(0);
     let mut contrib = Vec::with_capacity(pos as usize);
-    for list in by_slot {
-        contrib.extend_from_slice(list);
+    for e in key_of_slot {
+        contrib.extend(
+            received_blocks[key_ptr[e]..key_ptr[e + 1]]
+                .iter()
+                .map(|&(_, _, p)| p),
+        );
         slot_ptr.push(contrib.len());
     }
     let mut send_ptr = vec![0usize];
@@ -519,7 +532,7 @@ impl GalerkinProductPlan {
 
 /// `A_local`'s values from `a`'s parts (host): slot `i` takes `diag` block `gather[i]`, or
 /// `offd` block `gather[i] - n_diag`.
-fn gather_a_local(
+pub(crate) fn gather_a_local(
     gather: &[u32],
     n_diag: usize,
     a: &DistBsr,
@@ -528,15 +541,17 @@ fn gather_a_local(
     let bl = a_local.block_len();
     let (dv, ov) = (a.diag().host()?, a.offd().host()?);
     let out = a_local.host_mut()?;
-    for (i, &src) in gather.iter().enumerate() {
-        let src = src as usize;
-        let block = if src < n_diag {
-            &dv[src * bl..(src + 1) * bl]
-        } else {
-            &ov[(src - n_diag) * bl..(src - n_diag + 1) * bl]
-        };
-        out[i * bl..(i + 1) * bl].copy_from_slice(block);
-    }
+    out.par_chunks_mut(bl)
+        .zip(gather.par_iter())
+        .for_each(|(o, &src)| {
+            let src = src as usize;
+            let block = if src < n_diag {
+                &dv[src * bl..(src + 1) * bl]
+            } else {
+                &ov[(src - n_diag) * bl..(src - n_diag + 1) * bl]
+            };
+            o.copy_from_slice(block);
+        });
     Ok(())
 }
 

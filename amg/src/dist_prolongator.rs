@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
 use linalg::{BlockPattern, Bsr};
+use rayon::prelude::*;
 
 use crate::dist_aggregation::DistGraph;
 use crate::dist_galerkin::GalerkinProductPlan;
@@ -63,41 +64,43 @@ fn p_view(
     let mut p_oth = plan.new_matrix();
     plan.update(p, &mut p_oth)?;
 
-    // Every local P row as (coarse global column, block).
+    // Every local P row as (coarse global column, slot): owned rows from `diag`/`offd`, ghost
+    // rows from `P_oth`.
     let first_c = coarse_partition.owned_range().start;
     let p_ghosts = pp.halo().ghosts();
-    let mut rows: Vec<Vec<(u64, &[f64])>> = Vec::with_capacity(n_local);
-    for v in 0..n {
-        let mut r = Vec::new();
-        for (m, ghost_cols) in [(p.diag(), None), (p.offd(), Some(p_ghosts))] {
-            let pat = m.pattern();
-            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
-                let c = u64::from(pat.col_idx()[s]);
-                let gc = ghost_cols.map_or(first_c + c, |gh: &[u64]| gh[c as usize]);
-                r.push((gc, m.host_block(s)?));
+    let (pd, po, oth) = (
+        p.diag().pattern(),
+        p.offd().pattern(),
+        p_oth.pattern().clone(),
+    );
+    let bl = bs * k;
+    // a block of a local row: (0, slot) of `P.diag`, (1, slot) of `P.offd`, (2, slot) of `P_oth`
+    let row_entries = |v: usize, out: &mut Vec<(u64, u8, u32)>| {
+        if v < n {
+            for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
+                out.push((first_c + u64::from(pd.col_idx()[s]), 0, s as u32));
+            }
+            for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
+                out.push((p_ghosts[po.col_idx()[s] as usize], 1, s as u32));
+            }
+        } else {
+            let j = v - n;
+            for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
+                out.push((plan.col_globals()[oth.col_idx()[s] as usize], 2, s as u32));
             }
         }
-        rows.push(r);
-    }
-    let op = p_oth.pattern().clone();
-    for j in 0..ghosts.len() {
-        rows.push(
-            (op.row_ptr()[j]..op.row_ptr()[j + 1])
-                .map(|s| {
-                    Ok((
-                        plan.col_globals()[op.col_idx()[s] as usize],
-                        p_oth.host_block(s)?,
-                    ))
-                })
-                .collect::<Result<_, AmgError>>()?,
-        );
-    }
+    };
 
     // Serial coarse ids of the coarse columns used here, from their owners.
-    let mut needed: Vec<u64> = rows.iter().flatten().map(|&(c, _)| c).collect();
-    needed.sort_unstable();
+    let (_, mut needed) = linalg::collect_rows(n_local, |v, out: &mut Vec<u64>| {
+        let mut entries = Vec::new();
+        row_entries(v, &mut entries);
+        out.extend(entries.iter().map(|&(c, _, _)| c));
+    });
+    needed.par_sort_unstable();
     needed.dedup();
     let mut ask = vec![Vec::new(); size];
+    let mut owners = Vec::with_capacity(needed.len());
     for &c in &needed {
         let owner = coarse_partition
             .owner(c)
@@ -107,6 +110,7 @@ fn p_view(
                 found: c as usize,
             })?;
         ask[owner].push(c);
+        owners.push(owner);
     }
     let asked = comm.alltoallv_u64(&ask)?;
     let replies: Vec<Vec<u64>> = asked
@@ -118,53 +122,71 @@ fn p_view(
         })
         .collect();
     let answers = comm.alltoallv_u64(&replies)?;
-    let mut coarse_serial: BTreeMap<u64, u64> = BTreeMap::new();
-    for (r, q) in ask.iter().enumerate() {
-        for (i, &c) in q.iter().enumerate() {
-            coarse_serial.insert(c, answers[r][i]);
-        }
+    // the answers in the order of `needed` (each owner's in the order it was asked)
+    let mut next = vec![0usize; size];
+    let mut by_serial: Vec<(u64, u32)> = Vec::with_capacity(needed.len());
+    for (i, &owner) in owners.iter().enumerate() {
+        let serial = *answers[owner]
+            .get(next[owner])
+            .ok_or(AmgError::DimensionMismatch {
+                what: "distributed AMG: serial ids of coarse columns from their owner",
+                expected: ask[owner].len(),
+                found: answers[owner].len(),
+            })?;
+        next[owner] += 1;
+        by_serial.push((serial, i as u32));
     }
-    let mut by_serial: Vec<(u64, u64)> = needed.iter().map(|&c| (coarse_serial[&c], c)).collect();
-    by_serial.sort_unstable();
-    let local_col: BTreeMap<u64, u32> = by_serial
-        .iter()
-        .enumerate()
-        .map(|(i, &(_, c))| (c, i as u32))
-        .collect();
+    by_serial.par_sort_unstable();
+    // local column of `needed[i]`: its place in serial order
+    let mut local_of_needed = vec![0u32; needed.len()];
+    for (local, &(_, i)) in by_serial.iter().enumerate() {
+        local_of_needed[i as usize] = local as u32;
+    }
+    let local_col = |c: u64| -> u32 {
+        // every column of a local row is in `needed`
+        needed
+            .binary_search(&c)
+            .map_or(u32::MAX, |i| local_of_needed[i])
+    };
     let n_cols = by_serial.len();
 
     // Local vertices by serial id: the column order of the local A and row order of P_ext.
     let mut order: Vec<usize> = (0..n_local).collect();
-    order.sort_unstable_by_key(|&v| g.serial_ids[v]);
+    order.par_sort_unstable_by_key(|&v| g.serial_ids[v]);
     let mut position = vec![0u32; n_local];
     for (i, &v) in order.iter().enumerate() {
         position[v] = i as u32;
     }
     let p_matrix = |vertices: &[usize]| -> Result<Bsr, AmgError> {
-        let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
-        for &v in vertices {
-            let mut r: Vec<(u32, &[f64])> =
-                rows[v].iter().map(|&(c, b)| (local_col[&c], b)).collect();
-            r.sort_unstable_by_key(|&(c, _)| c);
-            for (c, b) in r {
-                col.push(c);
-                val.extend_from_slice(b);
-            }
-            ptr.push(col.len());
-        }
+        let (ptr, entries) =
+            linalg::collect_rows(vertices.len(), |i, out: &mut Vec<(u32, u8, u32)>| {
+                let mut global = Vec::new();
+                row_entries(vertices[i], &mut global);
+                out.extend(global.into_iter().map(|(c, m, s)| (local_col(c), m, s)));
+                out.sort_unstable_by_key(|&(c, _, _)| c);
+            });
+        let col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
+        let sources = [p.diag().host()?, p.offd().host()?, p_oth.host()?];
+        let mut val = vec![0.0; entries.len() * bl];
+        val.par_chunks_mut(bl.max(1))
+            .zip(entries.par_iter())
+            .for_each(|(v, &(_, m, s))| {
+                let s = s as usize;
+                v.copy_from_slice(&sources[m as usize][s * bl..(s + 1) * bl]);
+            });
         let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;
         Ok(Bsr::from_parts(pattern.into(), bs, k, val)?)
     };
     let p_ext = p_matrix(&order)?;
     let owned: Vec<usize> = (0..n).collect();
     let p_owned = p_matrix(&owned)?;
-    drop(rows);
+    let coarse_globals = by_serial.iter().map(|&(_, i)| needed[i as usize]).collect();
     Ok(PView {
         plan,
         p_oth,
         p_ext,
         p_owned,
-        coarse_globals: by_serial.iter().map(|&(_, c)| c).collect(),
+        coarse_globals,
         position,
         p_owned_partition: coarse_partition.clone(),
     })
@@ -173,35 +195,11 @@ fn p_view(
 /// The owned rows of `a` as a local matrix whose columns are the local vertices at their serial
 /// `position` (local: no messages).
 fn a_local(a: &DistBsr, position: &[u32]) -> Result<Bsr, AmgError> {
-    let n = a.pattern().partition().n_owned();
-    let n_local = position.len();
-    let (ad, ao) = (a.diag(), a.offd());
-    let (mut ptr, mut col, mut val) = (vec![0], Vec::new(), Vec::new());
-    for v in 0..n {
-        let mut r: Vec<(u32, &[f64])> = Vec::new();
-        for (m, shift) in [(ad, 0), (ao, n)] {
-            let pat = m.pattern();
-            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
-                r.push((
-                    position[shift + pat.col_idx()[s] as usize],
-                    m.host_block(s)?,
-                ));
-            }
-        }
-        r.sort_unstable_by_key(|&(c, _)| c);
-        for (c, b) in r {
-            col.push(c);
-            val.extend_from_slice(b);
-        }
-        ptr.push(col.len());
-    }
-    let bsa = ad.block_rows();
-    Ok(Bsr::from_parts(
-        BlockPattern::new(n, n_local, ptr, col)?.into(),
-        bsa,
-        bsa,
-        val,
-    )?)
+    let (pattern, gather) = crate::dist_galerkin::a_local_symbolic(a, position)?;
+    let bsa = a.diag().block_rows();
+    let mut local = Bsr::zeros_on(&linalg::Device::Host, pattern, bsa, bsa)?;
+    crate::dist_galerkin::gather_a_local(&gather, a.diag().pattern().nnz(), a, &mut local)?;
+    Ok(local)
 }
 
 /// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s

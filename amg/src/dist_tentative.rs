@@ -11,7 +11,7 @@
 //!
 //! Calling order: [`crate::dist_aggregation::dist_aggregate`] -> [`dist_tentative_prolongator`].
 
-use std::collections::BTreeMap;
+use rayon::prelude::*;
 
 use linalg::comm;
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
@@ -112,13 +112,26 @@ pub fn dist_tentative_prolongator(
         }
     }
     let answers = comm.alltoallv_u64(&replies)?;
-    // label -> (owner rank, serial coarse index)
-    let mut where_is: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
-    for (r, q) in send.iter().enumerate() {
-        for (i, &l) in q.iter().enumerate() {
-            where_is.insert(l, (answers[r][2 * i] as usize, answers[r][2 * i + 1]));
+    // (owner rank, serial coarse index) of `asked[i]` (each directory rank answered in the
+    // order it was asked)
+    let mut next = vec![0usize; size];
+    let mut where_asked = Vec::with_capacity(asked.len());
+    for &l in &asked {
+        let r = directory(l);
+        let i = next[r];
+        next[r] += 1;
+        match (answers[r].get(2 * i), answers[r].get(2 * i + 1)) {
+            (Some(&owner), Some(&serial)) => where_asked.push((owner as usize, serial)),
+            _ => {
+                return Err(AmgError::InvalidParameter {
+                    name: "aggregate labels",
+                    value: l.to_string(),
+                    reason: "the directory did not answer for this aggregate",
+                })
+            }
         }
     }
+    let where_is = |l: u64| asked.binary_search(&l).map(|i| where_asked[i]).ok();
 
     // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner.
     let mut rows = vec![Vec::new(); size];
@@ -126,51 +139,66 @@ pub fn dist_tentative_prolongator(
         if l == UNAGGREGATED {
             continue;
         }
-        let (owner, _) = where_is[&u64::from(l)];
+        let (owner, _) = where_is(u64::from(l)).ok_or(AmgError::InvalidParameter {
+            name: "aggregate labels",
+            value: l.to_string(),
+            reason: "no owner known for this aggregate",
+        })?;
         rows[owner].extend([f64::from(l), g.serial_ids[v] as f64]);
         rows[owner].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
     }
     let received = comm.alltoallv_f64(&rows)?;
-    // Owned aggregates by label: members (serial id, source rank, rows).
-    let mut aggregates: BTreeMap<u64, Vec<Member<'_>>> = BTreeMap::new();
-    for (r, msg) in received.iter().enumerate() {
-        for rec in msg.chunks(2 + slab) {
-            aggregates
-                .entry(rec[0] as u64)
-                .or_default()
-                .push((rec[1] as u64, r, &rec[2..]));
-        }
+    // Owned aggregates: members (label, serial id, source rank, rows) by label, then serial id.
+    let mut members: Vec<(u64, Member<'_>)> = received
+        .iter()
+        .enumerate()
+        .flat_map(|(r, msg)| {
+            msg.chunks(2 + slab)
+                .map(move |rec| (rec[0] as u64, (rec[1] as u64, r, &rec[2..])))
+        })
+        .collect();
+    members.par_sort_unstable_by_key(|&(label, (serial, _, _))| (label, serial));
+    let mut groups: Vec<&[(u64, Member<'_>)]> = Vec::new();
+    for run in members.chunk_by(|a, b| a.0 == b.0) {
+        groups.push(run);
     }
-    let coarse_partition =
-        RowPartition::new(comm.clone(), aggregates.len()).map_err(AmgError::from)?;
+    let coarse_partition = RowPartition::new(comm.clone(), groups.len()).map_err(AmgError::from)?;
     let coarse_first = coarse_partition.owned_range().start;
-    let mut coarse_serial_ids = Vec::with_capacity(aggregates.len());
-    let mut coarse_nns = vec![0.0; aggregates.len() * k * k];
+    let mut coarse_nns = vec![0.0; groups.len() * k * k];
+    // each aggregate's stacked rows factored (`Q` in place, `R` its coarse near-null rows)
+    let factored: Vec<Result<Vec<f64>, String>> = groups
+        .par_iter()
+        .zip(coarse_nns.par_chunks_mut((k * k).max(1)))
+        .map(|(group, r)| {
+            let m = group.len() * bs;
+            if m < k {
+                return Err(format!(
+                    "aggregate of root {}: {m} unknowns, fewer than the {k} near-null vectors",
+                    group[0].0
+                ));
+            }
+            let mut q: Vec<f64> = group
+                .iter()
+                .flat_map(|&(_, (_, _, rows))| rows.iter().copied())
+                .collect();
+            let mut work = vec![0.0; m * k];
+            thin_qr(&mut q, m, k, r, &mut work);
+            Ok(q)
+        })
+        .collect();
+    let mut coarse_serial_ids = Vec::with_capacity(groups.len());
     let mut back = vec![Vec::new(); size];
     let mut failure = None;
-    for (c, (label, members)) in aggregates.iter_mut().enumerate() {
-        members.sort_unstable_by_key(|&(serial, _, _)| serial);
-        let m = members.len() * bs;
-        if m < k {
-            failure.get_or_insert(format!(
-                "aggregate of root {label}: {m} unknowns, fewer than the {k} near-null vectors"
-            ));
-            continue;
-        }
-        let mut q: Vec<f64> = members
-            .iter()
-            .flat_map(|&(_, _, r)| r.iter().copied())
-            .collect();
-        let mut work = vec![0.0; m * k];
-        thin_qr(
-            &mut q,
-            m,
-            k,
-            &mut coarse_nns[c * k * k..(c + 1) * k * k],
-            &mut work,
-        );
-        coarse_serial_ids.push(where_is.get(label).map_or(u64::MAX, |&(_, s)| s));
-        for (i, &(serial, r, _)) in members.iter().enumerate() {
+    for (c, (group, q)) in groups.iter().zip(&factored).enumerate() {
+        let q = match q {
+            Ok(q) => q,
+            Err(e) => {
+                failure.get_or_insert(e.clone());
+                continue;
+            }
+        };
+        coarse_serial_ids.push(where_is(group[0].0).map_or(u64::MAX, |(_, s)| s));
+        for (i, &(_, (serial, r, _))) in group.iter().enumerate() {
             back[r].extend([serial as f64, (coarse_first + c as u64) as f64]);
             back[r].extend_from_slice(&q[i * slab..(i + 1) * slab]);
         }
@@ -179,14 +207,20 @@ pub fn dist_tentative_prolongator(
 
     // Round 4: each member gets its Q rows and its aggregate's coarse global id.
     let returned = comm.alltoallv_f64(&back)?;
-    let mut row_of: BTreeMap<u64, usize> = BTreeMap::new();
-    for v in 0..n {
-        row_of.insert(g.serial_ids[v], v);
-    }
+    let mut row_of: Vec<(u64, usize)> = (0..n).map(|v| (g.serial_ids[v], v)).collect();
+    row_of.par_sort_unstable();
     let mut entry: Vec<Option<(u64, &[f64])>> = vec![None; n];
     for msg in &returned {
         for rec in msg.chunks(2 + slab) {
-            let v = row_of[&(rec[0] as u64)];
+            let serial = rec[0] as u64;
+            let v = row_of
+                .binary_search_by_key(&serial, |&(s, _)| s)
+                .map(|i| row_of[i].1)
+                .map_err(|_| AmgError::InvalidParameter {
+                    name: "tentative prolongator rows",
+                    value: serial.to_string(),
+                    reason: "a Q row came back for a vertex this rank does not own",
+                })?;
             entry[v] = Some((rec[1] as u64, &rec[2..]));
         }
     }

@@ -46,7 +46,7 @@ pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};
 pub use pattern::BlockPattern;
 pub use precision::Precision;
 pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};
-pub use rows::split_rows;
+pub use rows::{collect_rows, split_rows};
 pub use spgemm::{spgemm, spgemm_numeric, spgemm_symbolic, SpgemmPlan};
 pub use transfer::{prolong_add, restrict, smooth_prolongator_in_place};
 pub use transpose::{transpose, transpose_numeric, transpose_symbolic, TransposePlan};

@@ -229,7 +229,7 @@ fn secs(t: Instant) -> f64 {
 }
 
 /// Runs `f` and adds its wall-clock seconds to `acc`.
-fn timed<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
     let out = f();
     *acc += secs(t);

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
-use amg::{CgParams, Preconditioner};
+use amg::{CgParams, Preconditioner, SetupTimings};
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::{Ex56, SOFT_SCALE};
 use comm::{Comm, Traffic};
@@ -105,6 +105,8 @@ pub struct DistGamgRank {
     pub spmv: PhaseTraffic,
     /// Prolongator values sent by the first hot update (`P_oth` is reused: 0).
     pub hot_update_p_values: usize,
+    /// The host cold set-up's stages on this rank (`total_s` is `setup_cold_s` less the upload).
+    pub setup_cold_stages: amg::SetupTimings,
 }
 
 /// What one rank's GPU moved and how long the SpMV's parts take alone (`--device cuda`).
@@ -346,7 +348,7 @@ pub fn run(
         let t = d.transfers();
         t.host_to_device + t.device_to_host
     };
-    let mut best_phases = amg::report::SetupTimings::default();
+    let mut best_phases = SetupTimings::default();
     for solve_index in 1..bench.solves {
         k.scale(OPERATOR_SCALE)?;
         let next = operator(&k)?;
@@ -479,6 +481,10 @@ pub fn run(
         hot_solve,
         spmv,
         hot_update_p_values: p_values,
+        setup_cold_stages: SetupTimings {
+            total_s: setup_cold_s - setup_upload_s,
+            ..h.setup_timings().clone()
+        },
     };
     let per_rank = gather_ranks(comm, &mine)?;
     let gpu = match device {
@@ -564,6 +570,7 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
     for t in [&mine.hot_update, &mine.hot_solve, &mine.spmv] {
         v.extend(traffic(t));
     }
+    v.extend(stage_values(&mine.setup_cold_stages));
     let untraffic = |t: &[f64]| PhaseTraffic {
         messages: t[0] as u64,
         bytes: t[1] as u64,
@@ -587,8 +594,39 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
             hot_update: untraffic(&v[8..12]),
             hot_solve: untraffic(&v[12..16]),
             spmv: untraffic(&v[16..20]),
+            setup_cold_stages: stages_from(&v[20..]),
         })
         .collect())
+}
+
+/// The stages of a cold set-up as the values [`gather_ranks`] sends (and [`stages_from`] reads).
+fn stage_values(t: &SetupTimings) -> [f64; 9] {
+    [
+        t.graph_s,
+        t.aggregation_s,
+        t.tentative_s,
+        t.smoother_setup_s,
+        t.smoothing_s,
+        t.galerkin_symbolic_s,
+        t.galerkin_numeric_s,
+        t.coarse_factor_s,
+        t.total_s,
+    ]
+}
+
+fn stages_from(v: &[f64]) -> SetupTimings {
+    SetupTimings {
+        graph_s: v[0],
+        aggregation_s: v[1],
+        tentative_s: v[2],
+        smoother_setup_s: v[3],
+        smoothing_s: v[4],
+        galerkin_symbolic_s: v[5],
+        galerkin_numeric_s: v[6],
+        coarse_factor_s: v[7],
+        total_s: v[8],
+        ..SetupTimings::default()
+    }
 }
 
 /// The device levels where there are, else the host hierarchy.
@@ -782,6 +820,20 @@ impl std::fmt::Display for DistGamgResult {
                 r.solve_hot_s,
                 r.hot_solve.collective_s,
                 r.spmv_s * 1e3
+            )?;
+            let t = &r.setup_cold_stages;
+            writeln!(
+                f,
+                "    host cold set-up {:.3} s: graph {:.3}, aggregation {:.3}, tentative {:.3}, smoothers and eigenvalues {:.3}, P smoothing {:.3}, Galerkin symbolic {:.3}, numeric {:.3}, coarsest factor {:.3}",
+                t.total_s,
+                t.graph_s,
+                t.aggregation_s,
+                t.tentative_s,
+                t.smoother_setup_s,
+                t.smoothing_s,
+                t.galerkin_symbolic_s,
+                t.galerkin_numeric_s,
+                t.coarse_factor_s
             )?;
         }
         Ok(())

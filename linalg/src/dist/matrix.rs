@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::backend::{cuda, host};
 use crate::dist::{DeviceHalo, HaloPlan, RowPartition};
 use crate::{BlockPattern, Bsr, Device, Layout, LinalgError, Vector};
+use rayon::prelude::*;
 
 /// The symbolic part of a distributed block matrix on one rank: the diagonal and off-diagonal
 /// patterns of its owned block rows, where each input entry goes, the halo plan of the ghost
@@ -27,6 +28,8 @@ pub struct DistPattern {
     diag: Arc<BlockPattern>,
     offd: Arc<BlockPattern>,
     entry_slot: Vec<u32>,
+    /// The inverse of `entry_slot`: the input entry of each slot (diag slots, then offd).
+    slot_entry: Vec<u32>,
     halo: Arc<HaloPlan>,
     layout: Arc<Layout>,
     owned_layout: Arc<Layout>,
@@ -105,45 +108,52 @@ impl DistPattern {
         comm::agree(&*comm, check)?;
 
         let mut ghosts: Vec<u64> = cols
-            .iter()
-            .chain(extra_ghosts)
+            .par_iter()
+            .chain(extra_ghosts.par_iter())
             .copied()
             .filter(|g| !owned.contains(g))
             .collect();
-        ghosts.sort_unstable();
+        ghosts.par_sort_unstable();
         ghosts.dedup();
 
         // Each row sorted by global column: owned columns map to `g - first`, ghosts to their
-        // compact index; both keep ascending order, as patterns require.
-        let mut entry_slot = vec![0u32; cols.len()];
-        let (mut d_ptr, mut o_ptr) = (vec![0usize], vec![0usize]);
-        let (mut d_col, mut o_col) = (Vec::new(), Vec::new());
-        let mut d_entries = Vec::new();
-        let mut o_entries = Vec::new();
-        let mut row: Vec<(u64, usize)> = Vec::new();
-        for i in 0..n_owned {
-            row.clear();
-            row.extend((row_ptr[i]..row_ptr[i + 1]).map(|k| (cols[k], k)));
+        // compact index; both keep ascending order, as patterns require. Per entry: (local
+        // column, in `offd`, input entry).
+        let (ptr, sorted) = crate::collect_rows(n_owned, |i, out: &mut Vec<(u32, bool, u32)>| {
+            let mut row: Vec<(u64, usize)> =
+                (row_ptr[i]..row_ptr[i + 1]).map(|k| (cols[k], k)).collect();
             row.sort_unstable();
-            for &(g, k) in &row {
+            out.extend(row.into_iter().map(|(g, k)| {
                 if owned.contains(&g) {
-                    d_col.push((g - owned.start) as u32);
-                    d_entries.push(k);
+                    ((g - owned.start) as u32, false, k as u32)
                 } else {
                     let c = ghosts.binary_search(&g).expect("collected");
-                    o_col.push(c as u32);
+                    (c as u32, true, k as u32)
+                }
+            }));
+        });
+        let (mut d_ptr, mut o_ptr) = (vec![0usize], vec![0usize]);
+        let (mut d_col, mut o_col) = (Vec::new(), Vec::new());
+        // slot -> input entry: diag slots, then offd slots
+        let (mut d_entries, mut o_entries) = (Vec::new(), Vec::new());
+        for i in 0..n_owned {
+            for &(c, in_offd, k) in &sorted[ptr[i]..ptr[i + 1]] {
+                if in_offd {
+                    o_col.push(c);
                     o_entries.push(k);
+                } else {
+                    d_col.push(c);
+                    d_entries.push(k);
                 }
             }
             d_ptr.push(d_col.len());
             o_ptr.push(o_col.len());
         }
-        let n_diag = d_col.len();
-        for (slot, &k) in d_entries.iter().enumerate() {
-            entry_slot[k] = slot as u32;
-        }
-        for (slot, &k) in o_entries.iter().enumerate() {
-            entry_slot[k] = (n_diag + slot) as u32;
+        let mut slot_entry = d_entries;
+        slot_entry.extend(o_entries);
+        let mut entry_slot = vec![0u32; cols.len()];
+        for (slot, &k) in slot_entry.iter().enumerate() {
+            entry_slot[k as usize] = slot as u32;
         }
         let n_owned_cols = col_partition.n_owned();
         let diag = BlockPattern::new_trusted(n_owned, n_owned_cols, d_ptr, d_col);
@@ -181,6 +191,7 @@ impl DistPattern {
             diag: Arc::new(diag),
             offd: Arc::new(offd),
             entry_slot,
+            slot_entry,
             halo: Arc::new(halo),
             layout: Arc::new(layout),
             owned_layout: Arc::new(owned_layout),
@@ -396,7 +407,7 @@ impl OffdRows {
 
 /// The plan of [`DistBsr::set_from_local`] on a GPU: for every slot of the diagonal and the
 /// off-diagonal part, the input entry (block of the rank-local matrix) whose values it takes:
-/// the inverse of [`DistPattern::entry_slots`], uploaded once.
+/// the inverse of [`DistPattern::entry_slots`] (every slot has exactly one), uploaded once.
 #[derive(Debug)]
 struct LocalGather {
     diag_src: cuda::DeviceBuffer<u32>,
@@ -405,23 +416,10 @@ struct LocalGather {
 
 impl LocalGather {
     fn new(ctx: &cuda::CudaContext, pattern: &DistPattern) -> Result<Self, LinalgError> {
-        let n_diag = pattern.diag.nnz();
-        let n_slots = n_diag + pattern.offd.nnz();
-        let mut src = vec![u32::MAX; n_slots];
-        for (k, &slot) in pattern.entry_slot.iter().enumerate() {
-            src[slot as usize] = k as u32;
-        }
-        // every slot has its one input entry (the pattern's invariant): no slot is left as it was
-        if let Some(slot) = src.iter().position(|&k| k == u32::MAX) {
-            return Err(LinalgError::IndexOutOfRange {
-                what: "DistBsr::set_from_local on a GPU: a slot without an input entry",
-                index: slot,
-                len: n_slots,
-            });
-        }
+        let (diag_src, offd_src) = pattern.slot_entry.split_at(pattern.diag.nnz());
         Ok(Self {
-            diag_src: ctx.upload(&src[..n_diag])?,
-            offd_src: ctx.upload(&src[n_diag..])?,
+            diag_src: ctx.upload(diag_src)?,
+            offd_src: ctx.upload(offd_src)?,
         })
     }
 }
@@ -470,18 +468,15 @@ impl DistBsr {
                 found: values.len(),
             });
         }
-        let n_diag = self.pattern.diag.nnz();
-        let diag = self.diag.host_mut()?;
-        let offd = self.offd.host_mut()?;
-        for (k, &slot) in self.pattern.entry_slot.iter().enumerate() {
-            let slot = slot as usize;
-            let src = &values[k * bl..(k + 1) * bl];
-            if slot < n_diag {
-                diag[slot * bl..(slot + 1) * bl].copy_from_slice(src);
-            } else {
-                let s = slot - n_diag;
-                offd[s * bl..(s + 1) * bl].copy_from_slice(src);
-            }
+        let (diag_src, offd_src) = self.pattern.slot_entry.split_at(self.pattern.diag.nnz());
+        for (part, src) in [(&mut self.diag, diag_src), (&mut self.offd, offd_src)] {
+            part.host_mut()?
+                .par_chunks_mut(bl)
+                .zip(src.par_iter())
+                .for_each(|(out, &k)| {
+                    let k = k as usize;
+                    out.copy_from_slice(&values[k * bl..(k + 1) * bl]);
+                });
         }
         Ok(())
     }
