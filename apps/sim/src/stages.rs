@@ -61,6 +61,31 @@ pub const CONVERGED_STATE: &str = "converged state";
 /// The time no stage holds.
 pub const OTHER: &str = StageTable::OTHER;
 
+/// The order of the table's rows: the run's course, then a step's; stages not listed follow in
+/// the order they first occurred, [`OTHER`] last.
+pub const ORDER: [&str; 20] = [
+    START_UP,
+    CONFIGURATION,
+    MESH,
+    PROBLEM,
+    RESTART,
+    SOLVER,
+    KERNELS,
+    UPLOADS,
+    OUTPUT,
+    ASSEMBLY,
+    NEAR_NULL_SPACE,
+    AMG_COLD,
+    AMG_RENEWAL,
+    AMG_HOT,
+    JACOBI,
+    FACTORIZATION,
+    SOLVE,
+    LINEAR_REST,
+    LINE_SEARCH,
+    CONVERGED_STATE,
+];
+
 /// The stage of a set-up of `kind`.
 pub fn setup_stage(kind: SetupKind) -> &'static str {
     match kind {
@@ -163,6 +188,13 @@ impl RunStages {
                 _ => stages.push(row(m)),
             }
         }
+        // a stable sort: the stages [`ORDER`] does not list keep their order, after it
+        stages.sort_by_key(|r| {
+            ORDER
+                .iter()
+                .position(|&name| name == r.name)
+                .unwrap_or(ORDER.len())
+        });
         stages.extend(other);
         let wall = wall.map_or_else(
             || StageRow {
