@@ -181,10 +181,17 @@ mod tests {
         stages.add("solve", 0.25);
         stages.add_counted("solve", 0.5, 3);
         assert_eq!(
-            stages.stages().iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            stages
+                .stages()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
             ["mesh", "solve"]
         );
-        assert_eq!(stages.get("solve").map(|s| (s.seconds, s.count)), Some((0.75, 4)));
+        assert_eq!(
+            stages.get("solve").map(|s| (s.seconds, s.count)),
+            Some((0.75, 4))
+        );
         assert_eq!(stages.total_s(), 1.25);
         let ran = stages.time("output", || 7);
         assert_eq!(ran, 7);

@@ -1323,9 +1323,8 @@ fn the_stage_table_on_two_ranks_has_each_stages_minimum_and_maximum() {
     let s = summary(&dir.0, "neo_hookean_block");
     let table = &s["stages"];
     assert_eq!(table["ranks"], 2, "{table:#}");
-    let seconds = |row: &serde_json::Value| {
-        ["min_s", "max_s", "mean_s"].map(|k| row[k].as_f64().unwrap())
-    };
+    let seconds =
+        |row: &serde_json::Value| ["min_s", "max_s", "mean_s"].map(|k| row[k].as_f64().unwrap());
     let [wall_min, wall_max, wall_mean] = seconds(&table["wall"]);
     assert!(0.0 < wall_min && wall_min <= wall_mean && wall_mean <= wall_max);
     let rows = table["stages"].as_array().unwrap();
@@ -1335,7 +1334,10 @@ fn the_stage_table_on_two_ranks_has_each_stages_minimum_and_maximum() {
         assert!(min <= mean && mean <= max, "{row}");
         sum += mean;
     }
-    assert!((sum - wall_mean).abs() <= 1e-9 * wall_mean, "{sum} {wall_mean}");
+    assert!(
+        (sum - wall_mean).abs() <= 1e-9 * wall_mean,
+        "{sum} {wall_mean}"
+    );
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
     for stage in [
         "start-up",
