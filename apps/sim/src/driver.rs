@@ -330,7 +330,6 @@ pub(crate) fn drive(
             agreed(comm, written)
         },
     );
-    drop(timed);
     let end_started = Instant::now();
     // the load path's seconds without the output's
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
