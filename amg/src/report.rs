@@ -34,6 +34,25 @@ pub struct SetupTimings {
     pub total_s: f64,
 }
 
+impl SetupTimings {
+    /// Each stage's name and seconds, in the order a set-up runs them (the whole call,
+    /// `total_s`, left out: what the stages do not hold of it is the call's own bookkeeping).
+    pub fn stages(&self) -> [(&'static str, f64); 10] {
+        [
+            ("copy operator", self.copy_operator_s),
+            ("graph", self.graph_s),
+            ("aggregation", self.aggregation_s),
+            ("tentative", self.tentative_s),
+            ("smoothing", self.smoothing_s),
+            ("Galerkin symbolic", self.galerkin_symbolic_s),
+            ("Galerkin numeric", self.galerkin_numeric_s),
+            ("smoother", self.smoother_setup_s),
+            ("coarse factor", self.coarse_factor_s),
+            ("expansion", self.expansion_s),
+        ]
+    }
+}
+
 /// One level of the hierarchy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelReport {

@@ -20,9 +20,11 @@ use std::sync::{Arc, LazyLock};
 pub mod launch;
 mod mpi_comm;
 mod session;
+pub mod stages;
 
 pub use mpi_comm::MpiComm;
 pub use session::{launched_by_mpi, mpi_library_version, Session};
+pub use stages::{MergedStage, Stage, Stages};
 
 /// Errors of the `comm` crate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -42,7 +42,9 @@ pub enum Device {
 
 /// Bytes moved between host and device.
 pub use crate::backend::cuda::Transfers;
-pub use crate::backend::cuda::{kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV};
+pub use crate::backend::cuda::{
+    kernel_build_seconds, kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV,
+};
 
 impl Device {
     /// Opens CUDA device `ordinal`. A missing driver, NVRTC or GPU is

@@ -38,7 +38,10 @@ pub use block_diagonal::BlockDiagonal;
 pub use bsr::Bsr;
 pub use comm;
 pub use coo::{CooPlan, CooSum, SlotRun};
-pub use device::{kernel_cache_report, Device, KernelCacheReport, Transfers, KERNEL_CACHE_ENV};
+pub use device::{
+    kernel_build_seconds, kernel_cache_report, Device, KernelCacheReport, Transfers,
+    KERNEL_CACHE_ENV,
+};
 pub use error::LinalgError;
 pub use grouped_qr::{thin_qr, GroupedQrPlan};
 pub use layout::Layout;

@@ -543,6 +543,21 @@ impl std::fmt::Display for GamgBenchResult {
             r.other_mode_report.transfers.total_bytes(),
             r.other_mode_iterations
         )?;
+        writeln!(
+            f,
+            "  cold set-up stages: {}",
+            stage_line(&self.hierarchy.setup)
+        )?;
+        writeln!(
+            f,
+            "  hot update stages:  {}",
+            stage_line(&self.hot_update.timings)
+        )?;
+        writeln!(
+            f,
+            "  renewal stages:     {}",
+            stage_line(&r.renewal.timings)
+        )?;
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory {:6.0} MiB", mb)?;
@@ -590,6 +605,24 @@ impl std::fmt::Display for GamgBenchResult {
         }
         Ok(())
     }
+}
+
+/// A set-up's stages that took time, in milliseconds, then the whole call and what the stages
+/// do not hold of it.
+fn stage_line(t: &amg::SetupTimings) -> String {
+    let stages = t.stages();
+    let mut parts: Vec<String> = stages
+        .iter()
+        .filter(|(_, s)| *s > 0.0)
+        .map(|(name, s)| format!("{name} {:.2}", 1e3 * s))
+        .collect();
+    let held: f64 = stages.iter().map(|(_, s)| s).sum();
+    parts.push(format!(
+        "total {:.2} ms (outside the stages {:.2})",
+        1e3 * t.total_s,
+        1e3 * (t.total_s - held)
+    ));
+    parts.join(", ")
 }
 
 /// One timed CG solve preconditioned by the hierarchy's V-cycle on the operator in the hierarchy's

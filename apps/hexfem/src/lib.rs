@@ -3,3 +3,4 @@
 
 pub mod check_text;
 pub mod plot;
+pub mod stage_table;

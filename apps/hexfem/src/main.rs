@@ -369,6 +369,7 @@ enum Problem {
 }
 
 fn main() -> ExitCode {
+    hexfem::stage_table::mark_process_start();
     let cli = parse_arguments();
     // Ctrl-C and SIGTERM stop a run or campaign at a safe point (installed before MPI starts,
     // on every rank)
@@ -1087,6 +1088,7 @@ fn run_command(
         faults,
         output_window: test_output_window,
         interrupt: interrupt.cloned(),
+        process_started: hexfem::stage_table::process_started(),
         ..base
     };
     let monitor = TerminalMonitor::new(progress, test_abort_after_step);
@@ -1097,7 +1099,11 @@ fn run_command(
         e => anyhow::Error::new(e),
     });
     // rank 0 wrote the files and draws the plots (an error there is agreed in `main`)
-    split(outcome.and_then(|outcome| run_report(&outcome, plot && comm.rank() == 0, quiet)))
+    split(outcome.and_then(|outcome| {
+        let stages = outcome.figures.stages.as_ref().filter(|_| verbose);
+        let table = stages.map_or_else(String::new, hexfem::stage_table::render);
+        Ok(run_report(&outcome, plot && comm.rank() == 0, quiet)? + &table)
+    }))
 }
 
 /// What an interrupted run prints: where it stopped and the command that continues it (the

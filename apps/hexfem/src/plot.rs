@@ -718,6 +718,7 @@ mod tests {
             status: io::RunStatus::Completed,
             preconditioner: None,
             ranks: None,
+            stages: None,
         };
         let path = dir.join("extreme.summary.json");
         std::fs::write(&path, serde_json::to_string(&summary).unwrap()).unwrap();

@@ -1294,3 +1294,74 @@ fn a_crashed_rank_ends_the_campaign_and_resume_reruns_its_cases() {
     assert!(stdout.contains(&expected), "{stdout}");
     assert_eq!(campaign_table(&killed).0, campaign_table(&serial).0);
 }
+
+/// `run -v` on 2 ranks: the summary's stage table merges both ranks (each stage's minimum at
+/// most its mean at most its maximum; the stages and `other` add up to the mean wall time;
+/// every step's stages are there), and the command prints it with each stage's min and max.
+#[test]
+fn the_stage_table_on_two_ranks_has_each_stages_minimum_and_maximum() {
+    let dir = scratch("stages");
+    let out_dir = dir.0.to_string_lossy().into_owned();
+    let args = [
+        "run",
+        &input("neo_hookean_block.yaml"),
+        "-v",
+        "--set",
+        "linear_solver.method=cg_amg",
+        "-o",
+        &out_dir,
+    ];
+    let out = hexfem_on(2, &args);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("where the time went (2 ranks;").count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout.contains("max/min"), "{stdout}");
+    let s = summary(&dir.0, "neo_hookean_block");
+    let table = &s["stages"];
+    assert_eq!(table["ranks"], 2, "{table:#}");
+    let seconds =
+        |row: &serde_json::Value| ["min_s", "max_s", "mean_s"].map(|k| row[k].as_f64().unwrap());
+    let [wall_min, wall_max, wall_mean] = seconds(&table["wall"]);
+    assert!(0.0 < wall_min && wall_min <= wall_mean && wall_mean <= wall_max);
+    let rows = table["stages"].as_array().unwrap();
+    let mut sum = 0.0;
+    for row in rows {
+        let [min, max, mean] = seconds(row);
+        assert!(min <= mean && mean <= max, "{row}");
+        sum += mean;
+    }
+    assert!(
+        (sum - wall_mean).abs() <= 1e-9 * wall_mean,
+        "{sum} {wall_mean}"
+    );
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    for stage in [
+        "start-up",
+        "configuration",
+        "mesh",
+        "problem and plans",
+        "device and linear solver",
+        "output",
+        "assembly",
+        "AMG set-up cold",
+        "solve",
+        "line search",
+    ] {
+        assert!(names.contains(&stage), "{stage} missing from {names:?}");
+    }
+    assert_eq!(names.last(), Some(&"other"));
+    // four load steps: at least one output per step and one assembly per Newton iteration
+    let count = |name: &str| rows.iter().find(|r| r["name"] == name).unwrap()["count"].as_u64();
+    assert!(count("output") >= Some(5), "{rows:?}");
+    let newton: u64 = s["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["newton_iterations"].as_u64().unwrap())
+        .sum();
+    assert_eq!(count("solve"), Some(newton));
+}

@@ -32,7 +32,10 @@ pub use preflight::{existing_results, output_files, preflight, MAX_NAME_BYTES};
 pub use probes::{ProbeLog, ProbeTable};
 pub use reader::ResultsReader;
 pub use results::{MeshDataset, MeshShape, ResultsWriter, StepHeader};
-pub use summary::{MeshInfo, RanksInfo, RunInfo, RunStatus, StepRecord, Summary, SummaryWriter};
+pub use summary::{
+    MeshInfo, RanksInfo, RunInfo, RunStatus, StageRow, StageTable, StepRecord, Summary,
+    SummaryWriter,
+};
 
 #[cfg(test)]
 mod tests;

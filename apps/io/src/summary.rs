@@ -48,6 +48,59 @@ pub struct Summary {
     /// absent for a serial run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RanksInfo>,
+    /// Where the time went, as PETSc's `-log_view` stages: set when the run ends (absent while
+    /// it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageTable>,
+}
+
+/// Where a run's time went: flat stages (none nests in another) whose rows, with the explicit
+/// [`StageTable::OTHER`] row (what no stage holds), add up to the wall time on every rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageTable {
+    /// Ranks whose stages are merged (1: one process).
+    pub ranks: usize,
+    /// Seconds from the process's start to the table (the run's end, before the final summary
+    /// is written), over the ranks.
+    pub wall: StageRow,
+    /// In the order each stage first occurred; [`StageTable::OTHER`] last.
+    pub stages: Vec<StageRow>,
+}
+
+/// One stage over the ranks: how often it occurred (the most on any rank) and its inclusive
+/// seconds' minimum, maximum and mean over the ranks (a rank without it counts 0 s).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageRow {
+    pub name: String,
+    pub count: u64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub mean_s: f64,
+}
+
+impl StageTable {
+    /// The name of the row of the time no stage holds.
+    pub const OTHER: &'static str = "other";
+
+    /// The row `name`, if the run had that stage.
+    pub fn row(&self, name: &str) -> Option<&StageRow> {
+        self.stages.iter().find(|r| r.name == name)
+    }
+
+    /// The share of the mean wall time that named stages (all but [`StageTable::OTHER`]) hold.
+    pub fn coverage(&self) -> f64 {
+        let named: f64 = self
+            .stages
+            .iter()
+            .filter(|r| r.name != Self::OTHER)
+            .map(|r| r.mean_s)
+            .sum();
+        if self.wall.mean_s > 0.0 {
+            named / self.wall.mean_s
+        } else {
+            1.0
+        }
+    }
 }
 
 /// The ranks of a distributed run and their loads.
@@ -281,6 +334,7 @@ impl SummaryWriter {
                 status: RunStatus::Running,
                 preconditioner: None,
                 ranks: None,
+                stages: None,
             },
             file_len: 0,
             faults: faults.clone(),
@@ -333,6 +387,12 @@ impl SummaryWriter {
     /// the finish.
     pub fn set_ranks(&mut self, ranks: RanksInfo) {
         self.summary.ranks = Some(ranks);
+    }
+
+    /// Records where the run's time went; written with the next record or
+    /// [`SummaryWriter::finish`].
+    pub fn set_stages(&mut self, stages: StageTable) {
+        self.summary.stages = Some(stages);
     }
 
     /// Changes the ranks' figures set by [`SummaryWriter::set_ranks`] (none set: nothing);

@@ -22,6 +22,7 @@ use crate::driver::Layout;
 use crate::locate::located;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
+use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes). On one rank: `result` itself.
@@ -107,7 +108,8 @@ pub fn check_on_ranks(
         Ok(())
     };
     agreed(comm, output)?;
-    let (_, part, _) = problem_on_ranks(world, &config)?;
+    let unrecorded = &mut RunStages::new(None, Instant::now());
+    let (_, part, _) = problem_on_ranks(world, &config, unrecorded)?;
 
     let owned_cells = part.cell_owned.iter().filter(|&&o| o).count() as u64;
     let counts = comm.allgatherv_u64(&[
@@ -131,12 +133,14 @@ pub fn check_on_ranks(
 
 /// Collective, agreed: this rank's part of the mesh of `config` (box: generated distributed;
 /// Gmsh: read by every rank and partitioned by METIS), the geometry of its cells checked, and the
-/// problem on it, whose constraints hold the whole body.
+/// problem on it, whose constraints hold the whole body. Its stages: [`MESH`], [`PROBLEM`].
 fn problem_on_ranks(
     world: &Arc<dyn Comm>,
     config: &config::Config,
+    stages: &mut RunStages,
 ) -> Result<(solve::params::ProblemParams, MeshPart, Problem)> {
     let comm = &**world;
+    let started = Instant::now();
     let (rank, size) = (comm.rank(), comm.size());
     let params = agreed(comm, config.problem_params().map_err(anyhow::Error::from))?;
     let part = agreed(
@@ -157,12 +161,15 @@ fn problem_on_ranks(
         comm,
         crate::locate::check_dirichlet_in_time(config, &params, &part.mesh),
     )?;
+    stages.since(MESH, started);
+    let started = Instant::now();
     let problem = agreed(
         comm,
         located(config, Problem::on_part(&params, &part, world.clone())),
     )?;
     // collective: the whole body's free rigid motions, the same error on every rank
     agreed(comm, located(config, problem.check_held()))?;
+    stages.since(PROBLEM, started);
     Ok((params, part, problem))
 }
 
@@ -178,12 +185,14 @@ pub(crate) fn execute_on_ranks(
     case: &Case,
     window: usize,
     started: Instant,
+    stages: &mut RunStages,
 ) -> Result<RunOutcome> {
     let c: &dyn Comm = &**comm;
     let config = case.config;
     let problem_started = Instant::now();
-    let (params, part, mut problem) = problem_on_ranks(comm, config)?;
+    let (params, part, mut problem) = problem_on_ranks(comm, config, stages)?;
     let problem_s = problem_started.elapsed().as_secs_f64();
+    let loads_started = Instant::now();
     // a point load must find its node on some rank
     let mut found: Vec<f64> = problem
         .point_loads_found()
@@ -201,7 +210,9 @@ pub(crate) fn execute_on_ranks(
         );
         return Err(crate::locate::locate(config, missing));
     }
-    let device = rank_devices(comm, config)?;
+    stages.since(PROBLEM, loads_started);
+    let device = stages.time(SOLVER, || rank_devices(comm, config))?;
+    let loads_started = Instant::now();
     // each rank's owned nodes, owned cells and constrained unknowns of owned nodes
     let n_owned = part.n_owned_nodes();
     let owned_constrained: u64 = (0..n_owned)
@@ -216,8 +227,11 @@ pub(crate) fn execute_on_ranks(
         .iter()
         .map(|l| [l[0], l[1], l[2]])
         .collect();
+    stages.since(PROBLEM, loads_started);
     // the output: every dataset gathered to rank 0 window by window
-    let output = agreed(c, RankOutput::new(c, config, &part, window))?;
+    let output = stages.time(OUTPUT, || {
+        agreed(c, RankOutput::new(c, config, &part, window))
+    })?;
     let mut layout = RankParts {
         comm,
         part,
@@ -227,7 +241,7 @@ pub(crate) fn execute_on_ranks(
         owned: loads.iter().map(|l| [l[0], l[1]]).collect(),
         constrained_dofs: loads.iter().map(|l| l[2] as usize).sum(),
     };
-    let outcome = crate::driver::drive(c, case, &mut layout, &mut problem, started);
+    let outcome = crate::driver::drive(c, case, &mut layout, &mut problem, started, stages);
     outcome.map(|mut o| {
         o.figures.problem_s = problem_s;
         o

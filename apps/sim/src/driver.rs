@@ -10,6 +10,7 @@
 //! Every fallible phase ends in [`agreed`]: on ranks one rank's error is every rank's, so all
 //! stop together; on one rank it is the error itself.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -27,6 +28,7 @@ use crate::distributed::{agreed, is_agreed};
 use crate::observer::{Placement, RunStart};
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunFigures, RunOutcome, StepStamp};
+use crate::stages::{RunStages, Timed, OUTPUT, RESTART, SOLVER};
 
 /// What a run does differently on one rank and on many (see the module doc). Methods marked
 /// collective are called by every rank, in the same order; their errors are the same on every
@@ -104,14 +106,18 @@ struct Records {
 /// Runs `case` on `problem` (built on `layout`'s mesh) over the ranks of `comm`: every rank
 /// returns; rank 0's outcome names the files and holds the figures. On a failed load path the
 /// files written so far are kept (every converged step) and the summary records the failure.
+/// Where the time goes is added to `stages`; once the load path ends, the summary records
+/// their table (merged over the ranks).
 pub(crate) fn drive(
     comm: &dyn Comm,
     case: &Case,
     layout: &mut dyn Layout,
     problem: &mut Problem,
     started: Instant,
+    stages: &mut RunStages,
 ) -> Result<RunOutcome> {
     let config = case.config;
+    let restart_started = Instant::now();
     let loading: LoadingParams = (&config.loading).into();
     let newton: NewtonParams = (&config.newton).into();
     // the state a restart continues from: its displacement, its place on the path, the loads
@@ -130,8 +136,13 @@ pub(crate) fn drive(
         }
         None => None,
     };
+    if restart.is_some() {
+        stages.since(RESTART, restart_started);
+    }
     // before any file is written: the linear solver (`device: cuda` needs its GPU)
-    let (mut solver, choice, reused_solver) = layout.solver(config, problem)?;
+    let (mut solver, choice, reused_solver) =
+        stages.time(SOLVER, || layout.solver(config, problem))?;
+    let files_started = Instant::now();
     let mesh_info = layout.mesh_info(problem);
     // rank 0: the summary first, then the results and the probes' log
     let records = (comm.rank() == 0)
@@ -171,6 +182,7 @@ pub(crate) fn drive(
     if let Err(e) = agreed(comm, log) {
         return Err(fail(&mut records, e));
     }
+    stages.since(OUTPUT, files_started);
 
     // the first state written: the undeformed one (step 0, load factor 0, no reactions), or
     // the one a restart continues from
@@ -226,8 +238,10 @@ pub(crate) fn drive(
     }
     drop(reactions);
     let first_output_s = output_started.elapsed().as_secs_f64();
+    stages.add(OUTPUT, first_output_s);
 
     let observer = case.observer;
+    let header_started = Instant::now();
     observer.run_started(&RunStart {
         config,
         problem,
@@ -236,12 +250,17 @@ pub(crate) fn drive(
         solver: &choice,
         newton: &newton,
     });
+    let size = body_size(comm, &problem.mesh.coords)?;
+    stages.since(OUTPUT, header_started);
+    let timed = Timed {
+        inner: observer,
+        stages: RefCell::new(&mut *stages),
+    };
     let path = LoadPath {
         loading: &loading,
         newton: &newton,
-        observer,
+        observer: &timed,
     };
-    let size = body_size(comm, &problem.mesh.coords)?;
     let mut step_output_s = 0.0;
     let newton_started = Instant::now();
     let outcome = path.run_from(
@@ -305,10 +324,13 @@ pub(crate) fn drive(
                 (_, Err(e)) => Err(e),
                 _ => Ok(()),
             };
-            step_output_s += step_started.elapsed().as_secs_f64();
+            let output_s = step_started.elapsed().as_secs_f64();
+            step_output_s += output_s;
+            timed.stages.borrow_mut().add(OUTPUT, output_s);
             agreed(comm, written)
         },
     );
+    let end_started = Instant::now();
     // the load path's seconds without the output's
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
     let output_s = first_output_s + step_output_s;
@@ -319,6 +341,13 @@ pub(crate) fn drive(
     };
     layout.keep_solver(solver, choice);
     let ranks = layout.finish_summary(records.as_mut().map(|r| &mut r.summary), newton_s, output_s);
+    stages.since(OUTPUT, end_started);
+    // collective: where the time went on every rank (a table that cannot be merged is left
+    // out of the summary; the run's outcome stands)
+    if let (Ok(table), Some(r)) = (stages.table(comm), &mut records) {
+        r.summary.set_stages(table.clone());
+        r.figures.stages = Some(table);
+    }
     let wall = started.elapsed().as_secs_f64();
     match (records, results) {
         (Some(r), Some(results)) => {

@@ -361,3 +361,32 @@ fn assert_scalars_only(input: &Path) {
     }
     assert!(later > 0, "no Newton iteration after a step's first");
 }
+
+/// A GPU run's stage table: the stages hold at least 95 % of the run's time, the uploads and
+/// each Newton iteration's solve are there, and the kernels compiled or loaded are taken out of
+/// the stages they fell in (the rows still add up to the wall time).
+#[test]
+fn gpu_run_stage_table_holds_the_run() {
+    if no_gpu("gpu_run_stage_table_holds_the_run") {
+        return;
+    }
+    let dir = Scratch::new("stages");
+    let (summary, _) = run_on(&inputs_dir().join("neo_hookean_block.yaml"), "cuda", &dir.0);
+    let table = summary.stages.expect("a stage table");
+    eprintln!("{table:#?}");
+    assert!(table.coverage() >= 0.95, "{table:#?}");
+    let all: f64 = table.stages.iter().map(|r| r.mean_s).sum();
+    assert!((all - table.wall.mean_s).abs() <= 1e-9, "{table:#?}");
+    let newton: usize = summary
+        .steps
+        .unwrap()
+        .iter()
+        .map(|s| s.newton_iterations)
+        .sum();
+    let count = |name| table.row(name).map_or(0, |r| r.count as usize);
+    assert_eq!(count(crate::stages::SOLVE), newton);
+    assert_eq!(count(crate::stages::UPLOADS), 1);
+    for r in &table.stages {
+        assert!(r.name == crate::stages::OTHER || r.mean_s >= 0.0, "{r:?}");
+    }
+}

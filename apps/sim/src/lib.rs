@@ -51,6 +51,7 @@ pub mod probes;
 pub mod restart;
 pub mod run;
 pub mod solver_text;
+pub mod stages;
 pub mod verify;
 pub mod windows;
 

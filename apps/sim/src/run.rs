@@ -16,6 +16,7 @@ use crate::distributed::agreed;
 use crate::driver::Layout;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
+use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
 use config::{self, Config, OutputField};
 use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
@@ -48,6 +49,9 @@ pub struct RunOptions {
     /// Stops the run at its next step or Newton iteration when requested (see
     /// [`crate::interrupt`]); `None`: runs to the end.
     pub interrupt: Option<crate::Interrupt>,
+    /// When the process started (the summary's stage table counts from there); `None`: from
+    /// the run's start.
+    pub process_started: Option<Instant>,
 }
 
 impl RunOptions {
@@ -64,6 +68,7 @@ impl RunOptions {
             output_window: crate::windows::DEFAULT_WINDOW_VALUES,
             input_text: None,
             interrupt: None,
+            process_started: None,
         }
     }
 
@@ -121,6 +126,13 @@ impl RunOptions {
         self
     }
 
+    /// With the stage table timed from `started`, the process's start (`hexfem` takes it first
+    /// thing in `main`).
+    pub fn with_process_started(mut self, started: Instant) -> Self {
+        self.process_started = Some(started);
+        self
+    }
+
     /// Where the input comes from.
     pub fn source(&self) -> crate::Input<'_> {
         match &self.input_text {
@@ -171,6 +183,9 @@ pub struct RunFigures {
     pub reused_problem: bool,
     /// Whether the linear solver (its AMG hierarchy) was reused from an earlier run.
     pub reused_solver: bool,
+    /// Where the run's time went (the summary's `stages`), on rank 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<io::StageTable>,
 }
 
 impl RunFigures {
@@ -276,24 +291,39 @@ fn section_key(config: &Config, sections: &[&str]) -> Result<String> {
 /// Builds (or reconfigures, on the same mesh) the problem of `config` and resolves its probes,
 /// as a run starts: a campaign's check of its cases before any runs. The problem stays in `warm`.
 pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
-    let (problem, _) = take_problem(config, warm)?;
+    let unrecorded = &mut RunStages::new(None, Instant::now());
+    let (problem, _) = take_problem(config, warm, unrecorded)?;
     let probes = crate::probes::Probes::new(config, &problem.mesh);
     warm.problem = Some((problem_key(config)?, problem));
     probes.map(|_| ())
 }
 
 /// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
-/// one; and whether it was reused.
-fn take_problem(config: &Config, warm: &mut Warm) -> Result<(Problem, bool)> {
+/// one; and whether it was reused. Its stages: [`MESH`], [`PROBLEM`].
+fn take_problem(
+    config: &Config,
+    warm: &mut Warm,
+    stages: &mut RunStages,
+) -> Result<(Problem, bool)> {
     let key = problem_key(config)?;
+    let started = Instant::now();
+    let params = config.problem_params()?;
     match warm.problem.take() {
         Some((k, mut problem)) if k == key => {
-            let params = config.problem_params()?;
             crate::locate::located(config, problem.reconfigure(&params))?;
             crate::locate::check_dirichlet_in_time(config, &params, &problem.mesh)?;
+            stages.since(PROBLEM, started);
             Ok((problem, true))
         }
-        _ => Ok((crate::locate::build_problem(config)?, false)),
+        _ => {
+            let mesh = crate::locate::located(config, Problem::mesh_of(&params))?;
+            stages.since(MESH, started);
+            let started = Instant::now();
+            let problem = crate::locate::located(config, Problem::on_mesh(&params, mesh))?;
+            crate::locate::check_dirichlet_in_time(config, &params, &problem.mesh)?;
+            stages.since(PROBLEM, started);
+            Ok((problem, false))
+        }
     }
 }
 
@@ -311,6 +341,7 @@ pub fn run(
     observer: &dyn RunObserver,
 ) -> Result<RunOutcome> {
     let started = Instant::now();
+    let mut stages = RunStages::new(options.process_started, started);
     let c = &**comm;
     let config = agreed(
         c,
@@ -322,6 +353,7 @@ pub fn run(
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     let restart = agreed(c, preflight(c, &config, options, &dir, &name))?;
+    stages.since(CONFIGURATION, started);
     let case = Case {
         config: &config,
         input: &options.input,
@@ -332,10 +364,12 @@ pub fn run(
         observer,
     };
     in_pool(|| {
+        let stages = &mut stages;
         if c.size() == 1 {
-            execute(&case, &mut Warm::default(), started)
+            execute_in_stages(&case, &mut Warm::default(), started, stages)
         } else {
-            crate::distributed::execute_on_ranks(comm, &case, options.output_window, started)
+            let window = options.output_window;
+            crate::distributed::execute_on_ranks(comm, &case, window, started, stages)
         }
     })
 }
@@ -384,19 +418,33 @@ pub fn in_pool<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
 /// case of [`crate::driver::drive`]); `warm` lends what an earlier run in this process left and
 /// keeps what this one leaves.
 pub fn execute(case: &Case, warm: &mut Warm, started: Instant) -> Result<RunOutcome> {
+    execute_in_stages(case, warm, started, &mut RunStages::new(None, started))
+}
+
+/// [`execute`], recording where the time goes in `stages`.
+fn execute_in_stages(
+    case: &Case,
+    warm: &mut Warm,
+    started: Instant,
+    stages: &mut RunStages,
+) -> Result<RunOutcome> {
     let config = case.config;
     let key = problem_key(config)?;
     let problem_started = Instant::now();
-    let (mut problem, reused_problem) = take_problem(config, warm)?;
+    let (mut problem, reused_problem) = take_problem(config, warm, stages)?;
     let problem_s = problem_started.elapsed().as_secs_f64();
-    let outcome = crate::probes::Probes::new(config, &problem.mesh).and_then(|probes| {
+    let probes = stages.time(PROBLEM, || {
+        crate::probes::Probes::new(config, &problem.mesh)
+    });
+    let outcome = probes.and_then(|probes| {
         let mut layout = OneProcess {
             warm: &mut *warm,
             probes,
             solver_key: String::new(),
             fallback: None,
         };
-        crate::driver::drive(&comm::SelfComm, case, &mut layout, &mut problem, started)
+        let comm = &comm::SelfComm;
+        crate::driver::drive(comm, case, &mut layout, &mut problem, started, stages)
     });
     warm.problem = Some((key, problem));
     outcome.map(|mut o| {

@@ -333,6 +333,59 @@ pub trait PathObserver {
     fn stop_requested(&self) -> bool {
         false
     }
+    /// `seconds` of `phase` just ended (where the time goes: [`PathPhase`]). The phases are
+    /// flat, one after another on this thread; a linear solve's set-up and solve are its
+    /// report's own times.
+    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
+}
+
+/// A part of a load path's time, told to [`PathObserver::timed`] as it ends. The phases do not
+/// overlap; with the time between steps (the caller's output) they make up the path's time.
+#[derive(Clone, Copy, Debug)]
+pub enum PathPhase<'a> {
+    /// The Newton loop's buffers made and the starting displacement uploaded, with the problem
+    /// where the loop runs on a GPU.
+    Upload,
+    /// A step's loads at its time, and each Newton iteration up to its linear solve: residual,
+    /// tangent, norms, convergence tests, energy, elimination of the constraints.
+    Assembly,
+    /// The rigid-body modes of the deformed configuration at a step's start.
+    NearNullSpace,
+    /// One linear solve: its report's `setup_s` and `solve_s`, and the rest of the call's
+    /// `seconds` (moving the system to the solver's device, the fallback's bookkeeping).
+    LinearSolve(&'a LinearSolveReport),
+    /// The line search and the update of the displacement.
+    LineSearch,
+    /// A converged step's state brought to the host: displacement, reactions, cell fields.
+    ConvergedState,
+}
+
+/// Reports the seconds since its start as its phase when stopped or dropped (an early return
+/// or an error reports too).
+struct PhaseTimer<'a> {
+    observer: &'a dyn PathObserver,
+    phase: PathPhase<'static>,
+    started: Instant,
+}
+
+impl<'a> PhaseTimer<'a> {
+    fn start(observer: &'a dyn PathObserver, phase: PathPhase<'static>) -> Self {
+        PhaseTimer {
+            observer,
+            phase,
+            started: Instant::now(),
+        }
+    }
+
+    /// Reports the phase now.
+    fn stop(self) {}
+}
+
+impl Drop for PhaseTimer<'_> {
+    fn drop(&mut self) {
+        self.observer
+            .timed(self.phase, self.started.elapsed().as_secs_f64());
+    }
 }
 
 /// The load path stopped because its observer asked it to ([`PathObserver::stop_requested`]),
@@ -567,6 +620,7 @@ impl LoadPath<'_> {
         u: &mut Vector,
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
+        let upload = PhaseTimer::start(self.observer, PathPhase::Upload);
         let system = match solver.device().and_then(|d| d.cuda_context()) {
             Some(ctx) => {
                 let system = IterationSystem::device(ctx, &problem.discrete)
@@ -591,6 +645,7 @@ impl LoadPath<'_> {
         };
         // the converged state where the iteration runs (`u` is its host copy)
         let mut current = ws.system.upload(u)?;
+        upload.stop();
         let nominal = 1.0 / self.loading.steps as f64;
         let mut increment = start.increment;
         // the path runs in s = pseudo-time / end time, from 0 to 1
@@ -612,16 +667,21 @@ impl LoadPath<'_> {
             let started = Instant::now();
             let time = target * end_time;
             let factor = self.loading.factor_at(time);
+            let loads = PhaseTimer::start(self.observer, PathPhase::Assembly);
             problem.set_time(time)?;
             ws.system.set_step(&problem.discrete)?;
+            loads.stop();
             self.observer
                 .step_started(load_factor * end_time, time, factor);
             if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
+                let modes = PhaseTimer::start(self.observer, PathPhase::NearNullSpace);
                 solver.set_near_null_space(deformed_modes(problem, u)?);
+                modes.stop();
             }
             let mut trial_u = current.try_clone()?;
             match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {
                 Ok((iterations, converged_by)) => {
+                    let brought = PhaseTimer::start(self.observer, PathPhase::ConvergedState);
                     current = trial_u;
                     let transfers_before = ws.system.transferred_bytes();
                     ws.system.download(&current, u)?;
@@ -662,6 +722,7 @@ impl LoadPath<'_> {
                         cell_fields,
                         output_transfer_bytes,
                     };
+                    brought.stop();
                     on_step(&step, u, problem, solver)?;
                 }
                 Err(StepError {
@@ -813,6 +874,7 @@ impl LoadPath<'_> {
             if iteration > 0 && self.observer.stop_requested() {
                 return Err(StepFailure::Interrupted);
             }
+            let assembly = PhaseTimer::start(self.observer, PathPhase::Assembly);
             let transfers_before = ws.system.transferred_bytes();
             let uploads_before = ws.system.uploaded_bytes();
             let discrete = &mut problem.discrete;
@@ -896,9 +958,16 @@ impl LoadPath<'_> {
                 }
                 _ => None,
             };
+            assembly.stop();
+            let solve_started = Instant::now();
             let linear = solver
                 .solve_to(ws.system.tangent(), ws.system.rhs(), &mut ws.du, rtol)
                 .map_err(StepFailure::Linear)?;
+            self.observer.timed(
+                PathPhase::LinearSolve(&linear),
+                solve_started.elapsed().as_secs_f64(),
+            );
+            let line_search = PhaseTimer::start(self.observer, PathPhase::LineSearch);
             ws.system
                 .copy_constrained(&problem.discrete, ws.system.lift(), &mut ws.du)?;
             if trace.first_update.is_none() {
@@ -961,6 +1030,7 @@ impl LoadPath<'_> {
                 transfer_bytes,
                 upload_bytes,
             });
+            line_search.stop();
             if let Some(record) = records.last() {
                 self.observer.iteration(iteration, record, rtol);
             }

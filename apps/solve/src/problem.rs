@@ -140,8 +140,19 @@ impl Problem {
     /// Builds mesh, materials, constraints and loads of `params`.
     /// Errors where the constraints leave a rigid-body motion free ([`Problem::check_held`]).
     pub fn new(params: &ProblemParams) -> Result<Self> {
+        Self::on_mesh(params, Self::mesh_of(params)?)
+    }
+
+    /// The first half of [`Problem::new`]: the mesh of `params` with its geometric sets.
+    pub fn mesh_of(params: &ProblemParams) -> Result<HexMesh> {
         let mut mesh = build_mesh(&params.mesh)?;
         crate::geometric_sets::add_geometric_sets(&mut mesh, &params.sets, None, true, None)?;
+        Ok(mesh)
+    }
+
+    /// The second half of [`Problem::new`]: materials, element loop with its plans,
+    /// constraints and loads of `params` on `mesh` (from [`Problem::mesh_of`]).
+    pub fn on_mesh(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
         let mut problem = Self::unloaded(params, mesh)?;
         problem.set_loads(params)?;
         problem.check_held()?;

@@ -580,11 +580,13 @@ impl CudaContext {
             match modules.get(&key) {
                 Some(m) => m.clone(),
                 None => {
+                    let started = std::time::Instant::now();
                     let cubin = compile(source, defines, &arch)?;
                     let module = self
                         .ctx
                         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec()))
                         .map_err(driver_err("cuModuleLoadData"))?;
+                    super::kernel_cache::count_build(started.elapsed());
                     modules.insert(key.clone(), module.clone());
                     module
                 }

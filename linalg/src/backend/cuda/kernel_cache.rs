@@ -63,6 +63,21 @@ static MISSES: AtomicU64 = AtomicU64::new(0);
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 static STORED: AtomicU64 = AtomicU64::new(0);
 static STORE_FAILURES: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds spent making kernels ready (see [`kernel_build_seconds`]).
+static BUILD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Seconds this process has spent making kernels ready so far: compiled by NVRTC or read from
+/// this cache, and loaded into a context (a function's first use in a context; later uses cost
+/// nothing). Read it before and after a stage to take the compilation out of the stage's time.
+pub fn kernel_build_seconds() -> f64 {
+    BUILD_NS.load(Ordering::Relaxed) as f64 * 1e-9
+}
+
+/// Adds `seconds` to [`kernel_build_seconds`].
+pub(crate) fn count_build(seconds: std::time::Duration) {
+    let ns = u64::try_from(seconds.as_nanos()).unwrap_or(u64::MAX);
+    BUILD_NS.fetch_add(ns, Ordering::Relaxed);
+}
 
 /// The counts of this process's kernel cache so far.
 pub fn kernel_cache_report() -> KernelCacheReport {

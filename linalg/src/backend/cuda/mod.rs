@@ -75,7 +75,9 @@ pub use context::{
 };
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
-pub use kernel_cache::{kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV};
+pub use kernel_cache::{
+    kernel_build_seconds, kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV,
+};
 pub use kernels::SOURCE_NAMES;
 pub use matrix::{DeviceBsr, DevicePattern};
 pub use nccl::{nccl_unavailable_reason, DeviceComm};
