@@ -1194,7 +1194,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
          cells (a face set's cells, the cells touching a node set), a nodal field over its nodes",
     )
     .rule(
-        "a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them); one process",
+        "a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them)",
     ),
     key(
         "output.probes.globals",
