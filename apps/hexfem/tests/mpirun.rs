@@ -553,8 +553,8 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
     let probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05]}], sets: [{set: zmax, name: top}, {set: zmin, name: bottom, about: [0, 0, 0]}], globals: [strain_energy, max_displacement]}";
     // probes of fields: cell fields at points (on whichever rank owns their cells), cell and
-    // nodal fields over sets, the cell-field globals
-    let field_probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05], fields: [displacement, cauchy_stress, von_mises, green_lagrange_strain, principal_stress]}, {name: high, at: [0.3, -0.2, 3.9], fields: [jacobian, logarithmic_strain, energy_density]}], sets: [{set: zmin, name: base, fields: [von_mises, nodal_von_mises, strain, nodal_principal_stress]}, {set: zmax, fields: [jacobian, nodal_cauchy_stress, principal_stress]}, {set: xmax, about: [0, 0, 0]}], globals: [strain_energy, max_von_mises, max_principal_stress, min_principal_stress, min_jacobian, max_displacement]}";
+    // nodal fields over face, node and cell sets, the cell-field globals
+    let field_probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05], fields: [displacement, cauchy_stress, von_mises, green_lagrange_strain, principal_stress]}, {name: high, at: [0.3, -0.2, 3.9], fields: [jacobian, logarithmic_strain, energy_density]}], sets: [{set: zmin, name: base, fields: [von_mises, nodal_von_mises, strain, nodal_principal_stress]}, {set: zmax, fields: [jacobian, nodal_cauchy_stress, principal_stress]}, {set: xmax, about: [0, 0, 0]}, {set: all, name: body, fields: [energy_density, nodal_von_mises]}], globals: [strain_energy, max_von_mises, max_principal_stress, min_principal_stress, min_jacobian, max_displacement]}";
     // every field, the optional strains and principal stresses included
     let fields = "output.fields=[displacement, reaction, cauchy_stress, von_mises, jacobian, \
                   energy_density, nodal_cauchy_stress, nodal_von_mises, strain, \
@@ -635,8 +635,14 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
             assert_eq!(ranks["newton_s"].as_array().unwrap().len(), np);
             // at most one window of 40 values received and merged: 2 x 40 x 8 bytes; a window
             // holds one record at least, and a cell's with three strains is 13 + 27 values and
-            // its id: 41
-            let window = if extra.contains(&fields) { 41 } else { 40 };
+            // its id: 41 (42 with the word of the set probes' cell membership)
+            let window = if extra.contains(&fields) {
+                41
+            } else if extra.contains(&field_probes) {
+                42
+            } else {
+                40
+            };
             for r in ranks["output_bytes"].as_array().unwrap() {
                 assert!(
                     r.as_u64().unwrap() <= 2 * window * 8,

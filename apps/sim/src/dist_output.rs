@@ -49,7 +49,7 @@ fn has_bit(mask: &[f64], bit: usize) -> bool {
 /// The sums over node sets a state's figures need, in the order rank 0 adds nodes.
 #[derive(Clone, Debug)]
 struct SumSpec {
-    /// Index in [`RankOutput::node_names`].
+    /// Bit of the node masks ([`RankOutput::node_member`]).
     set: usize,
     mask: [bool; 3],
     /// `None`: about the set's centroid (known once the coordinates went by).
@@ -102,11 +102,11 @@ impl Accumulator<'_> {
         }
     }
 
-    /// Adds the nodal fields' statistics of a node with averaged stress `t`, member of the set
-    /// probes whose bits `mask` sets.
+    /// Adds the nodal fields' statistics of a node with averaged stress `t` and mask `mask`.
     fn nodal_stats(&mut self, t: &[f64; 9], mask: &[f64]) {
-        for (i, fields) in self.out.set_fields.iter().enumerate() {
-            if !has_bit(mask, i) {
+        let out = self.out;
+        for (i, fields) in out.set_fields.iter().enumerate() {
+            if !has_bit(mask, out.probe_bits[i]) {
                 continue;
             }
             for (j, &f) in fields.iter().enumerate() {
@@ -202,7 +202,8 @@ impl Accumulator<'_> {
 pub struct RankOutput {
     /// Node and face set names (what `set_nodes` knows), sorted: bit `i` of a node's mask.
     node_names: Vec<String>,
-    /// Local membership of each local node in each of `node_names` (owned nodes complete).
+    /// Local membership of each local node in each of `node_names`, then in the nodes of each
+    /// cell set a probe names (owned nodes complete): the bits of a node's mask.
     node_member: Vec<Vec<bool>>,
     /// The file's node sets: index in `node_names`.
     file_node_sets: Vec<usize>,
@@ -229,9 +230,9 @@ pub struct RankOutput {
     /// Per set probe (where any set probe reads a cell field): the local cells its cell fields
     /// run over (owned cells exact), bit `i` of the cell records' probe mask.
     probe_cells: Vec<Vec<bool>>,
-    /// Per set probe (where any set probe reads a nodal field): the local nodes its nodal fields
-    /// run over (owned nodes exact), bit `i` of the node records' probe mask.
-    probe_nodes: Vec<Vec<bool>>,
+    /// Each set probe's bit in the node masks (its nodes: those its sums and nodal fields run
+    /// over).
+    probe_bits: Vec<usize>,
     /// The strains of the cell records, in record order.
     strain_outputs: Vec<OutputField>,
     /// The values of a cell record before its probe mask.
@@ -267,6 +268,25 @@ impl RankOutput {
                 member[n] = true;
             }
             node_member.push(member);
+        }
+        // the cell sets the set probes name: their cells' nodes, bits after the named sets'
+        let mut probed_cell_sets: Vec<&str> = Vec::new();
+        for (i, s) in config.output.probes.sets.iter().enumerate() {
+            let name = mesh.set_name(&s.set);
+            if node_names
+                .binary_search_by(|n| n.as_str().cmp(name))
+                .is_ok()
+                || probed_cell_sets.contains(&name)
+            {
+                continue;
+            }
+            let nodes = probe::set_or_cell_set_nodes(mesh, name).map_err(|e| {
+                config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
+            })?;
+            let mut member = vec![false; mesh.n_nodes()];
+            nodes.iter().for_each(|&n| member[n] = true);
+            node_member.push(member);
+            probed_cell_sets.push(name);
         }
         let file_node_sets: Vec<usize> = mesh
             .node_sets
@@ -368,25 +388,18 @@ impl RankOutput {
             });
         // the set probes' members, as the serial run finds them on the whole mesh: a rank's
         // part holds every cell of an owned node and the sets restricted to the part
-        let (mut probe_cells, mut probe_nodes) = (Vec::new(), Vec::new());
-        if probes_read(true) || probes_read(false) {
+        let mut probe_cells = Vec::new();
+        if probes_read(false) {
             for (i, s) in config.output.probes.sets.iter().enumerate() {
                 let name = mesh.set_name(&s.set);
                 let nodes = probe::set_or_cell_set_nodes(mesh, name).map_err(|e| {
                     config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
                 })?;
-                if probes_read(true) {
-                    let mut member = vec![false; mesh.n_nodes()];
-                    nodes.iter().for_each(|&n| member[n] = true);
-                    probe_nodes.push(member);
+                let mut member = vec![false; mesh.n_cells()];
+                for c in probe::set_cells(mesh, name, &nodes) {
+                    member[c] = true;
                 }
-                if probes_read(false) {
-                    let mut member = vec![false; mesh.n_cells()];
-                    for c in probe::set_cells(mesh, name, &nodes) {
-                        member[c] = true;
-                    }
-                    probe_cells.push(member);
-                }
+                probe_cells.push(member);
             }
         }
         let strain_outputs = crate::fields::strain_fields(config);
@@ -397,7 +410,7 @@ impl RankOutput {
             .map(step_field_of_strain)
             .collect();
 
-        let mask_words = words(node_names.len());
+        let mask_words = words(node_member.len());
         let owned_nodes: Vec<(u64, usize)> =
             (0..n_owned).map(|n| (part.node_serial_ids[n], n)).collect();
         let owned_cells: Vec<(u64, usize)> = (0..mesh.n_cells())
@@ -417,7 +430,7 @@ impl RankOutput {
         let step_nodes = plan(
             &owned_nodes,
             n_nodes,
-            9 + if nodal_stress { 9 } else { 0 } + mask_words + words(probe_nodes.len()),
+            9 + if nodal_stress { 9 } else { 0 } + mask_words,
         )?;
         let step_cells = plan(
             &owned_cells,
@@ -426,12 +439,17 @@ impl RankOutput {
         )?;
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
-            node_names
-                .binary_search_by(|n| n.as_str().cmp(name))
-                .map_err(|_| {
-                    let e = mesh.set_nodes(name).expect_err("an unknown set");
-                    config.error_at(key, e.to_string()).into()
-                })
+            if let Ok(i) = node_names.binary_search_by(|n| n.as_str().cmp(name)) {
+                return Ok(i);
+            }
+            if let Some(k) = probed_cell_sets.iter().position(|&c| c == name) {
+                return Ok(node_names.len() + k);
+            }
+            let message = match mesh.set_nodes(name) {
+                Err(e) => e.to_string(),
+                Ok(_) => format!("'{name}' is not a node or face set"),
+            };
+            Err(config.error_at(key, message).into())
         };
         let components = serial::reaction_components(config);
         let mut sums = Vec::new();
@@ -484,6 +502,7 @@ impl RankOutput {
             }
             point_owners.push(owner);
         }
+        let probe_bits = sums[components.len()..].iter().map(|s| s.set).collect();
         Ok(RankOutput {
             n_reaction_totals: components.len(),
             reaction_sets: components.keys().cloned().collect(),
@@ -512,7 +531,7 @@ impl RankOutput {
                 .collect(),
             set_fields,
             probe_cells,
-            probe_nodes,
+            probe_bits,
             strain_outputs,
             cell_record_width,
             centroids: Vec::new(),
@@ -605,7 +624,7 @@ impl RankOutput {
             }
         };
         // rank 0: the centroids of every node set, as the serial run sums them
-        let mut centroid_sums = vec![SetSum::default(); node_names];
+        let mut centroid_sums = vec![SetSum::default(); self.node_member.len()];
         let mut stats = Vec::new();
         let shape = &self.shape;
         let (file_node_sets, n_cell_sets, n_face_sets) = (
@@ -794,7 +813,11 @@ impl RankOutput {
         let this = &*self;
         let node_mask = this.node_names.len();
         let n_stress = if this.nodal_stress { 9 } else { 0 };
-        let mask_words = words(node_mask);
+        let probes_nodal = this
+            .set_fields
+            .iter()
+            .flatten()
+            .any(|&f| probe::is_nodal(f));
         let mut node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
             r[3..6].copy_from_slice(&r_local[n]);
@@ -802,17 +825,11 @@ impl RankOutput {
             if this.nodal_stress {
                 r[9..18].copy_from_slice(&nodal[n]);
             }
-            let (mask, probe_mask) = r[9 + n_stress..].split_at_mut(mask_words);
+            let mask = &mut r[9 + n_stress..];
             mask.fill(0.0);
             for (i, m) in this.node_member.iter().enumerate() {
                 if m[n] {
                     set_bit(mask, i);
-                }
-            }
-            probe_mask.fill(0.0);
-            for (i, m) in this.probe_nodes.iter().enumerate() {
-                if m[n] {
-                    set_bit(probe_mask, i);
                 }
             }
         };
@@ -860,10 +877,10 @@ impl RankOutput {
                             let r = &records[i * w..(i + 1) * w];
                             let (x, uu, rr) =
                                 ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
-                            acc.node(x, uu, rr, &r[9 + n_stress..9 + n_stress + mask_words]);
-                            if !this.probe_nodes.is_empty() {
+                            acc.node(x, uu, rr, &r[9 + n_stress..]);
+                            if probes_nodal {
                                 let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
-                                acc.nodal_stats(&t, &r[9 + n_stress + mask_words..]);
+                                acc.nodal_stats(&t, &r[9 + n_stress..]);
                             }
                             if pieces.is_some() {
                                 columns[0].extend_from_slice(&uu);

@@ -324,7 +324,11 @@ pub(crate) fn components(
     cell_components(
         field,
         &cells.cauchy[at],
-        [cells.von_mises[at], cells.jacobian[at], cells.energy_density[at]],
+        [
+            cells.von_mises[at],
+            cells.jacobian[at],
+            cells.energy_density[at],
+        ],
         |f| {
             cells
                 .strains
@@ -521,7 +525,10 @@ impl CellExtreme {
 }
 
 /// The nodes of the node or face set `name`, or else of the cell set `name` (its cells' nodes).
-pub(crate) fn set_or_cell_set_nodes(mesh: &HexMesh, name: &str) -> Result<Vec<usize>, mesh::MeshError> {
+pub(crate) fn set_or_cell_set_nodes(
+    mesh: &HexMesh,
+    name: &str,
+) -> Result<Vec<usize>, mesh::MeshError> {
     match mesh.set_nodes(name) {
         Ok(nodes) => Ok(nodes),
         Err(e) => {
@@ -837,5 +844,72 @@ mod tests {
             [1.0, 1.0, 1.0]
         )
         .is_none());
+    }
+
+    /// A cell record (what the ranks send rank 0) gives every cell field's components bit for
+    /// bit as the cell outputs do; the statistics and extremes are the serial ones over the
+    /// same values in the same order.
+    #[test]
+    fn record_components_are_the_cell_outputs_components() {
+        let strains = [OutputField::Strain, OutputField::LogarithmicStrain];
+        let tensor = |c: usize, s: f64| -> [f64; 9] {
+            let t: [f64; 6] = std::array::from_fn(|k| (s * (c * 7 + k) as f64).sin());
+            [t[0], t[3], t[5], t[3], t[1], t[4], t[5], t[4], t[2]]
+        };
+        let n = 5;
+        let cells = crate::run::CellOutputs {
+            cauchy: (0..n).map(|c| tensor(c, 1.3)).collect(),
+            von_mises: (0..n).map(|c| 1.0 + c as f64 / 3.0).collect(),
+            jacobian: (0..n).map(|c| 0.9 + c as f64 / 7.0).collect(),
+            energy_density: (0..n).map(|c| c as f64 / 11.0).collect(),
+            strain_energy: vec![0.5; n],
+            strains: strains
+                .iter()
+                .enumerate()
+                .map(|(k, &f)| (f, (0..n).map(|c| tensor(c, 0.7 + k as f64)).collect()))
+                .collect(),
+        };
+        let width = crate::run::CellOutputs::WIDTH + 9 * strains.len();
+        let cell_fields = [
+            OutputField::CauchyStress,
+            OutputField::VonMises,
+            OutputField::Jacobian,
+            OutputField::EnergyDensity,
+            OutputField::PrincipalStress,
+            OutputField::Strain,
+            OutputField::LogarithmicStrain,
+        ];
+        for field in cell_fields {
+            let mut stats = FieldStats::new(field);
+            for c in 0..n {
+                let mut record = vec![0.0; width];
+                cells.record(c, &mut record);
+                let from_record = record_components(field, &record, &strains).unwrap();
+                assert_eq!(from_record, components(field, &cells, &[], c).unwrap());
+                stats.add(&from_record);
+            }
+            let members: Vec<usize> = (0..n).collect();
+            assert_eq!(
+                stats.values(),
+                statistics(field, &cells, &[], &members).unwrap()
+            );
+        }
+        // a strain the record lacks is an error, not a panic
+        let mut record = vec![0.0; width];
+        cells.record(0, &mut record);
+        assert!(record_components(OutputField::GreenLagrangeStrain, &record, &strains).is_err());
+        for g in [
+            GlobalProbe::MaxVonMises,
+            GlobalProbe::MaxPrincipalStress,
+            GlobalProbe::MinPrincipalStress,
+            GlobalProbe::MinJacobian,
+        ] {
+            let mut extreme = CellExtreme::new(g);
+            for c in 0..n {
+                cells.record(c, &mut record);
+                extreme.add(|f| record_components(f, &record, &strains));
+            }
+            assert_eq!(extreme.value(), global_of_cells(g, &cells), "{g:?}");
+        }
     }
 }

@@ -60,9 +60,11 @@ fn text_of(attr: &hdf5::Attribute) -> Option<String> {
         TypeDescriptor::VarLenAscii if attr.is_scalar() => {
             attr.read_scalar::<VarLenAscii>().ok()?.as_bytes().to_vec()
         }
-        TypeDescriptor::VarLenUnicode if attr.is_scalar() => {
-            attr.read_scalar::<VarLenUnicode>().ok()?.as_bytes().to_vec()
-        }
+        TypeDescriptor::VarLenUnicode if attr.is_scalar() => attr
+            .read_scalar::<VarLenUnicode>()
+            .ok()?
+            .as_bytes()
+            .to_vec(),
         _ => return None,
     };
     Some(text_until_nul(&bytes))
