@@ -1,9 +1,10 @@
 //! Mesh files of any supported format, recognised from their content: [`read_mesh`].
 //!
 //! Recognised: gzip data and text starting with `$` (Gmsh MSH, read by [`crate::gmsh`]), the
-//! netCDF classic magic `CDF\x01`, `CDF\x02`, `CDF\x05` (Exodus II, [`crate::exodus`]), text
-//! whose first line starts with `*` (Abaqus input, [`crate::abaqus`]). Named and refused with a
-//! way to convert them: HDF5 files (netCDF-4 Exodus II, MED, CGNS, hexfem's own output), VTK
+//! netCDF classic magic `CDF\x01`, `CDF\x02`, `CDF\x05` and HDF5 files (Exodus II, classic or
+//! netCDF-4, [`crate::exodus`], which names an HDF5 file that is no Exodus mesh: MED, CGNS,
+//! hexfem's own output), text whose first line starts with `*` (Abaqus input,
+//! [`crate::abaqus`]). Named and refused with a way to convert them: VTK
 //! (XML and legacy), XDMF, Gmsh geometry scripts, Nastran, Ansys, Medit, STL. Anything else
 //! with the extension `.msh` goes to the Gmsh reader (whose messages then locate the problem);
 //! the rest is refused as unrecognised. Every refusal lists the formats hexfem reads.
@@ -18,7 +19,7 @@ use crate::hex_mesh::HexMesh;
 pub enum MeshFormat {
     /// Gmsh MSH 4.1 or 2.2 (ASCII, binary, gzip).
     Gmsh,
-    /// Exodus II on netCDF classic, 64-bit offset or 64-bit data.
+    /// Exodus II on netCDF classic, 64-bit offset, 64-bit data or netCDF-4 (HDF5).
     Exodus,
     /// Abaqus input.
     Abaqus,
@@ -36,10 +37,19 @@ impl MeshFormat {
 
 /// The formats hexfem reads, for messages.
 pub const READABLE_FORMATS: &str = "hexfem reads Gmsh MSH 4.1 and 2.2 (.msh, ASCII or binary, \
-     gzip too), Exodus II in the netCDF classic or 64-bit offset formats (.exo, .e) and Abaqus \
+     gzip too), Exodus II in the netCDF classic, 64-bit offset, 64-bit data or netCDF-4 formats (.exo, .e) and Abaqus \
      input (.inp), with hexahedra of 8 or 27 nodes";
 
 const HDF5_MAGIC: &[u8] = b"\x89HDF\r\n\x1a\n";
+
+/// Whether `bytes` are an HDF5 file: the signature at 0 or after a user block of 512, 1024,
+/// 2048, ... bytes.
+pub(crate) fn is_hdf5(bytes: &[u8]) -> bool {
+    std::iter::once(0)
+        .chain((9..20).map(|k| 1usize << k))
+        .take_while(|&at| at < bytes.len())
+        .any(|at| bytes[at..].starts_with(HDF5_MAGIC))
+}
 
 /// The format of a file with these bytes, or the error naming the format it is in (`name`:
 /// the file, for messages; its extension decides only for content no format claims).
@@ -54,19 +64,9 @@ pub fn detect_format(bytes: &[u8], name: &str) -> Result<MeshFormat, MeshError> 
     if matches!(bytes, [b'C', b'D', b'F', 1 | 2 | 5, ..]) {
         return Ok(MeshFormat::Exodus);
     }
-    // HDF5: the signature at 0 or after a user block of 512, 1024, 2048, ... bytes.
-    let hdf5 = std::iter::once(0)
-        .chain((9..20).map(|k| 1usize << k))
-        .take_while(|&at| at < bytes.len())
-        .any(|at| bytes[at..].starts_with(HDF5_MAGIC));
-    if hdf5 {
-        return Err(refuse(
-            "an HDF5 file: a netCDF-4 Exodus II mesh, or MED, CGNS or hexfem output; an Exodus \
-             II mesh converts to the classic format with `nccopy -k classic IN.exo OUT.exo` \
-             (`nccopy -k 64-bit-offset` beyond 2 GiB, or `ncks -3 IN.exo OUT.exo`); other HDF5 \
-             meshes with `meshio convert IN OUT.msh` (which keeps no face sets)"
-                .to_string(),
-        ));
+    // HDF5: netCDF-4 Exodus II, or another HDF5 format the Exodus reader then names
+    if is_hdf5(bytes) {
+        return Ok(MeshFormat::Exodus);
     }
     let head = &bytes[..bytes.len().min(4096)];
     let text = String::from_utf8_lossy(head);
@@ -143,7 +143,7 @@ pub fn read_mesh(path: impl AsRef<Path>) -> Result<HexMesh, MeshError> {
     match detect_format(&bytes, &name)? {
         // The Gmsh reader reads the file again (it inflates gzip data itself).
         MeshFormat::Gmsh => crate::gmsh::read_gmsh(path),
-        MeshFormat::Exodus => crate::exodus::parse_exodus_bytes(&bytes, &name),
+        MeshFormat::Exodus => crate::exodus::read_exodus_file(&bytes, path),
         MeshFormat::Abaqus => crate::abaqus::parse_abaqus_bytes(&bytes, &name),
     }
 }

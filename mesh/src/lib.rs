@@ -1,6 +1,6 @@
 //! Hexahedral meshes for hexfem: Q1 (8-node) and Q2 (27-node) cells in lexicographic local
 //! order, structured and mapped-box generators, a Gmsh MSH reader (4.1 and 2.2, ASCII, binary,
-//! gzip), Exodus II (netCDF classic) and Abaqus input readers, [`read_mesh`] for any of them
+//! gzip), Exodus II (netCDF classic and netCDF-4) and Abaqus input readers, [`read_mesh`] for any of them
 //! (the format recognised from the content), named node/face/cell sets, and the node orderings of Gmsh and VTK/XDMF. Cells and faces
 //! are instances of `fem`'s reference cell ([`CellKind`], [`Face`], re-exported here).
 

@@ -161,15 +161,121 @@ fn abaqus_inputs_read_their_gmsh_twins() {
     assert_twins_to(&mesh, &expected, &extra, 1e-13, "twin_q1_gmsh.inp");
 }
 
+/// netCDF-4 Exodus II (HDF5 underneath), as the netCDF library writes it (`NETCDF4` and
+/// `NETCDF4_CLASSIC`; the Q2 `NETCDF4` twin with 64-bit integers and deflate-compressed
+/// variables, `scripts/make_exodus_nc4_twins.py`), reads the same mesh as the classic twin and
+/// the Gmsh twin: nodes, cells, sets, set ids.
 #[test]
-fn netcdf4_exodus_is_refused_with_the_conversion() {
-    let err = read_mesh(data("twin_q1_nc4.exo")).unwrap_err().to_string();
+fn netcdf4_exodus_reads_its_classic_and_gmsh_twins() {
+    for (order, files) in [
+        (1, &["twin_q1_nc4.exo", "twin_q1_nc4c.exo"][..]),
+        (2, &["twin_q2_nc4.exo", "twin_q2_nc4c.exo"][..]),
+    ] {
+        let twin = read_gmsh(data(&format!("twin_q{order}.msh"))).unwrap();
+        let classic = read_mesh(data(&format!("twin_q{order}_cdf1.exo"))).unwrap();
+        for name in files {
+            let file = data(name);
+            let bytes = std::fs::read(&file).unwrap();
+            assert_eq!(detect_format(&bytes, "x.exo").unwrap(), MeshFormat::Exodus);
+            for mesh in [read_mesh(&file).unwrap(), mesh::read_exodus(&file).unwrap()] {
+                assert_twins(&mesh, &twin, &[], name);
+                assert_twins(&mesh, &classic, &[], name);
+                // ids and element tags too: the very mesh of the classic file
+                assert_eq!(mesh, classic, "{name}");
+            }
+        }
+    }
+    // Cubit's ids, some sets unnamed: named by their ids as in the classic file.
+    let classic = read_mesh(data("twin_q1_ids.exo")).unwrap();
+    let mesh = read_mesh(data("twin_q1_ids_nc4.exo")).unwrap();
+    assert_eq!(mesh, classic, "twin_q1_ids_nc4.exo");
+}
+
+/// A scratch file of this test binary.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hexfem-mesh-nc4-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Truncated and damaged netCDF-4 files give errors naming the file, never a panic; an HDF5
+/// file that is no Exodus mesh is named; netCDF-4 bytes without a path are refused.
+#[test]
+fn malformed_netcdf4_exodus_files_give_errors_naming_the_file() {
+    let good = std::fs::read(data("twin_q1_nc4.exo")).unwrap();
+    let path = scratch("t.exo");
+    let name = path.display().to_string();
+    // every truncation at a stride (each one re-opens the file through HDF5)
+    for len in (8..good.len()).step_by(97).chain([good.len() - 1]) {
+        std::fs::write(&path, &good[..len]).unwrap();
+        let err = read_mesh(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{name}: ")), "{len}: {err}");
+    }
+    // one byte set to 0x00 or 0xFF at a stride: a mesh or an error, never a panic
+    for at in (0..good.len()).step_by(13) {
+        for value in [0x00, 0xff] {
+            let mut bytes = good.clone();
+            bytes[at] = value;
+            std::fs::write(&path, &bytes).unwrap();
+            if let Err(e) = read_mesh(&path) {
+                assert!(e.to_string().starts_with(&format!("{name}: ")), "{at}: {e}");
+            }
+        }
+    }
+    // a variable removed, an element type changed: located errors as for the classic file
+    for (unlinked, needle) in [
+        ("coordx", "variable 'coordx': is missing"),
+        ("connect2", "variable 'connect2': is missing"),
+    ] {
+        std::fs::write(&path, &good).unwrap();
+        hdf5::File::open_rw(&path)
+            .unwrap()
+            .unlink(unlinked)
+            .unwrap();
+        let err = read_mesh(&path).unwrap_err().to_string();
+        assert!(err.contains(needle), "{unlinked}: {err}");
+        assert!(err.starts_with(&format!("{name}: ")), "{err}");
+    }
+    std::fs::write(&path, &good).unwrap();
+    {
+        let connect1 = hdf5::File::open_rw(&path)
+            .unwrap()
+            .dataset("connect1")
+            .unwrap();
+        connect1.delete_attr("elem_type").unwrap();
+        connect1
+            .new_attr::<hdf5::types::FixedAscii<4>>()
+            .create("elem_type")
+            .unwrap()
+            .write_scalar(&hdf5::types::FixedAscii::<4>::from_ascii("TET4").unwrap())
+            .unwrap();
+    }
+    let err = read_mesh(&path).unwrap_err().to_string();
     assert!(
-        err.contains("twin_q1_nc4.exo: an HDF5 file: a netCDF-4 Exodus II mesh"),
+        err.starts_with(&format!(
+            "{name}: variable 'connect1': block 10 'left_part' (4 elements of type 'TET4', 8 \
+             nodes each): only hexahedral blocks are supported"
+        )),
         "{err}"
     );
-    assert!(err.contains("nccopy -k classic"), "{err}");
+    // an HDF5 file without Exodus dimensions (hexfem's own output, MED, CGNS ...)
+    let file = hdf5::File::create(&path).unwrap();
+    file.new_dataset::<f64>()
+        .shape(6)
+        .create("coordinates")
+        .unwrap();
+    drop(file);
+    let err = read_mesh(&path).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{name}: an HDF5 file, but not a netCDF-4 Exodus II mesh"
+        )),
+        "{err}"
+    );
     assert!(err.contains("hexfem reads Gmsh MSH"), "{err}");
+    let err = parse_exodus_bytes(&good, "b.exo").unwrap_err().to_string();
+    assert!(err.starts_with("b.exo: HDF5 file: a netCDF-4"), "{err}");
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
 
 #[test]

@@ -552,18 +552,25 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
     let dir = scratch("windows");
     let d = |tag: &str| dir.0.join(tag).to_string_lossy().into_owned();
     let probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05]}], sets: [{set: zmax, name: top}, {set: zmin, name: bottom, about: [0, 0, 0]}], globals: [strain_energy, max_displacement]}";
+    // probes of fields: cell fields at points (on whichever rank owns their cells), cell and
+    // nodal fields over face, node and cell sets, the cell-field globals
+    let field_probes = "output.probes={points: [{name: mid, at: [0.1, 0.2, 2.05], fields: [displacement, cauchy_stress, von_mises, green_lagrange_strain, principal_stress]}, {name: high, at: [0.3, -0.2, 3.9], fields: [jacobian, logarithmic_strain, energy_density]}], sets: [{set: zmin, name: base, fields: [von_mises, nodal_von_mises, strain, nodal_principal_stress]}, {set: zmax, fields: [jacobian, nodal_cauchy_stress, principal_stress]}, {set: xmax, about: [0, 0, 0]}, {set: all, name: body, fields: [energy_density, nodal_von_mises]}], globals: [strain_energy, max_von_mises, max_principal_stress, min_principal_stress, min_jacobian, max_displacement]}";
     // every field, the optional strains and principal stresses included
     let fields = "output.fields=[displacement, reaction, cauchy_stress, von_mises, jacobian, \
                   energy_density, nodal_cauchy_stress, nodal_von_mises, strain, \
                   green_lagrange_strain, logarithmic_strain, principal_stress, \
                   nodal_principal_stress, sets]";
-    for (name, extra) in [
+    for (case, (name, extra)) in [
         ("cantilever_q1", &[][..]),
         ("cantilever_q2", &[fields][..]),
         ("neo_hookean_block", &[fields][..]),
         ("cook_membrane", &[][..]),
         ("twisting_column", &[probes, fields][..]),
-    ] {
+        ("twisting_column", &[field_probes][..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let yaml = input(&format!("{name}.yaml"));
         let mut args = vec!["run", yaml.as_str(), "-q"];
         for set in extra {
@@ -589,17 +596,17 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
                 output_text(&out)
             );
         };
-        let first = d(&format!("{name}-first"));
+        let first = d(&format!("{name}{case}-first"));
         run(0, &first, None);
         let h5 = Path::new(&first).join(format!("{name}.h5"));
         let h5 = h5.to_string_lossy().into_owned();
-        let serial = d(&format!("{name}-serial"));
+        let serial = d(&format!("{name}{case}-serial"));
         run(0, &serial, Some(&h5));
         let file = |dir: &str, ext: &str| {
             std::fs::read(Path::new(dir).join(format!("{name}.{ext}"))).unwrap()
         };
         for np in [2, 3, 4] {
-            let many = d(&format!("{name}-np{np}"));
+            let many = d(&format!("{name}{case}-np{np}"));
             run(np, &many, Some(&h5));
             assert_same_results(
                 &Path::new(&serial).join(format!("{name}.h5")),
@@ -617,15 +624,25 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
             );
             assert_eq!(one["mesh"], more["mesh"], "{name} on {np}");
             // the state's probes: a point, set sums (about a centroid and a point), globals
-            if extra.contains(&probes) {
-                assert_eq!(file(&serial, "probes.csv"), file(&many, "probes.csv"));
+            if extra.contains(&probes) || extra.contains(&field_probes) {
+                assert_eq!(
+                    String::from_utf8_lossy(&file(&serial, "probes.csv")),
+                    String::from_utf8_lossy(&file(&many, "probes.csv")),
+                    "{name} on {np}: the probe table"
+                );
             }
             let ranks = &more["ranks"];
             assert_eq!(ranks["newton_s"].as_array().unwrap().len(), np);
             // at most one window of 40 values received and merged: 2 x 40 x 8 bytes; a window
             // holds one record at least, and a cell's with three strains is 13 + 27 values and
-            // its id: 41
-            let window = if extra.contains(&fields) { 41 } else { 40 };
+            // its id: 41 (42 with the word of the set probes' cell membership)
+            let window = if extra.contains(&fields) {
+                41
+            } else if extra.contains(&field_probes) {
+                42
+            } else {
+                40
+            };
             for r in ranks["output_bytes"].as_array().unwrap() {
                 assert!(
                     r.as_u64().unwrap() <= 2 * window * 8,
@@ -635,7 +652,7 @@ fn output_written_window_by_window_on_2_3_4_ranks_is_the_serial_file() {
         }
     }
     // the ranks read the restart's displacement window by window, and check the mesh
-    let other = Path::new(&d("twisting_column-first")).join("twisting_column.h5");
+    let other = Path::new(&d("twisting_column4-first")).join("twisting_column.h5");
     let out = hexfem_on(
         2,
         &[

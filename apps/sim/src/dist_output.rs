@@ -6,8 +6,11 @@
 //! and rank 0 writes the window's values as pieces of the datasets
 //! ([`io::ResultsWriter::create_in_pieces`], [`io::ResultsWriter::write_step_in_pieces`]), so
 //! the file is the serial run's byte for byte. What the summary and the probes need (set
-//! sums, the strain energy, the largest displacement) rank 0 adds up from the same windows, in
-//! serial order, as the serial run does; set sizes and counts come from reductions.
+//! sums, the strain energy, the largest displacement, the fields' least, largest and mean values
+//! over the probes' sets and the cell-field globals) rank 0 adds up from the same windows, in
+//! serial order, as the serial run does; set sizes and counts come from reductions. A probe
+//! point is evaluated by the rank owning the first cell (in serial order) holding it, and its
+//! values sent to rank 0.
 //!
 //! Calling order (collective, every rank): [`RankOutput::new`], [`RankOutput::create`], then
 //! [`RankOutput::write_state`] per state (the first one, then each converged step).
@@ -17,12 +20,12 @@ use std::path::Path;
 
 use anyhow::Result;
 use comm::Comm;
-use config::{Config, OutputField};
+use config::{Config, GlobalProbe, OutputField};
 use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
 use linalg::Vector;
 use mesh::MeshPart;
 
-use crate::probes::{PointInCell, SetSum};
+use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
 
@@ -46,7 +49,7 @@ fn has_bit(mask: &[f64], bit: usize) -> bool {
 /// The sums over node sets a state's figures need, in the order rank 0 adds nodes.
 #[derive(Clone, Debug)]
 struct SumSpec {
-    /// Index in [`RankOutput::node_names`].
+    /// Bit of the node masks ([`RankOutput::node_member`]).
     set: usize,
     mask: [bool; 3],
     /// `None`: about the set's centroid (known once the coordinates went by).
@@ -74,6 +77,12 @@ struct Accumulator<'a> {
     /// Per node name: its reactions.
     reactions: Vec<SetSum>,
     sums: Vec<SetSum>,
+    /// Per set probe, per field of it: the field's statistics over the set.
+    stats: Vec<Vec<FieldStats>>,
+    /// Per global probe: its extreme over the cells (cell-field globals).
+    extremes: Vec<CellExtreme>,
+    /// The first failure of a probe's evaluation in a window.
+    failure: Option<anyhow::Error>,
 }
 
 impl Accumulator<'_> {
@@ -93,10 +102,78 @@ impl Accumulator<'_> {
         }
     }
 
-    fn figures(self, config: &Config, points: &[[f64; 3]]) -> StateFigures {
+    /// Adds the nodal fields' statistics of a node with averaged stress `t` and mask `mask`.
+    fn nodal_stats(&mut self, t: &[f64; 9], mask: &[f64]) {
+        let out = self.out;
+        for (i, fields) in out.set_fields.iter().enumerate() {
+            if !has_bit(mask, out.probe_bits[i]) {
+                continue;
+            }
+            for (j, &f) in fields.iter().enumerate() {
+                if probe::is_nodal(f) {
+                    match probe::nodal_components(f, t) {
+                        Ok(v) => self.stats[i][j].add(&v),
+                        Err(e) => self.fail(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds the cell fields' statistics and the globals' extremes of a cell `record`.
+    fn cell_stats(&mut self, record: &[f64]) {
+        let out = self.out;
+        let strains = &out.strain_outputs;
+        for extreme in &mut self.extremes {
+            extreme.add(|f| probe::record_components(f, record, strains));
+        }
+        if out.probe_cells.is_empty() {
+            return;
+        }
+        let mask = &record[out.cell_record_width..];
+        for (i, fields) in out.set_fields.iter().enumerate() {
+            if !has_bit(mask, i) {
+                continue;
+            }
+            for (j, &f) in fields.iter().enumerate() {
+                if !probe::is_nodal(f) {
+                    match probe::record_components(f, record, strains) {
+                        Ok(v) => self.stats[i][j].add(&v),
+                        Err(e) => self.fail(e),
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: anyhow::Error) {
+        self.failure.get_or_insert(e);
+    }
+
+    fn figures(self, config: &Config, points: &[Vec<f64>]) -> Result<StateFigures> {
+        if let Some(e) = self.failure {
+            return Err(e);
+        }
         let out = self.out;
         let (totals, probe_sets) = self.sums.split_at(out.n_reaction_totals);
-        StateFigures {
+        let sets: Vec<(SetSum, Vec<f64>)> = probe_sets
+            .iter()
+            .zip(&self.stats)
+            .map(|(sum, stats)| (*sum, stats.iter().flat_map(FieldStats::values).collect()))
+            .collect();
+        let globals: Vec<f64> = config
+            .output
+            .probes
+            .globals
+            .iter()
+            .zip(&self.extremes)
+            .map(|(g, extreme)| match g {
+                GlobalProbe::StrainEnergy => self.strain_energy,
+                GlobalProbe::MaxDisplacement => self.max_displacement,
+                _ => extreme.value(),
+            })
+            .collect();
+        Ok(StateFigures {
             strain_energy: self.strain_energy,
             max_displacement: self.max_displacement,
             // the constrained sets only (a free set's reaction is zero or meaningless)
@@ -116,14 +193,8 @@ impl Accumulator<'_> {
                     moment: s.moment,
                 }))
                 .collect(),
-            probes: crate::probes::compose(
-                points,
-                probe_sets,
-                &config.output.probes.globals,
-                self.strain_energy,
-                self.max_displacement,
-            ),
-        }
+            probes: probe::compose(points, &sets, &globals),
+        })
     }
 }
 
@@ -131,7 +202,8 @@ impl Accumulator<'_> {
 pub struct RankOutput {
     /// Node and face set names (what `set_nodes` knows), sorted: bit `i` of a node's mask.
     node_names: Vec<String>,
-    /// Local membership of each local node in each of `node_names` (owned nodes complete).
+    /// Local membership of each local node in each of `node_names`, then in the nodes of each
+    /// cell set a probe names (owned nodes complete): the bits of a node's mask.
     node_member: Vec<Vec<bool>>,
     /// The file's node sets: index in `node_names`.
     file_node_sets: Vec<usize>,
@@ -151,6 +223,20 @@ pub struct RankOutput {
     n_reaction_totals: usize,
     /// Each probe point's cell on this rank, if this rank owns the first cell holding it.
     points: Vec<Option<PointInCell>>,
+    /// Each probe point's fields, in input order.
+    point_fields: Vec<Vec<OutputField>>,
+    /// Each set probe's fields, in input order.
+    set_fields: Vec<Vec<OutputField>>,
+    /// Per set probe (where any set probe reads a cell field): the local cells its cell fields
+    /// run over (owned cells exact), bit `i` of the cell records' probe mask.
+    probe_cells: Vec<Vec<bool>>,
+    /// Each set probe's bit in the node masks (its nodes: those its sums and nodal fields run
+    /// over).
+    probe_bits: Vec<usize>,
+    /// The strains of the cell records, in record order.
+    strain_outputs: Vec<OutputField>,
+    /// The values of a cell record before its probe mask.
+    cell_record_width: usize,
     /// Rank 0: the sets' centroids, from the coordinates' windows.
     centroids: Vec<[f64; 3]>,
     /// Names of the reaction totals' sets (the first `n_reaction_totals` sums).
@@ -165,9 +251,6 @@ impl RankOutput {
     /// Collective: the plans of the output's gathers (at most `window` values a window), the
     /// mesh's shape from reductions, the probe points' owners.
     pub fn new(comm: &dyn Comm, config: &Config, part: &MeshPart, window: usize) -> Result<Self> {
-        if let Some(refused) = crate::probes::field_probes_on_ranks(config, comm.size()) {
-            return Err(refused);
-        }
         let mesh = &part.mesh;
         let n_owned = part.n_owned_nodes();
         let mut node_names: Vec<String> = mesh
@@ -185,6 +268,25 @@ impl RankOutput {
                 member[n] = true;
             }
             node_member.push(member);
+        }
+        // the cell sets the set probes name: their cells' nodes, bits after the named sets'
+        let mut probed_cell_sets: Vec<&str> = Vec::new();
+        for (i, s) in config.output.probes.sets.iter().enumerate() {
+            let name = mesh.set_name(&s.set);
+            if node_names
+                .binary_search_by(|n| n.as_str().cmp(name))
+                .is_ok()
+                || probed_cell_sets.contains(&name)
+            {
+                continue;
+            }
+            let nodes = probe::set_or_cell_set_nodes(mesh, name).map_err(|e| {
+                config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
+            })?;
+            let mut member = vec![false; mesh.n_nodes()];
+            nodes.iter().for_each(|&n| member[n] = true);
+            node_member.push(member);
+            probed_cell_sets.push(name);
         }
         let file_node_sets: Vec<usize> = mesh
             .node_sets
@@ -262,21 +364,53 @@ impl RankOutput {
         .filter(|&(o, _)| wants(o))
         .map(|(_, f)| f)
         .collect();
-        let nodal_stress = fields.iter().any(|f| {
-            matches!(
-                f,
-                StepField::NodalCauchyStress
-                    | StepField::NodalVonMises
-                    | StepField::NodalPrincipalStress
-            )
-        });
+        let set_fields: Vec<Vec<OutputField>> = config
+            .output
+            .probes
+            .sets
+            .iter()
+            .map(|s| s.fields.clone())
+            .collect();
+        let probes_read = |nodal: bool| {
+            set_fields
+                .iter()
+                .flatten()
+                .any(|&f| probe::is_nodal(f) == nodal)
+        };
+        let nodal_stress = probes_read(true)
+            || fields.iter().any(|f| {
+                matches!(
+                    f,
+                    StepField::NodalCauchyStress
+                        | StepField::NodalVonMises
+                        | StepField::NodalPrincipalStress
+                )
+            });
+        // the set probes' members, as the serial run finds them on the whole mesh: a rank's
+        // part holds every cell of an owned node and the sets restricted to the part
+        let mut probe_cells = Vec::new();
+        if probes_read(false) {
+            for (i, s) in config.output.probes.sets.iter().enumerate() {
+                let name = mesh.set_name(&s.set);
+                let nodes = probe::set_or_cell_set_nodes(mesh, name).map_err(|e| {
+                    config.error_at(&format!("output.probes.sets[{i}].set"), e.to_string())
+                })?;
+                let mut member = vec![false; mesh.n_cells()];
+                for c in probe::set_cells(mesh, name, &nodes) {
+                    member[c] = true;
+                }
+                probe_cells.push(member);
+            }
+        }
+        let strain_outputs = crate::fields::strain_fields(config);
+        let cell_record_width = CellOutputs::record_width(config);
         // the step fields of the cell records' strains, in record order
         let strain_fields: Vec<StepField> = crate::fields::strain_fields(config)
             .into_iter()
             .map(step_field_of_strain)
             .collect();
 
-        let mask_words = words(node_names.len());
+        let mask_words = words(node_member.len());
         let owned_nodes: Vec<(u64, usize)> =
             (0..n_owned).map(|n| (part.node_serial_ids[n], n)).collect();
         let owned_cells: Vec<(u64, usize)> = (0..mesh.n_cells())
@@ -298,15 +432,24 @@ impl RankOutput {
             n_nodes,
             9 + if nodal_stress { 9 } else { 0 } + mask_words,
         )?;
-        let step_cells = plan(&owned_cells, n_cells, CellOutputs::record_width(config))?;
+        let step_cells = plan(
+            &owned_cells,
+            n_cells,
+            cell_record_width + words(probe_cells.len()),
+        )?;
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
-            node_names
-                .binary_search_by(|n| n.as_str().cmp(name))
-                .map_err(|_| {
-                    let e = mesh.set_nodes(name).expect_err("an unknown set");
-                    config.error_at(key, e.to_string()).into()
-                })
+            if let Ok(i) = node_names.binary_search_by(|n| n.as_str().cmp(name)) {
+                return Ok(i);
+            }
+            if let Some(k) = probed_cell_sets.iter().position(|&c| c == name) {
+                return Ok(node_names.len() + k);
+            }
+            let message = match mesh.set_nodes(name) {
+                Err(e) => e.to_string(),
+                Ok(_) => format!("'{name}' is not a node or face set"),
+            };
+            Err(config.error_at(key, message).into())
         };
         let components = serial::reaction_components(config);
         let mut sums = Vec::new();
@@ -319,7 +462,11 @@ impl RankOutput {
         }
         for (i, s) in config.output.probes.sets.iter().enumerate() {
             sums.push(SumSpec {
-                set: set_index(&format!("output.probes.sets[{i}].set"), &s.set)?,
+                // a set's id (Exodus II) stands for its name
+                set: set_index(
+                    &format!("output.probes.sets[{i}].set"),
+                    mesh.set_name(&s.set),
+                )?,
                 mask: [true; 3],
                 about: s.about,
             });
@@ -355,6 +502,7 @@ impl RankOutput {
             }
             point_owners.push(owner);
         }
+        let probe_bits = sums[components.len()..].iter().map(|s| s.set).collect();
         Ok(RankOutput {
             n_reaction_totals: components.len(),
             reaction_sets: components.keys().cloned().collect(),
@@ -374,6 +522,18 @@ impl RankOutput {
             strain_fields,
             sums,
             points,
+            point_fields: config
+                .output
+                .probes
+                .points
+                .iter()
+                .map(|p| p.fields.clone())
+                .collect(),
+            set_fields,
+            probe_cells,
+            probe_bits,
+            strain_outputs,
+            cell_record_width,
             centroids: Vec::new(),
             held: GatherStats::default(),
         })
@@ -464,7 +624,7 @@ impl RankOutput {
             }
         };
         // rank 0: the centroids of every node set, as the serial run sums them
-        let mut centroid_sums = vec![SetSum::default(); node_names];
+        let mut centroid_sums = vec![SetSum::default(); self.node_member.len()];
         let mut stats = Vec::new();
         let shape = &self.shape;
         let (file_node_sets, n_cell_sets, n_face_sets) = (
@@ -613,26 +773,51 @@ impl RankOutput {
         } else {
             Vec::new()
         };
-        // the probe points' displacements, from their owners
-        let mut mine = vec![0.0; 3 * self.points.len()];
+        // the probe points' values (displacement, cell fields), from their owners
+        let widths: Vec<usize> = self
+            .point_fields
+            .iter()
+            .map(|fields| {
+                fields
+                    .iter()
+                    .map(|&f| probe::component_names(f).len().max(1))
+                    .sum()
+            })
+            .collect();
+        let mut offsets = vec![0];
+        for w in &widths {
+            offsets.push(offsets[offsets.len() - 1] + w);
+        }
+        let mut mine = vec![0.0; offsets[widths.len()]];
         for (i, p) in self.points.iter().enumerate() {
-            if let Some(p) = p {
-                mine[3 * i..3 * i + 3].copy_from_slice(&p.value(u_local));
+            let Some(p) = p else { continue };
+            let mut values = Vec::with_capacity(widths[i]);
+            for &f in &self.point_fields[i] {
+                match f {
+                    OutputField::Displacement => values.extend(p.value(u_local)),
+                    _ => values.extend(probe::components(f, cells, &[], p.cell)?),
+                }
             }
+            mine[offsets[i]..offsets[i + 1]].copy_from_slice(&values);
         }
         let lens = vec![mine.len(); comm.size()];
-        let points: Option<Vec<[f64; 3]>> =
+        let points: Option<Vec<Vec<f64>>> =
             crate::windows::gather_to_root(comm, &mine, &lens, mine.len().max(1))?.map(|all| {
                 self.point_owners
                     .iter()
                     .enumerate()
-                    .map(|(i, &r)| std::array::from_fn(|d| all[r][3 * i + d]))
+                    .map(|(i, &r)| all[r][offsets[i]..offsets[i + 1]].to_vec())
                     .collect()
             });
 
         let this = &*self;
         let node_mask = this.node_names.len();
         let n_stress = if this.nodal_stress { 9 } else { 0 };
+        let probes_nodal = this
+            .set_fields
+            .iter()
+            .flatten()
+            .any(|&f| probe::is_nodal(f));
         let mut node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
             r[3..6].copy_from_slice(&r_local[n]);
@@ -648,13 +833,36 @@ impl RankOutput {
                 }
             }
         };
-        let mut cell_record = |c: usize, r: &mut [f64]| cells.record(c, r);
+        let base = this.cell_record_width;
+        let mut cell_record = |c: usize, r: &mut [f64]| {
+            cells.record(c, &mut r[..base]);
+            let probe_mask = &mut r[base..];
+            probe_mask.fill(0.0);
+            for (i, m) in this.probe_cells.iter().enumerate() {
+                if m[c] {
+                    set_bit(probe_mask, i);
+                }
+            }
+        };
         let mut acc = Accumulator {
             out: this,
             strain_energy: [0.0f64; 0].iter().sum(),
             max_displacement: 0.0,
             reactions: vec![SetSum::default(); node_mask],
             sums: vec![SetSum::default(); this.sums.len()],
+            stats: this
+                .set_fields
+                .iter()
+                .map(|fields| fields.iter().map(|&f| FieldStats::new(f)).collect())
+                .collect(),
+            extremes: config
+                .output
+                .probes
+                .globals
+                .iter()
+                .map(|&g| CellExtreme::new(g))
+                .collect(),
+            failure: None,
         };
         let index = |f: StepField| this.fields.iter().position(|&g| g == f);
         let mut stats = Vec::new();
@@ -670,6 +878,10 @@ impl RankOutput {
                             let (x, uu, rr) =
                                 ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
                             acc.node(x, uu, rr, &r[9 + n_stress..]);
+                            if probes_nodal {
+                                let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
+                                acc.nodal_stats(&t, &r[9 + n_stress..]);
+                            }
                             if pieces.is_some() {
                                 columns[0].extend_from_slice(&uu);
                                 columns[1].extend_from_slice(&rr);
@@ -711,6 +923,7 @@ impl RankOutput {
                         for i in 0..ids.len() {
                             let r = &records[i * w..(i + 1) * w];
                             acc.strain_energy += r[12];
+                            acc.cell_stats(r);
                             if pieces.is_some() {
                                 columns[0].extend_from_slice(&r[..9]);
                                 columns[1].push(r[9]);
@@ -770,7 +983,7 @@ impl RankOutput {
                     gather(None, &mut acc)?;
                 }
                 written?;
-                Some(acc.figures(config, &points))
+                Some(acc.figures(config, &points)?)
             }
             (None, None) => {
                 gather(None, &mut acc)?;

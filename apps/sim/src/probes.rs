@@ -84,7 +84,10 @@ impl Probes {
                     .iter()
                     .map(|&f| {
                         let members = if is_nodal(f) {
-                            nodes.clone()
+                            // ascending, the order a run on ranks meets them in
+                            let mut sorted = nodes.clone();
+                            sorted.sort_unstable();
+                            sorted
                         } else {
                             set_cells(mesh, set_name, &nodes)
                         };
@@ -163,10 +166,7 @@ impl Probes {
                     s.about,
                 );
             }
-            let count = sum.nodes.max(1) as f64;
-            out.extend(sum.displacement.map(|v| v / count));
-            out.extend(sum.force);
-            out.extend(sum.moment);
+            out.extend(sum.values());
             for (f, members) in fields {
                 out.extend(statistics(*f, cells, nodal, members)?);
             }
@@ -183,12 +183,12 @@ impl Probes {
 
     /// [`Probes::evaluate`] of probes that read no field but the displacement and reactions.
     fn evaluate_displacements(&self, coords: &[[f64; 3]], state: &ProbeState) -> Vec<f64> {
-        let points: Vec<[f64; 3]> = self
+        let points: Vec<Vec<f64>> = self
             .points
             .iter()
-            .map(|p| p.value(state.displacement))
+            .map(|p| p.value(state.displacement).to_vec())
             .collect();
-        let sets: Vec<SetSum> = self
+        let sets: Vec<(SetSum, Vec<f64>)> = self
             .sets
             .iter()
             .map(|s| {
@@ -201,16 +201,19 @@ impl Probes {
                         s.about,
                     );
                 }
-                sum
+                (sum, Vec::new())
             })
             .collect();
-        compose(
-            &points,
-            &sets,
-            &self.globals,
-            state.strain_energy,
-            state.max_displacement,
-        )
+        let globals: Vec<f64> = self
+            .globals
+            .iter()
+            .map(|&g| match g {
+                GlobalProbe::StrainEnergy => state.strain_energy,
+                GlobalProbe::MaxDisplacement => state.max_displacement,
+                _ => f64::NAN,
+            })
+            .collect();
+        compose(&points, &sets, &globals)
     }
 }
 
@@ -244,33 +247,19 @@ pub fn columns(config: &Config) -> Vec<String> {
     columns
 }
 
-/// The probe values in [`columns`] order: the points' displacements, the sets' sums (mean
-/// displacement, force, moment), the globals.
-pub fn compose(
-    points: &[[f64; 3]],
-    sets: &[SetSum],
-    globals: &[GlobalProbe],
-    strain_energy: f64,
-    max_displacement: f64,
-) -> Vec<f64> {
-    let mut out = Vec::with_capacity(3 * points.len() + 9 * sets.len() + globals.len());
-    for u in points {
-        out.extend(u);
+/// The probe values in [`columns`] order from their parts: each point's values (its fields'
+/// components, in order), each set's sums (mean displacement, force, moment) with its fields'
+/// statistics ([`FieldStats::values`], in order), each global's value.
+pub fn compose(points: &[Vec<f64>], sets: &[(SetSum, Vec<f64>)], globals: &[f64]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for p in points {
+        out.extend_from_slice(p);
     }
-    for s in sets {
-        let count = s.nodes.max(1) as f64;
-        out.extend(s.displacement.map(|v| v / count));
-        out.extend(s.force);
-        out.extend(s.moment);
+    for (sum, stats) in sets {
+        out.extend(sum.values());
+        out.extend_from_slice(stats);
     }
-    for g in globals {
-        out.push(match g {
-            GlobalProbe::StrainEnergy => strain_energy,
-            GlobalProbe::MaxDisplacement => max_displacement,
-            // refused on ranks (`field_probes_on_ranks`)
-            _ => f64::NAN,
-        });
-    }
+    out.extend_from_slice(globals);
     out
 }
 
@@ -281,40 +270,8 @@ pub fn reads_field(config: &Config, field: OutputField) -> bool {
         || spec.sets.iter().any(|s| s.fields.contains(&field))
 }
 
-/// The error of a run on ranks whose probes read fields (they run on one process for now):
-/// `None` where they read only displacements, reactions and the two first globals.
-pub fn field_probes_on_ranks(config: &Config, ranks: usize) -> Option<anyhow::Error> {
-    let spec = &config.output.probes;
-    let key = if let Some(i) = spec
-        .points
-        .iter()
-        .position(|p| p.fields != [OutputField::Displacement])
-    {
-        format!("output.probes.points[{i}].fields")
-    } else if let Some(i) = spec.sets.iter().position(|s| !s.fields.is_empty()) {
-        format!("output.probes.sets[{i}].fields")
-    } else if let Some(i) = spec.globals.iter().position(|g| cell_global(*g).is_some()) {
-        format!("output.probes.globals[{i}]")
-    } else {
-        return None;
-    };
-    Some(
-        config
-            .error_at(
-                &key,
-                format!(
-                    "probes of stress, strain and other cell fields run on one process for now, \
-                     not on {ranks} MPI ranks; valid there: displacement (points), the sets' \
-                     displacement and reaction columns, strain_energy and max_displacement \
-                     (globals); the fields themselves can be written (output.fields)"
-                ),
-            )
-            .into(),
-    )
-}
-
 /// Whether `field` lives on the nodes among the fields probes read over sets.
-fn is_nodal(field: OutputField) -> bool {
+pub(crate) fn is_nodal(field: OutputField) -> bool {
     matches!(
         field,
         OutputField::NodalCauchyStress
@@ -325,7 +282,7 @@ fn is_nodal(field: OutputField) -> bool {
 
 /// The component names of `field`'s values: tensors `xx, yy, zz, xy, yz, xz`, principal values
 /// `1, 2, 3`, none for a scalar.
-fn component_names(field: OutputField) -> &'static [&'static str] {
+pub(crate) fn component_names(field: OutputField) -> &'static [&'static str] {
     match field {
         OutputField::VonMises
         | OutputField::Jacobian
@@ -355,31 +312,85 @@ fn symmetric(t: &[f64; 9]) -> Vec<f64> {
 }
 
 /// The values of `field` (in [`component_names`] order) at cell or node `at`.
-fn components(
+pub(crate) fn components(
     field: OutputField,
     cells: &crate::run::CellOutputs,
     nodal: &[[f64; 9]],
     at: usize,
 ) -> Result<Vec<f64>> {
-    Ok(match field {
-        OutputField::CauchyStress => symmetric(&cells.cauchy[at]),
-        OutputField::VonMises => vec![cells.von_mises[at]],
-        OutputField::Jacobian => vec![cells.jacobian[at]],
-        OutputField::EnergyDensity => vec![cells.energy_density[at]],
-        OutputField::PrincipalStress => fem::principal_values_of(&cells.cauchy[at]).to_vec(),
-        OutputField::NodalCauchyStress => symmetric(&nodal[at]),
-        OutputField::NodalVonMises => vec![crate::run::von_mises_of(&nodal[at])],
-        OutputField::NodalPrincipalStress => fem::principal_values_of(&nodal[at]).to_vec(),
-        OutputField::Strain | OutputField::GreenLagrangeStrain | OutputField::LogarithmicStrain => {
-            let (_, values) = cells
+    if is_nodal(field) {
+        return nodal_components(field, &nodal[at]);
+    }
+    cell_components(
+        field,
+        &cells.cauchy[at],
+        [
+            cells.von_mises[at],
+            cells.jacobian[at],
+            cells.energy_density[at],
+        ],
+        |f| {
+            cells
                 .strains
                 .iter()
-                .find(|(f, _)| *f == field)
+                .find(|(g, _)| *g == f)
+                .map(|(_, values)| &values[at])
+        },
+    )
+}
+
+/// The values of the cell field `field` in a cell record ([`crate::run::CellOutputs::record`],
+/// whose strains are `strains`, in record order): the same numbers [`components`] gives.
+pub(crate) fn record_components(
+    field: OutputField,
+    record: &[f64],
+    strains: &[OutputField],
+) -> Result<Vec<f64>> {
+    let tensor = |at: usize| -> Option<&[f64; 9]> { record.get(at..at + 9)?.try_into().ok() };
+    let cauchy = tensor(0).ok_or_else(|| anyhow::anyhow!("a cell record without its stress"))?;
+    cell_components(field, cauchy, [record[9], record[10], record[11]], |f| {
+        let k = strains.iter().position(|&g| g == f)?;
+        tensor(crate::run::CellOutputs::WIDTH + 9 * k)
+    })
+}
+
+/// The values of a nodal field at a node of averaged stress `t`.
+pub(crate) fn nodal_components(field: OutputField, t: &[f64; 9]) -> Result<Vec<f64>> {
+    Ok(match field {
+        OutputField::NodalCauchyStress => symmetric(t),
+        OutputField::NodalVonMises => vec![crate::run::von_mises_of(t)],
+        OutputField::NodalPrincipalStress => fem::principal_values_of(t).to_vec(),
+        _ => anyhow::bail!("`{}` is not a nodal field", field.name()),
+    })
+}
+
+/// The values of the cell field `field` of a cell with stress `cauchy`, von Mises stress,
+/// Jacobian and energy density `scalars`, and the strains `strain` finds.
+fn cell_components<'a>(
+    field: OutputField,
+    cauchy: &[f64; 9],
+    scalars: [f64; 3],
+    strain: impl Fn(OutputField) -> Option<&'a [f64; 9]>,
+) -> Result<Vec<f64>> {
+    let [von_mises, jacobian, energy_density] = scalars;
+    Ok(match field {
+        OutputField::CauchyStress => symmetric(cauchy),
+        OutputField::VonMises => vec![von_mises],
+        OutputField::Jacobian => vec![jacobian],
+        OutputField::EnergyDensity => vec![energy_density],
+        OutputField::PrincipalStress => fem::principal_values_of(cauchy).to_vec(),
+        OutputField::Strain | OutputField::GreenLagrangeStrain | OutputField::LogarithmicStrain => {
+            let values = strain(field)
                 .ok_or_else(|| anyhow::anyhow!("the strain `{}` was not computed", field.name()))?;
-            symmetric(&values[at])
+            symmetric(values)
         }
-        OutputField::Displacement | OutputField::Reaction | OutputField::Sets => {
-            anyhow::bail!("`{}` is not a cell or nodal field", field.name())
+        OutputField::NodalCauchyStress
+        | OutputField::NodalVonMises
+        | OutputField::NodalPrincipalStress
+        | OutputField::Displacement
+        | OutputField::Reaction
+        | OutputField::Sets => {
+            anyhow::bail!("`{}` is not a cell field", field.name())
         }
     })
 }
@@ -392,29 +403,56 @@ fn statistics(
     nodal: &[[f64; 9]],
     members: &[usize],
 ) -> Result<Vec<f64>> {
-    let width = component_names(field).len().max(1);
-    let (mut min, mut max, mut sum) = (
-        vec![f64::INFINITY; width],
-        vec![f64::NEG_INFINITY; width],
-        vec![0.0; width],
-    );
+    let mut stats = FieldStats::new(field);
     for &m in members {
-        for (k, v) in components(field, cells, nodal, m)?.into_iter().enumerate() {
-            min[k] = min[k].min(v);
-            max[k] = max[k].max(v);
-            sum[k] += v;
+        stats.add(&components(field, cells, nodal, m)?);
+    }
+    Ok(stats.values())
+}
+
+/// The running least, largest and summed value of each component of a field over a set's
+/// members, added in their order.
+#[derive(Clone, Debug)]
+pub(crate) struct FieldStats {
+    min: Vec<f64>,
+    max: Vec<f64>,
+    sum: Vec<f64>,
+    count: usize,
+}
+
+impl FieldStats {
+    pub(crate) fn new(field: OutputField) -> Self {
+        let width = component_names(field).len().max(1);
+        FieldStats {
+            min: vec![f64::INFINITY; width],
+            max: vec![f64::NEG_INFINITY; width],
+            sum: vec![0.0; width],
+            count: 0,
         }
     }
-    let count = members.len() as f64;
-    Ok((0..width)
-        .flat_map(|k| [min[k], max[k], sum[k] / count])
-        .collect())
+
+    /// Adds a member's components.
+    pub(crate) fn add(&mut self, values: &[f64]) {
+        for (k, &v) in values.iter().enumerate() {
+            self.min[k] = self.min[k].min(v);
+            self.max[k] = self.max[k].max(v);
+            self.sum[k] += v;
+        }
+        self.count += 1;
+    }
+
+    /// `min, max, mean` per component (the mean NaN over no member).
+    pub(crate) fn values(&self) -> Vec<f64> {
+        let count = self.count as f64;
+        (0..self.sum.len())
+            .flat_map(|k| [self.min[k], self.max[k], self.sum[k] / count])
+            .collect()
+    }
 }
 
 /// The cell field and the extreme a global probe takes over every cell (`None`: not a cell
-/// field's).
-fn cell_global(g: GlobalProbe) -> Option<(OutputField, usize, bool)> {
-    // (field, component, largest)
+/// field's): `(field, component, largest)`.
+pub(crate) fn cell_global(g: GlobalProbe) -> Option<(OutputField, usize, bool)> {
     match g {
         GlobalProbe::StrainEnergy | GlobalProbe::MaxDisplacement => None,
         GlobalProbe::MaxVonMises => Some((OutputField::VonMises, 0, true)),
@@ -426,33 +464,71 @@ fn cell_global(g: GlobalProbe) -> Option<(OutputField, usize, bool)> {
 
 /// The value of the cell-field global `g` over every cell (NaN where a cell's is).
 fn global_of_cells(g: GlobalProbe, cells: &crate::run::CellOutputs) -> f64 {
-    let Some((field, k, largest)) = cell_global(g) else {
-        return f64::NAN;
-    };
-    let mut extreme = if largest {
-        f64::NEG_INFINITY
-    } else {
-        f64::INFINITY
-    };
+    let mut extreme = CellExtreme::new(g);
     for c in 0..cells.jacobian.len() {
-        let v = match components(field, cells, &[], c) {
-            Ok(values) => values[k],
-            Err(_) => f64::NAN,
-        };
-        if v.is_nan() {
-            return f64::NAN;
+        extreme.add(|field| components(field, cells, &[], c));
+    }
+    extreme.value()
+}
+
+/// The running extreme of a cell-field global over cells added in their order: NaN once a
+/// cell's value is (or cannot be computed), else the largest or least value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CellExtreme {
+    of: Option<(OutputField, usize, bool)>,
+    extreme: f64,
+    nan: bool,
+}
+
+impl CellExtreme {
+    pub(crate) fn new(g: GlobalProbe) -> Self {
+        let of = cell_global(g);
+        let largest = of.is_some_and(|(_, _, largest)| largest);
+        CellExtreme {
+            of,
+            extreme: if largest {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            },
+            nan: of.is_none(),
         }
-        extreme = if largest {
-            extreme.max(v)
+    }
+
+    /// Adds a cell whose field values `values_of` gives.
+    pub(crate) fn add(&mut self, values_of: impl Fn(OutputField) -> Result<Vec<f64>>) {
+        let Some((field, k, largest)) = self.of else {
+            return;
+        };
+        if self.nan {
+            return;
+        }
+        let v = values_of(field).map_or(f64::NAN, |values| values[k]);
+        if v.is_nan() {
+            self.nan = true;
+            return;
+        }
+        self.extreme = if largest {
+            self.extreme.max(v)
         } else {
-            extreme.min(v)
+            self.extreme.min(v)
         };
     }
-    extreme
+
+    pub(crate) fn value(&self) -> f64 {
+        if self.nan {
+            f64::NAN
+        } else {
+            self.extreme
+        }
+    }
 }
 
 /// The nodes of the node or face set `name`, or else of the cell set `name` (its cells' nodes).
-fn set_or_cell_set_nodes(mesh: &HexMesh, name: &str) -> Result<Vec<usize>, mesh::MeshError> {
+pub(crate) fn set_or_cell_set_nodes(
+    mesh: &HexMesh,
+    name: &str,
+) -> Result<Vec<usize>, mesh::MeshError> {
     match mesh.set_nodes(name) {
         Ok(nodes) => Ok(nodes),
         Err(e) => {
@@ -472,7 +548,7 @@ fn set_or_cell_set_nodes(mesh: &HexMesh, name: &str) -> Result<Vec<usize>, mesh:
 
 /// The cells a cell field's statistics over the set `name` (with nodes `nodes`) run over, in
 /// increasing order: a cell set's cells, a face set's cells, else the cells touching the nodes.
-fn set_cells(mesh: &HexMesh, name: &str, nodes: &[usize]) -> Vec<usize> {
+pub(crate) fn set_cells(mesh: &HexMesh, name: &str, nodes: &[usize]) -> Vec<usize> {
     let node_or_face = mesh.node_sets.contains_key(name) || mesh.face_sets.contains_key(name);
     let mut cells: Vec<usize> = match (mesh.cell_sets.get(name), mesh.face_sets.get(name)) {
         (Some(cells), _) if !node_or_face => cells.clone(),
@@ -514,6 +590,23 @@ pub struct SetSum {
 }
 
 impl SetSum {
+    /// The set's columns: mean displacement, force, moment.
+    pub fn values(&self) -> [f64; 9] {
+        let count = self.nodes.max(1) as f64;
+        let u = self.displacement.map(|v| v / count);
+        [
+            u[0],
+            u[1],
+            u[2],
+            self.force[0],
+            self.force[1],
+            self.force[2],
+            self.moment[0],
+            self.moment[1],
+            self.moment[2],
+        ]
+    }
+
     /// Adds a node at `x` displaced by `u`, loaded by `f`; the moment is taken about `about`.
     pub fn add(&mut self, x: [f64; 3], u: [f64; 3], f: [f64; 3], about: [f64; 3]) {
         let arm: [f64; 3] = std::array::from_fn(|d| x[d] + u[d] - about[d]);
@@ -751,5 +844,72 @@ mod tests {
             [1.0, 1.0, 1.0]
         )
         .is_none());
+    }
+
+    /// A cell record (what the ranks send rank 0) gives every cell field's components bit for
+    /// bit as the cell outputs do; the statistics and extremes are the serial ones over the
+    /// same values in the same order.
+    #[test]
+    fn record_components_are_the_cell_outputs_components() {
+        let strains = [OutputField::Strain, OutputField::LogarithmicStrain];
+        let tensor = |c: usize, s: f64| -> [f64; 9] {
+            let t: [f64; 6] = std::array::from_fn(|k| (s * (c * 7 + k) as f64).sin());
+            [t[0], t[3], t[5], t[3], t[1], t[4], t[5], t[4], t[2]]
+        };
+        let n = 5;
+        let cells = crate::run::CellOutputs {
+            cauchy: (0..n).map(|c| tensor(c, 1.3)).collect(),
+            von_mises: (0..n).map(|c| 1.0 + c as f64 / 3.0).collect(),
+            jacobian: (0..n).map(|c| 0.9 + c as f64 / 7.0).collect(),
+            energy_density: (0..n).map(|c| c as f64 / 11.0).collect(),
+            strain_energy: vec![0.5; n],
+            strains: strains
+                .iter()
+                .enumerate()
+                .map(|(k, &f)| (f, (0..n).map(|c| tensor(c, 0.7 + k as f64)).collect()))
+                .collect(),
+        };
+        let width = crate::run::CellOutputs::WIDTH + 9 * strains.len();
+        let cell_fields = [
+            OutputField::CauchyStress,
+            OutputField::VonMises,
+            OutputField::Jacobian,
+            OutputField::EnergyDensity,
+            OutputField::PrincipalStress,
+            OutputField::Strain,
+            OutputField::LogarithmicStrain,
+        ];
+        for field in cell_fields {
+            let mut stats = FieldStats::new(field);
+            for c in 0..n {
+                let mut record = vec![0.0; width];
+                cells.record(c, &mut record);
+                let from_record = record_components(field, &record, &strains).unwrap();
+                assert_eq!(from_record, components(field, &cells, &[], c).unwrap());
+                stats.add(&from_record);
+            }
+            let members: Vec<usize> = (0..n).collect();
+            assert_eq!(
+                stats.values(),
+                statistics(field, &cells, &[], &members).unwrap()
+            );
+        }
+        // a strain the record lacks is an error, not a panic
+        let mut record = vec![0.0; width];
+        cells.record(0, &mut record);
+        assert!(record_components(OutputField::GreenLagrangeStrain, &record, &strains).is_err());
+        for g in [
+            GlobalProbe::MaxVonMises,
+            GlobalProbe::MaxPrincipalStress,
+            GlobalProbe::MinPrincipalStress,
+            GlobalProbe::MinJacobian,
+        ] {
+            let mut extreme = CellExtreme::new(g);
+            for c in 0..n {
+                cells.record(c, &mut record);
+                extreme.add(|f| record_components(f, &record, &strains));
+            }
+            assert_eq!(extreme.value(), global_of_cells(g, &cells), "{g:?}");
+        }
     }
 }

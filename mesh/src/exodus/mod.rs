@@ -1,7 +1,8 @@
 //! Exodus II reader (the mesh format of Cubit, MOOSE and Sierra), on the netCDF classic formats
-//! (CDF-1, the 64-bit offset CDF-2 and the 64-bit data CDF-5) parsed directly by [`netcdf`].
-//! netCDF-4 (HDF5-based) Exodus files are recognised and refused with the command that converts
-//! them ([`crate::format`]).
+//! (CDF-1, the 64-bit offset CDF-2 and the 64-bit data CDF-5) parsed directly by [`netcdf`], and
+//! on netCDF-4 (HDF5, `NETCDF4` and `NETCDF4_CLASSIC`) read through the HDF5 library by [`nc4`].
+//! Both are an [`ExodusSource`] of dimensions, variables and attributes, from which one
+//! `Reader` builds the mesh.
 //!
 //! Read: the coordinates (`coordx`, `coordy`, `coordz`, or the older `coord`); the element
 //! blocks (`connect<i>` with their `elem_type` attribute: HEX/HEX8 or HEX27, one kind per file)
@@ -14,7 +15,9 @@
 //! types read), 2-d files, indices out of range, sizes that disagree with their dimensions, data
 //! past the end of the file; and what [`crate::foreign`] refuses for every reader.
 
+mod nc4;
 pub(crate) mod netcdf;
+mod source;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,28 +27,72 @@ use crate::error::MeshError;
 use crate::foreign::{build, BuildError, RawHexMesh};
 use crate::hex_mesh::{ElementTags, HexMesh, SetIds};
 use crate::ordering::{gather, side_face, NodeOrdering, EXODUS_HEX_SIDES};
-use netcdf::{NcError, NcFile, Variable};
+use nc4::Nc4File;
+use netcdf::{NcError, NcFile};
+use source::ExodusSource;
 
-/// Reads the Exodus II file at `path` (netCDF classic or 64-bit offset).
+/// Reads the Exodus II file at `path` (netCDF classic, 64-bit offset, 64-bit data or netCDF-4).
 pub fn read_exodus(path: impl AsRef<Path>) -> Result<HexMesh, MeshError> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|error| MeshError::Io {
         path: path.to_path_buf(),
         error,
     })?;
-    parse_exodus_bytes(&bytes, &path.display().to_string())
+    read_exodus_file(&bytes, path)
 }
 
-/// Parses the bytes of an Exodus II file; errors name the source as `source_name`.
+/// Reads the Exodus II file at `path` whose content is `bytes`: a netCDF-4 (HDF5) file through
+/// the HDF5 library, a classic one from `bytes`.
+pub(crate) fn read_exodus_file(bytes: &[u8], path: &Path) -> Result<HexMesh, MeshError> {
+    let name = path.display().to_string();
+    if !crate::format::is_hdf5(bytes) {
+        return parse_exodus_bytes(bytes, &name);
+    }
+    let located = located(&name);
+    let file = Nc4File::open(path).map_err(located)?;
+    if !file.has_exodus_dimensions() {
+        return Err(MeshError::Format {
+            source_name: name,
+            message: format!(
+                "an HDF5 file, but not a netCDF-4 Exodus II mesh (it has no dimension \
+                 'num_nodes'): MED, CGNS or hexfem output? Other HDF5 meshes convert with \
+                 `meshio convert IN OUT.msh` (which keeps no face sets); {}",
+                crate::format::READABLE_FORMATS
+            ),
+        });
+    }
+    mesh_from(&file, &name)
+}
+
+/// Parses the bytes of an Exodus II file in a netCDF classic format; errors name the source as
+/// `source_name`. (A netCDF-4 file is read from its path: [`read_exodus`].)
 pub fn parse_exodus_bytes(bytes: &[u8], source_name: &str) -> Result<HexMesh, MeshError> {
-    let located = |e: NcError| MeshError::Exodus {
+    let located = located(source_name);
+    if crate::format::is_hdf5(bytes) {
+        return Err(located(err(
+            "HDF5 file",
+            "a netCDF-4 Exodus II file is read from its path (read_exodus, read_mesh), not from \
+             bytes",
+        )));
+    }
+    let file = NcFile::parse(bytes).map_err(located)?;
+    mesh_from(&file, source_name)
+}
+
+/// The error of `source_name` at a netCDF place.
+fn located(source_name: &str) -> impl Fn(NcError) -> MeshError + '_ {
+    move |e: NcError| MeshError::Exodus {
         source_name: source_name.to_owned(),
         place: e.place,
         message: e.message,
-    };
-    let file = NcFile::parse(bytes).map_err(located)?;
-    let reader = Reader { file: &file };
-    let (raw, blocks) = reader.read().map_err(located)?;
+    }
+}
+
+/// The mesh of the Exodus II variables of `file`.
+fn mesh_from<S: ExodusSource + ?Sized>(file: &S, source_name: &str) -> Result<HexMesh, MeshError> {
+    let located = located(source_name);
+    let reader = Reader { file };
+    let (raw, blocks) = reader.read().map_err(&located)?;
     build(raw).map_err(|e| match e {
         BuildError::Cell { cell, message } => located(NcError {
             place: blocks.describe(cell),
@@ -53,6 +100,11 @@ pub fn parse_exodus_bytes(bytes: &[u8], source_name: &str) -> Result<HexMesh, Me
         }),
         BuildError::Set { name, message } => located(NcError {
             place: format!("set '{name}'"),
+            message,
+        }),
+        // the file's mesh breaks an invariant (a non-finite coordinate): name the file
+        BuildError::Mesh(MeshError::Invalid(message)) => located(NcError {
+            place: "mesh".into(),
             message,
         }),
         BuildError::Mesh(e) => e,
@@ -84,8 +136,9 @@ impl Blocks {
     }
 }
 
-struct Reader<'f, 'a> {
-    file: &'f NcFile<'a>,
+/// The mesh-building half of the reader, on any [`ExodusSource`].
+struct Reader<'f, S: ExodusSource + ?Sized> {
+    file: &'f S,
 }
 
 fn err(place: impl Into<String>, message: impl Into<String>) -> NcError {
@@ -95,7 +148,7 @@ fn err(place: impl Into<String>, message: impl Into<String>) -> NcError {
     }
 }
 
-impl Reader<'_, '_> {
+impl<S: ExodusSource + ?Sized> Reader<'_, S> {
     fn dim(&self, name: &str) -> Option<usize> {
         self.file.dim(name).map(|n| n as usize)
     }
@@ -109,21 +162,15 @@ impl Reader<'_, '_> {
         })
     }
 
-    fn var(&self, name: &str) -> Result<&Variable, NcError> {
-        self.file
-            .variable(name)
-            .ok_or_else(|| err(format!("variable '{name}'"), "is missing"))
-    }
-
     /// The values of variable `name`, which must number `len`.
     fn f64s(&self, name: &str, len: usize) -> Result<Vec<f64>, NcError> {
-        let v = self.file.read_f64(self.var(name)?)?;
+        let v = self.file.read_f64(name)?;
         check_len(name, v.len(), len)?;
         Ok(v)
     }
 
     fn i64s(&self, name: &str, len: usize) -> Result<Vec<i64>, NcError> {
-        let v = self.file.read_i64(self.var(name)?)?;
+        let v = self.file.read_i64(name)?;
         check_len(name, v.len(), len)?;
         Ok(v)
     }
@@ -136,13 +183,15 @@ impl Reader<'_, '_> {
         ids_var: &str,
         count: usize,
     ) -> Result<(Vec<String>, Vec<i64>), NcError> {
-        let ids = match self.file.variable(ids_var) {
-            Some(_) => self.i64s(ids_var, count)?,
-            None => (1..=count as i64).collect(),
+        let ids = if self.file.has_variable(ids_var) {
+            self.i64s(ids_var, count)?
+        } else {
+            (1..=count as i64).collect()
         };
-        let names = match self.file.variable(names_var) {
-            Some(v) => self.file.read_strings(v)?,
-            None => Vec::new(),
+        let names = if self.file.has_variable(names_var) {
+            self.file.read_strings(names_var)?
+        } else {
+            Vec::new()
         };
         let names = (0..count)
             .map(|i| match names.get(i) {
@@ -186,12 +235,12 @@ impl Reader<'_, '_> {
     }
 
     fn coords(&self, n_nodes: usize) -> Result<Vec<[f64; 3]>, NcError> {
-        let axes: Vec<Vec<f64>> = if self.file.variable("coordx").is_some() {
+        let axes: Vec<Vec<f64>> = if self.file.has_variable("coordx") {
             ["coordx", "coordy", "coordz"]
                 .iter()
                 .map(|name| self.f64s(name, n_nodes))
                 .collect::<Result<_, _>>()?
-        } else if self.file.variable("coord").is_some() {
+        } else if self.file.has_variable("coord") {
             let len = n_nodes
                 .checked_mul(3)
                 .ok_or_else(|| err("dimension 'num_nodes'", "is impossibly large"))?;
@@ -231,14 +280,16 @@ impl Reader<'_, '_> {
             if n_elem == 0 {
                 continue; // a null block
             }
-            let var = self.var(&connect)?;
+            if !self.file.has_variable(&connect) {
+                return Err(source::missing(&connect));
+            }
             let npe = self.required_dim(
                 &format!("num_nod_per_el{}", b + 1),
                 "the nodes per element of a block",
             )?;
-            let elem_type = var
-                .attribute("elem_type")
-                .and_then(|a| a.text())
+            let elem_type = self
+                .file
+                .text_attribute(&connect, "elem_type")
                 .unwrap_or_default();
             let block = format!(
                 "block {}{} ({} elements of type '{elem_type}', {npe} nodes each)",

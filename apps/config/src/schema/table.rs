@@ -1193,9 +1193,7 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
          (`<name>.<field>[.<component>].min`, `.max`, `.mean`): a cell field over the set's \
          cells (a face set's cells, the cells touching a node set), a nodal field over its nodes",
     )
-    .rule(
-        "a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them); one process",
-    ),
+    .rule("a cell or nodal field (not displacement or reaction: `.ux`, `.fx` have them)"),
     key(
         "output.probes.globals",
         Type::ChoiceList(GLOBALS),
