@@ -18,8 +18,9 @@ use solve::linear_solver::{Choice, LinearSolver, OperatorKind};
 use solve::problem::{distributed_modes, Problem};
 
 use crate::dist_output::{RankOutput, StateFigures};
-use crate::driver::Layout;
+use crate::driver::{InvertedScope, Layout};
 use crate::locate::located;
+use crate::plausibility::InvertedCells;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 
@@ -350,14 +351,27 @@ impl Layout for RankParts<'_> {
         )
     }
 
-    fn whole_body_least_jacobian(&self, cells: &CellOutputs) -> Result<Option<f64>> {
-        let owned = cells.jacobian.iter().zip(&self.part.cell_owned);
-        let least = owned
-            .filter(|(_, &owned)| owned)
-            .fold(f64::INFINITY, |m, (&j, _)| m.min(j));
-        let mut least = [-least];
-        self.comm.allreduce_max(&mut least)?;
-        Ok(Some(-least[0]))
+    fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope> {
+        let part = &self.part;
+        let owned = (0..cells.jacobian.len())
+            .filter(|&c| part.cell_owned[c])
+            .map(|c| (part.cell_serial_ids[c], cells.jacobian[c]));
+        // each rank's count, least det F and its cell (serial ids below 2^53: exact in f64),
+        // merged in rank order on every rank
+        let mine = InvertedCells::of(owned).map_or(Vec::new(), |i| {
+            vec![i.count as f64, i.least_j, i.cell as f64]
+        });
+        let all = self.comm.allgatherv_f64(&mine)?;
+        let whole = all
+            .iter()
+            .filter(|r| r.len() == 3)
+            .map(|r| InvertedCells {
+                count: r[0] as u64,
+                least_j: r[1],
+                cell: r[2] as u64,
+            })
+            .reduce(InvertedCells::merge);
+        Ok(InvertedScope::WholeBody(whole))
     }
 
     fn finish_summary(

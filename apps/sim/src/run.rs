@@ -13,7 +13,7 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use crate::dist_output::StateFigures;
 use crate::distributed::agreed;
-use crate::driver::Layout;
+use crate::driver::{InvertedScope, Layout};
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use config::{self, Config, OutputField};
@@ -522,8 +522,8 @@ impl Layout for OneProcess<'_> {
         }))
     }
 
-    fn whole_body_least_jacobian(&self, _cells: &CellOutputs) -> Result<Option<f64>> {
-        Ok(None)
+    fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
+        Ok(InvertedScope::Own)
     }
 
     fn finish_summary(
