@@ -200,7 +200,7 @@ impl Saving {
 /// Checks a campaign without running it: every case resolved, validated, its output and memory
 /// checked and its problem built, as `run_campaign` does before the first case; returns a
 /// summary of the cases (one line each).
-pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
+pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> crate::Result<String> {
     let campaign = Campaign::load(file)?;
     let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
     let prepared = resolve(&campaign, &directory, true)?;
@@ -240,7 +240,7 @@ struct Prepared {
 pub fn run_campaign(
     options: &CampaignOptions,
     observer: &mut dyn CampaignObserver,
-) -> Result<CampaignSummary> {
+) -> crate::Result<CampaignSummary> {
     let started = Instant::now();
     let campaign = Campaign::load(&options.file)?;
     let directory = options
@@ -390,7 +390,9 @@ pub fn run_campaign(
         validate_s,
         started,
     };
-    summarize(options, &campaign, &directory, &table, rows, &totals)
+    Ok(summarize(
+        options, &campaign, &directory, &table, rows, &totals,
+    )?)
 }
 
 /// What the summary counts beside the rows.

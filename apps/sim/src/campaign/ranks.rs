@@ -30,6 +30,7 @@ use super::{
     Prepared, Scheduler, Tally, Totals, Warm, Where,
 };
 use crate::distributed::agreed;
+use crate::error::fail;
 
 /// Tag of a leader's message to rank 0 (a [`Report`]).
 const REPORT_TAG: u16 = 2901;
@@ -50,12 +51,12 @@ pub fn run_campaign_on_ranks(
     world: &Arc<dyn Comm>,
     options: &CampaignOptions,
     observer: &mut dyn CampaignObserver,
-) -> Result<Option<CampaignSummary>> {
+) -> crate::Result<Option<CampaignSummary>> {
     let started = Instant::now();
     let (rank, size) = (world.rank(), world.size());
     let k = options.ranks_per_case.max(1);
     if size % k != 0 {
-        bail!(
+        fail!(
             "--ranks-per-case {k}: the {size} ranks do not split into groups of {k} (use a \
              rank count that is a multiple of {k})"
         );
@@ -155,7 +156,9 @@ pub fn run_campaign_on_ranks(
         validate_s,
         started,
     };
-    summarize(options, &campaign, &directory, &table, rows, &totals).map(Some)
+    Ok(Some(summarize(
+        options, &campaign, &directory, &table, rows, &totals,
+    )?))
 }
 
 /// One rank group: its communicator and what it runs.
