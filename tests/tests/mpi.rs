@@ -2475,6 +2475,11 @@ fn inverted_cell_warnings_are_the_same_on_any_rank_count() {
                 "{serial:?}"
             );
             assert_eq!(on_ranks, serial, "on {} ranks", comm.size());
+            println!(
+                "inverted cells on {} ranks as on one: {:?}",
+                comm.size(),
+                serial.iter().flatten().find(|w| w.contains("inverted"))
+            );
         },
     );
 }

@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Context;
 
 use crate::campaign::{CaseRow, CaseStatus};
+use crate::error::fail;
+use crate::Result;
 
 /// A line of a chart.
 #[derive(Clone, Debug)]
@@ -230,7 +232,7 @@ pub fn campaign_charts(dir: &Path, x: Option<&str>, ys: &[String]) -> Result<Vec
         .filter(|r| r.status == CaseStatus::Completed)
         .collect();
     let Some(first) = rows.first() else {
-        bail!("{}: no completed case to plot", dir.display());
+        fail!("{}: no completed case to plot", dir.display());
     };
     // the campaign file's order of the parameters (the rows keep them sorted by name)
     let parameters: Vec<String> = std::fs::read_to_string(dir.join("campaign.json"))
@@ -242,7 +244,7 @@ pub fn campaign_charts(dir: &Path, x: Option<&str>, ys: &[String]) -> Result<Vec
     let x = match x {
         Some(x) => {
             if !first.parameters.contains_key(x) {
-                bail!(
+                fail!(
                     "--x {x}: no such parameter; the campaign's parameters: {}",
                     parameters
                         .iter()
@@ -287,7 +289,7 @@ pub fn campaign_charts(dir: &Path, x: Option<&str>, ys: &[String]) -> Result<Vec
     } else {
         for y in ys {
             if !available.contains_key(y) {
-                bail!(
+                fail!(
                     "--y {y}: no such output; outputs: {}",
                     available.keys().cloned().collect::<Vec<_>>().join(", ")
                 );

@@ -83,7 +83,12 @@ macro_rules! failure_from {
         }
     )*};
 }
-failure_from!(mesh::MeshError, fem::FemError, linalg::LinalgError);
+failure_from!(
+    mesh::MeshError,
+    fem::FemError,
+    linalg::LinalgError,
+    io::OutputError
+);
 
 /// Returns a [`crate::Error::Run`] failure with a formatted message (anyhow's `bail!` for the
 /// library's typed error).

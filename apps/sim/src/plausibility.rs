@@ -3,7 +3,8 @@
 //! model, a strain scale far outside small strains or an inverted cell is a warning in the step
 //! line and the step record, since that model accepts both silently.
 
-use anyhow::{bail, Result};
+use crate::error::fail;
+use crate::Result;
 
 /// Outside this range of `max |u| / body size` a linear (small-strain) answer is suspect: below,
 /// the loads are negligible against the stiffness (or in other units); above, the strains are
@@ -38,7 +39,7 @@ fn units_advice(max_displacement: f64, size: f64) -> String {
 pub fn check(state: &StateFigures) -> Result<Vec<String>> {
     let advice = || units_advice(state.max_displacement, state.size);
     let not_finite = |what: String| -> Result<Vec<String>> {
-        bail!(
+        fail!(
             "step {}: the converged state is not finite ({what}): {}",
             state.step,
             advice()

@@ -964,20 +964,22 @@ pub(crate) fn check_state(
             m.max(l)
         }
     });
-    crate::plausibility::check(&crate::plausibility::StateFigures {
-        step: index,
-        max_displacement,
-        strain_energy: cells.total_strain_energy(),
-        size,
-        linear,
-        fields: &[
-            ("cauchy_stress", cells.cauchy.as_flattened()),
-            ("von_mises", &cells.von_mises),
-            ("jacobian", &cells.jacobian),
-            ("energy_density", &cells.energy_density),
-        ],
-        jacobian: &cells.jacobian,
-    })
+    Ok(crate::plausibility::check(
+        &crate::plausibility::StateFigures {
+            step: index,
+            max_displacement,
+            strain_energy: cells.total_strain_energy(),
+            size,
+            linear,
+            fields: &[
+                ("cauchy_stress", cells.cauchy.as_flattened()),
+                ("von_mises", &cells.von_mises),
+                ("jacobian", &cells.jacobian),
+                ("energy_density", &cells.energy_density),
+            ],
+            jacobian: &cells.jacobian,
+        },
+    )?)
 }
 
 /// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step
