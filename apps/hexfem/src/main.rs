@@ -28,80 +28,10 @@ enum Command {
     /// Run the simulation described by a YAML file (`-`: read it from standard input); writes
     /// <name>.h5, .xdmf and .summary.json. Ctrl-C stops it after the step under way (a second
     /// Ctrl-C at once) and prints the --restart that continues it.
-    Run {
-        input: PathBuf,
-        /// Override a configuration value: --set newton.rtol=1e-10 (repeatable).
-        #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
-        overrides: Vec<String>,
-        /// Output directory (replaces output.directory).
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-        /// No progress lines (by default: a header and one line per load step).
-        #[arg(short, long, conflicts_with = "verbose")]
-        quiet: bool,
-        /// Also one line per Newton iteration (residual, linear iterations, step length).
-        #[arg(short, long)]
-        verbose: bool,
-        /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
-        /// FILE.h5:STEP.
-        #[arg(long, value_name = "FILE.h5[:STEP]")]
-        restart: Option<String>,
-        /// Replace the results of an earlier run of the same name in the output directory
-        /// (without it, such a run is refused and the earlier results are kept).
-        #[arg(long)]
-        overwrite: bool,
-        /// Also draw the run's default plots (as `hexfem plot` on its summary).
-        #[arg(long)]
-        plot: bool,
-        /// Test-only (crash tests): abort the process at output write position N (0-based,
-        /// counting every write, rename and truncation of the output files).
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_at_write: Option<usize>,
-        /// Test-only: with --test-abort-at-write, write the first half of that write's bytes
-        /// before aborting (a kill inside the write call).
-        #[arg(long, hide = true, requires = "test_abort_at_write")]
-        test_torn_write: bool,
-        /// Test-only: abort the process right after step N is completely written.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_after_step: Option<usize>,
-        /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
-        /// many windows per dataset).
-        #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
-        test_output_window: usize,
-    },
+    Run(RunArgs),
     /// Run a parameter study: every case of a campaign file (a base input and the parameters
     /// that vary), each in its own directory, and one results table (results.csv, .jsonl).
-    Campaign {
-        file: PathBuf,
-        /// Cases run at once.
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Skip cases already completed with the same resolved input.
-        #[arg(long)]
-        resume: bool,
-        /// Only check: resolve and validate every case, build its problem, list the cases.
-        #[arg(long, conflicts_with_all = ["resume", "jobs"])]
-        check: bool,
-        /// Under mpirun: ranks that run each case together (the distributed solver); 1: each
-        /// rank runs cases with the serial solver.
-        #[arg(long, default_value_t = 1, value_name = "K")]
-        ranks_per_case: usize,
-        /// GPUs the workers (or ranks) take in turn, as ordinals (default: every GPU found).
-        #[arg(long, value_delimiter = ',', value_name = "LIST")]
-        gpus: Option<Vec<usize>>,
-        /// Campaign directory (replaces the file's `directory`).
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-        /// No progress (default: a bar on a terminal, a line per case otherwise).
-        #[arg(short, long)]
-        quiet: bool,
-        /// Test-only: abort the process once N cases have finished.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_after_cases: Option<usize>,
-        /// Test-only: under mpirun, the rank that starts case N aborts.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_in_case: Option<usize>,
-    },
+    Campaign(CampaignArgs),
     /// Plot a run (its <name>.summary.json: Newton residuals, probes against the load factor)
     /// or a campaign (its directory: outputs against a parameter) as PNG and SVG.
     Plot {
@@ -156,12 +86,90 @@ enum Command {
     },
 }
 
+// The arguments of `hexfem run` (its help text is the `Run` variant's).
+#[derive(clap::Args)]
+struct RunArgs {
+    input: PathBuf,
+    /// Override a configuration value: --set newton.rtol=1e-10 (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Output directory (replaces output.directory).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// No progress lines (by default: a header and one line per load step).
+    #[arg(short, long, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also one line per Newton iteration (residual, linear iterations, step length).
+    #[arg(short, long)]
+    verbose: bool,
+    /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
+    /// FILE.h5:STEP.
+    #[arg(long, value_name = "FILE.h5[:STEP]")]
+    restart: Option<String>,
+    /// Replace the results of an earlier run of the same name in the output directory
+    /// (without it, such a run is refused and the earlier results are kept).
+    #[arg(long)]
+    overwrite: bool,
+    /// Also draw the run's default plots (as `hexfem plot` on its summary).
+    #[arg(long)]
+    plot: bool,
+    /// Test-only (crash tests): abort the process at output write position N (0-based,
+    /// counting every write, rename and truncation of the output files).
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_at_write: Option<usize>,
+    /// Test-only: with --test-abort-at-write, write the first half of that write's bytes
+    /// before aborting (a kill inside the write call).
+    #[arg(long, hide = true, requires = "test_abort_at_write")]
+    test_torn_write: bool,
+    /// Test-only: abort the process right after step N is completely written.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_after_step: Option<usize>,
+    /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
+    /// many windows per dataset).
+    #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
+    test_output_window: usize,
+}
+
+// The arguments of `hexfem campaign` (its help text is the `Campaign` variant's).
+#[derive(clap::Args)]
+struct CampaignArgs {
+    file: PathBuf,
+    /// Cases run at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Skip cases already completed with the same resolved input.
+    #[arg(long)]
+    resume: bool,
+    /// Only check: resolve and validate every case, build its problem, list the cases.
+    #[arg(long, conflicts_with_all = ["resume", "jobs"])]
+    check: bool,
+    /// Under mpirun: ranks that run each case together (the distributed solver); 1: each
+    /// rank runs cases with the serial solver.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    ranks_per_case: usize,
+    /// GPUs the workers (or ranks) take in turn, as ordinals (default: every GPU found).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    gpus: Option<Vec<usize>>,
+    /// Campaign directory (replaces the file's `directory`).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// No progress (default: a bar on a terminal, a line per case otherwise).
+    #[arg(short, long)]
+    quiet: bool,
+    /// Test-only: abort the process once N cases have finished.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_after_cases: Option<usize>,
+    /// Test-only: under mpirun, the rank that starts case N aborts.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_in_case: Option<usize>,
+}
+
 fn main() -> ExitCode {
     let cli = parse_arguments();
     // Ctrl-C and SIGTERM stop a run or campaign at a safe point (installed before MPI starts,
     // on every rank)
-    let interrupt = matches!(cli.command, Command::Run { .. } | Command::Campaign { .. })
-        .then(signals::install);
+    let interrupt =
+        matches!(cli.command, Command::Run(_) | Command::Campaign(_)).then(signals::install);
     // MPI when started by mpirun, else the serial program (MPI untouched).
     let session = match comm::Session::init() {
         Ok(session) => session,
@@ -305,10 +313,10 @@ fn check_command(
 /// and prints).
 fn campaign_command(
     comm: &std::sync::Arc<dyn comm::Comm>,
-    command: Command,
+    args: CampaignArgs,
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
-    let Command::Campaign {
+    let CampaignArgs {
         file,
         jobs,
         resume,
@@ -319,10 +327,7 @@ fn campaign_command(
         gpus,
         test_abort_after_cases,
         test_abort_in_case,
-    } = command
-    else {
-        return split(Err(anyhow::anyhow!("not a campaign command")));
-    };
+    } = args;
     if check {
         // rank 0 checks (every case on one process, as without mpirun)
         if comm.rank() != 0 {
@@ -461,7 +466,7 @@ fn execute(
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     match command {
-        command @ Command::Run { .. } => run_command(comm, command, interrupt),
+        Command::Run(args) => run_command(comm, args, interrupt),
         Command::Check {
             input,
             overrides,
@@ -488,7 +493,7 @@ fn execute(
             split(String::from_utf8(script).map_err(anyhow::Error::from))
         }
         Command::Bench { which } => split(bench::cli::run(comm, which)),
-        command @ Command::Campaign { .. } => campaign_command(comm, command, interrupt),
+        Command::Campaign(args) => campaign_command(comm, args, interrupt),
         Command::Plot { path, x, y, output } => {
             split((|| {
                 let files = if path.is_dir() {
@@ -547,11 +552,11 @@ fn execute_on_ranks(
         Command::Bench { which } if which.runs_on_ranks() => {
             return split(bench::cli::run(comm, which))
         }
-        command @ Command::Run { .. } => return run_command(comm, command, interrupt),
+        Command::Run(args) => return run_command(comm, args, interrupt),
         command @ (Command::Check { .. } | Command::Schema { .. } | Command::Completion { .. }) => {
             return execute(comm, command, interrupt)
         }
-        command @ Command::Campaign { .. } => return campaign_command(comm, command, interrupt),
+        Command::Campaign(args) => return campaign_command(comm, args, interrupt),
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Plot { .. } => "plot",
@@ -569,10 +574,10 @@ fn execute_on_ranks(
 /// `hexfem run` on this process or on the ranks of `comm` (rank 0 reports and draws the plots).
 fn run_command(
     comm: &std::sync::Arc<dyn comm::Comm>,
-    command: Command,
+    args: RunArgs,
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
-    let Command::Run {
+    let RunArgs {
         input,
         overrides,
         output,
@@ -585,10 +590,7 @@ fn run_command(
         test_torn_write,
         test_abort_after_step,
         test_output_window,
-    } = command
-    else {
-        return split(Err(anyhow::anyhow!("not a run")));
-    };
+    } = args;
     let progress = if quiet {
         Progress::Quiet
     } else if verbose {
