@@ -26,7 +26,8 @@ use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes). On one rank: `result` itself.
-pub fn agreed<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
+pub fn agreed<T, E: Into<anyhow::Error>>(comm: &dyn Comm, result: Result<T, E>) -> Result<T> {
+    let result = result.map_err(Into::into);
     if comm.size() == 1 {
         return result;
     }

@@ -87,7 +87,11 @@ failure_from!(
     mesh::MeshError,
     fem::FemError,
     linalg::LinalgError,
-    io::OutputError
+    assembly::AssemblyError,
+    amg::AmgError,
+    io::OutputError,
+    std::io::Error,
+    serde_json::Error
 );
 
 /// Returns a [`crate::Error::Run`] failure with a formatted message (anyhow's `bail!` for the

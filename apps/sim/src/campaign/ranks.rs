@@ -374,7 +374,7 @@ impl Root<'_> {
                 observer.case_finished(&row, &description, &tally);
                 rows[i] = Some(row);
                 if let Err(e) = table.write(&rows) {
-                    failure.get_or_insert(e);
+                    failure.get_or_insert(e.into());
                 }
             };
             let mut pause = Duration::from_micros(50);

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use config::campaign::CaseSpec;
 use serde::{Deserialize, Serialize};
 
+use crate::Result;
 use crate::run::RunOutcome;
 
 /// How a case ended.
@@ -393,5 +394,6 @@ pub(crate) fn write_atomic(path: &Path, text: String) -> Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    Ok(())
 }
