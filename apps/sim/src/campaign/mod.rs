@@ -32,11 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Context;
 use config::campaign::{Campaign, CaseSpec};
 use config::{Config, ConfigError};
 
+use crate::error::fail;
 use crate::run::{execute, Case, Warm};
+use crate::Result;
 pub use progress::{CampaignObserver, Tally};
 pub use ranks::run_campaign_on_ranks;
 pub use table::{CaseRow, CaseStatus};
@@ -200,7 +202,7 @@ impl Saving {
 /// Checks a campaign without running it: every case resolved, validated, its output and memory
 /// checked and its problem built, as `run_campaign` does before the first case; returns a
 /// summary of the cases (one line each).
-pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> crate::Result<String> {
+pub fn check_campaign(file: &Path, output_dir: Option<&Path>) -> Result<String> {
     let campaign = Campaign::load(file)?;
     let directory = output_dir.map_or_else(|| campaign.directory.clone(), Path::to_owned);
     let prepared = resolve(&campaign, &directory, true)?;
@@ -240,7 +242,7 @@ struct Prepared {
 pub fn run_campaign(
     options: &CampaignOptions,
     observer: &mut dyn CampaignObserver,
-) -> crate::Result<CampaignSummary> {
+) -> Result<CampaignSummary> {
     let started = Instant::now();
     let campaign = Campaign::load(&options.file)?;
     let directory = options
@@ -417,7 +419,7 @@ fn summarize(
     let expected = rows.len();
     let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
     if rows.len() != expected {
-        bail!("{} cases did not report", expected - rows.len());
+        fail!("{} cases did not report", expected - rows.len());
     }
     let ran = || rows.iter().filter(|r| !r.resumed);
     let summary = CampaignSummary {
@@ -564,12 +566,12 @@ fn check_memory(
     };
     let mut sizes = queue
         .iter()
-        .map(|&i| crate::memory::estimate(&prepared[i].config).map(|e| e.total))
+        .map(|&i| Ok(crate::memory::estimate(&prepared[i].config)?.total))
         .collect::<Result<Vec<f64>>>()?;
     sizes.sort_by(|a, b| b.total_cmp(a));
     let together: f64 = sizes.iter().take(workers).sum();
     if together > available {
-        bail!(
+        fail!(
             "{what}: the largest {workers} cases together need about {} and {} is available; {advice}",
             crate::memory::human(together),
             crate::memory::human(available)

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Context;
 use comm::Comm;
 use config::campaign::Campaign;
 use serde::{Deserialize, Serialize};
@@ -31,6 +31,7 @@ use super::{
 };
 use crate::distributed::agreed;
 use crate::error::fail;
+use crate::Result;
 
 /// Tag of a leader's message to rank 0 (a [`Report`]).
 const REPORT_TAG: u16 = 2901;
@@ -51,7 +52,7 @@ pub fn run_campaign_on_ranks(
     world: &Arc<dyn Comm>,
     options: &CampaignOptions,
     observer: &mut dyn CampaignObserver,
-) -> crate::Result<Option<CampaignSummary>> {
+) -> Result<Option<CampaignSummary>> {
     let started = Instant::now();
     let (rank, size) = (world.rank(), world.size());
     let k = options.ranks_per_case.max(1);
@@ -323,7 +324,7 @@ impl Root<'_> {
         let keys: Vec<&str> = prepared.iter().map(|p| p.key.as_str()).collect();
         let sizes = prepared
             .iter()
-            .map(|p| crate::memory::estimate(&p.config).map(|e| e.total))
+            .map(|p| Ok(crate::memory::estimate(&p.config)?.total))
             .collect::<Result<Vec<f64>>>()?;
         for i in largest_first(&keys, &sizes) {
             match super::resumable(self.campaign, &prepared[i], self.options.resume) {
@@ -418,11 +419,11 @@ impl Root<'_> {
             }
             match local.join() {
                 Ok(result) => result,
-                Err(_) => bail!("rank 0's group stopped with a panic"),
+                Err(_) => fail!("rank 0's group stopped with a panic"),
             }
         })?;
         if let Some(e) = failure {
-            return Err(e);
+            return Err(e.into());
         }
         observer.done(&tally);
         if stopping() && rows.iter().any(Option::is_none) {

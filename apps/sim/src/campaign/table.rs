@@ -8,8 +8,8 @@ use anyhow::Context;
 use config::campaign::CaseSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
 use crate::run::RunOutcome;
+use crate::Result;
 
 /// How a case ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
