@@ -100,7 +100,7 @@ pub fn check_on_ranks(
     let comm = &**world;
     let rank = comm.rank();
     let input = source.path();
-    let config = agreed(comm, source.load(overrides).map_err(anyhow::Error::from))?;
+    let config = agreed(comm, source.load(overrides))?;
     let dir = crate::run::output_dir(&config, output_dir);
     let name = crate::run::output_name(&config, input);
     let output = if rank == 0 {
@@ -140,7 +140,7 @@ fn problem_on_ranks(
 ) -> Result<(solve::params::ProblemParams, MeshPart, Problem)> {
     let comm = &**world;
     let (rank, size) = (comm.rank(), comm.size());
-    let params = agreed(comm, config.problem_params().map_err(anyhow::Error::from))?;
+    let params = agreed(comm, config.problem_params())?;
     let part = agreed(
         comm,
         located(

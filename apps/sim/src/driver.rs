@@ -172,9 +172,9 @@ pub(crate) fn drive(
     };
     let columns = crate::probes::columns(config);
     let log = match &mut records {
-        Some(r) if !columns.is_empty() => io::ProbeLog::create(&case.dir, &case.name, &columns)
-            .map(|log| r.probe_log = Some(log))
-            .map_err(anyhow::Error::from),
+        Some(r) if !columns.is_empty() => {
+            io::ProbeLog::create(&case.dir, &case.name, &columns).map(|log| r.probe_log = Some(log))
+        }
         _ => Ok(()),
     };
     if let Err(e) = agreed(comm, log) {

@@ -312,13 +312,7 @@ pub fn run(
 ) -> Result<RunOutcome> {
     let started = Instant::now();
     let c = &**comm;
-    let config = agreed(
-        c,
-        options
-            .source()
-            .load(&options.overrides)
-            .map_err(anyhow::Error::from),
-    )?;
+    let config = agreed(c, options.source().load(&options.overrides))?;
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     let restart = agreed(c, preflight(c, &config, options, &dir, &name))?;

@@ -392,9 +392,7 @@ pub fn run_campaign(
         validate_s,
         started,
     };
-    Ok(summarize(
-        options, &campaign, &directory, &table, rows, &totals,
-    )?)
+    summarize(options, &campaign, &directory, &table, rows, &totals)
 }
 
 /// What the summary counts beside the rows.

@@ -66,10 +66,7 @@ pub fn run_campaign_on_ranks(
     let group = rank / k;
     let group_comm = world.split(group, rank)?;
     let c = &**world;
-    let campaign = agreed(
-        c,
-        Campaign::load(&options.file).map_err(anyhow::Error::from),
-    )?;
+    let campaign = agreed(c, Campaign::load(&options.file))?;
     let directory = options
         .output_dir
         .clone()
