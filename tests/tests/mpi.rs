@@ -2421,3 +2421,65 @@ fn the_distributed_hierarchy_on_one_rank_is_the_serial_one_bit_for_bit() {
     let (xs, xd) = (xs.to_host_vec().unwrap(), xd.to_host_vec().unwrap());
     assert_eq!(bits(&xs), bits(&xd), "the solution");
 }
+
+/// A linear run crushed past small strains (cells with `det F < 0`) warns the same on any rank
+/// count: the serial run's step warnings (how many cells are inverted, the least `det F` and
+/// its cell in the serial numbering, the units advice) are the rank run's, word for word.
+#[test]
+fn inverted_cell_warnings_are_the_same_on_any_rank_count() {
+    on_ranks(
+        "inverted_cell_warnings_are_the_same_on_any_rank_count",
+        &[2, 3, 4],
+        |comm| {
+            // an unsymmetric box and load: one cell has the least det F
+            let input = inputs_dir().join("cantilever_q1.yaml");
+            let overrides = [
+                "mesh.box={ cells: [5, 3, 2], lower: [0, 0, 0], upper: [1, 0.7, 0.4] }",
+                "materials.0.young_modulus=10.0",
+                "boundary.traction=[{ set: xmax, value: [-1000.0, 250.0, 40.0] }]",
+                "linear_solver.method=cg_amg",
+                "linear_solver.rtol=1e-12",
+            ];
+            let run = |comm: &Arc<dyn Comm>, tag: &str| {
+                let dir = std::env::temp_dir()
+                    .join(format!("hexfem-mpi-inverted-{tag}-{}", std::process::id()));
+                let options = sim::RunOptions::new(&input)
+                    .with_overrides(overrides)
+                    .with_output_dir(dir.clone())
+                    .with_overwrite(true);
+                let outcome = sim::run(comm, &options, &sim::Quiet)
+                    .unwrap_or_else(|e| panic!("{tag}: {e:#}"));
+                let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary));
+                comm.allreduce_sum(&mut [0.0]).unwrap();
+                let warnings = summary.map(|s| {
+                    let steps = s.unwrap().steps.unwrap();
+                    steps.iter().map(|s| s.warnings.clone()).collect::<Vec<_>>()
+                });
+                if comm.rank() == 0 {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                warnings
+            };
+            let on_ranks = run(comm, &format!("ranks{}", comm.size()));
+            if comm.rank() != 0 {
+                return;
+            }
+            let serial = run(&linalg::comm::SelfComm::shared(), "serial");
+            let (on_ranks, serial) = (on_ranks.unwrap(), serial.unwrap());
+            assert!(
+                serial
+                    .iter()
+                    .flatten()
+                    .any(|w| w.contains("cells are inverted (J = det F = ")
+                        && w.contains(" in cell ")),
+                "{serial:?}"
+            );
+            assert_eq!(on_ranks, serial, "on {} ranks", comm.size());
+            println!(
+                "inverted cells on {} ranks as on one: {:?}",
+                comm.size(),
+                serial.iter().flatten().find(|w| w.contains("inverted"))
+            );
+        },
+    );
+}

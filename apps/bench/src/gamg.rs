@@ -31,8 +31,8 @@ pub const SPMV_REPEATS: usize = 10;
 /// Device-event repeats of the GPU's SpMV and per-level Galerkin products; the median is reported.
 pub const GPU_REPEATS: usize = 20;
 
-/// Where `bench gamg` runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Where `bench gamg` (and the other benchmarks with `--device`) runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BenchDevice {
     /// The CPU (rayon threads).
     #[default]

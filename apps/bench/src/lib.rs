@@ -11,6 +11,7 @@
 pub mod assembly;
 pub mod assembly_device;
 pub mod campaign;
+pub mod cli;
 pub mod dist_gamg;
 pub mod distributed;
 pub mod galerkin_traffic;

@@ -28,80 +28,10 @@ enum Command {
     /// Run the simulation described by a YAML file (`-`: read it from standard input); writes
     /// <name>.h5, .xdmf and .summary.json. Ctrl-C stops it after the step under way (a second
     /// Ctrl-C at once) and prints the --restart that continues it.
-    Run {
-        input: PathBuf,
-        /// Override a configuration value: --set newton.rtol=1e-10 (repeatable).
-        #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
-        overrides: Vec<String>,
-        /// Output directory (replaces output.directory).
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-        /// No progress lines (by default: a header and one line per load step).
-        #[arg(short, long, conflicts_with = "verbose")]
-        quiet: bool,
-        /// Also one line per Newton iteration (residual, linear iterations, step length).
-        #[arg(short, long)]
-        verbose: bool,
-        /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
-        /// FILE.h5:STEP.
-        #[arg(long, value_name = "FILE.h5[:STEP]")]
-        restart: Option<String>,
-        /// Replace the results of an earlier run of the same name in the output directory
-        /// (without it, such a run is refused and the earlier results are kept).
-        #[arg(long)]
-        overwrite: bool,
-        /// Also draw the run's default plots (as `hexfem plot` on its summary).
-        #[arg(long)]
-        plot: bool,
-        /// Test-only (crash tests): abort the process at output write position N (0-based,
-        /// counting every write, rename and truncation of the output files).
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_at_write: Option<usize>,
-        /// Test-only: with --test-abort-at-write, write the first half of that write's bytes
-        /// before aborting (a kill inside the write call).
-        #[arg(long, hide = true, requires = "test_abort_at_write")]
-        test_torn_write: bool,
-        /// Test-only: abort the process right after step N is completely written.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_after_step: Option<usize>,
-        /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
-        /// many windows per dataset).
-        #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
-        test_output_window: usize,
-    },
+    Run(RunArgs),
     /// Run a parameter study: every case of a campaign file (a base input and the parameters
     /// that vary), each in its own directory, and one results table (results.csv, .jsonl).
-    Campaign {
-        file: PathBuf,
-        /// Cases run at once.
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Skip cases already completed with the same resolved input.
-        #[arg(long)]
-        resume: bool,
-        /// Only check: resolve and validate every case, build its problem, list the cases.
-        #[arg(long, conflicts_with_all = ["resume", "jobs"])]
-        check: bool,
-        /// Under mpirun: ranks that run each case together (the distributed solver); 1: each
-        /// rank runs cases with the serial solver.
-        #[arg(long, default_value_t = 1, value_name = "K")]
-        ranks_per_case: usize,
-        /// GPUs the workers (or ranks) take in turn, as ordinals (default: every GPU found).
-        #[arg(long, value_delimiter = ',', value_name = "LIST")]
-        gpus: Option<Vec<usize>>,
-        /// Campaign directory (replaces the file's `directory`).
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-        /// No progress (default: a bar on a terminal, a line per case otherwise).
-        #[arg(short, long)]
-        quiet: bool,
-        /// Test-only: abort the process once N cases have finished.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_after_cases: Option<usize>,
-        /// Test-only: under mpirun, the rank that starts case N aborts.
-        #[arg(long, hide = true, value_name = "N")]
-        test_abort_in_case: Option<usize>,
-    },
+    Campaign(CampaignArgs),
     /// Plot a run (its <name>.summary.json: Newton residuals, probes against the load factor)
     /// or a campaign (its directory: outputs against a parameter) as PNG and SVG.
     Plot {
@@ -120,7 +50,7 @@ enum Command {
     /// Benchmarks (table, or one JSON object with --json).
     Bench {
         #[command(subcommand)]
-        which: Bench,
+        which: bench::cli::Bench,
     },
     /// Run the verification suite (patch tests, convergence rates, Timoshenko-Goodier cantilever);
     /// exits non-zero if any check fails.
@@ -156,216 +86,82 @@ enum Command {
     },
 }
 
-#[derive(Subcommand)]
-enum Bench {
-    /// CG + AMG iterations as Poisson's ratio nears 1/2: cube and Cook's membrane, Q1/Q2,
-    /// displacement and projected formulations, AMG variants (`bench/incompressible.rs`).
-    Incompressible {
-        /// Q1 cells per direction (Q2: half).
-        #[arg(long, default_value_t = 16)]
-        cells: usize,
-        /// `default`, or `all`: also one AMG knob changed at a time.
-        #[arg(long, default_value = "default")]
-        variants: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Residual + tangent assembly through the COO plan (neo-Hookean box of N^3 cells).
-    Assembly {
-        #[arg(long, default_value_t = 1)]
-        order: usize,
-        #[arg(long, default_value_t = 32)]
-        cells: usize,
-        #[arg(long, default_value_t = 3)]
-        repeats: usize,
-        /// `cuda`: also assemble on the first CUDA GPU (device events, bytes, flops, parity).
-        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
-        device: BenchDeviceArg,
-        /// The element formulation (both run on the CPU and the GPU).
-        #[arg(long, value_enum, default_value_t = FormulationArg::Displacement)]
-        formulation: FormulationArg,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Output cost per step over a long run of tiny steps (HDF5, XDMF, step log, summary), in
-    /// windows: flat when appending costs O(1).
-    Output {
-        #[arg(long, default_value_t = 10_000)]
-        steps: usize,
-        /// Cells per side of the Q1 box.
-        #[arg(long, default_value_t = 2)]
-        cells: usize,
-        /// Steps per timing window.
-        #[arg(long, default_value_t = 1000)]
-        window: usize,
-        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// One neo-Hookean Newton iteration on the ex56-sized box (m^3 nodes): the linear system,
-    /// the hot AMG update and CG, with the breakdown; on the GPU everything stays there.
-    Newton {
-        /// Nodes per side.
-        #[arg(long, default_value_t = 66)]
-        m: usize,
-        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
-        device: BenchDeviceArg,
-        #[arg(long)]
-        json: bool,
-    },
-    /// One block SpMV for one block shape (27-point stencil for square blocks, prolongator- or
-    /// restriction-shaped otherwise): time, bytes, GB/s.
-    Spmv {
-        /// Nodes per side.
-        #[arg(long, default_value_t = 66)]
-        m: usize,
-        /// Block shape RxC (3x3: the fine operator, 6x6: coarse, 3x6: P, 6x3: P^T).
-        #[arg(long, default_value = "3x3")]
-        block: String,
-        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
-        device: BenchDeviceArg,
-        #[arg(long)]
-        json: bool,
-    },
-    /// A parameter study of neo-Hookean cases on one Q1 mesh: separate `hexfem run` processes
-    /// against one campaign (problem reused, AMG set-up shared, then with --jobs).
-    Campaign {
-        #[arg(long, default_value_t = 20)]
-        cases: usize,
-        /// Cells of the 4 x 1 x 1 cantilever, as NX,NY,NZ.
-        #[arg(long, value_delimiter = ',', default_values_t = [32, 8, 8])]
-        cells: Vec<usize>,
-        #[arg(long, default_value_t = 1)]
-        steps: usize,
-        /// Workers of the last variant (on a GPU machine with --device cuda: one per GPU).
-        #[arg(long, default_value_t = 2)]
-        jobs: usize,
-        /// Rounds of all variants, taking turns (each reports its best).
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-        /// Where the cases run.
-        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
-        device: BenchDeviceArg,
-        /// With N > 1, also the campaign under `mpirun -np N` (one case per rank).
-        #[arg(long, default_value_t = 0, value_name = "N")]
-        ranks: usize,
-        #[arg(long)]
-        json: bool,
-    },
-    /// The distributed matrix path (run it under mpirun -np N, or alone): each rank's box of a
-    /// clamped elastic cube, owned-row assembly, halo plan, SpMV and CG with point-block Jacobi.
-    Distributed {
-        /// Cells per side of the unit cube.
-        #[arg(long, default_value_t = 32)]
-        cells: usize,
-        #[arg(long, default_value_t = 1)]
-        order: usize,
-        #[arg(long, default_value_t = 5)]
-        repeats: usize,
-        /// Also set up the distributed AMG hierarchy and solve with CG + AMG.
-        #[arg(long)]
-        amg: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Smoothed-aggregation AMG + CG on a model problem: cold set-up and solve, then hot set-ups
-    /// (reused interpolation) and solves on the scaled operator.
-    Gamg {
-        /// Model problem (only ex56: PETSc's ksp ex56).
-        #[arg(long, value_enum, default_value_t = Problem::Ex56)]
-        problem: Problem,
-        /// Nodes per side.
-        #[arg(long, default_value_t = 33)]
-        m: usize,
-        #[arg(long, default_value_t = 1)]
-        order: usize,
-        /// Total solves (the first cold, the others after a hot set-up).
-        #[arg(long, default_value_t = 2)]
-        solves: usize,
-        /// Store every operator and prolongator as 1x1 blocks (same algorithm).
-        #[arg(long)]
-        scalar: bool,
-        /// Where the set-up and solves run: the CPU or the first CUDA GPU.
-        #[arg(long, value_enum, default_value_t = BenchDeviceArg::Cpu)]
-        device: BenchDeviceArg,
-        /// Stored precision of prolongators, coarse operators and smoother inverses (`mixed`:
-        /// fp32 storage, fp64 arithmetic; the fine operator and CG stay fp64).
-        #[arg(long, value_enum, default_value_t = PrecisionArg::Double)]
-        precision: PrecisionArg,
-        /// Under mpirun with `--device cuda`: how halo exchanges travel between the GPUs
-        /// (`nccl`: device to device on the stream; `ipc`: each GPU writes its halo messages
-        /// straight into its neighbours' memory, every rank on one node, NCCL for the rest;
-        /// `staged`: through pinned host memory and MPI; `auto`: ipc where every rank can, else
-        /// NCCL where every rank has it, else staged).
-        #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
-        exchange: ExchangeArg,
-        /// Under mpirun: a coarse level of n unknowns is held by max(1, n / this) ranks (the
-        /// AMG option `process_eq_limit`; default 50 on CPU ranks, 20000 on GPU ranks).
-        #[arg(long)]
-        process_eq_limit: Option<usize>,
-        /// Under mpirun: the grid of boxes the cube is cut into, `PxQxR` boxes across x, y and
-        /// z (their product the rank count; e.g. `1x1x8` for slabs); default: the grid that
-        /// cuts the fewest nodes (2x2x2 on 8 ranks).
-        #[arg(long, value_parser = parse_rank_grid)]
-        rank_grid: Option<[usize; 3]>,
-        #[arg(long)]
-        json: bool,
-    },
+// The arguments of `hexfem run` (its help text is the `Run` variant's).
+#[derive(clap::Args)]
+struct RunArgs {
+    input: PathBuf,
+    /// Override a configuration value: --set newton.rtol=1e-10 (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Output directory (replaces output.directory).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// No progress lines (by default: a header and one line per load step).
+    #[arg(short, long, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also one line per Newton iteration (residual, linear iterations, step length).
+    #[arg(short, long)]
+    verbose: bool,
+    /// Continue from a converged step of an earlier run: FILE.h5 (its last step) or
+    /// FILE.h5:STEP.
+    #[arg(long, value_name = "FILE.h5[:STEP]")]
+    restart: Option<String>,
+    /// Replace the results of an earlier run of the same name in the output directory
+    /// (without it, such a run is refused and the earlier results are kept).
+    #[arg(long)]
+    overwrite: bool,
+    /// Also draw the run's default plots (as `hexfem plot` on its summary).
+    #[arg(long)]
+    plot: bool,
+    /// Test-only (crash tests): abort the process at output write position N (0-based,
+    /// counting every write, rename and truncation of the output files).
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_at_write: Option<usize>,
+    /// Test-only: with --test-abort-at-write, write the first half of that write's bytes
+    /// before aborting (a kill inside the write call).
+    #[arg(long, hide = true, requires = "test_abort_at_write")]
+    test_torn_write: bool,
+    /// Test-only: abort the process right after step N is completely written.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_after_step: Option<usize>,
+    /// Test-only: values per window of the output's gathers to rank 0 under mpirun (small:
+    /// many windows per dataset).
+    #[arg(long, hide = true, value_name = "N", default_value_t = sim::windows::DEFAULT_WINDOW_VALUES)]
+    test_output_window: usize,
 }
 
-/// `--rank-grid PxQxR`: three positive box counts.
-fn parse_rank_grid(s: &str) -> Result<[usize; 3], String> {
-    let bad =
-        || format!("{s:?} is not a grid of boxes: expected PxQxR with P, Q, R >= 1 (e.g. 2x2x2)");
-    let v: Vec<usize> = s
-        .split('x')
-        .map(|t| t.trim().parse::<usize>().map_err(|_| bad()))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [p, q, r] if p >= 1 && q >= 1 && r >= 1 => Ok([p, q, r]),
-        _ => Err(bad()),
-    }
-}
-
-/// `--exchange` of `bench gamg` under mpirun.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ExchangeArg {
-    Auto,
-    Nccl,
-    Ipc,
-    Staged,
-}
-
-/// `--precision` of `bench gamg` (the AMG option `precision`).
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum PrecisionArg {
-    Double,
-    Mixed,
-}
-
-/// `--device` of `bench gamg` and `bench spmv`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum BenchDeviceArg {
-    Cpu,
-    Cuda,
-}
-
-/// `--formulation` of `bench assembly`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum FormulationArg {
-    Displacement,
-    Projected,
-}
-
-/// Model problems of `bench gamg`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Problem {
-    Ex56,
+// The arguments of `hexfem campaign` (its help text is the `Campaign` variant's).
+#[derive(clap::Args)]
+struct CampaignArgs {
+    file: PathBuf,
+    /// Cases run at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Skip cases already completed with the same resolved input.
+    #[arg(long)]
+    resume: bool,
+    /// Only check: resolve and validate every case, build its problem, list the cases.
+    #[arg(long, conflicts_with_all = ["resume", "jobs"])]
+    check: bool,
+    /// Under mpirun: ranks that run each case together (the distributed solver); 1: each
+    /// rank runs cases with the serial solver.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    ranks_per_case: usize,
+    /// GPUs the workers (or ranks) take in turn, as ordinals (default: every GPU found).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    gpus: Option<Vec<usize>>,
+    /// Campaign directory (replaces the file's `directory`).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// No progress (default: a bar on a terminal, a line per case otherwise).
+    #[arg(short, long)]
+    quiet: bool,
+    /// Test-only: abort the process once N cases have finished.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_after_cases: Option<usize>,
+    /// Test-only: under mpirun, the rank that starts case N aborts.
+    #[arg(long, hide = true, value_name = "N")]
+    test_abort_in_case: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -373,8 +169,8 @@ fn main() -> ExitCode {
     let cli = parse_arguments();
     // Ctrl-C and SIGTERM stop a run or campaign at a safe point (installed before MPI starts,
     // on every rank)
-    let interrupt = matches!(cli.command, Command::Run { .. } | Command::Campaign { .. })
-        .then(signals::install);
+    let interrupt =
+        matches!(cli.command, Command::Run(_) | Command::Campaign(_)).then(signals::install);
     // MPI when started by mpirun, else the serial program (MPI untouched).
     let session = match comm::Session::init() {
         Ok(session) => session,
@@ -518,10 +314,10 @@ fn check_command(
 /// and prints).
 fn campaign_command(
     comm: &std::sync::Arc<dyn comm::Comm>,
-    command: Command,
+    args: CampaignArgs,
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
-    let Command::Campaign {
+    let CampaignArgs {
         file,
         jobs,
         resume,
@@ -532,16 +328,13 @@ fn campaign_command(
         gpus,
         test_abort_after_cases,
         test_abort_in_case,
-    } = command
-    else {
-        return split(Err(anyhow::anyhow!("not a campaign command")));
-    };
+    } = args;
     if check {
         // rank 0 checks (every case on one process, as without mpirun)
         if comm.rank() != 0 {
             return (String::new(), Ok(()));
         }
-        return split(sim::campaign::check_campaign(&file, output.as_deref()));
+        return split(sim::campaign::check_campaign(&file, output.as_deref()).map_err(Into::into));
     }
     if comm.size() == 1 && ranks_per_case > 1 {
         return split(Err(anyhow::anyhow!(
@@ -580,7 +373,7 @@ fn campaign_command(
     let summary = if comm.size() > 1 {
         let summary = sim::campaign::run_campaign_on_ranks(comm, &options, &mut progress);
         // stopped on request: every rank says so (main skips the error agreement for it)
-        let stopped = matches!(&summary, Err(e) if e.downcast_ref::<sim::campaign::CampaignInterrupted>().is_some());
+        let stopped = matches!(&summary, Err(sim::Error::CampaignInterrupted(_)));
         let mut any = [if stopped { 1.0 } else { 0.0 }];
         if let Err(e) = comm.allreduce_max(&mut any) {
             return split(Err(e.into()));
@@ -640,9 +433,9 @@ fn campaign_command(
             };
             (text, status)
         }
-        Err(e) => match e.downcast_ref::<sim::campaign::CampaignInterrupted>() {
+        Err(e) => match e {
             // stopped by a signal: the table holds the finished cases; --resume runs the rest
-            Some(stopped) => {
+            sim::Error::CampaignInterrupted(stopped) => {
                 let mut words = Vec::new();
                 if comm.size() > 1 {
                     words.extend(["mpirun".to_owned(), "-np".into(), comm.size().to_string()]);
@@ -661,7 +454,7 @@ fn campaign_command(
                 let text = format!("{stopped}; continue with\n  {}", words.join(" "));
                 (String::new(), Err(anyhow::Error::new(Stopped(text))))
             }
-            None => (String::new(), Err(e)),
+            e => (String::new(), Err(e.into())),
         },
     }
 }
@@ -674,7 +467,7 @@ fn execute(
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     match command {
-        command @ Command::Run { .. } => run_command(comm, command, interrupt),
+        Command::Run(args) => run_command(comm, args, interrupt),
         Command::Check {
             input,
             overrides,
@@ -700,200 +493,8 @@ fn execute(
             clap_complete::generate(shell, &mut Cli::command(), "hexfem", &mut script);
             split(String::from_utf8(script).map_err(anyhow::Error::from))
         }
-        Command::Bench {
-            which:
-                Bench::Assembly {
-                    order,
-                    cells,
-                    repeats,
-                    device,
-                    formulation,
-                    json,
-                },
-        } => split(
-            bench::assembly::run(&bench::assembly::AssemblyBench {
-                order,
-                cells,
-                repeats,
-                cuda: matches!(device, BenchDeviceArg::Cuda),
-                formulation: match formulation {
-                    FormulationArg::Displacement => fem::Formulation::Displacement,
-                    FormulationArg::Projected => fem::Formulation::Projected,
-                },
-            })
-            .and_then(|r| render(&r, json)),
-        ),
-        Command::Bench {
-            which:
-                Bench::Gamg {
-                    problem: Problem::Ex56,
-                    m,
-                    order,
-                    solves,
-                    scalar,
-                    device,
-                    precision,
-                    exchange: _,
-                    process_eq_limit: _,
-                    rank_grid,
-                    json,
-                },
-        } => {
-            // one process: no exchanges between GPUs, one box
-            if let Some(g) = rank_grid.filter(|g| *g != [1, 1, 1]) {
-                let g = g.map(|p| p.to_string()).join("x");
-                return split(Err(anyhow::anyhow!(
-                    "--rank-grid {g} cuts the cube for several MPI ranks; this is one process \
-                     (run it under mpirun -np with the grid's product, or drop --rank-grid)"
-                )));
-            }
-            let bench = bench::gamg::GamgBench {
-                m,
-                order,
-                solves,
-                scalar,
-                amg: amg::AmgParams {
-                    precision: match precision {
-                        PrecisionArg::Double => amg::Precision::Double,
-                        PrecisionArg::Mixed => amg::Precision::Mixed,
-                    },
-                    ..amg::AmgParams::default()
-                },
-                device: match device {
-                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
-                },
-            };
-            split(bench::gamg::run(&bench).and_then(|r| render(&r, json)))
-        }
-        Command::Bench {
-            which: Bench::Newton { m, device, json },
-        } => split(
-            bench::newton::run(&bench::newton::NewtonBench {
-                m,
-                device: match device {
-                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
-                },
-            })
-            .and_then(|r| render(&r, json)),
-        ),
-        Command::Bench {
-            which:
-                Bench::Spmv {
-                    m,
-                    block,
-                    device,
-                    json,
-                },
-        } => {
-            let shape = block
-                .split_once(['x', 'X'])
-                .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
-            let result = match shape {
-                None => Err(anyhow::anyhow!(
-                    "--block {block}: expected RxC with R, C in 1..=32 (3x3, 6x6, 3x6, 6x3)"
-                )),
-                Some((block_rows, block_cols)) => bench::spmv::run(&bench::spmv::SpmvBench {
-                    m,
-                    block_rows,
-                    block_cols,
-                    device: match device {
-                        BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
-                        BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
-                    },
-                })
-                .and_then(|r| render(&r, json)),
-            };
-            split(result)
-        }
-        Command::Bench {
-            which:
-                Bench::Campaign {
-                    cases,
-                    cells,
-                    steps,
-                    jobs,
-                    rounds,
-                    dir,
-                    device,
-                    ranks,
-                    json,
-                },
-        } => split((|| {
-            let [nx, ny, nz] = cells[..] else {
-                anyhow::bail!("--cells takes three numbers, NX,NY,NZ (got {cells:?})");
-            };
-            bench::campaign::run(&bench::campaign::CampaignBench {
-                cases,
-                cells: [nx, ny, nz],
-                steps,
-                jobs,
-                rounds,
-                dir,
-                cuda: matches!(device, BenchDeviceArg::Cuda),
-                ranks,
-            })
-            .and_then(|r| render(&r, json))
-        })()),
-        Command::Bench {
-            which:
-                Bench::Distributed {
-                    cells,
-                    order,
-                    repeats,
-                    amg,
-                    json,
-                },
-        } => split(
-            bench::distributed::run(
-                &comm::SelfComm::shared(),
-                &bench::distributed::DistributedBench {
-                    cells,
-                    order,
-                    repeats,
-                    amg,
-                },
-            )
-            .and_then(|r| render(&r, json)),
-        ),
-        Command::Bench {
-            which:
-                Bench::Incompressible {
-                    cells,
-                    variants,
-                    json,
-                },
-        } => {
-            use bench::incompressible as b;
-            let variants = match variants.as_str() {
-                "all" => b::all_variants(),
-                _ => b::all_variants().into_iter().take(1).collect(),
-            };
-            split(
-                b::run_bench(&b::IncompressibleBench { cells, variants })
-                    .and_then(|r| render(&r, json)),
-            )
-        }
-        Command::Bench {
-            which:
-                Bench::Output {
-                    steps,
-                    cells,
-                    window,
-                    dir,
-                    json,
-                },
-        } => split(
-            bench::output::run(&bench::output::OutputBench {
-                steps,
-                cells,
-                window,
-                dir,
-            })
-            .and_then(|r| render(&r, json)),
-        ),
-        command @ Command::Campaign { .. } => campaign_command(comm, command, interrupt),
+        Command::Bench { which } => split(bench::cli::run(comm, which)),
+        Command::Campaign(args) => campaign_command(comm, args, interrupt),
         Command::Plot { path, x, y, output } => {
             split((|| {
                 let files = if path.is_dir() {
@@ -949,78 +550,14 @@ fn execute_on_ranks(
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
     let what = match command {
-        Command::Bench {
-            which:
-                Bench::Distributed {
-                    cells,
-                    order,
-                    repeats,
-                    amg,
-                    json,
-                },
-        } => {
-            let bench = bench::distributed::DistributedBench {
-                cells,
-                order,
-                repeats,
-                amg,
-            };
-            let result = bench::distributed::run(comm, &bench);
-            let result = sim::distributed::agreed(&**comm, result);
-            return split(result.and_then(|r| render(&r, json)));
+        Command::Bench { which } if which.runs_on_ranks() => {
+            return split(bench::cli::run(comm, which))
         }
-        Command::Bench {
-            which:
-                Bench::Gamg {
-                    problem: Problem::Ex56,
-                    m,
-                    order,
-                    solves,
-                    scalar,
-                    device,
-                    precision,
-                    exchange,
-                    process_eq_limit,
-                    rank_grid,
-                    json,
-                },
-        } => {
-            if let PrecisionArg::Mixed = precision {
-                // the distributed hierarchy stores fp64 only
-                return split(Err(anyhow::anyhow!(
-                    "bench gamg --precision mixed runs on one process (the distributed \
-                     hierarchy is fp64 only); valid under mpirun: double"
-                )));
-            }
-            let bench = bench::gamg::GamgBench {
-                m,
-                order,
-                solves,
-                scalar,
-                amg: amg::AmgParams {
-                    process_eq_limit,
-                    ..amg::AmgParams::default()
-                },
-                device: match device {
-                    BenchDeviceArg::Cpu => bench::gamg::BenchDevice::Cpu,
-                    BenchDeviceArg::Cuda => bench::gamg::BenchDevice::Cuda,
-                },
-            };
-            let exchange = match exchange {
-                ExchangeArg::Auto => linalg::dist::DeviceExchange::Auto,
-                ExchangeArg::Nccl => linalg::dist::DeviceExchange::Nccl,
-                ExchangeArg::Ipc => linalg::dist::DeviceExchange::Ipc,
-                ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
-            };
-            let result = bench::dist_gamg::run(comm, &bench, exchange, rank_grid);
-            let result = sim::distributed::agreed(&**comm, result);
-            return split(result.and_then(|r| render(&r, json)));
-        }
-        command @ Command::Run { .. } => return run_command(comm, command, interrupt),
+        Command::Run(args) => return run_command(comm, args, interrupt),
         command @ (Command::Check { .. } | Command::Schema { .. } | Command::Completion { .. }) => {
             return execute(comm, command, interrupt)
         }
-        command @ Command::Campaign { .. } => return campaign_command(comm, command, interrupt),
+        Command::Campaign(args) => return campaign_command(comm, args, interrupt),
         Command::Bench { .. } => "bench",
         Command::Verify { .. } => "verify",
         Command::Plot { .. } => "plot",
@@ -1038,10 +575,10 @@ fn execute_on_ranks(
 /// `hexfem run` on this process or on the ranks of `comm` (rank 0 reports and draws the plots).
 fn run_command(
     comm: &std::sync::Arc<dyn comm::Comm>,
-    command: Command,
+    args: RunArgs,
     interrupt: Option<&sim::Interrupt>,
 ) -> (String, anyhow::Result<()>) {
-    let Command::Run {
+    let RunArgs {
         input,
         overrides,
         output,
@@ -1054,10 +591,7 @@ fn run_command(
         test_torn_write,
         test_abort_after_step,
         test_output_window,
-    } = command
-    else {
-        return split(Err(anyhow::anyhow!("not a run")));
-    };
+    } = args;
     let progress = if quiet {
         Progress::Quiet
     } else if verbose {
@@ -1169,16 +703,4 @@ fn split(result: anyhow::Result<String>) -> (String, anyhow::Result<()>) {
         Ok(text) => (text, Ok(())),
         Err(e) => (String::new(), Err(e)),
     }
-}
-
-/// A benchmark result as a table or as one JSON line.
-fn render<T: serde::Serialize + std::fmt::Display>(
-    result: &T,
-    json: bool,
-) -> anyhow::Result<String> {
-    Ok(if json {
-        serde_json::to_string(result)? + "\n"
-    } else {
-        result.to_string()
-    })
 }

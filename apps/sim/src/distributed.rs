@@ -18,15 +18,17 @@ use solve::linear_solver::{Choice, LinearSolver, OperatorKind};
 use solve::problem::{distributed_modes, Problem};
 
 use crate::dist_output::{RankOutput, StateFigures};
-use crate::driver::Layout;
+use crate::driver::{InvertedScope, Layout};
 use crate::locate::located;
+use crate::plausibility::InvertedCells;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes). On one rank: `result` itself.
-pub fn agreed<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
+pub fn agreed<T, E: Into<anyhow::Error>>(comm: &dyn Comm, result: Result<T, E>) -> Result<T> {
+    let result = result.map_err(Into::into);
     if comm.size() == 1 {
         return result;
     }
@@ -99,7 +101,7 @@ pub fn check_on_ranks(
     let comm = &**world;
     let rank = comm.rank();
     let input = source.path();
-    let config = agreed(comm, source.load(overrides).map_err(anyhow::Error::from))?;
+    let config = agreed(comm, source.load(overrides))?;
     let dir = crate::run::output_dir(&config, output_dir);
     let name = crate::run::output_name(&config, input);
     let output = if rank == 0 {
@@ -142,7 +144,7 @@ fn problem_on_ranks(
     let comm = &**world;
     let started = Instant::now();
     let (rank, size) = (comm.rank(), comm.size());
-    let params = agreed(comm, config.problem_params().map_err(anyhow::Error::from))?;
+    let params = agreed(comm, config.problem_params())?;
     let part = agreed(
         comm,
         located(
@@ -364,14 +366,27 @@ impl Layout for RankParts<'_> {
         )
     }
 
-    fn whole_body_least_jacobian(&self, cells: &CellOutputs) -> Result<Option<f64>> {
-        let owned = cells.jacobian.iter().zip(&self.part.cell_owned);
-        let least = owned
-            .filter(|(_, &owned)| owned)
-            .fold(f64::INFINITY, |m, (&j, _)| m.min(j));
-        let mut least = [-least];
-        self.comm.allreduce_max(&mut least)?;
-        Ok(Some(-least[0]))
+    fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope> {
+        let part = &self.part;
+        let owned = (0..cells.jacobian.len())
+            .filter(|&c| part.cell_owned[c])
+            .map(|c| (part.cell_serial_ids[c], cells.jacobian[c]));
+        // each rank's count, least det F and its cell (serial ids below 2^53: exact in f64),
+        // merged in rank order on every rank
+        let mine = InvertedCells::of(owned).map_or(Vec::new(), |i| {
+            vec![i.count as f64, i.least_j, i.cell as f64]
+        });
+        let all = self.comm.allgatherv_f64(&mine)?;
+        let whole = all
+            .iter()
+            .filter(|r| r.len() == 3)
+            .map(|r| InvertedCells {
+                count: r[0] as u64,
+                least_j: r[1],
+                cell: r[2] as u64,
+            })
+            .reduce(InvertedCells::merge);
+        Ok(InvertedScope::WholeBody(whole))
     }
 
     fn finish_summary(

@@ -26,6 +26,7 @@ use solve::problem::Problem;
 use crate::dist_output::StateFigures;
 use crate::distributed::{agreed, is_agreed};
 use crate::observer::{Placement, RunStart};
+use crate::plausibility::InvertedCells;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunFigures, RunOutcome, StepStamp};
 use crate::stages::{RunStages, Timed, OUTPUT, RESTART, SOLVER};
@@ -81,10 +82,8 @@ pub(crate) trait Layout {
         results: Option<&mut ResultsWriter>,
     ) -> Result<Option<StateFigures>>;
 
-    /// Collective: the least `det F` of the whole body's cells where a step's plausibility
-    /// warnings are composed from the whole body's figures (ranks); `None` where this process's
-    /// own warnings ([`crate::run::check_state`]) are the step's.
-    fn whole_body_least_jacobian(&self, cells: &CellOutputs) -> Result<Option<f64>>;
+    /// Collective: whose inverted cells a step's plausibility warnings name.
+    fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope>;
 
     /// Collective, after the load path: adds each rank's figures (output memory, peak memory,
     /// seconds in Newton and in output) to rank 0's `summary`.
@@ -94,6 +93,16 @@ pub(crate) trait Layout {
         newton_s: f64,
         output_s: f64,
     ) -> Result<()>;
+}
+
+/// Whose inverted cells a step's plausibility warnings name.
+pub(crate) enum InvertedScope {
+    /// This process holds the whole body: its own warnings ([`crate::run::check_state`]) are
+    /// the step's.
+    Own,
+    /// The whole body's over the ranks, the same figures as on one process (`None`: no cell is
+    /// inverted).
+    WholeBody(Option<InvertedCells>),
 }
 
 /// What rank 0 writes besides the results: the summary, the probes' log, the figures.
@@ -174,9 +183,9 @@ pub(crate) fn drive(
     };
     let columns = crate::probes::columns(config);
     let log = match &mut records {
-        Some(r) if !columns.is_empty() => io::ProbeLog::create(&case.dir, &case.name, &columns)
-            .map(|log| r.probe_log = Some(log))
-            .map_err(anyhow::Error::from),
+        Some(r) if !columns.is_empty() => {
+            io::ProbeLog::create(&case.dir, &case.name, &columns).map(|log| r.probe_log = Some(log))
+        }
         _ => Ok(()),
     };
     if let Err(e) = agreed(comm, log) {
@@ -276,7 +285,7 @@ pub(crate) fn drive(
             let linear = problem.is_linear();
             let local = crate::run::check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;
-            let least_j = layout.whole_body_least_jacobian(&cells)?;
+            let inverted = layout.inverted_cells(&cells)?;
             let stamp = StepStamp {
                 index: step.index,
                 load_factor: step.load_factor,
@@ -300,13 +309,13 @@ pub(crate) fn drive(
                         state.max_displacement,
                         &state.reaction_totals,
                     )?;
-                    record.warnings = match least_j {
-                        None => local_warnings,
-                        Some(j) => crate::plausibility::warnings(
+                    record.warnings = match &inverted {
+                        InvertedScope::Own => local_warnings,
+                        InvertedScope::WholeBody(inverted) => crate::plausibility::warnings(
                             linear,
                             state.max_displacement,
                             size,
-                            (j <= 0.0).then(|| format!("cells are inverted (J = det F = {j:.3e})")),
+                            inverted.as_ref(),
                         ),
                     };
                     r.take(&columns, &state, stamp)?;

@@ -9,6 +9,7 @@ use std::fmt;
 use comm::CommError;
 use config::ConfigError;
 
+use crate::campaign::CampaignInterrupted;
 use crate::interrupt::Interrupted;
 
 /// An error of a run or check.
@@ -22,6 +23,10 @@ pub enum Error {
     /// the error names the `--restart` that continues it.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
+    /// A campaign stopped on request: its table holds the cases finished so far; `--resume`
+    /// runs the others.
+    #[error(transparent)]
+    CampaignInterrupted(#[from] CampaignInterrupted),
     /// An error on MPI ranks, the same on every rank (agreed: the lowest failing rank's), or of
     /// the communication itself.
     #[error(transparent)]
@@ -60,6 +65,44 @@ impl Error {
     }
 }
 
+impl Error {
+    /// A failure with `message` and no cause ([`Error::Run`]).
+    pub(crate) fn failure(message: String) -> Self {
+        Error::Run(Failure(anyhow::Error::msg(message)))
+    }
+}
+
+/// The lower crates' errors met in the library's own code: a failure whose chain of causes is
+/// that error's (as `?` into `anyhow` gives).
+macro_rules! failure_from {
+    ($($error:ty),*) => {$(
+        impl From<$error> for Error {
+            fn from(error: $error) -> Self {
+                Error::Run(Failure(anyhow::Error::new(error)))
+            }
+        }
+    )*};
+}
+failure_from!(
+    mesh::MeshError,
+    fem::FemError,
+    linalg::LinalgError,
+    assembly::AssemblyError,
+    amg::AmgError,
+    io::OutputError,
+    std::io::Error,
+    serde_json::Error
+);
+
+/// Returns a [`crate::Error::Run`] failure with a formatted message (anyhow's `bail!` for the
+/// library's typed error).
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        return Err($crate::Error::failure(format!($($arg)*)))
+    };
+}
+pub(crate) use fail;
+
 impl From<anyhow::Error> for Error {
     /// The typed variant where `error` is (only) one of them, else [`Error::Run`] with the
     /// whole chain.
@@ -75,6 +118,10 @@ impl From<anyhow::Error> for Error {
             };
             let error = match error.downcast::<CommError>() {
                 Ok(e) => return Error::Ranks(e),
+                Err(error) => error,
+            };
+            let error = match error.downcast::<CampaignInterrupted>() {
+                Ok(e) => return Error::CampaignInterrupted(e),
                 Err(error) => error,
             };
             return Error::Run(Failure(error));

@@ -3,10 +3,11 @@
 //! rank count writes the same values) and the principal stresses (from the cell-averaged or nodal
 //! Cauchy stress, wherever that was computed).
 
-use anyhow::Result;
 use config::{Config, OutputField};
 use linalg::Vector;
 use solve::problem::Problem;
+
+use crate::Result;
 
 /// The strain fields `config` writes or probes, in [`OutputField`] order.
 pub fn strain_fields(config: &Config) -> Vec<OutputField> {

@@ -35,6 +35,7 @@
 //! ```
 
 pub mod campaign;
+pub mod charts;
 pub mod check;
 pub mod dist_output;
 pub mod distributed;
@@ -62,7 +63,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
-pub use error::{Error, Failure};
+pub use error::{Error, Failure, Result};
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};

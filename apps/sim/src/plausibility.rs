@@ -3,7 +3,8 @@
 //! model, a strain scale far outside small strains or an inverted cell is a warning in the step
 //! line and the step record, since that model accepts both silently.
 
-use anyhow::{bail, Result};
+use crate::error::fail;
+use crate::Result;
 
 /// Outside this range of `max |u| / body size` a linear (small-strain) answer is suspect: below,
 /// the loads are negligible against the stiffness (or in other units); above, the strains are
@@ -38,7 +39,7 @@ fn units_advice(max_displacement: f64, size: f64) -> String {
 pub fn check(state: &StateFigures) -> Result<Vec<String>> {
     let advice = || units_advice(state.max_displacement, state.size);
     let not_finite = |what: String| -> Result<Vec<String>> {
-        bail!(
+        fail!(
             "step {}: the converged state is not finite ({what}): {}",
             state.step,
             advice()
@@ -56,34 +57,67 @@ pub fn check(state: &StateFigures) -> Result<Vec<String>> {
             return not_finite(format!("{name} = {} in cell {}", values[i], i / per_cell));
         }
     }
-    let inverted = state.jacobian.iter().filter(|&&j| j <= 0.0).count();
-    let least = state
-        .jacobian
-        .iter()
-        .enumerate()
-        .fold(
-            (0, f64::INFINITY),
-            |m, (c, &j)| if j < m.1 { (c, j) } else { m },
-        );
-    let where_ = format!(
-        "{inverted} cells are inverted (J = det F = {:.3e} in cell {})",
-        least.1, least.0
-    );
+    let inverted = InvertedCells::of((0u64..).zip(state.jacobian.iter().copied()));
     Ok(warnings(
         state.linear,
         state.max_displacement,
         state.size,
-        (inverted > 0).then_some(where_),
+        inverted.as_ref(),
     ))
 }
 
+/// A state's inverted cells (`det F <= 0`): how many, and the least `det F` with its cell (the
+/// serial mesh's cell number, the lowest where several cells share the least). The same on any
+/// rank count: ranks [`merge`](Self::merge) their owned cells' figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InvertedCells {
+    pub count: u64,
+    pub least_j: f64,
+    pub cell: u64,
+}
+
+impl InvertedCells {
+    /// Of the cells `(serial cell number, det F)` (finite); `None` where none is inverted.
+    pub fn of(cells: impl IntoIterator<Item = (u64, f64)>) -> Option<Self> {
+        cells
+            .into_iter()
+            .filter(|&(_, j)| j <= 0.0)
+            .map(|(cell, least_j)| Self {
+                count: 1,
+                least_j,
+                cell,
+            })
+            .reduce(Self::merge)
+    }
+
+    /// The figures of the union of two disjoint sets of cells (in any order: the result is
+    /// the same).
+    pub fn merge(self, other: Self) -> Self {
+        let other_least = other.least_j < self.least_j
+            || (other.least_j == self.least_j && other.cell < self.cell);
+        let least = if other_least { other } else { self };
+        Self {
+            count: self.count + other.count,
+            ..least
+        }
+    }
+
+    /// `N cells are inverted (J = det F = J in cell C)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} cells are inverted (J = det F = {:.3e} in cell {})",
+            self.count, self.least_j, self.cell
+        )
+    }
+}
+
 /// The warnings of a linear model's finite state with the largest displacement
-/// `max_displacement` on a body of `size`; `inverted` describes its inverted cells, if any.
+/// `max_displacement` on a body of `size` whose inverted cells are `inverted`, if any.
 pub fn warnings(
     linear: bool,
     max_displacement: f64,
     size: f64,
-    inverted: Option<String>,
+    inverted: Option<&InvertedCells>,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
     if !linear {
@@ -99,7 +133,8 @@ pub fn warnings(
     }
     if let Some(inverted) = inverted {
         warnings.push(format!(
-            "{inverted}: the linear model does not see it; a hyperelastic model (neo_hookean) refuses such states, or {}",
+            "{}: the linear model does not see it; a hyperelastic model (neo_hookean) refuses such states, or {}",
+            inverted.describe(),
             advice()
         ));
     }

@@ -13,7 +13,7 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use crate::dist_output::StateFigures;
 use crate::distributed::agreed;
-use crate::driver::Layout;
+use crate::driver::{InvertedScope, Layout};
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
@@ -343,13 +343,7 @@ pub fn run(
     let started = Instant::now();
     let mut stages = RunStages::new(options.process_started, started);
     let c = &**comm;
-    let config = agreed(
-        c,
-        options
-            .source()
-            .load(&options.overrides)
-            .map_err(anyhow::Error::from),
-    )?;
+    let config = agreed(c, options.source().load(&options.overrides))?;
     let dir = output_dir(&config, options.output_dir.as_deref());
     let name = output_name(&config, &options.input);
     let restart = agreed(c, preflight(c, &config, options, &dir, &name))?;
@@ -570,8 +564,8 @@ impl Layout for OneProcess<'_> {
         }))
     }
 
-    fn whole_body_least_jacobian(&self, _cells: &CellOutputs) -> Result<Option<f64>> {
-        Ok(None)
+    fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
+        Ok(InvertedScope::Own)
     }
 
     fn finish_summary(
@@ -1012,20 +1006,22 @@ pub(crate) fn check_state(
             m.max(l)
         }
     });
-    crate::plausibility::check(&crate::plausibility::StateFigures {
-        step: index,
-        max_displacement,
-        strain_energy: cells.total_strain_energy(),
-        size,
-        linear,
-        fields: &[
-            ("cauchy_stress", cells.cauchy.as_flattened()),
-            ("von_mises", &cells.von_mises),
-            ("jacobian", &cells.jacobian),
-            ("energy_density", &cells.energy_density),
-        ],
-        jacobian: &cells.jacobian,
-    })
+    Ok(crate::plausibility::check(
+        &crate::plausibility::StateFigures {
+            step: index,
+            max_displacement,
+            strain_energy: cells.total_strain_energy(),
+            size,
+            linear,
+            fields: &[
+                ("cauchy_stress", cells.cauchy.as_flattened()),
+                ("von_mises", &cells.von_mises),
+                ("jacobian", &cells.jacobian),
+                ("energy_density", &cells.energy_density),
+            ],
+            jacobian: &cells.jacobian,
+        },
+    )?)
 }
 
 /// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step

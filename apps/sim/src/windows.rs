@@ -10,8 +10,10 @@
 //! ascending serial id. A window holds at most `limit` values in all (ids and records), so rank
 //! 0 holds `O(limit)` values besides what it owns, whatever the mesh's size.
 
-use anyhow::{bail, Result};
 use comm::Comm;
+
+use crate::error::fail;
+use crate::Result;
 
 /// Values per window of the output's gathers by default (8 MiB of f64).
 pub const DEFAULT_WINDOW_VALUES: usize = 1 << 20;
@@ -58,7 +60,7 @@ impl WindowPlan {
         let n_windows = n_global.div_ceil(ids) as usize;
         owned.sort_unstable();
         if let Some(&(id, _)) = owned.iter().find(|(id, _)| *id >= n_global) {
-            bail!("serial id {id} of {n_global} entities");
+            fail!("serial id {id} of {n_global} entities");
         }
         let mut starts = Vec::with_capacity(n_windows + 1);
         let mut at = 0;
@@ -134,7 +136,7 @@ impl WindowPlan {
                 .collect();
             messages[0] = pack(k, &mut record);
             if messages[0].len() != per_rank[0] as usize * (1 + w) {
-                bail!("window {k}: rank 0's count changed since the plan");
+                fail!("window {k}: rank 0's count changed since the plan");
             }
             let mut recvs: Vec<(usize, &mut [f64])> = messages
                 .iter_mut()
@@ -192,7 +194,7 @@ pub fn gather_to_root(
 ) -> Result<Option<Vec<Vec<f64>>>> {
     let chunk = chunk.max(1);
     if lens.len() != comm.size() || lens[comm.rank()] != local.len() {
-        bail!(
+        fail!(
             "gather to rank 0: {} values here, {:?} expected per rank",
             local.len(),
             lens

@@ -32,11 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Context;
 use config::campaign::{Campaign, CaseSpec};
 use config::{Config, ConfigError};
 
+use crate::error::fail;
 use crate::run::{execute, Case, Warm};
+use crate::Result;
 pub use progress::{CampaignObserver, Tally};
 pub use ranks::run_campaign_on_ranks;
 pub use table::{CaseRow, CaseStatus};
@@ -415,7 +417,7 @@ fn summarize(
     let expected = rows.len();
     let rows: Vec<CaseRow> = rows.into_iter().flatten().collect();
     if rows.len() != expected {
-        bail!("{} cases did not report", expected - rows.len());
+        fail!("{} cases did not report", expected - rows.len());
     }
     let ran = || rows.iter().filter(|r| !r.resumed);
     let summary = CampaignSummary {
@@ -562,12 +564,12 @@ fn check_memory(
     };
     let mut sizes = queue
         .iter()
-        .map(|&i| crate::memory::estimate(&prepared[i].config).map(|e| e.total))
+        .map(|&i| Ok(crate::memory::estimate(&prepared[i].config)?.total))
         .collect::<Result<Vec<f64>>>()?;
     sizes.sort_by(|a, b| b.total_cmp(a));
     let together: f64 = sizes.iter().take(workers).sum();
     if together > available {
-        bail!(
+        fail!(
             "{what}: the largest {workers} cases together need about {} and {} is available; {advice}",
             crate::memory::human(together),
             crate::memory::human(available)

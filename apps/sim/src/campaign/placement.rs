@@ -2,7 +2,8 @@
 //! host's name for the table. Pure functions of what was found, so that the placement is tested
 //! without a GPU.
 
-use anyhow::{bail, Result};
+use crate::error::fail;
+use crate::Result;
 
 /// The GPU of worker `slot` (a `--jobs` worker's index, or a rank's node-local rank under MPI)
 /// among `visible` GPUs: `gpus[slot % len]` when a list is given (`--gpus`), else round robin
@@ -18,20 +19,20 @@ pub fn gpu_of_slot(slot: usize, visible: usize, gpus: Option<&[usize]>) -> Optio
 /// Checks a `--gpus` list against the GPUs found: every entry names one of them, none twice.
 pub fn check_gpu_list(gpus: &[usize], visible: usize) -> Result<()> {
     if gpus.is_empty() {
-        bail!("--gpus: an empty list (name GPUs by ordinal, e.g. --gpus 0,1)");
+        fail!("--gpus: an empty list (name GPUs by ordinal, e.g. --gpus 0,1)");
     }
     if let Some(bad) = gpus.iter().find(|&&g| g >= visible) {
         if visible == 0 {
-            bail!("--gpus: GPU {bad} named, and no GPU is usable here");
+            fail!("--gpus: GPU {bad} named, and no GPU is usable here");
         }
-        bail!(
+        fail!(
             "--gpus: GPU {bad} named, and this machine has {visible} (valid: 0..={})",
             visible - 1
         );
     }
     for (i, g) in gpus.iter().enumerate() {
         if gpus[..i].contains(g) {
-            bail!("--gpus: GPU {g} is named twice (each GPU takes its share of the workers once)");
+            fail!("--gpus: GPU {g} is named twice (each GPU takes its share of the workers once)");
         }
     }
     Ok(())

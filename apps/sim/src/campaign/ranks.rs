@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Context;
 use comm::Comm;
 use config::campaign::Campaign;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,8 @@ use super::{
     Prepared, Scheduler, Tally, Totals, Warm, Where,
 };
 use crate::distributed::agreed;
+use crate::error::fail;
+use crate::Result;
 
 /// Tag of a leader's message to rank 0 (a [`Report`]).
 const REPORT_TAG: u16 = 2901;
@@ -55,7 +57,7 @@ pub fn run_campaign_on_ranks(
     let (rank, size) = (world.rank(), world.size());
     let k = options.ranks_per_case.max(1);
     if size % k != 0 {
-        bail!(
+        fail!(
             "--ranks-per-case {k}: the {size} ranks do not split into groups of {k} (use a \
              rank count that is a multiple of {k})"
         );
@@ -64,10 +66,7 @@ pub fn run_campaign_on_ranks(
     let group = rank / k;
     let group_comm = world.split(group, rank)?;
     let c = &**world;
-    let campaign = agreed(
-        c,
-        Campaign::load(&options.file).map_err(anyhow::Error::from),
-    )?;
+    let campaign = agreed(c, Campaign::load(&options.file))?;
     let directory = options
         .output_dir
         .clone()
@@ -155,7 +154,9 @@ pub fn run_campaign_on_ranks(
         validate_s,
         started,
     };
-    summarize(options, &campaign, &directory, &table, rows, &totals).map(Some)
+    Ok(Some(summarize(
+        options, &campaign, &directory, &table, rows, &totals,
+    )?))
 }
 
 /// One rank group: its communicator and what it runs.
@@ -320,7 +321,7 @@ impl Root<'_> {
         let keys: Vec<&str> = prepared.iter().map(|p| p.key.as_str()).collect();
         let sizes = prepared
             .iter()
-            .map(|p| crate::memory::estimate(&p.config).map(|e| e.total))
+            .map(|p| Ok(crate::memory::estimate(&p.config)?.total))
             .collect::<Result<Vec<f64>>>()?;
         for i in largest_first(&keys, &sizes) {
             match super::resumable(self.campaign, &prepared[i], self.options.resume) {
@@ -371,7 +372,7 @@ impl Root<'_> {
                 observer.case_finished(&row, &description, &tally);
                 rows[i] = Some(row);
                 if let Err(e) = table.write(&rows) {
-                    failure.get_or_insert(e);
+                    failure.get_or_insert(e.into());
                 }
             };
             let mut pause = Duration::from_micros(50);
@@ -415,11 +416,11 @@ impl Root<'_> {
             }
             match local.join() {
                 Ok(result) => result,
-                Err(_) => bail!("rank 0's group stopped with a panic"),
+                Err(_) => fail!("rank 0's group stopped with a panic"),
             }
         })?;
         if let Some(e) = failure {
-            return Err(e);
+            return Err(e.into());
         }
         observer.done(&tally);
         if stopping() && rows.iter().any(Option::is_none) {

@@ -16,12 +16,13 @@
 //! factor 1e-8 keeps the problem in the small-strain regime; it is immaterial to the linear
 //! problem as all errors and solver tolerances are relative.
 
-use anyhow::{ensure, Result};
 use fem::{Load, Material, Moduli};
 use mesh::{generate_box, BoxSpec, CellKind};
 
 use super::solve::{boundary_nodes, cg_amg, prescribe, relative_errors, solve_linear_elastic};
 use super::{CaseResult, Check, Criterion};
+use crate::error::fail;
+use crate::Result;
 
 pub const NAME_Q1: &str = "manufactured Q1";
 pub const NAME_Q2: &str = "manufactured Q2";
@@ -140,10 +141,9 @@ pub struct MeshErrors {
 
 /// Solves on the unit cube with `n` cells per side for each `n` of `cells` (ascending).
 pub fn study(kind: CellKind, cells: &[usize]) -> Result<Vec<MeshErrors>> {
-    ensure!(
-        cells.windows(2).all(|w| w[0] < w[1]),
-        "mesh sizes {cells:?} must ascend"
-    );
+    if !cells.windows(2).all(|w| w[0] < w[1]) {
+        fail!("mesh sizes {cells:?} must ascend");
+    }
     let moduli = Moduli::from_young_poisson(YOUNG, POISSON)?;
     let (lambda, mu) = (moduli.lambda(), moduli.mu());
     let force = move |x: [f64; 3]| body_force(x, lambda, mu);
@@ -193,10 +193,9 @@ pub fn rates(errors: &[MeshErrors]) -> Vec<(f64, f64)> {
 /// Runs the convergence study with cells of `kind` on meshes of `cells` per side (at least two)
 /// and checks the rates of the finest pair.
 pub fn run(kind: CellKind, cells: &[usize]) -> Result<CaseResult> {
-    ensure!(
-        cells.len() >= 2,
-        "a convergence study needs at least two meshes"
-    );
+    if cells.len() < 2 {
+        fail!("a convergence study needs at least two meshes");
+    }
     let name = match kind {
         CellKind::Hex8 => NAME_Q1,
         CellKind::Hex27 => NAME_Q2,

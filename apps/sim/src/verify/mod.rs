@@ -22,10 +22,11 @@ pub mod timoshenko;
 use std::fmt;
 use std::time::Instant;
 
-use anyhow::Result;
 use fem::Formulation;
 use mesh::CellKind;
 use serde::Serialize;
+
+use crate::Result;
 
 /// How a measured value is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

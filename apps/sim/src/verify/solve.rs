@@ -2,7 +2,7 @@
 //! production path (the assembler, [`DiscreteProblem`]'s linearisation and elimination that every
 //! Newton iteration uses, the linear solver), and relative error norms.
 
-use anyhow::{ensure, Context, Result};
+use anyhow::Context;
 use assembly::{
     body_force_load, CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed,
 };
@@ -13,6 +13,9 @@ use mesh::HexMesh;
 use solve::linear_solver::{LinearSolveReport, LinearSolver, OperatorKind};
 use solve::params::{LinearSolverMethod, LinearSolverParams};
 use solve::problem::near_null_space;
+
+use crate::error::fail;
+use crate::Result;
 
 /// An exact solution: displacement and its gradient `g[i][j] = du_i/dX_j` at a point.
 pub(crate) type ExactField<'a> = &'a (dyn Fn([f64; 3]) -> ([f64; 3], [[f64; 3]; 3]) + Sync);
@@ -96,11 +99,9 @@ pub(crate) fn solve_linear_elastic(
     let mut loads = body_force_load(&mut assembler, body)?;
     let n = loads.len();
     if let Some(f) = external {
-        ensure!(
-            f.len() == n,
-            "external load has {} entries, expected {n}",
-            f.len()
-        );
+        if f.len() != n {
+            fail!("external load has {} entries, expected {n}", f.len());
+        }
         ops::axpy(1.0, f, &mut loads)?;
     }
     let mut problem = DiscreteProblem {
@@ -129,11 +130,12 @@ pub(crate) fn solve_linear_elastic(
     )?
     .solve(&system.tangent, &system.rhs, &mut du)
     .context("linear solve")?;
-    ensure!(
-        report.converged,
-        "the linear solver stopped after {} iterations without converging",
-        report.iterations
-    );
+    if !report.converged {
+        fail!(
+            "the linear solver stopped after {} iterations without converging",
+            report.iterations
+        );
+    }
     problem
         .constraints
         .copy_constrained(&system.lift, &mut du)?;
@@ -160,9 +162,9 @@ pub(crate) fn relative_errors(solution: &Solution, exact: ExactField<'_>) -> Res
     };
     let (l2, h1) = sum(&solution.u)?;
     let (l2_exact, h1_exact) = sum(&Vector::zeros(solution.u.len()))?;
-    ensure!(
-        l2_exact > 0.0 && h1_exact > 0.0,
-        "the exact solution has zero norm"
-    );
+    let nonzero = l2_exact > 0.0 && h1_exact > 0.0;
+    if !nonzero {
+        fail!("the exact solution has zero norm");
+    }
     Ok(((l2 / l2_exact).sqrt(), (h1 / h1_exact).sqrt()))
 }
