@@ -167,6 +167,13 @@ enum Bench {
         /// `default`, or `all`: also one AMG knob changed at a time.
         #[arg(long, default_value = "default")]
         variants: String,
+        /// Also keep each case's linear system here (PETSc binary files and `systems.json`:
+        /// `bench/incompressible_peers.rs`).
+        #[arg(long)]
+        export: Option<std::path::PathBuf>,
+        /// Do not run the peers (PyAMG, PETSc GAMG, hypre) on the exported systems.
+        #[arg(long)]
+        no_peers: bool,
         #[arg(long)]
         json: bool,
     },
@@ -861,6 +868,8 @@ fn execute(
                 Bench::Incompressible {
                     cells,
                     variants,
+                    export,
+                    no_peers,
                     json,
                 },
         } => {
@@ -870,8 +879,13 @@ fn execute(
                 _ => b::all_variants().into_iter().take(1).collect(),
             };
             split(
-                b::run_bench(&b::IncompressibleBench { cells, variants })
-                    .and_then(|r| render(&r, json)),
+                b::run_bench(&b::IncompressibleBench {
+                    cells,
+                    variants,
+                    export,
+                    peers: !no_peers,
+                })
+                .and_then(|r| render(&r, json)),
             )
         }
         Command::Bench {
