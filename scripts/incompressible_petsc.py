@@ -4,12 +4,12 @@ hexfem's CG + AMG solves): CG + GAMG configured as a PETSc user would for elasti
 defaults and with the commonly recommended options, and hypre's BoomerAMG (nodal coarsening
 and interpolation for systems) where this PETSc has hypre. Every solve: CG from a zero initial
 guess to the relative tolerance of the manifest on the unpreconditioned residual (hexfem's
-test), at most 10000 iterations. Set-up (KSPSetUp: the preconditioner) and solve are timed
+test), at most 10000 iterations, one process of one thread. Set-up (KSPSetUp: the preconditioner) and solve are timed
 apart.
 
 The bench runs this script (`hexfem bench incompressible`, `apps/bench/src/incompressible_peers.rs`);
 by hand: `hexfem bench incompressible --export DIR --no-peers`, then
-    python3 scripts/incompressible_petsc.py --systems DIR/systems.json [--json]
+    /usr/bin/python3 scripts/incompressible_petsc.py --systems DIR/systems.json [--json] [--hypre-all]
 On Debian, `apt-get install python3-petsc4py` installs petsc4py for the system interpreter
 (/usr/bin/python3); without the PETSc development package its path is found here. Exit status
 3 where petsc4py cannot be imported (the bench then skips this peer).
@@ -22,6 +22,13 @@ import time
 
 MODULE_MISSING = 3
 MAX_ITERATIONS = 10000
+
+# hypre runs on these systems only unless --hypre-all (about 0.1 s per iteration on the bench's
+# 16^3 cube on a 2-core box: every system would take most of an hour)
+HYPRE_ELEMENT = "q1_displacement"
+
+# one thread, as PETSc's own runs (hypre's OpenMP threads would compete with each other)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def import_petsc():
@@ -80,15 +87,23 @@ def solvers(has_hypre):
         }),
     ]
     if has_hypre:
+        # systems AMG as hypre's manual advises for 3D elasticity: coarsening on the nodes (the
+        # 3x3 blocks' Frobenius norms, nodal option 6) for the matrix's block size, strength
+        # threshold 0.5, HMIS coarsening with one aggressive level, ext+i interpolation with at
+        # most 4 entries per row. Measured on the bench's cube (Q1, nu = 0.49): 107 iterations
+        # in 10 s; without the aggressive level 149 in 43 s; hypre's defaults with nodal
+        # coarsening alone 0.6 s per iteration; with its interpolation of the rigid-body modes
+        # (-pc_hypre_boomeramg_vec_interp_variant 2, 8^3 cube at nu = 0.499) 89 iterations
+        # instead of 114 at 5x the time
         out.append(("hypre BoomerAMG nodal", {
             "pc_type": "hypre",
             "pc_hypre_type": "boomeramg",
-            # systems AMG: nodal coarsening on the 3x3 blocks' norms, interpolation that keeps
-            # the rigid-body modes (the near-null space attached to the matrix), a strength
-            # threshold for 3D
             "pc_hypre_boomeramg_nodal_coarsen": "6",
-            "pc_hypre_boomeramg_vec_interp_variant": "2",
             "pc_hypre_boomeramg_strong_threshold": "0.5",
+            "pc_hypre_boomeramg_coarsen_type": "HMIS",
+            "pc_hypre_boomeramg_agg_nl": "1",
+            "pc_hypre_boomeramg_interp_type": "ext+i",
+            "pc_hypre_boomeramg_P_max": "4",
         }))
     return out
 
@@ -153,19 +168,26 @@ def main():
     rtol = manifest["rtol"]
     has_hypre = PETSc.Sys.hasExternalPackage("hypre")
     chosen = solvers(has_hypre)
+    hypre_all = "--hypre-all" in args
     results = []
     for system in manifest["systems"]:
         A, b = load_system(os.path.join(root, system["dir"]))
         for i, (name, options) in enumerate(chosen):
+            if name.startswith("hypre") and not hypre_all and system["element"] != HYPRE_ELEMENT:
+                continue
             its, converged, setup, wall = solve(A, b, f"s{i}_", {**options, "ksp_rtol": str(rtol)})
             results.append({"system": system["name"], "solver": name, "iterations": its,
                             "converged": converged, "setup_s": setup, "solve_s": wall})
+            # progress, for a long sweep
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
         A.destroy()
         b.destroy()
     version = ".".join(map(str, PETSc.Sys.getVersion()))
     described = [{"name": name, "options": " ".join(
         f"-{k} {v}" for k, v in {**CG, "ksp_rtol": str(rtol), **options}.items())
-        + " (MatSetBlockSize 3, MatSetNearNullSpace(MatNullSpaceCreateRigidBody(coordinates)))"}
+        + " (MatSetBlockSize 3, MatSetNearNullSpace(MatNullSpaceCreateRigidBody(coordinates)))"
+        + ("" if hypre_all or not name.startswith("hypre") else
+           f"; on the {HYPRE_ELEMENT} systems only (--hypre-all: all)")}
         for name, options in chosen]
     if not has_hypre:
         described.append({"name": "hypre BoomerAMG", "options": "not run: this PETSc has no hypre"})
