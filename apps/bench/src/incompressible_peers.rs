@@ -258,4 +258,43 @@ mod tests {
             assert!(note.starts_with(&format!("{peer} skipped: ")), "{note}");
         }
     }
+
+    /// Where petsc4py cannot be imported (here: a `petsc4py` that fails on import, first on the
+    /// path) the PETSc peer exits with [`PEER_MODULE_MISSING`] and says why, before it reads
+    /// anything; PyAMG's likewise.
+    #[test]
+    fn a_peer_without_its_module_exits_with_the_skip_status() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("hexfem-fake-modules-{}", std::process::id()));
+        for module in ["petsc4py", "pyamg"] {
+            std::fs::create_dir_all(dir.join(module))?;
+            std::fs::write(
+                dir.join(module).join("__init__.py"),
+                format!("raise ImportError('{module} hidden by the test')\n"),
+            )?;
+        }
+        for (_, script) in PEERS {
+            let output = match Command::new("python3")
+                .arg(scripts_dir().join(script))
+                .args(["--systems", "no-such-manifest.json", "--json"])
+                .env("PYTHONPATH", &dir)
+                .output()
+            {
+                Ok(output) => output,
+                Err(e) => {
+                    eprintln!("skipped: no python3 ({e})");
+                    return Ok(());
+                }
+            };
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(PEER_MODULE_MISSING),
+                "{script}: {stderr}"
+            );
+            assert!(stderr.contains("hidden by the test"), "{script}: {stderr}");
+            assert!(output.stdout.is_empty());
+        }
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
 }
