@@ -19,6 +19,13 @@ pub enum Bench {
         /// `default`, or `all`: also one AMG knob changed at a time.
         #[arg(long, default_value = "default")]
         variants: String,
+        /// Also keep each case's linear system here (PETSc binary files and `systems.json`:
+        /// `bench/incompressible_peers.rs`).
+        #[arg(long)]
+        export: Option<std::path::PathBuf>,
+        /// Do not run the peers (PyAMG, PETSc GAMG, hypre) on the exported systems.
+        #[arg(long)]
+        no_peers: bool,
         #[arg(long)]
         json: bool,
     },
@@ -375,6 +382,8 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
         Bench::Incompressible {
             cells,
             variants,
+            export,
+            no_peers,
             json,
         } => {
             use crate::incompressible as b;
@@ -382,7 +391,13 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
                 "all" => b::all_variants(),
                 _ => b::all_variants().into_iter().take(1).collect(),
             };
-            b::run_bench(&b::IncompressibleBench { cells, variants }).and_then(|r| render(&r, json))
+            b::run_bench(&b::IncompressibleBench {
+                cells,
+                variants,
+                export,
+                peers: !no_peers,
+            })
+            .and_then(|r| render(&r, json))
         }
         Bench::Output {
             steps,

@@ -17,8 +17,10 @@ pub mod distributed;
 pub mod galerkin_traffic;
 pub mod gamg;
 pub mod incompressible;
+pub mod incompressible_peers;
 pub mod newton;
 pub mod output;
+pub mod petsc_binary;
 pub mod spmv;
 
 /// The best of `repeats` timed runs of `f` (seconds, as `f` returns them) after one warm-up run.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 use io::StepRecord;
-use solve::newton::{ConvergedStep, FailedAttempt, IterationRecord, PathObserver};
+use solve::newton::{ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver};
 
 use crate::observer::{RunObserver, RunStart};
 
@@ -74,6 +74,9 @@ impl PathObserver for Interruptible<'_> {
     }
     fn attempt_failed(&self, attempt: &FailedAttempt, next: Option<f64>) {
         self.inner.attempt_failed(attempt, next);
+    }
+    fn linear_system(&self, system: &LinearSystem<'_>) {
+        self.inner.linear_system(system);
     }
     fn stop_requested(&self) -> bool {
         let Some(interrupt) = self.interrupt else {

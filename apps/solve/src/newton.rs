@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use assembly::AssemblyError;
-use linalg::{ops, Vector};
+use linalg::{ops, Bsr, DofMask, Vector};
 use serde::Serialize;
 
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
@@ -101,6 +101,27 @@ const EW_ETA0: f64 = 0.1;
 const EW_ETA_MAX: f64 = 0.1;
 const EW_GAMMA: f64 = 1.0;
 const EW_THRESHOLD: f64 = 0.1;
+
+/// The linear system a Newton iteration hands to the linear solver, as the solver sees it (for
+/// [`PathObserver::linear_system`]: exporting it to another solver, PETSc's `-ksp_view_mat`).
+pub struct LinearSystem<'a> {
+    /// The Newton iteration (0-based) of the current attempt.
+    pub iteration: usize,
+    /// The tangent after elimination: every constrained row and column zero, its diagonal one;
+    /// 3x3 blocks, one block row per node. On a GPU: the device matrix; on a rank: its local one.
+    pub tangent: &'a Bsr,
+    /// The right-hand side (zero at constrained unknowns for homogeneous constraints); the
+    /// solve starts from zero.
+    pub rhs: &'a Vector,
+    /// The constrained unknowns (the eliminated rows and columns).
+    pub constrained: &'a DofMask,
+    /// The nodes' reference coordinates. The AMG's near-null space is the rigid-body modes
+    /// about them in the first load step, about the deformed configuration at the start of
+    /// each later step.
+    pub reference_coordinates: &'a [[f64; 3]],
+    /// The relative tolerance the solve is given (`None`: the configured `linear_solver.rtol`).
+    pub rtol: Option<f64>,
+}
 
 /// One Newton iteration's record.
 #[derive(Clone, Debug, Serialize)]
@@ -326,6 +347,8 @@ pub trait PathObserver {
     fn note(&self, _text: &str) {}
     /// An attempt failed; `next` is the increment tried next (`None`: no further attempt).
     fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    /// The linear system of a Newton iteration, just before it is solved.
+    fn linear_system(&self, _system: &LinearSystem<'_>) {}
     /// Whether the path should stop (a signal, a user's request): asked before each load step
     /// and each Newton iteration; where it answers true the path returns [`Interrupted`], the
     /// step under way abandoned (every converged step was delivered). On ranks every rank asks
@@ -959,6 +982,14 @@ impl LoadPath<'_> {
                 _ => None,
             };
             assembly.stop();
+            self.observer.linear_system(&LinearSystem {
+                iteration,
+                tangent: ws.system.tangent(),
+                rhs: ws.system.rhs(),
+                constrained: problem.discrete.constraints.dof_mask(),
+                reference_coordinates: &problem.mesh.coords,
+                rtol,
+            });
             let solve_started = Instant::now();
             let linear = solver
                 .solve_to(ws.system.tangent(), ws.system.rhs(), &mut ws.du, rtol)
