@@ -1382,3 +1382,58 @@ fn the_stage_table_on_two_ranks_has_each_stages_minimum_and_maximum() {
         .sum();
     assert_eq!(count("solve"), Some(newton));
 }
+
+/// Boundary sets and set probes named by their Exodus ids (`twin_q1_ids.exo`, Cubit's ids, some
+/// sets unnamed): on 2 and 3 ranks the results, the figures and the probe table are the serial
+/// run's (the ranks refused the reaction sets by id: "'12' is not a node or face set").
+#[test]
+fn exodus_sets_by_id_on_ranks_give_the_serial_run() {
+    let dir = scratch("exodus-ids");
+    let mesh = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../mesh/tests/data/twins/twin_q1_ids.exo")
+        .canonicalize()
+        .unwrap();
+    let yaml = dir.0.join("ids.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "mesh:\n  gmsh: {{ file: {} }}\n\
+             materials:\n  - {{ cells: 10, model: neo_hookean, young_modulus: 100.0, poisson_ratio: 0.3 }}\n\
+             \x20 - {{ cells: right_part, model: neo_hookean, young_modulus: 40.0, poisson_ratio: 0.45 }}\n\
+             boundary:\n  dirichlet:\n    - {{ set: 12, x: 0.0, y: 0.0 }}\n    - {{ set: 7, z: 0.0 }}\n\
+             \x20 traction: [{{ set: \"40\", value: [2.0, 0.5, -1.0] }}]\n\
+             \x20 pressure: [{{ set: 3, value: 0.5 }}]\n\
+             loading: {{ steps: 2 }}\n\
+             output:\n  probes:\n    sets: [{{ set: 12 }}, {{ set: \"40\" }}, {{ set: 10 }}]\n",
+            mesh.display()
+        ),
+    )
+    .unwrap();
+    let yaml = yaml.to_string_lossy().into_owned();
+    let d = |tag: &str| dir.0.join(tag);
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &yaml, "-q", "-o"])
+        .arg(d("serial"))
+        .output()
+        .unwrap();
+    assert!(serial.status.success(), "{}", output_text(&serial));
+    let one = summary(&d("serial"), "ids");
+    for np in [2, 3] {
+        let many_dir = d(&format!("np{np}"));
+        let out = hexfem_on(np, &["run", &yaml, "-q", "-o", &many_dir.to_string_lossy()]);
+        assert!(out.status.success(), "{np} ranks: {}", output_text(&out));
+        assert_same_results(&d("serial").join("ids.h5"), &many_dir.join("ids.h5"), 1e-10);
+        assert_same_figures(&one, &summary(&many_dir, "ids"), 1e-10, "ids on ranks");
+        let (names, rows) = probe_table(&d("serial").join("ids.probes.csv"));
+        let (many_names, many_rows) = probe_table(&many_dir.join("ids.probes.csv"));
+        assert_eq!(names, many_names);
+        for (a, b) in rows.iter().zip(&many_rows) {
+            for (x, y) in a.iter().zip(b) {
+                assert!(
+                    (x - y).abs() <= 1e-10 * x.abs().max(1.0),
+                    "{names:?}: {x} vs {y}"
+                );
+            }
+        }
+    }
+}

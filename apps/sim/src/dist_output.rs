@@ -455,7 +455,8 @@ impl RankOutput {
         let mut sums = Vec::new();
         for (name, mask) in &components {
             sums.push(SumSpec {
-                set: set_index("boundary", name)?,
+                // a set's id (Exodus II) stands for its name, as in a serial run
+                set: set_index("boundary", mesh.set_name(name))?,
                 mask: *mask,
                 about: Some([0.0; 3]),
             });
