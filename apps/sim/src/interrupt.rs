@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use comm::Comm;
 use io::StepRecord;
-use solve::newton::{ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver};
+use solve::newton::{
+    ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase,
+};
 
 use crate::observer::{RunObserver, RunStart};
 
@@ -77,6 +79,9 @@ impl PathObserver for Interruptible<'_> {
     }
     fn linear_system(&self, system: &LinearSystem<'_>) {
         self.inner.linear_system(system);
+    }
+    fn timed(&self, phase: PathPhase<'_>, seconds: f64) {
+        self.inner.timed(phase, seconds);
     }
     fn stop_requested(&self) -> bool {
         let Some(interrupt) = self.interrupt else {

@@ -16,7 +16,7 @@ use std::time::Instant;
 use comm::{Comm, Stages};
 use io::{StageRow, StageTable};
 use solve::linear_solver::{LinearSolveReport, SetupKind};
-use solve::newton::{FailedAttempt, IterationRecord, PathObserver, PathPhase};
+use solve::newton::{FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase};
 
 use crate::observer::RunObserver;
 
@@ -240,6 +240,9 @@ impl PathObserver for Timed<'_> {
     }
     fn attempt_failed(&self, attempt: &FailedAttempt, next: Option<f64>) {
         self.inner.attempt_failed(attempt, next);
+    }
+    fn linear_system(&self, system: &LinearSystem<'_>) {
+        self.inner.linear_system(system);
     }
     fn stop_requested(&self) -> bool {
         let started = Instant::now();
