@@ -11,8 +11,8 @@
 //! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
 use crate::aggregation::MisDistance;
-use crate::dist_aggregation::DistGraph;
-use crate::dist_prolongator::GalerkinPlan;
+use crate::dist_prolongator::{GalerkinPlan, SmoothingPlan};
+use crate::dist_tentative::{DistTentative, DistTentativePlan};
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
 use crate::hierarchy::{timed, Hierarchy, Level};
@@ -235,7 +235,7 @@ impl Hierarchy<DistBsr> {
         nns: Vec<f64>,
         k: usize,
         params: &AmgParams,
-        kept: Vec<Option<KeptAggregation>>,
+        kept: Vec<Option<KeptTransfer>>,
     ) -> Result<Self, AmgError> {
         params.validate()?;
         if params.storage == Storage::Scalar {
@@ -333,10 +333,12 @@ impl Hierarchy<DistBsr> {
     /// and new near-null rows `nns` of the owned block rows (`bs x k` each, the set-up's serial
     /// ids and `k`): the values of a cold set-up with these inputs, bit for bit, through the
     /// one set-up loop, as [`crate::Hierarchy::set_near_null_space`] renews the serial
-    /// hierarchy. With `renewal: keep_aggregates` each level keeps its strength graph and
-    /// aggregates (counted in `plans_reused`; the prolongator and Galerkin plans are made
-    /// again), else nothing is kept (`plans_reused` is 0). The old levels go before the new ones
-    /// are built. On error the hierarchy must be rebuilt by a set-up.
+    /// hierarchy. With `renewal: keep_aggregates` each level keeps its aggregates and every
+    /// plan (counted in `plans_reused`): the tentative prolongator's exchange, the smoothing's
+    /// and the Galerkin product's symbolic phases, so every level's patterns (the same `Arc`s)
+    /// and only values are made (two all-to-alls of near-null rows, `P0`'s ghost rows, the
+    /// products' numeric phases); else nothing is kept (`plans_reused` is 0). The old values go
+    /// before the new ones are built. On error the hierarchy must be rebuilt by a set-up.
     pub fn set_near_null_space(
         &mut self,
         a: DistBsr,
@@ -450,31 +452,39 @@ pub struct DistNearNull {
     k: usize,
 }
 
-/// The transfer of a distributed level: `P`, its transpose and its Galerkin plan.
+/// The transfer of a distributed level: `P`, its transpose, the plans that made `P` (kept for
+/// a renewal with `renewal: keep_aggregates`) and its Galerkin plan.
 #[derive(Debug)]
 pub struct DistTransfer {
     pub(crate) p: DistBsr,
     pub(crate) pt: DistTranspose,
     pub(crate) galerkin: GalerkinPlan,
-    /// The aggregate label of each owned vertex of the level (kept for a renewal with
-    /// `renewal: keep_aggregates`).
-    labels: Vec<u32>,
+    kept: KeptPlans,
 }
 
-/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: its strength
-/// graph (only its structure, serial ids and halo serve after aggregation) and aggregate
-/// labels.
+/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks besides its
+/// Galerkin plan: the tentative prolongator's plan (which holds the aggregates) and the
+/// prolongator smoothing's (`None` for unsmoothed aggregation).
 #[derive(Debug)]
-pub struct KeptAggregation {
-    graph: DistGraph,
-    labels: Vec<u32>,
+struct KeptPlans {
+    tentative: DistTentativePlan,
+    smoothing: Option<SmoothingPlan>,
+}
+
+/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: every symbolic
+/// phase (strength graph, aggregates, the tentative prolongator's exchange, the smoothing's
+/// and the Galerkin product's plans); `P` and its transpose go.
+#[derive(Debug)]
+pub struct KeptTransfer {
+    galerkin: GalerkinPlan,
+    plans: KeptPlans,
 }
 
 impl DistTransfer {
-    fn into_kept(self) -> KeptAggregation {
-        KeptAggregation {
-            graph: self.galerkin.into_graph(),
-            labels: self.labels,
+    fn into_kept(self) -> KeptTransfer {
+        KeptTransfer {
+            galerkin: self.galerkin,
+            plans: self.kept,
         }
     }
 }
@@ -482,14 +492,15 @@ impl DistTransfer {
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
 /// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
 /// coarse level is telescoped onto fewer ranks by `process_eq_limit`. A renewal keeps the
-/// strength graphs and aggregates with `renewal: keep_aggregates`, nothing otherwise.
+/// aggregates and every plan with `renewal: keep_aggregates` ([`coarsen_kept`]), nothing
+/// otherwise.
 impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
     type Transfer = DistTransfer;
     type Coarse = CoarseSolve;
     /// This rank's stage timings of the last cold set-up or renewal.
     type State = SetupTimings;
-    type Symbolic = KeptAggregation;
+    type Symbolic = KeptTransfer;
 
     fn global_unknowns(&self) -> usize {
         self.pattern().partition().global_len() as usize * self.pattern().block_size()
@@ -502,9 +513,14 @@ impl LevelMatrix for DistBsr {
         _version: u64,
         params: &AmgParams,
         tm: &mut SetupTimings,
-        previous: Option<KeptAggregation>,
+        previous: Option<KeptTransfer>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-        coarsen(self, near_null, level, params, tm, previous)
+        match previous {
+            Some(kept) if params.renewal == Renewal::KeepAggregates => {
+                coarsen_kept(self, near_null, level, params, tm, kept).map(Some)
+            }
+            _ => coarsen(self, near_null, level, params, tm),
+        }
     }
 
     fn near_null_vectors(near_null: &DistNearNull) -> usize {
@@ -604,35 +620,27 @@ fn coarsen(
     level: usize,
     params: &AmgParams,
     tm: &mut SetupTimings,
-    kept: Option<KeptAggregation>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
-    use crate::dist_prolongator::dist_smooth_prolongator;
     use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
-    use crate::dist_tentative::dist_tentative_prolongator;
+    use crate::dist_tentative::dist_tentative_planned;
 
     let (serial, k) = (&near_null.serial_ids, near_null.k);
     let bs = a.pattern().block_size();
-    let (g, labels) = match kept {
-        Some(kept) if params.renewal == Renewal::KeepAggregates => (kept.graph, kept.labels),
-        _ => {
-            let g = timed(&mut tm.graph_s, || {
-                dist_strength_graph(a, params.strength_threshold, serial)
-            })?;
-            let distance = if level < params.mis2_levels {
-                MisDistance::Two
-            } else {
-                MisDistance::One
-            };
-            let labels = timed(&mut tm.aggregation_s, || {
-                dist_aggregate(&g, distance, bs, k)
-            })?;
-            (g, labels)
-        }
+    let g = timed(&mut tm.graph_s, || {
+        dist_strength_graph(a, params.strength_threshold, serial)
+    })?;
+    let distance = if level < params.mis2_levels {
+        MisDistance::Two
+    } else {
+        MisDistance::One
     };
+    let labels = timed(&mut tm.aggregation_s, || {
+        dist_aggregate(&g, distance, bs, k)
+    })?;
     let fine = a.pattern().partition().clone();
-    let t = timed(&mut tm.tentative_s, || {
-        dist_tentative_prolongator(&g, &labels, &near_null.rows, bs, k, &fine)
+    let (t, mut tentative) = timed(&mut tm.tentative_s, || {
+        dist_tentative_planned(&g, &labels, &near_null.rows, bs, k, &fine)
     })?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
@@ -641,53 +649,147 @@ fn coarsen(
     let active = fine.active_ranks();
     let ranks = coarse_ranks(coarse_rows, params.process_eq_limit(), active);
     let t = if ranks < active {
-        timed(&mut tm.tentative_s, || onto_first_ranks(t, ranks, k))?
+        let t = timed(&mut tm.tentative_s, || onto_first_ranks(t, ranks, k))?;
+        tentative.telescoped(&t);
+        t
     } else {
         t
     };
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
-        let emax = dist_emax(a, &pbj, &serial_rows(serial, bs), params, level)?;
-        Ok::<_, AmgError>((pbj, emax))
+        level_diagonal(a, serial, params, level)
     })?;
-    let smoothed = if params.smooth_prolongator {
-        let omega = params.prolongator_omega_scale / emax;
+    let smoothing = if params.smooth_prolongator {
         Some(timed(&mut tm.smoothing_s, || {
-            dist_smooth_prolongator(a, &g, &t, &pbj, omega)
+            SmoothingPlan::new(a, &g, &t)
         })?)
     } else {
         None
     };
-    let crate::dist_tentative::DistTentative {
-        p: p0,
-        coarse_serial_ids,
-        coarse_nns,
-        ..
-    } = t;
-    let p = smoothed.unwrap_or(p0);
+    let mut kept = KeptPlans {
+        tentative,
+        smoothing,
+    };
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut kept, params, tm)?;
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
-        GalerkinPlan::new(a, &g, &p, &coarse_serial_ids)
+        GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
     })?;
     let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
-    // one level's product buffers at a time while the levels are built (a hot update on the
-    // host makes them again; on a GPU they live on the device)
+    finish_level(
+        p,
+        ac,
+        coarse,
+        galerkin,
+        kept,
+        (pbj, emax),
+        params,
+        tm,
+        false,
+    )
+    .map(Some)
+}
+
+/// [`coarsen`] for a renewal that keeps the level's aggregates: the values of a cold
+/// coarsening whose aggregation had given the kept aggregates, through the kept plans (the
+/// tentative prolongator's two all-to-alls of values, the smoothing and Galerkin numeric
+/// phases); every pattern, the coarse operator's included, is the kept one (`Arc`).
+fn coarsen_kept(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    kept: KeptTransfer,
+) -> Result<Coarsened<DistBsr>, AmgError> {
+    let KeptTransfer {
+        mut galerkin,
+        plans: mut kept,
+    } = kept;
+    let t = timed(&mut tm.tentative_s, || {
+        kept.tentative.numeric(&near_null.rows)
+    })?;
+    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
+        level_diagonal(a, &near_null.serial_ids, params, level)
+    })?;
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut kept, params, tm)?;
+    let ac = timed(&mut tm.galerkin_numeric_s, || galerkin.renew(a, &p))?;
+    finish_level(p, ac, coarse, galerkin, kept, (pbj, emax), params, tm, true)
+}
+
+/// Collective. The point-block Jacobi of `a`'s diagonal part and the estimate of
+/// `lambda_max(D^{-1} A)` (the serial start vector at the owned rows' `serial` ids).
+fn level_diagonal(
+    a: &DistBsr,
+    serial: &[u64],
+    params: &AmgParams,
+    level: usize,
+) -> Result<(PointBlockJacobi, f64), AmgError> {
+    let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
+    let emax = dist_emax(
+        a,
+        &pbj,
+        &serial_rows(serial, a.pattern().block_size()),
+        params,
+        level,
+    )?;
+    Ok((pbj, emax))
+}
+
+/// Collective. `P`: the tentative prolongator `t` smoothed through the level's plan with
+/// `omega = prolongator_omega_scale / emax`, or `t`'s itself (unsmoothed aggregation); and the
+/// coarse level's near-null space (`t`'s coarse vertices).
+fn smooth(
+    a: &DistBsr,
+    t: DistTentative,
+    pbj: &PointBlockJacobi,
+    emax: f64,
+    kept: &mut KeptPlans,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+) -> Result<(DistBsr, DistNearNull), AmgError> {
+    let p = match &mut kept.smoothing {
+        Some(plan) => {
+            let omega = params.prolongator_omega_scale / emax;
+            timed(&mut tm.smoothing_s, || plan.numeric(a, &t, pbj, omega))?
+        }
+        None => t.p,
+    };
+    let k = p.pattern().block_cols();
+    let coarse = DistNearNull {
+        serial_ids: t.coarse_serial_ids,
+        rows: t.coarse_nns,
+        k,
+    };
+    Ok((p, coarse))
+}
+
+/// The coarsened level from its pieces (`diagonal`: the level's point-block Jacobi and
+/// eigenvalue estimate; the Galerkin plan's host buffers released: a hot update on the host
+/// makes them again, on a GPU they live on the device).
+#[allow(clippy::too_many_arguments)]
+fn finish_level(
+    p: DistBsr,
+    ac: DistBsr,
+    near_null: DistNearNull,
+    mut galerkin: GalerkinPlan,
+    kept: KeptPlans,
+    diagonal: (PointBlockJacobi, f64),
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    plans_reused: bool,
+) -> Result<Coarsened<DistBsr>, AmgError> {
     galerkin.release_values();
-    Ok(Some(Coarsened {
-        smoother: build_smoother(pbj, emax, params),
+    Ok(Coarsened {
+        smoother: build_smoother(diagonal.0, diagonal.1, params),
         transfer: DistTransfer {
             pt: timed(&mut tm.galerkin_symbolic_s, || DistTranspose::new(&p))?,
             p,
             galerkin,
-            labels,
+            kept,
         },
         a: ac,
-        near_null: DistNearNull {
-            serial_ids: coarse_serial_ids,
-            rows: coarse_nns,
-            k,
-        },
-        plans_reused: false,
-    }))
+        near_null,
+        plans_reused,
+    })
 }
 
 /// Collective. The serial estimate of `lambda_max(D^{-1} A)` of level `level` on ranks: the

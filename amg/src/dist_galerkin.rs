@@ -23,7 +23,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
-use linalg::{BlockPattern, Bsr, SpgemmPlan};
+use linalg::{BlockPattern, Bsr, SpgemmPlan, TransposePlan};
 use rayon::prelude::*;
 
 use crate::AmgError;
@@ -219,8 +219,10 @@ pub struct GalerkinProductPlan {
     /// The local `A`'s pattern (owned rows, local columns).
     pub(crate) a_local_pattern: Arc<BlockPattern>,
     pub(crate) ap_plan: SpgemmPlan,
-    /// `P_owned^T` (computed once per plan, i.e. per version of `P`).
+    /// `P_owned^T` (computed once per plan, i.e. per version of `P`, or again by
+    /// [`GalerkinProductPlan::refresh_transpose`] for new values of `P` on its pattern).
     pub(crate) pt: Bsr,
+    pt_plan: TransposePlan,
     pub(crate) partial_plan: SpgemmPlan,
     /// The host product's value buffers: made by the first host product after the plan or
     /// after [`GalerkinProductPlan::release_values`] (a GPU rank's hierarchy, whose products
@@ -399,7 +401,9 @@ impl GalerkinProductPlan {
         let k = p_owned.block_cols();
         let (a_pattern, a_gather) = a_local_symbolic(a, position)?;
         let ap_plan = SpgemmPlan::new(&a_pattern, p_ext.pattern())?;
-        let pt = linalg::transpose(p_owned)?;
+        let pt_plan = linalg::transpose_symbolic(p_owned.pattern());
+        let mut pt = Bsr::zeros(pt_plan.pattern().clone(), k, p_owned.block_rows());
+        linalg::transpose_numeric(&pt_plan, p_owned, &mut pt)?;
         let partial_plan = SpgemmPlan::new(pt.pattern(), ap_plan.pattern())?;
         let partial_pattern = partial_plan.pattern();
         if coarse_globals.len() != partial_pattern.n_block_rows() {
@@ -419,12 +423,23 @@ impl GalerkinProductPlan {
             a_local_pattern: a_pattern,
             ap_plan,
             pt,
+            pt_plan,
             partial_plan,
             values: None,
             reduction,
             split,
             coarse: coarse_pattern,
         })
+    }
+
+    /// `P_owned^T` again from new values of `p_owned` (the pattern the plan was made for):
+    /// a renewal of `P` that keeps its pattern keeps the plan. Local.
+    pub fn refresh_transpose(&mut self, p_owned: &Bsr) -> Result<(), AmgError> {
+        Ok(linalg::transpose_numeric(
+            &self.pt_plan,
+            p_owned,
+            &mut self.pt,
+        )?)
     }
 
     /// Blocks of the `diag` part of the `A` the plan was built for.

@@ -11,8 +11,9 @@
 use std::collections::BTreeMap;
 
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
-use linalg::{BlockPattern, Bsr};
+use linalg::{BlockPattern, Bsr, SpgemmPlan};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 use crate::dist_aggregation::DistGraph;
 use crate::dist_galerkin::GalerkinProductPlan;
@@ -33,6 +34,50 @@ struct PView {
     position: Vec<u32>,
     /// `P`'s column partition (the coarse vertices).
     p_owned_partition: linalg::dist::RowPartition,
+    /// The pattern of the `P` the view was made of (a new `P` on it needs only new values:
+    /// [`PView::refresh_values`]).
+    p_pattern: Arc<DistPattern>,
+    /// Where each block of `p_ext` and `p_owned` comes from: `(0, slot)` of `P.diag`, `(1,
+    /// slot)` of `P.offd`, `(2, slot)` of `P_oth`.
+    ext_sources: Vec<(u8, u32)>,
+    owned_sources: Vec<(u8, u32)>,
+}
+
+/// `m`'s blocks copied from `parts` (`P.diag`, `P.offd`, `P_oth` values) as `sources` says.
+fn fill_from_sources(
+    m: &mut Bsr,
+    sources: &[(u8, u32)],
+    parts: [&[f64]; 3],
+) -> Result<(), AmgError> {
+    let bl = m.block_len();
+    m.host_mut()?
+        .par_chunks_mut(bl.max(1))
+        .zip(sources.par_iter())
+        .for_each(|(v, &(part, s))| {
+            let s = s as usize;
+            v.copy_from_slice(&parts[part as usize][s * bl..(s + 1) * bl]);
+        });
+    Ok(())
+}
+
+impl PView {
+    /// Collective. New values of `p` (on the pattern the view was made of, on every rank):
+    /// `P_oth` gathered again and `P_ext`, `P_owned` refilled; the structure stays. Returns
+    /// the `P` values this rank sent.
+    fn refresh_values(&mut self, p: &DistBsr) -> Result<usize, AmgError> {
+        if !Arc::ptr_eq(p.pattern(), &self.p_pattern) {
+            return Err(AmgError::InvalidParameter {
+                name: "distributed prolongator view",
+                value: "a new P".into(),
+                reason: "must be on the pattern the view was made of (an internal error)",
+            });
+        }
+        let sent = self.plan.update(p, &mut self.p_oth)?;
+        let parts = [p.diag().host()?, p.offd().host()?, self.p_oth.host()?];
+        fill_from_sources(&mut self.p_ext, &self.ext_sources, parts)?;
+        fill_from_sources(&mut self.p_owned, &self.owned_sources, parts)?;
+        Ok(sent)
+    }
 }
 
 /// Collective: gathers `P_oth` and builds the [`PView`] of `p` for `a` (`coarse_serial_ids` of
@@ -73,7 +118,6 @@ fn p_view(
         p.offd().pattern(),
         p_oth.pattern().clone(),
     );
-    let bl = bs * k;
     // a block of a local row: (0, slot) of `P.diag`, (1, slot) of `P.offd`, (2, slot) of `P_oth`
     let row_entries = |v: usize, out: &mut Vec<(u64, u8, u32)>| {
         if v < n {
@@ -157,7 +201,7 @@ fn p_view(
     for (i, &v) in order.iter().enumerate() {
         position[v] = i as u32;
     }
-    let p_matrix = |vertices: &[usize]| -> Result<Bsr, AmgError> {
+    let p_matrix = |vertices: &[usize]| -> Result<(Bsr, Vec<(u8, u32)>), AmgError> {
         let (ptr, entries) =
             linalg::collect_rows(vertices.len(), |i, out: &mut Vec<(u32, u8, u32)>| {
                 let mut global = Vec::new();
@@ -166,20 +210,19 @@ fn p_view(
                 out.sort_unstable_by_key(|&(c, _, _)| c);
             });
         let col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
-        let sources = [p.diag().host()?, p.offd().host()?, p_oth.host()?];
-        let mut val = vec![0.0; entries.len() * bl];
-        val.par_chunks_mut(bl.max(1))
-            .zip(entries.par_iter())
-            .for_each(|(v, &(_, m, s))| {
-                let s = s as usize;
-                v.copy_from_slice(&sources[m as usize][s * bl..(s + 1) * bl]);
-            });
+        let sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
         let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;
-        Ok(Bsr::from_parts(pattern.into(), bs, k, val)?)
+        let mut m = Bsr::zeros(pattern.into(), bs, k);
+        fill_from_sources(
+            &mut m,
+            &sources,
+            [p.diag().host()?, p.offd().host()?, p_oth.host()?],
+        )?;
+        Ok((m, sources))
     };
-    let p_ext = p_matrix(&order)?;
+    let (p_ext, ext_sources) = p_matrix(&order)?;
     let owned: Vec<usize> = (0..n).collect();
-    let p_owned = p_matrix(&owned)?;
+    let (p_owned, owned_sources) = p_matrix(&owned)?;
     let coarse_globals = by_serial.iter().map(|&(_, i)| needed[i as usize]).collect();
     Ok(PView {
         plan,
@@ -189,6 +232,9 @@ fn p_view(
         coarse_globals,
         position,
         p_owned_partition: coarse_partition.clone(),
+        p_pattern: p.pattern().clone(),
+        ext_sources,
+        owned_sources,
     })
 }
 
@@ -213,25 +259,77 @@ pub fn dist_smooth_prolongator(
     pbj: &PointBlockJacobi,
     omega: f64,
 ) -> Result<DistBsr, AmgError> {
-    let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
-    let mut w = linalg::spgemm(&a_local(a, &view.position)?, &view.p_ext)?;
-    linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &view.p_owned)?;
-    let wp = w.pattern();
-    let cols: Vec<u64> = wp
-        .col_idx()
-        .iter()
-        .map(|&c| view.coarse_globals[c as usize])
-        .collect();
-    let pp = t.p.pattern();
-    let pattern = DistPattern::new_rect(
-        a.pattern().partition().clone(),
-        t.coarse_partition.clone(),
-        pp.block_rows(),
-        pp.block_cols(),
-        wp.row_ptr(),
-        &cols,
-    )?;
-    Ok(DistBsr::from_values(pattern, w.host()?)?)
+    SmoothingPlan::new(a, g, t)?.numeric(a, t, pbj, omega)
+}
+
+/// The symbolic prolongator smoothing `P = P0 - omega D^{-1} A P0` of one level: the view of
+/// `P0` (with its `P_oth` gather), the local `A`'s gather, the product's plan and `P`'s
+/// pattern, for one pattern of `A` and of `P0`; [`SmoothingPlan::numeric`] makes `P` for new
+/// values of both (a renewal that keeps the aggregates) without messages other than `P0`'s
+/// ghost rows. Keeps no values of `A`.
+#[derive(Debug)]
+pub struct SmoothingPlan {
+    view: PView,
+    a_gather: Vec<u32>,
+    a_local_pattern: Arc<BlockPattern>,
+    product: SpgemmPlan,
+    p_pattern: Arc<DistPattern>,
+}
+
+impl SmoothingPlan {
+    /// Collective: the plan for `a` (`g`: its strength graph, for the serial ids) and the
+    /// tentative prolongator `t` (its pattern and coarse vertices; its values are gathered).
+    pub fn new(a: &DistBsr, g: &DistGraph, t: &DistTentative) -> Result<Self, AmgError> {
+        let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
+        let (a_local_pattern, a_gather) =
+            crate::dist_galerkin::a_local_symbolic(a, &view.position)?;
+        let product = SpgemmPlan::new(&a_local_pattern, view.p_ext.pattern())?;
+        let wp = product.pattern();
+        let cols: Vec<u64> = wp
+            .col_idx()
+            .par_iter()
+            .map(|&c| view.coarse_globals[c as usize])
+            .collect();
+        let pp = t.p.pattern();
+        let p_pattern = DistPattern::new_rect(
+            a.pattern().partition().clone(),
+            t.coarse_partition.clone(),
+            pp.block_rows(),
+            pp.block_cols(),
+            wp.row_ptr(),
+            &cols,
+        )?;
+        Ok(Self {
+            view,
+            a_gather,
+            a_local_pattern,
+            product,
+            p_pattern,
+        })
+    }
+
+    /// Collective. `P` for the values of `a` (the plan's pattern) and of `t.p` (the plan's
+    /// `P0` pattern), `pbj` (`D^{-1}` of `a`'s diagonal part) and `omega`, on the plan's `P`
+    /// pattern (the same `Arc` for every call): the serial kernels' bits (see the module doc).
+    pub fn numeric(
+        &mut self,
+        a: &DistBsr,
+        t: &DistTentative,
+        pbj: &PointBlockJacobi,
+        omega: f64,
+    ) -> Result<DistBsr, AmgError> {
+        self.view.refresh_values(&t.p)?;
+        let bsa = a.diag().block_rows();
+        let mut a_local = Bsr::zeros(self.a_local_pattern.clone(), bsa, bsa);
+        let n_diag = a.diag().pattern().nnz();
+        crate::dist_galerkin::gather_a_local(&self.a_gather, n_diag, a, &mut a_local)?;
+        let k = self.view.p_ext.block_cols();
+        let mut w = Bsr::zeros(self.product.pattern().clone(), bsa, k);
+        linalg::spgemm_numeric(&self.product, &a_local, &self.view.p_ext, &mut w)?;
+        drop(a_local);
+        linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &self.view.p_owned)?;
+        Ok(DistBsr::from_values(self.p_pattern.clone(), w.host()?)?)
+    }
 }
 
 /// Collective. The Galerkin product `A_c = P^T A P` as a square [`DistBsr`] on the coarse
@@ -282,12 +380,6 @@ impl GalerkinPlan {
         })
     }
 
-    /// The strength graph of the level operator the plan was made for (what a renewal that
-    /// keeps the aggregates keeps of it).
-    pub(crate) fn into_graph(self) -> DistGraph {
-        self.graph
-    }
-
     /// Collective: refreshes `P_oth` from `p` and agrees, in one reduction, whether some rank's
     /// `p` changed since the last gather (then the view again, structure and values) and
     /// whether the symbolic product must be made (a new view, or `a` not on the plan's
@@ -316,6 +408,34 @@ impl GalerkinPlan {
             )?);
         }
         Ok(sent)
+    }
+
+    /// Collective. `P^T A P` for new values of `p` on the pattern of the `P` of the last
+    /// product (a renewal that keeps the aggregates: `P0`'s and so `P`'s pattern stay) and of
+    /// `a` on the plan's: `P_oth` and the view's values gathered again, `P_owned^T` refilled,
+    /// every symbolic product and the coarse pattern (`Arc`) kept; the bits of
+    /// [`GalerkinPlan::product`] with the same inputs. Where some rank's `p` or `a` is on
+    /// another pattern, or no product was made yet, it is [`GalerkinPlan::product`].
+    pub fn renew(&mut self, a: &DistBsr, p: &DistBsr) -> Result<DistBsr, AmgError> {
+        let fits = std::sync::Arc::ptr_eq(p.pattern(), &self.view.p_pattern)
+            && self.planned.as_ref().is_some_and(|pl| pl.fits(a));
+        let comm = p.pattern().col_partition().comm().clone();
+        let mut misfit = [f64::from(u8::from(!fits))];
+        comm.allreduce_max(&mut misfit)
+            .map_err(linalg::LinalgError::from)?;
+        if misfit[0] > 0.0 {
+            return Ok(self.product(a, p)?.0);
+        }
+        self.view.refresh_values(p)?;
+        let plan = self.planned.as_mut().ok_or(AmgError::InvalidParameter {
+            name: "distributed Galerkin plan",
+            value: "missing".into(),
+            reason: "must be made before a renewal (an internal error)",
+        })?;
+        plan.refresh_transpose(&self.view.p_owned)?;
+        let (ac, bytes) = plan.numeric(a, &self.view.p_ext)?;
+        self.last_sent_bytes = bytes;
+        Ok(ac)
     }
 
     /// Drops the host product's value buffers (see

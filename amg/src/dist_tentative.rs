@@ -13,8 +13,10 @@
 
 use rayon::prelude::*;
 
+use std::sync::Arc;
+
 use linalg::comm;
-use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
 
 use crate::aggregation::UNAGGREGATED;
 use crate::dist_aggregation::DistGraph;
@@ -34,13 +36,87 @@ pub struct DistTentative {
     pub coarse_nns: Vec<f64>,
 }
 
-/// A member of an owned aggregate: serial id, the rank it came from, its near-null rows.
-type Member<'a> = (u64, usize, &'a [f64]);
+/// What a renewal that keeps the aggregates keeps of a level's tentative prolongator (the
+/// symbolic phase of [`dist_tentative_planned`]): where each owned vertex sends its near-null
+/// rows, how the owners stack them, the prolongator's pattern and the coarse vertices.
+///
+/// Invariants: `owner[v]` is the rank owning the aggregate of owned vertex `v` ([`NO_OWNER`]
+/// where unaggregated); a rank sends its aggregated vertices' rows in vertex order, so
+/// `received_counts[r]` rows come from rank `r`; `members[group_ptr[c]..group_ptr[c + 1]]` are
+/// the (source rank, index in its message) of owned aggregate `c`'s members in serial order;
+/// `p_pattern` has one block per aggregated vertex, in vertex order.
+#[derive(Debug)]
+pub struct DistTentativePlan {
+    owner: Vec<u32>,
+    members: Vec<(u32, u32)>,
+    group_ptr: Vec<usize>,
+    received_counts: Vec<usize>,
+    p_pattern: Arc<DistPattern>,
+    coarse_partition: RowPartition,
+    coarse_serial_ids: Vec<u64>,
+    /// The coarse partition before [`crate::dist_telescope::onto_first_ranks`] moved the
+    /// coarse vertices (the near-null rows are made there and moved).
+    telescoped_from: Option<RowPartition>,
+    bs: usize,
+    k: usize,
+}
 
-/// Collective. `labels`: the aggregate of each owned vertex of `g` (its root's serial id, or
-/// [`UNAGGREGATED`]); `nns`: the owned vertices' near-null rows, `bs x k` per vertex,
-/// row-major; `fine`: the partition of the fine block rows (`g`'s owned vertices). The serial
-/// ids of `g` must be a permutation of `0..fine.global_len()`.
+/// `owner` of an unaggregated vertex.
+const NO_OWNER: u32 = u32::MAX;
+
+/// Each owned aggregate's members' near-null rows (`bs x k` values each) stacked in serial
+/// order and factored as the serial code does:
+/// `Q` (in place of the rows, member-major) and `R` (the aggregate's coarse near-null rows,
+/// `k x k`, one after another). `received[r]` holds records of `offset + bs k` values (the
+/// rows last; with `offset > 0` the record starts with the root's serial id); member `(r, i)`
+/// is record `i` of rank `r`. Local; an aggregate with fewer unknowns than `k` is an error (for
+/// the caller to agree on).
+fn factor_groups(
+    group_ptr: &[usize],
+    members: &[(u32, u32)],
+    received: &[Vec<f64>],
+    offset: usize,
+    bs: usize,
+    k: usize,
+) -> Result<(Vec<Vec<f64>>, Vec<f64>), String> {
+    let slab = bs * k;
+    let rec = offset + slab;
+    let n_groups = group_ptr.len() - 1;
+    let mut coarse_nns = vec![0.0; n_groups * k * k];
+    let factored: Vec<Result<Vec<f64>, String>> = (0..n_groups)
+        .into_par_iter()
+        .zip(coarse_nns.par_chunks_mut((k * k).max(1)))
+        .map(|(c, r)| {
+            let group = &members[group_ptr[c]..group_ptr[c + 1]];
+            let m = group.len() * bs;
+            if m < k {
+                let (src, i) = group[0];
+                let root = match offset {
+                    0 => String::from("an aggregate"),
+                    _ => format!(
+                        "aggregate of root {}",
+                        received[src as usize][i as usize * rec]
+                    ),
+                };
+                return Err(format!(
+                    "{root}: {m} unknowns, fewer than the {k} near-null vectors"
+                ));
+            }
+            let mut q: Vec<f64> = Vec::with_capacity(m * k);
+            for &(src, i) in group {
+                let at = i as usize * rec + offset;
+                q.extend_from_slice(&received[src as usize][at..at + slab]);
+            }
+            let mut work = vec![0.0; m * k];
+            thin_qr(&mut q, m, k, r, &mut work);
+            Ok(q)
+        })
+        .collect();
+    let qs = factored.into_iter().collect::<Result<Vec<_>, String>>()?;
+    Ok((qs, coarse_nns))
+}
+
+/// Collective. [`dist_tentative_planned`] without its plan.
 pub fn dist_tentative_prolongator(
     g: &DistGraph,
     labels: &[u32],
@@ -49,6 +125,22 @@ pub fn dist_tentative_prolongator(
     k: usize,
     fine: &RowPartition,
 ) -> Result<DistTentative, AmgError> {
+    Ok(dist_tentative_planned(g, labels, nns, bs, k, fine)?.0)
+}
+
+/// Collective. `labels`: the aggregate of each owned vertex of `g` (its root's serial id, or
+/// [`UNAGGREGATED`]); `nns`: the owned vertices' near-null rows, `bs x k` per vertex,
+/// row-major; `fine`: the partition of the fine block rows (`g`'s owned vertices). The serial
+/// ids of `g` must be a permutation of `0..fine.global_len()`. Also returns the plan that
+/// makes the same prolongator for new near-null rows ([`DistTentativePlan::numeric`]).
+pub fn dist_tentative_planned(
+    g: &DistGraph,
+    labels: &[u32],
+    nns: &[f64],
+    bs: usize,
+    k: usize,
+    fine: &RowPartition,
+) -> Result<(DistTentative, DistTentativePlan), AmgError> {
     let comm = fine.comm().clone();
     let (rank, size) = (comm.rank(), comm.size());
     let n = fine.n_owned();
@@ -133,102 +225,87 @@ pub fn dist_tentative_prolongator(
     }
     let where_is = |l: u64| asked.binary_search(&l).map(|i| where_asked[i]).ok();
 
-    // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner.
+    // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner, in
+    // vertex order.
+    let mut owner = vec![NO_OWNER; n];
     let mut rows = vec![Vec::new(); size];
     for (v, &l) in labels.iter().enumerate() {
         if l == UNAGGREGATED {
             continue;
         }
-        let (owner, _) = where_is(u64::from(l)).ok_or(AmgError::InvalidParameter {
+        let (o, _) = where_is(u64::from(l)).ok_or(AmgError::InvalidParameter {
             name: "aggregate labels",
             value: l.to_string(),
             reason: "no owner known for this aggregate",
         })?;
-        rows[owner].extend([f64::from(l), g.serial_ids[v] as f64]);
-        rows[owner].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
+        owner[v] = o as u32;
+        rows[o].extend([f64::from(l), g.serial_ids[v] as f64]);
+        rows[o].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
     }
     let received = comm.alltoallv_f64(&rows)?;
-    // Owned aggregates: members (label, serial id, source rank, rows) by label, then serial id.
-    let mut members: Vec<(u64, Member<'_>)> = received
+    // Owned aggregates: members (label, serial id, (source rank, index in its message)) by
+    // label, then serial id.
+    let mut members: Vec<(u64, u64, (u32, u32))> = received
         .iter()
         .enumerate()
         .flat_map(|(r, msg)| {
             msg.chunks(2 + slab)
-                .map(move |rec| (rec[0] as u64, (rec[1] as u64, r, &rec[2..])))
+                .enumerate()
+                .map(move |(i, rec)| (rec[0] as u64, rec[1] as u64, (r as u32, i as u32)))
         })
         .collect();
-    members.par_sort_unstable_by_key(|&(label, (serial, _, _))| (label, serial));
-    let mut groups: Vec<&[(u64, Member<'_>)]> = Vec::new();
+    members.par_sort_unstable();
+    let mut group_ptr = vec![0];
     for run in members.chunk_by(|a, b| a.0 == b.0) {
-        groups.push(run);
+        group_ptr.push(group_ptr[group_ptr.len() - 1] + run.len());
     }
-    let coarse_partition = RowPartition::new(comm.clone(), groups.len()).map_err(AmgError::from)?;
+    let n_groups = group_ptr.len() - 1;
+    let coarse_partition = RowPartition::new(comm.clone(), n_groups).map_err(AmgError::from)?;
     let coarse_first = coarse_partition.owned_range().start;
-    let mut coarse_nns = vec![0.0; groups.len() * k * k];
-    // each aggregate's stacked rows factored (`Q` in place, `R` its coarse near-null rows)
-    let factored: Vec<Result<Vec<f64>, String>> = groups
-        .par_iter()
-        .zip(coarse_nns.par_chunks_mut((k * k).max(1)))
-        .map(|(group, r)| {
-            let m = group.len() * bs;
-            if m < k {
-                return Err(format!(
-                    "aggregate of root {}: {m} unknowns, fewer than the {k} near-null vectors",
-                    group[0].0
-                ));
-            }
-            let mut q: Vec<f64> = group
-                .iter()
-                .flat_map(|&(_, (_, _, rows))| rows.iter().copied())
-                .collect();
-            let mut work = vec![0.0; m * k];
-            thin_qr(&mut q, m, k, r, &mut work);
-            Ok(q)
-        })
+    let coarse_serial_ids: Vec<u64> = group_ptr[..n_groups]
+        .iter()
+        .map(|&m| where_is(members[m].0).map_or(u64::MAX, |(_, s)| s))
         .collect();
-    let mut coarse_serial_ids = Vec::with_capacity(groups.len());
-    let mut back = vec![Vec::new(); size];
-    let mut failure = None;
-    for (c, (group, q)) in groups.iter().zip(&factored).enumerate() {
-        let q = match q {
-            Ok(q) => q,
-            Err(e) => {
-                failure.get_or_insert(e.clone());
-                continue;
-            }
-        };
-        coarse_serial_ids.push(where_is(group[0].0).map_or(u64::MAX, |(_, s)| s));
-        for (i, &(_, (serial, r, _))) in group.iter().enumerate() {
-            back[r].extend([serial as f64, (coarse_first + c as u64) as f64]);
-            back[r].extend_from_slice(&q[i * slab..(i + 1) * slab]);
-        }
-    }
-    comm::agree(&*comm, failure.map_or(Ok(()), Err))?;
+    let plan_members: Vec<(u32, u32)> = members.iter().map(|&(_, _, m)| m).collect();
+    let received_counts: Vec<usize> = received.iter().map(|m| m.len() / (2 + slab)).collect();
+    let (qs, coarse_nns) = comm::agree(
+        &*comm,
+        factor_groups(&group_ptr, &plan_members, &received, 2, bs, k),
+    )?;
 
-    // Round 4: each member gets its Q rows and its aggregate's coarse global id.
-    let returned = comm.alltoallv_f64(&back)?;
-    let mut row_of: Vec<(u64, usize)> = (0..n).map(|v| (g.serial_ids[v], v)).collect();
-    row_of.par_sort_unstable();
-    let mut entry: Vec<Option<(u64, &[f64])>> = vec![None; n];
-    for msg in &returned {
-        for rec in msg.chunks(2 + slab) {
-            let serial = rec[0] as u64;
-            let v = row_of
-                .binary_search_by_key(&serial, |&(s, _)| s)
-                .map(|i| row_of[i].1)
-                .map_err(|_| AmgError::InvalidParameter {
-                    name: "tentative prolongator rows",
-                    value: serial.to_string(),
-                    reason: "a Q row came back for a vertex this rank does not own",
-                })?;
-            entry[v] = Some((rec[1] as u64, &rec[2..]));
+    // Round 4: each member gets its aggregate's coarse global id and its Q rows, in the order
+    // it sent its rows.
+    let mut back: Vec<Vec<f64>> = received_counts
+        .iter()
+        .map(|&m| vec![0.0; m * (1 + slab)])
+        .collect();
+    for c in 0..n_groups {
+        let q = &qs[c];
+        for (i, &(r, at)) in plan_members[group_ptr[c]..group_ptr[c + 1]]
+            .iter()
+            .enumerate()
+        {
+            let rec = &mut back[r as usize][at as usize * (1 + slab)..][..1 + slab];
+            rec[0] = (coarse_first + c as u64) as f64;
+            rec[1..].copy_from_slice(&q[i * slab..(i + 1) * slab]);
         }
     }
+    let returned = comm.alltoallv_f64(&back)?;
     let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
-    for e in &entry {
-        if let Some((c, q)) = e {
-            cols.push(*c);
-            values.extend_from_slice(q);
+    let mut next = vec![0usize; size];
+    for &o in &owner {
+        if o != NO_OWNER {
+            let o = o as usize;
+            let rec = returned[o]
+                .get(next[o] * (1 + slab)..(next[o] + 1) * (1 + slab))
+                .ok_or(AmgError::DimensionMismatch {
+                    what: "tentative prolongator: Q rows returned by an aggregate's owner",
+                    expected: next[o] + 1,
+                    found: returned[o].len() / (1 + slab),
+                })?;
+            next[o] += 1;
+            cols.push(rec[0] as u64);
+            values.extend_from_slice(&rec[1..]);
         }
         row_ptr.push(cols.len());
     }
@@ -240,11 +317,125 @@ pub fn dist_tentative_prolongator(
         &row_ptr,
         &cols,
     )?;
+    let plan = DistTentativePlan {
+        owner,
+        members: plan_members,
+        group_ptr,
+        received_counts,
+        p_pattern: pattern.clone(),
+        coarse_partition: coarse_partition.clone(),
+        coarse_serial_ids: coarse_serial_ids.clone(),
+        telescoped_from: None,
+        bs,
+        k,
+    };
     let p = DistBsr::from_values(pattern, &values)?;
-    Ok(DistTentative {
-        p,
-        coarse_partition,
-        coarse_serial_ids,
-        coarse_nns,
-    })
+    Ok((
+        DistTentative {
+            p,
+            coarse_partition,
+            coarse_serial_ids,
+            coarse_nns,
+        },
+        plan,
+    ))
+}
+
+impl DistTentativePlan {
+    /// After [`crate::dist_telescope::onto_first_ranks`] moved `t`'s coarse vertices: the
+    /// moved prolongator's pattern and coarse vertices are the ones to make again.
+    pub fn telescoped(&mut self, t: &DistTentative) {
+        self.telescoped_from = Some(std::mem::replace(
+            &mut self.coarse_partition,
+            t.coarse_partition.clone(),
+        ));
+        self.p_pattern = t.p.pattern().clone();
+        self.coarse_serial_ids = t.coarse_serial_ids.clone();
+    }
+
+    /// Collective. The tentative prolongator of the plan's aggregates for new near-null rows
+    /// `nns` of the owned vertices (`bs x k` each): the bits of [`dist_tentative_planned`] with
+    /// the same inputs, on the same pattern (`Arc`), in two all-to-alls of values (rows to the
+    /// aggregates' owners, `Q` rows back).
+    pub fn numeric(&self, nns: &[f64]) -> Result<DistTentative, AmgError> {
+        let comm = self.coarse_partition.comm().clone();
+        let size = comm.size();
+        let slab = self.bs * self.k;
+        let check = if nns.len() == self.owner.len() * slab {
+            Ok(())
+        } else {
+            Err(format!(
+                "tentative prolongator: {} near-null values for {} owned vertices of {slab} values",
+                nns.len(),
+                self.owner.len()
+            ))
+        };
+        comm::agree(&*comm, check)?;
+        let mut rows = vec![Vec::new(); size];
+        for (v, &o) in self.owner.iter().enumerate() {
+            if o != NO_OWNER {
+                rows[o as usize].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
+            }
+        }
+        let received = comm.alltoallv_f64(&rows)?;
+        let counts_fit = received
+            .iter()
+            .zip(&self.received_counts)
+            .all(|(m, &c)| m.len() == c * slab);
+        let counts = if counts_fit {
+            Ok(())
+        } else {
+            Err("tentative prolongator: near-null rows received do not match the plan")
+        };
+        comm::agree(&*comm, counts)?;
+        let (qs, coarse_nns) = comm::agree(
+            &*comm,
+            factor_groups(
+                &self.group_ptr,
+                &self.members,
+                &received,
+                0,
+                self.bs,
+                self.k,
+            ),
+        )?;
+        let mut back: Vec<Vec<f64>> = self
+            .received_counts
+            .iter()
+            .map(|&m| vec![0.0; m * slab])
+            .collect();
+        for (c, q) in qs.iter().enumerate() {
+            let group = &self.members[self.group_ptr[c]..self.group_ptr[c + 1]];
+            for (i, &(r, at)) in group.iter().enumerate() {
+                back[r as usize][at as usize * slab..][..slab]
+                    .copy_from_slice(&q[i * slab..(i + 1) * slab]);
+            }
+        }
+        let returned = comm.alltoallv_f64(&back)?;
+        let mut values = Vec::with_capacity(self.p_pattern.n_entries() * slab);
+        let mut next = vec![0usize; size];
+        for &o in &self.owner {
+            if o != NO_OWNER {
+                let o = o as usize;
+                values.extend_from_slice(&returned[o][next[o] * slab..(next[o] + 1) * slab]);
+                next[o] += 1;
+            }
+        }
+        let coarse_nns = match &self.telescoped_from {
+            Some(from) => move_rows(
+                from,
+                &self.coarse_partition,
+                &coarse_nns,
+                self.k * self.k,
+                |s| comm.alltoallv_f64(s),
+            )?,
+            None => coarse_nns,
+        };
+        Ok(DistTentative {
+            p: DistBsr::from_values(self.p_pattern.clone(), &values)?,
+            coarse_partition: self.coarse_partition.clone(),
+            coarse_serial_ids: self.coarse_serial_ids.clone(),
+            coarse_nns,
+        })
+    }
 }

@@ -1655,6 +1655,93 @@ fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
     );
 }
 
+/// A renewal that keeps the aggregates keeps every plan on ranks (the tentative prolongator's
+/// exchange, the smoothing's and the Galerkin product's symbolic phases, every pattern) and
+/// makes only values: renewing with modes A and then modes B gives, bit for bit, the hierarchy
+/// that renews with B straight away (the same kept aggregates), so nothing of A's values
+/// survives; every level's pattern is the kept object; with and without `process_eq_limit`.
+#[test]
+fn a_kept_renewal_on_ranks_makes_only_values() {
+    on_ranks(
+        "a_kept_renewal_on_ranks_makes_only_values",
+        &[2, 3],
+        |comm| {
+            for process_eq_limit in [None, Some(100)] {
+                let keep = amg::Renewal::KeepAggregates;
+                let (beam, mut twice, b) = clamped_beam(comm, process_eq_limit, keep);
+                let (_, mut once, _) = clamped_beam(comm, process_eq_limit, keep);
+                let n_owned = beam.part.n_owned_nodes();
+                let ids = &beam.part.node_serial_ids[..n_owned];
+                let turned_modes = |angle: f64| {
+                    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+                    let serial = mesh::generate_box(&spec).unwrap();
+                    let (c, s) = (angle.cos(), angle.sin());
+                    let turned: Vec<[f64; 3]> = serial
+                        .coords
+                        .iter()
+                        .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
+                        .collect();
+                    let nns = assembly::rigid_body_modes(&turned);
+                    ids.iter()
+                        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
+                        .collect::<Vec<f64>>()
+                };
+                let mut k2 = beam.k_local.clone();
+                k2.scale(1.5).unwrap();
+                let patterns: Vec<_> = (1..twice.n_levels())
+                    .map(|l| twice.level_operator(l).unwrap().pattern().clone())
+                    .collect();
+                let first = twice
+                    .set_near_null_space(beam.operator(&k2), turned_modes(0.3))
+                    .unwrap();
+                assert_eq!(first.plans_reused, twice.n_levels() - 1);
+                let before_b: Vec<DistBits> = (1..twice.n_levels())
+                    .map(|l| dist_bits(twice.level_operator(l).unwrap()))
+                    .collect();
+                twice
+                    .set_near_null_space(beam.operator(&k2), turned_modes(0.7))
+                    .unwrap();
+                once.set_near_null_space(beam.operator(&k2), turned_modes(0.7))
+                    .unwrap();
+                assert_eq!(twice.n_levels(), once.n_levels());
+                for l in 1..twice.n_levels() {
+                    let (t, o) = (
+                        twice.level_operator(l).unwrap(),
+                        once.level_operator(l).unwrap(),
+                    );
+                    assert!(
+                        Arc::ptr_eq(t.pattern(), &patterns[l - 1]),
+                        "level {l}: the kept pattern"
+                    );
+                    assert_eq!(dist_bits(t), dist_bits(o), "level {l}");
+                }
+                // (a rank may hold no rows of a gathered coarse level)
+                let mut changed = [f64::from(u8::from(
+                    before_b[0] != dist_bits(twice.level_operator(1).unwrap()),
+                ))];
+                comm.allreduce_sum(&mut changed).unwrap();
+                assert!(changed[0] > 0.0, "modes B change the coarse operator");
+                let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(twice.emax()), bits(once.emax()));
+                let a = beam.operator(&k2);
+                let cg = amg::CgParams {
+                    rtol: 1e-8,
+                    ..Default::default()
+                };
+                let (mut x1, mut x2) = (a.new_owned_vector(), a.new_owned_vector());
+                let r1 = amg::cg_operator(&a, &b, &mut x1, &twice, &cg).unwrap();
+                let r2 = amg::cg_operator(&a, &b, &mut x2, &once, &cg).unwrap();
+                assert!(r1.converged, "{r1:?}");
+                assert_eq!(r1.iterations, r2.iterations);
+                assert_eq!(
+                    bits(x1.to_host_vec().unwrap()),
+                    bits(x2.to_host_vec().unwrap())
+                );
+            }
+        },
+    );
+}
+
 /// The output's gather: rank 0 receives every rank's values (in messages of at most `chunk`
 /// values, several rounds here), the other ranks hold nothing.
 #[test]

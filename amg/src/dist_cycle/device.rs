@@ -391,20 +391,31 @@ impl DeviceDistHierarchy {
             bytes.operators += self.device.transfers().host_to_device - at;
             let host_transfer = host.transfers.get(l).map(|t| (&t.p, &t.pt, &t.galerkin));
             if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, host_transfer) {
-                if dp.version() != hp.version() {
+                let p_changed = dp.version() != hp.version();
+                if p_changed {
                     let at = self.device.transfers().host_to_device;
-                    *dp = hp.to_device(&self.device)?;
-                    *dpt = transpose_to(hpt, &self.device)?;
+                    // a renewal that kept the aggregates keeps `P`'s pattern: values alone
+                    if std::sync::Arc::ptr_eq(dp.pattern(), hp.pattern()) {
+                        dp.upload_values_from(hp)?;
+                        upload_transpose_values(dpt, hpt)?;
+                    } else {
+                        *dp = hp.to_device(&self.device)?;
+                        *dpt = transpose_to(hpt, &self.device)?;
+                    }
                     bytes.prolongators += self.device.transfers().host_to_device - at;
                 }
-                let stale = match (&d.galerkin, g.current()) {
-                    (Some(dg), Some((plan, _))) => {
-                        !std::sync::Arc::ptr_eq(dg.coarse_pattern(), plan.coarse_pattern())
+                match (&mut d.galerkin, g.current()) {
+                    (Some(dg), Some((plan, p_ext)))
+                        if std::sync::Arc::ptr_eq(dg.coarse_pattern(), plan.coarse_pattern()) =>
+                    {
+                        // the plan kept (the same patterns): `P`'s new values where they serve
+                        if p_changed {
+                            let at = self.device.transfers().host_to_device;
+                            dg.upload_p_values(plan, p_ext)?;
+                            bytes.prolongators += self.device.transfers().host_to_device - at;
+                        }
                     }
-                    _ => true,
-                };
-                if stale {
-                    d.galerkin = device_galerkin(g, &self.device)?;
+                    _ => d.galerkin = device_galerkin(g, &self.device)?,
                 }
             }
         }
@@ -463,6 +474,14 @@ fn start_vector(a: &DistBsr, serial_rows: &[u64]) -> Result<Vector, AmgError> {
     let mut v = a.owned_zeros()?;
     v.copy_from_host(&host)?;
     Ok(v)
+}
+
+/// The values of the host transpose `host` into the device transpose `dev` of the same
+/// patterns.
+fn upload_transpose_values(dev: &mut DistTranspose, host: &DistTranspose) -> Result<(), AmgError> {
+    dev.diag_t.upload_values_from(&host.diag_t)?;
+    dev.offd_t.upload_values_from(&host.offd_t)?;
+    Ok(())
 }
 
 fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, AmgError> {

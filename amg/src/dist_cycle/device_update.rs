@@ -149,6 +149,26 @@ impl DeviceGalerkin {
         Ok(g)
     }
 
+    /// New values of `P` on the patterns the plan was made for (a renewal that kept the
+    /// aggregates): `P_ext` and `P_owned^T` uploaded (values alone) from the host plan
+    /// `plan` (the same symbolic product) and view `p_ext`. Local.
+    pub(super) fn upload_p_values(
+        &mut self,
+        plan: &GalerkinProductPlan,
+        p_ext: &Bsr,
+    ) -> Result<(), AmgError> {
+        if !Arc::ptr_eq(plan.coarse_pattern(), &self.coarse) {
+            return Err(AmgError::InvalidParameter {
+                name: "device Galerkin plan",
+                value: "another symbolic product".into(),
+                reason: "must be the one uploaded (an internal error)",
+            });
+        }
+        self.p_ext.upload_values_from(p_ext)?;
+        self.pt.upload_values_from(&plan.pt)?;
+        Ok(())
+    }
+
     /// Bytes of one product's blocks received from other ranks.
     pub(super) fn bytes_received(&self) -> u64 {
         (self.recv_dev.len() * 8) as u64

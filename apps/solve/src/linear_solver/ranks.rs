@@ -281,11 +281,15 @@ impl RankRows {
         let fine = || fine.take().context("the fine operator of the hierarchy");
         let owned_rows =
             |near_null: &amg::NearNullSpace| near_null.row_major()[..owned * 6].to_vec();
+        // a renewal that keeps the aggregates keeps every pattern: the levels on the GPU
+        // stay and take the new values below; otherwise they leave the GPU first and the
+        // renewed ones are uploaded afresh, as after a cold set-up
+        let keep_device = state.params.renewal == amg::params::Renewal::KeepAggregates;
         let (setup, h) = state.prepare(
             |h, near_null| {
-                // the old levels leave the GPU first; the renewed ones are uploaded afresh
-                // below, as after a cold set-up
-                h.device = None;
+                if !keep_device {
+                    h.device = None;
+                }
                 Ok(h.host.set_near_null_space(fine()?, owned_rows(near_null))?)
             },
             |h| Ok(h.host.update(fine()?).map(drop)?),
