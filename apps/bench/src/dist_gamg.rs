@@ -44,6 +44,10 @@ use serde::{Deserialize, Serialize};
 use super::best_of;
 use super::gamg::{BenchDevice, GamgBench, CG_RTOL, OPERATOR_SCALE, SPMV_REPEATS};
 
+/// The turn (radians, about the vertical axis through the centroid) of the configuration whose
+/// rigid-body modes the renewals take.
+const RENEWAL_ANGLE: f64 = 0.05;
+
 /// What the comm layer counted in one phase on one rank (see `comm::Traffic`).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct PhaseTraffic {
@@ -107,6 +111,14 @@ pub struct DistGamgRank {
     pub hot_update_p_values: usize,
     /// The host cold set-up's stages on this rank (`total_s` is `setup_cold_s` less the upload).
     pub setup_cold_stages: amg::SetupTimings,
+    /// A renewal for the rigid-body modes of the configuration turned by
+    /// [`RENEWAL_ANGLE`] (Newton's next load step), `renewal: recompute` (the hierarchy's own,
+    /// after the hot solves), then `renewal: keep_aggregates` (a second hierarchy, set up cold
+    /// with the first modes); each with the levels' upload or refresh on a GPU.
+    pub renewal_recompute_s: f64,
+    pub renewal_keep_s: f64,
+    /// The stages of the kept renewal (host).
+    pub renewal_keep_stages: amg::SetupTimings,
 }
 
 /// What one rank's GPU moved and how long the SpMV's parts take alone (`--device cuda`).
@@ -310,6 +322,7 @@ pub fn run(
     } else {
         bench.amg.on_gpu_ranks()
     };
+    let nns_first = nns.clone();
     let mut h = DistHierarchy::new(
         operator(&k)?,
         &part.node_serial_ids[..n_owned],
@@ -317,6 +330,7 @@ pub fn run(
         assembly::RIGID_BODY_MODES_3D,
         &amg_params,
     )?;
+    let cold_stages = h.setup_timings().clone();
     let uploading = Instant::now();
     let mut hd = match device {
         Device::Host => None,
@@ -434,6 +448,72 @@ pub fn run(
     let (setup_hot_s, solve_hot_s, hot_update, hot_solve, p_values) =
         hot.context("no hot update ran")?;
 
+    // Renewal for new modes, both modes, on the last operator.
+    let turned_modes = {
+        let (c, s) = (RENEWAL_ANGLE.cos(), RENEWAL_ANGLE.sin());
+        let turned: Vec<[f64; 3]> = part.mesh.coords[..n_owned]
+            .iter()
+            .map(|x| {
+                let (dx, dy) = (x[0] - centroid[0], x[1] - centroid[1]);
+                [
+                    centroid[0] + c * dx - s * dy,
+                    centroid[1] + s * dx + c * dy,
+                    x[2],
+                ]
+            })
+            .collect();
+        assembly::rigid_body_modes_about(&turned, centroid)
+    };
+    let renew = |h: &mut DistHierarchy,
+                 hd: &mut Option<DeviceDistHierarchy>|
+     -> Result<(f64, SetupTimings)> {
+        let fine = operator(&k)?;
+        sync(comm)?;
+        let t = Instant::now();
+        let report = h.set_near_null_space(fine, turned_modes.clone())?;
+        if let Some(d) = hd {
+            if report.plans_reused == h.n_levels() - 1 {
+                d.refresh(h)?;
+            } else {
+                *d = DeviceDistHierarchy::upload(h, &device)?;
+            }
+        }
+        device.synchronize()?;
+        Ok((t.elapsed().as_secs_f64(), report.timings))
+    };
+    let (renewal_recompute_s, _) = {
+        let mut recompute = amg_params.clone();
+        recompute.renewal = amg::Renewal::Recompute;
+        if amg_params.renewal == amg::Renewal::Recompute {
+            renew(&mut h, &mut hd)?
+        } else {
+            let mut other = DistHierarchy::new(
+                operator(&k)?,
+                &part.node_serial_ids[..n_owned],
+                nns_first.clone(),
+                assembly::RIGID_BODY_MODES_3D,
+                &recompute,
+            )?;
+            renew(&mut other, &mut None)?
+        }
+    };
+    let (renewal_keep_s, renewal_keep_stages) = {
+        let mut keep = amg_params.clone();
+        keep.renewal = amg::Renewal::KeepAggregates;
+        let mut kept = DistHierarchy::new(
+            operator(&k)?,
+            &part.node_serial_ids[..n_owned],
+            nns_first.clone(),
+            assembly::RIGID_BODY_MODES_3D,
+            &keep,
+        )?;
+        let mut kept_device = match device {
+            Device::Host => None,
+            _ => Some(DeviceDistHierarchy::upload(&kept, &device)?),
+        };
+        renew(&mut kept, &mut kept_device)?
+    };
+
     let mut y = a.row_zeros()?;
     sync(comm)?;
     let spmv_s = best_of(SPMV_REPEATS, || {
@@ -483,8 +563,11 @@ pub fn run(
         hot_update_p_values: p_values,
         setup_cold_stages: SetupTimings {
             total_s: setup_cold_s - setup_upload_s,
-            ..h.setup_timings().clone()
+            ..cold_stages
         },
+        renewal_recompute_s,
+        renewal_keep_s,
+        renewal_keep_stages,
     };
     let per_rank = gather_ranks(comm, &mine)?;
     let gpu = match device {
@@ -571,6 +654,8 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
         v.extend(traffic(t));
     }
     v.extend(stage_values(&mine.setup_cold_stages));
+    v.extend([mine.renewal_recompute_s, mine.renewal_keep_s]);
+    v.extend(stage_values(&mine.renewal_keep_stages));
     let untraffic = |t: &[f64]| PhaseTraffic {
         messages: t[0] as u64,
         bytes: t[1] as u64,
@@ -594,7 +679,10 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
             hot_update: untraffic(&v[8..12]),
             hot_solve: untraffic(&v[12..16]),
             spmv: untraffic(&v[16..20]),
-            setup_cold_stages: stages_from(&v[20..]),
+            setup_cold_stages: stages_from(&v[20..29]),
+            renewal_recompute_s: v[29],
+            renewal_keep_s: v[30],
+            renewal_keep_stages: stages_from(&v[31..40]),
         })
         .collect())
 }
@@ -831,6 +919,21 @@ impl std::fmt::Display for DistGamgResult {
             writeln!(
                 f,
                 "    host cold set-up {:.3} s: {}",
+                t.total_s,
+                stages.join(", ")
+            )?;
+            let t = &r.renewal_keep_stages;
+            let stages: Vec<String> = t
+                .stages()
+                .iter()
+                .filter(|(_, s)| *s > 0.0)
+                .map(|(name, s)| format!("{name} {s:.3}"))
+                .collect();
+            writeln!(
+                f,
+                "    renewal for turned modes: recompute {:.3} s, keep_aggregates {:.3} s (host {:.3} s: {})",
+                r.renewal_recompute_s,
+                r.renewal_keep_s,
                 t.total_s,
                 stages.join(", ")
             )?;
