@@ -1941,6 +1941,93 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
     });
 }
 
+/// On one GPU per rank (2 ranks sharing the node's GPUs): after a host renewal that keeps the
+/// aggregates (every pattern kept), the device levels take the new values in place
+/// ([`amg::dist_cycle::DeviceDistHierarchy::refresh`]: operators, `P` and its transpose, the
+/// device Galerkin product's `P` values) and equal a fresh upload of the renewed hierarchy:
+/// CG with them equals CG with the fresh upload and with the host hierarchy (iterations and
+/// bits), and a later device hot update equals the host's hot update on every level (what a
+/// stale `P` in the device Galerkin product would break).
+#[test]
+fn device_levels_take_a_kept_renewal_in_place() {
+    use amg::dist_cycle::DeviceDistHierarchy;
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "device_levels_take_a_kept_renewal_in_place";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let keep = amg::Renewal::KeepAggregates;
+            let (beam, mut h, b) = clamped_beam(comm, process_eq_limit, keep);
+            let n_owned = beam.part.n_owned_nodes();
+            let ids = &beam.part.node_serial_ids[..n_owned];
+            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+            let serial = mesh::generate_box(&spec).unwrap();
+            let (c, s) = (0.3f64.cos(), 0.3f64.sin());
+            let turned: Vec<[f64; 3]> = serial
+                .coords
+                .iter()
+                .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
+                .collect();
+            let nns = assembly::rigid_body_modes(&turned);
+            let owned_nns: Vec<f64> = ids
+                .iter()
+                .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
+                .collect();
+            let report = h
+                .set_near_null_space(beam.operator(&beam.k_local), owned_nns)
+                .unwrap();
+            assert_eq!(report.plans_reused, h.n_levels() - 1);
+            let bytes = hd.refresh(&h).unwrap();
+            assert!(bytes.prolongators > 0, "{bytes:?}");
+            let fresh = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let a_host = beam.operator(&beam.k_local);
+            let a_dev = a_host.to_device(&device).unwrap();
+            let b_dev = b.to_device(&device).unwrap();
+            let mut solutions = Vec::new();
+            for pc in [&hd as &dyn amg::Preconditioner, &fresh, &h] {
+                let on_host = std::ptr::addr_eq(pc, &h as &dyn amg::Preconditioner);
+                let (a, rhs) = if on_host {
+                    (&a_host, &b)
+                } else {
+                    (&a_dev, &b_dev)
+                };
+                let mut x = a.owned_zeros().unwrap();
+                let r = amg::cg_operator(a, rhs, &mut x, pc, &cg).unwrap();
+                assert!(r.converged, "{r:?}");
+                solutions.push((r.iterations, bits(x.to_host_vec().unwrap())));
+            }
+            assert_eq!(solutions[0], solutions[1], "refreshed vs fresh upload");
+            assert_eq!(solutions[0], solutions[2], "refreshed vs host");
+            // a hot update after the refresh: the device Galerkin product's P is the renewed one
+            let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 21, 0.05);
+            h.update(beam.operator(&values)).unwrap();
+            hd.update(&beam.operator(&values).to_device(&device).unwrap())
+                .unwrap();
+            for l in 0..h.n_levels() {
+                let host = h.level_operator(l).unwrap();
+                let dev = hd
+                    .level_operator(l)
+                    .unwrap()
+                    .to_device(&linalg::Device::Host)
+                    .unwrap();
+                assert_eq!(dist_bits(host), dist_bits(&dev), "hot update: level {l}");
+            }
+        }
+    });
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
 /// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
 /// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,
