@@ -118,6 +118,8 @@ if [ "$MPI_TESTS" = 1 ]; then
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update \
             --nocapture --test-threads=1
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            device_levels_take_a_kept_renewal_in_place --nocapture --test-threads=1
         # each rank's Newton iteration on its GPU (1 and 2 ranks: the lines of 2 ranks show)
         for t in device_rank_assembly_equals_the_host_rank_assembly \
             device_rank_run_equals_the_host_rank_run; do
