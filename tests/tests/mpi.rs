@@ -1558,20 +1558,7 @@ fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
                 // the modes of the beam turned by 0.3 rad about x (kept aggregates: turned by
                 // 0, so that a cold set-up aggregates as the kept ones; the turned modes are
                 // checked after the loop's comparison)
-                let turned_modes = |angle: f64| {
-                    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-                    let serial = mesh::generate_box(&spec).unwrap();
-                    let (c, s) = (angle.cos(), angle.sin());
-                    let turned: Vec<[f64; 3]> = serial
-                        .coords
-                        .iter()
-                        .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
-                        .collect();
-                    let nns = assembly::rigid_body_modes(&turned);
-                    ids.iter()
-                        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
-                        .collect::<Vec<f64>>()
-                };
+                let turned_modes = |angle: f64| turned_beam_modes(ids, angle);
                 let keep = renewal_kind == amg::Renewal::KeepAggregates;
                 let owned_nns = turned_modes(if keep { 0.0 } else { 0.3 });
                 let renewal = h
@@ -1672,20 +1659,7 @@ fn a_kept_renewal_on_ranks_makes_only_values() {
                 let (_, mut once, _) = clamped_beam(comm, process_eq_limit, keep);
                 let n_owned = beam.part.n_owned_nodes();
                 let ids = &beam.part.node_serial_ids[..n_owned];
-                let turned_modes = |angle: f64| {
-                    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-                    let serial = mesh::generate_box(&spec).unwrap();
-                    let (c, s) = (angle.cos(), angle.sin());
-                    let turned: Vec<[f64; 3]> = serial
-                        .coords
-                        .iter()
-                        .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
-                        .collect();
-                    let nns = assembly::rigid_body_modes(&turned);
-                    ids.iter()
-                        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
-                        .collect::<Vec<f64>>()
-                };
+                let turned_modes = |angle: f64| turned_beam_modes(ids, angle);
                 let mut k2 = beam.k_local.clone();
                 k2.scale(1.5).unwrap();
                 let patterns: Vec<_> = (1..twice.n_levels())
@@ -1790,6 +1764,23 @@ impl ClampedBeam {
         a.set_from_local(k).unwrap();
         a
     }
+}
+
+/// The rigid-body modes of the [`clamped_beam`]'s nodes turned by `angle` about the x axis,
+/// rows of the owned nodes `ids` (serial ids).
+fn turned_beam_modes(ids: &[u64], angle: f64) -> Vec<f64> {
+    let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
+    let serial = mesh::generate_box(&spec).unwrap();
+    let (c, s) = (angle.cos(), angle.sin());
+    let turned: Vec<[f64; 3]> = serial
+        .coords
+        .iter()
+        .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
+        .collect();
+    let nns = assembly::rigid_body_modes(&turned);
+    ids.iter()
+        .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
+        .collect()
 }
 
 /// Collective: the [`ClampedBeam`], its host hierarchy (coarse_eq_limit 150, up to 6 levels,
@@ -1967,19 +1958,7 @@ fn device_levels_take_a_kept_renewal_in_place() {
             let n_owned = beam.part.n_owned_nodes();
             let ids = &beam.part.node_serial_ids[..n_owned];
             let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
-            let spec = BoxSpec::new([16, 6, 6], [0.0; 3], [8.0, 1.0, 1.0], CellKind::Hex8);
-            let serial = mesh::generate_box(&spec).unwrap();
-            let (c, s) = (0.3f64.cos(), 0.3f64.sin());
-            let turned: Vec<[f64; 3]> = serial
-                .coords
-                .iter()
-                .map(|x| [x[0], c * x[1] - s * x[2], s * x[1] + c * x[2]])
-                .collect();
-            let nns = assembly::rigid_body_modes(&turned);
-            let owned_nns: Vec<f64> = ids
-                .iter()
-                .flat_map(|&s| nns[s as usize * 18..(s as usize + 1) * 18].to_vec())
-                .collect();
+            let owned_nns = turned_beam_modes(ids, 0.3);
             let report = h
                 .set_near_null_space(beam.operator(&beam.k_local), owned_nns)
                 .unwrap();

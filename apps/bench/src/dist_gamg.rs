@@ -909,33 +909,30 @@ impl std::fmt::Display for DistGamgResult {
                 r.hot_solve.collective_s,
                 r.spmv_s * 1e3
             )?;
-            let t = &r.setup_cold_stages;
-            let stages: Vec<String> = t
-                .stages()
-                .iter()
-                .filter(|(_, s)| *s > 0.0)
-                .map(|(name, s)| format!("{name} {s:.3}"))
-                .collect();
+            // the stages that took time, as "name seconds, ..."
+            let stages = |t: &SetupTimings| -> String {
+                let named: Vec<String> = t
+                    .stages()
+                    .iter()
+                    .filter(|(_, s)| *s > 0.0)
+                    .map(|(name, s)| format!("{name} {s:.3}"))
+                    .collect();
+                named.join(", ")
+            };
+            let (cold, kept) = (&r.setup_cold_stages, &r.renewal_keep_stages);
             writeln!(
                 f,
                 "    host cold set-up {:.3} s: {}",
-                t.total_s,
-                stages.join(", ")
+                cold.total_s,
+                stages(cold)
             )?;
-            let t = &r.renewal_keep_stages;
-            let stages: Vec<String> = t
-                .stages()
-                .iter()
-                .filter(|(_, s)| *s > 0.0)
-                .map(|(name, s)| format!("{name} {s:.3}"))
-                .collect();
             writeln!(
                 f,
                 "    renewal for turned modes: recompute {:.3} s, keep_aggregates {:.3} s (host {:.3} s: {})",
                 r.renewal_recompute_s,
                 r.renewal_keep_s,
-                t.total_s,
-                stages.join(", ")
+                kept.total_s,
+                stages(kept)
             )?;
         }
         Ok(())
