@@ -130,7 +130,7 @@ pub fn mis_on(
     match device.cuda_context() {
         None => Ok(mis_rounds(graph, distance, status)),
         Some(ctx) => {
-            let status = linalg::backend::cuda::mis::luby_mis(
+            let status = linalg::gpu::luby_mis(
                 ctx,
                 graph.row_ptr(),
                 graph.cols(),

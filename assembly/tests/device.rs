@@ -18,7 +18,7 @@ use assembly::{
     PositionFn, Prescribed,
 };
 use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli};
-use linalg::backend::cuda::{unavailable_reason, CudaContext, DeviceBuffer};
+use linalg::gpu::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
 use mesh::{generate_box, BoxSpec};
 

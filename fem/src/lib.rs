@@ -28,7 +28,7 @@ pub use quadrature::{GaussLegendre, Quadrature, QuadratureFace};
 /// The device twin of [`ElementKernel`] (CUDA source, `fem/cuda/element.cu`): residual, tangent
 /// blocks and energy per cell for Q1/Q2 and every [`Material`], specialised by `#define NODES`,
 /// `NQP`, `MATERIAL` ([`Material::device_code`]) and `EPB`; compiled and launched by the crate that
-/// owns device memory (assembly, through `linalg::backend::cuda::external`). Its formulas are a
+/// owns device memory (assembly, through `linalg::gpu::KernelModule`). Its formulas are a
 /// second copy of the host's, so the device tests check it against the host kernel and against
 /// finite differences of its own residual.
 pub const ELEMENT_CUDA_SOURCE: &str = include_str!("../cuda/element.cu");

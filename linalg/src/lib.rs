@@ -11,6 +11,9 @@
 //! Every numeric phase is parallel (rayon) and deterministic: work is split into fixed chunks and
 //! every sum runs in a fixed order, so results are bit-identical for any thread count.
 
+/// The kernels by device: internal. Other crates use [`gpu`]; public (and hidden from the docs)
+/// only for `amg`'s distributed device V-cycle until it moves behind [`gpu`].
+#[doc(hidden)]
 pub mod backend;
 mod block_diagonal;
 mod bsr;
@@ -21,6 +24,7 @@ pub mod direct;
 pub mod dist;
 mod error;
 pub mod exact;
+pub mod gpu;
 pub mod grouped_qr;
 pub mod hash;
 mod layout;

@@ -502,3 +502,132 @@ fn galerkin_kernels_gather_and_sum_blocks_in_the_listed_order() {
     let short = TwoSources { n0: n0 + 1, ..src };
     assert!(gather_blocks_two(ctx, bl, &idx_d, short, &mut g).is_err());
 }
+
+/// A kernel of "another crate" for the device seam's tests: one parameter of every
+/// [`linalg::gpu::KernelArg`] kind, a `#define`, and a gather so that a misplaced argument shows.
+const SEAM_MODULE: linalg::gpu::KernelModule = linalg::gpu::KernelModule {
+    name: "linalg-tests/seam.cu",
+    text: r#"
+extern "C" __global__ void seam_gather_scale(const u32 n, const u32* __restrict__ idx,
+                                            const double* __restrict__ x, const u64 shift,
+                                            const double a, double* __restrict__ y,
+                                            u32* __restrict__ seen) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    y[i] = a * x[idx[i]] + (double)(shift + OFFSET);
+    seen[i] = idx[i] + 1;
+}
+"#,
+    fmad: false,
+};
+
+/// What `seam_gather_scale` computes, on the host.
+fn seam_gather_scale_host(idx: &[u32], x: &[f64], shift: u64, a: f64, offset: i64) -> Vec<f64> {
+    idx.iter()
+        .map(|&j| a * x[j as usize] + (shift as i64 + offset) as f64)
+        .collect()
+}
+
+#[test]
+fn kernel_module_compiles_without_a_device() {
+    // NVRTC alone: a source another crate owns, and a rejected one with its log.
+    match SEAM_MODULE.compile_only(&[("OFFSET", 3)], "sm_90") {
+        Ok(bytes) => assert!(bytes > 0),
+        Err(LinalgError::CudaUnavailable { reason }) => {
+            println!("SKIP kernel_module_compiles_without_a_device: no NVRTC ({reason})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    }
+    let broken = linalg::gpu::KernelModule {
+        name: "linalg-tests/broken.cu",
+        text: "extern \"C\" __global__ void broken() { undeclared_name = 1; }",
+        fmad: false,
+    };
+    match broken.compile_only(&[], "sm_90") {
+        Err(LinalgError::CudaCompile { .. }) => {}
+        other => panic!("a rejected source must give its log, got {other:?}"),
+    }
+}
+
+#[test]
+fn kernel_module_launch_takes_typed_arguments_in_order() {
+    use linalg::gpu::{KernelArg, LaunchShape};
+    let Some(dev) = gpu("kernel_module_launch_takes_typed_arguments_in_order") else {
+        return;
+    };
+    let ctx = dev.cuda_context().unwrap();
+    let mut rng = Rng::new(41);
+    let x = rng.vec(700);
+    let n = 1000usize;
+    let idx: Vec<u32> = (0..n).map(|i| ((i * 389) % x.len()) as u32).collect();
+    let (shift, a, offset) = (5u64, -1.75, 3i64);
+    let (idx_d, x_d) = (ctx.upload(&idx).unwrap(), ctx.upload(&x).unwrap());
+    let mut y_d = ctx.filled(n, f64::NAN).unwrap();
+    let mut seen_d = ctx.zeros::<u32>(n).unwrap();
+    SEAM_MODULE
+        .launch(
+            ctx,
+            &[("OFFSET", offset)],
+            "seam_gather_scale",
+            LaunchShape {
+                blocks: n.div_ceil(128) as u32,
+                threads: 128,
+                shared_bytes: 0,
+            },
+            &mut [
+                KernelArg::U32(n as u32),
+                KernelArg::U32s(&idx_d),
+                KernelArg::F64s(&x_d),
+                KernelArg::U64(shift),
+                KernelArg::F64(a),
+                KernelArg::F64sMut(&mut y_d),
+                KernelArg::U32sMut(&mut seen_d),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        ctx.download(&y_d).unwrap(),
+        seam_gather_scale_host(&idx, &x, shift, a, offset)
+    );
+    let seen: Vec<u32> = idx.iter().map(|j| j + 1).collect();
+    assert_eq!(ctx.download(&seen_d).unwrap(), seen);
+}
+
+#[test]
+fn gpu_array_operations_are_the_bits_of_vector_operations() {
+    // `linalg::gpu`'s operations on bare device arrays and `ops` on device vectors: one kernel
+    // each, the same bits.
+    let Some(dev) = gpu("gpu_array_operations_are_the_bits_of_vector_operations") else {
+        return;
+    };
+    let ctx = dev.cuda_context().unwrap();
+    let mut rng = Rng::new(43);
+    let (xh, yh) = (rng.vec(5000), rng.vec(5000));
+    let (x, mut y) = (
+        Vector::from_vec(xh.clone()).to_device(&dev).unwrap(),
+        Vector::from_vec(yh.clone()).to_device(&dev).unwrap(),
+    );
+    let (xd, mut yd) = (ctx.upload(&xh).unwrap(), ctx.upload(&yh).unwrap());
+    assert_eq!(
+        linalg::gpu::dot(ctx, &xd, &yd).unwrap().to_bits(),
+        ops::dot(&x, &y).unwrap().to_bits()
+    );
+    assert_eq!(
+        linalg::gpu::norm_inf(ctx, &xd, xd.len()).unwrap().to_bits(),
+        ops::norm_inf(&x).unwrap().to_bits()
+    );
+    linalg::gpu::axpby(ctx, 0.5, &xd, -2.0, &mut yd).unwrap();
+    ops::axpby(0.5, &x, -2.0, &mut y).unwrap();
+    assert_eq!(ctx.download(&yd).unwrap(), y.to_host_vec().unwrap());
+    linalg::gpu::axpy(ctx, 3.0, &xd, &mut yd).unwrap();
+    ops::axpy(3.0, &x, &mut y).unwrap();
+    assert_eq!(ctx.download(&yd).unwrap(), y.to_host_vec().unwrap());
+    let exact = linalg::exact::ExactSum::of(xh.iter().copied()).value();
+    assert_eq!(
+        linalg::gpu::sum(ctx, &xd, linalg::gpu::Term::Value)
+            .unwrap()
+            .to_bits(),
+        exact.to_bits()
+    );
+}

@@ -406,7 +406,7 @@ fn resume_reruns_cases_whose_files_disagree_with_case_json() {
 /// solver's tolerance.
 #[test]
 fn jobs_spread_over_two_gpus_give_the_one_gpu_table() {
-    let gpus = linalg::backend::cuda::device_count().unwrap_or(0);
+    let gpus = linalg::gpu::device_count().unwrap_or(0);
     if gpus < 2 {
         eprintln!("skipped: {gpus} usable GPU(s), this test needs 2");
         return;

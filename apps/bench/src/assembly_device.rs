@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use assembly::device::{DeviceAssembler, DeviceConstraints, DeviceProblem};
 use assembly::{Constraints, ElasticityAssembler, Prescribed};
 use fem::Load;
-use linalg::backend::cuda::CudaContext;
+use linalg::gpu::CudaContext;
 use linalg::{Bsr, Vector};
 use serde::Serialize;
 

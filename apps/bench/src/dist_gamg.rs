@@ -755,7 +755,7 @@ fn cg_parts(
     })?;
     let dot_local_s = best_of(SPMV_REPEATS, || {
         let t = Instant::now();
-        linalg::backend::cuda::vector::dot_exact(ctx, b.device_buffer()?, x.device_buffer()?)?;
+        linalg::gpu::dot_exact(ctx, b.device_buffer()?, x.device_buffer()?)?;
         Ok(t.elapsed().as_secs_f64())
     })?;
     let vcycle_enqueue_s = best_of(SPMV_REPEATS, || {
@@ -791,7 +791,7 @@ fn spmv_parts(
     let diag = a.diag().device_bsr()?;
     let diag_s = best_of(SPMV_REPEATS, || {
         let t = Instant::now();
-        linalg::backend::cuda::spmv(
+        linalg::gpu::spmv(
             ctx,
             diag,
             1.0,
@@ -809,8 +809,8 @@ fn spmv_parts(
         let mut halo = a.device_halo().context("device halo buffers")?;
         let ghosts = halo.fill_ghosts(x.device_buffer()?, || Ok(()))?;
         let yb = y.device_buffer_mut()?;
-        linalg::backend::cuda::spmv(ctx, diag, 1.0, x.device_buffer()?, 0.0, yb)?;
-        linalg::backend::cuda::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
+        linalg::gpu::spmv(ctx, diag, 1.0, x.device_buffer()?, 0.0, yb)?;
+        linalg::gpu::spmv(ctx, offd, 1.0, ghosts, 1.0, yb)?;
         device.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;

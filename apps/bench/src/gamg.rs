@@ -13,7 +13,7 @@ use amg::{
 };
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::Ex56;
-use linalg::backend::cuda::CudaContext;
+use linalg::gpu::CudaContext;
 use linalg::{Bsr, Device, Vector};
 use serde::Serialize;
 use solve::problem::near_null_space;

@@ -20,7 +20,7 @@ use assembly::{
     RIGID_BODY_MODES_3D,
 };
 use fem::{CellKind, Material, Moduli};
-use linalg::backend::cuda::{vector, CudaContext};
+use linalg::gpu::{self, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Device, Vector};
 use mesh::{generate_box, BoxSpec};
 use serde::Serialize;
@@ -258,48 +258,47 @@ fn run_device(
     // one Newton iteration on the device: assemble, hand the tangent and the right-hand side to
     // the AMG and CG without a copy, take them back
     let mut hierarchy: Option<Hierarchy> = None;
-    let mut iterate =
-        |u: &mut linalg::backend::cuda::DeviceBuffer<f64>, x: &mut Vector| -> Result<Step> {
-            device.synchronize()?;
-            let start = Instant::now();
-            problem.linearize(u, 1.0, &mut system)?;
-            let free_norm = problem.eliminate(&mut system)?;
-            device.synchronize()?;
-            let system_s = start.elapsed().as_secs_f64();
-            let (mut held_k, mut held_b) = (
-                spare_k.take().context("tangent not returned")?,
-                spare_b.take().context("right-hand side not returned")?,
-            );
-            std::mem::swap(&mut system.tangent, &mut held_k);
-            std::mem::swap(&mut system.rhs, &mut held_b);
-            let k = Bsr::from_device_bsr(ctx.clone(), pattern.clone(), held_k)?;
-            let b = Vector::from_device_buffer(ctx.clone(), held_b);
-            let start = Instant::now();
-            match hierarchy.as_mut() {
-                Some(h) => {
-                    h.update(&k)?;
-                }
-                None => hierarchy = Some(Hierarchy::setup_external(&k, near_null, amg)?),
+    let mut iterate = |u: &mut DeviceBuffer<f64>, x: &mut Vector| -> Result<Step> {
+        device.synchronize()?;
+        let start = Instant::now();
+        problem.linearize(u, 1.0, &mut system)?;
+        let free_norm = problem.eliminate(&mut system)?;
+        device.synchronize()?;
+        let system_s = start.elapsed().as_secs_f64();
+        let (mut held_k, mut held_b) = (
+            spare_k.take().context("tangent not returned")?,
+            spare_b.take().context("right-hand side not returned")?,
+        );
+        std::mem::swap(&mut system.tangent, &mut held_k);
+        std::mem::swap(&mut system.rhs, &mut held_b);
+        let k = Bsr::from_device_bsr(ctx.clone(), pattern.clone(), held_k)?;
+        let b = Vector::from_device_buffer(ctx.clone(), held_b);
+        let start = Instant::now();
+        match hierarchy.as_mut() {
+            Some(h) => {
+                h.update(&k)?;
             }
-            device.synchronize()?;
-            let update_s = start.elapsed().as_secs_f64();
-            let h = hierarchy.as_ref().context("no hierarchy")?;
-            let start = Instant::now();
-            x.fill(0.0)?;
-            let vcycle = h.with_operator(&k)?;
-            let outcome = cg(h.operator(0).unwrap_or(&k), &b, x, &vcycle, cg_params)?;
-            device.synchronize()?;
-            let solve_s = start.elapsed().as_secs_f64();
-            spare_b = Some(b.into_device_buffer()?);
-            spare_k = Some(k.into_device_bsr()?);
-            Ok(Step {
-                system_s,
-                update_s,
-                solve_s,
-                iterations: outcome.iterations,
-                free_norm,
-            })
-        };
+            None => hierarchy = Some(Hierarchy::setup_external(&k, near_null, amg)?),
+        }
+        device.synchronize()?;
+        let update_s = start.elapsed().as_secs_f64();
+        let h = hierarchy.as_ref().context("no hierarchy")?;
+        let start = Instant::now();
+        x.fill(0.0)?;
+        let vcycle = h.with_operator(&k)?;
+        let outcome = cg(h.operator(0).unwrap_or(&k), &b, x, &vcycle, cg_params)?;
+        device.synchronize()?;
+        let solve_s = start.elapsed().as_secs_f64();
+        spare_b = Some(b.into_device_buffer()?);
+        spare_k = Some(k.into_device_bsr()?);
+        Ok(Step {
+            system_s,
+            update_s,
+            solve_s,
+            iterations: outcome.iterations,
+            free_norm,
+        })
+    };
     let cold = iterate(&mut u, &mut x)?;
     let first_norm = cold.free_norm;
     add_solution(ctx, &x, &mut u)?;
@@ -329,13 +328,9 @@ fn run_device(
 }
 
 /// `u += x` on the device.
-fn add_solution(
-    ctx: &CudaContext,
-    x: &Vector,
-    u: &mut linalg::backend::cuda::DeviceBuffer<f64>,
-) -> Result<()> {
+fn add_solution(ctx: &CudaContext, x: &Vector, u: &mut DeviceBuffer<f64>) -> Result<()> {
     let dx = x.try_clone()?.into_device_buffer()?;
-    vector::axpy(ctx, 1.0, &dx, u)?;
+    gpu::axpy(ctx, 1.0, &dx, u)?;
     Ok(())
 }
 

@@ -13,7 +13,7 @@ pub const SHORT_VERSION: &str = concat!(
 /// `hexfem --version`: [`SHORT_VERSION`] and one line each for CUDA, MPI and HDF5. Looks for
 /// the CUDA driver, so it is computed only when asked for.
 pub fn long_version() -> String {
-    let cuda = match linalg::backend::cuda::device_count() {
+    let cuda = match linalg::gpu::device_count() {
         Ok(n) => format!(
             "loaded at run time (driver API 13.0, NVRTC); driver found here, {n} GPU{}",
             if n == 1 { "" } else { "s" }

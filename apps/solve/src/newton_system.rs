@@ -19,7 +19,7 @@ use std::sync::Arc;
 use assembly::device::DeviceProblem;
 use assembly::{AssemblyError, DiscreteProblem, NewtonSystem, Potential};
 use fem::CellFields;
-use linalg::backend::cuda::CudaContext;
+use linalg::gpu::CudaContext;
 use linalg::{ops, Bsr, Device, LinalgError, Vector};
 
 /// The linear system of one Newton iteration and the operations on it, where they run.

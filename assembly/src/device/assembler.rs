@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::{CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan, DevicePattern};
+use linalg::gpu::{CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan, DevicePattern};
 
 use super::elements::{check, scatter_node_slots};
 use super::DeviceElements;
@@ -168,7 +168,7 @@ impl DeviceAssembler {
         self.elements.body_force(force, &mut self.residual_stream)?;
         self.sum_residual(&mut r)?;
         let mut f = ctx.zeros(n)?;
-        linalg::backend::cuda::vector::axpy(&ctx, -1.0, &r, &mut f)?;
+        linalg::gpu::axpy(&ctx, -1.0, &r, &mut f)?;
         let zero = ctx.zeros(n)?;
         self.elements.check_failure(&zero)?;
         Ok(f)

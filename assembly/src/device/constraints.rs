@@ -12,15 +12,15 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
-use linalg::backend::cuda::{CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::gpu::{CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::gpu::{KernelArg, KernelModule, LaunchShape};
 use linalg::BlockPattern;
 
 use super::elements::check;
 use crate::constraints::unit;
 use crate::{rotation_matrix, AssemblyError, Constraints, Prescribed};
 
-const CONSTRAINTS_SOURCE: ExternalSource = ExternalSource {
+const CONSTRAINTS_SOURCE: KernelModule = KernelModule {
     name: "assembly/constraints.cu",
     text: include_str!("../../cuda/constraints.cu"),
     fmad: false,
@@ -229,9 +229,8 @@ impl DeviceConstraints {
     /// Sets the constrained entries of `v` to zero.
     pub fn zero(&self, v: &mut DeviceBuffer<f64>) -> Result<(), AssemblyError> {
         self.check_vector("device constraints: vector", v)?;
-        launch(
+        CONSTRAINTS_SOURCE.launch(
             &self.ctx,
-            &CONSTRAINTS_SOURCE,
             &[],
             "mask_zero",
             shape(3 * self.n_nodes),
@@ -252,9 +251,8 @@ impl DeviceConstraints {
     ) -> Result<(), AssemblyError> {
         self.check_vector("device constraints: from", from)?;
         self.check_vector("device constraints: to", to)?;
-        launch(
+        CONSTRAINTS_SOURCE.launch(
             &self.ctx,
-            &CONSTRAINTS_SOURCE,
             &[],
             "mask_copy",
             shape(3 * self.n_nodes),
@@ -282,9 +280,8 @@ impl DeviceConstraints {
             k.pattern().n_block_rows(),
         )?;
         let n = self.touched_slots.len();
-        launch(
+        CONSTRAINTS_SOURCE.launch(
             &self.ctx,
-            &CONSTRAINTS_SOURCE,
             &[],
             "mask_eliminate",
             shape(9 * n),
@@ -315,9 +312,8 @@ impl DeviceConstraints {
                     nodes,
                     bits,
                     values,
-                } => launch(
+                } => CONSTRAINTS_SOURCE.launch(
                     &self.ctx,
-                    &CONSTRAINTS_SOURCE,
                     &[],
                     "prescribe_components",
                     shape(3 * nodes.len()),
@@ -337,9 +333,8 @@ impl DeviceConstraints {
                     bits,
                     timed_bits,
                     values,
-                } => launch(
+                } => CONSTRAINTS_SOURCE.launch(
                     &self.ctx,
-                    &CONSTRAINTS_SOURCE,
                     &[],
                     "prescribe_field",
                     shape(3 * nodes.len()),
@@ -372,9 +367,8 @@ impl DeviceConstraints {
                     args.extend(center.iter().map(|&v| KernelArg::F64(v)));
                     args.extend(s.iter().map(|&v| KernelArg::F64(v)));
                     args.push(KernelArg::F64sMut(u));
-                    launch(
+                    CONSTRAINTS_SOURCE.launch(
                         &self.ctx,
-                        &CONSTRAINTS_SOURCE,
                         &[],
                         "prescribe_twist",
                         shape(nodes.len()),
@@ -390,9 +384,5 @@ impl DeviceConstraints {
 /// Compiles the constraint kernels for `arch` (`"sm_90"`) with NVRTC alone (no device needed) and
 /// returns the cubin's size; a rejected source returns NVRTC's log.
 pub fn compile_constraints_source(arch: &str) -> Result<usize, AssemblyError> {
-    Ok(linalg::backend::cuda::external::compile_only(
-        &CONSTRAINTS_SOURCE,
-        &[],
-        arch,
-    )?)
+    Ok(CONSTRAINTS_SOURCE.compile_only(&[], arch)?)
 }

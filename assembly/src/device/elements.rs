@@ -6,28 +6,28 @@ use fem::{
     CellFields, ElementKernel, FemError, Formulation, Material, ELEMENT_CUDA_SOURCE,
     LOADS_CUDA_SOURCE, PROJECTED_CUDA_SOURCE,
 };
-use linalg::backend::cuda::external::{launch, ExternalSource, KernelArg, LaunchShape};
-use linalg::backend::cuda::{CudaContext, DeviceBuffer};
+use linalg::gpu::{CudaContext, DeviceBuffer};
+use linalg::gpu::{KernelArg, KernelModule, LaunchShape};
 
 use crate::{AssemblyError, CellMaterials, ElasticityAssembler};
 
 /// The element source as linalg's external-kernel entry point takes it. `--fmad=false`: the
 /// kernels mirror the host's operations one for one, so they round as the host does.
-const ELEMENT_SOURCE: ExternalSource = ExternalSource {
+const ELEMENT_SOURCE: KernelModule = KernelModule {
     name: "fem/element.cu",
     text: ELEMENT_CUDA_SOURCE,
     fmad: false,
 };
 
 /// The projected formulation's kernels (after the element source, with its defines and `MODES`).
-const PROJECTED_SOURCE: ExternalSource = ExternalSource {
+const PROJECTED_SOURCE: KernelModule = KernelModule {
     name: "fem/element.cu + fem/projected.cu",
     text: PROJECTED_CUDA_SOURCE,
     fmad: false,
 };
 
 /// The dead-load kernels (after the element source, with its defines).
-pub(crate) const LOADS_SOURCE: ExternalSource = ExternalSource {
+pub(crate) const LOADS_SOURCE: KernelModule = KernelModule {
     name: "fem/element.cu + fem/loads.cu",
     text: LOADS_CUDA_SOURCE,
     fmad: false,
@@ -341,9 +341,8 @@ impl DeviceElements {
             args.extend([KernelArg::F64(p0), KernelArg::F64(p1), KernelArg::F64(p2)]);
             args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
             args.push(KernelArg::U32sMut(&mut self.fail));
-            launch(
+            element_source(formulation).launch(
                 &self.ctx,
-                element_source(formulation),
                 &group.defines,
                 launch_of.name(formulation),
                 shape,
@@ -469,9 +468,8 @@ impl DeviceElements {
         )?;
         check("element residuals", self.residual_len(), r.len())?;
         let values = self.ctx.upload(self.host_kernel.qp_values())?;
-        launch(
+        LOADS_SOURCE.launch(
             &self.ctx,
-            &LOADS_SOURCE,
             &self.defines(),
             "body_force_contributions",
             LaunchShape {
@@ -535,7 +533,7 @@ impl DeviceElements {
 }
 
 /// The element source of `formulation`'s kernels.
-fn element_source(formulation: Formulation) -> &'static ExternalSource {
+fn element_source(formulation: Formulation) -> &'static KernelModule {
     match formulation {
         Formulation::Displacement => &ELEMENT_SOURCE,
         Formulation::Projected => &PROJECTED_SOURCE,
@@ -577,11 +575,8 @@ pub fn compile_element_source(
 ) -> Result<usize, AssemblyError> {
     let mut bytes = 0;
     for indirect in [false, true] {
-        bytes += linalg::backend::cuda::external::compile_only(
-            element_source(kernel.formulation()),
-            &element_defines(kernel, material, indirect),
-            arch,
-        )?;
+        bytes += element_source(kernel.formulation())
+            .compile_only(&element_defines(kernel, material, indirect), arch)?;
     }
     Ok(bytes)
 }
@@ -614,9 +609,8 @@ pub(crate) fn scatter_node_slots(
         threads: 256,
         shared_bytes: 0,
     };
-    launch(
+    ELEMENT_SOURCE.launch(
         ctx,
-        &ELEMENT_SOURCE,
         defines,
         "scatter_node_slots",
         shape,

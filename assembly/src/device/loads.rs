@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use fem::{FaceKernel, Load};
-use linalg::backend::cuda::external::{launch, KernelArg, LaunchShape};
-use linalg::backend::cuda::{CudaContext, DeviceBuffer};
+use linalg::gpu::{CudaContext, DeviceBuffer};
+use linalg::gpu::{KernelArg, LaunchShape};
 use mesh::{CellFace, HexMesh};
 
 use super::elements::{check, LOADS_SOURCE};
@@ -111,9 +111,8 @@ impl GatherPlan {
         if rows == 0 {
             return Ok(());
         }
-        launch(
+        LOADS_SOURCE.launch(
             ctx,
-            &LOADS_SOURCE,
             &FACE_DEFINES,
             if width == 3 {
                 "gather_add"
@@ -213,9 +212,8 @@ impl DeviceTractions {
         if self.n_faces == 0 {
             return Ok(());
         }
-        launch(
+        LOADS_SOURCE.launch(
             &self.ctx,
-            &LOADS_SOURCE,
             &FACE_DEFINES,
             "traction_contributions",
             LaunchShape {
@@ -250,9 +248,5 @@ pub fn compile_loads_source(order: usize, arch: &str) -> Result<usize, AssemblyE
         ("MATERIAL", 0),
         ("EPB", 1),
     ];
-    Ok(linalg::backend::cuda::external::compile_only(
-        &LOADS_SOURCE,
-        &defines,
-        arch,
-    )?)
+    Ok(LOADS_SOURCE.compile_only(&defines, arch)?)
 }

@@ -1,5 +1,5 @@
 //! The element loop on a CUDA device: element kernels (`fem/cuda/element.cu`, launched through
-//! `linalg::backend::cuda::external`) write residual and tangent contributions straight into a
+//! `linalg::gpu::KernelModule`) write residual and tangent contributions straight into a
 //! device value stream in the host assembler's contribution order, and the host's COO plans,
 //! uploaded once, sum them owner-computes on the device (the same sums in the same order as the
 //! host: bit-identical wherever the element values are).
@@ -22,7 +22,7 @@
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
 //!   on the device, in the host's calling order, the residual and free norm of line-search trial
 //!   states and the potential energy (cell energies summed exactly on the device
-//!   by `linalg::backend::cuda::vector::sum`, the host's bits); only norms and sums come back. [`DeviceProblem::supports`] says,
+//!   by `linalg::gpu::sum`, the host's bits); only norms and sums come back. [`DeviceProblem::supports`] says,
 //!   on the host, whether a problem can go up.
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::external::{launch, KernelArg, LaunchShape};
-use linalg::backend::cuda::{CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::gpu::{CudaContext, DeviceBsr, DeviceBuffer};
+use linalg::gpu::{KernelArg, LaunchShape};
 use linalg::BlockPattern;
 
 use super::elements::{check, LOADS_SOURCE};
@@ -126,9 +126,8 @@ impl DevicePressure {
         }
         let p = self.own_factor.unwrap_or(load_factor) * self.pressure;
         let threads = self.n_faces * self.nodes_per_face;
-        launch(
+        LOADS_SOURCE.launch(
             &self.ctx,
-            &LOADS_SOURCE,
             &FACE_DEFINES,
             "pressure_contributions",
             LaunchShape {

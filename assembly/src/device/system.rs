@@ -12,9 +12,8 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::vector::Term;
-use linalg::backend::cuda::{halo, ops, spmv, vector, CudaContext, DeviceBsr, DeviceBuffer};
 use linalg::exact::ExactSum;
+use linalg::gpu::{self, CudaContext, DeviceBsr, DeviceBuffer, Term};
 use linalg::{Layout, LinalgError};
 
 use super::elements::check;
@@ -246,9 +245,9 @@ impl DeviceProblem {
         load_factor: f64,
         r: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
-        vector::axpy(&self.ctx, -load_factor, &self.external, r)?;
+        gpu::axpy(&self.ctx, -load_factor, &self.external, r)?;
         for c in &self.curved {
-            vector::axpy(&self.ctx, -c.factor, &c.vector, r)?;
+            gpu::axpy(&self.ctx, -c.factor, &c.vector, r)?;
         }
         Ok(())
     }
@@ -288,10 +287,10 @@ impl DeviceProblem {
         for f in &mut self.follower {
             f.add(u, load_factor, residual, Some(&mut *tangent))?;
         }
-        vector::fill(&self.ctx, 0.0, lift)?;
+        gpu::fill(&self.ctx, 0.0, lift)?;
         self.ctx.copy(u, scratch)?;
         self.constraints.write_prescribed(load_factor, scratch)?;
-        vector::axpy(&self.ctx, -1.0, u, scratch)?;
+        gpu::axpy(&self.ctx, -1.0, u, scratch)?;
         self.constraints.copy(scratch, lift)?;
         Ok(())
     }
@@ -316,11 +315,11 @@ impl DeviceProblem {
         lift: &DeviceBuffer<f64>,
         rhs: &mut DeviceBuffer<f64>,
     ) -> Result<f64, AssemblyError> {
-        spmv(&self.ctx, tangent, 1.0, lift, 0.0, rhs)?;
-        vector::axpby(&self.ctx, -1.0, residual, -1.0, rhs)?;
+        gpu::spmv(&self.ctx, tangent, 1.0, lift, 0.0, rhs)?;
+        gpu::axpby(&self.ctx, -1.0, residual, -1.0, rhs)?;
         self.constraints.zero(rhs)?;
         let free_norm = self.norm2(rhs)?;
-        vector::axpy(&self.ctx, 1.0, lift, rhs)?;
+        gpu::axpy(&self.ctx, 1.0, lift, rhs)?;
         self.constraints.eliminate(tangent)?;
         Ok(free_norm)
     }
@@ -340,12 +339,12 @@ impl DeviceProblem {
         // exact sums, as the host's: the same bits when the cell energies are
         let (internal, magnitude) = match &mut self.rank {
             None => (
-                vector::sum(&self.ctx, &self.energies, Term::Value)?,
-                vector::sum(&self.ctx, &self.energies, Term::Magnitude)?,
+                gpu::sum(&self.ctx, &self.energies, Term::Value)?,
+                gpu::sum(&self.ctx, &self.energies, Term::Magnitude)?,
             ),
             Some(share) => {
                 // the owned cells' energies, every rank's exact sums added, rounded once
-                halo::gather_blocks(
+                gpu::gather_blocks(
                     &self.ctx,
                     1,
                     &share.owned_cells,
@@ -355,8 +354,8 @@ impl DeviceProblem {
                 let n = share.owned_energies.len();
                 let e = &share.owned_energies;
                 let mut sums = [
-                    vector::sum_exact_prefix(&self.ctx, e, Term::Value, n)?,
-                    vector::sum_exact_prefix(&self.ctx, e, Term::Magnitude, n)?,
+                    gpu::sum_exact_prefix(&self.ctx, e, Term::Value, n)?,
+                    gpu::sum_exact_prefix(&self.ctx, e, Term::Magnitude, n)?,
                 ];
                 ExactSum::allreduce(&**share.layout.comm(), &mut sums)
                     .map_err(LinalgError::from)?;
@@ -388,9 +387,9 @@ impl DeviceProblem {
     /// sum rounded once: the host's `linalg::ops::dot` bits either way).
     pub fn dot(&self, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
         let Some(share) = &self.rank else {
-            return Ok(vector::dot(&self.ctx, x, y)?);
+            return Ok(gpu::dot(&self.ctx, x, y)?);
         };
-        let mut sum = [vector::dot_exact_prefix(
+        let mut sum = [gpu::dot_exact_prefix(
             &self.ctx,
             x,
             y,
@@ -408,9 +407,9 @@ impl DeviceProblem {
     /// `max |x_i|` over every entry, or on a rank over its owned entries and every rank.
     pub fn norm_inf(&self, x: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
         let Some(share) = &self.rank else {
-            return Ok(ops::norm_inf(&self.ctx, x, x.len())?);
+            return Ok(gpu::norm_inf(&self.ctx, x, x.len())?);
         };
-        let mut max = [ops::norm_inf(&self.ctx, x, share.layout.owned())?];
+        let mut max = [gpu::norm_inf(&self.ctx, x, share.layout.owned())?];
         share
             .layout
             .comm()

@@ -48,7 +48,7 @@ pub fn visible_gpus(configs: &[&config::Config]) -> usize {
     {
         return 0;
     }
-    linalg::backend::cuda::device_count().unwrap_or(0)
+    linalg::gpu::device_count().unwrap_or(0)
 }
 
 /// The GPU a case of `config` runs on when its worker was given `gpu`: none on the CPU.

@@ -1,0 +1,36 @@
+//! The device seam: what a crate other than linalg may use of a GPU. Every item is typed
+//! (linalg's own handles, arrays, matrices and plans); no cudarc type, no `CudaSlice` and no raw
+//! device pointer crosses it: a buffer reaches a kernel only as a typed [`KernelArg`], and only
+//! linalg's backend talks to the CUDA runtime. The items are the backend's own (re-exported, so
+//! zero-cost: no wrapper, no copy, no extra wait).
+//!
+//! - The GPU: [`CudaContext`], the handle of a [`crate::Device::Cuda`] (uploads, downloads,
+//!   zeros, copies, timing [`Event`]s, memory); [`device_count`], [`unavailable_reason`].
+//! - Typed data on it: [`DeviceBuffer<T>`] (an array of `f64`, `f32`, `u32` or `u64`: element
+//!   data, index tables, the values behind a device [`crate::Vector`]); [`DevicePattern`] and
+//!   [`DeviceBsr`] (a [`crate::BlockPattern`] and the values of a device [`crate::Bsr`]);
+//!   [`DeviceCooPlan`] (a [`crate::CooPlan`] uploaded once, summing contributions on the device).
+//! - Kernels of other crates: a [`KernelModule`] (a `.cu` source, compiled by NVRTC at first use
+//!   and cached like linalg's own), [`KernelModule::launch`] with [`KernelArg`]s in the order of
+//!   the kernel's parameters and a [`LaunchShape`]; [`KernelModule::compile_only`] checks a source
+//!   without a device.
+//! - Operations on device arrays, each bit-identical to its host counterpart on the same values:
+//!   [`fill`], [`axpy`], [`axpby`], [`dot`], [`dot_exact`], [`dot_exact_prefix`], [`sum`] and
+//!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`], [`luby_mis`].
+//!   Operations on [`crate::Vector`] and [`crate::Bsr`] ([`crate::ops`], the matrix methods) run
+//!   on a GPU by themselves; these are for code that owns bare device arrays (an element loop).
+//!
+//! The backend module itself (`linalg::backend`) is internal: hidden from the docs, reachable
+//! only for the distributed device V-cycle of `amg` until that moves behind this seam.
+
+pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
+pub use crate::backend::cuda::halo::gather_blocks;
+pub use crate::backend::cuda::mis::luby_mis;
+pub use crate::backend::cuda::ops::norm_inf;
+pub use crate::backend::cuda::vector::{
+    axpby, axpy, dot, dot_exact, dot_exact_prefix, fill, sum, sum_exact_prefix, Term,
+};
+pub use crate::backend::cuda::{
+    device_count, spmv, unavailable_reason, CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan,
+    DevicePattern, Event,
+};
