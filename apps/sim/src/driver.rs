@@ -228,15 +228,8 @@ pub(crate) fn drive(
     let mut pending: Option<Pending> = None;
     let first = agreed(comm, CellOutputs::compute(problem, &u, config))
         .and_then(|cells| {
-            let state = layout.write_state(
-                config,
-                problem,
-                &u,
-                &reactions,
-                cells,
-                stamp,
-                &mut output,
-            );
+            let state =
+                layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
             agreed(comm, state)
         })
         .and_then(|state| {
@@ -248,7 +241,14 @@ pub(crate) fn drive(
             let settled = if output.in_background() {
                 Ok(())
             } else {
-                settle(&mut output, &mut pending, &mut records, &columns, case.observer, started)
+                settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    case.observer,
+                    started,
+                )
             };
             agreed(comm, settled)
         });
@@ -305,12 +305,25 @@ pub(crate) fn drive(
             // the state before this one is written (the writer's error, if any, is this
             // step's), and its records follow it; then this state is handed over
             if output.in_background() {
-                let written =
-                    settle(&mut output, &mut pending, &mut records, &columns, observer, started);
+                let written = settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    observer,
+                    started,
+                );
                 agreed(comm, written)?;
             }
-            let state =
-                layout.write_state(config, problem, u, &step.reactions, cells, stamp, &mut output);
+            let state = layout.write_state(
+                config,
+                problem,
+                u,
+                &step.reactions,
+                cells,
+                stamp,
+                &mut output,
+            );
             let written = match (&mut records, state) {
                 (Some(r), Ok(Some(state))) => (|| -> Result<()> {
                     let mut record = crate::run::step_record(
@@ -350,7 +363,14 @@ pub(crate) fn drive(
                 if output.in_background() {
                     Ok(())
                 } else {
-                    settle(&mut output, &mut pending, &mut records, &columns, observer, started)
+                    settle(
+                        &mut output,
+                        &mut pending,
+                        &mut records,
+                        &columns,
+                        observer,
+                        started,
+                    )
                 }
             });
             let output_s = step_started.elapsed().as_secs_f64();
@@ -364,7 +384,14 @@ pub(crate) fn drive(
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
     // the last state handed to the writer is written, and its records follow it (whatever
     // ended the path); the writer's error is the run's unless the path failed first
-    let settled = settle(&mut output, &mut pending, &mut records, &columns, observer, started);
+    let settled = settle(
+        &mut output,
+        &mut pending,
+        &mut records,
+        &columns,
+        observer,
+        started,
+    );
     let writer_s = output.busy_s();
     let (finished, results) = output.finish();
     let settled = settled.and(finished);

@@ -808,10 +808,16 @@ pub(crate) fn create_results(
         node_indicators: indicators.as_deref(),
     };
     let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
+    results.set_single_precision_fields(single_precision(config));
     if config.output.vtu {
         results.enable_vtu(dir, name, &mesh)?;
     }
     Ok(results)
+}
+
+/// Whether the fields are written as float32 (`output.precision: single`).
+pub(crate) fn single_precision(config: &Config) -> bool {
+    config.output.precision == config::OutputPrecision::Single
 }
 
 /// Index of the `materials` entry that applies to each cell (later entries override earlier

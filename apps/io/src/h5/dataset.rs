@@ -113,7 +113,10 @@ impl<'a> Pieces<'a> {
         let element = if single { Element::F32 } else { Element::F64 };
         if self.check(dataset, first, values.len(), element).is_some() {
             let bytes: Vec<u8> = if single {
-                values.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect()
+                values
+                    .iter()
+                    .flat_map(|&v| (v as f32).to_le_bytes())
+                    .collect()
             } else {
                 values.iter().flat_map(|v| v.to_le_bytes()).collect()
             };
