@@ -302,9 +302,10 @@ impl ResultsWriter {
                 } else {
                     &[rows, components]
                 };
+                let element = self.element_of(f);
                 datasets.push(Reserved::append(
                     &mut self.file,
-                    self.element_of(f),
+                    element,
                     shape,
                     IndexBound::None,
                 )?);

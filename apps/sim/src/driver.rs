@@ -392,7 +392,7 @@ pub(crate) fn drive(
         observer,
         started,
     );
-    let writer_s = output.busy_s();
+    let (writer_s, writes) = output.busy();
     let (finished, results) = output.finish();
     let settled = settled.and(finished);
     let outcome = match (outcome, settled) {
@@ -411,8 +411,8 @@ pub(crate) fn drive(
     layout.keep_solver(solver, choice);
     let ranks = layout.finish_summary(records.as_mut().map(|r| &mut r.summary), newton_s, output_s);
     stages.since(OUTPUT, end_started);
-    if writer_s > 0.0 {
-        stages.add_overlapped(OUTPUT_WRITER, writer_s);
+    if writes > 0 {
+        stages.add_overlapped(OUTPUT_WRITER, writer_s, writes);
     }
     // collective: where the time went on every rank (a table that cannot be merged is left
     // out of the summary; the run's outcome stands)

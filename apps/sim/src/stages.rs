@@ -169,9 +169,10 @@ impl RunStages {
         }
     }
 
-    /// `seconds` of `name` on a thread of its own, overlapping the stages (not in their sum).
-    pub fn add_overlapped(&mut self, name: &str, seconds: f64) {
-        self.overlapped.add(name, seconds);
+    /// `count` occurrences of `name` lasting `seconds` together on a thread of its own,
+    /// overlapping the stages (not in their sum).
+    pub fn add_overlapped(&mut self, name: &str, seconds: f64, count: u64) {
+        self.overlapped.add_counted(name, seconds, count);
     }
 
     /// This rank's stages so far.

@@ -75,12 +75,12 @@ impl StepOutput {
         }
     }
 
-    /// The writer's seconds in writes so far (0 for a direct output: its writes are the
-    /// caller's).
-    pub(crate) fn busy_s(&self) -> f64 {
+    /// The writer's seconds in its writes so far, and their count (none for a direct output:
+    /// its writes are the caller's).
+    pub(crate) fn busy(&self) -> (f64, u64) {
         match self {
-            StepOutput::Direct(_) => 0.0,
-            StepOutput::Background(writer) => writer.busy_s,
+            StepOutput::Direct(_) => (0.0, 0),
+            StepOutput::Background(writer) => (writer.busy_s, writer.writes),
         }
     }
 
@@ -101,8 +101,9 @@ pub(crate) struct BackgroundWriter {
     thread: Option<JoinHandle<ResultsWriter>>,
     /// Whether a handed-off state's outcome has not been taken yet.
     in_flight: bool,
-    /// The writer's seconds in writes whose outcome was taken.
+    /// The writer's seconds in the writes whose outcome was taken, and their count.
     busy_s: f64,
+    writes: u64,
 }
 
 impl BackgroundWriter {
@@ -135,6 +136,7 @@ impl BackgroundWriter {
             thread: Some(thread),
             in_flight: false,
             busy_s: 0.0,
+            writes: 0,
         })
     }
 
@@ -161,6 +163,7 @@ impl BackgroundWriter {
         match self.done.recv() {
             Ok((outcome, seconds)) => {
                 self.busy_s += seconds;
+                self.writes += 1;
                 outcome
             }
             Err(_) => Err(anyhow!("the output writer has stopped")),
@@ -187,5 +190,107 @@ impl Drop for BackgroundWriter {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A results file of one Q1 cell in a fresh directory (removed by the caller).
+    fn results(tag: &str) -> (std::path::PathBuf, ResultsWriter) {
+        let dir = std::env::temp_dir().join(format!("sim-writer-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let coordinates: Vec<[f64; 3]> = (0..8)
+            .map(|i| [f64::from(i & 1), f64::from((i >> 1) & 1), f64::from(i >> 2)])
+            .collect();
+        let connectivity = [0, 1, 3, 2, 4, 5, 7, 6];
+        let mesh = io::MeshData {
+            nodes_per_cell: 8,
+            coordinates: &coordinates,
+            connectivity: &connectivity,
+            material: None,
+            node_sets: &[],
+            cell_sets: &[],
+            face_sets: &[],
+            node_indicators: None,
+        };
+        let results = ResultsWriter::create(&dir, "w", &mesh, &io::Faults::none()).unwrap();
+        (dir, results)
+    }
+
+    /// A step's write error is the next hand-off's result (the job handed then is dropped,
+    /// not run), and the final one's is `finish`'s; the writer keeps the file.
+    #[test]
+    fn a_write_error_is_returned_at_the_next_hand_off_or_at_the_end() {
+        let (dir, results) = results("error");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let ran = Arc::new(AtomicUsize::new(0));
+        output
+            .submit(Box::new(|_| Err(anyhow!("disk full at step 1"))))
+            .unwrap();
+        let counter = Arc::clone(&ran);
+        let next = output.submit(Box::new(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        assert_eq!(next.unwrap_err().to_string(), "disk full at step 1");
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        // the writer goes on; the last write's error comes with the file at the end
+        output
+            .submit(Box::new(|_| Err(anyhow!("disk full at step 2"))))
+            .unwrap();
+        let (outcome, results) = output.finish();
+        assert_eq!(outcome.unwrap_err().to_string(), "disk full at step 2");
+        assert!(results.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A panic inside a write becomes that write's error; the file comes back.
+    #[test]
+    fn a_panic_on_the_writer_is_an_error_not_a_panic() {
+        let (dir, results) = results("panic");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        output.submit(Box::new(|_| panic!("a bug"))).unwrap();
+        let waited = output.wait();
+        assert!(waited
+            .unwrap_err()
+            .to_string()
+            .contains("failed unexpectedly"));
+        let (outcome, results) = output.finish();
+        assert!(outcome.is_ok());
+        assert!(results.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// At most one state is in flight: a hand-off returns only once the state before it is
+    /// written, and the writes run in order, each counted with its seconds.
+    #[test]
+    fn one_state_is_in_flight_and_writes_run_in_order() {
+        let (dir, results) = results("order");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let done = Arc::new(AtomicUsize::new(0));
+        for k in 0..4 {
+            let counter = Arc::clone(&done);
+            output
+                .submit(Box::new(move |_| {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    assert_eq!(counter.fetch_add(1, Ordering::SeqCst), k);
+                    Ok(())
+                }))
+                .unwrap();
+            // the hand-off returned once the write before it had finished
+            assert!(done.load(Ordering::SeqCst) >= k);
+        }
+        output.wait().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), 4);
+        let (busy_s, writes) = output.busy();
+        assert_eq!(writes, 4);
+        assert!(busy_s >= 0.02, "{busy_s}");
+        let (outcome, _) = output.finish();
+        outcome.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
