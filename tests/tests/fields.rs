@@ -364,10 +364,10 @@ fn single_precision_fields_are_the_double_values_rounded() {
                     "{path}: {p} {q}"
                 );
             }
-            assert!(
-                x.iter().any(|&p| f64::from(p as f32) != p),
-                "{path}: nothing rounded"
-            );
+            if step == double.steps {
+                let rounded = x.iter().any(|&p| f64::from(p as f32) != p);
+                assert!(rounded, "{path}: nothing rounded");
+            }
         }
         for exact in ["displacement"] {
             let path = format!("/steps/{step:06}/{exact}");
