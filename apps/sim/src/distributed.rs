@@ -350,7 +350,7 @@ impl Layout for RankParts<'_> {
         // rank 0 writes each window of the collective gathers as it comes: on its thread
         self.output
             .create(comm, config, &self.part, dir, name, &case.faults)
-            .map(StepOutput::Direct)
+            .map(|results| StepOutput::Direct(results.map(Box::new)))
     }
 
     fn write_state(

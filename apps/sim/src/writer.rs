@@ -36,7 +36,7 @@ type Done = (Result<()>, f64);
 /// Where a run's states are written: by the caller's thread, or by a [`BackgroundWriter`].
 pub(crate) enum StepOutput {
     /// Written by the calling thread, inside the call (on ranks: `Some` on rank 0).
-    Direct(Option<ResultsWriter>),
+    Direct(Option<Box<ResultsWriter>>),
     /// Written on the writer's thread while the caller goes on.
     Background(BackgroundWriter),
 }
@@ -45,7 +45,7 @@ impl StepOutput {
     /// The results file of a direct output (`None` on ranks but 0, and for a background one).
     pub(crate) fn direct(&mut self) -> Option<&mut ResultsWriter> {
         match self {
-            StepOutput::Direct(results) => results.as_mut(),
+            StepOutput::Direct(results) => results.as_deref_mut(),
             StepOutput::Background(_) => None,
         }
     }
@@ -88,7 +88,7 @@ impl StepOutput {
     /// file (`None` on ranks but 0, or where the writer's thread could not be joined).
     pub(crate) fn finish(self) -> (Result<()>, Option<ResultsWriter>) {
         match self {
-            StepOutput::Direct(results) => (Ok(()), results),
+            StepOutput::Direct(results) => (Ok(()), results.map(|r| *r)),
             StepOutput::Background(writer) => writer.finish(),
         }
     }
