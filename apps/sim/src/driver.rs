@@ -4,8 +4,10 @@
 //! the end of the run (completed, failed or interrupted). What differs with the ranks is a
 //! [`Layout`]: where the mesh is (the whole mesh in one process, a part on each rank), how the
 //! linear solver is chosen (one process may reuse an earlier run's, [`crate::run::Warm`]) and
-//! how the output reaches the files (written directly, or gathered to rank 0 window by window,
-//! [`crate::dist_output`]).
+//! how the output reaches the files (one process: handed to a background writer that writes a
+//! state while the next step computes, [`crate::writer`]; on ranks: gathered to rank 0 window by
+//! window, [`crate::dist_output`]). A state's records (summary, probes' log, `step_written`)
+//! follow its write.
 //!
 //! Every fallible phase ends in [`agreed`]: on ranks one rank's error is every rank's, so all
 //! stop together; on one rank it is the error itself.
