@@ -311,3 +311,92 @@ fn sets_are_written_as_flags_for_viewers() {
     assert!(xdmf.contains("Name=\"set:xmin\""), "{xdmf}");
     assert!(xdmf.contains("Name=\"set:zmax\""), "{xdmf}");
 }
+
+/// `output.precision: single` writes every field but the displacement as float32, each value the
+/// double run's value rounded to nearest (the runs are the same computation, so bit for bit),
+/// the XDMF saying `Precision="4"` for them; the displacement (what a restart reads) and the
+/// mesh stay float64 and equal, and a restart from the single-precision file runs.
+#[test]
+fn single_precision_fields_are_the_double_values_rounded() {
+    let dir = ScratchDir::new("fields-single");
+    let every = "[displacement, reaction, cauchy_stress, von_mises, jacobian, energy_density, \
+                 nodal_cauchy_stress, nodal_von_mises, strain, green_lagrange_strain, \
+                 logarithmic_strain, principal_stress, nodal_principal_stress]";
+    let text = block("neo_hookean", 40.0, every, "1");
+    let double = run_text(&dir, "double", &text);
+    let single_text = text.replace(
+        &format!("output: {{ fields: {every} }}"),
+        &format!("output: {{ fields: {every}, precision: single }}"),
+    );
+    assert_ne!(single_text, text);
+    let single = run_text(&dir, "single", &single_text);
+    assert_eq!(single.steps, double.steps);
+    let (a, b) = (
+        ResultsReader::open(&double.h5).unwrap(),
+        ResultsReader::open(&single.h5).unwrap(),
+    );
+    let fields = [
+        "reaction",
+        "cauchy_stress",
+        "von_mises",
+        "jacobian",
+        "energy_density",
+        "nodal_cauchy_stress",
+        "nodal_von_mises",
+        "strain",
+        "green_lagrange_strain",
+        "logarithmic_strain",
+        "principal_stress",
+        "nodal_principal_stress",
+    ];
+    for step in 0..=double.steps {
+        for field in fields {
+            let path = format!("/steps/{step:06}/{field}");
+            assert!(a.is_f64(&path).unwrap(), "{path}");
+            assert!(!b.is_f64(&path).unwrap(), "{path} is not float32");
+            let (shape_a, x) = a.read_f64(&path).unwrap();
+            let (shape_b, y) = b.read_f64(&path).unwrap();
+            assert_eq!(shape_a, shape_b, "{path}");
+            for (p, q) in x.iter().zip(&y) {
+                assert_eq!(
+                    f64::from(*p as f32).to_bits(),
+                    q.to_bits(),
+                    "{path}: {p} {q}"
+                );
+            }
+            if step == double.steps {
+                let rounded = x.iter().any(|&p| f64::from(p as f32) != p);
+                assert!(rounded, "{path}: nothing rounded");
+            }
+        }
+        {
+            let path = format!("/steps/{step:06}/displacement");
+            assert!(b.is_f64(&path).unwrap(), "{path}");
+            let (x, y) = (a.read_f64(&path).unwrap().1, b.read_f64(&path).unwrap().1);
+            assert!(
+                x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{path}"
+            );
+        }
+    }
+    assert!(b.is_f64("/mesh/coordinates").unwrap());
+    let xdmf = std::fs::read_to_string(&single.xdmf).unwrap();
+    assert!(xdmf.contains(&format!(
+        "Precision=\"4\" Format=\"HDF\">single.h5:/steps/{:06}/von_mises<",
+        single.steps
+    )));
+    assert!(xdmf.contains("Precision=\"8\" Format=\"HDF\">single.h5:/steps/000000/displacement<"));
+    let double_xdmf = std::fs::read_to_string(&double.xdmf).unwrap();
+    assert!(!double_xdmf.contains("Precision=\"4\""));
+    // a restart continues from the single-precision file's exact displacement
+    let input = dir.join("restarted.yaml");
+    std::fs::write(&input, &single_text).unwrap();
+    let restarted = run(
+        &RunOptions::new(&input)
+            .with_output_dir(dir.join("restarted"))
+            .with_restart(format!("{}:{}", single.h5.display(), single.steps - 1)),
+        &sim::Quiet,
+    )
+    .unwrap_or_else(|e| panic!("restart: {e:#}"));
+    assert_eq!(restarted.steps, single.steps);
+}

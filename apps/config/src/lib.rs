@@ -39,8 +39,8 @@ pub use params::{
     BoundaryParams, BoxMesh, ComputeDevice, Config, DirichletParams, ElementFormulation, Forcing,
     GeometricSet, GeometricSetKind, GlobalProbe, GmshMesh, LineSearch, LinearSolverMethod,
     LinearSolverParams, LoadingParams, MeshSource, NewtonParams, OutputField, OutputParams,
-    PointProbe, ProbesParams, QuadratureParams, RegionBox, RegionPlane, SetProbe, Source,
-    TractionParams, TwistParams,
+    OutputPrecision, PointProbe, ProbesParams, QuadratureParams, RegionBox, RegionPlane, SetProbe,
+    Source, TractionParams, TwistParams,
 };
 pub use tree::Origin;
 

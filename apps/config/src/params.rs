@@ -527,6 +527,17 @@ pub enum LinearSolverMethod {
     Direct,
 }
 
+/// The precision of the fields written (the key `output.precision`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputPrecision {
+    /// IEEE binary64: the values as computed.
+    #[default]
+    Double,
+    /// IEEE binary32: each value rounded to nearest (the displacement and mesh stay double).
+    Single,
+}
+
 /// Where a run is computed (the top-level key `device`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -712,6 +723,10 @@ pub struct OutputParams {
     /// Also write each step as a VTK XML file (`.vtu`) listed in a ParaView collection (`.pvd`).
     /// Default `false`.
     pub vtu: bool,
+    /// The floating-point precision of the fields in the HDF5 file: `double` (default) or
+    /// `single` (float32, for viewing: half the bytes). The displacement, which a restart
+    /// continues from, and the mesh stay double.
+    pub precision: OutputPrecision,
     /// Quantities recorded at step 0 and every converged step in the step log, the summary and
     /// `<name>.probes.csv`. Default: none.
     pub probes: ProbesParams,
@@ -724,6 +739,7 @@ impl Default for OutputParams {
             name: None,
             fields: OutputField::ALL.to_vec(),
             vtu: false,
+            precision: OutputPrecision::Double,
             probes: ProbesParams::default(),
         }
     }

@@ -355,6 +355,18 @@ fn unknown_material_model_lists_the_five_models() {
     );
 }
 
+/// `output.precision` is `double` unless set; `single` parses; another value is an error at
+/// its line and column naming the valid choices.
+#[test]
+fn output_precision_is_double_or_single() {
+    let c = load_text(MINIMAL).unwrap();
+    assert_eq!(c.output.precision, crate::OutputPrecision::Double);
+    let c = load_text(&format!("{MINIMAL}output: {{ precision: single }}\n")).unwrap();
+    assert_eq!(c.output.precision, crate::OutputPrecision::Single);
+    let msg = error_at(&format!("{MINIMAL}output: {{ precision: half }}\n"), 4, 22);
+    assert!(msg.contains("valid choices: double, single"), "{msg}");
+}
+
 #[test]
 fn device_is_a_top_level_key_auto_cpu_or_cuda_and_cuda_is_iterative_only() {
     let msg = error_at(&format!("{MINIMAL}device: gpu\n"), 4, 9);

@@ -33,6 +33,7 @@ pub fn render(table: &StageTable) -> String {
     let width = table
         .stages
         .iter()
+        .chain(&table.overlapped)
         .map(|r| r.name.chars().count())
         .max()
         .unwrap_or(0)
@@ -82,6 +83,18 @@ pub fn render(table: &StageTable) -> String {
         "  the stages hold {:.1} % of the wall time\n",
         100.0 * table.coverage()
     ));
+    if !table.overlapped.is_empty() {
+        text.push_str("  on threads of their own, overlapping the stages (not in the sum):\n");
+    }
+    for r in &table.overlapped {
+        text.push_str(&format!(
+            "  {:<width$} {:>7} {:>9.3} {:>6.1}\n",
+            r.name,
+            r.count,
+            r.mean_s,
+            share(r.mean_s)
+        ));
+    }
     text
 }
 
@@ -112,6 +125,7 @@ mod tests {
                 row("AMG set-up cold", 4, 1.25, 1.25, 1.25),
                 row("other", 1, 0.25, 0.25, 0.25),
             ],
+            overlapped: Vec::new(),
         };
         let text = render(&table);
         let lines: Vec<&str> = text.lines().collect();
@@ -128,6 +142,30 @@ mod tests {
         );
     }
 
+    /// The output writer's seconds follow the coverage, outside the stages' sum.
+    #[test]
+    fn overlapped_work_follows_the_table_outside_its_sum() {
+        let table = StageTable {
+            ranks: 1,
+            wall: row("wall", 1, 2.0, 2.0, 2.0),
+            stages: vec![
+                row("output", 5, 0.5, 0.5, 0.5),
+                row("other", 1, 1.5, 1.5, 1.5),
+            ],
+            overlapped: vec![row("output writer (background)", 5, 1.0, 1.0, 1.0)],
+        };
+        let text = render(&table);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[4..],
+            [
+                "  the stages hold 25.0 % of the wall time",
+                "  on threads of their own, overlapping the stages (not in the sum):",
+                "  output writer (background)       5     1.000   50.0",
+            ]
+        );
+    }
+
     /// Ranks: minimum, maximum, mean and their ratio (none where a rank spent no time).
     #[test]
     fn ranks_render_minimum_maximum_mean_and_ratio() {
@@ -139,6 +177,7 @@ mod tests {
                 row("output", 3, 0.0, 1.0, 0.5),
                 row("other", 1, 1.0, 2.0, 1.5),
             ],
+            overlapped: Vec::new(),
         };
         let text = render(&table);
         let lines: Vec<&str> = text.lines().collect();

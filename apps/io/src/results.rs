@@ -50,6 +50,9 @@ pub struct ResultsWriter {
     steps_written: usize,
     /// The first write error, after which nothing more is written.
     failed: Option<String>,
+    /// Whether the step fields but the displacement are written as float32
+    /// ([`ResultsWriter::set_single_precision_fields`]).
+    single_fields: bool,
 }
 
 impl std::fmt::Debug for ResultsWriter {
@@ -167,6 +170,7 @@ impl ResultsWriter {
             last_step: None,
             steps_written: 0,
             failed: None,
+            single_fields: false,
         })
     }
 
@@ -178,6 +182,22 @@ impl ResultsWriter {
     /// The XDMF file.
     pub fn xdmf_path(&self) -> &Path {
         self.xdmf.path()
+    }
+
+    /// Writes the fields of the steps to come as float32 datasets, each value rounded to
+    /// nearest (`output.precision: single`, for viewing; the XDMF says `Precision="4"`), all
+    /// but the displacement: a restart continues from it exactly, so it stays float64.
+    pub fn set_single_precision_fields(&mut self, single: bool) {
+        self.single_fields = single;
+    }
+
+    /// The element type of `field`'s dataset.
+    fn element_of(&self, field: StepField) -> Element {
+        if self.single_fields && field != StepField::Displacement {
+            Element::F32
+        } else {
+            Element::F64
+        }
     }
 
     /// Number of steps committed.
@@ -282,9 +302,10 @@ impl ResultsWriter {
                 } else {
                     &[rows, components]
                 };
+                let element = self.element_of(f);
                 datasets.push(Reserved::append(
                     &mut self.file,
-                    Element::F64,
+                    element,
                     shape,
                     IndexBound::None,
                 )?);
@@ -356,10 +377,11 @@ impl ResultsWriter {
             fields: header
                 .fields
                 .iter()
-                .map(|f| FieldEntry {
+                .map(|&f| FieldEntry {
                     name: f.name(),
                     center: f.center(),
                     kind: f.kind(),
+                    precision: self.element_of(f).size(),
                 })
                 .collect(),
         };

@@ -65,6 +65,10 @@ pub struct StageTable {
     pub wall: StageRow,
     /// In the order each stage first occurred; [`StageTable::OTHER`] last.
     pub stages: Vec<StageRow>,
+    /// Work on threads of its own, overlapping the stages (not part of their sum): the output
+    /// writer's seconds, while the stages hold only the time the run waited for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlapped: Vec<StageRow>,
 }
 
 /// One stage over the ranks: how often it occurred (the most on any rank) and its inclusive

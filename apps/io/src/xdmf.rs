@@ -38,6 +38,8 @@ pub(crate) struct FieldEntry {
     pub name: &'static str,
     pub center: Center,
     pub kind: AttributeType,
+    /// Bytes of a value: 8 (float64) or 4 (float32, `output.precision: single`).
+    pub precision: usize,
 }
 
 /// A step written to the HDF5 file.
@@ -287,7 +289,14 @@ pub(crate) fn render_grid(mesh: &MeshLayout, s: &StepEntry) -> String {
             f.name
         );
         let path = format!("{group}/{}", f.name);
-        data_item(&mut x, &h5, &path, rows, f.kind.components(), "Float");
+        data_item_of(
+            &mut x,
+            &h5,
+            &path,
+            [rows, f.kind.components()],
+            "Float",
+            f.precision,
+        );
         let _ = writeln!(x, "        </Attribute>");
     }
     let _ = writeln!(x, "      </Grid>");
@@ -361,6 +370,19 @@ pub(crate) fn time_text(t: f64) -> String {
 
 /// A `DataItem` referencing an 8-byte dataset of shape `rows x columns` (`rows` when 1 column).
 fn data_item(x: &mut String, h5: &str, path: &str, rows: usize, columns: usize, number: &str) {
+    data_item_of(x, h5, path, [rows, columns], number, 8);
+}
+
+/// A `DataItem` referencing a dataset of `[rows, columns]` (`rows` when 1 column) with values of
+/// `precision` bytes.
+fn data_item_of(
+    x: &mut String,
+    h5: &str,
+    path: &str,
+    [rows, columns]: [usize; 2],
+    number: &str,
+    precision: usize,
+) {
     let dims = if columns == 1 {
         rows.to_string()
     } else {
@@ -368,8 +390,8 @@ fn data_item(x: &mut String, h5: &str, path: &str, rows: usize, columns: usize, 
     };
     let _ = writeln!(
         x,
-        "          <DataItem Dimensions=\"{dims}\" NumberType=\"{number}\" Precision=\"8\" \
-         Format=\"HDF\">{h5}:{path}</DataItem>"
+        "          <DataItem Dimensions=\"{dims}\" NumberType=\"{number}\" \
+         Precision=\"{precision}\" Format=\"HDF\">{h5}:{path}</DataItem>"
     );
 }
 
@@ -446,11 +468,13 @@ mod tests {
                     name: "cauchy_stress",
                     center: Center::Cell,
                     kind: AttributeType::Tensor6,
+                    precision: 8,
                 },
                 FieldEntry {
                     name: "jacobian",
                     center: Center::Cell,
                     kind: AttributeType::Scalar,
+                    precision: 8,
                 },
             ],
         }];

@@ -737,7 +737,9 @@ impl RankOutput {
             if !called {
                 gather(None)?;
             }
-            Some(created?)
+            let mut created = created?;
+            created.set_single_precision_fields(crate::run::single_precision(config));
+            Some(created)
         } else {
             gather(None)?;
             None

@@ -24,6 +24,7 @@ use crate::plausibility::InvertedCells;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
+use crate::writer::StepOutput;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes). On one rank: `result` itself.
@@ -343,11 +344,13 @@ impl Layout for RankParts<'_> {
         config: &config::Config,
         _problem: &Problem,
         case: &Case,
-    ) -> Result<Option<io::ResultsWriter>> {
+    ) -> Result<StepOutput> {
         let comm = &**self.comm;
         let (dir, name) = (&case.dir, case.name.as_str());
+        // rank 0 writes each window of the collective gathers as it comes: on its thread
         self.output
             .create(comm, config, &self.part, dir, name, &case.faults)
+            .map(|results| StepOutput::Direct(results.map(Box::new)))
     }
 
     fn write_state(
@@ -356,13 +359,14 @@ impl Layout for RankParts<'_> {
         _problem: &Problem,
         u: &Vector,
         reactions: &Vector,
-        cells: &CellOutputs,
+        cells: CellOutputs,
         stamp: StepStamp,
-        results: Option<&mut io::ResultsWriter>,
+        output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let comm = &**self.comm;
+        let results = output.direct();
         self.output.write_state(
-            comm, config, &self.part, u, reactions, cells, stamp, results,
+            comm, config, &self.part, u, reactions, &cells, stamp, results,
         )
     }
 

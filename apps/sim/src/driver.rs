@@ -4,8 +4,10 @@
 //! the end of the run (completed, failed or interrupted). What differs with the ranks is a
 //! [`Layout`]: where the mesh is (the whole mesh in one process, a part on each rank), how the
 //! linear solver is chosen (one process may reuse an earlier run's, [`crate::run::Warm`]) and
-//! how the output reaches the files (written directly, or gathered to rank 0 window by window,
-//! [`crate::dist_output`]).
+//! how the output reaches the files (one process: handed to a background writer that writes a
+//! state while the next step computes, [`crate::writer`]; on ranks: gathered to rank 0 window by
+//! window, [`crate::dist_output`]). A state's records (summary, probes' log, `step_written`)
+//! follow its write.
 //!
 //! Every fallible phase ends in [`agreed`]: on ranks one rank's error is every rank's, so all
 //! stop together; on one rank it is the error itself.
@@ -16,7 +18,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use comm::Comm;
 use config::Config;
-use io::{MeshInfo, RanksInfo, ResultsWriter, RunStatus, SummaryWriter};
+use io::{MeshInfo, RanksInfo, RunStatus, StepRecord, SummaryWriter};
 use linalg::Vector;
 use solve::linear_solver::{Choice, LinearSolver};
 use solve::newton::{LoadPath, PathState};
@@ -29,7 +31,8 @@ use crate::observer::{Placement, RunStart};
 use crate::plausibility::InvertedCells;
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunFigures, RunOutcome, StepStamp};
-use crate::stages::{RunStages, Timed, OUTPUT, RESTART, SOLVER};
+use crate::stages::{RunStages, Timed, OUTPUT, OUTPUT_WRITER, RESTART, SOLVER};
+use crate::writer::StepOutput;
 
 /// What a run does differently on one rank and on many (see the module doc). Methods marked
 /// collective are called by every rank, in the same order; their errors are the same on every
@@ -59,17 +62,18 @@ pub(crate) trait Layout {
     /// Where the run computes, for the header.
     fn placement<'a>(&'a self, solver: &'a LinearSolver) -> Placement<'a>;
 
-    /// Collective: creates the results files with the mesh (`Some` on rank 0).
+    /// Collective: creates the results files with the mesh and where the states are written
+    /// (one process: by a background writer; on ranks: directly, the file on rank 0).
     fn create_results(
         &mut self,
         config: &Config,
         problem: &Problem,
         case: &Case,
-    ) -> Result<Option<ResultsWriter>>;
+    ) -> Result<StepOutput>;
 
     /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of this
-    /// layout's cells) as step `stamp.index` (`results`: `Some` on rank 0); returns the state's
-    /// figures on rank 0.
+    /// layout's cells) as step `stamp.index` to `output` (or hands it to `output`'s writer:
+    /// written once [`StepOutput::wait`] returns); returns the state's figures on rank 0.
     #[allow(clippy::too_many_arguments)]
     fn write_state(
         &mut self,
@@ -77,9 +81,9 @@ pub(crate) trait Layout {
         problem: &Problem,
         u: &Vector,
         reactions: &Vector,
-        cells: &CellOutputs,
+        cells: CellOutputs,
         stamp: StepStamp,
-        results: Option<&mut ResultsWriter>,
+        output: &mut StepOutput,
     ) -> Result<Option<StateFigures>>;
 
     /// Collective: whose inverted cells a step's plausibility warnings name.
@@ -177,8 +181,8 @@ pub(crate) fn drive(
         }
         e
     };
-    let mut results = match agreed(comm, layout.create_results(config, problem, case)) {
-        Ok(results) => results,
+    let mut output = match agreed(comm, layout.create_results(config, problem, case)) {
+        Ok(output) => output,
         Err(e) => return Err(fail(&mut records, e)),
     };
     let columns = crate::probes::columns(config);
@@ -222,25 +226,33 @@ pub(crate) fn drive(
         }
     };
     let output_started = Instant::now();
+    // the states handed to the output whose records wait for their write (at most one)
+    let mut pending: Option<Pending> = None;
     let first = agreed(comm, CellOutputs::compute(problem, &u, config))
         .and_then(|cells| {
-            let state = layout.write_state(
-                config,
-                problem,
-                &u,
-                &reactions,
-                &cells,
-                stamp,
-                results.as_mut(),
-            );
+            let state =
+                layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
             agreed(comm, state)
         })
         .and_then(|state| {
-            let taken = match (&mut records, state) {
-                (Some(r), Some(state)) => r.take(&columns, &state, stamp),
-                _ => Ok(()),
+            pending = state.map(|state| Pending {
+                stamp,
+                state,
+                step: None,
+            });
+            let settled = if output.in_background() {
+                Ok(())
+            } else {
+                settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    case.observer,
+                    started,
+                )
             };
-            agreed(comm, taken)
+            agreed(comm, settled)
         });
     if let Err(e) = first {
         return Err(fail(&mut records, e));
@@ -292,14 +304,27 @@ pub(crate) fn drive(
                 next_increment: Some(step.next_increment),
                 time: Some(step.time),
             };
+            // the state before this one is written (the writer's error, if any, is this
+            // step's), and its records follow it; then this state is handed over
+            if output.in_background() {
+                let written = settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    observer,
+                    started,
+                );
+                agreed(comm, written)?;
+            }
             let state = layout.write_state(
                 config,
                 problem,
                 u,
                 &step.reactions,
-                &cells,
+                cells,
                 stamp,
-                results.as_mut(),
+                &mut output,
             );
             let written = match (&mut records, state) {
                 (Some(r), Ok(Some(state))) => (|| -> Result<()> {
@@ -318,21 +343,38 @@ pub(crate) fn drive(
                             inverted.as_ref(),
                         ),
                     };
-                    r.take(&columns, &state, stamp)?;
-                    record.probes = r.figures.probes.clone();
+                    record.probes = columns.iter().cloned().zip(state.probes.clone()).collect();
                     r.figures.count_step(step, &record);
-                    if let Some(report) = solver.hierarchy_report() {
-                        r.summary.set_preconditioner(serde_json::to_value(report)?);
-                    }
+                    let preconditioner = solver
+                        .hierarchy_report()
+                        .map(serde_json::to_value)
+                        .transpose()?;
                     observer.step_finished(step, &record);
-                    r.summary
-                        .record_step(record, started.elapsed().as_secs_f64())?;
-                    observer.step_written(step.index);
+                    pending = Some(Pending {
+                        stamp,
+                        state,
+                        step: Some((record, preconditioner)),
+                    });
                     Ok(())
                 })(),
                 (_, Err(e)) => Err(e),
                 _ => Ok(()),
             };
+            // written directly: its records follow at once
+            let written = written.and_then(|()| {
+                if output.in_background() {
+                    Ok(())
+                } else {
+                    settle(
+                        &mut output,
+                        &mut pending,
+                        &mut records,
+                        &columns,
+                        observer,
+                        started,
+                    )
+                }
+            });
             let output_s = step_started.elapsed().as_secs_f64();
             step_output_s += output_s;
             timed.stages.borrow_mut().add(OUTPUT, output_s);
@@ -342,7 +384,27 @@ pub(crate) fn drive(
     let end_started = Instant::now();
     // the load path's seconds without the output's
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
-    let output_s = first_output_s + step_output_s;
+    // the last state handed to the writer is written, and its records follow it (whatever
+    // ended the path); the writer's error is the run's unless the path failed first
+    let settled = settle(
+        &mut output,
+        &mut pending,
+        &mut records,
+        &columns,
+        observer,
+        started,
+    );
+    let (writer_s, writes) = output.busy();
+    let (finished, results) = output.finish();
+    let settled = settled.and(finished);
+    let outcome = match (outcome, settled) {
+        (outcome, Ok(())) => outcome,
+        (Err(e), Err(w)) if !e.is::<solve::newton::Interrupted>() => {
+            Err(e.context(format!("the output also failed: {w:#}")))
+        }
+        (_, Err(w)) => Err(w),
+    };
+    let output_s = first_output_s + step_output_s + end_started.elapsed().as_secs_f64();
     let outcome = match outcome {
         // every rank stopped at the same point (an agreed error or request)
         Err(e) if is_agreed(&e) || e.is::<solve::newton::Interrupted>() => Err(e),
@@ -351,6 +413,9 @@ pub(crate) fn drive(
     layout.keep_solver(solver, choice);
     let ranks = layout.finish_summary(records.as_mut().map(|r| &mut r.summary), newton_s, output_s);
     stages.since(OUTPUT, end_started);
+    if writes > 0 {
+        stages.add_overlapped(OUTPUT_WRITER, writer_s, writes);
+    }
     // collective: where the time went on every rank (a table that cannot be merged is left
     // out of the summary; the run's outcome stands)
     if let (Ok(table), Some(r)) = (stages.table(comm), &mut records) {
@@ -361,6 +426,16 @@ pub(crate) fn drive(
     match (records, results) {
         (Some(r), Some(results)) => {
             crate::run::finish_run(outcome, r.summary, results, r.probe_log, r.figures, wall)
+        }
+        (Some(mut r), None) => {
+            // the writer's thread ended without its file (the outcome is then its error)
+            let e = match outcome {
+                Err(e) => e,
+                Ok(()) => anyhow::anyhow!("the output writer has stopped"),
+            };
+            let message = format!("{e:#}");
+            let _ = r.summary.finish(RunStatus::Failed { message }, wall);
+            Err(e)
         }
         // the other ranks: rank 0 reports the files
         _ => {
@@ -377,6 +452,46 @@ pub(crate) fn drive(
             })
         }
     }
+}
+
+/// A state handed to the output whose records are taken once it is written: its figures and,
+/// for a converged step, the step's summary record with the preconditioner's report.
+struct Pending {
+    stamp: StepStamp,
+    state: StateFigures,
+    step: Option<(StepRecord, Option<serde_json::Value>)>,
+}
+
+/// Waits until the state handed to `output` last is written, then takes its records on rank 0
+/// (`records`): the figures and the probes' log line, and for a converged step its summary
+/// record, after which `observer` is told the step is written. The write's error is returned
+/// (the records not taken).
+fn settle(
+    output: &mut StepOutput,
+    pending: &mut Option<Pending>,
+    records: &mut Option<Records>,
+    columns: &[String],
+    observer: &dyn crate::observer::RunObserver,
+    started: Instant,
+) -> Result<()> {
+    if let Err(e) = output.wait() {
+        // not written: no record of it
+        *pending = None;
+        return Err(e);
+    }
+    let (Some(p), Some(r)) = (pending.take(), records.as_mut()) else {
+        return Ok(());
+    };
+    r.take(columns, &p.state, p.stamp)?;
+    if let Some((record, preconditioner)) = p.step {
+        if let Some(report) = preconditioner {
+            r.summary.set_preconditioner(report);
+        }
+        r.summary
+            .record_step(record, started.elapsed().as_secs_f64())?;
+        observer.step_written(p.stamp.index);
+    }
+    Ok(())
 }
 
 impl Records {

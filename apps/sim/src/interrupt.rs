@@ -116,7 +116,8 @@ impl RunObserver for Interruptible<'_> {
 mod tests {
     use super::*;
 
-    /// Asks to stop once step 1 is written.
+    /// Asks to stop once step 1 has converged (it is written before the run ends: one process
+    /// writes a step while the next computes, so `step_written` would come only after step 2).
     struct StopAfterFirstStep(AtomicBool);
 
     impl PathObserver for StopAfterFirstStep {
@@ -126,7 +127,7 @@ mod tests {
     }
 
     impl RunObserver for StopAfterFirstStep {
-        fn step_written(&self, _index: usize) {
+        fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {
             self.0.store(true, Ordering::SeqCst);
         }
     }

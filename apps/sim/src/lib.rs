@@ -55,6 +55,7 @@ pub mod solver_text;
 pub mod stages;
 pub mod verify;
 pub mod windows;
+mod writer;
 
 #[cfg(test)]
 mod gpu_runs;

@@ -3,11 +3,14 @@
 //! renders the header, the step lines and, with `-v`, the Newton iterations on standard error).
 //!
 //! Order of events: [`RunObserver::run_started`] once the first state (the undeformed one, or
-//! the state a restart continues from) is written; then, per load step, the
+//! the state a restart continues from) is handed to the output; then, per load step, the
 //! [`PathObserver`] events of its Newton iterations and failed attempts,
 //! [`RunObserver::step_finished`] when the converged step's outputs are computed and
-//! [`RunObserver::step_written`] when its results, probes and summary are on disk. On ranks
-//! only rank 0 reports (the others are given [`Quiet`]).
+//! [`RunObserver::step_written`] when its results, probes and summary are on disk. One process
+//! writes a step while the next one computes (`crate::writer`): step `k`'s `step_written` then
+//! comes once step `k + 1` has converged, before its `step_finished` (or at the run's end), so
+//! `step_finished` and `step_written` still alternate. On ranks the steps are written as they
+//! converge, and only rank 0 reports (the others are given [`Quiet`]).
 
 use config::Config;
 use io::{MeshInfo, StepRecord};
@@ -19,12 +22,14 @@ use solve::problem::Problem;
 /// Told of a run's start, its load steps and outputs; its [`PathObserver`] part of every Newton
 /// iteration and failed attempt.
 pub trait RunObserver: PathObserver + Sync {
-    /// The run is set up and its first state written: what it computes, where, with what.
+    /// The run is set up and its first state handed to the output: what it computes, where,
+    /// with what.
     fn run_started(&self, _start: &RunStart) {}
     /// A load step converged and its outputs were computed: `record` is what the summary
     /// records of it.
     fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {}
-    /// Step `index` is completely written (results, probes, summary).
+    /// Step `index` is completely written (results, probes, summary): reported only once it is
+    /// on disk (with one process, after the next step converged, or at the run's end).
     fn step_written(&self, _index: usize) {}
 }
 
@@ -117,8 +122,9 @@ mod tests {
     }
 
     /// A run of two linear steps tells its observer, in order: the start (after the first
-    /// state is written), then per step its start, its Newton iterations, its end and its
-    /// files written.
+    /// state is handed to the output), then per step its start, its Newton iterations and its
+    /// end; each step's files are reported written once they are, which is after the next step
+    /// converged (the output writes a step while the next one computes) or at the end.
     #[test]
     fn a_run_reports_its_start_steps_iterations_and_writes_in_order() {
         let dir = std::env::temp_dir().join(format!("sim-observer-{}", std::process::id()));
@@ -149,9 +155,9 @@ loading: { steps: 2 }
             "step_started 0.5",
             "iteration 0",
             "step_finished 1",
-            "step_written 1",
             "step_started 1",
             "iteration 0",
+            "step_written 1",
             "step_finished 2",
             "step_written 2",
         ];

@@ -17,6 +17,7 @@ use crate::driver::{InvertedScope, Layout};
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
+use crate::writer::{BackgroundWriter, StepOutput};
 use config::{self, Config, OutputField};
 use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
@@ -436,6 +437,7 @@ fn execute_in_stages(
             probes,
             solver_key: String::new(),
             fallback: None,
+            output_mesh: None,
         };
         let comm = &comm::SelfComm;
         crate::driver::drive(comm, case, &mut layout, &mut problem, started, stages)
@@ -457,6 +459,8 @@ struct OneProcess<'w> {
     solver_key: String,
     /// Why `device: auto` stayed on the CPU, if it did.
     fallback: Option<String>,
+    /// The output writer's copy of the mesh, once made.
+    output_mesh: Option<Arc<HexMesh>>,
 }
 
 impl Layout for OneProcess<'_> {
@@ -525,8 +529,9 @@ impl Layout for OneProcess<'_> {
         config: &Config,
         problem: &Problem,
         case: &Case,
-    ) -> Result<Option<ResultsWriter>> {
-        create_results(config, &problem.mesh, &case.dir, &case.name, &case.faults).map(Some)
+    ) -> Result<StepOutput> {
+        let results = create_results(config, &problem.mesh, &case.dir, &case.name, &case.faults)?;
+        Ok(StepOutput::Background(BackgroundWriter::start(results)?))
     }
 
     fn write_state(
@@ -535,13 +540,12 @@ impl Layout for OneProcess<'_> {
         problem: &Problem,
         u: &Vector,
         reactions: &Vector,
-        cells: &CellOutputs,
+        cells: CellOutputs,
         stamp: StepStamp,
-        results: Option<&mut ResultsWriter>,
+        output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
-        let results = results.context("one process writes its results")?;
         let mesh = &problem.mesh;
-        let strain_energy = write_fields(config, mesh, stamp, u, reactions, cells, results)?;
+        let strain_energy = cells.total_strain_energy();
         let (displacement, _) = u.host()?.as_chunks::<3>();
         let (reaction, _) = reactions.host()?.as_chunks::<3>();
         let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
@@ -552,16 +556,27 @@ impl Layout for OneProcess<'_> {
                 reactions: reaction,
                 strain_energy,
                 max_displacement,
-                cells: Some(cells),
+                cells: Some(&cells),
             },
         )?;
-        Ok(Some(StateFigures {
+        let figures = StateFigures {
             strain_energy,
             max_displacement,
             reactions: set_reactions(&self.probes, mesh, reaction),
             reaction_totals: reaction_totals(config, mesh, u, reactions)?,
             probes,
-        }))
+        };
+        // the writer's own copy of the mesh, made once (the problem stays with the solver)
+        let output_mesh = match &self.output_mesh {
+            Some(m) => Arc::clone(m),
+            None => Arc::clone(self.output_mesh.insert(Arc::new(mesh.clone()))),
+        };
+        let state = StateSnapshot::of(stamp, u, reactions, cells)?;
+        let fields = config.output.clone();
+        output.submit(Box::new(move |results| {
+            write_fields(&fields, &output_mesh, &state, results)
+        }))?;
+        Ok(Some(figures))
     }
 
     fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
@@ -793,10 +808,16 @@ pub(crate) fn create_results(
         node_indicators: indicators.as_deref(),
     };
     let mut results = ResultsWriter::create(dir, name, &mesh, faults)?;
+    results.set_single_precision_fields(single_precision(config));
     if config.output.vtu {
         results.enable_vtu(dir, name, &mesh)?;
     }
     Ok(results)
+}
+
+/// Whether the fields are written as float32 (`output.precision: single`).
+pub(crate) fn single_precision(config: &Config) -> bool {
+    config.output.precision == config::OutputPrecision::Single
 }
 
 /// Index of the `materials` entry that applies to each cell (later entries override earlier
@@ -1024,28 +1045,52 @@ pub(crate) fn check_state(
     )?)
 }
 
-/// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step
-/// `stamp.index`; returns the total strain energy.
+/// A state's output as handed to the output writer ([`crate::writer`]): owned copies of what
+/// its files need besides the mesh.
+pub(crate) struct StateSnapshot {
+    pub(crate) stamp: StepStamp,
+    /// Per node.
+    pub(crate) displacement: Vec<[f64; 3]>,
+    /// Per node.
+    pub(crate) reaction: Vec<[f64; 3]>,
+    pub(crate) cells: CellOutputs,
+}
+
+impl StateSnapshot {
+    /// A copy of the state `u` with `reactions` and the outputs `cells`, as step `stamp`.
+    pub(crate) fn of(
+        stamp: StepStamp,
+        u: &Vector,
+        reactions: &Vector,
+        cells: CellOutputs,
+    ) -> Result<Self> {
+        Ok(StateSnapshot {
+            stamp,
+            displacement: u.host()?.as_chunks::<3>().0.to_vec(),
+            reaction: reactions.host()?.as_chunks::<3>().0.to_vec(),
+            cells,
+        })
+    }
+}
+
+/// Writes the state `state` of `mesh` as step `state.stamp.index`, the fields `output` asks
+/// for (the nodal averages and principal stresses derived here).
 pub(crate) fn write_fields(
-    config: &Config,
+    output: &config::OutputParams,
     mesh: &HexMesh,
-    stamp: StepStamp,
-    u: &Vector,
-    reactions: &Vector,
-    cells: &CellOutputs,
+    state: &StateSnapshot,
     results: &mut ResultsWriter,
-) -> Result<f64> {
+) -> Result<()> {
     let StepStamp {
         index,
         load_factor,
         next_increment,
         time,
-    } = stamp;
+    } = state.stamp;
+    let cells = &state.cells;
     let nodal = nodal_average(mesh, &cells.cauchy);
     let nodal_vm: Vec<f64> = nodal.iter().map(von_mises_of).collect();
-    let (displacement, _) = u.host()?.as_chunks::<3>();
-    let (reaction, _) = reactions.host()?.as_chunks::<3>();
-    let wants = |f| config.output.wants(f);
+    let wants = |f| output.wants(f);
     let strain = |f| cells.strains.iter().find(|(g, _)| *g == f && wants(f));
     let strain = |f| strain(f).map(|(_, v)| v.as_slice());
     let principal =
@@ -1055,8 +1100,8 @@ pub(crate) fn write_fields(
     results.write_step(&StepData {
         step: index,
         load_factor,
-        displacement: wants(OutputField::Displacement).then_some(displacement),
-        reaction: wants(OutputField::Reaction).then_some(reaction),
+        displacement: wants(OutputField::Displacement).then_some(state.displacement.as_slice()),
+        reaction: wants(OutputField::Reaction).then_some(state.reaction.as_slice()),
         cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cells.cauchy)),
         von_mises: wants(OutputField::VonMises).then_some(&cells.von_mises),
         jacobian: wants(OutputField::Jacobian).then_some(&cells.jacobian),
@@ -1071,7 +1116,7 @@ pub(crate) fn write_fields(
         next_increment,
         time,
     })?;
-    Ok(cells.total_strain_energy())
+    Ok(())
 }
 
 /// Each node's mean of the values of the cells around it.

@@ -37,8 +37,13 @@ pub const SOLVER: &str = "device and linear solver";
 pub const KERNELS: &str = "kernel compilation";
 /// The Newton loop's buffers and the problem uploaded to the GPU.
 pub const UPLOADS: &str = "uploads";
-/// The files created, each state's outputs computed and written with its summary record.
+/// The files created, each state's outputs computed and handed to the output writer (one
+/// process) or written (on ranks) with its summary record: the run's own time, waits for the
+/// writer included.
 pub const OUTPUT: &str = "output";
+/// The output writer's thread writing the states handed to it, while the run goes on: a row of
+/// [`StageTable::overlapped`], outside the stages' sum.
+pub const OUTPUT_WRITER: &str = "output writer (background)";
 /// Per step: loads at the step's time; per Newton iteration: residual, tangent, elimination.
 pub const ASSEMBLY: &str = "assembly";
 /// Per step: the rigid-body modes of the deformed configuration.
@@ -105,6 +110,8 @@ pub fn setup_stage(kind: SetupKind) -> &'static str {
 #[derive(Debug)]
 pub struct RunStages {
     stages: Stages,
+    /// Work on other threads that overlaps the stages ([`StageTable::overlapped`]).
+    overlapped: Stages,
     process_started: Instant,
     /// [`linalg::kernel_build_seconds`] at the last stage.
     kernels_seen_s: f64,
@@ -117,6 +124,7 @@ impl RunStages {
         let process = process_started.unwrap_or(run_started);
         let mut stages = RunStages {
             stages: Stages::new(),
+            overlapped: Stages::new(),
             process_started: process,
             kernels_seen_s: linalg::kernel_build_seconds(),
         };
@@ -161,6 +169,12 @@ impl RunStages {
         }
     }
 
+    /// `count` occurrences of `name` lasting `seconds` together on a thread of its own,
+    /// overlapping the stages (not in their sum).
+    pub fn add_overlapped(&mut self, name: &str, seconds: f64, count: u64) {
+        self.overlapped.add_counted(name, seconds, count);
+    }
+
     /// This rank's stages so far.
     pub fn stages(&self) -> &Stages {
         &self.stages
@@ -176,6 +190,7 @@ impl RunStages {
         let mut all = self.stages.with_rest(OTHER, wall_s);
         all.add(WALL, wall_s);
         let merged = all.merge(comm)?;
+        let overlapped = self.overlapped.merge(comm)?;
         let row = |m: comm::MergedStage| StageRow {
             name: m.name,
             count: m.count,
@@ -217,6 +232,7 @@ impl RunStages {
             ranks: comm.size(),
             wall,
             stages,
+            overlapped: overlapped.into_iter().map(row).collect(),
         })
     }
 }

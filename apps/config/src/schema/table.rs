@@ -114,6 +114,15 @@ const DEVICES: &[Choice] = &[
     ),
 ];
 
+const OUTPUT_PRECISIONS: &[Choice] = &[
+    choice("double", "IEEE float64: the values as computed"),
+    choice(
+        "single",
+        "IEEE float32, each value rounded to nearest: half the bytes, for viewing \
+         (XDMF `Precision=\"4\"`)",
+    ),
+];
+
 const FORMULATIONS: &[Choice] = &[
     choice(
         "auto",
@@ -1118,6 +1127,13 @@ pub const INPUT_KEYS: &[KeyDoc] = &[
         Type::Bool,
         Value("false"),
         "also write each step as `.vtu` listed in a ParaView `.pvd` (one process)",
+    ),
+    key(
+        "output.precision",
+        Type::Choice(OUTPUT_PRECISIONS),
+        Value("double"),
+        "floating-point precision of the fields in the HDF5 file (the displacement, which \
+         `--restart` reads, and the mesh stay double)",
     ),
     key(
         "output.probes",

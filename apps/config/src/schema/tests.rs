@@ -702,6 +702,7 @@ output:
   name: maximal
   fields: [displacement, von_mises]
   vtu: true
+  precision: single
   probes:
     points: [{ name: tip, at: [4, 0.5, 0.5], fields: [displacement, von_mises] }]
     sets: [{ set: xmin, name: clamp, about: [0, 0.5, 0.5], fields: [von_mises] }]

@@ -44,7 +44,7 @@ impl Reserved {
         bound: IndexBound,
     ) -> io::Result<Self> {
         let len: usize = shape.iter().product();
-        let bytes = 8 * len as u64;
+        let bytes = (element.size() * len) as u64;
         let address = if len == 0 {
             encode::UNDEF
         } else {
@@ -106,13 +106,20 @@ impl<'a> Pieces<'a> {
         }
     }
 
-    /// Writes f64 `values` at value `first` of dataset `dataset`.
+    /// Writes f64 `values` at value `first` of dataset `dataset`: as they are into an f64
+    /// dataset, rounded to nearest into an f32 one.
     pub fn put_f64(&mut self, dataset: usize, first: usize, values: &[f64]) {
-        if self
-            .check(dataset, first, values.len(), Element::F64)
-            .is_some()
-        {
-            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let single = self.datasets.get(dataset).map(|d| d.element) == Some(Element::F32);
+        let element = if single { Element::F32 } else { Element::F64 };
+        if self.check(dataset, first, values.len(), element).is_some() {
+            let bytes: Vec<u8> = if single {
+                values
+                    .iter()
+                    .flat_map(|&v| (v as f32).to_le_bytes())
+                    .collect()
+            } else {
+                values.iter().flat_map(|v| v.to_le_bytes()).collect()
+            };
             self.write(dataset, first, values.len(), &bytes);
         }
     }
@@ -202,7 +209,7 @@ impl<'a> Pieces<'a> {
         d.written += len;
         if let Err(e) = self
             .file
-            .write_reserved(d.address + 8 * first as u64, bytes)
+            .write_reserved(d.address + (d.element.size() * first) as u64, bytes)
         {
             self.failed = Some(PieceError::Io(e));
         }

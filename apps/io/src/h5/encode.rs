@@ -145,6 +145,8 @@ pub fn object_header(messages: &[Message]) -> Vec<u8> {
 pub enum Element {
     /// IEEE 754 binary64, little-endian.
     F64,
+    /// IEEE 754 binary32, little-endian (fields for viewing: `output.precision: single`).
+    F32,
     /// Two's complement 64-bit signed integer, little-endian.
     I64,
 }
@@ -163,6 +165,17 @@ fn datatype_bytes(element: Element) -> Vec<u8> {
             out.extend_from_slice(&[52, 11, 0, 52]);
             put_u32(&mut out, 1023);
         }
+        Element::F32 => {
+            // Version 1, class 1 (floating point); little-endian, implied mantissa MSB, sign at
+            // bit 31; size 4; offset 0, precision 32, exponent at 23 (8 bits), mantissa at 0
+            // (23 bits), bias 127 (the HDF5 library's `H5T_IEEE_F32LE`).
+            out.extend_from_slice(&[0x11, 0x20, 31, 0]);
+            put_u32(&mut out, 4);
+            put_u16(&mut out, 0);
+            put_u16(&mut out, 32);
+            out.extend_from_slice(&[23, 8, 0, 23]);
+            put_u32(&mut out, 127);
+        }
         Element::I64 => {
             // Version 1, class 0 (fixed point); little-endian, signed; size 8; offset 0,
             // precision 64.
@@ -173,6 +186,16 @@ fn datatype_bytes(element: Element) -> Vec<u8> {
         }
     }
     out
+}
+
+impl Element {
+    /// Bytes of one value.
+    pub fn size(self) -> usize {
+        match self {
+            Element::F32 => 4,
+            Element::F64 | Element::I64 => 8,
+        }
+    }
 }
 
 /// Version 1 dataspace: simple with `dims`, or scalar when `dims` is empty.

@@ -1,0 +1,296 @@
+//! The output writer: where a converged step's files are written while the next step computes.
+//!
+//! One process hands each state's output to a background thread that owns the results file
+//! ([`BackgroundWriter`]): the solver thread computes what needs the problem (the cells' outputs,
+//! the figures and probes), hands over an owned snapshot of the state, and goes on with Newton;
+//! the writer derives the remaining fields (nodal averages, principal stresses) and writes the
+//! step. At most one step is in flight: a hand-off first waits for the step before it, so the
+//! memory held is one snapshot being written and the one being prepared. An error of the writer
+//! (a full disk) is the result of the next [`StepOutput::wait`] (the next hand-off, or the run's
+//! end), the same typed error the write returned; a panic on the writer becomes an error, the
+//! file keeping its committed steps.
+//!
+//! On ranks the output stays on the solver thread ([`StepOutput::Direct`]): rank 0 writes each
+//! window of the collective gathers as it arrives (bounding its memory to a window), so a write
+//! cannot leave the collective sequence without holding the whole step on rank 0.
+//!
+//! Crash safety is the results file's ([`io::ResultsWriter`]): what the run reports as written
+//! ([`crate::observer::RunObserver::step_written`], the summary's step records) is reported
+//! only after [`StepOutput::wait`] has returned the step's write, so every step reported is on
+//! disk. While the writer writes, the solver thread writes no file, so the output's writes keep
+//! one order (the fault injection's write positions are those of a run without the writer).
+
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use io::ResultsWriter;
+
+/// One state's output, run on the thread that owns the results file.
+pub(crate) type WriteJob = Box<dyn FnOnce(&mut ResultsWriter) -> Result<()> + Send>;
+
+/// A write's outcome and the writer's seconds in it.
+type Done = (Result<()>, f64);
+
+/// Where a run's states are written: by the caller's thread, or by a [`BackgroundWriter`].
+pub(crate) enum StepOutput {
+    /// Written by the calling thread, inside the call (on ranks: `Some` on rank 0).
+    Direct(Option<Box<ResultsWriter>>),
+    /// Written on the writer's thread while the caller goes on.
+    Background(BackgroundWriter),
+}
+
+impl StepOutput {
+    /// The results file of a direct output (`None` on ranks but 0, and for a background one).
+    pub(crate) fn direct(&mut self) -> Option<&mut ResultsWriter> {
+        match self {
+            StepOutput::Direct(results) => results.as_deref_mut(),
+            StepOutput::Background(_) => None,
+        }
+    }
+
+    /// Whether a handed-off state is written only later (its records then wait for
+    /// [`StepOutput::wait`]).
+    pub(crate) fn in_background(&self) -> bool {
+        matches!(self, StepOutput::Background(_))
+    }
+
+    /// Runs `job`: at once on a direct output (nothing on a rank without the file), else on the
+    /// writer after the state handed off before it is written (that write's error is returned
+    /// and `job` dropped).
+    pub(crate) fn submit(&mut self, job: WriteJob) -> Result<()> {
+        match self {
+            StepOutput::Direct(Some(results)) => job(results),
+            StepOutput::Direct(None) => Ok(()),
+            StepOutput::Background(writer) => writer.submit(job),
+        }
+    }
+
+    /// Waits until every state handed off is written: the error of the write, if it failed.
+    pub(crate) fn wait(&mut self) -> Result<()> {
+        match self {
+            StepOutput::Direct(_) => Ok(()),
+            StepOutput::Background(writer) => writer.wait(),
+        }
+    }
+
+    /// The writer's seconds in its writes so far, and their count (none for a direct output:
+    /// its writes are the caller's).
+    pub(crate) fn busy(&self) -> (f64, u64) {
+        match self {
+            StepOutput::Direct(_) => (0.0, 0),
+            StepOutput::Background(writer) => (writer.busy_s, writer.writes),
+        }
+    }
+
+    /// Waits for the last write and ends the writer: that write's outcome, and the results
+    /// file (`None` on ranks but 0, or where the writer's thread could not be joined).
+    pub(crate) fn finish(self) -> (Result<()>, Option<ResultsWriter>) {
+        match self {
+            StepOutput::Direct(results) => (Ok(()), results.map(|r| *r)),
+            StepOutput::Background(writer) => writer.finish(),
+        }
+    }
+}
+
+/// A thread that owns a results file and writes the states handed to it, one at a time.
+pub(crate) struct BackgroundWriter {
+    jobs: Option<SyncSender<WriteJob>>,
+    done: Receiver<Done>,
+    thread: Option<JoinHandle<ResultsWriter>>,
+    /// Whether a handed-off state's outcome has not been taken yet.
+    in_flight: bool,
+    /// The writer's seconds in the writes whose outcome was taken, and their count.
+    busy_s: f64,
+    writes: u64,
+}
+
+impl BackgroundWriter {
+    /// Starts the writer's thread with `results`.
+    pub(crate) fn start(mut results: ResultsWriter) -> Result<Self> {
+        let (jobs, incoming) = mpsc::sync_channel::<WriteJob>(1);
+        let (finished, done) = mpsc::sync_channel::<Done>(1);
+        let thread = std::thread::Builder::new()
+            .name("hexfem-output".into())
+            .spawn(move || {
+                for job in incoming {
+                    let started = Instant::now();
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        job(&mut results)
+                    }))
+                    .unwrap_or_else(|_| Err(anyhow!("the output writer failed unexpectedly")));
+                    if finished
+                        .send((outcome, started.elapsed().as_secs_f64()))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                results
+            })
+            .map_err(|e| anyhow!("starting the output writer's thread: {e}"))?;
+        Ok(BackgroundWriter {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            in_flight: false,
+            busy_s: 0.0,
+            writes: 0,
+        })
+    }
+
+    /// Hands `job` to the writer once the state before it is written (its error is returned
+    /// instead, `job` dropped).
+    fn submit(&mut self, job: WriteJob) -> Result<()> {
+        self.wait()?;
+        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
+        match sent {
+            Some(Ok(())) => {
+                self.in_flight = true;
+                Ok(())
+            }
+            _ => Err(anyhow!("the output writer has stopped")),
+        }
+    }
+
+    /// Waits for the state handed off last: the outcome of its write.
+    fn wait(&mut self) -> Result<()> {
+        if !self.in_flight {
+            return Ok(());
+        }
+        self.in_flight = false;
+        match self.done.recv() {
+            Ok((outcome, seconds)) => {
+                self.busy_s += seconds;
+                self.writes += 1;
+                outcome
+            }
+            Err(_) => Err(anyhow!("the output writer has stopped")),
+        }
+    }
+
+    /// [`StepOutput::finish`].
+    fn finish(mut self) -> (Result<()>, Option<ResultsWriter>) {
+        let outcome = self.wait();
+        self.jobs = None;
+        let results = self.thread.take().and_then(|t| t.join().ok());
+        let outcome = match (outcome, &results) {
+            (Ok(()), None) => Err(anyhow!("the output writer has stopped")),
+            (outcome, _) => outcome,
+        };
+        (outcome, results)
+    }
+}
+
+impl Drop for BackgroundWriter {
+    /// Ends the writer's thread after its last write (a run that stops early).
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A results file of one Q1 cell in a fresh directory (removed by the caller).
+    fn results(tag: &str) -> (std::path::PathBuf, ResultsWriter) {
+        let dir = std::env::temp_dir().join(format!("sim-writer-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let coordinates: Vec<[f64; 3]> = (0..8)
+            .map(|i| [f64::from(i & 1), f64::from((i >> 1) & 1), f64::from(i >> 2)])
+            .collect();
+        let connectivity = [0, 1, 3, 2, 4, 5, 7, 6];
+        let mesh = io::MeshData {
+            nodes_per_cell: 8,
+            coordinates: &coordinates,
+            connectivity: &connectivity,
+            material: None,
+            node_sets: &[],
+            cell_sets: &[],
+            face_sets: &[],
+            node_indicators: None,
+        };
+        let results = ResultsWriter::create(&dir, "w", &mesh, &io::Faults::none()).unwrap();
+        (dir, results)
+    }
+
+    /// A step's write error is the next hand-off's result (the job handed then is dropped,
+    /// not run), and the final one's is `finish`'s; the writer keeps the file.
+    #[test]
+    fn a_write_error_is_returned_at_the_next_hand_off_or_at_the_end() {
+        let (dir, results) = results("error");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let ran = Arc::new(AtomicUsize::new(0));
+        output
+            .submit(Box::new(|_| Err(anyhow!("disk full at step 1"))))
+            .unwrap();
+        let counter = Arc::clone(&ran);
+        let next = output.submit(Box::new(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        assert_eq!(next.unwrap_err().to_string(), "disk full at step 1");
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        // the writer goes on; the last write's error comes with the file at the end
+        output
+            .submit(Box::new(|_| Err(anyhow!("disk full at step 2"))))
+            .unwrap();
+        let (outcome, results) = output.finish();
+        assert_eq!(outcome.unwrap_err().to_string(), "disk full at step 2");
+        assert!(results.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A panic inside a write becomes that write's error; the file comes back.
+    #[test]
+    fn a_panic_on_the_writer_is_an_error_not_a_panic() {
+        let (dir, results) = results("panic");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        output.submit(Box::new(|_| panic!("a bug"))).unwrap();
+        let waited = output.wait();
+        assert!(waited
+            .unwrap_err()
+            .to_string()
+            .contains("failed unexpectedly"));
+        let (outcome, results) = output.finish();
+        assert!(outcome.is_ok());
+        assert!(results.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// At most one state is in flight: a hand-off returns only once the state before it is
+    /// written, and the writes run in order, each counted with its seconds.
+    #[test]
+    fn one_state_is_in_flight_and_writes_run_in_order() {
+        let (dir, results) = results("order");
+        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let done = Arc::new(AtomicUsize::new(0));
+        for k in 0..4 {
+            let counter = Arc::clone(&done);
+            output
+                .submit(Box::new(move |_| {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    assert_eq!(counter.fetch_add(1, Ordering::SeqCst), k);
+                    Ok(())
+                }))
+                .unwrap();
+            // the hand-off returned once the write before it had finished
+            assert!(done.load(Ordering::SeqCst) >= k);
+        }
+        output.wait().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), 4);
+        let (busy_s, writes) = output.busy();
+        assert_eq!(writes, 4);
+        assert!(busy_s >= 0.02, "{busy_s}");
+        let (outcome, _) = output.finish();
+        outcome.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
