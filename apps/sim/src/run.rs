@@ -564,6 +564,17 @@ impl Layout for OneProcess<'_> {
         }))
     }
 
+    fn check_state(
+        &self,
+        index: usize,
+        u: &Vector,
+        cells: &CellOutputs,
+        size: f64,
+        linear: bool,
+    ) -> Result<Vec<String>> {
+        check_state(index, u, cells, size, linear)
+    }
+
     fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
         Ok(InvertedScope::Own)
     }
@@ -997,6 +1008,21 @@ pub(crate) fn check_state(
     size: f64,
     linear: bool,
 ) -> Result<Vec<String>> {
+    with_state_figures(index, u, cells, size, linear, |state| {
+        Ok(crate::plausibility::check(state)?)
+    })
+}
+
+/// `f` of the figures [`crate::plausibility`] checks of the state `u` of step `index` with
+/// the outputs `cells` (of this process's cells) of a body of `size`.
+pub(crate) fn with_state_figures<T>(
+    index: usize,
+    u: &Vector,
+    cells: &CellOutputs,
+    size: f64,
+    linear: bool,
+    f: impl FnOnce(&crate::plausibility::StateFigures) -> Result<T>,
+) -> Result<T> {
     let (displacement, _) = u.host()?.as_chunks::<3>();
     // NaN propagates (f64::max would drop it)
     let max_displacement = displacement.iter().map(length).fold(0.0, |m: f64, l| {
@@ -1006,22 +1032,20 @@ pub(crate) fn check_state(
             m.max(l)
         }
     });
-    Ok(crate::plausibility::check(
-        &crate::plausibility::StateFigures {
-            step: index,
-            max_displacement,
-            strain_energy: cells.total_strain_energy(),
-            size,
-            linear,
-            fields: &[
-                ("cauchy_stress", cells.cauchy.as_flattened()),
-                ("von_mises", &cells.von_mises),
-                ("jacobian", &cells.jacobian),
-                ("energy_density", &cells.energy_density),
-            ],
-            jacobian: &cells.jacobian,
-        },
-    )?)
+    f(&crate::plausibility::StateFigures {
+        step: index,
+        max_displacement,
+        strain_energy: cells.total_strain_energy(),
+        size,
+        linear,
+        fields: &[
+            ("cauchy_stress", cells.cauchy.as_flattened()),
+            ("von_mises", &cells.von_mises),
+            ("jacobian", &cells.jacobian),
+            ("energy_density", &cells.energy_density),
+        ],
+        jacobian: &cells.jacobian,
+    })
 }
 
 /// Writes the state `u` (with `reactions` and the outputs `cells` of `mesh`'s cells) as step
