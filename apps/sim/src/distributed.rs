@@ -71,7 +71,7 @@ fn rank_devices(comm: &std::sync::Arc<dyn Comm>, config: &config::Config) -> Res
             e => e.to_string(),
         };
         // the same error on every rank (the selection agreed on it)
-        anyhow::Error::from(config.error_at("device", why))
+        crate::Error::Input(config.error_at("device", why))
     })?;
     // peer writes between the GPUs where every rank can (one node, peer access), else NCCL
     // where every rank has it, else staged, saying why (each measured faster than the next:
@@ -204,13 +204,11 @@ pub(crate) fn execute_on_ranks(
     comm.allreduce_max(&mut found)?;
     if let Some(i) = found.iter().position(|&f| f == 0.0) {
         let p = &params.point_loads[i];
-        let missing = anyhow::anyhow!(
+        let missing = crate::Error::failure(format!(
             "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
-            p.at[0],
-            p.at[1],
-            p.at[2]
-        );
-        return Err(crate::locate::locate(config, missing));
+            p.at[0], p.at[1], p.at[2]
+        ));
+        return Err(crate::locate::locate(config, missing).into());
     }
     stages.since(PROBLEM, loads_started);
     let device = stages.time(SOLVER, || rank_devices(comm, config))?;

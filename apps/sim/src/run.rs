@@ -295,7 +295,7 @@ pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
     let (problem, _) = take_problem(config, warm, unrecorded)?;
     let probes = crate::probes::Probes::new(config, &problem.mesh);
     warm.problem = Some((problem_key(config)?, problem));
-    probes.map(|_| ())
+    probes.map(|_| ()).map_err(Into::into)
 }
 
 /// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
@@ -430,7 +430,7 @@ fn execute_in_stages(
     let probes = stages.time(PROBLEM, || {
         crate::probes::Probes::new(config, &problem.mesh)
     });
-    let outcome = probes.and_then(|probes| {
+    let outcome = probes.map_err(Into::into).and_then(|probes| {
         let mut layout = OneProcess {
             warm: &mut *warm,
             probes,
@@ -461,7 +461,7 @@ struct OneProcess<'w> {
 
 impl Layout for OneProcess<'_> {
     fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector> {
-        restart.displacement_of_mesh(&problem.mesh.coords)
+        Ok(restart.displacement_of_mesh(&problem.mesh.coords)?)
     }
 
     fn solver(
