@@ -105,12 +105,11 @@ pub fn check_input(
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
 ) -> Result<check::CheckReport, Error> {
-    let report = if comm.size() > 1 {
-        distributed::check_on_ranks(comm, input, overrides, output_dir)
+    if comm.size() > 1 {
+        distributed::check_on_ranks(comm, input, overrides, output_dir).map_err(Error::from)
     } else {
-        Ok(check::check_source(input, overrides, output_dir)?)
-    };
-    report.map_err(Error::from)
+        check::check_source(input, overrides, output_dir)
+    }
 }
 
 /// The text of an input read by rank 0 (`read`: standard input's bytes for `hexfem run -`),
