@@ -371,7 +371,7 @@ impl Root<'_> {
                 observer.case_finished(&row, &description, &tally);
                 rows[i] = Some(row);
                 if let Err(e) = table.write(&rows) {
-                    failure.get_or_insert(e.into());
+                    failure.get_or_insert(e);
                 }
             };
             let mut pause = Duration::from_micros(50);
@@ -419,7 +419,7 @@ impl Root<'_> {
             }
         })?;
         if let Some(e) = failure {
-            return Err(e.into());
+            return Err(e);
         }
         observer.done(&tally);
         if stopping() && rows.iter().any(Option::is_none) {
