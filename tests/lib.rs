@@ -30,6 +30,34 @@ pub fn run_options(input: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> RunOpt
         .with_overwrite(true)
 }
 
+/// Writes the input `text` as `dir/name.yaml` and runs it (see [`run_options`]), its files in
+/// `output_dir`; an error is rendered with its causes (`{e:#}`), as the command prints it.
+pub fn run_text(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    output_dir: &Path,
+) -> Result<RunOutcome, String> {
+    let input = dir.join(format!("{name}.yaml"));
+    std::fs::write(&input, text).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
+    run(&run_options(input, output_dir), &sim::Quiet).map_err(|e| format!("{e:#}"))
+}
+
+/// The error of [`run_text`] (a run that succeeds fails the test).
+pub fn run_text_error(dir: &Path, name: &str, text: &str, output_dir: &Path) -> String {
+    match run_text(dir, name, text, output_dir) {
+        Ok(_) => panic!("{name}: the run succeeded"),
+        Err(e) => e,
+    }
+}
+
+/// The shape and values of the float64 dataset `name` of step `step` of a run's results.
+pub fn step_dataset(outcome: &RunOutcome, step: usize, name: &str) -> (Vec<usize>, Vec<f64>) {
+    io::ResultsReader::open(&outcome.h5)
+        .and_then(|r| r.read_f64(&format!("steps/{step:06}/{name}")))
+        .unwrap_or_else(|e| panic!("{}: step {step} {name}: {e}", outcome.h5.display()))
+}
+
 /// A fresh directory under the system's temporary directory, unique to this process and `tag`,
 /// removed with everything in it when dropped (a failing test unwinds through the drop too), so
 /// that no test leaves files behind.

@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use hexfem_end_to_end::{run, ScratchDir};
+use hexfem_end_to_end::{run, run_text, run_text_error, step_dataset, ScratchDir};
 use io::ResultsReader;
-use sim::run::{RunOptions, RunOutcome};
+use sim::run::RunOutcome;
+use sim::RunOptions;
 
 /// A 2 x 1 x 1 block on symmetry planes (xmin: x = 0, ymin: y = 0, zmin: z = 0) pulled by a
 /// dead traction `sigma` on xmax: homogeneous uniaxial stress, exact in Q1 and Q2.
@@ -24,24 +25,14 @@ output: {{ fields: {fields} }}
     )
 }
 
-fn run_text(dir: &Path, name: &str, text: &str) -> RunOutcome {
-    let input = dir.join(format!("{name}.yaml"));
-    std::fs::write(&input, text).unwrap();
-    run(
-        &RunOptions::new(&input)
-            .with_output_dir(dir)
-            .with_overwrite(true),
-        &sim::Quiet,
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e:#}"))
+/// The run of `text` as `dir/name.yaml`, its files in `dir`.
+fn run_block(dir: &Path, name: &str, text: &str) -> RunOutcome {
+    run_text(dir, name, text, dir).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// The rows of `dataset` of the last step.
 fn rows(outcome: &RunOutcome, dataset: &str) -> Vec<Vec<f64>> {
-    let results = ResultsReader::open(&outcome.h5).unwrap();
-    let (shape, values) = results
-        .read_f64(&format!("steps/{:06}/{dataset}", outcome.steps))
-        .unwrap_or_else(|e| panic!("{dataset}: {e}"));
+    let (shape, values) = step_dataset(outcome, outcome.steps, dataset);
     let width = shape.get(1).copied().unwrap_or(1);
     values.chunks(width).map(<[f64]>::to_vec).collect()
 }
@@ -60,7 +51,7 @@ fn uniaxial_stress_block_has_exact_strains_and_principal_stresses() {
     let dir = ScratchDir::new("fields-uniaxial");
     let (e, nu, sigma) = (1000.0, 0.3, 10.0);
     for kind in ["1", "2"] {
-        let outcome = run_text(
+        let outcome = run_block(
             &dir,
             &format!("linear_{kind}"),
             &block(
@@ -107,7 +98,7 @@ fn uniaxial_stress_block_has_exact_strains_and_principal_stresses() {
 #[test]
 fn finite_stretch_strains_are_those_of_the_stretches() {
     let dir = ScratchDir::new("fields-neo");
-    let outcome = run_text(
+    let outcome = run_block(
         &dir,
         "neo",
         &block(
@@ -158,7 +149,7 @@ fn finite_stretch_strains_are_those_of_the_stretches() {
 fn default_fields_leave_the_new_ones_out() {
     let dir = ScratchDir::new("fields-default");
     let text = block("linear", 1.0, "null", "1").replace("output: { fields: null }\n", "");
-    let outcome = run_text(&dir, "plain", &text);
+    let outcome = run_block(&dir, "plain", &text);
     let results = ResultsReader::open(&outcome.h5).unwrap();
     let step = format!("steps/{:06}/", outcome.steps);
     let mut names: Vec<String> = results
@@ -187,18 +178,6 @@ fn default_fields_leave_the_new_ones_out() {
     );
 }
 
-fn try_run(dir: &Path, name: &str, text: &str) -> Result<RunOutcome, String> {
-    let input = dir.join(format!("{name}.yaml"));
-    std::fs::write(&input, text).unwrap();
-    run(
-        &RunOptions::new(&input)
-            .with_output_dir(dir)
-            .with_overwrite(true),
-        &sim::Quiet,
-    )
-    .map_err(|e| format!("{e:#}"))
-}
-
 /// Probes of fields on the uniaxial block: at a point the cell's stress, strain and principal
 /// values; over a set the least, largest and mean values (cell and nodal fields); the globals
 /// of the cell fields. Reactions are reported for the constrained sets only.
@@ -215,7 +194,7 @@ fn probes_read_fields_at_points_over_sets_and_globally() {
     sets: [{ set: xmax, fields: [von_mises, nodal_von_mises, jacobian] }]
     globals: [max_von_mises, max_principal_stress, min_principal_stress, min_jacobian, strain_energy]",
     );
-    let outcome = try_run(&dir, "probed", &text).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = run_block(&dir, "probed", &text);
     let table = io::ProbeTable::read(outcome.probes_csv.as_ref().unwrap()).unwrap();
     let last = |c: &str| {
         *table
@@ -281,7 +260,7 @@ fn probes_of_fields_they_cannot_read_are_located_errors() {
             "output: { fields: [displacement] }",
             &format!("output: {{ probes: {{ {probes} }} }}"),
         );
-        let error = try_run(&dir, "bad", &text).unwrap_err();
+        let error = run_text_error(&dir, "bad", &text, &dir);
         assert!(error.contains(key), "{error}");
         assert!(
             error.contains(&format!("cannot read `{field}`; valid:")),
@@ -295,7 +274,7 @@ fn probes_of_fields_they_cannot_read_are_located_errors() {
 #[test]
 fn sets_are_written_as_flags_for_viewers() {
     let dir = ScratchDir::new("fields-sets");
-    let outcome = run_text(
+    let outcome = run_block(
         &dir,
         "sets",
         &block("linear", 1.0, "[displacement, sets]", "1"),
@@ -323,13 +302,13 @@ fn single_precision_fields_are_the_double_values_rounded() {
                  nodal_cauchy_stress, nodal_von_mises, strain, green_lagrange_strain, \
                  logarithmic_strain, principal_stress, nodal_principal_stress]";
     let text = block("neo_hookean", 40.0, every, "1");
-    let double = run_text(&dir, "double", &text);
+    let double = run_block(&dir, "double", &text);
     let single_text = text.replace(
         &format!("output: {{ fields: {every} }}"),
         &format!("output: {{ fields: {every}, precision: single }}"),
     );
     assert_ne!(single_text, text);
-    let single = run_text(&dir, "single", &single_text);
+    let single = run_block(&dir, "single", &single_text);
     assert_eq!(single.steps, double.steps);
     let (a, b) = (
         ResultsReader::open(&double.h5).unwrap(),

@@ -4,7 +4,7 @@
 //! constraints) named as the twins name them, gives the same displacements to 1e-12 whichever
 //! file `mesh.gmsh.file` names, the Exodus twins in the netCDF classic and netCDF-4 formats.
 
-use hexfem_end_to_end::{run, run_options, ScratchDir};
+use hexfem_end_to_end::{run_text, run_text_error, step_dataset, ScratchDir};
 use sim::RunOutcome;
 
 fn twin(name: &str) -> std::path::PathBuf {
@@ -37,18 +37,18 @@ fn run_on(tag: &str, mesh_file: &str) -> Result<(ScratchDir, RunOutcome), String
 
 fn run_yaml(tag: &str, yaml: &str) -> Result<(ScratchDir, RunOutcome), String> {
     let out = ScratchDir::new(&format!("meshes-{tag}"));
-    let input = out.join(format!("{tag}.yaml"));
-    std::fs::write(&input, yaml).unwrap();
-    run(&run_options(input, out.join("results")), &sim::Quiet)
-        .map(|outcome| (out, outcome))
-        .map_err(|e| format!("{e:#}"))
+    let outcome = run_text(&out, tag, yaml, &out.join("results"))?;
+    Ok((out, outcome))
+}
+
+/// The error of the run of `yaml`.
+fn refused(tag: &str, yaml: &str) -> String {
+    let out = ScratchDir::new(&format!("meshes-{tag}"));
+    run_text_error(&out, tag, yaml, &out.join("results"))
 }
 
 fn displacement(outcome: &RunOutcome, step: usize) -> Vec<f64> {
-    let file = io::ResultsReader::open(&outcome.h5).unwrap();
-    file.read_f64(&format!("steps/{step:06}/displacement"))
-        .unwrap()
-        .1
+    step_dataset(outcome, step, "displacement").1
 }
 
 #[test]
@@ -161,12 +161,10 @@ fn geometric_sets_that_select_nothing_or_clash_are_errors() {
         ),
     ];
     for (k, (sets, names, needle)) in cases.into_iter().enumerate() {
-        let err = run_yaml(
+        let err = refused(
             &format!("bad-set-{k}"),
             &yaml_on("twin_q1.msh", names, sets),
-        )
-        .map(|_| ())
-        .unwrap_err();
+        );
         assert!(err.contains(needle), "{k}: {err}");
     }
 }
@@ -214,12 +212,10 @@ fn unknown_exodus_set_ids_are_located_errors_listing_names_and_ids() {
         ),
     ];
     for (k, (names, sets, needle)) in cases.into_iter().enumerate() {
-        let err = run_yaml(
+        let err = refused(
             &format!("ids-{k}"),
             &yaml_on("twin_q1_ids.exo", names, sets),
-        )
-        .map(|_| ())
-        .unwrap_err();
+        );
         assert!(err.contains(needle), "{k}: {err}");
     }
 }

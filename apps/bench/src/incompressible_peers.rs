@@ -18,9 +18,12 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
+use io::StepRecord;
 use serde::{Deserialize, Serialize};
-use sim::RunObserver;
-use solve::newton::{IterationRecord, LinearSystem, PathObserver};
+use sim::{RunObserver, RunStart};
+use solve::newton::{
+    ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase,
+};
 
 use crate::petsc_binary;
 
@@ -108,6 +111,8 @@ pub fn write_system(dir: &Path, system: &LinearSystem<'_>) -> Result<()> {
 }
 
 impl PathObserver for SystemCapture {
+    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+
     fn iteration(&self, _iteration: usize, record: &IterationRecord, _forcing: Option<f64>) {
         if let Ok(mut state) = self.state.lock() {
             state.setup_s += record.linear.setup_s;
@@ -127,9 +132,20 @@ impl PathObserver for SystemCapture {
             Err(e) => state.error = Some(format!("{}: {e:#}", dir.display())),
         }
     }
+
+    fn note(&self, _text: &str) {}
+    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    fn stop_requested(&self) -> bool {
+        false
+    }
+    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
 }
 
-impl RunObserver for SystemCapture {}
+impl RunObserver for SystemCapture {
+    fn run_started(&self, _start: &RunStart) {}
+    fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {}
+    fn step_written(&self, _index: usize) {}
+}
 
 /// One exported system, as listed in the manifest.
 #[derive(Clone, Debug, Serialize, Deserialize)]

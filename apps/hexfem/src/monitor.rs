@@ -15,7 +15,9 @@ use io::{MeshInfo, StepRecord};
 use mesh::CellKind;
 use sim::{Placement, RanksDevice, RunObserver, RunStart};
 use solve::linear_solver::{LinearSolver, PreconditionerKind, SetupKind};
-use solve::newton::{ConvergedStep, FailedAttempt, IterationRecord, PathObserver};
+use solve::newton::{
+    ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase,
+};
 use solve::problem::Problem;
 
 /// How much progress to print on standard error.
@@ -293,6 +295,14 @@ impl PathObserver for TerminalMonitor {
             None => self.say(&format!("  attempt {attempt}\n")),
         }
     }
+
+    fn linear_system(&self, _system: &LinearSystem<'_>) {}
+
+    fn stop_requested(&self) -> bool {
+        false
+    }
+
+    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
 }
 
 /// The progress lines of a converged step: the step line (with cutbacks and, on the GPU, the

@@ -1440,3 +1440,51 @@ fn exodus_sets_by_id_on_ranks_give_the_serial_run() {
         }
     }
 }
+
+/// The line of `stderr` that holds `needle`, from `step ` on (the rank that the ranks agreed
+/// on names itself before it).
+fn error_from_step(stderr: &[u8], needle: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text.lines().find(|l| l.contains(needle))?;
+    Some(line[line.find("step ")?..].to_owned())
+}
+
+/// A state that is not finite (a modulus of 1e-150 overflows the linear answer) fails the run
+/// on 2 and 3 ranks with the serial run's message, word for word: the same quantity, value and
+/// serial cell number, the whole body's largest displacement in the units advice (each rank
+/// named its own before). Once the ranks agreed on the error, rank 0's report of where its
+/// files are does not hide the agreement (every rank ends; no rank waits in a second one).
+#[test]
+fn a_state_that_is_not_finite_is_named_on_ranks_as_in_the_serial_run() {
+    let dir = scratch("not-finite");
+    let args = |out: &str| {
+        vec![
+            "run".to_owned(),
+            input("cantilever_q1.yaml"),
+            "-q".into(),
+            "-o".into(),
+            dir.0.join(out).to_string_lossy().into_owned(),
+            "--set".into(),
+            "materials.0.young_modulus=1.0e-150".into(),
+        ]
+    };
+    let needle = "the converged state is not finite";
+    let serial_args = args("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(&serial_args)
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    assert!(!serial.status.success());
+    let expected = error_from_step(&serial.stderr, needle)
+        .unwrap_or_else(|| panic!("serial: {}", output_text(&serial)));
+    for np in [2, 3] {
+        let ranks_args = args(&format!("np{np}"));
+        let ranks_args: Vec<&str> = ranks_args.iter().map(String::as_str).collect();
+        let out = hexfem_on(np, &ranks_args);
+        assert!(!out.status.success());
+        let got = error_from_step(&out.stderr, needle)
+            .unwrap_or_else(|| panic!("{np} ranks: {}", output_text(&out)));
+        assert_eq!(got, expected, "{np} ranks");
+    }
+}

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
-
 use crate::campaign::{CaseRow, CaseStatus};
 use crate::error::fail;
+use crate::error::Context;
 use crate::Result;
 
 /// A line of a chart.

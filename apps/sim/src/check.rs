@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use crate::Result;
 use linalg::ops;
 
 use config::{self, CellSelection, MaterialModel, MeshSource};
@@ -123,7 +123,7 @@ pub fn check(
     overrides: &[String],
     output_dir: Option<&Path>,
 ) -> crate::error::Result<CheckReport> {
-    check_source(&crate::Input::File(input), overrides, output_dir).map_err(crate::Error::from)
+    check_source(&crate::Input::File(input), overrides, output_dir)
 }
 
 /// [`check`] of an input file or of standard input's text.

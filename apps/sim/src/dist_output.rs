@@ -113,7 +113,7 @@ impl Accumulator<'_> {
                 if probe::is_nodal(f) {
                     match probe::nodal_components(f, t) {
                         Ok(v) => self.stats[i][j].add(&v),
-                        Err(e) => self.fail(e),
+                        Err(e) => self.fail(e.into()),
                     }
                 }
             }
@@ -139,7 +139,7 @@ impl Accumulator<'_> {
                 if !probe::is_nodal(f) {
                     match probe::record_components(f, record, strains) {
                         Ok(v) => self.stats[i][j].add(&v),
-                        Err(e) => self.fail(e),
+                        Err(e) => self.fail(e.into()),
                     }
                 }
             }

@@ -20,7 +20,7 @@ use solve::problem::{distributed_modes, Problem};
 use crate::dist_output::{RankOutput, StateFigures};
 use crate::driver::{InvertedScope, Layout};
 use crate::locate::located;
-use crate::plausibility::InvertedCells;
+use crate::plausibility::{Finiteness, InvertedCells};
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
@@ -72,7 +72,7 @@ fn rank_devices(comm: &std::sync::Arc<dyn Comm>, config: &config::Config) -> Res
             e => e.to_string(),
         };
         // the same error on every rank (the selection agreed on it)
-        anyhow::Error::from(config.error_at("device", why))
+        crate::Error::Input(config.error_at("device", why))
     })?;
     // peer writes between the GPUs where every rank can (one node, peer access), else NCCL
     // where every rank has it, else staged, saying why (each measured faster than the next:
@@ -205,13 +205,11 @@ pub(crate) fn execute_on_ranks(
     comm.allreduce_max(&mut found)?;
     if let Some(i) = found.iter().position(|&f| f == 0.0) {
         let p = &params.point_loads[i];
-        let missing = anyhow::anyhow!(
+        let missing = crate::Error::failure(format!(
             "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
-            p.at[0],
-            p.at[1],
-            p.at[2]
-        );
-        return Err(crate::locate::locate(config, missing));
+            p.at[0], p.at[1], p.at[2]
+        ));
+        return Err(crate::locate::locate(config, missing).into());
     }
     stages.since(PROBLEM, loads_started);
     let device = stages.time(SOLVER, || rank_devices(comm, config))?;
@@ -368,6 +366,45 @@ impl Layout for RankParts<'_> {
         self.output.write_state(
             comm, config, &self.part, u, reactions, &cells, stamp, results,
         )
+    }
+
+    fn check_state(
+        &self,
+        index: usize,
+        u: &Vector,
+        cells: &CellOutputs,
+        size: f64,
+        linear: bool,
+    ) -> Result<Vec<String>> {
+        let part = &self.part;
+        // this rank's figures (its nodes, its cells by their serial numbers; the strain
+        // energy of the cells it owns), merged over the ranks in rank order on every rank
+        let (local, names) = crate::run::with_state_figures(index, u, cells, size, linear, |s| {
+            let names: Vec<String> = s.fields.iter().map(|(n, _)| n.to_string()).collect();
+            Ok((
+                Finiteness::of(s, part.cell_serial_ids.iter().copied()),
+                names,
+            ))
+        })?;
+        let owned_energy = (0..cells.strain_energy.len())
+            .filter(|&c| part.cell_owned[c])
+            .map(|c| cells.strain_energy[c])
+            .sum();
+        let local = Finiteness {
+            strain_energy: owned_energy,
+            ..local
+        };
+        let all = self.comm.allgatherv_f64(&local.to_values())?;
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if let Some(whole) = all
+            .iter()
+            .filter_map(|v| Finiteness::from_values(v))
+            .reduce(Finiteness::merge)
+        {
+            whole.refuse(index, size, &names)?;
+        }
+        // the warnings are the whole body's (`inverted_cells`)
+        Ok(Vec::new())
     }
 
     fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope> {

@@ -86,6 +86,20 @@ pub(crate) trait Layout {
         output: &mut StepOutput,
     ) -> Result<Option<StateFigures>>;
 
+    /// Collective: [`crate::run::check_state`] of the whole body's converged state `u` of step
+    /// `index` (this layout's part of it, with the outputs `cells` of its cells): an error for
+    /// a state that is not finite, naming what and the serial mesh's cell as one process does;
+    /// else the warnings of an implausible linear answer where [`Layout::inverted_cells`] is
+    /// [`InvertedScope::Own`].
+    fn check_state(
+        &self,
+        index: usize,
+        u: &Vector,
+        cells: &CellOutputs,
+        size: f64,
+        linear: bool,
+    ) -> Result<Vec<String>>;
+
     /// Collective: whose inverted cells a step's plausibility warnings name.
     fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope>;
 
@@ -295,7 +309,7 @@ pub(crate) fn drive(
             // rank, before it is written
             let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config))?;
             let linear = problem.is_linear();
-            let local = crate::run::check_state(step.index, u, &cells, size, linear);
+            let local = layout.check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;
             let inverted = layout.inverted_cells(&cells)?;
             let stamp = StepStamp {

@@ -11,6 +11,7 @@ use config::ConfigError;
 
 use crate::campaign::CampaignInterrupted;
 use crate::interrupt::Interrupted;
+use crate::restart::RestartError;
 
 /// An error of a run or check.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +28,9 @@ pub enum Error {
     /// runs the others.
     #[error(transparent)]
     CampaignInterrupted(#[from] CampaignInterrupted),
+    /// `--restart FILE.h5[:STEP]` names no state this input can continue from.
+    #[error(transparent)]
+    Restart(#[from] RestartError),
     /// An error on MPI ranks, the same on every rank (agreed: the lowest failing rank's), or of
     /// the communication itself.
     #[error(transparent)]
@@ -58,10 +62,21 @@ impl std::error::Error for Failure {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// True for an error that every rank holds the same (see [`crate::distributed::agreed`]):
-    /// a front end need not agree on it again.
+    /// True for an error that every rank holds (see [`crate::distributed::agreed`]), also as
+    /// the cause of a failure (rank 0 adds where its files are): a front end need not agree on
+    /// it again (every rank skips that collective).
     pub fn is_agreed(&self) -> bool {
-        matches!(self, Error::Ranks(CommError::Failed { .. }))
+        let agreed = |e: &(dyn std::error::Error + 'static)| {
+            matches!(
+                e.downcast_ref::<CommError>(),
+                Some(CommError::Failed { .. })
+            )
+        };
+        match self {
+            Error::Ranks(e) => agreed(e),
+            Error::Run(Failure(e)) => e.chain().any(agreed),
+            _ => false,
+        }
     }
 }
 
@@ -69,6 +84,64 @@ impl Error {
     /// A failure with `message` and no cause ([`Error::Run`]).
     pub(crate) fn failure(message: String) -> Self {
         Error::Run(Failure(anyhow::Error::msg(message)))
+    }
+
+    /// A failure of `message` caused by this error ([`Error::Run`]; the alternate rendering
+    /// is `message: this error's`).
+    pub(crate) fn context(self, message: String) -> Self {
+        Error::Run(Failure(self.into_chain().context(message)))
+    }
+
+    /// The error as its chain of causes, each cause its own type (where a typed variant was
+    /// a failure's cause, it stays recognisable: [`Error::causes`]).
+    fn into_chain(self) -> anyhow::Error {
+        match self {
+            Error::Input(e) => e.into(),
+            Error::Interrupted(e) => e.into(),
+            Error::CampaignInterrupted(e) => e.into(),
+            Error::Restart(e) => e.into(),
+            Error::Ranks(e) => e.into(),
+            Error::Run(Failure(e)) => e,
+        }
+    }
+
+    /// The error and its causes, outermost first, each its own type (a lower crate's error
+    /// can be recognised with `downcast_ref`).
+    pub(crate) fn causes(&self) -> Vec<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Input(e) => vec![e],
+            Error::Interrupted(e) => vec![e],
+            Error::CampaignInterrupted(e) => vec![e],
+            Error::Restart(e) => vec![e],
+            Error::Ranks(e) => vec![e],
+            Error::Run(Failure(e)) => e.chain().collect(),
+        }
+    }
+}
+
+/// Adds a message to an error, the error becoming its cause (anyhow's `Context` for the
+/// library's error): the alternate rendering is `message: cause`.
+pub(crate) trait Context<T> {
+    fn context(self, message: &str) -> Result<T>;
+    fn with_context(self, message: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
+    fn context(self, message: &str) -> Result<T> {
+        self.map_err(|e| e.into().context(message.to_owned()))
+    }
+    fn with_context(self, message: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| e.into().context(message()))
+    }
+}
+
+impl<T> Context<T> for Option<T> {
+    /// `None` is a failure of `message` alone.
+    fn context(self, message: &str) -> Result<T> {
+        self.ok_or_else(|| Error::failure(message.to_owned()))
+    }
+    fn with_context(self, message: impl FnOnce() -> String) -> Result<T> {
+        self.ok_or_else(|| Error::failure(message()))
     }
 }
 
@@ -91,7 +164,10 @@ failure_from!(
     amg::AmgError,
     io::OutputError,
     std::io::Error,
-    serde_json::Error
+    serde_json::Error,
+    std::string::FromUtf8Error,
+    std::num::ParseIntError,
+    rayon::ThreadPoolBuildError
 );
 
 /// Returns a [`crate::Error::Run`] failure with a formatted message (anyhow's `bail!` for the
@@ -107,6 +183,11 @@ impl From<anyhow::Error> for Error {
     /// The typed variant where `error` is (only) one of them, else [`Error::Run`] with the
     /// whole chain.
     fn from(error: anyhow::Error) -> Self {
+        // the library's own error, passed through `anyhow` unchanged
+        let error = match error.downcast::<Error>() {
+            Ok(e) => return e,
+            Err(error) => error,
+        };
         if error.chain().count() == 1 {
             let error = match error.downcast::<ConfigError>() {
                 Ok(e) => return Error::Input(e),
@@ -122,6 +203,10 @@ impl From<anyhow::Error> for Error {
             };
             let error = match error.downcast::<CampaignInterrupted>() {
                 Ok(e) => return Error::CampaignInterrupted(e),
+                Err(error) => error,
+            };
+            let error = match error.downcast::<RestartError>() {
+                Ok(e) => return Error::Restart(e),
                 Err(error) => error,
             };
             return Error::Run(Failure(error));
@@ -149,6 +234,13 @@ mod tests {
             message: "boom".into(),
         };
         let chained = anyhow::anyhow!("inner").context("outer");
+        let agreed_in_context = anyhow::Error::new(CommError::Failed {
+            rank: 0,
+            size: 2,
+            message: "step 1: not finite".into(),
+        })
+        .context("0 converged steps are in a.h5");
+        assert!(Error::from(agreed_in_context).is_agreed());
         let cases: Vec<anyhow::Error> = vec![
             interrupted.clone().into(),
             agreed.into(),

@@ -121,12 +121,20 @@ mod tests {
     struct StopAfterFirstStep(AtomicBool);
 
     impl PathObserver for StopAfterFirstStep {
+        fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+        fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
+        fn note(&self, _text: &str) {}
+        fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+        fn linear_system(&self, _system: &LinearSystem<'_>) {}
         fn stop_requested(&self) -> bool {
             self.0.load(Ordering::SeqCst)
         }
+        fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
     }
 
     impl RunObserver for StopAfterFirstStep {
+        fn run_started(&self, _start: &RunStart) {}
+        fn step_written(&self, _index: usize) {}
         fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {
             self.0.store(true, Ordering::SeqCst);
         }

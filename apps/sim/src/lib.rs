@@ -31,7 +31,7 @@
 //! assert!((1.5e-3..2.1e-3).contains(&stretch), "{stretch}");
 //! assert!(stretch <= outcome.figures.max_displacement); // the largest |u|
 //! std::fs::remove_dir_all(&dir)?;
-//! # anyhow::Ok(())
+//! # Ok::<(), sim::Error>(())
 //! ```
 
 pub mod campaign;
@@ -106,12 +106,11 @@ pub fn check_input(
     overrides: &[String],
     output_dir: Option<&std::path::Path>,
 ) -> Result<check::CheckReport, Error> {
-    let report = if comm.size() > 1 {
-        distributed::check_on_ranks(comm, input, overrides, output_dir)
+    if comm.size() > 1 {
+        distributed::check_on_ranks(comm, input, overrides, output_dir).map_err(Error::from)
     } else {
         check::check_source(input, overrides, output_dir)
-    };
-    report.map_err(Error::from)
+    }
 }
 
 /// The text of an input read by rank 0 (`read`: standard input's bytes for `hexfem run -`),
@@ -123,20 +122,20 @@ pub fn read_input_text(
 ) -> Result<String, Error> {
     let local = if comm.rank() == 0 {
         read()
-            .map_err(|e| anyhow::anyhow!("reading the input from standard input: {e}"))
+            .map_err(|e| Error::failure(format!("reading the input from standard input: {e}")))
             .and_then(|bytes| match String::from_utf8(bytes) {
                 Ok(text) => Ok(text),
                 // the configuration's own error: line, column and the byte
                 Err(e) => match config::load_reader(e.as_bytes(), &[]) {
-                    Err(located) => Err(located.into()),
-                    Ok(_) => Err(anyhow::anyhow!("standard input is not UTF-8 text")),
+                    Err(located) => Err(Error::Input(located)),
+                    Ok(_) => Err(Error::failure("standard input is not UTF-8 text".into())),
                 },
             })
     } else {
         Ok(String::new())
     };
     if comm.size() == 1 {
-        return local.map_err(Error::from);
+        return local;
     }
     let text = distributed::agreed(comm, local)?;
     let root = if comm.rank() == 0 {
@@ -146,7 +145,7 @@ pub fn read_input_text(
     };
     let all = comm.allgatherv_bytes(root)?;
     let text = all.into_iter().next().unwrap_or_default();
-    String::from_utf8(text).map_err(|e| Error::from(anyhow::Error::from(e)))
+    Ok(String::from_utf8(text)?)
 }
 
 /// Where a run's input comes from: a YAML file, or its text (`hexfem run -`: standard input,

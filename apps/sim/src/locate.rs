@@ -4,11 +4,12 @@
 //! value that caused them, as `file:line:column: key.path:` (or the `--set` argument that wrote
 //! it), like the loader's own errors.
 
-use anyhow::Result;
 use config::{CellSelection, Config, ConfigError, MeshSource};
 use mesh::MeshError;
 use solve::linear_solver::ChoiceError;
 use solve::problem::Problem;
+
+use crate::{Error, Result};
 
 /// Most step times at which expressions of the time are evaluated before a run (see
 /// [`solve::params::LoadingParams::step_times`]).
@@ -39,36 +40,38 @@ pub fn check_dirichlet_in_time(
 }
 
 /// `result` with its error located (see [`locate`]).
-pub fn located<T>(config: &Config, result: Result<T>) -> Result<T> {
+pub fn located<T, E: Into<Error>>(config: &Config, result: Result<T, E>) -> Result<T> {
     result.map_err(|e| locate(config, e))
 }
 
 /// Attaches `error` to the key of `config` it comes from (unchanged if it already names a place
 /// in the configuration).
-pub fn locate(config: &Config, error: anyhow::Error) -> anyhow::Error {
-    if error.chain().any(|e| e.is::<ConfigError>()) {
+pub fn locate(config: &Config, error: impl Into<Error>) -> Error {
+    let error = error.into();
+    let causes = error.causes();
+    if causes.iter().any(|e| e.is::<ConfigError>()) {
         return error;
     }
     // An unknown set: the key names the reference, the mesh error says what exists.
-    let unknown_set = error
-        .chain()
+    let unknown_set = causes
+        .iter()
         .find_map(|e| match e.downcast_ref::<MeshError>() {
             Some(m @ MeshError::UnknownSet { .. }) => Some(m.to_string()),
             _ => None,
         });
     let message = format!("{error:#}");
-    let key = key_of(config, &error, &message);
+    let key = key_of(config, &causes, &message);
     let message = unknown_set.unwrap_or(message);
     // The key path is printed by the located error; drop a copy at the start of the message.
     let message = message
         .strip_prefix(&format!("{key}: "))
         .map_or(message.clone(), str::to_owned);
-    anyhow::Error::new(config.error_at(&key, message))
+    Error::Input(config.error_at(&key, message))
 }
 
 /// The configuration key an error of building the problem belongs to.
-fn key_of(config: &Config, error: &anyhow::Error, message: &str) -> String {
-    for cause in error.chain() {
+fn key_of(config: &Config, causes: &[&(dyn std::error::Error + 'static)], message: &str) -> String {
+    for cause in causes {
         if let Some(refused) = cause.downcast_ref::<ChoiceError>() {
             return refused.key().into();
         }

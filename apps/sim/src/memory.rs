@@ -7,8 +7,9 @@
 //! 69k nodes: 4.7-5.2 KB per node measured, 4.8 modelled; Q2 31k and 69k nodes: 7.8 measured, 8.3
 //! modelled).
 
-use anyhow::Result;
 use config::{Config, LinearSolverMethod, MeshSource};
+
+use crate::Result;
 
 /// What the run is estimated to hold at its peak, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,8 +74,7 @@ pub fn estimate(config: &Config) -> Result<MemoryEstimate> {
             MemoryEstimate::new(nodes, a * b2 * c, b.order, amg)
         }
         MeshSource::Gmsh(g) => {
-            let mesh =
-                crate::locate::located(config, mesh::read_mesh(&g.file).map_err(Into::into))?;
+            let mesh = crate::locate::located(config, mesh::read_mesh(&g.file))?;
             MemoryEstimate::new(
                 mesh.n_nodes() as f64,
                 mesh.n_cells() as f64,
@@ -132,7 +132,7 @@ pub fn guard(config: &Config) -> Result<MemoryEstimate> {
             MeshSource::Box(_) => "mesh.box.cells",
             MeshSource::Gmsh(_) => "mesh.gmsh.file",
         };
-        return Err(anyhow::Error::new(config.error_at(
+        return Err(crate::Error::Input(config.error_at(
             key,
             format!(
                 "the run needs about {} ({:.3e} nodes, {:.3e} cells: mesh {}, assembly plans {}, \

@@ -15,29 +15,48 @@
 use config::Config;
 use io::{MeshInfo, StepRecord};
 use solve::linear_solver::{Choice, LinearSolver};
-use solve::newton::{ConvergedStep, PathObserver};
+use solve::newton::{
+    ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase,
+};
 use solve::params::NewtonParams;
 use solve::problem::Problem;
 
 /// Told of a run's start, its load steps and outputs; its [`PathObserver`] part of every Newton
-/// iteration and failed attempt.
+/// iteration and failed attempt. As in [`PathObserver`], no method has a default body, so that
+/// a decorator (the run's stage timer, its interrupt) passes every event on; [`Quiet`] ignores
+/// them all.
 pub trait RunObserver: PathObserver + Sync {
     /// The run is set up and its first state handed to the output: what it computes, where,
     /// with what.
-    fn run_started(&self, _start: &RunStart) {}
+    fn run_started(&self, start: &RunStart);
     /// A load step converged and its outputs were computed: `record` is what the summary
     /// records of it.
-    fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {}
+    fn step_finished(&self, step: &ConvergedStep, record: &StepRecord);
     /// Step `index` is completely written (results, probes, summary): reported only once it is
     /// on disk (with one process, after the next step converged, or at the run's end).
-    fn step_written(&self, _index: usize) {}
+    fn step_written(&self, index: usize);
 }
 
-/// The observer that reports nothing.
+/// The observer that reports nothing and never asks to stop.
 pub struct Quiet;
 
-impl PathObserver for Quiet {}
-impl RunObserver for Quiet {}
+impl PathObserver for Quiet {
+    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+    fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
+    fn note(&self, _text: &str) {}
+    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    fn linear_system(&self, _system: &LinearSystem<'_>) {}
+    fn stop_requested(&self) -> bool {
+        false
+    }
+    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
+}
+
+impl RunObserver for Quiet {
+    fn run_started(&self, _start: &RunStart) {}
+    fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {}
+    fn step_written(&self, _index: usize) {}
+}
 
 /// What a run computes and where, as it starts.
 pub struct RunStart<'a> {
@@ -81,10 +100,12 @@ pub struct RanksDevice {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::sync::Mutex;
 
     use super::*;
-    use solve::newton::IterationRecord;
+    use crate::interrupt::{Interrupt, Interruptible};
+    use crate::stages::{RunStages, Timed};
 
     /// Records the events of a run, in order.
     #[derive(Default)]
@@ -105,6 +126,13 @@ mod tests {
         fn iteration(&self, iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {
             self.push(format!("iteration {iteration}"));
         }
+        fn note(&self, _text: &str) {}
+        fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+        fn linear_system(&self, _system: &LinearSystem<'_>) {}
+        fn stop_requested(&self) -> bool {
+            false
+        }
+        fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
     }
 
     impl RunObserver for Recorder {
@@ -162,5 +190,184 @@ loading: { steps: 2 }
             "step_written 2",
         ];
         assert_eq!(events, expected);
+    }
+
+    /// Counts the calls of each method.
+    #[derive(Default)]
+    struct Counter(Mutex<BTreeMap<&'static str, usize>>);
+
+    impl Counter {
+        fn count(&self, method: &'static str) {
+            if let Ok(mut counts) = self.0.lock() {
+                *counts.entry(method).or_default() += 1;
+            }
+        }
+        fn counts(&self) -> BTreeMap<&'static str, usize> {
+            self.0.lock().map(|c| c.clone()).unwrap_or_default()
+        }
+    }
+
+    impl PathObserver for Counter {
+        fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {
+            self.count("step_started");
+        }
+        fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {
+            self.count("iteration");
+        }
+        fn note(&self, _text: &str) {
+            self.count("note");
+        }
+        fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {
+            self.count("attempt_failed");
+        }
+        fn linear_system(&self, _system: &LinearSystem<'_>) {
+            self.count("linear_system");
+        }
+        fn stop_requested(&self) -> bool {
+            self.count("stop_requested");
+            false
+        }
+        fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {
+            self.count("timed");
+        }
+    }
+
+    impl RunObserver for Counter {
+        fn run_started(&self, _start: &RunStart) {
+            self.count("run_started");
+        }
+        fn step_finished(&self, _step: &ConvergedStep, _record: &StepRecord) {
+            self.count("step_finished");
+        }
+        fn step_written(&self, _index: usize) {
+            self.count("step_written");
+        }
+    }
+
+    /// Counts every event it is told (`told`) and passes it on, through the run's two
+    /// decorators as the run stacks them (the stage timer around the interrupt, the interrupt
+    /// alone for the run's own events), to `seen`.
+    #[derive(Default)]
+    struct ThroughDecorators {
+        told: Counter,
+        seen: Counter,
+    }
+
+    impl ThroughDecorators {
+        fn interruptible<'a>(&'a self, interrupt: &'a Interrupt) -> Interruptible<'a> {
+            Interruptible {
+                inner: &self.seen,
+                interrupt: Some(interrupt),
+                comm: &comm::SelfComm,
+            }
+        }
+        /// Runs `f` on the stage timer around the interrupt around `seen`.
+        fn through<T>(&self, method: &'static str, f: impl FnOnce(&dyn PathObserver) -> T) -> T {
+            self.told.count(method);
+            let interrupt = Interrupt::new();
+            let interruptible = self.interruptible(&interrupt);
+            let mut stages = RunStages::new(None, std::time::Instant::now());
+            let timed = Timed {
+                inner: &interruptible,
+                stages: std::cell::RefCell::new(&mut stages),
+            };
+            f(&timed)
+        }
+    }
+
+    impl PathObserver for ThroughDecorators {
+        fn step_started(&self, from: f64, to: f64, load_factor: f64) {
+            self.through("step_started", |o| o.step_started(from, to, load_factor));
+        }
+        fn iteration(&self, iteration: usize, record: &IterationRecord, forcing: Option<f64>) {
+            self.through("iteration", |o| o.iteration(iteration, record, forcing));
+        }
+        fn note(&self, text: &str) {
+            self.through("note", |o| o.note(text));
+        }
+        fn attempt_failed(&self, attempt: &FailedAttempt, next: Option<f64>) {
+            self.through("attempt_failed", |o| o.attempt_failed(attempt, next));
+        }
+        fn linear_system(&self, system: &LinearSystem<'_>) {
+            self.through("linear_system", |o| o.linear_system(system));
+        }
+        fn stop_requested(&self) -> bool {
+            self.through("stop_requested", |o| o.stop_requested())
+        }
+        fn timed(&self, phase: PathPhase<'_>, seconds: f64) {
+            self.through("timed", |o| o.timed(phase, seconds));
+        }
+    }
+
+    impl RunObserver for ThroughDecorators {
+        fn run_started(&self, start: &RunStart) {
+            self.told.count("run_started");
+            self.interruptible(&Interrupt::new()).run_started(start);
+        }
+        fn step_finished(&self, step: &ConvergedStep, record: &StepRecord) {
+            self.told.count("step_finished");
+            self.interruptible(&Interrupt::new())
+                .step_finished(step, record);
+        }
+        fn step_written(&self, index: usize) {
+            self.told.count("step_written");
+            self.interruptible(&Interrupt::new()).step_written(index);
+        }
+    }
+
+    /// Every method of [`PathObserver`] and [`RunObserver`], called with a run's own arguments
+    /// (the two the run does not call, with made ones), reaches the observer inside the stage
+    /// timer and the interrupt as often as it was called: neither decorator drops an event.
+    #[test]
+    fn the_decorators_pass_every_event_on() {
+        let dir = std::env::temp_dir().join(format!("sim-decorators-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("bar.yaml");
+        std::fs::write(
+            &input,
+            "mesh: { box: { cells: [2, 1, 1], lower: [0, 0, 0], upper: [2, 1, 1] } }
+materials: [{ model: linear, young_modulus: 100.0, poisson_ratio: 0.25 }]
+boundary:
+  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
+  traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
+loading: { steps: 2 }
+",
+        )
+        .unwrap();
+        let options = crate::RunOptions {
+            output_dir: Some(dir.clone()),
+            ..crate::RunOptions::new(&input)
+        };
+        let observer = ThroughDecorators::default();
+        let run = crate::run(&comm::SelfComm::shared(), &options, &observer);
+        let _ = std::fs::remove_dir_all(&dir);
+        run.unwrap();
+        observer.note("a note");
+        let attempt = FailedAttempt {
+            from: 0.0,
+            to: 0.5,
+            newton_iterations: 1,
+            linear_iterations: 2,
+            reason: "a reason".into(),
+        };
+        observer.attempt_failed(&attempt, Some(0.25));
+        let told = observer.told.counts();
+        let every = [
+            "step_started",
+            "iteration",
+            "note",
+            "attempt_failed",
+            "linear_system",
+            "stop_requested",
+            "timed",
+            "run_started",
+            "step_finished",
+            "step_written",
+        ];
+        let told_methods: Vec<&str> = told.keys().copied().collect();
+        let mut every_sorted = every.to_vec();
+        every_sorted.sort_unstable();
+        assert_eq!(told_methods, every_sorted, "a method was never called");
+        assert_eq!(observer.seen.counts(), told);
     }
 }

@@ -10,10 +10,12 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::Result;
 use config::{Config, GlobalProbe, OutputField};
 use fem::basis::LagrangeHex;
 use mesh::HexMesh;
+
+use crate::error::{fail, Context};
+use crate::Result;
 
 /// Newton iterations of the inverse cell map.
 const LOCATE_ITERATIONS: usize = 50;
@@ -139,7 +141,7 @@ impl Probes {
         }
         let cells = state
             .cells
-            .ok_or_else(|| anyhow::anyhow!("field probes need the state's cell outputs"))?;
+            .context("field probes need the state's cell outputs")?;
         let nodal = self
             .set_fields
             .iter()
@@ -347,7 +349,7 @@ pub(crate) fn record_components(
     strains: &[OutputField],
 ) -> Result<Vec<f64>> {
     let tensor = |at: usize| -> Option<&[f64; 9]> { record.get(at..at + 9)?.try_into().ok() };
-    let cauchy = tensor(0).ok_or_else(|| anyhow::anyhow!("a cell record without its stress"))?;
+    let cauchy = tensor(0).context("a cell record without its stress")?;
     cell_components(field, cauchy, [record[9], record[10], record[11]], |f| {
         let k = strains.iter().position(|&g| g == f)?;
         tensor(crate::run::CellOutputs::WIDTH + 9 * k)
@@ -360,7 +362,7 @@ pub(crate) fn nodal_components(field: OutputField, t: &[f64; 9]) -> Result<Vec<f
         OutputField::NodalCauchyStress => symmetric(t),
         OutputField::NodalVonMises => vec![crate::run::von_mises_of(t)],
         OutputField::NodalPrincipalStress => fem::principal_values_of(t).to_vec(),
-        _ => anyhow::bail!("`{}` is not a nodal field", field.name()),
+        _ => fail!("`{}` is not a nodal field", field.name()),
     })
 }
 
@@ -381,7 +383,7 @@ fn cell_components<'a>(
         OutputField::PrincipalStress => fem::principal_values_of(cauchy).to_vec(),
         OutputField::Strain | OutputField::GreenLagrangeStrain | OutputField::LogarithmicStrain => {
             let values = strain(field)
-                .ok_or_else(|| anyhow::anyhow!("the strain `{}` was not computed", field.name()))?;
+                .with_context(|| format!("the strain `{}` was not computed", field.name()))?;
             symmetric(values)
         }
         OutputField::NodalCauchyStress
@@ -390,7 +392,7 @@ fn cell_components<'a>(
         | OutputField::Displacement
         | OutputField::Reaction
         | OutputField::Sets => {
-            anyhow::bail!("`{}` is not a cell field", field.name())
+            fail!("`{}` is not a cell field", field.name())
         }
     })
 }
@@ -568,7 +570,8 @@ pub(crate) fn set_cells(mesh: &HexMesh, name: &str, nodes: &[usize]) -> Vec<usiz
     cells
 }
 
-/// The error of a probe point `i` that lies in no cell.
+/// The error of a probe point `i` that lies in no cell (an `anyhow` error for the distributed
+/// output's own, `crate::dist_output`).
 pub fn outside(config: &Config, i: usize) -> anyhow::Error {
     let at = config.output.probes.points[i].at;
     config

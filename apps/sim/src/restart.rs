@@ -11,11 +11,37 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use std::fmt::Display;
+
 use linalg::Vector;
 
 use solve::newton::PathState;
 use solve::problem::Problem;
+
+use crate::{Error, Result};
+
+/// `--restart` names no state the input can continue from: `--restart ARGUMENT: reason`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("--restart {argument}: {reason}")]
+pub struct RestartError {
+    /// What the message names after `--restart`: the argument as given, or its file.
+    pub argument: String,
+    /// Why, with the causes of a file that could not be read.
+    pub reason: String,
+}
+
+/// The [`RestartError`] of `argument` for `reason`.
+fn refused(argument: impl Display, reason: String) -> Error {
+    Error::Restart(RestartError {
+        argument: argument.to_string(),
+        reason,
+    })
+}
+
+/// The [`RestartError`] of `argument` whose file could not be read (`error`, with its causes).
+fn unreadable(argument: impl Display, error: io::OutputError) -> Error {
+    refused(argument, format!("{:#}", Error::from(error)))
+}
 
 /// A converged step read from a results file.
 #[derive(Clone, Debug)]
@@ -37,39 +63,44 @@ impl Restart {
         let (file, step) = match spec.rsplit_once(':') {
             Some((file, step)) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => (
                 file,
-                Some(step.parse::<usize>().context("--restart: step number")?),
+                Some(
+                    step.parse::<usize>()
+                        .map_err(|e| refused(spec, format!("step number: {e}")))?,
+                ),
             ),
             _ => (spec, None),
         };
         let file = PathBuf::from(file);
-        let context = || format!("--restart {spec}");
-        let reader = io::ResultsReader::open(&file).with_context(context)?;
-        let steps = reader.steps().with_context(context)?;
+        let context = |e| unreadable(spec, e);
+        let reader = io::ResultsReader::open(&file).map_err(context)?;
+        let steps = reader.steps().map_err(context)?;
         let (step, load_factor) = match step {
-            Some(s) => *steps.iter().find(|(i, _)| *i == s).with_context(|| {
+            Some(s) => *steps.iter().find(|(i, _)| *i == s).ok_or_else(|| {
                 let have: Vec<String> = steps.iter().map(|(i, _)| i.to_string()).collect();
-                format!(
-                    "--restart {spec}: {} has no step {s} (steps: {})",
-                    file.display(),
-                    have.join(", ")
+                refused(
+                    spec,
+                    format!(
+                        "{} has no step {s} (steps: {})",
+                        file.display(),
+                        have.join(", ")
+                    ),
                 )
             })?,
             None => *steps
                 .last()
-                .with_context(|| format!("--restart {spec}: {} holds no step", file.display()))?,
+                .ok_or_else(|| refused(spec, format!("{} holds no step", file.display())))?,
         };
         let next_increment = reader
             .step_attribute(step, "next_increment")
-            .with_context(context)?
-            .with_context(|| {
-                format!("--restart {spec}: step {step} has no `next_increment` (written by a hexfem without restarts)")
+            .map_err(context)?
+            .ok_or_else(|| {
+                refused(spec, format!("step {step} has no `next_increment` (written by a hexfem without restarts)"))
             })?;
         let time = reader
             .step_attribute(step, "time")
-            .with_context(context)?
+            .map_err(context)?
             .unwrap_or(load_factor);
-        let refuse =
-            |why: String| anyhow::anyhow!("--restart {}: step {step} {why}", file.display());
+        let refuse = |why: String| refused(file.display(), format!("step {step} {why}"));
         for (what, value, least) in [
             ("load_factor", load_factor, f64::NEG_INFINITY),
             ("time", time, 0.0),
@@ -87,7 +118,7 @@ impl Restart {
         for &(index, factor) in steps.iter().take_while(|(i, _)| *i <= step) {
             let t = reader
                 .step_attribute(index, "time")
-                .with_context(context)?
+                .map_err(context)?
                 .unwrap_or(factor);
             if let Some((i, t_i)) = earlier {
                 if index != i + 1 || t.is_nan() || t <= t_i {
@@ -99,22 +130,19 @@ impl Restart {
             earlier = Some((index, t));
         }
         let dataset = format!("/steps/{step:06}/displacement");
-        if !reader
-            .dataset_paths()
-            .with_context(context)?
-            .contains(&dataset)
-        {
-            bail!(
-                "--restart {spec}: step {step} holds no displacement (the run's output.fields left it out)"
-            );
+        if !reader.dataset_paths().map_err(context)?.contains(&dataset) {
+            return Err(refused(
+                spec,
+                format!("step {step} holds no displacement (the run's output.fields left it out)"),
+            ));
         }
-        if !reader.is_f64(&dataset).with_context(context)? {
+        if !reader.is_f64(&dataset).map_err(context)? {
             return Err(refuse(
                 "stores its displacement in another type than float64; a restart continues from the exact state the run wrote and does not widen or convert values".into(),
             ));
         }
         let shape_of = |path: &str| -> Result<Vec<usize>> {
-            Ok(reader.read_f64_rows(path, 0..0).with_context(context)?.0)
+            Ok(reader.read_f64_rows(path, 0..0).map_err(context)?.0)
         };
         let (u_shape, x_shape) = (shape_of(&dataset)?, shape_of("/mesh/coordinates")?);
         if u_shape.len() != 2 || u_shape[1] != 3 || u_shape != x_shape {
@@ -136,11 +164,11 @@ impl Restart {
     /// The step's whole displacement on the mesh with the nodes `coords` (one process's
     /// mesh), which must be the file's.
     pub fn displacement_of_mesh(&self, coords: &[[f64; 3]]) -> Result<Vector> {
-        let context = || format!("--restart {}", self.spec);
-        let reader = io::ResultsReader::open(&self.file).with_context(context)?;
-        let (_, displacement) = reader.read_f64(&self.dataset()).with_context(context)?;
+        let context = |e| unreadable(&self.spec, e);
+        let reader = io::ResultsReader::open(&self.file).map_err(context)?;
+        let (_, displacement) = reader.read_f64(&self.dataset()).map_err(context)?;
         self.check_finite(&displacement, |i| i as u64)?;
-        let (_, coordinates) = reader.read_f64("/mesh/coordinates").with_context(context)?;
+        let (_, coordinates) = reader.read_f64("/mesh/coordinates").map_err(context)?;
         if coords.as_flattened() != coordinates.as_slice() {
             let differs = match coordinates.len() == 3 * coords.len() {
                 true => coordinates
@@ -150,15 +178,18 @@ impl Restart {
                     .map_or(String::new(), |n| format!("; node {n} lies elsewhere")),
                 false => String::new(),
             };
-            bail!(
-                "--restart {}: step {} lies on another mesh: the file's mesh ({} nodes) is not the input's ({} nodes{differs})",
-                self.file.display(),
-                self.step,
+            return Err(self.refused(format!(
+                "lies on another mesh: the file's mesh ({} nodes) is not the input's ({} nodes{differs})",
                 coordinates.len() / 3,
                 coords.len()
-            );
+            )));
         }
         Ok(Vector::from_vec(displacement))
+    }
+
+    /// The [`RestartError`] `--restart FILE: step STEP {why}`.
+    fn refused(&self, why: String) -> Error {
+        refused(self.file.display(), format!("step {} {why}", self.step))
     }
 
     /// The step's displacement dataset.
@@ -171,13 +202,11 @@ impl Restart {
     fn check_finite(&self, values: &[f64], node: impl Fn(usize) -> u64) -> Result<()> {
         match values.iter().position(|v| !v.is_finite()) {
             None => Ok(()),
-            Some(at) => bail!(
-                "--restart {}: step {} has a displacement that is not finite ({} at node {}): not a converged state",
-                self.file.display(),
-                self.step,
+            Some(at) => Err(self.refused(format!(
+                "has a displacement that is not finite ({} at node {}): not a converged state",
                 values[at],
                 node(at / 3)
-            ),
+            ))),
         }
     }
 
@@ -192,13 +221,7 @@ impl Restart {
         u: &Vector,
         newton: &solve::params::NewtonParams,
     ) -> Result<Vector> {
-        let refuse = |why: String| {
-            anyhow::anyhow!(
-                "--restart {}: step {} {why}",
-                self.file.display(),
-                self.step
-            )
-        };
+        let refuse = |why: String| self.refused(why);
         let mut residual = problem.discrete.zeros();
         problem
             .discrete
@@ -231,32 +254,23 @@ impl Restart {
     pub fn path_state(&self, loading: &solve::params::LoadingParams) -> Result<PathState> {
         let position = self.time / loading.end_time();
         if !(0.0..=1.0 + 1e-12).contains(&position) {
-            bail!(
-                "--restart {}: step {} is at time {} but the input's load path ends at {}",
-                self.file.display(),
-                self.step,
+            return Err(self.refused(format!(
+                "is at time {} but the input's load path ends at {}",
                 self.time,
                 loading.end_time()
-            );
+            )));
         }
         let expected = loading.factor_at(self.time);
         let scale = loading.curve.iter().fold(1.0f64, |m, p| m.max(p[1].abs()));
         let off = (self.load_factor - expected).abs();
         if off.is_nan() || off > 1e-9 * scale {
-            bail!(
-                "--restart {}: step {} has the load factor {} but its time {} is at the load factor {expected} on the input's load path",
-                self.file.display(),
-                self.step,
-                self.load_factor,
-                self.time
-            );
+            return Err(self.refused(format!(
+                "has the load factor {} but its time {} is at the load factor {expected} on the input's load path",
+                self.load_factor, self.time
+            )));
         }
         if self.next_increment <= 0.0 && position < 1.0 {
-            bail!(
-                "--restart {}: step {} has no increment left",
-                self.file.display(),
-                self.step
-            );
+            return Err(self.refused("has no increment left".into()));
         }
         // a run's next increment is at most the nominal one and, short of the path's end, at
         // least loading.min_increment (a cutback below it stops the run)
@@ -266,13 +280,10 @@ impl Restart {
         if self.next_increment > nominal * (1.0 + 1e-12)
             || (remaining > 1e-12 && self.next_increment < 0.5 * least)
         {
-            bail!(
-                "--restart {}: step {} has the next increment {:e} (of the path from 0 to 1), outside what a run of the input takes: between loading.min_increment = {:e} and the nominal 1 / loading.steps = {nominal:e}; the file was changed, or was written with other `loading` settings",
-                self.file.display(),
-                self.step,
-                self.next_increment,
-                loading.min_increment
-            );
+            return Err(self.refused(format!(
+                "has the next increment {:e} (of the path from 0 to 1), outside what a run of the input takes: between loading.min_increment = {:e} and the nominal 1 / loading.steps = {nominal:e}; the file was changed, or was written with other `loading` settings",
+                self.next_increment, loading.min_increment
+            )));
         }
         Ok(PathState {
             position,
@@ -295,17 +306,15 @@ impl Restart {
         window: usize,
         out: &mut [f64],
     ) -> Result<()> {
-        let context = || format!("--restart {}", self.file.display());
-        let reader = io::ResultsReader::open(&self.file).with_context(context)?;
+        let context = |e| unreadable(self.file.display(), e);
+        let reader = io::ResultsReader::open(&self.file).map_err(context)?;
         let rows = (window / 3).max(1);
         let mut order: Vec<usize> = (0..serial_ids.len()).collect();
         order.sort_unstable_by_key(|&i| serial_ids[i]);
         let mismatch = |n_file: usize, s: u64| {
-            anyhow::anyhow!(
-                "--restart {}: step {} lies on another mesh: the file's mesh ({n_file} nodes) is not the input's ({n_nodes} nodes; node {s} differs or is missing)",
-                self.file.display(),
-                self.step
-            )
+            self.refused(format!(
+                "lies on another mesh: the file's mesh ({n_file} nodes) is not the input's ({n_nodes} nodes; node {s} differs or is missing)"
+            ))
         };
         let mut at = 0;
         while at < order.len() {
@@ -313,10 +322,10 @@ impl Restart {
             let range = k * rows..(k + 1) * rows;
             let (shape, x_file) = reader
                 .read_f64_rows("/mesh/coordinates", range.clone())
-                .with_context(context)?;
+                .map_err(context)?;
             let (_, u_file) = reader
                 .read_f64_rows(&self.dataset(), range.clone())
-                .with_context(context)?;
+                .map_err(context)?;
             let n_file = shape[0];
             while at < order.len() && range.contains(&(serial_ids[order[at]] as usize)) {
                 let (i, s) = (order[at], serial_ids[order[at]]);

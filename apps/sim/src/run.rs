@@ -296,7 +296,7 @@ pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
     let (problem, _) = take_problem(config, warm, unrecorded)?;
     let probes = crate::probes::Probes::new(config, &problem.mesh);
     warm.problem = Some((problem_key(config)?, problem));
-    probes.map(|_| ())
+    probes.map(|_| ()).map_err(Into::into)
 }
 
 /// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
@@ -431,7 +431,7 @@ fn execute_in_stages(
     let probes = stages.time(PROBLEM, || {
         crate::probes::Probes::new(config, &problem.mesh)
     });
-    let outcome = probes.and_then(|probes| {
+    let outcome = probes.map_err(Into::into).and_then(|probes| {
         let mut layout = OneProcess {
             warm: &mut *warm,
             probes,
@@ -465,7 +465,7 @@ struct OneProcess<'w> {
 
 impl Layout for OneProcess<'_> {
     fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector> {
-        restart.displacement_of_mesh(&problem.mesh.coords)
+        Ok(restart.displacement_of_mesh(&problem.mesh.coords)?)
     }
 
     fn solver(
@@ -577,6 +577,17 @@ impl Layout for OneProcess<'_> {
             write_fields(&fields, &output_mesh, &state, results)
         }))?;
         Ok(Some(figures))
+    }
+
+    fn check_state(
+        &self,
+        index: usize,
+        u: &Vector,
+        cells: &CellOutputs,
+        size: f64,
+        linear: bool,
+    ) -> Result<Vec<String>> {
+        check_state(index, u, cells, size, linear)
     }
 
     fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
@@ -1018,6 +1029,21 @@ pub(crate) fn check_state(
     size: f64,
     linear: bool,
 ) -> Result<Vec<String>> {
+    with_state_figures(index, u, cells, size, linear, |state| {
+        Ok(crate::plausibility::check(state)?)
+    })
+}
+
+/// `f` of the figures [`crate::plausibility`] checks of the state `u` of step `index` with
+/// the outputs `cells` (of this process's cells) of a body of `size`.
+pub(crate) fn with_state_figures<T>(
+    index: usize,
+    u: &Vector,
+    cells: &CellOutputs,
+    size: f64,
+    linear: bool,
+    f: impl FnOnce(&crate::plausibility::StateFigures) -> Result<T>,
+) -> Result<T> {
     let (displacement, _) = u.host()?.as_chunks::<3>();
     // NaN propagates (f64::max would drop it)
     let max_displacement = displacement.iter().map(length).fold(0.0, |m: f64, l| {
@@ -1027,22 +1053,20 @@ pub(crate) fn check_state(
             m.max(l)
         }
     });
-    Ok(crate::plausibility::check(
-        &crate::plausibility::StateFigures {
-            step: index,
-            max_displacement,
-            strain_energy: cells.total_strain_energy(),
-            size,
-            linear,
-            fields: &[
-                ("cauchy_stress", cells.cauchy.as_flattened()),
-                ("von_mises", &cells.von_mises),
-                ("jacobian", &cells.jacobian),
-                ("energy_density", &cells.energy_density),
-            ],
-            jacobian: &cells.jacobian,
-        },
-    )?)
+    f(&crate::plausibility::StateFigures {
+        step: index,
+        max_displacement,
+        strain_energy: cells.total_strain_energy(),
+        size,
+        linear,
+        fields: &[
+            ("cauchy_stress", cells.cauchy.as_flattened()),
+            ("von_mises", &cells.von_mises),
+            ("jacobian", &cells.jacobian),
+            ("energy_density", &cells.energy_density),
+        ],
+        jacobian: &cells.jacobian,
+    })
 }
 
 /// A state's output as handed to the output writer ([`crate::writer`]): owned copies of what

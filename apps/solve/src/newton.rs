@@ -336,30 +336,30 @@ impl fmt::Display for PathFailure {
 impl std::error::Error for PathFailure {}
 
 /// What a load path reports while it runs (PETSc's `SNESMonitorSet`): the library never
-/// prints; a front end renders these events. Every method does nothing by default.
+/// prints; a front end renders these events. No method has a default body: an observer that
+/// passes the events on to another (a decorator) cannot forget one, a new method included;
+/// [`Silent`] ignores them all.
 pub trait PathObserver {
     /// A step from pseudo-time `from` to `to` (load factor `load_factor`) begins.
-    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+    fn step_started(&self, from: f64, to: f64, load_factor: f64);
     /// Newton iteration `iteration` (0-based) of the current attempt finished; `forcing` is the
     /// relative tolerance its linear solve was given, where Eisenstat-Walker chose one.
-    fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
+    fn iteration(&self, iteration: usize, record: &IterationRecord, forcing: Option<f64>);
     /// Something the iteration did beyond its usual course (the energy watchdog's restart).
-    fn note(&self, _text: &str) {}
+    fn note(&self, text: &str);
     /// An attempt failed; `next` is the increment tried next (`None`: no further attempt).
-    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    fn attempt_failed(&self, attempt: &FailedAttempt, next: Option<f64>);
     /// The linear system of a Newton iteration, just before it is solved.
-    fn linear_system(&self, _system: &LinearSystem<'_>) {}
+    fn linear_system(&self, system: &LinearSystem<'_>);
     /// Whether the path should stop (a signal, a user's request): asked before each load step
     /// and each Newton iteration; where it answers true the path returns [`Interrupted`], the
     /// step under way abandoned (every converged step was delivered). On ranks every rank asks
     /// at the same points and must get the same answer.
-    fn stop_requested(&self) -> bool {
-        false
-    }
+    fn stop_requested(&self) -> bool;
     /// `seconds` of `phase` just ended (where the time goes: [`PathPhase`]). The phases are
     /// flat, one after another on this thread; a linear solve's set-up and solve are its
     /// report's own times.
-    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
+    fn timed(&self, phase: PathPhase<'_>, seconds: f64);
 }
 
 /// A part of a load path's time, told to [`PathObserver::timed`] as it ends. The phases do not
@@ -417,10 +417,20 @@ impl Drop for PhaseTimer<'_> {
 #[error("interrupted")]
 pub struct Interrupted;
 
-/// The observer that reports nothing.
+/// The observer that reports nothing and never asks to stop.
 pub struct Silent;
 
-impl PathObserver for Silent {}
+impl PathObserver for Silent {
+    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
+    fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
+    fn note(&self, _text: &str) {}
+    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
+    fn linear_system(&self, _system: &LinearSystem<'_>) {}
+    fn stop_requested(&self) -> bool {
+        false
+    }
+    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
+}
 
 /// Load stepping from factor 0 to 1 with cutback and regrowth.
 pub struct LoadPath<'a> {

@@ -32,13 +32,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
-use anyhow::Context;
 use config::campaign::{Campaign, CaseSpec};
-use config::{Config, ConfigError};
+use config::Config;
 
-use crate::error::fail;
+use crate::error::{fail, Context};
 use crate::run::{execute, Case, Warm};
-use crate::Result;
+use crate::{Error, Result};
 pub use progress::{CampaignObserver, Tally};
 pub use ranks::run_campaign_on_ranks;
 pub use table::{CaseRow, CaseStatus};
@@ -515,6 +514,7 @@ fn resolve(campaign: &Campaign, directory: &Path, check: bool) -> Result<Vec<Pre
         let name = crate::run::output_name(&config, &campaign.base);
         if check {
             crate::run::check_output(&config, None, &dir, &name)
+                .map_err(Error::from)
                 .and_then(|()| crate::memory::guard(&config).map(|_| ()))
                 .map_err(|e| relocate(campaign, spec, e))?;
         }
@@ -579,10 +579,10 @@ fn check_memory(
 }
 
 /// An error of a case moved to the campaign file where a campaign value caused it.
-fn relocate(campaign: &Campaign, spec: &CaseSpec, error: anyhow::Error) -> anyhow::Error {
-    match error.downcast::<ConfigError>() {
-        Ok(e) => anyhow::Error::new(campaign.relocate(spec, e)),
-        Err(e) => e.context(format!("case {}", spec.index)),
+fn relocate(campaign: &Campaign, spec: &CaseSpec, error: impl Into<Error>) -> Error {
+    match error.into() {
+        Error::Input(e) => Error::Input(campaign.relocate(spec, e)),
+        e => e.context(format!("case {}", spec.index)),
     }
 }
 

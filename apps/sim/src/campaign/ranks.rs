@@ -19,7 +19,6 @@ use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use comm::Comm;
 use config::campaign::Campaign;
 use serde::{Deserialize, Serialize};
@@ -30,8 +29,8 @@ use super::{
     Prepared, Scheduler, Tally, Totals, Warm, Where,
 };
 use crate::distributed::agreed;
-use crate::error::fail;
-use crate::Result;
+use crate::error::{fail, Context};
+use crate::{Error, Result};
 
 /// Tag of a leader's message to rank 0 (a [`Report`]).
 const REPORT_TAG: u16 = 2901;
@@ -269,7 +268,7 @@ impl Group<'_> {
                 // the serial campaign's file names (not `input.*`)
                 overrides: vec![format!(
                     "output.name={}",
-                    serde_json::to_string(&name).map_err(anyhow::Error::from)?
+                    serde_json::to_string(&name).map_err(Error::from)?
                 )],
                 output_dir: Some(p.dir.clone()),
                 overwrite: true,
@@ -352,7 +351,7 @@ impl Root<'_> {
                 .and_then(|mut s| s.next(group, |i| prepared[i].key.as_str()))
         };
         let (sender, receiver) = mpsc::channel::<(usize, CaseRow)>();
-        let mut failure: Option<anyhow::Error> = None;
+        let mut failure: Option<Error> = None;
         std::thread::scope(|scope| -> Result<()> {
             let next_for = &next_for;
             let local = scope.spawn(move || {
@@ -366,13 +365,13 @@ impl Root<'_> {
             // the other groups still to be told that no case is left
             let mut open = self.groups - 1;
             let mut local_done = false;
-            let mut record = |i: usize, row: CaseRow, failure: &mut Option<anyhow::Error>| {
+            let mut record = |i: usize, row: CaseRow, failure: &mut Option<Error>| {
                 tally.finished(&row, 1);
                 let description = self.campaign.describe(&prepared[i].spec);
                 observer.case_finished(&row, &description, &tally);
                 rows[i] = Some(row);
                 if let Err(e) = table.write(&rows) {
-                    failure.get_or_insert(e.into());
+                    failure.get_or_insert(e);
                 }
             };
             let mut pause = Duration::from_micros(50);
@@ -420,7 +419,7 @@ impl Root<'_> {
             }
         })?;
         if let Some(e) = failure {
-            return Err(e.into());
+            return Err(e);
         }
         observer.done(&tally);
         if stopping() && rows.iter().any(Option::is_none) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::error::Context;
 use config::campaign::CaseSpec;
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,6 @@
 //! production path (the assembler, [`DiscreteProblem`]'s linearisation and elimination that every
 //! Newton iteration uses, the linear solver), and relative error norms.
 
-use anyhow::Context;
 use assembly::{
     body_force_load, CellMaterials, Constraints, DiscreteProblem, ElasticityAssembler, Prescribed,
 };
@@ -15,6 +14,7 @@ use solve::params::{LinearSolverMethod, LinearSolverParams};
 use solve::problem::near_null_space;
 
 use crate::error::fail;
+use crate::error::Context;
 use crate::Result;
 
 /// An exact solution: displacement and its gradient `g[i][j] = du_i/dX_j` at a point.

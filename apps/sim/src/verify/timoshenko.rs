@@ -30,7 +30,6 @@
 //! dropping the shear term `(4 + 5 nu) D^2 x / 4` changes the tip deflection by 4 %, a 4 x 1 x 1
 //! mesh misses the L2 bound (1.6e-3) and a 2 x 1 x 1 mesh both (1.1e-2, 1.5e-2).
 
-use anyhow::Context;
 use fem::{FaceKernel, Load, Material, Moduli};
 use linalg::Vector;
 use mesh::{face_local_nodes, generate_box, BoxSpec, CellKind, HexMesh};
@@ -38,6 +37,7 @@ use mesh::{face_local_nodes, generate_box, BoxSpec, CellKind, HexMesh};
 use super::solve::{direct, prescribe, relative_errors, solve_linear_elastic};
 use super::{CaseResult, Check, Criterion};
 use crate::error::fail;
+use crate::error::Context;
 use crate::Result;
 
 pub const NAME: &str = "Timoshenko beam Q2";
