@@ -19,14 +19,21 @@
 //!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`], [`luby_mis`].
 //!   Operations on [`crate::Vector`] and [`crate::Bsr`] ([`crate::ops`], the matrix methods) run
 //!   on a GPU by themselves; these are for code that owns bare device arrays (an element loop).
+//! - The distributed Galerkin product's pieces (`amg`'s device hot update): block gathers from
+//!   two sources ([`gather_blocks_two`], [`TwoSources`]) and sums in a fixed order
+//!   ([`sum_blocks_in_order`]), pinned staging buffers and stream marks ([`PinnedBuffer`],
+//!   [`StreamMark`]), the peer-write channel between ranks' GPUs ([`PeerChannel`],
+//!   [`PeerLists`]).
 //!
-//! The backend module itself (`linalg::backend`) is internal: hidden from the docs, reachable
-//! only for the distributed device V-cycle of `amg` until that moves behind this seam.
+//! The backend module itself (`linalg::backend`) is internal: hidden from the docs; only
+//! linalg's own kernel benchmark example and kernel tests reach into it.
 
 pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
-pub use crate::backend::cuda::halo::gather_blocks;
+pub use crate::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
+pub use crate::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
 pub use crate::backend::cuda::mis::luby_mis;
 pub use crate::backend::cuda::ops::norm_inf;
+pub use crate::backend::cuda::peer::{PeerChannel, PeerLists};
 pub use crate::backend::cuda::vector::{
     axpby, axpy, dot, dot_exact, dot_exact_prefix, fill, sum, sum_exact_prefix, Term,
 };

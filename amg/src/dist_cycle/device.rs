@@ -20,8 +20,8 @@
 //! owned solution). Every operation is the host's in the host's order, so the cycle's results
 //! are the host cycle's bits.
 
-use linalg::backend::cuda;
 use linalg::dist::DistBsr;
+use linalg::gpu;
 use linalg::{Device, Vector};
 
 use super::device_coarse::CoarsestOnOwner;
@@ -58,7 +58,7 @@ pub(super) fn transpose_apply(
         *scratch = Some(Vector::zeros_on(&device, t.offd_t.n_rows())?);
     }
     let ghost = scratch.as_mut().expect("made above");
-    cuda::spmv(
+    gpu::spmv(
         ctx,
         t.offd_t.device_bsr()?,
         1.0,
@@ -73,7 +73,7 @@ pub(super) fn transpose_apply(
     })?;
     let diag_t = t.diag_t.device_bsr()?;
     halo.add_ghost_contributions(ghost.device_buffer()?, y.device_buffer_mut()?, |y| {
-        cuda::spmv(ctx, diag_t, 1.0, xb, 0.0, y)
+        gpu::spmv(ctx, diag_t, 1.0, xb, 0.0, y)
     })?;
     Ok(())
 }

@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
-use linalg::backend::cuda::{self, CudaContext, DeviceBuffer};
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
+use linalg::gpu::{self, CudaContext, DeviceBuffer};
 use linalg::{BlockPattern, Bsr, Device, Vector};
 
 use crate::AmgError;
@@ -105,7 +105,7 @@ impl CoarsestOnOwner {
     /// names them.
     pub(super) fn factor(&mut self, a: &DistBsr) -> Result<(), AmgError> {
         let kk = self.k * self.k;
-        cuda::halo::gather_blocks(
+        gpu::gather_blocks(
             &self.ctx,
             kk,
             &self.slots,
@@ -133,7 +133,7 @@ impl CoarsestOnOwner {
             *work = Some((Vector::zeros_on(&device, n)?, Vector::zeros_on(&device, n)?));
         }
         let (b_serial, y) = work.as_mut().expect("made above");
-        cuda::halo::gather_blocks(
+        gpu::gather_blocks(
             &self.ctx,
             self.k,
             &self.global_of_serial,
@@ -141,7 +141,7 @@ impl CoarsestOnOwner {
             b_serial.device_buffer_mut()?,
         )?;
         inverse.solve(b_serial, y)?;
-        cuda::halo::gather_blocks(
+        gpu::gather_blocks(
             &self.ctx,
             self.k,
             &self.serial_of_global,

@@ -16,12 +16,12 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
-use linalg::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
-use linalg::backend::cuda::peer::{PeerChannel, PeerLists};
-use linalg::backend::cuda::{CudaContext, DeviceBuffer};
 use linalg::comm::Comm;
 use linalg::dist::{DistBsr, DistPattern};
+use linalg::gpu::{
+    gather_blocks, gather_blocks_two, sum_blocks_in_order, CudaContext, DeviceBuffer, PeerChannel,
+    PeerLists, PinnedBuffer, StreamMark, TwoSources,
+};
 use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
 
 use crate::dist_galerkin::GalerkinProductPlan;
