@@ -12,7 +12,8 @@
 //! With `renewal: keep_aggregates` ([`crate::Renewal::KeepAggregates`]) each level keeps its
 //! aggregates instead: no strength graph (on a GPU: no download of the operator), no
 //! aggregation, every plan kept; the values are those of a cold set-up whose aggregation had
-//! given the kept aggregates. On ranks the renewal is a cold set-up either way.
+//! given the kept aggregates. On ranks the same holds: every level keeps its tentative
+//! prolongator's exchange, smoothing and Galerkin plans (`crate::dist_cycle`).
 
 use super::Hierarchy;
 use crate::report::{RenewalReport, TransferReport};
