@@ -72,8 +72,13 @@ fn nvrtc_version() -> String {
     }
 }
 
-/// The CUDA driver's version number (`?` if it cannot say).
+/// The CUDA driver's version number (`none` without a driver library: a source compiled
+/// without a device, [`crate::gpu::KernelModule::compile_only`]; `?` if it cannot say).
 fn driver_version() -> String {
+    // SAFETY: only asks whether the library loads (cudarc panics on a call into a missing one).
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return "none".into();
+    }
     let mut version = 0;
     // SAFETY: a valid out-pointer; the driver is loaded by the context that asks for a kernel.
     match unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) } {
