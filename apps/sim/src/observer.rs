@@ -15,9 +15,7 @@
 use config::Config;
 use io::{MeshInfo, StepRecord};
 use solve::linear_solver::{Choice, LinearSolver};
-use solve::newton::{
-    ConvergedStep, FailedAttempt, IterationRecord, LinearSystem, PathObserver, PathPhase,
-};
+use solve::newton::{ConvergedStep, PathObserver};
 use solve::params::NewtonParams;
 use solve::problem::Problem;
 
@@ -37,20 +35,9 @@ pub trait RunObserver: PathObserver + Sync {
     fn step_written(&self, index: usize);
 }
 
-/// The observer that reports nothing and never asks to stop.
-pub struct Quiet;
-
-impl PathObserver for Quiet {
-    fn step_started(&self, _from: f64, _to: f64, _load_factor: f64) {}
-    fn iteration(&self, _iteration: usize, _record: &IterationRecord, _forcing: Option<f64>) {}
-    fn note(&self, _text: &str) {}
-    fn attempt_failed(&self, _attempt: &FailedAttempt, _next: Option<f64>) {}
-    fn linear_system(&self, _system: &LinearSystem<'_>) {}
-    fn stop_requested(&self) -> bool {
-        false
-    }
-    fn timed(&self, _phase: PathPhase<'_>, _seconds: f64) {}
-}
+/// The observer that reports nothing and never asks to stop: Newton's [`solve::newton::Silent`],
+/// which a run needs no second copy of.
+pub use solve::newton::Silent as Quiet;
 
 impl RunObserver for Quiet {
     fn run_started(&self, _start: &RunStart) {}
@@ -105,6 +92,40 @@ mod tests {
 
     use super::*;
     use crate::interrupt::{Interrupt, Interruptible};
+    use solve::newton::{FailedAttempt, IterationRecord, LinearSystem, PathPhase};
+
+    /// Runs a linear bar of `cells` cells along x, clamped on xmin and pulled on xmax in two
+    /// load steps, in a fresh folder named after `tag` (removed afterwards), reporting to
+    /// `observer`.
+    fn run_bar(
+        tag: &str,
+        cells: usize,
+        observer: &dyn RunObserver,
+    ) -> crate::Result<crate::RunOutcome> {
+        let dir = std::env::temp_dir().join(format!("sim-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("bar.yaml");
+        std::fs::write(
+            &input,
+            format!(
+                "mesh: {{ box: {{ cells: [{cells}, 1, 1], lower: [0, 0, 0], upper: [{cells}, 1, 1] }} }}
+materials: [{{ model: linear, young_modulus: 100.0, poisson_ratio: 0.25 }}]
+boundary:
+  dirichlet: [{{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }}]
+  traction: [{{ set: xmax, value: [1.0, 0.0, 0.0] }}]
+loading: {{ steps: 2 }}
+"
+            ),
+        )
+        .unwrap();
+        let options = crate::RunOptions {
+            output_dir: Some(dir.clone()),
+            ..crate::RunOptions::new(&input)
+        };
+        let run = crate::run(&comm::SelfComm::shared(), &options, observer);
+        let _ = std::fs::remove_dir_all(&dir);
+        run
+    }
     use crate::stages::{RunStages, Timed};
 
     /// Records the events of a run, in order.
@@ -155,28 +176,9 @@ mod tests {
     /// converged (the output writes a step while the next one computes) or at the end.
     #[test]
     fn a_run_reports_its_start_steps_iterations_and_writes_in_order() {
-        let dir = std::env::temp_dir().join(format!("sim-observer-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let input = dir.join("bar.yaml");
-        std::fs::write(
-            &input,
-            "mesh: { box: { cells: [3, 1, 1], lower: [0, 0, 0], upper: [3, 1, 1] } }
-materials: [{ model: linear, young_modulus: 100.0, poisson_ratio: 0.25 }]
-boundary:
-  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
-  traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
-loading: { steps: 2 }
-",
-        )
-        .unwrap();
-        let options = crate::RunOptions {
-            output_dir: Some(dir.clone()),
-            ..crate::RunOptions::new(&input)
-        };
         let recorder = Recorder::default();
-        let outcome = crate::run(&comm::SelfComm::shared(), &options, &recorder).unwrap();
+        let outcome = run_bar("observer", 3, &recorder).unwrap();
         let events = recorder.0.into_inner().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(outcome.steps, 2);
         let expected = [
             "run_started 3 true",
@@ -320,27 +322,8 @@ loading: { steps: 2 }
     /// timer and the interrupt as often as it was called: neither decorator drops an event.
     #[test]
     fn the_decorators_pass_every_event_on() {
-        let dir = std::env::temp_dir().join(format!("sim-decorators-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let input = dir.join("bar.yaml");
-        std::fs::write(
-            &input,
-            "mesh: { box: { cells: [2, 1, 1], lower: [0, 0, 0], upper: [2, 1, 1] } }
-materials: [{ model: linear, young_modulus: 100.0, poisson_ratio: 0.25 }]
-boundary:
-  dirichlet: [{ set: xmin, x: 0.0, y: 0.0, z: 0.0 }]
-  traction: [{ set: xmax, value: [1.0, 0.0, 0.0] }]
-loading: { steps: 2 }
-",
-        )
-        .unwrap();
-        let options = crate::RunOptions {
-            output_dir: Some(dir.clone()),
-            ..crate::RunOptions::new(&input)
-        };
         let observer = ThroughDecorators::default();
-        let run = crate::run(&comm::SelfComm::shared(), &options, &observer);
-        let _ = std::fs::remove_dir_all(&dir);
+        let run = run_bar("decorators", 2, &observer);
         run.unwrap();
         observer.note("a note");
         let attempt = FailedAttempt {
