@@ -1646,12 +1646,13 @@ fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
 /// exchange, the smoothing's and the Galerkin product's symbolic phases, every pattern) and
 /// makes only values: renewing with modes A and then modes B gives, bit for bit, the hierarchy
 /// that renews with B straight away (the same kept aggregates), so nothing of A's values
-/// survives; every level's pattern is the kept object; with and without `process_eq_limit`.
+/// survives; every level's pattern is the kept object; with and without `process_eq_limit`, on
+/// 2, 3 and 4 ranks.
 #[test]
 fn a_kept_renewal_on_ranks_makes_only_values() {
     on_ranks(
         "a_kept_renewal_on_ranks_makes_only_values",
-        &[2, 3],
+        &[2, 3, 4],
         |comm| {
             for process_eq_limit in [None, Some(100)] {
                 let keep = amg::Renewal::KeepAggregates;
