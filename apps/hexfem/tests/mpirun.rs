@@ -1067,7 +1067,7 @@ fn sigint_under_mpirun_stops_every_rank_and_the_restart_reproduces_the_run() {
     let column = input("twisting_column.yaml");
     let sets = [
         "--set",
-        "loading.steps=30",
+        "loading.steps=150",
         "--set",
         "mesh.box.cells=[2, 2, 12]",
     ];
@@ -1111,7 +1111,7 @@ fn sigint_under_mpirun_stops_every_rank_and_the_restart_reproduces_the_run() {
     run(&again, &["--restart", &restart]);
     let a = io::ResultsReader::open(&full.join("twisting_column.h5")).unwrap();
     let b = io::ResultsReader::open(&again.join("twisting_column.h5")).unwrap();
-    let last = "/steps/000030/displacement";
+    let last = "/steps/000150/displacement";
     let (x, y) = (a.read_f64(last).unwrap().1, b.read_f64(last).unwrap().1);
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
 }
