@@ -313,7 +313,10 @@ fn under_mpirun(
     let started = Instant::now();
     let cpu_started = cpu_seconds();
     let out = comm::launch::mpirun(bench.ranks)
-        // the ranks share the cores (`mpirun` sets one thread each)
+        // the ranks share this process's cores: no binding of Open MPI's own (which would
+        // place them outside a `taskset` and compare different cores), each rank's thread
+        // pool sized by the ranks on the node (`sim::campaign`), not fixed at one
+        .args(["--bind-to", "none"])
         .env_remove("RAYON_NUM_THREADS")
         .arg(exe)
         .args(["campaign", &file.to_string_lossy(), "-q"])
