@@ -50,13 +50,26 @@ fn stage_coarsen(
 }
 
 /// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
-/// smoothing uses both, the level's smoother keeps them).
+/// smoothing uses both, the level's smoother keeps them). `kept`: a diagonal of a renewed
+/// hierarchy's level, whose storage takes the new inverses where it is fp64 and of `a`'s
+/// pattern (on a GPU: no host scan of the pattern, no upload of the diagonal slots, no
+/// allocation); the same bits as a new one.
 fn stage_diagonal(
     a: &Bsr,
     level: usize,
     params: &AmgParams,
+    kept: Option<PointBlockJacobi>,
 ) -> Result<(PointBlockJacobi, f64), AmgError> {
-    let pbj = PointBlockJacobi::new(a).map_err(|e| with_level(e, level))?;
+    let reusable = |p: &PointBlockJacobi| {
+        p.inverse().precision() == linalg::Precision::Double
+            && p.block_size() == a.block_rows()
+            && p.n_blocks() == a.pattern().n_block_rows()
+    };
+    let pbj = match kept.filter(reusable) {
+        Some(mut pbj) => pbj.update(a).map(|()| pbj),
+        None => PointBlockJacobi::new(a),
+    }
+    .map_err(|e| with_level(e, level))?;
     let emax = checked_emax(estimate_emax(a, &pbj, params.eig_steps)?, level)?;
     Ok((pbj, emax))
 }
@@ -243,13 +256,20 @@ fn coarsen_level(
     previous: Option<SymbolicTransfer>,
 ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
+    let (previous, kept_diagonal) = match previous {
+        Some(mut prev) => {
+            let diagonal = prev.diagonal.take();
+            (Some(prev), diagonal)
+        }
+        None => (None, None),
+    };
     let (aggregates, previous) = aggregates_and_plans(a, level, k, params, tm, previous)?;
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarsening_stalled(a.n_rows(), coarse_rows, params) {
         return Ok(None);
     }
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        stage_diagonal(a, level, params)
+        stage_diagonal(a, level, params, kept_diagonal)
     })?;
     let (tentative, old_smoothing, old_galerkin) = match previous {
         Some(prev) => (

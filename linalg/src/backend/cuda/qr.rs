@@ -52,11 +52,38 @@ impl DeviceGroupedQr {
         b: &[f64],
         q: &mut DeviceBuffer<f64>,
     ) -> Result<Vec<f64>, LinalgError> {
+        let b = ctx.upload(b)?;
+        let mut r = ctx.zeros::<f64>((self.n_groups * self.k * self.k).max(1))?;
+        self.factor_into(ctx, &b, q, &mut r)?;
+        let mut r = ctx.download(&r)?;
+        r.truncate(self.n_groups * self.k * self.k);
+        Ok(r)
+    }
+
+    /// Factors the groups of the device input `b`: `Q` into `q`, the `R` factors into `r`
+    /// (`k x k` per group, group after group; at least that long). Queued on the context's
+    /// stream: no transfer, no wait.
+    pub fn factor_into(
+        &self,
+        ctx: &CudaContext,
+        b: &DeviceBuffer<f64>,
+        q: &mut DeviceBuffer<f64>,
+        r: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
         let slab = self.bs * self.k;
         check_len("device grouped QR: Q", self.n_members * slab, q.len())?;
-        let b = ctx.upload(b)?;
+        let r_len = self.n_groups * self.k * self.k;
+        if r.len() < r_len {
+            return Err(LinalgError::LengthMismatch {
+                what: "device grouped QR: R",
+                expected: r_len,
+                found: r.len(),
+            });
+        }
+        if self.n_groups == 0 {
+            return Ok(());
+        }
         let mut v = ctx.zeros::<f64>((self.n_members * slab).max(1))?;
-        let mut r = ctx.zeros::<f64>((self.n_groups * self.k * self.k).max(1))?;
         let f = ctx.function(
             &QR,
             &[("BS", self.bs as i64), ("K", self.k as i64)],
@@ -68,15 +95,13 @@ impl DeviceGroupedQr {
             .arg(&self.offsets)
             .arg(&self.members)
             .arg(&self.slots)
-            .arg(&b)
+            .arg(b)
             .arg(&mut *q)
             .arg(&mut v)
-            .arg(&mut r);
+            .arg(&mut *r);
         // SAFETY: arguments match `grouped_qr`; `q` and `v` hold every member's slab, `r` every
         // group's k x k factor, `b` every member's input rows (checked by the caller's plan).
         unsafe { l.launch(grid_1d(self.n_groups as u64, 64)) }.map_err(driver_err("grouped_qr"))?;
-        let mut r = ctx.download(&r)?;
-        r.truncate(self.n_groups * self.k * self.k);
-        Ok(r)
+        Ok(())
     }
 }
