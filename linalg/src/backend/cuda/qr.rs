@@ -1,6 +1,7 @@
 //! The grouped Householder QR on the device (`linalg/cuda/qr.cu`): the plan's groups uploaded
 //! once ([`DeviceGroupedQr::upload`]), then one factorisation per input, bit-identical to the
-//! host's [`crate::grouped_qr::GroupedQrPlan`] (the kernel mirrors `thin_qr` without FMA).
+//! host's [`crate::grouped_qr::GroupedQrPlan`] (the kernel mirrors `thin_qr` without FMA; one
+//! lane per column of a group, each running its column's operations in the host's order).
 
 use cudarc::driver::PushKernelArg;
 
@@ -8,6 +9,9 @@ use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, QR};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
+
+/// Threads per block of `grouped_qr_lanes` (`LANE_BLOCK / K` groups of `K` lanes each).
+const LANE_BLOCK: u32 = 128;
 
 /// A grouped QR's groups on the device (see [`crate::grouped_qr::GroupedQrPlan`]).
 #[derive(Debug)]
@@ -84,12 +88,24 @@ impl DeviceGroupedQr {
             return Ok(());
         }
         let mut v = ctx.zeros::<f64>((self.n_members * slab).max(1))?;
+        // K lanes per group (one per column) where a block holds a group; else one thread
+        let lanes = self.k <= LANE_BLOCK as usize;
+        let name = if lanes { "grouped_qr_lanes" } else { "grouped_qr" };
         let f = ctx.function(
             &QR,
             &[("BS", self.bs as i64), ("K", self.k as i64)],
-            "grouped_qr",
+            name,
         )?;
         let n = self.n_groups as u32;
+        let config = if lanes {
+            let per_block = (LANE_BLOCK as usize / self.k) as u64;
+            grid_1d(
+                (self.n_groups as u64).div_ceil(per_block) * LANE_BLOCK as u64,
+                LANE_BLOCK,
+            )
+        } else {
+            grid_1d(self.n_groups as u64, 64)
+        };
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&n)
             .arg(&self.offsets)
@@ -101,7 +117,7 @@ impl DeviceGroupedQr {
             .arg(&mut *r);
         // SAFETY: arguments match `grouped_qr`; `q` and `v` hold every member's slab, `r` every
         // group's k x k factor, `b` every member's input rows (checked by the caller's plan).
-        unsafe { l.launch(grid_1d(self.n_groups as u64, 64)) }.map_err(driver_err("grouped_qr"))?;
+        unsafe { l.launch(config) }.map_err(driver_err("grouped_qr"))?;
         Ok(())
     }
 }
