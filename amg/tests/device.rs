@@ -433,16 +433,12 @@ fn kept_renewal_with_device_modes_moves_no_near_null_values() {
             .zip(u.as_chunks::<3>().0)
             .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
             .collect();
-        let host_modes = amg::NearNullSpace::from_row_major(
-            p.a.n_rows(),
-            6,
-            assembly::rigid_body_modes(&x),
-        )
-        .unwrap();
+        let host_modes =
+            amg::NearNullSpace::from_row_major(p.a.n_rows(), 6, assembly::rigid_body_modes(&x))
+                .unwrap();
         let coords_d = ctx.upload(ex.coords.as_flattened()).unwrap();
         let u_d = ctx.upload(&u).unwrap();
-        let modes_d =
-            assembly::device::deformed_rigid_body_modes(&ctx, &coords_d, &u_d).unwrap();
+        let modes_d = assembly::device::deformed_rigid_body_modes(&ctx, &coords_d, &u_d).unwrap();
         let device_modes = amg::NearNullSpace::from_vector(
             p.a.n_rows(),
             6,
@@ -467,7 +463,9 @@ fn kept_renewal_with_device_modes_moves_no_near_null_values() {
         let mut with_device = Hierarchy::setup_external(&a1_d, &p.near_null, &params).unwrap();
         let mut with_host = Hierarchy::setup_external(&a1_d, &p.near_null, &params).unwrap();
         let mut on_host = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
-        let device_report = with_device.set_near_null_space(&a2_d, &device_modes).unwrap();
+        let device_report = with_device
+            .set_near_null_space(&a2_d, &device_modes)
+            .unwrap();
         let host_report = with_host.set_near_null_space(&a2_d, &host_modes).unwrap();
         on_host.set_near_null_space(&a2, &host_modes).unwrap();
         assert_same_hierarchy(&with_device, &with_host, &a2_d, &format!("m {m} kept"));
@@ -483,8 +481,9 @@ fn kept_renewal_with_device_modes_moves_no_near_null_values() {
             device_report.transfers.device_to_host_bytes,
             host_report.transfers.device_to_host_bytes
         );
+        // the modes and the coarse modes stay on the device: what goes up is a few flags
         assert!(
-            up_device + nns_bytes <= up_host && up_device < nns_bytes,
+            up_device + nns_bytes <= up_host && up_device < nns_bytes / 10,
             "m {m}: {up_device} B up with device modes, {up_host} B with host modes"
         );
         // the finest prolongator: the host renewal's bits
@@ -492,7 +491,11 @@ fn kept_renewal_with_device_modes_moves_no_near_null_values() {
         assert!(p_bits(&with_device) == p_bits(&on_host), "m {m}: P_0");
         assert_eq!(with_device.n_levels(), on_host.n_levels());
         for l in 0..on_host.n_levels() - 1 {
-            assert_eq!(with_device.aggregates(l), on_host.aggregates(l), "m {m} {l}");
+            assert_eq!(
+                with_device.aggregates(l),
+                on_host.aggregates(l),
+                "m {m} {l}"
+            );
         }
         for l in 1..on_host.n_levels() {
             let (ad, ah) = (
@@ -500,7 +503,10 @@ fn kept_renewal_with_device_modes_moves_no_near_null_values() {
                 on_host.operator(l).unwrap().to_host_vec().unwrap(),
             );
             let diff = rel_diff(&ad, &ah);
-            assert!(diff <= 1e-12, "m {m}: A_{l} differs from the host's by {diff:e}");
+            assert!(
+                diff <= 1e-12,
+                "m {m}: A_{l} differs from the host's by {diff:e}"
+            );
         }
     }
 }

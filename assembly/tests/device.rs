@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use assembly::device::{
     body_force_at_points, compile_constraints_source, compile_element_source, compile_loads_source,
-    compile_rigid_body_source, deformed_rigid_body_modes,
-    DeviceAssembler, DeviceConstraints, DeviceElements, DeviceProblem, DeviceTractions,
-    CELL_FIELDS,
+    compile_rigid_body_source, deformed_rigid_body_modes, DeviceAssembler, DeviceConstraints,
+    DeviceElements, DeviceProblem, DeviceTractions, CELL_FIELDS,
 };
 use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,

@@ -4,8 +4,10 @@
 //! [`GroupedQrPlan`] is the symbolic phase: which rows of the input form each group and where
 //! each row of `Q` goes; [`GroupedQrPlan::factor`] the numeric one, repeated for new inputs
 //! (a renewal's new near-null space) on the same groups. The device kernel
-//! (`linalg/cuda/qr.cu`, one thread per group) performs [`thin_qr`]'s operations one for one
-//! without FMA contraction, so `Q` and `R` are the host's bit for bit.
+//! (`linalg/cuda/qr.cu`, one lane per column of a group: no sum of `thin_qr` crosses columns)
+//! performs [`thin_qr`]'s operations one for one without FMA contraction, so `Q` and `R` are
+//! the host's bit for bit. [`GroupedQrPlan::factor_vector`] reads an input already on the GPU
+//! and leaves `R` there.
 
 use std::sync::{Arc, OnceLock};
 

@@ -131,7 +131,8 @@ pub fn smooth_prolongator_planned(
     dinv: &BlockDiagonal,
     p0: &Bsr,
 ) -> Result<(), LinalgError> {
-    if !BlockPattern::same(plan.pattern(), w.pattern()) || !BlockPattern::same(plan.b(), p0.pattern())
+    if !BlockPattern::same(plan.pattern(), w.pattern())
+        || !BlockPattern::same(plan.b(), p0.pattern())
     {
         return Err(LinalgError::PatternMismatch {
             what: "smooth_prolongator_planned: W and P0 not on the plan's patterns",

@@ -40,7 +40,10 @@ impl Hierarchy {
         let device = self.state.device.clone();
         let before = device.transfers();
         // each level's smoother diagonal goes with its transfer: its storage is reused
-        let diagonals = self.levels.iter_mut().map(|l| l.smoother.take().map(|s| s.pbj));
+        let diagonals = self
+            .levels
+            .iter_mut()
+            .map(|l| l.smoother.take().map(|s| s.pbj));
         let previous = std::mem::take(&mut self.transfers)
             .into_iter()
             .zip(diagonals)

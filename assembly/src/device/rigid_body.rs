@@ -50,7 +50,11 @@ pub fn deformed_rigid_body_modes(
         return Ok(modes);
     }
     let centroid = {
-        let mut directions = [ctx.zeros::<f64>(n)?, ctx.zeros::<f64>(n)?, ctx.zeros::<f64>(n)?];
+        let mut directions = [
+            ctx.zeros::<f64>(n)?,
+            ctx.zeros::<f64>(n)?,
+            ctx.zeros::<f64>(n)?,
+        ];
         let [x, y, z] = &mut directions;
         RIGID_BODY_SOURCE.launch(
             ctx,

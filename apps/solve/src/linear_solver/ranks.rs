@@ -296,7 +296,8 @@ impl RankRows {
                 if !keep_device {
                     h.device = None;
                 }
-                Ok(h.host.set_near_null_space(fine()?, owned_rows(near_null)?)?)
+                Ok(h.host
+                    .set_near_null_space(fine()?, owned_rows(near_null)?)?)
             },
             |h| Ok(h.host.update(fine()?).map(drop)?),
             |near_null, params| {

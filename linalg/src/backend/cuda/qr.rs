@@ -90,12 +90,12 @@ impl DeviceGroupedQr {
         let mut v = ctx.zeros::<f64>((self.n_members * slab).max(1))?;
         // K lanes per group (one per column) where a block holds a group; else one thread
         let lanes = self.k <= LANE_BLOCK as usize;
-        let name = if lanes { "grouped_qr_lanes" } else { "grouped_qr" };
-        let f = ctx.function(
-            &QR,
-            &[("BS", self.bs as i64), ("K", self.k as i64)],
-            name,
-        )?;
+        let name = if lanes {
+            "grouped_qr_lanes"
+        } else {
+            "grouped_qr"
+        };
+        let f = ctx.function(&QR, &[("BS", self.bs as i64), ("K", self.k as i64)], name)?;
         let n = self.n_groups as u32;
         let config = if lanes {
             let per_block = (LANE_BLOCK as usize / self.k) as u64;
