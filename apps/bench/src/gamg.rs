@@ -568,6 +568,26 @@ impl std::fmt::Display for GamgBenchResult {
             r.other_mode,
             stage_line(&r.other_mode_report.timings)
         )?;
+        for (mode, report) in [
+            // the bench's own mode is the other one's other
+            (
+                format!(
+                    "{:?}",
+                    match r.other_mode {
+                        Renewal::KeepAggregates => Renewal::Recompute,
+                        Renewal::Recompute => Renewal::KeepAggregates,
+                    }
+                ),
+                &r.renewal,
+            ),
+            (format!("{:?}", r.other_mode), &r.other_mode_report),
+        ] {
+            writeln!(
+                f,
+                "  renewal {mode} bytes up/down per stage: {}",
+                bytes_line(&report.timings.transfers)
+            )?;
+        }
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory {:6.0} MiB", mb)?;
@@ -619,6 +639,26 @@ impl std::fmt::Display for GamgBenchResult {
 
 /// A set-up's stages that took time, in milliseconds, then the whole call and what the stages
 /// do not hold of it.
+/// The stages that moved bytes, `name up/down`, or `none`.
+fn bytes_line(t: &amg::StageTransfers) -> String {
+    let parts: Vec<String> = t
+        .stages()
+        .iter()
+        .filter(|(_, b)| b.total_bytes() > 0)
+        .map(|(name, b)| {
+            format!(
+                "{name} {}/{}",
+                b.host_to_device_bytes, b.device_to_host_bytes
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 fn stage_line(t: &amg::SetupTimings) -> String {
     let stages = t.stages();
     let mut parts: Vec<String> = stages
