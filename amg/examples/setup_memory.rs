@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{m}^3 nodes, {} unknowns, A_0 {a_mb:.1} MB, near-null space {:.1} MB; problem built: rss {:.1} MB, peak {:.1} MB",
         p.a.n_rows(),
-        (p.near_null.row_major().len() * 8) as f64 / 1048576.0,
+        (p.near_null.values().len() * 8) as f64 / 1048576.0,
         rss_mb(),
         peak_rss_mb()
     );

@@ -50,8 +50,8 @@ pub use near_null::NearNullSpace;
 pub use params::{AmgParams, Precision, Renewal, Reuse, SmootherKind, Storage, JACOBI_OMEGA_SCALE};
 pub use point_block_jacobi::PointBlockJacobi;
 pub use report::{
-    HierarchyReport, LevelReport, MessageReport, RenewalReport, SetupTimings, TransferReport,
-    UpdateReport,
+    HierarchyReport, LevelReport, MessageReport, RenewalReport, SetupTimings, StageTransfers,
+    TransferReport, UpdateReport,
 };
 pub use smoother::SmoothingPolynomial;
 pub use strength::{strength_graph, StrengthGraph};

@@ -2,41 +2,65 @@
 //! elasticity, built from node coordinates by `assembly::rigid_body_modes`; constants for a
 //! Laplacian).
 //!
+//! Where: the host, or the GPU of the operator (`NearNullSpace::from_vector`).
+//!
 //! Layout: **node-major** (row-major `n_rows x k`): entry `(row, j)` at `values[row * k + j]`, so the
 //! `bs x k` slab of node `i` is contiguous and row-major, exactly the layout of a `bs x k` block of
 //! the tentative prolongator.
 
 use crate::AmgError;
-use linalg::Vector;
+use linalg::{ops, Device, Vector};
 
-/// `k` vectors of length `n_rows`, stored node-major (see the module documentation). Host set-up
-/// data: the tentative prolongator's QR reads it on the host.
+/// `k` vectors of length `n_rows`, stored node-major (see the module documentation) where they
+/// were made: on the host (`from_*` constructors), or on a GPU ([`NearNullSpace::from_vector`]:
+/// the rigid-body modes computed there), where the tentative prolongator's QR reads them without
+/// a transfer. A hierarchy's coarse near-null spaces live on its device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearNullSpace {
     n_rows: usize,
     k: usize,
-    values: Vec<f64>,
+    values: Vector,
 }
 
 impl NearNullSpace {
     /// Wraps node-major values (`values[row * k + j]`). Fails if `k == 0`, the length is not
     /// `n_rows * k`, or a value is not finite.
     pub fn from_row_major(n_rows: usize, k: usize, values: Vec<f64>) -> Result<Self, AmgError> {
-        if k == 0 {
-            return Err(AmgError::InvalidNearNullSpace {
-                reason: "no vectors (k = 0)".into(),
-            });
-        }
-        if values.len() != n_rows * k {
-            return Err(AmgError::InvalidNearNullSpace {
-                reason: format!("{} values for {n_rows} rows x {k} vectors", values.len()),
-            });
-        }
+        check_shape(n_rows, k, values.len())?;
         if let Some(p) = values.iter().position(|v| !v.is_finite()) {
             return Err(AmgError::InvalidNearNullSpace {
                 reason: format!("entry (row {}, vector {}) is not finite", p / k, p % k),
             });
         }
+        Ok(Self {
+            n_rows,
+            k,
+            values: Vector::from_vec(values),
+        })
+    }
+
+    /// Wraps node-major values where they live (a device vector stays there). Fails as
+    /// [`Self::from_row_major`] does; on a GPU the finiteness check is one exact sum of squares
+    /// (a scalar comes down), which names no entry.
+    pub fn from_vector(n_rows: usize, k: usize, values: Vector) -> Result<Self, AmgError> {
+        if let Ok(host) = values.host() {
+            return Self::from_row_major(n_rows, k, host.to_vec());
+        }
+        check_shape(n_rows, k, values.len())?;
+        // any non-finite entry makes the exact sum of squares non-finite (as does a value
+        // beyond 1e154, which no near-null space of a mesh has)
+        if !ops::dot(&values, &values)?.is_finite() {
+            return Err(AmgError::InvalidNearNullSpace {
+                reason: "an entry is not finite (or beyond 1e154)".into(),
+            });
+        }
+        Ok(Self { n_rows, k, values })
+    }
+
+    /// The coarse space of a tentative prolongator: `R` of a QR of finite values (finite
+    /// itself), where the QR ran; no check, so no wait on a GPU.
+    pub(crate) fn from_factors(n_rows: usize, k: usize, values: Vector) -> Result<Self, AmgError> {
+        check_shape(n_rows, k, values.len())?;
         Ok(Self { n_rows, k, values })
     }
 
@@ -79,22 +103,53 @@ impl NearNullSpace {
         self.k
     }
 
-    /// The node-major values (a host view).
-    pub fn row_major(&self) -> &[f64] {
+    /// Where the values live.
+    pub fn device(&self) -> Device {
+        self.values.device()
+    }
+
+    /// The node-major values where they live.
+    pub fn values(&self) -> &Vector {
         &self.values
     }
 
-    /// Vector `j` as a new host [`Vector`].
-    pub fn column(&self, j: usize) -> Vector {
-        Vector::from_vec(
-            self.values
-                .iter()
-                .skip(j)
-                .step_by(self.k)
-                .copied()
-                .collect(),
-        )
+    /// The node-major values as a host view; an error for values on a GPU
+    /// ([`Self::to_device`] brings them to the host).
+    pub fn row_major(&self) -> Result<&[f64], AmgError> {
+        Ok(self.values.host()?)
     }
+
+    /// A copy on `device` (an upload, a download, or a copy on the same device).
+    pub fn to_device(&self, device: &Device) -> Result<Self, AmgError> {
+        Ok(Self {
+            n_rows: self.n_rows,
+            k: self.k,
+            values: self.values.to_device(device)?,
+        })
+    }
+
+    /// Vector `j` as a new host [`Vector`] (downloaded from a GPU).
+    pub fn column(&self, j: usize) -> Result<Vector, AmgError> {
+        let values = self.values.to_host_vec()?;
+        Ok(Vector::from_vec(
+            values.iter().skip(j).step_by(self.k).copied().collect(),
+        ))
+    }
+}
+
+/// `len` values for `n_rows` rows of `k` vectors, `k > 0`.
+fn check_shape(n_rows: usize, k: usize, len: usize) -> Result<(), AmgError> {
+    if k == 0 {
+        return Err(AmgError::InvalidNearNullSpace {
+            reason: "no vectors (k = 0)".into(),
+        });
+    }
+    if len != n_rows * k {
+        return Err(AmgError::InvalidNearNullSpace {
+            reason: format!("{len} values for {n_rows} rows x {k} vectors"),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -105,8 +160,11 @@ mod tests {
     fn layouts_agree_and_bad_input_is_rejected() {
         let cols = vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]];
         let b = NearNullSpace::from_columns(&cols).unwrap();
-        assert_eq!(b.row_major(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-        assert_eq!(b.column(1).host().unwrap(), cols[1]);
+        assert_eq!(b.row_major().unwrap(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(b.column(1).unwrap().host().unwrap(), cols[1]);
+        let wrapped = NearNullSpace::from_vector(3, 2, b.values().clone()).unwrap();
+        assert_eq!(wrapped, b);
+        assert!(NearNullSpace::from_vector(2, 1, Vector::from_vec(vec![1.0, f64::NAN])).is_err());
         assert!(NearNullSpace::from_columns(&[vec![1.0], vec![1.0, 2.0]]).is_err());
         assert!(NearNullSpace::from_row_major(2, 1, vec![1.0, f64::NAN]).is_err());
         assert!(NearNullSpace::from_row_major(2, 0, vec![]).is_err());

@@ -43,7 +43,8 @@ pub fn smooth_prolongator_planned(
     }
     let mut p = Bsr::zeros_on(&a.device(), plan.pattern().clone(), bs, p0.block_cols())?;
     linalg::spgemm_numeric(plan, a, p0, &mut p)?;
-    linalg::smooth_prolongator_in_place(&mut p, omega, pbj.inverse(), p0)?;
+    // on a GPU the smoothing's slot maps are kept with the plan: a renewal uploads none
+    linalg::smooth_prolongator_planned(plan, &mut p, omega, pbj.inverse(), p0)?;
     Ok(p)
 }
 

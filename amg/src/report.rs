@@ -32,6 +32,40 @@ pub struct SetupTimings {
     pub expansion_s: f64,
     /// The whole call.
     pub total_s: f64,
+    /// Bytes each stage moved between host and device (counted by a serial set-up or renewal
+    /// on a GPU; zero on the host and where a call does not count them).
+    pub transfers: StageTransfers,
+}
+
+/// Bytes each set-up stage moved between host and device ([`SetupTimings::transfers`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StageTransfers {
+    /// Strength graphs and aggregation.
+    pub coarsen: TransferReport,
+    /// Smoother diagonals and eigenvalue estimates.
+    pub smoother: TransferReport,
+    /// Tentative prolongators (the near-null space's QR).
+    pub tentative: TransferReport,
+    /// Prolongator smoothing.
+    pub smoothing: TransferReport,
+    /// Galerkin products, symbolic and numeric.
+    pub galerkin: TransferReport,
+    /// The coarsest level's factorisation.
+    pub coarse_factor: TransferReport,
+}
+
+impl StageTransfers {
+    /// Each stage's name and bytes, in the order a set-up runs them.
+    pub fn stages(&self) -> [(&'static str, TransferReport); 6] {
+        [
+            ("coarsen", self.coarsen),
+            ("smoother", self.smoother),
+            ("tentative", self.tentative),
+            ("smoothing", self.smoothing),
+            ("Galerkin", self.galerkin),
+            ("coarse factor", self.coarse_factor),
+        ]
+    }
 }
 
 impl SetupTimings {
@@ -199,5 +233,11 @@ impl TransferReport {
     /// Both directions together.
     pub fn total_bytes(&self) -> u64 {
         self.host_to_device_bytes + self.device_to_host_bytes
+    }
+
+    /// Adds `other`'s bytes.
+    pub fn add(&mut self, other: TransferReport) {
+        self.host_to_device_bytes += other.host_to_device_bytes;
+        self.device_to_host_bytes += other.device_to_host_bytes;
     }
 }

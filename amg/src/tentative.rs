@@ -59,7 +59,10 @@ impl TentativePlan {
 
     /// `P0` on `device` (`n_vertices x n_aggregates` blocks of `bs x k`; its values computed
     /// there, the same bits on the host and a GPU) and the coarse near-null space
-    /// (`n_aggregates * k` rows, `k` vectors; host data).
+    /// (`n_aggregates * k` rows, `k` vectors), on `device` too. On a GPU the QR reads `nns`
+    /// where it lives: no transfer for a near-null space already there (a host one is
+    /// uploaded), none for `P0`'s pattern and the QR plan after their first use (both are
+    /// kept with the plan, so a renewal that keeps the plan moves neither), no wait.
     pub fn build(
         &self,
         nns: &NearNullSpace,
@@ -74,8 +77,8 @@ impl TentativePlan {
             });
         }
         let mut p0 = Bsr::zeros_on(device, self.pattern.clone(), bs, k)?;
-        let r = self.qr.factor(nns.row_major(), &mut p0)?;
-        let coarse = NearNullSpace::from_row_major(self.qr.n_groups() * k, k, r)?;
+        let r = self.qr.factor_vector(nns.values(), &mut p0)?;
+        let coarse = NearNullSpace::from_factors(self.qr.n_groups() * k, k, r)?;
         Ok((p0, coarse))
     }
 }
@@ -133,9 +136,9 @@ mod tests {
         let d = p0.to_dense().unwrap();
         let (rows, cols) = (n * bs, aggs.n_aggregates() * k);
         for j in 0..k {
-            let bcj = bc.column(j);
+            let bcj = bc.column(j).unwrap();
             let bcj = bcj.host().unwrap();
-            let bj = nns.column(j);
+            let bj = nns.column(j).unwrap();
             let bj = bj.host().unwrap();
             for i in 0..rows {
                 let s: f64 = (0..cols).map(|c| d[i * cols + c] * bcj[c]).sum();

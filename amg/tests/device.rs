@@ -405,3 +405,108 @@ fn device_renewal_equals_a_cold_device_setup() {
         }
     }
 }
+
+/// Newton's renewal on one GPU: the rigid-body modes of a deformed configuration computed on the
+/// device (`assembly::device::deformed_rigid_body_modes`) are the host's bit for bit; a kept
+/// renewal with them equals the kept renewal with the host's modes (the old path, which uploads
+/// them) bit for bit, level by level, and moves at least the near-null space's bytes less
+/// host to device; the finest prolongator is the host renewal's bit for bit (the coarse
+/// operators agree to rounding: the device Galerkin product's own summation order).
+#[test]
+fn kept_renewal_with_device_modes_moves_no_near_null_values() {
+    let Some(dev) = gpu("kept_renewal_with_device_modes_moves_no_near_null_values") else {
+        return;
+    };
+    use common::renewal::{assert_same_hierarchy, doubled, pseudo_random};
+    let ctx = dev.cuda_context().unwrap().clone();
+    for m in [9, 17] {
+        let ex = assembly::ex56::Ex56::with_soft_scale(m, 1, 1e-3).unwrap();
+        let p = elasticity(m, 1e-3);
+        // a deformed configuration X + u
+        let u = pseudo_random(3 * ex.coords.len(), m as u64)
+            .iter()
+            .map(|v| 0.05 * v)
+            .collect::<Vec<_>>();
+        let x: Vec<[f64; 3]> = ex
+            .coords
+            .iter()
+            .zip(u.as_chunks::<3>().0)
+            .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
+            .collect();
+        let host_modes =
+            amg::NearNullSpace::from_row_major(p.a.n_rows(), 6, assembly::rigid_body_modes(&x))
+                .unwrap();
+        let coords_d = ctx.upload(ex.coords.as_flattened()).unwrap();
+        let u_d = ctx.upload(&u).unwrap();
+        let modes_d = assembly::device::deformed_rigid_body_modes(&ctx, &coords_d, &u_d).unwrap();
+        let device_modes = amg::NearNullSpace::from_vector(
+            p.a.n_rows(),
+            6,
+            Vector::from_device_buffer(ctx.clone(), modes_d),
+        )
+        .unwrap();
+        assert!(device_modes.device().same_as(&dev));
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&device_modes.values().to_host_vec().unwrap())
+                == bits(host_modes.row_major().unwrap()),
+            "m {m}: device rigid-body modes differ from the host's"
+        );
+        let params = AmgParams {
+            coarse_eq_limit: 50,
+            renewal: amg::Renewal::KeepAggregates,
+            ..Default::default()
+        };
+        let a2 = doubled(&p.a);
+        let a2_d = a2.to_device(&dev).unwrap();
+        let a1_d = p.a.to_device(&dev).unwrap();
+        let mut with_device = Hierarchy::setup_external(&a1_d, &p.near_null, &params).unwrap();
+        let mut with_host = Hierarchy::setup_external(&a1_d, &p.near_null, &params).unwrap();
+        let mut on_host = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let device_report = with_device
+            .set_near_null_space(&a2_d, &device_modes)
+            .unwrap();
+        let host_report = with_host.set_near_null_space(&a2_d, &host_modes).unwrap();
+        on_host.set_near_null_space(&a2, &host_modes).unwrap();
+        assert_same_hierarchy(&with_device, &with_host, &a2_d, &format!("m {m} kept"));
+        assert_eq!(device_report.plans_built, 0, "m {m}");
+        let nns_bytes = (device_modes.values().len() * 8) as u64;
+        let (up_device, up_host) = (
+            device_report.transfers.host_to_device_bytes,
+            host_report.transfers.host_to_device_bytes,
+        );
+        println!(
+            "m {m}: kept renewal moved {up_device} B up with device modes, {up_host} B with \
+             host modes ({nns_bytes} B of modes); down {} / {} B",
+            device_report.transfers.device_to_host_bytes,
+            host_report.transfers.device_to_host_bytes
+        );
+        // the modes and the coarse modes stay on the device: what goes up is a few flags
+        assert!(
+            up_device + nns_bytes <= up_host && up_device < nns_bytes / 10,
+            "m {m}: {up_device} B up with device modes, {up_host} B with host modes"
+        );
+        // the finest prolongator: the host renewal's bits
+        let p_bits = |h: &Hierarchy| bits(&h.prolongator(0).unwrap().to_host_vec().unwrap());
+        assert!(p_bits(&with_device) == p_bits(&on_host), "m {m}: P_0");
+        assert_eq!(with_device.n_levels(), on_host.n_levels());
+        for l in 0..on_host.n_levels() - 1 {
+            assert_eq!(
+                with_device.aggregates(l),
+                on_host.aggregates(l),
+                "m {m} {l}"
+            );
+        }
+        for l in 1..on_host.n_levels() {
+            let (ad, ah) = (
+                with_device.operator(l).unwrap().to_host_vec().unwrap(),
+                on_host.operator(l).unwrap().to_host_vec().unwrap(),
+            );
+            let diff = rel_diff(&ad, &ah);
+            assert!(
+                diff <= 1e-12,
+                "m {m}: A_{l} differs from the host's by {diff:e}"
+            );
+        }
+    }
+}

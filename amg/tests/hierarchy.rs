@@ -66,8 +66,8 @@ fn near_null_space_is_preserved_on_every_level() {
         let bs = a_l.block_rows();
         for j in 0..b.n_vectors() {
             let mut y = Vector::zeros(a_l.n_rows());
-            p0.spmv(&bc.column(j), &mut y).unwrap();
-            let bj = b.column(j).to_host_vec().unwrap();
+            p0.spmv(&bc.column(j).unwrap(), &mut y).unwrap();
+            let bj = b.column(j).unwrap().to_host_vec().unwrap();
             let scale = bj.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             for (row, (u, v)) in y.host().unwrap().iter().zip(&bj).enumerate() {
                 let expected = if aggs.assignment()[row / bs] == UNAGGREGATED {

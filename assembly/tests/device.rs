@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use assembly::device::{
     body_force_at_points, compile_constraints_source, compile_element_source, compile_loads_source,
-    DeviceAssembler, DeviceConstraints, DeviceElements, DeviceProblem, DeviceTractions,
-    CELL_FIELDS,
+    compile_rigid_body_source, deformed_rigid_body_modes, DeviceAssembler, DeviceConstraints,
+    DeviceElements, DeviceProblem, DeviceTractions, CELL_FIELDS,
 };
 use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
@@ -274,6 +274,7 @@ fn element_source_compiles_for_every_order_and_material() {
         }
     }
     assert!(compile_constraints_source("sm_90").unwrap() > 0);
+    assert!(compile_rigid_body_source("sm_90").unwrap() > 0);
     for order in [1, 2] {
         assert!(compile_loads_source(order, "sm_90").unwrap() > 0);
     }
@@ -1124,5 +1125,52 @@ fn device_follower_pressure_is_the_hosts_bits() {
         device.set_step(&host).unwrap();
         assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.9, "pressure, step 2");
         println!("Q{order} follower pressure: the host's bits");
+    }
+}
+
+/// The rigid-body modes about the deformed positions `X + u`, computed on the device from the
+/// device coordinates and displacement (the AMG's near-null space of a Newton load step), are
+/// the host's `rigid_body_modes` at `X + u` bit for bit, on a skewed Q1 and Q2 mesh; and the
+/// device problem's own call (its uploaded mesh) gives the same.
+#[test]
+fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
+    let Some(ctx) = context() else { return };
+    for order in [1, 2] {
+        let material = materials()[2];
+        let (assembler, u) = problem(order, 3, material);
+        let x: Vec<[f64; 3]> = assembler
+            .coords()
+            .iter()
+            .zip(u.as_chunks::<3>().0)
+            .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
+            .collect();
+        let host = assembly::rigid_body_modes(&x);
+        let coords = ctx.upload(assembler.coords().as_flattened()).unwrap();
+        let u_d = ctx.upload(&u).unwrap();
+        let device = ctx
+            .download(&deformed_rigid_body_modes(&ctx, &coords, &u_d).unwrap())
+            .unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(device.len(), host.len(), "Q{order}");
+        assert!(bits(&device) == bits(&host), "Q{order}: modes differ");
+        // the problem's own call, on its uploaded mesh
+        let constraints = twisted_box_constraints(assembler.coords());
+        let external = Vector::from_vec(vec![0.0; u.len()]);
+        let discrete = DiscreteProblem {
+            assembler,
+            constraints,
+            external,
+            follower: Vec::new(),
+            curved: Vec::new(),
+            partition: None,
+        };
+        let problem = DeviceProblem::new(&ctx, &discrete).unwrap();
+        let from_problem = ctx
+            .download(&problem.rigid_body_modes(&u_d).unwrap())
+            .unwrap();
+        assert!(
+            bits(&from_problem) == bits(&host),
+            "Q{order}: the problem's modes differ"
+        );
     }
 }

@@ -70,3 +70,79 @@ extern "C" __global__ void grouped_qr(unsigned n_groups, const unsigned* __restr
 #undef A
 #undef V
 }
+
+// The same factorisation with K threads ("lanes") per group, lane c owning column c: gathering
+// the rows, applying each reflection to column c and accumulating column c of Q are column
+// by column in `thin_qr` (no sum crosses columns), so each lane runs the host's operations of
+// its column in the host's order; the norm of column j and the vector v_j are computed by every
+// lane alike (the same sums, so the same bits), lane j stores v_j. Barriers separate the reads
+// of column j from its update. Groups of a block: blockDim.x / K; every thread of the block
+// passes every barrier (the loops around them run K times for all).
+extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* __restrict__ offsets,
+                                            const unsigned* __restrict__ members,
+                                            const unsigned* __restrict__ slots,
+                                            const double* __restrict__ b, double* __restrict__ q,
+                                            double* __restrict__ v, double* __restrict__ r) {
+    const unsigned per_block = blockDim.x / K;
+    const unsigned lane = threadIdx.x % K;
+    const unsigned local = threadIdx.x / K;
+    const unsigned g = blockIdx.x * per_block + local;
+    const bool active = local < per_block && g < n_groups;
+    unsigned s0 = 0, m = 0;
+    if (active) {
+        s0 = offsets[g];
+        m = (offsets[g + 1] - s0) * BS;
+    }
+    const unsigned long long v0 = (unsigned long long)s0 * BS;
+#define A(i, c) q[((unsigned long long)slots[s0 + (i) / BS] * BS + (i) % BS) * K + (c)]
+#define V(i, c) v[(v0 + (i)) * K + (c)]
+    // gather column `lane` of the group's rows of b into Q's rows
+    for (unsigned i = 0; i < m; ++i) {
+        const unsigned long long src = ((unsigned long long)members[s0 + i / BS] * BS + i % BS) * K;
+        A(i, lane) = b[src + lane];
+    }
+    __syncthreads();
+    double betas[K];
+    for (unsigned j = 0; j < K; ++j) {
+        double norm2 = 0.0;
+        for (unsigned i = j; i < m; ++i) norm2 += A(i, j) * A(i, j);
+        const double norm = sqrt(norm2);
+        const double x0 = active ? A(j, j) : 0.0;
+        double beta = 0.0;
+        if (norm != 0.0) {
+            const double alpha = x0 >= 0.0 ? -norm : norm;
+            double vtv = 0.0;
+            for (unsigned i = j; i < m; ++i) {
+                const double vi = i == j ? x0 - alpha : A(i, j);
+                if (lane == j) V(i, j) = vi;
+                vtv += vi * vi;
+            }
+            beta = vtv > 0.0 ? 2.0 / vtv : 0.0;
+        }
+        betas[j] = beta;
+        __syncthreads(); // column j read by every lane, v_j stored
+        if (norm != 0.0 && lane >= j) {
+            const unsigned c = lane;
+            double s = 0.0;
+            for (unsigned i = j; i < m; ++i) s += V(i, j) * A(i, c);
+            s *= beta;
+            for (unsigned i = j; i < m; ++i) A(i, c) -= s * V(i, j);
+        }
+        __syncthreads(); // column j + 1 updated before it is read
+    }
+    if (!active) return; // no barrier below
+    double* rg = r + (unsigned long long)g * K * K;
+    for (unsigned i = 0; i < K; ++i) rg[i * K + lane] = lane >= i ? A(i, lane) : 0.0;
+    for (unsigned i = 0; i < m; ++i) A(i, lane) = i == lane ? 1.0 : 0.0;
+    for (int j = K - 1; j >= 0; --j) {
+        const double beta = betas[j];
+        if (beta == 0.0 || lane < (unsigned)j) continue;
+        const unsigned c = lane;
+        double s = 0.0;
+        for (unsigned i = j; i < m; ++i) s += V(i, j) * A(i, c);
+        s *= beta;
+        for (unsigned i = j; i < m; ++i) A(i, c) -= s * V(i, j);
+    }
+#undef A
+#undef V
+}

@@ -4,8 +4,10 @@
 //! [`GroupedQrPlan`] is the symbolic phase: which rows of the input form each group and where
 //! each row of `Q` goes; [`GroupedQrPlan::factor`] the numeric one, repeated for new inputs
 //! (a renewal's new near-null space) on the same groups. The device kernel
-//! (`linalg/cuda/qr.cu`, one thread per group) performs [`thin_qr`]'s operations one for one
-//! without FMA contraction, so `Q` and `R` are the host's bit for bit.
+//! (`linalg/cuda/qr.cu`, one lane per column of a group: no sum of `thin_qr` crosses columns)
+//! performs [`thin_qr`]'s operations one for one without FMA contraction, so `Q` and `R` are
+//! the host's bit for bit. [`GroupedQrPlan::factor_vector`] reads an input already on the GPU
+//! and leaves `R` there.
 
 use std::sync::{Arc, OnceLock};
 
@@ -14,7 +16,7 @@ use rayon::prelude::*;
 use crate::backend::cuda::{CudaContext, DeviceGroupedQr};
 use crate::device::Storage;
 use crate::rows::split_rows;
-use crate::{Bsr, LinalgError};
+use crate::{Bsr, LinalgError, Vector};
 
 /// Reflections kept on the stack up to this many columns (the near-null vectors: 6 in 3D).
 const STACK_REFLECTIONS: usize = 64;
@@ -224,6 +226,60 @@ impl GroupedQrPlan {
                 precision,
             }),
         }
+    }
+
+    /// [`Self::factor`] with the input a [`Vector`] and `R` returned where `q` lives (`k x k`
+    /// per group, group after group, in one vector): on a GPU with `b` there, no transfer and
+    /// no wait (the plan's arrays go up at its first device factorisation and stay); a host `b`
+    /// is uploaded, a device `b` for a host `q` downloaded. The same bits as [`Self::factor`].
+    pub fn factor_vector(&self, b: &Vector, q: &mut Bsr) -> Result<Vector, LinalgError> {
+        let ctx = match q.storage_mut() {
+            Storage::CudaBsr { ctx, .. } => ctx.clone(),
+            _ => {
+                let r = match b.storage() {
+                    Storage::Host(b) => self.factor(b, q)?,
+                    _ => self.factor(&b.to_host_vec()?, q)?,
+                };
+                return Ok(Vector::from_vec(r));
+            }
+        };
+        let (bs, k) = (self.bs, self.k);
+        if (q.block_rows(), q.block_cols()) != (bs, k) || q.pattern().nnz() != self.n_out_blocks() {
+            return Err(LinalgError::PatternMismatch {
+                what: "GroupedQrPlan::factor_vector: Q (one bs x k block per member)",
+            });
+        }
+        if let Some(&worst) = self.members.iter().max() {
+            let need = (worst as usize + 1) * bs * k;
+            if b.len() < need {
+                return Err(LinalgError::DimensionMismatch {
+                    what: "GroupedQrPlan::factor_vector: input rows",
+                    expected: need,
+                    found: b.len(),
+                });
+            }
+        }
+        let uploaded;
+        let b_device = match b.storage() {
+            Storage::Cuda { ctx: at, buf } if at.ordinal() == ctx.ordinal() => buf,
+            _ => {
+                uploaded = ctx.upload(&b.to_host_vec()?)?;
+                &uploaded
+            }
+        };
+        let plan = self.device_plan(&ctx)?;
+        let r_len = self.n_groups() * k * k;
+        let mut r = ctx.zeros::<f64>(r_len.max(1))?;
+        let Storage::CudaBsr { m, .. } = q.storage_mut() else {
+            return Err(LinalgError::PatternMismatch {
+                what: "GroupedQrPlan::factor_vector: Q on the GPU",
+            });
+        };
+        plan.factor_into(&ctx, b_device, m.values_mut(), &mut r)?;
+        if r_len == 0 {
+            return Ok(Vector::from_vec(Vec::new())); // no group: nothing to place anywhere
+        }
+        Ok(Vector::from_device_buffer(ctx, r))
     }
 
     fn device_plan(&self, ctx: &Arc<CudaContext>) -> Result<Arc<DeviceGroupedQr>, LinalgError> {

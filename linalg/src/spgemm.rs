@@ -27,6 +27,9 @@ pub struct SpgemmPlan {
     repeated: bool,
     /// The plan on a GPU, uploaded by the first device numeric call.
     device: DeviceMirror<DeviceSpgemmPlan>,
+    /// The prolongator smoothing's slot maps of `C` (`A P0`) and `B` (`P0`) on a GPU, uploaded
+    /// by the first [`crate::smooth_prolongator_planned`] there.
+    smoothing: DeviceMirror<crate::backend::cuda::ops::DeviceSmoothMap>,
 }
 
 impl SpgemmPlan {
@@ -64,6 +67,17 @@ impl SpgemmPlan {
     pub fn b(&self) -> &Arc<BlockPattern> {
         &self.b
     }
+
+    /// The prolongator smoothing's slot maps on `ctx`'s GPU (made and uploaded at the first
+    /// call, then kept with the plan).
+    pub(crate) fn smoothing_map(
+        &self,
+        ctx: &crate::backend::cuda::CudaContext,
+    ) -> Result<Arc<crate::backend::cuda::ops::DeviceSmoothMap>, LinalgError> {
+        self.smoothing.get_or_upload(ctx, || {
+            crate::backend::cuda::ops::DeviceSmoothMap::new(ctx, &self.pattern, &self.b)
+        })
+    }
 }
 
 /// Symbolic `C = A B`; errors if `A`'s block columns are not `B`'s block rows. Copies both patterns
@@ -91,6 +105,7 @@ fn spgemm_symbolic_shared(
         pattern,
         repeated: false,
         device: DeviceMirror::new(),
+        smoothing: DeviceMirror::new(),
     })
 }
 

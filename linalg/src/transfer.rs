@@ -5,7 +5,7 @@
 use crate::backend::{cuda, host};
 use crate::device::{check_same_device, unsupported, Storage};
 use crate::vector::check_len;
-use crate::{BlockDiagonal, BlockPattern, Bsr, LinalgError, PtapPlan, Vector};
+use crate::{BlockDiagonal, BlockPattern, Bsr, LinalgError, PtapPlan, SpgemmPlan, Vector};
 
 /// `y = P^T x` with `plan` a Galerkin plan built for `p`'s pattern (the same object, or an equal
 /// pattern). Reads `P`'s blocks through the plan's `P^T` pattern and slot map
@@ -118,6 +118,43 @@ pub fn smooth_prolongator_in_place(
         _ => return Err(unsupported("smooth_prolongator_in_place", &device)),
     }
     Ok(())
+}
+
+/// [`smooth_prolongator_in_place`] with `w` and `p0` on the patterns of `plan` (the product
+/// `A P0` that made `w`: its result and right-hand patterns, the same objects): the same bits;
+/// on a GPU the slot maps are uploaded at the plan's first call there and kept with it, so a
+/// later call (a renewal's) moves nothing and scans no pattern on the host.
+pub fn smooth_prolongator_planned(
+    plan: &SpgemmPlan,
+    w: &mut Bsr,
+    omega: f64,
+    dinv: &BlockDiagonal,
+    p0: &Bsr,
+) -> Result<(), LinalgError> {
+    if !BlockPattern::same(plan.pattern(), w.pattern())
+        || !BlockPattern::same(plan.b(), p0.pattern())
+    {
+        return Err(LinalgError::PatternMismatch {
+            what: "smooth_prolongator_planned: W and P0 not on the plan's patterns",
+        });
+    }
+    let (bs, k) = (w.block_rows(), w.block_cols());
+    let device_operands = (dinv.cuda_values(), p0.cuda());
+    let (Some(dv), Some((_, p0m))) = device_operands else {
+        return smooth_prolongator_in_place(w, omega, dinv, p0);
+    };
+    if dinv.block_size() != bs || (p0.block_rows(), p0.block_cols()) != (bs, k) {
+        return smooth_prolongator_in_place(w, omega, dinv, p0); // its errors
+    }
+    let device = w.device();
+    check_same_device("smooth_prolongator_planned: D^-1", &device, &dinv.device())?;
+    check_same_device("smooth_prolongator_planned: P0", &device, &p0.device())?;
+    let Some((ctx, wm)) = w.cuda_mut() else {
+        return Err(unsupported("smooth_prolongator_planned", &device));
+    };
+    let ctx = ctx.clone();
+    let map = plan.smoothing_map(&ctx)?;
+    cuda::ops::smooth_prolongator_mapped(&ctx, &map, wm, omega, dv, p0m)
 }
 
 /// True if both have the same dimensions and every block of `inner` is in `outer`.

@@ -636,7 +636,7 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                         let sc = sc as usize;
                         assert_eq!(
                             bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
-                            bits(&coarse.row_major()[sc * k * k..(sc + 1) * k * k])
+                            bits(&coarse.row_major().unwrap()[sc * k * k..(sc + 1) * k * k])
                         );
                     }
                 }

@@ -153,6 +153,10 @@ pub struct Transfer {
 pub struct SymbolicTransfer {
     aggregates: Aggregates,
     plans: TransferPlans,
+    /// The level's smoother diagonal before the renewal, whose storage (on a GPU: the inverses
+    /// and the diagonal slots) a new one reuses where the level operator's pattern is the same
+    /// object; its values are always recomputed.
+    diagonal: Option<PointBlockJacobi>,
 }
 
 /// A transfer's plans for fixed aggregates and level pattern `galerkin_a_pattern`.
@@ -166,9 +170,11 @@ pub struct TransferPlans {
 }
 
 impl Transfer {
-    /// The transfer's symbolic part, its prolongator's values dropped.
-    fn into_symbolic(self) -> SymbolicTransfer {
+    /// The transfer's symbolic part, its prolongator's values dropped; `diagonal`: the level's
+    /// smoother diagonal, for its storage.
+    fn into_symbolic(self, diagonal: Option<PointBlockJacobi>) -> SymbolicTransfer {
         SymbolicTransfer {
+            diagonal,
             aggregates: self.aggregates,
             plans: TransferPlans {
                 tentative: self.tentative,

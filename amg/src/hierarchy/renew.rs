@@ -39,9 +39,15 @@ impl Hierarchy {
         self.check_shape(a)?;
         let device = self.state.device.clone();
         let before = device.transfers();
+        // each level's smoother diagonal goes with its transfer: its storage is reused
+        let diagonals = self
+            .levels
+            .iter_mut()
+            .map(|l| l.smoother.take().map(|s| s.pbj));
         let previous = std::mem::take(&mut self.transfers)
             .into_iter()
-            .map(|t| Some(t.into_symbolic()))
+            .zip(diagonals)
+            .map(|(t, d)| Some(t.into_symbolic(d)))
             .collect();
         // the old operators, prolongators and smoothers go before the new ones are built
         self.levels.clear();

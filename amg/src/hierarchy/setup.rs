@@ -13,7 +13,7 @@ use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatr
 use crate::params::{AmgParams, Precision, Renewal, Reuse, Storage};
 use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::MessageReport;
-use crate::report::{HierarchyReport, LevelReport, SetupTimings};
+use crate::report::{HierarchyReport, LevelReport, SetupTimings, TransferReport};
 use crate::strength::{strength_graph, StrengthGraph};
 use crate::tentative::TentativePlan;
 use crate::vcycle::LevelWork;
@@ -25,6 +25,19 @@ use linalg::{
 use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
+
+/// [`timed`], adding the bytes `device` moved during `f` to `bytes`.
+fn timed_moving<T>(
+    acc: &mut f64,
+    bytes: &mut TransferReport,
+    device: &Device,
+    f: impl FnOnce() -> T,
+) -> T {
+    let before = device.transfers();
+    let out = timed(acc, f);
+    bytes.add(TransferReport::between(before, device.transfers()));
+    out
+}
 
 /// Stage "graph": the strength graph of the level operator.
 fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
@@ -50,13 +63,26 @@ fn stage_coarsen(
 }
 
 /// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
-/// smoothing uses both, the level's smoother keeps them).
+/// smoothing uses both, the level's smoother keeps them). `kept`: a diagonal of a renewed
+/// hierarchy's level, whose storage takes the new inverses where it is fp64 and of `a`'s
+/// pattern (on a GPU: no host scan of the pattern, no upload of the diagonal slots, no
+/// allocation); the same bits as a new one.
 fn stage_diagonal(
     a: &Bsr,
     level: usize,
     params: &AmgParams,
+    kept: Option<PointBlockJacobi>,
 ) -> Result<(PointBlockJacobi, f64), AmgError> {
-    let pbj = PointBlockJacobi::new(a).map_err(|e| with_level(e, level))?;
+    let reusable = |p: &PointBlockJacobi| {
+        p.inverse().precision() == linalg::Precision::Double
+            && p.block_size() == a.block_rows()
+            && p.n_blocks() == a.pattern().n_block_rows()
+    };
+    let pbj = match kept.filter(reusable) {
+        Some(mut pbj) => pbj.update(a).map(|()| pbj),
+        None => PointBlockJacobi::new(a),
+    }
+    .map_err(|e| with_level(e, level))?;
     let emax = checked_emax(estimate_emax(a, &pbj, params.eig_steps)?, level)?;
     Ok((pbj, emax))
 }
@@ -103,9 +129,11 @@ fn aggregates_and_plans(
             Ok((prev.aggregates, Some(prev.plans).filter(fits)))
         }
         previous => {
-            let graph = timed(&mut tm.graph_s, || stage_graph(a, params))?;
-            let aggregates = timed(&mut tm.aggregation_s, || {
-                stage_coarsen(&graph, level, a.block_rows(), k, params, &a.device())
+            let device = a.device();
+            let bytes = &mut tm.transfers.coarsen;
+            let graph = timed_moving(&mut tm.graph_s, bytes, &device, || stage_graph(a, params))?;
+            let aggregates = timed_moving(&mut tm.aggregation_s, bytes, &device, || {
+                stage_coarsen(&graph, level, a.block_rows(), k, params, &device)
             })?;
             let plans = previous
                 .filter(|prev| prev.aggregates == aggregates)
@@ -243,14 +271,26 @@ fn coarsen_level(
     previous: Option<SymbolicTransfer>,
 ) -> Result<Option<Coarsened<Bsr>>, AmgError> {
     let (bs, k) = (a.block_rows(), near_null.n_vectors());
+    let (previous, kept_diagonal) = match previous {
+        Some(mut prev) => {
+            let diagonal = prev.diagonal.take();
+            (Some(prev), diagonal)
+        }
+        None => (None, None),
+    };
     let (aggregates, previous) = aggregates_and_plans(a, level, k, params, tm, previous)?;
     let coarse_rows = aggregates.n_aggregates() * k;
     if coarsening_stalled(a.n_rows(), coarse_rows, params) {
         return Ok(None);
     }
-    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        stage_diagonal(a, level, params)
-    })?;
+    let device = a.device();
+    let bytes = &mut tm.transfers;
+    let (pbj, emax) = timed_moving(
+        &mut tm.smoother_setup_s,
+        &mut bytes.smoother,
+        &device,
+        || stage_diagonal(a, level, params, kept_diagonal),
+    )?;
     let (tentative, old_smoothing, old_galerkin) = match previous {
         Some(prev) => (
             Some(prev.tentative),
@@ -260,19 +300,20 @@ fn coarsen_level(
         None => (None, None, None),
     };
     // P0's values computed where the operator lives (the same bits on the host and a GPU)
-    let (tentative, p0, coarse_near_null) = timed(&mut tm.tentative_s, || {
-        let plan = match tentative {
-            Some(plan) => plan,
-            None => TentativePlan::new(&aggregates, bs, k)?,
-        };
-        let (p0, coarse) = plan.build(near_null, &a.device())?;
-        Ok::<_, AmgError>((plan, p0, coarse))
-    })?;
+    let (tentative, p0, coarse_near_null) =
+        timed_moving(&mut tm.tentative_s, &mut bytes.tentative, &device, || {
+            let plan = match tentative {
+                Some(plan) => plan,
+                None => TentativePlan::new(&aggregates, bs, k)?,
+            };
+            let (p0, coarse) = plan.build(near_null, &a.device())?;
+            Ok::<_, AmgError>((plan, p0, coarse))
+        })?;
     let old_smoothing = old_smoothing
         .flatten()
         .filter(|plan| BlockPattern::same(plan.b(), p0.pattern()));
     let reused_smoothing = old_smoothing.is_some() || !params.smooth_prolongator;
-    let (p, smoothing) = timed(&mut tm.smoothing_s, || {
+    let (p, smoothing) = timed_moving(&mut tm.smoothing_s, &mut bytes.smoothing, &device, || {
         stage_smooth(a, &pbj, p0, emax, old_smoothing, params)
     })?;
     let old_galerkin = old_galerkin.filter(|(plan, _)| {
@@ -283,17 +324,25 @@ fn coarsen_level(
     let (galerkin, mut galerkin_ws) = match old_galerkin {
         Some(kept) => kept,
         None => {
-            let plan = timed(&mut tm.galerkin_symbolic_s, || {
-                PtapPlan::new(a.pattern(), p.pattern())
-            })?;
+            let plan = timed_moving(
+                &mut tm.galerkin_symbolic_s,
+                &mut bytes.galerkin,
+                &device,
+                || PtapPlan::new(a.pattern(), p.pattern()),
+            )?;
             let ws = plan.workspace();
             (plan, ws)
         }
     };
-    let ac = timed(&mut tm.galerkin_numeric_s, || {
-        let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
-        ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
-    })?;
+    let ac = timed_moving(
+        &mut tm.galerkin_numeric_s,
+        &mut bytes.galerkin,
+        &device,
+        || {
+            let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
+            ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
+        },
+    )?;
     let coarsened = Coarsened {
         smoother: build_smoother(pbj, emax, params),
         transfer: Transfer {
@@ -374,9 +423,16 @@ impl Hierarchy {
             Self::store_coarse_values(params.precision, &mut levels, &mut transfers)?;
             tm.expansion_s += secs(t);
         }
-        let t = Instant::now();
-        let coarse = factor_coarse(levels[levels.len() - 1].a.as_ref().unwrap_or(a))?;
-        tm.coarse_factor_s = secs(t);
+        let coarsest = levels[levels.len() - 1].a.as_ref().unwrap_or(a);
+        let device = a.device();
+        let mut factor_s = 0.0;
+        let coarse = timed_moving(
+            &mut factor_s,
+            &mut tm.transfers.coarse_factor,
+            &device,
+            || factor_coarse(coarsest),
+        )?;
+        tm.coarse_factor_s = factor_s;
         tm.total_s = secs(t_total);
         if params.reuse == Reuse::None {
             levels[0].near_null = Some(near_null.into_owned());

@@ -10,7 +10,7 @@ use linalg::{Bsr, Precision, Vector};
 pub fn next_modes(b: &NearNullSpace, seed: u64) -> NearNullSpace {
     let (n, k) = (b.n_rows(), b.n_vectors());
     let noise = pseudo_random(n * k, seed);
-    let old = b.row_major();
+    let old = b.row_major().unwrap();
     let mut values = vec![0.0; n * k];
     for i in 0..n {
         for j in 0..k {

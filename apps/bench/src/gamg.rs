@@ -148,7 +148,7 @@ pub struct GamgBenchResult {
     pub hierarchy: HierarchyReport,
     pub hot_update: UpdateReport,
     /// After the hot solves: the rigid-body modes of a deformed configuration (the nodes moved
-    /// by [`deformed`]) given to the hierarchy, as Newton does at a load step's start
+    /// by [`deformed`]; on the hierarchy's device before the clock starts) given to the hierarchy, as Newton does at a load step's start
     /// (`Hierarchy::set_near_null_space`; the operator's strength graph is unchanged, so every
     /// plan is kept), then the same modes in a cold set-up for comparison.
     pub renewal: RenewalComparison,
@@ -405,7 +405,9 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let report = hierarchy.report().clone();
     let hierarchy_values_mib = hierarchy.value_bytes() as f64 / (1 << 20) as f64;
     let renewal = {
-        let modes = near_null_space(&deformed(&coords))?;
+        // where the operator lives, as a Newton run on a GPU computes them there
+        // (`assembly::device::deformed_rigid_body_modes`): the renewal moves no near-null values
+        let modes = near_null_space(&deformed(&coords))?.to_device(&device)?;
         let start = Instant::now();
         let renewal = hierarchy.set_near_null_space(&a, &modes)?;
         device.synchronize()?;
@@ -526,21 +528,23 @@ impl std::fmt::Display for GamgBenchResult {
         let r = &self.renewal;
         writeln!(
             f,
-            "  new modes: renewal {:.3} s ({} plans kept, {} built, {} B moved) against cold {:.3} s ({} B moved); CG {:?} iterations",
+            "  new modes: renewal {:.3} s ({} plans kept, {} built, {} B up, {} B down) against cold {:.3} s ({} B moved); CG {:?} iterations",
             r.renewal_s,
             r.renewal.plans_reused,
             r.renewal.plans_built,
-            r.renewal.transfers.total_bytes(),
+            r.renewal.transfers.host_to_device_bytes,
+            r.renewal.transfers.device_to_host_bytes,
             r.cold_s,
             r.cold_transfers.total_bytes(),
             r.iterations
         )?;
         writeln!(
             f,
-            "  new modes, renewal {:?}: {:.3} s ({} B moved); CG {} iterations",
+            "  new modes, renewal {:?}: {:.3} s ({} B up, {} B down); CG {} iterations",
             r.other_mode,
             r.other_mode_s,
-            r.other_mode_report.transfers.total_bytes(),
+            r.other_mode_report.transfers.host_to_device_bytes,
+            r.other_mode_report.transfers.device_to_host_bytes,
             r.other_mode_iterations
         )?;
         writeln!(
@@ -558,6 +562,32 @@ impl std::fmt::Display for GamgBenchResult {
             "  renewal stages:     {}",
             stage_line(&r.renewal.timings)
         )?;
+        writeln!(
+            f,
+            "  renewal {:?} stages: {}",
+            r.other_mode,
+            stage_line(&r.other_mode_report.timings)
+        )?;
+        for (mode, report) in [
+            // the bench's own mode is the other one's other
+            (
+                format!(
+                    "{:?}",
+                    match r.other_mode {
+                        Renewal::KeepAggregates => Renewal::Recompute,
+                        Renewal::Recompute => Renewal::KeepAggregates,
+                    }
+                ),
+                &r.renewal,
+            ),
+            (format!("{:?}", r.other_mode), &r.other_mode_report),
+        ] {
+            writeln!(
+                f,
+                "  renewal {mode} bytes up/down per stage: {}",
+                bytes_line(&report.timings.transfers)
+            )?;
+        }
         writeln!(f, "  fine SpMV          {:8.5} s", self.spmv_s)?;
         if let Some(mb) = self.peak_rss_mb {
             writeln!(f, "  peak resident memory {:6.0} MiB", mb)?;
@@ -609,6 +639,26 @@ impl std::fmt::Display for GamgBenchResult {
 
 /// A set-up's stages that took time, in milliseconds, then the whole call and what the stages
 /// do not hold of it.
+/// The stages that moved bytes, `name up/down`, or `none`.
+fn bytes_line(t: &amg::StageTransfers) -> String {
+    let parts: Vec<String> = t
+        .stages()
+        .iter()
+        .filter(|(_, b)| b.total_bytes() > 0)
+        .map(|(name, b)| {
+            format!(
+                "{name} {}/{}",
+                b.host_to_device_bytes, b.device_to_host_bytes
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 fn stage_line(t: &amg::SetupTimings) -> String {
     let stages = t.stages();
     let mut parts: Vec<String> = stages

@@ -120,6 +120,30 @@ impl IterationSystem {
         self.gpu().map(|d| d.transfers().host_to_device)
     }
 
+    /// The rigid-body modes about `X + u` (the AMG's near-null space of a load step) computed
+    /// where `u` lives, on one GPU: the host's modes bit for bit, left on the device (three
+    /// scalars come down, nothing goes up; `DeviceProblem::rigid_body_modes`). `None` on the
+    /// host and on a rank's GPU (the caller computes them on the host).
+    pub fn rigid_body_modes(&self, u: &Vector) -> anyhow::Result<Option<amg::NearNullSpace>> {
+        let IterationSystem::Device(d) = self else {
+            return Ok(None);
+        };
+        let Some(ctx) = d.device.cuda_context() else {
+            return Ok(None);
+        };
+        if d.problem.rank_layout().is_some() {
+            return Ok(None);
+        }
+        let modes = d.problem.rigid_body_modes(u.device_buffer()?)?;
+        let n_rows = u.len();
+        let modes = Vector::from_device_buffer(ctx.clone(), modes);
+        Ok(Some(amg::NearNullSpace::from_vector(
+            n_rows,
+            assembly::RIGID_BODY_MODES_3D,
+            modes,
+        )?))
+    }
+
     /// A vector of zeros where the iteration runs.
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {

@@ -61,7 +61,12 @@ impl DeviceAssembler {
         })
     }
 
-    /// The element loop.
+    /// The element loop, to read (its mesh on the device).
+    pub fn elements_ref(&self) -> &DeviceElements {
+        &self.elements
+    }
+
+    /// The element loop (mutable: its launches write the failure flag).
     pub fn elements(&mut self) -> &mut DeviceElements {
         &mut self.elements
     }

@@ -254,6 +254,11 @@ impl DeviceElements {
         &self.ctx
     }
 
+    /// The reference node coordinates on the device, node-major (`3 n_nodes` values).
+    pub fn coords(&self) -> &DeviceBuffer<f64> {
+        &self.coords
+    }
+
     /// Cells.
     pub fn n_cells(&self) -> usize {
         self.n_cells

@@ -19,6 +19,8 @@
 //! - [`DevicePressure`]: a follower pressure's residual and nonsymmetric load stiffness added
 //!   into the device residual and tangent in the host's face order (gather plans), the host's
 //!   bits.
+//! - [`deformed_rigid_body_modes`]: the AMG's near-null space at `X + u` where `u` lives, the
+//!   host's bits ([`DeviceProblem::rigid_body_modes`]).
 //! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
 //!   on the device, in the host's calling order, the residual and free norm of line-search trial
 //!   states and the potential energy (cell energies summed exactly on the device
@@ -36,6 +38,7 @@ mod constraints;
 mod elements;
 mod loads;
 mod pressure;
+mod rigid_body;
 mod system;
 
 pub use assembler::{DeviceAssembler, DeviceAssemblyTimes};
@@ -43,4 +46,5 @@ pub use constraints::{compile_constraints_source, DeviceConstraints};
 pub use elements::{compile_element_source, DeviceElements, CELL_FIELDS};
 pub use loads::{body_force_at_points, compile_loads_source, DeviceTractions};
 pub use pressure::DevicePressure;
+pub use rigid_body::{compile_rigid_body_source, deformed_rigid_body_modes};
 pub use system::{DeviceNewtonSystem, DeviceProblem};

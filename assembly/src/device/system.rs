@@ -201,6 +201,24 @@ impl DeviceProblem {
         })
     }
 
+    /// The rigid-body modes about the deformed positions `X + u` (`u`: the displacement on
+    /// the device, every node's), node-major on the device: the AMG's near-null space of a
+    /// load step, [`crate::rigid_body_modes`] at the host's `X + u` bit for bit
+    /// ([`super::deformed_rigid_body_modes`]; three scalars come down). Serial problems only:
+    /// on a rank the centroid is every rank's, which the host computes.
+    pub fn rigid_body_modes(
+        &self,
+        u: &DeviceBuffer<f64>,
+    ) -> Result<DeviceBuffer<f64>, AssemblyError> {
+        if self.rank.is_some() {
+            return Err(AssemblyError::DeviceUnsupported {
+                what: "rigid-body modes of a rank's part on its GPU (the centroid is all ranks')"
+                    .into(),
+            });
+        }
+        super::deformed_rigid_body_modes(&self.ctx, self.assembler.elements_ref().coords(), u)
+    }
+
     /// The device.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx

@@ -279,8 +279,14 @@ impl RankRows {
         // taken by whichever of the set-up's steps runs
         let fine = Cell::new(Some(fine));
         let fine = || fine.take().context("the fine operator of the hierarchy");
-        let owned_rows =
-            |near_null: &amg::NearNullSpace| near_null.row_major()[..owned * 6].to_vec();
+        let owned_rows = |near_null: &amg::NearNullSpace| -> Result<Vec<f64>> {
+            let mut rows = match near_null.row_major() {
+                Ok(host) => host[..owned * 6].to_vec(),
+                Err(_) => near_null.values().to_host_vec()?, // made on a GPU: downloaded
+            };
+            rows.truncate(owned * 6);
+            Ok(rows)
+        };
         // a renewal that keeps the aggregates keeps every pattern: the levels on the GPU
         // stay and take the new values below; otherwise they leave the GPU first and the
         // renewed ones are uploaded afresh, as after a cold set-up
@@ -290,11 +296,12 @@ impl RankRows {
                 if !keep_device {
                     h.device = None;
                 }
-                Ok(h.host.set_near_null_space(fine()?, owned_rows(near_null))?)
+                Ok(h.host
+                    .set_near_null_space(fine()?, owned_rows(near_null)?)?)
             },
             |h| Ok(h.host.update(fine()?).map(drop)?),
             |near_null, params| {
-                let nns = owned_rows(near_null);
+                let nns = owned_rows(near_null)?;
                 let host = DistHierarchy::new(fine()?, &self.owned_serial_ids, nns, 6, params)?;
                 Ok(RankHierarchy { host, device: None })
             },

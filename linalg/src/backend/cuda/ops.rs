@@ -119,9 +119,62 @@ pub(crate) fn slot_rows(
     ctx.upload(&rows)
 }
 
+/// The slot maps of the device prolongator smoothing for one pair of patterns `W` (`A P0`) and
+/// `P0`: each slot's block row and, per slot of `W`, the slot of `P0` it holds (`u32::MAX`:
+/// none). Built on the host and uploaded once; a smoothing plan keeps it
+/// ([`crate::SpgemmPlan`]), so a renewal's smoothing on the same patterns moves nothing.
+#[derive(Debug)]
+pub struct DeviceSmoothMap {
+    nnz: usize,
+    n_block_rows: usize,
+    rows: DeviceBuffer<u32>,
+    p0_slot: DeviceBuffer<u32>,
+}
+
+impl DeviceSmoothMap {
+    /// The maps of `w_pattern` and `p0_pattern`; an error if a block of `P0` is not in `W`.
+    pub fn new(
+        ctx: &CudaContext,
+        w_pattern: &BlockPattern,
+        p0_pattern: &BlockPattern,
+    ) -> Result<Self, LinalgError> {
+        let mut p0_slot = vec![u32::MAX; w_pattern.nnz()];
+        let mut found = 0usize;
+        for i in 0..w_pattern.n_block_rows().min(p0_pattern.n_block_rows()) {
+            let (w0, p00) = (w_pattern.row_ptr()[i], p0_pattern.row_ptr()[i]);
+            let wrow = w_pattern.row(i);
+            let mut t = 0;
+            for (q, &j) in p0_pattern.row(i).iter().enumerate() {
+                while t < wrow.len() && wrow[t] < j {
+                    t += 1;
+                }
+                if t < wrow.len() && wrow[t] == j {
+                    p0_slot[w0 + t] = (p00 + q) as u32;
+                    found += 1;
+                }
+            }
+        }
+        if w_pattern.n_block_rows() != p0_pattern.n_block_rows()
+            || w_pattern.n_block_cols() != p0_pattern.n_block_cols()
+            || found != p0_pattern.nnz()
+        {
+            return Err(LinalgError::PatternMismatch {
+                what: "device smooth_prolongator: P0's pattern is not inside A P0's",
+            });
+        }
+        Ok(Self {
+            nnz: w_pattern.nnz(),
+            n_block_rows: w_pattern.n_block_rows(),
+            rows: slot_rows(ctx, w_pattern)?,
+            p0_slot: ctx.upload(&p0_slot)?,
+        })
+    }
+}
+
 /// `W = P0 - omega D^{-1} W` in place (`W` on `w_pattern`, `bs x k` blocks; `dinv` one `bs x bs`
 /// inverse per block row; `P0` on `p0_pattern`, contained in `w_pattern`), bit-identical to the
-/// host's smoothing. Uploads the slot maps (a cold-setup call).
+/// host's smoothing. Uploads the slot maps (a cold-setup call; [`smooth_prolongator_mapped`]
+/// with kept maps moves nothing).
 pub fn smooth_prolongator(
     ctx: &CudaContext,
     w_pattern: &BlockPattern,
@@ -131,38 +184,44 @@ pub fn smooth_prolongator(
     p0_pattern: &BlockPattern,
     p0: &DeviceBsr,
 ) -> Result<(), LinalgError> {
+    let map = DeviceSmoothMap::new(ctx, w_pattern, p0_pattern)?;
+    smooth_prolongator_mapped(ctx, &map, w, omega, dinv, p0)
+}
+
+/// [`smooth_prolongator`] on uploaded slot maps (which must be those of `w`'s and `p0`'s
+/// patterns): no transfer, no wait.
+pub fn smooth_prolongator_mapped(
+    ctx: &CudaContext,
+    map: &DeviceSmoothMap,
+    w: &mut DeviceBsr,
+    omega: f64,
+    dinv: &DeviceBuffer<f64>,
+    p0: &DeviceBsr,
+) -> Result<(), LinalgError> {
     let (bs, k) = (w.block_rows(), w.block_cols());
     check_len(
         "device smooth_prolongator: D^-1",
-        w_pattern.n_block_rows() * bs * bs,
+        map.n_block_rows * bs * bs,
         dinv.len(),
     )?;
-    let mut p0_slot = vec![u32::MAX; w_pattern.nnz()];
-    for i in 0..w_pattern.n_block_rows() {
-        let (w0, p00) = (w_pattern.row_ptr()[i], p0_pattern.row_ptr()[i]);
-        let wrow = w_pattern.row(i);
-        let mut t = 0;
-        for (q, &j) in p0_pattern.row(i).iter().enumerate() {
-            while t < wrow.len() && wrow[t] < j {
-                t += 1;
-            }
-            if t < wrow.len() && wrow[t] == j {
-                p0_slot[w0 + t] = (p00 + q) as u32;
-            }
-        }
+    check_len(
+        "device smooth_prolongator: W",
+        map.nnz * bs * k,
+        w.values().len(),
+    )?;
+    if map.nnz == 0 {
+        return Ok(());
     }
-    let rows = slot_rows(ctx, w_pattern)?;
-    let p0_slot = ctx.upload(&p0_slot)?;
     let f = ctx.function(
         &OPS,
         &[("BS", bs as i64), ("K", k as i64)],
         "smooth_prolongator",
     )?;
-    let nnz = w_pattern.nnz() as u32;
+    let nnz = map.nnz as u32;
     let mut l = ctx.stream().launch_builder(&f);
     l.arg(&nnz)
-        .arg(&rows)
-        .arg(&p0_slot)
+        .arg(&map.rows)
+        .arg(&map.p0_slot)
         .arg(dinv)
         .arg(p0.values())
         .arg(w.values_mut())

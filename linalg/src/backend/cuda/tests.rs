@@ -1001,5 +1001,24 @@ fn grouped_qr_on_the_device_is_the_hosts_bit_for_bit() {
             bits(&q_expected),
             "Q, bs {bs} k {k}"
         );
+        // the input on the device: no upload, R left there
+        let b_device = crate::Vector::from_vec(b.clone())
+            .to_device(&device)
+            .unwrap();
+        let before = device.transfers();
+        let mut q2 = Bsr::zeros_on(&device, q.pattern().clone(), bs, k).unwrap();
+        let r2 = plan.factor_vector(&b_device, &mut q2).unwrap();
+        assert_eq!(device.transfers().host_to_device, before.host_to_device);
+        assert!(r2.device().same_as(&device));
+        assert_eq!(
+            bits(&r2.to_host_vec().unwrap()),
+            bits(&r_expected),
+            "device input: R"
+        );
+        assert_eq!(
+            bits(&q2.to_host_vec().unwrap()),
+            bits(&q_expected),
+            "device input: Q, bs {bs} k {k}"
+        );
     }
 }

@@ -1,0 +1,100 @@
+//! The rigid-body modes of the deformed configuration `X + u` on the device (kernels in
+//! `assembly/cuda/rigid_body.cu`): the AMG's near-null space of a load step where the
+//! displacement lives, the bits of [`crate::rigid_body_modes`] at the host's deformed
+//! coordinates. The centroid is the exact sum of each direction's deformed coordinates
+//! (`linalg::gpu::sum`, the bits of [`crate::coordinate_sums`]) over the node count: three
+//! scalars come down, nothing goes up.
+
+use std::sync::Arc;
+
+use linalg::gpu::{sum, CudaContext, DeviceBuffer, KernelArg, KernelModule, LaunchShape, Term};
+
+use super::elements::check;
+use crate::{AssemblyError, RIGID_BODY_MODES_3D};
+
+const RIGID_BODY_SOURCE: KernelModule = KernelModule {
+    name: "assembly/rigid_body.cu",
+    text: include_str!("../../cuda/rigid_body.cu"),
+    fmad: false,
+};
+
+const THREADS: u32 = 256;
+
+fn shape(n: usize) -> LaunchShape {
+    LaunchShape {
+        blocks: n.div_ceil(THREADS as usize) as u32,
+        threads: THREADS,
+        shared_bytes: 0,
+    }
+}
+
+/// The rigid-body modes about the deformed positions `coords + u` (both node-major, `3 n`
+/// values on `ctx`), rotations about their centroid, node-major
+/// (`[(3 node + c) 6 + mode]`, `18 n` values on `ctx`): [`crate::rigid_body_modes`] at
+/// `X + u` bit for bit. Waits for the three sums of the centroid.
+pub fn deformed_rigid_body_modes(
+    ctx: &Arc<CudaContext>,
+    coords: &DeviceBuffer<f64>,
+    u: &DeviceBuffer<f64>,
+) -> Result<DeviceBuffer<f64>, AssemblyError> {
+    let n = coords.len() / 3;
+    check("rigid-body modes: coordinates", 3 * n, coords.len())?;
+    check("rigid-body modes: displacement", 3 * n, u.len())?;
+    if n >= u32::MAX as usize / 3 {
+        return Err(AssemblyError::DeviceUnsupported {
+            what: format!("{n} nodes exceed the rigid-body kernel's 32-bit indices"),
+        });
+    }
+    let mut modes = ctx.zeros::<f64>((3 * n * RIGID_BODY_MODES_3D).max(1))?;
+    if n == 0 {
+        return Ok(modes);
+    }
+    let centroid = {
+        let mut directions = [
+            ctx.zeros::<f64>(n)?,
+            ctx.zeros::<f64>(n)?,
+            ctx.zeros::<f64>(n)?,
+        ];
+        let [x, y, z] = &mut directions;
+        RIGID_BODY_SOURCE.launch(
+            ctx,
+            &[],
+            "deformed_coordinates",
+            shape(n),
+            &mut [
+                KernelArg::U32(n as u32),
+                KernelArg::F64s(coords),
+                KernelArg::F64s(u),
+                KernelArg::F64sMut(x),
+                KernelArg::F64sMut(y),
+                KernelArg::F64sMut(z),
+            ],
+        )?;
+        let mut centroid = [0.0; 3];
+        for (c, d) in centroid.iter_mut().zip(&directions) {
+            *c = sum(ctx, d, Term::Value)? / n as f64;
+        }
+        centroid
+    };
+    RIGID_BODY_SOURCE.launch(
+        ctx,
+        &[],
+        "rigid_body_modes",
+        shape(3 * n),
+        &mut [
+            KernelArg::U32(n as u32),
+            KernelArg::F64s(coords),
+            KernelArg::F64s(u),
+            KernelArg::F64(centroid[0]),
+            KernelArg::F64(centroid[1]),
+            KernelArg::F64(centroid[2]),
+            KernelArg::F64sMut(&mut modes),
+        ],
+    )?;
+    Ok(modes)
+}
+
+/// Compiles `rigid_body.cu` for `arch` without a device (NVRTC only): the source's check.
+pub fn compile_rigid_body_source(arch: &str) -> Result<usize, AssemblyError> {
+    Ok(RIGID_BODY_SOURCE.compile_only(&[], arch)?)
+}
