@@ -2008,6 +2008,115 @@ fn device_levels_take_a_kept_renewal_in_place() {
     });
 }
 
+/// On one GPU per rank (2 ranks sharing the node's GPUs): a kept renewal with its numeric
+/// phases on the device ([`amg::dist_cycle::DeviceDistHierarchy::renew_kept`]: `A P0`, the
+/// smoothing, `P`'s values, smoothers and Galerkin products where the levels live) equals the
+/// host kept renewal ([`amg::dist_cycle::DistHierarchy::set_near_null_space`]) bit for bit on
+/// every level (operators, point-block Jacobi inverses, eigenvalue estimates), twice in a row
+/// (the second with the device smoothing plans made by the first), CG with it takes the host's
+/// iterations to the host's bits, a later device hot update equals the host's, and the fine
+/// operator never comes down (the bytes device to host are well below its values'; the
+/// smoothed products and scalars only).
+#[test]
+fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
+    use amg::dist_cycle::DeviceDistHierarchy;
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        // every level on both ranks, then the levels below the finest gathered onto rank 0
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let keep = amg::Renewal::KeepAggregates;
+            // the host reference and the hierarchy whose levels live on the device: one cold
+            // set-up each (the same bits)
+            let (beam, mut host, b) = clamped_beam(comm, process_eq_limit, keep);
+            // (each beam its own distributed pattern: the device operator on the twin's)
+            let (twin_beam, mut twin, _) = clamped_beam(comm, process_eq_limit, keep);
+            let mut hd = DeviceDistHierarchy::upload(&twin, &device).unwrap();
+            let n_owned = beam.part.n_owned_nodes();
+            let ids = &beam.part.node_serial_ids[..n_owned];
+            let a_host = beam.operator(&beam.k_local);
+            let a_dev = twin_beam
+                .operator(&twin_beam.k_local)
+                .to_device(&device)
+                .unwrap();
+            let b_dev = b.to_device(&device).unwrap();
+            let fine_bytes =
+                8 * 9 * (a_host.diag().pattern().nnz() + a_host.offd().pattern().nnz());
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for angle in [0.3, 0.7] {
+                let nns = turned_beam_modes(ids, angle);
+                host.set_near_null_space(beam.operator(&beam.k_local), nns.clone())
+                    .unwrap();
+                let report = hd.renew_kept(&mut twin, &a_dev, nns).unwrap();
+                assert_eq!(report.plans_reused, host.n_levels() - 1);
+                assert_eq!(hd.n_levels(), host.n_levels());
+                for l in 0..host.n_levels() {
+                    let h = host.level_operator(l).unwrap();
+                    let d = hd
+                        .level_operator(l)
+                        .unwrap()
+                        .to_device(&linalg::Device::Host)
+                        .unwrap();
+                    assert_eq!(dist_bits(h), dist_bits(&d), "angle {angle}: level {l}");
+                    if let Some(s) = host.level_smoother(l) {
+                        let inv = |s: &amg::smoother::Smoother| {
+                            bits(s.pbj.inverse().to_host_vec().unwrap())
+                        };
+                        let sd = hd.level_smoother(l).unwrap();
+                        assert_eq!(inv(s), inv(sd), "angle {angle}: level {l}: D^-1");
+                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                    }
+                }
+                let down = report.transfers.device_to_host_bytes as usize;
+                assert!(
+                    down < fine_bytes / 2,
+                    "a device kept renewal moved {down} B to the host (fine operator {fine_bytes} B): {report:?}"
+                );
+                let mut solutions = Vec::new();
+                for (pc, a, rhs) in [
+                    (&hd as &dyn amg::Preconditioner, &a_dev, &b_dev),
+                    (&host, &a_host, &b),
+                ] {
+                    let mut x = a.owned_zeros().unwrap();
+                    let r = amg::cg_operator(a, rhs, &mut x, pc, &cg).unwrap();
+                    assert!(r.converged, "{r:?}");
+                    solutions.push((r.iterations, bits(x.to_host_vec().unwrap())));
+                }
+                assert_eq!(
+                    solutions[0], solutions[1],
+                    "angle {angle}: device vs host CG"
+                );
+            }
+            // a hot update after the device renewals: the device Galerkin product's P is the
+            // renewed one
+            let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 23, 0.05);
+            host.update(beam.operator(&values)).unwrap();
+            hd.update(&twin_beam.operator(&values).to_device(&device).unwrap())
+                .unwrap();
+            for l in 0..host.n_levels() {
+                let h = host.level_operator(l).unwrap();
+                let d = hd
+                    .level_operator(l)
+                    .unwrap()
+                    .to_device(&linalg::Device::Host)
+                    .unwrap();
+                assert_eq!(dist_bits(h), dist_bits(&d), "hot update: level {l}");
+            }
+        }
+    });
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
 /// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
 /// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,

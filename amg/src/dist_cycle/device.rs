@@ -482,7 +482,10 @@ fn start_vector(a: &DistBsr, serial_rows: &[u64]) -> Result<Vector, AmgError> {
 
 /// The values of the host transpose `host` into the device transpose `dev` of the same
 /// patterns.
-pub(super) fn upload_transpose_values(dev: &mut DistTranspose, host: &DistTranspose) -> Result<(), AmgError> {
+pub(super) fn upload_transpose_values(
+    dev: &mut DistTranspose,
+    host: &DistTranspose,
+) -> Result<(), AmgError> {
     dev.diag_t.upload_values_from(&host.diag_t)?;
     dev.offd_t.upload_values_from(&host.offd_t)?;
     Ok(())
