@@ -157,6 +157,10 @@ impl DeviceSmoothing {
             w,
             o.device_bsr_mut()?.values_mut(),
         )?;
+        if self.w.pattern().nnz() == 0 {
+            // a rank without rows on this level
+            return Ok(Vec::new());
+        }
         Ok(self.w.to_host_vec()?)
     }
 }
