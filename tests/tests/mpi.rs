@@ -2437,6 +2437,17 @@ fn run_on_ranks_with(
     device: &str,
     tag: &str,
 ) -> Option<io::Summary> {
+    run_on_ranks_set(comm, input, device, tag, &[])
+}
+
+/// [`run_on_ranks_with`] with further `--set` overrides.
+fn run_on_ranks_set(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    device: &str,
+    tag: &str,
+    sets: &[&str],
+) -> Option<io::Summary> {
     let dir = std::env::temp_dir().join(format!("hexfem-mpi-{tag}-{}-{device}", comm.size()));
     if comm.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
@@ -2444,10 +2455,14 @@ fn run_on_ranks_with(
     // nobody starts before rank 0 has cleared the folder
     comm.allreduce_sum(&mut [0.0]).unwrap();
     let options = sim::RunOptions::new(input)
-        .with_overrides([
-            format!("device={device}"),
-            "linear_solver.method=cg_amg".into(),
-        ])
+        .with_overrides(
+            [
+                format!("device={device}"),
+                "linear_solver.method=cg_amg".into(),
+            ]
+            .into_iter()
+            .chain(sets.iter().map(|s| s.to_string())),
+        )
         .with_output_dir(dir.clone())
         .with_overwrite(true)
         .with_output_window(1 << 20);
@@ -2516,6 +2531,62 @@ fn device_rank_run_equals_the_host_rank_run() {
         assert!(later > 0, "no Newton iteration after the first");
         println!(
             "device rank run on {} ranks: {} steps, Newton {:?}, CG {:?} as on the CPUs; nothing up outside the linear solves",
+            comm.size(),
+            gs.len(),
+            gs.iter().map(|s| s.newton_iterations).collect::<Vec<_>>(),
+            gs.iter().map(|s| s.linear_iterations.clone()).collect::<Vec<_>>()
+        );
+    });
+}
+
+/// On one GPU per rank, at 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with `device:
+/// cuda` and `linear_solver.amg.renewal: keep_aggregates` (each load step's renewal with its
+/// numeric phases on the GPUs, `DeviceDistHierarchy::renew_kept`) gives the host rank run's
+/// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and no
+/// later Newton iteration's set-up downloads the tangent (its bytes device to host stay below
+/// the first, cold, set-up's, which downloads the tangent's owned rows).
+#[test]
+fn device_rank_run_with_kept_renewals_equals_the_host_rank_run() {
+    use linalg::dist::skip_multi_rank_gpu_test;
+
+    let test = "device_rank_run_with_kept_renewals_equals_the_host_rank_run";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let input = inputs_dir().join("neo_hookean_block.yaml");
+        let keep = ["linear_solver.amg.renewal=keep_aggregates"];
+        let cpu = run_on_ranks_set(comm, &input, "cpu", "rankkeep", &keep);
+        let gpu = run_on_ranks_set(comm, &input, "cuda", "rankkeep", &keep);
+        let (Some(cpu), Some(gpu)) = (cpu, gpu) else {
+            return;
+        };
+        let (cs, gs) = (cpu.steps.unwrap(), gpu.steps.unwrap());
+        assert_eq!(cs.len(), gs.len(), "converged steps");
+        assert!(gs.len() > 1, "a renewal needs a second load step");
+        let mut cold_down = None;
+        for (c, g) in cs.iter().zip(&gs) {
+            assert_eq!(c.newton_iterations, g.newton_iterations, "step {}", c.step);
+            assert_eq!(c.linear_iterations, g.linear_iterations, "step {}", c.step);
+            let rel = (c.max_displacement - g.max_displacement).abs()
+                / c.max_displacement.abs().max(1e-300);
+            assert!(rel <= 1e-10, "step {}: max displacement {rel:e}", c.step);
+            for (i, it) in g.linear_solver.as_array().unwrap().iter().enumerate() {
+                let d = &it["linear"]["device"];
+                let field = |v: &serde_json::Value| v.as_u64().unwrap();
+                let down = field(&d["setup"]["device_to_host_bytes"]);
+                match cold_down {
+                    None => cold_down = Some(down),
+                    Some(cold) => assert!(
+                        down < cold,
+                        "step {} iteration {i}: the set-up moved {down} B down (the cold one {cold} B)",
+                        c.step
+                    ),
+                }
+            }
+        }
+        println!(
+            "device rank run with kept renewals on {} ranks: {} steps, Newton {:?}, CG {:?} as on the CPUs",
             comm.size(),
             gs.len(),
             gs.iter().map(|s| s.newton_iterations).collect::<Vec<_>>(),
