@@ -30,7 +30,8 @@
 #                      TIMED_TAG="" a suffix of their file names
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
-#                      update == the host's per level and uploads no operator, rank device
+#                      update == the host's per level and uploads no operator, the device
+#                      kept renewal == the host's per level (no operator download), rank device
 #                      selection, DistBsr::set_from_local gathering on the GPU == the host's
 #                      bits, a rank's part assembled on its GPU == the host rank assembly
 #                      bit for bit and a device rank run == the host rank run, at 1 and 2
@@ -120,6 +121,12 @@ if [ "$MPI_TESTS" = 1 ]; then
             --nocapture --test-threads=1
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_levels_take_a_kept_renewal_in_place --nocapture --test-threads=1
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal --nocapture \
+            --test-threads=1
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
+            device_rank_run_with_kept_renewals_equals_the_host_rank_run --nocapture \
+            --test-threads=1
         # each rank's Newton iteration on its GPU (1 and 2 ranks: the lines of 2 ranks show)
         for t in device_rank_assembly_equals_the_host_rank_assembly \
             device_rank_run_equals_the_host_rank_run; do
@@ -129,7 +136,7 @@ if [ "$MPI_TESTS" = 1 ]; then
             done
         done
     } > "$out/mpi_tests.log" 2>&1 || status=1
-    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|ipc exchanges|failed" "$out/mpi_tests.log" | tail -n 40
+    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|kept renewal|ipc exchanges|failed" "$out/mpi_tests.log" | tail -n 40
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"

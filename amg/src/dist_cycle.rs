@@ -30,6 +30,7 @@ use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
+mod device_renewal;
 mod device_update;
 pub use device::{DeviceDistHierarchy, RefreshBytes};
 

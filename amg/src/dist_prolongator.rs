@@ -274,6 +274,9 @@ pub struct SmoothingPlan {
     a_local_pattern: Arc<BlockPattern>,
     product: SpgemmPlan,
     p_pattern: Arc<DistPattern>,
+    /// The slot map of `P`'s values: slot `s` of `P.diag` (`s < diag nnz`) or of `P.offd`
+    /// (`diag nnz + s`) takes the block of the product `A P0` (smoothed) in this slot.
+    p_from_product: Vec<u32>,
 }
 
 impl SmoothingPlan {
@@ -299,13 +302,53 @@ impl SmoothingPlan {
             wp.row_ptr(),
             &cols,
         )?;
+        // entry `e` of `P`'s pattern is slot `e` of the product (rows and slots in order)
+        let mut p_from_product = vec![0u32; p_pattern.entry_slots().len()];
+        for (e, &slot) in p_pattern.entry_slots().iter().enumerate() {
+            p_from_product[slot as usize] = e as u32;
+        }
         Ok(Self {
             view,
             a_gather,
             a_local_pattern,
             product,
             p_pattern,
+            p_from_product,
         })
+    }
+
+    /// Collective. New values of the tentative prolongator `p0` (the plan's pattern): `P0`'s
+    /// ghost rows gathered and its local view ([`Self::p0_view`]) refilled.
+    pub(crate) fn refresh_p0(&mut self, p0: &DistBsr) -> Result<(), AmgError> {
+        self.view.refresh_values(p0).map(drop)
+    }
+
+    /// `P0`'s local view: `P_ext` (the rows of every local vertex, the right operand of
+    /// `A P0`) and `P_owned` (the owned rows), as the last numeric phase or
+    /// [`Self::refresh_p0`] left them.
+    pub(crate) fn p0_view(&self) -> (&Bsr, &Bsr) {
+        (&self.view.p_ext, &self.view.p_owned)
+    }
+
+    /// The local `A`'s pattern and the gather of its blocks from `A`'s `diag` (indices
+    /// `< diag nnz`) and `offd` (`diag nnz +` slot).
+    pub(crate) fn a_local_gather(&self) -> (&Arc<BlockPattern>, &[u32]) {
+        (&self.a_local_pattern, &self.a_gather)
+    }
+
+    /// The symbolic product `A_local P_ext`.
+    pub(crate) fn product(&self) -> &SpgemmPlan {
+        &self.product
+    }
+
+    /// `P`'s pattern (the same `Arc` for every numeric phase).
+    pub(crate) fn p_pattern(&self) -> &Arc<DistPattern> {
+        &self.p_pattern
+    }
+
+    /// The slot map from the smoothed product to `P`'s `diag` and `offd` (see the field).
+    pub(crate) fn p_from_product(&self) -> &[u32] {
+        &self.p_from_product
     }
 
     /// Collective. `P` for the values of `a` (the plan's pattern) and of `t.p` (the plan's
@@ -436,6 +479,29 @@ impl GalerkinPlan {
         let (ac, bytes) = plan.numeric(a, &self.view.p_ext)?;
         self.last_sent_bytes = bytes;
         Ok(ac)
+    }
+
+    /// Collective. For new values of `p` on the pattern of the `P` of the last product (a
+    /// renewal that keeps the aggregates): `P_oth` and the view's values gathered again and
+    /// `P_owned^T` refilled, as [`GalerkinPlan::renew`] does before its numeric phase; returns
+    /// the symbolic product and `P_ext` for a device copy
+    /// ([`crate::dist_cycle::DeviceDistHierarchy::renew_kept`]). An error where `p` is on
+    /// another pattern or no product was made yet.
+    pub(crate) fn refresh_for(
+        &mut self,
+        p: &DistBsr,
+    ) -> Result<(&GalerkinProductPlan, &Bsr), AmgError> {
+        if !std::sync::Arc::ptr_eq(p.pattern(), &self.view.p_pattern) || self.planned.is_none() {
+            return Err(AmgError::InvalidParameter {
+                name: "distributed Galerkin plan",
+                value: "another prolongator pattern".into(),
+                reason: "must be the kept plan's (an internal error)",
+            });
+        }
+        self.view.refresh_values(p)?;
+        let plan = self.planned.as_mut().ok_or(AmgError::MissingFineOperator)?;
+        plan.refresh_transpose(&self.view.p_owned)?;
+        Ok((plan, &self.view.p_ext))
     }
 
     /// Drops the host product's value buffers (see

@@ -2008,6 +2008,115 @@ fn device_levels_take_a_kept_renewal_in_place() {
     });
 }
 
+/// On one GPU per rank (2 ranks sharing the node's GPUs): a kept renewal with its numeric
+/// phases on the device ([`amg::dist_cycle::DeviceDistHierarchy::renew_kept`]: `A P0`, the
+/// smoothing, `P`'s values, smoothers and Galerkin products where the levels live) equals the
+/// host kept renewal ([`amg::dist_cycle::DistHierarchy::set_near_null_space`]) bit for bit on
+/// every level (operators, point-block Jacobi inverses, eigenvalue estimates), twice in a row
+/// (the second with the device smoothing plans made by the first), CG with it takes the host's
+/// iterations to the host's bits, a later device hot update equals the host's, and the fine
+/// operator never comes down (the bytes device to host are well below its values'; the
+/// smoothed products and scalars only).
+#[test]
+fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
+    use amg::dist_cycle::DeviceDistHierarchy;
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        // every level on both ranks, then the levels below the finest gathered onto rank 0
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let keep = amg::Renewal::KeepAggregates;
+            // the host reference and the hierarchy whose levels live on the device: one cold
+            // set-up each (the same bits)
+            let (beam, mut host, b) = clamped_beam(comm, process_eq_limit, keep);
+            // (each beam its own distributed pattern: the device operator on the twin's)
+            let (twin_beam, mut twin, _) = clamped_beam(comm, process_eq_limit, keep);
+            let mut hd = DeviceDistHierarchy::upload(&twin, &device).unwrap();
+            let n_owned = beam.part.n_owned_nodes();
+            let ids = &beam.part.node_serial_ids[..n_owned];
+            let a_host = beam.operator(&beam.k_local);
+            let a_dev = twin_beam
+                .operator(&twin_beam.k_local)
+                .to_device(&device)
+                .unwrap();
+            let b_dev = b.to_device(&device).unwrap();
+            let fine_bytes =
+                8 * 9 * (a_host.diag().pattern().nnz() + a_host.offd().pattern().nnz());
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for angle in [0.3, 0.7] {
+                let nns = turned_beam_modes(ids, angle);
+                host.set_near_null_space(beam.operator(&beam.k_local), nns.clone())
+                    .unwrap();
+                let report = hd.renew_kept(&mut twin, &a_dev, nns).unwrap();
+                assert_eq!(report.plans_reused, host.n_levels() - 1);
+                assert_eq!(hd.n_levels(), host.n_levels());
+                for l in 0..host.n_levels() {
+                    let h = host.level_operator(l).unwrap();
+                    let d = hd
+                        .level_operator(l)
+                        .unwrap()
+                        .to_device(&linalg::Device::Host)
+                        .unwrap();
+                    assert_eq!(dist_bits(h), dist_bits(&d), "angle {angle}: level {l}");
+                    if let Some(s) = host.level_smoother(l) {
+                        let inv = |s: &amg::smoother::Smoother| {
+                            bits(s.pbj.inverse().to_host_vec().unwrap())
+                        };
+                        let sd = hd.level_smoother(l).unwrap();
+                        assert_eq!(inv(s), inv(sd), "angle {angle}: level {l}: D^-1");
+                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                    }
+                }
+                let down = report.transfers.device_to_host_bytes as usize;
+                assert!(
+                    down < fine_bytes / 2,
+                    "a device kept renewal moved {down} B to the host (fine operator {fine_bytes} B): {report:?}"
+                );
+                let mut solutions = Vec::new();
+                for (pc, a, rhs) in [
+                    (&hd as &dyn amg::Preconditioner, &a_dev, &b_dev),
+                    (&host, &a_host, &b),
+                ] {
+                    let mut x = a.owned_zeros().unwrap();
+                    let r = amg::cg_operator(a, rhs, &mut x, pc, &cg).unwrap();
+                    assert!(r.converged, "{r:?}");
+                    solutions.push((r.iterations, bits(x.to_host_vec().unwrap())));
+                }
+                assert_eq!(
+                    solutions[0], solutions[1],
+                    "angle {angle}: device vs host CG"
+                );
+            }
+            // a hot update after the device renewals: the device Galerkin product's P is the
+            // renewed one
+            let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 23, 0.05);
+            host.update(beam.operator(&values)).unwrap();
+            hd.update(&twin_beam.operator(&values).to_device(&device).unwrap())
+                .unwrap();
+            for l in 0..host.n_levels() {
+                let h = host.level_operator(l).unwrap();
+                let d = hd
+                    .level_operator(l)
+                    .unwrap()
+                    .to_device(&linalg::Device::Host)
+                    .unwrap();
+                assert_eq!(dist_bits(h), dist_bits(&d), "hot update: level {l}");
+            }
+        }
+    });
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
 /// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
 /// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,
@@ -2328,6 +2437,17 @@ fn run_on_ranks_with(
     device: &str,
     tag: &str,
 ) -> Option<io::Summary> {
+    run_on_ranks_set(comm, input, device, tag, &[])
+}
+
+/// [`run_on_ranks_with`] with further `--set` overrides.
+fn run_on_ranks_set(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    device: &str,
+    tag: &str,
+    sets: &[&str],
+) -> Option<io::Summary> {
     let dir = std::env::temp_dir().join(format!("hexfem-mpi-{tag}-{}-{device}", comm.size()));
     if comm.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
@@ -2335,10 +2455,14 @@ fn run_on_ranks_with(
     // nobody starts before rank 0 has cleared the folder
     comm.allreduce_sum(&mut [0.0]).unwrap();
     let options = sim::RunOptions::new(input)
-        .with_overrides([
-            format!("device={device}"),
-            "linear_solver.method=cg_amg".into(),
-        ])
+        .with_overrides(
+            [
+                format!("device={device}"),
+                "linear_solver.method=cg_amg".into(),
+            ]
+            .into_iter()
+            .chain(sets.iter().map(|s| s.to_string())),
+        )
         .with_output_dir(dir.clone())
         .with_overwrite(true)
         .with_output_window(1 << 20);
@@ -2407,6 +2531,62 @@ fn device_rank_run_equals_the_host_rank_run() {
         assert!(later > 0, "no Newton iteration after the first");
         println!(
             "device rank run on {} ranks: {} steps, Newton {:?}, CG {:?} as on the CPUs; nothing up outside the linear solves",
+            comm.size(),
+            gs.len(),
+            gs.iter().map(|s| s.newton_iterations).collect::<Vec<_>>(),
+            gs.iter().map(|s| s.linear_iterations.clone()).collect::<Vec<_>>()
+        );
+    });
+}
+
+/// On one GPU per rank, at 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with `device:
+/// cuda` and `linear_solver.amg.renewal: keep_aggregates` (each load step's renewal with its
+/// numeric phases on the GPUs, `DeviceDistHierarchy::renew_kept`) gives the host rank run's
+/// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and no
+/// later Newton iteration's set-up downloads the tangent (its bytes device to host stay below
+/// the first, cold, set-up's, which downloads the tangent's owned rows).
+#[test]
+fn device_rank_run_with_kept_renewals_equals_the_host_rank_run() {
+    use linalg::dist::skip_multi_rank_gpu_test;
+
+    let test = "device_rank_run_with_kept_renewals_equals_the_host_rank_run";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let input = inputs_dir().join("neo_hookean_block.yaml");
+        let keep = ["linear_solver.amg.renewal=keep_aggregates"];
+        let cpu = run_on_ranks_set(comm, &input, "cpu", "rankkeep", &keep);
+        let gpu = run_on_ranks_set(comm, &input, "cuda", "rankkeep", &keep);
+        let (Some(cpu), Some(gpu)) = (cpu, gpu) else {
+            return;
+        };
+        let (cs, gs) = (cpu.steps.unwrap(), gpu.steps.unwrap());
+        assert_eq!(cs.len(), gs.len(), "converged steps");
+        assert!(gs.len() > 1, "a renewal needs a second load step");
+        let mut cold_down = None;
+        for (c, g) in cs.iter().zip(&gs) {
+            assert_eq!(c.newton_iterations, g.newton_iterations, "step {}", c.step);
+            assert_eq!(c.linear_iterations, g.linear_iterations, "step {}", c.step);
+            let rel = (c.max_displacement - g.max_displacement).abs()
+                / c.max_displacement.abs().max(1e-300);
+            assert!(rel <= 1e-10, "step {}: max displacement {rel:e}", c.step);
+            for (i, it) in g.linear_solver.as_array().unwrap().iter().enumerate() {
+                let d = &it["linear"]["device"];
+                let field = |v: &serde_json::Value| v.as_u64().unwrap();
+                let down = field(&d["setup"]["device_to_host_bytes"]);
+                match cold_down {
+                    None => cold_down = Some(down),
+                    Some(cold) => assert!(
+                        down < cold,
+                        "step {} iteration {i}: the set-up moved {down} B down (the cold one {cold} B)",
+                        c.step
+                    ),
+                }
+            }
+        }
+        println!(
+            "device rank run with kept renewals on {} ranks: {} steps, Newton {:?}, CG {:?} as on the CPUs",
             comm.size(),
             gs.len(),
             gs.iter().map(|s| s.newton_iterations).collect::<Vec<_>>(),

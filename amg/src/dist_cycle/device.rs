@@ -25,6 +25,7 @@ use linalg::gpu;
 use linalg::{Device, Vector};
 
 use super::device_coarse::CoarsestOnOwner;
+use super::device_renewal::DeviceSmoothing;
 use super::device_update::DeviceGalerkin;
 use super::{CoarseSolve, DistHierarchy, DistTranspose};
 use crate::hierarchy::build_smoother;
@@ -81,12 +82,14 @@ pub(super) fn transpose_apply(
 /// One uploaded level; above the coarsest, the Galerkin product's device plan and the
 /// eigenvalue estimate's start vector (hashed at the serial indices, uploaded once).
 #[derive(Debug)]
-struct DeviceLevel {
-    a: DistBsr,
-    smoother: Option<Smoother>,
-    p: Option<(DistBsr, DistTranspose)>,
-    galerkin: Option<DeviceGalerkin>,
-    start: Option<Vector>,
+pub(super) struct DeviceLevel {
+    pub(super) a: DistBsr,
+    pub(super) smoother: Option<Smoother>,
+    pub(super) p: Option<(DistBsr, DistTranspose)>,
+    pub(super) galerkin: Option<DeviceGalerkin>,
+    pub(super) start: Option<Vector>,
+    /// The kept prolongator smoothing's device plan (made by the first device kept renewal).
+    pub(super) smoothing: Option<DeviceSmoothing>,
 }
 
 impl CycleLevel for DeviceLevel {
@@ -105,12 +108,12 @@ impl CycleLevel for DeviceLevel {
 /// for device vectors of the fine operator's owned layout.
 #[derive(Debug)]
 pub struct DeviceDistHierarchy {
-    device: Device,
-    levels: Vec<DeviceLevel>,
-    coarse: Coarsest,
-    params: AmgParams,
+    pub(super) device: Device,
+    pub(super) levels: Vec<DeviceLevel>,
+    pub(super) coarse: Coarsest,
+    pub(super) params: AmgParams,
     /// Serial ids of the coarsest level's owned block rows (for its dense factor).
-    coarse_serial_ids: Vec<u64>,
+    pub(super) coarse_serial_ids: Vec<u64>,
     /// The V-cycle's vectors on the device (made at the first cycle).
     work: std::sync::Mutex<crate::CycleWorkspace>,
 }
@@ -119,7 +122,7 @@ pub struct DeviceDistHierarchy {
 /// hold it, else on its owner's GPU ([`CoarsestOnOwner`]; the other ranks have no rows of it
 /// and skip it).
 #[derive(Debug)]
-enum Coarsest {
+pub(super) enum Coarsest {
     Redundant(CoarseSolve),
     OnOwner(Box<CoarsestOnOwner>),
     Elsewhere,
@@ -144,7 +147,7 @@ impl Coarsest {
     /// After new values of the coarsest operator `a` (on the device): the factor anew
     /// (collective where redundant: the operator gathered on every rank's host; `serial_ids`
     /// of the owned block rows).
-    fn refactor(&mut self, a: &DistBsr, serial_ids: &[u64]) -> Result<(), AmgError> {
+    pub(super) fn refactor(&mut self, a: &DistBsr, serial_ids: &[u64]) -> Result<(), AmgError> {
         match self {
             Coarsest::Redundant(solve) => {
                 let coarsest = a.to_device(&Device::Host)?;
@@ -211,6 +214,7 @@ impl DeviceDistHierarchy {
                 p,
                 galerkin,
                 start,
+                smoothing: None,
             });
         }
         let last = host.levels.len() - 1;
@@ -478,7 +482,10 @@ fn start_vector(a: &DistBsr, serial_rows: &[u64]) -> Result<Vector, AmgError> {
 
 /// The values of the host transpose `host` into the device transpose `dev` of the same
 /// patterns.
-fn upload_transpose_values(dev: &mut DistTranspose, host: &DistTranspose) -> Result<(), AmgError> {
+pub(super) fn upload_transpose_values(
+    dev: &mut DistTranspose,
+    host: &DistTranspose,
+) -> Result<(), AmgError> {
     dev.diag_t.upload_values_from(&host.diag_t)?;
     dev.offd_t.upload_values_from(&host.offd_t)?;
     Ok(())

@@ -117,7 +117,8 @@ pub struct DistGamgRank {
     /// with the first modes); each with the levels' upload or refresh on a GPU.
     pub renewal_recompute_s: f64,
     pub renewal_keep_s: f64,
-    /// The stages of the kept renewal (host).
+    /// The stages of the kept renewal (host; with `--device cuda` the device kept renewal's,
+    /// `DeviceDistHierarchy::renew_kept`: see [`DistGpuRank`]).
     pub renewal_keep_stages: amg::SetupTimings,
 }
 
@@ -163,6 +164,23 @@ pub struct DistGpuRank {
     /// operators, prolongators, smoother inverses, Galerkin plans with their pair lists, and
     /// the kernels compiled at their first use), seconds: `setup_cold_s` less the host's part.
     pub setup_upload_s: f64,
+    /// The kept renewal on the device (`DeviceDistHierarchy::renew_kept`, the fine operator
+    /// already there): bytes device to host and host to device (`P`'s views and the
+    /// near-null rows' exchange on the host; no operator), and its stages, seconds, each ended
+    /// by a device synchronisation: the fine values copied, the tentative prolongators with
+    /// `P0`'s ghost rows (host), the smoothers' inverses and eigenvalue estimates, `A P0`
+    /// with the smoothing and `P`'s values (device; `P0`'s view uploaded), `P`'s views for
+    /// the Galerkin product and the restriction (host: the smoothed product downloaded, `P`'s
+    /// ghost rows, transposes, uploads), the Galerkin products (device), the coarsest factor.
+    pub renewal_keep_device_to_host_bytes: u64,
+    pub renewal_keep_host_to_device_bytes: u64,
+    pub renewal_keep_copy_s: f64,
+    pub renewal_keep_tentative_s: f64,
+    pub renewal_keep_smoother_s: f64,
+    pub renewal_keep_smoothing_s: f64,
+    pub renewal_keep_p_views_s: f64,
+    pub renewal_keep_galerkin_s: f64,
+    pub renewal_keep_coarse_s: f64,
     /// Capacity: the most device memory this rank had allocated at once (its stream-ordered
     /// allocations, `CudaContext::pool_used_high`: without the context's own few hundred MiB;
     /// its own where ranks share a GPU; `None` without stream-ordered allocation), and its
@@ -464,28 +482,38 @@ pub fn run(
             .collect();
         assembly::rigid_body_modes_about(&turned, centroid)
     };
+    // `on_device`: the kept renewal with its numeric phases on the GPU (the fine operator is
+    // `a` there already); else the host renewal, then the levels refreshed or uploaded
     let renew = |h: &mut DistHierarchy,
-                 hd: &mut Option<DeviceDistHierarchy>|
-     -> Result<(f64, SetupTimings)> {
-        let fine = operator(&k)?;
+                 hd: &mut Option<DeviceDistHierarchy>,
+                 on_device: bool|
+     -> Result<(f64, amg::RenewalReport)> {
+        let fine = if on_device { None } else { Some(operator(&k)?) };
         sync(comm)?;
         let t = Instant::now();
-        let report = h.set_near_null_space(fine, turned_modes.clone())?;
-        if let Some(d) = hd {
-            if report.plans_reused == h.n_levels() - 1 {
-                d.refresh(h)?;
-            } else {
-                *d = DeviceDistHierarchy::upload(h, &device)?;
+        let report = match (hd, fine) {
+            (Some(d), None) => d.renew_kept(h, &a, turned_modes.clone())?,
+            (hd, Some(fine)) => {
+                let report = h.set_near_null_space(fine, turned_modes.clone())?;
+                if let Some(d) = hd {
+                    if report.plans_reused == h.n_levels() - 1 {
+                        d.refresh(h)?;
+                    } else {
+                        *d = DeviceDistHierarchy::upload(h, &device)?;
+                    }
+                }
+                report
             }
-        }
+            (None, None) => anyhow::bail!("a device renewal without device levels"),
+        };
         device.synchronize()?;
-        Ok((t.elapsed().as_secs_f64(), report.timings))
+        Ok((t.elapsed().as_secs_f64(), report))
     };
     let (renewal_recompute_s, _) = {
         let mut recompute = amg_params.clone();
         recompute.renewal = amg::Renewal::Recompute;
         if amg_params.renewal == amg::Renewal::Recompute {
-            renew(&mut h, &mut hd)?
+            renew(&mut h, &mut hd, false)?
         } else {
             let mut other = DistHierarchy::new(
                 operator(&k)?,
@@ -494,10 +522,10 @@ pub fn run(
                 assembly::RIGID_BODY_MODES_3D,
                 &recompute,
             )?;
-            renew(&mut other, &mut None)?
+            renew(&mut other, &mut None, false)?
         }
     };
-    let (renewal_keep_s, renewal_keep_stages) = {
+    let (renewal_keep_s, kept_report) = {
         let mut keep = amg_params.clone();
         keep.renewal = amg::Renewal::KeepAggregates;
         let mut kept = DistHierarchy::new(
@@ -511,8 +539,22 @@ pub fn run(
             Device::Host => None,
             _ => Some(DeviceDistHierarchy::upload(&kept, &device)?),
         };
-        renew(&mut kept, &mut kept_device)?
+        let on_device = kept_device.is_some();
+        renew(&mut kept, &mut kept_device, on_device)?
     };
+    let renewal_keep_stages = kept_report.timings.clone();
+    if !device.is_host() {
+        let (t, moved) = (&kept_report.timings, &kept_report.transfers);
+        gpu.renewal_keep_device_to_host_bytes = moved.device_to_host_bytes;
+        gpu.renewal_keep_host_to_device_bytes = moved.host_to_device_bytes;
+        gpu.renewal_keep_copy_s = t.copy_operator_s;
+        gpu.renewal_keep_tentative_s = t.tentative_s;
+        gpu.renewal_keep_smoother_s = t.smoother_setup_s;
+        gpu.renewal_keep_smoothing_s = t.smoothing_s;
+        gpu.renewal_keep_p_views_s = t.galerkin_symbolic_s;
+        gpu.renewal_keep_galerkin_s = t.galerkin_numeric_s;
+        gpu.renewal_keep_coarse_s = t.coarse_factor_s;
+    }
 
     let mut y = a.row_zeros()?;
     sync(comm)?;
@@ -926,14 +968,32 @@ impl std::fmt::Display for DistGamgResult {
                 cold.total_s,
                 stages(cold)
             )?;
-            writeln!(
-                f,
-                "    renewal for turned modes: recompute {:.3} s, keep_aggregates {:.3} s (host {:.3} s: {})",
-                r.renewal_recompute_s,
-                r.renewal_keep_s,
-                kept.total_s,
-                stages(kept)
-            )?;
+            match self.gpu.as_ref().and_then(|g| g.get(r.rank)) {
+                None => writeln!(
+                    f,
+                    "    renewal for turned modes: recompute {:.3} s, keep_aggregates {:.3} s (host {:.3} s: {})",
+                    r.renewal_recompute_s,
+                    r.renewal_keep_s,
+                    kept.total_s,
+                    stages(kept)
+                )?,
+                Some(g) => writeln!(
+                    f,
+                    "    renewal for turned modes: recompute {:.3} s (host, then uploaded), keep_aggregates {:.3} s (on the GPU {:.3} s: copy operator {:.3}, tentative + P0 ghost rows (host) {:.3}, smoother {:.3}, A P0 + smoothing + P {:.3}, P views (host) {:.3}, Galerkin {:.3}, coarse factor {:.3}; moved {} B down, {} B up)",
+                    r.renewal_recompute_s,
+                    r.renewal_keep_s,
+                    kept.total_s,
+                    g.renewal_keep_copy_s,
+                    g.renewal_keep_tentative_s,
+                    g.renewal_keep_smoother_s,
+                    g.renewal_keep_smoothing_s,
+                    g.renewal_keep_p_views_s,
+                    g.renewal_keep_galerkin_s,
+                    g.renewal_keep_coarse_s,
+                    g.renewal_keep_device_to_host_bytes,
+                    g.renewal_keep_host_to_device_bytes
+                )?,
+            }
         }
         Ok(())
     }

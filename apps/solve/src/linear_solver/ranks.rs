@@ -22,7 +22,9 @@
 //! the tangent crosses: its owned rows are gathered into the device operator on the GPU
 //! (`DistBsr::set_from_local`, a plan uploaded once), the right-hand side's owned entries
 //! copied there, and the correction written back with its ghosts filled through the device
-//! halo. Only a cold set-up downloads the owned rows (the distributed set-up runs on the host).
+//! halo. Only a cold set-up (and a renewal that recomputes the aggregates) downloads the owned
+//! rows (the distributed set-up runs on the host); a renewal that keeps the aggregates runs its
+//! numeric phases on the GPU (`DeviceDistHierarchy::renew_kept`).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -262,23 +264,25 @@ impl RankRows {
                 return Ok(SetupKind::AmgHot);
             }
         }
-        // the fine operator on the host: from the host tangent, or downloaded from the GPU's
-        // owned rows (the distributed cold set-up runs on the host)
-        let fine = if let Some(fine) = filled {
-            fine
-        } else if k.device().is_host() {
-            let mut fine = DistBsr::zeros(pattern.clone());
-            fine.set_from_local(k)?;
-            fine
-        } else {
-            self.device_operator
+        // the fine operator on the host, made where a host step needs it: from the host
+        // tangent, or downloaded from the GPU's owned rows (the distributed cold set-up runs on
+        // the host; a kept renewal on the GPU needs none)
+        let filled = Cell::new(filled);
+        let fine = || -> Result<DistBsr> {
+            if let Some(fine) = filled.take() {
+                return Ok(fine);
+            }
+            if k.device().is_host() {
+                let mut fine = DistBsr::zeros(pattern.clone());
+                fine.set_from_local(k)?;
+                return Ok(fine);
+            }
+            Ok(self
+                .device_operator
                 .as_ref()
                 .context("the tangent's owned rows on the GPU")?
-                .to_device(&Device::Host)?
+                .to_device(&Device::Host)?)
         };
-        // taken by whichever of the set-up's steps runs
-        let fine = Cell::new(Some(fine));
-        let fine = || fine.take().context("the fine operator of the hierarchy");
         let owned_rows = |near_null: &amg::NearNullSpace| -> Result<Vec<f64>> {
             let mut rows = match near_null.row_major() {
                 Ok(host) => host[..owned * 6].to_vec(),
@@ -287,12 +291,20 @@ impl RankRows {
             rows.truncate(owned * 6);
             Ok(rows)
         };
-        // a renewal that keeps the aggregates keeps every pattern: the levels on the GPU
-        // stay and take the new values below; otherwise they leave the GPU first and the
-        // renewed ones are uploaded afresh, as after a cold set-up
+        // a renewal that keeps the aggregates keeps every pattern: the levels on the GPU stay
+        // and take the new values there (`DeviceDistHierarchy::renew_kept`: the numeric phases
+        // on the GPU, the fine operator not downloaded); otherwise they leave the GPU first
+        // and the renewed ones are uploaded afresh, as after a cold set-up
         let keep_device = state.params.renewal == amg::params::Renewal::KeepAggregates;
+        let renewed_on_device = Cell::new(false);
         let (setup, h) = state.prepare(
             |h, near_null| {
+                if let (true, Some(d), Some(a)) =
+                    (keep_device, &mut h.device, &self.device_operator)
+                {
+                    renewed_on_device.set(true);
+                    return Ok(d.renew_kept(&mut h.host, a, owned_rows(near_null)?)?);
+                }
                 if !keep_device {
                     h.device = None;
                 }
@@ -306,7 +318,7 @@ impl RankRows {
                 Ok(RankHierarchy { host, device: None })
             },
         )?;
-        if !self.device.is_host() {
+        if !self.device.is_host() && !renewed_on_device.get() {
             match &mut h.device {
                 Some(d) => {
                     d.refresh(&h.host)?;
