@@ -3,7 +3,9 @@
 //! [`DistBsr`] parts, point-block Jacobi inverted on the device), and the restriction's device
 //! path ([`transpose_apply`]).
 //!
-//! The set-up stays on the host [`DistHierarchy`]. A hot update runs either on the device
+//! The cold set-up stays on the host [`DistHierarchy`]; a renewal that keeps the aggregates
+//! runs its numeric phases on the device ([`DeviceDistHierarchy::renew_kept`],
+//! [`super::device_renewal`]). A hot update runs either on the device
 //! ([`DeviceDistHierarchy::update`]: the new fine operator's values copied on the device, the
 //! Galerkin products through [`device_update::DeviceGalerkin`], the point-block Jacobi
 //! inverses and eigenvalue estimates on the device, the coarsest operator inverted on its
