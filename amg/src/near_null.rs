@@ -19,7 +19,8 @@ use linalg::{ops, Device, Vector};
 pub struct NearNullSpace {
     n_rows: usize,
     k: usize,
-    values: Vector,
+    /// Boxed: a near-null space is held beside small values (a solver's state) and moved often.
+    values: Box<Vector>,
 }
 
 impl NearNullSpace {
@@ -35,7 +36,7 @@ impl NearNullSpace {
         Ok(Self {
             n_rows,
             k,
-            values: Vector::from_vec(values),
+            values: Box::new(Vector::from_vec(values)),
         })
     }
 
@@ -54,14 +55,22 @@ impl NearNullSpace {
                 reason: "an entry is not finite (or beyond 1e154)".into(),
             });
         }
-        Ok(Self { n_rows, k, values })
+        Ok(Self {
+            n_rows,
+            k,
+            values: Box::new(values),
+        })
     }
 
     /// The coarse space of a tentative prolongator: `R` of a QR of finite values (finite
     /// itself), where the QR ran; no check, so no wait on a GPU.
     pub(crate) fn from_factors(n_rows: usize, k: usize, values: Vector) -> Result<Self, AmgError> {
         check_shape(n_rows, k, values.len())?;
-        Ok(Self { n_rows, k, values })
+        Ok(Self {
+            n_rows,
+            k,
+            values: Box::new(values),
+        })
     }
 
     /// Builds the space from separate vectors of equal length (user-supplied modes).
@@ -124,7 +133,7 @@ impl NearNullSpace {
         Ok(Self {
             n_rows: self.n_rows,
             k: self.k,
-            values: self.values.to_device(device)?,
+            values: Box::new(self.values.to_device(device)?),
         })
     }
 

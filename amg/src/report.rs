@@ -33,8 +33,9 @@ pub struct SetupTimings {
     /// The whole call.
     pub total_s: f64,
     /// Bytes each stage moved between host and device (counted by a serial set-up or renewal
-    /// on a GPU; zero on the host and where a call does not count them).
-    pub transfers: StageTransfers,
+    /// on a GPU; zero on the host and where a call does not count them). Boxed: timings are
+    /// held in solver states beside small values.
+    pub transfers: Box<StageTransfers>,
 }
 
 /// Bytes each set-up stage moved between host and device ([`SetupTimings::transfers`]).
