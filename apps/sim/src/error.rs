@@ -84,6 +84,15 @@ impl fmt::Display for Failure {
     }
 }
 
+impl Failure {
+    /// The failure of an `anyhow` chain: every error of it keeps its type (the outermost one
+    /// moved out of anyhow's allocation), so that a lower crate's error stays recognisable
+    /// ([`Error::is`], [`crate::locate`]).
+    fn of(error: anyhow::Error) -> Self {
+        Failure(error.reallocate_into_boxed_dyn_error_without_backtrace())
+    }
+}
+
 impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()
@@ -278,15 +287,9 @@ impl From<anyhow::Error> for Error {
                 Ok(e) => return Error::Restart(e),
                 Err(error) => error,
             };
-            // a stop that the driver recognises by its type
-            let error = match error.downcast::<solve::newton::Interrupted>() {
-                Ok(e) => return Error::Run(Failure(Box::new(e))),
-                Err(error) => error,
-            };
-            return Error::Run(Failure(error.into()));
+            return Error::Run(Failure::of(error));
         }
-        // the causes keep their types (anyhow's context hands out the errors themselves)
-        Error::Run(Failure(error.into()))
+        Error::Run(Failure::of(error))
     }
 }
 
@@ -355,6 +358,12 @@ mod tests {
         assert_eq!(back.chain_text(), text);
         let stopped = Error::from(anyhow::Error::new(solve::newton::Interrupted));
         assert!(stopped.is::<solve::newton::Interrupted>());
+        let alone = Error::from(anyhow::Error::new(std::io::Error::other("full")));
+        assert!(alone.is::<std::io::Error>());
+        let in_context =
+            Error::from(anyhow::Error::new(std::io::Error::other("full")).context("x"));
+        assert!(in_context.is::<std::io::Error>());
+        assert_eq!(in_context.chain_text(), "x: full");
         let writer = Error::from(WriterFailure::Stopped).context("step 3".into());
         assert!(writer.is::<WriterFailure>() && !writer.is::<CommError>());
         assert_eq!(writer.chain_text(), "step 3: the output writer has stopped");
