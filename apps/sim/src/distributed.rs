@@ -214,7 +214,7 @@ pub(crate) fn execute_on_ranks(
             "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
             p.at[0], p.at[1], p.at[2]
         ));
-        return Err(crate::locate::locate(config, missing).into());
+        return Err(crate::locate::locate(config, missing));
     }
     stages.since(PROBLEM, loads_started);
     let device = stages.time(SOLVER, || rank_devices(comm, config))?;

@@ -433,7 +433,7 @@ fn execute_in_stages(
     let probes = stages.time(PROBLEM, || {
         crate::probes::Probes::new(config, &problem.mesh)
     });
-    let outcome = probes.map_err(Into::into).and_then(|probes| {
+    let outcome = probes.and_then(|probes| {
         let mut layout = OneProcess {
             warm: &mut *warm,
             probes,
@@ -467,7 +467,7 @@ struct OneProcess<'w> {
 
 impl Layout for OneProcess<'_> {
     fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> crate::Result<Vector> {
-        Ok(restart.displacement_of_mesh(&problem.mesh.coords)?)
+        restart.displacement_of_mesh(&problem.mesh.coords)
     }
 
     fn solver(
