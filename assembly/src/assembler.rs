@@ -427,6 +427,8 @@ impl ElasticityAssembler {
 
     /// Applies `f` to each cell's reference coordinates and displacements, in parallel, collecting
     /// the results in cell order. Post-processing (stresses, energies, errors) goes through here.
+    /// An error is the first failing cell's in cell order, whatever the thread schedule (as the
+    /// element loop's).
     pub fn map_cells<T: Send>(
         &self,
         u: &Vector,
@@ -434,16 +436,25 @@ impl ElasticityAssembler {
     ) -> Result<Vec<T>, AssemblyError> {
         let npc = self.nodes_per_cell;
         let u_nodes = as_node_vectors(u.host()?);
+        let cell = |c: usize| {
+            let nodes = &self.cells[c * npc..(c + 1) * npc];
+            let (xe, ue) = (gather(nodes, &self.coords), gather(nodes, u_nodes));
+            f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
+                AssemblyError::element_failure(self.cell_tags.as_ref(), c, source)
+            })
+        };
+        // rayon returns any failing cell's error: the first one is looked for after a failure
         (0..self.n_cells())
             .into_par_iter()
-            .map(|c| {
-                let nodes = &self.cells[c * npc..(c + 1) * npc];
-                let (xe, ue) = (gather(nodes, &self.coords), gather(nodes, u_nodes));
-                f(c, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
-                    AssemblyError::element_failure(self.cell_tags.as_ref(), c, source)
-                })
+            .map(cell)
+            .collect::<Result<Vec<T>, AssemblyError>>()
+            .map_err(|any| {
+                (0..self.n_cells())
+                    .into_par_iter()
+                    .find_first(|&c| cell(c).is_err())
+                    .and_then(|c| cell(c).err())
+                    .unwrap_or(any)
             })
-            .collect()
     }
 }
 

@@ -44,6 +44,9 @@ pub struct DiscreteProblem {
 pub struct RankPart {
     pub layout: Arc<Layout>,
     pub owned_cells: Vec<bool>,
+    /// The serial number of each local cell, ascending ([`mesh::MeshPart::cell_serial_ids`]):
+    /// an element failure names the cell as the serial run does.
+    pub cell_serial_ids: Vec<u64>,
 }
 
 /// A dead load (node-major, at factor one) with the factor of its own load curve.
@@ -234,10 +237,16 @@ impl DiscreteProblem {
         })
     }
 
-    /// On a rank: [`crate::error::agree_on_element_failure`] (collective); serial: `local`.
+    /// On a rank: [`crate::error::agree_on_serial_element_failure`] (collective: the serial
+    /// run's failure on every rank); serial: `local`.
     fn agreed<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
         match &self.partition {
-            Some(part) => crate::error::agree_on_element_failure(&**part.layout.comm(), local),
+            Some(part) => crate::error::agree_on_serial_element_failure(
+                &**part.layout.comm(),
+                &part.cell_serial_ids,
+                self.assembler.cell_tags(),
+                local,
+            ),
             None => local,
         }
     }

@@ -7,7 +7,8 @@
 //! - The GPU: [`CudaContext`], the handle of a [`crate::Device::Cuda`] (uploads, downloads,
 //!   zeros, copies, timing [`Event`]s, memory); [`device_count`], [`unavailable_reason`].
 //! - Typed data on it: [`DeviceBuffer<T>`] (an array of `f64`, `f32`, `u32` or `u64`: element
-//!   data, index tables, the values behind a device [`crate::Vector`]); [`DevicePattern`] and
+//!   data, index tables, the values behind a device [`crate::Vector`]; its element types are
+//!   linalg's [`DeviceData`], the bound of the context's uploads and downloads); [`DevicePattern`] and
 //!   [`DeviceBsr`] (a [`crate::BlockPattern`] and the values of a device [`crate::Bsr`]);
 //!   [`DeviceCooPlan`] (a [`crate::CooPlan`] uploaded once, summing contributions on the device).
 //! - Kernels of other crates: a [`KernelModule`] (a `.cu` source, compiled by NVRTC at first use
@@ -39,5 +40,5 @@ pub use crate::backend::cuda::vector::{
 };
 pub use crate::backend::cuda::{
     device_count, spmv, unavailable_reason, CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan,
-    DevicePattern, Event,
+    DeviceData, DevicePattern, Event,
 };

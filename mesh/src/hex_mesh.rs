@@ -315,9 +315,16 @@ impl std::ops::Deref for ElementTags {
 /// cover). For code that keeps the tags but not the mesh, such as an assembler reporting a
 /// failure.
 pub fn cell_name(tags: Option<&ElementTags>, c: usize) -> String {
+    part_cell_name(tags, c, c as u64)
+}
+
+/// Cell `c` of a mesh part ([`crate::MeshPart`]) as the whole mesh's messages name it: the tag
+/// of local cell `c` (a part keeps the file's tags) and its number `serial` in the whole mesh
+/// ([`crate::MeshPart::cell_serial_ids`]): the name a serial run gives the same cell.
+pub fn part_cell_name(tags: Option<&ElementTags>, c: usize, serial: u64) -> String {
     match tags.and_then(|t| t.get(c).map(|tag| (t.format, tag))) {
-        Some((format, tag)) => format!("{format} element {tag} (cell {c})"),
-        None => format!("cell {c}"),
+        Some((format, tag)) => format!("{format} element {tag} (cell {serial})"),
+        None => format!("cell {serial}"),
     }
 }
 
@@ -444,6 +451,14 @@ mod tests {
             cell_name(Some(&ElementTags::new("Abaqus", vec![81])), 0),
             "Abaqus element 81 (cell 0)"
         );
+        // a part's local cell 1 is the whole mesh's cell 5: the tag of the local cell, the
+        // serial number
+        let tags = ElementTags::gmsh(vec![41, 42]);
+        assert_eq!(
+            part_cell_name(Some(&tags), 1, 5),
+            "Gmsh element 42 (cell 5)"
+        );
+        assert_eq!(part_cell_name(None, 1, 5), "cell 5");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use gmsh::{
     gzip_inflate_limit, parse_gmsh, parse_gmsh_bytes, read_gmsh, read_gmsh_with_inflate_limit,
     GZIP_ALLOWANCE, GZIP_RATIO, MAX_MSH_BYTES,
 };
-pub use hex_mesh::{cell_name, ElementTags, HexMesh, SetIds};
+pub use hex_mesh::{cell_name, part_cell_name, ElementTags, HexMesh, SetIds};
 pub use ordering::NodeOrdering;
 pub use partition::{
     generate_box_part, generate_box_part_on, metis_cell_parts, partition_mesh, BoxRankGrid,

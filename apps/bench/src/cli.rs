@@ -305,7 +305,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
             let result = crate::dist_gamg::run(comm, &bench, exchange, rank_grid);
-            sim::distributed::agreed(&**comm, result).and_then(|r| render(&r, json))
+            render(&sim::distributed::agreed(&**comm, result)?, json)
         }
         Bench::Newton { m, device, json } => {
             crate::newton::run(&crate::newton::NewtonBench { m, device })
@@ -374,6 +374,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
             };
             let result = if on_ranks {
                 sim::distributed::agreed(&**comm, crate::distributed::run(comm, &bench))
+                    .map_err(anyhow::Error::from)
             } else {
                 crate::distributed::run(&comm::SelfComm::shared(), &bench)
             };

@@ -203,8 +203,10 @@ fn main() -> ExitCode {
     // alone prints (the others' output would repeat it).
     // (An error that is already agreed is the same on every rank: all of them skip this.)
     let result = match result {
-        Err(e) if sim::distributed::is_agreed(&e) => Err(e),
-        result if comm.size() > 1 => sim::distributed::agreed(&*comm, result),
+        Err(e) if sim::distributed::is_agreed(&*e) => Err(e),
+        result if comm.size() > 1 => {
+            sim::distributed::agreed(&*comm, result).map_err(anyhow::Error::from)
+        }
         result => result,
     };
     if let Err(e) = result {

@@ -1449,11 +1449,38 @@ fn error_from_step(stderr: &[u8], needle: &str) -> Option<String> {
     Some(line[line.find("step ")?..].to_owned())
 }
 
-/// A state that is not finite (a modulus of 1e-150 overflows the linear answer) fails the run
-/// on 2 and 3 ranks with the serial run's message, word for word: the same quantity, value and
-/// serial cell number, the whole body's largest displacement in the units advice (each rank
-/// named its own before). Once the ranks agreed on the error, rank 0's report of where its
-/// files are does not hide the agreement (every rank ends; no rank waits in a second one).
+/// Whether cell `serial` of the box `spec` has another number on every rank of `ranks` that
+/// holds it (and some rank does): a message naming a rank's local cell would then not name
+/// the serial one.
+fn renumbered_on_ranks(spec: &mesh::BoxSpec, serial: u64, ranks: usize) -> bool {
+    let local_numbers: Vec<usize> = (0..ranks)
+        .filter_map(|rank| {
+            let part = mesh::generate_box_part(spec, rank, ranks).unwrap();
+            part.cell_serial_ids.iter().position(|&s| s == serial)
+        })
+        .collect();
+    !local_numbers.is_empty() && local_numbers.iter().all(|&l| l as u64 != serial)
+}
+
+/// The number of the cell `text` names after `before` (`"... in cell 19): ..."`).
+fn cell_named(text: &str, before: &str) -> u64 {
+    let rest = &text[text
+        .find(before)
+        .unwrap_or_else(|| panic!("{before}: {text}"))
+        + before.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a cell number after {before}: {text}"))
+}
+
+/// A state that is not finite (a modulus of 2e-101 overflows the linear answer's `det F`, first
+/// in cell 19 of the serial mesh: not cell 0, and a cell that 3 ranks number otherwise) fails
+/// the run on 2 and 3 ranks with the serial run's message, word for word: the same quantity,
+/// value and serial cell number, the whole body's largest displacement in the units advice
+/// (each rank named its own before). Once the ranks agreed on the error, rank 0's report of
+/// where its files are does not hide the agreement (every rank ends; no rank waits in a second
+/// one).
 #[test]
 fn a_state_that_is_not_finite_is_named_on_ranks_as_in_the_serial_run() {
     let dir = scratch("not-finite");
@@ -1465,7 +1492,7 @@ fn a_state_that_is_not_finite_is_named_on_ranks_as_in_the_serial_run() {
             "-o".into(),
             dir.0.join(out).to_string_lossy().into_owned(),
             "--set".into(),
-            "materials.0.young_modulus=1.0e-150".into(),
+            "materials.0.young_modulus=2.0e-101".into(),
         ]
     };
     let needle = "the converged state is not finite";
@@ -1478,6 +1505,14 @@ fn a_state_that_is_not_finite_is_named_on_ranks_as_in_the_serial_run() {
     assert!(!serial.status.success());
     let expected = error_from_step(&serial.stderr, needle)
         .unwrap_or_else(|| panic!("serial: {}", output_text(&serial)));
+    // the cantilever's mesh (inputs/cantilever_q1.yaml)
+    let cantilever =
+        mesh::BoxSpec::new([40, 4, 4], [0.0; 3], [10.0, 1.0, 1.0], mesh::CellKind::Hex8);
+    let cell = cell_named(&expected, " in cell ");
+    assert!(
+        cell != 0 && renumbered_on_ranks(&cantilever, cell, 3),
+        "the test needs a cell that the ranks number otherwise: {expected}"
+    );
     for np in [2, 3] {
         let ranks_args = args(&format!("np{np}"));
         let ranks_args: Vec<&str> = ranks_args.iter().map(String::as_str).collect();
@@ -1486,5 +1521,102 @@ fn a_state_that_is_not_finite_is_named_on_ranks_as_in_the_serial_run() {
         let got = error_from_step(&out.stderr, needle)
             .unwrap_or_else(|| panic!("{np} ranks: {}", output_text(&out)));
         assert_eq!(got, expected, "{np} ranks");
+    }
+}
+
+/// The lines of a failed load path's message in `stderr`, from `no load step` on, with the
+/// value after each `J = det F = ` left out (the iterates of the ranks' linear solver differ
+/// from the serial one's in round-off) and those values.
+fn load_path_failure(stderr: &[u8]) -> Option<(String, Vec<f64>)> {
+    let text = String::from_utf8_lossy(stderr);
+    let start = text.find("no load step")?;
+    let mut masked = String::new();
+    let mut values = Vec::new();
+    // the first line and the indented ones after it (the attempts, the advice)
+    let mut lines = text[start..].lines();
+    let first = lines.next();
+    for line in first
+        .into_iter()
+        .chain(lines.take_while(|l| l.starts_with("  ")))
+    {
+        let mut rest = line;
+        while let Some(at) = rest.find("J = det F = ") {
+            let (head, tail) = rest.split_at(at + "J = det F = ".len());
+            masked += head;
+            let end = tail.find(' ').unwrap_or(tail.len());
+            values.push(tail[..end].parse().ok()?);
+            masked += "<J>";
+            rest = &tail[end..];
+        }
+        masked += rest;
+        masked.push('\n');
+    }
+    Some((masked, values))
+}
+
+/// An element that inverts during Newton on ranks (the top of a block's far end pushed
+/// through its bottom) ends the run with the serial run's message: the same serial cell, not
+/// cell 0 and one that every rank holding it numbers otherwise (each rank named its own local
+/// cell, and the others "a cell of MPI rank r", before), the same error (its `J` to the
+/// round-off of the ranks' linear solver), the same attempts; printed once, no panic, no hang.
+#[test]
+fn an_element_that_inverts_during_newton_is_named_on_ranks_as_in_the_serial_run() {
+    let dir = scratch("newton-inverted");
+    let yaml = dir.0.join("dent.yaml");
+    std::fs::write(
+        &yaml,
+        "mesh:\n  box: { cells: [6, 2, 2], lower: [0, 0, 0], upper: [6, 1, 1], order: 1 }\n\
+         sets:\n  dent: { kind: nodes, box: { lower: [4, 0, 1], upper: [6, 1, 1] } }\n\
+         materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+         boundary:\n  dirichlet:\n    - { set: xmin, x: 0.0, y: 0.0, z: 0.0 }\n\
+         \x20   - { set: zmin, z: 0.0 }\n    - { set: dent, z: -1.5 }\n\
+         loading: { steps: 1, max_cutbacks: 0 }\n",
+    )
+    .unwrap();
+    let yaml = yaml.to_string_lossy().into_owned();
+    let out_dir = |name: &str| dir.0.join(name).to_string_lossy().into_owned();
+    let serial_out = out_dir("serial");
+    let serial = std::process::Command::new(env!("CARGO_BIN_EXE_hexfem"))
+        .args(["run", &yaml, "-q", "-o", &serial_out])
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    assert!(!serial.status.success());
+    let (expected, serial_j) = load_path_failure(&serial.stderr)
+        .unwrap_or_else(|| panic!("serial: {}", output_text(&serial)));
+    let failure = "element failure in cell ";
+    let cell = cell_named(&expected, failure);
+    let block = mesh::BoxSpec::new([6, 2, 2], [0.0; 3], [6.0, 1.0, 1.0], mesh::CellKind::Hex8);
+    assert!(
+        cell != 0 && renumbered_on_ranks(&block, cell, 2) && renumbered_on_ranks(&block, cell, 3),
+        "the test needs a cell that the ranks number otherwise: {expected}"
+    );
+    assert!(
+        !serial_j.is_empty() && serial_j.iter().all(|j| *j <= 0.0),
+        "{expected}"
+    );
+    for np in [2, 3] {
+        let ranks_out = out_dir(&format!("np{np}"));
+        let out = hexfem_on(np, &["run", &yaml, "-q", "-o", &ranks_out]);
+        assert!(!out.status.success(), "{np} ranks: {}", output_text(&out));
+        let text = output_text(&out);
+        assert!(!text.contains("panicked"), "{np} ranks: {text}");
+        let (got, j) =
+            load_path_failure(&out.stderr).unwrap_or_else(|| panic!("{np} ranks: {text}"));
+        assert_eq!(got, expected, "{np} ranks");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr)
+                .matches("no load step")
+                .count(),
+            1,
+            "printed once: {text}"
+        );
+        assert_eq!(j.len(), serial_j.len());
+        for (a, b) in j.iter().zip(&serial_j) {
+            assert!(
+                (a - b).abs() <= 1e-6 * b.abs(),
+                "{np} ranks: J = {a}, serial {b}"
+            );
+        }
     }
 }

@@ -18,16 +18,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Result;
 use comm::Comm;
 use config::{Config, GlobalProbe, OutputField};
 use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
 use linalg::Vector;
 use mesh::MeshPart;
 
+use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
+use crate::Result;
 
 /// Bits of set membership per mask word (f64 bit patterns carry 64).
 const BITS: usize = 64;
@@ -82,7 +83,7 @@ struct Accumulator<'a> {
     /// Per global probe: its extreme over the cells (cell-field globals).
     extremes: Vec<CellExtreme>,
     /// The first failure of a probe's evaluation in a window.
-    failure: Option<anyhow::Error>,
+    failure: Option<crate::Error>,
 }
 
 impl Accumulator<'_> {
@@ -113,7 +114,7 @@ impl Accumulator<'_> {
                 if probe::is_nodal(f) {
                     match probe::nodal_components(f, t) {
                         Ok(v) => self.stats[i][j].add(&v),
-                        Err(e) => self.fail(e.into()),
+                        Err(e) => self.fail(e),
                     }
                 }
             }
@@ -139,14 +140,14 @@ impl Accumulator<'_> {
                 if !probe::is_nodal(f) {
                     match probe::record_components(f, record, strains) {
                         Ok(v) => self.stats[i][j].add(&v),
-                        Err(e) => self.fail(e.into()),
+                        Err(e) => self.fail(e),
                     }
                 }
             }
         }
     }
 
-    fn fail(&mut self, e: anyhow::Error) {
+    fn fail(&mut self, e: crate::Error) {
         self.failure.get_or_insert(e);
     }
 
@@ -992,7 +993,7 @@ impl RankOutput {
                 gather(None, &mut acc)?;
                 None
             }
-            _ => anyhow::bail!("the results writer and the probe values are rank 0's alone"),
+            _ => fail!("the results writer and the probe values are rank 0's alone"),
         };
         self.note(&stats);
         Ok(figures)

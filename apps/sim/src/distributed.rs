@@ -10,7 +10,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
 use comm::{agree, Comm, CommError};
 use linalg::Vector;
 use mesh::MeshPart;
@@ -25,26 +24,32 @@ use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
 use crate::writer::StepOutput;
+use crate::Result;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
 /// lowest failing rank's, with its whole chain of causes). On one rank: `result` itself.
-pub fn agreed<T, E: Into<anyhow::Error>>(comm: &dyn Comm, result: Result<T, E>) -> Result<T> {
+pub fn agreed<T, E: Into<crate::Error>>(
+    comm: &dyn Comm,
+    result: std::result::Result<T, E>,
+) -> Result<T> {
     let result = result.map_err(Into::into);
     if comm.size() == 1 {
         return result;
     }
-    Ok(agree(comm, result.map_err(|e| format!("{e:#}")))?)
+    Ok(agree(comm, result.map_err(|e| e.chain_text()))?)
 }
 
 /// True for an error that came out of [`agreed`] (every rank holds the same one), also as a
-/// [`crate::Error`].
-pub fn is_agreed(error: &anyhow::Error) -> bool {
-    matches!(
-        error.downcast_ref::<CommError>(),
-        Some(CommError::Failed { .. })
-    ) || error
-        .downcast_ref::<crate::Error>()
-        .is_some_and(crate::Error::is_agreed)
+/// cause of `error` (a front end's error may add context to it) and as a [`crate::Error`].
+pub fn is_agreed(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |e| e.source()).any(|e| {
+        matches!(
+            e.downcast_ref::<CommError>(),
+            Some(CommError::Failed { .. })
+        ) || e
+            .downcast_ref::<crate::Error>()
+            .is_some_and(crate::Error::is_agreed)
+    })
 }
 
 use crate::observer::{Placement, RanksDevice};
@@ -209,7 +214,7 @@ pub(crate) fn execute_on_ranks(
             "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]",
             p.at[0], p.at[1], p.at[2]
         ));
-        return Err(crate::locate::locate(config, missing).into());
+        return Err(crate::locate::locate(config, missing));
     }
     stages.since(PROBLEM, loads_started);
     let device = stages.time(SOLVER, || rank_devices(comm, config))?;

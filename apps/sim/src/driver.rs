@@ -15,7 +15,6 @@
 use std::cell::RefCell;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
 use comm::Comm;
 use config::Config;
 use io::{MeshInfo, RanksInfo, RunStatus, StepRecord, SummaryWriter};
@@ -33,6 +32,7 @@ use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunFigures, RunOutcome, StepStamp};
 use crate::stages::{RunStages, Timed, OUTPUT, OUTPUT_WRITER, RESTART, SOLVER};
 use crate::writer::StepOutput;
+use crate::{Error, Result, WriterFailure};
 
 /// What a run does differently on one rank and on many (see the module doc). Methods marked
 /// collective are called by every rank, in the same order; their errors are the same on every
@@ -175,7 +175,7 @@ pub(crate) fn drive(
     let records = (comm.rank() == 0)
         .then(|| {
             let summary = create_summary(case, problem, &mesh_info, layout.ranks_info())?;
-            anyhow::Ok(Records {
+            Ok::<_, Error>(Records {
                 summary,
                 probe_log: None,
                 figures: RunFigures {
@@ -187,9 +187,9 @@ pub(crate) fn drive(
         .transpose();
     let mut records = agreed(comm, records)?;
     // an error from here on is recorded in the summary (where it can be)
-    let fail = |records: &mut Option<Records>, e: anyhow::Error| {
+    let fail = |records: &mut Option<Records>, e: Error| {
         if let Some(r) = records {
-            let message = format!("{e:#}");
+            let message = e.chain_text();
             let wall = started.elapsed().as_secs_f64();
             let _ = r.summary.finish(RunStatus::Failed { message }, wall);
         }
@@ -392,9 +392,10 @@ pub(crate) fn drive(
             let output_s = step_started.elapsed().as_secs_f64();
             step_output_s += output_s;
             timed.stages.borrow_mut().add(OUTPUT, output_s);
-            agreed(comm, written)
+            Ok(agreed(comm, written)?)
         },
     );
+    let outcome = outcome.map_err(Error::from);
     let end_started = Instant::now();
     // the load path's seconds without the output's
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;
@@ -414,7 +415,7 @@ pub(crate) fn drive(
     let outcome = match (outcome, settled) {
         (outcome, Ok(())) => outcome,
         (Err(e), Err(w)) if !e.is::<solve::newton::Interrupted>() => {
-            Err(e.context(format!("the output also failed: {w:#}")))
+            Err(e.context(format!("the output also failed: {}", w.chain_text())))
         }
         (_, Err(w)) => Err(w),
     };
@@ -445,9 +446,9 @@ pub(crate) fn drive(
             // the writer's thread ended without its file (the outcome is then its error)
             let e = match outcome {
                 Err(e) => e,
-                Ok(()) => anyhow::anyhow!("the output writer has stopped"),
+                Ok(()) => WriterFailure::Stopped.into(),
             };
-            let message = format!("{e:#}");
+            let message = e.chain_text();
             let _ = r.summary.finish(RunStatus::Failed { message }, wall);
             Err(e)
         }
@@ -532,8 +533,10 @@ fn create_summary(
     ranks: Option<RanksInfo>,
 ) -> Result<SummaryWriter> {
     let dir = &case.dir;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|error| Error::OutputDirectory {
+        dir: dir.clone(),
+        error,
+    })?;
     let mut summary = SummaryWriter::create(
         dir,
         &case.name,

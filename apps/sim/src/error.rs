@@ -35,27 +35,82 @@ pub enum Error {
     /// the communication itself.
     #[error(transparent)]
     Ranks(#[from] CommError),
+    /// The output directory could not be created.
+    #[error("creating output directory {}: {error}", dir.display())]
+    OutputDirectory {
+        dir: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// The background output writer could not take or write a state.
+    #[error(transparent)]
+    Writer(#[from] WriterFailure),
     /// A failure while building, solving or writing (a file that cannot be written, a load
     /// step that does not converge, ...), with its chain of causes.
     #[error(transparent)]
     Run(Failure),
 }
 
+/// Why the output writer of one process (a thread that writes the converged states while
+/// Newton goes on, [`crate::writer`]) could not take or write a state.
+#[derive(Debug, thiserror::Error)]
+pub enum WriterFailure {
+    /// Its thread has ended: a state handed to it cannot be written.
+    #[error("the output writer has stopped")]
+    Stopped,
+    /// A write panicked (the file keeps its committed steps).
+    #[error("the output writer failed unexpectedly")]
+    Panicked,
+    /// Its thread could not be started.
+    #[error("starting the output writer's thread: {error}")]
+    Thread { error: std::io::Error },
+}
+
 /// A failure and its chain of causes: `Display` gives the failure, with the alternate flag
 /// (`{:#}`) the whole chain (`failure: cause: ...`); `source` the next cause.
 #[derive(Debug)]
-pub struct Failure(anyhow::Error);
+pub struct Failure(Box<dyn std::error::Error + Send + Sync + 'static>);
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
+        write!(f, "{}", self.0)?;
+        if f.alternate() {
+            let mut cause = self.0.source();
+            while let Some(e) = cause {
+                write!(f, ": {e}")?;
+                cause = e.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Failure {
+    /// The failure of an `anyhow` chain: every error of it keeps its type (the outermost one
+    /// moved out of anyhow's allocation), so that a lower crate's error stays recognisable
+    /// ([`Error::is`], [`crate::locate`]).
+    fn of(error: anyhow::Error) -> Self {
+        Failure(error.reallocate_into_boxed_dyn_error_without_backtrace())
     }
 }
 
 impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.chain().nth(1)
+        self.0.source()
     }
+}
+
+/// A failure's message without a cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Message(String);
+
+/// A failure's message with the error that caused it (its `source`).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct Caused {
+    message: String,
+    #[source]
+    cause: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
 /// A result of the simulation library.
@@ -66,41 +121,61 @@ impl Error {
     /// the cause of a failure (rank 0 adds where its files are): a front end need not agree on
     /// it again (every rank skips that collective).
     pub fn is_agreed(&self) -> bool {
+        // an agreed error, also held by the library's error as a cause (the load path's
+        // step callback hands it through `anyhow`)
         let agreed = |e: &(dyn std::error::Error + 'static)| {
             matches!(
                 e.downcast_ref::<CommError>(),
                 Some(CommError::Failed { .. })
-            )
+            ) || e.downcast_ref::<Error>().is_some_and(Error::is_agreed)
         };
         match self {
             Error::Ranks(e) => agreed(e),
-            Error::Run(Failure(e)) => e.chain().any(agreed),
-            _ => false,
+            _ => self.causes().into_iter().any(agreed),
         }
+    }
+
+    /// The error and its causes in one line, `error: cause: ...` (as the alternate rendering
+    /// of a failure, and of the error as an `anyhow::Error`): the text the ranks agree on and
+    /// the summary records.
+    pub fn chain_text(&self) -> String {
+        let texts: Vec<String> = self.causes().iter().map(ToString::to_string).collect();
+        texts.join(": ")
+    }
+
+    /// True where this error or one of its causes is an `E` (as `anyhow::Error::is` looks
+    /// through the context added to an error).
+    pub fn is<E: std::error::Error + 'static>(&self) -> bool {
+        self.causes().iter().any(|e| e.is::<E>())
     }
 }
 
 impl Error {
     /// A failure with `message` and no cause ([`Error::Run`]).
     pub(crate) fn failure(message: String) -> Self {
-        Error::Run(Failure(anyhow::Error::msg(message)))
+        Error::Run(Failure(Box::new(Message(message))))
     }
 
     /// A failure of `message` caused by this error ([`Error::Run`]; the alternate rendering
     /// is `message: this error's`).
     pub(crate) fn context(self, message: String) -> Self {
-        Error::Run(Failure(self.into_chain().context(message)))
+        Error::Run(Failure(Box::new(Caused {
+            message,
+            cause: self.into_cause(),
+        })))
     }
 
-    /// The error as its chain of causes, each cause its own type (where a typed variant was
-    /// a failure's cause, it stays recognisable: [`Error::causes`]).
-    fn into_chain(self) -> anyhow::Error {
+    /// The error as the cause of a failure, each cause its own type (where a typed variant
+    /// was a failure's cause, it stays recognisable: [`Error::causes`]).
+    fn into_cause(self) -> Box<dyn std::error::Error + Send + Sync + 'static> {
         match self {
-            Error::Input(e) => e.into(),
-            Error::Interrupted(e) => e.into(),
-            Error::CampaignInterrupted(e) => e.into(),
-            Error::Restart(e) => e.into(),
-            Error::Ranks(e) => e.into(),
+            Error::Input(e) => Box::new(e),
+            Error::Interrupted(e) => Box::new(e),
+            Error::CampaignInterrupted(e) => Box::new(e),
+            Error::Restart(e) => Box::new(e),
+            Error::Ranks(e) => Box::new(e),
+            e @ Error::OutputDirectory { .. } => Box::new(e),
+            Error::Writer(e) => Box::new(e),
             Error::Run(Failure(e)) => e,
         }
     }
@@ -108,14 +183,17 @@ impl Error {
     /// The error and its causes, outermost first, each its own type (a lower crate's error
     /// can be recognised with `downcast_ref`).
     pub(crate) fn causes(&self) -> Vec<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Input(e) => vec![e],
-            Error::Interrupted(e) => vec![e],
-            Error::CampaignInterrupted(e) => vec![e],
-            Error::Restart(e) => vec![e],
-            Error::Ranks(e) => vec![e],
-            Error::Run(Failure(e)) => e.chain().collect(),
-        }
+        let first: &(dyn std::error::Error + 'static) = match self {
+            Error::Input(e) => e,
+            Error::Interrupted(e) => e,
+            Error::CampaignInterrupted(e) => e,
+            Error::Restart(e) => e,
+            Error::Ranks(e) => e,
+            Error::OutputDirectory { .. } => self,
+            Error::Writer(e) => e,
+            Error::Run(Failure(e)) => &**e,
+        };
+        std::iter::successors(Some(first), |e| e.source()).collect()
     }
 }
 
@@ -151,7 +229,7 @@ macro_rules! failure_from {
     ($($error:ty),*) => {$(
         impl From<$error> for Error {
             fn from(error: $error) -> Self {
-                Error::Run(Failure(anyhow::Error::new(error)))
+                Error::Run(Failure(Box::new(error)))
             }
         }
     )*};
@@ -209,9 +287,9 @@ impl From<anyhow::Error> for Error {
                 Ok(e) => return Error::Restart(e),
                 Err(error) => error,
             };
-            return Error::Run(Failure(error));
+            return Error::Run(Failure::of(error));
         }
-        Error::Run(Failure(error))
+        Error::Run(Failure::of(error))
     }
 }
 
@@ -254,7 +332,48 @@ mod tests {
         assert!(matches!(converted[2], Error::Run(_)));
         for (e, expected) in converted.into_iter().zip(expected) {
             assert_eq!(format!("{e:#}"), expected);
+            assert_eq!(e.chain_text(), expected);
             assert_eq!(format!("{:#}", anyhow::Error::new(e)), expected);
         }
+    }
+
+    /// A failure's context keeps its cause's type and text (`is`, `chain_text`, the alternate
+    /// rendering), through `anyhow` and back; the load path's stop is recognised by its type.
+    #[test]
+    fn context_keeps_the_causes_and_their_types() {
+        let agreed = Error::Ranks(CommError::Failed {
+            rank: 1,
+            size: 3,
+            message: "step 2: element failure in cell 4".into(),
+        });
+        let e = agreed.context("0 converged steps are in a.h5".into());
+        assert!(e.is_agreed() && e.is::<CommError>());
+        let text = "0 converged steps are in a.h5: rank 1 of 3: step 2: element failure in cell 4";
+        assert_eq!(e.chain_text(), text);
+        assert_eq!(format!("{e:#}"), text);
+        assert_eq!(e.to_string(), "0 converged steps are in a.h5");
+        // through anyhow (a step callback of the load path) and back: the same error
+        let back = Error::from(anyhow::Error::new(e));
+        assert!(back.is_agreed());
+        assert_eq!(back.chain_text(), text);
+        let stopped = Error::from(anyhow::Error::new(solve::newton::Interrupted));
+        assert!(stopped.is::<solve::newton::Interrupted>());
+        let alone = Error::from(anyhow::Error::new(std::io::Error::other("full")));
+        assert!(alone.is::<std::io::Error>());
+        let in_context =
+            Error::from(anyhow::Error::new(std::io::Error::other("full")).context("x"));
+        assert!(in_context.is::<std::io::Error>());
+        assert_eq!(in_context.chain_text(), "x: full");
+        let writer = Error::from(WriterFailure::Stopped).context("step 3".into());
+        assert!(writer.is::<WriterFailure>() && !writer.is::<CommError>());
+        assert_eq!(writer.chain_text(), "step 3: the output writer has stopped");
+        let dir = Error::OutputDirectory {
+            dir: "out/x".into(),
+            error: std::io::Error::other("read-only file system"),
+        };
+        assert_eq!(
+            format!("{:#}", anyhow::Error::new(dir)),
+            "creating output directory out/x: read-only file system"
+        );
     }
 }

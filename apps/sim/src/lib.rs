@@ -64,7 +64,7 @@ use std::sync::Arc;
 
 use comm::Comm;
 
-pub use error::{Error, Failure, Result};
+pub use error::{Error, Failure, Result, WriterFailure};
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
@@ -107,7 +107,7 @@ pub fn check_input(
     output_dir: Option<&std::path::Path>,
 ) -> Result<check::CheckReport, Error> {
     if comm.size() > 1 {
-        distributed::check_on_ranks(comm, input, overrides, output_dir).map_err(Error::from)
+        distributed::check_on_ranks(comm, input, overrides, output_dir)
     } else {
         check::check_source(input, overrides, output_dir)
     }

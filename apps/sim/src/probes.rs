@@ -570,16 +570,13 @@ pub(crate) fn set_cells(mesh: &HexMesh, name: &str, nodes: &[usize]) -> Vec<usiz
     cells
 }
 
-/// The error of a probe point `i` that lies in no cell (an `anyhow` error for the distributed
-/// output's own, `crate::dist_output`).
-pub fn outside(config: &Config, i: usize) -> anyhow::Error {
+/// The error of a probe point `i` that lies in no cell (located at its key).
+pub fn outside(config: &Config, i: usize) -> crate::Error {
     let at = config.output.probes.points[i].at;
-    config
-        .error_at(
-            &format!("output.probes.points[{i}].at"),
-            format!("the point {at:?} lies in no cell of the mesh"),
-        )
-        .into()
+    crate::Error::Input(config.error_at(
+        &format!("output.probes.points[{i}].at"),
+        format!("the point {at:?} lies in no cell of the mesh"),
+    ))
 }
 
 /// Sums over a set's nodes, added in the set's order: displacements, forces, and the forces'

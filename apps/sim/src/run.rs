@@ -364,7 +364,9 @@ pub fn run(
             execute_in_stages(&case, &mut Warm::default(), started, stages)
         } else {
             let window = options.output_window;
-            crate::distributed::execute_on_ranks(comm, &case, window, started, stages)
+            Ok(crate::distributed::execute_on_ranks(
+                comm, &case, window, started, stages,
+            )?)
         }
     })
 }
@@ -431,7 +433,7 @@ fn execute_in_stages(
     let probes = stages.time(PROBLEM, || {
         crate::probes::Probes::new(config, &problem.mesh)
     });
-    let outcome = probes.map_err(Into::into).and_then(|probes| {
+    let outcome = probes.and_then(|probes| {
         let mut layout = OneProcess {
             warm: &mut *warm,
             probes,
@@ -443,11 +445,11 @@ fn execute_in_stages(
         crate::driver::drive(comm, case, &mut layout, &mut problem, started, stages)
     });
     warm.problem = Some((key, problem));
-    outcome.map(|mut o| {
+    Ok(outcome.map(|mut o| {
         o.figures.reused_problem = reused_problem;
         o.figures.problem_s = problem_s;
         o
-    })
+    })?)
 }
 
 /// One process's [`Layout`]: the whole mesh and its problem, the linear solver shared with the
@@ -464,15 +466,15 @@ struct OneProcess<'w> {
 }
 
 impl Layout for OneProcess<'_> {
-    fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector> {
-        Ok(restart.displacement_of_mesh(&problem.mesh.coords)?)
+    fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> crate::Result<Vector> {
+        restart.displacement_of_mesh(&problem.mesh.coords)
     }
 
     fn solver(
         &mut self,
         config: &Config,
         problem: &Problem,
-    ) -> Result<(LinearSolver, Choice, bool)> {
+    ) -> crate::Result<(LinearSolver, Choice, bool)> {
         // the Newton loop runs on the GPU with the solver: `auto` stays on the CPU where the
         // device lacks a feature the problem uses, `cuda` is an error there
         let (params, fallback) = newton_device(config, problem)?;
@@ -529,7 +531,7 @@ impl Layout for OneProcess<'_> {
         config: &Config,
         problem: &Problem,
         case: &Case,
-    ) -> Result<StepOutput> {
+    ) -> crate::Result<StepOutput> {
         let results = create_results(config, &problem.mesh, &case.dir, &case.name, &case.faults)?;
         Ok(StepOutput::Background(BackgroundWriter::start(results)?))
     }
@@ -543,7 +545,7 @@ impl Layout for OneProcess<'_> {
         cells: CellOutputs,
         stamp: StepStamp,
         output: &mut StepOutput,
-    ) -> Result<Option<StateFigures>> {
+    ) -> crate::Result<Option<StateFigures>> {
         let mesh = &problem.mesh;
         let strain_energy = cells.total_strain_energy();
         let (displacement, _) = u.host()?.as_chunks::<3>();
@@ -574,7 +576,7 @@ impl Layout for OneProcess<'_> {
         let state = StateSnapshot::of(stamp, u, reactions, cells)?;
         let fields = config.output.clone();
         output.submit(Box::new(move |results| {
-            write_fields(&fields, &output_mesh, &state, results)
+            Ok(write_fields(&fields, &output_mesh, &state, results)?)
         }))?;
         Ok(Some(figures))
     }
@@ -586,11 +588,11 @@ impl Layout for OneProcess<'_> {
         cells: &CellOutputs,
         size: f64,
         linear: bool,
-    ) -> Result<Vec<String>> {
-        check_state(index, u, cells, size, linear)
+    ) -> crate::Result<Vec<String>> {
+        Ok(check_state(index, u, cells, size, linear)?)
     }
 
-    fn inverted_cells(&self, _cells: &CellOutputs) -> Result<InvertedScope> {
+    fn inverted_cells(&self, _cells: &CellOutputs) -> crate::Result<InvertedScope> {
         Ok(InvertedScope::Own)
     }
 
@@ -599,7 +601,7 @@ impl Layout for OneProcess<'_> {
         _summary: Option<&mut SummaryWriter>,
         _newton_s: f64,
         _output_s: f64,
-    ) -> Result<()> {
+    ) -> crate::Result<()> {
         Ok(())
     }
 }
@@ -608,13 +610,13 @@ impl Layout for OneProcess<'_> {
 /// (where it can: its own failure is added to the message), and the error names how many
 /// converged steps the results file holds. The serial run and rank 0 of a run on ranks end here.
 pub(crate) fn finish_run(
-    outcome: Result<()>,
+    outcome: crate::Result<()>,
     mut summary: SummaryWriter,
     results: ResultsWriter,
     probe_log: Option<io::ProbeLog>,
     figures: RunFigures,
     wall: f64,
-) -> Result<RunOutcome> {
+) -> crate::Result<RunOutcome> {
     // Converged steps: 1, 2, ... after the undeformed step 0.
     let steps = results.last_step().unwrap_or(0);
     match outcome {
@@ -641,15 +643,16 @@ pub(crate) fn finish_run(
         }
         Err(e) => {
             // The first error is the one reported; the summary records it if it can.
-            let first = format!("{e:#}");
+            let first = e.chain_text();
             let mut e = e.context(format!(
                 "{steps} converged steps are in {}",
                 results.h5_path().display()
             ));
             if let Err(summary_error) = summary.finish(RunStatus::Failed { message: first }, wall) {
-                e = anyhow::anyhow!(
-                    "{e:#}\n(the summary could not record the failure: {summary_error})"
-                );
+                e = crate::Error::failure(format!(
+                    "{}\n(the summary could not record the failure: {summary_error})",
+                    e.chain_text()
+                ));
             }
             return Err(e);
         }

@@ -24,8 +24,10 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
 use io::ResultsWriter;
+
+use crate::error::WriterFailure;
+use crate::Result;
 
 /// One state's output, run on the thread that owns the results file.
 pub(crate) type WriteJob = Box<dyn FnOnce(&mut ResultsWriter) -> Result<()> + Send>;
@@ -119,7 +121,7 @@ impl BackgroundWriter {
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         job(&mut results)
                     }))
-                    .unwrap_or_else(|_| Err(anyhow!("the output writer failed unexpectedly")));
+                    .unwrap_or_else(|_| Err(WriterFailure::Panicked.into()));
                     if finished
                         .send((outcome, started.elapsed().as_secs_f64()))
                         .is_err()
@@ -129,7 +131,7 @@ impl BackgroundWriter {
                 }
                 results
             })
-            .map_err(|e| anyhow!("starting the output writer's thread: {e}"))?;
+            .map_err(|error| WriterFailure::Thread { error })?;
         Ok(BackgroundWriter {
             jobs: Some(jobs),
             done,
@@ -150,7 +152,7 @@ impl BackgroundWriter {
                 self.in_flight = true;
                 Ok(())
             }
-            _ => Err(anyhow!("the output writer has stopped")),
+            _ => Err(WriterFailure::Stopped.into()),
         }
     }
 
@@ -166,7 +168,7 @@ impl BackgroundWriter {
                 self.writes += 1;
                 outcome
             }
-            Err(_) => Err(anyhow!("the output writer has stopped")),
+            Err(_) => Err(WriterFailure::Stopped.into()),
         }
     }
 
@@ -176,7 +178,7 @@ impl BackgroundWriter {
         self.jobs = None;
         let results = self.thread.take().and_then(|t| t.join().ok());
         let outcome = match (outcome, &results) {
-            (Ok(()), None) => Err(anyhow!("the output writer has stopped")),
+            (Ok(()), None) => Err(WriterFailure::Stopped.into()),
             (outcome, _) => outcome,
         };
         (outcome, results)
@@ -229,7 +231,9 @@ mod tests {
         let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
         let ran = Arc::new(AtomicUsize::new(0));
         output
-            .submit(Box::new(|_| Err(anyhow!("disk full at step 1"))))
+            .submit(Box::new(|_| {
+                Err(crate::Error::failure("disk full at step 1".into()))
+            }))
             .unwrap();
         let counter = Arc::clone(&ran);
         let next = output.submit(Box::new(move |_| {
@@ -240,7 +244,9 @@ mod tests {
         assert_eq!(ran.load(Ordering::SeqCst), 0);
         // the writer goes on; the last write's error comes with the file at the end
         output
-            .submit(Box::new(|_| Err(anyhow!("disk full at step 2"))))
+            .submit(Box::new(|_| {
+                Err(crate::Error::failure("disk full at step 2".into()))
+            }))
             .unwrap();
         let (outcome, results) = output.finish();
         assert_eq!(outcome.unwrap_err().to_string(), "disk full at step 2");

@@ -158,14 +158,10 @@ pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()
     match ElasticityAssembler::new(mesh, materials, points) {
         Ok(_) => Ok(()),
         Err(AssemblyError::InvalidElement { cell, error, .. }) => {
-            let serial = part.cell_serial_ids[cell] as usize;
-            let name = match &mesh.cell_tags {
-                Some(tags) => format!("{} element {} (cell {serial})", tags.format, tags[cell]),
-                None => format!("cell {serial}"),
-            };
+            let serial = part.cell_serial_ids[cell];
             Err(AssemblyError::InvalidElement {
-                cell: serial,
-                name,
+                cell: serial as usize,
+                name: mesh::part_cell_name(mesh.cell_tags.as_ref(), cell, serial),
                 error,
             })
             .context("setting up the element loop")

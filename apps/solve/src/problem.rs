@@ -441,6 +441,7 @@ impl Problem {
         discrete.partition = Some(assembly::RankPart {
             layout,
             owned_cells: part.cell_owned.clone(),
+            cell_serial_ids: part.cell_serial_ids.clone(),
         });
         Ok(problem)
     }

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{self as cu, CudaFunction, CudaModule, CudaStream, DeviceRepr};
+use cudarc::driver::{self as cu, CudaFunction, CudaModule, CudaStream};
 
 use super::buffer::DeviceBuffer;
 use super::nccl::DeviceComm;
 use super::nvrtc::{compile, KernelSource};
+use super::DeviceData;
 use crate::LinalgError;
 
 /// Bytes moved between host and device since the context was made (or last reset).
@@ -345,7 +346,7 @@ impl CudaContext {
     }
 
     /// Copies `host` into a new device buffer (counted).
-    pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<DeviceBuffer<T>, LinalgError> {
+    pub fn upload<T: DeviceData>(&self, host: &[T]) -> Result<DeviceBuffer<T>, LinalgError> {
         let slice = if host.is_empty() {
             self.stream.null().map_err(driver_err("cuMemAlloc"))?
         } else {
@@ -359,7 +360,7 @@ impl CudaContext {
     }
 
     /// Copies `host` over `dst` (counted); the lengths must agree.
-    pub fn upload_into<T: DeviceRepr>(
+    pub fn upload_into<T: DeviceData>(
         &self,
         host: &[T],
         dst: &mut DeviceBuffer<T>,
@@ -376,7 +377,7 @@ impl CudaContext {
     }
 
     /// Copies a device buffer back into a new `Vec` (counted; waits for the stream).
-    pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
+    pub fn download<T: DeviceData>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>, LinalgError> {
         if !src.is_empty() && src.bytes() <= SMALL_DOWNLOAD_BYTES {
             return self.download_small(src, src.len());
         }
@@ -397,7 +398,7 @@ impl CudaContext {
 
     /// The first `len` values of `src` (as [`Self::download`]; a few of them: through the
     /// page-locked buffer).
-    pub(crate) fn download_prefix<T: DeviceRepr>(
+    pub(crate) fn download_prefix<T: DeviceData>(
         &self,
         src: &DeviceBuffer<T>,
         len: usize,
@@ -423,7 +424,7 @@ impl CudaContext {
 
     /// The first `len` values of `src` through the page-locked buffer (made at the first
     /// call; `len` values fit it): an asynchronous copy, then the stream's end.
-    fn download_small<T: DeviceRepr>(
+    fn download_small<T: DeviceData>(
         &self,
         src: &DeviceBuffer<T>,
         len: usize,
@@ -471,10 +472,7 @@ impl CudaContext {
     }
 
     /// A buffer of `len` zeros.
-    pub fn zeros<T: DeviceRepr + cu::ValidAsZeroBits>(
-        &self,
-        len: usize,
-    ) -> Result<DeviceBuffer<T>, LinalgError> {
+    pub fn zeros<T: DeviceData>(&self, len: usize) -> Result<DeviceBuffer<T>, LinalgError> {
         let slice = self
             .stream
             .alloc_zeros(len)
@@ -500,7 +498,7 @@ impl CudaContext {
     }
 
     /// A new buffer holding a copy of `src` (device to device, not a host transfer).
-    pub fn duplicate<T: DeviceRepr + cu::ValidAsZeroBits>(
+    pub fn duplicate<T: DeviceData>(
         &self,
         src: &DeviceBuffer<T>,
     ) -> Result<DeviceBuffer<T>, LinalgError> {
@@ -510,7 +508,7 @@ impl CudaContext {
     }
 
     /// Device-to-device copy of `src` into `dst` (not a host transfer; lengths must agree).
-    pub fn copy<T: DeviceRepr>(
+    pub fn copy<T: DeviceData>(
         &self,
         src: &DeviceBuffer<T>,
         dst: &mut DeviceBuffer<T>,
@@ -526,7 +524,7 @@ impl CudaContext {
 
     /// Device-to-device copy of `len` values of `src` from `src_start` into `dst` at
     /// `dst_start` (not a host transfer; both ranges must lie inside their buffers).
-    pub fn copy_range<T: DeviceRepr>(
+    pub fn copy_range<T: DeviceData>(
         &self,
         src: &DeviceBuffer<T>,
         src_start: usize,

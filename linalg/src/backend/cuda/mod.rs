@@ -45,12 +45,38 @@ pub mod vector;
 
 pub use buffer::DeviceBuffer;
 
+/// An element type of device arrays ([`DeviceBuffer<T>`], the uploads, downloads, zeros and
+/// copies of [`CudaContext`]): plain numbers that the GPU reads as the host stores them and
+/// for which all-zero bits are a value (`f64`, `f32`, the integers). Sealed: linalg implements
+/// it, so no cudarc trait appears in a bound outside the backend.
+pub trait DeviceData:
+    sealed::Sealed
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + Copy
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+mod sealed {
+    /// Implemented by [`super::DeviceData`]'s types alone.
+    pub trait Sealed {}
+}
+
+macro_rules! device_data {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl DeviceData for $t {}
+    )*};
+}
+device_data!(f64, f32, u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
 /// A value type a device matrix or block diagonal stores: `f64`, or `f32` for fp32 storage
 /// ([`crate::Precision::Single`]). Kernels read it through the `#define` of its slot (`F32`
 /// names below: 1 for `f32`), load it widened to `f64` and accumulate in `f64`.
-pub trait DeviceValue:
-    cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static
-{
+pub trait DeviceValue: DeviceData {
     /// The `#define` value of a kernel's value-type slot: 1 for `f32`, 0 for `f64`.
     const F32: i64;
     /// The value widened to `f64`.
