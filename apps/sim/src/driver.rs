@@ -103,6 +103,12 @@ pub(crate) trait Layout {
     /// Collective: whose inverted cells a step's plausibility warnings name.
     fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope>;
 
+    /// Whether a converged step's strains that no probe reads are left to the output writer
+    /// ([`CellOutputs::later`]: one process; on ranks they travel in the cells' records).
+    fn defers_strains(&self) -> bool {
+        false
+    }
+
     /// Collective, after the load path: adds each rank's figures (output memory, peak memory,
     /// seconds in Newton and in output) to rank 0's `summary`.
     fn finish_summary(
@@ -291,10 +297,12 @@ pub(crate) fn drive(
         inner: observer,
         stages: RefCell::new(&mut *stages),
     };
+    let output_strains = crate::fields::strain_measures(config);
     let path = LoadPath {
         loading: &loading,
         newton: &newton,
         observer: &timed,
+        output_strains: &output_strains,
     };
     let mut step_output_s = 0.0;
     let newton_started = Instant::now();
@@ -307,7 +315,13 @@ pub(crate) fn drive(
             let step_started = Instant::now();
             // this rank's cells' outputs; a state that is not finite fails the step on every
             // rank, before it is written
-            let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config))?;
+            let cells = agreed(comm, CellOutputs::of_step(
+                problem,
+                step,
+                u,
+                config,
+                layout.defers_strains(),
+            ))?;
             let linear = problem.is_linear();
             let local = layout.check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;
