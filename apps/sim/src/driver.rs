@@ -315,13 +315,10 @@ pub(crate) fn drive(
             let step_started = Instant::now();
             // this rank's cells' outputs; a state that is not finite fails the step on every
             // rank, before it is written
-            let cells = agreed(comm, CellOutputs::of_step(
-                problem,
-                step,
-                u,
-                config,
-                layout.defers_strains(),
-            ))?;
+            let cells = agreed(
+                comm,
+                CellOutputs::of_step(problem, step, u, config, layout.defers_strains()),
+            )?;
             let linear = problem.is_linear();
             let local = layout.check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;

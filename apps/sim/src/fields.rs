@@ -182,8 +182,7 @@ mod tests {
             materials:\n  - { model: linear, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
             boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n\
             output: { fields: [displacement, strain, green_lagrange_strain, logarithmic_strain] }\n";
-        let config =
-            config::load_str(text, std::path::Path::new("block.yaml"), &[]).unwrap();
+        let config = config::load_str(text, std::path::Path::new("block.yaml"), &[]).unwrap();
         let problem = crate::locate::build_problem(&config).unwrap();
         let u: Vec<f64> = problem
             .mesh
@@ -225,6 +224,9 @@ mod tests {
         assert_eq!(mixed[2], host[2]);
         let short = vec![(StrainMeasure::Model, vec![[0.0; 9]; 3])];
         let error = cell_strains(&problem, &u, &config, short).unwrap_err();
-        assert!(format!("{error:#}").contains("strains from the GPU"), "{error:#}");
+        assert!(
+            format!("{error:#}").contains("strains from the GPU"),
+            "{error:#}"
+        );
     }
 }

@@ -259,7 +259,10 @@ fn strains_are_the_hosts(name: &str, input: &Path, h5: &Path) -> Vec<String> {
                 .unwrap();
             let host = values.as_flattened();
             let same = written.len() == host.len()
-                && written.iter().zip(host).all(|(a, b)| a.to_bits() == b.to_bits());
+                && written
+                    .iter()
+                    .zip(host)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
             if !same {
                 failures.push(format!(
                     "{name}: step {step}: {} is not the host's of the written displacement",
@@ -274,6 +277,37 @@ fn strains_are_the_hosts(name: &str, input: &Path, h5: &Path) -> Vec<String> {
         failures.push(format!("{name}: no strain dataset compared"));
     }
     failures
+}
+
+/// One process leaves the strains no probe reads to the output writer (computed there from the
+/// state's displacement): what it writes is the host's [`crate::fields::cell_strains`] of the
+/// written displacement bit for bit, Q1 and Q2, several materials and both formulations, and
+/// with a probe reading the logarithmic strain (then computed with the step). No GPU needed.
+#[test]
+fn cpu_runs_write_the_hosts_strains_from_the_writer() {
+    let probe = "output.probes.points=[{ name: mid, at: [0.5, 0.5, 0.5], fields: \
+        [logarithmic_strain] }]";
+    let cases = [
+        ("neo_hookean_block", None),
+        ("neo_hookean_block", Some(probe)),
+        ("slender_beam", None),
+        ("layered_bar", None),
+        ("rubber_block_incompressible", None),
+    ];
+    let mut failures = Vec::new();
+    for (name, extra) in cases {
+        let input = inputs_dir().join(format!("{name}.yaml"));
+        let dir = Scratch::new(&format!("writer-strains-{name}-{}", extra.is_some()));
+        let mut overrides = vec![ALL_FIELDS.to_string()];
+        overrides.extend(extra.map(str::to_string));
+        let options = RunOptions::new(&input)
+            .with_overrides(overrides)
+            .with_output_dir(&dir.0);
+        let outcome = crate::run(&comm::SelfComm::shared(), &options, &crate::Quiet)
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        failures.extend(strains_are_the_hosts(name, &input, &outcome.h5));
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 /// Inputs with what the device takes per load step: loads and constraints on load curves of

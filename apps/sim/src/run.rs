@@ -12,9 +12,9 @@ use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
 
 use crate::dist_output::StateFigures;
-use crate::fields::StrainCells;
 use crate::distributed::agreed;
 use crate::driver::{InvertedScope, Layout};
+use crate::fields::StrainCells;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
