@@ -248,7 +248,8 @@ pub(crate) fn drive(
     let output_started = Instant::now();
     // the states handed to the output whose records wait for their write (at most one)
     let mut pending: Option<Pending> = None;
-    let first = agreed(comm, CellOutputs::compute(problem, &u, config))
+    let defer = layout.defers_strains();
+    let first = agreed(comm, CellOutputs::compute(problem, &u, config, defer))
         .and_then(|cells| {
             let state =
                 layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
@@ -315,10 +316,7 @@ pub(crate) fn drive(
             let step_started = Instant::now();
             // this rank's cells' outputs; a state that is not finite fails the step on every
             // rank, before it is written
-            let cells = agreed(
-                comm,
-                CellOutputs::of_step(problem, step, u, config, layout.defers_strains()),
-            )?;
+            let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config, defer))?;
             let linear = problem.is_linear();
             let local = layout.check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;

@@ -1,8 +1,9 @@
 //! The output fields derived from a state beyond the element loop's cell fields: the cell-averaged
-//! strains (computed on the host from the displacement; in a one-process GPU run the model's and
-//! the Green-Lagrange strain come from the device, the host's values bit for bit, so every device
-//! and rank count writes the same values) and the principal stresses (from the cell-averaged or
-//! nodal Cauchy stress, wherever that was computed).
+//! strains and the principal stresses (from the cell-averaged or nodal Cauchy stress, wherever
+//! that was computed). Every device and rank count writes the same strain values, wherever they
+//! are computed: on the host from the displacement ([`cell_strains`]; in one process those no
+//! probe reads on the output writer's thread, [`StrainCells`]), or, in a one-process GPU run, the
+//! model's and the Green-Lagrange strain by the device (the host's operations, bit for bit).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use fem::{ElementKernel, Formulation, StrainMeasure};
 use linalg::Vector;
 use mesh::HexMesh;
 use rayon::prelude::*;
+use solve::newton::CellStrains;
 use solve::problem::Problem;
 
 use crate::error::fail;
@@ -42,7 +44,7 @@ pub fn cell_strains(
     problem: &Problem,
     u: &Vector,
     config: &Config,
-    computed: Vec<(StrainMeasure, Vec<[f64; 9]>)>,
+    computed: CellStrains,
 ) -> Result<Vec<(OutputField, Vec<[f64; 9]>)>> {
     cell_strains_of(problem, u, &strain_fields(config), computed)
 }
@@ -52,7 +54,7 @@ pub(crate) fn cell_strains_of(
     problem: &Problem,
     u: &Vector,
     fields: &[OutputField],
-    mut computed: Vec<(StrainMeasure, Vec<[f64; 9]>)>,
+    mut computed: CellStrains,
 ) -> Result<Vec<(OutputField, Vec<[f64; 9]>)>> {
     let assembler = &problem.discrete.assembler;
     fields

@@ -589,19 +589,15 @@ impl Layout for OneProcess<'_> {
         // the strains left to the writer: computed there, from the state's displacement (here
         // where the writer's mesh is not the element loop's)
         let later = std::mem::take(&mut state.cells.later);
-        let strain_cells = match later.is_empty() {
-            true => None,
-            false => match self.strain_cells(problem, &output_mesh) {
-                Some(cells) => {
-                    state.cells.later = later;
-                    Some(cells)
-                }
-                None => {
-                    let now = crate::fields::cell_strains_of(problem, u, &later, Vec::new())?;
-                    state.cells.strains.extend(now);
-                    None
-                }
-            },
+        let strain_cells = if later.is_empty() {
+            None
+        } else if let Some(cells) = self.strain_cells(problem, &output_mesh) {
+            state.cells.later = later;
+            Some(cells)
+        } else {
+            let now = crate::fields::cell_strains_of(problem, u, &later, Vec::new())?;
+            state.cells.strains.extend(now);
+            None
         };
         let fields = config.output.clone();
         output.submit(Box::new(move |results| {
@@ -986,12 +982,24 @@ impl CellOutputs {
 
     /// The outputs of every cell of `problem`'s element loop at the state `u` (on a rank's
     /// part: owned and ghost cells; `u`'s ghost entries must be current).
-    pub(crate) fn compute(problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
+    /// With `defer` (one process) the strains no probe reads are left to the output writer
+    /// ([`CellOutputs::later`]).
+    pub(crate) fn compute(
+        problem: &Problem,
+        u: &Vector,
+        config: &Config,
+        defer: bool,
+    ) -> Result<Self> {
+        Self::on_the_host(problem, u)?.with_strains(problem, u, config, Vec::new(), defer)
+    }
+
+    /// The element loop's fields of every cell at `u`, computed on the host (no strains yet).
+    fn on_the_host(problem: &Problem, u: &Vector) -> Result<Self> {
         let assembler = &problem.discrete.assembler;
         let cells = assembler.map_cells(u, |c, x, ue, material| {
             assembler.kernel_of(c).cell_fields(x, ue, material)
         })?;
-        Self::from_fields(&cells).with_strains(problem, u, config, Vec::new(), false)
+        Ok(Self::from_fields(&cells))
     }
 
     /// Adds the strain fields of `config`: those of `computed` (the GPU's) as they are, the
@@ -1002,7 +1010,7 @@ impl CellOutputs {
         problem: &Problem,
         u: &Vector,
         config: &Config,
-        computed: Vec<(fem::StrainMeasure, Vec<[f64; 9]>)>,
+        computed: solve::newton::CellStrains,
         defer: bool,
     ) -> Result<Self> {
         let (now, later): (Vec<OutputField>, Vec<OutputField>) =
@@ -1061,11 +1069,7 @@ impl CellOutputs {
                 )
             }
             None => {
-                let assembler = &problem.discrete.assembler;
-                let cells = assembler.map_cells(u, |c, x, ue, material| {
-                    assembler.kernel_of(c).cell_fields(x, ue, material)
-                })?;
-                Self::from_fields(&cells).with_strains(problem, u, config, Vec::new(), defer)
+                Self::on_the_host(problem, u)?.with_strains(problem, u, config, Vec::new(), defer)
             }
         }
     }

@@ -194,6 +194,10 @@ impl fmt::Display for FailedAttempt {
     }
 }
 
+/// Strain fields of every cell, each with its measure (full 3x3 row-major per cell, in cell
+/// order).
+pub type CellStrains = Vec<(fem::StrainMeasure, Vec<[f64; 9]>)>;
+
 /// A converged load step.
 #[derive(Clone, Debug)]
 pub struct ConvergedStep {
@@ -225,7 +229,7 @@ pub struct ConvergedStep {
     /// The strains of [`LoadPath::output_strains`] at the converged state that the GPU computed
     /// (where the Newton loop ran there: the host's values bit for bit, in cell order); empty on
     /// the host. The caller computes the others.
-    pub cell_strains: Vec<(fem::StrainMeasure, Vec<[f64; 9]>)>,
+    pub cell_strains: CellStrains,
     /// Bytes moved between the GPU and the host for this step's output once it converged
     /// (displacement, reactions, cell fields, the final residual norm); `None` on the host.
     pub output_transfer_bytes: Option<u64>,

@@ -323,7 +323,7 @@ impl IterationSystem {
         &mut self,
         u: &Vector,
         measures: &[fem::StrainMeasure],
-    ) -> Result<Vec<(fem::StrainMeasure, Vec<[f64; 9]>)>, AssemblyError> {
+    ) -> Result<crate::newton::CellStrains, AssemblyError> {
         match self {
             IterationSystem::Host(_) => Ok(Vec::new()),
             IterationSystem::Device(d) if d.problem.rank_layout().is_some() => Ok(Vec::new()),
