@@ -231,7 +231,8 @@ pub struct ConvergedStep {
     /// the host. The caller computes the others.
     pub cell_strains: CellStrains,
     /// Bytes moved between the GPU and the host for this step's output once it converged
-    /// (displacement, reactions, cell fields, the final residual norm); `None` on the host.
+    /// (displacement, reactions, cell fields and strains, the final residual norm); `None` on
+    /// the host.
     pub output_transfer_bytes: Option<u64>,
 }
 
