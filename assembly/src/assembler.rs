@@ -390,7 +390,7 @@ impl ElasticityAssembler {
     }
 
     /// Cell-to-node connectivity, `nodes_per_cell` entries per cell.
-    pub(crate) fn cells(&self) -> &[usize] {
+    pub fn cells(&self) -> &[usize] {
         &self.cells
     }
 

@@ -17,7 +17,7 @@ use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
     PositionFn, Prescribed,
 };
-use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli};
+use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli, StrainMeasure};
 use linalg::gpu::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
 use mesh::{generate_box, BoxSpec};
@@ -313,6 +313,62 @@ fn device_element_kernels_match_the_host_with_several_materials() {
         );
         let label = format!("Q{order} five materials");
         failures.extend(compare_element_kernels(&ctx, &assembler, &u, &label));
+    }
+    assert!(failures.is_empty(), "device != host: {failures:#?}");
+}
+
+/// The cell strains of the output on the device ([`DeviceElements::download_cell_strains`])
+/// against the host's [`ElementKernel::cell_strain`]: the model's strain (small for `linear`,
+/// Green-Lagrange for the others) and the Green-Lagrange strain bit for bit, Q1 and Q2, every
+/// model alone and the five interleaved (one launch per material); the logarithmic strain and
+/// the projected formulation are refused (left to the host).
+#[test]
+fn device_cell_strains_are_the_hosts_bits() {
+    let Some(ctx) = context() else { return };
+    let measures = [StrainMeasure::Model, StrainMeasure::GreenLagrange];
+    let mut failures = Vec::new();
+    for order in [1, 2] {
+        let n = if order == 1 { 3 } else { 2 };
+        let mut cases: Vec<(String, (ElasticityAssembler, Vec<f64>))> = materials()
+            .into_iter()
+            .map(|m| (format!("Q{order} {:<24}", m.name()), problem(order, n, m)))
+            .collect();
+        cases.push((format!("Q{order} five materials"), mixed_problem(order, n)));
+        for (label, (assembler, u)) in &cases {
+            // a larger strain too, where the Green-Lagrange strain's h^T h counts
+            for scale in [1.0, 4.0] {
+                let u: Vec<f64> = u.iter().map(|v| scale * v).collect();
+                let mut elements = DeviceElements::new(&ctx, assembler).unwrap();
+                let ud = ctx.upload(&u).unwrap();
+                let uh = Vector::from_vec(u.clone());
+                for measure in measures {
+                    assert!(elements.computes_strain(measure), "{label}: {measure:?}");
+                    let device = elements.download_cell_strains(&ud, measure).unwrap();
+                    let host = assembler
+                        .map_cells(&uh, |c, x, ue, m| {
+                            assembler.kernel_of(c).cell_strain(x, ue, m, measure)
+                        })
+                        .unwrap();
+                    let what = format!("{measure:?} strain, u x {scale}");
+                    failures.extend(same_values(
+                        label,
+                        &what,
+                        device.as_flattened(),
+                        host.as_flattened(),
+                        true,
+                        0.0,
+                    ));
+                }
+                assert!(!elements.computes_strain(StrainMeasure::Logarithmic));
+                assert!(matches!(
+                    elements.download_cell_strains(&ud, StrainMeasure::Logarithmic),
+                    Err(assembly::AssemblyError::DeviceUnsupported { .. })
+                ));
+            }
+        }
+        let (assembler, _) = projected_problem(order, n, materials()[2], 1.0, 0.0);
+        let elements = DeviceElements::new(&ctx, &assembler).unwrap();
+        assert!(measures.iter().all(|&m| !elements.computes_strain(m)));
     }
     assert!(failures.is_empty(), "device != host: {failures:#?}");
 }

@@ -764,6 +764,65 @@ extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __r
     write_cell_fields(sums, o);
 }
 
+// The output's strain measures the device computes (DeviceElements::cell_strains' codes of
+// fem::StrainMeasure): the material model's (the small strain for the linear model,
+// Green-Lagrange for the others) and Green-Lagrange. The logarithmic strain stays on the host (its
+// eigen-decomposition and ln_1p are nalgebra's and the C library's).
+#define STRAIN_MODEL 0u
+#define STRAIN_GREEN_LAGRANGE 1u
+
+// Adds wd times the strain `measure` of h to sum (fem::ElementKernel::cell_strain's loop body,
+// sum += strain(measure, material, h) * wd, entry by entry as nalgebra rounds it).
+__device__ __forceinline__ void add_cell_strain(const double* h, double wd, u32 measure, double* sum) {
+    double e[9];
+#if MATERIAL == 0
+    if (measure == STRAIN_MODEL)
+        small_strain(h, e);
+    else
+        green_lagrange(h, e);
+#else
+    (void)measure;
+    green_lagrange(h, e);
+#endif
+    for (int r = 0; r < 9; ++r) sum[r] += e[r] * wd;
+}
+
+// Reference-volume average of the strain `measure` over each cell (fem::ElementKernel::cell_strain,
+// the displacement formulation): out[9 c + 3 i + j] = E_ij, row-major. One thread per cell; p0..p2
+// unused (the launch's common arguments).
+extern "C" __global__ void element_cell_strains(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
+                                                const double* __restrict__ coords, const double* __restrict__ u,
+                                                const double* __restrict__ weights, const double* __restrict__ dn,
+                                                const double p0, const double p1, const double p2,
+                                                const u32 measure, double* __restrict__ out, u32* __restrict__ fail) {
+    const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= n_group) return;
+    const u32 cell = CELL_OF(slot);
+    double x[NODES * 3], uu[NODES * 3], g[NODES * 3];
+    for (int l = 0; l < NODES * 3; ++l) {
+        const u32 node = __ldg(cells + (size_t)cell * NODES + l / 3);
+        x[l] = __ldg(coords + (size_t)node * 3 + l % 3);
+        uu[l] = __ldg(u + (size_t)node * 3 + l % 3);
+    }
+    double sum[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, vol = 0.0;
+    bool ok = true;
+    for (int q = 0; q < NQP; ++q) {
+        double wd, h[9];
+        ok = point_gradients(x, dn + (size_t)q * NODES * 3, __ldg(weights + q), g, &wd);
+        if (!ok) break;
+        displacement_gradient(uu, g, h);
+        add_cell_strain(h, wd, measure, sum);
+        vol += wd;
+    }
+    double* o = out + (size_t)cell * 9;
+    if (!ok) {
+        atomicMin(fail, cell);
+        for (int r = 0; r < 9; ++r) o[r] = 0.0;
+        return;
+    }
+    for (int r = 0; r < 9; ++r) o[r] = sum[r] / vol;
+}
+
 // Residual slots of the vector plan (3 per slot) to node-major entries; nodes in no cell get 0.
 extern "C" __global__ void scatter_node_slots(const u32 n_nodes, const u32* __restrict__ slot_of_node,
                                               const double* __restrict__ slots, double* __restrict__ r) {

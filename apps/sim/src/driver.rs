@@ -103,6 +103,12 @@ pub(crate) trait Layout {
     /// Collective: whose inverted cells a step's plausibility warnings name.
     fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope>;
 
+    /// Whether a converged step's strains that no probe reads are left to the output writer
+    /// ([`CellOutputs::later`]: one process; on ranks they travel in the cells' records).
+    fn defers_strains(&self) -> bool {
+        false
+    }
+
     /// Collective, after the load path: adds each rank's figures (output memory, peak memory,
     /// seconds in Newton and in output) to rank 0's `summary`.
     fn finish_summary(
@@ -242,7 +248,8 @@ pub(crate) fn drive(
     let output_started = Instant::now();
     // the states handed to the output whose records wait for their write (at most one)
     let mut pending: Option<Pending> = None;
-    let first = agreed(comm, CellOutputs::compute(problem, &u, config))
+    let defer = layout.defers_strains();
+    let first = agreed(comm, CellOutputs::compute(problem, &u, config, defer))
         .and_then(|cells| {
             let state =
                 layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
@@ -291,10 +298,12 @@ pub(crate) fn drive(
         inner: observer,
         stages: RefCell::new(&mut *stages),
     };
+    let output_strains = crate::fields::strain_measures(config);
     let path = LoadPath {
         loading: &loading,
         newton: &newton,
         observer: &timed,
+        output_strains: &output_strains,
     };
     let mut step_output_s = 0.0;
     let newton_started = Instant::now();
@@ -307,7 +316,7 @@ pub(crate) fn drive(
             let step_started = Instant::now();
             // this rank's cells' outputs; a state that is not finite fails the step on every
             // rank, before it is written
-            let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config))?;
+            let cells = agreed(comm, CellOutputs::of_step(problem, step, u, config, defer))?;
             let linear = problem.is_linear();
             let local = layout.check_state(step.index, u, &cells, size, linear);
             let local_warnings = agreed(comm, local)?;

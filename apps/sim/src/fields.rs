@@ -1,12 +1,22 @@
 //! The output fields derived from a state beyond the element loop's cell fields: the cell-averaged
-//! strains (computed on the host from the displacement, also in GPU runs, so every device and
-//! rank count writes the same values) and the principal stresses (from the cell-averaged or nodal
-//! Cauchy stress, wherever that was computed).
+//! strains and the principal stresses (from the cell-averaged or nodal Cauchy stress, wherever
+//! that was computed). Every device and rank count writes the same strain values, wherever they
+//! are computed: on the host from the displacement ([`cell_strains`]; in one process those no
+//! probe reads on the output writer's thread, [`StrainCells`]), or, in a one-process GPU run, the
+//! model's and the Green-Lagrange strain by the device (the host's operations, bit for bit).
 
+use std::sync::Arc;
+
+use assembly::{AssemblyError, CellMaterials};
 use config::{Config, OutputField};
+use fem::{ElementKernel, Formulation, StrainMeasure};
 use linalg::Vector;
+use mesh::HexMesh;
+use rayon::prelude::*;
+use solve::newton::CellStrains;
 use solve::problem::Problem;
 
+use crate::error::fail;
 use crate::Result;
 
 /// The strain fields `config` writes or probes, in [`OutputField`] order.
@@ -18,19 +28,50 @@ pub fn strain_fields(config: &Config) -> Vec<OutputField> {
         .collect()
 }
 
+/// The strain measures of [`strain_fields`], in the same order.
+pub fn strain_measures(config: &Config) -> Vec<StrainMeasure> {
+    strain_fields(config)
+        .into_iter()
+        .filter_map(OutputField::strain_measure)
+        .collect()
+}
+
 /// Each strain field of [`strain_fields`] for every cell of `problem`'s element loop at the
 /// state `u` (on a rank's part: owned and ghost cells; `u`'s ghost entries current): the
-/// reference-volume average over the cell, full 3x3 row-major.
+/// reference-volume average over the cell, full 3x3 row-major. A measure of `computed` (the
+/// device's, in cell order) is taken as it is; the others are computed on the host.
 pub fn cell_strains(
     problem: &Problem,
     u: &Vector,
     config: &Config,
+    computed: CellStrains,
+) -> Result<Vec<(OutputField, Vec<[f64; 9]>)>> {
+    cell_strains_of(problem, u, &strain_fields(config), computed)
+}
+
+/// [`cell_strains`] of the strain fields `fields` (in their order).
+pub(crate) fn cell_strains_of(
+    problem: &Problem,
+    u: &Vector,
+    fields: &[OutputField],
+    mut computed: CellStrains,
 ) -> Result<Vec<(OutputField, Vec<[f64; 9]>)>> {
     let assembler = &problem.discrete.assembler;
-    strain_fields(config)
-        .into_iter()
-        .filter_map(|f| f.strain_measure().map(|m| (f, m)))
+    fields
+        .iter()
+        .filter_map(|&f| f.strain_measure().map(|m| (f, m)))
         .map(|(field, measure)| {
+            if let Some(k) = computed.iter().position(|(m, _)| *m == measure) {
+                let (_, values) = computed.swap_remove(k);
+                if values.len() != assembler.n_cells() {
+                    fail!(
+                        "{} {measure:?} strains from the GPU for {} cells",
+                        values.len(),
+                        assembler.n_cells()
+                    );
+                }
+                return Ok((field, values));
+            }
             let values = assembler.map_cells(u, |c, x, ue, material| {
                 assembler.kernel_of(c).cell_strain(x, ue, material, measure)
             })?;
@@ -38,6 +79,76 @@ pub fn cell_strains(
         })
         .collect()
 }
+
+/// The strains of a state computed away from the problem, on the output writer's thread from
+/// the state's displacement (one process): the materials and element kernels of the problem's
+/// element loop over the writer's copy of the mesh, whose cells and nodes the loop's are.
+pub(crate) struct StrainCells {
+    mesh: Arc<HexMesh>,
+    materials: CellMaterials,
+    kernel: ElementKernel,
+    projected: Option<ElementKernel>,
+}
+
+impl StrainCells {
+    /// `None` where `problem`'s element loop is not over `mesh`'s cells and nodes as they are
+    /// (then the strains stay with the problem).
+    pub(crate) fn of(problem: &Problem, mesh: Arc<HexMesh>) -> Option<Self> {
+        let assembler = &problem.discrete.assembler;
+        let same = assembler.cells() == mesh.cells.as_slice()
+            && assembler.coords() == mesh.coords.as_slice();
+        same.then(|| StrainCells {
+            materials: assembler.materials().clone(),
+            kernel: assembler.kernel().clone(),
+            projected: assembler
+                .kernel_of_formulation(Formulation::Projected)
+                .cloned(),
+            mesh,
+        })
+    }
+
+    /// The strain `field` of every cell at the displacement `u` (per node), in parallel: the
+    /// values of [`cell_strains`] bit for bit (the same kernel of each cell, from the same
+    /// coordinates and displacements).
+    pub(crate) fn strains(&self, u: &[[f64; 3]], field: OutputField) -> Result<Vec<[f64; 9]>> {
+        let Some(measure) = field.strain_measure() else {
+            fail!("{} is not a strain field", field.name());
+        };
+        let mesh = &*self.mesh;
+        let npc = mesh.nodes_per_cell();
+        if u.len() != mesh.n_nodes() || npc > MAX_NODES {
+            fail!(
+                "a displacement of {} nodes for a mesh of {} nodes",
+                u.len(),
+                mesh.n_nodes()
+            );
+        }
+        let strains = (0..mesh.n_cells())
+            .into_par_iter()
+            .map(|c| {
+                let nodes = mesh.cell_nodes(c);
+                let (mut xe, mut ue) = ([[0.0; 3]; MAX_NODES], [[0.0; 3]; MAX_NODES]);
+                for (k, &n) in nodes.iter().enumerate() {
+                    xe[k] = mesh.coords[n];
+                    ue[k] = u[n];
+                }
+                let kernel = match (self.materials.formulation_of(c), &self.projected) {
+                    (Formulation::Projected, Some(projected)) => projected,
+                    _ => &self.kernel,
+                };
+                kernel
+                    .cell_strain(&xe[..npc], &ue[..npc], self.materials.of(c), measure)
+                    .map_err(|source| {
+                        AssemblyError::element_failure(mesh.cell_tags.as_ref(), c, source)
+                    })
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(strains)
+    }
+}
+
+/// Nodes per cell, at most (Q2).
+const MAX_NODES: usize = 27;
 
 /// Named sets, each with its sorted members.
 pub type SetMembers = Vec<(String, Vec<usize>)>;
@@ -61,4 +172,63 @@ pub fn set_indicator_nodes(config: &Config, mesh: &mesh::HexMesh) -> Result<Opti
 /// The principal values of each full 3x3 (row-major) stress, largest first.
 pub fn principal(stresses: &[[f64; 9]]) -> Vec<[f64; 3]> {
     stresses.iter().map(fem::principal_values_of).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stretched and sheared Q1 block of linear cells that writes every strain field.
+    fn block() -> (Config, Problem, Vector) {
+        let text = "mesh:\n  box: { cells: [2, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }\n\
+            materials:\n  - { model: linear, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+            boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n\
+            output: { fields: [displacement, strain, green_lagrange_strain, logarithmic_strain] }\n";
+        let config = config::load_str(text, std::path::Path::new("block.yaml"), &[]).unwrap();
+        let problem = crate::locate::build_problem(&config).unwrap();
+        let u: Vec<f64> = problem
+            .mesh
+            .coords
+            .iter()
+            .flat_map(|x| [0.1 * x[2] + 0.05 * x[0], -0.02 * x[1], 0.03 * x[0] * x[2]])
+            .collect();
+        (config, problem, Vector::from_vec(u))
+    }
+
+    /// A measure the device computed is taken as it is (here a stand-in), the others computed on
+    /// the host, in `output.fields` order; a count of cells that is not the mesh's is an error.
+    #[test]
+    fn computed_strains_are_taken_and_the_others_computed_on_the_host() {
+        let (config, problem, u) = block();
+        assert_eq!(
+            strain_measures(&config),
+            [
+                StrainMeasure::Model,
+                StrainMeasure::GreenLagrange,
+                StrainMeasure::Logarithmic
+            ]
+        );
+        let host = cell_strains(&problem, &u, &config, Vec::new()).unwrap();
+        let fields: Vec<OutputField> = host.iter().map(|(f, _)| *f).collect();
+        assert_eq!(fields, strain_fields(&config));
+        // the small strain of the linear model differs from the Green-Lagrange strain
+        assert_ne!(host[0].1, host[1].1);
+        let stand_in = vec![[7.0; 9]; problem.discrete.assembler.n_cells()];
+        let mixed = cell_strains(
+            &problem,
+            &u,
+            &config,
+            vec![(StrainMeasure::GreenLagrange, stand_in.clone())],
+        )
+        .unwrap();
+        assert_eq!(mixed[0], host[0]);
+        assert_eq!(mixed[1].1, stand_in);
+        assert_eq!(mixed[2], host[2]);
+        let short = vec![(StrainMeasure::Model, vec![[0.0; 9]; 3])];
+        let error = cell_strains(&problem, &u, &config, short).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("strains from the GPU"),
+            "{error:#}"
+        );
+    }
 }

@@ -24,8 +24,10 @@ const CELL_DATASETS: [&str; 5] = [
     "principal_stress",
 ];
 
-/// The strain datasets: computed on the host from the displacement in both runs, so within the
-/// displacement's tolerance.
+/// The strain datasets: computed from each run's displacement (on the GPU the model's and the
+/// Green-Lagrange strain by the device, the host's values bit for bit), so within the
+/// displacement's tolerance across the runs, and in the GPU run the host's strains of its own
+/// written displacement bit for bit ([`strains_are_the_hosts`]).
 const STRAIN_DATASETS: [&str; 3] = ["strain", "green_lagrange_strain", "logarithmic_strain"];
 
 /// Every field, the optional ones included.
@@ -219,7 +221,7 @@ fn compare_runs(name: &str, input: &Path) -> Vec<String> {
         cs.len(),
         newton(&cs)
     );
-    let mut failures = Vec::new();
+    let mut failures = strains_are_the_hosts(name, input, &gpu_h5);
     if worst_u > 1e-10 || worst_energy > 1e-12 || worst_cells > 1e-12 {
         failures.push(format!(
             "{name}: displacement and strains {worst_u:.1e} (at most 1e-10), energy {worst_energy:.1e} (at most 1e-12), cell fields {worst_cells:.1e} (at most 1e-12)"
@@ -233,6 +235,79 @@ fn compare_runs(name: &str, input: &Path) -> Vec<String> {
         ));
     }
     failures
+}
+
+/// The strains a run of `input` wrote into `h5` at each step against the host's
+/// [`crate::fields::cell_strains`] of the displacement written with them (what a CPU run, and
+/// a GPU run before the device computed strains, writes for that state): every value's bits,
+/// every strain measure (the failures' descriptions).
+fn strains_are_the_hosts(name: &str, input: &Path, h5: &Path) -> Vec<String> {
+    let config = config::load_with_overrides(input, &[ALL_FIELDS.to_string()]).unwrap();
+    let problem = crate::locate::build_problem(&config).unwrap();
+    let reader = io::ResultsReader::open(h5).unwrap();
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (step, _) in reader.steps().unwrap() {
+        let (_, u) = reader
+            .read_f64(&format!("/steps/{step:06}/displacement"))
+            .unwrap();
+        let u = linalg::Vector::from_vec(u);
+        let host = crate::fields::cell_strains(&problem, &u, &config, Vec::new()).unwrap();
+        for (field, values) in host {
+            let (_, written) = reader
+                .read_f64(&format!("/steps/{step:06}/{}", field.name()))
+                .unwrap();
+            let host = values.as_flattened();
+            let same = written.len() == host.len()
+                && written
+                    .iter()
+                    .zip(host)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+            if !same {
+                failures.push(format!(
+                    "{name}: step {step}: {} is not the host's of the written displacement",
+                    field.name()
+                ));
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("gpu_runs: {name}: {compared} strain datasets are the host's bits");
+    if compared == 0 {
+        failures.push(format!("{name}: no strain dataset compared"));
+    }
+    failures
+}
+
+/// One process leaves the strains no probe reads to the output writer (computed there from the
+/// state's displacement): what it writes is the host's [`crate::fields::cell_strains`] of the
+/// written displacement bit for bit, Q1 and Q2, several materials and both formulations, and
+/// with a probe reading the logarithmic strain (then computed with the step). No GPU needed.
+#[test]
+fn cpu_runs_write_the_hosts_strains_from_the_writer() {
+    let probe = "output.probes.points=[{ name: mid, at: [0.5, 0.5, 0.5], fields: \
+        [logarithmic_strain] }]";
+    let cases = [
+        ("neo_hookean_block", None),
+        ("neo_hookean_block", Some(probe)),
+        ("slender_beam", None),
+        ("layered_bar", None),
+        ("rubber_block_incompressible", None),
+    ];
+    let mut failures = Vec::new();
+    for (name, extra) in cases {
+        let input = inputs_dir().join(format!("{name}.yaml"));
+        let dir = Scratch::new(&format!("writer-strains-{name}-{}", extra.is_some()));
+        let mut overrides = vec![ALL_FIELDS.to_string()];
+        overrides.extend(extra.map(str::to_string));
+        let options = RunOptions::new(&input)
+            .with_overrides(overrides)
+            .with_output_dir(&dir.0);
+        let outcome = crate::run(&comm::SelfComm::shared(), &options, &crate::Quiet)
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        failures.extend(strains_are_the_hosts(name, &input, &outcome.h5));
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 /// Inputs with what the device takes per load step: loads and constraints on load curves of

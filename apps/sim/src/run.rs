@@ -14,6 +14,7 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 use crate::dist_output::StateFigures;
 use crate::distributed::agreed;
 use crate::driver::{InvertedScope, Layout};
+use crate::fields::StrainCells;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
@@ -440,6 +441,7 @@ fn execute_in_stages(
             solver_key: String::new(),
             fallback: None,
             output_mesh: None,
+            strain_cells: None,
         };
         let comm = &comm::SelfComm;
         crate::driver::drive(comm, case, &mut layout, &mut problem, started, stages)
@@ -463,6 +465,18 @@ struct OneProcess<'w> {
     fallback: Option<String>,
     /// The output writer's copy of the mesh, once made.
     output_mesh: Option<Arc<HexMesh>>,
+    /// What the output writer computes the strains left to it with, once made (`Some(None)`:
+    /// the element loop is not over the writer's mesh).
+    strain_cells: Option<Option<Arc<StrainCells>>>,
+}
+
+impl OneProcess<'_> {
+    /// The writer's [`StrainCells`] over its copy of the mesh `mesh`, made once.
+    fn strain_cells(&mut self, problem: &Problem, mesh: &Arc<HexMesh>) -> Option<Arc<StrainCells>> {
+        self.strain_cells
+            .get_or_insert_with(|| StrainCells::of(problem, Arc::clone(mesh)).map(Arc::new))
+            .clone()
+    }
 }
 
 impl Layout for OneProcess<'_> {
@@ -573,9 +587,26 @@ impl Layout for OneProcess<'_> {
             Some(m) => Arc::clone(m),
             None => Arc::clone(self.output_mesh.insert(Arc::new(mesh.clone()))),
         };
-        let state = StateSnapshot::of(stamp, u, reactions, cells)?;
+        let mut state = StateSnapshot::of(stamp, u, reactions, cells)?;
+        // the strains left to the writer: computed there, from the state's displacement (here
+        // where the writer's mesh is not the element loop's)
+        let later = std::mem::take(&mut state.cells.later);
+        let strain_cells = if later.is_empty() {
+            None
+        } else if let Some(cells) = self.strain_cells(problem, &output_mesh) {
+            state.cells.later = later;
+            Some(cells)
+        } else {
+            let now = crate::fields::cell_strains_of(problem, u, &later, Vec::new())?;
+            state.cells.strains.extend(now);
+            None
+        };
         let fields = config.output.clone();
         output.submit(Box::new(move |results| {
+            let mut state = state;
+            if let Some(cells) = strain_cells {
+                state.cells.add_later_strains(&cells, &state.displacement)?;
+            }
             Ok(write_fields(&fields, &output_mesh, &state, results)?)
         }))?;
         Ok(Some(figures))
@@ -594,6 +625,10 @@ impl Layout for OneProcess<'_> {
 
     fn inverted_cells(&self, _cells: &CellOutputs) -> crate::Result<InvertedScope> {
         Ok(InvertedScope::Own)
+    }
+
+    fn defers_strains(&self) -> bool {
+        true
     }
 
     fn finish_summary(
@@ -931,8 +966,12 @@ pub(crate) struct CellOutputs {
     /// Each cell's strain energy (the total is their sum in cell order).
     pub(crate) strain_energy: Vec<f64>,
     /// The strain fields written or probed (`crate::fields::strain_fields`), full 3x3
-    /// row-major.
+    /// row-major, but those of `later`.
     pub(crate) strains: Vec<(OutputField, Vec<[f64; 9]>)>,
+    /// The strain fields left to the output writer (written, not probed; one process): it
+    /// computes them from the state's displacement ([`crate::fields::StrainCells`]) and adds
+    /// them to `strains` before it writes.
+    pub(crate) later: Vec<OutputField>,
 }
 
 impl CellOutputs {
@@ -946,27 +985,75 @@ impl CellOutputs {
 
     /// The outputs of every cell of `problem`'s element loop at the state `u` (on a rank's
     /// part: owned and ghost cells; `u`'s ghost entries must be current).
-    pub(crate) fn compute(problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
+    /// With `defer` (one process) the strains no probe reads are left to the output writer
+    /// ([`CellOutputs::later`]).
+    pub(crate) fn compute(
+        problem: &Problem,
+        u: &Vector,
+        config: &Config,
+        defer: bool,
+    ) -> Result<Self> {
+        Self::on_the_host(problem, u)?.with_strains(problem, u, config, Vec::new(), defer)
+    }
+
+    /// The element loop's fields of every cell at `u`, computed on the host (no strains yet).
+    fn on_the_host(problem: &Problem, u: &Vector) -> Result<Self> {
         let assembler = &problem.discrete.assembler;
         let cells = assembler.map_cells(u, |c, x, ue, material| {
             assembler.kernel_of(c).cell_fields(x, ue, material)
         })?;
-        Self::from_fields(&cells).with_strains(problem, u, config)
+        Ok(Self::from_fields(&cells))
     }
 
-    /// Adds the strain fields of `config` (computed on the host from `u`).
-    fn with_strains(mut self, problem: &Problem, u: &Vector, config: &Config) -> Result<Self> {
-        self.strains = crate::fields::cell_strains(problem, u, config)?;
+    /// Adds the strain fields of `config`: those of `computed` (the GPU's) as they are, the
+    /// others computed on the host from `u`, or, where `defer` and no probe reads them, left to
+    /// the output writer ([`CellOutputs::later`]).
+    fn with_strains(
+        mut self,
+        problem: &Problem,
+        u: &Vector,
+        config: &Config,
+        computed: solve::newton::CellStrains,
+        defer: bool,
+    ) -> Result<Self> {
+        let (now, later): (Vec<OutputField>, Vec<OutputField>) =
+            crate::fields::strain_fields(config)
+                .into_iter()
+                .partition(|&f| {
+                    !defer
+                        || crate::probes::reads_field(config, f)
+                        || computed.iter().any(|(m, _)| Some(*m) == f.strain_measure())
+                });
+        self.strains = crate::fields::cell_strains_of(problem, u, &now, computed)?;
+        self.later = later;
         Ok(self)
     }
 
-    /// The outputs of a converged step: the fields the GPU computed where the Newton loop ran
-    /// there ([`ConvergedStep::cell_fields`]), else [`CellOutputs::compute`] on the host.
+    /// Computes the strain fields left to the writer ([`CellOutputs::later`]) with `cells` at
+    /// the displacement `u` (per node).
+    pub(crate) fn add_later_strains(
+        &mut self,
+        cells: &crate::fields::StrainCells,
+        u: &[[f64; 3]],
+    ) -> Result<()> {
+        for field in std::mem::take(&mut self.later) {
+            let values = cells.strains(u, field)?;
+            self.strains.push((field, values));
+        }
+        Ok(())
+    }
+
+    /// The outputs of a converged step: the fields and strains the GPU computed where the
+    /// Newton loop ran there ([`ConvergedStep::cell_fields`], [`ConvergedStep::cell_strains`];
+    /// the other strains on the host), else [`CellOutputs::compute`] on the host. With `defer`
+    /// (one process) the strains no probe reads and the GPU did not compute are left to the
+    /// output writer ([`CellOutputs::later`]).
     pub(crate) fn of_step(
         problem: &Problem,
         step: &ConvergedStep,
         u: &Vector,
         config: &Config,
+        defer: bool,
     ) -> Result<Self> {
         match &step.cell_fields {
             Some(cells) => {
@@ -976,9 +1063,17 @@ impl CellOutputs {
                     "{} cell fields from the GPU for {n} cells",
                     cells.len()
                 );
-                Self::from_fields(cells).with_strains(problem, u, config)
+                Self::from_fields(cells).with_strains(
+                    problem,
+                    u,
+                    config,
+                    step.cell_strains.clone(),
+                    defer,
+                )
             }
-            None => Self::compute(problem, u, config),
+            None => {
+                Self::on_the_host(problem, u)?.with_strains(problem, u, config, Vec::new(), defer)
+            }
         }
     }
 
@@ -997,6 +1092,7 @@ impl CellOutputs {
             energy_density: cells.iter().map(|f| f.energy_density).collect(),
             strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
             strains: Vec::new(),
+            later: Vec::new(),
         }
     }
 

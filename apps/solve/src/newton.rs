@@ -194,6 +194,10 @@ impl fmt::Display for FailedAttempt {
     }
 }
 
+/// Strain fields of every cell, each with its measure (full 3x3 row-major per cell, in cell
+/// order).
+pub type CellStrains = Vec<(fem::StrainMeasure, Vec<[f64; 9]>)>;
+
 /// A converged load step.
 #[derive(Clone, Debug)]
 pub struct ConvergedStep {
@@ -222,8 +226,13 @@ pub struct ConvergedStep {
     /// The output fields of every cell at the converged state where the Newton loop ran on a GPU
     /// (computed there, in cell order); `None` on the host, where the caller computes them.
     pub cell_fields: Option<Vec<fem::CellFields>>,
+    /// The strains of [`LoadPath::output_strains`] at the converged state that the GPU computed
+    /// (where the Newton loop ran there: the host's values bit for bit, in cell order); empty on
+    /// the host. The caller computes the others.
+    pub cell_strains: CellStrains,
     /// Bytes moved between the GPU and the host for this step's output once it converged
-    /// (displacement, reactions, cell fields, the final residual norm); `None` on the host.
+    /// (displacement, reactions, cell fields and strains, the final residual norm); `None` on
+    /// the host.
     pub output_transfer_bytes: Option<u64>,
 }
 
@@ -438,6 +447,9 @@ pub struct LoadPath<'a> {
     pub newton: &'a NewtonParams,
     /// Told of every step, Newton iteration and failed attempt.
     pub observer: &'a dyn PathObserver,
+    /// The strain measures a converged step's output needs: those the GPU computes come with
+    /// the step ([`ConvergedStep::cell_strains`]) where the Newton loop runs there.
+    pub output_strains: &'a [fem::StrainMeasure],
 }
 
 /// Buffers of one Newton solve, allocated once per run (on the GPU where the loop runs there).
@@ -729,6 +741,7 @@ impl LoadPath<'_> {
                     let discrete = &problem.discrete;
                     let reactions = ws.system.reactions(discrete)?;
                     let cell_fields = ws.system.cell_fields(&current)?;
+                    let cell_strains = ws.system.cell_strains(&current, self.output_strains)?;
                     let failed_attempts = std::mem::take(&mut attempts);
                     let easy = iterations.len() <= EASY_ITERATIONS;
                     if easy {
@@ -738,7 +751,8 @@ impl LoadPath<'_> {
                     let residual_norm =
                         ws.system
                             .free_norm(discrete, ws.system.residual(), &mut ws.trial)?;
-                    // what came down for the output: displacement, reactions, cell fields, norm
+                    // what came down for the output: displacement, reactions, cell fields and
+                    // strains, norm
                     let output_transfer_bytes = ws
                         .system
                         .transferred_bytes()
@@ -758,6 +772,7 @@ impl LoadPath<'_> {
                         converged_by,
                         next_increment: increment,
                         cell_fields,
+                        cell_strains,
                         output_transfer_bytes,
                     };
                     brought.stop();

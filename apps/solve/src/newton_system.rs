@@ -339,6 +339,33 @@ impl IterationSystem {
         }
     }
 
+    /// The strains `measures` (each a [`fem::StrainMeasure`]) of every cell at `u` that the GPU
+    /// computes ([`assembly::device::DeviceElements::computes_strain`]; the host's values bit for
+    /// bit), in the order of `measures`, each downloaded; the others are left to the caller, as
+    /// on the host and on a rank's GPU (empty there).
+    pub fn cell_strains(
+        &mut self,
+        u: &Vector,
+        measures: &[fem::StrainMeasure],
+    ) -> Result<crate::newton::CellStrains, AssemblyError> {
+        match self {
+            IterationSystem::Host(_) => Ok(Vec::new()),
+            IterationSystem::Device(d) if d.problem.rank_layout().is_some() => Ok(Vec::new()),
+            IterationSystem::Device(d) => {
+                let elements = d.problem.assembler.elements();
+                let on_device: Vec<_> = measures
+                    .iter()
+                    .copied()
+                    .filter(|&m| elements.computes_strain(m))
+                    .collect();
+                on_device
+                    .into_iter()
+                    .map(|m| Ok((m, elements.download_cell_strains(u.device_buffer()?, m)?)))
+                    .collect()
+            }
+        }
+    }
+
     /// The reactions of the last linearized state (the residual at the constrained entries, zero
     /// elsewhere), on the host (a download on a GPU).
     pub fn reactions(&self, discrete: &DiscreteProblem) -> Result<Vector, AssemblyError> {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use fem::{
-    CellFields, ElementKernel, FemError, Formulation, Material, ELEMENT_CUDA_SOURCE,
+    CellFields, ElementKernel, FemError, Formulation, Material, StrainMeasure, ELEMENT_CUDA_SOURCE,
     LOADS_CUDA_SOURCE, PROJECTED_CUDA_SOURCE,
 };
 use linalg::gpu::{CudaContext, DeviceBuffer};
@@ -301,12 +301,13 @@ impl DeviceElements {
 
     /// Launches `launch` once per group over its cells, from the source of the group's formulation:
     /// the arguments are the group's size and cells, the mesh, `u`, the tables (and the
-    /// projection's, in the projected formulation), the material's parameters, then `outputs`,
-    /// then the failure flag.
+    /// projection's, in the projected formulation), the material's parameters, `scalars`, then
+    /// `outputs`, then the failure flag.
     fn launch_groups(
         &mut self,
         launch_of: Launch,
         u: &DeviceBuffer<f64>,
+        scalars: &[u32],
         outputs: &mut [&mut DeviceBuffer<f64>],
     ) -> Result<(), AssemblyError> {
         for group in &self.groups {
@@ -344,6 +345,7 @@ impl DeviceElements {
                 args.push(KernelArg::F64s(phi));
             }
             args.extend([KernelArg::F64(p0), KernelArg::F64(p1), KernelArg::F64(p2)]);
+            args.extend(scalars.iter().map(|&s| KernelArg::U32(s)));
             args.extend(outputs.iter_mut().map(|o| KernelArg::F64sMut(o)));
             args.push(KernelArg::U32sMut(&mut self.fail));
             element_source(formulation).launch(
@@ -373,7 +375,7 @@ impl DeviceElements {
             projected: "projected_residual_tangent",
             blocked: true,
         };
-        self.launch_groups(launch, u, &mut [r, k])
+        self.launch_groups(launch, u, &[], &mut [r, k])
     }
 
     /// Queues element residuals only (no tangent work) at `u` into `r`.
@@ -389,7 +391,7 @@ impl DeviceElements {
             projected: "projected_residual",
             blocked: true,
         };
-        self.launch_groups(launch, u, &mut [r])
+        self.launch_groups(launch, u, &[], &mut [r])
     }
 
     /// Queues the strain energy `int psi dV` of every cell at `u` into `energies` (one per cell).
@@ -405,7 +407,7 @@ impl DeviceElements {
             projected: "projected_energy",
             blocked: false,
         };
-        self.launch_groups(launch, u, &mut [energies])
+        self.launch_groups(launch, u, &[], &mut [energies])
     }
 
     /// Queues the output fields of every cell at `u` into `fields` (10 per cell, the fields of
@@ -423,7 +425,7 @@ impl DeviceElements {
             projected: "projected_cell_fields",
             blocked: false,
         };
-        self.launch_groups(launch, u, &mut [fields])
+        self.launch_groups(launch, u, &[], &mut [fields])
     }
 
     /// The output fields of every cell at `u`, computed on the device and downloaded (the state's
@@ -454,6 +456,61 @@ impl DeviceElements {
                 },
             )
             .collect())
+    }
+
+    /// Whether [`Self::cell_strains`] computes the strain `measure` here, bit for bit the host's
+    /// [`ElementKernel::cell_strain`]: the material model's and the Green-Lagrange strain where
+    /// every cell has the displacement formulation. Not the logarithmic strain (the host takes
+    /// it from nalgebra's iterative eigen-decomposition and the C library's `log1p`, whose bits
+    /// differ between CPUs: glibc picks an FMA build by CPU), nor the projected formulation's
+    /// strains (its `h_bar` takes `ln` and `exp` of the volume change, CUDA's and the C
+    /// library's at large strain).
+    pub fn computes_strain(&self, measure: StrainMeasure) -> bool {
+        strain_code(measure).is_some()
+            && self
+                .groups
+                .iter()
+                .all(|g| g.formulation == Formulation::Displacement)
+    }
+
+    /// Queues the reference-volume average of the strain `measure` over every cell at `u` into
+    /// `strains` (9 per cell, full 3x3 row-major: [`ElementKernel::cell_strain`]'s values bit
+    /// for bit); [`AssemblyError::DeviceUnsupported`] where [`Self::computes_strain`] is false.
+    pub fn cell_strains(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        measure: StrainMeasure,
+        strains: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.check_u(u)?;
+        check("cell strains", 9 * self.n_cells, strains.len())?;
+        let code = strain_code(measure)
+            .filter(|_| self.computes_strain(measure))
+            .ok_or_else(|| AssemblyError::DeviceUnsupported {
+                what: format!(
+                    "the {measure:?} strain on the device (only the model's and the \
+                     Green-Lagrange strain, in the displacement formulation)"
+                ),
+            })?;
+        let launch = Launch {
+            name: "element_cell_strains",
+            projected: "element_cell_strains",
+            blocked: false,
+        };
+        self.launch_groups(launch, u, &[code], &mut [strains])
+    }
+
+    /// [`Self::cell_strains`] downloaded (`72` bytes per cell come down). Waits; a failed cell is
+    /// reported like [`Self::check_failure`].
+    pub fn download_cell_strains(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        measure: StrainMeasure,
+    ) -> Result<Vec<[f64; 9]>, AssemblyError> {
+        let mut strains = self.ctx.zeros::<f64>(9 * self.n_cells)?;
+        self.cell_strains(u, measure, &mut strains)?;
+        self.check_failure(u)?;
+        Ok(self.ctx.download(&strains)?.as_chunks::<9>().0.to_vec())
     }
 
     /// Queues the body-force contributions `-int f N_a dV` of every cell into `r`
@@ -534,6 +591,16 @@ impl DeviceElements {
             cell,
             error,
         ))
+    }
+}
+
+/// The element source's code of the strain `measure` (`STRAIN_MODEL`, `STRAIN_GREEN_LAGRANGE`
+/// of fem/cuda/element.cu); `None`: the device does not compute it.
+fn strain_code(measure: StrainMeasure) -> Option<u32> {
+    match measure {
+        StrainMeasure::Model => Some(0),
+        StrainMeasure::GreenLagrange => Some(1),
+        StrainMeasure::Logarithmic => None,
     }
 }
 
