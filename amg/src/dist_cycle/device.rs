@@ -94,6 +94,35 @@ pub(super) struct DeviceLevel {
     pub(super) smoothing: Option<DeviceSmoothing>,
 }
 
+impl DeviceLevel {
+    /// The smoother of level `l` refreshed from its operator's values in place (the inverses'
+    /// diagonal slots stay on the device; the eigenvalue estimate from the level's start
+    /// vector), as a hot update and a kept renewal both need it.
+    pub(super) fn refresh_smoother(
+        &mut self,
+        l: usize,
+        params: &AmgParams,
+    ) -> Result<(), AmgError> {
+        let (a_l, start, steps) = (&self.a, &self.start, params.eig_steps);
+        self.smoother = Some(refresh_smoother(
+            self.smoother.take(),
+            l,
+            params,
+            |pbj| pbj.update(a_l.diag()),
+            |pbj| {
+                let start = start
+                    .as_ref()
+                    .ok_or(AmgError::EigenEstimateFailed { level: l })?;
+                let mut r = start.zeros_like()?;
+                r.copy_from(start)?;
+                let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
+                crate::eig::estimate_emax_from(a_l, pbj, steps, [&mut r, &mut p, &mut w])
+            },
+        )?);
+        Ok(())
+    }
+}
+
 impl CycleLevel for DeviceLevel {
     fn operator(&self) -> &DistBsr {
         &self.a
@@ -280,23 +309,7 @@ impl DeviceDistHierarchy {
         for l in 0..n - 1 {
             let (head, tail) = self.levels.split_at_mut(l + 1);
             let (level, next) = (&mut head[l], &mut tail[0]);
-            // The inverses refreshed in place: the diagonal slots stay on the device.
-            let (a_l, start, steps) = (&level.a, &level.start, self.params.eig_steps);
-            level.smoother = Some(refresh_smoother(
-                level.smoother.take(),
-                l,
-                &self.params,
-                |pbj| pbj.update(a_l.diag()),
-                |pbj| {
-                    let start = start
-                        .as_ref()
-                        .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-                    let mut r = start.zeros_like()?;
-                    r.copy_from(start)?;
-                    let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
-                    crate::eig::estimate_emax_from(a_l, pbj, steps, [&mut r, &mut p, &mut w])
-                },
-            )?);
+            level.refresh_smoother(l, &self.params)?;
             t = phase(&mut timings.smoother_setup_s, t)?;
             let galerkin = level.galerkin.as_mut().ok_or(AmgError::InvalidParameter {
                 name: "device hierarchy",

@@ -35,7 +35,6 @@ use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 use super::device::{upload_transpose_values, DeviceDistHierarchy};
 use super::{DistHierarchy, DistTranspose};
 use crate::dist_prolongator::SmoothingPlan;
-use crate::level_matrix::refresh_smoother;
 use crate::params::Renewal;
 use crate::report::{RenewalReport, SetupTimings, TransferReport};
 use crate::AmgError;
@@ -234,22 +233,7 @@ impl DeviceDistHierarchy {
             t = phase(&mut tm.tentative_s, t)?;
             let (head, tail) = self.levels.split_at_mut(l + 1);
             let (level, next) = (&mut head[l], &mut tail[0]);
-            let (a_l, start, steps) = (&level.a, &level.start, params.eig_steps);
-            level.smoother = Some(refresh_smoother(
-                level.smoother.take(),
-                l,
-                &params,
-                |pbj| pbj.update(a_l.diag()),
-                |pbj| {
-                    let start = start
-                        .as_ref()
-                        .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-                    let mut r = start.zeros_like()?;
-                    r.copy_from(start)?;
-                    let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
-                    crate::eig::estimate_emax_from(a_l, pbj, steps, [&mut r, &mut p, &mut w])
-                },
-            )?);
+            level.refresh_smoother(l, &params)?;
             t = phase(&mut tm.smoother_setup_s, t)?;
             let missing = |what: &'static str| AmgError::InvalidParameter {
                 name: "device hierarchy",
