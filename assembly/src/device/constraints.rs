@@ -29,11 +29,7 @@ const CONSTRAINTS_SOURCE: KernelModule = KernelModule {
 const THREADS: u32 = 256;
 
 fn shape(n: usize) -> LaunchShape {
-    LaunchShape {
-        blocks: n.div_ceil(THREADS as usize) as u32,
-        threads: THREADS,
-        shared_bytes: 0,
-    }
+    LaunchShape::one_thread_each(n, THREADS)
 }
 
 /// One prescribed set on the device.

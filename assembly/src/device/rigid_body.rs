@@ -21,11 +21,7 @@ const RIGID_BODY_SOURCE: KernelModule = KernelModule {
 const THREADS: u32 = 256;
 
 fn shape(n: usize) -> LaunchShape {
-    LaunchShape {
-        blocks: n.div_ceil(THREADS as usize) as u32,
-        threads: THREADS,
-        shared_bytes: 0,
-    }
+    LaunchShape::one_thread_each(n, THREADS)
 }
 
 /// The rigid-body modes about the deformed positions `coords + u` (both node-major, `3 n`

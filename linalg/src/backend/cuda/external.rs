@@ -55,6 +55,17 @@ pub struct LaunchShape {
     pub shared_bytes: u32,
 }
 
+impl LaunchShape {
+    /// One thread per item of `n`, in blocks of `threads`, no shared memory.
+    pub fn one_thread_each(n: usize, threads: u32) -> Self {
+        LaunchShape {
+            blocks: n.div_ceil(threads as usize) as u32,
+            threads,
+            shared_bytes: 0,
+        }
+    }
+}
+
 impl KernelModule {
     /// Compiles the module with `defines` at first use (an NVRTC failure returns its log as
     /// [`LinalgError::CudaCompile`]) and queues `function` on the context's stream with `args`.
