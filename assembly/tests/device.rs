@@ -1209,6 +1209,17 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(device.len(), host.len(), "Q{order}");
         assert!(bits(&device) == bits(&host), "Q{order}: modes differ");
+        // about `X` itself (a first load step's modes): a displacement of `-0` leaves every
+        // coordinate as it is, a `-0` one too
+        let mut x0 = assembler.coords().to_vec();
+        x0[0][0] = -0.0;
+        let coords0 = ctx.upload(x0.as_flattened()).unwrap();
+        let minus_zero = ctx.upload(&vec![-0.0; u.len()]).unwrap();
+        let about_x0 = ctx
+            .download(&deformed_rigid_body_modes(&ctx, &coords0, &minus_zero).unwrap())
+            .unwrap();
+        let host0 = assembly::rigid_body_modes(&x0);
+        assert!(bits(&about_x0) == bits(&host0), "Q{order}: modes about X");
         // the problem's own call, on its uploaded mesh
         let constraints = twisted_box_constraints(assembler.coords());
         let external = Vector::from_vec(vec![0.0; u.len()]);

@@ -84,7 +84,7 @@ pub fn run(
         interrupt: options.interrupt.as_ref(),
         comm: &**comm,
     };
-    run::run(comm, options, &observer).map_err(Error::from)
+    run::run(comm, options, &observer)
 }
 
 /// `hexfem check`: validates `input` (with `overrides`) and builds everything a run needs but

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use comm::Comm;
 use linalg::Vector;
 use mesh::{CellKind, HexMesh, NodeOrdering};
@@ -14,11 +13,13 @@ use mesh::{CellKind, HexMesh, NodeOrdering};
 use crate::dist_output::StateFigures;
 use crate::distributed::agreed;
 use crate::driver::{InvertedScope, Layout};
+use crate::error::{fail, Context};
 use crate::fields::StrainCells;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
 use crate::writer::{BackgroundWriter, StepOutput};
+use crate::Result;
 use config::{self, Config, OutputField};
 use io::{
     CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
@@ -297,7 +298,7 @@ pub fn prepare_problem(config: &Config, warm: &mut Warm) -> Result<()> {
     let (problem, _) = take_problem(config, warm, unrecorded)?;
     let probes = crate::probes::Probes::new(config, &problem.mesh);
     warm.problem = Some((problem_key(config)?, problem));
-    probes.map(|_| ()).map_err(Into::into)
+    probes.map(|_| ())
 }
 
 /// The problem of `config`: `warm`'s, reconfigured, when it is on the same mesh, else a new
@@ -447,11 +448,11 @@ fn execute_in_stages(
         crate::driver::drive(comm, case, &mut layout, &mut problem, started, stages)
     });
     warm.problem = Some((key, problem));
-    Ok(outcome.map(|mut o| {
+    outcome.map(|mut o| {
         o.figures.reused_problem = reused_problem;
         o.figures.problem_s = problem_s;
         o
-    })?)
+    })
 }
 
 /// One process's [`Layout`]: the whole mesh and its problem, the linear solver shared with the
@@ -607,7 +608,7 @@ impl Layout for OneProcess<'_> {
             if let Some(cells) = strain_cells {
                 state.cells.add_later_strains(&cells, &state.displacement)?;
             }
-            Ok(write_fields(&fields, &output_mesh, &state, results)?)
+            write_fields(&fields, &output_mesh, &state, results)
         }))?;
         Ok(Some(figures))
     }
@@ -620,7 +621,7 @@ impl Layout for OneProcess<'_> {
         size: f64,
         linear: bool,
     ) -> crate::Result<Vec<String>> {
-        Ok(check_state(index, u, cells, size, linear)?)
+        check_state(index, u, cells, size, linear)
     }
 
     fn inverted_cells(&self, _cells: &CellOutputs) -> crate::Result<InvertedScope> {
@@ -760,9 +761,9 @@ pub fn check_output(config: &Config, option: Option<&Path>, dir: &Path, name: &s
             _ => "output.directory",
         };
         if key == "output.directory" && option.is_some() {
-            anyhow::anyhow!("-o {}: {e}", dir.display())
+            crate::Error::failure(format!("-o {}: {e}", dir.display()))
         } else {
-            anyhow::Error::new(config.error_at(key, e.to_string()))
+            crate::Error::Input(config.error_at(key, e.to_string()))
         }
     })
 }
@@ -784,7 +785,7 @@ pub fn keep_earlier_results(
             _ => false,
         };
         if same {
-            anyhow::bail!(
+            fail!(
                 "--restart {}: the run would write its results over the file it continues \
                  from, losing the steps before the restart; write them elsewhere (-o DIR, or \
                  --set output.name=NAME)",
@@ -800,7 +801,7 @@ pub fn keep_earlier_results(
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    anyhow::bail!(
+    fail!(
         "{} already holds the results of a run named `{name}` ({}); they are kept: pass \
          --overwrite to replace them, or write elsewhere (-o DIR, or --set output.name=NAME)",
         dir.display(),
@@ -1058,11 +1059,9 @@ impl CellOutputs {
         match &step.cell_fields {
             Some(cells) => {
                 let n = problem.discrete.assembler.n_cells();
-                anyhow::ensure!(
-                    cells.len() == n,
-                    "{} cell fields from the GPU for {n} cells",
-                    cells.len()
-                );
+                if cells.len() != n {
+                    fail!("{} cell fields from the GPU for {n} cells", cells.len());
+                }
                 Self::from_fields(cells).with_strains(
                     problem,
                     u,
@@ -1129,7 +1128,7 @@ pub(crate) fn check_state(
     linear: bool,
 ) -> Result<Vec<String>> {
     with_state_figures(index, u, cells, size, linear, |state| {
-        Ok(crate::plausibility::check(state)?)
+        crate::plausibility::check(state)
     })
 }
 
@@ -1382,7 +1381,7 @@ pub(crate) fn newton_device(
         Err(e) => e.to_string(),
     };
     match config.device {
-        config::ComputeDevice::Cuda => Err(anyhow::Error::new(config.error_at(
+        config::ComputeDevice::Cuda => Err(crate::Error::Input(config.error_at(
             "device",
             format!("`cuda` runs the Newton loop on the GPU, which does not support this problem: {unsupported}"),
         ))),

@@ -727,6 +727,18 @@ impl LoadPath<'_> {
                 };
                 solver.set_near_null_space(near_null);
                 modes.stop();
+            } else if solver.uses_amg()
+                && attempts.is_empty()
+                && ws.system.modes_on_device()
+                && solver.awaits_first_setup()
+            {
+                // the first set-up's modes, about `X` as the solver was chosen with: on one GPU
+                // computed there (the same bits; the host's modes then never go up)
+                let modes = PhaseTimer::start(self.observer, PathPhase::NearNullSpace);
+                if let Some(near_null) = ws.system.undeformed_rigid_body_modes(&problem.discrete)? {
+                    solver.set_near_null_space(near_null);
+                }
+                modes.stop();
             }
             let mut trial_u = current.try_clone()?;
             match self.solve_step(problem, solver, &mut trial_u, factor, &mut ws) {

@@ -144,6 +144,34 @@ impl IterationSystem {
         )?))
     }
 
+    /// The rigid-body modes about the undeformed positions `X` (those a solver is chosen with,
+    /// `crate::problem::near_null_space` of the mesh's coordinates) computed on one GPU: the
+    /// host's bits, left on the device (the displacement added to `X` is `-0` everywhere,
+    /// which leaves every coordinate as it is, a `-0` one too; nothing goes up). `None` on the
+    /// host and on a rank's GPU, as [`Self::rigid_body_modes`].
+    pub fn undeformed_rigid_body_modes(
+        &self,
+        discrete: &DiscreteProblem,
+    ) -> anyhow::Result<Option<amg::NearNullSpace>> {
+        if !self.modes_on_device() {
+            return Ok(None);
+        }
+        let mut minus_zero = self.zeros(discrete)?;
+        minus_zero.fill(-0.0)?;
+        self.rigid_body_modes(&minus_zero)
+    }
+
+    /// Whether [`Self::rigid_body_modes`] computes them where the iteration runs: on one GPU,
+    /// not a rank's.
+    pub fn modes_on_device(&self) -> bool {
+        match self {
+            IterationSystem::Device(d) => {
+                d.device.cuda_context().is_some() && d.problem.rank_layout().is_none()
+            }
+            IterationSystem::Host(_) => false,
+        }
+    }
+
     /// A vector of zeros where the iteration runs.
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {

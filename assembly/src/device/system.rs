@@ -49,6 +49,10 @@ struct DeviceRankShare {
     owned_cells: DeviceBuffer<u32>,
     /// The owned cells' energies, gathered for their sums.
     owned_energies: DeviceBuffer<f64>,
+    /// The serial number of each local cell and the local cells' element tags: an element
+    /// failure names the cell as the serial run does ([`crate::RankPart::cell_serial_ids`]).
+    cell_serial_ids: Vec<u64>,
+    cell_tags: Option<mesh::ElementTags>,
 }
 
 /// A [`crate::CurvedLoad`] on the device: its vector (re-uploaded per load step where `timed`)
@@ -118,6 +122,8 @@ impl DeviceProblem {
                 layout: part.layout.clone(),
                 owned_energies: ctx.zeros(owned.len())?,
                 owned_cells: ctx.upload(&owned)?,
+                cell_serial_ids: part.cell_serial_ids.clone(),
+                cell_tags: problem.assembler.cell_tags().cloned(),
             });
         }
         for c in &problem.curved {
@@ -436,10 +442,17 @@ impl DeviceProblem {
         Ok(max[0])
     }
 
-    /// On a rank: [`crate::error::agree_on_element_failure`]; serial: `local` as it is.
+    /// On a rank: [`crate::error::agree_on_serial_element_failure`] (collective: the serial
+    /// run's failure on every rank, as the host rank path's); serial: `local` as it is. The
+    /// device's failing cell is the lowest local one (the flag's minimum), as the host's.
     fn agree_on_failure<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
         match &self.rank {
-            Some(share) => crate::error::agree_on_element_failure(&**share.layout.comm(), local),
+            Some(share) => crate::error::agree_on_serial_element_failure(
+                &**share.layout.comm(),
+                &share.cell_serial_ids,
+                share.cell_tags.as_ref(),
+                local,
+            ),
             None => local,
         }
     }

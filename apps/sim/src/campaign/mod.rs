@@ -514,7 +514,6 @@ fn resolve(campaign: &Campaign, directory: &Path, check: bool) -> Result<Vec<Pre
         let name = crate::run::output_name(&config, &campaign.base);
         if check {
             crate::run::check_output(&config, None, &dir, &name)
-                .map_err(Error::from)
                 .and_then(|()| crate::memory::guard(&config).map(|_| ()))
                 .map_err(|e| relocate(campaign, spec, e))?;
         }

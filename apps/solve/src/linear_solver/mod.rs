@@ -203,6 +203,16 @@ impl LinearSolver {
         }
     }
 
+    /// Whether the next solve sets the AMG up for the first time, cold, with the near-null
+    /// space the solver was chosen with (no hierarchy yet, none set since): replacing it with
+    /// the same modes computed elsewhere (on the GPU) then changes no bit of the set-up.
+    pub fn awaits_first_setup(&self) -> bool {
+        match &self.operator {
+            Operator::Serial { preconditioner, .. } => preconditioner.awaits_first_setup(),
+            Operator::Ranks { preconditioner, .. } => preconditioner.awaits_first_setup(),
+        }
+    }
+
     /// Whether the solver uses AMG (and so a near-null space).
     pub fn uses_amg(&self) -> bool {
         self.preconditioner() == PreconditionerKind::Amg

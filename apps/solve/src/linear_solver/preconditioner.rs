@@ -53,6 +53,8 @@ pub(crate) struct AmgState<H> {
     pub(crate) near_null: NearNullSpace,
     /// `near_null` changed since the hierarchy was built: the next solve renews it.
     pub(crate) near_null_changed: bool,
+    /// `near_null` is the one the solver was chosen with (none set since).
+    pub(crate) near_null_as_chosen: bool,
     pub(crate) hierarchy: Option<H>,
 }
 
@@ -72,6 +74,7 @@ impl<H> Preconditioning<H> {
                 params: amg,
                 near_null,
                 near_null_changed: false,
+                near_null_as_chosen: true,
                 hierarchy: None,
             }),
         }
@@ -91,7 +94,15 @@ impl<H> Preconditioning<H> {
         if let Preconditioning::Amg(state) = self {
             state.near_null = modes;
             state.near_null_changed = true;
+            state.near_null_as_chosen = false;
         }
+    }
+
+    /// Whether the next set-up is the AMG's first cold one with the near-null space it was
+    /// chosen with (no hierarchy, none set since).
+    pub(crate) fn awaits_first_setup(&self) -> bool {
+        matches!(self, Preconditioning::Amg(state)
+            if state.hierarchy.is_none() && state.near_null_as_chosen)
     }
 }
 
