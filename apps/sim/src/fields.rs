@@ -169,9 +169,10 @@ pub fn set_indicator_nodes(config: &Config, mesh: &mesh::HexMesh) -> Result<Opti
     Ok(Some(list))
 }
 
-/// The principal values of each full 3x3 (row-major) stress, largest first.
+/// The principal values of each full 3x3 (row-major) stress, largest first (in parallel: each
+/// tensor's values are its own).
 pub fn principal(stresses: &[[f64; 9]]) -> Vec<[f64; 3]> {
-    stresses.iter().map(fem::principal_values_of).collect()
+    stresses.par_iter().map(fem::principal_values_of).collect()
 }
 
 #[cfg(test)]
