@@ -53,6 +53,13 @@ impl Device {
         Ok(Device::Cuda(CudaContext::new(ordinal)?))
     }
 
+    /// Starts the CUDA driver and device `ordinal`'s context in the background (once per
+    /// process), so that a [`Device::cuda`] later in the process does not wait for them: a run
+    /// calls it before it builds its mesh and problem. Does nothing where CUDA is unavailable.
+    pub fn warm_up_cuda(ordinal: usize) {
+        crate::backend::cuda::warm_up(ordinal);
+    }
+
     /// This thread's GPU ([`Device::thread_gpu`]) where it is usable, else the host
     /// (`device: auto`).
     pub fn auto() -> Device {

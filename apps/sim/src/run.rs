@@ -429,6 +429,10 @@ fn execute_in_stages(
     stages: &mut RunStages,
 ) -> Result<RunOutcome> {
     let config = case.config;
+    if config.device != config::ComputeDevice::Cpu {
+        // the GPU's driver and context start while the mesh and problem are built
+        linalg::Device::warm_up_cuda(linalg::Device::thread_gpu());
+    }
     let key = problem_key(config)?;
     let problem_started = Instant::now();
     let (mut problem, reused_problem) = take_problem(config, warm, stages)?;

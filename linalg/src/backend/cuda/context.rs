@@ -107,6 +107,38 @@ pub fn unavailable_reason() -> Option<String> {
     }
 }
 
+/// The devices [`warm_up`] was asked for, and the primary contexts it retained: held for the
+/// life of the process, so that the driver keeps them initialised.
+static WARMED: Mutex<(Vec<usize>, Vec<Arc<cu::CudaContext>>)> =
+    Mutex::new((Vec::new(), Vec::new()));
+
+/// Starts the CUDA driver and retains device `ordinal`'s primary context on a thread of its
+/// own, once per device and process: a later [`CudaContext::new`] on it then finds both ready
+/// (their start takes a few hundred milliseconds that a run spends building its problem
+/// meanwhile). Nothing happens where CUDA is unavailable; errors are left to the later open,
+/// which reports them.
+pub fn warm_up(ordinal: usize) {
+    {
+        let mut warmed = WARMED.lock().unwrap_or_else(|p| p.into_inner());
+        if warmed.0.contains(&ordinal) {
+            return;
+        }
+        warmed.0.push(ordinal);
+    }
+    let spawned = std::thread::Builder::new()
+        .name("cuda warm-up".into())
+        .spawn(move || {
+            if unavailable_reason().is_some() {
+                return;
+            }
+            if let Ok(ctx) = cu::CudaContext::new(ordinal) {
+                WARMED.lock().unwrap_or_else(|p| p.into_inner()).1.push(ctx);
+            }
+        });
+    // a thread that cannot start only loses the head start
+    drop(spawned);
+}
+
 /// GPUs the driver reports here (visible to this process); [`LinalgError::CudaUnavailable`]
 /// without a usable driver, NVRTC or GPU.
 pub fn device_count() -> Result<usize, LinalgError> {

@@ -97,7 +97,7 @@ impl DeviceValue for f32 {
     }
 }
 pub use context::{
-    can_access_peer, device_count, unavailable_reason, CudaContext, Event, Transfers,
+    can_access_peer, device_count, unavailable_reason, warm_up, CudaContext, Event, Transfers,
 };
 pub use coo::DeviceCooPlan;
 pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
