@@ -65,6 +65,15 @@ pub struct CooPlan {
     contributions: Vec<u32>,
 }
 
+/// A [`CooPlan`]'s contributions grouped by slot ([`CooPlan::slot_order`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotOrder {
+    /// `nnz + 1` offsets into `contributions`: slot `s` owns `slot_ptr[s]..slot_ptr[s + 1]`.
+    pub slot_ptr: Vec<u32>,
+    /// Each slot's contribution indices (absolute, not per segment), ascending.
+    pub contributions: Vec<u32>,
+}
+
 /// The contributions one segment adds to one slot ([`CooPlan::runs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotRun<'a> {
@@ -225,6 +234,72 @@ impl CooPlan {
                         [self.run_ptr[k] as usize..self.run_ptr[k + 1] as usize],
                 })
             })
+    }
+
+    /// The contributions grouped by slot, each slot's ascending: the order in which the sums
+    /// add them whatever the segmentation (what an owner-computes device sum reads). In
+    /// parallel: the runs are counted and placed through per-slot cursors in any order, then
+    /// each slot's few entries are sorted; the indices are distinct, so the result does not
+    /// depend on the threads.
+    pub fn slot_order(&self) -> SlotOrder {
+        let nnz = self.pattern.nnz();
+        let n_segments = self.segment_ptr.len() - 1;
+        let runs_of = |g: usize| self.segment_ptr[g]..self.segment_ptr[g + 1];
+        let run =
+            |k: usize| &self.contributions[self.run_ptr[k] as usize..self.run_ptr[k + 1] as usize];
+        // per slot: its number of contributions, then the cursor where its next run goes
+        let cursor = atomic_zeros(nnz);
+        (0..n_segments).into_par_iter().for_each(|g| {
+            for k in runs_of(g) {
+                cursor[self.run_slot[k] as usize].fetch_add(run(k).len() as u32, Ordering::Relaxed);
+            }
+        });
+        let mut slot_ptr = Vec::with_capacity(nnz + 1);
+        let mut running = 0u32;
+        slot_ptr.push(running);
+        for c in &cursor {
+            // at most `n_contributions` < 2^32 in all (checked at construction)
+            running += c.load(Ordering::Relaxed);
+            slot_ptr.push(running);
+        }
+        cursor
+            .par_iter()
+            .zip(slot_ptr.par_iter())
+            .for_each(|(c, &start)| c.store(start, Ordering::Relaxed));
+        let placed = atomic_zeros(self.n_contributions);
+        (0..n_segments).into_par_iter().for_each(|g| {
+            let segment_start = (g * self.segment_len) as u32;
+            for k in runs_of(g) {
+                let run = run(k);
+                let slot = self.run_slot[k] as usize;
+                let first = cursor[slot].fetch_add(run.len() as u32, Ordering::Relaxed) as usize;
+                // disjoint positions (each run takes its own range of its slot's)
+                for (dst, &c) in placed[first..].iter().zip(run) {
+                    dst.store(segment_start + c, Ordering::Relaxed);
+                }
+            }
+        });
+        drop(cursor);
+        let mut contributions = into_plain(placed);
+        let mut tasks = Vec::with_capacity(nnz.div_ceil(SLOT_CHUNK));
+        let mut rest = contributions.as_mut_slice();
+        for first in (0..nnz).step_by(SLOT_CHUNK) {
+            let last = (first + SLOT_CHUNK).min(nnz);
+            let (head, tail) = rest.split_at_mut((slot_ptr[last] - slot_ptr[first]) as usize);
+            tasks.push((first..last, head));
+            rest = tail;
+        }
+        tasks.into_par_iter().for_each(|(slots, chunk)| {
+            let offset = slot_ptr[slots.start];
+            for s in slots {
+                chunk[(slot_ptr[s] - offset) as usize..(slot_ptr[s + 1] - offset) as usize]
+                    .sort_unstable();
+            }
+        });
+        SlotOrder {
+            slot_ptr,
+            contributions,
+        }
     }
 
     /// Bytes held by the plan's own arrays; the pattern, which assembled matrices share, is not

@@ -41,7 +41,7 @@ mod vector;
 pub use block_diagonal::BlockDiagonal;
 pub use bsr::Bsr;
 pub use comm;
-pub use coo::{CooPlan, CooSum, SlotRun};
+pub use coo::{CooPlan, CooSum, SlotOrder, SlotRun};
 pub use device::{
     kernel_build_seconds, kernel_cache_report, Device, KernelCacheReport, Transfers,
     KERNEL_CACHE_ENV,

@@ -382,3 +382,47 @@ fn errors_are_reported() {
     let empty = CooPlan::new(3, 3, &[], &[]).unwrap();
     assert_eq!(empty.pattern().nnz(), 0);
 }
+
+/// `slot_order` is each slot's contributions, ascending, as the serial regrouping of the runs
+/// gives them (what the device sums read), for one and many segments and any thread count.
+#[test]
+fn slot_order_is_each_slots_contributions_ascending() {
+    let mut rng = Rng::new(17);
+    let (nbr, nbc, n) = (40, 33, 5000);
+    let (rows, cols) = contributions(&mut rng, nbr, nbc, n);
+    for segment_len in [1, 7, 64, 1000, n] {
+        let segment = NonZeroUsize::new(segment_len).unwrap();
+        let plan = CooPlan::with_segments(nbr, nbc, &rows, &cols, segment).unwrap();
+        // the serial regrouping of the runs, segment after segment
+        let nnz = plan.pattern().nnz();
+        let mut slot_ptr = vec![0u32; nnz + 1];
+        for run in plan.runs() {
+            slot_ptr[run.slot + 1] += run.contributions.len() as u32;
+        }
+        for s in 0..nnz {
+            slot_ptr[s + 1] += slot_ptr[s];
+        }
+        let mut next = slot_ptr[..nnz].to_vec();
+        let mut expected = vec![0u32; n];
+        for run in plan.runs() {
+            let base = (run.segment * plan.segment_len()) as u32;
+            for &c in run.contributions {
+                expected[next[run.slot] as usize] = base + c;
+                next[run.slot] += 1;
+            }
+        }
+        for threads in [1, 4] {
+            let order = with_threads(threads, || plan.slot_order());
+            assert_eq!(order.slot_ptr, slot_ptr, "segments of {segment_len}");
+            assert_eq!(order.contributions, expected, "segments of {segment_len}");
+        }
+        // and each contribution sits in the slot of its block
+        let (rp, ci) = (plan.pattern().row_ptr(), plan.pattern().col_idx());
+        for s in 0..nnz {
+            let row = rp.partition_point(|&p| p <= s) - 1;
+            for &c in &expected[slot_ptr[s] as usize..slot_ptr[s + 1] as usize] {
+                assert_eq!((rows[c as usize] as usize, cols[c as usize]), (row, ci[s]));
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@ use cudarc::driver::PushKernelArg;
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, COO};
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
-use crate::{CooPlan, LinalgError};
+use crate::{CooPlan, LinalgError, SlotOrder};
 
 /// A [`CooPlan`] regrouped by slot for owner-computes sums: slot `s` owns the (absolute)
 /// contributions `contrib[slot_ptr[s]..slot_ptr[s + 1]]`, ascending, which is the order in
@@ -21,35 +21,21 @@ pub struct DeviceCooPlan {
 }
 
 impl DeviceCooPlan {
-    /// Regroups the plan's runs by slot on the host and uploads them.
+    /// Uploads the plan's runs grouped by slot ([`CooPlan::slot_order`], made in parallel).
     pub fn upload(ctx: &CudaContext, plan: &CooPlan) -> Result<Self, LinalgError> {
         let nnz = plan.pattern().nnz();
         let n = plan.n_contributions();
-        let mut count = vec![0u32; nnz + 1];
-        for run in plan.runs() {
-            count[run.slot + 1] += run.contributions.len() as u32;
-        }
-        for s in 0..nnz {
-            count[s + 1] += count[s];
-        }
-        let mut next = count[..nnz].to_vec();
-        let mut contrib = vec![0u32; n];
-        // Runs come segment after segment: a slot's runs, and so its contributions, in order.
-        for run in plan.runs() {
-            let base = (run.segment * plan.segment_len()) as u32;
-            let at = &mut next[run.slot];
-            for &c in run.contributions {
-                contrib[*at as usize] = base + c;
-                *at += 1;
-            }
-        }
+        let SlotOrder {
+            slot_ptr,
+            contributions,
+        } = plan.slot_order();
         Ok(Self {
             n_block_rows: plan.pattern().n_block_rows(),
             n_block_cols: plan.pattern().n_block_cols(),
             nnz,
             n_contributions: n,
-            slot_ptr: ctx.upload(&count)?,
-            contrib: ctx.upload(&contrib)?,
+            slot_ptr: ctx.upload(&slot_ptr)?,
+            contrib: ctx.upload(&contributions)?,
         })
     }
 
