@@ -47,18 +47,18 @@ extern "C" __global__ void cg_update(const u64 n, const double alpha, const doub
 
 // ---- the scalars of a CG recurrence kept on the device (linalg::CgCoefficients) ---------
 //
-// One array `s` of 6 S + 1 doubles for S steps: alpha[S] | beta[S] | has_alpha[S] |
-// has_beta[S] | rz[S + 1] | pq[S] (the flags 1.0 or 0.0). The dots write rz[k] and pq[k]
-// (exact_bins rounding into a slot); the two kernels below evaluate the host's conditions
-// (CgCoefficients' host branch) on the same bits, record the coefficient and its flag (thread
-// 0 of block 0, into slots no thread of the launch reads), and do their update only where the
-// step goes on: after a stop every later launch of the recurrence writes nothing but flags 0.
+// One array `s` of 4 S + 1 doubles for S steps: alpha[S] | beta[S] | rz[S + 1] | pq[S]. The
+// dots write rz[k] and pq[k] (exact_bins rounding into a slot); the two kernels below evaluate
+// the host's conditions (CgCoefficients' host branch) on the same bits and record the
+// coefficient, or NaN where the step stops the recurrence (a recorded alpha or beta is never
+// NaN: alpha = rz / pq with rz > 0 and pq > 0 finite, beta > 0 and finite), from thread 0 of
+// block 0 into a slot no thread of the launch reads; they do their update only where the step
+// goes on: after a stop every later launch of the recurrence writes nothing but NaN records.
 #define CG_ALPHA(S) 0
 #define CG_BETA(S) (S)
-#define CG_HAS_ALPHA(S) (2 * (S))
-#define CG_HAS_BETA(S) (3 * (S))
-#define CG_RZ(S) (4 * (S))
-#define CG_PQ(S) (5 * (S) + 1)
+#define CG_RZ(S) (2 * (S))
+#define CG_PQ(S) (3 * (S) + 1)
+#define CG_NONE __longlong_as_double(0x7ff8000000000000ll)
 
 // Step k's alpha: the step goes on where step k - 1 recorded its beta (k == 0: always),
 // rz[k] > 0, pq[k] > 0 and finite; then alpha[k] = rz[k] / pq[k] (IEEE division, the host's
@@ -67,13 +67,10 @@ extern "C" __global__ void cg_alpha_axpy(const u64 n, const u64 k, const u64 ste
                                          double* s, const double* __restrict__ q,
                                          double* __restrict__ r) {
     const double rz = s[CG_RZ(steps) + k], pq = s[CG_PQ(steps) + k];
-    const bool go = k == 0 || s[CG_HAS_BETA(steps) + k - 1] != 0.0;
+    const bool go = k == 0 || !isnan(s[CG_BETA(steps) + k - 1]);
     const bool ok = go && rz > 0.0 && pq > 0.0 && isfinite(pq);
     const double alpha = rz / pq;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        s[CG_HAS_ALPHA(steps) + k] = ok ? 1.0 : 0.0;
-        if (ok) s[CG_ALPHA(steps) + k] = alpha;
-    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) s[CG_ALPHA(steps) + k] = ok ? alpha : CG_NONE;
     if (!ok) return;
     const double a = -alpha;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
@@ -87,12 +84,9 @@ extern "C" __global__ void cg_beta_axpby(const u64 n, const u64 k, const u64 ste
                                          const double* __restrict__ z, double* __restrict__ p) {
     const double rz = s[CG_RZ(steps) + k], rz_new = s[CG_RZ(steps) + k + 1];
     const double beta = rz_new / rz;
-    const bool ok = s[CG_HAS_ALPHA(steps) + k] != 0.0 && beta > 0.0 && isfinite(beta) &&
+    const bool ok = !isnan(s[CG_ALPHA(steps) + k]) && beta > 0.0 && isfinite(beta) &&
                     !(rz_new <= ratio * rz);
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        s[CG_HAS_BETA(steps) + k] = ok ? 1.0 : 0.0;
-        if (ok) s[CG_BETA(steps) + k] = beta;
-    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) s[CG_BETA(steps) + k] = ok ? beta : CG_NONE;
     if (!ok) return;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         p[i] = 1.0 * z[i] + beta * p[i];

@@ -21,8 +21,9 @@
 //! [`crate::ops::dot`] (a wait for the device, a reduction over the ranks) and the conditions
 //! are decided at once. On one GPU rank ([`CgCoefficients::with_vectors`] of a device vector)
 //! they stay on the device: each dot rounds its exact sum into a slot of a small device array,
-//! one-thread decisions inside the update kernels read the slots and record the coefficients and
-//! a flag per step, and the updates after a stop do nothing; no launch waits, and
+//! one-thread decisions inside the update kernels read the slots and record each step's
+//! coefficient (NaN where the step stops the recurrence), and the updates after a stop do
+//! nothing; no launch waits, and
 //! [`CgCoefficients::coefficients`] downloads the record once. **Invariant:** both give the same
 //! coefficients, bit for bit, on the same vectors: the device's dots are [`crate::ops::dot`]'s
 //! bits (the same exact sum, rounded once), the divisions are IEEE divisions on both, the

@@ -440,16 +440,16 @@ pub fn sum(ctx: &CudaContext, x: &DeviceBuffer<f64>, term: Term) -> Result<f64, 
     Ok(rounded_sums(ctx, &[(term as i32, x, x, x.len())])?[0])
 }
 
-/// Words of [`CgSlots`]'s array for `steps` steps: `vector.cu`'s layout `alpha | beta |
-/// has_alpha | has_beta | rz (steps + 1) | pq`.
+/// Values of [`CgSlots`]'s array for `steps` steps: `vector.cu`'s layout `alpha | beta |
+/// rz (steps + 1) | pq`.
 const fn cg_slot_count(steps: usize) -> usize {
-    6 * steps + 1
+    4 * steps + 1
 }
 
 /// The scalars of a CG recurrence of at most `steps` steps on the device (`vector.cu`'s
 /// `cg_*` kernels and layout) and the scratch of the exact dots that write them: every step's
-/// dots round into their own slot, the coefficients and their flags stay there until
-/// [`CgSlots::recorded`] downloads them (the one wait of the recurrence).
+/// dots round into their own slot, the coefficients (NaN for a step not recorded) stay there
+/// until [`CgSlots::recorded`] downloads them (the one wait of the recurrence).
 #[derive(Debug)]
 pub(crate) struct CgSlots {
     steps: usize,
@@ -470,11 +470,12 @@ pub(crate) enum CgDot {
 }
 
 impl CgSlots {
-    /// Zeroed slots for `steps` steps (allocations and memsets on the stream, no wait).
+    /// Slots for `steps` steps, every coefficient unrecorded (NaN; allocations, memsets and a
+    /// fill on the stream, no wait).
     pub(crate) fn new(ctx: &CudaContext, steps: usize) -> Result<Self, LinalgError> {
         Ok(Self {
             steps,
-            slots: ctx.zeros(cg_slot_count(steps))?,
+            slots: ctx.filled(cg_slot_count(steps), f64::NAN)?,
             words: ctx.zeros(EXACT_WORDS)?,
             done: ctx.zeros(1)?,
         })
@@ -491,8 +492,8 @@ impl CgSlots {
         len: usize,
     ) -> Result<(), LinalgError> {
         let slot = match which {
-            CgDot::Rz(k) if k <= self.steps => 4 * self.steps + k,
-            CgDot::Pq(k) if k < self.steps => 5 * self.steps + 1 + k,
+            CgDot::Rz(k) if k <= self.steps => 2 * self.steps + k,
+            CgDot::Pq(k) if k < self.steps => 3 * self.steps + 1 + k,
             CgDot::Rz(k) | CgDot::Pq(k) => {
                 return Err(LinalgError::IndexOutOfRange {
                     what: "CG coefficients: step",
@@ -572,19 +573,19 @@ impl CgSlots {
         Ok(())
     }
 
-    /// The recorded alphas and betas, each up to its first missing step (one download of
-    /// `4 steps` values: the wait for every launch before).
+    /// The recorded alphas and betas, each up to its first unrecorded step (one download of
+    /// `2 steps` values: the wait for every launch before).
     pub(crate) fn recorded(&self, ctx: &CudaContext) -> Result<(Vec<f64>, Vec<f64>), LinalgError> {
         let s = self.steps;
         if s == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
-        let v = ctx.download_prefix(&self.slots, 4 * s)?;
-        let (values, flags) = v.split_at(2 * s);
-        let run = |flags: &[f64]| flags.iter().take_while(|&&f| f != 0.0).count();
-        let m = run(&flags[..s]);
-        let m_beta = run(&flags[s..]).min(m);
-        Ok((values[..m].to_vec(), values[s..s + m_beta].to_vec()))
+        let v = ctx.download_prefix(&self.slots, 2 * s)?;
+        let (alphas, betas) = v.split_at(s);
+        let run = |c: &[f64]| c.iter().take_while(|x| !x.is_nan()).count();
+        let m = run(alphas);
+        let m_beta = run(betas).min(m);
+        Ok((alphas[..m].to_vec(), betas[..m_beta].to_vec()))
     }
 
     fn check_step(&self, k: usize) -> Result<(), LinalgError> {
