@@ -33,6 +33,9 @@
 //! always false: the caller's operator and preconditioner still run after a stop (on vectors
 //! no recorded coefficient depends on any more).
 
+// `!(x > 0.0)` is true for NaN too, as the conditions mean
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use std::sync::Arc;
 
 use crate::backend::cuda::{self, vector::CgDot, vector::CgSlots, CudaContext};
