@@ -470,12 +470,14 @@ pub(crate) enum CgDot {
 }
 
 impl CgSlots {
-    /// Slots for `steps` steps, every coefficient unrecorded (NaN; allocations, memsets and a
-    /// fill on the stream, no wait).
+    /// Slots for `steps` steps, every one NaN (every coefficient unrecorded), and a zeroed
+    /// accumulator: stream-ordered allocations, a fill and memsets, no wait.
     pub(crate) fn new(ctx: &CudaContext, steps: usize) -> Result<Self, LinalgError> {
+        let mut slots = ctx.uninit(cg_slot_count(steps))?;
+        fill(ctx, f64::NAN, &mut slots)?;
         Ok(Self {
             steps,
-            slots: ctx.filled(cg_slot_count(steps), f64::NAN)?,
+            slots,
             words: ctx.zeros(EXACT_WORDS)?,
             done: ctx.zeros(1)?,
         })
