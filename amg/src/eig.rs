@@ -77,10 +77,10 @@ pub fn host_coefficients(steps: usize) -> CgCoefficients {
 }
 
 /// [`estimate_emax_from`] with the caller's recurrence scalars (of [`host_coefficients`], or
-/// `CgCoefficients::with_vectors` with `BREAKDOWN_RATIO`); the step count is theirs. The one
-/// algorithm of the estimate: the same launches in the same order wherever the scalars are,
-/// and the same coefficients bit for bit (linalg's [`CgCoefficients`] invariant), so the same
-/// estimate.
+/// those [`estimate_emax_from`] makes: on one GPU on the device); the step count is theirs. The
+/// one algorithm of the estimate: the same launches in the same order wherever the scalars are
+/// (on the device the ones after a stop change nothing), and the same coefficients bit for bit
+/// (linalg's [`CgCoefficients`] invariant), so the same estimate.
 pub fn estimate_emax_with<A: LinearOperator + ?Sized>(
     a: &A,
     pbj: &PointBlockJacobi,

@@ -23,15 +23,15 @@
 //! they stay on the device: each dot rounds its exact sum into a slot of a small device array,
 //! one-thread decisions inside the update kernels read the slots and record each step's
 //! coefficient (NaN where the step stops the recurrence), and the updates after a stop do
-//! nothing; no launch waits, and
-//! [`CgCoefficients::coefficients`] downloads the record once. **Invariant:** both give the same
-//! coefficients, bit for bit, on the same vectors: the device's dots are [`crate::ops::dot`]'s
-//! bits (the same exact sum, rounded once), the divisions are IEEE divisions on both, the
-//! updates round as [`crate::ops::axpy`] and [`crate::ops::axpby`] do, and the kernels
-//! (`linalg/cuda/vector.cu`, `cg_alpha_axpy`, `cg_beta_axpby`) evaluate the host branch's
-//! conditions below, in the same order, on the same bits. On the device, [`Self::stopped`] is
-//! always false: the caller's operator and preconditioner still run after a stop (on vectors
-//! no recorded coefficient depends on any more).
+//! nothing; no launch waits, and [`CgCoefficients::coefficients`] downloads the record once.
+//! **Invariant:** both give the same coefficients, bit for bit, on the same vectors: the
+//! device's dots are [`crate::ops::dot`]'s bits (the same exact sum, rounded once), the
+//! divisions are IEEE divisions on both, the updates round as [`crate::ops::axpy`] and
+//! [`crate::ops::axpby`] do, and the kernels (`linalg/cuda/vector.cu`, `cg_alpha_axpy`,
+//! `cg_beta_axpby`) evaluate the host branch's conditions, in the same order, on the same bits.
+//! On the device, [`CgCoefficients::stopped`] is always false: the caller's operator and
+//! preconditioner still run after a stop (on vectors no recorded coefficient depends on any
+//! more).
 
 // `!(x > 0.0)` is true for NaN too, as the conditions mean
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
