@@ -78,9 +78,10 @@ pub fn host_coefficients(steps: usize) -> CgCoefficients {
 
 /// [`estimate_emax_from`] with the caller's recurrence scalars (of [`host_coefficients`], or
 /// those [`estimate_emax_from`] makes: on one GPU on the device); the step count is theirs. The
-/// one algorithm of the estimate: the same launches in the same order wherever the scalars are
-/// (on the device the ones after a stop change nothing), and the same coefficients bit for bit
-/// (linalg's [`CgCoefficients`] invariant), so the same estimate.
+/// one algorithm of the estimate: the same steps in the same order wherever the scalars are
+/// (host scalars end the loop at a stop; on the device the launches after one change nothing),
+/// and the same coefficients bit for bit (linalg's [`CgCoefficients`] invariant), so the same
+/// estimate.
 pub fn estimate_emax_with<A: LinearOperator + ?Sized>(
     a: &A,
     pbj: &PointBlockJacobi,
