@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Stages the GPU tests and benchmarks for the device machine (which has the CUDA driver and
 # NVRTC but no Rust): builds the release `hexfem` binary, the GPU test binaries (hexfem-linalg's
-# library tests and `device` test, hexfem-amg's `device` test; all skip without a GPU) and the
-# `cuda_bench` example, the multi-rank test binaries (linalg's `dist`, hexfem-end-to-end's
+# library tests and `device` and `cg_coefficients` tests, hexfem-amg's `device` test; all skip
+# without a GPU) and the `cuda_bench` example, the multi-rank test binaries (linalg's `dist`, hexfem-end-to-end's
 # `mpi`), strips them into
 # CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
 # and prints the command to run on the device machine from CHECKOUT's root.
@@ -27,6 +27,7 @@ test_exe() {
 }
 lib_test=$(test_exe hexfem-linalg --lib)
 linalg_device=$(test_exe hexfem-linalg --test device)
+linalg_cg=$(test_exe hexfem-linalg --test cg_coefficients)
 amg_device=$(test_exe hexfem-amg --test device)
 assembly_device=$(test_exe hexfem-assembly --test device)
 sim_lib=$(test_exe hexfem-sim --lib)
@@ -42,6 +43,7 @@ cp target/release/hexfem "$stage/bin/hexfem"
 cp target/release/examples/cuda_bench "$stage/bin/cuda_bench"
 cp "$lib_test" "$stage/bin/test_linalg"
 cp "$linalg_device" "$stage/bin/test_linalg_device"
+cp "$linalg_cg" "$stage/bin/test_linalg_cg"
 cp "$amg_device" "$stage/bin/test_amg_device"
 cp "$assembly_device" "$stage/bin/test_assembly_device"
 cp "$sim_lib" "$stage/bin/test_sim"

@@ -101,7 +101,7 @@ MPI_LIMITS=${MPI_LIMITS:-default}
 if [ "$TESTS" = 1 ]; then
     "$here/bin/test_linalg" --test-threads=4 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
         || status=1
-    for t in test_linalg_device test_amg_device test_assembly_device; do
+    for t in test_linalg_device test_linalg_cg test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
     "$here/bin/test_bench" --test-threads=1 --nocapture newton >> "$out/tests.log" 2>&1 || status=1

@@ -4,7 +4,7 @@
 //! largest eigenvalue (by bisection) approximates `lambda_max(D^{-1} A)` from below.
 
 use crate::{AmgError, LinearOperator, PointBlockJacobi, Preconditioner};
-use linalg::{ops, Bsr, Vector};
+use linalg::{ops, Bsr, CgCoefficients, Vector};
 
 /// Seed of the start vector's hash (any fixed value: the estimate must not depend on threads).
 const START_SEED: u64 = 0x5EED;
@@ -56,41 +56,58 @@ pub fn start_entry(serial_index: u64) -> f64 {
 
 /// [`estimate_emax_in`] from the start vector the caller put in `work[0]` (see [`start_entry`]),
 /// for any operator (a distributed one included: its reductions are exact, so ranks and the
-/// serial run get the same coefficients up to the products' rounding).
+/// serial run get the same coefficients up to the products' rounding). The CG scalars live
+/// where the vectors do when that is one GPU rank (no wait for the device until the one
+/// download of the coefficients), on the host otherwise: [`estimate_emax_with`].
 pub fn estimate_emax_from<A: LinearOperator + ?Sized>(
     a: &A,
     pbj: &PointBlockJacobi,
     steps: usize,
     work: [&mut Vector; 3],
 ) -> Result<Option<f64>, AmgError> {
+    let coefficients = CgCoefficients::with_vectors(work[0], steps, BREAKDOWN_RATIO)?;
+    estimate_emax_with(a, pbj, coefficients, work)
+}
+
+/// The scalars of the estimate's CG/Lanczos recurrence for `steps` steps on the host, whatever
+/// the vectors' device: [`estimate_emax_with`] with them is the estimate of every operator on
+/// every device and rank count, one host wait per dot.
+pub fn host_coefficients(steps: usize) -> CgCoefficients {
+    CgCoefficients::on_host(steps, BREAKDOWN_RATIO)
+}
+
+/// [`estimate_emax_from`] with the caller's recurrence scalars (of [`host_coefficients`], or
+/// those [`estimate_emax_from`] makes: on one GPU on the device); the step count is theirs. The
+/// one algorithm of the estimate: the same steps in the same order wherever the scalars are
+/// (host scalars end the loop at a stop; on the device the launches after one change nothing),
+/// and the same coefficients bit for bit (linalg's [`CgCoefficients`] invariant), so the same
+/// estimate.
+pub fn estimate_emax_with<A: LinearOperator + ?Sized>(
+    a: &A,
+    pbj: &PointBlockJacobi,
+    mut cg: CgCoefficients,
+    work: [&mut Vector; 3],
+) -> Result<Option<f64>, AmgError> {
     let [r, p, w] = work;
     // `w` holds `z = D^{-1} r` and `q = A p` in turn: each is dead when the other is written.
     pbj.apply(r, w)?;
-    let mut rz = ops::dot(r, w)?;
+    cg.start(r, w)?;
     p.copy_from(w)?;
-    let (mut alphas, mut betas) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
-    for _ in 0..steps {
-        if !(rz > 0.0) {
+    for _ in 0..cg.steps() {
+        // host scalars: a stop is known at once; device scalars: the updates after one do
+        // nothing, the products still run (nothing recorded depends on them)
+        if cg.stopped() {
             break;
         }
         a.apply(p, w)?; // q = A p
-        let pq = ops::dot(p, w)?;
-        if !(pq > 0.0) || !pq.is_finite() {
+        cg.alpha_update(p, w, r)?; // alpha = rz / pq; r -= alpha q
+        if cg.stopped() {
             break;
         }
-        let alpha = rz / pq;
-        alphas.push(alpha);
-        ops::axpy(-alpha, w, r)?;
         pbj.apply(r, w)?; // z = D^{-1} r
-        let rz_new = ops::dot(r, w)?;
-        let beta = rz_new / rz;
-        if !(beta > 0.0) || !beta.is_finite() || rz_new <= BREAKDOWN_RATIO * rz {
-            break;
-        }
-        betas.push(beta);
-        rz = rz_new;
-        ops::axpby(1.0, w, beta, p)?;
+        cg.beta_update(r, w, p)?; // beta = rz_new / rz; p = z + beta p
     }
+    let (alphas, betas) = cg.coefficients()?;
     let m = alphas.len();
     if m == 0 {
         return Ok(None);

@@ -26,8 +26,9 @@ typedef double dval;
 
 // Inverts the diagonal block of block row b (slot diag_slot[b] of a_vals) into inv[b] by
 // Gauss-Jordan with partial pivoting. A pivot not above rtol * max|block| fails: the smallest
-// failing (block, column) is kept in *fail as block * 64 + column (atomicMin on an index;
-// values are never combined across threads).
+// failing (block, column) is kept in *fail as ~(block * 64 + column) (atomicMax on the
+// complement of an index, so that a zeroed *fail means none failed and needs no upload; values
+// are never combined across threads).
 extern "C" __global__ void block_invert(const u32 n_blocks, const u32* __restrict__ diag_slot,
                                         const aval* __restrict__ a_vals,
                                         dval* __restrict__ inv, const double rtol,
@@ -57,7 +58,7 @@ extern "C" __global__ void block_invert(const u32 n_blocks, const u32* __restric
             }
         }
         if (!(piv_val > tol)) {
-            atomicMin(fail, (u64)b * 64 + (u64)k);
+            atomicMax(fail, ~((u64)b * 64 + (u64)k));
             return;
         }
         perm[k] = piv_row;

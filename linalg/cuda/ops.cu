@@ -111,7 +111,8 @@ extern "C" __global__ void bsr_to_dense(const u64 n_values, const u32 br, const 
 
 // In-place inverse of the row-major n x n matrix a by Gauss-Jordan with partial pivoting, the
 // host's dense::invert_in_place step for step, in one thread block. A pivot not above
-// rtol * max|a| stores its column in *fail and stops. perm (n) and f (n) are scratch.
+// rtol * max|a| stores the complement of its column (~k) in *fail (zeroed by the caller: no
+// upload) and stops. perm (n) and f (n) are scratch.
 #define INV_THREADS 1024
 extern "C" __global__ void __launch_bounds__(INV_THREADS)
 dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double* __restrict__ f,
@@ -166,7 +167,7 @@ dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double
         if (tid == 0) {
             if (!(s_val[0] > s_tol)) {
                 s_bad = 1;
-                fail[0] = k;
+                fail[0] = ~(u64)k;
             }
             s_piv = s_idx[0];
             perm[k] = s_idx[0];
@@ -227,8 +228,8 @@ dense_invert(const u32 n, double* __restrict__ a, u32* __restrict__ perm, double
 // dense_invert_pivot (one block: pivot, row swap, row scaling, multipliers) and
 // dense_invert_update (every entry, the whole grid), then dense_invert_unpermute. Each entry
 // sees the single-block kernel's operations in its order: the same bits. *fail holds
-// U64_MAX until a pivot fails; the later launches then return at once.
-#define INV_OK 0xffffffffffffffffULL
+// INV_OK (zero) until a pivot fails, then ~column; the later launches then return at once.
+#define INV_OK 0ULL
 extern "C" __global__ void __launch_bounds__(INV_THREADS)
 dense_invert_tol(const u32 n, const double* __restrict__ a, const double rtol,
                  double* __restrict__ tol) {
@@ -284,7 +285,7 @@ dense_invert_pivot(const u32 n, const u32 k, double* __restrict__ a, u32* __rest
         s_bad = 0;
         if (!(s_val[0] > tol[0])) {
             s_bad = 1;
-            fail[0] = k;
+            fail[0] = ~(u64)k;
         }
         s_piv = s_idx[0];
         perm[k] = s_idx[0];

@@ -45,6 +45,53 @@ extern "C" __global__ void cg_update(const u64 n, const double alpha, const doub
     }
 }
 
+// ---- the scalars of a CG recurrence kept on the device (linalg::CgCoefficients) ---------
+//
+// One array `s` of 4 S + 1 doubles for S steps: alpha[S] | beta[S] | rz[S + 1] | pq[S]. The
+// dots write rz[k] and pq[k] (exact_bins rounding into a slot); the two kernels below evaluate
+// the host's conditions (CgCoefficients' host branch) on the same bits and record the
+// coefficient, or NaN where the step stops the recurrence (a recorded alpha or beta is never
+// NaN: alpha = rz / pq with rz > 0 and pq > 0 finite, beta > 0 and finite), from thread 0 of
+// block 0 into a slot no thread of the launch reads; they do their update only where the step
+// goes on: after a stop every later launch of the recurrence writes nothing but NaN records.
+#define CG_ALPHA(S) 0
+#define CG_BETA(S) (S)
+#define CG_RZ(S) (2 * (S))
+#define CG_PQ(S) (3 * (S) + 1)
+#define CG_NONE __longlong_as_double(0x7ff8000000000000ll)
+
+// Step k's alpha: the step goes on where step k - 1 recorded its beta (k == 0: always),
+// rz[k] > 0, pq[k] > 0 and finite; then alpha[k] = rz[k] / pq[k] (IEEE division, the host's
+// bits) and r -= alpha q over the n entries (the host's axpy with a = -alpha).
+extern "C" __global__ void cg_alpha_axpy(const u64 n, const u64 k, const u64 steps,
+                                         double* s, const double* __restrict__ q,
+                                         double* __restrict__ r) {
+    const double rz = s[CG_RZ(steps) + k], pq = s[CG_PQ(steps) + k];
+    const bool go = k == 0 || !isnan(s[CG_BETA(steps) + k - 1]);
+    const bool ok = go && rz > 0.0 && pq > 0.0 && isfinite(pq);
+    const double alpha = rz / pq;
+    if (blockIdx.x == 0 && threadIdx.x == 0) s[CG_ALPHA(steps) + k] = ok ? alpha : CG_NONE;
+    if (!ok) return;
+    const double a = -alpha;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        r[i] += a * q[i];
+}
+
+// Step k's beta = rz[k + 1] / rz[k] where step k recorded its alpha, beta > 0 and finite and
+// rz[k + 1] > ratio rz[k]; then p = 1 z + beta p over the n entries (the host's axpby).
+extern "C" __global__ void cg_beta_axpby(const u64 n, const u64 k, const u64 steps,
+                                         const double ratio, double* s,
+                                         const double* __restrict__ z, double* __restrict__ p) {
+    const double rz = s[CG_RZ(steps) + k], rz_new = s[CG_RZ(steps) + k + 1];
+    const double beta = rz_new / rz;
+    const bool ok = !isnan(s[CG_ALPHA(steps) + k]) && beta > 0.0 && isfinite(beta) &&
+                    !(rz_new <= ratio * rz);
+    if (blockIdx.x == 0 && threadIdx.x == 0) s[CG_BETA(steps) + k] = ok ? beta : CG_NONE;
+    if (!ok) return;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        p[i] = 1.0 * z[i] + beta * p[i];
+}
+
 // ---- exact sums (linalg::exact::ExactSum on the device) ----------------------------------
 
 // Bins of 32 bits covering 2^-1074 .. 2^1024 with head room (ExactSum's N_BINS); word

@@ -17,6 +17,7 @@
 pub mod backend;
 mod block_diagonal;
 mod bsr;
+mod cg_coefficients;
 mod coo;
 pub mod dense;
 mod device;
@@ -40,6 +41,7 @@ mod vector;
 
 pub use block_diagonal::BlockDiagonal;
 pub use bsr::Bsr;
+pub use cg_coefficients::CgCoefficients;
 pub use comm;
 pub use coo::{CooPlan, CooSum, SlotOrder, SlotRun};
 pub use device::{

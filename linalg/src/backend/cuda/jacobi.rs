@@ -120,7 +120,8 @@ impl<T: DeviceValue> DeviceBlockDiagonal<T> {
             self.n_blocks,
             a.pattern().n_block_rows(),
         )?;
-        let mut fail = ctx.upload(&[u64::MAX])?;
+        // zero: no block failed (the kernel keeps the complement of the first failing index)
+        let mut fail = ctx.zeros::<u64>(1)?;
         let defines = [("BS", self.bs as i64), ("A_F32", A::F32), ("D_F32", T::F32)];
         let f = ctx.function(&JACOBI, &defines, "block_invert")?;
         let (n, rtol) = (self.n_blocks as u32, PIVOT_RTOL);
@@ -133,9 +134,9 @@ impl<T: DeviceValue> DeviceBlockDiagonal<T> {
             .arg(&mut fail);
         // SAFETY: arguments match `block_invert`; sizes set at construction and checked above.
         unsafe { l.launch(grid_1d(n as u64, 128)) }.map_err(driver_err("block_invert"))?;
-        let code = ctx.download(&fail)?[0];
-        if code != u64::MAX {
-            return Err(self.singular_block_error(ctx, a, (code / 64) as usize));
+        let failed = ctx.download(&fail)?[0];
+        if failed != 0 {
+            return Err(self.singular_block_error(ctx, a, (!failed / 64) as usize));
         }
         Ok(())
     }

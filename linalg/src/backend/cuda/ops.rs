@@ -249,7 +249,7 @@ const INVERT_BY_STEPS_MAX_N: usize = 65_535;
 
 /// The Gauss-Jordan inverse of the dense `n x n` matrix `a` step by step (see `ops.cu`): the
 /// single-block kernel's operations per entry, so its bits. `perm`, `f`: scratch of `n`;
-/// `fail`: `u64::MAX`, or the failing column afterwards.
+/// `fail`: zero, or the failing column's complement afterwards.
 fn invert_by_steps(
     ctx: &CudaContext,
     n: u32,
@@ -328,7 +328,8 @@ impl DeviceDenseInverse {
         unsafe { l.launch(grid_stride(n_values)) }.map_err(driver_err("bsr_to_dense"))?;
         let mut perm = ctx.zeros::<u32>(n.max(1))?;
         let mut fvec = ctx.zeros::<f64>(n.max(1))?;
-        let mut fail = ctx.upload(&[u64::MAX])?;
+        // zero: no pivot failed (the kernels store the failing column's complement)
+        let mut fail = ctx.zeros::<u64>(1)?;
         let nn = n as u32;
         let one_block = LaunchConfig {
             grid_dim: (1, 1, 1),
@@ -349,11 +350,11 @@ impl DeviceDenseInverse {
             // SAFETY: arguments match `dense_invert` (one block of 1024 threads).
             unsafe { l.launch(one_block) }.map_err(driver_err("dense_invert"))?;
         }
-        let code = ctx.download(&fail)?[0];
-        if code != u64::MAX {
+        let failed = ctx.download(&fail)?[0];
+        if failed != 0 {
             return Err(LinalgError::SingularMatrix {
                 n,
-                column: code as usize,
+                column: !failed as usize,
                 pivot: f64::NAN,
             });
         }

@@ -439,3 +439,165 @@ pub fn norm2(ctx: &CudaContext, x: &DeviceBuffer<f64>) -> Result<f64, LinalgErro
 pub fn sum(ctx: &CudaContext, x: &DeviceBuffer<f64>, term: Term) -> Result<f64, LinalgError> {
     Ok(rounded_sums(ctx, &[(term as i32, x, x, x.len())])?[0])
 }
+
+/// Values of [`CgSlots`]'s array for `steps` steps: `vector.cu`'s layout `alpha | beta |
+/// rz (steps + 1) | pq`.
+const fn cg_slot_count(steps: usize) -> usize {
+    4 * steps + 1
+}
+
+/// The scalars of a CG recurrence of at most `steps` steps on the device (`vector.cu`'s
+/// `cg_*` kernels and layout) and the scratch of the exact dots that write them: every step's
+/// dots round into their own slot, the coefficients (NaN for a step not recorded) stay there
+/// until [`CgSlots::recorded`] downloads them (the one wait of the recurrence).
+#[derive(Debug)]
+pub(crate) struct CgSlots {
+    steps: usize,
+    slots: DeviceBuffer<f64>,
+    /// One exact sum's accumulator and block counter, zero between sums (the last block of
+    /// each `exact_bins` launch zeroes them): the dots run one after another on the stream.
+    words: DeviceBuffer<u64>,
+    done: DeviceBuffer<u32>,
+}
+
+/// Which dot of the recurrence a slot holds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CgDot {
+    /// `r . z` before step `k` (`k == 0`: the start; `k + 1`: after step `k`).
+    Rz(usize),
+    /// `p . q` of step `k`.
+    Pq(usize),
+}
+
+impl CgSlots {
+    /// Slots for `steps` steps, every one NaN (every coefficient unrecorded), and a zeroed
+    /// accumulator: stream-ordered allocations, a fill and memsets, no wait.
+    pub(crate) fn new(ctx: &CudaContext, steps: usize) -> Result<Self, LinalgError> {
+        let mut slots = ctx.uninit(cg_slot_count(steps))?;
+        fill(ctx, f64::NAN, &mut slots)?;
+        Ok(Self {
+            steps,
+            slots,
+            words: ctx.zeros(EXACT_WORDS)?,
+            done: ctx.zeros(1)?,
+        })
+    }
+
+    /// The dot `x . y` over the first `len` entries into its slot (one `exact_bins` launch,
+    /// rounded by its last block: [`dot`]'s bits; nothing comes back).
+    pub(crate) fn dot(
+        &mut self,
+        ctx: &CudaContext,
+        which: CgDot,
+        x: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        len: usize,
+    ) -> Result<(), LinalgError> {
+        let slot = match which {
+            CgDot::Rz(k) if k <= self.steps => 2 * self.steps + k,
+            CgDot::Pq(k) if k < self.steps => 3 * self.steps + 1 + k,
+            CgDot::Rz(k) | CgDot::Pq(k) => {
+                return Err(LinalgError::IndexOutOfRange {
+                    what: "CG coefficients: step",
+                    index: k,
+                    len: self.steps,
+                })
+            }
+        };
+        let n = exact_terms(x, y, len)?;
+        let f = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
+        let mut out = self.slots.slice_mut().slice_mut(slot..slot + 1);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n)
+            .arg(x)
+            .arg(y)
+            .arg(&TERM_PRODUCT)
+            .arg(&mut self.words)
+            .arg(&mut self.done)
+            .arg(&mut out);
+        // SAFETY: arguments match `exact_bins` (`n` entries of `x` and `y`, checked above);
+        // the accumulator and its counter are zero (made so, and zeroed again by the last
+        // block of every earlier launch on this stream), which rounds into `out[0]`.
+        unsafe { l.launch(exact_grid(n)) }.map_err(driver_err("exact_bins"))?;
+        Ok(())
+    }
+
+    /// Step `k`'s alpha and `r -= alpha q` where the step goes on (`cg_alpha_axpy`).
+    pub(crate) fn alpha_axpy(
+        &mut self,
+        ctx: &CudaContext,
+        k: usize,
+        q: &DeviceBuffer<f64>,
+        r: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        self.check_step(k)?;
+        check_len("device CG alpha: q", r.len(), q.len())?;
+        let f = ctx.function(&VECTOR, DEFINES, "cg_alpha_axpy")?;
+        let (n, k, steps) = (r.len() as u64, k as u64, self.steps as u64);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n)
+            .arg(&k)
+            .arg(&steps)
+            .arg(&mut self.slots)
+            .arg(q)
+            .arg(&mut *r);
+        // SAFETY: arguments match `cg_alpha_axpy`; `k < steps`, the slots hold the layout of
+        // `steps` steps; lengths checked.
+        unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("cg_alpha_axpy"))?;
+        Ok(())
+    }
+
+    /// Step `k`'s beta and `p = z + beta p` where the step goes on (`cg_beta_axpby`); the
+    /// recurrence stops where `r . z` falls to `ratio` times its previous value or below.
+    pub(crate) fn beta_axpby(
+        &mut self,
+        ctx: &CudaContext,
+        k: usize,
+        ratio: f64,
+        z: &DeviceBuffer<f64>,
+        p: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        self.check_step(k)?;
+        check_len("device CG beta: z", p.len(), z.len())?;
+        let f = ctx.function(&VECTOR, DEFINES, "cg_beta_axpby")?;
+        let (n, k, steps) = (p.len() as u64, k as u64, self.steps as u64);
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n)
+            .arg(&k)
+            .arg(&steps)
+            .arg(&ratio)
+            .arg(&mut self.slots)
+            .arg(z)
+            .arg(&mut *p);
+        // SAFETY: arguments match `cg_beta_axpby`; `k < steps`, the slots hold the layout of
+        // `steps` steps; lengths checked.
+        unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("cg_beta_axpby"))?;
+        Ok(())
+    }
+
+    /// The recorded alphas and betas, each up to its first unrecorded step (one download of
+    /// `2 steps` values: the wait for every launch before).
+    pub(crate) fn recorded(&self, ctx: &CudaContext) -> Result<(Vec<f64>, Vec<f64>), LinalgError> {
+        let s = self.steps;
+        if s == 0 {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let v = ctx.download_prefix(&self.slots, 2 * s)?;
+        let (alphas, betas) = v.split_at(s);
+        let run = |c: &[f64]| c.iter().take_while(|x| !x.is_nan()).count();
+        let m = run(alphas);
+        let m_beta = run(betas).min(m);
+        Ok((alphas[..m].to_vec(), betas[..m_beta].to_vec()))
+    }
+
+    fn check_step(&self, k: usize) -> Result<(), LinalgError> {
+        if k >= self.steps {
+            return Err(LinalgError::IndexOutOfRange {
+                what: "CG coefficients: step",
+                index: k,
+                len: self.steps,
+            });
+        }
+        Ok(())
+    }
+}
