@@ -215,6 +215,34 @@ extern "C" __global__ void transpose_sort(const u32 n_cols, const u32* __restric
     }
 }
 
+// ---- where one pattern's blocks sit in another ----
+//
+// For each slot of `outer` (row i, column j), the slot of `inner` holding block (i, j), or
+// NOT_FOUND (a merge of the two sorted rows); *found counts the blocks of `inner` found (all of
+// them where `inner` lies inside `outer`).
+extern "C" __global__ void inner_slots(const u32 n_rows, const u32* __restrict__ o_ptr,
+                                       const u32* __restrict__ o_col,
+                                       const u32* __restrict__ i_ptr,
+                                       const u32* __restrict__ i_col, u32* __restrict__ slot,
+                                       u32* __restrict__ found) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    u32 q = i_ptr[i];
+    const u32 q_end = i_ptr[i + 1];
+    u32 n = 0;
+    for (u32 t = o_ptr[i]; t < o_ptr[i + 1]; ++t) {
+        const u32 j = o_col[t];
+        while (q < q_end && i_col[q] < j) ++q;
+        if (q < q_end && i_col[q] == j) {
+            slot[t] = q;
+            ++n;
+        } else {
+            slot[t] = NOT_FOUND;
+        }
+    }
+    if (n) atomicAdd(found, n);
+}
+
 // ---- the row of every slot ----
 extern "C" __global__ void slot_rows(const u32 n_rows, const u32* __restrict__ ptr,
                                      u32* __restrict__ rows) {

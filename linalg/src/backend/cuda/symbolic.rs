@@ -220,6 +220,33 @@ pub(crate) fn slot_rows(
     Ok(rows)
 }
 
+/// For each slot of `outer`, the slot of `inner` holding the same block (`u32::MAX`: none), and
+/// the number of `inner`'s blocks found (`inner.nnz()` exactly where `inner` lies inside
+/// `outer`). The patterns must have the same block rows (the caller checks).
+pub(crate) fn inner_slots(
+    ctx: &CudaContext,
+    outer: &DevicePattern,
+    inner: &DevicePattern,
+) -> Result<(DeviceBuffer<u32>, usize), LinalgError> {
+    let mut slot = zeros_u32(ctx, outer.nnz())?;
+    let mut found = ctx.zeros::<u32>(1)?;
+    per_row!(
+        ctx,
+        "inner_slots",
+        outer.n_block_rows(),
+        [
+            &outer.row_ptr,
+            &outer.col_idx,
+            &inner.row_ptr,
+            &inner.col_idx,
+            &mut slot,
+            &mut found
+        ]
+    );
+    let found = ctx.download(&found)?[0] as usize;
+    Ok((slot, found))
+}
+
 /// Number of terms of `l * r` (block products, what the pair lists hold).
 pub(crate) fn term_count(
     ctx: &CudaContext,

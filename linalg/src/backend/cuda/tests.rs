@@ -1262,6 +1262,71 @@ fn device_prefix_sums_equal_the_hosts() {
     ));
 }
 
+/// The prolongator smoothing's slot maps built on the device equal the host's (each slot's row,
+/// the slot of `P0` in each slot of `A P0`), with nothing uploaded once the patterns are there;
+/// a `P0` outside `W` is refused.
+#[test]
+fn device_smoothing_maps_equal_the_hosts() {
+    let Some(ctx) = gpu("device_smoothing_maps_equal_the_hosts") else {
+        return;
+    };
+    let a = stencil27(9);
+    let (n, per) = (a.n_block_rows(), 3);
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..n {
+        if i % 7 != 5 {
+            let (x, y, z) = (i % 9 / 3, i / 9 % 9 / 3, i / 81 / 3);
+            cols.push((x + per * (y + per * z)) as u32);
+        }
+        row_ptr.push(cols.len());
+    }
+    let p0 = Arc::new(BlockPattern::new(n, per * per * per, row_ptr, cols).unwrap());
+    let w = Arc::new(crate::spgemm::product_pattern(&a, &p0));
+    let mut want_rows = Vec::new();
+    let mut want_slots = Vec::new();
+    for i in 0..n {
+        for &j in w.row(i) {
+            want_rows.push(i as u32);
+            let q = p0.row(i).iter().position(|&c| c == j);
+            want_slots.push(q.map_or(u32::MAX, |q| (p0.row_ptr()[i] + q) as u32));
+        }
+    }
+    for q in [&w, &p0] {
+        crate::device::device_pattern(ctx, q).unwrap();
+    }
+    let before = ctx.transfers();
+    let map = super::ops::DeviceSmoothMap::new(ctx, &w, &p0).unwrap();
+    assert_eq!(ctx.transfers().host_to_device, before.host_to_device);
+    let (rows, slots) = map.downloaded(ctx);
+    assert_eq!(rows, want_rows, "slot rows");
+    assert_eq!(slots, want_slots, "P0 slots");
+    // a pattern inside itself; a P0 block outside W is refused
+    assert!(super::ops::DeviceSmoothMap::new(ctx, &a, &a).is_ok());
+    let p0_wide = Arc::new(
+        BlockPattern::new(
+            n,
+            27,
+            (0..=n).collect(),
+            (0..n).map(|i| (i % 27) as u32).collect(),
+        )
+        .unwrap(),
+    );
+    let w_narrow = Arc::new(
+        BlockPattern::new(
+            n,
+            27,
+            (0..=n).collect(),
+            (0..n).map(|i| ((i + 1) % 27) as u32).collect(),
+        )
+        .unwrap(),
+    );
+    assert!(matches!(
+        super::ops::DeviceSmoothMap::new(ctx, &w_narrow, &p0_wide),
+        Err(LinalgError::PatternMismatch { .. })
+    ));
+}
+
 /// The SpGEMM plan's device form uploads nothing once its output pattern is on the device (its
 /// slot rows are found there).
 #[test]
