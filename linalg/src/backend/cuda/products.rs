@@ -305,13 +305,14 @@ impl DeviceSpgemmPlan {
         }
     }
 
-    /// Device bytes the plan holds.
+    /// Device bytes the plan holds (`C`'s pattern left out: it is the host pattern's mirror,
+    /// shared with the matrices on it).
     pub fn bytes(&self) -> usize {
         let pairs = match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
             SpgemmPairs::Lists(l) => l.iter().map(|b| b.bytes()).sum(),
             _ => 0,
         };
-        self.c.bytes() + pairs
+        self.c.slot_row.bytes() + pairs
     }
 
     /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
@@ -488,7 +489,8 @@ impl DevicePtapPlan {
         self.w.pattern.nnz()
     }
 
-    /// Device bytes of the plan, the `W` workspace included once allocated.
+    /// Device bytes of the plan, the `W` workspace included once allocated (`A_c`'s pattern left
+    /// out: it is the host pattern's mirror, shared with the coarse operator).
     pub fn bytes(&self) -> usize {
         let w = self
             .w_values
@@ -497,7 +499,7 @@ impl DevicePtapPlan {
             .as_ref()
             .map_or(0, |b| b.bytes());
         let pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner()).bytes();
-        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w + pairs
+        self.pt.bytes() + self.w.bytes() + self.ac.slot_row.bytes() + w + pairs
     }
 
     /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
