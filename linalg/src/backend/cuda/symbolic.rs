@@ -2,8 +2,10 @@
 //! pattern of a product `C = L R` ([`product_pattern`], the host's
 //! `crate::spgemm::product_pattern` entry for entry), the transpose of a pattern with its slot
 //! map ([`transpose_pattern`], the host's `crate::transpose::transpose_pattern`), the row of
-//! every slot ([`slot_rows`]), the terms of a product ([`term_count`]) and the prefix sum of
-//! counts they share ([`exclusive_scan`]). Only scalars come back to the host (each pass's
+//! every slot ([`slot_rows`]), where one pattern's blocks sit in another ([`inner_slots`]), the
+//! terms of a product ([`term_count`]) and the prefix sum of counts they share
+//! ([`exclusive_scan`]; the pair lists of `products.rs` use it and symbolic.cu's
+//! `term_pairs_*` kernels). Only scalars come back to the host (each pass's
 //! total, to size what the next one writes); nothing goes up.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
