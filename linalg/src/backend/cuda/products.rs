@@ -199,7 +199,8 @@ fn device_term_pairs(
         .arg(&r.col_idx)
         .arg(&mut count)
         .arg(&mut bad);
-    // SAFETY: the patterns are well formed (uploaded from checked host patterns) with `l`'s
+    // SAFETY: the patterns are well formed (mirrors of checked host patterns, or built from them
+    // on the device) with `l`'s
     // columns inside `r`'s rows (checked by the product's caller); `count` holds a value per
     // slot of `c`.
     unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_count"))?;
