@@ -25,10 +25,10 @@ pub struct SpgemmPlan {
     pattern: Arc<BlockPattern>,
     /// Products on these patterns will repeat ([`SpgemmPlan::for_repeated_products`]).
     repeated: bool,
-    /// The plan on a GPU, uploaded by the first device numeric call.
+    /// The plan on a GPU, made by the first device numeric call (its slot rows built there).
     device: DeviceMirror<DeviceSpgemmPlan>,
-    /// The prolongator smoothing's slot maps of `C` (`A P0`) and `B` (`P0`) on a GPU, uploaded
-    /// by the first [`crate::smooth_prolongator_planned`] there.
+    /// The prolongator smoothing's slot maps of `C` (`A P0`) and `B` (`P0`) on a GPU, built there
+    /// at the first [`crate::smooth_prolongator_planned`] there.
     smoothing: DeviceMirror<crate::backend::cuda::ops::DeviceSmoothMap>,
 }
 
@@ -68,7 +68,7 @@ impl SpgemmPlan {
         &self.b
     }
 
-    /// The prolongator smoothing's slot maps on `ctx`'s GPU (made and uploaded at the first
+    /// The prolongator smoothing's slot maps on `ctx`'s GPU (built there at the first
     /// call, then kept with the plan).
     pub(crate) fn smoothing_map(
         &self,

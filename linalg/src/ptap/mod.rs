@@ -85,8 +85,9 @@ pub struct PtapPlan {
     pt_slots: Vec<u32>,
     pattern: Arc<BlockPattern>,
     strategy: Strategy,
-    /// The plan on a GPU (patterns of `P^T`, `A P`, `A_c`, the `P^T` slot map), uploaded by the
-    /// first device numeric call or restriction and reused by every later one.
+    /// The plan on a GPU (patterns of `P^T`, `A P`, `A_c`, the `P^T` slot map; built there from
+    /// the patterns' device mirrors, see [`DevicePtapPlan::upload`]) at the first device numeric
+    /// call or restriction and reused by every later one.
     device: DeviceMirror<DevicePtapPlan>,
 }
 
@@ -151,7 +152,7 @@ impl PtapPlan {
         })
     }
 
-    /// The plan's mirror on `ctx`'s GPU (uploaded at the first call).
+    /// The plan's mirror on `ctx`'s GPU (built at the first call).
     pub(crate) fn device_plan(
         &self,
         ctx: &crate::backend::cuda::CudaContext,

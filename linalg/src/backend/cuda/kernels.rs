@@ -64,6 +64,12 @@ pub(crate) const QR: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const SYMBOLIC: KernelSource = KernelSource {
+    name: "symbolic.cu",
+    text: include_str!("../../../cuda/symbolic.cu"),
+    fmad: false,
+};
+
 /// Names of the sources, for [`super::compile_with_log`].
 pub const SOURCE_NAMES: &[&str] = &[
     "spmv.cu",
@@ -76,12 +82,13 @@ pub const SOURCE_NAMES: &[&str] = &[
     "halo.cu",
     "galerkin.cu",
     "qr.cu",
+    "symbolic.cu",
 ];
 
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
     [
-        SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN, QR,
+        SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN, QR, SYMBOLIC,
     ]
     .into_iter()
     .find(|s| s.name == name)

@@ -47,6 +47,38 @@ impl DevicePattern {
         })
     }
 
+    /// A pattern built on the device (`row_ptr`: `n_block_rows + 1` offsets ending at `nnz`,
+    /// `col_idx`: `nnz` columns, ascending and unique per row, below `n_block_cols`).
+    pub(crate) fn from_parts(
+        n_block_rows: usize,
+        n_block_cols: usize,
+        nnz: usize,
+        row_ptr: DeviceBuffer<u32>,
+        col_idx: DeviceBuffer<u32>,
+    ) -> Self {
+        Self {
+            n_block_rows,
+            n_block_cols,
+            nnz,
+            row_ptr,
+            col_idx,
+        }
+    }
+
+    /// The pattern downloaded (tests compare device-built patterns with the host's).
+    #[cfg(test)]
+    pub(crate) fn download(&self, ctx: &CudaContext) -> Result<BlockPattern, LinalgError> {
+        let row_ptr = ctx.download(&self.row_ptr)?;
+        let mut col_idx = ctx.download(&self.col_idx)?;
+        col_idx.truncate(self.nnz);
+        BlockPattern::new(
+            self.n_block_rows,
+            self.n_block_cols,
+            row_ptr.iter().map(|&o| o as usize).collect(),
+            col_idx,
+        )
+    }
+
     /// Number of block rows.
     pub fn n_block_rows(&self) -> usize {
         self.n_block_rows

@@ -38,6 +38,8 @@ pub mod peer;
 mod products;
 mod qr;
 mod spmv;
+mod symbolic;
+#[cfg(test)]
 mod term_pairs;
 #[cfg(test)]
 mod tests;

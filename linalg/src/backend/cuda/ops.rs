@@ -6,7 +6,8 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, grid_stride, OPS};
 use super::matrix::offsets_u32;
-use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use super::{symbolic, CudaContext, DeviceBsr, DeviceBuffer};
+use crate::device::device_pattern;
 use crate::{BlockPattern, LinalgError};
 
 /// `x = a x`.
@@ -121,7 +122,8 @@ pub(crate) fn slot_rows(
 
 /// The slot maps of the device prolongator smoothing for one pair of patterns `W` (`A P0`) and
 /// `P0`: each slot's block row and, per slot of `W`, the slot of `P0` it holds (`u32::MAX`:
-/// none). Built on the host and uploaded once; a smoothing plan keeps it
+/// none). Built on the device from the patterns' device mirrors (module `symbolic`: nothing
+/// uploaded where the matrices on them are there already); a smoothing plan keeps it
 /// ([`crate::SpgemmPlan`]), so a renewal's smoothing on the same patterns moves nothing.
 #[derive(Debug)]
 pub struct DeviceSmoothMap {
@@ -138,36 +140,35 @@ impl DeviceSmoothMap {
         w_pattern: &BlockPattern,
         p0_pattern: &BlockPattern,
     ) -> Result<Self, LinalgError> {
-        let mut p0_slot = vec![u32::MAX; w_pattern.nnz()];
-        let mut found = 0usize;
-        for i in 0..w_pattern.n_block_rows().min(p0_pattern.n_block_rows()) {
-            let (w0, p00) = (w_pattern.row_ptr()[i], p0_pattern.row_ptr()[i]);
-            let wrow = w_pattern.row(i);
-            let mut t = 0;
-            for (q, &j) in p0_pattern.row(i).iter().enumerate() {
-                while t < wrow.len() && wrow[t] < j {
-                    t += 1;
-                }
-                if t < wrow.len() && wrow[t] == j {
-                    p0_slot[w0 + t] = (p00 + q) as u32;
-                    found += 1;
-                }
-            }
-        }
+        let mismatch = LinalgError::PatternMismatch {
+            what: "device smooth_prolongator: P0's pattern is not inside A P0's",
+        };
         if w_pattern.n_block_rows() != p0_pattern.n_block_rows()
             || w_pattern.n_block_cols() != p0_pattern.n_block_cols()
-            || found != p0_pattern.nnz()
         {
-            return Err(LinalgError::PatternMismatch {
-                what: "device smooth_prolongator: P0's pattern is not inside A P0's",
-            });
+            return Err(mismatch);
+        }
+        let w = device_pattern(ctx, w_pattern)?;
+        let p0 = device_pattern(ctx, p0_pattern)?;
+        let (p0_slot, found) = symbolic::inner_slots(ctx, &w, &p0)?;
+        if found != p0_pattern.nnz() {
+            return Err(mismatch);
         }
         Ok(Self {
             nnz: w_pattern.nnz(),
             n_block_rows: w_pattern.n_block_rows(),
-            rows: slot_rows(ctx, w_pattern)?,
-            p0_slot: ctx.upload(&p0_slot)?,
+            rows: symbolic::slot_rows(ctx, &w)?,
+            p0_slot,
         })
+    }
+
+    /// The maps downloaded: each slot's row and its slot of `P0` (tests).
+    #[cfg(test)]
+    pub(crate) fn downloaded(&self, ctx: &CudaContext) -> (Vec<u32>, Vec<u32>) {
+        (
+            ctx.download(&self.rows).unwrap(),
+            ctx.download(&self.p0_slot).unwrap(),
+        )
     }
 }
 

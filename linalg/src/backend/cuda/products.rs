@@ -2,6 +2,12 @@
 //! (`linalg/cuda/spgemm.cu`): the SpGEMM `C = A B` (prolongator smoothing's `A P0`) and the
 //! Galerkin product `A_c = P^T A P` as `W = A P` followed by `P^T W`.
 //!
+//! The device plans upload nothing: they take the device mirrors of the host plans' patterns
+//! (the operands' and the output's, which the device matrices on them already hold) and build
+//! what the host plans do not keep on the device (module `symbolic`): `W`'s pattern, `P^T`'s
+//! pattern and slot map, each output slot's row and the pair lists. Each equals what the host
+//! would build, entry for entry (tested).
+//!
 //! Owner computes: each output entry is summed by one thread in a fixed order and written once
 //! (no atomics); a thread takes one row of a block (searching kernels) or the rows and
 //! columns [`pair_split`] gives it (pair lists). `W` and every SpGEMM block are bit-identical to the host;
@@ -13,12 +19,12 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::PushKernelArg;
 
 use super::context::driver_err;
-use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD};
-use super::matrix::{check_shape, offsets_u32, DevicePattern};
+use super::kernels::{grid_1d, SPGEMM, SPGEMM_FMAD, SYMBOLIC};
+use super::matrix::{check_shape, DevicePattern};
 use super::spmv::DeviceTransposeMap;
-use super::term_pairs::{term_count, term_pairs, TermPairs};
+use super::symbolic;
 use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
-use crate::spgemm::product_pattern;
+use crate::device::device_pattern;
 use crate::{BlockPattern, LinalgError, PtapPlan, SpgemmPlan};
 
 /// Operand searches in flight per thread of the product kernels (`ILP` in spgemm.cu): 4 where
@@ -58,8 +64,7 @@ enum PairState {
     Pairs(Box<DevicePairs>),
 }
 
-/// Pair lists of both passes on the device, built from the host patterns at the first product
-/// that uses them.
+/// Pair lists of both passes, built on the device at the first product that uses them.
 #[derive(Debug)]
 struct DevicePairs {
     w: [DeviceBuffer<u32>; 3],
@@ -76,37 +81,24 @@ impl PairState {
 }
 
 impl DevicePairs {
-    fn upload(ctx: &CudaContext, host: &HostPatterns) -> Result<Self, LinalgError> {
-        let w = term_pairs(&host.w, &host.a, |e| e as u32, &host.p)?;
-        let slots = &host.pt_slots;
-        let ac = term_pairs(&host.ac, &host.pt, |q| slots[q], &host.w)?;
-        let up = |t: &TermPairs| -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
-            Ok([
-                ctx.upload(&t.ptr)?,
-                ctx.upload(&t.first)?,
-                ctx.upload(&t.second)?,
-            ])
-        };
+    /// The lists of `W = A P` and of `A_c = P^T W` (the host's `term_pairs` lists).
+    fn build(ctx: &CudaContext, plan: &DevicePtapPlan) -> Result<Self, LinalgError> {
+        let (a, p) = &plan.operands;
         Ok(Self {
-            w: up(&w)?,
-            ac: up(&ac)?,
+            w: device_term_pairs(ctx, &plan.w.pattern, a, None, p)?,
+            ac: device_term_pairs(
+                ctx,
+                &plan.ac.pattern,
+                &plan.pt.pattern,
+                Some(&plan.pt.slots),
+                &plan.w.pattern,
+            )?,
         })
     }
 
     fn bytes(&self) -> usize {
         self.w.iter().chain(&self.ac).map(|b| b.bytes()).sum()
     }
-}
-
-/// What the pair lists are built from (host patterns shared with the host plan).
-#[derive(Debug)]
-struct HostPatterns {
-    a: Arc<BlockPattern>,
-    p: Arc<BlockPattern>,
-    pt: Arc<BlockPattern>,
-    pt_slots: Vec<u32>,
-    w: BlockPattern,
-    ac: Arc<BlockPattern>,
 }
 
 /// Threads per block of the product kernels (`__launch_bounds__(128)` in spgemm.cu).
@@ -120,15 +112,11 @@ struct OutputPattern {
 }
 
 impl OutputPattern {
-    fn upload(ctx: &CudaContext, p: &BlockPattern) -> Result<Self, LinalgError> {
-        offsets_u32("device product: blocks of the output", p.row_ptr())?;
-        let mut rows = Vec::with_capacity(p.nnz());
-        for (i, w) in p.row_ptr().windows(2).enumerate() {
-            rows.extend(std::iter::repeat_n(i as u32, w[1] - w[0]));
-        }
+    /// A pattern on the device with its slots' rows (found there).
+    fn on_device(ctx: &CudaContext, pattern: Arc<DevicePattern>) -> Result<Self, LinalgError> {
         Ok(Self {
-            pattern: DevicePattern::upload(ctx, p)?,
-            slot_row: ctx.upload(&rows)?,
+            slot_row: symbolic::slot_rows(ctx, &pattern)?,
+            pattern,
         })
     }
 
@@ -186,36 +174,21 @@ fn launch_nn<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     Ok(())
 }
 
-/// `launch_nn`'s compile-time constants for `a b` (the pair-list builders compile with them).
-fn nn_defines<L: DeviceValue, R: DeviceValue>(
-    a: &DeviceBsr<L>,
-    b: &DeviceBsr<R>,
-) -> Vec<(&'static str, i64)> {
-    vec![
-        ("AR", a.block_rows() as i64),
-        ("AK", a.block_cols() as i64),
-        ("BC", b.block_cols() as i64),
-        ("ILP", ilp_nn::<L, R>(a.block_cols())),
-        ("L_F32", L::F32),
-        ("R_F32", R::F32),
-        ("O_F32", 0),
-    ]
-}
-
 /// The pair lists of `C = L R` (`term_pairs::term_pairs`'s lists, built on the device: one
-/// thread per row counts its slots' terms, the counts come down for their prefix sum, the
-/// starts go up, and the same walk writes the terms). Errors where a term lands outside `c`.
+/// thread per row counts its slots' terms, their prefix sum on the device, and the same walk
+/// writes the terms), each left entry reported as itself or, with `left_slot`, as
+/// `left_slot[entry]`. Errors where a term lands outside `c`.
 fn device_term_pairs(
     ctx: &CudaContext,
     c: &DevicePattern,
     l: &DevicePattern,
+    left_slot: Option<&DeviceBuffer<u32>>,
     r: &DevicePattern,
-    defines: &[(&'static str, i64)],
 ) -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
     let (n_rows, nnz) = (c.n_block_rows() as u32, c.nnz());
     let mut count = ctx.zeros::<u32>(nnz.max(1))?;
     let mut bad = ctx.zeros::<u32>(1)?;
-    let f = ctx.function(&SPGEMM, defines, "term_pairs_count")?;
+    let f = ctx.function(&SYMBOLIC, &[], "term_pairs_count")?;
     let mut k = ctx.stream().launch_builder(&f);
     k.arg(&n_rows)
         .arg(&c.row_ptr)
@@ -226,7 +199,8 @@ fn device_term_pairs(
         .arg(&r.col_idx)
         .arg(&mut count)
         .arg(&mut bad);
-    // SAFETY: the patterns are well formed (uploaded from checked host patterns) with `l`'s
+    // SAFETY: the patterns are well formed (mirrors of checked host patterns, or built from them
+    // on the device) with `l`'s
     // columns inside `r`'s rows (checked by the product's caller); `count` holds a value per
     // slot of `c`.
     unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_count"))?;
@@ -235,40 +209,40 @@ fn device_term_pairs(
             what: "device product pair lists: a term lands outside the output pattern",
         });
     }
-    let counts = ctx.download(&count)?;
-    let mut ptr = Vec::with_capacity(nnz + 1);
-    let mut terms = 0u64;
-    ptr.push(0u32);
-    for &n in &counts[..nnz] {
-        terms += n as u64;
-        if terms > u32::MAX as u64 {
-            return Err(LinalgError::DimensionTooLarge {
-                what: "device product pair lists: number of terms",
-                value: terms as usize,
-            });
-        }
-        ptr.push(terms as u32);
-    }
-    let ptr_dev = ctx.upload(&ptr)?;
-    let mut cursor = ctx.upload(&ptr[..nnz.max(1).min(ptr.len())])?;
+    let (ptr, terms) = symbolic::exclusive_scan(
+        ctx,
+        &count,
+        nnz,
+        "device product pair lists: number of terms",
+    )?;
+    drop(count);
+    let mut cursor = ctx.duplicate(&ptr)?;
     let mut first = ctx.zeros::<u32>((terms as usize).max(1))?;
     let mut second = ctx.zeros::<u32>((terms as usize).max(1))?;
-    let f = ctx.function(&SPGEMM, defines, "term_pairs_fill")?;
+    let name = match left_slot {
+        None => "term_pairs_fill",
+        Some(_) => "term_pairs_fill_mapped",
+    };
+    let f = ctx.function(&SYMBOLIC, &[], name)?;
     let mut k = ctx.stream().launch_builder(&f);
     k.arg(&n_rows)
         .arg(&c.row_ptr)
         .arg(&c.col_idx)
         .arg(&l.row_ptr)
-        .arg(&l.col_idx)
-        .arg(&r.row_ptr)
+        .arg(&l.col_idx);
+    if let Some(slots) = left_slot {
+        k.arg(slots);
+    }
+    k.arg(&r.row_ptr)
         .arg(&r.col_idx)
         .arg(&mut cursor)
         .arg(&mut first)
         .arg(&mut second);
-    // SAFETY: as above; every term lands inside `c` (counted and checked above) and `cursor`
-    // starts each slot at its own range of `first` / `second`, which hold every term.
-    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_fill"))?;
-    Ok([ptr_dev, first, second])
+    // SAFETY: as above (`left_slot` holds a value per entry of `l`); every term lands inside
+    // `c` (counted and checked above) and `cursor` starts each slot at its own range of
+    // `first` / `second`, which hold every term.
+    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err(name))?;
+    Ok([ptr, first, second])
 }
 
 /// The symbolic SpGEMM plan on the device: the pattern of `C` with each slot's row.
@@ -277,8 +251,6 @@ pub struct DeviceSpgemmPlan {
     a: (usize, usize, usize),
     b: (usize, usize, usize),
     c: OutputPattern,
-    /// The host patterns of `A` and `B` (shared with the host plan: the term count).
-    host: (Arc<BlockPattern>, Arc<BlockPattern>),
     /// The products' pair lists (`ptr`, `first`, `second`) for a plan marked
     /// [`SpgemmPlan::for_repeated_products`]: built on the device at its first product where
     /// they fit the memory rule of the Galerkin plans; else the products search their operands.
@@ -295,14 +267,15 @@ enum SpgemmPairs {
 }
 
 impl DeviceSpgemmPlan {
-    /// Uploads the output pattern of a host plan (its pair lists, if any, are built at the
-    /// first product).
+    /// The device form of a host plan: the device mirror of its output pattern (uploaded once
+    /// per host pattern, and shared with the matrices on it, which usually made it already)
+    /// with each slot's row found on the device; its pair lists, if any, are built at the first
+    /// product.
     pub fn upload(ctx: &CudaContext, plan: &SpgemmPlan) -> Result<Self, LinalgError> {
         Ok(Self {
             a: host_dims(plan.a()),
             b: host_dims(plan.b()),
-            c: OutputPattern::upload(ctx, plan.pattern())?,
-            host: (plan.a().clone(), plan.b().clone()),
+            c: OutputPattern::on_device(ctx, device_pattern(ctx, plan.pattern())?)?,
             pairs: Mutex::new(if plan.repeated() {
                 SpgemmPairs::Undecided
             } else {
@@ -333,13 +306,14 @@ impl DeviceSpgemmPlan {
         }
     }
 
-    /// Device bytes the plan holds.
+    /// Device bytes the plan holds (`C`'s pattern left out: it is the host pattern's mirror,
+    /// shared with the matrices on it).
     pub fn bytes(&self) -> usize {
         let pairs = match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
             SpgemmPairs::Lists(l) => l.iter().map(|b| b.bytes()).sum(),
             _ => 0,
         };
-        self.c.bytes() + pairs
+        self.c.slot_row.bytes() + pairs
     }
 
     /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
@@ -375,16 +349,16 @@ impl DeviceSpgemmPlan {
         check_shape("device spgemm: C", c, a.block_rows(), b.block_cols())?;
         let mut pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner());
         if let SpgemmPairs::Undecided = *pairs {
-            let (ha, hb) = &self.host;
-            let bytes = 8 * term_count(ha, hb) + 4 * (self.c.pattern.nnz() + 1);
+            let terms = symbolic::term_count(ctx, a.pattern(), b.pattern())? as usize;
+            let bytes = 8 * terms + 4 * (self.c.pattern.nnz() + 1);
             let (free, total) = ctx.memory_info()?;
             *pairs = if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
                 SpgemmPairs::Lists(device_term_pairs(
                     ctx,
                     &self.c.pattern,
                     a.pattern(),
+                    None,
                     b.pattern(),
-                    &nn_defines(a, b),
                 )?)
             } else {
                 SpgemmPairs::Searching
@@ -418,9 +392,10 @@ impl DeviceSpgemmPlan {
     }
 }
 
-/// The Galerkin plan on the device: `P^T`'s pattern and slot map, the pattern of `W = A P`
-/// (rebuilt on the host at upload: the host plan keeps none), the pattern of `A_c`, and the `W`
-/// workspace (taken from the device pool for each numeric call and returned after it, so that one
+/// The Galerkin plan on the device: `P^T`'s pattern and slot map and the pattern of `W = A P`
+/// (built on the device from the device mirrors of `A`'s and `P`'s patterns: the host plan
+/// keeps no `W`, and its `P^T` stays on the host), the pattern of `A_c` (its device mirror, shared
+/// with the coarse operator), and the `W` workspace (taken from the device pool for each numeric call and returned after it, so that one
 /// level's `W` at most is alive; [`DevicePtapPlan::keep_workspace`] keeps it).
 #[derive(Debug)]
 pub struct DevicePtapPlan {
@@ -433,32 +408,32 @@ pub struct DevicePtapPlan {
     /// Keep `W` between products (benchmarks of the kernel alone) instead of returning it to
     /// the pool after each one (the default: only one level's `W` is alive at a time).
     keep_w: bool,
-    host: HostPatterns,
+    /// The device patterns of `A` and `P` (the host patterns' mirrors): the pair lists' operands.
+    operands: (Arc<DevicePattern>, Arc<DevicePattern>),
     pairs: Mutex<PairState>,
     /// Threads the pair-list passes aim for; `None`: [`PAIR_THREADS_PER_SM`] per multiprocessor.
     pair_threads: Option<usize>,
 }
 
 impl DevicePtapPlan {
-    /// Uploads what the numeric product needs from a host plan.
+    /// The device form of a host plan, built on the device from the device mirrors of its
+    /// patterns of `A`, `P` and `A_c` (each uploaded once per host pattern and shared with the
+    /// matrices on it, which in a set-up on the device hold them already): `P^T`'s pattern and
+    /// slot map, `W`'s pattern and each output slot's row are built there, equal to the host's.
     pub fn upload(ctx: &CudaContext, plan: &PtapPlan) -> Result<Self, LinalgError> {
-        let w = product_pattern(plan.a_pattern(), plan.p_pattern());
+        let a = device_pattern(ctx, plan.a_pattern())?;
+        let p = device_pattern(ctx, plan.p_pattern())?;
+        let (pt, pt_slots) = symbolic::transpose_pattern(ctx, &p)?;
+        let w = Arc::new(symbolic::product_pattern(ctx, &a, &p)?);
         Ok(Self {
             a: host_dims(plan.a_pattern()),
             p: host_dims(plan.p_pattern()),
-            pt: DeviceTransposeMap::from_ptap_plan(ctx, plan)?,
-            w: OutputPattern::upload(ctx, &w)?,
-            ac: OutputPattern::upload(ctx, plan.pattern())?,
+            pt: DeviceTransposeMap::from_parts(Arc::new(pt), pt_slots, dims(&p)),
+            w: OutputPattern::on_device(ctx, w)?,
+            ac: OutputPattern::on_device(ctx, device_pattern(ctx, plan.pattern())?)?,
             w_values: Mutex::new(None),
             keep_w: false,
-            host: HostPatterns {
-                a: plan.a_pattern().clone(),
-                p: plan.p_pattern().clone(),
-                pt: plan.pt_pattern().clone(),
-                pt_slots: plan.pt_slots().to_vec(),
-                w,
-                ac: plan.pattern().clone(),
-            },
+            operands: (a, p),
             pairs: Mutex::new(PairState::Undecided),
             pair_threads: None,
         })
@@ -470,6 +445,28 @@ impl DevicePtapPlan {
     pub(crate) fn with_pair_threads(mut self, threads: usize) -> Self {
         self.pair_threads = Some(threads);
         self
+    }
+
+    /// What the plan built on the device, downloaded (tests compare it with the host's):
+    /// `W`'s pattern and slot rows, `P^T`'s pattern and slot map, `A_c`'s slot rows, and the
+    /// pair lists of both passes once a product made them.
+    #[cfg(test)]
+    pub(crate) fn downloaded(&self, ctx: &CudaContext) -> DownloadedPtapPlan {
+        let pairs = match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
+            PairState::Pairs(p) => Some([
+                p.w.each_ref().map(|b| ctx.download(b).unwrap()),
+                p.ac.each_ref().map(|b| ctx.download(b).unwrap()),
+            ]),
+            _ => None,
+        };
+        DownloadedPtapPlan {
+            w: self.w.pattern.download(ctx).unwrap(),
+            w_rows: ctx.download(&self.w.slot_row).unwrap(),
+            pt: self.pt.pattern.download(ctx).unwrap(),
+            pt_slots: ctx.download(&self.pt.slots).unwrap(),
+            ac_rows: ctx.download(&self.ac.slot_row).unwrap(),
+            pairs,
+        }
     }
 
     /// Keeps the `W` workspace between products (see the field's note).
@@ -493,7 +490,8 @@ impl DevicePtapPlan {
         self.w.pattern.nnz()
     }
 
-    /// Device bytes of the plan, the `W` workspace included once allocated.
+    /// Device bytes of the plan, the `W` workspace included once allocated (`A_c`'s pattern left
+    /// out: it is the host pattern's mirror, shared with the coarse operator).
     pub fn bytes(&self) -> usize {
         let w = self
             .w_values
@@ -502,7 +500,7 @@ impl DevicePtapPlan {
             .as_ref()
             .map_or(0, |b| b.bytes());
         let pairs = self.pairs.lock().unwrap_or_else(|p| p.into_inner()).bytes();
-        self.pt.bytes() + self.w.bytes() + self.ac.bytes() + w + pairs
+        self.pt.bytes() + self.w.bytes() + self.ac.slot_row.bytes() + w + pairs
     }
 
     /// Recomputes `ac = P^T A P` (`A`: `b x b` blocks, `P`: `b x c`, `A_c`: `c x c`). `a` and `p`
@@ -614,13 +612,14 @@ impl DevicePtapPlan {
 
     /// Pair lists if both passes' lists fit in the allowed share of the device's memory.
     fn decide_pairs(&self, ctx: &CudaContext) -> Result<PairState, LinalgError> {
-        let h = &self.host;
-        let terms = term_count(&h.a, &h.p) + term_count(&h.pt, &h.w);
-        let bytes = 8 * terms + 4 * (h.w.nnz() + h.ac.nnz() + 2);
+        let (a, p) = &self.operands;
+        let terms = symbolic::term_count(ctx, a, p)?
+            + symbolic::term_count(ctx, &self.pt.pattern, &self.w.pattern)?;
+        let bytes = 8 * terms as usize + 4 * (self.w.pattern.nnz() + self.ac.pattern.nnz() + 2);
         let (free, total) = ctx.memory_info()?;
         Ok(
             if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
-                PairState::Pairs(Box::new(DevicePairs::upload(ctx, h)?))
+                PairState::Pairs(Box::new(DevicePairs::build(ctx, self)?))
             } else {
                 PairState::Searching
             },
@@ -670,6 +669,18 @@ impl DevicePtapPlan {
         unsafe { l.launch(grid_1d(threads, THREADS)) }.map_err(driver_err("ptw_tn"))?;
         Ok(())
     }
+}
+
+/// [`DevicePtapPlan::downloaded`]'s parts.
+#[cfg(test)]
+pub(crate) struct DownloadedPtapPlan {
+    pub w: BlockPattern,
+    pub w_rows: Vec<u32>,
+    pub pt: BlockPattern,
+    pub pt_slots: Vec<u32>,
+    pub ac_rows: Vec<u32>,
+    /// `(ptr, first, second)` of `W = A P` and of `A_c = P^T W`.
+    pub pairs: Option<[[Vec<u32>; 3]; 2]>,
 }
 
 /// Threads per multiprocessor a pair-list pass should have at least (2,048 resident at most on

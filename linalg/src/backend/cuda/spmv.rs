@@ -236,6 +236,20 @@ impl DeviceTransposeMap {
         })
     }
 
+    /// A map built on the device: `pattern` of `A^T`, `slots` (a slot of `A` per block of it),
+    /// `source` the block rows, block columns and blocks of `A`.
+    pub(crate) fn from_parts(
+        pattern: Arc<DevicePattern>,
+        slots: DeviceBuffer<u32>,
+        source: (usize, usize, usize),
+    ) -> Self {
+        Self {
+            pattern,
+            slots,
+            source,
+        }
+    }
+
     /// The pattern and slot map of a transpose plan.
     pub fn from_transpose_plan(
         ctx: &CudaContext,

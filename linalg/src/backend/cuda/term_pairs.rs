@@ -2,10 +2,11 @@
 //! the `(L slot, R slot)` pairs that contribute to it, in ascending `L` slot order (the order
 //! in which the searching product kernels visit them, so the sums keep their bits).
 //!
-//! Used by the device Galerkin plan (`W = A P` with `L = A`, and `A_c = P^T W` with `L = P^T`
-//! whose slots map to `P`'s) where the lists fit its memory share: the kernels then read two
-//! indices per term instead of running a binary search per term. Costs 8 bytes per term of
-//! device memory.
+//! The host reference of the lists the device plans build on the device (symbolic.cu's
+//! `term_pairs_count` / `term_pairs_fill`, the same walk): tests compare the two. The device
+//! Galerkin plan lists `W = A P` with `L = A`, and `A_c = P^T W` with `L = P^T` whose slots map
+//! to `P`'s, where the lists fit its memory share: the kernels then read two indices per term
+//! instead of running a binary search per term (8 bytes per term of device memory).
 
 use crate::{BlockPattern, LinalgError};
 

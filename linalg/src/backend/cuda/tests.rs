@@ -180,6 +180,7 @@ fn every_kernel_compiles_without_spills() {
         cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
     }
     cases.push(("mis.cu", vec![]));
+    cases.push(("symbolic.cu", vec![]));
     // fp32 storage (mixed-precision AMG): the value-type slots of the kernels that read it
     for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3)] {
         cases.push(("spmv.cu", vec![("BR", br), ("BC", bc), ("VAL_F32", 1)]));
@@ -1020,5 +1021,324 @@ fn grouped_qr_on_the_device_is_the_hosts_bit_for_bit() {
             bits(&q_expected),
             "device input: Q, bs {bs} k {k}"
         );
+    }
+}
+
+/// The pattern of Q1 hexahedra on `m^3` nodes (ex56's fine level: each node coupled to the up
+/// to 27 nodes of the cells around it), nodes numbered x fastest.
+fn stencil27(m: usize) -> Arc<BlockPattern> {
+    let id = |x: usize, y: usize, z: usize| (x + m * (y + m * z)) as u32;
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for z in 0..m {
+        for y in 0..m {
+            for x in 0..m {
+                for zz in z.saturating_sub(1)..(z + 2).min(m) {
+                    for yy in y.saturating_sub(1)..(y + 2).min(m) {
+                        for xx in x.saturating_sub(1)..(x + 2).min(m) {
+                            cols.push(id(xx, yy, zz));
+                        }
+                    }
+                }
+                row_ptr.push(cols.len());
+            }
+        }
+    }
+    let n = m * m * m;
+    Arc::new(BlockPattern::new(n, n, row_ptr, cols).unwrap())
+}
+
+/// The smoothed prolongator's pattern `A P0` for aggregates `agg[i]` (one block per row of
+/// `P0`, in column `agg[i]`; `None`: an unaggregated row, empty in `P0`).
+fn smoothed_p(a: &BlockPattern, agg: &[Option<u32>], n_agg: usize) -> Arc<BlockPattern> {
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for g in agg {
+        cols.extend(g.iter().copied());
+        row_ptr.push(cols.len());
+    }
+    let p0 = BlockPattern::new(agg.len(), n_agg, row_ptr, cols).unwrap();
+    Arc::new(crate::spgemm::product_pattern(a, &p0))
+}
+
+/// Products of ex56's shape: the fine level of `m^3` nodes with 3x3x3-node aggregates, its
+/// coarse level (6x6 blocks) aggregated by consecutive triples, and a `P` with empty rows and
+/// columns. Each as `(A, P, A's block size, P's block columns)`.
+fn ex56_like_products(m: usize) -> Vec<(Arc<BlockPattern>, Arc<BlockPattern>, usize, usize)> {
+    let a = stencil27(m);
+    let per = m.div_ceil(3);
+    let agg: Vec<Option<u32>> = (0..m * m * m)
+        .map(|i| {
+            let (x, y, z) = (i % m / 3, i / m % m / 3, i / (m * m) / 3);
+            Some((x + per * (y + per * z)) as u32)
+        })
+        .collect();
+    let n_agg = per * per * per;
+    let p = smoothed_p(&a, &agg, n_agg);
+    let ac = PtapPlan::new(&a, &p).unwrap().pattern().clone();
+    let nc = ac.n_block_rows();
+    let agg_c: Vec<Option<u32>> = (0..nc).map(|i| Some((i / 3) as u32)).collect();
+    let pc = smoothed_p(&ac, &agg_c, nc.div_ceil(3));
+    // rows 5, 12, 19, ... unaggregated (empty rows of P0) and every third aggregate unused
+    // (empty columns): P = A P0 then has empty columns, and rows empty where no neighbour is
+    // aggregated (the isolated diagonal rows below)
+    let n = a.n_block_rows();
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..n {
+        if i % 11 == 4 {
+            cols.push(i as u32); // an isolated row: its own column only
+        } else {
+            cols.extend(a.row(i).iter().copied().filter(|&j| j as usize % 11 != 4));
+        }
+        row_ptr.push(cols.len());
+    }
+    let a_iso = Arc::new(BlockPattern::new(n, n, row_ptr, cols).unwrap());
+    let agg_gaps: Vec<Option<u32>> = agg
+        .iter()
+        .enumerate()
+        .map(|(i, g)| g.filter(|&g| i % 7 != 5 && g % 3 != 1))
+        .collect();
+    let p_gaps = smoothed_p(&a_iso, &agg_gaps, n_agg);
+    assert!(
+        p_gaps.row_ptr().windows(2).any(|w| w[0] == w[1]),
+        "an empty row of P"
+    );
+    vec![(a, p, 3, 6), (ac, pc, 6, 6), (a_iso, p_gaps, 3, 6)]
+}
+
+/// The device plans' symbolic parts equal the host's entry for entry: `W = A P`, `P^T` and
+/// its slot map, each output slot's row, the term counts, `A_c`'s pattern when built on the
+/// device from `P^T` and `W`, and both passes' pair lists; the plan uploads nothing once the
+/// patterns of `A`, `P` and `A_c` are on the device; and its product gives the host's bits.
+#[test]
+fn device_symbolic_patterns_equal_the_hosts() {
+    let Some(ctx) = gpu("device_symbolic_patterns_equal_the_hosts") else {
+        return;
+    };
+    let mut rng = Rng(41);
+    let mut cases = ex56_like_products(9);
+    cases.extend(ex56_like_products(17));
+    for (n, (b, c)) in [(40, (3, 6)), (300, (6, 6)), (7, (2, 3))] {
+        let (a, p) = galerkin_operands(&mut rng, n, b, c);
+        cases.push((a.pattern().clone(), p.pattern().clone(), b, c));
+    }
+    for (case, (a, p, b, c)) in cases.into_iter().enumerate() {
+        let what = |s: &str| format!("case {case} ({} rows): {s}", a.n_block_rows());
+        let plan = PtapPlan::new(&a, &p).unwrap();
+        let (da, dp) = (
+            DevicePattern::upload(ctx, &a).unwrap(),
+            DevicePattern::upload(ctx, &p).unwrap(),
+        );
+        let host_w = crate::spgemm::product_pattern(&a, &p);
+        let dw = symbolic::product_pattern(ctx, &da, &dp).unwrap();
+        assert_eq!(dw.download(ctx).unwrap(), host_w, "{}", what("W = A P"));
+        let (host_pt, host_slots) = crate::transpose::transpose_pattern(&p, |k| k as u32);
+        let (dpt, dslots) = symbolic::transpose_pattern(ctx, &dp).unwrap();
+        assert_eq!(dpt.download(ctx).unwrap(), host_pt, "{}", what("P^T"));
+        assert_eq!(
+            ctx.download(&dslots).unwrap(),
+            host_slots,
+            "{}",
+            what("P^T slots")
+        );
+        let dac = symbolic::product_pattern(ctx, &dpt, &dw).unwrap();
+        assert_eq!(
+            &dac.download(ctx).unwrap(),
+            &**plan.pattern(),
+            "{}",
+            what("A_c")
+        );
+        for (l, r, dl, dr, name) in [
+            (&*a, &*p, &*da, &*dp, "A P"),
+            (&host_pt, &host_w, &dpt, &dw, "P^T W"),
+        ] {
+            assert_eq!(
+                symbolic::term_count(ctx, dl, dr).unwrap() as usize,
+                super::term_pairs::term_count(l, r),
+                "{}",
+                what(&format!("terms of {name}"))
+            );
+        }
+
+        // the plan: nothing uploaded once the operands' and A_c's patterns are on the device
+        let mirrors = [&a, &p, plan.pattern()].map(|q| crate::device::device_pattern(ctx, q));
+        assert!(mirrors.iter().all(|m| m.is_ok()));
+        let before = ctx.transfers();
+        let dplan = DevicePtapPlan::upload(ctx, &plan).unwrap();
+        let (am, pm) = (
+            random_bsr(&mut rng, &a, b, b),
+            random_bsr(&mut rng, &p, b, c),
+        );
+        let (dam, dpm) = (
+            DeviceBsr::upload_on(ctx, mirrors[0].as_ref().unwrap(), &am).unwrap(),
+            DeviceBsr::upload_on(ctx, mirrors[1].as_ref().unwrap(), &pm).unwrap(),
+        );
+        let values_up = ((a.nnz() * b * b + p.nnz() * b * c) * 8) as u64;
+        let mut dacm = DeviceBsr::zeros(ctx, dplan.pattern(), c, c).unwrap();
+        vector::fill(ctx, f64::NAN, dacm.values_mut()).unwrap();
+        dplan.numeric(ctx, &dam, &dpm, &mut dacm).unwrap();
+        assert_eq!(
+            ctx.transfers().host_to_device - before.host_to_device,
+            values_up,
+            "{}",
+            what("bytes uploaded besides A's and P's values")
+        );
+        let got = dplan.downloaded(ctx);
+        assert_eq!(got.w, host_w, "{}", what("plan's W"));
+        assert_eq!(got.pt, host_pt, "{}", what("plan's P^T"));
+        assert_eq!(got.pt_slots, host_slots, "{}", what("plan's P^T slots"));
+        let rows_of = |q: &BlockPattern| -> Vec<u32> {
+            (0..q.n_block_rows())
+                .flat_map(|i| std::iter::repeat_n(i as u32, q.row(i).len()))
+                .collect()
+        };
+        assert_eq!(got.w_rows, rows_of(&host_w), "{}", what("W's slot rows"));
+        assert_eq!(
+            got.ac_rows,
+            rows_of(plan.pattern()),
+            "{}",
+            what("A_c's slot rows")
+        );
+        let [w_lists, ac_lists] = got.pairs.expect("pair lists of a small plan");
+        let host_w_lists = super::term_pairs::term_pairs(&host_w, &a, |e| e as u32, &p).unwrap();
+        let host_ac_lists =
+            super::term_pairs::term_pairs(plan.pattern(), &host_pt, |q| host_slots[q], &host_w)
+                .unwrap();
+        for (dev, host, name) in [
+            (w_lists, host_w_lists, "W"),
+            (ac_lists, host_ac_lists, "A_c"),
+        ] {
+            let terms = host.first.len();
+            assert_eq!(dev[0], host.ptr, "{}", what(&format!("{name} pair starts")));
+            assert_eq!(
+                dev[1][..terms],
+                host.first[..],
+                "{}",
+                what(&format!("{name} firsts"))
+            );
+            assert_eq!(
+                dev[2][..terms],
+                host.second[..],
+                "{}",
+                what(&format!("{name} seconds"))
+            );
+        }
+        // the host's streamed product, bit for bit
+        let streamed = PtapPlan::new_streamed(&a, &p).unwrap();
+        let mut host = Bsr::zeros(streamed.pattern().clone(), c, c);
+        crate::ptap_numeric(&streamed, &am, &pm, &mut host, &mut streamed.workspace()).unwrap();
+        assert_bits(
+            &what(&format!("ptap <{b},{b},{c}>")),
+            &ctx.download(dacm.values()).unwrap(),
+            host.host().unwrap(),
+        );
+    }
+}
+
+/// The device prefix sums equal the host's over one tile, many tiles (more than one block of
+/// tile sums) and none; a total past `u32` is refused.
+#[test]
+fn device_prefix_sums_equal_the_hosts() {
+    let Some(ctx) = gpu("device_prefix_sums_equal_the_hosts") else {
+        return;
+    };
+    let mut rng = Rng(43);
+    for n in [0usize, 1, 7, 2047, 2048, 2049, 600_001] {
+        let counts: Vec<u32> = (0..n).map(|_| rng.below(40) as u32).collect();
+        let mut want = vec![0u32];
+        for &c in &counts {
+            want.push(want[want.len() - 1] + c);
+        }
+        let (d, total) =
+            symbolic::exclusive_scan(ctx, &ctx.upload(&counts).unwrap(), n, "test").unwrap();
+        assert_eq!(ctx.download(&d).unwrap(), want, "prefix of {n} counts");
+        assert_eq!(total, want[n], "total of {n} counts");
+    }
+    let big = ctx.upload(&[u32::MAX / 2, u32::MAX / 2, 2]).unwrap();
+    assert!(matches!(
+        symbolic::exclusive_scan(ctx, &big, 3, "test"),
+        Err(LinalgError::DimensionTooLarge { .. })
+    ));
+}
+
+/// The prolongator smoothing's slot maps built on the device equal the host's (each slot's row,
+/// the slot of `P0` in each slot of `A P0`), with nothing uploaded once the patterns are there;
+/// a `P0` outside `W` is refused.
+#[test]
+fn device_smoothing_maps_equal_the_hosts() {
+    let Some(ctx) = gpu("device_smoothing_maps_equal_the_hosts") else {
+        return;
+    };
+    let a = stencil27(9);
+    let (n, per) = (a.n_block_rows(), 3);
+    let mut row_ptr = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..n {
+        if i % 7 != 5 {
+            let (x, y, z) = (i % 9 / 3, i / 9 % 9 / 3, i / 81 / 3);
+            cols.push((x + per * (y + per * z)) as u32);
+        }
+        row_ptr.push(cols.len());
+    }
+    let p0 = Arc::new(BlockPattern::new(n, per * per * per, row_ptr, cols).unwrap());
+    let w = Arc::new(crate::spgemm::product_pattern(&a, &p0));
+    let mut want_rows = Vec::new();
+    let mut want_slots = Vec::new();
+    for i in 0..n {
+        for &j in w.row(i) {
+            want_rows.push(i as u32);
+            let q = p0.row(i).iter().position(|&c| c == j);
+            want_slots.push(q.map_or(u32::MAX, |q| (p0.row_ptr()[i] + q) as u32));
+        }
+    }
+    for q in [&w, &p0] {
+        crate::device::device_pattern(ctx, q).unwrap();
+    }
+    let before = ctx.transfers();
+    let map = super::ops::DeviceSmoothMap::new(ctx, &w, &p0).unwrap();
+    assert_eq!(ctx.transfers().host_to_device, before.host_to_device);
+    let (rows, slots) = map.downloaded(ctx);
+    assert_eq!(rows, want_rows, "slot rows");
+    assert_eq!(slots, want_slots, "P0 slots");
+    // a pattern inside itself; a P0 block outside W is refused
+    assert!(super::ops::DeviceSmoothMap::new(ctx, &a, &a).is_ok());
+    let p0_wide = Arc::new(
+        BlockPattern::new(
+            n,
+            27,
+            (0..=n).collect(),
+            (0..n).map(|i| (i % 27) as u32).collect(),
+        )
+        .unwrap(),
+    );
+    let w_narrow = Arc::new(
+        BlockPattern::new(
+            n,
+            27,
+            (0..=n).collect(),
+            (0..n).map(|i| ((i + 1) % 27) as u32).collect(),
+        )
+        .unwrap(),
+    );
+    assert!(matches!(
+        super::ops::DeviceSmoothMap::new(ctx, &w_narrow, &p0_wide),
+        Err(LinalgError::PatternMismatch { .. })
+    ));
+}
+
+/// The SpGEMM plan's device form uploads nothing once its output pattern is on the device (its
+/// slot rows are found there).
+#[test]
+fn device_spgemm_plan_uploads_nothing() {
+    let Some(ctx) = gpu("device_spgemm_plan_uploads_nothing") else {
+        return;
+    };
+    for (a, p, _, _) in ex56_like_products(9) {
+        let plan = spgemm_symbolic(&a, &p).unwrap();
+        crate::device::device_pattern(ctx, plan.pattern()).unwrap();
+        let before = ctx.transfers();
+        DeviceSpgemmPlan::upload(ctx, &plan).unwrap();
+        assert_eq!(ctx.transfers().host_to_device, before.host_to_device);
     }
 }

@@ -1,0 +1,331 @@
+// Symbolic phases on the device, built from patterns already there (u32 row offsets and sorted,
+// unique columns per row): prefix sums of counts, the pattern of a product C = L R, the
+// transpose of a pattern with its slot map, the row of every slot and the terms per row of a
+// product. Integers only and no order left to chance: every output equals the host's
+// (linalg::spgemm::product_pattern, linalg::transpose::transpose_pattern) entry for entry.
+
+// ---- exclusive prefix sums of u32 counts (three passes; sums in u64) ----
+//
+// scan_tiles: the sum of each tile of SCAN_TILE counts; scan_tile_sums (one block): their
+// exclusive prefix in place, the total after the last; scan_write: each count's exclusive
+// prefix (u32: the host checks the total fits first) and the total at out[n].
+#define SCAN_THREADS 256
+#define SCAN_ITEMS 8
+#define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
+
+// The exclusive prefix of v over the block's threads; *total: the block's sum. Every thread of
+// the block must call it (it synchronises).
+__device__ __forceinline__ u64 block_exclusive_scan(const u64 v, u64* total) {
+    __shared__ u64 sh[SCAN_THREADS];
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 off = 1; off < SCAN_THREADS; off <<= 1) {
+        const u64 add = threadIdx.x >= off ? sh[threadIdx.x - off] : 0;
+        __syncthreads();
+        sh[threadIdx.x] += add;
+        __syncthreads();
+    }
+    const u64 inclusive = sh[threadIdx.x];
+    *total = sh[SCAN_THREADS - 1];
+    __syncthreads();
+    return inclusive - v;
+}
+
+// The counts thread threadIdx.x of tile `tile` holds, summed (items t*ITEMS.. of the tile).
+__device__ __forceinline__ u64 thread_items_sum(const u64 n, const u32* __restrict__ counts,
+                                                const u64 tile) {
+    const u64 first = tile * SCAN_TILE + (u64)threadIdx.x * SCAN_ITEMS;
+    u64 s = 0;
+#pragma unroll
+    for (u32 u = 0; u < SCAN_ITEMS; ++u) {
+        if (first + u < n) s += counts[first + u];
+    }
+    return s;
+}
+
+// Launched with SCAN_THREADS threads per block, one block per tile.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_tiles(const u64 n, const u32* __restrict__ counts, u64* __restrict__ tile_sums) {
+    u64 total;
+    block_exclusive_scan(thread_items_sum(n, counts, blockIdx.x), &total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// One block of SCAN_THREADS threads; tile_sums holds n_tiles + 1 values, *total_out the sum.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_tile_sums(const u64 n_tiles, u64* __restrict__ tile_sums, u64* __restrict__ total_out) {
+    u64 carry = 0;
+    for (u64 base = 0; base < n_tiles; base += SCAN_THREADS) {
+        const u64 i = base + threadIdx.x;
+        const u64 v = i < n_tiles ? tile_sums[i] : 0;
+        u64 total;
+        const u64 before = block_exclusive_scan(v, &total);
+        if (i < n_tiles) tile_sums[i] = carry + before;
+        carry += total;
+    }
+    if (threadIdx.x == 0) {
+        tile_sums[n_tiles] = carry;
+        *total_out = carry;
+    }
+}
+
+// Launched as scan_tiles; out holds n + 1 values.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_write(const u64 n, const u32* __restrict__ counts, const u64* __restrict__ tile_offsets,
+           u32* __restrict__ out) {
+    u64 total;
+    u64 run = tile_offsets[blockIdx.x] +
+              block_exclusive_scan(thread_items_sum(n, counts, blockIdx.x), &total);
+    const u64 first = blockIdx.x * (u64)SCAN_TILE + (u64)threadIdx.x * SCAN_ITEMS;
+#pragma unroll
+    for (u32 u = 0; u < SCAN_ITEMS; ++u) {
+        if (first + u < n) {
+            out[first + u] = (u32)run;
+            run += counts[first + u];
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) out[n] = (u32)tile_offsets[gridDim.x];
+}
+
+// ---- the pattern of C = L R ----
+//
+// Row i of C is the sorted union of R's rows k over the columns k of L's row i, found by a merge:
+// state[e] = (position in R's row l_col[e], the column there, or NOT_FOUND past its end) for
+// each slot e of L's row; each step outputs the smallest column and advances every row that
+// holds it (R's rows are sorted and unique, so the output is too). `state` holds a uint2 per
+// slot of L (scratch, written before it is read). product_count writes row i's length,
+// product_fill its columns at c_ptr[i]; both walk the same merge.
+template <bool FILL>
+__device__ __forceinline__ void merge_row(const u32 i, const u32* __restrict__ l_ptr,
+                                          const u32* __restrict__ l_col,
+                                          const u32* __restrict__ r_ptr,
+                                          const u32* __restrict__ r_col, uint2* __restrict__ state,
+                                          u32* __restrict__ count, const u32* __restrict__ c_ptr,
+                                          u32* __restrict__ c_col) {
+    const u32 lo = l_ptr[i], hi = l_ptr[i + 1];
+    u32 next = NOT_FOUND;
+    for (u32 e = lo; e < hi; ++e) {
+        const u32 k = l_col[e];
+        const u32 p = r_ptr[k];
+        const u32 col = p < r_ptr[k + 1] ? r_col[p] : NOT_FOUND;
+        state[e] = make_uint2(p, col);
+        next = min(next, col);
+    }
+    u32 n = 0;
+    const u32 out = FILL ? c_ptr[i] : 0;
+    while (next != NOT_FOUND) {
+        const u32 m = next;
+        if (FILL) c_col[out + n] = m;
+        ++n;
+        next = NOT_FOUND;
+        for (u32 e = lo; e < hi; ++e) {
+            uint2 s = state[e];
+            if (s.y == m) {
+                const u32 k = l_col[e];
+                s.x += 1;
+                s.y = s.x < r_ptr[k + 1] ? r_col[s.x] : NOT_FOUND;
+                state[e] = s;
+            }
+            next = min(next, s.y);
+        }
+    }
+    if (!FILL) count[i] = n;
+}
+
+extern "C" __global__ void product_count(const u32 n_rows, const u32* __restrict__ l_ptr,
+                                         const u32* __restrict__ l_col,
+                                         const u32* __restrict__ r_ptr,
+                                         const u32* __restrict__ r_col,
+                                         uint2* __restrict__ state, u32* __restrict__ count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    merge_row<false>(i, l_ptr, l_col, r_ptr, r_col, state, count, nullptr, nullptr);
+}
+
+extern "C" __global__ void product_fill(const u32 n_rows, const u32* __restrict__ l_ptr,
+                                        const u32* __restrict__ l_col,
+                                        const u32* __restrict__ r_ptr,
+                                        const u32* __restrict__ r_col, uint2* __restrict__ state,
+                                        const u32* __restrict__ c_ptr, u32* __restrict__ c_col) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    merge_row<true>(i, l_ptr, l_col, r_ptr, r_col, state, nullptr, c_ptr, c_col);
+}
+
+// Terms of row i of C = L R: the sum of the lengths of R's rows k over the columns k of L's row
+// i (saturating at 2^32 - 1).
+extern "C" __global__ void product_terms(const u32 n_rows, const u32* __restrict__ l_ptr,
+                                         const u32* __restrict__ l_col,
+                                         const u32* __restrict__ r_ptr, u32* __restrict__ terms) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    u64 t = 0;
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        t += r_ptr[k + 1] - r_ptr[k];
+    }
+    terms[i] = t > 0xffffffffull ? 0xffffffffu : (u32)t;
+}
+
+// ---- the transpose of a pattern and its slot map ----
+//
+// transpose_count: the blocks of each column (atomic increments of integers: the counts do not
+// depend on the order). transpose_fill: each block's slot k and row i at its column's next
+// place (in any order); transpose_sort then orders each column's blocks by slot, which orders
+// them by row as the host's serial walk does (slots ascend with rows, one block per row and
+// column).
+extern "C" __global__ void transpose_count(const u32 n_rows, const u32* __restrict__ ptr,
+                                           const u32* __restrict__ col, u32* __restrict__ count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    for (u32 k = ptr[i]; k < ptr[i + 1]; ++k) atomicAdd(count + col[k], 1u);
+}
+
+// `placed` starts at zero (one counter per column).
+extern "C" __global__ void transpose_fill(const u32 n_rows, const u32* __restrict__ ptr,
+                                          const u32* __restrict__ col,
+                                          const u32* __restrict__ t_ptr, u32* __restrict__ placed,
+                                          u32* __restrict__ t_col, u32* __restrict__ t_slot) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    for (u32 k = ptr[i]; k < ptr[i + 1]; ++k) {
+        const u32 j = col[k];
+        const u32 at = t_ptr[j] + atomicAdd(placed + j, 1u);
+        t_col[at] = i;
+        t_slot[at] = k;
+    }
+}
+
+// One thread per row of the transpose: insertion sort of its (slot, row) pairs by slot.
+extern "C" __global__ void transpose_sort(const u32 n_cols, const u32* __restrict__ t_ptr,
+                                          u32* __restrict__ t_col, u32* __restrict__ t_slot) {
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n_cols) return;
+    const u32 lo = t_ptr[j], hi = t_ptr[j + 1];
+    for (u32 a = lo + 1; a < hi; ++a) {
+        const u32 s = t_slot[a], r = t_col[a];
+        u32 b = a;
+        while (b > lo && t_slot[b - 1] > s) {
+            t_slot[b] = t_slot[b - 1];
+            t_col[b] = t_col[b - 1];
+            --b;
+        }
+        t_slot[b] = s;
+        t_col[b] = r;
+    }
+}
+
+// ---- where one pattern's blocks sit in another ----
+//
+// For each slot of `outer` (row i, column j), the slot of `inner` holding block (i, j), or
+// NOT_FOUND (a merge of the two sorted rows); *found counts the blocks of `inner` found (all of
+// them where `inner` lies inside `outer`).
+extern "C" __global__ void inner_slots(const u32 n_rows, const u32* __restrict__ o_ptr,
+                                       const u32* __restrict__ o_col,
+                                       const u32* __restrict__ i_ptr,
+                                       const u32* __restrict__ i_col, u32* __restrict__ slot,
+                                       u32* __restrict__ found) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    u32 q = i_ptr[i];
+    const u32 q_end = i_ptr[i + 1];
+    u32 n = 0;
+    for (u32 t = o_ptr[i]; t < o_ptr[i + 1]; ++t) {
+        const u32 j = o_col[t];
+        while (q < q_end && i_col[q] < j) ++q;
+        if (q < q_end && i_col[q] == j) {
+            slot[t] = q;
+            ++n;
+        } else {
+            slot[t] = NOT_FOUND;
+        }
+    }
+    if (n) atomicAdd(found, n);
+}
+
+// ---- the row of every slot ----
+extern "C" __global__ void slot_rows(const u32 n_rows, const u32* __restrict__ ptr,
+                                     u32* __restrict__ rows) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    for (u32 s = ptr[i]; s < ptr[i + 1]; ++s) rows[s] = i;
+}
+
+// ---- pair lists ----
+//
+// Pair lists of C = L R built on the device (the host's term_pairs, the same lists): one thread
+// per output row i walks L's row i (entries e ascending) and, for each, R's row k = col(e)
+// (entries r ascending); the term lands in the slot of column col(r) of C's row i (a search
+// in that row). term_pairs_count counts each slot's terms (*bad = 1 where a term lands
+// outside C's pattern); term_pairs_fill writes them at cursor[s] (slot s's start, advanced).
+extern "C" __global__ void term_pairs_count(const u32 n_rows, const u32* __restrict__ c_ptr,
+                                            const u32* __restrict__ c_col,
+                                            const u32* __restrict__ l_ptr,
+                                            const u32* __restrict__ l_col,
+                                            const u32* __restrict__ r_ptr,
+                                            const u32* __restrict__ r_col, u32* __restrict__ count,
+                                            u32* __restrict__ bad) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
+    for (u32 s = lo; s < hi; ++s) count[s] = 0;
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
+            if (s == NOT_FOUND) {
+                *bad = 1;
+                return;
+            }
+            ++count[s];
+        }
+    }
+}
+
+// term_pairs_fill reports each left entry e as itself, term_pairs_fill_mapped as left_slot[e]
+// (P^T W: the slot of P holding P^T's block e).
+template <bool MAPPED>
+__device__ __forceinline__ void fill_term_pairs(const u32 n_rows, const u32* __restrict__ c_ptr,
+                                                const u32* __restrict__ c_col,
+                                                const u32* __restrict__ l_ptr,
+                                                const u32* __restrict__ l_col,
+                                                const u32* __restrict__ left_slot,
+                                                const u32* __restrict__ r_ptr,
+                                                const u32* __restrict__ r_col,
+                                                u32* __restrict__ cursor, u32* __restrict__ first,
+                                                u32* __restrict__ second) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        const u32 reported = MAPPED ? left_slot[e] : e;
+        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
+            const u32 t = cursor[s]++;
+            first[t] = reported;
+            second[t] = r;
+        }
+    }
+}
+
+extern "C" __global__ void term_pairs_fill(const u32 n_rows, const u32* __restrict__ c_ptr,
+                                           const u32* __restrict__ c_col,
+                                           const u32* __restrict__ l_ptr,
+                                           const u32* __restrict__ l_col,
+                                           const u32* __restrict__ r_ptr,
+                                           const u32* __restrict__ r_col, u32* __restrict__ cursor,
+                                           u32* __restrict__ first, u32* __restrict__ second) {
+    fill_term_pairs<false>(n_rows, c_ptr, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, cursor,
+                           first, second);
+}
+
+extern "C" __global__ void term_pairs_fill_mapped(
+    const u32 n_rows, const u32* __restrict__ c_ptr, const u32* __restrict__ c_col,
+    const u32* __restrict__ l_ptr, const u32* __restrict__ l_col,
+    const u32* __restrict__ left_slot, const u32* __restrict__ r_ptr,
+    const u32* __restrict__ r_col, u32* __restrict__ cursor, u32* __restrict__ first,
+    u32* __restrict__ second) {
+    fill_term_pairs<true>(n_rows, c_ptr, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, cursor,
+                          first, second);
+}

@@ -1,0 +1,267 @@
+//! Symbolic phases on the device (`linalg/cuda/symbolic.cu`) from patterns already there: the
+//! pattern of a product `C = L R` ([`product_pattern`], the host's
+//! `crate::spgemm::product_pattern` entry for entry), the transpose of a pattern with its slot
+//! map ([`transpose_pattern`], the host's `crate::transpose::transpose_pattern`), the row of
+//! every slot ([`slot_rows`]), where one pattern's blocks sit in another ([`inner_slots`]), the
+//! terms of a product ([`term_count`]) and the prefix sum of counts they share
+//! ([`exclusive_scan`]; the pair lists of `products.rs` use it and symbolic.cu's
+//! `term_pairs_*` kernels). Only scalars come back to the host (each pass's
+//! total, to size what the next one writes); nothing goes up.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use super::context::driver_err;
+use super::kernels::{grid_1d, SYMBOLIC};
+use super::matrix::DevicePattern;
+use super::{CudaContext, DeviceBuffer};
+use crate::LinalgError;
+
+/// Threads per block of the one-thread-per-row kernels.
+const THREADS: u32 = 128;
+/// `SCAN_THREADS` and `SCAN_TILE` of symbolic.cu.
+const SCAN_THREADS: u32 = 256;
+const SCAN_TILE: u64 = 256 * 8;
+
+/// Prefix sums of the first `n` counts of `counts`: `n + 1` offsets (the last is the total) and
+/// the total. Errors naming `what` if the total does not fit `u32` (device offsets are `u32`).
+pub(crate) fn exclusive_scan(
+    ctx: &CudaContext,
+    counts: &DeviceBuffer<u32>,
+    n: usize,
+    what: &'static str,
+) -> Result<(DeviceBuffer<u32>, u32), LinalgError> {
+    let mut out = ctx.zeros::<u32>(n + 1)?;
+    if n == 0 {
+        return Ok((out, 0));
+    }
+    let (tile_offsets, total) = tile_sums(ctx, counts, n)?;
+    let total = u32::try_from(total).map_err(|_| LinalgError::DimensionTooLarge {
+        what,
+        value: total as usize,
+    })?;
+    let f = ctx.function(&SYMBOLIC, &[], "scan_write")?;
+    let n64 = n as u64;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n64).arg(counts).arg(&tile_offsets).arg(&mut out);
+    // SAFETY: `counts` holds `n` values, `tile_offsets` a value per tile and the total, `out`
+    // `n + 1` values; one block per tile, as `scan_tiles`.
+    unsafe { l.launch(tiles(n64)) }.map_err(driver_err("scan_write"))?;
+    Ok((out, total))
+}
+
+/// The sum of the first `n` counts (u64).
+fn sum(ctx: &CudaContext, counts: &DeviceBuffer<u32>, n: usize) -> Result<u64, LinalgError> {
+    if n == 0 {
+        return Ok(0);
+    }
+    Ok(tile_sums(ctx, counts, n)?.1)
+}
+
+/// One block per tile of `SCAN_TILE` counts.
+fn tiles(n: u64) -> LaunchConfig {
+    grid_1d(n.div_ceil(SCAN_TILE) * SCAN_THREADS as u64, SCAN_THREADS)
+}
+
+/// The exclusive prefix of the tiles' sums (one value per tile, then the total) and the total
+/// (downloaded: a scalar). `n > 0`.
+fn tile_sums(
+    ctx: &CudaContext,
+    counts: &DeviceBuffer<u32>,
+    n: usize,
+) -> Result<(DeviceBuffer<u64>, u64), LinalgError> {
+    let n64 = n as u64;
+    let n_tiles = n64.div_ceil(SCAN_TILE);
+    let mut sums = ctx.zeros::<u64>(n_tiles as usize + 1)?;
+    let mut total = ctx.zeros::<u64>(1)?;
+    let f = ctx.function(&SYMBOLIC, &[], "scan_tiles")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n64).arg(counts).arg(&mut sums);
+    // SAFETY: `counts` holds at least `n` values, `sums` a value per tile.
+    unsafe { l.launch(tiles(n64)) }.map_err(driver_err("scan_tiles"))?;
+    let f = ctx.function(&SYMBOLIC, &[], "scan_tile_sums")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n_tiles).arg(&mut sums).arg(&mut total);
+    // SAFETY: one block; `sums` holds `n_tiles + 1` values, `total` one.
+    unsafe { l.launch(grid_1d(SCAN_THREADS as u64, SCAN_THREADS)) }
+        .map_err(driver_err("scan_tile_sums"))?;
+    let total = ctx.download(&total)?[0];
+    Ok((sums, total))
+}
+
+/// `per_row!(ctx, "kernel", rows, [args...])`: launches the one-thread-per-row kernel of
+/// symbolic.cu over `rows` rows, the row count first, then `args`.
+macro_rules! per_row {
+    ($ctx:expr, $name:literal, $rows:expr, [$($arg:expr),* $(,)?]) => {{
+        let f = $ctx.function(&SYMBOLIC, &[], $name)?;
+        let n = $rows as u32;
+        let mut l = $ctx.stream().launch_builder(&f);
+        l.arg(&n);
+        $(l.arg($arg);)*
+        // SAFETY: each call site passes the arguments of kernel `$name` in its order (read
+        // side by side), on well-formed patterns (offsets and columns inside their buffers)
+        // and buffers of the lengths the kernel indexes.
+        unsafe { l.launch(grid_1d($rows as u64, THREADS)) }.map_err(driver_err($name))?;
+    }};
+}
+
+/// `len` zeros; an empty buffer (nothing allocated or set) for `len == 0`.
+fn zeros_u32(ctx: &CudaContext, len: usize) -> Result<DeviceBuffer<u32>, LinalgError> {
+    if len == 0 {
+        return ctx.upload(&[]);
+    }
+    ctx.zeros(len)
+}
+
+/// Checks that `n` fits `u32` with room for the kernels' `NOT_FOUND` marker.
+fn check_index(what: &'static str, n: usize) -> Result<(), LinalgError> {
+    if n >= u32::MAX as usize {
+        return Err(LinalgError::DimensionTooLarge { what, value: n });
+    }
+    Ok(())
+}
+
+/// Pattern of `l * r` (`l`'s block columns must be `r`'s block rows; the caller checks): per
+/// row the sorted union of `r`'s rows over `l`'s columns, by a merge of those rows (one thread
+/// per row, a count pass, the prefix sum, the same merge writing the columns).
+pub(crate) fn product_pattern(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+) -> Result<DevicePattern, LinalgError> {
+    check_index("device product pattern: block columns", r.n_block_cols())?;
+    let rows = l.n_block_rows();
+    check_index("device product pattern: block rows", rows)?;
+    let mut state = ctx.zeros::<u64>(l.nnz().max(1))?;
+    let mut count = ctx.zeros::<u32>(rows.max(1))?;
+    per_row!(
+        ctx,
+        "product_count",
+        rows,
+        [&l.row_ptr, &l.col_idx, &r.row_ptr, &r.col_idx, &mut state, &mut count]
+    );
+    let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
+    drop(count);
+    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
+    per_row!(
+        ctx,
+        "product_fill",
+        rows,
+        [
+            &l.row_ptr,
+            &l.col_idx,
+            &r.row_ptr,
+            &r.col_idx,
+            &mut state,
+            &row_ptr,
+            &mut col_idx
+        ]
+    );
+    Ok(DevicePattern::from_parts(
+        rows,
+        r.n_block_cols(),
+        nnz as usize,
+        row_ptr,
+        col_idx,
+    ))
+}
+
+/// Pattern of `p^T` and, per block of it, the slot of `p` holding it: each column's rows
+/// ascending, as the host's serial walk lists them.
+pub(crate) fn transpose_pattern(
+    ctx: &CudaContext,
+    p: &DevicePattern,
+) -> Result<(DevicePattern, DeviceBuffer<u32>), LinalgError> {
+    let (rows, cols) = (p.n_block_rows(), p.n_block_cols());
+    check_index("device transpose: block rows", rows)?;
+    check_index("device transpose: block columns", cols)?;
+    let mut count = ctx.zeros::<u32>(cols.max(1))?;
+    per_row!(
+        ctx,
+        "transpose_count",
+        rows,
+        [&p.row_ptr, &p.col_idx, &mut count]
+    );
+    let (t_ptr, nnz) = exclusive_scan(ctx, &count, cols, "device transpose: blocks")?;
+    // the counts start again at zero: each column's next free place
+    let mut placed = ctx.zeros::<u32>(cols.max(1))?;
+    drop(count);
+    let mut t_col = zeros_u32(ctx, nnz as usize)?;
+    let mut t_slot = zeros_u32(ctx, nnz as usize)?;
+    per_row!(
+        ctx,
+        "transpose_fill",
+        rows,
+        [
+            &p.row_ptr,
+            &p.col_idx,
+            &t_ptr,
+            &mut placed,
+            &mut t_col,
+            &mut t_slot
+        ]
+    );
+    per_row!(
+        ctx,
+        "transpose_sort",
+        cols,
+        [&t_ptr, &mut t_col, &mut t_slot]
+    );
+    Ok((
+        DevicePattern::from_parts(cols, rows, nnz as usize, t_ptr, t_col),
+        t_slot,
+    ))
+}
+
+/// The block row of every slot of `p`.
+pub(crate) fn slot_rows(
+    ctx: &CudaContext,
+    p: &DevicePattern,
+) -> Result<DeviceBuffer<u32>, LinalgError> {
+    let mut rows = zeros_u32(ctx, p.nnz())?;
+    per_row!(ctx, "slot_rows", p.n_block_rows(), [&p.row_ptr, &mut rows]);
+    Ok(rows)
+}
+
+/// For each slot of `outer`, the slot of `inner` holding the same block (`u32::MAX`: none), and
+/// the number of `inner`'s blocks found (`inner.nnz()` exactly where `inner` lies inside
+/// `outer`). The patterns must have the same block rows (the caller checks).
+pub(crate) fn inner_slots(
+    ctx: &CudaContext,
+    outer: &DevicePattern,
+    inner: &DevicePattern,
+) -> Result<(DeviceBuffer<u32>, usize), LinalgError> {
+    let mut slot = zeros_u32(ctx, outer.nnz())?;
+    let mut found = ctx.zeros::<u32>(1)?;
+    per_row!(
+        ctx,
+        "inner_slots",
+        outer.n_block_rows(),
+        [
+            &outer.row_ptr,
+            &outer.col_idx,
+            &inner.row_ptr,
+            &inner.col_idx,
+            &mut slot,
+            &mut found
+        ]
+    );
+    let found = ctx.download(&found)?[0] as usize;
+    Ok((slot, found))
+}
+
+/// Number of terms of `l * r` (block products, what the pair lists hold).
+pub(crate) fn term_count(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+) -> Result<u64, LinalgError> {
+    let rows = l.n_block_rows();
+    let mut terms = ctx.zeros::<u32>(rows.max(1))?;
+    per_row!(
+        ctx,
+        "product_terms",
+        rows,
+        [&l.row_ptr, &l.col_idx, &r.row_ptr, &mut terms]
+    );
+    sum(ctx, &terms, rows)
+}
