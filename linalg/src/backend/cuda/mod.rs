@@ -24,6 +24,7 @@ mod buffer;
 mod context;
 mod coo;
 pub mod external;
+pub mod graph;
 pub mod galerkin;
 pub mod halo;
 mod jacobi;
