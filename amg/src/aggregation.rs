@@ -294,9 +294,7 @@ pub fn aggregate_level(
 pub fn mis_level(graph: &LevelGraph, distance: MisDistance) -> Result<Vec<bool>, AmgError> {
     match graph {
         LevelGraph::Host(g) => Ok(mis(g, distance)),
-        LevelGraph::Device { ctx, graph: g } => {
-            Ok(g.mis_roots(ctx, distance == MisDistance::Two)?)
-        }
+        LevelGraph::Device { ctx, graph: g } => Ok(g.mis_roots(ctx, distance == MisDistance::Two)?),
     }
 }
 

@@ -208,7 +208,11 @@ impl DeviceGraph {
     }
 
     /// The roots of the MIS (distance two: MIS-2), downloaded (`true` for a root).
-    pub fn mis_roots(&self, ctx: &CudaContext, distance_two: bool) -> Result<Vec<bool>, LinalgError> {
+    pub fn mis_roots(
+        &self,
+        ctx: &CudaContext,
+        distance_two: bool,
+    ) -> Result<Vec<bool>, LinalgError> {
         let status = self.mis_status(ctx, distance_two)?;
         let mut s = ctx.download(&status)?;
         s.truncate(self.n_vertices);
