@@ -106,8 +106,10 @@ impl LevelGraph {
         match self {
             LevelGraph::Host(g) => Ok(Cow::Borrowed(g)),
             LevelGraph::Device { ctx, graph } => {
-                let (row_ptr, col, weight) = graph.download(ctx)?;
-                Ok(Cow::Owned(StrengthGraph::from_parts(row_ptr, col, weight)))
+                let g = graph.download(ctx)?;
+                Ok(Cow::Owned(StrengthGraph::from_parts(
+                    g.row_ptr, g.col, g.weight,
+                )))
             }
         }
     }

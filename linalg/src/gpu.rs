@@ -33,7 +33,7 @@
 
 pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
 pub use crate::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
-pub use crate::backend::cuda::graph::DeviceGraph;
+pub use crate::backend::cuda::graph::{DeviceGraph, HostGraph};
 pub use crate::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
 pub use crate::backend::cuda::mis::luby_mis;
 pub use crate::backend::cuda::ops::norm_inf;

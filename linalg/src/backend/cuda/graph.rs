@@ -33,6 +33,14 @@ pub struct DeviceGraph {
     weight: DeviceBuffer<f64>,
 }
 
+/// A [`DeviceGraph`] downloaded: CSR row offsets (`n_vertices + 1`), neighbours, weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostGraph {
+    pub row_ptr: Vec<usize>,
+    pub col: Vec<u32>,
+    pub weight: Vec<f64>,
+}
+
 /// Exclusive scan of the `n` counts `x` into `out` (`n + 1` entries: `out[n]` is the total).
 /// Integer sums, so exact; queued on the stream.
 fn exclusive_scan(
@@ -170,22 +178,19 @@ impl DeviceGraph {
         self.n_edges
     }
 
-    /// The graph on the host: row offsets (`n_vertices + 1`), neighbours, weights (counted
-    /// downloads; for tests and the rare host step that needs the edges).
-    pub fn download(
-        &self,
-        ctx: &CudaContext,
-    ) -> Result<(Vec<usize>, Vec<u32>, Vec<f64>), LinalgError> {
+    /// The graph on the host (counted downloads; for tests and the rare host step that needs
+    /// the edges).
+    pub fn download(&self, ctx: &CudaContext) -> Result<HostGraph, LinalgError> {
         let row_ptr = ctx.download(&self.row_ptr)?;
         let mut col = ctx.download(&self.col)?;
         let mut weight = ctx.download(&self.weight)?;
         col.truncate(self.n_edges);
         weight.truncate(self.n_edges);
-        Ok((
-            row_ptr.into_iter().map(|x| x as usize).collect(),
+        Ok(HostGraph {
+            row_ptr: row_ptr.into_iter().map(|x| x as usize).collect(),
             col,
             weight,
-        ))
+        })
     }
 
     /// The maximal independent set's status on the device (amg's `mis`): priorities from the
