@@ -43,7 +43,7 @@ pub struct HostGraph {
 
 /// Exclusive scan of the `n` counts `x` into `out` (`n + 1` entries: `out[n]` is the total).
 /// Integer sums, so exact; queued on the stream.
-fn exclusive_scan(
+pub(crate) fn exclusive_scan(
     ctx: &CudaContext,
     x: &DeviceBuffer<u32>,
     n: usize,
