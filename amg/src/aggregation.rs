@@ -9,7 +9,7 @@
 //! Every step is a sequence of Jacobi-style rounds (each round reads the previous round's state
 //! only), so the result does not depend on the number of threads.
 
-use crate::strength::StrengthGraph;
+use crate::strength::{LevelGraph, StrengthGraph};
 use crate::AmgError;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -265,6 +265,44 @@ pub fn aggregate_on(
     Ok(aggregate_with_roots(graph, bs, min_dofs, roots))
 }
 
+/// [`aggregate`] where `graph` lives. A device graph is aggregated on its GPU
+/// ([`linalg::gpu::DeviceGraph::aggregate`]: the same MIS, root numbering and leftover rounds,
+/// hence the same assignment); only the vertex -> aggregate map comes to the host (4 bytes a
+/// vertex), and the graph too where an aggregate is too small and [`merge_small`] needs its
+/// edges. The same aggregates as the host's, bit for bit.
+pub fn aggregate_level(
+    graph: &LevelGraph,
+    distance: MisDistance,
+    bs: usize,
+    min_dofs: usize,
+) -> Result<Aggregates, AmgError> {
+    match graph {
+        LevelGraph::Host(g) => Ok(aggregate(g, distance, bs, min_dofs)),
+        LevelGraph::Device { ctx, graph: g } => {
+            let (agg_of, n_agg) = g.aggregate(ctx, distance == MisDistance::Two)?;
+            let aggs = Aggregates::from_assignment(agg_of, n_agg);
+            if !has_small(&aggs, bs, min_dofs) {
+                return Ok(aggs);
+            }
+            let host = graph.to_host()?;
+            Ok(merge_small(&host, aggs, bs, min_dofs))
+        }
+    }
+}
+
+/// [`mis`] where `graph` lives (on a GPU: the set downloaded).
+pub fn mis_level(graph: &LevelGraph, distance: MisDistance) -> Result<Vec<bool>, AmgError> {
+    match graph {
+        LevelGraph::Host(g) => Ok(mis(g, distance)),
+        LevelGraph::Device { ctx, graph: g } => Ok(g.mis_roots(ctx, distance == MisDistance::Two)?),
+    }
+}
+
+/// True if an aggregate has fewer than `min_dofs` unknowns (`bs` per vertex).
+fn has_small(aggs: &Aggregates, bs: usize, min_dofs: usize) -> bool {
+    (0..aggs.n_aggregates()).any(|a| aggs.members(a).len() * bs < min_dofs)
+}
+
 /// Aggregation around the given roots (see [`aggregate`]).
 fn aggregate_with_roots(
     graph: &StrengthGraph,
@@ -322,11 +360,11 @@ fn aggregate_with_roots(
 /// become unaggregated: a decoupled component smaller than the near-null space, which the smoother
 /// handles). Sequential in aggregate order (small aggregates are rare), then renumbered compactly.
 fn merge_small(graph: &StrengthGraph, aggs: Aggregates, bs: usize, min_dofs: usize) -> Aggregates {
-    let n_agg = aggs.n_aggregates();
-    let mut size: Vec<usize> = (0..n_agg).map(|a| aggs.members(a).len()).collect();
-    if size.iter().all(|&s| s * bs >= min_dofs) {
+    if !has_small(&aggs, bs, min_dofs) {
         return aggs;
     }
+    let n_agg = aggs.n_aggregates();
+    let mut size: Vec<usize> = (0..n_agg).map(|a| aggs.members(a).len()).collect();
     let mut agg_of = aggs.agg_of.clone();
     let mut members: Vec<Vec<u32>> = (0..n_agg).map(|a| aggs.members(a).to_vec()).collect();
     loop {

@@ -35,7 +35,9 @@ pub mod tentative;
 pub(crate) mod test_util;
 mod vcycle;
 
-pub use aggregation::{aggregate, aggregate_on, mis, mis_on, Aggregates, MisDistance};
+pub use aggregation::{
+    aggregate, aggregate_level, aggregate_on, mis, mis_level, mis_on, Aggregates, MisDistance,
+};
 pub use error::AmgError;
 pub use gmres::{gmres, gmres_operator, GmresOutcome, GmresParams, GmresStopReason};
 pub use hierarchy::{
@@ -54,5 +56,5 @@ pub use report::{
     TransferReport, UpdateReport,
 };
 pub use smoother::SmoothingPolynomial;
-pub use strength::{strength_graph, StrengthGraph};
+pub use strength::{level_strength_graph, strength_graph, LevelGraph, StrengthGraph};
 pub use tentative::tentative_prolongator;

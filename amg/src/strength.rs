@@ -5,10 +5,17 @@
 //! kept off-diagonal edge (a Dirichlet row: identity block, zero couplings) is *isolated*, and edges
 //! pointing to isolated rows are dropped too, so isolated vertices have no edges in either direction.
 //! The operator is assumed (structurally and numerically) symmetric, as for any SPD operator.
+//!
+//! [`level_strength_graph`] builds the graph where the operator lives: on a GPU it stays there
+//! ([`LevelGraph::Device`], linalg's [`DeviceGraph`]: the same edges and weights, bit for bit)
+//! for the device aggregation ([`crate::aggregation::aggregate_level`]).
 
 use crate::AmgError;
+use linalg::gpu::{CudaContext, DeviceGraph};
 use linalg::{split_rows, Bsr};
 use rayon::prelude::*;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Rows per parallel task of the graph construction.
 const ROWS_PER_TASK: usize = 1024;
@@ -73,8 +80,60 @@ impl StrengthGraph {
     }
 }
 
-/// Builds the strength graph of the square-block operator `a` (parallel over rows, deterministic).
-pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError> {
+/// A level's strength graph where its operator lives.
+#[derive(Debug)]
+pub enum LevelGraph {
+    /// Built on the host (a host operator).
+    Host(StrengthGraph),
+    /// Built and kept on the GPU of a device operator.
+    Device {
+        ctx: Arc<CudaContext>,
+        graph: DeviceGraph,
+    },
+}
+
+impl LevelGraph {
+    /// Number of vertices.
+    pub fn n_vertices(&self) -> usize {
+        match self {
+            LevelGraph::Host(g) => g.n_vertices(),
+            LevelGraph::Device { graph, .. } => graph.n_vertices(),
+        }
+    }
+
+    /// The graph on the host (a device graph downloaded: its offsets, neighbours and weights).
+    pub fn to_host(&self) -> Result<Cow<'_, StrengthGraph>, AmgError> {
+        match self {
+            LevelGraph::Host(g) => Ok(Cow::Borrowed(g)),
+            LevelGraph::Device { ctx, graph } => {
+                let g = graph.download(ctx)?;
+                Ok(Cow::Owned(StrengthGraph::from_parts(
+                    g.row_ptr, g.col, g.weight,
+                )))
+            }
+        }
+    }
+}
+
+/// [`strength_graph`] where `a` lives: on a GPU (fp64 values), built and kept there (no
+/// transfer but the graph's sizes); on the host, [`strength_graph`].
+pub fn level_strength_graph(a: &Bsr, threshold: f64) -> Result<LevelGraph, AmgError> {
+    let device = a.device();
+    match (device.cuda_context(), a.device_bsr()) {
+        (Some(ctx), Ok(m)) => {
+            check_input(a, threshold)?;
+            let graph = DeviceGraph::strength(ctx, m, threshold)?;
+            Ok(LevelGraph::Device {
+                ctx: ctx.clone(),
+                graph,
+            })
+        }
+        _ => Ok(LevelGraph::Host(strength_graph(a, threshold)?)),
+    }
+}
+
+/// Square blocks and a finite threshold `>= 0`.
+fn check_input(a: &Bsr, threshold: f64) -> Result<(), AmgError> {
     if a.block_rows() != a.block_cols() {
         return Err(AmgError::NonSquareBlocks {
             what: "strength graph",
@@ -89,6 +148,12 @@ pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError
             reason: "must be a finite number >= 0",
         });
     }
+    Ok(())
+}
+
+/// Builds the strength graph of the square-block operator `a` (parallel over rows, deterministic).
+pub fn strength_graph(a: &Bsr, threshold: f64) -> Result<StrengthGraph, AmgError> {
+    check_input(a, threshold)?;
     let pattern = a.pattern();
     let n = pattern.n_block_rows();
     let diag_pos = pattern.diagonal_positions()?;

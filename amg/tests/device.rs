@@ -6,7 +6,7 @@
 mod common;
 
 use amg::{cg, AmgParams, CgParams, Hierarchy, Precision};
-use common::elasticity;
+use common::{elasticity, elasticity_of_order};
 use linalg::{ops, Device, Vector};
 use std::sync::OnceLock;
 
@@ -287,6 +287,104 @@ fn device_mis_and_aggregates_equal_the_host_ones() {
             // and the hierarchy built on the device aggregated the same way
             assert_eq!(hd.aggregates(l), h.aggregates(l), "m = {m}, level {l}");
         }
+    }
+}
+
+/// The graph's edges and weights, the weights as bits.
+fn graph_bits(g: &amg::StrengthGraph) -> (Vec<usize>, Vec<u32>, Vec<u64>) {
+    let w = (0..g.n_vertices())
+        .flat_map(|v| g.weights(v).iter().map(|w| w.to_bits()))
+        .collect();
+    (g.row_ptr().to_vec(), g.cols().to_vec(), w)
+}
+
+#[test]
+fn device_strength_graph_and_aggregation_equal_the_host_ones() {
+    let Some(dev) = gpu("device_strength_graph_and_aggregation_equal_the_host_ones") else {
+        return;
+    };
+    use amg::MisDistance::{One, Two};
+    // Q1 and Q2 ex56 (the clamped face's identity rows: isolated vertices), every level
+    for (m, order) in [(9, 1), (17, 1), (9, 2)] {
+        let p = elasticity_of_order(m, order, 1e-3);
+        let h = Hierarchy::setup_external(&p.a, &p.near_null, &AmgParams::default()).unwrap();
+        for l in 0..h.n_levels() - 1 {
+            let op = if l == 0 { &p.a } else { h.operator(l).unwrap() };
+            let bs = op.block_rows();
+            let od = op.to_device(&dev).unwrap();
+            for threshold in [0.0, 0.05, 0.2] {
+                let case = format!("Q{order} m = {m}, level {l}, threshold {threshold}");
+                let host = amg::strength_graph(op, threshold).unwrap();
+                if l == 0 {
+                    assert!(
+                        (0..host.n_vertices()).any(|v| host.is_isolated(v)),
+                        "{case}"
+                    );
+                }
+                let before = dev.transfers();
+                let device = amg::level_strength_graph(&od, threshold).unwrap();
+                let moved = dev.transfers();
+                assert!(matches!(device, amg::LevelGraph::Device { .. }), "{case}");
+                assert_eq!(
+                    moved.host_to_device, before.host_to_device,
+                    "{case}: uploads"
+                );
+                assert_eq!(moved.device_to_host - before.device_to_host, 8, "{case}");
+                let downloaded = device.to_host().unwrap();
+                assert_eq!(graph_bits(&downloaded), graph_bits(&host), "{case}: graph");
+                for distance in [One, Two] {
+                    let roots = amg::mis_level(&device, distance).unwrap();
+                    assert_eq!(roots, amg::mis(&host, distance), "{case}, {distance:?}");
+                    // 2 vertices (MIS-2 never merges), 4 (MIS-1 merges small aggregates)
+                    for min_dofs in [2 * bs, 4 * bs] {
+                        let d = amg::aggregate_level(&device, distance, bs, min_dofs).unwrap();
+                        let h = amg::aggregate(&host, distance, bs, min_dofs);
+                        assert_eq!(d, h, "{case}, {distance:?}, min_dofs {min_dofs}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn device_cold_setup_levels_equal_the_host_ones() {
+    let Some(dev) = gpu("device_cold_setup_levels_equal_the_host_ones") else {
+        return;
+    };
+    for (m, order, threshold) in [(17, 1, 0.0), (17, 1, 0.05), (9, 2, 0.0), (9, 2, 0.05)] {
+        let case = format!("Q{order} m = {m}, threshold {threshold}");
+        let params = AmgParams {
+            strength_threshold: threshold,
+            ..AmgParams::default()
+        };
+        let p = elasticity_of_order(m, order, 1e-3);
+        let h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+        let a = p.a.to_device(&dev).unwrap();
+        let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
+        assert_eq!(hd.n_levels(), h.n_levels(), "{case}: levels");
+        let mut vertices = 0;
+        for l in 0..h.n_levels() - 1 {
+            assert_eq!(hd.aggregates(l), h.aggregates(l), "{case}, level {l}");
+            vertices += h.aggregates(l).unwrap().n_vertices();
+            let (ph, pd) = (h.prolongator(l).unwrap(), hd.prolongator(l).unwrap());
+            assert_eq!(
+                pd.pattern().col_idx(),
+                ph.pattern().col_idx(),
+                "{case}, P{l}"
+            );
+            let diff = rel_diff(&pd.to_host_vec().unwrap(), ph.host().unwrap());
+            assert!(diff <= 1e-12, "{case}: P{l} differs by {diff:e}");
+            let (ah, ad) = (h.operator(l + 1).unwrap(), hd.operator(l + 1).unwrap());
+            let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
+            assert!(diff <= 1e-12, "{case}: A{} differs by {diff:e}", l + 1);
+        }
+        // graph and aggregation: nothing uploaded, the assignment (4 bytes a vertex) and
+        // a few counters downloaded
+        let coarsen = hd.report().setup.transfers.coarsen;
+        assert_eq!(coarsen.host_to_device_bytes, 0, "{case}");
+        let bound = 4 * vertices as u64 + 4096;
+        assert!(coarsen.device_to_host_bytes <= bound, "{case}: {coarsen:?}");
     }
 }
 

@@ -7,14 +7,14 @@ use super::{
     build_smoother, checked_emax, factor_coarse, secs, timed, with_level, Hierarchy, Level,
     SerialState, SymbolicTransfer, Transfer, TransferPlans,
 };
-use crate::aggregation::{aggregate_on, Aggregates, MisDistance};
+use crate::aggregation::{aggregate_level, Aggregates, MisDistance};
 use crate::eig::{estimate_emax, estimate_emax_in};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Precision, Renewal, Reuse, Storage};
 use crate::prolongator::{smooth_prolongator_planned, smoothing_plan};
 use crate::report::MessageReport;
 use crate::report::{HierarchyReport, LevelReport, SetupTimings, TransferReport};
-use crate::strength::{strength_graph, StrengthGraph};
+use crate::strength::{level_strength_graph, LevelGraph};
 use crate::tentative::TentativePlan;
 use crate::vcycle::LevelWork;
 use crate::{AmgError, NearNullSpace, PointBlockJacobi};
@@ -39,27 +39,30 @@ fn timed_moving<T>(
     out
 }
 
-/// Stage "graph": the strength graph of the level operator.
-fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<StrengthGraph, AmgError> {
-    strength_graph(a, params.strength_threshold)
+/// Stage "graph": the strength graph of the level operator, where it lives (on a GPU it stays
+/// there). Ends with a device synchronisation (the stage's time is its own).
+fn stage_graph(a: &Bsr, params: &AmgParams) -> Result<LevelGraph, AmgError> {
+    let graph = level_strength_graph(a, params.strength_threshold)?;
+    a.device().synchronize()?;
+    Ok(graph)
 }
 
-/// Stage "coarsen": MIS-2 aggregation on the first `mis2_levels` levels, MIS-1 below.
-/// On a GPU the MIS rounds run there (the same roots), the rest on the host.
+/// Stage "coarsen": MIS-2 aggregation on the first `mis2_levels` levels, MIS-1 below, where
+/// the graph lives (on a GPU: MIS and aggregation there, the assignment downloaded; the same
+/// aggregates as the host's).
 fn stage_coarsen(
-    graph: &StrengthGraph,
+    graph: &LevelGraph,
     level: usize,
     bs: usize,
     k: usize,
     params: &AmgParams,
-    device: &Device,
 ) -> Result<Aggregates, AmgError> {
     let distance = if level < params.mis2_levels {
         MisDistance::Two
     } else {
         MisDistance::One
     };
-    aggregate_on(graph, distance, bs, k, device)
+    aggregate_level(graph, distance, bs, k)
 }
 
 /// The smoother's diagonal inverses and the estimate of `lambda_max(D^{-1} A)` (the prolongator
@@ -133,7 +136,7 @@ fn aggregates_and_plans(
             let bytes = &mut tm.transfers.coarsen;
             let graph = timed_moving(&mut tm.graph_s, bytes, &device, || stage_graph(a, params))?;
             let aggregates = timed_moving(&mut tm.aggregation_s, bytes, &device, || {
-                stage_coarsen(&graph, level, a.block_rows(), k, params, &device)
+                stage_coarsen(&graph, level, a.block_rows(), k, params)
             })?;
             let plans = previous
                 .filter(|prev| prev.aggregates == aggregates)

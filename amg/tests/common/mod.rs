@@ -19,9 +19,14 @@ pub struct Problem {
 
 /// ex56 with `m` nodes per side and soft-inclusion factor `soft` (1 for the homogeneous cube).
 pub fn elasticity(m: usize, soft: f64) -> Problem {
+    elasticity_of_order(m, 1, soft)
+}
+
+/// [`elasticity`] with elements of `order` 1 (Q1) or 2 (Q2: `m - 1` even).
+pub fn elasticity_of_order(m: usize, order: usize, soft: f64) -> Problem {
     let Ex56 {
         a, b, near_null, ..
-    } = Ex56::with_soft_scale(m, 1, soft).expect("ex56 with m >= 3, Q1");
+    } = Ex56::with_soft_scale(m, order, soft).expect("ex56 with m >= 3 (Q2: m - 1 even)");
     let near_null = NearNullSpace::from_row_major(a.n_rows(), RIGID_BODY_MODES_3D, near_null)
         .expect("six rigid-body modes per unknown");
     Problem { a, b, near_null }

@@ -46,6 +46,12 @@ pub(crate) const MIS: KernelSource = KernelSource {
     fmad: false,
 };
 
+pub(crate) const GRAPH: KernelSource = KernelSource {
+    name: "graph.cu",
+    text: include_str!("../../../cuda/graph.cu"),
+    fmad: false,
+};
+
 pub(crate) const HALO: KernelSource = KernelSource {
     name: "halo.cu",
     text: include_str!("../../../cuda/halo.cu"),
@@ -79,6 +85,7 @@ pub const SOURCE_NAMES: &[&str] = &[
     "spgemm.cu",
     "ops.cu",
     "mis.cu",
+    "graph.cu",
     "halo.cu",
     "galerkin.cu",
     "qr.cu",
@@ -88,7 +95,7 @@ pub const SOURCE_NAMES: &[&str] = &[
 /// The source called `name`.
 pub(crate) fn source(name: &str) -> Option<KernelSource> {
     [
-        SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, HALO, GALERKIN, QR, SYMBOLIC,
+        SPMV, VECTOR, JACOBI, COO, SPGEMM, OPS, MIS, GRAPH, HALO, GALERKIN, QR, SYMBOLIC,
     ]
     .into_iter()
     .find(|s| s.name == name)

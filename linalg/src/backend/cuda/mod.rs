@@ -25,6 +25,7 @@ mod context;
 mod coo;
 pub mod external;
 pub mod galerkin;
+pub mod graph;
 pub mod halo;
 mod jacobi;
 mod kernel_cache;

@@ -1,0 +1,237 @@
+// The strength graph and the aggregation around an MIS on the device (amg::strength_graph,
+// amg::aggregation's roots and leftover rounds), the same edges, weights and aggregates as the
+// host: the per-edge arithmetic is the host's IEEE operations (a product, a correctly rounded
+// sqrt and division, --fmad=false), the scans are integer sums, and every aggregation round
+// reads the previous round's array only (owner-computes, no atomics on values).
+
+#define UNAGG 0xffffffffu
+#define MIS_IN 0ull
+#define MIS_OUT 0xffffffffffffffffull
+#define SCAN_BLOCK 1024
+
+// ---- exclusive scan of u32 counts (integer: exact in any order) ----
+
+// out[i] = sum of x[b*SCAN_BLOCK .. i) within block b, for i < m (x[i] = 0 for i >= n);
+// totals[b] = the block's sum. Launched with SCAN_BLOCK threads per block.
+extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
+scan_blocks(const u32 n, const u32 m, const u32* __restrict__ x, u32* __restrict__ out,
+            u32* __restrict__ totals) {
+    __shared__ u32 warp_sums[SCAN_BLOCK / 32];
+    const u32 i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    const u32 v = i < n ? x[i] : 0u;
+    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    u32 s = v;
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const u32 t = __shfl_up_sync(FULL_MASK, s, d);
+        if (lane >= d) s += t;
+    }
+    if (lane == 31) warp_sums[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = warp_sums[lane];
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 t = __shfl_up_sync(FULL_MASK, w, d);
+            if (lane >= d) w += t;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    const u32 before = warp == 0 ? 0u : warp_sums[warp - 1];
+    if (i < m) out[i] = before + s - v;
+    if (threadIdx.x == SCAN_BLOCK - 1) totals[blockIdx.x] = warp_sums[SCAN_BLOCK / 32 - 1];
+}
+
+// out[i] += offsets[i / SCAN_BLOCK] for i < m (the blocks' exclusive offsets).
+extern "C" __global__ void scan_add(const u32 m, const u32* __restrict__ offsets,
+                                    u32* __restrict__ out) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m) out[i] += offsets[i / SCAN_BLOCK];
+}
+
+// ---- strength graph (amg::strength_graph) ----
+
+// dnorm[i] = norms[diagonal slot of row i]; a row without one raises *missing to n - i
+// (atomicMax: the first such row wins) and gets 0.
+extern "C" __global__ void strength_diagonal(const u32 n, const u32* __restrict__ row_ptr,
+                                             const u32* __restrict__ col,
+                                             const double* __restrict__ norms,
+                                             double* __restrict__ dnorm, u32* __restrict__ missing) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u32 k = find_sorted(col, row_ptr[i], row_ptr[i + 1], i);
+    if (k == NOT_FOUND) {
+        atomicMax(missing, n - i);
+        dnorm[i] = 0.0;
+    } else {
+        dnorm[i] = norms[k];
+    }
+}
+
+// The host's weight_of(i, k): true with *w = norms[k] / sqrt(dnorm[i] dnorm[j]) when slot k
+// (column j) is an off-diagonal nonzero block of weight >= threshold.
+__device__ __forceinline__ bool strong_weight(const u32 i, const u32 j, const double nk,
+                                              const double* __restrict__ dnorm,
+                                              const double threshold, double* w) {
+    const double denom = sqrt(dnorm[i] * dnorm[j]);
+    if (j == i || nk == 0.0 || denom == 0.0) return false;
+    *w = nk / denom;
+    return *w >= threshold;
+}
+
+// coupled[i] = 1 when row i keeps at least one off-diagonal edge (the host's pass 1).
+extern "C" __global__ void strength_coupled(const u32 n, const u32* __restrict__ row_ptr,
+                                            const u32* __restrict__ col,
+                                            const double* __restrict__ norms,
+                                            const double* __restrict__ dnorm, const double threshold,
+                                            u32* __restrict__ coupled) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 any = 0;
+    double w;
+    for (u32 k = row_ptr[i]; k < row_ptr[i + 1] && !any; ++k)
+        any = strong_weight(i, col[k], norms[k], dnorm, threshold, &w) ? 1u : 0u;
+    coupled[i] = any;
+}
+
+// counts[i] = the kept edges of row i: strong, between two coupled rows (the host's pass 2).
+extern "C" __global__ void strength_count(const u32 n, const u32* __restrict__ row_ptr,
+                                          const u32* __restrict__ col,
+                                          const double* __restrict__ norms,
+                                          const double* __restrict__ dnorm, const double threshold,
+                                          const u32* __restrict__ coupled, u32* __restrict__ counts) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 c = 0;
+    double w;
+    if (coupled[i]) {
+        for (u32 k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+            const u32 j = col[k];
+            if (coupled[j] && strong_weight(i, j, norms[k], dnorm, threshold, &w)) ++c;
+        }
+    }
+    counts[i] = c;
+}
+
+// The kept edges of row i at g_ptr[i].., in the operator's column order.
+extern "C" __global__ void strength_fill(const u32 n, const u32* __restrict__ row_ptr,
+                                         const u32* __restrict__ col,
+                                         const double* __restrict__ norms,
+                                         const double* __restrict__ dnorm, const double threshold,
+                                         const u32* __restrict__ coupled,
+                                         const u32* __restrict__ g_ptr, u32* __restrict__ g_col,
+                                         double* __restrict__ g_w) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !coupled[i]) return;
+    u32 p = g_ptr[i];
+    double w;
+    for (u32 k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        const u32 j = col[k];
+        if (coupled[j] && strong_weight(i, j, norms[k], dnorm, threshold, &w)) {
+            g_col[p] = j;
+            g_w[p] = w;
+            ++p;
+        }
+    }
+}
+
+// ---- MIS priorities (amg::aggregation::priority) ----
+
+// status[v] = MIS_OUT for an isolated vertex, else 1 + (min(degree, 2^14 - 1) << 48 |
+// (splitmix64(v) & 0xffff) << 32 | v): ascending degree, then a hash, then the id.
+extern "C" __global__ void mis_priorities(const u32 n, const u32* __restrict__ g_ptr,
+                                          u64* __restrict__ status) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    const u64 degree = g_ptr[v + 1] - g_ptr[v];
+    if (degree == 0) {
+        status[v] = MIS_OUT;
+        return;
+    }
+    u64 z = (u64)v + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    const u64 deg = degree < 16383ull ? degree : 16383ull;
+    status[v] = 1ull + ((deg << 48) | ((z & 0xffffull) << 32) | (u64)v);
+}
+
+// ---- aggregation around the roots (amg::aggregation::aggregate_with_roots) ----
+
+// is_root[v] = 1 for the vertices in the set (the scan's input: roots numbered in vertex order).
+extern "C" __global__ void root_flags(const u32 n, const u64* __restrict__ status,
+                                      u32* __restrict__ is_root) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    is_root[v] = status[v] == MIS_IN ? 1u : 0u;
+}
+
+// root_id[v] = the root's number (the scan of root_flags) for a root, UNAGG otherwise.
+extern "C" __global__ void root_ids(const u32 n, const u64* __restrict__ status,
+                                    const u32* __restrict__ scanned, u32* __restrict__ root_id) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    root_id[v] = status[v] == MIS_IN ? scanned[v] : UNAGG;
+}
+
+// amg::aggregation::strongest_neighbour_aggregate: over v's edges in order, the aggregates
+// (UNAGG skipped) in order of first appearance, each with its weights summed in edge order
+// from its first edge; the largest sum wins, ties to the smallest aggregate; UNAGG without one.
+__device__ u32 strongest_neighbour(const u32 v, const u32* __restrict__ g_ptr,
+                                   const u32* __restrict__ g_col, const double* __restrict__ g_w,
+                                   const u32* __restrict__ agg) {
+    const u32 lo = g_ptr[v], hi = g_ptr[v + 1];
+    u32 best = UNAGG;
+    double best_w = 0.0;
+    bool have = false;
+    for (u32 k = lo; k < hi; ++k) {
+        const u32 a = agg[g_col[k]];
+        if (a == UNAGG) continue;
+        bool first = true;
+        for (u32 q = lo; q < k && first; ++q) first = agg[g_col[q]] != a;
+        if (!first) continue;
+        double w = g_w[k];
+        for (u32 q = k + 1; q < hi; ++q)
+            if (agg[g_col[q]] == a) w += g_w[q];
+        if (have && (best_w > w || (best_w == w && best < a))) continue;
+        best = a;
+        best_w = w;
+        have = true;
+    }
+    return best;
+}
+
+// Roots take their neighbours: agg[v] = root_id[v] for a root, UNAGG for an isolated vertex,
+// else the strongest neighbouring root's aggregate.
+extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
+                                           const u32* __restrict__ g_col,
+                                           const double* __restrict__ g_w,
+                                           const u32* __restrict__ root_id, u32* __restrict__ agg) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    if (root_id[v] != UNAGG) {
+        agg[v] = root_id[v];
+    } else if (g_ptr[v + 1] == g_ptr[v]) {
+        agg[v] = UNAGG;
+    } else {
+        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, root_id);
+    }
+}
+
+// One leftover round: an unaggregated, non-isolated vertex joins its strongest neighbouring
+// aggregate of `prev`; *changed counts the vertices that joined.
+extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
+                                           const u32* __restrict__ g_col,
+                                           const double* __restrict__ g_w,
+                                           const u32* __restrict__ prev, u32* __restrict__ next,
+                                           u32* __restrict__ changed) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    const u32 a = prev[v];
+    if (a != UNAGG || g_ptr[v + 1] == g_ptr[v]) {
+        next[v] = a;
+        return;
+    }
+    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, prev);
+    next[v] = b;
+    if (b != UNAGG) atomicAdd(changed, 1u);
+}

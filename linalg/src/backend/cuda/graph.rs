@@ -1,0 +1,333 @@
+//! The strength graph of a device operator and the aggregation around its maximal independent
+//! set, on the device (`linalg/cuda/graph.cu`, the rounds of `linalg/cuda/mis.cu`): the same
+//! edges, weights, roots and aggregates as `amg`'s host set-up (`amg::strength_graph`,
+//! `amg::aggregation`), bit for bit.
+//!
+//! Calling order: [`DeviceGraph::strength`] (a count pass, an exclusive scan, a fill pass; one
+//! 8-byte download for the sizes), then [`DeviceGraph::aggregate`] (MIS priorities and rounds,
+//! roots numbered by a scan, the "strongest neighbouring aggregate" rounds; one `u32` downloaded
+//! per round and the vertex -> aggregate map at the end). The graph never crosses to the host
+//! unless asked ([`DeviceGraph::download`]).
+
+use cudarc::driver::PushKernelArg;
+
+use super::context::driver_err;
+use super::kernels::{grid_1d, GRAPH, MIS};
+use super::mis::MIS_IN;
+use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use crate::LinalgError;
+
+/// Threads per block of the one-thread-per-vertex kernels.
+const VERTEX_BLOCK: u32 = 256;
+/// Entries per block of `scan_blocks` (its `SCAN_BLOCK`).
+const SCAN_BLOCK: u32 = 1024;
+
+/// An undirected graph in device memory: CSR adjacency without self loops, `u32` offsets and
+/// neighbours, `f64` edge weights (each row's neighbours in the operator's column order).
+#[derive(Debug)]
+pub struct DeviceGraph {
+    n_vertices: usize,
+    n_edges: usize,
+    row_ptr: DeviceBuffer<u32>,
+    col: DeviceBuffer<u32>,
+    weight: DeviceBuffer<f64>,
+}
+
+/// A [`DeviceGraph`] downloaded: CSR row offsets (`n_vertices + 1`), neighbours, weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostGraph {
+    pub row_ptr: Vec<usize>,
+    pub col: Vec<u32>,
+    pub weight: Vec<f64>,
+}
+
+/// Exclusive scan of the `n` counts `x` into `out` (`n + 1` entries: `out[n]` is the total).
+/// Integer sums, so exact; queued on the stream.
+pub(crate) fn exclusive_scan(
+    ctx: &CudaContext,
+    x: &DeviceBuffer<u32>,
+    n: usize,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<(), LinalgError> {
+    let m = n + 1;
+    let n_blocks = m.div_ceil(SCAN_BLOCK as usize);
+    let mut totals = ctx.zeros::<u32>(n_blocks)?;
+    let f = ctx.function(&GRAPH, &[], "scan_blocks")?;
+    let (nn, mm) = (n as u32, m as u32);
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nn).arg(&mm).arg(x).arg(&mut *out).arg(&mut totals);
+    // SAFETY: arguments match `scan_blocks`; `x` holds n values, `out` m, `totals` one per block.
+    unsafe { l.launch(grid_1d(m as u64, SCAN_BLOCK)) }.map_err(driver_err("scan_blocks"))?;
+    if n_blocks > 1 {
+        let mut offsets = ctx.zeros::<u32>(n_blocks + 1)?;
+        exclusive_scan(ctx, &totals, n_blocks, &mut offsets)?;
+        let f = ctx.function(&GRAPH, &[], "scan_add")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&mm).arg(&offsets).arg(&mut *out);
+        // SAFETY: arguments match `scan_add`; `offsets` holds one entry per block of `out`.
+        unsafe { l.launch(grid_1d(m as u64, VERTEX_BLOCK)) }.map_err(driver_err("scan_add"))?;
+    }
+    Ok(())
+}
+
+/// `n` threads of a one-thread-per-vertex kernel.
+fn per_vertex(n: usize) -> cudarc::driver::LaunchConfig {
+    grid_1d(n as u64, VERTEX_BLOCK)
+}
+
+impl DeviceGraph {
+    /// The strength graph of the square-block device operator `a` (amg's `strength_graph`):
+    /// an edge `i -> j` (`j != i`) where block `A_ij` is nonzero and its weight
+    /// `||A_ij||_F / sqrt(||A_ii||_F ||A_jj||_F)` is at least `threshold`, between two rows
+    /// that each keep such an edge (a row without one is isolated in both directions).
+    /// Errors: [`LinalgError::MissingDiagonal`] (the first such row), a non-square pattern.
+    pub fn strength(ctx: &CudaContext, a: &DeviceBsr, threshold: f64) -> Result<Self, LinalgError> {
+        let p = a.pattern();
+        if p.n_block_rows() != p.n_block_cols() {
+            return Err(LinalgError::PatternNotSquare {
+                n_block_rows: p.n_block_rows(),
+                n_block_cols: p.n_block_cols(),
+            });
+        }
+        let n = p.n_block_rows();
+        let nn = n as u32;
+        let mut norms = ctx.zeros::<f64>(p.nnz().max(1))?;
+        super::ops::block_norms(ctx, a, &mut norms)?;
+        let mut dnorm = ctx.zeros::<f64>(n.max(1))?;
+        // [first row without a diagonal block as n - row (0: none), edges]
+        let mut summary = ctx.zeros::<u32>(2)?;
+        let cfg = per_vertex(n);
+        let f = ctx.function(&GRAPH, &[], "strength_diagonal")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&p.row_ptr)
+            .arg(&p.col_idx)
+            .arg(&norms)
+            .arg(&mut dnorm)
+            .arg(&mut summary);
+        // SAFETY: arguments match `strength_diagonal`; the pattern's arrays, n + nnz norms.
+        unsafe { l.launch(cfg) }.map_err(driver_err("strength_diagonal"))?;
+        let mut coupled = ctx.zeros::<u32>(n.max(1))?;
+        let f = ctx.function(&GRAPH, &[], "strength_coupled")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&p.row_ptr)
+            .arg(&p.col_idx)
+            .arg(&norms)
+            .arg(&dnorm)
+            .arg(&threshold)
+            .arg(&mut coupled);
+        // SAFETY: arguments match `strength_coupled`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("strength_coupled"))?;
+        let mut counts = ctx.zeros::<u32>(n.max(1))?;
+        let f = ctx.function(&GRAPH, &[], "strength_count")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&p.row_ptr)
+            .arg(&p.col_idx)
+            .arg(&norms)
+            .arg(&dnorm)
+            .arg(&threshold)
+            .arg(&coupled)
+            .arg(&mut counts);
+        // SAFETY: arguments match `strength_count`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("strength_count"))?;
+        let mut row_ptr = ctx.zeros::<u32>(n + 1)?;
+        exclusive_scan(ctx, &counts, n, &mut row_ptr)?;
+        drop(counts);
+        ctx.copy_range(&row_ptr, n, &mut summary, 1, 1)?;
+        let summary = ctx.download(&summary)?;
+        if summary[0] != 0 {
+            return Err(LinalgError::MissingDiagonal {
+                row: n - summary[0] as usize,
+            });
+        }
+        let n_edges = summary[1] as usize;
+        let mut col = ctx.zeros::<u32>(n_edges.max(1))?;
+        let mut weight = ctx.zeros::<f64>(n_edges.max(1))?;
+        let f = ctx.function(&GRAPH, &[], "strength_fill")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&p.row_ptr)
+            .arg(&p.col_idx)
+            .arg(&norms)
+            .arg(&dnorm)
+            .arg(&threshold)
+            .arg(&coupled)
+            .arg(&row_ptr)
+            .arg(&mut col)
+            .arg(&mut weight);
+        // SAFETY: arguments match `strength_fill`; `col` and `weight` hold the counted edges.
+        unsafe { l.launch(cfg) }.map_err(driver_err("strength_fill"))?;
+        Ok(Self {
+            n_vertices: n,
+            n_edges,
+            row_ptr,
+            col,
+            weight,
+        })
+    }
+
+    /// Number of vertices.
+    pub fn n_vertices(&self) -> usize {
+        self.n_vertices
+    }
+
+    /// Number of directed edges.
+    pub fn n_edges(&self) -> usize {
+        self.n_edges
+    }
+
+    /// The graph on the host (counted downloads; for tests and the rare host step that needs
+    /// the edges).
+    pub fn download(&self, ctx: &CudaContext) -> Result<HostGraph, LinalgError> {
+        let row_ptr = ctx.download(&self.row_ptr)?;
+        let mut col = ctx.download(&self.col)?;
+        let mut weight = ctx.download(&self.weight)?;
+        col.truncate(self.n_edges);
+        weight.truncate(self.n_edges);
+        Ok(HostGraph {
+            row_ptr: row_ptr.into_iter().map(|x| x as usize).collect(),
+            col,
+            weight,
+        })
+    }
+
+    /// The maximal independent set's status on the device (amg's `mis`): priorities from the
+    /// degrees (`mis_priorities`, isolated vertices out), then the Luby rounds.
+    fn mis_status(
+        &self,
+        ctx: &CudaContext,
+        distance_two: bool,
+    ) -> Result<DeviceBuffer<u64>, LinalgError> {
+        let n = self.n_vertices;
+        let nn = n as u32;
+        let mut status = ctx.zeros::<u64>(n.max(1))?;
+        let f = ctx.function(&GRAPH, &[], "mis_priorities")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn).arg(&self.row_ptr).arg(&mut status);
+        // SAFETY: arguments match `mis_priorities`.
+        unsafe { l.launch(per_vertex(n)) }.map_err(driver_err("mis_priorities"))?;
+        mis_rounds(ctx, n, &self.row_ptr, &self.col, &mut status, distance_two)?;
+        Ok(status)
+    }
+
+    /// The roots of the MIS (distance two: MIS-2), downloaded (`true` for a root).
+    pub fn mis_roots(
+        &self,
+        ctx: &CudaContext,
+        distance_two: bool,
+    ) -> Result<Vec<bool>, LinalgError> {
+        let status = self.mis_status(ctx, distance_two)?;
+        let mut s = ctx.download(&status)?;
+        s.truncate(self.n_vertices);
+        Ok(s.into_iter().map(|s| s == MIS_IN).collect())
+    }
+
+    /// Aggregates around the MIS (amg's `aggregate_with_roots` before its merging of small
+    /// aggregates): roots numbered in ascending vertex order; every other non-isolated vertex
+    /// joins the neighbouring root of largest summed edge weight (ties: the smaller number),
+    /// then leftovers join their strongest neighbouring aggregate in rounds until none joins.
+    /// Returns the vertex -> aggregate map (`u32::MAX`: none) and the number of aggregates.
+    pub fn aggregate(
+        &self,
+        ctx: &CudaContext,
+        distance_two: bool,
+    ) -> Result<(Vec<u32>, usize), LinalgError> {
+        let n = self.n_vertices;
+        let nn = n as u32;
+        let cfg = per_vertex(n);
+        let status = self.mis_status(ctx, distance_two)?;
+        let mut root_id = ctx.zeros::<u32>(n.max(1))?;
+        let n_roots = {
+            let mut is_root = ctx.zeros::<u32>(n.max(1))?;
+            let f = ctx.function(&GRAPH, &[], "root_flags")?;
+            let mut l = ctx.stream().launch_builder(&f);
+            l.arg(&nn).arg(&status).arg(&mut is_root);
+            // SAFETY: arguments match `root_flags`.
+            unsafe { l.launch(cfg) }.map_err(driver_err("root_flags"))?;
+            let mut scanned = ctx.zeros::<u32>(n + 1)?;
+            exclusive_scan(ctx, &is_root, n, &mut scanned)?;
+            let f = ctx.function(&GRAPH, &[], "root_ids")?;
+            let mut l = ctx.stream().launch_builder(&f);
+            l.arg(&nn).arg(&status).arg(&scanned).arg(&mut root_id);
+            // SAFETY: arguments match `root_ids`.
+            unsafe { l.launch(cfg) }.map_err(driver_err("root_ids"))?;
+            let mut total = ctx.zeros::<u32>(1)?;
+            ctx.copy_range(&scanned, n, &mut total, 0, 1)?;
+            ctx.download(&total)?[0] as usize
+        };
+        let mut agg = ctx.zeros::<u32>(n.max(1))?;
+        let f = ctx.function(&GRAPH, &[], "aggregate_roots")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&nn)
+            .arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.weight)
+            .arg(&root_id)
+            .arg(&mut agg);
+        // SAFETY: arguments match `aggregate_roots`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("aggregate_roots"))?;
+        let mut next = root_id;
+        let round = ctx.function(&GRAPH, &[], "aggregate_round")?;
+        loop {
+            let mut changed = ctx.zeros::<u32>(1)?;
+            let mut l = ctx.stream().launch_builder(&round);
+            l.arg(&nn)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&self.weight)
+                .arg(&agg)
+                .arg(&mut next)
+                .arg(&mut changed);
+            // SAFETY: arguments match `aggregate_round`; `agg` and `next` hold n entries.
+            unsafe { l.launch(cfg) }.map_err(driver_err("aggregate_round"))?;
+            if ctx.download(&changed)?[0] == 0 {
+                break;
+            }
+            std::mem::swap(&mut agg, &mut next);
+        }
+        let mut agg = ctx.download(&agg)?;
+        agg.truncate(n);
+        Ok((agg, n_roots))
+    }
+}
+
+/// The Luby rounds of `linalg/cuda/mis.cu` on the device graph (`row_ptr`, `col`) from
+/// `status` until no vertex changes (one `u32` downloaded per round).
+pub(crate) fn mis_rounds(
+    ctx: &CudaContext,
+    n: usize,
+    row_ptr: &DeviceBuffer<u32>,
+    col: &DeviceBuffer<u32>,
+    status: &mut DeviceBuffer<u64>,
+    distance_two: bool,
+) -> Result<(), LinalgError> {
+    let mut m1 = ctx.zeros::<u64>(n.max(1))?;
+    let mut m2 = ctx.zeros::<u64>(n.max(1))?;
+    let closed_min = ctx.function(&MIS, &[], "closed_min")?;
+    let update = ctx.function(&MIS, &[], "mis_update")?;
+    let nn = n as u32;
+    let cfg = grid_1d(n as u64, 256);
+    loop {
+        let mut changed = ctx.zeros::<u32>(1)?;
+        let mut l = ctx.stream().launch_builder(&closed_min);
+        l.arg(&nn).arg(row_ptr).arg(col).arg(&*status).arg(&mut m1);
+        // SAFETY: arguments match `closed_min`; every buffer holds n entries (row_ptr n + 1).
+        unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
+        if distance_two {
+            let mut l = ctx.stream().launch_builder(&closed_min);
+            l.arg(&nn).arg(row_ptr).arg(col).arg(&m1).arg(&mut m2);
+            // SAFETY: as above.
+            unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
+        }
+        let reach = if distance_two { &m2 } else { &m1 };
+        let mut l = ctx.stream().launch_builder(&update);
+        l.arg(&nn).arg(&mut *status).arg(reach).arg(&mut changed);
+        // SAFETY: arguments match `mis_update`.
+        unsafe { l.launch(cfg) }.map_err(driver_err("mis_update"))?;
+        if ctx.download(&changed)?[0] == 0 {
+            return Ok(());
+        }
+    }
+}
