@@ -1,52 +1,12 @@
 // The strength graph and the aggregation around an MIS on the device (amg::strength_graph,
 // amg::aggregation's roots and leftover rounds), the same edges, weights and aggregates as the
 // host: the per-edge arithmetic is the host's IEEE operations (a product, a correctly rounded
-// sqrt and division, --fmad=false), the scans are integer sums, and every aggregation round
-// reads the previous round's array only (owner-computes, no atomics on values).
+// sqrt and division, --fmad=false), the scans (symbolic.cu's) are integer sums, and every
+// aggregation round reads the previous round's array only (owner-computes, no atomics on values).
 
 #define UNAGG 0xffffffffu
 #define MIS_IN 0ull
 #define MIS_OUT 0xffffffffffffffffull
-#define SCAN_BLOCK 1024
-
-// ---- exclusive scan of u32 counts (integer: exact in any order) ----
-
-// out[i] = sum of x[b*SCAN_BLOCK .. i) within block b, for i < m (x[i] = 0 for i >= n);
-// totals[b] = the block's sum. Launched with SCAN_BLOCK threads per block.
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_blocks(const u32 n, const u32 m, const u32* __restrict__ x, u32* __restrict__ out,
-            u32* __restrict__ totals) {
-    __shared__ u32 warp_sums[SCAN_BLOCK / 32];
-    const u32 i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
-    const u32 v = i < n ? x[i] : 0u;
-    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    u32 s = v;
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u32 t = __shfl_up_sync(FULL_MASK, s, d);
-        if (lane >= d) s += t;
-    }
-    if (lane == 31) warp_sums[warp] = s;
-    __syncthreads();
-    if (warp == 0) {
-        u32 w = warp_sums[lane];
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u32 t = __shfl_up_sync(FULL_MASK, w, d);
-            if (lane >= d) w += t;
-        }
-        warp_sums[lane] = w;
-    }
-    __syncthreads();
-    const u32 before = warp == 0 ? 0u : warp_sums[warp - 1];
-    if (i < m) out[i] = before + s - v;
-    if (threadIdx.x == SCAN_BLOCK - 1) totals[blockIdx.x] = warp_sums[SCAN_BLOCK / 32 - 1];
-}
-
-// out[i] += offsets[i / SCAN_BLOCK] for i < m (the blocks' exclusive offsets).
-extern "C" __global__ void scan_add(const u32 m, const u32* __restrict__ offsets,
-                                    u32* __restrict__ out) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < m) out[i] += offsets[i / SCAN_BLOCK];
-}
 
 // ---- strength graph (amg::strength_graph) ----
 

@@ -14,13 +14,12 @@ use cudarc::driver::PushKernelArg;
 use super::context::driver_err;
 use super::kernels::{grid_1d, GRAPH, MIS};
 use super::mis::MIS_IN;
+use super::symbolic::exclusive_scan;
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
 use crate::LinalgError;
 
 /// Threads per block of the one-thread-per-vertex kernels.
 const VERTEX_BLOCK: u32 = 256;
-/// Entries per block of `scan_blocks` (its `SCAN_BLOCK`).
-const SCAN_BLOCK: u32 = 1024;
 
 /// An undirected graph in device memory: CSR adjacency without self loops, `u32` offsets and
 /// neighbours, `f64` edge weights (each row's neighbours in the operator's column order).
@@ -39,35 +38,6 @@ pub struct HostGraph {
     pub row_ptr: Vec<usize>,
     pub col: Vec<u32>,
     pub weight: Vec<f64>,
-}
-
-/// Exclusive scan of the `n` counts `x` into `out` (`n + 1` entries: `out[n]` is the total).
-/// Integer sums, so exact; queued on the stream.
-pub(crate) fn exclusive_scan(
-    ctx: &CudaContext,
-    x: &DeviceBuffer<u32>,
-    n: usize,
-    out: &mut DeviceBuffer<u32>,
-) -> Result<(), LinalgError> {
-    let m = n + 1;
-    let n_blocks = m.div_ceil(SCAN_BLOCK as usize);
-    let mut totals = ctx.zeros::<u32>(n_blocks)?;
-    let f = ctx.function(&GRAPH, &[], "scan_blocks")?;
-    let (nn, mm) = (n as u32, m as u32);
-    let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&nn).arg(&mm).arg(x).arg(&mut *out).arg(&mut totals);
-    // SAFETY: arguments match `scan_blocks`; `x` holds n values, `out` m, `totals` one per block.
-    unsafe { l.launch(grid_1d(m as u64, SCAN_BLOCK)) }.map_err(driver_err("scan_blocks"))?;
-    if n_blocks > 1 {
-        let mut offsets = ctx.zeros::<u32>(n_blocks + 1)?;
-        exclusive_scan(ctx, &totals, n_blocks, &mut offsets)?;
-        let f = ctx.function(&GRAPH, &[], "scan_add")?;
-        let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&mm).arg(&offsets).arg(&mut *out);
-        // SAFETY: arguments match `scan_add`; `offsets` holds one entry per block of `out`.
-        unsafe { l.launch(grid_1d(m as u64, VERTEX_BLOCK)) }.map_err(driver_err("scan_add"))?;
-    }
-    Ok(())
 }
 
 /// `n` threads of a one-thread-per-vertex kernel.
@@ -94,8 +64,8 @@ impl DeviceGraph {
         let mut norms = ctx.zeros::<f64>(p.nnz().max(1))?;
         super::ops::block_norms(ctx, a, &mut norms)?;
         let mut dnorm = ctx.zeros::<f64>(n.max(1))?;
-        // [first row without a diagonal block as n - row (0: none), edges]
-        let mut summary = ctx.zeros::<u32>(2)?;
+        // the first row without a diagonal block, as n - row (0: none)
+        let mut missing = ctx.zeros::<u32>(1)?;
         let cfg = per_vertex(n);
         let f = ctx.function(&GRAPH, &[], "strength_diagonal")?;
         let mut l = ctx.stream().launch_builder(&f);
@@ -104,7 +74,7 @@ impl DeviceGraph {
             .arg(&p.col_idx)
             .arg(&norms)
             .arg(&mut dnorm)
-            .arg(&mut summary);
+            .arg(&mut missing);
         // SAFETY: arguments match `strength_diagonal`; the pattern's arrays, n + nnz norms.
         unsafe { l.launch(cfg) }.map_err(driver_err("strength_diagonal"))?;
         let mut coupled = ctx.zeros::<u32>(n.max(1))?;
@@ -132,17 +102,15 @@ impl DeviceGraph {
             .arg(&mut counts);
         // SAFETY: arguments match `strength_count`.
         unsafe { l.launch(cfg) }.map_err(driver_err("strength_count"))?;
-        let mut row_ptr = ctx.zeros::<u32>(n + 1)?;
-        exclusive_scan(ctx, &counts, n, &mut row_ptr)?;
+        let (row_ptr, n_edges) = exclusive_scan(ctx, &counts, n, "device strength graph: edges")?;
         drop(counts);
-        ctx.copy_range(&row_ptr, n, &mut summary, 1, 1)?;
-        let summary = ctx.download(&summary)?;
-        if summary[0] != 0 {
+        let missing = ctx.download(&missing)?[0];
+        if missing != 0 {
             return Err(LinalgError::MissingDiagonal {
-                row: n - summary[0] as usize,
+                row: n - missing as usize,
             });
         }
-        let n_edges = summary[1] as usize;
+        let n_edges = n_edges as usize;
         let mut col = ctx.zeros::<u32>(n_edges.max(1))?;
         let mut weight = ctx.zeros::<f64>(n_edges.max(1))?;
         let f = ctx.function(&GRAPH, &[], "strength_fill")?;
@@ -246,16 +214,13 @@ impl DeviceGraph {
             l.arg(&nn).arg(&status).arg(&mut is_root);
             // SAFETY: arguments match `root_flags`.
             unsafe { l.launch(cfg) }.map_err(driver_err("root_flags"))?;
-            let mut scanned = ctx.zeros::<u32>(n + 1)?;
-            exclusive_scan(ctx, &is_root, n, &mut scanned)?;
+            let (scanned, n_roots) = exclusive_scan(ctx, &is_root, n, "device aggregation: roots")?;
             let f = ctx.function(&GRAPH, &[], "root_ids")?;
             let mut l = ctx.stream().launch_builder(&f);
             l.arg(&nn).arg(&status).arg(&scanned).arg(&mut root_id);
             // SAFETY: arguments match `root_ids`.
             unsafe { l.launch(cfg) }.map_err(driver_err("root_ids"))?;
-            let mut total = ctx.zeros::<u32>(1)?;
-            ctx.copy_range(&scanned, n, &mut total, 0, 1)?;
-            ctx.download(&total)?[0] as usize
+            n_roots as usize
         };
         let mut agg = ctx.zeros::<u32>(n.max(1))?;
         let f = ctx.function(&GRAPH, &[], "aggregate_roots")?;
