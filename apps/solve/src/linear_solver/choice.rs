@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use amg::{NearNullSpace, SmootherKind, Storage};
-use anyhow::Result;
+use crate::error::Result;
 use comm::Comm;
 use linalg::direct::DirectSymbolic;
 use linalg::{BlockPattern, Device};
