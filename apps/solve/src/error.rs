@@ -311,3 +311,85 @@ impl fmt::Display for Chain<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The messages of the variants built from parts (lists, counts, plurals) read as the
+    /// formatted messages they replace, and a context's chain gives its cause after it.
+    #[test]
+    fn messages_read_as_before() {
+        let one = Error::BodyNotHeld {
+            sets: "set 'left'".into(),
+            free: vec!["translation z".into()],
+        };
+        assert!(one.to_string().contains(
+            "the constraints on set 'left' do not hold the body: translation z is free; constrain"
+        ));
+        let three = Error::BodyNotHeld {
+            sets: "no set".into(),
+            free: vec!["a".into(), "b".into(), "c".into()],
+        };
+        assert!(three.to_string().contains("body: a, b and c are free; constrain"));
+        let pieces = |n| Error::PiecesNotHeld {
+            count: 3,
+            sets: "set 'left'".into(),
+            unheld: vec!["p".into(); n],
+        };
+        assert!(pieces(1).to_string().contains("do not hold one of them: p; join"));
+        assert!(pieces(2).to_string().contains("do not hold some of them: p; p; join"));
+        let crack = |more| Error::CoincidentNodes {
+            first: "cell 0".into(),
+            second: "cell 1".into(),
+            point: [1.0, 0.5, 0.0],
+            more,
+        };
+        assert!(crack(0)
+            .to_string()
+            .starts_with("cell 0 and cell 1 meet at distinct nodes at the same point (1, 0.5, 0): the cells"));
+        assert!(crack(1).to_string().contains("(1, 0.5, 0), and 1 more such pair: the"));
+        assert!(crack(2).to_string().contains(", and 2 more such pairs: the"));
+        let points = Error::UnderIntegrated {
+            points: 2,
+            order: 2,
+        };
+        assert_eq!(
+            points.to_string(),
+            "quadrature.points: 2 Gauss points per direction under-integrate Q2 cells (hourglass modes make the tangent singular); use at least 3"
+        );
+        let factor = Error::FactorTooLarge {
+            bytes: 5.26e9,
+            limit: 4e9,
+            unknowns: 7,
+        };
+        assert!(factor
+            .to_string()
+            .contains("would take 5.3 GB (limit 4 GB); use cg_amg for a problem of 7 unknowns"));
+        let read = Error::ReadMesh {
+            file: "a.msh".into(),
+            error: MeshError::Invalid("node 3 twice".into()),
+        };
+        assert_eq!(read.to_string(), "reading mesh a.msh");
+        assert_eq!(
+            read.chain().to_string(),
+            "reading mesh a.msh: invalid mesh: node 3 twice"
+        );
+    }
+
+    /// A lower crate's error comes out of [`Error::into_boxed`] as itself, a context as the
+    /// solve error with its cause behind it.
+    #[test]
+    fn boxed_errors_keep_their_types() {
+        let mesh = Error::from(MeshError::Invalid("x".into())).into_boxed();
+        assert!(mesh.is::<MeshError>());
+        let read = Error::ReadMesh {
+            file: "a.msh".into(),
+            error: MeshError::Invalid("x".into()),
+        }
+        .into_boxed();
+        assert!(read.is::<Error>());
+        assert!(read.source().is_some_and(|e| e.is::<MeshError>()));
+        assert!(Error::from(Interrupted).into_boxed().is::<Interrupted>());
+    }
+}
