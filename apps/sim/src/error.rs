@@ -286,7 +286,10 @@ mod tests {
         ];
         let expected: Vec<String> = cases.iter().map(|e| e.chain().to_string()).collect();
         assert_eq!(expected[0], "rank 1 of 2: boom");
-        assert_eq!(expected[1], "reading mesh a.msh: invalid mesh: node 3 twice");
+        assert_eq!(
+            expected[1],
+            "reading mesh a.msh: invalid mesh: node 3 twice"
+        );
         let converted: Vec<Error> = cases.into_iter().map(Error::from).collect();
         assert!(matches!(converted[0], Error::Ranks(_)) && converted[0].is_agreed());
         assert!(matches!(converted[1], Error::Run(_)) && !converted[1].is_agreed());

@@ -292,7 +292,10 @@ pub(crate) fn join_and(items: &[String]) -> String {
 fn more_pairs(more: usize) -> String {
     match more {
         0 => String::new(),
-        more => format!(", and {more} more such pair{}", if more == 1 { "" } else { "s" }),
+        more => format!(
+            ", and {more} more such pair{}",
+            if more == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -331,25 +334,35 @@ mod tests {
             sets: "no set".into(),
             free: vec!["a".into(), "b".into(), "c".into()],
         };
-        assert!(three.to_string().contains("body: a, b and c are free; constrain"));
+        assert!(three
+            .to_string()
+            .contains("body: a, b and c are free; constrain"));
         let pieces = |n| Error::PiecesNotHeld {
             count: 3,
             sets: "set 'left'".into(),
             unheld: vec!["p".into(); n],
         };
-        assert!(pieces(1).to_string().contains("do not hold one of them: p; join"));
-        assert!(pieces(2).to_string().contains("do not hold some of them: p; p; join"));
+        assert!(pieces(1)
+            .to_string()
+            .contains("do not hold one of them: p; join"));
+        assert!(pieces(2)
+            .to_string()
+            .contains("do not hold some of them: p; p; join"));
         let crack = |more| Error::CoincidentNodes {
             first: "cell 0".into(),
             second: "cell 1".into(),
             point: [1.0, 0.5, 0.0],
             more,
         };
-        assert!(crack(0)
+        assert!(crack(0).to_string().starts_with(
+            "cell 0 and cell 1 meet at distinct nodes at the same point (1, 0.5, 0): the cells"
+        ));
+        assert!(crack(1)
             .to_string()
-            .starts_with("cell 0 and cell 1 meet at distinct nodes at the same point (1, 0.5, 0): the cells"));
-        assert!(crack(1).to_string().contains("(1, 0.5, 0), and 1 more such pair: the"));
-        assert!(crack(2).to_string().contains(", and 2 more such pairs: the"));
+            .contains("(1, 0.5, 0), and 1 more such pair: the"));
+        assert!(crack(2)
+            .to_string()
+            .contains(", and 2 more such pairs: the"));
         let points = Error::UnderIntegrated {
             points: 2,
             order: 2,

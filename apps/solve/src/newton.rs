@@ -670,12 +670,18 @@ impl LoadPath<'_> {
         mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut failed = None;
-        let path = self.run_path(start, problem, solver, u, &mut |step, u, problem, solver| {
-            on_step(step, u, problem, solver).map_err(|e| {
-                failed = Some(e);
-                Error::StepCallback
-            })
-        });
+        let path = self.run_path(
+            start,
+            problem,
+            solver,
+            u,
+            &mut |step, u, problem, solver| {
+                on_step(step, u, problem, solver).map_err(|e| {
+                    failed = Some(e);
+                    Error::StepCallback
+                })
+            },
+        );
         match failed {
             Some(e) => Err(e),
             None => Ok(path?),
@@ -698,9 +704,10 @@ impl LoadPath<'_> {
                     IterationSystem::device(ctx, &problem.discrete).map_err(Error::DeviceLoop);
                 // on ranks: one rank's failure is every rank's (none waits in a reduction)
                 match &problem.discrete.partition {
-                    Some(part) => {
-                        comm::agree(&**part.layout.comm(), system.map_err(|e| e.chain().to_string()))?
-                    }
+                    Some(part) => comm::agree(
+                        &**part.layout.comm(),
+                        system.map_err(|e| e.chain().to_string()),
+                    )?,
                     None => system?,
                 }
             }

@@ -513,12 +513,10 @@ impl Problem {
         let mesh = &self.mesh;
         for (index, t) in params.traction.iter().enumerate() {
             let key = format!("boundary.traction[{index}].value");
-            let faces = mesh
-                .face_set(&t.set)
-                .map_err(|error| Error::SetReference {
-                    place: format!("traction on set '{}'", t.set),
-                    error,
-                })?;
+            let faces = mesh.face_set(&t.set).map_err(|error| Error::SetReference {
+                place: format!("traction on set '{}'", t.set),
+                error,
+            })?;
             let field = vector_field(&t.value);
             let load = match constant(&t.value) {
                 Some(v) => Load::Constant(v),
@@ -577,12 +575,10 @@ impl Problem {
         )?;
         let mut follower = Vec::new();
         for p in &params.pressure {
-            let faces = mesh
-                .face_set(&p.set)
-                .map_err(|error| Error::SetReference {
-                    place: format!("pressure on set '{}'", p.set),
-                    error,
-                })?;
+            let faces = mesh.face_set(&p.set).map_err(|error| Error::SetReference {
+                place: format!("pressure on set '{}'", p.set),
+                error,
+            })?;
             if !p.curve.is_empty() {
                 own_curves.pressure.push((follower.len(), p.curve.clone()));
             }
@@ -802,15 +798,13 @@ fn cell_materials(params: &ProblemParams, mesh: &HexMesh) -> Result<CellMaterial
         let cells = match &entry.cells {
             CellSelection::All => (0..mesh.n_cells()).collect(),
             CellSelection::Set(name) => {
-                mesh.cell_set(name)
-                    .map_err(|error| Error::SetReference {
-                        place: format!("materials[{index}].cells"),
-                        error,
-                    })?
+                mesh.cell_set(name).map_err(|error| Error::SetReference {
+                    place: format!("materials[{index}].cells"),
+                    error,
+                })?
             }
         };
-        let index =
-            u16::try_from(index).map_err(|_| Error::TooManyMaterials { most: u16::MAX })?;
+        let index = u16::try_from(index).map_err(|_| Error::TooManyMaterials { most: u16::MAX })?;
         for c in cells {
             of_cell[c] = Some(index);
         }

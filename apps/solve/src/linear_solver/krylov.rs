@@ -78,8 +78,10 @@ impl Krylov {
                 })
             }
             Krylov::Cg => {
-                let o = amg::cg_operator(a, b, x, pc, params)
-                    .map_err(|error| Error::Krylov { method: "CG", error })?;
+                let o = amg::cg_operator(a, b, x, pc, params).map_err(|error| Error::Krylov {
+                    method: "CG",
+                    error,
+                })?;
                 let negative_curvature = matches!(
                     o.reason,
                     CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner
@@ -103,12 +105,13 @@ impl Krylov {
                 })
             }
             Krylov::Gmres => {
-                let g = amg::gmres_operator(a, b, x, pc, &gmres_params(params)).map_err(
-                    |error| Error::Krylov {
-                        method: "GMRES",
-                        error,
-                    },
-                )?;
+                let g =
+                    amg::gmres_operator(a, b, x, pc, &gmres_params(params)).map_err(|error| {
+                        Error::Krylov {
+                            method: "GMRES",
+                            error,
+                        }
+                    })?;
                 if g.reason == amg::GmresStopReason::NonFinite {
                     return Err(Error::GmresNotFinite {
                         iterations: g.iterations,

@@ -204,18 +204,21 @@ impl Preconditioning<Box<Hierarchy>> {
                             })
                     },
                     |h| {
-                        h.update(k).map(drop).map_err(|error| Error::Preconditioner {
-                            stage: "AMG update",
-                            error,
-                        })
+                        h.update(k)
+                            .map(drop)
+                            .map_err(|error| Error::Preconditioner {
+                                stage: "AMG update",
+                                error,
+                            })
                     },
                     |near_null, params| {
-                        let h = Hierarchy::setup_external(k, near_null, params).map_err(
-                            |error| Error::Preconditioner {
-                                stage: "AMG set-up",
-                                error,
-                            },
-                        )?;
+                        let h =
+                            Hierarchy::setup_external(k, near_null, params).map_err(|error| {
+                                Error::Preconditioner {
+                                    stage: "AMG set-up",
+                                    error,
+                                }
+                            })?;
                         Ok(Box::new(h))
                     },
                 )?;
