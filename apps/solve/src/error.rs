@@ -39,9 +39,10 @@ pub enum Error {
     /// A configured linear-solver option the operator cannot run.
     #[error(transparent)]
     Choice(#[from] ChoiceError),
-    /// The load path stopped early: no smaller step converged.
+    /// The load path stopped early: no smaller step converged (boxed: its attempts and
+    /// diagnosis would make every result of the crate large).
     #[error(transparent)]
-    Path(#[from] PathFailure),
+    Path(Box<PathFailure>),
     /// The load path's observer asked it to stop.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
@@ -266,10 +267,16 @@ impl Error {
             Error::Fem(e) => Box::new(e),
             Error::Comm(e) => Box::new(e),
             Error::Choice(e) => Box::new(e),
-            Error::Path(e) => Box::new(e),
+            Error::Path(e) => e,
             Error::Interrupted(e) => Box::new(e),
             e => Box::new(e),
         }
+    }
+}
+
+impl From<PathFailure> for Error {
+    fn from(error: PathFailure) -> Self {
+        Error::Path(Box::new(error))
     }
 }
 
