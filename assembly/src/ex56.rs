@@ -135,7 +135,7 @@ impl Ex56 {
             curved: Vec::new(),
             partition: None,
         };
-        let mut system = problem.new_system();
+        let mut system = problem.new_system()?;
         problem.linearize(&Vector::zeros(problem.n_dofs()), 1.0, &mut system)?;
         problem.eliminate(&mut system)?;
         Ok(Ex56System {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use fem::Load;
 use linalg::exact::ExactSum;
-use linalg::{ops, Bsr, Layout, Vector};
+use linalg::{ops, Bsr, Layout, LinalgError, Vector};
 
 use crate::{AssemblyError, Constraints, ElasticityAssembler};
 
@@ -96,25 +96,25 @@ impl DiscreteProblem {
     }
 
     /// A zero vector of the problem's unknowns, with the problem's layout (serial, or a rank's
-    /// owned and ghost entries).
-    pub fn zeros(&self) -> Vector {
+    /// owned and ghost entries). Errors where a rank's layout does not hold the part's
+    /// unknowns.
+    pub fn zeros(&self) -> Result<Vector, LinalgError> {
         let n = self.n_dofs();
-        match &self.partition {
+        Ok(match &self.partition {
             None => Vector::zeros(n),
-            Some(part) => Vector::from_vec_with_layout(part.layout.clone(), vec![0.0; n])
-                .expect("a rank's layout has the part's unknowns"),
-        }
+            Some(part) => Vector::from_vec_with_layout(part.layout.clone(), vec![0.0; n])?,
+        })
     }
 
     /// Zeroed buffers of a Newton system on this problem's tangent pattern.
-    pub fn new_system(&self) -> NewtonSystem {
-        NewtonSystem {
-            residual: self.zeros(),
+    pub fn new_system(&self) -> Result<NewtonSystem, AssemblyError> {
+        Ok(NewtonSystem {
+            residual: self.zeros()?,
             tangent: self.assembler.new_matrix(),
-            lift: self.zeros(),
-            rhs: self.zeros(),
-            scratch: self.zeros(),
-        }
+            lift: self.zeros()?,
+            rhs: self.zeros()?,
+            scratch: self.zeros()?,
+        })
     }
 
     /// `r = r_int(u) - load_factor * f_ext`.

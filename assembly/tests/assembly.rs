@@ -463,7 +463,7 @@ fn follower_tangent_matches_finite_differences(kind: CellKind) {
     assert!(!problem.tangent_is_symmetric());
     let u = Vector::from_vec(noise(11, n).iter().map(|v| 0.05 * v).collect());
     let load_factor = 0.7;
-    let mut system = problem.new_system();
+    let mut system = problem.new_system().unwrap();
     problem.linearize(&u, load_factor, &mut system).unwrap();
     let dense = system.tangent.to_dense().unwrap();
     let h = 1e-6;

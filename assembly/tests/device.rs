@@ -844,7 +844,7 @@ fn device_newton_system_matches_the_host() {
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
     let uh = Vector::from_vec(u.clone());
     let ud = ctx.upload(&u).unwrap();
-    let mut hs = host.new_system();
+    let mut hs = host.new_system().unwrap();
     let mut ds = device.new_system().unwrap();
     host.linearize(&uh, 0.6, &mut hs).unwrap();
     device.linearize(&ud, 0.6, &mut ds).unwrap();
@@ -941,7 +941,7 @@ fn assert_same_newton_system(
 ) {
     let uh = Vector::from_vec(u.to_vec());
     let ud = ctx.upload(u).unwrap();
-    let mut hs = host.new_system();
+    let mut hs = host.new_system().unwrap();
     let mut ds = device.new_system().unwrap();
     host.linearize(&uh, load_factor, &mut hs).unwrap();
     device.linearize(&ud, load_factor, &mut ds).unwrap();

@@ -2327,13 +2327,13 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     let discrete = &mut problem.discrete;
     // a small displacement of every local node, ghosts equal to their owners (a function of
     // the serial id)
-    let mut u = discrete.zeros();
+    let mut u = discrete.zeros().unwrap();
     for (e, v) in u.host_mut().unwrap().iter_mut().enumerate() {
         let s = part.node_serial_ids[e / 3];
         *v = 1e-3 * signed_unit(splitmix64(3 * s + (e % 3) as u64 + 77));
     }
     let load_factor = 0.7;
-    let mut host = discrete.new_system();
+    let mut host = discrete.new_system().unwrap();
     discrete.linearize(&u, load_factor, &mut host).unwrap();
     let mut dp = DeviceProblem::new(&ctx, discrete).unwrap();
     let mut ds = dp.new_system().unwrap();
@@ -2346,7 +2346,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         "{name}: residual"
     );
     // reductions over the owned entries and cells, then the ranks: the host's bits
-    let mut scratch = discrete.zeros();
+    let mut scratch = discrete.zeros().unwrap();
     let mut scratch_d = ctx.zeros::<f64>(u.len()).unwrap();
     let free_h = discrete.free_norm(&host.residual, &mut scratch).unwrap();
     let free_d = dp.free_norm(&ds.residual, &mut scratch_d).unwrap();
@@ -2435,9 +2435,9 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         vector_bits(&b_dev.to_host_vec().unwrap()),
         vector_bits(b_host.host().unwrap())
     );
-    let mut x_host = discrete.zeros();
+    let mut x_host = discrete.zeros().unwrap();
     a_host.local_from_owned(&b_host, &mut x_host).unwrap();
-    let mut x_dev = discrete.zeros().to_device(device).unwrap();
+    let mut x_dev = discrete.zeros().unwrap().to_device(device).unwrap();
     a_dev.local_from_owned(&b_dev, &mut x_dev).unwrap();
     assert_eq!(
         vector_bits(&x_dev.to_host_vec().unwrap()),

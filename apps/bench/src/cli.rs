@@ -305,7 +305,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
                 ExchangeArg::Staged => linalg::dist::DeviceExchange::Staged,
             };
             let result = crate::dist_gamg::run(comm, &bench, exchange, rank_grid);
-            render(&sim::distributed::agreed(&**comm, result)?, json)
+            render(&agreed(&**comm, result)?, json)
         }
         Bench::Newton { m, device, json } => {
             crate::newton::run(&crate::newton::NewtonBench { m, device })
@@ -373,8 +373,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
                 amg,
             };
             let result = if on_ranks {
-                sim::distributed::agreed(&**comm, crate::distributed::run(comm, &bench))
-                    .map_err(anyhow::Error::from)
+                agreed(&**comm, crate::distributed::run(comm, &bench))
             } else {
                 crate::distributed::run(&comm::SelfComm::shared(), &bench)
             };
@@ -414,6 +413,16 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
         })
         .and_then(|r| render(&r, json)),
     }
+}
+
+/// `result`, agreed on by every rank (as `sim::distributed::agreed` for the benchmarks'
+/// `anyhow` errors): an error on any rank is the same everywhere (the lowest failing rank's,
+/// with its whole chain of causes). On one rank: `result` itself.
+fn agreed<T>(comm: &dyn Comm, result: anyhow::Result<T>) -> anyhow::Result<T> {
+    if comm.size() == 1 {
+        return result;
+    }
+    Ok(comm::agree(comm, result.map_err(|e| format!("{e:#}")))?)
 }
 
 /// A benchmark result as a table or as one JSON line.

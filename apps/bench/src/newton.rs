@@ -190,7 +190,7 @@ fn run_host(
     let n = problem.n_dofs();
     let mut u = Vector::zeros(n);
     let mut du = Vector::zeros(n);
-    let mut system = problem.new_system();
+    let mut system = problem.new_system()?;
     // the cold iteration
     problem.linearize(&u, 1.0, &mut system)?;
     let first_norm = problem.eliminate(&mut system)?;

@@ -204,8 +204,9 @@ fn main() -> ExitCode {
     // (An error that is already agreed is the same on every rank: all of them skip this.)
     let result = match result {
         Err(e) if sim::distributed::is_agreed(&*e) => Err(e),
+        // the lowest failing rank's error with its whole chain of causes, on every rank
         result if comm.size() > 1 => {
-            sim::distributed::agreed(&*comm, result).map_err(anyhow::Error::from)
+            comm::agree(&*comm, result.map_err(|e| format!("{e:#}"))).map_err(anyhow::Error::from)
         }
         result => result,
     };

@@ -271,7 +271,7 @@ struct RankParts<'a> {
 
 impl Layout for RankParts<'_> {
     fn restart_displacement(&self, restart: &Restart, problem: &Problem) -> Result<Vector> {
-        let mut u = problem.discrete.zeros();
+        let mut u = problem.discrete.zeros()?;
         restart.displacement_of_part(
             &self.part.node_serial_ids,
             &problem.mesh.coords,

@@ -238,9 +238,9 @@ pub(crate) fn drive(
                 time: Some(0.0),
             };
             (
-                problem.discrete.zeros(),
+                problem.discrete.zeros()?,
                 start,
-                problem.discrete.zeros(),
+                problem.discrete.zeros()?,
                 stamp,
             )
         }
@@ -307,7 +307,7 @@ pub(crate) fn drive(
     };
     let mut step_output_s = 0.0;
     let newton_started = Instant::now();
-    let outcome = path.run_from(
+    let outcome: Result<()> = path.run_from(
         start,
         problem,
         &mut solver,
@@ -401,10 +401,9 @@ pub(crate) fn drive(
             let output_s = step_started.elapsed().as_secs_f64();
             step_output_s += output_s;
             timed.stages.borrow_mut().add(OUTPUT, output_s);
-            Ok(agreed(comm, written)?)
+            agreed(comm, written)
         },
     );
-    let outcome = outcome.map_err(Error::from);
     let end_started = Instant::now();
     // the load path's seconds without the output's
     let newton_s = newton_started.elapsed().as_secs_f64() - step_output_s;

@@ -84,15 +84,6 @@ impl fmt::Display for Failure {
     }
 }
 
-impl Failure {
-    /// The failure of an `anyhow` chain: every error of it keeps its type (the outermost one
-    /// moved out of anyhow's allocation), so that a lower crate's error stays recognisable
-    /// ([`Error::is`], [`crate::locate`]).
-    fn of(error: anyhow::Error) -> Self {
-        Failure(error.reallocate_into_boxed_dyn_error_without_backtrace())
-    }
-}
-
 impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()
@@ -121,8 +112,7 @@ impl Error {
     /// the cause of a failure (rank 0 adds where its files are): a front end need not agree on
     /// it again (every rank skips that collective).
     pub fn is_agreed(&self) -> bool {
-        // an agreed error, also held by the library's error as a cause (the load path's
-        // step callback hands it through `anyhow`)
+        // an agreed error, also as the cause of a failure
         let agreed = |e: &(dyn std::error::Error + 'static)| {
             matches!(
                 e.downcast_ref::<CommError>(),
@@ -257,39 +247,14 @@ macro_rules! fail {
 }
 pub(crate) use fail;
 
-impl From<anyhow::Error> for Error {
-    /// The typed variant where `error` is (only) one of them, else [`Error::Run`] with the
-    /// whole chain.
-    fn from(error: anyhow::Error) -> Self {
-        // the library's own error, passed through `anyhow` unchanged
-        let error = match error.downcast::<Error>() {
-            Ok(e) => return e,
-            Err(error) => error,
-        };
-        if error.chain().count() == 1 {
-            let error = match error.downcast::<ConfigError>() {
-                Ok(e) => return Error::Input(e),
-                Err(error) => error,
-            };
-            let error = match error.downcast::<Interrupted>() {
-                Ok(e) => return Error::Interrupted(e),
-                Err(error) => error,
-            };
-            let error = match error.downcast::<CommError>() {
-                Ok(e) => return Error::Ranks(e),
-                Err(error) => error,
-            };
-            let error = match error.downcast::<CampaignInterrupted>() {
-                Ok(e) => return Error::CampaignInterrupted(e),
-                Err(error) => error,
-            };
-            let error = match error.downcast::<RestartError>() {
-                Ok(e) => return Error::Restart(e),
-                Err(error) => error,
-            };
-            return Error::Run(Failure::of(error));
+impl From<solve::Error> for Error {
+    /// An error on MPI ranks as [`Error::Ranks`]; any other as a failure whose chain of causes
+    /// is the error's, a lower crate's error keeping its type ([`solve::Error::into_boxed`]).
+    fn from(error: solve::Error) -> Self {
+        match error {
+            solve::Error::Comm(e) => Error::Ranks(e),
+            e => Error::Run(Failure(e.into_boxed())),
         }
-        Error::Run(Failure::of(error))
     }
 }
 
@@ -297,39 +262,39 @@ impl From<anyhow::Error> for Error {
 mod tests {
     use super::*;
 
-    /// The alternate rendering of every variant is the anyhow error's it came from, and the
-    /// typed variants are recognised.
+    /// A solve error keeps its message and its types: an error on the ranks becomes
+    /// [`Error::Ranks`], any other a failure whose causes are the solve error's (a lower crate's
+    /// error recognisable by its type); the alternate rendering, the chain text and the command
+    /// line's (anyhow's alternate rendering) are the solve error's chain.
     #[test]
     fn conversion_keeps_the_message_and_the_type() {
-        let interrupted = Interrupted {
-            step: 3,
-            restart: "out/a.h5:3".into(),
-            summary: "out/a.summary.json".into(),
-        };
         let agreed = CommError::Failed {
             rank: 1,
             size: 2,
             message: "boom".into(),
         };
-        let chained = anyhow::anyhow!("inner").context("outer");
-        let agreed_in_context = anyhow::Error::new(CommError::Failed {
-            rank: 0,
-            size: 2,
-            message: "step 1: not finite".into(),
-        })
-        .context("0 converged steps are in a.h5");
-        assert!(Error::from(agreed_in_context).is_agreed());
-        let cases: Vec<anyhow::Error> = vec![
-            interrupted.clone().into(),
-            agreed.into(),
+        let chained = solve::Error::ReadMesh {
+            file: "a.msh".into(),
+            error: mesh::MeshError::Invalid("node 3 twice".into()),
+        };
+        let cases = vec![
+            solve::Error::Comm(agreed),
             chained,
-            anyhow::anyhow!("plain"),
+            solve::Error::Mesh(mesh::MeshError::Invalid("no cells".into())),
+            solve::Error::NoConstraint,
+            solve::Error::Interrupted(solve::newton::Interrupted),
         ];
-        let expected: Vec<String> = cases.iter().map(|e| format!("{e:#}")).collect();
+        let expected: Vec<String> = cases.iter().map(|e| e.chain().to_string()).collect();
+        assert_eq!(expected[0], "rank 1 of 2: boom");
+        assert_eq!(
+            expected[1],
+            "reading mesh a.msh: invalid mesh: node 3 twice"
+        );
         let converted: Vec<Error> = cases.into_iter().map(Error::from).collect();
-        assert!(matches!(converted[0], Error::Interrupted(ref i) if i.step == 3));
-        assert!(!converted[0].is_agreed() && converted[1].is_agreed());
-        assert!(matches!(converted[2], Error::Run(_)));
+        assert!(matches!(converted[0], Error::Ranks(_)) && converted[0].is_agreed());
+        assert!(matches!(converted[1], Error::Run(_)) && !converted[1].is_agreed());
+        assert!(converted[1].is::<mesh::MeshError>() && converted[2].is::<mesh::MeshError>());
+        assert!(converted[4].is::<solve::newton::Interrupted>());
         for (e, expected) in converted.into_iter().zip(expected) {
             assert_eq!(format!("{e:#}"), expected);
             assert_eq!(e.chain_text(), expected);
@@ -338,7 +303,7 @@ mod tests {
     }
 
     /// A failure's context keeps its cause's type and text (`is`, `chain_text`, the alternate
-    /// rendering), through `anyhow` and back; the load path's stop is recognised by its type.
+    /// rendering, the command line's).
     #[test]
     fn context_keeps_the_causes_and_their_types() {
         let agreed = Error::Ranks(CommError::Failed {
@@ -352,16 +317,10 @@ mod tests {
         assert_eq!(e.chain_text(), text);
         assert_eq!(format!("{e:#}"), text);
         assert_eq!(e.to_string(), "0 converged steps are in a.h5");
-        // through anyhow (a step callback of the load path) and back: the same error
-        let back = Error::from(anyhow::Error::new(e));
-        assert!(back.is_agreed());
-        assert_eq!(back.chain_text(), text);
-        let stopped = Error::from(anyhow::Error::new(solve::newton::Interrupted));
-        assert!(stopped.is::<solve::newton::Interrupted>());
-        let alone = Error::from(anyhow::Error::new(std::io::Error::other("full")));
+        assert_eq!(format!("{:#}", anyhow::Error::new(e)), text);
+        let alone = Error::from(std::io::Error::other("full"));
         assert!(alone.is::<std::io::Error>());
-        let in_context =
-            Error::from(anyhow::Error::new(std::io::Error::other("full")).context("x"));
+        let in_context = Error::from(std::io::Error::other("full")).context("x".into());
         assert!(in_context.is::<std::io::Error>());
         assert_eq!(in_context.chain_text(), "x: full");
         let writer = Error::from(WriterFailure::Stopped).context("step 3".into());

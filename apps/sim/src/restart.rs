@@ -222,17 +222,17 @@ impl Restart {
         newton: &solve::params::NewtonParams,
     ) -> Result<Vector> {
         let refuse = |why: String| self.refused(why);
-        let mut residual = problem.discrete.zeros();
+        let mut residual = problem.discrete.zeros()?;
         problem
             .discrete
             .residual(u, self.load_factor, &mut residual)
             .map_err(|e| refuse(format!("is not a state the input can continue from: {e}")))?;
-        let mut reactions = problem.discrete.zeros();
+        let mut reactions = problem.discrete.zeros()?;
         problem
             .discrete
             .constraints
             .copy_constrained(&residual, &mut reactions)?;
-        let mut scratch = problem.discrete.zeros();
+        let mut scratch = problem.discrete.zeros()?;
         let free = problem.discrete.free_norm(&residual, &mut scratch)?;
         let support = linalg::ops::norm2(&reactions)?;
         let allowed = newton

@@ -8,10 +8,10 @@
 //! boundary faces the caller passes, and an empty selection is allowed (the set may lie on
 //! other ranks).
 
-use anyhow::{bail, Result};
 use mesh::select::{select_cells, select_faces, select_nodes};
 use mesh::{CellFace, HexMesh};
 
+use crate::error::{Error, Result};
 use crate::params::{GeometricSet, GeometricSetKind};
 
 /// Relative default tolerance: times the diagonal of the mesh's bounding box.
@@ -35,20 +35,15 @@ pub fn add_geometric_sets(
             || mesh.cell_sets.contains_key(&set.name);
         let id_of = mesh.set_name(&set.name);
         if !exists && id_of != set.name {
-            bail!(
-                "sets.{}: '{}' is the id of the mesh's set '{id_of}', which the input may name \
-                 by it; give the geometric set another name",
-                set.name,
-                set.name
-            );
+            return Err(Error::SetNameIsAnId {
+                name: set.name.clone(),
+                id_of: id_of.to_string(),
+            });
         }
         if exists {
-            bail!(
-                "sets.{}: the mesh already has a set named '{}'; give the geometric set another \
-                 name",
-                set.name,
-                set.name
-            );
+            return Err(Error::SetNameTaken {
+                name: set.name.clone(),
+            });
         }
         let tol = set
             .tolerance
@@ -81,17 +76,16 @@ pub fn add_geometric_sets(
             }
         };
         if whole && count == 0 {
-            bail!(
-                "sets.{}: selects no {} of the mesh (its bounding box: {}); check the \
-                 coordinates and the tolerance ({tol:e})",
-                set.name,
-                match set.kind {
+            return Err(Error::EmptySet {
+                name: set.name.clone(),
+                kind: match set.kind {
                     GeometricSetKind::Nodes => "node",
                     GeometricSetKind::Faces => "boundary face",
                     GeometricSetKind::Cells => "cell",
                 },
-                describe_bounds(mesh)
-            );
+                bounds: describe_bounds(mesh),
+                tolerance: tol,
+            });
         }
     }
     Ok(())

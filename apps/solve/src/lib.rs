@@ -2,6 +2,7 @@
 //! Newton with lifting, line search and load stepping, and the choice of linear solver. It takes
 //! plain parameters ([`params`]); reading input files is `config`'s job.
 
+pub mod error;
 pub mod expression;
 pub mod geometric_sets;
 pub mod linear_solver;
@@ -10,3 +11,5 @@ pub mod newton_system;
 pub mod params;
 pub mod partition;
 pub mod problem;
+
+pub use error::{Error, Result};

@@ -25,11 +25,11 @@
 use std::fmt;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
 use assembly::AssemblyError;
 use linalg::{ops, Bsr, DofMask, Vector};
 use serde::Serialize;
 
+use crate::error::{Error, Result};
 use crate::linear_solver::{LinearSolveReport, LinearSolver};
 use crate::newton_system::IterationSystem;
 use crate::params::{Forcing, LineSearch, LoadingParams, NewtonParams, MAX_LOAD_STEPS};
@@ -280,8 +280,9 @@ pub enum StepFailure {
     Diverged(f64),
     #[error("the line search found no step length that decreases the {0}")]
     LineSearch(&'static str),
-    #[error("linear solver: {0:#}")]
-    Linear(anyhow::Error),
+    /// The linear solve failed (the message gives the error's whole chain of causes).
+    #[error("linear solver: {}", .0.chain())]
+    Linear(Box<Error>),
     /// A vector or matrix operation failed (a kernel or a message, not the iteration): not a
     /// reason to cut the step back.
     #[error("linear algebra: {0}")]
@@ -638,13 +639,13 @@ enum Damping {
 
 impl LoadPath<'_> {
     /// Runs the load path from its start (see [`LoadPath::run_from`]).
-    pub fn run(
+    pub fn run<E: From<Error>>(
         &self,
         problem: &mut Problem,
         solver: &mut LinearSolver,
         u: &mut Vector,
-        on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
-    ) -> Result<()> {
+        on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<(), E>,
+    ) -> Result<(), E> {
         self.run_from(PathState::start(self.loading), problem, solver, u, on_step)
     }
 
@@ -657,28 +658,60 @@ impl LoadPath<'_> {
     /// problem is uploaded once, an error names what the device does not support): `u` (a host
     /// vector) is uploaded at the start and is overwritten by the download of each converged
     /// displacement before `on_step` sees it; the reactions come down with it.
-    pub fn run_from(
+    ///
+    /// An error of `on_step` stops the path and is returned as it is (the caller's type `E`);
+    /// the path's own errors are converted into it.
+    pub fn run_from<E: From<Error>>(
         &self,
         start: PathState,
         problem: &mut Problem,
         solver: &mut LinearSolver,
         u: &mut Vector,
-        mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
+        mut on_step: impl FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut failed = None;
+        let path = self.run_path(
+            start,
+            problem,
+            solver,
+            u,
+            &mut |step, u, problem, solver| {
+                on_step(step, u, problem, solver).map_err(|e| {
+                    failed = Some(e);
+                    Error::StepCallback
+                })
+            },
+        );
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(path?),
+        }
+    }
+
+    /// [`LoadPath::run_from`] with a step callback whose error is [`Error::StepCallback`].
+    fn run_path(
+        &self,
+        start: PathState,
+        problem: &mut Problem,
+        solver: &mut LinearSolver,
+        u: &mut Vector,
+        on_step: &mut dyn FnMut(&ConvergedStep, &Vector, &mut Problem, &LinearSolver) -> Result<()>,
     ) -> Result<()> {
         let upload = PhaseTimer::start(self.observer, PathPhase::Upload);
         let system = match solver.device().and_then(|d| d.cuda_context()) {
             Some(ctx) => {
-                let system = IterationSystem::device(ctx, &problem.discrete)
-                    .context("the Newton loop on the GPU");
+                let system =
+                    IterationSystem::device(ctx, &problem.discrete).map_err(Error::DeviceLoop);
                 // on ranks: one rank's failure is every rank's (none waits in a reduction)
                 match &problem.discrete.partition {
-                    Some(part) => {
-                        comm::agree(&**part.layout.comm(), system.map_err(|e| format!("{e:#}")))?
-                    }
+                    Some(part) => comm::agree(
+                        &**part.layout.comm(),
+                        system.map_err(|e| e.chain().to_string()),
+                    )?,
                     None => system?,
                 }
             }
-            None => IterationSystem::host(&problem.discrete),
+            None => IterationSystem::host(&problem.discrete)?,
         };
         let zeros = || system.zeros(&problem.discrete);
         let mut ws = Workspace {
@@ -870,16 +903,20 @@ impl LoadPath<'_> {
             let parts = (turn / limit * (1.0 - TWIST_SLACK)).ceil().max(2.0);
             let smallest = 1.0 / MAX_LOAD_STEPS as f64;
             if !turn.is_finite() || step / parts < smallest {
-                anyhow::bail!(
-                    "boundary.twist on set '{set}' turns by {:.6e} degrees from time {t0} to {t1}: steps of at most {MAX_TWIST_PER_STEP_DEG} degrees would need increments below {smallest:.0e} of the load path (more than {MAX_LOAD_STEPS} steps); reduce angle_deg",
-                    turn.to_degrees()
-                );
+                return Err(Error::TwistTooFast {
+                    set: set.to_owned(),
+                    turn_deg: turn.to_degrees(),
+                    from: t0,
+                    to: t1,
+                    smallest,
+                });
             }
             step /= parts;
         }
-        anyhow::bail!(
-            "boundary.twist: no increment from position {position} turns by at most {MAX_TWIST_PER_STEP_DEG} degrees after {MAX_TWIST_DIVISIONS} divisions"
-        )
+        Err(Error::TwistUndivided {
+            position,
+            divisions: MAX_TWIST_DIVISIONS,
+        })
     }
 
     /// Newton iterations at a fixed load factor; on success `ws.system.residual` holds the final
@@ -1035,7 +1072,7 @@ impl LoadPath<'_> {
             let solve_started = Instant::now();
             let linear = solver
                 .solve_to(ws.system.tangent(), ws.system.rhs(), &mut ws.du, rtol)
-                .map_err(StepFailure::Linear)?;
+                .map_err(|e| StepFailure::Linear(Box::new(e)))?;
             self.observer.timed(
                 PathPhase::LinearSolve(&linear),
                 solve_started.elapsed().as_secs_f64(),

@@ -53,8 +53,8 @@ fn zeros_of(problem: &DeviceProblem, device: &Device) -> Result<Vector, LinalgEr
 
 impl IterationSystem {
     /// The host system of `discrete`.
-    pub fn host(discrete: &DiscreteProblem) -> Self {
-        IterationSystem::Host(Box::new(discrete.new_system()))
+    pub fn host(discrete: &DiscreteProblem) -> Result<Self, AssemblyError> {
+        Ok(IterationSystem::Host(Box::new(discrete.new_system()?)))
     }
 
     /// Uploads `discrete` to `ctx` (once; [`DeviceProblem::supports`] says what it refuses) and
@@ -124,7 +124,7 @@ impl IterationSystem {
     /// where `u` lives, on one GPU: the host's modes bit for bit, left on the device (three
     /// scalars come down, nothing goes up; `DeviceProblem::rigid_body_modes`). `None` on the
     /// host and on a rank's GPU (the caller computes them on the host).
-    pub fn rigid_body_modes(&self, u: &Vector) -> anyhow::Result<Option<amg::NearNullSpace>> {
+    pub fn rigid_body_modes(&self, u: &Vector) -> crate::Result<Option<amg::NearNullSpace>> {
         let IterationSystem::Device(d) = self else {
             return Ok(None);
         };
@@ -152,7 +152,7 @@ impl IterationSystem {
     pub fn undeformed_rigid_body_modes(
         &self,
         discrete: &DiscreteProblem,
-    ) -> anyhow::Result<Option<amg::NearNullSpace>> {
+    ) -> crate::Result<Option<amg::NearNullSpace>> {
         if !self.modes_on_device() {
             return Ok(None);
         }
@@ -175,7 +175,7 @@ impl IterationSystem {
     /// A vector of zeros where the iteration runs.
     pub fn zeros(&self, discrete: &DiscreteProblem) -> Result<Vector, LinalgError> {
         match self {
-            IterationSystem::Host(_) => Ok(discrete.zeros()),
+            IterationSystem::Host(_) => discrete.zeros(),
             IterationSystem::Device(d) => zeros_of(&d.problem, &d.device),
         }
     }
@@ -397,7 +397,7 @@ impl IterationSystem {
     /// The reactions of the last linearized state (the residual at the constrained entries, zero
     /// elsewhere), on the host (a download on a GPU).
     pub fn reactions(&self, discrete: &DiscreteProblem) -> Result<Vector, AssemblyError> {
-        let mut reactions = discrete.zeros();
+        let mut reactions = discrete.zeros()?;
         match self {
             IterationSystem::Host(system) => discrete
                 .constraints

@@ -2,11 +2,11 @@
 //! builds only its part), Gmsh meshes read whole and split by METIS on the element graph (every
 //! rank computes the same partition and keeps its part).
 
-use anyhow::{bail, Context, Result};
 use assembly::{AssemblyError, CellMaterials, ElasticityAssembler};
 use mesh::select::{box_side_names, faces_of_sets};
 use mesh::{generate_box_part, metis_cell_parts, partition_mesh, MeshPart};
 
+use crate::error::{Error, Result};
 use crate::geometric_sets::add_geometric_sets;
 
 use crate::params::{MeshSource, ProblemParams};
@@ -41,12 +41,12 @@ fn check_box_ranks(spec: &mesh::BoxSpec, n_ranks: usize) -> Result<()> {
         .rev()
         .find(|&n| fits(n))
         .unwrap_or(1);
-    bail!(
-        "the box has {cells} cells ({} x {} x {} nodes), too few for {n_ranks} ranks: every rank owns a block of whole node layers with at least one cell; run on at most {most} ranks",
-        counts[0],
-        counts[1],
-        counts[2]
-    )
+    Err(Error::BoxTooSmallForRanks {
+        cells,
+        nodes: counts,
+        ranks: n_ranks,
+        most,
+    })
 }
 
 /// Refuses a part without cells of its own (a mesh with fewer cells than ranks).
@@ -54,13 +54,12 @@ fn check_part_owns_cells(part: &MeshPart) -> Result<()> {
     if part.cell_owned.iter().any(|&o| o) {
         return Ok(());
     }
-    bail!(
-        "the mesh has {} cells, too few for {} ranks: rank {} would own none; run on at most {} ranks",
-        part.n_global_cells,
-        part.n_ranks,
-        part.rank,
-        part.n_global_cells.min(part.n_ranks as u64 - 1).max(1)
-    )
+    Err(Error::PartWithoutCells {
+        cells: part.n_global_cells,
+        ranks: part.n_ranks,
+        rank: part.rank,
+        most: part.n_global_cells.min(part.n_ranks as u64 - 1).max(1),
+    })
 }
 
 fn build_mesh_part_unchecked(source: &MeshSource, rank: usize, n_ranks: usize) -> Result<MeshPart> {
@@ -68,8 +67,10 @@ fn build_mesh_part_unchecked(source: &MeshSource, rank: usize, n_ranks: usize) -
         MeshSource::Box(spec) => Ok(generate_box_part(spec, rank, n_ranks)?),
         MeshSource::Gmsh { file, scale } => {
             let mesh = crate::problem::read_mesh_file(file, *scale)?;
-            let parts = metis_cell_parts(&mesh, n_ranks)
-                .with_context(|| format!("partitioning {} with METIS", file.display()))?;
+            let parts = metis_cell_parts(&mesh, n_ranks).map_err(|error| Error::Partition {
+                file: file.clone(),
+                error,
+            })?;
             Ok(partition_mesh(&mesh, &parts, rank, n_ranks)?)
         }
     }
@@ -137,8 +138,10 @@ fn build_problem_mesh_part_with_sets(
         MeshSource::Gmsh { file, scale } => {
             let mut mesh = crate::problem::read_mesh_file(file, *scale)?;
             add_geometric_sets(&mut mesh, &params.sets, None, true, None)?;
-            let parts = metis_cell_parts(&mesh, n_ranks)
-                .with_context(|| format!("partitioning {} with METIS", file.display()))?;
+            let parts = metis_cell_parts(&mesh, n_ranks).map_err(|error| Error::Partition {
+                file: file.clone(),
+                error,
+            })?;
             Ok(partition_mesh(&mesh, &parts, rank, n_ranks)?)
         }
     }
@@ -151,7 +154,7 @@ pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()
     let mesh = &part.mesh;
     let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
     let Some(first) = params.materials.first() else {
-        bail!("materials: no entry");
+        return Err(Error::NoMaterials);
     };
     // The geometry check does not depend on the material.
     let materials = CellMaterials::uniform(first.material, mesh.n_cells());
@@ -159,14 +162,13 @@ pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()
         Ok(_) => Ok(()),
         Err(AssemblyError::InvalidElement { cell, error, .. }) => {
             let serial = part.cell_serial_ids[cell];
-            Err(AssemblyError::InvalidElement {
+            Err(Error::ElementLoop(AssemblyError::InvalidElement {
                 cell: serial as usize,
                 name: mesh::part_cell_name(mesh.cell_tags.as_ref(), cell, serial),
                 error,
-            })
-            .context("setting up the element loop")
+            }))
         }
-        Err(e) => Err(e).context("setting up the element loop"),
+        Err(e) => Err(Error::ElementLoop(e)),
     }
 }
 

@@ -1,7 +1,6 @@
 //! The discrete problem of a run: mesh, materials per cell, constraints and dead loads, built from
 //! plain [`ProblemParams`]. Knows nothing of the nonlinear solution strategy.
 
-use anyhow::{bail, Context, Result};
 use assembly::{
     add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints, CurvedLoad,
     DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn, Prescribed,
@@ -10,6 +9,7 @@ use assembly::{
 use fem::Load;
 use mesh::{generate_box, read_mesh, HexMesh};
 
+use crate::error::{join_and, Error, Result};
 use crate::params::{
     curve_factor, curve_swing, CellSelection, Component, LoadingParams, MeshSource, ProblemParams,
 };
@@ -334,21 +334,17 @@ impl Problem {
             sets.join(", ")
         };
         let Some((count, unheld)) = self.unheld_pieces()? else {
-            bail!(
-                "mesh: the cells fall into more than {MAX_PIECES} separate pieces (cells that share no node with the rest): nodes of a cell are probably duplicated where cells meet; merge coincident nodes (Gmsh: Coherence Mesh)"
-            );
+            return Err(Error::TooManyPieces { most: MAX_PIECES });
         };
         if count <= 1 {
             let free = unheld.first().map(|p| p.free.clone()).unwrap_or_default();
             if free.is_empty() {
                 return Ok(());
             }
-            let motions: Vec<String> = free.iter().map(ToString::to_string).collect();
-            bail!(
-                "boundary: the constraints on {sets} do not hold the body: {} {} free; constrain more components or sets (boundary.dirichlet), e.g. a symmetry plane or a point for each free motion",
-                join_and(&motions),
-                if motions.len() == 1 { "is" } else { "are" }
-            );
+            return Err(Error::BodyNotHeld {
+                sets,
+                free: free.iter().map(ToString::to_string).collect(),
+            });
         }
         if unheld.is_empty() {
             return Ok(());
@@ -366,11 +362,11 @@ impl Problem {
                 )
             })
             .collect();
-        bail!(
-            "boundary: the mesh falls into {count} separate pieces (cells that share no node with the rest) and the constraints on {sets} do not hold {}: {}; join the pieces (merge coincident nodes, Gmsh: Coherence Mesh) or constrain each piece",
-            if unheld.len() == 1 { "one of them" } else { "some of them" },
-            described.join("; ")
-        )
+        Err(Error::PiecesNotHeld {
+            count,
+            sets,
+            unheld: described,
+        })
     }
 
     /// The element loop and constraints of `params` on `mesh`, without loads (the caller sets
@@ -379,8 +375,8 @@ impl Problem {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
         let pieces = Pieces::of_mesh(&mesh);
-        let assembler = ElasticityAssembler::new(&mesh, materials, points)
-            .context("setting up the element loop")?;
+        let assembler =
+            ElasticityAssembler::new(&mesh, materials, points).map_err(Error::ElementLoop)?;
         Ok(Self {
             discrete: DiscreteProblem {
                 constraints: build_constraints(params, &mesh, &assembler)?,
@@ -481,7 +477,7 @@ impl Problem {
     /// constrained. The constraints must be those of `params`.
     fn set_loads(&mut self, params: &ProblemParams) -> Result<()> {
         if params.dirichlet.is_empty() && params.twist.is_empty() {
-            bail!("boundary: no dirichlet or twist condition, so rigid-body motions are free and the tangent is singular; fix at least one set (boundary.dirichlet)");
+            return Err(Error::NoConstraint);
         }
         let points = quadrature_points(params, &self.mesh)?;
         let mut own_curves = OwnCurves::default();
@@ -517,9 +513,10 @@ impl Problem {
         let mesh = &self.mesh;
         for (index, t) in params.traction.iter().enumerate() {
             let key = format!("boundary.traction[{index}].value");
-            let faces = mesh
-                .face_set(&t.set)
-                .with_context(|| format!("traction on set '{}'", t.set))?;
+            let faces = mesh.face_set(&t.set).map_err(|error| Error::SetReference {
+                place: format!("traction on set '{}'", t.set),
+                error,
+            })?;
             let field = vector_field(&t.value);
             let load = match constant(&t.value) {
                 Some(v) => Load::Constant(v),
@@ -527,7 +524,10 @@ impl Problem {
             };
             if uses_time(&t.value) {
                 if !t.curve.is_empty() {
-                    bail!("traction on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", t.set);
+                    return Err(Error::TimeAndCurve {
+                        what: "traction",
+                        set: t.set.clone(),
+                    });
                 }
                 own_curves.timed.push((
                     curved.len(),
@@ -563,10 +563,7 @@ impl Problem {
             bad = bad.or(v.host()?.iter().position(|v| !v.is_finite()));
         }
         if let Some(i) = bad {
-            bail!(
-                "body_force or boundary.traction: an expression is not finite somewhere on the mesh (at node {}); check its domain (ln, sqrt, division)",
-                i / 3
-            );
+            return Err(Error::LoadExpressionNotFinite { node: i / 3 });
         }
         self.point_loads_found = add_point_forces(
             params,
@@ -578,9 +575,10 @@ impl Problem {
         )?;
         let mut follower = Vec::new();
         for p in &params.pressure {
-            let faces = mesh
-                .face_set(&p.set)
-                .with_context(|| format!("pressure on set '{}'", p.set))?;
+            let faces = mesh.face_set(&p.set).map_err(|error| Error::SetReference {
+                place: format!("pressure on set '{}'", p.set),
+                error,
+            })?;
             if !p.curve.is_empty() {
                 own_curves.pressure.push((follower.len(), p.curve.clone()));
             }
@@ -628,10 +626,10 @@ impl Problem {
                 }
             };
             if let Some(node) = vector.host()?.iter().position(|v| !v.is_finite()) {
-                bail!(
-                    "body_force or boundary.traction: an expression of t is not finite at time {t} (at node {}); check its domain (ln, sqrt, division)",
-                    node / 3
-                );
+                return Err(Error::LoadNotFiniteAtTime {
+                    time: t,
+                    node: node / 3,
+                });
             }
             self.discrete.curved[*i] = CurvedLoad {
                 vector,
@@ -689,11 +687,10 @@ impl Problem {
 fn quadrature_points(params: &ProblemParams, mesh: &HexMesh) -> Result<usize> {
     let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
     if points < mesh.order() + 1 {
-        bail!(
-            "quadrature.points: {points} Gauss points per direction under-integrate Q{} cells (hourglass modes make the tangent singular); use at least {}",
-            mesh.order(),
-            mesh.order() + 1
-        );
+        return Err(Error::UnderIntegrated {
+            points,
+            order: mesh.order(),
+        });
     }
     Ok(points)
 }
@@ -738,13 +735,19 @@ pub fn build_mesh(source: &MeshSource) -> Result<HexMesh> {
 /// The mesh of a file in any format `mesh` reads (Gmsh, Exodus II, Abaqus; recognised from the
 /// content) with its node coordinates multiplied by `scale`.
 pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
-    let mut mesh = read_mesh(file).with_context(|| format!("reading mesh {}", file.display()))?;
+    let mut mesh = read_mesh(file).map_err(|error| Error::ReadMesh {
+        file: file.to_owned(),
+        error,
+    })?;
     if scale != 1.0 {
         for x in &mut mesh.coords {
             *x = x.map(|c| c * scale);
         }
     }
-    refuse_coincident_nodes(&mesh).with_context(|| format!("mesh {}", file.display()))?;
+    refuse_coincident_nodes(&mesh).map_err(|error| Error::MeshFile {
+        file: file.to_owned(),
+        error: Box::new(error),
+    })?;
     Ok(mesh)
 }
 
@@ -752,10 +755,10 @@ pub fn read_mesh_file(file: &std::path::Path, scale: f64) -> Result<HexMesh> {
 /// its domain somewhere on the mesh, or a value that overflows).
 fn refuse_non_finite(load: &linalg::Vector, key: &str) -> Result<()> {
     if let Some(i) = load.host()?.iter().position(|v| !v.is_finite()) {
-        bail!(
-            "{key}: the load is not finite at node {} (an expression outside its domain there: ln, sqrt, division; or a value that overflows)",
-            i / 3
-        );
+        return Err(Error::LoadNotFinite {
+            key: key.to_owned(),
+            node: i / 3,
+        });
     }
     Ok(())
 }
@@ -773,19 +776,12 @@ fn refuse_coincident_nodes(mesh: &HexMesh) -> Result<()> {
             cell_of[n] = c;
         }
     }
-    let x = mesh.coords[a];
-    bail!(
-        "{} and {} meet at distinct nodes at the same point ({}, {}, {}){}: the cells are not joined there (a crack); merge coincident nodes (Gmsh: Coherence Mesh) and export again",
-        mesh.describe_cell(cell_of[a]),
-        mesh.describe_cell(cell_of[b]),
-        x[0],
-        x[1],
-        x[2],
-        match pairs.len() - 1 {
-            0 => String::new(),
-            more => format!(", and {more} more such pair{}", if more == 1 { "" } else { "s" }),
-        }
-    )
+    Err(Error::CoincidentNodes {
+        first: mesh.describe_cell(cell_of[a]),
+        second: mesh.describe_cell(cell_of[b]),
+        point: mesh.coords[a],
+        more: pairs.len() - 1,
+    })
 }
 
 /// Material of every cell: entries apply in order, later ones override earlier ones; each entry
@@ -797,28 +793,29 @@ fn cell_materials(params: &ProblemParams, mesh: &HexMesh) -> Result<CellMaterial
         entry
             .material
             .validate()
-            .with_context(|| format!("materials[{index}]"))?;
+            .map_err(|error| Error::Material { index, error })?;
         table.push(entry.material);
         let cells = match &entry.cells {
             CellSelection::All => (0..mesh.n_cells()).collect(),
-            CellSelection::Set(name) => mesh
-                .cell_set(name)
-                .with_context(|| format!("materials[{index}].cells"))?,
+            CellSelection::Set(name) => {
+                mesh.cell_set(name).map_err(|error| Error::SetReference {
+                    place: format!("materials[{index}].cells"),
+                    error,
+                })?
+            }
         };
-        let index = u16::try_from(index).map_err(|_| {
-            anyhow::anyhow!("materials: at most {} entries are supported", u16::MAX)
-        })?;
+        let index = u16::try_from(index).map_err(|_| Error::TooManyMaterials { most: u16::MAX })?;
         for c in cells {
             of_cell[c] = Some(index);
         }
     }
     if let Some(c) = of_cell.iter().position(Option::is_none) {
-        bail!("cell {c} has no material: add an entry with `cells: all` or cover every cell set");
+        return Err(Error::CellWithoutMaterial { cell: c });
     }
     let formulations = params.formulation.resolve(mesh.order(), &params.materials);
     CellMaterials::new(table, of_cell.into_iter().flatten().collect())?
         .with_formulations(formulations)
-        .context("setting up the element loop")
+        .map_err(Error::ElementLoop)
 }
 
 fn build_constraints(
@@ -830,9 +827,15 @@ fn build_constraints(
     for (i, d) in params.dirichlet.iter().enumerate() {
         let nodes = mesh
             .set_nodes(&d.set)
-            .with_context(|| format!("boundary.dirichlet set '{}'", d.set))?;
+            .map_err(|error| Error::SetReference {
+                place: format!("boundary.dirichlet set '{}'", d.set),
+                error,
+            })?;
         if !d.curve.is_empty() && d.values.iter().flatten().any(Component::uses_time) {
-            bail!("boundary.dirichlet on set '{}': an expression of t is the value at each time itself and cannot also follow a load curve; drop `curve` or `t`", d.set);
+            return Err(Error::TimeAndCurve {
+                what: "boundary.dirichlet",
+                set: d.set.clone(),
+            });
         }
         // an expression of position only is evaluated at every node of its set now, so that
         // `check` refuses one that is not finite there (ln(-1), 1/0, sqrt(x - 0.5)) at its key
@@ -847,14 +850,14 @@ fn build_constraints(
                 let x = mesh.coords[n];
                 let v = e.eval(x).unwrap_or(f64::NAN);
                 if !v.is_finite() {
-                    bail!(
-                        "boundary.dirichlet[{i}].{}: the expression `{}` is {v} at node {n} ({}, {}, {}) of the set; a prescribed displacement must be finite at every node of its set: check its domain (ln, sqrt, division)",
-                        ["x", "y", "z"][c],
-                        e.text(),
-                        x[0],
-                        x[1],
-                        x[2]
-                    );
+                    return Err(Error::DirichletNotFinite {
+                        index: i,
+                        component: ["x", "y", "z"][c],
+                        expression: e.text().to_owned(),
+                        value: v,
+                        node: n,
+                        point: x,
+                    });
                 }
             }
         }
@@ -886,7 +889,10 @@ fn build_constraints(
     for t in &params.twist {
         let nodes = mesh
             .set_nodes(&t.set)
-            .with_context(|| format!("boundary.twist set '{}'", t.set))?;
+            .map_err(|error| Error::SetReference {
+                place: format!("boundary.twist set '{}'", t.set),
+                error,
+            })?;
         prescribed.push(Prescribed::Twist {
             set: t.set.clone(),
             nodes,
@@ -932,15 +938,15 @@ pub fn check_dirichlet_in_time(
                     let x = mesh.coords[n];
                     let v = e.eval_at(x, t).unwrap_or(f64::NAN);
                     if !v.is_finite() {
-                        bail!(
-                            "boundary.dirichlet[{i}].{}: the expression `{}` is {v} at time t = {t} at the point ({}, {}, {}) of the set; a prescribed displacement must be finite at every time of the load path (its steps end at t = {}): check its domain (ln, sqrt, division)",
-                            ["x", "y", "z"][c],
-                            e.text(),
-                            x[0],
-                            x[1],
-                            x[2],
-                            display_times(times)
-                        );
+                        return Err(Error::DirichletNotFiniteInTime {
+                            index: i,
+                            component: ["x", "y", "z"][c],
+                            expression: e.text().to_owned(),
+                            value: v,
+                            time: t,
+                            point: x,
+                            step_times: display_times(times),
+                        });
                     }
                 }
             }
@@ -990,13 +996,14 @@ fn load_target<'a>(
     if curve.is_empty() {
         return external;
     }
-    own_curves.dead.push((curved.len(), curve.to_vec()));
+    let pushed = curved.len();
+    own_curves.dead.push((pushed, curve.to_vec()));
     curved.push(CurvedLoad {
         vector: linalg::Vector::zeros(external.len()),
         factor: 0.0,
         timed: false,
     });
-    &mut curved.last_mut().expect("just pushed").vector
+    &mut curved[pushed].vector
 }
 
 /// Adds nodal forces and point loads; returns whether each point load's node was found (always,
@@ -1013,7 +1020,10 @@ fn add_point_forces(
     for (i, n) in params.nodal_forces.iter().enumerate() {
         let nodes = mesh
             .set_nodes(&n.set)
-            .with_context(|| format!("boundary.nodal_force[{i}] set '{}'", n.set))?;
+            .map_err(|error| Error::SetReference {
+                place: format!("boundary.nodal_force[{i}] set '{}'", n.set),
+                error,
+            })?;
         let f = load_target(&n.curve, external, curved, own_curves).host_mut()?;
         for node in nodes {
             for d in 0..3 {
@@ -1037,17 +1047,19 @@ fn add_point_forces(
             .enumerate()
             .map(|(n, x)| (n, distance(x)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
-            .context("the mesh has no nodes")?;
+            .ok_or(Error::NoNodes)?;
         found.push(d <= 1e-9 * size);
         if d > 1e-9 * size && part_size.is_some() {
             continue;
         }
         if d > 1e-9 * size {
-            let x = mesh.coords[node];
-            bail!(
-                "boundary.point_load[{i}].at: no mesh node at [{}, {}, {}]; the nearest is node {node} at [{}, {}, {}], {d:.3e} away",
-                p.at[0], p.at[1], p.at[2], x[0], x[1], x[2]
-            );
+            return Err(Error::NoNodeAtPoint {
+                index: i,
+                at: p.at,
+                nearest: node,
+                nearest_at: mesh.coords[node],
+                distance: d,
+            });
         }
         let f = load_target(&p.curve, external, curved, own_curves).host_mut()?;
         for d in 0..3 {
@@ -1067,13 +1079,4 @@ fn bounding_box(coords: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
         }
     }
     (lower, upper)
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn join_and(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
 }

@@ -116,7 +116,7 @@ pub(crate) fn solve_linear_elastic(
     problem
         .constraints
         .write_prescribed(1.0, &mesh.coords, &mut u)?;
-    let mut system = problem.new_system();
+    let mut system = problem.new_system()?;
     problem.linearize(&u, 1.0, &mut system)?;
     problem.eliminate(&mut system)?;
     let mut du = Vector::zeros(n);

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use amg::{NearNullSpace, SmootherKind, Storage};
-use anyhow::Result;
 use comm::Comm;
 use linalg::direct::DirectSymbolic;
 use linalg::{BlockPattern, Device};
 
 use super::{Krylov, LinearSolver, PreconditionerKind};
+use crate::error::Result;
 use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
 
 /// `method: auto` factors directly where the envelope factor takes at most this many bytes...

@@ -5,8 +5,9 @@
 
 use amg::smoother::SmoothingOperator;
 use amg::{CgOutcome, CgParams, CgStopReason, GmresParams, LinearOperator, Preconditioner};
-use anyhow::{bail, Context, Result};
 use linalg::Vector;
+
+use crate::error::{Error, Result};
 
 /// Krylov vectors kept by GMRES before a restart.
 const GMRES_RESTART: usize = 60;
@@ -77,13 +78,16 @@ impl Krylov {
                 })
             }
             Krylov::Cg => {
-                let o = amg::cg_operator(a, b, x, pc, params).context("CG")?;
+                let o = amg::cg_operator(a, b, x, pc, params).map_err(|error| Error::Krylov {
+                    method: "CG",
+                    error,
+                })?;
                 let negative_curvature = matches!(
                     o.reason,
                     CgStopReason::IndefiniteOperator | CgStopReason::IndefinitePreconditioner
                 );
                 let fallback = gmres_after_breakdown(&o, x, |x| {
-                    Ok(amg::gmres_operator(a, b, x, pc, &gmres_params(params))?)
+                    amg::gmres_operator(a, b, x, pc, &gmres_params(params))
                 })?;
                 Ok(match fallback {
                     Some(f) => KrylovOutcome {
@@ -101,9 +105,17 @@ impl Krylov {
                 })
             }
             Krylov::Gmres => {
-                let g = amg::gmres_operator(a, b, x, pc, &gmres_params(params)).context("GMRES")?;
+                let g =
+                    amg::gmres_operator(a, b, x, pc, &gmres_params(params)).map_err(|error| {
+                        Error::Krylov {
+                            method: "GMRES",
+                            error,
+                        }
+                    })?;
                 if g.reason == amg::GmresStopReason::NonFinite {
-                    bail!("GMRES met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+                    return Err(Error::GmresNotFinite {
+                        iterations: g.iterations,
+                    });
                 }
                 Ok(KrylovOutcome {
                     iterations: g.iterations,
@@ -139,7 +151,7 @@ struct Fallback {
 fn gmres_after_breakdown(
     outcome: &CgOutcome,
     x: &mut Vector,
-    solve: impl FnOnce(&mut Vector) -> Result<amg::GmresOutcome>,
+    solve: impl FnOnce(&mut Vector) -> Result<amg::GmresOutcome, amg::AmgError>,
 ) -> Result<Option<Fallback>> {
     let why = match outcome.reason {
         CgStopReason::IndefiniteOperator => "the tangent is not positive definite",
@@ -148,10 +160,16 @@ fn gmres_after_breakdown(
         _ => return Ok(None),
     };
     x.fill(0.0)?;
-    let g = solve(x).context("GMRES")?;
+    let g = solve(x).map_err(|error| Error::Krylov {
+        method: "GMRES",
+        error,
+    })?;
     let cg_part = format!("CG stopped after {} iterations ({why})", outcome.iterations);
     if g.reason == amg::GmresStopReason::NonFinite {
-        bail!("{cg_part}, and GMRES with the same preconditioner met a NaN or infinity after {} iterations; an element may be close to inversion: use more loading.steps", g.iterations);
+        return Err(Error::FallbackNotFinite {
+            cg: cg_part,
+            iterations: g.iterations,
+        });
     }
     let result = if g.converged {
         format!(

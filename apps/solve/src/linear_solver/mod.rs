@@ -25,7 +25,6 @@ mod serial;
 use std::sync::Arc;
 
 use amg::{CgParams, Hierarchy, HierarchyReport, NearNullSpace};
-use anyhow::{bail, Result};
 use linalg::direct::DirectSymbolic;
 use linalg::{Bsr, Device, Vector};
 
@@ -36,6 +35,7 @@ pub use krylov::Krylov;
 pub use preconditioner::PreconditionerKind;
 pub use report::{DeviceSolveReport, LinearSolveReport, SetupKind};
 
+use crate::error::{Error, Result};
 use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
 use preconditioner::Preconditioning;
 use ranks::{RankHierarchy, RankRows};
@@ -119,7 +119,7 @@ impl LinearSolver {
         let operator = match operator {
             OperatorKind::Serial { .. } => {
                 if direct && params.device == DeviceChoice::Cuda {
-                    bail!("device: `cuda` runs CG; the direct solver is host-only");
+                    return Err(Error::DirectOnGpu);
                 }
                 Operator::Serial {
                     gpu: if direct {

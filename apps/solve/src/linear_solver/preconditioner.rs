@@ -10,11 +10,11 @@ use amg::{
     AmgParams, Hierarchy, HierarchyReport, NearNullSpace, PointBlockJacobi, Preconditioner,
     RenewalReport,
 };
-use anyhow::{bail, Context, Result};
 use linalg::direct::{DirectSolver, DirectSymbolic};
 use linalg::{Bsr, Vector};
 
 use super::report::SetupKind;
+use crate::error::{Error, Result};
 
 /// Largest envelope factor the direct solver may allocate: it is meant for small problems, and a
 /// larger request is an error naming the alternative rather than an allocation failure.
@@ -169,7 +169,10 @@ impl Preconditioning<Box<Hierarchy>> {
         };
         match self {
             Preconditioning::Jacobi => {
-                let jacobi = PointBlockJacobi::new(k).context("point-block Jacobi set-up")?;
+                let jacobi = PointBlockJacobi::new(k).map_err(|error| Error::Preconditioner {
+                    stage: "point-block Jacobi set-up",
+                    error,
+                })?;
                 Ok((SerialReady::Jacobi(jacobi), done(SetupKind::Jacobi)))
             }
             Preconditioning::Direct { symbolic } => {
@@ -179,12 +182,11 @@ impl Preconditioning<Box<Hierarchy>> {
                         let s = DirectSymbolic::new(k.pattern())?;
                         let bytes = (s.envelope_size(k.block_rows()) * size_of::<f64>()) as f64;
                         if bytes > DIRECT_MAX_FACTOR_BYTES {
-                            bail!(
-                                "linear_solver.method = direct: the factor would take {:.1} GB (limit {:.0} GB); use cg_amg for a problem of {} unknowns",
-                                bytes / 1e9,
-                                DIRECT_MAX_FACTOR_BYTES / 1e9,
-                                k.n_rows()
-                            );
+                            return Err(Error::FactorTooLarge {
+                                bytes,
+                                limit: DIRECT_MAX_FACTOR_BYTES,
+                                unknowns: k.n_rows(),
+                            });
                         }
                         slot.insert(Arc::new(s)).clone()
                     }
@@ -196,12 +198,27 @@ impl Preconditioning<Box<Hierarchy>> {
                 let (kind, h) = state.prepare(
                     |h, near_null| {
                         h.set_near_null_space(k, near_null)
-                            .context("AMG renewal for a new near-null space")
+                            .map_err(|error| Error::Preconditioner {
+                                stage: "AMG renewal for a new near-null space",
+                                error,
+                            })
                     },
-                    |h| h.update(k).map(drop).context("AMG update"),
+                    |h| {
+                        h.update(k)
+                            .map(drop)
+                            .map_err(|error| Error::Preconditioner {
+                                stage: "AMG update",
+                                error,
+                            })
+                    },
                     |near_null, params| {
-                        let h = Hierarchy::setup_external(k, near_null, params)
-                            .context("AMG set-up")?;
+                        let h =
+                            Hierarchy::setup_external(k, near_null, params).map_err(|error| {
+                                Error::Preconditioner {
+                                    stage: "AMG set-up",
+                                    error,
+                                }
+                            })?;
                         Ok(Box::new(h))
                     },
                 )?;

@@ -32,7 +32,6 @@ use std::time::Instant;
 
 use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
 use amg::{CgParams, PointBlockJacobi, TransferReport};
-use anyhow::{bail, Context, Result};
 use comm::Comm;
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
 use linalg::{Bsr, Device, Vector};
@@ -40,6 +39,7 @@ use linalg::{Bsr, Device, Vector};
 use super::krylov::Krylov;
 use super::preconditioner::{AmgState, Preconditioning};
 use super::report::{DeviceSolveReport, LinearSolveReport, SetupKind};
+use crate::error::{Error, Result};
 
 /// The distributed hierarchy of a rank, and its levels on the rank's GPU where the solves run
 /// there.
@@ -89,7 +89,7 @@ impl RankRows {
         }
         let partition = RowPartition::new(self.comm.clone(), self.n_owned_nodes)?;
         let p = DistPattern::from_local(partition, k.pattern(), &self.node_globals, 3)
-            .context("the distributed pattern of the tangent")?;
+            .map_err(Error::DistributedPattern)?;
         // the halo fills every ghost node of the part (ascending global ids), whether an owned
         // row reaches it or not; agreed, so no rank goes on alone
         let part_ghosts = &self.node_globals[self.n_owned_nodes..];
@@ -127,10 +127,9 @@ impl RankRows {
         // on the host.
         let assembled_on_gpu = !k.device().is_host();
         if assembled_on_gpu && !on_gpu {
-            bail!(
-                "the tangent lives on {}, the distributed solver on the host",
-                k.device().name()
-            );
+            return Err(Error::TangentOnDevice {
+                device: k.device().name(),
+            });
         }
         // The operator and right-hand side where the solve runs.
         let t0 = self.device.transfers();
@@ -165,10 +164,9 @@ impl RankRows {
         let setup = match preconditioner {
             Preconditioning::Jacobi => SetupKind::Jacobi,
             Preconditioning::Direct { .. } => {
-                bail!(
-                    "the direct solver is not available on {} MPI ranks",
-                    self.ranks()
-                )
+                return Err(Error::DirectOnRanks {
+                    ranks: self.ranks(),
+                })
             }
             // on the CPUs the hierarchy takes the operator just filled as its finest level (no
             // second copy of the tangent) and the solve runs on it there
@@ -186,7 +184,7 @@ impl RankRows {
             (true, Some(d), _, _) => d,
             (false, _, Some(a), _) => a,
             (false, _, None, Some(a)) => a,
-            _ => bail!("no operator where the solve runs"),
+            _ => return Err(Error::Missing("no operator where the solve runs")),
         };
         let pbj = match setup {
             SetupKind::Jacobi => Some(PointBlockJacobi::new(run.diag())?),
@@ -204,7 +202,7 @@ impl RankRows {
                 }),
             ) if on_gpu => d,
             (None, Some(h)) => &h.host,
-            _ => bail!("no preconditioner was set up"),
+            _ => return Err(Error::Missing("no preconditioner was set up")),
         };
         let mut solution = run.owned_zeros()?;
         let outcome = krylov.solve(run, &rhs, &mut solution, pc, params)?;
@@ -280,7 +278,7 @@ impl RankRows {
             Ok(self
                 .device_operator
                 .as_ref()
-                .context("the tangent's owned rows on the GPU")?
+                .ok_or(Error::Missing("the tangent's owned rows on the GPU"))?
                 .to_device(&Device::Host)?)
         };
         let owned_rows = |near_null: &amg::NearNullSpace| -> Result<Vec<f64>> {

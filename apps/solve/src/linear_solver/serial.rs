@@ -5,12 +5,12 @@
 use std::time::Instant;
 
 use amg::{CgParams, Hierarchy, TransferReport};
-use anyhow::{Context, Result};
 use linalg::{Bsr, Device, Vector};
 
 use super::krylov::Krylov;
 use super::preconditioner::{FactorPreconditioner, Preconditioning, SerialReady};
 use super::report::{DeviceSolveReport, LinearSolveReport};
+use crate::error::{Error, Result};
 use crate::params::DeviceChoice;
 
 /// The GPU copies of the tangent, right-hand side and solution a device solver keeps between
@@ -28,8 +28,7 @@ impl DeviceSide {
         let device = match choice {
             DeviceChoice::Cpu => return Ok(None),
             DeviceChoice::Auto => Device::auto(),
-            DeviceChoice::Cuda => Device::cuda(Device::thread_gpu())
-                .context("device: `cuda` needs a usable GPU (`auto` falls back to the CPU)")?,
+            DeviceChoice::Cuda => Device::cuda(Device::thread_gpu()).map_err(Error::NoGpu)?,
         };
         Ok((!device.is_host()).then_some(Self {
             device,
@@ -90,7 +89,7 @@ pub(crate) fn solve(
     let (dk, db, mut dx) = (side.k.take(), side.b.take(), side.x.take());
     let result = match (&dk, &db, &mut dx) {
         (Some(dk), Some(db), Some(dx)) => solve_here(preconditioner, krylov, dk, db, dx, params),
-        _ => Err(anyhow::anyhow!("device copies missing")),
+        _ => Err(Error::Missing("device copies missing")),
     };
     let download = (|| -> Result<u64> {
         let before = device.transfers();
