@@ -158,6 +158,47 @@ mod tests {
         }
     }
 
+    /// The plan made from the assignment is the aggregates' own: `P0`'s pattern one block per
+    /// aggregated vertex in its aggregate's column, and the groups the aggregates' member lists
+    /// (`Aggregates::members`, their blocks' slots beside them), so `P0` and the coarse space
+    /// are the bits of a grouped QR on those lists.
+    #[test]
+    fn the_plan_is_the_aggregates_member_lists() {
+        let (n, bs, k) = (300, 3, 6);
+        let aggs = aggregate(&line_graph(n), MisDistance::Two, bs, k);
+        let nns = NearNullSpace::from_row_major(n * bs, k, rand_vec(8, n * bs * k)).unwrap();
+        let plan = TentativePlan::new(&aggs, bs, k).unwrap();
+        let (p0, bc) = plan.build(&nns, &Device::Host).unwrap();
+        // the lists as the aggregates hold them
+        let mut slot_of = vec![u32::MAX; n];
+        let mut row_ptr = vec![0usize];
+        let mut cols = Vec::new();
+        for (v, &a) in aggs.assignment().iter().enumerate() {
+            if a != UNAGGREGATED {
+                slot_of[v] = cols.len() as u32;
+                cols.push(a);
+            }
+            row_ptr.push(cols.len());
+        }
+        let pattern = BlockPattern::new(n, aggs.n_aggregates(), row_ptr, cols).unwrap();
+        assert_eq!(*plan.pattern, pattern);
+        let members: Vec<u32> = (0..aggs.n_aggregates())
+            .flat_map(|a| aggs.members(a).iter().copied())
+            .collect();
+        let slots = members.iter().map(|&v| slot_of[v as usize]).collect();
+        let offsets = aggs.member_offsets().to_vec();
+        let lists = GroupedQrPlan::new(offsets, members, slots, bs, k).unwrap();
+        let mut q = Bsr::zeros(Arc::new(pattern), bs, k);
+        let r = lists.factor(nns.row_major().unwrap(), &mut q).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(p0.host().unwrap()), bits(q.host().unwrap()), "P0");
+        assert_eq!(
+            bits(bc.row_major().unwrap()),
+            bits(&r),
+            "coarse near-null space"
+        );
+    }
+
     /// On a GPU, the tentative stage of a level whose near-null space is there: the plan built
     /// from the assignment (all that goes up: 4 bytes a vertex; a few totals come down), the
     /// host plan's pattern, and `P0` and the coarse near-null space the host's bits.

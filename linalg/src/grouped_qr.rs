@@ -508,7 +508,7 @@ pub(crate) mod tests {
             // every group once per round of n_groups rows, in a scrambled order (0, last, 1,
             // last - 1, ..): at least 3 rows each
             let t = i % n_groups;
-            let g = if t % 2 == 0 {
+            let g = if t.is_multiple_of(2) {
                 t / 2
             } else {
                 n_groups - 1 - t / 2
