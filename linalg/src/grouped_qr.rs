@@ -208,20 +208,19 @@ impl GroupedQrPlan {
         let mut row_ptr = Vec::with_capacity(n + 1);
         row_ptr.push(0usize);
         let mut cols = Vec::with_capacity(n);
-        let mut count = vec![0usize; n_groups + 1];
         for &g in assignment {
             if g != NO_GROUP {
                 cols.push(g);
-                if let Some(c) = count.get_mut(g as usize + 1) {
-                    *c += 1;
-                }
             }
             row_ptr.push(cols.len());
         }
-        // validates every group against `n_groups` before `count` is trusted
+        // validated: every group below `n_groups`, which fits a u32
         let pattern = Arc::new(BlockPattern::new(n, n_groups, row_ptr, cols)?);
         // a counting sort by group: each group's rows ascending, their slots beside them
-        let mut offsets = count;
+        let mut offsets = vec![0usize; n_groups + 1];
+        for &g in pattern.col_idx() {
+            offsets[g as usize + 1] += 1;
+        }
         for g in 0..n_groups {
             offsets[g + 1] += offsets[g];
         }
@@ -498,7 +497,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// A map of `n` rows into groups of 3..=5 rows, rows of a group spread over the map, every
+    /// A map of `n` rows into groups of 3 or 4 rows, rows of a group spread over the map, every
     /// seventh row in no group: the map and the number of groups.
     fn spread_assignment(n: usize) -> (Vec<u32>, usize) {
         let grouped: Vec<usize> = (0..n).filter(|r| r % 7 != 3).collect();
