@@ -25,33 +25,32 @@ pub struct TentativePlan {
     k: usize,
 }
 
+// the aggregation's "no aggregate" is the grouped QR's "no group"
+const _: () = assert!(UNAGGREGATED == linalg::grouped_qr::NO_GROUP);
+
 impl TentativePlan {
-    /// The plan of `aggs` for `bs` unknowns per vertex and `k` near-null vectors.
+    /// The plan of `aggs` for `bs` unknowns per vertex and `k` near-null vectors, on the host.
     pub fn new(aggs: &Aggregates, bs: usize, k: usize) -> Result<Self, AmgError> {
-        let n = aggs.n_vertices();
-        // one block in each aggregated vertex's row (its aggregate's column), none elsewhere
-        let mut slot_of = vec![u32::MAX; n];
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        row_ptr.push(0usize);
-        let mut cols = Vec::with_capacity(n);
-        for (v, &a) in aggs.assignment().iter().enumerate() {
-            if a != UNAGGREGATED {
-                slot_of[v] = cols.len() as u32;
-                cols.push(a);
-            }
-            row_ptr.push(cols.len());
-        }
-        let pattern = Arc::new(BlockPattern::new(n, aggs.n_aggregates(), row_ptr, cols)?);
-        let offsets = aggs.member_offsets().to_vec();
-        let members: Vec<u32> = (0..aggs.n_aggregates())
-            .flat_map(|a| aggs.members(a).iter().copied())
-            .collect();
-        let slots = members.iter().map(|&v| slot_of[v as usize]).collect();
-        let qr = GroupedQrPlan::new(offsets, members, slots, bs, k)?;
+        Self::new_on(aggs, bs, k, &Device::Host)
+    }
+
+    /// [`Self::new`] for a level on `device`: on a GPU `P0`'s pattern and the QR's member
+    /// lists are also built there from the vertex -> aggregate map, which is all that goes up
+    /// (4 bytes a vertex; [`GroupedQrPlan::from_assignment`]), and [`Self::build`] uploads
+    /// neither. The host plan is made too: `P0`'s host pattern is what the smoothing and
+    /// Galerkin plans, the level reports and a renewal's pattern checks read.
+    pub fn new_on(
+        aggs: &Aggregates,
+        bs: usize,
+        k: usize,
+        device: &Device,
+    ) -> Result<Self, AmgError> {
+        let (pattern, qr) =
+            GroupedQrPlan::from_assignment(aggs.assignment(), aggs.n_aggregates(), bs, k, device)?;
         Ok(Self {
             pattern,
             qr,
-            n_vertices: n,
+            n_vertices: aggs.n_vertices(),
             bs,
             k,
         })
@@ -61,8 +60,9 @@ impl TentativePlan {
     /// there, the same bits on the host and a GPU) and the coarse near-null space
     /// (`n_aggregates * k` rows, `k` vectors), on `device` too. On a GPU the QR reads `nns`
     /// where it lives: no transfer for a near-null space already there (a host one is
-    /// uploaded), none for `P0`'s pattern and the QR plan after their first use (both are
-    /// kept with the plan, so a renewal that keeps the plan moves neither), no wait.
+    /// uploaded), none for `P0`'s pattern and the QR plan where [`Self::new_on`] built them
+    /// on this GPU or after their first use (both are kept with the plan, so a renewal that
+    /// keeps the plan moves neither), no wait.
     pub fn build(
         &self,
         nns: &NearNullSpace,
@@ -155,6 +155,101 @@ mod tests {
                 let s: f64 = (0..rows).map(|i| d[i * cols + c1] * d[i * cols + c2]).sum();
                 assert!((s - if c1 == c2 { 1.0 } else { 0.0 }).abs() < 1e-12);
             }
+        }
+    }
+
+    /// The plan made from the assignment is the aggregates' own: `P0`'s pattern one block per
+    /// aggregated vertex in its aggregate's column, and the groups the aggregates' member lists
+    /// (`Aggregates::members`, their blocks' slots beside them), so `P0` and the coarse space
+    /// are the bits of a grouped QR on those lists.
+    #[test]
+    fn the_plan_is_the_aggregates_member_lists() {
+        let (n, bs, k) = (300, 3, 6);
+        let aggs = aggregate(&line_graph(n), MisDistance::Two, bs, k);
+        let nns = NearNullSpace::from_row_major(n * bs, k, rand_vec(8, n * bs * k)).unwrap();
+        let plan = TentativePlan::new(&aggs, bs, k).unwrap();
+        let (p0, bc) = plan.build(&nns, &Device::Host).unwrap();
+        // the lists as the aggregates hold them
+        let mut slot_of = vec![u32::MAX; n];
+        let mut row_ptr = vec![0usize];
+        let mut cols = Vec::new();
+        for (v, &a) in aggs.assignment().iter().enumerate() {
+            if a != UNAGGREGATED {
+                slot_of[v] = cols.len() as u32;
+                cols.push(a);
+            }
+            row_ptr.push(cols.len());
+        }
+        let pattern = BlockPattern::new(n, aggs.n_aggregates(), row_ptr, cols).unwrap();
+        assert_eq!(*plan.pattern, pattern);
+        let members: Vec<u32> = (0..aggs.n_aggregates())
+            .flat_map(|a| aggs.members(a).iter().copied())
+            .collect();
+        let slots = members.iter().map(|&v| slot_of[v as usize]).collect();
+        let offsets = aggs.member_offsets().to_vec();
+        let lists = GroupedQrPlan::new(offsets, members, slots, bs, k).unwrap();
+        let mut q = Bsr::zeros(Arc::new(pattern), bs, k);
+        let r = lists.factor(nns.row_major().unwrap(), &mut q).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(p0.host().unwrap()), bits(q.host().unwrap()), "P0");
+        assert_eq!(
+            bits(bc.row_major().unwrap()),
+            bits(&r),
+            "coarse near-null space"
+        );
+    }
+
+    /// On a GPU, the tentative stage of a level whose near-null space is there: the plan built
+    /// from the assignment (all that goes up: 4 bytes a vertex; a few totals come down), the
+    /// host plan's pattern, and `P0` and the coarse near-null space the host's bits.
+    #[test]
+    fn device_tentative_stage_moves_only_the_assignment_and_gives_the_hosts_bits() {
+        let name = "device_tentative_stage_moves_only_the_assignment_and_gives_the_hosts_bits";
+        let device = match Device::cuda(0) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("SKIP {name}: no GPU ({e})");
+                return;
+            }
+        };
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (n, bs, k, distance) in [
+            (40, 3, 6, MisDistance::One),
+            (2000, 3, 6, MisDistance::Two),
+            (600, 6, 6, MisDistance::One),
+        ] {
+            let aggs = aggregate(&line_graph(n), distance, bs, k);
+            let values = rand_vec(n as u64, n * bs * k);
+            let nns = NearNullSpace::from_row_major(n * bs, k, values.clone()).unwrap();
+            let host_plan = TentativePlan::new(&aggs, bs, k).unwrap();
+            let (p0_host, bc_host) = host_plan.build(&nns, &Device::Host).unwrap();
+            let on_device = linalg::Vector::from_vec(values).to_device(&device).unwrap();
+            let nns_device = NearNullSpace::from_vector(n * bs, k, on_device).unwrap();
+            let before = device.transfers();
+            let plan = TentativePlan::new_on(&aggs, bs, k, &device).unwrap();
+            let (p0, bc) = plan.build(&nns_device, &device).unwrap();
+            let moved = device.transfers();
+            assert_eq!(
+                moved.host_to_device - before.host_to_device,
+                4 * n as u64,
+                "n {n}: the assignment alone goes up"
+            );
+            assert!(
+                moved.device_to_host - before.device_to_host <= 32,
+                "n {n}: two totals come down"
+            );
+            assert!(p0.device().same_as(&device) && bc.device().same_as(&device));
+            assert_eq!(plan.pattern, host_plan.pattern, "n {n}: P0's pattern");
+            assert_eq!(
+                bits(&p0.to_host_vec().unwrap()),
+                bits(&p0_host.to_host_vec().unwrap()),
+                "n {n}: P0"
+            );
+            assert_eq!(
+                bits(&bc.values().to_host_vec().unwrap()),
+                bits(&bc_host.values().to_host_vec().unwrap()),
+                "n {n}: coarse near-null space"
+            );
         }
     }
 

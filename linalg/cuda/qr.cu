@@ -146,3 +146,31 @@ extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* _
 #undef A
 #undef V
 }
+
+// ---- the plan from a row -> group assignment (GroupedQrPlan::from_assignment) ----
+//
+// Row i is in group assignment[i], or in none (NO_GROUP). The output pattern has one block in
+// each grouped row, in its group's column: grouped_rows_count writes 1 per grouped row (the
+// prefix sum of these is the pattern's row offsets), grouped_rows_fill the column of each
+// grouped row's block. The groups' member lists are then the pattern's transpose
+// (symbolic.cu's transpose_*: each group's rows ascending, their slots beside them).
+#define NO_GROUP 0xffffffffu
+
+extern "C" __global__ void grouped_rows_count(unsigned n_rows,
+                                              const unsigned* __restrict__ assignment,
+                                              unsigned* __restrict__ count) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    count[i] = assignment[i] != NO_GROUP ? 1u : 0u;
+}
+
+extern "C" __global__ void grouped_rows_fill(unsigned n_rows,
+                                             const unsigned* __restrict__ assignment,
+                                             const unsigned* __restrict__ row_ptr,
+                                             unsigned* __restrict__ col) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const unsigned g = assignment[i];
+    if (g != NO_GROUP) col[row_ptr[i]] = g;
+}
+#undef NO_GROUP

@@ -7,16 +7,21 @@
 //! (`linalg/cuda/qr.cu`, one lane per column of a group: no sum of `thin_qr` crosses columns)
 //! performs [`thin_qr`]'s operations one for one without FMA contraction, so `Q` and `R` are
 //! the host's bit for bit. [`GroupedQrPlan::factor_vector`] reads an input already on the GPU
-//! and leaves `R` there.
+//! and leaves `R` there. [`GroupedQrPlan::from_assignment`] makes the plan of a row -> group map
+//! (the tentative prolongator's aggregates) and `Q`'s pattern; on a GPU it builds both there
+//! from the map, so that neither is uploaded.
 
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
 use crate::backend::cuda::{CudaContext, DeviceGroupedQr};
-use crate::device::Storage;
+use crate::device::{Device, Storage};
 use crate::rows::split_rows;
-use crate::{Bsr, LinalgError, Vector};
+use crate::{BlockPattern, Bsr, LinalgError, Vector};
+
+/// The group of a row in no group, in [`GroupedQrPlan::from_assignment`]'s map.
+pub const NO_GROUP: u32 = u32::MAX;
 
 /// Reflections kept on the stack up to this many columns (the near-null vectors: 6 in 3D).
 const STACK_REFLECTIONS: usize = 64;
@@ -178,6 +183,67 @@ impl GroupedQrPlan {
             position,
             device: OnceLock::new(),
         })
+    }
+
+    /// The plan of the row -> group map `assignment` ([`NO_GROUP`]: the row is in none; groups
+    /// `0..n_groups`, each of at least `k` rows counting `bs` per row) and the pattern of its
+    /// `Q`: `assignment.len()` block rows, `n_groups` block columns, one block in each grouped
+    /// row, in its group's column. Group `g` holds its rows ascending; row `i`'s block of `Q`
+    /// is its pattern's slot (the grouped rows before it). On a GPU (`device`) both are also
+    /// built there from the map, whose upload (4 bytes a row) is all that goes up: the
+    /// pattern's device mirror and the plan's device arrays are set, so neither is uploaded
+    /// at a later use. Their entries are the host's (a counting sort that keeps the rows'
+    /// order). The host arrays are made on every device: [`Bsr`] keeps its pattern on the
+    /// host (its symbolic products, reports and renewal checks read it there), and so does the
+    /// plan (the host factorisation and the input bounds).
+    pub fn from_assignment(
+        assignment: &[u32],
+        n_groups: usize,
+        bs: usize,
+        k: usize,
+        device: &Device,
+    ) -> Result<(Arc<BlockPattern>, Self), LinalgError> {
+        let n = assignment.len();
+        // one block in each grouped row (its group's column), none elsewhere
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        row_ptr.push(0usize);
+        let mut cols = Vec::with_capacity(n);
+        for &g in assignment {
+            if g != NO_GROUP {
+                cols.push(g);
+            }
+            row_ptr.push(cols.len());
+        }
+        // validated: every group below `n_groups`, which fits a u32
+        let pattern = Arc::new(BlockPattern::new(n, n_groups, row_ptr, cols)?);
+        // a counting sort by group: each group's rows ascending, their slots beside them
+        let mut offsets = vec![0usize; n_groups + 1];
+        for &g in pattern.col_idx() {
+            offsets[g as usize + 1] += 1;
+        }
+        for g in 0..n_groups {
+            offsets[g + 1] += offsets[g];
+        }
+        let mut next = offsets.clone();
+        let mut members = vec![0u32; pattern.nnz()];
+        let mut slots = vec![0u32; pattern.nnz()];
+        for (row, &g) in assignment.iter().enumerate() {
+            if g != NO_GROUP {
+                let at = &mut next[g as usize];
+                members[*at] = row as u32;
+                slots[*at] = pattern.row_ptr()[row] as u32;
+                *at += 1;
+            }
+        }
+        let plan = Self::new(offsets, members, slots, bs, k)?;
+        if let Device::Cuda(ctx) = device {
+            if n > 0 {
+                let (dp, dq) = DeviceGroupedQr::from_assignment(ctx, assignment, n_groups, bs, k)?;
+                pattern.device_mirror().get_or_upload(ctx, || Ok(dp))?;
+                let _ = plan.device.set(Arc::new(dq));
+            }
+        }
+        Ok((pattern, plan))
     }
 
     /// Number of groups (the rows of `R` are `k` per group).
@@ -427,6 +493,135 @@ pub(crate) mod tests {
                 bits(&q.to_host_vec().unwrap()),
                 bits(&q_expected),
                 "Q, bs {bs} k {k}"
+            );
+        }
+    }
+
+    /// A map of `n` rows into groups of 3 or 4 rows, rows of a group spread over the map, every
+    /// seventh row in no group: the map and the number of groups.
+    fn spread_assignment(n: usize) -> (Vec<u32>, usize) {
+        let grouped: Vec<usize> = (0..n).filter(|r| r % 7 != 3).collect();
+        let n_groups = grouped.len() / 3;
+        let mut assignment = vec![NO_GROUP; n];
+        for (i, &r) in grouped.iter().enumerate() {
+            // every group once per round of n_groups rows, in a scrambled order (0, last, 1,
+            // last - 1, ..): at least 3 rows each
+            let t = i % n_groups;
+            let g = if t.is_multiple_of(2) {
+                t / 2
+            } else {
+                n_groups - 1 - t / 2
+            };
+            assignment[r] = g as u32;
+        }
+        (assignment, n_groups)
+    }
+
+    #[test]
+    fn the_plan_of_an_assignment_lists_each_groups_rows_ascending() {
+        // rows 0..6: groups [1, -, 0, 1, 0, 1]
+        let assignment = [1, NO_GROUP, 0, 1, 0, 1];
+        let (pattern, plan) =
+            GroupedQrPlan::from_assignment(&assignment, 2, 3, 6, &Device::Host).unwrap();
+        assert_eq!(pattern.row_ptr(), &[0, 1, 1, 2, 3, 4, 5]);
+        assert_eq!(pattern.col_idx(), &[1, 0, 1, 0, 1]);
+        assert_eq!(plan.offsets, vec![0, 2, 5]);
+        assert_eq!(plan.members, vec![2, 4, 0, 3, 5]);
+        assert_eq!(plan.slots, vec![1, 3, 0, 2, 4]);
+        // a group out of range, a group too small for k
+        assert!(GroupedQrPlan::from_assignment(&[0, 2], 2, 3, 3, &Device::Host).is_err());
+        assert!(GroupedQrPlan::from_assignment(&[0, 0, 1], 2, 3, 6, &Device::Host).is_err());
+        // Q of the plan is each group's thin QR, as for any plan
+        let (assignment, n_groups) = spread_assignment(40);
+        let (pattern, plan) =
+            GroupedQrPlan::from_assignment(&assignment, n_groups, 3, 6, &Device::Host).unwrap();
+        assert_eq!(plan.n_groups(), n_groups);
+        for w in plan.offsets.windows(2) {
+            assert!(plan.members[w[0]..w[1]].windows(2).all(|m| m[0] < m[1]));
+        }
+        let b = rand_vec(4, 40 * 18);
+        let mut q = Bsr::zeros(pattern, 3, 6);
+        let r = plan.factor(&b, &mut q).unwrap();
+        assert_eq!(r.len(), n_groups * 36);
+    }
+
+    /// On a GPU: the plan built there from the map is the host's entry for entry, the map is
+    /// all that goes up, and `Q`, `R` are the host's bits with nothing more uploaded.
+    #[test]
+    fn the_device_plan_of_an_assignment_is_the_hosts_and_moves_only_the_map() {
+        let name = "the_device_plan_of_an_assignment_is_the_hosts_and_moves_only_the_map";
+        let ctx = match CudaContext::new(0) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("SKIP {name}: no GPU ({e})");
+                return;
+            }
+        };
+        let device = Device::Cuda(ctx.clone());
+        for (n, bs, k) in [(40, 3, 6), (3001, 3, 6), (500, 6, 6), (77, 1, 1), (0, 3, 6)] {
+            let (assignment, n_groups) = spread_assignment(n);
+            let (host_pattern, host_plan) =
+                GroupedQrPlan::from_assignment(&assignment, n_groups, bs, k, &Device::Host)
+                    .unwrap();
+            let before = device.transfers();
+            let (pattern, plan) =
+                GroupedQrPlan::from_assignment(&assignment, n_groups, bs, k, &device).unwrap();
+            let moved = device.transfers();
+            assert_eq!(
+                moved.host_to_device - before.host_to_device,
+                4 * n as u64,
+                "n {n}: only the map goes up"
+            );
+            assert!(
+                moved.device_to_host - before.device_to_host <= 32,
+                "n {n}: only totals come down"
+            );
+            assert_eq!(*pattern, *host_pattern, "n {n}: host pattern");
+            assert_eq!(
+                (&plan.offsets, &plan.members, &plan.slots),
+                (&host_plan.offsets, &host_plan.members, &host_plan.slots),
+                "n {n}: host plan"
+            );
+            if n == 0 {
+                continue;
+            }
+            let unset = || {
+                Err(LinalgError::InvalidPlan {
+                    what: "test",
+                    reason: "the device pattern was not built".into(),
+                })
+            };
+            let dp = pattern.device_mirror().get_or_upload(&ctx, unset).unwrap();
+            assert_eq!(
+                dp.download(&ctx).unwrap(),
+                *host_pattern,
+                "n {n}: device pattern"
+            );
+            let dq = plan
+                .device
+                .get()
+                .expect("device plan built")
+                .download(&ctx)
+                .unwrap();
+            let offsets: Vec<u32> = host_plan.offsets.iter().map(|&o| o as u32).collect();
+            assert_eq!(dq[0], offsets, "n {n}: device offsets");
+            assert_eq!(dq[1], host_plan.members, "n {n}: device members");
+            assert_eq!(dq[2], host_plan.slots, "n {n}: device slots");
+            // the factorisation on the device plan: the host's bits, nothing uploaded but b
+            let b = rand_vec(n as u64, n * bs * k);
+            let mut q_host = Bsr::zeros(host_pattern.clone(), bs, k);
+            let r_host = host_plan.factor(&b, &mut q_host).unwrap();
+            let b_device = Vector::from_vec(b).to_device(&device).unwrap();
+            let before = device.transfers();
+            let mut q = Bsr::zeros_on(&device, pattern.clone(), bs, k).unwrap();
+            let r = plan.factor_vector(&b_device, &mut q).unwrap();
+            assert_eq!(device.transfers().host_to_device, before.host_to_device);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&r.to_host_vec().unwrap()), bits(&r_host), "n {n}: R");
+            assert_eq!(
+                bits(&q.to_host_vec().unwrap()),
+                bits(&q_host.to_host_vec().unwrap()),
+                "n {n}: Q"
             );
         }
     }

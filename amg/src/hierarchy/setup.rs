@@ -302,12 +302,13 @@ fn coarsen_level(
         ),
         None => (None, None, None),
     };
-    // P0's values computed where the operator lives (the same bits on the host and a GPU)
+    // P0's values computed where the operator lives (the same bits on the host and a GPU);
+    // on a GPU its pattern and QR plan are built there from the assignment
     let (tentative, p0, coarse_near_null) =
         timed_moving(&mut tm.tentative_s, &mut bytes.tentative, &device, || {
             let plan = match tentative {
                 Some(plan) => plan,
-                None => TentativePlan::new(&aggregates, bs, k)?,
+                None => TentativePlan::new_on(&aggregates, bs, k, &device)?,
             };
             let (p0, coarse) = plan.build(near_null, &a.device())?;
             Ok::<_, AmgError>((plan, p0, coarse))

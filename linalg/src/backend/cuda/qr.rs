@@ -2,16 +2,22 @@
 //! once ([`DeviceGroupedQr::upload`]), then one factorisation per input, bit-identical to the
 //! host's [`crate::grouped_qr::GroupedQrPlan`] (the kernel mirrors `thin_qr` without FMA; one
 //! lane per column of a group, each running its column's operations in the host's order).
+//! [`DeviceGroupedQr::from_assignment`] builds the groups and `Q`'s pattern on the device from
+//! a row -> group map instead (4 bytes a row go up, two totals come down).
 
 use cudarc::driver::PushKernelArg;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, QR};
+use super::matrix::DevicePattern;
+use super::symbolic::{exclusive_scan, transpose_pattern};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
 /// Threads per block of `grouped_qr_lanes` (`LANE_BLOCK / K` groups of `K` lanes each).
 const LANE_BLOCK: u32 = 128;
+/// Threads per block of the one-thread-per-row kernels of the plan.
+const ROW_BLOCK: u32 = 128;
 
 /// A grouped QR's groups on the device (see [`crate::grouped_qr::GroupedQrPlan`]).
 #[derive(Debug)]
@@ -46,6 +52,88 @@ impl DeviceGroupedQr {
             members: ctx.upload(members)?,
             slots: ctx.upload(slots)?,
         })
+    }
+
+    /// The groups of the row -> group map `assignment` (`u32::MAX`: a row in no group), built
+    /// on the device from the map (uploaded: 4 bytes a row; the two prefix sums' totals come
+    /// down): `Q`'s pattern (`assignment.len()` block rows, `n_groups` block columns, one
+    /// block in each grouped row, in its group's column) and the groups (each group's rows
+    /// ascending, their blocks' slots in that pattern), the host's
+    /// [`crate::grouped_qr::GroupedQrPlan::from_assignment`] entry for entry (a prefix sum of
+    /// the grouped rows, then the pattern's transpose: a counting sort by group, each group
+    /// ordered by slot, hence by row). The caller checks the map (every group below
+    /// `n_groups`, as the host pattern's validation does) and that every group has a row.
+    pub fn from_assignment(
+        ctx: &CudaContext,
+        assignment: &[u32],
+        n_groups: usize,
+        bs: usize,
+        k: usize,
+    ) -> Result<(DevicePattern, Self), LinalgError> {
+        let uploaded = ctx.upload(assignment)?;
+        Self::from_device_assignment(ctx, &uploaded, n_groups, bs, k)
+    }
+
+    /// [`Self::from_assignment`] of a map already on the device (nothing goes up): for an
+    /// aggregation that leaves its map there.
+    pub fn from_device_assignment(
+        ctx: &CudaContext,
+        assignment: &DeviceBuffer<u32>,
+        n_groups: usize,
+        bs: usize,
+        k: usize,
+    ) -> Result<(DevicePattern, Self), LinalgError> {
+        let rows = assignment.len();
+        if rows >= u32::MAX as usize {
+            return Err(LinalgError::DimensionTooLarge {
+                what: "device grouped QR: rows",
+                value: rows,
+            });
+        }
+        let n = rows as u32;
+        let config = grid_1d(rows as u64, ROW_BLOCK);
+        let defines = [("BS", bs as i64), ("K", k as i64)];
+        let mut count = ctx.zeros::<u32>(rows.max(1))?;
+        let f = ctx.function(&QR, &defines, "grouped_rows_count")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n).arg(assignment).arg(&mut count);
+        // SAFETY: `assignment` and `count` hold `rows` values (`count` at least one).
+        unsafe { l.launch(config) }.map_err(driver_err("grouped_rows_count"))?;
+        let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device grouped QR: members")?;
+        drop(count);
+        let mut col_idx = ctx.zeros::<u32>((nnz as usize).max(1))?;
+        let f = ctx.function(&QR, &defines, "grouped_rows_fill")?;
+        let mut l = ctx.stream().launch_builder(&f);
+        l.arg(&n).arg(assignment).arg(&row_ptr).arg(&mut col_idx);
+        // SAFETY: `row_ptr` holds `rows + 1` offsets of the grouped rows, `col_idx` a value
+        // per grouped row (at least one).
+        unsafe { l.launch(config) }.map_err(driver_err("grouped_rows_fill"))?;
+        if nnz == 0 {
+            // an empty buffer, as an uploaded empty pattern has
+            col_idx = ctx.upload(&[])?;
+        }
+        let pattern = DevicePattern::from_parts(rows, n_groups, nnz as usize, row_ptr, col_idx);
+        let (groups, slots) = transpose_pattern(ctx, &pattern)?;
+        let plan = Self {
+            n_groups,
+            n_members: nnz as usize,
+            bs,
+            k,
+            offsets: groups.row_ptr,
+            members: groups.col_idx,
+            slots,
+        };
+        Ok((pattern, plan))
+    }
+
+    /// The offsets, members and slots downloaded (tests compare them with the host plan's).
+    #[cfg(test)]
+    pub(crate) fn download(&self, ctx: &CudaContext) -> Result<[Vec<u32>; 3], LinalgError> {
+        Ok([
+            ctx.download(&self.offsets)?,
+            ctx.download(&self.members)?,
+            ctx.download(&self.slots)?,
+        ])
     }
 
     /// Factors the groups of the host input `b` (uploaded here): `Q` into `q` (one `bs x k`
