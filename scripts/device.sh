@@ -29,6 +29,7 @@ lib_test=$(test_exe hexfem-linalg --lib)
 linalg_device=$(test_exe hexfem-linalg --test device)
 linalg_cg=$(test_exe hexfem-linalg --test cg_coefficients)
 amg_device=$(test_exe hexfem-amg --test device)
+amg_lib=$(test_exe hexfem-amg --lib)
 assembly_device=$(test_exe hexfem-assembly --test device)
 sim_lib=$(test_exe hexfem-sim --lib)
 bench_lib=$(test_exe hexfem-bench --lib)
@@ -45,6 +46,7 @@ cp "$lib_test" "$stage/bin/test_linalg"
 cp "$linalg_device" "$stage/bin/test_linalg_device"
 cp "$linalg_cg" "$stage/bin/test_linalg_cg"
 cp "$amg_device" "$stage/bin/test_amg_device"
+cp "$amg_lib" "$stage/bin/test_amg_lib"
 cp "$assembly_device" "$stage/bin/test_assembly_device"
 cp "$sim_lib" "$stage/bin/test_sim"
 cp "$bench_lib" "$stage/bin/test_bench"

@@ -106,6 +106,9 @@ if [ "$TESTS" = 1 ]; then
     for t in test_linalg_device test_linalg_cg test_amg_device test_assembly_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
+    # amg's library tests that take a GPU (the tentative stage on the device)
+    "$here/bin/test_amg_lib" --test-threads=1 --nocapture device_ >> "$out/tests.log" 2>&1 \
+        || status=1
     "$here/bin/test_bench" --test-threads=1 --nocapture newton >> "$out/tests.log" 2>&1 || status=1
     "$here/bin/test_sim" --test-threads=1 --nocapture gpu_runs >> "$out/tests.log" 2>&1 || status=1
     grep -E "^test .*(FAILED|panicked)|SKIP|test result|panicked|^m = |hot update:|^gpu_runs:" "$out/tests.log" | tail -n 40
