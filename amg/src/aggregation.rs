@@ -118,30 +118,6 @@ pub fn mis(graph: &StrengthGraph, distance: MisDistance) -> Vec<bool> {
     mis_rounds(graph, distance, status)
 }
 
-/// [`mis`] with its rounds on `device` (on a GPU: the graph and the priorities uploaded, one
-/// counter downloaded per round, the set at the end): the same set as on the host, since the
-/// rounds are integer-only and Jacobi-style.
-pub fn mis_on(
-    graph: &StrengthGraph,
-    distance: MisDistance,
-    device: &linalg::Device,
-) -> Result<Vec<bool>, AmgError> {
-    let status = initial_status(graph);
-    match device.cuda_context() {
-        None => Ok(mis_rounds(graph, distance, status)),
-        Some(ctx) => {
-            let status = linalg::gpu::luby_mis(
-                ctx,
-                graph.row_ptr(),
-                graph.cols(),
-                &status,
-                distance == MisDistance::Two,
-            )?;
-            Ok(status.into_iter().map(|s| s == IN).collect())
-        }
-    }
-}
-
 /// Every vertex's priority, or `OUT` for isolated vertices.
 fn initial_status(graph: &StrengthGraph) -> Vec<u64> {
     (0..graph.n_vertices())
@@ -250,19 +226,6 @@ pub fn aggregate(
     min_dofs: usize,
 ) -> Aggregates {
     aggregate_with_roots(graph, bs, min_dofs, mis(graph, distance))
-}
-
-/// [`aggregate`] with the MIS rounds on `device` ([`mis_on`]; the rest on the host): the same
-/// aggregates on every device.
-pub fn aggregate_on(
-    graph: &StrengthGraph,
-    distance: MisDistance,
-    bs: usize,
-    min_dofs: usize,
-    device: &linalg::Device,
-) -> Result<Aggregates, AmgError> {
-    let roots = mis_on(graph, distance, device)?;
-    Ok(aggregate_with_roots(graph, bs, min_dofs, roots))
 }
 
 /// [`aggregate`] where `graph` lives. A device graph is aggregated on its GPU

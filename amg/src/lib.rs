@@ -35,9 +35,7 @@ pub mod tentative;
 pub(crate) mod test_util;
 mod vcycle;
 
-pub use aggregation::{
-    aggregate, aggregate_level, aggregate_on, mis, mis_level, mis_on, Aggregates, MisDistance,
-};
+pub use aggregation::{aggregate, aggregate_level, mis, mis_level, Aggregates, MisDistance};
 pub use error::AmgError;
 pub use gmres::{gmres, gmres_operator, GmresOutcome, GmresParams, GmresStopReason};
 pub use hierarchy::{

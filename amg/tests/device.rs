@@ -278,9 +278,11 @@ fn device_mis_and_aggregates_equal_the_host_ones() {
         for l in 0..h.n_levels() - 1 {
             let op = if l == 0 { &p.a } else { h.operator(l).unwrap() };
             let graph = amg::strength_graph(op, params.strength_threshold).unwrap();
+            let od = op.to_device(&dev).unwrap();
+            let device_graph = amg::level_strength_graph(&od, params.strength_threshold).unwrap();
             for distance in [amg::MisDistance::One, amg::MisDistance::Two] {
                 let host = amg::mis(&graph, distance);
-                let device = amg::mis_on(&graph, distance, &dev).unwrap();
+                let device = amg::mis_level(&device_graph, distance).unwrap();
                 assert_eq!(device, host, "m = {m}, level {l}, {distance:?}");
                 assert!(host.iter().any(|&r| r));
             }

@@ -17,7 +17,7 @@
 //!   without a device.
 //! - Operations on device arrays, each bit-identical to its host counterpart on the same values:
 //!   [`fill`], [`axpy`], [`axpby`], [`dot`], [`dot_exact`], [`dot_exact_prefix`], [`sum`] and
-//!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`], [`luby_mis`];
+//!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`];
 //!   a device operator's strength graph and its MIS aggregation ([`DeviceGraph`]: `amg`'s
 //!   graph, roots and aggregates, bit for bit).
 //!   Operations on [`crate::Vector`] and [`crate::Bsr`] ([`crate::ops`], the matrix methods) run
@@ -35,7 +35,6 @@ pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
 pub use crate::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
 pub use crate::backend::cuda::graph::{DeviceGraph, HostGraph};
 pub use crate::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
-pub use crate::backend::cuda::mis::luby_mis;
 pub use crate::backend::cuda::ops::norm_inf;
 pub use crate::backend::cuda::peer::{PeerChannel, PeerLists};
 pub use crate::backend::cuda::vector::{
