@@ -289,11 +289,14 @@ impl RankOutput {
             node_member.push(member);
             probed_cell_sets.push(name);
         }
-        let file_node_sets: Vec<usize> = mesh
+        let file_node_sets = mesh
             .node_sets
             .keys()
-            .map(|k| node_names.binary_search(k).expect("a node set name"))
-            .collect();
+            .map(|k| match node_names.binary_search(k) {
+                Ok(i) => Ok(i),
+                Err(_) => fail!("node set {k:?} missing from the named sets"),
+            })
+            .collect::<Result<Vec<usize>>>()?;
         let cell_sets: Vec<String> = mesh.cell_sets.keys().cloned().collect();
         let face_sets: Vec<String> = mesh.face_sets.keys().cloned().collect();
         let owned_cell = |c: usize| part.cell_owned[c];
@@ -316,12 +319,10 @@ impl RankOutput {
                 .count() as f64
         }));
         comm.allreduce_sum(&mut sizes)?;
+        // one summed size per set, in the order file node sets, cell sets, face sets
         let mut sizes = sizes.into_iter().map(|s| s as usize);
         let named = |names: &[String], sizes: &mut dyn Iterator<Item = usize>| {
-            names
-                .iter()
-                .map(|n| (n.clone(), sizes.next().expect("a size per set")))
-                .collect::<Vec<_>>()
+            names.iter().cloned().zip(sizes).collect::<Vec<_>>()
         };
         let file_names: Vec<String> = mesh.node_sets.keys().cloned().collect();
         let shape = MeshShape {
@@ -636,7 +637,7 @@ impl RankOutput {
         );
         let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
         let mut gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
-            let at = |d| shape.dataset(d).expect("a dataset of the shape");
+            let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
             let mut next_member = vec![0usize; shape.node_sets.len()];
             let w = mesh_nodes.width();
             stats.push(mesh_nodes.gather(comm, &mut node_record, |ids, records| {
@@ -657,21 +658,17 @@ impl RankOutput {
                     }
                 }
                 if let Some(p) = pieces.as_deref_mut() {
-                    p.put_f64(at(MeshDataset::Coordinates), 3 * ids[0] as usize, &coords);
+                    p.put_f64(at.coordinates, 3 * ids[0] as usize, &coords);
                     if shape.node_indicators.is_some() {
                         for s in 0..node_names {
                             let flags: Vec<u64> = (0..ids.len())
                                 .map(|i| u64::from(has_bit(&records[i * w + 3..(i + 1) * w], s)))
                                 .collect();
-                            p.put_indices(
-                                at(MeshDataset::NodeIndicator(s)),
-                                ids[0] as usize,
-                                &flags,
-                            );
+                            p.put_indices(at.node_indicators[s], ids[0] as usize, &flags);
                         }
                     }
                     for (j, m) in members.iter().enumerate() {
-                        p.put_indices(at(MeshDataset::NodeSet(j)), next_member[j], m);
+                        p.put_indices(at.node_sets[j], next_member[j], m);
                         next_member[j] += m.len();
                     }
                 }
@@ -704,8 +701,8 @@ impl RankOutput {
                 }
                 if let Some(p) = pieces.as_deref_mut() {
                     let first = ids[0] as usize;
-                    p.put_indices(at(MeshDataset::Connectivity), npc * first, &conn);
-                    p.put_indices(at(MeshDataset::Material), first, &mat);
+                    p.put_indices(at.connectivity, npc * first, &conn);
+                    p.put_indices(at.material, first, &mat);
                     if shape.node_indicators.is_some() {
                         for j in 0..n_cell_sets {
                             let flags: Vec<u64> = (0..ids.len())
@@ -714,15 +711,15 @@ impl RankOutput {
                                     u64::from(has_bit(&r[..cell_words], j))
                                 })
                                 .collect();
-                            p.put_indices(at(MeshDataset::CellIndicator(j)), first, &flags);
+                            p.put_indices(at.cell_indicators[j], first, &flags);
                         }
                     }
                     for (j, c) in cells.iter().enumerate() {
-                        p.put_indices(at(MeshDataset::CellSet(j)), next_cell[j], c);
+                        p.put_indices(at.cell_sets[j], next_cell[j], c);
                         next_cell[j] += c.len();
                     }
                     for (j, f) in faces.iter().enumerate() {
-                        p.put_indices(at(MeshDataset::FaceSet(j)), next_face[j], f);
+                        p.put_indices(at.face_sets[j], next_face[j], f);
                         next_face[j] += f.len();
                     }
                 }
@@ -1014,5 +1011,56 @@ fn step_field_of_strain(field: OutputField) -> StepField {
         OutputField::GreenLagrangeStrain => StepField::GreenLagrangeStrain,
         OutputField::LogarithmicStrain => StepField::LogarithmicStrain,
         _ => StepField::Strain,
+    }
+}
+
+/// The index of every `/mesh` dataset the gather writes, resolved once against the file's
+/// shape (an error, not a panic, where the shape and the gathered sets disagree).
+struct MeshDatasets {
+    coordinates: usize,
+    connectivity: usize,
+    material: usize,
+    node_sets: Vec<usize>,
+    cell_sets: Vec<usize>,
+    face_sets: Vec<usize>,
+    /// Empty unless the shape writes the `sets` indicators.
+    node_indicators: Vec<usize>,
+    /// Empty unless the shape writes the `sets` indicators.
+    cell_indicators: Vec<usize>,
+}
+
+impl MeshDatasets {
+    /// The datasets of `shape` for its node sets, `n_named_nodes` node indicators (where it
+    /// writes indicators), `n_cell_sets` cell and `n_face_sets` face sets.
+    fn of(
+        shape: &MeshShape,
+        n_named_nodes: usize,
+        n_cell_sets: usize,
+        n_face_sets: usize,
+    ) -> Result<Self> {
+        let one = |d: MeshDataset| match shape.dataset(d) {
+            Some(i) => Ok(i),
+            None => fail!("the results file's mesh has no dataset {d:?}"),
+        };
+        let each = |n: usize, d: fn(usize) -> MeshDataset| {
+            (0..n).map(|i| one(d(i))).collect::<Result<Vec<_>>>()
+        };
+        let indicators = shape.node_indicators.is_some();
+        Ok(Self {
+            coordinates: one(MeshDataset::Coordinates)?,
+            connectivity: one(MeshDataset::Connectivity)?,
+            material: one(MeshDataset::Material)?,
+            node_sets: each(shape.node_sets.len(), MeshDataset::NodeSet)?,
+            cell_sets: each(n_cell_sets, MeshDataset::CellSet)?,
+            face_sets: each(n_face_sets, MeshDataset::FaceSet)?,
+            node_indicators: each(
+                if indicators { n_named_nodes } else { 0 },
+                MeshDataset::NodeIndicator,
+            )?,
+            cell_indicators: each(
+                if indicators { n_cell_sets } else { 0 },
+                MeshDataset::CellIndicator,
+            )?,
+        })
     }
 }
