@@ -20,7 +20,7 @@
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
@@ -44,25 +44,41 @@ const RUNS_PER_TASK: usize = 2048;
 /// its slot if it holds the slot's first contribution (the sum starts from zero), else it
 /// *continues* it (the sum starts from the value earlier segments left).
 ///
-/// Invariants: `segment_ptr.len() == n_segments + 1`; `run_ptr.len() == n_runs + 1` and
-/// `run_ptr[n_runs] == n_contributions`; every slot has exactly one opening run, in the segment of
-/// its first contribution, and its continuing runs in later segments; `contributions` holds every
-/// contribution once, as an offset from its segment's first contribution.
-#[derive(Debug, Clone, PartialEq)]
+/// The construction leaves the contributions grouped by slot ([`SlotOrder`], what a device sum
+/// reads); the runs are cut from them at the first host sum (or [`CooPlan::runs`]), which then
+/// drops the grouping: a plan summed on the host holds its runs only, one summed on a device
+/// never makes them. Either determines the other, so plans compare by their grouping.
+#[derive(Debug)]
 pub struct CooPlan {
     pattern: Arc<BlockPattern>,
     n_contributions: usize,
     segment_len: usize,
-    /// Runs of segment `s` are `segment_ptr[s]..segment_ptr[s + 1]`.
-    segment_ptr: Vec<usize>,
-    /// The slot (position in the pattern's `col_idx`) of each run.
-    run_slot: Vec<u32>,
-    /// Bit `k % 64` of word `k / 64` is set if run `k` opens its slot.
-    run_opens: Vec<u64>,
-    /// Run `k`'s contributions are `contributions[run_ptr[k]..run_ptr[k + 1]]`.
-    run_ptr: Vec<u32>,
-    /// Contribution indices relative to their segment's first.
-    contributions: Vec<u32>,
+    /// The contributions grouped by slot until the runs are made from them (then `None`: the
+    /// runs are set before the grouping is dropped).
+    grouped: Mutex<Option<SlotOrder>>,
+    runs: OnceLock<Runs>,
+}
+
+impl Clone for CooPlan {
+    fn clone(&self) -> Self {
+        Self {
+            pattern: Arc::clone(&self.pattern),
+            n_contributions: self.n_contributions,
+            segment_len: self.segment_len,
+            grouped: Mutex::new(self.lock_grouped().clone()),
+            runs: self.runs.clone(),
+        }
+    }
+}
+
+impl PartialEq for CooPlan {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+            || (*self.pattern == *other.pattern
+                && self.n_contributions == other.n_contributions
+                && self.segment_len == other.segment_len
+                && self.with_slot_order(|a| other.with_slot_order(|b| a == b)))
+    }
 }
 
 /// A [`CooPlan`]'s contributions grouped by slot ([`CooPlan::slot_order`]).
@@ -181,16 +197,33 @@ impl CooPlan {
             &block_of,
         );
         drop(row_start);
-        let runs = split_into_runs(&slot_ptr, &by_slot, segment_len);
         Ok(Self {
             pattern: Arc::new(pattern),
             n_contributions: n,
             segment_len,
-            segment_ptr: runs.segment_ptr,
-            run_slot: runs.run_slot,
-            run_opens: runs.run_opens,
-            run_ptr: runs.run_ptr,
-            contributions: runs.contributions,
+            grouped: Mutex::new(Some(SlotOrder {
+                slot_ptr,
+                contributions: by_slot,
+            })),
+            runs: OnceLock::new(),
+        })
+    }
+
+    fn lock_grouped(&self) -> std::sync::MutexGuard<'_, Option<SlotOrder>> {
+        self.grouped.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The runs, cut from the grouping at the first call (which then drops the grouping).
+    fn segment_runs(&self) -> &Runs {
+        self.runs.get_or_init(|| {
+            let mut grouped = self.lock_grouped();
+            // the grouping is dropped only here, once the runs are made from it: it is present
+            let runs = grouped
+                .as_ref()
+                .map(|g| split_into_runs(&g.slot_ptr, &g.contributions, self.segment_len))
+                .unwrap_or_default();
+            *grouped = None;
+            runs
         })
     }
 
@@ -222,18 +255,32 @@ impl CooPlan {
 
     /// Every run in plan order: segment after segment, slots ascending within a segment.
     pub fn runs(&self) -> impl Iterator<Item = SlotRun<'_>> + '_ {
-        self.segment_ptr
+        let r = self.segment_runs();
+        r.segment_ptr
             .windows(2)
             .enumerate()
             .flat_map(move |(segment, w)| {
                 (w[0]..w[1]).map(move |k| SlotRun {
                     segment,
-                    slot: self.run_slot[k] as usize,
-                    opens: self.run_opens[k / 64] >> (k % 64) & 1 == 1,
-                    contributions: &self.contributions
-                        [self.run_ptr[k] as usize..self.run_ptr[k + 1] as usize],
+                    slot: r.run_slot[k] as usize,
+                    opens: r.run_opens[k / 64] >> (k % 64) & 1 == 1,
+                    contributions: &r.contributions
+                        [r.run_ptr[k] as usize..r.run_ptr[k + 1] as usize],
                 })
             })
+    }
+
+    /// `f` of the contributions grouped by slot ([`Self::slot_order`]) without a copy where
+    /// the plan still holds them (no host sum has run).
+    pub fn with_slot_order<R>(&self, f: impl FnOnce(&SlotOrder) -> R) -> R {
+        let grouped = self.lock_grouped();
+        match grouped.as_ref() {
+            Some(order) => f(order),
+            None => {
+                drop(grouped);
+                f(&self.slot_order_of_runs())
+            }
+        }
     }
 
     /// The contributions grouped by slot, each slot's ascending: the order in which the sums
@@ -242,16 +289,21 @@ impl CooPlan {
     /// each slot's few entries are sorted; the indices are distinct, so the result does not
     /// depend on the threads.
     pub fn slot_order(&self) -> SlotOrder {
+        self.with_slot_order(SlotOrder::clone)
+    }
+
+    /// [`Self::slot_order`] regrouped from the runs.
+    fn slot_order_of_runs(&self) -> SlotOrder {
+        let r = self.segment_runs();
         let nnz = self.pattern.nnz();
-        let n_segments = self.segment_ptr.len() - 1;
-        let runs_of = |g: usize| self.segment_ptr[g]..self.segment_ptr[g + 1];
-        let run =
-            |k: usize| &self.contributions[self.run_ptr[k] as usize..self.run_ptr[k + 1] as usize];
+        let n_segments = r.segment_ptr.len() - 1;
+        let runs_of = |g: usize| r.segment_ptr[g]..r.segment_ptr[g + 1];
+        let run = |k: usize| &r.contributions[r.run_ptr[k] as usize..r.run_ptr[k + 1] as usize];
         // per slot: its number of contributions, then the cursor where its next run goes
         let cursor = atomic_zeros(nnz);
         (0..n_segments).into_par_iter().for_each(|g| {
             for k in runs_of(g) {
-                cursor[self.run_slot[k] as usize].fetch_add(run(k).len() as u32, Ordering::Relaxed);
+                cursor[r.run_slot[k] as usize].fetch_add(run(k).len() as u32, Ordering::Relaxed);
             }
         });
         let mut slot_ptr = Vec::with_capacity(nnz + 1);
@@ -271,7 +323,7 @@ impl CooPlan {
             let segment_start = (g * self.segment_len) as u32;
             for k in runs_of(g) {
                 let run = run(k);
-                let slot = self.run_slot[k] as usize;
+                let slot = r.run_slot[k] as usize;
                 let first = cursor[slot].fetch_add(run.len() as u32, Ordering::Relaxed) as usize;
                 // disjoint positions (each run takes its own range of its slot's)
                 for (dst, &c) in placed[first..].iter().zip(run) {
@@ -305,11 +357,18 @@ impl CooPlan {
     /// Bytes held by the plan's own arrays; the pattern, which assembled matrices share, is not
     /// counted.
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of_val(self.segment_ptr.as_slice())
-            + std::mem::size_of_val(self.run_slot.as_slice())
-            + std::mem::size_of_val(self.run_opens.as_slice())
-            + std::mem::size_of_val(self.run_ptr.as_slice())
-            + std::mem::size_of_val(self.contributions.as_slice())
+        let grouped = self.lock_grouped().as_ref().map_or(0, |g| {
+            std::mem::size_of_val(g.slot_ptr.as_slice())
+                + std::mem::size_of_val(g.contributions.as_slice())
+        });
+        let runs = self.runs.get().map_or(0, |r| {
+            std::mem::size_of_val(r.segment_ptr.as_slice())
+                + std::mem::size_of_val(r.run_slot.as_slice())
+                + std::mem::size_of_val(r.run_opens.as_slice())
+                + std::mem::size_of_val(r.run_ptr.as_slice())
+                + std::mem::size_of_val(r.contributions.as_slice())
+        });
+        grouped + runs
     }
 
     /// Overwrites `matrix`'s values with the sums of `values` (contribution-major, `block_len` values
@@ -390,11 +449,12 @@ impl CooPlan {
     /// Adds the runs of segment `s` onto `out`, in parallel over fixed tasks of runs. A segment's
     /// slots ascend, so each task owns the output blocks from its first slot up to the next task's.
     fn add_segment_runs(&self, s: usize, block_len: usize, values: &[f64], out: &mut [f64]) {
-        let runs = self.segment_ptr[s]..self.segment_ptr[s + 1];
+        let r = self.segment_runs();
+        let runs = r.segment_ptr[s]..r.segment_ptr[s + 1];
         if runs.is_empty() {
             return;
         }
-        let slots = &self.run_slot;
+        let slots = &r.run_slot;
         let mut tasks = Vec::with_capacity(runs.len().div_ceil(RUNS_PER_TASK));
         let mut first_slot = slots[runs.start] as usize;
         let mut rest = &mut out[first_slot * block_len..];
@@ -414,9 +474,9 @@ impl CooPlan {
             let runs = RunList {
                 first_run: runs.start,
                 slots: &slots[runs.clone()],
-                opens: &self.run_opens,
-                run_ptr: &self.run_ptr[runs.start..=runs.end],
-                contributions: &self.contributions,
+                opens: &r.run_opens,
+                run_ptr: &r.run_ptr[runs.start..=runs.end],
+                contributions: &r.contributions,
             };
             add_runs_any(block_len, runs, values, first_slot, out)
         });
@@ -616,11 +676,22 @@ where
 }
 
 /// The run arrays of a [`CooPlan`].
+///
+/// Invariants: `segment_ptr.len() == n_segments + 1`; `run_ptr.len() == n_runs + 1` and
+/// `run_ptr[n_runs] == n_contributions`; every slot has exactly one opening run, in the segment of
+/// its first contribution, and its continuing runs in later segments; `contributions` holds every
+/// contribution once, as an offset from its segment's first contribution.
+#[derive(Debug, Clone, PartialEq, Default)]
 struct Runs {
+    /// Runs of segment `s` are `segment_ptr[s]..segment_ptr[s + 1]`.
     segment_ptr: Vec<usize>,
+    /// The slot (position in the pattern's `col_idx`) of each run.
     run_slot: Vec<u32>,
+    /// Bit `k % 64` of word `k / 64` is set if run `k` opens its slot.
     run_opens: Vec<u64>,
+    /// Run `k`'s contributions are `contributions[run_ptr[k]..run_ptr[k + 1]]`.
     run_ptr: Vec<u32>,
+    /// Contribution indices relative to their segment's first.
     contributions: Vec<u32>,
 }
 

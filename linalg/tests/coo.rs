@@ -235,14 +235,16 @@ fn from_fn_matches_coordinate_arrays() {
     );
 }
 
-/// The plan's arrays: one `u32` per contribution, two per run and a bit, one `usize` per segment
-/// boundary.
+/// The plan's arrays: as built, one `u32` per contribution and one per slot boundary (the
+/// grouping); once the runs exist, one `u32` per contribution, two per run and a bit, one
+/// `usize` per segment boundary (the grouping dropped).
 #[test]
 fn heap_bytes_counts_the_plan_arrays() {
     let mut rng = Rng::new(25);
     let (rows, cols) = contributions(&mut rng, 30, 30, 1000);
     let plan =
         CooPlan::with_segments(30, 30, &rows, &cols, NonZeroUsize::new(64).unwrap()).unwrap();
+    assert_eq!(plan.heap_bytes(), 4 * 1000 + 4 * (plan.pattern().nnz() + 1));
     let n_runs = plan.runs().count();
     assert_eq!(
         plan.heap_bytes(),
@@ -393,6 +395,8 @@ fn slot_order_is_each_slots_contributions_ascending() {
     for segment_len in [1, 7, 64, 1000, n] {
         let segment = NonZeroUsize::new(segment_len).unwrap();
         let plan = CooPlan::with_segments(nbr, nbc, &rows, &cols, segment).unwrap();
+        // as the construction grouped them, before any runs exist
+        let grouped = plan.slot_order();
         // the serial regrouping of the runs, segment after segment
         let nnz = plan.pattern().nnz();
         let mut slot_ptr = vec![0u32; nnz + 1];
@@ -411,6 +415,9 @@ fn slot_order_is_each_slots_contributions_ascending() {
                 next[run.slot] += 1;
             }
         }
+        assert_eq!(grouped.slot_ptr, slot_ptr, "segments of {segment_len}");
+        assert_eq!(grouped.contributions, expected, "segments of {segment_len}");
+        // regrouped from the runs (the grouping is dropped once they exist)
         for threads in [1, 4] {
             let order = with_threads(threads, || plan.slot_order());
             assert_eq!(order.slot_ptr, slot_ptr, "segments of {segment_len}");

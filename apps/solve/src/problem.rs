@@ -491,6 +491,9 @@ impl Problem {
         let mut curved: Vec<CurvedLoad> = Vec::new();
         let body = vector_field(&params.body_force);
         let mut external = match constant(&params.body_force) {
+            // no body force, no load: the residual at zero displacement is not evaluated
+            // (every material is stress-free there, so it would give zeros)
+            Some(f) if f == [0.0; 3] => linalg::Vector::zeros(3 * self.mesh.n_nodes()),
             Some(f) => body_force_load(&mut self.discrete.assembler, Load::Constant(f))?,
             None if uses_time(&params.body_force) => {
                 own_curves.timed.push((

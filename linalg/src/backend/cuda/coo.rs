@@ -21,21 +21,24 @@ pub struct DeviceCooPlan {
 }
 
 impl DeviceCooPlan {
-    /// Uploads the plan's runs grouped by slot ([`CooPlan::slot_order`], made in parallel).
+    /// Uploads the plan's contributions grouped by slot ([`CooPlan::with_slot_order`]: as the
+    /// plan's construction left them where no host sum has run, else regrouped in parallel).
     pub fn upload(ctx: &CudaContext, plan: &CooPlan) -> Result<Self, LinalgError> {
         let nnz = plan.pattern().nnz();
         let n = plan.n_contributions();
-        let SlotOrder {
-            slot_ptr,
-            contributions,
-        } = plan.slot_order();
+        let (slot_ptr, contrib) = plan.with_slot_order(|order: &SlotOrder| {
+            Ok::<_, LinalgError>((
+                ctx.upload(&order.slot_ptr)?,
+                ctx.upload(&order.contributions)?,
+            ))
+        })?;
         Ok(Self {
             n_block_rows: plan.pattern().n_block_rows(),
             n_block_cols: plan.pattern().n_block_cols(),
             nnz,
             n_contributions: n,
-            slot_ptr: ctx.upload(&slot_ptr)?,
-            contrib: ctx.upload(&contributions)?,
+            slot_ptr,
+            contrib,
         })
     }
 
