@@ -18,6 +18,8 @@ use crate::LinalgError;
 
 /// Threads per block of the one-thread-per-row kernels.
 const THREADS: u32 = 128;
+/// Threads of a warp (`transpose_rank` has a warp per column).
+const WARP: u64 = 32;
 /// `SCAN_THREADS` and `SCAN_TILE` of symbolic.cu.
 const SCAN_THREADS: u32 = 256;
 const SCAN_TILE: u64 = 256 * 8;
@@ -185,8 +187,9 @@ pub(crate) fn transpose_pattern(
     // the counts start again at zero: each column's next free place
     let mut placed = ctx.zeros::<u32>(cols.max(1))?;
     drop(count);
-    let mut t_col = zeros_u32(ctx, nnz as usize)?;
-    let mut t_slot = zeros_u32(ctx, nnz as usize)?;
+    // the blocks in any order first, then each column's moved to its order by slot
+    let mut u_col = zeros_u32(ctx, nnz as usize)?;
+    let mut u_slot = zeros_u32(ctx, nnz as usize)?;
     per_row!(
         ctx,
         "transpose_fill",
@@ -196,16 +199,27 @@ pub(crate) fn transpose_pattern(
             &p.col_idx,
             &t_ptr,
             &mut placed,
-            &mut t_col,
-            &mut t_slot
+            &mut u_col,
+            &mut u_slot
         ]
     );
-    per_row!(
-        ctx,
-        "transpose_sort",
-        cols,
-        [&t_ptr, &mut t_col, &mut t_slot]
-    );
+    drop(placed);
+    let mut t_col = zeros_u32(ctx, nnz as usize)?;
+    let mut t_slot = zeros_u32(ctx, nnz as usize)?;
+    let f = ctx.function(&SYMBOLIC, &[], "transpose_rank")?;
+    let n_cols = cols as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n_cols)
+        .arg(&t_ptr)
+        .arg(&u_col)
+        .arg(&u_slot)
+        .arg(&mut t_col)
+        .arg(&mut t_slot);
+    // SAFETY: arguments match `transpose_rank`: a warp per column of `t_ptr` (`cols + 1`
+    // offsets), each writing its column's blocks at their ranks, inside the column's range of
+    // `t_col` / `t_slot` (the blocks of `u_col` / `u_slot` there, one per slot of `p`).
+    unsafe { l.launch(grid_1d(cols as u64 * WARP, THREADS)) }
+        .map_err(driver_err("transpose_rank"))?;
     Ok((
         DevicePattern::from_parts(cols, rows, nnz as usize, t_ptr, t_col),
         t_slot,
