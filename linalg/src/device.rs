@@ -375,6 +375,13 @@ impl<T> DeviceMirror<T> {
     }
 }
 
+impl<T> DeviceMirror<T> {
+    /// Sets the mirror on `ctx`'s GPU to `made` (a copy built there), unless one is set.
+    pub(crate) fn install(&self, ctx: &CudaContext, made: Arc<T>) {
+        let _ = self.0.set((ctx.ordinal(), made));
+    }
+}
+
 impl<T> Default for DeviceMirror<T> {
     fn default() -> Self {
         Self::new()

@@ -332,7 +332,7 @@ fn coarsen_level(
                 &mut tm.galerkin_symbolic_s,
                 &mut bytes.galerkin,
                 &device,
-                || PtapPlan::new(a.pattern(), p.pattern()),
+                || PtapPlan::new_on(&device, a.pattern(), p.pattern()),
             )?;
             let ws = plan.workspace();
             (plan, ws)

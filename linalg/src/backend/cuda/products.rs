@@ -290,6 +290,29 @@ impl DeviceSpgemmPlan {
         })
     }
 
+    /// The plan of `C = A B` built on the device from the device patterns of `A` and `B`:
+    /// `C`'s pattern (the host's `crate::spgemm::product_pattern` entry for entry) with each
+    /// slot's row; pair lists as [`Self::upload`]'s. The caller checks that `A`'s block columns
+    /// are `B`'s block rows.
+    pub(crate) fn from_patterns(
+        ctx: &CudaContext,
+        a: &DevicePattern,
+        b: &DevicePattern,
+        repeated: bool,
+    ) -> Result<Self, LinalgError> {
+        let c = Arc::new(symbolic::product_pattern(ctx, a, b)?);
+        Ok(Self {
+            a: dims(a),
+            b: dims(b),
+            c: OutputPattern::on_device(ctx, c)?,
+            pairs: Mutex::new(if repeated {
+                SpgemmPairs::Undecided
+            } else {
+                SpgemmPairs::Searching
+            }),
+        })
+    }
+
     /// Whether the products run on pair lists (decided at the first product).
     pub fn has_pair_lists(&self) -> bool {
         matches!(
@@ -430,14 +453,33 @@ impl DevicePtapPlan {
     pub fn upload(ctx: &CudaContext, plan: &PtapPlan) -> Result<Self, LinalgError> {
         let a = device_pattern(ctx, plan.a_pattern())?;
         let p = device_pattern(ctx, plan.p_pattern())?;
+        let ac = device_pattern(ctx, plan.pattern())?;
+        Self::from_patterns(ctx, a, p, Some(ac))
+    }
+
+    /// The plan of `P^T A P` built on the device from the device patterns of `A` and `P`, with
+    /// `A_c`'s pattern `ac` or, for `None`, the one built there (`P^T W`, the host's
+    /// [`PtapPlan::pattern`] entry for entry). Only the sizes of what each pass builds come back
+    /// to the host; nothing goes up. The caller checks the shapes (`A` square with `P`'s block
+    /// rows).
+    pub(crate) fn from_patterns(
+        ctx: &CudaContext,
+        a: Arc<DevicePattern>,
+        p: Arc<DevicePattern>,
+        ac: Option<Arc<DevicePattern>>,
+    ) -> Result<Self, LinalgError> {
         let (pt, pt_slots) = symbolic::transpose_pattern(ctx, &p)?;
         let w = Arc::new(symbolic::product_pattern(ctx, &a, &p)?);
+        let ac = match ac {
+            Some(ac) => ac,
+            None => Arc::new(symbolic::product_pattern(ctx, &pt, &w)?),
+        };
         Ok(Self {
-            a: host_dims(plan.a_pattern()),
-            p: host_dims(plan.p_pattern()),
+            a: dims(&a),
+            p: dims(&p),
             pt: DeviceTransposeMap::from_parts(Arc::new(pt), pt_slots, dims(&p)),
             w: OutputPattern::on_device(ctx, w)?,
-            ac: OutputPattern::on_device(ctx, device_pattern(ctx, plan.pattern())?)?,
+            ac: OutputPattern::on_device(ctx, ac)?,
             w_values: Mutex::new(None),
             keep_w: false,
             operands: (a, p),
