@@ -323,3 +323,17 @@ extern "C" __global__ void term_pairs_slot_fill_mapped(
     slot_terms<true, true>(n_slots, c_row, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, nullptr,
                            ptr, first, second);
 }
+
+// ---- the slots of a square pattern's diagonal ----
+//
+// slot[i]: the slot of block (i, i) (a search in row i), NOT_FOUND where row i stores none;
+// *missing counts those rows.
+extern "C" __global__ void diagonal_slots(const u32 n_rows, const u32* __restrict__ ptr,
+                                          const u32* __restrict__ col, u32* __restrict__ slot,
+                                          u32* __restrict__ missing) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 s = find_sorted(col, ptr[i], ptr[i + 1], i);
+    slot[i] = s;
+    if (s == NOT_FOUND) atomicAdd(missing, 1u);
+}

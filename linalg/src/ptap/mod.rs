@@ -1,7 +1,8 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
 //! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map, the
-//! pattern of `A_c` and picks a numeric strategy; [`PtapPlan::workspace`] sizes the scratch a
+//! pattern of `A_c` and picks a numeric strategy ([`PtapPlan::new_on`]: the symbolic phase on
+//! the operands' GPU, the host parts made only if asked for); [`PtapPlan::workspace`] sizes the scratch a
 //! numeric call needs, which the caller keeps; [`ptap_numeric`] (every Newton step, new `A`
 //! values, same `P`) recomputes only values and allocates nothing. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
 //! `c x c`. Neither strategy stores `A P` or its pattern: each row `W_i = A_i P` is computed on the
@@ -346,7 +347,7 @@ pub fn ptap_numeric(
         let expected_tasks = plan.host().strategy.w_tasks();
         if ws.n_coarse != plan.pattern.n_block_rows() || ws.w_tasks.len() != expected_tasks {
             return Err(LinalgError::PatternMismatch {
-                what: "ptap_numeric: workspace made for another plan (or before its host parts)",
+                what: "ptap_numeric: workspace made for another plan",
             });
         }
         // fp32 operands are widened for the product (transient copies) and the result is

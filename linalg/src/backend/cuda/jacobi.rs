@@ -43,17 +43,35 @@ impl<T: DeviceValue> DeviceBlockDiagonal<T> {
         bs: usize,
     ) -> Result<Self, LinalgError> {
         crate::bsr::check_block_size(bs, bs)?;
-        let slots: Vec<u32> = pattern
-            .diagonal_positions()?
-            .into_iter()
-            .map(|k| k as u32)
-            .collect();
+        if pattern.n_block_rows() != pattern.n_block_cols() {
+            return Err(LinalgError::PatternNotSquare {
+                n_block_rows: pattern.n_block_rows(),
+                n_block_cols: pattern.n_block_cols(),
+            });
+        }
+        // found on the device from the pattern's mirror (an operator there has it): no upload
+        let dp = crate::device::device_pattern(ctx, pattern)?;
+        let (diag_slots, missing) = super::symbolic::diagonal_slots(ctx, &dp)?;
+        if missing > 0 {
+            // the host search names the first row without a diagonal block
+            pattern.diagonal_positions()?;
+            return Err(LinalgError::PatternMismatch {
+                what: "device diagonal slots: a row without its diagonal block",
+            });
+        }
+        let n = pattern.n_block_rows();
         Ok(Self {
             bs,
-            n_blocks: slots.len(),
-            inv: ctx.zeros::<T>(slots.len() * bs * bs)?,
-            diag_slots: ctx.upload(&slots)?,
+            n_blocks: n,
+            inv: ctx.zeros::<T>(n * bs * bs)?,
+            diag_slots,
         })
+    }
+
+    /// The diagonal's slots, downloaded (tests compare them with the host's).
+    #[cfg(test)]
+    pub(crate) fn downloaded_slots(&self, ctx: &CudaContext) -> Vec<u32> {
+        ctx.download(&self.diag_slots).unwrap_or_default()
     }
 
     /// A copy (slots and inverses copied device to device).

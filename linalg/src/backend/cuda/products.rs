@@ -6,7 +6,9 @@
 //! (the operands' and the output's, which the device matrices on them already hold) and build
 //! what the host plans do not keep on the device (module `symbolic`): `W`'s pattern, `P^T`'s
 //! pattern and slot map, each output slot's row and the pair lists. Each equals what the host
-//! would build, entry for entry (tested).
+//! would build, entry for entry (tested). Plans made on the device ([`DeviceSpgemmPlan::from_patterns`],
+//! [`DevicePtapPlan::from_patterns`], behind `SpgemmPlan::new_on` and `PtapPlan::new_on`)
+//! build the output pattern there too.
 //!
 //! Owner computes: each output entry is summed by one thread in a fixed order and written once
 //! (no atomics); a thread takes one row of a block (searching kernels) or the rows and

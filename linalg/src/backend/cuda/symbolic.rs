@@ -3,7 +3,8 @@
 //! `crate::spgemm::product_pattern` entry for entry), the transpose of a pattern with its slot
 //! map ([`transpose_pattern`], the host's `crate::transpose::transpose_pattern`), the row of
 //! every slot ([`slot_rows`]), where one pattern's blocks sit in another ([`inner_slots`]), the
-//! terms of a product ([`term_count`]) and the prefix sum of counts they share
+//! terms of a product ([`term_count`]), the slots of a diagonal ([`diagonal_slots`]) and the
+//! prefix sum of counts they share
 //! ([`exclusive_scan`]; the pair lists of `products.rs` use it and symbolic.cu's
 //! `term_pairs_*` kernels). Only scalars come back to the host (each pass's
 //! total, to size what the next one writes); nothing goes up.
@@ -278,4 +279,23 @@ pub(crate) fn term_count(
         [&l.row_ptr, &l.col_idx, &r.row_ptr, &mut terms]
     );
     sum(ctx, &terms, rows)
+}
+
+/// The slot of every diagonal block of the square pattern `p` (`u32::MAX` where a row stores
+/// none) and the number of rows without one (the caller checks `p` is square).
+pub(crate) fn diagonal_slots(
+    ctx: &CudaContext,
+    p: &DevicePattern,
+) -> Result<(DeviceBuffer<u32>, usize), LinalgError> {
+    let rows = p.n_block_rows();
+    let mut slot = zeros_u32(ctx, rows)?;
+    let mut missing = ctx.zeros::<u32>(1)?;
+    per_row!(
+        ctx,
+        "diagonal_slots",
+        rows,
+        [&p.row_ptr, &p.col_idx, &mut slot, &mut missing]
+    );
+    let missing = ctx.download(&missing)?[0] as usize;
+    Ok((slot, missing))
 }
