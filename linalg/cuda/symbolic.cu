@@ -152,6 +152,58 @@ extern "C" __global__ void product_fill(const u32 n_rows, const u32* __restrict_
     merge_row<true>(i, l_ptr, l_col, r_ptr, r_col, state, nullptr, c_ptr, c_col);
 }
 
+// ---- the pattern of C = L R by a bitmap per row (few, long rows: P^T W) ----
+//
+// `bitmap` holds words_per_row u32 per row of C, zeroed. product_mark: one thread per slot e of L
+// (in row l_row[e]) sets the bits of the columns of R's row l_col[e] (atomic ORs: the bits do
+// not depend on the order); product_bits_count: each row's bits counted; product_bits_fill: the
+// set bits of row i, low word and low bit first (ascending columns: the merge's row), at
+// c_ptr[i]. The merge of one thread per row serialised these products over few threads (532
+// rows of 122 blocks for the second level's A_c at 66^3).
+extern "C" __global__ void product_mark(const u32 n_l_slots, const u32* __restrict__ l_row,
+                                        const u32* __restrict__ l_col,
+                                        const u32* __restrict__ r_ptr,
+                                        const u32* __restrict__ r_col, const u32 words_per_row,
+                                        u32* __restrict__ bitmap) {
+    const u32 e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_l_slots) return;
+    u32* row = bitmap + (u64)l_row[e] * words_per_row;
+    const u32 k = l_col[e];
+    for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+        const u32 c = r_col[r];
+        atomicOr(row + (c >> 5), 1u << (c & 31u));
+    }
+}
+
+extern "C" __global__ void product_bits_count(const u32 n_rows, const u32 words_per_row,
+                                              const u32* __restrict__ bitmap,
+                                              u32* __restrict__ count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32* row = bitmap + (u64)i * words_per_row;
+    u32 n = 0;
+    for (u32 w = 0; w < words_per_row; ++w) n += __popc(row[w]);
+    count[i] = n;
+}
+
+extern "C" __global__ void product_bits_fill(const u32 n_rows, const u32 words_per_row,
+                                             const u32* __restrict__ bitmap,
+                                             const u32* __restrict__ c_ptr,
+                                             u32* __restrict__ c_col) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32* row = bitmap + (u64)i * words_per_row;
+    u32 out = c_ptr[i];
+    for (u32 w = 0; w < words_per_row; ++w) {
+        u32 bits = row[w];
+        while (bits != 0u) {
+            const u32 b = (u32)(__ffs((int)bits) - 1);
+            c_col[out++] = (w << 5) | b;
+            bits &= bits - 1u;
+        }
+    }
+}
+
 // Terms of row i of C = L R: the sum of the lengths of R's rows k over the columns k of L's row
 // i (saturating at 2^32 - 1).
 extern "C" __global__ void product_terms(const u32 n_rows, const u32* __restrict__ l_ptr,

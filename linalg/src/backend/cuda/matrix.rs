@@ -80,7 +80,8 @@ impl DevicePattern {
         ctx: &CudaContext,
     ) -> Result<BlockPattern, LinalgError> {
         let (row_ptr, col_idx) = self.download_parts(ctx)?;
-        let host = BlockPattern::new_trusted(self.n_block_rows, self.n_block_cols, row_ptr, col_idx);
+        let host =
+            BlockPattern::new_trusted(self.n_block_rows, self.n_block_cols, row_ptr, col_idx);
         host.device_mirror().install(ctx, self.clone());
         Ok(host)
     }

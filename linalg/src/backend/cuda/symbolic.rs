@@ -123,17 +123,58 @@ fn check_index(what: &'static str, n: usize) -> Result<(), LinalgError> {
     Ok(())
 }
 
+/// How [`product_pattern_by`] finds each row's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProductMethod {
+    /// A merge of `r`'s rows, one thread per row of the product (many short rows).
+    Merge,
+    /// A bitmap of the columns per row, its bits set in parallel over `l`'s blocks (few, long
+    /// rows: `P^T W`).
+    Bitmap,
+}
+
+/// Words of the bitmap per row for `cols` columns.
+fn bitmap_words(cols: usize) -> usize {
+    cols.div_ceil(32)
+}
+
+/// The method for `l * r`: the bitmap where its words (zeroed, counted and read once each)
+/// are at most 4 per block of `l` (`P^T W` and the coarse levels' `A P`: few rows of many
+/// blocks), the merge otherwise (the fine level's `A P` and `A P0`, whose bitmap would be
+/// 239 MB at 66^3).
+fn product_method(l: &DevicePattern, r: &DevicePattern) -> ProductMethod {
+    let words = l.n_block_rows() as u64 * bitmap_words(r.n_block_cols()) as u64;
+    if l.nnz() > 0 && words <= 4 * l.nnz() as u64 {
+        ProductMethod::Bitmap
+    } else {
+        ProductMethod::Merge
+    }
+}
+
 /// Pattern of `l * r` (`l`'s block columns must be `r`'s block rows; the caller checks): per
-/// row the sorted union of `r`'s rows over `l`'s columns, by a merge of those rows (one thread
-/// per row, a count pass, the prefix sum, the same merge writing the columns).
+/// row the sorted union of `r`'s rows over `l`'s columns (a count pass, the prefix sum, a fill
+/// pass), by the method that suits the shapes (the same pattern either way).
 pub(crate) fn product_pattern(
     ctx: &CudaContext,
     l: &DevicePattern,
     r: &DevicePattern,
 ) -> Result<DevicePattern, LinalgError> {
+    product_pattern_by(ctx, l, r, product_method(l, r))
+}
+
+/// [`product_pattern`] by `method` (tests check both against the host's).
+pub(crate) fn product_pattern_by(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+    method: ProductMethod,
+) -> Result<DevicePattern, LinalgError> {
     check_index("device product pattern: block columns", r.n_block_cols())?;
     let rows = l.n_block_rows();
     check_index("device product pattern: block rows", rows)?;
+    if method == ProductMethod::Bitmap {
+        return bitmap_product_pattern(ctx, l, r);
+    }
     let mut state = ctx.zeros::<u64>(l.nnz().max(1))?;
     let mut count = ctx.zeros::<u32>(rows.max(1))?;
     per_row!(
@@ -158,6 +199,60 @@ pub(crate) fn product_pattern(
             &row_ptr,
             &mut col_idx
         ]
+    );
+    Ok(DevicePattern::from_parts(
+        rows,
+        r.n_block_cols(),
+        nnz as usize,
+        row_ptr,
+        col_idx,
+    ))
+}
+
+/// [`product_pattern`] by a bitmap of columns per row.
+fn bitmap_product_pattern(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+) -> Result<DevicePattern, LinalgError> {
+    let rows = l.n_block_rows();
+    let words = bitmap_words(r.n_block_cols());
+    let words32 = u32::try_from(words).map_err(|_| LinalgError::DimensionTooLarge {
+        what: "device product pattern: bitmap words per row",
+        value: words,
+    })?;
+    let mut bitmap = ctx.zeros::<u32>((rows * words).max(1))?;
+    let l_rows = slot_rows(ctx, l)?;
+    let f = ctx.function(&SYMBOLIC, &[], "product_mark")?;
+    let n_slots = l.nnz() as u32;
+    let mut k = ctx.stream().launch_builder(&f);
+    k.arg(&n_slots)
+        .arg(&l_rows)
+        .arg(&l.col_idx)
+        .arg(&r.row_ptr)
+        .arg(&r.col_idx)
+        .arg(&words32)
+        .arg(&mut bitmap);
+    // SAFETY: arguments match `product_mark`: a thread per slot of `l` (`l_rows` holds each
+    // slot's row), `l`'s columns inside `r`'s rows, `r`'s columns below `32 words`, `bitmap`
+    // `words` per row of `l`.
+    unsafe { k.launch(grid_1d(l.nnz() as u64, THREADS)) }.map_err(driver_err("product_mark"))?;
+    drop(l_rows);
+    let mut count = ctx.zeros::<u32>(rows.max(1))?;
+    per_row!(
+        ctx,
+        "product_bits_count",
+        rows,
+        [&words32, &bitmap, &mut count]
+    );
+    let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
+    drop(count);
+    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
+    per_row!(
+        ctx,
+        "product_bits_fill",
+        rows,
+        [&words32, &bitmap, &row_ptr, &mut col_idx]
     );
     Ok(DevicePattern::from_parts(
         rows,

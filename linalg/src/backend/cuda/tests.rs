@@ -1159,6 +1159,26 @@ fn device_symbolic_patterns_equal_the_hosts() {
             "{}",
             what("A_c")
         );
+        // both methods of the device product pattern, whichever the shapes pick
+        for method in [
+            symbolic::ProductMethod::Merge,
+            symbolic::ProductMethod::Bitmap,
+        ] {
+            let w = symbolic::product_pattern_by(ctx, &da, &dp, method).unwrap();
+            assert_eq!(
+                w.download(ctx).unwrap(),
+                host_w,
+                "{}",
+                what(&format!("W = A P by {method:?}"))
+            );
+            let ac = symbolic::product_pattern_by(ctx, &dpt, &dw, method).unwrap();
+            assert_eq!(
+                &ac.download(ctx).unwrap(),
+                &**plan.pattern(),
+                "{}",
+                what(&format!("A_c by {method:?}"))
+            );
+        }
         for (l, r, dl, dr, name) in [
             (&*a, &*p, &*da, &*dp, "A P"),
             (&host_pt, &host_w, &dpt, &dw, "P^T W"),
@@ -1297,7 +1317,10 @@ fn device_made_plans_equal_the_hosts() {
             random_bsr(&mut rng, &a, b, b),
             random_bsr(&mut rng, &p, b, c),
         );
-        let (ad, pd) = (am.to_device(&device).unwrap(), pm.to_device(&device).unwrap());
+        let (ad, pd) = (
+            am.to_device(&device).unwrap(),
+            pm.to_device(&device).unwrap(),
+        );
         let before = ctx.transfers();
         let mut acd = Bsr::zeros_on(&device, plan.pattern().clone(), c, c).unwrap();
         crate::ptap_numeric(&plan, &ad, &pd, &mut acd, &mut plan.workspace()).unwrap();
@@ -1356,11 +1379,7 @@ fn device_made_plans_equal_the_hosts() {
         );
         let mut wh = Bsr::zeros(sp_host.pattern().clone(), b, c);
         spgemm_numeric(&sp_host, &am, &pm, &mut wh).unwrap();
-        assert_bits(
-            &what("A P"),
-            &wd.to_host_vec().unwrap(),
-            wh.host().unwrap(),
-        );
+        assert_bits(&what("A P"), &wd.to_host_vec().unwrap(), wh.host().unwrap());
 
         // the diagonal's slots, found on the device
         match a.diagonal_positions() {
