@@ -238,9 +238,10 @@ impl PtapPlan {
     /// The scratch [`ptap_numeric`] needs on this plan: per-thread markers over the coarse rows
     /// and, on the streamed strategy, one batch of `A P` rows and a cursor per coarse row. Keep
     /// it with the plan and pass it to every numeric call. A plan made on a GPU whose host
-    /// parts were not asked for gets the fused strategy's (small) scratch without making them:
-    /// device products read none, and a host product on it asks for [`Self::workspace`] again
-    /// if its strategy turns out streamed (the call says so).
+    /// parts were not asked for gets the fused strategy's (small) scratch without making them
+    /// (device products read none); where its strategy turns out streamed, a host product
+    /// refuses that scratch ([`LinalgError::PatternMismatch`]): ask again once the host parts
+    /// exist (after [`Self::pt_pattern`] or [`Self::fused_colors`]).
     pub fn workspace(&self) -> PtapWorkspace {
         let w_tasks = self.host.get().map_or(0, |h| h.strategy.w_tasks());
         PtapWorkspace::new(self.pattern.n_block_rows(), w_tasks)
@@ -337,18 +338,21 @@ pub fn ptap_numeric(
     check_dim("ptap_numeric: block cols of A", b, a.block_cols())?;
     check_dim("ptap_numeric: block rows of A_c", c, ac.block_rows())?;
     check_dim("ptap_numeric: block cols of A_c", c, ac.block_cols())?;
+    let other_plan = LinalgError::PatternMismatch {
+        what: "ptap_numeric: workspace made for another plan",
+    };
+    if ws.n_coarse != plan.pattern.n_block_rows() {
+        return Err(other_plan);
+    }
     let device = ac.device();
     check_same_device("ptap_numeric: A", &device, &a.device())?;
     check_same_device("ptap_numeric: P", &device, &p.device())?;
 
     let on_host = |s: &Storage| matches!(s, Storage::Host(_) | Storage::Host32(_));
     if on_host(a.storage()) && on_host(p.storage()) && on_host(ac.storage()) {
-        // the workspace is the host product's only (device products keep theirs in the plan)
-        let expected_tasks = plan.host().strategy.w_tasks();
-        if ws.n_coarse != plan.pattern.n_block_rows() || ws.w_tasks.len() != expected_tasks {
-            return Err(LinalgError::PatternMismatch {
-                what: "ptap_numeric: workspace made for another plan",
-            });
+        // the batches are the host product's only (device products keep theirs in the plan)
+        if ws.w_tasks.len() != plan.host().strategy.w_tasks() {
+            return Err(other_plan);
         }
         // fp32 operands are widened for the product (transient copies) and the result is
         // rounded into fp32 storage: the host kernels compute in fp64 only.

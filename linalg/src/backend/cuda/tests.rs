@@ -1403,20 +1403,30 @@ fn device_made_plans_equal_the_hosts() {
             ),
         }
     }
-    // a missing diagonal block and a rectangular pattern: the host's errors
-    let missing = BlockPattern::new(3, 3, vec![0, 1, 3, 4], vec![0, 0, 2, 1]).unwrap();
-    assert_eq!(
-        DeviceBlockDiagonal::new(ctx, &missing, 3).err(),
-        Some(LinalgError::MissingDiagonal { row: 1 })
-    );
-    let rect = BlockPattern::new(1, 2, vec![0, 1], vec![0]).unwrap();
-    assert_eq!(
-        DeviceBlockDiagonal::new(ctx, &rect, 3).err(),
-        Some(LinalgError::PatternNotSquare {
-            n_block_rows: 1,
-            n_block_cols: 2
-        })
-    );
+    // a missing diagonal block and a rectangular pattern: the host's errors, found on the
+    // device (the patterns there) and on the host (not there)
+    for on_device in [true, false] {
+        let missing = BlockPattern::new(3, 3, vec![0, 1, 3, 4], vec![0, 0, 2, 1]).unwrap();
+        let rect = BlockPattern::new(1, 2, vec![0, 1], vec![0]).unwrap();
+        if on_device {
+            for q in [&missing, &rect] {
+                crate::device::device_pattern(ctx, q).unwrap();
+            }
+        }
+        assert_eq!(
+            DeviceBlockDiagonal::new(ctx, &missing, 3).err(),
+            Some(LinalgError::MissingDiagonal { row: 1 }),
+            "on the device: {on_device}"
+        );
+        assert_eq!(
+            DeviceBlockDiagonal::new(ctx, &rect, 3).err(),
+            Some(LinalgError::PatternNotSquare {
+                n_block_rows: 1,
+                n_block_cols: 2
+            }),
+            "on the device: {on_device}"
+        );
+    }
 }
 
 /// The device prefix sums equal the host's over one tile, many tiles (more than one block of
