@@ -1429,6 +1429,36 @@ fn device_made_plans_equal_the_hosts() {
     }
 }
 
+/// A device matrix wrapped around a host pattern that has no device mirror (a device-assembled
+/// tangent, [`Bsr::from_device_bsr`]) lends it its own device pattern: the point-block
+/// inverses and the plans made on the device from that pattern upload nothing.
+#[test]
+fn wrapped_device_matrix_lends_its_pattern() {
+    let Some(device) = gpu_device("wrapped_device_matrix_lends_its_pattern") else {
+        return;
+    };
+    let Some(ctx) = device.cuda_context().cloned() else {
+        return;
+    };
+    let mut rng = Rng(44);
+    let (a, p, b, _) = ex56_like_products(9).swap_remove(0);
+    let host = random_bsr(&mut rng, &a, b, b);
+    // a fresh copy of the pattern: no mirror yet
+    let fresh = Arc::new(BlockPattern::clone(&a));
+    let m = DeviceBsr::upload(&ctx, &host).unwrap();
+    let before = ctx.transfers();
+    let wrapped = Bsr::from_device_bsr(ctx.clone(), fresh.clone(), m).unwrap();
+    crate::BlockDiagonal::inverse_of_diagonal(&wrapped, b).unwrap();
+    crate::device::device_pattern(&ctx, &p).unwrap();
+    let up = ctx.transfers().host_to_device - before.host_to_device;
+    let p_bytes = 4 * (p.n_block_rows() + 1 + p.nnz()) as u64;
+    assert_eq!(up, p_bytes, "only P's pattern goes up");
+    let before = ctx.transfers();
+    PtapPlan::new_on(&device, &fresh, &p).unwrap();
+    crate::SpgemmPlan::new_on(&device, &fresh, &p).unwrap();
+    assert_eq!(ctx.transfers().host_to_device, before.host_to_device);
+}
+
 /// The device prefix sums equal the host's over one tile, many tiles (more than one block of
 /// tile sums) and none; a total past `u32` is refused.
 #[test]
