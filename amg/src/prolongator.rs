@@ -19,9 +19,10 @@ pub fn smooth_prolongator(
 
 /// The symbolic product `A P0` of the prolongator smoothing (its pattern is `P`'s), sharing the
 /// patterns of `a` and `p0`: kept by a hierarchy for later [`smooth_prolongator_planned`] calls
-/// on the same patterns.
+/// on the same patterns. Made where `a` lives (on a GPU the pattern is built there and only
+/// comes down: [`SpgemmPlan::new_on`]).
 pub fn smoothing_plan(a: &Bsr, p0: &Bsr) -> Result<SpgemmPlan, AmgError> {
-    Ok(SpgemmPlan::new(a.pattern(), p0.pattern())?)
+    Ok(SpgemmPlan::new_on(&a.device(), a.pattern(), p0.pattern())?)
 }
 
 /// [`smooth_prolongator`] on a plan of `A P0` from [`smoothing_plan`] (the operands must carry

@@ -367,27 +367,50 @@ fn device_cold_setup_levels_equal_the_host_ones() {
         let hd = Hierarchy::setup_external(&a, &p.near_null, &params).unwrap();
         assert_eq!(hd.n_levels(), h.n_levels(), "{case}: levels");
         let mut vertices = 0;
+        // bytes of the patterns of P and A_c (offsets and columns, u32 on the device)
+        let (mut p_bytes, mut ac_bytes) = (0u64, 0u64);
+        let pattern_bytes = |q: &linalg::BlockPattern| 4 * (q.n_block_rows() + 1 + q.nnz()) as u64;
         for l in 0..h.n_levels() - 1 {
             assert_eq!(hd.aggregates(l), h.aggregates(l), "{case}, level {l}");
             vertices += h.aggregates(l).unwrap().n_vertices();
             let (ph, pd) = (h.prolongator(l).unwrap(), hd.prolongator(l).unwrap());
-            assert_eq!(
-                pd.pattern().col_idx(),
-                ph.pattern().col_idx(),
-                "{case}, P{l}"
-            );
+            // the patterns built on the device: the host's, entry for entry
+            assert_eq!(**pd.pattern(), **ph.pattern(), "{case}, P{l}'s pattern");
+            p_bytes += pattern_bytes(pd.pattern());
             let diff = rel_diff(&pd.to_host_vec().unwrap(), ph.host().unwrap());
             assert!(diff <= 1e-12, "{case}: P{l} differs by {diff:e}");
             let (ah, ad) = (h.operator(l + 1).unwrap(), hd.operator(l + 1).unwrap());
+            assert_eq!(
+                **ad.pattern(),
+                **ah.pattern(),
+                "{case}, A{}'s pattern",
+                l + 1
+            );
+            ac_bytes += pattern_bytes(ad.pattern());
             let diff = rel_diff(&ad.to_host_vec().unwrap(), ah.host().unwrap());
             assert!(diff <= 1e-12, "{case}: A{} differs by {diff:e}", l + 1);
         }
         // graph and aggregation: nothing uploaded, the assignment (4 bytes a vertex) and
         // a few counters downloaded
-        let coarsen = hd.report().setup.transfers.coarsen;
+        let transfers = &hd.report().setup.transfers;
+        let coarsen = transfers.coarsen;
         assert_eq!(coarsen.host_to_device_bytes, 0, "{case}");
         let bound = 4 * vertices as u64 + 4096;
         assert!(coarsen.device_to_host_bytes <= bound, "{case}: {coarsen:?}");
+        // the symbolic products and the diagonal's slots are made on the device: nothing
+        // uploaded; the patterns of P (A P0) and A_c and a few sizes come down
+        let levels = (h.n_levels() - 1) as u64;
+        for (stage, bytes, down) in [
+            ("smoother", transfers.smoother, 4096 * levels),
+            ("smoothing", transfers.smoothing, p_bytes + 4096 * levels),
+            ("galerkin", transfers.galerkin, ac_bytes + 4096 * levels),
+        ] {
+            assert_eq!(bytes.host_to_device_bytes, 0, "{case}: {stage} {bytes:?}");
+            assert!(
+                bytes.device_to_host_bytes <= down,
+                "{case}: {stage} {bytes:?}, at most {down} B down"
+            );
+        }
     }
 }
 

@@ -152,6 +152,58 @@ extern "C" __global__ void product_fill(const u32 n_rows, const u32* __restrict_
     merge_row<true>(i, l_ptr, l_col, r_ptr, r_col, state, nullptr, c_ptr, c_col);
 }
 
+// ---- the pattern of C = L R by a bitmap per row (few, long rows: P^T W) ----
+//
+// `bitmap` holds words_per_row u32 per row of C, zeroed. product_mark: one thread per slot e of L
+// (in row l_row[e]) sets the bits of the columns of R's row l_col[e] (atomic ORs: the bits do
+// not depend on the order); product_bits_count: each row's bits counted; product_bits_fill: the
+// set bits of row i, low word and low bit first (ascending columns: the merge's row), at
+// c_ptr[i]. The merge of one thread per row serialised these products over few threads (532
+// rows of 122 blocks for the second level's A_c at 66^3).
+extern "C" __global__ void product_mark(const u32 n_l_slots, const u32* __restrict__ l_row,
+                                        const u32* __restrict__ l_col,
+                                        const u32* __restrict__ r_ptr,
+                                        const u32* __restrict__ r_col, const u32 words_per_row,
+                                        u32* __restrict__ bitmap) {
+    const u32 e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_l_slots) return;
+    u32* row = bitmap + (u64)l_row[e] * words_per_row;
+    const u32 k = l_col[e];
+    for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
+        const u32 c = r_col[r];
+        atomicOr(row + (c >> 5), 1u << (c & 31u));
+    }
+}
+
+extern "C" __global__ void product_bits_count(const u32 n_rows, const u32 words_per_row,
+                                              const u32* __restrict__ bitmap,
+                                              u32* __restrict__ count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32* row = bitmap + (u64)i * words_per_row;
+    u32 n = 0;
+    for (u32 w = 0; w < words_per_row; ++w) n += __popc(row[w]);
+    count[i] = n;
+}
+
+extern "C" __global__ void product_bits_fill(const u32 n_rows, const u32 words_per_row,
+                                             const u32* __restrict__ bitmap,
+                                             const u32* __restrict__ c_ptr,
+                                             u32* __restrict__ c_col) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32* row = bitmap + (u64)i * words_per_row;
+    u32 out = c_ptr[i];
+    for (u32 w = 0; w < words_per_row; ++w) {
+        u32 bits = row[w];
+        while (bits != 0u) {
+            const u32 b = (u32)(__ffs((int)bits) - 1);
+            c_col[out++] = (w << 5) | b;
+            bits &= bits - 1u;
+        }
+    }
+}
+
 // Terms of row i of C = L R: the sum of the lengths of R's rows k over the columns k of L's row
 // i (saturating at 2^32 - 1).
 extern "C" __global__ void product_terms(const u32 n_rows, const u32* __restrict__ l_ptr,
@@ -171,9 +223,9 @@ extern "C" __global__ void product_terms(const u32 n_rows, const u32* __restrict
 //
 // transpose_count: the blocks of each column (atomic increments of integers: the counts do not
 // depend on the order). transpose_fill: each block's slot k and row i at its column's next
-// place (in any order); transpose_sort then orders each column's blocks by slot, which orders
-// them by row as the host's serial walk does (slots ascend with rows, one block per row and
-// column).
+// place (in any order); transpose_rank then moves each column's blocks to their order by slot,
+// which orders them by row as the host's serial walk does (slots ascend with rows, one block
+// per row and column).
 extern "C" __global__ void transpose_count(const u32 n_rows, const u32* __restrict__ ptr,
                                            const u32* __restrict__ col, u32* __restrict__ count) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -196,22 +248,26 @@ extern "C" __global__ void transpose_fill(const u32 n_rows, const u32* __restric
     }
 }
 
-// One thread per row of the transpose: insertion sort of its (slot, row) pairs by slot.
-extern "C" __global__ void transpose_sort(const u32 n_cols, const u32* __restrict__ t_ptr,
+// One warp per column j of the transpose: each of the column's blocks, placed in any order by
+// transpose_fill into u_col / u_slot, goes to its rank by slot (slots are unique: the ranks are
+// 0..len in a column), which orders the column by slot, hence by row, as the host's serial walk
+// does. The lanes read the column's slots together (one broadcast per step): quadratic in a
+// column's length, but every column in parallel (an insertion sort per thread was serial over
+// the few, long columns of P on the coarse side: 6,649 threads for 1.2 M blocks at 66^3).
+extern "C" __global__ void transpose_rank(const u32 n_cols, const u32* __restrict__ t_ptr,
+                                          const u32* __restrict__ u_col,
+                                          const u32* __restrict__ u_slot,
                                           u32* __restrict__ t_col, u32* __restrict__ t_slot) {
-    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 j = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u32 lane = threadIdx.x & 31u;
     if (j >= n_cols) return;
     const u32 lo = t_ptr[j], hi = t_ptr[j + 1];
-    for (u32 a = lo + 1; a < hi; ++a) {
-        const u32 s = t_slot[a], r = t_col[a];
-        u32 b = a;
-        while (b > lo && t_slot[b - 1] > s) {
-            t_slot[b] = t_slot[b - 1];
-            t_col[b] = t_col[b - 1];
-            --b;
-        }
-        t_slot[b] = s;
-        t_col[b] = r;
+    for (u32 a = lo + lane; a < hi; a += 32u) {
+        const u32 s = u_slot[a];
+        u32 rank = 0;
+        for (u32 b = lo; b < hi; ++b) rank += u_slot[b] < s ? 1u : 0u;
+        t_col[lo + rank] = u_col[a];
+        t_slot[lo + rank] = s;
     }
 }
 
@@ -253,79 +309,83 @@ extern "C" __global__ void slot_rows(const u32 n_rows, const u32* __restrict__ p
 
 // ---- pair lists ----
 //
-// Pair lists of C = L R built on the device (the host's term_pairs, the same lists): one thread
-// per output row i walks L's row i (entries e ascending) and, for each, R's row k = col(e)
-// (entries r ascending); the term lands in the slot of column col(r) of C's row i (a search
-// in that row). term_pairs_count counts each slot's terms (*bad = 1 where a term lands
-// outside C's pattern); term_pairs_fill writes them at cursor[s] (slot s's start, advanced).
-extern "C" __global__ void term_pairs_count(const u32 n_rows, const u32* __restrict__ c_ptr,
-                                            const u32* __restrict__ c_col,
-                                            const u32* __restrict__ l_ptr,
-                                            const u32* __restrict__ l_col,
-                                            const u32* __restrict__ r_ptr,
-                                            const u32* __restrict__ r_col, u32* __restrict__ count,
-                                            u32* __restrict__ bad) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_rows) return;
-    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
-    for (u32 s = lo; s < hi; ++s) count[s] = 0;
-    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
-        const u32 k = l_col[e];
-        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
-            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
-            if (s == NOT_FOUND) {
-                *bad = 1;
-                return;
-            }
-            ++count[s];
-        }
-    }
-}
-
-// term_pairs_fill reports each left entry e as itself, term_pairs_fill_mapped as left_slot[e]
-// (P^T W: the slot of P holding P^T's block e).
-template <bool MAPPED>
-__device__ __forceinline__ void fill_term_pairs(const u32 n_rows, const u32* __restrict__ c_ptr,
-                                                const u32* __restrict__ c_col,
-                                                const u32* __restrict__ l_ptr,
-                                                const u32* __restrict__ l_col,
-                                                const u32* __restrict__ left_slot,
-                                                const u32* __restrict__ r_ptr,
-                                                const u32* __restrict__ r_col,
-                                                u32* __restrict__ cursor, u32* __restrict__ first,
-                                                u32* __restrict__ second) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_rows) return;
-    const u32 lo = c_ptr[i], hi = c_ptr[i + 1];
-    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
-        const u32 k = l_col[e];
-        const u32 reported = MAPPED ? left_slot[e] : e;
-        for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
-            const u32 s = find_sorted(c_col, lo, hi, r_col[r]);
-            const u32 t = cursor[s]++;
-            first[t] = reported;
-            second[t] = r;
-        }
-    }
-}
-
-extern "C" __global__ void term_pairs_fill(const u32 n_rows, const u32* __restrict__ c_ptr,
+// Pair lists of C = L R built on the device (the host's term_pairs, the same lists), found
+// from the output side: slot s of C (row c_row[s], column j = c_col[s]) has a term for each entry e
+// of L's row (ascending) whose R row k = l_col[e] holds column j, at r (a search; R's rows are
+// unique, so one r at most per e). The row walk lists a slot's terms in ascending e as well,
+// hence the same order. Every slot is a thread (the row walk had one thread per row: 6,649
+// threads for the fine level's A_c at 66^3, each walking about 2,000 terms). A term landing
+// outside C is not seen here: the caller compares the listed total with the product's terms.
+template <bool FILL, bool MAPPED>
+__device__ __forceinline__ void slot_terms(const u32 n_slots, const u32* __restrict__ c_row,
                                            const u32* __restrict__ c_col,
                                            const u32* __restrict__ l_ptr,
                                            const u32* __restrict__ l_col,
+                                           const u32* __restrict__ left_slot,
                                            const u32* __restrict__ r_ptr,
-                                           const u32* __restrict__ r_col, u32* __restrict__ cursor,
-                                           u32* __restrict__ first, u32* __restrict__ second) {
-    fill_term_pairs<false>(n_rows, c_ptr, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, cursor,
-                           first, second);
+                                           const u32* __restrict__ r_col, u32* __restrict__ count,
+                                           const u32* __restrict__ ptr, u32* __restrict__ first,
+                                           u32* __restrict__ second) {
+    const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n_slots) return;
+    const u32 i = c_row[s], j = c_col[s];
+    u32 t = FILL ? ptr[s] : 0u;
+    for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
+        const u32 k = l_col[e];
+        const u32 r = find_sorted(r_col, r_ptr[k], r_ptr[k + 1], j);
+        if (r == NOT_FOUND) continue;
+        if (FILL) {
+            first[t] = MAPPED ? left_slot[e] : e;
+            second[t] = r;
+        }
+        ++t;
+    }
+    if (!FILL) count[s] = t;
 }
 
-extern "C" __global__ void term_pairs_fill_mapped(
-    const u32 n_rows, const u32* __restrict__ c_ptr, const u32* __restrict__ c_col,
+extern "C" __global__ void term_pairs_slot_count(const u32 n_slots, const u32* __restrict__ c_row,
+                                                 const u32* __restrict__ c_col,
+                                                 const u32* __restrict__ l_ptr,
+                                                 const u32* __restrict__ l_col,
+                                                 const u32* __restrict__ r_ptr,
+                                                 const u32* __restrict__ r_col,
+                                                 u32* __restrict__ count) {
+    slot_terms<false, false>(n_slots, c_row, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, count,
+                             nullptr, nullptr, nullptr);
+}
+
+extern "C" __global__ void term_pairs_slot_fill(const u32 n_slots, const u32* __restrict__ c_row,
+                                                const u32* __restrict__ c_col,
+                                                const u32* __restrict__ l_ptr,
+                                                const u32* __restrict__ l_col,
+                                                const u32* __restrict__ r_ptr,
+                                                const u32* __restrict__ r_col,
+                                                const u32* __restrict__ ptr,
+                                                u32* __restrict__ first, u32* __restrict__ second) {
+    slot_terms<true, false>(n_slots, c_row, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, nullptr,
+                            ptr, first, second);
+}
+
+extern "C" __global__ void term_pairs_slot_fill_mapped(
+    const u32 n_slots, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
     const u32* __restrict__ l_ptr, const u32* __restrict__ l_col,
     const u32* __restrict__ left_slot, const u32* __restrict__ r_ptr,
-    const u32* __restrict__ r_col, u32* __restrict__ cursor, u32* __restrict__ first,
+    const u32* __restrict__ r_col, const u32* __restrict__ ptr, u32* __restrict__ first,
     u32* __restrict__ second) {
-    fill_term_pairs<true>(n_rows, c_ptr, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, cursor,
-                          first, second);
+    slot_terms<true, true>(n_slots, c_row, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, nullptr,
+                           ptr, first, second);
+}
+
+// ---- the slots of a square pattern's diagonal ----
+//
+// slot[i]: the slot of block (i, i) (a search in row i), NOT_FOUND where row i stores none;
+// *missing counts those rows.
+extern "C" __global__ void diagonal_slots(const u32 n_rows, const u32* __restrict__ ptr,
+                                          const u32* __restrict__ col, u32* __restrict__ slot,
+                                          u32* __restrict__ missing) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 s = find_sorted(col, ptr[i], ptr[i + 1], i);
+    slot[i] = s;
+    if (s == NOT_FOUND) atomicAdd(missing, 1u);
 }

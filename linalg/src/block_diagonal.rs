@@ -112,7 +112,14 @@ impl BlockDiagonal {
                         &a.device(),
                     ));
                 }
-                let mut d = cuda::DeviceBlockDiagonal::new(ctx, a.pattern(), bs)?;
+                // the matrix's own device pattern: no upload, whether or not the host
+                // pattern has a mirror (a device-assembled operator's may not)
+                let mut d = cuda::DeviceBlockDiagonal::on_device_pattern(
+                    ctx,
+                    a.pattern(),
+                    m.pattern(),
+                    bs,
+                )?;
                 d.invert(ctx, m)?;
                 Ok(Self {
                     n_blocks: d.n_blocks(),
@@ -155,19 +162,34 @@ impl BlockDiagonal {
             }
             (Storage::CudaBsr { ctx, m }, Precision::Single) => {
                 let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f32>::new_of(&ctx, &source, bs)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f32>::on_device_pattern(
+                    &ctx,
+                    &source,
+                    m.pattern(),
+                    bs,
+                )?;
                 d.invert(&ctx, m)?;
                 Storage::CudaDiag32 { ctx, d, source }
             }
             (Storage::CudaBsr32 { ctx, m }, Precision::Single) => {
                 let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f32>::new_of(&ctx, &source, bs)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f32>::on_device_pattern(
+                    &ctx,
+                    &source,
+                    m.pattern(),
+                    bs,
+                )?;
                 d.invert(&ctx, m)?;
                 Storage::CudaDiag32 { ctx, d, source }
             }
             (Storage::CudaBsr32 { ctx, m }, Precision::Double) => {
                 let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f64>::new_of(&ctx, &source, bs)?;
+                let mut d = cuda::DeviceBlockDiagonal::<f64>::on_device_pattern(
+                    &ctx,
+                    &source,
+                    m.pattern(),
+                    bs,
+                )?;
                 d.invert(&ctx, m)?;
                 Storage::CudaDiag { ctx, d, source }
             }

@@ -44,8 +44,8 @@ impl Bsr {
 
     /// A matrix on `ctx` whose values are `m`'s, without a copy (for device-built matrices such as
     /// an assembled tangent). `m` must have `pattern`'s shape (block rows, columns, stored
-    /// blocks); its column indices are taken to be `pattern`'s. [`Bsr::into_device_bsr`] gives
-    /// `m` back.
+    /// blocks); its column indices are taken to be `pattern`'s, and its device pattern becomes
+    /// `pattern`'s mirror on this GPU where it has none. [`Bsr::into_device_bsr`] gives `m` back.
     pub fn from_device_bsr(
         ctx: Arc<cuda::CudaContext>,
         pattern: Arc<BlockPattern>,
@@ -62,6 +62,9 @@ impl Bsr {
                 found: p.n_block_rows() * p.n_block_cols() * p.nnz(),
             });
         }
+        // `m`'s device pattern is `pattern` on this GPU: plans made on the device from the
+        // pattern (symbolic products, diagonal slots) then upload nothing
+        pattern.device_mirror().install(&ctx, m.pattern().clone());
         Ok(Self {
             pattern,
             block_rows: m.block_rows(),

@@ -146,7 +146,7 @@ impl DenseFactor {
             return Self::factor(&a.to_precision(crate::Precision::Double)?);
         }
         if let Some((ctx, m)) = a.cuda() {
-            let inv = DeviceDenseInverse::factor(ctx, a.pattern(), m, PIVOT_RTOL)?;
+            let inv = DeviceDenseInverse::factor(ctx, m, PIVOT_RTOL)?;
             return Ok(Self {
                 n: a.n_rows(),
                 factor: Factor::Device {

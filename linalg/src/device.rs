@@ -375,6 +375,21 @@ impl<T> DeviceMirror<T> {
     }
 }
 
+impl<T> DeviceMirror<T> {
+    /// The mirror on `ctx`'s GPU if one was made (nothing is made here).
+    pub(crate) fn get(&self, ctx: &CudaContext) -> Option<Arc<T>> {
+        self.0
+            .get()
+            .filter(|(ordinal, _)| *ordinal == ctx.ordinal())
+            .map(|(_, m)| m.clone())
+    }
+
+    /// Sets the mirror on `ctx`'s GPU to `made` (a copy built there), unless one is set.
+    pub(crate) fn install(&self, ctx: &CudaContext, made: Arc<T>) {
+        let _ = self.0.set((ctx.ordinal(), made));
+    }
+}
+
 impl<T> Default for DeviceMirror<T> {
     fn default() -> Self {
         Self::new()

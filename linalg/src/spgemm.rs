@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::backend::cuda::DeviceSpgemmPlan;
 use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
-use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
+use crate::device::{check_same_device, device_pattern, unsupported, DeviceMirror, Storage};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
@@ -39,12 +39,44 @@ impl SpgemmPlan {
         spgemm_symbolic_shared(a.clone(), b.clone())
     }
 
+    /// [`SpgemmPlan::new`] where the operands live: on a GPU the pattern of `C` is built there
+    /// from the device mirrors of `a` and `b` (uploaded if not there yet: a set-up on the device
+    /// has them), the host's pattern entry for entry; it comes down as the plan's host pattern,
+    /// whose device mirror is the one built there (matrices on it upload nothing), and the
+    /// plan's device form is made with it. On the host: [`SpgemmPlan::new`].
+    pub fn new_on(
+        device: &crate::Device,
+        a: &Arc<BlockPattern>,
+        b: &Arc<BlockPattern>,
+    ) -> Result<Self, LinalgError> {
+        let ctx = match device {
+            crate::Device::Host => return Self::new(a, b),
+            crate::Device::Cuda(ctx) => ctx,
+        };
+        check_inner(a, b)?;
+        let (da, db) = (device_pattern(ctx, a)?, device_pattern(ctx, b)?);
+        let dplan = Arc::new(DeviceSpgemmPlan::from_patterns(ctx, &da, &db, false)?);
+        let pattern = Arc::new(dplan.pattern().download_trusted(ctx)?);
+        let plan = SpgemmPlan {
+            a: a.clone(),
+            b: b.clone(),
+            pattern,
+            repeated: false,
+            device: DeviceMirror::new(),
+            smoothing: DeviceMirror::new(),
+        };
+        plan.device.install(ctx, dplan);
+        Ok(plan)
+    }
+
     /// Marks the plan as one whose product repeats (a hot update's Galerkin product, say): its
     /// GPU copy then lists every block product's operands once, at upload, where the device's
     /// memory allows, so that each product skips the operand searches (the same sums in the
     /// same order: the same bits). Plans used once (a cold set-up's) skip that host work.
     pub fn for_repeated_products(mut self) -> Self {
         self.repeated = true;
+        // a device form made before (by `new_on`) was made for single products
+        self.device = DeviceMirror::new();
         self
     }
 
@@ -91,13 +123,7 @@ fn spgemm_symbolic_shared(
     a: Arc<BlockPattern>,
     b: Arc<BlockPattern>,
 ) -> Result<SpgemmPlan, LinalgError> {
-    if a.n_block_cols() != b.n_block_rows() {
-        return Err(LinalgError::DimensionMismatch {
-            what: "spgemm: block rows of B",
-            expected: a.n_block_cols(),
-            found: b.n_block_rows(),
-        });
-    }
+    check_inner(&a, &b)?;
     let pattern = Arc::new(product_pattern(&a, &b));
     Ok(SpgemmPlan {
         a,
@@ -107,6 +133,18 @@ fn spgemm_symbolic_shared(
         device: DeviceMirror::new(),
         smoothing: DeviceMirror::new(),
     })
+}
+
+/// `A`'s block columns are `B`'s block rows.
+fn check_inner(a: &BlockPattern, b: &BlockPattern) -> Result<(), LinalgError> {
+    if a.n_block_cols() != b.n_block_rows() {
+        return Err(LinalgError::DimensionMismatch {
+            what: "spgemm: block rows of B",
+            expected: a.n_block_cols(),
+            found: b.n_block_rows(),
+        });
+    }
+    Ok(())
 }
 
 /// Pattern of `left * right` (dimensions already checked), row groups in parallel with a dense

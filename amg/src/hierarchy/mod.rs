@@ -188,7 +188,7 @@ impl Transfer {
 
     /// (Re)builds the Galerkin plan of `p` on `a`'s pattern, with its workspace.
     fn plan_galerkin(&mut self, a: &Bsr) -> Result<(), AmgError> {
-        self.galerkin = PtapPlan::new(a.pattern(), self.p.pattern())?;
+        self.galerkin = PtapPlan::new_on(&a.device(), a.pattern(), self.p.pattern())?;
         self.galerkin_ws = self.galerkin.workspace();
         self.galerkin_a_pattern = a.pattern().clone();
         Ok(())

@@ -311,14 +311,20 @@ fn coarsen_level(
                 None => TentativePlan::new_on(&aggregates, bs, k, &device)?,
             };
             let (p0, coarse) = plan.build(near_null, &a.device())?;
+            // the QR's kernels in this stage's time (see below)
+            device.synchronize()?;
             Ok::<_, AmgError>((plan, p0, coarse))
         })?;
     let old_smoothing = old_smoothing
         .flatten()
         .filter(|plan| BlockPattern::same(plan.b(), p0.pattern()));
     let reused_smoothing = old_smoothing.is_some() || !params.smooth_prolongator;
+    // the stages below end with a device synchronisation: each stage's time is its own (the
+    // kernels are asynchronous; the next stage's first wait would take them otherwise)
     let (p, smoothing) = timed_moving(&mut tm.smoothing_s, &mut bytes.smoothing, &device, || {
-        stage_smooth(a, &pbj, p0, emax, old_smoothing, params)
+        let smoothed = stage_smooth(a, &pbj, p0, emax, old_smoothing, params)?;
+        device.synchronize()?;
+        Ok::<_, AmgError>(smoothed)
     })?;
     let old_galerkin = old_galerkin.filter(|(plan, _)| {
         BlockPattern::same(plan.a_pattern(), a.pattern())
@@ -332,7 +338,7 @@ fn coarsen_level(
                 &mut tm.galerkin_symbolic_s,
                 &mut bytes.galerkin,
                 &device,
-                || PtapPlan::new(a.pattern(), p.pattern()),
+                || PtapPlan::new_on(&device, a.pattern(), p.pattern()),
             )?;
             let ws = plan.workspace();
             (plan, ws)
@@ -344,7 +350,9 @@ fn coarsen_level(
         &device,
         || {
             let mut ac = Bsr::zeros_on(&a.device(), galerkin.pattern().clone(), k, k)?;
-            ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws).map(|()| ac)
+            ptap_numeric(&galerkin, a, &p, &mut ac, &mut galerkin_ws)?;
+            device.synchronize()?;
+            Ok::<_, AmgError>(ac)
         },
     )?;
     let coarsened = Coarsened {

@@ -1,7 +1,8 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
 //! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map, the
-//! pattern of `A_c` and picks a numeric strategy; [`PtapPlan::workspace`] sizes the scratch a
+//! pattern of `A_c` and picks a numeric strategy ([`PtapPlan::new_on`]: the symbolic phase on
+//! the operands' GPU, the host parts made only if asked for); [`PtapPlan::workspace`] sizes the scratch a
 //! numeric call needs, which the caller keeps; [`ptap_numeric`] (every Newton step, new `A`
 //! values, same `P`) recomputes only values and allocates nothing. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
 //! `c x c`. Neither strategy stores `A P` or its pattern: each row `W_i = A_i P` is computed on the
@@ -26,7 +27,7 @@ mod wrow;
 
 use std::borrow::Cow;
 use std::mem::size_of_val;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use fused::{fused_numeric, FusedArgs, FusedPlan};
 use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH, W_ROWS_PER_TASK};
@@ -35,7 +36,7 @@ use wrow::Operands;
 
 use crate::backend::cuda::DevicePtapPlan;
 use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
-use crate::device::{check_same_device, unsupported, DeviceMirror, Storage};
+use crate::device::{check_same_device, device_pattern, unsupported, DeviceMirror, Storage};
 use crate::spgemm::{check_dim, product_pattern};
 use crate::transpose::transpose_pattern;
 use crate::{BlockPattern, Bsr, LinalgError};
@@ -73,22 +74,55 @@ macro_rules! dispatch_galerkin {
 /// Plan of `P^T A P` for one pair of patterns.
 ///
 /// Holds the patterns of `A` and `P` (shared with the caller, to check numeric operands), the
-/// pattern of `P^T` with, per block, the slot of `P` storing it (also what a restriction
-/// `y = P^T x` needs: [`PtapPlan::pt_pattern`], [`PtapPlan::pt_slots`]), the pattern of `A_c` and
-/// the strategy's chunking. No values and no scratch: numeric calls work in the caller's
-/// [`PtapWorkspace`] ([`PtapPlan::workspace`]), so several threads may share a plan.
+/// pattern of `A_c` and the host's numeric parts: the pattern of `P^T` with, per block, the slot
+/// of `P` storing it (also what a restriction `y = P^T x` needs: [`PtapPlan::pt_pattern`],
+/// [`PtapPlan::pt_slots`]) and the strategy's chunking. No values and no scratch: numeric calls
+/// work in the caller's [`PtapWorkspace`] ([`PtapPlan::workspace`]), so several threads may
+/// share a plan. A plan made on a GPU ([`PtapPlan::new_on`]) makes its host parts only if a
+/// host product or restriction asks for them.
 #[derive(Debug)]
 pub struct PtapPlan {
     a: Arc<BlockPattern>,
     p: Arc<BlockPattern>,
-    pt: Arc<BlockPattern>,
-    pt_slots: Vec<u32>,
     pattern: Arc<BlockPattern>,
-    strategy: Strategy,
+    /// `P^T`, its slot map and the strategy: made with the plan on the host, at first use for
+    /// a plan made on a GPU.
+    host: OnceLock<HostParts>,
     /// The plan on a GPU (patterns of `P^T`, `A P`, `A_c`, the `P^T` slot map; built there from
     /// the patterns' device mirrors, see [`DevicePtapPlan::upload`]) at the first device numeric
-    /// call or restriction and reused by every later one.
+    /// call or restriction and reused by every later one; made with the plan by
+    /// [`PtapPlan::new_on`].
     device: DeviceMirror<DevicePtapPlan>,
+}
+
+/// The parts of a [`PtapPlan`] that only the host's numeric products and restriction read.
+#[derive(Debug)]
+struct HostParts {
+    pt: Arc<BlockPattern>,
+    pt_slots: Vec<u32>,
+    strategy: Strategy,
+}
+
+impl HostParts {
+    /// `P^T` with its slot map, and the strategy `choose` picks for `P`'s pattern.
+    fn new(p: &BlockPattern, choose: impl FnOnce(&BlockPattern) -> Strategy) -> Self {
+        let (pt, pt_slots) = transpose_pattern(p, |k| k as u32);
+        Self {
+            pt: Arc::new(pt),
+            pt_slots,
+            strategy: choose(p),
+        }
+    }
+}
+
+/// The strategy of [`PtapPlan::new`]: fused where `P`'s rows colour, streamed otherwise.
+fn default_strategy(p: &BlockPattern) -> Strategy {
+    match FusedPlan::new(p) {
+        Some(f) => Strategy::Fused(f),
+        None => Strategy::Streamed {
+            rows_per_batch: ROWS_PER_BATCH,
+        },
+    }
 }
 
 /// How [`ptap_numeric`] computes the values.
@@ -98,17 +132,53 @@ enum Strategy {
     Streamed { rows_per_batch: usize },
 }
 
+impl Strategy {
+    /// Batch buffers of the streamed strategy's workspace (none for the fused one).
+    fn w_tasks(&self) -> usize {
+        match self {
+            Strategy::Fused(_) => 0,
+            Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
+        }
+    }
+}
+
 impl PtapPlan {
     /// Symbolic phase sharing the caller's patterns (numeric calls then recognise matrices on these
     /// very patterns by pointer, without comparing them). Errors if `A` is not `n x n` blocks with
     /// `n` the block rows of `P`, or `P` has `2^32` blocks or more.
     pub fn new(a: &Arc<BlockPattern>, p: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
-        Self::with_strategy(a, p, |p| match FusedPlan::new(p) {
-            Some(f) => Strategy::Fused(f),
-            None => Strategy::Streamed {
-                rows_per_batch: ROWS_PER_BATCH,
-            },
-        })
+        Self::with_strategy(a, p, default_strategy)
+    }
+
+    /// [`PtapPlan::new`] where the operands live: on a GPU the symbolic phase runs there, from
+    /// the device mirrors of `a` and `p` (uploaded if they are not there yet: a set-up on the
+    /// device has them): `P^T`, `W = A P`, `A_c`'s pattern and the products' slot rows are
+    /// built there (the host's patterns entry for entry) and kept as the plan's device form;
+    /// only `A_c`'s pattern comes down (its host copy, whose device mirror is the one built
+    /// there), and the host parts ([`PtapPlan::pt_pattern`], the strategy) are made only if
+    /// a host product or restriction asks for them. On the host: [`PtapPlan::new`].
+    pub fn new_on(
+        device: &crate::Device,
+        a: &Arc<BlockPattern>,
+        p: &Arc<BlockPattern>,
+    ) -> Result<Self, LinalgError> {
+        let ctx = match device {
+            crate::Device::Host => return Self::new(a, p),
+            crate::Device::Cuda(ctx) => ctx,
+        };
+        check_shapes(a, p)?;
+        let (da, dp) = (device_pattern(ctx, a)?, device_pattern(ctx, p)?);
+        let dplan = Arc::new(DevicePtapPlan::from_patterns(ctx, da, dp, None)?);
+        let pattern = Arc::new(dplan.pattern().download_trusted(ctx)?);
+        let plan = Self {
+            a: a.clone(),
+            p: p.clone(),
+            pattern,
+            host: OnceLock::new(),
+            device: DeviceMirror::new(),
+        };
+        plan.device.install(ctx, dplan);
+        Ok(plan)
     }
 
     /// [`PtapPlan::new`] forcing the streamed strategy (tests compare other kernels with its order).
@@ -128,28 +198,23 @@ impl PtapPlan {
         p: &Arc<BlockPattern>,
         choose: impl FnOnce(&BlockPattern) -> Strategy,
     ) -> Result<Self, LinalgError> {
-        check_dim("ptap: block cols of A", p.n_block_rows(), a.n_block_cols())?;
-        check_dim("ptap: block rows of A", p.n_block_rows(), a.n_block_rows())?;
-        if u32::try_from(p.nnz()).is_err() {
-            return Err(LinalgError::DimensionTooLarge {
-                what: "ptap: number of blocks of P",
-                value: p.nnz(),
-            });
-        }
-        let (pt, pt_slots) = transpose_pattern(p, |k| k as u32);
-        let pt = Arc::new(pt);
+        check_shapes(a, p)?;
+        let host = HostParts::new(p, choose);
         // `A P`'s pattern lives only as long as this line.
-        let pattern = Arc::new(product_pattern(&pt, &product_pattern(a, p)));
-        let strategy = choose(p);
+        let pattern = Arc::new(product_pattern(&host.pt, &product_pattern(a, p)));
         Ok(Self {
             a: a.clone(),
             p: p.clone(),
-            pt,
-            pt_slots,
             pattern,
-            strategy,
+            host: OnceLock::from(host),
             device: DeviceMirror::new(),
         })
+    }
+
+    /// The host parts, made at the first call for a plan made on a GPU.
+    fn host(&self) -> &HostParts {
+        self.host
+            .get_or_init(|| HostParts::new(&self.p, default_strategy))
     }
 
     /// The plan's mirror on `ctx`'s GPU (built at the first call).
@@ -164,7 +229,7 @@ impl PtapPlan {
     /// `Some(number of colours)` if numeric calls use the fused strategy (one sequential phase per
     /// colour), `None` if they use the streamed one.
     pub fn fused_colors(&self) -> Option<usize> {
-        match &self.strategy {
+        match &self.host().strategy {
             Strategy::Fused(f) => Some(f.n_colors()),
             Strategy::Streamed { .. } => None,
         }
@@ -172,12 +237,13 @@ impl PtapPlan {
 
     /// The scratch [`ptap_numeric`] needs on this plan: per-thread markers over the coarse rows
     /// and, on the streamed strategy, one batch of `A P` rows and a cursor per coarse row. Keep
-    /// it with the plan and pass it to every numeric call.
+    /// it with the plan and pass it to every numeric call. A plan made on a GPU whose host
+    /// parts were not asked for gets the fused strategy's (small) scratch without making them
+    /// (device products read none); where its strategy turns out streamed, a host product
+    /// refuses that scratch ([`LinalgError::PatternMismatch`]): ask again once the host parts
+    /// exist (after [`Self::pt_pattern`] or [`Self::fused_colors`]).
     pub fn workspace(&self) -> PtapWorkspace {
-        let w_tasks = match &self.strategy {
-            Strategy::Fused(_) => 0,
-            Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
-        };
+        let w_tasks = self.host.get().map_or(0, |h| h.strategy.w_tasks());
         PtapWorkspace::new(self.pattern.n_block_rows(), w_tasks)
     }
 
@@ -199,26 +265,43 @@ impl PtapPlan {
     /// Pattern of `P^T`: for each coarse row, the fine rows with a block in that column of `P`,
     /// ascending.
     pub fn pt_pattern(&self) -> &Arc<BlockPattern> {
-        &self.pt
+        &self.host().pt
     }
 
     /// For each block `k` of [`PtapPlan::pt_pattern`], the slot of `P` that stores it (untransposed).
     pub fn pt_slots(&self) -> &[u32] {
-        &self.pt_slots
+        &self.host().pt_slots
     }
 
-    /// Bytes the plan holds besides the patterns of `A`, `P` and `A_c` (the first two are the
-    /// caller's, the last is shared with the matrices built on it): `P^T`'s pattern and slot map and
-    /// the strategy's chunking.
+    /// Bytes the plan holds on the host besides the patterns of `A`, `P` and `A_c` (the first
+    /// two are the caller's, the last is shared with the matrices built on it): `P^T`'s pattern
+    /// and slot map and the strategy's chunking, where made.
     pub fn memory_bytes(&self) -> usize {
-        let pt = size_of_val(self.pt.row_ptr())
-            + size_of_val(self.pt.col_idx())
-            + size_of_val(self.pt_slots.as_slice());
-        pt + match &self.strategy {
+        let Some(host) = self.host.get() else {
+            return 0;
+        };
+        let pt = size_of_val(host.pt.row_ptr())
+            + size_of_val(host.pt.col_idx())
+            + size_of_val(host.pt_slots.as_slice());
+        pt + match &host.strategy {
             Strategy::Fused(f) => f.memory_bytes(),
             Strategy::Streamed { .. } => 0,
         }
     }
+}
+
+/// The shapes a Galerkin plan needs: `A` square with `P`'s block rows, `P`'s blocks counted in
+/// `u32`.
+fn check_shapes(a: &BlockPattern, p: &BlockPattern) -> Result<(), LinalgError> {
+    check_dim("ptap: block cols of A", p.n_block_rows(), a.n_block_cols())?;
+    check_dim("ptap: block rows of A", p.n_block_rows(), a.n_block_rows())?;
+    if u32::try_from(p.nnz()).is_err() {
+        return Err(LinalgError::DimensionTooLarge {
+            what: "ptap: number of blocks of P",
+            value: p.nnz(),
+        });
+    }
+    Ok(())
 }
 
 /// Symbolic `P^T A P` (copies both patterns; see [`PtapPlan::new`] to share them). Errors if `A` is
@@ -255,14 +338,11 @@ pub fn ptap_numeric(
     check_dim("ptap_numeric: block cols of A", b, a.block_cols())?;
     check_dim("ptap_numeric: block rows of A_c", c, ac.block_rows())?;
     check_dim("ptap_numeric: block cols of A_c", c, ac.block_cols())?;
-    let expected_tasks = match &plan.strategy {
-        Strategy::Fused(_) => 0,
-        Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
+    let other_plan = LinalgError::PatternMismatch {
+        what: "ptap_numeric: workspace made for another plan",
     };
-    if ws.n_coarse != plan.pattern.n_block_rows() || ws.w_tasks.len() != expected_tasks {
-        return Err(LinalgError::PatternMismatch {
-            what: "ptap_numeric: workspace made for another plan",
-        });
+    if ws.n_coarse != plan.pattern.n_block_rows() {
+        return Err(other_plan);
     }
     let device = ac.device();
     check_same_device("ptap_numeric: A", &device, &a.device())?;
@@ -270,6 +350,10 @@ pub fn ptap_numeric(
 
     let on_host = |s: &Storage| matches!(s, Storage::Host(_) | Storage::Host32(_));
     if on_host(a.storage()) && on_host(p.storage()) && on_host(ac.storage()) {
+        // the batches are the host product's only (device products keep theirs in the plan)
+        if ws.w_tasks.len() != plan.host().strategy.w_tasks() {
+            return Err(other_plan);
+        }
         // fp32 operands are widened for the product (transient copies) and the result is
         // rounded into fp32 storage: the host kernels compute in fp64 only.
         let a_values = host_f64(a.storage());
@@ -338,7 +422,8 @@ struct HostProduct<'a> {
 impl HostProduct<'_> {
     fn run(self, ws: &mut PtapWorkspace, out: &mut [f64]) {
         let (plan, ops, b, c) = (self.plan, self.ops, self.b, self.c);
-        match &plan.strategy {
+        let host = plan.host();
+        match &host.strategy {
             Strategy::Fused(fused) => {
                 let args = FusedArgs {
                     plan: fused,
@@ -350,8 +435,8 @@ impl HostProduct<'_> {
             Strategy::Streamed { rows_per_batch } => {
                 let args = StreamedArgs {
                     ops,
-                    pt: &plan.pt,
-                    pt_slots: &plan.pt_slots,
+                    pt: &host.pt,
+                    pt_slots: &host.pt_slots,
                     ac: &plan.pattern,
                     rows_per_batch: *rows_per_batch,
                 };

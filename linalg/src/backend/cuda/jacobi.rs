@@ -5,6 +5,7 @@ use cudarc::driver::PushKernelArg;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, JACOBI};
+use super::matrix::DevicePattern;
 use super::spmv::spmv;
 use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
 use crate::{BlockPattern, LinalgError};
@@ -14,8 +15,8 @@ pub use crate::dense::PIVOT_RTOL;
 
 /// The inverses of the `bs x bs` diagonal blocks of a square-block operator, on the device.
 ///
-/// Calling order: [`DeviceBlockDiagonal::new`] once per pattern (uploads where each diagonal
-/// block sits), [`DeviceBlockDiagonal::invert`] for every new set of values, then
+/// Calling order: [`DeviceBlockDiagonal::new`] once per pattern (finds where each diagonal
+/// block sits: on the device from the pattern there, else on the host, uploaded), [`DeviceBlockDiagonal::invert`] for every new set of values, then
 /// [`DeviceBlockDiagonal::apply`] / [`chebyshev_step`] as often as needed. The inverses are
 /// stored as `T` (`f32` for fp32 storage: inverted in fp64, rounded once when stored).
 #[derive(Debug)]
@@ -36,12 +37,17 @@ impl DeviceBlockDiagonal {
 }
 
 impl<T: DeviceValue> DeviceBlockDiagonal<T> {
-    /// [`DeviceBlockDiagonal::new`] with inverses stored as `T`.
+    /// [`DeviceBlockDiagonal::new`] with inverses stored as `T`. Where `pattern`'s device mirror
+    /// exists (a matrix on it is on this GPU) the diagonal's slots are found there
+    /// ([`Self::on_device_pattern`]); otherwise the host finds them and uploads them.
     pub fn new_of(
         ctx: &CudaContext,
         pattern: &BlockPattern,
         bs: usize,
     ) -> Result<Self, LinalgError> {
+        if let Some(dp) = pattern.device_mirror().get(ctx) {
+            return Self::on_device_pattern(ctx, pattern, &dp, bs);
+        }
         crate::bsr::check_block_size(bs, bs)?;
         let slots: Vec<u32> = pattern
             .diagonal_positions()?
@@ -54,6 +60,56 @@ impl<T: DeviceValue> DeviceBlockDiagonal<T> {
             inv: ctx.zeros::<T>(slots.len() * bs * bs)?,
             diag_slots: ctx.upload(&slots)?,
         })
+    }
+
+    /// [`Self::new_of`] for operators whose device pattern is `dp` (the same blocks as
+    /// `pattern`, whose errors it reports): the diagonal's slots found on the device, nothing
+    /// uploaded.
+    pub(crate) fn on_device_pattern(
+        ctx: &CudaContext,
+        pattern: &BlockPattern,
+        dp: &DevicePattern,
+        bs: usize,
+    ) -> Result<Self, LinalgError> {
+        crate::bsr::check_block_size(bs, bs)?;
+        if pattern.n_block_rows() != pattern.n_block_cols() {
+            return Err(LinalgError::PatternNotSquare {
+                n_block_rows: pattern.n_block_rows(),
+                n_block_cols: pattern.n_block_cols(),
+            });
+        }
+        if (dp.n_block_rows(), dp.n_block_cols(), dp.nnz())
+            != (
+                pattern.n_block_rows(),
+                pattern.n_block_cols(),
+                pattern.nnz(),
+            )
+        {
+            return Err(LinalgError::PatternMismatch {
+                what: "device block diagonal: device pattern against the host's",
+            });
+        }
+        let (diag_slots, missing) = super::symbolic::diagonal_slots(ctx, dp)?;
+        if missing > 0 {
+            // the host search names the first row without a diagonal block
+            pattern.diagonal_positions()?;
+            return Err(LinalgError::PatternMismatch {
+                what: "device diagonal slots: a row without its diagonal block",
+            });
+        }
+        let n = pattern.n_block_rows();
+        Ok(Self {
+            bs,
+            n_blocks: n,
+            inv: ctx.zeros::<T>(n * bs * bs)?,
+            diag_slots,
+        })
+    }
+
+    /// The diagonal's slots, downloaded (tests compare them with the host's).
+    #[cfg(test)]
+    pub(crate) fn downloaded_slots(&self, ctx: &CudaContext) -> Vec<u32> {
+        ctx.download(&self.diag_slots).unwrap_or_default()
     }
 
     /// A copy (slots and inverses copied device to device).

@@ -65,18 +65,32 @@ impl DevicePattern {
         }
     }
 
-    /// The pattern downloaded (tests compare device-built patterns with the host's).
+    /// The pattern downloaded (tests compare device-built patterns with the host's; checked).
     #[cfg(test)]
     pub(crate) fn download(&self, ctx: &CudaContext) -> Result<BlockPattern, LinalgError> {
+        let (row_ptr, col_idx) = self.download_parts(ctx)?;
+        BlockPattern::new(self.n_block_rows, self.n_block_cols, row_ptr, col_idx)
+    }
+
+    /// The host copy of a pattern the crate built on the device (valid by construction:
+    /// checked in debug builds only), its device mirror set to `self` (so that matrices on it
+    /// upload nothing). Two downloads: the offsets and the columns.
+    pub(crate) fn download_trusted(
+        self: &Arc<Self>,
+        ctx: &CudaContext,
+    ) -> Result<BlockPattern, LinalgError> {
+        let (row_ptr, col_idx) = self.download_parts(ctx)?;
+        let host =
+            BlockPattern::new_trusted(self.n_block_rows, self.n_block_cols, row_ptr, col_idx);
+        host.device_mirror().install(ctx, self.clone());
+        Ok(host)
+    }
+
+    fn download_parts(&self, ctx: &CudaContext) -> Result<(Vec<usize>, Vec<u32>), LinalgError> {
         let row_ptr = ctx.download(&self.row_ptr)?;
         let mut col_idx = ctx.download(&self.col_idx)?;
         col_idx.truncate(self.nnz);
-        BlockPattern::new(
-            self.n_block_rows,
-            self.n_block_cols,
-            row_ptr.iter().map(|&o| o as usize).collect(),
-            col_idx,
-        )
+        Ok((row_ptr.iter().map(|&o| o as usize).collect(), col_idx))
     }
 
     /// Number of block rows.

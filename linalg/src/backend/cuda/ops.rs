@@ -5,7 +5,6 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, grid_stride, OPS};
-use super::matrix::offsets_u32;
 use super::{symbolic, CudaContext, DeviceBsr, DeviceBuffer};
 use crate::device::device_pattern;
 use crate::{BlockPattern, LinalgError};
@@ -105,19 +104,6 @@ pub fn block_norms(
     // SAFETY: arguments match `block_norms`.
     unsafe { l.launch(grid_stride(nnz)) }.map_err(driver_err("block_norms"))?;
     Ok(())
-}
-
-/// Per block of a pattern, its block row (uploaded).
-pub(crate) fn slot_rows(
-    ctx: &CudaContext,
-    p: &BlockPattern,
-) -> Result<DeviceBuffer<u32>, LinalgError> {
-    offsets_u32("device: blocks of a pattern", p.row_ptr())?;
-    let mut rows = Vec::with_capacity(p.nnz());
-    for (i, w) in p.row_ptr().windows(2).enumerate() {
-        rows.extend(std::iter::repeat_n(i as u32, w[1] - w[0]));
-    }
-    ctx.upload(&rows)
 }
 
 /// The slot maps of the device prolongator smoothing for one pair of patterns `W` (`A P0`) and
@@ -300,19 +286,15 @@ fn invert_by_steps(
 }
 
 impl DeviceDenseInverse {
-    /// Densifies and inverts `a` (on `pattern`). A pivot below `rtol` times the largest entry is
+    /// Densifies and inverts `a`. A pivot below `rtol` times the largest entry is
     /// `Err(column)` through [`LinalgError::SingularMatrix`] (pivot reported as NaN: the device
-    /// keeps only its column). One `u64` comes back to the host.
-    pub fn factor(
-        ctx: &CudaContext,
-        pattern: &BlockPattern,
-        a: &DeviceBsr,
-        rtol: f64,
-    ) -> Result<Self, LinalgError> {
+    /// keeps only its column). One `u64` comes back to the host; nothing goes up (each block's
+    /// row is found on the device).
+    pub fn factor(ctx: &CudaContext, a: &DeviceBsr, rtol: f64) -> Result<Self, LinalgError> {
         let n = a.n_rows();
         check_len("device dense inverse: square", n, a.n_cols())?;
         let mut dense = ctx.zeros::<f64>(n * n)?;
-        let rows = slot_rows(ctx, pattern)?;
+        let rows = symbolic::slot_rows(ctx, a.pattern())?;
         let n_values = a.values().len() as u64;
         let (br, bc, ncols) = (a.block_rows() as u32, a.block_cols() as u32, n as u32);
         let f = ctx.function(&OPS, &[], "bsr_to_dense")?;

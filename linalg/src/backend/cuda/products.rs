@@ -6,7 +6,9 @@
 //! (the operands' and the output's, which the device matrices on them already hold) and build
 //! what the host plans do not keep on the device (module `symbolic`): `W`'s pattern, `P^T`'s
 //! pattern and slot map, each output slot's row and the pair lists. Each equals what the host
-//! would build, entry for entry (tested).
+//! would build, entry for entry (tested). Plans made on the device ([`DeviceSpgemmPlan::from_patterns`],
+//! [`DevicePtapPlan::from_patterns`], behind `SpgemmPlan::new_on` and `PtapPlan::new_on`)
+//! build the output pattern there too.
 //!
 //! Owner computes: each output entry is summed by one thread in a fixed order and written once
 //! (no atomics); a thread takes one row of a block (searching kernels) or the rows and
@@ -82,16 +84,22 @@ impl PairState {
 
 impl DevicePairs {
     /// The lists of `W = A P` and of `A_c = P^T W` (the host's `term_pairs` lists).
-    fn build(ctx: &CudaContext, plan: &DevicePtapPlan) -> Result<Self, LinalgError> {
+    /// `terms`: the numbers of terms of the two products.
+    fn build(
+        ctx: &CudaContext,
+        plan: &DevicePtapPlan,
+        terms: [u64; 2],
+    ) -> Result<Self, LinalgError> {
         let (a, p) = &plan.operands;
         Ok(Self {
-            w: device_term_pairs(ctx, &plan.w.pattern, a, None, p)?,
+            w: device_term_pairs(ctx, &plan.w, a, None, p, terms[0])?,
             ac: device_term_pairs(
                 ctx,
-                &plan.ac.pattern,
+                &plan.ac,
                 &plan.pt.pattern,
                 Some(&plan.pt.slots),
                 &plan.w.pattern,
+                terms[1],
             )?,
         })
     }
@@ -175,59 +183,59 @@ fn launch_nn<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
 }
 
 /// The pair lists of `C = L R` (`term_pairs::term_pairs`'s lists, built on the device: one
-/// thread per row counts its slots' terms, their prefix sum on the device, and the same walk
-/// writes the terms), each left entry reported as itself or, with `left_slot`, as
-/// `left_slot[entry]`. Errors where a term lands outside `c`.
+/// thread per slot of `C` counts its terms, their prefix sum on the device, and the same search
+/// writes them), each left entry reported as itself or, with `left_slot`, as
+/// `left_slot[entry]`. `terms`: the product's number of terms ([`symbolic::term_count`]); a
+/// listed total below it means that a term lands outside `c` (an error).
 fn device_term_pairs(
     ctx: &CudaContext,
-    c: &DevicePattern,
+    c: &OutputPattern,
     l: &DevicePattern,
     left_slot: Option<&DeviceBuffer<u32>>,
     r: &DevicePattern,
+    terms: u64,
 ) -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
-    let (n_rows, nnz) = (c.n_block_rows() as u32, c.nnz());
+    let nnz = c.pattern.nnz();
+    let n_slots = nnz as u32;
     let mut count = ctx.zeros::<u32>(nnz.max(1))?;
-    let mut bad = ctx.zeros::<u32>(1)?;
-    let f = ctx.function(&SYMBOLIC, &[], "term_pairs_count")?;
+    let f = ctx.function(&SYMBOLIC, &[], "term_pairs_slot_count")?;
     let mut k = ctx.stream().launch_builder(&f);
-    k.arg(&n_rows)
-        .arg(&c.row_ptr)
-        .arg(&c.col_idx)
+    k.arg(&n_slots)
+        .arg(&c.slot_row)
+        .arg(&c.pattern.col_idx)
         .arg(&l.row_ptr)
         .arg(&l.col_idx)
         .arg(&r.row_ptr)
         .arg(&r.col_idx)
-        .arg(&mut count)
-        .arg(&mut bad);
+        .arg(&mut count);
     // SAFETY: the patterns are well formed (mirrors of checked host patterns, or built from them
-    // on the device) with `l`'s
-    // columns inside `r`'s rows (checked by the product's caller); `count` holds a value per
-    // slot of `c`.
-    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err("term_pairs_count"))?;
-    if ctx.download(&bad)?[0] != 0 {
-        return Err(LinalgError::PatternMismatch {
-            what: "device product pair lists: a term lands outside the output pattern",
-        });
-    }
-    let (ptr, terms) = symbolic::exclusive_scan(
+    // on the device) with `l`'s columns inside `r`'s rows (checked by the product's caller) and
+    // `c`'s rows `l`'s; `slot_row` and `count` hold a value per slot of `c`.
+    unsafe { k.launch(grid_1d(nnz as u64, THREADS)) }
+        .map_err(driver_err("term_pairs_slot_count"))?;
+    let (ptr, listed) = symbolic::exclusive_scan(
         ctx,
         &count,
         nnz,
         "device product pair lists: number of terms",
     )?;
     drop(count);
-    let mut cursor = ctx.duplicate(&ptr)?;
-    let mut first = ctx.zeros::<u32>((terms as usize).max(1))?;
-    let mut second = ctx.zeros::<u32>((terms as usize).max(1))?;
+    if u64::from(listed) != terms {
+        return Err(LinalgError::PatternMismatch {
+            what: "device product pair lists: a term lands outside the output pattern",
+        });
+    }
+    let mut first = ctx.zeros::<u32>((listed as usize).max(1))?;
+    let mut second = ctx.zeros::<u32>((listed as usize).max(1))?;
     let name = match left_slot {
-        None => "term_pairs_fill",
-        Some(_) => "term_pairs_fill_mapped",
+        None => "term_pairs_slot_fill",
+        Some(_) => "term_pairs_slot_fill_mapped",
     };
     let f = ctx.function(&SYMBOLIC, &[], name)?;
     let mut k = ctx.stream().launch_builder(&f);
-    k.arg(&n_rows)
-        .arg(&c.row_ptr)
-        .arg(&c.col_idx)
+    k.arg(&n_slots)
+        .arg(&c.slot_row)
+        .arg(&c.pattern.col_idx)
         .arg(&l.row_ptr)
         .arg(&l.col_idx);
     if let Some(slots) = left_slot {
@@ -235,13 +243,13 @@ fn device_term_pairs(
     }
     k.arg(&r.row_ptr)
         .arg(&r.col_idx)
-        .arg(&mut cursor)
+        .arg(&ptr)
         .arg(&mut first)
         .arg(&mut second);
-    // SAFETY: as above (`left_slot` holds a value per entry of `l`); every term lands inside
-    // `c` (counted and checked above) and `cursor` starts each slot at its own range of
+    // SAFETY: as above (`left_slot` holds a value per entry of `l`); slot `s` writes its
+    // `ptr[s + 1] - ptr[s]` terms (the count pass's, the same search) at `ptr[s]`, inside
     // `first` / `second`, which hold every term.
-    unsafe { k.launch(grid_1d(n_rows as u64, THREADS)) }.map_err(driver_err(name))?;
+    unsafe { k.launch(grid_1d(nnz as u64, THREADS)) }.map_err(driver_err(name))?;
     Ok([ptr, first, second])
 }
 
@@ -277,6 +285,29 @@ impl DeviceSpgemmPlan {
             b: host_dims(plan.b()),
             c: OutputPattern::on_device(ctx, device_pattern(ctx, plan.pattern())?)?,
             pairs: Mutex::new(if plan.repeated() {
+                SpgemmPairs::Undecided
+            } else {
+                SpgemmPairs::Searching
+            }),
+        })
+    }
+
+    /// The plan of `C = A B` built on the device from the device patterns of `A` and `B`:
+    /// `C`'s pattern (the host's `crate::spgemm::product_pattern` entry for entry) with each
+    /// slot's row; pair lists as [`Self::upload`]'s. The caller checks that `A`'s block columns
+    /// are `B`'s block rows.
+    pub(crate) fn from_patterns(
+        ctx: &CudaContext,
+        a: &DevicePattern,
+        b: &DevicePattern,
+        repeated: bool,
+    ) -> Result<Self, LinalgError> {
+        let c = Arc::new(symbolic::product_pattern(ctx, a, b)?);
+        Ok(Self {
+            a: dims(a),
+            b: dims(b),
+            c: OutputPattern::on_device(ctx, c)?,
+            pairs: Mutex::new(if repeated {
                 SpgemmPairs::Undecided
             } else {
                 SpgemmPairs::Searching
@@ -355,10 +386,11 @@ impl DeviceSpgemmPlan {
             *pairs = if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
                 SpgemmPairs::Lists(device_term_pairs(
                     ctx,
-                    &self.c.pattern,
+                    &self.c,
                     a.pattern(),
                     None,
                     b.pattern(),
+                    terms as u64,
                 )?)
             } else {
                 SpgemmPairs::Searching
@@ -423,14 +455,33 @@ impl DevicePtapPlan {
     pub fn upload(ctx: &CudaContext, plan: &PtapPlan) -> Result<Self, LinalgError> {
         let a = device_pattern(ctx, plan.a_pattern())?;
         let p = device_pattern(ctx, plan.p_pattern())?;
+        let ac = device_pattern(ctx, plan.pattern())?;
+        Self::from_patterns(ctx, a, p, Some(ac))
+    }
+
+    /// The plan of `P^T A P` built on the device from the device patterns of `A` and `P`, with
+    /// `A_c`'s pattern `ac` or, for `None`, the one built there (`P^T W`, the host's
+    /// [`PtapPlan::pattern`] entry for entry). Only the sizes of what each pass builds come back
+    /// to the host; nothing goes up. The caller checks the shapes (`A` square with `P`'s block
+    /// rows).
+    pub(crate) fn from_patterns(
+        ctx: &CudaContext,
+        a: Arc<DevicePattern>,
+        p: Arc<DevicePattern>,
+        ac: Option<Arc<DevicePattern>>,
+    ) -> Result<Self, LinalgError> {
         let (pt, pt_slots) = symbolic::transpose_pattern(ctx, &p)?;
         let w = Arc::new(symbolic::product_pattern(ctx, &a, &p)?);
+        let ac = match ac {
+            Some(ac) => ac,
+            None => Arc::new(symbolic::product_pattern(ctx, &pt, &w)?),
+        };
         Ok(Self {
-            a: host_dims(plan.a_pattern()),
-            p: host_dims(plan.p_pattern()),
+            a: dims(&a),
+            p: dims(&p),
             pt: DeviceTransposeMap::from_parts(Arc::new(pt), pt_slots, dims(&p)),
             w: OutputPattern::on_device(ctx, w)?,
-            ac: OutputPattern::on_device(ctx, device_pattern(ctx, plan.pattern())?)?,
+            ac: OutputPattern::on_device(ctx, ac)?,
             w_values: Mutex::new(None),
             keep_w: false,
             operands: (a, p),
@@ -613,13 +664,16 @@ impl DevicePtapPlan {
     /// Pair lists if both passes' lists fit in the allowed share of the device's memory.
     fn decide_pairs(&self, ctx: &CudaContext) -> Result<PairState, LinalgError> {
         let (a, p) = &self.operands;
-        let terms = symbolic::term_count(ctx, a, p)?
-            + symbolic::term_count(ctx, &self.pt.pattern, &self.w.pattern)?;
-        let bytes = 8 * terms as usize + 4 * (self.w.pattern.nnz() + self.ac.pattern.nnz() + 2);
+        let terms = [
+            symbolic::term_count(ctx, a, p)?,
+            symbolic::term_count(ctx, &self.pt.pattern, &self.w.pattern)?,
+        ];
+        let bytes = 8 * (terms[0] + terms[1]) as usize
+            + 4 * (self.w.pattern.nnz() + self.ac.pattern.nnz() + 2);
         let (free, total) = ctx.memory_info()?;
         Ok(
             if bytes <= total / PAIRS_MEMORY_SHARE && bytes <= free / PAIRS_FREE_SHARE {
-                PairState::Pairs(Box::new(DevicePairs::build(ctx, self)?))
+                PairState::Pairs(Box::new(DevicePairs::build(ctx, self, terms)?))
             } else {
                 PairState::Searching
             },

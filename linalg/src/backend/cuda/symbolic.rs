@@ -3,7 +3,8 @@
 //! `crate::spgemm::product_pattern` entry for entry), the transpose of a pattern with its slot
 //! map ([`transpose_pattern`], the host's `crate::transpose::transpose_pattern`), the row of
 //! every slot ([`slot_rows`]), where one pattern's blocks sit in another ([`inner_slots`]), the
-//! terms of a product ([`term_count`]) and the prefix sum of counts they share
+//! terms of a product ([`term_count`]), the slots of a diagonal ([`diagonal_slots`]) and the
+//! prefix sum of counts they share
 //! ([`exclusive_scan`]; the pair lists of `products.rs` use it and symbolic.cu's
 //! `term_pairs_*` kernels). Only scalars come back to the host (each pass's
 //! total, to size what the next one writes); nothing goes up.
@@ -18,6 +19,8 @@ use crate::LinalgError;
 
 /// Threads per block of the one-thread-per-row kernels.
 const THREADS: u32 = 128;
+/// Threads of a warp (`transpose_rank` has a warp per column).
+const WARP: u64 = 32;
 /// `SCAN_THREADS` and `SCAN_TILE` of symbolic.cu.
 const SCAN_THREADS: u32 = 256;
 const SCAN_TILE: u64 = 256 * 8;
@@ -120,17 +123,58 @@ fn check_index(what: &'static str, n: usize) -> Result<(), LinalgError> {
     Ok(())
 }
 
+/// How [`product_pattern_by`] finds each row's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProductMethod {
+    /// A merge of `r`'s rows, one thread per row of the product (many short rows).
+    Merge,
+    /// A bitmap of the columns per row, its bits set in parallel over `l`'s blocks (few, long
+    /// rows: `P^T W`).
+    Bitmap,
+}
+
+/// Words of the bitmap per row for `cols` columns.
+fn bitmap_words(cols: usize) -> usize {
+    cols.div_ceil(32)
+}
+
+/// The method for `l * r`: the bitmap where its words (zeroed, counted and read once each)
+/// are at most 4 per block of `l` (`P^T W` and the coarse levels' `A P`: few rows of many
+/// blocks), the merge otherwise (the fine level's `A P` and `A P0`, whose bitmap would be
+/// 239 MB at 66^3).
+fn product_method(l: &DevicePattern, r: &DevicePattern) -> ProductMethod {
+    let words = l.n_block_rows() as u64 * bitmap_words(r.n_block_cols()) as u64;
+    if l.nnz() > 0 && words <= 4 * l.nnz() as u64 {
+        ProductMethod::Bitmap
+    } else {
+        ProductMethod::Merge
+    }
+}
+
 /// Pattern of `l * r` (`l`'s block columns must be `r`'s block rows; the caller checks): per
-/// row the sorted union of `r`'s rows over `l`'s columns, by a merge of those rows (one thread
-/// per row, a count pass, the prefix sum, the same merge writing the columns).
+/// row the sorted union of `r`'s rows over `l`'s columns (a count pass, the prefix sum, a fill
+/// pass), by the method that suits the shapes (the same pattern either way).
 pub(crate) fn product_pattern(
     ctx: &CudaContext,
     l: &DevicePattern,
     r: &DevicePattern,
 ) -> Result<DevicePattern, LinalgError> {
+    product_pattern_by(ctx, l, r, product_method(l, r))
+}
+
+/// [`product_pattern`] by `method` (tests check both against the host's).
+pub(crate) fn product_pattern_by(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+    method: ProductMethod,
+) -> Result<DevicePattern, LinalgError> {
     check_index("device product pattern: block columns", r.n_block_cols())?;
     let rows = l.n_block_rows();
     check_index("device product pattern: block rows", rows)?;
+    if method == ProductMethod::Bitmap {
+        return bitmap_product_pattern(ctx, l, r);
+    }
     let mut state = ctx.zeros::<u64>(l.nnz().max(1))?;
     let mut count = ctx.zeros::<u32>(rows.max(1))?;
     per_row!(
@@ -165,6 +209,60 @@ pub(crate) fn product_pattern(
     ))
 }
 
+/// [`product_pattern`] by a bitmap of columns per row.
+fn bitmap_product_pattern(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+) -> Result<DevicePattern, LinalgError> {
+    let rows = l.n_block_rows();
+    let words = bitmap_words(r.n_block_cols());
+    let words32 = u32::try_from(words).map_err(|_| LinalgError::DimensionTooLarge {
+        what: "device product pattern: bitmap words per row",
+        value: words,
+    })?;
+    let mut bitmap = ctx.zeros::<u32>((rows * words).max(1))?;
+    let l_rows = slot_rows(ctx, l)?;
+    let f = ctx.function(&SYMBOLIC, &[], "product_mark")?;
+    let n_slots = l.nnz() as u32;
+    let mut k = ctx.stream().launch_builder(&f);
+    k.arg(&n_slots)
+        .arg(&l_rows)
+        .arg(&l.col_idx)
+        .arg(&r.row_ptr)
+        .arg(&r.col_idx)
+        .arg(&words32)
+        .arg(&mut bitmap);
+    // SAFETY: arguments match `product_mark`: a thread per slot of `l` (`l_rows` holds each
+    // slot's row), `l`'s columns inside `r`'s rows, `r`'s columns below `32 words`, `bitmap`
+    // `words` per row of `l`.
+    unsafe { k.launch(grid_1d(l.nnz() as u64, THREADS)) }.map_err(driver_err("product_mark"))?;
+    drop(l_rows);
+    let mut count = ctx.zeros::<u32>(rows.max(1))?;
+    per_row!(
+        ctx,
+        "product_bits_count",
+        rows,
+        [&words32, &bitmap, &mut count]
+    );
+    let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
+    drop(count);
+    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
+    per_row!(
+        ctx,
+        "product_bits_fill",
+        rows,
+        [&words32, &bitmap, &row_ptr, &mut col_idx]
+    );
+    Ok(DevicePattern::from_parts(
+        rows,
+        r.n_block_cols(),
+        nnz as usize,
+        row_ptr,
+        col_idx,
+    ))
+}
+
 /// Pattern of `p^T` and, per block of it, the slot of `p` holding it: each column's rows
 /// ascending, as the host's serial walk lists them.
 pub(crate) fn transpose_pattern(
@@ -185,8 +283,9 @@ pub(crate) fn transpose_pattern(
     // the counts start again at zero: each column's next free place
     let mut placed = ctx.zeros::<u32>(cols.max(1))?;
     drop(count);
-    let mut t_col = zeros_u32(ctx, nnz as usize)?;
-    let mut t_slot = zeros_u32(ctx, nnz as usize)?;
+    // the blocks in any order first, then each column's moved to its order by slot
+    let mut u_col = zeros_u32(ctx, nnz as usize)?;
+    let mut u_slot = zeros_u32(ctx, nnz as usize)?;
     per_row!(
         ctx,
         "transpose_fill",
@@ -196,16 +295,27 @@ pub(crate) fn transpose_pattern(
             &p.col_idx,
             &t_ptr,
             &mut placed,
-            &mut t_col,
-            &mut t_slot
+            &mut u_col,
+            &mut u_slot
         ]
     );
-    per_row!(
-        ctx,
-        "transpose_sort",
-        cols,
-        [&t_ptr, &mut t_col, &mut t_slot]
-    );
+    drop(placed);
+    let mut t_col = zeros_u32(ctx, nnz as usize)?;
+    let mut t_slot = zeros_u32(ctx, nnz as usize)?;
+    let f = ctx.function(&SYMBOLIC, &[], "transpose_rank")?;
+    let n_cols = cols as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n_cols)
+        .arg(&t_ptr)
+        .arg(&u_col)
+        .arg(&u_slot)
+        .arg(&mut t_col)
+        .arg(&mut t_slot);
+    // SAFETY: arguments match `transpose_rank`: a warp per column of `t_ptr` (`cols + 1`
+    // offsets), each writing its column's blocks at their ranks, inside the column's range of
+    // `t_col` / `t_slot` (the blocks of `u_col` / `u_slot` there, one per slot of `p`).
+    unsafe { l.launch(grid_1d(cols as u64 * WARP, THREADS)) }
+        .map_err(driver_err("transpose_rank"))?;
     Ok((
         DevicePattern::from_parts(cols, rows, nnz as usize, t_ptr, t_col),
         t_slot,
@@ -264,4 +374,23 @@ pub(crate) fn term_count(
         [&l.row_ptr, &l.col_idx, &r.row_ptr, &mut terms]
     );
     sum(ctx, &terms, rows)
+}
+
+/// The slot of every diagonal block of the square pattern `p` (`u32::MAX` where a row stores
+/// none) and the number of rows without one (the caller checks `p` is square).
+pub(crate) fn diagonal_slots(
+    ctx: &CudaContext,
+    p: &DevicePattern,
+) -> Result<(DeviceBuffer<u32>, usize), LinalgError> {
+    let rows = p.n_block_rows();
+    let mut slot = zeros_u32(ctx, rows)?;
+    let mut missing = ctx.zeros::<u32>(1)?;
+    per_row!(
+        ctx,
+        "diagonal_slots",
+        rows,
+        [&p.row_ptr, &p.col_idx, &mut slot, &mut missing]
+    );
+    let missing = ctx.download(&missing)?[0] as usize;
+    Ok((slot, missing))
 }

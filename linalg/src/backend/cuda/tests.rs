@@ -11,9 +11,19 @@ use crate::{
     LinalgError, PtapPlan, Vector,
 };
 
+/// The shared context of every test here.
+static CTX: OnceLock<Result<Arc<CudaContext>, LinalgError>> = OnceLock::new();
+
+/// [`gpu`]'s context as a [`crate::Device`].
+fn gpu_device(test: &str) -> Option<crate::Device> {
+    gpu(test)?;
+    CTX.get()
+        .and_then(|c| c.as_ref().ok())
+        .map(|c| crate::Device::Cuda(c.clone()))
+}
+
 /// The shared context, or `None` (after one printed line) where there is no usable GPU.
 fn gpu(test: &str) -> Option<&'static CudaContext> {
-    static CTX: OnceLock<Result<Arc<CudaContext>, LinalgError>> = OnceLock::new();
     match CTX.get_or_init(|| CudaContext::new(0)) {
         Ok(c) => Some(c),
         Err(e) => {
@@ -1149,6 +1159,26 @@ fn device_symbolic_patterns_equal_the_hosts() {
             "{}",
             what("A_c")
         );
+        // both methods of the device product pattern, whichever the shapes pick
+        for method in [
+            symbolic::ProductMethod::Merge,
+            symbolic::ProductMethod::Bitmap,
+        ] {
+            let w = symbolic::product_pattern_by(ctx, &da, &dp, method).unwrap();
+            assert_eq!(
+                w.download(ctx).unwrap(),
+                host_w,
+                "{}",
+                what(&format!("W = A P by {method:?}"))
+            );
+            let ac = symbolic::product_pattern_by(ctx, &dpt, &dw, method).unwrap();
+            assert_eq!(
+                &ac.download(ctx).unwrap(),
+                &**plan.pattern(),
+                "{}",
+                what(&format!("A_c by {method:?}"))
+            );
+        }
         for (l, r, dl, dr, name) in [
             (&*a, &*p, &*da, &*dp, "A P"),
             (&host_pt, &host_w, &dpt, &dw, "P^T W"),
@@ -1234,6 +1264,199 @@ fn device_symbolic_patterns_equal_the_hosts() {
             host.host().unwrap(),
         );
     }
+}
+
+/// Plans made on the device ([`PtapPlan::new_on`], [`crate::SpgemmPlan::new_on`]) have the
+/// host plans' patterns entry for entry, upload nothing once the operands' patterns are there and
+/// bring down only their output pattern; matrices on those patterns upload no pattern; their
+/// products give the host's bits, and a device-made Galerkin plan makes its host parts (`P^T`,
+/// its slots) on demand, equal to the host plan's. The diagonal slots found on the device are
+/// the host's, and a missing diagonal block gives the host's located error.
+#[test]
+fn device_made_plans_equal_the_hosts() {
+    let Some(device) = gpu_device("device_made_plans_equal_the_hosts") else {
+        return;
+    };
+    let Some(ctx) = device.cuda_context().cloned() else {
+        return;
+    };
+    let ctx = &*ctx;
+    let mut rng = Rng(43);
+    let mut cases = ex56_like_products(9);
+    cases.extend(ex56_like_products(17));
+    for (n, (b, c)) in [(40, (3, 6)), (300, (6, 6)), (7, (2, 3))] {
+        let (a, p) = galerkin_operands(&mut rng, n, b, c);
+        cases.push((a.pattern().clone(), p.pattern().clone(), b, c));
+    }
+    let pattern_bytes = |q: &BlockPattern| 4 * (q.n_block_rows() + 1 + q.nnz()) as u64;
+    for (case, (a, p, b, c)) in cases.into_iter().enumerate() {
+        let what = |s: &str| format!("case {case} ({} rows): {s}", a.n_block_rows());
+        for q in [&a, &p] {
+            crate::device::device_pattern(ctx, q).unwrap();
+        }
+        let host = PtapPlan::new(&a, &p).unwrap();
+        let before = ctx.transfers();
+        let plan = PtapPlan::new_on(&device, &a, &p).unwrap();
+        let after = ctx.transfers();
+        assert_eq!(
+            after.host_to_device,
+            before.host_to_device,
+            "{}",
+            what("Galerkin plan: bytes up")
+        );
+        let down = after.device_to_host - before.device_to_host;
+        assert!(
+            down <= pattern_bytes(host.pattern()) + 256,
+            "{}",
+            what(&format!("Galerkin plan: {down} B down"))
+        );
+        assert_eq!(**plan.pattern(), **host.pattern(), "{}", what("A_c"));
+        assert_eq!(plan.memory_bytes(), 0, "{}", what("host parts made"));
+
+        let (am, pm) = (
+            random_bsr(&mut rng, &a, b, b),
+            random_bsr(&mut rng, &p, b, c),
+        );
+        let (ad, pd) = (
+            am.to_device(&device).unwrap(),
+            pm.to_device(&device).unwrap(),
+        );
+        let before = ctx.transfers();
+        let mut acd = Bsr::zeros_on(&device, plan.pattern().clone(), c, c).unwrap();
+        crate::ptap_numeric(&plan, &ad, &pd, &mut acd, &mut plan.workspace()).unwrap();
+        assert_eq!(
+            ctx.transfers().host_to_device,
+            before.host_to_device,
+            "{}",
+            what("A_c and its product: bytes up")
+        );
+        let streamed = PtapPlan::new_streamed(&a, &p).unwrap();
+        let mut want = Bsr::zeros(streamed.pattern().clone(), c, c);
+        crate::ptap_numeric(&streamed, &am, &pm, &mut want, &mut streamed.workspace()).unwrap();
+        assert_bits(
+            &what("ptap on a device-made plan"),
+            &acd.to_host_vec().unwrap(),
+            want.host().unwrap(),
+        );
+        // the host parts on demand: the host plan's, and the host product's bits
+        assert_eq!(**plan.pt_pattern(), **host.pt_pattern(), "{}", what("P^T"));
+        assert_eq!(plan.pt_slots(), host.pt_slots(), "{}", what("P^T slots"));
+        let mut on_host = Bsr::zeros(plan.pattern().clone(), c, c);
+        crate::ptap_numeric(&plan, &am, &pm, &mut on_host, &mut plan.workspace()).unwrap();
+        let mut want = Bsr::zeros(host.pattern().clone(), c, c);
+        crate::ptap_numeric(&host, &am, &pm, &mut want, &mut host.workspace()).unwrap();
+        assert_bits(
+            &what("host product on a device-made plan"),
+            on_host.host().unwrap(),
+            want.host().unwrap(),
+        );
+
+        // A P as a SpGEMM plan made on the device
+        let sp_host = crate::SpgemmPlan::new(&a, &p).unwrap();
+        let before = ctx.transfers();
+        let sp = crate::SpgemmPlan::new_on(&device, &a, &p).unwrap();
+        let after = ctx.transfers();
+        assert_eq!(
+            after.host_to_device,
+            before.host_to_device,
+            "{}",
+            what("A P plan: bytes up")
+        );
+        assert!(
+            after.device_to_host - before.device_to_host <= pattern_bytes(sp_host.pattern()) + 256,
+            "{}",
+            what("A P plan: bytes down")
+        );
+        assert_eq!(**sp.pattern(), **sp_host.pattern(), "{}", what("A P"));
+        let before = ctx.transfers();
+        let mut wd = Bsr::zeros_on(&device, sp.pattern().clone(), b, c).unwrap();
+        spgemm_numeric(&sp, &ad, &pd, &mut wd).unwrap();
+        assert_eq!(
+            ctx.transfers().host_to_device,
+            before.host_to_device,
+            "{}",
+            what("A P product: bytes up")
+        );
+        let mut wh = Bsr::zeros(sp_host.pattern().clone(), b, c);
+        spgemm_numeric(&sp_host, &am, &pm, &mut wh).unwrap();
+        assert_bits(&what("A P"), &wd.to_host_vec().unwrap(), wh.host().unwrap());
+
+        // the diagonal's slots, found on the device
+        match a.diagonal_positions() {
+            Ok(want) => {
+                let before = ctx.transfers();
+                let diag = DeviceBlockDiagonal::new(ctx, &a, b).unwrap();
+                assert_eq!(
+                    ctx.transfers().host_to_device,
+                    before.host_to_device,
+                    "{}",
+                    what("diagonal slots: bytes up")
+                );
+                let want: Vec<u32> = want.iter().map(|&k| k as u32).collect();
+                assert_eq!(diag.downloaded_slots(ctx), want, "{}", what("diagonal"));
+            }
+            Err(e) => assert_eq!(
+                DeviceBlockDiagonal::new(ctx, &a, b).err(),
+                Some(e),
+                "{}",
+                what("diagonal error")
+            ),
+        }
+    }
+    // a missing diagonal block and a rectangular pattern: the host's errors, found on the
+    // device (the patterns there) and on the host (not there)
+    for on_device in [true, false] {
+        let missing = BlockPattern::new(3, 3, vec![0, 1, 3, 4], vec![0, 0, 2, 1]).unwrap();
+        let rect = BlockPattern::new(1, 2, vec![0, 1], vec![0]).unwrap();
+        if on_device {
+            for q in [&missing, &rect] {
+                crate::device::device_pattern(ctx, q).unwrap();
+            }
+        }
+        assert_eq!(
+            DeviceBlockDiagonal::new(ctx, &missing, 3).err(),
+            Some(LinalgError::MissingDiagonal { row: 1 }),
+            "on the device: {on_device}"
+        );
+        assert_eq!(
+            DeviceBlockDiagonal::new(ctx, &rect, 3).err(),
+            Some(LinalgError::PatternNotSquare {
+                n_block_rows: 1,
+                n_block_cols: 2
+            }),
+            "on the device: {on_device}"
+        );
+    }
+}
+
+/// A device matrix wrapped around a host pattern that has no device mirror (a device-assembled
+/// tangent, [`Bsr::from_device_bsr`]) lends it its own device pattern: the point-block
+/// inverses and the plans made on the device from that pattern upload nothing.
+#[test]
+fn wrapped_device_matrix_lends_its_pattern() {
+    let Some(device) = gpu_device("wrapped_device_matrix_lends_its_pattern") else {
+        return;
+    };
+    let Some(ctx) = device.cuda_context().cloned() else {
+        return;
+    };
+    let mut rng = Rng(44);
+    let (a, p, b, _) = ex56_like_products(9).swap_remove(0);
+    let host = random_bsr(&mut rng, &a, b, b);
+    // a fresh copy of the pattern: no mirror yet
+    let fresh = Arc::new(BlockPattern::clone(&a));
+    let m = DeviceBsr::upload(&ctx, &host).unwrap();
+    let before = ctx.transfers();
+    let wrapped = Bsr::from_device_bsr(ctx.clone(), fresh.clone(), m).unwrap();
+    crate::BlockDiagonal::inverse_of_diagonal(&wrapped, b).unwrap();
+    crate::device::device_pattern(&ctx, &p).unwrap();
+    let up = ctx.transfers().host_to_device - before.host_to_device;
+    let p_bytes = 4 * (p.n_block_rows() + 1 + p.nnz()) as u64;
+    assert_eq!(up, p_bytes, "only P's pattern goes up");
+    let before = ctx.transfers();
+    PtapPlan::new_on(&device, &fresh, &p).unwrap();
+    crate::SpgemmPlan::new_on(&device, &fresh, &p).unwrap();
+    assert_eq!(ctx.transfers().host_to_device, before.host_to_device);
 }
 
 /// The device prefix sums equal the host's over one tile, many tiles (more than one block of
