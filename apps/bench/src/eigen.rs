@@ -96,9 +96,18 @@ pub fn run(bench: &EigenBench) -> Result<EigenBenchResult> {
 /// its symmetric part scaled as a stress (`1e6 (h + h^T)`), the logarithmic strain of `h`.
 type Draw = fn(&mut XorShift) -> Matrix3<f64>;
 
-const FAMILIES: [(&str, Draw); 7] = [
-    ("random gradient, entries in [-0.5, 0.5]", |r| {
-        Matrix3::from_fn(|_, _| r.uniform(-0.5, 0.5))
+const FAMILIES: [(&str, Draw); 8] = [
+    (
+        "random gradient, entries in [-0.3, 0.3], det F >= 0.5",
+        |r| loop {
+            let h = Matrix3::from_fn(|_, _| r.uniform(-0.3, 0.3));
+            if (Matrix3::identity() + h).determinant() >= 0.5 {
+                return h;
+            }
+        },
+    ),
+    ("random gradient, entries in [-0.05, 0.05]", |r| {
+        Matrix3::from_fn(|_, _| r.uniform(-0.05, 0.05))
     }),
     ("stretches in [1/3, 3], rotated", |r| {
         let s = Vector3::from_fn(|_, _| 3f64.powf(r.uniform(-1.0, 1.0)));
