@@ -362,7 +362,7 @@ mod tests {
             (0.3, -1.1, 2.0),
             (0.7, 0.2, -1.3),
             (1e-9, 0.0, 0.0),
-            (1.5707963, 0.0, 0.0),
+            (std::f64::consts::FRAC_PI_2, 0.0, 0.0),
         ];
         for spectrum in spectra {
             for (a, b, c) in frames {
@@ -459,7 +459,7 @@ mod tests {
             (0.3, -1.1, 2.0),
             (0.7, 0.2, -1.3),
             (1e-9, 0.0, 0.0),
-            (1.5707963, 0.0, 0.0),
+            (std::f64::consts::FRAC_PI_2, 0.0, 0.0),
         ];
         for spectrum in spectra {
             for (a, b, c) in frames {

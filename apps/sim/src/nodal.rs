@@ -28,8 +28,10 @@ impl NodeCells {
                 offsets[n + 1] += 1;
             }
         }
-        for n in 0..n_nodes {
-            offsets[n + 1] += offsets[n];
+        let mut total = 0;
+        for offset in offsets.iter_mut() {
+            total += *offset;
+            *offset = total;
         }
         let mut next = offsets[..n_nodes].to_vec();
         let mut cells = vec![0; offsets[n_nodes]];
