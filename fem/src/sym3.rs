@@ -124,8 +124,9 @@ pub fn half_ln_1p(t: &[f64; 6]) -> [f64; 6] {
     ]
 }
 
-/// The largest `(l1 - l3) / (1 + l3)` [`half_ln_1p`] takes in closed form (stretches of a
-/// third and 1.5, or of 1 and 3: within `~10 eps` of the largest component by measurement).
+/// The largest `(l1 - l3) / (1 + l3)` [`half_ln_1p`] takes in closed form: for `t = B - I`
+/// the squared ratio of the largest to the smallest principal stretch less one, so ratios up to
+/// 3 (within `~10 eps` of the largest component by measurement).
 pub const CLOSED_FORM_SPREAD: f64 = 8.0;
 
 /// [`half_ln_1p`] through [`eigen`]'s eigenvectors: `sum_k f(l_k) v_k v_k^T`.
