@@ -140,11 +140,14 @@ const FAMILIES: [(&str, Draw); 8] = [
     }),
 ];
 
+/// A Q1 cell's eight coordinates or displacements.
+type CellNodes = [[f64; 3]; 8];
+
 /// Nanoseconds per cell of `cell_strain` for the Green-Lagrange and the logarithmic strain over
 /// `count` distorted Q1 cells.
 fn cells(random: &mut XorShift, count: usize, repeats: usize) -> Result<(f64, f64)> {
     let kernel = fem::ElementKernel::new(1, 2)?;
-    let corners: Vec<([[f64; 3]; 8], [[f64; 3]; 8])> = (0..count)
+    let corners: Vec<(CellNodes, CellNodes)> = (0..count)
         .map(|_| {
             let x: [[f64; 3]; 8] = std::array::from_fn(|a| {
                 std::array::from_fn(|i| ((a >> i) & 1) as f64 + random.uniform(-0.1, 0.1))
@@ -154,7 +157,7 @@ fn cells(random: &mut XorShift, count: usize, repeats: usize) -> Result<(f64, f6
             (x, u)
         })
         .collect();
-    let mut time = |measure: StrainMeasure| {
+    let time = |measure: StrainMeasure| {
         per_item(repeats, count as f64, || {
             corners
                 .iter()
