@@ -17,6 +17,7 @@ pub mod material;
 pub mod quadrature;
 pub mod reference;
 pub mod strain;
+pub mod sym3;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
 pub use element::{CellFields, ElementKernel, Formulation, LOCKING_POISSON_RATIO};

@@ -3,9 +3,13 @@
 //!
 //! Every measure is formed from `h` (never from `F = I + h`), so small strains keep their digits:
 //! the Green-Lagrange strain is `(h + h^T + h^T h) / 2`, the logarithmic strain takes
-//! `ln(1 + b)` of the eigenvalues `b` of `B - I = h + h^T + h h^T` with `ln_1p`.
+//! `ln(1 + b)` of the eigenvalues `b` of `B - I = h + h^T + h h^T` with `ln_1p`
+//! ([`crate::sym3::half_ln_1p`]). The principal values are [`crate::sym3`]'s Jacobi
+//! eigenvalues.
 
-use nalgebra::{Matrix3, SymmetricEigen};
+use nalgebra::Matrix3;
+
+use crate::sym3;
 
 use crate::material::Material;
 
@@ -31,31 +35,40 @@ pub fn strain(measure: StrainMeasure, material: &Material, h: &Matrix3<f64>) -> 
             (h + h.transpose() + h.transpose() * h) * 0.5
         }
         StrainMeasure::Logarithmic => {
-            let b_minus_i = h + h.transpose() + h * h.transpose();
-            let eigen = SymmetricEigen::new(b_minus_i);
-            let mut log = Matrix3::zeros();
-            for k in 0..3 {
-                let v = eigen.eigenvectors.column(k);
-                log += v * v.transpose() * (0.5 * eigen.eigenvalues[k].ln_1p());
-            }
-            log
+            let a = h + h.transpose() + h * h.transpose();
+            let [xx, yy, zz, xy, yz, xz] = sym3::half_ln_1p(&upper_triangle(&a));
+            Matrix3::new(xx, xy, xz, xy, yy, yz, xz, yz, zz)
         }
     }
+}
+
+/// The upper triangle of `t` as `[xx, yy, zz, xy, yz, xz]`.
+fn upper_triangle(t: &Matrix3<f64>) -> [f64; 6] {
+    [
+        t[(0, 0)],
+        t[(1, 1)],
+        t[(2, 2)],
+        t[(0, 1)],
+        t[(1, 2)],
+        t[(0, 2)],
+    ]
 }
 
 /// The principal values of the symmetric tensor `t` (its upper triangle is read), largest
 /// first.
 pub fn principal_values(t: &Matrix3<f64>) -> [f64; 3] {
-    let symmetric = Matrix3::from_fn(|i, j| if i <= j { t[(i, j)] } else { t[(j, i)] });
-    let values = SymmetricEigen::new(symmetric).eigenvalues;
-    let mut v = [values[0], values[1], values[2]];
-    v.sort_by(|a, b| b.total_cmp(a));
-    v
+    largest_first(sym3::eigenvalues(&upper_triangle(t)))
 }
 
 /// [`principal_values`] of a full 3x3 tensor stored row-major.
 pub fn principal_values_of(t: &[f64; 9]) -> [f64; 3] {
-    principal_values(&Matrix3::from_row_slice(t))
+    largest_first(sym3::eigenvalues(&[t[0], t[4], t[8], t[1], t[5], t[2]]))
+}
+
+/// `v` sorted largest first (`NaN`s by their total order).
+fn largest_first(mut v: [f64; 3]) -> [f64; 3] {
+    v.sort_by(|a, b| b.total_cmp(a));
+    v
 }
 
 #[cfg(test)]

@@ -63,6 +63,18 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// The symmetric 3x3 eigen-solver of the principal values and the logarithmic strain
+    /// (`fem::sym3`) against nalgebra's: time per tensor and Gauss point, largest differences,
+    /// over random and adversarial families (`bench/eigen.rs`).
+    Eigen {
+        /// Tensors per family.
+        #[arg(long, default_value_t = 200_000)]
+        tensors: usize,
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// One neo-Hookean Newton iteration on the ex56-sized box (m^3 nodes): the linear system,
     /// the hot AMG update and CG, with the breakdown; on the GPU everything stays there.
     Newton {
@@ -399,6 +411,12 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
             })
             .and_then(|r| render(&r, json))
         }
+        Bench::Eigen {
+            tensors,
+            repeats,
+            json,
+        } => crate::eigen::run(&crate::eigen::EigenBench { tensors, repeats })
+            .and_then(|r| render(&r, json)),
         Bench::Output {
             steps,
             cells,

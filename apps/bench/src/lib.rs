@@ -14,6 +14,7 @@ pub mod campaign;
 pub mod cli;
 pub mod dist_gamg;
 pub mod distributed;
+pub mod eigen;
 pub mod galerkin_traffic;
 pub mod gamg;
 pub mod incompressible;

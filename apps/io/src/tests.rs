@@ -973,3 +973,63 @@ fn many_steps_read_back_through_the_library() {
     drop(file);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A field of more values than one piece of [`Pieces::put_f64`] (a row of 12000 cells: 96 012
+/// displacement values, 108 000 strain values) is written in pieces through one buffer and
+/// reads back bit for bit, in f64 and, rounded to nearest, in f32.
+#[test]
+fn fields_larger_than_a_piece_read_back_bit_for_bit() {
+    let _files = hdf5_files();
+    let cells = 12_000;
+    let coordinates: Vec<[f64; 3]> = (0..=cells)
+        .flat_map(|i| (0..4).map(move |k| [i as f64, f64::from(k & 1), f64::from(k >> 1)]))
+        .collect();
+    let connectivity: Vec<usize> = (0..cells)
+        .flat_map(|i| [0, 4, 5, 1, 2, 6, 7, 3].map(|k| 4 * i + k))
+        .collect();
+    let mesh = MeshData {
+        nodes_per_cell: 8,
+        coordinates: &coordinates,
+        connectivity: &connectivity,
+        material: None,
+        node_sets: &[],
+        cell_sets: &[],
+        face_sets: &[],
+        node_indicators: None,
+    };
+    let displacement: Vec<[f64; 3]> = (0..coordinates.len())
+        .map(|n| std::array::from_fn(|i| ((3 * n + i) as f64 * 0.618_033_988_7).sin() * 1e-3))
+        .collect();
+    let strain: Vec<[f64; 9]> = (0..cells)
+        .map(|c| std::array::from_fn(|i| ((9 * c + i) as f64 * 0.414_213_562_3).cos() / 3.0))
+        .collect();
+    use crate::h5::PIECE_VALUES;
+    assert!(3 * displacement.len() > PIECE_VALUES && 9 * strain.len() > PIECE_VALUES);
+    for single in [false, true] {
+        let dir = scratch_dir(if single { "pieces-f32" } else { "pieces-f64" });
+        let mut writer = ResultsWriter::create(&dir, "row", &mesh, &Faults::none()).unwrap();
+        writer.set_single_precision_fields(single);
+        writer
+            .write_step(&StepData {
+                step: 1,
+                load_factor: 1.0,
+                displacement: Some(&displacement),
+                logarithmic_strain: Some(&strain),
+                ..StepData::default()
+            })
+            .unwrap();
+        let file = hdf5::File::open(writer.h5_path()).unwrap();
+        let (_, u) = read_f64(&file, "/steps/000001/displacement");
+        assert_eq!(u, displacement.as_flattened(), "the displacement stays f64");
+        let strain_path = "/steps/000001/logarithmic_strain";
+        if single {
+            let values: Vec<f32> = file.dataset(strain_path).unwrap().read_raw().unwrap();
+            let want: Vec<f32> = strain.as_flattened().iter().map(|&v| v as f32).collect();
+            assert_eq!(values, want);
+        } else {
+            assert_eq!(read_f64(&file, strain_path).1, strain.as_flattened());
+        }
+        drop(file);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -46,6 +46,7 @@ pub mod formulation;
 pub mod interrupt;
 pub mod locate;
 pub mod memory;
+pub mod nodal;
 pub mod observer;
 pub mod plausibility;
 pub mod probes;

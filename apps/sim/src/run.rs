@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use comm::Comm;
@@ -16,6 +16,7 @@ use crate::distributed::agreed;
 use crate::driver::{InvertedScope, Layout};
 use crate::error::{fail, Context};
 use crate::fields::StrainCells;
+use crate::nodal::NodeCells;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
@@ -447,6 +448,7 @@ fn execute_in_stages(
             solver_key: String::new(),
             fallback: None,
             output_mesh: None,
+            node_cells: Arc::default(),
             strain_cells: None,
         };
         let comm = &comm::SelfComm;
@@ -471,6 +473,9 @@ struct OneProcess<'w> {
     fallback: Option<String>,
     /// The output writer's copy of the mesh, once made.
     output_mesh: Option<Arc<HexMesh>>,
+    /// The cells around each node of the writer's mesh, made on the writer's thread the
+    /// first time a nodal field is written.
+    node_cells: Arc<OnceLock<NodeCells>>,
     /// What the output writer computes the strains left to it with, once made (`Some(None)`:
     /// the element loop is not over the writer's mesh).
     strain_cells: Option<Option<Arc<StrainCells>>>,
@@ -608,12 +613,13 @@ impl Layout for OneProcess<'_> {
             None
         };
         let fields = config.output.clone();
+        let node_cells = Arc::clone(&self.node_cells);
         output.submit(Box::new(move |results| {
             let mut state = state;
             if let Some(cells) = strain_cells {
                 state.cells.add_later_strains(&cells, &state.displacement)?;
             }
-            write_fields(&fields, &output_mesh, &state, results)
+            write_fields(&fields, &output_mesh, &node_cells, &state, results)
         }))?;
         Ok(Some(figures))
     }
@@ -1201,10 +1207,12 @@ impl StateSnapshot {
 }
 
 /// Writes the state `state` of `mesh` as step `state.stamp.index`, the fields `output` asks
-/// for (the nodal averages and principal stresses derived here).
+/// for (the nodal averages and principal stresses derived here; the nodal averages through
+/// `node_cells`, made here the first time).
 pub(crate) fn write_fields(
     output: &config::OutputParams,
     mesh: &HexMesh,
+    node_cells: &OnceLock<NodeCells>,
     state: &StateSnapshot,
     results: &mut ResultsWriter,
 ) -> Result<()> {
@@ -1222,7 +1230,9 @@ pub(crate) fn write_fields(
         OutputField::NodalPrincipalStress,
     ];
     let nodal = if nodal_fields.into_iter().any(wants) {
-        nodal_average(mesh, &cells.cauchy)
+        node_cells
+            .get_or_init(|| NodeCells::of(mesh))
+            .average(&cells.cauchy)?
     } else {
         Vec::new()
     };

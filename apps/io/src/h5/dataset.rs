@@ -9,6 +9,9 @@ use std::io;
 use super::encode::{self, Element};
 use super::AppendFile;
 
+/// Values [`Pieces::put_f64`] encodes and writes at a time (512 KiB of f64).
+pub(crate) const PIECE_VALUES: usize = 1 << 16;
+
 /// What an index dataset's values must lie below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum IndexBound {
@@ -107,20 +110,31 @@ impl<'a> Pieces<'a> {
     }
 
     /// Writes f64 `values` at value `first` of dataset `dataset`: as they are into an f64
-    /// dataset, rounded to nearest into an f32 one.
+    /// dataset, rounded to nearest into an f32 one; encoded and written [`PIECE_VALUES`] at a
+    /// time through one buffer (no copy of the whole field; a field of at most that many values
+    /// is one write, as before).
     pub fn put_f64(&mut self, dataset: usize, first: usize, values: &[f64]) {
         let single = self.datasets.get(dataset).map(|d| d.element) == Some(Element::F32);
         let element = if single { Element::F32 } else { Element::F64 };
-        if self.check(dataset, first, values.len(), element).is_some() {
-            let bytes: Vec<u8> = if single {
-                values
-                    .iter()
-                    .flat_map(|&v| (v as f32).to_le_bytes())
-                    .collect()
+        if self.check(dataset, first, values.len(), element).is_none() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(element.size() * values.len().min(PIECE_VALUES));
+        for (k, piece) in values.chunks(PIECE_VALUES).enumerate() {
+            if self.failed.is_some() {
+                return;
+            }
+            bytes.clear();
+            if single {
+                for &v in piece {
+                    bytes.extend_from_slice(&(v as f32).to_le_bytes());
+                }
             } else {
-                values.iter().flat_map(|v| v.to_le_bytes()).collect()
-            };
-            self.write(dataset, first, values.len(), &bytes);
+                for v in piece {
+                    bytes.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            self.write(dataset, first + k * PIECE_VALUES, piece.len(), &bytes);
         }
     }
 

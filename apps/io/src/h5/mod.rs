@@ -30,6 +30,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub use dataset::Pieces;
+#[cfg(test)]
+pub(crate) use dataset::PIECE_VALUES;
 pub(crate) use dataset::{IndexBound, Reserved};
 pub(crate) use group::Group;
 
