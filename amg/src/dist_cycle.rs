@@ -636,7 +636,6 @@ fn plans_of(plans: &mut Option<HostPlans>) -> Result<&mut HostPlans, AmgError> {
 }
 
 impl DistTransfer {
-
     /// What a kept renewal reuses of this transfer (`None` without host plans); on a GPU
     /// `next`, the next level's operator, and `diagonal`, the level's smoother inverses, give
     /// their device storage to the new values.
@@ -691,7 +690,9 @@ impl LevelMatrix for DistBsr {
         let kept = previous.filter(|_| params.renewal == Renewal::KeepAggregates);
         if self.device().is_host() {
             return match kept {
-                Some(kept) => coarsen_kept(self, near_null, level, params, tm, kept.plans).map(Some),
+                Some(kept) => {
+                    coarsen_kept(self, near_null, level, params, tm, kept.plans).map(Some)
+                }
                 None => coarsen(self, near_null, level, params, tm),
             };
         }

@@ -165,9 +165,7 @@ pub(super) fn coarsen_kept_on_host(
 
 /// The host copy of the device operator `a` (its download counted as the copy's time).
 fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
-    crate::hierarchy::timed(&mut tm.copy_operator_s, || {
-        Ok(a.to_device(&Device::Host)?)
-    })
+    crate::hierarchy::timed(&mut tm.copy_operator_s, || Ok(a.to_device(&Device::Host)?))
 }
 
 /// The coarsening `c` of the host copy of the device level `a` placed on `a`'s GPU: the
@@ -185,7 +183,11 @@ fn place(
     near_null.start_vector(a)?;
     let pbj = PointBlockJacobi::new(a.diag())?;
     let t = c.transfer;
-    let plans = t.plans.ok_or(AmgError::MissingFineOperator)?;
+    let plans = t.plans.ok_or(AmgError::InvalidParameter {
+        name: "distributed transfer",
+        value: "without host plans".into(),
+        reason: "must come from a host coarsening (an internal error)",
+    })?;
     Ok(Coarsened {
         smoother: build_smoother(pbj, c.smoother.emax, params),
         transfer: DistTransfer {
@@ -260,7 +262,11 @@ impl DistHierarchy {
             .transfers
             .iter()
             .map(|t| {
-                let plans = t.plans.as_ref().ok_or(AmgError::MissingFineOperator)?;
+                let plans = t.plans.as_ref().ok_or(AmgError::InvalidParameter {
+                    name: "distributed hierarchy",
+                    value: "a device copy".into(),
+                    reason: "has no host plans to copy to a device (copy the host hierarchy)",
+                })?;
                 Ok(DistTransfer {
                     p: t.p.to_device(device)?,
                     pt: t.pt.to_device(device)?,

@@ -363,7 +363,10 @@ pub fn run(
         (setup_cold_s - host_stages_s(&cold_stages)).max(0.0)
     };
     let b = b.to_device(&device)?;
-    let mut x = h.level_operator(0).context("the fine operator")?.owned_zeros()?;
+    let mut x = h
+        .level_operator(0)
+        .context("the fine operator")?
+        .owned_zeros()?;
     sync(comm)?;
     let t = Instant::now();
     let first = cg(&h, &b, &mut x, &cg_params)?;
@@ -715,12 +718,7 @@ fn stages_from(v: &[f64]) -> SetupTimings {
 }
 
 /// CG on the hierarchy's fine operator preconditioned by the hierarchy, from `x = 0`.
-fn cg(
-    h: &DistHierarchy,
-    b: &Vector,
-    x: &mut Vector,
-    params: &CgParams,
-) -> Result<amg::CgOutcome> {
+fn cg(h: &DistHierarchy, b: &Vector, x: &mut Vector, params: &CgParams) -> Result<amg::CgOutcome> {
     let a = h.level_operator(0).context("the fine operator")?;
     x.fill(0.0)?;
     Ok(amg::cg_operator(a, b, x, h, params)?)

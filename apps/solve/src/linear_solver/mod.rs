@@ -37,8 +37,8 @@ pub use report::{DeviceSolveReport, LinearSolveReport, SetupKind};
 
 use crate::error::{Error, Result};
 use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
-use preconditioner::Preconditioning;
 use amg::dist_cycle::DistHierarchy;
+use preconditioner::Preconditioning;
 use ranks::RankRows;
 use serial::DeviceSide;
 
