@@ -7,7 +7,7 @@
 //! [`DistHierarchy`] is the serial [`crate::Hierarchy`] on ranks: the same set-up stages and
 //! [`AmgParams`], the same V-cycle (the configured smoother before and after the coarse
 //! correction: symmetric, so CG may use it). Its levels live where its fine operator does: on
-//! the host, or on the rank's GPU ([`device`]: the same hierarchy, its operators, prolongators
+//! the host, or on the rank's GPU (`dist_cycle/device.rs`: the same hierarchy, its operators, prolongators
 //! and transposes on the device, one update and one renewal whose numerics run there).
 //! [`DistTwoLevel`] is a fixed two-level special case
 //! with damped Jacobi smoothing: `z = 0`, `nu` sweeps `z += omega D^{-1} (r - A z)`, coarse
@@ -283,7 +283,7 @@ impl Hierarchy<DistBsr> {
     /// hierarchy's options (validated; `storage: scalar` and `precision: mixed` are errors).
     /// On a GPU each level's stages run on the host copy of its operator for now and their
     /// results (the smoother's inverses, `P`, its transpose, the Galerkin plan's device part,
-    /// the coarse operator) are placed on the device ([`device`]).
+    /// the coarse operator) are placed on the device (`dist_cycle/device.rs`).
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
@@ -447,7 +447,7 @@ impl Hierarchy<DistBsr> {
     /// product's symbolic phases, so every level's patterns (the same `Arc`s) and only values
     /// are made (two all-to-alls of near-null rows, `P0`'s ghost rows, the products' numeric
     /// phases); on a GPU those numeric phases run where the levels live and the fine operator
-    /// never comes down ([`device_renewal`]). Else nothing is kept (`plans_reused` is 0). The
+    /// never comes down (`dist_cycle/device_renewal.rs`). Else nothing is kept (`plans_reused` is 0). The
     /// old values go before the new ones are built. The report's transfers are the device's
     /// counters. On error the hierarchy must be rebuilt by a set-up.
     pub fn set_near_null_space(
@@ -619,7 +619,7 @@ struct HostPlans {
 /// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: every symbolic
 /// phase (strength graph, aggregates, the tentative prolongator's exchange, the smoothing's
 /// and the Galerkin product's plans); on a GPU also the device storage the new values go
-/// into ([`DeviceKept`]). The host `P` and its transpose go.
+/// into (`DeviceKept`). The host `P` and its transpose go.
 #[derive(Debug)]
 pub struct KeptTransfer {
     plans: HostPlans,
@@ -662,9 +662,9 @@ impl DistTransfer {
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
 /// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
 /// coarse level is telescoped onto fewer ranks by `process_eq_limit`. A renewal keeps the
-/// aggregates and every plan with `renewal: keep_aggregates` ([`coarsen_kept`]), nothing
+/// aggregates and every plan with `renewal: keep_aggregates` (`coarsen_kept`), nothing
 /// otherwise. Where the operator lives on a GPU, each stage decides where it runs
-/// ([`device::coarsen`], [`device_renewal::coarsen_kept`]); the hot update's numerics, the
+/// (`device::coarsen`, `device_renewal::coarsen_kept`); the hot update's numerics, the
 /// eigenvalue estimates, the V-cycle and the coarsest solve run there.
 impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
