@@ -6,7 +6,10 @@
 //!
 //! [`DistHierarchy`] is the serial [`crate::Hierarchy`] on ranks: the same set-up stages and
 //! [`AmgParams`], the same V-cycle (the configured smoother before and after the coarse
-//! correction: symmetric, so CG may use it). [`DistTwoLevel`] is a fixed two-level special case
+//! correction: symmetric, so CG may use it). Its levels live where its fine operator does: on
+//! the host, or on the rank's GPU (`dist_cycle/device.rs`: the same hierarchy, its operators, prolongators
+//! and transposes on the device, one update and one renewal whose numerics run there).
+//! [`DistTwoLevel`] is a fixed two-level special case
 //! with damped Jacobi smoothing: `z = 0`, `nu` sweeps `z += omega D^{-1} (r - A z)`, coarse
 //! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
@@ -23,7 +26,8 @@ use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::LevelWork;
 use linalg::dense::DenseFactor;
 use linalg::dist::DistBsr;
-use linalg::{ops, Bsr, Vector};
+use linalg::{ops, Bsr, Device, Vector};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
@@ -32,7 +36,8 @@ mod device;
 mod device_coarse;
 mod device_renewal;
 mod device_update;
-pub use device::{DeviceDistHierarchy, RefreshBytes};
+use device::{DeviceKept, DeviceTransfer};
+use device_coarse::CoarsestOnOwner;
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
@@ -190,12 +195,69 @@ impl Preconditioner for DistTwoLevel<'_> {
     }
 }
 
+/// The coarsest level's solver on ranks: redundant (the coarsest operator gathered on every
+/// rank's host and factored in the serial order), or, where the level lives on GPUs and one
+/// rank holds all of it (`process_eq_limit` gathered it there), inverted on its owner's GPU
+/// (the other ranks have no rows of it and skip it). The same bits either way.
+#[derive(Debug)]
+pub struct CoarseSolve(Coarsest);
+
+#[derive(Debug)]
+enum Coarsest {
+    Redundant(RedundantSolve),
+    OnOwner(Box<CoarsestOnOwner>),
+    Elsewhere,
+}
+
 /// The coarsest operator gathered on every rank and factored, its rows in the serial order.
-#[derive(Debug, Clone)]
-pub struct CoarseSolve {
+#[derive(Debug)]
+struct RedundantSolve {
     factor: DenseFactor,
     /// Serial position of each global (rank-order) coarse unknown.
     serial_of_global: Vec<usize>,
+}
+
+impl CoarseSolve {
+    /// Collective. The solver of the coarsest operator `a` (`serial_ids`: of its owned block
+    /// rows): redundant on the host, and on GPUs where several ranks hold the level (the
+    /// operator downloaded for the gather); on its owner's GPU where one rank holds it.
+    fn new(a: &DistBsr, serial_ids: &[u64]) -> Result<Self, AmgError> {
+        let partition = a.pattern().partition();
+        Ok(Self(if a.device().is_host() {
+            Coarsest::Redundant(gather_factor(a, serial_ids)?)
+        } else if partition.active_ranks() > 1 {
+            Coarsest::Redundant(gather_factor(&a.to_device(&Device::Host)?, serial_ids)?)
+        } else if partition.n_owned() == 0 {
+            Coarsest::Elsewhere
+        } else {
+            // one rank owns every row: the global order is its owned order
+            let serial_of_global: Vec<usize> = serial_ids.iter().map(|&s| s as usize).collect();
+            let mut owner = CoarsestOnOwner::new(a, &serial_of_global)?;
+            owner.factor(a)?;
+            Coarsest::OnOwner(Box::new(owner))
+        }))
+    }
+
+    /// Collective where redundant. After new values of the coarsest operator `a`: factored
+    /// anew (on the owner's GPU in place: its maps stay).
+    fn refactor(&mut self, a: &DistBsr, serial_ids: &[u64]) -> Result<(), AmgError> {
+        match &mut self.0 {
+            Coarsest::OnOwner(owner) => owner.factor(a),
+            _ => {
+                *self = Self::new(a, serial_ids)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// `x = A^{-1} b` on the coarsest level `a`.
+    fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
+        match &self.0 {
+            Coarsest::Redundant(solve) => solve.solve(a, b, x),
+            Coarsest::OnOwner(owner) => owner.solve(b, x),
+            Coarsest::Elsewhere => Ok(()),
+        }
+    }
 }
 
 /// The distributed smoothed-aggregation hierarchy: the one [`crate::Hierarchy`] on a rank's
@@ -215,10 +277,13 @@ pub struct CoarseSolve {
 pub type DistHierarchy = Hierarchy<DistBsr>;
 
 impl Hierarchy<DistBsr> {
-    /// Collective. `a`: the fine operator; `owned_serial_ids`: the serial ids of its owned block
-    /// rows; `nns`: the owned block rows' near-null rows (`bs x k` each, row-major); `params`:
-    /// the serial hierarchy's options (validated; `storage: scalar` and `precision: mixed` are
-    /// errors).
+    /// Collective. `a`: the fine operator, on the host or on this rank's GPU (the levels live
+    /// where it does); `owned_serial_ids`: the serial ids of its owned block rows; `nns`: the
+    /// owned block rows' near-null rows (`bs x k` each, row-major); `params`: the serial
+    /// hierarchy's options (validated; `storage: scalar` and `precision: mixed` are errors).
+    /// On a GPU each level's stages run on the host copy of its operator for now and their
+    /// results (the smoother's inverses, `P`, its transpose, the Galerkin plan's device part,
+    /// the coarse operator) are placed on the device (`dist_cycle/device.rs`).
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
@@ -257,6 +322,7 @@ impl Hierarchy<DistBsr> {
             serial_ids: owned_serial_ids.to_vec(),
             rows: nns,
             k,
+            start: OnceLock::new(),
         };
         let mut tm = SetupTimings::default();
         let built = build_levels(&a, &fine_nn, params, 0, kept, &mut tm)?;
@@ -287,15 +353,53 @@ impl Hierarchy<DistBsr> {
         &self.state
     }
 
-    /// Collective. New values of the fine operator (the same pattern), handled as
-    /// `params.reuse` says: `interpolation` keeps the prolongators and recomputes the Galerkin
-    /// products, smoother diagonals, eigenvalue estimates (if `recompute_eigs`) and the coarse
-    /// factor (the serial hierarchy's hot update); `full` only replaces the fine operator (the
-    /// smoothers and coarse levels stay); `none` sets up afresh. The report's prolongator
-    /// values sent are 0 for `interpolation` and `full`, since no `P` changed (the `P_oth`
-    /// copies are reused); its timings are this rank's.
+    /// Where the levels live (the fine operator's device).
+    pub fn device(&self) -> Device {
+        self.levels[0]
+            .a
+            .as_ref()
+            .map_or(Device::Host, DistBsr::device)
+    }
+
+    /// The fine operator `a` of an update or renewal made the hierarchy's: on a GPU, where
+    /// the hierarchy holds a fine operator on `a`'s pattern, `a`'s values are copied into it
+    /// (the device plans bound to it, its halo's among them, stay); else `a` itself. Level 0
+    /// holds none until the caller puts the result back.
+    fn install_fine(&mut self, a: DistBsr) -> Result<DistBsr, AmgError> {
+        match self.levels[0].a.take() {
+            Some(mut held)
+                if !held.device().is_host() && Arc::ptr_eq(held.pattern(), a.pattern()) =>
+            {
+                held.copy_values_from(&a)?;
+                Ok(held)
+            }
+            _ => Ok(a),
+        }
+    }
+
+    /// The fine operator handed back to the caller (the hierarchy holds none until the next
+    /// [`Self::update`] or [`Self::set_near_null_space`] gives it one): for a caller that
+    /// refills the operator where it lives, as a rank's GPU solve does, without a second copy.
+    pub fn take_operator(&mut self) -> Option<DistBsr> {
+        self.levels[0].a.take()
+    }
+
+    /// Collective. New values of the fine operator (the same pattern; on a GPU `a` may be a
+    /// host or device matrix: its values are copied into the hierarchy's, see
+    /// [`Self::take_operator`] to avoid the copy), handled as `params.reuse` says:
+    /// `interpolation` keeps the prolongators and recomputes, level after level, the smoother
+    /// diagonals, eigenvalue estimates (if `recompute_eigs`), the Galerkin products and the
+    /// coarse factor (the serial hierarchy's hot update; where the levels live: on a GPU only
+    /// the off-rank coarse blocks and scalars cross, the coarsest is inverted on its owner's
+    /// GPU where one rank holds it); `full` only replaces the fine operator (the smoothers and
+    /// coarse levels stay); `none` sets up afresh. The report's prolongator values sent are 0
+    /// for `interpolation` and `full`, since no `P` changed (the `P_oth` copies are reused); its
+    /// transfers are the device's counters, its timings this rank's. On a GPU the result is
+    /// the host update's, bit for bit.
     pub fn update(&mut self, a: DistBsr) -> Result<UpdateReport, AmgError> {
         let started = Instant::now();
+        let device = a.device();
+        let at = device.transfers();
         let mut tm = SetupTimings::default();
         let mut messages = MessageReport::default();
         let mut rebuilt = 0;
@@ -310,11 +414,14 @@ impl Hierarchy<DistBsr> {
                 *self = Self::new(a, &nn.serial_ids, nn.rows, nn.k, &params)?;
                 rebuilt = self.levels.len() - 1;
             }
-            Reuse::Full => self.levels[0].a = Some(a),
+            Reuse::Full => {
+                let fine = timed(&mut tm.copy_operator_s, || self.install_fine(a))?;
+                self.levels[0].a = Some(fine);
+            }
             Reuse::Interpolation => {
-                self.levels[0].a = None;
-                let hot = self.hot_update(&a, &mut tm, &mut messages);
-                self.levels[0].a = Some(a);
+                let fine = timed(&mut tm.copy_operator_s, || self.install_fine(a))?;
+                let hot = self.hot_update(&fine, &mut tm, &mut messages);
+                self.levels[0].a = Some(fine);
                 hot?;
             }
         }
@@ -325,39 +432,52 @@ impl Hierarchy<DistBsr> {
             transposes_rebuilt: rebuilt,
             galerkin_plans_rebuilt: rebuilt,
             timings: tm,
-            transfers: TransferReport::default(),
+            transfers: TransferReport::between(at, device.transfers()),
             messages,
         })
     }
 
-    /// Collective. Rebuilds the hierarchy for the fine operator `a` (the last set-up's pattern)
-    /// and new near-null rows `nns` of the owned block rows (`bs x k` each, the set-up's serial
-    /// ids and `k`): the values of a cold set-up with these inputs, bit for bit, through the
-    /// one set-up loop, as [`crate::Hierarchy::set_near_null_space`] renews the serial
-    /// hierarchy. With `renewal: keep_aggregates` each level keeps its aggregates and every
-    /// plan (counted in `plans_reused`): the tentative prolongator's exchange, the smoothing's
-    /// and the Galerkin product's symbolic phases, so every level's patterns (the same `Arc`s)
-    /// and only values are made (two all-to-alls of near-null rows, `P0`'s ghost rows, the
-    /// products' numeric phases); else nothing is kept (`plans_reused` is 0). The old values go
-    /// before the new ones are built. On error the hierarchy must be rebuilt by a set-up.
+    /// Collective. Rebuilds the hierarchy for the fine operator `a` (the last set-up's pattern;
+    /// on a GPU as [`Self::update`] takes it) and new near-null rows `nns` of the owned block
+    /// rows (`bs x k` each, the set-up's serial ids and `k`): the values of a cold set-up with
+    /// these inputs, bit for bit, through the one set-up loop, as
+    /// [`crate::Hierarchy::set_near_null_space`] renews the serial hierarchy. With `renewal:
+    /// keep_aggregates` each level keeps its aggregates and every plan (counted in
+    /// `plans_reused`): the tentative prolongator's exchange, the smoothing's and the Galerkin
+    /// product's symbolic phases, so every level's patterns (the same `Arc`s) and only values
+    /// are made (two all-to-alls of near-null rows, `P0`'s ghost rows, the products' numeric
+    /// phases); on a GPU those numeric phases run where the levels live and the fine operator
+    /// never comes down (`dist_cycle/device_renewal.rs`). Else nothing is kept (`plans_reused` is 0). The
+    /// old values go before the new ones are built. The report's transfers are the device's
+    /// counters. On error the hierarchy must be rebuilt by a set-up.
     pub fn set_near_null_space(
         &mut self,
         a: DistBsr,
         nns: Vec<f64>,
     ) -> Result<RenewalReport, AmgError> {
         let started = Instant::now();
+        let device = a.device();
+        let at = device.transfers();
+        let fine = self.install_fine(a)?;
         let nn = self.levels[0]
             .near_null
             .take()
             .ok_or(AmgError::MissingFineOperator)?;
+        let keep = self.params.renewal == Renewal::KeepAggregates;
+        let mut kept = Vec::with_capacity(self.transfers.len());
+        for (l, t) in std::mem::take(&mut self.transfers).into_iter().enumerate() {
+            let next = self.levels.get_mut(l + 1).and_then(|lev| lev.a.take());
+            let diagonal = self.levels[l].smoother.take().map(|s| s.pbj);
+            kept.push(if keep {
+                t.into_kept(next, diagonal)
+            } else {
+                None
+            });
+        }
         self.levels.clear();
-        let kept: Vec<_> = std::mem::take(&mut self.transfers)
-            .into_iter()
-            .map(|t| (self.params.renewal == Renewal::KeepAggregates).then(|| t.into_kept()))
-            .collect();
         let reused = kept.iter().flatten().count();
         let params = self.params.clone();
-        *self = Self::set_up(a, &nn.serial_ids, nns, nn.k, &params, kept)?;
+        *self = Self::set_up(fine, &nn.serial_ids, nns, nn.k, &params, kept)?;
         Ok(RenewalReport {
             plans_reused: reused,
             plans_built: self.levels.len() - 1 - reused,
@@ -365,7 +485,7 @@ impl Hierarchy<DistBsr> {
                 total_s: started.elapsed().as_secs_f64(),
                 ..self.state.clone()
             },
-            transfers: TransferReport::default(),
+            transfers: TransferReport::between(at, device.transfers()),
         })
     }
 
@@ -395,18 +515,9 @@ impl Hierarchy<DistBsr> {
     pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
         self.smoother(level)
     }
-
-    /// The serial ids of level `level`'s owned block rows (its near-null space's).
-    pub(crate) fn level_serial_ids(&self, level: usize) -> Result<&[u64], AmgError> {
-        self.levels
-            .get(level)
-            .and_then(|l| l.near_null.as_ref())
-            .map(|nn| nn.serial_ids.as_slice())
-            .ok_or(AmgError::MissingFineOperator)
-    }
 }
 
-impl CoarseSolve {
+impl RedundantSolve {
     /// The coarsest level `a`: the right-hand side gathered (downloaded from a GPU), put in the
     /// serial order, solved on the host; the owned entries of the solution written into `x`
     /// where it lives. Where one rank holds the whole level, it solves alone (no collective)
@@ -451,50 +562,110 @@ pub struct DistNearNull {
     serial_ids: Vec<u64>,
     rows: Vec<f64>,
     k: usize,
+    /// The eigenvalue estimate's start vector on the level's GPU (uploaded once, by the first
+    /// estimate there: a hot update moves none); unused on the host.
+    start: OnceLock<Vector>,
 }
 
-/// The transfer of a distributed level: `P`, its transpose, the plans that made `P` (kept for
-/// a renewal with `renewal: keep_aggregates`) and its Galerkin plan.
+impl DistNearNull {
+    /// The start vector of the eigenvalue estimate of the level `a` (the serial one, hashed
+    /// at the serial index of each owned unknown), a vector of its own where `a` lives.
+    fn start_vector(&self, a: &DistBsr) -> Result<Vector, AmgError> {
+        let rows = serial_rows(&self.serial_ids, a.pattern().block_size());
+        let entries = rows.iter().map(|&s| crate::eig::start_entry(s));
+        if a.device().is_host() {
+            let mut r = a.new_owned_vector();
+            for (v, e) in r.host_mut()?.iter_mut().zip(entries) {
+                *v = e;
+            }
+            return Ok(r);
+        }
+        let start = match self.start.get() {
+            Some(start) => start,
+            None => {
+                let mut start = a.owned_zeros()?;
+                start.copy_from_host(&entries.collect::<Vec<f64>>())?;
+                self.start.get_or_init(|| start)
+            }
+        };
+        let mut r = start.zeros_like()?;
+        r.copy_from(start)?;
+        Ok(r)
+    }
+}
+
+/// The transfer of a distributed level: `P` and its transpose where the level lives, the host
+/// plans that made `P` and its Galerkin product (kept for a renewal with `renewal:
+/// keep_aggregates`; `None` in a copy made by [`DistHierarchy::to_device`]), and on a GPU
+/// the device parts of the numeric phases.
 #[derive(Debug)]
 pub struct DistTransfer {
     pub(crate) p: DistBsr,
     pub(crate) pt: DistTranspose,
-    pub(crate) galerkin: GalerkinPlan,
-    kept: KeptPlans,
+    plans: Option<HostPlans>,
+    device: Option<DeviceTransfer>,
 }
 
-/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks besides its
-/// Galerkin plan: the tentative prolongator's plan (which holds the aggregates) and the
-/// prolongator smoothing's (`None` for unsmoothed aggregation).
+/// The host plans of a level's transfer: the Galerkin product's (the host hot update's, and
+/// `P`'s views of a kept renewal), the tentative prolongator's (which holds the aggregates)
+/// and the prolongator smoothing's (`None` for unsmoothed aggregation).
 #[derive(Debug)]
-struct KeptPlans {
+struct HostPlans {
+    galerkin: GalerkinPlan,
     tentative: DistTentativePlan,
     smoothing: Option<SmoothingPlan>,
 }
 
 /// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: every symbolic
 /// phase (strength graph, aggregates, the tentative prolongator's exchange, the smoothing's
-/// and the Galerkin product's plans); `P` and its transpose go.
+/// and the Galerkin product's plans); on a GPU also the device storage the new values go
+/// into (`DeviceKept`). The host `P` and its transpose go.
 #[derive(Debug)]
 pub struct KeptTransfer {
-    galerkin: GalerkinPlan,
-    plans: KeptPlans,
+    plans: HostPlans,
+    device: Option<DeviceKept>,
+}
+
+/// A transfer's host plans (an error in a device copy, which has none).
+fn plans_of(plans: &mut Option<HostPlans>) -> Result<&mut HostPlans, AmgError> {
+    plans.as_mut().ok_or(AmgError::InvalidParameter {
+        name: "distributed transfer",
+        value: "a device copy".into(),
+        reason: "has no host plans (its hot update runs on the device)",
+    })
 }
 
 impl DistTransfer {
-    fn into_kept(self) -> KeptTransfer {
-        KeptTransfer {
-            galerkin: self.galerkin,
-            plans: self.kept,
-        }
+    /// What a kept renewal reuses of this transfer (`None` without host plans); on a GPU
+    /// `next`, the next level's operator, and `diagonal`, the level's smoother inverses, give
+    /// their device storage to the new values.
+    fn into_kept(
+        self,
+        next: Option<DistBsr>,
+        diagonal: Option<PointBlockJacobi>,
+    ) -> Option<KeptTransfer> {
+        let plans = self.plans?;
+        let device = match (self.device, next) {
+            (Some(transfer), Some(next)) => Some(DeviceKept {
+                p: self.p,
+                pt: self.pt,
+                transfer,
+                next,
+                diagonal,
+            }),
+            _ => None,
+        };
+        Some(KeptTransfer { plans, device })
     }
 }
 
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
 /// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
 /// coarse level is telescoped onto fewer ranks by `process_eq_limit`. A renewal keeps the
-/// aggregates and every plan with `renewal: keep_aggregates` ([`coarsen_kept`]), nothing
-/// otherwise.
+/// aggregates and every plan with `renewal: keep_aggregates` (`coarsen_kept`), nothing
+/// otherwise. Where the operator lives on a GPU, each stage decides where it runs
+/// (`device::coarsen`, `device_renewal::coarsen_kept`); the hot update's numerics, the
+/// eigenvalue estimates, the V-cycle and the coarsest solve run there.
 impl LevelMatrix for DistBsr {
     type NearNull = DistNearNull;
     type Transfer = DistTransfer;
@@ -516,11 +687,25 @@ impl LevelMatrix for DistBsr {
         tm: &mut SetupTimings,
         previous: Option<KeptTransfer>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-        match previous {
-            Some(kept) if params.renewal == Renewal::KeepAggregates => {
-                coarsen_kept(self, near_null, level, params, tm, kept).map(Some)
+        let kept = previous.filter(|_| params.renewal == Renewal::KeepAggregates);
+        if self.device().is_host() {
+            return match kept {
+                Some(kept) => {
+                    coarsen_kept(self, near_null, level, params, tm, kept.plans).map(Some)
+                }
+                None => coarsen(self, near_null, level, params, tm),
+            };
+        }
+        match kept {
+            Some(KeptTransfer {
+                plans,
+                device: Some(device),
+            }) => device_renewal::coarsen_kept(self, near_null, level, params, tm, plans, device)
+                .map(Some),
+            Some(KeptTransfer { plans, .. }) => {
+                device::coarsen_kept_on_host(self, near_null, level, params, tm, plans).map(Some)
             }
-            _ => coarsen(self, near_null, level, params, tm),
+            None => device::coarsen(self, near_null, level, params, tm),
         }
     }
 
@@ -541,10 +726,19 @@ impl LevelMatrix for DistBsr {
         Ok(transfer.p.add_scaled_product(1.0, xc, x)?)
     }
 
-    /// Gathered on every rank, in the serial order of the level's rows.
+    /// See [`CoarseSolve`]: in the serial order of the level's rows.
     fn factor_coarse(&self, near_null: Option<&DistNearNull>) -> Result<CoarseSolve, AmgError> {
         let nn = near_null.ok_or(AmgError::MissingFineOperator)?;
-        gather_factor(self, &nn.serial_ids)
+        CoarseSolve::new(self, &nn.serial_ids)
+    }
+
+    fn refactor_coarse(
+        &self,
+        coarse: &mut CoarseSolve,
+        near_null: Option<&DistNearNull>,
+    ) -> Result<(), AmgError> {
+        let nn = near_null.ok_or(AmgError::MissingFineOperator)?;
+        coarse.refactor(self, &nn.serial_ids)
     }
 
     fn coarse_solve(
@@ -556,12 +750,13 @@ impl LevelMatrix for DistBsr {
         coarse.solve(self, b, x)
     }
 
+    /// In place, where the operator lives.
     fn refresh_diagonal(&self, pbj: &mut PointBlockJacobi, _bs: usize) -> Result<(), AmgError> {
         pbj.update(self.diag())
     }
 
-    /// From the serial start vector (hashed at the serial index of each owned unknown), in
-    /// vectors of its own.
+    /// From the serial start vector (hashed at the serial index of each owned unknown; kept
+    /// on a GPU), in vectors of its own.
     fn hot_emax(
         &self,
         pbj: &PointBlockJacobi,
@@ -571,8 +766,7 @@ impl LevelMatrix for DistBsr {
         _work: &mut LevelWork,
     ) -> Result<Option<f64>, AmgError> {
         let nn = near_null.ok_or(AmgError::MissingFineOperator)?;
-        let rows = serial_rows(&nn.serial_ids, self.pattern().block_size());
-        dist_emax(self, pbj, &rows, params, level).map(Some)
+        dist_emax(self, pbj, nn, params, level).map(Some)
     }
 
     /// The Galerkin plan holds for the level's pattern (fixed on ranks).
@@ -584,15 +778,25 @@ impl LevelMatrix for DistBsr {
         Ok(false)
     }
 
-    /// The coarse operator's values overwritten in place (no allocation per update).
+    /// The coarse operator's values overwritten in place (no allocation per update): on a
+    /// GPU through the device plan (only the off-rank partial blocks cross; ended by a
+    /// device synchronisation, so that the phase's time is its work's), else the host's.
     fn galerkin_into(
         tr: &mut DistTransfer,
         a: &DistBsr,
         next: &mut DistBsr,
         messages: &mut MessageReport,
     ) -> Result<(), AmgError> {
-        messages.prolongator_values += tr.galerkin.product_into(a, &tr.p, next)? as u64;
-        messages.sent_bytes += tr.galerkin.last_sent_bytes();
+        if let Some(device) = &mut tr.device {
+            messages.sent_bytes += device.galerkin.numeric(a, next)?;
+            messages.received_bytes += device.galerkin.bytes_received();
+            a.device().synchronize()?;
+            return Ok(());
+        }
+        let p = &tr.p;
+        let galerkin = &mut plans_of(&mut tr.plans)?.galerkin;
+        messages.prolongator_values += galerkin.product_into(a, p, next)? as u64;
+        messages.sent_bytes += galerkin.last_sent_bytes();
         Ok(())
     }
 
@@ -657,36 +861,26 @@ fn coarsen(
         t
     };
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        level_diagonal(a, serial, params, level)
+        level_diagonal(a, near_null, params, level)
     })?;
-    let smoothing = if params.smooth_prolongator {
+    let mut smoothing = if params.smooth_prolongator {
         Some(timed(&mut tm.smoothing_s, || {
             SmoothingPlan::new(a, &g, &t)
         })?)
     } else {
         None
     };
-    let mut kept = KeptPlans {
-        tentative,
-        smoothing,
-    };
-    let (p, coarse) = smooth(a, t, &pbj, emax, &mut kept, params, tm)?;
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
         GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
     })?;
     let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
-    finish_level(
-        p,
-        ac,
-        coarse,
+    let plans = HostPlans {
         galerkin,
-        kept,
-        (pbj, emax),
-        params,
-        tm,
-        false,
-    )
-    .map(Some)
+        tentative,
+        smoothing,
+    };
+    finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, false).map(Some)
 }
 
 /// [`coarsen`] for a renewal that keeps the level's aggregates: the values of a cold
@@ -699,55 +893,46 @@ fn coarsen_kept(
     level: usize,
     params: &AmgParams,
     tm: &mut SetupTimings,
-    kept: KeptTransfer,
+    mut plans: HostPlans,
 ) -> Result<Coarsened<DistBsr>, AmgError> {
-    let KeptTransfer {
-        mut galerkin,
-        plans: mut kept,
-    } = kept;
     let t = timed(&mut tm.tentative_s, || {
-        kept.tentative.numeric(&near_null.rows)
+        plans.tentative.numeric(&near_null.rows)
     })?;
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        level_diagonal(a, &near_null.serial_ids, params, level)
+        level_diagonal(a, near_null, params, level)
     })?;
-    let (p, coarse) = smooth(a, t, &pbj, emax, &mut kept, params, tm)?;
-    let ac = timed(&mut tm.galerkin_numeric_s, || galerkin.renew(a, &p))?;
-    finish_level(p, ac, coarse, galerkin, kept, (pbj, emax), params, tm, true)
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut plans.smoothing, params, tm)?;
+    let ac = timed(&mut tm.galerkin_numeric_s, || plans.galerkin.renew(a, &p))?;
+    finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, true)
 }
 
 /// Collective. The point-block Jacobi of `a`'s diagonal part and the estimate of
-/// `lambda_max(D^{-1} A)` (the serial start vector at the owned rows' `serial` ids).
+/// `lambda_max(D^{-1} A)` (the serial start vector of the level of near-null space
+/// `near_null`).
 fn level_diagonal(
     a: &DistBsr,
-    serial: &[u64],
+    near_null: &DistNearNull,
     params: &AmgParams,
     level: usize,
 ) -> Result<(PointBlockJacobi, f64), AmgError> {
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
-    let emax = dist_emax(
-        a,
-        &pbj,
-        &serial_rows(serial, a.pattern().block_size()),
-        params,
-        level,
-    )?;
+    let emax = dist_emax(a, &pbj, near_null, params, level)?;
     Ok((pbj, emax))
 }
 
-/// Collective. `P`: the tentative prolongator `t` smoothed through the level's plan with
-/// `omega = prolongator_omega_scale / emax`, or `t`'s itself (unsmoothed aggregation); and the
-/// coarse level's near-null space (`t`'s coarse vertices).
+/// Collective. `P`: the tentative prolongator `t` smoothed through the level's plan
+/// `smoothing` with `omega = prolongator_omega_scale / emax`, or `t`'s itself (unsmoothed
+/// aggregation); and the coarse level's near-null space (`t`'s coarse vertices).
 fn smooth(
     a: &DistBsr,
     t: DistTentative,
     pbj: &PointBlockJacobi,
     emax: f64,
-    kept: &mut KeptPlans,
+    smoothing: &mut Option<SmoothingPlan>,
     params: &AmgParams,
     tm: &mut SetupTimings,
 ) -> Result<(DistBsr, DistNearNull), AmgError> {
-    let p = match &mut kept.smoothing {
+    let p = match smoothing {
         Some(plan) => {
             let omega = params.prolongator_omega_scale / emax;
             timed(&mut tm.smoothing_s, || plan.numeric(a, &t, pbj, omega))?
@@ -759,6 +944,7 @@ fn smooth(
         serial_ids: t.coarse_serial_ids,
         rows: t.coarse_nns,
         k,
+        start: OnceLock::new(),
     };
     Ok((p, coarse))
 }
@@ -771,21 +957,20 @@ fn finish_level(
     p: DistBsr,
     ac: DistBsr,
     near_null: DistNearNull,
-    mut galerkin: GalerkinPlan,
-    kept: KeptPlans,
+    mut plans: HostPlans,
     diagonal: (PointBlockJacobi, f64),
     params: &AmgParams,
     tm: &mut SetupTimings,
     plans_reused: bool,
 ) -> Result<Coarsened<DistBsr>, AmgError> {
-    galerkin.release_values();
+    plans.galerkin.release_values();
     Ok(Coarsened {
         smoother: build_smoother(diagonal.0, diagonal.1, params),
         transfer: DistTransfer {
             pt: timed(&mut tm.galerkin_symbolic_s, || DistTranspose::new(&p))?,
             p,
-            galerkin,
-            kept,
+            plans: Some(plans),
+            device: None,
         },
         a: ac,
         near_null,
@@ -794,18 +979,15 @@ fn finish_level(
 }
 
 /// Collective. The serial estimate of `lambda_max(D^{-1} A)` of level `level` on ranks: the
-/// serial start vector (hashed at the serial index of each owned unknown) and exact reductions.
+/// serial start vector of the level's near-null space `near_null` and exact reductions.
 fn dist_emax(
     a: &DistBsr,
     pbj: &PointBlockJacobi,
-    serial_rows: &[u64],
+    near_null: &DistNearNull,
     params: &AmgParams,
     level: usize,
 ) -> Result<f64, AmgError> {
-    let mut r = a.new_owned_vector();
-    for (v, &s) in r.host_mut()?.iter_mut().zip(serial_rows) {
-        *v = crate::eig::start_entry(s);
-    }
+    let mut r = near_null.start_vector(a)?;
     let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
     let estimate = estimate_emax_from(a, pbj, params.eig_steps, [&mut r, &mut p, &mut w])?;
     checked_emax(estimate, level)
@@ -822,7 +1004,7 @@ fn serial_rows(serial_ids: &[u64], bs: usize) -> Vec<u64> {
 /// Collective: the whole of a (small) distributed square operator on every rank, its block
 /// rows and columns placed at their serial ids (`owned_serial_ids` of this rank's block rows),
 /// factored; the same dense matrix, so the same factor, as the serial coarse level's.
-fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, AmgError> {
+fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<RedundantSolve, AmgError> {
     let cp = ac.pattern();
     let k = cp.block_size();
     let kk = k * k;
@@ -874,7 +1056,7 @@ fn gather_factor(ac: &DistBsr, owned_serial_ids: &[u64]) -> Result<CoarseSolve, 
             }
         }
     }
-    Ok(CoarseSolve {
+    Ok(RedundantSolve {
         // as the serial set-up's ([`DenseFactor::invert`]), errors named alike
         factor: coarse_inverse(n, || DenseFactor::invert_dense(dense, n))?,
         serial_of_global,

@@ -484,8 +484,8 @@ impl GalerkinPlan {
     /// Collective. For new values of `p` on the pattern of the `P` of the last product (a
     /// renewal that keeps the aggregates): `P_oth` and the view's values gathered again and
     /// `P_owned^T` refilled, as [`GalerkinPlan::renew`] does before its numeric phase; returns
-    /// the symbolic product and `P_ext` for a device copy
-    /// ([`crate::dist_cycle::DeviceDistHierarchy::renew_kept`]). An error where `p` is on
+    /// the symbolic product and `P_ext` for a device copy (the kept renewal of a level on a
+    /// GPU, `dist_cycle::device_renewal`). An error where `p` is on
     /// another pattern or no product was made yet.
     pub(crate) fn refresh_for(
         &mut self,

@@ -69,6 +69,17 @@ pub trait LevelMatrix: SmoothingOperator + Sized + Sync + Debug {
     /// near-null space where the hierarchy keeps one). Collective on ranks.
     fn factor_coarse(&self, near_null: Option<&Self::NearNull>) -> Result<Self::Coarse, AmgError>;
 
+    /// The coarsest level's solver `coarse` made anew for new values of this operator (a hot
+    /// update), reusing what does not depend on the values. Collective on ranks.
+    fn refactor_coarse(
+        &self,
+        coarse: &mut Self::Coarse,
+        near_null: Option<&Self::NearNull>,
+    ) -> Result<(), AmgError> {
+        *coarse = self.factor_coarse(near_null)?;
+        Ok(())
+    }
+
     /// `x = A^{-1} b` on this, the coarsest operator, with its solver `coarse`.
     fn coarse_solve(
         &self,

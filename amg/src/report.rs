@@ -177,9 +177,9 @@ pub struct RenewalReport {
     pub transfers: TransferReport,
 }
 
-/// What an update did: the one report of [`crate::Hierarchy::update`],
-/// [`crate::dist_cycle::DistHierarchy::update`] and
-/// [`crate::dist_cycle::DeviceDistHierarchy::update`].
+/// What an update did: the one report of [`crate::Hierarchy::update`] (serial, on the host or
+/// a GPU) and [`crate::dist_cycle::DistHierarchy::update`] (on ranks, on the host or their
+/// GPUs).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UpdateReport {
     /// The reuse mode applied.

@@ -1765,6 +1765,15 @@ impl ClampedBeam {
         a.set_from_local(k).unwrap();
         a
     }
+
+    /// Collective: the [`clamped_beam`]'s hierarchy set up with its fine operator on `device`
+    /// (so its levels live there).
+    fn device_hierarchy(&self, device: &linalg::Device) -> amg::dist_cycle::DistHierarchy {
+        let ids = &self.part.node_serial_ids[..self.part.n_owned_nodes()];
+        let fine = self.operator(&self.k_local).to_device(device).unwrap();
+        let modes = turned_beam_modes(ids, 0.0);
+        amg::dist_cycle::DistHierarchy::new(fine, ids, modes, 6, &self.params).unwrap()
+    }
 }
 
 /// The rigid-body modes of the [`clamped_beam`]'s nodes turned by `angle` about the x axis,
@@ -1848,12 +1857,12 @@ fn clamped_beam(
 }
 
 /// On one GPU per rank (2 ranks sharing the node's GPUs): CG with the distributed hierarchy's
-/// levels uploaded ([`amg::dist_cycle::DeviceDistHierarchy`]) equals CG on the host (the same
-/// iterations, the solution's bits), before and after a hot update, which
-/// uploads no prolongator bytes.
+/// levels on the device ([`amg::dist_cycle::DistHierarchy::to_device`]) equals CG on the host
+/// (the same iterations, the solution's bits), before and after a hot update, which changes
+/// no prolongator.
 #[test]
 fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
-    use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+    use amg::dist_cycle::DistHierarchy;
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
 
     let test = "device_cg_with_the_distributed_amg_equals_the_host_cg";
@@ -1873,14 +1882,14 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
                 k.scale(scale).unwrap();
                 beam.operator(&k)
             };
-            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let mut hd = h.to_device(&device).unwrap();
             let a = operator(1.0);
             let cg = amg::CgParams {
                 rtol: 1e-8,
                 ..Default::default()
             };
             let b_dev = b.to_device(&device).unwrap();
-            let compare = |a: &DistBsr, h: &DistHierarchy, hd: &DeviceDistHierarchy, when: &str| {
+            let compare = |a: &DistBsr, h: &DistHierarchy, hd: &DistHierarchy, when: &str| {
                 let mut x = a.new_owned_vector();
                 let host = amg::cg_operator(a, &b, &mut x, h, &cg).unwrap();
                 let a_dev = a.to_device(&device).unwrap();
@@ -1909,11 +1918,14 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
                 }
             };
             compare(&a, &h, &hd, "cold");
-            // A hot update on the host; the device copy takes the new values, and no P.
+            // A hot update on the host and one on the device (the new values uploaded): no P
+            // changes.
             h.update(operator(2.0)).unwrap();
-            let bytes = hd.refresh(&h).unwrap();
-            assert_eq!(bytes.prolongators, 0, "P bytes uploaded by a hot update");
-            assert!(bytes.operators > 0);
+            let p_versions = hd.p_versions();
+            let report = hd.update(operator(2.0)).unwrap();
+            assert_eq!(report.p_versions, p_versions, "P changed by a hot update");
+            assert_eq!(report.messages.prolongator_values, 0);
+            assert!(report.transfers.host_to_device_bytes > 0);
             compare(&operator(2.0), &h, &hd, "hot");
             // The same cycle with the exchanges device to device (NCCL): the same bits again.
             use linalg::dist::{connect_rank_devices, DeviceExchange};
@@ -1933,16 +1945,16 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
     });
 }
 
-/// On one GPU per rank (2 ranks sharing the node's GPUs): after a host renewal that keeps the
-/// aggregates (every pattern kept), the device levels take the new values in place
-/// ([`amg::dist_cycle::DeviceDistHierarchy::refresh`]: operators, `P` and its transpose, the
-/// device Galerkin product's `P` values) and equal a fresh upload of the renewed hierarchy:
-/// CG with them equals CG with the fresh upload and with the host hierarchy (iterations and
-/// bits), and a later device hot update equals the host's hot update on every level (what a
-/// stale `P` in the device Galerkin product would break).
+/// On one GPU per rank (2 ranks sharing the node's GPUs): a renewal that keeps the
+/// aggregates (every pattern kept) of a hierarchy whose levels live on the device takes the
+/// new values in place (operators, `P` and its transpose, the device Galerkin product's `P`
+/// values) and equals a fresh copy of the host hierarchy renewed alike
+/// ([`amg::dist_cycle::DistHierarchy::to_device`]): CG with it equals CG with the fresh copy
+/// and with the host hierarchy (iterations and bits), and a later device hot update equals the
+/// host's hot update on every level (what a stale `P` in the device Galerkin product would
+/// break).
 #[test]
 fn device_levels_take_a_kept_renewal_in_place() {
-    use amg::dist_cycle::DeviceDistHierarchy;
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
 
     let test = "device_levels_take_a_kept_renewal_in_place";
@@ -1958,15 +1970,18 @@ fn device_levels_take_a_kept_renewal_in_place() {
             let (beam, mut h, b) = clamped_beam(comm, process_eq_limit, keep);
             let n_owned = beam.part.n_owned_nodes();
             let ids = &beam.part.node_serial_ids[..n_owned];
-            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let mut hd = beam.device_hierarchy(&device);
             let owned_nns = turned_beam_modes(ids, 0.3);
             let report = h
-                .set_near_null_space(beam.operator(&beam.k_local), owned_nns)
+                .set_near_null_space(beam.operator(&beam.k_local), owned_nns.clone())
                 .unwrap();
             assert_eq!(report.plans_reused, h.n_levels() - 1);
-            let bytes = hd.refresh(&h).unwrap();
-            assert!(bytes.prolongators > 0, "{bytes:?}");
-            let fresh = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let fine = beam.operator(&beam.k_local).to_device(&device).unwrap();
+            let p_versions = hd.p_versions();
+            let report = hd.set_near_null_space(fine, owned_nns).unwrap();
+            assert_eq!(report.plans_reused, hd.n_levels() - 1, "{report:?}");
+            assert!(hd.p_versions() != p_versions, "new values of P");
+            let fresh = h.to_device(&device).unwrap();
             let cg = amg::CgParams {
                 rtol: 1e-8,
                 ..Default::default()
@@ -1993,7 +2008,7 @@ fn device_levels_take_a_kept_renewal_in_place() {
             // a hot update after the refresh: the device Galerkin product's P is the renewed one
             let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 21, 0.05);
             h.update(beam.operator(&values)).unwrap();
-            hd.update(&beam.operator(&values).to_device(&device).unwrap())
+            hd.update(beam.operator(&values).to_device(&device).unwrap())
                 .unwrap();
             for l in 0..h.n_levels() {
                 let host = h.level_operator(l).unwrap();
@@ -2009,7 +2024,8 @@ fn device_levels_take_a_kept_renewal_in_place() {
 }
 
 /// On one GPU per rank (2 ranks sharing the node's GPUs): a kept renewal with its numeric
-/// phases on the device ([`amg::dist_cycle::DeviceDistHierarchy::renew_kept`]: `A P0`, the
+/// phases on the device ([`amg::dist_cycle::DistHierarchy::set_near_null_space`] of a
+/// hierarchy whose levels live there: `A P0`, the
 /// smoothing, `P`'s values, smoothers and Galerkin products where the levels live) equals the
 /// host kept renewal ([`amg::dist_cycle::DistHierarchy::set_near_null_space`]) bit for bit on
 /// every level (operators, point-block Jacobi inverses, eigenvalue estimates), twice in a row
@@ -2019,7 +2035,6 @@ fn device_levels_take_a_kept_renewal_in_place() {
 /// products, from which the host still makes `P`'s views, and scalars only).
 #[test]
 fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
-    use amg::dist_cycle::DeviceDistHierarchy;
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
 
     let test = "a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal";
@@ -2037,8 +2052,8 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
             // set-up each (the same bits)
             let (beam, mut host, b) = clamped_beam(comm, process_eq_limit, keep);
             // (each beam its own distributed pattern: the device operator on the twin's)
-            let (twin_beam, mut twin, _) = clamped_beam(comm, process_eq_limit, keep);
-            let mut hd = DeviceDistHierarchy::upload(&twin, &device).unwrap();
+            let (twin_beam, _, _) = clamped_beam(comm, process_eq_limit, keep);
+            let mut hd = twin_beam.device_hierarchy(&device);
             let n_owned = beam.part.n_owned_nodes();
             let ids = &beam.part.node_serial_ids[..n_owned];
             let a_host = beam.operator(&beam.k_local);
@@ -2058,7 +2073,11 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
                 let nns = turned_beam_modes(ids, angle);
                 host.set_near_null_space(beam.operator(&beam.k_local), nns.clone())
                     .unwrap();
-                let report = hd.renew_kept(&mut twin, &a_dev, nns).unwrap();
+                let fine = twin_beam
+                    .operator(&twin_beam.k_local)
+                    .to_device(&device)
+                    .unwrap();
+                let report = hd.set_near_null_space(fine, nns).unwrap();
                 assert_eq!(report.plans_reused, host.n_levels() - 1);
                 assert_eq!(hd.n_levels(), host.n_levels());
                 for l in 0..host.n_levels() {
@@ -2105,7 +2124,7 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
             // renewed one
             let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 23, 0.05);
             host.update(beam.operator(&values)).unwrap();
-            hd.update(&twin_beam.operator(&values).to_device(&device).unwrap())
+            hd.update(twin_beam.operator(&values).to_device(&device).unwrap())
                 .unwrap();
             for l in 0..host.n_levels() {
                 let h = host.level_operator(l).unwrap();
@@ -2121,14 +2140,13 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
 }
 
 /// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
-/// ([`amg::dist_cycle::DeviceDistHierarchy::update`]) equals the host's
+/// ([`amg::dist_cycle::DistHierarchy::update`] of its copy there) equals the host's
 /// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,
 /// point-block Jacobi inverse, eigenvalue estimate), uploads no operator (only the blocks
 /// received from the other rank and scalars), and CG with the updated device hierarchy equals
 /// CG with the updated host one (iterations and bits).
 #[test]
 fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
-    use amg::dist_cycle::DeviceDistHierarchy;
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
 
     let test = "device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update";
@@ -2146,7 +2164,7 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
             let (k_local, part, params) = (&beam.k_local, &beam.part, &beam.params);
             let operator = |k: &Bsr| beam.operator(k);
             assert!(h.n_levels() > 2, "a hierarchy of several levels");
-            let mut hd = DeviceDistHierarchy::upload(&h, &device).unwrap();
+            let mut hd = h.to_device(&device).unwrap();
             let b_dev = b.to_device(&device).unwrap();
             let cg = amg::CgParams {
                 rtol: 1e-8,
@@ -2178,9 +2196,9 @@ fn device_hot_update_of_the_distributed_hierarchy_equals_the_host_hot_update() {
                 if seed == 14 {
                     // the first update with peer writes opens the reductions' channels (their
                     // index tables go up once); the update measured below is a later one
-                    hd.update(&a_dev).unwrap();
+                    hd.update(a_dev.to_device(&device).unwrap()).unwrap();
                 }
-                let bytes = hd.update(&a_dev).unwrap();
+                let bytes = hd.update(a_dev.to_device(&device).unwrap()).unwrap();
                 let host_to_device = bytes.transfers.host_to_device_bytes;
                 let received = bytes.messages.received_bytes;
                 for l in 0..h.n_levels() {
@@ -2564,7 +2582,7 @@ fn device_rank_run_equals_the_host_rank_run() {
 
 /// On one GPU per rank, at 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with `device:
 /// cuda` and `linear_solver.amg.renewal: keep_aggregates` (each load step's renewal with its
-/// numeric phases on the GPUs, `DeviceDistHierarchy::renew_kept`) gives the host rank run's
+/// numeric phases on the GPUs, `DistHierarchy::set_near_null_space`) gives the host rank run's
 /// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and no
 /// later Newton iteration's set-up downloads the tangent (its bytes device to host stay below
 /// the first, cold, set-up's, which downloads the tangent's owned rows).

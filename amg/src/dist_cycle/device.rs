@@ -1,43 +1,38 @@
-//! The distributed V-cycle on one GPU per rank: [`DeviceDistHierarchy`], the levels of a
-//! [`DistHierarchy`] uploaded (operators, prolongators and their transposes as device
-//! [`DistBsr`] parts, point-block Jacobi inverted on the device), and the restriction's device
-//! path ([`transpose_apply`]).
+//! A [`DistHierarchy`] whose levels live on the rank's GPU: the one hierarchy, its fine
+//! operator a device [`DistBsr`], each level's operator, prolongator and transpose device
+//! matrices, its smoother's inverses made on the device, and per transfer the device part
+//! of the numeric phases ([`DeviceTransfer`]: the Galerkin product's plan,
+//! [`super::device_update::DeviceGalerkin`], and the prolongator smoothing's,
+//! [`super::device_renewal::DeviceSmoothing`], made by the first kept renewal).
 //!
-//! The cold set-up stays on the host [`DistHierarchy`]; a renewal that keeps the aggregates
-//! runs its numeric phases on the device ([`DeviceDistHierarchy::renew_kept`],
-//! [`super::device_renewal`]). A hot update runs either on the device
-//! ([`DeviceDistHierarchy::update`]: the new fine operator's values copied on the device, the
-//! Galerkin products through [`device_update::DeviceGalerkin`], the point-block Jacobi
-//! inverses and eigenvalue estimates on the device, the coarsest operator inverted on its
-//! owner's GPU or, where several ranks hold it, downloaded for its dense factor: the host
-//! update's bits, with scalars and the off-rank coarse blocks crossing) or on the host ([`DistHierarchy::update`], then
-//! [`DeviceDistHierarchy::refresh`] uploads what changed: the operators' values, and a
-//! prolongator only when its version changed). The V-cycle is the
-//! host's (the one [`crate::vcycle::v_cycle`]) on device vectors: halo exchanges GPU to GPU through NCCL where
-//! the ranks are connected (`linalg::dist::connect_rank_devices`), else staged through pinned
-//! host memory. The coarsest level (at most `coarse_eq_limit` unknowns) is solved on its
-//! owner's GPU where one rank holds it (`process_eq_limit` gathered it there:
-//! [`super::device_coarse`], no host round trip), else redundantly on every rank's host (a
-//! download of the owned right-hand side, an all-gather, a dense solve and an upload of the
-//! owned solution). Every operation is the host's in the host's order, so the cycle's results
-//! are the host cycle's bits.
+//! The cold set-up coarsens a device level ([`coarsen`]) stage by stage on the host copy of
+//! its operator for now (strength graph, aggregation, tentative prolongator, the diagonal
+//! and eigenvalue estimate, smoothing, Galerkin product: issue 26 moves each to the device,
+//! one stage at a time, here) and places the results where the level lives ([`place`]).
+//! The hot update is the one [`crate::Hierarchy`] update on the level operations of a device
+//! [`DistBsr`] (the inverses and eigenvalue estimates on the device from a start vector kept
+//! there, the Galerkin products through the device plan, the coarsest inverted on its
+//! owner's GPU or, where several ranks hold it, downloaded for the redundant dense factor);
+//! a renewal that keeps the aggregates runs its numeric phases there
+//! ([`super::device_renewal`]). The V-cycle is the one [`crate::vcycle::v_cycle`] on device
+//! vectors: halo exchanges GPU to GPU through NCCL where the ranks are connected
+//! (`linalg::dist::connect_rank_devices`), else staged through pinned host memory; the
+//! restriction through [`transpose_apply`]. Every operation is the host's in the host's
+//! order, so every level, smoother and cycle is the host hierarchy's, bit for bit.
 
 use linalg::dist::DistBsr;
 use linalg::gpu;
 use linalg::{Device, Vector};
 
-use super::device_coarse::CoarsestOnOwner;
 use super::device_renewal::DeviceSmoothing;
 use super::device_update::DeviceGalerkin;
-use super::{CoarseSolve, DistHierarchy, DistTranspose};
+use super::{DistHierarchy, DistNearNull, DistTransfer, DistTranspose, HostPlans};
 use crate::hierarchy::build_smoother;
-use crate::level_matrix::refresh_smoother;
-use crate::params::{AmgParams, Reuse};
-use crate::report::{MessageReport, SetupTimings, TransferReport, UpdateReport};
-use crate::smoother::{Smoother, SmootherWork};
-use crate::vcycle::{CycleLevels, LevelWork};
-use crate::{AmgError, CycleWorkspace, PointBlockJacobi, Preconditioner};
-use std::time::Instant;
+use crate::level_matrix::{Coarsened, LevelMatrix};
+use crate::params::AmgParams;
+use crate::report::SetupTimings;
+use crate::{AmgError, PointBlockJacobi};
+use std::sync::{Mutex, OnceLock};
 
 /// `y = P^T x` for a GPU prolongator (see [`DistTranspose::apply`]): the transposed parts'
 /// products on the device, then the ghost rows' contributions sent to their owners, which add
@@ -49,18 +44,19 @@ pub(super) fn transpose_apply(
     y: &mut Vector,
 ) -> Result<(), AmgError> {
     let device = t.diag_t.device();
-    let ctx = device.cuda_context().expect("a device transpose");
+    let ctx = device.cuda_context().ok_or(AmgError::InvalidParameter {
+        name: "transpose",
+        value: device.name(),
+        reason: "must be on a GPU for the device restriction",
+    })?;
     let xb = x.device_buffer()?;
     // the ghost rows' contributions first, so that the owned rows' product runs while they
     // travel (into the transpose's own scratch, made at the first call)
     let mut scratch = t.ghost.lock().unwrap_or_else(|p| p.into_inner());
-    if scratch
-        .as_ref()
-        .is_none_or(|g| g.len() != t.offd_t.n_rows())
-    {
-        *scratch = Some(Vector::zeros_on(&device, t.offd_t.n_rows())?);
-    }
-    let ghost = scratch.as_mut().expect("made above");
+    let ghost = match scratch.as_mut() {
+        Some(g) if g.len() == t.offd_t.n_rows() => g,
+        _ => scratch.insert(Vector::zeros_on(&device, t.offd_t.n_rows())?),
+    };
     gpu::spmv(
         ctx,
         t.offd_t.device_bsr()?,
@@ -81,554 +77,217 @@ pub(super) fn transpose_apply(
     Ok(())
 }
 
-/// One uploaded level; above the coarsest, the Galerkin product's device plan and the
-/// eigenvalue estimate's start vector (hashed at the serial indices, uploaded once).
-#[derive(Debug)]
-pub(super) struct DeviceLevel {
-    pub(super) a: DistBsr,
-    pub(super) smoother: Option<Smoother>,
-    pub(super) p: Option<(DistBsr, DistTranspose)>,
-    pub(super) galerkin: Option<DeviceGalerkin>,
-    pub(super) start: Option<Vector>,
-    /// The kept prolongator smoothing's device plan (made by the first device kept renewal).
-    pub(super) smoothing: Option<DeviceSmoothing>,
-}
-
-impl DeviceLevel {
-    /// The smoother of level `l` refreshed from its operator's values in place (the inverses'
-    /// diagonal slots stay on the device; the eigenvalue estimate from the level's start
-    /// vector), as a hot update and a kept renewal both need it.
-    pub(super) fn refresh_smoother(
-        &mut self,
-        l: usize,
-        params: &AmgParams,
-    ) -> Result<(), AmgError> {
-        let (a_l, start, steps) = (&self.a, &self.start, params.eig_steps);
-        self.smoother = Some(refresh_smoother(
-            self.smoother.take(),
-            l,
-            params,
-            |pbj| pbj.update(a_l.diag()),
-            |pbj| {
-                let start = start
-                    .as_ref()
-                    .ok_or(AmgError::EigenEstimateFailed { level: l })?;
-                let mut r = start.zeros_like()?;
-                r.copy_from(start)?;
-                let (mut p, mut w) = (r.zeros_like()?, r.zeros_like()?);
-                crate::eig::estimate_emax_from(a_l, pbj, steps, [&mut r, &mut p, &mut w])
-            },
-        )?);
-        Ok(())
-    }
-}
-
-impl CycleLevel for DeviceLevel {
-    fn operator(&self) -> &DistBsr {
-        &self.a
-    }
-    fn smoother(&self) -> Option<&Smoother> {
-        self.smoother.as_ref()
-    }
-    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)> {
-        self.p.as_ref().map(|(p, pt)| (p, pt))
-    }
-}
-
-/// A [`DistHierarchy`]'s levels on this rank's GPU (see the module doc); a [`Preconditioner`]
-/// for device vectors of the fine operator's owned layout.
-#[derive(Debug)]
-pub struct DeviceDistHierarchy {
-    pub(super) device: Device,
-    pub(super) levels: Vec<DeviceLevel>,
-    pub(super) coarse: Coarsest,
-    pub(super) params: AmgParams,
-    /// Serial ids of the coarsest level's owned block rows (for its dense factor).
-    pub(super) coarse_serial_ids: Vec<u64>,
-    /// The V-cycle's vectors on the device (made at the first cycle).
-    work: std::sync::Mutex<crate::CycleWorkspace>,
-}
-
-/// Where the coarsest level is solved: redundantly on every rank's host where several ranks
-/// hold it, else on its owner's GPU ([`CoarsestOnOwner`]; the other ranks have no rows of it
-/// and skip it).
-#[derive(Debug)]
-pub(super) enum Coarsest {
-    Redundant(CoarseSolve),
-    OnOwner(Box<CoarsestOnOwner>),
-    Elsewhere,
-}
-
-impl Coarsest {
-    /// The coarsest level's solver for the device operator `a` (`host`: the host hierarchy's
-    /// redundant solve, its serial order); factored.
-    fn new(a: &DistBsr, host: &CoarseSolve) -> Result<Self, AmgError> {
-        let partition = a.pattern().partition();
-        Ok(if partition.active_ranks() > 1 {
-            Coarsest::Redundant(host.clone())
-        } else if partition.n_owned() == 0 {
-            Coarsest::Elsewhere
-        } else {
-            let mut owner = CoarsestOnOwner::new(a, &host.serial_of_global)?;
-            owner.factor(a)?;
-            Coarsest::OnOwner(Box::new(owner))
+impl DistTranspose {
+    /// A copy on `device` (local).
+    fn to_device(&self, device: &Device) -> Result<Self, AmgError> {
+        Ok(Self {
+            diag_t: self.diag_t.to_device(device)?,
+            offd_t: self.offd_t.to_device(device)?,
+            ghost: Mutex::new(None),
         })
     }
 
-    /// After new values of the coarsest operator `a` (on the device): the factor anew
-    /// (collective where redundant: the operator gathered on every rank's host; `serial_ids`
-    /// of the owned block rows).
-    pub(super) fn refactor(&mut self, a: &DistBsr, serial_ids: &[u64]) -> Result<(), AmgError> {
-        match self {
-            Coarsest::Redundant(solve) => {
-                let coarsest = a.to_device(&Device::Host)?;
-                *solve = super::gather_factor(&coarsest, serial_ids)?;
-            }
-            Coarsest::OnOwner(owner) => owner.factor(a)?,
-            Coarsest::Elsewhere => {}
-        }
+    /// The values of `src` (a transpose on the same patterns) copied into this one where it
+    /// lives (local).
+    pub(super) fn upload_values_from(&mut self, src: &DistTranspose) -> Result<(), AmgError> {
+        self.diag_t.upload_values_from(&src.diag_t)?;
+        self.offd_t.upload_values_from(&src.offd_t)?;
         Ok(())
     }
+}
 
-    /// `x = A^{-1} b` on the coarsest level `a`.
-    fn solve(&self, a: &DistBsr, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        match self {
-            Coarsest::Redundant(solve) => solve.solve(a, b, x),
-            Coarsest::OnOwner(owner) => owner.solve(b, x),
-            Coarsest::Elsewhere => Ok(()),
-        }
+/// The device part of a transfer on a GPU: the Galerkin product's device plan (uploaded with
+/// the level), and the prolongator smoothing's (made by the first kept renewal).
+#[derive(Debug)]
+pub(super) struct DeviceTransfer {
+    pub(super) galerkin: DeviceGalerkin,
+    pub(super) smoothing: Option<DeviceSmoothing>,
+}
+
+impl DeviceTransfer {
+    /// The device part of a transfer of the host plans `plans` on `device` (local).
+    fn new(plans: &HostPlans, device: &Device) -> Result<Self, AmgError> {
+        let (plan, p_ext) = plans.galerkin.current().ok_or(AmgError::InvalidParameter {
+            name: "distributed Galerkin plan",
+            value: "missing".into(),
+            reason: "must be made by the set-up before the level goes to a GPU",
+        })?;
+        Ok(Self {
+            galerkin: DeviceGalerkin::upload(plan, p_ext, device)?,
+            smoothing: None,
+        })
     }
 }
 
-/// Bytes [`DeviceDistHierarchy::refresh`] uploaded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RefreshBytes {
-    /// Operators' values (every level).
-    pub operators: u64,
-    /// Prolongators and their transposes (zero when no `P` changed).
-    pub prolongators: u64,
+/// What a kept renewal on a GPU reuses of a level besides its host plans: `P` and its
+/// transpose (the new values go into them), the device plans, the next level's operator
+/// (its new values computed into it) and the level's smoother inverses (refreshed in place).
+#[derive(Debug)]
+pub(super) struct DeviceKept {
+    pub(super) p: DistBsr,
+    pub(super) pt: DistTranspose,
+    pub(super) transfer: DeviceTransfer,
+    pub(super) next: DistBsr,
+    pub(super) diagonal: Option<PointBlockJacobi>,
 }
 
-impl DeviceDistHierarchy {
-    /// Uploads every level of `host` to `device` (a GPU; local: no messages).
-    pub fn upload(host: &DistHierarchy, device: &Device) -> Result<Self, AmgError> {
+/// Collective. Coarsens the device level `a` (near-null space `near_null`): the set-up's
+/// stages ([`super::coarsen`]) on the host copy of `a` for now, their results placed on `a`'s
+/// GPU ([`place`]). A stage moved to the device replaces its host call here.
+pub(super) fn coarsen(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+    let host = timed_download(a, tm)?;
+    match super::coarsen(&host, near_null, level, params, tm)? {
+        Some(c) => place(c, a, near_null, params).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Collective. A kept renewal of the device level `a` whose device parts are gone (a level
+/// placed without them): the host kept renewal on the host copy of `a`, placed.
+pub(super) fn coarsen_kept_on_host(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    plans: HostPlans,
+) -> Result<Coarsened<DistBsr>, AmgError> {
+    let host = timed_download(a, tm)?;
+    let c = super::coarsen_kept(&host, near_null, level, params, tm, plans)?;
+    place(c, a, near_null, params)
+}
+
+/// The host copy of the device operator `a` (its download counted as the copy's time).
+fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
+    crate::hierarchy::timed(&mut tm.copy_operator_s, || Ok(a.to_device(&Device::Host)?))
+}
+
+/// The coarsening `c` of the host copy of the device level `a` placed on `a`'s GPU: the
+/// smoother's inverses made there from `a` (the host's inversion, bit for bit) with the
+/// host's eigenvalue estimate, `P`, its transpose and the next operator uploaded, the
+/// Galerkin plan's device part made, and the level's eigenvalue start vector uploaded (for
+/// the hot updates). Local.
+fn place(
+    c: Coarsened<DistBsr>,
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    params: &AmgParams,
+) -> Result<Coarsened<DistBsr>, AmgError> {
+    let device = a.device();
+    near_null.start_vector(a)?;
+    let pbj = PointBlockJacobi::new(a.diag())?;
+    let t = c.transfer;
+    let plans = t.plans.ok_or(AmgError::InvalidParameter {
+        name: "distributed transfer",
+        value: "without host plans".into(),
+        reason: "must come from a host coarsening (an internal error)",
+    })?;
+    Ok(Coarsened {
+        smoother: build_smoother(pbj, c.smoother.emax, params),
+        transfer: DistTransfer {
+            p: t.p.to_device(&device)?,
+            pt: t.pt.to_device(&device)?,
+            device: Some(DeviceTransfer::new(&plans, &device)?),
+            plans: Some(plans),
+        },
+        a: c.a.to_device(&device)?,
+        near_null: c.near_null,
+        plans_reused: c.plans_reused,
+    })
+}
+
+impl DistHierarchy {
+    /// Collective (where the coarsest level is solved redundantly). A copy of this host
+    /// hierarchy on `device` (a GPU): every level's operator, smoother (inverted there from
+    /// the operator, the same bits, with the same eigenvalue estimate), prolongator and
+    /// transpose, and the device part of each Galerkin plan; the patterns are this
+    /// hierarchy's (`Arc`s). The copy keeps no host plans: its hot updates run on the device,
+    /// a renewal sets it up afresh.
+    pub fn to_device(&self, device: &Device) -> Result<Self, AmgError> {
         if device.is_host() {
             return Err(AmgError::InvalidParameter {
                 name: "device",
                 value: device.name(),
-                reason: "must be a GPU (the host hierarchy runs on the host)",
+                reason: "must be a GPU (a host hierarchy is on the host already)",
             });
         }
-        let mut levels = Vec::with_capacity(host.levels.len());
-        for (l, lev) in host.levels.iter().enumerate() {
+        let mut levels = Vec::with_capacity(self.levels.len());
+        for (l, lev) in self.levels.iter().enumerate() {
             let a = lev
                 .a
                 .as_ref()
                 .ok_or(AmgError::MissingFineOperator)?
                 .to_device(device)?;
-            let smoother = device_smoother(lev.smoother.as_ref(), &a, host)?;
-            let (p, galerkin, start) = match host.transfers.get(l) {
-                Some(t) => {
-                    let rows =
-                        super::serial_rows(host.level_serial_ids(l)?, a.pattern().block_size());
-                    (
-                        Some((t.p.to_device(device)?, transpose_to(&t.pt, device)?)),
-                        device_galerkin(&t.galerkin, device)?,
-                        Some(start_vector(&a, &rows)?),
-                    )
-                }
-                None => (None, None, None),
-            };
-            levels.push(DeviceLevel {
-                a,
-                smoother,
-                p,
-                galerkin,
-                start,
-                smoothing: None,
-            });
-        }
-        let last = host.levels.len() - 1;
-        let coarse = Coarsest::new(&levels.last().expect("a level").a, &host.coarse)?;
-        Ok(Self {
-            device: device.clone(),
-            levels,
-            work: Default::default(),
-            coarse,
-            params: host.params.clone(),
-            coarse_serial_ids: host.level_serial_ids(last)?.to_vec(),
-        })
-    }
-
-    /// Collective. New values of the fine operator (`a`: a device matrix on this hierarchy's
-    /// GPU, the fine level's pattern), handled on the device as `params.reuse` says:
-    /// `interpolation` keeps the prolongators and recomputes, level after level, the
-    /// point-block Jacobi inverse, the eigenvalue estimate (if `recompute_eigs`, from the start
-    /// vector kept on the device) and the Galerkin product (device numerics; only the off-rank
-    /// partial blocks cross: GPU to GPU through NCCL where the ranks are connected, else
-    /// through pinned memory and one all-to-all), then inverts the coarsest operator on its
-    /// owner's GPU where one rank holds it, else downloads it (small) for the redundant dense
-    /// factor; `full` copies the fine values only. The report's transfers are the device's
-    /// counters (off-rank coarse blocks, scalars of the eigenvalue estimates, the coarsest
-    /// operator downloaded), its messages the partial coarse blocks sent and received (uploaded
-    /// from pinned memory when staged; written by NCCL straight into device memory otherwise),
-    /// its timings this rank's phases, each ended by a device synchronisation.
-    /// The result is [`DistHierarchy::update`]'s, bit for bit. `reuse: none` needs the host
-    /// set-up (an error here: use [`DistHierarchy::update`] and [`Self::refresh`]). The host
-    /// hierarchy this was uploaded from is not changed (it keeps the old values).
-    pub fn update(&mut self, a: &DistBsr) -> Result<UpdateReport, AmgError> {
-        let at = self.device.transfers();
-        let mut messages = MessageReport::default();
-        match self.params.reuse {
-            Reuse::None => {
-                return Err(AmgError::InvalidParameter {
-                    name: "reuse",
-                    value: "none".into(),
-                    reason: "needs the host set-up (DistHierarchy::update, then refresh)",
-                })
-            }
-            Reuse::Full => {
-                self.levels[0].a.copy_values_from(a)?;
-                return Ok(self.report(at, messages, SetupTimings::default()));
-            }
-            Reuse::Interpolation => {}
-        }
-        let started = Instant::now();
-        let mut timings = SetupTimings::default();
-        // each phase's seconds up to its device work's end (one synchronisation per phase)
-        let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
-            self.device.synchronize()?;
-            let now = Instant::now();
-            *seconds += (now - since).as_secs_f64();
-            Ok(now)
-        };
-        let mut t = started;
-        self.levels[0].a.copy_values_from(a)?;
-        t = phase(&mut timings.copy_operator_s, t)?;
-        let n = self.levels.len();
-        for l in 0..n - 1 {
-            let (head, tail) = self.levels.split_at_mut(l + 1);
-            let (level, next) = (&mut head[l], &mut tail[0]);
-            level.refresh_smoother(l, &self.params)?;
-            t = phase(&mut timings.smoother_setup_s, t)?;
-            let galerkin = level.galerkin.as_mut().ok_or(AmgError::InvalidParameter {
-                name: "device hierarchy",
-                value: format!("level {l}"),
-                reason: "has no device Galerkin plan",
-            })?;
-            messages.sent_bytes += galerkin.numeric(&level.a, &mut next.a)?;
-            messages.received_bytes += galerkin.bytes_received();
-            t = phase(&mut timings.galerkin_numeric_s, t)?;
-        }
-        self.coarse
-            .refactor(&self.levels[n - 1].a, &self.coarse_serial_ids)?;
-        phase(&mut timings.coarse_factor_s, t)?;
-        timings.total_s = started.elapsed().as_secs_f64();
-        Ok(self.report(at, messages, timings))
-    }
-
-    /// The report of an update that began at the device counters `at` (`timings`:
-    /// `copy_operator_s` the fine values, `smoother_setup_s` point-block Jacobi inverses and
-    /// eigenvalue estimates, `galerkin_numeric_s` the products with their reductions,
-    /// `coarse_factor_s`).
-    fn report(
-        &self,
-        at: linalg::Transfers,
-        messages: MessageReport,
-        timings: SetupTimings,
-    ) -> UpdateReport {
-        UpdateReport {
-            reuse: self.params.reuse,
-            p_versions: self
-                .levels
-                .iter()
-                .filter_map(|l| l.p.as_ref().map(|(p, _)| p.version()))
-                .collect(),
-            transposes_rebuilt: 0,
-            galerkin_plans_rebuilt: 0,
-            timings,
-            transfers: TransferReport::between(at, self.device.transfers()),
-            messages,
-        }
-    }
-
-    /// Number of levels.
-    pub fn n_levels(&self) -> usize {
-        self.levels.len()
-    }
-
-    /// The operator of level `level` (on the device).
-    pub fn level_operator(&self, level: usize) -> Option<&DistBsr> {
-        self.levels.get(level).map(|l| &l.a)
-    }
-
-    /// The estimates of `lambda_max(D^{-1} A)` of the levels above the coarsest.
-    pub fn emax(&self) -> Vec<f64> {
-        self.levels
-            .iter()
-            .filter_map(|l| l.smoother.as_ref().map(|s| s.emax))
-            .collect()
-    }
-
-    /// The smoother of level `level` (above the coarsest).
-    pub fn level_smoother(&self, level: usize) -> Option<&Smoother> {
-        self.levels.get(level).and_then(|l| l.smoother.as_ref())
-    }
-
-    /// After `host` was updated ([`DistHierarchy::update`]): the new operators' values uploaded
-    /// (values alone where the pattern is the uploaded one), the smoothers' inverses recomputed
-    /// on the device with the host's eigenvalue estimates, the coarse factor copied; a
-    /// prolongator (and its transpose) uploaded only if its version changed. Under `reuse:
-    /// full` only the fine operator's values (the host keeps the rest too). Local.
-    pub fn refresh(&mut self, host: &DistHierarchy) -> Result<RefreshBytes, AmgError> {
-        if host.levels.len() != self.levels.len() {
-            *self = Self::upload(host, &self.device)?;
-            return Ok(RefreshBytes::default());
-        }
-        let mut bytes = RefreshBytes::default();
-        if host.params.reuse == Reuse::Full {
-            // Only the fine operator changed; the smoothers are the old operator's, as on the
-            // host.
-            let at = self.device.transfers().host_to_device;
-            let fine = host.levels[0]
-                .a
+            let near_null = lev
+                .near_null
                 .as_ref()
-                .ok_or(AmgError::MissingFineOperator)?;
-            self.levels[0].a.upload_values_from(fine)?;
-            bytes.operators = self.device.transfers().host_to_device - at;
-            return Ok(bytes);
-        }
-        for (l, (d, h)) in self.levels.iter_mut().zip(&host.levels).enumerate() {
-            let at = self.device.transfers().host_to_device;
-            let ha = h.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
-            if std::sync::Arc::ptr_eq(d.a.pattern(), ha.pattern()) {
-                d.a.upload_values_from(ha)?;
-            } else {
-                d.a = ha.to_device(&self.device)?;
-            }
-            d.smoother = device_smoother(h.smoother.as_ref(), &d.a, host)?;
-            bytes.operators += self.device.transfers().host_to_device - at;
-            let host_transfer = host.transfers.get(l).map(|t| (&t.p, &t.pt, &t.galerkin));
-            if let (Some((dp, dpt)), Some((hp, hpt, g))) = (&mut d.p, host_transfer) {
-                let p_changed = dp.version() != hp.version();
-                if p_changed {
-                    let at = self.device.transfers().host_to_device;
-                    // a renewal that kept the aggregates keeps `P`'s pattern: values alone
-                    if std::sync::Arc::ptr_eq(dp.pattern(), hp.pattern()) {
-                        dp.upload_values_from(hp)?;
-                        upload_transpose_values(dpt, hpt)?;
-                    } else {
-                        *dp = hp.to_device(&self.device)?;
-                        *dpt = transpose_to(hpt, &self.device)?;
+                .map(|nn| {
+                    let copy = DistNearNull {
+                        serial_ids: nn.serial_ids.clone(),
+                        rows: nn.rows.clone(),
+                        k: nn.k,
+                        start: OnceLock::new(),
+                    };
+                    if l < self.transfers.len() {
+                        copy.start_vector(&a)?;
                     }
-                    bytes.prolongators += self.device.transfers().host_to_device - at;
-                }
-                match (&mut d.galerkin, g.current()) {
-                    (Some(dg), Some((plan, p_ext)))
-                        if std::sync::Arc::ptr_eq(dg.coarse_pattern(), plan.coarse_pattern()) =>
-                    {
-                        // the plan kept (the same patterns): `P`'s new values where they serve
-                        if p_changed {
-                            let at = self.device.transfers().host_to_device;
-                            dg.upload_p_values(plan, p_ext)?;
-                            bytes.prolongators += self.device.transfers().host_to_device - at;
-                        }
-                    }
-                    _ => d.galerkin = device_galerkin(g, &self.device)?,
-                }
-            }
-        }
-        self.coarse = Coarsest::new(&self.levels.last().expect("a level").a, &host.coarse)?;
-        Ok(bytes)
-    }
-
-    /// The GPU of the levels.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-}
-
-impl Preconditioner for DeviceDistHierarchy {
-    fn apply(&self, r: &Vector, z: &mut Vector) -> Result<(), AmgError> {
-        v_cycle_in(&self.levels, &self.work, r, z, &|a, b, x| {
-            self.coarse.solve(a, b, x)
-        })
-    }
-}
-
-/// The host smoother's polynomial and eigenvalue estimate with `D^{-1}` inverted from the
-/// device operator `a` (the host's inversion, bit for bit).
-fn device_smoother(
-    host: Option<&Smoother>,
-    a: &DistBsr,
-    h: &DistHierarchy,
-) -> Result<Option<Smoother>, AmgError> {
-    host.map(|s| {
-        Ok(build_smoother(
-            PointBlockJacobi::new(a.diag())?,
-            s.emax,
-            &h.params,
-        ))
-    })
-    .transpose()
-}
-
-/// The device copy of a level's Galerkin plan (`None` before its first product).
-fn device_galerkin(
-    g: &crate::dist_prolongator::GalerkinPlan,
-    device: &Device,
-) -> Result<Option<DeviceGalerkin>, AmgError> {
-    g.current()
-        .map(|(plan, p_ext)| DeviceGalerkin::upload(plan, p_ext, device))
-        .transpose()
-}
-
-/// The eigenvalue estimate's start vector of a level (hashed at the serial index of each owned
-/// unknown, as [`super::dist_emax`]'s) on `a`'s device.
-fn start_vector(a: &DistBsr, serial_rows: &[u64]) -> Result<Vector, AmgError> {
-    let host: Vec<f64> = serial_rows
-        .iter()
-        .map(|&s| crate::eig::start_entry(s))
-        .collect();
-    let mut v = a.owned_zeros()?;
-    v.copy_from_host(&host)?;
-    Ok(v)
-}
-
-/// The values of the host transpose `host` into the device transpose `dev` of the same
-/// patterns.
-pub(super) fn upload_transpose_values(
-    dev: &mut DistTranspose,
-    host: &DistTranspose,
-) -> Result<(), AmgError> {
-    dev.diag_t.upload_values_from(&host.diag_t)?;
-    dev.offd_t.upload_values_from(&host.offd_t)?;
-    Ok(())
-}
-
-fn transpose_to(t: &DistTranspose, device: &Device) -> Result<DistTranspose, AmgError> {
-    Ok(DistTranspose {
-        diag_t: t.diag_t.to_device(device)?,
-        offd_t: t.offd_t.to_device(device)?,
-        ghost: std::sync::Mutex::new(None),
-    })
-}
-
-/// One level of the device V-cycle: its operator, and above the coarsest its
-/// smoother and prolongator with the prolongator's transpose.
-trait CycleLevel {
-    fn operator(&self) -> &DistBsr;
-    fn smoother(&self) -> Option<&Smoother>;
-    fn transfer(&self) -> Option<(&DistBsr, &DistTranspose)>;
-}
-
-/// The device hierarchy's V-cycle vectors are the serial [`CycleWorkspace`], held by the
-/// hierarchy and made at its first cycle: with the operators' own product scratch
-/// ([`DistBsr::add_scaled_product`]) a later cycle allocates nothing. [`CycleWorkspace::fit`]
-/// makes it anew where a level's layout or device changed (a refresh with new patterns).
-impl CycleWorkspace {
-    /// Made anew unless its vectors already have the owned layouts of `levels` where they live.
-    fn fit<L: CycleLevel>(&mut self, levels: &[L]) -> Result<(), AmgError> {
-        let fits = self.levels.len() == levels.len()
-            && self.levels.iter().zip(levels).all(|(w, l)| {
-                let a = l.operator();
-                let owned = a.pattern().owned_layout();
-                w.sw.r.layout().matches(owned) && w.sw.r.device().same_as(&a.device())
+                    Ok::<_, AmgError>(copy)
+                })
+                .transpose()?;
+            let smoother = lev
+                .smoother
+                .as_ref()
+                .map(|s| {
+                    Ok::<_, AmgError>(build_smoother(
+                        PointBlockJacobi::new(a.diag())?,
+                        s.emax,
+                        &self.params,
+                    ))
+                })
+                .transpose()?;
+            levels.push(crate::hierarchy::Level {
+                a: Some(a),
+                bs: lev.bs,
+                smoother,
+                near_null,
             });
-        if fits {
-            return Ok(());
         }
-        self.levels = levels
+        let transfers = self
+            .transfers
             .iter()
-            .enumerate()
-            .map(|(l, level)| {
-                let a = level.operator();
-                let (b, x) = if l == 0 {
-                    (Vector::zeros(0), Vector::zeros(0))
-                } else {
-                    (a.owned_zeros()?, a.owned_zeros()?)
-                };
-                Ok(LevelWork {
-                    b,
-                    x,
-                    sw: SmootherWork {
-                        r: a.owned_zeros()?,
-                        d: a.owned_zeros()?,
-                    },
+            .map(|t| {
+                let plans = t.plans.as_ref().ok_or(AmgError::InvalidParameter {
+                    name: "distributed hierarchy",
+                    value: "a device copy".into(),
+                    reason: "has no host plans to copy to a device (copy the host hierarchy)",
+                })?;
+                Ok(DistTransfer {
+                    p: t.p.to_device(device)?,
+                    pt: t.pt.to_device(device)?,
+                    plans: None,
+                    device: Some(DeviceTransfer::new(plans, device)?),
                 })
             })
-            .collect::<Result<_, AmgError>>()?;
-        Ok(())
-    }
-}
-
-/// One V-cycle from `x = 0` on the finest of `levels` in the hierarchy's `work` (made or
-/// re-made to fit the levels first); an error, never a wait, if another thread holds it.
-fn v_cycle_in<L: CycleLevel>(
-    levels: &[L],
-    work: &std::sync::Mutex<CycleWorkspace>,
-    b: &Vector,
-    x: &mut Vector,
-    coarse: &dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-) -> Result<(), AmgError> {
-    let mut work = match work.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return Err(AmgError::WorkspaceBusy),
-    };
-    work.fit(levels)?;
-    let (first, rest) = work
-        .levels
-        .split_first_mut()
-        .expect("a hierarchy has a level");
-    crate::vcycle::v_cycle(&DistCycle { levels, coarse }, 0, b, x, &mut first.sw, rest)
-}
-
-/// The device hierarchy's levels with its coarsest solve, as the one
-/// V-cycle ([`crate::vcycle::v_cycle`]) sees them: the serial cycle's operations on the rank's
-/// rows (`P^T` through [`DistTranspose`], `P` through the halo).
-struct DistCycle<'a, L> {
-    levels: &'a [L],
-    coarse: &'a dyn Fn(&DistBsr, &Vector, &mut Vector) -> Result<(), AmgError>,
-}
-
-impl<L: CycleLevel> DistCycle<'_, L> {
-    /// The prolongator of level `l` and its transpose (above the coarsest).
-    fn transfer(&self, l: usize) -> Result<(&DistBsr, &DistTranspose), AmgError> {
-        self.levels[l]
-            .transfer()
-            .ok_or(AmgError::DimensionMismatch {
-                what: "distributed V-cycle transfers",
-                expected: l + 1,
-                found: l,
-            })
-    }
-}
-
-impl<L: CycleLevel> CycleLevels for DistCycle<'_, L> {
-    type Operator = DistBsr;
-
-    fn operator(&self, l: usize) -> &DistBsr {
-        self.levels[l].operator()
-    }
-
-    fn smoother(&self, l: usize) -> Option<&Smoother> {
-        let level = &self.levels[l];
-        level.smoother().filter(|_| level.transfer().is_some())
-    }
-
-    fn restrict(&self, l: usize, r: &Vector, rc: &mut Vector) -> Result<(), AmgError> {
-        let (p, pt) = self.transfer(l)?;
-        pt.apply(p, r, rc)
-    }
-
-    fn prolong_add(&self, l: usize, xc: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        // the product into P's scratch, then added (the bits of apply and axpy)
-        let (p, _) = self.transfer(l)?;
-        Ok(p.add_scaled_product(1.0, xc, x)?)
-    }
-
-    fn coarse_solve(&self, l: usize, b: &Vector, x: &mut Vector) -> Result<(), AmgError> {
-        (self.coarse)(self.levels[l].operator(), b, x)
+            .collect::<Result<Vec<_>, AmgError>>()?;
+        let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
+        let coarsest = last.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+        let coarse = coarsest.factor_coarse(last.near_null.as_ref())?;
+        let fine = levels[0].a.as_ref().ok_or(AmgError::MissingFineOperator)?;
+        let work = Mutex::new(Self::new_workspace(&levels, fine)?);
+        Ok(Self {
+            params: self.params.clone(),
+            levels,
+            transfers,
+            coarse,
+            next_version: self.next_version,
+            state: self.state.clone(),
+            work,
+        })
     }
 }

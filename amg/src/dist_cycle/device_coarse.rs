@@ -1,4 +1,4 @@
-//! The coarsest level of a [`super::DeviceDistHierarchy`] solved on its owner's GPU, where one
+//! The coarsest level of a [`super::DistHierarchy`] on GPUs solved on its owner's GPU, where one
 //! rank holds all of it (`process_eq_limit` gathered it there): no host round trip and no
 //! collective per V-cycle, and no host inversion per hot update; the ranks without rows do
 //! nothing.

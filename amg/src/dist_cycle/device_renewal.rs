@@ -1,8 +1,9 @@
-//! A renewal that keeps the aggregates (`renewal: keep_aggregates`) on one GPU per rank:
-//! [`DeviceDistHierarchy::renew_kept`], the host kept renewal
-//! ([`DistHierarchy::set_near_null_space`]) with its numeric phases where the levels live.
+//! A renewal that keeps the aggregates (`renewal: keep_aggregates`) of a level on a GPU:
+//! [`coarsen_kept`], the host kept renewal's coarsening (`super::coarsen_kept`, through
+//! [`super::DistHierarchy::set_near_null_space`]) with its numeric phases where the level
+//! lives.
 //!
-//! Per level, through the kept plans (the host hierarchy's; nothing symbolic is made):
+//! Per level, through the kept plans (the host plans; nothing symbolic is made):
 //! - the tentative prolongator `P0` on the host (`DistTentativePlan::numeric`: two
 //!   all-to-alls of near-null rows and the per-aggregate QR; no operator needed) and `P0`'s
 //!   ghost rows gathered there (the smoothing plan's view), its local view (`P_ext`,
@@ -21,23 +22,24 @@
 //!
 //! The fine operator never leaves the device. Every value is the host kept renewal's, bit for
 //! bit (the same kernels in the same order as a device hot update, whose results are the host
-//! update's; plain copies otherwise). The host hierarchy keeps the near-null rows, `P` and its
-//! transpose of the renewal; its operators and smoothers keep their old values (as after a
-//! device hot update).
+//! update's; plain copies otherwise).
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 
-use super::device::{upload_transpose_values, DeviceDistHierarchy};
-use super::{DistHierarchy, DistTranspose};
+use super::device::DeviceKept;
+use super::{dist_emax, DistNearNull, DistTransfer, DistTranspose, HostPlans};
 use crate::dist_prolongator::SmoothingPlan;
-use crate::params::Renewal;
-use crate::report::{RenewalReport, SetupTimings, TransferReport};
-use crate::AmgError;
+use crate::dist_tentative::DistTentative;
+use crate::hierarchy::{build_smoother, with_level};
+use crate::level_matrix::Coarsened;
+use crate::params::AmgParams;
+use crate::report::SetupTimings;
+use crate::{AmgError, PointBlockJacobi};
+use std::time::Instant;
 
 /// The numeric phase of a level's [`SmoothingPlan`] on a GPU: the plan's gathers, product
 /// plan and slot maps uploaded once (the first device renewal), with the value buffers they
@@ -164,137 +166,109 @@ impl DeviceSmoothing {
     }
 }
 
-impl DeviceDistHierarchy {
-    /// Collective. The renewal of `host` (set up with `renewal: keep_aggregates`, these levels
-    /// uploaded from it) for the fine operator `a` (a device matrix on this hierarchy's GPU,
-    /// the fine level's pattern) and new near-null rows `nns` of the owned block rows (`bs x
-    /// k` each), with its numeric phases where the levels live (see the module doc): the
-    /// values of [`DistHierarchy::set_near_null_space`] with these inputs on every level, bit
-    /// for bit, without the fine operator crossing to the host. Every pattern and plan is
-    /// kept (`plans_reused`: every transfer). The report's transfers are the device's
-    /// counters; its timings this rank's phases, each ended by a device synchronisation:
-    /// `tentative_s` the host tentative prolongators with `P0`'s ghost rows, `smoother_setup_s`
-    /// the inverses and eigenvalue estimates, `smoothing_s` `A P0` with the smoothing and
-    /// `P`'s values (and the uploads of `P0`'s view), `galerkin_symbolic_s` `P`'s views on the
-    /// host (the download of the smoothed product, `P`'s ghost rows, `P_owned^T`, the
-    /// transposed parts, their uploads), `galerkin_numeric_s` the device Galerkin products,
-    /// `coarse_factor_s`. On error both hierarchies must be rebuilt by a set-up.
-    pub fn renew_kept(
-        &mut self,
-        host: &mut DistHierarchy,
-        a: &DistBsr,
-        nns: Vec<f64>,
-    ) -> Result<RenewalReport, AmgError> {
-        let n = self.levels.len();
-        if host.params.renewal != Renewal::KeepAggregates
-            || host.levels.len() != n
-            || host.transfers.len() + 1 != n
-        {
-            return Err(AmgError::InvalidParameter {
-                name: "renewal",
-                value: format!("{:?}", host.params.renewal),
-                reason: "on the device needs keep_aggregates and the levels uploaded from the \
-                         host hierarchy",
-            });
-        }
-        let started = Instant::now();
-        let at = self.device.transfers();
-        let mut tm = SetupTimings::default();
-        let device = self.device.clone();
-        // each phase's seconds up to its device work's end (one synchronisation per phase)
-        let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
-            device.synchronize()?;
-            let now = Instant::now();
-            *seconds += (now - since).as_secs_f64();
-            Ok(now)
-        };
-        // a renewal estimates every eigenvalue anew, as the cold set-up it renews
-        let mut params = self.params.clone();
-        params.recompute_eigs = true;
-        let mut t = started;
-        self.levels[0].a.copy_values_from(a)?;
-        host.levels[0]
-            .near_null
-            .as_mut()
-            .ok_or(AmgError::MissingFineOperator)?
-            .rows = nns;
-        t = phase(&mut tm.copy_operator_s, t)?;
-        for l in 0..n - 1 {
-            let transfer = &mut host.transfers[l];
-            let rows = &host.levels[l]
-                .near_null
-                .as_ref()
-                .ok_or(AmgError::MissingFineOperator)?
-                .rows;
-            let tentative = transfer.kept.tentative.numeric(rows)?;
-            if let Some(plan) = &mut transfer.kept.smoothing {
-                plan.refresh_p0(&tentative.p)?;
-            }
-            t = phase(&mut tm.tentative_s, t)?;
-            let (head, tail) = self.levels.split_at_mut(l + 1);
-            let (level, next) = (&mut head[l], &mut tail[0]);
-            level.refresh_smoother(l, &params)?;
-            t = phase(&mut tm.smoother_setup_s, t)?;
-            let missing = |what: &'static str| AmgError::InvalidParameter {
-                name: "device hierarchy",
-                value: format!("level {l}"),
-                reason: what,
-            };
-            let smoother = level.smoother.as_ref().ok_or(missing("has no smoother"))?;
-            let (dp, dpt) = level.p.as_mut().ok_or(missing("has no prolongator"))?;
-            let p = match &transfer.kept.smoothing {
-                Some(plan) => {
-                    if level.smoothing.is_none() {
-                        level.smoothing = Some(DeviceSmoothing::upload(plan, &level.a)?);
-                    }
-                    let smoothing = level
-                        .smoothing
-                        .as_mut()
-                        .ok_or(missing("has no device smoothing"))?;
-                    let omega = params.prolongator_omega_scale / smoother.emax;
-                    let w = smoothing.numeric(
-                        &level.a,
-                        plan.p0_view(),
-                        smoother.pbj.inverse(),
-                        omega,
-                        dp,
-                    )?;
-                    DistBsr::from_values(plan.p_pattern().clone(), &w)?
-                }
-                // unsmoothed aggregation: `P` is `P0`
-                None => {
-                    dp.upload_values_from(&tentative.p)?;
-                    tentative.p
-                }
-            };
-            t = phase(&mut tm.smoothing_s, t)?;
-            let (plan, p_ext) = transfer.galerkin.refresh_for(&p)?;
-            let galerkin = level
-                .galerkin
-                .as_mut()
-                .ok_or(missing("has no device Galerkin plan"))?;
-            galerkin.upload_p_values(plan, p_ext)?;
-            let pt = DistTranspose::new(&p)?;
-            upload_transpose_values(dpt, &pt)?;
-            (transfer.p, transfer.pt) = (p, pt);
-            t = phase(&mut tm.galerkin_symbolic_s, t)?;
-            galerkin.numeric(&level.a, &mut next.a)?;
-            t = phase(&mut tm.galerkin_numeric_s, t)?;
-            host.levels[l + 1]
-                .near_null
-                .as_mut()
-                .ok_or(AmgError::MissingFineOperator)?
-                .rows = tentative.coarse_nns;
-        }
-        self.coarse
-            .refactor(&self.levels[n - 1].a, &self.coarse_serial_ids)?;
-        phase(&mut tm.coarse_factor_s, t)?;
-        tm.total_s = started.elapsed().as_secs_f64();
-        Ok(RenewalReport {
-            plans_reused: n - 1,
-            plans_built: 0,
-            timings: tm,
-            transfers: TransferReport::between(at, self.device.transfers()),
-        })
+/// Collective. The kept renewal's coarsening of the device level `a` (near-null space
+/// `near_null`, the new one) through the kept host `plans` and device parts `kept` (see the
+/// module doc): the values of the host kept renewal's coarsening, bit for bit, the next
+/// level's operator computed into `kept.next`, every pattern kept. Timings, each phase ended
+/// by a device synchronisation: `tentative_s` the host tentative prolongator with `P0`'s
+/// ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
+/// with the smoothing and `P`'s values (and the uploads of `P0`'s view),
+/// `galerkin_symbolic_s` `P`'s views on the host (the download of the smoothed product, `P`'s
+/// ghost rows, `P_owned^T`, the transposed parts, their uploads), `galerkin_numeric_s` the
+/// device Galerkin product.
+pub(super) fn coarsen_kept(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    plans: HostPlans,
+    kept: DeviceKept,
+) -> Result<Coarsened<DistBsr>, AmgError> {
+    let HostPlans {
+        mut galerkin,
+        tentative,
+        mut smoothing,
+    } = plans;
+    let DeviceKept {
+        mut p,
+        mut pt,
+        mut transfer,
+        mut next,
+        diagonal,
+    } = kept;
+    let device = a.device();
+    // each phase's seconds up to its device work's end (one synchronisation per phase)
+    let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
+        device.synchronize()?;
+        let now = Instant::now();
+        *seconds += (now - since).as_secs_f64();
+        Ok(now)
+    };
+    let mut t = Instant::now();
+    let DistTentative {
+        p: p0,
+        coarse_serial_ids,
+        coarse_nns,
+        ..
+    } = tentative.numeric(&near_null.rows)?;
+    if let Some(plan) = &mut smoothing {
+        plan.refresh_p0(&p0)?;
     }
+    t = phase(&mut tm.tentative_s, t)?;
+    let pbj = match diagonal {
+        Some(mut pbj) => {
+            pbj.update(a.diag()).map_err(|e| with_level(e, level))?;
+            pbj
+        }
+        None => PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?,
+    };
+    let emax = dist_emax(a, &pbj, near_null, params, level)?;
+    t = phase(&mut tm.smoother_setup_s, t)?;
+    let p_host = match &smoothing {
+        Some(plan) => {
+            let device_smoothing = match &mut transfer.smoothing {
+                Some(s) => s,
+                None => transfer.smoothing.insert(DeviceSmoothing::upload(plan, a)?),
+            };
+            let omega = params.prolongator_omega_scale / emax;
+            let w = device_smoothing.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
+            DistBsr::from_values(plan.p_pattern().clone(), &w)?
+        }
+        // unsmoothed aggregation: `P` is `P0`
+        None => {
+            p.upload_values_from(&p0)?;
+            p0
+        }
+    };
+    t = phase(&mut tm.smoothing_s, t)?;
+    let (plan, p_ext) = galerkin.refresh_for(&p_host)?;
+    transfer.galerkin.upload_p_values(plan, p_ext)?;
+    pt.upload_values_from(&DistTranspose::new(&p_host)?)?;
+    let k = p_host.pattern().block_cols();
+    drop(p_host);
+    t = phase(&mut tm.galerkin_symbolic_s, t)?;
+    transfer.galerkin.numeric(a, &mut next)?;
+    phase(&mut tm.galerkin_numeric_s, t)?;
+    Ok(Coarsened {
+        smoother: build_smoother(pbj, emax, params),
+        transfer: DistTransfer {
+            p,
+            pt,
+            plans: Some(HostPlans {
+                galerkin,
+                tentative,
+                smoothing,
+            }),
+            device: Some(transfer),
+        },
+        a: next,
+        near_null: DistNearNull {
+            serial_ids: coarse_serial_ids,
+            rows: coarse_nns,
+            k,
+            start: OnceLock::new(),
+        },
+        plans_reused: true,
+    })
 }

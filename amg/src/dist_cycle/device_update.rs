@@ -1,7 +1,7 @@
 //! The distributed Galerkin product's numeric phase on one GPU per rank: [`DeviceGalerkin`],
 //! a [`GalerkinProductPlan`] with its operands and index lists uploaded (once per version of
-//! `P`), used by [`super::DeviceDistHierarchy::update`] (the hot update that keeps every level
-//! on the device).
+//! `P`), used by the hot update of a [`super::DistHierarchy`] whose levels live on the GPU
+//! (`LevelMatrix::galerkin_into`) and by its kept renewal.
 //!
 //! One product: the local `A`'s blocks gathered from the device operator's `diag` / `offd`
 //! values, the two device spgemm numerics (the host plans' device mirrors: the host's bits),
@@ -172,11 +172,6 @@ impl DeviceGalerkin {
     /// Bytes of one product's blocks received from other ranks.
     pub(super) fn bytes_received(&self) -> u64 {
         (self.recv_dev.len() * 8) as u64
-    }
-
-    /// The coarse operator's pattern (the plan's).
-    pub(super) fn coarse_pattern(&self) -> &Arc<DistPattern> {
-        &self.coarse
     }
 
     /// Collective. `out = P^T a P` on the device (`a`: the level's device operator on the

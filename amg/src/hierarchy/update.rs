@@ -175,11 +175,10 @@ impl<M: LevelMatrix> Hierarchy<M> {
         }
         let t = Instant::now();
         let last = self.levels.last().ok_or(AmgError::MissingFineOperator)?;
-        self.coarse = last
-            .a
+        last.a
             .as_ref()
             .unwrap_or(fine)
-            .factor_coarse(last.near_null.as_ref())?;
+            .refactor_coarse(&mut self.coarse, last.near_null.as_ref())?;
         tm.coarse_factor_s = secs(t);
         Ok(plans_rebuilt)
     }

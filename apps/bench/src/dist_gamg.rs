@@ -12,13 +12,13 @@
 //! off-process reductions).
 //!
 //! With `--device cuda` each rank computes on its own GPU (node-local rank mod the node's GPUs,
-//! `linalg::dist::select_rank_devices`; the rank -> device map is reported): the cold set-up
-//! runs on the host and the levels are uploaded (`amg::dist_cycle::DeviceDistHierarchy`); the
-//! hot update runs on the device (`DeviceDistHierarchy::update`: the new fine values, uploaded
-//! before the timed update as a Newton step's assembly would leave them there, then Galerkin
-//! products, smoother inverses and eigenvalue estimates on the device, only the off-rank
-//! coarse blocks and scalars crossing; `reuse: none` updates on the host and uploads the
-//! levels), CG and the V-cycle run on the device, the halo exchanges device to device through
+//! `linalg::dist::select_rank_devices`; the rank -> device map is reported): the hierarchy's
+//! fine operator is on the GPU, so are its levels (the cold set-up's stages run on the host
+//! copies for now, their results placed on the device); the hot update runs on the device
+//! (`DistHierarchy::update`: the new fine values, uploaded before the timed update as a Newton
+//! step's assembly would leave them there, then Galerkin products, smoother inverses and
+//! eigenvalue estimates on the device, only the off-rank coarse blocks and scalars crossing;
+//! `reuse: none` sets up afresh), CG and the V-cycle run on the device, the halo exchanges device to device through
 //! NCCL (`--exchange nccl`; `auto`, the default, where every rank has its own GPU and NCCL) or
 //! staged through pinned host memory and MPI (`--exchange staged`). The `gpu` field adds the bytes between device and host per SpMV and per hot
 //! update (and the hot update's MPI bytes), and the SpMV's parts timed alone (the halo
@@ -27,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+use amg::dist_cycle::DistHierarchy;
 use amg::{CgParams, Preconditioner, SetupTimings};
 use anyhow::{ensure, Context, Result};
 use assembly::ex56::{Ex56, SOFT_SCALE};
@@ -109,16 +109,17 @@ pub struct DistGamgRank {
     pub spmv: PhaseTraffic,
     /// Prolongator values sent by the first hot update (`P_oth` is reused: 0).
     pub hot_update_p_values: usize,
-    /// The host cold set-up's stages on this rank (`total_s` is `setup_cold_s` less the upload).
+    /// The cold set-up's host stages on this rank (`total_s` is `setup_cold_s` less the time
+    /// outside them: see [`DistGpuRank::setup_upload_s`]).
     pub setup_cold_stages: amg::SetupTimings,
     /// A renewal for the rigid-body modes of the configuration turned by
     /// [`RENEWAL_ANGLE`] (Newton's next load step), `renewal: recompute` (the hierarchy's own,
     /// after the hot solves), then `renewal: keep_aggregates` (a second hierarchy, set up cold
-    /// with the first modes); each with the levels' upload or refresh on a GPU.
+    /// with the first modes); on a GPU where the levels live.
     pub renewal_recompute_s: f64,
     pub renewal_keep_s: f64,
-    /// The stages of the kept renewal (host; with `--device cuda` the device kept renewal's,
-    /// `DeviceDistHierarchy::renew_kept`: see [`DistGpuRank`]).
+    /// The stages of the kept renewal (with `--device cuda` its numeric phases on the device:
+    /// see [`DistGpuRank`]).
     pub renewal_keep_stages: amg::SetupTimings,
 }
 
@@ -128,10 +129,6 @@ pub struct DistGpuRank {
     /// One fine SpMV: device to pinned host (packed send values) and back (ghosts), bytes.
     pub spmv_device_to_host_bytes: u64,
     pub spmv_host_to_device_bytes: u64,
-    /// The first hot update's uploads of operators' values and prolongators (0 for the device
-    /// hot update, which uploads none; 0 prolongators: none changed).
-    pub hot_update_operator_bytes: u64,
-    pub hot_update_p_bytes: u64,
     /// The first hot update's bytes host to device and device to host (the fine values'
     /// upload before it not counted), and its Galerkin reductions' bytes sent to other ranks.
     pub hot_update_host_to_device_bytes: u64,
@@ -154,17 +151,18 @@ pub struct DistGpuRank {
     /// Best of the host's time to queue one V-cycle (until `apply` returns, before the
     /// device finishes), seconds: near `vcycle_s` where the launches, not the GPU, set the pace.
     pub vcycle_enqueue_s: f64,
-    /// The phases of the fastest device hot update (`DeviceDistHierarchy::update`'s report,
+    /// The phases of the fastest device hot update (`DistHierarchy::update`'s report,
     /// each ended by a device synchronisation), seconds: point-block Jacobi inverses and
     /// eigenvalue estimates, Galerkin products with their reductions, the coarsest factor.
     pub hot_update_smoothers_s: f64,
     pub hot_update_galerkin_s: f64,
     pub hot_update_coarse_s: f64,
-    /// The cold set-up's upload of the levels alone (`DeviceDistHierarchy::upload`:
-    /// operators, prolongators, smoother inverses, Galerkin plans with their pair lists, and
-    /// the kernels compiled at their first use), seconds: `setup_cold_s` less the host's part.
+    /// The cold set-up's time outside its host stages (the fine operator's upload, the levels'
+    /// downloads for the host stages and their placement on the device: operators,
+    /// prolongators, smoother inverses, Galerkin plans with their pair lists, and the kernels
+    /// compiled at their first use), seconds.
     pub setup_upload_s: f64,
-    /// The kept renewal on the device (`DeviceDistHierarchy::renew_kept`, the fine operator
+    /// The kept renewal on the device (`DistHierarchy::set_near_null_space`, the fine operator
     /// already there): bytes device to host and host to device (`P`'s views and the
     /// near-null rows' exchange on the host; no operator), and its stages, seconds, each ended
     /// by a device synchronisation: the fine values copied, the tentative prolongators with
@@ -328,7 +326,7 @@ pub fn run(
     b.host_mut()?.copy_from_slice(&local.b.host()?[..owned]);
     let assembly_s = start.elapsed().as_secs_f64();
 
-    let cg = CgParams {
+    let cg_params = CgParams {
         rtol: CG_RTOL,
         ..CgParams::default()
     };
@@ -341,35 +339,37 @@ pub fn run(
         bench.amg.on_gpu_ranks()
     };
     let nns_first = nns.clone();
+    // The fine operator where the solves run, the hierarchy's (its levels live there): the
+    // host operator moved, or uploaded and dropped (one copy less in the host peak, which
+    // bounds the problem a rank can set up).
+    let fine = if device.is_host() {
+        a
+    } else {
+        a.to_device(&device)?
+    };
     let mut h = DistHierarchy::new(
-        operator(&k)?,
+        fine,
         &part.node_serial_ids[..n_owned],
         nns,
         assembly::RIGID_BODY_MODES_3D,
         &amg_params,
     )?;
-    let cold_stages = h.setup_timings().clone();
-    let uploading = Instant::now();
-    let mut hd = match device {
-        Device::Host => None,
-        _ => Some(DeviceDistHierarchy::upload(&h, &device)?),
-    };
     device.synchronize()?;
-    let setup_upload_s = uploading.elapsed().as_secs_f64();
+    let cold_stages = h.setup_timings().clone();
     let setup_cold_s = t.elapsed().as_secs_f64();
-    // The operator, right-hand side and solution where the solves run; the host operator is
-    // moved where the solves run on the host and dropped once uploaded (one copy less in the
-    // host peak, which bounds the problem a rank can set up).
-    let mut a = if device.is_host() {
-        a
+    let setup_upload_s = if device.is_host() {
+        0.0
     } else {
-        a.to_device(&device)?
+        (setup_cold_s - host_stages_s(&cold_stages)).max(0.0)
     };
     let b = b.to_device(&device)?;
-    let mut x = a.owned_zeros()?;
+    let mut x = h
+        .level_operator(0)
+        .context("the fine operator")?
+        .owned_zeros()?;
     sync(comm)?;
     let t = Instant::now();
-    let first = amg::cg_operator(&a, &b, &mut x, preconditioner(&h, &hd), &cg)?;
+    let first = cg(&h, &b, &mut x, &cg_params)?;
     let solve_s = t.elapsed().as_secs_f64();
     let mut iterations = vec![first.iterations];
     let mut converged = first.converged;
@@ -384,41 +384,25 @@ pub fn run(
     for solve_index in 1..bench.solves {
         k.scale(OPERATOR_SCALE)?;
         let next = operator(&k)?;
-        let on_device = hd.is_some() && bench.amg.reuse != amg::params::Reuse::None;
-        // the host update's own copy (the device update reads the uploaded values)
-        let fine = if on_device { None } else { Some(operator(&k)?) };
-        if on_device {
-            // The new tangent where a device Newton step assembles it.
-            a.upload_values_from(&next)?;
+        // The new tangent where a Newton step assembles it (on a GPU: into the hierarchy's
+        // fine operator, before the timed update, which then copies nothing).
+        let fine = if device.is_host() {
+            next
+        } else {
+            let mut fine = h.take_operator().context("the fine operator")?;
+            fine.upload_values_from(&next)?;
             device.synchronize()?;
-        }
+            fine
+        };
         sync(comm)?;
         let before = traffic(comm, &device);
         let at = device.transfers();
         let t = Instant::now();
-        let mut p_values = 0;
-        let mut refreshed = amg::dist_cycle::RefreshBytes::default();
-        let mut mpi_bytes = 0;
-        match &mut hd {
-            Some(d) if on_device => {
-                let report = d.update(&a)?;
-                mpi_bytes = report.messages.sent_bytes;
-                if hot.is_none() || report.timings.total_s < best_phases.total_s {
-                    best_phases = report.timings;
-                }
-            }
-            _ => {
-                let fine = fine.context("the host update's operator")?;
-                if device.is_host() {
-                    a = next;
-                } else {
-                    a.upload_values_from(&next)?;
-                }
-                p_values = h.update(fine)?.messages.prolongator_values as usize;
-                if let Some(d) = &mut hd {
-                    refreshed = d.refresh(&h)?;
-                }
-            }
+        let report = h.update(fine)?;
+        let p_values = report.messages.prolongator_values as usize;
+        let mpi_bytes = report.messages.sent_bytes;
+        if hot.is_none() || report.timings.total_s < best_phases.total_s {
+            best_phases = report.timings;
         }
         device.synchronize()?;
         let setup_hot_s = t.elapsed().as_secs_f64();
@@ -429,12 +413,10 @@ pub fn run(
         let before = traffic(comm, &device);
         let transfers = moved(&device);
         let t = Instant::now();
-        let outcome = amg::cg_operator(&a, &b, &mut x, preconditioner(&h, &hd), &cg)?;
+        let outcome = cg(&h, &b, &mut x, &cg_params)?;
         let solve_hot_s = t.elapsed().as_secs_f64();
         let solve_traffic = PhaseTraffic::between(before, traffic(comm, &device));
         if solve_index == 1 {
-            gpu.hot_update_p_bytes = refreshed.prolongators;
-            gpu.hot_update_operator_bytes = refreshed.operators;
             let now = device.transfers();
             gpu.hot_update_host_to_device_bytes =
                 update_transfers.host_to_device - at.host_to_device;
@@ -482,66 +464,41 @@ pub fn run(
             .collect();
         assembly::rigid_body_modes_about(&turned, centroid)
     };
-    // `on_device`: the kept renewal with its numeric phases on the GPU (the fine operator is
-    // `a` there already); else the host renewal, then the levels refreshed or uploaded
-    let renew = |h: &mut DistHierarchy,
-                 hd: &mut Option<DeviceDistHierarchy>,
-                 on_device: bool|
-     -> Result<(f64, amg::RenewalReport)> {
-        let fine = if on_device { None } else { Some(operator(&k)?) };
+    // each renewal on the last operator, where the hierarchy's levels live (a kept renewal
+    // on a GPU: its numeric phases there, the fine operator not downloaded)
+    let on_device = |m: DistBsr| -> Result<DistBsr> {
+        Ok(if device.is_host() {
+            m
+        } else {
+            m.to_device(&device)?
+        })
+    };
+    let renew = |h: &mut DistHierarchy| -> Result<(f64, amg::RenewalReport)> {
+        let fine = on_device(operator(&k)?)?;
+        device.synchronize()?;
         sync(comm)?;
         let t = Instant::now();
-        let report = match (hd, fine) {
-            (Some(d), None) => d.renew_kept(h, &a, turned_modes.clone())?,
-            (hd, Some(fine)) => {
-                let report = h.set_near_null_space(fine, turned_modes.clone())?;
-                if let Some(d) = hd {
-                    if report.plans_reused == h.n_levels() - 1 {
-                        d.refresh(h)?;
-                    } else {
-                        *d = DeviceDistHierarchy::upload(h, &device)?;
-                    }
-                }
-                report
-            }
-            (None, None) => anyhow::bail!("a device renewal without device levels"),
-        };
+        let report = h.set_near_null_space(fine, turned_modes.clone())?;
         device.synchronize()?;
         Ok((t.elapsed().as_secs_f64(), report))
     };
-    let (renewal_recompute_s, _) = {
-        let mut recompute = amg_params.clone();
-        recompute.renewal = amg::Renewal::Recompute;
-        if amg_params.renewal == amg::Renewal::Recompute {
-            renew(&mut h, &mut hd, false)?
-        } else {
-            let mut other = DistHierarchy::new(
-                operator(&k)?,
-                &part.node_serial_ids[..n_owned],
-                nns_first.clone(),
-                assembly::RIGID_BODY_MODES_3D,
-                &recompute,
-            )?;
-            renew(&mut other, &mut None, false)?
-        }
-    };
-    let (renewal_keep_s, kept_report) = {
-        let mut keep = amg_params.clone();
-        keep.renewal = amg::Renewal::KeepAggregates;
-        let mut kept = DistHierarchy::new(
-            operator(&k)?,
+    let set_up = |renewal: amg::Renewal| -> Result<DistHierarchy> {
+        let mut params = amg_params.clone();
+        params.renewal = renewal;
+        Ok(DistHierarchy::new(
+            on_device(operator(&k)?)?,
             &part.node_serial_ids[..n_owned],
             nns_first.clone(),
             assembly::RIGID_BODY_MODES_3D,
-            &keep,
-        )?;
-        let mut kept_device = match device {
-            Device::Host => None,
-            _ => Some(DeviceDistHierarchy::upload(&kept, &device)?),
-        };
-        let on_device = kept_device.is_some();
-        renew(&mut kept, &mut kept_device, on_device)?
+            &params,
+        )?)
     };
+    let (renewal_recompute_s, _) = if amg_params.renewal == amg::Renewal::Recompute {
+        renew(&mut h)?
+    } else {
+        renew(&mut set_up(amg::Renewal::Recompute)?)?
+    };
+    let (renewal_keep_s, kept_report) = renew(&mut set_up(amg::Renewal::KeepAggregates)?)?;
     let renewal_keep_stages = kept_report.timings.clone();
     if !device.is_host() {
         let (t, moved) = (&kept_report.timings, &kept_report.transfers);
@@ -556,6 +513,7 @@ pub fn run(
         gpu.renewal_keep_coarse_s = t.coarse_factor_s;
     }
 
+    let a = h.level_operator(0).context("the fine operator")?;
     let mut y = a.row_zeros()?;
     sync(comm)?;
     let spmv_s = best_of(SPMV_REPEATS, || {
@@ -572,13 +530,13 @@ pub fn run(
     gpu.spmv_host_to_device_bytes = device.transfers().host_to_device - transfers.host_to_device;
     if !device.is_host() {
         (gpu.spmv_exchange_s, gpu.spmv_diag_s, gpu.spmv_serial_s) =
-            spmv_parts(comm, &device, &a, &x, &mut y)?;
+            spmv_parts(comm, &device, a, &x, &mut y)?;
         (
             gpu.vcycle_s,
             gpu.dot_s,
             gpu.dot_local_s,
             gpu.vcycle_enqueue_s,
-        ) = cg_parts(comm, &device, preconditioner(&h, &hd), &b, &x)?;
+        ) = cg_parts(comm, &device, &h, &b, &x)?;
         gpu.hot_update_smoothers_s = best_phases.smoother_setup_s;
         gpu.hot_update_galerkin_s = best_phases.galerkin_numeric_s;
         gpu.hot_update_coarse_s = best_phases.coarse_factor_s;
@@ -759,15 +717,23 @@ fn stages_from(v: &[f64]) -> SetupTimings {
     }
 }
 
-/// The device levels where there are, else the host hierarchy.
-fn preconditioner<'a>(
-    h: &'a DistHierarchy,
-    hd: &'a Option<DeviceDistHierarchy>,
-) -> &'a dyn Preconditioner {
-    match hd {
-        Some(d) => d,
-        None => h,
-    }
+/// CG on the hierarchy's fine operator preconditioned by the hierarchy, from `x = 0`.
+fn cg(h: &DistHierarchy, b: &Vector, x: &mut Vector, params: &CgParams) -> Result<amg::CgOutcome> {
+    let a = h.level_operator(0).context("the fine operator")?;
+    x.fill(0.0)?;
+    Ok(amg::cg_operator(a, b, x, h, params)?)
+}
+
+/// Seconds of a cold set-up's host stages.
+fn host_stages_s(t: &SetupTimings) -> f64 {
+    t.graph_s
+        + t.aggregation_s
+        + t.tentative_s
+        + t.smoother_setup_s
+        + t.smoothing_s
+        + t.galerkin_symbolic_s
+        + t.galerkin_numeric_s
+        + t.coarse_factor_s
 }
 
 /// Best times of one V-cycle, one exact dot product, the dot's device part alone on the
@@ -925,14 +891,12 @@ impl std::fmt::Display for DistGamgResult {
         for (r, g) in self.gpu.iter().flatten().enumerate() {
             writeln!(
                 f,
-                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update uploaded {} B of operators, {} B of P, moved {} B up, {} B down, sent {} B to other ranks; hot solve moved {} B",
+                "  rank {r} GPU: per SpMV {} B down, {} B up (SpMV's exchange alone {:.3} ms, diagonal product alone {:.3} ms, SpMV without overlap {:.3} ms); hot update moved {} B up, {} B down, sent {} B to other ranks; hot solve moved {} B",
                 g.spmv_device_to_host_bytes,
                 g.spmv_host_to_device_bytes,
                 g.spmv_exchange_s * 1e3,
                 g.spmv_diag_s * 1e3,
                 g.spmv_serial_s * 1e3,
-                g.hot_update_operator_bytes,
-                g.hot_update_p_bytes,
                 g.hot_update_host_to_device_bytes,
                 g.hot_update_device_to_host_bytes,
                 g.hot_update_mpi_bytes,

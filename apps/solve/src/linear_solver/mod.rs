@@ -37,8 +37,9 @@ pub use report::{DeviceSolveReport, LinearSolveReport, SetupKind};
 
 use crate::error::{Error, Result};
 use crate::params::{DeviceChoice, LinearSolverMethod, LinearSolverParams};
+use amg::dist_cycle::DistHierarchy;
 use preconditioner::Preconditioning;
-use ranks::{RankHierarchy, RankRows};
+use ranks::RankRows;
 use serial::DeviceSide;
 
 /// The relative tolerance of GMRES preconditioned by the direct factor (a nonsymmetric tangent):
@@ -63,7 +64,7 @@ enum Operator {
     /// This rank's owned rows of the distributed tangent.
     Ranks {
         rows: Box<RankRows>,
-        preconditioner: Preconditioning<RankHierarchy>,
+        preconditioner: Preconditioning<DistHierarchy>,
     },
 }
 

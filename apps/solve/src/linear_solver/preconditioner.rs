@@ -1,7 +1,7 @@
 //! The preconditioner axis of the linear solver: smoothed-aggregation AMG, point-block Jacobi or
 //! the direct factor, with the state each keeps between solves. The state is generic over the
 //! AMG hierarchy of the operator it preconditions (`amg::Hierarchy` on one process,
-//! `ranks::RankHierarchy` on a rank); this module sets it up on the tangent of one process, and
+//! `amg::dist_cycle::DistHierarchy` on a rank); this module sets it up on the tangent of one process, and
 //! `ranks.rs` on a rank's owned rows.
 
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! The operator of one rank of a distributed run: the rank's owned rows of the tangent as a
 //! `linalg::dist::DistBsr`, preconditioned by the distributed smoothed-aggregation AMG
-//! ([`RankHierarchy`]: `amg::dist_cycle::DistHierarchy`, the serial hierarchy's algorithm and
-//! the configured `linear_solver.amg` options) or point-block Jacobi, and the correction's ghost
-//! entries filled from their owners afterwards. Every call is collective.
+//! (`amg::dist_cycle::DistHierarchy`, the serial hierarchy's algorithm and the configured
+//! `linear_solver.amg` options) or point-block Jacobi, and the correction's ghost entries
+//! filled from their owners afterwards. Every call is collective.
 //!
 //! The distributed pattern is built at the first solve and kept (the tangent's pattern never
 //! changes); the hierarchy is set up cold at the first solve, renewed after a new near-null
@@ -11,11 +11,12 @@
 //! the same prolongators).
 //!
 //! On a GPU (one per rank): the tangent is assembled on the host per rank and its owned rows
-//! uploaded (values alone after the first solve), the hierarchy is set up and hot-updated on the
-//! host and its levels uploaded (`amg::dist_cycle::DeviceDistHierarchy`: no prolongator bytes on
-//! a hot update), and the Krylov method with the V-cycle or point-block Jacobi runs on the device
-//! (halo exchanges staged through pinned host memory); the solution comes back to the host. The
-//! same operations in the same order as on the host: the host's bits.
+//! uploaded (values alone after the first solve), or assembled there (below); the hierarchy
+//! takes the device operator as its fine one, so its levels live on the GPU (its cold set-up's
+//! stages run on the host copy for now, their results placed on the device), its hot updates
+//! run there, and the Krylov method with the V-cycle or point-block Jacobi runs on the device
+//! (halo exchanges staged through pinned host memory, or GPU to GPU); the solution comes back
+//! to the host. The same operations in the same order as on the host: the host's bits.
 //!
 //! Where the Newton loop runs on the rank's GPU too (a device tangent `k`, device vectors `b`
 //! and `x`: `solve::newton_system::IterationSystem::Device` over the rank's part), nothing of
@@ -23,14 +24,13 @@
 //! (`DistBsr::set_from_local`, a plan uploaded once), the right-hand side's owned entries
 //! copied there, and the correction written back with its ghosts filled through the device
 //! halo. Only a cold set-up (and a renewal that recomputes the aggregates) downloads the owned
-//! rows (the distributed set-up runs on the host); a renewal that keeps the aggregates runs its
-//! numeric phases on the GPU (`DeviceDistHierarchy::renew_kept`).
+//! rows (the distributed set-up's stages run on the host); a renewal that keeps the aggregates
+//! runs its numeric phases on the GPU (`DistHierarchy::set_near_null_space`).
 
-use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
-use amg::dist_cycle::{DeviceDistHierarchy, DistHierarchy};
+use amg::dist_cycle::DistHierarchy;
 use amg::{CgParams, PointBlockJacobi, TransferReport};
 use comm::Comm;
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
@@ -41,13 +41,6 @@ use super::preconditioner::{AmgState, Preconditioning};
 use super::report::{DeviceSolveReport, LinearSolveReport, SetupKind};
 use crate::error::{Error, Result};
 
-/// The distributed hierarchy of a rank, and its levels on the rank's GPU where the solves run
-/// there.
-pub(crate) struct RankHierarchy {
-    host: DistHierarchy,
-    device: Option<DeviceDistHierarchy>,
-}
-
 /// One rank's rows of the distributed tangent (see the module documentation).
 pub(crate) struct RankRows {
     comm: Arc<dyn Comm>,
@@ -57,8 +50,9 @@ pub(crate) struct RankRows {
     pattern: Option<Arc<DistPattern>>,
     /// Where the solves run (this rank's GPU, or the host).
     pub(crate) device: Device,
-    /// The tangent's owned rows on the GPU (kept: later solves upload values only).
-    device_operator: Option<DistBsr>,
+    /// The tangent's owned rows where no hierarchy holds them (point-block Jacobi; kept: later
+    /// solves on a GPU fill values only).
+    operator: Option<DistBsr>,
 }
 
 impl RankRows {
@@ -72,7 +66,7 @@ impl RankRows {
             owned_serial_ids: part.node_serial_ids[..n].to_vec(),
             pattern: None,
             device,
-            device_operator: None,
+            operator: None,
         }
     }
 
@@ -112,7 +106,7 @@ impl RankRows {
     /// `x`'s ghost entries are filled from their owners.
     pub(crate) fn solve(
         &mut self,
-        preconditioner: &mut Preconditioning<RankHierarchy>,
+        preconditioner: &mut Preconditioning<DistHierarchy>,
         krylov: Krylov,
         k: &Bsr,
         b: &Vector,
@@ -131,77 +125,72 @@ impl RankRows {
                 device: k.device().name(),
             });
         }
-        // The operator and right-hand side where the solve runs.
+        // The operator where the solve runs: on the GPU the one kept from the last solve (the
+        // hierarchy's fine operator, handed back, or this rank's), filled with new values.
         let t0 = self.device.transfers();
-        let mut host_a = None;
-        let rhs = if assembled_on_gpu {
-            // the owned rows gathered device to device (a plan uploaded once): no host transfer
-            let d = match &mut self.device_operator {
+        let held = match &mut *preconditioner {
+            Preconditioning::Amg(state) => state.hierarchy.as_mut().and_then(|h| h.take_operator()),
+            _ => None,
+        };
+        let mut kept = held.or_else(|| self.operator.take());
+        let mut device_matrix = || -> Result<DistBsr> {
+            Ok(match kept.take().filter(|d| !d.device().is_host()) {
                 Some(d) => d,
-                None => self
-                    .device_operator
-                    .insert(DistBsr::zeros(pattern.clone()).to_device(&self.device)?),
-            };
+                None => DistBsr::zeros(pattern.clone()).to_device(&self.device)?,
+            })
+        };
+        let (a, rhs) = if assembled_on_gpu {
+            // the owned rows gathered device to device (a plan uploaded once): no host transfer
+            let mut d = device_matrix()?;
             d.set_from_local(k)?;
             let mut rhs = d.owned_zeros()?;
             d.owned_from_local(b, &mut rhs)?;
-            rhs
+            (d, rhs)
         } else {
             let mut a = DistBsr::zeros(pattern.clone());
             a.set_from_local(k)?;
             let mut rhs = a.new_owned_vector();
             rhs.host_mut()?.copy_from_slice(&b.host()?[..owned]);
             if on_gpu {
-                match &mut self.device_operator {
-                    Some(d) => d.upload_values_from(&a)?,
-                    None => self.device_operator = Some(a.to_device(&self.device)?),
-                }
+                let mut d = device_matrix()?;
+                d.upload_values_from(&a)?;
+                (d, rhs.to_device(&self.device)?)
+            } else {
+                (a, rhs)
             }
-            host_a = Some(a);
-            rhs.to_device(&self.device)?
         };
         let t1 = self.device.transfers();
-        let setup = match preconditioner {
-            Preconditioning::Jacobi => SetupKind::Jacobi,
+        // the hierarchy takes the operator as its finest level (no second copy of the
+        // tangent) and the solve runs on it there; Jacobi keeps it here
+        let (setup, pbj) = match preconditioner {
+            Preconditioning::Jacobi => {
+                let pbj = PointBlockJacobi::new(a.diag())?;
+                self.operator = Some(a);
+                (SetupKind::Jacobi, Some(pbj))
+            }
             Preconditioning::Direct { .. } => {
                 return Err(Error::DirectOnRanks {
                     ranks: self.ranks(),
                 })
             }
-            // on the CPUs the hierarchy takes the operator just filled as its finest level (no
-            // second copy of the tangent) and the solve runs on it there
-            Preconditioning::Amg(state) => {
-                let fine = if on_gpu { None } else { host_a.take() };
-                self.update_hierarchy(state, &pattern, k, owned, fine)?
-            }
+            Preconditioning::Amg(state) => (self.update_hierarchy(state, a, owned)?, None),
         };
         let hierarchy = match &*preconditioner {
             Preconditioning::Amg(state) => state.hierarchy.as_ref(),
             _ => None,
         };
-        let finest = hierarchy.and_then(|h| h.host.level_operator(0));
-        let run = match (on_gpu, &self.device_operator, &host_a, finest) {
-            (true, Some(d), _, _) => d,
-            (false, _, Some(a), _) => a,
-            (false, _, None, Some(a)) => a,
-            _ => return Err(Error::Missing("no operator where the solve runs")),
-        };
-        let pbj = match setup {
-            SetupKind::Jacobi => Some(PointBlockJacobi::new(run.diag())?),
+        let run = match (&pbj, hierarchy) {
+            (Some(_), _) => self.operator.as_ref(),
+            (None, Some(h)) => h.level_operator(0),
             _ => None,
-        };
+        }
+        .ok_or(Error::Missing("no operator where the solve runs"))?;
         self.device.synchronize()?;
         let setup_s = started.elapsed().as_secs_f64();
         let t2 = self.device.transfers();
         let pc: &dyn amg::Preconditioner = match (&pbj, hierarchy) {
             (Some(pbj), _) => pbj,
-            (
-                None,
-                Some(RankHierarchy {
-                    device: Some(d), ..
-                }),
-            ) if on_gpu => d,
-            (None, Some(h)) => &h.host,
+            (None, Some(h)) => h,
             _ => return Err(Error::Missing("no preconditioner was set up")),
         };
         let mut solution = run.owned_zeros()?;
@@ -229,58 +218,17 @@ impl RankRows {
         Ok(report)
     }
 
-    /// Collective. The hierarchy for the tangent `k`: set up cold at the first call, renewed
-    /// after new rigid-body modes, updated as `amg.reuse` says otherwise; its levels uploaded
-    /// to the GPU when the solves run there, and hot updates run on the GPU
-    /// (`DeviceDistHierarchy::update`; `reuse: none`: on the host, the levels refreshed).
-    /// `filled`: the fine operator already filled from `k` on the host, taken as the finest
-    /// level (else it is built here).
+    /// Collective. The hierarchy for the fine operator `fine` (the tangent's owned rows where
+    /// the solves run: the hierarchy's levels live there): set up cold at the first call,
+    /// renewed after new rigid-body modes (with `renewal: keep_aggregates` on a GPU, the
+    /// numeric phases there and the fine operator not downloaded), updated as `amg.reuse` says
+    /// otherwise (on a GPU the hot update runs there).
     fn update_hierarchy(
         &self,
-        state: &mut AmgState<RankHierarchy>,
-        pattern: &Arc<DistPattern>,
-        k: &Bsr,
+        state: &mut AmgState<DistHierarchy>,
+        fine: DistBsr,
         owned: usize,
-        filled: Option<DistBsr>,
     ) -> Result<SetupKind> {
-        // A hot update with the levels on the GPU runs there (the new tangent is the device
-        // operator already): the Galerkin products, smoothers and eigenvalue estimates on the
-        // device, only the off-rank coarse blocks and scalars crossing. The host hierarchy
-        // keeps its set-up (its values are not used again: `reuse: none` is the host path).
-        if let (
-            Some(RankHierarchy {
-                device: Some(d), ..
-            }),
-            Some(a),
-        ) = (&mut state.hierarchy, &self.device_operator)
-        {
-            if !state.near_null_changed
-                && !self.device.is_host()
-                && state.params.reuse != amg::params::Reuse::None
-            {
-                d.update(a)?;
-                return Ok(SetupKind::AmgHot);
-            }
-        }
-        // the fine operator on the host, made where a host step needs it: from the host
-        // tangent, or downloaded from the GPU's owned rows (the distributed cold set-up runs on
-        // the host; a kept renewal on the GPU needs none)
-        let filled = Cell::new(filled);
-        let fine = || -> Result<DistBsr> {
-            if let Some(fine) = filled.take() {
-                return Ok(fine);
-            }
-            if k.device().is_host() {
-                let mut fine = DistBsr::zeros(pattern.clone());
-                fine.set_from_local(k)?;
-                return Ok(fine);
-            }
-            Ok(self
-                .device_operator
-                .as_ref()
-                .ok_or(Error::Missing("the tangent's owned rows on the GPU"))?
-                .to_device(&Device::Host)?)
-        };
         let owned_rows = |near_null: &amg::NearNullSpace| -> Result<Vec<f64>> {
             let mut rows = match near_null.row_major() {
                 Ok(host) => host[..owned * 6].to_vec(),
@@ -289,41 +237,23 @@ impl RankRows {
             rows.truncate(owned * 6);
             Ok(rows)
         };
-        // a renewal that keeps the aggregates keeps every pattern: the levels on the GPU stay
-        // and take the new values there (`DeviceDistHierarchy::renew_kept`: the numeric phases
-        // on the GPU, the fine operator not downloaded); otherwise they leave the GPU first
-        // and the renewed ones are uploaded afresh, as after a cold set-up
-        let keep_device = state.params.renewal == amg::params::Renewal::KeepAggregates;
-        let renewed_on_device = Cell::new(false);
-        let (setup, h) = state.prepare(
-            |h, near_null| {
-                if let (true, Some(d), Some(a)) =
-                    (keep_device, &mut h.device, &self.device_operator)
-                {
-                    renewed_on_device.set(true);
-                    return Ok(d.renew_kept(&mut h.host, a, owned_rows(near_null)?)?);
-                }
-                if !keep_device {
-                    h.device = None;
-                }
-                Ok(h.host
-                    .set_near_null_space(fine()?, owned_rows(near_null)?)?)
-            },
-            |h| Ok(h.host.update(fine()?).map(drop)?),
+        // each closure takes the operator; `prepare` calls one of them
+        let fine = std::cell::Cell::new(Some(fine));
+        let take = || fine.take().ok_or(Error::Missing("the fine operator"));
+        let (setup, _) = state.prepare(
+            |h, near_null| Ok(h.set_near_null_space(take()?, owned_rows(near_null)?)?),
+            |h| Ok(h.update(take()?).map(drop)?),
             |near_null, params| {
                 let nns = owned_rows(near_null)?;
-                let host = DistHierarchy::new(fine()?, &self.owned_serial_ids, nns, 6, params)?;
-                Ok(RankHierarchy { host, device: None })
+                Ok(DistHierarchy::new(
+                    take()?,
+                    &self.owned_serial_ids,
+                    nns,
+                    6,
+                    params,
+                )?)
             },
         )?;
-        if !self.device.is_host() && !renewed_on_device.get() {
-            match &mut h.device {
-                Some(d) => {
-                    d.refresh(&h.host)?;
-                }
-                None => h.device = Some(DeviceDistHierarchy::upload(&h.host, &self.device)?),
-            }
-        }
         Ok(setup)
     }
 }
