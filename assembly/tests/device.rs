@@ -843,30 +843,27 @@ fn device_newton_system_matches_the_host() {
     };
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
     let uh = Vector::from_vec(u.clone());
-    let ud = ctx.upload(&u).unwrap();
+    let ud = uh.to_device(device.device()).unwrap();
     let mut hs = host.new_system().unwrap();
     let mut ds = device.new_system().unwrap();
     host.linearize(&uh, 0.6, &mut hs).unwrap();
     device.linearize(&ud, 0.6, &mut ds).unwrap();
     assert_eq!(
-        ctx.download(&ds.residual).unwrap(),
+        ds.residual.to_host_vec().unwrap(),
         hs.residual.host().unwrap()
     );
-    assert_eq!(ctx.download(&ds.lift).unwrap(), hs.lift.host().unwrap());
-    assert_eq!(
-        ds.constraints_met(&device).unwrap(),
-        hs.constraints_met().unwrap()
-    );
+    assert_eq!(ds.lift.to_host_vec().unwrap(), hs.lift.host().unwrap());
+    assert_eq!(ds.constraints_met().unwrap(), hs.constraints_met().unwrap());
     let hn = host.eliminate(&mut hs).unwrap();
     let dn = device.eliminate(&mut ds).unwrap();
     println!("Newton system: free norm host {hn:e} device {dn:e}");
     assert_eq!(dn, hn);
-    assert_eq!(ctx.download(&ds.rhs).unwrap(), hs.rhs.host().unwrap());
+    assert_eq!(ds.rhs.to_host_vec().unwrap(), hs.rhs.host().unwrap());
     assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
+        ds.tangent.to_host_vec().unwrap(),
         hs.tangent.host().unwrap()
     );
-    let mut scratch = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut scratch = device.zeros().unwrap();
     let mut hscratch = Vector::zeros(u.len());
     assert_eq!(
         device.free_norm(&ds.residual, &mut scratch).unwrap(),
@@ -912,7 +909,10 @@ fn device_potential_is_the_hosts_bits() {
             };
             let mut device = DeviceProblem::new(&ctx, &host).unwrap();
             let h = host.potential(&Vector::from_vec(u.clone()), 0.6).unwrap();
-            let d = device.potential(&ctx.upload(&u).unwrap(), 0.6).unwrap();
+            let ud = Vector::from_vec(u.clone())
+                .to_device(device.device())
+                .unwrap();
+            let d = device.potential(&ud, 0.6).unwrap();
             println!(
                 "potential Q{order} {material}: host {:e} device {:e}",
                 h.value, d.value
@@ -932,7 +932,6 @@ fn device_potential_is_the_hosts_bits() {
 
 /// Host and device Newton systems and potential at `u` and `load_factor` agree to the bit.
 fn assert_same_newton_system(
-    ctx: &CudaContext,
     host: &mut DiscreteProblem,
     device: &mut DeviceProblem,
     u: &[f64],
@@ -940,23 +939,23 @@ fn assert_same_newton_system(
     what: &str,
 ) {
     let uh = Vector::from_vec(u.to_vec());
-    let ud = ctx.upload(u).unwrap();
+    let ud = uh.to_device(device.device()).unwrap();
     let mut hs = host.new_system().unwrap();
     let mut ds = device.new_system().unwrap();
     host.linearize(&uh, load_factor, &mut hs).unwrap();
     device.linearize(&ud, load_factor, &mut ds).unwrap();
     assert_eq!(
-        ctx.download(&ds.residual).unwrap(),
+        ds.residual.to_host_vec().unwrap(),
         hs.residual.host().unwrap(),
         "{what}: residual"
     );
     assert_eq!(
-        ctx.download(&ds.lift).unwrap(),
+        ds.lift.to_host_vec().unwrap(),
         hs.lift.host().unwrap(),
         "{what}: lifting"
     );
     assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
+        ds.tangent.to_host_vec().unwrap(),
         hs.tangent.host().unwrap(),
         "{what}: tangent"
     );
@@ -964,21 +963,21 @@ fn assert_same_newton_system(
     let dn = device.eliminate(&mut ds).unwrap();
     assert_eq!(dn, hn, "{what}: free norm");
     assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
+        ds.tangent.to_host_vec().unwrap(),
         hs.tangent.host().unwrap(),
         "{what}: eliminated tangent"
     );
     assert_eq!(
-        ctx.download(&ds.rhs).unwrap(),
+        ds.rhs.to_host_vec().unwrap(),
         hs.rhs.host().unwrap(),
         "{what}: right-hand side"
     );
-    let mut r = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut r = device.zeros().unwrap();
     let mut rh = Vector::zeros(u.len());
     host.residual(&uh, load_factor, &mut rh).unwrap();
     device.residual(&ud, load_factor, &mut r).unwrap();
     assert_eq!(
-        ctx.download(&r).unwrap(),
+        r.to_host_vec().unwrap(),
         rh.host().unwrap(),
         "{what}: residual"
     );
@@ -1034,7 +1033,7 @@ fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
     };
     DeviceProblem::supports(&host).unwrap();
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
-    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "step 1");
+    assert_same_newton_system(&mut host, &mut device, &u, 0.6, "step 1");
 
     // the next load step: new time, new curve factors, a new timed load vector
     host.constraints.set_time(0.75);
@@ -1048,7 +1047,7 @@ fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
     // the timed load's vector and the timed field set's two nodes (3 values each)
     assert_eq!(uploaded, 8 * (n as u64 + 6), "bytes of one set_step");
     println!("set_step uploaded {uploaded} bytes ({n} unknowns)");
-    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.8, "step 2");
+    assert_same_newton_system(&mut host, &mut device, &u, 0.8, "step 2");
 }
 
 /// A smooth field of the reference position (loads that are fields).
@@ -1176,10 +1175,10 @@ fn device_follower_pressure_is_the_hosts_bits() {
         assert!(!host.tangent_is_symmetric());
         DeviceProblem::supports(&host).unwrap();
         let mut device = DeviceProblem::new(&ctx, &host).unwrap();
-        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "pressure, step 1");
+        assert_same_newton_system(&mut host, &mut device, &u, 0.6, "pressure, step 1");
         host.follower[1].own_factor = Some(0.75);
         device.set_step(&host).unwrap();
-        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.9, "pressure, step 2");
+        assert_same_newton_system(&mut host, &mut device, &u, 0.9, "pressure, step 2");
         println!("Q{order} follower pressure: the host's bits");
     }
 }
@@ -1232,8 +1231,13 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
             partition: None,
         };
         let problem = DeviceProblem::new(&ctx, &discrete).unwrap();
-        let from_problem = ctx
-            .download(&problem.rigid_body_modes(&u_d).unwrap())
+        let u_v = Vector::from_vec(u.clone())
+            .to_device(problem.device())
+            .unwrap();
+        let from_problem = problem
+            .rigid_body_modes(&u_v)
+            .unwrap()
+            .to_host_vec()
             .unwrap();
         assert!(
             bits(&from_problem) == bits(&host),
