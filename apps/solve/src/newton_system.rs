@@ -85,7 +85,7 @@ impl IterationSystem {
         })
     }
 
-    /// Takes a new load step's state of `discrete` (after [`crate::Problem::set_time`]): nothing
+    /// Takes a new load step's state of `discrete` (after [`crate::problem::Problem::set_time`]): nothing
     /// on the host; on a GPU the curve factors (scalars) and the values of expressions of `t`
     /// ([`DeviceProblem::set_step`]; once per load step).
     pub fn set_step(&mut self, discrete: &DiscreteProblem) -> Result<(), AssemblyError> {
