@@ -68,7 +68,9 @@ pub struct Potential {
 }
 
 /// The linear system of one Newton iteration at a state `u` and a load factor, and the buffers it
-/// is built in (allocated once, reused every iteration).
+/// is built in (allocated once, reused every iteration), on the device of the problem that made
+/// it ([`DiscreteProblem::new_system`] on the host, [`crate::device::DeviceProblem::new_system`]
+/// on a GPU).
 pub struct NewtonSystem {
     /// `r(u) - load_factor f_ext`, every entry (the constrained ones are the support reactions).
     pub residual: Vector,
@@ -79,7 +81,7 @@ pub struct NewtonSystem {
     /// After [`DiscreteProblem::eliminate`]: `-r - K lift` on the free entries, `lift` on the
     /// constrained ones.
     pub rhs: Vector,
-    scratch: Vector,
+    pub(crate) scratch: Vector,
 }
 
 impl NewtonSystem {
@@ -256,5 +258,17 @@ impl DiscreteProblem {
         scratch.copy_from(r)?;
         self.constraints.zero_constrained(scratch)?;
         Ok(ops::norm2(scratch)?)
+    }
+
+    /// Copies the constrained entries of `from` into `to` (free entries of `to` untouched).
+    pub fn copy_constrained(&self, from: &Vector, to: &mut Vector) -> Result<(), AssemblyError> {
+        self.constraints.copy_constrained(from, to)
+    }
+
+    /// Writes the prescribed values at `load_factor` into `u`'s constrained entries
+    /// ([`Constraints::write_prescribed`] at the mesh's coordinates).
+    pub fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {
+        self.constraints
+            .write_prescribed(load_factor, self.assembler.coords(), u)
     }
 }

@@ -15,7 +15,7 @@ use assembly::device::{
 };
 use assembly::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
-    PositionFn, Prescribed,
+    NewtonProblem, PositionFn, Prescribed,
 };
 use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli, StrainMeasure};
 use linalg::gpu::{unavailable_reason, CudaContext, DeviceBuffer};
@@ -843,30 +843,27 @@ fn device_newton_system_matches_the_host() {
     };
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
     let uh = Vector::from_vec(u.clone());
-    let ud = ctx.upload(&u).unwrap();
+    let ud = uh.to_device(device.device()).unwrap();
     let mut hs = host.new_system().unwrap();
     let mut ds = device.new_system().unwrap();
     host.linearize(&uh, 0.6, &mut hs).unwrap();
     device.linearize(&ud, 0.6, &mut ds).unwrap();
     assert_eq!(
-        ctx.download(&ds.residual).unwrap(),
+        ds.residual.to_host_vec().unwrap(),
         hs.residual.host().unwrap()
     );
-    assert_eq!(ctx.download(&ds.lift).unwrap(), hs.lift.host().unwrap());
-    assert_eq!(
-        ds.constraints_met(&device).unwrap(),
-        hs.constraints_met().unwrap()
-    );
+    assert_eq!(ds.lift.to_host_vec().unwrap(), hs.lift.host().unwrap());
+    assert_eq!(ds.constraints_met().unwrap(), hs.constraints_met().unwrap());
     let hn = host.eliminate(&mut hs).unwrap();
     let dn = device.eliminate(&mut ds).unwrap();
     println!("Newton system: free norm host {hn:e} device {dn:e}");
     assert_eq!(dn, hn);
-    assert_eq!(ctx.download(&ds.rhs).unwrap(), hs.rhs.host().unwrap());
+    assert_eq!(ds.rhs.to_host_vec().unwrap(), hs.rhs.host().unwrap());
     assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
+        ds.tangent.to_host_vec().unwrap(),
         hs.tangent.host().unwrap()
     );
-    let mut scratch = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut scratch = device.zeros().unwrap();
     let mut hscratch = Vector::zeros(u.len());
     assert_eq!(
         device.free_norm(&ds.residual, &mut scratch).unwrap(),
@@ -912,7 +909,10 @@ fn device_potential_is_the_hosts_bits() {
             };
             let mut device = DeviceProblem::new(&ctx, &host).unwrap();
             let h = host.potential(&Vector::from_vec(u.clone()), 0.6).unwrap();
-            let d = device.potential(&ctx.upload(&u).unwrap(), 0.6).unwrap();
+            let ud = Vector::from_vec(u.clone())
+                .to_device(device.device())
+                .unwrap();
+            let d = device.potential(&ud, 0.6).unwrap();
             println!(
                 "potential Q{order} {material}: host {:e} device {:e}",
                 h.value, d.value
@@ -930,64 +930,105 @@ fn device_potential_is_the_hosts_bits() {
     assert!(mismatches.is_empty(), "device != host: {mismatches:#?}");
 }
 
-/// Host and device Newton systems and potential at `u` and `load_factor` agree to the bit.
+/// What one Newton iteration computes at a state through [`NewtonProblem`] (whichever backend),
+/// every vector downloaded: the system after `linearize` and after `eliminate`, a residual, its
+/// free norm, the potential, the prescribed values written into the state and the constrained
+/// entries of the residual.
+#[derive(Debug, PartialEq)]
+struct NewtonValues {
+    residual: Vec<f64>,
+    lift: Vec<f64>,
+    tangent: Vec<f64>,
+    free_norm: f64,
+    eliminated_tangent: Vec<f64>,
+    rhs: Vec<f64>,
+    residual_alone: Vec<f64>,
+    residual_free_norm: f64,
+    potential: assembly::Potential,
+    prescribed: Vec<f64>,
+    reactions: Vec<f64>,
+}
+
+/// [`NewtonValues`] of `problem` at the host state `u` and `load_factor`: the same calls on
+/// either backend (vectors made by the problem, `u` copied up where it lives).
+fn newton_values(problem: &mut dyn NewtonProblem, u: &[f64], load_factor: f64) -> NewtonValues {
+    let mut state = problem.zeros().unwrap();
+    state.copy_from_host(u).unwrap();
+    let mut system = problem.new_system().unwrap();
+    problem.linearize(&state, load_factor, &mut system).unwrap();
+    let (residual, lift, tangent) = (
+        system.residual.to_host_vec().unwrap(),
+        system.lift.to_host_vec().unwrap(),
+        system.tangent.to_host_vec().unwrap(),
+    );
+    let free_norm = problem.eliminate(&mut system).unwrap();
+    let mut r = problem.zeros().unwrap();
+    problem.residual(&state, load_factor, &mut r).unwrap();
+    let mut scratch = problem.zeros().unwrap();
+    let residual_free_norm = problem.free_norm(&r, &mut scratch).unwrap();
+    let potential = problem.potential(&state, load_factor).unwrap();
+    problem.write_prescribed(load_factor, &mut state).unwrap();
+    let mut reactions = problem.zeros().unwrap();
+    problem
+        .copy_constrained(&system.residual, &mut reactions)
+        .unwrap();
+    NewtonValues {
+        residual,
+        lift,
+        tangent,
+        free_norm,
+        eliminated_tangent: system.tangent.to_host_vec().unwrap(),
+        rhs: system.rhs.to_host_vec().unwrap(),
+        residual_alone: r.to_host_vec().unwrap(),
+        residual_free_norm,
+        potential,
+        prescribed: state.to_host_vec().unwrap(),
+        reactions: reactions.to_host_vec().unwrap(),
+    }
+}
+
+/// Host and device Newton systems, residual, norms, potential and constraint values at `u` and
+/// `load_factor` agree to the bit, computed by one caller through [`NewtonProblem`].
 fn assert_same_newton_system(
-    ctx: &CudaContext,
     host: &mut DiscreteProblem,
     device: &mut DeviceProblem,
     u: &[f64],
     load_factor: f64,
     what: &str,
 ) {
-    let uh = Vector::from_vec(u.to_vec());
-    let ud = ctx.upload(u).unwrap();
-    let mut hs = host.new_system().unwrap();
-    let mut ds = device.new_system().unwrap();
-    host.linearize(&uh, load_factor, &mut hs).unwrap();
-    device.linearize(&ud, load_factor, &mut ds).unwrap();
+    let h = newton_values(host, u, load_factor);
+    let d = newton_values(device, u, load_factor);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for (name, dv, hv) in [
+        ("residual", &d.residual, &h.residual),
+        ("lifting", &d.lift, &h.lift),
+        ("tangent", &d.tangent, &h.tangent),
+        (
+            "eliminated tangent",
+            &d.eliminated_tangent,
+            &h.eliminated_tangent,
+        ),
+        ("right-hand side", &d.rhs, &h.rhs),
+        ("residual alone", &d.residual_alone, &h.residual_alone),
+        ("prescribed values", &d.prescribed, &h.prescribed),
+        ("reactions", &d.reactions, &h.reactions),
+    ] {
+        assert!(bits(dv) == bits(hv), "{what}: {name}");
+    }
     assert_eq!(
-        ctx.download(&ds.residual).unwrap(),
-        hs.residual.host().unwrap(),
-        "{what}: residual"
+        d.free_norm.to_bits(),
+        h.free_norm.to_bits(),
+        "{what}: free norm"
     );
     assert_eq!(
-        ctx.download(&ds.lift).unwrap(),
-        hs.lift.host().unwrap(),
-        "{what}: lifting"
+        d.residual_free_norm.to_bits(),
+        h.residual_free_norm.to_bits(),
+        "{what}: free norm of the residual"
     );
-    assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
-        hs.tangent.host().unwrap(),
-        "{what}: tangent"
-    );
-    let hn = host.eliminate(&mut hs).unwrap();
-    let dn = device.eliminate(&mut ds).unwrap();
-    assert_eq!(dn, hn, "{what}: free norm");
-    assert_eq!(
-        ctx.download(ds.tangent.values()).unwrap(),
-        hs.tangent.host().unwrap(),
-        "{what}: eliminated tangent"
-    );
-    assert_eq!(
-        ctx.download(&ds.rhs).unwrap(),
-        hs.rhs.host().unwrap(),
-        "{what}: right-hand side"
-    );
-    let mut r = ctx.zeros::<f64>(u.len()).unwrap();
-    let mut rh = Vector::zeros(u.len());
-    host.residual(&uh, load_factor, &mut rh).unwrap();
-    device.residual(&ud, load_factor, &mut r).unwrap();
-    assert_eq!(
-        ctx.download(&r).unwrap(),
-        rh.host().unwrap(),
-        "{what}: residual"
-    );
-    let h = host.potential(&uh, load_factor).unwrap();
-    let d = device.potential(&ud, load_factor).unwrap();
-    assert_eq!(h, d, "{what}: potential");
+    assert_eq!(d.potential, h.potential, "{what}: potential");
     println!(
-        "{what}: free norm {hn:e}, potential {:e}: the host's bits",
-        h.value
+        "{what}: free norm {:e}, potential {:e}: the host's bits",
+        h.free_norm, h.potential.value
     );
 }
 
@@ -1034,7 +1075,7 @@ fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
     };
     DeviceProblem::supports(&host).unwrap();
     let mut device = DeviceProblem::new(&ctx, &host).unwrap();
-    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "step 1");
+    assert_same_newton_system(&mut host, &mut device, &u, 0.6, "step 1");
 
     // the next load step: new time, new curve factors, a new timed load vector
     host.constraints.set_time(0.75);
@@ -1048,7 +1089,7 @@ fn device_curved_loads_and_timed_constraints_are_the_hosts_bits() {
     // the timed load's vector and the timed field set's two nodes (3 values each)
     assert_eq!(uploaded, 8 * (n as u64 + 6), "bytes of one set_step");
     println!("set_step uploaded {uploaded} bytes ({n} unknowns)");
-    assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.8, "step 2");
+    assert_same_newton_system(&mut host, &mut device, &u, 0.8, "step 2");
 }
 
 /// A smooth field of the reference position (loads that are fields).
@@ -1176,10 +1217,10 @@ fn device_follower_pressure_is_the_hosts_bits() {
         assert!(!host.tangent_is_symmetric());
         DeviceProblem::supports(&host).unwrap();
         let mut device = DeviceProblem::new(&ctx, &host).unwrap();
-        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.6, "pressure, step 1");
+        assert_same_newton_system(&mut host, &mut device, &u, 0.6, "pressure, step 1");
         host.follower[1].own_factor = Some(0.75);
         device.set_step(&host).unwrap();
-        assert_same_newton_system(&ctx, &mut host, &mut device, &u, 0.9, "pressure, step 2");
+        assert_same_newton_system(&mut host, &mut device, &u, 0.9, "pressure, step 2");
         println!("Q{order} follower pressure: the host's bits");
     }
 }
@@ -1232,8 +1273,13 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
             partition: None,
         };
         let problem = DeviceProblem::new(&ctx, &discrete).unwrap();
-        let from_problem = ctx
-            .download(&problem.rigid_body_modes(&u_d).unwrap())
+        let u_v = Vector::from_vec(u.clone())
+            .to_device(problem.device())
+            .unwrap();
+        let from_problem = problem
+            .rigid_body_modes(&u_v)
+            .unwrap()
+            .to_host_vec()
             .unwrap();
         assert!(
             bits(&from_problem) == bits(&host),

@@ -2356,23 +2356,20 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
     let mut dp = DeviceProblem::new(&ctx, discrete).unwrap();
     let mut ds = dp.new_system().unwrap();
     let ud = u.to_device(device).unwrap();
-    dp.linearize(ud.device_buffer().unwrap(), load_factor, &mut ds)
-        .unwrap();
+    dp.linearize(&ud, load_factor, &mut ds).unwrap();
     assert_eq!(
-        vector_bits(&ctx.download(&ds.residual).unwrap()),
+        vector_bits(&ds.residual.to_host_vec().unwrap()),
         vector_bits(host.residual.host().unwrap()),
         "{name}: residual"
     );
     // reductions over the owned entries and cells, then the ranks: the host's bits
     let mut scratch = discrete.zeros().unwrap();
-    let mut scratch_d = ctx.zeros::<f64>(u.len()).unwrap();
+    let mut scratch_d = dp.zeros().unwrap();
     let free_h = discrete.free_norm(&host.residual, &mut scratch).unwrap();
     let free_d = dp.free_norm(&ds.residual, &mut scratch_d).unwrap();
     assert_eq!(free_h.to_bits(), free_d.to_bits(), "{name}: free norm");
     let pi_h = discrete.potential(&u, load_factor).unwrap();
-    let pi_d = dp
-        .potential(ud.device_buffer().unwrap(), load_factor)
-        .unwrap();
+    let pi_d = dp.potential(&ud, load_factor).unwrap();
     assert_eq!(
         pi_h.value.to_bits(),
         pi_d.value.to_bits(),
@@ -2390,9 +2387,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         }
         let host_error = discrete.potential(&inverted, load_factor).unwrap_err();
         let inverted_d = inverted.to_device(device).unwrap();
-        let device_error = dp
-            .potential(inverted_d.device_buffer().unwrap(), load_factor)
-            .unwrap_err();
+        let device_error = dp.potential(&inverted_d, load_factor).unwrap_err();
         assert!(matches!(
             host_error,
             assembly::AssemblyError::ElementFailure { .. }
@@ -2415,7 +2410,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         "{name}: eliminated rhs norm"
     );
     assert_eq!(
-        vector_bits(&ctx.download(&ds.rhs).unwrap()),
+        vector_bits(&ds.rhs.to_host_vec().unwrap()),
         vector_bits(host.rhs.host().unwrap()),
         "{name}: right-hand side"
     );
@@ -2426,8 +2421,7 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         DistPattern::from_local(partition, host.tangent.pattern(), &part.node_globals, 3).unwrap();
     let mut a_host = DistBsr::zeros(pattern.clone());
     a_host.set_from_local(&host.tangent).unwrap();
-    let k_dev =
-        Bsr::from_device_bsr(ctx.clone(), host.tangent.pattern().clone(), ds.tangent).unwrap();
+    let k_dev = ds.tangent;
     let mut a_dev = DistBsr::zeros(pattern.clone()).to_device(device).unwrap();
     a_dev.set_from_local(&k_dev).unwrap();
     let before = device.transfers();

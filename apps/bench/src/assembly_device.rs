@@ -8,7 +8,7 @@ use assembly::device::{DeviceAssembler, DeviceConstraints, DeviceProblem};
 use assembly::{Constraints, ElasticityAssembler, Prescribed};
 use fem::Load;
 use linalg::gpu::CudaContext;
-use linalg::{Bsr, Vector};
+use linalg::{Bsr, Device, Vector};
 use serde::Serialize;
 
 /// Device-event repeats; the median is reported.
@@ -168,10 +168,13 @@ pub fn measure(
     )?;
     let dc = DeviceConstraints::new(&ctx, &constraints, asm.pattern(), asm.coords())?;
     let eliminated_blocks = dc.n_touched();
-    let mut problem = DeviceProblem::from_parts(&ctx, dev, dc, ctx.zeros(u.len())?)?;
+    let device = Device::Cuda(ctx.clone());
+    let external = Vector::zeros_on(&device, u.len())?;
+    let mut problem = DeviceProblem::from_parts(&ctx, dev, dc, external)?;
     let mut system = problem.new_system()?;
+    let u_on_device = u.to_device(&device)?;
     let newton_system_ms = event_median(&ctx, || {
-        problem.linearize(&ud, 1.0, &mut system)?;
+        problem.linearize(&u_on_device, 1.0, &mut system)?;
         problem.eliminate(&mut system)?;
         Ok(())
     })?;

@@ -20,8 +20,8 @@ use assembly::{
     RIGID_BODY_MODES_3D,
 };
 use fem::{CellKind, Material, Moduli};
-use linalg::gpu::{self, CudaContext, DeviceBuffer};
-use linalg::{Bsr, Device, Vector};
+use linalg::gpu::CudaContext;
+use linalg::{ops, Device, Vector};
 use mesh::{generate_box, BoxSpec};
 use serde::Serialize;
 
@@ -246,51 +246,43 @@ fn run_device(
     let (hierarchy_bytes, operator_bytes) =
         amg::device_memory_estimate(&host.assembler.new_matrix());
     amg::check_device_memory(device, hierarchy_bytes + 2 * operator_bytes)?;
-    let pattern = host.assembler.pattern().clone();
     let mut problem = DeviceProblem::new(ctx, host)?;
     let mut system = problem.new_system()?;
     // the tangent and right-hand side the AMG and CG hold while the next ones are assembled
     // (swapped with the system's after each assembly; no copies)
-    let mut spare_k = Some(problem.assembler.new_matrix()?);
-    let mut spare_b = Some(ctx.zeros::<f64>(n)?);
-    let mut u = ctx.zeros::<f64>(n)?;
-    let mut x = Vector::zeros_on(device, n)?;
+    let mut held_k = system.tangent.zeros_like()?;
+    let mut held_b = problem.zeros()?;
+    let mut u = problem.zeros()?;
+    let mut x = problem.zeros()?;
     // one Newton iteration on the device: assemble, hand the tangent and the right-hand side to
-    // the AMG and CG without a copy, take them back
+    // the AMG and CG without a copy
     let mut hierarchy: Option<Hierarchy> = None;
-    let mut iterate = |u: &mut DeviceBuffer<f64>, x: &mut Vector| -> Result<Step> {
+    let mut iterate = |u: &mut Vector, x: &mut Vector| -> Result<Step> {
         device.synchronize()?;
         let start = Instant::now();
         problem.linearize(u, 1.0, &mut system)?;
         let free_norm = problem.eliminate(&mut system)?;
         device.synchronize()?;
         let system_s = start.elapsed().as_secs_f64();
-        let (mut held_k, mut held_b) = (
-            spare_k.take().context("tangent not returned")?,
-            spare_b.take().context("right-hand side not returned")?,
-        );
         std::mem::swap(&mut system.tangent, &mut held_k);
         std::mem::swap(&mut system.rhs, &mut held_b);
-        let k = Bsr::from_device_bsr(ctx.clone(), pattern.clone(), held_k)?;
-        let b = Vector::from_device_buffer(ctx.clone(), held_b);
+        let (k, b) = (&held_k, &held_b);
         let start = Instant::now();
         match hierarchy.as_mut() {
             Some(h) => {
-                h.update(&k)?;
+                h.update(k)?;
             }
-            None => hierarchy = Some(Hierarchy::setup_external(&k, near_null, amg)?),
+            None => hierarchy = Some(Hierarchy::setup_external(k, near_null, amg)?),
         }
         device.synchronize()?;
         let update_s = start.elapsed().as_secs_f64();
         let h = hierarchy.as_ref().context("no hierarchy")?;
         let start = Instant::now();
         x.fill(0.0)?;
-        let vcycle = h.with_operator(&k)?;
-        let outcome = cg(h.operator(0).unwrap_or(&k), &b, x, &vcycle, cg_params)?;
+        let vcycle = h.with_operator(k)?;
+        let outcome = cg(h.operator(0).unwrap_or(k), b, x, &vcycle, cg_params)?;
         device.synchronize()?;
         let solve_s = start.elapsed().as_secs_f64();
-        spare_b = Some(b.into_device_buffer()?);
-        spare_k = Some(k.into_device_bsr()?);
         Ok(Step {
             system_s,
             update_s,
@@ -301,13 +293,13 @@ fn run_device(
     };
     let cold = iterate(&mut u, &mut x)?;
     let first_norm = cold.free_norm;
-    add_solution(ctx, &x, &mut u)?;
+    ops::axpy(1.0, &x, &mut u)?;
     let mut steps = Vec::new();
     let mut bytes = Vec::new();
     for _ in 0..MEASURED {
         let before = device.transfers();
         let step = iterate(&mut u, &mut x)?;
-        add_solution(ctx, &x, &mut u)?;
+        ops::axpy(1.0, &x, &mut u)?;
         let after = device.transfers();
         bytes.push((
             after.host_to_device - before.host_to_device,
@@ -325,13 +317,6 @@ fn run_device(
         first_norm,
         &bytes,
     ))
-}
-
-/// `u += x` on the device.
-fn add_solution(ctx: &CudaContext, x: &Vector, u: &mut DeviceBuffer<f64>) -> Result<()> {
-    let dx = x.try_clone()?.into_device_buffer()?;
-    gpu::axpy(ctx, 1.0, &dx, u)?;
-    Ok(())
 }
 
 impl std::fmt::Display for NewtonBenchResult {

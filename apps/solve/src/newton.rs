@@ -654,7 +654,7 @@ impl LoadPath<'_> {
     /// every converged step is on disk before the next begins). A failure after cutbacks returns
     /// [`PathFailure`] with the steps so far already delivered.
     ///
-    /// Where `solver` runs on a GPU, the whole Newton loop does ([`IterationSystem::Device`]: the
+    /// Where `solver` runs on a GPU, the whole Newton loop does ([`IterationSystem::device`]: the
     /// problem is uploaded once, an error names what the device does not support): `u` (a host
     /// vector) is uploaded at the start and is overwritten by the download of each converged
     /// displacement before `on_step` sees it; the reactions come down with it.
@@ -1017,7 +1017,7 @@ impl LoadPath<'_> {
                 return Err(StepFailure::MaxIterations(p.max_iterations));
             }
             if watch_energy && constraints_met && !monotone {
-                let pi = ws.system.potential(&problem.discrete, u, load_factor)?;
+                let pi = ws.system.potential(&mut problem.discrete, u, load_factor)?;
                 match &mut best {
                     Some((best_u, best_pi, since)) => {
                         if pi.value < *best_pi - ENERGY_ROUNDOFF * pi.magnitude {
@@ -1220,7 +1220,7 @@ impl LoadPath<'_> {
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
             match ws
                 .system
-                .potential(&problem.discrete, &ws.trial, load_factor)
+                .potential(&mut problem.discrete, &ws.trial, load_factor)
             {
                 Ok(_) => {
                     let note = match (why, alpha < 1.0) {
@@ -1265,14 +1265,14 @@ impl LoadPath<'_> {
                 Some("no descent direction of the energy: full step"),
             );
         }
-        let pi0 = ws.system.potential(&problem.discrete, u, load_factor)?;
+        let pi0 = ws.system.potential(&mut problem.discrete, u, load_factor)?;
         let mut alpha = 1.0;
         for _ in 0..self.newton.max_line_search.max(1) {
             ws.trial.copy_from(u)?;
             ops::axpy(alpha, &ws.du, &mut ws.trial)?;
             let next = match ws
                 .system
-                .potential(&problem.discrete, &ws.trial, load_factor)
+                .potential(&mut problem.discrete, &ws.trial, load_factor)
             {
                 Ok(pi) => {
                     let slack = ENERGY_ROUNDOFF * pi0.magnitude.max(pi.magnitude);

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use linalg::gpu::{CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan, DevicePattern};
+use linalg::{BlockPattern, Bsr};
 
 use super::elements::{check, scatter_node_slots};
 use super::DeviceElements;
@@ -23,6 +24,8 @@ pub struct DeviceAssemblyTimes {
 /// are reused every evaluation. Sums are the host plans' sums in the host's order.
 pub struct DeviceAssembler {
     elements: DeviceElements,
+    /// The host assembler's tangent pattern, and its upload.
+    host_pattern: Arc<BlockPattern>,
     pattern: Arc<DevicePattern>,
     matrix_plan: DeviceCooPlan,
     vector_plan: DeviceCooPlan,
@@ -55,6 +58,7 @@ impl DeviceAssembler {
             residual_slots: ctx.zeros(3 * vector_slots)?,
             slot_of_node: ctx.upload(&slot_of_node)?,
             elements,
+            host_pattern: assembler.pattern().clone(),
             pattern,
             matrix_plan,
             vector_plan,
@@ -83,6 +87,17 @@ impl DeviceAssembler {
             &self.pattern,
             3,
             3,
+        )?)
+    }
+
+    /// A zero tangent as a linalg matrix on the device ([`Self::new_matrix`] on the host
+    /// assembler's pattern, without a copy): what [`super::DeviceProblem`] assembles into and the
+    /// solvers take as it is.
+    pub fn new_tangent(&self) -> Result<Bsr, AssemblyError> {
+        Ok(Bsr::from_device_bsr(
+            self.elements.context().clone(),
+            self.host_pattern.clone(),
+            self.new_matrix()?,
         )?)
     }
 

@@ -21,11 +21,15 @@
 //!   bits.
 //! - [`deformed_rigid_body_modes`]: the AMG's near-null space at `X + u` where `u` lives, the
 //!   host's bits ([`DeviceProblem::rigid_body_modes`]).
-//! - [`DeviceProblem`] / [`DeviceNewtonSystem`]: one Newton iteration's "linearize, eliminate"
-//!   on the device, in the host's calling order, the residual and free norm of line-search trial
-//!   states and the potential energy (cell energies summed exactly on the device
-//!   by `linalg::gpu::sum`, the host's bits); only norms and sums come back. [`DeviceProblem::supports`] says,
-//!   on the host, whether a problem can go up.
+//! - [`DeviceProblem`]: the host [`crate::DiscreteProblem`]'s operations under the same names
+//!   ([`crate::NewtonProblem`] over both) on linalg [`linalg::Vector`]s and a
+//!   [`crate::NewtonSystem`] stored on the device: one Newton iteration's "linearize, eliminate"
+//!   in the host's calling order, the residual and free norm of line-search trial states, the
+//!   potential energy (cell energies summed exactly on the device by `linalg::gpu::sum`, the
+//!   host's bits), the constraints' values, the cells' output fields; only norms and sums come
+//!   back. [`DeviceProblem::supports`] says, on the host, whether a problem can go up. The
+//!   parts below it ([`DeviceAssembler`], [`DeviceConstraints`], ...) work on linalg's bare
+//!   device arrays (`linalg::gpu`), as element loops do.
 //!
 //! Only scalars cross to the host per evaluation (a 4-byte failure flag); a failing cell (inverted
 //! geometry or `J <= 0`) is reported as the host reports it, the first in cell order.
@@ -47,4 +51,4 @@ pub use elements::{compile_element_source, DeviceElements, CELL_FIELDS};
 pub use loads::{body_force_at_points, compile_loads_source, DeviceTractions};
 pub use pressure::DevicePressure;
 pub use rigid_body::{compile_rigid_body_source, deformed_rigid_body_modes};
-pub use system::{DeviceNewtonSystem, DeviceProblem};
+pub use system::DeviceProblem;

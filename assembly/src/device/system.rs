@@ -1,8 +1,12 @@
-//! [`DeviceProblem`] and [`DeviceNewtonSystem`]: the host's [`crate::DiscreteProblem`] /
-//! [`crate::NewtonSystem`] calling order ("linearize, read the residual, eliminate, solve") with
-//! every vector and the tangent on the device. Only scalars come back (norms, the failure flag).
-//! Follower pressures add their residual and (nonsymmetric) load stiffness after the loads, in
-//! the host's order ([`DevicePressure`]).
+//! [`DeviceProblem`]: the host's [`crate::DiscreteProblem`] on a GPU, with the same operations
+//! under the same names and in the same calling order ("linearize, read the residual,
+//! eliminate, solve"; [`crate::NewtonProblem`] over both). Every vector is a linalg [`Vector`]
+//! and the system a [`NewtonSystem`] stored on the device ([`DeviceProblem::zeros`],
+//! [`DeviceProblem::new_system`]); the BLAS-1 steps and the reductions are linalg's typed
+//! operations (`linalg::ops`, [`linalg::Bsr::spmv`]: the same kernels and exact sums as the
+//! host's bits), the element loop, the constraints and the pressures this crate's kernels. Only
+//! scalars come back (norms, the failure flag). Follower pressures add their residual and
+//! (nonsymmetric) load stiffness after the loads, in the host's order ([`DevicePressure`]).
 //!
 //! Loads and constraints on load curves of their own: each [`crate::CurvedLoad`] vector is
 //! uploaded once and combined with its factor (a scalar per load step) in the host's order;
@@ -12,39 +16,41 @@
 
 use std::sync::Arc;
 
+use fem::{CellFields, StrainMeasure};
 use linalg::exact::ExactSum;
-use linalg::gpu::{self, CudaContext, DeviceBsr, DeviceBuffer, Term};
-use linalg::{Layout, LinalgError};
+use linalg::gpu::{self, CudaContext, DeviceBuffer, Term};
+use linalg::{ops, Device, Layout, LinalgError, Vector};
 
 use super::elements::check;
 use super::{DeviceAssembler, DeviceConstraints, DevicePressure};
-use crate::{AssemblyError, DiscreteProblem, Potential};
+use crate::{AssemblyError, DiscreteProblem, NewtonSystem, Potential};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
-/// uploaded once.
+/// uploaded once. Its operations take and give linalg values on its GPU, with its layout.
 pub struct DeviceProblem {
+    device: Device,
     ctx: Arc<CudaContext>,
-    pub assembler: DeviceAssembler,
-    pub constraints: DeviceConstraints,
+    assembler: DeviceAssembler,
+    constraints: DeviceConstraints,
     /// Dead loads at load factor one, node-major.
-    pub external: DeviceBuffer<f64>,
+    external: Vector,
     /// Dead loads on load curves of their own, in [`DiscreteProblem::curved`]'s order.
     curved: Vec<DeviceCurvedLoad>,
     /// Follower pressures, in [`DiscreteProblem::follower`]'s order.
     follower: Vec<DevicePressure>,
     /// Cell energies of the last [`DeviceProblem::potential`].
     energies: DeviceBuffer<f64>,
-    /// On one rank of a distributed run: what its reductions cover (`None`: serial).
+    /// On one rank of a distributed run: what its potential sums (`None`: serial); the vectors'
+    /// reductions follow their layout ([`Self::zeros`]).
     rank: Option<DeviceRankShare>,
 }
 
 /// A rank's share of a distributed problem on its GPU ([`crate::RankPart`] on the device): the
-/// norms, dots and the potential sum the owned entries and the owned cells exactly and add
-/// every rank's exact sums before the one rounding (`ExactSum::allreduce`, as the host's
-/// `linalg::ops` and [`DiscreteProblem::potential`] do): the host rank path's bits, with a few
-/// exact accumulators (552 bytes each) crossing per reduction.
+/// potential sums the owned cells' energies exactly and adds every rank's exact sums before the
+/// one rounding (`ExactSum::allreduce`, as [`DiscreteProblem::potential`] does); the norms and
+/// dots are linalg's over the vectors' layout (the owned entries, then every rank): the host
+/// rank path's bits, with a few exact accumulators (552 bytes each) crossing per reduction.
 struct DeviceRankShare {
-    layout: Arc<Layout>,
     /// The owned cells' indices, ascending.
     owned_cells: DeviceBuffer<u32>,
     /// The owned cells' energies, gathered for their sums.
@@ -58,26 +64,21 @@ struct DeviceRankShare {
 /// A [`crate::CurvedLoad`] on the device: its vector (re-uploaded per load step where `timed`)
 /// and the factor of the current load step.
 struct DeviceCurvedLoad {
-    vector: DeviceBuffer<f64>,
+    vector: Vector,
     factor: f64,
     timed: bool,
 }
 
-/// The device twin of [`crate::NewtonSystem`] (same fields, same meaning).
-pub struct DeviceNewtonSystem {
-    pub residual: DeviceBuffer<f64>,
-    pub tangent: DeviceBsr,
-    pub lift: DeviceBuffer<f64>,
-    pub rhs: DeviceBuffer<f64>,
-    scratch: DeviceBuffer<f64>,
-}
-
-impl DeviceNewtonSystem {
-    /// Whether the state meets the Dirichlet values exactly (`lift` is zero); one scalar down
-    /// (on a rank: its owned entries', then the maximum over the ranks).
-    pub fn constraints_met(&self, problem: &DeviceProblem) -> Result<bool, AssemblyError> {
-        Ok(problem.norm_inf(&self.lift)? == 0.0)
-    }
+/// `values` (a host vector of `layout`'s length) uploaded into a device vector of `layout`: one
+/// upload, no other transfer.
+fn upload_with_layout(
+    device: &Device,
+    layout: &Arc<Layout>,
+    values: &Vector,
+) -> Result<Vector, AssemblyError> {
+    let mut v = Vector::zeros_with_layout(device, layout.clone())?;
+    v.copy_from_host(values.host()?)?;
+    Ok(v)
 }
 
 impl DeviceProblem {
@@ -85,6 +86,12 @@ impl DeviceProblem {
     /// factors, follower pressures) to `ctx`.
     pub fn new(ctx: &Arc<CudaContext>, problem: &DiscreteProblem) -> Result<Self, AssemblyError> {
         Self::supports(problem)?;
+        let device = Device::Cuda(ctx.clone());
+        let n = problem.n_dofs();
+        let layout = match &problem.partition {
+            Some(part) => part.layout.clone(),
+            None => Arc::new(Layout::serial(n)),
+        };
         let assembler = DeviceAssembler::new(ctx, &problem.assembler)?;
         let constraints = DeviceConstraints::new(
             ctx,
@@ -92,12 +99,9 @@ impl DeviceProblem {
             problem.assembler.pattern(),
             problem.assembler.coords(),
         )?;
-        let mut device = Self::from_parts(
-            ctx,
-            assembler,
-            constraints,
-            ctx.upload(problem.external.host()?)?,
-        )?;
+        check("dead loads", n, problem.external.len())?;
+        let external = upload_with_layout(&device, &layout, &problem.external)?;
+        let mut device_problem = Self::from_parts(ctx, assembler, constraints, external)?;
         for f in &problem.follower {
             let pressure = DevicePressure::new(
                 ctx,
@@ -105,21 +109,20 @@ impl DeviceProblem {
                 problem.assembler.coords(),
                 problem.assembler.pattern(),
             )?;
-            device.follower.push(pressure);
+            device_problem.follower.push(pressure);
         }
         if let Some(part) = &problem.partition {
             check(
                 "rank's cells",
-                device.energies.len(),
+                device_problem.energies.len(),
                 part.owned_cells.len(),
             )?;
-            check("rank's unknowns", device.n_dofs(), part.layout.len())?;
+            check("rank's unknowns", n, part.layout.len())?;
             let owned: Vec<u32> = (0..part.owned_cells.len())
                 .filter(|&c| part.owned_cells[c])
                 .map(|c| c as u32)
                 .collect();
-            device.rank = Some(DeviceRankShare {
-                layout: part.layout.clone(),
+            device_problem.rank = Some(DeviceRankShare {
                 owned_energies: ctx.zeros(owned.len())?,
                 owned_cells: ctx.upload(&owned)?,
                 cell_serial_ids: part.cell_serial_ids.clone(),
@@ -127,14 +130,14 @@ impl DeviceProblem {
             });
         }
         for c in &problem.curved {
-            check("curved load", device.n_dofs(), c.vector.len())?;
-            device.curved.push(DeviceCurvedLoad {
-                vector: ctx.upload(c.vector.host()?)?,
+            check("curved load", n, c.vector.len())?;
+            device_problem.curved.push(DeviceCurvedLoad {
+                vector: upload_with_layout(&device, &layout, &c.vector)?,
                 factor: c.factor,
                 timed: c.timed,
             });
         }
-        Ok(device)
+        Ok(device_problem)
     }
 
     /// Takes `problem`'s state at a new load step (after the host's `set_time`: curve factors,
@@ -155,8 +158,7 @@ impl DeviceProblem {
         for (device, host) in self.curved.iter_mut().zip(&problem.curved) {
             device.factor = host.factor;
             if device.timed {
-                self.ctx
-                    .upload_into(host.vector.host()?, &mut device.vector)?;
+                device.vector.copy_from_host(host.vector.host()?)?;
             }
         }
         self.constraints
@@ -187,15 +189,20 @@ impl DeviceProblem {
         Ok(())
     }
 
-    /// From parts already on `ctx` (an assembler, its constraints, dead loads of `3 n_nodes`).
+    /// From parts already on `ctx`: an assembler, its constraints, and dead loads of `3 n_nodes`
+    /// on `ctx` (their layout is the problem's vectors'; serial: no rank share).
     pub fn from_parts(
         ctx: &Arc<CudaContext>,
         mut assembler: DeviceAssembler,
         constraints: DeviceConstraints,
-        external: DeviceBuffer<f64>,
+        external: Vector,
     ) -> Result<Self, AssemblyError> {
+        // on a GPU (linalg's operations check it is this one), one value per coordinate
+        let n = external.device_buffer()?.len();
+        check("dead loads", assembler.elements_ref().coords().len(), n)?;
         let n_cells = assembler.elements().n_cells();
         Ok(Self {
+            device: Device::Cuda(ctx.clone()),
             ctx: ctx.clone(),
             assembler,
             constraints,
@@ -208,26 +215,59 @@ impl DeviceProblem {
     }
 
     /// The rigid-body modes about the deformed positions `X + u` (`u`: the displacement on
-    /// the device, every node's), node-major on the device: the AMG's near-null space of a
-    /// load step, [`crate::rigid_body_modes`] at the host's `X + u` bit for bit
-    /// ([`super::deformed_rigid_body_modes`]; three scalars come down). Serial problems only:
-    /// on a rank the centroid is every rank's, which the host computes.
-    pub fn rigid_body_modes(
-        &self,
-        u: &DeviceBuffer<f64>,
-    ) -> Result<DeviceBuffer<f64>, AssemblyError> {
+    /// the device, every node's), node-major on the device (`18 n_nodes` values, serial layout):
+    /// the AMG's near-null space of a load step, [`crate::rigid_body_modes`] at the host's `X + u`
+    /// bit for bit ([`super::deformed_rigid_body_modes`]; three scalars come down). Serial
+    /// problems only: on a rank the centroid is every rank's, which the host computes.
+    pub fn rigid_body_modes(&self, u: &Vector) -> Result<Vector, AssemblyError> {
         if self.rank.is_some() {
             return Err(AssemblyError::DeviceUnsupported {
                 what: "rigid-body modes of a rank's part on its GPU (the centroid is all ranks')"
                     .into(),
             });
         }
-        super::deformed_rigid_body_modes(&self.ctx, self.assembler.elements_ref().coords(), u)
+        let modes = super::deformed_rigid_body_modes(
+            &self.ctx,
+            self.assembler.elements_ref().coords(),
+            u.device_buffer()?,
+        )?;
+        Ok(Vector::from_device_buffer(self.ctx.clone(), modes))
     }
 
-    /// The device.
+    /// The output fields of every cell at `u`, computed on the device and downloaded (only the
+    /// fields come down; [`super::DeviceElements::download_cell_fields`]).
+    pub fn cell_fields(&mut self, u: &Vector) -> Result<Vec<CellFields>, AssemblyError> {
+        self.assembler
+            .elements()
+            .download_cell_fields(u.device_buffer()?)
+    }
+
+    /// Whether [`Self::cell_strains`] computes the strain `measure` here, the host's values bit
+    /// for bit ([`super::DeviceElements::computes_strain`]).
+    pub fn computes_strain(&self, measure: StrainMeasure) -> bool {
+        self.assembler.elements_ref().computes_strain(measure)
+    }
+
+    /// The strain `measure` of every cell at `u`, computed on the device and downloaded (see
+    /// [`Self::computes_strain`]).
+    pub fn cell_strains(
+        &mut self,
+        u: &Vector,
+        measure: StrainMeasure,
+    ) -> Result<Vec<[f64; 9]>, AssemblyError> {
+        self.assembler
+            .elements()
+            .download_cell_strains(u.device_buffer()?, measure)
+    }
+
+    /// The GPU's handle.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// The device the problem's vectors and system live on.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// Unknowns, constrained ones included.
@@ -235,116 +275,99 @@ impl DeviceProblem {
         self.external.len()
     }
 
-    /// Zeroed buffers of a Newton system on this problem's tangent pattern.
-    pub fn new_system(&self) -> Result<DeviceNewtonSystem, AssemblyError> {
-        let n = self.n_dofs();
-        Ok(DeviceNewtonSystem {
-            residual: self.ctx.zeros(n)?,
-            tangent: self.assembler.new_matrix()?,
-            lift: self.ctx.zeros(n)?,
-            rhs: self.ctx.zeros(n)?,
-            scratch: self.ctx.zeros(n)?,
+    /// Zeros of the unknowns on the device, with the problem's layout (on a rank: its owned
+    /// entries, then the ghosts, so `linalg::ops` reduces over the owned entries and the ranks
+    /// as on the host).
+    pub fn zeros(&self) -> Result<Vector, LinalgError> {
+        Vector::zeros_with_layout(&self.device, self.external.layout().clone())
+    }
+
+    /// A zeroed Newton system on the device, on this problem's tangent pattern (the tangent a
+    /// linalg [`linalg::Bsr`] the solvers take as it is).
+    pub fn new_system(&self) -> Result<NewtonSystem, AssemblyError> {
+        Ok(NewtonSystem {
+            residual: self.zeros()?,
+            tangent: self.assembler.new_tangent()?,
+            lift: self.zeros()?,
+            rhs: self.zeros()?,
+            scratch: self.zeros()?,
         })
     }
 
-    /// `r = r_int(u) - load_factor f_ext - sum_c factor_c f_c` (curved loads).
+    /// [`DiscreteProblem::residual`] on the device: `r = r_int(u) - load_factor f_ext - sum_c
+    /// factor_c f_c` (curved loads), follower pressures added.
     pub fn residual(
         &mut self,
-        u: &DeviceBuffer<f64>,
+        u: &Vector,
         load_factor: f64,
-        r: &mut DeviceBuffer<f64>,
+        r: &mut Vector,
     ) -> Result<(), AssemblyError> {
-        let assembled = self.assembler.residual(u, r);
+        let assembled = self
+            .assembler
+            .residual(u.device_buffer()?, r.device_buffer_mut()?);
         self.agree_on_failure(assembled)?;
         self.subtract_loads(load_factor, r)?;
         for f in &mut self.follower {
-            f.add(u, load_factor, r, None)?;
+            f.add(
+                u.device_buffer()?,
+                load_factor,
+                r.device_buffer_mut()?,
+                None,
+            )?;
         }
         Ok(())
     }
 
     /// `r -= load_factor f_ext`, then `r -= factor_c f_c` per curved load: the host's order.
-    fn subtract_loads(
-        &self,
-        load_factor: f64,
-        r: &mut DeviceBuffer<f64>,
-    ) -> Result<(), AssemblyError> {
-        gpu::axpy(&self.ctx, -load_factor, &self.external, r)?;
+    fn subtract_loads(&self, load_factor: f64, r: &mut Vector) -> Result<(), AssemblyError> {
+        ops::axpy(-load_factor, &self.external, r)?;
         for c in &self.curved {
-            gpu::axpy(&self.ctx, -c.factor, &c.vector, r)?;
+            ops::axpy(-c.factor, &c.vector, r)?;
         }
         Ok(())
     }
 
     /// [`DiscreteProblem::linearize`] on the device: residual, unconstrained tangent and the
-    /// lifting `u_D(load_factor) - u` of the constrained entries.
+    /// lifting `u_D(load_factor) - u` of the constrained entries, in the host's steps.
     pub fn linearize(
         &mut self,
-        u: &DeviceBuffer<f64>,
+        u: &Vector,
         load_factor: f64,
-        system: &mut DeviceNewtonSystem,
+        system: &mut NewtonSystem,
     ) -> Result<(), AssemblyError> {
-        self.linearize_into(
-            u,
-            load_factor,
-            &mut system.residual,
-            &mut system.tangent,
-            &mut system.lift,
-            &mut system.scratch,
-        )
-    }
-
-    /// [`Self::linearize`] into buffers held elsewhere (for a caller that owns the system's
-    /// vectors and tangent in other wrappers); `scratch` is overwritten.
-    pub fn linearize_into(
-        &mut self,
-        u: &DeviceBuffer<f64>,
-        load_factor: f64,
-        residual: &mut DeviceBuffer<f64>,
-        tangent: &mut DeviceBsr,
-        lift: &mut DeviceBuffer<f64>,
-        scratch: &mut DeviceBuffer<f64>,
-    ) -> Result<(), AssemblyError> {
-        let assembled = self.assembler.residual_tangent(u, residual, tangent);
+        let assembled = self.assembler.residual_tangent(
+            u.device_buffer()?,
+            system.residual.device_buffer_mut()?,
+            system.tangent.device_bsr_mut()?,
+        );
         self.agree_on_failure(assembled)?;
-        self.subtract_loads(load_factor, residual)?;
+        self.subtract_loads(load_factor, &mut system.residual)?;
         for f in &mut self.follower {
-            f.add(u, load_factor, residual, Some(&mut *tangent))?;
+            f.add(
+                u.device_buffer()?,
+                load_factor,
+                system.residual.device_buffer_mut()?,
+                Some(system.tangent.device_bsr_mut()?),
+            )?;
         }
-        gpu::fill(&self.ctx, 0.0, lift)?;
-        self.ctx.copy(u, scratch)?;
-        self.constraints.write_prescribed(load_factor, scratch)?;
-        gpu::axpy(&self.ctx, -1.0, u, scratch)?;
-        self.constraints.copy(scratch, lift)?;
-        Ok(())
+        system.lift.fill(0.0)?;
+        system.scratch.copy_from(u)?;
+        self.write_prescribed(load_factor, &mut system.scratch)?;
+        ops::axpy(-1.0, u, &mut system.scratch)?;
+        self.copy_constrained(&system.scratch, &mut system.lift)
     }
 
     /// [`DiscreteProblem::eliminate`] on the device: right-hand side `-r - K lift` (free entries)
     /// and `lift` (constrained ones), constraints eliminated from the tangent; returns the free
     /// part's norm (one scalar down).
-    pub fn eliminate(&self, system: &mut DeviceNewtonSystem) -> Result<f64, AssemblyError> {
-        self.eliminate_into(
-            &system.residual,
-            &mut system.tangent,
-            &system.lift,
-            &mut system.rhs,
-        )
-    }
-
-    /// [`Self::eliminate`] on buffers held elsewhere.
-    pub fn eliminate_into(
-        &self,
-        residual: &DeviceBuffer<f64>,
-        tangent: &mut DeviceBsr,
-        lift: &DeviceBuffer<f64>,
-        rhs: &mut DeviceBuffer<f64>,
-    ) -> Result<f64, AssemblyError> {
-        gpu::spmv(&self.ctx, tangent, 1.0, lift, 0.0, rhs)?;
-        gpu::axpby(&self.ctx, -1.0, residual, -1.0, rhs)?;
-        self.constraints.zero(rhs)?;
-        let free_norm = self.norm2(rhs)?;
-        gpu::axpy(&self.ctx, 1.0, lift, rhs)?;
-        self.constraints.eliminate(tangent)?;
+    pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
+        system.tangent.spmv(&system.lift, &mut system.rhs)?;
+        ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs)?;
+        self.constraints.zero(system.rhs.device_buffer_mut()?)?;
+        let free_norm = ops::norm2(&system.rhs)?;
+        ops::axpy(1.0, &system.lift, &mut system.rhs)?;
+        self.constraints
+            .eliminate(system.tangent.device_bsr_mut()?)?;
         Ok(free_norm)
     }
 
@@ -352,13 +375,10 @@ impl DeviceProblem {
     /// summed exactly and rounded once (the host's sums: its bits whenever the cell energies are
     /// its bits), less the dead loads' work `load_factor f_ext . u` (an exact dot). An inverted
     /// cell is reported as the host reports it. Three scalars and the failure flag come down.
-    pub fn potential(
-        &mut self,
-        u: &DeviceBuffer<f64>,
-        load_factor: f64,
-    ) -> Result<Potential, AssemblyError> {
-        self.assembler.elements().energies(u, &mut self.energies)?;
-        let checked = self.assembler.elements().check_failure(u);
+    pub fn potential(&mut self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
+        let ud = u.device_buffer()?;
+        self.assembler.elements().energies(ud, &mut self.energies)?;
+        let checked = self.assembler.elements().check_failure(ud);
         self.agree_on_failure(checked)?;
         // exact sums, as the host's: the same bits when the cell energies are
         let (internal, magnitude) = match &mut self.rank {
@@ -381,14 +401,14 @@ impl DeviceProblem {
                     gpu::sum_exact_prefix(&self.ctx, e, Term::Value, n)?,
                     gpu::sum_exact_prefix(&self.ctx, e, Term::Magnitude, n)?,
                 ];
-                ExactSum::allreduce(&**share.layout.comm(), &mut sums)
+                ExactSum::allreduce(&**self.external.layout().comm(), &mut sums)
                     .map_err(LinalgError::from)?;
                 (sums[0].value(), sums[1].value())
             }
         };
-        let mut external = load_factor * self.dot(&self.external, u)?;
+        let mut external = load_factor * ops::dot(&self.external, u)?;
         for c in &self.curved {
-            external += c.factor * self.dot(&c.vector, u)?;
+            external += c.factor * ops::dot(&c.vector, u)?;
         }
         Ok(Potential {
             value: internal - external,
@@ -397,49 +417,23 @@ impl DeviceProblem {
     }
 
     /// Norm of `r` restricted to the free entries (`scratch` is overwritten).
-    pub fn free_norm(
-        &self,
-        r: &DeviceBuffer<f64>,
-        scratch: &mut DeviceBuffer<f64>,
-    ) -> Result<f64, AssemblyError> {
-        self.ctx.copy(r, scratch)?;
-        self.constraints.zero(scratch)?;
-        self.norm2(scratch)
+    pub fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> Result<f64, AssemblyError> {
+        scratch.copy_from(r)?;
+        self.constraints.zero(scratch.device_buffer_mut()?)?;
+        Ok(ops::norm2(scratch)?)
     }
 
-    /// `x . y` over every entry, or on a rank over its owned entries and every rank (an exact
-    /// sum rounded once: the host's `linalg::ops::dot` bits either way).
-    pub fn dot(&self, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
-        let Some(share) = &self.rank else {
-            return Ok(gpu::dot(&self.ctx, x, y)?);
-        };
-        let mut sum = [gpu::dot_exact_prefix(
-            &self.ctx,
-            x,
-            y,
-            share.layout.owned(),
-        )?];
-        ExactSum::allreduce(&**share.layout.comm(), &mut sum).map_err(LinalgError::from)?;
-        Ok(sum[0].value())
+    /// Copies the constrained entries of `from` into `to` (free entries of `to` untouched).
+    pub fn copy_constrained(&self, from: &Vector, to: &mut Vector) -> Result<(), AssemblyError> {
+        self.constraints
+            .copy(from.device_buffer()?, to.device_buffer_mut()?)
     }
 
-    /// `sqrt(x . x)` as [`Self::dot`].
-    pub fn norm2(&self, x: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
-        Ok(self.dot(x, x)?.sqrt())
-    }
-
-    /// `max |x_i|` over every entry, or on a rank over its owned entries and every rank.
-    pub fn norm_inf(&self, x: &DeviceBuffer<f64>) -> Result<f64, AssemblyError> {
-        let Some(share) = &self.rank else {
-            return Ok(gpu::norm_inf(&self.ctx, x, x.len())?);
-        };
-        let mut max = [gpu::norm_inf(&self.ctx, x, share.layout.owned())?];
-        share
-            .layout
-            .comm()
-            .allreduce_max(&mut max)
-            .map_err(LinalgError::from)?;
-        Ok(max[0])
+    /// Writes the prescribed values at `load_factor` into `u`'s constrained entries
+    /// ([`DeviceConstraints::write_prescribed`]: only the twists' rotations go up).
+    pub fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {
+        self.constraints
+            .write_prescribed(load_factor, u.device_buffer_mut()?)
     }
 
     /// On a rank: [`crate::error::agree_on_serial_element_failure`] (collective: the serial
@@ -448,7 +442,7 @@ impl DeviceProblem {
     fn agree_on_failure<T>(&self, local: Result<T, AssemblyError>) -> Result<T, AssemblyError> {
         match &self.rank {
             Some(share) => crate::error::agree_on_serial_element_failure(
-                &**share.layout.comm(),
+                &**self.external.layout().comm(),
                 &share.cell_serial_ids,
                 share.cell_tags.as_ref(),
                 local,
@@ -460,6 +454,6 @@ impl DeviceProblem {
     /// On one rank of a distributed run: the layout of its vectors (owned entries, then
     /// ghosts); `None` for a serial problem.
     pub fn rank_layout(&self) -> Option<&Arc<Layout>> {
-        self.rank.as_ref().map(|r| &r.layout)
+        self.rank.as_ref().map(|_| self.external.layout())
     }
 }

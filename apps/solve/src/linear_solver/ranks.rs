@@ -19,7 +19,7 @@
 //! to the host. The same operations in the same order as on the host: the host's bits.
 //!
 //! Where the Newton loop runs on the rank's GPU too (a device tangent `k`, device vectors `b`
-//! and `x`: `solve::newton_system::IterationSystem::Device` over the rank's part), nothing of
+//! and `x`: `solve::newton_system::IterationSystem::device` over the rank's part), nothing of
 //! the tangent crosses: its owned rows are gathered into the device operator on the GPU
 //! (`DistBsr::set_from_local`, a plan uploaded once), the right-hand side's owned entries
 //! copied there, and the correction written back with its ghosts filled through the device
