@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use assembly::{AssemblyError, CellMaterials};
 use config::{Config, OutputField};
-use fem::{ElementKernel, Formulation, StrainMeasure};
+use fem::{ElementKernel, FemError, Formulation, Material, StrainMeasure};
 use linalg::Vector;
 use mesh::HexMesh;
 use rayon::prelude::*;
@@ -80,9 +80,10 @@ pub(crate) fn cell_strains_of(
         .collect()
 }
 
-/// The strains of a state computed away from the problem, on the output writer's thread from
-/// the state's displacement (one process): the materials and element kernels of the problem's
-/// element loop over the writer's copy of the mesh, whose cells and nodes the loop's are.
+/// The strains (and the first state's cell fields) of a state computed away from the problem, on
+/// the output writer's thread from the state's displacement (one process): the materials and
+/// element kernels of the problem's element loop over the writer's copy of the mesh, whose cells
+/// and nodes the loop's are.
 pub(crate) struct StrainCells {
     mesh: Arc<HexMesh>,
     materials: CellMaterials,
@@ -114,6 +115,33 @@ impl StrainCells {
         let Some(measure) = field.strain_measure() else {
             fail!("{} is not a strain field", field.name());
         };
+        self.map_cells(u, |kernel, xe, ue, material| {
+            kernel.cell_strain(xe, ue, material, measure)
+        })
+    }
+
+    /// The element loop's output fields of every cell at the displacement `u` (per node), in
+    /// parallel: those of the problem's element loop (`map_cells` with the cell's kernel's
+    /// `cell_fields`) bit for bit, and its error (the first failing cell's) where one fails.
+    pub(crate) fn fields(&self, u: &[[f64; 3]]) -> Result<Vec<fem::CellFields>> {
+        self.map_cells(u, |kernel, xe, ue, material| {
+            kernel.cell_fields(xe, ue, material)
+        })
+    }
+
+    /// `f` of every cell's kernel, coordinates, displacements and material, in cell order; an
+    /// error is the first failing cell's in cell order (as the element loop's `map_cells`).
+    fn map_cells<T: Send>(
+        &self,
+        u: &[[f64; 3]],
+        f: impl Fn(
+                &ElementKernel,
+                &[[f64; 3]],
+                &[[f64; 3]],
+                &Material,
+            ) -> std::result::Result<T, FemError>
+            + Sync,
+    ) -> Result<Vec<T>> {
         let mesh = &*self.mesh;
         let npc = mesh.nodes_per_cell();
         if u.len() != mesh.n_nodes() || npc > MAX_NODES {
@@ -123,27 +151,34 @@ impl StrainCells {
                 mesh.n_nodes()
             );
         }
-        let strains = (0..mesh.n_cells())
-            .into_par_iter()
-            .map(|c| {
-                let nodes = mesh.cell_nodes(c);
-                let (mut xe, mut ue) = ([[0.0; 3]; MAX_NODES], [[0.0; 3]; MAX_NODES]);
-                for (k, &n) in nodes.iter().enumerate() {
-                    xe[k] = mesh.coords[n];
-                    ue[k] = u[n];
-                }
-                let kernel = match (self.materials.formulation_of(c), &self.projected) {
-                    (Formulation::Projected, Some(projected)) => projected,
-                    _ => &self.kernel,
-                };
-                kernel
-                    .cell_strain(&xe[..npc], &ue[..npc], self.materials.of(c), measure)
-                    .map_err(|source| {
-                        AssemblyError::element_failure(mesh.cell_tags.as_ref(), c, source)
-                    })
+        let cell = |c: usize| {
+            let nodes = mesh.cell_nodes(c);
+            let (mut xe, mut ue) = ([[0.0; 3]; MAX_NODES], [[0.0; 3]; MAX_NODES]);
+            for (k, &n) in nodes.iter().enumerate() {
+                xe[k] = mesh.coords[n];
+                ue[k] = u[n];
+            }
+            let kernel = match (self.materials.formulation_of(c), &self.projected) {
+                (Formulation::Projected, Some(projected)) => projected,
+                _ => &self.kernel,
+            };
+            f(kernel, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
+                AssemblyError::element_failure(mesh.cell_tags.as_ref(), c, source)
             })
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(strains)
+        };
+        // rayon returns any failing cell's error: the first one is looked for after a failure
+        let values = (0..mesh.n_cells())
+            .into_par_iter()
+            .map(cell)
+            .collect::<std::result::Result<Vec<T>, AssemblyError>>()
+            .map_err(|any| {
+                (0..mesh.n_cells())
+                    .into_par_iter()
+                    .find_first(|&c| cell(c).is_err())
+                    .and_then(|c| cell(c).err())
+                    .unwrap_or(any)
+            })?;
+        Ok(values)
     }
 }
 
