@@ -231,6 +231,43 @@ mod tests {
         (config, problem, Vector::from_vec(u))
     }
 
+    /// The first state's outputs left to the writer ([`crate::run::CellOutputs::fields_later`]),
+    /// computed there over its copy of the mesh, are the element loop's bit for bit; where a
+    /// cell fails (inverted neo-Hookean cells), the error is the element loop's (its first
+    /// failing cell's).
+    #[test]
+    fn the_writers_cell_fields_are_the_element_loops_bit_for_bit() {
+        let (config, problem, u) = block();
+        let cells = StrainCells::of(&problem, Arc::new(problem.mesh.clone())).unwrap();
+        let nodal = |u: &Vector| u.host().unwrap().as_chunks::<3>().0.to_vec();
+        let mut later = crate::run::CellOutputs::fields_later(&config);
+        later.add_later(&cells, &nodal(&u)).unwrap();
+        let now = crate::run::CellOutputs::compute(&problem, &u, &config, false).unwrap();
+        // Debug prints each f64 exactly (shortest round trip, the sign of zero)
+        assert_eq!(format!("{later:?}"), format!("{now:?}"));
+        assert!(!later.fields_later && later.later.is_empty());
+
+        let text = "mesh:\n  box: { cells: [3, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }\n\
+            materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+            boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n";
+        let config = config::load_str(text, std::path::Path::new("neo.yaml"), &[]).unwrap();
+        let problem = crate::locate::build_problem(&config).unwrap();
+        // the nodes at x = 1 pushed back past x = 0: the last column of cells inverts
+        let u: Vec<f64> = problem
+            .mesh
+            .coords
+            .iter()
+            .flat_map(|x| [if x[0] > 0.9 { -1.5 } else { 0.0 }, 0.0, 0.0])
+            .collect();
+        let u = Vector::from_vec(u);
+        let cells = StrainCells::of(&problem, Arc::new(problem.mesh.clone())).unwrap();
+        let mut later = crate::run::CellOutputs::fields_later(&config);
+        let writer = later.add_later(&cells, &nodal(&u)).unwrap_err();
+        let host = crate::run::CellOutputs::compute(&problem, &u, &config, false).unwrap_err();
+        assert_eq!(format!("{writer:#}"), format!("{host:#}"));
+        assert!(format!("{host:#}").contains("cell 2"), "{host:#}");
+    }
+
     /// A measure the device computed is taken as it is (here a stand-in), the others computed on
     /// the host, in `output.fields` order; a count of cells that is not the mesh's is an error.
     #[test]

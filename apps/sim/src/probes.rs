@@ -878,6 +878,7 @@ mod tests {
                 .map(|(k, &f)| (f, (0..n).map(|c| tensor(c, 0.7 + k as f64)).collect()))
                 .collect(),
             later: Vec::new(),
+            fields_later: false,
         };
         let width = crate::run::CellOutputs::WIDTH + 9 * strains.len();
         let cell_fields = [

@@ -1558,6 +1558,66 @@ mod tests {
         assert!(length(&[f64::NAN, 0.0, 0.0]).is_nan());
     }
 
+    /// A write that fails at any of a small run's write positions (the summary, the results
+    /// file created and its mesh written on the writer's thread, the first state left to the
+    /// writer, the steps) fails the run with that error: no panic, no hang; the runs whose
+    /// summary can still be written record the failure there.
+    #[test]
+    fn a_write_failing_at_any_position_fails_the_run_cleanly() {
+        let dir = std::env::temp_dir().join(format!("sim-run-faults-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("block.yaml");
+        std::fs::write(
+            &input,
+            "mesh:\n  box: { cells: [2, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }\n\
+             materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+             boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n\
+             \x20 traction:\n    - { set: zmax, value: [0.0, 0.0, 1.0] }\n\
+             loading: { steps: 2 }\n",
+        )
+        .unwrap();
+        let comm: Arc<dyn Comm> = Arc::new(comm::SelfComm);
+        let out = dir.join("out");
+        let options = |faults| {
+            RunOptions::new(&input)
+                .with_output_dir(&out)
+                .with_overwrite(true)
+                .with_faults(faults)
+        };
+        let counting = Faults::counting();
+        run(&comm, &options(counting.clone()), &crate::observer::Quiet).unwrap();
+        let positions = counting.writes();
+        assert!(positions > 5, "{positions} write positions");
+        let mut summaries_failed = 0;
+        let mut completed = Vec::new();
+        for at in 0..positions {
+            let faults = Faults::stop_at(at, false, io::FaultAction::Fail);
+            let outcome = run(&comm, &options(faults), &crate::observer::Quiet);
+            let Err(error) = outcome else {
+                completed.push(at);
+                continue;
+            };
+            let text = format!("{error:#}");
+            assert!(
+                text.contains("injected fault"),
+                "a fault at write {at}: {text}"
+            );
+            let summary = io::Summary::read(&out.join("block.summary.json"));
+            if matches!(summary.map(|s| s.status), Ok(RunStatus::Failed { .. })) {
+                summaries_failed += 1;
+            }
+        }
+        assert!(summaries_failed > 0);
+        // but the last two writes, at the run's end after the results file is finished (a
+        // failure there is not the run's: as before the file moved to the writer's thread)
+        assert!(
+            completed.iter().all(|&at| at + 2 >= positions),
+            "completed despite a fault at {completed:?} of {positions}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn von_mises_of_uniaxial_tension_and_pure_shear() {
         let uniaxial = [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
