@@ -96,8 +96,11 @@ impl StrainCells {
     /// (then the strains stay with the problem).
     pub(crate) fn of(problem: &Problem, mesh: Arc<HexMesh>) -> Option<Self> {
         let assembler = &problem.discrete.assembler;
-        let same = assembler.cells() == mesh.cells.as_slice()
-            && assembler.coords() == mesh.coords.as_slice();
+        // compared in parallel (once per run; the whole connectivity and coordinates)
+        fn equal<T: PartialEq + Sync>(a: &[T], b: &[T]) -> bool {
+            a.len() == b.len() && a.par_iter().zip(b).all(|(x, y)| x == y)
+        }
+        let same = equal(assembler.cells(), &mesh.cells) && equal(assembler.coords(), &mesh.coords);
         same.then(|| StrainCells {
             materials: assembler.materials().clone(),
             kernel: assembler.kernel().clone(),
