@@ -68,6 +68,20 @@ pub struct StateFigures {
     pub reaction_totals: BTreeMap<String, ReactionTotal>,
     /// The probe values in column order.
     pub probes: Vec<f64>,
+    /// Where the state's cell fields are computed by the output writer (one process, the first
+    /// state): the total strain energy, set once the state is written (`strain_energy` is then
+    /// 0 and no probe reads it).
+    pub strain_energy_later: Option<std::sync::Arc<std::sync::OnceLock<f64>>>,
+}
+
+impl StateFigures {
+    /// The total strain energy of the written state (the writer's where it computed it).
+    pub fn written_strain_energy(&self) -> f64 {
+        self.strain_energy_later
+            .as_ref()
+            .and_then(|energy| energy.get().copied())
+            .unwrap_or(self.strain_energy)
+    }
 }
 
 /// Adds a state's sums on rank 0, node after node in serial order (as the serial run sums).
@@ -175,6 +189,7 @@ impl Accumulator<'_> {
             })
             .collect();
         Ok(StateFigures {
+            strain_energy_later: None,
             strain_energy: self.strain_energy,
             max_displacement: self.max_displacement,
             // the constrained sets only (a free set's reaction is zero or meaningless)

@@ -19,6 +19,7 @@ use comm::Comm;
 use config::Config;
 use io::{MeshInfo, RanksInfo, RunStatus, StepRecord, SummaryWriter};
 use linalg::Vector;
+use rayon::prelude::*;
 use solve::linear_solver::{Choice, LinearSolver};
 use solve::newton::{LoadPath, PathState};
 use solve::params::{LoadingParams, NewtonParams};
@@ -102,6 +103,13 @@ pub(crate) trait Layout {
 
     /// Collective: whose inverted cells a step's plausibility warnings name.
     fn inverted_cells(&self, cells: &CellOutputs) -> Result<InvertedScope>;
+
+    /// The outputs of the cells of the first state `u` (the undeformed state, or the one a
+    /// restart continues from): [`CellOutputs::compute`] here, or, where the layout's writer
+    /// can and no probe reads them, left to the writer ([`CellOutputs::fields_later`]).
+    fn first_cells(&self, problem: &Problem, u: &Vector, config: &Config) -> Result<CellOutputs> {
+        CellOutputs::compute(problem, u, config, self.defers_strains())
+    }
 
     /// Whether a converged step's strains that no probe reads are left to the output writer
     /// ([`CellOutputs::later`]: one process; on ranks they travel in the cells' records).
@@ -249,7 +257,7 @@ pub(crate) fn drive(
     // the states handed to the output whose records wait for their write (at most one)
     let mut pending: Option<Pending> = None;
     let defer = layout.defers_strains();
-    let first = agreed(comm, CellOutputs::compute(problem, &u, config, defer))
+    let first = agreed(comm, layout.first_cells(problem, &u, config))
         .and_then(|cells| {
             let state =
                 layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
@@ -522,7 +530,7 @@ impl Records {
     fn take(&mut self, columns: &[String], state: &StateFigures, stamp: StepStamp) -> Result<()> {
         let figures = &mut self.figures;
         figures.load_factor = stamp.load_factor;
-        figures.strain_energy = state.strain_energy;
+        figures.strain_energy = state.written_strain_energy();
         figures.max_displacement = state.max_displacement;
         figures.reactions = state.reactions.clone();
         figures.probes = columns.iter().cloned().zip(state.probes.clone()).collect();
@@ -568,15 +576,18 @@ fn create_summary(
 /// Collective: the whole body's size (the diagonal of its bounding box), for the plausibility
 /// warnings; `coords` are this rank's nodes.
 fn body_size(comm: &dyn Comm, coords: &[[f64; 3]]) -> Result<f64> {
-    let (lo, hi) = coords.iter().fold(
-        ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
-        |(lo, hi), x| {
-            (
-                std::array::from_fn(|d| lo[d].min(x[d])),
-                std::array::from_fn(|d| hi[d].max(x[d])),
-            )
-        },
-    );
+    // in parallel: the least and largest coordinates are the same in any order
+    let empty = || ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    let join = |(lo, hi): ([f64; 3], [f64; 3]), (a, b): ([f64; 3], [f64; 3])| {
+        (
+            std::array::from_fn(|d| lo[d].min(a[d])),
+            std::array::from_fn(|d| hi[d].max(b[d])),
+        )
+    };
+    let (lo, hi) = coords
+        .par_iter()
+        .fold(empty, |bounds, x| join(bounds, (*x, *x)))
+        .reduce(empty, join);
     let mut extent = [-lo[0], -lo[1], -lo[2], hi[0], hi[1], hi[2]];
     comm.allreduce_max(&mut extent)?;
     Ok(crate::run::length(&std::array::from_fn(|d| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use assembly::{AssemblyError, CellMaterials};
 use config::{Config, OutputField};
-use fem::{ElementKernel, Formulation, StrainMeasure};
+use fem::{ElementKernel, FemError, Formulation, Material, StrainMeasure};
 use linalg::Vector;
 use mesh::HexMesh;
 use rayon::prelude::*;
@@ -80,9 +80,10 @@ pub(crate) fn cell_strains_of(
         .collect()
 }
 
-/// The strains of a state computed away from the problem, on the output writer's thread from
-/// the state's displacement (one process): the materials and element kernels of the problem's
-/// element loop over the writer's copy of the mesh, whose cells and nodes the loop's are.
+/// The strains (and the first state's cell fields) of a state computed away from the problem, on
+/// the output writer's thread from the state's displacement (one process): the materials and
+/// element kernels of the problem's element loop over the writer's copy of the mesh, whose cells
+/// and nodes the loop's are.
 pub(crate) struct StrainCells {
     mesh: Arc<HexMesh>,
     materials: CellMaterials,
@@ -95,8 +96,11 @@ impl StrainCells {
     /// (then the strains stay with the problem).
     pub(crate) fn of(problem: &Problem, mesh: Arc<HexMesh>) -> Option<Self> {
         let assembler = &problem.discrete.assembler;
-        let same = assembler.cells() == mesh.cells.as_slice()
-            && assembler.coords() == mesh.coords.as_slice();
+        // compared in parallel (once per run; the whole connectivity and coordinates)
+        fn equal<T: PartialEq + Sync>(a: &[T], b: &[T]) -> bool {
+            a.len() == b.len() && a.par_iter().zip(b).all(|(x, y)| x == y)
+        }
+        let same = equal(assembler.cells(), &mesh.cells) && equal(assembler.coords(), &mesh.coords);
         same.then(|| StrainCells {
             materials: assembler.materials().clone(),
             kernel: assembler.kernel().clone(),
@@ -114,6 +118,33 @@ impl StrainCells {
         let Some(measure) = field.strain_measure() else {
             fail!("{} is not a strain field", field.name());
         };
+        self.map_cells(u, |kernel, xe, ue, material| {
+            kernel.cell_strain(xe, ue, material, measure)
+        })
+    }
+
+    /// The element loop's output fields of every cell at the displacement `u` (per node), in
+    /// parallel: those of the problem's element loop (`map_cells` with the cell's kernel's
+    /// `cell_fields`) bit for bit, and its error (the first failing cell's) where one fails.
+    pub(crate) fn fields(&self, u: &[[f64; 3]]) -> Result<Vec<fem::CellFields>> {
+        self.map_cells(u, |kernel, xe, ue, material| {
+            kernel.cell_fields(xe, ue, material)
+        })
+    }
+
+    /// `f` of every cell's kernel, coordinates, displacements and material, in cell order; an
+    /// error is the first failing cell's in cell order (as the element loop's `map_cells`).
+    fn map_cells<T: Send>(
+        &self,
+        u: &[[f64; 3]],
+        f: impl Fn(
+                &ElementKernel,
+                &[[f64; 3]],
+                &[[f64; 3]],
+                &Material,
+            ) -> std::result::Result<T, FemError>
+            + Sync,
+    ) -> Result<Vec<T>> {
         let mesh = &*self.mesh;
         let npc = mesh.nodes_per_cell();
         if u.len() != mesh.n_nodes() || npc > MAX_NODES {
@@ -123,27 +154,34 @@ impl StrainCells {
                 mesh.n_nodes()
             );
         }
-        let strains = (0..mesh.n_cells())
-            .into_par_iter()
-            .map(|c| {
-                let nodes = mesh.cell_nodes(c);
-                let (mut xe, mut ue) = ([[0.0; 3]; MAX_NODES], [[0.0; 3]; MAX_NODES]);
-                for (k, &n) in nodes.iter().enumerate() {
-                    xe[k] = mesh.coords[n];
-                    ue[k] = u[n];
-                }
-                let kernel = match (self.materials.formulation_of(c), &self.projected) {
-                    (Formulation::Projected, Some(projected)) => projected,
-                    _ => &self.kernel,
-                };
-                kernel
-                    .cell_strain(&xe[..npc], &ue[..npc], self.materials.of(c), measure)
-                    .map_err(|source| {
-                        AssemblyError::element_failure(mesh.cell_tags.as_ref(), c, source)
-                    })
+        let cell = |c: usize| {
+            let nodes = mesh.cell_nodes(c);
+            let (mut xe, mut ue) = ([[0.0; 3]; MAX_NODES], [[0.0; 3]; MAX_NODES]);
+            for (k, &n) in nodes.iter().enumerate() {
+                xe[k] = mesh.coords[n];
+                ue[k] = u[n];
+            }
+            let kernel = match (self.materials.formulation_of(c), &self.projected) {
+                (Formulation::Projected, Some(projected)) => projected,
+                _ => &self.kernel,
+            };
+            f(kernel, &xe[..npc], &ue[..npc], self.materials.of(c)).map_err(|source| {
+                AssemblyError::element_failure(mesh.cell_tags.as_ref(), c, source)
             })
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(strains)
+        };
+        // rayon returns any failing cell's error: the first one is looked for after a failure
+        let values = (0..mesh.n_cells())
+            .into_par_iter()
+            .map(cell)
+            .collect::<std::result::Result<Vec<T>, AssemblyError>>()
+            .map_err(|any| {
+                (0..mesh.n_cells())
+                    .into_par_iter()
+                    .find_first(|&c| cell(c).is_err())
+                    .and_then(|c| cell(c).err())
+                    .unwrap_or(any)
+            })?;
+        Ok(values)
     }
 }
 
@@ -194,6 +232,43 @@ mod tests {
             .flat_map(|x| [0.1 * x[2] + 0.05 * x[0], -0.02 * x[1], 0.03 * x[0] * x[2]])
             .collect();
         (config, problem, Vector::from_vec(u))
+    }
+
+    /// The first state's outputs left to the writer ([`crate::run::CellOutputs::fields_later`]),
+    /// computed there over its copy of the mesh, are the element loop's bit for bit; where a
+    /// cell fails (inverted neo-Hookean cells), the error is the element loop's (its first
+    /// failing cell's).
+    #[test]
+    fn the_writers_cell_fields_are_the_element_loops_bit_for_bit() {
+        let (config, problem, u) = block();
+        let cells = StrainCells::of(&problem, Arc::new(problem.mesh.clone())).unwrap();
+        let nodal = |u: &Vector| u.host().unwrap().as_chunks::<3>().0.to_vec();
+        let mut later = crate::run::CellOutputs::fields_later(&config);
+        later.add_later(&cells, &nodal(&u)).unwrap();
+        let now = crate::run::CellOutputs::compute(&problem, &u, &config, false).unwrap();
+        // Debug prints each f64 exactly (shortest round trip, the sign of zero)
+        assert_eq!(format!("{later:?}"), format!("{now:?}"));
+        assert!(!later.fields_later && later.later.is_empty());
+
+        let text = "mesh:\n  box: { cells: [3, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }\n\
+            materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+            boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n";
+        let config = config::load_str(text, std::path::Path::new("neo.yaml"), &[]).unwrap();
+        let problem = crate::locate::build_problem(&config).unwrap();
+        // the nodes at x = 1 pushed back past x = 0: the last column of cells inverts
+        let u: Vec<f64> = problem
+            .mesh
+            .coords
+            .iter()
+            .flat_map(|x| [if x[0] > 0.9 { -1.5 } else { 0.0 }, 0.0, 0.0])
+            .collect();
+        let u = Vector::from_vec(u);
+        let cells = StrainCells::of(&problem, Arc::new(problem.mesh.clone())).unwrap();
+        let mut later = crate::run::CellOutputs::fields_later(&config);
+        let writer = later.add_later(&cells, &nodal(&u)).unwrap_err();
+        let host = crate::run::CellOutputs::compute(&problem, &u, &config, false).unwrap_err();
+        assert_eq!(format!("{writer:#}"), format!("{host:#}"));
+        assert!(format!("{host:#}").contains("cell 2"), "{host:#}");
     }
 
     /// A measure the device computed is taken as it is (here a stand-in), the others computed on

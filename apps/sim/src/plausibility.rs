@@ -3,6 +3,8 @@
 //! model, a strain scale far outside small strains or an inverted cell is a warning in the step
 //! line and the step record, since that model accepts both silently.
 
+use rayon::prelude::*;
+
 use crate::error::fail;
 use crate::Result;
 
@@ -40,7 +42,12 @@ pub fn check(state: &StateFigures) -> Result<Vec<String>> {
     let names: Vec<&str> = state.fields.iter().map(|(name, _)| *name).collect();
     let finiteness = Finiteness::of(state, 0u64..);
     finiteness.refuse(state.step, state.size, &names)?;
-    let inverted = InvertedCells::of((0u64..).zip(state.jacobian.iter().copied()));
+    // the scan in order only where some cell is inverted (found in parallel)
+    let inverted = if state.jacobian.par_iter().any(|&j| j <= 0.0) {
+        InvertedCells::of((0u64..).zip(state.jacobian.iter().copied()))
+    } else {
+        None
+    };
     Ok(warnings(
         state.linear,
         state.max_displacement,
@@ -69,25 +76,35 @@ impl Finiteness {
     /// the cells given there are looked at).
     pub fn of(state: &StateFigures, serial: impl IntoIterator<Item = u64> + Clone) -> Self {
         let cells = state.jacobian.len();
-        let first = state
-            .fields
-            .iter()
-            .enumerate()
-            .find_map(|(f, (_, values))| {
-                let per_cell = (values.len() / cells.max(1)).max(1);
-                serial
-                    .clone()
-                    .into_iter()
+        // the values looked at are finite (checked in parallel): no first one to look for
+        let finite = state.fields.par_iter().all(|(_, values)| {
+            let per_cell = (values.len() / cells.max(1)).max(1);
+            let looked_at = &values[..values.len().min(cells * per_cell)];
+            looked_at.par_iter().all(|v| v.is_finite())
+        });
+        let first = (!finite)
+            .then(|| {
+                state
+                    .fields
+                    .iter()
                     .enumerate()
-                    .take(cells)
-                    .filter_map(|(c, id)| {
-                        let cell = values.get(c * per_cell..(c + 1) * per_cell)?;
-                        let bad = cell.iter().find(|v| !v.is_finite())?;
-                        Some((id, *bad))
+                    .find_map(|(f, (_, values))| {
+                        let per_cell = (values.len() / cells.max(1)).max(1);
+                        serial
+                            .clone()
+                            .into_iter()
+                            .enumerate()
+                            .take(cells)
+                            .filter_map(|(c, id)| {
+                                let cell = values.get(c * per_cell..(c + 1) * per_cell)?;
+                                let bad = cell.iter().find(|v| !v.is_finite())?;
+                                Some((id, *bad))
+                            })
+                            .min_by_key(|&(id, _)| id)
+                            .map(|(id, value)| (f, id, value))
                     })
-                    .min_by_key(|&(id, _)| id)
-                    .map(|(id, value)| (f, id, value))
-            });
+            })
+            .flatten();
         Finiteness {
             max_displacement: state.max_displacement,
             strain_energy: state.strain_energy,

@@ -122,6 +122,21 @@ impl Probes {
         &self.columns
     }
 
+    /// Whether a probe reads a cell output (a cell field or a statistic of one).
+    fn reads_fields(&self) -> bool {
+        self.point_fields
+            .iter()
+            .any(|(_, f)| f != &[OutputField::Displacement])
+            || self.set_fields.iter().any(|f| !f.is_empty())
+            || self.globals.iter().any(|g| cell_global(*g).is_some())
+    }
+
+    /// Whether a probe reads what the cells' outputs give: a cell field (or a statistic of
+    /// one) or the total strain energy.
+    pub(crate) fn reads_cells(&self) -> bool {
+        self.reads_fields() || self.globals.contains(&GlobalProbe::StrainEnergy)
+    }
+
     /// Whether there are no probes.
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()
@@ -130,13 +145,7 @@ impl Probes {
     /// The probe values of a state on the mesh the probes were resolved on (`mesh`: for the
     /// nodal fields of set probes).
     pub fn evaluate(&self, mesh: &HexMesh, state: &ProbeState) -> Result<Vec<f64>> {
-        let reads_fields = self
-            .point_fields
-            .iter()
-            .any(|(_, f)| f != &[OutputField::Displacement])
-            || self.set_fields.iter().any(|f| !f.is_empty())
-            || self.globals.iter().any(|g| cell_global(*g).is_some());
-        if !reads_fields {
+        if !self.reads_fields() {
             return Ok(self.evaluate_displacements(&mesh.coords, state));
         }
         let cells = state
@@ -869,6 +878,7 @@ mod tests {
                 .map(|(k, &f)| (f, (0..n).map(|c| tensor(c, 0.7 + k as f64)).collect()))
                 .collect(),
             later: Vec::new(),
+            fields_later: false,
         };
         let width = crate::run::CellOutputs::WIDTH + 9 * strains.len();
         let cell_fields = [

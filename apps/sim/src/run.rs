@@ -482,6 +482,14 @@ struct OneProcess<'w> {
 }
 
 impl OneProcess<'_> {
+    /// The output writer's copy of the problem's mesh `mesh`, made once (in parallel).
+    fn output_mesh(&mut self, mesh: &HexMesh) -> Arc<HexMesh> {
+        Arc::clone(
+            self.output_mesh
+                .get_or_insert_with(|| Arc::new(parallel_clone(mesh))),
+        )
+    }
+
     /// The writer's [`StrainCells`] over its copy of the mesh `mesh`, made once.
     fn strain_cells(&mut self, problem: &Problem, mesh: &Arc<HexMesh>) -> Option<Arc<StrainCells>> {
         self.strain_cells
@@ -557,8 +565,19 @@ impl Layout for OneProcess<'_> {
         problem: &Problem,
         case: &Case,
     ) -> crate::Result<StepOutput> {
-        let results = create_results(config, &problem.mesh, &case.dir, &case.name, &case.faults)?;
-        Ok(StepOutput::Background(BackgroundWriter::start(results)?))
+        // the writer's own copy of the mesh (the problem stays with the solver), with which the
+        // writer creates the file and writes the mesh while the first state is prepared here
+        let mesh = self.output_mesh(&problem.mesh);
+        let (config, dir, name, faults) = (
+            config.clone(),
+            case.dir.clone(),
+            case.name.clone(),
+            case.faults.clone(),
+        );
+        let create = move || create_results(&config, &mesh, &dir, &name, &faults);
+        Ok(StepOutput::Background(BackgroundWriter::start(Box::new(
+            create,
+        ))?))
     }
 
     fn write_state(
@@ -572,10 +591,31 @@ impl Layout for OneProcess<'_> {
         output: &mut StepOutput,
     ) -> crate::Result<Option<StateFigures>> {
         let mesh = &problem.mesh;
+        let output_mesh = self.output_mesh(mesh);
+        let mut cells = cells;
+        // what is left to the writer is computed there, from the state's displacement, with
+        // the element loop's kernels over the writer's mesh; here where that mesh is not the
+        // element loop's
+        let strain_cells = if cells.fields_later || !cells.later.is_empty() {
+            self.strain_cells(problem, &output_mesh)
+        } else {
+            None
+        };
+        if strain_cells.is_none() {
+            if cells.fields_later {
+                cells = CellOutputs::compute(problem, u, config, false)?;
+            } else if !cells.later.is_empty() {
+                let later = std::mem::take(&mut cells.later);
+                let now = crate::fields::cell_strains_of(problem, u, &later, Vec::new())?;
+                cells.strains.extend(now);
+            }
+        }
+        // the strain energy of fields computed by the writer: known once the state is written
+        let energy_later = cells.fields_later.then(|| Arc::new(OnceLock::new()));
         let strain_energy = cells.total_strain_energy();
         let (displacement, _) = u.host()?.as_chunks::<3>();
         let (reaction, _) = reactions.host()?.as_chunks::<3>();
-        let max_displacement = displacement.iter().map(length).fold(0.0, f64::max);
+        let max_displacement = max_length(displacement);
         let probes = self.probes.evaluate(
             mesh,
             &crate::probes::ProbeState {
@@ -592,32 +632,18 @@ impl Layout for OneProcess<'_> {
             reactions: set_reactions(&self.probes, mesh, reaction),
             reaction_totals: reaction_totals(config, mesh, u, reactions)?,
             probes,
+            strain_energy_later: energy_later.clone(),
         };
-        // the writer's own copy of the mesh, made once (the problem stays with the solver)
-        let output_mesh = match &self.output_mesh {
-            Some(m) => Arc::clone(m),
-            None => Arc::clone(self.output_mesh.insert(Arc::new(mesh.clone()))),
-        };
-        let mut state = StateSnapshot::of(stamp, u, reactions, cells)?;
-        // the strains left to the writer: computed there, from the state's displacement (here
-        // where the writer's mesh is not the element loop's)
-        let later = std::mem::take(&mut state.cells.later);
-        let strain_cells = if later.is_empty() {
-            None
-        } else if let Some(cells) = self.strain_cells(problem, &output_mesh) {
-            state.cells.later = later;
-            Some(cells)
-        } else {
-            let now = crate::fields::cell_strains_of(problem, u, &later, Vec::new())?;
-            state.cells.strains.extend(now);
-            None
-        };
+        let state = StateSnapshot::of(stamp, u, reactions, cells)?;
         let fields = config.output.clone();
         let node_cells = Arc::clone(&self.node_cells);
         output.submit(Box::new(move |results| {
             let mut state = state;
             if let Some(cells) = strain_cells {
-                state.cells.add_later_strains(&cells, &state.displacement)?;
+                state.cells.add_later(&cells, &state.displacement)?;
+            }
+            if let Some(energy) = energy_later {
+                let _ = energy.set(state.cells.total_strain_energy());
             }
             write_fields(&fields, &output_mesh, &node_cells, &state, results)
         }))?;
@@ -641,6 +667,19 @@ impl Layout for OneProcess<'_> {
 
     fn defers_strains(&self) -> bool {
         true
+    }
+
+    fn first_cells(
+        &self,
+        problem: &Problem,
+        u: &Vector,
+        config: &Config,
+    ) -> crate::Result<CellOutputs> {
+        if self.probes.reads_cells() {
+            CellOutputs::compute(problem, u, config, true)
+        } else {
+            Ok(CellOutputs::fields_later(config))
+        }
     }
 
     fn finish_summary(
@@ -984,6 +1023,11 @@ pub(crate) struct CellOutputs {
     /// computes them from the state's displacement ([`crate::fields::StrainCells`]) and adds
     /// them to `strains` before it writes.
     pub(crate) later: Vec<OutputField>,
+    /// Whether the element loop's fields are left to the output writer too (one process, a
+    /// first state no probe reads a cell output of): every vector above is then empty and
+    /// `later` holds every strain field; the writer computes them all
+    /// ([`CellOutputs::add_later`]).
+    pub(crate) fields_later: bool,
 }
 
 impl CellOutputs {
@@ -1041,6 +1085,32 @@ impl CellOutputs {
         Ok(self)
     }
 
+    /// The outputs of a state whose cell fields and strains (those of `config`) are all left
+    /// to the output writer ([`CellOutputs::fields_later`]).
+    pub(crate) fn fields_later(config: &Config) -> Self {
+        CellOutputs {
+            later: crate::fields::strain_fields(config),
+            fields_later: true,
+            ..CellOutputs::default()
+        }
+    }
+
+    /// Computes what is left to the writer with `cells` at the displacement `u` (per node):
+    /// the element loop's fields where [`CellOutputs::fields_later`], then the strains of
+    /// [`CellOutputs::later`].
+    pub(crate) fn add_later(
+        &mut self,
+        cells: &crate::fields::StrainCells,
+        u: &[[f64; 3]],
+    ) -> Result<()> {
+        if std::mem::take(&mut self.fields_later) {
+            let later = std::mem::take(&mut self.later);
+            *self = Self::from_fields(&cells.fields(u)?);
+            self.later = later;
+        }
+        self.add_later_strains(cells, u)
+    }
+
     /// Computes the strain fields left to the writer ([`CellOutputs::later`]) with `cells` at
     /// the displacement `u` (per node).
     pub(crate) fn add_later_strains(
@@ -1087,22 +1157,24 @@ impl CellOutputs {
         }
     }
 
-    /// From each cell's [`fem::CellFields`], in cell order.
+    /// From each cell's [`fem::CellFields`], in cell order (in parallel: each value is its
+    /// cell's).
     fn from_fields(cells: &[fem::CellFields]) -> Self {
         CellOutputs {
             cauchy: cells
-                .iter()
+                .par_iter()
                 .map(|f| {
                     let [xx, yy, zz, xy, yz, xz] = f.cauchy;
                     [xx, xy, xz, xy, yy, yz, xz, yz, zz]
                 })
                 .collect(),
-            von_mises: cells.iter().map(|f| f.von_mises).collect(),
-            jacobian: cells.iter().map(|f| f.j).collect(),
-            energy_density: cells.iter().map(|f| f.energy_density).collect(),
-            strain_energy: cells.iter().map(|f| f.strain_energy).collect(),
+            von_mises: cells.par_iter().map(|f| f.von_mises).collect(),
+            jacobian: cells.par_iter().map(|f| f.j).collect(),
+            energy_density: cells.par_iter().map(|f| f.energy_density).collect(),
+            strain_energy: cells.par_iter().map(|f| f.strain_energy).collect(),
             strains: Vec::new(),
             later: Vec::new(),
+            fields_later: false,
         }
     }
 
@@ -1154,14 +1226,7 @@ pub(crate) fn with_state_figures<T>(
     f: impl FnOnce(&crate::plausibility::StateFigures) -> Result<T>,
 ) -> Result<T> {
     let (displacement, _) = u.host()?.as_chunks::<3>();
-    // NaN propagates (f64::max would drop it)
-    let max_displacement = displacement.iter().map(length).fold(0.0, |m: f64, l| {
-        if m.is_nan() || l.is_nan() {
-            f64::NAN
-        } else {
-            m.max(l)
-        }
-    });
+    let max_displacement = max_length(displacement);
     f(&crate::plausibility::StateFigures {
         step: index,
         max_displacement,
@@ -1178,6 +1243,37 @@ pub(crate) fn with_state_figures<T>(
     })
 }
 
+/// The largest [`length`] of `displacement` (0 for none), NaN where one is NaN (`f64::max`
+/// would drop it); in parallel (the same value whatever the order: the maximum is one of them).
+pub(crate) fn max_length(displacement: &[[f64; 3]]) -> f64 {
+    let nan_max = |m: f64, l: f64| {
+        if m.is_nan() || l.is_nan() {
+            f64::NAN
+        } else {
+            m.max(l)
+        }
+    };
+    displacement
+        .par_iter()
+        .map(length)
+        .fold(|| 0.0, nan_max)
+        .reduce(|| 0.0, nan_max)
+}
+
+/// A copy of `mesh` whose large arrays (coordinates, connectivity) are copied in parallel.
+fn parallel_clone(mesh: &HexMesh) -> HexMesh {
+    HexMesh {
+        kind: mesh.kind,
+        coords: mesh.coords.par_iter().copied().collect(),
+        cells: mesh.cells.par_iter().copied().collect(),
+        cell_tags: mesh.cell_tags.clone(),
+        node_sets: mesh.node_sets.clone(),
+        face_sets: mesh.face_sets.clone(),
+        cell_sets: mesh.cell_sets.clone(),
+        set_ids: mesh.set_ids.clone(),
+    }
+}
+
 /// A state's output as handed to the output writer ([`crate::writer`]): owned copies of what
 /// its files need besides the mesh.
 pub(crate) struct StateSnapshot {
@@ -1190,17 +1286,21 @@ pub(crate) struct StateSnapshot {
 }
 
 impl StateSnapshot {
-    /// A copy of the state `u` with `reactions` and the outputs `cells`, as step `stamp`.
+    /// A copy of the state `u` with `reactions` and the outputs `cells`, as step `stamp`
+    /// (the nodal values copied in parallel).
     pub(crate) fn of(
         stamp: StepStamp,
         u: &Vector,
         reactions: &Vector,
         cells: CellOutputs,
     ) -> Result<Self> {
+        let copy = |v: &Vector| -> Result<Vec<[f64; 3]>> {
+            Ok(v.host()?.as_chunks::<3>().0.par_iter().copied().collect())
+        };
         Ok(StateSnapshot {
             stamp,
-            displacement: u.host()?.as_chunks::<3>().0.to_vec(),
-            reaction: reactions.host()?.as_chunks::<3>().0.to_vec(),
+            displacement: copy(u)?,
+            reaction: copy(reactions)?,
             cells,
         })
     }
@@ -1456,6 +1556,66 @@ mod tests {
         assert_eq!(length(&plain).to_bits(), expected.to_bits());
         assert_eq!(length(&[0.0; 3]), 0.0);
         assert!(length(&[f64::NAN, 0.0, 0.0]).is_nan());
+    }
+
+    /// A write that fails at any of a small run's write positions (the summary, the results
+    /// file created and its mesh written on the writer's thread, the first state left to the
+    /// writer, the steps) fails the run with that error: no panic, no hang; the runs whose
+    /// summary can still be written record the failure there.
+    #[test]
+    fn a_write_failing_at_any_position_fails_the_run_cleanly() {
+        let dir = std::env::temp_dir().join(format!("sim-run-faults-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("block.yaml");
+        std::fs::write(
+            &input,
+            "mesh:\n  box: { cells: [2, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }\n\
+             materials:\n  - { model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }\n\
+             boundary:\n  dirichlet:\n    - { set: zmin, x: 0.0, y: 0.0, z: 0.0 }\n\
+             \x20 traction:\n    - { set: zmax, value: [0.0, 0.0, 1.0] }\n\
+             loading: { steps: 2 }\n",
+        )
+        .unwrap();
+        let comm: Arc<dyn Comm> = Arc::new(comm::SelfComm);
+        let out = dir.join("out");
+        let options = |faults| {
+            RunOptions::new(&input)
+                .with_output_dir(&out)
+                .with_overwrite(true)
+                .with_faults(faults)
+        };
+        let counting = Faults::counting();
+        run(&comm, &options(counting.clone()), &crate::observer::Quiet).unwrap();
+        let positions = counting.writes();
+        assert!(positions > 5, "{positions} write positions");
+        let mut summaries_failed = 0;
+        let mut completed = Vec::new();
+        for at in 0..positions {
+            let faults = Faults::stop_at(at, false, io::FaultAction::Fail);
+            let outcome = run(&comm, &options(faults), &crate::observer::Quiet);
+            let Err(error) = outcome else {
+                completed.push(at);
+                continue;
+            };
+            let text = format!("{error:#}");
+            assert!(
+                text.contains("injected fault"),
+                "a fault at write {at}: {text}"
+            );
+            let summary = io::Summary::read(&out.join("block.summary.json"));
+            if matches!(summary.map(|s| s.status), Ok(RunStatus::Failed { .. })) {
+                summaries_failed += 1;
+            }
+        }
+        assert!(summaries_failed > 0);
+        // but the last two writes, at the run's end after the results file is finished (a
+        // failure there is not the run's: as before the file moved to the writer's thread)
+        assert!(
+            completed.iter().all(|&at| at + 2 >= positions),
+            "completed despite a fault at {completed:?} of {positions}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

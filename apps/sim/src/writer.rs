@@ -96,26 +96,48 @@ impl StepOutput {
     }
 }
 
-/// A thread that owns a results file and writes the states handed to it, one at a time.
+/// Creates a results file (with its mesh) on the writer's thread.
+pub(crate) type CreateJob = Box<dyn FnOnce() -> Result<ResultsWriter> + Send>;
+
+/// A thread that creates a results file and writes the states handed to it, one at a time.
 pub(crate) struct BackgroundWriter {
     jobs: Option<SyncSender<WriteJob>>,
     done: Receiver<Done>,
-    thread: Option<JoinHandle<ResultsWriter>>,
-    /// Whether a handed-off state's outcome has not been taken yet.
+    /// The file, `None` where its creation failed.
+    thread: Option<JoinHandle<Option<ResultsWriter>>>,
+    /// Whether a handed-off state's outcome (or the file's creation) has not been taken yet.
     in_flight: bool,
+    /// Whether the outcome in flight is the file's creation (not counted as a write).
+    creating: bool,
     /// The writer's seconds in the writes whose outcome was taken, and their count.
     busy_s: f64,
     writes: u64,
 }
 
 impl BackgroundWriter {
-    /// Starts the writer's thread with `results`.
-    pub(crate) fn start(mut results: ResultsWriter) -> Result<Self> {
+    /// Starts the writer's thread, which first creates the results file with `create` (the
+    /// mesh datasets written there while the caller goes on): its error is the result of the
+    /// first [`StepOutput::wait`] (or hand-off), as a write's, and the thread then ends.
+    pub(crate) fn start(create: CreateJob) -> Result<Self> {
         let (jobs, incoming) = mpsc::sync_channel::<WriteJob>(1);
         let (finished, done) = mpsc::sync_channel::<Done>(1);
         let thread = std::thread::Builder::new()
             .name("hexfem-output".into())
             .spawn(move || {
+                let started = Instant::now();
+                let created = std::panic::catch_unwind(std::panic::AssertUnwindSafe(create))
+                    .unwrap_or_else(|_| Err(WriterFailure::Panicked.into()));
+                let seconds = started.elapsed().as_secs_f64();
+                let mut results = match created {
+                    Ok(results) => {
+                        finished.send((Ok(()), seconds)).ok()?;
+                        results
+                    }
+                    Err(e) => {
+                        let _ = finished.send((Err(e), seconds));
+                        return None;
+                    }
+                };
                 for job in incoming {
                     let started = Instant::now();
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -129,14 +151,15 @@ impl BackgroundWriter {
                         break;
                     }
                 }
-                results
+                Some(results)
             })
             .map_err(|error| WriterFailure::Thread { error })?;
         Ok(BackgroundWriter {
             jobs: Some(jobs),
             done,
             thread: Some(thread),
-            in_flight: false,
+            in_flight: true,
+            creating: true,
             busy_s: 0.0,
             writes: 0,
         })
@@ -165,7 +188,9 @@ impl BackgroundWriter {
         match self.done.recv() {
             Ok((outcome, seconds)) => {
                 self.busy_s += seconds;
-                self.writes += 1;
+                if !std::mem::take(&mut self.creating) {
+                    self.writes += 1;
+                }
                 outcome
             }
             Err(_) => Err(WriterFailure::Stopped.into()),
@@ -176,7 +201,7 @@ impl BackgroundWriter {
     fn finish(mut self) -> (Result<()>, Option<ResultsWriter>) {
         let outcome = self.wait();
         self.jobs = None;
-        let results = self.thread.take().and_then(|t| t.join().ok());
+        let results = self.thread.take().and_then(|t| t.join().ok().flatten());
         let outcome = match (outcome, &results) {
             (Ok(()), None) => Err(WriterFailure::Stopped.into()),
             (outcome, _) => outcome,
@@ -228,7 +253,8 @@ mod tests {
     #[test]
     fn a_write_error_is_returned_at_the_next_hand_off_or_at_the_end() {
         let (dir, results) = results("error");
-        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let mut output =
+            StepOutput::Background(BackgroundWriter::start(Box::new(move || Ok(results))).unwrap());
         let ran = Arc::new(AtomicUsize::new(0));
         output
             .submit(Box::new(|_| {
@@ -258,7 +284,8 @@ mod tests {
     #[test]
     fn a_panic_on_the_writer_is_an_error_not_a_panic() {
         let (dir, results) = results("panic");
-        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let mut output =
+            StepOutput::Background(BackgroundWriter::start(Box::new(move || Ok(results))).unwrap());
         output.submit(Box::new(|_| panic!("a bug"))).unwrap();
         let waited = output.wait();
         assert!(waited
@@ -276,7 +303,8 @@ mod tests {
     #[test]
     fn one_state_is_in_flight_and_writes_run_in_order() {
         let (dir, results) = results("order");
-        let mut output = StepOutput::Background(BackgroundWriter::start(results).unwrap());
+        let mut output =
+            StepOutput::Background(BackgroundWriter::start(Box::new(move || Ok(results))).unwrap());
         let done = Arc::new(AtomicUsize::new(0));
         for k in 0..4 {
             let counter = Arc::clone(&done);
