@@ -377,6 +377,16 @@ impl Hierarchy<DistBsr> {
         }
     }
 
+    /// Where an update or renewal with the fine operator `a` moves its bytes (whose counters its
+    /// report reads): the held fine operator's device (`a`'s values are copied there), else
+    /// `a`'s.
+    fn transfer_device(&self, a: &DistBsr) -> Device {
+        self.levels[0]
+            .a
+            .as_ref()
+            .map_or_else(|| a.device(), DistBsr::device)
+    }
+
     /// The fine operator handed back to the caller (the hierarchy holds none until the next
     /// [`Self::update`] or [`Self::set_near_null_space`] gives it one): for a caller that
     /// refills the operator where it lives, as a rank's GPU solve does, without a second copy.
@@ -398,7 +408,7 @@ impl Hierarchy<DistBsr> {
     /// the host update's, bit for bit.
     pub fn update(&mut self, a: DistBsr) -> Result<UpdateReport, AmgError> {
         let started = Instant::now();
-        let device = a.device();
+        let device = self.transfer_device(&a);
         let at = device.transfers();
         let mut tm = SetupTimings::default();
         let mut messages = MessageReport::default();
@@ -456,7 +466,7 @@ impl Hierarchy<DistBsr> {
         nns: Vec<f64>,
     ) -> Result<RenewalReport, AmgError> {
         let started = Instant::now();
-        let device = a.device();
+        let device = self.transfer_device(&a);
         let at = device.transfers();
         let fine = self.install_fine(a)?;
         let nn = self.levels[0]

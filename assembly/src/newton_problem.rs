@@ -53,98 +53,71 @@ pub trait NewtonProblem {
     fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError>;
 }
 
-impl NewtonProblem for DiscreteProblem {
-    fn zeros(&self) -> Result<Vector, LinalgError> {
-        DiscreteProblem::zeros(self)
-    }
+/// Implements [`NewtonProblem`] for `$problem` by its inherent methods of the same names (the
+/// host's and the device's problem have the same API; the trait only names it).
+macro_rules! newton_problem_by_inherent_methods {
+    ($problem:ty) => {
+        impl NewtonProblem for $problem {
+            fn zeros(&self) -> Result<Vector, LinalgError> {
+                <$problem>::zeros(self)
+            }
 
-    fn new_system(&self) -> Result<NewtonSystem, AssemblyError> {
-        DiscreteProblem::new_system(self)
-    }
+            fn new_system(&self) -> Result<NewtonSystem, AssemblyError> {
+                <$problem>::new_system(self)
+            }
 
-    fn linearize(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        system: &mut NewtonSystem,
-    ) -> Result<(), AssemblyError> {
-        DiscreteProblem::linearize(self, u, load_factor, system)
-    }
+            fn linearize(
+                &mut self,
+                u: &Vector,
+                load_factor: f64,
+                system: &mut NewtonSystem,
+            ) -> Result<(), AssemblyError> {
+                <$problem>::linearize(self, u, load_factor, system)
+            }
 
-    fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
-        DiscreteProblem::eliminate(self, system)
-    }
+            fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
+                <$problem>::eliminate(self, system)
+            }
 
-    fn residual(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        r: &mut Vector,
-    ) -> Result<(), AssemblyError> {
-        DiscreteProblem::residual(self, u, load_factor, r)
-    }
+            fn residual(
+                &mut self,
+                u: &Vector,
+                load_factor: f64,
+                r: &mut Vector,
+            ) -> Result<(), AssemblyError> {
+                <$problem>::residual(self, u, load_factor, r)
+            }
 
-    fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> Result<f64, AssemblyError> {
-        DiscreteProblem::free_norm(self, r, scratch)
-    }
+            fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> Result<f64, AssemblyError> {
+                <$problem>::free_norm(self, r, scratch)
+            }
 
-    fn potential(&mut self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
-        DiscreteProblem::potential(self, u, load_factor)
-    }
+            fn potential(
+                &mut self,
+                u: &Vector,
+                load_factor: f64,
+            ) -> Result<Potential, AssemblyError> {
+                <$problem>::potential(self, u, load_factor)
+            }
 
-    fn copy_constrained(&self, from: &Vector, to: &mut Vector) -> Result<(), AssemblyError> {
-        DiscreteProblem::copy_constrained(self, from, to)
-    }
+            fn copy_constrained(
+                &self,
+                from: &Vector,
+                to: &mut Vector,
+            ) -> Result<(), AssemblyError> {
+                <$problem>::copy_constrained(self, from, to)
+            }
 
-    fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {
-        DiscreteProblem::write_prescribed(self, load_factor, u)
-    }
+            fn write_prescribed(
+                &self,
+                load_factor: f64,
+                u: &mut Vector,
+            ) -> Result<(), AssemblyError> {
+                <$problem>::write_prescribed(self, load_factor, u)
+            }
+        }
+    };
 }
 
-impl NewtonProblem for crate::device::DeviceProblem {
-    fn zeros(&self) -> Result<Vector, LinalgError> {
-        Self::zeros(self)
-    }
-
-    fn new_system(&self) -> Result<NewtonSystem, AssemblyError> {
-        Self::new_system(self)
-    }
-
-    fn linearize(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        system: &mut NewtonSystem,
-    ) -> Result<(), AssemblyError> {
-        Self::linearize(self, u, load_factor, system)
-    }
-
-    fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
-        Self::eliminate(self, system)
-    }
-
-    fn residual(
-        &mut self,
-        u: &Vector,
-        load_factor: f64,
-        r: &mut Vector,
-    ) -> Result<(), AssemblyError> {
-        Self::residual(self, u, load_factor, r)
-    }
-
-    fn free_norm(&self, r: &Vector, scratch: &mut Vector) -> Result<f64, AssemblyError> {
-        Self::free_norm(self, r, scratch)
-    }
-
-    fn potential(&mut self, u: &Vector, load_factor: f64) -> Result<Potential, AssemblyError> {
-        Self::potential(self, u, load_factor)
-    }
-
-    fn copy_constrained(&self, from: &Vector, to: &mut Vector) -> Result<(), AssemblyError> {
-        Self::copy_constrained(self, from, to)
-    }
-
-    fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {
-        Self::write_prescribed(self, load_factor, u)
-    }
-}
+newton_problem_by_inherent_methods!(DiscreteProblem);
+newton_problem_by_inherent_methods!(crate::device::DeviceProblem);
