@@ -77,7 +77,11 @@ impl PartialEq for CooPlan {
             || (*self.pattern == *other.pattern
                 && self.n_contributions == other.n_contributions
                 && self.segment_len == other.segment_len
-                && self.with_slot_order(|a| other.with_slot_order(|b| a == b)))
+                && {
+                    // one lock at a time: two plans compared in opposite orders cannot deadlock
+                    let theirs = other.slot_order();
+                    self.with_slot_order(|ours| *ours == theirs)
+                })
     }
 }
 
