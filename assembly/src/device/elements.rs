@@ -1,5 +1,6 @@
 //! [`DeviceElements`]: the element kernels of one mesh on the device.
 
+use rayon::prelude::*;
 use std::sync::Arc;
 
 use fem::{
@@ -438,12 +439,13 @@ impl DeviceElements {
         let mut fields = self.ctx.zeros::<f64>(CELL_FIELDS * self.n_cells)?;
         self.cell_fields(u, &mut fields)?;
         self.check_failure(u)?;
+        // converted on the host's threads (a fresh vector's page faults in parallel)
         Ok(self
             .ctx
             .download(&fields)?
             .as_chunks::<CELL_FIELDS>()
             .0
-            .iter()
+            .par_iter()
             .map(
                 |&[xx, yy, zz, xy, yz, xz, von_mises, j, energy_density, strain_energy]| {
                     CellFields {
@@ -510,7 +512,9 @@ impl DeviceElements {
         let mut strains = self.ctx.zeros::<f64>(9 * self.n_cells)?;
         self.cell_strains(u, measure, &mut strains)?;
         self.check_failure(u)?;
-        Ok(self.ctx.download(&strains)?.as_chunks::<9>().0.to_vec())
+        let mut out = vec![[0.0; 9]; self.n_cells];
+        self.ctx.download_into(&strains, out.as_flattened_mut())?;
+        Ok(out)
     }
 
     /// Queues the body-force contributions `-int f N_a dV` of every cell into `r`

@@ -9,6 +9,7 @@ use cudarc::driver::{self as cu, CudaFunction, CudaModule, CudaStream};
 use super::buffer::DeviceBuffer;
 use super::nccl::DeviceComm;
 use super::nvrtc::{compile, KernelSource};
+use super::staging::{Staging, STAGED_BYTES};
 use super::DeviceData;
 use crate::LinalgError;
 
@@ -50,6 +51,9 @@ pub struct CudaContext {
     small: Mutex<Option<cu::PinnedHostSlice<u8>>>,
     /// The scratch of rounded exact sums (`vector::rounded_sums`), made at first use.
     rounded: Mutex<Option<super::vector::RoundedScratch>>,
+    /// Page-locked chunks for large copies ([`super::staging`]), made at first use; one copy
+    /// at a time.
+    staging: Mutex<Option<Staging>>,
 }
 
 /// Downloads of at most this many bytes go through the context's page-locked buffer: a copy
@@ -229,6 +233,7 @@ impl CudaContext {
             side: OnceLock::new(),
             small: Mutex::new(None),
             rounded: Mutex::new(None),
+            staging: Mutex::new(None),
         }))
     }
 
@@ -379,6 +384,16 @@ impl CudaContext {
 
     /// Copies `host` into a new device buffer (counted).
     pub fn upload<T: DeviceData>(&self, host: &[T]) -> Result<DeviceBuffer<T>, LinalgError> {
+        if std::mem::size_of_val(host) > STAGED_BYTES {
+            // SAFETY: every value is written by the staged copy before the buffer is used (or
+            // the buffer is dropped).
+            let mut dst = DeviceBuffer::new(
+                unsafe { self.stream.alloc::<T>(host.len()) }.map_err(driver_err("cuMemAlloc"))?,
+            );
+            if self.staged(|s| s.upload(self, host, &mut dst))?.is_some() {
+                return Ok(dst);
+            }
+        }
         let slice = if host.is_empty() {
             self.stream.null().map_err(driver_err("cuMemAlloc"))?
         } else {
@@ -398,6 +413,11 @@ impl CudaContext {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<(), LinalgError> {
         check_len("upload_into", dst.len(), host.len())?;
+        if std::mem::size_of_val(host) > STAGED_BYTES
+            && self.staged(|s| s.upload(self, host, dst))?.is_some()
+        {
+            return Ok(());
+        }
         if !host.is_empty() {
             self.stream
                 .memcpy_htod(host, dst.slice_mut())
@@ -413,6 +433,15 @@ impl CudaContext {
         if !src.is_empty() && src.bytes() <= SMALL_DOWNLOAD_BYTES {
             return self.download_small(src, src.len());
         }
+        if src.bytes() > STAGED_BYTES {
+            let mut v = Vec::<T>::with_capacity(src.len());
+            let into = &mut v.spare_capacity_mut()[..src.len()];
+            if self.staged(|s| s.download(self, src, into))?.is_some() {
+                // SAFETY: the staged download wrote all `src.len()` values.
+                unsafe { v.set_len(src.len()) };
+                return Ok(v);
+            }
+        }
         let v = if src.is_empty() {
             Vec::new()
         } else {
@@ -426,6 +455,51 @@ impl CudaContext {
             Ordering::Relaxed,
         );
         Ok(v)
+    }
+
+    /// Copies `src` into `dst` (counted; the lengths must agree; waits for the stream): a
+    /// download into memory the caller owns, e.g. the flattened values of a `Vec<[f64; 9]>`.
+    pub fn download_into<T: DeviceData>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut [T],
+    ) -> Result<(), LinalgError> {
+        check_len("download_into", src.len(), dst.len())?;
+        if src.bytes() > STAGED_BYTES {
+            // SAFETY: `MaybeUninit<T>` has `T`'s layout; the download only writes values of `T`.
+            let into =
+                unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), dst.len()) };
+            if self.staged(|s| s.download(self, src, into))?.is_some() {
+                return Ok(());
+            }
+        }
+        if !src.is_empty() {
+            self.stream
+                .memcpy_dtoh(src.slice(), dst)
+                .map_err(driver_err("cuMemcpyDtoH"))?;
+        }
+        self.synchronize()?;
+        self.count_d2h(src.bytes());
+        Ok(())
+    }
+
+    /// Runs `f` on the context's page-locked chunks (made at the first call); `None` without
+    /// running it where another copy holds them (another thread's, or this thread's from a
+    /// task stolen while it copies): the caller then takes the driver's copy.
+    fn staged<R>(
+        &self,
+        f: impl FnOnce(&mut Staging) -> Result<R, LinalgError>,
+    ) -> Result<Option<R>, LinalgError> {
+        let mut guard = match self.staging.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        };
+        let staging = match guard.take() {
+            Some(staging) => staging,
+            None => Staging::new(self)?,
+        };
+        f(guard.insert(staging)).map(Some)
     }
 
     /// The first `len` values of `src` (as [`Self::download`]; a few of them: through the

@@ -39,6 +39,7 @@ pub mod peer;
 mod products;
 mod qr;
 mod spmv;
+mod staging;
 mod symbolic;
 #[cfg(test)]
 mod term_pairs;

@@ -295,6 +295,45 @@ fn transfers_are_counted() {
 }
 
 #[test]
+fn staged_copies_move_every_byte_and_are_counted() {
+    let Some(ctx) = gpu("staged_copies_move_every_byte_and_are_counted") else {
+        return;
+    };
+    let local = CudaContext::new(0).unwrap();
+    let mut rng = Rng(7);
+    // below, at and above the staging threshold, one chunk, several chunks with a tail
+    for n in [1 << 17, (1 << 17) + 1, 1 << 20, 5 * (1 << 20) + 3] {
+        let host = rng.vec(n);
+        let before = local.transfers();
+        let mut buf = local.upload(&host).unwrap();
+        assert_bits("staged upload", &local.download(&buf).unwrap(), &host);
+        // a kernel queued before a download is seen by it; an upload precedes the next kernel
+        let copy = local.duplicate(&buf).unwrap();
+        vector::axpy(&local, 1.0, &copy, &mut buf).unwrap();
+        let twice: Vec<f64> = host.iter().map(|x| x + x).collect();
+        let mut into = vec![f64::NAN; n];
+        local.download_into(&buf, &mut into).unwrap();
+        assert_bits("staged download_into", &into, &twice);
+        let ints: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let mut ib = local.zeros::<u32>(n).unwrap();
+        local.upload_into(&ints, &mut ib).unwrap();
+        assert_eq!(local.download(&ib).unwrap(), ints);
+        let after = local.transfers();
+        assert_eq!(
+            after.host_to_device - before.host_to_device,
+            (8 * n + 4 * n) as u64
+        );
+        assert_eq!(
+            after.device_to_host - before.device_to_host,
+            (8 * n + 8 * n + 4 * n) as u64
+        );
+    }
+    let _ = ctx;
+}
+
+#[test]
 fn spmv_is_bit_identical_to_the_host_for_random_shapes() {
     let Some(ctx) = gpu("spmv_is_bit_identical_to_the_host_for_random_shapes") else {
         return;
