@@ -208,9 +208,9 @@ impl Bsr {
             self.block_rows,
             self.block_cols,
         )?;
-        match self.storage.host() {
-            Ok(v) => out.upload_values_from_slice(v)?,
-            Err(_) => out.upload_values_from_slice(&self.storage.to_host_vec()?)?,
+        match &self.storage {
+            Placed::Host(Double(v)) => out.upload_values_from_slice(v)?,
+            _ => out.upload_values_from_slice(&self.storage.to_host_vec()?)?,
         }
         Ok(out)
     }
