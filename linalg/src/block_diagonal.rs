@@ -97,7 +97,7 @@ impl BlockDiagonal {
                     });
                     Self::from_vec(positions.len(), bs, d)
                 }
-                Placed::Cuda { .. } => Err(unsupported(
+                Placed::Cuda(..) => Err(unsupported(
                     "BlockDiagonal::from_diagonal (use inverse_of_diagonal)",
                     &a.device(),
                 )),
@@ -139,7 +139,7 @@ impl BlockDiagonal {
         bs: usize,
         precision: Precision,
     ) -> Result<Self, LinalgError> {
-        let Placed::Cuda { ctx, data: m } = a.storage() else {
+        let Placed::Cuda(ctx, m) = a.storage() else {
             let mut d = Self::from_diagonal(a, bs)?;
             d.invert()?;
             return if precision == Precision::Double {
@@ -161,13 +161,13 @@ impl BlockDiagonal {
         Ok(Self {
             n_blocks: either_precision!(&blocks, d => d.n_blocks()),
             bs,
-            storage: Placed::Cuda {
-                ctx: ctx.clone(),
-                data: DeviceInverses {
+            storage: Placed::Cuda(
+                ctx.clone(),
+                DeviceInverses {
                     blocks,
                     source: a.pattern().clone(),
                 },
-            },
+            ),
         })
     }
 
@@ -175,7 +175,7 @@ impl BlockDiagonal {
     pub fn precision(&self) -> Precision {
         match &self.storage {
             Placed::Host(v) => v.precision(),
-            Placed::Cuda { data, .. } => data.blocks.precision(),
+            Placed::Cuda(_, data) => data.blocks.precision(),
         }
     }
 
@@ -184,9 +184,9 @@ impl BlockDiagonal {
         let storage = match &self.storage {
             s if self.precision() == precision => s.try_clone()?,
             Placed::Host(v) => Placed::Host(v.to_precision(precision)),
-            Placed::Cuda { ctx, data } => Placed::Cuda {
-                ctx: ctx.clone(),
-                data: DeviceInverses {
+            Placed::Cuda(ctx, data) => Placed::Cuda(
+                ctx.clone(),
+                DeviceInverses {
                     blocks: match &data.blocks {
                         Double(d) => {
                             let inv = cuda::ops::narrow_to_f32(ctx, d.inverse())?;
@@ -199,7 +199,7 @@ impl BlockDiagonal {
                     },
                     source: data.source.clone(),
                 },
-            },
+            ),
         };
         Ok(Self {
             n_blocks: self.n_blocks,
@@ -215,8 +215,7 @@ impl BlockDiagonal {
         let bs = self.bs;
         let precision = self.precision();
         let same = a.block_rows() == bs && a.block_cols() == bs;
-        if let (Placed::Cuda { data: inverses, .. }, Placed::Cuda { ctx, data: m }) =
-            (&mut self.storage, a.storage())
+        if let (Placed::Cuda(_, inverses), Placed::Cuda(ctx, m)) = (&mut self.storage, a.storage())
         {
             if same && Arc::ptr_eq(&inverses.source, a.pattern()) {
                 return either_precision!(&mut inverses.blocks, d => {
@@ -255,14 +254,12 @@ impl BlockDiagonal {
 
     /// The inverses on the device, if this is a GPU block diagonal (crate kernels).
     pub(crate) fn cuda_values(&self) -> Option<&cuda::DeviceBuffer<f64>> {
-        match &self.storage {
-            Placed::Cuda {
-                data: DeviceInverses {
-                    blocks: Double(d), ..
-                },
-                ..
-            } => Some(d.inverse()),
-            _ => None,
+        let Placed::Cuda(_, inverses) = &self.storage else {
+            return None;
+        };
+        match &inverses.blocks {
+            Double(d) => Some(d.inverse()),
+            Single(_) => None,
         }
     }
 
@@ -312,11 +309,9 @@ impl BlockDiagonal {
             (Placed::Host(d), Placed::Host(r), Placed::Host(x)) => either_precision!(d, d => {
                 host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
             }),
-            (
-                Placed::Cuda { ctx, data },
-                Placed::Cuda { data: r, .. },
-                Placed::Cuda { data: x, .. },
-            ) => either_precision!(&data.blocks, d => d.apply(ctx, omega, r, beta, x)?),
+            (Placed::Cuda(ctx, data), Placed::Cuda(_, r), Placed::Cuda(_, x)) => {
+                either_precision!(&data.blocks, d => d.apply(ctx, omega, r, beta, x)?)
+            }
             _ => return Err(unsupported("BlockDiagonal::apply", &device)),
         }
         Ok(())

@@ -77,10 +77,7 @@ impl Bsr {
             pattern,
             block_rows: m.block_rows(),
             block_cols: m.block_cols(),
-            storage: Placed::Cuda {
-                ctx,
-                data: Double(m),
-            },
+            storage: Placed::Cuda(ctx, Double(m)),
         })
     }
 
@@ -88,9 +85,7 @@ impl Bsr {
     /// inverse); `NotOnDevice`-style error ([`LinalgError::Unsupported`]) for a host matrix.
     pub fn into_device_bsr(self) -> Result<cuda::DeviceBsr, LinalgError> {
         match self.storage {
-            Placed::Cuda {
-                data: Double(m), ..
-            } => Ok(m),
+            Placed::Cuda(_, Double(m)) => Ok(m),
             _ => Err(unsupported("Bsr::into_device_bsr", &Device::Host)),
         }
     }
@@ -141,12 +136,12 @@ impl Bsr {
             (Device::Host, Precision::Single) => Placed::Host(Single(vec![0.0; n])),
             (Device::Cuda(ctx), Precision::Single) => {
                 let dp = device_pattern(ctx, &pattern)?;
-                Placed::Cuda {
-                    ctx: ctx.clone(),
-                    data: Single(cuda::DeviceBsr::<f32>::zeros_of(
+                Placed::Cuda(
+                    ctx.clone(),
+                    Single(cuda::DeviceBsr::<f32>::zeros_of(
                         ctx, &dp, block_rows, block_cols,
                     )?),
-                }
+                )
             }
         };
         Ok(Self {
@@ -171,10 +166,10 @@ impl Bsr {
             }
             Device::Cuda(ctx) => {
                 let dp = device_pattern(ctx, &pattern)?;
-                Placed::Cuda {
-                    ctx: ctx.clone(),
-                    data: Double(cuda::DeviceBsr::zeros(ctx, &dp, block_rows, block_cols)?),
-                }
+                Placed::Cuda(
+                    ctx.clone(),
+                    Double(cuda::DeviceBsr::zeros(ctx, &dp, block_rows, block_cols)?),
+                )
             }
         };
         Ok(Self {
@@ -246,10 +241,7 @@ impl Bsr {
                 }
                 d.copy_from_slice(v)
             }
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => ctx.upload_into(v, m.values_mut())?,
+            Placed::Cuda(ctx, Double(m)) => ctx.upload_into(v, m.values_mut())?,
             // fp32 values are made by `to_precision`, not uploaded
             _ => {
                 return Err(unsupported(
@@ -264,10 +256,7 @@ impl Bsr {
     /// The device matrix and its context (crate kernels), or `None` on the host.
     pub(crate) fn cuda(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr)> {
         match &self.storage {
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => Some((ctx, m)),
+            Placed::Cuda(ctx, Double(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -275,10 +264,7 @@ impl Bsr {
     /// The fp32 device matrix and its context (crate kernels), or `None`.
     pub(crate) fn cuda32(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr<f32>)> {
         match &self.storage {
-            Placed::Cuda {
-                ctx,
-                data: Single(m),
-            } => Some((ctx, m)),
+            Placed::Cuda(ctx, Single(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -286,10 +272,7 @@ impl Bsr {
     /// Mutable [`Bsr::cuda`].
     pub(crate) fn cuda_mut(&mut self) -> Option<(&Arc<cuda::CudaContext>, &mut cuda::DeviceBsr)> {
         match &mut self.storage {
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => Some((ctx, m)),
+            Placed::Cuda(ctx, Double(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -441,13 +424,13 @@ impl Bsr {
         let storage = match &self.storage {
             s if s.precision() == precision => s.try_clone()?,
             Placed::Host(v) => Placed::Host(v.to_precision(precision)),
-            Placed::Cuda { ctx, data } => Placed::Cuda {
-                ctx: ctx.clone(),
-                data: match data {
+            Placed::Cuda(ctx, data) => Placed::Cuda(
+                ctx.clone(),
+                match data {
                     Double(m) => Single(m.with_values(cuda::ops::narrow_to_f32(ctx, m.values())?)?),
                     Single(m) => Double(m.with_values(cuda::ops::widen_to_f64(ctx, m.values())?)?),
                 },
-            },
+            ),
         };
         Ok(Self {
             pattern: self.pattern.clone(),
@@ -547,13 +530,11 @@ impl Bsr {
             (Placed::Host(a), Placed::Host(x), Placed::Host(y)) => either_precision!(a, a => {
                 host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
             }),
-            (
-                Placed::Cuda { ctx, data: m },
-                Placed::Cuda { data: x, .. },
-                Placed::Cuda { data: y, .. },
-            ) => either_precision!(m, m => {
-                cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?
-            }),
+            (Placed::Cuda(ctx, m), Placed::Cuda(_, x), Placed::Cuda(_, y)) => {
+                either_precision!(m, m => {
+                    cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?
+                })
+            }
             _ => return Err(unsupported("Bsr::spmv", &device)),
         }
         Ok(())
@@ -564,13 +545,10 @@ impl Bsr {
         match &mut self.storage {
             Placed::Host(Double(v)) => host::bsr::scale(s, v),
             Placed::Host(Single(v)) => v.iter_mut().for_each(|x| *x = (*x as f64 * s) as f32),
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => cuda::ops::scale(ctx, s, m.values_mut())?,
-            Placed::Cuda {
-                data: Single(_), ..
-            } => return Err(unsupported("Bsr::scale", &self.storage.device())),
+            Placed::Cuda(ctx, Double(m)) => cuda::ops::scale(ctx, s, m.values_mut())?,
+            Placed::Cuda(_, Single(_)) => {
+                return Err(unsupported("Bsr::scale", &self.storage.device()))
+            }
         }
         Ok(())
     }
@@ -588,24 +566,12 @@ impl Bsr {
         match (&src.storage, &mut self.storage) {
             (Placed::Host(Double(s)), Placed::Host(Double(d))) => host::bsr::copy(s, d),
             (Placed::Host(Single(s)), Placed::Host(Single(d))) => d.copy_from_slice(s),
-            (
-                Placed::Cuda {
-                    data: Double(s), ..
-                },
-                Placed::Cuda {
-                    ctx,
-                    data: Double(d),
-                },
-            ) => ctx.copy(s.values(), d.values_mut())?,
-            (
-                Placed::Cuda {
-                    data: Single(s), ..
-                },
-                Placed::Cuda {
-                    ctx,
-                    data: Single(d),
-                },
-            ) => ctx.copy(s.values(), d.values_mut())?,
+            (Placed::Cuda(_, Double(s)), Placed::Cuda(ctx, Double(d))) => {
+                ctx.copy(s.values(), d.values_mut())?
+            }
+            (Placed::Cuda(_, Single(s)), Placed::Cuda(ctx, Single(d))) => {
+                ctx.copy(s.values(), d.values_mut())?
+            }
             _ => return Err(unsupported("Bsr::copy_values_from", &src.device())),
         }
         Ok(())
@@ -624,17 +590,14 @@ impl Bsr {
                 }
                 Ok(Vector::from_vec(norms))
             }
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => {
+            Placed::Cuda(ctx, Double(m)) => {
                 let mut norms = ctx.zeros(self.pattern.nnz())?;
                 cuda::ops::block_norms(ctx, m, &mut norms)?;
                 Ok(Vector::from_device_buffer(ctx.clone(), norms))
             }
-            Placed::Cuda {
-                data: Single(_), ..
-            } => Err(unsupported("Bsr::block_norms", &self.storage.device())),
+            Placed::Cuda(_, Single(_)) => {
+                Err(unsupported("Bsr::block_norms", &self.storage.device()))
+            }
         }
     }
 

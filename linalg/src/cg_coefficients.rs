@@ -89,7 +89,7 @@ impl CgCoefficients {
     /// dots reduce over the ranks on the host).
     pub fn with_vectors(x: &Vector, steps: usize, stop_ratio: f64) -> Result<Self, LinalgError> {
         match x.storage() {
-            Placed::Cuda { ctx, .. } if x.layout().comm().size() == 1 => Ok(Self {
+            Placed::Cuda(ctx, _) if x.layout().comm().size() == 1 => Ok(Self {
                 steps,
                 stop_ratio,
                 taken: 0,
@@ -285,7 +285,7 @@ fn buffer<'a>(
 ) -> Result<&'a cuda::DeviceBuffer<f64>, LinalgError> {
     check_one_rank_on(ctx, x)?;
     match x.storage() {
-        Placed::Cuda { data, .. } => Ok(data),
+        Placed::Cuda(_, data) => Ok(data),
         Placed::Host(_) => Err(unsupported("CgCoefficients", &x.device())),
     }
 }
@@ -298,7 +298,7 @@ fn buffer_mut<'a>(
     check_one_rank_on(ctx, x)?;
     let device = x.device();
     match x.storage_mut() {
-        Placed::Cuda { data, .. } => Ok(data),
+        Placed::Cuda(_, data) => Ok(data),
         Placed::Host(_) => Err(unsupported("CgCoefficients", &device)),
     }
 }

@@ -243,9 +243,7 @@ impl DenseFactor {
             check_len("DenseFactor::solve: b", b, self.n)?;
             check_len("DenseFactor::solve: x", x, self.n)?;
             return match (b.storage(), x.storage_mut()) {
-                (Placed::Cuda { data: b, .. }, Placed::Cuda { data: x, .. }) => {
-                    inv.solve(ctx, b, x)
-                }
+                (Placed::Cuda(_, b), Placed::Cuda(_, x)) => inv.solve(ctx, b, x),
                 _ => Err(LinalgError::DeviceMismatch {
                     what: "DenseFactor::solve",
                     expected: Device::Cuda(ctx.clone()).name(),
@@ -266,7 +264,7 @@ impl DenseFactor {
         }
         match x.storage_mut() {
             Placed::Host(x) => self.solve_host(x),
-            Placed::Cuda { .. } => {
+            Placed::Cuda(..) => {
                 return Err(LinalgError::DeviceMismatch {
                     what: "DenseFactor::solve (a host factorisation)",
                     expected: Device::Host.name(),

@@ -167,7 +167,7 @@ pub(crate) fn unsupported(what: &'static str, device: &Device) -> LinalgError {
     }
 }
 
-/// The device axis of stored values: `H` in host memory, or `D` on the GPU of `ctx`.
+/// The device axis of stored values: `H` in host memory, or `D` on one GPU with its context.
 ///
 /// Each container names its own payloads, so that every state the types allow is a meaningful
 /// one: a [`crate::Vector`] is `Placed<Vec<f64>, DeviceBuffer<f64>>` (fp64 only), a
@@ -177,7 +177,7 @@ pub(crate) enum Placed<H, D> {
     /// Main memory.
     Host(H),
     /// One GPU: its context (stream, kernels) and the values there.
-    Cuda { ctx: Arc<CudaContext>, data: D },
+    Cuda(Arc<CudaContext>, D),
 }
 
 /// The precision axis of stored values: fp64 (`D`) or fp32 (`S`), [`Precision`]'s two forms.
@@ -358,7 +358,7 @@ impl<H, D> Placed<H, D> {
     pub(crate) fn device(&self) -> Device {
         match self {
             Placed::Host(_) => Device::Host,
-            Placed::Cuda { ctx, .. } => Device::Cuda(ctx.clone()),
+            Placed::Cuda(ctx, _) => Device::Cuda(ctx.clone()),
         }
     }
 }
@@ -368,7 +368,7 @@ impl<H64, H32, D64, D32> Placed<ByPrecision<H64, H32>, ByPrecision<D64, D32>> {
     pub(crate) fn precision(&self) -> Precision {
         match self {
             Placed::Host(v) => v.precision(),
-            Placed::Cuda { data, .. } => data.precision(),
+            Placed::Cuda(_, data) => data.precision(),
         }
     }
 }
@@ -378,10 +378,7 @@ impl<H: HostValues, D: DeviceValues> Placed<H, D> {
     pub(crate) fn try_clone(&self) -> Result<Self, LinalgError> {
         Ok(match self {
             Placed::Host(v) => Placed::Host(v.clone()),
-            Placed::Cuda { ctx, data } => Placed::Cuda {
-                ctx: ctx.clone(),
-                data: data.duplicate(ctx)?,
-            },
+            Placed::Cuda(ctx, data) => Placed::Cuda(ctx.clone(), data.duplicate(ctx)?),
         })
     }
 
@@ -389,7 +386,7 @@ impl<H: HostValues, D: DeviceValues> Placed<H, D> {
     pub(crate) fn len(&self) -> usize {
         match self {
             Placed::Host(v) => v.len(),
-            Placed::Cuda { data, .. } => data.len(),
+            Placed::Cuda(_, data) => data.len(),
         }
     }
 
@@ -398,7 +395,7 @@ impl<H: HostValues, D: DeviceValues> Placed<H, D> {
     pub(crate) fn host(&self) -> Result<&[f64], LinalgError> {
         match self {
             Placed::Host(v) => v.as_f64().ok_or_else(|| fp32_on_host("host()")),
-            Placed::Cuda { ctx, .. } => Err(not_on_host("host()", ctx)),
+            Placed::Cuda(ctx, _) => Err(not_on_host("host()", ctx)),
         }
     }
 
@@ -406,7 +403,7 @@ impl<H: HostValues, D: DeviceValues> Placed<H, D> {
     pub(crate) fn host_mut(&mut self) -> Result<&mut [f64], LinalgError> {
         match self {
             Placed::Host(v) => v.as_f64_mut().ok_or_else(|| fp32_on_host("host_mut()")),
-            Placed::Cuda { ctx, .. } => Err(not_on_host("host_mut()", ctx)),
+            Placed::Cuda(ctx, _) => Err(not_on_host("host_mut()", ctx)),
         }
     }
 
@@ -414,7 +411,7 @@ impl<H: HostValues, D: DeviceValues> Placed<H, D> {
     pub(crate) fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
         match self {
             Placed::Host(v) => Ok(v.to_f64_vec()),
-            Placed::Cuda { ctx, data } => data.download(ctx),
+            Placed::Cuda(ctx, data) => data.download(ctx),
         }
     }
 }

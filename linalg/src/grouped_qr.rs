@@ -282,10 +282,7 @@ impl GroupedQrPlan {
         let precision = q.precision().name();
         match q.storage_mut() {
             Placed::Host(Double(values)) => Ok(self.factor_host(b, values)),
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => {
+            Placed::Cuda(ctx, Double(m)) => {
                 let ctx = ctx.clone();
                 let plan = self.device_plan(&ctx)?;
                 plan.factor(&ctx, b, m.values_mut())
@@ -306,14 +303,11 @@ impl GroupedQrPlan {
         let q_shape_ok =
             (q.block_rows(), q.block_cols()) == (bs, k) && q.pattern().nnz() == self.n_out_blocks();
         let (ctx, m) = match q.storage_mut() {
-            Placed::Cuda {
-                ctx,
-                data: Double(m),
-            } => (ctx.clone(), m),
+            Placed::Cuda(ctx, Double(m)) => (ctx.clone(), m),
             _ => {
                 let r = match b.storage() {
                     Placed::Host(b) => self.factor(b, q)?,
-                    Placed::Cuda { .. } => self.factor(&b.to_host_vec()?, q)?,
+                    Placed::Cuda(..) => self.factor(&b.to_host_vec()?, q)?,
                 };
                 return Ok(Vector::from_vec(r));
             }
@@ -335,7 +329,7 @@ impl GroupedQrPlan {
         }
         let uploaded;
         let b_device = match b.storage() {
-            Placed::Cuda { ctx: at, data } if at.ordinal() == ctx.ordinal() => data,
+            Placed::Cuda(at, data) if at.ordinal() == ctx.ordinal() => data,
             _ => {
                 uploaded = ctx.upload(&b.to_host_vec()?)?;
                 &uploaded

@@ -101,7 +101,7 @@ impl DofMask {
         check_len("DofMask::zero", v, self.bs * self.bits.len())?;
         match v.storage_mut() {
             Placed::Host(v) => host::mask::zero(self.bs, &self.bits, v),
-            Placed::Cuda { .. } => return Err(unsupported("DofMask::zero", &v.device())),
+            Placed::Cuda(..) => return Err(unsupported("DofMask::zero", &v.device())),
         }
         Ok(())
     }

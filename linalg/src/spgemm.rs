@@ -238,16 +238,9 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
             })
         }
         (
-            Placed::Cuda {
-                data: Double(am), ..
-            },
-            Placed::Cuda {
-                data: Double(bm), ..
-            },
-            Placed::Cuda {
-                ctx,
-                data: Double(cm),
-            },
+            Placed::Cuda(_, Double(am)),
+            Placed::Cuda(_, Double(bm)),
+            Placed::Cuda(ctx, Double(cm)),
         ) => {
             let dplan = plan
                 .device

@@ -31,11 +31,7 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
         (Placed::Host(pv), Placed::Host(x), Placed::Host(y)) => either_precision!(pv, pv => {
             host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
         }),
-        (
-            Placed::Cuda { ctx, data: m },
-            Placed::Cuda { data: x, .. },
-            Placed::Cuda { data: y, .. },
-        ) => {
+        (Placed::Cuda(ctx, m), Placed::Cuda(_, x), Placed::Cuda(_, y)) => {
             let dplan = plan.device_plan(ctx)?;
             either_precision!(m, m => {
                 cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?

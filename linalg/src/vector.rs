@@ -15,10 +15,7 @@ impl VectorStorage {
     fn zeros_on(device: &Device, len: usize) -> Result<Self, LinalgError> {
         Ok(match device {
             Device::Host => Placed::Host(vec![0.0; len]),
-            Device::Cuda(ctx) => Placed::Cuda {
-                ctx: ctx.clone(),
-                data: ctx.zeros(len)?,
-            },
+            Device::Cuda(ctx) => Placed::Cuda(ctx.clone(), ctx.zeros(len)?),
         })
     }
 
@@ -26,10 +23,7 @@ impl VectorStorage {
     fn from_host_on(device: &Device, host: &[f64]) -> Result<Self, LinalgError> {
         Ok(match device {
             Device::Host => Placed::Host(host.to_vec()),
-            Device::Cuda(ctx) => Placed::Cuda {
-                ctx: ctx.clone(),
-                data: ctx.upload(host)?,
-            },
+            Device::Cuda(ctx) => Placed::Cuda(ctx.clone(), ctx.upload(host)?),
         })
     }
 }
@@ -105,7 +99,7 @@ impl Vector {
     pub fn from_device_buffer(ctx: Arc<cuda::CudaContext>, buf: cuda::DeviceBuffer<f64>) -> Self {
         let n = buf.len();
         Self {
-            storage: Placed::Cuda { ctx, data: buf },
+            storage: Placed::Cuda(ctx, buf),
             layout: Arc::new(Layout::serial(n)),
         }
     }
@@ -113,7 +107,7 @@ impl Vector {
     /// The device buffer behind a vector on a GPU, without a copy; an error for a host vector.
     pub fn into_device_buffer(self) -> Result<cuda::DeviceBuffer<f64>, LinalgError> {
         match self.storage {
-            Placed::Cuda { data, .. } => Ok(data),
+            Placed::Cuda(_, data) => Ok(data),
             Placed::Host(_) => Err(unsupported("Vector::into_device_buffer", &Device::Host)),
         }
     }
@@ -121,7 +115,7 @@ impl Vector {
     /// The device buffer behind a vector on a GPU, borrowed; an error for a host vector.
     pub fn device_buffer(&self) -> Result<&cuda::DeviceBuffer<f64>, LinalgError> {
         match &self.storage {
-            Placed::Cuda { data, .. } => Ok(data),
+            Placed::Cuda(_, data) => Ok(data),
             Placed::Host(_) => Err(unsupported("Vector::device_buffer", &Device::Host)),
         }
     }
@@ -129,7 +123,7 @@ impl Vector {
     /// The device buffer behind a vector on a GPU, mutably borrowed; an error for a host vector.
     pub fn device_buffer_mut(&mut self) -> Result<&mut cuda::DeviceBuffer<f64>, LinalgError> {
         match &mut self.storage {
-            Placed::Cuda { data, .. } => Ok(data),
+            Placed::Cuda(_, data) => Ok(data),
             Placed::Host(_) => Err(unsupported("Vector::device_buffer_mut", &Device::Host)),
         }
     }
@@ -142,7 +136,7 @@ impl Vector {
         } else {
             match &self.storage {
                 Placed::Host(v) => VectorStorage::from_host_on(device, v)?,
-                Placed::Cuda { .. } => {
+                Placed::Cuda(..) => {
                     VectorStorage::from_host_on(device, &self.storage.to_host_vec()?)?
                 }
             }
@@ -177,7 +171,7 @@ impl Vector {
         }
         match &mut self.storage {
             Placed::Host(x) => x.copy_from_slice(v),
-            Placed::Cuda { ctx, data } => ctx.upload_into(v, data)?,
+            Placed::Cuda(ctx, data) => ctx.upload_into(v, data)?,
         }
         Ok(())
     }
@@ -221,7 +215,7 @@ impl Vector {
     pub fn fill(&mut self, a: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
             Placed::Host(v) => v.fill(a),
-            Placed::Cuda { ctx, data } => cuda::vector::fill(ctx, a, data)?,
+            Placed::Cuda(ctx, data) => cuda::vector::fill(ctx, a, data)?,
         }
         Ok(())
     }
@@ -231,7 +225,7 @@ impl Vector {
         ops::check_pair("Vector::copy_from", x, self)?;
         match (&x.storage, &mut self.storage) {
             (Placed::Host(x), Placed::Host(y)) => y.copy_from_slice(x),
-            (Placed::Cuda { data: x, .. }, Placed::Cuda { ctx, data: y }) => ctx.copy(x, y)?,
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => ctx.copy(x, y)?,
             _ => return Err(unsupported("Vector::copy_from", &x.device())),
         }
         Ok(())
@@ -334,7 +328,7 @@ pub mod ops {
                     ))
                 })
                 .collect::<Result<Vec<_>, LinalgError>>()?,
-            Placed::Cuda { ctx, .. } => {
+            Placed::Cuda(ctx, _) => {
                 let buffers = pairs
                     .iter()
                     .map(|(x, y)| Ok((x.device_buffer()?, y.device_buffer()?, owned)))
@@ -380,7 +374,7 @@ pub mod ops {
         let owned = x.layout.owned();
         let local = match &x.storage {
             Placed::Host(x) => host::blas1::norm_inf(&x[..owned]),
-            Placed::Cuda { ctx, data } => cuda::ops::norm_inf(ctx, data, owned)?,
+            Placed::Cuda(ctx, data) => cuda::ops::norm_inf(ctx, data, owned)?,
         };
         let mut max = [local];
         x.layout.comm().allreduce_max(&mut max)?;
@@ -392,9 +386,7 @@ pub mod ops {
         check_pair("ops::axpy", x, y)?;
         match (&x.storage, &mut y.storage) {
             (Placed::Host(x), Placed::Host(y)) => host::blas1::axpy(a, x, y),
-            (Placed::Cuda { data: x, .. }, Placed::Cuda { ctx, data: y }) => {
-                cuda::vector::axpy(ctx, a, x, y)?
-            }
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => cuda::vector::axpy(ctx, a, x, y)?,
             _ => return Err(unsupported("ops::axpy", &x.device())),
         }
         Ok(())
@@ -405,9 +397,7 @@ pub mod ops {
         check_pair("ops::axpby", x, y)?;
         match (&x.storage, &mut y.storage) {
             (Placed::Host(x), Placed::Host(y)) => host::blas1::axpby(a, x, b, y),
-            (Placed::Cuda { data: x, .. }, Placed::Cuda { ctx, data: y }) => {
-                cuda::vector::axpby(ctx, a, x, b, y)?
-            }
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => cuda::vector::axpby(ctx, a, x, b, y)?,
             _ => return Err(unsupported("ops::axpby", &x.device())),
         }
         Ok(())
@@ -417,7 +407,7 @@ pub mod ops {
     pub fn scale(a: f64, x: &mut Vector) -> Result<(), LinalgError> {
         match &mut x.storage {
             Placed::Host(x) => host::blas1::scale(a, x),
-            Placed::Cuda { ctx, data } => cuda::ops::scale(ctx, a, data)?,
+            Placed::Cuda(ctx, data) => cuda::ops::scale(ctx, a, data)?,
         }
         Ok(())
     }
@@ -430,7 +420,7 @@ pub mod ops {
         let owned = x.layout.owned();
         match &mut x.storage {
             Placed::Host(x) => host::blas1::fill_hashed(first, seed, &mut x[..owned]),
-            Placed::Cuda { ctx, data } => cuda::ops::fill_hashed(ctx, first, seed, data, owned)?,
+            Placed::Cuda(ctx, data) => cuda::ops::fill_hashed(ctx, first, seed, data, owned)?,
         }
         Ok(())
     }

@@ -383,11 +383,8 @@ pub fn ptap_numeric(
         }
         return Ok(());
     }
-    let (
-        Placed::Cuda { data: am, .. },
-        Placed::Cuda { data: pm, .. },
-        Placed::Cuda { ctx, data: out },
-    ) = (a.storage(), p.storage(), ac.storage_mut())
+    let (Placed::Cuda(_, am), Placed::Cuda(_, pm), Placed::Cuda(ctx, out)) =
+        (a.storage(), p.storage(), ac.storage_mut())
     else {
         return Err(unsupported("ptap_numeric", &device));
     };
