@@ -4,17 +4,49 @@
 use std::sync::Arc;
 
 use crate::backend::{cuda, host};
-use crate::device::{check_same_device, unsupported, Storage};
-use crate::precision::narrow;
+use crate::device::{
+    check_same_device, either_precision, unsupported, ByPrecision, DeviceValues, HostByPrecision,
+    Placed,
+};
 use crate::vector::check_len;
-use crate::{Bsr, Device, LinalgError, Precision, Vector};
+use crate::{BlockPattern, Bsr, Device, LinalgError, Precision, Vector};
+use ByPrecision::{Double, Single};
+
+/// Inverted diagonal blocks on a GPU, in fp64 or fp32, with the pattern of the operator whose
+/// diagonal slots they read ([`BlockDiagonal::refresh_inverse`] reuses the slots while the
+/// operator keeps that pattern).
+#[derive(Debug)]
+pub(crate) struct DeviceInverses {
+    blocks: ByPrecision<cuda::DeviceBlockDiagonal, cuda::DeviceBlockDiagonal<f32>>,
+    source: Arc<BlockPattern>,
+}
+
+impl DeviceValues for DeviceInverses {
+    fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    fn duplicate(&self, ctx: &cuda::CudaContext) -> Result<Self, LinalgError> {
+        Ok(Self {
+            blocks: self.blocks.duplicate(ctx)?,
+            source: self.source.clone(),
+        })
+    }
+
+    fn download(&self, ctx: &cuda::CudaContext) -> Result<Vec<f64>, LinalgError> {
+        self.blocks.download(ctx)
+    }
+}
+
+/// A block diagonal's values: in host memory or on a GPU, in fp64 or fp32.
+type DiagonalStorage = Placed<HostByPrecision, DeviceInverses>;
 
 /// `n_blocks` blocks of `bs x bs`, row-major, block after block, on a [`Device`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockDiagonal {
     n_blocks: usize,
     bs: usize,
-    storage: Storage,
+    storage: DiagonalStorage,
 }
 
 impl BlockDiagonal {
@@ -31,7 +63,7 @@ impl BlockDiagonal {
         Ok(Self {
             n_blocks,
             bs,
-            storage: Storage::Host(values),
+            storage: Placed::Host(Double(values)),
         })
     }
 
@@ -58,17 +90,14 @@ impl BlockDiagonal {
         if stored == bs {
             let positions = pattern.diagonal_positions()?;
             match a.storage() {
-                Storage::Host(v) => {
+                Placed::Host(v) => {
                     let mut d = vec![0.0; positions.len() * bs * bs];
-                    host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
+                    either_precision!(v, v => {
+                        host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d)
+                    });
                     Self::from_vec(positions.len(), bs, d)
                 }
-                Storage::Host32(v) => {
-                    let mut d = vec![0.0; positions.len() * bs * bs];
-                    host::block_diagonal::gather_blocks(&positions, bs * bs, v, &mut d);
-                    Self::from_vec(positions.len(), bs, d)
-                }
-                _ => Err(unsupported(
+                Placed::Cuda(..) => Err(unsupported(
                     "BlockDiagonal::from_diagonal (use inverse_of_diagonal)",
                     &a.device(),
                 )),
@@ -83,7 +112,7 @@ impl BlockDiagonal {
             }
             let n_blocks = a.n_rows() / bs;
             match a.storage() {
-                Storage::Host(v) => {
+                Placed::Host(Double(v)) => {
                     let mut d = vec![0.0; n_blocks * bs * bs];
                     host::block_diagonal::gather_node_blocks(pattern, bs, v, &mut d);
                     Self::from_vec(n_blocks, bs, d)
@@ -99,39 +128,7 @@ impl BlockDiagonal {
     /// the diagonal slots it uploads once (then kept for [`BlockDiagonal::refresh_inverse`]).
     /// Scalar (1x1) storage of node blocks is host-only.
     pub fn inverse_of_diagonal(a: &Bsr, bs: usize) -> Result<Self, LinalgError> {
-        match a.cuda() {
-            None => {
-                let mut d = Self::from_diagonal(a, bs)?;
-                d.invert()?;
-                Ok(d)
-            }
-            Some((ctx, m)) => {
-                if a.block_rows() != bs || a.block_cols() != bs {
-                    return Err(unsupported(
-                        "point-block inverse of scalar (1x1) storage",
-                        &a.device(),
-                    ));
-                }
-                // the matrix's own device pattern: no upload, whether or not the host
-                // pattern has a mirror (a device-assembled operator's may not)
-                let mut d = cuda::DeviceBlockDiagonal::on_device_pattern(
-                    ctx,
-                    a.pattern(),
-                    m.pattern(),
-                    bs,
-                )?;
-                d.invert(ctx, m)?;
-                Ok(Self {
-                    n_blocks: d.n_blocks(),
-                    bs,
-                    storage: Storage::CudaDiag {
-                        ctx: ctx.clone(),
-                        d,
-                        source: a.pattern().clone(),
-                    },
-                })
-            }
-        }
+        Self::inverse_of_diagonal_in(a, bs, Precision::Double)
     }
 
     /// [`BlockDiagonal::inverse_of_diagonal`] stored in `precision`: with
@@ -142,99 +139,67 @@ impl BlockDiagonal {
         bs: usize,
         precision: Precision,
     ) -> Result<Self, LinalgError> {
-        let device_blocks = |ctx: &Arc<cuda::CudaContext>| {
-            if a.block_rows() != bs || a.block_cols() != bs {
-                return Err(unsupported(
-                    "point-block inverse of scalar (1x1) storage",
-                    &a.device(),
-                ));
-            }
-            Ok((ctx.clone(), a.pattern().clone()))
+        let Placed::Cuda(ctx, m) = a.storage() else {
+            let mut d = Self::from_diagonal(a, bs)?;
+            d.invert()?;
+            return if precision == Precision::Double {
+                Ok(d)
+            } else {
+                d.to_precision(precision)
+            };
         };
-        let storage = match (a.storage(), precision) {
-            (Storage::Host(_) | Storage::Host32(_), _) => {
-                let mut d = Self::from_diagonal(a, bs)?;
-                d.invert()?;
-                return d.to_precision(precision);
-            }
-            (Storage::CudaBsr { .. }, Precision::Double) => {
-                return Self::inverse_of_diagonal(a, bs)
-            }
-            (Storage::CudaBsr { ctx, m }, Precision::Single) => {
-                let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f32>::on_device_pattern(
-                    &ctx,
-                    &source,
-                    m.pattern(),
-                    bs,
-                )?;
-                d.invert(&ctx, m)?;
-                Storage::CudaDiag32 { ctx, d, source }
-            }
-            (Storage::CudaBsr32 { ctx, m }, Precision::Single) => {
-                let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f32>::on_device_pattern(
-                    &ctx,
-                    &source,
-                    m.pattern(),
-                    bs,
-                )?;
-                d.invert(&ctx, m)?;
-                Storage::CudaDiag32 { ctx, d, source }
-            }
-            (Storage::CudaBsr32 { ctx, m }, Precision::Double) => {
-                let (ctx, source) = device_blocks(ctx)?;
-                let mut d = cuda::DeviceBlockDiagonal::<f64>::on_device_pattern(
-                    &ctx,
-                    &source,
-                    m.pattern(),
-                    bs,
-                )?;
-                d.invert(&ctx, m)?;
-                Storage::CudaDiag { ctx, d, source }
-            }
-            (s, _) => {
-                return Err(unsupported(
-                    "BlockDiagonal::inverse_of_diagonal",
-                    &s.device(),
-                ))
-            }
+        if a.block_rows() != bs || a.block_cols() != bs {
+            return Err(unsupported(
+                "point-block inverse of scalar (1x1) storage",
+                &a.device(),
+            ));
+        }
+        let blocks = match precision {
+            Precision::Double => Double(invert_on_device(ctx, a.pattern(), m, bs)?),
+            Precision::Single => Single(invert_on_device(ctx, a.pattern(), m, bs)?),
         };
         Ok(Self {
-            n_blocks: a.n_rows() / bs,
+            n_blocks: either_precision!(&blocks, d => d.n_blocks()),
             bs,
-            storage,
+            storage: Placed::Cuda(
+                ctx.clone(),
+                DeviceInverses {
+                    blocks,
+                    source: a.pattern().clone(),
+                },
+            ),
         })
     }
 
     /// The stored precision of the blocks.
     pub fn precision(&self) -> Precision {
-        self.storage.precision()
+        match &self.storage {
+            Placed::Host(v) => v.precision(),
+            Placed::Cuda(_, data) => data.blocks.precision(),
+        }
     }
 
     /// The same blocks stored in `precision` on the same device (a copy if stored so already).
     pub fn to_precision(&self, precision: Precision) -> Result<Self, LinalgError> {
-        let storage = match (&self.storage, precision) {
-            (s, p) if s.precision() == p => s.try_clone()?,
-            (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
-            (Storage::Host32(v), Precision::Double) => Storage::Host(crate::precision::widen(v)),
-            (Storage::CudaDiag { ctx, d, source }, Precision::Single) => {
-                let inv = cuda::ops::narrow_to_f32(ctx, d.inverse())?;
-                Storage::CudaDiag32 {
-                    ctx: ctx.clone(),
-                    d: d.duplicate(ctx)?.with_inverse(inv)?,
-                    source: source.clone(),
-                }
-            }
-            (Storage::CudaDiag32 { ctx, d, source }, Precision::Double) => {
-                let inv = cuda::ops::widen_to_f64(ctx, d.inverse())?;
-                Storage::CudaDiag {
-                    ctx: ctx.clone(),
-                    d: d.duplicate(ctx)?.with_inverse(inv)?,
-                    source: source.clone(),
-                }
-            }
-            (s, _) => return Err(unsupported("BlockDiagonal::to_precision", &s.device())),
+        let storage = match &self.storage {
+            s if self.precision() == precision => s.try_clone()?,
+            Placed::Host(v) => Placed::Host(v.to_precision(precision)),
+            Placed::Cuda(ctx, data) => Placed::Cuda(
+                ctx.clone(),
+                DeviceInverses {
+                    blocks: match &data.blocks {
+                        Double(d) => {
+                            let inv = cuda::ops::narrow_to_f32(ctx, d.inverse())?;
+                            Single(d.duplicate(ctx)?.with_inverse(inv)?)
+                        }
+                        Single(d) => {
+                            let inv = cuda::ops::widen_to_f64(ctx, d.inverse())?;
+                            Double(d.duplicate(ctx)?.with_inverse(inv)?)
+                        }
+                    },
+                    source: data.source.clone(),
+                },
+            ),
         };
         Ok(Self {
             n_blocks: self.n_blocks,
@@ -250,27 +215,13 @@ impl BlockDiagonal {
         let bs = self.bs;
         let precision = self.precision();
         let same = a.block_rows() == bs && a.block_cols() == bs;
-        let reuse = |source: &Arc<crate::BlockPattern>| same && Arc::ptr_eq(source, a.pattern());
-        match (&mut self.storage, a.storage()) {
-            (Storage::CudaDiag { d, source, .. }, Storage::CudaBsr { ctx, m }) if reuse(source) => {
-                return d.invert(ctx, m)
+        if let (Placed::Cuda(_, inverses), Placed::Cuda(ctx, m)) = (&mut self.storage, a.storage())
+        {
+            if same && Arc::ptr_eq(&inverses.source, a.pattern()) {
+                return either_precision!(&mut inverses.blocks, d => {
+                    either_precision!(m, m => d.invert(ctx, m))
+                });
             }
-            (Storage::CudaDiag { d, source, .. }, Storage::CudaBsr32 { ctx, m })
-                if reuse(source) =>
-            {
-                return d.invert(ctx, m)
-            }
-            (Storage::CudaDiag32 { d, source, .. }, Storage::CudaBsr { ctx, m })
-                if reuse(source) =>
-            {
-                return d.invert(ctx, m)
-            }
-            (Storage::CudaDiag32 { d, source, .. }, Storage::CudaBsr32 { ctx, m })
-                if reuse(source) =>
-            {
-                return d.invert(ctx, m)
-            }
-            _ => {}
         }
         *self = Self::inverse_of_diagonal_in(a, bs, precision)?;
         Ok(())
@@ -303,9 +254,12 @@ impl BlockDiagonal {
 
     /// The inverses on the device, if this is a GPU block diagonal (crate kernels).
     pub(crate) fn cuda_values(&self) -> Option<&cuda::DeviceBuffer<f64>> {
-        match &self.storage {
-            Storage::CudaDiag { d, .. } => Some(d.inverse()),
-            _ => None,
+        let Placed::Cuda(_, inverses) = &self.storage else {
+            return None;
+        };
+        match &inverses.blocks {
+            Double(d) => Some(d.inverse()),
+            Single(_) => None,
         }
     }
 
@@ -320,7 +274,7 @@ impl BlockDiagonal {
     pub fn invert(&mut self) -> Result<(), LinalgError> {
         let bs = self.bs;
         let failure = match &mut self.storage {
-            Storage::Host(v) => host::block_diagonal::invert_blocks(bs, v),
+            Placed::Host(Double(v)) => host::block_diagonal::invert_blocks(bs, v),
             _ => {
                 return Err(unsupported(
                     "BlockDiagonal::invert (use inverse_of_diagonal)",
@@ -352,24 +306,31 @@ impl BlockDiagonal {
         check_same_device("BlockDiagonal::apply: r", &device, &r.device())?;
         check_same_device("BlockDiagonal::apply: x", &device, &x.device())?;
         match (&self.storage, r.storage(), x.storage_mut()) {
-            (Storage::Host(d), Storage::Host(r), Storage::Host(x)) => {
+            (Placed::Host(d), Placed::Host(r), Placed::Host(x)) => either_precision!(d, d => {
                 host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
+            }),
+            (Placed::Cuda(ctx, data), Placed::Cuda(_, r), Placed::Cuda(_, x)) => {
+                either_precision!(&data.blocks, d => d.apply(ctx, omega, r, beta, x)?)
             }
-            (Storage::Host32(d), Storage::Host(r), Storage::Host(x)) => {
-                host::block_diagonal::apply(self.bs, d, omega, r, beta, x)
-            }
-            (
-                Storage::CudaDiag { ctx, d, .. },
-                Storage::Cuda { buf: r, .. },
-                Storage::Cuda { buf: x, .. },
-            ) => d.apply(ctx, omega, r, beta, x)?,
-            (
-                Storage::CudaDiag32 { ctx, d, .. },
-                Storage::Cuda { buf: r, .. },
-                Storage::Cuda { buf: x, .. },
-            ) => d.apply(ctx, omega, r, beta, x)?,
             _ => return Err(unsupported("BlockDiagonal::apply", &device)),
         }
         Ok(())
     }
+}
+
+/// The inverses, stored as `T`, of the `bs x bs` diagonal blocks of the device matrix `m`
+/// (whose host pattern is `pattern`): one fused gather-and-invert kernel on `m`'s own device
+/// pattern, so nothing is uploaded whether or not `pattern` has a mirror (a device-assembled
+/// operator's may not).
+fn invert_on_device<T: cuda::DeviceValue>(
+    ctx: &cuda::CudaContext,
+    pattern: &BlockPattern,
+    m: &ByPrecision<cuda::DeviceBsr, cuda::DeviceBsr<f32>>,
+    bs: usize,
+) -> Result<cuda::DeviceBlockDiagonal<T>, LinalgError> {
+    let device_pattern = either_precision!(m, m => m.pattern());
+    let mut d =
+        cuda::DeviceBlockDiagonal::<T>::on_device_pattern(ctx, pattern, device_pattern, bs)?;
+    either_precision!(m, m => d.invert(ctx, m))?;
+    Ok(d)
 }

@@ -4,10 +4,18 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::backend::{cuda, host};
-use crate::device::{check_same_device, device_pattern, unsupported, Storage};
-use crate::precision::{narrow, widen};
+use crate::device::{
+    check_same_device, device_pattern, either_precision, unsupported, ByPrecision, HostByPrecision,
+    Placed,
+};
+use crate::precision::widen;
 use crate::vector::check_len;
 use crate::{BlockPattern, Device, LinalgError, Precision, Vector};
+use ByPrecision::{Double, Single};
+
+/// A matrix's values: in host memory or on a GPU (with the uploaded pattern), in fp64 or fp32.
+pub(crate) type BsrStorage =
+    Placed<HostByPrecision, ByPrecision<cuda::DeviceBsr, cuda::DeviceBsr<f32>>>;
 
 /// Block sparse row matrix: a shared [`BlockPattern`] and `block_rows x block_cols` blocks.
 ///
@@ -20,7 +28,7 @@ pub struct Bsr {
     pattern: Arc<BlockPattern>,
     block_rows: usize,
     block_cols: usize,
-    storage: Storage,
+    storage: BsrStorage,
 }
 
 impl Bsr {
@@ -38,7 +46,7 @@ impl Bsr {
             pattern,
             block_rows,
             block_cols,
-            storage: Storage::Host(values),
+            storage: Placed::Host(Double(values)),
         }
     }
 
@@ -69,7 +77,7 @@ impl Bsr {
             pattern,
             block_rows: m.block_rows(),
             block_cols: m.block_cols(),
-            storage: Storage::CudaBsr { ctx, m },
+            storage: Placed::Cuda(ctx, Double(m)),
         })
     }
 
@@ -77,16 +85,16 @@ impl Bsr {
     /// inverse); `NotOnDevice`-style error ([`LinalgError::Unsupported`]) for a host matrix.
     pub fn into_device_bsr(self) -> Result<cuda::DeviceBsr, LinalgError> {
         match self.storage {
-            Storage::CudaBsr { m, .. } => Ok(m),
+            Placed::Cuda(_, Double(m)) => Ok(m),
             _ => Err(unsupported("Bsr::into_device_bsr", &Device::Host)),
         }
     }
 
     /// The device matrix behind a matrix on a GPU, borrowed; an error for a host matrix.
     pub fn device_bsr(&self) -> Result<&cuda::DeviceBsr, LinalgError> {
-        match &self.storage {
-            Storage::CudaBsr { m, .. } => Ok(m),
-            _ => Err(unsupported("Bsr::device_bsr", &self.device())),
+        match self.cuda() {
+            Some((_, m)) => Ok(m),
+            None => Err(unsupported("Bsr::device_bsr", &self.device())),
         }
     }
 
@@ -94,9 +102,9 @@ impl Bsr {
     /// stays [`Bsr::pattern`]'s); an error for a host matrix.
     pub fn device_bsr_mut(&mut self) -> Result<&mut cuda::DeviceBsr, LinalgError> {
         let device = self.device();
-        match &mut self.storage {
-            Storage::CudaBsr { m, .. } => Ok(m),
-            _ => Err(unsupported("Bsr::device_bsr_mut", &device)),
+        match self.cuda_mut() {
+            Some((_, m)) => Ok(m),
+            None => Err(unsupported("Bsr::device_bsr_mut", &device)),
         }
     }
 
@@ -125,13 +133,15 @@ impl Bsr {
             (_, Precision::Double) => {
                 return Self::zeros_on(device, pattern, block_rows, block_cols)
             }
-            (Device::Host, Precision::Single) => Storage::Host32(vec![0.0; n]),
+            (Device::Host, Precision::Single) => Placed::Host(Single(vec![0.0; n])),
             (Device::Cuda(ctx), Precision::Single) => {
                 let dp = device_pattern(ctx, &pattern)?;
-                Storage::CudaBsr32 {
-                    ctx: ctx.clone(),
-                    m: cuda::DeviceBsr::<f32>::zeros_of(ctx, &dp, block_rows, block_cols)?,
-                }
+                Placed::Cuda(
+                    ctx.clone(),
+                    Single(cuda::DeviceBsr::<f32>::zeros_of(
+                        ctx, &dp, block_rows, block_cols,
+                    )?),
+                )
             }
         };
         Ok(Self {
@@ -151,13 +161,15 @@ impl Bsr {
     ) -> Result<Self, LinalgError> {
         check_block_size(block_rows, block_cols)?;
         let storage = match device {
-            Device::Host => Storage::Host(vec![0.0; pattern.nnz() * block_rows * block_cols]),
+            Device::Host => {
+                Placed::Host(Double(vec![0.0; pattern.nnz() * block_rows * block_cols]))
+            }
             Device::Cuda(ctx) => {
                 let dp = device_pattern(ctx, &pattern)?;
-                Storage::CudaBsr {
-                    ctx: ctx.clone(),
-                    m: cuda::DeviceBsr::zeros(ctx, &dp, block_rows, block_cols)?,
-                }
+                Placed::Cuda(
+                    ctx.clone(),
+                    Double(cuda::DeviceBsr::zeros(ctx, &dp, block_rows, block_cols)?),
+                )
             }
         };
         Ok(Self {
@@ -192,11 +204,8 @@ impl Bsr {
             self.block_cols,
         )?;
         match &self.storage {
-            Storage::Host(v) => out.upload_values_from_slice(v)?,
-            _ => {
-                let v = self.storage.to_host_vec()?;
-                out.upload_values_from_slice(&v)?
-            }
+            Placed::Host(Double(v)) => out.upload_values_from_slice(v)?,
+            _ => out.upload_values_from_slice(&self.storage.to_host_vec()?)?,
         }
         Ok(out)
     }
@@ -222,7 +231,7 @@ impl Bsr {
 
     fn upload_values_from_slice(&mut self, v: &[f64]) -> Result<(), LinalgError> {
         match &mut self.storage {
-            Storage::Host(d) => {
+            Placed::Host(Double(d)) => {
                 if d.len() != v.len() {
                     return Err(LinalgError::LengthMismatch {
                         what: "Bsr values",
@@ -232,7 +241,8 @@ impl Bsr {
                 }
                 d.copy_from_slice(v)
             }
-            Storage::CudaBsr { ctx, m } => ctx.upload_into(v, m.values_mut())?,
+            Placed::Cuda(ctx, Double(m)) => ctx.upload_into(v, m.values_mut())?,
+            // fp32 values are made by `to_precision`, not uploaded
             _ => {
                 return Err(unsupported(
                     "Bsr::upload_values_from",
@@ -246,7 +256,7 @@ impl Bsr {
     /// The device matrix and its context (crate kernels), or `None` on the host.
     pub(crate) fn cuda(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr)> {
         match &self.storage {
-            Storage::CudaBsr { ctx, m } => Some((ctx, m)),
+            Placed::Cuda(ctx, Double(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -254,7 +264,7 @@ impl Bsr {
     /// The fp32 device matrix and its context (crate kernels), or `None`.
     pub(crate) fn cuda32(&self) -> Option<(&Arc<cuda::CudaContext>, &cuda::DeviceBsr<f32>)> {
         match &self.storage {
-            Storage::CudaBsr32 { ctx, m } => Some((ctx, m)),
+            Placed::Cuda(ctx, Single(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -262,7 +272,7 @@ impl Bsr {
     /// Mutable [`Bsr::cuda`].
     pub(crate) fn cuda_mut(&mut self) -> Option<(&Arc<cuda::CudaContext>, &mut cuda::DeviceBsr)> {
         match &mut self.storage {
-            Storage::CudaBsr { ctx, m } => Some((ctx, m)),
+            Placed::Cuda(ctx, Double(m)) => Some((ctx, m)),
             _ => None,
         }
     }
@@ -288,7 +298,7 @@ impl Bsr {
             pattern,
             block_rows,
             block_cols,
-            storage: Storage::Host(values),
+            storage: Placed::Host(Double(values)),
         })
     }
 
@@ -340,7 +350,7 @@ impl Bsr {
             pattern: Arc::new(pattern),
             block_rows,
             block_cols,
-            storage: Storage::Host(values),
+            storage: Placed::Host(Double(values)),
         })
     }
 
@@ -348,7 +358,7 @@ impl Bsr {
     /// problems such as the coarsest AMG level).
     pub fn to_dense(&self) -> Result<Vec<f64>, LinalgError> {
         let values: Cow<'_, [f64]> = match &self.storage {
-            Storage::Host32(v) => Cow::Owned(widen(v)),
+            Placed::Host(Single(v)) => Cow::Owned(widen(v)),
             s => Cow::Borrowed(s.host()?),
         };
         let (n_cols, br, bc) = (self.n_cols(), self.block_rows, self.block_cols);
@@ -411,19 +421,16 @@ impl Bsr {
     /// fp32, or widened to fp64); a copy of `self` when it is stored so already. The result is
     /// the only copy of the values a caller needs to keep: the fp32 form is the stored form.
     pub fn to_precision(&self, precision: Precision) -> Result<Bsr, LinalgError> {
-        let storage = match (&self.storage, precision) {
-            (s, p) if s.precision() == p => s.try_clone()?,
-            (Storage::Host(v), Precision::Single) => Storage::Host32(narrow(v)),
-            (Storage::Host32(v), Precision::Double) => Storage::Host(widen(v)),
-            (Storage::CudaBsr { ctx, m }, Precision::Single) => Storage::CudaBsr32 {
-                ctx: ctx.clone(),
-                m: m.with_values(cuda::ops::narrow_to_f32(ctx, m.values())?)?,
-            },
-            (Storage::CudaBsr32 { ctx, m }, Precision::Double) => Storage::CudaBsr {
-                ctx: ctx.clone(),
-                m: m.with_values(cuda::ops::widen_to_f64(ctx, m.values())?)?,
-            },
-            (s, _) => return Err(unsupported("Bsr::to_precision", &s.device())),
+        let storage = match &self.storage {
+            s if s.precision() == precision => s.try_clone()?,
+            Placed::Host(v) => Placed::Host(v.to_precision(precision)),
+            Placed::Cuda(ctx, data) => Placed::Cuda(
+                ctx.clone(),
+                match data {
+                    Double(m) => Single(m.with_values(cuda::ops::narrow_to_f32(ctx, m.values())?)?),
+                    Single(m) => Double(m.with_values(cuda::ops::widen_to_f64(ctx, m.values())?)?),
+                },
+            ),
         };
         Ok(Self {
             pattern: self.pattern.clone(),
@@ -479,11 +486,11 @@ impl Bsr {
         Ok(&mut self.storage.host_mut()?[k * bl..(k + 1) * bl])
     }
 
-    pub(crate) fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &BsrStorage {
         &self.storage
     }
 
-    pub(crate) fn storage_mut(&mut self) -> &mut Storage {
+    pub(crate) fn storage_mut(&mut self) -> &mut BsrStorage {
         &mut self.storage
     }
 
@@ -520,22 +527,14 @@ impl Bsr {
         check_same_device("Bsr::spmv: y", &device, &y.device())?;
         let (br, bc) = (self.block_rows, self.block_cols);
         match (&self.storage, x.storage(), y.storage_mut()) {
-            (Storage::Host(a), Storage::Host(x), Storage::Host(y)) => {
+            (Placed::Host(a), Placed::Host(x), Placed::Host(y)) => either_precision!(a, a => {
                 host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
+            }),
+            (Placed::Cuda(ctx, m), Placed::Cuda(_, x), Placed::Cuda(_, y)) => {
+                either_precision!(m, m => {
+                    cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?
+                })
             }
-            (Storage::Host32(a), Storage::Host(x), Storage::Host(y)) => {
-                host::spmv::spmv(&self.pattern, br, bc, a, alpha, x, beta, y)
-            }
-            (
-                Storage::CudaBsr { ctx, m },
-                Storage::Cuda { buf: x, .. },
-                Storage::Cuda { buf: y, .. },
-            ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
-            (
-                Storage::CudaBsr32 { ctx, m },
-                Storage::Cuda { buf: x, .. },
-                Storage::Cuda { buf: y, .. },
-            ) => cuda::spmv(ctx, m, alpha, x, beta.unwrap_or(0.0), y)?,
             _ => return Err(unsupported("Bsr::spmv", &device)),
         }
         Ok(())
@@ -544,10 +543,12 @@ impl Bsr {
     /// Multiplies every value by `s`.
     pub fn scale(&mut self, s: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
-            Storage::Host(v) => host::bsr::scale(s, v),
-            Storage::Host32(v) => v.iter_mut().for_each(|x| *x = (*x as f64 * s) as f32),
-            Storage::CudaBsr { ctx, m } => cuda::ops::scale(ctx, s, m.values_mut())?,
-            _ => return Err(unsupported("Bsr::scale", &self.storage.device())),
+            Placed::Host(Double(v)) => host::bsr::scale(s, v),
+            Placed::Host(Single(v)) => v.iter_mut().for_each(|x| *x = (*x as f64 * s) as f32),
+            Placed::Cuda(ctx, Double(m)) => cuda::ops::scale(ctx, s, m.values_mut())?,
+            Placed::Cuda(_, Single(_)) => {
+                return Err(unsupported("Bsr::scale", &self.storage.device()))
+            }
         }
         Ok(())
     }
@@ -563,12 +564,12 @@ impl Bsr {
         check_same_block_size("Bsr::copy_values_from", self, src)?;
         check_same_device("Bsr::copy_values_from", &self.device(), &src.device())?;
         match (&src.storage, &mut self.storage) {
-            (Storage::Host(s), Storage::Host(d)) => host::bsr::copy(s, d),
-            (Storage::Host32(s), Storage::Host32(d)) => d.copy_from_slice(s),
-            (Storage::CudaBsr { m: s, .. }, Storage::CudaBsr { ctx, m: d }) => {
+            (Placed::Host(Double(s)), Placed::Host(Double(d))) => host::bsr::copy(s, d),
+            (Placed::Host(Single(s)), Placed::Host(Single(d))) => d.copy_from_slice(s),
+            (Placed::Cuda(_, Double(s)), Placed::Cuda(ctx, Double(d))) => {
                 ctx.copy(s.values(), d.values_mut())?
             }
-            (Storage::CudaBsr32 { m: s, .. }, Storage::CudaBsr32 { ctx, m: d }) => {
+            (Placed::Cuda(_, Single(s)), Placed::Cuda(ctx, Single(d))) => {
                 ctx.copy(s.values(), d.values_mut())?
             }
             _ => return Err(unsupported("Bsr::copy_values_from", &src.device())),
@@ -581,26 +582,22 @@ impl Bsr {
     pub fn block_norms(&self) -> Result<Vector, LinalgError> {
         let bl = self.block_len();
         match &self.storage {
-            Storage::Host(v) => {
+            Placed::Host(v) => {
                 let mut norms = vec![0.0; self.pattern.nnz()];
-                host::bsr::block_norms(bl, v, &mut norms);
-                Ok(Vector::from_vec(norms))
-            }
-            Storage::Host32(v) => {
-                let mut norms = vec![0.0; self.pattern.nnz()];
-                host::bsr::block_norms(bl, &widen(v), &mut norms);
-                Ok(Vector::from_vec(norms))
-            }
-            Storage::CudaBsr { ctx, m } => {
-                let device = Device::Cuda(ctx.clone());
-                let mut norms = Vector::zeros_on(&device, self.pattern.nnz())?;
-                match norms.storage_mut() {
-                    Storage::Cuda { buf, .. } => cuda::ops::block_norms(ctx, m, buf)?,
-                    _ => return Err(unsupported("Bsr::block_norms", &device)),
+                match v {
+                    Double(v) => host::bsr::block_norms(bl, v, &mut norms),
+                    Single(v) => host::bsr::block_norms(bl, &widen(v), &mut norms),
                 }
-                Ok(norms)
+                Ok(Vector::from_vec(norms))
             }
-            _ => Err(unsupported("Bsr::block_norms", &self.storage.device())),
+            Placed::Cuda(ctx, Double(m)) => {
+                let mut norms = ctx.zeros(self.pattern.nnz())?;
+                cuda::ops::block_norms(ctx, m, &mut norms)?;
+                Ok(Vector::from_device_buffer(ctx.clone(), norms))
+            }
+            Placed::Cuda(_, Single(_)) => {
+                Err(unsupported("Bsr::block_norms", &self.storage.device()))
+            }
         }
     }
 
@@ -629,7 +626,7 @@ impl Bsr {
             block_rows: 1,
             block_cols: 1,
             storage: match &self.storage {
-                Storage::Host(v) => Storage::Host(vec![0.0; v.len()]),
+                Placed::Host(Double(v)) => Placed::Host(Double(vec![0.0; v.len()])),
                 _ => return Err(unsupported("Bsr::to_scalar_blocks", &self.device())),
             },
         };
@@ -657,7 +654,7 @@ impl Bsr {
         )?;
         let (br, bc) = (blocked.block_rows, blocked.block_cols);
         match (&blocked.storage, &mut self.storage) {
-            (Storage::Host(src), Storage::Host(dst)) => {
+            (Placed::Host(Double(src)), Placed::Host(Double(dst))) => {
                 host::bsr::expand_to_scalar(&blocked.pattern, br, bc, src, dst)
             }
             _ => {

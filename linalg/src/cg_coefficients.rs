@@ -39,7 +39,7 @@
 use std::sync::Arc;
 
 use crate::backend::cuda::{self, vector::CgDot, vector::CgSlots, CudaContext};
-use crate::device::{check_same_device, unsupported, Storage};
+use crate::device::{check_same_device, unsupported, Placed};
 use crate::vector::ops::{self, check_pair};
 use crate::{Device, LinalgError, Vector};
 
@@ -89,7 +89,7 @@ impl CgCoefficients {
     /// dots reduce over the ranks on the host).
     pub fn with_vectors(x: &Vector, steps: usize, stop_ratio: f64) -> Result<Self, LinalgError> {
         match x.storage() {
-            Storage::Cuda { ctx, .. } if x.layout().comm().size() == 1 => Ok(Self {
+            Placed::Cuda(ctx, _) if x.layout().comm().size() == 1 => Ok(Self {
                 steps,
                 stop_ratio,
                 taken: 0,
@@ -285,8 +285,8 @@ fn buffer<'a>(
 ) -> Result<&'a cuda::DeviceBuffer<f64>, LinalgError> {
     check_one_rank_on(ctx, x)?;
     match x.storage() {
-        Storage::Cuda { buf, .. } => Ok(buf),
-        _ => Err(unsupported("CgCoefficients", &x.device())),
+        Placed::Cuda(_, data) => Ok(data),
+        Placed::Host(_) => Err(unsupported("CgCoefficients", &x.device())),
     }
 }
 
@@ -298,7 +298,7 @@ fn buffer_mut<'a>(
     check_one_rank_on(ctx, x)?;
     let device = x.device();
     match x.storage_mut() {
-        Storage::Cuda { buf, .. } => Ok(buf),
-        _ => Err(unsupported("CgCoefficients", &device)),
+        Placed::Cuda(_, data) => Ok(data),
+        Placed::Host(_) => Err(unsupported("CgCoefficients", &device)),
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::backend::cuda::{CudaContext, DeviceDenseInverse};
-use crate::device::Storage;
+use crate::device::Placed;
 use crate::vector::check_len;
 use crate::{Bsr, Device, LinalgError, Vector};
 
@@ -243,9 +243,7 @@ impl DenseFactor {
             check_len("DenseFactor::solve: b", b, self.n)?;
             check_len("DenseFactor::solve: x", x, self.n)?;
             return match (b.storage(), x.storage_mut()) {
-                (Storage::Cuda { buf: b, .. }, Storage::Cuda { buf: x, .. }) => {
-                    inv.solve(ctx, b, x)
-                }
+                (Placed::Cuda(_, b), Placed::Cuda(_, x)) => inv.solve(ctx, b, x),
                 _ => Err(LinalgError::DeviceMismatch {
                     what: "DenseFactor::solve",
                     expected: Device::Cuda(ctx.clone()).name(),
@@ -265,8 +263,8 @@ impl DenseFactor {
             return self.solve(&b, x);
         }
         match x.storage_mut() {
-            Storage::Host(x) => self.solve_host(x),
-            _ => {
+            Placed::Host(x) => self.solve_host(x),
+            Placed::Cuda(..) => {
                 return Err(LinalgError::DeviceMismatch {
                     what: "DenseFactor::solve (a host factorisation)",
                     expected: Device::Host.name(),

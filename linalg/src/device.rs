@@ -1,19 +1,28 @@
-//! Where values live: the [`Device`] of a vector or matrix, and the storage enum behind it.
+//! Where values live: the [`Device`] of a vector or matrix, and the two axes of their storage.
 //!
-//! Every [`crate::Vector`], [`crate::Bsr`] and [`crate::BlockDiagonal`] keeps its values in a
-//! [`Storage`] and reports its [`Device`]; numeric operations match on the storage of their
-//! operands (candle's pattern) and run the kernel of that backend ([`crate::backend`]). Operands
-//! of one call must live on one device ([`crate::LinalgError::DeviceMismatch`]); nothing moves
-//! between devices except through the explicit calls (`to_device`, `to_host`, `host`,
-//! `host_mut`, `to_host_vec`, the host constructors, `Bsr::upload_values_from`). Symbolic data
-//! (patterns, plans) is host-side and immutable; a device mirror of it is uploaded on first use
-//! and cached in a [`DeviceMirror`].
+//! Stored values have independent axes, each a small enum: the device ([`Placed`]: host memory,
+//! or one GPU with its context) and, for matrices and block diagonals, the precision
+//! ([`ByPrecision`]: fp64 or fp32). Each container composes them with its own payloads, so that
+//! every state the types allow is meaningful: a [`crate::Vector`] is
+//! `Placed<Vec<f64>, DeviceBuffer<f64>>` (vectors are fp64 only), a [`crate::Bsr`]
+//! `Placed<ByPrecision<Vec<f64>, Vec<f32>>, ByPrecision<DeviceBsr, DeviceBsr<f32>>>`, a
+//! [`crate::BlockDiagonal`] the same host side and, on a GPU, its inverses in either precision
+//! with the pattern whose diagonal slots they read. Numeric operations match on the placement of
+//! their operands (candle's pattern) and run the kernel of that backend ([`crate::backend`]);
+//! code generic over the stored value type covers both precisions in one arm
+//! ([`either_precision!`]). Operands of one call must live on one device
+//! ([`crate::LinalgError::DeviceMismatch`]); nothing moves between devices except through the
+//! explicit calls (`to_device`, `to_host`, `host`, `host_mut`, `to_host_vec`, the host
+//! constructors, `Bsr::upload_values_from`). Symbolic data (patterns, plans) is host-side and
+//! immutable; a device mirror of it is uploaded on first use and cached in a [`DeviceMirror`].
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::backend::cuda::{self, CudaContext, DeviceBlockDiagonal, DeviceBsr, DeviceBuffer};
-use crate::precision::widen;
+use crate::backend::cuda::{
+    self, CudaContext, DeviceBlockDiagonal, DeviceBsr, DeviceBuffer, DeviceValue,
+};
+use crate::precision::{narrow, widen, Value};
 use crate::{BlockPattern, LinalgError, Precision};
 
 thread_local! {
@@ -158,138 +167,226 @@ pub(crate) fn unsupported(what: &'static str, device: &Device) -> LinalgError {
     }
 }
 
-/// The values of a vector, matrix or block diagonal, on their device.
+/// The device axis of stored values: `H` in host memory, or `D` on one GPU with its context.
 ///
-/// `Cuda` holds a plain array (vectors), `CudaBsr` a matrix with its uploaded pattern, and
-/// `CudaDiag` the inverted diagonal blocks of point-block Jacobi with the slots they come from.
+/// Each container names its own payloads, so that every state the types allow is a meaningful
+/// one: a [`crate::Vector`] is `Placed<Vec<f64>, DeviceBuffer<f64>>` (fp64 only), a
+/// [`crate::Bsr`] and a [`crate::BlockDiagonal`] hold a [`ByPrecision`] on either side.
 #[derive(Debug)]
-pub(crate) enum Storage {
-    Host(Vec<f64>),
-    /// fp32 values in host memory (matrices and block diagonals in [`Precision::Single`]).
-    Host32(Vec<f32>),
-    Cuda {
-        ctx: Arc<CudaContext>,
-        buf: DeviceBuffer<f64>,
-    },
-    CudaBsr {
-        ctx: Arc<CudaContext>,
-        m: DeviceBsr,
-    },
-    CudaDiag {
-        ctx: Arc<CudaContext>,
-        d: DeviceBlockDiagonal,
-        /// Pattern of the operator whose diagonal slots `d` reads.
-        source: Arc<BlockPattern>,
-    },
-    /// [`Storage::CudaBsr`] with fp32 values ([`Precision::Single`]).
-    CudaBsr32 {
-        ctx: Arc<CudaContext>,
-        m: DeviceBsr<f32>,
-    },
-    /// [`Storage::CudaDiag`] with fp32 inverses ([`Precision::Single`]).
-    CudaDiag32 {
-        ctx: Arc<CudaContext>,
-        d: DeviceBlockDiagonal<f32>,
-        source: Arc<BlockPattern>,
-    },
+pub(crate) enum Placed<H, D> {
+    /// Main memory.
+    Host(H),
+    /// One GPU: its context (stream, kernels) and the values there.
+    Cuda(Arc<CudaContext>, D),
 }
 
-impl Clone for Storage {
-    /// A copy on the same device (a device-to-device copy for GPU storage). Like a host `Vec`'s
-    /// clone, which aborts when memory runs out, a device clone panics if the device allocation
-    /// fails; fallible code uses [`Storage::try_clone`].
-    fn clone(&self) -> Self {
-        self.try_clone()
-            .unwrap_or_else(|e| panic!("device copy failed: {e}"))
+/// The precision axis of stored values: fp64 (`D`) or fp32 (`S`), [`Precision`]'s two forms.
+#[derive(Debug, Clone)]
+pub(crate) enum ByPrecision<D, S> {
+    /// [`Precision::Double`].
+    Double(D),
+    /// [`Precision::Single`].
+    Single(S),
+}
+
+/// Evaluates `$body` with `$bind` bound to the value inside a [`ByPrecision`], whichever
+/// precision it holds: the body is compiled once per precision, so it may call kernels that
+/// are generic over the stored value type.
+macro_rules! either_precision {
+    ($value:expr, $bind:pat => $body:expr) => {
+        match $value {
+            $crate::device::ByPrecision::Double($bind) => $body,
+            $crate::device::ByPrecision::Single($bind) => $body,
+        }
+    };
+}
+pub(crate) use either_precision;
+
+/// A matrix's or block diagonal's values in host memory, in either precision.
+pub(crate) type HostByPrecision = ByPrecision<Vec<f64>, Vec<f32>>;
+
+/// What [`Placed`] needs of the values it keeps in host memory.
+pub(crate) trait HostValues: Clone {
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// The values, if they are stored in fp64 (`None` for fp32 values).
+    fn as_f64(&self) -> Option<&[f64]>;
+    /// [`HostValues::as_f64`], mutably.
+    fn as_f64_mut(&mut self) -> Option<&mut [f64]>;
+    /// A copy in fp64 (widened from fp32).
+    fn to_f64_vec(&self) -> Vec<f64>;
+}
+
+/// What [`Placed`] needs of the values it keeps on a GPU.
+pub(crate) trait DeviceValues: Sized {
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// A copy on the same GPU.
+    fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError>;
+    /// A host copy in fp64 (widened from fp32).
+    fn download(&self, ctx: &CudaContext) -> Result<Vec<f64>, LinalgError>;
+}
+
+impl HostValues for Vec<f64> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn as_f64(&self) -> Option<&[f64]> {
+        Some(self)
+    }
+
+    fn as_f64_mut(&mut self) -> Option<&mut [f64]> {
+        Some(self)
+    }
+
+    fn to_f64_vec(&self) -> Vec<f64> {
+        self.clone()
     }
 }
 
-impl PartialEq for Storage {
-    /// Equal values (downloaded where they live on a device: for tests).
-    fn eq(&self, other: &Self) -> bool {
-        match (self.to_host_vec(), other.to_host_vec()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
+impl HostValues for HostByPrecision {
+    fn len(&self) -> usize {
+        either_precision!(self, v => v.len())
+    }
+
+    fn as_f64(&self) -> Option<&[f64]> {
+        match self {
+            ByPrecision::Double(v) => Some(v),
+            ByPrecision::Single(_) => None,
+        }
+    }
+
+    fn as_f64_mut(&mut self) -> Option<&mut [f64]> {
+        match self {
+            ByPrecision::Double(v) => Some(v),
+            ByPrecision::Single(_) => None,
+        }
+    }
+
+    fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            ByPrecision::Double(v) => v.clone(),
+            ByPrecision::Single(v) => widen(v),
         }
     }
 }
 
-impl Storage {
-    /// A copy on the same device.
-    pub(crate) fn try_clone(&self) -> Result<Self, LinalgError> {
+impl HostByPrecision {
+    /// The values stored in `precision` (a copy; rounded to fp32 or widened to fp64).
+    pub(crate) fn to_precision(&self, precision: Precision) -> Self {
+        match (self, precision) {
+            (ByPrecision::Double(v), Precision::Double) => ByPrecision::Double(v.clone()),
+            (ByPrecision::Double(v), Precision::Single) => ByPrecision::Single(narrow(v)),
+            (ByPrecision::Single(v), Precision::Double) => ByPrecision::Double(widen(v)),
+            (ByPrecision::Single(v), Precision::Single) => ByPrecision::Single(v.clone()),
+        }
+    }
+}
+
+impl DeviceValues for DeviceBuffer<f64> {
+    fn len(&self) -> usize {
+        DeviceBuffer::len(self)
+    }
+
+    fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        ctx.duplicate(self)
+    }
+
+    fn download(&self, ctx: &CudaContext) -> Result<Vec<f64>, LinalgError> {
+        ctx.download(self)
+    }
+}
+
+impl<T: DeviceValue + Value> DeviceValues for DeviceBsr<T> {
+    fn len(&self) -> usize {
+        self.values().len()
+    }
+
+    fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        DeviceBsr::duplicate(self, ctx)
+    }
+
+    fn download(&self, ctx: &CudaContext) -> Result<Vec<f64>, LinalgError> {
+        Ok(T::into_f64(ctx.download(self.values())?))
+    }
+}
+
+impl<T: DeviceValue + Value> DeviceValues for DeviceBlockDiagonal<T> {
+    fn len(&self) -> usize {
+        self.inverse().len()
+    }
+
+    fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
+        DeviceBlockDiagonal::duplicate(self, ctx)
+    }
+
+    fn download(&self, ctx: &CudaContext) -> Result<Vec<f64>, LinalgError> {
+        Ok(T::into_f64(ctx.download(self.inverse())?))
+    }
+}
+
+impl<D: DeviceValues, S: DeviceValues> DeviceValues for ByPrecision<D, S> {
+    fn len(&self) -> usize {
+        either_precision!(self, v => v.len())
+    }
+
+    fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
         Ok(match self {
-            Storage::Host(v) => Storage::Host(v.clone()),
-            Storage::Host32(v) => Storage::Host32(v.clone()),
-            Storage::Cuda { ctx, buf } => Storage::Cuda {
-                ctx: ctx.clone(),
-                buf: ctx.duplicate(buf)?,
-            },
-            Storage::CudaBsr { ctx, m } => Storage::CudaBsr {
-                ctx: ctx.clone(),
-                m: m.duplicate(ctx)?,
-            },
-            Storage::CudaDiag { ctx, d, source } => Storage::CudaDiag {
-                ctx: ctx.clone(),
-                d: d.duplicate(ctx)?,
-                source: source.clone(),
-            },
-            Storage::CudaBsr32 { ctx, m } => Storage::CudaBsr32 {
-                ctx: ctx.clone(),
-                m: m.duplicate(ctx)?,
-            },
-            Storage::CudaDiag32 { ctx, d, source } => Storage::CudaDiag32 {
-                ctx: ctx.clone(),
-                d: d.duplicate(ctx)?,
-                source: source.clone(),
-            },
+            ByPrecision::Double(v) => ByPrecision::Double(v.duplicate(ctx)?),
+            ByPrecision::Single(v) => ByPrecision::Single(v.duplicate(ctx)?),
         })
     }
 
+    fn download(&self, ctx: &CudaContext) -> Result<Vec<f64>, LinalgError> {
+        either_precision!(self, v => v.download(ctx))
+    }
+}
+
+impl<D, S> ByPrecision<D, S> {
+    /// The precision held.
+    pub(crate) fn precision(&self) -> Precision {
+        match self {
+            ByPrecision::Double(_) => Precision::Double,
+            ByPrecision::Single(_) => Precision::Single,
+        }
+    }
+}
+
+impl<H, D> Placed<H, D> {
     /// The device the values live on.
     pub(crate) fn device(&self) -> Device {
         match self {
-            Storage::Host(_) | Storage::Host32(_) => Device::Host,
-            Storage::Cuda { ctx, .. }
-            | Storage::CudaBsr { ctx, .. }
-            | Storage::CudaDiag { ctx, .. }
-            | Storage::CudaBsr32 { ctx, .. }
-            | Storage::CudaDiag32 { ctx, .. } => Device::Cuda(ctx.clone()),
+            Placed::Host(_) => Device::Host,
+            Placed::Cuda(ctx, _) => Device::Cuda(ctx.clone()),
         }
+    }
+}
+
+impl<H64, H32, D64, D32> Placed<ByPrecision<H64, H32>, ByPrecision<D64, D32>> {
+    /// The stored precision of the values.
+    pub(crate) fn precision(&self) -> Precision {
+        match self {
+            Placed::Host(v) => v.precision(),
+            Placed::Cuda(_, data) => data.precision(),
+        }
+    }
+}
+
+impl<H: HostValues, D: DeviceValues> Placed<H, D> {
+    /// A copy on the same device.
+    pub(crate) fn try_clone(&self) -> Result<Self, LinalgError> {
+        Ok(match self {
+            Placed::Host(v) => Placed::Host(v.clone()),
+            Placed::Cuda(ctx, data) => Placed::Cuda(ctx.clone(), data.duplicate(ctx)?),
+        })
     }
 
     /// Number of values.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Storage::Host(v) => v.len(),
-            Storage::Host32(v) => v.len(),
-            Storage::Cuda { buf, .. } => buf.len(),
-            Storage::CudaBsr { m, .. } => m.values().len(),
-            Storage::CudaDiag { d, .. } => d.inverse().len(),
-            Storage::CudaBsr32 { m, .. } => m.values().len(),
-            Storage::CudaDiag32 { d, .. } => d.inverse().len(),
-        }
-    }
-
-    fn not_on_host(&self, what: &'static str) -> LinalgError {
-        match self {
-            Storage::Host32(_) => LinalgError::PrecisionUnsupported {
-                what,
-                precision: Precision::Single.name(),
-            },
-            _ => LinalgError::NotOnHost {
-                what,
-                device: self.device().name(),
-            },
-        }
-    }
-
-    /// The stored precision of the values.
-    pub(crate) fn precision(&self) -> Precision {
-        match self {
-            Storage::Host32(_) | Storage::CudaBsr32 { .. } | Storage::CudaDiag32 { .. } => {
-                Precision::Single
-            }
-            _ => Precision::Double,
+            Placed::Host(v) => v.len(),
+            Placed::Cuda(_, data) => data.len(),
         }
     }
 
@@ -297,52 +394,61 @@ impl Storage {
     /// for fp32 values.
     pub(crate) fn host(&self) -> Result<&[f64], LinalgError> {
         match self {
-            Storage::Host(v) => Ok(v),
-            _ => Err(self.not_on_host("host()")),
+            Placed::Host(v) => v.as_f64().ok_or_else(|| fp32_on_host("host()")),
+            Placed::Cuda(ctx, _) => Err(not_on_host("host()", ctx)),
         }
     }
 
-    /// The values in host memory, mutably; `NotOnHost` for values elsewhere.
+    /// The fp64 values in host memory, mutably; errors as [`Placed::host`].
     pub(crate) fn host_mut(&mut self) -> Result<&mut [f64], LinalgError> {
         match self {
-            Storage::Host(v) => Ok(v),
-            _ => Err(self.not_on_host("host_mut()")),
+            Placed::Host(v) => v.as_f64_mut().ok_or_else(|| fp32_on_host("host_mut()")),
+            Placed::Cuda(ctx, _) => Err(not_on_host("host_mut()", ctx)),
         }
     }
 
-    /// A host copy of the values in fp64 (a download for device storage, widened from fp32).
+    /// A host copy of the values in fp64 (a download for device values, widened from fp32).
     pub(crate) fn to_host_vec(&self) -> Result<Vec<f64>, LinalgError> {
         match self {
-            Storage::Host(v) => Ok(v.clone()),
-            Storage::Host32(v) => Ok(widen(v)),
-            Storage::Cuda { ctx, buf } => ctx.download(buf),
-            Storage::CudaBsr { ctx, m } => ctx.download(m.values()),
-            Storage::CudaDiag { ctx, d, .. } => ctx.download(d.inverse()),
-            Storage::CudaBsr32 { ctx, m } => Ok(widen(&ctx.download(m.values())?)),
-            Storage::CudaDiag32 { ctx, d, .. } => Ok(widen(&ctx.download(d.inverse())?)),
+            Placed::Host(v) => Ok(v.to_f64_vec()),
+            Placed::Cuda(ctx, data) => data.download(ctx),
         }
     }
+}
 
-    /// `len` zeros on `device` as plain array storage.
-    pub(crate) fn zeros_on(device: &Device, len: usize) -> Result<Self, LinalgError> {
-        Ok(match device {
-            Device::Host => Storage::Host(vec![0.0; len]),
-            Device::Cuda(ctx) => Storage::Cuda {
-                ctx: ctx.clone(),
-                buf: ctx.zeros(len)?,
-            },
-        })
+/// The error of reading fp32 host values as fp64.
+fn fp32_on_host(what: &'static str) -> LinalgError {
+    LinalgError::PrecisionUnsupported {
+        what,
+        precision: Precision::Single.name(),
     }
+}
 
-    /// `host` copied to `device` as plain array storage (an upload for a GPU).
-    pub(crate) fn from_host_on(device: &Device, host: &[f64]) -> Result<Self, LinalgError> {
-        Ok(match device {
-            Device::Host => Storage::Host(host.to_vec()),
-            Device::Cuda(ctx) => Storage::Cuda {
-                ctx: ctx.clone(),
-                buf: ctx.upload(host)?,
-            },
-        })
+/// The error of reading values on the GPU of `ctx` as host memory.
+fn not_on_host(what: &'static str, ctx: &Arc<CudaContext>) -> LinalgError {
+    LinalgError::NotOnHost {
+        what,
+        device: Device::Cuda(ctx.clone()).name(),
+    }
+}
+
+impl<H: HostValues, D: DeviceValues> Clone for Placed<H, D> {
+    /// A copy on the same device (a device-to-device copy for GPU values). Like a host `Vec`'s
+    /// clone, which aborts when memory runs out, a device clone panics if the device allocation
+    /// fails; fallible code uses [`Placed::try_clone`].
+    fn clone(&self) -> Self {
+        self.try_clone()
+            .unwrap_or_else(|e| panic!("device copy failed: {e}"))
+    }
+}
+
+impl<H: HostValues, D: DeviceValues> PartialEq for Placed<H, D> {
+    /// Equal values (downloaded where they live on a device: for tests).
+    fn eq(&self, other: &Self) -> bool {
+        match (self.to_host_vec(), other.to_host_vec()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::backend::cuda::{CudaContext, DeviceGroupedQr};
-use crate::device::{Device, Storage};
+use crate::device::{ByPrecision::Double, Device, Placed};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError, Vector};
 
@@ -281,8 +281,8 @@ impl GroupedQrPlan {
         }
         let precision = q.precision().name();
         match q.storage_mut() {
-            Storage::Host(values) => Ok(self.factor_host(b, values)),
-            Storage::CudaBsr { ctx, m } => {
+            Placed::Host(Double(values)) => Ok(self.factor_host(b, values)),
+            Placed::Cuda(ctx, Double(m)) => {
                 let ctx = ctx.clone();
                 let plan = self.device_plan(&ctx)?;
                 plan.factor(&ctx, b, m.values_mut())
@@ -299,18 +299,20 @@ impl GroupedQrPlan {
     /// no wait (the plan's arrays go up at its first device factorisation and stay); a host `b`
     /// is uploaded, a device `b` for a host `q` downloaded. The same bits as [`Self::factor`].
     pub fn factor_vector(&self, b: &Vector, q: &mut Bsr) -> Result<Vector, LinalgError> {
-        let ctx = match q.storage_mut() {
-            Storage::CudaBsr { ctx, .. } => ctx.clone(),
+        let (bs, k) = (self.bs, self.k);
+        let q_shape_ok =
+            (q.block_rows(), q.block_cols()) == (bs, k) && q.pattern().nnz() == self.n_out_blocks();
+        let (ctx, m) = match q.storage_mut() {
+            Placed::Cuda(ctx, Double(m)) => (ctx.clone(), m),
             _ => {
                 let r = match b.storage() {
-                    Storage::Host(b) => self.factor(b, q)?,
-                    _ => self.factor(&b.to_host_vec()?, q)?,
+                    Placed::Host(b) => self.factor(b, q)?,
+                    Placed::Cuda(..) => self.factor(&b.to_host_vec()?, q)?,
                 };
                 return Ok(Vector::from_vec(r));
             }
         };
-        let (bs, k) = (self.bs, self.k);
-        if (q.block_rows(), q.block_cols()) != (bs, k) || q.pattern().nnz() != self.n_out_blocks() {
+        if !q_shape_ok {
             return Err(LinalgError::PatternMismatch {
                 what: "GroupedQrPlan::factor_vector: Q (one bs x k block per member)",
             });
@@ -327,7 +329,7 @@ impl GroupedQrPlan {
         }
         let uploaded;
         let b_device = match b.storage() {
-            Storage::Cuda { ctx: at, buf } if at.ordinal() == ctx.ordinal() => buf,
+            Placed::Cuda(at, data) if at.ordinal() == ctx.ordinal() => data,
             _ => {
                 uploaded = ctx.upload(&b.to_host_vec()?)?;
                 &uploaded
@@ -336,11 +338,6 @@ impl GroupedQrPlan {
         let plan = self.device_plan(&ctx)?;
         let r_len = self.n_groups() * k * k;
         let mut r = ctx.zeros::<f64>(r_len.max(1))?;
-        let Storage::CudaBsr { m, .. } = q.storage_mut() else {
-            return Err(LinalgError::PatternMismatch {
-                what: "GroupedQrPlan::factor_vector: Q on the GPU",
-            });
-        };
         plan.factor_into(&ctx, b_device, m.values_mut(), &mut r)?;
         if r_len == 0 {
             return Ok(Vector::from_vec(Vec::new())); // no group: nothing to place anywhere

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, unsupported, Storage};
+use crate::device::{check_same_device, unsupported, ByPrecision::Double, Placed};
 use crate::vector::check_len;
 use crate::{BlockPattern, Bsr, LinalgError, Vector};
 
@@ -100,8 +100,8 @@ impl DofMask {
     pub fn zero(&self, v: &mut Vector) -> Result<(), LinalgError> {
         check_len("DofMask::zero", v, self.bs * self.bits.len())?;
         match v.storage_mut() {
-            Storage::Host(v) => host::mask::zero(self.bs, &self.bits, v),
-            _ => return Err(unsupported("DofMask::zero", &v.device())),
+            Placed::Host(v) => host::mask::zero(self.bs, &self.bits, v),
+            Placed::Cuda(..) => return Err(unsupported("DofMask::zero", &v.device())),
         }
         Ok(())
     }
@@ -113,7 +113,7 @@ impl DofMask {
         check_len("DofMask::copy: to", to, n)?;
         check_same_device("DofMask::copy", &to.device(), &from.device())?;
         match (from.storage(), to.storage_mut()) {
-            (Storage::Host(f), Storage::Host(t)) => host::mask::copy(self.bs, &self.bits, f, t),
+            (Placed::Host(f), Placed::Host(t)) => host::mask::copy(self.bs, &self.bits, f, t),
             _ => return Err(unsupported("DofMask::copy", &from.device())),
         }
         Ok(())
@@ -188,7 +188,7 @@ impl DofMask {
         }
         let pattern = k.pattern().clone();
         match k.storage_mut() {
-            Storage::Host(values) => {
+            Placed::Host(Double(values)) => {
                 host::mask::eliminate(&pattern, self.bs, &plan.touched, values)
             }
             _ => return Err(unsupported("DofMask::eliminate", &k.device())),

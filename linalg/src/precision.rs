@@ -37,6 +37,8 @@ impl Precision {
 /// A stored value type, read widened to `f64`.
 pub(crate) trait Value: Copy + Send + Sync + 'static {
     fn to_f64(self) -> f64;
+    /// `values` in fp64: moved for `f64`, widened for `f32`.
+    fn into_f64(values: Vec<Self>) -> Vec<f64>;
 }
 
 impl Value for f64 {
@@ -44,12 +46,20 @@ impl Value for f64 {
     fn to_f64(self) -> f64 {
         self
     }
+
+    fn into_f64(values: Vec<Self>) -> Vec<f64> {
+        values
+    }
 }
 
 impl Value for f32 {
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self as f64
+    }
+
+    fn into_f64(values: Vec<Self>) -> Vec<f64> {
+        widen(&values)
     }
 }
 

@@ -9,7 +9,9 @@ use rayon::prelude::*;
 
 use crate::backend::cuda::DeviceSpgemmPlan;
 use crate::backend::host::gemm::{dispatch_product, BlockProduct, DynNn, Nn};
-use crate::device::{check_same_device, device_pattern, unsupported, DeviceMirror, Storage};
+use crate::device::{
+    check_same_device, device_pattern, unsupported, ByPrecision::Double, DeviceMirror, Placed,
+};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
 
@@ -230,15 +232,15 @@ pub fn spgemm_numeric(plan: &SpgemmPlan, a: &Bsr, b: &Bsr, c: &mut Bsr) -> Resul
     let plan_pattern = plan.pattern.clone();
     let (r, k, cols) = (a.block_rows(), a.block_cols(), b.block_cols());
     match (a.storage(), b.storage(), c.storage_mut()) {
-        (Storage::Host(av), Storage::Host(bv), Storage::Host(cv)) => {
+        (Placed::Host(Double(av)), Placed::Host(Double(bv)), Placed::Host(Double(cv))) => {
             dispatch_product!(Nn, DynNn, (r, k, cols), m => {
                 product_numeric(m, a.pattern(), av, b.pattern(), bv, &plan_pattern, cv)
             })
         }
         (
-            Storage::CudaBsr { m: am, .. },
-            Storage::CudaBsr { m: bm, .. },
-            Storage::CudaBsr { ctx, m: cm },
+            Placed::Cuda(_, Double(am)),
+            Placed::Cuda(_, Double(bm)),
+            Placed::Cuda(ctx, Double(cm)),
         ) => {
             let dplan = plan
                 .device

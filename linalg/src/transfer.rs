@@ -3,7 +3,9 @@
 //! prolongator `P = P0 - omega D^{-1} (A P0)`.
 
 use crate::backend::{cuda, host};
-use crate::device::{check_same_device, unsupported, Storage};
+use crate::device::{
+    check_same_device, either_precision, unsupported, ByPrecision::Double, Placed,
+};
 use crate::vector::check_len;
 use crate::{BlockDiagonal, BlockPattern, Bsr, LinalgError, PtapPlan, SpgemmPlan, Vector};
 
@@ -26,27 +28,14 @@ pub fn restrict(plan: &PtapPlan, p: &Bsr, x: &Vector, y: &mut Vector) -> Result<
     check_same_device("restrict: y", &device, &y.device())?;
     let (br, bc) = (p.block_rows(), p.block_cols());
     match (p.storage(), x.storage(), y.storage_mut()) {
-        (Storage::Host(pv), Storage::Host(x), Storage::Host(y)) => {
+        (Placed::Host(pv), Placed::Host(x), Placed::Host(y)) => either_precision!(pv, pv => {
             host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
-        }
-        (Storage::Host32(pv), Storage::Host(x), Storage::Host(y)) => {
-            host::transfer::restrict(plan.pt_pattern(), plan.pt_slots(), br, bc, pv, x, y)
-        }
-        (
-            Storage::CudaBsr { ctx, m },
-            Storage::Cuda { buf: x, .. },
-            Storage::Cuda { buf: y, .. },
-        ) => {
+        }),
+        (Placed::Cuda(ctx, m), Placed::Cuda(_, x), Placed::Cuda(_, y)) => {
             let dplan = plan.device_plan(ctx)?;
-            cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
-        }
-        (
-            Storage::CudaBsr32 { ctx, m },
-            Storage::Cuda { buf: x, .. },
-            Storage::Cuda { buf: y, .. },
-        ) => {
-            let dplan = plan.device_plan(ctx)?;
-            cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
+            either_precision!(m, m => {
+                cuda::spmv_transpose(ctx, dplan.restriction_map(), m, 1.0, x, 0.0, y)?
+            })
         }
         _ => return Err(unsupported("restrict", &device)),
     }
@@ -104,7 +93,7 @@ pub fn smooth_prolongator_in_place(
     }
     let dinv_values = dinv.host()?;
     match (p0.storage(), w.storage_mut()) {
-        (Storage::Host(p0_values), Storage::Host(values)) => {
+        (Placed::Host(Double(p0_values)), Placed::Host(Double(values))) => {
             let args = host::transfer::SmoothArgs {
                 omega,
                 bs,

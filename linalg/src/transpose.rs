@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::host;
-use crate::device::{check_same_device, unsupported, Storage};
+use crate::device::{check_same_device, unsupported, ByPrecision::Double, Placed};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Plan of `A^T` for one pattern of `A`.
@@ -112,7 +112,7 @@ pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<
     }
     check_same_device("transpose_numeric: A^T", &a.device(), &at.device())?;
     match (a.storage(), at.storage_mut()) {
-        (Storage::Host(src), Storage::Host(out)) => {
+        (Placed::Host(Double(src)), Placed::Host(Double(out))) => {
             host::products::transpose_blocks(&plan.source_slot, br, bc, src, out)
         }
         _ => return Err(unsupported("transpose_numeric", &a.device())),

@@ -3,8 +3,30 @@
 use std::sync::Arc;
 
 use crate::backend::{cuda, host};
-use crate::device::{check_same_device, unsupported, Storage};
+use crate::device::{check_same_device, unsupported, Placed};
 use crate::{Device, Layout, LinalgError};
+
+/// A vector's values: fp64 in host memory or in one array on a GPU (vectors have no
+/// precision axis).
+pub(crate) type VectorStorage = Placed<Vec<f64>, cuda::DeviceBuffer<f64>>;
+
+impl VectorStorage {
+    /// `len` zeros on `device`.
+    fn zeros_on(device: &Device, len: usize) -> Result<Self, LinalgError> {
+        Ok(match device {
+            Device::Host => Placed::Host(vec![0.0; len]),
+            Device::Cuda(ctx) => Placed::Cuda(ctx.clone(), ctx.zeros(len)?),
+        })
+    }
+
+    /// `host` copied to `device` (an upload for a GPU).
+    fn from_host_on(device: &Device, host: &[f64]) -> Result<Self, LinalgError> {
+        Ok(match device {
+            Device::Host => Placed::Host(host.to_vec()),
+            Device::Cuda(ctx) => Placed::Cuda(ctx.clone(), ctx.upload(host)?),
+        })
+    }
+}
 
 /// A dense vector of `f64`: its values on a [`Device`] and its [`Layout`] (the owned entries of
 /// this rank, then a tail of ghost entries).
@@ -14,7 +36,7 @@ use crate::{Device, Layout, LinalgError};
 /// operations, which run where the values live.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vector {
-    storage: Storage,
+    storage: VectorStorage,
     layout: Arc<Layout>,
 }
 
@@ -28,7 +50,7 @@ impl Vector {
     pub fn from_vec(v: Vec<f64>) -> Self {
         let layout = Arc::new(Layout::serial(v.len()));
         Self {
-            storage: Storage::Host(v),
+            storage: Placed::Host(v),
             layout,
         }
     }
@@ -43,7 +65,7 @@ impl Vector {
             });
         }
         Ok(Self {
-            storage: Storage::Host(v),
+            storage: Placed::Host(v),
             layout,
         })
     }
@@ -51,7 +73,7 @@ impl Vector {
     /// A vector of zeros with the layout and device of `self`.
     pub fn zeros_like(&self) -> Result<Self, LinalgError> {
         Ok(Self {
-            storage: Storage::zeros_on(&self.device(), self.len())?,
+            storage: VectorStorage::zeros_on(&self.device(), self.len())?,
             layout: self.layout.clone(),
         })
     }
@@ -59,7 +81,7 @@ impl Vector {
     /// Zeros of `layout` (owned entries and ghosts) on `device`.
     pub fn zeros_with_layout(device: &Device, layout: Arc<Layout>) -> Result<Self, LinalgError> {
         Ok(Self {
-            storage: Storage::zeros_on(device, layout.len())?,
+            storage: VectorStorage::zeros_on(device, layout.len())?,
             layout,
         })
     }
@@ -67,7 +89,7 @@ impl Vector {
     /// `n` zeros on `device`, serial layout.
     pub fn zeros_on(device: &Device, n: usize) -> Result<Self, LinalgError> {
         Ok(Self {
-            storage: Storage::zeros_on(device, n)?,
+            storage: VectorStorage::zeros_on(device, n)?,
             layout: Arc::new(Layout::serial(n)),
         })
     }
@@ -77,7 +99,7 @@ impl Vector {
     pub fn from_device_buffer(ctx: Arc<cuda::CudaContext>, buf: cuda::DeviceBuffer<f64>) -> Self {
         let n = buf.len();
         Self {
-            storage: Storage::Cuda { ctx, buf },
+            storage: Placed::Cuda(ctx, buf),
             layout: Arc::new(Layout::serial(n)),
         }
     }
@@ -85,25 +107,24 @@ impl Vector {
     /// The device buffer behind a vector on a GPU, without a copy; an error for a host vector.
     pub fn into_device_buffer(self) -> Result<cuda::DeviceBuffer<f64>, LinalgError> {
         match self.storage {
-            Storage::Cuda { buf, .. } => Ok(buf),
-            _ => Err(unsupported("Vector::into_device_buffer", &Device::Host)),
+            Placed::Cuda(_, data) => Ok(data),
+            Placed::Host(_) => Err(unsupported("Vector::into_device_buffer", &Device::Host)),
         }
     }
 
     /// The device buffer behind a vector on a GPU, borrowed; an error for a host vector.
     pub fn device_buffer(&self) -> Result<&cuda::DeviceBuffer<f64>, LinalgError> {
         match &self.storage {
-            Storage::Cuda { buf, .. } => Ok(buf),
-            _ => Err(unsupported("Vector::device_buffer", &self.device())),
+            Placed::Cuda(_, data) => Ok(data),
+            Placed::Host(_) => Err(unsupported("Vector::device_buffer", &Device::Host)),
         }
     }
 
     /// The device buffer behind a vector on a GPU, mutably borrowed; an error for a host vector.
     pub fn device_buffer_mut(&mut self) -> Result<&mut cuda::DeviceBuffer<f64>, LinalgError> {
-        let device = self.device();
         match &mut self.storage {
-            Storage::Cuda { buf, .. } => Ok(buf),
-            _ => Err(unsupported("Vector::device_buffer_mut", &device)),
+            Placed::Cuda(_, data) => Ok(data),
+            Placed::Host(_) => Err(unsupported("Vector::device_buffer_mut", &Device::Host)),
         }
     }
 
@@ -114,8 +135,10 @@ impl Vector {
             self.storage.try_clone()?
         } else {
             match &self.storage {
-                Storage::Host(v) => Storage::from_host_on(device, v)?,
-                _ => Storage::from_host_on(device, &self.storage.to_host_vec()?)?,
+                Placed::Host(v) => VectorStorage::from_host_on(device, v)?,
+                Placed::Cuda(..) => {
+                    VectorStorage::from_host_on(device, &self.storage.to_host_vec()?)?
+                }
             }
         };
         Ok(Self {
@@ -147,9 +170,8 @@ impl Vector {
             });
         }
         match &mut self.storage {
-            Storage::Host(x) => x.copy_from_slice(v),
-            Storage::Cuda { ctx, buf } => ctx.upload_into(v, buf)?,
-            _ => return Err(unsupported("Vector::copy_from_host", &self.device())),
+            Placed::Host(x) => x.copy_from_slice(v),
+            Placed::Cuda(ctx, data) => ctx.upload_into(v, data)?,
         }
         Ok(())
     }
@@ -192,9 +214,8 @@ impl Vector {
     /// Sets every local entry to `a`.
     pub fn fill(&mut self, a: f64) -> Result<(), LinalgError> {
         match &mut self.storage {
-            Storage::Host(v) => v.fill(a),
-            Storage::Cuda { ctx, buf } => cuda::vector::fill(ctx, a, buf)?,
-            _ => return Err(unsupported("Vector::fill", &self.device())),
+            Placed::Host(v) => v.fill(a),
+            Placed::Cuda(ctx, data) => cuda::vector::fill(ctx, a, data)?,
         }
         Ok(())
     }
@@ -203,18 +224,18 @@ impl Vector {
     pub fn copy_from(&mut self, x: &Vector) -> Result<(), LinalgError> {
         ops::check_pair("Vector::copy_from", x, self)?;
         match (&x.storage, &mut self.storage) {
-            (Storage::Host(x), Storage::Host(y)) => y.copy_from_slice(x),
-            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => ctx.copy(x, y)?,
+            (Placed::Host(x), Placed::Host(y)) => y.copy_from_slice(x),
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => ctx.copy(x, y)?,
             _ => return Err(unsupported("Vector::copy_from", &x.device())),
         }
         Ok(())
     }
 
-    pub(crate) fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &VectorStorage {
         &self.storage
     }
 
-    pub(crate) fn storage_mut(&mut self) -> &mut Storage {
+    pub(crate) fn storage_mut(&mut self) -> &mut VectorStorage {
         &mut self.storage
     }
 }
@@ -250,7 +271,7 @@ pub(crate) fn check_len(
 /// numbering of the entries and either device. Operands of other lengths, layouts or devices
 /// are errors.
 pub mod ops {
-    use super::{check_same_device, cuda, host, unsupported, Storage, Vector};
+    use super::{check_same_device, cuda, host, unsupported, Placed, Vector};
     use crate::LinalgError;
 
     pub use crate::backend::host::blas1::REDUCTION_CHUNK;
@@ -298,7 +319,7 @@ pub mod ops {
         }
         let owned = first.layout.owned();
         let mut sums = match &first.storage {
-            Storage::Host(_) => pairs
+            Placed::Host(_) => pairs
                 .iter()
                 .map(|(x, y)| {
                     Ok(host::blas1::dot_exact(
@@ -307,7 +328,7 @@ pub mod ops {
                     ))
                 })
                 .collect::<Result<Vec<_>, LinalgError>>()?,
-            Storage::Cuda { ctx, .. } => {
+            Placed::Cuda(ctx, _) => {
                 let buffers = pairs
                     .iter()
                     .map(|(x, y)| Ok((x.device_buffer()?, y.device_buffer()?, owned)))
@@ -321,7 +342,6 @@ pub mod ops {
                 }
                 cuda::vector::dots_exact_prefix(ctx, &buffers)?
             }
-            _ => return Err(unsupported("ops::dots", &first.device())),
         };
         crate::exact::ExactSum::allreduce(&**first.layout.comm(), &mut sums)?;
         let mut out = [0.0; N];
@@ -337,7 +357,7 @@ pub mod ops {
     pub fn dot_in_chunks(x: &Vector, y: &Vector) -> Result<f64, LinalgError> {
         check_pair("ops::dot_in_chunks", x, y)?;
         match (&x.storage, &y.storage) {
-            (Storage::Host(xs), Storage::Host(ys)) if x.layout.comm().size() == 1 => {
+            (Placed::Host(xs), Placed::Host(ys)) if x.layout.comm().size() == 1 => {
                 Ok(host::blas1::dot_in_chunks(xs, ys))
             }
             _ => Err(unsupported("ops::dot_in_chunks", &x.device())),
@@ -353,9 +373,8 @@ pub mod ops {
     pub fn norm_inf(x: &Vector) -> Result<f64, LinalgError> {
         let owned = x.layout.owned();
         let local = match &x.storage {
-            Storage::Host(x) => host::blas1::norm_inf(&x[..owned]),
-            Storage::Cuda { ctx, buf } => cuda::ops::norm_inf(ctx, buf, owned)?,
-            _ => return Err(unsupported("ops::norm_inf", &x.device())),
+            Placed::Host(x) => host::blas1::norm_inf(&x[..owned]),
+            Placed::Cuda(ctx, data) => cuda::ops::norm_inf(ctx, data, owned)?,
         };
         let mut max = [local];
         x.layout.comm().allreduce_max(&mut max)?;
@@ -366,10 +385,8 @@ pub mod ops {
     pub fn axpy(a: f64, x: &Vector, y: &mut Vector) -> Result<(), LinalgError> {
         check_pair("ops::axpy", x, y)?;
         match (&x.storage, &mut y.storage) {
-            (Storage::Host(x), Storage::Host(y)) => host::blas1::axpy(a, x, y),
-            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => {
-                cuda::vector::axpy(ctx, a, x, y)?
-            }
+            (Placed::Host(x), Placed::Host(y)) => host::blas1::axpy(a, x, y),
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => cuda::vector::axpy(ctx, a, x, y)?,
             _ => return Err(unsupported("ops::axpy", &x.device())),
         }
         Ok(())
@@ -379,10 +396,8 @@ pub mod ops {
     pub fn axpby(a: f64, x: &Vector, b: f64, y: &mut Vector) -> Result<(), LinalgError> {
         check_pair("ops::axpby", x, y)?;
         match (&x.storage, &mut y.storage) {
-            (Storage::Host(x), Storage::Host(y)) => host::blas1::axpby(a, x, b, y),
-            (Storage::Cuda { buf: x, .. }, Storage::Cuda { ctx, buf: y }) => {
-                cuda::vector::axpby(ctx, a, x, b, y)?
-            }
+            (Placed::Host(x), Placed::Host(y)) => host::blas1::axpby(a, x, b, y),
+            (Placed::Cuda(_, x), Placed::Cuda(ctx, y)) => cuda::vector::axpby(ctx, a, x, b, y)?,
             _ => return Err(unsupported("ops::axpby", &x.device())),
         }
         Ok(())
@@ -391,9 +406,8 @@ pub mod ops {
     /// `x = a x`.
     pub fn scale(a: f64, x: &mut Vector) -> Result<(), LinalgError> {
         match &mut x.storage {
-            Storage::Host(x) => host::blas1::scale(a, x),
-            Storage::Cuda { ctx, buf } => cuda::ops::scale(ctx, a, buf)?,
-            _ => return Err(unsupported("ops::scale", &x.device())),
+            Placed::Host(x) => host::blas1::scale(a, x),
+            Placed::Cuda(ctx, data) => cuda::ops::scale(ctx, a, data)?,
         }
         Ok(())
     }
@@ -405,9 +419,8 @@ pub mod ops {
         let first = x.layout.global_offset();
         let owned = x.layout.owned();
         match &mut x.storage {
-            Storage::Host(x) => host::blas1::fill_hashed(first, seed, &mut x[..owned]),
-            Storage::Cuda { ctx, buf } => cuda::ops::fill_hashed(ctx, first, seed, buf, owned)?,
-            _ => return Err(unsupported("ops::fill_hashed", &x.device())),
+            Placed::Host(x) => host::blas1::fill_hashed(first, seed, &mut x[..owned]),
+            Placed::Cuda(ctx, data) => cuda::ops::fill_hashed(ctx, first, seed, data, owned)?,
         }
         Ok(())
     }

@@ -182,3 +182,54 @@ fn single_block_diagonal_inverts_in_double_and_applies() {
         }
     }
 }
+
+#[test]
+fn precision_is_an_axis_of_host_storage_apart_from_the_values() {
+    let mut rng = Rng::new(5);
+    let a = random_bsr(&mut rng, 6, 6, 2, 2, 0.5);
+    let mut s = a.to_precision(Precision::Single).unwrap();
+    // the fp64 views of fp32 values are errors naming the precision, mutable ones too
+    for result in [s.host().map(|_| ()), s.host_block(0).map(|_| ())] {
+        assert!(matches!(
+            result,
+            Err(LinalgError::PrecisionUnsupported {
+                precision: "single",
+                ..
+            })
+        ));
+    }
+    assert!(matches!(
+        s.host_mut(),
+        Err(LinalgError::PrecisionUnsupported {
+            precision: "single",
+            ..
+        })
+    ));
+    // copies keep the precision and the values; a copy in the same precision is the same bits
+    assert_eq!(s.clone().to_host_vec().unwrap(), s.to_host_vec().unwrap());
+    let again = s.to_precision(Precision::Single).unwrap();
+    assert_eq!(again.precision(), Precision::Single);
+    assert_eq!(again.to_host_vec().unwrap(), s.to_host_vec().unwrap());
+    assert_eq!(again, s);
+    s.scale(2.0).unwrap();
+    assert_eq!(s.to_dense().unwrap(), {
+        let d: Vec<f64> = rounded_dense(&a).iter().map(|v| v * 2.0).collect();
+        d
+    });
+
+    // a block diagonal: fp32 storage rounds, widening back gives the rounded values in fp64
+    let values = rng.vec(4 * 3 * 3);
+    let d = BlockDiagonal::from_vec(4, 3, values.clone()).unwrap();
+    let d32 = d.to_precision(Precision::Single).unwrap();
+    let rounded: Vec<f64> = values.iter().map(|&v| v as f32 as f64).collect();
+    assert_eq!(d32.precision(), Precision::Single);
+    assert_eq!(d32.to_host_vec().unwrap(), rounded);
+    assert!(matches!(
+        d32.host(),
+        Err(LinalgError::PrecisionUnsupported { .. })
+    ));
+    let d64 = d32.to_precision(Precision::Double).unwrap();
+    assert_eq!(d64.precision(), Precision::Double);
+    assert_eq!(d64.host().unwrap(), &rounded[..]);
+    assert_eq!(d.to_precision(Precision::Double).unwrap(), d);
+}

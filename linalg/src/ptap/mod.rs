@@ -36,7 +36,10 @@ use wrow::Operands;
 
 use crate::backend::cuda::DevicePtapPlan;
 use crate::backend::host::gemm::{DynNn, DynTn, Nn, Tn};
-use crate::device::{check_same_device, device_pattern, unsupported, DeviceMirror, Storage};
+use crate::device::{
+    check_same_device, device_pattern, unsupported, ByPrecision, DeviceMirror, HostByPrecision,
+    Placed,
+};
 use crate::spgemm::{check_dim, product_pattern};
 use crate::transpose::transpose_pattern;
 use crate::{BlockPattern, Bsr, LinalgError};
@@ -348,16 +351,17 @@ pub fn ptap_numeric(
     check_same_device("ptap_numeric: A", &device, &a.device())?;
     check_same_device("ptap_numeric: P", &device, &p.device())?;
 
-    let on_host = |s: &Storage| matches!(s, Storage::Host(_) | Storage::Host32(_));
-    if on_host(a.storage()) && on_host(p.storage()) && on_host(ac.storage()) {
+    if let (Placed::Host(a_host), Placed::Host(p_host), Placed::Host(out)) =
+        (a.storage(), p.storage(), ac.storage_mut())
+    {
         // the batches are the host product's only (device products keep theirs in the plan)
         if ws.w_tasks.len() != plan.host().strategy.w_tasks() {
             return Err(other_plan);
         }
         // fp32 operands are widened for the product (transient copies) and the result is
         // rounded into fp32 storage: the host kernels compute in fp64 only.
-        let a_values = host_f64(a.storage());
-        let p_values = host_f64(p.storage());
+        let a_values = host_f64(a_host);
+        let p_values = host_f64(p_host);
         let host = HostProduct {
             plan,
             ops: Operands {
@@ -369,29 +373,27 @@ pub fn ptap_numeric(
             b,
             c,
         };
-        match ac.storage_mut() {
-            Storage::Host(out) => host.run(ws, out),
-            Storage::Host32(out32) => {
+        match out {
+            ByPrecision::Double(out) => host.run(ws, out),
+            ByPrecision::Single(out32) => {
                 let mut out = vec![0.0; out32.len()];
                 host.run(ws, &mut out);
                 out32.iter_mut().zip(&out).for_each(|(d, &v)| *d = v as f32);
             }
-            _ => return Err(unsupported("ptap_numeric", &device)),
         }
         return Ok(());
     }
-    use Storage::{CudaBsr as D64, CudaBsr32 as D32};
-    match (a.storage(), p.storage(), ac.storage_mut()) {
-        (D64 { m: am, .. }, D64 { m: pm, .. }, D64 { ctx, m: out }) => {
-            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
-        }
+    let (Placed::Cuda(_, am), Placed::Cuda(_, pm), Placed::Cuda(ctx, out)) =
+        (a.storage(), p.storage(), ac.storage_mut())
+    else {
+        return Err(unsupported("ptap_numeric", &device));
+    };
+    use ByPrecision::{Double as D64, Single as D32};
+    match (am, pm, out) {
+        (D64(am), D64(pm), D64(out)) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
         // mixed precision: fp64 fine or fp32 coarse A, fp32 P and A_c
-        (D64 { m: am, .. }, D32 { m: pm, .. }, D32 { ctx, m: out }) => {
-            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
-        }
-        (D32 { m: am, .. }, D32 { m: pm, .. }, D32 { ctx, m: out }) => {
-            plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?
-        }
+        (D64(am), D32(pm), D32(out)) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
+        (D32(am), D32(pm), D32(out)) => plan.device_plan(ctx)?.numeric(ctx, am, pm, out)?,
         _ => {
             return Err(LinalgError::PrecisionUnsupported {
                 what: "ptap_numeric on the device (A fp64 or fp32, P and A_c of one precision)",
@@ -402,12 +404,11 @@ pub fn ptap_numeric(
     Ok(())
 }
 
-/// Host values in fp64 (borrowed, or widened from fp32); empty for device storage.
-fn host_f64(s: &Storage) -> Cow<'_, [f64]> {
-    match s {
-        Storage::Host(v) => Cow::Borrowed(v),
-        Storage::Host32(v) => Cow::Owned(crate::precision::widen(v)),
-        _ => Cow::Borrowed(&[]),
+/// Host values in fp64 (borrowed, or widened from fp32).
+fn host_f64(v: &HostByPrecision) -> Cow<'_, [f64]> {
+    match v {
+        ByPrecision::Double(v) => Cow::Borrowed(v),
+        ByPrecision::Single(v) => Cow::Owned(crate::precision::widen(v)),
     }
 }
 
