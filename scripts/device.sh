@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stages the GPU tests and benchmarks for the device machine (which has the CUDA driver and
 # NVRTC but no Rust): builds the release `hexfem` binary, the GPU test binaries (hexfem-linalg's
-# library tests and `device` and `cg_coefficients` tests, hexfem-amg's `device` test; all skip
-# without a GPU) and the `cuda_bench` example, the multi-rank test binaries (linalg's `dist`, hexfem-end-to-end's
+# library tests and `device` and `cg_coefficients` tests, hexfem-amg's `device` test,
+# hexfem-assembly's library tests (its `device::` tests); all skip without a GPU) and the
+# `cuda_bench` example (linalg's `kernel-bench` feature), the multi-rank test binaries (linalg's `dist`, hexfem-end-to-end's
 # `mpi`), strips them into
 # CHECKOUT/.device/ (keep that folder git-ignored there) with scripts/device_run.sh as run.sh,
 # and prints the command to run on the device machine from CHECKOUT's root.
@@ -17,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 nice cargo build --release -p hexfem --bin hexfem
-nice cargo build --release -p hexfem-linalg --example cuda_bench
+nice cargo build --release -p hexfem-linalg --features kernel-bench --example cuda_bench
 # The executable of one test target: test_exe PACKAGE CARGO-TARGET-ARGS...
 test_exe() {
     local pkg=$1
@@ -30,7 +31,7 @@ linalg_device=$(test_exe hexfem-linalg --test device)
 linalg_cg=$(test_exe hexfem-linalg --test cg_coefficients)
 amg_device=$(test_exe hexfem-amg --test device)
 amg_lib=$(test_exe hexfem-amg --lib)
-assembly_device=$(test_exe hexfem-assembly --test device)
+assembly_device=$(test_exe hexfem-assembly --lib)
 sim_lib=$(test_exe hexfem-sim --lib)
 bench_lib=$(test_exe hexfem-bench --lib)
 # multi-rank tests (they start mpirun on themselves; the GPU ones skip without a GPU)

@@ -103,9 +103,12 @@ if [ "$TESTS" = 1 ]; then
     # check (bytes moved by a plan), and a concurrent test's copies would land in them
     "$here/bin/test_linalg" --test-threads=1 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
         || status=1
-    for t in test_linalg_device test_linalg_cg test_amg_device test_assembly_device; do
+    for t in test_linalg_device test_linalg_cg test_amg_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done
+    # assembly's device element loop: the crate's library tests under `device::`
+    "$here/bin/test_assembly_device" --test-threads=1 --nocapture device:: >> "$out/tests.log" 2>&1 \
+        || status=1
     # amg's library tests that take a GPU (the tentative stage on the device)
     "$here/bin/test_amg_lib" --test-threads=1 --nocapture device_ >> "$out/tests.log" 2>&1 \
         || status=1
@@ -208,7 +211,8 @@ for m in $NEWTON_CPU; do
         || { echo "[newton cpu $m] failed:"; tail -n 3 "$out/newton_cpu_$m.err"; status=1; }
 done
 if [ "$ASM_TESTS" = 1 ]; then
-    "$here/bin/test_assembly_device" --test-threads=1 --nocapture > "$out/asm_tests.log" 2>&1 || status=1
+    "$here/bin/test_assembly_device" --test-threads=1 --nocapture device:: > "$out/asm_tests.log" 2>&1 \
+        || status=1
     grep -E "^test |SKIP|test result|panicked|^Q[12] " "$out/asm_tests.log" | tail -n 60
 fi
 for oc in $ASSEMBLY; do

@@ -13,6 +13,9 @@
 //!
 //! Usage: `cuda_bench [--n 66] [--reps 50] [--json FILE] [--no-ptap] [--kernels]`
 //! (`--kernels` prints NVRTC's resource report of every kernel and exits; it needs NVRTC only).
+//! It times linalg's internal kernels one by one, so it alone builds with the `kernel-bench`
+//! feature (which makes `linalg::backend` public): `cargo build --release -p hexfem-linalg
+//! --features kernel-bench --example cuda_bench` (`scripts/device.sh` stages it so).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -20,16 +20,19 @@
 //!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`];
 //!   a device operator's strength graph and its MIS aggregation ([`DeviceGraph`]: `amg`'s
 //!   graph, roots and aggregates, bit for bit).
-//!   Operations on [`crate::Vector`] and [`crate::Bsr`] ([`crate::ops`], the matrix methods) run
-//!   on a GPU by themselves; these are for code that owns bare device arrays (an element loop).
+//!   Operations on [`crate::Vector`], [`crate::Bsr`] and [`crate::dist::DistBsr`] ([`crate::ops`],
+//!   the matrix methods, down to a distributed product's parts and a rank's unreduced dot) run
+//!   on a GPU by themselves and are what solvers, problems and benchmarks use; these are for the
+//!   code that owns bare device arrays below them (an element loop, `amg`'s device hierarchy).
 //! - The distributed Galerkin product's pieces (`amg`'s device hot update): block gathers from
 //!   two sources ([`gather_blocks_two`], [`TwoSources`]) and sums in a fixed order
 //!   ([`sum_blocks_in_order`]), pinned staging buffers and stream marks ([`PinnedBuffer`],
 //!   [`StreamMark`]), the peer-write channel between ranks' GPUs ([`PeerChannel`],
 //!   [`PeerLists`]).
 //!
-//! The backend module itself (`linalg::backend`) is internal: hidden from the docs; only
-//! linalg's own kernel benchmark example and kernel tests reach into it.
+//! The backend module itself is private: linalg's kernel tests reach into it from inside the
+//! crate, and only the `kernel-bench` feature (the single-kernel benchmark
+//! `examples/cuda_bench.rs`, which requires it) makes it public, hidden from the docs.
 
 pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
 pub use crate::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};

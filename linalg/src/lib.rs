@@ -11,10 +11,14 @@
 //! Every numeric phase is parallel (rayon) and deterministic: work is split into fixed chunks and
 //! every sum runs in a fixed order, so results are bit-identical for any thread count.
 
-/// The kernels by device: internal. Other crates use [`gpu`]; public (and hidden from the docs)
-/// only for `amg`'s distributed device V-cycle until it moves behind [`gpu`].
+/// The kernels by device: internal. Other crates use [`gpu`] and the typed operations of
+/// [`Vector`], [`Bsr`] and [`dist::DistBsr`]. Public (hidden from the docs) only with the
+/// `kernel-bench` feature, for the single-kernel benchmark `examples/cuda_bench.rs`.
+#[cfg(feature = "kernel-bench")]
 #[doc(hidden)]
 pub mod backend;
+#[cfg(not(feature = "kernel-bench"))]
+mod backend;
 mod block_diagonal;
 mod bsr;
 mod cg_coefficients;
@@ -30,6 +34,7 @@ pub mod grouped_qr;
 pub mod hash;
 mod layout;
 mod mask;
+mod owned_dot;
 mod pattern;
 mod precision;
 mod ptap;

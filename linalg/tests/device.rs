@@ -432,13 +432,13 @@ fn single_precision_kernels_equal_the_host_ones() {
     }
 }
 
-/// The distributed Galerkin product's kernels (`backend::cuda::galerkin`): blocks gathered from
-/// two sources, and blocks summed from listed contributions in the listed order (first
-/// assigned, then added), equal the host loops bit for bit; indices beyond the first source
-/// read the second.
+/// The distributed Galerkin product's kernels (`linalg::gpu::gather_blocks_two` and
+/// `sum_blocks_in_order`): blocks gathered from two sources, and blocks summed from listed
+/// contributions in the listed order (first assigned, then added), equal the host loops bit for
+/// bit; indices beyond the first source read the second.
 #[test]
 fn galerkin_kernels_gather_and_sum_blocks_in_the_listed_order() {
-    use linalg::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
+    use linalg::gpu::{gather_blocks_two, sum_blocks_in_order, TwoSources};
     let Some(device) = gpu("galerkin_kernels_gather_and_sum_blocks_in_the_listed_order") else {
         return;
     };

@@ -308,6 +308,85 @@ fn device_test_product(comm: &Arc<dyn Comm>) -> (std::ops::Range<u64>, DistBsr, 
     (owned, a, x, y_host)
 }
 
+/// The product's parts (`DistBsr::exchange_ghosts`, `DistBsr::apply_without_overlap`) and a
+/// rank's unreduced dot (`Vector::owned_dot_exact`) on the host: the product without overlap is
+/// `apply`'s bits, the ranks' dot accumulators added and rounded once are `ops::dot`'s bits.
+fn check_product_parts(comm: &Arc<dyn Comm>) {
+    let (_, a, x, y_apply) = device_test_product(comm);
+    let mut y = a.new_row_vector();
+    y.fill(f64::NAN).unwrap();
+    a.apply_without_overlap(&x, &mut y).unwrap();
+    let bits = |v: &Vector| {
+        v.to_host_vec()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&y), bits(&y_apply), "rank {}", comm.rank());
+    a.exchange_ghosts(&x).unwrap();
+    let mut sums = [x.owned_dot_exact(&x).unwrap()];
+    linalg::exact::ExactSum::allreduce(&**comm, &mut sums).unwrap();
+    let dot = linalg::ops::dot(&x, &x).unwrap();
+    assert_eq!(sums[0].value().to_bits(), dot.to_bits());
+    // the operands of `apply`: an operand of the ghost layout is refused where there are ghosts
+    let with_ghosts = a.new_vector();
+    if with_ghosts.layout().ghosts() > 0 {
+        assert!(matches!(
+            a.apply_without_overlap(&with_ghosts, &mut y),
+            Err(LinalgError::LayoutMismatch { .. })
+        ));
+        assert!(a.exchange_ghosts(&with_ghosts).is_err());
+    }
+}
+
+#[test]
+fn one_rank_product_parts_are_the_products_bits() {
+    check_product_parts(&SelfComm::shared());
+}
+
+#[test]
+fn product_parts_on_ranks_are_the_products_bits() {
+    on_ranks(
+        "product_parts_on_ranks_are_the_products_bits",
+        &[2, 4],
+        check_product_parts,
+    );
+}
+
+/// On each rank's GPU: the product without overlap is the device `apply`'s bits (the host's),
+/// the exchange alone runs, and a rank's unreduced dot is the host's accumulator.
+#[test]
+fn device_product_parts_are_the_products_bits() {
+    let test = "device_product_parts_are_the_products_bits";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = rank_gpu(comm);
+        let (_, a, x, y_host) = device_test_product(comm);
+        let ad = a.to_device(&device).unwrap();
+        let xd = x.to_device(&device).unwrap();
+        let mut yd = a.new_row_vector().to_device(&device).unwrap();
+        yd.fill(f64::NAN).unwrap();
+        ad.apply_without_overlap(&xd, &mut yd).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&yd.to_host_vec().unwrap()),
+            bits(y_host.host().unwrap())
+        );
+        ad.exchange_ghosts(&xd).unwrap();
+        device.synchronize().unwrap();
+        let (on_device, on_host) = (
+            xd.owned_dot_exact(&xd).unwrap(),
+            x.owned_dot_exact(&x).unwrap(),
+        );
+        assert_eq!(on_device.value().to_bits(), on_host.value().to_bits());
+        // mixed devices are an error
+        assert!(ad.apply_without_overlap(&x, &mut yd).is_err());
+    });
+}
+
 #[test]
 fn device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit() {
     let test = "device_distributed_spmv_is_the_host_distributed_spmv_bit_for_bit";

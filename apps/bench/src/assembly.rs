@@ -107,10 +107,13 @@ pub fn run(bench: &AssemblyBench) -> Result<AssemblyBenchResult> {
     let block_nnz = k.pattern().nnz();
     let sum_bytes =
         contributions as f64 * BYTES_PER_CONTRIBUTION + block_nnz as f64 * BYTES_PER_BLOCK;
-    let gpu = bench
-        .cuda
-        .then(|| super::assembly_device::measure(&mut asm, &u, sum_bytes))
-        .transpose()?;
+    let gpu = if bench.cuda {
+        let (metrics, back) = super::assembly_device::measure(asm, &u, sum_bytes)?;
+        asm = back;
+        Some(metrics)
+    } else {
+        None
+    };
     let residual_seconds = best_of(bench.repeats, || {
         let start = Instant::now();
         asm.residual(&u, Load::Constant([0.0, 0.0, -1.0]), &mut r)?;

@@ -1,11 +1,12 @@
 //! `hexfem bench assembly --device cuda`: the same residual + tangent assembly on the GPU
-//! (`assembly::device`): element kernels into the device contribution stream, summed by the
-//! uploaded COO plans. Device-event timings (median of [`REPEATS`]), the bytes and flops each
-//! phase must move, and how close it gets to the copy bandwidth measured in the same run.
+//! through `assembly::device::DeviceProblem` (element kernels into the device contribution
+//! stream, summed by the uploaded COO plans). Device-event timings (median of [`REPEATS`]), the
+//! bytes and flops each phase must move, and how close it gets to the copy bandwidth measured in
+//! the same run.
 
 use anyhow::{Context, Result};
-use assembly::device::{DeviceAssembler, DeviceConstraints, DeviceProblem};
-use assembly::{Constraints, ElasticityAssembler, Prescribed};
+use assembly::device::DeviceProblem;
+use assembly::{Constraints, DiscreteProblem, ElasticityAssembler, Prescribed};
 use fem::Load;
 use linalg::gpu::CudaContext;
 use linalg::{Bsr, Device, Vector};
@@ -84,14 +85,15 @@ fn median(mut t: Vec<f64>) -> f64 {
 }
 
 /// Copy bandwidth: 1 GiB copied device to device (read + written), median of 5.
-fn copy_gbs(ctx: &CudaContext) -> Result<f64> {
+fn copy_gbs(device: &Device, ctx: &CudaContext) -> Result<f64> {
     let n = (1usize << 30) / 8;
-    let src = ctx.filled(n, 1.0)?;
-    let mut dst = ctx.zeros::<f64>(n)?;
+    let mut src = Vector::zeros_on(device, n)?;
+    src.fill(1.0)?;
+    let mut dst = Vector::zeros_on(device, n)?;
     let mut t = Vec::new();
     for _ in 0..5 {
         let start = ctx.record_event()?;
-        ctx.copy(&src, &mut dst)?;
+        dst.copy_from(&src)?;
         let end = ctx.record_event()?;
         t.push(start.elapsed_ms(&end)? as f64);
     }
@@ -107,50 +109,15 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
     diff / scale
 }
 
-/// Runs the GPU measurements on `asm` at `u` (no body force: the device loop takes dead loads
-/// through the external force vector); `sum_bytes` as the CPU bench counts them.
-pub fn measure(
-    asm: &mut ElasticityAssembler,
-    u: &Vector,
-    sum_bytes: f64,
-) -> Result<DeviceAssemblyMetrics> {
-    let ctx = CudaContext::new(0).context("--device cuda")?;
-    let mut dev = DeviceAssembler::new(&ctx, asm)?;
-    let ud = ctx.upload(u.host()?)?;
-    let mut rd = ctx.zeros::<f64>(u.len())?;
-    let mut kd = dev.new_matrix()?;
-    let residual_tangent_ms =
-        event_median(&ctx, || Ok(dev.residual_tangent(&ud, &mut rd, &mut kd)?))?;
-    let residual_ms = event_median(&ctx, || Ok(dev.residual(&ud, &mut rd)?))?;
-    let (mut el, mut sums) = (Vec::new(), Vec::new());
-    for _ in 0..REPEATS {
-        let t = dev.timed_residual_tangent(&ud, &mut rd, &mut kd)?;
-        el.push(t.elements_ms);
-        sums.push(t.sums_ms);
-    }
-    let (elements_ms, sums_ms) = (median(el), median(sums));
-    // parity with the host on this mesh
-    let mut rh = Vector::zeros(u.len());
-    let mut kh: Bsr = asm.new_matrix();
-    asm.residual_tangent(u, Load::None, &mut rh, &mut kh)?;
-    let kdv = ctx.download(kd.values())?;
-    let rdv = ctx.download(&rd)?;
-    let khv = kh.host()?;
-    let same = kdv.iter().zip(khv).filter(|(a, b)| a == b).count();
-    let elements = dev.elements();
-    let (n_cells, npc) = (elements.n_cells(), elements.nodes_per_cell());
-    let element_bytes = ((elements.tangent_len() + elements.residual_len()) * 8
-        + asm.n_nodes() * 48
-        + n_cells * npc * 4) as f64;
-    let element_flops = n_cells as f64 * element_flops(npc, elements.n_qp());
-    let device_bytes = dev.bytes();
-    // one Newton iteration's linear system: clamped bottom, lifted top
+/// The `z = 0` face clamped and the `z = 1` face lifted by 0.01: the constraints of the timed
+/// Newton system.
+fn clamped_and_lifted(asm: &ElasticityAssembler) -> Result<Constraints> {
     let face = |z: f64| -> Vec<usize> {
         (0..asm.n_nodes())
             .filter(|&i| (asm.coords()[i][2] - z).abs() < 1e-9)
             .collect()
     };
-    let constraints = Constraints::new(
+    Ok(Constraints::new(
         asm.n_nodes(),
         vec![
             Prescribed::Components {
@@ -165,20 +132,62 @@ pub fn measure(
             },
         ],
         &asm.orphan_nodes(),
-    )?;
-    let dc = DeviceConstraints::new(&ctx, &constraints, asm.pattern(), asm.coords())?;
-    let eliminated_blocks = dc.n_touched();
-    let device = Device::Cuda(ctx.clone());
-    let external = Vector::zeros_on(&device, u.len())?;
-    let mut problem = DeviceProblem::from_parts(&ctx, dev, dc, external)?;
+    )?)
+}
+
+/// Runs the GPU measurements on `asm` at `u` (no body force: the device loop takes dead loads
+/// through the external force vector) through a [`DeviceProblem`] of `asm`, the clamped and
+/// lifted box and no loads; `sum_bytes` as the CPU bench counts them. Gives `asm` back.
+pub fn measure(
+    mut asm: ElasticityAssembler,
+    u: &Vector,
+    sum_bytes: f64,
+) -> Result<(DeviceAssemblyMetrics, ElasticityAssembler)> {
+    let device = Device::cuda(0).context("--device cuda")?;
+    let ctx = device.cuda_context().context("--device cuda")?.clone();
+    // the host's values on this mesh (parity), and the element kernel's traffic and work
+    let mut rh = Vector::zeros(u.len());
+    let mut kh: Bsr = asm.new_matrix();
+    asm.residual_tangent(u, Load::None, &mut rh, &mut kh)?;
+    let (n_cells, npc) = (asm.n_cells(), asm.kernel().n_nodes());
+    let contributions = n_cells * npc * (npc * 9 + 3);
+    let element_bytes = (contributions * 8 + asm.n_nodes() * 48 + n_cells * npc * 4) as f64;
+    let element_flops = n_cells as f64 * element_flops(npc, asm.kernel().n_qp());
+    let constraints = clamped_and_lifted(&asm)?;
+    let discrete = DiscreteProblem {
+        external: Vector::zeros(u.len()),
+        assembler: asm,
+        constraints,
+        follower: Vec::new(),
+        curved: Vec::new(),
+        partition: None,
+    };
+    let mut problem = DeviceProblem::new(&ctx, &discrete)?;
+    let ud = u.to_device(&device)?;
     let mut system = problem.new_system()?;
-    let u_on_device = u.to_device(&device)?;
+    let (r, k) = (&mut system.residual, &mut system.tangent);
+    let residual_tangent_ms =
+        event_median(&ctx, || Ok(problem.internal_residual_tangent(&ud, r, k)?))?;
+    let residual_ms = event_median(&ctx, || Ok(problem.internal_residual(&ud, r)?))?;
+    let (mut el, mut sums) = (Vec::new(), Vec::new());
+    for _ in 0..REPEATS {
+        let t = problem.timed_internal_residual_tangent(&ud, r, k)?;
+        el.push(t.elements_ms);
+        sums.push(t.sums_ms);
+    }
+    let (elements_ms, sums_ms) = (median(el), median(sums));
+    let kdv = k.to_host_vec()?;
+    let rdv = r.to_host_vec()?;
+    let khv = kh.host()?;
+    let same = kdv.iter().zip(khv).filter(|(a, b)| a == b).count();
+    // one Newton iteration's linear system: clamped bottom, lifted top
+    let mut newton = problem.new_system()?;
     let newton_system_ms = event_median(&ctx, || {
-        problem.linearize(&u_on_device, 1.0, &mut system)?;
-        problem.eliminate(&mut system)?;
+        problem.linearize(&ud, 1.0, &mut newton)?;
+        problem.eliminate(&mut newton)?;
         Ok(())
     })?;
-    Ok(DeviceAssemblyMetrics {
+    let metrics = DeviceAssemblyMetrics {
         gpu: ctx.name().to_string(),
         residual_tangent_ms,
         elements_per_s: n_cells as f64 / (residual_tangent_ms * 1e-3),
@@ -191,14 +200,15 @@ pub fn measure(
         element_gflop_per_s: element_flops / (elements_ms * 1e-3) / 1e9,
         sum_bytes,
         sum_gb_per_s: sum_bytes / (sums_ms * 1e-3) / 1e9,
-        copy_gb_per_s: copy_gbs(&ctx)?,
+        copy_gb_per_s: copy_gbs(&device, &ctx)?,
         newton_system_ms,
-        eliminated_blocks,
-        device_bytes,
+        eliminated_blocks: problem.eliminated_blocks(),
+        device_bytes: problem.assembly_bytes(),
         tangent_rel_diff: rel_diff(&kdv, khv),
         residual_rel_diff: rel_diff(&rdv, rh.host()?),
         tangent_bit_identical: same as f64 / kdv.len() as f64,
-    })
+    };
+    Ok((metrics, discrete.assembler))
 }
 
 impl std::fmt::Display for DeviceAssemblyMetrics {

@@ -412,7 +412,8 @@ pub fn run(bench: &GamgBench) -> Result<GamgBenchResult> {
     let hierarchy_values_mib = hierarchy.value_bytes() as f64 / (1 << 20) as f64;
     let renewal = {
         // where the operator lives, as a Newton run on a GPU computes them there
-        // (`assembly::device::deformed_rigid_body_modes`): the renewal moves no near-null values
+        // (`assembly::device::DeviceProblem::rigid_body_modes`): the renewal moves no near-null
+        // values
         let modes = near_null_space(&deformed(&coords))?.to_device(&device)?;
         let start = Instant::now();
         let renewal = hierarchy.set_near_null_space(&a, &modes)?;

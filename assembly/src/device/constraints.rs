@@ -379,6 +379,7 @@ impl DeviceConstraints {
 
 /// Compiles the constraint kernels for `arch` (`"sm_90"`) with NVRTC alone (no device needed) and
 /// returns the cubin's size; a rejected source returns NVRTC's log.
-pub fn compile_constraints_source(arch: &str) -> Result<usize, AssemblyError> {
+#[cfg(test)]
+pub(crate) fn compile_constraints_source(arch: &str) -> Result<usize, AssemblyError> {
     Ok(CONSTRAINTS_SOURCE.compile_only(&[], arch)?)
 }

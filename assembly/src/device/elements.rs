@@ -266,6 +266,7 @@ impl DeviceElements {
     }
 
     /// Nodes per cell (8 or 27).
+    #[cfg(test)]
     pub fn nodes_per_cell(&self) -> usize {
         self.nodes_per_cell
     }
@@ -277,13 +278,9 @@ impl DeviceElements {
 
     /// The distinct materials with their number of cells (one kernel launch each per evaluation),
     /// in order of first appearance (a material of two formulations: twice).
+    #[cfg(test)]
     pub fn materials(&self) -> Vec<(Material, usize)> {
         self.groups.iter().map(|g| (g.material, g.len())).collect()
-    }
-
-    /// The formulation of each group of [`Self::materials`], in the same order.
-    pub fn formulations(&self) -> Vec<Formulation> {
-        self.groups.iter().map(|g| g.formulation).collect()
     }
 
     /// Length of the residual contributions (`3 n` per cell).
@@ -517,6 +514,8 @@ impl DeviceElements {
         Ok(out)
     }
 
+    // the device dead loads (`loads.rs`): checked by the tests, not yet called by DeviceProblem
+    #[cfg_attr(not(test), allow(dead_code))]
     /// Queues the body-force contributions `-int f N_a dV` of every cell into `r`
     /// ([`Self::residual_len`], the residual layout): the element residual at zero displacement
     /// under the body force, as the host's `body_force_load` computes it. `force`: the force per
@@ -644,7 +643,8 @@ fn element_defines(kernel: &ElementKernel, material: &Material, indirect: bool) 
 /// Compiles the element kernels for `kernel` (its formulation's source) and `material` for `arch`
 /// (`"sm_90"`) with NVRTC alone (no device needed), both the whole-mesh and the cell-list
 /// variants, and returns the cubins' size; a rejected source returns NVRTC's log.
-pub fn compile_element_source(
+#[cfg(test)]
+pub(crate) fn compile_element_source(
     kernel: &ElementKernel,
     material: &Material,
     arch: &str,

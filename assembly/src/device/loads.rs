@@ -8,6 +8,10 @@
 //! quadrature points the host kernels evaluate them at (`fem::ElementKernel::quadrature_points`,
 //! `fem::FaceKernel::quadrature_points`), and uploaded (24 bytes per point); the integration and
 //! the sums into nodes run on the device.
+//!
+//! Checked against the host by the crate's device tests; not yet called by
+//! [`super::DeviceProblem`] (a run builds its dead-load vector on the host and uploads it once).
+#![cfg_attr(not(test), allow(dead_code))]
 
 use std::sync::Arc;
 
@@ -240,7 +244,8 @@ impl DeviceTractions {
 
 /// Compiles the dead-load kernels (after the element source, Q1 or Q2 by `order`) for `arch`
 /// (`"sm_90"`) with NVRTC alone (no device needed); the cubin's size, or NVRTC's log.
-pub fn compile_loads_source(order: usize, arch: &str) -> Result<usize, AssemblyError> {
+#[cfg(test)]
+pub(crate) fn compile_loads_source(order: usize, arch: &str) -> Result<usize, AssemblyError> {
     let nodes = if order == 1 { 8 } else { 27 };
     let defines = [
         ("NODES", nodes),

@@ -91,6 +91,7 @@ pub fn deformed_rigid_body_modes(
 }
 
 /// Compiles `rigid_body.cu` for `arch` without a device (NVRTC only): the source's check.
-pub fn compile_rigid_body_source(arch: &str) -> Result<usize, AssemblyError> {
+#[cfg(test)]
+pub(crate) fn compile_rigid_body_source(arch: &str) -> Result<usize, AssemblyError> {
     Ok(RIGID_BODY_SOURCE.compile_only(&[], arch)?)
 }

@@ -6,7 +6,7 @@
 //! operations (`linalg::ops`, [`linalg::Bsr::spmv`]: the same kernels and exact sums as the
 //! host's bits), the element loop, the constraints and the pressures this crate's kernels. Only
 //! scalars come back (norms, the failure flag). Follower pressures add their residual and
-//! (nonsymmetric) load stiffness after the loads, in the host's order ([`DevicePressure`]).
+//! (nonsymmetric) load stiffness after the loads, in the host's order (`DevicePressure`).
 //!
 //! Loads and constraints on load curves of their own: each [`crate::CurvedLoad`] vector is
 //! uploaded once and combined with its factor (a scalar per load step) in the host's order;
@@ -22,7 +22,7 @@ use linalg::gpu::{self, CudaContext, DeviceBuffer, Term};
 use linalg::{ops, Device, Layout, LinalgError, Vector};
 
 use super::elements::check;
-use super::{DeviceAssembler, DeviceConstraints, DevicePressure};
+use super::{DeviceAssembler, DeviceAssemblyTimes, DeviceConstraints, DevicePressure};
 use crate::{AssemblyError, DiscreteProblem, NewtonSystem, Potential};
 
 /// A [`DiscreteProblem`] on the device: its element loop, its constraints and its dead loads,
@@ -191,7 +191,7 @@ impl DeviceProblem {
 
     /// From parts already on `ctx`: an assembler, its constraints, and dead loads of `3 n_nodes`
     /// on `ctx` (their layout is the problem's vectors'; serial: no rank share).
-    pub fn from_parts(
+    fn from_parts(
         ctx: &Arc<CudaContext>,
         mut assembler: DeviceAssembler,
         constraints: DeviceConstraints,
@@ -217,7 +217,7 @@ impl DeviceProblem {
     /// The rigid-body modes about the deformed positions `X + u` (`u`: the displacement on
     /// the device, every node's), node-major on the device (`18 n_nodes` values, serial layout):
     /// the AMG's near-null space of a load step, [`crate::rigid_body_modes`] at the host's `X + u`
-    /// bit for bit ([`super::deformed_rigid_body_modes`]; three scalars come down). Serial
+    /// bit for bit (the crate's `deformed_rigid_body_modes`; three scalars come down). Serial
     /// problems only: on a rank the centroid is every rank's, which the host computes.
     pub fn rigid_body_modes(&self, u: &Vector) -> Result<Vector, AssemblyError> {
         if self.rank.is_some() {
@@ -235,7 +235,7 @@ impl DeviceProblem {
     }
 
     /// The output fields of every cell at `u`, computed on the device and downloaded (only the
-    /// fields come down; [`super::DeviceElements::download_cell_fields`]).
+    /// fields come down; `DeviceElements::download_cell_fields`).
     pub fn cell_fields(&mut self, u: &Vector) -> Result<Vec<CellFields>, AssemblyError> {
         self.assembler
             .elements()
@@ -243,7 +243,7 @@ impl DeviceProblem {
     }
 
     /// Whether [`Self::cell_strains`] computes the strain `measure` here, the host's values bit
-    /// for bit ([`super::DeviceElements::computes_strain`]).
+    /// for bit (`DeviceElements::computes_strain`).
     pub fn computes_strain(&self, measure: StrainMeasure) -> bool {
         self.assembler.elements_ref().computes_strain(measure)
     }
@@ -292,6 +292,64 @@ impl DeviceProblem {
             rhs: self.zeros()?,
             scratch: self.zeros()?,
         })
+    }
+
+    /// The internal forces `r_int(u)` alone into `r` (no loads, no constraints): the host
+    /// [`crate::ElasticityAssembler::residual`] without a load, on the device (element kernels,
+    /// the residual's COO sum, one 4-byte failure flag down). A failing cell is reported as
+    /// [`Self::residual`] reports it.
+    pub fn internal_residual(&mut self, u: &Vector, r: &mut Vector) -> Result<(), AssemblyError> {
+        let assembled = self
+            .assembler
+            .residual(u.device_buffer()?, r.device_buffer_mut()?);
+        self.agree_on_failure(assembled)
+    }
+
+    /// The internal forces `r_int(u)` into `r` and the unconstrained tangent into `tangent`
+    /// (made by [`Self::new_system`]: this problem's pattern), no loads and no constraints: the
+    /// host [`crate::ElasticityAssembler::residual_tangent`] without a load, on the device.
+    pub fn internal_residual_tangent(
+        &mut self,
+        u: &Vector,
+        r: &mut Vector,
+        tangent: &mut linalg::Bsr,
+    ) -> Result<(), AssemblyError> {
+        let assembled = self.assembler.residual_tangent(
+            u.device_buffer()?,
+            r.device_buffer_mut()?,
+            tangent.device_bsr_mut()?,
+        );
+        self.agree_on_failure(assembled)
+    }
+
+    /// [`Self::internal_residual_tangent`] with the device time of each phase of the element
+    /// loop (element kernels; COO sums and the residual's scatter), for the benchmarks: the
+    /// same values.
+    pub fn timed_internal_residual_tangent(
+        &mut self,
+        u: &Vector,
+        r: &mut Vector,
+        tangent: &mut linalg::Bsr,
+    ) -> Result<DeviceAssemblyTimes, AssemblyError> {
+        let timed = self.assembler.timed_residual_tangent(
+            u.device_buffer()?,
+            r.device_buffer_mut()?,
+            tangent.device_bsr_mut()?,
+        );
+        self.agree_on_failure(timed)
+    }
+
+    /// Device bytes the element loop holds: its plans, mesh tables and contribution streams
+    /// (what [`Self::new`] uploads and allocates for the assembly, the constraints and loads
+    /// aside).
+    pub fn assembly_bytes(&self) -> usize {
+        self.assembler.bytes()
+    }
+
+    /// Blocks of the tangent that the constraints' elimination writes
+    /// ([`Self::eliminate`]).
+    pub fn eliminated_blocks(&self) -> usize {
+        self.constraints.n_touched()
     }
 
     /// [`DiscreteProblem::residual`] on the device: `r = r_int(u) - load_factor f_ext - sum_c
@@ -430,7 +488,7 @@ impl DeviceProblem {
     }
 
     /// Writes the prescribed values at `load_factor` into `u`'s constrained entries
-    /// ([`DeviceConstraints::write_prescribed`]: only the twists' rotations go up).
+    /// (`DeviceConstraints::write_prescribed`: only the twists' rotations go up).
     pub fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {
         self.constraints
             .write_prescribed(load_factor, u.device_buffer_mut()?)

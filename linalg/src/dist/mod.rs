@@ -18,6 +18,7 @@ mod device_halo;
 mod halo;
 mod matrix;
 mod partition;
+mod parts;
 mod rank_device;
 mod rows;
 mod telescope;

@@ -18,7 +18,7 @@ use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
 /// A `.cu` source owned by another crate. `name` names it in errors and is its cache key, so it
-/// must be unique in the process and must not be one of linalg's [`super::SOURCE_NAMES`]
+/// must be unique in the process and must not be one of linalg's [`super::kernels::SOURCE_NAMES`]
 /// (a crate prefix such as `"assembly/element.cu"` does that). `fmad` allows contracting
 /// multiply-adds into FMAs (`false` rounds like the host's separate operations).
 #[derive(Clone, Copy, Debug)]

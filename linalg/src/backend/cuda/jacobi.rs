@@ -31,6 +31,7 @@ impl DeviceBlockDiagonal {
     /// Prepares fp64 inverses of the diagonal blocks of operators on `pattern` with `bs x bs`
     /// blocks (errors if a diagonal block is structurally missing or the pattern not square);
     /// [`DeviceBlockDiagonal::new_of`] for another value type.
+    #[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
     pub fn new(ctx: &CudaContext, pattern: &BlockPattern, bs: usize) -> Result<Self, LinalgError> {
         Self::new_of(ctx, pattern, bs)
     }
@@ -140,11 +141,6 @@ impl<T: DeviceValue> DeviceBlockDiagonal<T> {
             diag_slots: self.diag_slots,
             inv,
         })
-    }
-
-    /// Block size.
-    pub fn block_size(&self) -> usize {
-        self.bs
     }
 
     /// Number of blocks.
@@ -299,6 +295,7 @@ pub fn chebyshev_step<T: DeviceValue>(
 /// Chebyshev parameters: polynomial degree and the interval `[lower emax, upper emax]` of
 /// `D^{-1} A`.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
 pub struct Chebyshev {
     pub emax: f64,
     pub degree: usize,
@@ -310,6 +307,7 @@ pub struct Chebyshev {
 /// smoother's algorithm step for step: the same bits. `r` and `d` are scratch of `x`'s length;
 /// with `x_is_zero` the incoming `x` is not read.
 #[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
 pub fn chebyshev_smooth<A: DeviceValue, T: DeviceValue>(
     ctx: &CudaContext,
     a: &DeviceBsr<A>,

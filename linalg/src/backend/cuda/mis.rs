@@ -4,5 +4,3 @@
 
 /// Status of a vertex in the set.
 pub const MIS_IN: u64 = 0;
-/// Status of a vertex out of the set.
-pub const MIS_OUT: u64 = u64::MAX;

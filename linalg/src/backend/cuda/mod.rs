@@ -104,15 +104,21 @@ pub use context::{
     can_access_peer, device_count, unavailable_reason, warm_up, CudaContext, Event, Transfers,
 };
 pub use coo::DeviceCooPlan;
-pub use jacobi::{chebyshev_smooth, chebyshev_step, Chebyshev, DeviceBlockDiagonal, PIVOT_RTOL};
+pub use jacobi::DeviceBlockDiagonal;
+#[cfg(any(test, feature = "kernel-bench"))]
+pub use jacobi::{chebyshev_smooth, Chebyshev};
 pub use kernel_cache::{
     kernel_build_seconds, kernel_cache_report, KernelCacheReport, KERNEL_CACHE_ENV,
 };
-pub use kernels::SOURCE_NAMES;
 pub use matrix::{DeviceBsr, DevicePattern};
-pub use nccl::{nccl_unavailable_reason, DeviceComm};
+pub use nccl::DeviceComm;
+#[cfg(any(test, feature = "kernel-bench"))]
 pub use nvrtc::compile_with_log;
 pub use ops::DeviceDenseInverse;
 pub use products::{DevicePtapPlan, DeviceSpgemmPlan};
 pub use qr::DeviceGroupedQr;
-pub use spmv::{spmv, spmv_rows_add, spmv_transpose, spmv_with, DeviceTransposeMap, SpmvKernel};
+#[cfg(test)]
+pub use spmv::DeviceTransposeMap;
+pub use spmv::{spmv, spmv_rows_add, spmv_transpose};
+#[cfg(any(test, feature = "kernel-bench"))]
+pub use spmv::{spmv_with, SpmvKernel};

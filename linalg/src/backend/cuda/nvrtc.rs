@@ -135,6 +135,7 @@ pub(crate) fn compile(
 
 /// Compiles `source` to a cubin and also returns NVRTC's log (resource usage with `-Xptxas -v`);
 /// for reports and tests, uncached.
+#[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
 pub fn compile_with_log(
     source_name: &str,
     defines: &[(&str, i64)],

@@ -344,11 +344,6 @@ impl DeviceDenseInverse {
         Ok(Self { n, inv: dense })
     }
 
-    /// Rows (and columns).
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
     /// `x = A^{-1} b`.
     pub fn solve(
         &self,
@@ -365,14 +360,6 @@ impl DeviceDenseInverse {
         // SAFETY: arguments match `dense_matvec`.
         unsafe { l.launch(grid_1d(n as u64, 128)) }.map_err(driver_err("dense_matvec"))?;
         Ok(())
-    }
-
-    /// A copy (device to device).
-    pub fn duplicate(&self, ctx: &CudaContext) -> Result<Self, LinalgError> {
-        Ok(Self {
-            n: self.n,
-            inv: ctx.duplicate(&self.inv)?,
-        })
     }
 }
 

@@ -316,6 +316,7 @@ impl DeviceSpgemmPlan {
     }
 
     /// Whether the products run on pair lists (decided at the first product).
+    #[cfg(test)]
     pub fn has_pair_lists(&self) -> bool {
         matches!(
             *self.pairs.lock().unwrap_or_else(|p| p.into_inner()),
@@ -335,16 +336,6 @@ impl DeviceSpgemmPlan {
             SpgemmPairs::Lists(l) => Some(l.each_ref().map(|b| ctx.download(b).unwrap())),
             _ => None,
         }
-    }
-
-    /// Device bytes the plan holds (`C`'s pattern left out: it is the host pattern's mirror,
-    /// shared with the matrices on it).
-    pub fn bytes(&self) -> usize {
-        let pairs = match &*self.pairs.lock().unwrap_or_else(|p| p.into_inner()) {
-            SpgemmPairs::Lists(l) => l.iter().map(|b| b.bytes()).sum(),
-            _ => 0,
-        };
-        self.c.slot_row.bytes() + pairs
     }
 
     /// Recomputes `c = a b`, bit-identical to [`crate::spgemm_numeric`]. `a`, `b` must be on the
@@ -521,6 +512,7 @@ impl DevicePtapPlan {
     }
 
     /// Keeps the `W` workspace between products (see the field's note).
+    #[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
     pub fn keep_workspace(mut self) -> Self {
         self.keep_w = true;
         self
@@ -537,12 +529,14 @@ impl DevicePtapPlan {
     }
 
     /// Blocks of `W = A P`.
+    #[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
     pub fn w_nnz(&self) -> usize {
         self.w.pattern.nnz()
     }
 
     /// Device bytes of the plan, the `W` workspace included once allocated (`A_c`'s pattern left
     /// out: it is the host pattern's mirror, shared with the coarse operator).
+    #[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
     pub fn bytes(&self) -> usize {
         let w = self
             .w_values

@@ -10,7 +10,7 @@ use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, SPMV};
 use super::matrix::DevicePattern;
 use super::{CudaContext, DeviceBsr, DeviceBuffer, DeviceValue};
-use crate::{LinalgError, PtapPlan, TransposePlan};
+use crate::LinalgError;
 
 /// Warps (block rows) per thread block of the exact kernel (`WARPS` in spmv.cu).
 const SEQ_WARPS: u32 = 4;
@@ -227,7 +227,8 @@ pub struct DeviceTransposeMap {
 
 impl DeviceTransposeMap {
     /// The `P^T` pattern and slot map of a Galerkin plan (for the restriction `y = P^T x`).
-    pub fn from_ptap_plan(ctx: &CudaContext, plan: &PtapPlan) -> Result<Self, LinalgError> {
+    #[cfg(test)]
+    pub fn from_ptap_plan(ctx: &CudaContext, plan: &crate::PtapPlan) -> Result<Self, LinalgError> {
         let p = plan.p_pattern();
         Ok(Self {
             pattern: DevicePattern::upload(ctx, plan.pt_pattern())?,
@@ -251,9 +252,10 @@ impl DeviceTransposeMap {
     }
 
     /// The pattern and slot map of a transpose plan.
+    #[cfg(test)]
     pub fn from_transpose_plan(
         ctx: &CudaContext,
-        plan: &TransposePlan,
+        plan: &crate::TransposePlan,
     ) -> Result<Self, LinalgError> {
         let s = plan.source();
         let slots: Vec<u32> = plan.source_slots().iter().map(|&k| k as u32).collect();

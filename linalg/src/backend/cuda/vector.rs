@@ -60,6 +60,7 @@ pub fn axpy(
 }
 
 /// `z = a x + b y + c z`; with `c == 0` the old `z` is not read.
+#[cfg(test)]
 pub fn axpbypcz(
     ctx: &CudaContext,
     a: f64,
@@ -88,6 +89,7 @@ pub fn axpbypcz(
 }
 
 /// The CG update `x += alpha p; r -= alpha q` in one pass.
+#[cfg(test)]
 pub fn cg_update(
     ctx: &CudaContext,
     alpha: f64,
@@ -409,6 +411,7 @@ fn exact_from_words(words: &[u64]) -> Result<crate::exact::ExactSum, LinalgError
 
 /// `x . y` into `out[0]`, left on the device (no transfer); `out` must hold one value. The
 /// exact sum of the rounded products, rounded once: bit-identical to [`crate::ops::dot`].
+#[cfg_attr(not(feature = "kernel-bench"), allow(dead_code))] // examples/cuda_bench.rs
 pub fn dot_into(
     ctx: &CudaContext,
     x: &DeviceBuffer<f64>,
@@ -430,6 +433,7 @@ pub fn dot(
 }
 
 /// `sqrt(x . x)`, bit-identical to [`crate::ops::norm2`].
+#[cfg(test)]
 pub fn norm2(ctx: &CudaContext, x: &DeviceBuffer<f64>) -> Result<f64, LinalgError> {
     Ok(dot(ctx, x, x)?.sqrt())
 }

@@ -1,19 +1,20 @@
 //! The element loop on the GPU against the host: element residuals, tangent blocks, energies and
 //! output fields per material and order, and on a mesh of all five materials (1e-13 relative and
 //! the tangent's bits), a finite-difference check of the device tangent against the device
-//! residual, and the assembled residual and tangent through the uploaded COO plans.
+//! residual, and the assembled residual and tangent through the uploaded COO plans. In the crate
+//! (not under `tests/`): the pieces below [`DeviceProblem`] that they check are crate-private.
 //!
 //! GPU tests print one `SKIP` line and pass where there is no CUDA device (CI); they run on the
-//! device machine (scripts/device.sh stages this binary).
+//! device machine (scripts/device.sh stages the crate's test binary; its tests `device::`).
 
 use std::sync::Arc;
 
-use assembly::device::{
+use super::{
     body_force_at_points, compile_constraints_source, compile_element_source, compile_loads_source,
     compile_rigid_body_source, deformed_rigid_body_modes, DeviceAssembler, DeviceConstraints,
     DeviceElements, DeviceProblem, DeviceTractions, CELL_FIELDS,
 };
-use assembly::{
+use crate::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
     NewtonProblem, PositionFn, Prescribed,
 };
@@ -263,7 +264,7 @@ fn element_source_compiles_for_every_order_and_material() {
         for m in materials() {
             match compile_element_source(&kernel, &m, "sm_90") {
                 Ok(bytes) => assert!(bytes > 0),
-                Err(assembly::AssemblyError::Linalg(linalg::LinalgError::CudaUnavailable {
+                Err(crate::AssemblyError::Linalg(linalg::LinalgError::CudaUnavailable {
                     reason,
                 })) => {
                     println!("SKIP: no NVRTC ({reason})");
@@ -362,7 +363,7 @@ fn device_cell_strains_are_the_hosts_bits() {
                 assert!(!elements.computes_strain(StrainMeasure::Logarithmic));
                 assert!(matches!(
                     elements.download_cell_strains(&ud, StrainMeasure::Logarithmic),
-                    Err(assembly::AssemblyError::DeviceUnsupported { .. })
+                    Err(crate::AssemblyError::DeviceUnsupported { .. })
                 ));
             }
         }
@@ -678,6 +679,60 @@ fn device_assembly_matches_the_host_assembly() {
     }
 }
 
+/// The device problem's element loop alone ([`DeviceProblem::internal_residual_tangent`], its
+/// timed twin and [`DeviceProblem::internal_residual`], what `hexfem bench assembly --device
+/// cuda` times): the host assembler's residual and tangent without a load to 1e-13 relative (as
+/// the device assembler's above), the timed call the untimed call's bits with its phases timed,
+/// the residual alone the pair's residual; five materials interleaved, Q1 and Q2.
+#[test]
+fn device_problem_internal_forces_match_the_host_assembly() {
+    let Some(ctx) = context() else { return };
+    for order in [1, 2] {
+        let n = if order == 1 { 4 } else { 2 };
+        let (mut assembler, u) = mixed_problem(order, n);
+        let uh = Vector::from_vec(u.clone());
+        let mut rh = Vector::zeros(u.len());
+        let mut kh: Bsr = assembler.new_matrix();
+        assembler
+            .residual_tangent(&uh, Load::None, &mut rh, &mut kh)
+            .unwrap();
+        let constraints = twisted_box_constraints(assembler.coords());
+        let host = DiscreteProblem {
+            assembler,
+            constraints,
+            external: Vector::zeros(u.len()),
+            follower: Vec::new(),
+            curved: Vec::new(),
+            partition: None,
+        };
+        let mut device = DeviceProblem::new(&ctx, &host).unwrap();
+        let ud = uh.to_device(device.device()).unwrap();
+        let mut system = device.new_system().unwrap();
+        device
+            .internal_residual_tangent(&ud, &mut system.residual, &mut system.tangent)
+            .unwrap();
+        let rd = system.residual.to_host_vec().unwrap();
+        let kd = system.tangent.to_host_vec().unwrap();
+        let (er, ek) = (
+            rel_diff(&rd, rh.host().unwrap()),
+            rel_diff(&kd, kh.host().unwrap()),
+        );
+        println!("Q{order} device problem: internal forces {er:.1e}, tangent {ek:.1e}");
+        assert!(er <= 1e-13 && ek <= 1e-13, "Q{order}: {er:e} {ek:e}");
+        let times = device
+            .timed_internal_residual_tangent(&ud, &mut system.residual, &mut system.tangent)
+            .unwrap();
+        println!("Q{order} device problem: {times:?}");
+        assert!(times.elements_ms > 0.0 && times.sums_ms > 0.0, "{times:?}");
+        assert_eq!(system.residual.to_host_vec().unwrap(), rd, "Q{order}");
+        assert_eq!(system.tangent.to_host_vec().unwrap(), kd, "Q{order}");
+        let mut r = device.zeros().unwrap();
+        device.internal_residual(&ud, &mut r).unwrap();
+        assert_eq!(r.to_host_vec().unwrap(), rd, "Q{order}: residual alone");
+        assert!(device.assembly_bytes() > 0 && device.eliminated_blocks() > 0);
+    }
+}
+
 #[test]
 fn device_reports_the_first_inverted_cell_like_the_host() {
     let Some(ctx) = context() else { return };
@@ -944,7 +999,7 @@ struct NewtonValues {
     rhs: Vec<f64>,
     residual_alone: Vec<f64>,
     residual_free_norm: f64,
-    potential: assembly::Potential,
+    potential: crate::Potential,
     prescribed: Vec<f64>,
     reactions: Vec<f64>,
 }
@@ -1127,7 +1182,7 @@ fn device_dead_loads_are_the_hosts_bits() {
                 .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
                 .collect();
             for (f, load) in &faces {
-                assembly::add_traction_load(&mesh, f, *load, points, &mut host).unwrap();
+                crate::add_traction_load(&mesh, f, *load, points, &mut host).unwrap();
             }
             let mut device = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
             let mut f = ctx.zeros::<f64>(n).unwrap();
@@ -1155,7 +1210,7 @@ fn device_dead_loads_are_the_hosts_bits() {
                     points,
                 )
                 .unwrap();
-                let mut host = assembly::body_force_load(&mut assembler, body).unwrap();
+                let mut host = crate::body_force_load(&mut assembler, body).unwrap();
                 let mut device_assembler = DeviceAssembler::new(&ctx, &assembler).unwrap();
                 let at_points = body_force_at_points(&assembler, body).unwrap();
                 let mut f = device_assembler
@@ -1167,7 +1222,7 @@ fn device_dead_loads_are_the_hosts_bits() {
                     .map(|(name, load)| (mesh.face_sets[*name].as_slice(), *load))
                     .collect();
                 for (faces, load) in &faces {
-                    assembly::add_traction_load(&mesh, faces, *load, points, &mut host).unwrap();
+                    crate::add_traction_load(&mesh, faces, *load, points, &mut host).unwrap();
                 }
                 let mut tractions = DeviceTractions::new(&ctx, &mesh, &faces, points).unwrap();
                 tractions.add_to(&mut f).unwrap();
@@ -1241,7 +1296,7 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
             .zip(u.as_chunks::<3>().0)
             .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
             .collect();
-        let host = assembly::rigid_body_modes(&x);
+        let host = crate::rigid_body_modes(&x);
         let coords = ctx.upload(assembler.coords().as_flattened()).unwrap();
         let u_d = ctx.upload(&u).unwrap();
         let device = ctx
@@ -1259,7 +1314,7 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
         let about_x0 = ctx
             .download(&deformed_rigid_body_modes(&ctx, &coords0, &minus_zero).unwrap())
             .unwrap();
-        let host0 = assembly::rigid_body_modes(&x0);
+        let host0 = crate::rigid_body_modes(&x0);
         assert!(bits(&about_x0) == bits(&host0), "Q{order}: modes about X");
         // the problem's own call, on its uploaded mesh
         let constraints = twisted_box_constraints(assembler.coords());
