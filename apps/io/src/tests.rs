@@ -981,7 +981,7 @@ fn many_steps_read_back_through_the_library() {
 fn fields_larger_than_a_piece_read_back_bit_for_bit() {
     let _files = hdf5_files();
     // more values than a piece holds in the displacement, the strain and the connectivity
-    let cells = 120_000;
+    let cells = 140_000;
     let coordinates: Vec<[f64; 3]> = (0..=cells)
         .flat_map(|i| (0..4).map(move |k| [i as f64, f64::from(k & 1), f64::from(k >> 1)]))
         .collect();
@@ -1026,7 +1026,10 @@ fn fields_larger_than_a_piece_read_back_bit_for_bit() {
         let (_, x) = read_f64(&file, "/mesh/coordinates");
         assert_eq!(x, coordinates.as_flattened());
         let (_, nodes) = read_i64(&file, "/mesh/connectivity");
-        assert!(nodes.iter().zip(&connectivity).all(|(&a, &b)| a as usize == b));
+        assert!(nodes
+            .iter()
+            .zip(&connectivity)
+            .all(|(&a, &b)| a as usize == b));
         assert_eq!(nodes.len(), connectivity.len());
         let strain_path = "/steps/000001/logarithmic_strain";
         if single {
