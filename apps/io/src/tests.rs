@@ -980,7 +980,8 @@ fn many_steps_read_back_through_the_library() {
 #[test]
 fn fields_larger_than_a_piece_read_back_bit_for_bit() {
     let _files = hdf5_files();
-    let cells = 12_000;
+    // more values than a piece holds in the displacement, the strain and the connectivity
+    let cells = 140_000;
     let coordinates: Vec<[f64; 3]> = (0..=cells)
         .flat_map(|i| (0..4).map(move |k| [i as f64, f64::from(k & 1), f64::from(k >> 1)]))
         .collect();
@@ -1005,6 +1006,7 @@ fn fields_larger_than_a_piece_read_back_bit_for_bit() {
         .collect();
     use crate::h5::PIECE_VALUES;
     assert!(3 * displacement.len() > PIECE_VALUES && 9 * strain.len() > PIECE_VALUES);
+    assert!(connectivity.len() > PIECE_VALUES);
     for single in [false, true] {
         let dir = scratch_dir(if single { "pieces-f32" } else { "pieces-f64" });
         let mut writer = ResultsWriter::create(&dir, "row", &mesh, &Faults::none()).unwrap();
@@ -1021,6 +1023,14 @@ fn fields_larger_than_a_piece_read_back_bit_for_bit() {
         let file = hdf5::File::open(writer.h5_path()).unwrap();
         let (_, u) = read_f64(&file, "/steps/000001/displacement");
         assert_eq!(u, displacement.as_flattened(), "the displacement stays f64");
+        let (_, x) = read_f64(&file, "/mesh/coordinates");
+        assert_eq!(x, coordinates.as_flattened());
+        let (_, nodes) = read_i64(&file, "/mesh/connectivity");
+        assert!(nodes
+            .iter()
+            .zip(&connectivity)
+            .all(|(&a, &b)| a as usize == b));
+        assert_eq!(nodes.len(), connectivity.len());
         let strain_path = "/steps/000001/logarithmic_strain";
         if single {
             let values: Vec<f32> = file.dataset(strain_path).unwrap().read_raw().unwrap();

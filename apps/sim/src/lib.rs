@@ -54,6 +54,7 @@ pub mod restart;
 pub mod run;
 pub mod solver_text;
 pub mod stages;
+mod state_write;
 pub mod verify;
 pub mod windows;
 mod writer;

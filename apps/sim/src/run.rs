@@ -24,8 +24,7 @@ use crate::writer::{BackgroundWriter, StepOutput};
 use crate::Result;
 use config::{self, Config, OutputField};
 use io::{
-    CellTensor, Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepData,
-    StepRecord, SummaryWriter,
+    Faults, MeshData, MeshInfo, ResultsWriter, RunInfo, RunStatus, StepRecord, SummaryWriter,
 };
 use solve::linear_solver::{Choice, LinearSolver, OperatorKind, SetupKind};
 use solve::newton::ConvergedStep;
@@ -635,18 +634,15 @@ impl Layout for OneProcess<'_> {
             strain_energy_later: energy_later.clone(),
         };
         let state = StateSnapshot::of(stamp, u, reactions, cells)?;
-        let fields = config.output.clone();
-        let node_cells = Arc::clone(&self.node_cells);
-        output.submit(Box::new(move |results| {
-            let mut state = state;
-            if let Some(cells) = strain_cells {
-                state.cells.add_later(&cells, &state.displacement)?;
-            }
-            if let Some(energy) = energy_later {
-                let _ = energy.set(state.cells.total_strain_energy());
-            }
-            write_fields(&fields, &output_mesh, &node_cells, &state, results)
-        }))?;
+        let job = crate::state_write::StateWrite {
+            output: config.output.clone(),
+            mesh: output_mesh,
+            node_cells: Arc::clone(&self.node_cells),
+            strain_cells,
+            energy_later,
+            state,
+        };
+        output.submit(Box::new(move |results| job.write(results)))?;
         Ok(Some(figures))
     }
 
@@ -1096,9 +1092,26 @@ impl CellOutputs {
     }
 
     /// Computes what is left to the writer with `cells` at the displacement `u` (per node):
-    /// the element loop's fields where [`CellOutputs::fields_later`], then the strains of
-    /// [`CellOutputs::later`].
+    /// the element loop's fields where [`CellOutputs::fields_later`]
+    /// ([`CellOutputs::add_later_fields`]), then the strains of [`CellOutputs::later`] (the
+    /// writer computes each into a field of its own: `crate::state_write`).
+    #[cfg(test)]
     pub(crate) fn add_later(
+        &mut self,
+        cells: &crate::fields::StrainCells,
+        u: &[[f64; 3]],
+    ) -> Result<()> {
+        self.add_later_fields(cells, u)?;
+        for field in std::mem::take(&mut self.later) {
+            let values = cells.strains(u, field)?;
+            self.strains.push((field, values));
+        }
+        Ok(())
+    }
+
+    /// Computes the element loop's fields left to the writer ([`CellOutputs::fields_later`])
+    /// with `cells` at the displacement `u` (per node); [`CellOutputs::later`] is kept.
+    pub(crate) fn add_later_fields(
         &mut self,
         cells: &crate::fields::StrainCells,
         u: &[[f64; 3]],
@@ -1107,20 +1120,6 @@ impl CellOutputs {
             let later = std::mem::take(&mut self.later);
             *self = Self::from_fields(&cells.fields(u)?);
             self.later = later;
-        }
-        self.add_later_strains(cells, u)
-    }
-
-    /// Computes the strain fields left to the writer ([`CellOutputs::later`]) with `cells` at
-    /// the displacement `u` (per node).
-    pub(crate) fn add_later_strains(
-        &mut self,
-        cells: &crate::fields::StrainCells,
-        u: &[[f64; 3]],
-    ) -> Result<()> {
-        for field in std::mem::take(&mut self.later) {
-            let values = cells.strains(u, field)?;
-            self.strains.push((field, values));
         }
         Ok(())
     }
@@ -1304,69 +1303,6 @@ impl StateSnapshot {
             cells,
         })
     }
-}
-
-/// Writes the state `state` of `mesh` as step `state.stamp.index`, the fields `output` asks
-/// for (the nodal averages and principal stresses derived here; the nodal averages through
-/// `node_cells`, made here the first time).
-pub(crate) fn write_fields(
-    output: &config::OutputParams,
-    mesh: &HexMesh,
-    node_cells: &OnceLock<NodeCells>,
-    state: &StateSnapshot,
-    results: &mut ResultsWriter,
-) -> Result<()> {
-    let StepStamp {
-        index,
-        load_factor,
-        next_increment,
-        time,
-    } = state.stamp;
-    let cells = &state.cells;
-    let wants = |f| output.wants(f);
-    let nodal_fields = [
-        OutputField::NodalCauchyStress,
-        OutputField::NodalVonMises,
-        OutputField::NodalPrincipalStress,
-    ];
-    let nodal = if nodal_fields.into_iter().any(wants) {
-        node_cells
-            .get_or_init(|| NodeCells::of(mesh))
-            .average(&cells.cauchy)?
-    } else {
-        Vec::new()
-    };
-    let nodal_vm: Vec<f64> = if wants(OutputField::NodalVonMises) {
-        nodal.par_iter().map(von_mises_of).collect()
-    } else {
-        Vec::new()
-    };
-    let strain = |f| cells.strains.iter().find(|(g, _)| *g == f && wants(f));
-    let strain = |f| strain(f).map(|(_, v)| v.as_slice());
-    let principal =
-        wants(OutputField::PrincipalStress).then(|| crate::fields::principal(&cells.cauchy));
-    let nodal_principal =
-        wants(OutputField::NodalPrincipalStress).then(|| crate::fields::principal(&nodal));
-    results.write_step(&StepData {
-        step: index,
-        load_factor,
-        displacement: wants(OutputField::Displacement).then_some(state.displacement.as_slice()),
-        reaction: wants(OutputField::Reaction).then_some(state.reaction.as_slice()),
-        cauchy_stress: wants(OutputField::CauchyStress).then_some(CellTensor::Full(&cells.cauchy)),
-        von_mises: wants(OutputField::VonMises).then_some(&cells.von_mises),
-        jacobian: wants(OutputField::Jacobian).then_some(&cells.jacobian),
-        energy_density: wants(OutputField::EnergyDensity).then_some(&cells.energy_density),
-        nodal_cauchy_stress: wants(OutputField::NodalCauchyStress).then_some(&nodal),
-        nodal_von_mises: wants(OutputField::NodalVonMises).then_some(&nodal_vm),
-        strain: strain(OutputField::Strain),
-        green_lagrange_strain: strain(OutputField::GreenLagrangeStrain),
-        logarithmic_strain: strain(OutputField::LogarithmicStrain),
-        principal_stress: principal.as_deref(),
-        nodal_principal_stress: nodal_principal.as_deref(),
-        next_increment,
-        time,
-    })?;
-    Ok(())
 }
 
 /// Each node's mean of the values of the cells around it, in parallel over ranges of nodes:

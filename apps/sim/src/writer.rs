@@ -3,8 +3,8 @@
 //! One process hands each state's output to a background thread that owns the results file
 //! ([`BackgroundWriter`]): the solver thread computes what needs the problem (the cells' outputs,
 //! the figures and probes), hands over an owned snapshot of the state, and goes on with Newton;
-//! the writer derives the remaining fields (nodal averages, principal stresses) and writes the
-//! step. At most one step is in flight: a hand-off first waits for the step before it, so the
+//! the writer derives the remaining fields (nodal averages, principal stresses) while it writes
+//! the others, and commits the step ([`crate::state_write`]). At most one step is in flight: a hand-off first waits for the step before it, so the
 //! memory held is one snapshot being written and the one being prepared. An error of the writer
 //! (a full disk) is the result of the next [`StepOutput::wait`] (the next hand-off, or the run's
 //! end), the same typed error the write returned; a panic on the writer becomes an error, the

@@ -6,11 +6,18 @@
 
 use std::io;
 
+use rayon::prelude::*;
+
 use super::encode::{self, Element};
 use super::AppendFile;
 
-/// Values [`Pieces::put_f64`] encodes and writes at a time (512 KiB of f64).
-pub(crate) const PIECE_VALUES: usize = 1 << 16;
+/// Values [`Pieces::put_f64`] and [`Pieces::put_indices`] write at a time (8 MiB of f64: f64
+/// and index values straight from the caller's, f32 ones encoded into one buffer). Each write
+/// of a piece starts the disk's writeback of its bytes ([`super::AppendFile`]).
+pub(crate) const PIECE_VALUES: usize = 1 << 20;
+
+/// f32 values encoded per task of the parallel encoding.
+const ENCODE_VALUES: usize = 1 << 13;
 
 /// What an index dataset's values must lie below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +85,8 @@ pub struct Pieces<'a> {
     file: &'a mut AppendFile,
     datasets: &'a mut [Reserved],
     failed: Option<PieceError>,
+    /// The encoded bytes of an f32 piece (reused from piece to piece).
+    encoded: Vec<u8>,
 }
 
 /// Why pieces failed.
@@ -106,39 +115,44 @@ impl<'a> Pieces<'a> {
             file,
             datasets,
             failed: None,
+            encoded: Vec::new(),
         }
     }
 
     /// Writes f64 `values` at value `first` of dataset `dataset`: as they are into an f64
-    /// dataset, rounded to nearest into an f32 one; encoded and written [`PIECE_VALUES`] at a
-    /// time through one buffer (no copy of the whole field; a field of at most that many values
-    /// is one write, as before).
+    /// dataset, rounded to nearest into an f32 one; [`PIECE_VALUES`] at a time (an f64 piece
+    /// straight from `values`, an f32 one encoded in parallel into one buffer; a field of at
+    /// most that many values is one write).
     pub fn put_f64(&mut self, dataset: usize, first: usize, values: &[f64]) {
         let single = self.datasets.get(dataset).map(|d| d.element) == Some(Element::F32);
         let element = if single { Element::F32 } else { Element::F64 };
         if self.check(dataset, first, values.len(), element).is_none() {
             return;
         }
-        let mut bytes = Vec::with_capacity(element.size() * values.len().min(PIECE_VALUES));
+        let mut encoded = std::mem::take(&mut self.encoded);
         for (k, piece) in values.chunks(PIECE_VALUES).enumerate() {
             if self.failed.is_some() {
-                return;
+                break;
             }
-            bytes.clear();
+            let at = first + k * PIECE_VALUES;
             if single {
-                for &v in piece {
-                    bytes.extend_from_slice(&(v as f32).to_le_bytes());
-                }
+                encode_f32(piece, &mut encoded);
+                self.write(dataset, at, piece.len(), &encoded);
             } else {
-                for v in piece {
-                    bytes.extend_from_slice(&v.to_le_bytes());
+                match le_bytes(piece) {
+                    Some(bytes) => self.write(dataset, at, piece.len(), bytes),
+                    None => {
+                        encode_f64(piece, &mut encoded);
+                        self.write(dataset, at, piece.len(), &encoded);
+                    }
                 }
             }
-            self.write(dataset, first + k * PIECE_VALUES, piece.len(), &bytes);
         }
+        self.encoded = encoded;
     }
 
-    /// Writes the indices `values` at value `first` of the index dataset `dataset`.
+    /// Writes the indices `values` at value `first` of the index dataset `dataset`,
+    /// [`PIECE_VALUES`] at a time.
     pub fn put_indices(&mut self, dataset: usize, first: usize, values: &[u64]) {
         let Some(bound) = self.check(dataset, first, values.len(), Element::I64) else {
             return;
@@ -161,12 +175,24 @@ impl<'a> Pieces<'a> {
             ));
             return;
         }
-        // every bound fits in i64 (counts held in memory)
-        let bytes: Vec<u8> = values
-            .iter()
-            .flat_map(|&v| (v as i64).to_le_bytes())
-            .collect();
-        self.write(dataset, first, values.len(), &bytes);
+        let mut encoded = std::mem::take(&mut self.encoded);
+        for (k, piece) in values.chunks(PIECE_VALUES).enumerate() {
+            if self.failed.is_some() {
+                break;
+            }
+            let at = first + k * PIECE_VALUES;
+            // every bound fits in i64 (counts held in memory): a value's i64 bytes are its u64
+            // bytes
+            match le_bytes(piece) {
+                Some(bytes) => self.write(dataset, at, piece.len(), bytes),
+                None => {
+                    encoded.clear();
+                    encoded.extend(piece.iter().flat_map(|&v| (v as i64).to_le_bytes()));
+                    self.write(dataset, at, piece.len(), &encoded);
+                }
+            }
+        }
+        self.encoded = encoded;
     }
 
     /// The first error, or an error if a dataset is not complete.
@@ -228,4 +254,33 @@ impl<'a> Pieces<'a> {
             self.failed = Some(PieceError::Io(e));
         }
     }
+}
+
+/// The bytes of `values` as the file holds them (little-endian), without a copy where the
+/// machine is little-endian (`None` elsewhere: encode them).
+fn le_bytes<T: bytemuck::Pod>(values: &[T]) -> Option<&[u8]> {
+    cfg!(target_endian = "little").then(|| bytemuck::cast_slice(values))
+}
+
+/// `values` as little-endian f64 bytes into `out` (a big-endian machine's encoding).
+fn encode_f64(values: &[f64], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+}
+
+/// `values` rounded to nearest f32, as little-endian bytes into `out` (in parallel; `out`'s
+/// allocation reused).
+fn encode_f32(values: &[f64], out: &mut Vec<u8>) {
+    // sized without a fill where `out` is already long enough (every byte is overwritten)
+    if out.len() < 4 * values.len() {
+        out.resize(4 * values.len(), 0);
+    }
+    out.truncate(4 * values.len());
+    out.par_chunks_mut(4 * ENCODE_VALUES)
+        .zip(values.par_chunks(ENCODE_VALUES))
+        .for_each(|(bytes, values)| {
+            for (b, &v) in bytes.chunks_exact_mut(4).zip(values) {
+                b.copy_from_slice(&(v as f32).to_le_bytes());
+            }
+        });
 }
