@@ -356,31 +356,11 @@ impl RankOutput {
         };
 
         let wants = |f| config.output.wants(f);
-        let fields: Vec<StepField> = [
-            (OutputField::Displacement, StepField::Displacement),
-            (OutputField::Reaction, StepField::Reaction),
-            (OutputField::CauchyStress, StepField::CauchyStress),
-            (OutputField::VonMises, StepField::VonMises),
-            (OutputField::Jacobian, StepField::Jacobian),
-            (OutputField::EnergyDensity, StepField::EnergyDensity),
-            (OutputField::NodalCauchyStress, StepField::NodalCauchyStress),
-            (OutputField::NodalVonMises, StepField::NodalVonMises),
-            (OutputField::Strain, StepField::Strain),
-            (
-                OutputField::GreenLagrangeStrain,
-                StepField::GreenLagrangeStrain,
-            ),
-            (OutputField::LogarithmicStrain, StepField::LogarithmicStrain),
-            (OutputField::PrincipalStress, StepField::PrincipalStress),
-            (
-                OutputField::NodalPrincipalStress,
-                StepField::NodalPrincipalStress,
-            ),
-        ]
-        .into_iter()
-        .filter(|&(o, _)| wants(o))
-        .map(|(_, f)| f)
-        .collect();
+        let fields: Vec<StepField> = crate::state_write::FIELDS
+            .into_iter()
+            .filter(|&(o, _)| wants(o))
+            .map(|(_, f)| f)
+            .collect();
         let set_fields: Vec<Vec<OutputField>> = config
             .output
             .probes

@@ -25,8 +25,9 @@ use crate::nodal::NodeCells;
 use crate::run::{von_mises_of, CellOutputs, StateSnapshot, StepStamp};
 use crate::Result;
 
-/// The step fields in dataset order, with the output field each is written for.
-const FIELDS: [(OutputField, StepField); 13] = [
+/// The step fields in dataset order, with the output field each is written for (the serial
+/// writer's and the ranks' order).
+pub(crate) const FIELDS: [(OutputField, StepField); 13] = [
     (OutputField::Displacement, StepField::Displacement),
     (OutputField::Reaction, StepField::Reaction),
     (OutputField::CauchyStress, StepField::CauchyStress),
