@@ -14,6 +14,7 @@
 //! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
 use crate::aggregation::MisDistance;
+use crate::dist_aggregation::DistGraph;
 use crate::dist_prolongator::{GalerkinPlan, SmoothingPlan};
 use crate::dist_tentative::{DistTentative, DistTentativePlan};
 use crate::eig::estimate_emax_from;
@@ -291,10 +292,11 @@ impl Hierarchy<DistBsr> {
         k: usize,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Self::set_up(a, owned_serial_ids, nns, k, params, Vec::new())
+        Ok(Self::set_up(a, owned_serial_ids, nns, k, params, Vec::new())?.0)
     }
 
-    /// [`Self::new`] offering level `l` the aggregation `kept[l]` of a hierarchy being renewed.
+    /// [`Self::new`] offering level `l` the plans `kept[l]` of a hierarchy being renewed; with
+    /// the number of levels that took them.
     fn set_up(
         a: DistBsr,
         owned_serial_ids: &[u64],
@@ -302,7 +304,7 @@ impl Hierarchy<DistBsr> {
         k: usize,
         params: &AmgParams,
         kept: Vec<Option<KeptTransfer>>,
-    ) -> Result<Self, AmgError> {
+    ) -> Result<(Self, usize), AmgError> {
         params.validate()?;
         if params.storage == Storage::Scalar {
             return Err(AmgError::InvalidParameter {
@@ -336,7 +338,7 @@ impl Hierarchy<DistBsr> {
         })?;
         let fine = levels[0].a.as_ref().ok_or(AmgError::MissingFineOperator)?;
         let work = std::sync::Mutex::new(Self::new_workspace(&levels, fine)?);
-        Ok(Self {
+        let hierarchy = Self {
             params: params.clone(),
             levels,
             transfers: built.transfers,
@@ -344,7 +346,8 @@ impl Hierarchy<DistBsr> {
             next_version: built.next_version,
             state: tm,
             work,
-        })
+        };
+        Ok((hierarchy, built.plans_reused))
     }
 
     /// This rank's stage timings of the last cold set-up or renewal (`total_s` unset: the
@@ -457,9 +460,14 @@ impl Hierarchy<DistBsr> {
     /// product's symbolic phases, so every level's patterns (the same `Arc`s) and only values
     /// are made (two all-to-alls of near-null rows, `P0`'s ghost rows, the products' numeric
     /// phases); on a GPU those numeric phases run where the levels live and the fine operator
-    /// never comes down (`dist_cycle/device_renewal.rs`). Else nothing is kept (`plans_reused` is 0). The
-    /// old values go before the new ones are built. The report's transfers are the device's
-    /// counters. On error the hierarchy must be rebuilt by a set-up.
+    /// never comes down (`dist_cycle/device_renewal.rs`). With `recompute` each level's graph and
+    /// aggregates are made anew (on a GPU from the host copy of its operator) and the level
+    /// takes that same kept path where every rank's aggregates came out as before (for the
+    /// operator pattern its plans were made for: a level below one made afresh is made afresh
+    /// too), the serial renewal's rule; else it is coarsened afresh. `plans_reused` counts the
+    /// levels that kept their plans. A level's old values go before its new ones are built.
+    /// The report's transfers are the device's counters. On error the hierarchy must be
+    /// rebuilt by a set-up.
     pub fn set_near_null_space(
         &mut self,
         a: DistBsr,
@@ -473,21 +481,16 @@ impl Hierarchy<DistBsr> {
             .near_null
             .take()
             .ok_or(AmgError::MissingFineOperator)?;
-        let keep = self.params.renewal == Renewal::KeepAggregates;
         let mut kept = Vec::with_capacity(self.transfers.len());
         for (l, t) in std::mem::take(&mut self.transfers).into_iter().enumerate() {
             let next = self.levels.get_mut(l + 1).and_then(|lev| lev.a.take());
             let diagonal = self.levels[l].smoother.take().map(|s| s.pbj);
-            kept.push(if keep {
-                t.into_kept(next, diagonal)
-            } else {
-                None
-            });
+            kept.push(t.into_kept(next, diagonal));
         }
         self.levels.clear();
-        let reused = kept.iter().flatten().count();
         let params = self.params.clone();
-        *self = Self::set_up(fine, &nn.serial_ids, nns, nn.k, &params, kept)?;
+        let (renewed, reused) = Self::set_up(fine, &nn.serial_ids, nns, nn.k, &params, kept)?;
+        *self = renewed;
         Ok(RenewalReport {
             plans_reused: reused,
             plans_built: self.levels.len() - 1 - reused,
@@ -626,10 +629,28 @@ struct HostPlans {
     smoothing: Option<SmoothingPlan>,
 }
 
-/// What a renewal with `renewal: keep_aggregates` keeps of a level on ranks: every symbolic
-/// phase (strength graph, aggregates, the tentative prolongator's exchange, the smoothing's
-/// and the Galerkin product's plans); on a GPU also the device storage the new values go
-/// into (`DeviceKept`). The host `P` and its transpose go.
+impl HostPlans {
+    /// True when the plans were made for `a`'s pattern (local): on a GPU the same object
+    /// (the level's device plans are bound to it, and a level below one made afresh has a new
+    /// one), on the host the same blocks.
+    fn made_for(&self, a: &DistBsr) -> bool {
+        let Some((plan, _)) = self.galerkin.current() else {
+            return false;
+        };
+        if a.device().is_host() {
+            return plan.fits(a);
+        }
+        let (diag, offd) = plan.a_patterns();
+        Arc::ptr_eq(a.pattern().diag(), diag) && Arc::ptr_eq(a.pattern().offd(), offd)
+    }
+}
+
+/// What a renewal keeps of a level on ranks: every symbolic phase (aggregates, the tentative
+/// prolongator's exchange, the smoothing's and the Galerkin product's plans); on a GPU also
+/// the device storage the new values go into (`DeviceKept`). The host `P` and its transpose
+/// go. With `renewal: keep_aggregates` it is used as it is; with `recompute` only where every
+/// rank's recomputed aggregates came out as the kept ones (for the level operator the plans
+/// were made for).
 #[derive(Debug)]
 pub struct KeptTransfer {
     plans: HostPlans,
@@ -672,8 +693,9 @@ impl DistTransfer {
 /// A rank's rows: the stages on the distributed kernels, as the serial level's (the same
 /// aggregates, tentative prolongators and eigenvalue start vectors for any rank count); the
 /// coarse level is telescoped onto fewer ranks by `process_eq_limit`. A renewal keeps the
-/// aggregates and every plan with `renewal: keep_aggregates` (`coarsen_kept`), nothing
-/// otherwise. Where the operator lives on a GPU, each stage decides where it runs
+/// aggregates and every plan with `renewal: keep_aggregates` (`coarsen_kept`); with
+/// `recompute` it keeps them where the recomputed aggregates are the same on every rank
+/// ([`recompute_aggregates`]). Where the operator lives on a GPU, each stage decides where it runs
 /// (`device::coarsen`, `device_renewal::coarsen_kept`); the hot update's numerics, the
 /// eigenvalue estimates, the V-cycle and the coarsest solve run there.
 impl LevelMatrix for DistBsr {
@@ -697,13 +719,22 @@ impl LevelMatrix for DistBsr {
         tm: &mut SetupTimings,
         previous: Option<KeptTransfer>,
     ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-        let kept = previous.filter(|_| params.renewal == Renewal::KeepAggregates);
+        let (kept, aggregated) = match (previous, params.renewal) {
+            (None, _) => (None, None),
+            (Some(kept), Renewal::KeepAggregates) => (Some(kept), None),
+            (Some(kept), Renewal::Recompute) => {
+                match recompute_aggregates(self, near_null, level, params, tm, kept)? {
+                    Recomputed::Unchanged(kept) => (Some(*kept), None),
+                    Recomputed::Changed(aggregated) => (None, Some(*aggregated)),
+                }
+            }
+        };
         if self.device().is_host() {
             return match kept {
                 Some(kept) => {
                     coarsen_kept(self, near_null, level, params, tm, kept.plans).map(Some)
                 }
-                None => coarsen(self, near_null, level, params, tm),
+                None => coarsen(self, near_null, level, params, tm, aggregated),
             };
         }
         match kept {
@@ -715,7 +746,7 @@ impl LevelMatrix for DistBsr {
             Some(KeptTransfer { plans, .. }) => {
                 device::coarsen_kept_on_host(self, near_null, level, params, tm, plans).map(Some)
             }
-            None => device::coarsen(self, near_null, level, params, tm),
+            None => device::coarsen(self, near_null, level, params, tm, aggregated),
         }
     }
 
@@ -827,23 +858,20 @@ impl LevelMatrix for DistBsr {
     }
 }
 
-/// Coarsens one level as the serial set-up's `coarsen_level` does; `None` where the serial
-/// set-up stops (nothing to aggregate, or rows shrinking by less than `min_coarsening_ratio`).
-fn coarsen(
+/// Collective. The stages graph and coarsen of a level: `a`'s strength graph and the
+/// aggregate label of each owned vertex (MIS-2 on the first `mis2_levels` levels, MIS-1 below).
+fn aggregate(
     a: &DistBsr,
     near_null: &DistNearNull,
     level: usize,
     params: &AmgParams,
     tm: &mut SetupTimings,
-) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+) -> Result<Aggregated, AmgError> {
     use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
-    use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
-    use crate::dist_tentative::dist_tentative_planned;
 
-    let (serial, k) = (&near_null.serial_ids, near_null.k);
     let bs = a.pattern().block_size();
-    let g = timed(&mut tm.graph_s, || {
-        dist_strength_graph(a, params.strength_threshold, serial)
+    let graph = timed(&mut tm.graph_s, || {
+        dist_strength_graph(a, params.strength_threshold, &near_null.serial_ids)
     })?;
     let distance = if level < params.mis2_levels {
         MisDistance::Two
@@ -851,8 +879,94 @@ fn coarsen(
         MisDistance::One
     };
     let labels = timed(&mut tm.aggregation_s, || {
-        dist_aggregate(&g, distance, bs, k)
+        dist_aggregate(&graph, distance, bs, near_null.k)
     })?;
+    Ok(Aggregated {
+        graph,
+        labels,
+        host_copy: None,
+    })
+}
+
+/// A level's strength graph and the aggregate labels of its owned vertices (what [`aggregate`]
+/// makes and [`coarsen`] coarsens by); for a device level, the host copy of its operator they
+/// were made on.
+#[derive(Debug)]
+struct Aggregated {
+    graph: DistGraph,
+    labels: Vec<u32>,
+    host_copy: Option<DistBsr>,
+}
+
+/// What a renewal that recomputes the aggregates found on a level ([`recompute_aggregates`]).
+enum Recomputed {
+    /// Every rank's aggregates are the kept ones: the kept plans give the cold values.
+    Unchanged(Box<KeptTransfer>),
+    /// Some rank's differ (or the plans were made for another operator pattern): the level is
+    /// coarsened afresh by these.
+    Changed(Box<Aggregated>),
+}
+
+/// Collective. A renewal with `renewal: recompute` of the level `a` that kept `kept`: the
+/// level's strength graph and aggregates made anew (on the host copy of a device level) and
+/// compared with the kept ones on every rank. Where they are the same everywhere, the kept
+/// plans give a cold set-up's values bit for bit (the symbolic phases depend on the
+/// aggregates and the patterns only), so the level takes the kept renewal's path (on a GPU its
+/// numeric phases run there); the serial renewal's rule ([`crate::Hierarchy::set_near_null_space`]).
+fn recompute_aggregates(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    kept: KeptTransfer,
+) -> Result<Recomputed, AmgError> {
+    let aggregated = if a.device().is_host() {
+        aggregate(a, near_null, level, params, tm)?
+    } else {
+        let host = device::timed_download(a, tm)?;
+        let aggregated = aggregate(&host, near_null, level, params, tm)?;
+        Aggregated {
+            host_copy: Some(host),
+            ..aggregated
+        }
+    };
+    let same = kept.plans.tentative.made_from(&aggregated.labels) && kept.plans.made_for(a);
+    let mut changed = [f64::from(u8::from(!same))];
+    a.pattern()
+        .partition()
+        .comm()
+        .allreduce_max(&mut changed)
+        .map_err(linalg::LinalgError::from)?;
+    Ok(if changed[0] > 0.0 {
+        Recomputed::Changed(Box::new(aggregated))
+    } else {
+        Recomputed::Unchanged(Box::new(kept))
+    })
+}
+
+/// Coarsens one level as the serial set-up's `coarsen_level` does; `None` where the serial
+/// set-up stops (nothing to aggregate, or rows shrinking by less than `min_coarsening_ratio`).
+/// `aggregated`: the level's graph and aggregates where a renewal made them already.
+fn coarsen(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    aggregated: Option<Aggregated>,
+) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+    use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
+    use crate::dist_tentative::dist_tentative_planned;
+
+    let k = near_null.k;
+    let bs = a.pattern().block_size();
+    let Aggregated {
+        graph: g, labels, ..
+    } = match aggregated {
+        Some(done) => done,
+        None => aggregate(a, near_null, level, params, tm)?,
+    };
     let fine = a.pattern().partition().clone();
     let (t, mut tentative) = timed(&mut tm.tentative_s, || {
         dist_tentative_planned(&g, &labels, &near_null.rows, bs, k, &fine)

@@ -44,9 +44,11 @@ pub struct DistTentative {
 /// where unaggregated); a rank sends its aggregated vertices' rows in vertex order, so
 /// `received_counts[r]` rows come from rank `r`; `members[group_ptr[c]..group_ptr[c + 1]]` are
 /// the (source rank, index in its message) of owned aggregate `c`'s members in serial order;
-/// `p_pattern` has one block per aggregated vertex, in vertex order.
+/// `p_pattern` has one block per aggregated vertex, in vertex order; `labels` are the aggregate
+/// labels of the owned vertices the plan was made from.
 #[derive(Debug)]
 pub struct DistTentativePlan {
+    labels: Vec<u32>,
     owner: Vec<u32>,
     members: Vec<(u32, u32)>,
     group_ptr: Vec<usize>,
@@ -318,6 +320,7 @@ pub fn dist_tentative_planned(
         &cols,
     )?;
     let plan = DistTentativePlan {
+        labels: labels.to_vec(),
         owner,
         members: plan_members,
         group_ptr,
@@ -342,6 +345,13 @@ pub fn dist_tentative_planned(
 }
 
 impl DistTentativePlan {
+    /// True when the plan was made from the aggregate labels `labels` of the owned vertices
+    /// (local: a renewal that recomputes the aggregates keeps the plans where every rank says
+    /// so).
+    pub fn made_from(&self, labels: &[u32]) -> bool {
+        self.labels == labels
+    }
+
     /// After [`crate::dist_telescope::onto_first_ranks`] moved `t`'s coarse vertices: the
     /// moved prolongator's pattern and coarse vertices are the ones to make again.
     pub fn telescoped(&mut self, t: &DistTentative) {

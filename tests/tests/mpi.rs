@@ -1564,12 +1564,18 @@ fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
                 let renewal = h
                     .set_near_null_space(beam.operator(&k2), owned_nns.clone())
                     .unwrap();
-                let kept = match renewal_kind {
-                    amg::Renewal::KeepAggregates => h.n_levels() - 1,
-                    amg::Renewal::Recompute => 0,
-                };
-                assert_eq!(renewal.plans_reused, kept);
-                assert_eq!(renewal.plans_built, h.n_levels() - 1 - kept);
+                match renewal_kind {
+                    amg::Renewal::KeepAggregates => {
+                        assert_eq!(renewal.plans_reused, h.n_levels() - 1)
+                    }
+                    // the fine level's graph is `k2`'s either way: its recomputed aggregates
+                    // are the kept ones, so its plans stay
+                    amg::Renewal::Recompute => assert!(
+                        (1..h.n_levels()).contains(&renewal.plans_reused),
+                        "{renewal:?}"
+                    ),
+                }
+                assert_eq!(renewal.plans_reused + renewal.plans_built, h.n_levels() - 1);
                 let cold = amg::dist_cycle::DistHierarchy::new(
                     beam.operator(&k2),
                     ids,
@@ -1613,6 +1619,30 @@ fn a_renewal_of_the_distributed_hierarchy_equals_a_cold_setup() {
                     bits(x1.to_host_vec().unwrap()),
                     bits(x2.to_host_vec().unwrap())
                 );
+                if !keep {
+                    // the same modes again: every level's recomputed aggregates are the kept
+                    // ones, every plan stays, the values are still the cold set-up's
+                    let again = h
+                        .set_near_null_space(beam.operator(&k2), turned_modes(0.3))
+                        .unwrap();
+                    assert_eq!(again.plans_reused, h.n_levels() - 1, "{again:?}");
+                    for l in 0..h.n_levels() {
+                        let (renewed, fresh) = (h.level_operator(l), cold.level_operator(l));
+                        assert_eq!(
+                            dist_bits(renewed.unwrap()),
+                            dist_bits(fresh.unwrap()),
+                            "renewed twice: level {l}"
+                        );
+                    }
+                    assert_eq!(bits(h.emax()), bits(cold.emax()), "renewed twice: emax");
+                    let mut x3 = a.new_owned_vector();
+                    let again = amg::cg_operator(&a, &b, &mut x3, &h, &cg).unwrap();
+                    assert_eq!(again.iterations, fresh.iterations);
+                    assert_eq!(
+                        bits(x3.to_host_vec().unwrap()),
+                        bits(x2.to_host_vec().unwrap())
+                    );
+                }
                 if keep {
                     // turned modes, aggregates kept (the coarse ones differ from a cold
                     // set-up's here): about a cold set-up's iterations
@@ -2018,6 +2048,110 @@ fn device_levels_take_a_kept_renewal_in_place() {
                     .to_device(&linalg::Device::Host)
                     .unwrap();
                 assert_eq!(dist_bits(host), dist_bits(&dev), "hot update: level {l}");
+            }
+        }
+    });
+}
+
+/// On one GPU per rank (2 ranks sharing the node's GPUs): a renewal that recomputes the
+/// aggregates (the default `renewal: recompute`) of a hierarchy whose levels live on the device
+/// keeps a level's plans where its recomputed aggregates are the kept ones (then its numeric
+/// phases run on the device, as a kept renewal's) and equals the host renewal and a cold host
+/// set-up bit for bit on every level (operators, point-block Jacobi inverses, eigenvalue
+/// estimates): new modes (some levels afresh), the same modes again (every level kept), new
+/// modes again; CG with it takes the cold set-up's iterations to its bits.
+#[test]
+fn a_device_recompute_renewal_on_ranks_keeps_unchanged_levels_and_equals_a_cold_setup() {
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_recompute_renewal_on_ranks_keeps_unchanged_levels_and_equals_a_cold_setup";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        for process_eq_limit in [Some(1), Some(400)] {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let recompute = amg::Renewal::Recompute;
+            let (beam, mut host, b) = clamped_beam(comm, process_eq_limit, recompute);
+            let (twin_beam, _, _) = clamped_beam(comm, process_eq_limit, recompute);
+            let mut hd = twin_beam.device_hierarchy(&device);
+            let n_owned = beam.part.n_owned_nodes();
+            let ids = &beam.part.node_serial_ids[..n_owned];
+            let a_host = beam.operator(&beam.k_local);
+            let a_dev = twin_beam
+                .operator(&twin_beam.k_local)
+                .to_device(&device)
+                .unwrap();
+            let b_dev = b.to_device(&device).unwrap();
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for (round, angle) in [0.3, 0.3, 0.7].into_iter().enumerate() {
+                let nns = turned_beam_modes(ids, angle);
+                let host_report = host
+                    .set_near_null_space(beam.operator(&beam.k_local), nns.clone())
+                    .unwrap();
+                let fine = twin_beam
+                    .operator(&twin_beam.k_local)
+                    .to_device(&device)
+                    .unwrap();
+                let report = hd.set_near_null_space(fine, nns.clone()).unwrap();
+                assert_eq!(report.plans_reused, host_report.plans_reused, "{report:?}");
+                assert!(report.plans_reused >= 1, "the fine level's aggregates stay");
+                if round == 1 {
+                    assert_eq!(report.plans_reused, hd.n_levels() - 1, "the same modes");
+                }
+                let cold = amg::dist_cycle::DistHierarchy::new(
+                    beam.operator(&beam.k_local),
+                    ids,
+                    nns,
+                    6,
+                    &beam.params,
+                )
+                .unwrap();
+                assert_eq!(hd.n_levels(), cold.n_levels());
+                assert_eq!(host.n_levels(), cold.n_levels());
+                for l in 0..cold.n_levels() {
+                    let c = cold.level_operator(l).unwrap();
+                    let h = host.level_operator(l).unwrap();
+                    let d = hd
+                        .level_operator(l)
+                        .unwrap()
+                        .to_device(&linalg::Device::Host)
+                        .unwrap();
+                    assert_eq!(dist_bits(h), dist_bits(c), "angle {angle}: host level {l}");
+                    assert_eq!(
+                        dist_bits(&d),
+                        dist_bits(c),
+                        "angle {angle}: device level {l}"
+                    );
+                    if let Some(s) = cold.level_smoother(l) {
+                        let inv = |s: &amg::smoother::Smoother| {
+                            bits(s.pbj.inverse().to_host_vec().unwrap())
+                        };
+                        let sd = hd.level_smoother(l).unwrap();
+                        assert_eq!(inv(s), inv(sd), "angle {angle}: level {l}: D^-1");
+                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
+                    }
+                }
+                let mut solutions = Vec::new();
+                for (pc, a, rhs) in [
+                    (&hd as &dyn amg::Preconditioner, &a_dev, &b_dev),
+                    (&cold, &a_host, &b),
+                ] {
+                    let mut x = a.owned_zeros().unwrap();
+                    let r = amg::cg_operator(a, rhs, &mut x, pc, &cg).unwrap();
+                    assert!(r.converged, "{r:?}");
+                    solutions.push((r.iterations, bits(x.to_host_vec().unwrap())));
+                }
+                assert_eq!(
+                    solutions[0], solutions[1],
+                    "angle {angle}: device vs cold CG"
+                );
             }
         }
     });

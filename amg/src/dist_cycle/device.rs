@@ -26,7 +26,7 @@ use linalg::{Device, Vector};
 
 use super::device_renewal::DeviceSmoothing;
 use super::device_update::DeviceGalerkin;
-use super::{DistHierarchy, DistNearNull, DistTransfer, DistTranspose, HostPlans};
+use super::{Aggregated, DistHierarchy, DistNearNull, DistTransfer, DistTranspose, HostPlans};
 use crate::hierarchy::build_smoother;
 use crate::level_matrix::{Coarsened, LevelMatrix};
 use crate::params::AmgParams;
@@ -133,16 +133,21 @@ pub(super) struct DeviceKept {
 
 /// Collective. Coarsens the device level `a` (near-null space `near_null`): the set-up's
 /// stages ([`super::coarsen`]) on the host copy of `a` for now, their results placed on `a`'s
-/// GPU ([`place`]). A stage moved to the device replaces its host call here.
+/// GPU ([`place`]). A stage moved to the device replaces its host call here. `aggregated`: the
+/// graph and aggregates a renewal made already, on the host copy it holds.
 pub(super) fn coarsen(
     a: &DistBsr,
     near_null: &DistNearNull,
     level: usize,
     params: &AmgParams,
     tm: &mut SetupTimings,
+    mut aggregated: Option<Aggregated>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-    let host = timed_download(a, tm)?;
-    match super::coarsen(&host, near_null, level, params, tm)? {
+    let host = match aggregated.as_mut().and_then(|done| done.host_copy.take()) {
+        Some(host) => host,
+        None => timed_download(a, tm)?,
+    };
+    match super::coarsen(&host, near_null, level, params, tm, aggregated)? {
         Some(c) => place(c, a, near_null, params).map(Some),
         None => Ok(None),
     }
@@ -164,7 +169,7 @@ pub(super) fn coarsen_kept_on_host(
 }
 
 /// The host copy of the device operator `a` (its download counted as the copy's time).
-fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
+pub(super) fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
     crate::hierarchy::timed(&mut tm.copy_operator_s, || Ok(a.to_device(&Device::Host)?))
 }
 

@@ -121,6 +121,11 @@ pub struct DistGamgRank {
     /// The stages of the kept renewal (with `--device cuda` its numeric phases on the device:
     /// see [`DistGpuRank`]).
     pub renewal_keep_stages: amg::SetupTimings,
+    /// The stages of the `recompute` renewal: each level's graph and aggregates made anew, then
+    /// the kept renewal's path where they came out unchanged ([`Self::renewal_recompute_plans_kept`]
+    /// levels), a cold coarsening elsewhere.
+    pub renewal_recompute_stages: amg::SetupTimings,
+    pub renewal_recompute_plans_kept: usize,
 }
 
 /// What one rank's GPU moved and how long the SpMV's parts take alone (`--device cuda`).
@@ -493,7 +498,7 @@ pub fn run(
             &params,
         )?)
     };
-    let (renewal_recompute_s, _) = if amg_params.renewal == amg::Renewal::Recompute {
+    let (renewal_recompute_s, recompute_report) = if amg_params.renewal == amg::Renewal::Recompute {
         renew(&mut h)?
     } else {
         renew(&mut set_up(amg::Renewal::Recompute)?)?
@@ -568,6 +573,8 @@ pub fn run(
         renewal_recompute_s,
         renewal_keep_s,
         renewal_keep_stages,
+        renewal_recompute_stages: recompute_report.timings.clone(),
+        renewal_recompute_plans_kept: recompute_report.plans_reused,
     };
     let per_rank = gather_ranks(comm, &mine)?;
     let gpu = match device {
@@ -656,6 +663,8 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
     v.extend(stage_values(&mine.setup_cold_stages));
     v.extend([mine.renewal_recompute_s, mine.renewal_keep_s]);
     v.extend(stage_values(&mine.renewal_keep_stages));
+    v.extend(stage_values(&mine.renewal_recompute_stages));
+    v.push(mine.renewal_recompute_plans_kept as f64);
     let untraffic = |t: &[f64]| PhaseTraffic {
         messages: t[0] as u64,
         bytes: t[1] as u64,
@@ -683,6 +692,8 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
             renewal_recompute_s: v[29],
             renewal_keep_s: v[30],
             renewal_keep_stages: stages_from(&v[31..40]),
+            renewal_recompute_stages: stages_from(&v[40..49]),
+            renewal_recompute_plans_kept: v[49] as usize,
         })
         .collect())
 }
@@ -919,16 +930,20 @@ impl std::fmt::Display for DistGamgResult {
             match self.gpu.as_ref().and_then(|g| g.get(r.rank)) {
                 None => writeln!(
                     f,
-                    "    renewal for turned modes: recompute {:.3} s, keep_aggregates {:.3} s (host {:.3} s: {})",
+                    "    renewal for turned modes: recompute {:.3} s ({} levels kept: {}), keep_aggregates {:.3} s (host {:.3} s: {})",
                     r.renewal_recompute_s,
+                    r.renewal_recompute_plans_kept,
+                    stages(&r.renewal_recompute_stages),
                     r.renewal_keep_s,
                     kept.total_s,
                     stages(kept)
                 )?,
                 Some(g) => writeln!(
                     f,
-                    "    renewal for turned modes: recompute {:.3} s (host, then uploaded), keep_aggregates {:.3} s (on the GPU {:.3} s: copy operator {:.3}, tentative + P0 ghost rows (host) {:.3}, smoother {:.3}, A P0 + smoothing + P {:.3}, P views (host) {:.3}, Galerkin {:.3}, coarse factor {:.3}; moved {} B down, {} B up)",
+                    "    renewal for turned modes: recompute {:.3} s ({} levels kept, their numeric phases on the GPU: {}), keep_aggregates {:.3} s (on the GPU {:.3} s: copy operator {:.3}, tentative + P0 ghost rows (host) {:.3}, smoother {:.3}, A P0 + smoothing + P {:.3}, P views (host) {:.3}, Galerkin {:.3}, coarse factor {:.3}; moved {} B down, {} B up)",
                     r.renewal_recompute_s,
+                    r.renewal_recompute_plans_kept,
+                    stages(&r.renewal_recompute_stages),
                     r.renewal_keep_s,
                     kept.total_s,
                     g.renewal_keep_copy_s,
