@@ -282,9 +282,10 @@ impl Hierarchy<DistBsr> {
     /// where it does); `owned_serial_ids`: the serial ids of its owned block rows; `nns`: the
     /// owned block rows' near-null rows (`bs x k` each, row-major); `params`: the serial
     /// hierarchy's options (validated; `storage: scalar` and `precision: mixed` are errors).
-    /// On a GPU each level's stages run on the host copy of its operator for now and their
-    /// results (the smoother's inverses, `P`, its transpose, the Galerkin plan's device part,
-    /// the coarse operator) are placed on the device (`dist_cycle/device.rs`).
+    /// On a GPU each level's symbolic stages run on the host copy of its operator for now and
+    /// its numeric ones on the device (the smoother's inverses and eigenvalue estimate, `P`'s
+    /// values, the Galerkin product: `dist_cycle/device.rs`), the host set-up's values bit for
+    /// bit.
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
@@ -956,6 +957,57 @@ fn coarsen(
     tm: &mut SetupTimings,
     aggregated: Option<Aggregated>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
+    let Some(TentativeLevel {
+        graph: g,
+        t,
+        plan: tentative,
+    }) = tentative_level(a, near_null, level, params, tm, aggregated)?
+    else {
+        return Ok(None);
+    };
+    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
+        level_diagonal(a, near_null, params, level)
+    })?;
+    let mut smoothing = if params.smooth_prolongator {
+        Some(timed(&mut tm.smoothing_s, || {
+            SmoothingPlan::new(a, &g, &t)
+        })?)
+    } else {
+        None
+    };
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
+    let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
+        GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
+    })?;
+    let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
+    let plans = HostPlans {
+        galerkin,
+        tentative,
+        smoothing,
+    };
+    finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, false).map(Some)
+}
+
+/// A level's graph with its tentative prolongator and the plan that made it (telescoped onto
+/// fewer ranks where `process_eq_limit` says so): the host stages of a cold coarsening before
+/// the smoothing.
+struct TentativeLevel {
+    graph: DistGraph,
+    t: DistTentative,
+    plan: DistTentativePlan,
+}
+
+/// Collective. The stages graph, coarsen and prolongator of a cold coarsening of `a` (a host
+/// matrix: a device level's host copy); `None` where the set-up stops here
+/// ([`coarsening_stalled`]). `aggregated`: the graph and aggregates a renewal made already.
+fn tentative_level(
+    a: &DistBsr,
+    near_null: &DistNearNull,
+    level: usize,
+    params: &AmgParams,
+    tm: &mut SetupTimings,
+    aggregated: Option<Aggregated>,
+) -> Result<Option<TentativeLevel>, AmgError> {
     use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
     use crate::dist_tentative::dist_tentative_planned;
 
@@ -984,27 +1036,11 @@ fn coarsen(
     } else {
         t
     };
-    let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
-        level_diagonal(a, near_null, params, level)
-    })?;
-    let mut smoothing = if params.smooth_prolongator {
-        Some(timed(&mut tm.smoothing_s, || {
-            SmoothingPlan::new(a, &g, &t)
-        })?)
-    } else {
-        None
-    };
-    let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
-    let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
-        GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
-    })?;
-    let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
-    let plans = HostPlans {
-        galerkin,
-        tentative,
-        smoothing,
-    };
-    finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, false).map(Some)
+    Ok(Some(TentativeLevel {
+        graph: g,
+        t,
+        plan: tentative,
+    }))
 }
 
 /// [`coarsen`] for a renewal that keeps the level's aggregates: the values of a cold

@@ -504,6 +504,20 @@ impl GalerkinPlan {
         Ok((plan, &self.view.p_ext))
     }
 
+    /// Collective. The symbolic product for `a` (the pattern the plan is made for) and `p`
+    /// (refreshed as [`GalerkinPlan::product`] refreshes it) without a host numeric phase, and
+    /// `P_ext`: a cold coarsening of a level on a GPU, whose product runs there
+    /// (`dist_cycle::device`).
+    pub(crate) fn plan_for(
+        &mut self,
+        a: &DistBsr,
+        p: &DistBsr,
+    ) -> Result<(&GalerkinProductPlan, &Bsr), AmgError> {
+        self.refresh_planned(a, p)?;
+        let plan = self.planned.as_ref().ok_or(AmgError::MissingFineOperator)?;
+        Ok((plan, &self.view.p_ext))
+    }
+
     /// Drops the host product's value buffers (see
     /// [`crate::dist_galerkin::GalerkinProductPlan::release_values`]); the plan stays.
     pub fn release_values(&mut self) {

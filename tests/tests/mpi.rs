@@ -1975,6 +1975,107 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
     });
 }
 
+/// On one GPU per rank (2 ranks sharing the node's GPUs): the cold set-up of a hierarchy whose
+/// fine operator lives on the device (symbolic stages on the host copy, the numeric ones on the
+/// device: `dist_cycle::device::coarsen`) equals the host cold set-up bit for bit on every level
+/// (operators, point-block Jacobi inverses, eigenvalue estimates), with every level on both
+/// ranks, with the levels below the finest gathered onto rank 0, and with unsmoothed
+/// aggregation; CG with it takes the host's iterations to the host's bits, and a later hot
+/// update on the device equals the host's.
+#[test]
+fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_cold_setup_on_ranks_equals_the_host_cold_setup";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let cases = [(Some(1), true), (Some(400), true), (Some(1), false)];
+        for (process_eq_limit, smooth_prolongator) in cases {
+            let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+                .unwrap()
+                .device;
+            let (mut beam, _, b) = clamped_beam(comm, process_eq_limit, amg::Renewal::Recompute);
+            beam.params.smooth_prolongator = smooth_prolongator;
+            let n_owned = beam.part.n_owned_nodes();
+            let ids = &beam.part.node_serial_ids[..n_owned];
+            let modes = turned_beam_modes(ids, 0.0);
+            let case =
+                format!("process_eq_limit {process_eq_limit:?}, smoothed {smooth_prolongator}");
+            let a_host = beam.operator(&beam.k_local);
+            let mut host = amg::dist_cycle::DistHierarchy::new(
+                beam.operator(&beam.k_local),
+                ids,
+                modes.clone(),
+                6,
+                &beam.params,
+            )
+            .unwrap();
+            let a_dev = a_host.to_device(&device).unwrap();
+            let mut hd = amg::dist_cycle::DistHierarchy::new(
+                beam.operator(&beam.k_local).to_device(&device).unwrap(),
+                ids,
+                modes,
+                6,
+                &beam.params,
+            )
+            .unwrap();
+            assert!(host.n_levels() > 2, "{case}: a hierarchy of several levels");
+            let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let compare = |host: &amg::dist_cycle::DistHierarchy,
+                           hd: &amg::dist_cycle::DistHierarchy,
+                           when: &str| {
+                assert_eq!(hd.n_levels(), host.n_levels(), "{case}, {when}");
+                assert_eq!(hd.level_ranks(), host.level_ranks(), "{case}, {when}");
+                for l in 0..host.n_levels() {
+                    let h = host.level_operator(l).unwrap();
+                    let d = hd
+                        .level_operator(l)
+                        .unwrap()
+                        .to_device(&linalg::Device::Host)
+                        .unwrap();
+                    assert_eq!(dist_bits(h), dist_bits(&d), "{case}, {when}: level {l}");
+                    if let Some(s) = host.level_smoother(l) {
+                        let inv = |s: &amg::smoother::Smoother| {
+                            bits(s.pbj.inverse().to_host_vec().unwrap())
+                        };
+                        let sd = hd.level_smoother(l).unwrap();
+                        assert_eq!(inv(s), inv(sd), "{case}, {when}: level {l}: D^-1");
+                        assert_eq!(
+                            s.emax.to_bits(),
+                            sd.emax.to_bits(),
+                            "{case}: level {l}: emax"
+                        );
+                    }
+                }
+            };
+            compare(&host, &hd, "cold");
+            let cg = amg::CgParams {
+                rtol: 1e-8,
+                ..Default::default()
+            };
+            let b_dev = b.to_device(&device).unwrap();
+            let mut solutions = Vec::new();
+            for (pc, a, rhs) in [
+                (&hd as &dyn amg::Preconditioner, &a_dev, &b_dev),
+                (&host, &a_host, &b),
+            ] {
+                let mut x = a.owned_zeros().unwrap();
+                let r = amg::cg_operator(a, rhs, &mut x, pc, &cg).unwrap();
+                assert!(r.converged, "{case}: {r:?}");
+                solutions.push((r.iterations, bits(x.to_host_vec().unwrap())));
+            }
+            assert_eq!(solutions[0], solutions[1], "{case}: device vs host CG");
+            let values = congruence_scaled(&beam.k_local, &beam.part.node_serial_ids, 29, 0.05);
+            host.update(beam.operator(&values)).unwrap();
+            hd.update(beam.operator(&values).to_device(&device).unwrap())
+                .unwrap();
+            compare(&host, &hd, "hot update");
+        }
+    });
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): a renewal that keeps the
 /// aggregates (every pattern kept) of a hierarchy whose levels live on the device takes the
 /// new values in place (operators, `P` and its transpose, the device Galerkin product's `P`

@@ -5,10 +5,14 @@
 //! [`super::device_update::DeviceGalerkin`], and the prolongator smoothing's,
 //! [`super::device_renewal::DeviceSmoothing`], made by the first kept renewal).
 //!
-//! The cold set-up coarsens a device level ([`coarsen`]) stage by stage on the host copy of
-//! its operator for now (strength graph, aggregation, tentative prolongator, the diagonal
-//! and eigenvalue estimate, smoothing, Galerkin product: issue 26 moves each to the device,
-//! one stage at a time, here) and places the results where the level lives ([`place`]).
+//! The cold set-up coarsens a device level ([`coarsen`]) in two halves: the symbolic stages
+//! on the host copy of its operator for now (strength graph, aggregation, the tentative
+//! prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
+//! product's symbolic phase: issue 26 moves them to the device, one at a time, here), the
+//! numeric ones where the level lives, through the device parts a kept renewal uses (the
+//! smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values, the
+//! Galerkin product into the next level's operator). A level without device parts (a copy made
+//! by [`DistHierarchy::to_device`]) renews on the host and is placed on the device ([`place`]).
 //! The hot update is the one [`crate::Hierarchy`] update on the level operations of a device
 //! [`DistBsr`] (the inverses and eigenvalue estimates on the device from a start vector kept
 //! there, the Galerkin products through the device plan, the coarsest inverted on its
@@ -26,13 +30,20 @@ use linalg::{Device, Vector};
 
 use super::device_renewal::DeviceSmoothing;
 use super::device_update::DeviceGalerkin;
-use super::{Aggregated, DistHierarchy, DistNearNull, DistTransfer, DistTranspose, HostPlans};
+use super::{
+    dist_emax, Aggregated, DistHierarchy, DistNearNull, DistTransfer, DistTranspose, HostPlans,
+    TentativeLevel,
+};
+use crate::dist_prolongator::{GalerkinPlan, SmoothingPlan};
+use crate::dist_tentative::DistTentative;
 use crate::hierarchy::build_smoother;
+use crate::hierarchy::with_level;
 use crate::level_matrix::{Coarsened, LevelMatrix};
 use crate::params::AmgParams;
 use crate::report::SetupTimings;
 use crate::{AmgError, PointBlockJacobi};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 /// `y = P^T x` for a GPU prolongator (see [`DistTranspose::apply`]): the transposed parts'
 /// products on the device, then the ghost rows' contributions sent to their owners, which add
@@ -131,10 +142,20 @@ pub(super) struct DeviceKept {
     pub(super) diagonal: Option<PointBlockJacobi>,
 }
 
-/// Collective. Coarsens the device level `a` (near-null space `near_null`): the set-up's
-/// stages ([`super::coarsen`]) on the host copy of `a` for now, their results placed on `a`'s
-/// GPU ([`place`]). A stage moved to the device replaces its host call here. `aggregated`: the
-/// graph and aggregates a renewal made already, on the host copy it holds.
+/// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the
+/// symbolic stages on the host copy of `a` (strength graph, aggregation, the tentative
+/// prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
+/// product's symbolic phase) and the numeric ones where the level lives, as a kept renewal runs
+/// them ([`super::device_renewal`]): the smoother's inverses and eigenvalue estimate, `A P0`
+/// with the smoothing and `P`'s values, the Galerkin product into the next level's device
+/// operator. The host cold coarsening's values bit for bit (the same kernels as the device
+/// kept renewal, whose values are the host's), with no host numeric product and no upload of
+/// `P`'s or the next operator's values (the smoothed product comes down for `P`'s views).
+/// `aggregated`: the graph and aggregates a renewal made already, on the host copy it holds.
+/// Timings, each phase ended by a device synchronisation: `smoother_setup_s` the inverses and
+/// estimate, `smoothing_s` the smoothing's plan and `A P0` with `P`'s values,
+/// `galerkin_symbolic_s` `P`'s views, the symbolic product and their uploads (the transpose's
+/// among them), `galerkin_numeric_s` the device product.
 pub(super) fn coarsen(
     a: &DistBsr,
     near_null: &DistNearNull,
@@ -147,10 +168,84 @@ pub(super) fn coarsen(
         Some(host) => host,
         None => timed_download(a, tm)?,
     };
-    match super::coarsen(&host, near_null, level, params, tm, aggregated)? {
-        Some(c) => place(c, a, near_null, params).map(Some),
-        None => Ok(None),
-    }
+    let Some(TentativeLevel {
+        graph,
+        t,
+        plan: tentative,
+    }) = super::tentative_level(&host, near_null, level, params, tm, aggregated)?
+    else {
+        return Ok(None);
+    };
+    let device = a.device();
+    // each phase's seconds up to its device work's end (one synchronisation per phase)
+    let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
+        device.synchronize()?;
+        let now = Instant::now();
+        *seconds += (now - since).as_secs_f64();
+        Ok(now)
+    };
+    let mut since = Instant::now();
+    let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
+    let emax = dist_emax(a, &pbj, near_null, params, level)?;
+    since = phase(&mut tm.smoother_setup_s, since)?;
+    let smoothing = if params.smooth_prolongator {
+        Some(SmoothingPlan::new(&host, &graph, &t)?)
+    } else {
+        None
+    };
+    let DistTentative {
+        p: p0,
+        coarse_serial_ids,
+        coarse_nns,
+        ..
+    } = t;
+    let (p, p_host, device_smoothing) = match &smoothing {
+        Some(plan) => {
+            let mut on_device = DeviceSmoothing::upload(plan, a)?;
+            let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
+            let omega = params.prolongator_omega_scale / emax;
+            let w = on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
+            let p_host = DistBsr::from_values(plan.p_pattern().clone(), &w)?;
+            (p, p_host, Some(on_device))
+        }
+        // unsmoothed aggregation: `P` is `P0`
+        None => (p0.to_device(&device)?, p0, None),
+    };
+    since = phase(&mut tm.smoothing_s, since)?;
+    let mut galerkin = GalerkinPlan::new(&host, &graph, &p_host, &coarse_serial_ids)?;
+    let (plan, p_ext) = galerkin.plan_for(&host, &p_host)?;
+    let mut device_galerkin = DeviceGalerkin::upload(plan, p_ext, &device)?;
+    let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
+    let pt = DistTranspose::new(&p_host)?.to_device(&device)?;
+    let k = p_host.pattern().block_cols();
+    drop((p_host, host, graph));
+    since = phase(&mut tm.galerkin_symbolic_s, since)?;
+    device_galerkin.numeric(a, &mut next)?;
+    phase(&mut tm.galerkin_numeric_s, since)?;
+    Ok(Some(Coarsened {
+        smoother: build_smoother(pbj, emax, params),
+        transfer: DistTransfer {
+            p,
+            pt,
+            plans: Some(HostPlans {
+                galerkin,
+                tentative,
+                smoothing,
+            }),
+            device: Some(DeviceTransfer {
+                galerkin: device_galerkin,
+                smoothing: device_smoothing,
+            }),
+        },
+        a: next,
+        near_null: DistNearNull {
+            serial_ids: coarse_serial_ids,
+            rows: coarse_nns,
+            k,
+            start: OnceLock::new(),
+        },
+        plans_reused: false,
+    }))
 }
 
 /// Collective. A kept renewal of the device level `a` whose device parts are gone (a level

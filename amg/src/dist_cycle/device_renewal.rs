@@ -68,7 +68,7 @@ pub(super) struct DeviceSmoothing {
 impl DeviceSmoothing {
     /// Uploads `plan` for the device operator `a` (the plan's pattern) to `a`'s GPU; `P0`'s
     /// view as the plan holds it gives the value buffers' patterns. Local.
-    fn upload(plan: &SmoothingPlan, a: &DistBsr) -> Result<Self, AmgError> {
+    pub(super) fn upload(plan: &SmoothingPlan, a: &DistBsr) -> Result<Self, AmgError> {
         let device = a.device();
         let ctx = device
             .cuda_context()
@@ -107,7 +107,7 @@ impl DeviceSmoothing {
     /// uploaded here) and `dinv` (`D^{-1}` of `a`'s diagonal part, on the device); returns the
     /// smoothed product's values (in the order of `P`'s input entries: what
     /// [`DistBsr::from_values`] takes) downloaded for the host views. Local.
-    fn numeric(
+    pub(super) fn numeric(
         &mut self,
         a: &DistBsr,
         (p_ext0, p_owned0): (&Bsr, &Bsr),

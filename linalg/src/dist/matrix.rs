@@ -448,6 +448,30 @@ impl DistBsr {
         }
     }
 
+    /// Zero values on `pattern` where `device` is (on a GPU made there: no host values, no
+    /// upload of them), with the device halo of [`DistBsr::to_device`]. Local.
+    pub fn zeros_on(pattern: Arc<DistPattern>, device: &Device) -> Result<Self, LinalgError> {
+        let ctx = match device {
+            Device::Host => return Ok(Self::zeros(pattern)),
+            Device::Cuda(ctx) => ctx,
+        };
+        let (br, bc) = (pattern.block_rows, pattern.block_cols);
+        Ok(Self {
+            diag: Bsr::zeros_on(device, pattern.diag.clone(), br, bc)?,
+            offd: Bsr::zeros_on(device, pattern.offd.clone(), br, bc)?,
+            device_halo: Some(Mutex::new(DeviceHalo::new(
+                pattern.halo.clone(),
+                ctx.clone(),
+            )?)),
+            offd_rows: OffdRows::new(ctx, &pattern.offd)?,
+            scratch: Mutex::new(vec![0.0; pattern.layout.len()]),
+            product: Mutex::new(None),
+            local_gather: None,
+            version: next_version(),
+            pattern,
+        })
+    }
+
     /// Values of the input entries, entry-major (`block_rows * block_cols` per entry, blocks
     /// row-major).
     pub fn from_values(pattern: Arc<DistPattern>, values: &[f64]) -> Result<Self, LinalgError> {
