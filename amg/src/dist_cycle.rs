@@ -882,21 +882,15 @@ fn aggregate(
     let labels = timed(&mut tm.aggregation_s, || {
         dist_aggregate(&graph, distance, bs, near_null.k)
     })?;
-    Ok(Aggregated {
-        graph,
-        labels,
-        host_copy: None,
-    })
+    Ok(Aggregated { graph, labels })
 }
 
 /// A level's strength graph and the aggregate labels of its owned vertices (what [`aggregate`]
-/// makes and [`coarsen`] coarsens by); for a device level, the host copy of its operator they
-/// were made on.
+/// makes and [`coarsen`] coarsens by).
 #[derive(Debug)]
 struct Aggregated {
     graph: DistGraph,
     labels: Vec<u32>,
-    host_copy: Option<DistBsr>,
 }
 
 /// What a renewal that recomputes the aggregates found on a level ([`recompute_aggregates`]).
@@ -909,7 +903,8 @@ enum Recomputed {
 }
 
 /// Collective. A renewal with `renewal: recompute` of the level `a` that kept `kept`: the
-/// level's strength graph and aggregates made anew (on the host copy of a device level) and
+/// level's strength graph and aggregates made anew (of a device level: from its block norms,
+/// downloaded) and
 /// compared with the kept ones on every rank. Where they are the same everywhere, the kept
 /// plans give a cold set-up's values bit for bit (the symbolic phases depend on the
 /// aggregates and the patterns only), so the level takes the kept renewal's path (on a GPU its
@@ -922,16 +917,7 @@ fn recompute_aggregates(
     tm: &mut SetupTimings,
     kept: KeptTransfer,
 ) -> Result<Recomputed, AmgError> {
-    let aggregated = if a.device().is_host() {
-        aggregate(a, near_null, level, params, tm)?
-    } else {
-        let host = device::timed_download(a, tm)?;
-        let aggregated = aggregate(&host, near_null, level, params, tm)?;
-        Aggregated {
-            host_copy: Some(host),
-            ..aggregated
-        }
-    };
+    let aggregated = aggregate(a, near_null, level, params, tm)?;
     let same = kept.plans.tentative.made_from(&aggregated.labels) && kept.plans.made_for(a);
     let mut changed = [f64::from(u8::from(!same))];
     a.pattern()
@@ -997,8 +983,8 @@ struct TentativeLevel {
     plan: DistTentativePlan,
 }
 
-/// Collective. The stages graph, coarsen and prolongator of a cold coarsening of `a` (a host
-/// matrix: a device level's host copy); `None` where the set-up stops here
+/// Collective. The stages graph, coarsen and prolongator of a cold coarsening of `a` (where it
+/// lives: the graph needs its block norms only, on the host); `None` where the set-up stops here
 /// ([`coarsening_stalled`]). `aggregated`: the graph and aggregates a renewal made already.
 fn tentative_level(
     a: &DistBsr,
@@ -1013,9 +999,7 @@ fn tentative_level(
 
     let k = near_null.k;
     let bs = a.pattern().block_size();
-    let Aggregated {
-        graph: g, labels, ..
-    } = match aggregated {
+    let Aggregated { graph: g, labels } = match aggregated {
         Some(done) => done,
         None => aggregate(a, near_null, level, params, tm)?,
     };

@@ -6,7 +6,7 @@
 //! [`super::device_renewal::DeviceSmoothing`], made by the first kept renewal).
 //!
 //! The cold set-up coarsens a device level ([`coarsen`]) in two halves: the symbolic stages
-//! on the host copy of its operator for now (strength graph, aggregation, the tentative
+//! on the host for now, from its operator's pattern and block norms (strength graph, aggregation, the tentative
 //! prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
 //! product's symbolic phase: issue 26 moves them to the device, one at a time, here), the
 //! numeric ones where the level lives, through the device parts a kept renewal uses (the
@@ -143,15 +143,16 @@ pub(super) struct DeviceKept {
 }
 
 /// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the
-/// symbolic stages on the host copy of `a` (strength graph, aggregation, the tentative
+/// symbolic stages on the host from `a`'s pattern and block norms (strength graph, aggregation, the tentative
 /// prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
 /// product's symbolic phase) and the numeric ones where the level lives, as a kept renewal runs
 /// them ([`super::device_renewal`]): the smoother's inverses and eigenvalue estimate, `A P0`
 /// with the smoothing and `P`'s values, the Galerkin product into the next level's device
 /// operator. The host cold coarsening's values bit for bit (the same kernels as the device
 /// kept renewal, whose values are the host's), with no host numeric product and no upload of
-/// `P`'s or the next operator's values (the smoothed product comes down for `P`'s views).
-/// `aggregated`: the graph and aggregates a renewal made already, on the host copy it holds.
+/// `P`'s or the next operator's values and no download of `a` (its block norms and the
+/// smoothed product come down, the latter for `P`'s views). `aggregated`: the graph and
+/// aggregates a renewal made already.
 /// Timings, each phase ended by a device synchronisation: `smoother_setup_s` the inverses and
 /// estimate, `smoothing_s` the smoothing's plan and `A P0` with `P`'s values,
 /// `galerkin_symbolic_s` `P`'s views, the symbolic product and their uploads (the transpose's
@@ -162,17 +163,13 @@ pub(super) fn coarsen(
     level: usize,
     params: &AmgParams,
     tm: &mut SetupTimings,
-    mut aggregated: Option<Aggregated>,
+    aggregated: Option<Aggregated>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
-    let host = match aggregated.as_mut().and_then(|done| done.host_copy.take()) {
-        Some(host) => host,
-        None => timed_download(a, tm)?,
-    };
     let Some(TentativeLevel {
         graph,
         t,
         plan: tentative,
-    }) = super::tentative_level(&host, near_null, level, params, tm, aggregated)?
+    }) = super::tentative_level(a, near_null, level, params, tm, aggregated)?
     else {
         return Ok(None);
     };
@@ -189,7 +186,7 @@ pub(super) fn coarsen(
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     since = phase(&mut tm.smoother_setup_s, since)?;
     let smoothing = if params.smooth_prolongator {
-        Some(SmoothingPlan::new(&host, &graph, &t)?)
+        Some(SmoothingPlan::new(a, &graph, &t)?)
     } else {
         None
     };
@@ -212,13 +209,13 @@ pub(super) fn coarsen(
         None => (p0.to_device(&device)?, p0, None),
     };
     since = phase(&mut tm.smoothing_s, since)?;
-    let mut galerkin = GalerkinPlan::new(&host, &graph, &p_host, &coarse_serial_ids)?;
-    let (plan, p_ext) = galerkin.plan_for(&host, &p_host)?;
+    let mut galerkin = GalerkinPlan::new(a, &graph, &p_host, &coarse_serial_ids)?;
+    let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
     let mut device_galerkin = DeviceGalerkin::upload(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
     let pt = DistTranspose::new(&p_host)?.to_device(&device)?;
     let k = p_host.pattern().block_cols();
-    drop((p_host, host, graph));
+    drop((p_host, graph));
     since = phase(&mut tm.galerkin_symbolic_s, since)?;
     device_galerkin.numeric(a, &mut next)?;
     phase(&mut tm.galerkin_numeric_s, since)?;
@@ -264,7 +261,7 @@ pub(super) fn coarsen_kept_on_host(
 }
 
 /// The host copy of the device operator `a` (its download counted as the copy's time).
-pub(super) fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
+fn timed_download(a: &DistBsr, tm: &mut SetupTimings) -> Result<DistBsr, AmgError> {
     crate::hierarchy::timed(&mut tm.copy_operator_s, || Ok(a.to_device(&Device::Host)?))
 }
 
