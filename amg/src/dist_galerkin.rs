@@ -244,6 +244,20 @@ struct HostValues {
     partial: Bsr,
 }
 
+/// The symbolic product of the patterns `a` and `b` where the level lives (`device`): on a GPU
+/// made there (the host's pattern, entry for entry; [`SpgemmPlan::new_on`]) unless an operand
+/// is empty (a rank without rows on a level), on the host otherwise.
+pub(crate) fn symbolic_product(
+    device: &linalg::Device,
+    a: &Arc<BlockPattern>,
+    b: &Arc<BlockPattern>,
+) -> Result<SpgemmPlan, AmgError> {
+    if a.nnz() == 0 || b.nnz() == 0 {
+        return Ok(SpgemmPlan::new(a, b)?);
+    }
+    Ok(SpgemmPlan::new_on(device, a, b)?)
+}
+
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
 /// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
 pub(crate) fn a_local_symbolic(
@@ -400,11 +414,12 @@ impl GalerkinProductPlan {
         let ap = a.pattern();
         let k = p_owned.block_cols();
         let (a_pattern, a_gather) = a_local_symbolic(a, position)?;
-        let ap_plan = SpgemmPlan::new(&a_pattern, p_ext.pattern())?;
+        let device = a.device();
+        let ap_plan = symbolic_product(&device, &a_pattern, p_ext.pattern())?;
         let pt_plan = linalg::transpose_symbolic(p_owned.pattern());
         let mut pt = Bsr::zeros(pt_plan.pattern().clone(), k, p_owned.block_rows());
         linalg::transpose_numeric(&pt_plan, p_owned, &mut pt)?;
-        let partial_plan = SpgemmPlan::new(pt.pattern(), ap_plan.pattern())?;
+        let partial_plan = symbolic_product(&device, pt.pattern(), ap_plan.pattern())?;
         let partial_pattern = partial_plan.pattern();
         if coarse_globals.len() != partial_pattern.n_block_rows() {
             return Err(AmgError::DimensionMismatch {

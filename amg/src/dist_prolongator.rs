@@ -286,7 +286,11 @@ impl SmoothingPlan {
         let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
         let (a_local_pattern, a_gather) =
             crate::dist_galerkin::a_local_symbolic(a, &view.position)?;
-        let product = SpgemmPlan::new(&a_local_pattern, view.p_ext.pattern())?;
+        let product = crate::dist_galerkin::symbolic_product(
+            &a.device(),
+            &a_local_pattern,
+            view.p_ext.pattern(),
+        )?;
         let wp = product.pattern();
         let cols: Vec<u64> = wp
             .col_idx()
