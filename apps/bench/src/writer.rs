@@ -62,7 +62,7 @@ impl std::fmt::Display for WriterBenchResult {
         writeln!(
             f,
             "the writer, one state of every field: {}^3 cells ({} nodes, {} cells), {} threads, \
-             {} in {}; best of {} after a warm-up",
+             {} a state, written in {}; best of {} after a warm-up",
             self.cells_per_side,
             t.nodes,
             t.cells,
@@ -147,14 +147,21 @@ mod tests {
             }
         }
         // 3^3 nodes, 2^3 cells; 19 values a node and 42 a cell
-        assert_eq!((json["nodes"].as_u64(), json["cells"].as_u64()), (Some(27), Some(8)));
+        assert_eq!(
+            (json["nodes"].as_u64(), json["cells"].as_u64()),
+            (Some(27), Some(8))
+        );
         assert_eq!(json["cells_per_side"].as_u64(), Some(2));
         assert_eq!(json["state_bytes"].as_u64(), Some(8 * (19 * 27 + 42 * 8)));
         assert!(json["h5_bytes"].as_u64().unwrap() > 4 * 8 * (19 * 27 + 42 * 8));
         assert!(!result.dir.exists(), "{} is left", result.dir.display());
         // the text names every group
         let text = result.to_string();
-        for group in ["nodal average", "logarithmic_strain", "pipeline: derive and write"] {
+        for group in [
+            "nodal average",
+            "logarithmic_strain",
+            "pipeline: derive and write",
+        ] {
             assert!(text.contains(group), "{text}");
         }
         let _ = std::fs::remove_dir_all(&base);

@@ -120,7 +120,12 @@ pub fn writer_timings(cells: usize, repeats: usize, dir: &Path) -> Result<Writer
         Ok(())
     })?;
     let nodal_von_mises_s = best_of(repeats, || {
-        std::hint::black_box(nodal_stress.par_iter().map(von_mises_of).collect::<Vec<_>>());
+        std::hint::black_box(
+            nodal_stress
+                .par_iter()
+                .map(von_mises_of)
+                .collect::<Vec<_>>(),
+        );
         Ok(())
     })?;
     let mut strain_s = [0.0; 3];
