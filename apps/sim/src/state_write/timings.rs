@@ -58,7 +58,7 @@ pub struct WriterTimings {
     /// CPU run's): nodal average and von Mises stress, the three strains, the principal
     /// stresses of cells and nodes.
     pub pipeline_derivations_s: f64,
-    /// The pipeline: that state derived and written ([`StateWrite::write`]).
+    /// The pipeline: that state derived and written (`StateWrite::write`).
     pub pipeline_s: f64,
 }
 
