@@ -1,7 +1,7 @@
 // Vector kernels of CG and the smoothers, bit-identical to linalg::ops on the host
 // (compiled with --fmad=false: every a * x + b * y rounds as the host's does).
 //
-// Reductions (dot, norm2, sums) are exact, as the host's linalg::exact::ExactSum: every term
+// Reductions (dot products, sums) are exact, as the host's linalg::exact::ExactSum: every term
 // (a product rounded as on the host, a value or a magnitude) is split into 32-bit bins of a
 // fixed-point integer; integer adds are associative, so the sum does not depend on the order in
 // which threads and blocks add; exact_finish rounds once exactly as ExactSum::value does. The
@@ -24,25 +24,6 @@ extern "C" __global__ void axpy(const u64 n, const double a, const double* __res
                                 double* __restrict__ y) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         y[i] += a * x[i];
-}
-
-// z = a x + b y + c z; with read_z == 0 the old z is not read.
-extern "C" __global__ void axpbypcz(const u64 n, const double a, const double* __restrict__ x,
-                                    const double b, const double* __restrict__ y, const double c,
-                                    double* __restrict__ z, const int read_z) {
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        z[i] = read_z ? a * x[i] + b * y[i] + c * z[i] : a * x[i] + b * y[i];
-}
-
-// CG update: x += alpha p; r -= alpha q (as the host's two axpy calls).
-extern "C" __global__ void cg_update(const u64 n, const double alpha, const double* __restrict__ p,
-                                     const double* __restrict__ q, double* __restrict__ x,
-                                     double* __restrict__ r) {
-    const double m = -alpha;
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        x[i] += alpha * p[i];
-        r[i] += m * q[i];
-    }
 }
 
 // ---- the scalars of a CG recurrence kept on the device (linalg::CgCoefficients) ---------

@@ -176,6 +176,23 @@ impl Vector {
         Ok(())
     }
 
+    /// Overwrites the host slice `into` with the values (a download for a device vector, straight
+    /// into `into`: no intermediate copy), the inverse of [`Vector::copy_from_host`].
+    pub fn copy_to_host(&self, into: &mut [f64]) -> Result<(), LinalgError> {
+        if into.len() != self.len() {
+            return Err(LinalgError::LengthMismatch {
+                what: "Vector::copy_to_host",
+                expected: self.len(),
+                found: into.len(),
+            });
+        }
+        match &self.storage {
+            Placed::Host(x) => into.copy_from_slice(x),
+            Placed::Cuda(ctx, data) => ctx.download_into(data, into)?,
+        }
+        Ok(())
+    }
+
     /// Number of local entries (owned and ghosts).
     pub fn len(&self) -> usize {
         self.storage.len()

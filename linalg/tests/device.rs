@@ -125,6 +125,43 @@ fn vector_operations_are_bit_identical_on_the_device() {
     assert_eq!(ops::norm_inf(&nan).unwrap(), 2.0);
 }
 
+/// `copy_to_host` of a device vector is the download (`to_host_vec`) bit for bit, straight into
+/// the caller's slice: small, driver-copied and staged sizes (over 1 MiB, more than two 8 MiB
+/// chunks), the empty vector, and a slice of another length refused.
+#[test]
+fn copy_to_host_is_the_download_bit_for_bit() {
+    let Some(dev) = gpu("copy_to_host_is_the_download_bit_for_bit") else {
+        return;
+    };
+    let mut rng = Rng::new(17);
+    for n in [0, 1, 511, 1000, 131_073, 2_500_003] {
+        let mut values = rng.vec(n);
+        for (i, v) in [-0.0, f64::INFINITY, f64::MIN_POSITIVE / 8.0]
+            .into_iter()
+            .enumerate()
+        {
+            if i < n {
+                values[n - 1 - i] = v;
+            }
+        }
+        let x = Vector::from_vec(values.clone()).to_device(&dev).unwrap();
+        let mut into = vec![f64::NAN; n];
+        x.copy_to_host(&mut into).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&into) == bits(&values), "n = {n}");
+        assert!(bits(&into) == bits(&x.to_host_vec().unwrap()), "n = {n}");
+        let mut long = vec![0.0; n + 1];
+        assert_eq!(
+            x.copy_to_host(&mut long),
+            Err(LinalgError::LengthMismatch {
+                what: "Vector::copy_to_host",
+                expected: n,
+                found: n + 1
+            })
+        );
+    }
+}
+
 #[test]
 fn matrix_operations_match_the_host() {
     let Some(dev) = gpu("matrix_operations_match_the_host") else {

@@ -114,6 +114,32 @@ fn layouts_reductions_and_mismatches() {
     assert_eq!(x.to_host_vec().unwrap().len(), 5);
 }
 
+/// `copy_to_host` writes every local entry (owned and ghosts) into the slice, bit for bit, and
+/// refuses a slice of another length.
+#[test]
+fn copy_to_host_overwrites_the_slice() {
+    let comm = linalg::comm::SelfComm::shared();
+    let layout = Arc::new(Layout::new(3, 2, 0, 3, comm).unwrap());
+    let values = vec![1.0, -0.0, f64::MIN_POSITIVE / 4.0, f64::INFINITY, -7.5];
+    let x = Vector::from_vec_with_layout(layout, values.clone()).unwrap();
+    let mut into = vec![f64::NAN; 5];
+    x.copy_to_host(&mut into).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&into), bits(&values));
+    let mut short = vec![0.0; 4];
+    assert_eq!(
+        x.copy_to_host(&mut short),
+        Err(LinalgError::LengthMismatch {
+            what: "Vector::copy_to_host",
+            expected: 5,
+            found: 4
+        })
+    );
+    assert_eq!(short, [0.0; 4], "left as it was");
+    let mut none: [f64; 0] = [];
+    Vector::zeros(0).copy_to_host(&mut none).unwrap();
+}
+
 /// The hashed fill depends on the global index only: a rank holding entries 4.. of a vector sees
 /// the values a serial run has there.
 #[test]

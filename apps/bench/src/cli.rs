@@ -63,6 +63,21 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// The output writer on one state of every output field (`bench/writer.rs`): seconds per
+    /// field group (each derived field alone, the step's writes with the values ready, the
+    /// pipeline's derivations and the pipeline: derive and write), the best of `--repeats`.
+    Writer {
+        /// Cells per side of the Q1 box.
+        #[arg(long, default_value_t = 40)]
+        cells: usize,
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Folder to write in (a fresh subfolder, removed afterwards); default: the temp dir.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// The symmetric 3x3 eigen-solver of the principal values and the logarithmic strain
     /// (`fem::sym3`) against nalgebra's: time per tensor and Gauss point, largest differences,
     /// over random and adversarial families (`bench/eigen.rs`).
@@ -427,6 +442,17 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
             steps,
             cells,
             window,
+            dir,
+        })
+        .and_then(|r| render(&r, json)),
+        Bench::Writer {
+            cells,
+            repeats,
+            dir,
+            json,
+        } => crate::writer::run(&crate::writer::WriterBench {
+            cells,
+            repeats,
             dir,
         })
         .and_then(|r| render(&r, json)),

@@ -23,6 +23,7 @@ pub mod newton;
 pub mod output;
 pub mod petsc_binary;
 pub mod spmv;
+pub mod writer;
 
 /// The best of `repeats` timed runs of `f` (seconds, as `f` returns them) after one warm-up run.
 pub(crate) fn best_of(

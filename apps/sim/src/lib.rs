@@ -70,6 +70,9 @@ pub use error::{Error, Failure, Result, WriterFailure};
 pub use interrupt::{Interrupt, Interrupted};
 pub use observer::{Placement, Quiet, RanksDevice, RunObserver, RunStart};
 pub use run::{RunFigures, RunOptions, RunOutcome};
+// the output writer's cost per field group, for `hexfem bench writer` (its one entry point:
+// the writer's pipeline stays private)
+pub use state_write::timings::{writer_timings, WriterTimings};
 
 /// Runs `options` on the ranks of `comm` (one rank: this process, as `hexfem run`; more: each
 /// rank its part of the mesh, as `mpirun -np N hexfem run`), reporting to `observer` (on rank 0).

@@ -25,6 +25,8 @@ use crate::nodal::NodeCells;
 use crate::run::{von_mises_of, CellOutputs, StateSnapshot, StepStamp};
 use crate::Result;
 
+pub(crate) mod timings;
+
 /// The step fields in dataset order, with the output field each is written for (the serial
 /// writer's and the ranks' order).
 pub(crate) const FIELDS: [(OutputField, StepField); 13] = [
@@ -313,6 +315,7 @@ impl Derived {
 
 #[cfg(test)]
 mod tests {
+    use super::timings::displacement;
     use super::*;
     use crate::run::{create_results, nodal_average, CellOutputs, StateSnapshot, StepStamp};
     use config::Config;
@@ -332,23 +335,6 @@ mod tests {
         let config = config::load_str(&text, std::path::Path::new("block.yaml"), &[]).unwrap();
         let problem = crate::locate::build_problem(&config).unwrap();
         (config, problem)
-    }
-
-    /// A stretched, sheared and twisted displacement of `problem`'s nodes, scaled by `s`.
-    fn displacement(problem: &Problem, s: f64) -> Vector {
-        let u: Vec<f64> = problem
-            .mesh
-            .coords
-            .iter()
-            .flat_map(|x| {
-                [
-                    s * (0.1 * x[2] + 0.05 * x[0] - 0.03 * x[1] * x[2]),
-                    s * (-0.02 * x[1] + 0.04 * x[0] * x[2]),
-                    s * (0.03 * x[0] * x[2] + 0.01 * x[1]),
-                ]
-            })
-            .collect();
-        Vector::from_vec(u)
     }
 
     fn stamp(index: usize) -> StepStamp {
@@ -517,192 +503,6 @@ mod tests {
         assert_eq!(results.steps_written(), 0);
         let file = io::ResultsReader::open(results.h5_path()).unwrap();
         assert!(file.steps().unwrap().is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// The writer's seconds per field group for one state of every field, best of 3 (not a
-    /// check: `cargo test --release -p hexfem-sim writer_seconds -- --ignored --nocapture`,
-    /// `HEXFEM_WRITER_BENCH_CELLS` cells a side (default 40), files in `HEXFEM_WRITER_BENCH_DIR`
-    /// (default: the temp dir)): each derived field alone, the old per-value encoding of the
-    /// step's bytes, the whole step written (values ready), and the pipeline (derive and write).
-    #[test]
-    #[ignore]
-    fn writer_seconds_per_field_group() {
-        use std::time::Instant;
-        let n: usize = std::env::var("HEXFEM_WRITER_BENCH_CELLS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(40);
-        let base = std::env::var("HEXFEM_WRITER_BENCH_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|_| std::env::temp_dir());
-        let text = format!(
-            "mesh:\n  box: {{ cells: [{n}, {n}, {n}], lower: [0, 0, 0], upper: [2, 1, 1] }}\n\
-            materials:\n  - {{ model: neo_hookean, young_modulus: 10.0, poisson_ratio: 0.3 }}\n\
-            boundary:\n  dirichlet:\n    - {{ set: zmin, x: 0.0, y: 0.0, z: 0.0 }}\n\
-            output: {{ fields: [displacement, reaction, cauchy_stress, von_mises, jacobian, \
-            energy_density, nodal_cauchy_stress, nodal_von_mises, strain, green_lagrange_strain, \
-            logarithmic_strain, principal_stress, nodal_principal_stress] }}\n"
-        );
-        let config = config::load_str(&text, std::path::Path::new("b.yaml"), &[]).unwrap();
-        let problem = crate::locate::build_problem(&config).unwrap();
-        let u = displacement(&problem, 1.0);
-        let mesh = Arc::new(problem.mesh.clone());
-        let strain_cells = StrainCells::of(&problem, Arc::clone(&mesh)).unwrap();
-        let cells = CellOutputs::compute(&problem, &u, &config, true).unwrap();
-        let plan = NodeCells::of(&mesh);
-        let best = |f: &mut dyn FnMut()| {
-            (0..3)
-                .map(|_| {
-                    let t = Instant::now();
-                    f();
-                    t.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min)
-        };
-        let nodal_stress = plan.average(&cells.cauchy).unwrap();
-        let mut rows: Vec<(String, f64)> = vec![
-            (
-                "nodal average".into(),
-                best(&mut || drop(plan.average(&cells.cauchy))),
-            ),
-            (
-                "nodal von Mises".into(),
-                best(&mut || {
-                    drop(
-                        nodal_stress
-                            .par_iter()
-                            .map(von_mises_of)
-                            .collect::<Vec<_>>(),
-                    )
-                }),
-            ),
-        ];
-        let u_nodes = nodal(&u);
-        for f in STRAINS {
-            let t = best(&mut || drop(strain_cells.strains(&u_nodes, f).unwrap()));
-            rows.push((format!("{f:?}"), t));
-        }
-        rows.push((
-            "principal (cells)".into(),
-            best(&mut || drop(crate::fields::principal(&cells.cauchy))),
-        ));
-        rows.push((
-            "principal (nodes)".into(),
-            best(&mut || drop(crate::fields::principal(&nodal_stress))),
-        ));
-        let dir = base.join(format!("sim-writer-bench-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let faults = io::Faults::none();
-        let mut results = create_results(&config, &mesh, &dir, "w", &faults).unwrap();
-        // every field computed first, then written whole: the writes alone
-        let all = CellOutputs::compute(&problem, &u, &config, false).unwrap();
-        let nodal_vm: Vec<f64> = nodal_stress.iter().map(von_mises_of).collect();
-        let (principal, nodal_principal) = (
-            crate::fields::principal(&all.cauchy),
-            crate::fields::principal(&nodal_stress),
-        );
-        let strain = |f| {
-            all.strains
-                .iter()
-                .find(|(g, _)| *g == f)
-                .map(|(_, v)| v.as_slice())
-        };
-        let reaction = nodal(&displacement_reaction(&problem));
-        let mut step = 0;
-        let state_bytes = 8 * (19 * mesh.n_nodes() + 42 * mesh.n_cells());
-        let writes = best(&mut || {
-            step += 1;
-            results
-                .write_step(&StepData {
-                    step,
-                    load_factor: 1.0,
-                    displacement: Some(&u_nodes),
-                    reaction: Some(&reaction),
-                    cauchy_stress: Some(CellTensor::Full(&all.cauchy)),
-                    von_mises: Some(&all.von_mises),
-                    jacobian: Some(&all.jacobian),
-                    energy_density: Some(&all.energy_density),
-                    nodal_cauchy_stress: Some(&nodal_stress),
-                    nodal_von_mises: Some(&nodal_vm),
-                    strain: strain(OutputField::Strain),
-                    green_lagrange_strain: strain(OutputField::GreenLagrangeStrain),
-                    logarithmic_strain: strain(OutputField::LogarithmicStrain),
-                    principal_stress: Some(&principal),
-                    nodal_principal_stress: Some(&nodal_principal),
-                    next_increment: None,
-                    time: None,
-                })
-                .unwrap();
-        });
-        rows.push((
-            format!(
-                "writes of the step ({} MB), values ready",
-                state_bytes / 1_000_000
-            ),
-            writes,
-        ));
-        let mut encoded = Vec::with_capacity(8 << 16);
-        let values = vec![0.5f64; state_bytes / 8];
-        rows.push((
-            "old per-value encoding of those bytes".into(),
-            best(&mut || {
-                for piece in values.chunks(1 << 16) {
-                    encoded.clear();
-                    for v in piece {
-                        encoded.extend_from_slice(&v.to_le_bytes());
-                    }
-                    std::hint::black_box(&encoded);
-                }
-            }),
-        ));
-        let serial: f64 = rows.iter().map(|r| r.1).sum();
-        rows.push(("sum of the above (the writer before)".into(), serial));
-        // the states handed to the writer (strains left to it), made before the timing
-        let mut jobs: Vec<StateWrite> = (0..6)
-            .map(|k| StateWrite {
-                output: config.output.clone(),
-                mesh: Arc::clone(&mesh),
-                node_cells: Arc::new(OnceLock::new()),
-                strain_cells: StrainCells::of(&problem, Arc::clone(&mesh)).map(Arc::new),
-                energy_later: None,
-                state: StateSnapshot::of(
-                    stamp(step + 1 + k),
-                    &u,
-                    &displacement_reaction(&problem),
-                    CellOutputs::compute(&problem, &u, &config, true).unwrap(),
-                )
-                .unwrap(),
-            })
-            .collect();
-        jobs.reverse();
-        rows.push((
-            "pipeline's derivations alone".into(),
-            best(&mut || {
-                if let Some(job) = jobs.pop() {
-                    job.derive(&Derived::default(), &mut |_| {}).unwrap();
-                }
-            }),
-        ));
-        rows.push((
-            "pipeline: derive and write".into(),
-            best(&mut || {
-                if let Some(job) = jobs.pop() {
-                    job.write(&mut results).unwrap();
-                }
-            }),
-        ));
-        let bytes = std::fs::metadata(results.h5_path()).unwrap().len();
-        eprintln!(
-            "{n}^3: {} nodes, {} cells, {} threads, file {bytes} B",
-            mesh.n_nodes(),
-            mesh.n_cells(),
-            rayon::current_num_threads()
-        );
-        for (name, s) in rows {
-            eprintln!("  {name:<40} {s:8.4} s");
-        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -176,7 +176,7 @@ impl IterationSystem {
         if u.device().is_host() {
             into.copy_from(u)
         } else {
-            into.copy_from_host(&u.to_host_vec()?)
+            u.copy_to_host(into.host_mut()?)
         }
     }
 
@@ -314,7 +314,7 @@ impl IterationSystem {
             return Ok(reactions);
         }
         let mut on_host = discrete.zeros()?;
-        on_host.copy_from_host(&reactions.to_host_vec()?)?;
+        reactions.copy_to_host(on_host.host_mut()?)?;
         Ok(on_host)
     }
 }

@@ -1,6 +1,6 @@
 //! Vector kernels of CG and the smoothers (`linalg/cuda/vector.cu`), bit-identical to
 //! [`crate::ops`]: element-wise updates round as the host's, and the reductions ([`dot`],
-//! [`norm2`], [`sum`]) are exact sums rounded once, as [`crate::exact::ExactSum`] on the host: the
+//! [`dots`], [`sum`]) are exact sums rounded once, as [`crate::exact::ExactSum`] on the host: the
 //! host's bits, on every run and for any launch shape.
 
 use cudarc::driver::PushKernelArg;
@@ -56,63 +56,6 @@ pub fn axpy(
     l.arg(&n).arg(&a).arg(x).arg(&mut *y);
     // SAFETY: arguments match `axpy`; lengths checked.
     unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("axpy"))?;
-    Ok(())
-}
-
-/// `z = a x + b y + c z`; with `c == 0` the old `z` is not read.
-#[cfg(test)]
-pub fn axpbypcz(
-    ctx: &CudaContext,
-    a: f64,
-    x: &DeviceBuffer<f64>,
-    b: f64,
-    y: &DeviceBuffer<f64>,
-    c: f64,
-    z: &mut DeviceBuffer<f64>,
-) -> Result<(), LinalgError> {
-    check_len("device axpbypcz: x", z.len(), x.len())?;
-    check_len("device axpbypcz: y", z.len(), y.len())?;
-    let f = ctx.function(&VECTOR, DEFINES, "axpbypcz")?;
-    let (n, read_z) = (z.len() as u64, (c != 0.0) as i32);
-    let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&n)
-        .arg(&a)
-        .arg(x)
-        .arg(&b)
-        .arg(y)
-        .arg(&c)
-        .arg(&mut *z)
-        .arg(&read_z);
-    // SAFETY: arguments match `axpbypcz`; lengths checked.
-    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("axpbypcz"))?;
-    Ok(())
-}
-
-/// The CG update `x += alpha p; r -= alpha q` in one pass.
-#[cfg(test)]
-pub fn cg_update(
-    ctx: &CudaContext,
-    alpha: f64,
-    p: &DeviceBuffer<f64>,
-    q: &DeviceBuffer<f64>,
-    x: &mut DeviceBuffer<f64>,
-    r: &mut DeviceBuffer<f64>,
-) -> Result<(), LinalgError> {
-    let n = x.len();
-    check_len("device cg_update: p", n, p.len())?;
-    check_len("device cg_update: q", n, q.len())?;
-    check_len("device cg_update: r", n, r.len())?;
-    let f = ctx.function(&VECTOR, DEFINES, "cg_update")?;
-    let n = n as u64;
-    let mut l = ctx.stream().launch_builder(&f);
-    l.arg(&n)
-        .arg(&alpha)
-        .arg(p)
-        .arg(q)
-        .arg(&mut *x)
-        .arg(&mut *r);
-    // SAFETY: arguments match `cg_update`; lengths checked.
-    unsafe { l.launch(grid_stride(n)) }.map_err(driver_err("cg_update"))?;
     Ok(())
 }
 
@@ -430,12 +373,6 @@ pub fn dot(
 ) -> Result<f64, LinalgError> {
     check_len("device dot: y", x.len(), y.len())?;
     Ok(rounded_sums(ctx, &[(TERM_PRODUCT, x, y, x.len())])?[0])
-}
-
-/// `sqrt(x . x)`, bit-identical to [`crate::ops::norm2`].
-#[cfg(test)]
-pub fn norm2(ctx: &CudaContext, x: &DeviceBuffer<f64>) -> Result<f64, LinalgError> {
-    Ok(dot(ctx, x, x)?.sqrt())
 }
 
 /// `sum x_i` or `sum |x_i|` (one scalar downloaded): the exact sum rounded once, the bits of
