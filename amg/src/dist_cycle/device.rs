@@ -39,7 +39,7 @@ use crate::dist_tentative::DistTentative;
 use crate::hierarchy::build_smoother;
 use crate::hierarchy::with_level;
 use crate::level_matrix::{Coarsened, LevelMatrix};
-use crate::params::AmgParams;
+use crate::params::{AmgParams, Renewal};
 use crate::report::SetupTimings;
 use crate::{AmgError, PointBlockJacobi};
 use std::sync::{Mutex, OnceLock};
@@ -152,8 +152,8 @@ pub(super) struct DeviceKept {
 /// kept renewal, whose values are the host's), with no host numeric product and no upload of
 /// `P`'s or the next operator's values and no download of `a` (its block norms and the
 /// smoothed product come down, the latter for `P`'s views). `aggregated`: the graph and
-/// aggregates a renewal made already.
-/// Timings, each phase ended by a device synchronisation: `smoother_setup_s` the inverses and
+/// aggregates a renewal made already. The smoothing's device part (a local copy of `a` and
+/// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase ended by a device synchronisation: `smoother_setup_s` the inverses and
 /// estimate, `smoothing_s` the smoothing's plan and `A P0` with `P`'s values,
 /// `galerkin_symbolic_s` `P`'s views, the symbolic product and their uploads (the transpose's
 /// among them), `galerkin_numeric_s` the device product.
@@ -203,7 +203,11 @@ pub(super) fn coarsen(
             let omega = params.prolongator_omega_scale / emax;
             let w = on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
             let p_host = DistBsr::from_values(plan.p_pattern().clone(), &w)?;
-            (p, p_host, Some(on_device))
+            // its local `A` and `A P0` are the size of the level operator: kept only for the
+            // kept renewals of `keep_aggregates` (a recompute renewal that keeps the level
+            // uploads the plan again)
+            let kept = params.renewal == Renewal::KeepAggregates;
+            (p, p_host, kept.then_some(on_device))
         }
         // unsmoothed aggregation: `P` is `P0`
         None => (p0.to_device(&device)?, p0, None),
