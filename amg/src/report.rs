@@ -26,6 +26,9 @@ pub struct SetupTimings {
     pub coarse_factor_s: f64,
     /// Copy of the fine operator into a hierarchy that owns it.
     pub copy_operator_s: f64,
+    /// A set-up on GPU ranks: the device plans made or uploaded (the smoothing's and the
+    /// Galerkin product's), `P`'s transpose uploaded and the next operator made there.
+    pub device_plans_s: f64,
     /// Scalar storage: expansion to 1x1 blocks (cold setup: every operator and prolongator; hot
     /// update: the fine operator's values); mixed precision: the cold setup's rounding of the
     /// coarse data to fp32.
@@ -72,7 +75,7 @@ impl StageTransfers {
 impl SetupTimings {
     /// Each stage's name and seconds, in the order a set-up runs them (the whole call,
     /// `total_s`, left out: what the stages do not hold of it is the call's own bookkeeping).
-    pub fn stages(&self) -> [(&'static str, f64); 10] {
+    pub fn stages(&self) -> [(&'static str, f64); 11] {
         [
             ("copy operator", self.copy_operator_s),
             ("graph", self.graph_s),
@@ -80,6 +83,7 @@ impl SetupTimings {
             ("tentative", self.tentative_s),
             ("smoothing", self.smoothing_s),
             ("Galerkin symbolic", self.galerkin_symbolic_s),
+            ("device plans", self.device_plans_s),
             ("Galerkin numeric", self.galerkin_numeric_s),
             ("smoother", self.smoother_setup_s),
             ("coarse factor", self.coarse_factor_s),

@@ -153,10 +153,12 @@ pub(super) struct DeviceKept {
 /// `P`'s or the next operator's values and no download of `a` (its block norms and the
 /// smoothed product come down, the latter for `P`'s views). `aggregated`: the graph and
 /// aggregates a renewal made already. The smoothing's device part (a local copy of `a` and
-/// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase ended by a device synchronisation: `smoother_setup_s` the inverses and
-/// estimate, `smoothing_s` the smoothing's plan and `A P0` with `P`'s values,
-/// `galerkin_symbolic_s` `P`'s views, the symbolic product and their uploads (the transpose's
-/// among them), `galerkin_numeric_s` the device product.
+/// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase
+/// ended by a device synchronisation: `smoother_setup_s` the inverses and estimate,
+/// `smoothing_s` the smoothing's plan and `A P0` with `P`'s values, `galerkin_symbolic_s` `P`'s
+/// views, the symbolic product and `P`'s transpose, `device_plans_s` the device plans'
+/// uploads and the next operator and `P` made on the device, `galerkin_numeric_s` the device
+/// product.
 pub(super) fn coarsen(
     a: &DistBsr,
     near_null: &DistNearNull,
@@ -198,8 +200,10 @@ pub(super) fn coarsen(
     } = t;
     let (p, p_host, device_smoothing) = match &smoothing {
         Some(plan) => {
+            since = phase(&mut tm.smoothing_s, since)?;
             let mut on_device = DeviceSmoothing::upload(plan, a)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
+            since = phase(&mut tm.device_plans_s, since)?;
             let omega = params.prolongator_omega_scale / emax;
             let w = on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
             let p_host = DistBsr::from_values(plan.p_pattern().clone(), &w)?;
@@ -215,12 +219,14 @@ pub(super) fn coarsen(
     since = phase(&mut tm.smoothing_s, since)?;
     let mut galerkin = GalerkinPlan::new(a, &graph, &p_host, &coarse_serial_ids)?;
     let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
+    let pt = DistTranspose::new(&p_host)?;
+    since = phase(&mut tm.galerkin_symbolic_s, since)?;
     let mut device_galerkin = DeviceGalerkin::upload(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
-    let pt = DistTranspose::new(&p_host)?.to_device(&device)?;
+    let pt = pt.to_device(&device)?;
     let k = p_host.pattern().block_cols();
     drop((p_host, graph));
-    since = phase(&mut tm.galerkin_symbolic_s, since)?;
+    since = phase(&mut tm.device_plans_s, since)?;
     device_galerkin.numeric(a, &mut next)?;
     phase(&mut tm.galerkin_numeric_s, since)?;
     Ok(Some(Coarsened {

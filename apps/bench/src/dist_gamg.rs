@@ -688,18 +688,18 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
             hot_update: untraffic(&v[8..12]),
             hot_solve: untraffic(&v[12..16]),
             spmv: untraffic(&v[16..20]),
-            setup_cold_stages: stages_from(&v[20..29]),
-            renewal_recompute_s: v[29],
-            renewal_keep_s: v[30],
-            renewal_keep_stages: stages_from(&v[31..40]),
-            renewal_recompute_stages: stages_from(&v[40..49]),
-            renewal_recompute_plans_kept: v[49] as usize,
+            setup_cold_stages: stages_from(&v[20..30]),
+            renewal_recompute_s: v[30],
+            renewal_keep_s: v[31],
+            renewal_keep_stages: stages_from(&v[32..42]),
+            renewal_recompute_stages: stages_from(&v[42..52]),
+            renewal_recompute_plans_kept: v[52] as usize,
         })
         .collect())
 }
 
 /// The stages of a cold set-up as the values [`gather_ranks`] sends (and [`stages_from`] reads).
-fn stage_values(t: &SetupTimings) -> [f64; 9] {
+fn stage_values(t: &SetupTimings) -> [f64; 10] {
     [
         t.graph_s,
         t.aggregation_s,
@@ -710,6 +710,7 @@ fn stage_values(t: &SetupTimings) -> [f64; 9] {
         t.galerkin_numeric_s,
         t.coarse_factor_s,
         t.total_s,
+        t.device_plans_s,
     ]
 }
 
@@ -724,6 +725,7 @@ fn stages_from(v: &[f64]) -> SetupTimings {
         galerkin_numeric_s: v[6],
         coarse_factor_s: v[7],
         total_s: v[8],
+        device_plans_s: v[9],
         ..SetupTimings::default()
     }
 }
