@@ -1806,6 +1806,46 @@ impl ClampedBeam {
     }
 }
 
+/// Asserts that `other` (levels on the host or a GPU) has the levels of `reference` bit for bit:
+/// the level count and ranks, every level's operator and, above the coarsest, its point-block
+/// Jacobi inverses and eigenvalue estimate (`what` names the comparison in a failure).
+fn assert_same_levels(
+    reference: &amg::dist_cycle::DistHierarchy,
+    other: &amg::dist_cycle::DistHierarchy,
+    what: &str,
+) {
+    let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(other.n_levels(), reference.n_levels(), "{what}: levels");
+    assert_eq!(
+        other.level_ranks(),
+        reference.level_ranks(),
+        "{what}: ranks"
+    );
+    for l in 0..reference.n_levels() {
+        let on_host = |h: &amg::dist_cycle::DistHierarchy| {
+            h.level_operator(l)
+                .unwrap()
+                .to_device(&linalg::Device::Host)
+                .unwrap()
+        };
+        assert_eq!(
+            dist_bits(&on_host(reference)),
+            dist_bits(&on_host(other)),
+            "{what}: level {l}"
+        );
+        if let Some(s) = reference.level_smoother(l) {
+            let inv = |s: &amg::smoother::Smoother| bits(s.pbj.inverse().to_host_vec().unwrap());
+            let so = other.level_smoother(l).unwrap();
+            assert_eq!(inv(s), inv(so), "{what}: level {l}: D^-1");
+            assert_eq!(
+                s.emax.to_bits(),
+                so.emax.to_bits(),
+                "{what}: level {l}: emax"
+            );
+        }
+    }
+}
+
 /// The rigid-body modes of the [`clamped_beam`]'s nodes turned by `angle` about the x axis,
 /// rows of the owned nodes `ids` (serial ids).
 fn turned_beam_modes(ids: &[u64], angle: f64) -> Vec<f64> {
@@ -2023,34 +2063,7 @@ fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
             .unwrap();
             assert!(host.n_levels() > 2, "{case}: a hierarchy of several levels");
             let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            let compare = |host: &amg::dist_cycle::DistHierarchy,
-                           hd: &amg::dist_cycle::DistHierarchy,
-                           when: &str| {
-                assert_eq!(hd.n_levels(), host.n_levels(), "{case}, {when}");
-                assert_eq!(hd.level_ranks(), host.level_ranks(), "{case}, {when}");
-                for l in 0..host.n_levels() {
-                    let h = host.level_operator(l).unwrap();
-                    let d = hd
-                        .level_operator(l)
-                        .unwrap()
-                        .to_device(&linalg::Device::Host)
-                        .unwrap();
-                    assert_eq!(dist_bits(h), dist_bits(&d), "{case}, {when}: level {l}");
-                    if let Some(s) = host.level_smoother(l) {
-                        let inv = |s: &amg::smoother::Smoother| {
-                            bits(s.pbj.inverse().to_host_vec().unwrap())
-                        };
-                        let sd = hd.level_smoother(l).unwrap();
-                        assert_eq!(inv(s), inv(sd), "{case}, {when}: level {l}: D^-1");
-                        assert_eq!(
-                            s.emax.to_bits(),
-                            sd.emax.to_bits(),
-                            "{case}: level {l}: emax"
-                        );
-                    }
-                }
-            };
-            compare(&host, &hd, "cold");
+            assert_same_levels(&host, &hd, &format!("{case}, cold"));
             let cg = amg::CgParams {
                 rtol: 1e-8,
                 ..Default::default()
@@ -2071,7 +2084,7 @@ fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
             host.update(beam.operator(&values)).unwrap();
             hd.update(beam.operator(&values).to_device(&device).unwrap())
                 .unwrap();
-            compare(&host, &hd, "hot update");
+            assert_same_levels(&host, &hd, &format!("{case}, hot update"));
         }
     });
 }
@@ -2214,31 +2227,8 @@ fn a_device_recompute_renewal_on_ranks_keeps_unchanged_levels_and_equals_a_cold_
                     &beam.params,
                 )
                 .unwrap();
-                assert_eq!(hd.n_levels(), cold.n_levels());
-                assert_eq!(host.n_levels(), cold.n_levels());
-                for l in 0..cold.n_levels() {
-                    let c = cold.level_operator(l).unwrap();
-                    let h = host.level_operator(l).unwrap();
-                    let d = hd
-                        .level_operator(l)
-                        .unwrap()
-                        .to_device(&linalg::Device::Host)
-                        .unwrap();
-                    assert_eq!(dist_bits(h), dist_bits(c), "angle {angle}: host level {l}");
-                    assert_eq!(
-                        dist_bits(&d),
-                        dist_bits(c),
-                        "angle {angle}: device level {l}"
-                    );
-                    if let Some(s) = cold.level_smoother(l) {
-                        let inv = |s: &amg::smoother::Smoother| {
-                            bits(s.pbj.inverse().to_host_vec().unwrap())
-                        };
-                        let sd = hd.level_smoother(l).unwrap();
-                        assert_eq!(inv(s), inv(sd), "angle {angle}: level {l}: D^-1");
-                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
-                    }
-                }
+                assert_same_levels(&cold, &host, &format!("angle {angle}, host renewal"));
+                assert_same_levels(&cold, &hd, &format!("angle {angle}, device renewal"));
                 let mut solutions = Vec::new();
                 for (pc, a, rhs) in [
                     (&hd as &dyn amg::Preconditioner, &a_dev, &b_dev),
@@ -2314,24 +2304,7 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
                     .unwrap();
                 let report = hd.set_near_null_space(fine, nns).unwrap();
                 assert_eq!(report.plans_reused, host.n_levels() - 1);
-                assert_eq!(hd.n_levels(), host.n_levels());
-                for l in 0..host.n_levels() {
-                    let h = host.level_operator(l).unwrap();
-                    let d = hd
-                        .level_operator(l)
-                        .unwrap()
-                        .to_device(&linalg::Device::Host)
-                        .unwrap();
-                    assert_eq!(dist_bits(h), dist_bits(&d), "angle {angle}: level {l}");
-                    if let Some(s) = host.level_smoother(l) {
-                        let inv = |s: &amg::smoother::Smoother| {
-                            bits(s.pbj.inverse().to_host_vec().unwrap())
-                        };
-                        let sd = hd.level_smoother(l).unwrap();
-                        assert_eq!(inv(s), inv(sd), "angle {angle}: level {l}: D^-1");
-                        assert_eq!(s.emax.to_bits(), sd.emax.to_bits(), "level {l}: emax");
-                    }
-                }
+                assert_same_levels(&host, &hd, &format!("angle {angle}"));
                 let down = report.transfers.device_to_host_bytes as usize;
                 // P's views are still made on the host: the smoothed products come down (on this
                 // small beam about 60 % of the fine operator's bytes); the fine operator alone

@@ -176,13 +176,7 @@ pub(super) fn coarsen(
         return Ok(None);
     };
     let device = a.device();
-    // each phase's seconds up to its device work's end (one synchronisation per phase)
-    let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
-        device.synchronize()?;
-        let now = Instant::now();
-        *seconds += (now - since).as_secs_f64();
-        Ok(now)
-    };
+    let phase = |seconds: &mut f64, since: Instant| timed_phase(&device, seconds, since);
     let mut since = Instant::now();
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
@@ -253,6 +247,19 @@ pub(super) fn coarsen(
         },
         plans_reused: false,
     }))
+}
+
+/// Adds the seconds from `since` to the end of the work queued on `device` to `seconds` (one
+/// synchronisation); returns that end: a set-up phase on a GPU timed as its own.
+pub(super) fn timed_phase(
+    device: &Device,
+    seconds: &mut f64,
+    since: Instant,
+) -> Result<Instant, AmgError> {
+    device.synchronize()?;
+    let now = Instant::now();
+    *seconds += (now - since).as_secs_f64();
+    Ok(now)
 }
 
 /// Collective. A kept renewal of the device level `a` whose device parts are gone (a level

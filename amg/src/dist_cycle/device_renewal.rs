@@ -30,7 +30,7 @@ use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 
-use super::device::DeviceKept;
+use super::device::{timed_phase, DeviceKept};
 use super::{dist_emax, DistNearNull, DistTransfer, DistTranspose, HostPlans};
 use crate::dist_prolongator::SmoothingPlan;
 use crate::dist_tentative::DistTentative;
@@ -198,13 +198,7 @@ pub(super) fn coarsen_kept(
         diagonal,
     } = kept;
     let device = a.device();
-    // each phase's seconds up to its device work's end (one synchronisation per phase)
-    let phase = |seconds: &mut f64, since: Instant| -> Result<Instant, AmgError> {
-        device.synchronize()?;
-        let now = Instant::now();
-        *seconds += (now - since).as_secs_f64();
-        Ok(now)
-    };
+    let phase = |seconds: &mut f64, since: Instant| timed_phase(&device, seconds, since);
     let mut t = Instant::now();
     let DistTentative {
         p: p0,
