@@ -40,7 +40,7 @@ impl CooPlan {
         let n_nodes = incidence.pattern.n_block_rows();
         if incidence.pattern.n_block_cols() != 1
             || incidence.n_contributions != cells.len()
-            || cells.len() % npc != 0
+            || !cells.len().is_multiple_of(npc)
         {
             return Err(LinalgError::LengthMismatch {
                 what: "CooPlan::of_cell_blocks incidence plan contributions",
