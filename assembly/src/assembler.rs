@@ -94,14 +94,6 @@ impl CellMaterials {
 /// element kernels that write it and the sums that read it (whole cells, at least one).
 const BATCH_BYTES: usize = 8 << 20;
 
-/// Contribution `c` of the cells' element matrices (cell-major, `NPC x NPC` node pairs each,
-/// row-major): its block `(row node, column node)`.
-#[inline]
-fn element_block<const NPC: usize>(cells: &[usize], c: usize) -> (usize, usize) {
-    let (nodes, ab) = (&cells[c / (NPC * NPC) * NPC..][..NPC], c % (NPC * NPC));
-    (nodes[ab / NPC], nodes[ab % NPC])
-}
-
 /// Tangent blocks per task of the element loop (cells per task: this over `n^2`, at least one).
 const BLOCKS_PER_TASK: usize = 4096;
 
@@ -170,23 +162,11 @@ impl ElasticityAssembler {
         };
         let cells = &mesh.cells;
         let per_cell = npc * npc;
-        let (n_contributions, segment_len) = (n_cells * per_cell, segment(per_cell));
-        // the plan calls its `block_of` a few times per contribution: Q1's and Q2's node counts
-        // as constants make its divisions multiplications and shifts (the same blocks)
-        let matrix_plan = match npc {
-            8 => CooPlan::from_fn(n_nodes, n_nodes, n_contributions, segment_len, |c| {
-                element_block::<8>(cells, c)
-            }),
-            27 => CooPlan::from_fn(n_nodes, n_nodes, n_contributions, segment_len, |c| {
-                element_block::<27>(cells, c)
-            }),
-            _ => CooPlan::from_fn(n_nodes, n_nodes, n_contributions, segment_len, |c| {
-                let (nodes, ab) = (&cells[c / per_cell * npc..][..npc], c % per_cell);
-                (nodes[ab / npc], nodes[ab % npc])
-            }),
-        }?;
+        // the nodes' plan first (the cells around each node), from which the tangent's plan is
+        // grouped row by row: cell `e`'s block `(a, b)` is contribution `(e npc + a) npc + b`
         let vector_plan =
             CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
+        let matrix_plan = CooPlan::of_cell_blocks(&vector_plan, cells, npc, segment(per_cell))?;
         let pattern = vector_plan.pattern().clone();
         let slot_of_node = (0..n_nodes)
             .map(|i| {

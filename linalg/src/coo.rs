@@ -6,8 +6,8 @@
 //! segment at a time in a small buffer instead of holding every value at once.
 //!
 //! Calling order: build the plan once ([`CooPlan::new`]: one segment; [`CooPlan::with_segments`],
-//! [`CooPlan::from_fn`]), make a matrix on its pattern
-//! (`Bsr::zeros(plan.pattern().clone(), br, bc)`), then, as often as needed, either
+//! [`CooPlan::from_fn`]; an element loop's blocks: [`CooPlan::of_cell_blocks`]), make a matrix
+//! on its pattern (`Bsr::zeros(plan.pattern().clone(), br, bc)`), then, as often as needed, either
 //! [`CooPlan::assemble`] all values at once, or [`CooPlan::begin`] a [`CooSum`],
 //! [`CooSum::add_segment`] the values of segments `0, 1, 2, ...` in this order and
 //! [`CooSum::finish`]. Both paths compute every block as `0.0 + c1 + c2 + ...` over its
@@ -27,6 +27,8 @@ use rayon::prelude::*;
 use crate::backend::host::sum::{add_runs_any, RunList};
 use crate::rows::split_rows;
 use crate::{BlockPattern, Bsr, LinalgError};
+
+mod cells;
 
 /// Contributions per task when validating and counting in the row sort.
 const SORT_CHUNK: usize = 1 << 16;

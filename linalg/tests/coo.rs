@@ -433,3 +433,91 @@ fn slot_order_is_each_slots_contributions_ascending() {
         }
     }
 }
+
+/// Cells of `npc` distinct nodes drawn at random from `n_nodes` (the last nodes in no cell), in
+/// random order.
+fn random_cells(rng: &mut Rng, n_cells: usize, npc: usize, n_nodes: usize) -> Vec<usize> {
+    let mut cells = Vec::with_capacity(n_cells * npc);
+    for _ in 0..n_cells {
+        let first = cells.len();
+        while cells.len() < first + npc {
+            let node = rng.below(n_nodes - 3);
+            if !cells[first..].contains(&node) {
+                cells.push(node);
+            }
+        }
+    }
+    cells
+}
+
+/// The element-block plan grouped from the cells around each node is the plan `from_fn` builds
+/// for the same blocks (pattern, grouping, runs), for any thread count, whether or not the nodes'
+/// plan was summed (its grouping dropped), and it sums to the same bits.
+#[test]
+fn cell_block_plans_equal_from_fn_plans() {
+    let mut rng = Rng::new(26);
+    for (npc, n_cells, n_nodes) in [(8, 700, 900), (27, 90, 600), (2, 2000, 300), (1, 50, 60)] {
+        let cells = random_cells(&mut rng, n_cells, npc, n_nodes);
+        let per_cell = npc * npc;
+        let n = n_cells * per_cell;
+        let values = rng.vec(n * 9);
+        for cells_per_segment in [1, 7, n_cells] {
+            let len = NonZeroUsize::new(cells_per_segment * per_cell).unwrap();
+            let node_len = NonZeroUsize::new(cells_per_segment * npc).unwrap();
+            let expected = CooPlan::from_fn(n_nodes, n_nodes, n, len, |c| {
+                let (e, ab) = (c / per_cell, c % per_cell);
+                (cells[e * npc + ab / npc], cells[e * npc + ab % npc])
+            })
+            .unwrap();
+            let mut wanted = Bsr::zeros(expected.pattern().clone(), 3, 3);
+            expected.assemble(&values, &mut wanted).unwrap();
+            for threads in [1, 3] {
+                for summed in [false, true] {
+                    let plan = with_threads(threads, || {
+                        let nodes =
+                            CooPlan::from_fn(n_nodes, 1, cells.len(), node_len, |k| (cells[k], 0))
+                                .unwrap();
+                        if summed {
+                            let mut out = vec![0.0; nodes.pattern().nnz()];
+                            nodes
+                                .assemble_host(&vec![1.0; cells.len()], 1, &mut out)
+                                .unwrap();
+                        }
+                        CooPlan::of_cell_blocks(&nodes, &cells, npc, len).unwrap()
+                    });
+                    assert_eq!(plan, expected, "npc {npc}, {threads} threads");
+                    assert!(plan.runs().eq(expected.runs()));
+                    let mut got = Bsr::zeros(plan.pattern().clone(), 3, 3);
+                    plan.assemble(&values, &mut got).unwrap();
+                    assert!(got
+                        .host()
+                        .unwrap()
+                        .iter()
+                        .zip(wanted.host().unwrap())
+                        .all(|(x, y)| x.to_bits() == y.to_bits()));
+                }
+            }
+        }
+    }
+}
+
+/// A node id past the nodes' plan and a nodes' plan of other cells are refused.
+#[test]
+fn cell_block_plan_errors_are_reported() {
+    let cells = [0, 1, 2, 3, 2, 1];
+    let len = NonZeroUsize::new(9).unwrap();
+    let nodes = CooPlan::from_fn(4, 1, 6, len, |k| (cells[k], 0)).unwrap();
+    let too_few = CooPlan::of_cell_blocks(&nodes, &cells[..3], 3, len);
+    assert!(matches!(too_few, Err(LinalgError::LengthMismatch { .. })));
+    let outside = CooPlan::of_cell_blocks(&nodes, &[0, 1, 2, 3, 4, 1], 3, len);
+    assert_eq!(
+        outside.unwrap_err(),
+        LinalgError::ContributionOutOfRange {
+            index: 4,
+            row: 4,
+            col: 0,
+            n_block_rows: 4,
+            n_block_cols: 1
+        }
+    );
+}

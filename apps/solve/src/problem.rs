@@ -374,9 +374,12 @@ impl Problem {
     fn unloaded(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
-        let pieces = Pieces::of_mesh(&mesh);
-        let assembler =
-            ElasticityAssembler::new(&mesh, materials, points).map_err(Error::ElementLoop)?;
+        // the pieces (a serial union-find) while the element loop builds its plans in parallel
+        let (pieces, assembler) = rayon::join(
+            || Pieces::of_mesh(&mesh),
+            || ElasticityAssembler::new(&mesh, materials, points),
+        );
+        let assembler = assembler.map_err(Error::ElementLoop)?;
         Ok(Self {
             discrete: DiscreteProblem {
                 constraints: build_constraints(params, &mesh, &assembler)?,
