@@ -3,13 +3,14 @@
 //! matrices, its smoother's inverses made on the device, and per transfer the device part
 //! of the numeric phases ([`DeviceTransfer`]: the Galerkin product's plan,
 //! [`super::device_update::DeviceGalerkin`], and the prolongator smoothing's,
-//! [`super::device_renewal::DeviceSmoothing`], made by the first kept renewal).
+//! [`super::device_renewal::DeviceSmoothing`], made by a cold set-up with `renewal:
+//! keep_aggregates` or else by the first kept renewal).
 //!
 //! The cold set-up coarsens a device level ([`coarsen`]) in two halves: the symbolic stages
-//! on the host for now, from its operator's pattern and block norms (strength graph, aggregation, the tentative
-//! prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
-//! product's symbolic phase: issue 26 moves them to the device, one at a time, here), the
-//! numeric ones where the level lives, through the device parts a kept renewal uses (the
+//! on the host for now, from its operator's pattern and block norms (strength graph,
+//! aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, `P`'s
+//! views and the Galerkin product's symbolic phase: issue 26 moves them to the device, one at
+//! a time, here), the numeric ones where the level lives, through the device parts a kept renewal uses (the
 //! smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values, the
 //! Galerkin product into the next level's operator). A level without device parts (a copy made
 //! by [`DistHierarchy::to_device`]) renews on the host and is placed on the device ([`place`]).
@@ -143,8 +144,8 @@ pub(super) struct DeviceKept {
 }
 
 /// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the
-/// symbolic stages on the host from `a`'s pattern and block norms (strength graph, aggregation, the tentative
-/// prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
+/// symbolic stages on the host from `a`'s pattern and block norms (strength graph,
+/// aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
 /// product's symbolic phase) and the numeric ones where the level lives, as a kept renewal runs
 /// them ([`super::device_renewal`]): the smoother's inverses and eigenvalue estimate, `A P0`
 /// with the smoothing and `P`'s values, the Galerkin product into the next level's device
