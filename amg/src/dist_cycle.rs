@@ -965,6 +965,9 @@ fn coarsen(
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
         GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
     })?;
+    if let Some(plan) = &smoothing {
+        galerkin.share_a_local(plan.a_local());
+    }
     let (ac, _) = timed(&mut tm.galerkin_numeric_s, || galerkin.product(a, &p))?;
     let plans = HostPlans {
         galerkin,

@@ -215,7 +215,7 @@ pub struct GalerkinProductPlan {
     a_offd: Arc<BlockPattern>,
     /// `A_local` slot `i` takes `diag` block `a_gather[i]`, or `offd` block `a_gather[i] -
     /// a_diag.nnz()`.
-    pub(crate) a_gather: Vec<u32>,
+    pub(crate) a_gather: Arc<[u32]>,
     /// The local `A`'s pattern (owned rows, local columns).
     pub(crate) a_local_pattern: Arc<BlockPattern>,
     pub(crate) ap_plan: SpgemmPlan,
@@ -256,6 +256,51 @@ pub(crate) fn symbolic_product(
         return Ok(SpgemmPlan::new(a, b)?);
     }
     Ok(SpgemmPlan::new_on(device, a, b)?)
+}
+
+/// The local `A` of a level on a rank, symbolically: its pattern (the owned rows, columns at
+/// the serial `position` of the local vertices) and the gather of its blocks from `A`'s `diag`
+/// (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot). Made once for one pattern of `A`
+/// and one `position`, and shared (`Arc`s) by the level's smoothing and Galerkin plans.
+#[derive(Debug, Clone)]
+pub(crate) struct ALocal {
+    pub(crate) pattern: Arc<BlockPattern>,
+    pub(crate) gather: Arc<[u32]>,
+    a_diag: Arc<BlockPattern>,
+    a_offd: Arc<BlockPattern>,
+    position: Arc<[u32]>,
+}
+
+impl ALocal {
+    /// The local `A` of `a` with its columns at `position` (local: no messages).
+    pub(crate) fn new(a: &DistBsr, position: &[u32]) -> Result<Self, AmgError> {
+        let (pattern, gather) = a_local_symbolic(a, position)?;
+        Ok(Self {
+            pattern,
+            gather: gather.into(),
+            a_diag: a.pattern().diag().clone(),
+            a_offd: a.pattern().offd().clone(),
+            position: position.into(),
+        })
+    }
+
+    /// `seed` where it was made for `a`'s patterns and `position`, else a new one.
+    pub(crate) fn reuse_or_new(
+        seed: Option<&Self>,
+        a: &DistBsr,
+        position: &[u32],
+    ) -> Result<Self, AmgError> {
+        match seed {
+            Some(s)
+                if BlockPattern::same(a.pattern().diag(), &s.a_diag)
+                    && BlockPattern::same(a.pattern().offd(), &s.a_offd)
+                    && *s.position == *position =>
+            {
+                Ok(s.clone())
+            }
+            _ => Self::new(a, position),
+        }
+    }
 }
 
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
@@ -403,9 +448,9 @@ impl GalerkinProductPlan {
     /// of each local vertex of `a`: the columns of the local `A`), `p_ext` (`P`'s rows of the
     /// local vertices in that order), `p_owned` (`P`'s owned rows), `coarse_globals` (the
     /// global coarse id of each local coarse column) and `coarse` (`P`'s column partition).
-    pub fn new(
+    pub(crate) fn new(
         a: &DistBsr,
-        position: &[u32],
+        a_local: ALocal,
         p_ext: &Bsr,
         p_owned: &Bsr,
         coarse_globals: &[u64],
@@ -413,7 +458,11 @@ impl GalerkinProductPlan {
     ) -> Result<Self, AmgError> {
         let ap = a.pattern();
         let k = p_owned.block_cols();
-        let (a_pattern, a_gather) = a_local_symbolic(a, position)?;
+        let ALocal {
+            pattern: a_pattern,
+            gather: a_gather,
+            ..
+        } = a_local;
         let device = a.device();
         let ap_plan = symbolic_product(&device, &a_pattern, p_ext.pattern())?;
         let pt_plan = linalg::transpose_symbolic(p_owned.pattern());

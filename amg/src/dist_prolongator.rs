@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::dist_aggregation::DistGraph;
-use crate::dist_galerkin::GalerkinProductPlan;
+use crate::dist_galerkin::{ALocal, GalerkinProductPlan};
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
 
@@ -109,8 +109,8 @@ fn p_view(
     let mut p_oth = plan.new_matrix();
     plan.update(p, &mut p_oth)?;
 
-    // Every local P row as (coarse global column, slot): owned rows from `diag`/`offd`, ghost
-    // rows from `P_oth`.
+    // A local row's blocks: (0, slot) of `P.diag`, (1, slot) of `P.offd` (owned rows), (2,
+    // slot) of `P_oth` (ghost rows), each with its coarse global column.
     let first_c = coarse_partition.owned_range().start;
     let p_ghosts = pp.halo().ghosts();
     let (pd, po, oth) = (
@@ -118,41 +118,32 @@ fn p_view(
         p.offd().pattern(),
         p_oth.pattern().clone(),
     );
-    // a block of a local row: (0, slot) of `P.diag`, (1, slot) of `P.offd`, (2, slot) of `P_oth`
-    let row_entries = |v: usize, out: &mut Vec<(u64, u8, u32)>| {
-        if v < n {
-            for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
-                out.push((first_c + u64::from(pd.col_idx()[s]), 0, s as u32));
-            }
-            for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
-                out.push((p_ghosts[po.col_idx()[s] as usize], 1, s as u32));
-            }
-        } else {
-            let j = v - n;
-            for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
-                out.push((plan.col_globals()[oth.col_idx()[s] as usize], 2, s as u32));
-            }
-        }
+    let oth_globals = plan.col_globals();
+    let n_coarse = coarse_partition.global_len() as usize;
+    let beyond = |c: u64| AmgError::DimensionMismatch {
+        what: "distributed AMG: coarse column beyond the coarse vertices",
+        expected: n_coarse,
+        found: c as usize,
     };
 
-    // Serial coarse ids of the coarse columns used here, from their owners.
-    let (_, mut needed) = linalg::collect_rows(n_local, |v, out: &mut Vec<u64>| {
-        let mut entries = Vec::new();
-        row_entries(v, &mut entries);
-        out.extend(entries.iter().map(|&(c, _, _)| c));
-    });
-    needed.par_sort_unstable();
-    needed.dedup();
+    // The coarse columns of the local rows (every block of `P.diag`, `P.offd` and `P_oth`),
+    // ascending, and the serial coarse ids of those from their owners.
+    let mut used = vec![false; n_coarse];
+    let columns = pd
+        .col_idx()
+        .iter()
+        .map(|&c| first_c + u64::from(c))
+        .chain(po.col_idx().iter().map(|&c| p_ghosts[c as usize]))
+        .chain(oth.col_idx().iter().map(|&c| oth_globals[c as usize]));
+    for c in columns {
+        *used.get_mut(c as usize).ok_or_else(|| beyond(c))? = true;
+    }
+    let needed: Vec<u64> = (0..n_coarse as u64).filter(|&c| used[c as usize]).collect();
+    drop(used);
     let mut ask = vec![Vec::new(); size];
     let mut owners = Vec::with_capacity(needed.len());
     for &c in &needed {
-        let owner = coarse_partition
-            .owner(c)
-            .ok_or(AmgError::DimensionMismatch {
-                what: "distributed AMG: coarse column beyond the coarse vertices",
-                expected: coarse_partition.global_len() as usize,
-                found: c as usize,
-            })?;
+        let owner = coarse_partition.owner(c).ok_or_else(|| beyond(c))?;
         ask[owner].push(c);
         owners.push(owner);
     }
@@ -181,17 +172,11 @@ fn p_view(
         by_serial.push((serial, i as u32));
     }
     by_serial.par_sort_unstable();
-    // local column of `needed[i]`: its place in serial order
-    let mut local_of_needed = vec![0u32; needed.len()];
+    // the local column of each coarse global column used here: its place in serial order
+    let mut local_col = vec![u32::MAX; n_coarse];
     for (local, &(_, i)) in by_serial.iter().enumerate() {
-        local_of_needed[i as usize] = local as u32;
+        local_col[needed[i as usize] as usize] = local as u32;
     }
-    let local_col = |c: u64| -> u32 {
-        // every column of a local row is in `needed`
-        needed
-            .binary_search(&c)
-            .map_or(u32::MAX, |i| local_of_needed[i])
-    };
     let n_cols = by_serial.len();
 
     // Local vertices by serial id: the column order of the local A and row order of P_ext.
@@ -201,13 +186,45 @@ fn p_view(
     for (i, &v) in order.iter().enumerate() {
         position[v] = i as u32;
     }
+    // The rows of `vertices` as a local matrix (columns in local order) and its blocks' sources.
     let p_matrix = |vertices: &[usize]| -> Result<(Bsr, Vec<(u8, u32)>), AmgError> {
-        let (ptr, entries) =
-            linalg::collect_rows(vertices.len(), |i, out: &mut Vec<(u32, u8, u32)>| {
-                let mut global = Vec::new();
-                row_entries(vertices[i], &mut global);
-                out.extend(global.into_iter().map(|(c, m, s)| (local_col(c), m, s)));
-                out.sort_unstable_by_key(|&(c, _, _)| c);
+        let mut ptr = Vec::with_capacity(vertices.len() + 1);
+        ptr.push(0);
+        for &v in vertices {
+            let len = if v < n {
+                pd.row(v).len() + po.row(v).len()
+            } else {
+                oth.row(v - n).len()
+            };
+            ptr.push(ptr[ptr.len() - 1] + len);
+        }
+        let mut entries = vec![(0u32, 0u8, 0u32); ptr[vertices.len()]];
+        linalg::split_rows(&ptr, 1, 256, &mut entries)
+            .into_par_iter()
+            .for_each(|(rows, out)| {
+                let mut at = 0;
+                for i in rows {
+                    let (v, start) = (vertices[i], at);
+                    let mut put = |c: u64, part: u8, s: usize| {
+                        out[at] = (local_col[c as usize], part, s as u32);
+                        at += 1;
+                    };
+                    if v < n {
+                        for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
+                            put(first_c + u64::from(pd.col_idx()[s]), 0, s);
+                        }
+                        for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
+                            put(p_ghosts[po.col_idx()[s] as usize], 1, s);
+                        }
+                    } else {
+                        let j = v - n;
+                        for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
+                            put(oth_globals[oth.col_idx()[s] as usize], 2, s);
+                        }
+                    }
+                    // a coarse column appears once in a row
+                    out[start..at].sort_unstable_by_key(|&(c, _, _)| c);
+                }
             });
         let col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
         let sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
@@ -270,8 +287,7 @@ pub fn dist_smooth_prolongator(
 #[derive(Debug)]
 pub struct SmoothingPlan {
     view: PView,
-    a_gather: Vec<u32>,
-    a_local_pattern: Arc<BlockPattern>,
+    a_local: ALocal,
     product: SpgemmPlan,
     p_pattern: Arc<DistPattern>,
     /// The slot map of `P`'s values: slot `s` of `P.diag` (`s < diag nnz`) or of `P.offd`
@@ -284,11 +300,10 @@ impl SmoothingPlan {
     /// tentative prolongator `t` (its pattern and coarse vertices; its values are gathered).
     pub fn new(a: &DistBsr, g: &DistGraph, t: &DistTentative) -> Result<Self, AmgError> {
         let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
-        let (a_local_pattern, a_gather) =
-            crate::dist_galerkin::a_local_symbolic(a, &view.position)?;
+        let a_local = ALocal::new(a, &view.position)?;
         let product = crate::dist_galerkin::symbolic_product(
             &a.device(),
-            &a_local_pattern,
+            &a_local.pattern,
             view.p_ext.pattern(),
         )?;
         let wp = product.pattern();
@@ -313,8 +328,7 @@ impl SmoothingPlan {
         }
         Ok(Self {
             view,
-            a_gather,
-            a_local_pattern,
+            a_local,
             product,
             p_pattern,
             p_from_product,
@@ -337,7 +351,13 @@ impl SmoothingPlan {
     /// The local `A`'s pattern and the gather of its blocks from `A`'s `diag` (indices
     /// `< diag nnz`) and `offd` (`diag nnz +` slot).
     pub(crate) fn a_local_gather(&self) -> (&Arc<BlockPattern>, &[u32]) {
-        (&self.a_local_pattern, &self.a_gather)
+        (&self.a_local.pattern, &self.a_local.gather)
+    }
+
+    /// The local `A` (symbolic) of the plan, for the level's Galerkin plan
+    /// ([`GalerkinPlan::share_a_local`]).
+    pub(crate) fn a_local(&self) -> &ALocal {
+        &self.a_local
     }
 
     /// The symbolic product `A_local P_ext`.
@@ -367,9 +387,9 @@ impl SmoothingPlan {
     ) -> Result<DistBsr, AmgError> {
         self.view.refresh_values(&t.p)?;
         let bsa = a.diag().block_rows();
-        let mut a_local = Bsr::zeros(self.a_local_pattern.clone(), bsa, bsa);
+        let mut a_local = Bsr::zeros(self.a_local.pattern.clone(), bsa, bsa);
         let n_diag = a.diag().pattern().nnz();
-        crate::dist_galerkin::gather_a_local(&self.a_gather, n_diag, a, &mut a_local)?;
+        crate::dist_galerkin::gather_a_local(&self.a_local.gather, n_diag, a, &mut a_local)?;
         let k = self.view.p_ext.block_cols();
         let mut w = Bsr::zeros(self.product.pattern().clone(), bsa, k);
         linalg::spgemm_numeric(&self.product, &a_local, &self.view.p_ext, &mut w)?;
@@ -405,6 +425,9 @@ pub struct GalerkinPlan {
     graph: DistGraph,
     /// The symbolic product for the current view, made by the first product after the view.
     planned: Option<GalerkinProductPlan>,
+    /// The local `A` of the last symbolic product (or of the level's smoothing plan): reused
+    /// by the next one where `A`'s pattern and the view's column order are the same.
+    a_local: Option<ALocal>,
     /// Bytes of partial coarse blocks the last product sent to other ranks.
     last_sent_bytes: u64,
 }
@@ -423,8 +446,16 @@ impl GalerkinPlan {
             coarse_serial_ids: coarse_serial_ids.to_vec(),
             graph: g.clone(),
             planned: None,
+            a_local: None,
             last_sent_bytes: 0,
         })
+    }
+
+    /// Offers the level's local `A` (made by its smoothing plan, [`SmoothingPlan::a_local`])
+    /// to the symbolic products: used where it fits `A` and `P`'s view (the same bits as one
+    /// made anew).
+    pub(crate) fn share_a_local(&mut self, a_local: &ALocal) {
+        self.a_local = Some(a_local.clone());
     }
 
     /// Collective: refreshes `P_oth` from `p` and agrees, in one reduction, whether some rank's
@@ -445,9 +476,11 @@ impl GalerkinPlan {
         }
         if symbolic && (flags[0] > 0.0 || flags[1] > 0.0) {
             let v = &self.view;
+            let a_local = ALocal::reuse_or_new(self.a_local.as_ref(), a, &v.position)?;
+            self.a_local = Some(a_local.clone());
             self.planned = Some(GalerkinProductPlan::new(
                 a,
-                &v.position,
+                a_local,
                 &v.p_ext,
                 &v.p_owned,
                 &v.coarse_globals,

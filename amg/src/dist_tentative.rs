@@ -40,17 +40,22 @@ pub struct DistTentative {
 /// symbolic phase of [`dist_tentative_planned`]): where each owned vertex sends its near-null
 /// rows, how the owners stack them, the prolongator's pattern and the coarse vertices.
 ///
-/// Invariants: `owner[v]` is the rank owning the aggregate of owned vertex `v` ([`NO_OWNER`]
-/// where unaggregated); a rank sends its aggregated vertices' rows in vertex order, so
-/// `received_counts[r]` rows come from rank `r`; `members[group_ptr[c]..group_ptr[c + 1]]` are
-/// the (source rank, index in its message) of owned aggregate `c`'s members in serial order;
-/// `p_pattern` has one block per aggregated vertex, in vertex order; `labels` are the aggregate
-/// labels of the owned vertices the plan was made from.
+/// Invariants: a rank sends the rows of its aggregated vertices to their aggregates' owners in
+/// vertex order: `senders[r]` are the owned vertices whose aggregate rank `r` owns, and
+/// `entry_source[e]` is (rank, index in `senders[rank]`) of the `e`-th aggregated owned vertex
+/// (in vertex order: `P`'s entry `e`); `received_counts[r]` rows come from rank `r`;
+/// `members[group_ptr[c]..group_ptr[c + 1]]` are the (source rank, index in its message) of
+/// owned aggregate `c`'s members in serial order, and `member_at[r][i]` is the index in
+/// `members` of record `i` from rank `r`; `p_pattern` has one block per aggregated vertex, in
+/// vertex order; `labels` are the aggregate labels of the owned vertices the plan was made
+/// from.
 #[derive(Debug)]
 pub struct DistTentativePlan {
     labels: Vec<u32>,
-    owner: Vec<u32>,
+    senders: Vec<Vec<u32>>,
+    entry_source: Vec<(u32, u32)>,
     members: Vec<(u32, u32)>,
+    member_at: Vec<Vec<u32>>,
     group_ptr: Vec<usize>,
     received_counts: Vec<usize>,
     p_pattern: Arc<DistPattern>,
@@ -65,6 +70,117 @@ pub struct DistTentativePlan {
 
 /// `owner` of an unaggregated vertex.
 const NO_OWNER: u32 = u32::MAX;
+
+/// The owned vertices whose rows go to each of `size` ranks, in vertex order (`owner[v]`: the
+/// rank owning `v`'s aggregate, or [`NO_OWNER`]), and each aggregated vertex's (rank, index in
+/// that rank's list), in vertex order.
+fn senders_of(owner: &[u32], size: usize) -> (Vec<Vec<u32>>, Vec<(u32, u32)>) {
+    let mut senders = vec![Vec::new(); size];
+    let mut entry_source = Vec::with_capacity(owner.len());
+    for (v, &o) in owner.iter().enumerate() {
+        if o != NO_OWNER {
+            let list = &mut senders[o as usize];
+            entry_source.push((o, list.len() as u32));
+            list.push(v as u32);
+        }
+    }
+    (senders, entry_source)
+}
+
+/// One message per rank of `len` values per vertex of `senders[r]`, each record written by
+/// `fill(vertex, record)` (in parallel).
+fn pack(
+    senders: &[Vec<u32>],
+    len: usize,
+    fill: impl Fn(usize, &mut [f64]) + Sync,
+) -> Vec<Vec<f64>> {
+    senders
+        .iter()
+        .map(|vertices| {
+            let mut msg = vec![0.0; vertices.len() * len];
+            msg.par_chunks_mut(len.max(1))
+                .zip(vertices.par_iter())
+                .for_each(|(rec, &v)| fill(v as usize, rec));
+            msg
+        })
+        .collect()
+}
+
+/// For each source rank, the index in `members` of each of its records (`members[m]` is
+/// (source rank, record index)); `counts[r]` records came from rank `r`.
+fn member_index(members: &[(u32, u32)], counts: &[usize]) -> Vec<Vec<u32>> {
+    let mut at: Vec<Vec<u32>> = counts.iter().map(|&c| vec![0; c]).collect();
+    for (m, &(r, i)) in members.iter().enumerate() {
+        at[r as usize][i as usize] = m as u32;
+    }
+    at
+}
+
+/// The messages back to the members' ranks: record `i` to rank `r` is the member
+/// `member_at[r][i]`'s `head` values (`head(group)`, written first when `head_len` is 1) then
+/// its `Q` rows (`slab` values of its group's `qs`, in member order). In parallel.
+fn pack_back(
+    member_at: &[Vec<u32>],
+    group_ptr: &[usize],
+    qs: &[Vec<f64>],
+    slab: usize,
+    head: Option<&(dyn Fn(usize) -> f64 + Sync)>,
+) -> Vec<Vec<f64>> {
+    let mut group_of = vec![0u32; group_ptr[group_ptr.len() - 1]];
+    for c in 0..group_ptr.len() - 1 {
+        group_of[group_ptr[c]..group_ptr[c + 1]].fill(c as u32);
+    }
+    let rec_len = slab + usize::from(head.is_some());
+    member_at
+        .iter()
+        .map(|at| {
+            let mut msg = vec![0.0; at.len() * rec_len];
+            msg.par_chunks_mut(rec_len.max(1))
+                .zip(at.par_iter())
+                .for_each(|(rec, &m)| {
+                    let c = group_of[m as usize] as usize;
+                    let i = m as usize - group_ptr[c];
+                    let q = &qs[c][i * slab..(i + 1) * slab];
+                    match head {
+                        Some(head) => {
+                            rec[0] = head(c);
+                            rec[1..].copy_from_slice(q);
+                        }
+                        None => rec.copy_from_slice(q),
+                    }
+                });
+            msg
+        })
+        .collect()
+}
+
+/// Each aggregated vertex's record (`entry_source`: its rank and index there) from the
+/// messages `returned` of `len` values a record: its `len` values, in vertex order. An error
+/// where a message is shorter than `counts` (records sent to that rank) says.
+fn unpack_returned(
+    returned: &[Vec<f64>],
+    counts: &[Vec<u32>],
+    entry_source: &[(u32, u32)],
+    len: usize,
+) -> Result<Vec<f64>, AmgError> {
+    for (msg, sent) in returned.iter().zip(counts) {
+        if msg.len() != sent.len() * len {
+            return Err(AmgError::DimensionMismatch {
+                what: "tentative prolongator: Q rows returned by an aggregate's owner",
+                expected: sent.len(),
+                found: msg.len() / len.max(1),
+            });
+        }
+    }
+    let mut out = vec![0.0; entry_source.len() * len];
+    out.par_chunks_mut(len.max(1))
+        .zip(entry_source.par_iter())
+        .for_each(|(rec, &(r, i))| {
+            let i = i as usize;
+            rec.copy_from_slice(&returned[r as usize][i * len..(i + 1) * len]);
+        });
+    Ok(out)
+}
 
 /// Each owned aggregate's members' near-null rows (`bs x k` values each) stacked in serial
 /// order and factored as the serial code does:
@@ -229,22 +345,28 @@ pub fn dist_tentative_planned(
 
     // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner, in
     // vertex order.
-    let mut owner = vec![NO_OWNER; n];
-    let mut rows = vec![Vec::new(); size];
-    for (v, &l) in labels.iter().enumerate() {
-        if l == UNAGGREGATED {
-            continue;
-        }
-        let (o, _) = where_is(u64::from(l)).ok_or(AmgError::InvalidParameter {
-            name: "aggregate labels",
-            value: l.to_string(),
-            reason: "no owner known for this aggregate",
-        })?;
-        owner[v] = o as u32;
-        rows[o].extend([f64::from(l), g.serial_ids[v] as f64]);
-        rows[o].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
-    }
-    let received = comm.alltoallv_f64(&rows)?;
+    let owner: Vec<u32> = labels
+        .par_iter()
+        .map(|&l| {
+            if l == UNAGGREGATED {
+                return Ok(NO_OWNER);
+            }
+            where_is(u64::from(l))
+                .map(|(o, _)| o as u32)
+                .ok_or(AmgError::InvalidParameter {
+                    name: "aggregate labels",
+                    value: l.to_string(),
+                    reason: "no owner known for this aggregate",
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let (senders, entry_source) = senders_of(&owner, size);
+    let rows = pack(&senders, 2 + slab, |v, rec| {
+        rec[0] = f64::from(labels[v]);
+        rec[1] = g.serial_ids[v] as f64;
+        rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
+    });
+    let received = comm.alltoallv_f64_moving(rows)?;
     // Owned aggregates: members (label, serial id, (source rank, index in its message)) by
     // label, then serial id.
     let mut members: Vec<(u64, u64, (u32, u32))> = received
@@ -277,40 +399,25 @@ pub fn dist_tentative_planned(
 
     // Round 4: each member gets its aggregate's coarse global id and its Q rows, in the order
     // it sent its rows.
-    let mut back: Vec<Vec<f64>> = received_counts
-        .iter()
-        .map(|&m| vec![0.0; m * (1 + slab)])
-        .collect();
-    for c in 0..n_groups {
-        let q = &qs[c];
-        for (i, &(r, at)) in plan_members[group_ptr[c]..group_ptr[c + 1]]
-            .iter()
-            .enumerate()
-        {
-            let rec = &mut back[r as usize][at as usize * (1 + slab)..][..1 + slab];
-            rec[0] = (coarse_first + c as u64) as f64;
-            rec[1..].copy_from_slice(&q[i * slab..(i + 1) * slab]);
-        }
-    }
-    let returned = comm.alltoallv_f64(&back)?;
-    let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
-    let mut next = vec![0usize; size];
+    let member_at = member_index(&plan_members, &received_counts);
+    let coarse_id = |c: usize| (coarse_first + c as u64) as f64;
+    let back = pack_back(&member_at, &group_ptr, &qs, slab, Some(&coarse_id));
+    drop(qs);
+    let returned = comm.alltoallv_f64_moving(back)?;
+    let records = unpack_returned(&returned, &senders, &entry_source, 1 + slab)?;
+    drop(returned);
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0);
     for &o in &owner {
-        if o != NO_OWNER {
-            let o = o as usize;
-            let rec = returned[o]
-                .get(next[o] * (1 + slab)..(next[o] + 1) * (1 + slab))
-                .ok_or(AmgError::DimensionMismatch {
-                    what: "tentative prolongator: Q rows returned by an aggregate's owner",
-                    expected: next[o] + 1,
-                    found: returned[o].len() / (1 + slab),
-                })?;
-            next[o] += 1;
-            cols.push(rec[0] as u64);
-            values.extend_from_slice(&rec[1..]);
-        }
-        row_ptr.push(cols.len());
+        row_ptr.push(row_ptr[row_ptr.len() - 1] + usize::from(o != NO_OWNER));
     }
+    let cols: Vec<u64> = records.par_chunks(1 + slab).map(|r| r[0] as u64).collect();
+    let mut values = vec![0.0; cols.len() * slab];
+    values
+        .par_chunks_mut(slab)
+        .zip(records.par_chunks(1 + slab))
+        .for_each(|(v, r)| v.copy_from_slice(&r[1..]));
+    drop(records);
     let pattern = DistPattern::new_rect(
         fine.clone(),
         coarse_partition.clone(),
@@ -321,8 +428,10 @@ pub fn dist_tentative_planned(
     )?;
     let plan = DistTentativePlan {
         labels: labels.to_vec(),
-        owner,
+        senders,
+        entry_source,
         members: plan_members,
+        member_at,
         group_ptr,
         received_counts,
         p_pattern: pattern.clone(),
@@ -369,25 +478,21 @@ impl DistTentativePlan {
     /// aggregates' owners, `Q` rows back).
     pub fn numeric(&self, nns: &[f64]) -> Result<DistTentative, AmgError> {
         let comm = self.coarse_partition.comm().clone();
-        let size = comm.size();
         let slab = self.bs * self.k;
-        let check = if nns.len() == self.owner.len() * slab {
+        let n = self.labels.len();
+        let check = if nns.len() == n * slab {
             Ok(())
         } else {
             Err(format!(
-                "tentative prolongator: {} near-null values for {} owned vertices of {slab} values",
+                "tentative prolongator: {} near-null values for {n} owned vertices of {slab} values",
                 nns.len(),
-                self.owner.len()
             ))
         };
         comm::agree(&*comm, check)?;
-        let mut rows = vec![Vec::new(); size];
-        for (v, &o) in self.owner.iter().enumerate() {
-            if o != NO_OWNER {
-                rows[o as usize].extend_from_slice(&nns[v * slab..(v + 1) * slab]);
-            }
-        }
-        let received = comm.alltoallv_f64(&rows)?;
+        let rows = pack(&self.senders, slab, |v, rec| {
+            rec.copy_from_slice(&nns[v * slab..(v + 1) * slab]);
+        });
+        let received = comm.alltoallv_f64_moving(rows)?;
         let counts_fit = received
             .iter()
             .zip(&self.received_counts)
@@ -409,28 +514,10 @@ impl DistTentativePlan {
                 self.k,
             ),
         )?;
-        let mut back: Vec<Vec<f64>> = self
-            .received_counts
-            .iter()
-            .map(|&m| vec![0.0; m * slab])
-            .collect();
-        for (c, q) in qs.iter().enumerate() {
-            let group = &self.members[self.group_ptr[c]..self.group_ptr[c + 1]];
-            for (i, &(r, at)) in group.iter().enumerate() {
-                back[r as usize][at as usize * slab..][..slab]
-                    .copy_from_slice(&q[i * slab..(i + 1) * slab]);
-            }
-        }
-        let returned = comm.alltoallv_f64(&back)?;
-        let mut values = Vec::with_capacity(self.p_pattern.n_entries() * slab);
-        let mut next = vec![0usize; size];
-        for &o in &self.owner {
-            if o != NO_OWNER {
-                let o = o as usize;
-                values.extend_from_slice(&returned[o][next[o] * slab..(next[o] + 1) * slab]);
-                next[o] += 1;
-            }
-        }
+        let back = pack_back(&self.member_at, &self.group_ptr, &qs, slab, None);
+        drop(qs);
+        let returned = comm.alltoallv_f64_moving(back)?;
+        let values = unpack_returned(&returned, &self.senders, &self.entry_source, slab)?;
         let coarse_nns = match &self.telescoped_from {
             Some(from) => move_rows(
                 from,

@@ -117,6 +117,16 @@ pub trait Comm: Send + Sync + fmt::Debug {
     fn alltoallv_u64(&self, send: &[Vec<u64>]) -> Result<Vec<Vec<u64>>, CommError>;
     /// Personalised all-to-all of `f64` values (see [`Comm::alltoallv_u64`]).
     fn alltoallv_f64(&self, send: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, CommError>;
+    /// [`Comm::alltoallv_f64`] taking the messages by value: this rank's message to itself is
+    /// moved into the result, not copied through the library (the same values as
+    /// `alltoallv_f64`).
+    fn alltoallv_f64_moving(&self, mut send: Vec<Vec<f64>>) -> Result<Vec<Vec<f64>>, CommError> {
+        check_send_count("alltoallv_f64_moving", send.len(), self.size())?;
+        let own = std::mem::take(&mut send[self.rank()]);
+        let mut received = self.alltoallv_f64(&send)?;
+        received[self.rank()] = own;
+        Ok(received)
+    }
     /// Neighbour exchange: posts the receives `recvs` (source rank, buffer of exactly the
     /// length that rank sends) and the sends `sends` (destination rank, values), runs
     /// `overlap` while the messages travel, then waits for all of them. Ranks that exchange must
@@ -333,6 +343,11 @@ mod tests {
         let comm = SelfComm::shared();
         assert_eq!(comm.allgatherv_u64(&[3, 4]).unwrap(), vec![vec![3, 4]]);
         assert_eq!(comm.alltoallv_f64(&[vec![1.5]]).unwrap(), vec![vec![1.5]]);
+        assert_eq!(
+            comm.alltoallv_f64_moving(vec![vec![1.5]]).unwrap(),
+            vec![vec![1.5]]
+        );
+        assert!(comm.alltoallv_f64_moving(vec![vec![], vec![]]).is_err());
         assert!(comm.alltoallv_u64(&[vec![], vec![]]).is_err());
         assert_eq!(exclusive_scan(&*comm, 7).unwrap(), (0, 7));
         let mut ran = false;

@@ -86,6 +86,7 @@ fn gathers_scans_and_all_to_all_move_every_ranks_data() {
                 .iter()
                 .enumerate()
                 .all(|(q, v)| *v == vec![q as f64 + 0.5; r]));
+            assert_eq!(comm.alltoallv_f64_moving(sendf).unwrap(), gotf);
         },
     );
 }

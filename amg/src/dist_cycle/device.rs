@@ -213,6 +213,9 @@ pub(super) fn coarsen(
     };
     since = phase(&mut tm.smoothing_s, since)?;
     let mut galerkin = GalerkinPlan::new(a, &graph, &p_host, &coarse_serial_ids)?;
+    if let Some(plan) = &smoothing {
+        galerkin.share_a_local(plan.a_local());
+    }
     let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
     let pt = DistTranspose::new(&p_host)?;
     since = phase(&mut tm.galerkin_symbolic_s, since)?;
