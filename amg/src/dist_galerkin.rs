@@ -532,6 +532,11 @@ impl GalerkinProductPlan {
         &self.reduction
     }
 
+    /// The reduction split for this rank (what the numeric phase runs).
+    pub fn split(&self) -> &SplitReduction {
+        &self.split
+    }
+
     /// Collective. `P^T A P` for the current values of `a` (host; the plan's pattern) and
     /// `p_ext` (the view the plan was built from, host), on [`Self::coarse_pattern`]; also the
     /// bytes this rank sent to other ranks. The reduction is the GPU's ([`SplitReduction`]:

@@ -219,7 +219,7 @@ pub(super) fn coarsen(
     let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
     let pt = DistTranspose::new(&p_host)?;
     since = phase(&mut tm.galerkin_symbolic_s, since)?;
-    let mut device_galerkin = DeviceGalerkin::upload(plan, p_ext, &device)?;
+    let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
     let pt = pt.to_device(&device)?;
     let k = p_host.pattern().block_cols();

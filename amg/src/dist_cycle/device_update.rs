@@ -78,9 +78,33 @@ fn zeros(ctx: &CudaContext, n: usize) -> Result<DeviceBuffer<f64>, AmgError> {
 }
 
 impl DeviceGalerkin {
-    /// Uploads `plan` and `p_ext` (the view the plan was made from) to `device` (a GPU;
-    /// local: no messages).
+    /// Uploads `plan` and `p_ext` (the view the plan was made from) to `device` (a GPU), and
+    /// runs both products once, so that the products' device plans (pair lists) are made here
+    /// and hot updates move no plan (local: no messages, except opening the peer-write channel
+    /// where the ranks write into one another's memory, which every rank does as it uploads
+    /// its levels).
     pub(super) fn upload(
+        plan: &GalerkinProductPlan,
+        p_ext: &Bsr,
+        device: &Device,
+    ) -> Result<Self, AmgError> {
+        let mut g = Self::upload_for_product(plan, p_ext, device)?;
+        linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
+        linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
+        let comm = &g.comm;
+        if g.ctx
+            .peers()
+            .is_some_and(|p| p.peer_writes() && p.rank_and_size() == (comm.rank(), comm.size()))
+        {
+            g.open_channel()?;
+        }
+        Ok(g)
+    }
+
+    /// [`Self::upload`] without its products: for a caller whose next call is
+    /// [`Self::numeric`] (a cold coarsening on the device), whose products make the device
+    /// plans (local).
+    pub(super) fn upload_for_product(
         plan: &GalerkinProductPlan,
         p_ext: &Bsr,
         device: &Device,
@@ -97,13 +121,11 @@ impl DeviceGalerkin {
         let k = plan.pt.block_rows();
         let kk = k * k;
         let bs = plan.pt.block_cols();
-        let split = plan
-            .reduction()
-            .split(comm.rank(), plan.partial_plan.pattern().nnz())?;
+        let split = plan.split().clone();
         let n_send = split.send_idx.len() * kk;
         let n_recv = split.n_recv;
         let (ad, ao) = plan.a_patterns();
-        let mut g = Self {
+        Ok(Self {
             a_patterns: (ad.clone(), ao.clone()),
             a_gather: ctx.upload(&plan.a_gather)?,
             n_a_diag: plan.a_diag_nnz(),
@@ -133,20 +155,7 @@ impl DeviceGalerkin {
             coarse: plan.coarse_pattern().clone(),
             comm,
             ctx,
-        };
-        // The products' device plans are uploaded by their first numeric call: here, so that
-        // hot updates move no plan; so is the peer-write channel where the ranks write into
-        // one another's memory (every rank uploads its levels together).
-        linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
-        linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
-        let comm = &g.comm;
-        if g.ctx
-            .peers()
-            .is_some_and(|p| p.peer_writes() && p.rank_and_size() == (comm.rank(), comm.size()))
-        {
-            g.open_channel()?;
-        }
-        Ok(g)
+        })
     }
 
     /// New values of `P` on the patterns the plan was made for (a renewal that kept the
