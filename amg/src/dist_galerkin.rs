@@ -321,18 +321,31 @@ pub(crate) fn a_local_symbolic(
         });
     }
     let n_diag = dp.nnz();
-    let (ptr, entries) = linalg::collect_rows(n, |v, r: &mut Vec<(u32, u32)>| {
-        for (pat, shift, base) in [(dp, 0, 0), (op, n, n_diag)] {
-            for s in pat.row_ptr()[v]..pat.row_ptr()[v + 1] {
-                r.push((
-                    position[shift + pat.col_idx()[s] as usize],
-                    (base + s) as u32,
-                ));
-            }
+    let mut ptr = Vec::with_capacity(n + 1);
+    ptr.push(0);
+    for v in 0..n {
+        ptr.push(ptr[v] + dp.row(v).len() + op.row(v).len());
+    }
+    // per block: (column, gather index), each row by column
+    let mut entries = vec![(0u32, 0u32); ptr[n]];
+    linalg::fill_rows(&ptr, &mut entries, |v, row| {
+        let blocks = [(dp, 0, 0), (op, n, n_diag)]
+            .into_iter()
+            .flat_map(|(pat, shift, base)| {
+                (pat.row_ptr()[v]..pat.row_ptr()[v + 1]).map(move |s| {
+                    (
+                        position[shift + pat.col_idx()[s] as usize],
+                        (base + s) as u32,
+                    )
+                })
+            });
+        for (e, b) in row.iter_mut().zip(blocks) {
+            *e = b;
         }
-        r.sort_unstable_by_key(|&(c, _)| c);
+        row.sort_unstable_by_key(|&(c, _)| c);
     });
-    let (col, gather): (Vec<u32>, Vec<u32>) = entries.into_par_iter().unzip();
+    let col: Vec<u32> = entries.par_iter().map(|&(c, _)| c).collect();
+    let gather: Vec<u32> = entries.par_iter().map(|&(_, s)| s).collect();
     Ok((BlockPattern::new(n, n_local, ptr, col)?.into(), gather))
 }
 

@@ -199,33 +199,29 @@ fn p_view(
             ptr.push(ptr[ptr.len() - 1] + len);
         }
         let mut entries = vec![(0u32, 0u8, 0u32); ptr[vertices.len()]];
-        linalg::split_rows(&ptr, 1, 256, &mut entries)
-            .into_par_iter()
-            .for_each(|(rows, out)| {
-                let mut at = 0;
-                for i in rows {
-                    let (v, start) = (vertices[i], at);
-                    let mut put = |c: u64, part: u8, s: usize| {
-                        out[at] = (local_col[c as usize], part, s as u32);
-                        at += 1;
-                    };
-                    if v < n {
-                        for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
-                            put(first_c + u64::from(pd.col_idx()[s]), 0, s);
-                        }
-                        for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
-                            put(p_ghosts[po.col_idx()[s] as usize], 1, s);
-                        }
-                    } else {
-                        let j = v - n;
-                        for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
-                            put(oth_globals[oth.col_idx()[s] as usize], 2, s);
-                        }
-                    }
-                    // a coarse column appears once in a row
-                    out[start..at].sort_unstable_by_key(|&(c, _, _)| c);
+        linalg::fill_rows(&ptr, &mut entries, |i, row| {
+            let v = vertices[i];
+            let mut at = 0;
+            let mut put = |c: u64, part: u8, s: usize| {
+                row[at] = (local_col[c as usize], part, s as u32);
+                at += 1;
+            };
+            if v < n {
+                for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
+                    put(first_c + u64::from(pd.col_idx()[s]), 0, s);
                 }
-            });
+                for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
+                    put(p_ghosts[po.col_idx()[s] as usize], 1, s);
+                }
+            } else {
+                let j = v - n;
+                for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
+                    put(oth_globals[oth.col_idx()[s] as usize], 2, s);
+                }
+            }
+            // a coarse column appears once in a row
+            row.sort_unstable_by_key(|&(c, _, _)| c);
+        });
         let col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
         let sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
         let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;

@@ -60,7 +60,7 @@ pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};
 pub use pattern::BlockPattern;
 pub use precision::Precision;
 pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};
-pub use rows::{collect_rows, split_rows};
+pub use rows::{collect_rows, fill_rows, split_rows};
 pub use spgemm::{spgemm, spgemm_numeric, spgemm_symbolic, SpgemmPlan};
 pub use transfer::{
     prolong_add, restrict, smooth_prolongator_in_place, smooth_prolongator_planned,

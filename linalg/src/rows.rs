@@ -26,8 +26,37 @@ pub fn split_rows<'a, T>(
     tasks
 }
 
-/// Rows of at most this many are built by one task of [`collect_rows`].
+/// Rows of at most this many are built by one task of [`collect_rows`] and [`fill_rows`].
 const ROWS_PER_COLLECT_TASK: usize = 256;
+
+/// Fills rows of known lengths in place: `fill(i, row)` writes row `i`'s entries,
+/// `entries[row_ptr[i]..row_ptr[i + 1]]`. Groups of rows run in parallel; the result does not
+/// depend on the thread count. What [`collect_rows`] does where the lengths are known first,
+/// without building the rows apart and copying them together.
+///
+/// # Panics
+/// If `entries` holds fewer than `row_ptr[n_rows]` entries.
+pub fn fill_rows<T: Send>(
+    row_ptr: &[usize],
+    entries: &mut [T],
+    fill: impl Fn(usize, &mut [T]) + Sync,
+) {
+    use rayon::prelude::*;
+    let base = row_ptr[0];
+    split_rows(
+        row_ptr,
+        1,
+        ROWS_PER_COLLECT_TASK,
+        &mut entries[..row_ptr[row_ptr.len() - 1] - base],
+    )
+    .into_par_iter()
+    .for_each(|(rows, group)| {
+        let first = row_ptr[rows.start];
+        for i in rows {
+            fill(i, &mut group[row_ptr[i] - first..row_ptr[i + 1] - first]);
+        }
+    });
+}
 
 /// Builds `n_rows` rows independently and concatenates them in row order: `row(i, out)`
 /// appends row `i`'s entries to `out` (empty on entry). Returns the row pointers
@@ -66,6 +95,20 @@ pub fn collect_rows<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows filled in place are the rows collected, whatever the grouping.
+    #[test]
+    fn filled_rows_are_the_collected_rows() {
+        let n = 3 * ROWS_PER_COLLECT_TASK + 17;
+        let row = |i: usize, out: &mut Vec<(usize, usize)>| out.extend((0..i % 5).map(|j| (i, j)));
+        let (ptr, collected) = collect_rows(n, row);
+        let mut filled = vec![(0, 0); ptr[n]];
+        fill_rows(&ptr, &mut filled, |i, r| {
+            assert_eq!(r.len(), i % 5);
+            r.iter_mut().enumerate().for_each(|(j, e)| *e = (i, j));
+        });
+        assert_eq!(filled, collected);
+    }
 
     /// Rows of varying length (some empty) come back in order, whatever the grouping.
     #[test]

@@ -51,9 +51,99 @@ fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
     }
 }
 
+/// Blocks of `A` per piece of the parallel transpose ([`transpose_pattern`]); smaller patterns
+/// take the serial counting sort.
+const TRANSPOSE_BLOCKS_PER_PIECE: usize = 1 << 16;
+
 /// Pattern of `A^T` and, for each of its slots, `slot(k)` of the slot `k` of `A` it comes from: a
 /// counting sort by column, `O(nnz + n_block_cols)`; source rows ascend within each row of `A^T`.
-pub(crate) fn transpose_pattern<S: Copy + Default>(
+/// A large pattern is sorted in pieces, in parallel: consecutive rows of `A` bucket their
+/// blocks by ranges of columns, then each range of columns (a consecutive range of `A^T`'s
+/// slots) sorts its buckets in row order; the same pattern and slots as the serial sort, for
+/// any number of pieces.
+pub(crate) fn transpose_pattern<S: Copy + Default + Send + Sync>(
+    a: &BlockPattern,
+    slot: impl Fn(usize) -> S + Sync,
+) -> (BlockPattern, Vec<S>) {
+    let (nr, nc, nnz) = (a.n_block_rows(), a.n_block_cols(), a.nnz());
+    let pieces = (nnz / TRANSPOSE_BLOCKS_PER_PIECE).min(64);
+    if pieces < 2 || nc < pieces {
+        return transpose_pattern_serial(a, slot);
+    }
+    use rayon::prelude::*;
+    let (row_ptr, col_idx) = (a.row_ptr(), a.col_idx());
+    // piece `t` of rows: rows[t]..rows[t + 1], about nnz / pieces blocks each; columns
+    // `b * width..(b + 1) * width` make bucket `b`
+    let rows: Vec<usize> = (0..=pieces)
+        .map(|t| row_ptr.partition_point(|&p| p < t * nnz / pieces).min(nr))
+        .collect();
+    let width = nc.div_ceil(pieces);
+    let buckets: Vec<Vec<Vec<(u32, u32, usize)>>> = (0..pieces)
+        .into_par_iter()
+        .map(|t| {
+            let mut out = vec![Vec::new(); pieces];
+            for i in rows[t]..rows[t + 1] {
+                for k in row_ptr[i]..row_ptr[i + 1] {
+                    let j = col_idx[k];
+                    out[j as usize / width].push((j, i as u32, k));
+                }
+            }
+            out
+        })
+        .collect();
+    // bucket `b`'s slots of `A^T` start after the blocks of the columns before it
+    let sizes: Vec<usize> = (0..pieces)
+        .map(|b| buckets.iter().map(|piece| piece[b].len()).sum())
+        .collect();
+    let mut col_out = vec![0u32; nnz];
+    let mut slot_out = vec![S::default(); nnz];
+    let mut counts = vec![0usize; nc];
+    let (mut col_rest, mut slot_rest, mut count_rest) =
+        (&mut col_out[..], &mut slot_out[..], &mut counts[..]);
+    let mut parts = Vec::with_capacity(pieces);
+    for (b, &size) in sizes.iter().enumerate() {
+        let cols_here = width.min(nc - (b * width).min(nc));
+        let (c, cr) = col_rest.split_at_mut(size);
+        let (s, sr) = slot_rest.split_at_mut(size);
+        let (n, nr_) = count_rest.split_at_mut(cols_here);
+        parts.push((b, c, s, n));
+        (col_rest, slot_rest, count_rest) = (cr, sr, nr_);
+    }
+    parts.into_par_iter().for_each(|(b, cols, slots, count)| {
+        let first_col = b * width;
+        for piece in &buckets {
+            for &(j, _, _) in &piece[b] {
+                count[j as usize - first_col] += 1;
+            }
+        }
+        let mut next: Vec<usize> = count
+            .iter()
+            .scan(0, |at, &c| {
+                let start = *at;
+                *at += c;
+                Some(start)
+            })
+            .collect();
+        for piece in &buckets {
+            for &(j, i, k) in &piece[b] {
+                let pos = &mut next[j as usize - first_col];
+                cols[*pos] = i;
+                slots[*pos] = slot(k);
+                *pos += 1;
+            }
+        }
+    });
+    drop(buckets);
+    let mut t_ptr = Vec::with_capacity(nc + 1);
+    t_ptr.push(0);
+    for j in 0..nc {
+        t_ptr.push(t_ptr[j] + counts[j]);
+    }
+    (BlockPattern::new_trusted(nc, nr, t_ptr, col_out), slot_out)
+}
+
+/// [`transpose_pattern`]'s serial counting sort.
+fn transpose_pattern_serial<S: Copy + Default>(
     a: &BlockPattern,
     slot: impl Fn(usize) -> S,
 ) -> (BlockPattern, Vec<S>) {
@@ -126,4 +216,49 @@ pub fn transpose(a: &Bsr) -> Result<Bsr, LinalgError> {
     let mut at = Bsr::zeros(plan.pattern.clone(), a.block_cols(), a.block_rows());
     transpose_numeric(&plan, a, &mut at)?;
     Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pattern of `rows x cols` blocks, `per_row` pseudo-random columns a row (some rows
+    /// empty, columns skewed towards the first ones when `skewed`).
+    fn pattern(rows: usize, cols: usize, per_row: usize, skewed: bool) -> BlockPattern {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let (mut row_ptr, mut col_idx) = (vec![0], Vec::new());
+        for i in 0..rows {
+            let mut row: Vec<u32> = (0..if i % 7 == 3 { 0 } else { per_row })
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    let r = (state >> 33) as usize % cols;
+                    (if skewed { r % (cols / 50 + 1) } else { r }) as u32
+                })
+                .collect();
+            row.sort_unstable();
+            row.dedup();
+            col_idx.extend(row);
+            row_ptr.push(col_idx.len());
+        }
+        BlockPattern::new(rows, cols, row_ptr, col_idx).unwrap()
+    }
+
+    /// The transpose sorted in pieces is the serial counting sort's, pattern and slots, for
+    /// spread and skewed columns and more pieces than some buckets have columns.
+    #[test]
+    fn the_pieces_transpose_is_the_serial_one() {
+        for (rows, cols, per_row, skewed) in [
+            (6000, 4000, 60, false),
+            (6000, 4000, 60, true),
+            (40_000, 70, 20, false),
+            (3000, 200_000, 90, false),
+        ] {
+            let a = pattern(rows, cols, per_row, skewed);
+            assert!(a.nnz() >= 2 * TRANSPOSE_BLOCKS_PER_PIECE, "{}", a.nnz());
+            let (pieces, slots) = transpose_pattern(&a, |k| k as u32);
+            let (serial, serial_slots) = transpose_pattern_serial(&a, |k| k as u32);
+            assert_eq!(pieces, serial);
+            assert_eq!(slots, serial_slots);
+        }
+    }
 }

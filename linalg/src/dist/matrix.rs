@@ -103,8 +103,20 @@ impl DistPattern {
                 "distributed pattern: ghost column {g} beyond the {global_len} columns"
             ))
         } else {
-            check_rows(n_owned, row_ptr, cols, global_len)
+            check_row_ptr(n_owned, row_ptr, cols.len())
         };
+        // Each row sorted by global column (with its input entry), then checked.
+        let mut sorted = Vec::new();
+        let check = check.and_then(|()| {
+            sorted = vec![(0u64, 0u32); cols.len()];
+            crate::fill_rows(row_ptr, &mut sorted, |i, row| {
+                for (e, k) in row.iter_mut().zip(row_ptr[i]..row_ptr[i + 1]) {
+                    *e = (cols[k], k as u32);
+                }
+                row.sort_unstable();
+            });
+            check_sorted_rows(row_ptr, &sorted, global_len)
+        });
         comm::agree(&*comm, check)?;
 
         let mut ghosts: Vec<u64> = cols
@@ -116,41 +128,44 @@ impl DistPattern {
         ghosts.par_sort_unstable();
         ghosts.dedup();
 
-        // Each row sorted by global column: owned columns map to `g - first`, ghosts to their
-        // compact index; both keep ascending order, as patterns require. Per entry: (local
-        // column, in `offd`, input entry).
-        let (ptr, sorted) = crate::collect_rows(n_owned, |i, out: &mut Vec<(u32, bool, u32)>| {
-            let mut row: Vec<(u64, usize)> =
-                (row_ptr[i]..row_ptr[i + 1]).map(|k| (cols[k], k)).collect();
-            row.sort_unstable();
-            out.extend(row.into_iter().map(|(g, k)| {
-                if owned.contains(&g) {
-                    ((g - owned.start) as u32, false, k as u32)
-                } else {
-                    let c = ghosts.binary_search(&g).expect("collected");
-                    (c as u32, true, k as u32)
-                }
-            }));
-        });
-        let (mut d_ptr, mut o_ptr) = (vec![0usize], vec![0usize]);
-        let (mut d_col, mut o_col) = (Vec::new(), Vec::new());
-        // slot -> input entry: diag slots, then offd slots
-        let (mut d_entries, mut o_entries) = (Vec::new(), Vec::new());
+        // Owned columns map to `g - first`, ghosts to their compact index; both keep the rows'
+        // ascending order, as patterns require: the rows' owned and ghost entries counted,
+        // then each part filled row by row.
+        let owned_in = |row: &[(u64, u32)]| row.iter().filter(|(g, _)| owned.contains(g)).count();
+        let (mut d_ptr, mut o_ptr) = (vec![0usize; n_owned + 1], vec![0usize; n_owned + 1]);
         for i in 0..n_owned {
-            for &(c, in_offd, k) in &sorted[ptr[i]..ptr[i + 1]] {
-                if in_offd {
-                    o_col.push(c);
-                    o_entries.push(k);
-                } else {
-                    d_col.push(c);
-                    d_entries.push(k);
-                }
-            }
-            d_ptr.push(d_col.len());
-            o_ptr.push(o_col.len());
+            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
+            let d = owned_in(row);
+            d_ptr[i + 1] = d_ptr[i] + d;
+            o_ptr[i + 1] = o_ptr[i] + row.len() - d;
         }
-        let mut slot_entry = d_entries;
-        slot_entry.extend(o_entries);
+        // per part: (local column, input entry) of its slots
+        let mut d_slots = vec![(0u32, 0u32); d_ptr[n_owned]];
+        let mut o_slots = vec![(0u32, 0u32); o_ptr[n_owned]];
+        crate::fill_rows(&d_ptr, &mut d_slots, |i, out| {
+            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
+            let owned_entries = row.iter().filter(|(g, _)| owned.contains(g));
+            for (o, &(g, k)) in out.iter_mut().zip(owned_entries) {
+                *o = ((g - owned.start) as u32, k);
+            }
+        });
+        crate::fill_rows(&o_ptr, &mut o_slots, |i, out| {
+            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
+            let ghost_entries = row.iter().filter(|(g, _)| !owned.contains(g));
+            for (o, &(g, k)) in out.iter_mut().zip(ghost_entries) {
+                let c = ghosts.binary_search(&g).expect("collected");
+                *o = (c as u32, k);
+            }
+        });
+        drop(sorted);
+        let d_col: Vec<u32> = d_slots.par_iter().map(|&(c, _)| c).collect();
+        let o_col: Vec<u32> = o_slots.par_iter().map(|&(c, _)| c).collect();
+        // slot -> input entry: diag slots, then offd slots
+        let slot_entry: Vec<u32> = d_slots
+            .par_iter()
+            .chain(o_slots.par_iter())
+            .map(|&(_, k)| k)
+            .collect();
         let mut entry_slot = vec![0u32; cols.len()];
         for (slot, &k) in slot_entry.iter().enumerate() {
             entry_slot[k as usize] = slot as u32;
@@ -303,44 +318,47 @@ impl DistPattern {
     }
 }
 
-fn check_rows(
-    n_owned: usize,
-    row_ptr: &[usize],
-    cols: &[u64],
-    global_len: u64,
-) -> Result<(), String> {
-    if row_ptr.len() != n_owned + 1 || row_ptr[0] != 0 || row_ptr[n_owned] != cols.len() {
+/// The shape of a rank's rows: `row_ptr` of `n_owned + 1` non-decreasing offsets from 0 to
+/// `n_entries`.
+fn check_row_ptr(n_owned: usize, row_ptr: &[usize], n_entries: usize) -> Result<(), String> {
+    if row_ptr.len() != n_owned + 1 || row_ptr[0] != 0 || row_ptr[n_owned] != n_entries {
         return Err(format!(
-            "distributed pattern: row_ptr of {} entries (first {:?}, last {:?}) for {n_owned} owned rows and {} entries",
+            "distributed pattern: row_ptr of {} entries (first {:?}, last {:?}) for {n_owned} owned rows and {n_entries} entries",
             row_ptr.len(),
             row_ptr.first(),
             row_ptr.last(),
-            cols.len()
         ));
     }
-    let mut seen: Vec<u64> = Vec::new();
-    for i in 0..n_owned {
-        if row_ptr[i] > row_ptr[i + 1] {
-            return Err(format!(
-                "distributed pattern: row_ptr decreases at owned row {i}"
-            ));
-        }
-        seen.clear();
-        seen.extend_from_slice(&cols[row_ptr[i]..row_ptr[i + 1]]);
-        seen.sort_unstable();
-        if let Some(&g) = seen.iter().find(|&&g| g >= global_len) {
-            return Err(format!(
+    if let Some(i) = (0..n_owned).find(|&i| row_ptr[i] > row_ptr[i + 1]) {
+        return Err(format!(
+            "distributed pattern: row_ptr decreases at owned row {i}"
+        ));
+    }
+    Ok(())
+}
+
+/// The columns of each row (`sorted`: `(global column, entry)` per row of `row_ptr`, sorted)
+/// below `global_len` and none twice; the first failing row is named (rows in parallel).
+fn check_sorted_rows(
+    row_ptr: &[usize],
+    sorted: &[(u64, u32)],
+    global_len: u64,
+) -> Result<(), String> {
+    let n_owned = row_ptr.len() - 1;
+    match (0..n_owned).into_par_iter().find_map_first(|i| {
+        let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
+        if let Some(&(g, _)) = row.iter().find(|&&(g, _)| g >= global_len) {
+            return Some(format!(
                 "distributed pattern: owned row {i}: column {g} beyond the {global_len} global block columns"
             ));
         }
-        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!(
-                "distributed pattern: owned row {i}: column {} twice",
-                w[0]
-            ));
-        }
+        row.windows(2).find(|w| w[0].0 == w[1].0).map(|w| {
+            format!("distributed pattern: owned row {i}: column {} twice", w[0].0)
+        })
+    }) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A rank's owned block rows of a distributed block matrix: the diagonal part (a
