@@ -10,6 +10,7 @@
 
 use crate::AmgError;
 use linalg::{ops, Device, Vector};
+use rayon::prelude::*;
 
 /// `k` vectors of length `n_rows`, stored node-major (see the module documentation) where they
 /// were made: on the host (`from_*` constructors), or on a GPU ([`NearNullSpace::from_vector`]:
@@ -28,7 +29,7 @@ impl NearNullSpace {
     /// `n_rows * k`, or a value is not finite.
     pub fn from_row_major(n_rows: usize, k: usize, values: Vec<f64>) -> Result<Self, AmgError> {
         check_shape(n_rows, k, values.len())?;
-        if let Some(p) = values.iter().position(|v| !v.is_finite()) {
+        if let Some(p) = values.par_iter().position_first(|v| !v.is_finite()) {
             return Err(AmgError::InvalidNearNullSpace {
                 reason: format!("entry (row {}, vector {}) is not finite", p / k, p % k),
             });

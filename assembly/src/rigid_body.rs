@@ -1,6 +1,10 @@
 //! Rigid-body modes of 3D elasticity, the near-null space handed to smoothed aggregation.
 
 use linalg::exact::ExactSum;
+use rayon::prelude::*;
+
+/// Nodes per task of the parallel loops here.
+const NODES_PER_TASK: usize = 4096;
 
 /// Number of rigid-body modes in 3D: three translations and three rotations.
 pub const RIGID_BODY_MODES_3D: usize = 6;
@@ -20,30 +24,41 @@ pub fn rigid_body_modes(coords: &[[f64; 3]]) -> Vec<f64> {
 /// their value over the node count, the same bits however the nodes are ordered or split over
 /// ranks (combine the ranks' sums with `linalg::exact::ExactSum::allreduce`).
 pub fn coordinate_sums(coords: &[[f64; 3]]) -> [ExactSum; 3] {
-    let mut sums = [ExactSum::new(), ExactSum::new(), ExactSum::new()];
-    for x in coords {
-        for d in 0..3 {
-            sums[d].add(x[d]);
-        }
-    }
-    sums
+    let zero = || [ExactSum::new(), ExactSum::new(), ExactSum::new()];
+    coords
+        .par_chunks(NODES_PER_TASK)
+        .map(|chunk| {
+            let mut sums = zero();
+            for x in chunk {
+                for d in 0..3 {
+                    sums[d].add(x[d]);
+                }
+            }
+            sums
+        })
+        .reduce(zero, |mut a, b| {
+            for d in 0..3 {
+                a[d].merge(&b[d]);
+            }
+            a
+        })
 }
 
 /// [`rigid_body_modes`] with the rotations about `centroid`.
 pub fn rigid_body_modes_about(coords: &[[f64; 3]], centroid: [f64; 3]) -> Vec<f64> {
     let mut modes = vec![0.0; coords.len() * 3 * RIGID_BODY_MODES_3D];
-    for (node, x) in coords.iter().enumerate() {
-        let [x, y, z] = [x[0] - centroid[0], x[1] - centroid[1], x[2] - centroid[2]];
-        let rows: [[f64; 6]; 3] = [
-            [1.0, 0.0, 0.0, -y, 0.0, z],
-            [0.0, 1.0, 0.0, x, -z, 0.0],
-            [0.0, 0.0, 1.0, 0.0, y, -x],
-        ];
-        for (c, row) in rows.iter().enumerate() {
-            let at = (3 * node + c) * RIGID_BODY_MODES_3D;
-            modes[at..at + RIGID_BODY_MODES_3D].copy_from_slice(row);
-        }
-    }
+    modes
+        .par_chunks_mut(3 * RIGID_BODY_MODES_3D)
+        .zip(coords.par_iter())
+        .with_min_len(NODES_PER_TASK)
+        .for_each(|(out, x)| {
+            let [x, y, z] = [x[0] - centroid[0], x[1] - centroid[1], x[2] - centroid[2]];
+            out.copy_from_slice(&[
+                1.0, 0.0, 0.0, -y, 0.0, z, //
+                0.0, 1.0, 0.0, x, -z, 0.0, //
+                0.0, 0.0, 1.0, 0.0, y, -x,
+            ]);
+        });
     modes
 }
 

@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use assembly::AssemblyError;
 use linalg::{ops, Bsr, DofMask, Vector};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -619,7 +620,7 @@ fn deformed_modes(problem: &Problem, u: &Vector) -> Result<amg::NearNullSpace> {
     let x: Vec<[f64; 3]> = problem
         .mesh
         .coords
-        .iter()
+        .par_iter()
         .zip(displacement)
         .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
         .collect();
