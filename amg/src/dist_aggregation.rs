@@ -111,8 +111,10 @@ fn undecided(s: u64) -> bool {
 /// A round computes only what the decisions read: the neighbourhood minimum of an undecided
 /// vertex, and (MIS-2) the first minimum of a vertex whose closed neighbourhood was not yet
 /// settled: a minimum that was `IN` (a neighbour in the set) or `OUT` (every neighbour out)
-/// stays so, as decided states never change. The skipped values are the ones a full sweep
-/// would compute, so the rounds, their messages and the set are a full sweep's.
+/// stays so, as decided states never change. A skipped value is either never read (the
+/// minimum at a decided vertex) or already the one a full sweep would compute (a settled first
+/// minimum, which neighbours on other ranks read too), so the rounds, their messages and the set
+/// are a full sweep's.
 pub fn dist_mis(g: &DistGraph, distance: MisDistance) -> Result<Vec<bool>, AmgError> {
     g.check()?;
     let (n, graph) = (g.n_owned(), &g.graph);
