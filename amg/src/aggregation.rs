@@ -185,15 +185,24 @@ fn mis_rounds(graph: &StrengthGraph, distance: MisDistance, mut status: Vec<u64>
 /// the largest summed weight, ties to the smallest aggregate id; `None` without edges. Sums run
 /// in edge order (fixed by the caller), so the choice is deterministic.
 pub(crate) fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
-    let mut acc: Vec<(u32, f64)> = Vec::new();
+    strongest_aggregate_in(&mut Vec::new(), edges)
+}
+
+/// [`strongest_aggregate`] with the caller's scratch `acc` (cleared first), so that a loop over
+/// many vertices allocates once.
+pub(crate) fn strongest_aggregate_in(
+    acc: &mut Vec<(u32, f64)>,
+    edges: impl Iterator<Item = (u32, f64)>,
+) -> Option<u32> {
+    acc.clear();
     for (a, w) in edges {
         match acc.iter_mut().find(|(b, _)| *b == a) {
             Some(e) => e.1 += w,
             None => acc.push((a, w)),
         }
     }
-    acc.into_iter()
-        .fold(None, |best: Option<(u32, f64)>, (a, w)| match best {
+    acc.iter()
+        .fold(None, |best: Option<(u32, f64)>, &(a, w)| match best {
             Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
             _ => Some((a, w)),
         })
@@ -207,10 +216,22 @@ pub(crate) fn strongest_neighbour_aggregate(
     agg_of: &[u32],
     v: usize,
 ) -> Option<u32> {
+    strongest_neighbour_aggregate_by(&mut Vec::new(), graph, v, |u| agg_of[u])
+}
+
+/// [`strongest_neighbour_aggregate`] with the neighbours' aggregates read through `agg_of` and
+/// the caller's scratch `acc` (see [`strongest_aggregate_in`]).
+pub(crate) fn strongest_neighbour_aggregate_by(
+    acc: &mut Vec<(u32, f64)>,
+    graph: &StrengthGraph,
+    v: usize,
+    agg_of: impl Fn(usize) -> u32,
+) -> Option<u32> {
     let edges = graph.neighbours(v).iter().zip(graph.weights(v));
-    strongest_aggregate(
+    strongest_aggregate_in(
+        acc,
         edges
-            .map(|(&u, &w)| (agg_of[u as usize], w))
+            .map(|(&u, &w)| (agg_of(u as usize), w))
             .filter(|&(a, _)| a != UNAGGREGATED),
     )
 }

@@ -479,59 +479,76 @@ fn aggregation_meshes(comm: &Arc<dyn Comm>) -> [(HexMesh, MeshPart); 2] {
     ]
 }
 
-#[test]
-fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
+/// Collective: on each of `cases` (a mesh whole and as this rank's part), the distributed
+/// strength graph of the assembled operator has the serial graph's rows (edges in the same
+/// order, weights bit for bit) and its aggregates are the serial ones (`check_aggregates`).
+fn check_strength_graph_and_aggregates(comm: &Arc<dyn Comm>, cases: &[(HexMesh, MeshPart)]) {
     use amg::aggregation::MisDistance;
     use amg::dist_aggregation::dist_strength_graph;
 
+    for (serial, part) in cases {
+        let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
+        let whole = assemble(serial, &ids).tangent;
+        let local = assemble(&part.mesh, &part.node_serial_ids);
+        let n_owned = part.n_owned_nodes();
+        let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+        let pattern =
+            DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3)
+                .unwrap();
+        let mut a = DistBsr::zeros(pattern);
+        a.set_from_local(&local.tangent).unwrap();
+        for threshold in [0.0, 0.08] {
+            let g_serial = amg::strength_graph(&whole, threshold).unwrap();
+            let g = dist_strength_graph(&a, threshold, &part.node_serial_ids[..n_owned]).unwrap();
+            let mut n_edges = [0.0, 0.0];
+            for v in 0..n_owned {
+                let s = part.node_serial_ids[v] as usize;
+                let mine: Vec<u64> = g
+                    .graph
+                    .neighbours(v)
+                    .iter()
+                    .map(|&u| g.serial_ids[u as usize])
+                    .collect();
+                let want: Vec<u64> = g_serial.neighbours(s).iter().map(|&u| u as u64).collect();
+                assert_eq!(mine, want, "row {s}");
+                let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(g.graph.weights(v)), bits(g_serial.weights(s)));
+                n_edges[0] += g.graph.degree(v) as f64;
+            }
+            n_edges[1] = g_serial.n_edges() as f64 / comm.size() as f64;
+            comm.allreduce_sum(&mut n_edges).unwrap();
+            assert_eq!(n_edges[0], g_serial.n_edges() as f64);
+            for distance in [MisDistance::One, MisDistance::Two] {
+                check_aggregates(comm, &g_serial, &g, part, distance);
+            }
+        }
+    }
+}
+
+#[test]
+fn distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones() {
     on_ranks(
         "distributed_strength_graph_and_aggregates_of_the_assembled_operator_equal_the_serial_ones",
         &[2, 4],
+        |comm| check_strength_graph_and_aggregates(comm, &aggregation_meshes(comm)),
+    );
+}
+
+/// The same on 1 and 3 ranks, with a box of several thousand nodes besides (rows of a rank
+/// spread over several tasks of the graph's passes) and the Cook membrane's METIS parts.
+#[test]
+fn distributed_strength_graph_and_aggregates_equal_the_serial_ones_on_one_and_three_ranks() {
+    on_ranks(
+        "distributed_strength_graph_and_aggregates_equal_the_serial_ones_on_one_and_three_ranks",
+        &[1, 3],
         |comm| {
-            let cases = aggregation_meshes(comm);
-            for (serial, part) in &cases {
-                let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
-                let whole = assemble(serial, &ids).tangent;
-                let local = assemble(&part.mesh, &part.node_serial_ids);
-                let n_owned = part.n_owned_nodes();
-                let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
-                let pattern = DistPattern::from_local(
-                    partition,
-                    local.tangent.pattern(),
-                    &part.node_globals,
-                    3,
-                )
-                .unwrap();
-                let mut a = DistBsr::zeros(pattern);
-                a.set_from_local(&local.tangent).unwrap();
-                for threshold in [0.0, 0.08] {
-                    let g_serial = amg::strength_graph(&whole, threshold).unwrap();
-                    let g = dist_strength_graph(&a, threshold, &part.node_serial_ids[..n_owned])
-                        .unwrap();
-                    let mut n_edges = [0.0, 0.0];
-                    for v in 0..n_owned {
-                        let s = part.node_serial_ids[v] as usize;
-                        let mine: Vec<u64> = g
-                            .graph
-                            .neighbours(v)
-                            .iter()
-                            .map(|&u| g.serial_ids[u as usize])
-                            .collect();
-                        let want: Vec<u64> =
-                            g_serial.neighbours(s).iter().map(|&u| u as u64).collect();
-                        assert_eq!(mine, want, "row {s}");
-                        let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                        assert_eq!(bits(g.graph.weights(v)), bits(g_serial.weights(s)));
-                        n_edges[0] += g.graph.degree(v) as f64;
-                    }
-                    n_edges[1] = g_serial.n_edges() as f64 / comm.size() as f64;
-                    comm.allreduce_sum(&mut n_edges).unwrap();
-                    assert_eq!(n_edges[0], g_serial.n_edges() as f64);
-                    for distance in [MisDistance::One, MisDistance::Two] {
-                        check_aggregates(comm, &g_serial, &g, part, distance);
-                    }
-                }
-            }
+            let [_, cook] = aggregation_meshes(comm);
+            let spec = BoxSpec::new([20, 15, 12], [0.0; 3], [4.0, 3.0, 2.0], CellKind::Hex8);
+            let large = (
+                mesh::generate_box(&spec).unwrap(),
+                mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+            );
+            check_strength_graph_and_aggregates(comm, &[large, cook]);
         },
     );
 }
