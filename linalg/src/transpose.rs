@@ -83,8 +83,8 @@ pub(crate) fn transpose_pattern<S: Copy + Default + Send + Sync>(
         .map(|t| {
             let mut out = vec![Vec::new(); pieces];
             for i in rows[t]..rows[t + 1] {
-                for k in row_ptr[i]..row_ptr[i + 1] {
-                    let j = col_idx[k];
+                let slots = row_ptr[i]..row_ptr[i + 1];
+                for (k, &j) in slots.clone().zip(&col_idx[slots]) {
                     out[j as usize / width].push((j, i as u32, k));
                 }
             }
