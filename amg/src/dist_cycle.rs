@@ -42,22 +42,43 @@ use device_coarse::CoarsestOnOwner;
 
 /// `P^T` of a rectangular distributed matrix: its parts transposed once (set-up), applied as
 /// `y = diag^T x` plus the other ranks' `offd^T x` contributions to this rank's columns.
+/// Invariant: `plans` are the transposes' plans of `diag_t` and `offd_t` (for new values of a
+/// `P` on the same pattern, [`DistTranspose::transpose_values_of`]).
 #[derive(Debug)]
 pub struct DistTranspose {
     diag_t: Bsr,
     offd_t: Bsr,
+    plans: Box<[linalg::TransposePlan; 2]>,
     /// The ghost rows' contributions of a GPU transpose (made at its first apply, reused).
     ghost: std::sync::Mutex<Option<Vector>>,
 }
 
 impl DistTranspose {
-    /// Transposes the parts of `p` (local).
+    /// Transposes the parts of `p` where they live (on a GPU the patterns are made on the host,
+    /// the blocks moved there; local).
     pub fn new(p: &DistBsr) -> Result<Self, AmgError> {
+        let plans = [p.diag(), p.offd()].map(|m| linalg::TransposePlan::new(m.pattern()));
+        let device = p.device();
+        let (br, bc) = (p.diag().block_rows(), p.diag().block_cols());
+        let transposed = |m: &Bsr, plan: &linalg::TransposePlan| -> Result<Bsr, AmgError> {
+            let mut t = Bsr::zeros_on(&device, plan.pattern().clone(), bc, br)?;
+            linalg::transpose_numeric(plan, m, &mut t)?;
+            Ok(t)
+        };
         Ok(Self {
-            diag_t: linalg::transpose(p.diag())?,
-            offd_t: linalg::transpose(p.offd())?,
+            diag_t: transposed(p.diag(), &plans[0])?,
+            offd_t: transposed(p.offd(), &plans[1])?,
+            plans: Box::new(plans),
             ghost: std::sync::Mutex::new(None),
         })
+    }
+
+    /// New values of `p` (on the pattern this transpose was made of) transposed into it, where
+    /// both live (local).
+    pub(crate) fn transpose_values_of(&mut self, p: &DistBsr) -> Result<(), AmgError> {
+        linalg::transpose_numeric(&self.plans[0], p.diag(), &mut self.diag_t)?;
+        linalg::transpose_numeric(&self.plans[1], p.offd(), &mut self.offd_t)?;
+        Ok(())
     }
 
     /// Collective. `y = P^T x` (`x`: `p`'s row layout, `y`: its owned column layout). The

@@ -116,9 +116,9 @@ fn member_index(members: &[(u32, u32)], counts: &[usize]) -> Vec<Vec<u32>> {
     at
 }
 
-/// The messages back to the members' ranks: record `i` to rank `r` is the member
-/// `member_at[r][i]`'s `head` values (`head(group)`, written first when `head_len` is 1) then
-/// its `Q` rows (`slab` values of its group's `qs`, in member order). In parallel.
+/// The messages back to the members' ranks: record `i` to rank `r` is, for the member
+/// `member_at[r][i]`, `head(its group)` (where `head` is given) then its `Q` rows (`slab`
+/// values of its group's `qs`, in member order). In parallel.
 fn pack_back(
     member_at: &[Vec<u32>],
     group_ptr: &[usize],
@@ -156,7 +156,7 @@ fn pack_back(
 
 /// Each aggregated vertex's record (`entry_source`: its rank and index there) from the
 /// messages `returned` of `len` values a record: its `len` values, in vertex order. An error
-/// where a message is shorter than `counts` (records sent to that rank) says.
+/// where a message does not hold one record per vertex this rank sent there (`counts`).
 fn unpack_returned(
     returned: &[Vec<f64>],
     counts: &[Vec<u32>],

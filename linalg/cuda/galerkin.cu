@@ -43,3 +43,19 @@ extern "C" __global__ void sum_blocks_in_order(const u64 n, const u32 bl, const 
         out[i] = acc;
     }
 }
+
+// out[k] = the transpose of the br x bc block src[idx[k]] (a bc x br block, row-major), for the
+// n listed blocks: a block transpose's numeric step (plain copies).
+extern "C" __global__ void gather_transposed_blocks(const u64 n, const u32 br, const u32 bc,
+                                                    const u32* __restrict__ idx,
+                                                    const double* __restrict__ src,
+                                                    double* __restrict__ out) {
+    const u32 bl = br * bc;
+    const u64 total = n * bl;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u64 k = i / bl;
+        const u32 e = (u32)(i - k * bl);
+        // output entry (r, c) of the bc x br block is source entry (c, r)
+        out[i] = src[(u64)idx[k] * bl + (e % br) * bc + e / br];
+    }
+}

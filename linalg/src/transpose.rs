@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::backend::cuda::DeviceBuffer;
 use crate::backend::host;
-use crate::device::{check_same_device, unsupported, ByPrecision::Double, Placed};
+use crate::device::{check_same_device, unsupported, ByPrecision::Double, DeviceMirror, Placed};
 use crate::{BlockPattern, Bsr, LinalgError};
 
 /// Plan of `A^T` for one pattern of `A`.
@@ -16,9 +17,17 @@ pub struct TransposePlan {
     source: Arc<BlockPattern>,
     pattern: Arc<BlockPattern>,
     source_slot: Vec<usize>,
+    /// `source_slot` on a GPU (as `u32`), uploaded by the first numeric transpose there.
+    device: DeviceMirror<DeviceBuffer<u32>>,
 }
 
 impl TransposePlan {
+    /// [`transpose_symbolic`] sharing the caller's pattern (no copy): a plan to keep for later
+    /// numeric transposes of matrices on `a`.
+    pub fn new(a: &Arc<BlockPattern>) -> Self {
+        transpose_symbolic_shared(a.clone())
+    }
+
     /// Pattern of `A` the plan was built for.
     pub fn source(&self) -> &Arc<BlockPattern> {
         &self.source
@@ -48,6 +57,7 @@ fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
         source: a,
         pattern: Arc::new(pattern),
         source_slot,
+        device: DeviceMirror::new(),
     }
 }
 
@@ -172,8 +182,9 @@ fn transpose_pattern_serial<S: Copy + Default>(
     )
 }
 
-/// Fills `at` (on `plan.pattern()`, blocks `a.block_cols() x a.block_rows()`) with `A^T`; parallel
-/// over fixed groups of slots.
+/// Fills `at` (on `plan.pattern()`, blocks `a.block_cols() x a.block_rows()`) with `A^T`, where
+/// both live: on the host parallel over fixed groups of slots, on a GPU through the plan's slot
+/// map uploaded there once (the same copies: the host's bits).
 pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<(), LinalgError> {
     if !BlockPattern::same(a.pattern(), &plan.source) {
         return Err(LinalgError::PatternMismatch {
@@ -205,15 +216,41 @@ pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<
         (Placed::Host(Double(src)), Placed::Host(Double(out))) => {
             host::products::transpose_blocks(&plan.source_slot, br, bc, src, out)
         }
+        (Placed::Cuda(_, Double(src)), Placed::Cuda(ctx, Double(out))) => {
+            let slots = plan.device.get_or_upload(ctx, || {
+                let slots = plan
+                    .source_slot
+                    .iter()
+                    .map(|&k| u32::try_from(k))
+                    .collect::<Result<Vec<u32>, _>>()
+                    .map_err(|_| LinalgError::DimensionTooLarge {
+                        what: "device transpose: number of blocks",
+                        value: plan.source_slot.len(),
+                    })?;
+                ctx.upload(&slots)
+            })?;
+            crate::backend::cuda::galerkin::gather_transposed_blocks(
+                ctx,
+                (br, bc),
+                &slots,
+                src.values(),
+                out.values_mut(),
+            )?;
+        }
         _ => return Err(unsupported("transpose_numeric", &a.device())),
     }
     Ok(())
 }
 
-/// `A^T` as a new matrix.
+/// `A^T` as a new matrix, where `a` lives (on a GPU only the pattern is made on the host).
 pub fn transpose(a: &Bsr) -> Result<Bsr, LinalgError> {
     let plan = transpose_symbolic_shared(a.pattern().clone());
-    let mut at = Bsr::zeros(plan.pattern.clone(), a.block_cols(), a.block_rows());
+    let mut at = Bsr::zeros_on(
+        &a.device(),
+        plan.pattern.clone(),
+        a.block_cols(),
+        a.block_rows(),
+    )?;
     transpose_numeric(&plan, a, &mut at)?;
     Ok(at)
 }

@@ -540,6 +540,50 @@ fn galerkin_kernels_gather_and_sum_blocks_in_the_listed_order() {
     assert!(gather_blocks_two(ctx, bl, &idx_d, short, &mut g).is_err());
 }
 
+/// The block transpose of device matrices (`linalg::transpose`, `transpose_numeric` through a
+/// plan whose slot map goes up once): the host transpose's pattern and bits, for `3 x 6` and
+/// `3 x 3` blocks, the plan reused for new values; operands on different devices are an error.
+#[test]
+fn device_transpose_is_the_host_transpose_bit_for_bit() {
+    let Some(device) = gpu("device_transpose_is_the_host_transpose_bit_for_bit") else {
+        return;
+    };
+    let mut rng = Rng::new(77);
+    let bits = |m: &Bsr| -> Vec<u64> {
+        m.to_device(&Device::Host)
+            .unwrap()
+            .host()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    for (rows, cols, br, bc) in [(300, 40, 3, 6), (200, 200, 3, 3), (0, 5, 3, 6)] {
+        let a = random_bsr(&mut rng, rows, cols, br, bc, 0.1);
+        let host = linalg::transpose(&a).unwrap();
+        let on_gpu = linalg::transpose(&a.to_device(&device).unwrap()).unwrap();
+        assert!(!on_gpu.device().is_host());
+        assert_eq!(on_gpu.pattern(), host.pattern());
+        assert_eq!(bits(&on_gpu), bits(&host), "{rows}x{cols} blocks {br}x{bc}");
+        // a plan kept for new values of the same pattern
+        let plan = linalg::transpose_symbolic(a.pattern());
+        let mut at = Bsr::zeros_on(&device, plan.pattern().clone(), bc, br).unwrap();
+        for round in 0..2 {
+            let values = rng.vec(a.pattern().nnz() * br * bc);
+            let a2 = Bsr::from_parts(a.pattern().clone(), br, bc, values).unwrap();
+            linalg::transpose_numeric(&plan, &a2.to_device(&device).unwrap(), &mut at).unwrap();
+            assert_eq!(
+                bits(&at),
+                bits(&linalg::transpose(&a2).unwrap()),
+                "round {round}"
+            );
+        }
+        let mut on_host = Bsr::zeros(plan.pattern().clone(), bc, br);
+        let a_gpu = a.to_device(&device).unwrap();
+        assert!(linalg::transpose_numeric(&plan, &a_gpu, &mut on_host).is_err());
+    }
+}
+
 /// A kernel of "another crate" for the device seam's tests: one parameter of every
 /// [`linalg::gpu::KernelArg`] kind, a `#define`, and a gather so that a misplaced argument shows.
 const SEAM_MODULE: linalg::gpu::KernelModule = linalg::gpu::KernelModule {

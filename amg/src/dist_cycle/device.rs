@@ -95,16 +95,9 @@ impl DistTranspose {
         Ok(Self {
             diag_t: self.diag_t.to_device(device)?,
             offd_t: self.offd_t.to_device(device)?,
+            plans: self.plans.clone(),
             ghost: Mutex::new(None),
         })
-    }
-
-    /// The values of `src` (a transpose on the same patterns) copied into this one where it
-    /// lives (local).
-    pub(super) fn upload_values_from(&mut self, src: &DistTranspose) -> Result<(), AmgError> {
-        self.diag_t.upload_values_from(&src.diag_t)?;
-        self.offd_t.upload_values_from(&src.offd_t)?;
-        Ok(())
     }
 }
 
@@ -157,7 +150,8 @@ pub(super) struct DeviceKept {
 /// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase
 /// ended by a device synchronisation: `smoother_setup_s` the inverses and estimate,
 /// `smoothing_s` the smoothing's plan and `A P0` with `P`'s values, `galerkin_symbolic_s` `P`'s
-/// views, the symbolic product and `P`'s transpose, `device_plans_s` the device plans'
+/// views, the symbolic product and `P`'s transposed parts (their blocks moved on the device
+/// from `P`'s there, [`DistTranspose::new`]), `device_plans_s` the device plans'
 /// uploads and the next operator and `P` made on the device, `galerkin_numeric_s` the device
 /// product.
 pub(super) fn coarsen(
@@ -217,11 +211,11 @@ pub(super) fn coarsen(
         galerkin.share_a_local(plan.a_local());
     }
     let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
-    let pt = DistTranspose::new(&p_host)?;
+    // `P`'s transposed parts made on the device from its values there
+    let pt = DistTranspose::new(&p)?;
     since = phase(&mut tm.galerkin_symbolic_s, since)?;
     let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
-    let pt = pt.to_device(&device)?;
     let k = p_host.pattern().block_cols();
     drop((p_host, graph));
     since = phase(&mut tm.device_plans_s, since)?;

@@ -14,9 +14,10 @@
 //!   operator's parts, the product through the smoothing plan's symbolic phase, the smoothing
 //!   `P = P0 - omega D^{-1} A P0` in place), and `P`'s `diag` and `offd` values gathered from
 //!   the product through the plan's slot map (`SmoothingPlan::p_from_product`);
-//! - `P`'s views for the Galerkin product and the restriction on the host: the smoothed
-//!   product's values downloaded, `P`'s ghost rows gathered, `P_ext`, `P_owned^T` and the
-//!   transposed parts made there and uploaded as values (the first step: see docs/amg.md);
+//! - `P`'s views for the Galerkin product on the host: the smoothed product's values
+//!   downloaded, `P`'s ghost rows gathered, `P_ext` and `P_owned^T` made there and uploaded as
+//!   values (the first step: see docs/amg.md); the restriction's transposed parts made on the
+//!   device from `P`'s values there ([`super::DistTranspose::transpose_values_of`]);
 //! - the Galerkin product on the device ([`super::device_update::DeviceGalerkin`], a hot
 //!   update's), into the next level's device operator; then the coarsest factor.
 //!
@@ -31,7 +32,7 @@ use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, T
 use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 
 use super::device::{timed_phase, DeviceKept};
-use super::{dist_emax, DistNearNull, DistTransfer, DistTranspose, HostPlans};
+use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
 use crate::dist_prolongator::SmoothingPlan;
 use crate::dist_tentative::DistTentative;
 use crate::hierarchy::{build_smoother, with_level};
@@ -174,7 +175,8 @@ impl DeviceSmoothing {
 /// ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
 /// with the smoothing and `P`'s values (and the uploads of `P0`'s view),
 /// `galerkin_symbolic_s` `P`'s views on the host (the download of the smoothed product, `P`'s
-/// ghost rows, `P_owned^T`, the transposed parts, their uploads), `galerkin_numeric_s` the
+/// ghost rows, `P_owned^T`, their uploads) and the transposed parts made on the device,
+/// `galerkin_numeric_s` the
 /// device Galerkin product.
 pub(super) fn coarsen_kept(
     a: &DistBsr,
@@ -238,7 +240,7 @@ pub(super) fn coarsen_kept(
     t = phase(&mut tm.smoothing_s, t)?;
     let (plan, p_ext) = galerkin.refresh_for(&p_host)?;
     transfer.galerkin.upload_p_values(plan, p_ext)?;
-    pt.upload_values_from(&DistTranspose::new(&p_host)?)?;
+    pt.transpose_values_of(&p)?;
     let k = p_host.pattern().block_cols();
     drop(p_host);
     t = phase(&mut tm.galerkin_symbolic_s, t)?;

@@ -104,3 +104,42 @@ pub fn sum_blocks_in_order(
     unsafe { l.launch(grid_stride(n * bl as u64)) }.map_err(driver_err("sum_blocks_in_order"))?;
     Ok(())
 }
+
+/// `out`'s block `k` is the transpose of `src`'s block `idx[k]` (`src`: `br x bc` blocks,
+/// `out`: `bc x br` blocks, `idx.len()` of them): a block transpose's numeric step on the device
+/// (`crate::transpose_numeric` of device matrices), plain copies: the host's bits.
+pub(crate) fn gather_transposed_blocks(
+    ctx: &CudaContext,
+    (br, bc): (usize, usize),
+    idx: &DeviceBuffer<u32>,
+    src: &DeviceBuffer<f64>,
+    out: &mut DeviceBuffer<f64>,
+) -> Result<(), LinalgError> {
+    let bl = br * bc;
+    check_len("gather_transposed_blocks: out", idx.len() * bl, out.len())?;
+    if bl == 0 || !src.len().is_multiple_of(bl) {
+        return Err(LinalgError::LengthMismatch {
+            what: "gather_transposed_blocks: source blocks",
+            expected: src.len().next_multiple_of(bl.max(1)),
+            found: src.len(),
+        });
+    }
+    let n = idx.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let f = ctx.function(&GALERKIN, &[], "gather_transposed_blocks")?;
+    let (br32, bc32) = (br as u32, bc as u32);
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n)
+        .arg(&br32)
+        .arg(&bc32)
+        .arg(idx)
+        .arg(src)
+        .arg(&mut *out);
+    // SAFETY: arguments match the kernel; `out`'s length is checked, the indices come from a
+    // transpose plan of `src`'s pattern (every index below its block count).
+    unsafe { l.launch(grid_stride(n * bl as u64)) }
+        .map_err(driver_err("gather_transposed_blocks"))?;
+    Ok(())
+}
