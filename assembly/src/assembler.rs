@@ -141,7 +141,6 @@ impl ElasticityAssembler {
         materials: CellMaterials,
         points_per_direction: usize,
     ) -> Result<Self, AssemblyError> {
-        mesh.validate()?;
         let n_cells = mesh.n_cells();
         if materials.of_cell.len() != n_cells {
             return Err(AssemblyError::SizeMismatch {
@@ -151,9 +150,7 @@ impl ElasticityAssembler {
             });
         }
         let npc = mesh.nodes_per_cell();
-        let kernel = ElementKernel::new(mesh.order(), points_per_direction)
-            .map_err(AssemblyError::Kernel)?;
-        check_geometry(mesh, &kernel)?;
+        let kernel = checked_kernel(mesh, points_per_direction)?;
         let projected = projected_kernel(&kernel, &materials)?;
         let n_nodes = mesh.n_nodes();
         let cells_per_batch = (BATCH_BYTES / (npc * npc * size_of::<[f64; 9]>())).max(1);
@@ -515,6 +512,30 @@ fn scatter_node_slots(slot_of_node: &[Option<usize>], slots: &[f64], r: &mut [f6
 
 /// Checks det J > 0 at every quadrature point of every cell; the error names the first bad cell
 /// as the mesh does ([`HexMesh::describe_cell`]).
+/// The checks of [`ElasticityAssembler::new`] that depend on the mesh alone, with its errors:
+/// the mesh's structure, the element rule (`points_per_direction` Gauss points a direction for
+/// the mesh's order) and every cell's geometry (the first invalid cell named), without making
+/// the assembler's plans (a rank's part checked before its problem is made).
+pub fn check_mesh_geometry(
+    mesh: &HexMesh,
+    points_per_direction: usize,
+) -> Result<(), AssemblyError> {
+    checked_kernel(mesh, points_per_direction).map(drop)
+}
+
+/// The element kernel of `mesh` once the mesh and every cell's geometry are checked
+/// ([`check_mesh_geometry`]).
+fn checked_kernel(
+    mesh: &HexMesh,
+    points_per_direction: usize,
+) -> Result<ElementKernel, AssemblyError> {
+    mesh.validate()?;
+    let kernel =
+        ElementKernel::new(mesh.order(), points_per_direction).map_err(AssemblyError::Kernel)?;
+    check_geometry(mesh, &kernel)?;
+    Ok(kernel)
+}
+
 fn check_geometry(mesh: &HexMesh, kernel: &ElementKernel) -> Result<(), AssemblyError> {
     let npc = mesh.nodes_per_cell();
     (0..mesh.n_cells())

@@ -18,7 +18,7 @@ pub mod pressure;
 pub mod rigid_body;
 pub mod system;
 
-pub use assembler::{AssemblyTimings, CellMaterials, ElasticityAssembler};
+pub use assembler::{check_mesh_geometry, AssemblyTimings, CellMaterials, ElasticityAssembler};
 pub use constraints::{rotation_matrix, Constraints, PositionFn, Prescribed};
 pub use error::AssemblyError;
 pub use hold::{free_motions, hold_gram, FreeMotion, MotionFrame};

@@ -2,7 +2,7 @@
 //! builds only its part), Gmsh meshes read whole and split by METIS on the element graph (every
 //! rank computes the same partition and keeps its part).
 
-use assembly::{AssemblyError, CellMaterials, ElasticityAssembler};
+use assembly::AssemblyError;
 use mesh::select::{box_side_names, faces_of_sets};
 use mesh::{generate_box_part, metis_cell_parts, partition_mesh, MeshPart};
 
@@ -153,13 +153,12 @@ fn build_problem_mesh_part_with_sets(
 pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()> {
     let mesh = &part.mesh;
     let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
-    let Some(first) = params.materials.first() else {
+    if params.materials.is_empty() {
         return Err(Error::NoMaterials);
-    };
-    // The geometry check does not depend on the material.
-    let materials = CellMaterials::uniform(first.material, mesh.n_cells());
-    match ElasticityAssembler::new(mesh, materials, points) {
-        Ok(_) => Ok(()),
+    }
+    // the geometry alone (the problem made next builds the assembler and its plans)
+    match assembly::check_mesh_geometry(mesh, points) {
+        Ok(()) => Ok(()),
         Err(AssemblyError::InvalidElement { cell, error, .. }) => {
             let serial = part.cell_serial_ids[cell];
             Err(Error::ElementLoop(AssemblyError::InvalidElement {
