@@ -23,6 +23,7 @@ use config::{Config, GlobalProbe, OutputField};
 use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
 use linalg::Vector;
 use mesh::MeshPart;
+use rayon::prelude::*;
 
 use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
@@ -34,6 +35,37 @@ use crate::Result;
 const BITS: usize = 64;
 
 /// Mask words for `n` flags.
+/// What fills one record's values of a column: `fill(record, values)`.
+type FillFn<'a> = dyn Fn(&[f64], &mut [f64]) + Sync + 'a;
+
+/// A column of `width` values per record of `records` (`w` values each), filled in parallel.
+fn column(records: &[f64], w: usize, width: usize, fill: &FillFn<'_>) -> Vec<f64> {
+    let mut values = vec![0.0; width * (records.len() / w)];
+    values
+        .par_chunks_mut(width)
+        .zip(records.par_chunks(w))
+        .with_min_len(COLUMN_GRAIN)
+        .for_each(|(c, r)| fill(r, c));
+    values
+}
+
+/// Per record of `records` (`w` values each): 1 where `flag(record)`, else 0 (in parallel).
+fn flag_column(records: &[f64], w: usize, flag: impl Fn(&[f64]) -> bool + Sync) -> Vec<u64> {
+    records
+        .par_chunks(w)
+        .with_min_len(COLUMN_GRAIN)
+        .map(|r| u64::from(flag(r)))
+        .collect()
+}
+
+/// Records a task of [`column`] fills at least.
+const COLUMN_GRAIN: usize = 4096;
+
+/// Whether a mask (bits in the words' `f64` bit patterns) has any bit set.
+fn has_any_bit(mask: &[f64]) -> bool {
+    mask.iter().any(|m| m.to_bits() != 0)
+}
+
 fn words(n: usize) -> usize {
     n.div_ceil(BITS)
 }
@@ -592,7 +624,7 @@ impl RankOutput {
         }
         let cell_words = words(self.cell_sets.len());
         let node_names = self.node_names.len();
-        let mut node_record = |n: usize, r: &mut [f64]| {
+        let node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&mesh.coords[n]);
             r[3..].fill(0.0);
             for (i, m) in self.node_member.iter().enumerate() {
@@ -601,7 +633,7 @@ impl RankOutput {
                 }
             }
         };
-        let mut cell_record = |c: usize, r: &mut [f64]| {
+        let cell_record = |c: usize, r: &mut [f64]| {
             for (x, &l) in r.iter_mut().zip(&connectivity[c * npc..(c + 1) * npc]) {
                 *x = part.node_serial_ids[l] as f64;
             }
@@ -635,30 +667,31 @@ impl RankOutput {
             let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
             let mut next_member = vec![0usize; shape.node_sets.len()];
             let w = mesh_nodes.width();
-            stats.push(mesh_nodes.gather(comm, &mut node_record, |ids, records| {
-                let mut coords = Vec::with_capacity(3 * ids.len());
+            stats.push(mesh_nodes.gather(comm, &node_record, |ids, records| {
                 let mut members = vec![Vec::new(); file_node_sets.len()];
-                for (i, &id) in ids.iter().enumerate() {
-                    let r = &records[i * w..(i + 1) * w];
-                    coords.extend_from_slice(&r[..3]);
+                // the sets' sums and members in serial order: nodes of some set
+                for (&id, r) in ids.iter().zip(records.chunks(w)) {
+                    let mask = &r[3..];
+                    if !has_any_bit(mask) {
+                        continue;
+                    }
                     for (s, sum) in centroid_sums.iter_mut().enumerate() {
-                        if has_bit(&r[3..], s) {
+                        if has_bit(mask, s) {
                             sum.add([0.0; 3], [r[0], r[1], r[2]], [0.0; 3], [0.0; 3]);
                         }
                     }
                     for (j, &s) in file_node_sets.iter().enumerate() {
-                        if has_bit(&r[3..], s) {
+                        if has_bit(mask, s) {
                             members[j].push(id);
                         }
                     }
                 }
                 if let Some(p) = pieces.as_deref_mut() {
+                    let coords = column(records, w, 3, &|r, c| c.copy_from_slice(&r[..3]));
                     p.put_f64(at.coordinates, 3 * ids[0] as usize, &coords);
                     if shape.node_indicators.is_some() {
                         for s in 0..node_names {
-                            let flags: Vec<u64> = (0..ids.len())
-                                .map(|i| u64::from(has_bit(&records[i * w + 3..(i + 1) * w], s)))
-                                .collect();
+                            let flags = flag_column(records, w, |r| has_bit(&r[3..], s));
                             p.put_indices(at.node_indicators[s], ids[0] as usize, &flags);
                         }
                     }
@@ -671,15 +704,14 @@ impl RankOutput {
             let mut next_cell = vec![0usize; n_cell_sets];
             let mut next_face = vec![0usize; n_face_sets];
             let w = mesh_cells.width();
-            stats.push(mesh_cells.gather(comm, &mut cell_record, |ids, records| {
-                let mut conn = Vec::with_capacity(npc * ids.len());
-                let mut mat = Vec::with_capacity(ids.len());
+            stats.push(mesh_cells.gather(comm, &cell_record, |ids, records| {
                 let mut cells = vec![Vec::new(); n_cell_sets];
                 let mut faces = vec![Vec::new(); n_face_sets];
-                for (i, &id) in ids.iter().enumerate() {
-                    let r = &records[i * w..(i + 1) * w];
-                    conn.extend(r[..npc].iter().map(|&x| x as u64));
-                    mat.push(r[npc] as u64);
+                // the sets' members in serial order: cells of some set
+                for (&id, r) in ids.iter().zip(records.chunks(w)) {
+                    if !has_any_bit(&r[npc + 1..]) {
+                        continue;
+                    }
                     let (cm, fm) = r[npc + 1..].split_at(cell_words);
                     for (s, c) in cells.iter_mut().enumerate() {
                         if has_bit(cm, s) {
@@ -696,16 +728,23 @@ impl RankOutput {
                 }
                 if let Some(p) = pieces.as_deref_mut() {
                     let first = ids[0] as usize;
+                    let mut conn = vec![0u64; npc * ids.len()];
+                    conn.par_chunks_mut(npc)
+                        .zip(records.par_chunks(w))
+                        .with_min_len(COLUMN_GRAIN)
+                        .for_each(|(c, r)| {
+                            for (c, &x) in c.iter_mut().zip(&r[..npc]) {
+                                *c = x as u64;
+                            }
+                        });
                     p.put_indices(at.connectivity, npc * first, &conn);
+                    let mat: Vec<u64> = records.chunks(w).map(|r| r[npc] as u64).collect();
                     p.put_indices(at.material, first, &mat);
                     if shape.node_indicators.is_some() {
                         for j in 0..n_cell_sets {
-                            let flags: Vec<u64> = (0..ids.len())
-                                .map(|i| {
-                                    let r = &records[i * w + npc + 1..(i + 1) * w];
-                                    u64::from(has_bit(&r[..cell_words], j))
-                                })
-                                .collect();
+                            let flags = flag_column(records, w, |r| {
+                                has_bit(&r[npc + 1..][..cell_words], j)
+                            });
                             p.put_indices(at.cell_indicators[j], first, &flags);
                         }
                     }
@@ -814,7 +853,7 @@ impl RankOutput {
             .iter()
             .flatten()
             .any(|&f| probe::is_nodal(f));
-        let mut node_record = |n: usize, r: &mut [f64]| {
+        let node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
             r[3..6].copy_from_slice(&r_local[n]);
             r[6..9].copy_from_slice(&mesh.coords[n]);
@@ -830,7 +869,7 @@ impl RankOutput {
             }
         };
         let base = this.cell_record_width;
-        let mut cell_record = |c: usize, r: &mut [f64]| {
+        let cell_record = |c: usize, r: &mut [f64]| {
             cells.record(c, &mut r[..base]);
             let probe_mask = &mut r[base..];
             probe_mask.fill(0.0);
@@ -864,101 +903,82 @@ impl RankOutput {
         let mut stats = Vec::new();
         let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
             let w = this.step_nodes.width();
-            stats.push(
-                this.step_nodes
-                    .gather(comm, &mut node_record, |ids, records| {
-                        let n = ids.len();
-                        let mut columns: [Vec<f64>; 5] = Default::default();
-                        for i in 0..n {
-                            let r = &records[i * w..(i + 1) * w];
-                            let (x, uu, rr) =
-                                ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
-                            acc.node(x, uu, rr, &r[9 + n_stress..]);
-                            if probes_nodal {
-                                let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
-                                acc.nodal_stats(&t, &r[9 + n_stress..]);
-                            }
-                            if pieces.is_some() {
-                                columns[0].extend_from_slice(&uu);
-                                columns[1].extend_from_slice(&rr);
-                                if this.nodal_stress {
-                                    let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
-                                    columns[2].extend_from_slice(&t);
-                                    columns[3].push(serial::von_mises_of(&t));
-                                    if index(StepField::NodalPrincipalStress).is_some() {
-                                        columns[4].extend(fem::principal_values_of(&t));
-                                    }
-                                }
-                            }
-                        }
-                        if let Some(p) = pieces.as_deref_mut() {
-                            let first = ids[0] as usize;
-                            for (k, (f, width)) in [
-                                (StepField::Displacement, 3),
-                                (StepField::Reaction, 3),
-                                (StepField::NodalCauchyStress, 9),
-                                (StepField::NodalVonMises, 1),
-                                (StepField::NodalPrincipalStress, 3),
-                            ]
-                            .into_iter()
-                            .enumerate()
-                            {
-                                if let Some(d) = index(f) {
-                                    p.put_f64(d, width * first, &columns[k]);
-                                }
-                            }
-                        }
-                    })?,
-            );
+            stats.push(this.step_nodes.gather(comm, &node_record, |ids, records| {
+                let mask_at = 9 + n_stress;
+                // the figures in serial order; a node of no set only raises the
+                // largest displacement (a maximum: taken in parallel)
+                let largest = records
+                    .par_chunks(w)
+                    .map(|r| crate::run::length(&[r[0], r[1], r[2]]))
+                    .reduce(|| 0.0, f64::max);
+                acc.max_displacement = acc.max_displacement.max(largest);
+                for r in records.chunks(w).filter(|r| has_any_bit(&r[mask_at..])) {
+                    let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
+                    acc.node(x, uu, rr, &r[mask_at..]);
+                    if probes_nodal {
+                        let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
+                        acc.nodal_stats(&t, &r[mask_at..]);
+                    }
+                }
+                let Some(p) = pieces.as_deref_mut() else {
+                    return;
+                };
+                let first = ids[0] as usize;
+                let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[9 + k]) };
+                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
+                    if let Some(d) = index(f) {
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
+                    }
+                };
+                put(p, StepField::Displacement, 3, &|r, c| {
+                    c.copy_from_slice(&r[..3])
+                });
+                put(p, StepField::Reaction, 3, &|r, c| {
+                    c.copy_from_slice(&r[3..6])
+                });
+                if this.nodal_stress {
+                    put(p, StepField::NodalCauchyStress, 9, &|r, c| {
+                        c.copy_from_slice(&r[9..18])
+                    });
+                    put(p, StepField::NodalVonMises, 1, &|r, c| {
+                        c[0] = serial::von_mises_of(&stress(r))
+                    });
+                    put(p, StepField::NodalPrincipalStress, 3, &|r, c| {
+                        c.copy_from_slice(&fem::principal_values_of(&stress(r)))
+                    });
+                }
+            })?);
             let w = this.step_cells.width();
-            stats.push(
-                this.step_cells
-                    .gather(comm, &mut cell_record, |ids, records| {
-                        let mut columns: [Vec<f64>; 5] = Default::default();
-                        let mut strains = vec![Vec::new(); this.strain_fields.len()];
-                        for i in 0..ids.len() {
-                            let r = &records[i * w..(i + 1) * w];
-                            acc.strain_energy += r[12];
-                            acc.cell_stats(r);
-                            if pieces.is_some() {
-                                columns[0].extend_from_slice(&r[..9]);
-                                columns[1].push(r[9]);
-                                columns[2].push(r[10]);
-                                columns[3].push(r[11]);
-                                if index(StepField::PrincipalStress).is_some() {
-                                    let t: [f64; 9] = std::array::from_fn(|k| r[k]);
-                                    columns[4].extend(fem::principal_values_of(&t));
-                                }
-                                for (k, strain) in strains.iter_mut().enumerate() {
-                                    let at = CellOutputs::WIDTH + 9 * k;
-                                    strain.extend_from_slice(&r[at..at + 9]);
-                                }
-                            }
-                        }
-                        if let Some(p) = pieces.as_deref_mut() {
-                            let first = ids[0] as usize;
-                            for (k, (f, width)) in [
-                                (StepField::CauchyStress, 9),
-                                (StepField::VonMises, 1),
-                                (StepField::Jacobian, 1),
-                                (StepField::EnergyDensity, 1),
-                                (StepField::PrincipalStress, 3),
-                            ]
-                            .into_iter()
-                            .enumerate()
-                            {
-                                if let Some(d) = index(f) {
-                                    p.put_f64(d, width * first, &columns[k]);
-                                }
-                            }
-                            for (&f, strain) in this.strain_fields.iter().zip(&strains) {
-                                if let Some(d) = index(f) {
-                                    p.put_f64(d, 9 * first, strain);
-                                }
-                            }
-                        }
-                    })?,
-            );
+            stats.push(this.step_cells.gather(comm, &cell_record, |ids, records| {
+                // the figures in serial order (the energy summed as the serial run's)
+                for r in records.chunks(w) {
+                    acc.strain_energy += r[12];
+                    acc.cell_stats(r);
+                }
+                let Some(p) = pieces.as_deref_mut() else {
+                    return;
+                };
+                let first = ids[0] as usize;
+                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
+                    if let Some(d) = index(f) {
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
+                    }
+                };
+                put(p, StepField::CauchyStress, 9, &|r, c| {
+                    c.copy_from_slice(&r[..9])
+                });
+                put(p, StepField::VonMises, 1, &|r, c| c[0] = r[9]);
+                put(p, StepField::Jacobian, 1, &|r, c| c[0] = r[10]);
+                put(p, StepField::EnergyDensity, 1, &|r, c| c[0] = r[11]);
+                put(p, StepField::PrincipalStress, 3, &|r, c| {
+                    let t: [f64; 9] = std::array::from_fn(|k| r[k]);
+                    c.copy_from_slice(&fem::principal_values_of(&t))
+                });
+                for (k, &f) in this.strain_fields.iter().enumerate() {
+                    let at = CellOutputs::WIDTH + 9 * k;
+                    put(p, f, 9, &|r, c| c.copy_from_slice(&r[at..at + 9]));
+                }
+            })?);
             Ok(())
         };
         let figures = match (results, points) {

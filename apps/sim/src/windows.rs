@@ -11,6 +11,7 @@
 //! 0 holds `O(limit)` values besides what it owns, whatever the mesh's size.
 
 use comm::Comm;
+use rayon::prelude::*;
 
 use crate::error::fail;
 use crate::Result;
@@ -96,88 +97,151 @@ impl WindowPlan {
     }
 
     /// Collective. Every rank fills the records of its owned entities (`record(local index,
-    /// record)`, `width` values); rank 0's `sink(ids, records)` receives each window's entities
-    /// in ascending serial id (`records`: `width` values per id), window after window, in
-    /// ascending order. Returns what rank 0 held (zeros on the other ranks).
+    /// record)`, `width` values, called in parallel); rank 0's `sink(ids, records)` receives
+    /// each window's entities in ascending serial id (`records`: `width` values per id), window
+    /// after window, in ascending order. The next window travels while rank 0's `sink` takes
+    /// one and the other ranks pack theirs, so rank 0 holds at most one window's messages and
+    /// the merged copy of the window before (as the window's own merge did). Returns what rank
+    /// 0 held (zeros on the other ranks).
     pub fn gather(
         &self,
         comm: &dyn Comm,
-        mut record: impl FnMut(usize, &mut [f64]),
+        record: impl Fn(usize, &mut [f64]) + Sync,
         mut sink: impl FnMut(&[u64], &[f64]),
     ) -> Result<GatherStats> {
         let (w, size) = (self.width, comm.size());
         let mut stats = GatherStats::default();
-        // one window's message: ids (as bits), then records
-        let pack = |k: usize, record: &mut dyn FnMut(usize, &mut [f64])| {
-            let mine = &self.owned[self.starts[k]..self.starts[k + 1]];
-            let mut message = vec![0.0; mine.len() * (1 + w)];
-            let (ids, records) = message.split_at_mut(mine.len());
-            for (i, &(id, local)) in mine.iter().enumerate() {
-                ids[i] = f64::from_bits(id);
-                record(local, &mut records[i * w..(i + 1) * w]);
-            }
-            message
-        };
         let Some(counts) = &self.counts else {
+            // window k + 1 packed while window k travels
+            let mut message = if self.n_windows > 0 {
+                self.pack(0, &record)
+            } else {
+                Vec::new()
+            };
             for k in 0..self.n_windows {
-                let message = pack(k, &mut record);
                 stats.max_window_values = stats.max_window_values.max(message.len());
-                if !message.is_empty() {
-                    comm.exchange(&[(0, &message)], &mut [], &mut || ())?;
+                let mut next = Vec::new();
+                let mut pack_next = || {
+                    if k + 1 < self.n_windows {
+                        next = self.pack(k + 1, &record);
+                    }
+                };
+                if message.is_empty() {
+                    pack_next();
+                } else {
+                    comm.exchange(&[(0, &message)], &mut [], &mut pack_next)?;
                 }
+                message = next;
             }
             return Ok(stats);
         };
+        // rank 0: window k's messages arrive while rank 0 packs its own and sinks window k - 1
+        let mut merged: Option<(Vec<u64>, Vec<f64>)> = None;
         for k in 0..self.n_windows {
             let per_rank = &counts[k * size..(k + 1) * size];
             let mut messages: Vec<Vec<f64>> = per_rank
                 .iter()
-                .map(|&n| vec![0.0; n as usize * (1 + w)])
+                .enumerate()
+                .map(|(r, &n)| match r {
+                    0 => Vec::new(),
+                    _ => vec![0.0; n as usize * (1 + w)],
+                })
                 .collect();
-            messages[0] = pack(k, &mut record);
-            if messages[0].len() != per_rank[0] as usize * (1 + w) {
+            let mut own = Vec::new();
+            {
+                let mut recvs: Vec<(usize, &mut [f64])> = messages
+                    .iter_mut()
+                    .enumerate()
+                    .skip(1)
+                    .filter(|(_, m)| !m.is_empty())
+                    .map(|(r, m)| (r, m.as_mut_slice()))
+                    .collect();
+                stats.max_message_values = recvs
+                    .iter()
+                    .map(|(_, m)| m.len())
+                    .fold(stats.max_message_values, usize::max);
+                let mut overlap = || {
+                    own = self.pack(k, &record);
+                    if let Some((ids, records)) = merged.take() {
+                        sink(&ids, &records);
+                    }
+                };
+                comm.exchange(&[], &mut recvs, &mut overlap)?;
+            }
+            if own.len() != per_rank[0] as usize * (1 + w) {
                 fail!("window {k}: rank 0's count changed since the plan");
             }
-            let mut recvs: Vec<(usize, &mut [f64])> = messages
-                .iter_mut()
-                .enumerate()
-                .skip(1)
-                .filter(|(_, m)| !m.is_empty())
-                .map(|(r, m)| (r, m.as_mut_slice()))
-                .collect();
-            stats.max_message_values = recvs
-                .iter()
-                .map(|(_, m)| m.len())
-                .fold(stats.max_message_values, usize::max);
-            comm.exchange(&[], &mut recvs, &mut || ())?;
-            // merge: (id, rank, position) sorted by id
-            let mut order: Vec<(u64, usize, usize)> = Vec::new();
-            for (r, m) in messages.iter().enumerate() {
-                let n = per_rank[r] as usize;
-                order.extend((0..n).map(|i| (m[i].to_bits(), r, i)));
-            }
-            order.sort_unstable();
-            let ids: Vec<u64> = order.iter().map(|o| o.0).collect();
-            let mut records = vec![0.0; ids.len() * w];
-            for (j, &(_, r, i)) in order.iter().enumerate() {
-                let n = per_rank[r] as usize;
-                records[j * w..(j + 1) * w]
-                    .copy_from_slice(&messages[r][n + i * w..n + (i + 1) * w]);
-            }
+            messages[0] = own;
             stats.max_window_values = stats
                 .max_window_values
                 .max(messages.iter().map(Vec::len).sum());
-            drop(messages);
+            merged = Some(merge_runs(&messages, per_rank, w));
             stats.windows += 1;
+        }
+        if let Some((ids, records)) = merged {
             sink(&ids, &records);
         }
         Ok(stats)
+    }
+
+    /// This rank's message of window `k`: its owned entities' ids (as bits), then their
+    /// records (filled in parallel).
+    fn pack(&self, k: usize, record: &(impl Fn(usize, &mut [f64]) + Sync)) -> Vec<f64> {
+        let mine = &self.owned[self.starts[k]..self.starts[k + 1]];
+        let w = self.width;
+        let mut message = vec![0.0; mine.len() * (1 + w)];
+        let (ids, records) = message.split_at_mut(mine.len());
+        ids.par_iter_mut()
+            .zip(mine.par_iter())
+            .with_min_len(PACK_GRAIN)
+            .for_each(|(x, &(id, _))| *x = f64::from_bits(id));
+        if w > 0 {
+            records
+                .par_chunks_mut(w)
+                .zip(mine.par_iter())
+                .with_min_len(PACK_GRAIN)
+                .for_each(|(r, &(_, local))| record(local, r));
+        }
+        message
     }
 
     /// Serial ids per window.
     pub fn ids_per_window(&self) -> u64 {
         self.ids
     }
+}
+
+/// Entities a task of [`WindowPlan::gather`]'s parallel packing fills at least.
+const PACK_GRAIN: usize = 4096;
+
+/// One window's entities in ascending serial id: `messages[r]` holds rank `r`'s `per_rank[r]`
+/// ids (ascending, as bits) then their records of `w` values. Every id is one rank's, so the
+/// merge moves runs: the rank with the least next id gives every id below the other ranks'
+/// least next id at once (one run per rank where the ranks hold ranges of ids).
+fn merge_runs(messages: &[Vec<f64>], per_rank: &[u32], w: usize) -> (Vec<u64>, Vec<f64>) {
+    let total: usize = per_rank.iter().map(|&n| n as usize).sum();
+    let mut ids = Vec::with_capacity(total);
+    let mut records = Vec::with_capacity(total * w);
+    let mut at = vec![0usize; messages.len()];
+    let head = |r: usize, at: &[usize]| {
+        (at[r] < per_rank[r] as usize).then(|| messages[r][at[r]].to_bits())
+    };
+    while let Some((_, r)) = (0..messages.len())
+        .filter_map(|r| head(r, &at).map(|id| (id, r)))
+        .min()
+    {
+        let bound = (0..messages.len())
+            .filter(|&o| o != r)
+            .filter_map(|o| head(o, &at))
+            .min()
+            .unwrap_or(u64::MAX);
+        let (m, n) = (&messages[r], per_rank[r] as usize);
+        let end = at[r] + m[at[r]..n].partition_point(|x| x.to_bits() < bound);
+        ids.extend(m[at[r]..end].iter().map(|x| x.to_bits()));
+        records.extend_from_slice(&m[n + at[r] * w..n + end * w]);
+        at[r] = end;
+    }
+    (ids, records)
 }
 
 /// Values per message of the output's [`gather_to_root`] (8 MiB).
@@ -233,6 +297,41 @@ pub fn gather_to_root(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The merge of runs is the sort by id: ranks holding ranges, runs, single ids
+    /// alternating, and ranks with nothing.
+    #[test]
+    fn merged_runs_are_the_windows_entities_sorted_by_id() {
+        let w = 2;
+        let message = |ids: &[u64]| -> Vec<f64> {
+            let mut m: Vec<f64> = ids.iter().map(|&id| f64::from_bits(id)).collect();
+            m.extend(ids.iter().flat_map(|&id| [id as f64, -(id as f64)]));
+            m
+        };
+        let cases: [Vec<Vec<u64>>; 4] = [
+            vec![(0..10).collect(), (10..25).collect(), (25..30).collect()],
+            vec![
+                (0..30).step_by(3).collect(),
+                (1..30).step_by(3).collect(),
+                (2..30).step_by(3).collect(),
+            ],
+            vec![vec![], vec![4, 5, 6, 20, 21], vec![0, 1, 2, 3, 7, 22]],
+            vec![vec![], vec![], vec![]],
+        ];
+        for per_rank_ids in cases {
+            let messages: Vec<Vec<f64>> = per_rank_ids.iter().map(|ids| message(ids)).collect();
+            let per_rank: Vec<u32> = per_rank_ids.iter().map(|ids| ids.len() as u32).collect();
+            let (ids, records) = merge_runs(&messages, &per_rank, w);
+            let mut want: Vec<u64> = per_rank_ids.concat();
+            want.sort_unstable();
+            assert_eq!(ids, want);
+            let want_records: Vec<f64> = want
+                .iter()
+                .flat_map(|&id| [id as f64, -(id as f64)])
+                .collect();
+            assert_eq!(records, want_records);
+        }
+    }
 
     /// Entities `0..n` dealt to the ranks round-robin in blocks of 3 (so every window mixes
     /// ranks); rank 0 receives each window whole, in order, with the records every rank made,
