@@ -667,7 +667,7 @@ impl RankOutput {
             let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
             let mut next_member = vec![0usize; shape.node_sets.len()];
             let w = mesh_nodes.width();
-            stats.push(mesh_nodes.gather(comm, &node_record, |ids, records| {
+            stats.push(mesh_nodes.gather(comm, node_record, |ids, records| {
                 let mut members = vec![Vec::new(); file_node_sets.len()];
                 // the sets' sums and members in serial order: nodes of some set
                 for (&id, r) in ids.iter().zip(records.chunks(w)) {
@@ -704,7 +704,7 @@ impl RankOutput {
             let mut next_cell = vec![0usize; n_cell_sets];
             let mut next_face = vec![0usize; n_face_sets];
             let w = mesh_cells.width();
-            stats.push(mesh_cells.gather(comm, &cell_record, |ids, records| {
+            stats.push(mesh_cells.gather(comm, cell_record, |ids, records| {
                 let mut cells = vec![Vec::new(); n_cell_sets];
                 let mut faces = vec![Vec::new(); n_face_sets];
                 // the sets' members in serial order: cells of some set
@@ -903,7 +903,7 @@ impl RankOutput {
         let mut stats = Vec::new();
         let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
             let w = this.step_nodes.width();
-            stats.push(this.step_nodes.gather(comm, &node_record, |ids, records| {
+            stats.push(this.step_nodes.gather(comm, node_record, |ids, records| {
                 let mask_at = 9 + n_stress;
                 // the figures in serial order; a node of no set only raises the
                 // largest displacement (a maximum: taken in parallel)
@@ -949,7 +949,7 @@ impl RankOutput {
                 }
             })?);
             let w = this.step_cells.width();
-            stats.push(this.step_cells.gather(comm, &cell_record, |ids, records| {
+            stats.push(this.step_cells.gather(comm, cell_record, |ids, records| {
                 // the figures in serial order (the energy summed as the serial run's)
                 for r in records.chunks(w) {
                     acc.strain_energy += r[12];
