@@ -142,16 +142,18 @@ if [ "$MPI_TESTS" = 1 ]; then
             mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
                 "$t" --nocapture --test-threads=1
         done
-        # each rank's Newton iteration on its GPU (1 and 2 ranks: the lines of 2 ranks show)
+        # each rank's Newton iteration and cell fields on its GPU (1 and 2 ranks: the lines of 2
+        # ranks show)
         for t in device_rank_assembly_equals_the_host_rank_assembly \
-            device_rank_run_equals_the_host_rank_run; do
+            device_rank_run_equals_the_host_rank_run \
+            device_rank_run_computes_its_cell_fields_on_the_gpus; do
             for np in 1 2; do
                 mpirun --allow-run-as-root --oversubscribe -np "$np" "$here/bin/test_mpi_e2e" \
                     --exact "$t" --nocapture --test-threads=1
             done
         done
     } > "$out/mpi_tests.log" 2>&1 || status=1
-    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|nccl exchanges|kept renewal|ipc exchanges|failed" "$out/mpi_tests.log" | tail -n 40
+    grep -E "^test |SKIP|test result|panicked|device distributed|device rank|cell datasets|nccl exchanges|kept renewal|ipc exchanges|failed" "$out/mpi_tests.log" | tail -n 40
 fi
 mpi_devices=cuda
 [ "$MPI_GAMG_CPU" = 1 ] && mpi_devices="cuda cpu"

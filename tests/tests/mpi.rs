@@ -2736,6 +2736,111 @@ fn run_on_ranks_set(
     summary
 }
 
+/// On rank 0: every step's cell datasets of a run of `input` on `device` over the ranks of
+/// `comm` writing `fields` (name, values per step), and its summary.
+fn cell_fields_on_ranks(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    device: &str,
+    fields: &[&str],
+) -> Option<(io::Summary, Vec<(String, Vec<f64>)>)> {
+    let dir = std::env::temp_dir().join(format!("hexfem-mpi-cells-{}-{device}", comm.size()));
+    if comm.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    comm.allreduce_sum(&mut [0.0]).unwrap();
+    let options = sim::RunOptions::new(input)
+        .with_overrides([
+            format!("device={device}"),
+            "linear_solver.method=cg_amg".into(),
+            format!("output.fields=[displacement, {}]", fields.join(", ")),
+        ])
+        .with_output_dir(dir.clone())
+        .with_overwrite(true)
+        .with_output_window(1 << 16);
+    let outcome = sim::run(comm, &options, &sim::Quiet)
+        .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
+    let read = (comm.rank() == 0).then(|| {
+        let summary = io::Summary::read(&outcome.summary).unwrap();
+        let results = io::ResultsReader::open(&outcome.h5).unwrap();
+        let mut datasets = Vec::new();
+        for (step, _) in results.steps().unwrap().into_iter().skip(1) {
+            for field in fields {
+                let path = format!("steps/{step:06}/{field}");
+                datasets.push((path.clone(), results.read_f64(&path).unwrap().1));
+            }
+        }
+        (summary, datasets)
+    });
+    comm.allreduce_sum(&mut [0.0]).unwrap();
+    if comm.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    read
+}
+
+/// On one GPU per rank, at 1 and 2 ranks: a run's cell fields and strains are computed on the
+/// ranks' GPUs (they come down with the output's bytes: ten values a local cell at least) and
+/// are the host rank run's to rounding, the same converged steps.
+#[test]
+fn device_rank_run_computes_its_cell_fields_on_the_gpus() {
+    use linalg::dist::skip_multi_rank_gpu_test;
+
+    let test = "device_rank_run_computes_its_cell_fields_on_the_gpus";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[1, 2], |comm| {
+        let input = inputs_dir().join("neo_hookean_block.yaml");
+        let fields = [
+            "cauchy_stress",
+            "von_mises",
+            "jacobian",
+            "energy_density",
+            "green_lagrange_strain",
+        ];
+        let cpu = cell_fields_on_ranks(comm, &input, "cpu", &fields);
+        let gpu = cell_fields_on_ranks(comm, &input, "cuda", &fields);
+        let (Some((cs, cpu)), Some((gs, gpu))) = (cpu, gpu) else {
+            return;
+        };
+        // rank 0's owned cells (its local cells, whose fields come down, include them)
+        let cells = gs
+            .ranks
+            .as_ref()
+            .map_or(gs.mesh.cells as u64, |r| r.owned_cells[0]);
+        let (cs, gs) = (cs.steps.unwrap(), gs.steps.unwrap());
+        assert_eq!(cs.len(), gs.len(), "converged steps");
+        for s in &gs {
+            let down = s
+                .output_transfer_bytes
+                .expect("the GPU run counts its output's bytes");
+            assert!(
+                down >= 80 * cells,
+                "step {}: {down} bytes came down for the output, fewer than the cell fields",
+                s.step
+            );
+        }
+        assert_eq!(cpu.len(), gpu.len());
+        let mut worst = 0.0f64;
+        for ((path, c), (_, g)) in cpu.iter().zip(&gpu) {
+            assert_eq!(c.len(), g.len(), "{path}");
+            let scale = c.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+            let diff = c
+                .iter()
+                .zip(g)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff <= 1e-9 * scale, "{path}: {diff:e} of {scale:e}");
+            worst = worst.max(diff / scale);
+        }
+        println!(
+            "device rank run on {} ranks: {} cell datasets computed on the GPUs, the host's to {worst:.1e}",
+            comm.size(),
+            gpu.len()
+        );
+    });
+}
+
 /// On one GPU per rank, at 1 and 2 ranks: `hexfem run inputs/neo_hookean_block.yaml` with
 /// `device: cuda` (each rank's Newton iteration on its GPU) gives the host rank run's
 /// converged steps, Newton and CG iterations per step and displacements (to 1e-10), and every

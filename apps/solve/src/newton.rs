@@ -786,8 +786,19 @@ impl LoadPath<'_> {
                     load_factor = target;
                     let discrete = &problem.discrete;
                     let reactions = ws.system.reactions(discrete)?;
-                    let cell_fields = ws.system.cell_fields(&current)?;
-                    let cell_strains = ws.system.cell_strains(&current, self.output_strains)?;
+                    let outputs = ws.system.cell_fields(&current).and_then(|fields| {
+                        Ok((
+                            fields,
+                            ws.system.cell_strains(&current, self.output_strains)?,
+                        ))
+                    });
+                    // on ranks: one rank's failure is every rank's (none waits in a reduction)
+                    let (cell_fields, cell_strains) = match &problem.discrete.partition {
+                        Some(part) => {
+                            comm::agree(&**part.layout.comm(), outputs.map_err(|e| e.to_string()))?
+                        }
+                        None => outputs?,
+                    };
                     let failed_attempts = std::mem::take(&mut attempts);
                     let easy = iterations.len() <= EASY_ITERATIONS;
                     if easy {

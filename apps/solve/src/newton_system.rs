@@ -273,25 +273,28 @@ impl IterationSystem {
         problem_ref(&self.on_device, discrete).write_prescribed(load_factor, u)
     }
 
-    /// The output fields of every cell at `u` computed where the iteration runs, on the host:
-    /// `Some` on a GPU (computed there; only the fields come down), `None` on the host (the
-    /// caller computes them from the host state as ever).
-    /// On a rank's GPU `None` too: a distributed run's output computes its cells' fields from
-    /// the downloaded state (as the host rank path does), so they need not come down.
+    /// The output fields of every cell at `u` computed where the iteration runs: `Some` on a
+    /// GPU, one process's or a rank's (computed there for every local cell, ghost cells
+    /// included, from the device state whose ghost entries the iteration keeps current; only
+    /// the fields come down), `None` on the host (the caller computes them from the host state
+    /// as ever). On ranks a failure is one rank's: the caller agrees on it.
     pub fn cell_fields(&mut self, u: &Vector) -> Result<Option<Vec<CellFields>>, AssemblyError> {
-        self.single_gpu().map(|d| d.cell_fields(u)).transpose()
+        self.on_device
+            .as_deref_mut()
+            .map(|d| d.cell_fields(u))
+            .transpose()
     }
 
     /// The strains `measures` (each a [`fem::StrainMeasure`]) of every cell at `u` that the GPU
-    /// computes ([`DeviceProblem::computes_strain`]; the host's values bit for bit), in the
-    /// order of `measures`, each downloaded; the others are left to the caller, as on the host
-    /// and on a rank's GPU (empty there).
+    /// computes ([`DeviceProblem::computes_strain`]; the host's values bit for bit), one
+    /// process's or a rank's, in the order of `measures`, each downloaded; the others are left
+    /// to the caller, as on the host.
     pub fn cell_strains(
         &mut self,
         u: &Vector,
         measures: &[fem::StrainMeasure],
     ) -> Result<crate::newton::CellStrains, AssemblyError> {
-        let Some(d) = self.single_gpu() else {
+        let Some(d) = self.on_device.as_deref_mut() else {
             return Ok(Vec::new());
         };
         let on_device: Vec<_> = measures
