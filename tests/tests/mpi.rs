@@ -2736,6 +2736,9 @@ fn run_on_ranks_set(
     summary
 }
 
+/// Each written step's datasets of some fields: (path, values).
+type StepDatasets = Vec<(String, Vec<f64>)>;
+
 /// On rank 0: every step's cell datasets of a run of `input` on `device` over the ranks of
 /// `comm` writing `fields` (name, values per step), and its summary.
 fn cell_fields_on_ranks(
@@ -2743,7 +2746,7 @@ fn cell_fields_on_ranks(
     input: &std::path::Path,
     device: &str,
     fields: &[&str],
-) -> Option<(io::Summary, Vec<(String, Vec<f64>)>)> {
+) -> Option<(io::Summary, StepDatasets)> {
     let dir = std::env::temp_dir().join(format!("hexfem-mpi-cells-{}-{device}", comm.size()));
     if comm.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
