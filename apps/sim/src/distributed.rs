@@ -197,6 +197,10 @@ pub(crate) fn execute_on_ranks(
 ) -> Result<RunOutcome> {
     let c: &dyn Comm = &**comm;
     let config = case.config;
+    if config.device != config::ComputeDevice::Cpu {
+        // each rank's GPU driver and context start while its part and problem are built
+        linalg::dist::warm_up_rank_device(comm);
+    }
     let problem_started = Instant::now();
     let (params, part, mut problem) = problem_on_ranks(comm, config, stages)?;
     let problem_s = problem_started.elapsed().as_secs_f64();

@@ -29,7 +29,7 @@ pub use matrix::{DistBsr, DistPattern};
 pub use partition::RowPartition;
 pub use rank_device::{
     connect_rank_devices, gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test,
-    DeviceExchange, RankDeviceRequest, RankDevices,
+    warm_up_rank_device, DeviceExchange, RankDeviceRequest, RankDevices,
 };
 pub use rows::RowGatherPlan;
 pub use telescope::move_rows;

@@ -40,6 +40,16 @@ pub fn gpu_for(node_rank: usize, visible: usize) -> usize {
     node_rank % visible.max(1)
 }
 
+/// Collective (the node-local ranks are found). Starts the CUDA driver and the context of the
+/// GPU [`select_rank_devices`] will open on a thread of its own
+/// ([`crate::backend::cuda::warm_up_node_rank`]), so that the selection later finds them
+/// ready: a run calls it before it builds its part of the mesh and problem. Nothing happens
+/// where CUDA is unavailable (the selection reports it).
+pub fn warm_up_rank_device(comm: &Arc<dyn Comm>) {
+    let (node_rank, _) = comm.node_local();
+    crate::backend::cuda::warm_up_node_rank(node_rank);
+}
+
 /// Collective. Opens this rank's GPU ([`gpu_for`] its node-local rank and the GPUs its driver
 /// reports) and agrees on the outcome as the module doc says. Errors are
 /// [`LinalgError::CudaUnavailable`] on every rank (under `cuda`) or a communication failure.

@@ -122,18 +122,33 @@ static WARMED: Mutex<(Vec<usize>, Vec<Arc<cu::CudaContext>>)> =
 /// meanwhile). Nothing happens where CUDA is unavailable; errors are left to the later open,
 /// which reports them.
 pub fn warm_up(ordinal: usize) {
-    {
-        let mut warmed = WARMED.lock().unwrap_or_else(|p| p.into_inner());
-        if warmed.0.contains(&ordinal) {
-            return;
-        }
-        warmed.0.push(ordinal);
-    }
+    warm_up_picked(move |_| ordinal);
+}
+
+/// [`warm_up`] of the GPU that node-local rank `node_rank` opens
+/// ([`crate::dist::gpu_for`] of the GPUs visible here, counted on the warm-up's thread).
+pub fn warm_up_node_rank(node_rank: usize) {
+    warm_up_picked(move |visible| crate::dist::gpu_for(node_rank, visible));
+}
+
+/// [`warm_up`] of the device `pick(visible GPUs)`, on a thread of its own.
+fn warm_up_picked(pick: impl FnOnce(usize) -> usize + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("cuda warm-up".into())
         .spawn(move || {
             if unavailable_reason().is_some() {
                 return;
+            }
+            let Ok(visible) = cu::result::device::get_count() else {
+                return;
+            };
+            let ordinal = pick(visible as usize);
+            {
+                let mut warmed = WARMED.lock().unwrap_or_else(|p| p.into_inner());
+                if warmed.0.contains(&ordinal) {
+                    return;
+                }
+                warmed.0.push(ordinal);
             }
             if let Ok(ctx) = cu::CudaContext::new(ordinal) {
                 WARMED.lock().unwrap_or_else(|p| p.into_inner()).1.push(ctx);

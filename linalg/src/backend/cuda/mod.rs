@@ -101,7 +101,8 @@ impl DeviceValue for f32 {
     }
 }
 pub use context::{
-    can_access_peer, device_count, unavailable_reason, warm_up, CudaContext, Event, Transfers,
+    can_access_peer, device_count, unavailable_reason, warm_up, warm_up_node_rank, CudaContext,
+    Event, Transfers,
 };
 pub use coo::DeviceCooPlan;
 pub use jacobi::DeviceBlockDiagonal;
