@@ -301,7 +301,7 @@ pub fn dist_tentative_planned(
         .filter(|&&l| l != UNAGGREGATED)
         .map(|&l| u64::from(l))
         .collect();
-    asked.sort_unstable();
+    asked.par_sort_unstable();
     asked.dedup();
     let mut send = vec![Vec::new(); size];
     for &l in &asked {
@@ -369,15 +369,15 @@ pub fn dist_tentative_planned(
     let received = comm.alltoallv_f64_moving(rows)?;
     // Owned aggregates: members (label, serial id, (source rank, index in its message)) by
     // label, then serial id.
-    let mut members: Vec<(u64, u64, (u32, u32))> = received
-        .iter()
-        .enumerate()
-        .flat_map(|(r, msg)| {
-            msg.chunks(2 + slab)
+    let mut members: Vec<(u64, u64, (u32, u32))> =
+        Vec::with_capacity(received.iter().map(|m| m.len() / (2 + slab)).sum());
+    for (r, msg) in received.iter().enumerate() {
+        members.par_extend(
+            msg.par_chunks(2 + slab)
                 .enumerate()
-                .map(move |(i, rec)| (rec[0] as u64, rec[1] as u64, (r as u32, i as u32)))
-        })
-        .collect();
+                .map(|(i, rec)| (rec[0] as u64, rec[1] as u64, (r as u32, i as u32))),
+        );
+    }
     members.par_sort_unstable();
     let mut group_ptr = vec![0];
     for run in members.chunk_by(|a, b| a.0 == b.0) {
@@ -390,7 +390,7 @@ pub fn dist_tentative_planned(
         .iter()
         .map(|&m| where_is(members[m].0).map_or(u64::MAX, |(_, s)| s))
         .collect();
-    let plan_members: Vec<(u32, u32)> = members.iter().map(|&(_, _, m)| m).collect();
+    let plan_members: Vec<(u32, u32)> = members.par_iter().map(|&(_, _, m)| m).collect();
     let received_counts: Vec<usize> = received.iter().map(|m| m.len() / (2 + slab)).collect();
     let (qs, coarse_nns) = comm::agree(
         &*comm,
