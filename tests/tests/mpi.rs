@@ -2708,6 +2708,23 @@ fn run_on_ranks_set(
     tag: &str,
     sets: &[&str],
 ) -> Option<io::Summary> {
+    run_on_ranks_reading(comm, input, device, tag, sets, 1 << 20, |outcome| {
+        io::Summary::read(&outcome.summary).unwrap()
+    })
+}
+
+/// Runs `input` on `device` (CG + AMG, `sets` overrides, output windows of `window` values)
+/// over the ranks of `comm` in a scratch folder of `tag`; on rank 0 returns `read` of the
+/// outcome, before the folder goes.
+fn run_on_ranks_reading<T>(
+    comm: &Arc<dyn Comm>,
+    input: &std::path::Path,
+    device: &str,
+    tag: &str,
+    sets: &[&str],
+    window: usize,
+    read: impl FnOnce(&sim::RunOutcome) -> T,
+) -> Option<T> {
     let dir = std::env::temp_dir().join(format!("hexfem-mpi-{tag}-{}-{device}", comm.size()));
     if comm.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
@@ -2725,15 +2742,15 @@ fn run_on_ranks_set(
         )
         .with_output_dir(dir.clone())
         .with_overwrite(true)
-        .with_output_window(1 << 20);
+        .with_output_window(window);
     let outcome = sim::run(comm, &options, &sim::Quiet)
         .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
-    let summary = (comm.rank() == 0).then(|| io::Summary::read(&outcome.summary).unwrap());
+    let read = (comm.rank() == 0).then(|| read(&outcome));
     comm.allreduce_sum(&mut [0.0]).unwrap();
     if comm.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    summary
+    read
 }
 
 /// Each written step's datasets of some fields: (path, values).
@@ -2747,39 +2764,27 @@ fn cell_fields_on_ranks(
     device: &str,
     fields: &[&str],
 ) -> Option<(io::Summary, StepDatasets)> {
-    let dir = std::env::temp_dir().join(format!("hexfem-mpi-cells-{}-{device}", comm.size()));
-    if comm.rank() == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    comm.allreduce_sum(&mut [0.0]).unwrap();
-    let options = sim::RunOptions::new(input)
-        .with_overrides([
-            format!("device={device}"),
-            "linear_solver.method=cg_amg".into(),
-            format!("output.fields=[displacement, {}]", fields.join(", ")),
-        ])
-        .with_output_dir(dir.clone())
-        .with_overwrite(true)
-        .with_output_window(1 << 16);
-    let outcome = sim::run(comm, &options, &sim::Quiet)
-        .unwrap_or_else(|e| panic!("{} on {device}: {e:#}", input.display()));
-    let read = (comm.rank() == 0).then(|| {
-        let summary = io::Summary::read(&outcome.summary).unwrap();
-        let results = io::ResultsReader::open(&outcome.h5).unwrap();
-        let mut datasets = Vec::new();
-        for (step, _) in results.steps().unwrap().into_iter().skip(1) {
-            for field in fields {
-                let path = format!("steps/{step:06}/{field}");
-                datasets.push((path.clone(), results.read_f64(&path).unwrap().1));
+    let written = format!("output.fields=[displacement, {}]", fields.join(", "));
+    run_on_ranks_reading(
+        comm,
+        input,
+        device,
+        "cells",
+        &[&written],
+        1 << 16,
+        |outcome| {
+            let summary = io::Summary::read(&outcome.summary).unwrap();
+            let results = io::ResultsReader::open(&outcome.h5).unwrap();
+            let mut datasets = Vec::new();
+            for (step, _) in results.steps().unwrap().into_iter().skip(1) {
+                for field in fields {
+                    let path = format!("steps/{step:06}/{field}");
+                    datasets.push((path.clone(), results.read_f64(&path).unwrap().1));
+                }
             }
-        }
-        (summary, datasets)
-    });
-    comm.allreduce_sum(&mut [0.0]).unwrap();
-    if comm.rank() == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    read
+            (summary, datasets)
+        },
+    )
 }
 
 /// On one GPU per rank, at 1 and 2 ranks: a run's cell fields and strains are computed on the
