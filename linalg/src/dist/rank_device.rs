@@ -12,7 +12,7 @@ use std::sync::Arc;
 use comm::Comm;
 
 use crate::backend::cuda::peer::{PeerChannel, PeerLists};
-use crate::backend::cuda::CudaContext;
+use crate::backend::cuda::{CudaContext, DeviceComm};
 use crate::{Device, LinalgError};
 
 /// What the run asked for.
@@ -73,9 +73,9 @@ pub enum DeviceExchange {
     Staged,
     /// NCCL, device to device on the stream (an error on every rank where NCCL is missing).
     Nccl,
-    /// Halo exchanges written by each GPU straight into its neighbours' memory (CUDA IPC: every
-    /// rank on one node, every pair of GPUs peer-capable), NCCL for the other messages (the
-    /// Galerkin products' reductions); an error on every rank where either is missing.
+    /// Halo exchanges and the Galerkin products' reductions written by each GPU straight into
+    /// its neighbours' memory (CUDA IPC: every rank on one node, every pair of GPUs
+    /// peer-capable; no NCCL communicator is made); an error on every rank where one cannot.
     Ipc,
     /// `ipc` where every rank can (one node, peer access, a trial exchange passed), else NCCL
     /// where every rank has it, else staged.
@@ -102,40 +102,60 @@ pub fn connect_rank_devices(
     device: &Device,
     how: DeviceExchange,
 ) -> Result<(DeviceExchange, Option<String>), LinalgError> {
+    // peer writes need no NCCL communicator (whose start takes a third of a second): tried
+    // first where asked for or allowed
+    let mut no_peer_writes = None;
+    if matches!(how, DeviceExchange::Ipc | DeviceExchange::Auto) && comm.size() > 1 {
+        if let Some(ctx) = device.cuda_context() {
+            match connect_peer_writes(comm, ctx) {
+                Ok(()) => return Ok((DeviceExchange::Ipc, None)),
+                Err(e) if how == DeviceExchange::Ipc => {
+                    return Err(LinalgError::CudaUnavailable {
+                        reason: format!("exchange ipc: {e}"),
+                    })
+                }
+                Err(e) => no_peer_writes = Some(format!("no peer writes: {e}")),
+            }
+        }
+    }
     let connected = connect_nccl(comm, device, how)?;
     if connected.0 != DeviceExchange::Nccl {
         return Ok(connected);
     }
+    // NCCL for the halos too
     let ctx = device.cuda_context().expect("NCCL binds GPUs only");
-    let peers = ctx.peers().expect("connected").clone();
-    if how == DeviceExchange::Nccl {
-        // NCCL asked for: the halos too
-        peers.set_peer_writes(false);
-        return Ok(connected);
-    }
-    if peers.peer_writes() {
-        return Ok((DeviceExchange::Ipc, None));
-    }
-    // ipc, or auto (which prefers it: measured faster than NCCL, docs/benchmarks.md)
-    let able = comm::agree(&**comm, peer_capable(comm, ctx.ordinal()))
-        .map_err(|e| e.to_string())
-        .and_then(|()| {
-            comm::agree(&**comm, peer_trial(comm, ctx).map_err(|e| e.to_string()))
-                .map_err(|e| e.to_string())
-        });
-    match able {
-        Ok(()) => {
-            peers.set_peer_writes(true);
-            Ok((DeviceExchange::Ipc, None))
+    ctx.peers().expect("connected").set_peer_writes(false);
+    Ok((DeviceExchange::Nccl, no_peer_writes))
+}
+
+/// Collective. Binds the ranks' GPUs by peer writes where every rank can (agreed: one node, a
+/// GPU each, peer access both ways, a trial exchange between every pair; a context bound to
+/// these ranks before keeps its communicator, with peer writes on); a context without peers
+/// gets peer writes alone ([`DeviceComm::peer_writes_only`], no NCCL). The reason otherwise,
+/// the same on every rank.
+fn connect_peer_writes(comm: &Arc<dyn Comm>, ctx: &Arc<CudaContext>) -> Result<(), String> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let bound = ctx.peers().cloned();
+    let bindable = match &bound {
+        Some(peers) if peers.rank_and_size() != (rank, size) => {
+            Err("a GPU is already bound to the peers of another communicator".to_string())
         }
-        Err(e) if how == DeviceExchange::Auto => {
-            peers.set_peer_writes(false);
-            Ok((DeviceExchange::Nccl, Some(format!("no peer writes: {e}"))))
+        _ => Ok(()),
+    };
+    comm::agree(
+        &**comm,
+        bindable.and_then(|()| peer_capable(comm, ctx.ordinal())),
+    )
+    .map_err(|e| e.to_string())?;
+    comm::agree(&**comm, peer_trial(comm, ctx).map_err(|e| e.to_string()))
+        .map_err(|e| e.to_string())?;
+    match bound {
+        Some(peers) => peers.set_peer_writes(true),
+        None => {
+            ctx.set_peers(DeviceComm::peer_writes_only(rank, size));
         }
-        Err(e) => Err(LinalgError::CudaUnavailable {
-            reason: format!("exchange ipc: {e}"),
-        }),
     }
+    Ok(())
 }
 
 /// Collective. One peer-write exchange between every pair of ranks (each sends its rank + 1
@@ -225,7 +245,7 @@ fn connect_nccl(
         return Ok((DeviceExchange::Staged, None));
     }
     if let Some(peers) = ctx.peers() {
-        if peers.rank_and_size() == (comm.rank(), comm.size()) {
+        if peers.has_nccl() && peers.rank_and_size() == (comm.rank(), comm.size()) {
             return Ok((DeviceExchange::Nccl, None));
         }
     }
@@ -238,8 +258,12 @@ fn connect_nccl(
             "{node_size} ranks share their node's {gpus} GPU(s); NCCL needs a GPU per rank"
         ))
     } else if ctx.peers().is_some() {
-        // bound to peers of another communicator (the matching ones returned above)
-        Err("a GPU is already bound to the NCCL peers of another communicator".into())
+        // bound to peers of another communicator or to peer writes alone (the matching NCCL
+        // ones returned above)
+        Err(
+            "a GPU is already bound to other peers (another communicator's or peer writes alone)"
+                .into(),
+        )
     } else {
         Ok(())
     };

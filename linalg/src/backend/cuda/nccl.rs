@@ -22,17 +22,21 @@ use cudarc::nccl::{result as nccl, safe as nccl_safe};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
-/// One NCCL communicator over the ranks of a [`comm::Comm`], bound to this rank's
-/// [`CudaContext`] and its stream (made collectively by [`DeviceComm::connect`]).
+/// The ranks' GPUs bound to one another over the ranks of a [`comm::Comm`]: one NCCL
+/// communicator bound to this rank's [`CudaContext`] and its stream (made collectively by
+/// [`DeviceComm::connect`]), or peer writes alone ([`DeviceComm::peer_writes_only`]: every halo
+/// exchange and Galerkin reduction then goes by peer writes, no NCCL communicator is made).
 pub struct DeviceComm {
     /// NCCL communicators must not be used by two threads at once: the lock serialises them.
-    link: Mutex<Link>,
+    /// `None`: peer writes alone.
+    link: Option<Mutex<Link>>,
     rank: usize,
     size: usize,
     /// Messages and bytes this rank sent so far (NCCL's and peer writes').
     sent_messages: AtomicU64,
     sent_bytes: AtomicU64,
-    /// Halo exchanges go by peer writes ([`super::peer::PeerChannel`]) instead of NCCL.
+    /// Halo exchanges go by peer writes ([`super::peer::PeerChannel`]) instead of NCCL
+    /// (always without an NCCL communicator).
     peer_writes: AtomicBool,
 }
 
@@ -152,19 +156,38 @@ impl DeviceComm {
         )
         .map_err(nccl_err("ncclCommInitRank"))?;
         Ok(Arc::new(Self {
-            link: Mutex::new(Link {
+            link: Some(Mutex::new(Link {
                 comm,
                 main: ctx.stream().clone(),
                 messages,
                 packed,
                 arrived,
-            }),
+            })),
             rank,
             size,
             sent_messages: AtomicU64::new(0),
             sent_bytes: AtomicU64::new(0),
             peer_writes: AtomicBool::new(false),
         }))
+    }
+
+    /// Rank `rank` of `size` whose GPUs exchange by peer writes alone (checked and agreed by
+    /// the caller: [`crate::dist::connect_rank_devices`]), without an NCCL communicator (its
+    /// start takes a third of a second); [`DeviceComm::exchange`] is then an error.
+    pub fn peer_writes_only(rank: usize, size: usize) -> Arc<Self> {
+        Arc::new(Self {
+            link: None,
+            rank,
+            size,
+            sent_messages: AtomicU64::new(0),
+            sent_bytes: AtomicU64::new(0),
+            peer_writes: AtomicBool::new(true),
+        })
+    }
+
+    /// Whether an NCCL communicator was made ([`DeviceComm::connect`]).
+    pub fn has_nccl(&self) -> bool {
+        self.link.is_some()
     }
 
     /// Messages and bytes this rank sent through NCCL so far.
@@ -181,11 +204,13 @@ impl DeviceComm {
         self.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// From now on halo exchanges over these ranks go by peer writes (`on`) or NCCL. Every
-    /// rank calls it together, between exchanges; peer writes after agreeing that every pair
-    /// of GPUs can map the other's memory.
+    /// From now on halo exchanges over these ranks go by peer writes (`on`) or NCCL (where
+    /// it was made; peer writes stay on otherwise). Every rank calls it together, between
+    /// exchanges; peer writes after agreeing that every pair of GPUs can map the other's
+    /// memory.
     pub fn set_peer_writes(&self, on: bool) {
-        self.peer_writes.store(on, Ordering::Relaxed);
+        self.peer_writes
+            .store(on || self.link.is_none(), Ordering::Relaxed);
     }
 
     /// Whether halo exchanges go by peer writes ([`DeviceComm::set_peer_writes`]).
@@ -212,7 +237,13 @@ impl DeviceComm {
         recv: &mut DeviceBuffer<f64>,
         overlap: impl FnOnce() -> Result<(), LinalgError>,
     ) -> Result<(), LinalgError> {
-        let link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(link) = &self.link else {
+            return Err(LinalgError::Cuda {
+                op: "NCCL exchange".into(),
+                message: "these GPUs exchange by peer writes alone (no NCCL communicator)".into(),
+            });
+        };
+        let link = link.lock().unwrap_or_else(|p| p.into_inner());
         let driver = |op: &'static str| {
             move |e: cudarc::driver::DriverError| LinalgError::Cuda {
                 op: op.into(),
