@@ -17,6 +17,8 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use crate::cell::{CellFace, Face};
 use crate::error::MeshError;
 use crate::generate::BoxSpec;
@@ -297,16 +299,17 @@ pub fn generate_box_part_on(
         }
     }
     let n_owned = serial_of_local.len();
+    // (each value is its node's or cell's: made in parallel, the serial loops' results)
     let mut ghosts: Vec<(u64, usize)> = cell_nodes_serial
-        .iter()
+        .par_iter()
         .filter(|&&s| !is_owned(grid(s)))
         .map(|&s| (global_of(grid(s)), s))
         .collect();
-    ghosts.sort_unstable();
+    ghosts.par_sort_unstable();
     ghosts.dedup();
     serial_of_local.extend(ghosts.iter().map(|&(_, s)| s));
     let node_globals: Vec<u64> = serial_of_local
-        .iter()
+        .par_iter()
         .map(|&s| global_of(grid(s)))
         .collect();
     let local_of = |s: usize| -> usize {
@@ -319,13 +322,13 @@ pub fn generate_box_part_on(
     };
     let logical = |i: usize, d: usize| i as f64 / (p * spec.cells[d]) as f64;
     let coords = serial_of_local
-        .iter()
+        .par_iter()
         .map(|&s| {
             let [i, j, k] = grid(s);
             spec.map([logical(i, 0), logical(j, 1), logical(k, 2)])
         })
         .collect();
-    let local_cells = cell_nodes_serial.iter().map(|&s| local_of(s)).collect();
+    let local_cells = cell_nodes_serial.par_iter().map(|&s| local_of(s)).collect();
     let mut mesh = HexMesh::new(kind, coords, local_cells);
 
     let cell_grid = |c: u64| {
@@ -337,9 +340,11 @@ pub fn generate_box_part_on(
         let node_layer = if face.is_max() { counts[a] - 1 } else { 0 };
         let cell_layer = if face.is_max() { cells[a] - 1 } else { 0 };
         let nodes: Vec<usize> = (0..serial_of_local.len())
+            .into_par_iter()
             .filter(|&l| grid(serial_of_local[l])[a] == node_layer)
             .collect();
         let faces = (0..cell_serial_ids.len())
+            .into_par_iter()
             .filter(|&l| cell_grid(cell_serial_ids[l])[a] == cell_layer)
             .map(|cell| CellFace { cell, face })
             .collect();
