@@ -42,14 +42,12 @@ impl BlockPattern {
         if row_ptr[0] != 0 {
             return Err(LinalgError::RowPtrStart { found: row_ptr[0] });
         }
-        for (row, w) in row_ptr.windows(2).enumerate() {
-            if w[1] < w[0] {
-                return Err(LinalgError::RowPtrDecreasing {
-                    row,
-                    start: w[0],
-                    end: w[1],
-                });
-            }
+        let decreasing = |row: usize| {
+            let (start, end) = (row_ptr[row], row_ptr[row + 1]);
+            (end < start).then_some(LinalgError::RowPtrDecreasing { row, start, end })
+        };
+        if let Some(e) = first_error(n_block_rows, col_idx.len(), decreasing) {
+            return Err(e);
         }
         let last = row_ptr[n_block_rows];
         if last != col_idx.len() {
@@ -58,12 +56,12 @@ impl BlockPattern {
                 nnz: col_idx.len(),
             });
         }
-        for row in 0..n_block_rows {
+        let row_error = |row: usize| {
             let cols = &col_idx[row_ptr[row]..row_ptr[row + 1]];
             let mut previous: Option<u32> = None;
             for &c in cols {
                 if c as usize >= n_block_cols {
-                    return Err(LinalgError::ColumnOutOfRange {
+                    return Some(LinalgError::ColumnOutOfRange {
                         row,
                         col: c as usize,
                         n_block_cols,
@@ -71,13 +69,13 @@ impl BlockPattern {
                 }
                 if let Some(p) = previous {
                     if c == p {
-                        return Err(LinalgError::DuplicateColumn {
+                        return Some(LinalgError::DuplicateColumn {
                             row,
                             col: c as usize,
                         });
                     }
                     if c < p {
-                        return Err(LinalgError::ColumnsUnsorted {
+                        return Some(LinalgError::ColumnsUnsorted {
                             row,
                             previous: p as usize,
                             col: c as usize,
@@ -86,6 +84,10 @@ impl BlockPattern {
                 }
                 previous = Some(c);
             }
+            None
+        };
+        if let Some(e) = first_error(n_block_rows, col_idx.len(), row_error) {
+            return Err(e);
         }
         Ok(Self {
             n_block_rows,
@@ -195,6 +197,33 @@ impl BlockPattern {
             .map(|w| w[1] - w[0])
             .max()
             .unwrap_or(0)
+    }
+}
+
+/// Patterns of at least this many blocks are checked in parallel ([`first_error`]).
+const PARALLEL_CHECK_BLOCKS: usize = 1 << 16;
+
+/// Rows per task of a parallel check.
+const CHECK_ROWS_PER_TASK: usize = 4096;
+
+/// The error of the first of `n_rows` rows that has one (`error(row)`): rows in parallel for a
+/// pattern of `nnz >=` [`PARALLEL_CHECK_BLOCKS`] blocks, else in order; the same error either
+/// way.
+fn first_error(
+    n_rows: usize,
+    nnz: usize,
+    error: impl Fn(usize) -> Option<LinalgError> + Sync,
+) -> Option<LinalgError> {
+    if nnz >= PARALLEL_CHECK_BLOCKS {
+        use rayon::prelude::*;
+        (0..n_rows.div_ceil(CHECK_ROWS_PER_TASK))
+            .into_par_iter()
+            .find_map_first(|t| {
+                let end = ((t + 1) * CHECK_ROWS_PER_TASK).min(n_rows);
+                (t * CHECK_ROWS_PER_TASK..end).find_map(&error)
+            })
+    } else {
+        (0..n_rows).find_map(error)
     }
 }
 
