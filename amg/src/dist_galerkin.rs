@@ -307,6 +307,9 @@ impl ALocal {
     }
 }
 
+/// Rows of the local `A` per parallel task of [`a_local_symbolic`].
+const A_LOCAL_ROWS_PER_TASK: usize = 256;
+
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
 /// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
 pub(crate) fn a_local_symbolic(
@@ -325,32 +328,57 @@ pub(crate) fn a_local_symbolic(
         });
     }
     let n_diag = dp.nnz();
-    let mut ptr = Vec::with_capacity(n + 1);
-    ptr.push(0);
-    for v in 0..n {
-        ptr.push(ptr[v] + dp.row(v).len() + op.row(v).len());
-    }
-    // per block: (column, gather index), each row by column
-    let mut entries = vec![(0u32, 0u32); ptr[n]];
-    linalg::fill_rows(&ptr, &mut entries, |v, row| {
-        let blocks = [(dp, 0, 0), (op, n, n_diag)]
-            .into_iter()
-            .flat_map(|(pat, shift, base)| {
-                (pat.row_ptr()[v]..pat.row_ptr()[v + 1]).map(move |s| {
-                    (
-                        position[shift + pat.col_idx()[s] as usize],
-                        (base + s) as u32,
-                    )
-                })
-            });
-        for (e, b) in row.iter_mut().zip(blocks) {
-            *e = b;
-        }
-        row.sort_unstable_by_key(|&(c, _)| c);
-    });
-    let col: Vec<u32> = entries.par_iter().map(|&(c, _)| c).collect();
-    let gather: Vec<u32> = entries.par_iter().map(|&(_, s)| s).collect();
-
+    let ptr = row_offsets(n, |v| dp.row(v).len() + op.row(v).len());
+    // A row's `diag` blocks and its `offd` blocks each keep their order under `position`
+    // where it ascends on the owned vertices and on the ghosts (a rank's vertices numbered in
+    // serial order): then each row is the merge of the two, else it is sorted. Both make each
+    // row by column (the columns are distinct).
+    let ascending = |p: &[u32]| p.par_windows(2).all(|w| w[0] < w[1]);
+    let merge = ascending(&position[..n]) && ascending(&position[n..]);
+    let mut col = vec![0u32; ptr[n]];
+    let mut gather = vec![0u32; ptr[n]];
+    let col_groups = linalg::split_rows(&ptr, 1, A_LOCAL_ROWS_PER_TASK, &mut col);
+    let gather_groups = linalg::split_rows(&ptr, 1, A_LOCAL_ROWS_PER_TASK, &mut gather);
+    col_groups
+        .into_par_iter()
+        .zip(gather_groups)
+        .for_each(|((rows, cols), (_, gathers))| {
+            let first = ptr[rows.start];
+            let mut row = Vec::new();
+            for v in rows {
+                // (column, gather index) of the row's diag blocks, then its offd blocks
+                let diag = (dp.row_ptr()[v]..dp.row_ptr()[v + 1])
+                    .map(|s| (position[dp.col_idx()[s] as usize], s as u32));
+                let offd = (op.row_ptr()[v]..op.row_ptr()[v + 1])
+                    .map(|s| (position[n + op.col_idx()[s] as usize], (n_diag + s) as u32));
+                row.clear();
+                if merge {
+                    let (mut diag, mut offd) = (diag.peekable(), offd.peekable());
+                    loop {
+                        let next = match (diag.peek(), offd.peek()) {
+                            (Some(d), Some(o)) if d.0 < o.0 => diag.next(),
+                            (Some(_), Some(_)) => offd.next(),
+                            (Some(_), None) => diag.next(),
+                            (None, _) => offd.next(),
+                        };
+                        match next {
+                            Some(b) => row.push(b),
+                            None => break,
+                        }
+                    }
+                } else {
+                    row.extend(diag.chain(offd));
+                    row.sort_unstable_by_key(|&(c, _)| c);
+                }
+                let at = ptr[v] - first..ptr[v + 1] - first;
+                for ((c, g), &(bc, bg)) in
+                    cols[at.clone()].iter_mut().zip(&mut gathers[at]).zip(&row)
+                {
+                    *c = bc;
+                    *g = bg;
+                }
+            }
+        });
     Ok((BlockPattern::new(n, n_local, ptr, col)?.into(), gather))
 }
 
@@ -739,4 +767,56 @@ pub(crate) fn coarse_pattern(
     }
     let cols: Vec<u64> = blocks.map(|(_, c)| c).collect();
     Ok(DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linalg::comm::SelfComm;
+
+    /// A one-rank operator of `n` block rows, row `i` coupling `i` to `i ± 1` and `i ± 5`.
+    fn band(n: usize) -> DistBsr {
+        let partition = RowPartition::even(SelfComm::shared(), n as u64);
+        let (mut ptr, mut cols) = (vec![0], Vec::new());
+        for i in 0..n as i64 {
+            for d in [0i64, -1, 1, -5, 5] {
+                if (0..n as i64).contains(&(i + d)) {
+                    cols.push((i + d) as u64);
+                }
+            }
+            ptr.push(cols.len());
+        }
+        DistBsr::zeros(DistPattern::new(partition, 1, &ptr, &cols).unwrap())
+    }
+
+    /// The local `A` made row by row with a sort: each row's `(position[column], block)`.
+    fn sorted_rows(a: &DistBsr, position: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let dp = a.pattern().diag();
+        let (mut col, mut gather) = (Vec::new(), Vec::new());
+        for v in 0..dp.n_block_rows() {
+            let mut row: Vec<(u32, u32)> = (dp.row_ptr()[v]..dp.row_ptr()[v + 1])
+                .map(|s| (position[dp.col_idx()[s] as usize], s as u32))
+                .collect();
+            row.sort_unstable();
+            col.extend(row.iter().map(|e| e.0));
+            gather.extend(row.iter().map(|e| e.1));
+        }
+        (col, gather)
+    }
+
+    #[test]
+    fn the_local_a_has_sorted_rows_for_ascending_and_scrambled_positions() {
+        let n = 2000;
+        let a = band(n);
+        // ascending (rows merged) and a scrambled permutation (rows sorted)
+        let ascending: Vec<u32> = (0..n as u32).collect();
+        let scrambled: Vec<u32> = (0..n as u32).map(|i| (i * 7 + 3) % n as u32).collect();
+        for position in [ascending, scrambled] {
+            let (pattern, gather) = a_local_symbolic(&a, &position).unwrap();
+            let (col, expected_gather) = sorted_rows(&a, &position);
+            assert_eq!(pattern.row_ptr(), a.pattern().diag().row_ptr());
+            assert_eq!(pattern.col_idx(), &col[..]);
+            assert_eq!(gather, expected_gather);
+        }
+    }
 }

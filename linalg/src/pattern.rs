@@ -314,6 +314,61 @@ mod tests {
         );
     }
 
+    /// A pattern of `rows` rows of two blocks each (`row, row + 1` mod `rows`, ascending): large
+    /// enough to be checked in parallel.
+    fn large(rows: usize) -> (Vec<usize>, Vec<u32>) {
+        let ptr = (0..=rows).map(|i| 2 * i).collect();
+        let idx = (0..rows)
+            .flat_map(|i| {
+                let (a, b) = (i as u32, ((i + 1) % rows) as u32);
+                [a.min(b), a.max(b)]
+            })
+            .collect();
+        (ptr, idx)
+    }
+
+    #[test]
+    fn a_large_pattern_checked_in_parallel_names_its_first_bad_row() {
+        let rows = 3 * PARALLEL_CHECK_BLOCKS / 2;
+        let (ptr, idx) = large(rows);
+        assert!(idx.len() >= PARALLEL_CHECK_BLOCKS);
+        assert!(pattern(rows, rows, &ptr, &idx).is_ok());
+        // bad columns in two rows of different tasks: the first one is named
+        let mut bad = idx.clone();
+        bad[2 * 50_000 + 1] = bad[2 * 50_000];
+        bad[2 * 20_000 + 1] = rows as u32;
+        assert_eq!(
+            pattern(rows, rows, &ptr, &bad),
+            Err(LinalgError::ColumnOutOfRange {
+                row: 20_000,
+                col: rows,
+                n_block_cols: rows
+            })
+        );
+        let mut bad = idx.clone();
+        bad.swap(2 * 90_000, 2 * 90_000 + 1);
+        bad[2 * 70_000 + 1] = bad[2 * 70_000];
+        assert_eq!(
+            pattern(rows, rows, &ptr, &bad),
+            Err(LinalgError::DuplicateColumn {
+                row: 70_000,
+                col: 70_000
+            })
+        );
+        // a decreasing row_ptr: the first decrease is named
+        let mut ptr_bad = ptr.clone();
+        ptr_bad[60_001] = ptr[60_000] - 1;
+        ptr_bad[30_001] = ptr[30_000] - 1;
+        assert_eq!(
+            pattern(rows, rows, &ptr_bad, &idx),
+            Err(LinalgError::RowPtrDecreasing {
+                row: 30_000,
+                start: ptr[30_000],
+                end: ptr[30_000] - 1
+            })
+        );
+    }
+
     #[test]
     fn diagonal_positions_errors() {
         let p = pattern(2, 2, &[0, 2, 3], &[0, 1, 1]).unwrap();
