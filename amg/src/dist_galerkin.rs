@@ -496,7 +496,7 @@ fn reduction_symbolic(
         key_ptr.push(0);
     }
     key_ptr.push(received_blocks.len());
-    let pattern = coarse_pattern(coarse, k, keys.iter().copied())?;
+    let pattern = coarse_pattern(coarse, k, &keys)?;
     // Slot `s` holds entry (key) `slot_entries[s]` (sorted order).
     let key_of_slot = pattern.slot_entries();
     let n_slots = key_of_slot.len();
@@ -750,22 +750,20 @@ pub(crate) fn gather_a_local(
 }
 
 /// Collective. The square coarse [`DistPattern`] on `coarse` (`k x k` blocks) of this rank's
-/// owned blocks `(row, column)` (global ids), sorted by row then column (a `BTreeMap`'s keys).
+/// owned blocks `(row, column)` (global ids), sorted by row then column (a `BTreeMap`'s keys):
+/// each row's first block found by a search, in parallel.
 pub(crate) fn coarse_pattern(
     coarse: &RowPartition,
     k: usize,
-    blocks: impl Iterator<Item = (u64, u64)> + Clone,
+    blocks: &[(u64, u64)],
 ) -> Result<Arc<DistPattern>, AmgError> {
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
-    let mut row_ptr = vec![0usize; n_owned + 1];
-    for (row, _) in blocks.clone() {
-        row_ptr[(row - first) as usize + 1] += 1;
-    }
-    for i in 0..n_owned {
-        row_ptr[i + 1] += row_ptr[i];
-    }
-    let cols: Vec<u64> = blocks.map(|(_, c)| c).collect();
+    let row_ptr: Vec<usize> = (0..=n_owned)
+        .into_par_iter()
+        .map(|i| blocks.partition_point(|&(row, _)| row < first + i as u64))
+        .collect();
+    let cols: Vec<u64> = blocks.par_iter().map(|&(_, c)| c).collect();
     Ok(DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?)
 }
 

@@ -743,7 +743,8 @@ fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<
             }
         }
     }
-    let pattern = crate::dist_galerkin::coarse_pattern(coarse, k, sums.keys().copied())?;
+    let keys: Vec<(u64, u64)> = sums.keys().copied().collect();
+    let pattern = crate::dist_galerkin::coarse_pattern(coarse, k, &keys)?;
     let vals: Vec<f64> = sums.into_values().flatten().collect();
     Ok(DistBsr::from_values(pattern, &vals)?)
 }
