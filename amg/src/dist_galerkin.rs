@@ -112,16 +112,15 @@ impl ReductionPlan {
             recv_ranges.push(at..at + n);
             at += n;
         }
-        let source = |pos: u32| -> Result<u32, AmgError> {
+        let source = |pos: u32| -> usize {
             let pos = pos as usize;
-            let j = if own.contains(&pos) {
+            if own.contains(&pos) {
                 own_slots[pos - own.start] as usize
             } else if pos >= own.end {
                 n_partial + pos - own.len()
             } else {
                 n_partial + pos
-            };
-            to_u32(j, "distributed Galerkin plan: contribution index")
+            }
         };
         let n_slots = self.slot_ptr.len() - 1;
         let lists = |slots: Range<usize>| -> Result<(Vec<u32>, Vec<u32>), AmgError> {
@@ -130,10 +129,15 @@ impl ReductionPlan {
                 .iter()
                 .map(|&p| to_u32(p - base, "distributed Galerkin plan: contributions"))
                 .collect::<Result<_, _>>()?;
-            let contrib = self.contrib[base..self.slot_ptr[slots.end]]
-                .iter()
+            // in parallel; the first index beyond `u32` is the error
+            let contrib: Vec<usize> = self.contrib[base..self.slot_ptr[slots.end]]
+                .par_iter()
                 .map(|&c| source(c))
-                .collect::<Result<_, _>>()?;
+                .collect();
+            if let Some(&j) = contrib.par_iter().find_first(|&&j| j > u32::MAX as usize) {
+                to_u32(j, "distributed Galerkin plan: contribution index")?;
+            }
+            let contrib = contrib.par_iter().map(|&j| j as u32).collect();
             Ok((ptr, contrib))
         };
         let (diag_ptr, diag_contrib) = lists(0..self.n_diag)?;
@@ -303,6 +307,9 @@ impl ALocal {
     }
 }
 
+/// Rows of the local `A` per parallel task of [`a_local_symbolic`].
+const A_LOCAL_ROWS_PER_TASK: usize = 256;
+
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
 /// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
 pub(crate) fn a_local_symbolic(
@@ -321,36 +328,63 @@ pub(crate) fn a_local_symbolic(
         });
     }
     let n_diag = dp.nnz();
-    let mut ptr = Vec::with_capacity(n + 1);
-    ptr.push(0);
-    for v in 0..n {
-        ptr.push(ptr[v] + dp.row(v).len() + op.row(v).len());
-    }
-    // per block: (column, gather index), each row by column
-    let mut entries = vec![(0u32, 0u32); ptr[n]];
-    linalg::fill_rows(&ptr, &mut entries, |v, row| {
-        let blocks = [(dp, 0, 0), (op, n, n_diag)]
-            .into_iter()
-            .flat_map(|(pat, shift, base)| {
-                (pat.row_ptr()[v]..pat.row_ptr()[v + 1]).map(move |s| {
-                    (
-                        position[shift + pat.col_idx()[s] as usize],
-                        (base + s) as u32,
-                    )
-                })
-            });
-        for (e, b) in row.iter_mut().zip(blocks) {
-            *e = b;
-        }
-        row.sort_unstable_by_key(|&(c, _)| c);
-    });
-    let col: Vec<u32> = entries.par_iter().map(|&(c, _)| c).collect();
-    let gather: Vec<u32> = entries.par_iter().map(|&(_, s)| s).collect();
+    let ptr = row_offsets(n, |v| dp.row(v).len() + op.row(v).len());
+    // A row's `diag` blocks and its `offd` blocks each keep their order under `position`
+    // where it ascends on the owned vertices and on the ghosts (a rank's vertices numbered in
+    // serial order): then each row is the merge of the two, else it is sorted. Both make each
+    // row by column (the columns are distinct).
+    let ascending = |p: &[u32]| p.par_windows(2).all(|w| w[0] < w[1]);
+    let merge = ascending(&position[..n]) && ascending(&position[n..]);
+    let mut col = vec![0u32; ptr[n]];
+    let mut gather = vec![0u32; ptr[n]];
+    let col_groups = linalg::split_rows(&ptr, 1, A_LOCAL_ROWS_PER_TASK, &mut col);
+    let gather_groups = linalg::split_rows(&ptr, 1, A_LOCAL_ROWS_PER_TASK, &mut gather);
+    col_groups
+        .into_par_iter()
+        .zip(gather_groups)
+        .for_each(|((rows, cols), (_, gathers))| {
+            let first = ptr[rows.start];
+            let mut row = Vec::new();
+            for v in rows {
+                // (column, gather index) of the row's diag blocks, then its offd blocks
+                let diag = (dp.row_ptr()[v]..dp.row_ptr()[v + 1])
+                    .map(|s| (position[dp.col_idx()[s] as usize], s as u32));
+                let offd = (op.row_ptr()[v]..op.row_ptr()[v + 1])
+                    .map(|s| (position[n + op.col_idx()[s] as usize], (n_diag + s) as u32));
+                row.clear();
+                if merge {
+                    let (mut diag, mut offd) = (diag.peekable(), offd.peekable());
+                    loop {
+                        let next = match (diag.peek(), offd.peek()) {
+                            (Some(d), Some(o)) if d.0 < o.0 => diag.next(),
+                            (Some(_), Some(_)) => offd.next(),
+                            (Some(_), None) => diag.next(),
+                            (None, _) => offd.next(),
+                        };
+                        match next {
+                            Some(b) => row.push(b),
+                            None => break,
+                        }
+                    }
+                } else {
+                    row.extend(diag.chain(offd));
+                    row.sort_unstable_by_key(|&(c, _)| c);
+                }
+                let at = ptr[v] - first..ptr[v + 1] - first;
+                for ((c, g), &(bc, bg)) in
+                    cols[at.clone()].iter_mut().zip(&mut gathers[at]).zip(&row)
+                {
+                    *c = bc;
+                    *g = bg;
+                }
+            }
+        });
     Ok((BlockPattern::new(n, n_local, ptr, col)?.into(), gather))
 }
 
 /// Collective. The reduction of the partial product (pattern `cp`, rows and columns the coarse
-/// global ids `coarse_globals`) onto the owners of the coarse rows.
+/// global ids `coarse_globals`) onto the owners of the coarse rows. The messages, the received
+/// blocks and the sums' lists are filled row by row in parallel (the one-off product's order).
 fn reduction_symbolic(
     cp: &BlockPattern,
     coarse_globals: &[u64],
@@ -359,32 +393,61 @@ fn reduction_symbolic(
 ) -> Result<(ReductionPlan, Arc<DistPattern>), AmgError> {
     let comm = coarse.comm().clone();
     let size = comm.size();
-    // Per destination: [row, n, column * n] per partial row, and the partial slots, in the
-    // order of the partial rows (the one-off product's message order).
-    let mut index_msgs = vec![Vec::new(); size];
-    let mut slots = vec![Vec::new(); size];
-    for r in 0..cp.n_block_rows() {
-        let row = coarse_globals[r];
-        let owner = coarse.owner(row).ok_or(AmgError::DimensionMismatch {
+    let n_rows = cp.n_block_rows();
+    let (cp_ptr, cp_col) = (cp.row_ptr(), cp.col_idx());
+    // the owner of each partial row (the first row beyond the coarse vertices is the error)
+    let owners: Vec<usize> = (0..n_rows)
+        .into_par_iter()
+        .map(|r| coarse.owner(coarse_globals[r]).unwrap_or(usize::MAX))
+        .collect();
+    if let Some(r) = owners.par_iter().position_first(|&o| o == usize::MAX) {
+        return Err(AmgError::DimensionMismatch {
             what: "distributed Galerkin plan: coarse row beyond the coarse vertices",
             expected: coarse.global_len() as usize,
-            found: row as usize,
-        })?;
-        let msg = &mut index_msgs[owner];
-        msg.extend([row, cp.row(r).len() as u64]);
-        for s in cp.row_ptr()[r]..cp.row_ptr()[r + 1] {
-            msg.push(coarse_globals[cp.col_idx()[s] as usize]);
-            slots[owner].push(s as u32);
-        }
+            found: coarse_globals[r] as usize,
+        });
+    }
+    // Per destination: [row, n, column * n] per partial row, and the partial slots, in the
+    // order of the partial rows (the one-off product's message order).
+    let mut index_msgs = Vec::with_capacity(size);
+    let mut slots = Vec::with_capacity(size);
+    for dest in 0..size {
+        let rows: Vec<u32> = (0..n_rows as u32)
+            .into_par_iter()
+            .filter(|&r| owners[r as usize] == dest)
+            .collect();
+        let len = |i: usize| cp_ptr[rows[i] as usize + 1] - cp_ptr[rows[i] as usize];
+        let msg_ptr = row_offsets(rows.len(), |i| 2 + len(i));
+        let mut msg = vec![0u64; msg_ptr[rows.len()]];
+        linalg::fill_rows(&msg_ptr, &mut msg, |i, out| {
+            let r = rows[i] as usize;
+            out[0] = coarse_globals[r];
+            out[1] = len(i) as u64;
+            for (o, &c) in out[2..].iter_mut().zip(&cp_col[cp_ptr[r]..cp_ptr[r + 1]]) {
+                *o = coarse_globals[c as usize];
+            }
+        });
+        let slot_ptr = row_offsets(rows.len(), len);
+        let mut dest_slots = vec![0u32; slot_ptr[rows.len()]];
+        linalg::fill_rows(&slot_ptr, &mut dest_slots, |i, out| {
+            let r = rows[i] as usize;
+            for (o, s) in out.iter_mut().zip(cp_ptr[r]..cp_ptr[r + 1]) {
+                *o = s as u32;
+            }
+        });
+        index_msgs.push(msg);
+        slots.push(dest_slots);
     }
     let received = comm.alltoallv_u64(&index_msgs)?;
+    drop(index_msgs);
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
-    // (row, column, position in the received blocks) of every received block
-    let mut received_blocks: Vec<(u64, u64, u32)> = Vec::new();
+    // The received rows' headers, in order: (message, offset of its columns, row, position of
+    // its first block in the received blocks).
+    let mut heads: Vec<(usize, usize, u64, usize)> = Vec::new();
     let mut recv_ptr = vec![0usize];
-    let mut pos = 0u32;
-    for msg in &received {
+    let mut pos = 0usize;
+    for (j, msg) in received.iter().enumerate() {
         let mut at = 0;
         while at < msg.len() {
             let (row, m) = (msg[at], msg[at + 1] as usize);
@@ -396,48 +459,64 @@ fn reduction_symbolic(
                     found: row as usize,
                 });
             }
-            for &col in &msg[at..at + m] {
-                received_blocks.push((row, col, pos));
-                pos += 1;
-            }
+            heads.push((j, at, row, pos));
+            pos += m;
             at += m;
         }
-        recv_ptr.push(pos as usize);
+        recv_ptr.push(pos);
     }
+    to_u32(pos, "distributed Galerkin plan: received blocks")?;
+    // (row, column, position in the received blocks) of every received block
+    let mut head_ptr: Vec<usize> = heads.iter().map(|h| h.3).collect();
+    head_ptr.push(pos);
+    let mut received_blocks = vec![(0u64, 0u64, 0u32); pos];
+    linalg::fill_rows(&head_ptr, &mut received_blocks, |h, out| {
+        let (j, at, row, p) = heads[h];
+        let cols = &received[j][at..at + out.len()];
+        for (i, (o, &col)) in out.iter_mut().zip(cols).enumerate() {
+            *o = (row, col, (p + i) as u32);
+        }
+    });
+    drop(received);
     // by (row, column), the contributions of one block in the order received
     received_blocks.par_sort_unstable();
-    let mut keys: Vec<(u64, u64)> = Vec::new();
-    let mut key_ptr = vec![0usize];
-    for (i, &(row, col, _)) in received_blocks.iter().enumerate() {
-        if keys.last() != Some(&(row, col)) {
-            if i > 0 {
-                key_ptr.push(i);
-            }
-            keys.push((row, col));
-        }
+    let same_key = |i: usize| {
+        let (a, b) = (received_blocks[i - 1], received_blocks[i]);
+        (a.0, a.1) == (b.0, b.1)
+    };
+    let mut key_ptr: Vec<usize> = (0..received_blocks.len())
+        .into_par_iter()
+        .filter(|&i| i == 0 || !same_key(i))
+        .collect();
+    let keys: Vec<(u64, u64)> = key_ptr
+        .par_iter()
+        .map(|&i| (received_blocks[i].0, received_blocks[i].1))
+        .collect();
+    if key_ptr.is_empty() {
+        key_ptr.push(0);
     }
     key_ptr.push(received_blocks.len());
-    let pattern = coarse_pattern(coarse, k, keys.iter().copied())?;
-    // Entry `e` (sorted order) lands in slot `entry_slots[e]`.
-    let entry_slots = pattern.entry_slots();
-    let n_slots = entry_slots.len();
-    let mut key_of_slot = vec![0usize; n_slots];
-    for (e, &slot) in entry_slots.iter().enumerate() {
-        key_of_slot[slot as usize] = e;
-    }
-    let mut slot_ptr = Vec::with_capacity(n_slots + 1);
-    slot_ptr.push(0);
-    let mut contrib = Vec::with_capacity(pos as usize);
-    for e in key_of_slot {
-        contrib.extend(
-            received_blocks[key_ptr[e]..key_ptr[e + 1]]
-                .iter()
-                .map(|&(_, _, p)| p),
-        );
-        slot_ptr.push(contrib.len());
-    }
+    let pattern = coarse_pattern(coarse, k, &keys)?;
+    // Slot `s` holds entry (key) `slot_entries[s]` (sorted order).
+    let key_of_slot = pattern.slot_entries();
+    let n_slots = key_of_slot.len();
+    let key_len = |s: usize| {
+        let e = key_of_slot[s] as usize;
+        key_ptr[e + 1] - key_ptr[e]
+    };
+    let slot_ptr = row_offsets(n_slots, key_len);
+    let mut contrib = vec![0u32; slot_ptr[n_slots]];
+    linalg::fill_rows(&slot_ptr, &mut contrib, |s, out| {
+        let e = key_of_slot[s] as usize;
+        for (o, b) in out
+            .iter_mut()
+            .zip(&received_blocks[key_ptr[e]..key_ptr[e + 1]])
+        {
+            *o = b.2;
+        }
+    });
     let mut send_ptr = vec![0usize];
-    let mut send_slots = Vec::new();
+    let mut send_slots = Vec::with_capacity(slots.iter().map(Vec::len).sum());
     for s in slots {
         send_slots.extend(s);
         send_ptr.push(send_slots.len());
@@ -454,6 +533,18 @@ fn reduction_symbolic(
         },
         pattern,
     ))
+}
+
+/// The row offsets (`n + 1`, from 0) of rows of `len(i)` entries (the lengths in parallel).
+pub(crate) fn row_offsets(n: usize, len: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
+    let mut ptr: Vec<usize> = (0..=n)
+        .into_par_iter()
+        .map(|i| if i == 0 { 0 } else { len(i - 1) })
+        .collect();
+    for i in 0..n {
+        ptr[i + 1] += ptr[i];
+    }
+    ptr
 }
 
 impl GalerkinProductPlan {
@@ -478,10 +569,14 @@ impl GalerkinProductPlan {
         } = a_local;
         let device = a.device();
         let ap_plan = symbolic_product(&device, &a_pattern, p_ext.pattern())?;
-        let pt_plan = linalg::transpose_symbolic(p_owned.pattern());
+
+        // (sharing `P_owned`'s pattern: no copy, and the numeric transposes know it at once)
+        let pt_plan = TransposePlan::new(p_owned.pattern());
         let mut pt = Bsr::zeros(pt_plan.pattern().clone(), k, p_owned.block_rows());
         linalg::transpose_numeric(&pt_plan, p_owned, &mut pt)?;
+
         let partial_plan = symbolic_product(&device, pt.pattern(), ap_plan.pattern())?;
+
         let partial_pattern = partial_plan.pattern();
         if coarse_globals.len() != partial_pattern.n_block_rows() {
             return Err(AmgError::DimensionMismatch {
@@ -492,7 +587,9 @@ impl GalerkinProductPlan {
         }
         let (reduction, coarse_pattern) =
             reduction_symbolic(partial_pattern, coarse_globals, coarse, k)?;
+
         let split = reduction.split(coarse.comm().rank(), partial_pattern.nnz())?;
+
         Ok(Self {
             a_diag: ap.diag().clone(),
             a_offd: ap.offd().clone(),
@@ -653,21 +750,71 @@ pub(crate) fn gather_a_local(
 }
 
 /// Collective. The square coarse [`DistPattern`] on `coarse` (`k x k` blocks) of this rank's
-/// owned blocks `(row, column)` (global ids), sorted by row then column (a `BTreeMap`'s keys).
+/// owned blocks `(row, column)` (global ids), sorted by row then column (a `BTreeMap`'s keys):
+/// each row's first block found by a search, in parallel.
 pub(crate) fn coarse_pattern(
     coarse: &RowPartition,
     k: usize,
-    blocks: impl Iterator<Item = (u64, u64)> + Clone,
+    blocks: &[(u64, u64)],
 ) -> Result<Arc<DistPattern>, AmgError> {
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
-    let mut row_ptr = vec![0usize; n_owned + 1];
-    for (row, _) in blocks.clone() {
-        row_ptr[(row - first) as usize + 1] += 1;
-    }
-    for i in 0..n_owned {
-        row_ptr[i + 1] += row_ptr[i];
-    }
-    let cols: Vec<u64> = blocks.map(|(_, c)| c).collect();
+    let row_ptr: Vec<usize> = (0..=n_owned)
+        .into_par_iter()
+        .map(|i| blocks.partition_point(|&(row, _)| row < first + i as u64))
+        .collect();
+    let cols: Vec<u64> = blocks.par_iter().map(|&(_, c)| c).collect();
     Ok(DistPattern::new(coarse.clone(), k, &row_ptr, &cols)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linalg::comm::SelfComm;
+
+    /// A one-rank operator of `n` block rows, row `i` coupling `i` to `i ± 1` and `i ± 5`.
+    fn band(n: usize) -> DistBsr {
+        let partition = RowPartition::even(SelfComm::shared(), n as u64);
+        let (mut ptr, mut cols) = (vec![0], Vec::new());
+        for i in 0..n as i64 {
+            for d in [0i64, -1, 1, -5, 5] {
+                if (0..n as i64).contains(&(i + d)) {
+                    cols.push((i + d) as u64);
+                }
+            }
+            ptr.push(cols.len());
+        }
+        DistBsr::zeros(DistPattern::new(partition, 1, &ptr, &cols).unwrap())
+    }
+
+    /// The local `A` made row by row with a sort: each row's `(position[column], block)`.
+    fn sorted_rows(a: &DistBsr, position: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let dp = a.pattern().diag();
+        let (mut col, mut gather) = (Vec::new(), Vec::new());
+        for v in 0..dp.n_block_rows() {
+            let mut row: Vec<(u32, u32)> = (dp.row_ptr()[v]..dp.row_ptr()[v + 1])
+                .map(|s| (position[dp.col_idx()[s] as usize], s as u32))
+                .collect();
+            row.sort_unstable();
+            col.extend(row.iter().map(|e| e.0));
+            gather.extend(row.iter().map(|e| e.1));
+        }
+        (col, gather)
+    }
+
+    #[test]
+    fn the_local_a_has_sorted_rows_for_ascending_and_scrambled_positions() {
+        let n = 2000;
+        let a = band(n);
+        // ascending (rows merged) and a scrambled permutation (rows sorted)
+        let ascending: Vec<u32> = (0..n as u32).collect();
+        let scrambled: Vec<u32> = (0..n as u32).map(|i| (i * 7 + 3) % n as u32).collect();
+        for position in [ascending, scrambled] {
+            let (pattern, gather) = a_local_symbolic(&a, &position).unwrap();
+            let (col, expected_gather) = sorted_rows(&a, &position);
+            assert_eq!(pattern.row_ptr(), a.pattern().diag().row_ptr());
+            assert_eq!(pattern.col_idx(), &col[..]);
+            assert_eq!(gather, expected_gather);
+        }
+    }
 }

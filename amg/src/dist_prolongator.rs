@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
 use linalg::{BlockPattern, Bsr, SpgemmPlan};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::dist_aggregation::DistGraph;
-use crate::dist_galerkin::{ALocal, GalerkinProductPlan};
+use crate::dist_galerkin::{row_offsets, ALocal, GalerkinProductPlan};
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
 
@@ -81,10 +82,10 @@ impl PView {
 }
 
 /// Collective: gathers `P_oth` and builds the [`PView`] of `p` for `a` (`coarse_serial_ids` of
-/// `p`'s owned coarse columns; `g` gives the serial ids of `a`'s local vertices).
+/// `p`'s owned coarse columns; `serial_ids` of `a`'s local vertices, owned then ghosts).
 fn p_view(
     a: &DistBsr,
-    g: &DistGraph,
+    serial_ids: &[u64],
     p: &DistBsr,
     coarse_serial_ids: &[u64],
 ) -> Result<PView, AmgError> {
@@ -97,11 +98,11 @@ fn p_view(
     let n = ap.partition().n_owned();
     let ghosts = ap.halo().ghosts();
     let n_local = n + ghosts.len();
-    if g.serial_ids.len() != n_local {
+    if serial_ids.len() != n_local {
         return Err(AmgError::DimensionMismatch {
             what: "distributed AMG: serial ids of A's owned and ghost vertices",
             expected: n_local,
-            found: g.serial_ids.len(),
+            found: serial_ids.len(),
         });
     }
     // P_oth: P's rows of A's ghost vertices.
@@ -127,18 +128,44 @@ fn p_view(
     };
 
     // The coarse columns of the local rows (every block of `P.diag`, `P.offd` and `P_oth`),
-    // ascending, and the serial coarse ids of those from their owners.
-    let mut used = vec![false; n_coarse];
-    let columns = pd
-        .col_idx()
-        .iter()
-        .map(|&c| first_c + u64::from(c))
-        .chain(po.col_idx().iter().map(|&c| p_ghosts[c as usize]))
-        .chain(oth.col_idx().iter().map(|&c| oth_globals[c as usize]));
-    for c in columns {
-        *used.get_mut(c as usize).ok_or_else(|| beyond(c))? = true;
+    // ascending, and the serial coarse ids of those from their owners. The columns are marked
+    // in parallel; the first one beyond the coarse vertices (in the order `P.diag`, `P.offd`,
+    // `P_oth`) is the error.
+    let used: Vec<AtomicBool> = (0..n_coarse).map(|_| AtomicBool::new(false)).collect();
+    let mark = |c: u64| match used.get(c as usize) {
+        Some(u) => {
+            if !u.load(Ordering::Relaxed) {
+                u.store(true, Ordering::Relaxed);
+            }
+            true
+        }
+        None => false,
+    };
+    let diag_cols = pd.col_idx().par_iter().map(|&c| first_c + u64::from(c));
+    let offd_cols = po.col_idx().par_iter().map(|&c| p_ghosts[c as usize]);
+    let oth_cols = oth.col_idx().par_iter().map(|&c| oth_globals[c as usize]);
+    let all_marked = diag_cols
+        .chain(offd_cols)
+        .chain(oth_cols)
+        .with_min_len(4096)
+        .map(mark)
+        .all(|ok| ok);
+    if !all_marked {
+        let columns = pd
+            .col_idx()
+            .iter()
+            .map(|&c| first_c + u64::from(c))
+            .chain(po.col_idx().iter().map(|&c| p_ghosts[c as usize]))
+            .chain(oth.col_idx().iter().map(|&c| oth_globals[c as usize]));
+        for c in columns {
+            if c as usize >= n_coarse {
+                return Err(beyond(c));
+            }
+        }
     }
-    let needed: Vec<u64> = (0..n_coarse as u64).filter(|&c| used[c as usize]).collect();
+    let needed: Vec<u64> = (0..n_coarse as u64)
+        .filter(|&c| used[c as usize].load(Ordering::Relaxed))
+        .collect();
     drop(used);
     let mut ask = vec![Vec::new(); size];
     let mut owners = Vec::with_capacity(needed.len());
@@ -180,62 +207,88 @@ fn p_view(
     let n_cols = by_serial.len();
 
     // Local vertices by serial id: the column order of the local A and row order of P_ext.
-    let mut order: Vec<usize> = (0..n_local).collect();
-    order.par_sort_unstable_by_key(|&v| g.serial_ids[v]);
+    let mut order: Vec<u32> = (0..n_local as u32).collect();
+    order.par_sort_unstable_by_key(|&v| serial_ids[v as usize]);
     let mut position = vec![0u32; n_local];
     for (i, &v) in order.iter().enumerate() {
-        position[v] = i as u32;
+        position[v as usize] = i as u32;
     }
-    // The rows of `vertices` as a local matrix (columns in local order) and its blocks' sources.
-    let p_matrix = |vertices: &[usize]| -> Result<(Bsr, Vec<(u8, u32)>), AmgError> {
-        let mut ptr = Vec::with_capacity(vertices.len() + 1);
-        ptr.push(0);
-        for &v in vertices {
-            let len = if v < n {
-                pd.row(v).len() + po.row(v).len()
-            } else {
-                oth.row(v - n).len()
-            };
-            ptr.push(ptr[ptr.len() - 1] + len);
+
+    // P_ext: the rows of every local vertex in serial order (columns in local order), and
+    // its blocks' sources.
+    let row_len = |v: usize| {
+        if v < n {
+            pd.row(v).len() + po.row(v).len()
+        } else {
+            oth.row(v - n).len()
         }
-        let mut entries = vec![(0u32, 0u8, 0u32); ptr[vertices.len()]];
-        linalg::fill_rows(&ptr, &mut entries, |i, row| {
-            let v = vertices[i];
-            let mut at = 0;
-            let mut put = |c: u64, part: u8, s: usize| {
-                row[at] = (local_col[c as usize], part, s as u32);
-                at += 1;
-            };
-            if v < n {
-                for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
-                    put(first_c + u64::from(pd.col_idx()[s]), 0, s);
-                }
-                for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
-                    put(p_ghosts[po.col_idx()[s] as usize], 1, s);
-                }
-            } else {
-                let j = v - n;
-                for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
-                    put(oth_globals[oth.col_idx()[s] as usize], 2, s);
-                }
-            }
-            // a coarse column appears once in a row
-            row.sort_unstable_by_key(|&(c, _, _)| c);
-        });
-        let col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
-        let sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
-        let pattern = BlockPattern::new(vertices.len(), n_cols, ptr, col)?;
-        let mut m = Bsr::zeros(pattern.into(), bs, k);
-        fill_from_sources(
-            &mut m,
-            &sources,
-            [p.diag().host()?, p.offd().host()?, p_oth.host()?],
-        )?;
-        Ok((m, sources))
     };
-    let (p_ext, ext_sources) = p_matrix(&order)?;
-    let owned: Vec<usize> = (0..n).collect();
-    let (p_owned, owned_sources) = p_matrix(&owned)?;
+    let ext_ptr = row_offsets(n_local, |i| row_len(order[i] as usize));
+    let mut entries = vec![(0u32, 0u8, 0u32); ext_ptr[n_local]];
+    linalg::fill_rows(&ext_ptr, &mut entries, |i, row| {
+        let v = order[i] as usize;
+        let mut at = 0;
+        let mut put = |c: u64, part: u8, s: usize| {
+            row[at] = (local_col[c as usize], part, s as u32);
+            at += 1;
+        };
+        if v < n {
+            for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
+                put(first_c + u64::from(pd.col_idx()[s]), 0, s);
+            }
+            for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
+                put(p_ghosts[po.col_idx()[s] as usize], 1, s);
+            }
+        } else {
+            let j = v - n;
+            for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
+                put(oth_globals[oth.col_idx()[s] as usize], 2, s);
+            }
+        }
+        // a coarse column appears once in a row
+        row.sort_unstable_by_key(|&(c, _, _)| c);
+    });
+    let ext_col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
+    let ext_sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
+    drop(entries);
+    let parts = [p.diag().host()?, p.offd().host()?, p_oth.host()?];
+
+    // P_owned: the owned rows, each the P_ext row at the vertex's serial position (the same
+    // blocks, columns and sources).
+    let ext_row = |v: usize| {
+        let r = position[v] as usize;
+        ext_ptr[r]..ext_ptr[r + 1]
+    };
+    let owned_ptr = row_offsets(n, |v| ext_row(v).len());
+    let mut owned_col = vec![0u32; owned_ptr[n]];
+    linalg::fill_rows(&owned_ptr, &mut owned_col, |v, row| {
+        row.copy_from_slice(&ext_col[ext_row(v)]);
+    });
+    let mut owned_sources = vec![(0u8, 0u32); owned_ptr[n]];
+    linalg::fill_rows(&owned_ptr, &mut owned_sources, |v, row| {
+        row.copy_from_slice(&ext_sources[ext_row(v)]);
+    });
+    let ext_pattern = BlockPattern::new(n_local, n_cols, ext_ptr.clone(), ext_col)?;
+    let owned_pattern = BlockPattern::new(n, n_cols, owned_ptr.clone(), owned_col)?;
+    let mut p_ext = Bsr::zeros(ext_pattern.into(), bs, k);
+    fill_from_sources(&mut p_ext, &ext_sources, parts)?;
+    let mut p_owned = Bsr::zeros(owned_pattern.into(), bs, k);
+    {
+        let bl = bs * k;
+        let ext_values = p_ext.host()?;
+        let out = p_owned.host_mut()?;
+        linalg::split_rows(&owned_ptr, bl, ROWS_PER_TASK, out)
+            .into_par_iter()
+            .for_each(|(rows, values)| {
+                let mut at = 0;
+                for v in rows {
+                    let r = ext_row(v);
+                    let len = r.len() * bl;
+                    values[at..at + len].copy_from_slice(&ext_values[r.start * bl..r.end * bl]);
+                    at += len;
+                }
+            });
+    }
     let coarse_globals = by_serial.iter().map(|&(_, i)| needed[i as usize]).collect();
     Ok(PView {
         plan,
@@ -250,6 +303,9 @@ fn p_view(
         owned_sources,
     })
 }
+
+/// Rows per parallel task of the views' row copies.
+const ROWS_PER_TASK: usize = 256;
 
 /// The owned rows of `a` as a local matrix whose columns are the local vertices at their serial
 /// `position` (local: no messages).
@@ -295,14 +351,16 @@ impl SmoothingPlan {
     /// Collective: the plan for `a` (`g`: its strength graph, for the serial ids) and the
     /// tentative prolongator `t` (its pattern and coarse vertices; its values are gathered).
     pub fn new(a: &DistBsr, g: &DistGraph, t: &DistTentative) -> Result<Self, AmgError> {
-        let view = p_view(a, g, &t.p, &t.coarse_serial_ids)?;
+        let view = p_view(a, &g.serial_ids, &t.p, &t.coarse_serial_ids)?;
         let a_local = ALocal::new(a, &view.position)?;
+
         let product = crate::dist_galerkin::symbolic_product(
             &a.device(),
             &a_local.pattern,
             view.p_ext.pattern(),
         )?;
         let wp = product.pattern();
+
         let cols: Vec<u64> = wp
             .col_idx()
             .par_iter()
@@ -317,11 +375,9 @@ impl SmoothingPlan {
             wp.row_ptr(),
             &cols,
         )?;
-        // entry `e` of `P`'s pattern is slot `e` of the product (rows and slots in order)
-        let mut p_from_product = vec![0u32; p_pattern.entry_slots().len()];
-        for (e, &slot) in p_pattern.entry_slots().iter().enumerate() {
-            p_from_product[slot as usize] = e as u32;
-        }
+        // entry `e` of `P`'s pattern is slot `e` of the product (rows and slots in order): slot
+        // `s` of `P` takes the product's slot `slot_entries[s]`
+        let p_from_product = p_pattern.slot_entries().to_vec();
         Ok(Self {
             view,
             a_local,
@@ -417,8 +473,9 @@ pub fn dist_galerkin(
 pub struct GalerkinPlan {
     view: PView,
     coarse_serial_ids: Vec<u64>,
-    /// `A`'s strength graph (the serial ids of its local vertices).
-    graph: DistGraph,
+    /// The serial ids of `A`'s local vertices (owned, then ghosts): all a new view needs of
+    /// its strength graph.
+    serial_ids: Vec<u64>,
     /// The symbolic product for the current view, made by the first product after the view.
     planned: Option<GalerkinProductPlan>,
     /// The local `A` of the last symbolic product (or of the level's smoothing plan): reused
@@ -438,9 +495,9 @@ impl GalerkinPlan {
         coarse_serial_ids: &[u64],
     ) -> Result<Self, AmgError> {
         Ok(Self {
-            view: p_view(a, g, p, coarse_serial_ids)?,
+            view: p_view(a, &g.serial_ids, p, coarse_serial_ids)?,
             coarse_serial_ids: coarse_serial_ids.to_vec(),
-            graph: g.clone(),
+            serial_ids: g.serial_ids.clone(),
             planned: None,
             a_local: None,
             last_sent_bytes: 0,
@@ -467,13 +524,14 @@ impl GalerkinPlan {
         comm.allreduce_max(&mut flags)
             .map_err(linalg::LinalgError::from)?;
         if flags[0] > 0.0 {
-            self.view = p_view(a, &self.graph, p, &self.coarse_serial_ids)?;
+            self.view = p_view(a, &self.serial_ids, p, &self.coarse_serial_ids)?;
             self.planned = None;
         }
         if symbolic && (flags[0] > 0.0 || flags[1] > 0.0) {
             let v = &self.view;
             let a_local = ALocal::reuse_or_new(self.a_local.as_ref(), a, &v.position)?;
             self.a_local = Some(a_local.clone());
+
             self.planned = Some(GalerkinProductPlan::new(
                 a,
                 a_local,
@@ -685,7 +743,8 @@ fn reduce_partial(partial: &Bsr, coarse_globals: &[u64], p: &DistBsr) -> Result<
             }
         }
     }
-    let pattern = crate::dist_galerkin::coarse_pattern(coarse, k, sums.keys().copied())?;
+    let keys: Vec<(u64, u64)> = sums.keys().copied().collect();
+    let pattern = crate::dist_galerkin::coarse_pattern(coarse, k, &keys)?;
     let vals: Vec<f64> = sums.into_values().flatten().collect();
     Ok(DistBsr::from_values(pattern, &vals)?)
 }

@@ -42,14 +42,12 @@ impl BlockPattern {
         if row_ptr[0] != 0 {
             return Err(LinalgError::RowPtrStart { found: row_ptr[0] });
         }
-        for (row, w) in row_ptr.windows(2).enumerate() {
-            if w[1] < w[0] {
-                return Err(LinalgError::RowPtrDecreasing {
-                    row,
-                    start: w[0],
-                    end: w[1],
-                });
-            }
+        let decreasing = |row: usize| {
+            let (start, end) = (row_ptr[row], row_ptr[row + 1]);
+            (end < start).then_some(LinalgError::RowPtrDecreasing { row, start, end })
+        };
+        if let Some(e) = first_error(n_block_rows, col_idx.len(), decreasing) {
+            return Err(e);
         }
         let last = row_ptr[n_block_rows];
         if last != col_idx.len() {
@@ -58,12 +56,12 @@ impl BlockPattern {
                 nnz: col_idx.len(),
             });
         }
-        for row in 0..n_block_rows {
+        let row_error = |row: usize| {
             let cols = &col_idx[row_ptr[row]..row_ptr[row + 1]];
             let mut previous: Option<u32> = None;
             for &c in cols {
                 if c as usize >= n_block_cols {
-                    return Err(LinalgError::ColumnOutOfRange {
+                    return Some(LinalgError::ColumnOutOfRange {
                         row,
                         col: c as usize,
                         n_block_cols,
@@ -71,13 +69,13 @@ impl BlockPattern {
                 }
                 if let Some(p) = previous {
                     if c == p {
-                        return Err(LinalgError::DuplicateColumn {
+                        return Some(LinalgError::DuplicateColumn {
                             row,
                             col: c as usize,
                         });
                     }
                     if c < p {
-                        return Err(LinalgError::ColumnsUnsorted {
+                        return Some(LinalgError::ColumnsUnsorted {
                             row,
                             previous: p as usize,
                             col: c as usize,
@@ -86,6 +84,10 @@ impl BlockPattern {
                 }
                 previous = Some(c);
             }
+            None
+        };
+        if let Some(e) = first_error(n_block_rows, col_idx.len(), row_error) {
+            return Err(e);
         }
         Ok(Self {
             n_block_rows,
@@ -198,6 +200,33 @@ impl BlockPattern {
     }
 }
 
+/// Patterns of at least this many blocks are checked in parallel ([`first_error`]).
+const PARALLEL_CHECK_BLOCKS: usize = 1 << 16;
+
+/// Rows per task of a parallel check.
+const CHECK_ROWS_PER_TASK: usize = 4096;
+
+/// The error of the first of `n_rows` rows that has one (`error(row)`): rows in parallel for a
+/// pattern of `nnz >=` [`PARALLEL_CHECK_BLOCKS`] blocks, else in order; the same error either
+/// way.
+fn first_error(
+    n_rows: usize,
+    nnz: usize,
+    error: impl Fn(usize) -> Option<LinalgError> + Sync,
+) -> Option<LinalgError> {
+    if nnz >= PARALLEL_CHECK_BLOCKS {
+        use rayon::prelude::*;
+        (0..n_rows.div_ceil(CHECK_ROWS_PER_TASK))
+            .into_par_iter()
+            .find_map_first(|t| {
+                let end = ((t + 1) * CHECK_ROWS_PER_TASK).min(n_rows);
+                (t * CHECK_ROWS_PER_TASK..end).find_map(&error)
+            })
+    } else {
+        (0..n_rows).find_map(error)
+    }
+}
+
 fn check_dimension(what: &'static str, value: usize) -> Result<(), LinalgError> {
     if value > u32::MAX as usize {
         return Err(LinalgError::DimensionTooLarge { what, value });
@@ -281,6 +310,61 @@ mod tests {
             Err(LinalgError::DimensionTooLarge {
                 what: "n_block_cols",
                 value: u32::MAX as usize + 1
+            })
+        );
+    }
+
+    /// A pattern of `rows` rows of two blocks each (`row, row + 1` mod `rows`, ascending): large
+    /// enough to be checked in parallel.
+    fn large(rows: usize) -> (Vec<usize>, Vec<u32>) {
+        let ptr = (0..=rows).map(|i| 2 * i).collect();
+        let idx = (0..rows)
+            .flat_map(|i| {
+                let (a, b) = (i as u32, ((i + 1) % rows) as u32);
+                [a.min(b), a.max(b)]
+            })
+            .collect();
+        (ptr, idx)
+    }
+
+    #[test]
+    fn a_large_pattern_checked_in_parallel_names_its_first_bad_row() {
+        let rows = 3 * PARALLEL_CHECK_BLOCKS / 2;
+        let (ptr, idx) = large(rows);
+        assert!(idx.len() >= PARALLEL_CHECK_BLOCKS);
+        assert!(pattern(rows, rows, &ptr, &idx).is_ok());
+        // bad columns in two rows of different tasks: the first one is named
+        let mut bad = idx.clone();
+        bad[2 * 50_000 + 1] = bad[2 * 50_000];
+        bad[2 * 20_000 + 1] = rows as u32;
+        assert_eq!(
+            pattern(rows, rows, &ptr, &bad),
+            Err(LinalgError::ColumnOutOfRange {
+                row: 20_000,
+                col: rows,
+                n_block_cols: rows
+            })
+        );
+        let mut bad = idx.clone();
+        bad.swap(2 * 90_000, 2 * 90_000 + 1);
+        bad[2 * 70_000 + 1] = bad[2 * 70_000];
+        assert_eq!(
+            pattern(rows, rows, &ptr, &bad),
+            Err(LinalgError::DuplicateColumn {
+                row: 70_000,
+                col: 70_000
+            })
+        );
+        // a decreasing row_ptr: the first decrease is named
+        let mut ptr_bad = ptr.clone();
+        ptr_bad[60_001] = ptr[60_000] - 1;
+        ptr_bad[30_001] = ptr[30_000] - 1;
+        assert_eq!(
+            pattern(rows, rows, &ptr_bad, &idx),
+            Err(LinalgError::RowPtrDecreasing {
+                row: 30_000,
+                start: ptr[30_000],
+                end: ptr[30_000] - 1
             })
         );
     }

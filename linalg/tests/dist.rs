@@ -749,3 +749,62 @@ fn device_set_from_local_gathers_the_host_blocks_bit_for_bit() {
         }
     });
 }
+
+/// This rank's rows of a long band of `partition`'s block rows, each row's columns in a
+/// scrambled order: `(row_ptr, columns)`.
+fn scrambled_band(partition: &RowPartition) -> (Vec<usize>, Vec<u64>) {
+    let n = partition.global_len() as i64;
+    let (mut row_ptr, mut cols) = (vec![0], Vec::new());
+    for i in partition.owned_range() {
+        let mut row: Vec<u64> = [0i64, -1, 1, -40, 40, 333, -1000]
+            .iter()
+            .map(|d| i as i64 + d)
+            .filter(|j| (0..n).contains(j))
+            .map(|j| j as u64)
+            .collect();
+        let len = row.len();
+        row.rotate_left(i as usize % len);
+        cols.extend(row);
+        row_ptr.push(cols.len());
+    }
+    (row_ptr, cols)
+}
+
+/// Every input entry of a pattern of many rows (filled in parallel groups) lands in a slot of
+/// its own row holding its column, and `slot_entries` is the inverse of `entry_slots`.
+fn check_entry_slots(comm: Arc<dyn Comm>) {
+    let partition = RowPartition::even(comm, 5000);
+    let (row_ptr, cols) = scrambled_band(&partition);
+    let p = DistPattern::new(partition.clone(), 1, &row_ptr, &cols).unwrap();
+    let (entry_slots, slot_entries) = (p.entry_slots(), p.slot_entries());
+    assert_eq!(entry_slots.len(), cols.len());
+    assert_eq!(slot_entries.len(), cols.len());
+    let (d, o) = (p.diag(), p.offd());
+    let first = partition.owned_range().start;
+    let ghosts = p.halo().ghosts();
+    for i in 0..row_ptr.len() - 1 {
+        for k in row_ptr[i]..row_ptr[i + 1] {
+            let s = entry_slots[k] as usize;
+            assert_eq!(slot_entries[s] as usize, k, "slot {s}");
+            let global = if s < d.nnz() {
+                assert!((d.row_ptr()[i]..d.row_ptr()[i + 1]).contains(&s));
+                first + u64::from(d.col_idx()[s])
+            } else {
+                let t = s - d.nnz();
+                assert!((o.row_ptr()[i]..o.row_ptr()[i + 1]).contains(&t));
+                ghosts[o.col_idx()[t] as usize]
+            };
+            assert_eq!(global, cols[k], "entry {k} of row {i}");
+        }
+    }
+}
+
+#[test]
+fn entries_land_in_their_rows_slots_and_slot_entries_invert_entry_slots() {
+    check_entry_slots(SelfComm::shared());
+    on_ranks(
+        "entries_land_in_their_rows_slots_and_slot_entries_invert_entry_slots",
+        &[2, 4],
+        |comm| check_entry_slots(comm.clone()),
+    );
+}

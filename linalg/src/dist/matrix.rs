@@ -131,14 +131,19 @@ impl DistPattern {
         // Owned columns map to `g - first`, ghosts to their compact index; both keep the rows'
         // ascending order, as patterns require: the rows' owned and ghost entries counted,
         // then each part filled row by row.
-        let owned_in = |row: &[(u64, u32)]| row.iter().filter(|(g, _)| owned.contains(g)).count();
+        let owned_in: Vec<usize> = (0..n_owned)
+            .into_par_iter()
+            .map(|i| {
+                let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
+                row.iter().filter(|(g, _)| owned.contains(g)).count()
+            })
+            .collect();
         let (mut d_ptr, mut o_ptr) = (vec![0usize; n_owned + 1], vec![0usize; n_owned + 1]);
-        for i in 0..n_owned {
-            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
-            let d = owned_in(row);
+        for (i, &d) in owned_in.iter().enumerate() {
             d_ptr[i + 1] = d_ptr[i] + d;
-            o_ptr[i + 1] = o_ptr[i] + row.len() - d;
+            o_ptr[i + 1] = o_ptr[i] + (row_ptr[i + 1] - row_ptr[i]) - d;
         }
+        drop(owned_in);
         // per part: (local column, input entry) of its slots
         let mut d_slots = vec![(0u32, 0u32); d_ptr[n_owned]];
         let mut o_slots = vec![(0u32, 0u32); o_ptr[n_owned]];
@@ -158,6 +163,7 @@ impl DistPattern {
             }
         });
         drop(sorted);
+
         let d_col: Vec<u32> = d_slots.par_iter().map(|&(c, _)| c).collect();
         let o_col: Vec<u32> = o_slots.par_iter().map(|&(c, _)| c).collect();
         // slot -> input entry: diag slots, then offd slots
@@ -166,16 +172,24 @@ impl DistPattern {
             .chain(o_slots.par_iter())
             .map(|&(_, k)| k)
             .collect();
+        // entry -> slot, row by row: a row's input entries go to its own diag and offd slots
+        let n_diag = d_ptr[n_owned];
         let mut entry_slot = vec![0u32; cols.len()];
-        for (slot, &k) in slot_entry.iter().enumerate() {
-            entry_slot[k as usize] = slot as u32;
-        }
+        crate::fill_rows(row_ptr, &mut entry_slot, |i, out| {
+            let first = row_ptr[i];
+            let diag = (d_ptr[i]..d_ptr[i + 1]).map(|s| (s, d_slots[s].1));
+            let offd = (o_ptr[i]..o_ptr[i + 1]).map(|s| (n_diag + s, o_slots[s].1));
+            for (slot, k) in diag.chain(offd) {
+                out[k as usize - first] = slot as u32;
+            }
+        });
         let n_owned_cols = col_partition.n_owned();
         let diag = BlockPattern::new_trusted(n_owned, n_owned_cols, d_ptr, d_col);
         let offd = BlockPattern::new_trusted(n_owned, ghosts.len(), o_ptr, o_col);
         let n_ghosts = ghosts.len();
         let halo = HaloPlan::new(&col_partition, ghosts, block_cols)?;
         let bc = block_cols as u64;
+
         let layout = Layout::new(
             n_owned_cols * block_cols,
             n_ghosts * block_cols,
@@ -284,6 +298,12 @@ impl DistPattern {
     /// (`< diag.nnz()`) or `diag.nnz() +` its slot in `offd`.
     pub fn entry_slots(&self) -> &[u32] {
         &self.entry_slot
+    }
+
+    /// The inverse of [`DistPattern::entry_slots`]: the input entry whose block each slot holds
+    /// (`diag` slots, then `offd` slots).
+    pub fn slot_entries(&self) -> &[u32] {
+        &self.slot_entry
     }
 
     /// Pattern of the owned rows' owned columns.
