@@ -572,7 +572,13 @@ impl GalerkinProductPlan {
 
         // (sharing `P_owned`'s pattern: no copy, and the numeric transposes know it at once)
         let pt_plan = TransposePlan::new(p_owned.pattern());
-        let mut pt = Bsr::zeros(pt_plan.pattern().clone(), k, p_owned.block_rows());
+        // where `P_owned` lives (on a GPU transposed there)
+        let mut pt = Bsr::zeros_on(
+            &p_owned.device(),
+            pt_plan.pattern().clone(),
+            k,
+            p_owned.block_rows(),
+        )?;
         linalg::transpose_numeric(&pt_plan, p_owned, &mut pt)?;
 
         let partial_plan = symbolic_product(&device, pt.pattern(), ap_plan.pattern())?;
@@ -609,6 +615,10 @@ impl GalerkinProductPlan {
     /// `P_owned^T` again from new values of `p_owned` (the pattern the plan was made for):
     /// a renewal of `P` that keeps its pattern keeps the plan. Local.
     pub fn refresh_transpose(&mut self, p_owned: &Bsr) -> Result<(), AmgError> {
+        if !p_owned.device().same_as(&self.pt.device()) {
+            // `P_owned^T` follows `P_owned`
+            self.pt = self.pt.to_device(&p_owned.device())?;
+        }
         Ok(linalg::transpose_numeric(
             &self.pt_plan,
             p_owned,

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
+use linalg::gpu::{gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{BlockPattern, Bsr, SpgemmPlan};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +25,9 @@ use crate::{AmgError, PointBlockJacobi};
 /// A rank's local view of `P` numbered by serial ids, for products with `A`: the rows of `P`
 /// of every local vertex of `A` (owned and ghost; `P_oth` gathered by `plan`) in serial order,
 /// `P`'s owned rows, the coarse columns (global ids) ordered by serial coarse id, and each
-/// local vertex's serial position (the column order of the local `A`, [`a_local`]).
+/// local vertex's serial position (the column order of the local `A`, [`a_local`]). Its
+/// values live where the `P` they were gathered from lives (on a GPU gathered there, `P_oth`
+/// GPU to GPU: [`DeviceViewFill`]).
 #[derive(Debug)]
 struct PView {
     plan: RowGatherPlan,
@@ -38,10 +41,12 @@ struct PView {
     /// The pattern of the `P` the view was made of (a new `P` on it needs only new values:
     /// [`PView::refresh_values`]).
     p_pattern: Arc<DistPattern>,
-    /// Where each block of `p_ext` and `p_owned` comes from: `(0, slot)` of `P.diag`, `(1,
-    /// slot)` of `P.offd`, `(2, slot)` of `P_oth`.
+    /// Where each block of `p_ext` comes from: `(0, slot)` of `P.diag`, `(1, slot)` of
+    /// `P.offd`, `(2, slot)` of `P_oth`. `P_owned`'s rows are `P_ext`'s at the owned vertices'
+    /// serial positions.
     ext_sources: Vec<(u8, u32)>,
-    owned_sources: Vec<(u8, u32)>,
+    /// The fills' index lists on the view's GPU (made by its first fill there).
+    device_fill: Option<DeviceViewFill>,
 }
 
 /// `m`'s blocks copied from `parts` (`P.diag`, `P.offd`, `P_oth` values) as `sources` says.
@@ -61,6 +66,45 @@ fn fill_from_sources(
     Ok(())
 }
 
+/// A [`PView`]'s fills on a GPU, two block gathers: `P_owned`'s blocks from `P`'s `diag`
+/// (`owned_from_p[i] < diag nnz`) and `offd` (`diag nnz +` slot), then `P_ext`'s from
+/// `P_owned` (`ext_from[i] < P_owned nnz`) and `P_oth` (`P_owned nnz +` slot).
+#[derive(Debug)]
+struct DeviceViewFill {
+    owned_from_p: DeviceBuffer<u32>,
+    ext_from: DeviceBuffer<u32>,
+}
+
+impl DeviceViewFill {
+    /// The index lists of `view` (for a `P` whose `diag` holds `n_diag` blocks) on `ctx`'s GPU.
+    fn new(view: &PView, n_diag: usize, ctx: &CudaContext) -> Result<Self, AmgError> {
+        let ext_ptr = view.p_ext.pattern().row_ptr();
+        let owned_ptr = view.p_owned.pattern().row_ptr();
+        let n_owned_nnz = view.p_owned.pattern().nnz();
+        let owned_rows = owned_ptr.len() - 1;
+        let mut owned_from_p = vec![0u32; n_owned_nnz];
+        let mut ext_from = vec![0u32; view.ext_sources.len()];
+        // the ghost rows' blocks first (all of them), then the owned rows' over them
+        ext_from
+            .par_iter_mut()
+            .zip(view.ext_sources.par_iter())
+            .for_each(|(e, &(_, s))| *e = n_owned_nnz as u32 + s);
+        for v in 0..owned_rows {
+            let r = view.position[v] as usize;
+            for (j, o) in (owned_ptr[v]..owned_ptr[v + 1]).enumerate() {
+                let e = ext_ptr[r] + j;
+                let (part, s) = view.ext_sources[e];
+                owned_from_p[o] = if part == 0 { s } else { n_diag as u32 + s };
+                ext_from[e] = o as u32;
+            }
+        }
+        Ok(Self {
+            owned_from_p: ctx.upload(&owned_from_p)?,
+            ext_from: ctx.upload(&ext_from)?,
+        })
+    }
+}
+
 impl PView {
     /// Collective. New values of `p` (on the pattern the view was made of, on every rank):
     /// `P_oth` gathered again and `P_ext`, `P_owned` refilled; the structure stays. Returns
@@ -73,11 +117,74 @@ impl PView {
                 reason: "must be on the pattern the view was made of (an internal error)",
             });
         }
+        let device = p.device();
+        if !device.same_as(&self.p_ext.device()) {
+            // the view follows `P` (its values, gathered already, kept)
+            self.p_oth = self.p_oth.to_device(&device)?;
+            self.p_ext = self.p_ext.to_device(&device)?;
+            self.p_owned = self.p_owned.to_device(&device)?;
+            self.device_fill = None;
+        }
         let sent = self.plan.update(p, &mut self.p_oth)?;
+        self.fill_values(p)?;
+        Ok(sent)
+    }
+
+    /// `P_ext` and `P_owned` filled from `p`'s parts and `P_oth` where they live (local).
+    fn fill_values(&mut self, p: &DistBsr) -> Result<(), AmgError> {
+        if let Some(ctx) = self.p_ext.device().cuda_context().cloned() {
+            let n_diag = p.diag().pattern().nnz();
+            if self.device_fill.is_none() {
+                self.device_fill = Some(DeviceViewFill::new(self, n_diag, &ctx)?);
+            }
+            let fill = self.device_fill.as_ref().expect("made above");
+            let bl = self.p_ext.block_len();
+            gather_blocks_two(
+                &ctx,
+                bl,
+                &fill.owned_from_p,
+                TwoSources {
+                    n0: n_diag,
+                    a: p.diag().device_bsr()?.values(),
+                    b: p.offd().device_bsr()?.values(),
+                },
+                self.p_owned.device_bsr_mut()?.values_mut(),
+            )?;
+            gather_blocks_two(
+                &ctx,
+                bl,
+                &fill.ext_from,
+                TwoSources {
+                    n0: self.p_owned.pattern().nnz(),
+                    a: self.p_owned.device_bsr()?.values(),
+                    b: self.p_oth.device_bsr()?.values(),
+                },
+                self.p_ext.device_bsr_mut()?.values_mut(),
+            )?;
+            return Ok(());
+        }
         let parts = [p.diag().host()?, p.offd().host()?, self.p_oth.host()?];
         fill_from_sources(&mut self.p_ext, &self.ext_sources, parts)?;
-        fill_from_sources(&mut self.p_owned, &self.owned_sources, parts)?;
-        Ok(sent)
+        // P_owned: each owned row the P_ext row at the vertex's serial position
+        let bl = self.p_ext.block_len();
+        let ext_ptr = self.p_ext.pattern().row_ptr();
+        let owned_ptr = self.p_owned.pattern().row_ptr().to_vec();
+        let position = &self.position;
+        let ext_values = self.p_ext.host()?;
+        let out = self.p_owned.host_mut()?;
+        linalg::split_rows(&owned_ptr, bl, ROWS_PER_TASK, out)
+            .into_par_iter()
+            .for_each(|(rows, values)| {
+                let mut at = 0;
+                for v in rows {
+                    let r = position[v] as usize;
+                    let (start, end) = (ext_ptr[r], ext_ptr[r + 1]);
+                    let len = (end - start) * bl;
+                    values[at..at + len].copy_from_slice(&ext_values[start * bl..end * bl]);
+                    at += len;
+                }
+            });
+        Ok(())
     }
 }
 
@@ -105,9 +212,9 @@ fn p_view(
             found: serial_ids.len(),
         });
     }
-    // P_oth: P's rows of A's ghost vertices.
+    // P_oth: P's rows of A's ghost vertices (where P lives).
     let plan = RowGatherPlan::new(ap.halo(), p)?;
-    let mut p_oth = plan.new_matrix();
+    let mut p_oth = plan.new_matrix_on(&p.device())?;
     plan.update(p, &mut p_oth)?;
 
     // A local row's blocks: (0, slot) of `P.diag`, (1, slot) of `P.offd` (owned rows), (2,
@@ -251,10 +358,9 @@ fn p_view(
     let ext_col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
     let ext_sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
     drop(entries);
-    let parts = [p.diag().host()?, p.offd().host()?, p_oth.host()?];
 
     // P_owned: the owned rows, each the P_ext row at the vertex's serial position (the same
-    // blocks, columns and sources).
+    // blocks and columns)
     let ext_row = |v: usize| {
         let r = position[v] as usize;
         ext_ptr[r]..ext_ptr[r + 1]
@@ -264,44 +370,24 @@ fn p_view(
     linalg::fill_rows(&owned_ptr, &mut owned_col, |v, row| {
         row.copy_from_slice(&ext_col[ext_row(v)]);
     });
-    let mut owned_sources = vec![(0u8, 0u32); owned_ptr[n]];
-    linalg::fill_rows(&owned_ptr, &mut owned_sources, |v, row| {
-        row.copy_from_slice(&ext_sources[ext_row(v)]);
-    });
-    let ext_pattern = BlockPattern::new(n_local, n_cols, ext_ptr.clone(), ext_col)?;
-    let owned_pattern = BlockPattern::new(n, n_cols, owned_ptr.clone(), owned_col)?;
-    let mut p_ext = Bsr::zeros(ext_pattern.into(), bs, k);
-    fill_from_sources(&mut p_ext, &ext_sources, parts)?;
-    let mut p_owned = Bsr::zeros(owned_pattern.into(), bs, k);
-    {
-        let bl = bs * k;
-        let ext_values = p_ext.host()?;
-        let out = p_owned.host_mut()?;
-        linalg::split_rows(&owned_ptr, bl, ROWS_PER_TASK, out)
-            .into_par_iter()
-            .for_each(|(rows, values)| {
-                let mut at = 0;
-                for v in rows {
-                    let r = ext_row(v);
-                    let len = r.len() * bl;
-                    values[at..at + len].copy_from_slice(&ext_values[r.start * bl..r.end * bl]);
-                    at += len;
-                }
-            });
-    }
+    let ext_pattern = BlockPattern::new(n_local, n_cols, ext_ptr, ext_col)?;
+    let owned_pattern = BlockPattern::new(n, n_cols, owned_ptr, owned_col)?;
+    let device = p.device();
     let coarse_globals = by_serial.iter().map(|&(_, i)| needed[i as usize]).collect();
-    Ok(PView {
+    let mut view = PView {
         plan,
         p_oth,
-        p_ext,
-        p_owned,
+        p_ext: Bsr::zeros_on(&device, ext_pattern.into(), bs, k)?,
+        p_owned: Bsr::zeros_on(&device, owned_pattern.into(), bs, k)?,
         coarse_globals,
         position,
         p_owned_partition: coarse_partition.clone(),
         p_pattern: p.pattern().clone(),
         ext_sources,
-        owned_sources,
-    })
+        device_fill: None,
+    };
+    view.fill_values(p)?;
+    Ok(view)
 }
 
 /// Rows per parallel task of the views' row copies.

@@ -215,9 +215,10 @@ impl Bsr {
         self.to_device(&Device::Host)
     }
 
-    /// Overwrites the values with those of the host matrix `src` (same pattern and block sizes):
-    /// an upload of the values alone for a device matrix (the hot path of a Newton step whose
-    /// tangent is assembled on the host), a copy on the host.
+    /// Overwrites the values with those of `src` (same pattern and block sizes), a host
+    /// matrix or one on this matrix's GPU: an upload of the values alone for a device matrix
+    /// (the hot path of a Newton step whose tangent is assembled on the host), a copy on the
+    /// host or on the GPU.
     pub fn upload_values_from(&mut self, src: &Bsr) -> Result<(), LinalgError> {
         if !BlockPattern::same(&self.pattern, &src.pattern) {
             return Err(LinalgError::PatternMismatch {
@@ -225,6 +226,17 @@ impl Bsr {
             });
         }
         check_same_block_size("Bsr::upload_values_from", self, src)?;
+        if let (Placed::Cuda(ctx, Double(m)), Placed::Cuda(_, Double(s))) =
+            (&mut self.storage, &src.storage)
+        {
+            crate::device::check_same_device(
+                "Bsr::upload_values_from",
+                &Device::Cuda(ctx.clone()),
+                &src.device(),
+            )?;
+            ctx.copy(s.values(), m.values_mut())?;
+            return Ok(());
+        }
         let v = src.storage.host()?;
         self.upload_values_from_slice(v)
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use linalg::comm::{launch::on_ranks, Comm, CommError, SelfComm};
 use linalg::dist::{
     connect_rank_devices, gpu_for, select_rank_devices, select_with, skip_multi_rank_gpu_test,
-    DeviceExchange, DistBsr, DistPattern, RankDeviceRequest, RowPartition,
+    DeviceExchange, DistBsr, DistPattern, RankDeviceRequest, RowGatherPlan, RowPartition,
 };
 use linalg::hash::{signed_unit, splitmix64};
 use linalg::{BlockPattern, Bsr, LinalgError, Vector};
@@ -583,6 +583,55 @@ fn ipc_exchanges_are_the_staged_exchanges_bit_for_bit() {
         eprintln!(
             "ipc exchanges: SpMV, restriction and a chain of 24 exchanges equal the staged bits"
         );
+    });
+}
+
+/// Other ranks' rows of a device matrix gathered by a `RowGatherPlan` into device rows (the
+/// `P_oth` of a device Galerkin product): the host gather's bits, staged through the host and,
+/// where the ranks' GPUs allow it, by peer writes, where nothing crosses the bus; an update of
+/// an unchanged matrix moves nothing.
+#[test]
+fn device_row_gather_is_the_host_row_gather_bit_for_bit() {
+    let test = "device_row_gather_is_the_host_row_gather_bit_for_bit";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = rank_gpu(comm);
+        let (_, a, _, _) = device_test_product(comm);
+        let halo = a.pattern().halo();
+        let host_plan = RowGatherPlan::new(halo, &a).unwrap();
+        let mut host_rows = host_plan.new_matrix();
+        let host_sent = host_plan.update(&a, &mut host_rows).unwrap();
+        assert!(host_sent > 0 && host_rows.pattern().nnz() > 0);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let ad = a.to_device(&device).unwrap();
+        // (rows, values sent, values sent by a second update, bytes down the bus)
+        let gather = || {
+            let plan = RowGatherPlan::new(halo, &ad).unwrap();
+            let mut rows = plan.new_matrix_on(&device).unwrap();
+            let before = device.transfers();
+            let sent = plan.update(&ad, &mut rows).unwrap();
+            let again = plan.update(&ad, &mut rows).unwrap();
+            device.cuda_context().unwrap().synchronize().unwrap();
+            let down = device.transfers().device_to_host - before.device_to_host;
+            (rows.to_host_vec().unwrap(), sent, again, down)
+        };
+        let (staged, sent, again, _) = gather();
+        assert_eq!(bits(&staged), bits(host_rows.host().unwrap()));
+        assert_eq!((sent, again), (host_sent, 0));
+        match connect_rank_devices(comm, &device, DeviceExchange::Ipc) {
+            Ok((DeviceExchange::Ipc, None)) => {}
+            Ok(other) => panic!("ipc asked for, {other:?} given"),
+            Err(e) => {
+                eprintln!("SKIP {test} (peer writes): {e}");
+                return;
+            }
+        }
+        let (written, sent, _, down) = gather();
+        assert_eq!(bits(&written), bits(host_rows.host().unwrap()));
+        assert_eq!((sent, down), (host_sent, 0));
+        eprintln!("device row gather: staged and peer writes equal the host gather's bits");
     });
 }
 

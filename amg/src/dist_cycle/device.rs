@@ -8,11 +8,12 @@
 //!
 //! The cold set-up coarsens a device level ([`coarsen`]) in two halves: the symbolic stages
 //! on the host for now, from its operator's pattern and block norms (strength graph,
-//! aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, `P`'s
-//! views and the Galerkin product's symbolic phase: issue 26 moves them to the device, one at
-//! a time, here), the numeric ones where the level lives, through the device parts a kept renewal uses (the
-//! smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values, the
-//! Galerkin product into the next level's operator). A level without device parts (a copy made
+//! aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, the
+//! structure of `P`'s views and the Galerkin product's symbolic phase: issue 26 moves them to
+//! the device, one at a time, here), the numeric ones where the level lives, through the
+//! device parts a kept renewal uses (the smoother's inverses and eigenvalue estimate, `A P0`
+//! with the smoothing and `P`'s values, `P`'s views gathered from them with its ghost rows
+//! GPU to GPU, the Galerkin product into the next level's operator). A level without device parts (a copy made
 //! by [`DistHierarchy::to_device`]) renews on the host and is placed on the device ([`place`]).
 //! The hot update is the one [`crate::Hierarchy`] update on the level operations of a device
 //! [`DistBsr`] (the inverses and eigenvalue estimates on the device from a start vector kept
@@ -138,19 +139,21 @@ pub(super) struct DeviceKept {
 
 /// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the
 /// symbolic stages on the host from `a`'s pattern and block norms (strength graph,
-/// aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, `P`'s views and the Galerkin
-/// product's symbolic phase) and the numeric ones where the level lives, as a kept renewal runs
-/// them ([`super::device_renewal`]): the smoother's inverses and eigenvalue estimate, `A P0`
-/// with the smoothing and `P`'s values, the Galerkin product into the next level's device
-/// operator. The host cold coarsening's values bit for bit (the same kernels as the device
-/// kept renewal, whose values are the host's), with no host numeric product and no upload of
-/// `P`'s or the next operator's values and no download of `a` (its block norms and the
-/// smoothed product come down, the latter for `P`'s views). `aggregated`: the graph and
+/// aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, the
+/// structure of `P`'s views and the Galerkin product's symbolic phase) and the numeric ones
+/// where the level lives, as a kept renewal runs them ([`super::device_renewal`]): the
+/// smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values,
+/// `P`'s views (`P_ext`, `P_owned`, `P_owned^T`) gathered from `P`'s values there (its ghost
+/// rows GPU to GPU), the Galerkin product into the next level's device operator. The host
+/// cold coarsening's values bit for bit (the same kernels as the device kept renewal, whose
+/// values are the host's; the views are copies), with no host numeric product, no upload of
+/// `P`'s, its views' or the next operator's values and no download of `a` or `P` (only `a`'s
+/// block norms come down). `aggregated`: the graph and
 /// aggregates a renewal made already. The smoothing's device part (a local copy of `a` and
 /// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase
 /// ended by a device synchronisation: `smoother_setup_s` the inverses and estimate,
 /// `smoothing_s` the smoothing's plan and `A P0` with `P`'s values, `galerkin_symbolic_s` `P`'s
-/// views, the symbolic product and `P`'s transposed parts (their blocks moved on the device
+/// views (made and gathered), the symbolic product and `P`'s transposed parts (their blocks moved on the device
 /// from `P`'s there, [`DistTranspose::new`]), `device_plans_s` the device plans'
 /// uploads and the next operator and `P` made on the device, `galerkin_numeric_s` the device
 /// product.
@@ -187,37 +190,37 @@ pub(super) fn coarsen(
         coarse_nns,
         ..
     } = t;
-    let (p, p_host, device_smoothing) = match &smoothing {
+    let (p, device_smoothing) = match &smoothing {
         Some(plan) => {
             since = phase(&mut tm.smoothing_s, since)?;
             let mut on_device = DeviceSmoothing::upload(plan, a)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
             since = phase(&mut tm.device_plans_s, since)?;
             let omega = params.prolongator_omega_scale / emax;
-            let w = on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
-            let p_host = DistBsr::from_values(plan.p_pattern().clone(), &w)?;
+            on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
             // its local `A` and `A P0` are the size of the level operator: kept only for the
             // kept renewals of `keep_aggregates` (a recompute renewal that keeps the level
             // uploads the plan again)
             let kept = params.renewal == Renewal::KeepAggregates;
-            (p, p_host, kept.then_some(on_device))
+            (p, kept.then_some(on_device))
         }
         // unsmoothed aggregation: `P` is `P0`
-        None => (p0.to_device(&device)?, p0, None),
+        None => (p0.to_device(&device)?, None),
     };
     since = phase(&mut tm.smoothing_s, since)?;
-    let mut galerkin = GalerkinPlan::new(a, &graph, &p_host, &coarse_serial_ids)?;
+    // `P`'s views gathered on the device from its values there (its ghost rows GPU to GPU)
+    let mut galerkin = GalerkinPlan::new(a, &graph, &p, &coarse_serial_ids)?;
     if let Some(plan) = &smoothing {
         galerkin.share_a_local(plan.a_local());
     }
-    let (plan, p_ext) = galerkin.plan_for(a, &p_host)?;
+    let (plan, p_ext) = galerkin.plan_for(a, &p)?;
     // `P`'s transposed parts made on the device from its values there
     let pt = DistTranspose::new(&p)?;
     since = phase(&mut tm.galerkin_symbolic_s, since)?;
     let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
-    let k = p_host.pattern().block_cols();
-    drop((p_host, graph));
+    let k = p.pattern().block_cols();
+    drop(graph);
     since = phase(&mut tm.device_plans_s, since)?;
     device_galerkin.numeric(a, &mut next)?;
     phase(&mut tm.galerkin_numeric_s, since)?;

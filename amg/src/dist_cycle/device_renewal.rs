@@ -14,14 +14,14 @@
 //!   operator's parts, the product through the smoothing plan's symbolic phase, the smoothing
 //!   `P = P0 - omega D^{-1} A P0` in place), and `P`'s `diag` and `offd` values gathered from
 //!   the product through the plan's slot map (`SmoothingPlan::p_from_product`);
-//! - `P`'s views for the Galerkin product on the host: the smoothed product's values
-//!   downloaded, `P`'s ghost rows gathered, `P_ext` and `P_owned^T` made there and uploaded as
-//!   values (the first step: see docs/amg.md); the restriction's transposed parts made on the
-//!   device from `P`'s values there ([`super::DistTranspose::transpose_values_of`]);
+//! - `P`'s views for the Galerkin product gathered on the device from `P`'s values there
+//!   (`P`'s ghost rows GPU to GPU, `P_ext`, `P_owned` and `P_owned^T` by block gathers and the
+//!   transpose's plan) and copied into the device plan; the restriction's transposed parts
+//!   made on the device from `P`'s values there ([`super::DistTranspose::transpose_values_of`]);
 //! - the Galerkin product on the device ([`super::device_update::DeviceGalerkin`], a hot
 //!   update's), into the next level's device operator; then the coarsest factor.
 //!
-//! The fine operator never leaves the device. Every value is the host kept renewal's, bit for
+//! Neither the fine operator nor `P` leaves the device. Every value is the host kept renewal's, bit for
 //! bit (the same kernels in the same order as a device hot update, whose results are the host
 //! update's; plain copies otherwise).
 
@@ -105,9 +105,7 @@ impl DeviceSmoothing {
 
     /// `P = P0 - omega D^{-1} A P0` on the device into `p` (a device matrix on the plan's `P`
     /// pattern), for the device operator `a`, `P0`'s view (`p_ext0`, `p_owned0`: host values
-    /// uploaded here) and `dinv` (`D^{-1}` of `a`'s diagonal part, on the device); returns the
-    /// smoothed product's values (in the order of `P`'s input entries: what
-    /// [`DistBsr::from_values`] takes) downloaded for the host views. Local.
+    /// uploaded here) and `dinv` (`D^{-1}` of `a`'s diagonal part, on the device). Local.
     pub(super) fn numeric(
         &mut self,
         a: &DistBsr,
@@ -115,7 +113,7 @@ impl DeviceSmoothing {
         dinv: &BlockDiagonal,
         omega: f64,
         p: &mut DistBsr,
-    ) -> Result<Vec<f64>, AmgError> {
+    ) -> Result<(), AmgError> {
         if !Arc::ptr_eq(a.pattern(), &self.a_pattern) || !Arc::ptr_eq(p.pattern(), &self.p_pattern)
         {
             return Err(AmgError::InvalidParameter {
@@ -159,11 +157,7 @@ impl DeviceSmoothing {
             w,
             o.device_bsr_mut()?.values_mut(),
         )?;
-        if self.w.pattern().nnz() == 0 {
-            // a rank without rows on this level
-            return Ok(Vec::new());
-        }
-        Ok(self.w.to_host_vec()?)
+        Ok(())
     }
 }
 
@@ -174,10 +168,8 @@ impl DeviceSmoothing {
 /// by a device synchronisation: `tentative_s` the host tentative prolongator with `P0`'s
 /// ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
 /// with the smoothing and `P`'s values (and the uploads of `P0`'s view),
-/// `galerkin_symbolic_s` `P`'s views on the host (the download of the smoothed product, `P`'s
-/// ghost rows, `P_owned^T`, their uploads) and the transposed parts made on the device,
-/// `galerkin_numeric_s` the
-/// device Galerkin product.
+/// `galerkin_symbolic_s` `P`'s views gathered on the device (with `P`'s ghost rows) and the
+/// transposed parts made there, `galerkin_numeric_s` the device Galerkin product.
 pub(super) fn coarsen_kept(
     a: &DistBsr,
     near_null: &DistNearNull,
@@ -221,28 +213,25 @@ pub(super) fn coarsen_kept(
     };
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     t = phase(&mut tm.smoother_setup_s, t)?;
-    let p_host = match &smoothing {
+    match &smoothing {
         Some(plan) => {
             let device_smoothing = match &mut transfer.smoothing {
                 Some(s) => s,
                 None => transfer.smoothing.insert(DeviceSmoothing::upload(plan, a)?),
             };
             let omega = params.prolongator_omega_scale / emax;
-            let w = device_smoothing.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
-            DistBsr::from_values(plan.p_pattern().clone(), &w)?
+            device_smoothing.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
         }
         // unsmoothed aggregation: `P` is `P0`
-        None => {
-            p.upload_values_from(&p0)?;
-            p0
-        }
-    };
+        None => p.upload_values_from(&p0)?,
+    }
+    drop(p0);
     t = phase(&mut tm.smoothing_s, t)?;
-    let (plan, p_ext) = galerkin.refresh_for(&p_host)?;
+    // `P`'s views gathered on the device from its values there
+    let (plan, p_ext) = galerkin.refresh_for(&p)?;
     transfer.galerkin.upload_p_values(plan, p_ext)?;
     pt.transpose_values_of(&p)?;
-    let k = p_host.pattern().block_cols();
-    drop(p_host);
+    let k = p.pattern().block_cols();
     t = phase(&mut tm.galerkin_symbolic_s, t)?;
     transfer.galerkin.numeric(a, &mut next)?;
     phase(&mut tm.galerkin_numeric_s, t)?;

@@ -159,8 +159,9 @@ impl DeviceGalerkin {
     }
 
     /// New values of `P` on the patterns the plan was made for (a renewal that kept the
-    /// aggregates): `P_ext` and `P_owned^T` uploaded (values alone) from the host plan
-    /// `plan` (the same symbolic product) and view `p_ext`. Local.
+    /// aggregates): `P_ext` and `P_owned^T` copied (values alone) from the plan `plan` (the
+    /// same symbolic product) and view `p_ext`, on this GPU (a copy there) or the host (an
+    /// upload). Local.
     pub(super) fn upload_p_values(
         &mut self,
         plan: &GalerkinProductPlan,

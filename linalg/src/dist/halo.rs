@@ -101,6 +101,31 @@ impl HaloPlan {
         })
     }
 
+    /// A plan of given message lists (local: no messages): `n_owned` blocks of
+    /// `block_size` entries, `n_ghosts` ghost blocks filled by `recv` (ranks ascending, ranges
+    /// tiling `0..n_ghosts`), `send` the owned blocks each rank gets, in the order of its
+    /// ghosts. For messages whose blocks are not a vector's (a matrix's rows,
+    /// [`crate::dist::RowGatherPlan`]): the ghosts' global ids are their positions.
+    pub(crate) fn from_lists(
+        comm: Arc<dyn Comm>,
+        block_size: usize,
+        n_owned: usize,
+        n_ghosts: usize,
+        recv: Vec<(usize, Range<usize>)>,
+        send: Vec<(usize, Vec<u32>)>,
+    ) -> Self {
+        let n_send: usize = send.iter().map(|(_, v)| v.len()).sum();
+        Self {
+            block_size,
+            n_owned,
+            ghosts: (0..n_ghosts as u64).collect(),
+            recv,
+            send,
+            send_buffer: Mutex::new(vec![0.0; n_send * block_size]),
+            comm,
+        }
+    }
+
     /// The same messages for blocks of `block_size` entries (no communication): a plan for
     /// other per-vertex data of the same vectors (one entry per node, say).
     pub fn with_block_size(&self, block_size: usize) -> Self {

@@ -1,14 +1,18 @@
 //! [`RowGatherPlan`]: copies of other ranks' rows of a distributed matrix (the `P_oth` of a
 //! distributed Galerkin product: the prolongator rows of the fine ghost vertices), gathered as
-//! whole blocks.
+//! whole blocks, where the matrix lives: on the host through MPI, on the ranks' GPUs through
+//! a [`DeviceHalo`] of the same messages (GPU to GPU where the ranks' GPUs are connected, else
+//! staged through pinned host memory). Values travel unchanged: the same bits either way.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use comm::Comm;
 
-use crate::dist::{DistBsr, HaloPlan};
-use crate::{BlockPattern, Bsr, LinalgError};
+use crate::backend::cuda::galerkin::{gather_blocks_two, TwoSources};
+use crate::backend::cuda::{CudaContext, DeviceBuffer};
+use crate::dist::{DeviceHalo, DistBsr, HaloPlan};
+use crate::{BlockPattern, Bsr, Device, LinalgError};
 
 /// Built once (collective, [`RowGatherPlan::new`]) from the halo plan of a matrix `A` whose
 /// ghost columns are rows of `P` owned elsewhere: the structure of those rows (a local
@@ -29,7 +33,21 @@ pub struct RowGatherPlan {
     send: Vec<(usize, Vec<u32>)>,
     /// The version of `P` the gathered values are a copy of.
     copied: Mutex<Option<u64>>,
+    /// The device messages, made by the first update of device rows.
+    device: Mutex<Option<DeviceRowGather>>,
     comm: Arc<dyn Comm>,
+}
+
+/// A [`RowGatherPlan`]'s messages on one GPU: the sent blocks packed from `P`'s device
+/// `diag` and `offd` values (`send_idx`, the plan's send lists concatenated), exchanged by a
+/// [`DeviceHalo`] whose owned blocks are the packed ones and whose ghosts are the gathered
+/// rows' blocks.
+#[derive(Debug)]
+struct DeviceRowGather {
+    ctx: Arc<CudaContext>,
+    send_idx: DeviceBuffer<u32>,
+    packed: DeviceBuffer<f64>,
+    halo: DeviceHalo,
 }
 
 impl RowGatherPlan {
@@ -113,6 +131,7 @@ impl RowGatherPlan {
             recv,
             send,
             copied: Mutex::new(None),
+            device: Mutex::new(None),
             comm,
         })
     }
@@ -122,14 +141,25 @@ impl RowGatherPlan {
         Bsr::zeros(self.pattern.clone(), self.block_rows, self.block_cols)
     }
 
+    /// [`Self::new_matrix`] on `device` (where the `P` it gathers from lives).
+    pub fn new_matrix_on(&self, device: &Device) -> Result<Bsr, LinalgError> {
+        Bsr::zeros_on(
+            device,
+            self.pattern.clone(),
+            self.block_rows,
+            self.block_cols,
+        )
+    }
+
     /// Global column (of `P`) of each column of the gathered matrix, ascending.
     pub fn col_globals(&self) -> &[u64] {
         &self.col_globals
     }
 
-    /// Collective. Refreshes `rows` (made by [`RowGatherPlan::new_matrix`]) from `p`, unless
-    /// every rank's `p` is the version last gathered: then no values move. Returns the values
-    /// this rank sent (0 for a skipped update).
+    /// Collective. Refreshes `rows` (made by [`RowGatherPlan::new_matrix`], or
+    /// [`RowGatherPlan::new_matrix_on`] `p`'s GPU: then GPU to GPU) from `p`, unless every
+    /// rank's `p` is the version last gathered: then no values move. Returns the values this
+    /// rank sent (0 for a skipped update).
     pub fn update(&self, p: &DistBsr, rows: &mut Bsr) -> Result<usize, LinalgError> {
         if !BlockPattern::same(rows.pattern(), &self.pattern) {
             return Err(LinalgError::PatternMismatch {
@@ -141,6 +171,11 @@ impl RowGatherPlan {
         self.comm.allreduce_max(&mut changed)?;
         if changed[0] == 0.0 {
             return Ok(0);
+        }
+        if let Some(ctx) = rows.device().cuda_context().cloned() {
+            let sent = self.update_on_device(&ctx, p, rows)?;
+            *copied = Some(p.version());
+            return Ok(sent);
         }
         let bl = self.block_rows * self.block_cols;
         let (diag, offd) = (p.diag().host()?, p.offd().host()?);
@@ -177,5 +212,72 @@ impl RowGatherPlan {
         self.comm.exchange(&sends, &mut recvs, &mut || ())?;
         *copied = Some(p.version());
         Ok(packed.iter().map(Vec::len).sum())
+    }
+
+    /// The update of device `rows` from the device `p` (on `ctx`'s GPU): the sent blocks
+    /// packed from `P`'s parts, exchanged by the plan's [`DeviceHalo`] (made at the first
+    /// device update), the received ones copied into `rows`. Returns the values sent.
+    fn update_on_device(
+        &self,
+        ctx: &Arc<CudaContext>,
+        p: &DistBsr,
+        rows: &mut Bsr,
+    ) -> Result<usize, LinalgError> {
+        crate::device::check_same_device("RowGatherPlan::update", &rows.device(), &p.device())?;
+        let bl = self.block_rows * self.block_cols;
+        let mut state = self.device.lock().unwrap_or_else(|e| e.into_inner());
+        let g = match state.as_mut() {
+            Some(g) if Arc::ptr_eq(&g.ctx, ctx) => g,
+            _ => state.insert(self.device_messages(ctx)?),
+        };
+        gather_blocks_two(
+            ctx,
+            bl,
+            &g.send_idx,
+            TwoSources {
+                n0: p.diag().pattern().nnz(),
+                a: p.diag().device_bsr()?.values(),
+                b: p.offd().device_bsr()?.values(),
+            },
+            &mut g.packed,
+        )?;
+        let ghosts = g.halo.fill_ghosts(&g.packed, || Ok(()))?;
+        ctx.copy(ghosts, rows.device_bsr_mut()?.values_mut())?;
+        Ok(g.send_idx.len() * bl)
+    }
+
+    /// The plan's messages on `ctx`'s GPU (local: the peer-write channel, where the ranks
+    /// have one, opens at the first exchange, which every rank makes together).
+    fn device_messages(&self, ctx: &Arc<CudaContext>) -> Result<DeviceRowGather, LinalgError> {
+        let bl = self.block_rows * self.block_cols;
+        let send_idx: Vec<u32> = self
+            .send
+            .iter()
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect();
+        let mut at = 0u32;
+        let packed_lists = self
+            .send
+            .iter()
+            .map(|(r, s)| {
+                let list = (at..at + s.len() as u32).collect();
+                at += s.len() as u32;
+                (*r, list)
+            })
+            .collect();
+        let plan = HaloPlan::from_lists(
+            self.comm.clone(),
+            bl,
+            send_idx.len(),
+            self.pattern.nnz(),
+            self.recv.clone(),
+            packed_lists,
+        );
+        Ok(DeviceRowGather {
+            packed: ctx.zeros(send_idx.len() * bl)?,
+            send_idx: ctx.upload(&send_idx)?,
+            halo: DeviceHalo::new(Arc::new(plan), ctx.clone())?,
+            ctx: ctx.clone(),
+        })
     }
 }
