@@ -81,23 +81,35 @@ impl DeviceViewFill {
         let ext_ptr = view.p_ext.pattern().row_ptr();
         let owned_ptr = view.p_owned.pattern().row_ptr();
         let n_owned_nnz = view.p_owned.pattern().nnz();
-        let owned_rows = owned_ptr.len() - 1;
-        let mut owned_from_p = vec![0u32; n_owned_nnz];
-        let mut ext_from = vec![0u32; view.ext_sources.len()];
-        // the ghost rows' blocks first (all of them), then the owned rows' over them
-        ext_from
-            .par_iter_mut()
-            .zip(view.ext_sources.par_iter())
-            .for_each(|(e, &(_, s))| *e = n_owned_nnz as u32 + s);
-        for v in 0..owned_rows {
-            let r = view.position[v] as usize;
-            for (j, o) in (owned_ptr[v]..owned_ptr[v + 1]).enumerate() {
-                let e = ext_ptr[r] + j;
-                let (part, s) = view.ext_sources[e];
-                owned_from_p[o] = if part == 0 { s } else { n_diag as u32 + s };
-                ext_from[e] = o as u32;
-            }
+        let n_local = ext_ptr.len() - 1;
+        // each `P_ext` row: the owned vertex at its serial position, or none (a ghost row)
+        let mut owned_at = vec![u32::MAX; n_local];
+        for (v, &r) in view.position[..owned_ptr.len() - 1].iter().enumerate() {
+            owned_at[r as usize] = v as u32;
         }
+        let mut ext_from = vec![0u32; view.ext_sources.len()];
+        linalg::fill_rows(ext_ptr, &mut ext_from, |r, row| match owned_at[r] {
+            u32::MAX => {
+                let sources = &view.ext_sources[ext_ptr[r]..ext_ptr[r + 1]];
+                for (e, &(_, s)) in row.iter_mut().zip(sources) {
+                    *e = n_owned_nnz as u32 + s;
+                }
+            }
+            v => {
+                let first = owned_ptr[v as usize] as u32;
+                for (j, e) in row.iter_mut().enumerate() {
+                    *e = first + j as u32;
+                }
+            }
+        });
+        let mut owned_from_p = vec![0u32; n_owned_nnz];
+        linalg::fill_rows(owned_ptr, &mut owned_from_p, |v, row| {
+            let r = view.position[v] as usize;
+            let sources = &view.ext_sources[ext_ptr[r]..ext_ptr[r + 1]];
+            for (o, &(part, s)) in row.iter_mut().zip(sources) {
+                *o = if part == 0 { s } else { n_diag as u32 + s };
+            }
+        });
         Ok(Self {
             owned_from_p: ctx.upload(&owned_from_p)?,
             ext_from: ctx.upload(&ext_from)?,
