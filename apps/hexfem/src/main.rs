@@ -164,8 +164,16 @@ struct CampaignArgs {
     test_abort_in_case: Option<usize>,
 }
 
+/// Large arrays on transparent huge pages where the kernel offers them (`HEXFEM_HUGE_PAGES`).
+#[global_allocator]
+static ALLOCATOR: hexfem::huge_pages::HugePageAlloc = hexfem::huge_pages::HugePageAlloc;
+
 fn main() -> ExitCode {
     hexfem::stage_table::mark_process_start();
+    if let Err(e) = hexfem::huge_pages::configure_from_env() {
+        report(&format!("error: {e}"));
+        return ExitCode::FAILURE;
+    }
     let cli = parse_arguments();
     // Ctrl-C and SIGTERM stop a run or campaign at a safe point (installed before MPI starts,
     // on every rank)
