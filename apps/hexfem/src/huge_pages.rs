@@ -168,7 +168,7 @@ mod tests {
     fn small_blocks_and_ranges_without_a_whole_huge_page_are_not_advised() {
         let b = vec![0u8; HUGE_PAGE];
         // at most one page long: no whole aligned huge page inside unless perfectly aligned
-        if (b.as_ptr() as usize) % HUGE_PAGE != 0 {
+        if !(b.as_ptr() as usize).is_multiple_of(HUGE_PAGE) {
             assert!(!advise_huge_pages(b.as_ptr() as *mut u8, b.len()));
         }
         assert!(!advise_huge_pages(b.as_ptr() as *mut u8, 0));
