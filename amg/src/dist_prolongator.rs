@@ -76,11 +76,34 @@ struct DeviceViewFill {
 }
 
 impl DeviceViewFill {
-    /// The index lists of `view` (for a `P` whose `diag` holds `n_diag` blocks) on `ctx`'s GPU.
-    fn new(view: &PView, n_diag: usize, ctx: &CudaContext) -> Result<Self, AmgError> {
+    /// The index lists of `view` (for a `P` whose `diag` and `offd` hold `n_diag` and
+    /// `n_offd` blocks) on `ctx`'s GPU; an error where an index would pass `u32`.
+    fn new(
+        view: &PView,
+        (n_diag, n_offd): (usize, usize),
+        ctx: &CudaContext,
+    ) -> Result<Self, AmgError> {
         let ext_ptr = view.p_ext.pattern().row_ptr();
         let owned_ptr = view.p_owned.pattern().row_ptr();
         let n_owned_nnz = view.p_owned.pattern().nnz();
+        for (what, n) in [
+            (
+                "device view of P: blocks of P's diag and offd",
+                n_diag + n_offd,
+            ),
+            (
+                "device view of P: blocks of P_owned and P_oth",
+                n_owned_nnz + view.p_oth.pattern().nnz(),
+            ),
+        ] {
+            if n > u32::MAX as usize {
+                return Err(AmgError::DimensionMismatch {
+                    what,
+                    expected: u32::MAX as usize,
+                    found: n,
+                });
+            }
+        }
         let n_local = ext_ptr.len() - 1;
         // each `P_ext` row: the owned vertex at its serial position, or none (a ghost row)
         let mut owned_at = vec![u32::MAX; n_local];
@@ -147,7 +170,8 @@ impl PView {
         if let Some(ctx) = self.p_ext.device().cuda_context().cloned() {
             let n_diag = p.diag().pattern().nnz();
             if self.device_fill.is_none() {
-                self.device_fill = Some(DeviceViewFill::new(self, n_diag, &ctx)?);
+                let n_offd = p.offd().pattern().nnz();
+                self.device_fill = Some(DeviceViewFill::new(self, (n_diag, n_offd), &ctx)?);
             }
             let fill = self.device_fill.as_ref().expect("made above");
             let bl = self.p_ext.block_len();
