@@ -620,6 +620,14 @@ fn device_row_gather_is_the_host_row_gather_bit_for_bit() {
         let (staged, sent, again, _) = gather();
         assert_eq!(bits(&staged), bits(host_rows.host().unwrap()));
         assert_eq!((sent, again), (host_sent, 0));
+        // host rows of a device P (here on rank 0 only): an error on every rank, not a hang
+        let plan = RowGatherPlan::new(halo, &ad).unwrap();
+        let mut rows = if comm.rank() == 0 {
+            plan.new_matrix()
+        } else {
+            plan.new_matrix_on(&device).unwrap()
+        };
+        assert!(plan.update(&ad, &mut rows).is_err());
         match connect_rank_devices(comm, &device, DeviceExchange::Ipc) {
             Ok((DeviceExchange::Ipc, None)) => {}
             Ok(other) => panic!("ipc asked for, {other:?} given"),

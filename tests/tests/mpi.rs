@@ -769,6 +769,14 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
             t.p.set_values(&values).unwrap();
             assert_eq!(total(plan.update(&t.p, &mut rows).unwrap()), total(sent));
             check(&t.p, &rows);
+            // rows of another pattern on one rank: an error on every rank (none waits for it)
+            let mut wrong = if comm.rank() == 0 {
+                let one = linalg::BlockPattern::new(1, 1, vec![0, 1], vec![0]).unwrap();
+                Bsr::zeros(Arc::new(one), bs, k)
+            } else {
+                plan.new_matrix()
+            };
+            assert!(plan.update(&t.p, &mut wrong).is_err());
         },
     );
 }

@@ -159,17 +159,35 @@ impl RowGatherPlan {
     /// Collective. Refreshes `rows` (made by [`RowGatherPlan::new_matrix`], or
     /// [`RowGatherPlan::new_matrix_on`] `p`'s GPU: then GPU to GPU) from `p`, unless every
     /// rank's `p` is the version last gathered: then no values move. Returns the values this
-    /// rank sent (0 for a skipped update).
+    /// rank sent (0 for a skipped update). Rows of another pattern, or not where `p` lives,
+    /// are an error on every rank (agreed in the update's one reduction).
     pub fn update(&self, p: &DistBsr, rows: &mut Bsr) -> Result<usize, LinalgError> {
-        if !BlockPattern::same(rows.pattern(), &self.pattern) {
-            return Err(LinalgError::PatternMismatch {
+        let misplaced = if !BlockPattern::same(rows.pattern(), &self.pattern) {
+            Err(LinalgError::PatternMismatch {
                 what: "RowGatherPlan::update",
+            })
+        } else {
+            crate::device::check_same_device(
+                "RowGatherPlan::update: the rows and P",
+                &p.device(),
+                &rows.device(),
+            )
+        };
+        let mut copied = self.copied.lock().unwrap_or_else(|e| e.into_inner());
+        let mut flags = [
+            f64::from(u8::from(*copied != Some(p.version()))),
+            f64::from(u8::from(misplaced.is_err())),
+        ];
+        self.comm.allreduce_max(&mut flags)?;
+        if flags[1] > 0.0 {
+            misplaced?;
+            return Err(LinalgError::DeviceMismatch {
+                what: "RowGatherPlan::update: another rank's rows and P",
+                expected: "the rows where P lives, on the plan's pattern".into(),
+                found: "another rank's rows elsewhere or on another pattern".into(),
             });
         }
-        let mut copied = self.copied.lock().unwrap_or_else(|e| e.into_inner());
-        let mut changed = [f64::from(u8::from(*copied != Some(p.version())))];
-        self.comm.allreduce_max(&mut changed)?;
-        if changed[0] == 0.0 {
+        if flags[0] == 0.0 {
             return Ok(0);
         }
         if let Some(ctx) = rows.device().cuda_context().cloned() {
@@ -214,7 +232,7 @@ impl RowGatherPlan {
         Ok(packed.iter().map(Vec::len).sum())
     }
 
-    /// The update of device `rows` from the device `p` (on `ctx`'s GPU): the sent blocks
+    /// The update of device `rows` from `p` on the same GPU (`ctx`'s, checked): the sent blocks
     /// packed from `P`'s parts, exchanged by the plan's [`DeviceHalo`] (made at the first
     /// device update), the received ones copied into `rows`. Returns the values sent.
     fn update_on_device(
@@ -223,7 +241,6 @@ impl RowGatherPlan {
         p: &DistBsr,
         rows: &mut Bsr,
     ) -> Result<usize, LinalgError> {
-        crate::device::check_same_device("RowGatherPlan::update", &rows.device(), &p.device())?;
         let bl = self.block_rows * self.block_cols;
         let mut state = self.device.lock().unwrap_or_else(|e| e.into_inner());
         let g = match state.as_mut() {
