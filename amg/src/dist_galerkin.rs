@@ -409,13 +409,15 @@ fn reduction_symbolic(
     }
     // Per destination: [row, n, column * n] per partial row, and the partial slots, in the
     // order of the partial rows (the one-off product's message order).
+    // (the rows of each destination in one pass over the rows, not one per rank)
+    let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); size];
+    for (r, &owner) in owners.iter().enumerate() {
+        rows_of[owner].push(r as u32);
+    }
+    drop(owners);
     let mut index_msgs = Vec::with_capacity(size);
     let mut slots = Vec::with_capacity(size);
-    for dest in 0..size {
-        let rows: Vec<u32> = (0..n_rows as u32)
-            .into_par_iter()
-            .filter(|&r| owners[r as usize] == dest)
-            .collect();
+    for rows in rows_of {
         let len = |i: usize| cp_ptr[rows[i] as usize + 1] - cp_ptr[rows[i] as usize];
         let msg_ptr = row_offsets(rows.len(), |i| 2 + len(i));
         let mut msg = vec![0u64; msg_ptr[rows.len()]];
