@@ -32,6 +32,7 @@
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
 #                      update == the host's per level and uploads no operator, the device
 #                      kept renewal == the host's per level (no operator download), the device
+#                      strength graph and aggregation on ranks == the host's, the device
 #                      cold set-up == the host's, the device recompute renewal == a cold set-up, rank device
 #                      selection, DistBsr::set_from_local gathering on the GPU == the host's
 #                      bits, a rank's part assembled on its GPU == the host rank assembly
@@ -136,8 +137,10 @@ if [ "$MPI_TESTS" = 1 ]; then
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_rank_run_with_kept_renewals_equals_the_host_rank_run --nocapture \
             --test-threads=1
-        # the cold set-up on the GPUs (numeric phases there) and the recompute renewal
-        for t in a_device_cold_setup_on_ranks_equals_the_host_cold_setup \
+        # the strength graph and aggregation on the GPUs, the cold set-up on the GPUs and the
+        # recompute renewal
+        for t in a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones \
+            a_device_cold_setup_on_ranks_equals_the_host_cold_setup \
             a_device_recompute_renewal_on_ranks_keeps_unchanged_levels_and_equals_a_cold_setup; do
             mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
                 "$t" --nocapture --test-threads=1

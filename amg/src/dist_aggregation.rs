@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use linalg::dist::HaloPlan;
+use linalg::dist::{DeviceDistGraph, HaloPlan};
 use linalg::split_rows;
 
 use crate::aggregation::{
@@ -285,13 +285,7 @@ pub fn dist_strength_graph(
     threshold: f64,
     owned_serial_ids: &[u64],
 ) -> Result<DistGraph, AmgError> {
-    if !(threshold >= 0.0) || !threshold.is_finite() {
-        return Err(AmgError::InvalidParameter {
-            name: "strength_threshold",
-            value: threshold.to_string(),
-            reason: "must be a finite number >= 0",
-        });
-    }
+    check_threshold(threshold)?;
     let pattern = a.pattern();
     let halo = Arc::new(pattern.halo().with_block_size(1));
     let (diag, offd) = (a.diag(), a.offd());
@@ -438,6 +432,56 @@ pub fn dist_strength_graph(
     })
 }
 
+/// A strength threshold: a finite number `>= 0`.
+fn check_threshold(threshold: f64) -> Result<(), AmgError> {
+    if !(threshold >= 0.0) || !threshold.is_finite() {
+        return Err(AmgError::InvalidParameter {
+            name: "strength_threshold",
+            value: threshold.to_string(),
+            reason: "must be a finite number >= 0",
+        });
+    }
+    Ok(())
+}
+
+/// Collective. [`dist_strength_graph`] of an operator on the rank's GPU, made there
+/// ([`DeviceDistGraph::strength`]): the same edges and weights (and the same serial ids of
+/// the local vertices), which stay on the device.
+pub fn dist_strength_graph_on_device(
+    a: &linalg::dist::DistBsr,
+    threshold: f64,
+    owned_serial_ids: &[u64],
+) -> Result<DeviceDistGraph, AmgError> {
+    check_threshold(threshold)?;
+    Ok(DeviceDistGraph::strength(a, threshold, owned_serial_ids)?)
+}
+
+/// Collective. [`dist_aggregate`] of a device strength graph, on the GPU
+/// ([`DeviceDistGraph::aggregate`]: the same MIS, labels and leftover rounds, with the ghosts'
+/// states exchanged GPU to GPU); the owned labels come to the host, and the graph's edges too
+/// where an aggregate is too small and must be merged ([`merge_small_aggregates`], rare). The
+/// host's labels bit for bit.
+pub fn dist_aggregate_on_device(
+    g: &mut DeviceDistGraph,
+    distance: MisDistance,
+    bs: usize,
+    min_dofs: usize,
+) -> Result<Vec<u32>, AmgError> {
+    let labels = g.aggregate(distance == MisDistance::Two)?;
+    let halo = g.halo_plan().clone();
+    let size = small_aggregates(&**halo.comm(), &labels, bs, min_dofs)?;
+    if size.is_empty() {
+        return Ok(labels);
+    }
+    let edges = g.download()?;
+    let host = DistGraph {
+        graph: StrengthGraph::from_parts(edges.row_ptr, edges.col, edges.weight),
+        serial_ids: g.serial_ids().to_vec(),
+        halo,
+    };
+    merge_small_aggregates(&host, labels, size, bs, min_dofs)
+}
+
 /// A part's block norms and the buffer of its weights: a host vector's norms are read where
 /// they are (`Some`) and the weights go to a new buffer; a device vector's norms are downloaded
 /// into the buffer (`None`), which the weights then overwrite.
@@ -458,11 +502,26 @@ struct Member {
 /// The serial `merge_small`, replayed on every rank from the gathered small aggregates.
 fn merge_small(
     g: &DistGraph,
-    mut labels: Vec<u32>,
+    labels: Vec<u32>,
     bs: usize,
     min_dofs: usize,
 ) -> Result<Vec<u32>, AmgError> {
-    let comm = g.halo.comm().clone();
+    let size = small_aggregates(&**g.halo.comm(), &labels, bs, min_dofs)?;
+    if size.is_empty() {
+        return Ok(labels);
+    }
+    merge_small_aggregates(g, labels, size, bs, min_dofs)
+}
+
+/// Collective. The aggregates too small for the near-null space (fewer than `min_dofs`
+/// unknowns of `bs` a vertex) with their sizes over all ranks, by label (ascending): empty
+/// where there are none (the common case: one all-gather of this rank's candidates).
+fn small_aggregates(
+    comm: &dyn linalg::comm::Comm,
+    labels: &[u32],
+    bs: usize,
+    min_dofs: usize,
+) -> Result<BTreeMap<u32, u64>, AmgError> {
     let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
     // Candidates: labels with few members here (a small aggregate is small on every rank).
     // (label, members here), ascending labels: the labels sorted, then their runs counted.
@@ -486,8 +545,9 @@ fn merge_small(
     let mut candidates: Vec<u64> = comm.allgatherv_u64(&mine).map_err(linalg_err)?.concat();
     candidates.sort_unstable();
     candidates.dedup();
+    let mut size: BTreeMap<u32, u64> = BTreeMap::new();
     if candidates.is_empty() {
-        return Ok(labels);
+        return Ok(size);
     }
     let mut sizes: Vec<f64> = candidates
         .iter()
@@ -498,15 +558,27 @@ fn merge_small(
         })
         .collect();
     comm.allreduce_sum(&mut sizes).map_err(linalg_err)?;
-    let mut size: BTreeMap<u32, u64> = BTreeMap::new();
     for (&l, &s) in candidates.iter().zip(&sizes) {
         if small(s as u64) {
             size.insert(l as u32, s as u64);
         }
     }
-    if size.is_empty() {
-        return Ok(labels);
-    }
+    Ok(size)
+}
+
+/// Collective. Merges the small aggregates `size` (from [`small_aggregates`], not empty) as the
+/// serial `merge_small` does: their members' edges gathered on every rank, the serial merge
+/// loop replayed in aggregate order.
+fn merge_small_aggregates(
+    g: &DistGraph,
+    mut labels: Vec<u32>,
+    mut size: BTreeMap<u32, u64>,
+    bs: usize,
+    min_dofs: usize,
+) -> Result<Vec<u32>, AmgError> {
+    let comm = g.halo.comm().clone();
+    let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
+    let linalg_err = linalg::LinalgError::from;
     // Gather the small aggregates' members with their edges: [label, vertex, n, (u, w, label)*n].
     let mut ghost_labels = vec![bits(u64::from(UNAGGREGATED)); g.serial_ids.len()];
     ghost_labels[..labels.len()]

@@ -14,7 +14,6 @@
 //! correction `z += P A_c^{-1} P^T (r - A z)`, `nu` sweeps again.
 
 use crate::aggregation::MisDistance;
-use crate::dist_aggregation::DistGraph;
 use crate::dist_prolongator::{GalerkinPlan, SmoothingPlan};
 use crate::dist_tentative::{DistTentative, DistTentativePlan};
 use crate::eig::estimate_emax_from;
@@ -889,28 +888,50 @@ fn aggregate(
     params: &AmgParams,
     tm: &mut SetupTimings,
 ) -> Result<Aggregated, AmgError> {
-    use crate::dist_aggregation::{dist_aggregate, dist_strength_graph};
+    use crate::dist_aggregation::{
+        dist_aggregate, dist_aggregate_on_device, dist_strength_graph,
+        dist_strength_graph_on_device,
+    };
 
     let bs = a.pattern().block_size();
-    let graph = timed(&mut tm.graph_s, || {
-        dist_strength_graph(a, params.strength_threshold, &near_null.serial_ids)
-    })?;
+    let (threshold, ids) = (params.strength_threshold, &near_null.serial_ids[..]);
     let distance = if level < params.mis2_levels {
         MisDistance::Two
     } else {
         MisDistance::One
     };
-    let labels = timed(&mut tm.aggregation_s, || {
-        dist_aggregate(&graph, distance, bs, near_null.k)
+    let device = a.device();
+    if device.is_host() {
+        let graph = timed(&mut tm.graph_s, || dist_strength_graph(a, threshold, ids))?;
+        let labels = timed(&mut tm.aggregation_s, || {
+            dist_aggregate(&graph, distance, bs, near_null.k)
+        })?;
+        return Ok(Aggregated {
+            serial_ids: graph.serial_ids,
+            labels,
+        });
+    }
+    // on the rank's GPU: the graph stays there, its ghosts' states exchanged GPU to GPU
+    let mut graph = timed(&mut tm.graph_s, || {
+        let g = dist_strength_graph_on_device(a, threshold, ids)?;
+        device.synchronize()?;
+        Ok::<_, AmgError>(g)
     })?;
-    Ok(Aggregated { graph, labels })
+    let labels = timed(&mut tm.aggregation_s, || {
+        dist_aggregate_on_device(&mut graph, distance, bs, near_null.k)
+    })?;
+    Ok(Aggregated {
+        serial_ids: graph.serial_ids().to_vec(),
+        labels,
+    })
 }
 
-/// A level's strength graph and the aggregate labels of its owned vertices (what [`aggregate`]
-/// makes and [`coarsen`] coarsens by).
+/// The serial ids of a level's local vertices (owned, then its strength graph's ghosts) and
+/// the aggregate labels of its owned vertices (what [`aggregate`] makes and [`coarsen`]
+/// coarsens by).
 #[derive(Debug)]
 struct Aggregated {
-    graph: DistGraph,
+    serial_ids: Vec<u64>,
     labels: Vec<u32>,
 }
 
@@ -965,7 +986,7 @@ fn coarsen(
     aggregated: Option<Aggregated>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     let Some(TentativeLevel {
-        graph: g,
+        serial_ids,
         t,
         plan: tentative,
     }) = tentative_level(a, near_null, level, params, tm, aggregated)?
@@ -977,14 +998,14 @@ fn coarsen(
     })?;
     let mut smoothing = if params.smooth_prolongator {
         Some(timed(&mut tm.smoothing_s, || {
-            SmoothingPlan::new(a, &g, &t)
+            SmoothingPlan::new(a, &serial_ids, &t)
         })?)
     } else {
         None
     };
     let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
-        GalerkinPlan::new(a, &g, &p, &coarse.serial_ids)
+        GalerkinPlan::new(a, &serial_ids, &p, &coarse.serial_ids)
     })?;
     if let Some(plan) = &smoothing {
         galerkin.share_a_local(plan.a_local());
@@ -998,11 +1019,11 @@ fn coarsen(
     finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, false).map(Some)
 }
 
-/// A level's graph with its tentative prolongator and the plan that made it (telescoped onto
-/// fewer ranks where `process_eq_limit` says so): the host stages of a cold coarsening before
-/// the smoothing.
+/// A level's local serial ids (owned, then ghosts) with its tentative prolongator and the plan
+/// that made it (telescoped onto fewer ranks where `process_eq_limit` says so): the stages of a
+/// cold coarsening before the smoothing.
 struct TentativeLevel {
-    graph: DistGraph,
+    serial_ids: Vec<u64>,
     t: DistTentative,
     plan: DistTentativePlan,
 }
@@ -1023,13 +1044,13 @@ fn tentative_level(
 
     let k = near_null.k;
     let bs = a.pattern().block_size();
-    let Aggregated { graph: g, labels } = match aggregated {
+    let Aggregated { serial_ids, labels } = match aggregated {
         Some(done) => done,
         None => aggregate(a, near_null, level, params, tm)?,
     };
     let fine = a.pattern().partition().clone();
     let (t, mut tentative) = timed(&mut tm.tentative_s, || {
-        dist_tentative_planned(&g, &labels, &near_null.rows, bs, k, &fine)
+        dist_tentative_planned(&serial_ids, &labels, &near_null.rows, bs, k, &fine)
     })?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
@@ -1045,7 +1066,7 @@ fn tentative_level(
         t
     };
     Ok(Some(TentativeLevel {
-        graph: g,
+        serial_ids,
         t,
         plan: tentative,
     }))

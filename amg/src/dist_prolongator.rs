@@ -17,7 +17,6 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::dist_aggregation::DistGraph;
 use crate::dist_galerkin::{row_offsets, ALocal, GalerkinProductPlan};
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
@@ -440,17 +439,17 @@ fn a_local(a: &DistBsr, position: &[u32]) -> Result<Bsr, AmgError> {
 }
 
 /// Collective. The smoothed prolongator's owned rows (a rectangular [`DistBsr`] on `t`'s
-/// partitions). `g` is the distributed strength graph of `a` (for the serial ids of `a`'s owned
-/// and ghost vertices), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
+/// partitions). `serial_ids` are the serial ids of `a`'s local vertices (owned, then ghosts:
+/// its strength graph's), `t` the tentative prolongator, `pbj` the point-block Jacobi of `a`'s
 /// diagonal part (`D^{-1}`).
 pub fn dist_smooth_prolongator(
     a: &DistBsr,
-    g: &DistGraph,
+    serial_ids: &[u64],
     t: &DistTentative,
     pbj: &PointBlockJacobi,
     omega: f64,
 ) -> Result<DistBsr, AmgError> {
-    SmoothingPlan::new(a, g, t)?.numeric(a, t, pbj, omega)
+    SmoothingPlan::new(a, serial_ids, t)?.numeric(a, t, pbj, omega)
 }
 
 /// The symbolic prolongator smoothing `P = P0 - omega D^{-1} A P0` of one level: the view of
@@ -470,10 +469,10 @@ pub struct SmoothingPlan {
 }
 
 impl SmoothingPlan {
-    /// Collective: the plan for `a` (`g`: its strength graph, for the serial ids) and the
-    /// tentative prolongator `t` (its pattern and coarse vertices; its values are gathered).
-    pub fn new(a: &DistBsr, g: &DistGraph, t: &DistTentative) -> Result<Self, AmgError> {
-        let view = p_view(a, &g.serial_ids, &t.p, &t.coarse_serial_ids)?;
+    /// Collective: the plan for `a` (`serial_ids`: of its local vertices, owned then ghosts) and
+    /// the tentative prolongator `t` (its pattern and coarse vertices; its values are gathered).
+    pub fn new(a: &DistBsr, serial_ids: &[u64], t: &DistTentative) -> Result<Self, AmgError> {
+        let view = p_view(a, serial_ids, &t.p, &t.coarse_serial_ids)?;
         let a_local = ALocal::new(a, &view.position)?;
 
         let product = crate::dist_galerkin::symbolic_product(
@@ -578,11 +577,11 @@ impl SmoothingPlan {
 /// one-off [`GalerkinPlan`].
 pub fn dist_galerkin(
     a: &DistBsr,
-    g: &DistGraph,
+    serial_ids: &[u64],
     p: &DistBsr,
     coarse_serial_ids: &[u64],
 ) -> Result<DistBsr, AmgError> {
-    let mut plan = GalerkinPlan::new(a, g, p, coarse_serial_ids)?;
+    let mut plan = GalerkinPlan::new(a, serial_ids, p, coarse_serial_ids)?;
     Ok(plan.product(a, p)?.0)
 }
 
@@ -608,18 +607,18 @@ pub struct GalerkinPlan {
 }
 
 impl GalerkinPlan {
-    /// Collective: `P`'s view for `a`'s local vertices (`g`: `a`'s strength graph, for the serial
-    /// ids; `coarse_serial_ids` of `p`'s owned coarse vertices).
+    /// Collective: `P`'s view for `a`'s local vertices (`serial_ids`: theirs, owned then ghosts;
+    /// `coarse_serial_ids` of `p`'s owned coarse vertices).
     pub fn new(
         a: &DistBsr,
-        g: &DistGraph,
+        serial_ids: &[u64],
         p: &DistBsr,
         coarse_serial_ids: &[u64],
     ) -> Result<Self, AmgError> {
         Ok(Self {
-            view: p_view(a, &g.serial_ids, p, coarse_serial_ids)?,
+            view: p_view(a, serial_ids, p, coarse_serial_ids)?,
             coarse_serial_ids: coarse_serial_ids.to_vec(),
-            serial_ids: g.serial_ids.clone(),
+            serial_ids: serial_ids.to_vec(),
             planned: None,
             a_local: None,
             last_sent_bytes: 0,

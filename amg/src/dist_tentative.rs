@@ -19,7 +19,6 @@ use linalg::comm;
 use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
 
 use crate::aggregation::UNAGGREGATED;
-use crate::dist_aggregation::DistGraph;
 use crate::AmgError;
 use linalg::thin_qr;
 
@@ -236,23 +235,25 @@ fn factor_groups(
 
 /// Collective. [`dist_tentative_planned`] without its plan.
 pub fn dist_tentative_prolongator(
-    g: &DistGraph,
+    serial_ids: &[u64],
     labels: &[u32],
     nns: &[f64],
     bs: usize,
     k: usize,
     fine: &RowPartition,
 ) -> Result<DistTentative, AmgError> {
-    Ok(dist_tentative_planned(g, labels, nns, bs, k, fine)?.0)
+    Ok(dist_tentative_planned(serial_ids, labels, nns, bs, k, fine)?.0)
 }
 
-/// Collective. `labels`: the aggregate of each owned vertex of `g` (its root's serial id, or
-/// [`UNAGGREGATED`]); `nns`: the owned vertices' near-null rows, `bs x k` per vertex,
-/// row-major; `fine`: the partition of the fine block rows (`g`'s owned vertices). The serial
-/// ids of `g` must be a permutation of `0..fine.global_len()`. Also returns the plan that
+/// Collective. `serial_ids`: the serial ids of the level's local vertices (owned, then any
+/// ghosts: the strength graph's, `DistGraph::serial_ids`); `labels`: the aggregate of each
+/// owned vertex (its root's serial id, or [`UNAGGREGATED`]); `nns`: the owned vertices'
+/// near-null rows, `bs x k` per vertex, row-major; `fine`: the partition of the fine block
+/// rows (the owned vertices). The owned serial ids must be a permutation of
+/// `0..fine.global_len()` over the ranks. Also returns the plan that
 /// makes the same prolongator for new near-null rows ([`DistTentativePlan::numeric`]).
 pub fn dist_tentative_planned(
-    g: &DistGraph,
+    serial_ids: &[u64],
     labels: &[u32],
     nns: &[f64],
     bs: usize,
@@ -263,12 +264,12 @@ pub fn dist_tentative_planned(
     let (rank, size) = (comm.rank(), comm.size());
     let n = fine.n_owned();
     let slab = bs * k;
-    let check = if labels.len() != n || nns.len() != n * slab || g.graph.n_vertices() != n {
+    let check = if labels.len() != n || nns.len() != n * slab || serial_ids.len() < n {
         Err(format!(
-            "tentative prolongator: {} labels, {} near-null values, {} graph rows for {n} owned vertices of {slab} values",
+            "tentative prolongator: {} labels, {} near-null values, {} serial ids for {n} owned vertices of {slab} values",
             labels.len(),
             nns.len(),
-            g.graph.n_vertices()
+            serial_ids.len()
         ))
     } else {
         Ok(())
@@ -282,7 +283,7 @@ pub fn dist_tentative_planned(
     // Round 1: roots register with the directory.
     let mut send = vec![Vec::new(); size];
     for (v, &l) in labels.iter().enumerate() {
-        if l != UNAGGREGATED && u64::from(l) == g.serial_ids[v] {
+        if l != UNAGGREGATED && u64::from(l) == serial_ids[v] {
             send[directory(u64::from(l))].extend([u64::from(l), rank as u64]);
         }
     }
@@ -363,7 +364,7 @@ pub fn dist_tentative_planned(
     let (senders, entry_source) = senders_of(&owner, size);
     let rows = pack(&senders, 2 + slab, |v, rec| {
         rec[0] = f64::from(labels[v]);
-        rec[1] = g.serial_ids[v] as f64;
+        rec[1] = serial_ids[v] as f64;
         rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
     });
     let received = comm.alltoallv_f64_moving(rows)?;

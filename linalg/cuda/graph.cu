@@ -29,13 +29,20 @@ extern "C" __global__ void strength_diagonal(const u32 n, const u32* __restrict_
 
 // The host's weight_of(i, k): true with *w = norms[k] / sqrt(dnorm[i] dnorm[j]) when slot k
 // (column j) is an off-diagonal nonzero block of weight >= threshold.
+// The weight of a block of norm nk between rows of diagonal norms di and dj: true with
+// *w = nk / sqrt(di dj) when the block is off the diagonal, nonzero and of weight >= threshold.
+__device__ __forceinline__ bool strong_weight_of(const bool diagonal, const double nk,
+                                                 const double di, const double dj,
+                                                 const double threshold, double* w) {
+    const double denom = sqrt(di * dj);
+    if (diagonal || nk == 0.0 || denom == 0.0) return false;
+    *w = nk / denom;
+    return *w >= threshold;
+}
 __device__ __forceinline__ bool strong_weight(const u32 i, const u32 j, const double nk,
                                               const double* __restrict__ dnorm,
                                               const double threshold, double* w) {
-    const double denom = sqrt(dnorm[i] * dnorm[j]);
-    if (j == i || nk == 0.0 || denom == 0.0) return false;
-    *w = nk / denom;
-    return *w >= threshold;
+    return strong_weight_of(j == i, nk, dnorm[i], dnorm[j], threshold, w);
 }
 
 // coupled[i] = 1 when row i keeps at least one off-diagonal edge (the host's pass 1).
@@ -136,22 +143,28 @@ extern "C" __global__ void root_ids(const u32 n, const u64* __restrict__ status,
 // amg::aggregation::strongest_neighbour_aggregate: over v's edges in order, the aggregates
 // (UNAGG skipped) in order of first appearance, each with its weights summed in edge order
 // from its first edge; the largest sum wins, ties to the smallest aggregate; UNAGG without one.
+// The aggregates of an array, one u32 a vertex.
+struct VertexAggregates {
+    const u32* __restrict__ agg;
+    __device__ u32 operator()(const u32 u) const { return agg[u]; }
+};
+template <class Aggregates>
 __device__ u32 strongest_neighbour(const u32 v, const u32* __restrict__ g_ptr,
                                    const u32* __restrict__ g_col, const double* __restrict__ g_w,
-                                   const u32* __restrict__ agg) {
+                                   const Aggregates agg) {
     const u32 lo = g_ptr[v], hi = g_ptr[v + 1];
     u32 best = UNAGG;
     double best_w = 0.0;
     bool have = false;
     for (u32 k = lo; k < hi; ++k) {
-        const u32 a = agg[g_col[k]];
+        const u32 a = agg(g_col[k]);
         if (a == UNAGG) continue;
         bool first = true;
-        for (u32 q = lo; q < k && first; ++q) first = agg[g_col[q]] != a;
+        for (u32 q = lo; q < k && first; ++q) first = agg(g_col[q]) != a;
         if (!first) continue;
         double w = g_w[k];
         for (u32 q = k + 1; q < hi; ++q)
-            if (agg[g_col[q]] == a) w += g_w[q];
+            if (agg(g_col[q]) == a) w += g_w[q];
         if (have && (best_w > w || (best_w == w && best < a))) continue;
         best = a;
         best_w = w;
@@ -173,7 +186,7 @@ extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ 
     } else if (g_ptr[v + 1] == g_ptr[v]) {
         agg[v] = UNAGG;
     } else {
-        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, root_id);
+        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, VertexAggregates{root_id});
     }
 }
 
@@ -191,7 +204,202 @@ extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ 
         next[v] = a;
         return;
     }
-    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, prev);
+    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, VertexAggregates{prev});
+    next[v] = b;
+    if (b != UNAGG) atomicAdd(changed, 1u);
+}
+
+// ---- on ranks (amg::dist_aggregation) ----
+// A rank's local vertices: its owned rows 0..n, then the ghosts of its operator's halo (local
+// column n + c of the off-diagonal part's column c). A vertex's state is an owned array and the
+// ghosts' array the halo filled: 8-byte values (u64 states and labels as the bits of doubles, so
+// the exchange copies them unchanged).
+__device__ __forceinline__ u64 local_state(const u64* __restrict__ owned,
+                                           const u64* __restrict__ ghost, const u32 n,
+                                           const u32 u) {
+    return u < n ? owned[u] : ghost[u - n];
+}
+__device__ __forceinline__ double local_value(const double* __restrict__ owned,
+                                              const double* __restrict__ ghost, const u32 n,
+                                              const u32 u) {
+    return u < n ? owned[u] : ghost[u - n];
+}
+// The aggregate labels of owned and ghost vertices (u64 values below 2^32).
+struct LocalAggregates {
+    const u64* __restrict__ owned;
+    const u64* __restrict__ ghost;
+    u32 n;
+    __device__ u32 operator()(const u32 u) const { return (u32)local_state(owned, ghost, n, u); }
+};
+// coupled[i] = 1.0 when owned row i keeps an off-diagonal edge (dist_strength_graph's pass 1)
+// in its diagonal part (columns 0..n) or its off-diagonal part (columns n + c).
+extern "C" __global__ void dist_strength_coupled(
+    const u32 n, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
+    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
+    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
+    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
+    const double threshold, double* __restrict__ coupled) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool any = false;
+    double w;
+    for (u32 k = d_ptr[i]; k < d_ptr[i + 1] && !any; ++k)
+        any = strong_weight_of(d_col[k] == i, d_norms[k], dnorm[i], dnorm[d_col[k]], threshold, &w);
+    for (u32 k = o_ptr[i]; k < o_ptr[i + 1] && !any; ++k)
+        any = strong_weight_of(false, o_norms[k], dnorm[i], dnorm_ghost[o_col[k]], threshold, &w);
+    coupled[i] = any ? 1.0 : 0.0;
+}
+// Visits the kept edges of owned row i (strong, to a coupled column; none where i is not
+// coupled): the diagonal part's, then the off-diagonal part's, as (local column, weight).
+template <class Visit>
+__device__ __forceinline__ void dist_strong_edges(
+    const u32 n, const u32 i, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
+    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
+    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
+    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
+    const double threshold, const double* __restrict__ coupled,
+    const double* __restrict__ coupled_ghost, Visit visit) {
+    if (coupled[i] != 1.0) return;
+    double w;
+    for (u32 k = d_ptr[i]; k < d_ptr[i + 1]; ++k) {
+        const u32 j = d_col[k];
+        if (coupled[j] == 1.0 &&
+            strong_weight_of(j == i, d_norms[k], dnorm[i], dnorm[j], threshold, &w))
+            visit(j, w);
+    }
+    for (u32 k = o_ptr[i]; k < o_ptr[i + 1]; ++k) {
+        const u32 c = o_col[k];
+        if (coupled_ghost[c] == 1.0 &&
+            strong_weight_of(false, o_norms[k], dnorm[i], dnorm_ghost[c], threshold, &w))
+            visit(n + c, w);
+    }
+}
+// counts[i] = the kept edges of owned row i (dist_strength_graph's count pass).
+extern "C" __global__ void dist_strength_count(
+    const u32 n, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
+    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
+    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
+    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
+    const double threshold, const double* __restrict__ coupled,
+    const double* __restrict__ coupled_ghost, u32* __restrict__ counts) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 c = 0;
+    dist_strong_edges(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost,
+                      threshold, coupled, coupled_ghost, [&](u32, double) { ++c; });
+    counts[i] = c;
+}
+// The kept edges of owned row i at g_ptr[i].., ordered by their columns' serial ids (unique:
+// the insertion sort gives the one order, the serial graph's column order).
+extern "C" __global__ void dist_strength_fill(
+    const u32 n, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
+    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
+    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
+    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
+    const double threshold, const double* __restrict__ coupled,
+    const double* __restrict__ coupled_ghost, const u64* __restrict__ serial,
+    const u64* __restrict__ serial_ghost, const u32* __restrict__ g_ptr, u32* __restrict__ g_col,
+    double* __restrict__ g_w) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u32 lo = g_ptr[i];
+    u32 p = lo;
+    dist_strong_edges(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost,
+                      threshold, coupled, coupled_ghost, [&](u32 j, double w) {
+                          const u64 key = local_state(serial, serial_ghost, n, j);
+                          u32 q = p;
+                          while (q > lo && local_state(serial, serial_ghost, n, g_col[q - 1]) > key) {
+                              g_col[q] = g_col[q - 1];
+                              g_w[q] = g_w[q - 1];
+                              --q;
+                          }
+                          g_col[q] = j;
+                          g_w[q] = w;
+                          ++p;
+                      });
+}
+// status[v] of owned vertex v: MIS_OUT when isolated, else the priority of its serial id
+// (mis_priorities' formula at the serial id: the serial run's priority).
+extern "C" __global__ void dist_mis_priorities(const u32 n, const u32* __restrict__ g_ptr,
+                                               const u64* __restrict__ serial,
+                                               u64* __restrict__ status) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    const u64 degree = g_ptr[v + 1] - g_ptr[v];
+    if (degree == 0) {
+        status[v] = MIS_OUT;
+        return;
+    }
+    const u64 id = serial[v];
+    u64 z = id + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    const u64 deg = degree < 16383ull ? degree : 16383ull;
+    status[v] = 1ull + ((deg << 48) | ((z & 0xffffull) << 32) | id);
+}
+// m[v] = the minimum of s over owned vertex v and its neighbours (owned or ghost).
+extern "C" __global__ void dist_closed_min(const u32 n, const u32* __restrict__ g_ptr,
+                                           const u32* __restrict__ g_col,
+                                           const u64* __restrict__ s,
+                                           const u64* __restrict__ s_ghost,
+                                           u64* __restrict__ m) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    u64 r = s[v];
+    for (u32 k = g_ptr[v]; k < g_ptr[v + 1]; ++k) r = min(r, local_state(s, s_ghost, n, g_col[k]));
+    m[v] = r;
+}
+// label[v] = the serial id of a root (the set's vertices), UNAGG for the others; a root whose
+// id does not fit a u32 label raises *too_large to its id (atomicMax: the largest).
+extern "C" __global__ void dist_root_labels(const u32 n, const u64* __restrict__ status,
+                                            const u64* __restrict__ serial,
+                                            u64* __restrict__ label, u64* __restrict__ too_large) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    if (status[v] != MIS_IN) {
+        label[v] = UNAGG;
+    } else if (serial[v] > 0xffffffffull) {
+        label[v] = UNAGG;
+        atomicMax((unsigned long long*)too_large, (unsigned long long)serial[v]);
+    } else {
+        label[v] = serial[v];
+    }
+}
+// Roots take their neighbours: agg[v] = a root's own label, UNAGG for an isolated vertex, else
+// the strongest neighbouring root's label (owned or ghost).
+extern "C" __global__ void dist_aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
+                                                const u32* __restrict__ g_col,
+                                                const double* __restrict__ g_w,
+                                                const u64* __restrict__ root,
+                                                const u64* __restrict__ root_ghost,
+                                                u64* __restrict__ agg) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    if (root[v] != UNAGG) {
+        agg[v] = root[v];
+    } else if (g_ptr[v + 1] == g_ptr[v]) {
+        agg[v] = UNAGG;
+    } else {
+        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, LocalAggregates{root, root_ghost, n});
+    }
+}
+// One leftover round on ranks: an unaggregated, non-isolated owned vertex joins its strongest
+// neighbouring aggregate of `prev` (owned or ghost); *changed counts the vertices that joined.
+extern "C" __global__ void dist_aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
+                                                const u32* __restrict__ g_col,
+                                                const double* __restrict__ g_w,
+                                                const u64* __restrict__ prev,
+                                                const u64* __restrict__ prev_ghost,
+                                                u64* __restrict__ next, u32* __restrict__ changed) {
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    const u64 a = prev[v];
+    if (a != UNAGG || g_ptr[v + 1] == g_ptr[v]) {
+        next[v] = a;
+        return;
+    }
+    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, LocalAggregates{prev, prev_ghost, n});
     next[v] = b;
     if (b != UNAGG) atomicAdd(changed, 1u);
 }

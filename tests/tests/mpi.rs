@@ -553,6 +553,83 @@ fn distributed_strength_graph_and_aggregates_equal_the_serial_ones_on_one_and_th
     );
 }
 
+/// On one GPU per rank (2 ranks sharing the node's GPUs): a device operator's distributed
+/// strength graph made on the GPUs (`dist_strength_graph_on_device`) has the host distributed
+/// graph's rows (edges in the same order, weights bit for bit, the same serial ids of owned and
+/// ghost vertices), and its aggregation there (`dist_aggregate_on_device`, MIS-1 and MIS-2,
+/// with and without small aggregates to merge) gives the host's labels, on the box's slabs, the
+/// Cook membrane's METIS parts and a larger box.
+#[test]
+fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
+    use amg::aggregation::MisDistance;
+    use amg::dist_aggregation::{
+        dist_aggregate, dist_aggregate_on_device, dist_strength_graph,
+        dist_strength_graph_on_device,
+    };
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let spec = BoxSpec::new([24, 18, 14], [0.0; 3], [4.0, 3.0, 2.0], CellKind::Hex8);
+        let large = (
+            mesh::generate_box(&spec).unwrap(),
+            mesh::generate_box_part(&spec, comm.rank(), comm.size()).unwrap(),
+        );
+        let [slabs, cook] = aggregation_meshes(comm);
+        let mut merged = 0;
+        for (name, (_, part)) in [("slabs", slabs), ("cook", cook), ("large box", large)] {
+            let local = assemble(&part.mesh, &part.node_serial_ids);
+            let n_owned = part.n_owned_nodes();
+            let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+            let pattern =
+                DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3)
+                    .unwrap();
+            let mut a = DistBsr::zeros(pattern);
+            a.set_from_local(&local.tangent).unwrap();
+            let a_dev = a.to_device(&device).unwrap();
+            let ids = &part.node_serial_ids[..n_owned];
+            for threshold in [0.0, 0.08] {
+                let case = format!("{name}, threshold {threshold}");
+                let host = dist_strength_graph(&a, threshold, ids).unwrap();
+                let mut dev = dist_strength_graph_on_device(&a_dev, threshold, ids).unwrap();
+                assert_eq!(dev.serial_ids(), &host.serial_ids[..], "{case}: serial ids");
+                assert_eq!(dev.n_owned(), n_owned, "{case}");
+                let edges = dev.download().unwrap();
+                let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                for v in 0..n_owned {
+                    let (lo, hi) = (edges.row_ptr[v], edges.row_ptr[v + 1]);
+                    assert_eq!(&edges.col[lo..hi], host.graph.neighbours(v), "{case}: row {v}");
+                    assert_eq!(
+                        bits(&edges.weight[lo..hi]),
+                        bits(host.graph.weights(v)),
+                        "{case}: row {v}"
+                    );
+                }
+                assert_eq!(dev.n_edges(), host.graph.n_edges(), "{case}: edges");
+                for distance in [MisDistance::One, MisDistance::Two] {
+                    for (bs, min_dofs) in [(3, 6), (1, 1), (1, 12), (1, 30)] {
+                        let want = dist_aggregate(&host, distance, bs, min_dofs).unwrap();
+                        let got = dist_aggregate_on_device(&mut dev, distance, bs, min_dofs)
+                            .unwrap();
+                        assert_eq!(got, want, "{case}, {distance:?}, bs {bs}, min {min_dofs}");
+                        let plain = dist_aggregate(&host, distance, 1, 1).unwrap();
+                        merged += usize::from(plain != want);
+                    }
+                }
+            }
+        }
+        // the merging of small aggregates ran on the device's labels too
+        assert!(merged > 0, "no case merged small aggregates");
+        eprintln!("device distributed aggregation: {merged} cases with merged small aggregates");
+    });
+}
+
 #[test]
 fn distributed_tentative_prolongator_equals_the_serial_one() {
     use amg::aggregation::{aggregate, MisDistance};
@@ -602,7 +679,7 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                         })
                         .collect();
                     let t =
-                        dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+                        dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
 
                     // Coarse global id -> serial coarse id, from every rank.
                     let first = t.coarse_partition.owned_range().start;
@@ -700,7 +777,7 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
                         .copied()
                 })
                 .collect();
-            let mut t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+            let mut t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
 
             // P's rows of A's ghost columns: (global coarse column, block) of the owners' rows.
             let halo = a.pattern().halo();
@@ -847,9 +924,9 @@ fn galerkin_cases(comm: &Arc<dyn Comm>) -> Vec<GalerkinCase> {
                         .copied()
                 })
                 .collect();
-            let t = dist_tentative_prolongator(&g, &labels, &owned_nns, bs, k, &fine).unwrap();
+            let t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
             let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
-            let pd = dist_smooth_prolongator(&a, &g, &t, &dpbj, omega).unwrap();
+            let pd = dist_smooth_prolongator(&a, &g.serial_ids, &t, &dpbj, omega).unwrap();
             let first = t.coarse_partition.owned_range().start;
             let mine: Vec<u64> = t
                 .coarse_serial_ids
@@ -932,7 +1009,7 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
 
                 // The Galerkin product: the serial one to rounding, row by row (serial coarse ids).
                 let ac_serial = linalg::ptap(&whole, &p).unwrap();
-                let ac = amg::dist_prolongator::dist_galerkin(&a, &g, &pd, &t.coarse_serial_ids)
+                let ac = amg::dist_prolongator::dist_galerkin(&a, &g.serial_ids, &pd, &t.coarse_serial_ids)
                     .unwrap();
                 check_coarse_rows(&ac, &t.coarse_serial_ids, &serial_of, &ac_serial, 1e-13);
             }
@@ -1075,7 +1152,7 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                     a.set_from_local(values).unwrap();
                     a
                 };
-                let mut plan = GalerkinPlan::new(&a, &g, &pd, &t.coarse_serial_ids).unwrap();
+                let mut plan = GalerkinPlan::new(&a, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
                 let (reference, _) = plan.product_reference(&a, &pd).unwrap();
                 let (ac, sent) = plan.product(&a, &pd).unwrap();
                 assert_eq!(sent, 0, "P values sent for an unchanged P");
@@ -1107,7 +1184,7 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                         std::sync::Arc::ptr_eq(hot.pattern(), ac.pattern()),
                         "the coarse pattern object is kept between hot updates"
                     );
-                    let mut fresh = GalerkinPlan::new(&a2, &g, &pd, &t.coarse_serial_ids).unwrap();
+                    let mut fresh = GalerkinPlan::new(&a2, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
                     let (fresh_ac, _) = fresh.product(&a2, &pd).unwrap();
                     assert_eq!(dist_bits(&hot), dist_bits(&fresh_ac), "hot update {seed}");
                     let (reference, _) = fresh.product_reference(&a2, &pd).unwrap();
@@ -1194,10 +1271,10 @@ fn two_level_solve(
                     .copied()
             })
             .collect();
-        let t = dist_tentative_prolongator(&g, &labels, &owned_nns, 3, 6, &fine).unwrap();
+        let t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, 3, 6, &fine).unwrap();
         let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
-        let p = dist_smooth_prolongator(&a, &g, &t, &pbj, 0.6).unwrap();
-        let ac = dist_galerkin(&a, &g, &p, &t.coarse_serial_ids).unwrap();
+        let p = dist_smooth_prolongator(&a, &g.serial_ids, &t, &pbj, 0.6).unwrap();
+        let ac = dist_galerkin(&a, &g.serial_ids, &p, &t.coarse_serial_ids).unwrap();
         let pre = DistTwoLevel::new(&a, &p, &ac, 0.5, 2).unwrap();
         amg::cg_operator(&a, &b, &mut x, &pre, &params).unwrap()
     } else {

@@ -166,7 +166,7 @@ pub(super) fn coarsen(
     aggregated: Option<Aggregated>,
 ) -> Result<Option<Coarsened<DistBsr>>, AmgError> {
     let Some(TentativeLevel {
-        graph,
+        serial_ids,
         t,
         plan: tentative,
     }) = super::tentative_level(a, near_null, level, params, tm, aggregated)?
@@ -180,7 +180,7 @@ pub(super) fn coarsen(
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     since = phase(&mut tm.smoother_setup_s, since)?;
     let smoothing = if params.smooth_prolongator {
-        Some(SmoothingPlan::new(a, &graph, &t)?)
+        Some(SmoothingPlan::new(a, &serial_ids, &t)?)
     } else {
         None
     };
@@ -209,7 +209,7 @@ pub(super) fn coarsen(
     };
     since = phase(&mut tm.smoothing_s, since)?;
     // `P`'s views gathered on the device from its values there (its ghost rows GPU to GPU)
-    let mut galerkin = GalerkinPlan::new(a, &graph, &p, &coarse_serial_ids)?;
+    let mut galerkin = GalerkinPlan::new(a, &serial_ids, &p, &coarse_serial_ids)?;
     if let Some(plan) = &smoothing {
         galerkin.share_a_local(plan.a_local());
     }
@@ -220,7 +220,7 @@ pub(super) fn coarsen(
     let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
     let k = p.pattern().block_cols();
-    drop(graph);
+    drop(serial_ids);
     since = phase(&mut tm.device_plans_s, since)?;
     device_galerkin.numeric(a, &mut next)?;
     phase(&mut tm.galerkin_numeric_s, since)?;

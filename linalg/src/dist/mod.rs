@@ -14,6 +14,7 @@
 //! unchanged, so results are bit-identical for a fixed rank count. On one rank the diagonal part
 //! is the whole matrix in the serial slot order: the serial results exactly.
 
+mod device_graph;
 mod device_halo;
 mod halo;
 mod matrix;
@@ -23,6 +24,7 @@ mod rank_device;
 mod rows;
 mod telescope;
 
+pub use device_graph::DeviceDistGraph;
 pub use device_halo::{DeviceHalo, HaloBytes};
 pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};

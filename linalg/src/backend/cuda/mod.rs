@@ -26,6 +26,7 @@ mod coo;
 pub mod external;
 pub mod galerkin;
 pub mod graph;
+pub mod rank_graph;
 pub mod halo;
 mod jacobi;
 mod kernel_cache;

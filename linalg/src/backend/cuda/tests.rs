@@ -190,6 +190,7 @@ fn every_kernel_compiles_without_spills() {
         cases.push(("ops.cu", vec![("BS", bs), ("K", k)]));
     }
     cases.push(("mis.cu", vec![]));
+    cases.push(("graph.cu", vec![]));
     cases.push(("symbolic.cu", vec![]));
     // fp32 storage (mixed-precision AMG): the value-type slots of the kernels that read it
     for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3)] {

@@ -1,0 +1,150 @@
+//! [`DeviceDistGraph`]: a rank's rows of the distributed strength graph of a device
+//! [`DistBsr`] and their aggregation, on the rank's GPU: `amg`'s `dist_strength_graph` and
+//! the rounds of `dist_aggregate` with their ghost states exchanged GPU to GPU through a
+//! [`DeviceHalo`] of the operator's halo at block size one (peer writes, NCCL or pinned
+//! staging, as for vectors). The same edges, roots and labels as the host's, bit for bit; only
+//! scalars per round, the ghosts' serial ids and the owned labels come to the host.
+
+use std::sync::Arc;
+
+use crate::backend::cuda::graph::HostGraph;
+use crate::backend::cuda::rank_graph::{RankExchange, RankGraph};
+use crate::backend::cuda::{CudaContext, DeviceBuffer};
+use crate::dist::{DeviceHalo, DistBsr, HaloPlan};
+use crate::LinalgError;
+
+/// A rank's rows of a device operator's distributed strength graph (see the module doc).
+#[derive(Debug)]
+pub struct DeviceDistGraph {
+    graph: RankGraph,
+    /// Serial ids of the local vertices: owned, then the ghosts in the halo's order.
+    serial_ids: Vec<u64>,
+    halo: DeviceHalo,
+    ctx: Arc<CudaContext>,
+}
+
+/// The rounds' exchanges: the graph's device halo and its communicator.
+struct HaloExchange<'a> {
+    halo: &'a mut DeviceHalo,
+    ctx: &'a CudaContext,
+}
+
+impl RankExchange for HaloExchange<'_> {
+    fn fill_ghosts(
+        &mut self,
+        owned: &DeviceBuffer<f64>,
+        ghost: &mut DeviceBuffer<f64>,
+    ) -> Result<(), LinalgError> {
+        let filled = self.halo.fill_ghosts(owned, || Ok(()))?;
+        self.ctx.copy(filled, ghost)
+    }
+
+    fn any(&mut self, local: bool) -> Result<bool, LinalgError> {
+        let mut v = [f64::from(u8::from(local))];
+        self.halo.plan().comm().allreduce_sum(&mut v)?;
+        Ok(v[0] > 0.0)
+    }
+
+    fn agree(&mut self, local: Result<(), LinalgError>) -> Result<(), LinalgError> {
+        Ok(comm::agree(&**self.halo.plan().comm(), local)?)
+    }
+}
+
+impl DeviceDistGraph {
+    /// Collective. The strength graph of this rank's rows of the device operator `a` (`amg`'s
+    /// `dist_strength_graph`, its threshold already checked): `owned_serial_ids` names the
+    /// owned block rows in the serial numbering; the ghosts' ids, diagonal norms and coupled
+    /// flags come from their owners. Errors (agreed): `a` not on a GPU, a missing diagonal
+    /// block, lengths that disagree.
+    pub fn strength(
+        a: &DistBsr,
+        threshold: f64,
+        owned_serial_ids: &[u64],
+    ) -> Result<Self, LinalgError> {
+        let pattern = a.pattern();
+        let plan = Arc::new(pattern.halo().with_block_size(1));
+        let comm = plan.comm().clone();
+        let device = a.device();
+        let n = pattern.diag().n_block_rows();
+        let placed = match device.cuda_context() {
+            None => Err(LinalgError::Unsupported {
+                what: "a device strength graph (DeviceDistGraph) of an operator",
+                device: device.name(),
+            }),
+            Some(_) if owned_serial_ids.len() != n => Err(LinalgError::LengthMismatch {
+                what: "DeviceDistGraph::strength: serial ids of the owned rows",
+                expected: n,
+                found: owned_serial_ids.len(),
+            }),
+            Some(ctx) => Ok(ctx.clone()),
+        };
+        let ctx = comm::agree(&*comm, placed)?;
+        let mut halo = DeviceHalo::new(plan, ctx.clone())?;
+        let bits: Vec<f64> = owned_serial_ids.iter().map(|&s| f64::from_bits(s)).collect();
+        let serial = ctx.upload(&bits)?;
+        let ghost_bits = halo.fill_ghosts(&serial, || Ok(()))?;
+        let serial_ghost = ctx.duplicate(ghost_bits)?;
+        let mut serial_ids = owned_serial_ids.to_vec();
+        serial_ids.extend(ctx.download(&serial_ghost)?.into_iter().map(f64::to_bits));
+        let graph = RankGraph::strength(
+            &ctx,
+            a.diag().device_bsr()?,
+            a.offd().device_bsr()?,
+            threshold,
+            serial,
+            &serial_ghost,
+            &mut HaloExchange {
+                halo: &mut halo,
+                ctx: &ctx,
+            },
+        )?;
+        Ok(Self {
+            graph,
+            serial_ids,
+            halo,
+            ctx,
+        })
+    }
+
+    /// Number of owned vertices.
+    pub fn n_owned(&self) -> usize {
+        self.graph.n_vertices()
+    }
+
+    /// Number of directed edges of the owned rows.
+    pub fn n_edges(&self) -> usize {
+        self.graph.n_edges()
+    }
+
+    /// Serial ids of the local vertices: owned, then the ghosts in the halo's order.
+    pub fn serial_ids(&self) -> &[u64] {
+        &self.serial_ids
+    }
+
+    /// The halo plan of the local vertices (block size one).
+    pub fn halo_plan(&self) -> &Arc<HaloPlan> {
+        self.halo.plan()
+    }
+
+    /// Collective. The owned vertices' labels of `amg::dist_aggregate` before it merges small
+    /// aggregates: the MIS (distance two: MIS-2) at the serial ids' priorities, roots labelled
+    /// by their serial ids, their neighbours, then the leftover rounds; `u32::MAX` for a
+    /// vertex in no aggregate. Errors (agreed): a root's serial id beyond `u32`.
+    pub fn aggregate(&mut self, distance_two: bool) -> Result<Vec<u32>, LinalgError> {
+        let ctx = self.ctx.clone();
+        self.graph.aggregate(
+            &ctx,
+            distance_two,
+            &mut HaloExchange {
+                halo: &mut self.halo,
+                ctx: &ctx,
+            },
+        )
+    }
+
+    /// The owned rows on the host (local neighbours; counted downloads): for the rare host
+    /// step that needs the edges (merging small aggregates) and tests.
+    pub fn download(&self) -> Result<HostGraph, LinalgError> {
+        self.graph.download(&self.ctx)
+    }
+}
