@@ -44,6 +44,12 @@ impl Session {
             size: 1,
             message: message.into(),
         };
+        let transport = single_node_transport(|v| std::env::var(v).ok()).map_err(|m| failed(&m))?;
+        for (name, value) in transport {
+            // before MPI_Init, which reads its parameters from the environment; this thread is
+            // the process's only one that touches the environment at start-up
+            std::env::set_var(name, value);
+        }
         let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Serialized)
             .ok_or_else(|| failed("MPI is already initialised in this process"))?;
         if provided < mpi::Threading::Serialized {
@@ -77,6 +83,50 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// The variable that chooses [`single_node_transport`]'s behaviour: `auto` (the default) or
+/// `library` (the MPI library's own choice, untouched).
+pub const TRANSPORT_VARIABLE: &str = "HEXFEM_MPI_TRANSPORT";
+
+/// Open MPI's parameters that make ranks of one node talk through shared memory alone
+/// (`pml ob1`, `btl self,vader`), as `(variable, value)` to set before `MPI_Init`: where Open
+/// MPI's launcher started every rank on this node (`OMPI_COMM_WORLD_LOCAL_SIZE` equal to
+/// `OMPI_COMM_WORLD_SIZE`, both read through `env`) and the user chose no transport (none of
+/// `OMPI_MCA_pml`, `OMPI_MCA_btl`, `OMPI_MCA_mtl` set, [`TRANSPORT_VARIABLE`] unset or `auto`).
+/// Open MPI 4 otherwise probes its network stacks (UCX, OFI) at start-up: 0.26 s of each
+/// rank's start against 0.064 s on a two-H200 node (docs/mpi.md). Empty for other launchers,
+/// several nodes or a choice made. Errors: [`TRANSPORT_VARIABLE`] set to another value (the
+/// message names the valid ones).
+pub fn single_node_transport(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(&'static str, &'static str)>, String> {
+    let follow_library = match env(TRANSPORT_VARIABLE).as_deref() {
+        None | Some("auto") => false,
+        Some("library") => true,
+        Some(other) => {
+            return Err(format!(
+                "{TRANSPORT_VARIABLE}={other:?} is not a choice (valid: auto, library)"
+            ))
+        }
+    };
+    let one_node = match (
+        env("OMPI_COMM_WORLD_SIZE"),
+        env("OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ) {
+        (Some(size), Some(local)) => size == local,
+        _ => false,
+    };
+    let chosen = ["OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"]
+        .iter()
+        .any(|v| env(v).is_some());
+    if follow_library || !one_node || chosen {
+        return Ok(Vec::new());
+    }
+    Ok(vec![
+        ("OMPI_MCA_pml", "ob1"),
+        ("OMPI_MCA_btl", "self,vader"),
+    ])
+}
+
 /// True if an MPI launcher started this process.
 pub fn launched_by_mpi() -> bool {
     LAUNCHER_VARIABLES
@@ -91,4 +141,47 @@ pub fn mpi_library_version() -> Option<String> {
     let text = mpi::environment::library_version().ok()?;
     let line = text.lines().next()?.split(',').next()?.trim().to_owned();
     (!line.is_empty()).then_some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `single_node_transport` over the variables `vars`.
+    fn transport(vars: &[(&str, &str)]) -> Result<Vec<(&'static str, &'static str)>, String> {
+        single_node_transport(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn ranks_of_one_node_take_shared_memory_unless_a_transport_is_chosen() {
+        let shared = vec![("OMPI_MCA_pml", "ob1"), ("OMPI_MCA_btl", "self,vader")];
+        let one_node = [
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+        ];
+        assert_eq!(transport(&one_node).unwrap(), shared);
+        let auto = [one_node[0], one_node[1], (TRANSPORT_VARIABLE, "auto")];
+        assert_eq!(transport(&auto).unwrap(), shared);
+        // several nodes, another launcher, a choice of the user's: untouched
+        let two_nodes = [
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+        ];
+        assert!(transport(&two_nodes).unwrap().is_empty());
+        assert!(transport(&[("PMI_SIZE", "2")]).unwrap().is_empty());
+        for chosen in ["OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"] {
+            let vars = [one_node[0], one_node[1], (chosen, "ucx")];
+            assert!(transport(&vars).unwrap().is_empty(), "{chosen}");
+        }
+        let library = [one_node[0], one_node[1], (TRANSPORT_VARIABLE, "library")];
+        assert!(transport(&library).unwrap().is_empty());
+        // a value that is no choice is an error naming the valid ones
+        let bad = [one_node[0], one_node[1], (TRANSPORT_VARIABLE, "shm")];
+        let e = transport(&bad).unwrap_err();
+        assert!(e.contains("\"shm\"") && e.contains("auto, library"), "{e}");
+    }
 }

@@ -604,7 +604,11 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
                 let bits = |w: &[f64]| w.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 for v in 0..n_owned {
                     let (lo, hi) = (edges.row_ptr[v], edges.row_ptr[v + 1]);
-                    assert_eq!(&edges.col[lo..hi], host.graph.neighbours(v), "{case}: row {v}");
+                    assert_eq!(
+                        &edges.col[lo..hi],
+                        host.graph.neighbours(v),
+                        "{case}: row {v}"
+                    );
                     assert_eq!(
                         bits(&edges.weight[lo..hi]),
                         bits(host.graph.weights(v)),
@@ -615,8 +619,8 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
                 for distance in [MisDistance::One, MisDistance::Two] {
                     for (bs, min_dofs) in [(3, 6), (1, 1), (1, 12), (1, 30)] {
                         let want = dist_aggregate(&host, distance, bs, min_dofs).unwrap();
-                        let got = dist_aggregate_on_device(&mut dev, distance, bs, min_dofs)
-                            .unwrap();
+                        let got =
+                            dist_aggregate_on_device(&mut dev, distance, bs, min_dofs).unwrap();
                         assert_eq!(got, want, "{case}, {distance:?}, bs {bs}, min {min_dofs}");
                         let plain = dist_aggregate(&host, distance, 1, 1).unwrap();
                         merged += usize::from(plain != want);
@@ -678,8 +682,15 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                                 .copied()
                         })
                         .collect();
-                    let t =
-                        dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
+                    let t = dist_tentative_prolongator(
+                        &g.serial_ids,
+                        &labels,
+                        &owned_nns,
+                        bs,
+                        k,
+                        &fine,
+                    )
+                    .unwrap();
 
                     // Coarse global id -> serial coarse id, from every rank.
                     let first = t.coarse_partition.owned_range().start;
@@ -777,7 +788,9 @@ fn off_process_prolongator_rows_are_gathered_once_per_change_of_p() {
                         .copied()
                 })
                 .collect();
-            let mut t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
+            let mut t =
+                dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine)
+                    .unwrap();
 
             // P's rows of A's ghost columns: (global coarse column, block) of the owners' rows.
             let halo = a.pattern().halo();
@@ -924,7 +937,8 @@ fn galerkin_cases(comm: &Arc<dyn Comm>) -> Vec<GalerkinCase> {
                         .copied()
                 })
                 .collect();
-            let t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine).unwrap();
+            let t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, bs, k, &fine)
+                .unwrap();
             let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
             let pd = dist_smooth_prolongator(&a, &g.serial_ids, &t, &dpbj, omega).unwrap();
             let first = t.coarse_partition.owned_range().start;
@@ -1009,8 +1023,13 @@ fn distributed_smoothed_prolongator_and_galerkin_product_equal_the_serial_ones()
 
                 // The Galerkin product: the serial one to rounding, row by row (serial coarse ids).
                 let ac_serial = linalg::ptap(&whole, &p).unwrap();
-                let ac = amg::dist_prolongator::dist_galerkin(&a, &g.serial_ids, &pd, &t.coarse_serial_ids)
-                    .unwrap();
+                let ac = amg::dist_prolongator::dist_galerkin(
+                    &a,
+                    &g.serial_ids,
+                    &pd,
+                    &t.coarse_serial_ids,
+                )
+                .unwrap();
                 check_coarse_rows(&ac, &t.coarse_serial_ids, &serial_of, &ac_serial, 1e-13);
             }
         },
@@ -1152,7 +1171,8 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                     a.set_from_local(values).unwrap();
                     a
                 };
-                let mut plan = GalerkinPlan::new(&a, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
+                let mut plan =
+                    GalerkinPlan::new(&a, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
                 let (reference, _) = plan.product_reference(&a, &pd).unwrap();
                 let (ac, sent) = plan.product(&a, &pd).unwrap();
                 assert_eq!(sent, 0, "P values sent for an unchanged P");
@@ -1184,7 +1204,8 @@ fn the_planned_distributed_galerkin_product_equals_the_one_off_and_the_serial_pr
                         std::sync::Arc::ptr_eq(hot.pattern(), ac.pattern()),
                         "the coarse pattern object is kept between hot updates"
                     );
-                    let mut fresh = GalerkinPlan::new(&a2, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
+                    let mut fresh =
+                        GalerkinPlan::new(&a2, &g.serial_ids, &pd, &t.coarse_serial_ids).unwrap();
                     let (fresh_ac, _) = fresh.product(&a2, &pd).unwrap();
                     assert_eq!(dist_bits(&hot), dist_bits(&fresh_ac), "hot update {seed}");
                     let (reference, _) = fresh.product_reference(&a2, &pd).unwrap();
@@ -1271,7 +1292,8 @@ fn two_level_solve(
                     .copied()
             })
             .collect();
-        let t = dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, 3, 6, &fine).unwrap();
+        let t =
+            dist_tentative_prolongator(&g.serial_ids, &labels, &owned_nns, 3, 6, &fine).unwrap();
         let pbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
         let p = dist_smooth_prolongator(&a, &g.serial_ids, &t, &pbj, 0.6).unwrap();
         let ac = dist_galerkin(&a, &g.serial_ids, &p, &t.coarse_serial_ids).unwrap();

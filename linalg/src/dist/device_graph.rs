@@ -80,7 +80,10 @@ impl DeviceDistGraph {
         };
         let ctx = comm::agree(&*comm, placed)?;
         let mut halo = DeviceHalo::new(plan, ctx.clone())?;
-        let bits: Vec<f64> = owned_serial_ids.iter().map(|&s| f64::from_bits(s)).collect();
+        let bits: Vec<f64> = owned_serial_ids
+            .iter()
+            .map(|&s| f64::from_bits(s))
+            .collect();
         let serial = ctx.upload(&bits)?;
         let ghost_bits = halo.fill_ghosts(&serial, || Ok(()))?;
         let serial_ghost = ctx.duplicate(ghost_bits)?;
