@@ -283,8 +283,12 @@ pub struct RankOutput {
     probe_bits: Vec<usize>,
     /// The strains of the cell records, in record order.
     strain_outputs: Vec<OutputField>,
-    /// The values of a cell record before its probe mask.
+    /// The values of a cell record before its probe mask: every cell field
+    /// ([`CellOutputs::record`]) where a written field, a global or a set probe reads them, else
+    /// the strain energy alone (what the summary's figure needs; one value a cell).
     cell_record_width: usize,
+    /// Whether the cell records carry every cell field (else the strain energy alone).
+    cell_fields_read: bool,
     /// Rank 0: the sets' centroids, from the coordinates' windows.
     centroids: Vec<[f64; 3]>,
     /// Names of the reaction totals' sets (the first `n_reaction_totals` sums).
@@ -432,7 +436,33 @@ impl RankOutput {
             }
         }
         let strain_outputs = crate::fields::strain_fields(config);
-        let cell_record_width = CellOutputs::record_width(config);
+        // the cell records carry the cell fields only where something reads them: a written
+        // cell field, a cell-field global or set probe (the probe points read their owner's
+        // cells directly); else each state gathers the strain energy alone
+        let nodal_field = |f: &StepField| {
+            matches!(
+                f,
+                StepField::Displacement
+                    | StepField::Reaction
+                    | StepField::NodalCauchyStress
+                    | StepField::NodalVonMises
+                    | StepField::NodalPrincipalStress
+            )
+        };
+        let cell_fields_read = fields.iter().any(|f| !nodal_field(f))
+            || !strain_outputs.is_empty()
+            || !probe_cells.is_empty()
+            || config
+                .output
+                .probes
+                .globals
+                .iter()
+                .any(|&g| probe::cell_global(g).is_some());
+        let cell_record_width = if cell_fields_read {
+            CellOutputs::record_width(config)
+        } else {
+            1
+        };
         // the step fields of the cell records' strains, in record order
         let strain_fields: Vec<StepField> = crate::fields::strain_fields(config)
             .into_iter()
@@ -564,6 +594,7 @@ impl RankOutput {
             probe_bits,
             strain_outputs,
             cell_record_width,
+            cell_fields_read,
             centroids: Vec::new(),
             held: GatherStats::default(),
         })
@@ -869,8 +900,18 @@ impl RankOutput {
             }
         };
         let base = this.cell_record_width;
+        // where the strain energy lies in a cell record
+        let energy_at = if this.cell_fields_read {
+            CellOutputs::WIDTH - 1
+        } else {
+            0
+        };
         let cell_record = |c: usize, r: &mut [f64]| {
-            cells.record(c, &mut r[..base]);
+            if this.cell_fields_read {
+                cells.record(c, &mut r[..base]);
+            } else {
+                r[0] = cells.strain_energy[c];
+            }
             let probe_mask = &mut r[base..];
             probe_mask.fill(0.0);
             for (i, m) in this.probe_cells.iter().enumerate() {
@@ -952,8 +993,10 @@ impl RankOutput {
             stats.push(this.step_cells.gather(comm, cell_record, |ids, records| {
                 // the figures in serial order (the energy summed as the serial run's)
                 for r in records.chunks(w) {
-                    acc.strain_energy += r[12];
-                    acc.cell_stats(r);
+                    acc.strain_energy += r[energy_at];
+                    if this.cell_fields_read {
+                        acc.cell_stats(r);
+                    }
                 }
                 let Some(p) = pieces.as_deref_mut() else {
                     return;
