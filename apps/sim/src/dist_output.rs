@@ -259,7 +259,15 @@ pub struct RankOutput {
     face_sets: Vec<String>,
     mesh_nodes: WindowPlan,
     mesh_cells: WindowPlan,
+    /// A state's node records, every owned node: its displacement, then its reaction where
+    /// written ([`StepNodes`]), then its averaged stress where a nodal stress field is written.
     step_nodes: WindowPlan,
+    /// Where the values lie in a [`Self::step_nodes`] record.
+    node_layout: StepNodes,
+    /// A state's records of the nodes of some set (the sums, centroids and set probes read
+    /// them): coordinates, displacement, reaction, the averaged stress where a set probe reads
+    /// a nodal field, the set mask.
+    set_nodes: WindowPlan,
     step_cells: WindowPlan,
     shape: MeshShape,
     fields: Vec<StepField>,
@@ -297,6 +305,27 @@ pub struct RankOutput {
     point_owners: Vec<usize>,
     /// Rank 0: the most values one window held, over every gather.
     pub held: GatherStats,
+}
+
+/// Where a step node record's values lie: the displacement at 0, then the reaction and the
+/// averaged stress where written.
+#[derive(Clone, Copy, Debug)]
+struct StepNodes {
+    reaction_at: Option<usize>,
+    stress_at: Option<usize>,
+    width: usize,
+}
+
+impl StepNodes {
+    fn new(reaction: bool, stress: bool) -> Self {
+        let reaction_at = reaction.then_some(3);
+        let stress_at = stress.then_some(if reaction { 6 } else { 3 });
+        StepNodes {
+            reaction_at,
+            stress_at,
+            width: 3 + 3 * usize::from(reaction) + 9 * usize::from(stress),
+        }
+    }
 }
 
 impl RankOutput {
@@ -486,10 +515,27 @@ impl RankOutput {
             n_cells,
             mesh.nodes_per_cell() + 1 + words(cell_sets.len()) + words(6 * face_sets.len()),
         )?;
-        let step_nodes = plan(
-            &owned_nodes,
+        // every node's record carries what is written of it; a set's nodes also what the
+        // figures read (a node of no set only raises the largest displacement)
+        let nodal_written = fields.iter().any(|f| {
+            matches!(
+                f,
+                StepField::NodalCauchyStress
+                    | StepField::NodalVonMises
+                    | StepField::NodalPrincipalStress
+            )
+        });
+        let node_layout = StepNodes::new(fields.contains(&StepField::Reaction), nodal_written);
+        let step_nodes = plan(&owned_nodes, n_nodes, node_layout.width)?;
+        let owned_set_nodes: Vec<(u64, usize)> = owned_nodes
+            .iter()
+            .copied()
+            .filter(|&(_, n)| node_member.iter().any(|m| m[n]))
+            .collect();
+        let set_nodes = plan(
+            &owned_set_nodes,
             n_nodes,
-            9 + if nodal_stress { 9 } else { 0 } + mask_words,
+            9 + if probes_read(true) { 9 } else { 0 } + mask_words,
         )?;
         let step_cells = plan(
             &owned_cells,
@@ -575,6 +621,8 @@ impl RankOutput {
             mesh_nodes,
             mesh_cells,
             step_nodes,
+            node_layout,
+            set_nodes,
             step_cells,
             shape,
             fields,
@@ -878,17 +926,27 @@ impl RankOutput {
 
         let this = &*self;
         let node_mask = this.node_names.len();
-        let n_stress = if this.nodal_stress { 9 } else { 0 };
         let probes_nodal = this
             .set_fields
             .iter()
             .flatten()
             .any(|&f| probe::is_nodal(f));
+        let n_stress = if probes_nodal { 9 } else { 0 };
+        let layout = this.node_layout;
         let node_record = |n: usize, r: &mut [f64]| {
+            r[..3].copy_from_slice(&u_local[n]);
+            if let Some(at) = layout.reaction_at {
+                r[at..at + 3].copy_from_slice(&r_local[n]);
+            }
+            if let Some(at) = layout.stress_at {
+                r[at..at + 9].copy_from_slice(&nodal[n]);
+            }
+        };
+        let set_node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
             r[3..6].copy_from_slice(&r_local[n]);
             r[6..9].copy_from_slice(&mesh.coords[n]);
-            if this.nodal_stress {
+            if probes_nodal {
                 r[9..18].copy_from_slice(&nodal[n]);
             }
             let mask = &mut r[9 + n_stress..];
@@ -945,27 +1003,19 @@ impl RankOutput {
         let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
             let w = this.step_nodes.width();
             stats.push(this.step_nodes.gather(comm, node_record, |ids, records| {
-                let mask_at = 9 + n_stress;
-                // the figures in serial order; a node of no set only raises the
-                // largest displacement (a maximum: taken in parallel)
+                // a node of no set only raises the largest displacement (a maximum: taken in
+                // parallel)
                 let largest = records
                     .par_chunks(w)
                     .map(|r| crate::run::length(&[r[0], r[1], r[2]]))
                     .reduce(|| 0.0, f64::max);
                 acc.max_displacement = acc.max_displacement.max(largest);
-                for r in records.chunks(w).filter(|r| has_any_bit(&r[mask_at..])) {
-                    let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
-                    acc.node(x, uu, rr, &r[mask_at..]);
-                    if probes_nodal {
-                        let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
-                        acc.nodal_stats(&t, &r[mask_at..]);
-                    }
-                }
                 let Some(p) = pieces.as_deref_mut() else {
                     return;
                 };
                 let first = ids[0] as usize;
-                let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[9 + k]) };
+                let stress_at = layout.stress_at.unwrap_or(0);
+                let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[stress_at + k]) };
                 let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
                         p.put_f64(d, width * first, &column(records, w, width, fill));
@@ -974,12 +1024,14 @@ impl RankOutput {
                 put(p, StepField::Displacement, 3, &|r, c| {
                     c.copy_from_slice(&r[..3])
                 });
-                put(p, StepField::Reaction, 3, &|r, c| {
-                    c.copy_from_slice(&r[3..6])
-                });
-                if this.nodal_stress {
+                if let Some(at) = layout.reaction_at {
+                    put(p, StepField::Reaction, 3, &|r, c| {
+                        c.copy_from_slice(&r[at..at + 3])
+                    });
+                }
+                if layout.stress_at.is_some() {
                     put(p, StepField::NodalCauchyStress, 9, &|r, c| {
-                        c.copy_from_slice(&r[9..18])
+                        c.copy_from_slice(&stress(r))
                     });
                     put(p, StepField::NodalVonMises, 1, &|r, c| {
                         c[0] = serial::von_mises_of(&stress(r))
@@ -987,6 +1039,19 @@ impl RankOutput {
                     put(p, StepField::NodalPrincipalStress, 3, &|r, c| {
                         c.copy_from_slice(&fem::principal_values_of(&stress(r)))
                     });
+                }
+            })?);
+            // the sets' figures in serial order, from the set nodes' records
+            let w = this.set_nodes.width();
+            stats.push(this.set_nodes.gather(comm, set_node_record, |_, records| {
+                let mask_at = 9 + n_stress;
+                for r in records.chunks(w) {
+                    let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
+                    acc.node(x, uu, rr, &r[mask_at..]);
+                    if probes_nodal {
+                        let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
+                        acc.nodal_stats(&t, &r[mask_at..]);
+                    }
                 }
             })?);
             let w = this.step_cells.width();
