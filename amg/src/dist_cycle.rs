@@ -945,8 +945,8 @@ enum Recomputed {
 }
 
 /// Collective. A renewal with `renewal: recompute` of the level `a` that kept `kept`: the
-/// level's strength graph and aggregates made anew (of a device level: from its block norms,
-/// downloaded) and compared with the kept ones on every rank. Where they are the same
+/// level's strength graph and aggregates made anew (of a device level: on its GPU) and
+/// compared with the kept ones on every rank. Where they are the same
 /// everywhere, the kept plans give a cold set-up's values bit for bit (the symbolic phases
 /// depend on the aggregates and the patterns only), so the level takes the kept renewal's path
 /// (on a GPU its numeric phases run there); the serial renewal's rule

@@ -6,11 +6,11 @@
 //! [`super::device_renewal::DeviceSmoothing`], made by a cold set-up with `renewal:
 //! keep_aggregates` or else by the first kept renewal).
 //!
-//! The cold set-up coarsens a device level ([`coarsen`]) in two halves: the symbolic stages
-//! on the host for now, from its operator's pattern and block norms (strength graph,
-//! aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, the
-//! structure of `P`'s views and the Galerkin product's symbolic phase: issue 26 moves them to
-//! the device, one at a time, here), the numeric ones where the level lives, through the
+//! The cold set-up coarsens a device level ([`coarsen`]): the strength graph and aggregation on
+//! the GPU ([`crate::dist_aggregation::dist_aggregate_on_device`]), the other symbolic stages on
+//! the host for now, from its operator's pattern (the tentative prolongator with its exchange
+//! plan, the smoothing's plan, the structure of `P`'s views and the Galerkin product's symbolic
+//! phase: issue 26 moves them to the device, one at a time, here), the numeric ones where the level lives, through the
 //! device parts a kept renewal uses (the smoother's inverses and eigenvalue estimate, `A P0`
 //! with the smoothing and `P`'s values, `P`'s views gathered from them with its ghost rows
 //! GPU to GPU, the Galerkin product into the next level's operator). A level without device parts (a copy made
@@ -137,9 +137,9 @@ pub(super) struct DeviceKept {
     pub(super) diagonal: Option<PointBlockJacobi>,
 }
 
-/// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the
-/// symbolic stages on the host from `a`'s pattern and block norms (strength graph,
-/// aggregation, the tentative prolongator with its exchange plan, the smoothing's plan, the
+/// Collective. Coarsens the device level `a` (near-null space `near_null`) cold: the strength
+/// graph and aggregation on the GPU, the other symbolic stages on the host from `a`'s pattern
+/// (the tentative prolongator with its exchange plan, the smoothing's plan, the
 /// structure of `P`'s views and the Galerkin product's symbolic phase) and the numeric ones
 /// where the level lives, as a kept renewal runs them ([`super::device_renewal`]): the
 /// smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values,
@@ -147,8 +147,8 @@ pub(super) struct DeviceKept {
 /// rows GPU to GPU), the Galerkin product into the next level's device operator. The host
 /// cold coarsening's values bit for bit (the same kernels as the device kept renewal, whose
 /// values are the host's; the views are copies), with no host numeric product, no upload of
-/// `P`'s, its views' or the next operator's values and no download of `a` or `P` (only `a`'s
-/// block norms come down). `aggregated`: the graph and
+/// `P`'s, its views' or the next operator's values and no download of `a`, its block norms or
+/// `P` (the owned aggregate labels come down). `aggregated`: the serial ids and
 /// aggregates a renewal made already. The smoothing's device part (a local copy of `a` and
 /// `A P0`) stays with the transfer only with `renewal: keep_aggregates`. Timings, each phase
 /// ended by a device synchronisation: `smoother_setup_s` the inverses and estimate,
