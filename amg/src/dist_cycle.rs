@@ -18,7 +18,7 @@ use crate::dist_prolongator::{GalerkinPlan, SmoothingPlan};
 use crate::dist_tentative::{DistTentative, DistTentativePlan};
 use crate::eig::estimate_emax_from;
 use crate::hierarchy::{build_smoother, checked_emax, coarse_inverse, with_level};
-use crate::hierarchy::{timed, Hierarchy, Level};
+use crate::hierarchy::{timed, timed_moving, Hierarchy, Level};
 use crate::level_matrix::{build_levels, coarsening_stalled, Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Renewal, Reuse, Storage};
 use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, UpdateReport};
@@ -354,9 +354,13 @@ impl Hierarchy<DistBsr> {
         levels[0].near_null = Some(fine_nn);
         let last = levels.last().ok_or(AmgError::MissingFineOperator)?;
         let coarsest = last.a.as_ref().ok_or(AmgError::MissingFineOperator)?;
-        let coarse = timed(&mut tm.coarse_factor_s, || {
-            coarsest.factor_coarse(last.near_null.as_ref())
-        })?;
+        let device = coarsest.device();
+        let coarse = timed_moving(
+            &mut tm.coarse_factor_s,
+            &mut tm.transfers.coarse_factor,
+            &device,
+            || coarsest.factor_coarse(last.near_null.as_ref()),
+        )?;
         let fine = levels[0].a.as_ref().ok_or(AmgError::MissingFineOperator)?;
         let work = std::sync::Mutex::new(Self::new_workspace(&levels, fine)?);
         let hierarchy = Self {
@@ -902,24 +906,32 @@ fn aggregate(
     };
     let device = a.device();
     if device.is_host() {
-        let graph = timed(&mut tm.graph_s, || dist_strength_graph(a, threshold, ids))?;
-        let labels = timed(&mut tm.aggregation_s, || {
-            dist_aggregate(&graph, distance, bs, near_null.k)
+        let graph = timed_moving(&mut tm.graph_s, &mut tm.transfers.coarsen, &device, || {
+            dist_strength_graph(a, threshold, ids)
         })?;
+        let labels = timed_moving(
+            &mut tm.aggregation_s,
+            &mut tm.transfers.coarsen,
+            &device,
+            || dist_aggregate(&graph, distance, bs, near_null.k),
+        )?;
         return Ok(Aggregated {
             serial_ids: graph.serial_ids,
             labels,
         });
     }
     // on the rank's GPU: the graph stays there, its ghosts' states exchanged GPU to GPU
-    let mut graph = timed(&mut tm.graph_s, || {
+    let mut graph = timed_moving(&mut tm.graph_s, &mut tm.transfers.coarsen, &device, || {
         let g = dist_strength_graph_on_device(a, threshold, ids)?;
         device.synchronize()?;
         Ok::<_, AmgError>(g)
     })?;
-    let labels = timed(&mut tm.aggregation_s, || {
-        dist_aggregate_on_device(&mut graph, distance, bs, near_null.k)
-    })?;
+    let labels = timed_moving(
+        &mut tm.aggregation_s,
+        &mut tm.transfers.coarsen,
+        &device,
+        || dist_aggregate_on_device(&mut graph, distance, bs, near_null.k),
+    )?;
     Ok(Aggregated {
         serial_ids: graph.serial_ids().to_vec(),
         labels,
@@ -1049,9 +1061,13 @@ fn tentative_level(
         None => aggregate(a, near_null, level, params, tm)?,
     };
     let fine = a.pattern().partition().clone();
-    let (t, mut tentative) = timed(&mut tm.tentative_s, || {
-        dist_tentative_planned(&serial_ids, &labels, &near_null.rows, bs, k, &fine)
-    })?;
+    let device = a.device();
+    let (t, mut tentative) = timed_moving(
+        &mut tm.tentative_s,
+        &mut tm.transfers.tentative,
+        &device,
+        || dist_tentative_planned(&serial_ids, &labels, &near_null.rows, bs, k, &fine),
+    )?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
         return Ok(None);

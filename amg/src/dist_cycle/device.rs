@@ -42,7 +42,7 @@ use crate::hierarchy::build_smoother;
 use crate::hierarchy::with_level;
 use crate::level_matrix::{Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Renewal};
-use crate::report::SetupTimings;
+use crate::report::{SetupTimings, TransferReport};
 use crate::{AmgError, PointBlockJacobi};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -174,11 +174,10 @@ pub(super) fn coarsen(
         return Ok(None);
     };
     let device = a.device();
-    let phase = |seconds: &mut f64, since: Instant| timed_phase(&device, seconds, since);
-    let mut since = Instant::now();
+    let mut phases = Phases::start(&device);
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
-    since = phase(&mut tm.smoother_setup_s, since)?;
+    phases.end(&mut tm.smoother_setup_s, &mut tm.transfers.smoother)?;
     let smoothing = if params.smooth_prolongator {
         Some(SmoothingPlan::new(a, &serial_ids, &t)?)
     } else {
@@ -192,10 +191,10 @@ pub(super) fn coarsen(
     } = t;
     let (p, device_smoothing) = match &smoothing {
         Some(plan) => {
-            since = phase(&mut tm.smoothing_s, since)?;
+            phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
             let mut on_device = DeviceSmoothing::upload(plan, a)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
-            since = phase(&mut tm.device_plans_s, since)?;
+            phases.end(&mut tm.device_plans_s, &mut tm.transfers.smoothing)?;
             let omega = params.prolongator_omega_scale / emax;
             on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
             // its local `A` and `A P0` are the size of the level operator: kept only for the
@@ -207,7 +206,7 @@ pub(super) fn coarsen(
         // unsmoothed aggregation: `P` is `P0`
         None => (p0.to_device(&device)?, None),
     };
-    since = phase(&mut tm.smoothing_s, since)?;
+    phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
     // `P`'s views gathered on the device from its values there (its ghost rows GPU to GPU)
     let mut galerkin = GalerkinPlan::new(a, &serial_ids, &p, &coarse_serial_ids)?;
     if let Some(plan) = &smoothing {
@@ -216,14 +215,14 @@ pub(super) fn coarsen(
     let (plan, p_ext) = galerkin.plan_for(a, &p)?;
     // `P`'s transposed parts made on the device from its values there
     let pt = DistTranspose::new(&p)?;
-    since = phase(&mut tm.galerkin_symbolic_s, since)?;
+    phases.end(&mut tm.galerkin_symbolic_s, &mut tm.transfers.galerkin)?;
     let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
     let k = p.pattern().block_cols();
     drop(serial_ids);
-    since = phase(&mut tm.device_plans_s, since)?;
+    phases.end(&mut tm.device_plans_s, &mut tm.transfers.galerkin)?;
     device_galerkin.numeric(a, &mut next)?;
-    phase(&mut tm.galerkin_numeric_s, since)?;
+    phases.end(&mut tm.galerkin_numeric_s, &mut tm.transfers.galerkin)?;
     Ok(Some(Coarsened {
         smoother: build_smoother(pbj, emax, params),
         transfer: DistTransfer {
@@ -248,6 +247,35 @@ pub(super) fn coarsen(
         },
         plans_reused: false,
     }))
+}
+
+/// A cold coarsening's phases on a GPU, one after the other: each timed to the end of the
+/// work it queued ([`timed_phase`]) and charged the bytes the device's counters saw move
+/// between host and GPU meanwhile.
+struct Phases {
+    device: Device,
+    since: Instant,
+    at: linalg::Transfers,
+}
+
+impl Phases {
+    fn start(device: &Device) -> Self {
+        Self {
+            device: device.clone(),
+            since: Instant::now(),
+            at: device.transfers(),
+        }
+    }
+
+    /// Ends the phase begun at the last end (or the start): its seconds added to `seconds`,
+    /// its bytes to `bytes`.
+    fn end(&mut self, seconds: &mut f64, bytes: &mut TransferReport) -> Result<(), AmgError> {
+        self.since = timed_phase(&self.device, seconds, self.since)?;
+        let now = self.device.transfers();
+        bytes.add(TransferReport::between(self.at, now));
+        self.at = now;
+        Ok(())
+    }
 }
 
 /// Adds the seconds from `since` to the end of the work queued on `device` to `seconds` (one

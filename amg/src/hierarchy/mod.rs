@@ -41,6 +41,7 @@ mod setup;
 mod update;
 
 pub use cycle::{CycleWorkspace, VCycle};
+pub(crate) use setup::timed_moving;
 
 use crate::aggregation::Aggregates;
 use crate::level_matrix::{BuiltLevel, LevelMatrix};

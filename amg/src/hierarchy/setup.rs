@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// [`timed`], adding the bytes `device` moved during `f` to `bytes`.
-fn timed_moving<T>(
+pub(crate) fn timed_moving<T>(
     acc: &mut f64,
     bytes: &mut TransferReport,
     device: &Device,

@@ -665,6 +665,11 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
     v.extend(stage_values(&mine.renewal_keep_stages));
     v.extend(stage_values(&mine.renewal_recompute_stages));
     v.push(mine.renewal_recompute_plans_kept as f64);
+    // the offsets of the blocks after the traffic
+    let s = STAGE_VALUES;
+    let (cold, renewals) = (20, 20 + s);
+    let (keep, recompute) = (renewals + 2, renewals + 2 + s);
+    let kept = recompute + s;
     let untraffic = |t: &[f64]| PhaseTraffic {
         messages: t[0] as u64,
         bytes: t[1] as u64,
@@ -688,19 +693,24 @@ fn gather_ranks(comm: &Arc<dyn Comm>, mine: &DistGamgRank) -> Result<Vec<DistGam
             hot_update: untraffic(&v[8..12]),
             hot_solve: untraffic(&v[12..16]),
             spmv: untraffic(&v[16..20]),
-            setup_cold_stages: stages_from(&v[20..30]),
-            renewal_recompute_s: v[30],
-            renewal_keep_s: v[31],
-            renewal_keep_stages: stages_from(&v[32..42]),
-            renewal_recompute_stages: stages_from(&v[42..52]),
-            renewal_recompute_plans_kept: v[52] as usize,
+            setup_cold_stages: stages_from(&v[cold..cold + s]),
+            renewal_recompute_s: v[renewals],
+            renewal_keep_s: v[renewals + 1],
+            renewal_keep_stages: stages_from(&v[keep..keep + s]),
+            renewal_recompute_stages: stages_from(&v[recompute..recompute + s]),
+            renewal_recompute_plans_kept: v[kept] as usize,
         })
         .collect())
 }
 
+/// Values of a set-up's stages in [`gather_ranks`]' message: ten times, then the bytes each
+/// stage moved up and down.
+const STAGE_VALUES: usize = 10 + 2 * 6;
+
 /// The stages of a cold set-up as the values [`gather_ranks`] sends (and [`stages_from`] reads).
-fn stage_values(t: &SetupTimings) -> [f64; 10] {
-    [
+fn stage_values(t: &SetupTimings) -> [f64; STAGE_VALUES] {
+    let mut v = [0.0; STAGE_VALUES];
+    v[..10].copy_from_slice(&[
         t.graph_s,
         t.aggregation_s,
         t.tentative_s,
@@ -711,11 +721,29 @@ fn stage_values(t: &SetupTimings) -> [f64; 10] {
         t.coarse_factor_s,
         t.total_s,
         t.device_plans_s,
-    ]
+    ]);
+    for (i, (_, bytes)) in t.transfers.stages().iter().enumerate() {
+        v[10 + 2 * i] = bytes.host_to_device_bytes as f64;
+        v[11 + 2 * i] = bytes.device_to_host_bytes as f64;
+    }
+    v
 }
 
 fn stages_from(v: &[f64]) -> SetupTimings {
+    let bytes = |i: usize| amg::TransferReport {
+        host_to_device_bytes: v[10 + 2 * i] as u64,
+        device_to_host_bytes: v[11 + 2 * i] as u64,
+    };
+    let transfers = amg::StageTransfers {
+        coarsen: bytes(0),
+        smoother: bytes(1),
+        tentative: bytes(2),
+        smoothing: bytes(3),
+        galerkin: bytes(4),
+        coarse_factor: bytes(5),
+    };
     SetupTimings {
+        transfers: Box::new(transfers),
         graph_s: v[0],
         aggregation_s: v[1],
         tentative_s: v[2],
@@ -929,6 +957,24 @@ impl std::fmt::Display for DistGamgResult {
                 cold.total_s,
                 stages(cold)
             )?;
+            if self.gpu.is_some() {
+                let moved: Vec<String> = cold
+                    .transfers
+                    .stages()
+                    .iter()
+                    .map(|(name, b)| {
+                        format!(
+                            "{name} {}/{}",
+                            b.host_to_device_bytes, b.device_to_host_bytes
+                        )
+                    })
+                    .collect();
+                writeln!(
+                    f,
+                    "    cold set-up bytes up/down per stage: {}",
+                    moved.join(", ")
+                )?;
+            }
             match self.gpu.as_ref().and_then(|g| g.get(r.rank)) {
                 None => writeln!(
                     f,
