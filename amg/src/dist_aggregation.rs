@@ -28,7 +28,7 @@ use crate::aggregation::{
     priority, strongest_aggregate, strongest_neighbour_aggregate_by, MisDistance, IN, OUT,
     UNAGGREGATED,
 };
-use crate::strength::StrengthGraph;
+use crate::strength::{check_threshold, StrengthGraph};
 use crate::AmgError;
 
 /// Rows per parallel task of the strength graph's passes.
@@ -430,18 +430,6 @@ pub fn dist_strength_graph(
         serial_ids,
         halo,
     })
-}
-
-/// A strength threshold: a finite number `>= 0`.
-fn check_threshold(threshold: f64) -> Result<(), AmgError> {
-    if !(threshold >= 0.0) || !threshold.is_finite() {
-        return Err(AmgError::InvalidParameter {
-            name: "strength_threshold",
-            value: threshold.to_string(),
-            reason: "must be a finite number >= 0",
-        });
-    }
-    Ok(())
 }
 
 /// Collective. [`dist_strength_graph`] of an operator on the rank's GPU, made there

@@ -141,6 +141,11 @@ fn check_input(a: &Bsr, threshold: f64) -> Result<(), AmgError> {
             block_cols: a.block_cols(),
         });
     }
+    check_threshold(threshold)
+}
+
+/// A strength threshold: a finite number `>= 0`.
+pub(crate) fn check_threshold(threshold: f64) -> Result<(), AmgError> {
     if !(threshold >= 0.0) || !threshold.is_finite() {
         return Err(AmgError::InvalidParameter {
             name: "strength_threshold",

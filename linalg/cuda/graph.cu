@@ -102,24 +102,23 @@ extern "C" __global__ void strength_fill(const u32 n, const u32* __restrict__ ro
 }
 
 // ---- MIS priorities (amg::aggregation::priority) ----
-
-// status[v] = MIS_OUT for an isolated vertex, else 1 + (min(degree, 2^14 - 1) << 48 |
-// (splitmix64(v) & 0xffff) << 32 | v): ascending degree, then a hash, then the id.
+// 1 + (min(degree, 2^14 - 1) << 48 | (splitmix64(id) & 0xffff) << 32 | id): ascending degree,
+// then a hash, then the id (the vertex's, or on ranks its serial id).
+__device__ __forceinline__ u64 mis_priority(const u64 id, const u64 degree) {
+    u64 z = id + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    const u64 deg = degree < 16383ull ? degree : 16383ull;
+    return 1ull + ((deg << 48) | ((z & 0xffffull) << 32) | id);
+}
+// status[v] = MIS_OUT for an isolated vertex, else its priority.
 extern "C" __global__ void mis_priorities(const u32 n, const u32* __restrict__ g_ptr,
                                           u64* __restrict__ status) {
     const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= n) return;
     const u64 degree = g_ptr[v + 1] - g_ptr[v];
-    if (degree == 0) {
-        status[v] = MIS_OUT;
-        return;
-    }
-    u64 z = (u64)v + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
-    const u64 deg = degree < 16383ull ? degree : 16383ull;
-    status[v] = 1ull + ((deg << 48) | ((z & 0xffffull) << 32) | (u64)v);
+    status[v] = degree == 0 ? MIS_OUT : mis_priority((u64)v, degree);
 }
 
 // ---- aggregation around the roots (amg::aggregation::aggregate_with_roots) ----
@@ -326,17 +325,7 @@ extern "C" __global__ void dist_mis_priorities(const u32 n, const u32* __restric
     const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= n) return;
     const u64 degree = g_ptr[v + 1] - g_ptr[v];
-    if (degree == 0) {
-        status[v] = MIS_OUT;
-        return;
-    }
-    const u64 id = serial[v];
-    u64 z = id + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
-    const u64 deg = degree < 16383ull ? degree : 16383ull;
-    status[v] = 1ull + ((deg << 48) | ((z & 0xffffull) << 32) | id);
+    status[v] = degree == 0 ? MIS_OUT : mis_priority(serial[v], degree);
 }
 // m[v] = the minimum of s over owned vertex v and its neighbours (owned or ghost).
 extern "C" __global__ void dist_closed_min(const u32 n, const u32* __restrict__ g_ptr,

@@ -479,6 +479,19 @@ fn aggregation_meshes(comm: &Arc<dyn Comm>) -> [(HexMesh, MeshPart); 2] {
     ]
 }
 
+/// Collective: the operator assembled on this rank's `part` as a `DistBsr` of its owned rows,
+/// with the number of owned vertices.
+fn part_operator(comm: &Arc<dyn Comm>, part: &MeshPart) -> (DistBsr, usize) {
+    let local = assemble(&part.mesh, &part.node_serial_ids);
+    let n_owned = part.n_owned_nodes();
+    let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
+    let pattern =
+        DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3).unwrap();
+    let mut a = DistBsr::zeros(pattern);
+    a.set_from_local(&local.tangent).unwrap();
+    (a, n_owned)
+}
+
 /// Collective: on each of `cases` (a mesh whole and as this rank's part), the distributed
 /// strength graph of the assembled operator has the serial graph's rows (edges in the same
 /// order, weights bit for bit) and its aggregates are the serial ones (`check_aggregates`).
@@ -489,14 +502,7 @@ fn check_strength_graph_and_aggregates(comm: &Arc<dyn Comm>, cases: &[(HexMesh, 
     for (serial, part) in cases {
         let ids: Vec<u64> = (0..serial.n_nodes() as u64).collect();
         let whole = assemble(serial, &ids).tangent;
-        let local = assemble(&part.mesh, &part.node_serial_ids);
-        let n_owned = part.n_owned_nodes();
-        let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
-        let pattern =
-            DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3)
-                .unwrap();
-        let mut a = DistBsr::zeros(pattern);
-        a.set_from_local(&local.tangent).unwrap();
+        let (a, n_owned) = part_operator(comm, part);
         for threshold in [0.0, 0.08] {
             let g_serial = amg::strength_graph(&whole, threshold).unwrap();
             let g = dist_strength_graph(&a, threshold, &part.node_serial_ids[..n_owned]).unwrap();
@@ -584,14 +590,7 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
         let [slabs, cook] = aggregation_meshes(comm);
         let mut merged = 0;
         for (name, (_, part)) in [("slabs", slabs), ("cook", cook), ("large box", large)] {
-            let local = assemble(&part.mesh, &part.node_serial_ids);
-            let n_owned = part.n_owned_nodes();
-            let partition = RowPartition::new(comm.clone(), n_owned).unwrap();
-            let pattern =
-                DistPattern::from_local(partition, local.tangent.pattern(), &part.node_globals, 3)
-                    .unwrap();
-            let mut a = DistBsr::zeros(pattern);
-            a.set_from_local(&local.tangent).unwrap();
+            let (a, n_owned) = part_operator(comm, &part);
             let a_dev = a.to_device(&device).unwrap();
             let ids = &part.node_serial_ids[..n_owned];
             for threshold in [0.0, 0.08] {

@@ -13,6 +13,7 @@ use cudarc::driver::PushKernelArg;
 
 use super::context::driver_err;
 use super::kernels::{grid_1d, GRAPH, MIS};
+use super::matrix::DevicePattern;
 use super::mis::MIS_IN;
 use super::symbolic::exclusive_scan;
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
@@ -40,6 +41,46 @@ pub struct HostGraph {
     pub weight: Vec<f64>,
 }
 
+/// The first row without a diagonal block that [`diagonal_norms`] found (as `n - row`, 0:
+/// none), read when asked (one 4-byte download).
+pub(crate) struct MissingDiagonal {
+    n: usize,
+    flag: DeviceBuffer<u32>,
+}
+
+impl MissingDiagonal {
+    /// The first row without a diagonal block, if any (waits for the kernel).
+    pub(crate) fn wait(&self, ctx: &CudaContext) -> Result<Option<usize>, LinalgError> {
+        let flag = ctx.download(&self.flag)?[0];
+        Ok((flag != 0).then(|| self.n - flag as usize))
+    }
+}
+
+/// Queues `dnorm[i] = norms[diagonal slot of row i]` for the square rows of `p` (0 for a row
+/// without a diagonal block, which the returned flag names).
+pub(crate) fn diagonal_norms(
+    ctx: &CudaContext,
+    p: &DevicePattern,
+    norms: &DeviceBuffer<f64>,
+    dnorm: &mut DeviceBuffer<f64>,
+) -> Result<MissingDiagonal, LinalgError> {
+    let n = p.n_block_rows();
+    let nn = n as u32;
+    let mut flag = ctx.zeros::<u32>(1)?;
+    let f = ctx.function(&GRAPH, &[], "strength_diagonal")?;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&nn)
+        .arg(&p.row_ptr)
+        .arg(&p.col_idx)
+        .arg(norms)
+        .arg(dnorm)
+        .arg(&mut flag);
+    // SAFETY: arguments match `strength_diagonal`; the pattern's arrays, its nnz norms, n
+    // diagonal norms.
+    unsafe { l.launch(per_vertex(n)) }.map_err(driver_err("strength_diagonal"))?;
+    Ok(MissingDiagonal { n, flag })
+}
+
 /// `n` threads of a one-thread-per-vertex kernel.
 fn per_vertex(n: usize) -> cudarc::driver::LaunchConfig {
     grid_1d(n as u64, VERTEX_BLOCK)
@@ -64,19 +105,8 @@ impl DeviceGraph {
         let mut norms = ctx.zeros::<f64>(p.nnz().max(1))?;
         super::ops::block_norms(ctx, a, &mut norms)?;
         let mut dnorm = ctx.zeros::<f64>(n.max(1))?;
-        // the first row without a diagonal block, as n - row (0: none)
-        let mut missing = ctx.zeros::<u32>(1)?;
+        let missing = diagonal_norms(ctx, p, &norms, &mut dnorm)?;
         let cfg = per_vertex(n);
-        let f = ctx.function(&GRAPH, &[], "strength_diagonal")?;
-        let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&p.row_ptr)
-            .arg(&p.col_idx)
-            .arg(&norms)
-            .arg(&mut dnorm)
-            .arg(&mut missing);
-        // SAFETY: arguments match `strength_diagonal`; the pattern's arrays, n + nnz norms.
-        unsafe { l.launch(cfg) }.map_err(driver_err("strength_diagonal"))?;
         let mut coupled = ctx.zeros::<u32>(n.max(1))?;
         let f = ctx.function(&GRAPH, &[], "strength_coupled")?;
         let mut l = ctx.stream().launch_builder(&f);
@@ -104,11 +134,8 @@ impl DeviceGraph {
         unsafe { l.launch(cfg) }.map_err(driver_err("strength_count"))?;
         let (row_ptr, n_edges) = exclusive_scan(ctx, &counts, n, "device strength graph: edges")?;
         drop(counts);
-        let missing = ctx.download(&missing)?[0];
-        if missing != 0 {
-            return Err(LinalgError::MissingDiagonal {
-                row: n - missing as usize,
-            });
+        if let Some(row) = missing.wait(ctx)? {
+            return Err(LinalgError::MissingDiagonal { row });
         }
         let n_edges = n_edges as usize;
         let mut col = ctx.zeros::<u32>(n_edges.max(1))?;

@@ -14,13 +14,13 @@
 //! exchanges and one `u32` down, per leftover round one of each; the owned labels down at the
 //! end). The edges cross to the host only when asked ([`RankGraph::download`]).
 
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{LaunchArgs, PushKernelArg};
 
 use super::context::driver_err;
-use super::graph::HostGraph;
+use super::graph::{diagonal_norms, HostGraph};
 use super::kernels::{grid_1d, GRAPH, MIS};
 use super::symbolic::exclusive_scan;
-use super::{CudaContext, DeviceBsr, DeviceBuffer};
+use super::{CudaContext, DeviceBsr, DeviceBuffer, DevicePattern};
 use crate::LinalgError;
 
 /// The label of a vertex in no aggregate (`amg`'s `UNAGGREGATED`).
@@ -88,6 +88,35 @@ impl Split {
     }
 }
 
+/// The operands the three strength kernels share, in their parameters' order: the owned rows'
+/// parts (pattern and block norms) and the diagonal norms of the owned and ghost vertices.
+struct Operands<'a> {
+    n: u32,
+    diag: &'a DevicePattern,
+    d_norms: &'a DeviceBuffer<f64>,
+    offd: &'a DevicePattern,
+    o_norms: &'a DeviceBuffer<f64>,
+    dnorm: &'a Split,
+    threshold: f64,
+}
+
+impl Operands<'_> {
+    /// Pushes the shared arguments onto a launch of `dist_strength_coupled`, `_count` or
+    /// `_fill` (their first ten parameters).
+    fn push<'b>(&'b self, l: &mut LaunchArgs<'b>) {
+        l.arg(&self.n)
+            .arg(&self.diag.row_ptr)
+            .arg(&self.diag.col_idx)
+            .arg(self.d_norms)
+            .arg(&self.offd.row_ptr)
+            .arg(&self.offd.col_idx)
+            .arg(self.o_norms)
+            .arg(&self.dnorm.owned)
+            .arg(&self.dnorm.ghost)
+            .arg(&self.threshold);
+    }
+}
+
 impl RankGraph {
     /// Collective. The strength graph of a rank's rows of a square-block operator (its
     /// diagonal part `diag`, owned columns, and off-diagonal part `offd`, ghost columns), as
@@ -131,41 +160,26 @@ impl RankGraph {
         super::ops::block_norms(ctx, diag, &mut d_norms)?;
         super::ops::block_norms(ctx, offd, &mut o_norms)?;
         let mut dnorm = Split::zeros(ctx, n, n_ghosts)?;
-        // the first row without a diagonal block, as n - row (0: none)
-        let mut missing = ctx.zeros::<u32>(1)?;
-        let f = ctx.function(&GRAPH, &[], "strength_diagonal")?;
-        let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&dp.row_ptr)
-            .arg(&dp.col_idx)
-            .arg(&d_norms)
-            .arg(&mut dnorm.owned)
-            .arg(&mut missing);
-        // SAFETY: arguments match `strength_diagonal`; the diagonal part's arrays and norms.
-        unsafe { l.launch(cfg) }.map_err(driver_err("strength_diagonal"))?;
-        let missing = ctx.download(&missing)?[0];
-        x.agree(if missing == 0 {
-            Ok(())
-        } else {
-            Err(LinalgError::MissingDiagonal {
-                row: n - missing as usize,
-            })
+        let missing = diagonal_norms(ctx, dp, &d_norms, &mut dnorm.owned)?.wait(ctx)?;
+        x.agree(match missing {
+            None => Ok(()),
+            Some(row) => Err(LinalgError::MissingDiagonal { row }),
         })?;
         x.fill_ghosts(&dnorm.owned, &mut dnorm.ghost)?;
+        let operands = Operands {
+            n: nn,
+            diag: dp,
+            d_norms: &d_norms,
+            offd: op,
+            o_norms: &o_norms,
+            dnorm: &dnorm,
+            threshold,
+        };
         let mut coupled = Split::zeros(ctx, n, n_ghosts)?;
         let f = ctx.function(&GRAPH, &[], "dist_strength_coupled")?;
         let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&dp.row_ptr)
-            .arg(&dp.col_idx)
-            .arg(&d_norms)
-            .arg(&op.row_ptr)
-            .arg(&op.col_idx)
-            .arg(&o_norms)
-            .arg(&dnorm.owned)
-            .arg(&dnorm.ghost)
-            .arg(&threshold)
-            .arg(&mut coupled.owned);
+        operands.push(&mut l);
+        l.arg(&mut coupled.owned);
         // SAFETY: arguments match `dist_strength_coupled`; both parts' arrays and norms, n
         // owned and n_ghosts ghost diagonal norms.
         unsafe { l.launch(cfg) }.map_err(driver_err("dist_strength_coupled"))?;
@@ -173,19 +187,8 @@ impl RankGraph {
         let mut counts = ctx.zeros::<u32>(n.max(1))?;
         let f = ctx.function(&GRAPH, &[], "dist_strength_count")?;
         let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&dp.row_ptr)
-            .arg(&dp.col_idx)
-            .arg(&d_norms)
-            .arg(&op.row_ptr)
-            .arg(&op.col_idx)
-            .arg(&o_norms)
-            .arg(&dnorm.owned)
-            .arg(&dnorm.ghost)
-            .arg(&threshold)
-            .arg(&coupled.owned)
-            .arg(&coupled.ghost)
-            .arg(&mut counts);
+        operands.push(&mut l);
+        l.arg(&coupled.owned).arg(&coupled.ghost).arg(&mut counts);
         // SAFETY: arguments match `dist_strength_count`.
         unsafe { l.launch(cfg) }.map_err(driver_err("dist_strength_count"))?;
         let (row_ptr, n_edges) = exclusive_scan(ctx, &counts, n, "rank strength graph: edges")?;
@@ -195,17 +198,8 @@ impl RankGraph {
         let mut weight = zeros(ctx, n_edges)?;
         let f = ctx.function(&GRAPH, &[], "dist_strength_fill")?;
         let mut l = ctx.stream().launch_builder(&f);
-        l.arg(&nn)
-            .arg(&dp.row_ptr)
-            .arg(&dp.col_idx)
-            .arg(&d_norms)
-            .arg(&op.row_ptr)
-            .arg(&op.col_idx)
-            .arg(&o_norms)
-            .arg(&dnorm.owned)
-            .arg(&dnorm.ghost)
-            .arg(&threshold)
-            .arg(&coupled.owned)
+        operands.push(&mut l);
+        l.arg(&coupled.owned)
             .arg(&coupled.ghost)
             .arg(&serial)
             .arg(serial_ghost)
