@@ -44,6 +44,10 @@ pub enum CommError {
         operation: &'static str,
         message: String,
     },
+    /// A setting of the process's environment that MPI's start-up reads is not one of its
+    /// choices (the message names the variable, its value and the valid ones).
+    #[error("{message}")]
+    Setting { message: String },
     /// A collective call after MPI was finalized (the [`Session`] was dropped).
     #[error("{operation}: MPI is already finalized")]
     Finalized { operation: &'static str },

@@ -44,7 +44,8 @@ impl Session {
             size: 1,
             message: message.into(),
         };
-        let transport = single_node_transport(|v| std::env::var(v).ok()).map_err(|m| failed(&m))?;
+        let transport = single_node_transport(|v| std::env::var(v).ok())
+            .map_err(|message| CommError::Setting { message })?;
         for (name, value) in transport {
             // before MPI_Init, which reads its parameters from the environment; this thread is
             // the process's only one that touches the environment at start-up

@@ -133,6 +133,33 @@ fn check_runs_distributed_and_reports_the_partition() {
     assert!(out.status.success(), "{}", output_text(&out));
 }
 
+/// `HEXFEM_MPI_TRANSPORT` (read before MPI starts): a value that is no choice stops every rank
+/// with the variable, its value and the valid choices; `auto` and `library` run.
+#[test]
+fn an_mpi_transport_setting_that_is_no_choice_is_named() {
+    let yaml = input("cantilever_q1.yaml");
+    let check = |value: &str| {
+        run_mpirun(2, |cmd| {
+            cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+                .args(["check", yaml.as_str()])
+                .env("CI", "1")
+                .env("HEXFEM_MPI_TRANSPORT", value);
+        })
+        .expect("mpirun (Open MPI) runs")
+    };
+    let out = check("shm");
+    assert!(!out.status.success());
+    let text = output_text(&out);
+    assert!(
+        text.contains(r#"HEXFEM_MPI_TRANSPORT="shm" is not a choice (valid: auto, library)"#),
+        "{text}"
+    );
+    for value in ["auto", "library"] {
+        let out = check(value);
+        assert!(out.status.success(), "{value}: {}", output_text(&out));
+    }
+}
+
 /// The hold check is collective: on 2 and 3 ranks a body held only in x is refused by `check`
 /// and `run` with the serial message (the free motions of the whole body), printed once.
 #[test]
