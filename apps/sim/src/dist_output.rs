@@ -439,15 +439,16 @@ impl RankOutput {
                 .flatten()
                 .any(|&f| probe::is_nodal(f) == nodal)
         };
-        let nodal_stress = probes_read(true)
-            || fields.iter().any(|f| {
-                matches!(
-                    f,
-                    StepField::NodalCauchyStress
-                        | StepField::NodalVonMises
-                        | StepField::NodalPrincipalStress
-                )
-            });
+        // a nodal stress field written: every node's record carries its averaged stress
+        let nodal_written = fields.iter().any(|f| {
+            matches!(
+                f,
+                StepField::NodalCauchyStress
+                    | StepField::NodalVonMises
+                    | StepField::NodalPrincipalStress
+            )
+        });
+        let nodal_stress = probes_read(true) || nodal_written;
         // the set probes' members, as the serial run finds them on the whole mesh: a rank's
         // part holds every cell of an owned node and the sets restricted to the part
         let mut probe_cells = Vec::new();
@@ -517,14 +518,6 @@ impl RankOutput {
         )?;
         // every node's record carries what is written of it; a set's nodes also what the
         // figures read (a node of no set only raises the largest displacement)
-        let nodal_written = fields.iter().any(|f| {
-            matches!(
-                f,
-                StepField::NodalCauchyStress
-                    | StepField::NodalVonMises
-                    | StepField::NodalPrincipalStress
-            )
-        });
         let node_layout = StepNodes::new(fields.contains(&StepField::Reaction), nodal_written);
         let step_nodes = plan(&owned_nodes, n_nodes, node_layout.width)?;
         let owned_set_nodes: Vec<(u64, usize)> = owned_nodes
