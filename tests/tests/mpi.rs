@@ -633,6 +633,140 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
     });
 }
 
+/// `steps` steps of the CG recurrence of `linalg::CgCoefficients`' doc on `a` preconditioned by
+/// its point-block Jacobi `pbj`, from `r0` (owned entries, where `a` lives), with `cg`'s scalars.
+fn cg_recurrence(
+    a: &DistBsr,
+    pbj: &amg::PointBlockJacobi,
+    r0: &Vector,
+    mut cg: linalg::CgCoefficients,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut r = r0.zeros_like().unwrap();
+    r.copy_from(r0).unwrap();
+    let (mut p, mut w) = (r.zeros_like().unwrap(), r.zeros_like().unwrap());
+    pbj.apply_scaled(1.0, &r, 0.0, &mut w).unwrap();
+    cg.start(&r, &w).unwrap();
+    p.copy_from(&w).unwrap();
+    for _ in 0..cg.steps() {
+        if cg.stopped() {
+            break;
+        }
+        a.apply(&p, &mut w).unwrap();
+        cg.alpha_update(&p, &w, &mut r).unwrap();
+        if cg.stopped() {
+            break;
+        }
+        pbj.apply_scaled(1.0, &r, 0.0, &mut w).unwrap();
+        cg.beta_update(&r, &w, &mut p).unwrap();
+    }
+    cg.coefficients().unwrap()
+}
+
+/// On one GPU per rank (2 ranks sharing the node's GPUs), bound by NCCL and then by peer
+/// writes: the scalars of a CG recurrence on a rank's part of a device operator stay on the
+/// device (each dot's exact accumulators gathered GPU to GPU and added there) and are the host
+/// recurrence's on the host operator bit for bit, for 0, 1 and 10 steps, on an operator that
+/// runs every step, its negation (`r . z < 0`: no step) and a start vector whose products
+/// overflow (non-finite dots on every rank: no step); the only bytes between host and GPU are
+/// the record's one download. Where the GPUs are not bound (staged exchanges), the scalars stay
+/// on the host.
+#[test]
+fn device_cg_coefficients_on_ranks_equal_the_host_ones() {
+    use linalg::dist::{
+        connect_rank_devices, select_rank_devices, skip_multi_rank_gpu_test, DeviceExchange,
+        RankDeviceRequest,
+    };
+    use linalg::CgCoefficients;
+
+    let test = "device_cg_coefficients_on_ranks_equal_the_host_ones";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[2], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let [_, (_, part)] = aggregation_meshes(comm);
+        let (a, n_owned) = part_operator(comm, &part);
+        let negated: Vec<f64> = a
+            .diag()
+            .host()
+            .unwrap()
+            .iter()
+            .chain(a.offd().host().unwrap())
+            .map(|v| -v)
+            .collect();
+        let minus_a = DistBsr::from_values(a.pattern().clone(), &negated).unwrap();
+        let start: Vec<f64> = part.node_serial_ids[..n_owned]
+            .iter()
+            .flat_map(|&s| (0..3).map(move |c| amg::eig::start_entry(3 * s + c)))
+            .collect();
+        let vector = |scale: f64| {
+            let mut v = a.new_owned_vector();
+            for (x, s) in v.host_mut().unwrap().iter_mut().zip(&start) {
+                *x = scale * s;
+            }
+            v
+        };
+        let cases = [
+            ("stiffness", &a, vector(1.0)),
+            ("negated", &minus_a, vector(1.0)),
+            ("overflow", &a, vector(1e160)),
+        ];
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for how in [
+            DeviceExchange::Staged,
+            DeviceExchange::Nccl,
+            DeviceExchange::Ipc,
+        ] {
+            if how != DeviceExchange::Staged {
+                if let Err(e) = connect_rank_devices(comm, &device, how) {
+                    if comm.rank() == 0 {
+                        println!("SKIP {} part of {test}: {e}", how.name());
+                    }
+                    continue;
+                }
+            }
+            for (name, op, r0) in &cases {
+                let pbj = amg::PointBlockJacobi::new(op.diag()).unwrap();
+                let op_dev = op.to_device(&device).unwrap();
+                let pbj_dev = amg::PointBlockJacobi::new(op_dev.diag()).unwrap();
+                let r0_dev = r0.to_device(&device).unwrap();
+                for steps in [0, 1, 10] {
+                    let case = format!("{name}, {steps} steps, {} exchange", how.name());
+                    let host = cg_recurrence(op, &pbj, r0, CgCoefficients::on_host(steps, 1e-28));
+                    let run = || {
+                        let cg = CgCoefficients::with_vectors(&r0_dev, steps, 1e-28).unwrap();
+                        let on_device = !cg.device().is_host();
+                        (on_device, cg_recurrence(&op_dev, &pbj_dev, &r0_dev, cg))
+                    };
+                    // the first run opens the gathers' channel; the second is measured
+                    run();
+                    let before = device.transfers();
+                    let (on_device, got) = run();
+                    let moved = device.transfers();
+                    assert_eq!(on_device, how != DeviceExchange::Staged, "{case}: scalars");
+                    assert_eq!(bits(&got.0), bits(&host.0), "{case}: alphas");
+                    assert_eq!(bits(&got.1), bits(&host.1), "{case}: betas");
+                    if on_device {
+                        assert_eq!(moved.host_to_device - before.host_to_device, 0, "{case}");
+                        assert_eq!(
+                            moved.device_to_host - before.device_to_host,
+                            16 * steps as u64,
+                            "{case}: the record's one download"
+                        );
+                    }
+                    match *name {
+                        "stiffness" if steps == 10 => assert_eq!(host.0.len(), 10, "{case}"),
+                        "negated" | "overflow" => assert!(host.0.is_empty(), "{case}"),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    });
+}
+
 #[test]
 fn distributed_tentative_prolongator_equals_the_serial_one() {
     use amg::aggregation::{aggregate, MisDistance};
