@@ -53,11 +53,15 @@ pub struct DistTranspose {
 }
 
 impl DistTranspose {
-    /// Transposes the parts of `p` where they live (on a GPU the patterns are made on the host,
-    /// the blocks moved there; local).
+    /// Transposes the parts of `p` where they live (on a GPU the transposed patterns and slot
+    /// maps are made there, [`linalg::TransposePlan::new_on`], and the blocks moved there;
+    /// local).
     pub fn new(p: &DistBsr) -> Result<Self, AmgError> {
-        let plans = [p.diag(), p.offd()].map(|m| linalg::TransposePlan::new(m.pattern()));
         let device = p.device();
+        let plans = [
+            linalg::TransposePlan::new_on(&device, p.diag().pattern())?,
+            linalg::TransposePlan::new_on(&device, p.offd().pattern())?,
+        ];
         let (br, bc) = (p.diag().block_rows(), p.diag().block_cols());
         let transposed = |m: &Bsr, plan: &linalg::TransposePlan| -> Result<Bsr, AmgError> {
             let mut t = Bsr::zeros_on(&device, plan.pattern().clone(), bc, br)?;

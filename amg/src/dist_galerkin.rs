@@ -572,8 +572,9 @@ impl GalerkinProductPlan {
         let device = a.device();
         let ap_plan = symbolic_product(&device, &a_pattern, p_ext.pattern())?;
 
-        // (sharing `P_owned`'s pattern: no copy, and the numeric transposes know it at once)
-        let pt_plan = TransposePlan::new(p_owned.pattern());
+        // (sharing `P_owned`'s pattern: no copy, and the numeric transposes know it at once;
+        // made where `P_owned` lives)
+        let pt_plan = TransposePlan::new_on(&p_owned.device(), p_owned.pattern())?;
         // where `P_owned` lives (on a GPU transposed there)
         let mut pt = Bsr::zeros_on(
             &p_owned.device(),

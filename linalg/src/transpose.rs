@@ -1,7 +1,7 @@
 //! Block transpose `A^T`: a symbolic plan (pattern of `A^T` and the slot permutation) and a numeric
 //! step that copies every block transposed. `A^T` has blocks of `A.block_cols() x A.block_rows()`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::backend::cuda::DeviceBuffer;
 use crate::backend::host;
@@ -11,13 +11,16 @@ use crate::{BlockPattern, Bsr, LinalgError};
 /// Plan of `A^T` for one pattern of `A`.
 ///
 /// Invariant: `source_slot[t]` is the slot of `A` whose block `A^T` stores (transposed) in slot `t`;
-/// within each row of `A^T` the source rows ascend.
+/// within each row of `A^T` the source rows ascend. A plan made on a GPU
+/// ([`TransposePlan::new_on`]) holds the slots there and makes the host's only when a host
+/// transpose (or [`TransposePlan::source_slots`]) asks: the same slots.
 #[derive(Debug, Clone)]
 pub struct TransposePlan {
     source: Arc<BlockPattern>,
     pattern: Arc<BlockPattern>,
-    source_slot: Vec<usize>,
-    /// `source_slot` on a GPU (as `u32`), uploaded by the first numeric transpose there.
+    source_slot: OnceLock<Vec<usize>>,
+    /// `source_slot` on a GPU (as `u32`), made there or uploaded by the first numeric
+    /// transpose there.
     device: DeviceMirror<DeviceBuffer<u32>>,
 }
 
@@ -26,6 +29,30 @@ impl TransposePlan {
     /// numeric transposes of matrices on `a`.
     pub fn new(a: &Arc<BlockPattern>) -> Self {
         transpose_symbolic_shared(a.clone())
+    }
+
+    /// [`TransposePlan::new`] made where `device` says: on a GPU the transposed pattern and the
+    /// slot map are made there (`linalg/cuda/symbolic.cu`, the host's counting sort's pattern
+    /// and slots) from `a`'s device copy (uploaded unless there already), and only the pattern
+    /// comes down (its host copy, whose device mirror is the one made there); the host's slots
+    /// are made only if a host transpose asks for them. On the host: [`TransposePlan::new`].
+    pub fn new_on(device: &crate::Device, a: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
+        let ctx = match device {
+            // an empty pattern (a rank without rows or ghost columns) has nothing to sort
+            crate::Device::Cuda(ctx) if a.nnz() > 0 => ctx,
+            _ => return Ok(Self::new(a)),
+        };
+        let da = crate::device::device_pattern(ctx, a)?;
+        let (pattern, slots) = crate::backend::cuda::transpose_pattern(ctx, &da)?;
+        let pattern = Arc::new(Arc::new(pattern).download_trusted(ctx)?);
+        let plan = Self {
+            source: a.clone(),
+            pattern,
+            source_slot: OnceLock::new(),
+            device: DeviceMirror::new(),
+        };
+        plan.device.install(ctx, Arc::new(slots));
+        Ok(plan)
     }
 
     /// Pattern of `A` the plan was built for.
@@ -38,9 +65,11 @@ impl TransposePlan {
         &self.pattern
     }
 
-    /// For each slot of `A^T`, the slot of `A` it comes from.
+    /// For each slot of `A^T`, the slot of `A` it comes from (made on the host at the first
+    /// call where the plan was made on a GPU).
     pub fn source_slots(&self) -> &[usize] {
-        &self.source_slot
+        self.source_slot
+            .get_or_init(|| transpose_pattern(&self.source, |k| k).1)
     }
 }
 
@@ -56,7 +85,7 @@ fn transpose_symbolic_shared(a: Arc<BlockPattern>) -> TransposePlan {
     TransposePlan {
         source: a,
         pattern: Arc::new(pattern),
-        source_slot,
+        source_slot: OnceLock::from(source_slot),
         device: DeviceMirror::new(),
     }
 }
@@ -214,18 +243,18 @@ pub fn transpose_numeric(plan: &TransposePlan, a: &Bsr, at: &mut Bsr) -> Result<
     check_same_device("transpose_numeric: A^T", &a.device(), &at.device())?;
     match (a.storage(), at.storage_mut()) {
         (Placed::Host(Double(src)), Placed::Host(Double(out))) => {
-            host::products::transpose_blocks(&plan.source_slot, br, bc, src, out)
+            host::products::transpose_blocks(plan.source_slots(), br, bc, src, out)
         }
         (Placed::Cuda(_, Double(src)), Placed::Cuda(ctx, Double(out))) => {
             let slots = plan.device.get_or_upload(ctx, || {
-                let slots = plan
-                    .source_slot
+                let source = plan.source_slots();
+                let slots = source
                     .iter()
                     .map(|&k| u32::try_from(k))
                     .collect::<Result<Vec<u32>, _>>()
                     .map_err(|_| LinalgError::DimensionTooLarge {
                         what: "device transpose: number of blocks",
-                        value: plan.source_slot.len(),
+                        value: source.len(),
                     })?;
                 ctx.upload(&slots)
             })?;

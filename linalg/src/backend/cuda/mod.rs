@@ -124,3 +124,4 @@ pub use spmv::DeviceTransposeMap;
 pub use spmv::{spmv, spmv_rows_add, spmv_transpose};
 #[cfg(any(test, feature = "kernel-bench"))]
 pub use spmv::{spmv_with, SpmvKernel};
+pub(crate) use symbolic::transpose_pattern;

@@ -1146,6 +1146,65 @@ fn ex56_like_products(m: usize) -> Vec<(Arc<BlockPattern>, Arc<BlockPattern>, us
 /// its slot map, each output slot's row, the term counts, `A_c`'s pattern when built on the
 /// device from `P^T` and `W`, and both passes' pair lists; the plan uploads nothing once the
 /// patterns of `A`, `P` and `A_c` are on the device; and its product gives the host's bits.
+/// A transpose plan made on the GPU (`TransposePlan::new_on`) has the host plan's pattern and
+/// slots, keeps its slots there (a numeric transpose with it moves no byte up) and transposes
+/// to the host's bits; an empty pattern and the host device take the host plan.
+#[test]
+fn a_transpose_plan_made_on_the_device_is_the_hosts() {
+    let Some(dev) = gpu_device("a_transpose_plan_made_on_the_device_is_the_hosts") else {
+        return;
+    };
+    let mut rng = Rng(43);
+    let mut cases: Vec<Bsr> = Vec::new();
+    for (n, (b, c)) in [(40, (3, 6)), (300, (6, 6)), (7, (2, 3)), (2000, (3, 6))] {
+        let (a, p) = galerkin_operands(&mut rng, n, b, c);
+        cases.push(p);
+        cases.push(a);
+    }
+    cases.push(Bsr::zeros(
+        Arc::new(BlockPattern::new(4, 3, vec![0; 5], vec![]).unwrap()),
+        3,
+        6,
+    ));
+    for (case, m) in cases.iter().enumerate() {
+        let host = crate::TransposePlan::new(m.pattern());
+        let plan = crate::TransposePlan::new_on(&dev, m.pattern()).unwrap();
+        assert_eq!(**plan.pattern(), **host.pattern(), "case {case}: pattern");
+        let md = m.to_device(&dev).unwrap();
+        let (br, bc) = (m.block_rows(), m.block_cols());
+        let mut want = Bsr::zeros(host.pattern().clone(), bc, br);
+        crate::transpose_numeric(&host, m, &mut want).unwrap();
+        let mut got = Bsr::zeros_on(&dev, plan.pattern().clone(), bc, br).unwrap();
+        let before = dev.transfers();
+        crate::transpose_numeric(&plan, &md, &mut got).unwrap();
+        if m.pattern().nnz() > 0 {
+            // the slots made on the device: nothing goes up
+            assert_eq!(
+                dev.transfers().host_to_device,
+                before.host_to_device,
+                "case {case}"
+            );
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&got.to_host_vec().unwrap()),
+            bits(want.host().unwrap()),
+            "case {case}: values"
+        );
+        // the host's slots, made on demand from the device plan, are the host plan's
+        assert_eq!(
+            plan.source_slots(),
+            host.source_slots(),
+            "case {case}: slots"
+        );
+    }
+    let host_plan = crate::TransposePlan::new_on(&crate::Device::Host, cases[0].pattern()).unwrap();
+    assert_eq!(
+        host_plan.source_slots(),
+        crate::TransposePlan::new(cases[0].pattern()).source_slots()
+    );
+}
+
 #[test]
 fn device_symbolic_patterns_equal_the_hosts() {
     let Some(ctx) = gpu("device_symbolic_patterns_equal_the_hosts") else {
