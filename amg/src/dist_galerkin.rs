@@ -20,9 +20,10 @@
 //! values alone), through the [`SplitReduction`] the GPU copy uploads.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
+use linalg::gpu::{CudaContext, DeviceBuffer};
 use linalg::{BlockPattern, Bsr, SpgemmPlan, TransposePlan};
 use rayon::prelude::*;
 
@@ -217,11 +218,9 @@ impl SplitReduction {
 pub struct GalerkinProductPlan {
     a_diag: Arc<BlockPattern>,
     a_offd: Arc<BlockPattern>,
-    /// `A_local` slot `i` takes `diag` block `a_gather[i]`, or `offd` block `a_gather[i] -
-    /// a_diag.nnz()`.
-    pub(crate) a_gather: Arc<[u32]>,
-    /// The local `A`'s pattern (owned rows, local columns).
-    pub(crate) a_local_pattern: Arc<BlockPattern>,
+    /// The local `A` (owned rows, local columns): `A_local` slot `i` takes `diag` block
+    /// `gather[i]`, or `offd` block `gather[i] - a_diag.nnz()`.
+    pub(crate) a_local: ALocal,
     pub(crate) ap_plan: SpgemmPlan,
     /// `P_owned^T` (computed once per plan, i.e. per version of `P`, or again by
     /// [`GalerkinProductPlan::refresh_transpose`] for new values of `P` on its pattern).
@@ -265,27 +264,78 @@ pub(crate) fn symbolic_product(
 /// The local `A` of a level on a rank, symbolically: its pattern (the owned rows, columns at
 /// the serial `position` of the local vertices) and the gather of its blocks from `A`'s `diag`
 /// (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot). Made once for one pattern of `A`
-/// and one `position`, and shared (`Arc`s) by the level's smoothing and Galerkin plans.
+/// and one `position`, and shared (`Arc`s) by the level's smoothing and Galerkin plans. Made
+/// where `A` lives: on a GPU the gather list stays there (one copy for both plans' device
+/// parts) and its host copy is made, from the patterns, only if a host product asks.
+///
+/// Invariant: the host and the device gather lists, where both exist, are the same list.
 #[derive(Debug, Clone)]
 pub(crate) struct ALocal {
     pub(crate) pattern: Arc<BlockPattern>,
-    pub(crate) gather: Arc<[u32]>,
+    host_gather: OnceLock<Arc<[u32]>>,
+    device_gather: OnceLock<(usize, Arc<DeviceBuffer<u32>>)>,
     a_diag: Arc<BlockPattern>,
     a_offd: Arc<BlockPattern>,
     position: Arc<[u32]>,
 }
 
 impl ALocal {
-    /// The local `A` of `a` with its columns at `position` (local: no messages).
+    /// The local `A` of `a` with its columns at `position`, made where `a` lives (local: no
+    /// messages).
     pub(crate) fn new(a: &DistBsr, position: &[u32]) -> Result<Self, AmgError> {
-        let (pattern, gather) = a_local_symbolic(a, position)?;
+        let (dp, op) = (a.pattern().diag(), a.pattern().offd());
+        check_local_vertices(dp.n_block_rows(), op.n_block_cols(), position)?;
+        let (host_gather, device_gather) = (OnceLock::new(), OnceLock::new());
+        let pattern = match a.device().cuda_context() {
+            Some(ctx) => {
+                let (pattern, gather) =
+                    linalg::gpu::joined_by_position(ctx, dp, op, position, position.len())?;
+                let _ = device_gather.set((ctx.ordinal(), Arc::new(gather)));
+                Arc::new(pattern)
+            }
+            None => {
+                let (pattern, gather) = local_symbolic(dp, op, position)?;
+                let _ = host_gather.set(gather.into());
+                pattern
+            }
+        };
         Ok(Self {
             pattern,
-            gather: gather.into(),
-            a_diag: a.pattern().diag().clone(),
-            a_offd: a.pattern().offd().clone(),
+            host_gather,
+            device_gather,
+            a_diag: dp.clone(),
+            a_offd: op.clone(),
             position: position.into(),
         })
+    }
+
+    /// The gather list on the host (made from the patterns at the first call where it was
+    /// made on a GPU: the same list).
+    pub(crate) fn host_gather(&self) -> Result<&Arc<[u32]>, AmgError> {
+        if let Some(g) = self.host_gather.get() {
+            return Ok(g);
+        }
+        let (_, gather) = local_symbolic(&self.a_diag, &self.a_offd, &self.position)?;
+        Ok(self.host_gather.get_or_init(|| gather.into()))
+    }
+
+    /// The gather list on `ctx`'s GPU: the one made there, or the host's uploaded once (and
+    /// shared from then on).
+    pub(crate) fn device_gather(
+        &self,
+        ctx: &CudaContext,
+    ) -> Result<Arc<DeviceBuffer<u32>>, AmgError> {
+        match self.device_gather.get() {
+            Some((ordinal, g)) if *ordinal == ctx.ordinal() => return Ok(g.clone()),
+            Some(_) => return Ok(Arc::new(ctx.upload(self.host_gather()?)?)),
+            None => {}
+        }
+        let uploaded = Arc::new(ctx.upload(self.host_gather()?)?);
+        Ok(self
+            .device_gather
+            .get_or_init(|| (ctx.ordinal(), uploaded))
+            .1
+            .clone())
     }
 
     /// `seed` where it was made for `a`'s patterns and `position`, else a new one.
@@ -307,26 +357,39 @@ impl ALocal {
     }
 }
 
+/// Errors unless `position` holds one entry per local vertex (`n` owned, `n_ghosts` ghosts).
+fn check_local_vertices(n: usize, n_ghosts: usize, position: &[u32]) -> Result<(), AmgError> {
+    if n + n_ghosts != position.len() {
+        return Err(AmgError::DimensionMismatch {
+            what: "distributed Galerkin plan: local vertices of A",
+            expected: n + n_ghosts,
+            found: position.len(),
+        });
+    }
+    Ok(())
+}
+
 /// Rows of the local `A` per parallel task of [`a_local_symbolic`].
 const A_LOCAL_ROWS_PER_TASK: usize = 256;
 
 /// The local `A`'s pattern (owned rows, columns at `position`) and the gather of its blocks
-/// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot).
+/// from `a`'s `diag` (indices `< diag.nnz()`) and `offd` (`diag.nnz() +` slot), on the host.
 pub(crate) fn a_local_symbolic(
     a: &DistBsr,
     position: &[u32],
 ) -> Result<(Arc<BlockPattern>, Vec<u32>), AmgError> {
-    let ap = a.pattern();
-    let n = ap.partition().n_owned();
+    local_symbolic(a.pattern().diag(), a.pattern().offd(), position)
+}
+
+/// [`a_local_symbolic`] of `A`'s `diag` and `offd` patterns `dp` and `op`.
+fn local_symbolic(
+    dp: &BlockPattern,
+    op: &BlockPattern,
+    position: &[u32],
+) -> Result<(Arc<BlockPattern>, Vec<u32>), AmgError> {
+    let n = dp.n_block_rows();
     let n_local = position.len();
-    let (dp, op) = (ap.diag(), ap.offd());
-    if n + op.n_block_cols() != n_local {
-        return Err(AmgError::DimensionMismatch {
-            what: "distributed Galerkin plan: local vertices of A",
-            expected: n + op.n_block_cols(),
-            found: n_local,
-        });
-    }
+    check_local_vertices(n, op.n_block_cols(), position)?;
     let n_diag = dp.nnz();
     let ptr = row_offsets(n, |v| dp.row(v).len() + op.row(v).len());
     // A row's `diag` blocks and its `offd` blocks each keep their order under `position`
@@ -564,11 +627,7 @@ impl GalerkinProductPlan {
     ) -> Result<Self, AmgError> {
         let ap = a.pattern();
         let k = p_owned.block_cols();
-        let ALocal {
-            pattern: a_pattern,
-            gather: a_gather,
-            ..
-        } = a_local;
+        let a_pattern = a_local.pattern.clone();
         let device = a.device();
         let ap_plan = symbolic_product(&device, &a_pattern, p_ext.pattern())?;
 
@@ -602,8 +661,7 @@ impl GalerkinProductPlan {
         Ok(Self {
             a_diag: ap.diag().clone(),
             a_offd: ap.offd().clone(),
-            a_gather,
-            a_local_pattern: a_pattern,
+            a_local,
             ap_plan,
             pt,
             pt_plan,
@@ -698,11 +756,12 @@ impl GalerkinProductPlan {
         let kk = k * k;
         let bs = a.pattern().block_size();
         let values = self.values.get_or_insert_with(|| HostValues {
-            a_local: Bsr::zeros(self.a_local_pattern.clone(), bs, bs),
+            a_local: Bsr::zeros(self.a_local.pattern.clone(), bs, bs),
             ap: Bsr::zeros(self.ap_plan.pattern().clone(), bs, k),
             partial: Bsr::zeros(self.partial_plan.pattern().clone(), k, k),
         });
-        gather_a_local(&self.a_gather, self.a_diag.nnz(), a, &mut values.a_local)?;
+        let gather = self.a_local.host_gather()?;
+        gather_a_local(gather, self.a_diag.nnz(), a, &mut values.a_local)?;
         linalg::spgemm_numeric(&self.ap_plan, &values.a_local, p_ext, &mut values.ap)?;
         linalg::spgemm_numeric(
             &self.partial_plan,

@@ -521,12 +521,6 @@ impl SmoothingPlan {
         (&self.view.p_ext, &self.view.p_owned)
     }
 
-    /// The local `A`'s pattern and the gather of its blocks from `A`'s `diag` (indices
-    /// `< diag nnz`) and `offd` (`diag nnz +` slot).
-    pub(crate) fn a_local_gather(&self) -> (&Arc<BlockPattern>, &[u32]) {
-        (&self.a_local.pattern, &self.a_local.gather)
-    }
-
     /// The local `A` (symbolic) of the plan, for the level's Galerkin plan
     /// ([`GalerkinPlan::share_a_local`]).
     pub(crate) fn a_local(&self) -> &ALocal {
@@ -562,7 +556,8 @@ impl SmoothingPlan {
         let bsa = a.diag().block_rows();
         let mut a_local = Bsr::zeros(self.a_local.pattern.clone(), bsa, bsa);
         let n_diag = a.diag().pattern().nnz();
-        crate::dist_galerkin::gather_a_local(&self.a_local.gather, n_diag, a, &mut a_local)?;
+        let gather = self.a_local.host_gather()?;
+        crate::dist_galerkin::gather_a_local(gather, n_diag, a, &mut a_local)?;
         let k = self.view.p_ext.block_cols();
         let mut w = Bsr::zeros(self.product.pattern().clone(), bsa, k);
         linalg::spgemm_numeric(&self.product, &a_local, &self.view.p_ext, &mut w)?;

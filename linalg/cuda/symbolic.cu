@@ -389,3 +389,39 @@ extern "C" __global__ void diagonal_slots(const u32 n_rows, const u32* __restric
     slot[i] = s;
     if (s == NOT_FOUND) atomicAdd(missing, 1u);
 }
+
+// ---- the rows of two column blocks joined under a column map ----------------------------
+//
+// Row i of [L | R] (R's column c is column n_left + c of the joined matrix) with each column j
+// renamed position[j], the row ordered by new column (a row's new columns are distinct):
+// out_ptr[i] = l_ptr[i] + r_ptr[i] (the last thread also writes out_ptr[n_rows]); each block's
+// place is the number of the row's blocks with a smaller new column, its slot in
+// [L's slots; R's slots] (R's slot s is l_nnz + s) goes to out_slot there. One thread a row.
+extern "C" __global__ void joined_by_position(const u32 n_rows, const u32* __restrict__ l_ptr,
+                                              const u32* __restrict__ l_col,
+                                              const u32* __restrict__ r_ptr,
+                                              const u32* __restrict__ r_col,
+                                              const u32* __restrict__ position,
+                                              const u32 n_left, const u32 l_nnz,
+                                              u32* __restrict__ out_ptr,
+                                              u32* __restrict__ out_col,
+                                              u32* __restrict__ out_slot) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 l0 = l_ptr[i], l1 = l_ptr[i + 1], r0 = r_ptr[i], r1 = r_ptr[i + 1];
+    const u32 first = l0 + r0;
+    out_ptr[i] = first;
+    if (i + 1 == n_rows) out_ptr[n_rows] = l1 + r1;
+    const u32 n_l = l1 - l0, len = n_l + (r1 - r0);
+    for (u32 e = 0; e < len; ++e) {
+        const u32 c = e < n_l ? position[l_col[l0 + e]] : position[n_left + r_col[r0 + e - n_l]];
+        u32 place = 0;
+        for (u32 f = 0; f < len; ++f) {
+            const u32 d =
+                f < n_l ? position[l_col[l0 + f]] : position[n_left + r_col[r0 + f - n_l]];
+            place += d < c;
+        }
+        out_col[first + place] = c;
+        out_slot[first + place] = e < n_l ? l0 + e : l_nnz + r0 + e - n_l;
+    }
+}

@@ -19,7 +19,8 @@
 //!   [`fill`], [`axpy`], [`axpby`], [`dot`], [`dot_exact`], [`dot_exact_prefix`], [`sum`] and
 //!   [`sum_exact_prefix`] (a [`Term`]), [`norm_inf`], [`spmv`], [`gather_blocks`];
 //!   a device operator's strength graph and its MIS aggregation ([`DeviceGraph`]: `amg`'s
-//!   graph, roots and aggregates, bit for bit).
+//!   graph, roots and aggregates, bit for bit); the rows of two column blocks joined under a
+//!   column map ([`joined_by_position`]: a rank's local `A`, its pattern and gather list).
 //!   Operations on [`crate::Vector`], [`crate::Bsr`] and [`crate::dist::DistBsr`] ([`crate::ops`],
 //!   the matrix methods, down to a distributed product's parts and a rank's unreduced dot) run
 //!   on a GPU by themselves and are what solvers, problems and benchmarks use; these are for the
@@ -44,6 +45,6 @@ pub use crate::backend::cuda::vector::{
     axpby, axpy, dot, dot_exact, dot_exact_prefix, fill, sum, sum_exact_prefix, Term,
 };
 pub use crate::backend::cuda::{
-    device_count, spmv, unavailable_reason, CudaContext, DeviceBsr, DeviceBuffer, DeviceCooPlan,
-    DeviceData, DevicePattern, Event,
+    device_count, joined_by_position, spmv, unavailable_reason, CudaContext, DeviceBsr,
+    DeviceBuffer, DeviceCooPlan, DeviceData, DevicePattern, Event,
 };

@@ -54,7 +54,7 @@ use std::time::Instant;
 pub(super) struct DeviceSmoothing {
     ctx: Arc<CudaContext>,
     a_pattern: Arc<DistPattern>,
-    a_gather: DeviceBuffer<u32>,
+    a_gather: Arc<DeviceBuffer<u32>>,
     n_a_diag: usize,
     a_local: Bsr,
     p_ext0: Bsr,
@@ -79,7 +79,7 @@ impl DeviceSmoothing {
                 reason: "must be a GPU for the device prolongator smoothing",
             })?
             .clone();
-        let (a_local_pattern, a_gather) = plan.a_local_gather();
+        let a_local = plan.a_local();
         let (p_ext0, p_owned0) = plan.p0_view();
         let bs = a.pattern().block_size();
         let k = p_ext0.block_cols();
@@ -88,9 +88,9 @@ impl DeviceSmoothing {
         let (diag_from, offd_from) = plan.p_from_product().split_at(n_diag);
         Ok(Self {
             a_pattern: a.pattern().clone(),
-            a_gather: ctx.upload(a_gather)?,
+            a_gather: a_local.device_gather(&ctx)?,
             n_a_diag: a.pattern().diag().nnz(),
-            a_local: Bsr::zeros_on(&device, a_local_pattern.clone(), bs, bs)?,
+            a_local: Bsr::zeros_on(&device, a_local.pattern.clone(), bs, bs)?,
             p_ext0: p_ext0.to_device(&device)?,
             p_owned0: p_owned0.to_device(&device)?,
             // every renewal repeats the product: its device plan keeps pair lists

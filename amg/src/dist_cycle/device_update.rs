@@ -40,7 +40,7 @@ pub(super) struct DeviceGalerkin {
     coarse: Arc<DistPattern>,
     /// The `diag` and `offd` patterns of the operator the plan was made for.
     a_patterns: (Arc<BlockPattern>, Arc<BlockPattern>),
-    a_gather: DeviceBuffer<u32>,
+    a_gather: Arc<DeviceBuffer<u32>>,
     n_a_diag: usize,
     a_local: Bsr,
     p_ext: Bsr,
@@ -127,10 +127,10 @@ impl DeviceGalerkin {
         let (ad, ao) = plan.a_patterns();
         Ok(Self {
             a_patterns: (ad.clone(), ao.clone()),
-            a_gather: ctx.upload(&plan.a_gather)?,
+            a_gather: plan.a_local.device_gather(&ctx)?,
             n_a_diag: plan.a_diag_nnz(),
             // the value buffers are made on the device (every product overwrites them)
-            a_local: Bsr::zeros_on(device, plan.a_local_pattern.clone(), bs, bs)?,
+            a_local: Bsr::zeros_on(device, plan.a_local.pattern.clone(), bs, bs)?,
             p_ext: p_ext.to_device(device)?,
             // every hot update repeats both products: their device plans keep pair lists
             ap_plan: plan.ap_plan.clone().for_repeated_products(),

@@ -124,4 +124,5 @@ pub use spmv::DeviceTransposeMap;
 pub use spmv::{spmv, spmv_rows_add, spmv_transpose};
 #[cfg(any(test, feature = "kernel-bench"))]
 pub use spmv::{spmv_with, SpmvKernel};
+pub use symbolic::joined_by_position;
 pub(crate) use symbolic::transpose_pattern;

@@ -15,7 +15,8 @@ use super::context::driver_err;
 use super::kernels::{grid_1d, SYMBOLIC};
 use super::matrix::DevicePattern;
 use super::{CudaContext, DeviceBuffer};
-use crate::LinalgError;
+use crate::{BlockPattern, LinalgError};
+use std::sync::Arc;
 
 /// Threads per block of the one-thread-per-row kernels.
 const THREADS: u32 = 128;
@@ -393,4 +394,73 @@ pub(crate) fn diagonal_slots(
     );
     let missing = ctx.download(&missing)?[0] as usize;
     Ok((slot, missing))
+}
+
+/// The rows of `[left | right]` (both with the same rows; `right`'s column `c` is column
+/// `left.n_block_cols() + c`) with each column `j` renamed `position[j]` and every row ordered
+/// by its new columns (distinct in each row), made on the GPU: the joined pattern's host copy
+/// (its device mirror the one made there: matrices on it upload nothing) and, per slot of it,
+/// the slot of `[left's slots; right's slots]` it holds (`right`'s slot `s` is `left.nnz() +
+/// s`), left on the device. The patterns' device copies are used where they are there, else
+/// uploaded; `position` goes up. An error where `position` does not name every joined column
+/// below `n_cols`, or a count passes `u32`.
+pub fn joined_by_position(
+    ctx: &CudaContext,
+    left: &BlockPattern,
+    right: &BlockPattern,
+    position: &[u32],
+    n_cols: usize,
+) -> Result<(BlockPattern, DeviceBuffer<u32>), LinalgError> {
+    let rows = left.n_block_rows();
+    let n_left = left.n_block_cols();
+    if right.n_block_rows() != rows || position.len() != n_left + right.n_block_cols() {
+        return Err(LinalgError::DimensionMismatch {
+            what: "device joined pattern: rows of both parts, or a position per column",
+            expected: n_left + right.n_block_cols(),
+            found: position.len(),
+        });
+    }
+    if position.iter().any(|&p| p as usize >= n_cols) {
+        return Err(LinalgError::IndexOutOfRange {
+            what: "device joined pattern: a position",
+            index: position.iter().map(|&p| p as usize).max().unwrap_or(0),
+            len: n_cols,
+        });
+    }
+    let nnz = left.nnz() + right.nnz();
+    check_index("device joined pattern: blocks", nnz)?;
+    check_index("device joined pattern: columns", n_cols)?;
+    check_index("device joined pattern: rows", rows)?;
+    let (l, r) = (
+        crate::device::device_pattern(ctx, left)?,
+        crate::device::device_pattern(ctx, right)?,
+    );
+    let position_dev = ctx.upload(position)?;
+    let mut out_ptr = ctx.zeros::<u32>(rows + 1)?;
+    let mut out_col = zeros_u32(ctx, nnz)?;
+    let mut out_slot = zeros_u32(ctx, nnz)?;
+    if rows > 0 {
+        let (n_left, l_nnz) = (n_left as u32, left.nnz() as u32);
+        per_row!(
+            ctx,
+            "joined_by_position",
+            rows,
+            [
+                &l.row_ptr,
+                &l.col_idx,
+                &r.row_ptr,
+                &r.col_idx,
+                &position_dev,
+                &n_left,
+                &l_nnz,
+                &mut out_ptr,
+                &mut out_col,
+                &mut out_slot
+            ]
+        );
+    }
+    let joined = Arc::new(DevicePattern::from_parts(
+        rows, n_cols, nnz, out_ptr, out_col,
+    ));
+    Ok((joined.download_trusted(ctx)?, out_slot))
 }

@@ -1146,6 +1146,72 @@ fn ex56_like_products(m: usize) -> Vec<(Arc<BlockPattern>, Arc<BlockPattern>, us
 /// its slot map, each output slot's row, the term counts, `A_c`'s pattern when built on the
 /// device from `P^T` and `W`, and both passes' pair lists; the plan uploads nothing once the
 /// patterns of `A`, `P` and `A_c` are on the device; and its product gives the host's bits.
+/// The rows of `[left | right]` joined under a column map on the device
+/// (`joined_by_position`) are the host's: each row's columns renamed and sorted, each slot's
+/// source slot in `[left; right]`; positions that reverse, keep or shuffle the columns, empty
+/// parts and rows; a position beyond the columns is an error.
+#[test]
+fn joined_patterns_on_the_device_equal_the_hosts() {
+    let Some(ctx) = gpu("joined_patterns_on_the_device_equal_the_hosts") else {
+        return;
+    };
+    let mut rng = Rng(47);
+    for (rows, n_left, n_right, per_row) in [
+        (200, 200, 60, 9),
+        (1000, 1000, 300, 27),
+        (50, 50, 0, 5),
+        (30, 30, 40, 0),
+        (0, 0, 5, 3),
+        (80, 80, 80, 60),
+    ] {
+        let density = |cols: usize, per_row: usize| per_row as f64 / cols.max(1) as f64;
+        let left = random_pattern(&mut rng, rows, n_left, density(n_left, per_row), false);
+        let right = random_pattern(
+            &mut rng,
+            rows,
+            n_right,
+            density(n_right, per_row / 3 + 1),
+            false,
+        );
+        let n = n_left + n_right;
+        let mut shuffled: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            shuffled.swap(i, rng.below(i + 1));
+        }
+        for (name, position) in [
+            ("identity", (0..n as u32).collect::<Vec<_>>()),
+            ("reversed", (0..n as u32).rev().collect()),
+            ("shuffled", shuffled),
+        ] {
+            let case = format!("{rows} rows, {n_left} + {n_right} columns, {name}");
+            let mut row_ptr = vec![0];
+            let (mut col, mut slot) = (Vec::new(), Vec::new());
+            for i in 0..rows {
+                let mut row: Vec<(u32, u32)> = (left.row_ptr()[i]..left.row_ptr()[i + 1])
+                    .map(|s| (position[left.col_idx()[s] as usize], s as u32))
+                    .chain((right.row_ptr()[i]..right.row_ptr()[i + 1]).map(|s| {
+                        let c = n_left + right.col_idx()[s] as usize;
+                        (position[c], (left.nnz() + s) as u32)
+                    }))
+                    .collect();
+                row.sort_unstable();
+                col.extend(row.iter().map(|&(c, _)| c));
+                slot.extend(row.iter().map(|&(_, s)| s));
+                row_ptr.push(col.len());
+            }
+            let want = BlockPattern::new(rows, n, row_ptr, col).unwrap();
+            let (got, got_slot) = joined_by_position(ctx, &left, &right, &position, n).unwrap();
+            assert_eq!(got, want, "{case}: pattern");
+            assert_eq!(ctx.download(&got_slot).unwrap(), slot, "{case}: slots");
+        }
+        if n > 0 {
+            let mut beyond: Vec<u32> = (0..n as u32).collect();
+            beyond[0] = n as u32;
+            assert!(joined_by_position(ctx, &left, &right, &beyond, n).is_err());
+        }
+    }
+}
+
 /// A transpose plan made on the GPU (`TransposePlan::new_on`) has the host plan's pattern and
 /// slots, keeps its slots there (a numeric transpose with it moves no byte up) and transposes
 /// to the host's bits; an empty pattern and the host device take the host plan.
