@@ -137,10 +137,9 @@ if [ "$MPI_TESTS" = 1 ]; then
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_rank_run_with_kept_renewals_equals_the_host_rank_run --nocapture \
             --test-threads=1
-        # the strength graph and aggregation on the GPUs, the eigenvalue estimates' CG scalars
-        # on the GPUs, the cold set-up on the GPUs and the recompute renewal
+        # the strength graph and aggregation on the GPUs, the cold set-up on the GPUs and the
+        # recompute renewal
         for t in a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones \
-            device_cg_coefficients_on_ranks_equal_the_host_ones \
             a_device_cold_setup_on_ranks_equals_the_host_cold_setup \
             a_device_recompute_renewal_on_ranks_keeps_unchanged_levels_and_equals_a_cold_setup; do
             mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \

@@ -229,32 +229,6 @@ extern "C" __global__ void exact_finish(const unsigned long long* __restrict__ w
     exact_round(b, words[EXACT_BINS], out);
 }
 
-// The exact sum over the ranks of one accumulator each (`own`, this rank's, and `n_other`
-// others one after another in `others`, EXACT_BINS + 1 words each, exact_bins' unnormalised
-// words and flags) rounded once into out[0], as linalg::exact::ExactSum::allreduce then
-// ExactSum::value give it: each rank's bins normalised (each rank's own fit 63 bits), added,
-// their flags or-ed (a flag is a non-finite term met on some rank: the host adds the ranks'
-// non-finite sums, which reads the same). `own` is left zeroed for the next sum. One thread.
-extern "C" __global__ void exact_round_ranks(const u32 n_other,
-                                             unsigned long long* __restrict__ own,
-                                             const unsigned long long* __restrict__ others,
-                                             double* __restrict__ out) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    __shared__ long long b[EXACT_BINS], r[EXACT_BINS];
-    for (int i = 0; i < EXACT_BINS; ++i) b[i] = (long long)own[i];
-    exact_normalize(b);
-    unsigned long long flags = own[EXACT_BINS];
-    for (u32 k = 0; k < n_other; ++k) {
-        const unsigned long long* w = others + (u64)k * (EXACT_BINS + 1);
-        for (int i = 0; i < EXACT_BINS; ++i) r[i] = (long long)w[i];
-        exact_normalize(r);
-        for (int i = 0; i < EXACT_BINS; ++i) b[i] += r[i];
-        flags |= w[EXACT_BINS];
-    }
-    for (int i = 0; i <= EXACT_BINS; ++i) own[i] = 0;
-    exact_round(b, flags, out);
-}
-
 __device__ void exact_round(long long* b, const unsigned long long flags, double* out) {
     if (flags) {
         const bool nan = (flags & NONFINITE_NAN) ||

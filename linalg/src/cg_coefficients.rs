@@ -19,12 +19,8 @@
 //!
 //! **Where the scalars live.** On the host ([`CgCoefficients::on_host`]), every dot is
 //! [`crate::ops::dot`] (a wait for the device, a reduction over the ranks) and the conditions
-//! are decided at once. On one GPU rank ([`CgCoefficients::with_vectors`] of a device vector),
-//! and on ranks whose GPUs are bound to one another (`linalg::dist::connect_rank_devices`:
-//! NCCL or peer writes), they stay on the device: on ranks each rank's exact accumulator of its
-//! owned entries goes GPU to GPU to every other rank ([`crate::backend::cuda::DeviceComm::all_gather`])
-//! and each GPU adds the ranks' accumulators exactly (the host's
-//! [`crate::exact::ExactSum::allreduce`] sum); each dot rounds its exact sum into a slot of a small device array,
+//! are decided at once. On one GPU rank ([`CgCoefficients::with_vectors`] of a device vector)
+//! they stay on the device: each dot rounds its exact sum into a slot of a small device array,
 //! one-thread decisions inside the update kernels read the slots and record each step's
 //! coefficient (NaN where the step stops the recurrence), and the updates after a stop do
 //! nothing; no launch waits, and [`CgCoefficients::coefficients`] downloads the record once.
@@ -88,36 +84,22 @@ impl CgCoefficients {
         }
     }
 
-    /// Scalars where `x` (any vector of the recurrence) lives when that is a GPU, of one rank
-    /// or of ranks whose GPUs are bound over `x`'s ranks (their dots reduce GPU to GPU; no
-    /// wait until [`Self::coefficients`]); on the host otherwise (host vectors, or ranks that
-    /// exchange through the host, whose dots reduce over the ranks on the host).
+    /// Scalars where `x` (any vector of the recurrence) lives when that is one GPU rank (no
+    /// wait until [`Self::coefficients`]); on the host otherwise (host vectors, or ranks, whose
+    /// dots reduce over the ranks on the host).
     pub fn with_vectors(x: &Vector, steps: usize, stop_ratio: f64) -> Result<Self, LinalgError> {
-        let Placed::Cuda(ctx, _) = x.storage() else {
-            return Ok(Self::on_host(steps, stop_ratio));
-        };
-        let comm = x.layout().comm();
-        let slots = if comm.size() == 1 {
-            CgSlots::new(ctx, steps)?
-        } else {
-            match ctx
-                .peers()
-                .filter(|p| p.rank_and_size() == (comm.rank(), comm.size()))
-            {
-                Some(peers) => CgSlots::over_ranks(ctx, steps, peers.clone(), comm.clone())?,
-                // staged exchanges: every dot waits for the host anyway
-                None => return Ok(Self::on_host(steps, stop_ratio)),
-            }
-        };
-        Ok(Self {
-            steps,
-            stop_ratio,
-            taken: 0,
-            store: Store::Cuda {
-                ctx: ctx.clone(),
-                slots,
-            },
-        })
+        match x.storage() {
+            Placed::Cuda(ctx, _) if x.layout().comm().size() == 1 => Ok(Self {
+                steps,
+                stop_ratio,
+                taken: 0,
+                store: Store::Cuda {
+                    ctx: ctx.clone(),
+                    slots: CgSlots::new(ctx, steps)?,
+                },
+            }),
+            _ => Ok(Self::on_host(steps, stop_ratio)),
+        }
     }
 
     /// Where the scalars live.
@@ -150,16 +132,13 @@ impl CgCoefficients {
                 *rz = ops::dot(r, z)?;
                 *stopped = !(*rz > 0.0);
             }
-            Store::Cuda { ctx, slots } => {
-                let ranks = slots.rank_count();
-                slots.dot(
-                    ctx,
-                    CgDot::Rz(0),
-                    buffer(ctx, ranks, r)?,
-                    buffer(ctx, ranks, z)?,
-                    owned(r),
-                )?
-            }
+            Store::Cuda { ctx, slots } => slots.dot(
+                ctx,
+                CgDot::Rz(0),
+                buffer(ctx, r)?,
+                buffer(ctx, z)?,
+                owned(r),
+            )?,
         }
         Ok(())
     }
@@ -203,15 +182,14 @@ impl CgCoefficients {
                 ops::axpy(-alpha, q, r)?;
             }
             Store::Cuda { ctx, slots } => {
-                let ranks = slots.rank_count();
                 slots.dot(
                     ctx,
                     CgDot::Pq(k),
-                    buffer(ctx, ranks, p)?,
-                    buffer(ctx, ranks, q)?,
+                    buffer(ctx, p)?,
+                    buffer(ctx, q)?,
                     owned(p),
                 )?;
-                slots.alpha_axpy(ctx, k, buffer(ctx, ranks, q)?, buffer_mut(ctx, ranks, r)?)?;
+                slots.alpha_axpy(ctx, k, buffer(ctx, q)?, buffer_mut(ctx, r)?)?;
             }
         }
         Ok(())
@@ -255,20 +233,19 @@ impl CgCoefficients {
                 ops::axpby(1.0, z, beta, p)?;
             }
             Store::Cuda { ctx, slots } => {
-                let ranks = slots.rank_count();
                 slots.dot(
                     ctx,
                     CgDot::Rz(k + 1),
-                    buffer(ctx, ranks, r)?,
-                    buffer(ctx, ranks, z)?,
+                    buffer(ctx, r)?,
+                    buffer(ctx, z)?,
                     owned(r),
                 )?;
                 slots.beta_axpby(
                     ctx,
                     k,
                     self.stop_ratio,
-                    buffer(ctx, ranks, z)?,
-                    buffer_mut(ctx, ranks, p)?,
+                    buffer(ctx, z)?,
+                    buffer_mut(ctx, p)?,
                 )?;
             }
         }
@@ -290,13 +267,12 @@ fn owned(x: &Vector) -> usize {
     x.layout().owned()
 }
 
-/// Errors unless `x` is a vector on `ctx` spread over `ranks` ranks (the ranks the slots'
-/// dots sum over: a dot must reduce over the vector's ranks, and only over them).
-fn check_on(ctx: &Arc<CudaContext>, ranks: usize, x: &Vector) -> Result<(), LinalgError> {
+/// Errors unless `x` is a vector of one rank on `ctx`.
+fn check_one_rank_on(ctx: &Arc<CudaContext>, x: &Vector) -> Result<(), LinalgError> {
     check_same_device("CgCoefficients", &Device::Cuda(ctx.clone()), &x.device())?;
-    if x.layout().comm().size() != ranks {
+    if x.layout().comm().size() != 1 {
         return Err(LinalgError::LayoutMismatch {
-            what: "CgCoefficients on a device: vectors of the ranks its dots sum over",
+            what: "CgCoefficients on a device: vectors of one rank",
         });
     }
     Ok(())
@@ -305,10 +281,9 @@ fn check_on(ctx: &Arc<CudaContext>, ranks: usize, x: &Vector) -> Result<(), Lina
 /// `x`'s device buffer, on `ctx`.
 fn buffer<'a>(
     ctx: &Arc<CudaContext>,
-    ranks: usize,
     x: &'a Vector,
 ) -> Result<&'a cuda::DeviceBuffer<f64>, LinalgError> {
-    check_on(ctx, ranks, x)?;
+    check_one_rank_on(ctx, x)?;
     match x.storage() {
         Placed::Cuda(_, data) => Ok(data),
         Placed::Host(_) => Err(unsupported("CgCoefficients", &x.device())),
@@ -318,10 +293,9 @@ fn buffer<'a>(
 /// `x`'s device buffer, mutably, on `ctx`.
 fn buffer_mut<'a>(
     ctx: &Arc<CudaContext>,
-    ranks: usize,
     x: &'a mut Vector,
 ) -> Result<&'a mut cuda::DeviceBuffer<f64>, LinalgError> {
-    check_on(ctx, ranks, x)?;
+    check_one_rank_on(ctx, x)?;
     let device = x.device();
     match x.storage_mut() {
         Placed::Cuda(_, data) => Ok(data),

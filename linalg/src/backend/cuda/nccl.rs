@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaEvent, CudaStream};
 use cudarc::nccl::{result as nccl, safe as nccl_safe};
 
-use super::peer::{PeerChannel, PeerLists};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
@@ -39,23 +38,6 @@ pub struct DeviceComm {
     /// Halo exchanges go by peer writes ([`super::peer::PeerChannel`]) instead of NCCL
     /// (always without an NCCL communicator).
     peer_writes: AtomicBool,
-    /// The all-gathers' channels and buffers, one per width and way, made by their first
-    /// use ([`DeviceComm::all_gather`]).
-    gathers: Mutex<Vec<Gather>>,
-}
-
-/// The device side of [`DeviceComm::all_gather`] for one width: a peer-write channel whose
-/// send lists name the one owned block once per other rank and whose ghosts are the other
-/// ranks' blocks in rank order, or (NCCL) the buffer the other ranks' blocks land in.
-enum Gather {
-    Peer {
-        width: usize,
-        channel: Box<PeerChannel>,
-    },
-    Nccl {
-        width: usize,
-        others: DeviceBuffer<f64>,
-    },
 }
 
 /// The communicator, bound to its own stream, and the two events that order that stream with
@@ -186,7 +168,6 @@ impl DeviceComm {
             sent_messages: AtomicU64::new(0),
             sent_bytes: AtomicU64::new(0),
             peer_writes: AtomicBool::new(false),
-            gathers: Mutex::new(Vec::new()),
         }))
     }
 
@@ -201,7 +182,6 @@ impl DeviceComm {
             sent_messages: AtomicU64::new(0),
             sent_bytes: AtomicU64::new(0),
             peer_writes: AtomicBool::new(true),
-            gathers: Mutex::new(Vec::new()),
         })
     }
 
@@ -313,90 +293,5 @@ impl DeviceComm {
             .wait(&link.arrived)
             .map_err(driver("cuStreamWaitEvent"))?;
         overlapped
-    }
-
-    /// Collective over the ranks of `comm` (the ranks these GPUs were bound over): `mine` (a
-    /// few words) goes from this rank's GPU to every other rank's, by peer writes or NCCL as
-    /// the halo exchanges go; `then(mine, others)` queues the work that reads them on the
-    /// context's stream (`others`: the other ranks' `mine`, one after another in rank order,
-    /// this rank left out). Asynchronous (no host wait); the first call of a width (and way)
-    /// opens its channel, collectively. Values travel unchanged.
-    pub fn all_gather(
-        &self,
-        ctx: &Arc<CudaContext>,
-        comm: &dyn comm::Comm,
-        mine: &mut DeviceBuffer<f64>,
-        then: impl FnOnce(&mut DeviceBuffer<f64>, &DeviceBuffer<f64>) -> Result<(), LinalgError>,
-    ) -> Result<(), LinalgError> {
-        let (rank, size) = (comm.rank(), comm.size());
-        if (rank, size) != (self.rank, self.size) {
-            return Err(LinalgError::LayoutMismatch {
-                what: "DeviceComm::all_gather: a communicator of other ranks than the GPUs'",
-            });
-        }
-        let width = mine.len();
-        let others: Vec<usize> = (0..size).filter(|&r| r != rank).collect();
-        let peer = self.peer_writes();
-        let mut gathers = self.gathers.lock().unwrap_or_else(|p| p.into_inner());
-        let found = gathers.iter().position(|g| match g {
-            Gather::Peer { width: w, .. } => peer && *w == width,
-            Gather::Nccl { width: w, .. } => !peer && *w == width,
-        });
-        let at = match found {
-            Some(at) => at,
-            None => {
-                let gather = if peer {
-                    // the one owned block listed once per other rank; ghost `j`: the `j`-th other
-                    let send_idx = vec![0u32; others.len()];
-                    let lists: Vec<(usize, Range<usize>)> = others
-                        .iter()
-                        .enumerate()
-                        .map(|(j, &r)| (r, j..j + 1))
-                        .collect();
-                    let channel = PeerChannel::open(
-                        ctx,
-                        comm,
-                        &PeerLists {
-                            bs: width,
-                            n_ghosts: others.len(),
-                            sends: &lists,
-                            send_idx: &send_idx,
-                            receives: &lists,
-                        },
-                    )?;
-                    Gather::Peer {
-                        width,
-                        channel: Box::new(channel),
-                    }
-                } else {
-                    Gather::Nccl {
-                        width,
-                        others: ctx.zeros(others.len() * width)?,
-                    }
-                };
-                gathers.push(gather);
-                gathers.len() - 1
-            }
-        };
-        match &mut gathers[at] {
-            Gather::Peer { channel, .. } => {
-                let (received, sent) = channel.forward(mine, || Ok(()))?;
-                self.count_sent(sent.messages, sent.bytes);
-                then(mine, received)
-            }
-            Gather::Nccl { others: buffer, .. } => {
-                self.exchange(
-                    others.iter().map(|&r| (r, 0..width)),
-                    mine,
-                    others
-                        .iter()
-                        .enumerate()
-                        .map(|(j, &r)| (r, j * width..(j + 1) * width)),
-                    buffer,
-                    || Ok(()),
-                )?;
-                then(mine, buffer)
-            }
-        }
     }
 }

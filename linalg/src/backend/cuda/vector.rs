@@ -3,9 +3,7 @@
 //! [`dots`], [`sum`]) are exact sums rounded once, as [`crate::exact::ExactSum`] on the host: the
 //! host's bits, on every run and for any launch shape.
 
-use std::sync::Arc;
-
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::PushKernelArg;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, grid_stride, VECTOR};
@@ -401,31 +399,6 @@ pub(crate) struct CgSlots {
     /// each `exact_bins` launch zeroes them): the dots run one after another on the stream.
     words: DeviceBuffer<u64>,
     done: DeviceBuffer<u32>,
-    /// Where the vectors are a rank's part: how its dots reach the other ranks' GPUs.
-    ranks: Option<Box<RankDots>>,
-}
-
-/// The dots of a recurrence whose vectors are spread over ranks, one GPU each: each rank's
-/// exact accumulator of its owned entries goes to every other rank's GPU
-/// ([`super::DeviceComm::all_gather`]), where `exact_round_ranks` adds the ranks'
-/// accumulators exactly and rounds once: [`crate::exact::ExactSum::allreduce`]'s sum, on the
-/// device, with no host wait.
-pub(crate) struct RankDots {
-    ctx: Arc<CudaContext>,
-    peers: Arc<super::DeviceComm>,
-    comm: Arc<dyn comm::Comm>,
-    /// This rank's accumulator ([`EXACT_WORDS`] words, their bits carried as `f64`s), zero
-    /// between sums (`exact_round_ranks` zeroes it).
-    words: DeviceBuffer<f64>,
-}
-
-impl std::fmt::Debug for RankDots {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RankDots")
-            .field("rank", &self.comm.rank())
-            .field("size", &self.comm.size())
-            .finish_non_exhaustive()
-    }
 }
 
 /// Which dot of the recurrence a slot holds.
@@ -448,36 +421,7 @@ impl CgSlots {
             slots,
             words: ctx.zeros(EXACT_WORDS)?,
             done: ctx.zeros(1)?,
-            ranks: None,
         })
-    }
-
-    /// [`Self::new`] for vectors spread over the ranks of `comm`, whose GPUs `peers` binds
-    /// (over the same ranks): each dot sums every rank's owned entries.
-    pub(crate) fn over_ranks(
-        ctx: &Arc<CudaContext>,
-        steps: usize,
-        peers: Arc<super::DeviceComm>,
-        comm: Arc<dyn comm::Comm>,
-    ) -> Result<Self, LinalgError> {
-        if peers.rank_and_size() != (comm.rank(), comm.size()) {
-            return Err(LinalgError::LayoutMismatch {
-                what: "CG coefficients over ranks: GPUs bound over other ranks",
-            });
-        }
-        let mut slots = Self::new(ctx, steps)?;
-        slots.ranks = Some(Box::new(RankDots {
-            ctx: ctx.clone(),
-            peers,
-            comm,
-            words: ctx.zeros(EXACT_WORDS)?,
-        }));
-        Ok(slots)
-    }
-
-    /// The ranks the dots sum over (1 without [`Self::over_ranks`]).
-    pub(crate) fn rank_count(&self) -> usize {
-        self.ranks.as_ref().map_or(1, |r| r.comm.size())
     }
 
     /// The dot `x . y` over the first `len` entries into its slot (one `exact_bins` launch,
@@ -504,9 +448,6 @@ impl CgSlots {
         let n = exact_terms(x, y, len)?;
         let f = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
         let mut out = self.slots.slice_mut().slice_mut(slot..slot + 1);
-        if let Some(ranks) = &mut self.ranks {
-            return ranks.dot(ctx, n, x, y, &mut out);
-        }
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&n)
             .arg(x)
@@ -599,52 +540,5 @@ impl CgSlots {
             });
         }
         Ok(())
-    }
-}
-
-impl RankDots {
-    /// The dot of the `n` owned entries of `x` and `y` over every rank, into `out[0]`: this
-    /// rank's exact accumulator (`exact_bins` without rounding), the others' from their GPUs,
-    /// their exact sum rounded once (`exact_round_ranks`). Collective; no host wait.
-    fn dot(
-        &mut self,
-        ctx: &CudaContext,
-        n: u64,
-        x: &DeviceBuffer<f64>,
-        y: &DeviceBuffer<f64>,
-        out: &mut cudarc::driver::CudaViewMut<'_, f64>,
-    ) -> Result<(), LinalgError> {
-        let bins = ctx.function(&VECTOR, DEFINES, "exact_bins")?;
-        let null: u64 = 0;
-        let mut l = ctx.stream().launch_builder(&bins);
-        l.arg(&n)
-            .arg(x)
-            .arg(y)
-            .arg(&TERM_PRODUCT)
-            .arg(&mut self.words)
-            .arg(&null)
-            .arg(&null);
-        // SAFETY: arguments match `exact_bins` (`n` entries of `x` and `y`, checked by the
-        // caller); `words` holds EXACT_WORDS zeroed words (made so, and zeroed again by every
-        // earlier `exact_round_ranks` on this stream); with a null `done` the kernel reads
-        // neither `done` nor `out`.
-        unsafe { l.launch(exact_grid(n)) }.map_err(driver_err("exact_bins"))?;
-        let round = ctx.function(&VECTOR, DEFINES, "exact_round_ranks")?;
-        let n_other = (self.comm.size() - 1) as u32;
-        self.peers
-            .all_gather(&self.ctx, &*self.comm, &mut self.words, |own, others| {
-                check_len(
-                    "device dot over ranks: the others' accumulators",
-                    n_other as usize * EXACT_WORDS,
-                    others.len(),
-                )?;
-                let mut l = ctx.stream().launch_builder(&round);
-                l.arg(&n_other).arg(own).arg(others).arg(&mut *out);
-                // SAFETY: arguments match `exact_round_ranks`: `own` holds EXACT_WORDS words,
-                // `others` `n_other` accumulators (checked), `out` one slot.
-                unsafe { l.launch(LaunchConfig::for_num_elems(1)) }
-                    .map_err(driver_err("exact_round_ranks"))?;
-                Ok(())
-            })
     }
 }
