@@ -68,7 +68,8 @@ pub(super) struct DeviceSmoothing {
 
 impl DeviceSmoothing {
     /// Uploads `plan` for the device operator `a` (the plan's pattern) to `a`'s GPU; `P0`'s
-    /// view as the plan holds it gives the value buffers' patterns. Local.
+    /// view as the plan holds it gives the value buffers' patterns (its values go up with
+    /// each [`Self::numeric`]). Local.
     pub(super) fn upload(plan: &SmoothingPlan, a: &DistBsr) -> Result<Self, AmgError> {
         let device = a.device();
         let ctx = device
@@ -91,8 +92,9 @@ impl DeviceSmoothing {
             a_gather: a_local.device_gather(&ctx)?,
             n_a_diag: a.pattern().diag().nnz(),
             a_local: Bsr::zeros_on(&device, a_local.pattern.clone(), bs, bs)?,
-            p_ext0: p_ext0.to_device(&device)?,
-            p_owned0: p_owned0.to_device(&device)?,
+            // the patterns only: every numeric phase uploads `P0`'s view values once
+            p_ext0: Bsr::zeros_on(&device, p_ext0.pattern().clone(), bs, k)?,
+            p_owned0: Bsr::zeros_on(&device, p_owned0.pattern().clone(), bs, k)?,
             // every renewal repeats the product: its device plan keeps pair lists
             product: plan.product().clone().for_repeated_products(),
             w: Bsr::zeros_on(&device, plan.product().pattern().clone(), bs, k)?,
