@@ -153,15 +153,9 @@ fn pack_back(
         .collect()
 }
 
-/// Each aggregated vertex's record (`entry_source`: its rank and index there) from the
-/// messages `returned` of `len` values a record: its `len` values, in vertex order. An error
-/// where a message does not hold one record per vertex this rank sent there (`counts`).
-fn unpack_returned(
-    returned: &[Vec<f64>],
-    counts: &[Vec<u32>],
-    entry_source: &[(u32, u32)],
-    len: usize,
-) -> Result<Vec<f64>, AmgError> {
+/// Errors where a message of `returned` does not hold one record of `len` values per vertex
+/// this rank sent there (`counts`).
+fn check_returned(returned: &[Vec<f64>], counts: &[Vec<u32>], len: usize) -> Result<(), AmgError> {
     for (msg, sent) in returned.iter().zip(counts) {
         if msg.len() != sent.len() * len {
             return Err(AmgError::DimensionMismatch {
@@ -171,14 +165,40 @@ fn unpack_returned(
             });
         }
     }
+    Ok(())
+}
+
+/// The `len` values at `skip..skip + len` of each aggregated vertex's record (`entry_source`:
+/// its rank and index there) in the messages `returned` of `skip + len` values a record, in
+/// vertex order (one copy, straight from the messages).
+fn gather_records(
+    returned: &[Vec<f64>],
+    entry_source: &[(u32, u32)],
+    skip: usize,
+    len: usize,
+) -> Vec<f64> {
+    let rec = skip + len;
     let mut out = vec![0.0; entry_source.len() * len];
     out.par_chunks_mut(len.max(1))
         .zip(entry_source.par_iter())
-        .for_each(|(rec, &(r, i))| {
-            let i = i as usize;
-            rec.copy_from_slice(&returned[r as usize][i * len..(i + 1) * len]);
+        .for_each(|(values, &(r, i))| {
+            let at = i as usize * rec + skip;
+            values.copy_from_slice(&returned[r as usize][at..at + len]);
         });
-    Ok(out)
+    out
+}
+
+/// Each aggregated vertex's record (`entry_source`: its rank and index there) from the
+/// messages `returned` of `len` values a record: its `len` values, in vertex order. An error
+/// where a message does not hold one record per vertex this rank sent there (`counts`).
+fn unpack_returned(
+    returned: &[Vec<f64>],
+    counts: &[Vec<u32>],
+    entry_source: &[(u32, u32)],
+    len: usize,
+) -> Result<Vec<f64>, AmgError> {
+    check_returned(returned, counts, len)?;
+    Ok(gather_records(returned, entry_source, 0, len))
 }
 
 /// Each owned aggregate's members' near-null rows (`bs x k` values each) stacked in serial
@@ -405,20 +425,19 @@ pub fn dist_tentative_planned(
     let back = pack_back(&member_at, &group_ptr, &qs, slab, Some(&coarse_id));
     drop(qs);
     let returned = comm.alltoallv_f64_moving(back)?;
-    let records = unpack_returned(&returned, &senders, &entry_source, 1 + slab)?;
+    // each record: the coarse global id, then the `Q` rows (read straight from the messages)
+    check_returned(&returned, &senders, 1 + slab)?;
+    let cols: Vec<u64> = entry_source
+        .par_iter()
+        .map(|&(r, i)| returned[r as usize][i as usize * (1 + slab)] as u64)
+        .collect();
+    let values = gather_records(&returned, &entry_source, 1, slab);
     drop(returned);
     let mut row_ptr = Vec::with_capacity(n + 1);
     row_ptr.push(0);
     for &o in &owner {
         row_ptr.push(row_ptr[row_ptr.len() - 1] + usize::from(o != NO_OWNER));
     }
-    let cols: Vec<u64> = records.par_chunks(1 + slab).map(|r| r[0] as u64).collect();
-    let mut values = vec![0.0; cols.len() * slab];
-    values
-        .par_chunks_mut(slab)
-        .zip(records.par_chunks(1 + slab))
-        .for_each(|(v, r)| v.copy_from_slice(&r[1..]));
-    drop(records);
     let pattern = DistPattern::new_rect(
         fine.clone(),
         coarse_partition.clone(),
