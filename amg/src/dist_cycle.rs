@@ -614,9 +614,8 @@ impl DistNearNull {
     /// at the serial index of each owned unknown), a vector of its own where `a` lives.
     fn start_vector(&self, a: &DistBsr) -> Result<Vector, AmgError> {
         use rayon::prelude::*;
-        // written where they are needed only: a GPU level's later estimates copy the kept
-        // vector (the serial rows were listed on every call: a temporary mark measured 12 ms
-        // before each hot update's fine-level estimate at ex56 104^3 on two GPUs)
+        // the entries are written only where a vector takes them: a GPU level's later
+        // estimates (each hot update's) copy the vector kept there and list nothing
         let bs = a.pattern().block_size();
         let fill = |out: &mut [f64]| {
             out.par_chunks_mut(bs.max(1))

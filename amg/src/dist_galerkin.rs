@@ -288,8 +288,7 @@ impl ALocal {
         let (host_gather, device_gather) = (OnceLock::new(), OnceLock::new());
         let pattern = match a.device().cuda_context() {
             Some(ctx) => {
-                let (pattern, gather) =
-                    linalg::gpu::joined_by_position(ctx, dp, op, position, position.len())?;
+                let (pattern, gather) = linalg::gpu::joined_by_position(ctx, dp, op, position)?;
                 let _ = device_gather.set((ctx.ordinal(), Arc::new(gather)));
                 Arc::new(pattern)
             }

@@ -398,34 +398,40 @@ pub(crate) fn diagonal_slots(
 
 /// The rows of `[left | right]` (both with the same rows; `right`'s column `c` is column
 /// `left.n_block_cols() + c`) with each column `j` renamed `position[j]` and every row ordered
-/// by its new columns (distinct in each row), made on the GPU: the joined pattern's host copy
-/// (its device mirror the one made there: matrices on it upload nothing) and, per slot of it,
-/// the slot of `[left's slots; right's slots]` it holds (`right`'s slot `s` is `left.nnz() +
-/// s`), left on the device. The patterns' device copies are used where they are there, else
-/// uploaded; `position` goes up. An error where `position` does not name every joined column
-/// below `n_cols`, or a count passes `u32`.
+/// by its new columns, made on the GPU: the joined pattern's host copy (its device mirror the
+/// one made there: matrices on it upload nothing) and, per slot of it, the slot of `[left's
+/// slots; right's slots]` it holds (`right`'s slot `s` is `left.nnz() + s`), left on the
+/// device. The patterns' device copies are used where they are there, else uploaded;
+/// `position` goes up. An error unless `position` is a permutation of the joined columns (a
+/// repeated new column would leave a row's order undefined) or where a count passes `u32`.
 pub fn joined_by_position(
     ctx: &CudaContext,
     left: &BlockPattern,
     right: &BlockPattern,
     position: &[u32],
-    n_cols: usize,
 ) -> Result<(BlockPattern, DeviceBuffer<u32>), LinalgError> {
     let rows = left.n_block_rows();
     let n_left = left.n_block_cols();
-    if right.n_block_rows() != rows || position.len() != n_left + right.n_block_cols() {
+    let n_cols = position.len();
+    if right.n_block_rows() != rows || n_cols != n_left + right.n_block_cols() {
         return Err(LinalgError::DimensionMismatch {
             what: "device joined pattern: rows of both parts, or a position per column",
             expected: n_left + right.n_block_cols(),
-            found: position.len(),
+            found: n_cols,
         });
     }
-    if position.iter().any(|&p| p as usize >= n_cols) {
-        return Err(LinalgError::IndexOutOfRange {
-            what: "device joined pattern: a position",
-            index: position.iter().map(|&p| p as usize).max().unwrap_or(0),
-            len: n_cols,
-        });
+    let mut seen = vec![false; n_cols];
+    for &p in position {
+        match seen.get_mut(p as usize) {
+            Some(s) if !*s => *s = true,
+            _ => {
+                return Err(LinalgError::IndexOutOfRange {
+                    what: "device joined pattern: a position beyond the columns or repeated",
+                    index: p as usize,
+                    len: n_cols,
+                })
+            }
+        }
     }
     let nnz = left.nnz() + right.nnz();
     check_index("device joined pattern: blocks", nnz)?;

@@ -1149,7 +1149,7 @@ fn ex56_like_products(m: usize) -> Vec<(Arc<BlockPattern>, Arc<BlockPattern>, us
 /// The rows of `[left | right]` joined under a column map on the device
 /// (`joined_by_position`) are the host's: each row's columns renamed and sorted, each slot's
 /// source slot in `[left; right]`; positions that reverse, keep or shuffle the columns, empty
-/// parts and rows; a position beyond the columns is an error.
+/// parts and rows; a position beyond the columns, a repeated one and a missing one are errors.
 #[test]
 fn joined_patterns_on_the_device_equal_the_hosts() {
     let Some(ctx) = gpu("joined_patterns_on_the_device_equal_the_hosts") else {
@@ -1200,14 +1200,18 @@ fn joined_patterns_on_the_device_equal_the_hosts() {
                 row_ptr.push(col.len());
             }
             let want = BlockPattern::new(rows, n, row_ptr, col).unwrap();
-            let (got, got_slot) = joined_by_position(ctx, &left, &right, &position, n).unwrap();
+            let (got, got_slot) = joined_by_position(ctx, &left, &right, &position).unwrap();
             assert_eq!(got, want, "{case}: pattern");
             assert_eq!(ctx.download(&got_slot).unwrap(), slot, "{case}: slots");
         }
-        if n > 0 {
+        if n > 1 {
             let mut beyond: Vec<u32> = (0..n as u32).collect();
             beyond[0] = n as u32;
-            assert!(joined_by_position(ctx, &left, &right, &beyond, n).is_err());
+            assert!(joined_by_position(ctx, &left, &right, &beyond).is_err());
+            let mut repeated: Vec<u32> = (0..n as u32).collect();
+            repeated[1] = 0;
+            assert!(joined_by_position(ctx, &left, &right, &repeated).is_err());
+            assert!(joined_by_position(ctx, &left, &right, &repeated[1..]).is_err());
         }
     }
 }
