@@ -3,11 +3,12 @@
 //!
 //! Each aggregate is owned by its root's rank. A directory (the serial id range split evenly
 //! over the ranks) tells every member where its aggregate lives and the aggregate's serial
-//! coarse index (its rank among all roots by serial id); members send their near-null rows to
-//! the owner, which stacks them in serial order, factors them as the serial code does (the same
-//! bits) and sends each member its `Q` rows and the aggregate's coarse global id. Coarse
-//! vertices are numbered rank after rank (owned aggregates by root serial id); their serial
-//! ids (the serial coarse numbering, for the next level's priorities) come with them.
+//! coarse index (its rank among all roots by serial id); members owned by another rank send
+//! their near-null rows to the owner, which stacks each aggregate's rows (its own read in
+//! place) in serial order, factors them as the serial code does (the same bits) and sends each
+//! such member its `Q` rows and the aggregate's coarse global id. Coarse vertices are numbered
+//! rank after rank (owned aggregates by root serial id); their serial ids (the serial coarse
+//! numbering, for the next level's priorities) come with them.
 //!
 //! Calling order: [`crate::dist_aggregation::dist_aggregate`] -> [`dist_tentative_prolongator`].
 
@@ -35,25 +36,32 @@ pub struct DistTentative {
     pub coarse_nns: Vec<f64>,
 }
 
+/// A member of an owned aggregate, `(rank, index)`: where its near-null rows are and where its
+/// `Q` rows go. `rank` this rank: owned vertex `index` (its rows read in place, its `Q` rows
+/// written into `P`); another rank: record `index` of that rank's message (its `Q` rows go
+/// back in the same place of the answer).
+type Member = (u32, u32);
+
 /// What a renewal that keeps the aggregates keeps of a level's tentative prolongator (the
-/// symbolic phase of [`dist_tentative_planned`]): where each owned vertex sends its near-null
-/// rows, how the owners stack them, the prolongator's pattern and the coarse vertices.
+/// symbolic phase of [`dist_tentative_planned`]): where each owned vertex of an aggregate owned
+/// elsewhere sends its near-null rows, how the owners stack them, the prolongator's pattern and
+/// the coarse vertices.
 ///
-/// Invariants: a rank sends the rows of its aggregated vertices to their aggregates' owners in
-/// vertex order: `senders[r]` are the owned vertices whose aggregate rank `r` owns, and
-/// `entry_source[e]` is (rank, index in `senders[rank]`) of the `e`-th aggregated owned vertex
-/// (in vertex order: `P`'s entry `e`); `received_counts[r]` rows come from rank `r`;
-/// `members[group_ptr[c]..group_ptr[c + 1]]` are the (source rank, index in its message) of
-/// owned aggregate `c`'s members in serial order, and `member_at[r][i]` is the index in
-/// `members` of record `i` from rank `r`; `p_pattern` has one block per aggregated vertex, in
-/// vertex order; `labels` are the aggregate labels of the owned vertices the plan was made
-/// from.
+/// Invariants: only rows of aggregates owned by another rank travel: `senders[r]` are the owned
+/// vertices whose aggregate rank `r` owns, in vertex order (`senders[rank]` is empty);
+/// `received_counts[r]` rows come from rank `r`; `members[group_ptr[c]..group_ptr[c + 1]]` are
+/// owned aggregate `c`'s members ([`Member`]) in serial order, and `member_at[r][i]` is the
+/// index in `members` of record `i` from rank `r`; `entry_source[e]` is where the `Q` rows of
+/// the `e`-th aggregated owned vertex (in vertex order: `P`'s entry `e`) are: (this rank, its
+/// index in `members`) or (the owner, its index in `senders[owner]`); `p_pattern` has one block
+/// per aggregated vertex, in vertex order; `labels` are the aggregate labels of the owned
+/// vertices the plan was made from.
 #[derive(Debug)]
 pub struct DistTentativePlan {
     labels: Vec<u32>,
     senders: Vec<Vec<u32>>,
     entry_source: Vec<(u32, u32)>,
-    members: Vec<(u32, u32)>,
+    members: Vec<Member>,
     member_at: Vec<Vec<u32>>,
     group_ptr: Vec<usize>,
     received_counts: Vec<usize>,
@@ -70,20 +78,16 @@ pub struct DistTentativePlan {
 /// `owner` of an unaggregated vertex.
 const NO_OWNER: u32 = u32::MAX;
 
-/// The owned vertices whose rows go to each of `size` ranks, in vertex order (`owner[v]`: the
-/// rank owning `v`'s aggregate, or [`NO_OWNER`]), and each aggregated vertex's (rank, index in
-/// that rank's list), in vertex order.
-fn senders_of(owner: &[u32], size: usize) -> (Vec<Vec<u32>>, Vec<(u32, u32)>) {
+/// The owned vertices whose rows go to each of `size` ranks other than `rank`, in vertex order
+/// (`owner[v]`: the rank owning `v`'s aggregate, or [`NO_OWNER`]).
+fn senders_of(owner: &[u32], rank: usize, size: usize) -> Vec<Vec<u32>> {
     let mut senders = vec![Vec::new(); size];
-    let mut entry_source = Vec::with_capacity(owner.len());
     for (v, &o) in owner.iter().enumerate() {
-        if o != NO_OWNER {
-            let list = &mut senders[o as usize];
-            entry_source.push((o, list.len() as u32));
-            list.push(v as u32);
+        if o != NO_OWNER && o as usize != rank {
+            senders[o as usize].push(v as u32);
         }
     }
-    (senders, entry_source)
+    senders
 }
 
 /// One message per rank of `len` values per vertex of `senders[r]`, each record written by
@@ -105,30 +109,62 @@ fn pack(
         .collect()
 }
 
-/// For each source rank, the index in `members` of each of its records (`members[m]` is
-/// (source rank, record index)); `counts[r]` records came from rank `r`.
-fn member_index(members: &[(u32, u32)], counts: &[usize]) -> Vec<Vec<u32>> {
+/// The owned aggregates' members in serial order, grouped: `keyed` holds (group, serial id,
+/// member) of every member in any order, `n_groups` groups. Returns `group_ptr` and the
+/// members, group after group. A counting sort by group keeps the given order within a group;
+/// a group not in serial order then (members from other ranks, or owned vertices not numbered
+/// by serial id) is sorted alone.
+fn group_members(keyed: &[(u32, u64, Member)], n_groups: usize) -> (Vec<usize>, Vec<Member>) {
+    let mut group_ptr = vec![0usize; n_groups + 1];
+    for &(c, _, _) in keyed {
+        group_ptr[c as usize + 1] += 1;
+    }
+    for c in 0..n_groups {
+        group_ptr[c + 1] += group_ptr[c];
+    }
+    let mut next = group_ptr.clone();
+    let mut grouped = vec![(0u64, (0u32, 0u32)); keyed.len()];
+    for &(c, serial, m) in keyed {
+        let at = &mut next[c as usize];
+        grouped[*at] = (serial, m);
+        *at += 1;
+    }
+    linalg::fill_rows(&group_ptr, &mut grouped, |_, group| {
+        if !group.is_sorted_by_key(|&(serial, _)| serial) {
+            group.sort_unstable_by_key(|&(serial, _)| serial);
+        }
+    });
+    let members = grouped.into_par_iter().map(|(_, m)| m).collect();
+    (group_ptr, members)
+}
+
+/// For each rank other than `rank`, the index in `members` of each of its records; `counts[r]`
+/// records came from rank `r`.
+fn member_index(members: &[Member], counts: &[usize], rank: usize) -> Vec<Vec<u32>> {
     let mut at: Vec<Vec<u32>> = counts.iter().map(|&c| vec![0; c]).collect();
     for (m, &(r, i)) in members.iter().enumerate() {
-        at[r as usize][i as usize] = m as u32;
+        if r as usize != rank {
+            at[r as usize][i as usize] = m as u32;
+        }
     }
     at
 }
 
-/// The messages back to the members' ranks: record `i` to rank `r` is, for the member
+/// The group of member position `m` (`group_ptr` ascending, `m` below its last entry).
+fn group_of(group_ptr: &[usize], m: usize) -> usize {
+    group_ptr.partition_point(|&p| p <= m) - 1
+}
+
+/// The messages back to the other members' ranks: record `i` to rank `r` is, for the member
 /// `member_at[r][i]`, `head(its group)` (where `head` is given) then its `Q` rows (`slab`
-/// values of its group's `qs`, in member order). In parallel.
+/// values of `q`, member after member). In parallel.
 fn pack_back(
     member_at: &[Vec<u32>],
     group_ptr: &[usize],
-    qs: &[Vec<f64>],
+    q: &[f64],
     slab: usize,
     head: Option<&(dyn Fn(usize) -> f64 + Sync)>,
 ) -> Vec<Vec<f64>> {
-    let mut group_of = vec![0u32; group_ptr[group_ptr.len() - 1]];
-    for c in 0..group_ptr.len() - 1 {
-        group_of[group_ptr[c]..group_ptr[c + 1]].fill(c as u32);
-    }
     let rec_len = slab + usize::from(head.is_some());
     member_at
         .iter()
@@ -137,15 +173,14 @@ fn pack_back(
             msg.par_chunks_mut(rec_len.max(1))
                 .zip(at.par_iter())
                 .for_each(|(rec, &m)| {
-                    let c = group_of[m as usize] as usize;
-                    let i = m as usize - group_ptr[c];
-                    let q = &qs[c][i * slab..(i + 1) * slab];
+                    let m = m as usize;
+                    let rows = &q[m * slab..(m + 1) * slab];
                     match head {
                         Some(head) => {
-                            rec[0] = head(c);
-                            rec[1..].copy_from_slice(q);
+                            rec[0] = head(group_of(group_ptr, m));
+                            rec[1..].copy_from_slice(rows);
                         }
-                        None => rec.copy_from_slice(q),
+                        None => rec.copy_from_slice(rows),
                     }
                 });
             msg
@@ -168,90 +203,112 @@ fn check_returned(returned: &[Vec<f64>], counts: &[Vec<u32>], len: usize) -> Res
     Ok(())
 }
 
-/// The `len` values at `skip..skip + len` of each aggregated vertex's record (`entry_source`:
-/// its rank and index there) in the messages `returned` of `skip + len` values a record, in
-/// vertex order (one copy, straight from the messages).
-fn gather_records(
-    returned: &[Vec<f64>],
+/// `P`'s values, in vertex order: each aggregated vertex's `Q` rows (`entry_source`): from
+/// this rank's factors `q` (member after member) or from its record in the messages `returned`
+/// (`skip + slab` values a record, the rows last). One copy.
+fn gather_q_rows(
     entry_source: &[(u32, u32)],
+    rank: usize,
+    q: &[f64],
+    returned: &[Vec<f64>],
     skip: usize,
-    len: usize,
+    slab: usize,
 ) -> Vec<f64> {
-    let rec = skip + len;
-    let mut out = vec![0.0; entry_source.len() * len];
-    out.par_chunks_mut(len.max(1))
+    let rec = skip + slab;
+    let mut out = vec![0.0; entry_source.len() * slab];
+    out.par_chunks_mut(slab.max(1))
         .zip(entry_source.par_iter())
         .for_each(|(values, &(r, i))| {
-            let at = i as usize * rec + skip;
-            values.copy_from_slice(&returned[r as usize][at..at + len]);
+            let i = i as usize;
+            values.copy_from_slice(if r as usize == rank {
+                &q[i * slab..(i + 1) * slab]
+            } else {
+                &returned[r as usize][i * rec + skip..i * rec + skip + slab]
+            });
         });
     out
 }
 
-/// Each aggregated vertex's record (`entry_source`: its rank and index there) from the
-/// messages `returned` of `len` values a record: its `len` values, in vertex order. An error
-/// where a message does not hold one record per vertex this rank sent there (`counts`).
-fn unpack_returned(
-    returned: &[Vec<f64>],
-    counts: &[Vec<u32>],
-    entry_source: &[(u32, u32)],
-    len: usize,
-) -> Result<Vec<f64>, AmgError> {
-    check_returned(returned, counts, len)?;
-    Ok(gather_records(returned, entry_source, 0, len))
+/// Where each aggregated owned vertex's `Q` rows will be (see [`DistTentativePlan`]'s
+/// `entry_source`), in vertex order.
+fn entry_sources(owner: &[u32], members: &[Member], rank: usize, size: usize) -> Vec<(u32, u32)> {
+    let mut local_at = vec![u32::MAX; owner.len()];
+    for (m, &(r, i)) in members.iter().enumerate() {
+        if r as usize == rank {
+            local_at[i as usize] = m as u32;
+        }
+    }
+    let mut sent = vec![0u32; size];
+    let mut sources = Vec::with_capacity(owner.len());
+    for (v, &o) in owner.iter().enumerate() {
+        if o == NO_OWNER {
+            continue;
+        }
+        if o as usize == rank {
+            sources.push((o, local_at[v]));
+        } else {
+            sources.push((o, sent[o as usize]));
+            sent[o as usize] += 1;
+        }
+    }
+    sources
 }
 
 /// Each owned aggregate's members' near-null rows (`bs x k` values each) stacked in serial
-/// order and factored as the serial code does:
-/// `Q` (in place of the rows, member-major) and `R` (the aggregate's coarse near-null rows,
-/// `k x k`, one after another). `received[r]` holds records of `offset + bs k` values (the
-/// rows last; with `offset > 0` the record starts with the root's serial id); member `(r, i)`
-/// is record `i` of rank `r`. Local; an aggregate with fewer unknowns than `k` is an error (for
-/// the caller to agree on).
+/// order and factored as the serial code does: `Q` (member after member, `members`' order)
+/// and `R` (the aggregate's coarse near-null rows, `k x k`, one after another). An owned
+/// vertex's rows are read from `nns`, another rank's from its record in `received` (records of
+/// `offset + bs k` values, the rows last). Local; an aggregate with fewer unknowns than `k` is
+/// an error naming it (`describe(group)`; for the caller to agree on).
+#[allow(clippy::too_many_arguments)]
 fn factor_groups(
     group_ptr: &[usize],
-    members: &[(u32, u32)],
+    members: &[Member],
+    rank: usize,
+    nns: &[f64],
     received: &[Vec<f64>],
     offset: usize,
-    bs: usize,
-    k: usize,
-) -> Result<(Vec<Vec<f64>>, Vec<f64>), String> {
+    (bs, k): (usize, usize),
+    describe: &(dyn Fn(usize) -> String + Sync),
+) -> Result<(Vec<f64>, Vec<f64>), String> {
     let slab = bs * k;
     let rec = offset + slab;
     let n_groups = group_ptr.len() - 1;
+    if let Some(c) = (0..n_groups).find(|&c| (group_ptr[c + 1] - group_ptr[c]) * bs < k) {
+        let m = (group_ptr[c + 1] - group_ptr[c]) * bs;
+        return Err(format!(
+            "{}: {m} unknowns, fewer than the {k} near-null vectors",
+            describe(c)
+        ));
+    }
+    let mut q = vec![0.0; members.len() * slab];
     let mut coarse_nns = vec![0.0; n_groups * k * k];
-    let factored: Vec<Result<Vec<f64>, String>> = (0..n_groups)
+    linalg::split_rows(group_ptr, slab, GROUPS_PER_TASK, &mut q)
         .into_par_iter()
-        .zip(coarse_nns.par_chunks_mut((k * k).max(1)))
-        .map(|(c, r)| {
-            let group = &members[group_ptr[c]..group_ptr[c + 1]];
-            let m = group.len() * bs;
-            if m < k {
-                let (src, i) = group[0];
-                let root = match offset {
-                    0 => String::from("an aggregate"),
-                    _ => format!(
-                        "aggregate of root {}",
-                        received[src as usize][i as usize * rec]
-                    ),
-                };
-                return Err(format!(
-                    "{root}: {m} unknowns, fewer than the {k} near-null vectors"
-                ));
+        .zip(coarse_nns.par_chunks_mut((GROUPS_PER_TASK * k * k).max(1)))
+        .for_each_init(Vec::new, |work, ((groups, q), r)| {
+            let first = group_ptr[groups.start];
+            for (g, c) in groups.enumerate() {
+                let (lo, hi) = (group_ptr[c] - first, group_ptr[c + 1] - first);
+                let q = &mut q[lo * slab..hi * slab];
+                for (j, &(src, i)) in members[group_ptr[c]..group_ptr[c + 1]].iter().enumerate() {
+                    let i = i as usize;
+                    q[j * slab..(j + 1) * slab].copy_from_slice(if src as usize == rank {
+                        &nns[i * slab..(i + 1) * slab]
+                    } else {
+                        &received[src as usize][i * rec + offset..(i + 1) * rec]
+                    });
+                }
+                let m = (hi - lo) * bs;
+                work.resize(m * k, 0.0);
+                thin_qr(q, m, k, &mut r[g * k * k..(g + 1) * k * k], work);
             }
-            let mut q: Vec<f64> = Vec::with_capacity(m * k);
-            for &(src, i) in group {
-                let at = i as usize * rec + offset;
-                q.extend_from_slice(&received[src as usize][at..at + slab]);
-            }
-            let mut work = vec![0.0; m * k];
-            thin_qr(&mut q, m, k, r, &mut work);
-            Ok(q)
-        })
-        .collect();
-    let qs = factored.into_iter().collect::<Result<Vec<_>, String>>()?;
-    Ok((qs, coarse_nns))
+        });
+    Ok((q, coarse_nns))
 }
+
+/// Owned aggregates factored by one task of [`factor_groups`].
+const GROUPS_PER_TASK: usize = 64;
 
 /// Collective. [`dist_tentative_planned`] without its plan.
 pub fn dist_tentative_prolongator(
@@ -272,6 +329,10 @@ pub fn dist_tentative_prolongator(
 /// rows (the owned vertices). The owned serial ids must be a permutation of
 /// `0..fine.global_len()` over the ranks. Also returns the plan that
 /// makes the same prolongator for new near-null rows ([`DistTentativePlan::numeric`]).
+///
+/// An aggregate is factored by its root's rank; only the rows of members owned elsewhere
+/// travel (one all-to-all there, their `Q` rows back in another), so a partition whose
+/// aggregates lie within the ranks moves little.
 pub fn dist_tentative_planned(
     serial_ids: &[u64],
     labels: &[u32],
@@ -300,12 +361,20 @@ pub fn dist_tentative_planned(
         ((label as u128 * size as u128) / n_serial.max(1) as u128) as usize
     };
 
+    // The owned aggregates: those of the roots owned here, by root serial id (the coarse
+    // vertices' order).
+    let is_root = |v: usize| labels[v] != UNAGGREGATED && u64::from(labels[v]) == serial_ids[v];
+    let mut roots: Vec<u64> = (0..n)
+        .into_par_iter()
+        .filter(|&v| is_root(v))
+        .map(|v| serial_ids[v])
+        .collect();
+    roots.par_sort_unstable();
+
     // Round 1: roots register with the directory.
     let mut send = vec![Vec::new(); size];
-    for (v, &l) in labels.iter().enumerate() {
-        if l != UNAGGREGATED && u64::from(l) == serial_ids[v] {
-            send[directory(u64::from(l))].extend([u64::from(l), rank as u64]);
-        }
+    for &l in &roots {
+        send[directory(l)].extend([l, rank as u64]);
     }
     let registered = comm.alltoallv_u64(&send)?;
     let mut held: Vec<(u64, u64)> = registered
@@ -364,8 +433,8 @@ pub fn dist_tentative_planned(
     }
     let where_is = |l: u64| asked.binary_search(&l).map(|i| where_asked[i]).ok();
 
-    // Round 3: members send [label, serial id, near-null rows] to the aggregate's owner, in
-    // vertex order.
+    // Round 3: members of aggregates owned elsewhere send [label, serial id, near-null rows]
+    // to the owner, in vertex order.
     let owner: Vec<u32> = labels
         .par_iter()
         .map(|&l| {
@@ -381,58 +450,79 @@ pub fn dist_tentative_planned(
                 })
         })
         .collect::<Result<_, _>>()?;
-    let (senders, entry_source) = senders_of(&owner, size);
+    let senders = senders_of(&owner, rank, size);
     let rows = pack(&senders, 2 + slab, |v, rec| {
         rec[0] = f64::from(labels[v]);
         rec[1] = serial_ids[v] as f64;
         rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
     });
     let received = comm.alltoallv_f64_moving(rows)?;
-    // Owned aggregates: members (label, serial id, (source rank, index in its message)) by
-    // label, then serial id.
-    let mut members: Vec<(u64, u64, (u32, u32))> =
-        Vec::with_capacity(received.iter().map(|m| m.len() / (2 + slab)).sum());
+    // Owned aggregates' members: (group, serial id, member), then grouped in serial order.
+    let group_of_label = |l: u64| roots.binary_search(&l).map(|c| c as u32).ok();
+    let mut keyed: Vec<Option<(u32, u64, Member)>> = (0..n)
+        .into_par_iter()
+        .filter(|&v| owner[v] as usize == rank)
+        .map(|v| {
+            group_of_label(u64::from(labels[v]))
+                .map(|c| (c, serial_ids[v], (rank as u32, v as u32)))
+        })
+        .collect();
     for (r, msg) in received.iter().enumerate() {
-        members.par_extend(
-            msg.par_chunks(2 + slab)
-                .enumerate()
-                .map(|(i, rec)| (rec[0] as u64, rec[1] as u64, (r as u32, i as u32))),
-        );
+        keyed.par_extend(msg.par_chunks(2 + slab).enumerate().map(|(i, rec)| {
+            group_of_label(rec[0] as u64).map(|c| (c, rec[1] as u64, (r as u32, i as u32)))
+        }));
     }
-    members.par_sort_unstable();
-    let mut group_ptr = vec![0];
-    for run in members.chunk_by(|a, b| a.0 == b.0) {
-        group_ptr.push(group_ptr[group_ptr.len() - 1] + run.len());
-    }
-    let n_groups = group_ptr.len() - 1;
+    let keyed = comm::agree(
+        &*comm,
+        keyed
+            .into_par_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or("tentative prolongator: a member of an aggregate whose root is not owned here"),
+    )?;
+    let n_groups = roots.len();
+    let (group_ptr, members) = group_members(&keyed, n_groups);
+    drop(keyed);
     let coarse_partition = RowPartition::new(comm.clone(), n_groups).map_err(AmgError::from)?;
     let coarse_first = coarse_partition.owned_range().start;
-    let coarse_serial_ids: Vec<u64> = group_ptr[..n_groups]
+    let coarse_serial_ids: Vec<u64> = roots
         .iter()
-        .map(|&m| where_is(members[m].0).map_or(u64::MAX, |(_, s)| s))
+        .map(|&l| where_is(l).map_or(u64::MAX, |(_, s)| s))
         .collect();
-    let plan_members: Vec<(u32, u32)> = members.par_iter().map(|&(_, _, m)| m).collect();
     let received_counts: Vec<usize> = received.iter().map(|m| m.len() / (2 + slab)).collect();
-    let (qs, coarse_nns) = comm::agree(
+    let describe = |c: usize| format!("aggregate of root {}", roots[c]);
+    let (q, coarse_nns) = comm::agree(
         &*comm,
-        factor_groups(&group_ptr, &plan_members, &received, 2, bs, k),
+        factor_groups(
+            &group_ptr,
+            &members,
+            rank,
+            nns,
+            &received,
+            2,
+            (bs, k),
+            &describe,
+        ),
     )?;
+    drop(received);
 
-    // Round 4: each member gets its aggregate's coarse global id and its Q rows, in the order
-    // it sent its rows.
-    let member_at = member_index(&plan_members, &received_counts);
+    // Round 4: each member owned elsewhere gets its aggregate's coarse global id and its Q
+    // rows, in the order it sent its rows.
+    let member_at = member_index(&members, &received_counts, rank);
     let coarse_id = |c: usize| (coarse_first + c as u64) as f64;
-    let back = pack_back(&member_at, &group_ptr, &qs, slab, Some(&coarse_id));
-    drop(qs);
+    let back = pack_back(&member_at, &group_ptr, &q, slab, Some(&coarse_id));
     let returned = comm.alltoallv_f64_moving(back)?;
     // each record: the coarse global id, then the `Q` rows (read straight from the messages)
     check_returned(&returned, &senders, 1 + slab)?;
+    let entry_source = entry_sources(&owner, &members, rank, size);
     let cols: Vec<u64> = entry_source
         .par_iter()
-        .map(|&(r, i)| returned[r as usize][i as usize * (1 + slab)] as u64)
+        .map(|&(r, i)| match r as usize == rank {
+            true => coarse_first + group_of(&group_ptr, i as usize) as u64,
+            false => returned[r as usize][i as usize * (1 + slab)] as u64,
+        })
         .collect();
-    let values = gather_records(&returned, &entry_source, 1, slab);
-    drop(returned);
+    let values = gather_q_rows(&entry_source, rank, &q, &returned, 1, slab);
+    drop((q, returned));
     let mut row_ptr = Vec::with_capacity(n + 1);
     row_ptr.push(0);
     for &o in &owner {
@@ -450,7 +540,7 @@ pub fn dist_tentative_planned(
         labels: labels.to_vec(),
         senders,
         entry_source,
-        members: plan_members,
+        members,
         member_at,
         group_ptr,
         received_counts,
@@ -494,8 +584,8 @@ impl DistTentativePlan {
 
     /// Collective. The tentative prolongator of the plan's aggregates for new near-null rows
     /// `nns` of the owned vertices (`bs x k` each): the bits of [`dist_tentative_planned`] with
-    /// the same inputs, on the same pattern (`Arc`), in two all-to-alls of values (rows to the
-    /// aggregates' owners, `Q` rows back).
+    /// the same inputs, on the same pattern (`Arc`), in two all-to-alls of values (the rows of
+    /// members owned elsewhere to the aggregates' owners, their `Q` rows back).
     pub fn numeric(&self, nns: &[f64]) -> Result<DistTentative, AmgError> {
         let comm = self.coarse_partition.comm().clone();
         let slab = self.bs * self.k;
@@ -523,21 +613,27 @@ impl DistTentativePlan {
             Err("tentative prolongator: near-null rows received do not match the plan")
         };
         comm::agree(&*comm, counts)?;
-        let (qs, coarse_nns) = comm::agree(
+        let rank = comm.rank();
+        let describe = |c: usize| format!("owned aggregate {c}");
+        let (q, coarse_nns) = comm::agree(
             &*comm,
             factor_groups(
                 &self.group_ptr,
                 &self.members,
+                rank,
+                nns,
                 &received,
                 0,
-                self.bs,
-                self.k,
+                (self.bs, self.k),
+                &describe,
             ),
         )?;
-        let back = pack_back(&self.member_at, &self.group_ptr, &qs, slab, None);
-        drop(qs);
+        drop(received);
+        let back = pack_back(&self.member_at, &self.group_ptr, &q, slab, None);
         let returned = comm.alltoallv_f64_moving(back)?;
-        let values = unpack_returned(&returned, &self.senders, &self.entry_source, slab)?;
+        check_returned(&returned, &self.senders, slab)?;
+        let values = gather_q_rows(&self.entry_source, rank, &q, &returned, 0, slab);
+        drop((q, returned));
         let coarse_nns = match &self.telescoped_from {
             Some(from) => move_rows(
                 from,

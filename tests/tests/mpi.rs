@@ -681,6 +681,63 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                                 .copied()
                         })
                         .collect();
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    // `t` made of owned vertices of serial ids `owned_serial`: the serial rows
+                    // and coarse near-null rows, bit for bit
+                    let check = |t: &amg::dist_tentative::DistTentative, owned_serial: &[u64]| {
+                        // Coarse global id -> serial coarse id, from every rank.
+                        let first = t.coarse_partition.owned_range().start;
+                        let mine: Vec<u64> = t
+                            .coarse_serial_ids
+                            .iter()
+                            .enumerate()
+                            .flat_map(|(c, &s)| [first + c as u64, s])
+                            .collect();
+                        let mut serial_of = std::collections::HashMap::new();
+                        for pairs in comm.allgatherv_u64(&mine).unwrap() {
+                            for p in pairs.chunks(2) {
+                                serial_of.insert(p[0], p[1]);
+                            }
+                        }
+                        assert_eq!(serial_of.len(), aggs.n_aggregates());
+                        // Fine rows: the same block, bit for bit, at the same (serial) coarse
+                        // column.
+                        let (diag, offd) = (t.p.diag(), t.p.offd());
+                        let ghosts = t.p.pattern().halo().ghosts();
+                        for (v, &s) in owned_serial.iter().enumerate() {
+                            let s = s as usize;
+                            let want = p0.pattern().row(s);
+                            let (dr, or) = (diag.pattern().row(v), offd.pattern().row(v));
+                            assert_eq!(dr.len() + or.len(), want.len(), "row {s}");
+                            if want.is_empty() {
+                                continue;
+                            }
+                            let (c, block) = if dr.len() == 1 {
+                                (
+                                    first + u64::from(dr[0]),
+                                    diag.host_block(diag.pattern().row_ptr()[v]).unwrap(),
+                                )
+                            } else {
+                                (
+                                    ghosts[or[0] as usize],
+                                    offd.host_block(offd.pattern().row_ptr()[v]).unwrap(),
+                                )
+                            };
+                            assert_eq!(serial_of[&c], u64::from(want[0]), "row {s}");
+                            assert_eq!(
+                                bits(block),
+                                bits(p0.host_block(p0.pattern().row_ptr()[s]).unwrap())
+                            );
+                        }
+                        // Coarse near-null rows (R of each aggregate's QR), bit for bit.
+                        for (c, &sc) in t.coarse_serial_ids.iter().enumerate() {
+                            let sc = sc as usize;
+                            assert_eq!(
+                                bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
+                                bits(&coarse.row_major().unwrap()[sc * k * k..(sc + 1) * k * k])
+                            );
+                        }
+                    };
                     let t = dist_tentative_prolongator(
                         &g.serial_ids,
                         &labels,
@@ -690,59 +747,23 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                         &fine,
                     )
                     .unwrap();
-
-                    // Coarse global id -> serial coarse id, from every rank.
-                    let first = t.coarse_partition.owned_range().start;
-                    let mine: Vec<u64> = t
-                        .coarse_serial_ids
+                    check(&t, &g.serial_ids[..n_owned]);
+                    // the owned vertices numbered against their serial order (an owner then
+                    // orders each aggregate's own members by serial id): the serial rows still
+                    let reversed: Vec<usize> = (0..n_owned).rev().collect();
+                    let ids: Vec<u64> = reversed
                         .iter()
-                        .enumerate()
-                        .flat_map(|(c, &s)| [first + c as u64, s])
+                        .map(|&v| g.serial_ids[v])
+                        .chain(g.serial_ids[n_owned..].iter().copied())
                         .collect();
-                    let mut serial_of = std::collections::HashMap::new();
-                    for pairs in comm.allgatherv_u64(&mine).unwrap() {
-                        for p in pairs.chunks(2) {
-                            serial_of.insert(p[0], p[1]);
-                        }
-                    }
-                    assert_eq!(serial_of.len(), aggs.n_aggregates());
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    // Fine rows: the same block, bit for bit, at the same (serial) coarse column.
-                    let (diag, offd) = (t.p.diag(), t.p.offd());
-                    let ghosts = t.p.pattern().halo().ghosts();
-                    for v in 0..n_owned {
-                        let s = part.node_serial_ids[v] as usize;
-                        let want = p0.pattern().row(s);
-                        let (dr, or) = (diag.pattern().row(v), offd.pattern().row(v));
-                        assert_eq!(dr.len() + or.len(), want.len(), "row {s}");
-                        if want.is_empty() {
-                            continue;
-                        }
-                        let (c, block) = if dr.len() == 1 {
-                            (
-                                first + u64::from(dr[0]),
-                                diag.host_block(diag.pattern().row_ptr()[v]).unwrap(),
-                            )
-                        } else {
-                            (
-                                ghosts[or[0] as usize],
-                                offd.host_block(offd.pattern().row_ptr()[v]).unwrap(),
-                            )
-                        };
-                        assert_eq!(serial_of[&c], u64::from(want[0]), "row {s}");
-                        assert_eq!(
-                            bits(block),
-                            bits(p0.host_block(p0.pattern().row_ptr()[s]).unwrap())
-                        );
-                    }
-                    // Coarse near-null rows (R of each aggregate's QR), bit for bit.
-                    for (c, &sc) in t.coarse_serial_ids.iter().enumerate() {
-                        let sc = sc as usize;
-                        assert_eq!(
-                            bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
-                            bits(&coarse.row_major().unwrap()[sc * k * k..(sc + 1) * k * k])
-                        );
-                    }
+                    let labels: Vec<u32> = reversed.iter().map(|&v| labels[v]).collect();
+                    let owned_nns: Vec<f64> = reversed
+                        .iter()
+                        .flat_map(|&v| owned_nns[v * slab..(v + 1) * slab].iter().copied())
+                        .collect();
+                    let t = dist_tentative_prolongator(&ids, &labels, &owned_nns, bs, k, &fine)
+                        .unwrap();
+                    check(&t, &ids[..n_owned]);
                 }
             }
         },
