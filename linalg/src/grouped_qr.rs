@@ -31,19 +31,25 @@ const STACK_REFLECTIONS: usize = 64;
 /// into `r`. `Q` has orthonormal columns even when `a` is rank deficient (a dependent column then
 /// yields a zero diagonal entry of `R`, and its `Q` column completes the basis), so `Q R = a` holds in
 /// every case. `work` must hold at least `m * k` entries.
+///
+/// Each reflection is applied to all its columns in one sweep over the rows (the row-major
+/// entries side by side), but every column's sum still runs over the rows in ascending order
+/// and no product is fused: the bits of applying it column after column, which the device
+/// kernel (one lane per column) repeats.
 pub fn thin_qr(a: &mut [f64], m: usize, k: usize, r: &mut [f64], work: &mut [f64]) {
     debug_assert!(m >= k && a.len() >= m * k && r.len() >= k * k && work.len() >= m * k);
     // Householder vectors are stored column-wise in `work` (column j uses rows j..m).
     let v = &mut work[..m * k];
     v.fill(0.0);
-    let mut betas = [0.0f64; STACK_REFLECTIONS];
-    let mut betas_vec;
-    let betas: &mut [f64] = if k <= STACK_REFLECTIONS {
-        &mut betas[..k]
+    let mut on_stack = [0.0f64; 2 * STACK_REFLECTIONS];
+    let mut on_heap;
+    let scratch: &mut [f64] = if k <= STACK_REFLECTIONS {
+        &mut on_stack[..2 * k]
     } else {
-        betas_vec = vec![0.0; k];
-        &mut betas_vec
+        on_heap = vec![0.0; 2 * k];
+        &mut on_heap
     };
+    let (betas, sums) = scratch.split_at_mut(k);
     for j in 0..k {
         let mut norm2 = 0.0;
         for i in j..m {
@@ -66,16 +72,7 @@ pub fn thin_qr(a: &mut [f64], m: usize, k: usize, r: &mut [f64], work: &mut [f64
         let beta = if vtv > 0.0 { 2.0 / vtv } else { 0.0 };
         betas[j] = beta;
         // Apply H_j = I - beta v v^T to columns j..k of a.
-        for c in j..k {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i * k + j] * a[i * k + c];
-            }
-            s *= beta;
-            for i in j..m {
-                a[i * k + c] -= s * v[i * k + j];
-            }
-        }
+        reflect(a, v, m, k, j, beta, &mut sums[j..]);
     }
     // R = upper triangle of the reduced a.
     for i in 0..k {
@@ -91,18 +88,30 @@ pub fn thin_qr(a: &mut [f64], m: usize, k: usize, r: &mut [f64], work: &mut [f64
     }
     for j in (0..k).rev() {
         let beta = betas[j];
-        if beta == 0.0 {
-            continue;
+        if beta != 0.0 {
+            reflect(a, v, m, k, j, beta, &mut sums[j..]);
         }
-        for c in j..k {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i * k + j] * a[i * k + c];
-            }
-            s *= beta;
-            for i in j..m {
-                a[i * k + c] -= s * v[i * k + j];
-            }
+    }
+}
+
+/// `a[j.., j..] -= beta v (v^T a[j.., j..])` for the `j`-th Householder vector `v[j.., j]`
+/// (`a`, `v`: `m x k` row-major): per column `c >= j`, `s_c = beta * sum_i v_i a_ic` over the
+/// rows `i = j..m` in ascending order, then `a_ic -= s_c v_i`. `sums`: `k - j` scratch values.
+fn reflect(a: &mut [f64], v: &[f64], m: usize, k: usize, j: usize, beta: f64, sums: &mut [f64]) {
+    sums.fill(0.0);
+    for i in j..m {
+        let vi = v[i * k + j];
+        for (s, &x) in sums.iter_mut().zip(&a[i * k + j..(i + 1) * k]) {
+            *s += vi * x;
+        }
+    }
+    for s in sums.iter_mut() {
+        *s *= beta;
+    }
+    for i in j..m {
+        let vi = v[i * k + j];
+        for (x, &s) in a[i * k + j..(i + 1) * k].iter_mut().zip(sums.iter()) {
+            *x -= s * vi;
         }
     }
 }
@@ -641,6 +650,81 @@ pub(crate) mod tests {
         let pattern = one_block_per_row(2, 4);
         let mut q = Bsr::zeros(pattern, 3, 6);
         assert!(p.factor(&[0.0; 10], &mut q).is_err());
+    }
+
+    /// [`thin_qr`] as first written: each reflection applied column after column (the order
+    /// the device kernel's lanes follow).
+    fn thin_qr_by_columns(a: &mut [f64], m: usize, k: usize, r: &mut [f64]) {
+        let mut v = vec![0.0; m * k];
+        let mut betas = vec![0.0; k];
+        let apply = |a: &mut [f64], v: &[f64], j: usize, beta: f64| {
+            for c in j..k {
+                let mut s = 0.0;
+                for i in j..m {
+                    s += v[i * k + j] * a[i * k + c];
+                }
+                s *= beta;
+                for i in j..m {
+                    a[i * k + c] -= s * v[i * k + j];
+                }
+            }
+        };
+        for j in 0..k {
+            let mut norm2 = 0.0;
+            for i in j..m {
+                norm2 += a[i * k + j] * a[i * k + j];
+            }
+            let norm = norm2.sqrt();
+            let x0 = a[j * k + j];
+            if norm == 0.0 {
+                continue;
+            }
+            let alpha = if x0 >= 0.0 { -norm } else { norm };
+            let mut vtv = 0.0;
+            for i in j..m {
+                let vi = if i == j { x0 - alpha } else { a[i * k + j] };
+                v[i * k + j] = vi;
+                vtv += vi * vi;
+            }
+            betas[j] = if vtv > 0.0 { 2.0 / vtv } else { 0.0 };
+            apply(a, &v, j, betas[j]);
+        }
+        for i in 0..k {
+            for c in 0..k {
+                r[i * k + c] = if c >= i { a[i * k + c] } else { 0.0 };
+            }
+        }
+        for i in 0..m {
+            for c in 0..k {
+                a[i * k + c] = if i == c { 1.0 } else { 0.0 };
+            }
+        }
+        for j in (0..k).rev() {
+            if betas[j] != 0.0 {
+                apply(a, &v, j, betas[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn thin_qr_gives_the_bits_of_its_column_by_column_reflections() {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (seed, m, k) in [(1, 6, 6), (2, 81, 6), (3, 24, 6), (4, 9, 3), (5, 7, 1), (6, 70, 66)] {
+            let mut a = rand_vec(seed, m * k);
+            if k > 2 {
+                // a dependent column and a zero one: the reflections' zero cases
+                for i in 0..m {
+                    a[i * k + 1] = 2.0 * a[i * k];
+                    a[i * k + 2] = 0.0;
+                }
+            }
+            let (mut q, mut q_ref) = (a.clone(), a.clone());
+            let (mut r, mut r_ref) = (vec![0.0; k * k], vec![0.0; k * k]);
+            thin_qr(&mut q, m, k, &mut r, &mut vec![0.0; m * k]);
+            thin_qr_by_columns(&mut q_ref, m, k, &mut r_ref);
+            assert_eq!(bits(&q), bits(&q_ref), "Q of {m} x {k}");
+            assert_eq!(bits(&r), bits(&r_ref), "R of {m} x {k}");
+        }
     }
 
     #[test]
