@@ -78,6 +78,9 @@ pub struct DistTentativePlan {
 /// `owner` of an unaggregated vertex.
 const NO_OWNER: u32 = u32::MAX;
 
+/// The group of a member whose aggregate this rank does not own (an error).
+const NO_GROUP: u32 = u32::MAX;
+
 /// The owned vertices whose rows go to each of `size` ranks other than `rank`, in vertex order
 /// (`owner[v]`: the rank owning `v`'s aggregate, or [`NO_OWNER`]).
 fn senders_of(owner: &[u32], rank: usize, size: usize) -> Vec<Vec<u32>> {
@@ -203,30 +206,31 @@ fn check_returned(returned: &[Vec<f64>], counts: &[Vec<u32>], len: usize) -> Res
     Ok(())
 }
 
-/// `P`'s values, in vertex order: each aggregated vertex's `Q` rows (`entry_source`): from
-/// this rank's factors `q` (member after member) or from its record in the messages `returned`
-/// (`skip + slab` values a record, the rows last). One copy.
-fn gather_q_rows(
+/// `P` on `pattern` (one block per aggregated owned vertex, in vertex order): each vertex's
+/// `Q` rows (`entry_source`) copied from this rank's factors `q` (member after member) or
+/// from its record in the messages `returned` (`skip + slab` values a record, the rows last)
+/// straight into `P`'s storage.
+fn p_of_q_rows(
+    pattern: Arc<DistPattern>,
     entry_source: &[(u32, u32)],
     rank: usize,
     q: &[f64],
     returned: &[Vec<f64>],
     skip: usize,
-    slab: usize,
-) -> Vec<f64> {
+) -> Result<DistBsr, AmgError> {
+    let slab = pattern.block_rows() * pattern.block_cols();
     let rec = skip + slab;
-    let mut out = vec![0.0; entry_source.len() * slab];
-    out.par_chunks_mut(slab.max(1))
-        .zip(entry_source.par_iter())
-        .for_each(|(values, &(r, i))| {
-            let i = i as usize;
-            values.copy_from_slice(if r as usize == rank {
-                &q[i * slab..(i + 1) * slab]
-            } else {
-                &returned[r as usize][i * rec + skip..i * rec + skip + slab]
-            });
+    let mut p = DistBsr::zeros(pattern);
+    p.set_values_with(|e, block| {
+        let (r, i) = entry_source[e];
+        let i = i as usize;
+        block.copy_from_slice(if r as usize == rank {
+            &q[i * slab..(i + 1) * slab]
+        } else {
+            &returned[r as usize][i * rec + skip..i * rec + skip + slab]
         });
-    out
+    })?;
+    Ok(p)
 }
 
 /// Where each aggregated owned vertex's `Q` rows will be (see [`DistTentativePlan`]'s
@@ -458,26 +462,30 @@ pub fn dist_tentative_planned(
     });
     let received = comm.alltoallv_f64_moving(rows)?;
     // Owned aggregates' members: (group, serial id, member), then grouped in serial order.
-    let group_of_label = |l: u64| roots.binary_search(&l).map(|c| c as u32).ok();
-    let mut keyed: Vec<Option<(u32, u64, Member)>> = (0..n)
+    let group_of_label = |l: u64| roots.binary_search(&l).map_or(NO_GROUP, |c| c as u32);
+    let mut keyed: Vec<(u32, u64, Member)> = (0..n)
         .into_par_iter()
         .filter(|&v| owner[v] as usize == rank)
         .map(|v| {
-            group_of_label(u64::from(labels[v]))
-                .map(|c| (c, serial_ids[v], (rank as u32, v as u32)))
+            let c = group_of_label(u64::from(labels[v]));
+            (c, serial_ids[v], (rank as u32, v as u32))
         })
         .collect();
     for (r, msg) in received.iter().enumerate() {
         keyed.par_extend(msg.par_chunks(2 + slab).enumerate().map(|(i, rec)| {
-            group_of_label(rec[0] as u64).map(|c| (c, rec[1] as u64, (r as u32, i as u32)))
+            let c = group_of_label(rec[0] as u64);
+            (c, rec[1] as u64, (r as u32, i as u32))
         }));
     }
-    let keyed = comm::agree(
+    let stray = keyed.par_iter().any(|&(c, _, _)| c == NO_GROUP);
+    comm::agree(
         &*comm,
-        keyed
-            .into_par_iter()
-            .collect::<Option<Vec<_>>>()
-            .ok_or("tentative prolongator: a member of an aggregate whose root is not owned here"),
+        match stray {
+            true => {
+                Err("tentative prolongator: a member of an aggregate whose root is not owned here")
+            }
+            false => Ok(()),
+        },
     )?;
     let n_groups = roots.len();
     let (group_ptr, members) = group_members(&keyed, n_groups);
@@ -521,8 +529,6 @@ pub fn dist_tentative_planned(
             false => returned[r as usize][i as usize * (1 + slab)] as u64,
         })
         .collect();
-    let values = gather_q_rows(&entry_source, rank, &q, &returned, 1, slab);
-    drop((q, returned));
     let mut row_ptr = Vec::with_capacity(n + 1);
     row_ptr.push(0);
     for &o in &owner {
@@ -551,7 +557,8 @@ pub fn dist_tentative_planned(
         bs,
         k,
     };
-    let p = DistBsr::from_values(pattern, &values)?;
+    let p = p_of_q_rows(pattern, &plan.entry_source, rank, &q, &returned, 1)?;
+    drop((q, returned));
     Ok((
         DistTentative {
             p,
@@ -632,7 +639,14 @@ impl DistTentativePlan {
         let back = pack_back(&self.member_at, &self.group_ptr, &q, slab, None);
         let returned = comm.alltoallv_f64_moving(back)?;
         check_returned(&returned, &self.senders, slab)?;
-        let values = gather_q_rows(&self.entry_source, rank, &q, &returned, 0, slab);
+        let p = p_of_q_rows(
+            self.p_pattern.clone(),
+            &self.entry_source,
+            rank,
+            &q,
+            &returned,
+            0,
+        )?;
         drop((q, returned));
         let coarse_nns = match &self.telescoped_from {
             Some(from) => move_rows(
@@ -645,7 +659,7 @@ impl DistTentativePlan {
             None => coarse_nns,
         };
         Ok(DistTentative {
-            p: DistBsr::from_values(self.p_pattern.clone(), &values)?,
+            p,
             coarse_partition: self.coarse_partition.clone(),
             coarse_serial_ids: self.coarse_serial_ids.clone(),
             coarse_nns,

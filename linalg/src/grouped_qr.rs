@@ -709,7 +709,14 @@ pub(crate) mod tests {
     #[test]
     fn thin_qr_gives_the_bits_of_its_column_by_column_reflections() {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        for (seed, m, k) in [(1, 6, 6), (2, 81, 6), (3, 24, 6), (4, 9, 3), (5, 7, 1), (6, 70, 66)] {
+        for (seed, m, k) in [
+            (1, 6, 6),
+            (2, 81, 6),
+            (3, 24, 6),
+            (4, 9, 3),
+            (5, 7, 1),
+            (6, 70, 66),
+        ] {
             let mut a = rand_vec(seed, m * k);
             if k > 2 {
                 // a dependent column and a zero one: the reflections' zero cases

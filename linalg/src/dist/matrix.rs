@@ -520,7 +520,6 @@ impl DistBsr {
 
     /// Overwrites the values from the input entries (as [`DistBsr::from_values`]); local.
     pub fn set_values(&mut self, values: &[f64]) -> Result<(), LinalgError> {
-        self.version = next_version();
         let bl = self.pattern.block_rows * self.pattern.block_cols;
         let expected = self.pattern.n_entries() * bl;
         if values.len() != expected {
@@ -530,15 +529,24 @@ impl DistBsr {
                 found: values.len(),
             });
         }
+        self.set_values_with(|k, out| out.copy_from_slice(&values[k * bl..(k + 1) * bl]))
+    }
+
+    /// Overwrites each input entry's block with what `block_of(entry, block)` writes into it
+    /// (the entries of [`DistPattern::new`]'s `cols`; in parallel, each slot once): the values
+    /// of [`DistBsr::set_values`] without their entry-major copy. Local; host storage.
+    pub fn set_values_with(
+        &mut self,
+        block_of: impl Fn(usize, &mut [f64]) + Sync,
+    ) -> Result<(), LinalgError> {
+        self.version = next_version();
+        let bl = self.pattern.block_rows * self.pattern.block_cols;
         let (diag_src, offd_src) = self.pattern.slot_entry.split_at(self.pattern.diag.nnz());
         for (part, src) in [(&mut self.diag, diag_src), (&mut self.offd, offd_src)] {
             part.host_mut()?
                 .par_chunks_mut(bl)
                 .zip(src.par_iter())
-                .for_each(|(out, &k)| {
-                    let k = k as usize;
-                    out.copy_from_slice(&values[k * bl..(k + 1) * bl]);
-                });
+                .for_each(|(out, &k)| block_of(k as usize, out));
         }
         Ok(())
     }
