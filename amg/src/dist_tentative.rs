@@ -14,6 +14,7 @@
 
 use rayon::prelude::*;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use linalg::comm;
@@ -112,32 +113,91 @@ fn pack(
         .collect()
 }
 
-/// The owned aggregates' members in serial order, grouped: `keyed` holds (group, serial id,
-/// member) of every member in any order, `n_groups` groups. Returns `group_ptr` and the
-/// members, group after group. A counting sort by group keeps the given order within a group;
-/// a group not in serial order then (members from other ranks, or owned vertices not numbered
-/// by serial id) is sorted alone.
-fn group_members(keyed: &[(u32, u64, Member)], n_groups: usize) -> (Vec<usize>, Vec<Member>) {
+/// Owned vertices a task of [`group_members`] takes at a time.
+const VERTICES_PER_TASK: usize = 1 << 15;
+
+/// A member as one word (rank high, index low), for the scatter of [`group_members`].
+fn pack_member((r, i): Member) -> u64 {
+    (u64::from(r) << 32) | u64::from(i)
+}
+
+/// The owned aggregates' members in serial order, grouped: `local_group[v]` is the group of
+/// owned vertex `v` (member `(rank, v)`; [`NO_GROUP`]: none here), `remote` the group of each
+/// record received from another rank (member `(r, i)`: record `i` from rank `r`), `n_groups`
+/// groups, `serial_of(member)` its serial id. Returns `group_ptr` and the members, group after
+/// group: a stable counting sort by group, in parallel over runs of `run_len` owned vertices (each run's
+/// members go to slots of their own), each group's owned vertices in vertex order, then its
+/// records; a group not in serial order then (records from other ranks among them, or owned
+/// vertices not numbered by serial id) is sorted alone.
+fn group_members(
+    local_group: &[u32],
+    run_len: usize,
+    rank: usize,
+    remote: &[(u32, Member)],
+    n_groups: usize,
+    serial_of: impl Fn(Member) -> u64 + Sync,
+) -> (Vec<usize>, Vec<Member>) {
+    let runs: Vec<&[u32]> = local_group.chunks(run_len.max(1)).collect();
+    let count = |groups: &mut dyn Iterator<Item = u32>| {
+        let mut counts = vec![0u32; n_groups];
+        for g in groups.filter(|&g| g != NO_GROUP) {
+            counts[g as usize] += 1;
+        }
+        counts
+    };
+    let run_counts: Vec<Vec<u32>> = runs
+        .par_iter()
+        .map(|run| count(&mut run.iter().copied()))
+        .collect();
+    let remote_counts = count(&mut remote.iter().map(|&(g, _)| g));
+    // each run's first slot in each group, the group's records after its runs
     let mut group_ptr = vec![0usize; n_groups + 1];
-    for &(c, _, _) in keyed {
-        group_ptr[c as usize + 1] += 1;
+    let mut run_next = vec![vec![0usize; n_groups]; runs.len()];
+    let mut remote_next = vec![0usize; n_groups];
+    let mut at = 0;
+    for g in 0..n_groups {
+        group_ptr[g] = at;
+        for (next, counts) in run_next.iter_mut().zip(&run_counts) {
+            next[g] = at;
+            at += counts[g] as usize;
+        }
+        remote_next[g] = at;
+        at += remote_counts[g] as usize;
     }
-    for c in 0..n_groups {
-        group_ptr[c + 1] += group_ptr[c];
-    }
-    let mut next = group_ptr.clone();
-    let mut grouped = vec![(0u64, (0u32, 0u32)); keyed.len()];
-    for &(c, serial, m) in keyed {
-        let at = &mut next[c as usize];
-        grouped[*at] = (serial, m);
+    group_ptr[n_groups] = at;
+    drop(run_counts);
+    // every slot written once (the runs' slots are disjoint): relaxed stores suffice
+    let slots: Vec<AtomicU64> = (0..at).into_par_iter().map(|_| AtomicU64::new(0)).collect();
+    runs.par_iter()
+        .zip(run_next.par_iter_mut())
+        .enumerate()
+        .for_each(|(k, (run, next))| {
+            for (j, &g) in run.iter().enumerate() {
+                if g != NO_GROUP {
+                    let v = (k * run_len + j) as u32;
+                    let at = &mut next[g as usize];
+                    slots[*at].store(pack_member((rank as u32, v)), Ordering::Relaxed);
+                    *at += 1;
+                }
+            }
+        });
+    for &(g, m) in remote {
+        let at = &mut remote_next[g as usize];
+        slots[*at].store(pack_member(m), Ordering::Relaxed);
         *at += 1;
     }
-    linalg::fill_rows(&group_ptr, &mut grouped, |_, group| {
-        if !group.is_sorted_by_key(|&(serial, _)| serial) {
-            group.sort_unstable_by_key(|&(serial, _)| serial);
+    let mut members: Vec<Member> = slots
+        .into_par_iter()
+        .map(|m| {
+            let m = m.into_inner();
+            ((m >> 32) as u32, m as u32)
+        })
+        .collect();
+    linalg::fill_rows(&group_ptr, &mut members, |_, group| {
+        if !group.is_sorted_by_key(|&m| serial_of(m)) {
+            group.sort_unstable_by_key(|&m| serial_of(m));
         }
     });
-    let members = grouped.into_par_iter().map(|(_, m)| m).collect();
     (group_ptr, members)
 }
 
@@ -463,21 +523,27 @@ pub fn dist_tentative_planned(
     let received = comm.alltoallv_f64_moving(rows)?;
     // Owned aggregates' members: (group, serial id, member), then grouped in serial order.
     let group_of_label = |l: u64| roots.binary_search(&l).map_or(NO_GROUP, |c| c as u32);
-    let mut keyed: Vec<(u32, u64, Member)> = (0..n)
+    // each owned vertex's owned aggregate (none: its aggregate lives elsewhere, or it has
+    // none), each received record's
+    let local_group: Vec<u32> = (0..n)
         .into_par_iter()
-        .filter(|&v| owner[v] as usize == rank)
-        .map(|v| {
-            let c = group_of_label(u64::from(labels[v]));
-            (c, serial_ids[v], (rank as u32, v as u32))
+        .map(|v| match owner[v] as usize == rank {
+            true => group_of_label(u64::from(labels[v])),
+            false => NO_GROUP,
         })
         .collect();
+    let mut remote: Vec<(u32, Member)> = Vec::new();
     for (r, msg) in received.iter().enumerate() {
-        keyed.par_extend(msg.par_chunks(2 + slab).enumerate().map(|(i, rec)| {
-            let c = group_of_label(rec[0] as u64);
-            (c, rec[1] as u64, (r as u32, i as u32))
-        }));
+        remote.par_extend(
+            msg.par_chunks(2 + slab)
+                .enumerate()
+                .map(|(i, rec)| (group_of_label(rec[0] as u64), (r as u32, i as u32))),
+        );
     }
-    let stray = keyed.par_iter().any(|&(c, _, _)| c == NO_GROUP);
+    let stray = (0..n)
+        .into_par_iter()
+        .any(|v| owner[v] as usize == rank && local_group[v] == NO_GROUP)
+        || remote.iter().any(|&(g, _)| g == NO_GROUP);
     comm::agree(
         &*comm,
         match stray {
@@ -488,8 +554,19 @@ pub fn dist_tentative_planned(
         },
     )?;
     let n_groups = roots.len();
-    let (group_ptr, members) = group_members(&keyed, n_groups);
-    drop(keyed);
+    let serial_of = |(r, i): Member| match r as usize == rank {
+        true => serial_ids[i as usize],
+        false => received[r as usize][i as usize * (2 + slab) + 1] as u64,
+    };
+    let (group_ptr, members) = group_members(
+        &local_group,
+        VERTICES_PER_TASK,
+        rank,
+        &remote,
+        n_groups,
+        serial_of,
+    );
+    drop((local_group, remote));
     let coarse_partition = RowPartition::new(comm.clone(), n_groups).map_err(AmgError::from)?;
     let coarse_first = coarse_partition.owned_range().start;
     let coarse_serial_ids: Vec<u64> = roots
@@ -664,5 +741,52 @@ impl DistTentativePlan {
             coarse_serial_ids: self.coarse_serial_ids.clone(),
             coarse_nns,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_are_grouped_in_serial_order_over_runs_of_owned_vertices() {
+        // 40 owned vertices in 5 groups (some in none), serial ids not ascending everywhere,
+        // and records from ranks 0 and 2 (this is rank 1) with serial ids among them
+        let n_groups = 5;
+        let local_group: Vec<u32> = (0..40u32)
+            .map(|v| if v % 7 == 3 { NO_GROUP } else { (v * 3) % 5 })
+            .collect();
+        let serial_local: Vec<u64> = (0..40u64)
+            .map(|v| if v < 30 { 100 + 2 * v } else { 300 - v })
+            .collect();
+        let remote: Vec<(u32, Member)> = (0..9u32)
+            .map(|i| (i % 5, (if i % 2 == 0 { 0 } else { 2 }, i)))
+            .collect();
+        let serial_of = |(r, i): Member| match r {
+            1 => serial_local[i as usize],
+            _ => 101 + 14 * u64::from(i) + 2 * u64::from(r), // odd: no serial id twice
+        };
+        // the reference: every member by (group, serial id)
+        let mut want: Vec<(u32, u64, Member)> = local_group
+            .iter()
+            .enumerate()
+            .filter(|&(_, &g)| g != NO_GROUP)
+            .map(|(v, &g)| (g, serial_of((1, v as u32)), (1, v as u32)))
+            .chain(remote.iter().map(|&(g, m)| (g, serial_of(m), m)))
+            .collect();
+        want.sort_unstable();
+        for run_len in [1, 3, 7, 40, 64] {
+            let (group_ptr, members) =
+                group_members(&local_group, run_len, 1, &remote, n_groups, serial_of);
+            assert_eq!(
+                members,
+                want.iter().map(|w| w.2).collect::<Vec<_>>(),
+                "runs of {run_len}"
+            );
+            for g in 0..n_groups {
+                let size = want.iter().filter(|w| w.0 == g as u32).count();
+                assert_eq!(group_ptr[g + 1] - group_ptr[g], size, "group {g}");
+            }
+        }
     }
 }
