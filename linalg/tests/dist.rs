@@ -161,6 +161,40 @@ fn a_bad_column_on_one_rank_is_the_same_error_on_every_rank() {
     );
 }
 
+/// A column twice in a row is an agreed error naming it, whether the rows come in ascending
+/// column order or not.
+#[test]
+fn a_column_twice_in_a_row_is_the_same_error_on_every_rank() {
+    on_ranks(
+        "a_column_twice_in_a_row_is_the_same_error_on_every_rank",
+        &[2],
+        |comm| {
+            for descending in [false, true] {
+                let partition = RowPartition::even(comm.clone(), N);
+                let owned = partition.owned_range();
+                let (mut row_ptr, mut cols) = (vec![0], Vec::new());
+                for i in owned.clone() {
+                    let mut row = row_cols(i);
+                    if comm.rank() == 0 && i == owned.start {
+                        row.insert(1, row[0]); // (ascending: the repeat beside its twin)
+                    }
+                    if descending {
+                        row.reverse();
+                    }
+                    cols.extend(row);
+                    row_ptr.push(cols.len());
+                }
+                let e = DistPattern::new(partition, BS, &row_ptr, &cols).unwrap_err();
+                let LinalgError::Comm(CommError::Failed { rank, message, .. }) = e else {
+                    panic!("expected an agreed error, got {e}")
+                };
+                assert_eq!(rank, 0);
+                assert!(message.contains("twice"), "{message}");
+            }
+        },
+    );
+}
+
 /// `DistPattern::from_local`: every non-owned local column is a ghost column, reached by an
 /// owned row or not (a METIS part's ghost cell may hold no owned node), so the halo fills all
 /// of the part's ghosts; a local column beyond the global columns is an agreed error.

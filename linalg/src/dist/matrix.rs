@@ -105,19 +105,32 @@ impl DistPattern {
         } else {
             check_row_ptr(n_owned, row_ptr, cols.len())
         };
-        // Each row sorted by global column (with its input entry), then checked.
-        let mut sorted = Vec::new();
+        // Each row's input entries in ascending global column (`order`, row by row; `None`
+        // where every row is already ascending, the common case), then checked.
+        let row_ascending = |i: usize| cols[row_ptr[i]..row_ptr[i + 1]].is_sorted();
+        let mut order: Option<Vec<u32>> = None;
         let check = check.and_then(|()| {
-            sorted = vec![(0u64, 0u32); cols.len()];
-            crate::fill_rows(row_ptr, &mut sorted, |i, row| {
-                for (e, k) in row.iter_mut().zip(row_ptr[i]..row_ptr[i + 1]) {
-                    *e = (cols[k], k as u32);
-                }
-                row.sort_unstable();
-            });
-            check_sorted_rows(row_ptr, &sorted, global_len)
+            if !(0..n_owned).into_par_iter().all(row_ascending) {
+                let mut o = vec![0u32; cols.len()];
+                crate::fill_rows(row_ptr, &mut o, |i, row| {
+                    for (e, k) in row.iter_mut().zip(row_ptr[i]..row_ptr[i + 1]) {
+                        *e = k as u32;
+                    }
+                    row.sort_unstable_by_key(|&k| cols[k as usize]);
+                });
+                order = Some(o);
+            }
+            check_sorted_rows(row_ptr, cols, order.as_deref(), global_len)
         });
         comm::agree(&*comm, check)?;
+        // row `i`'s input entries in ascending column
+        let entries = |i: usize| {
+            let range = row_ptr[i]..row_ptr[i + 1];
+            let ordered = order.as_deref().map(|o| &o[range.clone()]);
+            range
+                .enumerate()
+                .map(move |(j, k)| ordered.map_or(k, |o| o[j] as usize))
+        };
 
         let mut ghosts: Vec<u64> = cols
             .par_iter()
@@ -130,55 +143,50 @@ impl DistPattern {
 
         // Owned columns map to `g - first`, ghosts to their compact index; both keep the rows'
         // ascending order, as patterns require: the rows' owned and ghost entries counted,
-        // then each part filled row by row.
-        let owned_in: Vec<usize> = (0..n_owned)
+        // then each part's columns and input entries filled row by row.
+        let owned_in: Vec<u32> = (0..n_owned)
             .into_par_iter()
             .map(|i| {
-                let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
-                row.iter().filter(|(g, _)| owned.contains(g)).count()
+                let row = &cols[row_ptr[i]..row_ptr[i + 1]];
+                row.iter().filter(|g| owned.contains(g)).count() as u32
             })
             .collect();
         let (mut d_ptr, mut o_ptr) = (vec![0usize; n_owned + 1], vec![0usize; n_owned + 1]);
         for (i, &d) in owned_in.iter().enumerate() {
-            d_ptr[i + 1] = d_ptr[i] + d;
-            o_ptr[i + 1] = o_ptr[i] + (row_ptr[i + 1] - row_ptr[i]) - d;
+            d_ptr[i + 1] = d_ptr[i] + d as usize;
+            o_ptr[i + 1] = o_ptr[i] + (row_ptr[i + 1] - row_ptr[i]) - d as usize;
         }
         drop(owned_in);
-        // per part: (local column, input entry) of its slots
-        let mut d_slots = vec![(0u32, 0u32); d_ptr[n_owned]];
-        let mut o_slots = vec![(0u32, 0u32); o_ptr[n_owned]];
-        crate::fill_rows(&d_ptr, &mut d_slots, |i, out| {
-            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
-            let owned_entries = row.iter().filter(|(g, _)| owned.contains(g));
-            for (o, &(g, k)) in out.iter_mut().zip(owned_entries) {
-                *o = ((g - owned.start) as u32, k);
-            }
-        });
-        crate::fill_rows(&o_ptr, &mut o_slots, |i, out| {
-            let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
-            let ghost_entries = row.iter().filter(|(g, _)| !owned.contains(g));
-            for (o, &(g, k)) in out.iter_mut().zip(ghost_entries) {
-                let c = ghosts.binary_search(&g).expect("collected");
-                *o = (c as u32, k);
-            }
-        });
-        drop(sorted);
-
-        let d_col: Vec<u32> = d_slots.par_iter().map(|&(c, _)| c).collect();
-        let o_col: Vec<u32> = o_slots.par_iter().map(|&(c, _)| c).collect();
+        let n_diag = d_ptr[n_owned];
         // slot -> input entry: diag slots, then offd slots
-        let slot_entry: Vec<u32> = d_slots
+        let mut slot_entry = vec![0u32; cols.len()];
+        let (d_entry, o_entry) = slot_entry.split_at_mut(n_diag);
+        let is_owned = |k: &usize| owned.contains(&cols[*k]);
+        crate::fill_rows(&d_ptr, d_entry, |i, out| {
+            for (o, k) in out.iter_mut().zip(entries(i).filter(is_owned)) {
+                *o = k as u32;
+            }
+        });
+        crate::fill_rows(&o_ptr, o_entry, |i, out| {
+            for (o, k) in out.iter_mut().zip(entries(i).filter(|k| !is_owned(k))) {
+                *o = k as u32;
+            }
+        });
+        drop(order);
+        let d_col: Vec<u32> = slot_entry[..n_diag]
             .par_iter()
-            .chain(o_slots.par_iter())
-            .map(|&(_, k)| k)
+            .map(|&k| (cols[k as usize] - owned.start) as u32)
+            .collect();
+        let o_col: Vec<u32> = slot_entry[n_diag..]
+            .par_iter()
+            .map(|&k| ghosts.binary_search(&cols[k as usize]).expect("collected") as u32)
             .collect();
         // entry -> slot, row by row: a row's input entries go to its own diag and offd slots
-        let n_diag = d_ptr[n_owned];
         let mut entry_slot = vec![0u32; cols.len()];
         crate::fill_rows(row_ptr, &mut entry_slot, |i, out| {
             let first = row_ptr[i];
-            let diag = (d_ptr[i]..d_ptr[i + 1]).map(|s| (s, d_slots[s].1));
-            let offd = (o_ptr[i]..o_ptr[i + 1]).map(|s| (n_diag + s, o_slots[s].1));
+            let diag = (d_ptr[i]..d_ptr[i + 1]).map(|s| (s, slot_entry[s]));
+            let offd = (o_ptr[i]..o_ptr[i + 1]).map(|s| (n_diag + s, slot_entry[n_diag + s]));
             for (slot, k) in diag.chain(offd) {
                 out[k as usize - first] = slot as u32;
             }
@@ -357,24 +365,27 @@ fn check_row_ptr(n_owned: usize, row_ptr: &[usize], n_entries: usize) -> Result<
     Ok(())
 }
 
-/// The columns of each row (`sorted`: `(global column, entry)` per row of `row_ptr`, sorted)
-/// below `global_len` and none twice; the first failing row is named (rows in parallel).
+/// The columns of each row of `row_ptr` (`cols`, in ascending order where `order` lists each
+/// row's entries so, else as they are) below `global_len` and none twice; the first failing
+/// row is named (rows in parallel).
 fn check_sorted_rows(
     row_ptr: &[usize],
-    sorted: &[(u64, u32)],
+    cols: &[u64],
+    order: Option<&[u32]>,
     global_len: u64,
 ) -> Result<(), String> {
     let n_owned = row_ptr.len() - 1;
+    let col = |k: usize| cols[order.map_or(k, |o| o[k] as usize)];
     match (0..n_owned).into_par_iter().find_map_first(|i| {
-        let row = &sorted[row_ptr[i]..row_ptr[i + 1]];
-        if let Some(&(g, _)) = row.iter().find(|&&(g, _)| g >= global_len) {
+        let row = row_ptr[i]..row_ptr[i + 1];
+        if let Some(g) = row.clone().map(col).find(|&g| g >= global_len) {
             return Some(format!(
                 "distributed pattern: owned row {i}: column {g} beyond the {global_len} global block columns"
             ));
         }
-        row.windows(2).find(|w| w[0].0 == w[1].0).map(|w| {
-            format!("distributed pattern: owned row {i}: column {} twice", w[0].0)
-        })
+        (row.start + 1..row.end)
+            .find(|&k| col(k - 1) == col(k))
+            .map(|k| format!("distributed pattern: owned row {i}: column {} twice", col(k)))
     }) {
         Some(e) => Err(e),
         None => Ok(()),
