@@ -521,7 +521,7 @@ pub fn dist_tentative_planned(
         rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
     });
     let received = comm.alltoallv_f64_moving(rows)?;
-    // Owned aggregates' members: (group, serial id, member), then grouped in serial order.
+    // Owned aggregates' members, grouped in serial order.
     let group_of_label = |l: u64| roots.binary_search(&l).map_or(NO_GROUP, |c| c as u32);
     // each owned vertex's owned aggregate (none: its aggregate lives elsewhere, or it has
     // none), each received record's
