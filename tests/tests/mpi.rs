@@ -633,6 +633,28 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
     });
 }
 
+/// Collective: every coarse vertex's serial coarse id by its coarse global id, from every
+/// rank's part of `t`.
+fn coarse_serial_of(
+    comm: &Arc<dyn Comm>,
+    t: &amg::dist_tentative::DistTentative,
+) -> std::collections::HashMap<u64, u64> {
+    let first = t.coarse_partition.owned_range().start;
+    let mine: Vec<u64> = t
+        .coarse_serial_ids
+        .iter()
+        .enumerate()
+        .flat_map(|(c, &s)| [first + c as u64, s])
+        .collect();
+    let mut serial_of = std::collections::HashMap::new();
+    for pairs in comm.allgatherv_u64(&mine).unwrap() {
+        for p in pairs.chunks(2) {
+            serial_of.insert(p[0], p[1]);
+        }
+    }
+    serial_of
+}
+
 #[test]
 fn distributed_tentative_prolongator_equals_the_serial_one() {
     use amg::aggregation::{aggregate, MisDistance};
@@ -685,20 +707,8 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                     // `t` made of owned vertices of serial ids `owned_serial`: the serial rows
                     // and coarse near-null rows, bit for bit
                     let check = |t: &amg::dist_tentative::DistTentative, owned_serial: &[u64]| {
-                        // Coarse global id -> serial coarse id, from every rank.
                         let first = t.coarse_partition.owned_range().start;
-                        let mine: Vec<u64> = t
-                            .coarse_serial_ids
-                            .iter()
-                            .enumerate()
-                            .flat_map(|(c, &s)| [first + c as u64, s])
-                            .collect();
-                        let mut serial_of = std::collections::HashMap::new();
-                        for pairs in comm.allgatherv_u64(&mine).unwrap() {
-                            for p in pairs.chunks(2) {
-                                serial_of.insert(p[0], p[1]);
-                            }
-                        }
+                        let serial_of = coarse_serial_of(comm, t);
                         assert_eq!(serial_of.len(), aggs.n_aggregates());
                         // Fine rows: the same block, bit for bit, at the same (serial) coarse
                         // column.
@@ -962,18 +972,7 @@ fn galerkin_cases(comm: &Arc<dyn Comm>) -> Vec<GalerkinCase> {
             let dpbj = amg::PointBlockJacobi::new(a.diag()).unwrap();
             let pd = dist_smooth_prolongator(&a, &g.serial_ids, &t, &dpbj, omega).unwrap();
             let first = t.coarse_partition.owned_range().start;
-            let mine: Vec<u64> = t
-                .coarse_serial_ids
-                .iter()
-                .enumerate()
-                .flat_map(|(c, &s)| [first + c as u64, s])
-                .collect();
-            let mut serial_of = std::collections::HashMap::new();
-            for pairs in comm.allgatherv_u64(&mine).unwrap() {
-                for q in pairs.chunks(2) {
-                    serial_of.insert(q[0], q[1]);
-                }
-            }
+            let serial_of = coarse_serial_of(comm, &t);
             GalerkinCase {
                 ids,
                 part,
