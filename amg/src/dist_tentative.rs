@@ -125,8 +125,9 @@ fn pack_member((r, i): Member) -> u64 {
 /// owned vertex `v` (member `(rank, v)`; [`NO_GROUP`]: none here), `remote` the group of each
 /// record received from another rank (member `(r, i)`: record `i` from rank `r`), `n_groups`
 /// groups, `serial_of(member)` its serial id. Returns `group_ptr` and the members, group after
-/// group: a stable counting sort by group, in parallel over runs of `run_len` owned vertices (each run's
-/// members go to slots of their own), each group's owned vertices in vertex order, then its
+/// group: a stable counting sort by group, in parallel over runs of `run_len` owned vertices,
+/// or `n_groups` where more (each run counts its members per group and puts them in slots of
+/// its own: memory linear in the vertices), each group's owned vertices in vertex order, then its
 /// records; a group not in serial order then (records from other ranks among them, or owned
 /// vertices not numbered by serial id) is sorted alone.
 fn group_members(
@@ -137,7 +138,9 @@ fn group_members(
     n_groups: usize,
     serial_of: impl Fn(Member) -> u64 + Sync,
 ) -> (Vec<usize>, Vec<Member>) {
-    let runs: Vec<&[u32]> = local_group.chunks(run_len.max(1)).collect();
+    // runs of at least `n_groups` vertices: their counts take at most `n + n_groups` entries
+    let run_len = run_len.max(n_groups).max(1);
+    let runs: Vec<&[u32]> = local_group.chunks(run_len).collect();
     let count = |groups: &mut dyn Iterator<Item = u32>| {
         let mut counts = vec![0u32; n_groups];
         for g in groups.filter(|&g| g != NO_GROUP) {
