@@ -22,7 +22,7 @@ use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
 
 use crate::aggregation::UNAGGREGATED;
 use crate::AmgError;
-use linalg::thin_qr;
+use linalg::thin_qr_of_groups;
 
 /// A rank's part of the tentative prolongator and of the coarse level it defines.
 #[derive(Debug)]
@@ -348,34 +348,15 @@ fn factor_groups(
             describe(c)
         ));
     }
-    let mut q = vec![0.0; members.len() * slab];
-    let mut coarse_nns = vec![0.0; n_groups * k * k];
-    linalg::split_rows(group_ptr, slab, GROUPS_PER_TASK, &mut q)
-        .into_par_iter()
-        .zip(coarse_nns.par_chunks_mut((GROUPS_PER_TASK * k * k).max(1)))
-        .for_each_init(Vec::new, |work, ((groups, q), r)| {
-            let first = group_ptr[groups.start];
-            for (g, c) in groups.enumerate() {
-                let (lo, hi) = (group_ptr[c] - first, group_ptr[c + 1] - first);
-                let q = &mut q[lo * slab..hi * slab];
-                for (j, &(src, i)) in members[group_ptr[c]..group_ptr[c + 1]].iter().enumerate() {
-                    let i = i as usize;
-                    q[j * slab..(j + 1) * slab].copy_from_slice(if src as usize == rank {
-                        &nns[i * slab..(i + 1) * slab]
-                    } else {
-                        &received[src as usize][i * rec + offset..(i + 1) * rec]
-                    });
-                }
-                let m = (hi - lo) * bs;
-                work.resize(m * k, 0.0);
-                thin_qr(q, m, k, &mut r[g * k * k..(g + 1) * k * k], work);
-            }
-        });
-    Ok((q, coarse_nns))
+    Ok(thin_qr_of_groups(group_ptr, bs, k, |at| {
+        let (src, i) = members[at];
+        let i = i as usize;
+        match src as usize == rank {
+            true => &nns[i * slab..(i + 1) * slab],
+            false => &received[src as usize][i * rec + offset..(i + 1) * rec],
+        }
+    }))
 }
-
-/// Owned aggregates factored by one task of [`factor_groups`].
-const GROUPS_PER_TASK: usize = 64;
 
 /// Collective. [`dist_tentative_planned`] without its plan.
 pub fn dist_tentative_prolongator(

@@ -373,24 +373,11 @@ impl GroupedQrPlan {
     /// The host factorisation: groups in parallel into group-major scratch, then `Q` scattered
     /// to the output rows.
     fn factor_host(&self, b: &[f64], values: &mut [f64]) -> Vec<f64> {
-        let (bs, k) = (self.bs, self.k);
-        let slab = bs * k;
-        let mut q_buf = vec![0.0; self.members.len() * slab];
-        let mut r_buf = vec![0.0; self.n_groups() * k * k];
-        split_rows(&self.offsets, slab, 1, &mut q_buf)
-            .into_par_iter()
-            .zip(r_buf.par_chunks_mut(k * k))
-            .for_each(|((group, q), r)| {
-                let first = self.offsets[group.start];
-                let members = &self.members[first..first + q.len() / slab];
-                for (i, &v) in members.iter().enumerate() {
-                    q[i * slab..(i + 1) * slab]
-                        .copy_from_slice(&b[v as usize * slab..(v as usize + 1) * slab]);
-                }
-                let m = q.len() / k;
-                let mut work = vec![0.0; m * k];
-                thin_qr(q, m, k, r, &mut work);
-            });
+        let slab = self.bs * self.k;
+        let (q_buf, r_buf) = thin_qr_of_groups(&self.offsets, self.bs, self.k, |at| {
+            let v = self.members[at] as usize;
+            &b[v * slab..(v + 1) * slab]
+        });
         values
             .par_chunks_mut(slab)
             .zip(self.position.par_iter())
@@ -400,6 +387,41 @@ impl GroupedQrPlan {
             });
         r_buf
     }
+}
+
+/// Groups factored by one task of [`thin_qr_of_groups`].
+const GROUPS_PER_TASK: usize = 64;
+
+/// [`thin_qr`] of every group of stacked rows, in parallel on the host: group `g` stacks the
+/// `bs x k` row blocks `row(at)` for `at` in `offsets[g]..offsets[g + 1]` (in that order; each
+/// group at least `k` rows). Returns `Q` (`bs x k` per member, group after group) and `R`
+/// (`k x k` per group).
+pub fn thin_qr_of_groups<'a>(
+    offsets: &[usize],
+    bs: usize,
+    k: usize,
+    row: impl Fn(usize) -> &'a [f64] + Sync,
+) -> (Vec<f64>, Vec<f64>) {
+    let slab = bs * k;
+    let n_groups = offsets.len() - 1;
+    let mut q = vec![0.0; offsets[n_groups] * slab];
+    let mut r = vec![0.0; n_groups * k * k];
+    split_rows(offsets, slab, GROUPS_PER_TASK, &mut q)
+        .into_par_iter()
+        .zip(r.par_chunks_mut((GROUPS_PER_TASK * k * k).max(1)))
+        .for_each_init(Vec::new, |work, ((groups, q), r)| {
+            let first = offsets[groups.start];
+            for (j, g) in groups.enumerate() {
+                let q = &mut q[(offsets[g] - first) * slab..(offsets[g + 1] - first) * slab];
+                for (block, at) in q.chunks_exact_mut(slab).zip(offsets[g]..offsets[g + 1]) {
+                    block.copy_from_slice(row(at));
+                }
+                let m = q.len() / k;
+                work.resize(m * k, 0.0);
+                thin_qr(q, m, k, &mut r[j * k * k..(j + 1) * k * k], work);
+            }
+        });
+    (q, r)
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub use device::{
     KERNEL_CACHE_ENV,
 };
 pub use error::LinalgError;
-pub use grouped_qr::{thin_qr, GroupedQrPlan};
+pub use grouped_qr::{thin_qr, thin_qr_of_groups, GroupedQrPlan};
 pub use layout::Layout;
 pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};
 pub use pattern::BlockPattern;
