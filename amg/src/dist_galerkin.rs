@@ -445,8 +445,11 @@ fn local_symbolic(
 }
 
 /// Collective. The reduction of the partial product (pattern `cp`, rows and columns the coarse
-/// global ids `coarse_globals`) onto the owners of the coarse rows. The messages, the received
-/// blocks and the sums' lists are filled row by row in parallel (the one-off product's order).
+/// global ids `coarse_globals`) onto the owners of the coarse rows. Only the partial rows other
+/// ranks own travel (their global columns); this rank's own rows are read in place, as the
+/// message to itself they stand for. An owned coarse row's blocks, from every source of it in
+/// the concatenated messages' order (ranks in order, each message's rows in order), are sorted
+/// by (column, position) within the row, in parallel over the rows: the one-off product's order.
 fn reduction_symbolic(
     cp: &BlockPattern,
     coarse_globals: &[u64],
@@ -454,9 +457,10 @@ fn reduction_symbolic(
     k: usize,
 ) -> Result<(ReductionPlan, Arc<DistPattern>), AmgError> {
     let comm = coarse.comm().clone();
-    let size = comm.size();
+    let (size, rank) = (comm.size(), comm.rank());
     let n_rows = cp.n_block_rows();
     let (cp_ptr, cp_col) = (cp.row_ptr(), cp.col_idx());
+    let row_len = |r: usize| cp_ptr[r + 1] - cp_ptr[r];
     // the owner of each partial row (the first row beyond the coarse vertices is the error)
     let owners: Vec<usize> = (0..n_rows)
         .into_par_iter()
@@ -469,18 +473,32 @@ fn reduction_symbolic(
             found: coarse_globals[r] as usize,
         });
     }
-    // Per destination: [row, n, column * n] per partial row, and the partial slots, in the
-    // order of the partial rows (the one-off product's message order).
-    // (the rows of each destination in one pass over the rows, not one per rank)
+    // The partial rows of each destination, ascending (the one-off product's message order),
+    // in one pass over the rows.
     let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); size];
     for (r, &owner) in owners.iter().enumerate() {
         rows_of[owner].push(r as u32);
     }
     drop(owners);
+    // Per destination the partial slots, and to another rank the message [row, n, column * n]
+    // per partial row.
     let mut index_msgs = Vec::with_capacity(size);
     let mut slots = Vec::with_capacity(size);
-    for rows in rows_of {
-        let len = |i: usize| cp_ptr[rows[i] as usize + 1] - cp_ptr[rows[i] as usize];
+    for (dest, rows) in rows_of.iter().enumerate() {
+        let len = |i: usize| row_len(rows[i] as usize);
+        let slot_ptr = row_offsets(rows.len(), len);
+        let mut dest_slots = vec![0u32; slot_ptr[rows.len()]];
+        linalg::fill_rows(&slot_ptr, &mut dest_slots, |i, out| {
+            let r = rows[i] as usize;
+            for (o, s) in out.iter_mut().zip(cp_ptr[r]..cp_ptr[r + 1]) {
+                *o = s as u32;
+            }
+        });
+        slots.push(dest_slots);
+        if dest == rank {
+            index_msgs.push(Vec::new());
+            continue;
+        }
         let msg_ptr = row_offsets(rows.len(), |i| 2 + len(i));
         let mut msg = vec![0u64; msg_ptr[rows.len()]];
         linalg::fill_rows(&msg_ptr, &mut msg, |i, out| {
@@ -491,27 +509,32 @@ fn reduction_symbolic(
                 *o = coarse_globals[c as usize];
             }
         });
-        let slot_ptr = row_offsets(rows.len(), len);
-        let mut dest_slots = vec![0u32; slot_ptr[rows.len()]];
-        linalg::fill_rows(&slot_ptr, &mut dest_slots, |i, out| {
-            let r = rows[i] as usize;
-            for (o, s) in out.iter_mut().zip(cp_ptr[r]..cp_ptr[r + 1]) {
-                *o = s as u32;
-            }
-        });
         index_msgs.push(msg);
-        slots.push(dest_slots);
     }
     let received = comm.alltoallv_u64(&index_msgs)?;
     drop(index_msgs);
+    let own_rows = &rows_of[rank];
     let first = coarse.owned_range().start;
     let n_owned = coarse.n_owned();
-    // The received rows' headers, in order: (message, offset of its columns, row, position of
-    // its first block in the received blocks).
-    let mut heads: Vec<(usize, usize, u64, usize)> = Vec::new();
+    // The source rows, in the concatenated messages' order (this rank's own rows as its
+    // message): where its columns are (another rank's message and the offset in it, or an own
+    // partial row), its owned row, the position of its first block and its blocks.
+    let mut heads: Vec<SourceRow> = Vec::new();
     let mut recv_ptr = vec![0usize];
     let mut pos = 0usize;
     for (j, msg) in received.iter().enumerate() {
+        if j == rank {
+            for &r in own_rows {
+                let (r, row) = (r as usize, coarse_globals[r as usize]);
+                heads.push(SourceRow {
+                    columns: Columns::Own(r),
+                    row: (row - first) as usize,
+                    pos,
+                    len: row_len(r),
+                });
+                pos += row_len(r);
+            }
+        }
         let mut at = 0;
         while at < msg.len() {
             let (row, m) = (msg[at], msg[at + 1] as usize);
@@ -523,60 +546,108 @@ fn reduction_symbolic(
                     found: row as usize,
                 });
             }
-            heads.push((j, at, row, pos));
+            heads.push(SourceRow {
+                columns: Columns::Received(j, at),
+                row: (row - first) as usize,
+                pos,
+                len: m,
+            });
             pos += m;
             at += m;
         }
         recv_ptr.push(pos);
     }
     to_u32(pos, "distributed Galerkin plan: received blocks")?;
-    // (row, column, position in the received blocks) of every received block
-    let mut head_ptr: Vec<usize> = heads.iter().map(|h| h.3).collect();
-    head_ptr.push(pos);
-    let mut received_blocks = vec![(0u64, 0u64, 0u32); pos];
-    linalg::fill_rows(&head_ptr, &mut received_blocks, |h, out| {
-        let (j, at, row, p) = heads[h];
-        let cols = &received[j][at..at + out.len()];
-        for (i, (o, &col)) in out.iter_mut().zip(cols).enumerate() {
-            *o = (row, col, (p + i) as u32);
+    // The source rows of each owned row, in order (a stable counting sort).
+    let mut row_head_ptr = vec![0usize; n_owned + 1];
+    for h in &heads {
+        row_head_ptr[h.row + 1] += 1;
+    }
+    for i in 0..n_owned {
+        row_head_ptr[i + 1] += row_head_ptr[i];
+    }
+    let mut row_heads = vec![0u32; heads.len()];
+    let mut next = row_head_ptr.clone();
+    for (i, h) in heads.iter().enumerate() {
+        row_heads[next[h.row]] = i as u32;
+        next[h.row] += 1;
+    }
+    drop(next);
+    let heads_of = |i: usize| {
+        row_heads[row_head_ptr[i]..row_head_ptr[i + 1]]
+            .iter()
+            .map(|&h| &heads[h as usize])
+    };
+    // Each owned row's (column, position) blocks, sorted.
+    let block_ptr = row_offsets(n_owned, |i| heads_of(i).map(|h| h.len).sum());
+    let mut blocks = vec![(0u64, 0u32); pos];
+    linalg::fill_rows(&block_ptr, &mut blocks, |i, out| {
+        let mut o = 0;
+        for h in heads_of(i) {
+            let out = &mut out[o..o + h.len];
+            match h.columns {
+                Columns::Own(r) => {
+                    for (b, (x, &c)) in out
+                        .iter_mut()
+                        .zip(&cp_col[cp_ptr[r]..cp_ptr[r + 1]])
+                        .enumerate()
+                    {
+                        *x = (coarse_globals[c as usize], (h.pos + b) as u32);
+                    }
+                }
+                Columns::Received(j, at) => {
+                    for (b, (x, &c)) in out.iter_mut().zip(&received[j][at..at + h.len]).enumerate()
+                    {
+                        *x = (c, (h.pos + b) as u32);
+                    }
+                }
+            }
+            o += h.len;
         }
+        // positions are distinct: the unstable sort is the stable one
+        out.sort_unstable();
     });
     drop(received);
-    // by (row, column), the contributions of one block in the order received
-    received_blocks.par_sort_unstable();
-    let same_key = |i: usize| {
-        let (a, b) = (received_blocks[i - 1], received_blocks[i]);
-        (a.0, a.1) == (b.0, b.1)
+    // The coarse pattern's rows (one entry a distinct column) and the first block of each
+    // entry in `blocks`.
+    let row_blocks = |i: usize| &blocks[block_ptr[i]..block_ptr[i + 1]];
+    let distinct = |i: usize| {
+        let b = row_blocks(i);
+        (0..b.len()).filter(move |&t| t == 0 || b[t].0 != b[t - 1].0)
     };
-    let mut key_ptr: Vec<usize> = (0..received_blocks.len())
-        .into_par_iter()
-        .filter(|&i| i == 0 || !same_key(i))
-        .collect();
-    let keys: Vec<(u64, u64)> = key_ptr
-        .par_iter()
-        .map(|&i| (received_blocks[i].0, received_blocks[i].1))
-        .collect();
-    if key_ptr.is_empty() {
-        key_ptr.push(0);
-    }
-    key_ptr.push(received_blocks.len());
-    let pattern = coarse_pattern(coarse, k, &keys)?;
-    // Slot `s` holds entry (key) `slot_entries[s]` (sorted order).
-    let key_of_slot = pattern.slot_entries();
-    let n_slots = key_of_slot.len();
-    let key_len = |s: usize| {
-        let e = key_of_slot[s] as usize;
-        key_ptr[e + 1] - key_ptr[e]
+    let entry_ptr = row_offsets(n_owned, |i| distinct(i).count());
+    let n_entries = entry_ptr[n_owned];
+    let mut cols = vec![0u64; n_entries];
+    let mut entry_start = vec![0usize; n_entries + 1];
+    entry_start[n_entries] = pos;
+    linalg::fill_rows(&entry_ptr, &mut cols, |i, out| {
+        for (o, t) in out.iter_mut().zip(distinct(i)) {
+            *o = row_blocks(i)[t].0;
+        }
+    });
+    linalg::fill_rows(&entry_ptr, &mut entry_start[..n_entries], |i, out| {
+        for (o, t) in out.iter_mut().zip(distinct(i)) {
+            *o = block_ptr[i] + t;
+        }
+    });
+    let pattern = DistPattern::new(coarse.clone(), k, &entry_ptr, &cols)?;
+    drop(cols);
+    // Slot `s` holds entry `slot_entries[s]` (the entries in (row, column) order).
+    let entry_of_slot = pattern.slot_entries();
+    let n_slots = entry_of_slot.len();
+    let entry_len = |s: usize| {
+        let e = entry_of_slot[s] as usize;
+        entry_start[e + 1] - entry_start[e]
     };
-    let slot_ptr = row_offsets(n_slots, key_len);
+    let slot_ptr = row_offsets(n_slots, entry_len);
     let mut contrib = vec![0u32; slot_ptr[n_slots]];
     linalg::fill_rows(&slot_ptr, &mut contrib, |s, out| {
-        let e = key_of_slot[s] as usize;
+        let e = entry_of_slot[s] as usize;
         for (o, b) in out
             .iter_mut()
-            .zip(&received_blocks[key_ptr[e]..key_ptr[e + 1]])
+            .zip(&blocks[entry_start[e]..entry_start[e + 1]])
         {
-            *o = b.2;
+            *o = b.1;
         }
     });
     let mut send_ptr = vec![0usize];
@@ -597,6 +668,25 @@ fn reduction_symbolic(
         },
         pattern,
     ))
+}
+
+/// Where a source row of the reduction reads its global columns.
+#[derive(Clone, Copy)]
+enum Columns {
+    /// This rank's partial row.
+    Own(usize),
+    /// Another rank's message (its rank) from an offset.
+    Received(usize, usize),
+}
+
+/// A partial row summed into an owned coarse row (see `reduction_symbolic`).
+struct SourceRow {
+    columns: Columns,
+    /// The owned coarse row (local).
+    row: usize,
+    /// The position of its first block in the concatenated messages.
+    pos: usize,
+    len: usize,
 }
 
 /// The row offsets (`n + 1`, from 0) of rows of `len(i)` entries (the lengths in parallel).
