@@ -349,8 +349,10 @@ fn p_view(
     let n_cols = by_serial.len();
 
     // Local vertices by serial id: the column order of the local A and row order of P_ext.
+    // (the stable sort, which merges runs: the owned vertices and the ghosts each come mostly
+    // in serial order; the ids are distinct, so it is the unstable sort's order)
     let mut order: Vec<u32> = (0..n_local as u32).collect();
-    order.par_sort_unstable_by_key(|&v| serial_ids[v as usize]);
+    order.par_sort_by_key(|&v| serial_ids[v as usize]);
     let mut position = vec![0u32; n_local];
     for (i, &v) in order.iter().enumerate() {
         position[v as usize] = i as u32;

@@ -55,10 +55,12 @@ pub(super) struct DeviceGalerkin {
     send_idx_host: Vec<u32>,
     send_ranges: Vec<Range<usize>>,
     send_dev: DeviceBuffer<f64>,
-    send_host: PinnedBuffer,
     recv_ranges: Vec<Range<usize>>,
-    recv_host: PinnedBuffer,
     recv_dev: DeviceBuffer<f64>,
+    /// Pinned host copies of `send_dev` and `recv_dev` for the reduction through MPI, made by
+    /// its first product (page-locking takes milliseconds a megabyte; the NCCL and peer-write
+    /// reductions need none).
+    staging: Option<(PinnedBuffer, PinnedBuffer)>,
     diag_ptr: DeviceBuffer<u32>,
     diag_contrib: DeviceBuffer<u32>,
     offd_ptr: DeviceBuffer<u32>,
@@ -143,10 +145,9 @@ impl DeviceGalerkin {
             send_idx_host: split.send_idx,
             send_ranges: split.send_ranges,
             send_dev: zeros(&ctx, n_send)?,
-            send_host: PinnedBuffer::zeros(&ctx, n_send)?,
             recv_ranges: split.recv_ranges,
-            recv_host: PinnedBuffer::zeros(&ctx, n_recv * kk)?,
             recv_dev: zeros(&ctx, n_recv * kk)?,
+            staging: None,
             diag_ptr: ctx.upload(&split.diag_ptr)?,
             diag_contrib: ctx.upload(&split.diag_contrib)?,
             offd_ptr: ctx.upload(&split.offd_ptr)?,
@@ -255,16 +256,24 @@ impl DeviceGalerkin {
             )?;
             return self.sum_in_order(out, &self.recv_dev);
         }
-        self.send_host.download_from(ctx, &self.send_dev)?;
+        let (send_host, recv_host) = match self.staging.take() {
+            Some(made) => made,
+            None => (
+                PinnedBuffer::zeros(ctx, self.send_dev.len())?,
+                PinnedBuffer::zeros(ctx, self.recv_dev.len())?,
+            ),
+        };
+        let (send_host, recv_host) = self.staging.insert((send_host, recv_host));
+        send_host.download_from(ctx, &self.send_dev)?;
         StreamMark::record(ctx)?.wait()?;
-        let staged = self.send_host.as_slice()?;
+        let staged = send_host.as_slice()?;
         let send: Vec<Vec<f64>> = self
             .send_ranges
             .iter()
             .map(|r| staged[r.start * kk..r.end * kk].to_vec())
             .collect();
         let received = self.comm.alltoallv_f64(&send)?;
-        let recv = self.recv_host.as_mut_slice()?;
+        let recv = recv_host.as_mut_slice()?;
         for (msg, r) in received.iter().zip(&self.recv_ranges) {
             if msg.len() != r.len() * kk {
                 return Err(AmgError::DimensionMismatch {
@@ -275,7 +284,7 @@ impl DeviceGalerkin {
             }
             recv[r.start * kk..r.end * kk].copy_from_slice(msg);
         }
-        self.recv_host.upload_to(ctx, &mut self.recv_dev)?;
+        recv_host.upload_to(ctx, &mut self.recv_dev)?;
         let sent = self.sum_in_order(out, &self.recv_dev)?;
         // The pinned receive buffer is written again by the next product: wait for its copy.
         StreamMark::record(ctx)?.wait()?;

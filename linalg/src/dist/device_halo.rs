@@ -42,11 +42,19 @@ pub struct DeviceHalo {
     /// Block range of each send list in `send_idx`.
     send_ranges: Vec<std::ops::Range<usize>>,
     send_dev: DeviceBuffer<f64>,
-    send_host: PinnedBuffer,
     ghost_dev: DeviceBuffer<f64>,
-    ghost_host: PinnedBuffer,
+    /// The pinned host buffers of the exchange through MPI, made by its first exchange (page-
+    /// locking takes milliseconds a megabyte: the NCCL and peer-write exchanges need none).
+    staging: Option<HostStaging>,
     /// The peer-write channel, once opened (the `ipc` exchange only).
     channel: Option<PeerChannel>,
+}
+
+/// The pinned host copies of a [`DeviceHalo`]'s send and ghost buffers (the same lengths).
+#[derive(Debug)]
+struct HostStaging {
+    send: PinnedBuffer,
+    ghost: PinnedBuffer,
 }
 
 /// Bytes one exchange moves: between device and host (each way) and through MPI (sent).
@@ -61,7 +69,8 @@ pub struct HaloBytes {
 }
 
 impl DeviceHalo {
-    /// Uploads the plan's send lists and allocates the staging buffers on `ctx`'s GPU (local).
+    /// Uploads the plan's send lists and allocates the device buffers on `ctx`'s GPU (local;
+    /// the pinned host buffers follow at the first exchange that stages through them).
     pub fn new(plan: Arc<HaloPlan>, ctx: Arc<CudaContext>) -> Result<Self, LinalgError> {
         let bs = plan.block_size();
         let mut idx = Vec::new();
@@ -77,9 +86,8 @@ impl DeviceHalo {
             send_idx: ctx.upload(&idx)?,
             send_ranges,
             send_dev: ctx.zeros(n_send)?,
-            send_host: PinnedBuffer::zeros(&ctx, n_send)?,
             ghost_dev: ctx.zeros(n_ghost)?,
-            ghost_host: PinnedBuffer::zeros(&ctx, n_ghost)?,
+            staging: None,
             channel: None,
             plan,
             ctx,
@@ -187,7 +195,8 @@ impl DeviceHalo {
             )?;
             return Ok(&self.ghost_dev);
         }
-        self.send_host.download_from(ctx, &self.send_dev)?;
+        let staging = staging(&mut self.staging, ctx, &self.send_dev, &self.ghost_dev)?;
+        staging.send.download_from(ctx, &self.send_dev)?;
         let packed = StreamMark::record(ctx)?;
         overlap()?;
         packed.wait()?;
@@ -198,14 +207,14 @@ impl DeviceHalo {
                 .iter()
                 .map(|(r, _)| *r)
                 .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
-            self.send_host.as_slice()?,
+            staging.send.as_slice()?,
             self.plan
                 .receives()
                 .iter()
                 .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
-            self.ghost_host.as_mut_slice()?,
+            staging.ghost.as_mut_slice()?,
         )?;
-        self.ghost_host.upload_to(ctx, &mut self.ghost_dev)?;
+        staging.ghost.upload_to(ctx, &mut self.ghost_dev)?;
         Ok(&self.ghost_dev)
     }
 
@@ -263,7 +272,8 @@ impl DeviceHalo {
             )?;
             return self.add_received(y_owned);
         }
-        self.ghost_host.download_from(ctx, ghost_values)?;
+        let staging = staging(&mut self.staging, ctx, &self.send_dev, &self.ghost_dev)?;
+        staging.ghost.download_from(ctx, ghost_values)?;
         let downloaded = StreamMark::record(ctx)?;
         overlap(&mut *y_owned)?;
         downloaded.wait()?;
@@ -273,15 +283,15 @@ impl DeviceHalo {
                 .receives()
                 .iter()
                 .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
-            self.ghost_host.as_slice()?,
+            staging.ghost.as_slice()?,
             self.plan
                 .sends()
                 .iter()
                 .map(|(r, _)| *r)
                 .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
-            self.send_host.as_mut_slice()?,
+            staging.send.as_mut_slice()?,
         )?;
-        self.send_host.upload_to(ctx, &mut self.send_dev)?;
+        staging.send.upload_to(ctx, &mut self.send_dev)?;
         self.add_received(y_owned)
     }
 
@@ -391,4 +401,22 @@ fn exchange(
     }
     comm.exchange(&sends, &mut parts, &mut || ())?;
     Ok(())
+}
+
+/// The pinned host buffers of `staging`, made at the first call (the lengths of `send_dev` and
+/// `ghost_dev`).
+fn staging<'a>(
+    staging: &'a mut Option<HostStaging>,
+    ctx: &CudaContext,
+    send_dev: &DeviceBuffer<f64>,
+    ghost_dev: &DeviceBuffer<f64>,
+) -> Result<&'a mut HostStaging, LinalgError> {
+    let made = match staging.take() {
+        Some(made) => made,
+        None => HostStaging {
+            send: PinnedBuffer::zeros(ctx, send_dev.len())?,
+            ghost: PinnedBuffer::zeros(ctx, ghost_dev.len())?,
+        },
+    };
+    Ok(staging.insert(made))
 }
