@@ -368,33 +368,52 @@ fn p_view(
         }
     };
     let ext_ptr = row_offsets(n_local, |i| row_len(order[i] as usize));
-    let mut entries = vec![(0u32, 0u8, 0u32); ext_ptr[n_local]];
-    linalg::fill_rows(&ext_ptr, &mut entries, |i, row| {
-        let v = order[i] as usize;
-        let mut at = 0;
-        let mut put = |c: u64, part: u8, s: usize| {
-            row[at] = (local_col[c as usize], part, s as u32);
-            at += 1;
-        };
-        if v < n {
-            for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
-                put(first_c + u64::from(pd.col_idx()[s]), 0, s);
+    let n_ext = ext_ptr[n_local];
+    let (mut ext_col, mut ext_sources) = (vec![0u32; n_ext], vec![(0u8, 0u32); n_ext]);
+    // (groups of rows in parallel, each row sorted in a buffer of its task: the columns and
+    // the sources written straight into their arrays)
+    let tasks: Vec<_> = linalg::split_rows(&ext_ptr, 1, ROWS_PER_TASK, &mut ext_col)
+        .into_iter()
+        .zip(linalg::split_rows(
+            &ext_ptr,
+            1,
+            ROWS_PER_TASK,
+            &mut ext_sources,
+        ))
+        .collect();
+    tasks
+        .into_par_iter()
+        .for_each(|((rows, cols), (_, sources))| {
+            let first = ext_ptr[rows.start];
+            let mut row: Vec<(u32, u8, u32)> = Vec::new();
+            for i in rows {
+                let v = order[i] as usize;
+                row.clear();
+                let mut put = |c: u64, part: u8, s: usize| {
+                    row.push((local_col[c as usize], part, s as u32));
+                };
+                if v < n {
+                    for s in pd.row_ptr()[v]..pd.row_ptr()[v + 1] {
+                        put(first_c + u64::from(pd.col_idx()[s]), 0, s);
+                    }
+                    for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
+                        put(p_ghosts[po.col_idx()[s] as usize], 1, s);
+                    }
+                } else {
+                    let j = v - n;
+                    for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
+                        put(oth_globals[oth.col_idx()[s] as usize], 2, s);
+                    }
+                }
+                // a coarse column appears once in a row
+                row.sort_unstable_by_key(|&(c, _, _)| c);
+                let at = ext_ptr[i] - first;
+                for (j, &(c, part, s)) in row.iter().enumerate() {
+                    cols[at + j] = c;
+                    sources[at + j] = (part, s);
+                }
             }
-            for s in po.row_ptr()[v]..po.row_ptr()[v + 1] {
-                put(p_ghosts[po.col_idx()[s] as usize], 1, s);
-            }
-        } else {
-            let j = v - n;
-            for s in oth.row_ptr()[j]..oth.row_ptr()[j + 1] {
-                put(oth_globals[oth.col_idx()[s] as usize], 2, s);
-            }
-        }
-        // a coarse column appears once in a row
-        row.sort_unstable_by_key(|&(c, _, _)| c);
-    });
-    let ext_col: Vec<u32> = entries.par_iter().map(|&(c, _, _)| c).collect();
-    let ext_sources: Vec<(u8, u32)> = entries.par_iter().map(|&(_, m, s)| (m, s)).collect();
-    drop(entries);
+        });
 
     // P_owned: the owned rows, each the P_ext row at the vertex's serial position (the same
     // blocks and columns)
