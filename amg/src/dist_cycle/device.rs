@@ -142,7 +142,8 @@ pub(super) struct DeviceKept {
 /// (the tentative prolongator with its exchange plan, the smoothing's plan, the
 /// structure of `P`'s views and the Galerkin product's symbolic phase) and the numeric ones
 /// where the level lives, as a kept renewal runs them ([`super::device_renewal`]): the
-/// smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values,
+/// smoother's inverses and eigenvalue estimate, `A P0` with the smoothing and `P`'s values
+/// (`P0` uploaded, its view gathered on the device),
 /// `P`'s views (`P_ext`, `P_owned`, `P_owned^T`) gathered from `P`'s values there (its ghost
 /// rows GPU to GPU), the Galerkin product into the next level's device operator. The host
 /// cold coarsening's values bit for bit (the same kernels as the device kept renewal, whose
@@ -178,6 +179,13 @@ pub(super) fn coarsen(
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     phases.end(&mut tm.smoother_setup_s, &mut tm.transfers.smoother)?;
+    // `P0` on the level's GPU (one upload of its owned rows): the smoothing plan's view of it
+    // (`P_ext`, `P_owned`: each owned row twice) is gathered there, its ghost rows GPU to GPU,
+    // and the device smoothing reads it there
+    let t = DistTentative {
+        p: t.p.to_device(&device)?,
+        ..t
+    };
     let smoothing = if params.smooth_prolongator {
         Some(SmoothingPlan::new(a, &serial_ids, &t)?)
     } else {
@@ -204,7 +212,7 @@ pub(super) fn coarsen(
             (p, kept.then_some(on_device))
         }
         // unsmoothed aggregation: `P` is `P0`
-        None => (p0.to_device(&device)?, None),
+        None => (p0, None),
     };
     phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
     // `P`'s views gathered on the device from its values there (its ghost rows GPU to GPU)

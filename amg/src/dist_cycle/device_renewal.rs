@@ -5,9 +5,10 @@
 //!
 //! Per level, through the kept plans (the host plans; nothing symbolic is made):
 //! - the tentative prolongator `P0` on the host (`DistTentativePlan::numeric`: two
-//!   all-to-alls of near-null rows and the per-aggregate QR; no operator needed) and `P0`'s
-//!   ghost rows gathered there (the smoothing plan's view), its local view (`P_ext`,
-//!   `P_owned`: one `bs x k` block per aggregated row) uploaded as values;
+//!   all-to-alls of near-null rows and the per-aggregate QR; no operator needed), its owned
+//!   rows uploaded, its ghost rows gathered GPU to GPU and its local view (`P_ext`, `P_owned`:
+//!   one `bs x k` block per aggregated row; the smoothing plan's view) filled there by block
+//!   gathers;
 //! - the point-block Jacobi inverse and the eigenvalue estimate on the device (as a device
 //!   hot update, from the start vector kept there);
 //! - `A P0` on the device ([`DeviceSmoothing`]: the local `A` gathered from the device
@@ -68,8 +69,8 @@ pub(super) struct DeviceSmoothing {
 
 impl DeviceSmoothing {
     /// Uploads `plan` for the device operator `a` (the plan's pattern) to `a`'s GPU; `P0`'s
-    /// view as the plan holds it gives the value buffers' patterns (its values go up with
-    /// each [`Self::numeric`]). Local.
+    /// view as the plan holds it gives the value buffers' patterns (its values are copied in
+    /// by each [`Self::numeric`]). Local.
     pub(super) fn upload(plan: &SmoothingPlan, a: &DistBsr) -> Result<Self, AmgError> {
         let device = a.device();
         let ctx = device
@@ -92,7 +93,7 @@ impl DeviceSmoothing {
             a_gather: a_local.device_gather(&ctx)?,
             n_a_diag: a.pattern().diag().nnz(),
             a_local: Bsr::zeros_on(&device, a_local.pattern.clone(), bs, bs)?,
-            // the patterns only: every numeric phase uploads `P0`'s view values once
+            // the patterns only: every numeric phase copies `P0`'s view values in once
             p_ext0: Bsr::zeros_on(&device, p_ext0.pattern().clone(), bs, k)?,
             p_owned0: Bsr::zeros_on(&device, p_owned0.pattern().clone(), bs, k)?,
             // every renewal repeats the product: its device plan keeps pair lists
@@ -106,8 +107,9 @@ impl DeviceSmoothing {
     }
 
     /// `P = P0 - omega D^{-1} A P0` on the device into `p` (a device matrix on the plan's `P`
-    /// pattern), for the device operator `a`, `P0`'s view (`p_ext0`, `p_owned0`: host values
-    /// uploaded here) and `dinv` (`D^{-1}` of `a`'s diagonal part, on the device). Local.
+    /// pattern), for the device operator `a`, `P0`'s view (`p_ext0`, `p_owned0`: values
+    /// copied here from the plan's view, on this GPU or the host) and `dinv` (`D^{-1}` of
+    /// `a`'s diagonal part, on the device). Local.
     pub(super) fn numeric(
         &mut self,
         a: &DistBsr,
@@ -202,6 +204,8 @@ pub(super) fn coarsen_kept(
         coarse_nns,
         ..
     } = tentative.numeric(&near_null.rows)?;
+    // on the level's GPU, where the smoothing plan's view of `P0` lives (refreshed there)
+    let p0 = p0.to_device(&device)?;
     if let Some(plan) = &mut smoothing {
         plan.refresh_p0(&p0)?;
     }
