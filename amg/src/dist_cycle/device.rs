@@ -200,7 +200,9 @@ pub(super) fn coarsen(
     let (p, device_smoothing) = match &smoothing {
         Some(plan) => {
             phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
-            let mut on_device = DeviceSmoothing::upload(plan, a)?;
+            // the product repeats only in the kept renewals of `keep_aggregates`
+            let kept = params.renewal == Renewal::KeepAggregates;
+            let mut on_device = DeviceSmoothing::upload(plan, a, kept)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
             phases.end(&mut tm.device_plans_s, &mut tm.transfers.smoothing)?;
             let omega = params.prolongator_omega_scale / emax;
@@ -208,7 +210,6 @@ pub(super) fn coarsen(
             // its local `A` and `A P0` are the size of the level operator: kept only for the
             // kept renewals of `keep_aggregates` (a recompute renewal that keeps the level
             // uploads the plan again)
-            let kept = params.renewal == Renewal::KeepAggregates;
             (p, kept.then_some(on_device))
         }
         // unsmoothed aggregation: `P` is `P0`

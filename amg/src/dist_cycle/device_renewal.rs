@@ -38,7 +38,7 @@ use crate::dist_prolongator::SmoothingPlan;
 use crate::dist_tentative::DistTentative;
 use crate::hierarchy::{build_smoother, with_level};
 use crate::level_matrix::Coarsened;
-use crate::params::AmgParams;
+use crate::params::{AmgParams, Renewal};
 use crate::report::SetupTimings;
 use crate::{AmgError, PointBlockJacobi};
 use std::time::Instant;
@@ -70,8 +70,14 @@ pub(super) struct DeviceSmoothing {
 impl DeviceSmoothing {
     /// Uploads `plan` for the device operator `a` (the plan's pattern) to `a`'s GPU; `P0`'s
     /// view as the plan holds it gives the value buffers' patterns (its values are copied in
-    /// by each [`Self::numeric`]). Local.
-    pub(super) fn upload(plan: &SmoothingPlan, a: &DistBsr) -> Result<Self, AmgError> {
+    /// by each [`Self::numeric`]). `repeated`: the product will be made again (kept renewals),
+    /// so its device plan lists the block products' operands once (host work and an upload a
+    /// single product does without; the same bits either way). Local.
+    pub(super) fn upload(
+        plan: &SmoothingPlan,
+        a: &DistBsr,
+        repeated: bool,
+    ) -> Result<Self, AmgError> {
         let device = a.device();
         let ctx = device
             .cuda_context()
@@ -96,8 +102,11 @@ impl DeviceSmoothing {
             // the patterns only: every numeric phase copies `P0`'s view values in once
             p_ext0: Bsr::zeros_on(&device, p_ext0.pattern().clone(), bs, k)?,
             p_owned0: Bsr::zeros_on(&device, p_owned0.pattern().clone(), bs, k)?,
-            // every renewal repeats the product: its device plan keeps pair lists
-            product: plan.product().clone().for_repeated_products(),
+            product: match repeated {
+                true => plan.product().clone().for_repeated_products(),
+                // the plan's device form from its symbolic phase, as made
+                false => plan.product().clone(),
+            },
             w: Bsr::zeros_on(&device, plan.product().pattern().clone(), bs, k)?,
             p_diag_from_w: ctx.upload(diag_from)?,
             p_offd_from_w: ctx.upload(offd_from)?,
@@ -223,7 +232,12 @@ pub(super) fn coarsen_kept(
         Some(plan) => {
             let device_smoothing = match &mut transfer.smoothing {
                 Some(s) => s,
-                None => transfer.smoothing.insert(DeviceSmoothing::upload(plan, a)?),
+                None => {
+                    let repeated = params.renewal == Renewal::KeepAggregates;
+                    transfer
+                        .smoothing
+                        .insert(DeviceSmoothing::upload(plan, a, repeated)?)
+                }
             };
             let omega = params.prolongator_omega_scale / emax;
             device_smoothing.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
