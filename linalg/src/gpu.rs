@@ -38,7 +38,9 @@
 pub use crate::backend::cuda::external::{KernelArg, KernelModule, LaunchShape};
 pub use crate::backend::cuda::galerkin::{gather_blocks_two, sum_blocks_in_order, TwoSources};
 pub use crate::backend::cuda::graph::{DeviceGraph, HostGraph};
-pub use crate::backend::cuda::halo::{gather_blocks, PinnedBuffer, StreamMark};
+pub use crate::backend::cuda::halo::{
+    gather_blocks, pinned_at_first_use, PinnedBuffer, StreamMark,
+};
 pub use crate::backend::cuda::ops::norm_inf;
 pub use crate::backend::cuda::peer::{PeerChannel, PeerLists};
 pub use crate::backend::cuda::vector::{

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use linalg::comm::Comm;
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{
-    gather_blocks, gather_blocks_two, sum_blocks_in_order, CudaContext, DeviceBuffer, PeerChannel,
-    PeerLists, PinnedBuffer, StreamMark, TwoSources,
+    gather_blocks, gather_blocks_two, pinned_at_first_use, sum_blocks_in_order, CudaContext,
+    DeviceBuffer, PeerChannel, PeerLists, PinnedBuffer, StreamMark, TwoSources,
 };
 use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
 
@@ -58,9 +58,8 @@ pub(super) struct DeviceGalerkin {
     recv_ranges: Vec<Range<usize>>,
     recv_dev: DeviceBuffer<f64>,
     /// Pinned host copies of `send_dev` and `recv_dev` for the reduction through MPI, made by
-    /// its first product (page-locking takes milliseconds a megabyte; the NCCL and peer-write
-    /// reductions need none).
-    staging: Option<(PinnedBuffer, PinnedBuffer)>,
+    /// its first product (the NCCL and peer-write reductions need none).
+    staging: Option<[PinnedBuffer; 2]>,
     diag_ptr: DeviceBuffer<u32>,
     diag_contrib: DeviceBuffer<u32>,
     offd_ptr: DeviceBuffer<u32>,
@@ -256,14 +255,8 @@ impl DeviceGalerkin {
             )?;
             return self.sum_in_order(out, &self.recv_dev);
         }
-        let (send_host, recv_host) = match self.staging.take() {
-            Some(made) => made,
-            None => (
-                PinnedBuffer::zeros(ctx, self.send_dev.len())?,
-                PinnedBuffer::zeros(ctx, self.recv_dev.len())?,
-            ),
-        };
-        let (send_host, recv_host) = self.staging.insert((send_host, recv_host));
+        let lens = [self.send_dev.len(), self.recv_dev.len()];
+        let [send_host, recv_host] = pinned_at_first_use(&mut self.staging, ctx, lens)?;
         send_host.download_from(ctx, &self.send_dev)?;
         StreamMark::record(ctx)?.wait()?;
         let staged = send_host.as_slice()?;

@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use comm::Comm;
 
-use crate::backend::cuda::halo::{gather_blocks, scatter_add_blocks, PinnedBuffer, StreamMark};
+use crate::backend::cuda::halo::{
+    gather_blocks, pinned_at_first_use, scatter_add_blocks, PinnedBuffer, StreamMark,
+};
 use crate::backend::cuda::peer::{PeerChannel, PeerLists, PeerWait};
 use crate::backend::cuda::{CudaContext, DeviceBuffer, DeviceComm};
 use crate::dist::HaloPlan;
@@ -43,18 +45,11 @@ pub struct DeviceHalo {
     send_ranges: Vec<std::ops::Range<usize>>,
     send_dev: DeviceBuffer<f64>,
     ghost_dev: DeviceBuffer<f64>,
-    /// The pinned host buffers of the exchange through MPI, made by its first exchange (page-
-    /// locking takes milliseconds a megabyte: the NCCL and peer-write exchanges need none).
-    staging: Option<HostStaging>,
+    /// The pinned host copies of `send_dev` and `ghost_dev` for the exchange through MPI,
+    /// made by its first exchange (the NCCL and peer-write exchanges need none).
+    staging: Option<[PinnedBuffer; 2]>,
     /// The peer-write channel, once opened (the `ipc` exchange only).
     channel: Option<PeerChannel>,
-}
-
-/// The pinned host copies of a [`DeviceHalo`]'s send and ghost buffers (the same lengths).
-#[derive(Debug)]
-struct HostStaging {
-    send: PinnedBuffer,
-    ghost: PinnedBuffer,
 }
 
 /// Bytes one exchange moves: between device and host (each way) and through MPI (sent).
@@ -195,8 +190,9 @@ impl DeviceHalo {
             )?;
             return Ok(&self.ghost_dev);
         }
-        let staging = staging(&mut self.staging, ctx, &self.send_dev, &self.ghost_dev)?;
-        staging.send.download_from(ctx, &self.send_dev)?;
+        let lens = [self.send_dev.len(), self.ghost_dev.len()];
+        let [send_host, ghost_host] = pinned_at_first_use(&mut self.staging, ctx, lens)?;
+        send_host.download_from(ctx, &self.send_dev)?;
         let packed = StreamMark::record(ctx)?;
         overlap()?;
         packed.wait()?;
@@ -207,14 +203,14 @@ impl DeviceHalo {
                 .iter()
                 .map(|(r, _)| *r)
                 .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
-            staging.send.as_slice()?,
+            send_host.as_slice()?,
             self.plan
                 .receives()
                 .iter()
                 .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
-            staging.ghost.as_mut_slice()?,
+            ghost_host.as_mut_slice()?,
         )?;
-        staging.ghost.upload_to(ctx, &mut self.ghost_dev)?;
+        ghost_host.upload_to(ctx, &mut self.ghost_dev)?;
         Ok(&self.ghost_dev)
     }
 
@@ -272,8 +268,9 @@ impl DeviceHalo {
             )?;
             return self.add_received(y_owned);
         }
-        let staging = staging(&mut self.staging, ctx, &self.send_dev, &self.ghost_dev)?;
-        staging.ghost.download_from(ctx, ghost_values)?;
+        let lens = [self.send_dev.len(), self.ghost_dev.len()];
+        let [send_host, ghost_host] = pinned_at_first_use(&mut self.staging, ctx, lens)?;
+        ghost_host.download_from(ctx, ghost_values)?;
         let downloaded = StreamMark::record(ctx)?;
         overlap(&mut *y_owned)?;
         downloaded.wait()?;
@@ -283,15 +280,15 @@ impl DeviceHalo {
                 .receives()
                 .iter()
                 .map(|(r, g)| (*r, g.start * bs..g.end * bs)),
-            staging.ghost.as_slice()?,
+            ghost_host.as_slice()?,
             self.plan
                 .sends()
                 .iter()
                 .map(|(r, _)| *r)
                 .zip(self.send_ranges.iter().map(|b| b.start * bs..b.end * bs)),
-            staging.send.as_mut_slice()?,
+            send_host.as_mut_slice()?,
         )?;
-        staging.send.upload_to(ctx, &mut self.send_dev)?;
+        send_host.upload_to(ctx, &mut self.send_dev)?;
         self.add_received(y_owned)
     }
 
@@ -401,22 +398,4 @@ fn exchange(
     }
     comm.exchange(&sends, &mut parts, &mut || ())?;
     Ok(())
-}
-
-/// The pinned host buffers of `staging`, made at the first call (the lengths of `send_dev` and
-/// `ghost_dev`).
-fn staging<'a>(
-    staging: &'a mut Option<HostStaging>,
-    ctx: &CudaContext,
-    send_dev: &DeviceBuffer<f64>,
-    ghost_dev: &DeviceBuffer<f64>,
-) -> Result<&'a mut HostStaging, LinalgError> {
-    let made = match staging.take() {
-        Some(made) => made,
-        None => HostStaging {
-            send: PinnedBuffer::zeros(ctx, send_dev.len())?,
-            ghost: PinnedBuffer::zeros(ctx, ghost_dev.len())?,
-        },
-    };
-    Ok(staging.insert(made))
 }
