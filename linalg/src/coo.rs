@@ -32,6 +32,8 @@ mod cells;
 
 /// Contributions per task when validating and counting in the row sort.
 const SORT_CHUNK: usize = 1 << 16;
+/// Rows a task of [`sort_by_row`]'s offsets holds.
+const OFFSET_ROWS: usize = 1 << 14;
 /// Block rows per task when grouping a row's contributions by column.
 const ROWS_PER_TASK: usize = 512;
 /// Slots per task when cutting the slot lists into segments.
@@ -568,13 +570,19 @@ fn chunk_ranges(n: usize, len: usize) -> Vec<Range<usize>> {
 /// (`n_block_rows + 1` offsets) and the contribution indices ordered by row, ascending within a row.
 /// Every chunk of contributions counts its rows, offsets are laid out chunk after chunk within each
 /// row, and every chunk scatters its indices: the output does not depend on the number of chunks.
+/// The chunks are at most one a thread and at most as many as the contributions a row, so their
+/// counts (a `u32` a row and chunk) hold at most a `u32` a contribution; the offsets are laid out
+/// by blocks of rows in parallel (no pass over every row and chunk on one thread: with 32
+/// threads and 8 contributions a row that pass was most of the sort).
 fn sort_by_row<F>(n_block_rows: usize, n: usize, block_of: &F) -> (Vec<usize>, Vec<u32>)
 where
     F: Fn(usize) -> (usize, usize) + Sync,
 {
     let n_chunks = n
         .div_ceil(SORT_CHUNK)
-        .clamp(1, rayon::current_num_threads().max(1));
+        .min(rayon::current_num_threads())
+        .min(n.div_ceil(n_block_rows.max(1)))
+        .max(1);
     let chunks = chunk_ranges(n, n.div_ceil(n_chunks).max(1));
     let mut next: Vec<Vec<u32>> = chunks
         .par_iter()
@@ -584,18 +592,49 @@ where
             count
         })
         .collect();
-    // next[t][r] becomes the first output position of chunk t's contributions in row r.
-    let mut row_start = Vec::with_capacity(n_block_rows + 1);
+    // the rows' totals (blocks of rows in parallel), their exclusive scan
+    let mut row_start = vec![0usize; n_block_rows + 1];
+    row_start[..n_block_rows]
+        .par_chunks_mut(OFFSET_ROWS)
+        .enumerate()
+        .for_each(|(b, totals)| {
+            let rows = b * OFFSET_ROWS..b * OFFSET_ROWS + totals.len();
+            for count in &next {
+                for (t, &k) in totals.iter_mut().zip(&count[rows.clone()]) {
+                    *t += k as usize;
+                }
+            }
+        });
     let mut running = 0usize;
-    for r in 0..n_block_rows {
-        row_start.push(running);
-        for count in next.iter_mut() {
-            let k = count[r] as usize;
-            count[r] = running as u32;
-            running += k;
+    for start in row_start.iter_mut() {
+        let k = *start;
+        *start = running;
+        running += k;
+    }
+    // next[t][r] becomes the first output position of chunk t's contributions in row r: per
+    // block of rows, the chunks' pieces of it in chunk order
+    let mut blocks: Vec<Vec<&mut [u32]>> = (0..n_block_rows.div_ceil(OFFSET_ROWS))
+        .map(|_| Vec::with_capacity(next.len()))
+        .collect();
+    for count in next.iter_mut() {
+        for (block, piece) in blocks.iter_mut().zip(count.chunks_mut(OFFSET_ROWS)) {
+            block.push(piece);
         }
     }
-    row_start.push(running);
+    blocks
+        .into_par_iter()
+        .zip(row_start[..n_block_rows].par_chunks(OFFSET_ROWS))
+        .for_each(|(pieces, starts)| {
+            let mut at = starts.to_vec();
+            for piece in pieces {
+                for (c, a) in piece.iter_mut().zip(at.iter_mut()) {
+                    let k = *c as usize;
+                    // at most `n` <= u32::MAX (checked by the callers)
+                    *c = *a as u32;
+                    *a += k;
+                }
+            }
+        });
     let sorted = atomic_zeros(n);
     chunks
         .par_iter()

@@ -207,6 +207,48 @@ fn plan_and_assembly_are_identical_across_thread_counts() {
     }
 }
 
+/// The row sort over many rows with few contributions each (a nodal vector's plan: its chunks
+/// are limited by the contributions a row, its offsets laid out by blocks of rows): the pattern
+/// and slot order are a plain sort's by (row, column, index), for any thread count.
+#[test]
+fn a_plan_of_many_short_rows_is_a_plain_sorts_for_any_thread_count() {
+    let mut rng = Rng::new(23);
+    let (n_rows, n_cols, n) = (70_000, 3, 300_000);
+    // a quarter of the rows empty, the others 0..10 contributions
+    let rows: Vec<u32> = (0..n)
+        .map(|_| (rng.below(n_rows * 3 / 4) * 4 / 3) as u32)
+        .collect();
+    let cols: Vec<u32> = (0..n).map(|_| rng.below(n_cols) as u32).collect();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&c| (rows[c as usize], cols[c as usize], c));
+    let mut slot_ptr = vec![0u32];
+    let mut row_nnz = vec![0usize; n_rows];
+    for (k, &c) in order.iter().enumerate() {
+        let key = |c: u32| (rows[c as usize], cols[c as usize]);
+        if k > 0 && key(order[k - 1]) != key(c) {
+            slot_ptr.push(k as u32);
+        }
+        if k == 0 || key(order[k - 1]) != key(c) {
+            row_nnz[rows[c as usize] as usize] += 1;
+        }
+    }
+    slot_ptr.push(n as u32);
+    let segment = NonZeroUsize::new(n).unwrap();
+    for threads in [1, 3, 8] {
+        let plan = with_threads(threads, || {
+            CooPlan::with_segments(n_rows, n_cols, &rows, &cols, segment).unwrap()
+        });
+        let pattern = plan.pattern();
+        assert!(
+            (0..n_rows).all(|r| pattern.row_ptr()[r + 1] - pattern.row_ptr()[r] == row_nnz[r]),
+            "{threads} threads: row lengths"
+        );
+        let got = plan.slot_order();
+        assert_eq!(got.slot_ptr, slot_ptr, "{threads} threads: slots");
+        assert_eq!(got.contributions, order, "{threads} threads: slot order");
+    }
+}
+
 /// A coordinate function gives the same plan as coordinate arrays, and its bad contributions are
 /// reported at their index.
 #[test]
