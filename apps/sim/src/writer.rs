@@ -5,7 +5,9 @@
 //! the figures and probes), hands over an owned snapshot of the state, and goes on with Newton;
 //! the writer derives the remaining fields (nodal averages, principal stresses) while it writes
 //! the others, and commits the step ([`crate::state_write`]). At most one step is in flight: a hand-off first waits for the step before it, so the
-//! memory held is one snapshot being written and the one being prepared. An error of the writer
+//! memory held is one snapshot being written and the one being prepared. The first state's
+//! hand-off does not wait for the file's creation (the mesh written): it waits behind it in
+//! the writer's queue while Newton starts. An error of the writer
 //! (a full disk) is the result of the next [`StepOutput::wait`] (the next hand-off, or the run's
 //! end), the same typed error the write returned; a panic on the writer becomes an error, the
 //! file keeping its committed steps.
@@ -105,9 +107,9 @@ pub(crate) struct BackgroundWriter {
     done: Receiver<Done>,
     /// The file, `None` where its creation failed.
     thread: Option<JoinHandle<Option<ResultsWriter>>>,
-    /// Whether a handed-off state's outcome (or the file's creation) has not been taken yet.
-    in_flight: bool,
-    /// Whether the outcome in flight is the file's creation (not counted as a write).
+    /// Outcomes not taken yet: the file's creation's and at most one handed-off state's each.
+    in_flight: usize,
+    /// Whether the first outcome in flight is the file's creation (not counted as a write).
     creating: bool,
     /// The writer's seconds in the writes whose outcome was taken, and their count.
     busy_s: f64,
@@ -158,7 +160,7 @@ impl BackgroundWriter {
             jobs: Some(jobs),
             done,
             thread: Some(thread),
-            in_flight: true,
+            in_flight: 1,
             creating: true,
             busy_s: 0.0,
             writes: 0,
@@ -166,35 +168,46 @@ impl BackgroundWriter {
     }
 
     /// Hands `job` to the writer once the state before it is written (its error is returned
-    /// instead, `job` dropped).
+    /// instead, `job` dropped); the first state goes at once, to wait behind the file's
+    /// creation (whose error, if it fails, is the next wait's, `job` then dropped unrun).
     fn submit(&mut self, job: WriteJob) -> Result<()> {
-        self.wait()?;
+        let behind_creation = self.creating && self.in_flight == 1;
+        if !behind_creation {
+            self.wait()?;
+        }
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
         match sent {
             Some(Ok(())) => {
-                self.in_flight = true;
+                self.in_flight += 1;
                 Ok(())
             }
-            _ => Err(WriterFailure::Stopped.into()),
+            // the thread ended: why (a failed creation) is in its outcome, if not yet taken
+            _ => self.wait().and(Err(WriterFailure::Stopped.into())),
         }
     }
 
-    /// Waits for the state handed off last: the outcome of its write.
+    /// Waits for everything handed off: the first error among the outcomes (the file's
+    /// creation, then the state's write), all of them taken.
     fn wait(&mut self) -> Result<()> {
-        if !self.in_flight {
-            return Ok(());
-        }
-        self.in_flight = false;
-        match self.done.recv() {
-            Ok((outcome, seconds)) => {
-                self.busy_s += seconds;
-                if !std::mem::take(&mut self.creating) {
-                    self.writes += 1;
+        while self.in_flight > 0 {
+            self.in_flight -= 1;
+            let outcome = match self.done.recv() {
+                Ok((outcome, seconds)) => {
+                    self.busy_s += seconds;
+                    if !std::mem::take(&mut self.creating) {
+                        self.writes += 1;
+                    }
+                    outcome
                 }
-                outcome
+                Err(_) => Err(WriterFailure::Stopped.into()),
+            };
+            if outcome.is_err() {
+                // a failed creation ends the writer's thread: nothing more comes
+                self.in_flight = 0;
+                return outcome;
             }
-            Err(_) => Err(WriterFailure::Stopped.into()),
         }
+        Ok(())
     }
 
     /// [`StepOutput::finish`].
@@ -296,6 +309,88 @@ mod tests {
         assert!(outcome.is_ok());
         assert!(results.is_some());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The first state is handed off while the file is created (the mesh written) and written
+    /// after it; the creation is not counted as a write.
+    #[test]
+    fn the_first_state_waits_behind_the_files_creation_not_its_caller() {
+        let (dir, results) = results("first");
+        let (release, gate) = mpsc::channel::<()>();
+        let created = Arc::new(AtomicUsize::new(0));
+        let flag = Arc::clone(&created);
+        let mut output = StepOutput::Background(
+            BackgroundWriter::start(Box::new(move || {
+                gate.recv().unwrap();
+                flag.store(1, Ordering::SeqCst);
+                Ok(results)
+            }))
+            .unwrap(),
+        );
+        let flag = Arc::clone(&created);
+        // returns while the creation is held back
+        output
+            .submit(Box::new(move |_| {
+                assert_eq!(flag.load(Ordering::SeqCst), 1, "written after the creation");
+                Ok(())
+            }))
+            .unwrap();
+        assert_eq!(created.load(Ordering::SeqCst), 0);
+        release.send(()).unwrap();
+        output.wait().unwrap();
+        assert_eq!(output.busy().1, 1);
+        let (outcome, results) = output.finish();
+        outcome.unwrap();
+        assert!(results.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A failed creation is the first wait's error, even with the first state handed off
+    /// behind it (that state is never written), and the writer then has no file.
+    #[test]
+    fn a_failed_creation_is_the_first_waits_error_and_the_state_behind_it_is_not_run() {
+        let (release, gate) = mpsc::channel::<()>();
+        let mut output = StepOutput::Background(
+            BackgroundWriter::start(Box::new(move || {
+                gate.recv().unwrap();
+                Err(crate::Error::failure("no space for the mesh".into()))
+            }))
+            .unwrap(),
+        );
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&ran);
+        output
+            .submit(Box::new(move |_| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }))
+            .unwrap();
+        release.send(()).unwrap();
+        assert_eq!(output.wait().unwrap_err().to_string(), "no space for the mesh");
+        // nothing more in flight; the next hand-off finds the writer stopped
+        output.wait().unwrap();
+        assert!(output.submit(Box::new(|_| Ok(()))).is_err());
+        let (_, results) = output.finish();
+        assert!(results.is_none());
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+
+    /// A creation that failed before the first hand-off (the writer's thread ended): the
+    /// hand-off or the wait after it returns the creation's error, not that the writer stopped.
+    #[test]
+    fn a_creation_failed_before_the_first_hand_off_is_its_error() {
+        let mut output = StepOutput::Background(
+            BackgroundWriter::start(Box::new(|| {
+                Err(crate::Error::failure("no space for the mesh".into()))
+            }))
+            .unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let error = output
+            .submit(Box::new(|_| Ok(())))
+            .and_then(|()| output.wait())
+            .unwrap_err();
+        assert_eq!(error.to_string(), "no space for the mesh");
     }
 
     /// At most one state is in flight: a hand-off returns only once the state before it is
