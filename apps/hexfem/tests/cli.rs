@@ -1,10 +1,13 @@
 //! The `hexfem` binary as a user meets it: exit statuses, error texts, and files left by a run that
 //! fails or is killed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use io::{ResultsReader, RunStatus, Summary};
+
+mod common;
+use common::{check_leftovers, scratch_in, xdmf_steps, Scratch, TinyFs};
 
 fn hexfem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hexfem"))
@@ -14,27 +17,8 @@ fn hexfem(args: &[&str]) -> Output {
         .expect("hexfem runs")
 }
 
-/// A scratch directory, removed (with everything in it) when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn scratch(tag: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("hexfem-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    scratch_in("cli", tag)
 }
 
 fn input(name: &str) -> String {
@@ -219,89 +203,6 @@ fn small_twist(dir: &Path, steps: usize, extra: &[&str]) -> Command {
     command
 }
 
-/// Checks well-formedness (tags nest, processing instructions skipped) and returns the step
-/// numbers of the XDMF grids (`<Grid Name="step_000003"`).
-fn xdmf_steps(xml: &str) -> Vec<usize> {
-    let mut stack: Vec<&str> = Vec::new();
-    let mut steps = Vec::new();
-    let mut rest = xml;
-    while let Some(open) = rest.find('<') {
-        if rest[open..].starts_with("<?") {
-            let end = rest[open..].find("?>").expect("unterminated instruction") + open;
-            rest = &rest[end + 2..];
-            continue;
-        }
-        let close = rest[open..].find('>').expect("unterminated tag") + open;
-        let tag = &rest[open + 1..close];
-        if let Some(name) = tag.strip_prefix('/') {
-            assert_eq!(stack.pop(), Some(name), "mismatched </{name}>");
-        } else if !tag.ends_with('/') {
-            let name = tag.split_whitespace().next().unwrap();
-            if let Some(step) = tag.strip_prefix("Grid Name=\"step_") {
-                steps.push(step[..6].parse().unwrap());
-            }
-            stack.push(name);
-        }
-        rest = &rest[close + 1..];
-    }
-    assert!(stack.is_empty(), "unclosed tags {stack:?}");
-    steps
-}
-
-/// What a (possibly interrupted) run left in `dir`: the HDF5 file, if present, opens and holds
-/// steps `0..=n` (0: undeformed) with finite displacements; the XDMF files, if present, are well
-/// formed and name only those steps; the summary, if present, parses and lists no other step.
-/// Returns `n`, the converged steps kept.
-fn check_leftovers(dir: &Path, context: &str) -> usize {
-    let h5 = dir.join("twisting_column.h5");
-    let committed = if h5.exists() {
-        let file = ResultsReader::open(&h5).unwrap_or_else(|e| panic!("{context}: {e}"));
-        let steps = file.steps().unwrap_or_else(|e| panic!("{context}: {e}"));
-        // Step 0 is the undeformed state, then the converged steps.
-        for (i, &(step, load)) in steps.iter().enumerate() {
-            assert_eq!(step, i, "{context}");
-            assert!((0.0..=1.0).contains(&load), "{context}");
-            assert_eq!(load == 0.0, step == 0, "{context}");
-            let (shape, u) = file
-                .read_f64(&format!("/steps/{step:06}/displacement"))
-                .unwrap_or_else(|e| panic!("{context}: {e}"));
-            assert_eq!(shape[1], 3, "{context}");
-            assert!(u.iter().all(|v| v.is_finite()), "{context}: step {step}");
-        }
-        steps.len().saturating_sub(1)
-    } else {
-        0
-    };
-    let xdmf = dir.join("twisting_column.xdmf");
-    if xdmf.exists() {
-        let grids = xdmf_steps(&std::fs::read_to_string(&xdmf).unwrap());
-        assert_eq!(grids, (0..grids.len()).collect::<Vec<_>>(), "{context}");
-        assert!(
-            grids.len() <= committed + 1,
-            "{context}: XDMF names {grids:?}"
-        );
-    }
-    let last = dir.join("twisting_column.last.xdmf");
-    if last.exists() {
-        let grids = xdmf_steps(&std::fs::read_to_string(&last).unwrap());
-        assert!(
-            grids.len() == 1 && grids[0] <= committed,
-            "{context}: {grids:?}"
-        );
-    }
-    let summary = dir.join("twisting_column.summary.json");
-    if summary.exists() {
-        let summary = Summary::read(&summary).unwrap_or_else(|e| panic!("{context}: {e}"));
-        let listed = summary.steps.unwrap();
-        assert!(
-            listed.len() <= committed,
-            "{context}: summary lists {}",
-            listed.len()
-        );
-    }
-    committed
-}
-
 /// Aborted right after step 3 is written (test-only switch), the run leaves an HDF5 file that
 /// opens with exactly steps 1 to 3, an XDMF file naming them, and a summary (still `running`)
 /// whose step log lists them.
@@ -361,42 +262,6 @@ fn an_abort_at_any_write_position_leaves_readable_files() {
     }
     assert!(at > 15, "only {at} write positions");
     assert_eq!(outcomes, [0, 1, 2, 3].into_iter().collect(), "{outcomes:?}");
-}
-
-/// A small file system mounted for one test (root only); unmounted and removed when dropped.
-struct TinyFs(Scratch);
-
-impl TinyFs {
-    /// Mounts a tmpfs of `kib` KiB, or `None` with a message when that is not possible.
-    fn mount(tag: &str, kib: usize) -> Option<TinyFs> {
-        let dir = scratch(tag);
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
-            .arg(&*dir)
-            .stderr(Stdio::null())
-            .status();
-        match status {
-            Ok(s) if s.success() => Some(TinyFs(dir)),
-            _ => {
-                eprintln!("cannot mount a tmpfs (not root?): the full-disk test is skipped");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for TinyFs {
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount")
-            .arg(&*self.0)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !unmounted {
-            // Busy (a process of a parallel test still inside?): detach it now, freed when idle.
-            let _ = Command::new("umount").arg("-l").arg(&*self.0).status();
-        }
-    }
 }
 
 /// On file systems too small for the whole run, the run fails with the error that stopped it
