@@ -3,11 +3,9 @@
 //! Every dataset (coordinates, connectivity in serial node numbering, material, node, cell and
 //! face sets, each step's fields) is filled window by window through [`WindowPlan`]s: each rank
 //! sends rank 0 the records of the nodes or cells it owns whose serial ids fall in the window,
-//! and rank 0 hands the window's values as pieces of the datasets to its output writer's thread
-//! ([`crate::writer::BackgroundWriter`], a [`PieceQueue`] of at most [`PIECES_QUEUED`] pieces:
-//! rank 0 holds a few windows), which writes them
-//! ([`io::ResultsWriter::create_in_pieces`], [`io::ResultsWriter::write_step_in_pieces`]) and
-//! commits the step while the ranks go on, so the file is the serial run's byte for byte. What the summary and the probes need (set
+//! and rank 0 writes the window's values as pieces of the datasets
+//! ([`io::ResultsWriter::create_in_pieces`], [`io::ResultsWriter::write_step_in_pieces`]), so
+//! the file is the serial run's byte for byte. What the summary and the probes need (set
 //! sums, the strain energy, the largest displacement, the fields' least, largest and mean values
 //! over the probes' sets and the cell-field globals) rank 0 adds up from the same windows, in
 //! serial order, as the serial run does; set sizes and counts come from reductions. A probe
@@ -19,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::mpsc::{self, SyncSender};
 
 use comm::Comm;
 use config::{Config, GlobalProbe, OutputField};
@@ -32,58 +29,7 @@ use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
-use crate::writer::{BackgroundWriter, StepOutput};
 use crate::Result;
-
-/// Pieces queued to rank 0's writer besides the one it writes and the one being sent (each at
-/// most a window's values).
-pub(crate) const PIECES_QUEUED: usize = 1;
-
-/// Windows' values rank 0 holds for the output at most: a window received and merged, the piece
-/// being sent, [`PIECES_QUEUED`] queued and the one its writer writes.
-pub(crate) const RANK0_WINDOWS: usize = 2 + 1 + PIECES_QUEUED + 1;
-
-/// A piece of a dataset (index, first value, values) on its way from rank 0's gathers to its
-/// writer.
-enum Piece {
-    Values(usize, usize, Vec<f64>),
-    Indices(usize, usize, Vec<u64>),
-}
-
-impl Piece {
-    fn put(self, pieces: &mut Pieces) {
-        match self {
-            Piece::Values(d, first, v) => pieces.put_f64(d, first, &v),
-            Piece::Indices(d, first, v) => pieces.put_indices(d, first, &v),
-        }
-    }
-}
-
-/// Rank 0's end of the queue to its writer. A piece sent after the writer stopped is dropped
-/// (why it stopped is the writer's next outcome), so rank 0 goes on gathering with the ranks.
-struct PieceQueue(SyncSender<Piece>);
-
-impl PieceQueue {
-    /// A queue, and what the writer runs with its other end: every piece into `pieces`.
-    fn new() -> (Self, impl FnOnce(&mut Pieces) -> Result<()> + Send) {
-        let (queue, incoming) = mpsc::sync_channel::<Piece>(PIECES_QUEUED);
-        let write = move |pieces: &mut Pieces| {
-            for piece in incoming {
-                piece.put(pieces);
-            }
-            Ok(())
-        };
-        (Self(queue), write)
-    }
-
-    fn put_f64(&self, dataset: usize, first: usize, values: Vec<f64>) {
-        let _ = self.0.send(Piece::Values(dataset, first, values));
-    }
-
-    fn put_indices(&self, dataset: usize, first: usize, values: Vec<u64>) {
-        let _ = self.0.send(Piece::Indices(dataset, first, values));
-    }
-}
 
 /// Bits of set membership per mask word (f64 bit patterns carry 64).
 const BITS: usize = 64;
@@ -706,10 +652,10 @@ impl RankOutput {
         }
     }
 
-    /// Collective: rank 0 starts its output writer (`Some` there), which creates the results
-    /// files with the mesh gathered window by window; the other ranks send their parts.
+    /// Collective: rank 0 creates the results files (`Some` there) with the mesh, gathered window
+    /// by window; the other ranks send their parts.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create(
+    pub fn create(
         &mut self,
         comm: &dyn Comm,
         config: &Config,
@@ -717,7 +663,7 @@ impl RankOutput {
         dir: &Path,
         name: &str,
         faults: &io::Faults,
-    ) -> Result<Option<BackgroundWriter>> {
+    ) -> Result<Option<ResultsWriter>> {
         if config.output.vtu {
             return Err(config
                 .error_at(
@@ -789,7 +735,7 @@ impl RankOutput {
             self.face_sets.len(),
         );
         let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
-        let mut gather = |queue: Option<&PieceQueue>| -> Result<()> {
+        let mut gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
             let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
             let mut next_member = vec![0usize; shape.node_sets.len()];
             let w = mesh_nodes.width();
@@ -812,19 +758,18 @@ impl RankOutput {
                         }
                     }
                 }
-                if let Some(p) = queue {
+                if let Some(p) = pieces.as_deref_mut() {
                     let coords = column(records, w, 3, &|r, c| c.copy_from_slice(&r[..3]));
-                    p.put_f64(at.coordinates, 3 * ids[0] as usize, coords);
+                    p.put_f64(at.coordinates, 3 * ids[0] as usize, &coords);
                     if shape.node_indicators.is_some() {
                         for s in 0..node_names {
                             let flags = flag_column(records, w, |r| has_bit(&r[3..], s));
-                            p.put_indices(at.node_indicators[s], ids[0] as usize, flags);
+                            p.put_indices(at.node_indicators[s], ids[0] as usize, &flags);
                         }
                     }
-                    for (j, m) in members.into_iter().enumerate() {
-                        let n = m.len();
+                    for (j, m) in members.iter().enumerate() {
                         p.put_indices(at.node_sets[j], next_member[j], m);
-                        next_member[j] += n;
+                        next_member[j] += m.len();
                     }
                 }
             })?);
@@ -853,7 +798,7 @@ impl RankOutput {
                         }
                     }
                 }
-                if let Some(p) = queue {
+                if let Some(p) = pieces.as_deref_mut() {
                     let first = ids[0] as usize;
                     let mut conn = vec![0u64; npc * ids.len()];
                     conn.par_chunks_mut(npc)
@@ -864,53 +809,41 @@ impl RankOutput {
                                 *c = x as u64;
                             }
                         });
-                    p.put_indices(at.connectivity, npc * first, conn);
+                    p.put_indices(at.connectivity, npc * first, &conn);
                     let mat: Vec<u64> = records.chunks(w).map(|r| r[npc] as u64).collect();
-                    p.put_indices(at.material, first, mat);
+                    p.put_indices(at.material, first, &mat);
                     if shape.node_indicators.is_some() {
                         for j in 0..n_cell_sets {
                             let flags = flag_column(records, w, |r| {
                                 has_bit(&r[npc + 1..][..cell_words], j)
                             });
-                            p.put_indices(at.cell_indicators[j], first, flags);
+                            p.put_indices(at.cell_indicators[j], first, &flags);
                         }
                     }
-                    for (j, c) in cells.into_iter().enumerate() {
-                        let n = c.len();
+                    for (j, c) in cells.iter().enumerate() {
                         p.put_indices(at.cell_sets[j], next_cell[j], c);
-                        next_cell[j] += n;
+                        next_cell[j] += c.len();
                     }
-                    for (j, f) in faces.into_iter().enumerate() {
-                        let n = f.len();
+                    for (j, f) in faces.iter().enumerate() {
                         p.put_indices(at.face_sets[j], next_face[j], f);
-                        next_face[j] += n;
+                        next_face[j] += f.len();
                     }
                 }
             })?);
             Ok(())
         };
-        let writer = if comm.rank() == 0 {
-            let (queue, write) = PieceQueue::new();
-            let (dir, name, shape, faults) = (
-                dir.to_owned(),
-                name.to_owned(),
-                shape.clone(),
-                faults.clone(),
-            );
-            let single = crate::run::single_precision(config);
-            let writer = BackgroundWriter::start(Box::new(move || {
-                let mut created =
-                    ResultsWriter::create_in_pieces(&dir, &name, &shape, &faults, write)?;
-                created.set_single_precision_fields(single);
-                Ok(created)
-            }));
-            // the gathers are collective: made whatever the writer does (its error is the
-            // first wait's, a gather's is returned here and leaves the file uncommitted)
-            let gathered = gather(writer.is_ok().then_some(&queue));
-            drop(queue);
-            let writer = writer?;
-            gathered?;
-            Some(writer)
+        let results = if comm.rank() == 0 {
+            let mut called = false;
+            let created = ResultsWriter::create_in_pieces(dir, name, shape, faults, |p| {
+                called = true;
+                gather(Some(p))
+            });
+            if !called {
+                gather(None)?;
+            }
+            let mut created = created?;
+            created.set_single_precision_fields(crate::run::single_precision(config));
+            Some(created)
         } else {
             gather(None)?;
             None
@@ -921,13 +854,12 @@ impl RankOutput {
             .map(|s| s.displacement.map(|v| v / s.nodes.max(1) as f64))
             .collect();
         self.note(&stats);
-        Ok(writer)
+        Ok(results)
     }
 
     /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of the
-    /// part's cells; ghost entries of `u` current) as step `stamp.index`, rank 0 handing what
-    /// the windows bring to its writer (`output`); returns the state's figures on rank 0 (its
-    /// write's outcome is the writer's next).
+    /// part's cells; ghost entries of `u` current) as step `stamp.index`, rank 0 writing
+    /// (`results`: `Some` there) what the windows bring; returns the state's figures on rank 0.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_state(
         &mut self,
@@ -938,7 +870,7 @@ impl RankOutput {
         reactions: &Vector,
         cells: &CellOutputs,
         stamp: StepStamp,
-        output: &mut StepOutput,
+        results: Option<&mut ResultsWriter>,
     ) -> Result<Option<StateFigures>> {
         let mesh = &part.mesh;
         let (u_local, _) = u.host()?.as_chunks::<3>();
@@ -1061,7 +993,7 @@ impl RankOutput {
         };
         let index = |f: StepField| this.fields.iter().position(|&g| g == f);
         let mut stats = Vec::new();
-        let mut gather = |queue: Option<&PieceQueue>, acc: &mut Accumulator| -> Result<()> {
+        let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
             let w = this.step_nodes.width();
             stats.push(this.step_nodes.gather(comm, node_record, |ids, records| {
                 // a node of no set only raises the largest displacement (a maximum: taken in
@@ -1071,15 +1003,15 @@ impl RankOutput {
                     .map(|r| crate::run::length(&[r[0], r[1], r[2]]))
                     .reduce(|| 0.0, f64::max);
                 acc.max_displacement = acc.max_displacement.max(largest);
-                let Some(p) = queue else {
+                let Some(p) = pieces.as_deref_mut() else {
                     return;
                 };
                 let first = ids[0] as usize;
                 let stress_at = layout.stress_at.unwrap_or(0);
                 let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[stress_at + k]) };
-                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put_f64(d, width * first, column(records, w, width, fill));
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
                     }
                 };
                 put(p, StepField::Displacement, 3, &|r, c| {
@@ -1124,13 +1056,13 @@ impl RankOutput {
                         acc.cell_stats(r);
                     }
                 }
-                let Some(p) = queue else {
+                let Some(p) = pieces.as_deref_mut() else {
                     return;
                 };
                 let first = ids[0] as usize;
-                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put_f64(d, width * first, column(records, w, width, fill));
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
                     }
                 };
                 put(p, StepField::CauchyStress, 9, &|r, c| {
@@ -1150,8 +1082,8 @@ impl RankOutput {
             })?);
             Ok(())
         };
-        let figures = match (&*output, points) {
-            (StepOutput::Background(_), Some(points)) => {
+        let figures = match (results, points) {
+            (Some(results), Some(points)) => {
                 let header = StepHeader {
                     step: stamp.index,
                     load_factor: stamp.load_factor,
@@ -1159,19 +1091,18 @@ impl RankOutput {
                     time: stamp.time,
                     fields: this.fields.clone(),
                 };
-                let (queue, write) = PieceQueue::new();
-                // after the state before it is written (its error, if any, is returned here
-                // once the gathers, collective, are made)
-                let handed = output.submit(Box::new(move |results| {
-                    results.write_step_in_pieces(&header, write)
-                }));
-                let gathered = gather(handed.is_ok().then_some(&queue), &mut acc);
-                drop(queue);
-                handed?;
-                gathered?;
+                let mut called = false;
+                let written = results.write_step_in_pieces(&header, |p| {
+                    called = true;
+                    gather(Some(p), &mut acc)
+                });
+                if !called {
+                    gather(None, &mut acc)?;
+                }
+                written?;
                 Some(acc.figures(config, &points)?)
             }
-            (StepOutput::OtherRank, None) => {
+            (None, None) => {
                 gather(None, &mut acc)?;
                 None
             }

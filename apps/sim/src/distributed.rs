@@ -354,10 +354,10 @@ impl Layout for RankParts<'_> {
     ) -> Result<StepOutput> {
         let comm = &**self.comm;
         let (dir, name) = (&case.dir, case.name.as_str());
-        // rank 0's writer writes each window of the collective gathers as it comes
+        // rank 0 writes each window of the collective gathers as it comes: on its thread
         self.output
             .create(comm, config, &self.part, dir, name, &case.faults)
-            .map(|writer| writer.map_or(StepOutput::OtherRank, StepOutput::Background))
+            .map(|results| StepOutput::Direct(results.map(Box::new)))
     }
 
     fn write_state(
@@ -371,8 +371,9 @@ impl Layout for RankParts<'_> {
         output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let comm = &**self.comm;
+        let results = output.direct();
         self.output.write_state(
-            comm, config, &self.part, u, reactions, &cells, stamp, output,
+            comm, config, &self.part, u, reactions, &cells, stamp, results,
         )
     }
 
@@ -444,16 +445,11 @@ impl Layout for RankParts<'_> {
         newton_s: f64,
         output_s: f64,
     ) -> Result<()> {
-        // what each rank held for the output at most (rank 0: a window received and merged and
-        // the pieces on their way to its writer; the others: their largest message), its peak
-        // memory, its seconds in Newton and output
+        // what each rank held for the output at most (rank 0: one window received and merged;
+        // the others: their largest message), its peak memory, its seconds in Newton and output
         let rank0 = self.comm.rank() == 0;
-        let windows = if rank0 {
-            crate::dist_output::RANK0_WINDOWS
-        } else {
-            1
-        };
-        let output_bytes = 8 * (self.output.held.max_window_values * windows) as u64;
+        let windows = if rank0 { 2 } else { 1 };
+        let output_bytes = 8 * self.output.held.max_window_values as u64 * windows;
         let held = self.comm.allgatherv_f64(&[
             output_bytes as f64,
             crate::memory::peak_resident_bytes() as f64,

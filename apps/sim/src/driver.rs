@@ -263,12 +263,25 @@ pub(crate) fn drive(
                 layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
             agreed(comm, state)
         })
-        .map(|state| {
+        .and_then(|state| {
             pending = state.map(|state| Pending {
                 stamp,
                 state,
                 step: None,
             });
+            let settled = if output.in_background() {
+                Ok(())
+            } else {
+                settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    case.observer,
+                    started,
+                )
+            };
+            agreed(comm, settled)
         });
     if let Err(e) = first {
         return Err(fail(&mut records, e));
@@ -324,15 +337,17 @@ pub(crate) fn drive(
             };
             // the state before this one is written (the writer's error, if any, is this
             // step's), and its records follow it; then this state is handed over
-            let written = settle(
-                &mut output,
-                &mut pending,
-                &mut records,
-                &columns,
-                observer,
-                started,
-            );
-            agreed(comm, written)?;
+            if output.in_background() {
+                let written = settle(
+                    &mut output,
+                    &mut pending,
+                    &mut records,
+                    &columns,
+                    observer,
+                    started,
+                );
+                agreed(comm, written)?;
+            }
             let state = layout.write_state(
                 config,
                 problem,
@@ -376,6 +391,21 @@ pub(crate) fn drive(
                 (_, Err(e)) => Err(e),
                 _ => Ok(()),
             };
+            // written directly: its records follow at once
+            let written = written.and_then(|()| {
+                if output.in_background() {
+                    Ok(())
+                } else {
+                    settle(
+                        &mut output,
+                        &mut pending,
+                        &mut records,
+                        &columns,
+                        observer,
+                        started,
+                    )
+                }
+            });
             let output_s = step_started.elapsed().as_secs_f64();
             step_output_s += output_s;
             timed.stages.borrow_mut().add(OUTPUT, output_s);

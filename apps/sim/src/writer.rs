@@ -12,11 +12,9 @@
 //! end), the same typed error the write returned; a panic on the writer becomes an error, the
 //! file keeping its committed steps.
 //!
-//! On ranks rank 0's writer writes ([`StepOutput::Background`]; the other ranks hold
-//! [`StepOutput::OtherRank`]): the collective gathers stay on the solver thread, and rank 0 hands
-//! each window's pieces to its writer's queue as they arrive (a piece queued, one being written:
-//! its memory stays a few windows), the writer writing them and committing the step while the
-//! ranks go on.
+//! On ranks the output stays on the solver thread ([`StepOutput::Direct`]): rank 0 writes each
+//! window of the collective gathers as it arrives (bounding its memory to a window), so a write
+//! cannot leave the collective sequence without holding the whole step on rank 0.
 //!
 //! Crash safety is the results file's ([`io::ResultsWriter`]): what the run reports as written
 //! ([`crate::observer::RunObserver::step_written`], the summary's step records) is reported
@@ -39,40 +37,54 @@ pub(crate) type WriteJob = Box<dyn FnOnce(&mut ResultsWriter) -> Result<()> + Se
 /// A write's outcome and the writer's seconds in it.
 type Done = (Result<()>, f64);
 
-/// Where a run's states are written: by this process's [`BackgroundWriter`] (one process, rank
-/// 0), or by rank 0's (the other ranks). A handed-off state is written only later: its records
-/// wait for [`StepOutput::wait`].
+/// Where a run's states are written: by the caller's thread, or by a [`BackgroundWriter`].
 pub(crate) enum StepOutput {
+    /// Written by the calling thread, inside the call (on ranks: `Some` on rank 0).
+    Direct(Option<Box<ResultsWriter>>),
     /// Written on the writer's thread while the caller goes on.
     Background(BackgroundWriter),
-    /// Written by rank 0's writer: nothing here.
-    OtherRank,
 }
 
 impl StepOutput {
-    /// Runs `job` on the writer after the state handed off before it is written (that write's
-    /// error is returned and `job` dropped); drops it on the other ranks.
+    /// The results file of a direct output (`None` on ranks but 0, and for a background one).
+    pub(crate) fn direct(&mut self) -> Option<&mut ResultsWriter> {
+        match self {
+            StepOutput::Direct(results) => results.as_deref_mut(),
+            StepOutput::Background(_) => None,
+        }
+    }
+
+    /// Whether a handed-off state is written only later (its records then wait for
+    /// [`StepOutput::wait`]).
+    pub(crate) fn in_background(&self) -> bool {
+        matches!(self, StepOutput::Background(_))
+    }
+
+    /// Runs `job`: at once on a direct output (nothing on a rank without the file), else on the
+    /// writer after the state handed off before it is written (that write's error is returned
+    /// and `job` dropped).
     pub(crate) fn submit(&mut self, job: WriteJob) -> Result<()> {
         match self {
+            StepOutput::Direct(Some(results)) => job(results),
+            StepOutput::Direct(None) => Ok(()),
             StepOutput::Background(writer) => writer.submit(job),
-            StepOutput::OtherRank => Ok(()),
         }
     }
 
     /// Waits until every state handed off is written: the error of the write, if it failed.
     pub(crate) fn wait(&mut self) -> Result<()> {
         match self {
+            StepOutput::Direct(_) => Ok(()),
             StepOutput::Background(writer) => writer.wait(),
-            StepOutput::OtherRank => Ok(()),
         }
     }
 
-    /// The writer's seconds in its writes so far, and their count (none on the ranks without
-    /// the file).
+    /// The writer's seconds in its writes so far, and their count (none for a direct output:
+    /// its writes are the caller's).
     pub(crate) fn busy(&self) -> (f64, u64) {
         match self {
+            StepOutput::Direct(_) => (0.0, 0),
             StepOutput::Background(writer) => (writer.busy_s, writer.writes),
-            StepOutput::OtherRank => (0.0, 0),
         }
     }
 
@@ -80,8 +92,8 @@ impl StepOutput {
     /// file (`None` on ranks but 0, or where the writer's thread could not be joined).
     pub(crate) fn finish(self) -> (Result<()>, Option<ResultsWriter>) {
         match self {
+            StepOutput::Direct(results) => (Ok(()), results.map(|r| *r)),
             StepOutput::Background(writer) => writer.finish(),
-            StepOutput::OtherRank => (Ok(()), None),
         }
     }
 }
