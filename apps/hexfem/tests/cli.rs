@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use io::{ResultsReader, RunStatus, Summary};
 
 mod common;
-use common::{check_leftovers, scratch_in, xdmf_steps, Scratch, TinyFs};
+use common::{check_leftovers, scratch_in, xdmf_steps, Scratch};
 
 fn hexfem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hexfem"))
@@ -269,45 +269,7 @@ fn an_abort_at_any_write_position_leaves_readable_files() {
 /// summary records the failure with that error.
 #[test]
 fn a_full_disk_keeps_every_completed_step_and_reports_the_first_error() {
-    let mut kept = std::collections::BTreeSet::new();
-    // The whole run writes about 220 KiB.
-    for kib in [8, 16, 32, 64, 96, 128, 160, 192] {
-        let Some(fs) = TinyFs::mount(&format!("full-{kib}"), kib) else {
-            return;
-        };
-        let dir = &fs.0;
-        let out = small_twist(dir, 12, &[]).output().unwrap();
-        let context = format!("tmpfs of {kib} KiB");
-        assert!(
-            !out.status.success(),
-            "{context}: the run fits; use a smaller file system"
-        );
-        let err = stderr(&out);
-        assert!(err.contains("No space left on device"), "{context}: {err}");
-        assert!(!err.contains("panicked"), "{context}: {err}");
-        let committed = check_leftovers(dir, &context);
-        kept.insert(committed);
-        let summary_path = dir.join("twisting_column.summary.json");
-        if committed > 0 {
-            assert!(
-                err.contains(&format!("{committed} converged steps are in")),
-                "{context}: {err}"
-            );
-        }
-        if summary_path.exists() {
-            let summary = Summary::read(&summary_path).unwrap();
-            match summary.status {
-                RunStatus::Failed { message } => {
-                    assert!(message.contains("No space left"), "{context}: {message}")
-                }
-                other => panic!("{context}: summary status {other:?}"),
-            }
-        }
-    }
-    assert!(
-        kept.len() >= 3,
-        "the disk filled up at too few places: {kept:?}"
-    );
+    common::fill_the_disk("cli", |dir| small_twist(dir, 12, &[]).output().unwrap());
 }
 
 /// Standard output closed early (`| head -1`) or full (`> /dev/full`): the command ends with a

@@ -17,7 +17,7 @@ fn hexfem_on(np: usize, args: &[&str]) -> Output {
 }
 
 mod common;
-use common::{check_leftovers, scratch_in, Scratch, TinyFs};
+use common::{scratch_in, Scratch};
 
 fn scratch(tag: &str) -> Scratch {
     scratch_in("mpirun", tag)
@@ -1652,14 +1652,8 @@ fn an_element_that_inverts_during_newton_is_named_on_ranks_as_in_the_serial_run(
 /// failure.
 #[test]
 fn a_full_disk_on_ranks_keeps_every_completed_step_and_reports_the_first_error() {
-    let mut kept = std::collections::BTreeSet::new();
-    // the whole run writes about 220 KiB
-    for kib in [8, 16, 32, 64, 96, 128, 160, 192] {
-        let Some(fs) = TinyFs::mount(&format!("mpirun-full-{kib}"), kib) else {
-            return;
-        };
-        let dir = &fs.0;
-        let out = hexfem_on(
+    common::fill_the_disk("mpirun", |dir| {
+        hexfem_on(
             2,
             &[
                 "run",
@@ -1671,36 +1665,6 @@ fn a_full_disk_on_ranks_keeps_every_completed_step_and_reports_the_first_error()
                 "--set",
                 "mesh.box.cells=[2, 2, 6]",
             ],
-        );
-        let context = format!("2 ranks, tmpfs of {kib} KiB");
-        assert!(!out.status.success(), "{context}: the run fits");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("No space left on device"),
-            "{context}: {}",
-            output_text(&out)
-        );
-        assert!(!err.contains("panicked"), "{context}: {err}");
-        let committed = check_leftovers(dir, &context);
-        kept.insert(committed);
-        if committed > 0 {
-            assert!(
-                err.contains(&format!("{committed} converged steps are in")),
-                "{context}: {err}"
-            );
-        }
-        let summary_path = dir.join("twisting_column.summary.json");
-        if summary_path.exists() {
-            match io::Summary::read(&summary_path).unwrap().status {
-                io::RunStatus::Failed { message } => {
-                    assert!(message.contains("No space left"), "{context}: {message}")
-                }
-                other => panic!("{context}: summary status {other:?}"),
-            }
-        }
-    }
-    assert!(
-        kept.len() >= 3,
-        "the disk filled up at too few places: {kept:?}"
-    );
+        )
+    });
 }

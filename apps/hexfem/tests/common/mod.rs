@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
-use io::{ResultsReader, Summary};
+use io::{ResultsReader, RunStatus, Summary};
 
 /// A scratch directory, removed (with everything in it) when dropped.
 pub struct Scratch(pub PathBuf);
@@ -149,4 +149,46 @@ impl Drop for TinyFs {
             let _ = Command::new("umount").arg("-l").arg(&*self.0).status();
         }
     }
+}
+
+/// Runs the twisting column of 12 steps (`run(dir)`, its output in `dir`) on file systems too
+/// small for it (8 to 192 KiB; the whole run writes about 220 KiB): each run fails with the error
+/// that stopped it (no space left, no panic), names the steps kept, and leaves files that open
+/// with those steps; the summary, where it was written, records the failure. The disk fills up
+/// at three places at least. Skipped (a message) where no tmpfs can be mounted.
+pub fn fill_the_disk(tag: &str, run: impl Fn(&Path) -> Output) {
+    let mut kept = std::collections::BTreeSet::new();
+    for kib in [8, 16, 32, 64, 96, 128, 160, 192] {
+        let Some(fs) = TinyFs::mount(&format!("{tag}-full-{kib}"), kib) else {
+            return;
+        };
+        let dir = &fs.0;
+        let out = run(dir);
+        let context = format!("{tag}: tmpfs of {kib} KiB");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{context}: the run fits: {err}");
+        assert!(err.contains("No space left on device"), "{context}: {err}");
+        assert!(!err.contains("panicked"), "{context}: {err}");
+        let committed = check_leftovers(dir, &context);
+        kept.insert(committed);
+        if committed > 0 {
+            assert!(
+                err.contains(&format!("{committed} converged steps are in")),
+                "{context}: {err}"
+            );
+        }
+        let summary_path = dir.join("twisting_column.summary.json");
+        if summary_path.exists() {
+            match Summary::read(&summary_path).unwrap().status {
+                RunStatus::Failed { message } => {
+                    assert!(message.contains("No space left"), "{context}: {message}")
+                }
+                other => panic!("{context}: summary status {other:?}"),
+            }
+        }
+    }
+    assert!(
+        kept.len() >= 3,
+        "{tag}: the disk filled up at too few places: {kept:?}"
+    );
 }
