@@ -7,7 +7,7 @@
 //! windows of serial ids the ranks send it ([`crate::dist_output`]), never holding the mesh.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use comm::{agree, Comm, CommError};
@@ -250,6 +250,7 @@ pub(crate) fn execute_on_ranks(
         device,
         owned: loads.iter().map(|l| [l[0], l[1]]).collect(),
         constrained_dofs: loads.iter().map(|l| l[2] as usize).sum(),
+        undeformed_cells: Mutex::new(None),
     };
     let outcome = crate::driver::drive(c, case, &mut layout, &mut problem, started, stages);
     outcome.map(|mut o| {
@@ -271,6 +272,10 @@ struct RankParts<'a> {
     owned: Vec<[u64; 2]>,
     /// Constrained unknowns of the whole mesh.
     constrained_dofs: usize,
+    /// The cell outputs of the zero displacement, made by [`Layout::create_results`] of a run
+    /// that does not restart while the mesh is gathered to rank 0; taken by the first state's
+    /// [`Layout::first_cells`] (where its displacement is zero).
+    undeformed_cells: Mutex<Option<Result<CellOutputs>>>,
 }
 
 impl Layout for RankParts<'_> {
@@ -349,15 +354,47 @@ impl Layout for RankParts<'_> {
     fn create_results(
         &mut self,
         config: &config::Config,
-        _problem: &Problem,
+        problem: &Problem,
         case: &Case,
     ) -> Result<StepOutput> {
         let comm = &**self.comm;
         let (dir, name) = (&case.dir, case.name.as_str());
-        // rank 0 writes each window of the collective gathers as it comes: on its thread
-        self.output
-            .create(comm, config, &self.part, dir, name, &case.faults)
-            .map(|results| StepOutput::Direct(results.map(Box::new)))
+        let defer = self.defers_strains();
+        let (output, part) = (&mut self.output, &self.part);
+        // rank 0 writes each window of the collective gathers as it comes: on its thread; the
+        // pool's other threads meanwhile compute the undeformed state's cells (local work)
+        let (created, undeformed) = rayon::join(
+            || output.create(comm, config, part, dir, name, &case.faults),
+            || {
+                case.restart.is_none().then(|| {
+                    let zeros = problem.discrete.zeros()?;
+                    CellOutputs::compute(problem, &zeros, config, defer)
+                })
+            },
+        );
+        *self
+            .undeformed_cells
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = undeformed;
+        created.map(|results| StepOutput::Direct(results.map(Box::new)))
+    }
+
+    fn first_cells(
+        &self,
+        problem: &Problem,
+        u: &Vector,
+        config: &config::Config,
+    ) -> Result<CellOutputs> {
+        let made = self
+            .undeformed_cells
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let zero = || u.host().is_ok_and(|v| v.iter().all(|x| x.to_bits() == 0));
+        match made {
+            Some(cells) if zero() => cells,
+            _ => CellOutputs::compute(problem, u, config, self.defers_strains()),
+        }
     }
 
     fn write_state(
