@@ -106,7 +106,8 @@ pub(crate) trait Layout {
 
     /// The outputs of the cells of the first state `u` (the undeformed state, or the one a
     /// restart continues from): [`CellOutputs::compute`] here, or, where the layout's writer
-    /// can and no probe reads them, left to the writer ([`CellOutputs::fields_later`]).
+    /// can and no probe reads them, left to the writer ([`CellOutputs::fields_later`]); on
+    /// ranks the undeformed state's are computed while the mesh is gathered.
     fn first_cells(&self, problem: &Problem, u: &Vector, config: &Config) -> Result<CellOutputs> {
         CellOutputs::compute(problem, u, config, self.defers_strains())
     }
