@@ -262,34 +262,35 @@ pub fn generate_box_part_on(
     let owned_box = grid_of_ranks.owned(rank);
     let is_owned = |g: [usize; 3]| (0..3).all(|d| owned_box[d].contains(&g[d]));
 
-    let npe = p + 1;
-    let local_offsets: Vec<usize> = (0..npe)
-        .flat_map(|c| (0..npe).flat_map(move |b| (0..npe).map(move |a| a + nx * (b + ny * c))))
-        .collect();
-    // Cells with a node in the owned box (per axis, the cells whose node layers meet the owned
-    // layers), in serial order.
-    let mut cell_serial_ids = Vec::new();
-    let mut cell_owned = Vec::new();
-    let mut cell_nodes_serial: Vec<usize> = Vec::new();
-    if owned_box.iter().all(|l| !l.is_empty()) {
-        // cell c spans node layers p c ..= p c + p
-        let cell_range = |d: usize| {
-            let l = &owned_box[d];
-            l.start.saturating_sub(p).div_ceil(p)..=((l.end - 1) / p).min(cells[d] - 1)
-        };
-        for k in cell_range(2) {
-            for j in cell_range(1) {
-                for i in cell_range(0) {
-                    let base = p * i + nx * (p * j + ny * p * k);
-                    cell_serial_ids.push((i + cx * (j + cy * k)) as u64);
-                    cell_owned.push(grid_of_ranks.owner([p * i, p * j, p * k]) == rank);
-                    cell_nodes_serial.extend(local_offsets.iter().map(|&o| base + o));
-                }
-            }
+    // The local cells: those with a node in the owned box, per axis the cells whose node
+    // layers meet the owned layers (a box of cells, in serial order); their nodes, the local
+    // nodes, are the box of node layers `span` (the owned layers and up to `p` ghost layers
+    // on each side).
+    let has_nodes = owned_box.iter().all(|l| !l.is_empty());
+    let cell_range = |d: usize| -> Range<usize> {
+        let l = &owned_box[d];
+        match has_nodes {
+            // cell c spans node layers p c ..= p c + p
+            true => l.start.saturating_sub(p).div_ceil(p)..((l.end - 1) / p).min(cells[d] - 1) + 1,
+            false => 0..0,
         }
-    }
+    };
+    let cell_box = [0, 1, 2].map(cell_range);
+    let span = [0, 1, 2].map(|d| match has_nodes {
+        true => p * cell_box[d].start..p * cell_box[d].end + 1,
+        false => 0..0,
+    });
+    let [sx, sy, sz] = [0, 1, 2].map(|d| span[d].len());
+    let span_grid = |l: usize| {
+        [
+            span[0].start + l % sx,
+            span[1].start + (l / sx) % sy,
+            span[2].start + l / (sx * sy),
+        ]
+    };
 
-    // Owned nodes: the box, lexicographic (ascending global id); then the ghosts by global id.
+    // Owned nodes: the box, lexicographic (ascending global id, `global - node_offsets[rank]`);
+    // then the ghosts (the span's other nodes) by global id.
     let mut serial_of_local: Vec<usize> = Vec::with_capacity(box_size(rank));
     for k in owned_box[2].clone() {
         for j in owned_box[1].clone() {
@@ -299,27 +300,36 @@ pub fn generate_box_part_on(
         }
     }
     let n_owned = serial_of_local.len();
+    let owned_index = |g: [usize; 3]| {
+        let [lx, ly, lz] = &owned_box;
+        (g[0] - lx.start) + lx.len() * ((g[1] - ly.start) + ly.len() * (g[2] - lz.start))
+    };
     // (each value is its node's or cell's: made in parallel, the serial loops' results)
-    let mut ghosts: Vec<(u64, usize)> = cell_nodes_serial
-        .par_iter()
-        .filter(|&&s| !is_owned(grid(s)))
-        .map(|&s| (global_of(grid(s)), s))
+    let mut ghosts: Vec<(u64, usize)> = (0..sx * sy * sz)
+        .into_par_iter()
+        .map(span_grid)
+        .filter(|&g| !is_owned(g))
+        .map(|g| (global_of(g), g[0] + nx * (g[1] + ny * g[2])))
         .collect();
     ghosts.par_sort_unstable();
-    ghosts.dedup();
     serial_of_local.extend(ghosts.iter().map(|&(_, s)| s));
-    let node_globals: Vec<u64> = serial_of_local
-        .par_iter()
-        .map(|&s| global_of(grid(s)))
+    let mut node_globals: Vec<u64> = (node_offsets[rank]..node_offsets[rank + 1]).collect();
+    node_globals.extend(ghosts.iter().map(|&(g, _)| g));
+    // the local index of each node of the span, in span order
+    let local_in_span: Vec<usize> = (0..sx * sy * sz)
+        .into_par_iter()
+        .map(|l| {
+            let g = span_grid(l);
+            match is_owned(g) {
+                true => owned_index(g),
+                false => {
+                    let key = (global_of(g), g[0] + nx * (g[1] + ny * g[2]));
+                    n_owned + ghosts.binary_search(&key).expect("ghost collected")
+                }
+            }
+        })
         .collect();
-    let local_of = |s: usize| -> usize {
-        let g = global_of(grid(s));
-        if is_owned(grid(s)) {
-            (g - node_offsets[rank]) as usize
-        } else {
-            n_owned + ghosts.binary_search(&(g, s)).expect("ghost collected")
-        }
-    };
+    drop(ghosts);
     let logical = |i: usize, d: usize| i as f64 / (p * spec.cells[d]) as f64;
     let coords = serial_of_local
         .par_iter()
@@ -328,7 +338,49 @@ pub fn generate_box_part_on(
             spec.map([logical(i, 0), logical(j, 1), logical(k, 2)])
         })
         .collect();
-    let local_cells = cell_nodes_serial.par_iter().map(|&s| local_of(s)).collect();
+
+    // The cells, in serial order, with their nodes (the generator's local order) looked up
+    // in the span.
+    let npe = p + 1;
+    let span_offsets: Vec<usize> = (0..npe)
+        .flat_map(|c| (0..npe).flat_map(move |b| (0..npe).map(move |a| a + sx * (b + sy * c))))
+        .collect();
+    let [ncx, ncy, ncz] = [0, 1, 2].map(|d| cell_box[d].len());
+    let cell_at = |l: usize| {
+        [
+            cell_box[0].start + l % ncx,
+            cell_box[1].start + (l / ncx) % ncy,
+            cell_box[2].start + l / (ncx * ncy),
+        ]
+    };
+    let n_cells = ncx * ncy * ncz;
+    let cell_serial_ids: Vec<u64> = (0..n_cells)
+        .into_par_iter()
+        .map(|l| {
+            let [i, j, k] = cell_at(l);
+            (i + cx * (j + cy * k)) as u64
+        })
+        .collect();
+    let cell_owned: Vec<bool> = (0..n_cells)
+        .into_par_iter()
+        .map(|l| {
+            let [i, j, k] = cell_at(l);
+            grid_of_ranks.owner([p * i, p * j, p * k]) == rank
+        })
+        .collect();
+    let mut local_cells = vec![0usize; n_cells * span_offsets.len()];
+    local_cells
+        .par_chunks_mut(span_offsets.len())
+        .enumerate()
+        .for_each(|(l, nodes)| {
+            let [i, j, k] = cell_at(l);
+            let first = (p * i - span[0].start)
+                + sx * ((p * j - span[1].start) + sy * (p * k - span[2].start));
+            for (n, &o) in nodes.iter_mut().zip(&span_offsets) {
+                *n = local_in_span[first + o];
+            }
+        });
+    drop(local_in_span);
     let mut mesh = HexMesh::new(kind, coords, local_cells);
 
     let cell_grid = |c: u64| {

@@ -140,8 +140,9 @@ pub fn check_on_ranks(
 }
 
 /// Collective, agreed: this rank's part of the mesh of `config` (box: generated distributed;
-/// Gmsh: read by every rank and partitioned by METIS), the geometry of its cells checked, and the
-/// problem on it, whose constraints hold the whole body. Its stages: [`MESH`], [`PROBLEM`].
+/// Gmsh: read by every rank and partitioned by METIS) and the problem on it (its element loop
+/// checks the geometry of every local cell), whose constraints hold the whole body. Its
+/// stages: [`MESH`], [`PROBLEM`].
 fn problem_on_ranks(
     world: &Arc<dyn Comm>,
     config: &config::Config,
@@ -158,22 +159,17 @@ fn problem_on_ranks(
             solve::partition::build_problem_mesh_part(&params, rank, size),
         ),
     )?;
-    agreed(
+    stages.since(MESH, started);
+    let started = Instant::now();
+    // the serial run's order: the problem (its element loop checks each cell's geometry),
+    // then the Dirichlet expressions of the time
+    let problem = agreed(
         comm,
-        located(
-            config,
-            solve::partition::check_part_geometry(&part, &params),
-        ),
+        located(config, Problem::on_part(&params, &part, world.clone())),
     )?;
     agreed(
         comm,
         crate::locate::check_dirichlet_in_time(config, &params, &part.mesh),
-    )?;
-    stages.since(MESH, started);
-    let started = Instant::now();
-    let problem = agreed(
-        comm,
-        located(config, Problem::on_part(&params, &part, world.clone())),
     )?;
     // collective: the whole body's free rigid motions, the same error on every rank
     agreed(comm, located(config, problem.check_held()))?;

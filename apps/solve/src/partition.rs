@@ -2,7 +2,6 @@
 //! builds only its part), Gmsh meshes read whole and split by METIS on the element graph (every
 //! rank computes the same partition and keeps its part).
 
-use assembly::AssemblyError;
 use mesh::select::{box_side_names, faces_of_sets};
 use mesh::{generate_box_part, metis_cell_parts, partition_mesh, MeshPart};
 
@@ -144,30 +143,6 @@ fn build_problem_mesh_part_with_sets(
             })?;
             Ok(partition_mesh(&mesh, &parts, rank, n_ranks)?)
         }
-    }
-}
-
-/// Checks the reference geometry (det J > 0 at every quadrature point) of every cell of the
-/// part (owned and ghost cells), as the serial run's element loop does; an error names the
-/// cell by its serial index (and its Gmsh tag), as the serial run would.
-pub fn check_part_geometry(part: &MeshPart, params: &ProblemParams) -> Result<()> {
-    let mesh = &part.mesh;
-    let points = params.quadrature_points.unwrap_or(mesh.order() + 1);
-    if params.materials.is_empty() {
-        return Err(Error::NoMaterials);
-    }
-    // the geometry alone (the problem made next builds the assembler and its plans)
-    match assembly::check_mesh_geometry(mesh, points) {
-        Ok(()) => Ok(()),
-        Err(AssemblyError::InvalidElement { cell, error, .. }) => {
-            let serial = part.cell_serial_ids[cell];
-            Err(Error::ElementLoop(AssemblyError::InvalidElement {
-                cell: serial as usize,
-                name: mesh::part_cell_name(mesh.cell_tags.as_ref(), cell, serial),
-                error,
-            }))
-        }
-        Err(e) => Err(Error::ElementLoop(e)),
     }
 }
 

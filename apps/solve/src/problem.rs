@@ -2,9 +2,9 @@
 //! plain [`ProblemParams`]. Knows nothing of the nonlinear solution strategy.
 
 use assembly::{
-    add_traction_load, body_force_load, rigid_body_modes, CellMaterials, Constraints, CurvedLoad,
-    DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn, Prescribed,
-    RIGID_BODY_MODES_3D,
+    add_traction_load, body_force_load, rigid_body_modes, AssemblyError, CellMaterials,
+    Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn,
+    Prescribed, RIGID_BODY_MODES_3D,
 };
 use fem::Load;
 use mesh::{generate_box, read_mesh, HexMesh};
@@ -425,7 +425,19 @@ impl Problem {
             3 * part.n_global_nodes(),
             comm,
         )?);
-        let mut problem = Self::unloaded(params, mesh)?;
+        // the element loop checks each local cell's geometry: a failing cell is named by its
+        // serial number, as the serial run names it
+        let mut problem = Self::unloaded(params, mesh).map_err(|e| match e {
+            Error::ElementLoop(AssemblyError::InvalidElement { cell, error, .. }) => {
+                let serial = part.cell_serial_ids[cell];
+                Error::ElementLoop(AssemblyError::InvalidElement {
+                    cell: serial as usize,
+                    name: mesh::part_cell_name(part.mesh.cell_tags.as_ref(), cell, serial),
+                    error,
+                })
+            }
+            other => other,
+        })?;
         problem.part_size = Some(size);
         problem.pieces = pieces;
         problem.set_loads(params)?;
