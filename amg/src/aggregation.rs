@@ -2,9 +2,10 @@
 //! neighbourhoods, leftover assignment and small-aggregate merging.
 //!
 //! Calling order inside [`aggregate`]: [`mis`] -> roots take their neighbours -> leftovers join the
-//! neighbouring aggregate they are most strongly connected to -> aggregates with fewer than
-//! `min_dofs` unknowns merge into their strongest neighbour (or dissolve when they have none) ->
-//! compact numbering in ascending order of the aggregates' first vertex.
+//! neighbouring aggregate they have the most edges to -> aggregates with fewer than `min_dofs`
+//! unknowns merge into the neighbour they have the most edges to (or dissolve when they have
+//! none) -> compact numbering in ascending order of the aggregates' first vertex. The edges'
+//! weights only decide which edges the strength graph keeps ([`most_connected_aggregate`]).
 //!
 //! Every step is a sequence of Jacobi-style rounds (each round reads the previous round's state
 //! only), so the result does not depend on the number of threads.
@@ -181,58 +182,64 @@ fn mis_rounds(graph: &StrengthGraph, distance: MisDistance, mut status: Vec<u64>
     status.into_par_iter().map(|s| s == IN).collect()
 }
 
-/// The aggregate most strongly connected through `edges` (pairs of aggregate and edge weight):
-/// the largest summed weight, ties to the smallest aggregate id; `None` without edges. Sums run
-/// in edge order (fixed by the caller), so the choice is deterministic.
-pub(crate) fn strongest_aggregate(edges: impl Iterator<Item = (u32, f64)>) -> Option<u32> {
-    strongest_aggregate_in(&mut Vec::new(), edges)
+/// The aggregate most connected through `edges` (the aggregate at the far end of each kept
+/// edge): the most edges, ties to the smallest aggregate id; `None` without edges. The edges are
+/// counted, their weights never read: the weights decide which edges the strength graph keeps
+/// (`strength_threshold`), the structure of what it kept decides the aggregates. With the
+/// default threshold 0 every nonzero block is an edge, so a level's aggregates depend on its
+/// operator's pattern alone, as with PETSc's MIS-k coarsening: new values (the next load step's
+/// tangent) give the same aggregates and a renewal keeps every plan; summed weights had flipped
+/// near ties, a few percent of the joins at each load step, and every plan with them.
+pub(crate) fn most_connected_aggregate(edges: impl Iterator<Item = u32>) -> Option<u32> {
+    most_connected_aggregate_in(&mut Vec::new(), edges)
 }
 
-/// [`strongest_aggregate`] with the caller's scratch `acc` (cleared first), so that a loop over
-/// many vertices allocates once.
-pub(crate) fn strongest_aggregate_in(
-    acc: &mut Vec<(u32, f64)>,
-    edges: impl Iterator<Item = (u32, f64)>,
+/// [`most_connected_aggregate`] with the caller's scratch `acc` (cleared first), so that a loop
+/// over many vertices allocates once.
+pub(crate) fn most_connected_aggregate_in(
+    acc: &mut Vec<(u32, u32)>,
+    edges: impl Iterator<Item = u32>,
 ) -> Option<u32> {
     acc.clear();
-    for (a, w) in edges {
+    for a in edges {
         match acc.iter_mut().find(|(b, _)| *b == a) {
-            Some(e) => e.1 += w,
-            None => acc.push((a, w)),
+            Some(e) => e.1 += 1,
+            None => acc.push((a, 1)),
         }
     }
     acc.iter()
-        .fold(None, |best: Option<(u32, f64)>, &(a, w)| match best {
-            Some((ba, bw)) if bw > w || (bw == w && ba < a) => Some((ba, bw)),
-            _ => Some((a, w)),
+        .fold(None, |best: Option<(u32, u32)>, &(a, n)| match best {
+            Some((ba, bn)) if bn > n || (bn == n && ba < a) => Some((ba, bn)),
+            _ => Some((a, n)),
         })
         .map(|(a, _)| a)
 }
 
-/// The aggregate `v` joins this round: the neighbouring aggregate of largest summed edge weight
+/// The aggregate `v` joins this round: the neighbouring aggregate it has the most edges to
 /// (ties: smallest aggregate id), `None` when no neighbour is aggregated.
-pub(crate) fn strongest_neighbour_aggregate(
+pub(crate) fn most_connected_neighbour_aggregate(
     graph: &StrengthGraph,
     agg_of: &[u32],
     v: usize,
 ) -> Option<u32> {
-    strongest_neighbour_aggregate_by(&mut Vec::new(), graph, v, |u| agg_of[u])
+    most_connected_neighbour_aggregate_by(&mut Vec::new(), graph, v, |u| agg_of[u])
 }
 
-/// [`strongest_neighbour_aggregate`] with the neighbours' aggregates read through `agg_of` and
-/// the caller's scratch `acc` (see [`strongest_aggregate_in`]).
-pub(crate) fn strongest_neighbour_aggregate_by(
-    acc: &mut Vec<(u32, f64)>,
+/// [`most_connected_neighbour_aggregate`] with the neighbours' aggregates read through `agg_of`
+/// and the caller's scratch `acc` (see [`most_connected_aggregate_in`]).
+pub(crate) fn most_connected_neighbour_aggregate_by(
+    acc: &mut Vec<(u32, u32)>,
     graph: &StrengthGraph,
     v: usize,
     agg_of: impl Fn(usize) -> u32,
 ) -> Option<u32> {
-    let edges = graph.neighbours(v).iter().zip(graph.weights(v));
-    strongest_aggregate_in(
+    most_connected_aggregate_in(
         acc,
-        edges
-            .map(|(&u, &w)| (agg_of(u as usize), w))
-            .filter(|&(a, _)| a != UNAGGREGATED),
+        graph
+            .neighbours(v)
+            .iter()
+            .map(|&u| agg_of(u as usize))
+            .filter(|&a| a != UNAGGREGATED),
     )
 }
 
@@ -305,7 +312,7 @@ fn aggregate_with_roots(
         }
     }
     // Roots take their neighbours (a vertex next to several roots, possible with MIS-1, joins the one
-    // of strongest connection).
+    // it has the most edges to).
     let mut agg_of: Vec<u32> = (0..n)
         .into_par_iter()
         .map(|v| {
@@ -314,7 +321,7 @@ fn aggregate_with_roots(
             } else if graph.is_isolated(v) {
                 UNAGGREGATED
             } else {
-                strongest_neighbour_aggregate(graph, &root_id, v).unwrap_or(UNAGGREGATED)
+                most_connected_neighbour_aggregate(graph, &root_id, v).unwrap_or(UNAGGREGATED)
             }
         })
         .collect();
@@ -326,7 +333,7 @@ fn aggregate_with_roots(
                 if agg_of[v] != UNAGGREGATED || graph.is_isolated(v) {
                     agg_of[v]
                 } else {
-                    strongest_neighbour_aggregate(graph, &agg_of, v).unwrap_or(UNAGGREGATED)
+                    most_connected_neighbour_aggregate(graph, &agg_of, v).unwrap_or(UNAGGREGATED)
                 }
             })
             .collect();
@@ -339,8 +346,8 @@ fn aggregate_with_roots(
     merge_small(graph, aggs, bs, min_dofs)
 }
 
-/// Merges every aggregate with fewer than `min_dofs` unknowns into the neighbouring aggregate it is
-/// most strongly connected to; an aggregate with no neighbouring aggregate is dissolved (its vertices
+/// Merges every aggregate with fewer than `min_dofs` unknowns into the neighbouring aggregate it has
+/// the most edges to; an aggregate with no neighbouring aggregate is dissolved (its vertices
 /// become unaggregated: a decoupled component smaller than the near-null space, which the smoother
 /// handles). Sequential in aggregate order (small aggregates are rare), then renumbered compactly.
 fn merge_small(graph: &StrengthGraph, aggs: Aggregates, bs: usize, min_dofs: usize) -> Aggregates {
@@ -357,15 +364,13 @@ fn merge_small(graph: &StrengthGraph, aggs: Aggregates, bs: usize, min_dofs: usi
             if size[a] == 0 || size[a] * bs >= min_dofs {
                 continue;
             }
-            // The other aggregate that aggregate a is most strongly connected to.
-            let edges = members[a].iter().flat_map(|&v| {
-                let v = v as usize;
-                graph.neighbours(v).iter().zip(graph.weights(v))
-            });
-            let target = strongest_aggregate(
-                edges
-                    .map(|(&u, &w)| (agg_of[u as usize], w))
-                    .filter(|&(b, _)| b != UNAGGREGATED && b as usize != a),
+            // The other aggregate that aggregate a has the most edges to.
+            let target = most_connected_aggregate(
+                members[a]
+                    .iter()
+                    .flat_map(|&v| graph.neighbours(v as usize))
+                    .map(|&u| agg_of[u as usize])
+                    .filter(|&b| b != UNAGGREGATED && b as usize != a),
             )
             .map(|b| b as usize);
             let moved = std::mem::take(&mut members[a]);

@@ -1,7 +1,7 @@
 //! Aggregation on several ranks: the rounds of [`crate::aggregation`] (MIS, roots take their
-//! neighbours, leftovers join their strongest neighbouring aggregate), each rank computing its
-//! owned vertices and reading its ghosts' state from their owners through a halo exchange
-//! between rounds.
+//! neighbours, leftovers join the neighbouring aggregate they have the most edges to), each
+//! rank computing its owned vertices and reading its ghosts' state from their owners through a
+//! halo exchange between rounds.
 //!
 //! Priorities hash the vertices' serial ids (the same for any rank count) and aggregates are
 //! labelled by their root's serial id, which orders them as the serial run's compact numbering
@@ -25,8 +25,8 @@ use linalg::dist::{DeviceDistGraph, HaloPlan};
 use linalg::split_rows;
 
 use crate::aggregation::{
-    priority, strongest_aggregate, strongest_neighbour_aggregate_by, MisDistance, IN, OUT,
-    UNAGGREGATED,
+    most_connected_aggregate, most_connected_neighbour_aggregate_by, priority, MisDistance, IN,
+    OUT, UNAGGREGATED,
 };
 use crate::strength::{check_threshold, StrengthGraph};
 use crate::AmgError;
@@ -237,7 +237,7 @@ fn aggregate_rounds(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, Am
             } else if graph.is_isolated(v) {
                 UNAGGREGATED
             } else {
-                strongest_neighbour_aggregate_by(acc, graph, v, |u| as_label(state[u]))
+                most_connected_neighbour_aggregate_by(acc, graph, v, |u| as_label(state[u]))
                     .unwrap_or(UNAGGREGATED)
             }
         })
@@ -258,8 +258,10 @@ fn aggregate_rounds(g: &DistGraph, distance: MisDistance) -> Result<Vec<u32>, Am
         pending
             .par_iter()
             .map_init(Vec::new, |acc, &v| {
-                strongest_neighbour_aggregate_by(acc, graph, v as usize, |u| as_label(state[u]))
-                    .unwrap_or(UNAGGREGATED)
+                most_connected_neighbour_aggregate_by(acc, graph, v as usize, |u| {
+                    as_label(state[u])
+                })
+                .unwrap_or(UNAGGREGATED)
             })
             .collect_into_vec(&mut next);
         let changed = next.par_iter().any(|&a| a != UNAGGREGATED);
@@ -481,10 +483,10 @@ fn norms_and_weights(norms: &linalg::Vector) -> Result<(Option<&[f64]>, Vec<f64>
 }
 
 /// One gathered member of a small aggregate: its serial id and its edges (neighbour's serial
-/// id, weight, neighbour's aggregate label), in graph order.
+/// id, neighbour's aggregate label), in graph order.
 struct Member {
     vertex: u64,
-    edges: Vec<(u64, f64, u32)>,
+    edges: Vec<(u64, u32)>,
 }
 
 /// The serial `merge_small`, replayed on every rank from the gathered small aggregates.
@@ -567,7 +569,7 @@ fn merge_small_aggregates(
     let comm = g.halo.comm().clone();
     let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
     let linalg_err = linalg::LinalgError::from;
-    // Gather the small aggregates' members with their edges: [label, vertex, n, (u, w, label)*n].
+    // Gather the small aggregates' members with their edges: [label, vertex, n, (u, label)*n].
     let mut ghost_labels = vec![bits(u64::from(UNAGGREGATED)); g.serial_ids.len()];
     ghost_labels[..labels.len()]
         .par_iter_mut()
@@ -581,11 +583,11 @@ fn merge_small_aggregates(
     let mut record = Vec::new();
     for v in in_small {
         let label = labels[v];
-        let (nb, w) = (g.graph.neighbours(v), g.graph.weights(v));
+        let nb = g.graph.neighbours(v);
         record.extend([u64::from(label), g.serial_ids[v], nb.len() as u64]);
-        for (&u, &w) in nb.iter().zip(w) {
+        for &u in nb {
             let u = u as usize;
-            record.extend([g.serial_ids[u], w.to_bits(), ghost_labels[u].to_bits()]);
+            record.extend([g.serial_ids[u], ghost_labels[u].to_bits()]);
         }
     }
     let gathered = comm.allgatherv_u64(&record).map_err(linalg_err)?;
@@ -595,13 +597,13 @@ fn merge_small_aggregates(
         let mut at = 0;
         while at < r.len() {
             let (label, vertex, k) = (r[at] as u32, r[at + 1], r[at + 2] as usize);
-            let edges: Vec<(u64, f64, u32)> = (0..k)
+            let edges: Vec<(u64, u32)> = (0..k)
                 .map(|e| {
-                    let q = at + 3 + 3 * e;
-                    (r[q], f64::from_bits(r[q + 1]), r[q + 2] as u32)
+                    let q = at + 3 + 2 * e;
+                    (r[q], r[q + 1] as u32)
                 })
                 .collect();
-            for &(u, _, lu) in &edges {
+            for &(u, lu) in &edges {
                 label_of.insert(u, lu);
             }
             label_of.insert(vertex, label);
@@ -609,7 +611,7 @@ fn merge_small_aggregates(
                 .entry(label)
                 .or_default()
                 .push(Member { vertex, edges });
-            at += 3 + 3 * k;
+            at += 3 + 2 * k;
         }
     }
     // Members in ascending vertex order, as the serial member lists.
@@ -624,11 +626,11 @@ fn merge_small_aggregates(
                 continue;
             }
             let list = members.remove(&a).unwrap_or_default();
-            let target = strongest_aggregate(list.iter().flat_map(|m| {
+            let target = most_connected_aggregate(list.iter().flat_map(|m| {
                 m.edges
                     .iter()
-                    .map(|&(u, w, _)| (label_of[&u], w))
-                    .filter(|&(b, _)| b != UNAGGREGATED && b != a)
+                    .map(|&(u, _)| label_of[&u])
+                    .filter(|&b| b != UNAGGREGATED && b != a)
                     .collect::<Vec<_>>()
             }));
             let moved = list.len() as u64;

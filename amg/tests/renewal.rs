@@ -6,7 +6,7 @@
 mod common;
 
 use amg::{AmgParams, Hierarchy, Precision, Renewal, Reuse, SmootherKind, Storage};
-use common::renewal::{assert_same_hierarchy, doubled, next_modes, shifted};
+use common::renewal::{assert_same_hierarchy, doubled, next_modes, shifted, weakened};
 use linalg::Vector;
 
 fn params(smoother: SmootherKind, reuse: Reuse, precision: Precision) -> AmgParams {
@@ -68,7 +68,7 @@ fn hot_updates_after_a_renewal_equal_those_after_a_cold_setup() {
 }
 
 #[test]
-fn changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup() {
+fn new_values_keep_the_aggregates_and_changed_edges_rebuild_the_plans() {
     let p = common::elasticity(13, 1e-3);
     let m2 = next_modes(&p.near_null, 5);
     let params = params(
@@ -76,9 +76,33 @@ fn changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup() {
         Reuse::Interpolation,
         Precision::Double,
     );
-    // threshold 0, yet a 1 % change of the diagonal moves leftovers to other aggregates (they
-    // join their most strongly connected neighbour): the plans must be rebuilt
+    // threshold 0: every nonzero block is an edge and a vertex joins the aggregate it has the
+    // most edges to, so a 1 % change of the diagonal (the next load step's tangent) leaves every
+    // level's aggregates as they were: every plan kept, a cold set-up's values
     let a2 = shifted(&p.a, 1e-3);
+    let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
+    let before: Vec<_> = (0..h.n_levels() - 1)
+        .map(|l| h.aggregates(l).unwrap().clone())
+        .collect();
+    let report = h.set_near_null_space(&a2, &m2).unwrap();
+    let cold = Hierarchy::setup_external(&a2, &m2, &params).unwrap();
+    for (l, b) in before.iter().enumerate() {
+        assert_eq!(
+            cold.aggregates(l),
+            Some(b),
+            "level {l}: the aggregates must stay"
+        );
+    }
+    assert_eq!(report.plans_reused, cold.n_levels() - 1, "{report:?}");
+    assert_eq!(report.plans_built, 0, "{report:?}");
+    assert_same_hierarchy(&h, &cold, &a2, "threshold 0, new values");
+    // a positive threshold and couplings weakened below it: other edges, other aggregates, the
+    // plans rebuilt, still a cold set-up's values
+    let params = AmgParams {
+        strength_threshold: 0.08,
+        ..params
+    };
+    let a2 = weakened(&p.a, p.a.pattern().n_block_rows() / 3);
     let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
     let before = h.aggregates(0).unwrap().clone();
     let report = h.set_near_null_space(&a2, &m2).unwrap();
@@ -89,13 +113,9 @@ fn changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup() {
         "the aggregates must change"
     );
     assert!(report.plans_built >= 1, "{report:?}");
-    assert_same_hierarchy(&h, &cold, &a2, "threshold 0, changed aggregates");
+    assert_same_hierarchy(&h, &cold, &a2, "threshold 0.08, changed edges");
     // a positive threshold where the finest graph is unchanged: the finest plans are kept (the
     // coarse graphs are those of P^T A P, whose P the new modes changed, and here they differ)
-    let params = AmgParams {
-        strength_threshold: 0.08,
-        ..params
-    };
     let a2 = doubled(&p.a);
     let mut h = Hierarchy::setup_external(&p.a, &p.near_null, &params).unwrap();
     let report = h.set_near_null_space(&a2, &m2).unwrap();
@@ -160,18 +180,19 @@ fn keeping_the_aggregates_equals_recomputing_them_where_they_come_out_the_same()
     }
 }
 
-/// Where the new values would move the aggregates (a shifted diagonal, see
-/// `changed_aggregates_rebuild_the_plans_and_still_equal_a_cold_setup`), `keep_aggregates`
-/// keeps the old ones on every level with every plan, and CG converges in about the iterations
-/// of a cold set-up (the tentative prolongators reproduce the new modes whatever the
-/// aggregates: `tentative`'s tests).
+/// Where the new values would move the aggregates (couplings weakened below a positive
+/// threshold, see `new_values_keep_the_aggregates_and_changed_edges_rebuild_the_plans`),
+/// `keep_aggregates` keeps the old ones on every level with every plan, and CG converges in
+/// about the iterations of a cold set-up (the tentative prolongators reproduce the new modes
+/// whatever the aggregates: `tentative`'s tests).
 #[test]
 fn kept_aggregates_survive_new_values_and_still_precondition_well() {
     let p = common::elasticity(13, 1e-3);
     let m2 = next_modes(&p.near_null, 5);
-    let a2 = shifted(&p.a, 1e-3);
+    let a2 = weakened(&p.a, p.a.pattern().n_block_rows() / 3);
     let keep = AmgParams {
         renewal: Renewal::KeepAggregates,
+        strength_threshold: 0.08,
         ..params(
             SmootherKind::Chebyshev,
             Reuse::Interpolation,

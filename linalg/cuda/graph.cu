@@ -139,21 +139,21 @@ extern "C" __global__ void root_ids(const u32 n, const u64* __restrict__ status,
     root_id[v] = status[v] == MIS_IN ? scanned[v] : UNAGG;
 }
 
-// amg::aggregation::strongest_neighbour_aggregate: over v's edges in order, the aggregates
-// (UNAGG skipped) in order of first appearance, each with its weights summed in edge order
-// from its first edge; the largest sum wins, ties to the smallest aggregate; UNAGG without one.
+// amg::aggregation::most_connected_neighbour_aggregate: over v's edges in order, the aggregates
+// (UNAGG skipped) in order of first appearance, each with its edges counted; the most edges win,
+// ties to the smallest aggregate; UNAGG without one. The weights are not read (they decided which
+// edges the graph kept).
 // The aggregates of an array, one u32 a vertex.
 struct VertexAggregates {
     const u32* __restrict__ agg;
     __device__ u32 operator()(const u32 u) const { return agg[u]; }
 };
 template <class Aggregates>
-__device__ u32 strongest_neighbour(const u32 v, const u32* __restrict__ g_ptr,
-                                   const u32* __restrict__ g_col, const double* __restrict__ g_w,
-                                   const Aggregates agg) {
+__device__ u32 most_connected_neighbour(const u32 v, const u32* __restrict__ g_ptr,
+                                        const u32* __restrict__ g_col, const Aggregates agg) {
     const u32 lo = g_ptr[v], hi = g_ptr[v + 1];
     u32 best = UNAGG;
-    double best_w = 0.0;
+    u32 best_n = 0;
     bool have = false;
     for (u32 k = lo; k < hi; ++k) {
         const u32 a = agg(g_col[k]);
@@ -161,22 +161,21 @@ __device__ u32 strongest_neighbour(const u32 v, const u32* __restrict__ g_ptr,
         bool first = true;
         for (u32 q = lo; q < k && first; ++q) first = agg(g_col[q]) != a;
         if (!first) continue;
-        double w = g_w[k];
+        u32 n = 1;
         for (u32 q = k + 1; q < hi; ++q)
-            if (agg(g_col[q]) == a) w += g_w[q];
-        if (have && (best_w > w || (best_w == w && best < a))) continue;
+            if (agg(g_col[q]) == a) ++n;
+        if (have && (best_n > n || (best_n == n && best < a))) continue;
         best = a;
-        best_w = w;
+        best_n = n;
         have = true;
     }
     return best;
 }
 
 // Roots take their neighbours: agg[v] = root_id[v] for a root, UNAGG for an isolated vertex,
-// else the strongest neighbouring root's aggregate.
+// else the neighbouring root's aggregate it has the most edges to.
 extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
                                            const u32* __restrict__ g_col,
-                                           const double* __restrict__ g_w,
                                            const u32* __restrict__ root_id, u32* __restrict__ agg) {
     const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= n) return;
@@ -185,15 +184,14 @@ extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ 
     } else if (g_ptr[v + 1] == g_ptr[v]) {
         agg[v] = UNAGG;
     } else {
-        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, VertexAggregates{root_id});
+        agg[v] = most_connected_neighbour(v, g_ptr, g_col, VertexAggregates{root_id});
     }
 }
 
-// One leftover round: an unaggregated, non-isolated vertex joins its strongest neighbouring
-// aggregate of `prev`; *changed counts the vertices that joined.
+// One leftover round: an unaggregated, non-isolated vertex joins the neighbouring aggregate of
+// `prev` it has the most edges to; *changed counts the vertices that joined.
 extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
                                            const u32* __restrict__ g_col,
-                                           const double* __restrict__ g_w,
                                            const u32* __restrict__ prev, u32* __restrict__ next,
                                            u32* __restrict__ changed) {
     const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
@@ -203,7 +201,7 @@ extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ 
         next[v] = a;
         return;
     }
-    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, VertexAggregates{prev});
+    const u32 b = most_connected_neighbour(v, g_ptr, g_col, VertexAggregates{prev});
     next[v] = b;
     if (b != UNAGG) atomicAdd(changed, 1u);
 }
@@ -356,10 +354,9 @@ extern "C" __global__ void dist_root_labels(const u32 n, const u64* __restrict__
     }
 }
 // Roots take their neighbours: agg[v] = a root's own label, UNAGG for an isolated vertex, else
-// the strongest neighbouring root's label (owned or ghost).
+// the label of the neighbouring root it has the most edges to (owned or ghost).
 extern "C" __global__ void dist_aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
                                                 const u32* __restrict__ g_col,
-                                                const double* __restrict__ g_w,
                                                 const u64* __restrict__ root,
                                                 const u64* __restrict__ root_ghost,
                                                 u64* __restrict__ agg) {
@@ -370,14 +367,14 @@ extern "C" __global__ void dist_aggregate_roots(const u32 n, const u32* __restri
     } else if (g_ptr[v + 1] == g_ptr[v]) {
         agg[v] = UNAGG;
     } else {
-        agg[v] = strongest_neighbour(v, g_ptr, g_col, g_w, LocalAggregates{root, root_ghost, n});
+        agg[v] = most_connected_neighbour(v, g_ptr, g_col, LocalAggregates{root, root_ghost, n});
     }
 }
-// One leftover round on ranks: an unaggregated, non-isolated owned vertex joins its strongest
-// neighbouring aggregate of `prev` (owned or ghost); *changed counts the vertices that joined.
+// One leftover round on ranks: an unaggregated, non-isolated owned vertex joins the neighbouring
+// aggregate of `prev` (owned or ghost) it has the most edges to; *changed counts the vertices
+// that joined.
 extern "C" __global__ void dist_aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
                                                 const u32* __restrict__ g_col,
-                                                const double* __restrict__ g_w,
                                                 const u64* __restrict__ prev,
                                                 const u64* __restrict__ prev_ghost,
                                                 u64* __restrict__ next, u32* __restrict__ changed) {
@@ -388,7 +385,7 @@ extern "C" __global__ void dist_aggregate_round(const u32 n, const u32* __restri
         next[v] = a;
         return;
     }
-    const u32 b = strongest_neighbour(v, g_ptr, g_col, g_w, LocalAggregates{prev, prev_ghost, n});
+    const u32 b = most_connected_neighbour(v, g_ptr, g_col, LocalAggregates{prev, prev_ghost, n});
     next[v] = b;
     if (b != UNAGG) atomicAdd(changed, 1u);
 }

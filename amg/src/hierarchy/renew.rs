@@ -2,12 +2,13 @@
 //! each load step): the values of a cold set-up, without its symbolic phase where it would build
 //! the same plans again.
 //!
-//! The aggregates are recomputed, not assumed: even with `strength_threshold: 0` they depend on
-//! the operator's values (a block that is exactly zero is no edge, a row without kept couplings
-//! is isolated, leftovers and small aggregates join their most strongly connected neighbour), and
-//! a coarse level's graph is that of `P^T A P` with `P` built from the near-null space. A
-//! transfer keeps its plans only where the aggregates and the level operator's pattern came out
-//! as before, so the result is a cold set-up's whatever the inputs.
+//! The aggregates are recomputed, not assumed: they depend on which blocks the strength graph
+//! keeps (`strength_threshold` compares the values; even at 0 a block that is exactly zero is no
+//! edge and a row without kept couplings is isolated), while the joins count edges and read no
+//! value, so at the default threshold the next load step's tangent gives the same aggregates on
+//! every level (`P`'s, and so `P^T A P`'s, patterns follow from them). A transfer keeps its plans
+//! only where the aggregates and the level operator's pattern came out as before, so the result
+//! is a cold set-up's whatever the inputs.
 //!
 //! With `renewal: keep_aggregates` ([`crate::Renewal::KeepAggregates`]) each level keeps its
 //! aggregates instead: no strength graph (on a GPU: no download of the operator), no

@@ -40,6 +40,28 @@ pub fn shifted(a: &Bsr, s: f64) -> Bsr {
     a
 }
 
+/// `a` with the couplings among its first `n` block rows weakened a hundredfold (the blocks
+/// `(i, j)`, `i != j`, both below `n`): where a positive `strength_threshold` dropped none of
+/// them, it now drops them, so the strength graph, and with it the aggregates, change.
+pub fn weakened(a: &Bsr, n: usize) -> Bsr {
+    let mut a = a.clone();
+    let (row_ptr, cols) = (
+        a.pattern().row_ptr().to_vec(),
+        a.pattern().col_idx().to_vec(),
+    );
+    for i in 0..n.min(row_ptr.len() - 1) {
+        for k in row_ptr[i]..row_ptr[i + 1] {
+            let j = cols[k] as usize;
+            if j != i && j < n {
+                for x in a.host_block_mut(k).unwrap().iter_mut() {
+                    *x *= 0.01;
+                }
+            }
+        }
+    }
+    a
+}
+
 /// A tangent of new values whose strength graph is the old one bit for bit (twice `a`: the
 /// block norms double exactly), so that the finest aggregates cannot change.
 pub fn doubled(a: &Bsr) -> Bsr {

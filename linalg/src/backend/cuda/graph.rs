@@ -5,7 +5,7 @@
 //!
 //! Calling order: [`DeviceGraph::strength`] (a count pass, an exclusive scan, a fill pass; one
 //! 8-byte download for the sizes), then [`DeviceGraph::aggregate`] (MIS priorities and rounds,
-//! roots numbered by a scan, the "strongest neighbouring aggregate" rounds; one `u32` downloaded
+//! roots numbered by a scan, the "most connected neighbouring aggregate" rounds; one `u32` downloaded
 //! per round and the vertex -> aggregate map at the end). The graph never crosses to the host
 //! unless asked ([`DeviceGraph::download`]).
 
@@ -221,8 +221,9 @@ impl DeviceGraph {
 
     /// Aggregates around the MIS (amg's `aggregate_with_roots` before its merging of small
     /// aggregates): roots numbered in ascending vertex order; every other non-isolated vertex
-    /// joins the neighbouring root of largest summed edge weight (ties: the smaller number),
-    /// then leftovers join their strongest neighbouring aggregate in rounds until none joins.
+    /// joins the neighbouring root it has the most edges to (ties: the smaller number), then
+    /// leftovers join the neighbouring aggregate they have the most edges to, in rounds until
+    /// none joins (the edges' weights are not read).
     /// Returns the vertex -> aggregate map (`u32::MAX`: none) and the number of aggregates.
     pub fn aggregate(
         &self,
@@ -255,7 +256,6 @@ impl DeviceGraph {
         l.arg(&nn)
             .arg(&self.row_ptr)
             .arg(&self.col)
-            .arg(&self.weight)
             .arg(&root_id)
             .arg(&mut agg);
         // SAFETY: arguments match `aggregate_roots`.
@@ -268,7 +268,6 @@ impl DeviceGraph {
             l.arg(&nn)
                 .arg(&self.row_ptr)
                 .arg(&self.col)
-                .arg(&self.weight)
                 .arg(&agg)
                 .arg(&mut next)
                 .arg(&mut changed);

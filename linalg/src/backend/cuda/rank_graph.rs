@@ -248,8 +248,9 @@ impl RankGraph {
     /// Collective. The aggregates of the owned vertices as `amg::dist_aggregate` makes them
     /// before merging small aggregates: the Luby MIS (distance two: MIS-2) at the serial ids'
     /// priorities, roots labelled by their serial ids, every other non-isolated vertex joining
-    /// its strongest neighbouring root's aggregate, then leftovers joining their strongest
-    /// neighbouring aggregate in rounds until no rank's vertex joins. Returns each owned
+    /// the neighbouring root's aggregate it has the most edges to, then leftovers joining the
+    /// neighbouring aggregate they have the most edges to, in rounds until no rank's vertex
+    /// joins. Returns each owned
     /// vertex's label (its root's serial id, or `u32::MAX`: none). Errors (agreed):
     /// [`LinalgError::DimensionTooLarge`] where a root's serial id does not fit a `u32` label.
     pub fn aggregate(
@@ -288,7 +289,6 @@ impl RankGraph {
         l.arg(&nn)
             .arg(&self.row_ptr)
             .arg(&self.col)
-            .arg(&self.weight)
             .arg(&roots.owned)
             .arg(&roots.ghost)
             .arg(&mut agg.owned);
@@ -304,7 +304,6 @@ impl RankGraph {
             l.arg(&nn)
                 .arg(&self.row_ptr)
                 .arg(&self.col)
-                .arg(&self.weight)
                 .arg(&agg.owned)
                 .arg(&agg.ghost)
                 .arg(&mut next)
