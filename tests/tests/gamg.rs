@@ -57,9 +57,10 @@ fn ex56_with_q2_elements_converges() {
     assert!(its[1] <= its[0] + 8, "{its:?}");
 }
 
-/// Newton with `cg_amg`: the first linear solve of each load step sets the hierarchy up cold
-/// (with the rigid-body modes of the deformed configuration) and reports it, every later one of
-/// the step is a hot update; the summary records both.
+/// Newton with `cg_amg`: the first linear solve of the run sets the hierarchy up cold, the first
+/// of each later load step renews it for the rigid-body modes of the deformed configuration
+/// keeping every plan (the tangent's new values aggregate as the last ones: the joins count
+/// edges), every later one of a step is a hot update; the summary records each.
 #[test]
 fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
     let out = ScratchDir::new("gamg-newton");
@@ -78,7 +79,7 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
         serde_json::from_str(&std::fs::read_to_string(outcome.summary).unwrap()).unwrap();
     let steps = summary["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 6);
-    for step in steps {
+    for (i, step) in steps.iter().enumerate() {
         assert_eq!(step["cutbacks"], 0, "{step}");
         let setups: Vec<&serde_json::Value> = step["linear_solver"]
             .as_array()
@@ -87,16 +88,27 @@ fn newton_reuses_the_hierarchy_across_iterations_and_steps() {
             .map(|s| &s["linear"]["setup"])
             .collect();
         assert!(setups.len() >= 2, "{setups:?}");
-        assert_eq!(setups[0], "amg_cold", "{setups:?}");
+        let first = if i == 0 { "amg_cold" } else { "amg_renewed" };
+        assert_eq!(setups[0], first, "step {}: {setups:?}", i + 1);
         assert!(setups[1..].iter().all(|s| *s == "amg_hot"), "{setups:?}");
     }
     let solves: Vec<&serde_json::Value> = steps
         .iter()
         .flat_map(|s| s["linear_solver"].as_array().unwrap())
         .collect();
-    assert!(solves
+    // a renewal records its hierarchy, every plan kept
+    for s in solves
         .iter()
-        .all(|s| s["linear"]["setup"] == "amg_cold" || s["linear"]["setup"] == "amg_hot"));
+        .filter(|s| s["linear"]["setup"] == "amg_renewed")
+    {
+        let h = &s["linear"]["hierarchy"];
+        assert!(h["plans_reused"].as_u64().unwrap() >= 1, "{h}");
+        assert_eq!(
+            h["plans_reused"].as_u64().unwrap() + 1,
+            h["levels"].as_array().unwrap().len() as u64,
+            "{h}"
+        );
+    }
     assert!(solves
         .iter()
         .filter(|s| s["linear"]["setup"] == "amg_hot")
