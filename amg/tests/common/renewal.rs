@@ -50,9 +50,13 @@ pub fn weakened(a: &Bsr, n: usize) -> Bsr {
         a.pattern().col_idx().to_vec(),
     );
     for i in 0..n.min(row_ptr.len() - 1) {
-        for k in row_ptr[i]..row_ptr[i + 1] {
-            let j = cols[k] as usize;
-            if j != i && j < n {
+        for (k, &j) in cols
+            .iter()
+            .enumerate()
+            .take(row_ptr[i + 1])
+            .skip(row_ptr[i])
+        {
+            if j as usize != i && (j as usize) < n {
                 for x in a.host_block_mut(k).unwrap().iter_mut() {
                     *x *= 0.01;
                 }
