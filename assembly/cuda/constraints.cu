@@ -18,7 +18,8 @@ extern "C" __global__ void mask_copy(const u32 n_nodes, const u32* __restrict__ 
 }
 
 // Symmetric elimination in the touched 3x3 blocks: flags = row_bits | col_bits << 8 | diagonal << 16.
-// One thread per (touched block, entry).
+// A constrained diagonal entry keeps its magnitude, one where it is zero or not finite (linalg's
+// eliminated_diagonal). One thread per (touched block, entry).
 extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __restrict__ slots,
                                           const u32* __restrict__ flags, double* __restrict__ values) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -26,8 +27,15 @@ extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __rest
     const u32 b = t / 9, e = t % 9, r = e / 3, c = e % 3;
     const u32 f = __ldg(flags + b);
     const u32 row_bits = f & 0xff, col_bits = (f >> 8) & 0xff, diagonal = (f >> 16) & 1;
-    if ((row_bits & (1u << r)) || (col_bits & (1u << c)))
-        values[(size_t)__ldg(slots + b) * 9 + e] = (diagonal && r == c) ? 1.0 : 0.0;
+    if ((row_bits & (1u << r)) || (col_bits & (1u << c))) {
+        double* v = values + (size_t)__ldg(slots + b) * 9 + e;
+        if (diagonal && r == c) {
+            const double before = *v;
+            *v = (before != 0.0 && isfinite(before)) ? fabs(before) : 1.0;
+        } else {
+            *v = 0.0;
+        }
+    }
 }
 
 // u[3 node + c] = load_factor * value_c for the components in `comp_bits`.

@@ -78,8 +78,8 @@ pub struct NewtonSystem {
     pub tangent: Bsr,
     /// `u_D(load factor) - u` on the constrained entries, zero on the free ones.
     pub lift: Vector,
-    /// After [`DiscreteProblem::eliminate`]: `-r - K lift` on the free entries, `lift` on the
-    /// constrained ones.
+    /// After [`DiscreteProblem::eliminate`]: `-r - K lift` on the free entries, zero on the
+    /// constrained ones (the solve's answer there is zero; Newton's correction takes `lift`).
     pub rhs: Vector,
     pub(crate) scratch: Vector,
 }
@@ -179,8 +179,11 @@ impl DiscreteProblem {
         Ok(())
     }
 
-    /// Forms the right-hand side `-r - K lift` (free entries) and `lift` (constrained entries), then
-    /// eliminates the constraints from the tangent symmetrically. Returns the norm of the free part
+    /// Forms the right-hand side `-r - K lift` (free entries; zero at the constrained ones) and
+    /// eliminates the constraints from the tangent symmetrically, each constrained diagonal
+    /// entry keeping its magnitude: the linear system is the same in any consistent units up to
+    /// their factors (a constrained entry's `lift` in the right-hand side, or a diagonal of one,
+    /// would weigh a length against forces in the solver's tolerance and its AMG). Returns the norm of the free part
     /// of the right-hand side (the out-of-balance force, lifting included), which Newton uses as
     /// its reference norm.
     pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
@@ -188,7 +191,6 @@ impl DiscreteProblem {
         ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs)?;
         self.constraints.zero_constrained(&mut system.rhs)?;
         let free_norm = ops::norm2(&system.rhs)?;
-        ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints.eliminate_in_matrix(&mut system.tangent)?;
         Ok(free_norm)
     }

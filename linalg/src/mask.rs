@@ -23,6 +23,18 @@ pub struct DofMask {
     bits: Vec<u8>,
 }
 
+/// The diagonal entry a constrained unknown keeps in [`DofMask::eliminate`], from its value
+/// before: its magnitude (the operator's own scale there, so a matrix in other units is the
+/// same matrix times the units' factor, eliminated rows included), one where that is zero or
+/// not finite (no scale to keep). The device twin is `assembly/cuda/constraints.cu`'s.
+pub(crate) fn eliminated_diagonal(before: f64) -> f64 {
+    if before != 0.0 && before.is_finite() {
+        before.abs()
+    } else {
+        1.0
+    }
+}
+
 /// A block of a matrix that a mask touches: its slot and the masked rows and columns in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MaskedBlock {
@@ -172,7 +184,8 @@ impl DofMask {
     }
 
     /// Symmetric elimination in `k` (square, `bs x bs` blocks, on the plan's pattern): every
-    /// constrained row and column becomes zero, its diagonal entry one. The pattern is unchanged.
+    /// constrained row and column becomes zero but its diagonal entry, which keeps its
+    /// magnitude ([`eliminated_diagonal`]: one where it was zero). The pattern is unchanged.
     pub fn eliminate(&self, plan: &EliminationPlan, k: &mut Bsr) -> Result<(), LinalgError> {
         if !BlockPattern::same(&plan.pattern, k.pattern()) {
             return Err(LinalgError::PatternMismatch {
@@ -237,7 +250,7 @@ mod tests {
             for j in 0..6 {
                 let want = if i == fixed || j == fixed {
                     if i == j {
-                        1.0
+                        dense[6 * i + j] // the operator's own scale stays
                     } else {
                         0.0
                     }
@@ -247,6 +260,11 @@ mod tests {
                 assert_eq!(out[6 * i + j], want, "entry ({i},{j})");
             }
         }
+        // a diagonal that gives no scale becomes one; a negative one its magnitude
+        assert_eq!(
+            [0.0, f64::NAN, f64::INFINITY, -2.5, 1e-300].map(eliminated_diagonal),
+            [1.0, 1.0, 1.0, 2.5, 1e-300]
+        );
         let diagonal = BlockPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap();
         let mut other = Bsr::zeros(Arc::new(diagonal), 3, 3);
         assert!(mask.eliminate(&plan, &mut other).is_err());

@@ -108,11 +108,12 @@ const EW_THRESHOLD: f64 = 0.1;
 pub struct LinearSystem<'a> {
     /// The Newton iteration (0-based) of the current attempt.
     pub iteration: usize,
-    /// The tangent after elimination: every constrained row and column zero, its diagonal one;
+    /// The tangent after elimination: every constrained row and column zero but its diagonal
+    /// entry, which keeps its magnitude;
     /// 3x3 blocks, one block row per node. On a GPU: the device matrix; on a rank: its local one.
     pub tangent: &'a Bsr,
-    /// The right-hand side (zero at constrained unknowns for homogeneous constraints); the
-    /// solve starts from zero.
+    /// The right-hand side (zero at the constrained unknowns: the correction's constrained
+    /// entries are the lifting, set after the solve); the solve starts from zero.
     pub rhs: &'a Vector,
     /// The constrained unknowns (the eliminated rows and columns).
     pub constrained: &'a DofMask,

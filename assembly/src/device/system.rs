@@ -415,15 +415,15 @@ impl DeviceProblem {
         self.copy_constrained(&system.scratch, &mut system.lift)
     }
 
-    /// [`DiscreteProblem::eliminate`] on the device: right-hand side `-r - K lift` (free entries)
-    /// and `lift` (constrained ones), constraints eliminated from the tangent; returns the free
+    /// [`DiscreteProblem::eliminate`] on the device: right-hand side `-r - K lift` (free entries;
+    /// zero at the constrained ones), constraints eliminated from the tangent keeping the
+    /// diagonal's magnitude; returns the free
     /// part's norm (one scalar down).
     pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
         system.tangent.spmv(&system.lift, &mut system.rhs)?;
         ops::axpby(-1.0, &system.residual, -1.0, &mut system.rhs)?;
         self.constraints.zero(system.rhs.device_buffer_mut()?)?;
         let free_norm = ops::norm2(&system.rhs)?;
-        ops::axpy(1.0, &system.lift, &mut system.rhs)?;
         self.constraints
             .eliminate(system.tangent.device_bsr_mut()?)?;
         Ok(free_norm)

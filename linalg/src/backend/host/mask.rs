@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::mask::MaskedBlock;
+use crate::mask::{eliminated_diagonal, MaskedBlock};
 use crate::rows::split_rows;
 use crate::BlockPattern;
 
@@ -45,7 +45,8 @@ pub(crate) fn copy(bs: usize, bits: &[u8], from: &[f64], to: &mut [f64]) {
 
 /// In every block of `touched` (ascending slots of a square `bs x bs`-block matrix on
 /// `pattern`), entries in a masked row or column become zero, masked diagonal entries of
-/// diagonal blocks one. Parallel over fixed groups of block rows.
+/// diagonal blocks [`crate::mask::eliminated_diagonal`] of their value. Parallel over fixed
+/// groups of block rows.
 pub(crate) fn eliminate(
     pattern: &BlockPattern,
     bs: usize,
@@ -66,7 +67,12 @@ pub(crate) fn eliminate(
                 for r in 0..bs {
                     for c in 0..bs {
                         if b.row_bits & (1 << r) != 0 || b.col_bits & (1 << c) != 0 {
-                            block[bs * r + c] = if b.diagonal && r == c { 1.0 } else { 0.0 };
+                            let e = &mut block[bs * r + c];
+                            *e = if b.diagonal && r == c {
+                                eliminated_diagonal(*e)
+                            } else {
+                                0.0
+                            };
                         }
                     }
                 }
