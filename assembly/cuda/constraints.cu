@@ -18,8 +18,8 @@ extern "C" __global__ void mask_copy(const u32 n_nodes, const u32* __restrict__ 
 }
 
 // Symmetric elimination in the touched 3x3 blocks: flags = row_bits | col_bits << 8 | diagonal << 16.
-// A constrained diagonal entry keeps its magnitude, one where it is zero or not finite (linalg's
-// eliminated_diagonal). One thread per (touched block, entry).
+// A constrained diagonal entry keeps 1e-3 of its magnitude (linalg's ELIMINATED_DIAGONAL_FRACTION),
+// one where it is zero or not finite (linalg's eliminated_diagonal). One thread per (touched block, entry).
 extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __restrict__ slots,
                                           const u32* __restrict__ flags, double* __restrict__ values) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -31,7 +31,7 @@ extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __rest
         double* v = values + (size_t)__ldg(slots + b) * 9 + e;
         if (diagonal && r == c) {
             const double before = *v;
-            *v = (before != 0.0 && isfinite(before)) ? fabs(before) : 1.0;
+            *v = (before != 0.0 && isfinite(before)) ? 1e-3 * fabs(before) : 1.0;
         } else {
             *v = 0.0;
         }

@@ -8,8 +8,9 @@
 //! (rotations of node coordinates) are computed here, on the host.
 //!
 //! Elimination keeps the block pattern: a constrained component's row and column are zeroed inside
-//! their blocks but its diagonal entry, which keeps its magnitude (the tangent's scale: the
-//! eliminated system is the same in any units up to their factor). Calling order per Newton iteration: assemble
+//! their blocks but its diagonal entry, which keeps a fixed fraction of its magnitude (the
+//! tangent's scale: the eliminated system is the same in any units up to their factor;
+//! `linalg::ELIMINATED_DIAGONAL_FRACTION`). Calling order per Newton iteration: assemble
 //! residual and tangent, read reactions from the residual, then `eliminate_in_matrix` and
 //! `zero_constrained` before the linear solve.
 
@@ -352,7 +353,7 @@ impl Constraints {
     }
 
     /// Symmetric elimination in a 3x3-blocked square matrix over the mesh nodes: constrained rows and
-    /// columns become zero, their diagonal entries keep their magnitude (one where zero). The block pattern is unchanged. The blocks
+    /// columns become zero, their diagonal entries keep `linalg::ELIMINATED_DIAGONAL_FRACTION` of their magnitude (one where zero). The block pattern is unchanged. The blocks
     /// to write are found once per pattern (the plan of the first call is kept and reused for every
     /// matrix on the same pattern).
     pub fn eliminate_in_matrix(&self, k: &mut Bsr) -> Result<(), AssemblyError> {
@@ -512,7 +513,7 @@ mod tests {
             for j in 0..6 {
                 let want = if i == fixed || j == fixed {
                     if i == j {
-                        dense[6 * i + j] // the tangent's own scale stays
+                        linalg::ELIMINATED_DIAGONAL_FRACTION * dense[6 * i + j]
                     } else {
                         0.0
                     }

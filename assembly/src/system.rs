@@ -181,7 +181,8 @@ impl DiscreteProblem {
 
     /// Forms the right-hand side `-r - K lift` (free entries; zero at the constrained ones) and
     /// eliminates the constraints from the tangent symmetrically, each constrained diagonal
-    /// entry keeping its magnitude: the linear system is the same in any consistent units up to
+    /// entry keeping a fixed fraction of its magnitude
+    /// (`linalg::ELIMINATED_DIAGONAL_FRACTION`): the linear system is the same in any consistent units up to
     /// their factors (a constrained entry's `lift` in the right-hand side, or a diagonal of one,
     /// would weigh a length against forces in the solver's tolerance and its AMG). Returns the norm of the free part
     /// of the right-hand side (the out-of-balance force, lifting included), which Newton uses as

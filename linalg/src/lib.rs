@@ -56,7 +56,7 @@ pub use device::{
 pub use error::LinalgError;
 pub use grouped_qr::{thin_qr, thin_qr_of_groups, GroupedQrPlan};
 pub use layout::Layout;
-pub use mask::{DofMask, EliminationPlan, MAX_MASK_BLOCK};
+pub use mask::{DofMask, EliminationPlan, ELIMINATED_DIAGONAL_FRACTION, MAX_MASK_BLOCK};
 pub use pattern::BlockPattern;
 pub use precision::Precision;
 pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};

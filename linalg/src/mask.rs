@@ -23,13 +23,22 @@ pub struct DofMask {
     bits: Vec<u8>,
 }
 
+/// The fraction of its diagonal entry's magnitude that a constrained unknown keeps in
+/// [`DofMask::eliminate`].
+pub const ELIMINATED_DIAGONAL_FRACTION: f64 = 1e-3;
+
 /// The diagonal entry a constrained unknown keeps in [`DofMask::eliminate`], from its value
-/// before: its magnitude (the operator's own scale there, so a matrix in other units is the
-/// same matrix times the units' factor, eliminated rows included), one where that is zero or
-/// not finite (no scale to keep). The device twin is `assembly/cuda/constraints.cu`'s.
+/// before: [`ELIMINATED_DIAGONAL_FRACTION`] of its magnitude, one where that is zero or not
+/// finite (no scale to keep). The operator's own scale, so that a matrix in other units is the
+/// same matrix times the units' factor, eliminated rows included (a diagonal of one weighed a
+/// length against a stiffness: CG with the AMG took other iterations in other units); a small
+/// fraction of it, so that the constrained unknowns add nothing noticeable to the AMG's coarse
+/// operators `P^T A P` (as if left out of them, as ML and MueLu leave Dirichlet rows out of
+/// their aggregates: with the whole diagonal, Newton on indefinite tangents took more
+/// iterations). The device twin is `assembly/cuda/constraints.cu`'s.
 pub(crate) fn eliminated_diagonal(before: f64) -> f64 {
     if before != 0.0 && before.is_finite() {
-        before.abs()
+        ELIMINATED_DIAGONAL_FRACTION * before.abs()
     } else {
         1.0
     }
@@ -184,8 +193,9 @@ impl DofMask {
     }
 
     /// Symmetric elimination in `k` (square, `bs x bs` blocks, on the plan's pattern): every
-    /// constrained row and column becomes zero but its diagonal entry, which keeps its
-    /// magnitude ([`eliminated_diagonal`]: one where it was zero). The pattern is unchanged.
+    /// constrained row and column becomes zero but its diagonal entry, which keeps
+    /// [`ELIMINATED_DIAGONAL_FRACTION`] of its magnitude (one where it was zero). The pattern is
+    /// unchanged.
     pub fn eliminate(&self, plan: &EliminationPlan, k: &mut Bsr) -> Result<(), LinalgError> {
         if !BlockPattern::same(&plan.pattern, k.pattern()) {
             return Err(LinalgError::PatternMismatch {
@@ -250,7 +260,7 @@ mod tests {
             for j in 0..6 {
                 let want = if i == fixed || j == fixed {
                     if i == j {
-                        dense[6 * i + j] // the operator's own scale stays
+                        ELIMINATED_DIAGONAL_FRACTION * dense[6 * i + j] // the operator's scale
                     } else {
                         0.0
                     }
@@ -260,10 +270,16 @@ mod tests {
                 assert_eq!(out[6 * i + j], want, "entry ({i},{j})");
             }
         }
-        // a diagonal that gives no scale becomes one; a negative one its magnitude
+        // a diagonal that gives no scale becomes one; a negative one gives its magnitude
         assert_eq!(
             [0.0, f64::NAN, f64::INFINITY, -2.5, 1e-300].map(eliminated_diagonal),
-            [1.0, 1.0, 1.0, 2.5, 1e-300]
+            [
+                1.0,
+                1.0,
+                1.0,
+                ELIMINATED_DIAGONAL_FRACTION * 2.5,
+                ELIMINATED_DIAGONAL_FRACTION * 1e-300
+            ]
         );
         let diagonal = BlockPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap();
         let mut other = Bsr::zeros(Arc::new(diagonal), 3, 3);

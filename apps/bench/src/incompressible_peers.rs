@@ -7,8 +7,8 @@
 //! skipped with a note, never an error.
 //!
 //! A case's directory holds `A.petsc` (the eliminated tangent as AIJ, `A.petsc.info` giving
-//! block size 3: constrained rows and columns zero, diagonal one, as PETSc's
-//! `MatZeroRowsColumns`), `b.petsc` (the right-hand side; the solve starts from zero),
+//! block size 3: constrained rows and columns zero but the diagonal, which keeps a fraction of
+//! the tangent's, as PETSc's `MatZeroRowsColumns` with those diagonal values), `b.petsc` (the right-hand side; the solve starts from zero),
 //! `coordinates.petsc` (node-major x, y, z: the rigid-body modes' configuration) and
 //! `constrained.petsc` (1 at constrained unknowns, else 0). `systems.json` lists the cases with
 //! the relative tolerance and hexfem's own figures.

@@ -197,6 +197,9 @@ fn run_host(
     let mut hierarchy = Hierarchy::setup_external(&system.tangent, near_null, amg)?;
     let vcycle = hierarchy.with_operator(&system.tangent)?;
     cg(&system.tangent, &system.rhs, &mut du, &vcycle, cg_params)?;
+    problem
+        .constraints
+        .copy_constrained(&system.lift, &mut du)?;
     linalg::ops::axpy(1.0, &du, &mut u)?;
     let mut steps = Vec::new();
     for _ in 0..MEASURED {
@@ -212,6 +215,9 @@ fn run_host(
         let vcycle = hierarchy.with_operator(&system.tangent)?;
         let outcome = cg(&system.tangent, &system.rhs, &mut du, &vcycle, cg_params)?;
         let solve_s = start.elapsed().as_secs_f64();
+        problem
+            .constraints
+            .copy_constrained(&system.lift, &mut du)?;
         linalg::ops::axpy(1.0, &du, &mut u)?;
         steps.push(Step {
             system_s,
@@ -281,6 +287,8 @@ fn run_device(
         x.fill(0.0)?;
         let vcycle = h.with_operator(k)?;
         let outcome = cg(h.operator(0).unwrap_or(k), b, x, &vcycle, cg_params)?;
+        // the correction's constrained entries: the lifting (the right-hand side is zero there)
+        problem.copy_constrained(&system.lift, x)?;
         device.synchronize()?;
         let solve_s = start.elapsed().as_secs_f64();
         Ok(Step {

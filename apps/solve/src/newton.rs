@@ -109,7 +109,8 @@ pub struct LinearSystem<'a> {
     /// The Newton iteration (0-based) of the current attempt.
     pub iteration: usize,
     /// The tangent after elimination: every constrained row and column zero but its diagonal
-    /// entry, which keeps its magnitude;
+    /// entry, which keeps a fixed fraction of its magnitude
+    /// (`linalg::ELIMINATED_DIAGONAL_FRACTION`);
     /// 3x3 blocks, one block row per node. On a GPU: the device matrix; on a rank: its local one.
     pub tangent: &'a Bsr,
     /// The right-hand side (zero at the constrained unknowns: the correction's constrained

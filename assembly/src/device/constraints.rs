@@ -263,7 +263,7 @@ impl DeviceConstraints {
     }
 
     /// Symmetric elimination in `k` (3x3 blocks on the pattern given at construction):
-    /// constrained rows and columns become zero, their diagonal entries keep their magnitude
+    /// constrained rows and columns become zero, their diagonal entries keep a fixed fraction of their magnitude
     /// (the host's `linalg::DofMask::eliminate`).
     pub fn eliminate(&self, k: &mut DeviceBsr) -> Result<(), AssemblyError> {
         check(

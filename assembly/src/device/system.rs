@@ -417,7 +417,7 @@ impl DeviceProblem {
 
     /// [`DiscreteProblem::eliminate`] on the device: right-hand side `-r - K lift` (free entries;
     /// zero at the constrained ones), constraints eliminated from the tangent keeping the
-    /// diagonal's magnitude; returns the free
+    /// diagonal's scale (the host's); returns the free
     /// part's norm (one scalar down).
     pub fn eliminate(&self, system: &mut NewtonSystem) -> Result<f64, AssemblyError> {
         system.tangent.spmv(&system.lift, &mut system.rhs)?;
