@@ -3,9 +3,10 @@
 //! Every dataset (coordinates, connectivity in serial node numbering, material, node, cell and
 //! face sets, each step's fields) is filled window by window through [`WindowPlan`]s: each rank
 //! sends rank 0 the records of the nodes or cells it owns whose serial ids fall in the window,
-//! and rank 0 writes the window's values as pieces of the datasets
-//! ([`io::ResultsWriter::create_in_pieces`], [`io::ResultsWriter::write_step_in_pieces`]), so
-//! the file is the serial run's byte for byte. What the summary and the probes need (set
+//! and rank 0 writes the window's values as pieces of the datasets: the mesh's at once
+//! ([`io::ResultsWriter::create_in_pieces`]), a step's through its output writer, which writes
+//! them while the ranks go on ([`crate::writer::StepOutput::submit_in_pieces`]). The file is
+//! the serial run's byte for byte. What the summary and the probes need (set
 //! sums, the strain energy, the largest displacement, the fields' least, largest and mean values
 //! over the probes' sets and the cell-field globals) rank 0 adds up from the same windows, in
 //! serial order, as the serial run does; set sizes and counts come from reductions. A probe
@@ -29,6 +30,7 @@ use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
+use crate::writer::{PieceQueue, StepOutput};
 use crate::Result;
 
 /// Bits of set membership per mask word (f64 bit patterns carry 64).
@@ -303,6 +305,8 @@ pub struct RankOutput {
     reaction_sets: Vec<String>,
     /// The rank owning each probe point.
     point_owners: Vec<usize>,
+    /// Values per window of the gathers (a piece of a step's dataset holds at most as many).
+    window: usize,
     /// Rank 0: the most values one window held, over every gather.
     pub held: GatherStats,
 }
@@ -637,6 +641,7 @@ impl RankOutput {
             cell_record_width,
             cell_fields_read,
             centroids: Vec::new(),
+            window,
             held: GatherStats::default(),
         })
     }
@@ -857,9 +862,11 @@ impl RankOutput {
         Ok(results)
     }
 
-    /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of the
-    /// part's cells; ghost entries of `u` current) as step `stamp.index`, rank 0 writing
-    /// (`results`: `Some` there) what the windows bring; returns the state's figures on rank 0.
+    /// Collective: hands the state `u` (with `reactions` and the outputs `cells` of the
+    /// part's cells; ghost entries of `u` current) to `output` as step `stamp.index` (rank 0's
+    /// writer, after the state before it is written: the driver waits for that first, so that
+    /// the ranks agree on its outcome), what the windows bring; returns the state's figures on
+    /// rank 0.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_state(
         &mut self,
@@ -870,7 +877,7 @@ impl RankOutput {
         reactions: &Vector,
         cells: &CellOutputs,
         stamp: StepStamp,
-        results: Option<&mut ResultsWriter>,
+        output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let mesh = &part.mesh;
         let (u_local, _) = u.host()?.as_chunks::<3>();
@@ -993,7 +1000,7 @@ impl RankOutput {
         };
         let index = |f: StepField| this.fields.iter().position(|&g| g == f);
         let mut stats = Vec::new();
-        let mut gather = |mut pieces: Option<&mut Pieces>, acc: &mut Accumulator| -> Result<()> {
+        let mut gather = |pieces: Option<&PieceQueue>, acc: &mut Accumulator| -> Result<()> {
             let w = this.step_nodes.width();
             stats.push(this.step_nodes.gather(comm, node_record, |ids, records| {
                 // a node of no set only raises the largest displacement (a maximum: taken in
@@ -1003,15 +1010,15 @@ impl RankOutput {
                     .map(|r| crate::run::length(&[r[0], r[1], r[2]]))
                     .reduce(|| 0.0, f64::max);
                 acc.max_displacement = acc.max_displacement.max(largest);
-                let Some(p) = pieces.as_deref_mut() else {
+                let Some(p) = pieces else {
                     return;
                 };
                 let first = ids[0] as usize;
                 let stress_at = layout.stress_at.unwrap_or(0);
                 let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[stress_at + k]) };
-                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put_f64(d, width * first, &column(records, w, width, fill));
+                        p.put(d, width * first, column(records, w, width, fill));
                     }
                 };
                 put(p, StepField::Displacement, 3, &|r, c| {
@@ -1056,13 +1063,13 @@ impl RankOutput {
                         acc.cell_stats(r);
                     }
                 }
-                let Some(p) = pieces.as_deref_mut() else {
+                let Some(p) = pieces else {
                     return;
                 };
                 let first = ids[0] as usize;
-                let put = |p: &mut Pieces, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put_f64(d, width * first, &column(records, w, width, fill));
+                        p.put(d, width * first, column(records, w, width, fill));
                     }
                 };
                 put(p, StepField::CauchyStress, 9, &|r, c| {
@@ -1082,8 +1089,8 @@ impl RankOutput {
             })?);
             Ok(())
         };
-        let figures = match (results, points) {
-            (Some(results), Some(points)) => {
+        let figures = match points {
+            Some(points) => {
                 let header = StepHeader {
                     step: stamp.index,
                     load_factor: stamp.load_factor,
@@ -1091,22 +1098,25 @@ impl RankOutput {
                     time: stamp.time,
                     fields: this.fields.clone(),
                 };
-                let mut called = false;
-                let written = results.write_step_in_pieces(&header, |p| {
-                    called = true;
-                    gather(Some(p), &mut acc)
-                });
-                if !called {
-                    gather(None, &mut acc)?;
+                // a writer that refuses the step still leaves rank 0 in the gathers
+                let (queue, refused) = match output.submit_in_pieces(header, this.window) {
+                    Ok(queue) => (queue, None),
+                    Err(e) => (None, Some(e)),
+                };
+                // an error here drops the queue unfinished: the writer leaves the step out
+                gather(queue.as_ref(), &mut acc)?;
+                if let Some(queue) = queue {
+                    queue.complete();
                 }
-                written?;
+                if let Some(e) = refused {
+                    return Err(e);
+                }
                 Some(acc.figures(config, &points)?)
             }
-            (None, None) => {
+            None => {
                 gather(None, &mut acc)?;
                 None
             }
-            _ => fail!("the results writer and the probe values are rank 0's alone"),
         };
         self.note(&stats);
         Ok(figures)

@@ -23,7 +23,7 @@ use crate::plausibility::{Finiteness, InvertedCells};
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
-use crate::writer::StepOutput;
+use crate::writer::{BackgroundWriter, StepOutput};
 use crate::Result;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
@@ -372,7 +372,13 @@ impl Layout for RankParts<'_> {
             .undeformed_cells
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner) = undeformed;
-        created.map(|results| StepOutput::Direct(results.map(Box::new)))
+        // rank 0's writer writes each state's pieces while the ranks go on
+        match created? {
+            Some(results) => Ok(StepOutput::Background(BackgroundWriter::start(Box::new(
+                move || Ok(results),
+            ))?)),
+            None => Ok(StepOutput::Elsewhere),
+        }
     }
 
     fn first_cells(
@@ -404,9 +410,8 @@ impl Layout for RankParts<'_> {
         output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let comm = &**self.comm;
-        let results = output.direct();
         self.output.write_state(
-            comm, config, &self.part, u, reactions, &cells, stamp, results,
+            comm, config, &self.part, u, reactions, &cells, stamp, output,
         )
     }
 

@@ -4,10 +4,10 @@
 //! the end of the run (completed, failed or interrupted). What differs with the ranks is a
 //! [`Layout`]: where the mesh is (the whole mesh in one process, a part on each rank), how the
 //! linear solver is chosen (one process may reuse an earlier run's, [`crate::run::Warm`]) and
-//! how the output reaches the files (one process: handed to a background writer that writes a
-//! state while the next step computes, [`crate::writer`]; on ranks: gathered to rank 0 window by
-//! window, [`crate::dist_output`]). A state's records (summary, probes' log, `step_written`)
-//! follow its write.
+//! how the output reaches the writer, a thread that writes a state while the next step
+//! computes ([`crate::writer`]; one process: handed over whole; on ranks: gathered to rank 0's
+//! writer window by window, [`crate::dist_output`]). A state's records (summary, probes' log,
+//! `step_written`) follow its write.
 //!
 //! Every fallible phase ends in [`agreed`]: on ranks one rank's error is every rank's, so all
 //! stop together; on one rank it is the error itself.
@@ -64,7 +64,7 @@ pub(crate) trait Layout {
     fn placement<'a>(&'a self, solver: &'a LinearSolver) -> Placement<'a>;
 
     /// Collective: creates the results files with the mesh and where the states are written
-    /// (one process: by a background writer; on ranks: directly, the file on rank 0).
+    /// (by the writer of the one process, or of rank 0).
     fn create_results(
         &mut self,
         config: &Config,
@@ -72,9 +72,9 @@ pub(crate) trait Layout {
         case: &Case,
     ) -> Result<StepOutput>;
 
-    /// Collective: writes the state `u` (with `reactions` and the outputs `cells` of this
-    /// layout's cells) as step `stamp.index` to `output` (or hands it to `output`'s writer:
-    /// written once [`StepOutput::wait`] returns); returns the state's figures on rank 0.
+    /// Collective: hands the state `u` (with `reactions` and the outputs `cells` of this
+    /// layout's cells) as step `stamp.index` to `output`'s writer (written once
+    /// [`StepOutput::wait`] returns); returns the state's figures on rank 0.
     #[allow(clippy::too_many_arguments)]
     fn write_state(
         &mut self,
@@ -264,25 +264,13 @@ pub(crate) fn drive(
                 layout.write_state(config, problem, &u, &reactions, cells, stamp, &mut output);
             agreed(comm, state)
         })
-        .and_then(|state| {
+        .map(|state| {
+            // its records follow its write (taken before the next hand-off)
             pending = state.map(|state| Pending {
                 stamp,
                 state,
                 step: None,
             });
-            let settled = if output.in_background() {
-                Ok(())
-            } else {
-                settle(
-                    &mut output,
-                    &mut pending,
-                    &mut records,
-                    &columns,
-                    case.observer,
-                    started,
-                )
-            };
-            agreed(comm, settled)
         });
     if let Err(e) = first {
         return Err(fail(&mut records, e));
@@ -338,17 +326,15 @@ pub(crate) fn drive(
             };
             // the state before this one is written (the writer's error, if any, is this
             // step's), and its records follow it; then this state is handed over
-            if output.in_background() {
-                let written = settle(
-                    &mut output,
-                    &mut pending,
-                    &mut records,
-                    &columns,
-                    observer,
-                    started,
-                );
-                agreed(comm, written)?;
-            }
+            let written = settle(
+                &mut output,
+                &mut pending,
+                &mut records,
+                &columns,
+                observer,
+                started,
+            );
+            agreed(comm, written)?;
             let state = layout.write_state(
                 config,
                 problem,
@@ -392,21 +378,6 @@ pub(crate) fn drive(
                 (_, Err(e)) => Err(e),
                 _ => Ok(()),
             };
-            // written directly: its records follow at once
-            let written = written.and_then(|()| {
-                if output.in_background() {
-                    Ok(())
-                } else {
-                    settle(
-                        &mut output,
-                        &mut pending,
-                        &mut records,
-                        &columns,
-                        observer,
-                        started,
-                    )
-                }
-            });
             let output_s = step_started.elapsed().as_secs_f64();
             step_output_s += output_s;
             timed.stages.borrow_mut().add(OUTPUT, output_s);

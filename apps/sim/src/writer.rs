@@ -12,9 +12,11 @@
 //! end), the same typed error the write returned; a panic on the writer becomes an error, the
 //! file keeping its committed steps.
 //!
-//! On ranks the output stays on the solver thread ([`StepOutput::Direct`]): rank 0 writes each
-//! window of the collective gathers as it arrives (bounding its memory to a window), so a write
-//! cannot leave the collective sequence without holding the whole step on rank 0.
+//! On ranks the writer is rank 0's ([`StepOutput::Elsewhere`] on the others): rank 0's solver
+//! thread runs the collective gathers window by window and hands each window's pieces to the
+//! writer through a bounded queue ([`StepOutput::submit_in_pieces`], at most
+//! [`QUEUED_BYTES`] of values waiting), so the gathers end as soon as the ranks have sent
+//! their records and the writer writes while Newton goes on, rank 0's memory still bounded.
 //!
 //! Crash safety is the results file's ([`io::ResultsWriter`]): what the run reports as written
 //! ([`crate::observer::RunObserver::step_written`], the summary's step records) is reported
@@ -26,7 +28,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use io::ResultsWriter;
+use io::{ResultsWriter, StepHeader};
 
 use crate::error::WriterFailure;
 use crate::Result;
@@ -37,54 +39,76 @@ pub(crate) type WriteJob = Box<dyn FnOnce(&mut ResultsWriter) -> Result<()> + Se
 /// A write's outcome and the writer's seconds in it.
 type Done = (Result<()>, f64);
 
-/// Where a run's states are written: by the caller's thread, or by a [`BackgroundWriter`].
+/// Values a step written in pieces may have waiting for the writer (256 MiB of f64): rank 0's
+/// gathers wait for the writer beyond it.
+pub(crate) const QUEUED_BYTES: usize = 256 << 20;
+
+/// Where a run's states are written: by this process's [`BackgroundWriter`], or (on ranks but
+/// 0) by rank 0's. Every state is written only later: its records wait for
+/// [`StepOutput::wait`] (which on ranks but 0 has nothing to wait for).
 pub(crate) enum StepOutput {
-    /// Written by the calling thread, inside the call (on ranks: `Some` on rank 0).
-    Direct(Option<Box<ResultsWriter>>),
     /// Written on the writer's thread while the caller goes on.
     Background(BackgroundWriter),
+    /// Written by another rank's writer (ranks but 0).
+    Elsewhere,
 }
 
 impl StepOutput {
-    /// The results file of a direct output (`None` on ranks but 0, and for a background one).
-    pub(crate) fn direct(&mut self) -> Option<&mut ResultsWriter> {
-        match self {
-            StepOutput::Direct(results) => results.as_deref_mut(),
-            StepOutput::Background(_) => None,
-        }
-    }
-
-    /// Whether a handed-off state is written only later (its records then wait for
-    /// [`StepOutput::wait`]).
-    pub(crate) fn in_background(&self) -> bool {
-        matches!(self, StepOutput::Background(_))
-    }
-
-    /// Runs `job`: at once on a direct output (nothing on a rank without the file), else on the
-    /// writer after the state handed off before it is written (that write's error is returned
-    /// and `job` dropped).
+    /// Hands `job` to the writer after the state handed off before it is written (that write's
+    /// error is returned and `job` dropped); nothing on a rank without the file.
     pub(crate) fn submit(&mut self, job: WriteJob) -> Result<()> {
         match self {
-            StepOutput::Direct(Some(results)) => job(results),
-            StepOutput::Direct(None) => Ok(()),
             StepOutput::Background(writer) => writer.submit(job),
+            StepOutput::Elsewhere => Ok(()),
         }
+    }
+
+    /// Hands the writer the step `header` whose values come in pieces through the returned
+    /// queue (`None` on a rank without the file), once the state before it is written (that
+    /// write's error is returned instead). The step is committed when the queue is
+    /// [`PieceQueue::complete`]d with every value put; a queue dropped before leaves the file
+    /// with the steps before it (and the writer refusing more).
+    pub(crate) fn submit_in_pieces(
+        &mut self,
+        header: StepHeader,
+        piece_values: usize,
+    ) -> Result<Option<PieceQueue>> {
+        if let StepOutput::Elsewhere = self {
+            return Ok(None);
+        }
+        let capacity = (QUEUED_BYTES / (8 * piece_values.max(1))).max(2);
+        let (sender, pieces) = mpsc::sync_channel::<Piece>(capacity);
+        self.submit(Box::new(move |results| {
+            results.write_step_in_pieces(&header, |p| {
+                for piece in pieces {
+                    match piece {
+                        Piece::Values {
+                            dataset,
+                            first,
+                            values,
+                        } => p.put_f64(dataset, first, &values),
+                        Piece::Complete => return Ok(()),
+                    }
+                }
+                Err(WriterFailure::Incomplete.into())
+            })
+        }))?;
+        Ok(Some(PieceQueue { sender }))
     }
 
     /// Waits until every state handed off is written: the error of the write, if it failed.
     pub(crate) fn wait(&mut self) -> Result<()> {
         match self {
-            StepOutput::Direct(_) => Ok(()),
             StepOutput::Background(writer) => writer.wait(),
+            StepOutput::Elsewhere => Ok(()),
         }
     }
 
-    /// The writer's seconds in its writes so far, and their count (none for a direct output:
-    /// its writes are the caller's).
+    /// The writer's seconds in its writes so far, and their count.
     pub(crate) fn busy(&self) -> (f64, u64) {
         match self {
-            StepOutput::Direct(_) => (0.0, 0),
             StepOutput::Background(writer) => (writer.busy_s, writer.writes),
+            StepOutput::Elsewhere => (0.0, 0),
         }
     }
 
@@ -92,9 +116,44 @@ impl StepOutput {
     /// file (`None` on ranks but 0, or where the writer's thread could not be joined).
     pub(crate) fn finish(self) -> (Result<()>, Option<ResultsWriter>) {
         match self {
-            StepOutput::Direct(results) => (Ok(()), results.map(|r| *r)),
             StepOutput::Background(writer) => writer.finish(),
+            StepOutput::Elsewhere => (Ok(()), None),
         }
+    }
+}
+
+/// What a step written in pieces sends its writer.
+enum Piece {
+    /// `values` at value `first` of the step's dataset `dataset`.
+    Values {
+        dataset: usize,
+        first: usize,
+        values: Vec<f64>,
+    },
+    /// Every value is put: the step may be committed.
+    Complete,
+}
+
+/// The caller's end of a step written in pieces by the writer ([`StepOutput::submit_in_pieces`]).
+pub(crate) struct PieceQueue {
+    sender: SyncSender<Piece>,
+}
+
+impl PieceQueue {
+    /// Puts `values` at value `first` of the step's dataset `dataset` (as
+    /// [`io::Pieces::put_f64`]), waiting while the queue is full. Where the writer has stopped
+    /// (a failed write) the values are dropped: its error is the next [`StepOutput::wait`]'s.
+    pub(crate) fn put(&self, dataset: usize, first: usize, values: Vec<f64>) {
+        let _ = self.sender.send(Piece::Values {
+            dataset,
+            first,
+            values,
+        });
+    }
+
+    /// Every value is put: the writer commits the step.
+    pub(crate) fn complete(self) {
+        let _ = self.sender.send(Piece::Complete);
     }
 }
 
