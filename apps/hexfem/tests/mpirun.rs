@@ -1409,6 +1409,15 @@ fn the_stage_table_on_two_ranks_has_each_stages_minimum_and_maximum() {
         .map(|st| st["newton_iterations"].as_u64().unwrap())
         .sum();
     assert_eq!(count("solve"), Some(newton));
+    // rank 0's writer wrote the five states (the undeformed one and four steps) beside the
+    // stages, while the ranks went on
+    let overlapped = table["overlapped"].as_array().unwrap();
+    let writer = overlapped
+        .iter()
+        .find(|r| r["name"] == "output writer (background)")
+        .unwrap_or_else(|| panic!("no writer row in {overlapped:?}"));
+    assert_eq!(writer["count"].as_u64(), Some(5), "{writer}");
+    assert!(stdout.contains("output writer (background)"), "{stdout}");
 }
 
 /// Boundary sets and set probes named by their Exodus ids (`twin_q1_ids.exo`, Cubit's ids, some
