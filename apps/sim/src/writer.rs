@@ -484,4 +484,52 @@ mod tests {
         outcome.unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
+    /// A step written in pieces (the ranks' output): the pieces put through the queue, in any
+    /// order and more of them than the queue holds, are the step once it is completed; a queue
+    /// dropped before its completion (a gather that failed) leaves that step out, its error
+    /// the next wait's, and the file with the steps before it.
+    #[test]
+    fn a_step_in_pieces_is_committed_when_complete_and_left_out_when_dropped() {
+        let (dir, results) = results("pieces");
+        let mut output =
+            StepOutput::Background(BackgroundWriter::start(Box::new(move || Ok(results))).unwrap());
+        let header = |step| io::StepHeader {
+            step,
+            load_factor: step as f64,
+            next_increment: None,
+            time: None,
+            fields: vec![io::StepField::Displacement],
+        };
+        let values: Vec<f64> = (0..24).map(|v| f64::from(v) + 0.5).collect();
+        // pieces of 3 values: eight of them, backwards, through a queue of capacity 2
+        let queue = output
+            .submit_in_pieces(header(1), QUEUED_BYTES / 8 / 2)
+            .unwrap()
+            .unwrap();
+        for first in (0..24).step_by(3).rev() {
+            queue.put(0, first, values[first..first + 3].to_vec());
+        }
+        queue.complete();
+        output.wait().unwrap();
+        // step 2: half the values, then the queue is dropped
+        let queue = output.submit_in_pieces(header(2), 12).unwrap().unwrap();
+        queue.put(0, 0, values[..12].to_vec());
+        drop(queue);
+        let waited = output.wait().unwrap_err().to_string();
+        assert!(waited.contains("could not be gathered"), "{waited}");
+        let (_, kept) = output.finish();
+        drop(kept);
+        let file = io::ResultsReader::open(&dir.join("w.h5")).unwrap();
+        assert_eq!(
+            file.read_f64("steps/000001/displacement").unwrap().1,
+            values
+        );
+        assert!(file.read_f64("steps/000002/displacement").is_err());
+        // a rank without the file takes no queue
+        assert!(StepOutput::Elsewhere
+            .submit_in_pieces(header(1), 12)
+            .unwrap()
+            .is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
