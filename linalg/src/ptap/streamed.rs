@@ -1,4 +1,5 @@
-//! The host's Galerkin product in two passes over fixed batches of fine rows; per batch
+//! Streamed two-pass Galerkin product, for prolongators whose rows do not colour (module `fused`):
+//! fine rows in fixed batches, and per batch
 //! 1. the rows `W_i = A_i P` of the batch, in parallel over fixed groups of rows, each group into
 //!    its own buffer (module `wrow`);
 //! 2. `A_c[I] += P_iI^T W_i` for the fine rows `i` of the batch in row `I` of `P^T`, ascending, in
@@ -69,7 +70,7 @@ pub(crate) fn streamed_numeric<M1: BlockProduct, M2: BlockProduct>(
         .par_chunks_mut(ZERO_VALUES_PER_TASK)
         .for_each(|v| v.fill(0.0));
     let PtapWorkspace {
-        w_markers,
+        rows,
         scatter_markers,
         w_tasks,
         cursors,
@@ -87,7 +88,8 @@ pub(crate) fn streamed_numeric<M1: BlockProduct, M2: BlockProduct>(
         w_tasks.par_iter_mut().enumerate().for_each(|(g, w)| {
             let first = (batch.start + g * W_ROWS_PER_TASK).min(batch.end);
             let fine = first..(first + W_ROWS_PER_TASK).min(batch.end);
-            w_markers.with(|marker| {
+            rows.with(|scratch| {
+                let marker = &mut scratch.w_marker;
                 #[cfg(target_arch = "x86_64")]
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU supports AVX2, checked just above.
