@@ -12,9 +12,10 @@
 //   INDIRECT  1: a launch's cells are group[0..n_group); 0: cells 0..n_group (one material)
 //
 // Operation order mirrors the host kernel one for one (compiled with --fmad=false), so the device
-// values equal the host's up to the rounding of log (j^(-2/3), ln(1 + x), x - ln(1 + x) and
-// e^y - 1 - y are computed with the host's own operations: pow_minus_two_thirds, ln_1p,
-// ln_1p_defect, exp_defect): the parity tests ask 1e-13 relative and the tangent's bits.
+// values are the host's bits: j^(-2/3), ln, exp, ln(1 + x), x - ln(1 + x) and e^y - 1 - y are
+// computed with the host's own operations (pow_minus_two_thirds, ln_portable, exp_portable,
+// ln_1p, ln_1p_defect, exp_defect), never with CUDA's log, exp or pow, which round differently
+// from the C library's in the last bit for some arguments.
 // Materials take the displacement gradient h = grad_X u (F = I + h), as the host's do, and are
 // written without cancellation at small strain (fem/src/material/kinematics.rs).
 // Each launch covers the cells of one material: group[0..n_group) lists them (ascending cell
@@ -109,6 +110,111 @@ __device__ __forceinline__ void inverse_transpose(const Volume& v, const double*
         }
 }
 
+// The natural logarithm of fem/src/material/elementary.rs::ln (fdlibm's __ieee754_log), with its
+// operations in its order: the host's bits.
+__device__ __forceinline__ int high_word(double x) { return (int)(__double_as_longlong(x) >> 32); }
+__device__ __forceinline__ double with_high_word(double x, int hi) {
+    const unsigned long long lo = (unsigned long long)__double_as_longlong(x) & 0xFFFFFFFFull;
+    return __longlong_as_double((long long)((((unsigned long long)(unsigned int)hi) << 32) | lo));
+}
+__device__ __forceinline__ double ln_portable(double u) {
+    const double ln2_hi = __longlong_as_double(0x3FE62E42FEE00000ll);
+    const double ln2_lo = __longlong_as_double(0x3DEA39EF35793C76ll);
+    const double lg1 = __longlong_as_double(0x3FE5555555555593ll);
+    const double lg2 = __longlong_as_double(0x3FD999999997FA04ll);
+    const double lg3 = __longlong_as_double(0x3FD2492494229359ll);
+    const double lg4 = __longlong_as_double(0x3FCC71C51D8E78AFll);
+    const double lg5 = __longlong_as_double(0x3FC7466496CB03DEll);
+    const double lg6 = __longlong_as_double(0x3FC39A09D078C69Fll);
+    const double lg7 = __longlong_as_double(0x3FC2F112DF3E5244ll);
+    double x = u;
+    int hx = high_word(x);
+    const unsigned int lx = (unsigned int)((unsigned long long)__double_as_longlong(x) & 0xFFFFFFFFull);
+    int k = 0;
+    if (hx < 0x00100000) {
+        if ((((unsigned int)(hx & 0x7FFFFFFF)) | lx) == 0u) return __longlong_as_double((long long)0xFFF0000000000000ull); // -inf
+        if (hx < 0) return __longlong_as_double(0x7FF8000000000000ll); // NaN
+        k -= 54;
+        x *= 18014398509481984.0;
+        hx = high_word(x);
+    }
+    if (hx >= 0x7FF00000) return x + x;
+    k += (hx >> 20) - 1023;
+    hx &= 0x000FFFFF;
+    const int i = (hx + 0x95F64) & 0x100000;
+    x = with_high_word(x, hx | (i ^ 0x3FF00000));
+    k += i >> 20;
+    const double f = x - 1.0;
+    const double dk = (double)k;
+    if ((0x000FFFFF & (2 + hx)) < 3) {
+        if (f == 0.0) return k == 0 ? 0.0 : dk * ln2_hi + dk * ln2_lo;
+        const double r = f * f * (0.5 - 0.33333333333333333 * f);
+        return k == 0 ? f - r : dk * ln2_hi - ((r - dk * ln2_lo) - f);
+    }
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double w = z * z;
+    const double t1 = w * (lg2 + w * (lg4 + w * lg6));
+    const double t2 = z * (lg1 + w * (lg3 + w * (lg5 + w * lg7)));
+    const double r = t2 + t1;
+    if (((hx - 0x6147A) | (0x6B851 - hx)) > 0) {
+        const double hfsq = 0.5 * f * f;
+        if (k == 0) return f - (hfsq - s * (hfsq + r));
+        return dk * ln2_hi - ((hfsq - (s * (hfsq + r) + dk * ln2_lo)) - f);
+    }
+    if (k == 0) return f - s * (f - r);
+    return dk * ln2_hi - ((s * (f - r) - dk * ln2_lo) - f);
+}
+
+// The exponential of fem/src/material/elementary.rs::exp (fdlibm's __ieee754_exp), with its
+// operations in its order: the host's bits.
+__device__ __forceinline__ double exp_portable(double x) {
+    const double ln2_hi = __longlong_as_double(0x3FE62E42FEE00000ll);
+    const double ln2_lo = __longlong_as_double(0x3DEA39EF35793C76ll);
+    const double p1 = __longlong_as_double(0x3FC555555555553Ell);
+    const double p2 = __longlong_as_double((long long)0xBF66C16C16BEBD93ull);
+    const double p3 = __longlong_as_double(0x3F11566AAF25DE2Cll);
+    const double p4 = __longlong_as_double((long long)0xBEBBBD41C5D26BF1ull);
+    const double p5 = __longlong_as_double(0x3E66376972BEA4D0ll);
+    const double inv_ln2 = __longlong_as_double(0x3FF71547652B82FEll);
+    const int hx_signed = high_word(x);
+    const bool negative = hx_signed < 0;
+    const int hx = hx_signed & 0x7FFFFFFF;
+    if (hx >= 0x40862E42) {
+        if (hx >= 0x7FF00000) {
+            const unsigned int lx = (unsigned int)((unsigned long long)__double_as_longlong(x) & 0xFFFFFFFFull);
+            if ((((unsigned int)(hx & 0x000FFFFF)) | lx) != 0u) return x + x;
+            return negative ? 0.0 : x;
+        }
+        if (x > __longlong_as_double(0x40862E42FEFA39EFll)) return __longlong_as_double(0x7FF0000000000000ll); // +inf
+        if (x < __longlong_as_double((long long)0xC0874910D52D3051ull)) return 0.0;
+    }
+    double hi = 0.0, lo = 0.0, r;
+    int k = 0;
+    if (hx > 0x3FD62E42) {
+        if (hx < 0x3FF0A2B2) {
+            if (negative) { hi = x + ln2_hi; lo = -ln2_lo; k = -1; }
+            else { hi = x - ln2_hi; lo = ln2_lo; k = 1; }
+        } else {
+            k = (int)(inv_ln2 * x + (negative ? -0.5 : 0.5));
+            const double t = (double)k;
+            hi = x - t * ln2_hi;
+            lo = t * ln2_lo;
+        }
+        r = hi - lo;
+    } else if (hx < 0x3E300000) {
+        return 1.0 + x;
+    } else {
+        r = x;
+    }
+    const double t = r * r;
+    const double c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))));
+    if (k == 0) return 1.0 - ((r * c) / (c - 2.0) - r);
+    const double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    if (k >= -1021) return with_high_word(y, high_word(y) + (int)((unsigned int)k << 20));
+    return with_high_word(y, high_word(y) + (int)((unsigned int)(k + 1000) << 20)) * __longlong_as_double(0x0170000000000000ll);
+}
+
 // 1/3 + s2/5 + ... + s2^6/15 in Estrin's scheme (the host's atanh_tail).
 __device__ __forceinline__ double atanh_tail(double s2) {
     const double s4 = s2 * s2;
@@ -127,7 +233,7 @@ __device__ __forceinline__ double ln_1p(double x) {
         return two_s + two_s * (s2 * atanh_tail(s2));
     }
     const double u = 1.0 + x;
-    return log(u) * (x / (u - 1.0));
+    return ln_portable(u) * (x / (u - 1.0));
 }
 
 // x - ln(1 + x) without cancellation.

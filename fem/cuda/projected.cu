@@ -27,7 +27,7 @@
 // material::exp_m1).
 __device__ __forceinline__ double exp_m1(double y) {
     if (fabs(y) < 0.5) return y + exp_defect(y, 0.0);
-    return exp(y) - 1.0;
+    return exp_portable(y) - 1.0;
 }
 
 // nalgebra's Matrix3 dot, operation for operation: per column (storage order), four zeros added,

@@ -7,9 +7,9 @@
 //! `J - 1 = tr h + (i2(h) + det h)`, `cof F = I + (tr h I - h^T + cof h)`, hence
 //! `I - F^{-T} = (J I - cof F) / J = ((J - 1 - tr h) I + h^T - cof h) / J`.
 //!
-//! The scalar functions use `+ - * /` and `ln` only, in a fixed order, so that their device twins
-//! in `fem/cuda/element.cu` (same operations, same order) give the host's bits wherever the two
-//! `log`s agree; their series branches are pure arithmetic.
+//! The scalar functions use `+ - * /` and the portable `ln` and `exp` of module `elementary` only,
+//! in a fixed order, so that their device twins in `fem/cuda/element.cu` (same operations, same
+//! order) give the host's bits.
 
 use nalgebra::Matrix3;
 
@@ -171,7 +171,7 @@ pub(crate) fn ln_1p(x: f64) -> f64 {
         two_s + two_s * (s2 * atanh_tail(s2))
     } else {
         let u = 1.0 + x;
-        u.ln() * (x / (u - 1.0))
+        super::elementary::ln(u) * (x / (u - 1.0))
     }
 }
 
@@ -196,7 +196,7 @@ pub(crate) fn exp_m1(y: f64) -> f64 {
     if y.abs() < EXP_SERIES_BOUND {
         y + exp_defect(y, f64::NAN)
     } else {
-        y.exp() - 1.0
+        super::elementary::exp(y) - 1.0
     }
 }
 

@@ -13,6 +13,7 @@
 //! re-check).
 
 mod decoupled_neo_hookean;
+mod elementary;
 mod kinematics;
 mod linear;
 mod mooney_rivlin;
