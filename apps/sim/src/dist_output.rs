@@ -3,9 +3,10 @@
 //! Every dataset (coordinates, connectivity in serial node numbering, material, node, cell and
 //! face sets, each step's fields) is filled window by window through [`WindowPlan`]s: each rank
 //! sends rank 0 the records of the nodes or cells it owns whose serial ids fall in the window,
-//! and rank 0 writes the window's values as pieces of the datasets: the mesh's at once
-//! ([`io::ResultsWriter::create_in_pieces`]), a step's through its output writer, which writes
-//! them while the ranks go on ([`crate::writer::StepOutput::submit_in_pieces`]). The file is
+//! and rank 0 hands the window's values as pieces of the datasets to its output writer, which
+//! writes them while the ranks go on: the mesh's as it creates the file
+//! ([`crate::writer::StepOutput::create_in_pieces`]), a step's after the step before it
+//! ([`crate::writer::StepOutput::submit_in_pieces`]). The file is
 //! the serial run's byte for byte. What the summary and the probes need (set
 //! sums, the strain energy, the largest displacement, the fields' least, largest and mean values
 //! over the probes' sets and the cell-field globals) rank 0 adds up from the same windows, in
@@ -21,7 +22,7 @@ use std::path::Path;
 
 use comm::Comm;
 use config::{Config, GlobalProbe, OutputField};
-use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
+use io::{MeshDataset, MeshShape, StepField, StepHeader};
 use linalg::Vector;
 use mesh::MeshPart;
 use rayon::prelude::*;
@@ -30,7 +31,7 @@ use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
-use crate::writer::{PieceQueue, StepOutput};
+use crate::writer::{PieceQueue, ResultsTarget, StepOutput};
 use crate::Result;
 
 /// Bits of set membership per mask word (f64 bit patterns carry 64).
@@ -657,10 +658,11 @@ impl RankOutput {
         }
     }
 
-    /// Collective: rank 0 creates the results files (`Some` there) with the mesh, gathered window
-    /// by window; the other ranks send their parts.
-    #[allow(clippy::too_many_arguments)]
-    pub fn create(
+    /// Collective: the mesh, gathered to rank 0 window by window (the other ranks send their
+    /// parts), goes to rank 0's output writer, which creates the results files with it on its
+    /// thread while the run goes on ([`StepOutput::create_in_pieces`]; [`StepOutput::Elsewhere`]
+    /// on the other ranks).
+    pub(crate) fn create(
         &mut self,
         comm: &dyn Comm,
         config: &Config,
@@ -668,7 +670,7 @@ impl RankOutput {
         dir: &Path,
         name: &str,
         faults: &io::Faults,
-    ) -> Result<Option<ResultsWriter>> {
+    ) -> Result<StepOutput> {
         if config.output.vtu {
             return Err(config
                 .error_at(
@@ -740,7 +742,7 @@ impl RankOutput {
             self.face_sets.len(),
         );
         let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
-        let mut gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
+        let mut gather = |pieces: Option<&PieceQueue>| -> Result<()> {
             let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
             let mut next_member = vec![0usize; shape.node_sets.len()];
             let w = mesh_nodes.width();
@@ -763,18 +765,19 @@ impl RankOutput {
                         }
                     }
                 }
-                if let Some(p) = pieces.as_deref_mut() {
+                if let Some(p) = pieces {
                     let coords = column(records, w, 3, &|r, c| c.copy_from_slice(&r[..3]));
-                    p.put_f64(at.coordinates, 3 * ids[0] as usize, &coords);
+                    p.put(at.coordinates, 3 * ids[0] as usize, coords);
                     if shape.node_indicators.is_some() {
                         for s in 0..node_names {
                             let flags = flag_column(records, w, |r| has_bit(&r[3..], s));
-                            p.put_indices(at.node_indicators[s], ids[0] as usize, &flags);
+                            p.put_indices(at.node_indicators[s], ids[0] as usize, flags);
                         }
                     }
-                    for (j, m) in members.iter().enumerate() {
+                    for (j, m) in members.into_iter().enumerate() {
+                        let n = m.len();
                         p.put_indices(at.node_sets[j], next_member[j], m);
-                        next_member[j] += m.len();
+                        next_member[j] += n;
                     }
                 }
             })?);
@@ -803,7 +806,7 @@ impl RankOutput {
                         }
                     }
                 }
-                if let Some(p) = pieces.as_deref_mut() {
+                if let Some(p) = pieces {
                     let first = ids[0] as usize;
                     let mut conn = vec![0u64; npc * ids.len()];
                     conn.par_chunks_mut(npc)
@@ -814,44 +817,59 @@ impl RankOutput {
                                 *c = x as u64;
                             }
                         });
-                    p.put_indices(at.connectivity, npc * first, &conn);
+                    p.put_indices(at.connectivity, npc * first, conn);
                     let mat: Vec<u64> = records.chunks(w).map(|r| r[npc] as u64).collect();
-                    p.put_indices(at.material, first, &mat);
+                    p.put_indices(at.material, first, mat);
                     if shape.node_indicators.is_some() {
                         for j in 0..n_cell_sets {
                             let flags = flag_column(records, w, |r| {
                                 has_bit(&r[npc + 1..][..cell_words], j)
                             });
-                            p.put_indices(at.cell_indicators[j], first, &flags);
+                            p.put_indices(at.cell_indicators[j], first, flags);
                         }
                     }
-                    for (j, c) in cells.iter().enumerate() {
+                    for (j, c) in cells.into_iter().enumerate() {
+                        let n = c.len();
                         p.put_indices(at.cell_sets[j], next_cell[j], c);
-                        next_cell[j] += c.len();
+                        next_cell[j] += n;
                     }
-                    for (j, f) in faces.iter().enumerate() {
+                    for (j, f) in faces.into_iter().enumerate() {
+                        let n = f.len();
                         p.put_indices(at.face_sets[j], next_face[j], f);
-                        next_face[j] += f.len();
+                        next_face[j] += n;
                     }
                 }
             })?);
             Ok(())
         };
-        let results = if comm.rank() == 0 {
-            let mut called = false;
-            let created = ResultsWriter::create_in_pieces(dir, name, shape, faults, |p| {
-                called = true;
-                gather(Some(p))
-            });
-            if !called {
-                gather(None)?;
+        let output = if comm.rank() == 0 {
+            let target = ResultsTarget {
+                dir: dir.to_path_buf(),
+                name: name.to_owned(),
+                faults: faults.clone(),
+                single_precision: crate::run::single_precision(config),
+            };
+            let (output, queue) =
+                match StepOutput::create_in_pieces(target, shape.clone(), self.window) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        // the writer could not start: rank 0 still takes part in the gathers
+                        gather(None)?;
+                        return Err(e);
+                    }
+                };
+            if let Err(e) = gather(Some(&queue)) {
+                // the queue dropped unfinished (first: the writer's thread waits on it) leaves
+                // the file out
+                drop(queue);
+                drop(output);
+                return Err(e);
             }
-            let mut created = created?;
-            created.set_single_precision_fields(crate::run::single_precision(config));
-            Some(created)
+            queue.complete();
+            output
         } else {
             gather(None)?;
-            None
+            StepOutput::Elsewhere
         };
         // the serial centroid: the coordinates' sum over the count
         self.centroids = centroid_sums
@@ -859,7 +877,7 @@ impl RankOutput {
             .map(|s| s.displacement.map(|v| v / s.nodes.max(1) as f64))
             .collect();
         self.note(&stats);
-        Ok(results)
+        Ok(output)
     }
 
     /// Collective: hands the state `u` (with `reactions` and the outputs `cells` of the

@@ -23,7 +23,7 @@ use crate::plausibility::{Finiteness, InvertedCells};
 use crate::restart::Restart;
 use crate::run::{Case, CellOutputs, RunOutcome, StepStamp};
 use crate::stages::{RunStages, MESH, OUTPUT, PROBLEM, SOLVER};
-use crate::writer::{BackgroundWriter, StepOutput};
+use crate::writer::StepOutput;
 use crate::Result;
 
 /// `result`, agreed on by every rank: an error on any rank is the same error everywhere (the
@@ -357,8 +357,9 @@ impl Layout for RankParts<'_> {
         let (dir, name) = (&case.dir, case.name.as_str());
         let defer = self.defers_strains();
         let (output, part) = (&mut self.output, &self.part);
-        // rank 0 writes each window of the collective gathers as it comes: on its thread; the
-        // pool's other threads meanwhile compute the undeformed state's cells (local work)
+        // rank 0's writer creates the files from the windows of the collective gathers on its
+        // thread; the pool's other threads meanwhile compute the undeformed state's cells
+        // (local work)
         let (created, undeformed) = rayon::join(
             || output.create(comm, config, part, dir, name, &case.faults),
             || {
@@ -372,13 +373,7 @@ impl Layout for RankParts<'_> {
             .undeformed_cells
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner) = undeformed;
-        // rank 0's writer writes each state's pieces while the ranks go on
-        match created? {
-            Some(results) => Ok(StepOutput::Background(BackgroundWriter::start(Box::new(
-                move || Ok(results),
-            ))?)),
-            None => Ok(StepOutput::Elsewhere),
-        }
+        created
     }
 
     fn first_cells(

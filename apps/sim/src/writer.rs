@@ -76,24 +76,40 @@ impl StepOutput {
         if let StepOutput::Elsewhere = self {
             return Ok(None);
         }
-        let capacity = (QUEUED_BYTES / (8 * piece_values.max(1))).max(2);
-        let (sender, pieces) = mpsc::sync_channel::<Piece>(capacity);
+        let (queue, pieces) = PieceQueue::new(piece_values);
         self.submit(Box::new(move |results| {
-            results.write_step_in_pieces(&header, |p| {
-                for piece in pieces {
-                    match piece {
-                        Piece::Values {
-                            dataset,
-                            first,
-                            values,
-                        } => p.put_f64(dataset, first, &values),
-                        Piece::Complete => return Ok(()),
-                    }
-                }
-                Err(WriterFailure::Incomplete.into())
-            })
+            results.write_step_in_pieces(&header, |p| pieces.drain_into(p))
         }))?;
-        Ok(Some(PieceQueue { sender }))
+        Ok(Some(queue))
+    }
+
+    /// Starts a writer whose thread first creates the results file `name.h5` in `dir` with the
+    /// mesh of `shape`, its values coming in pieces through the returned queue (rank 0 of a
+    /// run on ranks, whose gathers bring the mesh window by window): the file is created once
+    /// the queue is [`PieceQueue::complete`]d, and left out (its temporary file removed) if
+    /// the queue is dropped before; a failed creation is the first [`StepOutput::wait`]'s
+    /// error, as with [`BackgroundWriter::start`]. The first state handed over waits behind
+    /// the creation while the caller goes on.
+    pub(crate) fn create_in_pieces(
+        target: ResultsTarget,
+        shape: io::MeshShape,
+        piece_values: usize,
+    ) -> Result<(Self, PieceQueue)> {
+        let (queue, pieces) = PieceQueue::new(piece_values);
+        let ResultsTarget {
+            dir,
+            name,
+            faults,
+            single_precision,
+        } = target;
+        let writer = BackgroundWriter::start(Box::new(move || {
+            let mut results = ResultsWriter::create_in_pieces(&dir, &name, &shape, &faults, |p| {
+                pieces.drain_into(p)
+            })?;
+            results.set_single_precision_fields(single_precision);
+            Ok(results)
+        }))?;
+        Ok((StepOutput::Background(writer), queue))
     }
 
     /// Waits until every state handed off is written: the error of the write, if it failed.
@@ -122,27 +138,76 @@ impl StepOutput {
     }
 }
 
-/// What a step written in pieces sends its writer.
+/// Where [`StepOutput::create_in_pieces`] creates the results file.
+pub(crate) struct ResultsTarget {
+    pub dir: std::path::PathBuf,
+    pub name: String,
+    pub faults: io::Faults,
+    /// Whether field values are stored in fp32 (`output.precision: single`).
+    pub single_precision: bool,
+}
+
+/// What a file or step written in pieces sends its writer.
 enum Piece {
-    /// `values` at value `first` of the step's dataset `dataset`.
+    /// `values` at value `first` of dataset `dataset`.
     Values {
         dataset: usize,
         first: usize,
         values: Vec<f64>,
     },
-    /// Every value is put: the step may be committed.
+    /// `values` at value `first` of the index dataset `dataset`.
+    Indices {
+        dataset: usize,
+        first: usize,
+        values: Vec<u64>,
+    },
+    /// Every value is put: the file or step may be committed.
     Complete,
 }
 
-/// The caller's end of a step written in pieces by the writer ([`StepOutput::submit_in_pieces`]).
+/// The writer's end of a [`PieceQueue`].
+struct PieceReceiver(Receiver<Piece>);
+
+impl PieceReceiver {
+    /// Puts every piece into `p` until the queue is completed; [`WriterFailure::Incomplete`]
+    /// where it was dropped before.
+    fn drain_into(self, p: &mut io::Pieces<'_>) -> Result<()> {
+        for piece in self.0 {
+            match piece {
+                Piece::Values {
+                    dataset,
+                    first,
+                    values,
+                } => p.put_f64(dataset, first, &values),
+                Piece::Indices {
+                    dataset,
+                    first,
+                    values,
+                } => p.put_indices(dataset, first, &values),
+                Piece::Complete => return Ok(()),
+            }
+        }
+        Err(WriterFailure::Incomplete.into())
+    }
+}
+
+/// The caller's end of a file or step written in pieces by the writer
+/// ([`StepOutput::create_in_pieces`], [`StepOutput::submit_in_pieces`]).
 pub(crate) struct PieceQueue {
     sender: SyncSender<Piece>,
 }
 
 impl PieceQueue {
-    /// Puts `values` at value `first` of the step's dataset `dataset` (as
-    /// [`io::Pieces::put_f64`]), waiting while the queue is full. Where the writer has stopped
-    /// (a failed write) the values are dropped: its error is the next [`StepOutput::wait`]'s.
+    /// A queue holding at most [`QUEUED_BYTES`] of pieces of up to `piece_values` values.
+    fn new(piece_values: usize) -> (Self, PieceReceiver) {
+        let capacity = (QUEUED_BYTES / (8 * piece_values.max(1))).max(2);
+        let (sender, pieces) = mpsc::sync_channel::<Piece>(capacity);
+        (Self { sender }, PieceReceiver(pieces))
+    }
+
+    /// Puts `values` at value `first` of dataset `dataset` (as [`io::Pieces::put_f64`]),
+    /// waiting while the queue is full. Where the writer has stopped (a failed write) the
+    /// values are dropped: its error is the next [`StepOutput::wait`]'s.
     pub(crate) fn put(&self, dataset: usize, first: usize, values: Vec<f64>) {
         let _ = self.sender.send(Piece::Values {
             dataset,
@@ -151,7 +216,16 @@ impl PieceQueue {
         });
     }
 
-    /// Every value is put: the writer commits the step.
+    /// [`PieceQueue::put`] for an index dataset (as [`io::Pieces::put_indices`]).
+    pub(crate) fn put_indices(&self, dataset: usize, first: usize, values: Vec<u64>) {
+        let _ = self.sender.send(Piece::Indices {
+            dataset,
+            first,
+            values,
+        });
+    }
+
+    /// Every value is put: the writer commits the file or step.
     pub(crate) fn complete(self) {
         let _ = self.sender.send(Piece::Complete);
     }
@@ -530,6 +604,77 @@ mod tests {
             .submit_in_pieces(header(1), 12)
             .unwrap()
             .is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file created in pieces (rank 0 of a run on ranks): the mesh's values and indices come
+    /// through the queue, out of order; the file exists once the queue is completed, and a
+    /// queue dropped unfinished leaves no file and its error for the first wait.
+    #[test]
+    fn a_file_created_in_pieces_has_its_mesh_and_one_left_unfinished_is_not_created() {
+        let dir = std::env::temp_dir().join(format!("sim-writer-create-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shape = io::MeshShape {
+            nodes_per_cell: 8,
+            n_nodes: 8,
+            n_cells: 1,
+            has_material: true,
+            node_sets: vec![("xmin".into(), 4)],
+            cell_sets: Vec::new(),
+            face_sets: Vec::new(),
+            node_indicators: None,
+        };
+        let at = |d| shape.dataset(d).unwrap();
+        let coordinates: Vec<f64> = (0..24).map(f64::from).collect();
+        let target = |name: &str| ResultsTarget {
+            dir: dir.clone(),
+            name: name.into(),
+            faults: io::Faults::none(),
+            single_precision: false,
+        };
+        let (mut output, queue) =
+            StepOutput::create_in_pieces(target("made"), shape.clone(), 3).unwrap();
+        for first in (0..24).step_by(3).rev() {
+            queue.put(
+                at(io::MeshDataset::Coordinates),
+                first,
+                coordinates[first..first + 3].to_vec(),
+            );
+        }
+        queue.put_indices(at(io::MeshDataset::Connectivity), 4, vec![4, 5, 7, 6]);
+        queue.put_indices(at(io::MeshDataset::Connectivity), 0, vec![0, 1, 3, 2]);
+        queue.put_indices(at(io::MeshDataset::Material), 0, vec![0]);
+        queue.put_indices(at(io::MeshDataset::NodeSet(0)), 0, vec![0, 2, 4, 6]);
+        queue.complete();
+        output.wait().unwrap();
+        let (finished, results) = output.finish();
+        finished.unwrap();
+        drop(results);
+        let file = io::ResultsReader::open(&dir.join("made.h5")).unwrap();
+        assert_eq!(file.read_f64("mesh/coordinates").unwrap().1, coordinates);
+        assert_eq!(
+            file.read_i64("mesh/connectivity").unwrap().1,
+            [0, 1, 3, 2, 4, 5, 7, 6]
+        );
+        // unfinished: no file, the gathers' failure for the first wait
+        let (mut output, queue) =
+            StepOutput::create_in_pieces(target("left"), shape.clone(), 3).unwrap();
+        queue.put(
+            at(io::MeshDataset::Coordinates),
+            0,
+            coordinates[..3].to_vec(),
+        );
+        drop(queue);
+        let waited = output.wait().unwrap_err().to_string();
+        assert!(waited.contains("could not be gathered"), "{waited}");
+        drop(output);
+        assert!(!dir.join("left.h5").exists());
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("left"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

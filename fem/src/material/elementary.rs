@@ -80,7 +80,11 @@ pub(crate) fn ln(u: f64) -> f64 {
     if (0x000F_FFFF & (2 + hx)) < 3 {
         // |f| < 2^-20
         if f == 0.0 {
-            return if k == 0 { 0.0 } else { dk * LN2_HI + dk * LN2_LO };
+            return if k == 0 {
+                0.0
+            } else {
+                dk * LN2_HI + dk * LN2_LO
+            };
         }
         let r = f * f * (0.5 - 0.333_333_333_333_333_33 * f);
         return if k == 0 {
@@ -194,7 +198,17 @@ mod tests {
         let mut xs = arguments(200_000, 7, |t| (2.0f64).powf(-60.0 + 120.0 * t));
         xs.extend(arguments(100_000, 8, |t| 0.5 + 1.5 * t));
         xs.extend(arguments(100_000, 9, |t| 1.0 + (t - 0.5) * 1e-5));
-        xs.extend([1.0, 2.0, 0.5, 1.1, 0.9, 1e-310, 5e-324, f64::MAX, f64::MIN_POSITIVE]);
+        xs.extend([
+            1.0,
+            2.0,
+            0.5,
+            1.1,
+            0.9,
+            1e-310,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ]);
         for x in xs {
             let (got, want) = (ln(x), x.ln());
             assert!(
