@@ -18,10 +18,12 @@ extern "C" __global__ void mask_copy(const u32 n_nodes, const u32* __restrict__ 
 }
 
 // Symmetric elimination in the touched 3x3 blocks: flags = row_bits | col_bits << 8 | diagonal << 16.
-// A constrained diagonal entry keeps 1e-3 of its magnitude (linalg's ELIMINATED_DIAGONAL_FRACTION),
-// one where it is zero or not finite (linalg's eliminated_diagonal). One thread per (touched block, entry).
+// A constrained diagonal entry keeps `fraction` of its magnitude (the caller passes linalg's
+// ELIMINATED_DIAGONAL_FRACTION), one where it is zero or not finite (linalg's eliminated_diagonal).
+// One thread per (touched block, entry).
 extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __restrict__ slots,
-                                          const u32* __restrict__ flags, double* __restrict__ values) {
+                                          const u32* __restrict__ flags, const double fraction,
+                                          double* __restrict__ values) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 9 * n_touched) return;
     const u32 b = t / 9, e = t % 9, r = e / 3, c = e % 3;
@@ -31,7 +33,7 @@ extern "C" __global__ void mask_eliminate(const u32 n_touched, const u32* __rest
         double* v = values + (size_t)__ldg(slots + b) * 9 + e;
         if (diagonal && r == c) {
             const double before = *v;
-            *v = (before != 0.0 && isfinite(before)) ? 1e-3 * fabs(before) : 1.0;
+            *v = (before != 0.0 && isfinite(before)) ? fraction * fabs(before) : 1.0;
         } else {
             *v = 0.0;
         }

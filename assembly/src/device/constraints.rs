@@ -286,6 +286,7 @@ impl DeviceConstraints {
                 KernelArg::U32(n as u32),
                 KernelArg::U32s(&self.touched_slots),
                 KernelArg::U32s(&self.touched_flags),
+                KernelArg::F64(linalg::ELIMINATED_DIAGONAL_FRACTION),
                 KernelArg::F64sMut(k.values_mut()),
             ],
         )?;
