@@ -487,3 +487,60 @@ fn finite_strain_forms_equal_the_textbook_models() {
         }
     }
 }
+
+// The portable ln and exp (module elementary), against the C library's.
+
+/// Reproducible arguments `f(t)`, `t` uniform in [0, 1).
+fn arguments(n: usize, seed: u64, f: impl Fn(f64) -> f64) -> Vec<f64> {
+    let mut rng = Rng(seed);
+    (0..n).map(|_| f(0.5 * (rng.next() + 1.0))).collect()
+}
+
+#[test]
+fn ln_is_within_one_ulp_of_the_c_library() {
+    let mut xs = arguments(200_000, 7, |t| (2.0f64).powf(-60.0 + 120.0 * t));
+    xs.extend(arguments(100_000, 8, |t| 0.5 + 1.5 * t));
+    xs.extend(arguments(100_000, 9, |t| 1.0 + (t - 0.5) * 1e-5));
+    xs.extend([
+        1.0,
+        2.0,
+        0.5,
+        1.1,
+        0.9,
+        1e-310,
+        5e-324,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+    ]);
+    for x in xs {
+        let (got, want) = (elementary::ln(x), x.ln());
+        assert!(
+            got == want || (got.signum() == want.signum() && ulps(got, want) <= 1),
+            "ln({x:e}) = {got:e}, the C library's {want:e}"
+        );
+    }
+    assert_eq!(elementary::ln(1.0), 0.0);
+    assert_eq!(elementary::ln(0.0), f64::NEG_INFINITY);
+    assert!(elementary::ln(-1.0).is_nan() && elementary::ln(f64::NAN).is_nan());
+    assert_eq!(elementary::ln(f64::INFINITY), f64::INFINITY);
+}
+
+#[test]
+fn exp_is_within_one_ulp_of_the_c_library() {
+    let mut xs = arguments(200_000, 11, |t| -740.0 + 1449.0 * t);
+    xs.extend(arguments(100_000, 12, |t| -3.0 + 6.0 * t));
+    xs.extend(arguments(50_000, 13, |t| (t - 0.5) * 1e-7));
+    xs.extend([0.0, -0.0, 1.0, -1.0, 0.5, 0.35, 1.04, 709.7, -708.5, -744.0]);
+    for x in xs {
+        let (got, want) = (elementary::exp(x), x.exp());
+        assert!(
+            got == want || ulps(got, want) <= 1,
+            "exp({x:e}) = {got:e}, the C library's {want:e}"
+        );
+    }
+    assert_eq!(elementary::exp(0.0), 1.0);
+    assert_eq!(elementary::exp(800.0), f64::INFINITY);
+    assert_eq!(elementary::exp(-800.0), 0.0);
+    assert_eq!(elementary::exp(f64::NEG_INFINITY), 0.0);
+    assert!(elementary::exp(f64::NAN).is_nan());
+}
