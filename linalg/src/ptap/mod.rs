@@ -1,24 +1,17 @@
 //! Galerkin product `A_c = P^T A P`.
 //!
-//! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map, the
-//! pattern of `A_c` and picks a numeric strategy ([`PtapPlan::new_on`]: the symbolic phase on
-//! the operands' GPU, the host parts made only if asked for); [`PtapPlan::workspace`] sizes the scratch a
-//! numeric call needs, which the caller keeps; [`ptap_numeric`] (every Newton step, new `A`
-//! values, same `P`) recomputes only values and allocates nothing. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
-//! `c x c`. Neither strategy stores `A P` or its pattern: each row `W_i = A_i P` is computed on the
-//! fly (module `wrow`).
+//! [`PtapPlan::new`] (once per pair of patterns) builds the pattern of `P^T` with its slot map and
+//! the pattern of `A_c` ([`PtapPlan::new_on`]: the symbolic phase on the operands' GPU, the host
+//! parts made only if asked for); [`PtapPlan::workspace`] sizes the scratch a numeric call needs,
+//! which the caller keeps; [`ptap_numeric`] (every Newton step, new `A` values, same `P`)
+//! recomputes only values and allocates nothing. Blocks: `A` is `b x b`, `P` is `b x c`, `A_c` is
+//! `c x c`. `A P` and its pattern are never stored: each row `W_i = A_i P` is computed on the fly
+//! (module `wrow`) in fine-row batches (module `streamed`).
 //!
-//! Strategies:
-//! - fused (module `fused`), when `P`'s rows colour: one pass over the fine rows, each adding
-//!   `P_i^T W_i` into `A_c` right away, in coloured chunks that own their coarse rows.
-//! - streamed (module `streamed`) otherwise: fine rows in batches, the batch's `W` rows first, then
-//!   `P^T W` parallel over coarse rows, reading `P^T`'s blocks straight from `P` (transposed on the
-//!   fly) through the plan's slot map; only one batch of `W` is held, during the call.
-//!
-//! Both compute every block of `W` in the same order; they differ only in how the terms of a block
-//! of `A_c` are grouped, and each is deterministic.
+//! One order of sums, on the host and on the device: every block of `W` sums its terms along
+//! `A_i`'s row, every block of `A_c` sums its terms over fine rows ascending, whatever the thread
+//! count, the batch size and the device; so a product is the same bits wherever it runs.
 
-mod fused;
 mod streamed;
 #[cfg(test)]
 mod tests;
@@ -29,7 +22,6 @@ use std::borrow::Cow;
 use std::mem::size_of_val;
 use std::sync::{Arc, OnceLock};
 
-use fused::{fused_numeric, FusedArgs, FusedPlan};
 use streamed::{streamed_numeric, StreamedArgs, ROWS_PER_BATCH, W_ROWS_PER_TASK};
 pub use workspace::PtapWorkspace;
 use wrow::Operands;
@@ -79,7 +71,7 @@ macro_rules! dispatch_galerkin {
 /// Holds the patterns of `A` and `P` (shared with the caller, to check numeric operands), the
 /// pattern of `A_c` and the host's numeric parts: the pattern of `P^T` with, per block, the slot
 /// of `P` storing it (also what a restriction `y = P^T x` needs: [`PtapPlan::pt_pattern`],
-/// [`PtapPlan::pt_slots`]) and the strategy's chunking. No values and no scratch: numeric calls
+/// [`PtapPlan::pt_slots`]). No values and no scratch: numeric calls
 /// work in the caller's [`PtapWorkspace`] ([`PtapPlan::workspace`]), so several threads may
 /// share a plan. A plan made on a GPU ([`PtapPlan::new_on`]) makes its host parts only if a
 /// host product or restriction asks for them.
@@ -88,9 +80,12 @@ pub struct PtapPlan {
     a: Arc<BlockPattern>,
     p: Arc<BlockPattern>,
     pattern: Arc<BlockPattern>,
-    /// `P^T`, its slot map and the strategy: made with the plan on the host, at first use for
-    /// a plan made on a GPU.
+    /// `P^T` and its slot map: made with the plan on the host, at first use for a plan made on
+    /// a GPU.
     host: OnceLock<HostParts>,
+    /// Fine rows per batch of the host product (>= 1; tests vary it, the order of sums does not
+    /// depend on it).
+    rows_per_batch: usize,
     /// The plan on a GPU (patterns of `P^T`, `A P`, `A_c`, the `P^T` slot map; built there from
     /// the patterns' device mirrors, see [`DevicePtapPlan::upload`]) at the first device numeric
     /// call or restriction and reused by every later one; made with the plan by
@@ -103,44 +98,15 @@ pub struct PtapPlan {
 struct HostParts {
     pt: Arc<BlockPattern>,
     pt_slots: Vec<u32>,
-    strategy: Strategy,
 }
 
 impl HostParts {
-    /// `P^T` with its slot map, and the strategy `choose` picks for `P`'s pattern.
-    fn new(p: &BlockPattern, choose: impl FnOnce(&BlockPattern) -> Strategy) -> Self {
+    /// `P^T` with its slot map.
+    fn new(p: &BlockPattern) -> Self {
         let (pt, pt_slots) = transpose_pattern(p, |k| k as u32);
         Self {
             pt: Arc::new(pt),
             pt_slots,
-            strategy: choose(p),
-        }
-    }
-}
-
-/// The strategy of [`PtapPlan::new`]: fused where `P`'s rows colour, streamed otherwise.
-fn default_strategy(p: &BlockPattern) -> Strategy {
-    match FusedPlan::new(p) {
-        Some(f) => Strategy::Fused(f),
-        None => Strategy::Streamed {
-            rows_per_batch: ROWS_PER_BATCH,
-        },
-    }
-}
-
-/// How [`ptap_numeric`] computes the values.
-#[derive(Debug)]
-enum Strategy {
-    Fused(FusedPlan),
-    Streamed { rows_per_batch: usize },
-}
-
-impl Strategy {
-    /// Batch buffers of the streamed strategy's workspace (none for the fused one).
-    fn w_tasks(&self) -> usize {
-        match self {
-            Strategy::Fused(_) => 0,
-            Strategy::Streamed { rows_per_batch } => rows_per_batch.div_ceil(W_ROWS_PER_TASK),
         }
     }
 }
@@ -150,7 +116,7 @@ impl PtapPlan {
     /// very patterns by pointer, without comparing them). Errors if `A` is not `n x n` blocks with
     /// `n` the block rows of `P`, or `P` has `2^32` blocks or more.
     pub fn new(a: &Arc<BlockPattern>, p: &Arc<BlockPattern>) -> Result<Self, LinalgError> {
-        Self::with_strategy(a, p, default_strategy)
+        Self::with_rows_per_batch(a, p, ROWS_PER_BATCH)
     }
 
     /// [`PtapPlan::new`] where the operands live: on a GPU the symbolic phase runs there, from
@@ -158,8 +124,8 @@ impl PtapPlan {
     /// device has them): `P^T`, `W = A P`, `A_c`'s pattern and the products' slot rows are
     /// built there (the host's patterns entry for entry) and kept as the plan's device form;
     /// only `A_c`'s pattern comes down (its host copy, whose device mirror is the one built
-    /// there), and the host parts ([`PtapPlan::pt_pattern`], the strategy) are made only if
-    /// a host product or restriction asks for them. On the host: [`PtapPlan::new`].
+    /// there), and the host parts ([`PtapPlan::pt_pattern`]) are made only if a host product
+    /// or restriction asks for them. On the host: [`PtapPlan::new`].
     pub fn new_on(
         device: &crate::Device,
         a: &Arc<BlockPattern>,
@@ -178,31 +144,21 @@ impl PtapPlan {
             p: p.clone(),
             pattern,
             host: OnceLock::new(),
+            rows_per_batch: ROWS_PER_BATCH,
             device: DeviceMirror::new(),
         };
         plan.device.install(ctx, dplan);
         Ok(plan)
     }
 
-    /// [`PtapPlan::new`] forcing the streamed strategy (tests compare other kernels with its order).
-    #[cfg(test)]
-    pub(crate) fn new_streamed(
+    /// [`PtapPlan::new`] with `rows_per_batch` (>= 1) fine rows per batch of the host product.
+    pub(crate) fn with_rows_per_batch(
         a: &Arc<BlockPattern>,
         p: &Arc<BlockPattern>,
-    ) -> Result<Self, LinalgError> {
-        Self::with_strategy(a, p, |_| Strategy::Streamed {
-            rows_per_batch: ROWS_PER_BATCH,
-        })
-    }
-
-    /// [`PtapPlan::new`] with the strategy `choose` picks for `P`'s pattern.
-    fn with_strategy(
-        a: &Arc<BlockPattern>,
-        p: &Arc<BlockPattern>,
-        choose: impl FnOnce(&BlockPattern) -> Strategy,
+        rows_per_batch: usize,
     ) -> Result<Self, LinalgError> {
         check_shapes(a, p)?;
-        let host = HostParts::new(p, choose);
+        let host = HostParts::new(p);
         // `A P`'s pattern lives only as long as this line.
         let pattern = Arc::new(product_pattern(&host.pt, &product_pattern(a, p)));
         Ok(Self {
@@ -210,14 +166,14 @@ impl PtapPlan {
             p: p.clone(),
             pattern,
             host: OnceLock::from(host),
+            rows_per_batch: rows_per_batch.max(1),
             device: DeviceMirror::new(),
         })
     }
 
     /// The host parts, made at the first call for a plan made on a GPU.
     fn host(&self) -> &HostParts {
-        self.host
-            .get_or_init(|| HostParts::new(&self.p, default_strategy))
+        self.host.get_or_init(|| HostParts::new(&self.p))
     }
 
     /// The plan's mirror on `ctx`'s GPU (built at the first call).
@@ -229,25 +185,17 @@ impl PtapPlan {
             .get_or_upload(ctx, || DevicePtapPlan::upload(ctx, self))
     }
 
-    /// `Some(number of colours)` if numeric calls use the fused strategy (one sequential phase per
-    /// colour), `None` if they use the streamed one.
-    pub fn fused_colors(&self) -> Option<usize> {
-        match &self.host().strategy {
-            Strategy::Fused(f) => Some(f.n_colors()),
-            Strategy::Streamed { .. } => None,
-        }
+    /// Batch buffers of the host product's workspace.
+    fn w_tasks(&self) -> usize {
+        self.rows_per_batch.div_ceil(W_ROWS_PER_TASK)
     }
 
-    /// The scratch [`ptap_numeric`] needs on this plan: per-thread markers over the coarse rows
-    /// and, on the streamed strategy, one batch of `A P` rows and a cursor per coarse row. Keep
-    /// it with the plan and pass it to every numeric call. A plan made on a GPU whose host
-    /// parts were not asked for gets the fused strategy's (small) scratch without making them
-    /// (device products read none); where its strategy turns out streamed, a host product
-    /// refuses that scratch ([`LinalgError::PatternMismatch`]): ask again once the host parts
-    /// exist (after [`Self::pt_pattern`] or [`Self::fused_colors`]).
+    /// The scratch [`ptap_numeric`] needs on this plan: per-thread markers over the coarse rows,
+    /// one batch of `A P` rows and a cursor per coarse row (the device products keep theirs in
+    /// the plan's device form and read none of it). Keep it with the plan and pass it to every
+    /// numeric call.
     pub fn workspace(&self) -> PtapWorkspace {
-        let w_tasks = self.host.get().map_or(0, |h| h.strategy.w_tasks());
-        PtapWorkspace::new(self.pattern.n_block_rows(), w_tasks)
+        PtapWorkspace::new(self.pattern.n_block_rows(), self.w_tasks())
     }
 
     /// Pattern of `A_c = P^T A P`.
@@ -278,18 +226,13 @@ impl PtapPlan {
 
     /// Bytes the plan holds on the host besides the patterns of `A`, `P` and `A_c` (the first
     /// two are the caller's, the last is shared with the matrices built on it): `P^T`'s pattern
-    /// and slot map and the strategy's chunking, where made.
+    /// and slot map, where made.
     pub fn memory_bytes(&self) -> usize {
-        let Some(host) = self.host.get() else {
-            return 0;
-        };
-        let pt = size_of_val(host.pt.row_ptr())
-            + size_of_val(host.pt.col_idx())
-            + size_of_val(host.pt_slots.as_slice());
-        pt + match &host.strategy {
-            Strategy::Fused(f) => f.memory_bytes(),
-            Strategy::Streamed { .. } => 0,
-        }
+        self.host.get().map_or(0, |host| {
+            size_of_val(host.pt.row_ptr())
+                + size_of_val(host.pt.col_idx())
+                + size_of_val(host.pt_slots.as_slice())
+        })
     }
 }
 
@@ -355,7 +298,7 @@ pub fn ptap_numeric(
         (a.storage(), p.storage(), ac.storage_mut())
     {
         // the batches are the host product's only (device products keep theirs in the plan)
-        if ws.w_tasks.len() != plan.host().strategy.w_tasks() {
+        if ws.w_tasks.len() != plan.w_tasks() {
             return Err(other_plan);
         }
         // fp32 operands are widened for the product (transient copies) and the result is
@@ -424,26 +367,14 @@ impl HostProduct<'_> {
     fn run(self, ws: &mut PtapWorkspace, out: &mut [f64]) {
         let (plan, ops, b, c) = (self.plan, self.ops, self.b, self.c);
         let host = plan.host();
-        match &host.strategy {
-            Strategy::Fused(fused) => {
-                let args = FusedArgs {
-                    plan: fused,
-                    ops,
-                    ac: &plan.pattern,
-                };
-                dispatch_galerkin!((b, c), (m_ap, m_ptw) => fused_numeric(m_ap, m_ptw, &args, ws, out));
-            }
-            Strategy::Streamed { rows_per_batch } => {
-                let args = StreamedArgs {
-                    ops,
-                    pt: &host.pt,
-                    pt_slots: &host.pt_slots,
-                    ac: &plan.pattern,
-                    rows_per_batch: *rows_per_batch,
-                };
-                dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, ws, out));
-            }
-        }
+        let args = StreamedArgs {
+            ops,
+            pt: &host.pt,
+            pt_slots: &host.pt_slots,
+            ac: &plan.pattern,
+            rows_per_batch: plan.rows_per_batch,
+        };
+        dispatch_galerkin!((b, c), (m_ap, m_ptw) => streamed_numeric(m_ap, m_ptw, &args, ws, out));
     }
 }
 

@@ -1,10 +1,9 @@
-//! Both strategies on small problems (small chunks so that they colour, small batches so that
-//! batch boundaries are crossed), against dense references and each other.
+//! The host product on small problems (small batches so that batch boundaries are crossed),
+//! against dense references and the two explicit products.
 
 use std::sync::Arc;
 
-use super::fused::FusedPlan;
-use super::{ptap_numeric, PtapPlan, Strategy};
+use super::{ptap_numeric, PtapPlan};
 use crate::hash::SplitMix64;
 use crate::{spgemm, transpose, BlockPattern, Bsr, LinalgError};
 
@@ -93,18 +92,8 @@ fn numeric(plan: &PtapPlan, a: &Bsr, p: &Bsr) -> Bsr {
     ac
 }
 
-fn fused_plan(a: &Bsr, p: &Bsr, rows_per_chunk: usize) -> PtapPlan {
-    PtapPlan::with_strategy(a.pattern(), p.pattern(), |p| {
-        Strategy::Fused(FusedPlan::with_rows_per_chunk(p, rows_per_chunk).expect("colours"))
-    })
-    .unwrap()
-}
-
 fn streamed_plan(a: &Bsr, p: &Bsr, rows_per_batch: usize) -> PtapPlan {
-    PtapPlan::with_strategy(a.pattern(), p.pattern(), |_| Strategy::Streamed {
-        rows_per_batch,
-    })
-    .unwrap()
+    PtapPlan::with_rows_per_batch(a.pattern(), p.pattern(), rows_per_batch).unwrap()
 }
 
 fn bits(m: &Bsr) -> Vec<u64> {
@@ -120,26 +109,25 @@ fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
 }
 
 #[test]
-fn fused_and_streamed_match_dense() {
+fn the_product_matches_dense() {
     let mut rng = Rng::new(40);
     for (b, c) in [(3, 6), (6, 6), (3, 3), (1, 1), (2, 5)] {
         let (a, p) = chain(&mut rng, 61, b, c);
-        let fused = fused_plan(&a, &p, 3);
-        let colors = fused.fused_colors().expect("a chain colours");
-        assert!((2..=4).contains(&colors), "{colors} colours");
-        let streamed = streamed_plan(&a, &p, 5);
-        assert_eq!(streamed.fused_colors(), None);
-        let (f, s) = (numeric(&fused, &a, &p), numeric(&streamed, &a, &p));
-        assert_close(&f.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
-        assert_close(&s.to_dense().unwrap(), &dense_ptap(&a, &p), 1e-12);
+        let reference = dense_ptap(&a, &p);
+        for plan in [
+            PtapPlan::new(a.pattern(), p.pattern()).unwrap(),
+            streamed_plan(&a, &p, 5),
+        ] {
+            assert_close(&numeric(&plan, &a, &p).to_dense().unwrap(), &reference, 1e-12);
+        }
     }
 }
 
-/// The streamed product sums every block in ascending fine-row order, as `P^T (A P)` by two
-/// explicit products does: the same bits, whatever the batch size (1, uneven, one batch for all)
-/// and the thread count.
+/// The product sums every block in ascending fine-row order, as `P^T (A P)` by two explicit
+/// products does (and the device product, tested in `backend::cuda`): the same bits, whatever
+/// the batch size (1, uneven, one batch for all) and the thread count.
 #[test]
-fn streamed_equals_two_explicit_products_bit_for_bit() {
+fn the_product_equals_two_explicit_products_bit_for_bit() {
     let mut rng = Rng::new(43);
     for (b, c) in [(3, 6), (6, 6), (2, 5)] {
         let (a, p) = chain(&mut rng, 97, b, c);
@@ -159,12 +147,12 @@ fn streamed_equals_two_explicit_products_bit_for_bit() {
 }
 
 #[test]
-fn fused_is_bit_identical_across_thread_counts_and_calls() {
+fn the_product_is_bit_identical_across_thread_counts_and_calls() {
     let mut rng = Rng::new(41);
     let (a, p) = chain(&mut rng, 400, 3, 6);
     let run = |threads: usize| {
         with_threads(threads, || {
-            let plan = fused_plan(&a, &p, 8);
+            let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
             let first = numeric(&plan, &a, &p);
             // Again, twice in one reused workspace.
             let mut again = first.zeros_like().unwrap();
@@ -181,28 +169,14 @@ fn fused_is_bit_identical_across_thread_counts_and_calls() {
     assert_eq!(one, bits(&run(8)));
 }
 
+/// A prolongator without locality (every fine row in every aggregate) is computed as well.
 #[test]
-fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
+fn a_prolongator_without_locality() {
     let mut rng = Rng::new(42);
-    let (_, p) = chain(&mut rng, 200, 1, 1);
-    let plan = FusedPlan::with_rows_per_chunk(p.pattern(), 5).unwrap();
-    for k in 0..plan.n_colors() {
-        let mut seen = std::collections::HashSet::new();
-        for t in plan.chunks_of_color(k) {
-            for &c in plan.coarse_rows(t) {
-                assert!(seen.insert(c), "colour {k}: coarse row {c} in two chunks");
-            }
-        }
-    }
-    // Every chunk touches every coarse row: all chunks conflict, too few chunks per colour; the
-    // default plan then streams, and still computes P^T A P.
     let dense = pattern(40, 4, |_| (0..4).collect());
-    assert!(FusedPlan::with_rows_per_chunk(&dense, 2).is_none());
-    assert!(FusedPlan::new(&dense).is_none());
     let a = Bsr::from_parts(pattern(40, 40, |i| vec![i as u32]), 2, 2, rng.vec(40 * 4)).unwrap();
     let p = Bsr::from_parts(dense.clone(), 2, 3, rng.vec(dense.nnz() * 6)).unwrap();
     let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
-    assert_eq!(plan.fused_colors(), None);
     assert_close(
         &numeric(&plan, &a, &p).to_dense().unwrap(),
         &dense_ptap(&a, &p),
@@ -210,26 +184,8 @@ fn colours_never_share_a_coarse_row_and_nonlocal_p_declines() {
     );
 }
 
-/// Small levels: 256-row chunks give too few chunks to colour a chain of 1500 rows (6 chunks, 2 colours), so
-/// the default plan halves the chunks until they colour; the chunking depends on the pattern only.
-#[test]
-fn small_levels_take_smaller_chunks() {
-    let mut rng = Rng::new(44);
-    let (a, p) = chain(&mut rng, 1500, 1, 1);
-    assert!(FusedPlan::with_rows_per_chunk(p.pattern(), 256).is_none());
-    let plan = FusedPlan::new(p.pattern()).expect("a chain colours with smaller chunks");
-    assert!(plan.rows_per_chunk() < 256 && plan.rows_per_chunk() >= 16);
-    let ptap = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
-    assert!(ptap.fused_colors().is_some());
-    assert_close(
-        &numeric(&ptap, &a, &p).to_dense().unwrap(),
-        &dense_ptap(&a, &p),
-        1e-12,
-    );
-}
-
 /// The plan's `P^T` pattern and slot map agree with the transpose plan, and its memory is what
-/// they and the chunking hold (no `A P` pattern, nothing per block of `A P`).
+/// they hold (no `A P` pattern, nothing per block of `A P`).
 #[test]
 fn transpose_slots_and_memory() {
     let mut rng = Rng::new(45);
@@ -241,24 +197,22 @@ fn transpose_slots_and_memory() {
     assert_eq!(slots, t.source_slots());
     assert!(Arc::ptr_eq(plan.p_pattern(), p.pattern()));
     let pt_bytes = (p.pattern().n_block_cols() + 1) * 8 + p.pattern().nnz() * 8;
-    let streamed = streamed_plan(&a, &p, 16);
-    assert_eq!(streamed.memory_bytes(), pt_bytes);
-    assert!(plan.memory_bytes() > pt_bytes && plan.memory_bytes() < pt_bytes + 4096);
+    assert_eq!(plan.memory_bytes(), pt_bytes);
 }
 
-/// A workspace belongs to the plan that sized it: one of a plan with other coarse rows, or of the
-/// other strategy, is refused; the plan's own works again and again.
+/// A workspace belongs to the plan that sized it: one of a plan with other coarse rows, or with
+/// other batches, is refused; the plan's own works again and again.
 #[test]
 fn workspaces_are_checked_against_their_plan() {
     let mut rng = Rng::new(46);
     let (a, p) = chain(&mut rng, 61, 3, 6);
     let (a2, p2) = chain(&mut rng, 91, 3, 6);
-    let plan = fused_plan(&a, &p, 3);
+    let plan = PtapPlan::new(a.pattern(), p.pattern()).unwrap();
     let mut ac = Bsr::zeros(plan.pattern().clone(), 6, 6);
     let mismatch = Err(LinalgError::PatternMismatch {
         what: "ptap_numeric: workspace made for another plan",
     });
-    let other = fused_plan(&a2, &p2, 3);
+    let other = PtapPlan::new(a2.pattern(), p2.pattern()).unwrap();
     assert_eq!(
         ptap_numeric(&plan, &a, &p, &mut ac, &mut other.workspace()),
         mismatch

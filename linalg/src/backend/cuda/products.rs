@@ -13,8 +13,7 @@
 //! Owner computes: each output entry is summed by one thread in a fixed order and written once
 //! (no atomics); a thread takes one row of a block (searching kernels) or the rows and
 //! columns [`pair_split`] gives it (pair lists). `W` and every SpGEMM block are bit-identical to the host;
-//! `A_c` sums over fine rows ascending, as the host's streamed strategy does (the fused one
-//! groups the terms by chunk colour: equal to rounding).
+//! `A_c` sums over fine rows ascending, as the host's product does: bit-identical too.
 
 use std::sync::{Arc, Mutex};
 
