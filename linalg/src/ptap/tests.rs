@@ -118,7 +118,11 @@ fn the_product_matches_dense() {
             PtapPlan::new(a.pattern(), p.pattern()).unwrap(),
             streamed_plan(&a, &p, 5),
         ] {
-            assert_close(&numeric(&plan, &a, &p).to_dense().unwrap(), &reference, 1e-12);
+            assert_close(
+                &numeric(&plan, &a, &p).to_dense().unwrap(),
+                &reference,
+                1e-12,
+            );
         }
     }
 }
