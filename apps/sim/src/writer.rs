@@ -39,7 +39,8 @@ pub(crate) type WriteJob = Box<dyn FnOnce(&mut ResultsWriter) -> Result<()> + Se
 /// A write's outcome and the writer's seconds in it.
 type Done = (Result<()>, f64);
 
-/// Values a step written in pieces may have waiting for the writer (256 MiB of f64): rank 0's
+/// Values a file or step written in pieces may have waiting for the writer (256 MiB of f64 per
+/// queue; the mesh's and the first state's queues may both be full while the file is created): rank 0's
 /// gathers wait for the writer beyond it.
 pub(crate) const QUEUED_BYTES: usize = 256 << 20;
 
