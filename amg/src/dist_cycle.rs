@@ -304,7 +304,9 @@ pub type DistHierarchy = Hierarchy<DistBsr>;
 impl Hierarchy<DistBsr> {
     /// Collective. `a`: the fine operator, on the host or on this rank's GPU (the levels live
     /// where it does); `owned_serial_ids`: the serial ids of its owned block rows; `nns`: the
-    /// owned block rows' near-null rows (`bs x k` each, row-major); `params`: the serial
+    /// owned block rows' near-null rows (`bs x k` each, row-major; a host `Vec` or a
+    /// [`Vector`] on the host or on `a`'s GPU, where a renewal's tentative prolongator is then
+    /// made: `DistTentativePlan::numeric_on_device`); `params`: the serial
     /// hierarchy's options (validated; `storage: scalar` and `precision: mixed` are errors).
     /// On a GPU each level's symbolic stages run on the host copy of its operator for now and
     /// its numeric ones on the device (the smoother's inverses and eigenvalue estimate, `P`'s
@@ -313,11 +315,11 @@ impl Hierarchy<DistBsr> {
     pub fn new(
         a: DistBsr,
         owned_serial_ids: &[u64],
-        nns: Vec<f64>,
+        nns: impl Into<Vector>,
         k: usize,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Ok(Self::set_up(a, owned_serial_ids, nns, k, params, Vec::new())?.0)
+        Ok(Self::set_up(a, owned_serial_ids, nns.into(), k, params, Vec::new())?.0)
     }
 
     /// [`Self::new`] offering level `l` the plans `kept[l]` of a hierarchy being renewed; with
@@ -325,7 +327,7 @@ impl Hierarchy<DistBsr> {
     fn set_up(
         a: DistBsr,
         owned_serial_ids: &[u64],
-        nns: Vec<f64>,
+        nns: Vector,
         k: usize,
         params: &AmgParams,
         kept: Vec<Option<KeptTransfer>>,
@@ -500,8 +502,9 @@ impl Hierarchy<DistBsr> {
     pub fn set_near_null_space(
         &mut self,
         a: DistBsr,
-        nns: Vec<f64>,
+        nns: impl Into<Vector>,
     ) -> Result<RenewalReport, AmgError> {
+        let nns = nns.into();
         let started = Instant::now();
         let device = self.transfer_device(&a);
         let at = device.transfers();
@@ -599,10 +602,11 @@ impl RedundantSolve {
 
 /// A level's near-null space on ranks: the owned block rows' serial ids and their near-null
 /// rows (`bs x k` per block row, row-major).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DistNearNull {
     serial_ids: Vec<u64>,
-    rows: Vec<f64>,
+    /// The owned vertices' rows (`bs x k` each, row-major), on the host or on the level's GPU.
+    rows: Vector,
     k: usize,
     /// The eigenvalue estimate's start vector on the level's GPU (uploaded once, by the first
     /// estimate there: a hot update moves none); unused on the host.
@@ -610,6 +614,14 @@ pub struct DistNearNull {
 }
 
 impl DistNearNull {
+    /// The rows on the host (downloaded where they live on a GPU).
+    fn host_rows(&self) -> Result<std::borrow::Cow<'_, [f64]>, AmgError> {
+        Ok(match self.rows.host() {
+            Ok(host) => std::borrow::Cow::Borrowed(host),
+            Err(_) => std::borrow::Cow::Owned(self.rows.to_host_vec()?),
+        })
+    }
+
     /// The start vector of the eigenvalue estimate of the level `a` (the serial one, hashed
     /// at the serial index of each owned unknown), a vector of its own where `a` lives.
     fn start_vector(&self, a: &DistBsr) -> Result<Vector, AmgError> {
@@ -1081,7 +1093,10 @@ fn tentative_level(
         &mut tm.tentative_s,
         &mut tm.transfers.tentative,
         &device,
-        || dist_tentative_planned(&serial_ids, &labels, &near_null.rows, bs, k, &fine),
+        || {
+            let rows = near_null.host_rows()?;
+            dist_tentative_planned(&serial_ids, &labels, &rows, bs, k, &fine)
+        },
     )?;
     let coarse_rows = t.coarse_partition.global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
@@ -1116,7 +1131,7 @@ fn coarsen_kept(
     mut plans: HostPlans,
 ) -> Result<Coarsened<DistBsr>, AmgError> {
     let t = timed(&mut tm.tentative_s, || {
-        plans.tentative.numeric(&near_null.rows)
+        plans.tentative.numeric(&near_null.host_rows()?)
     })?;
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         level_diagonal(a, near_null, params, level)
@@ -1162,7 +1177,7 @@ fn smooth(
     let k = p.pattern().block_cols();
     let coarse = DistNearNull {
         serial_ids: t.coarse_serial_ids,
-        rows: t.coarse_nns,
+        rows: Vector::from(t.coarse_nns),
         k,
         start: OnceLock::new(),
     };

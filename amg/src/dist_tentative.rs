@@ -15,7 +15,7 @@
 use rayon::prelude::*;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use linalg::comm;
 use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
@@ -23,6 +23,8 @@ use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
 use crate::aggregation::UNAGGREGATED;
 use crate::AmgError;
 use linalg::thin_qr_of_groups;
+
+mod device;
 
 /// A rank's part of the tentative prolongator and of the coarse level it defines.
 #[derive(Debug)]
@@ -74,6 +76,8 @@ pub struct DistTentativePlan {
     telescoped_from: Option<RowPartition>,
     bs: usize,
     k: usize,
+    /// The plan's arrays on the level's GPU, made by the first [`Self::numeric_on_device`].
+    device: OnceLock<device::DeviceTentativePlan>,
 }
 
 /// `owner` of an unaggregated vertex.
@@ -617,6 +621,7 @@ pub fn dist_tentative_planned(
         telescoped_from: None,
         bs,
         k,
+        device: OnceLock::new(),
     };
     let p = p_of_q_rows(pattern, &plan.entry_source, rank, &q, &returned, 1)?;
     drop((q, returned));
@@ -648,6 +653,12 @@ impl DistTentativePlan {
         ));
         self.p_pattern = t.p.pattern().clone();
         self.coarse_serial_ids = t.coarse_serial_ids.clone();
+        self.device = OnceLock::new();
+    }
+
+    /// Serial ids of the owned coarse vertices (those of [`DistTentative::coarse_serial_ids`]).
+    pub fn coarse_serial_ids(&self) -> &[u64] {
+        &self.coarse_serial_ids
     }
 
     /// Collective. The tentative prolongator of the plan's aggregates for new near-null rows

@@ -147,6 +147,26 @@ impl Vector {
         })
     }
 
+    /// A copy of the first `len` values where they live (serial layout): a rank's owned
+    /// entries without the ghost tail; on a GPU a copy there, not a transfer.
+    pub fn prefix(&self, len: usize) -> Result<Self, LinalgError> {
+        if len > self.len() {
+            return Err(LinalgError::LengthMismatch {
+                what: "Vector::prefix",
+                expected: self.len(),
+                found: len,
+            });
+        }
+        Ok(match &self.storage {
+            Placed::Host(x) => Self::from_vec(x[..len].to_vec()),
+            Placed::Cuda(ctx, data) => {
+                let mut out = ctx.zeros::<f64>(len)?;
+                ctx.copy_range(data, 0, &mut out, 0, len)?;
+                Self::from_device_buffer(ctx.clone(), out)
+            }
+        })
+    }
+
     /// A host copy (a download for a device vector).
     pub fn to_host(&self) -> Result<Self, LinalgError> {
         self.to_device(&Device::Host)

@@ -2437,7 +2437,11 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
                 ..Default::default()
             };
             let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            for angle in [0.3, 0.7] {
+            let mut up_with_host_modes = 0;
+            // the modes on the host (uploaded `P0`), then twice on the device (the tentative
+            // prolongator made there: `DistTentativePlan::numeric_on_device`, its device plan
+            // made by the first and kept)
+            for (angle, modes_on_device) in [(0.3, false), (0.7, true), (1.1, true)] {
                 let nns = turned_beam_modes(ids, angle);
                 host.set_near_null_space(beam.operator(&beam.k_local), nns.clone())
                     .unwrap();
@@ -2445,9 +2449,28 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
                     .operator(&twin_beam.k_local)
                     .to_device(&device)
                     .unwrap();
-                let report = hd.set_near_null_space(fine, nns).unwrap();
+                let nns_bytes = 8 * nns.len();
+                let report = match modes_on_device {
+                    false => hd.set_near_null_space(fine, nns).unwrap(),
+                    true => {
+                        let on_device = linalg::Vector::from(nns).to_device(&device).unwrap();
+                        hd.set_near_null_space(fine, on_device).unwrap()
+                    }
+                };
                 assert_eq!(report.plans_reused, host.n_levels() - 1);
                 assert_same_levels(&host, &hd, &format!("angle {angle}"));
+                // with the modes on the device the fine `P0` (one block per owned vertex: the
+                // modes' bytes) no longer goes up, only the rows of members of aggregates owned
+                // by the other rank
+                let up = report.transfers.host_to_device_bytes as usize;
+                match modes_on_device {
+                    false => up_with_host_modes = up,
+                    true => assert!(
+                        up + nns_bytes / 2 <= up_with_host_modes,
+                        "angle {angle}: a renewal with the modes on the device moved {up} B up, \
+                         with them on the host {up_with_host_modes} B (modes {nns_bytes} B): {report:?}"
+                    ),
+                }
                 let down = report.transfers.device_to_host_bytes as usize;
                 // P's views are still made on the host: the smoothed products come down (on this
                 // small beam about 60 % of the fine operator's bytes); the fine operator alone
@@ -2659,7 +2682,9 @@ fn vector_bits(v: &[f64]) -> Vec<u64> {
 /// On one GPU per rank, at 1 and 2 ranks: a rank's part of `inputs/cantilever_q1.yaml` (linear
 /// elasticity) and of `inputs/neo_hookean_block.yaml` (as the serial device Newton system's
 /// test, neo-Hookean at a moderate state) assembled on its GPU (the serial device assembler over the part's owned and ghost cells)
-/// equals the host rank assembly bit for bit: the residual (every local entry), the free
+/// equals the host rank assembly bit for bit: the residual (every local entry), the
+/// rigid-body modes about `X + u` (`DeviceProblem::rigid_body_modes`: the host's
+/// `distributed_modes`), the free
 /// norm, the potential and the eliminated right-hand side's norm (reduced over the ranks
 /// exactly), a dot of vectors with a ghost tail, and the tangent's owned rows gathered on the
 /// GPU into the distributed matrix's diagonal and off-diagonal parts (`DistBsr::set_from_local`,
@@ -2712,6 +2737,22 @@ fn check_device_rank_assembly(comm: &Arc<dyn Comm>, device: &linalg::Device, nam
         vector_bits(&ds.residual.to_host_vec().unwrap()),
         vector_bits(host.residual.host().unwrap()),
         "{name}: residual"
+    );
+    // the rigid-body modes about `X + u` on the GPU (the centroid's sums over the ranks): the
+    // host's distributed modes bit for bit
+    let deformed: Vec<[f64; 3]> = part
+        .mesh
+        .coords
+        .iter()
+        .zip(u.host().unwrap().as_chunks::<3>().0)
+        .map(|(x, d)| [x[0] + d[0], x[1] + d[1], x[2] + d[2]])
+        .collect();
+    let modes_h = solve::problem::distributed_modes(u.layout(), &deformed).unwrap();
+    let modes_d = dp.rigid_body_modes(&ud).unwrap();
+    assert_eq!(
+        vector_bits(&modes_d.to_host_vec().unwrap()),
+        vector_bits(modes_h.row_major().unwrap()),
+        "{name}: rigid-body modes"
     );
     // reductions over the owned entries and cells, then the ranks: the host's bits
     let mut scratch = discrete.zeros().unwrap();

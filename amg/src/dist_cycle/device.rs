@@ -250,7 +250,7 @@ pub(super) fn coarsen(
         a: next,
         near_null: DistNearNull {
             serial_ids: coarse_serial_ids,
-            rows: coarse_nns,
+            rows: Vector::from(coarse_nns),
             k,
             start: OnceLock::new(),
         },
@@ -382,7 +382,7 @@ impl DistHierarchy {
                 .map(|nn| {
                     let copy = DistNearNull {
                         serial_ids: nn.serial_ids.clone(),
-                        rows: nn.rows.clone(),
+                        rows: nn.rows.try_clone()?,
                         k: nn.k,
                         start: OnceLock::new(),
                     };

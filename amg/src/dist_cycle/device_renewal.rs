@@ -4,11 +4,12 @@
 //! lives.
 //!
 //! Per level, through the kept plans (the host plans; nothing symbolic is made):
-//! - the tentative prolongator `P0` on the host (`DistTentativePlan::numeric`: two
-//!   all-to-alls of near-null rows and the per-aggregate QR; no operator needed), its owned
-//!   rows uploaded, its ghost rows gathered GPU to GPU and its local view (`P_ext`, `P_owned`:
-//!   one `bs x k` block per aggregated row; the smoothing plan's view) filled there by block
-//!   gathers;
+//! - the tentative prolongator `P0` (two all-to-alls of near-null rows and the per-aggregate
+//!   QR; no operator needed) on the device where the near-null rows are there
+//!   (`DistTentativePlan::numeric_on_device`: only the rows of members of aggregates owned
+//!   elsewhere and their `Q` rows cross to the host), else on the host and uploaded; its
+//!   ghost rows gathered GPU to GPU and its local view (`P_ext`, `P_owned`: one `bs x k`
+//!   block per aggregated row; the smoothing plan's view) filled there by block gathers;
 //! - the point-block Jacobi inverse and the eigenvalue estimate on the device (as a device
 //!   hot update, from the start vector kept there);
 //! - `A P0` on the device ([`DeviceSmoothing`]: the local `A` gathered from the device
@@ -30,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
+use linalg::{BlockDiagonal, Bsr, SpgemmPlan, Vector};
 
 use super::device::{timed_phase, DeviceKept};
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
@@ -207,14 +208,25 @@ pub(super) fn coarsen_kept(
     let device = a.device();
     let phase = |seconds: &mut f64, since: Instant| timed_phase(&device, seconds, since);
     let mut t = Instant::now();
-    let DistTentative {
-        p: p0,
-        coarse_serial_ids,
-        coarse_nns,
-        ..
-    } = tentative.numeric(&near_null.rows)?;
-    // on the level's GPU, where the smoothing plan's view of `P0` lives (refreshed there)
-    let p0 = p0.to_device(&device)?;
+    // on the level's GPU, where the smoothing plan's view of `P0` lives (refreshed there):
+    // made there from near-null rows there (a GPU renewal's rigid-body modes, a device
+    // level's coarse rows), else on the host and uploaded
+    let (p0, coarse_serial_ids, coarse_nns) = if near_null.rows.device().same_as(&device) {
+        let (p0, coarse_nns) = tentative.numeric_on_device(&near_null.rows)?;
+        (p0, tentative.coarse_serial_ids().to_vec(), coarse_nns)
+    } else {
+        let DistTentative {
+            p: p0,
+            coarse_serial_ids,
+            coarse_nns,
+            ..
+        } = tentative.numeric(&near_null.host_rows()?)?;
+        (
+            p0.to_device(&device)?,
+            coarse_serial_ids,
+            Vector::from(coarse_nns),
+        )
+    };
     if let Some(plan) = &mut smoothing {
         plan.refresh_p0(&p0)?;
     }

@@ -756,7 +756,8 @@ impl LoadPath<'_> {
                 .step_started(load_factor * end_time, time, factor);
             if solver.uses_amg() && load_factor > 0.0 && attempts.is_empty() {
                 let modes = PhaseTimer::start(self.observer, PathPhase::NearNullSpace);
-                // on one GPU computed there from the device state (`u` is its host copy)
+                // on a GPU (one, or each rank's) computed there from the device state (`u` is
+                // its host copy)
                 let near_null = match ws.system.rigid_body_modes(&current)? {
                     Some(on_device) => on_device,
                     None => deformed_modes(problem, u)?,

@@ -112,20 +112,13 @@ impl IterationSystem {
         self.gpu().map(|d| d.transfers().host_to_device)
     }
 
-    /// The problem on one GPU, not a rank's (where the rigid-body modes and the output fields
-    /// are computed on the device).
-    fn single_gpu(&mut self) -> Option<&mut DeviceProblem> {
-        self.on_device
-            .as_deref_mut()
-            .filter(|d| d.rank_layout().is_none())
-    }
-
     /// The rigid-body modes about `X + u` (the AMG's near-null space of a load step) computed
-    /// where `u` lives, on one GPU: the host's modes bit for bit, left on the device (three
-    /// scalars come down, nothing goes up; `DeviceProblem::rigid_body_modes`). `None` on the
-    /// host and on a rank's GPU (the caller computes them on the host).
+    /// where `u` lives, on one GPU or a rank's (collective there): the host's modes bit for
+    /// bit (on a rank `crate::problem::distributed_modes`'), left on the device (three exact
+    /// sums come down, nothing goes up; `DeviceProblem::rigid_body_modes`). `None` on the
+    /// host (the caller computes them there).
     pub fn rigid_body_modes(&mut self, u: &Vector) -> crate::Result<Option<amg::NearNullSpace>> {
-        let Some(d) = self.single_gpu() else {
+        let Some(d) = self.on_device.as_deref_mut() else {
             return Ok(None);
         };
         let modes = d.rigid_body_modes(u)?;

@@ -2,12 +2,18 @@
 //! `assembly/cuda/rigid_body.cu`): the AMG's near-null space of a load step where the
 //! displacement lives, the bits of [`crate::rigid_body_modes`] at the host's deformed
 //! coordinates. The centroid is the exact sum of each direction's deformed coordinates
-//! (`linalg::gpu::sum`, the bits of [`crate::coordinate_sums`]) over the node count: three
-//! scalars come down, nothing goes up.
+//! (`linalg::gpu::sum_exact_prefix`, the bits of [`crate::coordinate_sums`]) over the node
+//! count: three exact sums come down, nothing goes up. On a rank's part the sums run over its
+//! owned nodes and are added over the ranks (`ExactSum::allreduce`), as the host's
+//! distributed modes do: every rank's modes are the serial run's bits.
 
 use std::sync::Arc;
 
-use linalg::gpu::{sum, CudaContext, DeviceBuffer, KernelArg, KernelModule, LaunchShape, Term};
+use linalg::exact::ExactSum;
+use linalg::gpu::{
+    sum_exact_prefix, CudaContext, DeviceBuffer, KernelArg, KernelModule, LaunchShape, Term,
+};
+use linalg::Layout;
 
 use super::elements::check;
 use crate::{AssemblyError, RIGID_BODY_MODES_3D};
@@ -27,11 +33,14 @@ fn shape(n: usize) -> LaunchShape {
 /// The rigid-body modes about the deformed positions `coords + u` (both node-major, `3 n`
 /// values on `ctx`), rotations about their centroid, node-major
 /// (`[(3 node + c) 6 + mode]`, `18 n` values on `ctx`): [`crate::rigid_body_modes`] at
-/// `X + u` bit for bit. Waits for the three sums of the centroid.
+/// `X + u` bit for bit. Waits for the three sums of the centroid. `ranks`: the layout of a
+/// rank's part (owned nodes first, then ghosts): the centroid is all ranks' owned nodes'
+/// (collective), the modes those of the host's distributed modes (every local node's rows).
 pub fn deformed_rigid_body_modes(
     ctx: &Arc<CudaContext>,
     coords: &DeviceBuffer<f64>,
     u: &DeviceBuffer<f64>,
+    ranks: Option<&Layout>,
 ) -> Result<DeviceBuffer<f64>, AssemblyError> {
     let n = coords.len() / 3;
     check("rigid-body modes: coordinates", 3 * n, coords.len())?;
@@ -41,8 +50,17 @@ pub fn deformed_rigid_body_modes(
             what: format!("{n} nodes exceed the rigid-body kernel's 32-bit indices"),
         });
     }
+    let (n_owned, n_global) = match ranks {
+        Some(layout) => (layout.owned() / 3, (layout.global_len() / 3) as usize),
+        None => (n, n),
+    };
+    if n_owned > n {
+        return Err(AssemblyError::DeviceUnsupported {
+            what: format!("rigid-body modes: {n_owned} owned nodes of {n} local ones"),
+        });
+    }
     let mut modes = ctx.zeros::<f64>((3 * n * RIGID_BODY_MODES_3D).max(1))?;
-    if n == 0 {
+    if n == 0 && ranks.is_none() {
         return Ok(modes);
     }
     let centroid = {
@@ -66,12 +84,18 @@ pub fn deformed_rigid_body_modes(
                 KernelArg::F64sMut(z),
             ],
         )?;
-        let mut centroid = [0.0; 3];
-        for (c, d) in centroid.iter_mut().zip(&directions) {
-            *c = sum(ctx, d, Term::Value)? / n as f64;
+        let mut sums = [ExactSum::new(), ExactSum::new(), ExactSum::new()];
+        for (s, d) in sums.iter_mut().zip(&directions) {
+            *s = sum_exact_prefix(ctx, d, Term::Value, n_owned)?;
         }
-        centroid
+        if let Some(layout) = ranks {
+            ExactSum::allreduce(&**layout.comm(), &mut sums).map_err(linalg::LinalgError::from)?;
+        }
+        sums.map(|s| s.value() / n_global.max(1) as f64)
     };
+    if n == 0 {
+        return Ok(modes);
+    }
     RIGID_BODY_SOURCE.launch(
         ctx,
         &[],

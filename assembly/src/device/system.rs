@@ -215,21 +215,17 @@ impl DeviceProblem {
     }
 
     /// The rigid-body modes about the deformed positions `X + u` (`u`: the displacement on
-    /// the device, every node's), node-major on the device (`18 n_nodes` values, serial layout):
+    /// the device, every local node's), node-major on the device (`18 n_nodes` values, serial layout):
     /// the AMG's near-null space of a load step, [`crate::rigid_body_modes`] at the host's `X + u`
-    /// bit for bit (the crate's `deformed_rigid_body_modes`; three scalars come down). Serial
-    /// problems only: on a rank the centroid is every rank's, which the host computes.
+    /// bit for bit (the crate's `deformed_rigid_body_modes`; three exact sums come down). On a
+    /// rank (collective): every local node's rows about the centroid of all ranks' owned
+    /// nodes, the host's distributed modes (`solve::problem::distributed_modes`) bit for bit.
     pub fn rigid_body_modes(&self, u: &Vector) -> Result<Vector, AssemblyError> {
-        if self.rank.is_some() {
-            return Err(AssemblyError::DeviceUnsupported {
-                what: "rigid-body modes of a rank's part on its GPU (the centroid is all ranks')"
-                    .into(),
-            });
-        }
         let modes = super::deformed_rigid_body_modes(
             &self.ctx,
             self.assembler.elements_ref().coords(),
             u.device_buffer()?,
+            self.rank_layout().map(|l| &**l),
         )?;
         Ok(Vector::from_device_buffer(self.ctx.clone(), modes))
     }

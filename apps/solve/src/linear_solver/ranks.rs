@@ -229,13 +229,10 @@ impl RankRows {
         fine: DistBsr,
         owned: usize,
     ) -> Result<SetupKind> {
-        let owned_rows = |near_null: &amg::NearNullSpace| -> Result<Vec<f64>> {
-            let mut rows = match near_null.row_major() {
-                Ok(host) => host[..owned * 6].to_vec(),
-                Err(_) => near_null.values().to_host_vec()?, // made on a GPU: downloaded
-            };
-            rows.truncate(owned * 6);
-            Ok(rows)
+        // the owned nodes' rows where the modes were made (on a GPU: left there, for the
+        // device renewal's tentative prolongator)
+        let owned_rows = |near_null: &amg::NearNullSpace| -> Result<linalg::Vector> {
+            Ok(near_null.values().prefix(owned * 6)?)
         };
         // each closure takes the operator; `prepare` calls one of them
         let fine = std::cell::Cell::new(Some(fine));
