@@ -1028,6 +1028,7 @@ fn coarsen(
         serial_ids,
         t,
         plan: tentative,
+        coarse_nns,
     }) = tentative_level(a, near_null, level, params, tm, aggregated)?
     else {
         return Ok(None);
@@ -1042,7 +1043,7 @@ fn coarsen(
     } else {
         None
     };
-    let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
+    let (p, coarse) = smooth(a, t, coarse_nns, &pbj, emax, &mut smoothing, params, tm)?;
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
         GalerkinPlan::new(a, &serial_ids, &p, &coarse.serial_ids)
     })?;
@@ -1063,8 +1064,12 @@ fn coarsen(
 /// cold coarsening before the smoothing.
 struct TentativeLevel {
     serial_ids: Vec<u64>,
+    /// `P0` (on the level's GPU where it was made there) and the coarse vertices; its
+    /// `coarse_nns` moved out into `coarse_nns`.
     t: DistTentative,
     plan: DistTentativePlan,
+    /// The coarse near-null rows, where they were made.
+    coarse_nns: Vector,
 }
 
 /// Collective. The stages graph, coarsen and prolongator of a cold coarsening of `a` (where it
@@ -1079,7 +1084,7 @@ fn tentative_level(
     aggregated: Option<Aggregated>,
 ) -> Result<Option<TentativeLevel>, AmgError> {
     use crate::dist_telescope::{coarse_ranks, onto_first_ranks};
-    use crate::dist_tentative::dist_tentative_planned;
+    use crate::dist_tentative::{dist_tentative_plan, dist_tentative_planned};
 
     let k = near_null.k;
     let bs = a.pattern().block_size();
@@ -1089,32 +1094,74 @@ fn tentative_level(
     };
     let fine = a.pattern().partition().clone();
     let device = a.device();
-    let (t, mut tentative) = timed_moving(
+    let active = fine.active_ranks();
+    let ranks_for =
+        |coarse_rows: usize| coarse_ranks(coarse_rows, params.process_eq_limit(), active);
+    // near-null rows on the level's GPU: the plan on the host (no rows travel), `P0` made
+    // there (`numeric_on_device`) unless the coarse level moves onto fewer ranks (`P0`'s
+    // columns move on the host then)
+    let on_device = !device.is_host() && near_null.rows.device().same_as(&device);
+    let (made, mut tentative) = timed_moving(
         &mut tm.tentative_s,
         &mut tm.transfers.tentative,
         &device,
         || {
-            let rows = near_null.host_rows()?;
-            dist_tentative_planned(&serial_ids, &labels, &rows, bs, k, &fine)
+            if !on_device {
+                let rows = near_null.host_rows()?;
+                let (t, plan) = dist_tentative_planned(&serial_ids, &labels, &rows, bs, k, &fine)?;
+                return Ok::<_, AmgError>((Some(t), plan));
+            }
+            Ok((
+                None,
+                dist_tentative_plan(&serial_ids, &labels, bs, k, &fine)?,
+            ))
         },
     )?;
-    let coarse_rows = t.coarse_partition.global_len() as usize * k;
+    let coarse_rows = tentative.coarse_partition().global_len() as usize * k;
     if coarsening_stalled(a.global_unknowns(), coarse_rows, params) {
         return Ok(None);
     }
-    let active = fine.active_ranks();
-    let ranks = coarse_ranks(coarse_rows, params.process_eq_limit(), active);
-    let t = if ranks < active {
+    let ranks = ranks_for(coarse_rows);
+    let (t, coarse_nns) = match made {
+        Some(t) => (t, None),
+        None if ranks == active => {
+            let (p, coarse_nns) = timed_moving(
+                &mut tm.tentative_s,
+                &mut tm.transfers.tentative,
+                &device,
+                || tentative.numeric_on_device(&near_null.rows),
+            )?;
+            let t = DistTentative {
+                p,
+                coarse_partition: tentative.coarse_partition().clone(),
+                coarse_serial_ids: tentative.coarse_serial_ids().to_vec(),
+                coarse_nns: Vec::new(),
+            };
+            (t, Some(coarse_nns))
+        }
+        None => {
+            let t = timed_moving(
+                &mut tm.tentative_s,
+                &mut tm.transfers.tentative,
+                &device,
+                || tentative.numeric(&near_null.host_rows()?),
+            )?;
+            (t, None)
+        }
+    };
+    let mut t = if ranks < active {
         let t = timed(&mut tm.tentative_s, || onto_first_ranks(t, ranks, k))?;
         tentative.telescoped(&t);
         t
     } else {
         t
     };
+    let coarse_nns = coarse_nns.unwrap_or_else(|| Vector::from(std::mem::take(&mut t.coarse_nns)));
     Ok(Some(TentativeLevel {
         serial_ids,
         t,
         plan: tentative,
+        coarse_nns,
     }))
 }
 
@@ -1136,7 +1183,18 @@ fn coarsen_kept(
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         level_diagonal(a, near_null, params, level)
     })?;
-    let (p, coarse) = smooth(a, t, &pbj, emax, &mut plans.smoothing, params, tm)?;
+    let mut t = t;
+    let coarse_nns = Vector::from(std::mem::take(&mut t.coarse_nns));
+    let (p, coarse) = smooth(
+        a,
+        t,
+        coarse_nns,
+        &pbj,
+        emax,
+        &mut plans.smoothing,
+        params,
+        tm,
+    )?;
     let ac = timed(&mut tm.galerkin_numeric_s, || plans.galerkin.renew(a, &p))?;
     finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, true)
 }
@@ -1158,9 +1216,11 @@ fn level_diagonal(
 /// Collective. `P`: the tentative prolongator `t` smoothed through the level's plan
 /// `smoothing` with `omega = prolongator_omega_scale / emax`, or `t`'s itself (unsmoothed
 /// aggregation); and the coarse level's near-null space (`t`'s coarse vertices).
+#[allow(clippy::too_many_arguments)]
 fn smooth(
     a: &DistBsr,
     t: DistTentative,
+    coarse_nns: Vector,
     pbj: &PointBlockJacobi,
     emax: f64,
     smoothing: &mut Option<SmoothingPlan>,
@@ -1177,7 +1237,7 @@ fn smooth(
     let k = p.pattern().block_cols();
     let coarse = DistNearNull {
         serial_ids: t.coarse_serial_ids,
-        rows: Vector::from(t.coarse_nns),
+        rows: coarse_nns,
         k,
         start: OnceLock::new(),
     };

@@ -393,15 +393,49 @@ pub fn dist_tentative_planned(
     k: usize,
     fine: &RowPartition,
 ) -> Result<(DistTentative, DistTentativePlan), AmgError> {
+    let (t, plan) = plan_and_factor(serial_ids, labels, Some(nns), bs, k, fine)?;
+    let t = t.ok_or(AmgError::InvalidParameter {
+        name: "tentative prolongator",
+        value: "no values".into(),
+        reason: "were made with the near-null rows given (an internal error)",
+    })?;
+    Ok((t, plan))
+}
+
+/// Collective. The plan of [`dist_tentative_planned`] without its values (no near-null rows
+/// travel): for a level whose near-null rows live on its GPU, where
+/// [`DistTentativePlan::numeric_on_device`] then makes `P0` (the same bits).
+pub fn dist_tentative_plan(
+    serial_ids: &[u64],
+    labels: &[u32],
+    bs: usize,
+    k: usize,
+    fine: &RowPartition,
+) -> Result<DistTentativePlan, AmgError> {
+    Ok(plan_and_factor(serial_ids, labels, None, bs, k, fine)?.1)
+}
+
+/// [`dist_tentative_planned`] (`nns` given) or [`dist_tentative_plan`] (`None`: the messages
+/// carry no rows, nothing is factored).
+fn plan_and_factor(
+    serial_ids: &[u64],
+    labels: &[u32],
+    nns: Option<&[f64]>,
+    bs: usize,
+    k: usize,
+    fine: &RowPartition,
+) -> Result<(Option<DistTentative>, DistTentativePlan), AmgError> {
     let comm = fine.comm().clone();
     let (rank, size) = (comm.rank(), comm.size());
     let n = fine.n_owned();
     let slab = bs * k;
-    let check = if labels.len() != n || nns.len() != n * slab || serial_ids.len() < n {
+    // values a record carries (none for the plan alone)
+    let carried = if nns.is_some() { slab } else { 0 };
+    let nns_len = nns.map_or(n * slab, <[f64]>::len);
+    let check = if labels.len() != n || nns_len != n * slab || serial_ids.len() < n {
         Err(format!(
-            "tentative prolongator: {} labels, {} near-null values, {} serial ids for {n} owned vertices of {slab} values",
+            "tentative prolongator: {} labels, {nns_len} near-null values, {} serial ids for {n} owned vertices of {slab} values",
             labels.len(),
-            nns.len(),
             serial_ids.len()
         ))
     } else {
@@ -503,10 +537,12 @@ pub fn dist_tentative_planned(
         })
         .collect::<Result<_, _>>()?;
     let senders = senders_of(&owner, rank, size);
-    let rows = pack(&senders, 2 + slab, |v, rec| {
+    let rows = pack(&senders, 2 + carried, |v, rec| {
         rec[0] = f64::from(labels[v]);
         rec[1] = serial_ids[v] as f64;
-        rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
+        if let Some(nns) = nns {
+            rec[2..].copy_from_slice(&nns[v * slab..(v + 1) * slab]);
+        }
     });
     let received = comm.alltoallv_f64_moving(rows)?;
     // Owned aggregates' members, grouped in serial order.
@@ -523,7 +559,7 @@ pub fn dist_tentative_planned(
     let mut remote: Vec<(u32, Member)> = Vec::new();
     for (r, msg) in received.iter().enumerate() {
         remote.par_extend(
-            msg.par_chunks(2 + slab)
+            msg.par_chunks(2 + carried)
                 .enumerate()
                 .map(|(i, rec)| (group_of_label(rec[0] as u64), (r as u32, i as u32))),
         );
@@ -544,7 +580,7 @@ pub fn dist_tentative_planned(
     let n_groups = roots.len();
     let serial_of = |(r, i): Member| match r as usize == rank {
         true => serial_ids[i as usize],
-        false => received[r as usize][i as usize * (2 + slab) + 1] as u64,
+        false => received[r as usize][i as usize * (2 + carried) + 1] as u64,
     };
     let (group_ptr, members) = group_members(
         &local_group,
@@ -561,37 +597,42 @@ pub fn dist_tentative_planned(
         .iter()
         .map(|&l| where_is(l).map_or(u64::MAX, |(_, s)| s))
         .collect();
-    let received_counts: Vec<usize> = received.iter().map(|m| m.len() / (2 + slab)).collect();
+    let received_counts: Vec<usize> = received.iter().map(|m| m.len() / (2 + carried)).collect();
     let describe = |c: usize| format!("aggregate of root {}", roots[c]);
-    let (q, coarse_nns) = comm::agree(
-        &*comm,
-        factor_groups(
-            &group_ptr,
-            &members,
-            rank,
-            nns,
-            &received,
-            2,
-            (bs, k),
-            &describe,
-        ),
-    )?;
+    let factored = nns
+        .map(|nns| {
+            comm::agree(
+                &*comm,
+                factor_groups(
+                    &group_ptr,
+                    &members,
+                    rank,
+                    nns,
+                    &received,
+                    2,
+                    (bs, k),
+                    &describe,
+                ),
+            )
+        })
+        .transpose()?;
     drop(received);
+    let (q, coarse_nns) = factored.unwrap_or_default();
 
     // Round 4: each member owned elsewhere gets its aggregate's coarse global id and its Q
     // rows, in the order it sent its rows.
     let member_at = member_index(&members, &received_counts, rank);
     let coarse_id = |c: usize| (coarse_first + c as u64) as f64;
-    let back = pack_back(&member_at, &group_ptr, &q, slab, Some(&coarse_id));
+    let back = pack_back(&member_at, &group_ptr, &q, carried, Some(&coarse_id));
     let returned = comm.alltoallv_f64_moving(back)?;
     // each record: the coarse global id, then the `Q` rows (read straight from the messages)
-    check_returned(&returned, &senders, 1 + slab)?;
+    check_returned(&returned, &senders, 1 + carried)?;
     let entry_source = entry_sources(&owner, &members, rank, size);
     let cols: Vec<u64> = entry_source
         .par_iter()
         .map(|&(r, i)| match r as usize == rank {
             true => coarse_first + group_of(&group_ptr, i as usize) as u64,
-            false => returned[r as usize][i as usize * (1 + slab)] as u64,
+            false => returned[r as usize][i as usize * (1 + carried)] as u64,
         })
         .collect();
     let mut row_ptr = Vec::with_capacity(n + 1);
@@ -623,17 +664,20 @@ pub fn dist_tentative_planned(
         k,
         device: OnceLock::new(),
     };
-    let p = p_of_q_rows(pattern, &plan.entry_source, rank, &q, &returned, 1)?;
+    let t = match nns {
+        Some(_) => {
+            let p = p_of_q_rows(pattern, &plan.entry_source, rank, &q, &returned, 1)?;
+            Some(DistTentative {
+                p,
+                coarse_partition,
+                coarse_serial_ids,
+                coarse_nns,
+            })
+        }
+        None => None,
+    };
     drop((q, returned));
-    Ok((
-        DistTentative {
-            p,
-            coarse_partition,
-            coarse_serial_ids,
-            coarse_nns,
-        },
-        plan,
-    ))
+    Ok((t, plan))
 }
 
 impl DistTentativePlan {
@@ -654,6 +698,11 @@ impl DistTentativePlan {
         self.p_pattern = t.p.pattern().clone();
         self.coarse_serial_ids = t.coarse_serial_ids.clone();
         self.device = OnceLock::new();
+    }
+
+    /// Which rank owns which coarse vertices (those of [`DistTentative::coarse_partition`]).
+    pub fn coarse_partition(&self) -> &RowPartition {
+        &self.coarse_partition
     }
 
     /// Serial ids of the owned coarse vertices (those of [`DistTentative::coarse_serial_ids`]).

@@ -2163,8 +2163,9 @@ fn device_cg_with_the_distributed_amg_equals_the_host_cg() {
 /// device: `dist_cycle::device::coarsen`) equals the host cold set-up bit for bit on every level
 /// (operators, point-block Jacobi inverses, eigenvalue estimates), with every level on both
 /// ranks, with the levels below the finest gathered onto rank 0, and with unsmoothed
-/// aggregation; CG with it takes the host's iterations to the host's bits, and a later hot
-/// update on the device equals the host's.
+/// aggregation, also with the near-null rows on the device (`P0` made there); CG with it
+/// takes the host's iterations to the host's bits, and a later hot update on the device
+/// equals the host's.
 #[test]
 fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
@@ -2199,7 +2200,7 @@ fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
             let mut hd = amg::dist_cycle::DistHierarchy::new(
                 beam.operator(&beam.k_local).to_device(&device).unwrap(),
                 ids,
-                modes,
+                modes.clone(),
                 6,
                 &beam.params,
             )
@@ -2207,6 +2208,23 @@ fn a_device_cold_setup_on_ranks_equals_the_host_cold_setup() {
             assert!(host.n_levels() > 2, "{case}: a hierarchy of several levels");
             let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_same_levels(&host, &hd, &format!("{case}, cold"));
+            // the modes on the device (a GPU run's): `P0` made there from the host's plan
+            // (`DistTentativePlan::numeric_on_device`), the same levels
+            let modes_on_device = linalg::Vector::from(modes).to_device(&device).unwrap();
+            let with_device_modes = amg::dist_cycle::DistHierarchy::new(
+                beam.operator(&beam.k_local).to_device(&device).unwrap(),
+                ids,
+                modes_on_device,
+                6,
+                &beam.params,
+            )
+            .unwrap();
+            assert_same_levels(
+                &host,
+                &with_device_modes,
+                &format!("{case}, cold with the modes on the device"),
+            );
+            drop(with_device_modes);
             let cg = amg::CgParams {
                 rtol: 1e-8,
                 ..Default::default()

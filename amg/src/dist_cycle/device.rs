@@ -170,6 +170,7 @@ pub(super) fn coarsen(
         serial_ids,
         t,
         plan: tentative,
+        coarse_nns,
     }) = super::tentative_level(a, near_null, level, params, tm, aggregated)?
     else {
         return Ok(None);
@@ -179,12 +180,15 @@ pub(super) fn coarsen(
     let pbj = PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?;
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     phases.end(&mut tm.smoother_setup_s, &mut tm.transfers.smoother)?;
-    // `P0` on the level's GPU (one upload of its owned rows): the smoothing plan's view of it
-    // (`P_ext`, `P_owned`: each owned row twice) is gathered there, its ghost rows GPU to GPU,
-    // and the device smoothing reads it there
-    let t = DistTentative {
-        p: t.p.to_device(&device)?,
-        ..t
+    // `P0` on the level's GPU (made there, or one upload of its owned rows): the smoothing
+    // plan's view of it (`P_ext`, `P_owned`: each owned row twice) is gathered there, its
+    // ghost rows GPU to GPU, and the device smoothing reads it there
+    let t = match t.p.device().same_as(&device) {
+        true => t,
+        false => DistTentative {
+            p: t.p.to_device(&device)?,
+            ..t
+        },
     };
     let smoothing = if params.smooth_prolongator {
         Some(SmoothingPlan::new(a, &serial_ids, &t)?)
@@ -194,7 +198,6 @@ pub(super) fn coarsen(
     let DistTentative {
         p: p0,
         coarse_serial_ids,
-        coarse_nns,
         ..
     } = t;
     let (p, device_smoothing) = match &smoothing {
@@ -250,7 +253,7 @@ pub(super) fn coarsen(
         a: next,
         near_null: DistNearNull {
             serial_ids: coarse_serial_ids,
-            rows: Vector::from(coarse_nns),
+            rows: coarse_nns,
             k,
             start: OnceLock::new(),
         },

@@ -335,6 +335,12 @@ pub fn run(
         rtol: CG_RTOL,
         ..CgParams::default()
     };
+    // the modes where the levels live, as a run makes them (on a GPU computed there: the
+    // tentative prolongators are then made there too)
+    let modes_where_levels_live = |modes: Vec<f64>| -> Result<linalg::Vector> {
+        Ok(linalg::Vector::from(modes).to_device(&device)?)
+    };
+    let nns = modes_where_levels_live(nns)?;
     sync(comm)?;
     let t = Instant::now();
     // GPU ranks gather small coarse levels sooner (amg::params::PROCESS_EQ_LIMIT_GPU)
@@ -343,7 +349,7 @@ pub fn run(
     } else {
         bench.amg.on_gpu_ranks()
     };
-    let nns_first = nns.clone();
+    let nns_first = nns.try_clone()?;
     // The fine operator where the solves run, the hierarchy's (its levels live there): the
     // host operator moved, or uploaded and dropped (one copy less in the host peak, which
     // bounds the problem a rank can set up).
@@ -467,7 +473,7 @@ pub fn run(
                 ]
             })
             .collect();
-        assembly::rigid_body_modes_about(&turned, centroid)
+        modes_where_levels_live(assembly::rigid_body_modes_about(&turned, centroid))?
     };
     // each renewal on the last operator, where the hierarchy's levels live (a kept renewal
     // on a GPU: its numeric phases there, the fine operator not downloaded)
@@ -480,10 +486,11 @@ pub fn run(
     };
     let renew = |h: &mut DistHierarchy| -> Result<(f64, amg::RenewalReport)> {
         let fine = on_device(operator(&k)?)?;
+        let modes = turned_modes.try_clone()?;
         device.synchronize()?;
         sync(comm)?;
         let t = Instant::now();
-        let report = h.set_near_null_space(fine, turned_modes.clone())?;
+        let report = h.set_near_null_space(fine, modes)?;
         device.synchronize()?;
         Ok((t.elapsed().as_secs_f64(), report))
     };
@@ -493,7 +500,7 @@ pub fn run(
         Ok(DistHierarchy::new(
             on_device(operator(&k)?)?,
             &part.node_serial_ids[..n_owned],
-            nns_first.clone(),
+            nns_first.try_clone()?,
             assembly::RIGID_BODY_MODES_3D,
             &params,
         )?)

@@ -769,8 +769,9 @@ impl LoadPath<'_> {
                 && ws.system.modes_on_device()
                 && solver.awaits_first_setup()
             {
-                // the first set-up's modes, about `X` as the solver was chosen with: on one GPU
-                // computed there (the same bits; the host's modes then never go up)
+                // the first set-up's modes, about `X` as the solver was chosen with: on a GPU
+                // (one, or each rank's) computed there (the same bits; the host's modes then
+                // never go up)
                 let modes = PhaseTimer::start(self.observer, PathPhase::NearNullSpace);
                 if let Some(near_null) = ws.system.undeformed_rigid_body_modes(&problem.discrete)? {
                     solver.set_near_null_space(near_null);

@@ -130,10 +130,11 @@ impl IterationSystem {
     }
 
     /// The rigid-body modes about the undeformed positions `X` (those a solver is chosen with,
-    /// `crate::problem::near_null_space` of the mesh's coordinates) computed on one GPU: the
+    /// `crate::problem::near_null_space` of the mesh's coordinates, on ranks
+    /// `distributed_modes`) computed on the GPU, one process's or a rank's (collective): the
     /// host's bits, left on the device (the displacement added to `X` is `-0` everywhere,
     /// which leaves every coordinate as it is, a `-0` one too; nothing goes up). `None` on the
-    /// host and on a rank's GPU, as [`Self::rigid_body_modes`].
+    /// host, as [`Self::rigid_body_modes`].
     pub fn undeformed_rigid_body_modes(
         &mut self,
         discrete: &DiscreteProblem,
@@ -146,12 +147,9 @@ impl IterationSystem {
         self.rigid_body_modes(&minus_zero)
     }
 
-    /// Whether [`Self::rigid_body_modes`] computes them where the iteration runs: on one GPU,
-    /// not a rank's.
+    /// Whether [`Self::rigid_body_modes`] computes them where the iteration runs: on a GPU.
     pub fn modes_on_device(&self) -> bool {
-        self.on_device
-            .as_ref()
-            .is_some_and(|d| d.rank_layout().is_none())
+        self.on_device.is_some()
     }
 
     /// A vector of zeros where the iteration runs.
