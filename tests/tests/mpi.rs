@@ -758,6 +758,17 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                     )
                     .unwrap();
                     check(&t, &g.serial_ids[..n_owned]);
+                    // the plan alone (labels and serial ids travel, no rows), then its numeric
+                    // phase (the rows' two all-to-alls): the same bits
+                    let plan = amg::dist_tentative::dist_tentative_plan(
+                        &g.serial_ids,
+                        &labels,
+                        bs,
+                        k,
+                        &fine,
+                    )
+                    .unwrap();
+                    check(&plan.numeric(&owned_nns).unwrap(), &g.serial_ids[..n_owned]);
                     // the owned vertices numbered against their serial order (an owner then
                     // orders each aggregate's own members by serial id): the serial rows still
                     let reversed: Vec<usize> = (0..n_owned).rev().collect();
