@@ -397,7 +397,7 @@ pub fn dist_tentative_planned(
     let t = t.ok_or(AmgError::InvalidParameter {
         name: "tentative prolongator",
         value: "no values".into(),
-        reason: "were made with the near-null rows given (an internal error)",
+        reason: "must come with the near-null rows given (an internal error)",
     })?;
     Ok((t, plan))
 }

@@ -50,6 +50,18 @@ fn offsets(counts: impl IntoIterator<Item = usize>) -> Vec<usize> {
     at
 }
 
+/// Each `(rank, index)` as a position in `[this rank's n_local; rank 0's records; rank 1's; ...]`
+/// (`at[r]`: where rank `r`'s records start after the local ones).
+fn positions(sources: &[(u32, u32)], rank: usize, n_local: usize, at: &[usize]) -> Vec<u32> {
+    sources
+        .iter()
+        .map(|&(r, i)| match r as usize == rank {
+            true => i,
+            false => (n_local + at[r as usize] + i as usize) as u32,
+        })
+        .collect()
+}
+
 impl DeviceTentativePlan {
     /// The device part of `plan` on `ctx` (local; an aggregate of fewer rows than `k` is an
     /// error, as the host numeric phase's).
@@ -58,14 +70,7 @@ impl DeviceTentativePlan {
         let n_owned = plan.labels.len();
         let received_at = offsets(plan.received_counts.iter().copied());
         let returned_at = offsets(plan.senders.iter().map(Vec::len));
-        let members: Vec<u32> = plan
-            .members
-            .iter()
-            .map(|&(r, i)| match r as usize == rank {
-                true => i,
-                false => (n_owned + received_at[r as usize] + i as usize) as u32,
-            })
-            .collect();
+        let members = positions(&plan.members, rank, n_owned, &received_at);
         let n_members = members.len();
         let qr = GroupedQrPlan::new(
             plan.group_ptr.clone(),
@@ -82,14 +87,7 @@ impl DeviceTentativePlan {
         )?);
         // each entry of `P0` (an aggregated owned vertex, in vertex order): its block in
         // `[Q; returned records]`
-        let entry_block: Vec<u32> = plan
-            .entry_source
-            .iter()
-            .map(|&(r, i)| match r as usize == rank {
-                true => i,
-                false => (n_members + returned_at[r as usize] + i as usize) as u32,
-            })
-            .collect();
+        let entry_block = positions(&plan.entry_source, rank, n_members, &returned_at);
         let pattern = &plan.p_pattern;
         let (diag_slots, offd_slots) = pattern.slot_entries().split_at(pattern.diag().nnz());
         let slot_blocks = |slots: &[u32]| -> Vec<u32> {
