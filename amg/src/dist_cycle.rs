@@ -1028,7 +1028,6 @@ fn coarsen(
         serial_ids,
         t,
         plan: tentative,
-        coarse_nns,
     }) = tentative_level(a, near_null, level, params, tm, aggregated)?
     else {
         return Ok(None);
@@ -1043,7 +1042,7 @@ fn coarsen(
     } else {
         None
     };
-    let (p, coarse) = smooth(a, t, coarse_nns, &pbj, emax, &mut smoothing, params, tm)?;
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut smoothing, params, tm)?;
     let mut galerkin = timed(&mut tm.galerkin_symbolic_s, || {
         GalerkinPlan::new(a, &serial_ids, &p, &coarse.serial_ids)
     })?;
@@ -1064,12 +1063,9 @@ fn coarsen(
 /// cold coarsening before the smoothing.
 struct TentativeLevel {
     serial_ids: Vec<u64>,
-    /// `P0` (on the level's GPU where it was made there) and the coarse vertices; its
-    /// `coarse_nns` moved out into `coarse_nns`.
+    /// `P0` and the coarse near-null rows, on the level's GPU where they were made there.
     t: DistTentative,
     plan: DistTentativePlan,
-    /// The coarse near-null rows, where they were made.
-    coarse_nns: Vector,
 }
 
 /// Collective. The stages graph, coarsen and prolongator of a cold coarsening of `a` (where it
@@ -1122,46 +1118,30 @@ fn tentative_level(
         return Ok(None);
     }
     let ranks = ranks_for(coarse_rows);
-    let (t, coarse_nns) = match made {
-        Some(t) => (t, None),
-        None if ranks == active => {
-            let (p, coarse_nns) = timed_moving(
-                &mut tm.tentative_s,
-                &mut tm.transfers.tentative,
-                &device,
-                || tentative.numeric_on_device(&near_null.rows),
-            )?;
-            let t = DistTentative {
-                p,
-                coarse_partition: tentative.coarse_partition().clone(),
-                coarse_serial_ids: tentative.coarse_serial_ids().to_vec(),
-                coarse_nns: Vec::new(),
-            };
-            (t, Some(coarse_nns))
-        }
-        None => {
-            let t = timed_moving(
-                &mut tm.tentative_s,
-                &mut tm.transfers.tentative,
-                &device,
-                || tentative.numeric(&near_null.host_rows()?),
-            )?;
-            (t, None)
-        }
+    let t = match made {
+        Some(t) => t,
+        // `P0` made on the GPU, unless its columns move onto fewer ranks (on the host)
+        None => timed_moving(
+            &mut tm.tentative_s,
+            &mut tm.transfers.tentative,
+            &device,
+            || match ranks == active {
+                true => tentative.numeric_on_device(&near_null.rows),
+                false => tentative.numeric(&near_null.host_rows()?),
+            },
+        )?,
     };
-    let mut t = if ranks < active {
+    let t = if ranks < active {
         let t = timed(&mut tm.tentative_s, || onto_first_ranks(t, ranks, k))?;
         tentative.telescoped(&t);
         t
     } else {
         t
     };
-    let coarse_nns = coarse_nns.unwrap_or_else(|| Vector::from(std::mem::take(&mut t.coarse_nns)));
     Ok(Some(TentativeLevel {
         serial_ids,
         t,
         plan: tentative,
-        coarse_nns,
     }))
 }
 
@@ -1183,18 +1163,7 @@ fn coarsen_kept(
     let (pbj, emax) = timed(&mut tm.smoother_setup_s, || {
         level_diagonal(a, near_null, params, level)
     })?;
-    let mut t = t;
-    let coarse_nns = Vector::from(std::mem::take(&mut t.coarse_nns));
-    let (p, coarse) = smooth(
-        a,
-        t,
-        coarse_nns,
-        &pbj,
-        emax,
-        &mut plans.smoothing,
-        params,
-        tm,
-    )?;
+    let (p, coarse) = smooth(a, t, &pbj, emax, &mut plans.smoothing, params, tm)?;
     let ac = timed(&mut tm.galerkin_numeric_s, || plans.galerkin.renew(a, &p))?;
     finish_level(p, ac, coarse, plans, (pbj, emax), params, tm, true)
 }
@@ -1216,11 +1185,9 @@ fn level_diagonal(
 /// Collective. `P`: the tentative prolongator `t` smoothed through the level's plan
 /// `smoothing` with `omega = prolongator_omega_scale / emax`, or `t`'s itself (unsmoothed
 /// aggregation); and the coarse level's near-null space (`t`'s coarse vertices).
-#[allow(clippy::too_many_arguments)]
 fn smooth(
     a: &DistBsr,
     t: DistTentative,
-    coarse_nns: Vector,
     pbj: &PointBlockJacobi,
     emax: f64,
     smoothing: &mut Option<SmoothingPlan>,
@@ -1237,7 +1204,7 @@ fn smooth(
     let k = p.pattern().block_cols();
     let coarse = DistNearNull {
         serial_ids: t.coarse_serial_ids,
-        rows: coarse_nns,
+        rows: t.coarse_nns,
         k,
         start: OnceLock::new(),
     };

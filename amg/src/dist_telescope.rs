@@ -14,6 +14,7 @@
 //! product, which follow the moved columns.
 
 use linalg::dist::{move_rows, RowPartition};
+use linalg::Vector;
 
 use crate::dist_tentative::DistTentative;
 use crate::AmgError;
@@ -38,7 +39,10 @@ pub fn onto_first_ranks(
     let coarse_serial_ids = move_rows(from, &to, &t.coarse_serial_ids, 1, |s| {
         comm.alltoallv_u64(s)
     })?;
-    let coarse_nns = move_rows(from, &to, &t.coarse_nns, k * k, |s| comm.alltoallv_f64(s))?;
+    let rows = t.coarse_nns.to_host_vec()?;
+    let coarse_nns = Vector::from(move_rows(from, &to, &rows, k * k, |s| {
+        comm.alltoallv_f64(s)
+    })?);
     Ok(DistTentative {
         p: t.p.with_col_partition(to.clone())?,
         coarse_partition: to,

@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use linalg::comm;
 use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
+use linalg::Vector;
 
 use crate::aggregation::UNAGGREGATED;
 use crate::AmgError;
@@ -35,8 +36,9 @@ pub struct DistTentative {
     pub coarse_partition: RowPartition,
     /// Serial coarse index of each owned coarse vertex (the serial [`crate::Aggregates`] id).
     pub coarse_serial_ids: Vec<u64>,
-    /// Coarse near-null space rows of the owned coarse vertices: `k x k` per vertex, row-major.
-    pub coarse_nns: Vec<f64>,
+    /// Coarse near-null space rows of the owned coarse vertices: `k x k` per vertex, row-major;
+    /// where they were made (the host, or the level's GPU: [`DistTentativePlan::numeric_on_device`]).
+    pub coarse_nns: Vector,
 }
 
 /// A member of an owned aggregate, `(rank, index)`: where its near-null rows are and where its
@@ -671,7 +673,7 @@ fn plan_and_factor(
                 p,
                 coarse_partition,
                 coarse_serial_ids,
-                coarse_nns,
+                coarse_nns: Vector::from(coarse_nns),
             })
         }
         None => None,
@@ -703,11 +705,6 @@ impl DistTentativePlan {
     /// Which rank owns which coarse vertices (those of [`DistTentative::coarse_partition`]).
     pub fn coarse_partition(&self) -> &RowPartition {
         &self.coarse_partition
-    }
-
-    /// Serial ids of the owned coarse vertices (those of [`DistTentative::coarse_serial_ids`]).
-    pub fn coarse_serial_ids(&self) -> &[u64] {
-        &self.coarse_serial_ids
     }
 
     /// Collective. The tentative prolongator of the plan's aggregates for new near-null rows
@@ -769,14 +766,24 @@ impl DistTentativePlan {
             0,
         )?;
         drop((q, returned));
+        self.with_coarse_rows(p, Vector::from(coarse_nns))
+    }
+
+    /// `p` and the coarse near-null rows `coarse_nns` (each owned aggregate's, where they were
+    /// made) as the plan's [`DistTentative`]: the rows moved (on the host) where the plan's
+    /// coarse vertices were moved onto fewer ranks. Collective.
+    fn with_coarse_rows(&self, p: DistBsr, coarse_nns: Vector) -> Result<DistTentative, AmgError> {
         let coarse_nns = match &self.telescoped_from {
-            Some(from) => move_rows(
-                from,
-                &self.coarse_partition,
-                &coarse_nns,
-                self.k * self.k,
-                |s| comm.alltoallv_f64(s),
-            )?,
+            Some(from) => {
+                let comm = self.coarse_partition.comm();
+                Vector::from(move_rows(
+                    from,
+                    &self.coarse_partition,
+                    &coarse_nns.to_host_vec()?,
+                    self.k * self.k,
+                    |s| comm.alltoallv_f64(s),
+                )?)
+            }
             None => coarse_nns,
         };
         Ok(DistTentative {

@@ -743,7 +743,7 @@ fn distributed_tentative_prolongator_equals_the_serial_one() {
                         for (c, &sc) in t.coarse_serial_ids.iter().enumerate() {
                             let sc = sc as usize;
                             assert_eq!(
-                                bits(&t.coarse_nns[c * k * k..(c + 1) * k * k]),
+                                bits(&t.coarse_nns.host().unwrap()[c * k * k..(c + 1) * k * k]),
                                 bits(&coarse.row_major().unwrap()[sc * k * k..(sc + 1) * k * k])
                             );
                         }

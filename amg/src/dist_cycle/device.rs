@@ -170,7 +170,6 @@ pub(super) fn coarsen(
         serial_ids,
         t,
         plan: tentative,
-        coarse_nns,
     }) = super::tentative_level(a, near_null, level, params, tm, aggregated)?
     else {
         return Ok(None);
@@ -198,6 +197,7 @@ pub(super) fn coarsen(
     let DistTentative {
         p: p0,
         coarse_serial_ids,
+        coarse_nns,
         ..
     } = t;
     let (p, device_smoothing) = match &smoothing {

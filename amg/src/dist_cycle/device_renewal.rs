@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{BlockDiagonal, Bsr, SpgemmPlan, Vector};
+use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 
 use super::device::{timed_phase, DeviceKept};
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
@@ -211,21 +211,20 @@ pub(super) fn coarsen_kept(
     // on the level's GPU, where the smoothing plan's view of `P0` lives (refreshed there):
     // made there from near-null rows there (a GPU renewal's rigid-body modes, a device
     // level's coarse rows), else on the host and uploaded
-    let (p0, coarse_serial_ids, coarse_nns) = if near_null.rows.device().same_as(&device) {
-        let (p0, coarse_nns) = tentative.numeric_on_device(&near_null.rows)?;
-        (p0, tentative.coarse_serial_ids().to_vec(), coarse_nns)
-    } else {
-        let DistTentative {
-            p: p0,
-            coarse_serial_ids,
-            coarse_nns,
-            ..
-        } = tentative.numeric(&near_null.host_rows()?)?;
-        (
-            p0.to_device(&device)?,
-            coarse_serial_ids,
-            Vector::from(coarse_nns),
-        )
+    let DistTentative {
+        p: p0,
+        coarse_serial_ids,
+        coarse_nns,
+        ..
+    } = match near_null.rows.device().same_as(&device) {
+        true => tentative.numeric_on_device(&near_null.rows)?,
+        false => {
+            let t = tentative.numeric(&near_null.host_rows()?)?;
+            DistTentative {
+                p: t.p.to_device(&device)?,
+                ..t
+            }
+        }
     };
     if let Some(plan) = &mut smoothing {
         plan.refresh_p0(&p0)?;

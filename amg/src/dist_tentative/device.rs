@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use linalg::dist::{move_rows, DistBsr};
+use linalg::dist::DistBsr;
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{comm, BlockPattern, Bsr, Device, GroupedQrPlan, Vector};
 
-use super::{check_returned, DistTentativePlan};
+use super::{check_returned, DistTentative, DistTentativePlan};
 use crate::AmgError;
 
 /// The device part of a [`DistTentativePlan`] (made at its first device numeric phase).
@@ -143,7 +143,7 @@ impl DistTentativePlan {
     /// move as the host's do). The bits of [`Self::numeric`]; only the rows of members of
     /// aggregates owned elsewhere and their `Q` rows cross to the host (for the two
     /// all-to-alls), and the coarse rows where they move.
-    pub fn numeric_on_device(&self, nns: &Vector) -> Result<(DistBsr, Vector), AmgError> {
+    pub fn numeric_on_device(&self, nns: &Vector) -> Result<DistTentative, AmgError> {
         let comm = self.coarse_partition.comm().clone();
         let slab = self.bs * self.k;
         let n = self.labels.len();
@@ -234,16 +234,6 @@ impl DistTentativePlan {
                 }
             }
         }
-        let coarse = match &self.telescoped_from {
-            Some(from) => Vector::from(move_rows(
-                from,
-                &self.coarse_partition,
-                &coarse.to_host_vec()?,
-                self.k * self.k,
-                |s| comm.alltoallv_f64(s),
-            )?),
-            None => coarse,
-        };
-        Ok((p, coarse))
+        self.with_coarse_rows(p, coarse)
     }
 }

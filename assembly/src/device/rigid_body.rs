@@ -43,56 +43,25 @@ pub fn deformed_rigid_body_modes(
     ranks: Option<&Layout>,
 ) -> Result<DeviceBuffer<f64>, AssemblyError> {
     let n = coords.len() / 3;
-    check("rigid-body modes: coordinates", 3 * n, coords.len())?;
-    check("rigid-body modes: displacement", 3 * n, u.len())?;
-    if n >= u32::MAX as usize / 3 {
-        return Err(AssemblyError::DeviceUnsupported {
-            what: format!("{n} nodes exceed the rigid-body kernel's 32-bit indices"),
-        });
-    }
     let (n_owned, n_global) = match ranks {
         Some(layout) => (layout.owned() / 3, (layout.global_len() / 3) as usize),
         None => (n, n),
     };
-    if n_owned > n {
-        return Err(AssemblyError::DeviceUnsupported {
-            what: format!("rigid-body modes: {n_owned} owned nodes of {n} local ones"),
-        });
-    }
-    let mut modes = ctx.zeros::<f64>((3 * n * RIGID_BODY_MODES_3D).max(1))?;
-    if n == 0 && ranks.is_none() {
-        return Ok(modes);
-    }
-    let centroid = {
-        let mut directions = [
-            ctx.zeros::<f64>(n)?,
-            ctx.zeros::<f64>(n)?,
-            ctx.zeros::<f64>(n)?,
-        ];
-        let [x, y, z] = &mut directions;
-        RIGID_BODY_SOURCE.launch(
-            ctx,
-            &[],
-            "deformed_coordinates",
-            shape(n),
-            &mut [
-                KernelArg::U32(n as u32),
-                KernelArg::F64s(coords),
-                KernelArg::F64s(u),
-                KernelArg::F64sMut(x),
-                KernelArg::F64sMut(y),
-                KernelArg::F64sMut(z),
-            ],
-        )?;
-        let mut sums = [ExactSum::new(), ExactSum::new(), ExactSum::new()];
-        for (s, d) in sums.iter_mut().zip(&directions) {
-            *s = sum_exact_prefix(ctx, d, Term::Value, n_owned)?;
+    // this part's sums of the deformed coordinates; on ranks every rank's outcome is agreed
+    // on before the sums are added (none waits in the reduction a failing rank skipped)
+    let local = owned_coordinate_sums(ctx, coords, u, n_owned);
+    let sums = match ranks {
+        Some(layout) => {
+            let comm = &**layout.comm();
+            let mut sums = linalg::comm::agree(comm, local.map_err(|e| e.to_string()))
+                .map_err(linalg::LinalgError::from)?;
+            ExactSum::allreduce(comm, &mut sums).map_err(linalg::LinalgError::from)?;
+            sums
         }
-        if let Some(layout) = ranks {
-            ExactSum::allreduce(&**layout.comm(), &mut sums).map_err(linalg::LinalgError::from)?;
-        }
-        sums.map(|s| s.value() / n_global.max(1) as f64)
+        None => local?,
     };
+    let centroid = sums.map(|s| s.value() / n_global.max(1) as f64);
+    let mut modes = ctx.zeros::<f64>((3 * n * RIGID_BODY_MODES_3D).max(1))?;
     if n == 0 {
         return Ok(modes);
     }
@@ -112,6 +81,57 @@ pub fn deformed_rigid_body_modes(
         ],
     )?;
     Ok(modes)
+}
+
+/// The exact sums of each direction's deformed coordinates `coords + u` over the first
+/// `n_owned` nodes (local; checks the lengths and the kernels' 32-bit indices).
+fn owned_coordinate_sums(
+    ctx: &Arc<CudaContext>,
+    coords: &DeviceBuffer<f64>,
+    u: &DeviceBuffer<f64>,
+    n_owned: usize,
+) -> Result<[ExactSum; 3], AssemblyError> {
+    let n = coords.len() / 3;
+    check("rigid-body modes: coordinates", 3 * n, coords.len())?;
+    check("rigid-body modes: displacement", 3 * n, u.len())?;
+    if n >= u32::MAX as usize / 3 {
+        return Err(AssemblyError::DeviceUnsupported {
+            what: format!("{n} nodes exceed the rigid-body kernel's 32-bit indices"),
+        });
+    }
+    if n_owned > n {
+        return Err(AssemblyError::DeviceUnsupported {
+            what: format!("rigid-body modes: {n_owned} owned nodes of {n} local ones"),
+        });
+    }
+    let mut sums = [ExactSum::new(), ExactSum::new(), ExactSum::new()];
+    if n == 0 {
+        return Ok(sums);
+    }
+    let mut directions = [
+        ctx.zeros::<f64>(n)?,
+        ctx.zeros::<f64>(n)?,
+        ctx.zeros::<f64>(n)?,
+    ];
+    let [x, y, z] = &mut directions;
+    RIGID_BODY_SOURCE.launch(
+        ctx,
+        &[],
+        "deformed_coordinates",
+        shape(n),
+        &mut [
+            KernelArg::U32(n as u32),
+            KernelArg::F64s(coords),
+            KernelArg::F64s(u),
+            KernelArg::F64sMut(x),
+            KernelArg::F64sMut(y),
+            KernelArg::F64sMut(z),
+        ],
+    )?;
+    for (s, d) in sums.iter_mut().zip(&directions) {
+        *s = sum_exact_prefix(ctx, d, Term::Value, n_owned)?;
+    }
+    Ok(sums)
 }
 
 /// Compiles `rigid_body.cu` for `arch` without a device (NVRTC only): the source's check.
