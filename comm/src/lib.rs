@@ -152,6 +152,12 @@ pub trait Comm: Send + Sync + fmt::Debug {
     /// communicator reports this one's [`Comm::node_local`] (the place of the rank on its node
     /// among all the ranks there, which is what picks its GPU).
     fn split(&self, color: usize, key: usize) -> Result<std::sync::Arc<dyn Comm>, CommError>;
+    /// Collective: a communicator of the same ranks in the same order for one other thread of
+    /// this process, whose calls go on while this communicator's do (neither waits for the
+    /// other's), or `None` where the MPI library cannot run two threads' calls at once (it does
+    /// not provide `MPI_THREAD_MULTIPLE`). Each communicator's own calls stay one at a time.
+    /// A single rank: another [`SelfComm`].
+    fn concurrent(&self) -> Result<Option<std::sync::Arc<dyn Comm>>, CommError>;
     /// Sends `bytes` to rank `dest` with `tag` (point to point; returns once the bytes may be
     /// reused). A single rank has nobody to send to.
     fn send_bytes(&self, dest: usize, tag: u16, bytes: &[u8]) -> Result<(), CommError> {
@@ -303,6 +309,10 @@ impl Comm for SelfComm {
 
     fn split(&self, _color: usize, _key: usize) -> Result<Arc<dyn Comm>, CommError> {
         Ok(SelfComm::shared())
+    }
+
+    fn concurrent(&self) -> Result<Option<Arc<dyn Comm>>, CommError> {
+        Ok(Some(SelfComm::shared()))
     }
 
     fn abort(&self, code: i32) -> ! {

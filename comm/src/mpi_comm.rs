@@ -2,6 +2,7 @@
 //! through rsmpi.
 
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -14,9 +15,19 @@ use mpi::Count;
 
 use crate::{check_send_count, Comm, CommError, Traffic};
 
-/// Serialises every MPI call of the process (MPI is initialised with
-/// `MPI_THREAD_SERIALIZED`: any thread may call, one at a time).
+/// Serialises the MPI calls of the process's communicators but the concurrent ones
+/// ([`Comm::concurrent`]): any thread may call, one at a time (all MPI needs to provide is
+/// `MPI_THREAD_SERIALIZED`).
 static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+/// Whether the MPI library provides `MPI_THREAD_MULTIPLE` (set once by [`crate::Session`]):
+/// only then may a concurrent communicator call while another thread does.
+static THREAD_MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Records the thread support the MPI library provided at its initialisation.
+pub(crate) fn set_thread_multiple(provided: bool) {
+    THREAD_MULTIPLE.store(provided, Ordering::Relaxed);
+}
 
 /// Tag of the messages of [`Comm::exchange`].
 const EXCHANGE_TAG: i32 = 7001;
@@ -36,18 +47,23 @@ pub struct MpiComm {
     /// `(node-local rank, ranks on the node)` from `MPI_Comm_split_type(SHARED)`.
     node_local: (usize, usize),
     traffic: Mutex<Traffic>,
+    /// This communicator's own lock where it is concurrent ([`Comm::concurrent`]: its calls
+    /// wait only for one another); `None`: the process's [`MPI_LOCK`].
+    own_lock: Option<Mutex<()>>,
 }
 
 /// Which MPI communicator an [`MpiComm`] calls.
 #[derive(Debug)]
 enum Handle {
     World,
-    /// A communicator made by `MPI_Comm_split`. Never freed (`MPI_Comm_free` after
-    /// `MPI_Finalize` is an error, and a process makes a handful at most).
+    /// A communicator made by `MPI_Comm_split` or `MPI_Comm_dup`. A split one is never freed
+    /// (`MPI_Comm_free` after `MPI_Finalize` is an error, and a process makes a handful at
+    /// most); a concurrent one is freed when dropped before `MPI_Finalize` (a campaign makes
+    /// one per case).
     Part(PartComm),
 }
 
-/// A split communicator, used only under [`MPI_LOCK`].
+/// A split or duplicated communicator, used only under its [`MpiComm`]'s lock.
 struct PartComm(ManuallyDrop<SimpleCommunicator>);
 
 impl std::fmt::Debug for PartComm {
@@ -56,8 +72,10 @@ impl std::fmt::Debug for PartComm {
     }
 }
 
-// SAFETY: the handle is only used while holding `MPI_LOCK` (MPI_THREAD_SERIALIZED: one thread
-// at a time may call MPI, any thread may), and it is never freed.
+// SAFETY: the handle is only used while holding its communicator's lock: `MPI_LOCK`
+// (MPI_THREAD_SERIALIZED: one thread at a time may call MPI, any thread may) or, for a
+// concurrent communicator, its own (only under MPI_THREAD_MULTIPLE); it is freed only by its
+// owner's drop.
 unsafe impl Send for PartComm {}
 unsafe impl Sync for PartComm {}
 
@@ -74,6 +92,7 @@ impl MpiComm {
             size: world.size() as usize,
             node_local: (node.rank() as usize, node.size() as usize),
             traffic: Mutex::new(Traffic::default()),
+            own_lock: None,
         }
     }
 
@@ -92,7 +111,8 @@ impl MpiComm {
         operation: &'static str,
         f: impl FnOnce(&SimpleCommunicator) -> Result<R, CommError>,
     ) -> Result<R, CommError> {
-        let _guard = MPI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = self.own_lock.as_ref().unwrap_or(&MPI_LOCK);
+        let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         if mpi::environment::is_finalized() || !mpi::environment::is_initialized() {
             return Err(CommError::Finalized { operation });
         }
@@ -318,7 +338,24 @@ impl Comm for MpiComm {
             handle: Handle::Part(PartComm(ManuallyDrop::new(part))),
             node_local: self.node_local,
             traffic: Mutex::new(Traffic::default()),
+            own_lock: None,
         }))
+    }
+
+    fn concurrent(&self) -> Result<Option<Arc<dyn Comm>>, CommError> {
+        // the same answer on every rank: one library, one thread level
+        if !THREAD_MULTIPLE.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let copy = self.with_world("concurrent", |comm| Ok(comm.duplicate()))?;
+        Ok(Some(Arc::new(MpiComm {
+            rank: self.rank,
+            size: self.size,
+            handle: Handle::Part(PartComm(ManuallyDrop::new(copy))),
+            node_local: self.node_local,
+            traffic: Mutex::new(Traffic::default()),
+            own_lock: Some(Mutex::new(())),
+        })))
     }
 
     fn send_bytes(&self, dest: usize, tag: u16, bytes: &[u8]) -> Result<(), CommError> {
@@ -372,6 +409,20 @@ impl Comm for MpiComm {
             SimpleCommunicator::world().abort(code)
         }
         std::process::exit(code)
+    }
+}
+
+impl Drop for MpiComm {
+    /// Frees a concurrent communicator while MPI lives (see [`Handle::Part`]).
+    fn drop(&mut self) {
+        let Some(lock) = &self.own_lock else { return };
+        let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Handle::Part(part) = &mut self.handle {
+            if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
+                // SAFETY: taken once, here; the handle is not used again
+                drop(unsafe { ManuallyDrop::take(&mut part.0) });
+            }
+        }
     }
 }
 

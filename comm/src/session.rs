@@ -36,7 +36,8 @@ impl Session {
         }
     }
 
-    /// Initialises MPI (any thread may call it, one at a time: `MPI_THREAD_SERIALIZED`).
+    /// Initialises MPI, asking for `MPI_THREAD_MULTIPLE` (what [`Comm::concurrent`] needs) and
+    /// needing `MPI_THREAD_SERIALIZED` (any thread may call, one at a time).
     pub fn init_mpi() -> Result<Self, CommError> {
         let failed = |message: &str| CommError::Collective {
             operation: "MPI_Init_thread",
@@ -51,13 +52,14 @@ impl Session {
             // the process's only one that touches the environment at start-up
             std::env::set_var(name, value);
         }
-        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Serialized)
+        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| failed("MPI is already initialised in this process"))?;
         if provided < mpi::Threading::Serialized {
             return Err(failed(
                 "the MPI library does not provide MPI_THREAD_SERIALIZED",
             ));
         }
+        crate::mpi_comm::set_thread_multiple(provided == mpi::Threading::Multiple);
         Ok(Self {
             comm: Arc::new(MpiComm::world()),
             universe: Some(universe),

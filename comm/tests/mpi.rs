@@ -269,3 +269,58 @@ fn split_groups_reduce_apart_and_point_to_point_messages_arrive() {
         },
     );
 }
+
+/// A concurrent communicator's calls go on while another thread's calls on the run's
+/// communicator wait: rank 0's second thread receives while rank 0's first thread has not yet
+/// joined a reduction that the other ranks' first threads wait in (one lock for both
+/// communicators would deadlock here), and both threads' results are right.
+#[test]
+fn a_concurrent_communicator_calls_while_the_run_communicator_waits() {
+    on_ranks(
+        "a_concurrent_communicator_calls_while_the_run_communicator_waits",
+        &[2, 3],
+        |comm| {
+            let Some(side) = comm.concurrent().unwrap() else {
+                eprintln!("skipped: the MPI library does not provide MPI_THREAD_MULTIPLE");
+                return;
+            };
+            let (r, n) = (comm.rank(), comm.size());
+            assert_eq!((side.rank(), side.size()), (r, n));
+            let pause = std::time::Duration::from_millis(50);
+            std::thread::scope(|s| {
+                let other = s.spawn(|| {
+                    for round in 0..20 {
+                        if r == 0 {
+                            let mut bufs = vec![vec![0.0; 4]; n - 1];
+                            let mut recvs: Vec<(usize, &mut [f64])> = bufs
+                                .iter_mut()
+                                .enumerate()
+                                .map(|(i, b)| (i + 1, b.as_mut_slice()))
+                                .collect();
+                            side.exchange(&[], &mut recvs, &mut || ()).unwrap();
+                            for (i, b) in bufs.iter().enumerate() {
+                                assert_eq!(b, &[((i + 1) * 100 + round) as f64; 4]);
+                            }
+                        } else {
+                            if round == 0 {
+                                // the first threads are in the reduction by now
+                                std::thread::sleep(pause / 5);
+                            }
+                            let mine = [(r * 100 + round) as f64; 4];
+                            side.exchange(&[(0, &mine)], &mut [], &mut || ()).unwrap();
+                        }
+                    }
+                    side.allgatherv_u64(&[r as u64]).unwrap()
+                });
+                if r == 0 {
+                    std::thread::sleep(pause);
+                }
+                let mut v = [1.0];
+                comm.allreduce_sum(&mut v).unwrap();
+                assert_eq!(v[0], n as f64);
+                let all = other.join().unwrap();
+                assert_eq!(all, (0..n as u64).map(|q| vec![q]).collect::<Vec<_>>());
+            });
+        },
+    );
+}

@@ -3,26 +3,27 @@
 //! Every dataset (coordinates, connectivity in serial node numbering, material, node, cell and
 //! face sets, each step's fields) is filled window by window through [`WindowPlan`]s: each rank
 //! sends rank 0 the records of the nodes or cells it owns whose serial ids fall in the window,
-//! and rank 0 hands the window's values as pieces of the datasets to its output writer, which
-//! writes them while the ranks go on: the mesh's as it creates the file
-//! ([`crate::writer::StepOutput::create_in_pieces`]), a step's after the step before it
-//! ([`crate::writer::StepOutput::submit_in_pieces`]). The file is
-//! the serial run's byte for byte. What the summary and the probes need (set
-//! sums, the strain energy, the largest displacement, the fields' least, largest and mean values
-//! over the probes' sets and the cell-field globals) rank 0 adds up from the same windows, in
-//! serial order, as the serial run does; set sizes and counts come from reductions. A probe
-//! point is evaluated by the rank owning the first cell (in serial order) holding it, and its
-//! values sent to rank 0.
+//! and rank 0 writes the window's values as pieces of the datasets. These gathers run on each
+//! rank's output thread ([`StepOutput::start_gathering`], on a communicator of its own) while
+//! the solver threads go on: the mesh's as rank 0's creates the file, a state's after the state
+//! before it; the file is the serial run's byte for byte. What the summary and the probes need
+//! (set sums, the strain energy, the fields' least, largest and mean values over the probes'
+//! sets and the cell-field globals) the solver threads gather from the set nodes and the cells
+//! in serial order, and rank 0 adds it up as the serial run does; the largest displacement is
+//! a maximum over the ranks, set sizes and counts come from reductions. A probe point is
+//! evaluated by the rank owning the first cell (in serial order) holding it, and its values
+//! sent to rank 0.
 //!
 //! Calling order (collective, every rank): [`RankOutput::new`], [`RankOutput::create`], then
 //! [`RankOutput::write_state`] per state (the first one, then each converged step).
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use comm::Comm;
 use config::{Config, GlobalProbe, OutputField};
-use io::{MeshDataset, MeshShape, StepField, StepHeader};
+use io::{MeshDataset, MeshShape, Pieces, ResultsWriter, StepField, StepHeader};
 use linalg::Vector;
 use mesh::MeshPart;
 use rayon::prelude::*;
@@ -31,7 +32,7 @@ use crate::error::fail;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
-use crate::writer::{PieceQueue, ResultsTarget, StepOutput};
+use crate::writer::{ResultsTarget, StepOutput};
 use crate::Result;
 
 /// Bits of set membership per mask word (f64 bit patterns carry 64).
@@ -180,7 +181,7 @@ impl Accumulator<'_> {
         if out.probe_cells.is_empty() {
             return;
         }
-        let mask = &record[out.cell_record_width..];
+        let mask = &record[out.figure_record_width..];
         for (i, fields) in out.set_fields.iter().enumerate() {
             if !has_bit(mask, i) {
                 continue;
@@ -249,34 +250,24 @@ impl Accumulator<'_> {
     }
 }
 
-/// One rank's side of the output (see the module doc).
+/// One rank's side of the output (see the module doc): the plans of the figures' gathers
+/// (on the caller's communicator) and of the file's (on the output thread's, [`FileGathers`]).
 pub struct RankOutput {
     /// Node and face set names (what `set_nodes` knows), sorted: bit `i` of a node's mask.
     node_names: Vec<String>,
     /// Local membership of each local node in each of `node_names`, then in the nodes of each
     /// cell set a probe names (owned nodes complete): the bits of a node's mask.
-    node_member: Vec<Vec<bool>>,
-    /// The file's node sets: index in `node_names`.
-    file_node_sets: Vec<usize>,
-    cell_sets: Vec<String>,
-    face_sets: Vec<String>,
-    mesh_nodes: WindowPlan,
-    mesh_cells: WindowPlan,
-    /// A state's node records, every owned node: its displacement, then its reaction where
-    /// written ([`StepNodes`]), then its averaged stress where a nodal stress field is written.
-    step_nodes: WindowPlan,
-    /// Where the values lie in a [`Self::step_nodes`] record.
-    node_layout: StepNodes,
+    node_member: Arc<Vec<Vec<bool>>>,
     /// A state's records of the nodes of some set (the sums, centroids and set probes read
     /// them): coordinates, displacement, reaction, the averaged stress where a set probe reads
     /// a nodal field, the set mask.
     set_nodes: WindowPlan,
-    step_cells: WindowPlan,
+    /// A state's cell records for the figures: every cell field where a global or set probe
+    /// reads them, else the strain energy alone; then the probe mask.
+    figure_cells: WindowPlan,
     shape: MeshShape,
-    fields: Vec<StepField>,
-    nodal_stress: bool,
-    /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
-    strain_fields: Vec<StepField>,
+    /// Whether a set probe reads a nodal stress field (the set nodes' records carry it).
+    probes_nodal: bool,
     /// The set sums: reaction totals' sets, then the probes' sets.
     sums: Vec<SumSpec>,
     n_reaction_totals: usize,
@@ -294,22 +285,51 @@ pub struct RankOutput {
     probe_bits: Vec<usize>,
     /// The strains of the cell records, in record order.
     strain_outputs: Vec<OutputField>,
-    /// The values of a cell record before its probe mask: every cell field
-    /// ([`CellOutputs::record`]) where a written field, a global or a set probe reads them, else
-    /// the strain energy alone (what the summary's figure needs; one value a cell).
-    cell_record_width: usize,
-    /// Whether the cell records carry every cell field (else the strain energy alone).
-    cell_fields_read: bool,
-    /// Rank 0: the sets' centroids, from the coordinates' windows.
+    /// The values of a figure cell record before its probe mask: every cell field
+    /// ([`CellOutputs::record`]) where a global or set probe reads them, else the strain
+    /// energy alone (what the summary's figure needs; one value a cell).
+    figure_record_width: usize,
+    /// Whether the figure cell records carry every cell field (else the strain energy alone).
+    probes_read_cells: bool,
+    /// Rank 0: the sets' centroids, from the set nodes' coordinates.
     centroids: Vec<[f64; 3]>,
     /// Names of the reaction totals' sets (the first `n_reaction_totals` sums).
     reaction_sets: Vec<String>,
     /// The rank owning each probe point.
     point_owners: Vec<usize>,
-    /// Values per window of the gathers (a piece of a step's dataset holds at most as many).
-    window: usize,
-    /// Rank 0: the most values one window held, over every gather.
-    pub held: GatherStats,
+    /// What the output thread gathers for the file.
+    files: Arc<FileGathers>,
+    /// The output thread's communicator (the caller's where MPI cannot run two threads' calls
+    /// at once: then the jobs run inline).
+    output_comm: Arc<dyn Comm>,
+    inline: bool,
+    /// Rank 0: the most values one window held, over every gather (the figures' and the
+    /// file's).
+    pub held: Arc<Mutex<GatherStats>>,
+}
+
+/// The plans and layouts of the file's gathers, run by each rank's output thread: the mesh
+/// when the file is created, then each state's nodal and cell fields.
+struct FileGathers {
+    node_names: usize,
+    node_member: Arc<Vec<Vec<bool>>>,
+    /// The file's node sets: index in the node names.
+    file_node_sets: Vec<usize>,
+    cell_sets: Vec<String>,
+    face_sets: Vec<String>,
+    mesh_nodes: WindowPlan,
+    mesh_cells: WindowPlan,
+    /// A state's node records, every owned node: its displacement, then its reaction where
+    /// written ([`StepNodes`]), then its averaged stress where a nodal stress field is written.
+    step_nodes: WindowPlan,
+    /// Where the values lie in a [`Self::step_nodes`] record.
+    node_layout: StepNodes,
+    /// A state's cell records ([`CellOutputs::record`]) where a cell field is written.
+    step_cells: Option<WindowPlan>,
+    shape: MeshShape,
+    fields: Vec<StepField>,
+    /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
+    strain_fields: Vec<StepField>,
 }
 
 /// Where a step node record's values lie: the displacement at 0, then the reaction and the
@@ -336,8 +356,18 @@ impl StepNodes {
 impl RankOutput {
     /// Collective: the plans of the output's gathers (at most `window` values a window), the
     /// mesh's shape from reductions, the probe points' owners.
-    pub fn new(comm: &dyn Comm, config: &Config, part: &MeshPart, window: usize) -> Result<Self> {
+    pub fn new(
+        comm: &Arc<dyn Comm>,
+        config: &Config,
+        part: &MeshPart,
+        window: usize,
+    ) -> Result<Self> {
         let mesh = &part.mesh;
+        // the output thread's communicator (collective)
+        let concurrent = comm.concurrent()?;
+        let inline = concurrent.is_none();
+        let output_comm = concurrent.unwrap_or_else(|| comm.clone());
+        let comm: &dyn Comm = &**comm;
         let n_owned = part.n_owned_nodes();
         let mut node_names: Vec<String> = mesh
             .node_sets
@@ -453,7 +483,6 @@ impl RankOutput {
                     | StepField::NodalPrincipalStress
             )
         });
-        let nodal_stress = probes_read(true) || nodal_written;
         // the set probes' members, as the serial run finds them on the whole mesh: a rank's
         // part holds every cell of an owned node and the sets restricted to the part
         let mut probe_cells = Vec::new();
@@ -471,9 +500,9 @@ impl RankOutput {
             }
         }
         let strain_outputs = crate::fields::strain_fields(config);
-        // the cell records carry the cell fields only where something reads them: a written
-        // cell field, a cell-field global or set probe (the probe points read their owner's
-        // cells directly); else each state gathers the strain energy alone
+        // the figures' cell records carry the cell fields only where a probe reads them (a
+        // cell-field global or set probe; the probe points read their owner's cells
+        // directly), else the strain energy alone; the file's carry them where one is written
         let nodal_field = |f: &StepField| {
             matches!(
                 f,
@@ -484,16 +513,16 @@ impl RankOutput {
                     | StepField::NodalPrincipalStress
             )
         };
-        let cell_fields_read = fields.iter().any(|f| !nodal_field(f))
-            || !strain_outputs.is_empty()
-            || !probe_cells.is_empty()
+        let cell_fields_written =
+            fields.iter().any(|f| !nodal_field(f)) || !strain_outputs.is_empty();
+        let probes_read_cells = !probe_cells.is_empty()
             || config
                 .output
                 .probes
                 .globals
                 .iter()
                 .any(|&g| probe::cell_global(g).is_some());
-        let cell_record_width = if cell_fields_read {
+        let figure_record_width = if probes_read_cells {
             CellOutputs::record_width(config)
         } else {
             1
@@ -522,7 +551,7 @@ impl RankOutput {
             mesh.nodes_per_cell() + 1 + words(cell_sets.len()) + words(6 * face_sets.len()),
         )?;
         // every node's record carries what is written of it; a set's nodes also what the
-        // figures read (a node of no set only raises the largest displacement)
+        // figures read
         let node_layout = StepNodes::new(fields.contains(&StepField::Reaction), nodal_written);
         let step_nodes = plan(&owned_nodes, n_nodes, node_layout.width)?;
         let owned_set_nodes: Vec<(u64, usize)> = owned_nodes
@@ -535,11 +564,20 @@ impl RankOutput {
             n_nodes,
             9 + if probes_read(true) { 9 } else { 0 } + mask_words,
         )?;
-        let step_cells = plan(
+        let figure_cells = plan(
             &owned_cells,
             n_cells,
-            cell_record_width + words(probe_cells.len()),
+            figure_record_width + words(probe_cells.len()),
         )?;
+        let step_cells = if cell_fields_written {
+            Some(plan(
+                &owned_cells,
+                n_cells,
+                CellOutputs::record_width(config),
+            )?)
+        } else {
+            None
+        };
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
             if let Ok(i) = node_names.binary_search_by(|n| n.as_str().cmp(name)) {
@@ -607,12 +645,10 @@ impl RankOutput {
             point_owners.push(owner);
         }
         let probe_bits = sums[components.len()..].iter().map(|s| s.set).collect();
-        Ok(RankOutput {
-            n_reaction_totals: components.len(),
-            reaction_sets: components.keys().cloned().collect(),
-            point_owners,
-            node_names,
-            node_member,
+        let node_member = Arc::new(node_member);
+        let files = Arc::new(FileGathers {
+            node_names: node_names.len(),
+            node_member: node_member.clone(),
             file_node_sets,
             cell_sets,
             face_sets,
@@ -620,12 +656,21 @@ impl RankOutput {
             mesh_cells,
             step_nodes,
             node_layout,
-            set_nodes,
             step_cells,
-            shape,
+            shape: shape.clone(),
             fields,
-            nodal_stress,
             strain_fields,
+        });
+        Ok(RankOutput {
+            n_reaction_totals: components.len(),
+            reaction_sets: components.keys().cloned().collect(),
+            point_owners,
+            node_names,
+            node_member,
+            set_nodes,
+            figure_cells,
+            shape,
+            probes_nodal: probes_read(true),
             sums,
             points,
             point_fields: config
@@ -639,11 +684,13 @@ impl RankOutput {
             probe_cells,
             probe_bits,
             strain_outputs,
-            cell_record_width,
-            cell_fields_read,
+            figure_record_width,
+            probes_read_cells,
             centroids: Vec::new(),
-            window,
-            held: GatherStats::default(),
+            files,
+            output_comm,
+            inline,
+            held: Arc::new(Mutex::new(GatherStats::default())),
         })
     }
 
@@ -658,15 +705,15 @@ impl RankOutput {
         }
     }
 
-    /// Collective: the mesh, gathered to rank 0 window by window (the other ranks send their
-    /// parts), goes to rank 0's output writer, which creates the results files with it on its
-    /// thread while the run goes on ([`StepOutput::create_in_pieces`]; [`StepOutput::Elsewhere`]
-    /// on the other ranks).
+    /// Collective: starts this rank's output thread ([`StepOutput::start_gathering`]), whose
+    /// first job gathers the mesh to rank 0 window by window (the other ranks send their parts)
+    /// and rank 0's creates the results files with it, while the run goes on; here, rank 0's
+    /// centroids of the sets (the serial run's sums) from the set nodes' coordinates.
     pub(crate) fn create(
         &mut self,
         comm: &dyn Comm,
         config: &Config,
-        part: &MeshPart,
+        part: &Arc<MeshPart>,
         dir: &Path,
         name: &str,
         faults: &io::Faults,
@@ -682,229 +729,146 @@ impl RankOutput {
                 )
                 .into());
         }
-        let mesh = &part.mesh;
-        let material = serial::material_of_cells(config, mesh)?;
-        let connectivity = serial::vtk_connectivity(mesh);
-        let npc = mesh.nodes_per_cell();
-        let cell_member: Vec<Vec<bool>> = self
-            .cell_sets
-            .iter()
-            .map(|n| {
-                let mut m = vec![false; mesh.n_cells()];
-                mesh.cell_sets[n].iter().for_each(|&c| m[c] = true);
-                m
-            })
-            .collect();
-        let mut face_bits: Vec<Vec<u8>> = vec![vec![0; mesh.n_cells()]; self.face_sets.len()];
-        for (i, n) in self.face_sets.iter().enumerate() {
-            for f in &mesh.face_sets[n] {
-                face_bits[i][f.cell] |= 1 << (f.face as usize);
-            }
-        }
-        let cell_words = words(self.cell_sets.len());
-        let node_names = self.node_names.len();
-        let node_record = |n: usize, r: &mut [f64]| {
-            r[..3].copy_from_slice(&mesh.coords[n]);
-            r[3..].fill(0.0);
-            for (i, m) in self.node_member.iter().enumerate() {
-                if m[n] {
-                    set_bit(&mut r[3..], i);
-                }
-            }
-        };
-        let cell_record = |c: usize, r: &mut [f64]| {
-            for (x, &l) in r.iter_mut().zip(&connectivity[c * npc..(c + 1) * npc]) {
-                *x = part.node_serial_ids[l] as f64;
-            }
-            r[npc] = material[c] as f64;
-            r[npc + 1..].fill(0.0);
-            let (cells, faces) = r[npc + 1..].split_at_mut(cell_words);
-            for (i, m) in cell_member.iter().enumerate() {
-                if m[c] {
-                    set_bit(cells, i);
-                }
-            }
-            for (i, bits) in face_bits.iter().enumerate() {
-                for face in 0..6 {
-                    if bits[c] & (1 << face) != 0 {
-                        set_bit(faces, 6 * i + face);
-                    }
-                }
-            }
-        };
-        // rank 0: the centroids of every node set, as the serial run sums them
-        let mut centroid_sums = vec![SetSum::default(); self.node_member.len()];
-        let mut stats = Vec::new();
-        let shape = &self.shape;
-        let (file_node_sets, n_cell_sets, n_face_sets) = (
-            &self.file_node_sets,
-            self.cell_sets.len(),
-            self.face_sets.len(),
-        );
-        let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
-        let mut gather = |pieces: Option<&PieceQueue>| -> Result<()> {
-            let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
-            let mut next_member = vec![0usize; shape.node_sets.len()];
-            let w = mesh_nodes.width();
-            stats.push(mesh_nodes.gather(comm, node_record, |ids, records| {
-                let mut members = vec![Vec::new(); file_node_sets.len()];
-                // the sets' sums and members in serial order: nodes of some set
-                for (&id, r) in ids.iter().zip(records.chunks(w)) {
-                    let mask = &r[3..];
-                    if !has_any_bit(mask) {
-                        continue;
-                    }
-                    for (s, sum) in centroid_sums.iter_mut().enumerate() {
-                        if has_bit(mask, s) {
-                            sum.add([0.0; 3], [r[0], r[1], r[2]], [0.0; 3], [0.0; 3]);
-                        }
-                    }
-                    for (j, &s) in file_node_sets.iter().enumerate() {
-                        if has_bit(mask, s) {
-                            members[j].push(id);
-                        }
-                    }
-                }
-                if let Some(p) = pieces {
-                    let coords = column(records, w, 3, &|r, c| c.copy_from_slice(&r[..3]));
-                    p.put(at.coordinates, 3 * ids[0] as usize, coords);
-                    if shape.node_indicators.is_some() {
-                        for s in 0..node_names {
-                            let flags = flag_column(records, w, |r| has_bit(&r[3..], s));
-                            p.put_indices(at.node_indicators[s], ids[0] as usize, flags);
-                        }
-                    }
-                    for (j, m) in members.into_iter().enumerate() {
-                        let n = m.len();
-                        p.put_indices(at.node_sets[j], next_member[j], m);
-                        next_member[j] += n;
-                    }
-                }
-            })?);
-            let mut next_cell = vec![0usize; n_cell_sets];
-            let mut next_face = vec![0usize; n_face_sets];
-            let w = mesh_cells.width();
-            stats.push(mesh_cells.gather(comm, cell_record, |ids, records| {
-                let mut cells = vec![Vec::new(); n_cell_sets];
-                let mut faces = vec![Vec::new(); n_face_sets];
-                // the sets' members in serial order: cells of some set
-                for (&id, r) in ids.iter().zip(records.chunks(w)) {
-                    if !has_any_bit(&r[npc + 1..]) {
-                        continue;
-                    }
-                    let (cm, fm) = r[npc + 1..].split_at(cell_words);
-                    for (s, c) in cells.iter_mut().enumerate() {
-                        if has_bit(cm, s) {
-                            c.push(id);
-                        }
-                    }
-                    for (s, f) in faces.iter_mut().enumerate() {
-                        for face in 0..6 {
-                            if has_bit(fm, 6 * s + face) {
-                                f.extend([id, face as u64]);
-                            }
-                        }
-                    }
-                }
-                if let Some(p) = pieces {
-                    let first = ids[0] as usize;
-                    let mut conn = vec![0u64; npc * ids.len()];
-                    conn.par_chunks_mut(npc)
-                        .zip(records.par_chunks(w))
-                        .with_min_len(COLUMN_GRAIN)
-                        .for_each(|(c, r)| {
-                            for (c, &x) in c.iter_mut().zip(&r[..npc]) {
-                                *c = x as u64;
-                            }
-                        });
-                    p.put_indices(at.connectivity, npc * first, conn);
-                    let mat: Vec<u64> = records.chunks(w).map(|r| r[npc] as u64).collect();
-                    p.put_indices(at.material, first, mat);
-                    if shape.node_indicators.is_some() {
-                        for j in 0..n_cell_sets {
-                            let flags = flag_column(records, w, |r| {
-                                has_bit(&r[npc + 1..][..cell_words], j)
-                            });
-                            p.put_indices(at.cell_indicators[j], first, flags);
-                        }
-                    }
-                    for (j, c) in cells.into_iter().enumerate() {
-                        let n = c.len();
-                        p.put_indices(at.cell_sets[j], next_cell[j], c);
-                        next_cell[j] += n;
-                    }
-                    for (j, f) in faces.into_iter().enumerate() {
-                        let n = f.len();
-                        p.put_indices(at.face_sets[j], next_face[j], f);
-                        next_face[j] += n;
-                    }
-                }
-            })?);
-            Ok(())
-        };
-        let output = if comm.rank() == 0 {
-            let target = ResultsTarget {
-                dir: dir.to_path_buf(),
-                name: name.to_owned(),
-                faults: faults.clone(),
-                single_precision: crate::run::single_precision(config),
-            };
-            let (output, queue) =
-                match StepOutput::create_in_pieces(target, shape.clone(), self.window) {
-                    Ok(started) => started,
-                    Err(e) => {
-                        // the writer could not start: rank 0 still takes part in the gathers
-                        gather(None)?;
-                        return Err(e);
-                    }
-                };
-            if let Err(e) = gather(Some(&queue)) {
-                // the queue dropped unfinished (first: the writer's thread waits on it) leaves
-                // the file out
-                drop(queue);
-                drop(output);
-                return Err(e);
-            }
-            queue.complete();
-            output
-        } else {
-            gather(None)?;
-            StepOutput::Elsewhere
-        };
-        // the serial centroid: the coordinates' sum over the count
-        self.centroids = centroid_sums
-            .iter()
-            .map(|s| s.displacement.map(|v| v / s.nodes.max(1) as f64))
-            .collect();
-        self.note(&stats);
+        let material = serial::material_of_cells(config, &part.mesh)?;
+        let target = (comm.rank() == 0).then(|| ResultsTarget {
+            dir: dir.to_path_buf(),
+            name: name.to_owned(),
+            faults: faults.clone(),
+            single_precision: crate::run::single_precision(config),
+        });
+        let (files, part_of_job) = (self.files.clone(), part.clone());
+        let (output_comm, held) = (self.output_comm.clone(), self.held.clone());
+        let output = StepOutput::start_gathering(
+            Box::new(move || files.create(&*output_comm, &part_of_job, &material, target, &held)),
+            self.inline,
+        )?;
+        self.centroids = self.set_centroids(comm, part)?;
         Ok(output)
     }
 
-    /// Collective: hands the state `u` (with `reactions` and the outputs `cells` of the
-    /// part's cells; ghost entries of `u` current) to `output` as step `stamp.index` (rank 0's
-    /// writer, after the state before it is written: the driver waits for that first, so that
-    /// the ranks agree on its outcome), what the windows bring; returns the state's figures on
-    /// rank 0.
+    /// Collective: the centroid of every node set (the coordinates' sum over the count, added
+    /// in serial order as the serial run does) on rank 0 (empty on the other ranks).
+    fn set_centroids(&self, comm: &dyn Comm, part: &MeshPart) -> Result<Vec<[f64; 3]>> {
+        let mesh = &part.mesh;
+        let mask_at = self.set_mask_at();
+        let mut sums = vec![SetSum::default(); self.node_member.len()];
+        let w = self.set_nodes.width();
+        let stats = self.set_nodes.gather(
+            comm,
+            |n, r| {
+                r.fill(0.0);
+                r[6..9].copy_from_slice(&mesh.coords[n]);
+                self.set_mask(n, &mut r[mask_at..]);
+            },
+            |_, records| {
+                for r in records.chunks(w) {
+                    for (s, sum) in sums.iter_mut().enumerate() {
+                        if has_bit(&r[mask_at..], s) {
+                            sum.add([0.0; 3], [r[6], r[7], r[8]], [0.0; 3], [0.0; 3]);
+                        }
+                    }
+                }
+            },
+        )?;
+        note(&self.held, &[stats]);
+        if comm.rank() != 0 {
+            return Ok(Vec::new());
+        }
+        Ok(sums
+            .iter()
+            .map(|s| s.displacement.map(|v| v / s.nodes.max(1) as f64))
+            .collect())
+    }
+
+    /// Where the node mask lies in a set node's record.
+    fn set_mask_at(&self) -> usize {
+        9 + if self.probes_nodal { 9 } else { 0 }
+    }
+
+    /// The set bits of local node `n` into `mask` (cleared first).
+    fn set_mask(&self, n: usize, mask: &mut [f64]) {
+        mask.fill(0.0);
+        for (i, m) in self.node_member.iter().enumerate() {
+            if m[n] {
+                set_bit(mask, i);
+            }
+        }
+    }
+
+    /// Collective: the state `u` (with `reactions` and the outputs `cells` of the part's
+    /// cells; ghost entries of `u` current): its figures gathered here (rank 0 returns them),
+    /// then its fields handed to `output`'s thread, which gathers them to rank 0's file as
+    /// step `stamp.index` while the run goes on (written once [`StepOutput::wait`] returns:
+    /// the driver waits for the state before this one first, so that the ranks agree on its
+    /// outcome).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_state(
         &mut self,
         comm: &dyn Comm,
         config: &Config,
-        part: &MeshPart,
+        part: &Arc<MeshPart>,
         u: &Vector,
         reactions: &Vector,
-        cells: &CellOutputs,
+        cells: CellOutputs,
         stamp: StepStamp,
         output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let mesh = &part.mesh;
+        let n_owned = part.n_owned_nodes();
         let (u_local, _) = u.host()?.as_chunks::<3>();
         let (r_local, _) = reactions.host()?.as_chunks::<3>();
-        let nodal = if self.nodal_stress {
+        let nodal = if self.probes_nodal {
             serial::nodal_average(mesh, &cells.cauchy)
         } else {
             Vec::new()
         };
+        let figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells)?;
+
+        // the fields: this rank's owned values, for its output thread
+        let files = &self.files;
+        let layout = files.node_layout;
+        let owned = |v: &[[f64; 3]]| v.get(..n_owned).map(<[_]>::to_vec);
+        let state = FileState {
+            header: StepHeader {
+                step: stamp.index,
+                load_factor: stamp.load_factor,
+                next_increment: stamp.next_increment,
+                time: stamp.time,
+                fields: files.fields.clone(),
+            },
+            u: owned(u_local).ok_or_else(|| short("displacement", u_local.len(), n_owned))?,
+            reactions: match layout.reaction_at {
+                Some(_) => {
+                    owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?
+                }
+                None => Vec::new(),
+            },
+            nodal: (layout.stress_at.is_some() && self.probes_nodal).then_some(nodal),
+            cells: (files.step_cells.is_some() || layout.stress_at.is_some()).then_some(cells),
+        };
+        let (files, part, held) = (self.files.clone(), part.clone(), self.held.clone());
+        let output_comm = self.output_comm.clone();
+        output.submit_gathered(Box::new(move |file| {
+            files.write_state(&*output_comm, &part, state, file, &held)
+        }))?;
+        Ok(figures)
+    }
+
+    /// Collective: the state's figures on rank 0 (`None` on the other ranks), from the probe
+    /// points' owners, the largest displacement's maximum and the gathers of the set nodes'
+    /// and the cells' records, added in serial order as the serial run adds them.
+    #[allow(clippy::too_many_arguments)]
+    fn figures(
+        &mut self,
+        comm: &dyn Comm,
+        config: &Config,
+        part: &MeshPart,
+        u_local: &[[f64; 3]],
+        r_local: &[[f64; 3]],
+        nodal: &[[f64; 9]],
+        cells: &CellOutputs,
+    ) -> Result<Option<StateFigures>> {
+        let mesh = &part.mesh;
         // the probe points' values (displacement, cell fields), from their owners
         let widths: Vec<usize> = self
             .point_fields
@@ -941,25 +905,18 @@ impl RankOutput {
                     .map(|(i, &r)| all[r][offsets[i]..offsets[i + 1]].to_vec())
                     .collect()
             });
+        // the largest displacement: a maximum, the same bits in any order
+        let n_owned = part.n_owned_nodes();
+        let mut largest = [u_local[..n_owned.min(u_local.len())]
+            .par_iter()
+            .map(crate::run::length)
+            .reduce(|| 0.0, f64::max)];
+        comm.allreduce_max(&mut largest)?;
 
         let this = &*self;
         let node_mask = this.node_names.len();
-        let probes_nodal = this
-            .set_fields
-            .iter()
-            .flatten()
-            .any(|&f| probe::is_nodal(f));
+        let probes_nodal = this.probes_nodal;
         let n_stress = if probes_nodal { 9 } else { 0 };
-        let layout = this.node_layout;
-        let node_record = |n: usize, r: &mut [f64]| {
-            r[..3].copy_from_slice(&u_local[n]);
-            if let Some(at) = layout.reaction_at {
-                r[at..at + 3].copy_from_slice(&r_local[n]);
-            }
-            if let Some(at) = layout.stress_at {
-                r[at..at + 9].copy_from_slice(&nodal[n]);
-            }
-        };
         let set_node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
             r[3..6].copy_from_slice(&r_local[n]);
@@ -967,23 +924,17 @@ impl RankOutput {
             if probes_nodal {
                 r[9..18].copy_from_slice(&nodal[n]);
             }
-            let mask = &mut r[9 + n_stress..];
-            mask.fill(0.0);
-            for (i, m) in this.node_member.iter().enumerate() {
-                if m[n] {
-                    set_bit(mask, i);
-                }
-            }
+            this.set_mask(n, &mut r[9 + n_stress..]);
         };
-        let base = this.cell_record_width;
+        let base = this.figure_record_width;
         // where the strain energy lies in a cell record
-        let energy_at = if this.cell_fields_read {
+        let energy_at = if this.probes_read_cells {
             CellOutputs::WIDTH - 1
         } else {
             0
         };
         let cell_record = |c: usize, r: &mut [f64]| {
-            if this.cell_fields_read {
+            if this.probes_read_cells {
                 cells.record(c, &mut r[..base]);
             } else {
                 r[0] = cells.strain_energy[c];
@@ -999,7 +950,7 @@ impl RankOutput {
         let mut acc = Accumulator {
             out: this,
             strain_energy: [0.0f64; 0].iter().sum(),
-            max_displacement: 0.0,
+            max_displacement: largest[0],
             reactions: vec![SetSum::default(); node_mask],
             sums: vec![SetSum::default(); this.sums.len()],
             stats: this
@@ -1016,136 +967,359 @@ impl RankOutput {
                 .collect(),
             failure: None,
         };
-        let index = |f: StepField| this.fields.iter().position(|&g| g == f);
-        let mut stats = Vec::new();
-        let mut gather = |pieces: Option<&PieceQueue>, acc: &mut Accumulator| -> Result<()> {
-            let w = this.step_nodes.width();
-            stats.push(this.step_nodes.gather(comm, node_record, |ids, records| {
-                // a node of no set only raises the largest displacement (a maximum: taken in
-                // parallel)
-                let largest = records
-                    .par_chunks(w)
-                    .map(|r| crate::run::length(&[r[0], r[1], r[2]]))
-                    .reduce(|| 0.0, f64::max);
-                acc.max_displacement = acc.max_displacement.max(largest);
-                let Some(p) = pieces else {
+        // the sets' figures in serial order, from the set nodes' records
+        let w = this.set_nodes.width();
+        let sets = this.set_nodes.gather(comm, set_node_record, |_, records| {
+            let mask_at = 9 + n_stress;
+            for r in records.chunks(w) {
+                let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
+                acc.node(x, uu, rr, &r[mask_at..]);
+                if probes_nodal {
+                    let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
+                    acc.nodal_stats(&t, &r[mask_at..]);
+                }
+            }
+        })?;
+        let w = this.figure_cells.width();
+        let cell_stats = this.figure_cells.gather(comm, cell_record, |_, records| {
+            // the figures in serial order (the energy summed as the serial run's)
+            for r in records.chunks(w) {
+                acc.strain_energy += r[energy_at];
+                if this.probes_read_cells {
+                    acc.cell_stats(r);
+                }
+            }
+        })?;
+        let figures = match points {
+            Some(points) => Some(acc.figures(config, &points)?),
+            None => None,
+        };
+        note(&self.held, &[sets, cell_stats]);
+        Ok(figures)
+    }
+}
+
+/// The error of a state vector shorter than the rank's owned nodes.
+fn short(what: &str, found: usize, owned: usize) -> crate::Error {
+    crate::Error::failure(format!(
+        "the state's {what}: {found} nodes, {owned} owned expected"
+    ))
+}
+
+/// Adds `stats` to what rank 0 held at most.
+fn note(held: &Mutex<GatherStats>, stats: &[GatherStats]) {
+    let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+    for s in stats {
+        held.windows += s.windows;
+        held.max_window_values = held.max_window_values.max(s.max_window_values);
+        held.max_message_values = held.max_message_values.max(s.max_message_values);
+    }
+}
+
+/// What a rank's output thread gathers of one state ([`FileGathers::write_state`]): its owned
+/// nodes' values and its cells' outputs.
+struct FileState {
+    header: StepHeader,
+    /// The owned nodes' displacements.
+    u: Vec<[f64; 3]>,
+    /// The owned nodes' reactions, where written (else empty).
+    reactions: Vec<[f64; 3]>,
+    /// The local nodes' averaged stresses where a nodal stress field is written and the
+    /// figures made them; else made from `cells` where written.
+    nodal: Option<Vec<[f64; 9]>>,
+    /// The local cells' outputs, where a cell or nodal stress field is written.
+    cells: Option<CellOutputs>,
+}
+
+impl FileGathers {
+    /// Collective over the output thread's `comm`: the mesh gathered to rank 0, where `target`
+    /// is given (rank 0) into a new results file, which is returned. Rank 0 takes part in the
+    /// gathers whatever becomes of the file.
+    fn create(
+        &self,
+        comm: &dyn Comm,
+        part: &MeshPart,
+        material: &[usize],
+        target: Option<ResultsTarget>,
+        held: &Mutex<GatherStats>,
+    ) -> Result<Option<ResultsWriter>> {
+        let mesh = &part.mesh;
+        let connectivity = serial::vtk_connectivity(mesh);
+        let npc = mesh.nodes_per_cell();
+        let cell_member: Vec<Vec<bool>> = self
+            .cell_sets
+            .iter()
+            .map(|n| {
+                let mut m = vec![false; mesh.n_cells()];
+                mesh.cell_sets[n].iter().for_each(|&c| m[c] = true);
+                m
+            })
+            .collect();
+        let mut face_bits: Vec<Vec<u8>> = vec![vec![0; mesh.n_cells()]; self.face_sets.len()];
+        for (i, n) in self.face_sets.iter().enumerate() {
+            for f in &mesh.face_sets[n] {
+                face_bits[i][f.cell] |= 1 << (f.face as usize);
+            }
+        }
+        let cell_words = words(self.cell_sets.len());
+        let node_names = self.node_names;
+        let node_record = |n: usize, r: &mut [f64]| {
+            r[..3].copy_from_slice(&mesh.coords[n]);
+            r[3..].fill(0.0);
+            for (i, m) in self.node_member.iter().enumerate() {
+                if m[n] {
+                    set_bit(&mut r[3..], i);
+                }
+            }
+        };
+        let cell_record = |c: usize, r: &mut [f64]| {
+            for (x, &l) in r.iter_mut().zip(&connectivity[c * npc..(c + 1) * npc]) {
+                *x = part.node_serial_ids[l] as f64;
+            }
+            r[npc] = material[c] as f64;
+            r[npc + 1..].fill(0.0);
+            let (cells, faces) = r[npc + 1..].split_at_mut(cell_words);
+            for (i, m) in cell_member.iter().enumerate() {
+                if m[c] {
+                    set_bit(cells, i);
+                }
+            }
+            for (i, bits) in face_bits.iter().enumerate() {
+                for face in 0..6 {
+                    if bits[c] & (1 << face) != 0 {
+                        set_bit(faces, 6 * i + face);
+                    }
+                }
+            }
+        };
+        let shape = &self.shape;
+        let (file_node_sets, n_cell_sets, n_face_sets) = (
+            &self.file_node_sets,
+            self.cell_sets.len(),
+            self.face_sets.len(),
+        );
+        let (mesh_nodes, mesh_cells) = (&self.mesh_nodes, &self.mesh_cells);
+        let gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
+            let at = MeshDatasets::of(shape, node_names, n_cell_sets, n_face_sets)?;
+            let mut next_member = vec![0usize; file_node_sets.len()];
+            let w = mesh_nodes.width();
+            let nodes = mesh_nodes.gather(comm, node_record, |ids, records| {
+                let Some(p) = pieces.as_deref_mut() else {
+                    return;
+                };
+                // the sets' members in serial order: nodes of some set
+                let mut members = vec![Vec::new(); file_node_sets.len()];
+                for (&id, r) in ids.iter().zip(records.chunks(w)) {
+                    let mask = &r[3..];
+                    if !has_any_bit(mask) {
+                        continue;
+                    }
+                    for (j, &s) in file_node_sets.iter().enumerate() {
+                        if has_bit(mask, s) {
+                            members[j].push(id);
+                        }
+                    }
+                }
+                let coords = column(records, w, 3, &|r, c| c.copy_from_slice(&r[..3]));
+                p.put_f64(at.coordinates, 3 * ids[0] as usize, &coords);
+                if shape.node_indicators.is_some() {
+                    for s in 0..node_names {
+                        let flags = flag_column(records, w, |r| has_bit(&r[3..], s));
+                        p.put_indices(at.node_indicators[s], ids[0] as usize, &flags);
+                    }
+                }
+                for (j, m) in members.into_iter().enumerate() {
+                    p.put_indices(at.node_sets[j], next_member[j], &m);
+                    next_member[j] += m.len();
+                }
+            })?;
+            let mut next_cell = vec![0usize; n_cell_sets];
+            let mut next_face = vec![0usize; n_face_sets];
+            let w = mesh_cells.width();
+            let cells = mesh_cells.gather(comm, cell_record, |ids, records| {
+                let Some(p) = pieces.as_deref_mut() else {
+                    return;
+                };
+                // the sets' members in serial order: cells of some set
+                let mut cells = vec![Vec::new(); n_cell_sets];
+                let mut faces = vec![Vec::new(); n_face_sets];
+                for (&id, r) in ids.iter().zip(records.chunks(w)) {
+                    if !has_any_bit(&r[npc + 1..]) {
+                        continue;
+                    }
+                    let (cm, fm) = r[npc + 1..].split_at(cell_words);
+                    for (s, c) in cells.iter_mut().enumerate() {
+                        if has_bit(cm, s) {
+                            c.push(id);
+                        }
+                    }
+                    for (s, f) in faces.iter_mut().enumerate() {
+                        for face in 0..6 {
+                            if has_bit(fm, 6 * s + face) {
+                                f.extend([id, face as u64]);
+                            }
+                        }
+                    }
+                }
+                let first = ids[0] as usize;
+                let mut conn = vec![0u64; npc * ids.len()];
+                conn.par_chunks_mut(npc)
+                    .zip(records.par_chunks(w))
+                    .with_min_len(COLUMN_GRAIN)
+                    .for_each(|(c, r)| {
+                        for (c, &x) in c.iter_mut().zip(&r[..npc]) {
+                            *c = x as u64;
+                        }
+                    });
+                p.put_indices(at.connectivity, npc * first, &conn);
+                let mat: Vec<u64> = records.chunks(w).map(|r| r[npc] as u64).collect();
+                p.put_indices(at.material, first, &mat);
+                if shape.node_indicators.is_some() {
+                    for j in 0..n_cell_sets {
+                        let flags =
+                            flag_column(records, w, |r| has_bit(&r[npc + 1..][..cell_words], j));
+                        p.put_indices(at.cell_indicators[j], first, &flags);
+                    }
+                }
+                for (j, c) in cells.into_iter().enumerate() {
+                    p.put_indices(at.cell_sets[j], next_cell[j], &c);
+                    next_cell[j] += c.len();
+                }
+                for (j, f) in faces.into_iter().enumerate() {
+                    p.put_indices(at.face_sets[j], next_face[j], &f);
+                    next_face[j] += f.len();
+                }
+            })?;
+            note(held, &[nodes, cells]);
+            Ok(())
+        };
+        let Some(target) = target else {
+            gather(None)?;
+            return Ok(None);
+        };
+        let mut gather = Some(gather);
+        let created = ResultsWriter::create_in_pieces(
+            &target.dir,
+            &target.name,
+            shape,
+            &target.faults,
+            |p| gather.take().map_or(Ok(()), |g| g(Some(p))),
+        );
+        // a file refused before its mesh: rank 0 still takes part in the gathers
+        let gathered = gather.take().map_or(Ok(()), |g| g(None));
+        let mut results = created?;
+        gathered?;
+        results.set_single_precision_fields(target.single_precision);
+        Ok(Some(results))
+    }
+
+    /// Collective over the output thread's `comm`: the fields of `state` gathered to rank 0,
+    /// which writes them into `file` as a step (where it has the file). Rank 0 takes part in the
+    /// gathers whatever becomes of the step.
+    fn write_state(
+        &self,
+        comm: &dyn Comm,
+        part: &MeshPart,
+        state: FileState,
+        file: Option<&mut ResultsWriter>,
+        held: &Mutex<GatherStats>,
+    ) -> Result<()> {
+        let layout = self.node_layout;
+        let nodal = match (&state.nodal, layout.stress_at, &state.cells) {
+            (Some(_), _, _) | (None, None, _) => None,
+            (None, Some(_), Some(cells)) => Some(serial::nodal_average(&part.mesh, &cells.cauchy)),
+            (None, Some(_), None) => fail!("a nodal stress field without the cells' outputs"),
+        };
+        let nodal: &[[f64; 9]] = state.nodal.as_deref().or(nodal.as_deref()).unwrap_or(&[]);
+        let (u, reactions) = (&state.u, &state.reactions);
+        let node_record = |n: usize, r: &mut [f64]| {
+            r[..3].copy_from_slice(&u[n]);
+            if let Some(at) = layout.reaction_at {
+                r[at..at + 3].copy_from_slice(&reactions[n]);
+            }
+            if let Some(at) = layout.stress_at {
+                r[at..at + 9].copy_from_slice(&nodal[n]);
+            }
+        };
+        let index = |f: StepField| self.fields.iter().position(|&g| g == f);
+        let gather = |mut pieces: Option<&mut Pieces>| -> Result<()> {
+            let w = self.step_nodes.width();
+            let nodes = self.step_nodes.gather(comm, node_record, |ids, records| {
+                let Some(p) = pieces.as_deref_mut() else {
                     return;
                 };
                 let first = ids[0] as usize;
                 let stress_at = layout.stress_at.unwrap_or(0);
                 let stress = |r: &[f64]| -> [f64; 9] { std::array::from_fn(|k| r[stress_at + k]) };
-                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let mut put = |f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put(d, width * first, column(records, w, width, fill));
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
                     }
                 };
-                put(p, StepField::Displacement, 3, &|r, c| {
+                put(StepField::Displacement, 3, &|r, c| {
                     c.copy_from_slice(&r[..3])
                 });
                 if let Some(at) = layout.reaction_at {
-                    put(p, StepField::Reaction, 3, &|r, c| {
+                    put(StepField::Reaction, 3, &|r, c| {
                         c.copy_from_slice(&r[at..at + 3])
                     });
                 }
                 if layout.stress_at.is_some() {
-                    put(p, StepField::NodalCauchyStress, 9, &|r, c| {
+                    put(StepField::NodalCauchyStress, 9, &|r, c| {
                         c.copy_from_slice(&stress(r))
                     });
-                    put(p, StepField::NodalVonMises, 1, &|r, c| {
+                    put(StepField::NodalVonMises, 1, &|r, c| {
                         c[0] = serial::von_mises_of(&stress(r))
                     });
-                    put(p, StepField::NodalPrincipalStress, 3, &|r, c| {
+                    put(StepField::NodalPrincipalStress, 3, &|r, c| {
                         c.copy_from_slice(&fem::principal_values_of(&stress(r)))
                     });
                 }
-            })?);
-            // the sets' figures in serial order, from the set nodes' records
-            let w = this.set_nodes.width();
-            stats.push(this.set_nodes.gather(comm, set_node_record, |_, records| {
-                let mask_at = 9 + n_stress;
-                for r in records.chunks(w) {
-                    let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
-                    acc.node(x, uu, rr, &r[mask_at..]);
-                    if probes_nodal {
-                        let t: [f64; 9] = std::array::from_fn(|k| r[9 + k]);
-                        acc.nodal_stats(&t, &r[mask_at..]);
-                    }
-                }
-            })?);
-            let w = this.step_cells.width();
-            stats.push(this.step_cells.gather(comm, cell_record, |ids, records| {
-                // the figures in serial order (the energy summed as the serial run's)
-                for r in records.chunks(w) {
-                    acc.strain_energy += r[energy_at];
-                    if this.cell_fields_read {
-                        acc.cell_stats(r);
-                    }
-                }
-                let Some(p) = pieces else {
+            })?;
+            note(held, &[nodes]);
+            let (Some(plan), Some(cells)) = (&self.step_cells, &state.cells) else {
+                return Ok(());
+            };
+            let w = plan.width();
+            let cell_record = |c: usize, r: &mut [f64]| cells.record(c, r);
+            let gathered = plan.gather(comm, cell_record, |ids, records| {
+                let Some(p) = pieces.as_deref_mut() else {
                     return;
                 };
                 let first = ids[0] as usize;
-                let put = |p: &PieceQueue, f: StepField, width: usize, fill: &FillFn<'_>| {
+                let mut put = |f: StepField, width: usize, fill: &FillFn<'_>| {
                     if let Some(d) = index(f) {
-                        p.put(d, width * first, column(records, w, width, fill));
+                        p.put_f64(d, width * first, &column(records, w, width, fill));
                     }
                 };
-                put(p, StepField::CauchyStress, 9, &|r, c| {
+                put(StepField::CauchyStress, 9, &|r, c| {
                     c.copy_from_slice(&r[..9])
                 });
-                put(p, StepField::VonMises, 1, &|r, c| c[0] = r[9]);
-                put(p, StepField::Jacobian, 1, &|r, c| c[0] = r[10]);
-                put(p, StepField::EnergyDensity, 1, &|r, c| c[0] = r[11]);
-                put(p, StepField::PrincipalStress, 3, &|r, c| {
+                put(StepField::VonMises, 1, &|r, c| c[0] = r[9]);
+                put(StepField::Jacobian, 1, &|r, c| c[0] = r[10]);
+                put(StepField::EnergyDensity, 1, &|r, c| c[0] = r[11]);
+                put(StepField::PrincipalStress, 3, &|r, c| {
                     let t: [f64; 9] = std::array::from_fn(|k| r[k]);
                     c.copy_from_slice(&fem::principal_values_of(&t))
                 });
-                for (k, &f) in this.strain_fields.iter().enumerate() {
+                for (k, &f) in self.strain_fields.iter().enumerate() {
                     let at = CellOutputs::WIDTH + 9 * k;
-                    put(p, f, 9, &|r, c| c.copy_from_slice(&r[at..at + 9]));
+                    put(f, 9, &|r, c| c.copy_from_slice(&r[at..at + 9]));
                 }
-            })?);
+            })?;
+            note(held, &[gathered]);
             Ok(())
         };
-        let figures = match points {
-            Some(points) => {
-                let header = StepHeader {
-                    step: stamp.index,
-                    load_factor: stamp.load_factor,
-                    next_increment: stamp.next_increment,
-                    time: stamp.time,
-                    fields: this.fields.clone(),
-                };
-                // a writer that refuses the step still leaves rank 0 in the gathers
-                let (queue, refused) = match output.submit_in_pieces(header, this.window) {
-                    Ok(queue) => (queue, None),
-                    Err(e) => (None, Some(e)),
-                };
-                // an error here drops the queue unfinished: the writer leaves the step out
-                gather(queue.as_ref(), &mut acc)?;
-                if let Some(queue) = queue {
-                    queue.complete();
-                }
-                if let Some(e) = refused {
-                    return Err(e);
-                }
-                Some(acc.figures(config, &points)?)
-            }
-            None => {
-                gather(None, &mut acc)?;
-                None
-            }
+        let Some(file) = file else {
+            return gather(None);
         };
-        self.note(&stats);
-        Ok(figures)
-    }
-
-    fn note(&mut self, stats: &[GatherStats]) {
-        for s in stats {
-            self.held.windows += s.windows;
-            self.held.max_window_values = self.held.max_window_values.max(s.max_window_values);
-            self.held.max_message_values = self.held.max_message_values.max(s.max_message_values);
-        }
+        let mut gather = Some(gather);
+        let written = file.write_step_in_pieces(&state.header, |p| {
+            gather.take().map_or(Ok(()), |g| g(Some(p)))
+        });
+        // a step refused (after an earlier error): rank 0 still takes part in the gathers
+        let gathered = gather.take().map_or(Ok(()), |g| g(None));
+        written.and(gathered)
     }
 }
 

@@ -236,11 +236,11 @@ pub(crate) fn execute_on_ranks(
     stages.since(PROBLEM, loads_started);
     // the output: every dataset gathered to rank 0 window by window
     let output = stages.time(OUTPUT, || {
-        agreed(c, RankOutput::new(c, config, &part, window))
+        agreed(c, RankOutput::new(comm, config, &part, window))
     })?;
     let mut layout = RankParts {
         comm,
-        part,
+        part: Arc::new(part),
         output,
         window,
         device,
@@ -259,7 +259,7 @@ pub(crate) fn execute_on_ranks(
 /// of serial ids the ranks send it.
 struct RankParts<'a> {
     comm: &'a Arc<dyn Comm>,
-    part: MeshPart,
+    part: Arc<MeshPart>,
     output: RankOutput,
     /// Values per window of the output's gathers and of a restart's reads.
     window: usize,
@@ -405,9 +405,8 @@ impl Layout for RankParts<'_> {
         output: &mut StepOutput,
     ) -> Result<Option<StateFigures>> {
         let comm = &**self.comm;
-        self.output.write_state(
-            comm, config, &self.part, u, reactions, &cells, stamp, output,
-        )
+        self.output
+            .write_state(comm, config, &self.part, u, reactions, cells, stamp, output)
     }
 
     fn check_state(
@@ -482,7 +481,12 @@ impl Layout for RankParts<'_> {
         // the others: their largest message), its peak memory, its seconds in Newton and output
         let rank0 = self.comm.rank() == 0;
         let windows = if rank0 { 2 } else { 1 };
-        let output_bytes = 8 * self.output.held.max_window_values as u64 * windows;
+        let held = *self
+            .output
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let output_bytes = 8 * held.max_window_values as u64 * windows;
         let held = self.comm.allgatherv_f64(&[
             output_bytes as f64,
             crate::memory::peak_resident_bytes() as f64,

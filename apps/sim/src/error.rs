@@ -50,8 +50,9 @@ pub enum Error {
     Run(Failure),
 }
 
-/// Why the output writer (a thread of the process, of rank 0 on ranks, that writes the
-/// converged states while Newton goes on, [`crate::writer`]) could not take or write a state.
+/// Why the output writer (a thread of the process, of each rank on ranks, that writes or
+/// gathers the converged states while Newton goes on, [`crate::writer`]) could not take or
+/// write a state.
 #[derive(Debug, thiserror::Error)]
 pub enum WriterFailure {
     /// Its thread has ended: a state handed to it cannot be written.
@@ -63,9 +64,6 @@ pub enum WriterFailure {
     /// Its thread could not be started.
     #[error("starting the output writer's thread: {error}")]
     Thread { error: std::io::Error },
-    /// A step written in pieces ended before every piece came (its gathering failed).
-    #[error("the step's data could not be gathered for the output writer")]
-    Incomplete,
 }
 
 /// A failure and its chain of causes: `Display` gives the failure, with the alternate flag

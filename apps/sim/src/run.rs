@@ -20,7 +20,7 @@ use crate::nodal::NodeCells;
 use crate::observer::{Placement, RunObserver};
 use crate::restart::Restart;
 use crate::stages::{RunStages, CONFIGURATION, MESH, PROBLEM};
-use crate::writer::{BackgroundWriter, StepOutput};
+use crate::writer::StepOutput;
 use crate::Result;
 use config::{self, Config, OutputField};
 use io::{
@@ -574,9 +574,7 @@ impl Layout for OneProcess<'_> {
             case.faults.clone(),
         );
         let create = move || create_results(&config, &mesh, &dir, &name, &faults);
-        Ok(StepOutput::Background(BackgroundWriter::start(Box::new(
-            create,
-        ))?))
+        StepOutput::start(Box::new(create))
     }
 
     fn write_state(
