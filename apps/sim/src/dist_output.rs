@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use comm::Comm;
 use config::{Config, GlobalProbe, OutputField};
@@ -29,6 +29,7 @@ use mesh::MeshPart;
 use rayon::prelude::*;
 
 use crate::error::fail;
+use crate::fields::StrainCells;
 use crate::probes::{self as probe, CellExtreme, FieldStats, PointInCell, SetSum};
 use crate::run::{self as serial, CellOutputs, ReactionTotal, StepStamp};
 use crate::windows::{GatherStats, WindowPlan};
@@ -291,6 +292,12 @@ pub struct RankOutput {
     figure_record_width: usize,
     /// Whether the figure cell records carry every cell field (else the strain energy alone).
     probes_read_cells: bool,
+    /// Whether a probe reads what the cells' outputs give (a cell field, a statistic of one,
+    /// the strain energy): else the first state's cells are left to the output threads.
+    probes_read_outputs: bool,
+    /// The element loop's kernels over a copy of its mesh, with which the output threads
+    /// compute the first state's cells ([`RankOutput::set_strain_cells`]).
+    strain_cells: Option<Arc<StrainCells>>,
     /// Rank 0: the sets' centroids, from the set nodes' coordinates.
     centroids: Vec<[f64; 3]>,
     /// Names of the reaction totals' sets (the first `n_reaction_totals` sums).
@@ -326,6 +333,9 @@ struct FileGathers {
     node_layout: StepNodes,
     /// A state's cell records ([`CellOutputs::record`]) where a cell field is written.
     step_cells: Option<WindowPlan>,
+    /// Each cell's strain energy, for the total of a state whose cells the output threads
+    /// compute.
+    energy_cells: WindowPlan,
     shape: MeshShape,
     fields: Vec<StepField>,
     /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
@@ -578,6 +588,17 @@ impl RankOutput {
         } else {
             None
         };
+        let energy_cells = plan(&owned_cells, n_cells, 1)?;
+        let probes = &config.output.probes;
+        let probes_read_outputs = probes
+            .points
+            .iter()
+            .any(|p| p.fields.iter().any(|&f| f != OutputField::Displacement))
+            || probes.sets.iter().any(|s| !s.fields.is_empty())
+            || probes
+                .globals
+                .iter()
+                .any(|&g| g == GlobalProbe::StrainEnergy || probe::cell_global(g).is_some());
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
             if let Ok(i) = node_names.binary_search_by(|n| n.as_str().cmp(name)) {
@@ -657,6 +678,7 @@ impl RankOutput {
             step_nodes,
             node_layout,
             step_cells,
+            energy_cells,
             shape: shape.clone(),
             fields,
             strain_fields,
@@ -686,12 +708,32 @@ impl RankOutput {
             strain_outputs,
             figure_record_width,
             probes_read_cells,
+            probes_read_outputs,
+            strain_cells: None,
             centroids: Vec::new(),
             files,
             output_comm,
             inline,
             held: Arc::new(Mutex::new(GatherStats::default())),
         })
+    }
+
+    /// Whether a probe reads what the cells' outputs give (then the first state's cells are
+    /// computed by the run, not by the output threads).
+    pub(crate) fn probes_read_outputs(&self) -> bool {
+        self.probes_read_outputs
+    }
+
+    /// The kernels with which the output threads compute the first state's cells (`None`:
+    /// the run computes them).
+    pub(crate) fn set_strain_cells(&mut self, cells: Option<Arc<StrainCells>>) {
+        self.strain_cells = cells.filter(|_| !self.probes_read_outputs);
+    }
+
+    /// Whether the output threads compute the first state's cells (its
+    /// [`CellOutputs::fields_later`] may go to [`RankOutput::write_state`]).
+    pub(crate) fn computes_first_cells(&self) -> bool {
+        self.strain_cells.is_some()
     }
 
     /// The mesh's figures for the summary and the header (from reductions).
@@ -822,13 +864,35 @@ impl RankOutput {
         } else {
             Vec::new()
         };
-        let figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells)?;
+        // a first state whose cells the output threads compute: its total strain energy
+        // comes once they have (rank 0)
+        let later = match (cells.fields_later, &self.strain_cells) {
+            (false, _) => None,
+            (true, Some(kernels)) => Some(LaterCells {
+                kernels: kernels.clone(),
+                energy: (comm.rank() == 0).then(|| Arc::new(OnceLock::new())),
+            }),
+            (true, None) => fail!("the first state's cells left to output threads without kernels"),
+        };
+        let mut figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells)?;
+        if let (Some(figures), Some(later)) = (&mut figures, &later) {
+            figures.strain_energy_later = later.energy.clone();
+        }
 
-        // the fields: this rank's owned values, for its output thread
+        // the fields: this rank's owned values (every local node's displacement where the
+        // thread computes the cells), for its output thread
         let files = &self.files;
         let layout = files.node_layout;
         let owned = |v: &[[f64; 3]]| v.get(..n_owned).map(<[_]>::to_vec);
+        let u_kept = if later.is_some() {
+            Some(u_local.to_vec())
+        } else {
+            owned(u_local)
+        };
+        let cells_kept =
+            later.is_some() || files.step_cells.is_some() || layout.stress_at.is_some();
         let state = FileState {
+            later,
             header: StepHeader {
                 step: stamp.index,
                 load_factor: stamp.load_factor,
@@ -836,7 +900,7 @@ impl RankOutput {
                 time: stamp.time,
                 fields: files.fields.clone(),
             },
-            u: owned(u_local).ok_or_else(|| short("displacement", u_local.len(), n_owned))?,
+            u: u_kept.ok_or_else(|| short("displacement", u_local.len(), n_owned))?,
             reactions: match layout.reaction_at {
                 Some(_) => {
                     owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?
@@ -844,7 +908,7 @@ impl RankOutput {
                 None => Vec::new(),
             },
             nodal: (layout.stress_at.is_some() && self.probes_nodal).then_some(nodal),
-            cells: (files.step_cells.is_some() || layout.stress_at.is_some()).then_some(cells),
+            cells: cells_kept.then_some(cells),
         };
         let (files, part, held) = (self.files.clone(), part.clone(), self.held.clone());
         let output_comm = self.output_comm.clone();
@@ -981,15 +1045,20 @@ impl RankOutput {
             }
         })?;
         let w = this.figure_cells.width();
-        let cell_stats = this.figure_cells.gather(comm, cell_record, |_, records| {
-            // the figures in serial order (the energy summed as the serial run's)
-            for r in records.chunks(w) {
-                acc.strain_energy += r[energy_at];
-                if this.probes_read_cells {
-                    acc.cell_stats(r);
+        // (no cell values yet where the output threads compute them: no probe reads them)
+        let cell_stats = if cells.fields_later {
+            GatherStats::default()
+        } else {
+            this.figure_cells.gather(comm, cell_record, |_, records| {
+                // the figures in serial order (the energy summed as the serial run's)
+                for r in records.chunks(w) {
+                    acc.strain_energy += r[energy_at];
+                    if this.probes_read_cells {
+                        acc.cell_stats(r);
+                    }
                 }
-            }
-        })?;
+            })?
+        };
         let figures = match points {
             Some(points) => Some(acc.figures(config, &points)?),
             None => None,
@@ -1020,7 +1089,9 @@ fn note(held: &Mutex<GatherStats>, stats: &[GatherStats]) {
 /// nodes' values and its cells' outputs.
 struct FileState {
     header: StepHeader,
-    /// The owned nodes' displacements.
+    /// Where the thread computes the cells' outputs (a first state).
+    later: Option<LaterCells>,
+    /// The owned nodes' displacements (every local node's where `later`).
     u: Vec<[f64; 3]>,
     /// The owned nodes' reactions, where written (else empty).
     reactions: Vec<[f64; 3]>,
@@ -1031,7 +1102,50 @@ struct FileState {
     cells: Option<CellOutputs>,
 }
 
+/// The first state's cells, computed by the output threads: the kernels, and rank 0's slot
+/// for the total strain energy (the state's figures take it once written).
+struct LaterCells {
+    kernels: Arc<StrainCells>,
+    energy: Option<Arc<OnceLock<f64>>>,
+}
+
 impl FileGathers {
+    /// Collective over the output thread's `comm`: the cells' outputs of a first state left
+    /// to the output threads, computed with `later`'s kernels from every local node's
+    /// displacement (agreed on: a failure is every rank's, before any gather of the file);
+    /// their strain energies are summed on rank 0 in serial order into `later`'s slot.
+    fn later_cells(
+        &self,
+        comm: &dyn Comm,
+        later: LaterCells,
+        state: &FileState,
+        held: &Mutex<GatherStats>,
+    ) -> Result<CellOutputs> {
+        let computed = (|| -> Result<CellOutputs> {
+            let mut cells = state.cells.clone().unwrap_or_default();
+            cells.add_later_fields(&later.kernels, &state.u)?;
+            for field in std::mem::take(&mut cells.later) {
+                let values = later.kernels.strains(&state.u, field)?;
+                cells.strains.push((field, values));
+            }
+            Ok(cells)
+        })();
+        let cells = crate::distributed::agreed(comm, computed)?;
+        let energies = &cells.strain_energy;
+        // the total in serial order, as the serial run sums the cells' energies
+        let mut total: f64 = [0.0f64; 0].iter().sum();
+        let stats = self.energy_cells.gather(
+            comm,
+            |c, r| r[0] = energies[c],
+            |_, records| records.iter().for_each(|e| total += e),
+        )?;
+        note(held, &[stats]);
+        if let Some(energy) = later.energy {
+            let _ = energy.set(total);
+        }
+        Ok(cells)
+    }
+
     /// Collective over the output thread's `comm`: the mesh gathered to rank 0, where `target`
     /// is given (rank 0) into a new results file, which is returned. Rank 0 takes part in the
     /// gathers whatever becomes of the file.
@@ -1220,10 +1334,13 @@ impl FileGathers {
         &self,
         comm: &dyn Comm,
         part: &MeshPart,
-        state: FileState,
+        mut state: FileState,
         file: Option<&mut ResultsWriter>,
         held: &Mutex<GatherStats>,
     ) -> Result<()> {
+        if let Some(later) = state.later.take() {
+            state.cells = Some(self.later_cells(comm, later, &state, held)?);
+        }
         let layout = self.node_layout;
         let nodal = match (&state.nodal, layout.stress_at, &state.cells) {
             (Some(_), _, _) | (None, None, _) => None,

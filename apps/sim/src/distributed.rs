@@ -7,7 +7,7 @@
 //! windows of serial ids the ranks send it ([`crate::dist_output`]), never holding the mesh.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use comm::{agree, Comm, CommError};
@@ -18,6 +18,7 @@ use solve::problem::{distributed_modes, Problem};
 
 use crate::dist_output::{RankOutput, StateFigures};
 use crate::driver::{InvertedScope, Layout};
+use crate::fields::StrainCells;
 use crate::locate::located;
 use crate::plausibility::{Finiteness, InvertedCells};
 use crate::restart::Restart;
@@ -246,7 +247,6 @@ pub(crate) fn execute_on_ranks(
         device,
         owned: loads.iter().map(|l| [l[0], l[1]]).collect(),
         constrained_dofs: loads.iter().map(|l| l[2] as usize).sum(),
-        undeformed_cells: Mutex::new(None),
     };
     let outcome = crate::driver::drive(c, case, &mut layout, &mut problem, started, stages);
     outcome.map(|mut o| {
@@ -268,10 +268,6 @@ struct RankParts<'a> {
     owned: Vec<[u64; 2]>,
     /// Constrained unknowns of the whole mesh.
     constrained_dofs: usize,
-    /// The cell outputs of the zero displacement, made by [`Layout::create_results`] of a run
-    /// that does not restart while the mesh is gathered to rank 0; taken by the first state's
-    /// [`Layout::first_cells`] (where its displacement is zero).
-    undeformed_cells: Mutex<Option<Result<CellOutputs>>>,
 }
 
 impl Layout for RankParts<'_> {
@@ -354,26 +350,25 @@ impl Layout for RankParts<'_> {
         case: &Case,
     ) -> Result<StepOutput> {
         let comm = &**self.comm;
-        let (dir, name) = (&case.dir, case.name.as_str());
-        let defer = self.defers_strains();
-        let (output, part) = (&mut self.output, &self.part);
-        // rank 0's writer creates the files from the windows of the collective gathers on its
-        // thread; the pool's other threads meanwhile compute the undeformed state's cells
-        // (local work)
-        let (created, undeformed) = rayon::join(
-            || output.create(comm, config, part, dir, name, &case.faults),
-            || {
-                case.restart.is_none().then(|| {
-                    let zeros = problem.discrete.zeros()?;
-                    CellOutputs::compute(problem, &zeros, config, defer)
-                })
-            },
-        );
-        *self
-            .undeformed_cells
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner) = undeformed;
-        created
+        // the first state's cells are left to the output threads where no probe reads them
+        // (`first_cells`): their kernels over a copy of the element loop's mesh
+        if !self.output.probes_read_outputs() {
+            let mesh = Arc::new(crate::run::parallel_clone(&problem.mesh));
+            let kernels = StrainCells::of(problem, mesh).map(Arc::new);
+            // every rank leaves them or none does
+            let mut missing = [f64::from(u8::from(kernels.is_none()))];
+            comm.allreduce_max(&mut missing)?;
+            self.output
+                .set_strain_cells(kernels.filter(|_| missing[0] == 0.0));
+        }
+        self.output.create(
+            comm,
+            config,
+            &self.part,
+            &case.dir,
+            &case.name,
+            &case.faults,
+        )
     }
 
     fn first_cells(
@@ -382,15 +377,10 @@ impl Layout for RankParts<'_> {
         u: &Vector,
         config: &config::Config,
     ) -> Result<CellOutputs> {
-        let made = self
-            .undeformed_cells
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let zero = || u.host().is_ok_and(|v| v.iter().all(|x| x.to_bits() == 0));
-        match made {
-            Some(cells) if zero() => cells,
-            _ => CellOutputs::compute(problem, u, config, self.defers_strains()),
+        if self.output.computes_first_cells() {
+            Ok(CellOutputs::fields_later(config))
+        } else {
+            CellOutputs::compute(problem, u, config, self.defers_strains())
         }
     }
 

@@ -1258,7 +1258,7 @@ pub(crate) fn max_length(displacement: &[[f64; 3]]) -> f64 {
 }
 
 /// A copy of `mesh` whose large arrays (coordinates, connectivity) are copied in parallel.
-fn parallel_clone(mesh: &HexMesh) -> HexMesh {
+pub(crate) fn parallel_clone(mesh: &HexMesh) -> HexMesh {
     HexMesh {
         kind: mesh.kind,
         coords: mesh.coords.par_iter().copied().collect(),
