@@ -36,8 +36,9 @@ impl Session {
         }
     }
 
-    /// Initialises MPI, asking for `MPI_THREAD_MULTIPLE` (what [`Comm::concurrent`] needs) and
-    /// needing `MPI_THREAD_SERIALIZED` (any thread may call, one at a time).
+    /// Initialises MPI, asking for `MPI_THREAD_MULTIPLE` (what [`Comm::concurrent`] needs;
+    /// [`thread_level`]) and needing `MPI_THREAD_SERIALIZED` (any thread may call, one at a
+    /// time).
     pub fn init_mpi() -> Result<Self, CommError> {
         let failed = |message: &str| CommError::Collective {
             operation: "MPI_Init_thread",
@@ -52,7 +53,9 @@ impl Session {
             // the process's only one that touches the environment at start-up
             std::env::set_var(name, value);
         }
-        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+        let asked = thread_level(|v| std::env::var(v).ok())
+            .map_err(|message| CommError::Setting { message })?;
+        let (universe, provided) = mpi::initialize_with_threading(asked)
             .ok_or_else(|| failed("MPI is already initialised in this process"))?;
         if provided < mpi::Threading::Serialized {
             return Err(failed(
@@ -83,6 +86,26 @@ impl std::fmt::Debug for Session {
             .field("comm", &self.comm)
             .field("mpi", &self.universe.is_some())
             .finish()
+    }
+}
+
+/// The variable that chooses the thread support asked of MPI ([`thread_level`]): `multiple`
+/// (the default) or `serialized`.
+pub const THREADS_VARIABLE: &str = "HEXFEM_MPI_THREADS";
+
+/// The thread support to ask of MPI, from [`THREADS_VARIABLE`] read through `env`:
+/// `MPI_THREAD_MULTIPLE` (unset or `multiple`: a rank's output thread then gathers on a
+/// communicator of its own while the run goes on, [`Comm::concurrent`]) or
+/// `MPI_THREAD_SERIALIZED` (`serialized`: every MPI call of a rank one at a time, the output's
+/// gathers on the run's thread; for an MPI library whose `MPI_THREAD_MULTIPLE` misbehaves).
+/// Errors: another value (the message names the valid ones).
+pub fn thread_level(env: impl Fn(&str) -> Option<String>) -> Result<mpi::Threading, String> {
+    match env(THREADS_VARIABLE).as_deref() {
+        None | Some("multiple") => Ok(mpi::Threading::Multiple),
+        Some("serialized") => Ok(mpi::Threading::Serialized),
+        Some(other) => Err(format!(
+            "{THREADS_VARIABLE}={other:?} is not a choice (valid: multiple, serialized)"
+        )),
     }
 }
 
@@ -157,6 +180,31 @@ mod tests {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| v.to_string())
         })
+    }
+
+    #[test]
+    fn mpi_is_asked_for_multiple_threads_unless_serialized_is_chosen() {
+        let level = |vars: &[(&str, &str)]| {
+            thread_level(|v| {
+                vars.iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| x.to_string())
+            })
+        };
+        assert_eq!(level(&[]), Ok(mpi::Threading::Multiple));
+        assert_eq!(
+            level(&[(THREADS_VARIABLE, "multiple")]),
+            Ok(mpi::Threading::Multiple)
+        );
+        assert_eq!(
+            level(&[(THREADS_VARIABLE, "serialized")]),
+            Ok(mpi::Threading::Serialized)
+        );
+        let e = level(&[(THREADS_VARIABLE, "funneled")]).unwrap_err();
+        assert!(
+            e.contains("\"funneled\"") && e.contains("multiple, serialized"),
+            "{e}"
+        );
     }
 
     #[test]

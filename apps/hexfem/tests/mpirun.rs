@@ -151,6 +151,53 @@ fn an_mpi_transport_setting_that_is_no_choice_is_named() {
     }
 }
 
+/// `HEXFEM_MPI_THREADS` (read before MPI starts): with `serialized` MPI gives no concurrent
+/// communicator and the output's gathers run on each rank's run thread, and the files are those
+/// of the default (the gathers on the ranks' output threads) byte for byte, with the same
+/// figures; a value that is no choice stops every rank naming the valid ones.
+#[test]
+fn the_output_gathered_on_the_run_threads_of_serialized_mpi_is_the_same() {
+    let dir = scratch("threads");
+    let yaml = input("cantilever_q2.yaml");
+    let fields = "output.fields=[displacement, reaction, cauchy_stress, von_mises, jacobian, \
+                  energy_density, nodal_cauchy_stress, nodal_von_mises, strain, \
+                  green_lagrange_strain, logarithmic_strain, principal_stress, \
+                  nodal_principal_stress, sets]";
+    let run = |threads: Option<&str>, tag: &str| {
+        let out_dir = dir.0.join(tag);
+        let out = run_mpirun(3, |cmd| {
+            cmd.arg(env!("CARGO_BIN_EXE_hexfem"))
+                .args(["run", yaml.as_str(), "-q", "--set", fields, "-o"])
+                .arg(&out_dir)
+                .env("CI", "1");
+            if let Some(threads) = threads {
+                cmd.env("HEXFEM_MPI_THREADS", threads);
+            }
+        })
+        .expect("mpirun (Open MPI) runs");
+        (out, out_dir)
+    };
+    let (threaded, a) = run(None, "multiple");
+    assert!(threaded.status.success(), "{}", output_text(&threaded));
+    let (serialized, b) = run(Some("serialized"), "serialized");
+    assert!(serialized.status.success(), "{}", output_text(&serialized));
+    for ext in ["h5", "xdmf"] {
+        let file = |d: &Path| std::fs::read(d.join(format!("cantilever_q2.{ext}"))).unwrap();
+        assert!(file(&a) == file(&b), "the .{ext} files differ");
+    }
+    let (one, other) = (summary(&a, "cantilever_q2"), summary(&b, "cantilever_q2"));
+    assert_same_figures(&one, &other, 0.0, "serialized against multiple");
+    let (bad, _) = run(Some("funneled"), "bad");
+    assert!(!bad.status.success());
+    let text = output_text(&bad);
+    assert!(
+        text.contains(
+            r#"HEXFEM_MPI_THREADS="funneled" is not a choice (valid: multiple, serialized)"#
+        ),
+        "{text}"
+    );
+}
+
 /// The hold check is collective: on 2 and 3 ranks a body held only in x is refused by `check`
 /// and `run` with the serial message (the free motions of the whole body), printed once.
 #[test]
