@@ -874,13 +874,9 @@ impl RankOutput {
             }),
             (true, None) => fail!("the first state's cells left to output threads without kernels"),
         };
-        let mut figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells)?;
-        if let (Some(figures), Some(later)) = (&mut figures, &later) {
-            figures.strain_energy_later = later.energy.clone();
-        }
-
-        // the fields: this rank's owned values (every local node's displacement where the
-        // thread computes the cells), for its output thread
+        // this rank's owned values (every local node's displacement where the thread computes
+        // the cells), for its output thread: taken before the collectives (a failure here is
+        // one rank's, as the host copies' above)
         let files = &self.files;
         let layout = files.node_layout;
         let owned = |v: &[[f64; 3]]| v.get(..n_owned).map(<[_]>::to_vec);
@@ -889,8 +885,18 @@ impl RankOutput {
         } else {
             owned(u_local)
         };
+        let u_kept = u_kept.ok_or_else(|| short("displacement", u_local.len(), n_owned))?;
+        let reactions_kept = match layout.reaction_at {
+            Some(_) => owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?,
+            None => Vec::new(),
+        };
+        let figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells);
+
+        // the fields to the output thread whatever became of the figures (rank 0's): every
+        // rank's thread runs every state's gathers
         let cells_kept =
             later.is_some() || files.step_cells.is_some() || layout.stress_at.is_some();
+        let energy_later = later.as_ref().and_then(|l| l.energy.clone());
         let state = FileState {
             later,
             header: StepHeader {
@@ -900,13 +906,8 @@ impl RankOutput {
                 time: stamp.time,
                 fields: files.fields.clone(),
             },
-            u: u_kept.ok_or_else(|| short("displacement", u_local.len(), n_owned))?,
-            reactions: match layout.reaction_at {
-                Some(_) => {
-                    owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?
-                }
-                None => Vec::new(),
-            },
+            u: u_kept,
+            reactions: reactions_kept,
             nodal: (layout.stress_at.is_some() && self.probes_nodal).then_some(nodal),
             cells: cells_kept.then_some(cells),
         };
@@ -915,6 +916,10 @@ impl RankOutput {
         output.submit_gathered(Box::new(move |file| {
             files.write_state(&*output_comm, &part, state, file, &held)
         }))?;
+        let mut figures = figures?;
+        if let Some(figures) = &mut figures {
+            figures.strain_energy_later = energy_later;
+        }
         Ok(figures)
     }
 
@@ -923,7 +928,7 @@ impl RankOutput {
     /// and the cells' records, added in serial order as the serial run adds them.
     #[allow(clippy::too_many_arguments)]
     fn figures(
-        &mut self,
+        &self,
         comm: &dyn Comm,
         config: &Config,
         part: &MeshPart,
@@ -977,7 +982,7 @@ impl RankOutput {
             .reduce(|| 0.0, f64::max)];
         comm.allreduce_max(&mut largest)?;
 
-        let this = &*self;
+        let this = self;
         let node_mask = this.node_names.len();
         let probes_nodal = this.probes_nodal;
         let n_stress = if probes_nodal { 9 } else { 0 };
@@ -1343,10 +1348,16 @@ impl FileGathers {
         }
         let layout = self.node_layout;
         let nodal = match (&state.nodal, layout.stress_at, &state.cells) {
-            (Some(_), _, _) | (None, None, _) => None,
-            (None, Some(_), Some(cells)) => Some(serial::nodal_average(&part.mesh, &cells.cauchy)),
-            (None, Some(_), None) => fail!("a nodal stress field without the cells' outputs"),
+            (Some(_), _, _) | (None, None, _) => Ok(None),
+            (None, Some(_), Some(cells)) => {
+                Ok(Some(serial::nodal_average(&part.mesh, &cells.cauchy)))
+            }
+            (None, Some(_), None) => Err(crate::Error::failure(
+                "a nodal stress field without the cells' outputs".into(),
+            )),
         };
+        // (agreed: a rank that cannot take part fails every rank's gathers, none waits)
+        let nodal = crate::distributed::agreed(comm, nodal)?;
         let nodal: &[[f64; 9]] = state.nodal.as_deref().or(nodal.as_deref()).unwrap_or(&[]);
         let (u, reactions) = (&state.u, &state.reactions);
         let node_record = |n: usize, r: &mut [f64]| {
