@@ -82,44 +82,6 @@ enum Runner {
     },
 }
 
-/// Niceness of the writer's threads: the run's threads, at 0, go first where both want a
-/// core; the writer takes the cores the run leaves (GPU phases, waits).
-const WRITER_NICENESS: i32 = 10;
-
-/// Lowers the calling thread's CPU priority to [`WRITER_NICENESS`] (Linux: a thread's own
-/// nice value); elsewhere, or where refused, the thread keeps its priority.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sets the calling thread's nice value (who 0: the caller); no memory is touched.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICENESS);
-    }
-}
-
-/// The writer's own rayon pool (as many threads as the run's, at [`WRITER_NICENESS`]), so
-/// that its parallel work (gathers' columns, derived fields, a first state's cells) waits
-/// for the cores the run's pool leaves instead of queueing among the run's tasks; `None`
-/// where the pool cannot be made (the process's pool then runs it).
-fn background_pool() -> Option<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(rayon::current_num_threads())
-        .thread_name(|i| format!("hexfem-output-{i}"))
-        .start_handler(|_| lower_priority())
-        .build()
-        .ok()
-}
-
-/// [`run_timed`] with `job`'s parallel work on `pool` (the writer's own), where there is one.
-fn run_on<T: Send>(
-    pool: Option<&rayon::ThreadPool>,
-    job: impl FnOnce() -> Result<T> + Send,
-) -> (Result<T>, f64) {
-    match pool {
-        Some(pool) => pool.install(|| run_timed(job)),
-        None => run_timed(job),
-    }
-}
-
 /// Runs `job`, timed, a panic in it an error.
 fn run_timed<T>(job: impl FnOnce() -> Result<T>) -> (Result<T>, f64) {
     let started = Instant::now();
@@ -171,12 +133,10 @@ impl StepOutput {
     fn spawn(create: CreateGatheredJob, after_failure: bool) -> Result<Self> {
         let (jobs, incoming) = mpsc::sync_channel::<GatherJob>(1);
         let (finished, done) = mpsc::sync_channel::<Done>(1);
-        let pool = background_pool();
         let thread = std::thread::Builder::new()
             .name("hexfem-output".into())
             .spawn(move || {
-                lower_priority();
-                let (created, seconds) = run_on(pool.as_ref(), create);
+                let (created, seconds) = run_timed(create);
                 let mut file = match created {
                     Ok(file) => {
                         finished.send((Ok(()), seconds)).ok()?;
@@ -191,7 +151,7 @@ impl StepOutput {
                     }
                 };
                 for job in incoming {
-                    let done = run_on(pool.as_ref(), || job(file.as_mut()));
+                    let done = run_timed(|| job(file.as_mut()));
                     if finished.send(done).is_err() {
                         break;
                     }
