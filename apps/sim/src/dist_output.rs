@@ -857,40 +857,51 @@ impl RankOutput {
     ) -> Result<Option<StateFigures>> {
         let mesh = &part.mesh;
         let n_owned = part.n_owned_nodes();
-        let (u_local, _) = u.host()?.as_chunks::<3>();
-        let (r_local, _) = reactions.host()?.as_chunks::<3>();
+        let files = &self.files;
+        let layout = files.node_layout;
+        // this rank's part of the state, prepared before any collective and agreed on (a
+        // failure here is every rank's: none waits in a gather): its host values, the values
+        // of the probe points it owns, and for its output thread its owned values (every local
+        // node's displacement where the thread computes the cells)
+        let prepared = (|| -> Result<_> {
+            let (u_local, _) = u.host()?.as_chunks::<3>();
+            let (r_local, _) = reactions.host()?.as_chunks::<3>();
+            // a first state whose cells the output threads compute: its total strain energy
+            // comes once they have (rank 0)
+            let later = match (cells.fields_later, &self.strain_cells) {
+                (false, _) => None,
+                (true, Some(kernels)) => Some(LaterCells {
+                    kernels: kernels.clone(),
+                    energy: (comm.rank() == 0).then(|| Arc::new(OnceLock::new())),
+                }),
+                (true, None) => {
+                    fail!("the first state's cells left to output threads without kernels")
+                }
+            };
+            let owned = |v: &[[f64; 3]]| v.get(..n_owned).map(<[_]>::to_vec);
+            let u_kept = if later.is_some() {
+                Some(u_local.to_vec())
+            } else {
+                owned(u_local)
+            };
+            let u_kept = u_kept.ok_or_else(|| short("displacement", u_local.len(), n_owned))?;
+            let reactions_kept = match layout.reaction_at {
+                Some(_) => {
+                    owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?
+                }
+                None => Vec::new(),
+            };
+            let points = self.point_values(u_local, &cells)?;
+            Ok((u_local, r_local, later, u_kept, reactions_kept, points))
+        })();
+        let (u_local, r_local, later, u_kept, reactions_kept, points) =
+            crate::distributed::agreed(comm, prepared)?;
         let nodal = if self.probes_nodal {
             serial::nodal_average(mesh, &cells.cauchy)
         } else {
             Vec::new()
         };
-        // a first state whose cells the output threads compute: its total strain energy
-        // comes once they have (rank 0)
-        let later = match (cells.fields_later, &self.strain_cells) {
-            (false, _) => None,
-            (true, Some(kernels)) => Some(LaterCells {
-                kernels: kernels.clone(),
-                energy: (comm.rank() == 0).then(|| Arc::new(OnceLock::new())),
-            }),
-            (true, None) => fail!("the first state's cells left to output threads without kernels"),
-        };
-        // this rank's owned values (every local node's displacement where the thread computes
-        // the cells), for its output thread: taken before the collectives (a failure here is
-        // one rank's, as the host copies' above)
-        let files = &self.files;
-        let layout = files.node_layout;
-        let owned = |v: &[[f64; 3]]| v.get(..n_owned).map(<[_]>::to_vec);
-        let u_kept = if later.is_some() {
-            Some(u_local.to_vec())
-        } else {
-            owned(u_local)
-        };
-        let u_kept = u_kept.ok_or_else(|| short("displacement", u_local.len(), n_owned))?;
-        let reactions_kept = match layout.reaction_at {
-            Some(_) => owned(r_local).ok_or_else(|| short("reactions", r_local.len(), n_owned))?,
-            None => Vec::new(),
-        };
-        let figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells);
+        let figures = self.figures(comm, config, part, u_local, r_local, &nodal, &cells, points);
 
         // the fields to the output thread whatever became of the figures (rank 0's): every
         // rank's thread runs every state's gathers
@@ -923,22 +934,13 @@ impl RankOutput {
         Ok(figures)
     }
 
-    /// Collective: the state's figures on rank 0 (`None` on the other ranks), from the probe
-    /// points' owners, the largest displacement's maximum and the gathers of the set nodes'
-    /// and the cells' records, added in serial order as the serial run adds them.
-    #[allow(clippy::too_many_arguments)]
-    fn figures(
+    /// The values of the probe points this rank owns (displacement, cell fields), at their
+    /// offsets in one buffer of every point's values (zeros for the others'), and the offsets.
+    fn point_values(
         &self,
-        comm: &dyn Comm,
-        config: &Config,
-        part: &MeshPart,
         u_local: &[[f64; 3]],
-        r_local: &[[f64; 3]],
-        nodal: &[[f64; 9]],
         cells: &CellOutputs,
-    ) -> Result<Option<StateFigures>> {
-        let mesh = &part.mesh;
-        // the probe points' values (displacement, cell fields), from their owners
+    ) -> Result<(Vec<f64>, Vec<usize>)> {
         let widths: Vec<usize> = self
             .point_fields
             .iter()
@@ -965,6 +967,26 @@ impl RankOutput {
             }
             mine[offsets[i]..offsets[i + 1]].copy_from_slice(&values);
         }
+        Ok((mine, offsets))
+    }
+
+    /// Collective: the state's figures on rank 0 (`None` on the other ranks), from the probe
+    /// points' owners, the largest displacement's maximum and the gathers of the set nodes'
+    /// and the cells' records, added in serial order as the serial run adds them.
+    #[allow(clippy::too_many_arguments)]
+    fn figures(
+        &self,
+        comm: &dyn Comm,
+        config: &Config,
+        part: &MeshPart,
+        u_local: &[[f64; 3]],
+        r_local: &[[f64; 3]],
+        nodal: &[[f64; 9]],
+        cells: &CellOutputs,
+        (mine, offsets): (Vec<f64>, Vec<usize>),
+    ) -> Result<Option<StateFigures>> {
+        let mesh = &part.mesh;
+        // the probe points' values, from their owners
         let lens = vec![mine.len(); comm.size()];
         let points: Option<Vec<Vec<f64>>> =
             crate::windows::gather_to_root(comm, &mine, &lens, mine.len().max(1))?.map(|all| {
