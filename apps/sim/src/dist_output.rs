@@ -1378,8 +1378,12 @@ impl FileGathers {
                 "a nodal stress field without the cells' outputs".into(),
             )),
         };
-        // (agreed: a rank that cannot take part fails every rank's gathers, none waits)
-        let nodal = crate::distributed::agreed(comm, nodal)?;
+        // agreed where a nodal stress field is written (the file's layout, the same on every
+        // rank): a rank that cannot take part fails every rank's gathers, none waits
+        let nodal = match layout.stress_at {
+            Some(_) => crate::distributed::agreed(comm, nodal)?,
+            None => nodal?,
+        };
         let nodal: &[[f64; 9]] = state.nodal.as_deref().or(nodal.as_deref()).unwrap_or(&[]);
         let (u, reactions) = (&state.u, &state.reactions);
         let node_record = |n: usize, r: &mut [f64]| {
