@@ -845,7 +845,7 @@ impl RankOutput {
     /// outcome).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_state(
-        &mut self,
+        &self,
         comm: &dyn Comm,
         config: &Config,
         part: &Arc<MeshPart>,
@@ -1004,9 +1004,8 @@ impl RankOutput {
             .reduce(|| 0.0, f64::max)];
         comm.allreduce_max(&mut largest)?;
 
-        let this = self;
-        let node_mask = this.node_names.len();
-        let probes_nodal = this.probes_nodal;
+        let node_mask = self.node_names.len();
+        let probes_nodal = self.probes_nodal;
         let n_stress = if probes_nodal { 9 } else { 0 };
         let set_node_record = |n: usize, r: &mut [f64]| {
             r[..3].copy_from_slice(&u_local[n]);
@@ -1015,36 +1014,36 @@ impl RankOutput {
             if probes_nodal {
                 r[9..18].copy_from_slice(&nodal[n]);
             }
-            this.set_mask(n, &mut r[9 + n_stress..]);
+            self.set_mask(n, &mut r[9 + n_stress..]);
         };
-        let base = this.figure_record_width;
+        let base = self.figure_record_width;
         // where the strain energy lies in a cell record
-        let energy_at = if this.probes_read_cells {
+        let energy_at = if self.probes_read_cells {
             CellOutputs::WIDTH - 1
         } else {
             0
         };
         let cell_record = |c: usize, r: &mut [f64]| {
-            if this.probes_read_cells {
+            if self.probes_read_cells {
                 cells.record(c, &mut r[..base]);
             } else {
                 r[0] = cells.strain_energy[c];
             }
             let probe_mask = &mut r[base..];
             probe_mask.fill(0.0);
-            for (i, m) in this.probe_cells.iter().enumerate() {
+            for (i, m) in self.probe_cells.iter().enumerate() {
                 if m[c] {
                     set_bit(probe_mask, i);
                 }
             }
         };
         let mut acc = Accumulator {
-            out: this,
+            out: self,
             strain_energy: [0.0f64; 0].iter().sum(),
             max_displacement: largest[0],
             reactions: vec![SetSum::default(); node_mask],
-            sums: vec![SetSum::default(); this.sums.len()],
-            stats: this
+            sums: vec![SetSum::default(); self.sums.len()],
+            stats: self
                 .set_fields
                 .iter()
                 .map(|fields| fields.iter().map(|&f| FieldStats::new(f)).collect())
@@ -1059,8 +1058,8 @@ impl RankOutput {
             failure: None,
         };
         // the sets' figures in serial order, from the set nodes' records
-        let w = this.set_nodes.width();
-        let sets = this.set_nodes.gather(comm, set_node_record, |_, records| {
+        let w = self.set_nodes.width();
+        let sets = self.set_nodes.gather(comm, set_node_record, |_, records| {
             let mask_at = 9 + n_stress;
             for r in records.chunks(w) {
                 let (x, uu, rr) = ([r[6], r[7], r[8]], [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
@@ -1071,16 +1070,16 @@ impl RankOutput {
                 }
             }
         })?;
-        let w = this.figure_cells.width();
+        let w = self.figure_cells.width();
         // (no cell values yet where the output threads compute them: no probe reads them)
         let cell_stats = if cells.fields_later {
             GatherStats::default()
         } else {
-            this.figure_cells.gather(comm, cell_record, |_, records| {
+            self.figure_cells.gather(comm, cell_record, |_, records| {
                 // the figures in serial order (the energy summed as the serial run's)
                 for r in records.chunks(w) {
                     acc.strain_energy += r[energy_at];
-                    if this.probes_read_cells {
+                    if self.probes_read_cells {
                         acc.cell_stats(r);
                     }
                 }
