@@ -92,11 +92,11 @@ pub(crate) fn driver_err(op: &str) -> impl FnOnce(cu::DriverError) -> LinalgErro
 /// Why CUDA cannot be used here, or `None` if the driver library and NVRTC load and the driver
 /// reports at least one device. Never panics: library presence is checked before any call.
 pub fn unavailable_reason() -> Option<String> {
-    // SAFETY: these only try to open the shared libraries; nothing is called through them.
+    // SAFETY: only tries to open the driver library; nothing is called through it.
     if !unsafe { cu::sys::is_culib_present() } {
         return Some("the CUDA driver library (libcuda.so) was not found".into());
     }
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if !super::nvrtc::library_present() {
         return Some("the NVRTC library (libnvrtc.so) was not found".into());
     }
     let probe = std::panic::catch_unwind(|| -> Result<i32, cu::DriverError> {
@@ -139,6 +139,8 @@ fn warm_up_picked(pick: impl FnOnce(usize) -> usize + Send + 'static) {
             if unavailable_reason().is_some() {
                 return;
             }
+            // NVRTC loaded and its version asked here, not at the first kernel
+            super::nvrtc::warm_up();
             let Ok(visible) = cu::result::device::get_count() else {
                 return;
             };

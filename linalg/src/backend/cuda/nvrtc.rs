@@ -45,7 +45,7 @@ impl KernelSource {
             "{key}|text={:016x}:{}|nvrtc={}|driver={}",
             kernel_cache::fnv1a64(text.as_bytes()),
             text.len(),
-            nvrtc_version(),
+            version(),
             driver_version()
         )
     }
@@ -62,14 +62,45 @@ impl KernelSource {
     }
 }
 
-/// NVRTC's version as `major.minor` (`?` if it cannot say).
-fn nvrtc_version() -> String {
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: two valid out-pointers; called only once NVRTC is known to be present.
-    match unsafe { sys::nvrtcVersion(&mut major, &mut minor) } {
-        sys::nvrtcResult::NVRTC_SUCCESS => format!("{major}.{minor}"),
-        _ => "?".into(),
+/// Whether NVRTC loads here, asked once per process: where it does, the library stays loaded
+/// from then on (cudarc's own handle), so that neither a later check nor the first call into
+/// it opens the library again (a `dlopen` of several milliseconds each time; cudarc's presence
+/// check closes what it opened).
+pub(crate) fn library_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        // SAFETY: only opens the library to see whether it exists.
+        let present = unsafe { sys::is_culib_present() };
+        if present {
+            // SAFETY: the library is present (checked above), so cudarc's loader finds it
+            // instead of panicking; the handle lives in cudarc's static for the process.
+            let _kept = unsafe { sys::culib() };
+        }
+        present
+    })
+}
+
+/// Loads NVRTC and asks its version ([`library_present`], [`version`]) ahead of the
+/// first compilation: the start-up's warm-up thread takes the library's loading off the
+/// path to the first kernel. Nothing happens without NVRTC.
+pub(crate) fn warm_up() {
+    if library_present() {
+        version();
     }
+}
+
+/// NVRTC's version as `major.minor` (`?` if it cannot say), asked once per process; called
+/// only once NVRTC is known to be present ([`library_present`]).
+pub(crate) fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two valid out-pointers; NVRTC is present (the callers check first).
+        match unsafe { sys::nvrtcVersion(&mut major, &mut minor) } {
+            sys::nvrtcResult::NVRTC_SUCCESS => format!("{major}.{minor}"),
+            _ => "?".into(),
+        }
+    })
 }
 
 /// The CUDA driver's version number (`none` without a driver library: a source compiled
@@ -106,8 +137,7 @@ pub(crate) fn compile(
     if let Some(c) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(c.clone());
     }
-    // SAFETY: only opens the library to see whether it exists.
-    if !unsafe { sys::is_culib_present() } {
+    if !library_present() {
         return Err(LinalgError::CudaUnavailable {
             reason: "the NVRTC library (libnvrtc.so) was not found".into(),
         });
@@ -150,8 +180,7 @@ pub fn compile_with_log(
             super::kernels::SOURCE_NAMES
         ),
     })?;
-    // SAFETY: only opens the library to see whether it exists.
-    if !unsafe { sys::is_culib_present() } {
+    if !library_present() {
         return Err(LinalgError::CudaUnavailable {
             reason: "the NVRTC library (libnvrtc.so) was not found".into(),
         });

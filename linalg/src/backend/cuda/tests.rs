@@ -121,8 +121,7 @@ fn context_without_gpu_is_an_error_not_a_panic() {
 
 #[test]
 fn every_kernel_compiles_without_spills() {
-    // SAFETY: only checks whether the library can be opened.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if !super::nvrtc::library_present() {
         eprintln!("SKIP every_kernel_compiles_without_spills: NVRTC not found");
         return;
     }
@@ -261,9 +260,27 @@ fn every_kernel_compiles_without_spills() {
 }
 
 #[test]
+fn nvrtc_is_loaded_once_and_stays_loaded() {
+    if !super::nvrtc::library_present() {
+        eprintln!("SKIP nvrtc_is_loaded_once_and_stays_loaded: NVRTC not found");
+        return;
+    }
+    // the presence check keeps the library mapped (cudarc's own check closes what it opened),
+    // so no later check or first compilation opens it again
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("Linux process maps");
+    assert!(
+        maps.lines().any(|l| l.contains("libnvrtc")),
+        "NVRTC is not mapped after the presence check"
+    );
+    // its version is asked once: the same string every time
+    let (first, again) = (super::nvrtc::version(), super::nvrtc::version());
+    assert!(std::ptr::eq(first, again));
+    assert!(first.contains('.'), "NVRTC version {first:?}");
+}
+
+#[test]
 fn compile_error_shows_the_nvrtc_log() {
-    // SAFETY: only checks whether the library can be opened.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if !super::nvrtc::library_present() {
         eprintln!("SKIP compile_error_shows_the_nvrtc_log: NVRTC not found");
         return;
     }
