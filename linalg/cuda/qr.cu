@@ -77,12 +77,16 @@ extern "C" __global__ void grouped_qr(unsigned n_groups, const unsigned* __restr
 // its column in the host's order; the norm of column j and the vector v_j are computed by every
 // lane alike (the same sums, so the same bits), lane j stores v_j. Barriers separate the reads
 // of column j from its update. Groups of a block: blockDim.x / K; every thread of the block
-// passes every barrier (the loops around them run K times for all).
+// passes every barrier (the loops around them run K times for all). The group is factored in
+// `w`, its rows contiguous there (group-major as v: w[(offsets[g] * BS + i) * K + c]), so that
+// the lanes' reads of a row are one or two neighbouring sectors and no slot is looked up per
+// access; Q goes to its slots in q at the end.
 extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* __restrict__ offsets,
                                             const unsigned* __restrict__ members,
                                             const unsigned* __restrict__ slots,
                                             const double* __restrict__ b, double* __restrict__ q,
-                                            double* __restrict__ v, double* __restrict__ r) {
+                                            double* __restrict__ v, double* __restrict__ w,
+                                            double* __restrict__ r) {
     const unsigned per_block = blockDim.x / K;
     const unsigned lane = threadIdx.x % K;
     const unsigned local = threadIdx.x / K;
@@ -94,9 +98,9 @@ extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* _
         m = (offsets[g + 1] - s0) * BS;
     }
     const unsigned long long v0 = (unsigned long long)s0 * BS;
-#define A(i, c) q[((unsigned long long)slots[s0 + (i) / BS] * BS + (i) % BS) * K + (c)]
+#define A(i, c) w[(v0 + (i)) * K + (c)]
 #define V(i, c) v[(v0 + (i)) * K + (c)]
-    // gather column `lane` of the group's rows of b into Q's rows
+    // gather column `lane` of the group's rows of b
     for (unsigned i = 0; i < m; ++i) {
         const unsigned long long src = ((unsigned long long)members[s0 + i / BS] * BS + i % BS) * K;
         A(i, lane) = b[src + lane];
@@ -143,6 +147,9 @@ extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* _
         s *= beta;
         for (unsigned i = j; i < m; ++i) A(i, c) -= s * V(i, j);
     }
+    // column `lane` of Q to the group's slots
+    for (unsigned i = 0; i < m; ++i)
+        q[((unsigned long long)slots[s0 + i / BS] * BS + i % BS) * K + lane] = A(i, lane);
 #undef A
 #undef V
 }

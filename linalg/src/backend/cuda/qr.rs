@@ -194,6 +194,11 @@ impl DeviceGroupedQr {
         } else {
             grid_1d(self.n_groups as u64, 64)
         };
+        // the lanes factor each group in contiguous rows of their own (written before read)
+        let mut w = match lanes {
+            true => Some(ctx.uninit((self.n_members * slab).max(1))?),
+            false => None,
+        };
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&n)
             .arg(&self.offsets)
@@ -201,10 +206,14 @@ impl DeviceGroupedQr {
             .arg(&self.slots)
             .arg(b)
             .arg(&mut *q)
-            .arg(&mut v)
-            .arg(&mut *r);
-        // SAFETY: arguments match `grouped_qr`; `q` and `v` hold every member's slab, `r` every
-        // group's k x k factor, `b` every member's input rows (checked by the caller's plan).
+            .arg(&mut v);
+        if let Some(w) = &mut w {
+            l.arg(w);
+        }
+        l.arg(&mut *r);
+        // SAFETY: arguments match `grouped_qr` (`grouped_qr_lanes`: `w` after `v`); `q`, `v`
+        // and `w` hold every member's slab, `r` every group's k x k factor, `b` every member's
+        // input rows (checked by the caller's plan).
         unsafe { l.launch(config) }.map_err(driver_err("grouped_qr"))?;
         Ok(())
     }
