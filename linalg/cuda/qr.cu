@@ -78,15 +78,17 @@ extern "C" __global__ void grouped_qr(unsigned n_groups, const unsigned* __restr
 // lane alike (the same sums, so the same bits), lane j stores v_j. Barriers separate the reads
 // of column j from its update. Groups of a block: blockDim.x / K; every thread of the block
 // passes every barrier (the loops around them run K times for all). The group is factored in
-// `w`, its rows contiguous there (group-major as v: w[(offsets[g] * BS + i) * K + c]), so that
-// the lanes' reads of a row are one or two neighbouring sectors and no slot is looked up per
-// access; Q goes to its slots in q at the end.
+// rows of its own, contiguous, then Q goes to its slots in q: in shared memory where every
+// group of the launch fits (`cap` > 0 rows per group: the block's groups side by side, each its
+// rows then its Householder vectors, cap x K values each; dynamic shared memory), else in `w`
+// and `v` (group-major: w[(offsets[g] * BS + i) * K + c]). The same operations on either.
 extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* __restrict__ offsets,
                                             const unsigned* __restrict__ members,
                                             const unsigned* __restrict__ slots,
                                             const double* __restrict__ b, double* __restrict__ q,
                                             double* __restrict__ v, double* __restrict__ w,
-                                            double* __restrict__ r) {
+                                            double* __restrict__ r, unsigned cap) {
+    extern __shared__ double rows_of_groups[];
     const unsigned per_block = blockDim.x / K;
     const unsigned lane = threadIdx.x % K;
     const unsigned local = threadIdx.x / K;
@@ -98,8 +100,10 @@ extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* _
         m = (offsets[g + 1] - s0) * BS;
     }
     const unsigned long long v0 = (unsigned long long)s0 * BS;
-#define A(i, c) w[(v0 + (i)) * K + (c)]
-#define V(i, c) v[(v0 + (i)) * K + (c)]
+    double* const a = cap > 0 ? rows_of_groups + (unsigned long long)local * 2 * cap * K : w + v0 * K;
+    double* const hv = cap > 0 ? a + (unsigned long long)cap * K : v + v0 * K;
+#define A(i, c) a[(unsigned long long)(i) * K + (c)]
+#define V(i, c) hv[(unsigned long long)(i) * K + (c)]
     // gather column `lane` of the group's rows of b
     for (unsigned i = 0; i < m; ++i) {
         const unsigned long long src = ((unsigned long long)members[s0 + i / BS] * BS + i % BS) * K;
@@ -152,6 +156,15 @@ extern "C" __global__ void grouped_qr_lanes(unsigned n_groups, const unsigned* _
         q[((unsigned long long)slots[s0 + i / BS] * BS + i % BS) * K + lane] = A(i, lane);
 #undef A
 #undef V
+}
+
+// The number of members of the largest group (atomicMax into `largest`, zeroed by the caller):
+// the shared memory a factorisation needs.
+extern "C" __global__ void largest_group(unsigned n_groups, const unsigned* __restrict__ offsets,
+                                         unsigned* __restrict__ largest) {
+    const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n_groups) return;
+    atomicMax(largest, offsets[g + 1] - offsets[g]);
 }
 
 // ---- the plan from a row -> group assignment (GroupedQrPlan::from_assignment) ----

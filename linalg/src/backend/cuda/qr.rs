@@ -1,7 +1,8 @@
 //! The grouped Householder QR on the device (`linalg/cuda/qr.cu`): the plan's groups uploaded
 //! once ([`DeviceGroupedQr::upload`]), then one factorisation per input, bit-identical to the
 //! host's [`crate::grouped_qr::GroupedQrPlan`] (the kernel mirrors `thin_qr` without FMA; one
-//! lane per column of a group, each running its column's operations in the host's order).
+//! lane per column of a group, each running its column's operations in the host's order; the
+//! groups' rows in shared memory where the largest group's fit, else in global scratch).
 //! [`DeviceGroupedQr::from_assignment`] builds the groups and `Q`'s pattern on the device from
 //! a row -> group map instead (4 bytes a row go up, two totals come down).
 
@@ -14,8 +15,12 @@ use super::symbolic::{exclusive_scan, transpose_pattern};
 use super::{CudaContext, DeviceBuffer};
 use crate::LinalgError;
 
-/// Threads per block of `grouped_qr_lanes` (`LANE_BLOCK / K` groups of `K` lanes each).
+/// Threads per block of `grouped_qr_lanes` (`LANE_BLOCK / K` groups of `K` lanes each) where
+/// the groups are factored in global memory.
 const LANE_BLOCK: u32 = 128;
+/// The shared memory a block of `grouped_qr_lanes` may take (the limit without opting in):
+/// its groups' rows and Householder vectors, where the largest group's fit.
+const SHARED_BYTES: usize = 48 * 1024;
 /// Threads per block of the one-thread-per-row kernels of the plan.
 const ROW_BLOCK: u32 = 128;
 
@@ -24,6 +29,8 @@ const ROW_BLOCK: u32 = 128;
 pub struct DeviceGroupedQr {
     n_groups: usize,
     n_members: usize,
+    /// Members of the largest group (what a group's rows need in shared memory).
+    largest: usize,
     bs: usize,
     k: usize,
     offsets: DeviceBuffer<u32>,
@@ -43,9 +50,11 @@ impl DeviceGroupedQr {
         k: usize,
     ) -> Result<Self, LinalgError> {
         check_len("device grouped QR: slots", members.len(), slots.len())?;
+        let largest = offsets.windows(2).map(|w| w[1].saturating_sub(w[0])).max();
         Ok(Self {
             n_groups: offsets.len().saturating_sub(1),
             n_members: members.len(),
+            largest: largest.unwrap_or(0) as usize,
             bs,
             k,
             offsets: ctx.upload(offsets)?,
@@ -114,9 +123,11 @@ impl DeviceGroupedQr {
         }
         let pattern = DevicePattern::from_parts(rows, n_groups, nnz as usize, row_ptr, col_idx);
         let (groups, slots) = transpose_pattern(ctx, &pattern)?;
+        let largest = largest_group(ctx, &groups.row_ptr, n_groups, &defines)?;
         let plan = Self {
             n_groups,
             n_members: nnz as usize,
+            largest,
             bs,
             k,
             offsets: groups.row_ptr,
@@ -175,9 +186,18 @@ impl DeviceGroupedQr {
         if self.n_groups == 0 {
             return Ok(());
         }
-        let mut v = ctx.zeros::<f64>((self.n_members * slab).max(1))?;
         // K lanes per group (one per column) where a block holds a group; else one thread
         let lanes = self.k <= LANE_BLOCK as usize;
+        // the lanes' groups in shared memory where the largest fits (rows and Householder
+        // vectors, `cap x k` values each), else in global scratch
+        let cap = self.largest * self.bs;
+        let group_bytes = 2 * cap * self.k * std::mem::size_of::<f64>();
+        let shared = lanes && group_bytes > 0 && group_bytes <= SHARED_BYTES;
+        let global_rows = match shared {
+            true => 1,
+            false => (self.n_members * slab).max(1),
+        };
+        let mut v = ctx.zeros::<f64>(global_rows)?;
         let name = if lanes {
             "grouped_qr_lanes"
         } else {
@@ -185,7 +205,13 @@ impl DeviceGroupedQr {
         };
         let f = ctx.function(&QR, &[("BS", self.bs as i64), ("K", self.k as i64)], name)?;
         let n = self.n_groups as u32;
-        let config = if lanes {
+        let config = if shared {
+            let per_block = (LANE_BLOCK as usize / self.k).min(SHARED_BYTES / group_bytes);
+            let mut c = grid_1d(self.n_groups as u64, per_block as u32);
+            c.block_dim.0 = (per_block * self.k) as u32;
+            c.shared_mem_bytes = (per_block * group_bytes) as u32;
+            c
+        } else if lanes {
             let per_block = (LANE_BLOCK as usize / self.k) as u64;
             grid_1d(
                 (self.n_groups as u64).div_ceil(per_block) * LANE_BLOCK as u64,
@@ -196,9 +222,10 @@ impl DeviceGroupedQr {
         };
         // the lanes factor each group in contiguous rows of their own (written before read)
         let mut w = match lanes {
-            true => Some(ctx.uninit((self.n_members * slab).max(1))?),
+            true => Some(ctx.uninit(global_rows)?),
             false => None,
         };
+        let cap_arg = if shared { cap as u32 } else { 0 };
         let mut l = ctx.stream().launch_builder(&f);
         l.arg(&n)
             .arg(&self.offsets)
@@ -211,10 +238,37 @@ impl DeviceGroupedQr {
             l.arg(w);
         }
         l.arg(&mut *r);
-        // SAFETY: arguments match `grouped_qr` (`grouped_qr_lanes`: `w` after `v`); `q`, `v`
-        // and `w` hold every member's slab, `r` every group's k x k factor, `b` every member's
-        // input rows (checked by the caller's plan).
+        if lanes {
+            l.arg(&cap_arg);
+        }
+        // SAFETY: arguments match `grouped_qr` (`grouped_qr_lanes`: `w` after `v`, `cap` last);
+        // `q` holds every member's slab, `v` and `w` too unless the groups are in shared memory
+        // (`cap` rows a group, the largest's, `per_block` groups a block in its shared bytes),
+        // `r` every group's k x k factor, `b` every member's input rows (checked by the
+        // caller's plan).
         unsafe { l.launch(config) }.map_err(driver_err("grouped_qr"))?;
         Ok(())
     }
+}
+
+/// Members of the largest of the `n_groups` groups whose offsets `offsets` are on the device
+/// (one kernel, one value down).
+fn largest_group(
+    ctx: &CudaContext,
+    offsets: &DeviceBuffer<u32>,
+    n_groups: usize,
+    defines: &[(&'static str, i64)],
+) -> Result<usize, LinalgError> {
+    if n_groups == 0 {
+        return Ok(0);
+    }
+    let mut largest = ctx.zeros::<u32>(1)?;
+    let f = ctx.function(&QR, defines, "largest_group")?;
+    let n = n_groups as u32;
+    let mut l = ctx.stream().launch_builder(&f);
+    l.arg(&n).arg(offsets).arg(&mut largest);
+    // SAFETY: `offsets` holds `n_groups + 1` offsets; `largest` one value.
+    unsafe { l.launch(grid_1d(n_groups as u64, ROW_BLOCK)) }
+        .map_err(driver_err("largest_group"))?;
+    Ok(ctx.download(&largest)?[0] as usize)
 }

@@ -1073,6 +1073,44 @@ fn grouped_qr_on_the_device_is_the_hosts_bit_for_bit() {
     }
 }
 
+/// Groups whose largest fills the lanes' shared memory exactly (170 members of 3 x 6 blocks:
+/// 48,960 bytes, one group a block) and one beyond it (180 members: the groups are factored in
+/// global memory instead): the host's bits either way.
+#[test]
+fn grouped_qr_of_groups_at_and_beyond_shared_memory_is_the_hosts_bit_for_bit() {
+    if gpu("grouped_qr_of_groups_at_and_beyond_shared_memory_is_the_hosts_bit_for_bit").is_none() {
+        return;
+    }
+    let device = crate::Device::Cuda(CudaContext::new(0).unwrap());
+    let (bs, k) = (3, 6);
+    for largest in [170usize, 180] {
+        let n = largest + 25;
+        // members interleaved over the input rows, slots reversed
+        let members: Vec<u32> = (0..n as u32)
+            .filter(|v| v % 2 == 0)
+            .chain((0..n as u32).filter(|v| v % 2 == 1))
+            .collect();
+        let slots: Vec<u32> = (0..n as u32).rev().collect();
+        let plan =
+            crate::GroupedQrPlan::new(vec![0, 7, 7 + largest, n], members, slots, bs, k).unwrap();
+        let b: Vec<f64> = (0..n * bs * k)
+            .map(|i| ((i * 7919 % 1013) as f64 / 1013.0 - 0.5) * (1.0 + (i % 5) as f64))
+            .collect();
+        let pattern = crate::grouped_qr::tests::one_block_per_row(3, n);
+        let mut q_host = Bsr::zeros(pattern.clone(), bs, k);
+        let r_host = plan.factor(&b, &mut q_host).unwrap();
+        let mut q = Bsr::zeros_on(&device, pattern, bs, k).unwrap();
+        let r = plan.factor(&b, &mut q).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&r), bits(&r_host), "R, largest group {largest}");
+        assert_eq!(
+            bits(&q.to_host_vec().unwrap()),
+            bits(&q_host.to_host_vec().unwrap()),
+            "Q, largest group {largest}"
+        );
+    }
+}
+
 /// The pattern of Q1 hexahedra on `m^3` nodes (ex56's fine level: each node coupled to the up
 /// to 27 nodes of the cells around it), nodes numbered x fastest.
 fn stencil27(m: usize) -> Arc<BlockPattern> {
