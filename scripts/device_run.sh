@@ -105,6 +105,9 @@ if [ "$TESTS" = 1 ]; then
     # check (bytes moved by a plan), and a concurrent test's copies would land in them
     "$here/bin/test_linalg" --test-threads=1 backend::cuda --nocapture > "$out/tests.log" 2>&1 \
         || status=1
+    # linalg's other library tests that take a GPU (the grouped QR's plan built on the device)
+    "$here/bin/test_linalg" --test-threads=1 grouped_qr::tests::the_device_plan --nocapture \
+        >> "$out/tests.log" 2>&1 || status=1
     for t in test_linalg_device test_linalg_cg test_amg_device; do
         "$here/bin/$t" --test-threads=1 --nocapture >> "$out/tests.log" 2>&1 || status=1
     done

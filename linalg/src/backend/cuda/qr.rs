@@ -4,7 +4,8 @@
 //! lane per column of a group, each running its column's operations in the host's order; the
 //! groups' rows in shared memory where the largest group's fit, else in global scratch).
 //! [`DeviceGroupedQr::from_assignment`] builds the groups and `Q`'s pattern on the device from
-//! a row -> group map instead (4 bytes a row go up, two totals come down).
+//! a row -> group map instead (4 bytes a row go up; two totals and the largest group's size come
+//! down).
 
 use cudarc::driver::PushKernelArg;
 
@@ -64,8 +65,8 @@ impl DeviceGroupedQr {
     }
 
     /// The groups of the row -> group map `assignment` (`u32::MAX`: a row in no group), built
-    /// on the device from the map (uploaded: 4 bytes a row; the two prefix sums' totals come
-    /// down): `Q`'s pattern (`assignment.len()` block rows, `n_groups` block columns, one
+    /// on the device from the map (uploaded: 4 bytes a row; the two prefix sums' totals and the
+    /// largest group's size come down): `Q`'s pattern (`assignment.len()` block rows, `n_groups` block columns, one
     /// block in each grouped row, in its group's column) and the groups (each group's rows
     /// ascending, their blocks' slots in that pattern), the host's
     /// [`crate::grouped_qr::GroupedQrPlan::from_assignment`] entry for entry (a prefix sum of
