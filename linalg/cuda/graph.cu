@@ -5,6 +5,7 @@
 // aggregation round reads the previous round's array only (owner-computes, no atomics on values).
 
 #define UNAGG 0xffffffffu
+#define FULL_WARP 0xffffffffu
 #define MIS_IN 0ull
 #define MIS_OUT 0xffffffffffffffffull
 
@@ -45,19 +46,43 @@ __device__ __forceinline__ bool strong_weight(const u32 i, const u32 j, const do
     return strong_weight_of(j == i, nk, dnorm[i], dnorm[j], threshold, w);
 }
 
+// The three passes below run one warp a row (i, and so every loop bound, is the same on all
+// lanes; lane l takes the row's slots l, l + 32, ...): a coarse level's rows hold a hundred
+// blocks and more, each weight a correctly rounded sqrt and division. Each slot's arithmetic is
+// the sequential loop's; counts are sums, and the fill keeps the column order (ballots).
+__device__ __forceinline__ u32 warp_row(const u32 n) {
+    const u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
+    return i < n ? (u32)i : n;
+}
+
 // coupled[i] = 1 when row i keeps at least one off-diagonal edge (the host's pass 1).
 extern "C" __global__ void strength_coupled(const u32 n, const u32* __restrict__ row_ptr,
                                             const u32* __restrict__ col,
                                             const double* __restrict__ norms,
                                             const double* __restrict__ dnorm, const double threshold,
                                             u32* __restrict__ coupled) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
     if (i >= n) return;
-    u32 any = 0;
+    const u32 lo = row_ptr[i], hi = row_ptr[i + 1];
+    bool any = false;
     double w;
-    for (u32 k = row_ptr[i]; k < row_ptr[i + 1] && !any; ++k)
-        any = strong_weight(i, col[k], norms[k], dnorm, threshold, &w) ? 1u : 0u;
-    coupled[i] = any;
+    for (u32 base = lo; base < hi && !any; base += 32) {
+        const u32 k = base + lane;
+        any = __any_sync(FULL_WARP,
+                         k < hi && strong_weight(i, col[k], norms[k], dnorm, threshold, &w));
+    }
+    if (lane == 0) coupled[i] = any ? 1u : 0u;
+}
+
+// Whether slot k (< hi) of row i is a kept edge: strong, between two coupled rows; *w its weight.
+__device__ __forceinline__ bool kept_edge(const u32 i, const u32 k, const u32 hi,
+                                          const u32* __restrict__ col,
+                                          const double* __restrict__ norms,
+                                          const double* __restrict__ dnorm, const double threshold,
+                                          const u32* __restrict__ coupled, double* w) {
+    if (k >= hi) return false;
+    const u32 j = col[k];
+    return coupled[j] && strong_weight(i, j, norms[k], dnorm, threshold, w);
 }
 
 // counts[i] = the kept edges of row i: strong, between two coupled rows (the host's pass 2).
@@ -66,17 +91,17 @@ extern "C" __global__ void strength_count(const u32 n, const u32* __restrict__ r
                                           const double* __restrict__ norms,
                                           const double* __restrict__ dnorm, const double threshold,
                                           const u32* __restrict__ coupled, u32* __restrict__ counts) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
     if (i >= n) return;
     u32 c = 0;
     double w;
     if (coupled[i]) {
-        for (u32 k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-            const u32 j = col[k];
-            if (coupled[j] && strong_weight(i, j, norms[k], dnorm, threshold, &w)) ++c;
-        }
+        const u32 lo = row_ptr[i], hi = row_ptr[i + 1];
+        for (u32 base = lo; base < hi; base += 32)
+            c += __popc(__ballot_sync(
+                FULL_WARP, kept_edge(i, base + lane, hi, col, norms, dnorm, threshold, coupled, &w)));
     }
-    counts[i] = c;
+    if (lane == 0) counts[i] = c;
 }
 
 // The kept edges of row i at g_ptr[i].., in the operator's column order.
@@ -87,17 +112,22 @@ extern "C" __global__ void strength_fill(const u32 n, const u32* __restrict__ ro
                                          const u32* __restrict__ coupled,
                                          const u32* __restrict__ g_ptr, u32* __restrict__ g_col,
                                          double* __restrict__ g_w) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
     if (i >= n || !coupled[i]) return;
+    const u32 lo = row_ptr[i], hi = row_ptr[i + 1];
+    const u32 below = (1u << lane) - 1u;
     u32 p = g_ptr[i];
-    double w;
-    for (u32 k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-        const u32 j = col[k];
-        if (coupled[j] && strong_weight(i, j, norms[k], dnorm, threshold, &w)) {
-            g_col[p] = j;
-            g_w[p] = w;
-            ++p;
+    for (u32 base = lo; base < hi; base += 32) {
+        const u32 k = base + lane;
+        double w = 0.0;
+        const bool keep = kept_edge(i, k, hi, col, norms, dnorm, threshold, coupled, &w);
+        const u32 kept = __ballot_sync(FULL_WARP, keep);
+        if (keep) {
+            const u32 q = p + __popc(kept & below);
+            g_col[q] = col[k];
+            g_w[q] = w;
         }
+        p += __popc(kept);
     }
 }
 
@@ -148,62 +178,82 @@ struct VertexAggregates {
     const u32* __restrict__ agg;
     __device__ u32 operator()(const u32 u) const { return agg[u]; }
 };
+// One warp a vertex (the kernels below run 32 threads a vertex; v, and so every loop bound, is
+// the same on all lanes): each lane takes every 32nd edge's aggregate as a candidate and counts
+// its edges over the whole row (the row's labels passed round the warp 32 at a time), then the
+// warp keeps the candidate of most edges, ties to the smallest: the sequential scan's answer
+// (a total order), in about deg^2 / 32 steps a lane instead of deg^2 (coarse levels' rows have a
+// hundred edges and more). Every lane returns it.
 template <class Aggregates>
 __device__ u32 most_connected_neighbour(const u32 v, const u32* __restrict__ g_ptr,
                                         const u32* __restrict__ g_col, const Aggregates agg) {
+    const u32 lane = threadIdx.x % 32;
     const u32 lo = g_ptr[v], hi = g_ptr[v + 1];
     u32 best = UNAGG;
     u32 best_n = 0;
-    bool have = false;
-    for (u32 k = lo; k < hi; ++k) {
-        const u32 a = agg(g_col[k]);
-        if (a == UNAGG) continue;
-        bool first = true;
-        for (u32 q = lo; q < k && first; ++q) first = agg(g_col[q]) != a;
-        if (!first) continue;
-        u32 n = 1;
-        for (u32 q = k + 1; q < hi; ++q)
-            if (agg(g_col[q]) == a) ++n;
-        if (have && (best_n > n || (best_n == n && best < a))) continue;
-        best = a;
-        best_n = n;
-        have = true;
+    for (u32 base = lo; base < hi; base += 32) {
+        const u32 k = base + lane;
+        const u32 a = k < hi ? agg(g_col[k]) : UNAGG;
+        u32 n = 0;
+        for (u32 chunk = lo; chunk < hi; chunk += 32) {
+            const u32 q = chunk + lane;
+            const u32 x = q < hi ? agg(g_col[q]) : UNAGG;
+            const u32 m = min(32u, hi - chunk);
+            for (u32 s = 0; s < m; ++s) n += __shfl_sync(FULL_WARP, x, s) == a ? 1u : 0u;
+        }
+        if (a != UNAGG && (n > best_n || (n == best_n && a < best))) {
+            best = a;
+            best_n = n;
+        }
+    }
+    for (u32 w = 16; w > 0; w >>= 1) {
+        const u32 o = __shfl_xor_sync(FULL_WARP, best, w);
+        const u32 on = __shfl_xor_sync(FULL_WARP, best_n, w);
+        if (on > best_n || (on == best_n && o < best)) {
+            best = o;
+            best_n = on;
+        }
     }
     return best;
 }
 
 // Roots take their neighbours: agg[v] = root_id[v] for a root, UNAGG for an isolated vertex,
-// else the neighbouring root's aggregate it has the most edges to.
+// else the neighbouring root's aggregate it has the most edges to. One warp a vertex.
 extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
                                            const u32* __restrict__ g_col,
                                            const u32* __restrict__ root_id, u32* __restrict__ agg) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
     if (v >= n) return;
+    const bool lead = threadIdx.x % 32 == 0;
     if (root_id[v] != UNAGG) {
-        agg[v] = root_id[v];
+        if (lead) agg[v] = root_id[v];
     } else if (g_ptr[v + 1] == g_ptr[v]) {
-        agg[v] = UNAGG;
+        if (lead) agg[v] = UNAGG;
     } else {
-        agg[v] = most_connected_neighbour(v, g_ptr, g_col, VertexAggregates{root_id});
+        const u32 b = most_connected_neighbour(v, g_ptr, g_col, VertexAggregates{root_id});
+        if (lead) agg[v] = b;
     }
 }
 
 // One leftover round: an unaggregated, non-isolated vertex joins the neighbouring aggregate of
-// `prev` it has the most edges to; *changed counts the vertices that joined.
+// `prev` it has the most edges to; *changed counts the vertices that joined. One warp a vertex.
 extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
                                            const u32* __restrict__ g_col,
                                            const u32* __restrict__ prev, u32* __restrict__ next,
                                            u32* __restrict__ changed) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
     if (v >= n) return;
+    const bool lead = threadIdx.x % 32 == 0;
     const u32 a = prev[v];
     if (a != UNAGG || g_ptr[v + 1] == g_ptr[v]) {
-        next[v] = a;
+        if (lead) next[v] = a;
         return;
     }
     const u32 b = most_connected_neighbour(v, g_ptr, g_col, VertexAggregates{prev});
-    next[v] = b;
-    if (b != UNAGG) atomicAdd(changed, 1u);
+    if (lead) {
+        next[v] = b;
+        if (b != UNAGG) atomicAdd(changed, 1u);
+    }
 }
 
 // ---- on ranks (amg::dist_aggregation) ----
@@ -354,38 +404,44 @@ extern "C" __global__ void dist_root_labels(const u32 n, const u64* __restrict__
     }
 }
 // Roots take their neighbours: agg[v] = a root's own label, UNAGG for an isolated vertex, else
-// the label of the neighbouring root it has the most edges to (owned or ghost).
+// the label of the neighbouring root it has the most edges to (owned or ghost). One warp a vertex.
 extern "C" __global__ void dist_aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
                                                 const u32* __restrict__ g_col,
                                                 const u64* __restrict__ root,
                                                 const u64* __restrict__ root_ghost,
                                                 u64* __restrict__ agg) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
     if (v >= n) return;
+    const bool lead = threadIdx.x % 32 == 0;
     if (root[v] != UNAGG) {
-        agg[v] = root[v];
+        if (lead) agg[v] = root[v];
     } else if (g_ptr[v + 1] == g_ptr[v]) {
-        agg[v] = UNAGG;
+        if (lead) agg[v] = UNAGG;
     } else {
-        agg[v] = most_connected_neighbour(v, g_ptr, g_col, LocalAggregates{root, root_ghost, n});
+        const u32 b =
+            most_connected_neighbour(v, g_ptr, g_col, LocalAggregates{root, root_ghost, n});
+        if (lead) agg[v] = b;
     }
 }
 // One leftover round on ranks: an unaggregated, non-isolated owned vertex joins the neighbouring
 // aggregate of `prev` (owned or ghost) it has the most edges to; *changed counts the vertices
-// that joined.
+// that joined. One warp a vertex.
 extern "C" __global__ void dist_aggregate_round(const u32 n, const u32* __restrict__ g_ptr,
                                                 const u32* __restrict__ g_col,
                                                 const u64* __restrict__ prev,
                                                 const u64* __restrict__ prev_ghost,
                                                 u64* __restrict__ next, u32* __restrict__ changed) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
     if (v >= n) return;
+    const bool lead = threadIdx.x % 32 == 0;
     const u64 a = prev[v];
     if (a != UNAGG || g_ptr[v + 1] == g_ptr[v]) {
-        next[v] = a;
+        if (lead) next[v] = a;
         return;
     }
     const u32 b = most_connected_neighbour(v, g_ptr, g_col, LocalAggregates{prev, prev_ghost, n});
-    next[v] = b;
-    if (b != UNAGG) atomicAdd(changed, 1u);
+    if (lead) {
+        next[v] = b;
+        if (b != UNAGG) atomicAdd(changed, 1u);
+    }
 }

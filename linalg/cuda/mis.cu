@@ -5,31 +5,42 @@
 #define MIS_IN 0ull
 #define MIS_OUT 0xffffffffffffffffull
 
-// m[v] = min of s over v and its neighbours.
-extern "C" __global__ void closed_min(const u32 n, const u32* __restrict__ row_ptr,
-                                      const u32* __restrict__ col, const u64* __restrict__ s,
-                                      u64* __restrict__ m) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= n) return;
-    u64 r = s[v];
-    for (u32 k = row_ptr[v]; k < row_ptr[v + 1]; ++k) r = min(r, s[col[k]]);
-    m[v] = r;
+// The rounds may be queued several at a time (graph.rs's mis_rounds): counts[r] is round r's
+// number of moved vertices, and round r > 0 does nothing where round r - 1 moved none (the set
+// is then final: a further round would change nothing, so skipping it keeps the same set).
+__device__ __forceinline__ bool mis_round_done(const u32* __restrict__ counts, const u32 round) {
+    return round > 0 && counts[round - 1] == 0;
 }
 
-// A vertex whose reach holds an IN leaves; one whose reach is its own priority joins. *changed
-// counts the vertices that moved (an integer counter, not a value).
+// m[v] = min of s over v and its neighbours; one warp a vertex (a min: any order, the same m).
+extern "C" __global__ void closed_min(const u32 n, const u32* __restrict__ row_ptr,
+                                      const u32* __restrict__ col, const u64* __restrict__ s,
+                                      u64* __restrict__ m, const u32* __restrict__ counts,
+                                      const u32 round) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    const u32 v = (u32)(t / 32), lane = threadIdx.x % 32;
+    if (v >= n || mis_round_done(counts, round)) return;
+    u64 r = lane == 0 ? s[v] : MIS_OUT;
+    for (u32 k = row_ptr[v] + lane; k < row_ptr[v + 1]; k += 32) r = min(r, s[col[k]]);
+    for (u32 w = 16; w > 0; w >>= 1) r = min(r, __shfl_xor_sync(0xffffffffu, r, w));
+    if (lane == 0) m[v] = r;
+}
+
+// A vertex whose reach holds an IN leaves; one whose reach is its own priority joins.
+// counts[round] counts the vertices that moved (an integer counter, not a value).
 extern "C" __global__ void mis_update(const u32 n, u64* __restrict__ status,
-                                      const u64* __restrict__ reach, u32* __restrict__ changed) {
+                                      const u64* __restrict__ reach, u32* __restrict__ counts,
+                                      const u32 round) {
     const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= n) return;
+    if (v >= n || mis_round_done(counts, round)) return;
     const u64 s = status[v];
     if (s == MIS_IN || s == MIS_OUT) return;
     const u64 r = reach[v];
     if (r == MIS_IN) {
         status[v] = MIS_OUT;
-        atomicAdd(changed, 1u);
+        atomicAdd(counts + round, 1u);
     } else if (r == s) {
         status[v] = MIS_IN;
-        atomicAdd(changed, 1u);
+        atomicAdd(counts + round, 1u);
     }
 }

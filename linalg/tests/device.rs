@@ -712,3 +712,52 @@ fn gpu_array_operations_are_the_bits_of_vector_operations() {
         exact.to_bits()
     );
 }
+
+/// The coarsest level's explicit inverse is the host's bit for bit on each of the device's three
+/// paths: in one block's shared memory (up to 169 unknowns on Hopper: 169 at the limit), a
+/// launch per pivot step beyond it (170, 240), and a pivot row other than the diagonal's on
+/// each (a matrix whose largest column entries lie off the diagonal). A singular matrix names
+/// the host's column on each path.
+#[test]
+fn coarse_inverse_in_shared_memory_and_by_steps_is_the_hosts() {
+    let Some(dev) = gpu("coarse_inverse_in_shared_memory_and_by_steps_is_the_hosts") else {
+        return;
+    };
+    let mut rng = Rng::new(169);
+    for n in [30, 168, 169, 170, 240] {
+        for shuffled in [false, true] {
+            let mut a = symmetric_dominant(&mut rng, n, 1).to_dense().unwrap();
+            if shuffled {
+                // rows rotated by one: every pivot search must swap rows
+                a.rotate_left(n);
+            }
+            let a = Bsr::from_dense(&a, n, n, 1, 1).unwrap();
+            let host = DenseFactor::invert(&a).unwrap();
+            let device = DenseFactor::factor(&a.to_device(&dev).unwrap()).unwrap();
+            let b = Vector::from_vec(rng.vec(n));
+            let (mut xh, mut x) = (Vector::zeros(n), Vector::zeros_on(&dev, n).unwrap());
+            host.solve(&b, &mut xh).unwrap();
+            device.solve(&b.to_device(&dev).unwrap(), &mut x).unwrap();
+            assert_eq!(
+                x.to_host_vec().unwrap(),
+                xh.host().unwrap(),
+                "n {n}, rows rotated {shuffled}: host and device inverses"
+            );
+        }
+        // rows 0 and 1 equal: singular, at the host's column
+        let mut d = symmetric_dominant(&mut rng, n, 1).to_dense().unwrap();
+        let row0 = d[..n].to_vec();
+        d[n..2 * n].copy_from_slice(&row0);
+        let singular = Bsr::from_dense(&d, n, n, 1, 1).unwrap();
+        let Err(LinalgError::SingularMatrix { column, .. }) = DenseFactor::invert(&singular) else {
+            panic!("n {n}: the host inverts a singular matrix");
+        };
+        assert!(
+            matches!(
+                DenseFactor::factor(&singular.to_device(&dev).unwrap()),
+                Err(LinalgError::SingularMatrix { column: c, .. }) if c == column
+            ),
+            "n {n}: the singular matrix"
+        );
+    }
+}

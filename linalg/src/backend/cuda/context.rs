@@ -33,6 +33,8 @@ pub struct CudaContext {
     name: String,
     compute_capability: (i32, i32),
     multiprocessors: u32,
+    /// Shared memory a block may use when its kernel opts in (bytes).
+    shared_memory_optin: usize,
     ctx: Arc<cu::CudaContext>,
     stream: Arc<CudaStream>,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
@@ -218,6 +220,11 @@ impl CudaContext {
         let multiprocessors = ctx
             .attribute(cu::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver_err("multiprocessor count"))? as u32;
+        let shared_memory_optin =
+            ctx.attribute(
+                cu::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(driver_err("shared memory per block (opt-in)"))? as usize;
         if ctx.has_async_alloc() {
             // Buffers are stream-ordered allocations from the device's default pool; keep what
             // is freed in the pool (no release threshold), so that scratch freed and taken again
@@ -240,6 +247,7 @@ impl CudaContext {
             name,
             compute_capability,
             multiprocessors,
+            shared_memory_optin,
             ctx,
             stream,
             modules: Mutex::new(HashMap::new()),
@@ -272,6 +280,11 @@ impl CudaContext {
     /// Streaming multiprocessors.
     pub fn multiprocessors(&self) -> u32 {
         self.multiprocessors
+    }
+
+    /// The shared memory one block may use if its kernel opts in (bytes; 227 KiB on Hopper).
+    pub fn shared_memory_optin(&self) -> usize {
+        self.shared_memory_optin
     }
 
     /// `(free, total)` device memory in bytes.

@@ -86,6 +86,12 @@ fn per_vertex(n: usize) -> cudarc::driver::LaunchConfig {
     grid_1d(n as u64, VERTEX_BLOCK)
 }
 
+/// `32 n` threads of a one-warp-per-vertex kernel (the strength passes and the aggregate choices
+/// of `graph.cu`).
+pub(crate) fn warp_per_vertex(n: usize) -> cudarc::driver::LaunchConfig {
+    grid_1d(32 * n as u64, VERTEX_BLOCK)
+}
+
 impl DeviceGraph {
     /// The strength graph of the square-block device operator `a` (amg's `strength_graph`):
     /// an edge `i -> j` (`j != i`) where block `A_ij` is nonzero and its weight
@@ -106,7 +112,6 @@ impl DeviceGraph {
         super::ops::block_norms(ctx, a, &mut norms)?;
         let mut dnorm = ctx.zeros::<f64>(n.max(1))?;
         let missing = diagonal_norms(ctx, p, &norms, &mut dnorm)?;
-        let cfg = per_vertex(n);
         let mut coupled = ctx.zeros::<u32>(n.max(1))?;
         let f = ctx.function(&GRAPH, &[], "strength_coupled")?;
         let mut l = ctx.stream().launch_builder(&f);
@@ -117,8 +122,8 @@ impl DeviceGraph {
             .arg(&dnorm)
             .arg(&threshold)
             .arg(&mut coupled);
-        // SAFETY: arguments match `strength_coupled`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("strength_coupled"))?;
+        // SAFETY: arguments match `strength_coupled` (one warp a row).
+        unsafe { l.launch(warp_per_vertex(n)) }.map_err(driver_err("strength_coupled"))?;
         let mut counts = ctx.zeros::<u32>(n.max(1))?;
         let f = ctx.function(&GRAPH, &[], "strength_count")?;
         let mut l = ctx.stream().launch_builder(&f);
@@ -130,8 +135,8 @@ impl DeviceGraph {
             .arg(&threshold)
             .arg(&coupled)
             .arg(&mut counts);
-        // SAFETY: arguments match `strength_count`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("strength_count"))?;
+        // SAFETY: arguments match `strength_count` (one warp a row).
+        unsafe { l.launch(warp_per_vertex(n)) }.map_err(driver_err("strength_count"))?;
         let (row_ptr, n_edges) = exclusive_scan(ctx, &counts, n, "device strength graph: edges")?;
         drop(counts);
         if let Some(row) = missing.wait(ctx)? {
@@ -152,8 +157,9 @@ impl DeviceGraph {
             .arg(&row_ptr)
             .arg(&mut col)
             .arg(&mut weight);
-        // SAFETY: arguments match `strength_fill`; `col` and `weight` hold the counted edges.
-        unsafe { l.launch(cfg) }.map_err(driver_err("strength_fill"))?;
+        // SAFETY: arguments match `strength_fill` (one warp a row); `col` and `weight` hold
+        // the counted edges.
+        unsafe { l.launch(warp_per_vertex(n)) }.map_err(driver_err("strength_fill"))?;
         Ok(Self {
             n_vertices: n,
             n_edges,
@@ -258,8 +264,8 @@ impl DeviceGraph {
             .arg(&self.col)
             .arg(&root_id)
             .arg(&mut agg);
-        // SAFETY: arguments match `aggregate_roots`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("aggregate_roots"))?;
+        // SAFETY: arguments match `aggregate_roots` (one warp a vertex).
+        unsafe { l.launch(warp_per_vertex(n)) }.map_err(driver_err("aggregate_roots"))?;
         let mut next = root_id;
         let round = ctx.function(&GRAPH, &[], "aggregate_round")?;
         loop {
@@ -271,8 +277,9 @@ impl DeviceGraph {
                 .arg(&agg)
                 .arg(&mut next)
                 .arg(&mut changed);
-            // SAFETY: arguments match `aggregate_round`; `agg` and `next` hold n entries.
-            unsafe { l.launch(cfg) }.map_err(driver_err("aggregate_round"))?;
+            // SAFETY: arguments match `aggregate_round` (one warp a vertex); `agg` and `next`
+            // hold n entries.
+            unsafe { l.launch(warp_per_vertex(n)) }.map_err(driver_err("aggregate_round"))?;
             if ctx.download(&changed)?[0] == 0 {
                 break;
             }
@@ -284,8 +291,15 @@ impl DeviceGraph {
     }
 }
 
+/// Luby rounds queued between two looks at their counts: a set takes 5 to 12 rounds on the
+/// levels of an elasticity hierarchy, and each look waits for the GPU; a round queued after the
+/// set is final returns at once (`mis.cu`'s `mis_round_done`).
+const MIS_ROUNDS_A_LOOK: usize = 4;
+
 /// The Luby rounds of `linalg/cuda/mis.cu` on the device graph (`row_ptr`, `col`) from
-/// `status` until no vertex changes (one `u32` downloaded per round).
+/// `status` until a round moves no vertex: [`MIS_ROUNDS_A_LOOK`] rounds queued at a time, then
+/// their counts downloaded (one look). The rounds after the last that moved a vertex change
+/// nothing: the same set as one look a round.
 pub(crate) fn mis_rounds(
     ctx: &CudaContext,
     n: usize,
@@ -299,25 +313,44 @@ pub(crate) fn mis_rounds(
     let closed_min = ctx.function(&MIS, &[], "closed_min")?;
     let update = ctx.function(&MIS, &[], "mis_update")?;
     let nn = n as u32;
-    let cfg = grid_1d(n as u64, 256);
+    let (warps, cfg) = (warp_per_vertex(n), grid_1d(n as u64, 256));
     loop {
-        let mut changed = ctx.zeros::<u32>(1)?;
-        let mut l = ctx.stream().launch_builder(&closed_min);
-        l.arg(&nn).arg(row_ptr).arg(col).arg(&*status).arg(&mut m1);
-        // SAFETY: arguments match `closed_min`; every buffer holds n entries (row_ptr n + 1).
-        unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
-        if distance_two {
+        let mut counts = ctx.zeros::<u32>(MIS_ROUNDS_A_LOOK)?;
+        for round in 0..MIS_ROUNDS_A_LOOK as u32 {
             let mut l = ctx.stream().launch_builder(&closed_min);
-            l.arg(&nn).arg(row_ptr).arg(col).arg(&m1).arg(&mut m2);
-            // SAFETY: as above.
-            unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
+            l.arg(&nn)
+                .arg(row_ptr)
+                .arg(col)
+                .arg(&*status)
+                .arg(&mut m1)
+                .arg(&counts)
+                .arg(&round);
+            // SAFETY: arguments match `closed_min` (one warp a vertex); every buffer holds n
+            // entries (row_ptr n + 1), `counts` MIS_ROUNDS_A_LOOK.
+            unsafe { l.launch(warps) }.map_err(driver_err("closed_min"))?;
+            if distance_two {
+                let mut l = ctx.stream().launch_builder(&closed_min);
+                l.arg(&nn)
+                    .arg(row_ptr)
+                    .arg(col)
+                    .arg(&m1)
+                    .arg(&mut m2)
+                    .arg(&counts)
+                    .arg(&round);
+                // SAFETY: as above.
+                unsafe { l.launch(warps) }.map_err(driver_err("closed_min"))?;
+            }
+            let reach = if distance_two { &m2 } else { &m1 };
+            let mut l = ctx.stream().launch_builder(&update);
+            l.arg(&nn)
+                .arg(&mut *status)
+                .arg(reach)
+                .arg(&mut counts)
+                .arg(&round);
+            // SAFETY: arguments match `mis_update`; `counts` holds MIS_ROUNDS_A_LOOK counters.
+            unsafe { l.launch(cfg) }.map_err(driver_err("mis_update"))?;
         }
-        let reach = if distance_two { &m2 } else { &m1 };
-        let mut l = ctx.stream().launch_builder(&update);
-        l.arg(&nn).arg(&mut *status).arg(reach).arg(&mut changed);
-        // SAFETY: arguments match `mis_update`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("mis_update"))?;
-        if ctx.download(&changed)?[0] == 0 {
+        if ctx.download(&counts)?.contains(&0) {
             return Ok(());
         }
     }

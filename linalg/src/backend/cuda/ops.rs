@@ -219,7 +219,9 @@ pub fn smooth_prolongator_mapped(
 }
 
 /// The explicit inverse of a small square matrix on the device (the coarsest AMG level): the
-/// matrix is densified and inverted by Gauss-Jordan with partial pivoting in one thread block;
+/// matrix is densified and inverted by Gauss-Jordan with partial pivoting in one thread block
+/// (in its shared memory where the matrix fits: up to 169 unknowns on Hopper; beyond, a launch
+/// per pivot step);
 /// a solve is one dense matrix-vector product. Equal to the host's Cholesky/LU solve to rounding.
 #[derive(Debug)]
 pub struct DeviceDenseInverse {
@@ -319,7 +321,30 @@ impl DeviceDenseInverse {
             block_dim: (1024, 1, 1),
             shared_mem_bytes: 0,
         };
-        if (INVERT_BY_STEPS_MIN_N..=INVERT_BY_STEPS_MAX_N).contains(&n) {
+        // the matrix and the multipliers in one block's shared memory, beside the kernel's
+        // own (the pivot search's 33 + 33 values and two scalars: under 1 KiB)
+        let shared_bytes = (n * n + n) * std::mem::size_of::<f64>();
+        if shared_bytes + 1024 <= ctx.shared_memory_optin() {
+            let f = ctx.function(&OPS, &[], "dense_invert_shared")?;
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .map_err(driver_err("cuFuncSetAttribute (dense_invert_shared)"))?;
+            let mut l = ctx.stream().launch_builder(&f);
+            l.arg(&nn)
+                .arg(&mut dense)
+                .arg(&mut perm)
+                .arg(&rtol)
+                .arg(&mut fail);
+            let in_shared = LaunchConfig {
+                shared_mem_bytes: shared_bytes as u32,
+                ..one_block
+            };
+            // SAFETY: arguments match `dense_invert_shared` (one block of 1024 threads, n * n + n
+            // values of dynamic shared memory, allowed by the attribute set above).
+            unsafe { l.launch(in_shared) }.map_err(driver_err("dense_invert_shared"))?;
+        } else if (INVERT_BY_STEPS_MIN_N..=INVERT_BY_STEPS_MAX_N).contains(&n) {
             invert_by_steps(ctx, nn, &mut dense, &mut perm, &mut fvec, rtol, &mut fail)?;
         } else {
             let f = ctx.function(&OPS, &[], "dense_invert")?;

@@ -292,8 +292,9 @@ impl RankGraph {
             .arg(&roots.owned)
             .arg(&roots.ghost)
             .arg(&mut agg.owned);
-        // SAFETY: arguments match `dist_aggregate_roots`.
-        unsafe { l.launch(cfg) }.map_err(driver_err("dist_aggregate_roots"))?;
+        // SAFETY: arguments match `dist_aggregate_roots` (one warp a vertex).
+        unsafe { l.launch(super::graph::warp_per_vertex(n)) }
+            .map_err(driver_err("dist_aggregate_roots"))?;
         drop(roots);
         let mut next = zeros(ctx, n)?;
         let round = ctx.function(&GRAPH, &[], "dist_aggregate_round")?;
@@ -308,8 +309,10 @@ impl RankGraph {
                 .arg(&agg.ghost)
                 .arg(&mut next)
                 .arg(&mut changed);
-            // SAFETY: arguments match `dist_aggregate_round`; n owned labels in and out.
-            unsafe { l.launch(cfg) }.map_err(driver_err("dist_aggregate_round"))?;
+            // SAFETY: arguments match `dist_aggregate_round` (one warp a vertex); n owned
+            // labels in and out.
+            unsafe { l.launch(super::graph::warp_per_vertex(n)) }
+                .map_err(driver_err("dist_aggregate_round"))?;
             if !x.any(ctx.download(&changed)?[0] > 0)? {
                 break;
             }
@@ -376,10 +379,13 @@ impl RankGraph {
             }
             let mut changed = ctx.zeros::<u32>(1)?;
             let mut l = ctx.stream().launch_builder(&update);
+            // one round a look: its count in `changed[0]` (round 0 never skips)
+            let round = 0u32;
             l.arg(&nn)
                 .arg(&mut status.owned)
                 .arg(&reach)
-                .arg(&mut changed);
+                .arg(&mut changed)
+                .arg(&round);
             // SAFETY: arguments match `mis_update` (u64 states as the bits of the f64s).
             unsafe { l.launch(cfg) }.map_err(driver_err("mis_update"))?;
             if !x.any(ctx.download(&changed)?[0] > 0)? {
