@@ -278,6 +278,50 @@ struct LocalAggregates {
     u32 n;
     __device__ u32 operator()(const u32 u) const { return (u32)local_state(owned, ghost, n, u); }
 };
+// The passes below run one warp an owned row (as the serial passes): the row's slots are the
+// diagonal part's, then the off-diagonal part's, slot t of the row being lane t % 32's.
+struct DistRow {
+    u32 n, i, d_lo, d_n, o_lo, o_n;
+    const u32* __restrict__ d_col;
+    const double* __restrict__ d_norms;
+    const u32* __restrict__ o_col;
+    const double* __restrict__ o_norms;
+    const double* __restrict__ dnorm;
+    const double* __restrict__ dnorm_ghost;
+    double threshold;
+    __device__ u32 slots() const { return d_n + o_n; }
+    // Whether slot t (< slots()) is strong (dist_strength_graph's pass 1 weight); its local
+    // column (n + c for the off-diagonal part's column c) in *j, its weight in *w.
+    __device__ bool strong(const u32 t, u32* j, double* w) const {
+        if (t < d_n) {
+            const u32 k = d_lo + t;
+            *j = d_col[k];
+            return strong_weight_of(*j == i, d_norms[k], dnorm[i], dnorm[*j], threshold, w);
+        }
+        const u32 k = o_lo + (t - d_n), c = o_col[k];
+        *j = n + c;
+        return strong_weight_of(false, o_norms[k], dnorm[i], dnorm_ghost[c], threshold, w);
+    }
+};
+__device__ __forceinline__ DistRow dist_row(
+    const u32 n, const u32 i, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
+    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
+    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
+    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
+    const double threshold) {
+    return DistRow{n,      i,       d_ptr[i], d_ptr[i + 1] - d_ptr[i], o_ptr[i],
+                   o_ptr[i + 1] - o_ptr[i], d_col, d_norms, o_col, o_norms, dnorm,
+                   dnorm_ghost, threshold};
+}
+// Whether slot t of the row is a kept edge (strong, to a coupled column), *j and *w as strong.
+__device__ __forceinline__ bool dist_kept(const DistRow& r, const u32 t,
+                                          const double* __restrict__ coupled,
+                                          const double* __restrict__ coupled_ghost, u32* j,
+                                          double* w) {
+    if (t >= r.slots()) return false;
+    if (!r.strong(t, j, w)) return false;
+    return (*j < r.n ? coupled[*j] : coupled_ghost[*j - r.n]) == 1.0;
+}
 // coupled[i] = 1.0 when owned row i keeps an off-diagonal edge (dist_strength_graph's pass 1)
 // in its diagonal part (columns 0..n) or its off-diagonal part (columns n + c).
 extern "C" __global__ void dist_strength_coupled(
@@ -286,40 +330,18 @@ extern "C" __global__ void dist_strength_coupled(
     const u32* __restrict__ o_col, const double* __restrict__ o_norms,
     const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
     const double threshold, double* __restrict__ coupled) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
     if (i >= n) return;
+    const DistRow r =
+        dist_row(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost, threshold);
     bool any = false;
+    u32 j;
     double w;
-    for (u32 k = d_ptr[i]; k < d_ptr[i + 1] && !any; ++k)
-        any = strong_weight_of(d_col[k] == i, d_norms[k], dnorm[i], dnorm[d_col[k]], threshold, &w);
-    for (u32 k = o_ptr[i]; k < o_ptr[i + 1] && !any; ++k)
-        any = strong_weight_of(false, o_norms[k], dnorm[i], dnorm_ghost[o_col[k]], threshold, &w);
-    coupled[i] = any ? 1.0 : 0.0;
-}
-// Visits the kept edges of owned row i (strong, to a coupled column; none where i is not
-// coupled): the diagonal part's, then the off-diagonal part's, as (local column, weight).
-template <class Visit>
-__device__ __forceinline__ void dist_strong_edges(
-    const u32 n, const u32 i, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
-    const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
-    const u32* __restrict__ o_col, const double* __restrict__ o_norms,
-    const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
-    const double threshold, const double* __restrict__ coupled,
-    const double* __restrict__ coupled_ghost, Visit visit) {
-    if (coupled[i] != 1.0) return;
-    double w;
-    for (u32 k = d_ptr[i]; k < d_ptr[i + 1]; ++k) {
-        const u32 j = d_col[k];
-        if (coupled[j] == 1.0 &&
-            strong_weight_of(j == i, d_norms[k], dnorm[i], dnorm[j], threshold, &w))
-            visit(j, w);
+    for (u32 base = 0; base < r.slots() && !any; base += 32) {
+        const u32 t = base + lane;
+        any = __any_sync(FULL_WARP, t < r.slots() && r.strong(t, &j, &w));
     }
-    for (u32 k = o_ptr[i]; k < o_ptr[i + 1]; ++k) {
-        const u32 c = o_col[k];
-        if (coupled_ghost[c] == 1.0 &&
-            strong_weight_of(false, o_norms[k], dnorm[i], dnorm_ghost[c], threshold, &w))
-            visit(n + c, w);
-    }
+    if (lane == 0) coupled[i] = any ? 1.0 : 0.0;
 }
 // counts[i] = the kept edges of owned row i (dist_strength_graph's count pass).
 extern "C" __global__ void dist_strength_count(
@@ -329,15 +351,23 @@ extern "C" __global__ void dist_strength_count(
     const double* __restrict__ dnorm, const double* __restrict__ dnorm_ghost,
     const double threshold, const double* __restrict__ coupled,
     const double* __restrict__ coupled_ghost, u32* __restrict__ counts) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
     if (i >= n) return;
     u32 c = 0;
-    dist_strong_edges(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost,
-                      threshold, coupled, coupled_ghost, [&](u32, double) { ++c; });
-    counts[i] = c;
+    if (coupled[i] == 1.0) {
+        const DistRow r = dist_row(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm,
+                                   dnorm_ghost, threshold);
+        u32 j;
+        double w;
+        for (u32 base = 0; base < r.slots(); base += 32)
+            c += __popc(__ballot_sync(
+                FULL_WARP, dist_kept(r, base + lane, coupled, coupled_ghost, &j, &w)));
+    }
+    if (lane == 0) counts[i] = c;
 }
-// The kept edges of owned row i at g_ptr[i].., ordered by their columns' serial ids (unique:
-// the insertion sort gives the one order, the serial graph's column order).
+// The kept edges of owned row i at g_ptr[i].., ordered by their columns' serial ids (unique):
+// each kept edge goes to g_ptr[i] + the number of the row's kept edges of smaller serial id
+// (the keys passed round the warp 32 at a time), the one order the serial graph has.
 extern "C" __global__ void dist_strength_fill(
     const u32 n, const u32* __restrict__ d_ptr, const u32* __restrict__ d_col,
     const double* __restrict__ d_norms, const u32* __restrict__ o_ptr,
@@ -347,23 +377,33 @@ extern "C" __global__ void dist_strength_fill(
     const double* __restrict__ coupled_ghost, const u64* __restrict__ serial,
     const u64* __restrict__ serial_ghost, const u32* __restrict__ g_ptr, u32* __restrict__ g_col,
     double* __restrict__ g_w) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    const u32 i = warp_row(n), lane = threadIdx.x % 32;
+    if (i >= n || coupled[i] != 1.0) return;
+    const DistRow r =
+        dist_row(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost, threshold);
     const u32 lo = g_ptr[i];
-    u32 p = lo;
-    dist_strong_edges(n, i, d_ptr, d_col, d_norms, o_ptr, o_col, o_norms, dnorm, dnorm_ghost,
-                      threshold, coupled, coupled_ghost, [&](u32 j, double w) {
-                          const u64 key = local_state(serial, serial_ghost, n, j);
-                          u32 q = p;
-                          while (q > lo && local_state(serial, serial_ghost, n, g_col[q - 1]) > key) {
-                              g_col[q] = g_col[q - 1];
-                              g_w[q] = g_w[q - 1];
-                              --q;
-                          }
-                          g_col[q] = j;
-                          g_w[q] = w;
-                          ++p;
-                      });
+    for (u32 base = 0; base < r.slots(); base += 32) {
+        u32 j = 0;
+        double w = 0.0;
+        const bool keep = dist_kept(r, base + lane, coupled, coupled_ghost, &j, &w);
+        const u64 key = keep ? local_state(serial, serial_ghost, n, j) : 0;
+        u32 below = 0;
+        for (u32 other = 0; other < r.slots(); other += 32) {
+            u32 oj = 0;
+            double ow;
+            const bool okeep = dist_kept(r, other + lane, coupled, coupled_ghost, &oj, &ow);
+            const u64 okey = okeep ? local_state(serial, serial_ghost, n, oj) : 0;
+            const u32 kept = __ballot_sync(FULL_WARP, okeep);
+            for (u32 s = 0; s < 32; ++s) {
+                const u64 k = __shfl_sync(FULL_WARP, okey, s);
+                if ((kept >> s) & 1u) below += k < key ? 1u : 0u;
+            }
+        }
+        if (keep) {
+            g_col[lo + below] = j;
+            g_w[lo + below] = w;
+        }
+    }
 }
 // status[v] of owned vertex v: MIS_OUT when isolated, else the priority of its serial id
 // (mis_priorities' formula at the serial id: the serial run's priority).
@@ -381,11 +421,13 @@ extern "C" __global__ void dist_closed_min(const u32 n, const u32* __restrict__ 
                                            const u64* __restrict__ s,
                                            const u64* __restrict__ s_ghost,
                                            u64* __restrict__ m) {
-    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 v = warp_row(n), lane = threadIdx.x % 32;
     if (v >= n) return;
-    u64 r = s[v];
-    for (u32 k = g_ptr[v]; k < g_ptr[v + 1]; ++k) r = min(r, local_state(s, s_ghost, n, g_col[k]));
-    m[v] = r;
+    u64 r = lane == 0 ? s[v] : MIS_OUT;
+    for (u32 k = g_ptr[v] + lane; k < g_ptr[v + 1]; k += 32)
+        r = min(r, local_state(s, s_ghost, n, g_col[k]));
+    for (u32 w = 16; w > 0; w >>= 1) r = min(r, __shfl_xor_sync(FULL_WARP, r, w));
+    if (lane == 0) m[v] = r;
 }
 // label[v] = the serial id of a root (the set's vertices), UNAGG for the others; a root whose
 // id does not fit a u32 label raises *too_large to its id (atomicMax: the largest).

@@ -154,7 +154,8 @@ impl RankGraph {
         };
         x.agree(shape)?;
         let nn = n as u32;
-        let cfg = per_vertex(n);
+        // the three passes run one warp an owned row
+        let cfg = super::graph::warp_per_vertex(n);
         let mut d_norms = zeros(ctx, dp.nnz())?;
         let mut o_norms = zeros(ctx, op.nnz())?;
         super::ops::block_norms(ctx, diag, &mut d_norms)?;
@@ -180,8 +181,8 @@ impl RankGraph {
         let mut l = ctx.stream().launch_builder(&f);
         operands.push(&mut l);
         l.arg(&mut coupled.owned);
-        // SAFETY: arguments match `dist_strength_coupled`; both parts' arrays and norms, n
-        // owned and n_ghosts ghost diagonal norms.
+        // SAFETY: arguments match `dist_strength_coupled` (one warp a row); both parts' arrays
+        // and norms, n owned and n_ghosts ghost diagonal norms.
         unsafe { l.launch(cfg) }.map_err(driver_err("dist_strength_coupled"))?;
         x.fill_ghosts(&coupled.owned, &mut coupled.ghost)?;
         let mut counts = ctx.zeros::<u32>(n.max(1))?;
@@ -189,7 +190,7 @@ impl RankGraph {
         let mut l = ctx.stream().launch_builder(&f);
         operands.push(&mut l);
         l.arg(&coupled.owned).arg(&coupled.ghost).arg(&mut counts);
-        // SAFETY: arguments match `dist_strength_count`.
+        // SAFETY: arguments match `dist_strength_count` (one warp a row).
         unsafe { l.launch(cfg) }.map_err(driver_err("dist_strength_count"))?;
         let (row_ptr, n_edges) = exclusive_scan(ctx, &counts, n, "rank strength graph: edges")?;
         drop(counts);
@@ -206,7 +207,7 @@ impl RankGraph {
             .arg(&row_ptr)
             .arg(&mut col)
             .arg(&mut weight);
-        // SAFETY: arguments match `dist_strength_fill`; `col` and `weight` hold the counted
+        // SAFETY: arguments match `dist_strength_fill` (one warp a row); `col` and `weight` hold the counted
         // edges, `serial_ghost` one id a ghost (the caller's exchange).
         unsafe { l.launch(cfg) }.map_err(driver_err("dist_strength_fill"))?;
         Ok(Self {
@@ -365,8 +366,10 @@ impl RankGraph {
                 .arg(&s.owned)
                 .arg(&s.ghost)
                 .arg(m);
-            // SAFETY: arguments match `dist_closed_min`; n owned and n_ghosts ghost states.
-            unsafe { l.launch(cfg) }.map_err(driver_err("dist_closed_min"))?;
+            // SAFETY: arguments match `dist_closed_min` (one warp a vertex); n owned and
+            // n_ghosts ghost states.
+            unsafe { l.launch(super::graph::warp_per_vertex(n)) }
+                .map_err(driver_err("dist_closed_min"))?;
             Ok(())
         };
         loop {
