@@ -421,13 +421,11 @@ extern "C" __global__ void dist_closed_min(const u32 n, const u32* __restrict__ 
                                            const u64* __restrict__ s,
                                            const u64* __restrict__ s_ghost,
                                            u64* __restrict__ m) {
-    const u32 v = warp_row(n), lane = threadIdx.x % 32;
+    const u32 v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= n) return;
-    u64 r = lane == 0 ? s[v] : MIS_OUT;
-    for (u32 k = g_ptr[v] + lane; k < g_ptr[v + 1]; k += 32)
-        r = min(r, local_state(s, s_ghost, n, g_col[k]));
-    for (u32 w = 16; w > 0; w >>= 1) r = min(r, __shfl_xor_sync(FULL_WARP, r, w));
-    if (lane == 0) m[v] = r;
+    u64 r = s[v];
+    for (u32 k = g_ptr[v]; k < g_ptr[v + 1]; ++k) r = min(r, local_state(s, s_ghost, n, g_col[k]));
+    m[v] = r;
 }
 // label[v] = the serial id of a root (the set's vertices), UNAGG for the others; a root whose
 // id does not fit a u32 label raises *too_large to its id (atomicMax: the largest).

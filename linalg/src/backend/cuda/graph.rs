@@ -313,7 +313,7 @@ pub(crate) fn mis_rounds(
     let closed_min = ctx.function(&MIS, &[], "closed_min")?;
     let update = ctx.function(&MIS, &[], "mis_update")?;
     let nn = n as u32;
-    let (warps, cfg) = (warp_per_vertex(n), grid_1d(n as u64, 256));
+    let cfg = grid_1d(n as u64, 256);
     loop {
         let mut counts = ctx.zeros::<u32>(MIS_ROUNDS_A_LOOK)?;
         for round in 0..MIS_ROUNDS_A_LOOK as u32 {
@@ -325,9 +325,9 @@ pub(crate) fn mis_rounds(
                 .arg(&mut m1)
                 .arg(&counts)
                 .arg(&round);
-            // SAFETY: arguments match `closed_min` (one warp a vertex); every buffer holds n
-            // entries (row_ptr n + 1), `counts` MIS_ROUNDS_A_LOOK.
-            unsafe { l.launch(warps) }.map_err(driver_err("closed_min"))?;
+            // SAFETY: arguments match `closed_min`; every buffer holds n entries (row_ptr
+            // n + 1), `counts` MIS_ROUNDS_A_LOOK.
+            unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
             if distance_two {
                 let mut l = ctx.stream().launch_builder(&closed_min);
                 l.arg(&nn)
@@ -338,7 +338,7 @@ pub(crate) fn mis_rounds(
                     .arg(&counts)
                     .arg(&round);
                 // SAFETY: as above.
-                unsafe { l.launch(warps) }.map_err(driver_err("closed_min"))?;
+                unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
             }
             let reach = if distance_two { &m2 } else { &m1 };
             let mut l = ctx.stream().launch_builder(&update);

@@ -366,10 +366,8 @@ impl RankGraph {
                 .arg(&s.owned)
                 .arg(&s.ghost)
                 .arg(m);
-            // SAFETY: arguments match `dist_closed_min` (one warp a vertex); n owned and
-            // n_ghosts ghost states.
-            unsafe { l.launch(super::graph::warp_per_vertex(n)) }
-                .map_err(driver_err("dist_closed_min"))?;
+            // SAFETY: arguments match `dist_closed_min`; n owned and n_ghosts ghost states.
+            unsafe { l.launch(per_vertex(n)) }.map_err(driver_err("dist_closed_min"))?;
             Ok(())
         };
         loop {
