@@ -41,16 +41,8 @@ typedef double mval;
 #endif
 #define WARPS 4
 
-#ifndef CHUNKS
-#define CHUNKS 1
-#endif
-
 // The warp's sum of block row `row` (lane o < OD returns component o; the others 0): the
-// units' partials through the warp's shared row `part` (32 CHUNKS values), added in entry
-// order (see above). CHUNKS chunks of 32 units have their partials computed (their loads
-// independent, in flight together) before lane o adds them: long rows (coarse levels, a
-// transpose's rows) wait on memory once a CHUNKS chunks instead of once a chunk. The same
-// partials added in the same order for any CHUNKS: the same bits.
+// units' partials through the warp's shared row `part`, added in entry order (see above).
 __device__ __forceinline__ double seq_row_sum(double* part, const u32 lane, const u32 row,
                                               const u32* __restrict__ row_ptr,
                                               const u32* __restrict__ col_idx,
@@ -60,39 +52,35 @@ __device__ __forceinline__ double seq_row_sum(double* part, const u32 lane, cons
     const u32 first = row_ptr[row];
     const u32 n_units = (row_ptr[row + 1] - first) * OD;
     double acc = 0.0;  // lane o < OD: component o of the row
-    for (u32 base = 0; base < n_units; base += 32 * CHUNKS) {
-#pragma unroll
-        for (int c = 0; c < CHUNKS; ++c) {
-            const u32 u = base + 32 * c + lane;
-            double t = 0.0;
-            if (u < n_units) {
-                const u32 e = u / OD;
-                const u32 o = u - e * OD;
-                const u32 q = first + e;
+    for (u32 base = 0; base < n_units; base += 32) {
+        const u32 u = base + lane;
+        double t = 0.0;
+        if (u < n_units) {
+            const u32 e = u / OD;
+            const u32 o = u - e * OD;
+            const u32 q = first + e;
 #if SLOTS
-                const u32 s = __ldg(slots + q);
+            const u32 s = __ldg(slots + q);
 #else
-                const u32 s = q;
+            const u32 s = q;
 #endif
-                const mval* __restrict__ blk = vals + (size_t)s * BL;
-                const double* __restrict__ xb = x + (size_t)__ldg(col_idx + q) * ID;
+            const mval* __restrict__ blk = vals + (size_t)s * BL;
+            const double* __restrict__ xb = x + (size_t)__ldg(col_idx + q) * ID;
 #if TRANSPOSE
-                double v = (double)__ldg(blk + o) * __ldg(xb);
+            t = (double)__ldg(blk + o) * __ldg(xb);
 #pragma unroll
-                for (int i = 1; i < ID; ++i) v += (double)__ldg(blk + i * BC + o) * __ldg(xb + i);
+            for (int i = 1; i < ID; ++i) t += (double)__ldg(blk + i * BC + o) * __ldg(xb + i);
 #else
-                double v = (double)__ldg(blk + o * BC) * __ldg(xb);
+            t = (double)__ldg(blk + o * BC) * __ldg(xb);
 #pragma unroll
-                for (int i = 1; i < ID; ++i) v += (double)__ldg(blk + o * BC + i) * __ldg(xb + i);
+            for (int i = 1; i < ID; ++i) t += (double)__ldg(blk + o * BC + i) * __ldg(xb + i);
 #endif
-                t = v;
-            }
-            part[32 * c + lane] = t;
         }
+        part[lane] = t;
         __syncwarp();
         if (lane < OD) {
-            const u32 limit = min(32u * CHUNKS, n_units - base);
-            // first unit of these chunks with component `lane`
+            const u32 limit = min(32u, n_units - base);
+            // first unit of this chunk with component `lane`
             for (u32 j = (lane + OD - base % OD) % OD; j < limit; j += OD) acc += part[j];
         }
         __syncwarp();
@@ -105,7 +93,7 @@ bsr_spmv_seq(const u32 n_rows, const u32* __restrict__ row_ptr, const u32* __res
              const u32* __restrict__ slots, const mval* __restrict__ vals,
              const double* __restrict__ x, double* __restrict__ y, const double alpha,
              const double beta, const int read_y) {
-    __shared__ double part[WARPS][32 * CHUNKS];
+    __shared__ double part[WARPS][32];
     const u32 warp = threadIdx.x >> 5;
     const u32 lane = threadIdx.x & 31;
     const u32 row = blockIdx.x * WARPS + warp;
@@ -127,7 +115,7 @@ bsr_spmv_seq_add_rows(const u32 n_rows, const u32* __restrict__ row_ptr,
                       const u32* __restrict__ out_rows, double* __restrict__ y,
                       const u32 n_wait, u64* const* __restrict__ ready, const u64 seq) {
     wait_for_peers(n_wait, ready, seq);
-    __shared__ double part[WARPS][32 * CHUNKS];
+    __shared__ double part[WARPS][32];
     const u32 warp = threadIdx.x >> 5;
     const u32 lane = threadIdx.x & 31;
     const u32 row = blockIdx.x * WARPS + warp;

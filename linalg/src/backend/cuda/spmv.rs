@@ -116,13 +116,7 @@ pub fn spmv_with<T: DeviceValue>(
     let read_y = (beta != 0.0) as i32;
     match kernel {
         SpmvKernel::Exact if a.block_rows() <= MAX_SEQ_DIM => {
-            let chunks = seq_chunks(p, a.block_rows());
-            let defines = [
-                ("BR", br),
-                ("BC", bc),
-                ("VAL_F32", T::F32),
-                ("CHUNKS", chunks),
-            ];
+            let defines = [("BR", br), ("BC", bc), ("VAL_F32", T::F32)];
             // the kernel reads `slots` only with SLOTS=1; any valid pointer will do
             let operands = SeqOperands {
                 pattern: p,
@@ -169,23 +163,6 @@ pub fn spmv_with<T: DeviceValue>(
         }
     }
     Ok(())
-}
-
-/// `bsr_spmv_seq`'s chunks of 32 units a warp computes before adding them (`CHUNKS`) for rows
-/// of at least [`LONG_ROW_UNITS`] units on average (coarse levels' rows, a transpose's rows: a
-/// few thousand rows, each waiting on memory once a chunk otherwise); the same bits for any.
-pub(crate) const LONG_ROW_CHUNKS: i64 = 8;
-const LONG_ROW_UNITS: usize = 128;
-
-/// `CHUNKS` for the rows of `rows` with `out_dim` output components a block (see
-/// [`LONG_ROW_CHUNKS`]).
-fn seq_chunks(rows: &DevicePattern, out_dim: usize) -> i64 {
-    let n = rows.n_block_rows().max(1);
-    if rows.nnz() * out_dim >= LONG_ROW_UNITS * n {
-        LONG_ROW_CHUNKS
-    } else {
-        1
-    }
 }
 
 /// What `bsr_spmv_seq` reads: the rows it computes (`pattern`), the value slot of each of their
@@ -334,7 +311,6 @@ pub fn spmv_transpose<T: DeviceValue>(
         ("TRANSPOSE", 1),
         ("SLOTS", 1),
         ("VAL_F32", T::F32),
-        ("CHUNKS", seq_chunks(&map.pattern, a.block_cols())),
     ];
     let operands = SeqOperands {
         pattern: &map.pattern,
