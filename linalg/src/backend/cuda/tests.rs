@@ -483,6 +483,50 @@ fn transpose_spmv_and_restriction_are_bit_identical_to_the_host() {
     }
 }
 
+/// Long rows (a coarse level's rows, a restriction's `P^T` rows of hundreds of blocks: many
+/// chunks of 32 units a row, a chunk's first unit not of component 0 where 32 is no multiple of
+/// the block's output size): the host's bits, as the short rows are.
+#[test]
+fn spmv_and_restriction_of_long_rows_are_bit_identical_to_the_host() {
+    let Some(ctx) = gpu("spmv_and_restriction_of_long_rows_are_bit_identical_to_the_host") else {
+        return;
+    };
+    let mut rng = Rng(14);
+    for (br, bc) in [(3, 3), (6, 6), (3, 6), (6, 3), (5, 2)] {
+        let pattern = random_pattern(&mut rng, 20, 400, 0.6, false);
+        let a = random_bsr(&mut rng, &pattern, br, bc);
+        let x = rng.vec(a.n_cols());
+        let y0 = rng.vec(a.n_rows());
+        let mut host = Vector::from_vec(y0.clone());
+        a.spmv_add(-0.7, &Vector::from_vec(x.clone()), 1.3, &mut host)
+            .unwrap();
+        let da = DeviceBsr::upload(ctx, &a).unwrap();
+        let mut dy = ctx.upload(&y0).unwrap();
+        spmv(ctx, &da, -0.7, &ctx.upload(&x).unwrap(), 1.3, &mut dy).unwrap();
+        assert_bits(
+            &format!("long rows {br}x{bc}"),
+            &ctx.download(&dy).unwrap(),
+            host.host().unwrap(),
+        );
+        // the restriction of a P with few coarse columns: P^T rows of about 300 blocks
+        let p_pat = random_pattern(&mut rng, 600, 4, 0.5, false);
+        let a_pat = random_pattern(&mut rng, 600, 600, 0.01, true);
+        let p = random_bsr(&mut rng, &p_pat, br, bc);
+        let plan = PtapPlan::new(&a_pat, &p_pat).unwrap();
+        let x = rng.vec(p.n_rows());
+        let reference = host_transpose_spmv(plan.pt_pattern(), plan.pt_slots(), &p, &x);
+        let map = DeviceTransposeMap::from_ptap_plan(ctx, &plan).unwrap();
+        let mut dy = poisoned(ctx, p.n_cols());
+        let (dp, dx) = (DeviceBsr::upload(ctx, &p).unwrap(), ctx.upload(&x).unwrap());
+        spmv_transpose(ctx, &map, &dp, 1.0, &dx, 0.0, &mut dy).unwrap();
+        assert_bits(
+            &format!("long restriction rows {br}x{bc}"),
+            &ctx.download(&dy).unwrap(),
+            &reference,
+        );
+    }
+}
+
 #[test]
 fn vector_kernels_are_bit_identical_to_the_host() {
     let Some(ctx) = gpu("vector_kernels_are_bit_identical_to_the_host") else {
