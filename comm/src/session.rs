@@ -46,15 +46,15 @@ impl Session {
             size: 1,
             message: message.into(),
         };
-        let transport = single_node_transport(|v| std::env::var(v).ok())
+        let transport = single_node_transport(environment_value)
             .map_err(|message| CommError::Setting { message })?;
         for (name, value) in transport {
             // before MPI_Init, which reads its parameters from the environment; this thread is
             // the process's only one that touches the environment at start-up
             std::env::set_var(name, value);
         }
-        let asked = thread_level(|v| std::env::var(v).ok())
-            .map_err(|message| CommError::Setting { message })?;
+        let asked =
+            thread_level(environment_value).map_err(|message| CommError::Setting { message })?;
         let (universe, provided) = mpi::initialize_with_threading(asked)
             .ok_or_else(|| failed("MPI is already initialised in this process"))?;
         if provided < mpi::Threading::Serialized {
@@ -87,6 +87,17 @@ impl std::fmt::Debug for Session {
             .field("mpi", &self.universe.is_some())
             .finish()
     }
+}
+
+/// The environment variable `name` as text: a value that is not UTF-8 comes with its invalid
+/// bytes replaced (so that a setting the user gave is named as no choice, not read as unset).
+fn environment_value(name: &str) -> Option<String> {
+    value_text(std::env::var_os(name))
+}
+
+/// [`environment_value`]'s reading of a value.
+fn value_text(value: Option<std::ffi::OsString>) -> Option<String> {
+    value.map(|v| v.to_string_lossy().into_owned())
 }
 
 /// The variable that chooses the thread support asked of MPI ([`thread_level`]): `multiple`
@@ -203,6 +214,28 @@ mod tests {
         let e = level(&[(THREADS_VARIABLE, "funneled")]).unwrap_err();
         assert!(
             e.contains("\"funneled\"") && e.contains("multiple, serialized"),
+            "{e}"
+        );
+    }
+
+    /// A setting that is not UTF-8 is named as no choice (it used to read as unset: the
+    /// default, silently).
+    #[cfg(unix)]
+    #[test]
+    fn a_setting_that_is_not_utf8_is_no_choice() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = || value_text(Some(std::ffi::OsString::from_vec(vec![b's', 0xff])));
+        assert_eq!(bad().as_deref(), Some("s\u{fffd}"));
+        assert_eq!(value_text(None), None);
+        let e = thread_level(|v| (v == THREADS_VARIABLE).then(bad).flatten()).unwrap_err();
+        assert!(
+            e.contains(THREADS_VARIABLE) && e.contains("multiple, serialized"),
+            "{e}"
+        );
+        let e =
+            single_node_transport(|v| (v == TRANSPORT_VARIABLE).then(bad).flatten()).unwrap_err();
+        assert!(
+            e.contains(TRANSPORT_VARIABLE) && e.contains("auto, library"),
             "{e}"
         );
     }
