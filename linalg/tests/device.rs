@@ -713,11 +713,12 @@ fn gpu_array_operations_are_the_bits_of_vector_operations() {
     );
 }
 
-/// The coarsest level's explicit inverse is the host's bit for bit on each of the device's three
-/// paths: in one block's shared memory (up to 169 unknowns on Hopper: 169 at the limit), a
-/// launch per pivot step beyond it (170, 240), and a pivot row other than the diagonal's on
+/// The coarsest level's explicit inverse is the host's bit for bit on the device's two paths of
+/// a Hopper GPU: in one block's shared memory (up to 169 unknowns: 169 at the limit) and a
+/// launch per pivot step beyond it (170, 240), with pivot rows other than the diagonal's on
 /// each (a matrix whose largest column entries lie off the diagonal). A singular matrix names
-/// the host's column on each path.
+/// the host's column on each path. (The third path, one block in global memory below 160
+/// unknowns, runs only on GPUs with less shared memory a block: not reached here.)
 #[test]
 fn coarse_inverse_in_shared_memory_and_by_steps_is_the_hosts() {
     let Some(dev) = gpu("coarse_inverse_in_shared_memory_and_by_steps_is_the_hosts") else {
@@ -728,7 +729,8 @@ fn coarse_inverse_in_shared_memory_and_by_steps_is_the_hosts() {
         for shuffled in [false, true] {
             let mut a = symmetric_dominant(&mut rng, n, 1).to_dense().unwrap();
             if shuffled {
-                // rows rotated by one: every pivot search must swap rows
+                // rows rotated by one: the first column's largest entry is in the last row,
+                // so the pivot searches swap rows
                 a.rotate_left(n);
             }
             let a = Bsr::from_dense(&a, n, n, 1, 1).unwrap();

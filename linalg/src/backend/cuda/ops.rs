@@ -229,10 +229,12 @@ pub struct DeviceDenseInverse {
     inv: DeviceBuffer<f64>,
 }
 
-/// From this many unknowns on, the dense inverse runs a launch per pivot step over the whole
-/// GPU (`dense_invert_pivot`, `dense_invert_update`) instead of one block: one block's share of
-/// L2 bandwidth bounds the single-block kernel (1.3 ms at 156 unknowns, 10.4 ms at 306 on an
-/// H100), two launches a step cost a few microseconds each. Up to the `u32` entry index.
+/// From this many unknowns on, where the matrix does not fit one block's shared memory (the
+/// first choice, `dense_invert_shared`), the dense inverse runs a launch per pivot step over the
+/// whole GPU (`dense_invert_pivot`, `dense_invert_update`) instead of one block in global
+/// memory: one block's share of L2 bandwidth bounds that kernel (1.3 ms at 156 unknowns, 10.4 ms
+/// at 306 on an H100), two launches a step cost a few microseconds each. Up to the `u32` entry
+/// index.
 const INVERT_BY_STEPS_MIN_N: usize = 160;
 const INVERT_BY_STEPS_MAX_N: usize = 65_535;
 
