@@ -319,16 +319,20 @@ impl Hierarchy<DistBsr> {
         k: usize,
         params: &AmgParams,
     ) -> Result<Self, AmgError> {
-        Ok(Self::set_up(a, owned_serial_ids, nns.into(), k, params, Vec::new())?.0)
+        let fine_nn = DistNearNull {
+            serial_ids: owned_serial_ids.to_vec(),
+            rows: nns.into(),
+            k,
+            start: OnceLock::new(),
+        };
+        Ok(Self::set_up(a, fine_nn, params, Vec::new())?.0)
     }
 
     /// [`Self::new`] offering level `l` the plans `kept[l]` of a hierarchy being renewed; with
     /// the number of levels that took them.
     fn set_up(
         a: DistBsr,
-        owned_serial_ids: &[u64],
-        nns: Vector,
-        k: usize,
+        fine_nn: DistNearNull,
         params: &AmgParams,
         kept: Vec<Option<KeptTransfer>>,
     ) -> Result<(Self, usize), AmgError> {
@@ -347,12 +351,6 @@ impl Hierarchy<DistBsr> {
                 reason: "is not available on several MPI ranks (valid there: double)",
             });
         }
-        let fine_nn = DistNearNull {
-            serial_ids: owned_serial_ids.to_vec(),
-            rows: nns,
-            k,
-            start: OnceLock::new(),
-        };
         let mut tm = SetupTimings::default();
         let built = build_levels(&a, &fine_nn, params, 0, kept, &mut tm)?;
         let mut levels = Level::from_built(built.levels, a.pattern().block_size());
@@ -515,13 +513,18 @@ impl Hierarchy<DistBsr> {
             .ok_or(AmgError::MissingFineOperator)?;
         let mut kept = Vec::with_capacity(self.transfers.len());
         for (l, t) in std::mem::take(&mut self.transfers).into_iter().enumerate() {
-            let next = self.levels.get_mut(l + 1).and_then(|lev| lev.a.take());
+            let (next, next_near_null) = match self.levels.get_mut(l + 1) {
+                Some(lev) => (lev.a.take(), lev.near_null.take()),
+                None => (None, None),
+            };
             let diagonal = self.levels[l].smoother.take().map(|s| s.pbj);
-            kept.push(t.into_kept(next, diagonal));
+            kept.push(t.into_kept(next, next_near_null, diagonal));
         }
         self.levels.clear();
         let params = self.params.clone();
-        let (renewed, reused) = Self::set_up(fine, &nn.serial_ids, nns, nn.k, &params, kept)?;
+        // the same serial ids: the fine level's eigenvalue start vector is kept where it lives
+        let fine_nn = DistNearNull { rows: nns, ..nn };
+        let (renewed, reused) = Self::set_up(fine, fine_nn, &params, kept)?;
         *self = renewed;
         Ok(RenewalReport {
             plans_reused: reused,
@@ -622,6 +625,18 @@ impl DistNearNull {
         })
     }
 
+    /// This level's near-null space keeping the eigenvalue start vector of `old` (the
+    /// renewed level's previous one) where their serial ids are the same, so the same
+    /// entries: a GPU renewal moves none. `old` is dropped otherwise.
+    pub(super) fn keeping_start_of(mut self, old: Option<DistNearNull>) -> Self {
+        if let Some(old) = old {
+            if old.serial_ids == self.serial_ids {
+                self.start = old.start;
+            }
+        }
+        self
+    }
+
     /// The start vector of the eigenvalue estimate of the level `a` (the serial one, hashed
     /// at the serial index of each owned unknown), a vector of its own where `a` lives.
     fn start_vector(&self, a: &DistBsr) -> Result<Vector, AmgError> {
@@ -644,7 +659,15 @@ impl DistNearNull {
             return Ok(r);
         }
         let start = match self.start.get() {
-            Some(start) => start,
+            Some(start) if start.device().same_as(&a.device()) => start,
+            Some(_) => {
+                // kept from a level that lived elsewhere: a vector of its own here
+                let mut r = a.owned_zeros()?;
+                let mut entries = vec![0.0; r.len()];
+                fill(&mut entries);
+                r.copy_from_host(&entries)?;
+                return Ok(r);
+            }
             None => {
                 let mut start = a.owned_zeros()?;
                 let mut entries = vec![0.0; start.len()];
@@ -721,10 +744,12 @@ fn plans_of(plans: &mut Option<HostPlans>) -> Result<&mut HostPlans, AmgError> {
 impl DistTransfer {
     /// What a kept renewal reuses of this transfer (`None` without host plans); on a GPU
     /// `next`, the next level's operator, and `diagonal`, the level's smoother inverses, give
-    /// their device storage to the new values.
+    /// their device storage to the new values, and `next_near_null`, the next level's
+    /// near-null space, its eigenvalue start vector.
     fn into_kept(
         self,
         next: Option<DistBsr>,
+        next_near_null: Option<DistNearNull>,
         diagonal: Option<PointBlockJacobi>,
     ) -> Option<KeptTransfer> {
         let plans = self.plans?;
@@ -734,6 +759,7 @@ impl DistTransfer {
                 pt: self.pt,
                 transfer,
                 next,
+                next_near_null,
                 diagonal,
             }),
             _ => None,

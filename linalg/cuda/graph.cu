@@ -50,6 +50,7 @@ __device__ __forceinline__ bool strong_weight(const u32 i, const u32 j, const do
 // lanes; lane l takes the row's slots l, l + 32, ...): a coarse level's rows hold a hundred
 // blocks and more, each weight a correctly rounded sqrt and division. Each slot's arithmetic is
 // the sequential loop's; counts are sums, and the fill keeps the column order (ballots).
+// warp_row: this warp's row (or vertex, in the aggregate kernels), n past the last one.
 __device__ __forceinline__ u32 warp_row(const u32 n) {
     const u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
     return i < n ? (u32)i : n;
@@ -222,7 +223,7 @@ __device__ u32 most_connected_neighbour(const u32 v, const u32* __restrict__ g_p
 extern "C" __global__ void aggregate_roots(const u32 n, const u32* __restrict__ g_ptr,
                                            const u32* __restrict__ g_col,
                                            const u32* __restrict__ root_id, u32* __restrict__ agg) {
-    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
+    const u32 v = warp_row(n);
     if (v >= n) return;
     const bool lead = threadIdx.x % 32 == 0;
     if (root_id[v] != UNAGG) {
@@ -241,7 +242,7 @@ extern "C" __global__ void aggregate_round(const u32 n, const u32* __restrict__ 
                                            const u32* __restrict__ g_col,
                                            const u32* __restrict__ prev, u32* __restrict__ next,
                                            u32* __restrict__ changed) {
-    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
+    const u32 v = warp_row(n);
     if (v >= n) return;
     const bool lead = threadIdx.x % 32 == 0;
     const u32 a = prev[v];
@@ -450,7 +451,7 @@ extern "C" __global__ void dist_aggregate_roots(const u32 n, const u32* __restri
                                                 const u64* __restrict__ root,
                                                 const u64* __restrict__ root_ghost,
                                                 u64* __restrict__ agg) {
-    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
+    const u32 v = warp_row(n);
     if (v >= n) return;
     const bool lead = threadIdx.x % 32 == 0;
     if (root[v] != UNAGG) {
@@ -471,7 +472,7 @@ extern "C" __global__ void dist_aggregate_round(const u32 n, const u32* __restri
                                                 const u64* __restrict__ prev,
                                                 const u64* __restrict__ prev_ghost,
                                                 u64* __restrict__ next, u32* __restrict__ changed) {
-    const u32 v = (u32)((blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32);
+    const u32 v = warp_row(n);
     if (v >= n) return;
     const bool lead = threadIdx.x % 32 == 0;
     const u64 a = prev[v];

@@ -298,48 +298,25 @@ extern "C" __global__ void __launch_bounds__(INV_THREADS)
 dense_invert_pivot(const u32 n, const u32 k, double* __restrict__ a, u32* __restrict__ perm,
                    double* __restrict__ f, const double* __restrict__ tol,
                    u64* __restrict__ fail) {
-    __shared__ double s_val[INV_THREADS];
-    __shared__ u32 s_idx[INV_THREADS];
+    __shared__ double s_val[33];
+    __shared__ u32 s_idx[33];
     __shared__ double s_inv;
-    __shared__ u32 s_piv;
     __shared__ int s_bad;
     const u32 tid = threadIdx.x, T = blockDim.x;
     if (fail[0] != INV_OK) return;
-    double v = -1.0;
-    u32 idx = k;
-    for (u32 i = k + tid; i < n; i += T) {
-        const double x = fabs(a[(u64)i * n + k]);
-        if (x > v) {
-            v = x;
-            idx = i;
-        }
-    }
-    s_val[tid] = v;
-    s_idx[tid] = idx;
-    __syncthreads();
-    for (u32 w = T / 2; w > 0; w >>= 1) {
-        if (tid < w) {
-            const double o = s_val[tid + w];
-            const u32 oi = s_idx[tid + w];
-            if (o > s_val[tid] || (o == s_val[tid] && oi < s_idx[tid])) {
-                s_val[tid] = o;
-                s_idx[tid] = oi;
-            }
-        }
-        __syncthreads();
-    }
+    double best;
+    u32 p;
+    column_pivot(n, k, a, s_val, s_idx, &best, &p);
     if (tid == 0) {
         s_bad = 0;
-        if (!(s_val[0] > tol[0])) {
+        if (!(best > tol[0])) {
             s_bad = 1;
             fail[0] = ~(u64)k;
         }
-        s_piv = s_idx[0];
-        perm[k] = s_idx[0];
+        perm[k] = p;
     }
     __syncthreads();
     if (s_bad) return;
-    const u32 p = s_piv;
     if (p != k) {
         for (u32 j = tid; j < n; j += T) {
             const double t = a[(u64)k * n + j];

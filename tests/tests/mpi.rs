@@ -2542,6 +2542,65 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
     });
 }
 
+/// On one GPU rank (no halo to exchange): a kept renewal of a hierarchy whose levels live on
+/// the GPU, with the new modes there, moves no vector host to device: each level's eigenvalue
+/// start vector stays on the device from the last set-up (the same serial ids, so the same
+/// entries), the smoother stage uploads nothing and every other stage's upload but the
+/// coarsest solver's stays below a tenth of the fine level's vector (the stages' bytes are
+/// counted: `SetupTimings::transfers`); the
+/// levels are the host kept renewal's bit for bit, twice in a row.
+#[test]
+fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
+    use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
+
+    let test = "a_device_kept_renewal_on_one_rank_uploads_no_vector";
+    if skip_multi_rank_gpu_test(test) {
+        return;
+    }
+    on_ranks(test, &[1], |comm| {
+        let device = select_rank_devices(comm, RankDeviceRequest::Cuda)
+            .unwrap()
+            .device;
+        let keep = amg::Renewal::KeepAggregates;
+        let (beam, mut host, _) = clamped_beam(comm, None, keep);
+        let (twin_beam, _, _) = clamped_beam(comm, None, keep);
+        let mut hd = twin_beam.device_hierarchy(&device);
+        let ids = &beam.part.node_serial_ids[..beam.part.n_owned_nodes()];
+        let vector_bytes = 8 * 3 * ids.len() as u64;
+        for angle in [0.3, 0.7] {
+            let nns = turned_beam_modes(ids, angle);
+            host.set_near_null_space(beam.operator(&beam.k_local), nns.clone())
+                .unwrap();
+            let fine = twin_beam
+                .operator(&twin_beam.k_local)
+                .to_device(&device)
+                .unwrap();
+            let on_device = linalg::Vector::from(nns).to_device(&device).unwrap();
+            let report = hd.set_near_null_space(fine, on_device).unwrap();
+            assert_eq!(report.plans_reused, host.n_levels() - 1, "{report:?}");
+            assert_same_levels(&host, &hd, &format!("angle {angle}"));
+            let stages = &report.timings.transfers;
+            assert_eq!(
+                stages.smoother.host_to_device_bytes, 0,
+                "angle {angle}: the eigenvalue start vectors stay on the GPU: {stages:?}"
+            );
+            // (the coarsest level's solver is made anew with its block maps: u32s, left out)
+            for (name, bytes) in stages
+                .stages()
+                .into_iter()
+                .filter(|s| s.0 != "coarse factor")
+            {
+                assert!(
+                    10 * bytes.host_to_device_bytes < vector_bytes,
+                    "angle {angle}: stage {name} moved {} B up (fine vector {vector_bytes} B): \
+                     {stages:?}",
+                    bytes.host_to_device_bytes
+                );
+            }
+        }
+    });
+}
+
 /// On one GPU per rank (2 ranks sharing the node's GPUs): the hot update on the device
 /// ([`amg::dist_cycle::DistHierarchy::update`] of its copy there) equals the host's
 /// ([`amg::dist_cycle::DistHierarchy::update`]) bit for bit on every level (operator values,

@@ -127,13 +127,15 @@ impl DeviceTransfer {
 
 /// What a kept renewal on a GPU reuses of a level besides its host plans: `P` and its
 /// transpose (the new values go into them), the device plans, the next level's operator
-/// (its new values computed into it) and the level's smoother inverses (refreshed in place).
+/// (its new values computed into it) and near-null space (its eigenvalue start vector, kept
+/// on the device) and the level's smoother inverses (refreshed in place).
 #[derive(Debug)]
 pub(super) struct DeviceKept {
     pub(super) p: DistBsr,
     pub(super) pt: DistTranspose,
     pub(super) transfer: DeviceTransfer,
     pub(super) next: DistBsr,
+    pub(super) next_near_null: Option<DistNearNull>,
     pub(super) diagonal: Option<PointBlockJacobi>,
 }
 
@@ -261,17 +263,17 @@ pub(super) fn coarsen(
     }))
 }
 
-/// A cold coarsening's phases on a GPU, one after the other: each timed to the end of the
+/// A coarsening's phases on a GPU (cold or a kept renewal's), one after the other: each timed to the end of the
 /// work it queued ([`timed_phase`]) and charged the bytes the device's counters saw move
 /// between host and GPU meanwhile.
-struct Phases {
+pub(super) struct Phases {
     device: Device,
     since: Instant,
     at: linalg::Transfers,
 }
 
 impl Phases {
-    fn start(device: &Device) -> Self {
+    pub(super) fn start(device: &Device) -> Self {
         Self {
             device: device.clone(),
             since: Instant::now(),
@@ -281,7 +283,11 @@ impl Phases {
 
     /// Ends the phase begun at the last end (or the start): its seconds added to `seconds`,
     /// its bytes to `bytes`.
-    fn end(&mut self, seconds: &mut f64, bytes: &mut TransferReport) -> Result<(), AmgError> {
+    pub(super) fn end(
+        &mut self,
+        seconds: &mut f64,
+        bytes: &mut TransferReport,
+    ) -> Result<(), AmgError> {
         self.since = timed_phase(&self.device, seconds, self.since)?;
         let now = self.device.transfers();
         bytes.add(TransferReport::between(self.at, now));

@@ -33,7 +33,7 @@ use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
 
-use super::device::{timed_phase, DeviceKept};
+use super::device::{DeviceKept, Phases};
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
 use crate::dist_prolongator::SmoothingPlan;
 use crate::dist_tentative::DistTentative;
@@ -42,7 +42,6 @@ use crate::level_matrix::Coarsened;
 use crate::params::{AmgParams, Renewal};
 use crate::report::SetupTimings;
 use crate::{AmgError, PointBlockJacobi};
-use std::time::Instant;
 
 /// The numeric phase of a level's [`SmoothingPlan`] on a GPU: the plan's gathers, product
 /// plan and slot maps uploaded once (the first device renewal), with the value buffers they
@@ -178,9 +177,10 @@ impl DeviceSmoothing {
 /// Collective. The kept renewal's coarsening of the device level `a` (near-null space
 /// `near_null`, the new one) through the kept host `plans` and device parts `kept` (see the
 /// module doc): the values of the host kept renewal's coarsening, bit for bit, the next
-/// level's operator computed into `kept.next`, every pattern kept. Timings, each phase ended
-/// by a device synchronisation: `tentative_s` the host tentative prolongator with `P0`'s
-/// ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
+/// level's operator computed into `kept.next`, every pattern kept, the next level's
+/// eigenvalue start vector kept on the device. Timings and bytes between host and GPU
+/// ([`Phases`]), each phase ended by a device synchronisation: `tentative_s` the tentative
+/// prolongator with `P0`'s ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
 /// with the smoothing and `P`'s values (and the uploads of `P0`'s view),
 /// `galerkin_symbolic_s` `P`'s views gathered on the device (with `P`'s ghost rows) and the
 /// transposed parts made there, `galerkin_numeric_s` the device Galerkin product.
@@ -203,11 +203,11 @@ pub(super) fn coarsen_kept(
         mut pt,
         mut transfer,
         mut next,
+        next_near_null,
         diagonal,
     } = kept;
     let device = a.device();
-    let phase = |seconds: &mut f64, since: Instant| timed_phase(&device, seconds, since);
-    let mut t = Instant::now();
+    let mut phases = Phases::start(&device);
     // on the level's GPU, where the smoothing plan's view of `P0` lives (refreshed there):
     // made there from near-null rows there (a GPU renewal's rigid-body modes, a device
     // level's coarse rows), else on the host and uploaded
@@ -229,7 +229,7 @@ pub(super) fn coarsen_kept(
     if let Some(plan) = &mut smoothing {
         plan.refresh_p0(&p0)?;
     }
-    t = phase(&mut tm.tentative_s, t)?;
+    phases.end(&mut tm.tentative_s, &mut tm.transfers.tentative)?;
     let pbj = match diagonal {
         Some(mut pbj) => {
             pbj.update(a.diag()).map_err(|e| with_level(e, level))?;
@@ -238,7 +238,7 @@ pub(super) fn coarsen_kept(
         None => PointBlockJacobi::new(a.diag()).map_err(|e| with_level(e, level))?,
     };
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
-    t = phase(&mut tm.smoother_setup_s, t)?;
+    phases.end(&mut tm.smoother_setup_s, &mut tm.transfers.smoother)?;
     match &smoothing {
         Some(plan) => {
             let device_smoothing = match &mut transfer.smoothing {
@@ -257,15 +257,15 @@ pub(super) fn coarsen_kept(
         None => p.upload_values_from(&p0)?,
     }
     drop(p0);
-    t = phase(&mut tm.smoothing_s, t)?;
+    phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
     // `P`'s views gathered on the device from its values there
     let (plan, p_ext) = galerkin.refresh_for(&p)?;
     transfer.galerkin.upload_p_values(plan, p_ext)?;
     pt.transpose_values_of(&p)?;
     let k = p.pattern().block_cols();
-    t = phase(&mut tm.galerkin_symbolic_s, t)?;
+    phases.end(&mut tm.galerkin_symbolic_s, &mut tm.transfers.galerkin)?;
     transfer.galerkin.numeric(a, &mut next)?;
-    phase(&mut tm.galerkin_numeric_s, t)?;
+    phases.end(&mut tm.galerkin_numeric_s, &mut tm.transfers.galerkin)?;
     Ok(Coarsened {
         smoother: build_smoother(pbj, emax, params),
         transfer: DistTransfer {
@@ -284,7 +284,8 @@ pub(super) fn coarsen_kept(
             rows: coarse_nns,
             k,
             start: OnceLock::new(),
-        },
+        }
+        .keeping_start_of(next_near_null),
         plans_reused: true,
     })
 }

@@ -314,7 +314,8 @@ impl DeviceDenseInverse {
         // SAFETY: arguments match `bsr_to_dense`; `dense` holds n * n values.
         unsafe { l.launch(grid_stride(n_values)) }.map_err(driver_err("bsr_to_dense"))?;
         let mut perm = ctx.zeros::<u32>(n.max(1))?;
-        let mut fvec = ctx.zeros::<f64>(n.max(1))?;
+        // the multipliers' scratch in global memory: the paths but the shared-memory one
+        let multipliers = || ctx.zeros::<f64>(n.max(1));
         // zero: no pivot failed (the kernels store the failing column's complement)
         let mut fail = ctx.zeros::<u64>(1)?;
         let nn = n as u32;
@@ -347,9 +348,11 @@ impl DeviceDenseInverse {
             // values of dynamic shared memory, allowed by the attribute set above).
             unsafe { l.launch(in_shared) }.map_err(driver_err("dense_invert_shared"))?;
         } else if (INVERT_BY_STEPS_MIN_N..=INVERT_BY_STEPS_MAX_N).contains(&n) {
+            let mut fvec = multipliers()?;
             invert_by_steps(ctx, nn, &mut dense, &mut perm, &mut fvec, rtol, &mut fail)?;
         } else {
             let f = ctx.function(&OPS, &[], "dense_invert")?;
+            let mut fvec = multipliers()?;
             let mut l = ctx.stream().launch_builder(&f);
             l.arg(&nn)
                 .arg(&mut dense)
