@@ -31,7 +31,8 @@
 #   MPI_TESTS=0        the multi-rank GPU tests under mpirun with 2 ranks sharing the node's GPUs
 #                      (device DistBsr SpMV == host bits, device CG+AMG == host, the device hot
 #                      update == the host's per level and uploads no operator, the device
-#                      kept renewal == the host's per level (no operator download), the device
+#                      kept renewal == the host's per level (no operator download; on one rank
+#                      no vector up), the device
 #                      strength graph and aggregation on ranks == the host's, the device
 #                      cold set-up == the host's, the device recompute renewal == a cold set-up, rank device
 #                      selection, DistBsr::set_from_local gathering on the GPU == the host's
@@ -140,6 +141,10 @@ if [ "$MPI_TESTS" = 1 ]; then
         mpirun --allow-run-as-root --oversubscribe -np 2 "$here/bin/test_mpi_e2e" --exact \
             device_rank_run_with_kept_renewals_equals_the_host_rank_run --nocapture \
             --test-threads=1
+        # one GPU rank (no halo): a kept renewal on the device uploads no vector (the
+        # eigenvalue start vectors kept there; the stages' bytes)
+        mpirun --allow-run-as-root --oversubscribe -np 1 "$here/bin/test_mpi_e2e" --exact \
+            a_device_kept_renewal_on_one_rank_uploads_no_vector --nocapture --test-threads=1
         # the strength graph and aggregation on the GPUs, the cold set-up on the GPUs and the
         # recompute renewal
         for t in a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones \
