@@ -199,6 +199,11 @@ pub enum Bench {
         /// cuts the fewest nodes (2x2x2 on 8 ranks).
         #[arg(long, value_parser = parse_rank_grid)]
         rank_grid: Option<[usize; 3]>,
+        /// On one process: the distributed hierarchy (the ranks' path) on one rank, its
+        /// stages without a halo to exchange, beside the one-process hierarchy's (under
+        /// mpirun it is the path taken anyway).
+        #[arg(long)]
+        distributed: bool,
         #[arg(long)]
         json: bool,
     },
@@ -289,6 +294,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
             exchange,
             process_eq_limit,
             rank_grid,
+            distributed,
             json,
         } => {
             let precision = match precision {
@@ -313,7 +319,7 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
                 },
                 device,
             };
-            if !on_ranks {
+            if !on_ranks && !distributed {
                 // one process: no exchanges between GPUs, one box
                 if let Some(g) = rank_grid.filter(|g| *g != [1, 1, 1]) {
                     let g = g.map(|p| p.to_string()).join("x");

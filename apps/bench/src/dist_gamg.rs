@@ -1024,6 +1024,30 @@ impl std::fmt::Display for DistGamgResult {
 mod tests {
     use super::{gather_gpu, DistGpuRank};
 
+    /// `bench gamg --distributed` on one process: the distributed hierarchy on one rank has the
+    /// one-process hierarchy's levels and takes its CG iterations (serial is the one-rank case),
+    /// with no message between ranks.
+    #[test]
+    fn the_distributed_hierarchy_on_one_rank_is_the_one_process_one() {
+        use crate::gamg::{BenchDevice, GamgBench};
+        let bench = GamgBench {
+            m: 13,
+            order: 1,
+            solves: 2,
+            scalar: false,
+            amg: amg::AmgParams::default(),
+            device: BenchDevice::Cpu,
+        };
+        let serial = crate::gamg::run(&bench).unwrap();
+        let comm = linalg::comm::SelfComm::shared();
+        let one_rank = super::run(&comm, &bench, linalg::dist::DeviceExchange::Auto, None).unwrap();
+        assert_eq!(one_rank.ranks, 1);
+        assert_eq!(one_rank.rows_per_level, serial.rows_per_level);
+        assert_eq!(one_rank.iterations, serial.iterations);
+        assert!(one_rank.converged && serial.converged);
+        assert_eq!(one_rank.hot_update_messages + one_rank.spmv_messages, 0);
+    }
+
     /// The gathered record is the rank's own, every field and every bit (u64 counts, f64
     /// seconds).
     #[test]
