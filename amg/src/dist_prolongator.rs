@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
 use linalg::gpu::{gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{BlockPattern, Bsr, SpgemmPlan};
+use linalg::{BlockPattern, Bsr, SmoothingMap, SpgemmPlan};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -483,6 +483,9 @@ pub struct SmoothingPlan {
     view: PView,
     a_local: ALocal,
     product: SpgemmPlan,
+    /// The smoothing's pattern pair: the product `A P0` and `P0`'s owned rows (checked once;
+    /// on a GPU its slot maps made there once).
+    smoothing_map: Arc<SmoothingMap>,
     p_pattern: Arc<DistPattern>,
     /// The slot map of `P`'s values: slot `s` of `P.diag` (`s < diag nnz`) or of `P.offd`
     /// (`diag nnz + s`) takes the block of the product `A P0` (smoothed) in this slot.
@@ -520,10 +523,12 @@ impl SmoothingPlan {
         // entry `e` of `P`'s pattern is slot `e` of the product (rows and slots in order): slot
         // `s` of `P` takes the product's slot `slot_entries[s]`
         let p_from_product = p_pattern.slot_entries().to_vec();
+        let smoothing_map = Arc::new(SmoothingMap::new(wp, view.p_owned.pattern())?);
         Ok(Self {
             view,
             a_local,
             product,
+            smoothing_map,
             p_pattern,
             p_from_product,
         })
@@ -551,6 +556,11 @@ impl SmoothingPlan {
     /// The symbolic product `A_local P_ext`.
     pub(crate) fn product(&self) -> &SpgemmPlan {
         &self.product
+    }
+
+    /// The smoothing's patterns: the product `A P0` and `P0`'s owned rows.
+    pub(crate) fn smoothing_map(&self) -> &Arc<SmoothingMap> {
+        &self.smoothing_map
     }
 
     /// `P`'s pattern (the same `Arc` for every numeric phase).
@@ -583,7 +593,8 @@ impl SmoothingPlan {
         let mut w = Bsr::zeros(self.product.pattern().clone(), bsa, k);
         linalg::spgemm_numeric(&self.product, &a_local, &self.view.p_ext, &mut w)?;
         drop(a_local);
-        linalg::smooth_prolongator_in_place(&mut w, omega, pbj.inverse(), &self.view.p_owned)?;
+        let map = &self.smoothing_map;
+        linalg::smooth_prolongator_mapped(map, &mut w, omega, pbj.inverse(), &self.view.p_owned)?;
         Ok(DistBsr::from_values(self.p_pattern.clone(), w.host()?)?)
     }
 }

@@ -63,7 +63,8 @@ pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};
 pub use rows::{collect_rows, fill_rows, split_rows};
 pub use spgemm::{spgemm, spgemm_numeric, spgemm_symbolic, SpgemmPlan};
 pub use transfer::{
-    prolong_add, restrict, smooth_prolongator_in_place, smooth_prolongator_planned,
+    prolong_add, restrict, smooth_prolongator_in_place, smooth_prolongator_mapped,
+    smooth_prolongator_planned, SmoothingMap,
 };
 pub use transpose::{transpose, transpose_numeric, transpose_symbolic, TransposePlan};
 pub use vector::{ops, Vector};

@@ -255,6 +255,7 @@ fn amg_kernels_match_the_host() {
             wh.host().unwrap(),
             "bs {bs}: A P0"
         );
+        let product = w.to_device(&dev).unwrap();
         smooth_prolongator_in_place(&mut wh, 0.6, &dh, &p0h).unwrap();
         smooth_prolongator_in_place(&mut w, 0.6, &d, &p0).unwrap();
         assert_eq!(
@@ -262,6 +263,22 @@ fn amg_kernels_match_the_host() {
             wh.host().unwrap(),
             "bs {bs}: smoothed P"
         );
+        // through a kept map of the patterns: the same bits; its second call moves nothing
+        let map = linalg::SmoothingMap::new(product.pattern(), p0.pattern()).unwrap();
+        for call in 0..2 {
+            let mut wm = product.to_device(&dev).unwrap();
+            let before = dev.transfers();
+            linalg::smooth_prolongator_mapped(&map, &mut wm, 0.6, &d, &p0).unwrap();
+            let moved = dev.transfers().host_to_device - before.host_to_device;
+            assert_eq!(
+                wm.to_host_vec().unwrap(),
+                wh.host().unwrap(),
+                "bs {bs}: smoothed P through the map, call {call}"
+            );
+            if call == 1 {
+                assert_eq!(moved, 0, "bs {bs}: the map's slot maps are kept on the GPU");
+            }
+        }
 
         // Galerkin product (to rounding: fused host order), restriction and prolongation
         let plan = PtapPlan::new(ah.pattern(), wh.pattern()).unwrap();

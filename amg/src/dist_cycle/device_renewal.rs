@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{BlockDiagonal, Bsr, SpgemmPlan};
+use linalg::{BlockDiagonal, Bsr, SmoothingMap, SpgemmPlan};
 
 use super::device::{DeviceKept, Phases};
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
@@ -49,6 +49,8 @@ use crate::{AmgError, PointBlockJacobi};
 ///
 /// Invariants: `a_gather` indexes `[diag; offd]` blocks of an operator on `a_pattern`
 /// (`n_a_diag` in `diag`); `product` multiplies `a_local` by `p_ext0` into `w`;
+/// `smoothing_map` holds the patterns of `w` and `p_owned0` (the plan's, shared: its device
+/// slot maps made once, whichever device smoothing runs);
 /// `p_diag_from_w[s]` (`p_offd_from_w[s]`) is the block of `w` that `P.diag` (`P.offd`) holds
 /// in slot `s`, `P` on `p_pattern`.
 #[derive(Debug)]
@@ -62,6 +64,7 @@ pub(super) struct DeviceSmoothing {
     p_owned0: Bsr,
     product: SpgemmPlan,
     w: Bsr,
+    smoothing_map: Arc<SmoothingMap>,
     p_pattern: Arc<DistPattern>,
     p_diag_from_w: DeviceBuffer<u32>,
     p_offd_from_w: DeviceBuffer<u32>,
@@ -108,6 +111,7 @@ impl DeviceSmoothing {
                 false => plan.product().clone(),
             },
             w: Bsr::zeros_on(&device, plan.product().pattern().clone(), bs, k)?,
+            smoothing_map: plan.smoothing_map().clone(),
             p_diag_from_w: ctx.upload(diag_from)?,
             p_offd_from_w: ctx.upload(offd_from)?,
             p_pattern,
@@ -151,7 +155,8 @@ impl DeviceSmoothing {
         )?;
         linalg::spgemm_numeric(&self.product, &self.a_local, &self.p_ext0, &mut self.w)?;
         if self.w.pattern().nnz() > 0 {
-            linalg::smooth_prolongator_in_place(&mut self.w, omega, dinv, &self.p_owned0)?;
+            let map = &self.smoothing_map;
+            linalg::smooth_prolongator_mapped(map, &mut self.w, omega, dinv, &self.p_owned0)?;
         }
         let bl = self.w.block_len();
         let (d, o) = p.parts_mut();

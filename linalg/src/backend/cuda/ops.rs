@@ -109,8 +109,9 @@ pub fn block_norms(
 /// The slot maps of the device prolongator smoothing for one pair of patterns `W` (`A P0`) and
 /// `P0`: each slot's block row and, per slot of `W`, the slot of `P0` it holds (`u32::MAX`:
 /// none). Built on the device from the patterns' device mirrors (module `symbolic`: nothing
-/// uploaded where the matrices on them are there already); a smoothing plan keeps it
-/// ([`crate::SpgemmPlan`]), so a renewal's smoothing on the same patterns moves nothing.
+/// uploaded where the matrices on them are there already); a smoothing plan or map keeps it
+/// ([`crate::SpgemmPlan`], [`crate::SmoothingMap`]), so a renewal's smoothing on the same
+/// patterns moves nothing.
 #[derive(Debug)]
 pub struct DeviceSmoothMap {
     nnz: usize,
@@ -158,25 +159,10 @@ impl DeviceSmoothMap {
     }
 }
 
-/// `W = P0 - omega D^{-1} W` in place (`W` on `w_pattern`, `bs x k` blocks; `dinv` one `bs x bs`
-/// inverse per block row; `P0` on `p0_pattern`, contained in `w_pattern`), bit-identical to the
-/// host's smoothing. Uploads the slot maps (a cold-setup call; [`smooth_prolongator_mapped`]
-/// with kept maps moves nothing).
-pub fn smooth_prolongator(
-    ctx: &CudaContext,
-    w_pattern: &BlockPattern,
-    w: &mut DeviceBsr,
-    omega: f64,
-    dinv: &DeviceBuffer<f64>,
-    p0_pattern: &BlockPattern,
-    p0: &DeviceBsr,
-) -> Result<(), LinalgError> {
-    let map = DeviceSmoothMap::new(ctx, w_pattern, p0_pattern)?;
-    smooth_prolongator_mapped(ctx, &map, w, omega, dinv, p0)
-}
-
-/// [`smooth_prolongator`] on uploaded slot maps (which must be those of `w`'s and `p0`'s
-/// patterns): no transfer, no wait.
+/// `W = P0 - omega D^{-1} W` in place (`W` with `bs x k` blocks, `dinv` one `bs x bs` inverse
+/// per block row, `P0` on a pattern inside `W`'s) through the slot maps of their patterns
+/// ([`DeviceSmoothMap`], kept by the caller), bit-identical to the host's smoothing: no
+/// transfer, no wait.
 pub fn smooth_prolongator_mapped(
     ctx: &CudaContext,
     map: &DeviceSmoothMap,
