@@ -435,15 +435,16 @@ pub fn dist_strength_graph(
 }
 
 /// Collective. [`dist_strength_graph`] of an operator on the rank's GPU, made there
-/// ([`DeviceDistGraph::strength`]): the same edges and weights (and the same serial ids of
-/// the local vertices), which stay on the device.
+/// ([`DeviceDistGraph::strength`]) with its local vertices numbered by `ids` (of `a`'s
+/// pattern: [`linalg::dist::DeviceSerialIds`], made once and kept by a level): the same edges
+/// and weights (and the same serial ids of the local vertices), which stay on the device.
 pub fn dist_strength_graph_on_device(
     a: &linalg::dist::DistBsr,
     threshold: f64,
-    owned_serial_ids: &[u64],
+    ids: &linalg::dist::DeviceSerialIds,
 ) -> Result<DeviceDistGraph, AmgError> {
     check_threshold(threshold)?;
-    Ok(DeviceDistGraph::strength(a, threshold, owned_serial_ids)?)
+    Ok(DeviceDistGraph::strength(a, threshold, ids)?)
 }
 
 /// Collective. [`dist_aggregate`] of a device strength graph, on the GPU

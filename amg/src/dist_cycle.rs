@@ -25,9 +25,9 @@ use crate::report::{MessageReport, RenewalReport, SetupTimings, TransferReport, 
 use crate::smoother::{Smoother, SmootherWork};
 use crate::vcycle::LevelWork;
 use linalg::dense::DenseFactor;
-use linalg::dist::DistBsr;
+use linalg::dist::{DeviceSerialIds, DistBsr};
 use linalg::{ops, Bsr, Device, Vector};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use crate::{AmgError, PointBlockJacobi, Preconditioner};
@@ -323,7 +323,7 @@ impl Hierarchy<DistBsr> {
             serial_ids: owned_serial_ids.to_vec(),
             rows: nns.into(),
             k,
-            start: OnceLock::new(),
+            device: LevelIds::default(),
         };
         Ok(Self::set_up(a, fine_nn, params, Vec::new())?.0)
     }
@@ -611,9 +611,21 @@ pub struct DistNearNull {
     /// The owned vertices' rows (`bs x k` each, row-major), on the host or on the level's GPU.
     rows: Vector,
     k: usize,
-    /// The eigenvalue estimate's start vector on the level's GPU (uploaded once, by the first
-    /// estimate there: a hot update moves none); unused on the host.
+    /// What a level on a GPU keeps of these serial ids there (none on the host).
+    device: LevelIds,
+}
+
+/// A device level's data that depends only on its serial ids (and its operator's pattern):
+/// made at its first use there and kept by a renewal whose level has the same ids
+/// ([`DistNearNull::keeping_device_parts_of`]).
+#[derive(Debug, Default)]
+struct LevelIds {
+    /// The eigenvalue estimate's start vector (uploaded once, by the first estimate there: a
+    /// hot update moves none).
     start: OnceLock<Vector>,
+    /// The strength graph's local vertex ids on the GPU (owned, ghosts), for the operator
+    /// pattern they were made for.
+    graph: Mutex<Option<Arc<DeviceSerialIds>>>,
 }
 
 impl DistNearNull {
@@ -625,16 +637,38 @@ impl DistNearNull {
         })
     }
 
-    /// This level's near-null space keeping the eigenvalue start vector of `old` (the
-    /// renewed level's previous one) where their serial ids are the same, so the same
-    /// entries: a GPU renewal moves none. `old` is dropped otherwise.
-    pub(super) fn keeping_start_of(mut self, old: Option<DistNearNull>) -> Self {
+    /// This level's near-null space keeping the device parts of `old` (the renewed level's
+    /// previous one: the eigenvalue start vector, the graph's vertex ids) where their serial
+    /// ids are the same, so the same entries: a GPU renewal moves none. `old` is dropped
+    /// otherwise.
+    pub(super) fn keeping_device_parts_of(mut self, old: Option<DistNearNull>) -> Self {
         if let Some(old) = old {
             if old.serial_ids == self.serial_ids {
-                self.start = old.start;
+                self.device = old.device;
             }
         }
         self
+    }
+
+    /// Collective. The vertex ids of the device strength graph of this level's operator `a`:
+    /// those kept where they serve `a` on every rank, else made (and kept for the next).
+    fn graph_ids(&self, a: &DistBsr) -> Result<Arc<DeviceSerialIds>, AmgError> {
+        let mut kept = self
+            .device
+            .graph
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(ids) = kept.as_ref() {
+            if DeviceSerialIds::serve(Some(ids), a, &self.serial_ids)? {
+                return Ok(ids.clone());
+            }
+        } else {
+            // every rank answers the same collective question
+            DeviceSerialIds::serve(None, a, &self.serial_ids)?;
+        }
+        let ids = Arc::new(DeviceSerialIds::new(a, &self.serial_ids)?);
+        *kept = Some(ids.clone());
+        Ok(ids)
     }
 
     /// The start vector of the eigenvalue estimate of the level `a` (the serial one, hashed
@@ -658,7 +692,7 @@ impl DistNearNull {
             fill(r.host_mut()?);
             return Ok(r);
         }
-        let start = match self.start.get() {
+        let start = match self.device.start.get() {
             Some(start) if start.device().same_as(&a.device()) => start,
             Some(_) => {
                 // kept from a level that lived elsewhere: a vector of its own here
@@ -673,7 +707,7 @@ impl DistNearNull {
                 let mut entries = vec![0.0; start.len()];
                 fill(&mut entries);
                 start.copy_from_host(&entries)?;
-                self.start.get_or_init(|| start)
+                self.device.start.get_or_init(|| start)
             }
         };
         let mut r = start.zeros_like()?;
@@ -975,7 +1009,8 @@ fn aggregate(
     }
     // on the rank's GPU: the graph stays there, its ghosts' states exchanged GPU to GPU
     let mut graph = timed_moving(&mut tm.graph_s, &mut tm.transfers.coarsen, &device, || {
-        let g = dist_strength_graph_on_device(a, threshold, ids)?;
+        let ids = near_null.graph_ids(a)?;
+        let g = dist_strength_graph_on_device(a, threshold, &ids)?;
         device.synchronize()?;
         Ok::<_, AmgError>(g)
     })?;
@@ -1232,7 +1267,7 @@ fn smooth(
         serial_ids: t.coarse_serial_ids,
         rows: t.coarse_nns,
         k,
-        start: OnceLock::new(),
+        device: LevelIds::default(),
     };
     Ok((p, coarse))
 }

@@ -244,26 +244,31 @@ pub fn smooth_prolongator_mapped(
 }
 
 /// True if both have the same dimensions and every block of `inner` is in `outer`.
+/// Rows in parallel (a fine level's patterns hold millions).
 fn contains(outer: &BlockPattern, inner: &BlockPattern) -> bool {
+    use rayon::prelude::*;
     outer.n_block_rows() == inner.n_block_rows()
         && outer.n_block_cols() == inner.n_block_cols()
-        && (0..inner.n_block_rows()).all(|i| {
-            let row = outer.row(i);
-            let mut q = 0;
-            inner.row(i).iter().all(|&j| {
-                while q < row.len() && row[q] < j {
-                    q += 1;
-                }
-                q < row.len() && row[q] == j
+        && (0..inner.n_block_rows())
+            .into_par_iter()
+            .with_min_len(4096)
+            .all(|i| {
+                let row = outer.row(i);
+                let mut q = 0;
+                inner.row(i).iter().all(|&j| {
+                    while q < row.len() && row[q] < j {
+                        q += 1;
+                    }
+                    q < row.len() && row[q] == j
+                })
             })
-        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A pattern of `cols` rows, `n_cols` block columns.
+    /// A pattern of the rows `rows` over `n_cols` block columns.
     fn pattern(n_cols: usize, rows: &[Vec<u32>]) -> Arc<BlockPattern> {
         let mut row_ptr = vec![0];
         for r in rows {

@@ -596,7 +596,9 @@ fn a_device_strength_graph_and_aggregates_on_ranks_equal_the_host_ones() {
             for threshold in [0.0, 0.08] {
                 let case = format!("{name}, threshold {threshold}");
                 let host = dist_strength_graph(&a, threshold, ids).unwrap();
-                let mut dev = dist_strength_graph_on_device(&a_dev, threshold, ids).unwrap();
+                let dev_ids = linalg::dist::DeviceSerialIds::new(&a_dev, ids).unwrap();
+                let mut dev = dist_strength_graph_on_device(&a_dev, threshold, &dev_ids).unwrap();
+                assert!(linalg::dist::DeviceSerialIds::serve(Some(&dev_ids), &a_dev, ids).unwrap());
                 assert_eq!(dev.serial_ids(), &host.serial_ids[..], "{case}: serial ids");
                 assert_eq!(dev.n_owned(), n_owned, "{case}");
                 let edges = dev.download().unwrap();
@@ -2549,7 +2551,8 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
 /// tenth of the fine level's vector but the coarsest solver's and the first renewal's
 /// tentative stage (its device plan; the stages' bytes are counted:
 /// `SetupTimings::transfers`); the levels are the host kept renewal's bit for bit, twice in a
-/// row.
+/// row. A recompute renewal's strength graphs number their vertices by ids kept on the GPU
+/// (its coarsening stage uploads below a tenth of the fine vector).
 #[test]
 fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
@@ -2598,6 +2601,29 @@ fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
                     bytes.host_to_device_bytes
                 );
             }
+        }
+        // the default renewal (`recompute`): each level's strength graph numbers its vertices
+        // by the ids kept on the GPU since the cold set-up (the same pattern and serial ids),
+        // so its coarsening stage uploads no id (a level made afresh: its own few)
+        let recompute = amg::Renewal::Recompute;
+        let (twin_beam, _, _) = clamped_beam(comm, None, recompute);
+        let mut hr = twin_beam.device_hierarchy(&device);
+        for angle in [0.3, 0.3] {
+            let fine = twin_beam
+                .operator(&twin_beam.k_local)
+                .to_device(&device)
+                .unwrap();
+            let nns = turned_beam_modes(ids, angle);
+            let on_device = linalg::Vector::from(nns).to_device(&device).unwrap();
+            let report = hr.set_near_null_space(fine, on_device).unwrap();
+            assert!(report.plans_reused >= 1, "{report:?}");
+            let coarsen = report.timings.transfers.coarsen;
+            assert!(
+                10 * coarsen.host_to_device_bytes < vector_bytes,
+                "recompute, angle {angle}: the graphs moved {} B up (fine vector {vector_bytes} \
+                 B): {report:?}",
+                coarsen.host_to_device_bytes
+            );
         }
     });
 }

@@ -44,7 +44,7 @@ use crate::level_matrix::{Coarsened, LevelMatrix};
 use crate::params::{AmgParams, Renewal};
 use crate::report::{SetupTimings, TransferReport};
 use crate::{AmgError, PointBlockJacobi};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// `y = P^T x` for a GPU prolongator (see [`DistTranspose::apply`]): the transposed parts'
@@ -257,7 +257,7 @@ pub(super) fn coarsen(
             serial_ids: coarse_serial_ids,
             rows: coarse_nns,
             k,
-            start: OnceLock::new(),
+            device: Default::default(),
         },
         plans_reused: false,
     }))
@@ -393,7 +393,7 @@ impl DistHierarchy {
                         serial_ids: nn.serial_ids.clone(),
                         rows: nn.rows.try_clone()?,
                         k: nn.k,
-                        start: OnceLock::new(),
+                        device: Default::default(),
                     };
                     if l < self.transfers.len() {
                         copy.start_vector(&a)?;

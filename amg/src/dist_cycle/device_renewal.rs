@@ -27,7 +27,7 @@
 //! bit (the same kernels in the same order as a device hot update, whose results are the host
 //! update's; plain copies otherwise).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
@@ -288,9 +288,9 @@ pub(super) fn coarsen_kept(
             serial_ids: coarse_serial_ids,
             rows: coarse_nns,
             k,
-            start: OnceLock::new(),
+            device: Default::default(),
         }
-        .keeping_start_of(next_near_null),
+        .keeping_device_parts_of(next_near_null),
         plans_reused: true,
     })
 }

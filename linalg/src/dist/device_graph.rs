@@ -10,8 +10,85 @@ use std::sync::Arc;
 use crate::backend::cuda::graph::HostGraph;
 use crate::backend::cuda::rank_graph::{RankExchange, RankGraph};
 use crate::backend::cuda::{CudaContext, DeviceBuffer};
-use crate::dist::{DeviceHalo, DistBsr, HaloPlan};
+use crate::dist::{DeviceHalo, DistBsr, DistPattern, HaloPlan};
 use crate::LinalgError;
+
+/// The serial ids of a device operator's local vertices on its GPU and the host (owned, then
+/// the ghosts in the order of the operator's halo, their ids gathered from their owners once):
+/// what [`DeviceDistGraph::strength`] numbers its vertices by. Made for one operator pattern
+/// and kept by a caller whose level keeps it (a renewal's), so a later graph on that pattern
+/// uploads and exchanges no ids.
+#[derive(Debug)]
+pub struct DeviceSerialIds {
+    pattern: Arc<DistPattern>,
+    /// Owned, then ghosts.
+    serial_ids: Vec<u64>,
+    owned: DeviceBuffer<f64>,
+    ghost: DeviceBuffer<f64>,
+}
+
+impl DeviceSerialIds {
+    /// Collective. The ids of the local vertices of the device operator `a`:
+    /// `owned_serial_ids` names its owned block rows, the ghosts' come from their owners.
+    /// Errors (agreed): `a` not on a GPU, lengths that disagree.
+    pub fn new(a: &DistBsr, owned_serial_ids: &[u64]) -> Result<Self, LinalgError> {
+        let pattern = a.pattern();
+        let plan = Arc::new(pattern.halo().with_block_size(1));
+        let comm = plan.comm().clone();
+        let device = a.device();
+        let n = pattern.diag().n_block_rows();
+        let placed = match device.cuda_context() {
+            None => Err(LinalgError::Unsupported {
+                what: "the serial ids of a device strength graph (DeviceSerialIds) of an operator",
+                device: device.name(),
+            }),
+            Some(_) if owned_serial_ids.len() != n => Err(LinalgError::LengthMismatch {
+                what: "DeviceSerialIds: serial ids of the owned rows",
+                expected: n,
+                found: owned_serial_ids.len(),
+            }),
+            Some(ctx) => Ok(ctx.clone()),
+        };
+        let ctx = comm::agree(&*comm, placed)?;
+        let mut halo = DeviceHalo::new(plan, ctx.clone())?;
+        let bits: Vec<f64> = owned_serial_ids
+            .iter()
+            .map(|&s| f64::from_bits(s))
+            .collect();
+        let owned = ctx.upload(&bits)?;
+        let ghost = ctx.duplicate(halo.fill_ghosts(&owned, || Ok(()))?)?;
+        let mut serial_ids = owned_serial_ids.to_vec();
+        serial_ids.extend(ctx.download(&ghost)?.into_iter().map(f64::to_bits));
+        Ok(Self {
+            pattern: pattern.clone(),
+            serial_ids,
+            owned,
+            ghost,
+        })
+    }
+
+    /// Collective. Whether these ids serve a graph of `a` (on every rank: its pattern, the
+    /// same object, whose owned rows have `owned_serial_ids`); `false` on every rank if on one.
+    pub fn serve(
+        ids: Option<&Self>,
+        a: &DistBsr,
+        owned_serial_ids: &[u64],
+    ) -> Result<bool, LinalgError> {
+        let here = ids.is_some_and(|ids| {
+            Arc::ptr_eq(&ids.pattern, a.pattern())
+                && ids.serial_ids.get(..owned_serial_ids.len()) == Some(owned_serial_ids)
+        });
+        // the largest "does not serve" over the ranks
+        let mut missing = [f64::from(u8::from(!here))];
+        a.pattern().partition().comm().allreduce_max(&mut missing)?;
+        Ok(missing[0] == 0.0)
+    }
+
+    /// Serial ids of the local vertices: owned, then the ghosts in the halo's order.
+    pub fn serial_ids(&self) -> &[u64] {
+        &self.serial_ids
+    }
+}
 
 /// A rank's rows of a device operator's distributed strength graph (see the module doc).
 #[derive(Debug)]
@@ -52,50 +129,38 @@ impl RankExchange for HaloExchange<'_> {
 
 impl DeviceDistGraph {
     /// Collective. The strength graph of this rank's rows of the device operator `a` (`amg`'s
-    /// `dist_strength_graph`, its threshold already checked): `owned_serial_ids` names the
-    /// owned block rows in the serial numbering; the ghosts' ids, diagonal norms and coupled
-    /// flags come from their owners. Errors (agreed): `a` not on a GPU, a missing diagonal
-    /// block, lengths that disagree.
+    /// `dist_strength_graph`, its threshold already checked), its vertices numbered by `ids`
+    /// (made for `a`'s pattern: [`DeviceSerialIds::serve`]); the ghosts' diagonal norms and
+    /// coupled flags come from their owners. Errors (agreed): `a` not on a GPU, ids of another
+    /// pattern, a missing diagonal block.
     pub fn strength(
         a: &DistBsr,
         threshold: f64,
-        owned_serial_ids: &[u64],
+        ids: &DeviceSerialIds,
     ) -> Result<Self, LinalgError> {
         let pattern = a.pattern();
         let plan = Arc::new(pattern.halo().with_block_size(1));
         let comm = plan.comm().clone();
         let device = a.device();
-        let n = pattern.diag().n_block_rows();
         let placed = match device.cuda_context() {
             None => Err(LinalgError::Unsupported {
                 what: "a device strength graph (DeviceDistGraph) of an operator",
                 device: device.name(),
             }),
-            Some(_) if owned_serial_ids.len() != n => Err(LinalgError::LengthMismatch {
-                what: "DeviceDistGraph::strength: serial ids of the owned rows",
-                expected: n,
-                found: owned_serial_ids.len(),
+            Some(_) if !Arc::ptr_eq(&ids.pattern, pattern) => Err(LinalgError::PatternMismatch {
+                what: "DeviceDistGraph::strength: serial ids made for another operator pattern",
             }),
             Some(ctx) => Ok(ctx.clone()),
         };
         let ctx = comm::agree(&*comm, placed)?;
         let mut halo = DeviceHalo::new(plan, ctx.clone())?;
-        let bits: Vec<f64> = owned_serial_ids
-            .iter()
-            .map(|&s| f64::from_bits(s))
-            .collect();
-        let serial = ctx.upload(&bits)?;
-        let ghost_bits = halo.fill_ghosts(&serial, || Ok(()))?;
-        let serial_ghost = ctx.duplicate(ghost_bits)?;
-        let mut serial_ids = owned_serial_ids.to_vec();
-        serial_ids.extend(ctx.download(&serial_ghost)?.into_iter().map(f64::to_bits));
         let graph = RankGraph::strength(
             &ctx,
             a.diag().device_bsr()?,
             a.offd().device_bsr()?,
             threshold,
-            serial,
-            &serial_ghost,
+            ctx.duplicate(&ids.owned)?,
+            &ids.ghost,
             &mut HaloExchange {
                 halo: &mut halo,
                 ctx: &ctx,
@@ -103,7 +168,7 @@ impl DeviceDistGraph {
         )?;
         Ok(Self {
             graph,
-            serial_ids,
+            serial_ids: ids.serial_ids.clone(),
             halo,
             ctx,
         })

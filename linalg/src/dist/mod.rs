@@ -24,7 +24,7 @@ mod rank_device;
 mod rows;
 mod telescope;
 
-pub use device_graph::DeviceDistGraph;
+pub use device_graph::{DeviceDistGraph, DeviceSerialIds};
 pub use device_halo::{DeviceHalo, HaloBytes};
 pub use halo::HaloPlan;
 pub use matrix::{DistBsr, DistPattern};
