@@ -15,7 +15,7 @@ use linalg::gpu::{gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
 use linalg::{BlockPattern, Bsr, SmoothingMap, SpgemmPlan};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::dist_galerkin::{row_offsets, ALocal, GalerkinProductPlan};
 use crate::dist_tentative::DistTentative;
@@ -490,6 +490,19 @@ pub struct SmoothingPlan {
     /// The slot map of `P`'s values: slot `s` of `P.diag` (`s < diag nnz`) or of `P.offd`
     /// (`diag nnz + s`) takes the block of the product `A P0` (smoothed) in this slot.
     p_from_product: Vec<u32>,
+    /// `p_from_product` on a GPU (its ordinal), made there by the first device smoothing and
+    /// kept with the plan: a device smoothing made anew (each `recompute` renewal's) uploads
+    /// none.
+    device_p_slots: Mutex<Option<(usize, Arc<DevicePSlots>)>>,
+}
+
+/// [`SmoothingPlan`]'s slot map of `P`'s values on a GPU, split at `P.diag`'s slots:
+/// `diag[s]` (`offd[s]`) is the block of the product `A P0` that slot `s` of `P.diag`
+/// (`P.offd`) takes.
+#[derive(Debug)]
+pub(crate) struct DevicePSlots {
+    pub(crate) diag: DeviceBuffer<u32>,
+    pub(crate) offd: DeviceBuffer<u32>,
 }
 
 impl SmoothingPlan {
@@ -531,6 +544,7 @@ impl SmoothingPlan {
             smoothing_map,
             p_pattern,
             p_from_product,
+            device_p_slots: Mutex::new(None),
         })
     }
 
@@ -568,9 +582,25 @@ impl SmoothingPlan {
         &self.p_pattern
     }
 
-    /// The slot map from the smoothed product to `P`'s `diag` and `offd` (see the field).
-    pub(crate) fn p_from_product(&self) -> &[u32] {
-        &self.p_from_product
+    /// The slot map from the smoothed product to `P`'s `diag` and `offd` on `ctx`'s GPU (see
+    /// the field): uploaded at the first call there, then kept.
+    pub(crate) fn device_p_slots(&self, ctx: &CudaContext) -> Result<Arc<DevicePSlots>, AmgError> {
+        let mut held = self
+            .device_p_slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((ordinal, slots)) = held.as_ref() {
+            if *ordinal == ctx.ordinal() {
+                return Ok(slots.clone());
+            }
+        }
+        let (diag, offd) = self.p_from_product.split_at(self.p_pattern.diag().nnz());
+        let slots = Arc::new(DevicePSlots {
+            diag: ctx.upload(diag)?,
+            offd: ctx.upload(offd)?,
+        });
+        *held = Some((ctx.ordinal(), slots.clone()));
+        Ok(slots)
     }
 
     /// Collective. `P` for the values of `a` (the plan's pattern) and of `t.p` (the plan's

@@ -2552,7 +2552,8 @@ fn a_device_kept_renewal_on_ranks_equals_the_host_kept_renewal() {
 /// tentative stage (its device plan; the stages' bytes are counted:
 /// `SetupTimings::transfers`); the levels are the host kept renewal's bit for bit, twice in a
 /// row. A recompute renewal's strength graphs number their vertices by ids kept on the GPU
-/// (its coarsening stage uploads below a tenth of the fine vector).
+/// (its coarsening stage uploads below a tenth of the fine vector), and where it keeps every
+/// level its smoothing uploads nothing (the plans' slot maps kept there).
 #[test]
 fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
     use linalg::dist::{select_rank_devices, skip_multi_rank_gpu_test, RankDeviceRequest};
@@ -2608,7 +2609,7 @@ fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
         let recompute = amg::Renewal::Recompute;
         let (twin_beam, _, _) = clamped_beam(comm, None, recompute);
         let mut hr = twin_beam.device_hierarchy(&device);
-        for angle in [0.3, 0.3] {
+        for (round, angle) in [0.3, 0.3].into_iter().enumerate() {
             let fine = twin_beam
                 .operator(&twin_beam.k_local)
                 .to_device(&device)
@@ -2624,6 +2625,13 @@ fn a_device_kept_renewal_on_one_rank_uploads_no_vector() {
                  B): {report:?}",
                 coarsen.host_to_device_bytes
             );
+            // the second: every level kept, whose device smoothing (made anew by a `recompute`
+            // renewal) takes the plan's slot maps kept on the GPU
+            let smoothing = report.timings.transfers.smoothing;
+            if round == 1 {
+                assert_eq!(report.plans_reused, hr.n_levels() - 1, "{report:?}");
+                assert_eq!(smoothing.host_to_device_bytes, 0, "{report:?}");
+            }
         }
     });
 }

@@ -35,7 +35,7 @@ use linalg::{BlockDiagonal, Bsr, SmoothingMap, SpgemmPlan};
 
 use super::device::{DeviceKept, Phases};
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
-use crate::dist_prolongator::SmoothingPlan;
+use crate::dist_prolongator::{DevicePSlots, SmoothingPlan};
 use crate::dist_tentative::DistTentative;
 use crate::hierarchy::{build_smoother, with_level};
 use crate::level_matrix::Coarsened;
@@ -51,8 +51,9 @@ use crate::{AmgError, PointBlockJacobi};
 /// (`n_a_diag` in `diag`); `product` multiplies `a_local` by `p_ext0` into `w`;
 /// `smoothing_map` holds the patterns of `w` and `p_owned0` (the plan's, shared: its device
 /// slot maps made once, whichever device smoothing runs);
-/// `p_diag_from_w[s]` (`p_offd_from_w[s]`) is the block of `w` that `P.diag` (`P.offd`) holds
-/// in slot `s`, `P` on `p_pattern`.
+/// `p_slots.diag[s]` (`p_slots.offd[s]`) is the block of `w` that `P.diag` (`P.offd`) holds
+/// in slot `s`, `P` on `p_pattern` (the plan's slots, shared: uploaded once whichever device
+/// smoothing runs).
 #[derive(Debug)]
 pub(super) struct DeviceSmoothing {
     ctx: Arc<CudaContext>,
@@ -66,8 +67,7 @@ pub(super) struct DeviceSmoothing {
     w: Bsr,
     smoothing_map: Arc<SmoothingMap>,
     p_pattern: Arc<DistPattern>,
-    p_diag_from_w: DeviceBuffer<u32>,
-    p_offd_from_w: DeviceBuffer<u32>,
+    p_slots: Arc<DevicePSlots>,
 }
 
 impl DeviceSmoothing {
@@ -95,8 +95,6 @@ impl DeviceSmoothing {
         let bs = a.pattern().block_size();
         let k = p_ext0.block_cols();
         let p_pattern = plan.p_pattern().clone();
-        let n_diag = p_pattern.diag().nnz();
-        let (diag_from, offd_from) = plan.p_from_product().split_at(n_diag);
         Ok(Self {
             a_pattern: a.pattern().clone(),
             a_gather: a_local.device_gather(&ctx)?,
@@ -112,8 +110,7 @@ impl DeviceSmoothing {
             },
             w: Bsr::zeros_on(&device, plan.product().pattern().clone(), bs, k)?,
             smoothing_map: plan.smoothing_map().clone(),
-            p_diag_from_w: ctx.upload(diag_from)?,
-            p_offd_from_w: ctx.upload(offd_from)?,
+            p_slots: plan.device_p_slots(&ctx)?,
             p_pattern,
             ctx,
         })
@@ -164,14 +161,14 @@ impl DeviceSmoothing {
         gather_blocks(
             ctx,
             bl,
-            &self.p_diag_from_w,
+            &self.p_slots.diag,
             w,
             d.device_bsr_mut()?.values_mut(),
         )?;
         gather_blocks(
             ctx,
             bl,
-            &self.p_offd_from_w,
+            &self.p_slots.offd,
             w,
             o.device_bsr_mut()?.values_mut(),
         )?;
