@@ -522,7 +522,8 @@ impl Hierarchy<DistBsr> {
         }
         self.levels.clear();
         let params = self.params.clone();
-        // the same serial ids: the fine level's eigenvalue start vector is kept where it lives
+        // the same serial ids: the fine level's device parts (the eigenvalue start vector, the
+        // graph's ids) are kept where they live
         let fine_nn = DistNearNull { rows: nns, ..nn };
         let (renewed, reused) = Self::set_up(fine, fine_nn, &params, kept)?;
         *self = renewed;
@@ -779,7 +780,7 @@ impl DistTransfer {
     /// What a kept renewal reuses of this transfer (`None` without host plans); on a GPU
     /// `next`, the next level's operator, and `diagonal`, the level's smoother inverses, give
     /// their device storage to the new values, and `next_near_null`, the next level's
-    /// near-null space, its eigenvalue start vector.
+    /// near-null space, its device parts (the eigenvalue start vector, the graph's ids).
     fn into_kept(
         self,
         next: Option<DistBsr>,

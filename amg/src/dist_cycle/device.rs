@@ -127,8 +127,9 @@ impl DeviceTransfer {
 
 /// What a kept renewal on a GPU reuses of a level besides its host plans: `P` and its
 /// transpose (the new values go into them), the device plans, the next level's operator
-/// (its new values computed into it) and near-null space (its eigenvalue start vector, kept
-/// on the device) and the level's smoother inverses (refreshed in place).
+/// (its new values computed into it) and near-null space (its device parts: the eigenvalue
+/// start vector and the graph's vertex ids, kept on the GPU) and the level's smoother
+/// inverses (refreshed in place).
 #[derive(Debug)]
 pub(super) struct DeviceKept {
     pub(super) p: DistBsr,
@@ -263,9 +264,9 @@ pub(super) fn coarsen(
     }))
 }
 
-/// A coarsening's phases on a GPU (cold or a kept renewal's), one after the other: each timed to the end of the
-/// work it queued ([`timed_phase`]) and charged the bytes the device's counters saw move
-/// between host and GPU meanwhile.
+/// A coarsening's phases on a GPU (cold or a kept renewal's), one after the other: each timed
+/// to the end of the work it queued ([`timed_phase`]) and charged the bytes the device's
+/// counters saw move between host and GPU meanwhile.
 pub(super) struct Phases {
     device: Device,
     since: Instant,

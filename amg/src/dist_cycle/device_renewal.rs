@@ -179,8 +179,8 @@ impl DeviceSmoothing {
 /// Collective. The kept renewal's coarsening of the device level `a` (near-null space
 /// `near_null`, the new one) through the kept host `plans` and device parts `kept` (see the
 /// module doc): the values of the host kept renewal's coarsening, bit for bit, the next
-/// level's operator computed into `kept.next`, every pattern kept, the next level's
-/// eigenvalue start vector kept on the device. Timings and bytes between host and GPU
+/// level's operator computed into `kept.next`, every pattern kept, the next level's device
+/// parts (eigenvalue start vector, graph ids) kept on the GPU. Timings and bytes between host and GPU
 /// ([`Phases`]), each phase ended by a device synchronisation: `tentative_s` the tentative
 /// prolongator with `P0`'s ghost rows, `smoother_setup_s` the inverses and eigenvalue estimate, `smoothing_s` `A P0`
 /// with the smoothing and `P`'s values (and the uploads of `P0`'s view),
