@@ -299,11 +299,12 @@ pub fn run(comm: &Arc<dyn Comm>, bench: Bench) -> anyhow::Result<String> {
         } => {
             let precision = match precision {
                 PrecisionArg::Double => amg::Precision::Double,
-                PrecisionArg::Mixed if on_ranks => {
+                PrecisionArg::Mixed if on_ranks || distributed => {
                     // the distributed hierarchy stores fp64 only
                     anyhow::bail!(
-                        "bench gamg --precision mixed runs on one process (the distributed \
-                         hierarchy is fp64 only); valid under mpirun: double"
+                        "bench gamg --precision mixed runs the one-process hierarchy (the \
+                         distributed hierarchy is fp64 only); valid under mpirun or with \
+                         --distributed: double"
                     )
                 }
                 PrecisionArg::Mixed => amg::Precision::Mixed,

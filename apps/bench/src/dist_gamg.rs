@@ -288,7 +288,8 @@ pub fn run(
         .with_context(|| format!("--exchange {}", exchange.name()))?;
     ensure!(
         !bench.scalar,
-        "--scalar on {size} MPI ranks is not available (the distributed hierarchy stores blocks)"
+        "--scalar on {size} MPI ranks (or with --distributed) is not available (the distributed \
+         hierarchy stores blocks)"
     );
     let start = Instant::now();
     let cells = Ex56::cells_per_side(bench.m, bench.order)
