@@ -267,6 +267,147 @@ fn contains(outer: &BlockPattern, inner: &BlockPattern) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::SplitMix64;
+    use crate::{spgemm, transpose};
+    use std::sync::Arc;
+
+    fn rand_vec(seed: u64, n: usize) -> Vec<f64> {
+        let mut g = SplitMix64(seed);
+        (0..n).map(|_| g.next_signed_unit()).collect()
+    }
+
+    /// A `n x m`-block prolongator-like matrix with 1 to 3 blocks per row and an empty row.
+    fn sample(n: usize, m: usize, br: usize, bc: usize) -> Bsr {
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i != 3 {
+                let mut row: Vec<u32> = (0..1 + i % 3)
+                    .map(|t| ((i * 7 + t * 5) % m) as u32)
+                    .collect();
+                row.sort_unstable();
+                row.dedup();
+                cols.extend(row);
+            }
+            row_ptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let pattern = Arc::new(BlockPattern::new(n, m, row_ptr, cols).unwrap());
+        Bsr::from_parts(pattern, br, bc, rand_vec(7, nnz * br * bc)).unwrap()
+    }
+
+    /// The Galerkin plan of `p` on a diagonal operator.
+    fn plan(p: &Bsr) -> PtapPlan {
+        let n = p.pattern().n_block_rows();
+        let diagonal = BlockPattern::new(n, n, (0..=n).collect(), (0..n as u32).collect()).unwrap();
+        PtapPlan::new(&Arc::new(diagonal), p.pattern()).unwrap()
+    }
+
+    #[test]
+    fn restriction_equals_the_explicit_transpose_bit_for_bit() {
+        for (br, bc) in [(1, 1), (3, 6), (6, 6), (2, 5)] {
+            // More coarse rows than one task holds, to cross task boundaries.
+            let p = sample(700, 300, br, bc);
+            let x = Vector::from_vec(rand_vec(3, p.n_rows()));
+            let mut y = Vector::from_vec(vec![f64::NAN; p.n_cols()]);
+            restrict(&plan(&p), &p, &x, &mut y).unwrap();
+            let mut expected = Vector::zeros(p.n_cols());
+            transpose(&p).unwrap().spmv(&x, &mut expected).unwrap();
+            assert_eq!(y, expected, "blocks {br}x{bc}");
+        }
+    }
+
+    #[test]
+    fn restriction_accepts_a_plan_of_an_equal_pattern_and_refuses_another() {
+        let p = sample(20, 9, 3, 6);
+        let copy = Arc::new(p.pattern().as_ref().clone());
+        let q = Bsr::from_parts(copy, 3, 6, p.to_host_vec().unwrap()).unwrap();
+        let x = Vector::from_vec(rand_vec(5, p.n_rows()));
+        let (mut y, mut z) = (Vector::zeros(p.n_cols()), Vector::zeros(p.n_cols()));
+        restrict(&plan(&p), &p, &x, &mut y).unwrap();
+        restrict(&plan(&p), &q, &x, &mut z).unwrap();
+        assert_eq!(y, z);
+        let other = sample(20, 10, 3, 6);
+        assert!(matches!(
+            restrict(&plan(&other), &p, &x, &mut y),
+            Err(LinalgError::PatternMismatch { .. })
+        ));
+        assert!(matches!(
+            restrict(&plan(&p), &p, &Vector::zeros(3), &mut y),
+            Err(LinalgError::LengthMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn smoothing_matches_the_dense_formula() {
+        let (n, bs, k): (usize, usize, usize) = (12, 3, 2);
+        // A: block tridiagonal with a dominant diagonal.
+        let mut row_ptr = vec![0];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            cols.extend((i.saturating_sub(1_usize)..(i + 2).min(n)).map(|j| j as u32));
+            row_ptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let pattern = Arc::new(BlockPattern::new(n, n, row_ptr, cols).unwrap());
+        let mut values = rand_vec(5, nnz * bs * bs);
+        for i in 0..n {
+            let d = pattern.find(i, i).unwrap();
+            for c in 0..bs {
+                values[d * bs * bs + c * bs + c] += 4.0;
+            }
+        }
+        let a = Bsr::from_parts(pattern, bs, bs, values).unwrap();
+        // P0: rows grouped in pairs (aggregate i / 2), row 7 unaggregated.
+        let mut row_ptr = vec![0];
+        let mut cols = vec![];
+        for i in 0..n {
+            if i != 7 {
+                cols.push((i / 2) as u32);
+            }
+            row_ptr.push(cols.len());
+        }
+        let pat = Arc::new(BlockPattern::new(n, n / 2, row_ptr, cols).unwrap());
+        let p0 = Bsr::from_parts(pat, bs, k, rand_vec(2, (n - 1) * bs * k)).unwrap();
+        let mut dinv = BlockDiagonal::from_diagonal(&a, bs).unwrap();
+        dinv.invert().unwrap();
+        let omega = 0.7;
+        let mut p = spgemm(&a, &p0).unwrap();
+        smooth_prolongator_in_place(&mut p, omega, &dinv, &p0).unwrap();
+        // Dense reference.
+        let (nr, nc) = (n * bs, n / 2 * k);
+        let ad = a.to_dense().unwrap();
+        let p0d = p0.to_dense().unwrap();
+        let mut dd = vec![0.0; nr * nr];
+        let inv = dinv.host().unwrap();
+        for b in 0..n {
+            for r in 0..bs {
+                for c in 0..bs {
+                    dd[(b * bs + r) * nr + b * bs + c] = inv[b * bs * bs + r * bs + c];
+                }
+            }
+        }
+        let mul = |x: &[f64], y: &[f64], m: usize, q: usize, w: usize| {
+            let mut o = vec![0.0; m * w];
+            for i in 0..m {
+                for t in 0..q {
+                    for j in 0..w {
+                        o[i * w + j] += x[i * q + t] * y[t * w + j];
+                    }
+                }
+            }
+            o
+        };
+        let dap = mul(&dd, &mul(&ad, &p0d, nr, nr, nc), nr, nr, nc);
+        let pd = p.to_dense().unwrap();
+        for i in 0..nr * nc {
+            assert!((pd[i] - (p0d[i] - omega * dap[i])).abs() < 1e-12);
+        }
+        // P0 outside the pattern of A P0 is refused.
+        let mut narrow = Bsr::zeros(p0.pattern().clone(), bs, k);
+        let wide = sample(n, n / 2, bs, k);
+        assert!(smooth_prolongator_in_place(&mut narrow, omega, &dinv, &wide).is_err());
+    }
 
     /// A pattern of the rows `rows` over `n_cols` block columns.
     fn pattern(n_cols: usize, rows: &[Vec<u32>]) -> Arc<BlockPattern> {
