@@ -693,21 +693,20 @@ impl DistNearNull {
             fill(r.host_mut()?);
             return Ok(r);
         }
+        // the vector on `a`'s GPU, its entries uploaded
+        let uploaded = || -> Result<Vector, AmgError> {
+            let mut start = a.owned_zeros()?;
+            let mut entries = vec![0.0; start.len()];
+            fill(&mut entries);
+            start.copy_from_host(&entries)?;
+            Ok(start)
+        };
         let start = match self.device.start.get() {
             Some(start) if start.device().same_as(&a.device()) => start,
-            Some(_) => {
-                // kept from a level that lived elsewhere: a vector of its own here
-                let mut r = a.owned_zeros()?;
-                let mut entries = vec![0.0; r.len()];
-                fill(&mut entries);
-                r.copy_from_host(&entries)?;
-                return Ok(r);
-            }
+            // kept from a level that lived elsewhere: a vector of its own here
+            Some(_) => return uploaded(),
             None => {
-                let mut start = a.owned_zeros()?;
-                let mut entries = vec![0.0; start.len()];
-                fill(&mut entries);
-                start.copy_from_host(&entries)?;
+                let start = uploaded()?;
                 self.device.start.get_or_init(|| start)
             }
         };

@@ -27,30 +27,49 @@ pub struct DeviceSerialIds {
     ghost: DeviceBuffer<f64>,
 }
 
+/// Collective. The context of the device operator `a` and a device halo of its halo at block
+/// size one (the graph's vertices), where `a` is on a GPU and `check` (this rank's) holds on
+/// every rank; else the first failure on every rank (`what` names the work a host operator
+/// cannot do).
+fn graph_halo(
+    a: &DistBsr,
+    what: &'static str,
+    check: Result<(), LinalgError>,
+) -> Result<(Arc<CudaContext>, DeviceHalo), LinalgError> {
+    let plan = Arc::new(a.pattern().halo().with_block_size(1));
+    let device = a.device();
+    let placed = match device.cuda_context() {
+        None => Err(LinalgError::Unsupported {
+            what,
+            device: device.name(),
+        }),
+        Some(ctx) => check.map(|()| ctx.clone()),
+    };
+    let ctx = comm::agree(&**plan.comm(), placed)?;
+    let halo = DeviceHalo::new(plan, ctx.clone())?;
+    Ok((ctx, halo))
+}
+
 impl DeviceSerialIds {
     /// Collective. The ids of the local vertices of the device operator `a`:
     /// `owned_serial_ids` names its owned block rows, the ghosts' come from their owners.
     /// Errors (agreed): `a` not on a GPU, lengths that disagree.
     pub fn new(a: &DistBsr, owned_serial_ids: &[u64]) -> Result<Self, LinalgError> {
         let pattern = a.pattern();
-        let plan = Arc::new(pattern.halo().with_block_size(1));
-        let comm = plan.comm().clone();
-        let device = a.device();
         let n = pattern.diag().n_block_rows();
-        let placed = match device.cuda_context() {
-            None => Err(LinalgError::Unsupported {
-                what: "the serial ids of a device strength graph (DeviceSerialIds) of an operator",
-                device: device.name(),
-            }),
-            Some(_) if owned_serial_ids.len() != n => Err(LinalgError::LengthMismatch {
+        let lengths = match owned_serial_ids.len() == n {
+            true => Ok(()),
+            false => Err(LinalgError::LengthMismatch {
                 what: "DeviceSerialIds: serial ids of the owned rows",
                 expected: n,
                 found: owned_serial_ids.len(),
             }),
-            Some(ctx) => Ok(ctx.clone()),
         };
-        let ctx = comm::agree(&*comm, placed)?;
-        let mut halo = DeviceHalo::new(plan, ctx.clone())?;
+        let (ctx, mut halo) = graph_halo(
+            a,
+            "the serial ids of a device strength graph (DeviceSerialIds)",
+            lengths,
+        )?;
         let bits: Vec<f64> = owned_serial_ids
             .iter()
             .map(|&s| f64::from_bits(s))
@@ -138,22 +157,17 @@ impl DeviceDistGraph {
         threshold: f64,
         ids: &DeviceSerialIds,
     ) -> Result<Self, LinalgError> {
-        let pattern = a.pattern();
-        let plan = Arc::new(pattern.halo().with_block_size(1));
-        let comm = plan.comm().clone();
-        let device = a.device();
-        let placed = match device.cuda_context() {
-            None => Err(LinalgError::Unsupported {
-                what: "a device strength graph (DeviceDistGraph) of an operator",
-                device: device.name(),
-            }),
-            Some(_) if !Arc::ptr_eq(&ids.pattern, pattern) => Err(LinalgError::PatternMismatch {
+        let same_pattern = match Arc::ptr_eq(&ids.pattern, a.pattern()) {
+            true => Ok(()),
+            false => Err(LinalgError::PatternMismatch {
                 what: "DeviceDistGraph::strength: serial ids made for another operator pattern",
             }),
-            Some(ctx) => Ok(ctx.clone()),
         };
-        let ctx = comm::agree(&*comm, placed)?;
-        let mut halo = DeviceHalo::new(plan, ctx.clone())?;
+        let (ctx, mut halo) = graph_halo(
+            a,
+            "a device strength graph (DeviceDistGraph) of an operator",
+            same_pattern,
+        )?;
         let graph = RankGraph::strength(
             &ctx,
             a.diag().device_bsr()?,
