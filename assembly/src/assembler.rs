@@ -11,7 +11,7 @@
 //! the sums are bit-identical to summing every contribution at once ([`linalg::CooSum`]).
 
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use fem::{ElementKernel, Formulation, Load, Material, MAX_NODES};
@@ -110,9 +110,15 @@ pub struct ElasticityAssembler {
     kernel: ElementKernel,
     /// The projected formulation's kernel, where some material entry has it.
     projected: Option<ElementKernel>,
-    /// Plans of the tangent and the residual, one segment per batch of cells.
-    matrix_plan: CooPlan,
+    /// Plans of the tangent and the residual, one segment per batch of cells. The tangent's is
+    /// made at its first use on the host ([`Self::matrix_plan`]): a GPU makes its own
+    /// ([`crate::device`]) and a run there needs none here.
+    matrix_plan: OnceLock<CooPlan>,
+    matrix_segment: NonZeroUsize,
     vector_plan: CooPlan,
+    /// The tangent's block pattern: the host plan's, or the one a GPU's plan made
+    /// ([`Self::pattern_made_by`]); the same pattern either way.
+    pattern: OnceLock<Arc<BlockPattern>>,
     /// Slot of each node in the residual plan's pattern (`None` for nodes in no cell).
     slot_of_node: Vec<Option<usize>>,
     /// Cells per batch (the last batch may hold fewer).
@@ -163,7 +169,14 @@ impl ElasticityAssembler {
         // grouped row by row: cell `e`'s block `(a, b)` is contribution `(e npc + a) npc + b`
         let vector_plan =
             CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
-        let matrix_plan = CooPlan::of_cell_blocks(&vector_plan, cells, npc, segment(per_cell))?;
+        // what the tangent's plan checks, checked now (its construction, later, cannot fail):
+        // the nodes (checked by the residual's plan above) and the count of its contributions
+        if cells.len().saturating_mul(npc) > u32::MAX as usize {
+            return Err(linalg::LinalgError::TooManyContributions {
+                found: cells.len().saturating_mul(npc),
+            }
+            .into());
+        }
         let pattern = vector_plan.pattern().clone();
         let slot_of_node = (0..n_nodes)
             .map(|i| {
@@ -181,8 +194,10 @@ impl ElasticityAssembler {
             tangent_batch: vec![[0.0; 9]; cells_per_batch.min(n_cells) * per_cell],
             residual_batch: vec![[0.0; 3]; cells_per_batch.min(n_cells) * npc],
             vector_slots: vec![0.0; 3 * pattern.nnz()],
-            matrix_plan,
+            matrix_plan: OnceLock::new(),
+            matrix_segment: segment(per_cell),
             vector_plan,
+            pattern: OnceLock::new(),
             slot_of_node,
             cells_per_batch,
             last_timings: AssemblyTimings::default(),
@@ -264,7 +279,22 @@ impl ElasticityAssembler {
 
     /// The block pattern of the tangent (3x3 blocks, one block row per node).
     pub fn pattern(&self) -> &Arc<BlockPattern> {
-        self.matrix_plan.pattern()
+        self.pattern
+            .get_or_init(|| self.matrix_plan().pattern().clone())
+    }
+
+    /// The tangent's block pattern: the one made already (by the host plan or an earlier call),
+    /// else `make`'s, kept from then on. `make` gives the pattern of this mesh's element blocks
+    /// made elsewhere (a GPU's plan: [`crate::device`]), so that no host plan is made for it.
+    pub fn pattern_made_by<E>(
+        &self,
+        make: impl FnOnce() -> Result<BlockPattern, E>,
+    ) -> Result<&Arc<BlockPattern>, E> {
+        if let Some(p) = self.pattern.get() {
+            return Ok(p);
+        }
+        let made = Arc::new(make()?);
+        Ok(self.pattern.get_or_init(|| made))
     }
 
     /// A zero tangent with this operator's pattern.
@@ -325,7 +355,12 @@ impl ElasticityAssembler {
                 .map_err(|source| AssemblyError::element_failure(cell_tags, c, source))
         };
         let cells_per_task = (BLOCKS_PER_TASK / (npc * npc)).max(1);
-        let mut matrix_sum = k.map(|k| self.matrix_plan.begin(k)).transpose()?;
+        let matrix_plan = host_matrix_plan(
+            &self.matrix_plan,
+            (&self.vector_plan, &self.cells, npc),
+            self.matrix_segment,
+        );
+        let mut matrix_sum = k.map(|k| matrix_plan.begin(k)).transpose()?;
         let mut vector_sum = self.vector_plan.begin_host(3, &mut self.vector_slots)?;
         let mut timings = AssemblyTimings::default();
         for first in (0..n_cells).step_by(cells_per_batch) {
@@ -410,9 +445,19 @@ impl ElasticityAssembler {
     }
 
     /// The plan that sums tangent contributions (one per cell and pair of local nodes; one segment
-    /// per batch of cells).
+    /// per batch of cells), made at the first call.
     pub fn matrix_plan(&self) -> &CooPlan {
-        &self.matrix_plan
+        host_matrix_plan(
+            &self.matrix_plan,
+            (&self.vector_plan, &self.cells, self.nodes_per_cell),
+            self.matrix_segment,
+        )
+    }
+
+    /// Whether the tangent's host plan has been made (tests: a GPU's problem makes none).
+    #[cfg(test)]
+    pub(crate) fn host_matrix_plan_made(&self) -> bool {
+        self.matrix_plan.get().is_some()
     }
 
     /// Applies `f` to each cell's reference coordinates and displacements, in parallel, collecting
@@ -491,6 +536,20 @@ fn gather(nodes: &[usize], field: &[[f64; 3]]) -> [[f64; 3]; MAX_NODES] {
         *o = field[node];
     }
     out
+}
+
+/// The tangent's plan in `slot`, made there at the first call from the residual's plan
+/// `incidence`, the `cells` (`npc` nodes a cell) and the batches' `segment`.
+fn host_matrix_plan<'a>(
+    slot: &'a OnceLock<CooPlan>,
+    (incidence, cells, npc): (&CooPlan, &[usize], usize),
+    segment: NonZeroUsize,
+) -> &'a CooPlan {
+    slot.get_or_init(|| {
+        CooPlan::of_cell_blocks(incidence, cells, npc, segment)
+            // its nodes and contribution count were checked by `ElasticityAssembler::new`
+            .expect("the tangent's plan was checked when the assembler was made")
+    })
 }
 
 /// Views a node-major vector (3 entries per node) as node vectors.

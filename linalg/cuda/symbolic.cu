@@ -425,3 +425,89 @@ extern "C" __global__ void joined_by_position(const u32 n_rows, const u32* __res
         out_slot[first + place] = e < n_l ? l0 + e : l_nnz + r0 + e - n_l;
     }
 }
+
+// ---- the element blocks' COO plan (linalg::CooPlan::of_cell_blocks) ----
+//
+// From the incidence plan (pattern n_nodes x 1, inc_rows its row offsets; node i's incidences
+// k = e npc + a, ascending, are inc_contrib[inc_slot_ptr[s]..inc_slot_ptr[s + 1]] for its slot s)
+// and the cells' nodes (npc a cell): row i of the tangent holds contribution c = k npc + b of
+// each incidence k and local trial node b, at column cells[e npc + b]. cell_rows_count: the
+// contributions of each row; cell_rows_fill: a row's contributions grouped by column (ascending)
+// and ascending within a column (the host's order), and its count of distinct columns;
+// cell_rows_slots: the row's columns and each one's first contribution (slot_ptr). Thread i of
+// cell_rows_slots writes slot_ptr[nnz] = the contribution count when i is the last row.
+
+// The column of contribution c = (e npc + a) npc + b: the node of cell e at b.
+__device__ __forceinline__ u32 cell_block_column(const u32* __restrict__ cells, const u32 npc,
+                                                 const u32 c) {
+    const u32 cell_block = npc * npc;
+    return __ldg(cells + (u64)(c / cell_block) * npc + c % npc);
+}
+
+extern "C" __global__ void cell_rows_count(const u32 n_rows, const u32* __restrict__ inc_rows,
+                                           const u32* __restrict__ inc_slot_ptr, const u32 npc,
+                                           u32* __restrict__ row_len) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 s0 = inc_rows[i], s1 = inc_rows[i + 1];
+    row_len[i] = s0 == s1 ? 0 : (inc_slot_ptr[s1] - inc_slot_ptr[s0]) * npc;
+}
+
+extern "C" __global__ void cell_rows_fill(const u32 n_rows, const u32* __restrict__ inc_rows,
+                                          const u32* __restrict__ inc_slot_ptr,
+                                          const u32* __restrict__ inc_contrib,
+                                          const u32* __restrict__ cells, const u32 npc,
+                                          const u32* __restrict__ row_start,
+                                          u32* __restrict__ contrib, u32* __restrict__ row_nnz) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    const u32 s0 = inc_rows[i], s1 = inc_rows[i + 1];
+    const u32 begin = row_start[i];
+    u32 end = begin;
+    if (s0 != s1) {
+        for (u32 p = inc_slot_ptr[s0]; p < inc_slot_ptr[s1]; ++p) {
+            const u32 k = inc_contrib[p];
+            for (u32 b = 0; b < npc; ++b) contrib[end++] = k * npc + b;
+        }
+    }
+    // written ascending: a stable insertion sort by column keeps each column's ascending
+    for (u32 x = begin + 1; x < end; ++x) {
+        const u32 v = contrib[x];
+        const u32 col = cell_block_column(cells, npc, v);
+        u32 y = x;
+        while (y > begin) {
+            const u32 w = contrib[y - 1];
+            if (cell_block_column(cells, npc, w) <= col) break;
+            contrib[y] = w;
+            --y;
+        }
+        contrib[y] = v;
+    }
+    u32 distinct = 0, last = 0;
+    for (u32 x = begin; x < end; ++x) {
+        const u32 col = cell_block_column(cells, npc, contrib[x]);
+        if (x == begin || col != last) ++distinct;
+        last = col;
+    }
+    row_nnz[i] = distinct;
+}
+
+extern "C" __global__ void cell_rows_slots(const u32 n_rows, const u32* __restrict__ row_start,
+                                           const u32* __restrict__ contrib,
+                                           const u32* __restrict__ cells, const u32 npc,
+                                           const u32* __restrict__ row_ptr,
+                                           u32* __restrict__ col_idx, u32* __restrict__ slot_ptr) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows) return;
+    u32 out = row_ptr[i], last = 0;
+    for (u32 x = row_start[i]; x < row_start[i + 1]; ++x) {
+        const u32 col = cell_block_column(cells, npc, contrib[x]);
+        if (x == row_start[i] || col != last) {
+            col_idx[out] = col;
+            slot_ptr[out] = x;
+            ++out;
+        }
+        last = col;
+    }
+    if (i + 1 == n_rows) slot_ptr[row_ptr[n_rows]] = row_start[n_rows];
+}

@@ -30,6 +30,8 @@ use crate::{BlockPattern, Bsr, LinalgError};
 
 mod cells;
 
+pub(crate) use cells::check_cell_blocks;
+
 /// Contributions per task when validating and counting in the row sort.
 const SORT_CHUNK: usize = 1 << 16;
 /// Rows a task of [`sort_by_row`]'s offsets holds.

@@ -149,7 +149,7 @@ pub fn check_source(
             &solver_params,
             solve::problem::near_null_space(&problem.mesh.coords)?,
             solve::linear_solver::OperatorKind::Serial {
-                pattern: problem.discrete.assembler.pattern(),
+                pattern: &|| problem.discrete.assembler.pattern(),
             },
             problem.discrete.tangent_is_symmetric(),
         ),

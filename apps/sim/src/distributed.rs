@@ -174,6 +174,11 @@ fn problem_on_ranks(
     )?;
     // collective: the whole body's free rigid motions, the same error on every rank
     agreed(comm, located(config, problem.check_held()))?;
+    // the tangent's host plan in this stage where the ranks run on their CPUs (a GPU makes
+    // its own as the problem goes up)
+    if config.device == config::ComputeDevice::Cpu {
+        problem.discrete.assembler.matrix_plan();
+    }
     stages.since(PROBLEM, started);
     Ok((params, part, problem))
 }

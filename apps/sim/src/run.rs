@@ -325,9 +325,24 @@ fn take_problem(
             let started = Instant::now();
             let problem = crate::locate::located(config, Problem::on_mesh(&params, mesh))?;
             crate::locate::check_dirichlet_in_time(config, &params, &problem.mesh)?;
+            host_plans_for(config, &problem);
             stages.since(PROBLEM, started);
             Ok((problem, false))
         }
+    }
+}
+
+/// Makes the tangent's host plan of `problem` now, in the problem's stage, where `config` runs
+/// on the CPU (`auto`: where this thread's GPU is not usable); a GPU makes its own as the
+/// problem goes up, and the host's is then made only where the host assembles.
+fn host_plans_for(config: &Config, problem: &Problem) {
+    let on_cpu = match config.device {
+        config::ComputeDevice::Cpu => true,
+        config::ComputeDevice::Auto => linalg::Device::auto().is_host(),
+        config::ComputeDevice::Cuda => false,
+    };
+    if on_cpu {
+        problem.discrete.assembler.matrix_plan();
     }
 }
 
@@ -529,7 +544,7 @@ impl Layout for OneProcess<'_> {
                         &params,
                         near_null_space(&problem.mesh.coords)?,
                         OperatorKind::Serial {
-                            pattern: problem.discrete.assembler.pattern(),
+                            pattern: &|| problem.discrete.assembler.pattern(),
                         },
                         symmetric,
                     ),

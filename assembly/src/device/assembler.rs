@@ -20,7 +20,7 @@ pub struct DeviceAssemblyTimes {
 }
 
 /// The device twin of [`ElasticityAssembler`]: its element loop ([`DeviceElements`]) and its two
-/// COO plans uploaded once; the contribution streams (tangent and residual) live on the device and
+/// COO plans (the residual's uploaded, the tangent's made on the device); the contribution streams (tangent and residual) live on the device and
 /// are reused every evaluation. Sums are the host plans' sums in the host's order.
 pub struct DeviceAssembler {
     elements: DeviceElements,
@@ -36,16 +36,27 @@ pub struct DeviceAssembler {
 }
 
 impl DeviceAssembler {
-    /// Uploads `assembler`'s mesh, tables and plans to `ctx` (once) and allocates the contribution
-    /// streams.
+    /// Uploads `assembler`'s mesh, tables and residual plan to `ctx` (once), makes the tangent's
+    /// plan there (the host's is not made: [`ElasticityAssembler::pattern_made_by`]) and
+    /// allocates the contribution streams.
     pub fn new(
         ctx: &Arc<CudaContext>,
         assembler: &ElasticityAssembler,
     ) -> Result<Self, AssemblyError> {
         let elements = DeviceElements::new(ctx, assembler)?;
-        let pattern = DevicePattern::upload(ctx, assembler.pattern())?;
-        let matrix_plan = DeviceCooPlan::upload(ctx, assembler.matrix_plan())?;
         let vector_plan = DeviceCooPlan::upload(ctx, assembler.vector_plan())?;
+        // the tangent's plan made here from the residual's (the host's entry for entry), and
+        // its pattern downloaded for the host's matrices unless the host made its own
+        let (pattern, matrix_plan) = DeviceCooPlan::of_cell_blocks(
+            ctx,
+            assembler.vector_plan(),
+            &vector_plan,
+            assembler.cells(),
+            assembler.kernel().n_nodes(),
+        )?;
+        let host_pattern = assembler
+            .pattern_made_by(|| pattern.download_trusted(ctx))?
+            .clone();
         let slot_of_node: Vec<u32> = assembler
             .slot_of_node()
             .iter()
@@ -58,7 +69,7 @@ impl DeviceAssembler {
             residual_slots: ctx.zeros(3 * vector_slots)?,
             slot_of_node: ctx.upload(&slot_of_node)?,
             elements,
-            host_pattern: assembler.pattern().clone(),
+            host_pattern,
             pattern,
             matrix_plan,
             vector_plan,

@@ -1,8 +1,10 @@
 //! The element loop on a CUDA device: element kernels (`fem/cuda/element.cu`, launched through
 //! `linalg::gpu::KernelModule`) write residual and tangent contributions straight into a
-//! device value stream in the host assembler's contribution order, and the host's COO plans,
-//! uploaded once, sum them owner-computes on the device (the same sums in the same order as the
-//! host: bit-identical wherever the element values are).
+//! device value stream in the host assembler's contribution order, and COO plans sum them
+//! owner-computes on the device (the same sums in the same order as the host: bit-identical
+//! wherever the element values are): the residual's plan uploaded once, the tangent's made on the
+//! device from it (`linalg::gpu::DeviceCooPlan::of_cell_blocks`, the host plan entry for entry;
+//! the host makes its own only where it assembles).
 //!
 //! The crate's device API is [`DeviceProblem`]: the host [`crate::DiscreteProblem`]'s
 //! operations under the same names ([`crate::NewtonProblem`] over both) on linalg
@@ -21,8 +23,8 @@
 //!   (one launch per material over its cell list, all writing one contribution stream); element
 //!   residuals, tangent blocks, energies and output fields (Cauchy stress, von Mises, `J`, energy
 //!   density) per cell.
-//! - `DeviceAssembler`: `DeviceElements` plus the uploaded plans; residual and tangent of the
-//!   whole mesh into device buffers.
+//! - `DeviceAssembler`: `DeviceElements` plus the plans; residual and tangent of the whole mesh
+//!   into device buffers.
 //! - `DeviceConstraints`: Dirichlet constraints on the device (zeroing, copying, prescribed
 //!   values with twists, own load-curve factors and values of `t` taken per load step,
 //!   symmetric elimination), bit-identical to the host's.

@@ -1,7 +1,8 @@
 //! The element loop on the GPU against the host: element residuals, tangent blocks, energies and
 //! output fields per material and order, and on a mesh of all five materials (1e-13 relative and
 //! the tangent's bits), a finite-difference check of the device tangent against the device
-//! residual, and the assembled residual and tangent through the uploaded COO plans. In the crate
+//! residual, and the assembled residual and tangent through the COO plans (the tangent's made on
+//! the GPU, the residual's uploaded). In the crate
 //! (not under `tests/`): the pieces below [`DeviceProblem`] that they check are crate-private.
 //!
 //! GPU tests print one `SKIP` line and pass where there is no CUDA device (CI); they run on the
@@ -671,6 +672,10 @@ fn device_assembly_matches_the_host_assembly() {
         ];
         for (name, (mut assembler, u)) in cases {
             let mut dev = DeviceAssembler::new(&ctx, &assembler).unwrap();
+            // the tangent's plan was made on the GPU: none on the host, whose pattern is the
+            // GPU's, which the host plan made next accepts (the same pattern)
+            assert!(!assembler.host_matrix_plan_made(), "{name}");
+            assert_eq!(**assembler.pattern(), **assembler.matrix_plan().pattern());
             let uh = Vector::from_vec(u.clone());
             let mut rh = Vector::zeros(u.len());
             let mut kh: Bsr = assembler.new_matrix();

@@ -42,32 +42,7 @@ impl CooPlan {
     ) -> Result<Self, LinalgError> {
         let npc = nodes_per_cell.max(1);
         let n_nodes = incidence.pattern.n_block_rows();
-        if incidence.pattern.n_block_cols() != 1
-            || incidence.n_contributions != cells.len()
-            || !cells.len().is_multiple_of(npc)
-        {
-            return Err(LinalgError::LengthMismatch {
-                what: "CooPlan::of_cell_blocks incidence plan contributions",
-                expected: cells.len() / npc * npc,
-                found: incidence.n_contributions,
-            });
-        }
-        if let Some(index) = cells.par_iter().position_first(|&node| node >= n_nodes) {
-            return Err(LinalgError::ContributionOutOfRange {
-                index,
-                row: cells[index],
-                col: 0,
-                n_block_rows: n_nodes,
-                n_block_cols: 1,
-            });
-        }
-        let n = cells
-            .len()
-            .checked_mul(npc)
-            .filter(|&n| n <= u32::MAX as usize)
-            .ok_or(LinalgError::TooManyContributions {
-                found: cells.len().saturating_mul(npc),
-            })?;
+        let n = check_cell_blocks(incidence, cells, npc)?;
         let segment_len = segment_len.get().min(n.max(1));
         let (pattern, slot_ptr, contributions) = incidence.with_slot_order(|order| {
             group_rows(n_nodes, incidence.pattern.row_ptr(), order, cells, npc, n)
@@ -83,6 +58,43 @@ impl CooPlan {
             runs: std::sync::OnceLock::new(),
         })
     }
+}
+
+/// Checks the inputs of [`CooPlan::of_cell_blocks`] (`npc` at least one): `incidence` is the
+/// plan of `cells`' nodes (one block column, a contribution per cell node), every node is a row
+/// of it, and the element blocks' contributions fit `u32`. Returns their count.
+pub(crate) fn check_cell_blocks(
+    incidence: &CooPlan,
+    cells: &[usize],
+    npc: usize,
+) -> Result<usize, LinalgError> {
+    let n_nodes = incidence.pattern.n_block_rows();
+    if incidence.pattern.n_block_cols() != 1
+        || incidence.n_contributions != cells.len()
+        || !cells.len().is_multiple_of(npc)
+    {
+        return Err(LinalgError::LengthMismatch {
+            what: "CooPlan::of_cell_blocks incidence plan contributions",
+            expected: cells.len() / npc * npc,
+            found: incidence.n_contributions,
+        });
+    }
+    if let Some(index) = cells.par_iter().position_first(|&node| node >= n_nodes) {
+        return Err(LinalgError::ContributionOutOfRange {
+            index,
+            row: cells[index],
+            col: 0,
+            n_block_rows: n_nodes,
+            n_block_cols: 1,
+        });
+    }
+    cells
+        .len()
+        .checked_mul(npc)
+        .filter(|&n| n <= u32::MAX as usize)
+        .ok_or(LinalgError::TooManyContributions {
+            found: cells.len().saturating_mul(npc),
+        })
 }
 
 /// The pattern, `slot_ptr` and slot-major contributions of the element blocks (see

@@ -124,7 +124,7 @@ pub(crate) fn solve_linear_elastic(
         solver,
         near_null_space(&mesh.coords)?,
         OperatorKind::Serial {
-            pattern: system.tangent.pattern(),
+            pattern: &|| system.tangent.pattern(),
         },
         problem.tangent_is_symmetric(),
     )?

@@ -24,9 +24,13 @@ const AUTO_DIRECT_MAX_FLOPS_PER_SCALAR: f64 = 250.0;
 
 /// The operator a solver runs on.
 pub enum OperatorKind<'a> {
-    /// The whole tangent on this process, of `pattern` (what `auto` estimates the direct factor
-    /// from); `LinearSolverParams::device` says where it is solved.
-    Serial { pattern: &'a BlockPattern },
+    /// The whole tangent on this process, whose block pattern `pattern` gives (what `auto` on
+    /// the CPU estimates the direct factor from; asked only then: a tangent made on a GPU has
+    /// no host plan to make it from until asked); `LinearSolverParams::device` says where it is
+    /// solved.
+    Serial {
+        pattern: &'a (dyn Fn() -> &'a BlockPattern + 'a),
+    },
     /// This rank's owned rows of the distributed tangent of `part`, on the ranks of `comm`,
     /// solved on `device` (this rank's, as selected by every rank together).
     Ranks {
@@ -181,6 +185,7 @@ impl LinearSolver {
                 (PreconditionerKind::Amg, ChoiceReason::AutoOnGpu, None)
             }
             (OperatorKind::Serial { pattern }, LinearSolverMethod::Auto) => {
+                let pattern = pattern();
                 let symbolic = DirectSymbolic::new(pattern)?;
                 let estimate = FactorEstimate {
                     bytes: (symbolic.envelope_size(3) * size_of::<f64>()) as f64,
@@ -267,7 +272,9 @@ mod tests {
         let pattern = chain(10);
         let params = LinearSolverParams::default();
         for (symmetric, krylov) in [(true, Krylov::PreOnly), (false, Krylov::Gmres)] {
-            let operator = OperatorKind::Serial { pattern: &pattern };
+            let operator = OperatorKind::Serial {
+                pattern: &|| &pattern,
+            };
             let (solver, choice) =
                 LinearSolver::choose(&params, rigid(10), operator, symmetric).unwrap();
             assert_eq!(solver.preconditioner(), PreconditionerKind::Direct);
@@ -288,7 +295,9 @@ mod tests {
             method: LinearSolverMethod::CgAmg,
             ..LinearSolverParams::default()
         };
-        let operator = OperatorKind::Serial { pattern: &pattern };
+        let operator = OperatorKind::Serial {
+            pattern: &|| &pattern,
+        };
         let (solver, choice) = LinearSolver::choose(&params, rigid(4), operator, true).unwrap();
         assert!(solver.uses_amg() && solver.device().is_none());
         assert_eq!(choice.reason, ChoiceReason::Configured);
@@ -299,7 +308,9 @@ mod tests {
             device: DeviceChoice::Cuda,
             ..LinearSolverParams::default()
         };
-        let operator = OperatorKind::Serial { pattern: &pattern };
+        let operator = OperatorKind::Serial {
+            pattern: &|| &pattern,
+        };
         let e = LinearSolver::choose(&direct_on_gpu, rigid(4), operator, true)
             .err()
             .unwrap();

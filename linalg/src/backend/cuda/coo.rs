@@ -4,8 +4,10 @@ use cudarc::driver::PushKernelArg;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, COO};
+use super::matrix::{offsets_u32, DevicePattern};
 use super::{CudaContext, DeviceBsr, DeviceBuffer};
 use crate::{CooPlan, LinalgError, SlotOrder};
+use std::sync::Arc;
 
 /// A [`CooPlan`] regrouped by slot for owner-computes sums: slot `s` owns the (absolute)
 /// contributions `contrib[slot_ptr[s]..slot_ptr[s + 1]]`, ascending, which is the order in
@@ -40,6 +42,73 @@ impl DeviceCooPlan {
             slot_ptr,
             contrib,
         })
+    }
+
+    /// The device twin of [`CooPlan::of_cell_blocks`]: the plan of the element blocks of `cells`
+    /// (`nodes_per_cell` nodes a cell) made on the GPU, with the tangent's pattern there, from
+    /// the incidence plan `incidence` and its upload `incidence_up` ([`Self::upload`]): no host
+    /// plan of the blocks is made or moved (the cells and the incidence plan's row offsets go
+    /// up). Entry for entry the host plan's pattern, slots and contributions (tested). Errors as
+    /// the host's, and where `incidence_up` is not `incidence`'s upload.
+    pub fn of_cell_blocks(
+        ctx: &CudaContext,
+        incidence: &CooPlan,
+        incidence_up: &Self,
+        cells: &[usize],
+        nodes_per_cell: usize,
+    ) -> Result<(Arc<DevicePattern>, Self), LinalgError> {
+        let npc = nodes_per_cell.max(1);
+        let n = crate::coo::check_cell_blocks(incidence, cells, npc)?;
+        let rows = incidence.pattern().n_block_rows();
+        if rows >= u32::MAX as usize {
+            return Err(LinalgError::DimensionTooLarge {
+                what: "DeviceCooPlan::of_cell_blocks: nodes",
+                value: rows,
+            });
+        }
+        if (
+            incidence_up.n_block_rows,
+            incidence_up.nnz,
+            incidence_up.n_contributions,
+        ) != (rows, incidence.pattern().nnz(), incidence.n_contributions())
+        {
+            return Err(LinalgError::PatternMismatch {
+                what: "DeviceCooPlan::of_cell_blocks: the uploaded incidence plan",
+            });
+        }
+        let inc_rows = ctx.upload(&offsets_u32(
+            "DeviceCooPlan::of_cell_blocks: incidences",
+            incidence.pattern().row_ptr(),
+        )?)?;
+        // every node id is below the rows (checked): it fits u32 where the rows do
+        let cells_u32: Vec<u32> = cells.iter().map(|&c| c as u32).collect();
+        let cells_up = ctx.upload(&cells_u32)?;
+        let (pattern, slot_ptr, contrib) = super::symbolic::cell_block_plan(
+            ctx,
+            rows,
+            (&inc_rows, &incidence_up.slot_ptr, &incidence_up.contrib),
+            &cells_up,
+            npc,
+            n,
+        )?;
+        let plan = Self {
+            n_block_rows: rows,
+            n_block_cols: rows,
+            nnz: pattern.nnz(),
+            n_contributions: n,
+            slot_ptr,
+            contrib,
+        };
+        Ok((Arc::new(pattern), plan))
+    }
+
+    /// The slot offsets and the contributions, downloaded (tests compare them with the host's).
+    #[cfg(test)]
+    pub(crate) fn download_slot_order(&self, ctx: &CudaContext) -> (Vec<u32>, Vec<u32>) {
+        let slot_ptr = ctx.download(&self.slot_ptr).expect("download");
+        let mut contrib = ctx.download(&self.contrib).expect("download");
+        contrib.truncate(self.n_contributions);
+        (slot_ptr, contrib)
     }
 
     /// Device bytes of the plan.

@@ -72,10 +72,11 @@ impl DevicePattern {
         BlockPattern::new(self.n_block_rows, self.n_block_cols, row_ptr, col_idx)
     }
 
-    /// The host copy of a pattern the crate built on the device (valid by construction:
-    /// checked in debug builds only), its device mirror set to `self` (so that matrices on it
-    /// upload nothing). Two downloads: the offsets and the columns.
-    pub(crate) fn download_trusted(
+    /// The host copy of this pattern (valid by construction: every device pattern is an upload
+    /// of a host one or made by the crate's kernels; checked in debug builds only), its device
+    /// mirror set to `self` (so that matrices on it upload nothing). Two downloads: the offsets
+    /// and the columns.
+    pub fn download_trusted(
         self: &Arc<Self>,
         ctx: &CudaContext,
     ) -> Result<BlockPattern, LinalgError> {

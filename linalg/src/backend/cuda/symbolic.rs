@@ -470,3 +470,82 @@ pub fn joined_by_position(
     ));
     Ok((joined.download_trusted(ctx)?, out_slot))
 }
+
+/// The element blocks' plan of [`crate::CooPlan::of_cell_blocks`] made on the device from the
+/// incidence plan (`inc_rows`: its pattern's `n_rows + 1` row offsets; `inc_slot_ptr`,
+/// `inc_contrib`: its contributions grouped by slot) and the cells' nodes (`npc` a cell, `n`
+/// contributions in all, below `u32::MAX`; the caller checks the cells against the rows): the
+/// tangent's pattern, its slot offsets (`nnz + 1`) and its contributions grouped by slot, the
+/// host plan's entry for entry.
+pub(crate) fn cell_block_plan(
+    ctx: &CudaContext,
+    n_rows: usize,
+    (inc_rows, inc_slot_ptr, inc_contrib): (
+        &DeviceBuffer<u32>,
+        &DeviceBuffer<u32>,
+        &DeviceBuffer<u32>,
+    ),
+    cells: &DeviceBuffer<u32>,
+    npc: usize,
+    n: usize,
+) -> Result<(DevicePattern, DeviceBuffer<u32>, DeviceBuffer<u32>), LinalgError> {
+    check_index("device cell block plan: rows", n_rows)?;
+    check_index("device cell block plan: contributions", n)?;
+    let npc32 = npc as u32;
+    if n_rows == 0 {
+        let empty = DevicePattern::from_parts(0, 0, 0, ctx.upload(&[0u32])?, ctx.upload(&[])?);
+        return Ok((empty, ctx.upload(&[0u32])?, ctx.upload(&[])?));
+    }
+    let mut row_len = ctx.zeros::<u32>(n_rows)?;
+    per_row!(
+        ctx,
+        "cell_rows_count",
+        n_rows,
+        [inc_rows, inc_slot_ptr, &npc32, &mut row_len]
+    );
+    let (row_start, total) = exclusive_scan(ctx, &row_len, n_rows, "device cell block plan")?;
+    if total as usize != n {
+        return Err(LinalgError::LengthMismatch {
+            what: "device cell block plan: contributions of the incidences",
+            expected: n,
+            found: total as usize,
+        });
+    }
+    let mut contrib = zeros_u32(ctx, n)?;
+    let mut row_nnz = row_len;
+    per_row!(
+        ctx,
+        "cell_rows_fill",
+        n_rows,
+        [
+            inc_rows,
+            inc_slot_ptr,
+            inc_contrib,
+            cells,
+            &npc32,
+            &row_start,
+            &mut contrib,
+            &mut row_nnz
+        ]
+    );
+    let (row_ptr, nnz) = exclusive_scan(ctx, &row_nnz, n_rows, "device cell block plan: blocks")?;
+    drop(row_nnz);
+    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
+    let mut slot_ptr = ctx.zeros::<u32>(nnz as usize + 1)?;
+    per_row!(
+        ctx,
+        "cell_rows_slots",
+        n_rows,
+        [
+            &row_start,
+            &contrib,
+            cells,
+            &npc32,
+            &row_ptr,
+            &mut col_idx,
+            &mut slot_ptr
+        ]
+    );
+    let pattern = DevicePattern::from_parts(n_rows, n_rows, nnz as usize, row_ptr, col_idx);
+    Ok((pattern, slot_ptr, contrib))
+}

@@ -798,6 +798,128 @@ fn coo_sum_is_bit_identical_to_the_host_plan() {
     }
 }
 
+/// The cells of an `nx x ny x nz` box of hexahedra of order `order` (1: 8 nodes a cell, 2: 27),
+/// nodes numbered through `number` (a permutation of the box's nodes).
+fn box_cells(n: [usize; 3], order: usize, number: &[usize]) -> Vec<usize> {
+    let p = [order * n[0] + 1, order * n[1] + 1, order * n[2] + 1];
+    let mut cells = Vec::new();
+    for k in 0..n[2] {
+        for j in 0..n[1] {
+            for i in 0..n[0] {
+                for c in 0..(order + 1).pow(3) {
+                    let (a, b, d) = (
+                        c % (order + 1),
+                        c / (order + 1) % (order + 1),
+                        c / (order + 1).pow(2),
+                    );
+                    let node = (order * i + a) + p[0] * ((order * j + b) + p[1] * (order * k + d));
+                    cells.push(number[node]);
+                }
+            }
+        }
+    }
+    cells
+}
+
+#[test]
+fn cell_block_plan_on_the_device_is_the_hosts_entry_for_entry() {
+    let Some(ctx) = gpu("cell_block_plan_on_the_device_is_the_hosts_entry_for_entry") else {
+        return;
+    };
+    let mut rng = Rng(41);
+    let mut cases: Vec<(String, usize, usize, Vec<usize>)> = Vec::new();
+    for (n, order) in [
+        ([4, 3, 2], 1),
+        ([3, 2, 2], 2),
+        ([1, 1, 1], 1),
+        ([6, 1, 1], 2),
+    ] {
+        let nodes: usize = n.iter().map(|&e| order * e + 1).product();
+        let ordered: Vec<usize> = (0..nodes).collect();
+        let mut scrambled = ordered.clone();
+        for i in (1..nodes).rev() {
+            scrambled.swap(i, rng.below(i + 1));
+        }
+        let npc = (order + 1).pow(3);
+        cases.push((
+            format!("box {n:?} order {order}"),
+            nodes,
+            npc,
+            box_cells(n, order, &ordered),
+        ));
+        cases.push((
+            format!("box {n:?} order {order}, nodes scrambled"),
+            nodes,
+            npc,
+            box_cells(n, order, &scrambled),
+        ));
+    }
+    // unstructured: distinct random nodes a cell, high valences, nodes in no cell
+    for (nodes, n_cells, npc) in [
+        (40, 30, 8),
+        (300, 50, 27),
+        (9, 12, 8),
+        (5, 7, 1),
+        (10, 0, 8),
+    ] {
+        let mut cells = Vec::new();
+        for _ in 0..n_cells {
+            let mut cell: Vec<usize> = Vec::new();
+            while cell.len() < npc {
+                let v = rng.below(nodes);
+                if !cell.contains(&v) {
+                    cell.push(v);
+                }
+            }
+            cells.extend(cell);
+        }
+        cases.push((
+            format!("{n_cells} random cells of {npc} over {nodes} nodes"),
+            nodes,
+            npc,
+            cells,
+        ));
+    }
+    for (what, nodes, npc, cells) in cases {
+        let seg = std::num::NonZeroUsize::new(37).unwrap();
+        let incidence = CooPlan::from_fn(nodes, 1, cells.len(), seg, |c| (cells[c], 0)).unwrap();
+        let host = CooPlan::of_cell_blocks(&incidence, &cells, npc, seg).unwrap();
+        let incidence_up = DeviceCooPlan::upload(ctx, &incidence).unwrap();
+        let (pattern, plan) =
+            DeviceCooPlan::of_cell_blocks(ctx, &incidence, &incidence_up, &cells, npc).unwrap();
+        assert_eq!(
+            &pattern.download(ctx).unwrap(),
+            &**host.pattern(),
+            "{what}: pattern"
+        );
+        let (slot_ptr, contrib) = plan.download_slot_order(ctx);
+        host.with_slot_order(|o| {
+            assert_eq!(slot_ptr, o.slot_ptr, "{what}: slot offsets");
+            assert_eq!(contrib, o.contributions, "{what}: contributions");
+        });
+        // and its sums are the host plan's bits
+        let values = rng.vec(cells.len() * npc * 9);
+        let mut expected = Bsr::zeros(host.pattern().clone(), 3, 3);
+        host.assemble(&values, &mut expected).unwrap();
+        let mut out = DeviceBsr::zeros(ctx, &pattern, 3, 3).unwrap();
+        vector::fill(ctx, f64::NAN, out.values_mut()).unwrap();
+        plan.assemble(ctx, &ctx.upload(&values).unwrap(), &mut out)
+            .unwrap();
+        assert_bits(
+            &what,
+            &ctx.download(out.values()).unwrap(),
+            expected.host().unwrap(),
+        );
+    }
+    // a node beyond the incidence plan's rows is refused, as on the host
+    let cells = [0, 1, 2, 3];
+    let seg = std::num::NonZeroUsize::new(4).unwrap();
+    let incidence = CooPlan::from_fn(4, 1, 4, seg, |c| (cells[c], 0)).unwrap();
+    let up = DeviceCooPlan::upload(ctx, &incidence).unwrap();
+    assert!(DeviceCooPlan::of_cell_blocks(ctx, &incidence, &up, &[0, 1, 2, 9], 4).is_err());
+    assert!(DeviceCooPlan::of_cell_blocks(ctx, &incidence, &up, &cells[..2], 2).is_err());
+}
+
 #[test]
 fn spgemm_is_bit_identical_to_the_host() {
     let Some(ctx) = gpu("spgemm_is_bit_identical_to_the_host") else {
