@@ -153,7 +153,7 @@ impl Problem {
     /// The second half of [`Problem::new`]: materials, element loop with its plans,
     /// constraints and loads of `params` on `mesh` (from [`Problem::mesh_of`]).
     pub fn on_mesh(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
-        let mut problem = Self::unloaded(params, mesh)?;
+        let mut problem = Self::unloaded(params, mesh, None)?;
         problem.set_loads(params)?;
         problem.check_held()?;
         Ok(problem)
@@ -370,13 +370,14 @@ impl Problem {
     }
 
     /// The element loop and constraints of `params` on `mesh`, without loads (the caller sets
-    /// them with [`Problem::set_loads`]).
-    fn unloaded(params: &ProblemParams, mesh: HexMesh) -> Result<Self> {
+    /// them with [`Problem::set_loads`]); its pieces `pieces` where given (a rank's part: the
+    /// whole mesh's, [`Pieces::on_part`]), else the mesh's own.
+    fn unloaded(params: &ProblemParams, mesh: HexMesh, pieces: Option<Pieces>) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
         // the pieces (a serial union-find) while the element loop builds its plans in parallel
         let (pieces, assembler) = rayon::join(
-            || Pieces::of_mesh(&mesh),
+            || pieces.unwrap_or_else(|| Pieces::of_mesh(&mesh)),
             || ElasticityAssembler::new(&mesh, materials, points),
         );
         let assembler = assembler.map_err(Error::ElementLoop)?;
@@ -427,7 +428,7 @@ impl Problem {
         )?);
         // the element loop checks each local cell's geometry: a failing cell is named by its
         // serial number, as the serial run names it
-        let mut problem = Self::unloaded(params, mesh).map_err(|e| match e {
+        let mut problem = Self::unloaded(params, mesh, Some(pieces)).map_err(|e| match e {
             Error::ElementLoop(AssemblyError::InvalidElement { cell, error, .. }) => {
                 let serial = part.cell_serial_ids[cell];
                 Error::ElementLoop(AssemblyError::InvalidElement {
@@ -439,7 +440,6 @@ impl Problem {
             other => other,
         })?;
         problem.part_size = Some(size);
-        problem.pieces = pieces;
         problem.set_loads(params)?;
         let relaid = |v: &linalg::Vector| {
             linalg::Vector::from_vec_with_layout(layout.clone(), v.to_host_vec()?)
