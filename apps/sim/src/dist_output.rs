@@ -333,9 +333,6 @@ struct FileGathers {
     node_layout: StepNodes,
     /// A state's cell records ([`CellOutputs::record`]) where a cell field is written.
     step_cells: Option<WindowPlan>,
-    /// Each cell's strain energy, for the total of a state whose cells the output threads
-    /// compute.
-    energy_cells: WindowPlan,
     shape: MeshShape,
     fields: Vec<StepField>,
     /// The step field of each strain in the cell records (after [`CellOutputs::WIDTH`]).
@@ -532,11 +529,7 @@ impl RankOutput {
                 .globals
                 .iter()
                 .any(|&g| probe::cell_global(g).is_some());
-        let figure_record_width = if probes_read_cells {
-            CellOutputs::record_width(config)
-        } else {
-            1
-        };
+        let figure_record_width = CellOutputs::record_width(config);
         // the step fields of the cell records' strains, in record order
         let strain_fields: Vec<StepField> = crate::fields::strain_fields(config)
             .into_iter()
@@ -588,7 +581,6 @@ impl RankOutput {
         } else {
             None
         };
-        let energy_cells = plan(&owned_cells, n_cells, 1)?;
         let probes = &config.output.probes;
         let probes_read_outputs = probes
             .points
@@ -678,7 +670,6 @@ impl RankOutput {
             step_nodes,
             node_layout,
             step_cells,
-            energy_cells,
             shape: shape.clone(),
             fields,
             strain_fields,
@@ -1017,18 +1008,8 @@ impl RankOutput {
             self.set_mask(n, &mut r[9 + n_stress..]);
         };
         let base = self.figure_record_width;
-        // where the strain energy lies in a cell record
-        let energy_at = if self.probes_read_cells {
-            CellOutputs::WIDTH - 1
-        } else {
-            0
-        };
         let cell_record = |c: usize, r: &mut [f64]| {
-            if self.probes_read_cells {
-                cells.record(c, &mut r[..base]);
-            } else {
-                r[0] = cells.strain_energy[c];
-            }
+            cells.record(c, &mut r[..base]);
             let probe_mask = &mut r[base..];
             probe_mask.fill(0.0);
             for (i, m) in self.probe_cells.iter().enumerate() {
@@ -1037,9 +1018,16 @@ impl RankOutput {
                 }
             }
         };
+        // the cells' total, each rank adding its own exactly (no cell values yet where the
+        // output threads compute them: no figure reads it then)
+        let strain_energy = if cells.fields_later {
+            0.0
+        } else {
+            serial::owned_strain_energy(comm, &cells.strain_energy, &part.cell_owned)?
+        };
         let mut acc = Accumulator {
             out: self,
-            strain_energy: [0.0f64; 0].iter().sum(),
+            strain_energy,
             max_displacement: largest[0],
             reactions: vec![SetSum::default(); node_mask],
             sums: vec![SetSum::default(); self.sums.len()],
@@ -1071,17 +1059,15 @@ impl RankOutput {
             }
         })?;
         let w = self.figure_cells.width();
-        // (no cell values yet where the output threads compute them: no probe reads them)
-        let cell_stats = if cells.fields_later {
+        // the cells' records where a probe reads them (no cell values yet where the output
+        // threads compute them: no probe reads them then)
+        let cell_stats = if cells.fields_later || !self.probes_read_cells {
             GatherStats::default()
         } else {
             self.figure_cells.gather(comm, cell_record, |_, records| {
-                // the figures in serial order (the energy summed as the serial run's)
+                // the figures in serial order
                 for r in records.chunks(w) {
-                    acc.strain_energy += r[energy_at];
-                    if self.probes_read_cells {
-                        acc.cell_stats(r);
-                    }
+                    acc.cell_stats(r);
                 }
             })?
         };
@@ -1139,13 +1125,13 @@ impl FileGathers {
     /// Collective over the output thread's `comm`: the cells' outputs of a first state left
     /// to the output threads, computed with `later`'s kernels from every local node's
     /// displacement (agreed on: a failure is every rank's, before any gather of the file);
-    /// their strain energies are summed on rank 0 in serial order into `later`'s slot.
+    /// their total strain energy (each rank adding its own cells exactly) into `later`'s slot.
     fn later_cells(
         &self,
         comm: &dyn Comm,
+        part: &MeshPart,
         later: LaterCells,
         state: &FileState,
-        held: &Mutex<GatherStats>,
     ) -> Result<CellOutputs> {
         let computed = (|| -> Result<CellOutputs> {
             let mut cells = state.cells.clone().unwrap_or_default();
@@ -1157,15 +1143,7 @@ impl FileGathers {
             Ok(cells)
         })();
         let cells = crate::distributed::agreed(comm, computed)?;
-        let energies = &cells.strain_energy;
-        // the total in serial order, as the serial run sums the cells' energies
-        let mut total: f64 = [0.0f64; 0].iter().sum();
-        let stats = self.energy_cells.gather(
-            comm,
-            |c, r| r[0] = energies[c],
-            |_, records| records.iter().for_each(|e| total += e),
-        )?;
-        note(held, &[stats]);
+        let total = serial::owned_strain_energy(comm, &cells.strain_energy, &part.cell_owned)?;
         if let Some(energy) = later.energy {
             let _ = energy.set(total);
         }
@@ -1365,7 +1343,7 @@ impl FileGathers {
         held: &Mutex<GatherStats>,
     ) -> Result<()> {
         if let Some(later) = state.later.take() {
-            state.cells = Some(self.later_cells(comm, later, &state, held)?);
+            state.cells = Some(self.later_cells(comm, part, later, &state)?);
         }
         let layout = self.node_layout;
         let nodal = match (&state.nodal, layout.stress_at, &state.cells) {

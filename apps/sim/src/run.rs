@@ -1190,10 +1190,11 @@ impl CellOutputs {
         }
     }
 
-    /// The total strain energy: the cells' energies summed in cell order (in serial order, the
-    /// serial run's sum bit for bit).
+    /// The total strain energy: the cells' energies summed exactly and rounded once, so the
+    /// same bits in any order and on any number of ranks (where each rank adds its own cells:
+    /// [`owned_strain_energy`]).
     pub(crate) fn total_strain_energy(&self) -> f64 {
-        self.strain_energy.iter().sum()
+        exact_sum_where(&self.strain_energy, |_| true).value()
     }
 
     /// Cell `c`'s [`CellOutputs::record_width`] values (stress, von Mises, J, energy density,
@@ -1486,6 +1487,38 @@ pub(crate) fn newton_device(
         }
         config::ComputeDevice::Cpu => Ok((params, None)),
     }
+}
+
+/// Collective over `comm`: the total strain energy of the cells `energies` of the ranks' parts,
+/// each rank adding its owned cells (`owned`) exactly; [`CellOutputs::total_strain_energy`]'s
+/// bits for the whole mesh, for any partition.
+pub(crate) fn owned_strain_energy(
+    comm: &dyn comm::Comm,
+    energies: &[f64],
+    owned: &[bool],
+) -> Result<f64> {
+    let mut sum = [exact_sum_where(energies, |c| owned[c])];
+    linalg::exact::ExactSum::allreduce(comm, &mut sum)?;
+    Ok(sum[0].value())
+}
+
+/// The exact sum of the `terms` whose index `keep` takes, in parallel (the same sum for any
+/// split: it is exact).
+fn exact_sum_where(terms: &[f64], keep: impl Fn(usize) -> bool + Sync) -> linalg::exact::ExactSum {
+    use linalg::exact::ExactSum;
+    const TERMS_PER_TASK: usize = 1 << 15;
+    terms
+        .par_chunks(TERMS_PER_TASK)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let first = k * TERMS_PER_TASK;
+            let kept = chunk.iter().enumerate().filter(|&(i, _)| keep(first + i));
+            ExactSum::of(kept.map(|(_, &t)| t))
+        })
+        .reduce(ExactSum::new, |mut a, b| {
+            a.merge(&b);
+            a
+        })
 }
 
 #[cfg(test)]
