@@ -7,10 +7,11 @@
 //! rank's output thread ([`StepOutput::start_gathering`], on a communicator of its own) while
 //! the solver threads go on: the mesh's as rank 0's creates the file, a state's after the state
 //! before it; the file is the serial run's byte for byte. What the summary and the probes need
-//! (set sums, the strain energy, the fields' least, largest and mean values over the probes'
-//! sets and the cell-field globals) the solver threads gather from the set nodes and the cells
-//! in serial order, and rank 0 adds it up as the serial run does; the largest displacement is
-//! a maximum over the ranks, set sizes and counts come from reductions. A probe point is
+//! (set sums, the fields' least, largest and mean values over the probes' sets and the
+//! cell-field globals) the solver threads gather from the set nodes and, where a probe reads
+//! them, the cells in serial order, and rank 0 adds it up as the serial run does; the strain
+//! energy is an exact sum (each rank adds its own cells, one reduction), the largest
+//! displacement a maximum over the ranks, set sizes and counts come from reductions. A probe point is
 //! evaluated by the rank owning the first cell (in serial order) holding it, and its values
 //! sent to rank 0.
 //!
