@@ -100,8 +100,9 @@ const BLOCKS_PER_TASK: usize = 4096;
 /// The discrete hyperelastic operator of one mesh: geometry, materials, element kernel, and the COO
 /// plans of the tangent (3x3 blocks over nodes) and of the residual.
 pub struct ElasticityAssembler {
-    coords: Vec<[f64; 3]>,
-    cells: Vec<usize>,
+    /// The mesh's node coordinates and cells, shared with a device twin's host copies.
+    coords: Arc<[[f64; 3]]>,
+    cells: Arc<[usize]>,
     nodes_per_cell: usize,
     /// The mesh's element tags, to name failing cells ([`HexMesh::cell_tags`]).
     cell_tags: Option<mesh::ElementTags>,
@@ -184,8 +185,8 @@ impl ElasticityAssembler {
             })
             .collect();
         Ok(Self {
-            coords: mesh.coords.clone(),
-            cells: mesh.cells.clone(),
+            coords: mesh.coords.as_slice().into(),
+            cells: mesh.cells.as_slice().into(),
             nodes_per_cell: npc,
             cell_tags: mesh.cell_tags.clone(),
             materials,
@@ -249,6 +250,11 @@ impl ElasticityAssembler {
     /// Reference coordinates of the nodes.
     pub fn coords(&self) -> &[[f64; 3]] {
         &self.coords
+    }
+
+    /// The node coordinates and the cells (flat, `nodes_per_cell` a cell), shared.
+    pub(crate) fn shared_geometry(&self) -> (Arc<[[f64; 3]]>, Arc<[usize]>) {
+        (self.coords.clone(), self.cells.clone())
     }
 
     /// The displacement formulation's element kernel: the order, quadrature and tables that every

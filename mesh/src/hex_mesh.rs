@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use crate::cell::{face_local_nodes, CellFace, CellKind};
 use crate::error::MeshError;
 
@@ -228,25 +230,33 @@ impl HexMesh {
                 )));
             }
         }
-        let mut sorted = Vec::with_capacity(npc);
-        for c in 0..self.n_cells() {
+        // every cell's nodes in range and distinct; the first failing cell in cell order is
+        // named, whatever the thread schedule
+        let cell_error = |c: usize| -> Option<MeshError> {
             let nodes = self.cell_nodes(c);
             if let Some(&bad) = nodes.iter().find(|&&n| n >= n_nodes) {
-                return Err(MeshError::Invalid(format!(
+                return Some(MeshError::Invalid(format!(
                     "{} references node {bad}, but the mesh has {n_nodes} nodes",
                     self.describe_cell(c)
                 )));
             }
-            sorted.clear();
-            sorted.extend_from_slice(nodes);
+            let mut sorted = [0usize; fem::reference::MAX_NODES];
+            let sorted = &mut sorted[..nodes.len()];
+            sorted.copy_from_slice(nodes);
             sorted.sort_unstable();
-            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                return Err(MeshError::Invalid(format!(
-                    "{} repeats node {}",
-                    self.describe_cell(c),
-                    w[0]
-                )));
-            }
+            let w = sorted.windows(2).find(|w| w[0] == w[1])?;
+            Some(MeshError::Invalid(format!(
+                "{} repeats node {}",
+                self.describe_cell(c),
+                w[0]
+            )))
+        };
+        if let Some(e) = (0..self.n_cells())
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .find_map_first(cell_error)
+        {
+            return Err(e);
         }
         for (name, nodes) in &self.node_sets {
             check_sorted_in_range(nodes, n_nodes, &format!("node set '{name}'"))?;

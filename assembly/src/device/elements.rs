@@ -158,8 +158,8 @@ pub struct DeviceElements {
     /// formulation's kernel and the projected one's, where some group has it).
     host_kernel: ElementKernel,
     host_projected: Option<ElementKernel>,
-    host_coords: Vec<[f64; 3]>,
-    host_cells: Vec<usize>,
+    host_coords: Arc<[[f64; 3]]>,
+    host_cells: Arc<[usize]>,
     host_materials: CellMaterials,
     cell_tags: Option<mesh::ElementTags>,
 }
@@ -225,7 +225,8 @@ impl DeviceElements {
                 })
             })
             .collect::<Result<Vec<_>, AssemblyError>>()?;
-        let cells: Vec<u32> = assembler.cells().iter().map(|&n| n as u32).collect();
+        let cells: Vec<u32> = assembler.cells().par_iter().map(|&n| n as u32).collect();
+        let (host_coords, host_cells) = assembler.shared_geometry();
         Ok(Self {
             ctx: ctx.clone(),
             n_cells: assembler.n_cells(),
@@ -243,8 +244,8 @@ impl DeviceElements {
             fail: ctx.upload(&[NO_FAILURE])?,
             host_kernel: kernel,
             host_projected: projected,
-            host_coords: assembler.coords().to_vec(),
-            host_cells: assembler.cells().to_vec(),
+            host_coords,
+            host_cells,
             host_materials: assembler.materials().clone(),
             cell_tags: assembler.cell_tags().cloned(),
         })

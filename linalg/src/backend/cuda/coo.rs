@@ -1,6 +1,7 @@
 //! COO scatter-sum on the device through an uploaded [`CooPlan`] (`linalg/cuda/coo.cu`).
 
 use cudarc::driver::PushKernelArg;
+use rayon::prelude::*;
 
 use super::context::{check_len, driver_err};
 use super::kernels::{grid_1d, COO};
@@ -81,7 +82,7 @@ impl DeviceCooPlan {
             incidence.pattern().row_ptr(),
         )?)?;
         // every node id is below the rows (checked): it fits u32 where the rows do
-        let cells_u32: Vec<u32> = cells.iter().map(|&c| c as u32).collect();
+        let cells_u32: Vec<u32> = cells.par_iter().map(|&c| c as u32).collect();
         let cells_up = ctx.upload(&cells_u32)?;
         let (pattern, slot_ptr, contrib) = super::symbolic::cell_block_plan(
             ctx,
