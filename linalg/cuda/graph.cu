@@ -50,11 +50,7 @@ __device__ __forceinline__ bool strong_weight(const u32 i, const u32 j, const do
 // lanes; lane l takes the row's slots l, l + 32, ...): a coarse level's rows hold a hundred
 // blocks and more, each weight a correctly rounded sqrt and division. Each slot's arithmetic is
 // the sequential loop's; counts are sums, and the fill keeps the column order (ballots).
-// warp_row: this warp's row (or vertex, in the aggregate kernels), n past the last one.
-__device__ __forceinline__ u32 warp_row(const u32 n) {
-    const u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
-    return i < n ? (u32)i : n;
-}
+// warp_row (the prelude): this warp's row (or vertex, in the aggregate kernels).
 
 // coupled[i] = 1 when row i keeps at least one off-diagonal edge (the host's pass 1).
 extern "C" __global__ void strength_coupled(const u32 n, const u32* __restrict__ row_ptr,

@@ -5,6 +5,13 @@ typedef unsigned long long u64;
 #define FULL_MASK 0xffffffffu
 #define NOT_FOUND 0xffffffffu
 
+// This warp's row (blocks of whole warps, a warp a row): n past the last one, the same for
+// every lane of the warp.
+__device__ __forceinline__ u32 warp_row(const u32 n) {
+    const u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
+    return i < n ? (u32)i : n;
+}
+
 // Position of `key` in the ascending `a[lo..hi)`, or NOT_FOUND.
 __device__ __forceinline__ u32 find_sorted(const u32* __restrict__ a, u32 lo, u32 hi, u32 key) {
     while (lo < hi) {

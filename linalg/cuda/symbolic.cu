@@ -431,11 +431,12 @@ extern "C" __global__ void joined_by_position(const u32 n_rows, const u32* __res
 // From the incidence plan (pattern n_nodes x 1, inc_rows its row offsets; node i's incidences
 // k = e npc + a, ascending, are inc_contrib[inc_slot_ptr[s]..inc_slot_ptr[s + 1]] for its slot s)
 // and the cells' nodes (npc a cell): row i of the tangent holds contribution c = k npc + b of
-// each incidence k and local trial node b, at column cells[e npc + b]. cell_rows_count: the
-// contributions of each row; cell_rows_fill: a row's contributions grouped by column (ascending)
-// and ascending within a column (the host's order), and its count of distinct columns;
-// cell_rows_slots: the row's columns and each one's first contribution (slot_ptr). Thread i of
-// cell_rows_slots writes slot_ptr[nnz] = the contribution count when i is the last row.
+// each incidence k and local trial node b, at column cells[e npc + b]. cell_rows_count (a thread
+// a row): the contributions of each row; cell_rows_fill: a row's contributions grouped by column
+// (ascending) and ascending within a column (the host's order), and its count of distinct
+// columns; cell_rows_slots: the row's columns and each one's first contribution (slot_ptr), and
+// slot_ptr[nnz] = the contribution count. The last two take a warp a row: lane l takes the
+// row's positions l, l + 32, ...
 
 // The column of contribution c = (e npc + a) npc + b: the node of cell e at b.
 __device__ __forceinline__ u32 cell_block_column(const u32* __restrict__ cells, const u32 npc,
@@ -453,43 +454,53 @@ extern "C" __global__ void cell_rows_count(const u32 n_rows, const u32* __restri
     row_len[i] = s0 == s1 ? 0 : (inc_slot_ptr[s1] - inc_slot_ptr[s0]) * npc;
 }
 
+// Position x of a row's contributions in the incidence order (p0: the row's first incidence):
+// contribution inc_contrib[p0 + x / npc] npc + x % npc, all of them ascending.
+__device__ __forceinline__ u32 cell_row_contribution(const u32* __restrict__ inc_contrib,
+                                                     const u32 p0, const u32 npc, const u32 x) {
+    return __ldg(inc_contrib + p0 + x / npc) * npc + x % npc;
+}
+
+// Each position's place in the grouped order is its rank: the positions of a smaller column,
+// or of the same column and a smaller position (a stable sort by column). A position is its
+// column's first when no smaller position shares its column.
 extern "C" __global__ void cell_rows_fill(const u32 n_rows, const u32* __restrict__ inc_rows,
                                           const u32* __restrict__ inc_slot_ptr,
                                           const u32* __restrict__ inc_contrib,
                                           const u32* __restrict__ cells, const u32 npc,
                                           const u32* __restrict__ row_start,
                                           u32* __restrict__ contrib, u32* __restrict__ row_nnz) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
     if (i >= n_rows) return;
     const u32 s0 = inc_rows[i], s1 = inc_rows[i + 1];
+    const u32 p0 = s0 == s1 ? 0 : inc_slot_ptr[s0];
+    const u32 len = s0 == s1 ? 0 : (inc_slot_ptr[s1] - p0) * npc;
     const u32 begin = row_start[i];
-    u32 end = begin;
-    if (s0 != s1) {
-        for (u32 p = inc_slot_ptr[s0]; p < inc_slot_ptr[s1]; ++p) {
-            const u32 k = inc_contrib[p];
-            for (u32 b = 0; b < npc; ++b) contrib[end++] = k * npc + b;
+    u32 distinct = 0;
+    for (u32 xb = 0; xb < len; xb += 32) {
+        const u32 x = xb + lane;
+        const bool mine = x < len;
+        const u32 v = mine ? cell_row_contribution(inc_contrib, p0, npc, x) : 0;
+        const u32 col = mine ? cell_block_column(cells, npc, v) : 0;
+        u32 rank = 0;
+        bool first = true;
+        for (u32 yb = 0; yb < len; yb += 32) {
+            const u32 y = yb + lane;
+            const u32 y_col =
+                y < len ? cell_block_column(cells, npc, cell_row_contribution(inc_contrib, p0, npc, y))
+                        : 0;
+            const u32 m = min(32u, len - yb);
+            for (u32 t = 0; t < m; ++t) {
+                const u32 c = __shfl_sync(FULL_MASK, y_col, t);
+                const bool before = yb + t < x;
+                rank += c < col || (c == col && before) ? 1u : 0u;
+                first = first && !(c == col && before);
+            }
         }
+        if (mine) contrib[begin + rank] = v;
+        distinct += __popc(__ballot_sync(FULL_MASK, mine && first));
     }
-    // written ascending: a stable insertion sort by column keeps each column's ascending
-    for (u32 x = begin + 1; x < end; ++x) {
-        const u32 v = contrib[x];
-        const u32 col = cell_block_column(cells, npc, v);
-        u32 y = x;
-        while (y > begin) {
-            const u32 w = contrib[y - 1];
-            if (cell_block_column(cells, npc, w) <= col) break;
-            contrib[y] = w;
-            --y;
-        }
-        contrib[y] = v;
-    }
-    u32 distinct = 0, last = 0;
-    for (u32 x = begin; x < end; ++x) {
-        const u32 col = cell_block_column(cells, npc, contrib[x]);
-        if (x == begin || col != last) ++distinct;
-        last = col;
-    }
-    row_nnz[i] = distinct;
+    if (lane == 0) row_nnz[i] = distinct;
 }
 
 extern "C" __global__ void cell_rows_slots(const u32 n_rows, const u32* __restrict__ row_start,
@@ -497,17 +508,23 @@ extern "C" __global__ void cell_rows_slots(const u32 n_rows, const u32* __restri
                                            const u32* __restrict__ cells, const u32 npc,
                                            const u32* __restrict__ row_ptr,
                                            u32* __restrict__ col_idx, u32* __restrict__ slot_ptr) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
     if (i >= n_rows) return;
-    u32 out = row_ptr[i], last = 0;
-    for (u32 x = row_start[i]; x < row_start[i + 1]; ++x) {
-        const u32 col = cell_block_column(cells, npc, contrib[x]);
-        if (x == row_start[i] || col != last) {
-            col_idx[out] = col;
-            slot_ptr[out] = x;
-            ++out;
+    const u32 begin = row_start[i], end = row_start[i + 1];
+    u32 out = row_ptr[i];
+    for (u32 xb = begin; xb < end; xb += 32) {
+        const u32 x = xb + lane;
+        const bool mine = x < end;
+        const u32 col = mine ? cell_block_column(cells, npc, contrib[x]) : 0;
+        const bool first =
+            mine && (x == begin || cell_block_column(cells, npc, contrib[x - 1]) != col);
+        const u32 firsts = __ballot_sync(FULL_MASK, first);
+        if (first) {
+            const u32 o = out + __popc(firsts & ((1u << lane) - 1));
+            col_idx[o] = col;
+            slot_ptr[o] = x;
         }
-        last = col;
+        out += __popc(firsts);
     }
-    if (i + 1 == n_rows) slot_ptr[row_ptr[n_rows]] = row_start[n_rows];
+    if (i + 1 == n_rows && lane == 0) slot_ptr[row_ptr[n_rows]] = row_start[n_rows];
 }

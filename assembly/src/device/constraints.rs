@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use linalg::gpu::{CudaContext, DeviceBsr, DeviceBuffer};
 use linalg::gpu::{KernelArg, KernelModule, LaunchShape};
 use linalg::BlockPattern;
@@ -97,6 +99,34 @@ fn component_bits<T>(values: &[Option<T>; 3], pick: impl Fn(&T) -> bool) -> u32 
         .fold(0, |m, c| m | 1 << c)
 }
 
+/// The slots of the blocks in a constrained row or column of `pattern` (ascending), as
+/// `DofMask::elimination_plan` finds them, and each one's flags: the row's mask bits, the
+/// column's shifted by 8, bit 16 on the diagonal. Rows are scanned in parallel chunks, joined in
+/// row order.
+fn touched_blocks(pattern: &BlockPattern, bits: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    const ROWS_A_CHUNK: usize = 4096;
+    let chunks: Vec<(Vec<u32>, Vec<u32>)> = (0..bits.len().div_ceil(ROWS_A_CHUNK))
+        .into_par_iter()
+        .map(|chunk| {
+            let (mut slots, mut flags) = (Vec::new(), Vec::new());
+            let rows = chunk * ROWS_A_CHUNK..bits.len().min((chunk + 1) * ROWS_A_CHUNK);
+            for i in rows {
+                let first = pattern.row_ptr()[i];
+                for (t, &j) in pattern.row(i).iter().enumerate() {
+                    let (rb, cb) = (bits[i], bits[j as usize]);
+                    if rb != 0 || cb != 0 {
+                        slots.push((first + t) as u32);
+                        flags.push(rb | cb << 8 | u32::from(j as usize == i) << 16);
+                    }
+                }
+            }
+            (slots, flags)
+        })
+        .collect();
+    let (slots, flags) = chunks.into_iter().unzip::<_, _, Vec<_>, Vec<_>>();
+    (slots.concat(), flags.concat())
+}
+
 impl DeviceConstraints {
     /// Uploads `constraints` for matrices on `pattern` (square, one block row per node) over nodes
     /// at `coords`.
@@ -110,19 +140,11 @@ impl DeviceConstraints {
         let n = mask.n_blocks();
         check("constraint mask nodes", n, coords.len())?;
         check("tangent block rows", n, pattern.n_block_rows())?;
-        let bits: Vec<u32> = (0..n).map(|i| mask.bits(i) as u32).collect();
-        // The blocks in a constrained row or column, as DofMask::elimination_plan finds them.
-        let (mut slots, mut flags) = (Vec::new(), Vec::new());
-        for i in 0..n {
-            let first = pattern.row_ptr()[i];
-            for (t, &j) in pattern.row(i).iter().enumerate() {
-                let (rb, cb) = (bits[i], bits[j as usize]);
-                if rb != 0 || cb != 0 {
-                    slots.push((first + t) as u32);
-                    flags.push(rb | cb << 8 | u32::from(j as usize == i) << 16);
-                }
-            }
-        }
+        let bits: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|i| mask.bits(i) as u32)
+            .collect();
+        let (slots, flags) = touched_blocks(pattern, &bits);
         let node_list = |nodes: &[usize]| -> Result<DeviceBuffer<u32>, AssemblyError> {
             let v: Vec<u32> = nodes.iter().map(|&x| x as u32).collect();
             Ok(ctx.upload(&v)?)

@@ -93,9 +93,13 @@ fn tile_sums(
 }
 
 /// `per_row!(ctx, "kernel", rows, [args...])`: launches the one-thread-per-row kernel of
-/// symbolic.cu over `rows` rows, the row count first, then `args`.
+/// symbolic.cu over `rows` rows, the row count first, then `args`; `per_row!(ctx, "kernel",
+/// rows, lanes = 32, [args...])` the one-warp-per-row kernel (`warp_row`).
 macro_rules! per_row {
-    ($ctx:expr, $name:literal, $rows:expr, [$($arg:expr),* $(,)?]) => {{
+    ($ctx:expr, $name:literal, $rows:expr, [$($arg:expr),* $(,)?]) => {
+        per_row!($ctx, $name, $rows, lanes = 1, [$($arg),*])
+    };
+    ($ctx:expr, $name:literal, $rows:expr, lanes = $lanes:literal, [$($arg:expr),* $(,)?]) => {{
         let f = $ctx.function(&SYMBOLIC, &[], $name)?;
         let n = $rows as u32;
         let mut l = $ctx.stream().launch_builder(&f);
@@ -103,8 +107,10 @@ macro_rules! per_row {
         $(l.arg($arg);)*
         // SAFETY: each call site passes the arguments of kernel `$name` in its order (read
         // side by side), on well-formed patterns (offsets and columns inside their buffers)
-        // and buffers of the lengths the kernel indexes.
-        unsafe { l.launch(grid_1d($rows as u64, THREADS)) }.map_err(driver_err($name))?;
+        // and buffers of the lengths the kernel indexes; a warp-per-row kernel gets whole
+        // warps (THREADS is a multiple of 32).
+        unsafe { l.launch(grid_1d($lanes * $rows as u64, THREADS)) }
+            .map_err(driver_err($name))?;
     }};
 }
 
@@ -517,6 +523,7 @@ pub(crate) fn cell_block_plan(
         ctx,
         "cell_rows_fill",
         n_rows,
+        lanes = 32,
         [
             inc_rows,
             inc_slot_ptr,
@@ -536,6 +543,7 @@ pub(crate) fn cell_block_plan(
         ctx,
         "cell_rows_slots",
         n_rows,
+        lanes = 32,
         [
             &row_start,
             &contrib,
