@@ -24,7 +24,7 @@ pub use error::AssemblyError;
 pub use hold::{free_motions, hold_gram, FreeMotion, MotionFrame};
 pub use loads::{add_traction_load, body_force_load};
 pub use newton_problem::NewtonProblem;
-pub use pieces::spread_piece_labels;
+pub use pieces::MeshPieces;
 pub use pressure::FollowerPressure;
 pub use rigid_body::{
     coordinate_sums, rigid_body_modes, rigid_body_modes_about, RIGID_BODY_MODES_3D,

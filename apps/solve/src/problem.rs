@@ -1,13 +1,16 @@
 //! The discrete problem of a run: mesh, materials per cell, constraints and dead loads, built from
 //! plain [`ProblemParams`]. Knows nothing of the nonlinear solution strategy.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use assembly::{
     add_traction_load, body_force_load, rigid_body_modes, AssemblyError, CellMaterials,
-    Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure, PositionFn,
-    Prescribed, RIGID_BODY_MODES_3D,
+    Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure, MeshPieces,
+    PositionFn, Prescribed, RIGID_BODY_MODES_3D,
 };
 use fem::Load;
 use mesh::{generate_box, read_mesh, HexMesh};
+use rayon::prelude::*;
 
 use crate::error::{join_and, Error, Result};
 use crate::params::{
@@ -42,14 +45,18 @@ struct Pieces {
 
 impl Pieces {
     /// The pieces of a whole mesh.
-    fn of_mesh(mesh: &HexMesh) -> Self {
-        let mut node_piece: Vec<u64> = (0..mesh.n_nodes() as u64).collect();
-        assembly::spread_piece_labels(&mesh.cells, mesh.nodes_per_cell(), &mut node_piece);
-        Self {
+    fn of_mesh(mesh: &HexMesh) -> Result<Self> {
+        let joined = MeshPieces::of_cells(&mesh.cells, mesh.nodes_per_cell(), mesh.n_nodes())
+            .map_err(Error::ElementLoop)?;
+        let mut node_piece: Vec<u64> = (0..mesh.n_nodes() as u64).into_par_iter().collect();
+        joined
+            .lower_labels(&mut node_piece)
+            .map_err(Error::ElementLoop)?;
+        Ok(Self {
             node_piece,
             in_a_cell: in_a_cell(mesh),
-            cell_serial: (0..mesh.n_cells() as u64).collect(),
-        }
+            cell_serial: (0..mesh.n_cells() as u64).into_par_iter().collect(),
+        })
     }
 
     /// Collective: the pieces of the whole mesh seen from a rank's part, by spreading labels
@@ -61,11 +68,17 @@ impl Pieces {
         let ghosts = part.node_globals[part.n_owned_nodes()..].to_vec();
         let halo = linalg::dist::HaloPlan::new(&rows, ghosts, 1)?;
         let mesh = &part.mesh;
+        // the part's cells joined once (agreed: the loop below is collective)
+        let joined = comm::agree(
+            &*comm,
+            MeshPieces::of_cells(&mesh.cells, mesh.nodes_per_cell(), mesh.n_nodes()),
+        )?;
         let mut node_piece = part.node_globals.clone();
         let mut values: Vec<f64> = vec![0.0; node_piece.len()];
         loop {
-            let mut changed =
-                assembly::spread_piece_labels(&mesh.cells, mesh.nodes_per_cell(), &mut node_piece);
+            let mut changed = joined
+                .lower_labels(&mut node_piece)
+                .map_err(Error::ElementLoop)?;
             // global ids are below 2^53: exact as f64
             for (v, &l) in values.iter_mut().zip(&node_piece) {
                 *v = l as f64;
@@ -97,11 +110,14 @@ impl Pieces {
 
 /// Whether each node of `mesh` is a node of some cell.
 fn in_a_cell(mesh: &HexMesh) -> Vec<bool> {
-    let mut used = vec![false; mesh.n_nodes()];
-    for &n in &mesh.cells {
-        used[n] = true;
-    }
-    used
+    let used: Vec<AtomicBool> = (0..mesh.n_nodes())
+        .into_par_iter()
+        .map(|_| AtomicBool::new(false))
+        .collect();
+    mesh.cells
+        .par_iter()
+        .for_each(|&n| used[n].store(true, Ordering::Relaxed));
+    used.into_par_iter().map(AtomicBool::into_inner).collect()
 }
 
 /// A piece of the mesh that the constraints do not hold, for messages.
@@ -375,12 +391,13 @@ impl Problem {
     fn unloaded(params: &ProblemParams, mesh: HexMesh, pieces: Option<Pieces>) -> Result<Self> {
         let materials = cell_materials(params, &mesh)?;
         let points = quadrature_points(params, &mesh)?;
-        // the pieces (a serial union-find) while the element loop builds its plans in parallel
+        // the pieces beside the element loop's checks and plans (both in parallel)
         let (pieces, assembler) = rayon::join(
-            || pieces.unwrap_or_else(|| Pieces::of_mesh(&mesh)),
+            || pieces.map_or_else(|| Pieces::of_mesh(&mesh), Ok),
             || ElasticityAssembler::new(&mesh, materials, points),
         );
         let assembler = assembler.map_err(Error::ElementLoop)?;
+        let pieces = pieces?;
         Ok(Self {
             discrete: DiscreteProblem {
                 constraints: build_constraints(params, &mesh, &assembler)?,
