@@ -168,8 +168,16 @@ impl ElasticityAssembler {
         let per_cell = npc * npc;
         // the nodes' plan first (the cells around each node), from which the tangent's plan is
         // grouped row by row: cell `e`'s block `(a, b)` is contribution `(e npc + a) npc + b`
-        let vector_plan =
-            CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0))?;
+        // (the geometry's shared copies made on one thread beside the plan's parallel sort)
+        let ((coords, shared_cells), vector_plan) = rayon::join(
+            || {
+                let coords: Arc<[[f64; 3]]> = mesh.coords.as_slice().into();
+                let cells: Arc<[usize]> = cells.as_slice().into();
+                (coords, cells)
+            },
+            || CooPlan::from_fn(n_nodes, 1, cells.len(), segment(npc), |c| (cells[c], 0)),
+        );
+        let vector_plan = vector_plan?;
         // what the tangent's plan checks, checked now (its construction, later, cannot fail):
         // the nodes (checked by the residual's plan above) and the count of its contributions
         if cells.len().saturating_mul(npc) > u32::MAX as usize {
@@ -180,13 +188,14 @@ impl ElasticityAssembler {
         }
         let pattern = vector_plan.pattern().clone();
         let slot_of_node = (0..n_nodes)
+            .into_par_iter()
             .map(|i| {
                 (pattern.row_ptr()[i + 1] > pattern.row_ptr()[i]).then(|| pattern.row_ptr()[i])
             })
             .collect();
         Ok(Self {
-            coords: mesh.coords.as_slice().into(),
-            cells: mesh.cells.as_slice().into(),
+            coords,
+            cells: shared_cells,
             nodes_per_cell: npc,
             cell_tags: mesh.cell_tags.clone(),
             materials,
