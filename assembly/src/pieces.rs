@@ -14,6 +14,9 @@ use rayon::prelude::*;
 
 use crate::AssemblyError;
 
+/// Nodes a parallel task of [`MeshPieces::lower_labels`] takes.
+const NODES_PER_TASK: usize = 1 << 14;
+
 /// The pieces of a set of cells: each node's root, the smallest node index of its piece (a node
 /// in no cell is its own). The same roots whatever the order in which the joins ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +54,9 @@ impl MeshPieces {
         cells
             .par_chunks_exact(nodes_per_cell.max(1))
             .for_each(|cell| {
+                let mut joined = cell[0] as u32;
                 for &n in &cell[1..] {
-                    unite(&parent, cell[0] as u32, n as u32);
+                    joined = unite(&parent, joined, n as u32);
                 }
             });
         // the joins are over: every node's root is found through the final links
@@ -74,9 +78,31 @@ impl MeshPieces {
             });
         }
         let lowest: Vec<AtomicU64> = labels.par_iter().map(|&l| AtomicU64::new(l)).collect();
-        labels.par_iter().zip(&self.root).for_each(|(&l, &r)| {
-            lowest[r as usize].fetch_min(l, Ordering::Relaxed);
-        });
+        // a root's lowest label: each task's runs of nodes of one piece lower it once, and only
+        // where they would (a one-piece mesh's nodes would all write its root's slot)
+        let lower = |(root, label): (u32, u64)| {
+            let slot = &lowest[root as usize];
+            if label < slot.load(Ordering::Relaxed) {
+                slot.fetch_min(label, Ordering::Relaxed);
+            }
+        };
+        labels
+            .par_chunks(NODES_PER_TASK)
+            .zip(self.root.par_chunks(NODES_PER_TASK))
+            .for_each(|(labels, roots)| {
+                let mut run: Option<(u32, u64)> = None;
+                for (&label, &root) in labels.iter().zip(roots) {
+                    run = match run {
+                        Some((r, lowest)) if r == root => Some((r, lowest.min(label))),
+                        Some(done) => {
+                            lower(done);
+                            Some((root, label))
+                        }
+                        None => Some((root, label)),
+                    };
+                }
+                run.map(lower);
+            });
         Ok(labels
             .par_iter_mut()
             .zip(&self.root)
@@ -91,36 +117,41 @@ impl MeshPieces {
 }
 
 /// The root of `n` (a node whose link is itself), halving the path on the way. Links only ever
-/// point to smaller nodes, so a stale read is an ancestor still.
+/// point to smaller nodes of the same piece and a linked node never becomes a root again, so a
+/// stale read is an ancestor still, and a halving store (of an ancestor, into a node that is
+/// not a root) can race with another only to leave a valid link.
 fn find(parent: &[AtomicU32], mut n: u32) -> u32 {
     loop {
-        let p = parent[n as usize].load(Ordering::Acquire);
+        let p = parent[n as usize].load(Ordering::Relaxed);
         if p == n {
             return n;
         }
-        let grand = parent[p as usize].load(Ordering::Acquire);
+        let grand = parent[p as usize].load(Ordering::Relaxed);
         if grand != p {
-            // another thread may have moved the link already: then its value serves as well
-            let _ =
-                parent[n as usize].compare_exchange(p, grand, Ordering::AcqRel, Ordering::Relaxed);
+            parent[n as usize].store(grand, Ordering::Relaxed);
         }
         n = grand;
     }
 }
 
-/// Joins the pieces of `a` and `b`: the larger root is linked to the smaller one, retried where
-/// another thread linked the larger root first.
-fn unite(parent: &[AtomicU32], mut a: u32, mut b: u32) {
+/// Joins the pieces of `a` and `b`, and returns a node of the joined piece from which its
+/// root is found soonest: the larger root is linked to the smaller one, retried where another
+/// thread linked the larger root first.
+fn unite(parent: &[AtomicU32], mut a: u32, mut b: u32) -> u32 {
     loop {
         a = find(parent, a);
         b = find(parent, b);
         if a == b {
-            return;
+            return a;
         }
         let (low, high) = (a.min(b), a.max(b));
-        match parent[high as usize].compare_exchange(high, low, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => return,
+        match parent[high as usize].compare_exchange(
+            high,
+            low,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return low,
             Err(_) => (a, b) = (high, low),
         }
     }
@@ -213,6 +244,18 @@ mod tests {
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), n_nodes / 25);
+        // labels against the numbering (the largest node the smallest label), lowered in tasks
+        // whose runs cross pieces: each node gets its piece's smallest label
+        let mut labels: Vec<u64> = (0..n_nodes as u64)
+            .map(|i| 3 * (n_nodes as u64 - i))
+            .collect();
+        let mut expected = labels.clone();
+        for (node, &root) in smallest.iter().enumerate() {
+            expected[root] = expected[root].min(labels[node]);
+        }
+        let expected: Vec<u64> = smallest.iter().map(|&root| expected[root]).collect();
+        assert!(pieces.lower_labels(&mut labels).unwrap());
+        assert_eq!(labels, expected);
     }
 
     #[test]
