@@ -120,13 +120,35 @@ type Group = (Material, Formulation, Vec<u32>);
 
 /// The cells of each distinct material and formulation of `materials` (first appearance order;
 /// cells ascending within a group). Every cell is in exactly one group.
-fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<Group> {
+pub(super) fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<Group> {
+    const CELLS_A_TASK: usize = 1 << 14;
+    let join = |groups: &mut Vec<Group>, (m, f, cells): Group| match groups
+        .iter_mut()
+        .find(|(g, gf, _)| *g == m && *gf == f)
+    {
+        Some((_, _, all)) => all.extend(cells),
+        None => groups.push((m, f, cells)),
+    };
+    // each task's groups in its cells' order, then joined task by task: the first appearance
+    // order and ascending cells of one pass
+    let tasks: Vec<Vec<Group>> = (0..n_cells.div_ceil(CELLS_A_TASK))
+        .into_par_iter()
+        .map(|t| {
+            let mut groups: Vec<Group> = Vec::new();
+            for c in t * CELLS_A_TASK..n_cells.min((t + 1) * CELLS_A_TASK) {
+                let (m, f) = (*materials.of(c), materials.formulation_of(c));
+                match groups.iter_mut().find(|(g, gf, _)| *g == m && *gf == f) {
+                    Some((_, _, cells)) => cells.push(c as u32),
+                    None => groups.push((m, f, vec![c as u32])),
+                }
+            }
+            groups
+        })
+        .collect();
     let mut groups: Vec<Group> = Vec::new();
-    for c in 0..n_cells {
-        let (m, f) = (*materials.of(c), materials.formulation_of(c));
-        match groups.iter_mut().find(|(g, gf, _)| *g == m && *gf == f) {
-            Some((_, _, cells)) => cells.push(c as u32),
-            None => groups.push((m, f, vec![c as u32])),
+    for task in tasks {
+        for group in task {
+            join(&mut groups, group);
         }
     }
     groups

@@ -1373,3 +1373,47 @@ fn device_rigid_body_modes_equal_the_host_ones_bit_for_bit() {
         );
     }
 }
+
+/// The cells' grouping by material and formulation (tasks of cells in parallel, joined in
+/// order) is the one pass's: groups in order of first appearance, each one's cells ascending,
+/// an equal material and formulation at two table entries one group, one material of two
+/// formulations two. Host only.
+#[test]
+fn material_groups_are_those_of_one_pass_over_the_cells() {
+    let mats = materials();
+    // more cells than three tasks; the table repeats the first material at its end
+    let n_cells = 3 * (1 << 14) + 123;
+    let table = vec![mats[2], mats[0], mats[4], mats[2], mats[0]];
+    let of_cell: Vec<u16> = (0..n_cells)
+        .map(|c| match c {
+            c if c < 5 => 2,
+            c if c % 11 == 0 => 4,
+            c if c % 7 == 0 => 1,
+            c if c % 3 == 0 => 3,
+            _ => 0,
+        })
+        .collect();
+    let materials = CellMaterials::new(table, of_cell)
+        .unwrap()
+        .with_formulations(vec![
+            Formulation::Displacement,
+            Formulation::Displacement,
+            Formulation::Displacement,
+            Formulation::Projected,
+            Formulation::Displacement,
+        ])
+        .unwrap();
+    let mut expected: Vec<(Material, Formulation, Vec<u32>)> = Vec::new();
+    for c in 0..n_cells {
+        let (m, f) = (*materials.of(c), materials.formulation_of(c));
+        match expected.iter_mut().find(|(g, gf, _)| *g == m && *gf == f) {
+            Some((_, _, cells)) => cells.push(c as u32),
+            None => expected.push((m, f, vec![c as u32])),
+        }
+    }
+    assert_eq!(expected.len(), 4);
+    assert_eq!(
+        super::elements::material_groups(&materials, n_cells),
+        expected
+    );
+}
