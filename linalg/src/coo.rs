@@ -199,13 +199,17 @@ impl CooPlan {
         let segment_len = segment_len.get().min(n.max(1));
 
         let (row_start, mut by_slot) = sort_by_row(n_block_rows, n, &block_of);
-        let (pattern, slot_ptr) = group_by_slot(
-            n_block_rows,
-            n_block_cols,
-            &row_start,
-            &mut by_slot,
-            &block_of,
-        );
+        let (pattern, slot_ptr) = match n_block_cols {
+            // a vector's plan: a row's contributions are its one slot's, ascending already
+            1 => one_slot_a_row(n_block_rows, &row_start),
+            _ => group_by_slot(
+                n_block_rows,
+                n_block_cols,
+                &row_start,
+                &mut by_slot,
+                &block_of,
+            ),
+        };
         drop(row_start);
         Ok(Self {
             pattern: Arc::new(pattern),
@@ -719,6 +723,27 @@ where
     }
     slot_ptr.push(n as u32);
     let pattern = BlockPattern::new_trusted(n_block_rows, n_block_cols, row_ptr, col_idx);
+    (pattern, slot_ptr)
+}
+
+/// [`group_by_slot`] where every contribution is in block column 0: a non-empty row is one
+/// slot, whose contributions (sorted by row, stably) are already the row's, ascending.
+fn one_slot_a_row(n_block_rows: usize, row_start: &[usize]) -> (BlockPattern, Vec<u32>) {
+    let filled = |i: usize| row_start[i + 1] > row_start[i];
+    let mut row_ptr = Vec::with_capacity(n_block_rows + 1);
+    row_ptr.push(0);
+    for i in 0..n_block_rows {
+        row_ptr.push(row_ptr[i] + usize::from(filled(i)));
+    }
+    let nnz = row_ptr[n_block_rows];
+    // at most `n` <= u32::MAX contributions (checked by the callers)
+    let mut slot_ptr: Vec<u32> = (0..n_block_rows)
+        .into_par_iter()
+        .filter(|&i| filled(i))
+        .map(|i| row_start[i] as u32)
+        .collect();
+    slot_ptr.push(row_start[n_block_rows] as u32);
+    let pattern = BlockPattern::new_trusted(n_block_rows, 1, row_ptr, vec![0; nnz]);
     (pattern, slot_ptr)
 }
 

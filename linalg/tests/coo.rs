@@ -277,6 +277,42 @@ fn from_fn_matches_coordinate_arrays() {
     );
 }
 
+/// A vector's plan (one block column) is the plan of the same blocks in a wider matrix: the
+/// same pattern rows, slot order and runs (its grouping takes a shortcut), rows left empty.
+#[test]
+fn one_column_plans_equal_the_general_grouping() {
+    let mut rng = Rng::new(31);
+    let (rows, _) = contributions(&mut rng, 50, 1, 4000);
+    // rows 45.. and every seventh row empty
+    let rows: Vec<u32> = rows
+        .into_iter()
+        .map(|r| match r {
+            45.. => r - 40,
+            r if r % 7 == 3 => r - 1,
+            r => r,
+        })
+        .collect();
+    for segment_len in [1, 13, 4000] {
+        let len = NonZeroUsize::new(segment_len).unwrap();
+        let one = CooPlan::from_fn(50, 1, rows.len(), len, |c| (rows[c] as usize, 0)).unwrap();
+        let wide = CooPlan::from_fn(50, 3, rows.len(), len, |c| (rows[c] as usize, 0)).unwrap();
+        let (p1, p3) = (one.pattern(), wide.pattern());
+        assert_eq!((p1.row_ptr(), p1.col_idx()), (p3.row_ptr(), p3.col_idx()));
+        assert_eq!(p1.n_block_cols(), 1);
+        assert_eq!(p1.row_ptr()[45], p1.row_ptr()[50]);
+        assert_eq!(p1.row_ptr()[3], p1.row_ptr()[4]);
+        let (g1, g3) = (one.slot_order(), wide.slot_order());
+        assert_eq!(
+            (g1.slot_ptr, g1.contributions),
+            (g3.slot_ptr, g3.contributions)
+        );
+        assert_eq!(
+            one.runs().collect::<Vec<_>>(),
+            wide.runs().collect::<Vec<_>>()
+        );
+    }
+}
+
 /// The plan's arrays: as built, one `u32` per contribution and one per slot boundary (the
 /// grouping); once the runs exist, one `u32` per contribution, two per run and a bit, one
 /// `usize` per segment boundary (the grouping dropped).
