@@ -2,6 +2,7 @@
 # stop 59 call 2 (nvidia-h200): a trace build of 5dd6a87 (temporary marks "TR", the time since the previous mark,
 # never committed): where the ranks' cold set-up goes, ex56 104^3: `bench gamg --distributed` on one process (the
 # ranks' path on one rank) and `mpirun -np 2 bench gamg` with the ranks sharing the GPU.
+# The marks: call2_trace_marks.patch (on 5dd6a87).
 mkdir -p $OUT /tmp/r; SECONDS=0
 gunzip -c .devq/trace/hexfem.gz > /tmp/hx; chmod +x /tmp/hx
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc.so* 2>/dev/null | head -n 1)
