@@ -212,19 +212,20 @@ impl Problem {
     /// rank's part it is collective: every rank must call it.
     fn free_motions_of(
         &self,
-        in_piece: impl Fn(usize) -> bool,
+        in_piece: impl Fn(usize) -> bool + Sync,
     ) -> Result<Vec<assembly::FreeMotion>> {
         let coords = &self.mesh.coords;
         let owned = self.owned_nodes();
-        let mut extent = [f64::NEG_INFINITY; 6];
-        for (n, x) in coords[..owned].iter().enumerate() {
-            if in_piece(n) {
-                for d in 0..3 {
-                    extent[d] = extent[d].max(x[d]);
-                    extent[d + 3] = extent[d + 3].max(-x[d]);
-                }
-            }
-        }
+        // (maxima: the same in any order)
+        let mut extent = coords[..owned]
+            .par_iter()
+            .enumerate()
+            .filter(|&(n, _)| in_piece(n))
+            .map(|(_, x)| [x[0], x[1], x[2], -x[0], -x[1], -x[2]])
+            .reduce(
+                || [f64::NEG_INFINITY; 6],
+                |a, b| std::array::from_fn(|d| a[d].max(b[d])),
+            );
         self.max_over_ranks(&mut extent)?;
         let frame = assembly::MotionFrame::of_box(
             [-extent[3], -extent[4], -extent[5]],
@@ -232,7 +233,7 @@ impl Problem {
         );
         let held = self.discrete.constraints.prescribed_components();
         let held: Vec<u8> = held[..owned]
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(n, &bits)| if in_piece(n) { bits } else { 0 })
             .collect();
@@ -262,7 +263,7 @@ impl Problem {
                     }
                 }
         };
-        let mut count = [(0..owned).filter(|&n| is_root(n)).count() as f64];
+        let mut count = [(0..owned).into_par_iter().filter(|&n| is_root(n)).count() as f64];
         self.sum_over_ranks(&mut count)?;
         let count = count[0] as usize;
         if count > MAX_PIECES {
@@ -272,13 +273,14 @@ impl Problem {
         let mut previous: Option<u64> = None;
         for _ in 0..count {
             // the next piece: the smallest label above the previous one, over the ranks
-            let mut next = [f64::NEG_INFINITY];
-            for n in 0..owned {
-                let l = pieces.node_piece[n];
-                if pieces.in_a_cell[n] && previous.is_none_or(|p| l > p) {
-                    next[0] = next[0].max(-(l as f64));
-                }
-            }
+            let mut next = [(0..owned)
+                .into_par_iter()
+                .filter(|&n| {
+                    let l = pieces.node_piece[n];
+                    pieces.in_a_cell[n] && previous.is_none_or(|p| l > p)
+                })
+                .map(|n| -(pieces.node_piece[n] as f64))
+                .reduce(|| f64::NEG_INFINITY, f64::max)];
             self.max_over_ranks(&mut next)?;
             if next[0] == f64::NEG_INFINITY {
                 break;
