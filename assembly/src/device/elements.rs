@@ -122,34 +122,32 @@ type Group = (Material, Formulation, Vec<u32>);
 /// cells ascending within a group). Every cell is in exactly one group.
 pub(super) fn material_groups(materials: &CellMaterials, n_cells: usize) -> Vec<Group> {
     const CELLS_A_TASK: usize = 1 << 14;
-    let join = |groups: &mut Vec<Group>, (m, f, cells): Group| match groups
-        .iter_mut()
-        .find(|(g, gf, _)| *g == m && *gf == f)
-    {
-        Some((_, _, all)) => all.extend(cells),
-        None => groups.push((m, f, cells)),
-    };
+    // the cells of `(m, f)` in `groups`, a new group at the end where it has none
+    fn cells_of(groups: &mut Vec<Group>, m: Material, f: Formulation) -> &mut Vec<u32> {
+        let at = match groups.iter().position(|(g, gf, _)| *g == m && *gf == f) {
+            Some(at) => at,
+            None => {
+                groups.push((m, f, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        &mut groups[at].2
+    }
     // each task's groups in its cells' order, then joined task by task: the first appearance
     // order and ascending cells of one pass
     let tasks: Vec<Vec<Group>> = (0..n_cells.div_ceil(CELLS_A_TASK))
         .into_par_iter()
         .map(|t| {
-            let mut groups: Vec<Group> = Vec::new();
+            let mut groups = Vec::new();
             for c in t * CELLS_A_TASK..n_cells.min((t + 1) * CELLS_A_TASK) {
-                let (m, f) = (*materials.of(c), materials.formulation_of(c));
-                match groups.iter_mut().find(|(g, gf, _)| *g == m && *gf == f) {
-                    Some((_, _, cells)) => cells.push(c as u32),
-                    None => groups.push((m, f, vec![c as u32])),
-                }
+                cells_of(&mut groups, *materials.of(c), materials.formulation_of(c)).push(c as u32);
             }
             groups
         })
         .collect();
-    let mut groups: Vec<Group> = Vec::new();
-    for task in tasks {
-        for group in task {
-            join(&mut groups, group);
-        }
+    let mut groups = Vec::new();
+    for (m, f, cells) in tasks.into_iter().flatten() {
+        cells_of(&mut groups, m, f).extend(cells);
     }
     groups
 }
