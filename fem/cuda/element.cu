@@ -836,12 +836,34 @@ __device__ void write_cell_fields(const CellFieldSums& sums, double* o) {
     o[9] = sums.e;
 }
 
+// A cell's outputs of `width` values at out[width c + ..]: width 10 every field of
+// write_cell_fields; width 2 the checks' pair (J, strain energy), J NaN where some field of
+// the cell is not finite (the caller then takes every field); zeros for a failed cell.
+__device__ void write_cell_outputs(const CellFieldSums* sums, u32 width, u32 cell, double* __restrict__ out) {
+    double* w = out + (size_t)cell * width;
+    if (sums == nullptr) {
+        for (u32 r = 0; r < width; ++r) w[r] = 0.0;
+        return;
+    }
+    double o[10];
+    write_cell_fields(*sums, o);
+    if (width == 10) {
+        for (int r = 0; r < 10; ++r) w[r] = o[r];
+        return;
+    }
+    bool finite = true;
+    for (int r = 0; r < 9; ++r) finite = finite && isfinite(o[r]);
+    w[0] = finite ? o[7] : __longlong_as_double(0x7ff8000000000000ll);
+    w[1] = o[9];
+}
+
 // Volume averages of a cell for output (fem::ElementKernel::cell_fields): out[10 c + ..] =
-// Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy. One thread per cell.
+// Cauchy [xx, yy, zz, xy, yz, xz], von Mises, J, energy density, strain energy (width 10), or
+// the checks' pair of write_cell_outputs (width 2). One thread per cell.
 extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __restrict__ group, const u32* __restrict__ cells,
                                                const double* __restrict__ coords, const double* __restrict__ u,
                                                const double* __restrict__ weights, const double* __restrict__ dn,
-                                               const double p0, const double p1, const double p2,
+                                               const double p0, const double p1, const double p2, const u32 width,
                                                double* __restrict__ out, u32* __restrict__ fail) {
     const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= n_group) return;
@@ -861,13 +883,8 @@ extern "C" __global__ void element_cell_fields(const u32 n_group, const u32* __r
         displacement_gradient(uu, g, h);
         ok = add_cell_fields(h, wd, p0, p1, p2, &sums);
     }
-    double* o = out + (size_t)cell * 10;
-    if (!ok) {
-        atomicMin(fail, cell);
-        for (int r = 0; r < 10; ++r) o[r] = 0.0;
-        return;
-    }
-    write_cell_fields(sums, o);
+    if (!ok) atomicMin(fail, cell);
+    write_cell_outputs(ok ? &sums : nullptr, width, cell, out);
 }
 
 // The output's strain measures the device computes (DeviceElements::cell_strains' codes of

@@ -544,12 +544,12 @@ extern "C" __global__ void projected_energy(const u32 n_group, const u32* __rest
     energy_out[cell] = energy;
 }
 
-// Output fields of every cell at F_bar (element_cell_fields' averages; one thread per cell).
+// Output fields of every cell at F_bar (element_cell_fields' averages and widths; one thread per cell).
 extern "C" __global__ void projected_cell_fields(const u32 n_group, const u32* __restrict__ group,
                                                  const u32* __restrict__ cells, const double* __restrict__ coords,
                                                  const double* __restrict__ u, const double* __restrict__ weights,
                                                  const double* __restrict__ dn, const double* __restrict__ phi,
-                                                 const double p0, const double p1, const double p2,
+                                                 const double p0, const double p1, const double p2, const u32 width,
                                                  double* __restrict__ out, u32* __restrict__ fail) {
     const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= n_group) return;
@@ -561,11 +561,6 @@ extern "C" __global__ void projected_cell_fields(const u32 n_group, const u32* _
         double wd, hbar[9];
         ok = modified_gradient(cv, q, weights, dn, &wd, hbar) && add_cell_fields(hbar, wd, p0, p1, p2, &sums);
     }
-    double* o = out + (size_t)cell * 10;
-    if (!ok) {
-        atomicMin(fail, cell);
-        for (int r = 0; r < 10; ++r) o[r] = 0.0;
-        return;
-    }
-    write_cell_fields(sums, o);
+    if (!ok) atomicMin(fail, cell);
+    write_cell_outputs(ok ? &sums : nullptr, width, cell, out);
 }

@@ -87,6 +87,45 @@ pub struct CellFields {
     pub strain_energy: f64,
 }
 
+/// Which of the [`CellFields`] a state's output takes from the element loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellFieldSet {
+    /// Every field (a cell field or nodal stress written or probed).
+    Every,
+    /// `J` and the strain energy only: what every state's checks and figures read (inverted
+    /// cells, the total strain energy).
+    Checks,
+}
+
+/// A state's cell fields as the element loop computed them, per cell in cell order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateCellFields {
+    /// Every field ([`CellFieldSet::Every`], or where some field of [`CellFieldSet::Checks`]'
+    /// cells was not finite: the state's checks then name it).
+    Every(Vec<CellFields>),
+    /// [`CellFieldSet::Checks`]: `J` and the strain energy of each cell, every other field of
+    /// each cell finite (checked where they were computed).
+    Checks {
+        j: Vec<f64>,
+        strain_energy: Vec<f64>,
+    },
+}
+
+impl StateCellFields {
+    /// Cells described.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Every(fields) => fields.len(),
+            Self::Checks { j, .. } => j.len(),
+        }
+    }
+
+    /// Whether no cell is described.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Precomputed element integration for one Lagrange order and one Gauss rule.
 #[derive(Debug, Clone)]
 pub struct ElementKernel {

@@ -20,7 +20,9 @@ pub mod strain;
 pub mod sym3;
 
 pub use basis::{LagrangeHex, LagrangeQuad};
-pub use element::{CellFields, ElementKernel, Formulation, LOCKING_POISSON_RATIO};
+pub use element::{
+    CellFieldSet, CellFields, ElementKernel, Formulation, StateCellFields, LOCKING_POISSON_RATIO,
+};
 pub use error::{FemError, Result};
 pub use face::FaceKernel;
 pub use load::Load;

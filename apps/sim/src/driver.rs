@@ -301,6 +301,7 @@ pub(crate) fn drive(
         newton: &newton,
         observer: &timed,
         output_strains: &output_strains,
+        output_cell_fields: crate::fields::cell_field_set(config),
     };
     let mut step_output_s = 0.0;
     let newton_started = Instant::now();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use assembly::{AssemblyError, CellMaterials};
 use config::{Config, OutputField};
-use fem::{ElementKernel, FemError, Formulation, Material, StrainMeasure};
+use fem::{CellFieldSet, ElementKernel, FemError, Formulation, Material, StrainMeasure};
 use linalg::Vector;
 use mesh::HexMesh;
 use rayon::prelude::*;
@@ -26,6 +26,35 @@ pub fn strain_fields(config: &Config) -> Vec<OutputField> {
         .filter(|f| f.strain_measure().is_some())
         .filter(|&f| config.output.wants(f) || crate::probes::reads_field(config, f))
         .collect()
+}
+
+/// The element loop's cell fields a state's output needs: [`CellFieldSet::Checks`] (`J` and
+/// the strain energy, what every state's checks and figures read) where `config` writes only
+/// node fields (displacement, reactions, set indicators) and no probe reads a field of the
+/// cells (a point's other than the displacement, any set probe's, a cell global); else
+/// [`CellFieldSet::Every`].
+pub fn cell_field_set(config: &Config) -> CellFieldSet {
+    let node_fields_only = config.output.fields.iter().all(|f| {
+        matches!(
+            f,
+            OutputField::Displacement | OutputField::Reaction | OutputField::Sets
+        )
+    });
+    let probes = &config.output.probes;
+    let probes_read_cells = probes
+        .points
+        .iter()
+        .any(|p| p.fields.iter().any(|&f| f != OutputField::Displacement))
+        || probes.sets.iter().any(|s| !s.fields.is_empty())
+        || probes
+            .globals
+            .iter()
+            .any(|&g| crate::probes::cell_global(g).is_some());
+    if node_fields_only && !probes_read_cells {
+        CellFieldSet::Checks
+    } else {
+        CellFieldSet::Every
+    }
 }
 
 /// The strain measures of [`strain_fields`], in the same order.
@@ -232,6 +261,46 @@ mod tests {
             .flat_map(|x| [0.1 * x[2] + 0.05 * x[0], -0.02 * x[1], 0.03 * x[0] * x[2]])
             .collect();
         (config, problem, Vector::from_vec(u))
+    }
+
+    /// The checks' pair comes down where only node fields are written and no probe reads a
+    /// cell's field (the strain energy and the largest displacement are no cell's field); any
+    /// cell field or strain written, or a probe reading one, takes every field.
+    #[test]
+    fn cell_field_set_takes_every_field_where_one_is_written_or_probed() {
+        let set_of = |output: &str| {
+            let text = format!(
+                "mesh:\n  box: {{ cells: [2, 2, 2], lower: [0, 0, 0], upper: [1, 1, 1] }}\n\
+                 materials:\n  - {{ model: linear, young_modulus: 10.0, poisson_ratio: 0.3 }}\n\
+                 boundary:\n  dirichlet:\n    - {{ set: zmin, x: 0.0, y: 0.0, z: 0.0 }}\n\
+                 output: {output}\n"
+            );
+            let config = config::load_str(&text, std::path::Path::new("b.yaml"), &[])
+                .unwrap_or_else(|e| panic!("{output}: {e}"));
+            cell_field_set(&config)
+        };
+        let checks = [
+            "{ fields: [displacement] }",
+            "{ fields: [displacement, reaction, sets] }",
+            "{ fields: [displacement], probes: { points: [{ name: p, at: [1, 1, 1] }], \
+             sets: [{ set: zmin }], globals: [strain_energy, max_displacement] } }",
+        ];
+        for output in checks {
+            assert_eq!(set_of(output), CellFieldSet::Checks, "{output}");
+        }
+        let every = [
+            "{}",
+            "{ fields: [displacement, jacobian] }",
+            "{ fields: [displacement, nodal_von_mises] }",
+            "{ fields: [displacement, strain] }",
+            "{ fields: [displacement], probes: { points: [{ name: p, at: [1, 1, 1], \
+             fields: [von_mises] }] } }",
+            "{ fields: [displacement], probes: { sets: [{ set: zmin, fields: [jacobian] }] } }",
+            "{ fields: [displacement], probes: { globals: [min_jacobian] } }",
+        ];
+        for output in every {
+            assert_eq!(set_of(output), CellFieldSet::Every, "{output}");
+        }
     }
 
     /// The first state's outputs left to the writer ([`crate::run::CellOutputs::fields_later`]),

@@ -501,3 +501,83 @@ fn gpu_run_of_the_fine_slender_beam_keeps_the_newton_bound() {
     }
     assert!(last.max_displacement > 10.0, "{}", last.max_displacement);
 }
+
+/// A GPU run whose output writes node fields only (`crate::fields::cell_field_set`: the checks'
+/// set) brings down `J` and the strain energy of each cell, not every cell field: the same step
+/// records (strain energies, largest displacements, Newton and CG iterations) and displacements
+/// bit for bit as the run writing every field, and per step at least the 8 other fields' bytes
+/// less (both formulations: `rubber_block_incompressible` runs the projected one).
+#[test]
+fn gpu_run_writing_node_fields_brings_down_only_the_checks() {
+    if no_gpu("gpu_run_writing_node_fields_brings_down_only_the_checks") {
+        return;
+    }
+    for name in ["neo_hookean_block", "rubber_block_incompressible"] {
+        let input = inputs_dir().join(format!("{name}.yaml"));
+        let (every_dir, nodes_dir) = (
+            Scratch::new(&format!("{name}-every")),
+            Scratch::new(&format!("{name}-nodes")),
+        );
+        let (every, every_h5) = run_on(&input, "cuda", &every_dir.0);
+        let options = RunOptions::new(&input)
+            .with_overrides([
+                "device=cuda",
+                "linear_solver.method=cg_amg",
+                "output.fields=[displacement, reaction]",
+            ])
+            .with_output_dir(&nodes_dir.0);
+        let outcome = crate::run(&comm::SelfComm::shared(), &options, &crate::Quiet)
+            .unwrap_or_else(|e| panic!("{name} with node fields: {e:#}"));
+        let nodes = io::Summary::read(&outcome.summary).unwrap();
+        let (es, ns) = (every.steps.unwrap(), nodes.steps.unwrap());
+        assert_eq!(es.len(), ns.len(), "{name}: converged steps");
+        let config = config::load_with_overrides(&input, &[]).unwrap();
+        let cells = crate::locate::build_problem(&config)
+            .unwrap()
+            .discrete
+            .assembler
+            .n_cells() as u64;
+        let (er, nr) = (
+            io::ResultsReader::open(&every_h5).unwrap(),
+            io::ResultsReader::open(&outcome.h5).unwrap(),
+        );
+        for (e, n) in es.iter().zip(&ns) {
+            let step = e.step;
+            assert_eq!(
+                e.strain_energy.to_bits(),
+                n.strain_energy.to_bits(),
+                "{name} step {step}"
+            );
+            assert_eq!(
+                e.max_displacement.to_bits(),
+                n.max_displacement.to_bits(),
+                "{name} step {step}"
+            );
+            assert_eq!(
+                e.newton_iterations, n.newton_iterations,
+                "{name} step {step}"
+            );
+            assert_eq!(
+                e.linear_iterations, n.linear_iterations,
+                "{name} step {step}"
+            );
+            let path = format!("/steps/{step:06}/displacement");
+            assert_eq!(
+                er.read_f64(&path).unwrap(),
+                nr.read_f64(&path).unwrap(),
+                "{name} step {step}"
+            );
+            let (eb, nb) = (
+                e.output_transfer_bytes.unwrap(),
+                n.output_transfer_bytes.unwrap(),
+            );
+            eprintln!(
+                "gpu_runs: {name} step {step}: output bytes {eb} (every field), {nb} (node fields)"
+            );
+            assert!(
+                nb + 8 * 8 * cells <= eb,
+                "{name} step {step}: {nb} against {eb}"
+            );
+        }
+    }
+}

@@ -1015,7 +1015,9 @@ pub(crate) struct StepStamp {
 }
 
 /// The per-cell output quantities of a state, one entry per cell in the order of the cells they
-/// were computed on (the serial cells, or a rank's local cells).
+/// were computed on (the serial cells, or a rank's local cells). Where a GPU run's output took
+/// [`fem::CellFieldSet::Checks`] (`crate::fields::cell_field_set`: no cell field written or probed)
+/// only `jacobian` and `strain_energy` are filled (the other fields of every cell were finite).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct CellOutputs {
     /// Cauchy stress, full 3x3 row-major.
@@ -1155,13 +1157,15 @@ impl CellOutputs {
                 if cells.len() != n {
                     fail!("{} cell fields from the GPU for {n} cells", cells.len());
                 }
-                Self::from_fields(cells).with_strains(
-                    problem,
-                    u,
-                    config,
-                    step.cell_strains.clone(),
-                    defer,
-                )
+                let outputs = match cells {
+                    fem::StateCellFields::Every(fields) => Self::from_fields(fields),
+                    fem::StateCellFields::Checks { j, strain_energy } => CellOutputs {
+                        jacobian: j.clone(),
+                        strain_energy: strain_energy.clone(),
+                        ..CellOutputs::default()
+                    },
+                };
+                outputs.with_strains(problem, u, config, step.cell_strains.clone(), defer)
             }
             None => {
                 Self::on_the_host(problem, u)?.with_strains(problem, u, config, Vec::new(), defer)

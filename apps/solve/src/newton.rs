@@ -226,9 +226,10 @@ pub struct ConvergedStep {
     /// The increment the next step will try (after regrowth); with `load_factor` and `index`
     /// it is the [`PathState`] a restart continues from.
     pub next_increment: f64,
-    /// The output fields of every cell at the converged state where the Newton loop ran on a GPU
-    /// (computed there, in cell order); `None` on the host, where the caller computes them.
-    pub cell_fields: Option<Vec<fem::CellFields>>,
+    /// The output fields [`LoadPath::output_cell_fields`] of every cell at the converged state
+    /// where the Newton loop ran on a GPU (computed there, in cell order); `None` on the host,
+    /// where the caller computes them.
+    pub cell_fields: Option<fem::StateCellFields>,
     /// The strains of [`LoadPath::output_strains`] at the converged state that the GPU computed
     /// (where the Newton loop ran there: the host's values bit for bit, in cell order); empty on
     /// the host. The caller computes the others.
@@ -454,6 +455,9 @@ pub struct LoadPath<'a> {
     /// The strain measures a converged step's output needs: those the GPU computes come with
     /// the step ([`ConvergedStep::cell_strains`]) where the Newton loop runs there.
     pub output_strains: &'a [fem::StrainMeasure],
+    /// The cell fields a converged step's output needs: those the GPU computes come with the
+    /// step ([`ConvergedStep::cell_fields`]; only these come down).
+    pub output_cell_fields: fem::CellFieldSet,
 }
 
 /// Buffers of one Newton solve, allocated once per run (on the GPU where the loop runs there).
@@ -790,12 +794,15 @@ impl LoadPath<'_> {
                     load_factor = target;
                     let discrete = &problem.discrete;
                     let reactions = ws.system.reactions(discrete)?;
-                    let outputs = ws.system.cell_fields(&current).and_then(|fields| {
-                        Ok((
-                            fields,
-                            ws.system.cell_strains(&current, self.output_strains)?,
-                        ))
-                    });
+                    let outputs = ws
+                        .system
+                        .cell_fields(&current, self.output_cell_fields)
+                        .and_then(|fields| {
+                            Ok((
+                                fields,
+                                ws.system.cell_strains(&current, self.output_strains)?,
+                            ))
+                        });
                     // on ranks: one rank's failure is every rank's (none waits in a reduction)
                     let (cell_fields, cell_strains) = match &problem.discrete.partition {
                         Some(part) => {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use assembly::device::DeviceProblem;
 use assembly::{AssemblyError, DiscreteProblem, NewtonProblem, NewtonSystem, Potential};
-use fem::CellFields;
+use fem::{CellFieldSet, StateCellFields};
 use linalg::gpu::CudaContext;
 use linalg::{Bsr, Device, LinalgError, Vector};
 
@@ -264,15 +264,19 @@ impl IterationSystem {
         problem_ref(&self.on_device, discrete).write_prescribed(load_factor, u)
     }
 
-    /// The output fields of every cell at `u` computed where the iteration runs: `Some` on a
+    /// The output fields `set` of every cell at `u` computed where the iteration runs: `Some` on a
     /// GPU, one process's or a rank's (computed there for every local cell, ghost cells
     /// included, from the device state whose ghost entries the iteration keeps current; only
     /// the fields come down), `None` on the host (the caller computes them from the host state
     /// as ever). On ranks a failure is one rank's: the caller agrees on it.
-    pub fn cell_fields(&mut self, u: &Vector) -> Result<Option<Vec<CellFields>>, AssemblyError> {
+    pub fn cell_fields(
+        &mut self,
+        u: &Vector,
+        set: CellFieldSet,
+    ) -> Result<Option<StateCellFields>, AssemblyError> {
         self.on_device
             .as_deref_mut()
-            .map(|d| d.cell_fields(u))
+            .map(|d| d.cell_fields(u, set))
             .transpose()
     }
 

@@ -4,8 +4,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use fem::{
-    CellFields, ElementKernel, FemError, Formulation, Material, StrainMeasure, ELEMENT_CUDA_SOURCE,
-    LOADS_CUDA_SOURCE, PROJECTED_CUDA_SOURCE,
+    CellFieldSet, CellFields, ElementKernel, FemError, Formulation, Material, StateCellFields,
+    StrainMeasure, ELEMENT_CUDA_SOURCE, LOADS_CUDA_SOURCE, PROJECTED_CUDA_SOURCE,
 };
 use linalg::gpu::{CudaContext, DeviceBuffer};
 use linalg::gpu::{KernelArg, KernelModule, LaunchShape};
@@ -36,6 +36,9 @@ pub(crate) const LOADS_SOURCE: KernelModule = KernelModule {
 
 /// Values per cell of [`DeviceElements::cell_fields`].
 pub const CELL_FIELDS: usize = 10;
+
+/// Values per cell of [`DeviceElements::cell_checks`].
+pub const CELL_CHECKS: usize = 2;
 
 /// Threads per block of the element kernels.
 const THREADS: u32 = 256;
@@ -437,14 +440,64 @@ impl DeviceElements {
         u: &DeviceBuffer<f64>,
         fields: &mut DeviceBuffer<f64>,
     ) -> Result<(), AssemblyError> {
+        self.cell_outputs(u, CELL_FIELDS, fields)
+    }
+
+    /// Queues the checks' pair of every cell at `u` into `checks` (2 per cell: `J`, NaN where
+    /// some field of [`Self::cell_fields`] of the cell is not finite, and the strain energy; the
+    /// bits of [`Self::cell_fields`]' `J` and strain energy: the same kernel).
+    pub fn cell_checks(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        checks: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
+        self.cell_outputs(u, CELL_CHECKS, checks)
+    }
+
+    /// The cell-field kernels writing `width` values a cell ([`CELL_FIELDS`] or
+    /// [`CELL_CHECKS`]) into `out`.
+    fn cell_outputs(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        width: usize,
+        out: &mut DeviceBuffer<f64>,
+    ) -> Result<(), AssemblyError> {
         self.check_u(u)?;
-        check("cell fields", CELL_FIELDS * self.n_cells, fields.len())?;
+        check("cell fields", width * self.n_cells, out.len())?;
         let launch = Launch {
             name: "element_cell_fields",
             projected: "projected_cell_fields",
             blocked: false,
         };
-        self.launch_groups(launch, u, &[], &mut [fields])
+        self.launch_groups(launch, u, &[width as u32], &mut [out])
+    }
+
+    /// The fields `set` of every cell at `u`, computed on the device and downloaded: every
+    /// field ([`Self::download_cell_fields`]), or `J` and the strain energy (`16` bytes a cell
+    /// come down), every field where some cell's other fields are not finite (so that the
+    /// state's checks name the field and the cell, as for [`CellFieldSet::Every`]). Waits; a
+    /// failed cell is reported like [`Self::check_failure`].
+    pub fn download_state_cell_fields(
+        &mut self,
+        u: &DeviceBuffer<f64>,
+        set: CellFieldSet,
+    ) -> Result<StateCellFields, AssemblyError> {
+        if set == CellFieldSet::Every {
+            return Ok(StateCellFields::Every(self.download_cell_fields(u)?));
+        }
+        let mut checks = self.ctx.zeros::<f64>(CELL_CHECKS * self.n_cells)?;
+        self.cell_checks(u, &mut checks)?;
+        self.check_failure(u)?;
+        let checks = self.ctx.download(&checks)?;
+        let (pairs, _) = checks.as_chunks::<CELL_CHECKS>();
+        if pairs.par_iter().any(|[j, _]| j.is_nan()) {
+            return Ok(StateCellFields::Every(self.download_cell_fields(u)?));
+        }
+        let (j, strain_energy) = rayon::join(
+            || pairs.par_iter().map(|&[j, _]| j).collect(),
+            || pairs.par_iter().map(|&[_, e]| e).collect(),
+        );
+        Ok(StateCellFields::Checks { j, strain_energy })
     }
 
     /// The output fields of every cell at `u`, computed on the device and downloaded (the state's

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use fem::{CellFields, StrainMeasure};
+use fem::{CellFieldSet, StateCellFields, StrainMeasure};
 use linalg::exact::ExactSum;
 use linalg::gpu::{self, CudaContext, DeviceBuffer, Term};
 use linalg::{ops, Device, Layout, LinalgError, Vector};
@@ -230,12 +230,16 @@ impl DeviceProblem {
         Ok(Vector::from_device_buffer(self.ctx.clone(), modes))
     }
 
-    /// The output fields of every cell at `u`, computed on the device and downloaded (only the
-    /// fields come down; `DeviceElements::download_cell_fields`).
-    pub fn cell_fields(&mut self, u: &Vector) -> Result<Vec<CellFields>, AssemblyError> {
+    /// The output fields `set` of every cell at `u`, computed on the device and downloaded (only
+    /// the fields come down; `DeviceElements::download_state_cell_fields`).
+    pub fn cell_fields(
+        &mut self,
+        u: &Vector,
+        set: CellFieldSet,
+    ) -> Result<StateCellFields, AssemblyError> {
         self.assembler
             .elements()
-            .download_cell_fields(u.device_buffer()?)
+            .download_state_cell_fields(u.device_buffer()?, set)
     }
 
     /// Whether [`Self::cell_strains`] computes the strain `measure` here, the host's values bit

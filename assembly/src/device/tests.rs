@@ -19,7 +19,10 @@ use crate::{
     CellMaterials, Constraints, CurvedLoad, DiscreteProblem, ElasticityAssembler, FollowerPressure,
     NewtonProblem, PositionFn, Prescribed,
 };
-use fem::{CellKind, ElementKernel, Formulation, Load, Material, Moduli, StrainMeasure};
+use fem::{
+    CellFieldSet, CellKind, ElementKernel, Formulation, Load, Material, Moduli, StateCellFields,
+    StrainMeasure,
+};
 use linalg::gpu::{unavailable_reason, CudaContext, DeviceBuffer};
 use linalg::{Bsr, Vector};
 use mesh::{generate_box, BoxSpec};
@@ -248,6 +251,38 @@ fn compare_element_kernels(
             failures.push(format!("{label}: cell field {f}: {e:e}"));
         }
     }
+    failures.extend(state_cell_fields_are_the_cell_fields(
+        &mut elements,
+        &ud,
+        label,
+    ));
+    failures
+}
+
+/// The state's cell fields of either set ([`DeviceElements::download_state_cell_fields`])
+/// against [`DeviceElements::download_cell_fields`]: every field as it is, `J` and the strain
+/// energy of the checks bit for bit (a finite state: no fallback to every field).
+fn state_cell_fields_are_the_cell_fields(
+    elements: &mut DeviceElements,
+    ud: &DeviceBuffer<f64>,
+    label: &str,
+) -> Vec<String> {
+    let every = elements.download_cell_fields(ud).unwrap();
+    let mut failures = Vec::new();
+    match elements.download_state_cell_fields(ud, CellFieldSet::Every) {
+        Ok(StateCellFields::Every(fields)) if fields == every => {}
+        other => failures.push(format!("{label}: every state cell field: {other:?}")),
+    }
+    let j: Vec<u64> = every.iter().map(|f| f.j.to_bits()).collect();
+    let energy: Vec<u64> = every.iter().map(|f| f.strain_energy.to_bits()).collect();
+    match elements.download_state_cell_fields(ud, CellFieldSet::Checks) {
+        Ok(StateCellFields::Checks {
+            j: jd,
+            strain_energy: ed,
+        }) if jd.iter().map(|v| v.to_bits()).eq(j.iter().copied())
+            && ed.iter().map(|v| v.to_bits()).eq(energy.iter().copied()) => {}
+        other => failures.push(format!("{label}: the checks' state cell fields: {other:?}")),
+    }
     failures
 }
 
@@ -343,6 +378,41 @@ fn device_element_kernels_match_the_host_with_several_materials() {
         failures.extend(compare_element_kernels(&ctx, &assembler, &u, &label));
     }
     assert!(failures.is_empty(), "device != host: {failures:#?}");
+}
+
+/// A state with a field that overflows where `J` does not (a linear model stretched by 1e160
+/// along x on an axis-aligned box: `J` 1e160, the von Mises stress and the energy infinite):
+/// the checks' set comes down as every field, so that the state's check names the field.
+#[test]
+fn state_cell_fields_of_a_state_not_finite_are_every_field() {
+    let Some(ctx) = context() else { return };
+    let kind = CellKind::from_order(1).unwrap();
+    let mesh = generate_box(&BoxSpec::new([2; 3], [0.0; 3], [1.0; 3], kind)).unwrap();
+    let material = materials()[0];
+    let assembler =
+        ElasticityAssembler::new(&mesh, CellMaterials::uniform(material, mesh.n_cells()), 2)
+            .unwrap();
+    let u: Vec<f64> = mesh
+        .coords
+        .iter()
+        .flat_map(|x| [1e160 * x[0], 0.0, 0.0])
+        .collect();
+    let mut elements = DeviceElements::new(&ctx, &assembler).unwrap();
+    let ud = ctx.upload(&u).unwrap();
+    match elements
+        .download_state_cell_fields(&ud, CellFieldSet::Checks)
+        .unwrap()
+    {
+        StateCellFields::Every(fields) => {
+            assert!(fields.iter().all(|f| f.j.is_finite()), "{fields:?}");
+            assert!(
+                fields.iter().all(|f| f.von_mises.is_infinite()),
+                "{fields:?}"
+            );
+            assert_eq!(fields, elements.download_cell_fields(&ud).unwrap());
+        }
+        checks => panic!("a state not finite came down as the checks' pair: {checks:?}"),
+    }
 }
 
 /// The cell strains of the output on the device ([`DeviceElements::download_cell_strains`])
@@ -560,6 +630,11 @@ fn compare_projected(
         &flat(&fh),
         false,
         1e-13,
+    ));
+    failures.extend(state_cell_fields_are_the_cell_fields(
+        &mut elements,
+        &ud,
+        label,
     ));
     failures
 }
