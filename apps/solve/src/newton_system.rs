@@ -304,15 +304,15 @@ impl IterationSystem {
     }
 
     /// The reactions of the last linearized state (the residual at the constrained entries, zero
-    /// elsewhere), on the host (a download on a GPU).
+    /// elsewhere), on the host (on a GPU only the constrained entries come down).
     pub fn reactions(&self, discrete: &DiscreteProblem) -> Result<Vector, AssemblyError> {
+        if let Some(d) = self.on_device.as_deref() {
+            let mut on_host = discrete.zeros()?;
+            d.copy_constrained_to_host(&self.system.residual, on_host.host_mut()?)?;
+            return Ok(on_host);
+        }
         let mut reactions = self.zeros(discrete)?;
         self.copy_constrained(discrete, &self.system.residual, &mut reactions)?;
-        if reactions.device().is_host() {
-            return Ok(reactions);
-        }
-        let mut on_host = discrete.zeros()?;
-        reactions.copy_to_host(on_host.host_mut()?)?;
-        Ok(on_host)
+        Ok(reactions)
     }
 }

@@ -66,6 +66,10 @@ pub struct DeviceConstraints {
     ctx: Arc<CudaContext>,
     n_nodes: usize,
     bits: DeviceBuffer<u32>,
+    /// The constrained components `3 node + c`, ascending (the mask's set bits), on the host
+    /// and on the GPU.
+    dofs: Vec<u32>,
+    device_dofs: DeviceBuffer<u32>,
     touched_slots: DeviceBuffer<u32>,
     touched_flags: DeviceBuffer<u32>,
     prescribed: Vec<DevicePrescribed>,
@@ -127,6 +131,27 @@ fn touched_blocks(pattern: &BlockPattern, bits: &[u32]) -> (Vec<u32>, Vec<u32>) 
     (slots.concat(), flags.concat())
 }
 
+/// The components `3 i + c` whose bit `c` is set in `bits[i]`, ascending (nodes in parallel
+/// chunks, joined in node order).
+fn constrained_dofs(bits: &[u32]) -> Vec<u32> {
+    const NODES_A_CHUNK: usize = 16384;
+    bits.par_chunks(NODES_A_CHUNK)
+        .enumerate()
+        .map(|(chunk, bits)| {
+            let first = chunk * NODES_A_CHUNK;
+            bits.iter()
+                .enumerate()
+                .flat_map(|(i, &b)| {
+                    (0..3u32)
+                        .filter(move |c| b >> c & 1 == 1)
+                        .map(move |c| 3 * (first + i) as u32 + c)
+                })
+                .collect::<Vec<u32>>()
+        })
+        .collect::<Vec<_>>()
+        .concat()
+}
+
 impl DeviceConstraints {
     /// Uploads `constraints` for matrices on `pattern` (square, one block row per node) over nodes
     /// at `coords`.
@@ -145,6 +170,7 @@ impl DeviceConstraints {
             .map(|i| mask.bits(i) as u32)
             .collect();
         let (slots, flags) = touched_blocks(pattern, &bits);
+        let dofs = constrained_dofs(&bits);
         let node_list = |nodes: &[usize]| -> Result<DeviceBuffer<u32>, AssemblyError> {
             let v: Vec<u32> = nodes.iter().map(|&x| x as u32).collect();
             Ok(ctx.upload(&v)?)
@@ -191,6 +217,8 @@ impl DeviceConstraints {
             ctx: ctx.clone(),
             n_nodes: n,
             bits: ctx.upload(&bits)?,
+            device_dofs: ctx.upload(&dofs)?,
+            dofs,
             touched_slots: ctx.upload(&slots)?,
             touched_flags: ctx.upload(&flags)?,
             prescribed,
@@ -281,6 +309,32 @@ impl DeviceConstraints {
                 KernelArg::F64sMut(to),
             ],
         )?;
+        Ok(())
+    }
+
+    /// The constrained entries of `from` written into `to` (a host vector of the same length;
+    /// its free entries untouched): only those entries come down, 8 bytes each (a converged
+    /// state's reactions, whose free entries are zero).
+    pub fn copy_to_host(
+        &self,
+        from: &DeviceBuffer<f64>,
+        to: &mut [f64],
+    ) -> Result<(), AssemblyError> {
+        self.check_vector("device constraints: from", from)?;
+        check(
+            "device constraints: host vector",
+            3 * self.n_nodes,
+            to.len(),
+        )?;
+        if self.dofs.is_empty() {
+            return Ok(());
+        }
+        let mut compact = self.ctx.zeros::<f64>(self.dofs.len())?;
+        linalg::gpu::gather_blocks(&self.ctx, 1, &self.device_dofs, from, &mut compact)?;
+        let values = self.ctx.download(&compact)?;
+        for (&dof, v) in self.dofs.iter().zip(values) {
+            to[dof as usize] = v;
+        }
         Ok(())
     }
 

@@ -487,6 +487,16 @@ impl DeviceProblem {
             .copy(from.device_buffer()?, to.device_buffer_mut()?)
     }
 
+    /// The constrained entries of `from` written into the host vector `to` (same length; its
+    /// free entries untouched): only those come down (`DeviceConstraints::copy_to_host`).
+    pub fn copy_constrained_to_host(
+        &self,
+        from: &Vector,
+        to: &mut [f64],
+    ) -> Result<(), AssemblyError> {
+        self.constraints.copy_to_host(from.device_buffer()?, to)
+    }
+
     /// Writes the prescribed values at `load_factor` into `u`'s constrained entries
     /// (`DeviceConstraints::write_prescribed`: only the twists' rotations go up).
     pub fn write_prescribed(&self, load_factor: f64, u: &mut Vector) -> Result<(), AssemblyError> {

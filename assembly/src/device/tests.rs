@@ -881,6 +881,12 @@ fn device_constraints_are_bit_identical_to_the_host() {
     constraints.copy_constrained(&uh, &mut zh).unwrap();
     dc.copy(&ud, &mut zd).unwrap();
     assert_eq!(ctx.download(&zd).unwrap(), zh.host().unwrap());
+    // the constrained entries alone brought into a host vector (a state's reactions)
+    let mut reactions = Vector::zeros(u.len());
+    constraints.copy_constrained(&uh, &mut reactions).unwrap();
+    let mut on_host = vec![0.0; u.len()];
+    dc.copy_to_host(&ud, &mut on_host).unwrap();
+    assert_eq!(on_host, reactions.host().unwrap());
     // elimination: the host's assembled tangent uploaded, eliminated on both sides (the element
     // values at this twisted state differ from the host's in the last bit here and there, through
     // log; the elimination itself must not differ at all)
