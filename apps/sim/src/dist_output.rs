@@ -582,16 +582,7 @@ impl RankOutput {
         } else {
             None
         };
-        let probes = &config.output.probes;
-        let probes_read_outputs = probes
-            .points
-            .iter()
-            .any(|p| p.fields.iter().any(|&f| f != OutputField::Displacement))
-            || probes.sets.iter().any(|s| !s.fields.is_empty())
-            || probes
-                .globals
-                .iter()
-                .any(|&g| g == GlobalProbe::StrainEnergy || probe::cell_global(g).is_some());
+        let probes_read_outputs = probe::reads_cell_outputs(config, true);
 
         let set_index = |key: &str, name: &str| -> Result<usize> {
             if let Ok(i) = node_names.binary_search_by(|n| n.as_str().cmp(name)) {

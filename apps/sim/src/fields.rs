@@ -40,17 +40,7 @@ pub fn cell_field_set(config: &Config) -> CellFieldSet {
             OutputField::Displacement | OutputField::Reaction | OutputField::Sets
         )
     });
-    let probes = &config.output.probes;
-    let probes_read_cells = probes
-        .points
-        .iter()
-        .any(|p| p.fields.iter().any(|&f| f != OutputField::Displacement))
-        || probes.sets.iter().any(|s| !s.fields.is_empty())
-        || probes
-            .globals
-            .iter()
-            .any(|&g| crate::probes::cell_global(g).is_some());
-    if node_fields_only && !probes_read_cells {
+    if node_fields_only && !crate::probes::reads_cell_outputs(config, false) {
         CellFieldSet::Checks
     } else {
         CellFieldSet::Every

@@ -274,6 +274,22 @@ pub fn compose(points: &[Vec<f64>], sets: &[(SetSum, Vec<f64>)], globals: &[f64]
     out
 }
 
+/// Whether a probe of `config` reads what the cells' outputs give: a point's field other than
+/// the displacement, any set probe's field, a cell-field global, and, with `strain_energy`, the
+/// total strain energy.
+pub(crate) fn reads_cell_outputs(config: &Config, strain_energy: bool) -> bool {
+    let probes = &config.output.probes;
+    probes
+        .points
+        .iter()
+        .any(|p| p.fields.iter().any(|&f| f != OutputField::Displacement))
+        || probes.sets.iter().any(|s| !s.fields.is_empty())
+        || probes
+            .globals
+            .iter()
+            .any(|&g| (strain_energy && g == GlobalProbe::StrainEnergy) || cell_global(g).is_some())
+}
+
 /// Whether a probe of `config` reads the output field `field`.
 pub fn reads_field(config: &Config, field: OutputField) -> bool {
     let spec = &config.output.probes;
