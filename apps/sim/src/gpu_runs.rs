@@ -1,8 +1,9 @@
 //! GPU runs against CPU runs (tests only): every input of `inputs/` the device supports, run with
 //! `device: cuda` (the Newton loop on the GPU) and with `device: cpu`, both with CG + AMG, gives
 //! the same Newton iterations per step, the same datasets, displacements and reactions to 1e-10
-//! (relative to the step's largest), strain energies to 1e-12 and the cell fields (on the GPU computed on the
-//! device at converged steps, their bytes counted) to 1e-12 (relative to the field's largest);
+//! (relative to the step's largest), strain energies to 1e-12 and the cell fields (on the GPU
+//! computed on the device at converged steps, their bytes counted) to 1e-12 (relative to the
+//! field's largest);
 //! per Newton iteration after a step's first only scalars cross (< 4 KiB). Both element
 //! formulations: `rubber_block_incompressible` runs the projected one (`formulation: auto` at
 //! nu = 0.499), and `layered_bar` with its middle layer at nu = 0.4999 runs both in one mesh
@@ -156,8 +157,8 @@ fn gpu_run_of_mixed_formulations_equals_the_cpu_run() {
 
 /// Runs `input` on the CPU and on the GPU and compares them: the same converged steps, Newton
 /// iterations per step and datasets (asserted), displacements and reactions to 1e-10 (relative
-/// to the step's largest), strain energies and the cell fields to 1e-12, and the output bytes counted on the GPU
-/// only (the failures' descriptions).
+/// to the step's largest), strain energies and the cell fields to 1e-12, and the output bytes
+/// counted on the GPU only (the failures' descriptions).
 fn compare_runs(name: &str, input: &Path) -> Vec<String> {
     let (cpu_dir, gpu_dir) = (
         Scratch::new(&format!("{name}-cpu")),
@@ -507,8 +508,8 @@ fn gpu_run_of_the_fine_slender_beam_keeps_the_newton_bound() {
 /// A GPU run whose output writes node fields only (`crate::fields::cell_field_set`: the checks'
 /// set) brings down `J` and the strain energy of each cell, not every cell field: the same step
 /// records (strain energies, largest displacements, Newton and CG iterations), displacements and
-/// reactions bit for bit as the run writing every field, and per step at least the 8 other fields' bytes
-/// less (both formulations: `rubber_block_incompressible` runs the projected one).
+/// reactions bit for bit as the run writing every field, and per step at least the 8 other
+/// fields' bytes less (both formulations: `rubber_block_incompressible` runs the projected one).
 #[test]
 fn gpu_run_writing_node_fields_brings_down_only_the_checks() {
     if no_gpu("gpu_run_writing_node_fields_brings_down_only_the_checks") {

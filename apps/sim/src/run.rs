@@ -1016,8 +1016,9 @@ pub(crate) struct StepStamp {
 
 /// The per-cell output quantities of a state, one entry per cell in the order of the cells they
 /// were computed on (the serial cells, or a rank's local cells). Where a GPU run's output took
-/// [`fem::CellFieldSet::Checks`] (`crate::fields::cell_field_set`: no cell field written or probed)
-/// only `jacobian` and `strain_energy` are filled (the other fields of every cell were finite).
+/// [`fem::CellFieldSet::Checks`] (`crate::fields::cell_field_set`: no cell field written or
+/// probed) only `jacobian` and `strain_energy` are filled (the other fields of every cell were
+/// finite).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct CellOutputs {
     /// Cauchy stress, full 3x3 row-major.
