@@ -87,14 +87,139 @@ scan_write(const u64 n, const u32* __restrict__ counts, const u64* __restrict__ 
     if (blockIdx.x == 0 && threadIdx.x == 0) out[n] = (u32)tile_offsets[gridDim.x];
 }
 
-// ---- the pattern of C = L R ----
+// ---- the pattern of C = L R by a hash table per row (many short rows: A P, A P0) ----
+//
+// A warp a row i of C: the lanes take L's slots e of the row (lane, lane + 32, ...) and insert
+// the columns of R's row l_col[e] into the warp's table in shared memory (open addressing,
+// linear probing; a plain read first, an atomicCAS only into an empty slot). The table holds
+// hash_size(terms) slots, twice the row's terms rounded up to a power of two, at most
+// HASH_CAP: rows of more distinct columns than that ("full") go to the merge below, listed by
+// product_hash_count. product_hash_count writes each row's number of distinct columns;
+// product_hash_fill inserts them again, packs the table's columns to its front and writes each
+// at c_ptr[i] + its rank among them (ascending, unique: the merge's row, the host's).
+// Launched with HASH_WARPS warps a block.
+#ifndef HASH_CAP
+#define HASH_CAP 1024
+#endif
+#define HASH_WARPS 4
+
+__device__ __forceinline__ u32 hash_size(const u64 terms) {
+    u32 size = 32;
+    while (size < HASH_CAP && size < 2 * terms) size <<= 1;
+    return size;
+}
+
+// Inserts row i's columns into `table` (cleared here); returns the row's distinct columns
+// (the same on every lane), or NOT_FOUND where they do not fit (full). *size: the table's size.
+__device__ __forceinline__ u32 hash_row(const u32 i, const u32 lane,
+                                        const u32* __restrict__ l_ptr,
+                                        const u32* __restrict__ l_col,
+                                        const u32* __restrict__ r_ptr,
+                                        const u32* __restrict__ r_col, u32* table, u32* size) {
+    const u32 lo = l_ptr[i], hi = l_ptr[i + 1];
+    u64 terms = 0;
+    for (u32 e = lo + lane; e < hi; e += 32) {
+        const u32 k = l_col[e];
+        terms += r_ptr[k + 1] - r_ptr[k];
+    }
+    for (u32 w = 16; w > 0; w >>= 1) terms += __shfl_xor_sync(FULL_MASK, terms, w);
+    const u32 n = hash_size(terms);
+    *size = n;
+    for (u32 s = lane; s < n; s += 32) table[s] = NOT_FOUND;
+    __syncwarp();
+    const u32 shift = 32u - (u32)(__ffs((int)n) - 1);
+    volatile u32* seen = table;
+    u32 mine = 0;
+    bool full = false;
+    for (u32 e = lo + lane; e < hi && !full; e += 32) {
+        const u32 k = l_col[e];
+        for (u32 r = r_ptr[k]; r < r_ptr[k + 1] && !full; ++r) {
+            const u32 c = r_col[r];
+            u32 s = (c * 0x9E3779B1u) >> shift;
+            u32 probes = 0;
+            for (;;) {
+                const u32 v = seen[s];
+                if (v == c) break;
+                if (v == NOT_FOUND) {
+                    const u32 old = atomicCAS(table + s, NOT_FOUND, c);
+                    if (old == NOT_FOUND) {
+                        ++mine;
+                        break;
+                    }
+                    if (old == c) break;
+                }
+                if (++probes == n) {
+                    full = true;
+                    break;
+                }
+                s = (s + 1) & (n - 1);
+            }
+        }
+    }
+    __syncwarp();
+    if (__any_sync(FULL_MASK, full)) return NOT_FOUND;
+    for (u32 w = 16; w > 0; w >>= 1) mine += __shfl_xor_sync(FULL_MASK, mine, w);
+    return mine;
+}
+
+// `full` receives the rows that do not fit (in any order), *n_full their number (zeroed).
+extern "C" __global__ void __launch_bounds__(HASH_WARPS * 32)
+product_hash_count(const u32 n_rows, const u32* __restrict__ l_ptr,
+                   const u32* __restrict__ l_col, const u32* __restrict__ r_ptr,
+                   const u32* __restrict__ r_col, u32* __restrict__ count,
+                   u32* __restrict__ full, u32* __restrict__ n_full) {
+    __shared__ u32 tables[HASH_WARPS][HASH_CAP];
+    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
+    if (i >= n_rows) return;
+    u32 size;
+    const u32 n = hash_row(i, lane, l_ptr, l_col, r_ptr, r_col, tables[threadIdx.x / 32], &size);
+    if (lane != 0) return;
+    if (n == NOT_FOUND) {
+        full[atomicAdd(n_full, 1u)] = i;
+        count[i] = 0;
+    } else {
+        count[i] = n;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(HASH_WARPS * 32)
+product_hash_fill(const u32 n_rows, const u32* __restrict__ l_ptr,
+                  const u32* __restrict__ l_col, const u32* __restrict__ r_ptr,
+                  const u32* __restrict__ r_col, const u32* __restrict__ c_ptr,
+                  u32* __restrict__ c_col) {
+    __shared__ u32 tables[HASH_WARPS][HASH_CAP];
+    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
+    if (i >= n_rows) return;
+    u32* table = tables[threadIdx.x / 32];
+    u32 size;
+    if (hash_row(i, lane, l_ptr, l_col, r_ptr, r_col, table, &size) == NOT_FOUND) return;
+    // pack: a position is read by its lane before any lane of its 32 writes (at or before it)
+    u32 packed = 0;
+    for (u32 base = 0; base < size; base += 32) {
+        const u32 v = table[base + lane];
+        const u32 taken = __ballot_sync(FULL_MASK, v != NOT_FOUND);
+        __syncwarp();
+        if (v != NOT_FOUND) table[packed + __popc(taken & ((1u << lane) - 1u))] = v;
+        packed += __popc(taken);
+        __syncwarp();
+    }
+    const u32 out = c_ptr[i];
+    for (u32 t = lane; t < packed; t += 32) {
+        const u32 c = table[t];
+        u32 rank = 0;
+        for (u32 q = 0; q < packed; ++q) rank += table[q] < c ? 1u : 0u;
+        c_col[out + rank] = c;
+    }
+}
+
+// ---- the rows that do not fit a table: a merge of R's rows, one thread a row ----
 //
 // Row i of C is the sorted union of R's rows k over the columns k of L's row i, found by a merge:
 // state[e] = (position in R's row l_col[e], the column there, or NOT_FOUND past its end) for
 // each slot e of L's row; each step outputs the smallest column and advances every row that
 // holds it (R's rows are sorted and unique, so the output is too). `state` holds a uint2 per
-// slot of L (scratch, written before it is read). product_count writes row i's length,
-// product_fill its columns at c_ptr[i]; both walk the same merge.
+// slot of L (scratch, written before it is read). product_merge_count writes the listed rows'
+// lengths, product_merge_fill their columns at c_ptr[i]; both walk the same merge.
 template <bool FILL>
 __device__ __forceinline__ void merge_row(const u32 i, const u32* __restrict__ l_ptr,
                                           const u32* __restrict__ l_col,
@@ -132,75 +257,111 @@ __device__ __forceinline__ void merge_row(const u32 i, const u32* __restrict__ l
     if (!FILL) count[i] = n;
 }
 
-extern "C" __global__ void product_count(const u32 n_rows, const u32* __restrict__ l_ptr,
-                                         const u32* __restrict__ l_col,
-                                         const u32* __restrict__ r_ptr,
-                                         const u32* __restrict__ r_col,
-                                         uint2* __restrict__ state, u32* __restrict__ count) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_rows) return;
-    merge_row<false>(i, l_ptr, l_col, r_ptr, r_col, state, count, nullptr, nullptr);
+// One thread a listed row (rows[0..n_listed)).
+extern "C" __global__ void product_merge_count(const u32 n_listed, const u32* __restrict__ rows,
+                                               const u32* __restrict__ l_ptr,
+                                               const u32* __restrict__ l_col,
+                                               const u32* __restrict__ r_ptr,
+                                               const u32* __restrict__ r_col,
+                                               uint2* __restrict__ state, u32* __restrict__ count) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_listed) return;
+    merge_row<false>(rows[t], l_ptr, l_col, r_ptr, r_col, state, count, nullptr, nullptr);
 }
 
-extern "C" __global__ void product_fill(const u32 n_rows, const u32* __restrict__ l_ptr,
-                                        const u32* __restrict__ l_col,
-                                        const u32* __restrict__ r_ptr,
-                                        const u32* __restrict__ r_col, uint2* __restrict__ state,
-                                        const u32* __restrict__ c_ptr, u32* __restrict__ c_col) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_rows) return;
-    merge_row<true>(i, l_ptr, l_col, r_ptr, r_col, state, nullptr, c_ptr, c_col);
+extern "C" __global__ void product_merge_fill(const u32 n_listed, const u32* __restrict__ rows,
+                                              const u32* __restrict__ l_ptr,
+                                              const u32* __restrict__ l_col,
+                                              const u32* __restrict__ r_ptr,
+                                              const u32* __restrict__ r_col,
+                                              uint2* __restrict__ state,
+                                              const u32* __restrict__ c_ptr,
+                                              u32* __restrict__ c_col) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_listed) return;
+    merge_row<true>(rows[t], l_ptr, l_col, r_ptr, r_col, state, nullptr, c_ptr, c_col);
 }
 
 // ---- the pattern of C = L R by a bitmap per row (few, long rows: P^T W) ----
 //
-// `bitmap` holds words_per_row u32 per row of C, zeroed. product_mark: one thread per slot e of L
-// (in row l_row[e]) sets the bits of the columns of R's row l_col[e] (atomic ORs: the bits do
-// not depend on the order); product_bits_count: each row's bits counted; product_bits_fill: the
-// set bits of row i, low word and low bit first (ascending columns: the merge's row), at
-// c_ptr[i]. The merge of one thread per row serialised these products over few threads (532
-// rows of 122 blocks for the second level's A_c at 66^3).
-extern "C" __global__ void product_mark(const u32 n_l_slots, const u32* __restrict__ l_row,
-                                        const u32* __restrict__ l_col,
-                                        const u32* __restrict__ r_ptr,
-                                        const u32* __restrict__ r_col, const u32 words_per_row,
-                                        u32* __restrict__ bitmap) {
-    const u32 e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n_l_slots) return;
-    u32* row = bitmap + (u64)l_row[e] * words_per_row;
-    const u32 k = l_col[e];
-    for (u32 r = r_ptr[k]; r < r_ptr[k + 1]; ++r) {
-        const u32 c = r_col[r];
-        atomicOr(row + (c >> 5), 1u << (c & 31u));
-    }
-}
+// product_bits_mark: a block a row i of L, its bitmap (words_per_row u32) in dynamic shared
+// memory where `in_shared` (written to row i of `bitmap` at the end), else in row i of
+// `bitmap` itself (zeroed); each warp takes slots e of the row and its lanes the columns of R's
+// row l_col[e], setting their bits (a plain read first, an atomic OR only for a bit not yet
+// set: the bits do not depend on the order); count[i]: the row's bits. product_bits_fill: a
+// warp a row, the set bits of row i, low word and low bit first (ascending columns: the
+// merge's row), at c_ptr[i]. (A thread per slot of L, all ORing into one row's words in global
+// memory, serialised on those words: 29 ms for the fine level's A_c at 104^3.)
+#define BITMAP_THREADS 256
 
-extern "C" __global__ void product_bits_count(const u32 n_rows, const u32 words_per_row,
-                                              const u32* __restrict__ bitmap,
-                                              u32* __restrict__ count) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+extern "C" __global__ void __launch_bounds__(BITMAP_THREADS)
+product_bits_mark(const u32 n_rows, const u32* __restrict__ l_ptr, const u32* __restrict__ l_col,
+                  const u32* __restrict__ r_ptr, const u32* __restrict__ r_col,
+                  const u32 words_per_row, const u32 in_shared, u32* __restrict__ bitmap,
+                  u32* __restrict__ count) {
+    extern __shared__ u32 shared_words[];
+    __shared__ u32 warp_bits[BITMAP_THREADS / 32];
+    const u32 i = blockIdx.x;
     if (i >= n_rows) return;
-    const u32* row = bitmap + (u64)i * words_per_row;
+    u32* global_row = bitmap + (u64)i * words_per_row;
+    u32* row = in_shared ? shared_words : global_row;
+    if (in_shared) {
+        for (u32 w = threadIdx.x; w < words_per_row; w += blockDim.x) row[w] = 0;
+    }
+    __syncthreads();
+    volatile u32* seen = row;
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (u32 e = l_ptr[i] + warp; e < l_ptr[i + 1]; e += warps) {
+        const u32 k = l_col[e];
+        for (u32 r = r_ptr[k] + lane; r < r_ptr[k + 1]; r += 32) {
+            const u32 c = r_col[r];
+            const u32 bit = 1u << (c & 31u);
+            if ((seen[c >> 5] & bit) == 0u) atomicOr(row + (c >> 5), bit);
+        }
+    }
+    __syncthreads();
     u32 n = 0;
-    for (u32 w = 0; w < words_per_row; ++w) n += __popc(row[w]);
-    count[i] = n;
+    for (u32 w = threadIdx.x; w < words_per_row; w += blockDim.x) {
+        const u32 v = row[w];
+        if (in_shared) global_row[w] = v;
+        n += __popc(v);
+    }
+    for (u32 w = 16; w > 0; w >>= 1) n += __shfl_xor_sync(FULL_MASK, n, w);
+    if (lane == 0) warp_bits[warp] = n;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 total = 0;
+        for (u32 w = 0; w < warps; ++w) total += warp_bits[w];
+        count[i] = total;
+    }
 }
 
 extern "C" __global__ void product_bits_fill(const u32 n_rows, const u32 words_per_row,
                                              const u32* __restrict__ bitmap,
                                              const u32* __restrict__ c_ptr,
                                              u32* __restrict__ c_col) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
     if (i >= n_rows) return;
     const u32* row = bitmap + (u64)i * words_per_row;
     u32 out = c_ptr[i];
-    for (u32 w = 0; w < words_per_row; ++w) {
-        u32 bits = row[w];
+    for (u32 base = 0; base < words_per_row; base += 32) {
+        const u32 w = base + lane;
+        u32 bits = w < words_per_row ? row[w] : 0u;
+        const u32 n = __popc(bits);
+        // this lane's first place: the bits of the lanes before it (an inclusive scan less n)
+        u32 before = n;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 o = __shfl_up_sync(FULL_MASK, before, d);
+            if (lane >= d) before += o;
+        }
+        const u32 total = __shfl_sync(FULL_MASK, before, 31);
+        u32 at = out + before - n;
         while (bits != 0u) {
             const u32 b = (u32)(__ffs((int)bits) - 1);
-            c_col[out++] = (w << 5) | b;
+            c_col[at++] = (w << 5) | b;
             bits &= bits - 1u;
         }
+        out += total;
     }
 }
 

@@ -94,13 +94,18 @@ fn tile_sums(
 
 /// `per_row!(ctx, "kernel", rows, [args...])`: launches the one-thread-per-row kernel of
 /// symbolic.cu over `rows` rows, the row count first, then `args`; `per_row!(ctx, "kernel",
-/// rows, lanes = 32, [args...])` the one-warp-per-row kernel (`warp_row`).
+/// rows, lanes = 32, [args...])` the one-warp-per-row kernel (`warp_row`), and `defines = d`
+/// after the lanes compiles the source with the `#define`s `d`.
 macro_rules! per_row {
     ($ctx:expr, $name:literal, $rows:expr, [$($arg:expr),* $(,)?]) => {
-        per_row!($ctx, $name, $rows, lanes = 1, [$($arg),*])
+        per_row!($ctx, $name, $rows, lanes = 1, defines = &[], [$($arg),*])
     };
-    ($ctx:expr, $name:literal, $rows:expr, lanes = $lanes:literal, [$($arg:expr),* $(,)?]) => {{
-        let f = $ctx.function(&SYMBOLIC, &[], $name)?;
+    ($ctx:expr, $name:literal, $rows:expr, lanes = $lanes:literal, [$($arg:expr),* $(,)?]) => {
+        per_row!($ctx, $name, $rows, lanes = $lanes, defines = &[], [$($arg),*])
+    };
+    ($ctx:expr, $name:literal, $rows:expr, lanes = $lanes:literal, defines = $defines:expr,
+     [$($arg:expr),* $(,)?]) => {{
+        let f = $ctx.function(&SYMBOLIC, $defines, $name)?;
         let n = $rows as u32;
         let mut l = $ctx.stream().launch_builder(&f);
         l.arg(&n);
@@ -108,7 +113,7 @@ macro_rules! per_row {
         // SAFETY: each call site passes the arguments of kernel `$name` in its order (read
         // side by side), on well-formed patterns (offsets and columns inside their buffers)
         // and buffers of the lengths the kernel indexes; a warp-per-row kernel gets whole
-        // warps (THREADS is a multiple of 32).
+        // warps (THREADS is a multiple of 32; the hash kernels' HASH_WARPS warps a block).
         unsafe { l.launch(grid_1d($lanes * $rows as u64, THREADS)) }
             .map_err(driver_err($name))?;
     }};
@@ -133,12 +138,28 @@ fn check_index(what: &'static str, n: usize) -> Result<(), LinalgError> {
 /// How [`product_pattern_by`] finds each row's columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProductMethod {
-    /// A merge of `r`'s rows, one thread per row of the product (many short rows).
-    Merge,
-    /// A bitmap of the columns per row, its bits set in parallel over `l`'s blocks (few, long
-    /// rows: `P^T W`).
+    /// A hash table per row in shared memory, a warp a row (many short rows: `A P`); rows of
+    /// more distinct columns than a table holds by a merge of `r`'s rows, a thread a row.
+    Hash,
+    /// A bitmap of the columns per row, a block a row, the bitmap in shared memory where it
+    /// fits (few, long rows: `P^T W`).
     Bitmap,
+    /// [`ProductMethod::Hash`] with tables of 32 slots: rows of more than 32 columns go to the
+    /// merge (tests cover that path with it).
+    #[cfg(test)]
+    SmallHash,
+    /// [`ProductMethod::Bitmap`] with the bitmap in global memory whatever its size (tests).
+    #[cfg(test)]
+    GlobalBitmap,
 }
+
+// The hash kernels take `HASH_WARPS` = 4 warps a block (their tables in shared memory).
+const _: () = assert!(THREADS == 4 * WARP as u32);
+/// Threads a block of `product_bits_mark` (`BITMAP_THREADS` of symbolic.cu).
+const BITMAP_THREADS: u32 = 256;
+/// The largest bitmap row kept in shared memory: the 48 KiB a block may take without opting
+/// in.
+const SHARED_BITMAP_BYTES: usize = 48 * 1024;
 
 /// Words of the bitmap per row for `cols` columns.
 fn bitmap_words(cols: usize) -> usize {
@@ -147,14 +168,14 @@ fn bitmap_words(cols: usize) -> usize {
 
 /// The method for `l * r`: the bitmap where its words (zeroed, counted and read once each)
 /// are at most 4 per block of `l` (`P^T W` and the coarse levels' `A P`: few rows of many
-/// blocks), the merge otherwise (the fine level's `A P` and `A P0`, whose bitmap would be
+/// blocks), the hash otherwise (the fine level's `A P` and `A P0`, whose bitmap would be
 /// 239 MB at 66^3).
 fn product_method(l: &DevicePattern, r: &DevicePattern) -> ProductMethod {
     let words = l.n_block_rows() as u64 * bitmap_words(r.n_block_cols()) as u64;
     if l.nnz() > 0 && words <= 4 * l.nnz() as u64 {
         ProductMethod::Bitmap
     } else {
-        ProductMethod::Merge
+        ProductMethod::Hash
     }
 }
 
@@ -169,7 +190,7 @@ pub(crate) fn product_pattern(
     product_pattern_by(ctx, l, r, product_method(l, r))
 }
 
-/// [`product_pattern`] by `method` (tests check both against the host's).
+/// [`product_pattern`] by `method` (tests check each against the host's).
 pub(crate) fn product_pattern_by(
     ctx: &CudaContext,
     l: &DevicePattern,
@@ -177,36 +198,94 @@ pub(crate) fn product_pattern_by(
     method: ProductMethod,
 ) -> Result<DevicePattern, LinalgError> {
     check_index("device product pattern: block columns", r.n_block_cols())?;
-    let rows = l.n_block_rows();
-    check_index("device product pattern: block rows", rows)?;
-    if method == ProductMethod::Bitmap {
-        return bitmap_product_pattern(ctx, l, r);
+    check_index("device product pattern: block rows", l.n_block_rows())?;
+    match method {
+        ProductMethod::Hash => hash_product_pattern(ctx, l, r, &[]),
+        ProductMethod::Bitmap => bitmap_product_pattern(ctx, l, r, true),
+        #[cfg(test)]
+        ProductMethod::SmallHash => hash_product_pattern(ctx, l, r, &[("HASH_CAP", 32)]),
+        #[cfg(test)]
+        ProductMethod::GlobalBitmap => bitmap_product_pattern(ctx, l, r, false),
     }
-    let mut state = ctx.zeros::<u64>(l.nnz().max(1))?;
+}
+
+/// [`product_pattern`] by a hash table per row (`defines`: the source's, `HASH_CAP` in
+/// tests); the rows that do not fit a table, listed by the count pass, by the merge.
+fn hash_product_pattern(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+    defines: &[(&'static str, i64)],
+) -> Result<DevicePattern, LinalgError> {
+    let rows = l.n_block_rows();
     let mut count = ctx.zeros::<u32>(rows.max(1))?;
+    let mut full = ctx.zeros::<u32>(rows.max(1))?;
+    let mut n_full = ctx.zeros::<u32>(1)?;
     per_row!(
         ctx,
-        "product_count",
+        "product_hash_count",
         rows,
-        [&l.row_ptr, &l.col_idx, &r.row_ptr, &r.col_idx, &mut state, &mut count]
-    );
-    let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
-    drop(count);
-    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
-    per_row!(
-        ctx,
-        "product_fill",
-        rows,
+        lanes = 32,
+        defines = defines,
         [
             &l.row_ptr,
             &l.col_idx,
             &r.row_ptr,
             &r.col_idx,
-            &mut state,
+            &mut count,
+            &mut full,
+            &mut n_full
+        ]
+    );
+    let n_full = ctx.download(&n_full)?[0] as usize;
+    // the merge's scratch: a (position, column) pair per slot of `l`, only where a row needs it
+    let mut state = match n_full {
+        0 => None,
+        _ => Some(ctx.zeros::<u64>(l.nnz().max(1))?),
+    };
+    if let Some(state) = state.as_mut() {
+        per_row!(
+            ctx,
+            "product_merge_count",
+            n_full,
+            [&full, &l.row_ptr, &l.col_idx, &r.row_ptr, &r.col_idx, state, &mut count]
+        );
+    }
+    let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
+    drop(count);
+    let mut col_idx = zeros_u32(ctx, nnz as usize)?;
+    per_row!(
+        ctx,
+        "product_hash_fill",
+        rows,
+        lanes = 32,
+        defines = defines,
+        [
+            &l.row_ptr,
+            &l.col_idx,
+            &r.row_ptr,
+            &r.col_idx,
             &row_ptr,
             &mut col_idx
         ]
     );
+    if let Some(state) = state.as_mut() {
+        per_row!(
+            ctx,
+            "product_merge_fill",
+            n_full,
+            [
+                &full,
+                &l.row_ptr,
+                &l.col_idx,
+                &r.row_ptr,
+                &r.col_idx,
+                state,
+                &row_ptr,
+                &mut col_idx
+            ]
+        );
+    }
     Ok(DevicePattern::from_parts(
         rows,
         r.n_block_cols(),
@@ -216,11 +295,13 @@ pub(crate) fn product_pattern_by(
     ))
 }
 
-/// [`product_pattern`] by a bitmap of columns per row.
+/// [`product_pattern`] by a bitmap of columns per row, in shared memory where `shared` and
+/// the row's words fit there.
 fn bitmap_product_pattern(
     ctx: &CudaContext,
     l: &DevicePattern,
     r: &DevicePattern,
+    shared: bool,
 ) -> Result<DevicePattern, LinalgError> {
     let rows = l.n_block_rows();
     let words = bitmap_words(r.n_block_cols());
@@ -228,30 +309,30 @@ fn bitmap_product_pattern(
         what: "device product pattern: bitmap words per row",
         value: words,
     })?;
+    let in_shared = shared && words * 4 <= SHARED_BITMAP_BYTES;
     let mut bitmap = ctx.zeros::<u32>((rows * words).max(1))?;
-    let l_rows = slot_rows(ctx, l)?;
-    let f = ctx.function(&SYMBOLIC, &[], "product_mark")?;
-    let n_slots = l.nnz() as u32;
+    let mut count = ctx.zeros::<u32>(rows.max(1))?;
+    let f = ctx.function(&SYMBOLIC, &[], "product_bits_mark")?;
+    let (n_rows, in_shared32) = (rows as u32, u32::from(in_shared));
     let mut k = ctx.stream().launch_builder(&f);
-    k.arg(&n_slots)
-        .arg(&l_rows)
+    k.arg(&n_rows)
+        .arg(&l.row_ptr)
         .arg(&l.col_idx)
         .arg(&r.row_ptr)
         .arg(&r.col_idx)
         .arg(&words32)
-        .arg(&mut bitmap);
-    // SAFETY: arguments match `product_mark`: a thread per slot of `l` (`l_rows` holds each
-    // slot's row), `l`'s columns inside `r`'s rows, `r`'s columns below `32 words`, `bitmap`
-    // `words` per row of `l`.
-    unsafe { k.launch(grid_1d(l.nnz() as u64, THREADS)) }.map_err(driver_err("product_mark"))?;
-    drop(l_rows);
-    let mut count = ctx.zeros::<u32>(rows.max(1))?;
-    per_row!(
-        ctx,
-        "product_bits_count",
-        rows,
-        [&words32, &bitmap, &mut count]
-    );
+        .arg(&in_shared32)
+        .arg(&mut bitmap)
+        .arg(&mut count);
+    let config = LaunchConfig {
+        grid_dim: (n_rows.max(1), 1, 1),
+        block_dim: (BITMAP_THREADS, 1, 1),
+        shared_mem_bytes: if in_shared { words32 * 4 } else { 0 },
+    };
+    // SAFETY: arguments match `product_bits_mark`: a block per row of `l`, `l`'s columns inside
+    // `r`'s rows, `r`'s columns below `32 words`, `bitmap` `words` per row of `l` (zeroed),
+    // `count` a value per row; the shared bytes hold a row's words where `in_shared`.
+    unsafe { k.launch(config) }.map_err(driver_err("product_bits_mark"))?;
     let (row_ptr, nnz) = exclusive_scan(ctx, &count, rows, "device product pattern: blocks")?;
     drop(count);
     let mut col_idx = zeros_u32(ctx, nnz as usize)?;
@@ -259,6 +340,7 @@ fn bitmap_product_pattern(
         ctx,
         "product_bits_fill",
         rows,
+        lanes = 32,
         [&words32, &bitmap, &row_ptr, &mut col_idx]
     );
     Ok(DevicePattern::from_parts(
