@@ -11,6 +11,7 @@
 //! (the tentative prolongator's aggregates) and `Q`'s pattern; on a GPU it builds both there
 //! from the map, so that neither is uploaded.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
@@ -136,6 +137,52 @@ pub struct GroupedQrPlan {
     device: OnceLock<Arc<DeviceGroupedQr>>,
 }
 
+/// Rows of the map a task of [`GroupedQrPlan::from_assignment`] takes at least.
+const MIN_ROWS_PER_TASK: usize = 1 << 15;
+
+/// `counts`' exclusive prefix sums (`counts.len() + 1` of them, the total last).
+fn exclusive_sums(counts: &[usize]) -> Vec<usize> {
+    let mut sums = Vec::with_capacity(counts.len() + 1);
+    sums.push(0);
+    for &c in counts {
+        sums.push(sums[sums.len() - 1] + c);
+    }
+    sums
+}
+
+/// Errors unless `offsets` ascend from 0 to `n_members` and every group has at least `k` rows
+/// (`bs` a member), with `bs` and `k` nonzero.
+fn check_groups(
+    offsets: &[usize],
+    n_members: usize,
+    bs: usize,
+    k: usize,
+) -> Result<(), LinalgError> {
+    let bad = |reason: String| {
+        Err(LinalgError::InvalidPlan {
+            what: "grouped QR",
+            reason,
+        })
+    };
+    if bs == 0 || k == 0 {
+        return bad(format!("block size {bs}, {k} columns"));
+    }
+    if offsets.first() != Some(&0) || offsets.last() != Some(&n_members) {
+        return bad(format!(
+            "offsets must run from 0 to the {n_members} members"
+        ));
+    }
+    for (g, w) in offsets.windows(2).enumerate() {
+        if w[1] < w[0] || (w[1] - w[0]) * bs < k {
+            return bad(format!(
+                "group {g} has {} rows for {k} columns",
+                w[1].saturating_sub(w[0]) * bs
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl GroupedQrPlan {
     /// The plan of groups `offsets`/`members` (see the type) with output block rows `slots`, for
     /// `bs` rows per block row and `k` columns.
@@ -146,35 +193,19 @@ impl GroupedQrPlan {
         bs: usize,
         k: usize,
     ) -> Result<Self, LinalgError> {
+        check_groups(&offsets, members.len(), bs, k)?;
         let bad = |reason: String| {
             Err(LinalgError::InvalidPlan {
                 what: "grouped QR",
                 reason,
             })
         };
-        if bs == 0 || k == 0 {
-            return bad(format!("block size {bs}, {k} columns"));
-        }
-        if offsets.first() != Some(&0) || offsets.last() != Some(&members.len()) {
-            return bad(format!(
-                "offsets must run from 0 to the {} members",
-                members.len()
-            ));
-        }
         if slots.len() != members.len() {
             return bad(format!(
                 "{} slots for {} members",
                 slots.len(),
                 members.len()
             ));
-        }
-        for (g, w) in offsets.windows(2).enumerate() {
-            if w[1] < w[0] || (w[1] - w[0]) * bs < k {
-                return bad(format!(
-                    "group {g} has {} rows for {k} columns",
-                    w[1].saturating_sub(w[0]) * bs
-                ));
-            }
         }
         let mut position = vec![u32::MAX; slots.len()];
         for (i, &s) in slots.iter().enumerate() {
@@ -213,38 +244,111 @@ impl GroupedQrPlan {
         device: &Device,
     ) -> Result<(Arc<BlockPattern>, Self), LinalgError> {
         let n = assignment.len();
-        // one block in each grouped row (its group's column), none elsewhere
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        row_ptr.push(0usize);
-        let mut cols = Vec::with_capacity(n);
-        for &g in assignment {
-            if g != NO_GROUP {
-                cols.push(g);
-            }
-            row_ptr.push(cols.len());
+        // the map in chunks, a few a thread (the arrays do not depend on their number)
+        let tasks = (2 * rayon::current_num_threads())
+            .min(n.div_ceil(MIN_ROWS_PER_TASK))
+            .max(1);
+        let chunk = n.div_ceil(tasks).max(1);
+        // one block in each grouped row (its group's column), none elsewhere: each chunk's
+        // grouped rows counted, then its rows' offsets and columns filled
+        let grouped: Vec<usize> = assignment
+            .par_chunks(chunk)
+            .map(|rows| rows.iter().filter(|&&g| g != NO_GROUP).count())
+            .collect();
+        let starts = exclusive_sums(&grouped);
+        let nnz = starts[grouped.len()];
+        let mut row_ptr = vec![0usize; n + 1];
+        let mut cols = vec![0u32; nnz];
+        let mut col_parts = Vec::with_capacity(grouped.len());
+        let mut rest = &mut cols[..];
+        for &len in &grouped {
+            let (part, tail) = rest.split_at_mut(len);
+            col_parts.push(part);
+            rest = tail;
         }
+        row_ptr[1..]
+            .par_chunks_mut(chunk)
+            .zip(assignment.par_chunks(chunk))
+            .zip(col_parts.into_par_iter().zip(starts.par_iter()))
+            .for_each(|((ptr, rows), (part, &start))| {
+                let mut at = 0;
+                for (p, &g) in ptr.iter_mut().zip(rows) {
+                    if g != NO_GROUP {
+                        part[at] = g;
+                        at += 1;
+                    }
+                    *p = start + at;
+                }
+            });
         // validated: every group below `n_groups`, which fits a u32
         let pattern = Arc::new(BlockPattern::new(n, n_groups, row_ptr, cols)?);
-        // a counting sort by group: each group's rows ascending, their slots beside them
+        // a counting sort by group that keeps the rows' order: each chunk's rows of a group go
+        // after those of the chunks before it
+        let counts: Vec<Vec<usize>> = assignment
+            .par_chunks(chunk)
+            .map(|rows| {
+                let mut count = vec![0usize; n_groups];
+                for &g in rows.iter().filter(|&&g| g != NO_GROUP) {
+                    count[g as usize] += 1;
+                }
+                count
+            })
+            .collect();
         let mut offsets = vec![0usize; n_groups + 1];
-        for &g in pattern.col_idx() {
-            offsets[g as usize + 1] += 1;
-        }
+        let mut firsts = vec![vec![0usize; n_groups]; counts.len()];
         for g in 0..n_groups {
-            offsets[g + 1] += offsets[g];
-        }
-        let mut next = offsets.clone();
-        let mut members = vec![0u32; pattern.nnz()];
-        let mut slots = vec![0u32; pattern.nnz()];
-        for (row, &g) in assignment.iter().enumerate() {
-            if g != NO_GROUP {
-                let at = &mut next[g as usize];
-                members[*at] = row as u32;
-                slots[*at] = pattern.row_ptr()[row] as u32;
-                *at += 1;
+            let mut at = offsets[g];
+            for (first, count) in firsts.iter_mut().zip(&counts) {
+                first[g] = at;
+                at += count[g];
             }
+            offsets[g + 1] = at;
         }
-        let plan = Self::new(offsets, members, slots, bs, k)?;
+        drop(counts);
+        // each member's row and each slot's place in group order (written once each)
+        let members: Vec<AtomicU32> = (0..nnz)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        let position: Vec<AtomicU32> = (0..nnz)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        let slot_of = pattern.row_ptr();
+        assignment
+            .par_chunks(chunk)
+            .zip(firsts.into_par_iter())
+            .enumerate()
+            .for_each(|(c, (rows, mut next))| {
+                for (i, &g) in rows.iter().enumerate() {
+                    if g != NO_GROUP {
+                        let row = c * chunk + i;
+                        let at = &mut next[g as usize];
+                        members[*at].store(row as u32, Ordering::Relaxed);
+                        position[slot_of[row]].store(*at as u32, Ordering::Relaxed);
+                        *at += 1;
+                    }
+                }
+            });
+        let members: Vec<u32> = members.into_par_iter().map(AtomicU32::into_inner).collect();
+        let position: Vec<u32> = position
+            .into_par_iter()
+            .map(AtomicU32::into_inner)
+            .collect();
+        let slots: Vec<u32> = members
+            .par_iter()
+            .map(|&row| slot_of[row as usize] as u32)
+            .collect();
+        check_groups(&offsets, members.len(), bs, k)?;
+        let plan = Self {
+            bs,
+            k,
+            offsets,
+            members,
+            slots,
+            position,
+            device: OnceLock::new(),
+        };
         if let Device::Cuda(ctx) = device {
             if n > 0 {
                 let (dp, dq) = DeviceGroupedQr::from_assignment(ctx, assignment, n_groups, bs, k)?;
@@ -571,6 +675,57 @@ pub(crate) mod tests {
         let mut q = Bsr::zeros(pattern, 3, 6);
         let r = plan.factor(&b, &mut q).unwrap();
         assert_eq!(r.len(), n_groups * 36);
+    }
+
+    /// The map split over several tasks (groups spread over every task's rows) gives the arrays
+    /// of one serial counting sort, whatever the number of threads.
+    #[test]
+    fn the_plan_of_a_map_split_over_tasks_is_the_serial_counting_sorts() {
+        let (assignment, n_groups) = spread_assignment(5 * MIN_ROWS_PER_TASK + 123);
+        let mut row_ptr = vec![0usize];
+        let mut cols = Vec::new();
+        for &g in &assignment {
+            if g != NO_GROUP {
+                cols.push(g);
+            }
+            row_ptr.push(cols.len());
+        }
+        let mut offsets = vec![0usize; n_groups + 1];
+        for &g in &cols {
+            offsets[g as usize + 1] += 1;
+        }
+        for g in 0..n_groups {
+            offsets[g + 1] += offsets[g];
+        }
+        let (mut next, mut members, mut slots) = (offsets.clone(), Vec::new(), Vec::new());
+        members.resize(cols.len(), 0u32);
+        slots.resize(cols.len(), 0u32);
+        for (row, &g) in assignment
+            .iter()
+            .enumerate()
+            .filter(|(_, &g)| g != NO_GROUP)
+        {
+            let at = &mut next[g as usize];
+            members[*at] = row as u32;
+            slots[*at] = row_ptr[row] as u32;
+            *at += 1;
+        }
+        let serial = GroupedQrPlan::new(offsets, members, slots, 3, 6).unwrap();
+        for threads in [1, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (pattern, plan) = pool.install(|| {
+                GroupedQrPlan::from_assignment(&assignment, n_groups, 3, 6, &Device::Host).unwrap()
+            });
+            assert_eq!(pattern.row_ptr(), &row_ptr[..], "{threads} threads");
+            assert_eq!(pattern.col_idx(), &cols[..], "{threads} threads");
+            assert_eq!(plan.offsets, serial.offsets, "{threads} threads");
+            assert_eq!(plan.members, serial.members, "{threads} threads");
+            assert_eq!(plan.slots, serial.slots, "{threads} threads");
+            assert_eq!(plan.position, serial.position, "{threads} threads");
+        }
     }
 
     /// On a GPU: the plan built there from the map is the host's entry for entry, the map is
