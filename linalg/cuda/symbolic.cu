@@ -470,78 +470,71 @@ extern "C" __global__ void slot_rows(const u32 n_rows, const u32* __restrict__ p
 
 // ---- pair lists ----
 //
-// Pair lists of C = L R built on the device (the host's term_pairs, the same lists): slot s of
-// C gets a term (e, r) for each entry e of L's row whose R row k = l_col[e] holds C's column
-// at r, in ascending e. A warp a row i of C walks L's row in ascending e (warp-uniform) and its
-// lanes R's row l_col[e]; each column is found in C's row (a search) and its slot's term goes
-// to the slot's next place: R's rows are unique, so one e gives a slot one term at most and no
-// two lanes share a slot, and the e's come in order (count[] is each slot's running count,
-// zeroed before each pass). A term landing outside C is not listed: the caller compares the
-// listed total with the product's terms. (A thread a slot searched every R row of its row:
-// about 600 searches a slot for the fine level's A_c at 104^3.)
+// Pair lists of C = L R built on the device (the host's term_pairs, the same lists), found
+// from the output side: slot s of C (row c_row[s], column j = c_col[s]) has a term for each entry e
+// of L's row (ascending) whose R row k = l_col[e] holds column j, at r (a search; R's rows are
+// unique, so one r at most per e). The row walk lists a slot's terms in ascending e as well,
+// hence the same order. Every slot is a thread (the row walk had one thread per row: 6,649
+// threads for the fine level's A_c at 66^3, each walking about 2,000 terms). A term landing
+// outside C is not seen here: the caller compares the listed total with the product's terms.
 template <bool FILL, bool MAPPED>
-__device__ __forceinline__ void row_terms(const u32 n_rows, const u32* __restrict__ c_ptr,
-                                          const u32* __restrict__ c_col,
-                                          const u32* __restrict__ l_ptr,
-                                          const u32* __restrict__ l_col,
-                                          const u32* __restrict__ left_slot,
-                                          const u32* __restrict__ r_ptr,
-                                          const u32* __restrict__ r_col, u32* __restrict__ count,
-                                          const u32* __restrict__ ptr, u32* __restrict__ first,
-                                          u32* __restrict__ second) {
-    const u32 i = warp_row(n_rows), lane = threadIdx.x % 32;
-    if (i >= n_rows) return;
-    const u32 c_lo = c_ptr[i], c_hi = c_ptr[i + 1];
+__device__ __forceinline__ void slot_terms(const u32 n_slots, const u32* __restrict__ c_row,
+                                           const u32* __restrict__ c_col,
+                                           const u32* __restrict__ l_ptr,
+                                           const u32* __restrict__ l_col,
+                                           const u32* __restrict__ left_slot,
+                                           const u32* __restrict__ r_ptr,
+                                           const u32* __restrict__ r_col, u32* __restrict__ count,
+                                           const u32* __restrict__ ptr, u32* __restrict__ first,
+                                           u32* __restrict__ second) {
+    const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n_slots) return;
+    const u32 i = c_row[s], j = c_col[s];
+    u32 t = FILL ? ptr[s] : 0u;
     for (u32 e = l_ptr[i]; e < l_ptr[i + 1]; ++e) {
         const u32 k = l_col[e];
-        const u32 left = MAPPED ? left_slot[e] : e;
-        for (u32 r = r_ptr[k] + lane; r < r_ptr[k + 1]; r += 32) {
-            const u32 s = find_sorted(c_col, c_lo, c_hi, r_col[r]);
-            if (s == NOT_FOUND) continue;
-            volatile u32* running = count + s;
-            const u32 t = *running;
-            *running = t + 1;
-            if (FILL) {
-                first[ptr[s] + t] = left;
-                second[ptr[s] + t] = r;
-            }
+        const u32 r = find_sorted(r_col, r_ptr[k], r_ptr[k + 1], j);
+        if (r == NOT_FOUND) continue;
+        if (FILL) {
+            first[t] = MAPPED ? left_slot[e] : e;
+            second[t] = r;
         }
-        __syncwarp();
+        ++t;
     }
+    if (!FILL) count[s] = t;
 }
 
-extern "C" __global__ void term_pairs_row_count(const u32 n_rows, const u32* __restrict__ c_ptr,
+extern "C" __global__ void term_pairs_slot_count(const u32 n_slots, const u32* __restrict__ c_row,
+                                                 const u32* __restrict__ c_col,
+                                                 const u32* __restrict__ l_ptr,
+                                                 const u32* __restrict__ l_col,
+                                                 const u32* __restrict__ r_ptr,
+                                                 const u32* __restrict__ r_col,
+                                                 u32* __restrict__ count) {
+    slot_terms<false, false>(n_slots, c_row, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, count,
+                             nullptr, nullptr, nullptr);
+}
+
+extern "C" __global__ void term_pairs_slot_fill(const u32 n_slots, const u32* __restrict__ c_row,
                                                 const u32* __restrict__ c_col,
                                                 const u32* __restrict__ l_ptr,
                                                 const u32* __restrict__ l_col,
                                                 const u32* __restrict__ r_ptr,
                                                 const u32* __restrict__ r_col,
-                                                u32* __restrict__ count) {
-    row_terms<false, false>(n_rows, c_ptr, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, count,
-                            nullptr, nullptr, nullptr);
+                                                const u32* __restrict__ ptr,
+                                                u32* __restrict__ first, u32* __restrict__ second) {
+    slot_terms<true, false>(n_slots, c_row, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, nullptr,
+                            ptr, first, second);
 }
 
-extern "C" __global__ void term_pairs_row_fill(const u32 n_rows, const u32* __restrict__ c_ptr,
-                                               const u32* __restrict__ c_col,
-                                               const u32* __restrict__ l_ptr,
-                                               const u32* __restrict__ l_col,
-                                               const u32* __restrict__ r_ptr,
-                                               const u32* __restrict__ r_col,
-                                               u32* __restrict__ count,
-                                               const u32* __restrict__ ptr,
-                                               u32* __restrict__ first, u32* __restrict__ second) {
-    row_terms<true, false>(n_rows, c_ptr, c_col, l_ptr, l_col, nullptr, r_ptr, r_col, count, ptr,
-                           first, second);
-}
-
-extern "C" __global__ void term_pairs_row_fill_mapped(
-    const u32 n_rows, const u32* __restrict__ c_ptr, const u32* __restrict__ c_col,
+extern "C" __global__ void term_pairs_slot_fill_mapped(
+    const u32 n_slots, const u32* __restrict__ c_row, const u32* __restrict__ c_col,
     const u32* __restrict__ l_ptr, const u32* __restrict__ l_col,
     const u32* __restrict__ left_slot, const u32* __restrict__ r_ptr,
-    const u32* __restrict__ r_col, u32* __restrict__ count, const u32* __restrict__ ptr,
-    u32* __restrict__ first, u32* __restrict__ second) {
-    row_terms<true, true>(n_rows, c_ptr, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, count,
-                          ptr, first, second);
+    const u32* __restrict__ r_col, const u32* __restrict__ ptr, u32* __restrict__ first,
+    u32* __restrict__ second) {
+    slot_terms<true, true>(n_slots, c_row, c_col, l_ptr, l_col, left_slot, r_ptr, r_col, nullptr,
+                           ptr, first, second);
 }
 
 // ---- the slots of a square pattern's diagonal ----

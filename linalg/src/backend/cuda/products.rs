@@ -181,9 +181,9 @@ fn launch_nn<L: DeviceValue, R: DeviceValue, O: DeviceValue>(
     Ok(())
 }
 
-/// The pair lists of `C = L R` (`term_pairs::term_pairs`'s lists, built on the device: a
-/// warp per row of `C` walks the row's terms in order and counts each slot's, their prefix sum
-/// on the device, and the same walk writes them), each left entry reported as itself or, with `left_slot`, as
+/// The pair lists of `C = L R` (`term_pairs::term_pairs`'s lists, built on the device: one
+/// thread per slot of `C` counts its terms, their prefix sum on the device, and the same search
+/// writes them), each left entry reported as itself or, with `left_slot`, as
 /// `left_slot[entry]`. `terms`: the product's number of terms ([`symbolic::term_count`]); a
 /// listed total below it means that a term lands outside `c` (an error).
 fn device_term_pairs(
@@ -195,15 +195,12 @@ fn device_term_pairs(
     terms: u64,
 ) -> Result<[DeviceBuffer<u32>; 3], LinalgError> {
     let nnz = c.pattern.nnz();
-    let rows = c.pattern.n_block_rows();
-    let n_rows = rows as u32;
-    // a warp a row of `c`
-    let config = grid_1d(rows as u64 * 32, THREADS);
+    let n_slots = nnz as u32;
     let mut count = ctx.zeros::<u32>(nnz.max(1))?;
-    let f = ctx.function(&SYMBOLIC, &[], "term_pairs_row_count")?;
+    let f = ctx.function(&SYMBOLIC, &[], "term_pairs_slot_count")?;
     let mut k = ctx.stream().launch_builder(&f);
-    k.arg(&n_rows)
-        .arg(&c.pattern.row_ptr)
+    k.arg(&n_slots)
+        .arg(&c.slot_row)
         .arg(&c.pattern.col_idx)
         .arg(&l.row_ptr)
         .arg(&l.col_idx)
@@ -212,8 +209,9 @@ fn device_term_pairs(
         .arg(&mut count);
     // SAFETY: the patterns are well formed (mirrors of checked host patterns, or built from them
     // on the device) with `l`'s columns inside `r`'s rows (checked by the product's caller) and
-    // `c`'s rows `l`'s; `count` holds a value per slot of `c` (zeroed); whole warps a row.
-    unsafe { k.launch(config) }.map_err(driver_err("term_pairs_row_count"))?;
+    // `c`'s rows `l`'s; `slot_row` and `count` hold a value per slot of `c`.
+    unsafe { k.launch(grid_1d(nnz as u64, THREADS)) }
+        .map_err(driver_err("term_pairs_slot_count"))?;
     let (ptr, listed) = symbolic::exclusive_scan(
         ctx,
         &count,
@@ -228,16 +226,14 @@ fn device_term_pairs(
     }
     let mut first = ctx.zeros::<u32>((listed as usize).max(1))?;
     let mut second = ctx.zeros::<u32>((listed as usize).max(1))?;
-    // each slot's terms listed so far, from zero again
-    let mut placed = ctx.zeros::<u32>(nnz.max(1))?;
     let name = match left_slot {
-        None => "term_pairs_row_fill",
-        Some(_) => "term_pairs_row_fill_mapped",
+        None => "term_pairs_slot_fill",
+        Some(_) => "term_pairs_slot_fill_mapped",
     };
     let f = ctx.function(&SYMBOLIC, &[], name)?;
     let mut k = ctx.stream().launch_builder(&f);
-    k.arg(&n_rows)
-        .arg(&c.pattern.row_ptr)
+    k.arg(&n_slots)
+        .arg(&c.slot_row)
         .arg(&c.pattern.col_idx)
         .arg(&l.row_ptr)
         .arg(&l.col_idx);
@@ -246,14 +242,13 @@ fn device_term_pairs(
     }
     k.arg(&r.row_ptr)
         .arg(&r.col_idx)
-        .arg(&mut placed)
         .arg(&ptr)
         .arg(&mut first)
         .arg(&mut second);
     // SAFETY: as above (`left_slot` holds a value per entry of `l`); slot `s` writes its
-    // `ptr[s + 1] - ptr[s]` terms (the count pass's, the same walk) at `ptr[s]`, inside
-    // `first` / `second`, which hold every term; `placed` a value per slot, zeroed.
-    unsafe { k.launch(config) }.map_err(driver_err(name))?;
+    // `ptr[s + 1] - ptr[s]` terms (the count pass's, the same search) at `ptr[s]`, inside
+    // `first` / `second`, which hold every term.
+    unsafe { k.launch(grid_1d(nnz as u64, THREADS)) }.map_err(driver_err(name))?;
     Ok([ptr, first, second])
 }
 
