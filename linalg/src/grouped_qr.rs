@@ -139,6 +139,9 @@ pub struct GroupedQrPlan {
 
 /// Rows of the map a task of [`GroupedQrPlan::from_assignment`] takes at least.
 const MIN_ROWS_PER_TASK: usize = 1 << 15;
+/// Tasks of [`GroupedQrPlan::from_assignment`] at most (each counts its rows by group: a
+/// count per group and task).
+const MAX_TASKS: usize = 64;
 
 /// `counts`' exclusive prefix sums (`counts.len() + 1` of them, the total last).
 fn exclusive_sums(counts: &[usize]) -> Vec<usize> {
@@ -246,6 +249,7 @@ impl GroupedQrPlan {
         let n = assignment.len();
         // the map in chunks, a few a thread (the arrays do not depend on their number)
         let tasks = (2 * rayon::current_num_threads())
+            .min(MAX_TASKS)
             .min(n.div_ceil(MIN_ROWS_PER_TASK))
             .max(1);
         let chunk = n.div_ceil(tasks).max(1);
