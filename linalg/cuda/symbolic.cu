@@ -291,7 +291,7 @@ extern "C" __global__ void product_merge_fill(const u32 n_listed, const u32* __r
 // set: the bits do not depend on the order); count[i]: the row's bits. product_bits_fill: a
 // warp a row, the set bits of row i, low word and low bit first (ascending columns: the
 // merge's row), at c_ptr[i]. (A thread per slot of L, all ORing into one row's words in global
-// memory, serialised on those words: 29 ms for the fine level's A_c at 104^3.)
+// memory, serialised on those words: 29 ms for the ranks' fine P_owned^T (A P) at 104^3 on one rank.)
 #define BITMAP_THREADS 256
 
 extern "C" __global__ void __launch_bounds__(BITMAP_THREADS)
