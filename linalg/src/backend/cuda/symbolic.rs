@@ -200,23 +200,39 @@ pub(crate) fn product_pattern_by(
     check_index("device product pattern: block columns", r.n_block_cols())?;
     check_index("device product pattern: block rows", l.n_block_rows())?;
     match method {
-        ProductMethod::Hash => hash_product_pattern(ctx, l, r, &[]),
+        ProductMethod::Hash => Ok(hash_product_pattern(ctx, l, r, &[])?.0),
         ProductMethod::Bitmap => bitmap_product_pattern(ctx, l, r, true),
         #[cfg(test)]
-        ProductMethod::SmallHash => hash_product_pattern(ctx, l, r, &[("HASH_CAP", 32)]),
+        ProductMethod::SmallHash => Ok(hash_product_pattern(ctx, l, r, SMALL_TABLES)?.0),
         #[cfg(test)]
         ProductMethod::GlobalBitmap => bitmap_product_pattern(ctx, l, r, false),
     }
 }
 
+/// The `#define` of [`ProductMethod::SmallHash`]: tables of 32 slots.
+#[cfg(test)]
+const SMALL_TABLES: &[(&str, i64)] = &[("HASH_CAP", 32)];
+
+/// The rows of `l * r` that [`ProductMethod::SmallHash`]'s tables send to the merge (tests
+/// check that the merge runs).
+#[cfg(test)]
+pub(crate) fn rows_past_small_tables(
+    ctx: &CudaContext,
+    l: &DevicePattern,
+    r: &DevicePattern,
+) -> Result<usize, LinalgError> {
+    Ok(hash_product_pattern(ctx, l, r, SMALL_TABLES)?.1)
+}
+
 /// [`product_pattern`] by a hash table per row (`defines`: the source's, `HASH_CAP` in
-/// tests); the rows that do not fit a table, listed by the count pass, by the merge.
+/// tests); the rows that do not fit a table, listed by the count pass, by the merge. Also
+/// returns how many rows went to the merge.
 fn hash_product_pattern(
     ctx: &CudaContext,
     l: &DevicePattern,
     r: &DevicePattern,
     defines: &[(&'static str, i64)],
-) -> Result<DevicePattern, LinalgError> {
+) -> Result<(DevicePattern, usize), LinalgError> {
     let rows = l.n_block_rows();
     let mut count = ctx.zeros::<u32>(rows.max(1))?;
     let mut full = ctx.zeros::<u32>(rows.max(1))?;
@@ -286,13 +302,8 @@ fn hash_product_pattern(
             ]
         );
     }
-    Ok(DevicePattern::from_parts(
-        rows,
-        r.n_block_cols(),
-        nnz as usize,
-        row_ptr,
-        col_idx,
-    ))
+    let pattern = DevicePattern::from_parts(rows, r.n_block_cols(), nnz as usize, row_ptr, col_idx);
+    Ok((pattern, n_full))
 }
 
 /// [`product_pattern`] by a bitmap of columns per row, in shared memory where `shared` and

@@ -1505,6 +1505,8 @@ fn device_symbolic_patterns_equal_the_hosts() {
         let (a, p) = galerkin_operands(&mut rng, n, b, c);
         cases.push((a.pattern().clone(), p.pattern().clone(), b, c));
     }
+    // rows the 32-slot tables sent to the merge, over every case (the fallback must run)
+    let mut merged = 0;
     for (case, (a, p, b, c)) in cases.into_iter().enumerate() {
         let what = |s: &str| format!("case {case} ({} rows): {s}", a.n_block_rows());
         let plan = PtapPlan::new(&a, &p).unwrap();
@@ -1554,6 +1556,8 @@ fn device_symbolic_patterns_equal_the_hosts() {
                 what(&format!("A_c by {method:?}"))
             );
         }
+        merged += symbolic::rows_past_small_tables(ctx, &da, &dp).unwrap();
+        merged += symbolic::rows_past_small_tables(ctx, &dpt, &dw).unwrap();
         for (l, r, dl, dr, name) in [
             (&*a, &*p, &*da, &*dp, "A P"),
             (&host_pt, &host_w, &dpt, &dw, "P^T W"),
@@ -1639,6 +1643,10 @@ fn device_symbolic_patterns_equal_the_hosts() {
             host.host().unwrap(),
         );
     }
+    assert!(
+        merged > 0,
+        "no row went past the 32-slot tables to the merge"
+    );
 }
 
 /// Plans made on the device ([`PtapPlan::new_on`], [`crate::SpgemmPlan::new_on`]) have the
