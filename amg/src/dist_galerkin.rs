@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use linalg::dist::{DistBsr, DistPattern, RowPartition};
 use linalg::gpu::{CudaContext, DeviceBuffer};
-use linalg::{BlockPattern, Bsr, SpgemmPlan, TransposePlan};
+use linalg::{row_offsets, BlockPattern, Bsr, SpgemmPlan, TransposePlan};
 use rayon::prelude::*;
 
 use crate::AmgError;
@@ -687,18 +687,6 @@ struct SourceRow {
     /// The position of its first block in the concatenated messages.
     pos: usize,
     len: usize,
-}
-
-/// The row offsets (`n + 1`, from 0) of rows of `len(i)` entries (the lengths in parallel).
-pub(crate) fn row_offsets(n: usize, len: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
-    let mut ptr: Vec<usize> = (0..=n)
-        .into_par_iter()
-        .map(|i| if i == 0 { 0 } else { len(i - 1) })
-        .collect();
-    for i in 0..n {
-        ptr[i + 1] += ptr[i];
-    }
-    ptr
 }
 
 impl GalerkinProductPlan {

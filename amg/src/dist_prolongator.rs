@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 
 use linalg::dist::{DistBsr, DistPattern, RowGatherPlan};
 use linalg::gpu::{gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{BlockPattern, Bsr, SmoothingMap, SpgemmPlan};
+use linalg::{row_offsets, BlockPattern, Bsr, SmoothingMap, SpgemmPlan};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::dist_galerkin::{row_offsets, ALocal, GalerkinProductPlan};
+use crate::dist_galerkin::{ALocal, GalerkinProductPlan};
 use crate::dist_tentative::DistTentative;
 use crate::{AmgError, PointBlockJacobi};
 
@@ -103,12 +103,12 @@ impl DeviceViewFill {
                 });
             }
         }
-        let n_local = ext_ptr.len() - 1;
         // each `P_ext` row: the owned vertex at its serial position, or none (a ghost row)
-        let mut owned_at = vec![u32::MAX; n_local];
-        for (v, &r) in view.position[..owned_ptr.len() - 1].iter().enumerate() {
-            owned_at[r as usize] = v as u32;
-        }
+        let n_owned = owned_ptr.len() - 1;
+        let owned_at: Vec<u32> = linalg::inverse_permutation(&view.position)
+            .into_par_iter()
+            .map(|v| if (v as usize) < n_owned { v } else { u32::MAX })
+            .collect();
         let mut ext_from = vec![0u32; view.ext_sources.len()];
         linalg::fill_rows(ext_ptr, &mut ext_from, |r, row| match owned_at[r] {
             u32::MAX => {
@@ -353,10 +353,7 @@ fn p_view(
     // in serial order; the ids are distinct, so it is the unstable sort's order)
     let mut order: Vec<u32> = (0..n_local as u32).collect();
     order.par_sort_by_key(|&v| serial_ids[v as usize]);
-    let mut position = vec![0u32; n_local];
-    for (i, &v) in order.iter().enumerate() {
-        position[v as usize] = i as u32;
-    }
+    let position = linalg::inverse_permutation(&order);
 
     // P_ext: the rows of every local vertex in serial order (columns in local order), and
     // its blocks' sources.

@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use linalg::comm;
@@ -91,13 +91,23 @@ const NO_GROUP: u32 = u32::MAX;
 /// The owned vertices whose rows go to each of `size` ranks other than `rank`, in vertex order
 /// (`owner[v]`: the rank owning `v`'s aggregate, or [`NO_OWNER`]).
 fn senders_of(owner: &[u32], rank: usize, size: usize) -> Vec<Vec<u32>> {
-    let mut senders = vec![Vec::new(); size];
-    for (v, &o) in owner.iter().enumerate() {
-        if o != NO_OWNER && o as usize != rank {
-            senders[o as usize].push(v as u32);
-        }
-    }
-    senders
+    // each run of vertices its own lists, joined in run order
+    let per_run: Vec<Vec<Vec<u32>>> = owner
+        .par_chunks(VERTICES_PER_TASK)
+        .enumerate()
+        .map(|(k, run)| {
+            let mut senders = vec![Vec::new(); size];
+            for (j, &o) in run.iter().enumerate() {
+                if o != NO_OWNER && o as usize != rank {
+                    senders[o as usize].push((k * VERTICES_PER_TASK + j) as u32);
+                }
+            }
+            senders
+        })
+        .collect();
+    (0..size)
+        .map(|r| per_run.iter().flat_map(|s| s[r].iter().copied()).collect())
+        .collect()
 }
 
 /// One message per rank of `len` values per vertex of `senders[r]`, each record written by
@@ -305,25 +315,69 @@ fn p_of_q_rows(
 /// Where each aggregated owned vertex's `Q` rows will be (see [`DistTentativePlan`]'s
 /// `entry_source`), in vertex order.
 fn entry_sources(owner: &[u32], members: &[Member], rank: usize, size: usize) -> Vec<(u32, u32)> {
-    let mut local_at = vec![u32::MAX; owner.len()];
-    for (m, &(r, i)) in members.iter().enumerate() {
+    // each owned vertex's member position (every slot written at most once: relaxed stores)
+    let local_at: Vec<AtomicU32> = (0..owner.len())
+        .into_par_iter()
+        .map(|_| AtomicU32::new(u32::MAX))
+        .collect();
+    members.par_iter().enumerate().for_each(|(m, &(r, i))| {
         if r as usize == rank {
-            local_at[i as usize] = m as u32;
+            local_at[i as usize].store(m as u32, Ordering::Relaxed);
         }
-    }
+    });
+    // runs of vertices in parallel: each run's aggregated vertices and its vertices sent to
+    // each rank give its first entry and its first record number per rank
+    let runs: Vec<&[u32]> = owner.chunks(VERTICES_PER_TASK).collect();
+    let counts: Vec<(usize, Vec<u32>)> = runs
+        .par_iter()
+        .map(|run| {
+            let mut sent = vec![0u32; size];
+            let mut aggregated = 0;
+            for &o in run.iter().filter(|&&o| o != NO_OWNER) {
+                aggregated += 1;
+                if o as usize != rank {
+                    sent[o as usize] += 1;
+                }
+            }
+            (aggregated, sent)
+        })
+        .collect();
+    let mut first_sent = Vec::with_capacity(runs.len());
     let mut sent = vec![0u32; size];
-    let mut sources = Vec::with_capacity(owner.len());
-    for (v, &o) in owner.iter().enumerate() {
-        if o == NO_OWNER {
-            continue;
-        }
-        if o as usize == rank {
-            sources.push((o, local_at[v]));
-        } else {
-            sources.push((o, sent[o as usize]));
-            sent[o as usize] += 1;
+    for (_, run_sent) in &counts {
+        first_sent.push(sent.clone());
+        for (s, r) in sent.iter_mut().zip(run_sent) {
+            *s += r;
         }
     }
+    let total = counts.iter().map(|(a, _)| a).sum();
+    let mut sources = vec![(0u32, 0u32); total];
+    let mut rest = &mut sources[..];
+    let mut outs = Vec::with_capacity(runs.len());
+    for (aggregated, _) in &counts {
+        let (out, tail) = rest.split_at_mut(*aggregated);
+        outs.push(out);
+        rest = tail;
+    }
+    outs.into_par_iter()
+        .zip(first_sent)
+        .enumerate()
+        .for_each(|(k, (out, mut sent))| {
+            let run = runs[k].iter().enumerate().filter(|(_, &o)| o != NO_OWNER);
+            for (slot, (j, &o)) in out.iter_mut().zip(run) {
+                *slot = match o as usize == rank {
+                    true => (
+                        o,
+                        local_at[k * VERTICES_PER_TASK + j].load(Ordering::Relaxed),
+                    ),
+                    false => {
+                        let s = &mut sent[o as usize];
+                        *s += 1;
+                        (o, *s - 1)
+                    }
+                };
+            }
+        });
     sources
 }
 
@@ -475,7 +529,7 @@ fn plan_and_factor(
 
     // Round 2: every rank asks for the aggregates of its owned vertices.
     let mut asked: Vec<u64> = labels
-        .iter()
+        .par_iter()
         .filter(|&&l| l != UNAGGREGATED)
         .map(|&l| u64::from(l))
         .collect();
@@ -637,11 +691,7 @@ fn plan_and_factor(
             false => returned[r as usize][i as usize * (1 + carried)] as u64,
         })
         .collect();
-    let mut row_ptr = Vec::with_capacity(n + 1);
-    row_ptr.push(0);
-    for &o in &owner {
-        row_ptr.push(row_ptr[row_ptr.len() - 1] + usize::from(o != NO_OWNER));
-    }
+    let row_ptr = linalg::row_offsets(n, |v| usize::from(owner[v] != NO_OWNER));
     let pattern = DistPattern::new_rect(
         fine.clone(),
         coarse_partition.clone(),
@@ -798,6 +848,47 @@ impl DistTentativePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn senders_and_entry_sources_over_runs_are_the_vertex_order_walks() {
+        // rank 1 of 3: vertices over several runs of VERTICES_PER_TASK, owners of every kind
+        let (rank, size) = (1usize, 3usize);
+        let n = 3 * VERTICES_PER_TASK + 1234;
+        let owner: Vec<u32> = (0..n)
+            .map(|v| match (v * 7919) % 11 {
+                0 | 1 => NO_OWNER,
+                2 | 3 => 0,
+                4 => 2,
+                _ => 1,
+            })
+            .collect();
+        // this rank's members: its own aggregated vertices, in reverse vertex order
+        let members: Vec<Member> = (0..n as u32)
+            .rev()
+            .filter(|&v| owner[v as usize] == rank as u32)
+            .map(|v| (rank as u32, v))
+            .chain([(0, 5), (2, 7)])
+            .collect();
+        let mut want_senders = vec![Vec::new(); size];
+        let mut want_sources = Vec::new();
+        let mut sent = vec![0u32; size];
+        for (v, &o) in owner.iter().enumerate() {
+            match o {
+                NO_OWNER => {}
+                o if o as usize == rank => {
+                    let m = members.iter().position(|&m| m == (o, v as u32)).unwrap();
+                    want_sources.push((o, m as u32));
+                }
+                o => {
+                    want_senders[o as usize].push(v as u32);
+                    want_sources.push((o, sent[o as usize]));
+                    sent[o as usize] += 1;
+                }
+            }
+        }
+        assert_eq!(senders_of(&owner, rank, size), want_senders);
+        assert_eq!(entry_sources(&owner, &members, rank, size), want_sources);
+    }
 
     #[test]
     fn members_are_grouped_in_serial_order_over_runs_of_owned_vertices() {

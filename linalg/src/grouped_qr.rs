@@ -143,16 +143,6 @@ const MIN_ROWS_PER_TASK: usize = 1 << 15;
 /// count per group and task).
 const MAX_TASKS: usize = 64;
 
-/// `counts`' exclusive prefix sums (`counts.len() + 1` of them, the total last).
-fn exclusive_sums(counts: &[usize]) -> Vec<usize> {
-    let mut sums = Vec::with_capacity(counts.len() + 1);
-    sums.push(0);
-    for &c in counts {
-        sums.push(sums[sums.len() - 1] + c);
-    }
-    sums
-}
-
 /// Errors unless `offsets` ascend from 0 to `n_members` and every group has at least `k` rows
 /// (`bs` a member), with `bs` and `k` nonzero.
 fn check_groups(
@@ -259,7 +249,7 @@ impl GroupedQrPlan {
             .par_chunks(chunk)
             .map(|rows| rows.iter().filter(|&&g| g != NO_GROUP).count())
             .collect();
-        let starts = exclusive_sums(&grouped);
+        let starts = crate::exclusive_sums(&grouped);
         let nnz = starts[grouped.len()];
         let mut row_ptr = vec![0usize; n + 1];
         let mut cols = vec![0u32; nnz];

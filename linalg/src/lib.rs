@@ -39,6 +39,7 @@ mod pattern;
 mod precision;
 mod ptap;
 mod rows;
+mod scan;
 mod spgemm;
 mod transfer;
 mod transpose;
@@ -61,6 +62,7 @@ pub use pattern::BlockPattern;
 pub use precision::Precision;
 pub use ptap::{ptap, ptap_numeric, ptap_symbolic, PtapPlan, PtapWorkspace};
 pub use rows::{collect_rows, fill_rows, split_rows};
+pub use scan::{exclusive_sums, inverse_permutation, row_offsets};
 pub use spgemm::{spgemm, spgemm_numeric, spgemm_symbolic, SpgemmPlan};
 pub use transfer::{
     prolong_add, restrict, smooth_prolongator_in_place, smooth_prolongator_mapped,

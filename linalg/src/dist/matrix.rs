@@ -151,11 +151,10 @@ impl DistPattern {
                 row.iter().filter(|g| owned.contains(g)).count() as u32
             })
             .collect();
-        let (mut d_ptr, mut o_ptr) = (vec![0usize; n_owned + 1], vec![0usize; n_owned + 1]);
-        for (i, &d) in owned_in.iter().enumerate() {
-            d_ptr[i + 1] = d_ptr[i] + d as usize;
-            o_ptr[i + 1] = o_ptr[i] + (row_ptr[i + 1] - row_ptr[i]) - d as usize;
-        }
+        let d_ptr = crate::row_offsets(n_owned, |i| owned_in[i] as usize);
+        let o_ptr = crate::row_offsets(n_owned, |i| {
+            row_ptr[i + 1] - row_ptr[i] - owned_in[i] as usize
+        });
         drop(owned_in);
         let n_diag = d_ptr[n_owned];
         // slot -> input entry: diag slots, then offd slots
@@ -357,7 +356,10 @@ fn check_row_ptr(n_owned: usize, row_ptr: &[usize], n_entries: usize) -> Result<
             row_ptr.last(),
         ));
     }
-    if let Some(i) = (0..n_owned).find(|&i| row_ptr[i] > row_ptr[i + 1]) {
+    if let Some(i) = (0..n_owned)
+        .into_par_iter()
+        .find_first(|&i| row_ptr[i] > row_ptr[i + 1])
+    {
         return Err(format!(
             "distributed pattern: row_ptr decreases at owned row {i}"
         ));

@@ -519,18 +519,12 @@ pub fn joined_by_position(
             found: n_cols,
         });
     }
-    let mut seen = vec![false; n_cols];
-    for &p in position {
-        match seen.get_mut(p as usize) {
-            Some(s) if !*s => *s = true,
-            _ => {
-                return Err(LinalgError::IndexOutOfRange {
-                    what: "device joined pattern: a position beyond the columns or repeated",
-                    index: p as usize,
-                    len: n_cols,
-                })
-            }
-        }
+    if let Some(p) = crate::scan::first_not_permutation(position) {
+        return Err(LinalgError::IndexOutOfRange {
+            what: "device joined pattern: a position beyond the columns or repeated",
+            index: p as usize,
+            len: n_cols,
+        });
     }
     let nnz = left.nnz() + right.nnz();
     check_index("device joined pattern: blocks", nnz)?;
