@@ -483,11 +483,12 @@ pub struct SmoothingPlan {
     /// The smoothing's pattern pair: the product `A P0` and `P0`'s owned rows (checked once;
     /// on a GPU its slot maps made there once).
     smoothing_map: Arc<SmoothingMap>,
+    /// `P`'s pattern, made of the product `A P0`'s (entry `e` of `P`'s pattern is slot `e` of
+    /// the product): its slot entries are the slot map of `P`'s values (slot `s` of `P.diag`,
+    /// `s < diag nnz`, or of `P.offd`, `diag nnz + s`, takes the product's block
+    /// `slot_entries()[s]`, smoothed).
     p_pattern: Arc<DistPattern>,
-    /// The slot map of `P`'s values: slot `s` of `P.diag` (`s < diag nnz`) or of `P.offd`
-    /// (`diag nnz + s`) takes the block of the product `A P0` (smoothed) in this slot.
-    p_from_product: Vec<u32>,
-    /// `p_from_product` on a GPU (its ordinal), made there by the first device smoothing and
+    /// That slot map on a GPU (its ordinal), made there by the first device smoothing and
     /// kept with the plan: a device smoothing made anew (each `recompute` renewal's) uploads
     /// none.
     device_p_slots: Mutex<Option<(usize, Arc<DevicePSlots>)>>,
@@ -530,9 +531,6 @@ impl SmoothingPlan {
             wp.row_ptr(),
             &cols,
         )?;
-        // entry `e` of `P`'s pattern is slot `e` of the product (rows and slots in order): slot
-        // `s` of `P` takes the product's slot `slot_entries[s]`
-        let p_from_product = p_pattern.slot_entries().to_vec();
         let smoothing_map = Arc::new(SmoothingMap::new(wp, view.p_owned.pattern())?);
         Ok(Self {
             view,
@@ -540,7 +538,6 @@ impl SmoothingPlan {
             product,
             smoothing_map,
             p_pattern,
-            p_from_product,
             device_p_slots: Mutex::new(None),
         })
     }
@@ -591,7 +588,8 @@ impl SmoothingPlan {
                 return Ok(slots.clone());
             }
         }
-        let (diag, offd) = self.p_from_product.split_at(self.p_pattern.diag().nnz());
+        let slot_entries = self.p_pattern.slot_entries();
+        let (diag, offd) = slot_entries.split_at(self.p_pattern.diag().nnz());
         let slots = Arc::new(DevicePSlots {
             diag: ctx.upload(diag)?,
             offd: ctx.upload(offd)?,

@@ -169,22 +169,33 @@ fn group_members(
         .map(|run| count(&mut run.iter().copied()))
         .collect();
     let remote_counts = count(&mut remote.iter().map(|&(g, _)| g));
-    // each run's first slot in each group, the group's records after its runs
-    let mut group_ptr = vec![0usize; n_groups + 1];
-    let mut run_next = vec![vec![0usize; n_groups]; runs.len()];
-    let mut remote_next = vec![0usize; n_groups];
-    let mut at = 0;
-    for g in 0..n_groups {
-        group_ptr[g] = at;
-        for (next, counts) in run_next.iter_mut().zip(&run_counts) {
-            next[g] = at;
-            at += counts[g] as usize;
-        }
-        remote_next[g] = at;
-        at += remote_counts[g] as usize;
-    }
-    group_ptr[n_groups] = at;
+    // each run's first slot in each group, the group's records after its runs (groups in
+    // parallel: each group's firsts, one per run and one for the records, then per run)
+    let group_ptr = linalg::row_offsets(n_groups, |g| {
+        run_counts.iter().map(|c| c[g] as usize).sum::<usize>() + remote_counts[g] as usize
+    });
+    let n_runs = runs.len();
+    let mut firsts = vec![0usize; n_groups * (n_runs + 1)];
+    firsts
+        .par_chunks_mut(n_runs + 1)
+        .enumerate()
+        .for_each(|(g, first)| {
+            let mut at = group_ptr[g];
+            for (f, counts) in first.iter_mut().zip(&run_counts) {
+                *f = at;
+                at += counts[g] as usize;
+            }
+            first[n_runs] = at;
+        });
     drop(run_counts);
+    let first_of = |g: usize, r: usize| firsts[g * (n_runs + 1) + r];
+    let mut run_next: Vec<Vec<usize>> = (0..n_runs)
+        .into_par_iter()
+        .map(|r| (0..n_groups).map(|g| first_of(g, r)).collect())
+        .collect();
+    let mut remote_next: Vec<usize> = (0..n_groups).map(|g| first_of(g, n_runs)).collect();
+    drop(firsts);
+    let at = group_ptr[n_groups];
     // every slot written once (the runs' slots are disjoint): relaxed stores suffice
     let slots: Vec<AtomicU64> = (0..at).into_par_iter().map(|_| AtomicU64::new(0)).collect();
     runs.par_iter()

@@ -15,7 +15,7 @@
 //! - `A P0` on the device ([`DeviceSmoothing`]: the local `A` gathered from the device
 //!   operator's parts, the product through the smoothing plan's symbolic phase, the smoothing
 //!   `P = P0 - omega D^{-1} A P0` in place), and `P`'s `diag` and `offd` values gathered from
-//!   the product through the plan's slot map (`SmoothingPlan::p_from_product`);
+//!   the product through the plan's slot map (`P`'s pattern's slot entries);
 //! - `P`'s views for the Galerkin product gathered on the device from `P`'s values there
 //!   (`P`'s ghost rows GPU to GPU, `P_ext`, `P_owned` and `P_owned^T` by block gathers and the
 //!   transpose's plan) and copied into the device plan; the restriction's transposed parts

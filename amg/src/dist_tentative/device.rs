@@ -9,6 +9,7 @@
 //! down for the second all-to-all, and `P0`'s `diag` and `offd` values are gathered from the
 //! local `Q` rows and those returned. The same bits as the host numeric phase.
 
+use rayon::prelude::*;
 use std::sync::Arc;
 
 use linalg::dist::DistBsr;
@@ -54,7 +55,7 @@ fn offsets(counts: impl IntoIterator<Item = usize>) -> Vec<usize> {
 /// (`at[r]`: where rank `r`'s records start after the local ones).
 fn positions(sources: &[(u32, u32)], rank: usize, n_local: usize, at: &[usize]) -> Vec<u32> {
     sources
-        .iter()
+        .par_iter()
         .map(|&(r, i)| match r as usize == rank {
             true => i,
             false => (n_local + at[r as usize] + i as usize) as u32,
@@ -75,14 +76,14 @@ impl DeviceTentativePlan {
         let qr = GroupedQrPlan::new(
             plan.group_ptr.clone(),
             members,
-            (0..n_members as u32).collect(),
+            (0..n_members as u32).into_par_iter().collect(),
             plan.bs,
             plan.k,
         )?;
         let q_pattern = Arc::new(BlockPattern::new(
             n_members,
             1,
-            (0..=n_members).collect(),
+            (0..=n_members).into_par_iter().collect(),
             vec![0; n_members],
         )?);
         // each entry of `P0` (an aggregated owned vertex, in vertex order): its block in
@@ -91,7 +92,7 @@ impl DeviceTentativePlan {
         let pattern = &plan.p_pattern;
         let (diag_slots, offd_slots) = pattern.slot_entries().split_at(pattern.diag().nnz());
         let slot_blocks = |slots: &[u32]| -> Vec<u32> {
-            slots.iter().map(|&e| entry_block[e as usize]).collect()
+            slots.par_iter().map(|&e| entry_block[e as usize]).collect()
         };
         let upload = |v: &[u32]| ctx.upload(if v.is_empty() { &[0u32][..] } else { v });
         let send: Vec<u32> = plan.senders.concat();
