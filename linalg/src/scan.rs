@@ -66,7 +66,7 @@ pub fn inverse_permutation(order: &[u32]) -> Vec<u32> {
 /// The first entry of `p` (in order) that is `p.len()` or more or repeats an earlier one;
 /// `None` where `p` is a permutation of `0..p.len()`. Checked in parallel; where it fails the
 /// serial walk names the entry.
-pub fn first_not_permutation(p: &[u32]) -> Option<u32> {
+pub(crate) fn first_not_permutation(p: &[u32]) -> Option<u32> {
     let n = p.len();
     let seen: Vec<AtomicBool> = (0..n)
         .into_par_iter()

@@ -106,10 +106,18 @@ impl DistPattern {
             check_row_ptr(n_owned, row_ptr, cols.len())
         };
         // Each row's input entries in ascending global column (`order`, row by row; `None`
-        // where every row is already ascending, the common case), then checked.
+        // where every row is already ascending, the common case), then checked. Rows strictly
+        // ascending below `global_len` (the common case) pass in one pass.
         let row_ascending = |i: usize| cols[row_ptr[i]..row_ptr[i + 1]].is_sorted();
+        let row_fits = |i: usize| {
+            let row = &cols[row_ptr[i]..row_ptr[i + 1]];
+            row.windows(2).all(|w| w[0] < w[1]) && row.last().is_none_or(|&g| g < global_len)
+        };
         let mut order: Option<Vec<u32>> = None;
         let check = check.and_then(|()| {
+            if (0..n_owned).into_par_iter().all(row_fits) {
+                return Ok(());
+            }
             if !(0..n_owned).into_par_iter().all(row_ascending) {
                 let mut o = vec![0u32; cols.len()];
                 crate::fill_rows(row_ptr, &mut o, |i, row| {
