@@ -34,6 +34,7 @@ use crate::{AmgError, PointBlockJacobi, Preconditioner};
 
 mod device;
 mod device_coarse;
+mod device_local_a;
 mod device_renewal;
 mod device_update;
 use device::{DeviceKept, DeviceTransfer};

@@ -337,6 +337,11 @@ impl ALocal {
             .clone())
     }
 
+    /// The `diag` and `offd` patterns of the operator it was made for.
+    pub(crate) fn a_patterns(&self) -> (&Arc<BlockPattern>, &Arc<BlockPattern>) {
+        (&self.a_diag, &self.a_offd)
+    }
+
     /// `seed` where it was made for `a`'s patterns and `position`, else a new one.
     pub(crate) fn reuse_or_new(
         seed: Option<&Self>,
@@ -762,11 +767,6 @@ impl GalerkinProductPlan {
             p_owned,
             &mut self.pt,
         )?)
-    }
-
-    /// Blocks of the `diag` part of the `A` the plan was built for.
-    pub(crate) fn a_diag_nnz(&self) -> usize {
-        self.a_diag.nnz()
     }
 
     /// The `diag` and `offd` patterns of the `A` the plan was built for.

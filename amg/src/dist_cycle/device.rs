@@ -30,6 +30,7 @@ use linalg::dist::DistBsr;
 use linalg::gpu;
 use linalg::{Device, Vector};
 
+use super::device_local_a::DeviceLocalA;
 use super::device_renewal::DeviceSmoothing;
 use super::device_update::DeviceGalerkin;
 use super::{
@@ -203,23 +204,26 @@ pub(super) fn coarsen(
         coarse_nns,
         ..
     } = t;
-    let (p, device_smoothing) = match &smoothing {
+    let (p, device_smoothing, local_a) = match &smoothing {
         Some(plan) => {
             phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
             // the product repeats only in the kept renewals of `keep_aggregates`
             let kept = params.renewal == Renewal::KeepAggregates;
             let mut on_device = DeviceSmoothing::upload(plan, a, kept)?;
+            // the level's one local `A` on the device: the Galerkin plan takes it over
+            let mut local_a = DeviceLocalA::new(plan.a_local(), a.pattern().block_size(), &device)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
             phases.end(&mut tm.device_plans_s, &mut tm.transfers.smoothing)?;
             let omega = params.prolongator_omega_scale / emax;
-            on_device.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
-            // its local `A` and `A P0` are the size of the level operator: kept only for the
-            // kept renewals of `keep_aggregates` (a recompute renewal that keeps the level
-            // uploads the plan again)
-            (p, kept.then_some(on_device))
+            local_a.gather(a)?;
+            on_device.numeric(a, &local_a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
+            // its `A P0` is the size of the level operator: kept only for the kept renewals
+            // of `keep_aggregates` (a recompute renewal that keeps the level uploads the plan
+            // again)
+            (p, kept.then_some(on_device), Some(local_a))
         }
         // unsmoothed aggregation: `P` is `P0`
-        None => (p0, None),
+        None => (p0, None, None),
     };
     phases.end(&mut tm.smoothing_s, &mut tm.transfers.smoothing)?;
     // `P`'s views gathered on the device from its values there (its ghost rows GPU to GPU)
@@ -231,12 +235,17 @@ pub(super) fn coarsen(
     // `P`'s transposed parts made on the device from its values there
     let pt = DistTranspose::new(&p)?;
     phases.end(&mut tm.galerkin_symbolic_s, &mut tm.transfers.galerkin)?;
-    let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device)?;
+    let gathered = local_a.as_ref().is_some_and(|l| l.is_for(&plan.a_local));
+    let mut device_galerkin = DeviceGalerkin::upload_for_product(plan, p_ext, &device, local_a)?;
     let mut next = DistBsr::zeros_on(plan.coarse_pattern().clone(), &device)?;
     let k = p.pattern().block_cols();
     drop(serial_ids);
     phases.end(&mut tm.device_plans_s, &mut tm.transfers.galerkin)?;
-    device_galerkin.numeric(a, &mut next)?;
+    // the smoothing's local `A`, where the plan took it over, holds `a`'s blocks already
+    match gathered {
+        true => device_galerkin.numeric_gathered(&mut next)?,
+        false => device_galerkin.numeric(a, &mut next)?,
+    };
     phases.end(&mut tm.galerkin_numeric_s, &mut tm.transfers.galerkin)?;
     Ok(Some(Coarsened {
         smoother: build_smoother(pbj, emax, params),

@@ -30,10 +30,11 @@
 use std::sync::Arc;
 
 use linalg::dist::{DistBsr, DistPattern};
-use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
+use linalg::gpu::{gather_blocks, CudaContext};
 use linalg::{BlockDiagonal, Bsr, SmoothingMap, SpgemmPlan};
 
 use super::device::{DeviceKept, Phases};
+use super::device_local_a::DeviceLocalA;
 use super::{dist_emax, DistNearNull, DistTransfer, HostPlans};
 use crate::dist_prolongator::{DevicePSlots, SmoothingPlan};
 use crate::dist_tentative::DistTentative;
@@ -47,8 +48,8 @@ use crate::{AmgError, PointBlockJacobi};
 /// plan and slot maps uploaded once (the first device renewal), with the value buffers they
 /// fill.
 ///
-/// Invariants: `a_gather` indexes `[diag; offd]` blocks of an operator on `a_pattern`
-/// (`n_a_diag` in `diag`); `product` multiplies `a_local` by `p_ext0` into `w`;
+/// Invariants: `product` multiplies the level's local `A` (of an operator on `a_pattern`; the
+/// device Galerkin plan's [`DeviceLocalA`], lent to each numeric phase) by `p_ext0` into `w`;
 /// `smoothing_map` holds the patterns of `w` and `p_owned0` (the plan's, shared: its device
 /// slot maps made once, whichever device smoothing runs);
 /// `p_slots.diag[s]` (`p_slots.offd[s]`) is the block of `w` that `P.diag` (`P.offd`) holds
@@ -58,9 +59,6 @@ use crate::{AmgError, PointBlockJacobi};
 pub(super) struct DeviceSmoothing {
     ctx: Arc<CudaContext>,
     a_pattern: Arc<DistPattern>,
-    a_gather: Arc<DeviceBuffer<u32>>,
-    n_a_diag: usize,
-    a_local: Bsr,
     p_ext0: Bsr,
     p_owned0: Bsr,
     product: SpgemmPlan,
@@ -90,16 +88,12 @@ impl DeviceSmoothing {
                 reason: "must be a GPU for the device prolongator smoothing",
             })?
             .clone();
-        let a_local = plan.a_local();
         let (p_ext0, p_owned0) = plan.p0_view();
         let bs = a.pattern().block_size();
         let k = p_ext0.block_cols();
         let p_pattern = plan.p_pattern().clone();
         Ok(Self {
             a_pattern: a.pattern().clone(),
-            a_gather: a_local.device_gather(&ctx)?,
-            n_a_diag: a.pattern().diag().nnz(),
-            a_local: Bsr::zeros_on(&device, a_local.pattern.clone(), bs, bs)?,
             // the patterns only: every numeric phase copies `P0`'s view values in once
             p_ext0: Bsr::zeros_on(&device, p_ext0.pattern().clone(), bs, k)?,
             p_owned0: Bsr::zeros_on(&device, p_owned0.pattern().clone(), bs, k)?,
@@ -117,12 +111,13 @@ impl DeviceSmoothing {
     }
 
     /// `P = P0 - omega D^{-1} A P0` on the device into `p` (a device matrix on the plan's `P`
-    /// pattern), for the device operator `a`, `P0`'s view (`p_ext0`, `p_owned0`: values
-    /// copied here from the plan's view, on this GPU or the host) and `dinv` (`D^{-1}` of
-    /// `a`'s diagonal part, on the device). Local.
+    /// pattern), for the device operator `a` (its local `A` gathered in `local_a`), `P0`'s
+    /// view (`p_ext0`, `p_owned0`: values copied here from the plan's view, on this GPU or
+    /// the host) and `dinv` (`D^{-1}` of `a`'s diagonal part, on the device). Local.
     pub(super) fn numeric(
         &mut self,
         a: &DistBsr,
+        local_a: &DeviceLocalA,
         (p_ext0, p_owned0): (&Bsr, &Bsr),
         dinv: &BlockDiagonal,
         omega: f64,
@@ -139,18 +134,7 @@ impl DeviceSmoothing {
         self.p_ext0.upload_values_from(p_ext0)?;
         self.p_owned0.upload_values_from(p_owned0)?;
         let ctx = &*self.ctx;
-        gather_blocks_two(
-            ctx,
-            self.a_local.block_len(),
-            &self.a_gather,
-            TwoSources {
-                n0: self.n_a_diag,
-                a: a.diag().device_bsr()?.values(),
-                b: a.offd().device_bsr()?.values(),
-            },
-            self.a_local.device_bsr_mut()?.values_mut(),
-        )?;
-        linalg::spgemm_numeric(&self.product, &self.a_local, &self.p_ext0, &mut self.w)?;
+        linalg::spgemm_numeric(&self.product, local_a.values(), &self.p_ext0, &mut self.w)?;
         if self.w.pattern().nnz() > 0 {
             let map = &self.smoothing_map;
             linalg::smooth_prolongator_mapped(map, &mut self.w, omega, dinv, &self.p_owned0)?;
@@ -253,7 +237,9 @@ pub(super) fn coarsen_kept(
                 }
             };
             let omega = params.prolongator_omega_scale / emax;
-            device_smoothing.numeric(a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
+            transfer.galerkin.gather_local_a(a)?;
+            let local_a = transfer.galerkin.local_a();
+            device_smoothing.numeric(a, local_a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
         }
         // unsmoothed aggregation: `P` is `P0`
         None => p.upload_values_from(&p0)?,
@@ -266,7 +252,11 @@ pub(super) fn coarsen_kept(
     pt.transpose_values_of(&p)?;
     let k = p.pattern().block_cols();
     phases.end(&mut tm.galerkin_symbolic_s, &mut tm.transfers.galerkin)?;
-    transfer.galerkin.numeric(a, &mut next)?;
+    // the local `A` gathered above where the smoothing read it (the same operator)
+    match smoothing.is_some() {
+        true => transfer.galerkin.numeric_gathered(&mut next)?,
+        false => transfer.galerkin.numeric(a, &mut next)?,
+    };
     phases.end(&mut tm.galerkin_numeric_s, &mut tm.transfers.galerkin)?;
     Ok(Coarsened {
         smoother: build_smoother(pbj, emax, params),

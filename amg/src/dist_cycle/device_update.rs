@@ -19,18 +19,19 @@ use std::sync::Arc;
 use linalg::comm::Comm;
 use linalg::dist::{DistBsr, DistPattern};
 use linalg::gpu::{
-    gather_blocks, gather_blocks_two, pinned_at_first_use, sum_blocks_in_order, CudaContext,
-    DeviceBuffer, PeerChannel, PeerLists, PinnedBuffer, StreamMark, TwoSources,
+    gather_blocks, pinned_at_first_use, sum_blocks_in_order, CudaContext, DeviceBuffer,
+    PeerChannel, PeerLists, PinnedBuffer, StreamMark, TwoSources,
 };
-use linalg::{BlockPattern, Bsr, Device, SpgemmPlan};
+use linalg::{Bsr, Device, SpgemmPlan};
 
+use super::device_local_a::DeviceLocalA;
 use crate::dist_galerkin::GalerkinProductPlan;
 use crate::AmgError;
 
 /// A [`GalerkinProductPlan`] on a GPU (see the module doc).
 ///
-/// Invariants: `a_gather` indexes `[diag; offd]` blocks of the operator (`n_a_diag` in
-/// `diag`); the send and receive lists and the sums are a
+/// Invariants: `local_a` is the plan's local `A` (the level's one on the device, lent to the
+/// device smoothing); the send and receive lists and the sums are a
 /// [`crate::dist_galerkin::SplitReduction`]'s (the partial blocks on the device, `recv_dev`
 /// the `others`), uploaded.
 #[derive(Debug)]
@@ -38,11 +39,7 @@ pub(super) struct DeviceGalerkin {
     ctx: Arc<CudaContext>,
     comm: Arc<dyn Comm>,
     coarse: Arc<DistPattern>,
-    /// The `diag` and `offd` patterns of the operator the plan was made for.
-    a_patterns: (Arc<BlockPattern>, Arc<BlockPattern>),
-    a_gather: Arc<DeviceBuffer<u32>>,
-    n_a_diag: usize,
-    a_local: Bsr,
+    local_a: DeviceLocalA,
     p_ext: Bsr,
     ap_plan: SpgemmPlan,
     ap: Bsr,
@@ -89,8 +86,8 @@ impl DeviceGalerkin {
         p_ext: &Bsr,
         device: &Device,
     ) -> Result<Self, AmgError> {
-        let mut g = Self::upload_for_product(plan, p_ext, device)?;
-        linalg::spgemm_numeric(&g.ap_plan, &g.a_local, &g.p_ext, &mut g.ap)?;
+        let mut g = Self::upload_for_product(plan, p_ext, device, None)?;
+        linalg::spgemm_numeric(&g.ap_plan, g.local_a.values(), &g.p_ext, &mut g.ap)?;
         linalg::spgemm_numeric(&g.partial_plan, &g.pt, &g.ap, &mut g.partial)?;
         let comm = &g.comm;
         if g.ctx
@@ -104,11 +101,13 @@ impl DeviceGalerkin {
 
     /// [`Self::upload`] without its products: for a caller whose next call is
     /// [`Self::numeric`] (a cold coarsening on the device), whose products make the device
-    /// plans (local).
+    /// plans (local). `local_a`: the level's local `A` on the device where the caller made
+    /// one (for the device smoothing), taken over where it is the plan's (else a new one).
     pub(super) fn upload_for_product(
         plan: &GalerkinProductPlan,
         p_ext: &Bsr,
         device: &Device,
+        local_a: Option<DeviceLocalA>,
     ) -> Result<Self, AmgError> {
         let ctx = device
             .cuda_context()
@@ -125,13 +124,13 @@ impl DeviceGalerkin {
         let split = plan.split().clone();
         let n_send = split.send_idx.len() * kk;
         let n_recv = split.n_recv;
-        let (ad, ao) = plan.a_patterns();
+        let local_a = match local_a.filter(|l| l.is_for(&plan.a_local)) {
+            Some(l) => l,
+            None => DeviceLocalA::new(&plan.a_local, bs, device)?,
+        };
         Ok(Self {
-            a_patterns: (ad.clone(), ao.clone()),
-            a_gather: plan.a_local.device_gather(&ctx)?,
-            n_a_diag: plan.a_diag_nnz(),
+            local_a,
             // the value buffers are made on the device (every product overwrites them)
-            a_local: Bsr::zeros_on(device, plan.a_local.pattern.clone(), bs, bs)?,
             p_ext: p_ext.to_device(device)?,
             // every hot update repeats both products: their device plans keep pair lists
             ap_plan: plan.ap_plan.clone().for_repeated_products(),
@@ -188,16 +187,25 @@ impl DeviceGalerkin {
     /// plan's pattern; `out`: the next level's device operator on [`Self::coarse_pattern`]);
     /// returns the bytes this rank sent to other ranks.
     pub(super) fn numeric(&mut self, a: &DistBsr, out: &mut DistBsr) -> Result<u64, AmgError> {
-        let (ad, ao) = &self.a_patterns;
-        if !BlockPattern::same(a.pattern().diag(), ad)
-            || !BlockPattern::same(a.pattern().offd(), ao)
-        {
-            return Err(AmgError::InvalidParameter {
-                name: "operator",
-                value: "another pattern".into(),
-                reason: "must be on the pattern the Galerkin plan was made for",
-            });
-        }
+        self.local_a.gather(a)?;
+        self.numeric_gathered(out)
+    }
+
+    /// The level's local `A` on the device, for the device smoothing to read after
+    /// [`Self::gather_local_a`].
+    pub(super) fn local_a(&self) -> &DeviceLocalA {
+        &self.local_a
+    }
+
+    /// Gathers the local `A` of the device operator `a` (the plan's pattern). Local.
+    pub(super) fn gather_local_a(&mut self, a: &DistBsr) -> Result<(), AmgError> {
+        self.local_a.gather(a)
+    }
+
+    /// Collective. [`Self::numeric`] of the operator whose local `A` was gathered last
+    /// ([`Self::gather_local_a`], or the smoothing's local `A` taken over by
+    /// [`Self::upload_for_product`]).
+    pub(super) fn numeric_gathered(&mut self, out: &mut DistBsr) -> Result<u64, AmgError> {
         if !Arc::ptr_eq(out.pattern(), &self.coarse) {
             return Err(AmgError::InvalidParameter {
                 name: "coarse operator",
@@ -206,19 +214,8 @@ impl DeviceGalerkin {
             });
         }
         let ctx = &*self.ctx;
-        let bl = self.a_local.block_len();
-        gather_blocks_two(
-            ctx,
-            bl,
-            &self.a_gather,
-            TwoSources {
-                n0: self.n_a_diag,
-                a: a.diag().device_bsr()?.values(),
-                b: a.offd().device_bsr()?.values(),
-            },
-            self.a_local.device_bsr_mut()?.values_mut(),
-        )?;
-        linalg::spgemm_numeric(&self.ap_plan, &self.a_local, &self.p_ext, &mut self.ap)?;
+        let a_local = self.local_a.values();
+        linalg::spgemm_numeric(&self.ap_plan, a_local, &self.p_ext, &mut self.ap)?;
         linalg::spgemm_numeric(&self.partial_plan, &self.pt, &self.ap, &mut self.partial)?;
         let kk = self.kk;
         let comm = &self.comm;

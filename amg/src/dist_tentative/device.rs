@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use linalg::dist::DistBsr;
 use linalg::gpu::{gather_blocks, gather_blocks_two, CudaContext, DeviceBuffer, TwoSources};
-use linalg::{comm, BlockPattern, Bsr, Device, GroupedQrPlan, Vector};
+use linalg::{comm, exclusive_sums, BlockPattern, Bsr, Device, GroupedQrPlan, Vector};
 
 use super::{check_returned, DistTentative, DistTentativePlan};
 use crate::AmgError;
@@ -42,15 +42,6 @@ pub(super) struct DeviceTentativePlan {
     n_members: usize,
 }
 
-/// Offsets of consecutive runs of `counts` (`counts.len() + 1` entries from 0).
-fn offsets(counts: impl IntoIterator<Item = usize>) -> Vec<usize> {
-    let mut at = vec![0];
-    for c in counts {
-        at.push(at[at.len() - 1] + c);
-    }
-    at
-}
-
 /// Each `(rank, index)` as a position in `[this rank's n_local; rank 0's records; rank 1's; ...]`
 /// (`at[r]`: where rank `r`'s records start after the local ones).
 fn positions(sources: &[(u32, u32)], rank: usize, n_local: usize, at: &[usize]) -> Vec<u32> {
@@ -69,8 +60,8 @@ impl DeviceTentativePlan {
     fn new(plan: &DistTentativePlan, ctx: &Arc<CudaContext>) -> Result<Self, AmgError> {
         let rank = plan.coarse_partition.comm().rank();
         let n_owned = plan.labels.len();
-        let received_at = offsets(plan.received_counts.iter().copied());
-        let returned_at = offsets(plan.senders.iter().map(Vec::len));
+        let received_at = exclusive_sums(&plan.received_counts);
+        let returned_at = exclusive_sums(&plan.senders.iter().map(Vec::len).collect::<Vec<_>>());
         let members = positions(&plan.members, rank, n_owned, &received_at);
         let n_members = members.len();
         let qr = GroupedQrPlan::new(
@@ -129,7 +120,7 @@ impl DeviceTentativePlan {
         let mut out = ctx.zeros::<f64>(n * slab)?;
         gather_blocks(ctx, slab, idx, src, &mut out)?;
         let all = ctx.download(&out)?;
-        let at = offsets(counts.iter().copied());
+        let at = exclusive_sums(counts);
         Ok(at
             .windows(2)
             .map(|w| all[w[0] * slab..w[1] * slab].to_vec())
