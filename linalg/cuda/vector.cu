@@ -88,35 +88,40 @@ extern "C" __global__ void cg_beta_axpby(const u64 n, const u64 k, const u64 ste
 #define TERM_MAGNITUDE 2
 #define EXACT_THREADS 256
 
-__device__ __forceinline__ void exact_flush(unsigned long long* bins, int bin, long long w0,
-                                            long long w1, long long w2) {
-    if (bin < 0) return;
+// Adds a lane's four words (bins lo .. lo + 3) to the block's shared bins; zero words add
+// nothing and are skipped.
+__device__ __forceinline__ void exact_flush(unsigned long long* bins, int lo, long long w0,
+                                            long long w1, long long w2, long long w3) {
+    if (lo < 0) return;
     // two's complement: unsigned adds of signed words are the signed adds modulo 2^64
-    atomicAdd(bins + bin, (unsigned long long)w0);
-    atomicAdd(bins + bin + 1, (unsigned long long)w1);
-    atomicAdd(bins + bin + 2, (unsigned long long)w2);
+    if (w0) atomicAdd(bins + lo, (unsigned long long)w0);
+    if (w1) atomicAdd(bins + lo + 1, (unsigned long long)w1);
+    if (w2) atomicAdd(bins + lo + 2, (unsigned long long)w2);
+    if (w3) atomicAdd(bins + lo + 3, (unsigned long long)w3);
 }
 
-// The three words of one lane's bin flushed into the block's shared bins, added over the
-// warp first where every lane with terms has the same bin (the common case: products of
-// similar magnitude share a 32-bit bin), so that one lane adds them instead of 32 lanes
-// contending for the same three shared words. Integer sums: any grouping gives the same words.
-__device__ __forceinline__ void exact_flush_warp(unsigned long long* bins, int bin, long long a0,
-                                                 long long a1, long long a2) {
-    int top = bin;
+// The four words of one lane's window flushed into the block's shared bins, added over the
+// warp first where every lane with terms has the same window (the common case: products of
+// similar magnitude share a window of two 32-bit bins), so that one lane adds them instead of
+// 32 lanes contending for the same shared words. Integer sums: any grouping gives the same
+// words.
+__device__ __forceinline__ void exact_flush_warp(unsigned long long* bins, int lo, long long a0,
+                                                 long long a1, long long a2, long long a3) {
+    int top = lo;
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) top = max(top, __shfl_xor_sync(FULL_MASK, top, off));
-    if (top >= 0 && __all_sync(FULL_MASK, bin == top || bin < 0)) {
+    if (top >= 0 && __all_sync(FULL_MASK, lo == top || lo < 0)) {
         // lanes without terms hold zeros
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) {
             a0 += __shfl_xor_sync(FULL_MASK, a0, off);
             a1 += __shfl_xor_sync(FULL_MASK, a1, off);
             a2 += __shfl_xor_sync(FULL_MASK, a2, off);
+            a3 += __shfl_xor_sync(FULL_MASK, a3, off);
         }
-        if ((threadIdx.x & 31) == 0) exact_flush(bins, top, a0, a1, a2);
+        if ((threadIdx.x & 31) == 0) exact_flush(bins, top, a0, a1, a2, a3);
     } else {
-        exact_flush(bins, bin, a0, a1, a2);
+        exact_flush(bins, lo, a0, a1, a2, a3);
     }
 }
 
@@ -128,9 +133,10 @@ __device__ void exact_round(long long* b, const unsigned long long flags, double
 // words[0..EXACT_BINS) += the terms' bins (unnormalised, integer atomics: any order gives the
 // same words), words[EXACT_BINS] |= the non-finite flags. words must start zeroed; n < 2^30
 // keeps every bin's running sum inside 63 bits (each term adds less than 2^33 to a bin).
-// Each thread keeps the three words of its current bin in registers and flushes them to the
-// block's shared bins when a term falls into another bin (at the end over its warp first);
-// blocks then add into words. With `done` (not null; zero before the launch) the last block
+// A term of bin b adds three words (bins b .. b + 2). Each thread keeps a window of four words
+// (bins lo .. lo + 3: the terms of bins lo and lo + 1, which values around a power of 2^32
+// straddle) in registers and flushes it to the block's shared bins when a term falls outside
+// (at the end over its warp first); blocks then add into words. With `done` (not null; zero before the launch) the last block
 // to finish rounds words into out[0] as exact_finish does and leaves words and *done zeroed
 // for the next sum.
 extern "C" __global__ void __launch_bounds__(EXACT_THREADS)
@@ -143,8 +149,8 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
     for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x) bins[i] = 0;
     if (threadIdx.x == 0) flags = 0;
     __syncthreads();
-    int bin = -1;
-    long long a0 = 0, a1 = 0, a2 = 0;
+    int lo = -1;
+    long long a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     unsigned long long my_flags = 0;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const double v = __ldg(x + i);
@@ -168,16 +174,23 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
         const long long w1 = (long long)((low >> 32) + (high & 0xffffffffull));
         const long long w2 = (long long)(high >> 32);
         const int b = (int)(position / EXACT_BIN_BITS);
-        if (b != bin) {
-            exact_flush(bins, bin, a0, a1, a2);
-            bin = b;
-            a0 = a1 = a2 = 0;
+        if (lo < 0 || b < lo || b > lo + 1) {
+            exact_flush(bins, lo, a0, a1, a2, a3);
+            lo = b;
+            a0 = a1 = a2 = a3 = 0;
         }
-        a0 += (w0 ^ sign) - sign;
-        a1 += (w1 ^ sign) - sign;
-        a2 += (w2 ^ sign) - sign;
+        const long long s0 = (w0 ^ sign) - sign, s1 = (w1 ^ sign) - sign, s2 = (w2 ^ sign) - sign;
+        if (b == lo) {
+            a0 += s0;
+            a1 += s1;
+            a2 += s2;
+        } else {
+            a1 += s0;
+            a2 += s1;
+            a3 += s2;
+        }
     }
-    exact_flush_warp(bins, bin, a0, a1, a2);
+    exact_flush_warp(bins, lo, a0, a1, a2, a3);
     if (my_flags) atomicOr(&flags, my_flags);
     __syncthreads();
     for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x)
@@ -190,26 +203,36 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
     __syncthreads();
     if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
     __syncthreads();
-    if (!last || threadIdx.x != 0) return;
+    if (!last) return;
+    // the last block's threads read (and zero) the words at once, one load latency, into its
+    // shared bins (their block sums went into words above); thread 0 rounds
     __threadfence();
     long long* b = (long long*)bins;
-    for (int i = 0; i < EXACT_BINS; ++i) {
+    for (u32 i = threadIdx.x; i < EXACT_BINS; i += blockDim.x) {
         b[i] = (long long)__ldcg(words + i);
         words[i] = 0;
     }
-    const unsigned long long f = __ldcg(words + EXACT_BINS);
-    words[EXACT_BINS] = 0;
-    *done = 0;
-    exact_round(b, f, out);
+    if (threadIdx.x == 0) {
+        flags = __ldcg(words + EXACT_BINS);
+        words[EXACT_BINS] = 0;
+        *done = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    exact_round(b, flags, out);
 }
 
-// ExactSum::normalize: every bin but the top one in [0, 2^32), the top one signed.
+// ExactSum::normalize: every bin but the top one in [0, 2^32), the top one signed (the carry
+// into bin i + 1 is that of bin i with the carry into it: kept in a register, so that the
+// loads of the bins do not wait on the chain).
 __device__ void exact_normalize(long long* b) {
+    long long carry = 0;
     for (int i = 0; i < EXACT_BINS - 1; ++i) {
-        const long long carry = b[i] >> EXACT_BIN_BITS;  // arithmetic shift
-        b[i] &= 0xffffffffll;
-        b[i + 1] += carry;
+        const long long v = b[i] + carry;
+        carry = v >> EXACT_BIN_BITS;  // arithmetic shift
+        b[i] = v & 0xffffffffll;
     }
+    b[EXACT_BINS - 1] += carry;
 }
 
 // 2^k for a normal exponent k (ExactSum's scale_by_power_of_two's power).

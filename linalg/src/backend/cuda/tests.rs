@@ -1156,6 +1156,19 @@ fn exact_device_sums_are_the_hosts_bits() {
         check("cancelling", &xc, &yc);
         let (u, v) = (rng.vec(n), rng.vec(n));
         check("unit", &u, &v);
+        // magnitudes around 1 (and 2^32): the terms alternate between two adjacent bins, and
+        // now and then a third, as a thread's window of bins moves
+        let around = |i: usize, r: f64| {
+            let scale = [1.0, 1.0, 2f64.powi(32), 2f64.powi(-33)][i % 4];
+            scale * [0.75, 1.5][i % 2] * (1.0 + r)
+        };
+        let a: Vec<f64> = u.iter().enumerate().map(|(i, &r)| around(i, r)).collect();
+        let b: Vec<f64> = v
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| around(i / 2, -r / 2.0))
+            .collect();
+        check("around bin edges", &a, &b);
     }
     // exact rounding: ties to even, sums near overflow and in the subnormal range
     let e = 2f64.powi(-53);
