@@ -25,6 +25,23 @@ extern "C" __global__ void closed_min(const u32 n, const u32* __restrict__ row_p
     m[v] = r;
 }
 
+// closed_min with a warp a vertex: for graphs of long rows (coarse levels: hundreds of edges a
+// row, where a thread a vertex waits on one load after another). The same minimum.
+extern "C" __global__ void closed_min_warp(const u32 n, const u32* __restrict__ row_ptr,
+                                           const u32* __restrict__ col, const u64* __restrict__ s,
+                                           u64* __restrict__ m, const u32* __restrict__ counts,
+                                           const u32 round) {
+    const u64 v = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31;
+    // v is the same for the warp's lanes: they leave together
+    if (v >= n || mis_round_done(counts, round)) return;
+    u64 r = lane == 0 ? s[v] : MIS_OUT;
+    for (u32 k = row_ptr[v] + lane; k < row_ptr[v + 1]; k += 32) r = min(r, s[col[k]]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) r = min(r, __shfl_xor_sync(FULL_MASK, r, off));
+    if (lane == 0) m[v] = r;
+}
+
 // A vertex whose reach holds an IN leaves; one whose reach is its own priority joins.
 // counts[round] counts the vertices that moved (an integer counter, not a value).
 extern "C" __global__ void mis_update(const u32 n, u64* __restrict__ status,

@@ -291,6 +291,9 @@ impl DeviceGraph {
     }
 }
 
+/// Mean edges a vertex from which the MIS rounds' neighbourhood minimum takes a warp a vertex.
+const WARP_ROW_EDGES: usize = 48;
+
 /// Luby rounds queued between two looks at their counts: a set takes 5 to 12 rounds on the
 /// levels of an elasticity hierarchy, and each look waits for the GPU; a round queued after the
 /// set is final returns at once (`mis.cu`'s `mis_round_done`).
@@ -310,7 +313,18 @@ pub(crate) fn mis_rounds(
 ) -> Result<(), LinalgError> {
     let mut m1 = ctx.zeros::<u64>(n.max(1))?;
     let mut m2 = ctx.zeros::<u64>(n.max(1))?;
-    let closed_min = ctx.function(&MIS, &[], "closed_min")?;
+    // a warp a vertex where rows are long (coarse levels), else a thread a vertex
+    let long_rows = n > 0 && (col.len() / n) >= WARP_ROW_EDGES;
+    let (closed_min, min_cfg) = match long_rows {
+        true => (
+            ctx.function(&MIS, &[], "closed_min_warp")?,
+            warp_per_vertex(n),
+        ),
+        false => (
+            ctx.function(&MIS, &[], "closed_min")?,
+            grid_1d(n as u64, 256),
+        ),
+    };
     let update = ctx.function(&MIS, &[], "mis_update")?;
     let nn = n as u32;
     let cfg = grid_1d(n as u64, 256);
@@ -325,9 +339,9 @@ pub(crate) fn mis_rounds(
                 .arg(&mut m1)
                 .arg(&counts)
                 .arg(&round);
-            // SAFETY: arguments match `closed_min`; every buffer holds n entries (row_ptr
-            // n + 1), `counts` MIS_ROUNDS_A_LOOK.
-            unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
+            // SAFETY: arguments match `closed_min` and `closed_min_warp` (its launch shape);
+            // every buffer holds n entries (row_ptr n + 1), `counts` MIS_ROUNDS_A_LOOK.
+            unsafe { l.launch(min_cfg) }.map_err(driver_err("closed_min"))?;
             if distance_two {
                 let mut l = ctx.stream().launch_builder(&closed_min);
                 l.arg(&nn)
@@ -338,7 +352,7 @@ pub(crate) fn mis_rounds(
                     .arg(&counts)
                     .arg(&round);
                 // SAFETY: as above.
-                unsafe { l.launch(cfg) }.map_err(driver_err("closed_min"))?;
+                unsafe { l.launch(min_cfg) }.map_err(driver_err("closed_min"))?;
             }
             let reach = if distance_two { &m2 } else { &m1 };
             let mut l = ctx.stream().launch_builder(&update);
