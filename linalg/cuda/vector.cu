@@ -204,7 +204,7 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
     if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
-    // the last block's threads read (and zero) the words at once, one load latency, into its
+    // the last block's threads read (and zero) the bins at once, one load latency, into its
     // shared bins (their block sums went into words above); thread 0 rounds
     __threadfence();
     long long* b = (long long*)bins;
@@ -212,14 +212,12 @@ exact_bins(const u64 n, const double* __restrict__ x, const double* __restrict__
         b[i] = (long long)__ldcg(words + i);
         words[i] = 0;
     }
-    if (threadIdx.x == 0) {
-        flags = __ldcg(words + EXACT_BINS);
-        words[EXACT_BINS] = 0;
-        *done = 0;
-    }
     __syncthreads();
     if (threadIdx.x != 0) return;
-    exact_round(b, flags, out);
+    const unsigned long long f = __ldcg(words + EXACT_BINS);
+    words[EXACT_BINS] = 0;
+    *done = 0;
+    exact_round(b, f, out);
 }
 
 // ExactSum::normalize: every bin but the top one in [0, 2^32), the top one signed (the carry

@@ -211,11 +211,11 @@ pub(super) fn coarsen(
             let kept = params.renewal == Renewal::KeepAggregates;
             let mut on_device = DeviceSmoothing::upload(plan, a, kept)?;
             // the level's one local `A` on the device: the Galerkin plan takes it over
-            let mut local_a = DeviceLocalA::new(plan.a_local(), a.pattern().block_size(), &device)?;
+            let local_a = DeviceLocalA::new(plan.a_local(), a.pattern().block_size(), &device)?;
             let mut p = DistBsr::zeros_on(plan.p_pattern().clone(), &device)?;
             phases.end(&mut tm.device_plans_s, &mut tm.transfers.smoothing)?;
             let omega = params.prolongator_omega_scale / emax;
-            local_a.gather(a)?;
+            let local_a = local_a.gathered(a)?;
             on_device.numeric(a, &local_a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
             // its `A P0` is the size of the level operator: kept only for the kept renewals
             // of `keep_aggregates` (a recompute renewal that keeps the level uploads the plan

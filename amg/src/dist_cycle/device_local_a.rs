@@ -88,6 +88,12 @@ impl DeviceLocalA {
         Ok(())
     }
 
+    /// [`Self::gather`] of `a`, by value.
+    pub(super) fn gathered(mut self, a: &DistBsr) -> Result<Self, AmgError> {
+        self.gather(a)?;
+        Ok(self)
+    }
+
     /// The values of the last gathered operator.
     pub(super) fn values(&self) -> &Bsr {
         &self.values

@@ -225,6 +225,9 @@ pub(super) fn coarsen_kept(
     };
     let emax = dist_emax(a, &pbj, near_null, params, level)?;
     phases.end(&mut tm.smoother_setup_s, &mut tm.transfers.smoother)?;
+    // the level's device local `A` gathered once for both products where the smoothing plan
+    // and the Galerkin plan share it (a level coarsened on the device), else the smoothing's own
+    let mut gathered = false;
     match &smoothing {
         Some(plan) => {
             let device_smoothing = match &mut transfer.smoothing {
@@ -237,8 +240,19 @@ pub(super) fn coarsen_kept(
                 }
             };
             let omega = params.prolongator_omega_scale / emax;
-            transfer.galerkin.gather_local_a(a)?;
-            let local_a = transfer.galerkin.local_a();
+            let own;
+            let local_a = match transfer.galerkin.local_a().is_for(plan.a_local()) {
+                true => {
+                    transfer.galerkin.gather_local_a(a)?;
+                    gathered = true;
+                    transfer.galerkin.local_a()
+                }
+                false => {
+                    let bs = a.pattern().block_size();
+                    own = DeviceLocalA::new(plan.a_local(), bs, &device)?.gathered(a)?;
+                    &own
+                }
+            };
             device_smoothing.numeric(a, local_a, plan.p0_view(), pbj.inverse(), omega, &mut p)?;
         }
         // unsmoothed aggregation: `P` is `P0`
@@ -252,8 +266,7 @@ pub(super) fn coarsen_kept(
     pt.transpose_values_of(&p)?;
     let k = p.pattern().block_cols();
     phases.end(&mut tm.galerkin_symbolic_s, &mut tm.transfers.galerkin)?;
-    // the local `A` gathered above where the smoothing read it (the same operator)
-    match smoothing.is_some() {
+    match gathered {
         true => transfer.galerkin.numeric_gathered(&mut next)?,
         false => transfer.galerkin.numeric(a, &mut next)?,
     };
