@@ -105,6 +105,22 @@ impl DistTranspose {
 
 /// The device part of a transfer on a GPU: the Galerkin product's device plan (uploaded with
 /// the level), and the prolongator smoothing's (made by the first kept renewal).
+/// The CUDA context of `device`, or [`AmgError::InvalidParameter`] naming `device` with
+/// `reason` where it is the host.
+pub(super) fn gpu_context(
+    device: &Device,
+    reason: &'static str,
+) -> Result<std::sync::Arc<gpu::CudaContext>, AmgError> {
+    device
+        .cuda_context()
+        .cloned()
+        .ok_or(AmgError::InvalidParameter {
+            name: "device",
+            value: device.name(),
+            reason,
+        })
+}
+
 #[derive(Debug)]
 pub(super) struct DeviceTransfer {
     pub(super) galerkin: DeviceGalerkin,

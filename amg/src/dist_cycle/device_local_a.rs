@@ -34,14 +34,7 @@ impl DeviceLocalA {
     /// The value buffer (`bs x bs` blocks) of `local` on `device` (a GPU) with its gather list
     /// there; the values are those of no operator until [`Self::gather`]. Local.
     pub(super) fn new(local: &ALocal, bs: usize, device: &Device) -> Result<Self, AmgError> {
-        let ctx = device
-            .cuda_context()
-            .ok_or(AmgError::InvalidParameter {
-                name: "device",
-                value: device.name(),
-                reason: "must be a GPU for the device local A",
-            })?
-            .clone();
+        let ctx = super::device::gpu_context(device, "must be a GPU for the device local A")?;
         let (diag, offd) = local.a_patterns();
         Ok(Self {
             a_patterns: (diag.clone(), offd.clone()),

@@ -80,14 +80,10 @@ impl DeviceSmoothing {
         repeated: bool,
     ) -> Result<Self, AmgError> {
         let device = a.device();
-        let ctx = device
-            .cuda_context()
-            .ok_or(AmgError::InvalidParameter {
-                name: "device",
-                value: device.name(),
-                reason: "must be a GPU for the device prolongator smoothing",
-            })?
-            .clone();
+        let ctx = super::device::gpu_context(
+            &device,
+            "must be a GPU for the device prolongator smoothing",
+        )?;
         let (p_ext0, p_owned0) = plan.p0_view();
         let bs = a.pattern().block_size();
         let k = p_ext0.block_cols();

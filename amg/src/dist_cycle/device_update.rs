@@ -109,14 +109,8 @@ impl DeviceGalerkin {
         device: &Device,
         local_a: Option<DeviceLocalA>,
     ) -> Result<Self, AmgError> {
-        let ctx = device
-            .cuda_context()
-            .ok_or(AmgError::InvalidParameter {
-                name: "device",
-                value: device.name(),
-                reason: "must be a GPU for the device Galerkin product",
-            })?
-            .clone();
+        let ctx =
+            super::device::gpu_context(device, "must be a GPU for the device Galerkin product")?;
         let comm = plan.coarse_pattern().partition().comm().clone();
         let k = plan.pt.block_rows();
         let kk = k * k;
