@@ -103,8 +103,6 @@ impl DistTranspose {
     }
 }
 
-/// The device part of a transfer on a GPU: the Galerkin product's device plan (uploaded with
-/// the level), and the prolongator smoothing's (made by the first kept renewal).
 /// The CUDA context of `device`, or [`AmgError::InvalidParameter`] naming `device` with
 /// `reason` where it is the host.
 pub(super) fn gpu_context(
@@ -121,6 +119,8 @@ pub(super) fn gpu_context(
         })
 }
 
+/// The device part of a transfer on a GPU: the Galerkin product's device plan (uploaded with
+/// the level), and the prolongator smoothing's (made by the first kept renewal).
 #[derive(Debug)]
 pub(super) struct DeviceTransfer {
     pub(super) galerkin: DeviceGalerkin,

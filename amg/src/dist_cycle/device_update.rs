@@ -124,10 +124,10 @@ impl DeviceGalerkin {
         };
         Ok(Self {
             local_a,
-            // the value buffers are made on the device (every product overwrites them)
             p_ext: p_ext.to_device(device)?,
             // every hot update repeats both products: their device plans keep pair lists
             ap_plan: plan.ap_plan.clone().for_repeated_products(),
+            // the products' value buffers are made on the device (each product overwrites them)
             ap: Bsr::zeros_on(device, plan.ap_plan.pattern().clone(), bs, k)?,
             pt: plan.pt.to_device(device)?,
             partial_plan: plan.partial_plan.clone().for_repeated_products(),
