@@ -19,7 +19,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use linalg::dist::{DeviceDistGraph, HaloPlan};
@@ -29,6 +28,7 @@ use crate::aggregation::{
     most_connected_aggregate, most_connected_neighbour_aggregate_by, priority, MisDistance, IN,
     OUT, UNAGGREGATED,
 };
+use crate::label_set::LabelSet;
 use crate::strength::{check_threshold, StrengthGraph};
 use crate::AmgError;
 
@@ -516,11 +516,13 @@ fn small_aggregates(
 ) -> Result<BTreeMap<u32, u64>, AmgError> {
     let small = |size: u64| (size as usize).saturating_mul(bs) < min_dofs;
     // Candidates: labels with few members here (a small aggregate is small on every rank).
-    let local = label_counts(labels);
-    let mine: Vec<u64> = local
+    let set = LabelSet::new(labels);
+    let mine: Vec<u64> = set
+        .labels()
         .iter()
-        .filter(|&&(_, c)| small(c))
-        .map(|&(l, _)| u64::from(l))
+        .zip(set.counts())
+        .filter(|&(_, &c)| small(u64::from(c)))
+        .map(|(&l, _)| u64::from(l))
         .collect();
     let linalg_err = linalg::LinalgError::from;
     let mut candidates: Vec<u64> = comm.allgatherv_u64(&mine).map_err(linalg_err)?.concat();
@@ -532,11 +534,7 @@ fn small_aggregates(
     }
     let mut sizes: Vec<f64> = candidates
         .iter()
-        .map(|&l| {
-            local
-                .binary_search_by_key(&(l as u32), |&(m, _)| m)
-                .map_or(0, |at| local[at].1) as f64
-        })
+        .map(|&l| u32::try_from(l).map_or(0, |l| set.count_of(l)) as f64)
         .collect();
     comm.allreduce_sum(&mut sizes).map_err(linalg_err)?;
     for (&l, &s) in candidates.iter().zip(&sizes) {
@@ -545,57 +543,6 @@ fn small_aggregates(
         }
     }
     Ok(size)
-}
-
-/// Each label of `labels` other than [`UNAGGREGATED`] with its number of entries, ascending
-/// by label: counted in an array over the labels' span where it holds at most
-/// [`COUNTS_PER_LABEL`] counters an entry (a rank's labels are its roots' serial ids, close
-/// together), else by sorting the labels and counting their runs. Both give the same list.
-fn label_counts(labels: &[u32]) -> Vec<(u32, u64)> {
-    let aggregated = || labels.par_iter().copied().filter(|&l| l != UNAGGREGATED);
-    let span = aggregated()
-        .map(|l| (l, l))
-        .reduce_with(|a, b| (a.0.min(b.0), a.1.max(b.1)));
-    let Some((lo, hi)) = span else {
-        return Vec::new();
-    };
-    let span = (hi - lo) as usize + 1;
-    if span > COUNTS_PER_LABEL.saturating_mul(labels.len()) {
-        return label_counts_sorted(labels);
-    }
-    let counts: Vec<AtomicU32> = (0..span)
-        .into_par_iter()
-        .map(|_| AtomicU32::new(0))
-        .collect();
-    aggregated().for_each(|l| {
-        counts[(l - lo) as usize].fetch_add(1, Ordering::Relaxed);
-    });
-    counts
-        .into_par_iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let c = c.into_inner();
-            (c > 0).then_some((lo + i as u32, u64::from(c)))
-        })
-        .collect()
-}
-
-/// Counters an entry at most for which [`label_counts`] counts in an array over the labels'
-/// span instead of sorting them.
-const COUNTS_PER_LABEL: usize = 4;
-
-/// [`label_counts`] by sorting the labels and counting their runs.
-fn label_counts_sorted(labels: &[u32]) -> Vec<(u32, u64)> {
-    let mut sorted: Vec<u32> = labels
-        .par_iter()
-        .copied()
-        .filter(|&l| l != UNAGGREGATED)
-        .collect();
-    sorted.par_sort_unstable();
-    sorted
-        .chunk_by(|a, b| a == b)
-        .map(|run| (run[0], run.len() as u64))
-        .collect()
 }
 
 /// Collective. Merges the small aggregates `size` (from [`small_aggregates`], not empty) as the
@@ -716,45 +663,6 @@ mod tests {
     use linalg::dist::{DistBsr, DistPattern, RowPartition};
     use linalg::hash::{signed_unit, splitmix64};
     use linalg::{BlockPattern, Bsr};
-
-    #[test]
-    fn label_counts_by_an_array_and_by_sorting_are_the_same_list() {
-        let pool = |threads| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-        };
-        for (n, span, unaggregated) in [
-            (0, 1, 0),
-            (5, 1, 5),
-            (1000, 300, 7),
-            (50_000, 20_000, 3),
-            (2000, 1 << 30, 2),
-        ] {
-            let labels: Vec<u32> = (0..n as u64)
-                .map(|i| {
-                    let h = splitmix64(i ^ 0x1abe1);
-                    match h % 10 < unaggregated {
-                        true => UNAGGREGATED,
-                        false => 1000 + (h >> 8) as u32 % span,
-                    }
-                })
-                .collect();
-            let sorted = label_counts_sorted(&labels);
-            assert_eq!(
-                sorted.iter().map(|&(_, c)| c).sum::<u64>() as usize,
-                labels.iter().filter(|&&l| l != UNAGGREGATED).count()
-            );
-            for threads in [1, 3] {
-                assert_eq!(
-                    pool(threads).install(|| label_counts(&labels)),
-                    sorted,
-                    "n {n} span {span}"
-                );
-            }
-        }
-    }
 
     /// Grid size of the tests: 4 tasks of the graph's passes.
     const DIMS: [usize; 3] = [17, 16, 15];

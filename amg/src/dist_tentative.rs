@@ -22,6 +22,7 @@ use linalg::dist::{move_rows, DistBsr, DistPattern, RowPartition};
 use linalg::Vector;
 
 use crate::aggregation::UNAGGREGATED;
+use crate::label_set::LabelSet;
 use crate::AmgError;
 use linalg::thin_qr_of_groups;
 
@@ -87,69 +88,6 @@ const NO_OWNER: u32 = u32::MAX;
 
 /// The group of a member whose aggregate this rank does not own (an error).
 const NO_GROUP: u32 = u32::MAX;
-
-/// The distinct aggregate labels of a rank's owned vertices, ascending, and each one's index
-/// among them: through a bitmap over the serial ids where it is small next to the vertices (a
-/// word per 64 ids, at most a word per vertex), else a sort and binary searches. The same list
-/// and indices either way.
-struct AskedLabels {
-    labels: Vec<u64>,
-    /// The bitmap's words and, per word, the labels in the words before it.
-    bits: Option<(Vec<u64>, Vec<usize>)>,
-}
-
-impl AskedLabels {
-    /// The labels of `labels` other than [`UNAGGREGATED`] (serial ids below `n_serial`; one
-    /// beyond takes the sort, which keeps it for the caller's error).
-    fn new(labels: &[u32], n_serial: u64) -> Self {
-        let aggregated = || labels.par_iter().filter(|&&l| l != UNAGGREGATED);
-        let n_words = n_serial.div_ceil(64) as usize;
-        if n_words > labels.len() || aggregated().any(|&l| u64::from(l) >= n_serial) {
-            let mut sorted: Vec<u64> = aggregated().map(|&l| u64::from(l)).collect();
-            sorted.par_sort_unstable();
-            sorted.dedup();
-            return Self {
-                labels: sorted,
-                bits: None,
-            };
-        }
-        let marked: Vec<AtomicU64> = (0..n_words)
-            .into_par_iter()
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        aggregated().for_each(|&l| {
-            marked[l as usize / 64].fetch_or(1 << (l % 64), Ordering::Relaxed);
-        });
-        let words: Vec<u64> = marked.into_par_iter().map(AtomicU64::into_inner).collect();
-        let before = linalg::row_offsets(n_words, |w| words[w].count_ones() as usize);
-        let labels = (0..n_words)
-            .into_par_iter()
-            .flat_map_iter(|w| {
-                let word = words[w];
-                (0..64u64)
-                    .filter(move |b| word >> b & 1 == 1)
-                    .map(move |b| w as u64 * 64 + b)
-            })
-            .collect();
-        Self {
-            labels,
-            bits: Some((words, before)),
-        }
-    }
-
-    /// The index of `label` among the labels, if it is one.
-    fn index_of(&self, label: u64) -> Option<usize> {
-        match &self.bits {
-            None => self.labels.binary_search(&label).ok(),
-            Some((words, before)) => {
-                let (w, b) = (usize::try_from(label / 64).ok()?, label % 64);
-                let word = *words.get(w)?;
-                let below = word & ((1u64 << b) - 1);
-                (word >> b & 1 == 1).then(|| before[w] + below.count_ones() as usize)
-            }
-        }
-    }
-}
 
 /// The owned vertices whose rows go to each of `size` ranks other than `rank`, in vertex order
 /// (`owner[v]`: the rank owning `v`'s aggregate, or [`NO_OWNER`]).
@@ -602,9 +540,10 @@ fn plan_and_factor(
     let (before, _) = comm::exclusive_scan(&*comm, held.len() as u64)?;
 
     // Round 2: every rank asks for the aggregates of its owned vertices.
-    let asked = AskedLabels::new(labels, n_serial);
+    let asked = LabelSet::new(labels);
     let mut send = vec![Vec::new(); size];
-    for &l in &asked.labels {
+    for &l in asked.labels() {
+        let l = u64::from(l);
         send[directory(l)].push(l);
     }
     let queries = comm.alltoallv_u64(&send)?;
@@ -622,11 +561,12 @@ fn plan_and_factor(
         }
     }
     let answers = comm.alltoallv_u64(&replies)?;
-    // (owner rank, serial coarse index) of `asked.labels[i]` (each directory rank answered in the
-    // order it was asked)
+    // (owner rank, serial coarse index) of `asked.labels()[i]` (each directory rank answered in
+    // the order it was asked)
     let mut next = vec![0usize; size];
-    let mut where_asked = Vec::with_capacity(asked.labels.len());
-    for &l in &asked.labels {
+    let mut where_asked = Vec::with_capacity(asked.labels().len());
+    for &l in asked.labels() {
+        let l = u64::from(l);
         let r = directory(l);
         let i = next[r];
         next[r] += 1;
@@ -641,7 +581,10 @@ fn plan_and_factor(
             }
         }
     }
-    let where_is = |l: u64| asked.index_of(l).map(|i| where_asked[i]);
+    let where_is = |l: u64| {
+        let i = asked.index_of(u32::try_from(l).ok()?)?;
+        Some(where_asked[i])
+    };
 
     // Round 3: members of aggregates owned elsewhere send [label, serial id, near-null rows]
     // to the owner, in vertex order.
@@ -916,44 +859,6 @@ impl DistTentativePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn asked_labels_by_bitmap_and_by_sort_are_the_same_list_and_indices() {
-        let n_serial = 10_000u64;
-        // labels with repeats, unaggregated vertices, words empty and full
-        let labels: Vec<u32> = (0..5_000u32)
-            .map(|v| match v % 9 {
-                0 => UNAGGREGATED,
-                1 => 64 + v % 64,
-                _ => (v * 7919) % n_serial as u32,
-            })
-            .collect();
-        let by_bits = AskedLabels::new(&labels, n_serial);
-        assert!(by_bits.bits.is_some());
-        // a serial count of more words than vertices takes the sort
-        let by_sort = AskedLabels::new(&labels, 64 * 5_001);
-        assert!(by_sort.bits.is_none());
-        let mut want: Vec<u64> = labels
-            .iter()
-            .filter(|&&l| l != UNAGGREGATED)
-            .map(|&l| u64::from(l))
-            .collect();
-        want.sort_unstable();
-        want.dedup();
-        assert_eq!(by_bits.labels, want);
-        assert_eq!(by_sort.labels, want);
-        for l in 0..n_serial + 70 {
-            let i = want.binary_search(&l).ok();
-            assert_eq!(by_bits.index_of(l), i, "label {l}");
-            assert_eq!(by_sort.index_of(l), i, "label {l}");
-        }
-        // a label beyond the serial ids takes the sort and stays in the list
-        let beyond = AskedLabels::new(&[3, 20_000, 3], n_serial);
-        assert_eq!(
-            (beyond.labels, beyond.bits.is_none()),
-            (vec![3, 20_000], true)
-        );
-    }
 
     #[test]
     fn senders_and_entry_sources_over_runs_are_the_vertex_order_walks() {

@@ -22,6 +22,7 @@ mod error;
 pub mod gmres;
 pub mod hierarchy;
 pub mod krylov;
+mod label_set;
 mod level_matrix;
 pub mod near_null;
 pub mod params;
